@@ -1,0 +1,66 @@
+"""The `dumpfilter` command: parses arguments, hands off to one command module, maps errors to exit codes.
+
+Each module in `dumpfilter.commands` exposes `register(subparsers)`, which adds its
+sub-command and sets `func` on the parser defaults to a callable taking the parsed args
+and returning an exit status. Errors from the core (`DumpFilterError`) become a one-line
+message on stderr and exit status 2; nothing here prints a Python traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from binlog_codec.errors import DumpFilterError
+
+# Sub-command modules, in the order `dumpfilter --help` lists them.
+COMMAND_MODULES = (
+    "dumpfilter.commands.binlog",
+    "dumpfilter.commands.filter",
+    "dumpfilter.commands.explain",
+    "dumpfilter.commands.master",
+    "dumpfilter.commands.slave",
+    "dumpfilter.commands.simulate",
+    "dumpfilter.commands.split",
+    "dumpfilter.commands.experiment",
+    "dumpfilter.commands.verify",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dumpfilter",
+        description="Master-side replication filter simulator for MySQL and MariaDB (WL#2387).",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # that command is not built yet
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DumpFilterError as exc:
+        print(f"dumpfilter: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `dumpfilter binlog inspect big.bin | head`
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("dumpfilter: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
