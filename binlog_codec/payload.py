@@ -1,0 +1,59 @@
+"""MySQL 8.0.20+ Transaction_payload events: their zstd-compressed inner events, and re-packing
+a filtered set of inner events into a new payload."""
+
+from __future__ import annotations
+
+import zstandard
+
+from binlog_codec.constants import HEADER_LEN
+from binlog_codec.errors import BinlogError
+from binlog_codec.event import HEADER, Event
+from binlog_codec.packing import encode_lenenc
+
+PAYLOAD_SIZE, COMPRESSION_TYPE, UNCOMPRESSED_SIZE = 1, 2, 3
+ZSTD, NONE = 0, 255
+
+
+def payload_events(event: Event) -> list[Event]:
+    """The inner events: no CRC, log_pos 0, positions relative to the uncompressed buffer."""
+    fields, data = event.transaction_payload
+    compression = fields.get(COMPRESSION_TYPE, NONE)
+    try:
+        if compression == ZSTD:
+            expected = fields.get(UNCOMPRESSED_SIZE, 0)
+            data = zstandard.ZstdDecompressor().decompress(data, max_output_size=max(expected, 1))
+        elif compression != NONE:
+            raise BinlogError(f"unknown Transaction_payload compression type {compression}", offset=event.pos)
+    except zstandard.ZstdError as exc:
+        raise BinlogError(f"Transaction_payload does not decompress: {exc}", offset=event.pos) from None
+    inner_fmt = event.fmt.without_checksums()
+    out = []
+    i = 0
+    while i + HEADER_LEN <= len(data):
+        header = HEADER.unpack_from(data, i)
+        size = header[3]
+        if size < HEADER_LEN or i + size > len(data):
+            raise BinlogError(f"Transaction_payload inner event at {i} has bad size {size}", offset=event.pos)
+        out.append(Event(data[i : i + size], i, inner_fmt, header))
+        i += size
+    if i != len(data):
+        raise BinlogError("Transaction_payload ends inside an inner event", offset=event.pos)
+    return out
+
+
+def repack_payload(event: Event, inner: list[Event]) -> Event:
+    """A new Transaction_payload holding `inner`, compressed as the original was."""
+    fields, _ = event.transaction_payload
+    compression = fields.get(COMPRESSION_TYPE, NONE)
+    plain = b"".join(e.raw for e in inner)
+    data = zstandard.ZstdCompressor().compress(plain) if compression == ZSTD else plain
+
+    def field(kind: int, value: int) -> bytes:
+        encoded = encode_lenenc(value)
+        return bytes((kind,)) + encode_lenenc(len(encoded)) + encoded
+
+    body = field(PAYLOAD_SIZE, len(data)) + field(COMPRESSION_TYPE, compression)
+    if compression == ZSTD:
+        body += field(UNCOMPRESSED_SIZE, len(plain))
+    body += b"\0" + data
+    return event.with_body(body)

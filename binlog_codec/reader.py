@@ -1,0 +1,171 @@
+"""Streaming binlog readers over bytes and file-like objects, with memory bounded by the largest
+event whatever the file size. `EventSplitter` is the sans-I/O core: feed it bytes, take events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from binlog_codec.checksum import crc_ok
+from binlog_codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
+from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
+from binlog_codec.event import HEADER, Event
+from binlog_codec.format_description import FormatDescription
+
+DEFAULT_CHUNK = 1 << 20
+# Events larger than this are refused: the server's own limit (max_allowed_packet) is 1 GiB.
+MAX_EVENT_SIZE = 1 << 30
+
+
+class EventSplitter:
+    """Turns a byte stream that starts at a binlog file's first byte into Events.
+
+    `feed()` takes any slicing of the stream; `events()` yields every complete event so far.
+    The first event must be a Format_description event; each later FDE replaces the format.
+    """
+
+    def __init__(self, name: str = "<binlog>", *, verify_checksums: bool = True, start: int = 0,
+                 fmt: FormatDescription | None = None):
+        self.name = name
+        self.verify_checksums = verify_checksums
+        self.fmt = fmt
+        self._buf = b""
+        self._off = 0
+        self._pos = start  # file offset of self._buf[self._off]
+        self._need_magic = start == 0
+
+    @property
+    def position(self) -> int:
+        """File offset just after the last complete event returned."""
+        return self._pos
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf) - self._off
+
+    def feed(self, data: bytes) -> None:
+        if self._off:
+            self._buf = self._buf[self._off :] + data
+            self._off = 0
+        else:
+            self._buf += data
+
+    def events(self) -> Iterator[Event]:
+        buf = self._buf
+        if self._need_magic:
+            if len(buf) < 4:
+                return
+            if buf[:4] != MAGIC:
+                raise BinlogError(f"bad magic {buf[:4].hex()} (expected fe62696e): not a binlog file", path=self.name, offset=0)
+            self._off = 4
+            self._pos = 4
+            self._need_magic = False
+        off = self._off
+        end = len(buf)
+        unpack = HEADER.unpack_from
+        while off + HEADER_LEN <= end:
+            header = unpack(buf, off)
+            size = header[3]
+            if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                raise BinlogError(f"event size {size} is impossible (type {header[1]})", path=self.name, offset=self._pos)
+            if off + size > end:
+                break
+            raw = buf[off : off + size]
+            pos = self._pos
+            event = Event(raw, pos, self.fmt, header)
+            self._check(event)
+            off += size
+            self._off = off
+            self._pos = pos + size
+            yield event
+        self._off = off
+
+    def _check(self, event: Event) -> None:
+        type_code = event.type_code
+        if type_code == EventType.FORMAT_DESCRIPTION:
+            self.fmt = FormatDescription.parse(event.raw, path=self.name, offset=event.pos)
+            event.fmt = self.fmt
+            if self.verify_checksums and self.fmt.checksum_alg is not None and not crc_ok(event.raw):
+                raise ChecksumError("CRC32 mismatch in Format_description event", path=self.name, offset=event.pos)
+            return
+        if self.fmt is None:
+            if type_code == EventType.START_V3:
+                raise BinlogError("binlog v1/v3 (Start_v3 event) is not supported: no Format_description event", path=self.name, offset=event.pos)
+            raise BinlogError(f"no Format_description event before {event.type_name}", path=self.name, offset=event.pos)
+        if self.verify_checksums and self.fmt.checksum_len and not crc_ok(event.raw):
+            raise ChecksumError(f"CRC32 mismatch in {event.type_name} event", path=self.name, offset=event.pos)
+        if type_code not in KNOWN_TYPES and not event.flags & LOG_EVENT_IGNORABLE_F:
+            # Unknown and not flagged ignorable: the server would refuse it. Passing it through is
+            # still safe for a filter (it is never the filter's to decide), so only flag it.
+            event.__dict__["unknown_non_ignorable"] = True
+
+    def close(self) -> None:
+        """Call at end of input: a partial event left over means a truncated file."""
+        if self._need_magic:
+            raise TruncatedBinlogError(f"file is {len(self._buf)} bytes long, too short for the binlog magic", path=self.name, offset=0)
+        left = len(self._buf) - self._off
+        if left:
+            if left >= HEADER_LEN:
+                size = HEADER.unpack_from(self._buf, self._off)[3]
+                msg = f"event size {size} runs past the end of the file ({left} bytes left)"
+            else:
+                msg = f"file ends inside an event header ({left} of {HEADER_LEN} bytes)"
+            raise TruncatedBinlogError(msg, path=self.name, offset=self._pos)
+
+
+class BinlogReader:
+    """Iterates the events of one binlog file read from a file-like object, chunk by chunk.
+
+    With `start` > 4 the stream must be positioned at that event boundary; the format is then
+    taken from `fmt` (read the FDE first with `read_format_description`).
+    """
+
+    def __init__(self, stream: BinaryIO, name: str = "<binlog>", *, verify_checksums: bool = True,
+                 chunk_size: int = DEFAULT_CHUNK, start: int = 0, fmt: FormatDescription | None = None):
+        self.stream = stream
+        self.splitter = EventSplitter(name, verify_checksums=verify_checksums, start=start, fmt=fmt)
+        self.chunk_size = chunk_size
+
+    @property
+    def fmt(self) -> FormatDescription | None:
+        return self.splitter.fmt
+
+    @property
+    def position(self) -> int:
+        return self.splitter.position
+
+    def __iter__(self) -> Iterator[Event]:
+        splitter = self.splitter
+        read = self.stream.read
+        while True:
+            data = read(self.chunk_size)
+            if not data:
+                break
+            splitter.feed(data)
+            yield from splitter.events()
+        splitter.close()
+
+
+def read_events(data: bytes, name: str = "<bytes>", *, verify_checksums: bool = True) -> list[Event]:
+    """Every event of a whole binlog held in memory."""
+    splitter = EventSplitter(name, verify_checksums=verify_checksums)
+    splitter.feed(data)
+    events = list(splitter.events())
+    splitter.close()
+    return events
+
+
+def read_format_description(stream: BinaryIO, name: str = "<binlog>") -> tuple[Event, FormatDescription]:
+    """The FDE at offset 4 of a binlog file (the stream is left positioned after it)."""
+    splitter = EventSplitter(name)
+    while True:
+        data = stream.read(4096)
+        if not data:
+            splitter.close()
+            raise BinlogError("no Format_description event", path=name, offset=4)
+        splitter.feed(data)
+        for event in splitter.events():
+            if event.type_code != EventType.FORMAT_DESCRIPTION:
+                raise BinlogError(f"first event is {event.type_name}, not Format_description", path=name, offset=event.pos)
+            stream.seek(event.end_pos)
+            return event, splitter.fmt
