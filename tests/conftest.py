@@ -1,0 +1,82 @@
+"""Shared pytest wiring: the `mariadb` marker gate, MariaDB server factory, shared fixtures.
+
+With CI=true, missing prerequisites fail the tests instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+if str(PROJECT_ROOT) not in sys.path:  # the project is not necessarily pip-installed
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from mariadb_sandbox import MariaDBServer, find_binary, mariadb_available  # noqa: E402
+
+SHARED_FIXTURES = Path(__file__).parents[1].parent / "shared" / "fixtures" / "real_binlogs"
+IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def skip_or_fail(message: str) -> None:
+    """Skip the current test, or fail it under CI=true (CI must never skip silently)."""
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: failing instead of skipping)", pytrace=False)
+    pytest.skip(message)
+
+
+def _mariadb_missing() -> str | None:
+    if mariadb_available():
+        return None
+    missing = [n for n in ("mariadbd", "mariadb-install-db", "mariadb", "mariadb-binlog")
+               if find_binary(n) is None]
+    return (f"MariaDB not available: {', '.join(missing)} not found on PATH "
+            "(install mariadb-server and mariadb-client)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("mariadb") is not None:
+        missing = _mariadb_missing()
+        if missing:
+            skip_or_fail(missing)
+
+
+@pytest.fixture(scope="session")
+def mariadb_factory():
+    """Callable `(name, *, server_id=None, **kwargs) -> started MariaDBServer`.
+
+    Every server it made is stopped (and its files removed) at session end;
+    tests may also stop servers themselves earlier.
+    """
+    missing = _mariadb_missing()
+    if missing:
+        skip_or_fail(missing)
+    servers: list[MariaDBServer] = []
+    next_id = iter(range(100, 10_000))
+
+    def make(name: str = "srv", *, server_id: int | None = None, **kwargs) -> MariaDBServer:
+        sid = server_id if server_id is not None else next(next_id)
+        srv = MariaDBServer(name, server_id=sid, **kwargs)
+        servers.append(srv)
+        return srv.start()
+
+    yield make
+    errors = []
+    for srv in servers:
+        try:
+            srv.stop()
+        except Exception as exc:  # keep stopping the others
+            errors.append(f"{srv.name}: {exc}")
+    if errors:
+        raise RuntimeError("could not stop MariaDB servers: " + "; ".join(errors))
+
+
+@pytest.fixture(scope="session")
+def shared_fixtures() -> Path:
+    """../shared/fixtures/real_binlogs (skipped when absent; failure under CI=true)."""
+    if not SHARED_FIXTURES.is_dir():
+        skip_or_fail(f"shared fixtures not found at {SHARED_FIXTURES}")
+    return SHARED_FIXTURES
