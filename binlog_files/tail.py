@@ -11,7 +11,7 @@ from pathlib import Path
 
 from binlog_codec import Event, EventSplitter, EventType, read_format_description
 from binlog_codec.checksum import crc_ok
-from binlog_codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F
+from binlog_codec.constants import HEADER_LEN, KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
 from binlog_codec.event import HEADER
 from binlog_codec.reader import MAX_EVENT_SIZE
 from binlog_codec.errors import BinlogError, PositionError
@@ -21,17 +21,19 @@ CHUNK = 1 << 20
 MAX_PROBE = 1 << 16
 
 
-def _looks_like_event(head: bytes, fmt) -> bool:
-    """Whether bytes read at a requested start position begin a real event: a sane size and, when
-    the stream is checksummed and the event is wholly there, a matching CRC."""
+def _looks_like_event(head: bytes, fmt, start: int) -> bool:
+    """Whether bytes read at a requested start position begin a real event: a known type, a sane
+    size, and either a matching CRC (when it is wholly there) or a log_pos that ends it."""
     if len(head) < HEADER_LEN:
         return len(head) == 0  # exactly at the end of the file is a valid place to start
-    size = HEADER.unpack_from(head, 0)[3]
+    _, type_code, _, size, log_pos, flags = HEADER.unpack_from(head, 0)
     if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+        return False
+    if type_code not in KNOWN_TYPES and not flags & LOG_EVENT_IGNORABLE_F:
         return False
     if fmt.checksum_len and len(head) >= size:
         return crc_ok(head[:size])
-    return True
+    return log_pos in (0, start + size)
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class TailingReader:
         if start < fde.end_pos:
             raise PositionError(f"position {start} is inside the Format_description event of '{path.name}'")
         f.seek(start)
-        if not _looks_like_event(f.read(MAX_PROBE), fmt):
+        if not _looks_like_event(f.read(MAX_PROBE), fmt, start):
             raise PositionError(f"position {start} in '{path.name}' is not at an event boundary")
         f.seek(start)
         return EventSplitter(str(path), verify_checksums=self.verify_checksums, start=start, fmt=fmt)
