@@ -85,38 +85,43 @@ def apply_binlog(
         return False, text
 
 
-def _locate(sql_path: Path, line_no: int, max_lines: int = 15) -> str:
-    """Describe the statement ending at `line_no` of the decoded SQL.
-
-    The client reports the line where it was when the statement was sent (the
-    line holding its delimiter); the statement starts after the previous one.
-    """
+def _locate(sql_path: Path, line_no: int, max_lines: int = 12) -> str:
+    """Describe the statement the client reported at `line_no` (its first line)
+    in the decoded SQL, with the binlog comments that precede it."""
     with open(sql_path, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
-    end = min(line_no, len(lines))
-    start = end - 1
-    while start > 0 and not _ends_statement(lines[start - 1]):
-        start -= 1
-    stmt = lines[start:end]
+    first = max(0, min(line_no, len(lines)) - 1)
+    last = first
+    while last < len(lines) - 1 and not _ends_statement(lines[last]):
+        last += 1
+    stmt = lines[first:last + 1]
+    decoded = []  # "### INSERT INTO ..." pseudo-SQL printed by mariadb-binlog -v
+    j = last + 1
+    while j < len(lines) and lines[j].startswith("###") and len(decoded) < 12:
+        decoded.append(lines[j])
+        j += 1
+    comments: list[str] = []  # event headers / annotations just before the statement
+    i = first - 1
+    while i >= 0 and (lines[i].startswith("#") or not lines[i].strip()) and len(comments) < 8:
+        if lines[i].strip():
+            comments.insert(0, lines[i])
+        i -= 1
     pos = None
-    header = None
-    for i in range(end - 1, -1, -1):
-        mpos = _AT_POS.match(lines[i])
-        if mpos:
-            pos = mpos.group(1)
-            if i + 1 < len(lines) and lines[i + 1].startswith("#"):
-                header = lines[i + 1]
+    for k in range(first - 1, max(-1, first - 200), -1):  # the event this belongs to
+        if m := _AT_POS.match(lines[k]):
+            pos = m.group(1)
+            if not comments and k + 1 < first and lines[k + 1].startswith("#"):
+                comments = [lines[k + 1]]  # header of a Query event (SET ... precede it)
             break
-    shown = stmt if len(stmt) <= max_lines else stmt[:max_lines] + [
-        f"... ({len(stmt) - max_lines} more lines)"
-    ]
-    out = [f"at line {line_no} of the decoded SQL"]
-    if pos is not None:
-        out[0] += f", binlog event at position {pos}"
-    if header:
-        out.append(f"event: {header.strip()}")
+    out = [f"at line {line_no} of the decoded SQL"
+           + (f", binlog event at position {pos}" if pos else "")]
+    out += ["  " + ln for ln in comments if not _AT_POS.match(ln)]
+    if len(stmt) > max_lines:
+        stmt = stmt[:max_lines] + [f"... ({len(stmt) - max_lines} more lines)"]
     out.append("statement:")
-    out += ["  " + ln for ln in shown]
+    out += ["  " + ln for ln in stmt]
+    if decoded:
+        out += ["  " + ln for ln in decoded]
     return "\n".join(out)
 
 

@@ -1,7 +1,8 @@
 """Lifecycle of one throwaway MariaDB server: fresh datadir, loopback port, start, stop.
 
-Every started server is tracked and stopped on interpreter exit, on SIGTERM and,
-through PR_SET_PDEATHSIG, even when the Python process is killed outright.
+Every started server is tracked and stopped on interpreter exit and on SIGTERM;
+servers started from the main thread also die with it (PR_SET_PDEATHSIG), so
+even SIGKILL of the Python process leaves no mariadbd behind.
 """
 
 from __future__ import annotations
@@ -169,6 +170,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except Exception:
         pass
+
+
+def _pdeathsig_ok() -> bool:
+    # PDEATHSIG fires when the *thread* that forked exits: only safe from the main thread.
+    return sys.platform.startswith("linux") and (
+        threading.current_thread() is threading.main_thread())
 
 
 # --- the server ----------------------------------------------------------------------
@@ -349,7 +356,7 @@ class MariaDBServer:
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 start_new_session=True,  # Ctrl-C reaches us only; we stop it in order
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=_die_with_parent if _pdeathsig_ok() else None,
             )
         with _LIVE_LOCK:
             _LIVE.add(self)
