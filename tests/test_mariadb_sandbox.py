@@ -270,3 +270,15 @@ def test_killed_run_leaves_no_mariadbd(sig):
             child.wait()
         if "root" in locals():
             shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.fixtures
+def test_apply_real_mariadb_binlog_reports_missing_table(shared_fixtures, mariadb_factory):
+    binlog = shared_fixtures / "blackbeam-rust_mysql_common" / "mariadb-bin.000001"
+    if not binlog.is_file():
+        pytest.skip(f"{binlog} not in the shared fixtures")
+    srv = mariadb_factory("real-fixture", log_bin=False)
+    ok, err = apply_binlog(srv, binlog, ["--verbose"])
+    assert not ok
+    assert err.startswith("ERROR 1146 (42S02): Table 'toddy_test.outbox' doesn't exist"), err
+    assert "Table_map: `toddy_test`.`outbox`" in err and "### INSERT INTO `toddy_test`.`outbox`" in err
