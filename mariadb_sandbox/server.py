@@ -184,8 +184,8 @@ def _pdeathsig_ok() -> bool:
 class MariaDBServer:
     """One throwaway mariadbd on 127.0.0.1 with its own temp datadir.
 
-    >>> with MariaDBServer("primary", server_id=1) as srv:
-    ...     srv.execute("CREATE DATABASE a")
+    Usage: ``with MariaDBServer("primary", server_id=1) as srv: srv.execute("CREATE DATABASE a")``.
+    Root has no password over TCP; `repl_user`/`repl_password` may replicate.
     """
 
     def __init__(

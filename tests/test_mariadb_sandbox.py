@@ -17,6 +17,7 @@ import pytest
 from mariadb_sandbox import (
     BinlogApplyError,
     MariaDBServer,
+    ServerStartError,
     apply_binlog,
     diff_snapshots,
     make_replica,
@@ -236,6 +237,15 @@ def test_stop_really_ends_the_process():
     assert not root.exists()
     assert not srv.running
     srv.stop()  # idempotent
+
+
+def test_failed_start_is_clear_and_leaves_nothing(tmp_path):
+    srv = MariaDBServer("broken", server_id=8, options=["--no-such-option-xyz"], tmp_root=tmp_path)
+    with pytest.raises(ServerStartError, match="exited with .* during startup") as exc:
+        srv.start()
+    assert "no-such-option-xyz" in str(exc.value)  # the error log tail is in the message
+    assert not srv.running and srv.root is None
+    assert list(tmp_path.iterdir()) == []
 
 
 CHILD = textwrap.dedent("""
