@@ -1,0 +1,50 @@
+# dumpfilter: every target does its own set-up on a fresh machine.
+#   make demo   run the main job on the built-in default
+#   make test   run every test (unit, property, gRPC, Spark, real MariaDB)
+#   make bench  run the benchmarks (ratios against same-process baselines)
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := mariadb-server mariadb-client
+
+.PHONY: demo test test-fast bench setup system-deps proto clean
+
+setup: $(STAMP) proto
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[test]'
+	touch $(STAMP)
+
+proto: $(STAMP)
+	@if [ -f dumpfilter/proto_gen.py ]; then $(PY) -m dumpfilter.proto_gen; fi
+
+# MariaDB (real servers in tests) and a Java runtime (Spark), from the system's packages.
+system-deps:
+	@missing=""; \
+	command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing="$(APT_PACKAGES)"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+demo: setup
+	$(VENV)/bin/dumpfilter demo
+
+test: setup system-deps
+	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q
+
+test-fast: setup
+	$(VENV)/bin/pytest -q -m "not mariadb and not spark"
+
+bench: setup system-deps
+	PATH="/usr/sbin:$$PATH" $(PY) -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache out bench/data bench/results

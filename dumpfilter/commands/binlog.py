@@ -1,0 +1,86 @@
+"""`dumpfilter binlog inspect`: one line (or one JSON object) per event of binlog files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from binlog_codec import Event, EventType
+from binlog_files import BinlogFile, binlog_paths
+
+
+def register(subparsers) -> None:
+    binlog = subparsers.add_parser("binlog", help="read binlog files")
+    sub = binlog.add_subparsers(dest="binlog_command", metavar="ACTION")
+    sub.required = True
+    inspect = sub.add_parser("inspect", help="list events: offset, type, size, log_pos, db/table/SQL/GTID")
+    inspect.add_argument("files", nargs="+", metavar="FILE", help="binlog files or directories (.gz is read too)")
+    inspect.add_argument("--json", action="store_true", help="one JSON object per line")
+    inspect.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
+                         help="do not check event CRC32s")
+    inspect.set_defaults(func=run_inspect)
+
+
+def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict:
+    """The inspect fields of one event; `table_names` maps table ids seen so far to (db, table)."""
+    row = {"pos": event.pos, "type": event.type_name, "size": event.size, "log_pos": event.log_pos,
+           "db": None, "table": None, "sql": None, "gtid": None}
+    t = event.type_code
+    if event.is_query:
+        row["db"] = event.db
+        row["sql"] = event.sql
+    elif t == EventType.TABLE_MAP:
+        table_id, db, table = event.table_map
+        table_names[table_id] = (db, table)
+        row.update(db=db, table=table, table_id=table_id)
+    elif event.is_rows:
+        row["table_id"] = event.table_id
+        db, table = table_names.get(event.table_id, (None, None))
+        row.update(db=db, table=table)
+    elif event.is_gtid:
+        row["gtid"] = event.gtid
+    elif t in (EventType.ANNOTATE_ROWS, EventType.ROWS_QUERY):
+        row["sql"] = event.sql
+    elif t == EventType.ROTATE:
+        row["next"] = "%s:%d" % tuple(reversed(event.rotate))
+    elif t == EventType.FORMAT_DESCRIPTION:
+        table_names.clear()
+    elif t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+        row["gtid"] = str(event.gtid_set)
+    return row
+
+
+def _text_line(row: dict) -> str:
+    parts = [f"{row['pos']:>10}", f"{row['type']:<22}", f"size={row['size']:<7}", f"log_pos={row['log_pos']}"]
+    if row.get("gtid") is not None:
+        parts.append(f"gtid={row['gtid']}")
+    if row.get("table_id") is not None:
+        parts.append(f"table_id={row['table_id']}")
+    if row.get("table") is not None:
+        parts.append(f"{row['db']}.{row['table']}")
+    elif row.get("db") is not None:
+        parts.append(f"db={row['db']!r}")
+    if row.get("sql") is not None:
+        sql = " ".join(row["sql"].split())
+        parts.append(sql[:80] + ("…" if len(sql) > 80 else ""))
+    if row.get("next"):
+        parts.append(f"next={row['next']}")
+    return "  ".join(parts)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    for target in args.files:
+        for path in binlog_paths(target):
+            if not args.json and len(args.files) + len(binlog_paths(target)) > 2:
+                print(f"# {path}", file=out)
+            table_names: dict[int, tuple[str, str]] = {}
+            for event in BinlogFile(path, verify_checksums=args.verify_checksums):
+                row = describe(event, table_names)
+                if args.json:
+                    row["file"] = str(path)
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                else:
+                    out.write(_text_line(row) + "\n")
+    return 0
