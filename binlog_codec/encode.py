@@ -33,8 +33,10 @@ MARIADB_POST_HEADERS = bytes(
 
 
 def build_event(type_code: int, body: bytes, *, fmt: FormatDescription | None, server_id: int = 1,
-                timestamp: int = 0, log_pos: int = 0, flags: int = 0, pos: int = 0) -> Event:
-    """An event from its body; `fmt` decides whether a CRC is appended."""
+                timestamp: int = 0, log_pos: int = 1, flags: int = 0, pos: int = 0) -> Event:
+    """An event from its body; `fmt` decides whether a CRC is appended. The default log_pos is a
+    placeholder that BinlogWriter replaces with the real end offset; pass 0 for an artificial
+    event that must keep 0."""
     crc = fmt is not None and (fmt.checksum_alg == CHECKSUM_CRC32 or
                                (type_code == EventType.FORMAT_DESCRIPTION and fmt.checksum_alg is not None))
     size = HEADER_LEN + len(body) + (4 if crc else 0)
