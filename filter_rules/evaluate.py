@@ -121,9 +121,9 @@ class RuleEngine:
                 return new, True
         return db, False
 
-    def db_ok(self, db: str | None) -> _Step:
+    def db_ok(self, db: str | None, what: str = "default database") -> _Step:
         """Rpl_filter::db_ok: a do list decides alone (ignore_db never consulted); NULL db passes."""
-        return _db_list_check(self.names.db, db, self._do_db, self._ignore_db, "replicate", "default database")
+        return _db_list_check(self.names.db, db, self._do_db, self._ignore_db, "replicate", what)
 
     def db_ok_with_wild_table(self, db: str) -> _Step:
         """Rpl_filter::db_ok_with_wild_table: key `db.` against wild-do then wild-ignore; only `%`-table
@@ -214,7 +214,7 @@ class RuleEngine:
         key = (f"{rewritten}.{table}",)
         if self.settings.semantics == "effective":
             return self._effective_decision([(rewritten, table)], counted)
-        db_step = self.db_ok(rewritten)
+        db_step = self.db_ok(rewritten, "table database")
         if db_step.ok is False or not self.table_rules_on:
             return _decision(db_step, key, counted)
         table_step = self.tables_ok([(rewritten, table)])

@@ -1,0 +1,64 @@
+"""The rule options shared by `explain`, `filter`, `slave` and `simulate`: argparse group and RuleSet building."""
+
+from __future__ import annotations
+
+import argparse
+
+from filter_rules.mycnf import startup_filters_from_file
+from filter_rules.parse import StartupFilters, parse_filter_statement
+from filter_rules.ruleset import BINLOG_TYPES, REPLICATE_TYPES, RuleSet, Settings, option_name
+
+RULE_OPTION_TYPES = REPLICATE_TYPES + BINLOG_TYPES
+
+
+def add_rule_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("filter rules (mysqld options; repeat an option for several rules)")
+    for rule_type in RULE_OPTION_TYPES:
+        name = option_name(rule_type)
+        metavar = "FROM->TO" if rule_type == "rewrite_db" else "DB.TBL" if "table" in rule_type else "DB"
+        group.add_argument(f"--{name}", dest=rule_type, action="append", default=[], metavar=metavar,
+                           help=f"a {name} rule; '[channel]:rule' sets it for one channel (WL#7361)"
+                           if rule_type in REPLICATE_TYPES else f"the master's {name} binlog write filter")
+    group.add_argument("--defaults-file", metavar="FILE",
+                       help="read replicate-*/binlog-*-db from the [mysqld] and [mariadbd] groups of a my.cnf")
+    group.add_argument("--change-replication-filter", metavar="SQL", action="append", default=[],
+                       help="apply a CHANGE REPLICATION FILTER (or WL#2516 CHANGE MASTER ... TO DO=...) statement")
+    group.add_argument("--channel", default="", help="the replication channel whose rules apply (default '')")
+    group.add_argument("--filter-semantics", choices=("mysql", "effective"), default="mysql",
+                       help="mysql: rpl_filter.cc; effective: WL#2516 DO/IGNORE on the effective db.table")
+    group.add_argument("--lower-case-table-names", type=int, choices=(0, 1, 2), default=0)
+    group.add_argument("--flavor", choices=("mysql", "mariadb"), default="mysql",
+                       help="the replica's server: case rules and DATABASE statements differ")
+    group.add_argument("--track-derived-tables", action="store_true",
+                       help="WL#40: tables created LIKE/SELECT or renamed from an ignored table are ignored too")
+
+
+def ruleset_from_args(args: argparse.Namespace) -> tuple[RuleSet, Settings]:
+    """Options file first, then command-line options (both accumulate), then CHANGE statements in order;
+    the result is the rule set of `--channel` (its own rules, global ones for types it has none of)."""
+    startup = startup_filters_from_file(args.defaults_file) if getattr(args, "defaults_file", None) \
+        else StartupFilters()
+    options = [(option_name(rule_type), value) for rule_type in RULE_OPTION_TYPES
+               for value in getattr(args, rule_type, [])]
+    startup = _merge(startup, StartupFilters.from_options(options))
+    rules = startup.for_channel(args.channel)
+    for statement in args.change_replication_filter:
+        change = parse_filter_statement(statement)
+        if change.channel is None or change.channel == args.channel:
+            rules = change.apply(rules)
+    settings = Settings(flavor=args.flavor, lower_case_table_names=args.lower_case_table_names,
+                        semantics=args.filter_semantics, track_derived_tables=args.track_derived_tables)
+    return rules, settings
+
+
+def _merge(first: StartupFilters, second: StartupFilters) -> StartupFilters:
+    """Repeated options accumulate, whether they come from the file or the command line."""
+    global_rules = first.global_rules.replace(**{
+        rule_type: getattr(first.global_rules, rule_type) + getattr(second.global_rules, rule_type)
+        for rule_type in RULE_OPTION_TYPES})
+    channels = {name: dict(types) for name, types in first.channel_rules.items()}
+    for name, types in second.channel_rules.items():
+        for rule_type, rules in types.items():
+            merged = channels.setdefault(name, {})
+            merged[rule_type] = merged.get(rule_type, ()) + rules
+    return StartupFilters(global_rules, channels)
