@@ -128,15 +128,9 @@ class RuleEngine:
     def db_ok_with_wild_table(self, db: str) -> _Step:
         """Rpl_filter::db_ok_with_wild_table: key `db.` against wild-do then wild-ignore; only `%`-table
         patterns can match (`'db1.' LIKE 'db1.t%'` is false)."""
-        key = self.names.table(db + ".")
-        for regex, pattern in self._wild_do:
-            if regex.fullmatch(key):
-                return _Step(True, "replicate-wild-do-table", f"database '{db}' matches '{pattern}'",
-                             (filter_name("wild_do_table"),))
-        for regex, pattern in self._wild_ignore:
-            if regex.fullmatch(key):
-                return _Step(False, "replicate-wild-ignore-table", f"database '{db}' matches '{pattern}'",
-                             (filter_name("wild_ignore_table"),))
+        step = self._wild_step(self.names.table(db + "."), f"database '{db}'")
+        if step is not None:
+            return step
         if self._wild_do:
             return _Step(False, "replicate-wild-do-table", f"database '{db}' matches no wild-do pattern")
         return _Step(True, None, f"database '{db}': no wild rule applies")
@@ -158,15 +152,17 @@ class RuleEngine:
                          (filter_name("ignore_table"),))
         if folded in self.derived_ignored:
             return _Step(False, "track-derived-tables", f"'{key}' was derived from an ignored table (WL#40)")
-        for regex, pattern in self._wild_do:
-            if regex.fullmatch(folded):
-                return _Step(True, "replicate-wild-do-table", f"'{key}' matches '{pattern}'",
-                             (filter_name("wild_do_table"),))
-        for regex, pattern in self._wild_ignore:
-            if regex.fullmatch(folded):
-                return _Step(False, "replicate-wild-ignore-table", f"'{key}' matches '{pattern}'",
-                             (filter_name("wild_ignore_table"),))
-        return _Step(None)
+        return self._wild_step(folded, f"'{key}'") or _Step(None)
+
+    def _wild_step(self, folded_key: str, shown: str) -> _Step | None:
+        """wild-do before wild-ignore; the first matching pattern decides."""
+        for patterns, verdict, rule_type in ((self._wild_do, True, "wild_do_table"),
+                                             (self._wild_ignore, False, "wild_ignore_table")):
+            for regex, pattern in patterns:
+                if regex.fullmatch(folded_key):
+                    return _Step(verdict, option_name(rule_type), f"{shown} matches '{pattern}'",
+                                 (filter_name(rule_type),))
+        return None
 
     def tables_ok(self, updated) -> _Step:
         """Rpl_filter::tables_ok over the *updated* tables in statement order; the first decisive rule wins.
@@ -251,15 +247,14 @@ class RuleEngine:
         db_step = self._database_check(info, rewritten)
         if db_step.ok is False:
             return _decision(db_step, tables, counted)
-        counted += db_step.counted
         if not info.parse_ok and self.table_rules_on:
             self.unparsed += 1
             return Decision(True, "statement could not be parsed; kept (counted as unparsed, never dropped)",
-                            None, tables, counted)
+                            None, tables, counted + db_step.counted)
         table_step = self._statement_table_check(info)
         if table_step is None or (table_step.ok and table_step.rule is None and db_step.rule):
             return _decision(db_step, tables, counted)
-        return _decision(table_step, tables, counted)
+        return _decision(table_step, tables, counted + db_step.counted)
 
     def _database_check(self, info: StatementInfo, rewritten: str) -> _Step:
         """sql_parse.cc check_database_filters on the event db (§1.1: for DATABASE statements the source
