@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import cached_property
 
 from binlog_codec import gtid as gtids
 from binlog_codec.checksum import with_crc
@@ -38,6 +37,26 @@ _STATUS_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 14: 8, 
                  17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8}
 
 
+class cached_property:  # noqa: N801 - same role as functools.cached_property
+    """Computes once, then lives in the instance __dict__ (shadowing this non-data descriptor).
+    functools.cached_property takes a lock on every first access in Python 3.11, which costs
+    more than decoding a Table_map."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.func(obj)
+        return value
+
+
 def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
@@ -55,15 +74,27 @@ class QueryFields:
 class Event:
     """A binlog event. `raw` is every byte of it, CRC included; `pos` is its offset in its file."""
 
-    __slots__ = ("raw", "pos", "fmt", "timestamp", "type_code", "server_id", "size", "log_pos", "flags", "__dict__")
+    # The event's bytes are _buf[_start : _start + size]: a materialised Event owns them
+    # (_start 0), an EventCursor looks into the reader's chunk without copying.
+    __slots__ = ("_buf", "_start", "pos", "fmt", "timestamp", "type_code", "server_id", "size", "log_pos",
+                 "flags", "__dict__")
 
     def __init__(self, raw: bytes, pos: int, fmt: FormatDescription | None, header: tuple | None = None):
-        self.raw = raw
+        self._buf = raw
+        self._start = 0
         self.pos = pos
         self.fmt = fmt
         (self.timestamp, self.type_code, self.server_id, self.size, self.log_pos, self.flags) = (
             header if header is not None else HEADER.unpack_from(raw, 0)
         )
+
+    @property
+    def raw(self) -> bytes:
+        """Every byte of the event, CRC included."""
+        buf, start = self._buf, self._start
+        if start == 0 and len(buf) == self.size:
+            return buf
+        return buf[start : start + self.size]
 
     # -- generic ------------------------------------------------------------------------------
     @property
@@ -104,14 +135,14 @@ class Event:
     # -- Query, QUERY_COMPRESSED, EXECUTE_LOAD_QUERY --------------------------------------------
     @cached_property
     def query(self) -> QueryFields:
-        raw = self.raw
-        thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, HEADER_LEN)
+        raw, base = self._buf, self._start
+        thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, base + HEADER_LEN)
         # EXECUTE_LOAD_QUERY has 13 more post-header bytes; the FDE table tells us.
-        start = HEADER_LEN + self.fmt.post_header_len(self.type_code)
+        start = base + HEADER_LEN + self.fmt.post_header_len(self.type_code)
         status_vars = raw[start : start + status_len]
         db_start = start + status_len
         db = raw[db_start : db_start + db_len]
-        sql = raw[db_start + db_len + 1 : len(raw) - self.fmt.checksum_len]
+        sql = raw[db_start + db_len + 1 : base + self.size - self.fmt.checksum_len]
         if self.type_code == EventType.QUERY_COMPRESSED:
             sql = mariadb_uncompress(sql)
         return QueryFields(thread_id, exec_time, error_code, status_vars, _decode_text(db), _decode_text(sql))
@@ -192,9 +223,10 @@ class Event:
     @property
     def table_id(self) -> int:
         """The table id of a Table_map or rows event."""
+        at = self._start + HEADER_LEN
         if self.fmt.table_id_len(self.type_code) == 4:
-            return _U32.unpack_from(self.raw, HEADER_LEN)[0]
-        return int.from_bytes(self.raw[HEADER_LEN : HEADER_LEN + 6], "little")
+            return _U32.unpack_from(self._buf, at)[0]
+        return int.from_bytes(self._buf[at : at + 6], "little")
 
     @property
     def rows_flags_offset(self) -> int:
@@ -202,19 +234,23 @@ class Event:
 
     @property
     def rows_flags(self) -> int:
-        return _U16.unpack_from(self.raw, self.rows_flags_offset)[0]
+        return _U16.unpack_from(self._buf, self._start + self.rows_flags_offset)[0]
 
     @cached_property
     def table_map(self) -> tuple[int, str, str]:
         """(table_id, db, table) of a Table_map event."""
-        raw = self.raw
-        i = HEADER_LEN + self.fmt.post_header_len(EventType.TABLE_MAP)
+        raw = self._buf
+        start = self._start + HEADER_LEN
+        post_header = self.fmt.post_header_lens[EventType.TABLE_MAP - 1]
+        # 5.1 pre-GA servers wrote a 4-byte table id (a 6-byte post-header).
+        id_len = 4 if post_header == 6 else 6
+        table_id = int.from_bytes(raw[start : start + id_len], "little")
+        i = start + post_header
         db_len = raw[i]
         db = raw[i + 1 : i + 1 + db_len]
         i += 2 + db_len
-        tbl_len = raw[i]
-        table = raw[i + 1 : i + 1 + tbl_len]
-        return self.table_id, _decode_text(db), _decode_text(table)
+        table = raw[i + 1 : i + 1 + raw[i]]
+        return table_id, db.decode("utf-8", "surrogateescape"), table.decode("utf-8", "surrogateescape")
 
     @property
     def table(self) -> str | None:
@@ -336,3 +372,29 @@ class Event:
 
     def with_body(self, body: bytes) -> "Event":
         return self.replaced(self.raw[:HEADER_LEN] + body)
+
+
+class EventCursor(Event):
+    """A reused view of the current event of a walk (`BinlogReader.walk`): no copy and no new
+    object per event. The header fields read through to the header tuple. Valid until the walk
+    moves on; `detach()` returns an Event that stays."""
+
+    __slots__ = ("_h", "_base")
+
+    timestamp = property(lambda self: self._h[0])
+    type_code = property(lambda self: self._h[1])
+    server_id = property(lambda self: self._h[2])
+    size = property(lambda self: self._h[3])
+    log_pos = property(lambda self: self._h[4])
+    flags = property(lambda self: self._h[5])
+    pos = property(lambda self: self._base + self._start)
+
+    def __init__(self) -> None:  # fields are set by the walk
+        self._buf = b""
+        self._start = 0
+        self._base = 0
+        self._h = (0, 0, 0, 0, 0, 0)
+        self.fmt = None
+
+    def detach(self) -> Event:
+        return Event(self.raw, self.pos, self.fmt, self._h)

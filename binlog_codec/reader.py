@@ -9,7 +9,7 @@ from typing import BinaryIO
 from binlog_codec.checksum import crc_ok
 from binlog_codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
 from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
-from binlog_codec.event import HEADER, Event
+from binlog_codec.event import HEADER, Event, EventCursor
 from binlog_codec.format_description import FormatDescription
 
 DEFAULT_CHUNK = 1 << 20
@@ -50,16 +50,24 @@ class EventSplitter:
         else:
             self._buf += data
 
-    def events(self) -> Iterator[Event]:
+    def _consume_magic(self) -> bool:
+        """Skip the 4-byte magic at the start of a file; False while it is not all there."""
+        if not self._need_magic:
+            return True
         buf = self._buf
-        if self._need_magic:
-            if len(buf) < 4:
-                return
-            if buf[:4] != MAGIC:
-                raise BinlogError(f"bad magic {buf[:4].hex()} (expected fe62696e): not a binlog file", path=self.name, offset=0)
-            self._off = 4
-            self._pos = 4
-            self._need_magic = False
+        if len(buf) - self._off < 4:
+            return False
+        if buf[self._off : self._off + 4] != MAGIC:
+            raise BinlogError(f"bad magic {buf[:4].hex()} (expected fe62696e): not a binlog file", path=self.name, offset=0)
+        self._off += 4
+        self._pos = 4
+        self._need_magic = False
+        return True
+
+    def events(self) -> Iterator[Event]:
+        if not self._consume_magic():
+            return
+        buf = self._buf
         off = self._off
         end = len(buf)
         unpack = HEADER.unpack_from
@@ -79,6 +87,50 @@ class EventSplitter:
             self._pos = pos + size
             yield event
         self._off = off
+
+    def walk_stream(self, read, chunk_size: int) -> Iterator[EventCursor]:
+        """Reads with `read(chunk_size)` and moves one reused EventCursor over each chunk instead
+        of copying every event: the fast path for walks that look at most events and keep few.
+        One generator does both reading and splitting, as each layer costs time per event."""
+        cursor = EventCursor()
+        unpack = HEADER.unpack_from
+        known = KNOWN_TYPES
+        fde_type = EventType.FORMAT_DESCRIPTION
+        verify = self.verify_checksums
+        while True:
+            data = read(chunk_size)
+            if not data:
+                break
+            self.feed(data)
+            if not self._consume_magic():
+                continue
+            buf = self._buf
+            off = self._off
+            end = len(buf)
+            cursor._buf = buf
+            cursor._base = self._pos - off  # file offset of buf[0]
+            while off + HEADER_LEN <= end:
+                header = unpack(buf, off)
+                size = header[3]
+                if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                    raise BinlogError(f"event size {size} is impossible (type {header[1]})", path=self.name, offset=self._pos)
+                if off + size > end:
+                    break
+                if cursor.__dict__:
+                    cursor.__dict__.clear()
+                cursor._start = off
+                cursor._h = header
+                if verify or self.fmt is None or header[1] == fde_type or header[1] not in known:
+                    cursor.fmt = self.fmt
+                    self._pos = cursor._base + off
+                    self._check(cursor)
+                    cursor.fmt = self.fmt
+                off += size
+                self._off = off
+                yield cursor
+            self._off = off
+            self._pos = cursor._base + off
+        self.close()
 
     def _check(self, event: Event) -> None:
         type_code = event.type_code
@@ -133,6 +185,11 @@ class BinlogReader:
     @property
     def position(self) -> int:
         return self.splitter.position
+
+    def walk(self) -> Iterator[EventCursor]:
+        """Iterate with one reused EventCursor (see EventCursor): several times faster than
+        `iter(reader)` for walks that decode few events."""
+        return self.splitter.walk_stream(self.stream.read, self.chunk_size)
 
     def __iter__(self) -> Iterator[Event]:
         splitter = self.splitter

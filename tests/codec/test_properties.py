@@ -167,3 +167,32 @@ def test_reader_is_independent_of_chunk_boundaries(spec, sizes, chunk):
         fed.extend(e.raw for e in splitter.events())
     splitter.close()
     assert fed == whole
+
+
+@settings(max_examples=40, deadline=None)
+@given(binlogs(), st.integers(1, 2048))
+def test_walk_cursor_sees_what_events_see(spec, chunk):
+    fde, txns = spec
+    out = io.BytesIO()
+    writer = BinlogWriter(out, fde)
+    for txn in txns:
+        writer.write_transaction(txn)
+    data = out.getvalue()
+    events = list(BinlogReader(io.BytesIO(data)))
+    walked = []
+    for cursor in BinlogReader(io.BytesIO(data), chunk_size=chunk).walk():
+        row = (cursor.pos, cursor.type_code, cursor.size, cursor.log_pos, cursor.raw)
+        if cursor.type_code == EventType.TABLE_MAP:
+            row += (cursor.table_map,)
+        if cursor.is_query:
+            row += (cursor.db, cursor.sql)
+        walked.append((row, cursor.detach().raw))
+    expected = []
+    for e in events:
+        row = (e.pos, e.type_code, e.size, e.log_pos, e.raw)
+        if e.type_code == EventType.TABLE_MAP:
+            row += (e.table_map,)
+        if e.is_query:
+            row += (e.db, e.sql)
+        expected.append((row, e.raw))
+    assert walked == expected
