@@ -1,0 +1,791 @@
+"""The dump service's domain logic, free of gRPC: slave registrations, per-slave streams with their
+skip policies, the master-wide per-table flag words (WL#2387's FILTER_BINLOG_SEND_F, one bit per
+slave), shared per-rule-group filter answers, ChangeFilter at transaction boundaries, and stats."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from binlog_codec import Event, EventType, GtidTracker, fix_transaction_length, read_format_description
+from binlog_codec.constants import GTID_EVENT_TYPES, LOG_EVENT_SKIP_REPLICATION_F
+from binlog_codec.encode import build_event
+from binlog_codec.errors import DumpFilterError, PositionError, RuleError, UnknownSlaveError
+from binlog_codec.transactions import CONTROL, statement_verb
+from binlog_files import open_binlog
+from filter_rules.channels import FilterRegistry
+from filter_rules.evaluate import Decision, RuleEngine
+from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statement
+from filter_rules.ruleset import ALL_TYPES, REPLICATE_TYPES, RuleSet, Settings
+from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter
+from master.policy import UNRESTRICTED, Gate, MasterPolicy
+from master.segments import Pos, SegmentCache, Unit
+
+HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION = "heartbeat", "placeholder", "empty-transaction"
+SKIP_POLICIES = (HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION)
+BATCH_BYTES = 256 << 10
+MAX_SLAVES = 1024
+BINLOG_IN_USE_F = 0x0001
+_FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "XA"})
+# Types WL#2516 / binlog-* rules use that FilterRegistry (replicate-* only) does not hold.
+_EXTRA_TYPES = tuple(t for t in ALL_TYPES if t not in REPLICATE_TYPES)
+
+
+class StreamReplacedError(DumpFilterError):
+    """The stream was replaced by a newer one with the same server_id, or the slave unregistered."""
+
+
+class ShuttingDownError(DumpFilterError):
+    """The master is shutting down and accepts no new streams."""
+
+
+class ChangeTimeoutError(DumpFilterError):
+    """A ChangeFilter whose stream did not reach a transaction boundary before the deadline.
+    The change stays queued and still takes effect at the next boundary."""
+
+
+# ---------------------------------------------------------------------------------------------
+# requests and results
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """Requested filters for one channel (None: global), as structured rules or CRF text."""
+
+    channel: str | None
+    rules: RuleSet | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Registration:
+    server_id: int
+    hostname: str = ""
+    channels: tuple[str, ...] = ("",)
+    filters: tuple[ChannelSpec, ...] = ()
+    settings: Settings = Settings()
+    skip_policy: str = HEARTBEAT
+    user: str = ""
+    password: str = ""
+
+
+@dataclass(frozen=True)
+class Effective:
+    channel: str
+    rules: RuleSet
+    gate: Gate
+
+
+@dataclass
+class RegisterResult:
+    server_id: int
+    effective: list[Effective]
+    warnings: list[str]
+    replaced: bool
+
+
+@dataclass
+class Batch:
+    events: bytes
+    position: Pos
+    transactions: int = 0
+    skipped_bytes: int = 0
+    caught_up: bool = False
+    heartbeat: bool = False
+    gtid_state: str = ""
+    filter_changed_at: Pos | None = None
+
+
+@dataclass
+class SlaveStats:
+    events_read: int = 0
+    bytes_read: int = 0
+    events_sent: int = 0
+    bytes_sent: int = 0          # every event byte sent, skip-policy events included
+    kept_bytes: int = 0          # master events sent as themselves
+    events_skipped: int = 0
+    bytes_skipped: int = 0
+    heartbeats: int = 0
+    heartbeat_bytes: int = 0
+    placeholders: int = 0
+    placeholder_bytes: int = 0
+    empty_transactions: int = 0
+    empty_transaction_bytes: int = 0
+    transactions_kept: int = 0
+    transactions_partial: int = 0
+    transactions_skipped: int = 0
+    rule_hits: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class _PendingChange:
+    change: FilterChange
+    done: threading.Event = field(default_factory=threading.Event)
+    position: Pos | None = None
+    error: DumpFilterError | None = None
+
+
+@dataclass
+class _StreamHandle:
+    channel: str
+    cancelled: str | None = None  # None, "replaced", "shutdown"
+    wake: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self, reason: str) -> None:
+        self.cancelled = reason
+        self.wake.set()
+
+
+class _SlaveDecider:
+    """What TransactionFilter asks, for one slave: tables by its bit in the shared flag words,
+    statements by its rule engine, both ANDed with the master policy; rule hits collected."""
+
+    def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate):
+        self.words, self.bit, self.engine, self.gate = words, 1 << bit, engine, gate
+        self.hits: Counter = Counter()
+
+    def table_kept(self, db: str, table: str) -> bool:
+        kept = bool(self.words.get(db, table) & self.bit)
+        counted = self.engine.decide_table(db, table).counted
+        if counted:
+            self.hits.update(counted)
+        if not kept and self.gate.restricted and not self.gate.table_allowed(db, table):
+            self.hits["MASTER_POLICY"] += 1
+        return kept
+
+    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
+        decision = self.engine.decide_statement(sql, current_db)
+        self.hits.update(decision.counted)
+        if decision.apply and self.gate.restricted and not self.gate.statement_allowed(sql, current_db):
+            self.hits["MASTER_POLICY"] += 1
+            return dataclasses.replace(decision, apply=False, rule="master-policy",
+                                       reason="master policy: the statement touches data outside what this slave may receive")
+        return decision
+
+
+@dataclass
+class _SlaveState:
+    """The rules a slave's stream filters with right now (swapped only at transaction boundaries)."""
+
+    channel: str
+    rules: RuleSet
+    engine: RuleEngine
+    key: tuple
+    decider: _SlaveDecider
+    txn_filter: TransactionFilter
+
+
+class Slave:
+    def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict, gate: Gate, bit: int):
+        self.reg = reg
+        self.server_id = reg.server_id
+        self.registry = registry
+        self.extra = extra          # effective_* / binlog_* rules (global: FilterRegistry has no place for them)
+        self.gate = gate
+        self.bit = bit
+        self.stats = SlaveStats()
+        self.stream: _StreamHandle | None = None
+        self.state: _SlaveState | None = None
+        self.position: Pos | None = None
+        self.pending: list[_PendingChange] = []
+        self.lock = threading.Lock()
+        self.registered_at = dt.datetime.now(dt.timezone.utc)
+
+    def rules_for(self, channel: str) -> RuleSet:
+        return self.registry.rules_for(channel).replace(**self.extra)
+
+    def effective(self) -> list[Effective]:
+        return [Effective(name, self.rules_for(name), self.gate) for name in self.registry.channels]
+
+
+class FlagWords:
+    """One word per (db, table): bit i set when slave i keeps the table (its rules AND its policy).
+    Computed once per table for all slaves (slaves with equal rules evaluate once), read with one
+    dict lookup; thrown away whenever a slave's rules change or slaves come and go."""
+
+    def __init__(self, members: Callable[[], list[tuple[int, RuleEngine, Gate]]]):
+        self._members = members
+        self._words: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+        self.computed = 0
+
+    def get(self, db: str, table: str) -> int:
+        word = self._words.get((db, table))
+        return self._compute(db, table) if word is None else word
+
+    def _compute(self, db: str, table: str) -> int:
+        with self._lock:
+            word = 0
+            answers: dict[tuple[int, Gate], bool] = {}
+            for bit, engine, gate in self._members():
+                key = (id(engine), gate)
+                kept = answers.get(key)
+                if kept is None:
+                    kept = answers[key] = engine.table_kept(db, table) and gate.table_allowed(db, table)
+                if kept:
+                    word |= 1 << bit
+            self._words[(db, table)] = word
+            self.computed += 1
+            return word
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._words = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# the service
+
+
+class DumpService:
+    def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
+                 segment_bytes: int = 1 << 20, cache_bytes: int = 48 << 20, batch_bytes: int = BATCH_BYTES):
+        self.binlog_dir = Path(binlog_dir)
+        if not self.binlog_dir.is_dir():
+            raise PositionError(f"binlog directory {self.binlog_dir} does not exist")
+        self.policy = policy
+        self.poll_interval = poll_interval
+        self.batch_bytes = batch_bytes
+        self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes)
+        self.slaves: dict[int, Slave] = {}
+        self.lock = threading.RLock()
+        self.words = FlagWords(self._members)
+        self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
+        self._group_locks: dict[tuple, threading.Lock] = {}
+        self.shutting_down = False
+
+    # -- registrations ----------------------------------------------------------------------
+    def register(self, reg: Registration) -> RegisterResult:
+        if reg.server_id <= 0 or reg.server_id > 0xFFFFFFFF:
+            raise RuleError(f"server_id {reg.server_id} must be between 1 and 4294967295")
+        if reg.skip_policy not in SKIP_POLICIES:
+            raise RuleError(f"skip policy {reg.skip_policy!r} is not one of {', '.join(SKIP_POLICIES)}")
+        gate = self.policy.gate_for(reg.user, reg.password, reg.server_id) if self.policy else UNRESTRICTED
+        registry, extra = self._build_filters(reg)
+        for name in registry.channels:  # compile now: malformed combinations fail the Register
+            self._engine(registry.rules_for(name).replace(**extra), reg.settings)
+        with self.lock:
+            old = self.slaves.get(reg.server_id)
+            if old is not None:
+                # MySQL: a second connection with the same server_id kills the first one's dump
+                # thread (kill_zombie_dump_threads). We do the same: the newer registration wins.
+                self._end_stream(old, "replaced")
+                bit = old.bit
+            else:
+                used = {s.bit for s in self.slaves.values()}
+                bit = next((b for b in range(MAX_SLAVES) if b not in used), None)
+                if bit is None:
+                    raise RuleError(f"too many slaves (at most {MAX_SLAVES})")
+            slave = Slave(reg, registry, extra, gate, bit)
+            slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
+            self.slaves[reg.server_id] = slave
+            self.words.invalidate()
+        return RegisterResult(reg.server_id, slave.effective(), list(registry.warnings), old is not None)
+
+    def _build_filters(self, reg: Registration) -> tuple[FilterRegistry, dict]:
+        channels = tuple(reg.channels) or ("",)
+        startup_global: dict[str, tuple] = {}
+        startup_channels: dict[str, dict[str, tuple]] = {}
+        extra: dict[str, tuple] = {}
+        texts: list[FilterChange] = []
+        warnings: list[str] = []
+        for spec in reg.filters:
+            if spec.text is not None:
+                change = parse_filter_statement(spec.text)
+                if spec.channel is not None and change.channel is None:
+                    change = FilterChange(change.changes, spec.channel)
+                elif spec.channel is not None and change.channel != spec.channel:
+                    raise RuleError(f"FOR CHANNEL '{change.channel}' in filters given for channel '{spec.channel}'")
+                texts.append(change)
+                continue
+            rules = spec.rules or RuleSet()
+            for rule_type in ALL_TYPES:
+                values = getattr(rules, rule_type)
+                if not values:
+                    continue
+                if rule_type in _EXTRA_TYPES:
+                    extra[rule_type] = extra.get(rule_type, ()) + values
+                elif spec.channel is None:
+                    startup_global[rule_type] = startup_global.get(rule_type, ()) + values
+                else:
+                    per = startup_channels.setdefault(spec.channel, {})
+                    per[rule_type] = per.get(rule_type, ()) + values
+        startup = StartupFilters(RuleSet(**startup_global), startup_channels)
+        registry = FilterRegistry.from_startup(startup, channels, reg.settings)
+        for change in texts:
+            extra_changes = [(t, r) for t, r in change.changes if t in _EXTRA_TYPES]
+            for rule_type, rules in extra_changes:
+                extra[rule_type] = rules
+            change = FilterChange(tuple((t, r) for t, r in change.changes if t not in _EXTRA_TYPES), change.channel)
+            if change.channel is not None and change.channel not in registry.channels:
+                warnings.append(f"filters for channel '{change.channel}' which does not exist were discarded")
+                continue
+            registry.change_replication_filter(change)
+        registry.warnings.extend(warnings)
+        return registry, extra
+
+    def unregister(self, server_id: int) -> bool:
+        with self.lock:
+            slave = self._slave(server_id)
+            had_stream = slave.stream is not None
+            self._end_stream(slave, "replaced")
+            del self.slaves[server_id]
+            self.words.invalidate()
+        return had_stream
+
+    def _slave(self, server_id: int) -> Slave:
+        slave = self.slaves.get(server_id)
+        if slave is None:
+            raise UnknownSlaveError(f"server_id {server_id} is not registered with this master")
+        return slave
+
+    def _end_stream(self, slave: Slave, reason: str) -> None:
+        if slave.stream is not None:
+            slave.stream.cancel(reason)
+        for pending in slave.pending:
+            pending.error = StreamReplacedError("the stream ended before the change took effect")
+            pending.done.set()
+        slave.pending = []
+
+    def _members(self) -> list[tuple[int, RuleEngine, Gate]]:
+        return [(s.bit, s.state.engine, s.gate) for s in list(self.slaves.values()) if s.state is not None]
+
+    def _engine(self, rules: RuleSet, settings: Settings) -> RuleEngine:
+        key = (rules, settings)
+        engine = self._engines.get(key)
+        if engine is None:
+            engine = self._engines[key] = RuleEngine(rules, settings)
+        return engine
+
+    def _state(self, slave: Slave, channel: str) -> _SlaveState:
+        if channel not in slave.registry.channels:
+            raise UnknownSlaveError(f"server_id {slave.server_id} has no channel '{channel}' "
+                                    f"(registered channels: {', '.join(map(repr, slave.registry.channels))})")
+        rules = slave.rules_for(channel)
+        engine = self._engine(rules, slave.reg.settings)
+        decider = _SlaveDecider(self.words, slave.bit, engine, slave.gate)
+        key = (rules, slave.reg.settings, slave.gate)
+        return _SlaveState(channel, rules, engine, key, decider, TransactionFilter(decider, empty_transactions=KEEP))
+
+    # -- ChangeFilter -----------------------------------------------------------------------
+    def change_filter(self, server_id: int, text: str, timeout: float | None = None) -> tuple[Pos | None, bool, list[Effective]]:
+        slave = self._slave(server_id)
+        change = parse_filter_statement(text)
+        if change.channel is not None and change.channel not in slave.registry.channels:
+            raise RuleError(f"FOR CHANNEL '{change.channel}': no such replication channel on server_id {server_id}")
+        self._check_change(slave, change)
+        with slave.lock:
+            handle = slave.stream
+            if handle is None:
+                self._apply_change(slave, change)
+                return slave.position, False, slave.effective()
+            pending = _PendingChange(change)
+            slave.pending.append(pending)
+        handle.wake.set()
+        if not pending.done.wait(timeout):
+            raise ChangeTimeoutError(f"the stream of server_id {server_id} did not reach a transaction boundary "
+                                     f"within {timeout:.1f}s; the change stays queued")
+        if pending.error is not None:
+            raise pending.error
+        return pending.position, True, slave.effective()
+
+    def _check_change(self, slave: Slave, change: FilterChange) -> None:
+        """Compile the rules the change would produce, so a bad change fails the RPC, not the stream."""
+        extra = dict(slave.extra)
+        extra.update({t: r for t, r in change.changes if t in _EXTRA_TYPES})
+        for name in slave.registry.channels:
+            rules = change.apply(slave.rules_for(name)) if change.channel in (None, name) else slave.rules_for(name)
+            self._engine(rules.replace(**extra), slave.reg.settings)
+
+    def _apply_change(self, slave: Slave, change: FilterChange) -> None:
+        for rule_type, rules in change.changes:
+            if rule_type in _EXTRA_TYPES:
+                slave.extra[rule_type] = rules
+        plain = FilterChange(tuple((t, r) for t, r in change.changes if t not in _EXTRA_TYPES), change.channel)
+        if plain.changes:
+            slave.registry.change_replication_filter(plain)
+        channel = slave.state.channel if slave.state else ""
+        slave.state = self._state(slave, channel)
+        self.words.invalidate()
+
+    def _apply_pending(self, slave: Slave, position: Pos) -> Pos | None:
+        """At a transaction boundary: apply queued changes; returns where they took effect."""
+        with slave.lock:
+            pending, slave.pending = slave.pending, []
+        for item in pending:
+            try:
+                self._apply_change(slave, item.change)
+                item.position = position
+            except DumpFilterError as exc:
+                item.error = exc
+            item.done.set()
+        return position if pending else None
+
+    # -- ListFilters, Stats ----------------------------------------------------------------
+    def list_filters(self, server_id: int = 0) -> tuple[list[dict], list[dict]]:
+        slaves = [self._slave(server_id)] if server_id else list(self.slaves.values())
+        rows, global_rows = [], []
+        for slave in slaves:
+            for row in slave.registry.applier_filters():
+                rows.append({"server_id": slave.server_id, **row})
+            for rule_type, values in slave.extra.items():
+                rows.append({"server_id": slave.server_id, "CHANNEL_NAME": "", "FILTER_NAME": rule_type.upper(),
+                             "FILTER_RULE": ",".join("->".join(v) if isinstance(v, tuple) else v for v in values),
+                             "CONFIGURED_BY": "STARTUP_OPTIONS", "ACTIVE_SINCE": slave.registered_at,
+                             "COUNTER": slave.stats.rule_hits.get(rule_type.upper(), 0)})
+            if slave.gate.restricted:
+                for name in slave.registry.channels:
+                    rows.append({"server_id": slave.server_id, "CHANNEL_NAME": name, "FILTER_NAME": "MASTER_POLICY_ALLOW",
+                                 "FILTER_RULE": ",".join(slave.gate.allow), "CONFIGURED_BY": "MASTER_POLICY",
+                                 "ACTIVE_SINCE": slave.registered_at,
+                                 "COUNTER": slave.stats.rule_hits.get("MASTER_POLICY", 0)})
+            for row in slave.registry.applier_global_filters():
+                global_rows.append({"server_id": slave.server_id, **row})
+        return rows, global_rows
+
+    def stats(self, server_id: int = 0) -> list[tuple[Slave, Pos, int]]:
+        """(slave, binlog end, bytes behind) for one or every slave."""
+        slaves = [self._slave(server_id)] if server_id else list(self.slaves.values())
+        try:
+            end = self.segments.end()
+        except DumpFilterError:
+            end = ("", 0)
+        return [(s, end, self.segments.bytes_between(s.position, end) if s.position else 0) for s in slaves]
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Refuse new streams and ask every running stream to end after its current batch."""
+        with self.lock:
+            self.shutting_down = True
+            for slave in self.slaves.values():
+                if slave.stream is not None:
+                    slave.stream.cancel("shutdown")
+
+    # -- Dump -------------------------------------------------------------------------------
+    def stream(self, server_id: int, *, channel: str = "", start: Pos | None = None, gtid_state: str | None = None,
+               heartbeat_period: float = 1.0, is_active: Callable[[], bool] = lambda: True) -> Iterator[Batch]:
+        """Batches of whole transactions from `start` (or from the first file, skipping what
+        `gtid_state` contains) until cancelled. Errors before the first batch are raised from the
+        first next()."""
+        with self.lock:
+            if self.shutting_down:
+                raise ShuttingDownError("the master is shutting down")
+            slave = self._slave(server_id)
+            handle = _StreamHandle(channel)
+            state = self._state(slave, channel)
+            self._end_stream(slave, "replaced")
+            slave.stream = handle
+            slave.state = state
+            self.words.invalidate()
+        try:
+            yield from _Stream(self, slave, handle, start, gtid_state, heartbeat_period, is_active).run()
+        finally:
+            with self.lock:
+                if slave.stream is handle:
+                    slave.stream = None
+
+
+def _gtid_filter(state: str | None) -> Callable[[Event], bool] | None:
+    """A predicate 'this GTID is already in the slave's state' for a start by GTID."""
+    if not state:
+        return None
+    state = state.strip()
+    if ":" in state:  # MySQL uuid:1-5:7,uuid2:1-3
+        from binlog_codec.gtid import MysqlGtidSet
+        wanted = MysqlGtidSet()
+        for part in state.split(","):
+            source, *ranges = part.strip().split(":")
+            for rng in ranges:
+                lo, _, hi = rng.partition("-")
+                for gno in range(int(lo), int(hi or lo) + 1):
+                    wanted.add(source.lower(), gno)
+        return lambda event: not event.gtid_info.anonymous and (event.gtid_info.source, event.gtid_info.tag, event.gtid_info.gno) in wanted
+    limits: dict[int, int] = {}
+    try:
+        for part in filter(None, (p.strip() for p in state.split(","))):
+            domain, _server, seq = (int(x) for x in part.split("-"))
+            limits[domain] = max(limits.get(domain, 0), seq)
+    except ValueError:
+        raise PositionError(f"GTID state {state!r} is neither 'domain-server-seq,...' nor 'uuid:1-5,...'") from None
+    # MariaDB's dump thread skips, per domain, every GTID at or below the slave's sequence number.
+    return lambda event: event.gtid_info.gno <= limits.get(event.gtid_info.domain, -1)
+
+
+class _Stream:
+    """One Dump call: walks shared segments, filters each unit for this slave, applies its skip
+    policy and cuts batches at transaction boundaries."""
+
+    def __init__(self, service: DumpService, slave: Slave, handle: _StreamHandle, start: Pos | None,
+                 gtid_state: str | None, heartbeat_period: float, is_active: Callable[[], bool]):
+        self.svc, self.slave, self.handle = service, slave, handle
+        self.policy = slave.reg.skip_policy
+        self.skip_known = _gtid_filter(gtid_state)
+        if gtid_state:
+            start = None
+        file, pos = start if start and start[0] else (service.segments.first_file(), 4)
+        self.pos: Pos = (file, max(pos, 4) if start and start[0] else 4)
+        self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
+        self.is_active = is_active
+        self.tracker = GtidTracker()
+        self.fmt = None
+        self.master_server_id = 0
+        self.parts: list[bytes] = []
+        self.batch_bytes = 0
+        self.batch_units = 0
+        self.batch_skipped = 0
+        self.pending_hb: Pos | None = None
+        self.changed_at: Pos | None = None
+
+    def run(self) -> Iterator[Batch]:
+        svc, slave = self.svc, self.slave
+        first = self._start_fde()
+        seg = svc.segments.get(self.pos)  # a bad start position fails here, before any batch
+        if first is not None:
+            self._send(first, kept=False)
+        last_sent = time.monotonic()
+        reported_end_at: Pos | None = None
+        while True:
+            if self.handle.cancelled == "replaced":
+                raise StreamReplacedError(f"server_id {slave.server_id}: replaced by a newer registration or "
+                                          "stream with the same server_id, or unregistered")
+            if self.handle.cancelled or not self.is_active():
+                return
+            for unit in seg.units:
+                if slave.pending:
+                    self._boundary()
+                self._unit(unit)
+                if self.batch_bytes >= svc.batch_bytes:
+                    yield self._batch(False)
+                    last_sent = time.monotonic()
+                    if self.handle.cancelled:
+                        break
+            if slave.pending:
+                self._boundary()
+            if seg.units:
+                caught_up = seg.at_end and self._at_binlog_end()
+                yield self._batch(caught_up)
+                last_sent = time.monotonic()
+                if caught_up:
+                    reported_end_at = self.pos
+            elif seg.at_end:
+                now = time.monotonic()
+                if reported_end_at != self.pos or now - last_sent >= self.heartbeat_period:
+                    caught_up = self._at_binlog_end()
+                    yield self._idle_heartbeat(caught_up)
+                    last_sent = now
+                    reported_end_at = self.pos
+                self.handle.wake.wait(svc.poll_interval)
+                self.handle.wake.clear()
+            if self.handle.cancelled or not self.is_active():
+                continue
+            seg = svc.segments.get(self.pos)
+
+    def _start_fde(self) -> Event | None:
+        """The start file's FDE, sent first when the stream starts after offset 4. Like MySQL's
+        Binlog_sender: log_pos 0 (the slave must not count it) and the in-use flag cleared."""
+        file, pos = self.pos
+        path = self.svc.binlog_dir / file
+        if not path.exists():
+            raise PositionError(f"binlog file '{file}' is not in {self.svc.binlog_dir} (purged or never written)")
+        with open_binlog(path) as f:
+            fde, fmt = read_format_description(f, str(path))
+        self.fmt = fmt
+        self.master_server_id = fde.server_id
+        if pos <= 4:
+            return None
+        return fde.with_header(log_pos=0, flags=fde.flags & ~BINLOG_IN_USE_F)
+
+    def _at_binlog_end(self) -> bool:
+        try:
+            return self.pos >= self.svc.segments.end() and self.pos[0] == self.svc.segments.end()[0]
+        except DumpFilterError:
+            return False
+
+    def _boundary(self) -> None:
+        at = self.svc._apply_pending(self.slave, self.pos)
+        if at is not None:
+            self.changed_at = at
+
+    # -- one unit ---------------------------------------------------------------------------
+    def _unit(self, unit: Unit) -> None:
+        slave, stats = self.slave, self.slave.stats
+        txn = unit.txn
+        stats.events_read += len(txn.events)
+        stats.bytes_read += unit.size
+        self.batch_units += 1
+        if txn.kind == CONTROL:
+            event = txn.events[0]
+            t = event.type_code
+            if t == EventType.FORMAT_DESCRIPTION:
+                slave.state.txn_filter.reset()
+                self.fmt = event.fmt
+                self.master_server_id = event.server_id
+            elif t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+                self.tracker.start_from(event)
+            if t in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+                self._advance(unit)
+                return
+            self._flush_heartbeat()
+            self._send(event, kept=True)
+            self._advance(unit)
+            return
+        gtid_event = txn.gtid_event
+        if gtid_event is not None and self.skip_known is not None and self.skip_known(gtid_event):
+            self._advance(unit)  # before the slave's GTID start: never sent, not a filter decision
+            return
+        if gtid_event is not None:
+            self.tracker.add(gtid_event)
+        result, hits = self._result(unit)
+        if hits:
+            stats.rule_hits.update(hits)
+            self._count_filter_hits(hits)
+        if result.outcome in (KEPT, PARTIAL):
+            events = result.events
+            if self.policy == PLACEHOLDER and result.outcome == PARTIAL:
+                events = self._with_placeholders(txn.events, {e.pos: e for e in result.events})
+            self._flush_heartbeat()
+            for event in events:
+                self._send(event, kept=not _is_placeholder(event))
+            kept_bytes = sum(e.size for e in result.events)
+            stats.transactions_kept += result.outcome == KEPT
+            stats.transactions_partial += result.outcome == PARTIAL
+            self._skipped(len(txn.events) - len(result.events), unit.size - kept_bytes)
+        else:
+            stats.transactions_skipped += 1
+            self._skipped(len(txn.events), unit.size)
+            if self.policy == PLACEHOLDER:
+                self._flush_heartbeat()
+                for event in self._with_placeholders(txn.events, {}):
+                    self._send(event, kept=False)
+            elif self.policy == EMPTY_TRANSACTION and result.outcome == EMPTIED:
+                self._flush_heartbeat()
+                for event in result.events:
+                    self._send(event, kept=False)
+                    stats.empty_transaction_bytes += event.size
+                stats.empty_transactions += 1
+            else:  # heartbeat, and empty-transaction for units without a GTID
+                self.pending_hb = unit.end
+        self._advance(unit)
+
+    def _advance(self, unit: Unit) -> None:
+        self.pos = unit.end
+        self.slave.position = unit.end
+
+    def _skipped(self, events: int, size: int) -> None:
+        self.slave.stats.events_skipped += max(0, events)
+        self.slave.stats.bytes_skipped += max(0, size)
+        self.batch_skipped += max(0, size)
+
+    def _result(self, unit: Unit):
+        """The slave's rule group's answer for a unit: computed by the first slave of the group
+        that reaches it, then shared (the Unit and its Events are shared through the segment cache)."""
+        state = self.slave.state
+        answer = unit.results.get(state.key)
+        if answer is None:
+            lock = self.svc._group_locks.get(state.key)
+            if lock is None:
+                lock = self.svc._group_locks.setdefault(state.key, threading.Lock())
+            with lock:
+                answer = unit.results.get(state.key)
+                if answer is None:
+                    state.decider.hits = Counter()
+                    answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), state.decider.hits)
+        return answer
+
+    def _count_filter_hits(self, hits: Counter) -> None:
+        """P_S COUNTER of the slave's channel rows."""
+        channel = self.slave.registry.channels.get(self.slave.state.channel)
+        if channel is None:
+            return
+        for name, n in hits.items():
+            entry = channel.entries.get(name.removeprefix("REPLICATE_").lower())
+            if entry is not None:
+                entry.counter += n
+
+    def _with_placeholders(self, events: list[Event], kept: dict[int, Event]) -> list[Event]:
+        """MaxScale style: kept events as kept, transaction framing as is, every other event
+        replaced by a RAND placeholder with the original log_pos."""
+        out = []
+        for event in events:
+            if event.pos in kept:
+                out.append(kept[event.pos])
+            elif _is_framing(event):
+                out.append(event)
+            else:
+                out.append(_placeholder(event))
+        return fix_transaction_length(out)
+
+    # -- sending ----------------------------------------------------------------------------
+    def _send(self, event: Event, *, kept: bool) -> None:
+        stats = self.slave.stats
+        self.parts.append(event.raw)
+        self.batch_bytes += event.size
+        stats.events_sent += 1
+        stats.bytes_sent += event.size
+        if kept:
+            stats.kept_bytes += event.size
+        elif _is_placeholder(event):
+            stats.placeholders += 1
+            stats.placeholder_bytes += event.size
+
+    def _heartbeat_event(self, pos: Pos) -> Event:
+        # MySQL's Binlog_sender::send_heartbeat_event: timestamp 0, the master's server_id,
+        # log_pos = the position, body = the file name (CRC when the binlog is checksummed).
+        return build_event(EventType.HEARTBEAT, pos[0].encode(), fmt=self.fmt, server_id=self.master_server_id,
+                           timestamp=0, log_pos=pos[1])
+
+    def _flush_heartbeat(self) -> None:
+        if self.pending_hb is None:
+            return
+        event = self._heartbeat_event(self.pending_hb)
+        self.pending_hb = None
+        self.parts.append(event.raw)
+        self.batch_bytes += event.size
+        stats = self.slave.stats
+        stats.heartbeats += 1
+        stats.heartbeat_bytes += event.size
+        stats.events_sent += 1
+        stats.bytes_sent += event.size
+
+    def _batch(self, caught_up: bool) -> Batch:
+        self._flush_heartbeat()
+        batch = Batch(b"".join(self.parts), self.pos, self.batch_units, self.batch_skipped, caught_up,
+                      False, self._gtid_text(), self.changed_at)
+        self.parts, self.batch_bytes, self.batch_units, self.batch_skipped = [], 0, 0, 0
+        self.changed_at = None
+        return batch
+
+    def _idle_heartbeat(self, caught_up: bool) -> Batch:
+        self.pending_hb = self.pos
+        batch = self._batch(caught_up)
+        batch.heartbeat = True
+        return batch
+
+    def _gtid_text(self) -> str:
+        return str(self.tracker.mariadb) if self.tracker.mariadb.gtids else str(self.tracker.mysql)
+
+
+def _is_framing(event: Event) -> bool:
+    t = event.type_code
+    if t in GTID_EVENT_TYPES or t in (EventType.XID, EventType.XA_PREPARE):
+        return True
+    return event.is_query and statement_verb(event.sql or "") in _FRAMING_VERBS
+
+
+def _placeholder(event: Event) -> Event:
+    # MaxScale binlogfilter's replacement: RAND_EVENT, seeds = original size and type, server_id 0,
+    # timestamp 0, LOG_EVENT_SKIP_REPLICATION_F; we keep the original log_pos (newer MaxScale).
+    return build_event(EventType.RAND, struct.pack("<QQ", event.size, event.type_code), fmt=event.fmt,
+                       server_id=0, timestamp=0, log_pos=event.log_pos, flags=LOG_EVENT_SKIP_REPLICATION_F)
+
+
+def _is_placeholder(event: Event) -> bool:
+    return (event.type_code == EventType.RAND and event.server_id == 0
+            and bool(event.flags & LOG_EVENT_SKIP_REPLICATION_F))

@@ -1,0 +1,1 @@
+"""The dumpfilter slave: registers with a master, streams, rewrites, writes relay logs, applies."""
