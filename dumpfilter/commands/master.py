@@ -1,0 +1,46 @@
+"""`dumpfilter master serve`: the gRPC dump service over a binlog directory (WL#2387 master side)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("master", help="run the master-side dump service (gRPC)")
+    sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
+    sub.required = True
+    serve = sub.add_parser("serve", help="serve a binlog directory to registered slaves",
+                           description="Tails DIR (a live server may be writing it) and streams each registered "
+                                       "slave only what its rules and the master policy keep.")
+    serve.add_argument("--binlog-dir", required=True, metavar="DIR")
+    serve.add_argument("--listen", default="127.0.0.1:4306", metavar="HOST:PORT",
+                       help="address to listen on (default 127.0.0.1:4306; port 0 picks a free port)")
+    serve.add_argument("--policy", metavar="FILE", help="TOML master policy: what each slave identity may receive")
+    serve.add_argument("--tls-cert", metavar="FILE")
+    serve.add_argument("--tls-key", metavar="FILE")
+    serve.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus /metrics on 127.0.0.1:N")
+    serve.add_argument("--max-streams", type=int, default=64, help="concurrent Dump streams (default 64)")
+    serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
+    serve.set_defaults(func=serve_command)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from master.grpc_server import create_server
+    from master.metrics import serve_metrics
+
+    master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
+                                 tls_key=args.tls_key, max_streams=args.max_streams)
+    if args.metrics_port is not None:
+        serve_metrics(master.service, args.metrics_port)
+    host = args.listen.rpartition(":")[0]
+    print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    print("dumpfilter master: shutting down, draining streams", file=sys.stderr, flush=True)
+    master.stop(args.grace)
+    return 0

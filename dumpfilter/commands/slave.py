@@ -1,0 +1,60 @@
+"""`dumpfilter slave run|status`: a slave that registers its filters with a dumpfilter master,
+writes relay logs and optionally applies them; and its SHOW REPLICA STATUS."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dumpfilter.rule_options import add_rule_options, ruleset_from_args
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("slave", help="run a filtering slave, or show its status")
+    sub = parser.add_subparsers(dest="slave_command", metavar="SUBCOMMAND")
+    sub.required = True
+    run = sub.add_parser("run", help="register with a master and stream into relay logs",
+                         description="The rules are sent to the master, which filters; replicate-rewrite-db is "
+                                     "applied here, on the slave, as WL#2387 specifies.")
+    run.add_argument("--master", required=True, metavar="HOST:PORT")
+    run.add_argument("--server-id", required=True, type=int)
+    run.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
+    run.add_argument("--skip-policy", choices=("heartbeat", "placeholder", "empty-transaction"), default="heartbeat",
+                     help="what the master sends for skipped stretches (default heartbeat, as MySQL)")
+    run.add_argument("--until-caught-up", action="store_true",
+                     help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
+    run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
+    run.add_argument("--user", default="", help="identity for the master policy")
+    run.add_argument("--password", default="")
+    run.add_argument("--relay-log-size", type=int, default=64 << 20, metavar="BYTES")
+    run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
+    run.add_argument("--ssl-ca", type=Path, metavar="FILE", help="TLS: the CA that signed the master's certificate")
+    run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
+    add_rule_options(run)
+    run.set_defaults(func=run_command)
+    status = sub.add_parser("status", help="SHOW REPLICA STATUS-like fields of a slave's relay log directory")
+    status.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
+    status.set_defaults(func=status_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from slave.client import Slave, SlaveConfig
+
+    rules, settings = ruleset_from_args(args)
+    config = SlaveConfig(master=args.master, server_id=args.server_id, relay_dir=args.relay_log_dir, rules=rules,
+                         settings=settings, channel=args.channel, skip_policy=args.skip_policy, user=args.user,
+                         password=args.password, until_caught_up=args.until_caught_up, apply_url=args.apply,
+                         relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
+                         tls_ca=args.ssl_ca, start_gtid=args.gtid_start)
+    return Slave(config).run()
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from slave.client import status_fields
+
+    fields = status_fields(args.relay_log_dir)
+    width = max(len(k) for k in fields)
+    print("*************************** 1. row ***************************")
+    for key, value in fields.items():
+        print(f"{key.rjust(width)}: {value}")
+    return 0

@@ -1,0 +1,428 @@
+"""The slave: registers with a master over gRPC, streams filtered events, applies
+replicate-rewrite-db itself (WL#2387 keeps rewrite on the slave), writes relay logs, commits its
+master position after the relay data is durable, and optionally executes what it received."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import grpc
+
+from dumpfilter.proto_gen import ensure_generated
+
+ensure_generated()
+
+from binlog_codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length  # noqa: E402
+from binlog_codec.checksum import crc_ok  # noqa: E402
+from binlog_codec.constants import HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F  # noqa: E402
+from binlog_codec.errors import (  # noqa: E402
+    BinlogError,
+    ChecksumError,
+    DumpFilterError,
+    PositionError,
+    RuleError,
+    UnknownSlaveError,
+)
+from binlog_codec.event import HEADER  # noqa: E402
+from binlog_codec.format_description import FormatDescription  # noqa: E402
+from binlog_codec.transactions import CONTROL  # noqa: E402
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
+from dumpfilter.wire import rules_to_proto  # noqa: E402
+from filter_rules.channels import format_rule  # noqa: E402
+from filter_rules.evaluate import RuleEngine  # noqa: E402
+from filter_rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name  # noqa: E402
+from filter_rules.transaction_filter import KEEP, TransactionFilter  # noqa: E402
+from slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, read_json, write_json_atomic  # noqa: E402
+
+_SKIP = {"heartbeat": dump_pb2.SKIP_POLICY_HEARTBEAT, "placeholder": dump_pb2.SKIP_POLICY_PLACEHOLDER,
+         "empty-transaction": dump_pb2.SKIP_POLICY_EMPTY_TRANSACTION}
+# Master events that frame files; the relay log has its own framing and does not copy them.
+_NOT_RELAYED = frozenset({EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST,
+                          EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
+                          EventType.START_ENCRYPTION})
+
+
+class MasterError(DumpFilterError):
+    """The master ended an RPC with an error; `code` is the gRPC status code name."""
+
+    def __init__(self, code: str, message: str):
+        self.code = code
+        super().__init__(f"master: {code}: {message}")
+
+
+class ApplyError(DumpFilterError):
+    """--apply could not execute the relay log on the target server."""
+
+
+def _master_error(exc: grpc.RpcError) -> DumpFilterError:
+    code, details = exc.code(), exc.details() or ""
+    # Mirror the master's mapping so the CLI exits the same way for the same cause.
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        return RuleError(f"master: {details}")
+    if code == grpc.StatusCode.NOT_FOUND:
+        return UnknownSlaveError(f"master: {details}")
+    if code == grpc.StatusCode.OUT_OF_RANGE:
+        return PositionError(f"master: {details}")
+    if code == grpc.StatusCode.DATA_LOSS:
+        return BinlogError(f"master: {details}")
+    return MasterError(code.name, details)
+
+
+class SimulatedCrash(Exception):
+    """Raised by a test hook to stop the slave abruptly, as a kill would."""
+
+
+@dataclass
+class SlaveConfig:
+    master: str
+    server_id: int
+    relay_dir: Path
+    rules: RuleSet = field(default_factory=RuleSet)
+    settings: Settings = field(default_factory=Settings)
+    channel: str = ""
+    skip_policy: str = "heartbeat"
+    user: str = ""
+    password: str = ""
+    hostname: str = ""
+    until_caught_up: bool = False
+    apply_url: str | None = None
+    relay_log_size: int = 64 << 20
+    heartbeat_period: float = 1.0
+    tls_ca: Path | None = None
+    start_gtid: str | None = None
+    connect_retry: float = 1.0
+    rpc_timeout: float = 10.0
+
+
+@dataclass
+class _Counters:
+    batches: int = 0
+    events_received: int = 0
+    bytes_received: int = 0
+    heartbeats: int = 0
+    placeholders: int = 0
+    events_relayed: int = 0
+    bytes_relayed: int = 0
+    rewritten: int = 0
+    slave_check_dropped: int = 0   # events the slave's own rules dropped: 0 on a faithful master
+
+
+def rewrite_event(event: Event, rewrite: Callable[[str], tuple[str, bool]]) -> Event:
+    """replicate-rewrite-db on one event: the default database of a Query event (only that: the
+    server never rewrites names inside the SQL text) and the db of a Table_map event. The CRC is
+    recomputed by `with_body`."""
+    if event.is_query:
+        new, changed = rewrite(event.db)
+        if not changed or not event.db:
+            return event
+        start, length = query_db_offsets(event)
+        body = bytearray(event.body)
+        raw_new = new.encode("utf-8", "surrogateescape")
+        body[8] = len(raw_new)
+        return event.with_body(bytes(body[:start]) + raw_new + bytes(body[start + length:]))
+    if event.type_code == EventType.TABLE_MAP:
+        _tid, db, _table = event.table_map
+        new, changed = rewrite(db)
+        if not changed:
+            return event
+        body = event.body
+        off = event.fmt.post_header_len(EventType.TABLE_MAP)
+        old_len = body[off]
+        raw_new = new.encode("utf-8", "surrogateescape")
+        return event.with_body(body[:off] + bytes((len(raw_new),)) + raw_new + body[off + 1 + old_len:])
+    return event
+
+
+def split_events(blob: bytes, fmt: FormatDescription | None) -> tuple[list[Event], FormatDescription | None]:
+    """The events of a DumpBatch: each is self-delimiting; an FDE changes the format of those after it."""
+    out = []
+    off = 0
+    while off < len(blob):
+        if len(blob) - off < HEADER_LEN:
+            raise BinlogError("batch ends inside an event header", path="<stream>", offset=off)
+        header = HEADER.unpack_from(blob, off)
+        size = header[3]
+        if size < HEADER_LEN or off + size > len(blob):
+            raise BinlogError(f"event size {size} runs past the batch", path="<stream>", offset=off)
+        raw = blob[off:off + size]
+        if header[1] == EventType.FORMAT_DESCRIPTION:
+            fmt = FormatDescription.parse(raw)
+        event = Event(raw, max(0, header[4] - size), fmt, header)
+        if fmt is not None and fmt.checksum_len and not crc_ok(raw):
+            raise ChecksumError(f"CRC32 mismatch in {event.type_name} received from the master", path="<stream>",
+                                offset=off)
+        out.append(event)
+        off += size
+    return out, fmt
+
+
+def is_placeholder(event: Event) -> bool:
+    return event.type_code == EventType.RAND and event.server_id == 0 and bool(event.flags & LOG_EVENT_SKIP_REPLICATION_F)
+
+
+class Slave:
+    def __init__(self, config: SlaveConfig, *, after_unit: Callable[[int], None] | None = None):
+        self.config = config
+        self.relay_dir = Path(config.relay_dir)
+        self.relay_dir.mkdir(parents=True, exist_ok=True)
+        self.after_unit = after_unit
+        self.counters = _Counters()
+        self.engine = RuleEngine(config.rules, config.settings)
+        self.check = TransactionFilter(self.engine, empty_transactions=KEEP)
+        self.info = RelayInfo.load(self.relay_dir) or RelayInfo()
+        self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id)
+        self.relay.recover(self.info if self.info.relay_file else None)
+        self.gtids = GtidTracker()
+        self.fmt: FormatDescription | None = self.relay.fde.fmt if self.relay.fde is not None else None
+        self.units_written = 0
+        self.caught_up = False
+        self.effective: list = []
+
+    # -- gRPC -------------------------------------------------------------------------------
+    def _channel(self) -> grpc.Channel:
+        options = [("grpc.max_receive_message_length", 64 << 20)]
+        if self.config.tls_ca:
+            creds = grpc.ssl_channel_credentials(Path(self.config.tls_ca).read_bytes())
+            return grpc.secure_channel(self.config.master, creds, options=options)
+        return grpc.insecure_channel(self.config.master, options=options)
+
+    def register(self, stub) -> dump_pb2.RegisterReply:
+        cfg = self.config
+        request = dump_pb2.RegisterRequest(
+            server_id=cfg.server_id, hostname=cfg.hostname, channels=[cfg.channel],
+            filters=[dump_pb2.ChannelFilters(channel=cfg.channel, rules=rules_to_proto(cfg.rules))],
+            semantics=dump_pb2.FILTER_SEMANTICS_EFFECTIVE if cfg.settings.semantics == "effective"
+            else dump_pb2.FILTER_SEMANTICS_MYSQL,
+            skip_policy=_SKIP[cfg.skip_policy], credentials=dump_pb2.Credentials(user=cfg.user, password=cfg.password),
+            flavor=cfg.settings.flavor, lower_case_table_names=cfg.settings.lower_case_table_names)
+        reply = stub.Register(request, timeout=cfg.rpc_timeout)
+        self.effective = list(reply.effective)
+        return reply
+
+    def run(self) -> int:
+        """Register and stream until caught up (with --until-caught-up) or forever; returns 0."""
+        cfg = self.config
+        while True:
+            try:
+                with self._channel() as channel:
+                    stub = dump_pb2_grpc.DumpFilterStub(channel)
+                    self.register(stub)
+                    self._record_filters()
+                    if self._stream(stub):
+                        return 0
+            except grpc.RpcError as exc:
+                if exc.code() != grpc.StatusCode.UNAVAILABLE or cfg.until_caught_up and self.counters.batches == 0 \
+                        and cfg.connect_retry <= 0:
+                    self._save_error(exc)
+                    raise _master_error(exc) from None
+                time.sleep(cfg.connect_retry)  # MASTER_CONNECT_RETRY
+            finally:
+                self.relay.close()
+                self.relay = RelayLog(self.relay_dir, max_size=cfg.relay_log_size, server_id=cfg.server_id)
+                self.relay.recover(self.info if self.info.relay_file else None)
+
+    def _stream(self, stub) -> bool:
+        cfg = self.config
+        request = dump_pb2.DumpRequest(server_id=cfg.server_id, channel=cfg.channel,
+                                       heartbeat_period=cfg.heartbeat_period)
+        if self.info.master_file:
+            request.position.file, request.position.pos = self.info.master_file, self.info.master_pos
+        elif cfg.start_gtid:
+            request.gtid_state = cfg.start_gtid
+        else:
+            request.position.file, request.position.pos = "", 4
+        stream = stub.Dump(request)
+        try:
+            for batch in stream:
+                self._batch(batch)
+                if batch.caught_up:
+                    self.caught_up = True
+                    if cfg.apply_url:
+                        self.apply()
+                    if cfg.until_caught_up:
+                        return True
+        finally:
+            stream.cancel()
+        return False
+
+    # -- one batch --------------------------------------------------------------------------
+    def _batch(self, batch) -> None:
+        c = self.counters
+        c.batches += 1
+        c.bytes_received += len(batch.events)
+        events, self.fmt = split_events(batch.events, self.fmt)
+        c.events_received += len(events)
+        grouper = TransactionGrouper()
+        for event in events:
+            t = event.type_code
+            if t in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+                c.heartbeats += 1
+                continue
+            if is_placeholder(event):
+                c.placeholders += 1  # stands in for a skipped event: advances nothing we track
+                continue
+            for unit in grouper.push(event):
+                self._unit(unit)
+        for unit in grouper.flush():  # a batch never ends inside a transaction on a faithful master
+            raise BinlogError(f"the master's batch ended inside a transaction ({len(unit.events)} events)",
+                              path=batch.position.file, offset=batch.position.pos)
+        # Durable relay data first, then the position that says it is there (relay-log.info).
+        self.relay.maybe_rotate()
+        self.relay.sync()
+        info = self.info
+        info.master, info.server_id, info.channel = self.config.master, self.config.server_id, self.config.channel
+        info.skip_policy = self.config.skip_policy
+        info.master_file, info.master_pos = batch.position.file, batch.position.pos
+        if batch.gtid_state:
+            info.gtid_state = batch.gtid_state
+        info.relay_file, info.relay_pos = self.relay.current, self.relay.position
+        info.stats = {k: getattr(c, k) for k in c.__dataclass_fields__}
+        info.last_error = ""
+        info.save(self.relay_dir)
+
+    def _unit(self, unit) -> None:
+        events = unit.events
+        if unit.kind == CONTROL:
+            event = events[0]
+            if event.type_code == EventType.FORMAT_DESCRIPTION:
+                self.relay.format_event(event)
+                self.check.reset()
+                return
+            if event.type_code in _NOT_RELAYED:
+                return
+        if self.relay.file is None:
+            raise BinlogError("the master sent events before any Format_description event", path="<stream>")
+        if unit.kind != CONTROL:
+            # The slave's own rules: a no-op on a faithful master; anything they drop is counted.
+            result = self.check.filter(unit)
+            dropped = len(events) - len(result.events)
+            if dropped > 0:
+                self.counters.slave_check_dropped += dropped
+                events = result.events
+        if self.config.rules.rewrite_db:
+            rewritten = [rewrite_event(e, self.engine.rewrite_db) for e in events]
+            changed = sum(a is not b for a, b in zip(rewritten, events))
+            if changed:
+                self.counters.rewritten += changed
+                events = fix_transaction_length(rewritten)
+        self.relay.write(events)
+        self.counters.events_relayed += len(events)
+        self.counters.bytes_relayed += sum(e.size for e in events)
+        self.units_written += 1
+        if self.after_unit is not None:
+            self.after_unit(self.units_written)
+
+    def _record_filters(self) -> None:
+        rules = self.config.rules
+        self.info.filters = {filter_name(t): format_rule(t, getattr(rules, t)) for t in REPLICATE_TYPES}
+        allow = []
+        for effective in self.effective:
+            if effective.channel == self.config.channel and effective.policy_restricted:
+                allow = list(effective.policy_allow)
+        self.info.policy_allow = allow
+
+    def _save_error(self, exc: grpc.RpcError) -> None:
+        self.info.last_error = f"{exc.code().name}: {exc.details()}"
+        self.info.save(self.relay_dir)
+
+    # -- --apply ----------------------------------------------------------------------------
+    def apply(self) -> None:
+        """Execute the committed relay log not yet executed on the --apply server:
+        `mariadb-binlog [--start-position] relay files | mariadb`, then record the executed point
+        in relay-apply.info. A crash between the two re-executes that stretch (at-least-once),
+        as a replica without crash-safe positions would."""
+        target = parse_mysql_url(self.config.apply_url)
+        done = read_json(self.relay_dir / APPLY_INFO) or {}
+        names = self.relay.names
+        if not names:
+            return
+        start_file = done.get("relay_file") or names[0]
+        start_pos = int(done.get("relay_pos") or 4)
+        end_file, end_pos = self.info.relay_file, self.info.relay_pos
+        if (start_file, start_pos) == (end_file, end_pos) or start_file not in names:
+            return
+        files = names[names.index(start_file): names.index(end_file) + 1]
+        apply_relay(self.relay_dir, files, start_pos, end_pos, target)
+        write_json_atomic(self.relay_dir / APPLY_INFO, {
+            "relay_file": end_file, "relay_pos": end_pos, "master_file": self.info.master_file,
+            "master_pos": self.info.master_pos, "gtid_state": self.info.gtid_state})
+
+
+def parse_mysql_url(url: str) -> dict:
+    """mysql://USER[:PASSWORD]@HOST[:PORT][/]"""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("mysql", "mariadb") or not parsed.hostname:
+        raise ApplyError(f"--apply: {url!r} is not mysql://USER[:PASSWORD]@HOST:PORT")
+    return {"user": unquote(parsed.username or "root"), "password": unquote(parsed.password or ""),
+            "host": parsed.hostname, "port": parsed.port or 3306}
+
+
+def _tool(*names: str) -> str:
+    for name in names:
+        found = shutil.which(name) or next((f"{d}/{name}" for d in ("/usr/bin", "/usr/sbin", "/usr/local/bin")
+                                            if Path(d, name).exists()), None)
+        if found:
+            return found
+    raise ApplyError(f"--apply needs {' or '.join(names)} on PATH")
+
+
+def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int, target: dict) -> None:
+    decoder = [_tool("mariadb-binlog", "mysqlbinlog"), "--no-defaults"]
+    if start_pos > 4:
+        decoder.append(f"--start-position={start_pos}")
+    decoder.append(f"--stop-position={end_pos}")
+    decoder += [str(directory / f) for f in files]
+    client = [_tool("mariadb", "mysql"), "--no-defaults", f"--host={target['host']}", f"--port={target['port']}",
+              f"--user={target['user']}", "--protocol=TCP", "--binary-mode", "--batch", "--max-allowed-packet=1G"]
+    if target["password"]:
+        client.append(f"--password={target['password']}")
+    dec = subprocess.Popen(decoder, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = subprocess.run(client, stdin=dec.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    dec.stdout.close()
+    dec_err = dec.stderr.read().decode("utf-8", "replace").strip()
+    dec.wait()
+    if dec.returncode != 0:
+        raise ApplyError(f"mariadb-binlog failed on {', '.join(files)}: {dec_err}")
+    if run.returncode != 0:
+        raise ApplyError(f"applying {', '.join(files)} failed: {run.stderr.decode('utf-8', 'replace').strip()}")
+
+
+def status_fields(relay_dir: Path) -> dict:
+    """SHOW REPLICA STATUS-like fields from the slave's info files."""
+    relay_dir = Path(relay_dir)
+    info = RelayInfo.load(relay_dir)
+    if info is None:
+        raise PositionError(f"no {relay_dir}/relay-log.info: this slave never committed anything")
+    applied = read_json(relay_dir / "relay-apply.info") or {}
+    host, _, port = info.master.rpartition(":")
+    filters = info.filters or {}
+    stats = info.stats or {}
+    return {
+        "Slave_IO_State": "Waiting for master to send event" if not info.last_error else "",
+        "Master_Host": host, "Master_Port": port, "Master_Server_Id": "", "Server_Id": info.server_id,
+        "Channel_Name": info.channel,
+        "Master_Log_File": info.master_file, "Read_Master_Log_Pos": info.master_pos,
+        "Relay_Log_File": info.relay_file, "Relay_Log_Pos": info.relay_pos,
+        "Relay_Master_Log_File": applied.get("master_file", ""), "Exec_Master_Log_Pos": applied.get("master_pos", ""),
+        "Replicate_Do_DB": filters.get("REPLICATE_DO_DB", ""),
+        "Replicate_Ignore_DB": filters.get("REPLICATE_IGNORE_DB", ""),
+        "Replicate_Do_Table": filters.get("REPLICATE_DO_TABLE", ""),
+        "Replicate_Ignore_Table": filters.get("REPLICATE_IGNORE_TABLE", ""),
+        "Replicate_Wild_Do_Table": filters.get("REPLICATE_WILD_DO_TABLE", ""),
+        "Replicate_Wild_Ignore_Table": filters.get("REPLICATE_WILD_IGNORE_TABLE", ""),
+        "Replicate_Rewrite_DB": filters.get("REPLICATE_REWRITE_DB", ""),
+        "Master_Policy_Allow": ",".join(info.policy_allow),
+        "Skip_Policy": info.skip_policy,
+        "Last_IO_Error": info.last_error,
+        "Gtid_IO_Pos": info.gtid_state,
+        "Gtid_Slave_Pos": applied.get("gtid_state", ""),
+        "Events_Received": stats.get("events_received", 0), "Bytes_Received": stats.get("bytes_received", 0),
+        "Heartbeats_Received": stats.get("heartbeats", 0), "Placeholders_Received": stats.get("placeholders", 0),
+        "Bytes_Relayed": stats.get("bytes_relayed", 0),
+    }

@@ -1,0 +1,192 @@
+"""The slave's relay log and its crash-safe position files: `relay-bin.NNNNNN` + `relay-bin.index`
+(valid binlogs: magic, the master's FDE, then events with master coordinates), `relay-log.info`
+(master position, GTID state, relay position: written atomically AFTER the relay data is fsync'd)
+and `relay-apply.info` (what --apply executed)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from binlog_codec import Event, EventType
+from binlog_codec.constants import HEADER_LEN, MAGIC
+from binlog_codec.encode import build_event, rotate_body
+from binlog_files.files import read_index, write_index
+
+BASENAME = "relay-bin"
+INFO = "relay-log.info"
+APPLY_INFO = "relay-apply.info"
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """tmp file, fsync, os.replace, fsync the directory: the file is the old or the new one, whole."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True, default=str)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+
+
+@dataclass
+class RelayInfo:
+    """relay-log.info: everything up to (master_file, master_pos) is in the relay log up to
+    (relay_file, relay_pos), as whole transactions."""
+
+    master: str = ""
+    server_id: int = 0
+    master_file: str = ""
+    master_pos: int = 4
+    gtid_state: str = ""
+    relay_file: str = ""
+    relay_pos: int = 0
+    channel: str = ""
+    skip_policy: str = "heartbeat"
+    filters: dict = field(default_factory=dict)     # FILTER_NAME -> rule text, as the master applies them
+    policy_allow: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    last_error: str = ""
+
+    @classmethod
+    def load(cls, directory: Path) -> RelayInfo | None:
+        data = read_json(directory / INFO)
+        if data is None:
+            return None
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    def save(self, directory: Path) -> None:
+        write_json_atomic(directory / INFO, asdict(self))
+
+
+def _same_format(a: Event, b: Event) -> bool:
+    """Two FDEs describe the same format (the `created` timestamp and header do not matter)."""
+    body_a, body_b = a.body, b.body
+    return body_a[:52] + body_a[56:] == body_b[:52] + body_b[56:] and a.checksum_len == b.checksum_len
+
+
+class RelayLog:
+    """Appends whole transactions to relay-bin files; `sync()` makes them durable; rotation at
+    `max_size` happens only between transactions."""
+
+    def __init__(self, directory: Path, *, max_size: int = 64 << 20, server_id: int = 0):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_size = max_size
+        self.server_id = server_id
+        self.index = self.directory / f"{BASENAME}.index"
+        self.names: list[str] = []
+        self.file = None
+        self.fde: Event | None = None
+        self.position = 0
+
+    @property
+    def current(self) -> str:
+        return self.names[-1] if self.names else ""
+
+    # -- recovery ---------------------------------------------------------------------------
+    def recover(self, info: RelayInfo | None) -> None:
+        """Cut the relay log back to what relay-log.info says was committed: bytes after that
+        point (a batch being written when the slave died) and later files are removed."""
+        names = [p.name for p in read_index(self.index)] if self.index.exists() else []
+        if info is None or not info.relay_file or info.relay_file not in names:
+            for name in names:
+                (self.directory / name).unlink(missing_ok=True)
+            self.index.unlink(missing_ok=True)
+            self.names = []
+            return
+        keep = names[: names.index(info.relay_file) + 1]
+        for name in names[len(keep):]:
+            (self.directory / name).unlink(missing_ok=True)
+        write_index(self.index, keep)
+        self.names = keep
+        path = self.directory / info.relay_file
+        self.file = open(path, "r+b")
+        self.file.truncate(info.relay_pos)
+        self.file.seek(info.relay_pos)
+        self.position = info.relay_pos
+        from binlog_codec import read_format_description
+        with open(path, "rb") as f:
+            self.fde, _ = read_format_description(f, str(path))
+
+    # -- writing ----------------------------------------------------------------------------
+    def _open_new(self, fde: Event) -> None:
+        number = int(self.current.rsplit(".", 1)[1]) + 1 if self.names else 1
+        name = f"{BASENAME}.{number:06d}"
+        self.file = open(self.directory / name, "wb")
+        self.file.write(MAGIC)
+        # The FDE that opens the file must count: an FDE with log_pos 0 (how a dump that starts
+        # mid-file sends it) is fine for mariadb-binlog, but give it its real end for tidiness.
+        fde = fde.with_header(log_pos=len(MAGIC) + fde.size)
+        self.file.write(fde.raw)
+        self.fde = fde
+        self.position = len(MAGIC) + fde.size
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.names.append(name)
+        write_index(self.index, self.names)
+        _fsync_dir(self.directory)
+
+    def format_event(self, fde: Event) -> None:
+        """A master FDE: opens the first file, or a new file when the format changes."""
+        if self.file is None:
+            self._open_new(fde)
+        elif not _same_format(fde, self.fde):
+            self._rotate(fde)
+
+    def write(self, events: list[Event]) -> None:
+        for event in events:
+            self.file.write(event.raw)
+            self.position += event.size
+
+    def _rotate(self, fde: Event | None = None) -> None:
+        fde = fde or self.fde
+        next_name = f"{BASENAME}.{int(self.current.rsplit('.', 1)[1]) + 1:06d}"
+        rotate = build_event(EventType.ROTATE, rotate_body(next_name), fmt=self.fde.fmt, server_id=self.server_id,
+                             log_pos=0)
+        self.file.write(rotate.raw)
+        self.position += rotate.size
+        self.sync()
+        self.file.close()
+        self._open_new(fde)
+
+    def maybe_rotate(self) -> None:
+        if self.file is not None and self.position >= self.max_size:
+            self._rotate()
+
+    def sync(self) -> None:
+        if self.file is not None:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+def query_db_offsets(event: Event) -> tuple[int, int]:
+    """(offset, length) of a Query event's db inside `event.body`."""
+    body = event.raw
+    post = event.fmt.post_header_len(event.type_code)
+    db_len = body[HEADER_LEN + 8]
+    status_len = int.from_bytes(body[HEADER_LEN + 11 : HEADER_LEN + 13], "little")
+    return post + status_len, db_len
