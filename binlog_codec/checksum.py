@@ -36,3 +36,9 @@ def with_crc(event_without_crc: bytes) -> bytes:
     """Append the CRC of `event_without_crc` (for an FDE, as if IN_USE were clear)."""
     probe = event_without_crc + b"\0\0\0\0"
     return event_without_crc + _U32.pack(compute_crc(crc_input(probe)))
+
+
+def crc_ok_in(buf: bytes, start: int, size: int) -> bool:
+    """crc_ok for a non-FDE event lying at buf[start : start + size], without copying it."""
+    end = start + size - CHECKSUM_LEN
+    return zlib.crc32(memoryview(buf)[start:end]) == _U32.unpack_from(buf, end)[0]

@@ -3,15 +3,18 @@ event whatever the file size. `EventSplitter` is the sans-I/O core: feed it byte
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from typing import BinaryIO
+from zlib import crc32
 
-from binlog_codec.checksum import crc_ok
-from binlog_codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
+from binlog_codec.checksum import crc_ok, crc_ok_in
+from binlog_codec.constants import CHECKSUM_LEN, HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F, type_name
 from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
 from binlog_codec.event import HEADER, Event, EventCursor
 from binlog_codec.format_description import FormatDescription
 
+_U32 = struct.Struct("<I")
 DEFAULT_CHUNK = 1 << 20
 # Events larger than this are refused: the server's own limit (max_allowed_packet) is 1 GiB.
 MAX_EVENT_SIZE = 1 << 30
@@ -97,6 +100,8 @@ class EventSplitter:
         known = KNOWN_TYPES
         fde_type = EventType.FORMAT_DESCRIPTION
         verify = self.verify_checksums
+        crc_len = self.fmt.checksum_len if verify and self.fmt is not None else 0
+        unpack_u32 = _U32.unpack_from
         while True:
             data = read(chunk_size)
             if not data:
@@ -109,6 +114,7 @@ class EventSplitter:
             end = len(buf)
             cursor._buf = buf
             cursor._base = self._pos - off  # file offset of buf[0]
+            view = memoryview(buf)
             while off + HEADER_LEN <= end:
                 header = unpack(buf, off)
                 size = header[3]
@@ -120,11 +126,18 @@ class EventSplitter:
                     cursor.__dict__.clear()
                 cursor._start = off
                 cursor._h = header
-                if verify or self.fmt is None or header[1] == fde_type or header[1] not in known:
+                type_code = header[1]
+                if type_code == fde_type or type_code not in known or self.fmt is None:
                     cursor.fmt = self.fmt
                     self._pos = cursor._base + off
                     self._check(cursor)
                     cursor.fmt = self.fmt
+                    crc_len = self.fmt.checksum_len if verify else 0
+                elif crc_len:  # the CRC check, inlined: it runs for every event
+                    crc_end = off + size - CHECKSUM_LEN
+                    if crc32(view[off:crc_end]) != unpack_u32(buf, crc_end)[0]:
+                        self._pos = cursor._base + off
+                        raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name, offset=self._pos)
                 off += size
                 self._off = off
                 yield cursor
@@ -144,7 +157,7 @@ class EventSplitter:
             if type_code == EventType.START_V3:
                 raise BinlogError("binlog v1/v3 (Start_v3 event) is not supported: no Format_description event", path=self.name, offset=event.pos)
             raise BinlogError(f"no Format_description event before {event.type_name}", path=self.name, offset=event.pos)
-        if self.verify_checksums and self.fmt.checksum_len and not crc_ok(event.raw):
+        if self.verify_checksums and self.fmt.checksum_len and not crc_ok_in(event._buf, event._start, event.size):
             raise ChecksumError(f"CRC32 mismatch in {event.type_name} event", path=self.name, offset=event.pos)
         if type_code not in KNOWN_TYPES and not event.flags & LOG_EVENT_IGNORABLE_F:
             # Unknown and not flagged ignorable: the server would refuse it. Passing it through is

@@ -46,8 +46,11 @@ def test_bad_crc_names_the_event_and_offset():
     data[fde_end + 30] ^= 0xFF
     with pytest.raises(ChecksumError, match=f"at byte {fde_end}: CRC32 mismatch in QUERY"):
         read_events(bytes(data), "c.bin")
+    with pytest.raises(ChecksumError, match=f"at byte {fde_end}: CRC32 mismatch in QUERY"):
+        list(BinlogReader(io.BytesIO(bytes(data)), "c.bin").walk())
     # --no-verify-checksums reads it
     assert len(read_events(bytes(data), "c.bin", verify_checksums=False)) == 3
+    assert len(list(BinlogReader(io.BytesIO(bytes(data)), "c.bin", verify_checksums=False).walk())) == 3
 
 
 def test_missing_fde():

@@ -1,0 +1,34 @@
+"""`python -m bench` (make bench): runs every benchmark module that is present, in order."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+MODULES = ("bench.bench_codec", "bench.bench_filter", "bench.bench_dump", "bench.bench_split")
+
+
+def main(argv: list[str]) -> int:
+    wanted = set(argv) or None
+    failed = []
+    for name in MODULES:
+        short = name.rsplit(".", 1)[1].removeprefix("bench_")
+        if wanted and short not in wanted:
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        print(f"== {short} ==", flush=True)
+        try:
+            module.main()
+        except Exception as exc:  # keep going: one broken benchmark must not hide the others
+            print(f"{short}: FAILED: {exc!r}", file=sys.stderr)
+            failed.append(short)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
