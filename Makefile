@@ -35,7 +35,10 @@ system-deps:
 	fi
 
 demo: setup
-	$(VENV)/bin/dumpfilter demo
+	$(VENV)/bin/dumpfilter binlog generate --out out/demo --transactions 2000
+	$(VENV)/bin/dumpfilter binlog inspect out/demo | head -40
+	$(VENV)/bin/dumpfilter explain --replicate-do-db=db1 --current-db db2 --binlog-format STATEMENT --sql "UPDATE db1.t1 SET v = 1"
+	$(VENV)/bin/dumpfilter explain --replicate-wild-ignore-table='db%.t2' --binlog-format ROW --table db3.t2
 
 test: setup system-deps
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q

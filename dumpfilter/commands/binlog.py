@@ -1,4 +1,5 @@
-"""`dumpfilter binlog inspect`: one line (or one JSON object) per event of binlog files."""
+"""`dumpfilter binlog inspect` (one line or JSON object per event) and `dumpfilter binlog generate`
+(the built-in workload as real binlog files)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 
 from binlog_codec import Event, EventType
 from binlog_files import BinlogFile, binlog_paths
+from binlog_workload import WorkloadSpec, generate
+from binlog_workload.generator import FLAVORS, FORMATS
 
 
 def register(subparsers) -> None:
@@ -20,6 +23,20 @@ def register(subparsers) -> None:
     inspect.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                          help="do not check event CRC32s")
     inspect.set_defaults(func=run_inspect)
+
+    gen = sub.add_parser("generate", help="write the built-in deterministic workload as real binlog files")
+    gen.add_argument("--out", required=True, help="directory for <basename>.NNNNNN and <basename>.index")
+    gen.add_argument("--basename", default="master-bin")
+    gen.add_argument("--seed", type=int, default=1)
+    gen.add_argument("--schemas", type=int, default=6)
+    gen.add_argument("--tables-per-schema", type=int, default=4)
+    gen.add_argument("--transactions", type=int, default=2000)
+    gen.add_argument("--binlog-format", choices=FORMATS, default="row", type=str.lower)
+    gen.add_argument("--flavor", choices=FLAVORS, default="mariadb")
+    gen.add_argument("--ddl-share", type=float, default=0.02)
+    gen.add_argument("--cross-db-share", type=float, default=0.1)
+    gen.add_argument("--max-binlog-size", type=int, default=1 << 30)
+    gen.set_defaults(func=run_generate)
 
 
 def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict:
@@ -83,4 +100,16 @@ def run_inspect(args: argparse.Namespace) -> int:
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 else:
                     out.write(_text_line(row) + "\n")
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    spec = WorkloadSpec(seed=args.seed, schemas=args.schemas, tables_per_schema=args.tables_per_schema,
+                        transactions=args.transactions, binlog_format=args.binlog_format, flavor=args.flavor,
+                        ddl_share=args.ddl_share, cross_db_share=args.cross_db_share,
+                        max_binlog_size=args.max_binlog_size)
+    paths = generate(spec, args.out, args.basename)
+    total = sum(p.stat().st_size for p in paths)
+    print(f"wrote {len(paths)} binlog file(s), {total} bytes, to {args.out} "
+          f"({spec.schemas} schemas, {spec.transactions} transactions, {spec.binlog_format}, {spec.flavor})")
     return 0
