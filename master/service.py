@@ -548,7 +548,7 @@ class _Stream:
         first = self._start_fde()
         seg = svc.segments.get(self.pos)  # a bad start position fails here, before any batch
         if first is not None:
-            self._send(first, kept=False)
+            self._send(first, kept=True)
         last_sent = time.monotonic()
         reported_end_at: Pos | None = None
         while True:
@@ -604,9 +604,13 @@ class _Stream:
 
     def _at_binlog_end(self) -> bool:
         try:
-            return self.pos >= self.svc.segments.end() and self.pos[0] == self.svc.segments.end()[0]
+            end = self.svc.segments.end()
         except DumpFilterError:
             return False
+        if self.pos[0] == end[0]:
+            return self.pos[1] >= end[1]
+        # After the last file's Rotate, before the server creates the file it names.
+        return self.pos[1] == 4 and self.pos[0] > end[0] and not (self.svc.binlog_dir / self.pos[0]).exists()
 
     def _boundary(self) -> None:
         at = self.svc._apply_pending(self.slave, self.pos)
@@ -663,7 +667,7 @@ class _Stream:
             if self.policy == PLACEHOLDER:
                 self._flush_heartbeat()
                 for event in self._with_placeholders(txn.events, {}):
-                    self._send(event, kept=False)
+                    self._send(event, kept=False, policy_bytes=True)
             elif self.policy == EMPTY_TRANSACTION and result.outcome == EMPTIED:
                 self._flush_heartbeat()
                 for event in result.events:
@@ -723,7 +727,9 @@ class _Stream:
         return fix_transaction_length(out)
 
     # -- sending ----------------------------------------------------------------------------
-    def _send(self, event: Event, *, kept: bool) -> None:
+    def _send(self, event: Event, *, kept: bool, policy_bytes: bool = False) -> None:
+        """Queue one event. Bytes are accounted as kept (master events sent as themselves) or as
+        the skip policy's: placeholders, and the framing sent with them, count as placeholder bytes."""
         stats = self.slave.stats
         self.parts.append(event.raw)
         self.batch_bytes += event.size
@@ -733,6 +739,8 @@ class _Stream:
             stats.kept_bytes += event.size
         elif _is_placeholder(event):
             stats.placeholders += 1
+            stats.placeholder_bytes += event.size
+        elif policy_bytes:
             stats.placeholder_bytes += event.size
 
     def _heartbeat_event(self, pos: Pos) -> Event:
