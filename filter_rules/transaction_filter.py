@@ -16,6 +16,9 @@ from binlog_codec.constants import (
     STMT_END_F,
 )
 from binlog_codec.encode import build_event, query_body
+
+# MariaDB GTID flags2 bit FL_DDL (log_event.h); not in binlog_codec.constants.
+MARIADB_FL_DDL = 0x20
 from binlog_codec.payload import repack_payload
 from binlog_codec.transactions import CONTROL, statement_verb
 
@@ -70,7 +73,12 @@ class TransactionFilter:
         self.unparsed_statements = 0
 
     def reset(self) -> None:
+        """At a Format_description event: table ids restart with the server, and the engine's
+        per-table caches are invalidated too (issue 3: "invalidated ... at each FDE")."""
         self.table_ids.clear()
+        invalidate = getattr(self.decider, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
 
     def filter(self, txn: Transaction) -> FilterResult:
         size = txn.size
@@ -149,11 +157,19 @@ class TransactionFilter:
                 inner, inner_in, inner_kept = self._filter_events(event.payload_events())
                 content_in += inner_in
                 content_kept += inner_kept
-                if inner_kept:
-                    kept.append(event if inner_kept == inner_in else repack_payload(event, inner))
+                if inner_kept == inner_in:
+                    # Everything kept (or nothing to filter, e.g. only BEGIN ... XID): the payload
+                    # goes out as it came, compressed bytes untouched.
+                    kept.append(event)
+                elif inner_kept:
+                    kept.append(repack_payload(event, inner))
             else:
                 kept.append(event)  # control events inside a transaction, unknown types
         return kept, content_in, content_kept
+
+    def empty_transaction_events(self, txn: Transaction) -> list[Event]:
+        """The framing an emptied `txn` is written as (transaction_length fixed)."""
+        return fix_transaction_length(self._empty_transaction(txn))
 
     def _statement_kept(self, event: Event) -> bool:
         decision = self.decider.decide_statement(event.sql, event.db)
@@ -171,11 +187,18 @@ class TransactionFilter:
                                timestamp=gtid.timestamp, log_pos=gtid.log_pos and gtid.end_pos)
         if gtid.type_code == EventType.MARIADB_GTID:
             flags2 = gtid.mariadb_gtid_flags
-            if flags2 & MARIADB_FL_STANDALONE:
+            # A filtered DDL (FL_STANDALONE|FL_DDL) becomes an ordinary empty group closed by
+            # COMMIT: a standalone GTID would make the applier take the COMMIT for a second group,
+            # and FL_DDL would make parallel replication serialise around a statement that is gone.
+            cleared = flags2 & ~(MARIADB_FL_STANDALONE | MARIADB_FL_DDL)
+            if cleared != flags2:
                 body = bytearray(gtid.body)
-                body[12] = flags2 & ~MARIADB_FL_STANDALONE
+                body[12] = cleared
                 gtid = gtid.with_body(bytes(body))
             return [gtid, stmt("COMMIT")]
-        last = txn.events[-1]
+        events = txn.events
+        begin = events[1] if len(events) > 2 and events[1].is_query and statement_verb(events[1].sql) == "BEGIN" \
+            else stmt("BEGIN")
+        last = events[-1]
         terminator = last if last.type_code == EventType.XID else stmt("COMMIT")
-        return [gtid, stmt("BEGIN"), terminator]
+        return [gtid, begin, terminator]

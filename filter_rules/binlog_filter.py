@@ -1,0 +1,556 @@
+"""Filter a sequence of binlog files into one output: a single binlog file or a numbered series.
+
+The reusable loop behind `dumpfilter filter` (and anything else that filters whole files: the
+Spark split, the master's catch-up path). It reads each file, groups its events into
+transactions, lets one `TransactionFilter` decide, and hands what is kept to a sink:
+
+* `FileSink` writes one binlog file holding every event of the input that is kept, control
+  events included (the source's Rotate, Gtid_list, Binlog_checkpoint...), so that with no rules
+  the output is byte-identical to a single input file.
+* `SeriesSink` writes `<base>.000001`, ... plus `<base>.index` through `BinlogSeriesWriter`,
+  which frames every output file itself (FDE, Gtid_list/Previous_GTIDs computed from what the
+  output holds, Rotate); the source's own framing events are not carried over.
+
+Positions: a filtered binlog's `log_pos` values are renumbered to the output's offsets, except
+in relay logs, whose `log_pos` are the *source server's* coordinates and are copied unchanged
+(binlog-format.md §7.1, §8: rpl_unfiltered_hidden_gcol.000001).
+
+Speed: `filter_files` walks each file with `BinlogReader.walk()` (one reused cursor, no copy per
+event) and runs a fast path for the shape that dominates ROW binlogs, `GTID [BEGIN]
+{Annotate_rows|Rows_query|Table_map|Rows}* XID`, deciding per Table_map from the engine's cache
+and copying or dropping whole transactions as byte ranges. Every other unit (statements, DDL,
+context events, Transaction_payload, transactions whose tables are partly kept) goes through
+`TransactionGrouper` + `TransactionFilter`, the reference path; tests check both give the same
+bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from binlog_codec import BinlogReader, BinlogWriter, Event, EventType, Transaction, TransactionGrouper
+from binlog_codec.constants import HEADER_LEN, ROWS_EVENT_TYPES
+from binlog_codec.errors import BinlogError
+from binlog_codec.event import HEADER
+from binlog_codec.format_description import FormatDescription
+from binlog_codec.transactions import CONTROL, TRANSACTION
+from binlog_files import FILE_FRAMING_TYPES, BinlogSeriesWriter, open_binlog
+from filter_rules.transaction_filter import EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult, TransactionFilter
+
+_U32 = struct.Struct("<I")
+_LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
+
+
+# ---------------------------------------------------------------------------------------------
+# statistics
+@dataclass
+class FilterStats:
+    """What went in and what came out, as the summary of `dumpfilter filter` reports it.
+
+    Transactions are units with content (GTID groups, statements); control events (FDE,
+    Rotate, Gtid_list, ...) are counted separately."""
+
+    files_in: int = 0
+    events_in: int = 0
+    bytes_in: int = 0
+    transactions_in: int = 0
+    control_events: int = 0
+    kept: int = 0          # transactions kept whole
+    partial: int = 0       # transactions with some content kept
+    emptied: int = 0       # transactions reduced to their GTID framing
+    skipped: int = 0       # transactions left out entirely
+    events_out: int = 0
+    bytes_out: int = 0     # bytes of events passed to the sink (file framing it adds not counted)
+    unparsed_statements: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, outcome: str, events_in: int, bytes_in: int, events_out: int, bytes_out: int) -> None:
+        self.events_in += events_in
+        self.bytes_in += bytes_in
+        self.events_out += events_out
+        self.bytes_out += bytes_out
+        if outcome == PASSED:
+            self.control_events += events_in
+            return
+        self.transactions_in += 1
+        if outcome == KEPT:
+            self.kept += 1
+        elif outcome == PARTIAL:
+            self.partial += 1
+        elif outcome == EMPTIED:
+            self.emptied += 1
+        elif outcome == SKIPPED:
+            self.skipped += 1
+
+    def add_result(self, result: FilterResult) -> None:
+        self.add(result.outcome, result.events_in, result.bytes_in, len(result.events), result.bytes_out)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "outcomes"}
+
+
+# ---------------------------------------------------------------------------------------------
+# sinks
+def looks_like_relay_log(path: str | os.PathLike, probe: int = 1 << 20) -> bool:
+    """Whether a file's log_pos values are another server's coordinates (a relay log).
+
+    A server's own binlog has log_pos = the event's end offset (or 0: artificial events,
+    MariaDB 11.4+ inside groups). A relay log copies the source's log_pos. Only the first
+    `probe` bytes are looked at, so that a 500 MB file costs nothing extra."""
+    with open_binlog(path) as stream:
+        data = stream.read(probe)
+    off, end = 4, len(data)
+    while off + HEADER_LEN <= end:
+        size = HEADER.unpack_from(data, off)[3]
+        log_pos = _U32.unpack_from(data, off + _LOG_POS_OFFSET)[0]
+        if size < HEADER_LEN or off + size > end:
+            break
+        if log_pos not in (0, off + size):
+            return True
+        off += size
+    return False
+
+
+class Sink:
+    """Where kept events go. `begin_file` is called at each input file's FDE (before it is
+    written); `write(events)` takes one unit (a transaction or one control event)."""
+
+    renumber_positions = True
+
+    def begin_file(self, fde: Event, path: Path) -> bool:
+        """Returns True when the sink has written (or deliberately dropped) this FDE itself."""
+        raise NotImplementedError
+
+    def write(self, events: Sequence[Event]) -> None:
+        raise NotImplementedError
+
+    def write_raw(self, raw: bytes | memoryview, offsets: Sequence[int], source_pos: int) -> None:
+        """Write whole events given as one byte range (offsets of each event inside it; the
+        range came from input offset `source_pos`). Renumbers log_pos like BinlogWriter."""
+        raise NotImplementedError
+
+    def close(self) -> list[Path]:
+        raise NotImplementedError
+
+
+def _renumbered(raw, offsets: Sequence[int], out_pos: int, checksum: bool) -> bytes:
+    """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
+    starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event."""
+    buf = bytearray(raw)
+    pack, unpack = _U32.pack_into, _U32.unpack_from
+    n = len(offsets)
+    for i, start in enumerate(offsets):
+        end = offsets[i + 1] if i + 1 < n else len(buf)
+        if unpack(buf, start + _LOG_POS_OFFSET)[0] == 0:
+            continue  # artificial events and MariaDB 11.4+ in-group events keep log_pos 0
+        pack(buf, start + _LOG_POS_OFFSET, out_pos + end)
+        if checksum:
+            pack(buf, end - 4, zlib.crc32(memoryview(buf)[start : end - 4]))
+    return bytes(buf)
+
+
+class _RawWriterMixin:
+    """Byte-range writes into a BinlogWriter: same log_pos rule, no Event object per event."""
+
+    def _write_raw_into(self, writer: BinlogWriter, raw, offsets: Sequence[int], source_pos: int) -> None:
+        out_pos = writer.position
+        if writer.renumber_positions and out_pos != source_pos:
+            raw = _renumbered(raw, offsets, out_pos, writer.fmt.checksum_len > 0)
+        writer.out.write(raw)
+        writer.position += len(raw)
+        writer.events_written += len(offsets)
+
+
+class FileSink(Sink, _RawWriterMixin):
+    """One output binlog file. Every kept event is written, the source's control events
+    included: with nothing filtered, one input file comes out byte for byte.
+
+    Later FDEs (a second input file, or a relay log's source FDE) are written where they occur,
+    as they are in relay logs; their `created` field tells readers nothing was reset."""
+
+    def __init__(self, path: str | os.PathLike, *, renumber_positions: bool | None = None):
+        self.path = Path(path)
+        self.forced_renumber = renumber_positions
+        self.writer: BinlogWriter | None = None
+        self._file = None
+
+    def begin_file(self, fde: Event, path: Path) -> bool:
+        if self.writer is not None:
+            return False  # written in sequence, like the second FDE of a relay log
+        renumber = self.forced_renumber if self.forced_renumber is not None else not looks_like_relay_log(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "wb")
+        self.writer = BinlogWriter(self._file, fde, renumber_positions=renumber)
+        return True
+
+    @property
+    def renumber_positions(self) -> bool:  # type: ignore[override]
+        return self.writer.renumber_positions if self.writer else True
+
+    def write(self, events: Sequence[Event]) -> None:
+        writer = self.writer
+        for event in events:
+            writer.write(event)
+
+    def write_raw(self, raw, offsets, source_pos) -> None:
+        self._write_raw_into(self.writer, raw, offsets, source_pos)
+
+    def close(self) -> list[Path]:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        return [self.path]
+
+
+def _format_key(fmt: FormatDescription) -> tuple:
+    return fmt.checksum_alg, fmt.post_header_lens, fmt.flavor
+
+
+class SeriesSink(Sink, _RawWriterMixin):
+    """A numbered series `<basename>.NNNNNN` + `<basename>.index` in `directory`.
+
+    Each output file gets its framing from BinlogSeriesWriter: the FDE, the GTID state of the
+    output so far (Gtid_list for MariaDB, Previous_GTIDs for MySQL, started from the first
+    input file's), and a Rotate naming the next *output* file. The source's own framing events
+    (FILE_FRAMING_TYPES) are dropped: their names and sets describe the input, not the output.
+    An input file whose format differs (another checksum setting or server) starts a new output
+    file with its own FDE."""
+
+    def __init__(self, directory: str | os.PathLike, basename: str, *, max_size: int = 1 << 30,
+                 renumber_positions: bool | None = None):
+        self.directory = Path(directory)
+        self.basename = basename
+        self.max_size = max_size
+        self.forced_renumber = renumber_positions
+        self.series: BinlogSeriesWriter | None = None
+        self._fde: Event | None = None
+        self._start_state: Event | None = None
+        self._renumber = True
+        self._waiting_state = False
+        self._closed: list[Path] | None = None
+
+    @property
+    def renumber_positions(self) -> bool:  # type: ignore[override]
+        return self._renumber
+
+    def begin_file(self, fde: Event, path: Path) -> bool:
+        if self._fde is None:
+            self._fde = fde
+            self._waiting_state = True
+            self._renumber = self.forced_renumber if self.forced_renumber is not None else \
+                not looks_like_relay_log(path)
+            return True
+        if self.series is not None and _format_key(fde.fmt) != _format_key(self._fde.fmt):
+            old = self.series
+            self.series = BinlogSeriesWriter(self.directory, self.basename, fde, max_size=self.max_size,
+                                             first_number=old.number + 1, renumber_positions=self._renumber)
+            self.series.gtids = old.gtids
+            self.series.names = list(old.names)
+            self.series.bytes_written = old.bytes_written
+            old._finish_file(self.series._name(self.series.number))
+            self._fde = fde
+        return True
+
+    def _series(self) -> BinlogSeriesWriter:
+        if self.series is None:
+            self.series = BinlogSeriesWriter(self.directory, self.basename, self._fde, max_size=self.max_size,
+                                             start_state=self._start_state, renumber_positions=self._renumber)
+        return self.series
+
+    def write(self, events: Sequence[Event]) -> None:
+        if len(events) == 1 and events[0].type_code in FILE_FRAMING_TYPES:
+            event = events[0]
+            # The first input file's GTID state (before any transaction) starts the output's.
+            if self._waiting_state and self.series is None and event.type_code in (
+                    EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+                self._start_state = event
+            return
+        self._waiting_state = False
+        self._series().write_transaction(events)
+
+    def write_raw(self, raw, offsets, source_pos) -> None:
+        # Rotation and GTID tracking live in BinlogSeriesWriter.write_transaction; a raw unit is
+        # written through the same steps so that both routes produce the same files.
+        self._waiting_state = False
+        series = self._series()
+        if series.writer is None:
+            series._open()
+        elif series.writer.position >= series.max_size:
+            series.number += 1
+            series._finish_file(series._name(series.number))
+            series._open()
+        self._write_raw_into(series.writer, raw, offsets, source_pos)
+        first = Event(bytes(raw[: offsets[1] if len(offsets) > 1 else len(raw)]), 0, series.writer.fmt)
+        if first.is_gtid:
+            series.gtids.add(first)
+
+    def close(self) -> list[Path]:
+        if self._closed is None:
+            if self.series is None and self._fde is not None:
+                self._series()
+            self._closed = self.series.close() if self.series is not None else []
+        return self._closed
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop
+def _fast_types():
+    rows = frozenset(int(t) for t in ROWS_EVENT_TYPES)
+    return rows
+
+
+_ROWS = _fast_types()
+_TABLE_MAP = int(EventType.TABLE_MAP)
+_XID = int(EventType.XID)
+_QUERY = int(EventType.QUERY)
+_ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY)})
+_GTIDS = frozenset({int(EventType.GTID), int(EventType.ANONYMOUS_GTID), int(EventType.GTID_TAGGED),
+                    int(EventType.MARIADB_GTID)})
+_MARIADB_GTID = int(EventType.MARIADB_GTID)
+_FDE = int(EventType.FORMAT_DESCRIPTION)
+_BEGIN_SQL = b"BEGIN"
+
+
+class BinlogFilter:
+    """Filters binlog files into a sink with one TransactionFilter; `stats` accumulates.
+
+    `fast=False` sends every unit through the reference path (TransactionGrouper +
+    TransactionFilter.filter); the default takes the ROW fast path where it applies."""
+
+    def __init__(self, tfilter: TransactionFilter, sink: Sink, *, verify_checksums: bool = True,
+                 fast: bool = True, on_result: Callable[[FilterResult], None] | None = None):
+        self.tfilter = tfilter
+        self.sink = sink
+        self.verify_checksums = verify_checksums
+        self.fast = fast
+        self.on_result = on_result
+        self.stats = FilterStats()
+        self._names: dict[bytes, bool] = {}  # raw (db, table) bytes of a Table_map -> kept
+
+    # -- reference path ----------------------------------------------------------------------
+    def _unit(self, txn: Transaction) -> None:
+        result = self.tfilter.filter(txn)
+        if txn.kind == CONTROL and txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+            self._names.clear()
+        self.stats.add_result(result)
+        if self.on_result is not None:
+            self.on_result(result)
+        if result.events:
+            self.sink.write(result.events)
+
+    def _consumed_control(self, event: Event) -> None:
+        """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
+        self._names.clear()
+        result = self.tfilter.filter(Transaction(CONTROL, [event]))
+        self.stats.add_result(result)
+        if self.on_result is not None:
+            self.on_result(result)
+
+    def filter_paths(self, paths: Iterable[str | os.PathLike]) -> FilterStats:
+        for path in paths:
+            self.filter_file(Path(path))
+        self.stats.unparsed_statements = getattr(self.tfilter.decider, "unparsed", 0)
+        return self.stats
+
+    def filter_file(self, path: Path) -> None:
+        with open_binlog(path) as stream:
+            try:
+                if self.fast and self.on_result is None:
+                    self._walk_fast(stream, path)
+                else:
+                    self._walk_reference(stream, path)
+            except (OSError, EOFError) as exc:
+                raise BinlogError(f"read error: {exc}", path=str(path)) from None
+        self.stats.files_in += 1
+
+    def _walk_reference(self, stream, path: Path) -> None:
+        grouper = TransactionGrouper()
+        for event in BinlogReader(stream, str(path), verify_checksums=self.verify_checksums):
+            if event.type_code == EventType.FORMAT_DESCRIPTION and grouper.current is None:
+                if self.sink.begin_file(event, path):
+                    self._consumed_control(event)
+                    continue
+            for unit in grouper.push(event):
+                self._unit(unit)
+        for unit in grouper.flush():
+            self._unit(unit)
+
+    # -- fast path ---------------------------------------------------------------------------
+    def _walk_fast(self, stream, path: Path) -> None:
+        """The reference path's result for every unit, with the common ROW transaction handled
+        on raw bytes. A unit starts on the fast path at a GTID event while the grouper is idle;
+        at the first event the fast path does not handle (a statement, context events,
+        payloads, the end of the read chunk, a table decision that differs from an earlier one
+        in the same transaction) the events seen so far are handed to the grouper, which takes
+        the unit to its end as the reference path would."""
+        reader = BinlogReader(stream, str(path), verify_checksums=self.verify_checksums)
+        grouper = TransactionGrouper()
+        push = grouper.push
+        unit = self._unit
+        names = self._names
+        table_kept = self.tfilter.decider.table_kept
+        sink = self.sink
+        stats = self.stats
+        rows_types, gtid_types, annotations = _ROWS, _GTIDS, _ANNOTATIONS
+        TABLE_MAP, XID, QUERY, MARIADB_GTID, FDE = _TABLE_MAP, _XID, _QUERY, _MARIADB_GTID, _FDE
+
+        # Fast-unit state: the chunk holding it, its start offset there, event offsets, the
+        # decision so far (None: no Table_map yet), whether a MySQL BEGIN was seen.
+        buf = None
+        start = -1
+        offsets: list[int] = []
+        decision = None
+        fmt = None
+
+        def hand_over(cursor_buf) -> None:
+            """Give the fast unit's events so far to the grouper (the reference path)."""
+            nonlocal start
+            base = cursor_buf
+            for i, off in enumerate(offsets):
+                end = offsets[i + 1] if i + 1 < len(offsets) else None
+                raw = bytes(base[off:end]) if end is not None else None
+                if raw is None:
+                    size = HEADER.unpack_from(base, off)[3]
+                    raw = bytes(base[off : off + size])
+                event = Event(raw, unit_pos + (off - offsets[0]), fmt)
+                for done in push(event):
+                    unit(done)
+            offsets.clear()
+            start = -1
+
+        unit_pos = 0
+        for cursor in reader.walk():
+            t = cursor.type_code
+            cbuf = cursor._buf
+            off = cursor._start
+            if start >= 0:
+                # Inside a fast unit.
+                if cbuf is not buf:  # the unit runs across a chunk boundary: reference path
+                    hand_over(buf)
+                    for done in push(cursor.detach()):
+                        unit(done)
+                    continue
+                if t == TABLE_MAP:
+                    end_db = off + HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
+                    db_len = cbuf[end_db]
+                    tbl_at = end_db + 2 + db_len
+                    key = cbuf[end_db : tbl_at + 1 + cbuf[tbl_at]]
+                    keep = names.get(key)
+                    if keep is None:
+                        _, db, table = cursor.table_map
+                        keep = names[key] = table_kept(db, table)
+                    if decision is None:
+                        decision = keep
+                    elif decision != keep:  # partly kept: the reference path moves STMT_END_F
+                        offsets.append(off)
+                        hand_over(buf)
+                        continue
+                    offsets.append(off)
+                    continue
+                if t in rows_types:
+                    if decision is None:  # rows without a Table_map in this unit
+                        offsets.append(off)
+                        hand_over(buf)
+                        continue
+                    offsets.append(off)
+                    continue
+                if t in annotations:
+                    offsets.append(off)
+                    continue
+                if t == XID:
+                    offsets.append(off)
+                    self._finish_fast(buf, start, offsets, off + cursor.size, decision, unit_pos, fmt)
+                    start = -1
+                    offsets.clear()
+                    continue
+                if t == QUERY and len(offsets) == 1 and not mariadb and _is_begin(cursor):
+                    offsets.append(off)
+                    continue
+                # Anything else: the reference path takes the unit from here.
+                hand_over(buf)
+                for done in push(cursor.detach()):
+                    unit(done)
+                continue
+            if t in gtid_types and grouper.current is None and not (t == MARIADB_GTID and cursor.is_standalone):
+                buf, start, decision, fmt = cbuf, off, None, cursor.fmt
+                mariadb = t == MARIADB_GTID
+                unit_pos = cursor.pos
+                offsets.append(off)
+                continue
+            event = cursor.detach()
+            if t == FDE and grouper.current is None and sink.begin_file(event, path):
+                self._consumed_control(event)
+                continue
+            for done in push(event):
+                unit(done)
+        if start >= 0:  # the file ended inside a fast unit: incomplete, reference path
+            hand_over(buf)
+        for done in grouper.flush():
+            unit(done)
+
+    def _finish_fast(self, buf, start: int, offsets: list[int], end: int, decision, source_pos: int, fmt) -> None:
+        """A complete fast unit [start, end) of `buf` whose Table_maps all decided `decision`."""
+        stats = self.stats
+        n = len(offsets)
+        size = end - start
+        if decision is None or decision:
+            # Kept whole (or nothing to decide: a GTID..XID group without rows).
+            rel = [o - start for o in offsets]
+            self.sink.write_raw(memoryview(buf)[start:end], rel, source_pos)
+            stats.add(KEPT, n, size, n, size)
+            return
+        # Every Table_map dropped: an emptied transaction, framed as the reference path does.
+        tfilter = self.tfilter
+        gtid = Event(bytes(buf[offsets[0] : offsets[1]]), source_pos, fmt)
+        if tfilter.empty_transactions == "drop":
+            stats.add(SKIPPED, n, size, 0, 0)
+            return
+        events = [gtid]
+        if n > 1 and buf[offsets[1] + 4] == _QUERY:
+            events.append(Event(bytes(buf[offsets[1] : offsets[2]]), source_pos + offsets[1] - start, fmt))
+        events.append(Event(bytes(buf[offsets[-1] : end]), source_pos + offsets[-1] - start, fmt))
+        framed = tfilter.empty_transaction_events(Transaction(TRANSACTION, events))
+        stats.add(EMPTIED, n, size, len(framed), sum(e.size for e in framed))
+        self.sink.write(framed)
+
+
+def _is_begin(cursor) -> bool:
+    """A MySQL `BEGIN` Query event (db and status vars skipped without decoding)."""
+    buf, off = cursor._buf, cursor._start
+    status_len = struct.unpack_from("<H", buf, off + HEADER_LEN + 11)[0]
+    db_len = buf[off + HEADER_LEN + 8]
+    sql_at = off + HEADER_LEN + cursor.fmt.post_header_len(_QUERY) + status_len + db_len + 1
+    return sql_at + 5 + cursor.fmt.checksum_len == off + cursor.size and buf[sql_at : sql_at + 5] == _BEGIN_SQL
+
+
+def filter_files(paths: Sequence[str | os.PathLike], tfilter: TransactionFilter, sink: Sink, *,
+                 verify_checksums: bool = True, fast: bool = True) -> FilterStats:
+    """Filter `paths` in order into `sink` (closed at the end); returns the statistics."""
+    bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums, fast=fast)
+    try:
+        bf.filter_paths(paths)
+    finally:
+        sink.close()
+    return bf.stats
+
+
+def filter_bytes(data: bytes, tfilter: TransactionFilter, *, fast: bool = True,
+                 verify_checksums: bool = True) -> tuple[bytes, FilterStats]:
+    """Filter one binlog held in memory into a new one (tests and small tools)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dumpfilter-") as tmp:
+        src, dst = Path(tmp, "in.bin"), Path(tmp, "out.bin")
+        src.write_bytes(data)
+        stats = filter_files([src], tfilter, FileSink(dst), fast=fast, verify_checksums=verify_checksums)
+        return dst.read_bytes(), stats
+
+
+__all__ = ["BinlogFilter", "FileSink", "FilterStats", "SeriesSink", "Sink", "filter_bytes", "filter_files",
+           "looks_like_relay_log"]
