@@ -1,0 +1,164 @@
+"""Cutting binlog files into chunks that can be read independently, on transaction boundaries.
+
+A chunk is a byte range `[start, end)` of one file. Reading a chunk that does not start at the
+beginning of its file needs the file's Format_description event (post-header lengths, checksum),
+which is read from offset 4 first. Chunks start at a GTID event (MySQL GTID / Anonymous_GTID,
+MariaDB GTID): the transaction grouper always opens a new unit there, so the units of a file are
+the same whether it is read whole or chunk by chunk. Files without GTID events (pre-5.6 / pre-10.0)
+and gzipped files are never cut.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from binlog_codec import BinlogReader, Event, EventType, Transaction, TransactionGrouper, read_format_description
+from binlog_codec.constants import GTID_EVENT_TYPES
+from binlog_codec.errors import BinlogError
+from binlog_codec.format_description import FormatDescription
+from binlog_files import binlog_paths, open_binlog
+
+DEFAULT_CHUNK_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Bytes `[start, end)` of the `file_index`-th input file; `start` 0 means from the magic,
+    `end` None means to the end of the file. Picklable: it travels to Spark workers."""
+
+    file_index: int
+    path: str
+    start: int = 0
+    end: int | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+def input_files(targets: list[str | os.PathLike]) -> list[Path]:
+    """Every binlog file the command-line arguments stand for, in order (a directory stands for
+    its series, see `binlog_files.binlog_paths`). A file named twice is an error."""
+    paths: list[Path] = []
+    for target in targets:
+        paths.extend(binlog_paths(target))
+    seen: set[Path] = set()
+    for path in paths:
+        resolved = path.resolve()
+        if resolved in seen:
+            raise BinlogError("binlog file given twice", path=str(path))
+        seen.add(resolved)
+    if not paths:
+        raise BinlogError("no binlog files to read")
+    return paths
+
+
+def gtid_boundaries(path: str | os.PathLike, chunk_bytes: int) -> list[int]:
+    """Offsets of the first GTID event at or after each multiple of `chunk_bytes` (the cut
+    points), found with the codec's fast walk. Empty when the file is small, gzipped or has no
+    GTID events."""
+    path = Path(path)
+    if path.suffix == ".gz" or path.stat().st_size <= chunk_bytes:
+        return []
+    cuts: list[int] = []
+    next_cut = chunk_bytes
+    with open_binlog(path) as stream:
+        for event in BinlogReader(stream, str(path), verify_checksums=False).walk():
+            pos = event.pos
+            if pos >= next_cut and event.type_code in GTID_EVENT_TYPES:
+                cuts.append(pos)
+                next_cut = (pos // chunk_bytes + 1) * chunk_bytes
+    return cuts
+
+
+def plan_chunks(paths: list[Path], chunk_bytes: int | None = DEFAULT_CHUNK_BYTES) -> list[Chunk]:
+    """The chunks of `paths`, in input order. `chunk_bytes` None (or 0) keeps every file whole."""
+    chunks: list[Chunk] = []
+    for index, path in enumerate(paths):
+        cuts = gtid_boundaries(path, chunk_bytes) if chunk_bytes else []
+        starts = [0, *cuts]
+        ends = [*cuts, None]
+        chunks.extend(Chunk(index, str(path), start, end) for start, end in zip(starts, ends))
+    return chunks
+
+
+class _Limited:
+    """A read-only view of a stream that ends at byte `end` of the file."""
+
+    def __init__(self, stream, position: int, end: int | None):
+        self.stream = stream
+        self.left = None if end is None else end - position
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left is None:
+            return self.stream.read(size)
+        if self.left <= 0:
+            return b""
+        data = self.stream.read(self.left if size < 0 else min(size, self.left))
+        self.left -= len(data)
+        return data
+
+
+def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Transaction]:
+    """The units (transactions, statements, control events) of one chunk, in file order; a
+    unit the input ends inside comes out with `complete=False`."""
+    with open_binlog(chunk.path) as stream:
+        if chunk.start <= 4:
+            reader = BinlogReader(_Limited(stream, 0, chunk.end), chunk.path, verify_checksums=verify_checksums)
+        else:
+            _, fmt = read_format_description(stream, chunk.path)
+            stream.seek(chunk.start)
+            reader = BinlogReader(_Limited(stream, chunk.start, chunk.end), chunk.path,
+                                  verify_checksums=verify_checksums, start=chunk.start, fmt=fmt)
+        grouper = TransactionGrouper()
+        for event in reader:
+            yield from grouper.push(event)
+        yield from grouper.flush()
+
+
+@dataclass(frozen=True)
+class SourceHeader:
+    """What every output file is opened with: the first input's FDE (IN_USE cleared) and its
+    GTID state event (Gtid_list / Previous_GTIDs), if any."""
+
+    fde: Event
+    start_state: Event | None
+
+    @property
+    def fmt(self) -> FormatDescription:
+        return self.fde.fmt
+
+
+BINLOG_IN_USE_F = 0x0001
+
+
+def source_header(paths: list[Path]) -> SourceHeader:
+    """Read the first file's header, and check that every file has the same event format: the
+    outputs carry a single FDE, so events from files whose post-header lengths or checksum
+    setting differ could not be written under it."""
+    first_fde: Event | None = None
+    for path in paths:
+        with open_binlog(path) as stream:
+            fde, fmt = read_format_description(stream, str(path))
+        if first_fde is None:
+            first_fde = Event(fde.raw, 4, fmt)
+            continue
+        ref = first_fde.fmt
+        if (fmt.checksum_alg, fmt.post_header_lens, fmt.flavor) != (ref.checksum_alg, ref.post_header_lens, ref.flavor):
+            raise BinlogError(f"event format differs from {paths[0].name} ({fmt.server_version}, checksum "
+                              f"{fmt.checksum_alg} vs {ref.server_version}, checksum {ref.checksum_alg}); "
+                              "split files from different servers separately", path=str(path), offset=4)
+    start_state = None
+    with open_binlog(paths[0]) as stream:
+        for event in BinlogReader(stream, str(paths[0])):
+            if event.type_code in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+                start_state = event
+                break
+            if event.type_code not in (EventType.FORMAT_DESCRIPTION, EventType.BINLOG_CHECKPOINT,
+                                       EventType.START_ENCRYPTION):
+                break
+    fde = first_fde.with_header(flags=first_fde.flags & ~BINLOG_IN_USE_F)
+    return SourceHeader(Event(fde.raw, 4, first_fde.fmt), start_state)
