@@ -67,7 +67,7 @@ class SegmentCache:
     """Shared, bounded cache of segments. `get(pos)` reads the segment at `pos` once even when
     several streams ask at the same moment; the others wait for it."""
 
-    def __init__(self, directory: str | Path, *, segment_bytes: int = 1 << 20, cache_bytes: int = 48 << 20,
+    def __init__(self, directory: str | Path, *, segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20,
                  verify_checksums: bool = True):
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes

@@ -246,7 +246,7 @@ class FlagWords:
 
 class DumpService:
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
-                 segment_bytes: int = 1 << 20, cache_bytes: int = 48 << 20, batch_bytes: int = BATCH_BYTES):
+                 segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES):
         self.binlog_dir = Path(binlog_dir)
         if not self.binlog_dir.is_dir():
             raise PositionError(f"binlog directory {self.binlog_dir} does not exist")

@@ -1,0 +1,130 @@
+"""Benchmark of the gRPC dump path (not a test): on a generated ≥ 500 MB ROW binlog over 8
+schemas with do-db keeping one, one slave end to end (master → loopback gRPC → relay log) in
+MB/s of source binlog, wire bytes against kept bytes + heartbeats, master CPU for 8 slaves with
+distinct rules against 1, and the master's peak RSS.
+
+    .venv/bin/python -m bench.bench_dump          # DUMPFILTER_BENCH_MB=100 for a quick run
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+
+from bench.common import row_binlog, write_result
+from dumpfilter.proto_gen import ensure_generated
+
+ensure_generated()
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK  # utime + stime
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Master:
+    def __init__(self, binlog_dir: Path):
+        self.port = _free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
+                                      str(binlog_dir), "--listen", f"127.0.0.1:{self.port}"], cwd=ROOT,
+                                     stderr=subprocess.DEVNULL)
+        self.address = f"127.0.0.1:{self.port}"
+        with grpc.insecure_channel(self.address) as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+
+    def stats(self) -> list:
+        with grpc.insecure_channel(self.address) as channel:
+            return list(dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(), timeout=10).slaves)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def run_slaves(master: Master, dbs: list[str], workdir: Path) -> float:
+    procs = []
+    started = time.perf_counter()
+    for n, db in enumerate(dbs):
+        relay = workdir / f"relay{n}"
+        procs.append(subprocess.Popen([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", master.address,
+                                       "--server-id", str(100 + n), "--relay-log-dir", str(relay),
+                                       "--replicate-do-db", db, "--until-caught-up"], cwd=ROOT))
+    for proc in procs:
+        if proc.wait() != 0:
+            raise SystemExit(f"slave exited {proc.returncode}")
+    return time.perf_counter() - started
+
+
+def scenario(binlog_dir: Path, dbs: list[str]) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-dump-"))
+    master = Master(binlog_dir)
+    try:
+        cpu0 = _cpu_seconds(master.proc.pid)
+        seconds = run_slaves(master, dbs, workdir)
+        cpu = _cpu_seconds(master.proc.pid) - cpu0
+        rss = _peak_rss_mb(master.proc.pid)
+        stats = master.stats()
+    finally:
+        master.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {"slaves": len(dbs), "seconds": round(seconds, 2), "master_cpu_seconds": round(cpu, 2),
+            "master_peak_rss_mb": round(rss, 1), "stats": stats}
+
+
+def main() -> dict:
+    path = row_binlog(schemas=8)
+    binlog_dir = path.parent
+    size = sum(p.stat().st_size for p in binlog_dir.glob("bench-bin.0*"))
+    mb = size / 1e6
+    one = scenario(binlog_dir, ["db1"])
+    s = one["stats"][0]
+    wire = s.bytes_sent
+    kept_plus_hb = s.kept_bytes + s.heartbeat_bytes
+    eight = scenario(binlog_dir, [f"db{i}" for i in range(1, 9)])
+    result = {
+        "binlog_mb": round(mb, 1),
+        "one_slave_seconds": one["seconds"],
+        "one_slave_mb_per_s": round(mb / one["seconds"], 1),
+        "wire_bytes": wire, "kept_bytes": s.kept_bytes, "heartbeat_bytes": s.heartbeat_bytes,
+        "heartbeats": s.heartbeats,
+        "wire_over_kept_plus_heartbeats": round(wire / kept_plus_hb, 4),
+        "master_cpu_1_slave_s": one["master_cpu_seconds"],
+        "master_cpu_8_slaves_s": eight["master_cpu_seconds"],
+        "cpu_ratio_8_vs_1": round(eight["master_cpu_seconds"] / max(one["master_cpu_seconds"], 1e-9), 2),
+        "eight_slaves_seconds": eight["seconds"],
+        "master_peak_rss_mb_1": one["master_peak_rss_mb"],
+        "master_peak_rss_mb_8": eight["master_peak_rss_mb"],
+    }
+    for key, value in result.items():
+        print(f"{key:34} {value}")
+    write_result("bench_dump", result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
