@@ -1,0 +1,123 @@
+"""Spark job: for each slave of a topology, the events and bytes master-side filtering would send
+compared with everything, over many binlog files in parallel (chunks cut on transaction
+boundaries; spark_jobs.core.bandwidth does the counting and joins heartbeat stretches).
+
+    spark-submit spark_jobs/bandwidth_experiment.py --binlogs DIR --topology FILE [--out DIR]
+        [--format csv|parquet]
+
+Writes `bandwidth.csv` (or `.parquet`) with one row per slave, and `bandwidth.png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # `spark-submit spark_jobs/bandwidth_experiment.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spark_jobs.core.bandwidth import SlaveCounts, count_chunk, merge_counts  # noqa: E402
+from spark_jobs.core.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
+
+COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "events_all", "bytes_all",
+           "events_sent", "bytes_sent", "saving_bytes", "saving_pct", "kept_events", "kept_bytes", "heartbeats",
+           "heartbeat_bytes", "placeholders", "placeholder_bytes", "empty_transactions",
+           "empty_transaction_bytes", "transactions_kept", "transactions_partial", "transactions_skipped"]
+
+
+def count_local(chunks, slaves, *, verify_checksums: bool = True) -> list[SlaveCounts]:
+    parts = [part for chunk in chunks for part in count_chunk(chunk, slaves, verify_checksums=verify_checksums)]
+    return merge_counts(parts, [s.name for s in slaves])
+
+
+def count_spark(spark, chunks, slaves, *, verify_checksums: bool = True) -> list[SlaveCounts]:
+    rdd = spark.sparkContext.parallelize(chunks, max(1, len(chunks)))
+    parts = rdd.flatMap(lambda chunk: count_chunk(chunk, slaves, verify_checksums=verify_checksums)).collect()
+    return merge_counts(parts, [s.name for s in slaves])
+
+
+def rows_for(topology, totals: list[SlaveCounts]) -> list[dict]:
+    rows = []
+    for slave, counts in zip(topology.slaves, totals):
+        row = counts.as_row()
+        row.update(server_id=slave.server_id, filter_semantics=slave.settings.semantics,
+                   skip_policy=slave.skip_policy, rules="; ".join(slave.rule_text))
+        rows.append({key: row[key] for key in COLUMNS})
+    return rows
+
+
+def write_report(rows: list[dict], out: Path, fmt: str = "csv") -> list[Path]:
+    from dumpfilter.bandwidth_chart import bytes_chart
+
+    out.mkdir(parents=True, exist_ok=True)
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table_path = out / "bandwidth.parquet"
+        pq.write_table(pa.Table.from_pylist(rows), table_path)
+    else:
+        table_path = out / "bandwidth.csv"
+        with open(table_path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+    chart = out / "bandwidth.png"
+    bytes_chart(rows, chart, "Bytes sent per slave: everything vs master-side filtering")
+    return [table_path, chart]
+
+
+def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv",
+                   chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True):
+    """Count (with Spark when a session is given) and write the report; returns (rows, paths)."""
+    chunks = plan_chunks(input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs), chunk_bytes)
+    if spark is None:
+        totals = count_local(chunks, topology.slaves, verify_checksums=verify_checksums)
+    else:
+        totals = count_spark(spark, chunks, topology.slaves, verify_checksums=verify_checksums)
+    rows = rows_for(topology, totals)
+    return rows, write_report(rows, Path(out), fmt)
+
+
+def print_table(rows: list[dict], out=sys.stdout) -> None:
+    print(f"{'slave':<16} {'policy':<18} {'MB all':>9} {'MB sent':>9} {'saving':>8} {'events sent':>12}", file=out)
+    for row in rows:
+        print(f"{row['slave']:<16} {row['skip_policy']:<18} {row['bytes_all'] / 1e6:>9.2f} "
+              f"{row['bytes_sent'] / 1e6:>9.2f} {row['saving_pct']:>7.1f}% {row['events_sent']:>12}", file=out)
+
+
+def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--binlogs", required=True, metavar="DIR", help="binlog directory (or one file)")
+    parser.add_argument("--topology", required=True, metavar="FILE", help="topology TOML (dumpfilter/topology.py)")
+    parser.add_argument("--out", default="experiment-out", metavar="DIR", help="report directory (default %(default)s)")
+    parser.add_argument("--format", dest="fmt", choices=("csv", "parquet"), default="csv")
+    parser.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES, metavar="BYTES",
+                        help="read files larger than this in chunks (0: whole files)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bandwidth_experiment", description=__doc__.split("\n\n")[0])
+    add_experiment_arguments(parser)
+    parser.add_argument("--master", dest="spark_master", default=None, help="Spark master URL")
+    args = parser.parse_args(argv)
+    from binlog_codec.errors import DumpFilterError
+    from dumpfilter.topology import load_topology
+    from spark_jobs.session import get_session
+
+    try:
+        topology = load_topology(args.topology)
+        spark = get_session("dumpfilter-experiment", args.spark_master)
+        rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
+                                     chunk_bytes=args.chunk_bytes or None)
+    except DumpFilterError as exc:
+        print(f"bandwidth_experiment: error: {exc}", file=sys.stderr)
+        return 2
+    print_table(rows)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
