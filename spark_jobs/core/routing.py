@@ -111,6 +111,8 @@ def parse_map(text: str) -> BinlogMap:
     check_binlog_name(name)
     if re.match(r"CHANGE\b", rules_text, re.IGNORECASE):
         return BinlogMap(name, parse_filter_statement(rules_text).apply(RuleSet()))
+    if normalize_option_name(rules_text) is not None:
+        raise RuleError(f"--map {name}: option {rules_text!r} has no value (expected {rules_text}=VALUE)")
     option, eq, value = rules_text.partition("=")
     if eq and normalize_option_name(option) is not None:
         return BinlogMap(name, StartupFilters.from_options([(option, value)]).for_channel(""))
