@@ -34,17 +34,24 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from binlog_codec import BinlogReader, BinlogWriter, Event, EventType, Transaction, TransactionGrouper
-from binlog_codec.constants import HEADER_LEN, ROWS_EVENT_TYPES
-from binlog_codec.errors import BinlogError
+from binlog_codec import (BinlogReader, BinlogWriter, Event, EventSplitter, EventType, Transaction,
+                          TransactionGrouper, fix_transaction_length, type_name)
+from binlog_codec.constants import HEADER_LEN, KNOWN_TYPES, MARIADB_FL_STANDALONE, ROWS_EVENT_TYPES
+from binlog_codec.encode import query_body
+from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
 from binlog_codec.event import HEADER
+from binlog_codec.reader import MAX_EVENT_SIZE
 from binlog_codec.format_description import FormatDescription
 from binlog_codec.transactions import CONTROL, TRANSACTION
 from binlog_files import FILE_FRAMING_TYPES, BinlogSeriesWriter, open_binlog
 from filter_rules.transaction_filter import EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult, TransactionFilter
 
 _U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
 _LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
+_QUERY = int(EventType.QUERY)
+_COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transaction's COMMIT holds
+FAST_CHUNK = 4 << 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,41 +137,70 @@ class Sink:
     def write(self, events: Sequence[Event]) -> None:
         raise NotImplementedError
 
-    def write_raw(self, raw: bytes | memoryview, offsets: Sequence[int], source_pos: int) -> None:
-        """Write whole events given as one byte range (offsets of each event inside it; the
-        range came from input offset `source_pos`). Renumbers log_pos like BinlogWriter."""
+    def write_raw(self, raw: bytes | memoryview, count: int, source_pos: int) -> None:
+        """Write `count` whole events given as one byte range that came from input offset
+        `source_pos`. Renumbers log_pos like BinlogWriter."""
         raise NotImplementedError
 
     def close(self) -> list[Path]:
         raise NotImplementedError
 
 
-def _renumbered(raw, offsets: Sequence[int], out_pos: int, checksum: bool) -> bytes:
+def _renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
     """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
     starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event."""
     buf = bytearray(raw)
     pack, unpack = _U32.pack_into, _U32.unpack_from
-    n = len(offsets)
-    for i, start in enumerate(offsets):
-        end = offsets[i + 1] if i + 1 < n else len(buf)
-        if unpack(buf, start + _LOG_POS_OFFSET)[0] == 0:
-            continue  # artificial events and MariaDB 11.4+ in-group events keep log_pos 0
-        pack(buf, start + _LOG_POS_OFFSET, out_pos + end)
-        if checksum:
-            pack(buf, end - 4, zlib.crc32(memoryview(buf)[start : end - 4]))
-    return bytes(buf)
+    crc32 = zlib.crc32
+    view = memoryview(buf)
+    start, total = 0, len(buf)
+    while start < total:
+        end = start + unpack(buf, start + 9)[0]
+        if unpack(buf, start + _LOG_POS_OFFSET)[0]:  # 0 stays 0: artificial / MariaDB 11.4+ in-group events
+            pack(buf, start + _LOG_POS_OFFSET, out_pos + end)
+            if checksum:
+                pack(buf, end - 4, crc32(view[start : end - 4]))
+        start = end
+    view.release()
+    return buf
 
 
 class _RawWriterMixin:
     """Byte-range writes into a BinlogWriter: same log_pos rule, no Event object per event."""
 
-    def _write_raw_into(self, writer: BinlogWriter, raw, offsets: Sequence[int], source_pos: int) -> None:
+    def _write_gtid_commit_into(self, writer: BinlogWriter, gtid_raw, fmt, source_pos: int) -> int:
+        """An emptied MariaDB group: its GTID and a COMMIT Query, renumbered and checksummed in
+        one go (the commonest output of a selective filter, so it is done without the generic
+        loop). Returns the bytes written."""
+        timestamp, _, server_id, gsize, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
+        crc = fmt.checksum_len > 0
+        csize = HEADER_LEN + len(_COMMIT_BODY) + (4 if crc else 0)
+        out_pos = writer.position
+        renumber = writer.renumber_positions and log_pos
+        gtid_end = (out_pos if renumber else source_pos) + gsize
+        if renumber and out_pos != source_pos:
+            g = bytearray(gtid_raw)
+            _U32.pack_into(g, _LOG_POS_OFFSET, gtid_end)
+            if crc:
+                _U32.pack_into(g, gsize - 4, zlib.crc32(memoryview(g)[: gsize - 4]))
+            gtid_raw = g
+        commit = HEADER.pack(timestamp, _QUERY, server_id, csize, log_pos and gtid_end + csize, 0) + _COMMIT_BODY
+        if crc:
+            commit += _U32.pack(zlib.crc32(commit))
+        out = writer.out
+        out.write(gtid_raw)
+        out.write(commit)
+        writer.position = out_pos + gsize + csize
+        writer.events_written += 2
+        return gsize + csize
+
+    def _write_raw_into(self, writer: BinlogWriter, raw, count: int, source_pos: int) -> None:
         out_pos = writer.position
         if writer.renumber_positions and out_pos != source_pos:
-            raw = _renumbered(raw, offsets, out_pos, writer.fmt.checksum_len > 0)
+            raw = _renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
         writer.out.write(raw)
         writer.position += len(raw)
-        writer.events_written += len(offsets)
+        writer.events_written += count
 
 
 class FileSink(Sink, _RawWriterMixin):
@@ -198,8 +234,11 @@ class FileSink(Sink, _RawWriterMixin):
         for event in events:
             writer.write(event)
 
-    def write_raw(self, raw, offsets, source_pos) -> None:
-        self._write_raw_into(self.writer, raw, offsets, source_pos)
+    def write_raw(self, raw, count, source_pos) -> None:
+        self._write_raw_into(self.writer, raw, count, source_pos)
+
+    def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
+        return self._write_gtid_commit_into(self.writer, gtid_raw, fmt, source_pos)
 
     def close(self) -> list[Path]:
         if self._file is not None:
@@ -274,7 +313,12 @@ class SeriesSink(Sink, _RawWriterMixin):
         self._waiting_state = False
         self._series().write_transaction(events)
 
-    def write_raw(self, raw, offsets, source_pos) -> None:
+    def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
+        raw = bytes(gtid_raw) + _commit_event(gtid_raw, fmt)
+        self.write_raw(raw, 2, source_pos)
+        return len(raw)
+
+    def write_raw(self, raw, count, source_pos) -> None:
         # Rotation and GTID tracking live in BinlogSeriesWriter.write_transaction; a raw unit is
         # written through the same steps so that both routes produce the same files.
         self._waiting_state = False
@@ -285,8 +329,8 @@ class SeriesSink(Sink, _RawWriterMixin):
             series.number += 1
             series._finish_file(series._name(series.number))
             series._open()
-        self._write_raw_into(series.writer, raw, offsets, source_pos)
-        first = Event(bytes(raw[: offsets[1] if len(offsets) > 1 else len(raw)]), 0, series.writer.fmt)
+        self._write_raw_into(series.writer, raw, count, source_pos)
+        first = Event(bytes(raw[: _U32.unpack_from(raw, 9)[0]]), 0, series.writer.fmt)
         if first.is_gtid:
             series.gtids.add(first)
 
@@ -332,6 +376,7 @@ class BinlogFilter:
         self.on_result = on_result
         self.stats = FilterStats()
         self._names: dict[bytes, bool] = {}  # raw (db, table) bytes of a Table_map -> kept
+        self._fast_counts = self.stats
 
     # -- reference path ----------------------------------------------------------------------
     def _unit(self, txn: Transaction) -> None:
@@ -383,150 +428,273 @@ class BinlogFilter:
 
     # -- fast path ---------------------------------------------------------------------------
     def _walk_fast(self, stream, path: Path) -> None:
-        """The reference path's result for every unit, with the common ROW transaction handled
-        on raw bytes. A unit starts on the fast path at a GTID event while the grouper is idle;
-        at the first event the fast path does not handle (a statement, context events,
-        payloads, the end of the read chunk, a table decision that differs from an earlier one
-        in the same transaction) the events seen so far are handed to the grouper, which takes
-        the unit to its end as the reference path would."""
-        reader = BinlogReader(stream, str(path), verify_checksums=self.verify_checksums)
+        """The reference path's output for every unit, with the common ROW transaction handled
+        on raw bytes: `GTID [BEGIN] ( [Annotate_rows|Rows_query] Table_map... Rows... )* XID`
+        where every statement's Table_maps get one decision (so no STMT_END_F has to move).
+
+        The loop hops from header to header itself (like the minimal baseline) and checks CRCs
+        inline; it makes Event objects only for what leaves the fast path. A unit starts on the
+        fast path at a GTID while the grouper is idle. At the first event it does not handle (a
+        statement, context events, a payload, a statement whose tables are partly kept, the end
+        of a read chunk) the unit's events so far are handed to the grouper, which takes the
+        unit to its end exactly as the reference path would."""
+        name = str(path)
+        checker = EventSplitter(name, verify_checksums=self.verify_checksums)  # FDEs, CRCs, unknown types
         grouper = TransactionGrouper()
         push = grouper.push
         unit = self._unit
         names = self._names
         table_kept = self.tfilter.decider.table_kept
         sink = self.sink
-        stats = self.stats
+        verify = self.verify_checksums
+        unpack = HEADER.unpack_from
+        u32 = _U32.unpack_from
+        crc32 = zlib.crc32
         rows_types, gtid_types, annotations = _ROWS, _GTIDS, _ANNOTATIONS
         TABLE_MAP, XID, QUERY, MARIADB_GTID, FDE = _TABLE_MAP, _XID, _QUERY, _MARIADB_GTID, _FDE
+        known = KNOWN_TYPES
 
-        # Fast-unit state: the chunk holding it, its start offset there, event offsets, the
-        # decision so far (None: no Table_map yet), whether a MySQL BEGIN was seen.
-        buf = None
+        fmt: FormatDescription | None = None
+        crc_len = 0
+        tm_post = 8
+        flag_at: dict[int, int] = {}
+
+        # Fast-unit state: `start` (-1: none) is its offset in buf; `stmt_start` where the
+        # current statement starts and `stmt_keep` its decision (None: no Table_map yet);
+        # `dropped` the (start, end, events) of its statements whose tables are not kept.
         start = -1
-        offsets: list[int] = []
-        decision = None
-        fmt = None
+        gtid_end = 0
+        stmt_start = 0
+        stmt_keep = None
+        stmt_n = 0
+        n = 0
+        dropped: list[tuple[int, int, int]] = []
+        any_kept = False
+        mariadb = False
+        # Outcome counters of fast units, added to the stats at the end.
+        counts = self._fast_counts
 
-        def hand_over(cursor_buf) -> None:
-            """Give the fast unit's events so far to the grouper (the reference path)."""
+        def hand_over(buffer, base: int, stop: int) -> None:
+            """Give the fast unit's events [start, stop) to the grouper (the reference path)."""
             nonlocal start
-            base = cursor_buf
-            for i, off in enumerate(offsets):
-                end = offsets[i + 1] if i + 1 < len(offsets) else None
-                raw = bytes(base[off:end]) if end is not None else None
-                if raw is None:
-                    size = HEADER.unpack_from(base, off)[3]
-                    raw = bytes(base[off : off + size])
-                event = Event(raw, unit_pos + (off - offsets[0]), fmt)
-                for done in push(event):
+            at = start
+            while at < stop:
+                size = unpack(buffer, at)[3]
+                for done in push(Event(bytes(buffer[at : at + size]), base + at, fmt)):
                     unit(done)
-            offsets.clear()
+                at += size
             start = -1
 
-        unit_pos = 0
-        for cursor in reader.walk():
-            t = cursor.type_code
-            cbuf = cursor._buf
-            off = cursor._start
-            if start >= 0:
-                # Inside a fast unit.
-                if cbuf is not buf:  # the unit runs across a chunk boundary: reference path
-                    hand_over(buf)
-                    for done in push(cursor.detach()):
-                        unit(done)
-                    continue
-                if t == TABLE_MAP:
-                    end_db = off + HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
-                    db_len = cbuf[end_db]
-                    tbl_at = end_db + 2 + db_len
-                    key = cbuf[end_db : tbl_at + 1 + cbuf[tbl_at]]
-                    keep = names.get(key)
-                    if keep is None:
-                        _, db, table = cursor.table_map
-                        keep = names[key] = table_kept(db, table)
-                    if decision is None:
-                        decision = keep
-                    elif decision != keep:  # partly kept: the reference path moves STMT_END_F
-                        offsets.append(off)
-                        hand_over(buf)
+        magic = stream.read(4)
+        if magic != b"\xfebin":
+            if len(magic) < 4:
+                raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic", path=name, offset=0)
+            raise BinlogError(f"bad magic {magic.hex()} (expected fe62696e): not a binlog file", path=name, offset=0)
+        buf = b""
+        off = 0
+        base = 4  # file offset of buf[0]
+        while True:
+            chunk = stream.read(FAST_CHUNK)
+            if not chunk:
+                break
+            if start >= 0:  # a fast unit runs across the chunk boundary: reference path
+                hand_over(buf, base, off)
+            base += off
+            buf = buf[off:] + chunk if off < len(buf) else chunk
+            off = 0
+            end = len(buf)
+            while off + HEADER_LEN <= end:
+                header = unpack(buf, off)
+                t = header[1]
+                size = header[3]
+                if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                    raise BinlogError(f"event size {size} is impossible (type {t})", path=name, offset=base + off)
+                nxt = off + size
+                if nxt > end:
+                    break
+                if start >= 0:
+                    # Inside a fast unit: only known fixed-shape events; CRC checked here.
+                    if verify and crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                        raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
+                    n += 1
+                    stmt_n += 1
+                    if t == TABLE_MAP:
+                        at = off + HEADER_LEN + tm_post
+                        tbl_at = at + 2 + buf[at]
+                        key = buf[at : tbl_at + 1 + buf[tbl_at]]
+                        keep = names.get(key)
+                        if keep is None:
+                            _, db, table = Event(buf[off:nxt], 0, fmt, header).table_map
+                            keep = names[key] = table_kept(db, table)
+                        if stmt_keep is None:
+                            stmt_keep = keep
+                        elif stmt_keep != keep:  # partly kept statement: STMT_END_F may move
+                            hand_over(buf, base, nxt)
+                        off = nxt
                         continue
-                    offsets.append(off)
-                    continue
-                if t in rows_types:
-                    if decision is None:  # rows without a Table_map in this unit
-                        offsets.append(off)
-                        hand_over(buf)
+                    if t in rows_types:
+                        if stmt_keep is None:  # rows without their Table_map in this unit
+                            hand_over(buf, base, nxt)
+                        else:
+                            fa = flag_at.get(t)
+                            if fa is None:
+                                fa = flag_at[t] = HEADER_LEN + fmt.table_id_len(t)
+                            if buf[off + fa] & 1:  # STMT_END_F: the statement ends here
+                                if stmt_keep:
+                                    any_kept = True
+                                else:
+                                    dropped.append((stmt_start, nxt, stmt_n))
+                                stmt_start = nxt
+                                stmt_keep = None
+                                stmt_n = 0
+                        off = nxt
                         continue
-                    offsets.append(off)
+                    if t in annotations:
+                        off = nxt
+                        continue
+                    if t == XID and stmt_start == off:  # no statement left open
+                        self._finish_fast(buf, start, nxt, gtid_end, n, dropped, any_kept, base + start, fmt, mariadb)
+                        start = -1
+                        off = nxt
+                        continue
+                    if t == QUERY and off == gtid_end and not mariadb and _is_begin(buf, off, size, fmt):
+                        stmt_start = nxt
+                        stmt_n = 0
+                        off = nxt
+                        continue
+                    # Anything else: the reference path takes the unit from here.
+                    hand_over(buf, base, off)
+                    # fall through to the slow handling of this event
+                elif t in gtid_types and grouper.current is None and fmt is not None and not (
+                        t == MARIADB_GTID and buf[off + HEADER_LEN + 12] & MARIADB_FL_STANDALONE):
+                    if verify and crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                        raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
+                    start = off
+                    gtid_end = stmt_start = nxt
+                    mariadb = t == MARIADB_GTID
+                    stmt_keep = None
+                    any_kept = False
+                    n = 1
+                    stmt_n = 0
+                    if dropped:
+                        dropped = []
+                    off = nxt
                     continue
-                if t in annotations:
-                    offsets.append(off)
-                    continue
-                if t == XID:
-                    offsets.append(off)
-                    self._finish_fast(buf, start, offsets, off + cursor.size, decision, unit_pos, fmt)
-                    start = -1
-                    offsets.clear()
-                    continue
-                if t == QUERY and len(offsets) == 1 and not mariadb and _is_begin(cursor):
-                    offsets.append(off)
-                    continue
-                # Anything else: the reference path takes the unit from here.
-                hand_over(buf)
-                for done in push(cursor.detach()):
+                # The reference path, event by event.
+                event = Event(buf[off:nxt], base + off, fmt, header)
+                checker._check(event)
+                if t == FDE:
+                    fmt = checker.fmt
+                    event.fmt = fmt
+                    crc_len = fmt.checksum_len
+                    tm_post = fmt.post_header_lens[TABLE_MAP - 1]
+                    flag_at.clear()
+                    if grouper.current is None and sink.begin_file(event, path):
+                        self._consumed_control(event)
+                        off = nxt
+                        continue
+                for done in push(event):
                     unit(done)
-                continue
-            if t in gtid_types and grouper.current is None and not (t == MARIADB_GTID and cursor.is_standalone):
-                buf, start, decision, fmt = cbuf, off, None, cursor.fmt
-                mariadb = t == MARIADB_GTID
-                unit_pos = cursor.pos
-                offsets.append(off)
-                continue
-            event = cursor.detach()
-            if t == FDE and grouper.current is None and sink.begin_file(event, path):
-                self._consumed_control(event)
-                continue
-            for done in push(event):
-                unit(done)
+                off = nxt
         if start >= 0:  # the file ended inside a fast unit: incomplete, reference path
-            hand_over(buf)
+            hand_over(buf, base, off)
+        if off < len(buf):
+            left = len(buf) - off
+            msg = (f"event size {unpack(buf, off)[3]} runs past the end of the file ({left} bytes left)"
+                   if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
+            raise TruncatedBinlogError(msg, path=name, offset=base + off)
         for done in grouper.flush():
             unit(done)
 
-    def _finish_fast(self, buf, start: int, offsets: list[int], end: int, decision, source_pos: int, fmt) -> None:
-        """A complete fast unit [start, end) of `buf` whose Table_maps all decided `decision`."""
-        stats = self.stats
-        n = len(offsets)
+    def _finish_fast(self, buf, start: int, end: int, gtid_end: int, n: int, dropped: list, any_kept: bool,
+                     source_pos: int, fmt, mariadb: bool) -> None:
+        """A complete fast unit [start, end) of `buf` (n events); `dropped` holds the byte
+        ranges and event counts of its statements whose tables are not kept."""
         size = end - start
-        if decision is None or decision:
-            # Kept whole (or nothing to decide: a GTID..XID group without rows).
-            rel = [o - start for o in offsets]
-            self.sink.write_raw(memoryview(buf)[start:end], rel, source_pos)
-            stats.add(KEPT, n, size, n, size)
+        sink = self.sink
+        counts = self._fast_counts
+        if not dropped:  # kept whole (or nothing to decide: a GTID..XID group without rows)
+            sink.write_raw(memoryview(buf)[start:end], n, source_pos)
+            counts.add(KEPT, n, size, n, size)
             return
-        # Every Table_map dropped: an emptied transaction, framed as the reference path does.
+        if any_kept:
+            # Whole statements dropped, the rest kept: the same bytes the reference path writes.
+            parts, at = [], start
+            n_out = n
+            for first, last, count in dropped:
+                parts.append(buf[at:first])
+                at = last
+                n_out -= count
+            parts.append(buf[at:end])
+            raw = b"".join(parts)
+            if mariadb:
+                sink.write_raw(raw, n_out, source_pos)
+                counts.add(PARTIAL, n, size, n_out, len(raw))
+                return
+            # MySQL GTIDs carry transaction_length: rewrite it on Event objects.
+            events = fix_transaction_length(_split(raw, source_pos, fmt))
+            sink.write(events)
+            counts.add(PARTIAL, n, size, len(events), sum(e.size for e in events))
+            return
+        # Every statement dropped: an emptied transaction, framed as the reference path does.
         tfilter = self.tfilter
-        gtid = Event(bytes(buf[offsets[0] : offsets[1]]), source_pos, fmt)
         if tfilter.empty_transactions == "drop":
-            stats.add(SKIPPED, n, size, 0, 0)
+            counts.add(SKIPPED, n, size, 0, 0)
             return
-        events = [gtid]
-        if n > 1 and buf[offsets[1] + 4] == _QUERY:
-            events.append(Event(bytes(buf[offsets[1] : offsets[2]]), source_pos + offsets[1] - start, fmt))
-        events.append(Event(bytes(buf[offsets[-1] : end]), source_pos + offsets[-1] - start, fmt))
+        gtid_raw = buf[start:gtid_end]
+        if mariadb:
+            # GTID (never standalone here) + the COMMIT Query the reference path builds.
+            written = sink.write_gtid_commit(gtid_raw, fmt, source_pos)
+            counts.add(EMPTIED, n, size, 2, written)
+            return
+        events = [Event(bytes(gtid_raw), source_pos, fmt)]
+        if buf[gtid_end + 4] == _QUERY:
+            size2 = _U32.unpack_from(buf, gtid_end + 9)[0]
+            events.append(Event(bytes(buf[gtid_end : gtid_end + size2]), source_pos + gtid_end - start, fmt))
+        last = _last_event_start(buf, start, end)
+        events.append(Event(bytes(buf[last:end]), source_pos + last - start, fmt))
         framed = tfilter.empty_transaction_events(Transaction(TRANSACTION, events))
-        stats.add(EMPTIED, n, size, len(framed), sum(e.size for e in framed))
-        self.sink.write(framed)
+        sink.write(framed)
+        counts.add(EMPTIED, n, size, len(framed), sum(e.size for e in framed))
 
 
-def _is_begin(cursor) -> bool:
+def _split(raw: bytes, pos: int, fmt) -> list[Event]:
+    out, at = [], 0
+    while at < len(raw):
+        size = _U32.unpack_from(raw, at + 9)[0]
+        out.append(Event(raw[at : at + size], pos + at, fmt))
+        at += size
+    return out
+
+
+def _last_event_start(buf, start: int, end: int) -> int:
+    at = start
+    while True:
+        size = _U32.unpack_from(buf, at + 9)[0]
+        if at + size >= end:
+            return at
+        at += size
+
+
+
+
+def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:
+    """TransactionFilter._empty_transaction's COMMIT for this GTID: its timestamp and server
+    id, a placeholder log_pos the writer renumbers (0 stays 0), a CRC when the format has one."""
+    timestamp, _, server_id, _, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
+    placeholder = log_pos and log_pos + HEADER_LEN + len(_COMMIT_BODY) + fmt.checksum_len
+    crc = fmt.checksum_len > 0
+    raw = HEADER.pack(timestamp, _QUERY, server_id, HEADER_LEN + len(_COMMIT_BODY) + (4 if crc else 0),
+                      placeholder, 0) + _COMMIT_BODY
+    return raw + _U32.pack(zlib.crc32(raw)) if crc else raw
+
+
+def _is_begin(buf, off: int, size: int, fmt: FormatDescription) -> bool:
     """A MySQL `BEGIN` Query event (db and status vars skipped without decoding)."""
-    buf, off = cursor._buf, cursor._start
-    status_len = struct.unpack_from("<H", buf, off + HEADER_LEN + 11)[0]
+    status_len = _U16.unpack_from(buf, off + HEADER_LEN + 11)[0]
     db_len = buf[off + HEADER_LEN + 8]
-    sql_at = off + HEADER_LEN + cursor.fmt.post_header_len(_QUERY) + status_len + db_len + 1
-    return sql_at + 5 + cursor.fmt.checksum_len == off + cursor.size and buf[sql_at : sql_at + 5] == _BEGIN_SQL
+    sql_at = off + HEADER_LEN + fmt.post_header_len(_QUERY) + status_len + db_len + 1
+    return sql_at + 5 + fmt.checksum_len == off + size and buf[sql_at : sql_at + 5] == _BEGIN_SQL
 
 
 def filter_files(paths: Sequence[str | os.PathLike], tfilter: TransactionFilter, sink: Sink, *,
