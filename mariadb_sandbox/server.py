@@ -304,6 +304,10 @@ class MariaDBServer:
             f"--datadir={self.datadir}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
+            # Its own tmpdir: a bootstrapping mariadbd deletes every `#sql*` file in its tmpdir at
+            # startup, so parallel installs sharing /tmp remove each other's temporary tables
+            # ("Unknown table 'mysql.tmp_proxies_priv'").
+            f"--tmpdir={self.root / 'tmp'}",
             *_COMMON_OPTIONS,
         ]
         if self.basedir:
