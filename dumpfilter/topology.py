@@ -2,7 +2,16 @@
 `dumpfilter experiment` and `dumpfilter simulate`. Errors name the key and its line.
 
     [master]                      # optional; read by simulate, ignored by experiment
-    binlogs = "data/binlogs"      # any extra keys under [master] are left to the command
+    binlogs = "data/binlogs"      # the source: a directory of binlogs (index or name.NNNNNN files),
+    # files = ["a.000001", "a.000002"]   # or a list of files, in order,
+    # [master.workload]           # or the built-in generator (binlog_workload.WorkloadSpec fields:
+    # seed = 1                    #   seed, schemas, tables_per_schema, transactions, binlog_format,
+    # transactions = 8000         #   ddl_share, cross_db_share, flavor, rows_per_statement, ...),
+    # [master.mariadb]            # or a real MariaDB that simulate starts and drives with its
+    # transactions = 1500         #   built-in SQL workload (seed, schemas, transactions)
+    policy = "policy.toml"        # optional master policy (master/policy.py); relative paths are
+                                  # resolved against the topology file's directory
+    # Other keys under [master] are left to the command (simulate rejects them).
 
     [[slaves]]
     name = "reporting"            # required, unique
@@ -15,6 +24,12 @@
     skip_policy = "heartbeat"     # heartbeat | placeholder | empty-transaction
     flavor = "mariadb"            # mysql | mariadb: the replica's name-comparison rules
     lower_case_table_names = 0
+    user = "analytics"            # identity presented to the master policy (optional)
+    password = ""
+
+    [experiment]                  # optional; read by simulate
+    master_vs_slave = true        # also stream everything once: the slave-side filtering baseline
+    skip_policies = ["heartbeat", "placeholder", "empty-transaction"]   # bytes per policy, per slave
 
 Rules apply in this order: `rules` (accumulating, as repeated options do), then each
 `change_replication_filter` statement (replacing the types it lists). A slave with no rules
@@ -37,7 +52,15 @@ SKIP_POLICIES = ("heartbeat", "placeholder", "empty-transaction")
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
 _SLAVE_KEYS = {"name", "server_id", "rules", "change_replication_filter", "channel", "filter_semantics",
-               "skip_policy", "flavor", "lower_case_table_names"}
+               "skip_policy", "flavor", "lower_case_table_names", "user", "password"}
+_SOURCE_KEYS = ("binlogs", "files", "workload", "mariadb")
+# Built-in generator options (binlog_workload.WorkloadSpec) and their TOML types.
+_WORKLOAD_KEYS: dict[str, type | tuple] = {
+    "seed": int, "schemas": int, "tables_per_schema": int, "transactions": int, "binlog_format": str,
+    "ddl_share": (int, float), "cross_db_share": (int, float), "flavor": str, "rows_per_statement": int,
+    "statements_per_transaction": int, "max_binlog_size": int, "server_id": int, "schema_prefix": str}
+_MARIADB_KEYS: dict[str, type | tuple] = {"seed": int, "schemas": int, "transactions": int}
+_EXPERIMENT_KEYS = {"master_vs_slave", "skip_policies"}
 
 
 class TopologyError(DumpFilterError):
@@ -53,6 +76,26 @@ class SlaveSpec:
     skip_policy: str = "heartbeat"
     channel: str = ""
     rule_text: tuple[str, ...] = ()  # the rules as written, for reports
+    user: str = ""
+    password: str = ""
+
+
+@dataclass(frozen=True)
+class MasterSource:
+    """Where the master's binlog comes from (simulate). `kind` is directory | files | workload |
+    mariadb; `options` holds the generator's (or the MariaDB workload's) keyword arguments."""
+
+    kind: str = "workload"
+    directory: Path | None = None
+    files: tuple[Path, ...] = ()
+    options: dict = field(default_factory=dict)
+    policy: Path | None = None
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    master_vs_slave: bool = True
+    skip_policies: tuple[str, ...] = SKIP_POLICIES
 
 
 @dataclass(frozen=True)
@@ -60,6 +103,9 @@ class Topology:
     slaves: tuple[SlaveSpec, ...]
     master: dict = field(default_factory=dict)
     path: str = "<topology>"
+    source: MasterSource | None = None        # None: no source key under [master]
+    experiment: ExperimentSpec = field(default_factory=ExperimentSpec)
+    unknown_master_keys: tuple[tuple[str, str], ...] = ()  # (key, "file:line") left to the command
 
 
 def load_topology(path: str | os.PathLike) -> Topology:
@@ -77,6 +123,7 @@ def parse_topology(text: str, name: str = "<topology>") -> Topology:
     except tomllib.TOMLDecodeError as exc:
         raise TopologyError(f"{name}: not valid TOML: {exc}") from None
     where = _Locator(text, name)
+    base = Path(name).parent if name != "<topology>" else Path(".")
     unknown = set(data) - {"master", "slaves", "experiment"}
     if unknown:
         key = sorted(unknown)[0]
@@ -96,7 +143,88 @@ def parse_topology(text: str, name: str = "<topology>") -> Topology:
                 raise TopologyError(f"{where.slave(i, attr)}: slaves.{attr} {value!r} is already used by slave "
                                     f"#{seen[value] + 1}")
             seen[value] = i
-    return Topology(tuple(slaves), master, name)
+    source, unknown_master = _master(master, where, base)
+    experiment = _experiment(data.get("experiment", {}), where)
+    return Topology(tuple(slaves), master, name, source, experiment, unknown_master)
+
+
+def _master(master: dict, where: "_Locator", base: Path) -> tuple[MasterSource | None, tuple]:
+    """The [master] keys simulate reads; others are returned with their location."""
+    def fail(key: str, message: str, table: str = "master"):
+        raise TopologyError(f"{where.table(table, key.rpartition('.')[2])}: {key}: {message}")
+
+    given = [key for key in _SOURCE_KEYS if key in master]
+    if len(given) > 1:
+        fail(f"master.{given[1]}", f"give one binlog source, not both master.{given[0]} and master.{given[1]}")
+    policy = master.get("policy")
+    if policy is not None and (not isinstance(policy, str) or not policy):
+        fail("master.policy", "must be the path of a policy TOML file")
+    policy_path = base / policy if policy else None
+    unknown = tuple((key, where.table("master", key)) for key in master
+                    if key not in _SOURCE_KEYS and key != "policy")
+    if not given:
+        return (MasterSource(policy=policy_path) if policy else None), unknown
+    key = given[0]
+    value = master[key]
+    if key == "binlogs":
+        if not isinstance(value, str) or not value:
+            fail("master.binlogs", "must be the path of a directory of binlog files")
+        return MasterSource("directory", directory=base / value, policy=policy_path), unknown
+    if key == "files":
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            fail("master.files", "must be a non-empty list of binlog file paths, in order")
+        names = [Path(v).name for v in value]
+        if len(set(names)) != len(names):
+            fail("master.files", "two files have the same name; the master serves them from one directory")
+        return MasterSource("files", files=tuple(base / v for v in value), policy=policy_path), unknown
+    allowed = _WORKLOAD_KEYS if key == "workload" else _MARIADB_KEYS
+    if not isinstance(value, dict):
+        fail(f"master.{key}", f"must be a table ([master.{key}])")
+    table = f"master.{key}"
+    for option, option_value in value.items():
+        if option not in allowed:
+            fail(f"{table}.{option}", f"unknown key (expected one of {', '.join(sorted(allowed))})", table)
+        expected = allowed[option]
+        if isinstance(option_value, bool) or not isinstance(option_value, expected):
+            kind = "a number" if expected == (int, float) else f"an {expected.__name__}" if expected is int \
+                else "a string"
+            fail(f"{table}.{option}", f"{option_value!r} is not {kind}", table)
+    for option in ("transactions", "schemas", "tables_per_schema", "seed", "max_binlog_size"):
+        if option in value and value[option] < (0 if option in ("seed", "transactions") else 1):
+            fail(f"{table}.{option}", f"{value[option]!r} is out of range", table)
+    for option in ("ddl_share", "cross_db_share"):
+        if option in value and not 0 <= value[option] <= 1:
+            fail(f"{table}.{option}", f"{value[option]!r} is not a share between 0 and 1", table)
+    if key == "workload":
+        from binlog_workload.generator import WorkloadSpec
+
+        try:
+            WorkloadSpec(**value)
+        except ValueError as exc:
+            bad = next((k for k in value if k in str(exc)), "")
+            fail(f"{table}.{bad}" if bad else table, str(exc), table)
+    return MasterSource(key, options=dict(value), policy=policy_path), unknown
+
+
+def _experiment(experiment, where: "_Locator") -> ExperimentSpec:
+    def fail(key: str, message: str):
+        raise TopologyError(f"{where.table('experiment', key)}: experiment.{key}: {message}")
+
+    if not isinstance(experiment, dict):
+        raise TopologyError(f"{where.top('experiment')}: 'experiment' must be a table ([experiment])")
+    for key in experiment:
+        if key not in _EXPERIMENT_KEYS:
+            fail(key, f"unknown key (expected one of {', '.join(sorted(_EXPERIMENT_KEYS))})")
+    master_vs_slave = experiment.get("master_vs_slave", True)
+    if not isinstance(master_vs_slave, bool):
+        fail("master_vs_slave", f"{master_vs_slave!r} is not true or false")
+    policies = experiment.get("skip_policies", list(SKIP_POLICIES))
+    if not isinstance(policies, list) or not all(isinstance(p, str) for p in policies):
+        fail("skip_policies", "must be a list of skip policy names")
+    for policy in policies:
+        if policy not in SKIP_POLICIES:
+            fail("skip_policies", f"{policy!r} is not one of {', '.join(SKIP_POLICIES)}")
+    return ExperimentSpec(master_vs_slave, tuple(dict.fromkeys(policies)))
 
 
 def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
@@ -124,6 +252,11 @@ def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
         if value not in allowed:
             fail(key, f"{value!r} is not one of {', '.join(allowed)}")
         values[key] = value
+    identity = {}
+    for key in ("user", "password"):
+        identity[key] = entry.get(key, "")
+        if not isinstance(identity[key], str):
+            fail(key, "must be a string")
     lctn = entry.get("lower_case_table_names", 0)
     if lctn not in (0, 1, 2) or isinstance(lctn, bool):
         fail("lower_case_table_names", f"{lctn!r} is not 0, 1 or 2")
@@ -162,7 +295,7 @@ def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
     except RuleError as exc:
         fail("filter_semantics", str(exc))
     return SlaveSpec(name, server_id, rules, settings, values["skip_policy"], channel,
-                     tuple(options) + tuple(statements))
+                     tuple(options) + tuple(statements), identity["user"], identity["password"])
 
 
 class _Locator:
@@ -182,6 +315,27 @@ class _Locator:
     def top(self, key: str) -> str:
         line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|{re.escape(key)}\s*=)")
         return f"{self.name}:{line + 1}" if line is not None else self.name
+
+    def table(self, table: str, key: str) -> str:
+        """The line of `key` inside `[table]` (or of `[table]` itself, or of a dotted `x.key =`)."""
+        header = rf"\s*\[\s*{re.escape(table)}\s*\]"
+        start = self._find(header)
+        if start is None:
+            parent, _, leaf = table.rpartition(".")
+            if parent:  # [master] with `workload = {...}` or `workload.seed = 1`
+                line = self._find_in_table(parent, rf"\s*{re.escape(leaf)}\s*[.=]")
+                return f"{self.name}:{line + 1}" if line is not None else self.top(parent)
+            return self.top(table)
+        stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
+        line = self._find(rf"\s*{re.escape(key)}\s*=", start + 1, stop)
+        return f"{self.name}:{(line if line is not None else start) + 1}"
+
+    def _find_in_table(self, table: str, pattern: str) -> int | None:
+        start = self._find(rf"\s*\[\s*{re.escape(table)}\s*\]")
+        if start is None:
+            return None
+        stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
+        return self._find(pattern, start + 1, stop)
 
     def slave(self, index: int, key: str) -> str:
         headers = [i for i, line in enumerate(self.lines) if re.match(r"\s*\[\[\s*slaves\s*\]\]", line)]

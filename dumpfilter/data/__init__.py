@@ -1,0 +1,1 @@
+"""Package data: the built-in default topology of `dumpfilter simulate`."""

@@ -1,0 +1,112 @@
+"""The gRPC edge of a simulation: one master (`master.grpc_server.create_server`) on a loopback
+port and one `slave.client.Slave` thread per stream, each over its own real gRPC channel, each
+streaming from the first binlog file until it is caught up. After each stream the master's own
+counters for that slave are read over the Stats RPC."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from dumpfilter.proto_gen import ensure_generated
+
+ensure_generated()
+
+from binlog_codec.errors import DumpFilterError  # noqa: E402
+from dumpfilter.topology import SlaveSpec  # noqa: E402
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
+from filter_rules.ruleset import RuleSet, Settings  # noqa: E402
+from slave.client import Slave, SlaveConfig  # noqa: E402
+
+MAIN, EVERYTHING, POLICY = "main", "everything", "policy"
+MAX_CONCURRENT_STREAMS = 16  # the master's pool is sized for 64; leave room for the unary calls
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """One Dump stream: a topology slave with its own skip policy (`main`), the same slave with
+    another skip policy (`policy`), or a slave with no rules that receives everything
+    (`everything`: the slave-side filtering baseline)."""
+
+    label: str
+    role: str
+    server_id: int
+    skip_policy: str
+    relay_dir: Path
+    spec: SlaveSpec | None = None
+
+
+@dataclass
+class StreamResult:
+    plan: StreamPlan
+    wall_seconds: float = 0.0
+    counters: dict = field(default_factory=dict)   # the slave's own counts (slave.client._Counters)
+    stats: dict = field(default_factory=dict)      # the master's counts for this server_id (Stats RPC)
+    error: str | None = None
+
+
+class _CountingSlave(Slave):
+    """A Slave that reports its master position after every batch it has made durable."""
+
+    def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None]):
+        super().__init__(config)
+        self._on_batch = on_batch
+
+    def _batch(self, batch) -> None:
+        super()._batch(batch)
+        self._on_batch(batch.position.file, batch.position.pos)
+
+
+def _stats(address: str, server_id: int) -> dict:
+    with grpc.insecure_channel(address) as channel:
+        reply = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=10)
+    if not reply.slaves:
+        return {}
+    message = reply.slaves[0]
+    out = {f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields
+           if f.message_type is None}
+    out["rule_hits"] = dict(message.rule_hits)
+    return out
+
+
+def run_streams(address: str, plans: list[StreamPlan], *,
+                on_progress: Callable[[StreamPlan, str, int], None] | None = None,
+                concurrency: int = MAX_CONCURRENT_STREAMS) -> list[StreamResult]:
+    """Run every plan to caught-up, at most `concurrency` at a time; results in plan order.
+    A stream that fails is recorded with its error (the caller decides what that means)."""
+    results = [StreamResult(plan) for plan in plans]
+    gate = threading.Semaphore(max(1, concurrency))
+
+    def one(result: StreamResult) -> None:
+        plan = result.plan
+        spec = plan.spec
+        config = SlaveConfig(
+            master=address, server_id=plan.server_id, relay_dir=plan.relay_dir,
+            rules=spec.rules if spec else RuleSet(), settings=spec.settings if spec else Settings(),
+            channel=spec.channel if spec else "", skip_policy=plan.skip_policy,
+            user=spec.user if spec else "", password=spec.password if spec else "",
+            hostname=plan.label, until_caught_up=True, connect_retry=0)
+        with gate:
+            try:
+                slave = _CountingSlave(config, lambda file, pos: on_progress and on_progress(plan, file, pos))
+                start = time.perf_counter()
+                slave.run()
+                result.wall_seconds = time.perf_counter() - start
+                result.counters = {k: getattr(slave.counters, k) for k in slave.counters.__dataclass_fields__}
+                result.stats = _stats(address, plan.server_id)
+            except DumpFilterError as exc:
+                result.error = str(exc)
+            except grpc.RpcError as exc:  # Stats after the stream
+                result.error = f"{exc.code().name}: {exc.details()}"
+
+    threads = [threading.Thread(target=one, args=(r,), name=f"slave-{r.plan.label}", daemon=True) for r in results]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results

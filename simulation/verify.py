@@ -1,0 +1,167 @@
+"""The differential property of master-side filtering, per slave: what the slave received with
+master-side filtering, after its own replicate-rewrite-db, equals slave-side filtering of the
+full stream (TransactionFilter over everything a rule-less slave received, then the same
+rewrite), transaction by transaction.
+
+Both sides are read from relay logs, which hold what a slave received (after its rewrite) in
+master coordinates. What a skip policy leaves in a relay log for a transaction slave-side
+filtering empties is part of the expectation:
+
+* heartbeat: nothing (the heartbeat only moves the position; the slave does not relay it);
+* placeholder: the transaction's framing (GTID, BEGIN, XID/COMMIT); the RAND placeholders
+  themselves are dropped by the slave;
+* empty-transaction: the GTID with an empty body, exactly as TransactionFilter frames it.
+
+MySQL quirk: a MySQL GTID event carries `transaction_length`, the bytes of the transaction as
+the master sent it. Under the placeholder policy that count includes the placeholders the slave
+then drops, so GTID events are compared by their GTID (and type), every other event byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from binlog_codec import Event, EventType, TransactionGrouper
+from binlog_codec.constants import GTID_EVENT_TYPES
+from binlog_codec.transactions import CONTROL, statement_verb
+from binlog_files import TailingReader
+from dumpfilter.topology import SlaveSpec
+from filter_rules.evaluate import RuleEngine
+from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter
+from slave.client import rewrite_event
+
+MAX_LISTED = 20  # differences listed per slave; all are counted
+_FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "XA"})
+
+
+@dataclass
+class Difference:
+    policy: str
+    transaction: str   # GTID, or "end_log_pos N" for a unit without one
+    problem: str
+
+    def to_json(self) -> dict:
+        return {"policy": self.policy, "transaction": self.transaction, "problem": self.problem}
+
+
+@dataclass
+class SlaveVerification:
+    slave: str
+    transactions: int = 0                 # transactions of the full stream compared
+    compared: dict = field(default_factory=dict)   # policy -> transactions received and matched
+    differences: list[Difference] = field(default_factory=list)
+    total_differences: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.total_differences == 0
+
+    def add(self, difference: Difference) -> None:
+        self.total_differences += 1
+        if len(self.differences) < MAX_LISTED:
+            self.differences.append(difference)
+
+    def to_json(self) -> dict:
+        return {"slave": self.slave, "ok": self.ok, "transactions": self.transactions, "compared": self.compared,
+                "total_differences": self.total_differences,
+                "differences": [d.to_json() for d in self.differences]}
+
+
+def _units(relay_dir: Path) -> Iterator:
+    """The transactions of a relay log, in order (bounded memory), each event placed at its
+    MASTER position. A relay log keeps the master's log_pos in every header, but a reader's
+    `pos` is the relay file offset; TransactionFilter frames an empty transaction with the
+    GTID's end position (COMMIT log_pos), which must be the master's, as the master computed it."""
+    grouper = TransactionGrouper()
+    for _name, event in TailingReader(relay_dir, follow=False):
+        if event.log_pos:
+            event = Event(event.raw, max(0, event.log_pos - event.size), event.fmt)
+        for unit in grouper.push(event):
+            yield unit
+    yield from grouper.flush()
+
+
+def _key(txn) -> str:
+    gtid = txn.gtid_event
+    if gtid is not None and not gtid.gtid_info.anonymous:
+        return gtid.gtid
+    return f"end_log_pos {txn.events[-1].log_pos}"
+
+
+def _is_framing(event) -> bool:
+    t = event.type_code
+    if t in GTID_EVENT_TYPES or t in (EventType.XID, EventType.XA_PREPARE):
+        return True
+    return event.is_query and statement_verb(event.sql or "") in _FRAMING_VERBS
+
+
+def _norm(events) -> tuple:
+    out = []
+    for e in events:
+        if e.type_code in GTID_EVENT_TYPES and e.type_code != EventType.MARIADB_GTID:
+            out.append(("gtid", e.type_code, e.gtid))  # transaction_length differs: see the docstring
+        else:
+            out.append(e.raw)
+    return tuple(out)
+
+
+def _describe(events) -> str:
+    names = [e.type_name for e in events]
+    return f"{len(events)} events ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
+
+
+def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
+                 slave_check_dropped: dict[str, int] | None = None) -> SlaveVerification:
+    """Check each relay log in `received` (skip policy -> relay dir of that slave's stream) against
+    slave-side filtering of `full_relay` with `spec`'s rules. One pass over the full stream."""
+    result = SlaveVerification(spec.name)
+    engine = RuleEngine(spec.rules, spec.settings)
+    reference = TransactionFilter(engine, empty_transactions=KEEP)
+    rewrite = engine.rewrite_db
+    streams = {policy: _units(path) for policy, path in received.items()}
+    heads = {policy: next(it, None) for policy, it in streams.items()}
+    result.compared = {policy: 0 for policy in received}
+    for policy, dropped in (slave_check_dropped or {}).items():
+        if dropped:
+            result.add(Difference(policy, "-", f"the master sent {dropped} event(s) the slave's own rules drop"))
+    for txn in _units(full_relay):
+        outcome = reference.filter(txn)  # resets its table-id cache at FDEs, as a replica does
+        if txn.kind == CONTROL:
+            continue
+        result.transactions += 1
+        key = _key(txn)
+        for policy in received:
+            if outcome.outcome in (KEPT, PARTIAL):
+                expected = outcome.events
+            elif policy == "empty-transaction" and outcome.outcome == EMPTIED:
+                expected = outcome.events
+            elif policy == "placeholder":
+                expected = [e for e in txn.events if _is_framing(e)] or None
+            else:
+                expected = None
+            if expected is not None:
+                expected = [rewrite_event(e, rewrite) for e in expected]
+            head = heads[policy]
+            while head is not None and head.kind == CONTROL:
+                head = heads[policy] = next(streams[policy], None)
+            if head is not None and _key(head) == key:
+                heads[policy] = next(streams[policy], None)
+                if expected is None:
+                    result.add(Difference(policy, key, f"received {_describe(head.events)}; slave-side filtering "
+                                                       "skips the whole transaction"))
+                elif _norm(head.events) != _norm(expected):
+                    result.add(Difference(policy, key, f"received {_describe(head.events)}; slave-side filtering "
+                                                       f"keeps {_describe(expected)}"))
+                else:
+                    result.compared[policy] += 1
+            elif expected is not None:
+                result.add(Difference(policy, key, f"not received; slave-side filtering keeps {_describe(expected)}"))
+    for policy, it in streams.items():
+        head = heads[policy]
+        while head is not None:
+            if head.kind != CONTROL:
+                result.add(Difference(policy, _key(head), "received, but not in the full stream (or out of order)"))
+            head = next(it, None)
+    return result
