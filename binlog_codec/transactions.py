@@ -83,7 +83,13 @@ class Transaction:
 
     @property
     def size(self) -> int:
-        return sum(e.size for e in self.events)
+        """Total bytes of the unit's events (cached while the event list is unchanged in length)."""
+        cached = self.__dict__.get("_size")
+        if cached is not None and cached[0] == len(self.events):
+            return cached[1]
+        total = sum(e.size for e in self.events)
+        self.__dict__["_size"] = (len(self.events), total)
+        return total
 
 
 class TransactionGrouper:
