@@ -132,6 +132,15 @@ def test_written_binlog_reads_back(spec):
     assert events[-1].rotate == (4, "next-bin.000002")
 
 
+def written(fde, txns) -> bytes:
+    """The bytes of a binlog holding `txns`, as BinlogWriter writes them."""
+    out = io.BytesIO()
+    writer = BinlogWriter(out, fde)
+    for txn in txns:
+        writer.write_transaction(txn)
+    return out.getvalue()
+
+
 class Dribble(io.RawIOBase):
     """A stream that returns reads of arbitrary sizes, as a pipe or a socket would."""
 
@@ -151,12 +160,7 @@ class Dribble(io.RawIOBase):
 @settings(max_examples=60, deadline=None)
 @given(binlogs(), st.lists(st.integers(1, 700), min_size=1, max_size=30), st.integers(1, 4096))
 def test_reader_is_independent_of_chunk_boundaries(spec, sizes, chunk):
-    fde, txns = spec
-    out = io.BytesIO()
-    writer = BinlogWriter(out, fde)
-    for txn in txns:
-        writer.write_transaction(txn)
-    data = out.getvalue()
+    data = written(*spec)
     whole = [e.raw for e in read_events(data)]
     streamed = [e.raw for e in BinlogReader(Dribble(data, sizes), chunk_size=chunk)]
     assert streamed == whole
@@ -172,12 +176,7 @@ def test_reader_is_independent_of_chunk_boundaries(spec, sizes, chunk):
 @settings(max_examples=40, deadline=None)
 @given(binlogs(), st.integers(1, 2048))
 def test_walk_cursor_sees_what_events_see(spec, chunk):
-    fde, txns = spec
-    out = io.BytesIO()
-    writer = BinlogWriter(out, fde)
-    for txn in txns:
-        writer.write_transaction(txn)
-    data = out.getvalue()
+    data = written(*spec)
     events = list(BinlogReader(io.BytesIO(data)))
     walked = []
     for cursor in BinlogReader(io.BytesIO(data), chunk_size=chunk).walk():
