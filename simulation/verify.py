@@ -26,7 +26,7 @@ from pathlib import Path
 from binlog_codec import Event, EventType, TransactionGrouper
 from binlog_codec.constants import GTID_EVENT_TYPES
 from binlog_codec.transactions import CONTROL, statement_verb
-from binlog_files import TailingReader
+from binlog_files import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
 from filter_rules.evaluate import RuleEngine
 from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter
@@ -76,6 +76,13 @@ def _units(relay_dir: Path) -> Iterator:
     GTID's end position (COMMIT log_pos), which must be the master's, as the master computed it."""
     grouper = TransactionGrouper()
     for _name, event in TailingReader(relay_dir, follow=False):
+        if event.type_code in FILE_FRAMING_TYPES:
+            # The relay log's own file framing (the slave does not relay the master's Rotate,
+            # Previous_gtids, Gtid_list...). A relay file can end inside a GTID group the
+            # placeholder policy left without a body (a skipped DDL: GTID + placeholder); the
+            # next file's FDE must not join that group. FDEs between groups reset table ids.
+            if event.type_code != EventType.FORMAT_DESCRIPTION or grouper.current is not None:
+                continue
         if event.log_pos:
             event = Event(event.raw, max(0, event.log_pos - event.size), event.fmt)
         for unit in grouper.push(event):

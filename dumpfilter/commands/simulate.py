@@ -39,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
     if args.print_default_topology:
         sys.stdout.write(default_topology_text())
         return 0
-    console = Console()
+    probe = Console()
+    # Piped or captured output (make demo | tee, CI logs) gets a width that fits the table.
+    console = probe if probe.is_terminal else Console(width=132)
     topology = load_topology(args.topology) if args.topology else None
     result = run_simulation(topology, Path(args.out), verify=args.verify, mariadb=args.mariadb, console=console,
                             progress=not args.no_progress, keep_work=Path(args.keep_work) if args.keep_work else None)
