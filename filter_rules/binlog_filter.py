@@ -137,6 +137,10 @@ class Sink:
     def write(self, events: Sequence[Event]) -> None:
         raise NotImplementedError
 
+    def direct_writer(self) -> BinlogWriter | None:
+        """A writer the fast path may write into directly (no rotation to watch), if any."""
+        return None
+
     def write_raw(self, raw: bytes | memoryview, count: int, source_pos: int) -> None:
         """Write `count` whole events given as one byte range that came from input offset
         `source_pos`. Renumbers log_pos like BinlogWriter."""
@@ -239,6 +243,9 @@ class FileSink(Sink, _RawWriterMixin):
 
     def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
         return self._write_gtid_commit_into(self.writer, gtid_raw, fmt, source_pos)
+
+    def direct_writer(self) -> BinlogWriter | None:
+        return self.writer
 
     def close(self) -> list[Path]:
         if self._file is not None:
@@ -471,8 +478,17 @@ class BinlogFilter:
         dropped: list[tuple[int, int, int]] = []
         any_kept = False
         mariadb = False
-        # Outcome counters of fast units, added to the stats at the end.
-        counts = self._fast_counts
+        # The inlined emptied-group path writes straight into a FileSink's writer.
+        direct = sink.direct_writer()
+        direct_renumber = direct is not None and direct.renumber_positions
+        write = direct.out.write if direct is not None else None
+        empty_keep = self.tfilter.empty_transactions != "drop"
+        pack_u32 = _U32.pack
+        pack_header = HEADER.pack
+        commit_body = _COMMIT_BODY
+        commit_size = 0
+        emptied_n = emptied_events_in = emptied_bytes_in = emptied_bytes_out = 0
+        skipped_n = skipped_events_in = skipped_bytes_in = 0
 
         def hand_over(buffer, base: int, stop: int) -> None:
             """Give the fast unit's events [start, stop) to the grouper (the reference path)."""
@@ -553,7 +569,36 @@ class BinlogFilter:
                         off = nxt
                         continue
                     if t == XID and stmt_start == off:  # no statement left open
-                        self._finish_fast(buf, start, nxt, gtid_end, n, dropped, any_kept, base + start, fmt, mariadb)
+                        if direct is not None and mariadb and not any_kept and dropped:
+                            # The commonest unit of a selective filter, inlined: an emptied MariaDB
+                            # group written as its GTID + COMMIT (see _write_gtid_commit_into).
+                            if empty_keep:
+                                ts, _, sid, gsize, glp, _ = unpack(buf, start)
+                                out_pos = direct.position
+                                renumber = direct_renumber and glp
+                                gend = (out_pos if renumber else base + start) + gsize
+                                if renumber and out_pos != base + start:
+                                    g = buf[start : start + 13] + pack_u32(gend) + buf[start + 17 : gtid_end - crc_len]
+                                    if crc_len:
+                                        g += pack_u32(crc32(g))
+                                else:
+                                    g = buf[start:gtid_end]
+                                commit = pack_header(ts, QUERY, sid, commit_size, glp and gend + commit_size, 0) + commit_body
+                                if crc_len:
+                                    commit += pack_u32(crc32(commit))
+                                write(g)
+                                write(commit)
+                                direct.position = out_pos + gsize + commit_size
+                                emptied_n += 1
+                                emptied_events_in += n
+                                emptied_bytes_in += nxt - start
+                                emptied_bytes_out += gsize + commit_size
+                            else:
+                                skipped_n += 1
+                                skipped_events_in += n
+                                skipped_bytes_in += nxt - start
+                        else:
+                            self._finish_fast(buf, start, nxt, gtid_end, n, dropped, any_kept, base + start, fmt, mariadb)
                         start = -1
                         off = nxt
                         continue
@@ -587,6 +632,7 @@ class BinlogFilter:
                     fmt = checker.fmt
                     event.fmt = fmt
                     crc_len = fmt.checksum_len
+                    commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
                     tm_post = fmt.post_header_lens[TABLE_MAP - 1]
                     flag_at.clear()
                     if grouper.current is None and sink.begin_file(event, path):
@@ -598,6 +644,16 @@ class BinlogFilter:
                 off = nxt
         if start >= 0:  # the file ended inside a fast unit: incomplete, reference path
             hand_over(buf, base, off)
+        stats = self.stats
+        stats.transactions_in += emptied_n + skipped_n
+        stats.emptied += emptied_n
+        stats.skipped += skipped_n
+        stats.events_in += emptied_events_in + skipped_events_in
+        stats.bytes_in += emptied_bytes_in + skipped_bytes_in
+        stats.events_out += 2 * emptied_n
+        stats.bytes_out += emptied_bytes_out
+        if direct is not None:
+            direct.events_written += 2 * emptied_n
         if off < len(buf):
             left = len(buf) - off
             msg = (f"event size {unpack(buf, off)[3]} runs past the end of the file ({left} bytes left)"
