@@ -1,5 +1,5 @@
 # dumpfilter: every target does its own set-up on a fresh machine.
-#   make demo   run the main job on the built-in default
+#   make demo   run the main job (dumpfilter simulate --verify) on the built-in default
 #   make test   run every test (unit, property, gRPC, Spark, real MariaDB)
 #   make bench  run the benchmarks (ratios against same-process baselines)
 
@@ -35,10 +35,7 @@ system-deps:
 	fi
 
 demo: setup
-	$(VENV)/bin/dumpfilter binlog generate --out out/demo --transactions 2000
-	$(VENV)/bin/dumpfilter binlog inspect out/demo | head -40
-	$(VENV)/bin/dumpfilter explain --replicate-do-db=db1 --current-db db2 --binlog-format STATEMENT --sql "UPDATE db1.t1 SET v = 1"
-	$(VENV)/bin/dumpfilter explain --replicate-wild-ignore-table='db%.t2' --binlog-format ROW --table db3.t2
+	$(VENV)/bin/dumpfilter simulate --verify
 
 test: setup system-deps
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q

@@ -1,5 +1,5 @@
 """The bandwidth bar chart: bytes each slave receives without and with master-side filtering.
-Shared by `dumpfilter experiment` (and meant for `dumpfilter simulate`)."""
+Shared by `dumpfilter experiment` and `dumpfilter simulate`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def bytes_chart(rows: list[dict], path: str | os.PathLike, title: str = "Bytes s
         ax.annotate(f"-{pct:.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                     ha="center", va="bottom", fontsize=8)
     ax.set_xticks(list(x), names, rotation=20 if len(names) > 4 else 0)
+    ax.set_ylim(0, max(everything + filtered, default=0) * 1.25 or 1.0)  # headroom for the legend
     ax.set_ylabel("MB sent")
     ax.set_title(title)
     ax.legend(fontsize=8)

@@ -30,7 +30,10 @@ def print_report(report: dict, console: Console | None = None) -> None:
     source = report["source"]
     table = Table(title=f"Master-side filtering: {source['description']} "
                         f"({source['bytes'] / 1e6:.2f} MB in {len(source['files'])} file(s))",
-                  title_justify="left")
+                  title_justify="left",
+                  caption=f"wall s and MB/s (master binlog MB served per second) are per stream, with all "
+                          f"{report['experiment']['streams']} streams running at once in this process",
+                  caption_justify="left")
     table.add_column("slave")
     table.add_column("policy")
     table.add_column("without MB\n(events)", justify="right")

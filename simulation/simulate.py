@@ -201,7 +201,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
     return {
         "source": {"description": prepared.description, "directory": str(prepared.directory),
                    "files": [p.name for p in prepared.files], "bytes": prepared.total_bytes},
-        "experiment": {"master_vs_slave": everything is not None,
+        "experiment": {"master_vs_slave": everything is not None, "streams": len(results),
                        "skip_policies": list(topology.experiment.skip_policies),
                        "everything_stream": None if everything is None else {
                            "events": everything.counters["events_received"],
