@@ -393,8 +393,17 @@ class BinlogFilter:
         self.stats.add_result(result)
         if self.on_result is not None:
             self.on_result(result)
-        if result.events:
-            self.sink.write(result.events)
+        events = result.events
+        if not events:
+            return
+        if txn.kind == CONTROL:
+            self.sink.write(events)
+            return
+        # One byte range per unit, renumbered in one pass, instead of an Event rebuilt per event.
+        # A unit kept whole is contiguous in the source (its positions may still be right);
+        # anything changed or synthesised is always renumbered (source_pos -1).
+        raw = b"".join([e.raw for e in events])
+        self.sink.write_raw(raw, len(events), events[0].pos if result.outcome == KEPT else -1)
 
     def _consumed_control(self, event: Event) -> None:
         """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
