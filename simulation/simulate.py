@@ -151,12 +151,18 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
 
 def _verify(topology: Topology, results: list[StreamResult]) -> list[SlaveVerification]:
     full = next(r for r in results if r.plan.role == EVERYTHING)
+    policy = None
+    if topology.source is not None and topology.source.policy is not None:
+        from master.policy import MasterPolicy
+
+        policy = MasterPolicy.load(topology.source.policy)
     out = []
     for spec in topology.slaves:
         mine = [r for r in results if r.plan.spec is spec]
         received = {r.plan.skip_policy: r.plan.relay_dir for r in mine}
         dropped = {r.plan.skip_policy: r.counters.get("slave_check_dropped", 0) for r in mine}
-        out.append(verify_slave(full.plan.relay_dir, spec, received, dropped))
+        gate = policy.gate_for(spec.user, spec.password, spec.server_id) if policy is not None else None
+        out.append(verify_slave(full.plan.relay_dir, spec, received, dropped, gate))
     return out
 
 

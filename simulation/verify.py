@@ -119,13 +119,33 @@ def _describe(events) -> str:
     return f"{len(events)} events ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
 
 
+class _WithPolicy:
+    """The slave's rules ANDed with the master policy's gate for its identity (dump.proto,
+    EffectiveFilters): an event goes to the slave only if its rules keep it AND every table it
+    touches is allowed. The reference for a policy-restricted slave."""
+
+    def __init__(self, engine: RuleEngine, gate):
+        self.engine, self.gate = engine, gate
+
+    def table_kept(self, db: str, table: str) -> bool:
+        return self.engine.table_kept(db, table) and self.gate.table_allowed(db, table)
+
+    def decide_statement(self, sql: str, current_db: str | None) -> bool:
+        return self.engine.decide_statement(sql, current_db).apply and self.gate.statement_allowed(sql, current_db)
+
+    def invalidate(self) -> None:
+        self.engine.invalidate()
+
+
 def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
-                 slave_check_dropped: dict[str, int] | None = None) -> SlaveVerification:
+                 slave_check_dropped: dict[str, int] | None = None, gate=None) -> SlaveVerification:
     """Check each relay log in `received` (skip policy -> relay dir of that slave's stream) against
-    slave-side filtering of `full_relay` with `spec`'s rules. One pass over the full stream."""
+    slave-side filtering of `full_relay` with `spec`'s rules (ANDed with the master policy's
+    `gate`, when there is one). One pass over the full stream."""
     result = SlaveVerification(spec.name)
     engine = RuleEngine(spec.rules, spec.settings)
-    reference = TransactionFilter(engine, empty_transactions=KEEP)
+    decider = engine if gate is None or not gate.restricted else _WithPolicy(engine, gate)
+    reference = TransactionFilter(decider, empty_transactions=KEEP)
     rewrite = engine.rewrite_db
     streams = {policy: _units(path) for policy, path in received.items()}
     heads = {policy: next(it, None) for policy, it in streams.items()}

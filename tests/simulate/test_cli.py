@@ -13,6 +13,7 @@ from binlog_workload.generator import WorkloadSpec, generate
 from dumpfilter.cli import main as dumpfilter_main
 from dumpfilter.topology import MasterSource, parse_topology
 from simulation import default_topology_text, load_default_topology, run_simulation
+from simulation.verify import verify_slave
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
 
@@ -79,7 +80,8 @@ def test_print_default_topology_is_the_packaged_file(capsys):
 def test_files_source_and_master_policy(tmp_path):
     """[master] files = [...] (served from a directory of links) and a master policy that allows
     the identity 'restricted' only db2: the master ANDs the policy with that slave's rules, so it
-    receives less than a slave with the same rules under the permissive [default]."""
+    receives less than a slave with the same rules under the permissive [default], and --verify
+    holds it to its rules AND the policy."""
     src = tmp_path / "src"
     files = generate(WorkloadSpec(seed=9, schemas=3, transactions=300, max_binlog_size=30_000), src)
     policy = tmp_path / "policy.toml"
@@ -104,8 +106,16 @@ rules = ["replicate-do-db=db1", "replicate-do-db=db2"]
 [experiment]
 skip_policies = []
 """)
-    result = run_simulation(topology, None, progress=False)
+    result = run_simulation(topology, None, progress=False, verify=True, keep_work=tmp_path / "work")
     rows = {r["slave"]: r for r in result.report["slaves"]}
+    # verify ANDs the same policy into slave-side filtering: both slaves pass...
+    assert result.ok, [v.differences for v in result.verifications]
+    # ...and without the policy, the restricted slave misses (parts of) its db1 transactions
+    spec = topology.slaves[1]
+    full = next(s for s in result.streams if s.plan.role == "everything").plan.relay_dir
+    mine = {s.plan.skip_policy: s.plan.relay_dir for s in result.streams if s.plan.spec is spec}
+    check = verify_slave(full, spec, mine)
+    assert not check.ok and any("not received" in d.problem for d in check.differences)
     assert result.report["source"]["files"] == [p.name for p in files]
     assert rows["free"]["bytes_all"] == sum(p.stat().st_size - 4 for p in files)
     # the policy removes db1 for "restricted": strictly fewer bytes than the same rules unrestricted
