@@ -74,16 +74,21 @@ class BinlogSeriesWriter:
         self._file = None
         self.writer = None
 
-    def write_transaction(self, events: Sequence[Event]) -> None:
-        if not events:
-            return
+    def writer_for_unit(self) -> BinlogWriter:
+        """The writer the next unit goes to: opens the first file, or rotates when the current
+        one has reached max_size (units are never split across files)."""
         if self.writer is None:
             self._open()
         elif self.writer.position >= self.max_size:
             self.number += 1
             self._finish_file(self._name(self.number))
             self._open()
-        self.writer.write_transaction(events)
+        return self.writer
+
+    def write_transaction(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        self.writer_for_unit().write_transaction(events)
         first = events[0]
         if first.is_gtid:
             self.gtids.add(first)

@@ -26,17 +26,16 @@ bytes.
 
 from __future__ import annotations
 
-import io
 import os
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from binlog_codec import (BinlogReader, BinlogWriter, Event, EventSplitter, EventType, Transaction,
                           TransactionGrouper, fix_transaction_length, type_name)
-from binlog_codec.constants import HEADER_LEN, KNOWN_TYPES, MARIADB_FL_STANDALONE, ROWS_EVENT_TYPES
+from binlog_codec.constants import HEADER_LEN, MARIADB_FL_STANDALONE, ROWS_EVENT_TYPES
 from binlog_codec.encode import query_body
 from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
 from binlog_codec.event import HEADER
@@ -75,7 +74,6 @@ class FilterStats:
     events_out: int = 0
     bytes_out: int = 0     # bytes of events passed to the sink (file framing it adds not counted)
     unparsed_statements: int = 0
-    outcomes: dict[str, int] = field(default_factory=dict)
 
     def add(self, outcome: str, events_in: int, bytes_in: int, events_out: int, bytes_out: int) -> None:
         self.events_in += events_in
@@ -99,7 +97,7 @@ class FilterStats:
         self.add(result.outcome, result.events_in, result.bytes_in, len(result.events), result.bytes_out)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "outcomes"}
+        return dict(self.__dict__)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,18 +324,13 @@ class SeriesSink(Sink, _RawWriterMixin):
         return len(raw)
 
     def write_raw(self, raw, count, source_pos) -> None:
-        # Rotation and GTID tracking live in BinlogSeriesWriter.write_transaction; a raw unit is
-        # written through the same steps so that both routes produce the same files.
+        # Rotation and GTID tracking as in BinlogSeriesWriter.write_transaction, so that both
+        # routes produce the same files.
         self._waiting_state = False
         series = self._series()
-        if series.writer is None:
-            series._open()
-        elif series.writer.position >= series.max_size:
-            series.number += 1
-            series._finish_file(series._name(series.number))
-            series._open()
-        self._write_raw_into(series.writer, raw, count, source_pos)
-        first = Event(bytes(raw[: _U32.unpack_from(raw, 9)[0]]), 0, series.writer.fmt)
+        writer = series.writer_for_unit()
+        self._write_raw_into(writer, raw, count, source_pos)
+        first = Event(bytes(raw[: _U32.unpack_from(raw, 9)[0]]), 0, writer.fmt)
         if first.is_gtid:
             series.gtids.add(first)
 
@@ -351,12 +344,7 @@ class SeriesSink(Sink, _RawWriterMixin):
 
 # ---------------------------------------------------------------------------------------------
 # the loop
-def _fast_types():
-    rows = frozenset(int(t) for t in ROWS_EVENT_TYPES)
-    return rows
-
-
-_ROWS = _fast_types()
+_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
 _TABLE_MAP = int(EventType.TABLE_MAP)
 _XID = int(EventType.XID)
 _QUERY = int(EventType.QUERY)
@@ -383,7 +371,6 @@ class BinlogFilter:
         self.on_result = on_result
         self.stats = FilterStats()
         self._names: dict[bytes, bool] = {}  # raw (db, table) bytes of a Table_map -> kept
-        self._fast_counts = self.stats
 
     # -- reference path ----------------------------------------------------------------------
     def _unit(self, txn: Transaction) -> None:
@@ -468,7 +455,6 @@ class BinlogFilter:
         crc32 = zlib.crc32
         rows_types, gtid_types, annotations = _ROWS, _GTIDS, _ANNOTATIONS
         TABLE_MAP, XID, QUERY, MARIADB_GTID, FDE = _TABLE_MAP, _XID, _QUERY, _MARIADB_GTID, _FDE
-        known = KNOWN_TYPES
 
         fmt: FormatDescription | None = None
         crc_len = 0
@@ -677,7 +663,7 @@ class BinlogFilter:
         ranges and event counts of its statements whose tables are not kept."""
         size = end - start
         sink = self.sink
-        counts = self._fast_counts
+        counts = self.stats
         if not dropped:  # kept whole (or nothing to decide: a GTID..XID group without rows)
             sink.write_raw(memoryview(buf)[start:end], n, source_pos)
             counts.add(KEPT, n, size, n, size)

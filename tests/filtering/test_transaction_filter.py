@@ -5,16 +5,13 @@ mariadb-binlog reading every output."""
 
 from __future__ import annotations
 
-import io
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from binlog_codec import BinlogReader, EventType, group_transactions
+from binlog_codec import EventType
 from binlog_codec.constants import STMT_END_F
-from filter_rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, TransactionFilter
-from helpers import (Synth, assert_positions, assert_transaction_lengths, content_units, engine, events_of, load,
+from helpers import (Synth, assert_positions, assert_transaction_lengths, content_units, events_of, load,
                      mariadb_binlog_reads, run)
 
 pytestmark = pytest.mark.fixtures
