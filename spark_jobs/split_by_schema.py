@@ -3,24 +3,26 @@
     spark-submit spark_jobs/split_by_schema.py FILE-or-DIR... --out DIR [--map NAME=RULES ...]
         [--max-binlog-size BYTES] [--filter-semantics mysql|effective] [--chunk-bytes N]
 
-Extract / transform / load, on RDDs of plain Python values (no pandas/Arrow round trips):
-- `read_chunks`: one partition per chunk (spark_jobs.core.chunks: whole files, and large files
-  cut on transaction boundaries), so files and chunks are read in parallel;
-- `assign_binlogs`: each unit read and routed to its output binlog(s) in the worker
-  (spark_jobs.core.routing, pure);
-- `write_split`: outputs hashed onto partitions, records sorted by input position, each output
-  written by one task through spark_jobs.core.output (the single-process split's writer).
+Two stages, no shuffle (spark_jobs.core.segments):
+- `route_chunks`: one task per chunk (spark_jobs.core.chunks: whole files, and large files cut on
+  transaction boundaries), so files and chunks are read in parallel; each unit is routed
+  (spark_jobs.core.routing, pure) and each output copy's bytes appended to a segment file per
+  (chunk, output), with the unit ends in an index file;
+- `join_outputs`: one task per output reads its segments in chunk order and writes the final
+  series (positions renumbered and CRC32 recomputed in one in-place loop, Rotate between files,
+  GTID state per file) through spark_jobs.core.output, the single-process split's writer.
 
-The output is byte-identical to `dumpfilter split --no-spark`. Output files are written by the
-tasks straight into `--out`, which must therefore be a directory every executor sees (local mode,
-or a shared file system on a cluster).
+The output is byte-identical to `dumpfilter split --no-spark`. Segments (under `--out`, removed at
+the end) and output files are written by the tasks straight into `--out`, which must therefore be
+a directory every executor sees (local mode, or a shared file system on a cluster).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
-import zlib
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,13 +33,12 @@ from binlog_codec import Event  # noqa: E402
 from binlog_codec.format_description import FormatDescription  # noqa: E402
 from filter_rules.ruleset import Settings  # noqa: E402
 from spark_jobs.core.chunks import (  # noqa: E402
-    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, read_units, source_header,
+    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, source_header,
 )
 from spark_jobs.core.local import check_output_dir  # noqa: E402
-from spark_jobs.core.output import (  # noqa: E402
-    DEFAULT_MAX_BINLOG_SIZE, OutputSet, OutputSummary, pack_events, unpack_events,
-)
-from spark_jobs.core.routing import ALL, DEFAULT_UNASSIGNED, Router, SplitConfig, config_from_maps  # noqa: E402
+from spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSummary  # noqa: E402
+from spark_jobs.core.routing import DEFAULT_UNASSIGNED, Router, SplitConfig, config_from_maps  # noqa: E402
+from spark_jobs.core.segments import ChunkSegments, OutputPlan, join_output, plan_outputs, write_chunk_segments  # noqa: E402
 
 
 
@@ -58,64 +59,83 @@ class _Header:
         return SourceHeader(Event(self.fde, 4, fmt), state)
 
 
-def read_chunks(sc, chunks: list[Chunk]):
-    """RDD of chunks, one partition each, so that chunks (and files) are read in parallel."""
-    return sc.parallelize(chunks, max(1, len(chunks)))
+def balanced_groups(items: list, sizes: list[int], groups: int) -> list[list]:
+    """`items` dealt onto `groups` lists, largest first onto the least loaded (LPT), each list in
+    the items' order: with one task per core no task waits for a free core, and no core idles
+    while one task finishes a long tail of small items."""
+    groups = max(1, min(groups, len(items)))
+    loads = [0] * groups
+    dealt: list[list[int]] = [[] for _ in range(groups)]
+    for index in sorted(range(len(items)), key=lambda i: -sizes[i]):
+        g = loads.index(min(loads))
+        loads[g] += sizes[index]
+        dealt[g].append(index)
+    return [[items[i] for i in sorted(part)] for part in dealt if part]
 
 
-def assign_binlogs(chunk_rdd, config: SplitConfig, *, verify_checksums: bool = True):
-    """RDD of chunks -> RDD of (binlog, (file_index, pos), packed events): one record per output
-    copy of each unit, read and routed in the worker (spark_jobs.core, pure)."""
+def task_groups(items: list, sizes: list[int], cores: int, per_core: int = 4) -> list[list]:
+    """Few items (at most `per_core` per core): one balanced group per core. Many: one item per
+    task, and Spark's scheduler balances them."""
+    if len(items) <= per_core * cores:
+        return balanced_groups(items, sizes, cores)
+    return [[item] for item in items]
 
-    def assign(chunks):
+
+def _chunk_size(chunk: Chunk) -> int:
+    end = chunk.end if chunk.end is not None else Path(chunk.path).stat().st_size
+    return end - chunk.start
+
+
+def route_chunks(sc, chunks: list[Chunk], config: SplitConfig, seg_dir: Path, *,
+                 verify_checksums: bool = True) -> list[ChunkSegments]:
+    """Stage 1: chunks (and files) in parallel; each task routes its chunks' units into segment
+    files under `seg_dir` and returns what each chunk wrote (small: counts and incidents)."""
+    seg_dir = str(seg_dir)
+
+    def route(parts):
         router = Router(config)
-        for chunk in chunks:
-            for txn in read_units(chunk, verify_checksums=verify_checksums):
-                for name, events in router.route(txn):
-                    yield name, (chunk.file_index, txn.start_pos), pack_events(events)
+        for part in parts:
+            for chunk_no, chunk in part:
+                yield write_chunk_segments(chunk, chunk_no, config, seg_dir, verify_checksums=verify_checksums,
+                                           router=router)
 
-    return chunk_rdd.mapPartitions(assign)
-
-
-def placement(name: str, buckets: int) -> int:
-    """A stable bucket for an output name (Python's hash() is salted per process)."""
-    return zlib.crc32(name.encode("utf-8", "surrogateescape")) % buckets
+    groups = task_groups(list(enumerate(chunks)), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+    return sc.parallelize(groups, len(groups)).mapPartitions(route).collect()
 
 
-def write_split(assigned, out: Path, header: SourceHeader, max_size: int, buckets: int) -> list[OutputSummary]:
-    """Write every output series under `out`, each by one task, in input order; returns the
-    summaries sorted by name. Outputs are hashed onto `buckets` partitions (more buckets than
-    cores lets the scheduler even out the load); incidents are copied to every bucket."""
+def join_outputs(sc, plans: list[OutputPlan], seg_dir: Path, out: Path, header: SourceHeader,
+                 max_size: int) -> list[OutputSummary]:
+    """Stage 2: outputs in parallel; each task joins its outputs' segments into their final series
+    under `out`."""
+    if not plans:
+        return []
     shipped = _Header.of(header)
+    seg_dir, out = str(seg_dir), str(out)
 
-    def place(record):
-        name, seq, data = record
-        targets = range(buckets) if name == ALL else (placement(name, buckets),)
-        for bucket in targets:
-            yield (bucket, seq, name), data
-
-    def write(records):
+    def join(parts):
         loaded = shipped.load()
-        outputs = OutputSet(out, loaded, max_size)
-        for (_, _, name), data in records:
-            outputs.add(name, unpack_events(data, loaded.fmt))
-        return iter(outputs.close())
+        for part in parts:
+            for plan in part:
+                yield join_output(plan, seg_dir, out, loaded, max_size)
 
-    placed = assigned.flatMap(place)
-    ordered = placed.repartitionAndSortWithinPartitions(buckets, partitionFunc=lambda key: key[0])
-    return sorted(ordered.mapPartitions(write).collect(), key=lambda s: s.name)
+    groups = task_groups(plans, [p.bytes for p in plans], sc.defaultParallelism)
+    summaries = sc.parallelize(groups, len(groups)).mapPartitions(join).collect()
+    return sorted(summaries, key=lambda s: s.name)
 
 
 def split_spark(spark, targets: list, out, config: SplitConfig, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE,
-                chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
-                buckets: int | None = None) -> list[OutputSummary]:
+                chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True) -> list[OutputSummary]:
     out = check_output_dir(out).resolve()
     paths = input_files(targets)
     header = source_header(paths)
     chunks = plan_chunks(paths, chunk_bytes)
     sc = spark.sparkContext
-    assigned = assign_binlogs(read_chunks(sc, chunks), config, verify_checksums=verify_checksums)
-    return write_split(assigned, out, header, max_size, buckets or 4 * sc.defaultParallelism)
+    seg_dir = Path(tempfile.mkdtemp(prefix=".segments-", dir=out))
+    try:
+        results = route_chunks(sc, chunks, config, seg_dir, verify_checksums=verify_checksums)
+        return join_outputs(sc, plan_outputs(results), seg_dir, out, header, max_size)
+    finally:
+        shutil.rmtree(seg_dir, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------- CLI

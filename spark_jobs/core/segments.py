@@ -1,0 +1,199 @@
+"""The Spark split without a shuffle: segment files per (chunk, output), joined per output.
+
+1. `write_chunk_segments` (one task per chunk): reads and routes the chunk's units and appends each
+   output copy's bytes, as `encode_unit` gives them (log_pos and CRC not yet final), to the
+   segment file `<seg_dir>/<chunk>.<name>.seg`; `<chunk>.<name>.idx` holds each unit's end offset
+   in the segment and its ordinal among the chunk's units. Incidents (routed to every output) are
+   returned with their ordinals instead. Nothing is pickled per unit, nothing is shuffled or sorted.
+2. `join_output` (one task per output): reads the output's segments in chunk order, merges in the
+   incidents by (chunk, ordinal), and writes the final series through `RawSeriesWriter` (positions
+   renumbered and CRCs recomputed in place, Rotate between files, GTID state per file).
+
+Since routing is a pure function of one unit and chunks start on unit boundaries, the join writes
+exactly the units, in exactly the order, that the single-process split writes: same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spark_jobs.core.chunks import Chunk, SourceHeader, read_units
+from spark_jobs.core.output import (
+    DEFAULT_MAX_BINLOG_SIZE, OutputSummary, RawSeriesWriter, binlog_basename, encode_unit, summarize,
+)
+from spark_jobs.core.routing import ALL, Router, SplitConfig
+
+SEGMENT_FLUSH_BYTES = 4 << 20
+
+
+def segment_stem(seg_dir: str | os.PathLike, chunk_no: int, name: str) -> Path:
+    return Path(seg_dir) / f"{chunk_no:06d}.{name}"
+
+
+@dataclass
+class ChunkSegments:
+    """What a chunk task returns: per output name its (units, bytes) in the chunk, and the
+    incidents as (ordinal, bytes)."""
+
+    chunk_no: int
+    outputs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    incidents: list[tuple[int, bytes]] = field(default_factory=list)
+    units: int = 0
+
+
+class _Segment:
+    __slots__ = ("file", "buf", "ends", "ordinals", "size")
+
+    def __init__(self, path: Path):
+        self.file = open(str(path) + ".seg", "wb")
+        self.buf = bytearray()
+        self.ends = array("q")
+        self.ordinals = array("q")
+        self.size = 0  # bytes before self.buf
+
+    def add(self, data: bytes, ordinal: int) -> None:
+        self.buf += data
+        self.ends.append(self.size + len(self.buf))
+        self.ordinals.append(ordinal)
+        if len(self.buf) >= SEGMENT_FLUSH_BYTES:
+            self.file.write(self.buf)
+            self.size += len(self.buf)
+            self.buf = bytearray()
+
+    def close(self, stem: str) -> int:
+        self.file.write(self.buf)
+        self.size += len(self.buf)
+        self.file.close()
+        with open(stem + ".idx", "wb") as idx:
+            idx.write(self.ends.tobytes())
+            idx.write(self.ordinals.tobytes())
+        return self.size
+
+
+def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_dir: str | os.PathLike, *,
+                         verify_checksums: bool = True, router: Router | None = None) -> ChunkSegments:
+    """Route one chunk's units into segment files under `seg_dir` (see the module docstring)."""
+    router = router or Router(config)
+    result = ChunkSegments(chunk_no)
+    segments: dict[str, _Segment] = {}
+    ordinal = -1
+    try:
+        for ordinal, txn in enumerate(read_units(chunk, verify_checksums=verify_checksums)):
+            for name, events in router.route(txn):
+                if name == ALL:
+                    result.incidents.append((ordinal, encode_unit(events)))
+                    continue
+                segment = segments.get(name)
+                if segment is None:
+                    segment = segments[name] = _Segment(segment_stem(seg_dir, chunk_no, name))
+                segment.add(encode_unit(events), ordinal)
+    finally:
+        for name, segment in segments.items():
+            size = segment.close(str(segment_stem(seg_dir, chunk_no, name)))
+            result.outputs[name] = (len(segment.ends), size)
+    result.units = ordinal + 1
+    return result
+
+
+def read_segment(seg_dir: str | os.PathLike, chunk_no: int, name: str, units: int) -> tuple[bytearray, array, array]:
+    stem = str(segment_stem(seg_dir, chunk_no, name))
+    with open(stem + ".seg", "rb") as f:
+        buf = bytearray(f.read())
+    index = array("q")
+    with open(stem + ".idx", "rb") as f:
+        index.frombytes(f.read())
+    return buf, index[:units], index[units:]
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """What one join task needs: the output's (chunk_no, units) segments in chunk order and every
+    incident as (chunk_no, ordinal, bytes)."""
+
+    name: str
+    segments: tuple[tuple[int, int], ...]
+    incidents: tuple[tuple[int, int, bytes], ...] = ()
+    bytes: int = 0
+
+
+def plan_outputs(results: list[ChunkSegments]) -> list[OutputPlan]:
+    """One plan per output that got at least one unit, largest first (so that the scheduler
+    starts the longest joins first)."""
+    results = sorted(results, key=lambda r: r.chunk_no)
+    incidents = tuple((r.chunk_no, ordinal, data) for r in results for ordinal, data in r.incidents)
+    segments: dict[str, list[tuple[int, int]]] = {}
+    sizes: dict[str, int] = {}
+    for r in results:
+        for name, (units, size) in r.outputs.items():
+            segments.setdefault(name, []).append((r.chunk_no, units))
+            sizes[name] = sizes.get(name, 0) + size
+    plans = [OutputPlan(name, tuple(segs), incidents, sizes[name]) for name, segs in segments.items()]
+    return sorted(plans, key=lambda p: (-p.bytes, p.name))
+
+
+def join_output(plan: OutputPlan, seg_dir: str | os.PathLike, out: str | os.PathLike, header: SourceHeader,
+                max_size: int = DEFAULT_MAX_BINLOG_SIZE) -> OutputSummary:
+    """Write one output's final series from its segments (see the module docstring)."""
+    writer = RawSeriesWriter(out, binlog_basename(plan.name), header, max_size)
+    incidents: dict[int, list[tuple[int, bytes]]] = {}
+    for chunk_no, ordinal, data in plan.incidents:
+        incidents.setdefault(chunk_no, []).append((ordinal, data))
+    units = 0
+    segments = dict(plan.segments)
+    for chunk_no in sorted(set(segments) | set(incidents)):
+        count = segments.get(chunk_no)
+        if count is None:
+            for _, data in incidents[chunk_no]:
+                writer.write_units(bytearray(data), (len(data),))
+            continue
+        buf, ends, ordinals = read_segment(seg_dir, chunk_no, plan.name, count)
+        units += count
+        chunk_incidents = incidents.get(chunk_no)
+        if not chunk_incidents:
+            writer.write_units(buf, ends)
+            continue
+        _write_merged(writer, buf, ends, ordinals, chunk_incidents)
+    return summarize(plan.name, writer.close(), units)
+
+
+def _write_merged(writer: RawSeriesWriter, buf: bytearray, ends, ordinals, incidents) -> None:
+    """The units of a segment with a chunk's incidents in between, by ordinal (rare: slow is fine)."""
+    start, i = 0, 0  # byte offset and index of the first unit not yet written
+    for ordinal, data in [*incidents, (float("inf"), b"")]:
+        j = i
+        while j < len(ends) and ordinals[j] < ordinal:
+            j += 1
+        if j > i:
+            writer.write_units(bytearray(buf[start : ends[j - 1]]), [e - start for e in ends[i:j]])
+            start, i = ends[j - 1], j
+        if data:
+            writer.write_units(bytearray(data), (len(data),))
+
+
+def split_by_segments(targets: list, out: str | os.PathLike, config: SplitConfig, *,
+                      max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = None,
+                      verify_checksums: bool = True) -> list[OutputSummary]:
+    """Both stages of the Spark job in this process, chunk by chunk then output by output: what
+    the Spark job computes, without Spark (for the tests, and for debugging a split)."""
+    import shutil
+    import tempfile
+
+    from spark_jobs.core.chunks import input_files, plan_chunks, source_header
+    from spark_jobs.core.local import check_output_dir
+
+    out = check_output_dir(out)
+    paths = input_files(targets)
+    header = source_header(paths)
+    seg_dir = tempfile.mkdtemp(prefix=".segments-", dir=out)
+    try:
+        router = Router(config)
+        results = [write_chunk_segments(chunk, chunk_no, config, seg_dir, verify_checksums=verify_checksums,
+                                        router=router)
+                   for chunk_no, chunk in enumerate(plan_chunks(paths, chunk_bytes))]
+        summaries = [join_output(plan, seg_dir, out, header, max_size) for plan in plan_outputs(results)]
+    finally:
+        shutil.rmtree(seg_dir, ignore_errors=True)
+    return sorted(summaries, key=lambda s: s.name)
