@@ -5,14 +5,21 @@ fields cached on its Event are shared by every slave's filter."""
 
 from __future__ import annotations
 
+import os
+import struct
 import threading
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlog_codec import Event, EventType, Transaction, TransactionGrouper
-from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F
-from binlog_codec.errors import BinlogError, PositionError
+from binlog_codec.constants import (HEADER_LEN, KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, MARIADB_FL_STANDALONE,
+                                    ROWS_EVENT_TYPES, type_name)
+from binlog_codec.errors import BinlogError, ChecksumError, PositionError
+from binlog_codec.event import HEADER
+from binlog_codec.reader import MAX_EVENT_SIZE
+from binlog_codec.transactions import TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
 Pos = tuple[str, int]
@@ -26,19 +33,61 @@ def _at_end(_seconds: float) -> None:
     raise _AtEnd
 
 
-@dataclass(eq=False)
 class Unit:
     """One transaction, statement or control event, where it ends, and the per-rule-group filter
-    answers computed for it so far (slaves with equal rules share one answer)."""
+    answers computed for it so far (slaves with equal rules share one answer).
 
-    txn: Transaction
-    file: str
-    end: Pos
-    results: dict = field(default_factory=dict)
+    A *fast* unit (the common ROW shape, `MariaDB GTID {Annotate_rows|Table_map|Rows}* XID`, see
+    `SegmentReader`) is kept as its raw bytes plus what a decision needs: its Table_maps' (db,
+    table) and ids, and its GTID. Its `txn` (Event objects, as the reference path builds them) is
+    only materialised when a slave's answer needs the reference path."""
+
+    __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "table_ids", "gtid")
+
+    def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
+        self._txn = txn
+        self.file = file
+        self.end = end
+        self.results = {} if results is None else results
+        self.raw: bytes | None = None      # fast units only, from here on
+        self.pos = 0
+        self.fmt = None
+        self.events = 0
+        self.tables: tuple = ()            # (db, table) of each Table_map, in order
+        self.table_ids: tuple = ()         # their table ids
+        self.gtid: tuple | None = None     # ((domain, server_id), seq)
+
+    @classmethod
+    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, table_ids: tuple,
+             gtid: tuple) -> "Unit":
+        unit = cls(None, file, (file, pos + len(raw)))
+        unit.raw, unit.pos, unit.fmt, unit.events = raw, pos, fmt, events
+        unit.tables, unit.table_ids, unit.gtid = tables, table_ids, gtid
+        return unit
+
+    @property
+    def is_fast(self) -> bool:
+        return self.raw is not None
+
+    @property
+    def txn(self) -> Transaction:
+        txn = self._txn
+        if txn is None:
+            raw, pos, fmt = self.raw, self.pos, self.fmt
+            events, at, total = [], 0, len(raw)
+            unpack = HEADER.unpack_from
+            while at < total:
+                header = unpack(raw, at)
+                size = header[3]
+                events.append(Event(raw[at : at + size], pos + at, fmt, header))
+                at += size
+            txn = self._txn = Transaction(TRANSACTION, events)
+        return txn
 
     @property
     def size(self) -> int:
-        return self.txn.size
+        raw = self.raw
+        return len(raw) if raw is not None else self._txn.size
 
 
 @dataclass(eq=False)
@@ -48,10 +97,76 @@ class Segment:
     end: Pos
     at_end: bool          # reading stopped at the current end of the binlog
     error: BinlogError | None = None  # a corrupt event right after `end`
+    index: "SegmentIndex | None" = None
 
     @property
     def size(self) -> int:
         return sum(u.size for u in self.units)
+
+
+class SegmentIndex:
+    """Per-segment arrays the streams' run loop works from, built once: prefix sums of unit
+    sizes and event counts, which units are fast, their GTIDs and their Table_map occurrences;
+    and, per flag-word generation, each unit's keep-all mask (AND of its tables' words) and
+    keep-any mask (OR): one computation per unit for every slave."""
+
+    def __init__(self, units: list[Unit]):
+        cum, evc, toff = [0], [0], [0]
+        fast = []
+        gtids = []
+        occ: list = []
+        c = e = 0
+        for u in units:
+            if u.raw is not None:
+                c += len(u.raw)
+                e += u.events
+                fast.append(True)
+                gtids.append(u.gtid)
+                occ.extend(u.tables)
+            else:
+                c += u.size
+                e += len(u._txn.events)
+                fast.append(False)
+                gtids.append(None)
+            cum.append(c)
+            evc.append(e)
+            toff.append(len(occ))
+        self.cum, self.evc, self.toff, self.fast, self.gtids, self.occ = cum, evc, toff, fast, gtids, occ
+        self.raws = [u.raw for u in units]
+        self.masks: tuple | None = None   # (generation, keep_all, keep_any)
+        self.lock = threading.Lock()
+
+    def masks_for(self, units: list[Unit], words) -> tuple[list[int], list[int]]:
+        masks = self.masks
+        gen = words.generation
+        if masks is not None and masks[0] == gen:
+            return masks[1], masks[2]
+        get = words.get
+        full = -1
+        keep_all, keep_any = [], []
+        cache: dict = {}
+        for u, fast in zip(units, self.fast):
+            if not fast:
+                keep_all.append(0)
+                keep_any.append(0)
+                continue
+            tables = u.tables
+            if not tables:
+                keep_all.append(full)
+                keep_any.append(0)
+                continue
+            both = cache.get(tables)
+            if both is None:
+                k, a = full, 0
+                for db, table in tables:
+                    w = get(db, table)
+                    k &= w
+                    a |= w
+                both = cache[tables] = (k, a)
+            keep_all.append(both[0])
+            keep_any.append(both[1])
+        self.masks = (gen, keep_all, keep_any)
+        return keep_all, keep_any
 
 
 def unit_end(file: str, last: Event) -> Pos:
@@ -68,11 +183,12 @@ class SegmentCache:
     several streams ask at the same moment; the others wait for it."""
 
     def __init__(self, directory: str | Path, *, segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20,
-                 verify_checksums: bool = True):
+                 verify_checksums: bool = True, fast: bool = True):
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
         self.cache_bytes = cache_bytes
         self.verify_checksums = verify_checksums
+        self.fast = fast
         self._cache: OrderedDict[Pos, Segment] = OrderedDict()
         self._cached_bytes = 0
         self._inflight: dict[Pos, threading.Event] = {}
@@ -148,6 +264,16 @@ class SegmentCache:
                 raise PositionError(f"binlog file '{file}' is not in {self.directory} (purged)")
             # A Rotate can name a file the server has not created yet.
             return Segment(start, [], start, at_end=True)
+        if self.fast:
+            seg = SegmentReader(self, start).read()
+        else:
+            seg = self._read_reference(start)
+        seg.index = SegmentIndex(seg.units)
+        return seg
+
+    def _read_reference(self, start: Pos) -> Segment:
+        """The reference reader: an Event per event through TailingReader and TransactionGrouper."""
+        file, pos = start
         reader = TailingReader(self.directory, file, pos, follow=True, sleep=_at_end,
                                verify_checksums=self.verify_checksums)
         grouper = TransactionGrouper()
@@ -186,3 +312,245 @@ class SegmentCache:
     def _later_file_exists(self, file: str) -> bool:
         names = self._index_names()
         return bool(names) and names[-1] > file
+
+
+# ---------------------------------------------------------------------------------------------
+# the one-pass reader
+
+_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
+_ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY)})
+_TABLE_MAP, _XID, _MARIADB_GTID = int(EventType.TABLE_MAP), int(EventType.XID), int(EventType.MARIADB_GTID)
+_FDE, _ROTATE = int(EventType.FORMAT_DESCRIPTION), int(EventType.ROTATE)
+_U32 = struct.Struct("<I")
+_MARIADB_GTID_BODY = struct.Struct("<QIB")  # seq_no, domain_id, flags2
+CHUNK = 1 << 20
+
+
+class _Stop(Exception):
+    """The segment is full."""
+
+
+class SegmentReader:
+    """Reads one segment in a single pass over the raw bytes: hops from header to header, checks
+    CRCs inline, and keeps the common ROW transaction (`MariaDB GTID {Annotate_rows|Rows_query|
+    Table_map|Rows}* XID`, every rows event after its Table_map, every annotation followed by a
+    Table_map) as one fast Unit: a slice of the read buffer plus its tables and GTID, no Event per
+    event. At the first event such a unit does not allow, its events so far are handed, as
+    Events, to the TransactionGrouper, which takes the unit on exactly as the reference reader
+    (`SegmentCache._read_reference`: TailingReader + TransactionGrouper) does; so does every other
+    event. Files, rotation, the end of what is written and errors follow TailingReader."""
+
+    def __init__(self, cache: SegmentCache, start: Pos):
+        self.cache = cache
+        self.start = start
+        self.grouper = TransactionGrouper()
+        self.units: list[Unit] = []
+        self.size = 0
+        self.end = start
+        self.names: dict[bytes, tuple[str, str]] = {}
+
+    def read(self) -> Segment:
+        cache, start = self.cache, self.start
+        file, pos = start
+        at_end = False
+        error = None
+        try:
+            # Validates the start file and position exactly as the reference reader does.
+            opener = TailingReader(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
+            name = file
+            while True:
+                nxt = self._file(opener, name, pos)
+                if nxt is None:
+                    at_end = True
+                    break
+                if not (cache.directory / nxt).exists():
+                    at_end = True  # a Rotate names a file the server has not created yet
+                    break
+                name, pos = nxt, 4
+        except _Stop:
+            pass
+        except PositionError:
+            if self.units:
+                at_end = True
+            else:
+                raise
+        except BinlogError as exc:
+            if not self.units:
+                raise
+            error = exc
+        return Segment(start, self.units, self.end, at_end, error)
+
+    def _add(self, unit: Unit, size: int) -> None:
+        self.units.append(unit)
+        self.end = unit.end
+        self.size += size
+
+    def _push(self, event: Event, name: str) -> None:
+        for txn in self.grouper.push(event):
+            unit = Unit(txn, name, unit_end(name, txn.events[-1]))
+            self._add(unit, txn.size)
+        if self.size >= self.cache.segment_bytes and self.grouper.current is None:
+            raise _Stop
+
+    def _file(self, opener: TailingReader, name: str, start: int) -> str | None:
+        """Read one file from `start`; returns the file to continue with, or None at the end of
+        what is written. Raises _Stop when the segment is full."""
+        cache = self.cache
+        path = cache.directory / name
+        pathname = str(path)
+        verify = cache.verify_checksums
+        grouper = self.grouper
+        names = self.names
+        push = self._push
+        unpack = HEADER.unpack_from
+        u32 = _U32.unpack_from
+        crc32 = zlib.crc32
+        rows_types, annotations, known = _ROWS, _ANNOTATIONS, KNOWN_TYPES
+        TABLE_MAP, XID, MARIADB_GTID, FDE, ROTATE = _TABLE_MAP, _XID, _MARIADB_GTID, _FDE, _ROTATE
+        segment_bytes = cache.segment_bytes
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if start > size:
+                raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
+            splitter = opener._open_at(f, path, start)
+            fmt = splitter.fmt
+            crc_len = fmt.checksum_len if verify and fmt is not None else 0
+            fast_ok = _fast_format(fmt)
+            rotated_to = None
+            # Fast-unit state: `ustart` (-1: none) its offset in buf; `ann` an annotation waits
+            # for its Table_map; `ids` the raw table ids its Table_maps declared.
+            ustart = -1
+            n = 0
+            ann = False
+            tables: list = []
+            ids: list = []
+            gtid = None
+            buf = b""
+            base = 0
+
+            def hand_over(stop: int) -> None:
+                """The fast unit's events [ustart, stop) of buf go to the grouper as Events."""
+                nonlocal ustart
+                at = ustart
+                ustart = -1
+                while at < stop:
+                    header = unpack(buf, at)
+                    push(Event(buf[at : at + header[3]], base + at, fmt, header), name)
+                    at += header[3]
+
+            chunk = max(CHUNK, segment_bytes + (256 << 10))
+            while True:
+                data = f.read(chunk)
+                if not data:
+                    if ustart >= 0:
+                        hand_over(splitter._off)
+                    if rotated_to:
+                        return rotated_to
+                    newer = opener._next_file(name)
+                    if newer is not None and splitter.pending == 0:
+                        return newer  # a Stop event, or a crash, ended this file without a Rotate
+                    return None
+                if ustart >= 0:  # a fast unit runs across the chunk boundary: reference path
+                    hand_over(splitter._off)
+                splitter.feed(data)
+                if not splitter._consume_magic():
+                    continue
+                buf = splitter._buf
+                off = splitter._off
+                base = splitter._pos - off
+                end = len(buf)
+                try:
+                    while off + 19 <= end:
+                        header = unpack(buf, off)
+                        t = header[1]
+                        esize = header[3]
+                        if esize < 19 or esize > MAX_EVENT_SIZE:
+                            raise BinlogError(f"event size {esize} is impossible (type {t})", path=pathname,
+                                              offset=base + off)
+                        nxt = off + esize
+                        if nxt > end:
+                            break
+                        if ustart >= 0:
+                            if crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
+                                                    offset=base + off)
+                            if t == TABLE_MAP:
+                                at = off + 27  # header, 6-byte table id, 2 flag bytes
+                                tbl_at = at + 2 + buf[at]
+                                key = buf[at : tbl_at + 1 + buf[tbl_at]]
+                                names_of = names.get(key)
+                                if names_of is None:
+                                    _, db, table = Event(buf[off:nxt], 0, fmt, header).table_map
+                                    names_of = names[key] = (db, table)
+                                tables.append(names_of)
+                                ids.append(buf[off + 19 : off + 25])
+                                ann = False
+                                n += 1
+                                off = nxt
+                                continue
+                            if t in rows_types:
+                                if not ann and buf[off + 19 : off + 25] in ids:
+                                    n += 1
+                                    off = nxt
+                                    continue
+                            elif t in annotations:
+                                ann = True
+                                n += 1
+                                off = nxt
+                                continue
+                            elif t == XID and not ann:
+                                n += 1
+                                raw = buf[ustart:nxt]
+                                unit = Unit.fast(raw, name, base + ustart, fmt, n, tuple(tables),
+                                                 tuple(int.from_bytes(i, "little") for i in ids), gtid)
+                                ustart = -1
+                                off = nxt
+                                self.units.append(unit)
+                                self.end = unit.end
+                                self.size += len(raw)
+                                if self.size >= segment_bytes:
+                                    raise _Stop
+                                continue
+                            # Anything else: the reference path takes the unit from here.
+                            hand_over(off)
+                        elif t == MARIADB_GTID and fast_ok and grouper.current is None \
+                                and not buf[off + 31] & MARIADB_FL_STANDALONE:
+                            if crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
+                                                    offset=base + off)
+                            seq, domain, _ = _MARIADB_GTID_BODY.unpack_from(buf, off + 19)
+                            gtid = ((domain, header[2]), seq)
+                            ustart = off
+                            n = 1
+                            ann = False
+                            tables = []
+                            ids = []
+                            off = nxt
+                            continue
+                        # The reference path, event by event (EventSplitter's checks).
+                        event = Event(buf[off:nxt], base + off, fmt, header)
+                        if t == FDE or t not in known or fmt is None:
+                            splitter._pos = base + off
+                            splitter._check(event)
+                            fmt = splitter.fmt
+                            crc_len = fmt.checksum_len if verify else 0
+                            fast_ok = _fast_format(fmt)
+                        elif crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                            raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
+                                                offset=base + off)
+                        off = nxt
+                        if t == ROTATE and not header[5] & LOG_EVENT_ARTIFICIAL_F:
+                            rotated_to = event.rotate[1]
+                        push(event, name)
+                finally:
+                    splitter._off = off
+                    splitter._pos = base + off
+
+
+def _fast_format(fmt) -> bool:
+    """Fast units need 6-byte table ids (every server since 5.1 GA)."""
+    if fmt is None:
+        return False
+    lens = fmt.post_header_lens
+    return len(lens) >= _TABLE_MAP and lens[_TABLE_MAP - 1] == 8 and all(
+        fmt.table_id_len(t) == 6 for t in _ROWS)

@@ -4,8 +4,10 @@ slave), shared per-rule-group filter answers, ChangeFilter at transaction bounda
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
+import re
 import struct
 import threading
 import time
@@ -26,7 +28,7 @@ from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statem
 from filter_rules.ruleset import ALL_TYPES, REPLICATE_TYPES, RuleSet, Settings
 from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter
 from master.policy import UNRESTRICTED, Gate, MasterPolicy
-from master.segments import Pos, SegmentCache, Unit
+from master.segments import Pos, Segment, SegmentCache, Unit
 
 HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION = "heartbeat", "placeholder", "empty-transaction"
 SKIP_POLICIES = (HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION)
@@ -215,6 +217,7 @@ class FlagWords:
         self._words: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         self.computed = 0
+        self.generation = 0   # bumped at every invalidation: per-segment masks are recomputed
 
     def get(self, db: str, table: str) -> int:
         word = self._words.get((db, table))
@@ -238,6 +241,7 @@ class FlagWords:
     def invalidate(self) -> None:
         with self._lock:
             self._words = {}
+            self.generation += 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,14 +250,16 @@ class FlagWords:
 
 class DumpService:
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
-                 segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES):
+                 segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES,
+                 fast: bool = True):
         self.binlog_dir = Path(binlog_dir)
         if not self.binlog_dir.is_dir():
             raise PositionError(f"binlog directory {self.binlog_dir} does not exist")
         self.policy = policy
         self.poll_interval = poll_interval
         self.batch_bytes = batch_bytes
-        self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes)
+        self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, fast=fast)
+        self.fast = fast  # False: every unit through TransactionFilter (the reference path, for tests)
         self.slaves: dict[int, Slave] = {}
         self.lock = threading.RLock()
         self.words = FlagWords(self._members)
@@ -542,6 +548,11 @@ class _Stream:
         self.batch_skipped = 0
         self.pending_hb: Pos | None = None
         self.changed_at: Pos | None = None
+        # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
+        # unit by unit; `occurrences` are Table_maps whose rule hits are not counted yet.
+        self.fast = service.fast and self.skip_known is None
+        self.occurrences: Counter = Counter()
+        self._states: tuple | None = None
 
     def run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
@@ -557,10 +568,16 @@ class _Stream:
                                           "stream with the same server_id, or unregistered")
             if self.handle.cancelled or not self.is_active():
                 return
-            for unit in seg.units:
+            units = seg.units
+            i, n = 0, len(units)
+            while i < n:
                 if slave.pending:
                     self._boundary()
-                self._unit(unit)
+                j = self._fast_run(seg, i) if self.fast else i
+                if j == i:
+                    self._unit(units[i])
+                    j = i + 1
+                i = j
                 if self.batch_bytes >= svc.batch_bytes:
                     yield self._batch(False)
                     last_sent = time.monotonic()
@@ -613,6 +630,7 @@ class _Stream:
         return self.pos[1] == 4 and self.pos[0] > end[0] and not (self.svc.binlog_dir / self.pos[0]).exists()
 
     def _boundary(self) -> None:
+        self._flush_hits()  # counted under the rules they were decided with
         at = self.svc._apply_pending(self.slave, self.pos)
         if at is not None:
             self.changed_at = at
@@ -677,6 +695,87 @@ class _Stream:
             else:  # heartbeat, and empty-transaction for units without a GTID
                 self.pending_hb = unit.end
         self._advance(unit)
+
+    def _fast_run(self, seg: Segment, i: int) -> int:
+        """Handle a run of fast units from `i` that all get the same answer for this slave, all
+        kept or (heartbeat policy) all skipped, without an Event or a TransactionFilter call per
+        unit: the unit's flag-word masks (one AND/OR per unit for every slave) give the answer,
+        the segment's prefix sums give the counts. Returns the index after the run (`i`: unit i
+        takes the reference path: not a fast unit, partly kept, or skipped under a policy that
+        sends something for it)."""
+        index = seg.index
+        if index is None or not index.fast[i] or self.fmt is None:
+            return i
+        units = seg.units
+        words = self.svc.words
+        states = self._states
+        if states is None or states[0] is not seg or states[1] != words.generation:
+            keep_all, keep_any = index.masks_for(units, words)
+            bit = 1 << self.slave.bit
+            row = bytes([3 if not f else 2 if k & bit else 1 if a & bit else 0
+                         for f, k, a in zip(index.fast, keep_all, keep_any)])
+            states = self._states = (seg, words.generation, row)
+        row = states[2]
+        state = row[i]
+        if state == _PARTIAL or (state == _SKIP and self.policy != HEARTBEAT):
+            return i
+        j = (_KEEP_RUN if state == _KEEP else _SKIP_RUN).match(row, i).end()
+        slave, stats = self.slave, self.slave.stats
+        cum = index.cum
+        if state == _KEEP:
+            self._flush_heartbeat()
+            # Cut where the reference path would: after the unit that fills the batch.
+            cut = bisect.bisect_left(cum, self.svc.batch_bytes - self.batch_bytes + cum[i], i + 1, j + 1)
+            if cut <= j:
+                j = cut
+        nbytes = cum[j] - cum[i]
+        nevents = index.evc[j] - index.evc[i]
+        count = j - i
+        stats.events_read += nevents
+        stats.bytes_read += nbytes
+        self.batch_units += count
+        self.tracker.mariadb.gtids.update(index.gtids[i:j])
+        self.occurrences.update(index.occ[index.toff[i] : index.toff[j]])
+        if state == _KEEP:
+            self.parts.append(b"".join(index.raws[i:j]))
+            self.batch_bytes += nbytes
+            stats.events_sent += nevents
+            stats.bytes_sent += nbytes
+            stats.kept_bytes += nbytes
+            stats.transactions_kept += count
+        else:
+            stats.transactions_skipped += count
+            stats.events_skipped += nevents
+            stats.bytes_skipped += nbytes
+            self.batch_skipped += nbytes
+            self.pending_hb = units[j - 1].end
+        self.pos = slave.position = units[j - 1].end
+        return j
+
+    def _flush_hits(self) -> None:
+        """Rule hits of the Table_maps decided in runs: what _SlaveDecider.table_kept counts per
+        Table_map (the engine's COUNTER names, MASTER_POLICY when the policy refused it), added
+        to the stats and P_S counters as the reference path adds its per-unit hits."""
+        occurrences = self.occurrences
+        if not occurrences:
+            return
+        self.occurrences = Counter()
+        state = self.slave.state
+        decider, engine, gate = state.decider, state.engine, self.slave.gate
+        hits: Counter = Counter()
+        for (db, table), count in occurrences.items():
+            counted = engine.decide_table(db, table).counted
+            for name in counted:
+                hits[name] += count
+            if count > 1 and counted:
+                engine.counters.update({name: count - 1 for name in counted})
+            if gate.restricted and not (decider.words.get(db, table) & decider.bit) \
+                    and not gate.table_allowed(db, table):
+                hits["MASTER_POLICY"] += count
+        hits = +hits
+        if hits:
+            self.slave.stats.rule_hits.update(hits)
+            self._count_filter_hits(hits)
 
     def _advance(self, unit: Unit) -> None:
         self.pos = unit.end
@@ -764,6 +863,7 @@ class _Stream:
 
     def _batch(self, caught_up: bool) -> Batch:
         self._flush_heartbeat()
+        self._flush_hits()
         batch = Batch(b"".join(self.parts), self.pos, self.batch_units, self.batch_skipped, caught_up,
                       False, self._gtid_text(), self.changed_at)
         self.parts, self.batch_bytes, self.batch_units, self.batch_skipped = [], 0, 0, 0
@@ -778,6 +878,10 @@ class _Stream:
 
     def _gtid_text(self) -> str:
         return str(self.tracker.mariadb) if self.tracker.mariadb.gtids else str(self.tracker.mysql)
+
+
+_SKIP, _PARTIAL, _KEEP = 0, 1, 2
+_KEEP_RUN, _SKIP_RUN = re.compile(b"\x02+"), re.compile(b"\x00+")
 
 
 def _is_framing(event: Event) -> bool:
