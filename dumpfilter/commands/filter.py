@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums)
     elapsed = time.perf_counter() - started
     written = sink.close()
-    print_summary(stats, written, elapsed, rules_text=rules.render() if not rules.is_empty else "(no rules)",
+    print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
                   flavor=settings.flavor, mode=args.summary)
     return 0
 
@@ -107,14 +107,13 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
                                      "seconds": round(elapsed, 3), "flavor": flavor}
         print(json.dumps(payload), file=sys.stderr)
         return
-    dropped_events = stats.events_in - stats.events_out
+    pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% less" if stats.bytes_in else ""
     rows = [
-        ("files", f"{stats.files_in} in", f"{len(written)} written", ""),
-        ("events", f"{stats.events_in}", f"{stats.events_out}", f"{max(dropped_events, 0)} dropped"),
+        ("files", f"{stats.files_in}", f"{len(written)} written", ""),
+        ("events", f"{stats.events_in}", f"{stats.events_out}", f"{max(stats.events_in - stats.events_out, 0)}"),
         ("transactions", f"{stats.transactions_in}", f"{stats.kept} whole, {stats.partial} partial",
-         f"{stats.emptied} emptied, {stats.skipped} skipped"),
-        ("bytes", _mb(stats.bytes_in), _mb(out_bytes), f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% less"
-         if stats.bytes_in else ""),
+         f"{stats.emptied} emptied, {stats.skipped} left out"),
+        ("bytes", _mb(stats.bytes_in), f"{_mb(out_bytes)} written", pct),
     ]
     if mode == "rich":
         from rich.console import Console
@@ -130,9 +129,9 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
         if stats.unparsed_statements:
             console.print(f"{stats.unparsed_statements} statement(s) could not be parsed and were kept")
         return
-    print(f"rules: {rules_text} (flavor {flavor})", file=sys.stderr)
+    print(f"rules ({flavor} replica): {rules_text}", file=sys.stderr)
     for name, before, kept, skipped in rows:
-        print(f"{name}: in {before}; kept {kept}" + (f"; skipped {skipped}" if skipped else ""), file=sys.stderr)
+        print(f"{name}: {before} in, kept {kept}" + (f", skipped {skipped}" if skipped else ""), file=sys.stderr)
     if stats.unparsed_statements:
         print(f"unparsed statements kept: {stats.unparsed_statements}", file=sys.stderr)
     print(f"output: {', '.join(str(p) for p in written)} ({elapsed:.2f} s)", file=sys.stderr)

@@ -89,8 +89,8 @@ def test_plain_summary(find, tmp_path, capsys):
     main(["filter", str(find("mysql-bin.checksum-crc32")), "-o", str(tmp_path / "o.bin"),
           "--replicate-do-db=auth", "--summary", "plain"])
     err = capsys.readouterr().err
-    assert "rules:" in err and "replicate-do-db" in err.lower().replace("_", "-")
-    assert "events: in 303" in err and "transactions: in 60" in err and "emptied" in err
+    assert "rules (mysql replica): replicate-do-db=auth" in err
+    assert "events: 303 in" in err and "transactions: 60 in" in err and "52 emptied" in err
 
 
 def test_change_replication_filter_text(find, tmp_path, capsys):
