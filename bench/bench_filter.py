@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import DATA_DIR, best_of, target_mb, write_result
+from bench.common import DATA_DIR, best_of, row_binlog, target_mb, write_result
 from binlog_workload import WorkloadSpec, generate
 from filter_rules import RuleEngine, Settings
 from filter_rules.binlog_filter import FileSink, filter_files
@@ -50,10 +50,8 @@ def cached_binlog(name: str, spec: WorkloadSpec) -> Path:
 
 
 def row_file(mb: int) -> Path:
-    # About 500 bytes per two-statement ROW transaction with these settings (measured).
-    spec = WorkloadSpec(seed=2387, schemas=8, tables_per_schema=4, binlog_format="row", flavor="mariadb",
-                        transactions=int(mb * 1e6 / 500) + 1000, max_binlog_size=1 << 40)
-    return cached_binlog(f"filter-row-mariadb-8s-{mb}mb", spec)
+    """The shared multi-schema ROW binlog of bench.common (also used by the codec benchmark)."""
+    return row_binlog(mb)
 
 
 def statement_file() -> Path:
