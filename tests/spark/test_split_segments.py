@@ -111,7 +111,7 @@ def test_segments_joined_equal_single_process_whatever_the_chunking(workloads, t
 
 
 def _incident_binlogs(directory):
-    """Two files of DDL units for schemas a, b, c, with incidents before c's first unit, between
+    """Several files of DDL units for schemas a, b, c, with incidents before c's first unit, between
     units, and in stretches where some schema has none."""
     fde = enc.format_description("10.11.6-MariaDB-log")
     fmt = fde.fmt
@@ -125,16 +125,14 @@ def _incident_binlogs(directory):
 
     seq = 0
     plan = ["a", "b", "!", "a", "a", "!", "b", "c", "a", "!", "!", "c", "b", "a", "!"]
-    for part in (0, 1):
-        with BinlogSeriesWriter(directory, "m-bin", fde, first_number=part + 1) as series:
-            for step in plan[part * 7 :] if part else plan[:7]:
-                if step == "!":
-                    series.write_transaction([ev(EventType.INCIDENT, b"\x01\x00\x04lost")])
-                else:
+    with BinlogSeriesWriter(directory, "m-bin", fde, max_size=2_000) as series:
+        for step in plan:
+            if step == "!":
+                series.write_transaction([ev(EventType.INCIDENT, b"\x01\x00\x04lost")])
+            else:
+                for _ in range(3):
                     seq += 1
-                    for _ in range(3):
-                        seq += 1
-                        series.write_transaction(ddl(seq, step))
+                    series.write_transaction(ddl(seq, step))
     return directory
 
 
@@ -143,6 +141,7 @@ def test_incidents_reach_every_output_in_order_with_segments(tmp_path, chunk_byt
     src = _incident_binlogs(tmp_path / "in")
     local = split_local([src], tmp_path / "local", SplitConfig(), max_size=600, chunk_bytes=None)
     assert [s.name for s in local.outputs] == ["a", "b", "c"]
+    assert len(input_files([src])) > 1 and (chunk_bytes is None or len(plan_chunks(input_files([src]), chunk_bytes)) > 4)
     header = source_header(input_files([src]))
     ref = _route_all(src, SplitConfig(), ReferenceOutputSet(tmp_path / "ref", header, 600))
     same_tree(tmp_path / "local", tmp_path / "ref")
