@@ -33,3 +33,56 @@ def compile_like(pattern: str) -> re.Pattern[str]:
 def escape_like(name: str) -> str:
     """Make a plain name match only itself inside a LIKE pattern."""
     return "".join(ESCAPE + char if char in (WILD_MANY, WILD_ONE, ESCAPE) else char for char in name)
+
+
+def literal_prefix(pattern: str) -> str:
+    """The characters every key matching `pattern` starts with: up to the first `%` or `_`, with
+    `\\` escapes resolved (`db\\_1.t%` -> `db_1.t`)."""
+    out: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == ESCAPE and index + 1 < len(pattern):
+            out.append(pattern[index + 1])
+            index += 2
+            continue
+        if char in (WILD_MANY, WILD_ONE):
+            break
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+class LikeIndex:
+    """Many LIKE patterns, searched for the first (in rule order) that matches a key.
+
+    Patterns are bucketed by their literal prefix, so a key is only matched against patterns
+    whose prefix it starts with: ten thousand `app123_%.t%` rules cost a few dict lookups for
+    `db3.t1`, not ten thousand regex calls. `patterns` are (regex, shown) pairs, regexes built
+    from the already case-folded patterns; `folded` gives those folded pattern texts."""
+
+    def __init__(self, patterns: list[tuple[re.Pattern[str], str]], folded: list[str]):
+        self.patterns = patterns
+        self.buckets: dict[str, list[tuple[int, re.Pattern[str], str]]] = {}
+        for order, ((regex, shown), text) in enumerate(zip(patterns, folded)):
+            self.buckets.setdefault(literal_prefix(text), []).append((order, regex, shown))
+        self.lengths = sorted({len(prefix) for prefix in self.buckets})
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def first_match(self, key: str) -> str | None:
+        candidates: list[tuple[int, re.Pattern[str], str]] = []
+        buckets = self.buckets
+        for length in self.lengths:
+            if length > len(key):
+                break
+            bucket = buckets.get(key[:length])
+            if bucket:
+                candidates.extend(bucket)
+        if len(candidates) > 1:
+            candidates.sort(key=lambda c: c[0])
+        for _, regex, shown in candidates:
+            if regex.fullmatch(key):
+                return shown
+        return None

@@ -82,3 +82,18 @@ def test_row_rows_kept_are_the_rows_whose_table_applies(seed, flavor, options):
     # and the Table_maps written are exactly those of kept tables
     kept_maps = [e.table_map[1:] for e in events_of(out) if e.type_code == EventType.TABLE_MAP]
     assert all(eng.decide_table(db, t).apply for db, t in kept_maps)
+
+
+LIKE_CHARS = st.sampled_from(list("ab_%.\\1"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(LIKE_CHARS, min_size=1, max_size=6), min_size=1, max_size=12),
+       st.text(st.sampled_from(list("ab._1%\\")), max_size=7))
+def test_like_index_finds_the_first_matching_pattern(patterns, key):
+    """The prefix index behind wild rules returns what a scan of every pattern in order returns."""
+    from filter_rules.wildcards import LikeIndex, compile_like
+
+    compiled = [(compile_like(p), p) for p in patterns]
+    expected = next((p for regex, p in compiled if regex.fullmatch(key)), None)
+    assert LikeIndex(compiled, patterns).first_match(key) == expected
