@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.common import DATA_DIR, best_of, row_binlog, target_mb, write_result
 from binlog_workload import WorkloadSpec, generate
 from filter_rules import RuleEngine, Settings
-from filter_rules.binlog_filter import FileSink, filter_files
+from filter_rules.binlog_filter import FileSink, renumbered, filter_files
 from filter_rules.parse import StartupFilters
 from filter_rules.transaction_filter import TransactionFilter
 
@@ -50,8 +50,50 @@ def cached_binlog(name: str, spec: WorkloadSpec) -> Path:
 
 
 def row_file(mb: int) -> Path:
-    """The shared multi-schema ROW binlog of bench.common (also used by the codec benchmark)."""
-    return row_binlog(mb)
+    """A >= `mb` MB multi-schema ROW binlog: bench.common's shared file when it is already
+    there, else one tiled from bench.common's 60 MB file (generating 500 MB event by event takes
+    tens of minutes on a loaded machine; tiling takes seconds)."""
+    if (DATA_DIR / f"row-mariadb-8s-{mb}mb" / "DONE").exists() or mb <= 60:
+        return row_binlog(mb)
+    return tiled_row_file(mb)
+
+
+def tiled_row_file(mb: int, base_mb: int = 60) -> Path:
+    """The base workload's transactions repeated until the file reaches `mb` MB: every copy's
+    MariaDB GTIDs get new sequence numbers, and every event its real end offset as log_pos and
+    a fresh CRC, so the result is a valid binlog (mariadb-binlog reads it)."""
+    directory = DATA_DIR / f"filter-row-tiled-{mb}mb"
+    path = directory / "bench-bin.000001"
+    if (directory / "DONE").exists():
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    data = row_binlog(base_mb).read_bytes()
+    gtid_offsets, off = [], 4
+    while off < len(data):
+        if data[off + 4] == 162:  # MARIADB_GTID
+            gtid_offsets.append(off)
+        off += struct.unpack_from("<I", data, off + 9)[0]
+    first = gtid_offsets[0]
+    head, body = data[:first], data[first:]
+    rel = [o - first for o in gtid_offsets]
+    base_seq = struct.unpack_from("<Q", body, rel[-1] + 19)[0]
+    out_pos = len(head)
+    with open(path, "wb") as out:
+        out.write(head)
+        copy = 0
+        while out_pos < mb * 1e6:
+            chunk = bytearray(body)
+            if copy:
+                for at in rel:
+                    seq = struct.unpack_from("<Q", chunk, at + 19)[0]
+                    struct.pack_into("<Q", chunk, at + 19, seq + copy * base_seq)
+            chunk = renumbered(chunk, out_pos, True)
+            out.write(chunk)
+            out_pos += len(chunk)
+            copy += 1
+    (directory / "bench-bin.index").write_text("./bench-bin.000001\n")
+    (directory / "DONE").write_text(json.dumps({"base_mb": base_mb, "copies": copy}))
+    return path
 
 
 def statement_file() -> Path:

@@ -148,7 +148,7 @@ class Sink:
         raise NotImplementedError
 
 
-def _renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
+def renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
     """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
     starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event."""
     buf = bytearray(raw)
@@ -199,7 +199,7 @@ class _RawWriterMixin:
     def _write_raw_into(self, writer: BinlogWriter, raw, count: int, source_pos: int) -> None:
         out_pos = writer.position
         if writer.renumber_positions and out_pos != source_pos:
-            raw = _renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
+            raw = renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
         writer.out.write(raw)
         writer.position += len(raw)
         writer.events_written += count
