@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import logging
 import re
 from dataclasses import dataclass
@@ -75,7 +77,23 @@ def statement_tables(sql: str, default_db: str | None) -> StatementInfo:
     """Classify `sql` and list its updated tables in statement order (unqualified names take `default_db`).
 
     A statement that cannot be understood comes back with `parse_ok=False`; callers keep it.
+    The answer (immutable) is remembered for the last 2048 short statements: the master's dump
+    service asks once per slave rule group for the same event.
     """
+    if len(sql) > _CACHED_SQL_LEN:
+        return _statement_tables(sql, default_db)
+    return _statement_tables_cached(sql, default_db or "")
+
+
+_CACHED_SQL_LEN = 4096  # bounds the cache's memory: longer statements are parsed every time
+
+
+@functools.lru_cache(maxsize=2048)
+def _statement_tables_cached(sql: str, default_db: str) -> StatementInfo:
+    return _statement_tables(sql, default_db)
+
+
+def _statement_tables(sql: str, default_db: str | None) -> StatementInfo:
     default = default_db or ""
     fast = _fast_path(sql, default)
     if fast is not None:

@@ -42,7 +42,8 @@ class Unit:
     table) and ids, and its GTID. Its `txn` (Event objects, as the reference path builds them) is
     only materialised when a slave's answer needs the reference path."""
 
-    __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "table_ids", "gtid")
+    __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "statements", "gtid",
+                 "gtid_end")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
         self._txn = txn
@@ -54,15 +55,18 @@ class Unit:
         self.fmt = None
         self.events = 0
         self.tables: tuple = ()            # (db, table) of each Table_map, in order
-        self.table_ids: tuple = ()         # their table ids
+        # (end offset in raw, events, index in `tables` after its Table_maps) per statement
+        # (ended by STMT_END_F), or None when the unit does not cut into whole statements.
+        self.statements: tuple | None = None
         self.gtid: tuple | None = None     # ((domain, server_id), seq)
+        self.gtid_end = 0                  # size of the GTID event
 
     @classmethod
-    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, table_ids: tuple,
-             gtid: tuple) -> "Unit":
+    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, statements: tuple | None,
+             gtid: tuple, gtid_end: int) -> "Unit":
         unit = cls(None, file, (file, pos + len(raw)))
         unit.raw, unit.pos, unit.fmt, unit.events = raw, pos, fmt, events
-        unit.tables, unit.table_ids, unit.gtid = tables, table_ids, gtid
+        unit.tables, unit.statements, unit.gtid, unit.gtid_end = tables, statements, gtid, gtid_end
         return unit
 
     @property
@@ -420,7 +424,8 @@ class SegmentReader:
             # Fast-unit state: `ustart` (-1: none) its offset in buf; `ann` an annotation waits
             # for its Table_map; `ids` the raw table ids its Table_maps declared.
             ustart = -1
-            n = 0
+            n = sn = gtid_end = 0
+            stmts: list = []
             ann = False
             tables: list = []
             ids: list = []
@@ -491,6 +496,9 @@ class SegmentReader:
                             if t in rows_types:
                                 if not ann and buf[off + 19 : off + 25] in ids:
                                     n += 1
+                                    if buf[off + 25] & 1:  # STMT_END_F: a statement ends here
+                                        stmts.append((nxt - ustart, n - sn, len(tables)))
+                                        sn = n
                                     off = nxt
                                     continue
                             elif t in annotations:
@@ -499,10 +507,10 @@ class SegmentReader:
                                 off = nxt
                                 continue
                             elif t == XID and not ann:
-                                n += 1
                                 raw = buf[ustart:nxt]
-                                unit = Unit.fast(raw, name, base + ustart, fmt, n, tuple(tables),
-                                                 tuple(int.from_bytes(i, "little") for i in ids), gtid)
+                                unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables),
+                                                 tuple(stmts) if n == sn else None, gtid, gtid_end)
+                                n += 1
                                 ustart = -1
                                 off = nxt
                                 self.units.append(unit)
@@ -521,10 +529,12 @@ class SegmentReader:
                             seq, domain, _ = _MARIADB_GTID_BODY.unpack_from(buf, off + 19)
                             gtid = ((domain, header[2]), seq)
                             ustart = off
-                            n = 1
+                            n = sn = 1
+                            gtid_end = esize
                             ann = False
                             tables = []
                             ids = []
+                            stmts = []
                             off = nxt
                             continue
                         # The reference path, event by event (EventSplitter's checks).

@@ -11,13 +11,15 @@ import re
 import struct
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlog_codec import Event, EventType, GtidTracker, fix_transaction_length, read_format_description
-from binlog_codec.constants import GTID_EVENT_TYPES, LOG_EVENT_SKIP_REPLICATION_F
+from binlog_codec.constants import CHECKSUM_CRC32, GTID_EVENT_TYPES, HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F
+from binlog_codec.event import HEADER
 from binlog_codec.encode import build_event
 from binlog_codec.errors import DumpFilterError, PositionError, RuleError, UnknownSlaveError
 from binlog_codec.transactions import CONTROL, statement_verb
@@ -488,8 +490,9 @@ class DumpService:
             state = self._state(slave, channel)
             self._end_stream(slave, "replaced")
             slave.stream = handle
-            slave.state = state
-            self.words.invalidate()
+            old, slave.state = slave.state, state
+            if old is None or old.engine is not state.engine:
+                self.words.invalidate()  # the flag words only depend on (bit, engine, gate)
         try:
             yield from _Stream(self, slave, handle, start, gtid_state, heartbeat_period, is_active).run()
         finally:
@@ -553,6 +556,7 @@ class _Stream:
         self.fast = service.fast and self.skip_known is None
         self.occurrences: Counter = Counter()
         self._states: tuple | None = None
+        self._hb_parts: tuple | None = None
 
     def run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
@@ -717,7 +721,9 @@ class _Stream:
             states = self._states = (seg, words.generation, row)
         row = states[2]
         state = row[i]
-        if state == _PARTIAL or (state == _SKIP and self.policy != HEARTBEAT):
+        if state == _PARTIAL:
+            return self._fast_partial(seg, i)
+        if state == _SKIP and self.policy != HEARTBEAT:
             return i
         j = (_KEEP_RUN if state == _KEEP else _SKIP_RUN).match(row, i).end()
         slave, stats = self.slave, self.slave.stats
@@ -751,6 +757,52 @@ class _Stream:
             self.pending_hb = units[j - 1].end
         self.pos = slave.position = units[j - 1].end
         return j
+
+    def _fast_partial(self, seg: Segment, i: int) -> int:
+        """A fast unit whose tables are partly kept by this slave: when every statement's
+        Table_maps get one answer, what TransactionFilter keeps is the GTID, the kept statements
+        whole (their annotations, Table_maps and rows: no STMT_END_F moves) and the XID, and a
+        MariaDB GTID has no transaction_length to fix: the kept byte ranges, joined. A statement
+        whose tables are partly kept, or the placeholder policy, takes the reference path."""
+        unit = seg.units[i]
+        statements = unit.statements
+        if statements is None or self.policy == PLACEHOLDER:
+            return i
+        words, bit = self.svc.words, 1 << self.slave.bit
+        get = words.get
+        tables, raw = unit.tables, unit.raw
+        at = unit.gtid_end
+        parts = [raw[:at]]
+        kept = 2  # GTID, XID
+        t0 = 0
+        for stmt_end, events, t1 in statements:
+            keep = get(*tables[t0]) & bit
+            for k in range(t0 + 1, t1):
+                if (get(*tables[k]) & bit) != keep:
+                    return i
+            if keep:
+                parts.append(raw[at:stmt_end])
+                kept += events
+            at, t0 = stmt_end, t1
+        parts.append(raw[at:])
+        out = b"".join(parts)
+        size, nevents = len(raw), unit.events
+        slave, stats = self.slave, self.slave.stats
+        stats.events_read += nevents
+        stats.bytes_read += size
+        self.batch_units += 1
+        self.tracker.mariadb.gtids[unit.gtid[0]] = unit.gtid[1]
+        self.occurrences.update(tables)
+        self._flush_heartbeat()
+        self.parts.append(out)
+        self.batch_bytes += len(out)
+        stats.events_sent += kept
+        stats.bytes_sent += len(out)
+        stats.kept_bytes += len(out)
+        stats.transactions_partial += 1
+        self._skipped(nevents - kept, size - len(out))
+        self.pos = slave.position = unit.end
+        return i + 1
 
     def _flush_hits(self) -> None:
         """Rule hits of the Table_maps decided in runs: what _SlaveDecider.table_kept counts per
@@ -848,18 +900,34 @@ class _Stream:
         return build_event(EventType.HEARTBEAT, pos[0].encode(), fmt=self.fmt, server_id=self.master_server_id,
                            timestamp=0, log_pos=pos[1])
 
+    def _heartbeat_raw(self, pos: Pos) -> bytes:
+        """`_heartbeat_event(pos).raw`, built without an Event (one per skipped stretch)."""
+        file, log_pos = pos
+        key = (file, self.fmt, self.master_server_id)
+        cached = self._hb_parts
+        if cached is None or cached[0] != key:
+            body = file.encode()
+            crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
+            size = HEADER_LEN + len(body) + (4 if crc else 0)
+            cached = self._hb_parts = (key, HEADER.pack(0, EventType.HEARTBEAT, self.master_server_id, size, 0, 0)[:13],
+                                       struct.pack("<H", 0) + body, crc)
+        _, head, tail, crc = cached
+        raw = head + _U32.pack(log_pos) + tail
+        return raw + _U32.pack(zlib.crc32(raw)) if crc else raw
+
     def _flush_heartbeat(self) -> None:
         if self.pending_hb is None:
             return
-        event = self._heartbeat_event(self.pending_hb)
+        raw = self._heartbeat_raw(self.pending_hb)
+        size = len(raw)
         self.pending_hb = None
-        self.parts.append(event.raw)
-        self.batch_bytes += event.size
+        self.parts.append(raw)
+        self.batch_bytes += size
         stats = self.slave.stats
         stats.heartbeats += 1
-        stats.heartbeat_bytes += event.size
+        stats.heartbeat_bytes += size
         stats.events_sent += 1
-        stats.bytes_sent += event.size
+        stats.bytes_sent += size
 
     def _batch(self, caught_up: bool) -> Batch:
         self._flush_heartbeat()
@@ -880,6 +948,7 @@ class _Stream:
         return str(self.tracker.mariadb) if self.tracker.mariadb.gtids else str(self.tracker.mysql)
 
 
+_U32 = struct.Struct("<I")
 _SKIP, _PARTIAL, _KEEP = 0, 1, 2
 _KEEP_RUN, _SKIP_RUN = re.compile(b"\x02+"), re.compile(b"\x00+")
 
