@@ -1,0 +1,218 @@
+"""The dump service's fast path (one-pass SegmentReader with raw units, per-slave runs decided by
+flag-word masks, raw partial units) gives exactly what the reference path gives: the same units
+from the reader, and byte-identical batches and equal stats for every slave, whatever the
+workload, rules, skip policy, segment and batch sizes. Units the fast path cannot decide on raw
+bytes (a statement whose tables are partly kept, the placeholder policy on a partial unit) go
+through TransactionFilter."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from binlog_codec import EventType, group_transactions
+from binlog_workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
+from filter_rules.ruleset import RuleSet
+from filter_rules.transaction_filter import TransactionFilter
+from master.segments import SegmentCache
+from master.service import SKIP_POLICIES, ChannelSpec, DumpService, Registration
+
+SCHEMAS = [f"db{i}" for i in range(1, 5)]
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name[-1].isdigit())
+
+
+def _segments(directory: Path, fast: bool, segment_bytes: int) -> list:
+    cache = SegmentCache(directory, fast=fast, segment_bytes=segment_bytes, cache_bytes=1 << 20)
+    pos, out = (_files(directory)[0], 4), []
+    while True:
+        seg = cache.get(pos)
+        out.append(("segment", seg.start, seg.end, seg.at_end, str(seg.error)))
+        for u in seg.units:
+            out.append((u.file, u.end, u.size, u.txn.kind, u.txn.complete, [(e.pos, e.raw) for e in u.txn.events]))
+        if seg.at_end or not seg.units:
+            return out
+        pos = seg.end
+
+
+def _dump(directory: Path, regs: list[Registration], fast: bool, **kwargs) -> dict:
+    svc = DumpService(directory, fast=fast, **kwargs)
+    for reg in regs:
+        svc.register(reg)
+    out = {}
+    for reg in regs:
+        batches = []
+        for b in svc.stream(reg.server_id):
+            batches.append((b.events, b.position, b.transactions, b.skipped_bytes, b.caught_up, b.heartbeat,
+                            b.gtid_state, b.filter_changed_at))
+            if b.caught_up:
+                break
+        stats = svc.slaves[reg.server_id].stats
+        rows, global_rows = svc.list_filters(reg.server_id)
+        out[reg.server_id] = (batches, stats, [(r["FILTER_NAME"], r["COUNTER"]) for r in rows])
+    return out
+
+
+def _assert_same(directory: Path, regs: list[Registration], **kwargs) -> dict:
+    slow = _dump(directory, regs, False, **kwargs)
+    fast = _dump(directory, regs, True, **kwargs)
+    for sid in slow:
+        assert fast[sid][0] == slow[sid][0], f"server_id {sid}: batches differ"
+        assert fast[sid][1] == slow[sid][1], f"server_id {sid}: stats differ"
+        assert fast[sid][2] == slow[sid][2], f"server_id {sid}: P_S counters differ"
+    return fast
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_segment_reader_equals_reference_reader(tmp_path, fmt, flavor):
+    generate(WorkloadSpec(seed=3, transactions=500, binlog_format=fmt, flavor=flavor, max_binlog_size=50_000,
+                          cross_db_share=0.3), tmp_path)
+    for segment_bytes in (2_000, 1 << 20):
+        assert _segments(tmp_path, True, segment_bytes) == _segments(tmp_path, False, segment_bytes)
+
+
+def test_segment_reader_on_a_file_being_written(tmp_path):
+    """Cut anywhere (inside an event, inside a transaction), both readers stop at the same unit."""
+    src = tmp_path / "src"
+    generate(WorkloadSpec(seed=5, transactions=200), src)
+    data = (src / "master-bin.000001").read_bytes()
+    for cut in (4, 200, 1000, 5003, len(data) // 2 + 7, len(data) - 3):
+        d = tmp_path / f"cut{cut}"
+        d.mkdir()
+        (d / "master-bin.000001").write_bytes(data[:cut])
+        assert _segments(d, True, 3_000) == _segments(d, False, 3_000)
+
+
+def _rules(draw) -> RuleSet:
+    kind = draw(st.sampled_from(["do_db", "ignore_db", "wild_do_table", "wild_ignore_table", "do_table", "none"]))
+    dbs = tuple(draw(st.lists(st.sampled_from(SCHEMAS), min_size=1, max_size=3, unique=True)))
+    if kind == "do_db":
+        return RuleSet(do_db=dbs)
+    if kind == "ignore_db":
+        return RuleSet(ignore_db=dbs)
+    if kind == "wild_do_table":
+        return RuleSet(wild_do_table=tuple(f"{db}.t{draw(st.sampled_from(['1', '2', '%']))}" for db in dbs))
+    if kind == "wild_ignore_table":
+        return RuleSet(wild_ignore_table=tuple(f"{db}.t{draw(st.sampled_from(['1', '%']))}" for db in dbs))
+    if kind == "do_table":
+        return RuleSet(do_table=tuple(f"{db}.t1" for db in dbs))
+    return RuleSet()
+
+
+@st.composite
+def scenarios(draw):
+    spec = WorkloadSpec(seed=draw(st.integers(0, 10_000)), schemas=len(SCHEMAS), tables_per_schema=2,
+                        transactions=draw(st.integers(50, 400)), binlog_format=draw(st.sampled_from(FORMATS)),
+                        flavor=draw(st.sampled_from(FLAVORS)), cross_db_share=draw(st.sampled_from([0.0, 0.3, 0.8])),
+                        ddl_share=draw(st.sampled_from([0.0, 0.05])),
+                        max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])))
+    regs = [Registration(server_id=sid, skip_policy=draw(st.sampled_from(SKIP_POLICIES)),
+                         filters=(ChannelSpec(None, _rules(draw)),))
+            for sid in range(1, draw(st.integers(1, 4)) + 1)]
+    sizes = {"segment_bytes": draw(st.sampled_from([1_500, 20_000, 1 << 20])),
+             "batch_bytes": draw(st.sampled_from([1, 3_000, 256 << 10]))}
+    return spec, regs, sizes
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenarios())
+def test_fast_dump_equals_reference_dump(tmp_path_factory, scenario):
+    spec, regs, sizes = scenario
+    directory = tmp_path_factory.mktemp("binlog")
+    generate(spec, directory)
+    _assert_same(directory, regs, **sizes)
+
+
+@pytest.fixture(scope="module")
+def row_workload(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("row")
+    generate(WorkloadSpec(seed=11, schemas=4, transactions=600, cross_db_share=0.5, max_binlog_size=40_000), directory)
+    return directory
+
+
+def _count_filter_calls(monkeypatch) -> list:
+    calls = []
+    original = TransactionFilter.filter
+
+    def spy(self, txn):
+        calls.append(txn)
+        return original(self, txn)
+
+    monkeypatch.setattr(TransactionFilter, "filter", spy)
+    return calls
+
+
+def test_fast_path_decides_row_units_without_transaction_filter(row_workload, monkeypatch):
+    """Kept, skipped and cross-db partial ROW units under the heartbeat policy never reach
+    TransactionFilter (only DDL and control units do), and the result equals the reference."""
+    regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
+            Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(ignore_db=("db2", "db3"))),))]
+    fast = _assert_same(row_workload, regs)
+    assert fast[1][1].transactions_partial > 0 and fast[1][1].transactions_kept > 0
+    calls = _count_filter_calls(monkeypatch)
+    _dump(row_workload, regs, True)
+    assert calls, "DDL units take the reference path"
+    assert all(any(e.type_code in (EventType.QUERY, EventType.FORMAT_DESCRIPTION, EventType.ROTATE,
+                                   EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT)
+                   for e in txn.events) for txn in calls), "a pure ROW unit went through TransactionFilter"
+
+
+def test_partial_units_under_placeholder_policy_take_the_reference_path(row_workload, monkeypatch):
+    regs = [Registration(server_id=1, skip_policy="placeholder", filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),))]
+    fast = _assert_same(row_workload, regs)
+    assert fast[1][1].transactions_partial > 0 and fast[1][1].placeholders > 0
+    calls = _count_filter_calls(monkeypatch)
+    _dump(row_workload, regs, True)
+    assert any(all(e.type_code != EventType.QUERY for e in txn.events[1:]) for txn in calls)
+
+
+def _synth_binlog(directory: Path, flavor: str) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_filtering_helpers", Path(__file__).parents[1] / "filtering" / "helpers.py")
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    synth = helpers.Synth(flavor)
+    synth.rows_txn([[(1, "a", "t1"), (2, "b", "t2")]])                  # one statement, two dbs
+    synth.rows_txn([[(1, "a", "t1")], [(2, "b", "t2")]])                # two statements
+    synth.rows_txn([[(3, "b", "t3"), (4, "b", "t4")], [(1, "a", "t1")]])
+    synth.rows_txn([[(1, "a", "t1"), (2, "b", "t2")]], rows_order=[1, 0])
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "master-bin.000001").write_bytes(synth.bytes())
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+@pytest.mark.parametrize("policy", SKIP_POLICIES)
+def test_partly_kept_statement_takes_the_reference_path(tmp_path, monkeypatch, flavor, policy):
+    """A multi-table statement whose tables are partly kept has its STMT_END_F moved by
+    TransactionFilter: the fast path hands such units to it, and the bytes are the reference's."""
+    _synth_binlog(tmp_path, flavor)
+    regs = [Registration(server_id=1, skip_policy=policy, filters=(ChannelSpec(None, RuleSet(do_db=("a",))),)),
+            Registration(server_id=2, skip_policy=policy, filters=(ChannelSpec(None, RuleSet(do_db=("b",))),)),
+            Registration(server_id=3, skip_policy=policy, filters=(ChannelSpec(None, RuleSet(ignore_db=("c",))),))]
+    fast = _assert_same(tmp_path, regs, segment_bytes=200)
+    assert fast[1][1].transactions_partial >= 3
+    calls = _count_filter_calls(monkeypatch)
+    _dump(tmp_path, regs, True, segment_bytes=200)
+    mixed = [txn for txn in calls if sum(e.type_code == EventType.TABLE_MAP for e in txn.events) == 2
+             and len({e.table_map[1] for e in txn.events if e.type_code == EventType.TABLE_MAP}) == 2]
+    assert mixed, "the partly kept statement went through TransactionFilter"
+
+
+def test_fast_path_on_the_grpc_workload_with_changes_at_boundaries(workload_dir, tmp_path):
+    """The multi-file workload of the gRPC tests, several slaves with overlapping rules and a
+    ChangeFilter queued before the stream starts (applied at the first boundary)."""
+    directory = tmp_path / "b"
+    shutil.copytree(workload_dir, directory)
+    regs = [Registration(server_id=sid, skip_policy=policy, filters=(ChannelSpec(None, RuleSet(do_db=(db,))),))
+            for sid, (db, policy) in enumerate([("db1", "heartbeat"), ("db1", "empty-transaction"),
+                                                ("db2", "heartbeat"), ("db3", "placeholder")], start=1)]
+    _assert_same(directory, regs, segment_bytes=30_000, batch_bytes=20_000)
