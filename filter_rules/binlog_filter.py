@@ -47,6 +47,7 @@ from filter_rules.transaction_filter import EMPTIED, KEPT, PARTIAL, PASSED, SKIP
 
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
+_TYPE_SIZE = struct.Struct("<4xB4xI")  # (type_code, event_size) of a common header
 _LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
 _QUERY = int(EventType.QUERY)
 _COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transaction's COMMIT holds
@@ -458,7 +459,9 @@ class BinlogFilter:
 
         fmt: FormatDescription | None = None
         crc_len = 0
-        tm_post = 8
+        tm_at = HEADER_LEN + 8
+        check_crc = False
+        type_size = _TYPE_SIZE.unpack_from
         flag_at: dict[int, int] = {}
 
         # Fast-unit state: `start` (-1: none) is its offset in buf; `stmt_start` where the
@@ -468,7 +471,7 @@ class BinlogFilter:
         gtid_end = 0
         stmt_start = 0
         stmt_keep = None
-        stmt_n = 0
+        stmt_first_n = 0
         n = 0
         dropped: list[tuple[int, int, int]] = []
         any_kept = False
@@ -515,27 +518,24 @@ class BinlogFilter:
             off = 0
             end = len(buf)
             while off + HEADER_LEN <= end:
-                header = unpack(buf, off)
-                t = header[1]
-                size = header[3]
-                if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-                    raise BinlogError(f"event size {size} is impossible (type {t})", path=name, offset=base + off)
+                t, size = type_size(buf, off)
                 nxt = off + size
-                if nxt > end:
+                if nxt > end or size < HEADER_LEN:
+                    if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                        raise BinlogError(f"event size {size} is impossible (type {t})", path=name, offset=base + off)
                     break
                 if start >= 0:
                     # Inside a fast unit: only known fixed-shape events; CRC checked here.
-                    if verify and crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                    if check_crc and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
                         raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
                     n += 1
-                    stmt_n += 1
                     if t == TABLE_MAP:
-                        at = off + HEADER_LEN + tm_post
+                        at = off + tm_at
                         tbl_at = at + 2 + buf[at]
                         key = buf[at : tbl_at + 1 + buf[tbl_at]]
                         keep = names.get(key)
                         if keep is None:
-                            _, db, table = Event(buf[off:nxt], 0, fmt, header).table_map
+                            _, db, table = Event(buf[off:nxt], 0, fmt).table_map
                             keep = names[key] = table_kept(db, table)
                         if stmt_keep is None:
                             stmt_keep = keep
@@ -554,10 +554,10 @@ class BinlogFilter:
                                 if stmt_keep:
                                     any_kept = True
                                 else:
-                                    dropped.append((stmt_start, nxt, stmt_n))
+                                    dropped.append((stmt_start, nxt, n - stmt_first_n))
                                 stmt_start = nxt
                                 stmt_keep = None
-                                stmt_n = 0
+                                stmt_first_n = n
                         off = nxt
                         continue
                     if t in annotations:
@@ -599,7 +599,7 @@ class BinlogFilter:
                         continue
                     if t == QUERY and off == gtid_end and not mariadb and _is_begin(buf, off, size, fmt):
                         stmt_start = nxt
-                        stmt_n = 0
+                        stmt_first_n = n
                         off = nxt
                         continue
                     # Anything else: the reference path takes the unit from here.
@@ -607,28 +607,28 @@ class BinlogFilter:
                     # fall through to the slow handling of this event
                 elif t in gtid_types and grouper.current is None and fmt is not None and not (
                         t == MARIADB_GTID and buf[off + HEADER_LEN + 12] & MARIADB_FL_STANDALONE):
-                    if verify and crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                    if check_crc and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
                         raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
                     start = off
                     gtid_end = stmt_start = nxt
                     mariadb = t == MARIADB_GTID
                     stmt_keep = None
                     any_kept = False
-                    n = 1
-                    stmt_n = 0
+                    n = stmt_first_n = 1
                     if dropped:
                         dropped = []
                     off = nxt
                     continue
                 # The reference path, event by event.
-                event = Event(buf[off:nxt], base + off, fmt, header)
+                event = Event(buf[off:nxt], base + off, fmt)
                 checker._check(event)
                 if t == FDE:
                     fmt = checker.fmt
                     event.fmt = fmt
                     crc_len = fmt.checksum_len
+                    check_crc = verify and crc_len > 0
                     commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
-                    tm_post = fmt.post_header_lens[TABLE_MAP - 1]
+                    tm_at = HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
                     flag_at.clear()
                     if grouper.current is None and sink.begin_file(event, path):
                         self._consumed_control(event)
