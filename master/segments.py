@@ -10,6 +10,7 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
+from itertools import accumulate, chain
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,18 +44,19 @@ class Unit:
     only materialised when a slave's answer needs the reference path."""
 
     __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "statements", "gtid",
-                 "gtid_end")
+                 "gtid_end", "nbytes")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
         self._txn = txn
         self.file = file
         self.end = end
         self.results = {} if results is None else results
+        self.events = len(txn.events) if txn is not None else 0
+        self.nbytes = txn.size if txn is not None else 0
         self.raw: bytes | None = None      # fast units only, from here on
         self.pos = 0
         self.fmt = None
-        self.events = 0
-        self.tables: tuple = ()            # (db, table) of each Table_map, in order
+        self.tables: tuple = ()            # (db, table) of each Table_map, in order (fast units)
         # (end offset in raw, events, index in `tables` after its Table_maps) per statement
         # (ended by STMT_END_F), or None when the unit does not cut into whole statements.
         self.statements: tuple | None = None
@@ -64,8 +66,10 @@ class Unit:
     @classmethod
     def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, statements: tuple | None,
              gtid: tuple, gtid_end: int) -> "Unit":
-        unit = cls(None, file, (file, pos + len(raw)))
-        unit.raw, unit.pos, unit.fmt, unit.events = raw, pos, fmt, events
+        unit = cls.__new__(cls)
+        unit._txn = None
+        unit.file, unit.end, unit.results = file, (file, pos + len(raw)), {}
+        unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
         unit.tables, unit.statements, unit.gtid, unit.gtid_end = tables, statements, gtid, gtid_end
         return unit
 
@@ -90,8 +94,7 @@ class Unit:
 
     @property
     def size(self) -> int:
-        raw = self.raw
-        return len(raw) if raw is not None else self._txn.size
+        return self.nbytes
 
 
 @dataclass(eq=False)
@@ -105,7 +108,8 @@ class Segment:
 
     @property
     def size(self) -> int:
-        return sum(u.size for u in self.units)
+        index = self.index
+        return index.cum[-1] if index is not None else sum(u.nbytes for u in self.units)
 
 
 class SegmentIndex:
@@ -115,27 +119,12 @@ class SegmentIndex:
     keep-any mask (OR): one computation per unit for every slave."""
 
     def __init__(self, units: list[Unit]):
-        cum, evc, toff = [0], [0], [0]
-        fast = []
-        gtids = []
-        occ: list = []
-        c = e = 0
-        for u in units:
-            if u.raw is not None:
-                c += len(u.raw)
-                e += u.events
-                fast.append(True)
-                gtids.append(u.gtid)
-                occ.extend(u.tables)
-            else:
-                c += u.size
-                e += len(u._txn.events)
-                fast.append(False)
-                gtids.append(None)
-            cum.append(c)
-            evc.append(e)
-            toff.append(len(occ))
-        self.cum, self.evc, self.toff, self.fast, self.gtids, self.occ = cum, evc, toff, fast, gtids, occ
+        self.cum = [0, *accumulate([u.nbytes for u in units])]
+        self.evc = [0, *accumulate([u.events for u in units])]
+        self.toff = [0, *accumulate([len(u.tables) for u in units])]
+        self.occ = list(chain.from_iterable([u.tables for u in units]))
+        self.fast = [u.raw is not None for u in units]
+        self.gtids = [u.gtid for u in units]
         self.raws = [u.raw for u in units]
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
@@ -326,6 +315,10 @@ _ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY
 _TABLE_MAP, _XID, _MARIADB_GTID = int(EventType.TABLE_MAP), int(EventType.XID), int(EventType.MARIADB_GTID)
 _FDE, _ROTATE = int(EventType.FORMAT_DESCRIPTION), int(EventType.ROTATE)
 _U32 = struct.Struct("<I")
+# The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant: an
+# event's CRC is checked with one crc32() over the whole event.
+CRC_RESIDUE = 0x2144DF1C
+_TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _MARIADB_GTID_BODY = struct.Struct("<QIB")  # seq_no, domain_id, flags2
 CHUNK = 1 << 20
 
@@ -407,6 +400,7 @@ class SegmentReader:
         names = self.names
         push = self._push
         unpack = HEADER.unpack_from
+        type_size = _TYPE_SIZE.unpack_from
         u32 = _U32.unpack_from
         crc32 = zlib.crc32
         rows_types, annotations, known = _ROWS, _ANNOTATIONS, KNOWN_TYPES
@@ -466,9 +460,7 @@ class SegmentReader:
                 end = len(buf)
                 try:
                     while off + 19 <= end:
-                        header = unpack(buf, off)
-                        t = header[1]
-                        esize = header[3]
+                        t, esize = type_size(buf, off)
                         if esize < 19 or esize > MAX_EVENT_SIZE:
                             raise BinlogError(f"event size {esize} is impossible (type {t})", path=pathname,
                                               offset=base + off)
@@ -476,7 +468,7 @@ class SegmentReader:
                         if nxt > end:
                             break
                         if ustart >= 0:
-                            if crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
                                 raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
                                                     offset=base + off)
                             if t == TABLE_MAP:
@@ -485,7 +477,7 @@ class SegmentReader:
                                 key = buf[at : tbl_at + 1 + buf[tbl_at]]
                                 names_of = names.get(key)
                                 if names_of is None:
-                                    _, db, table = Event(buf[off:nxt], 0, fmt, header).table_map
+                                    _, db, table = Event(buf[off:nxt], 0, fmt).table_map
                                     names_of = names[key] = (db, table)
                                 tables.append(names_of)
                                 ids.append(buf[off + 19 : off + 25])
@@ -523,11 +515,11 @@ class SegmentReader:
                             hand_over(off)
                         elif t == MARIADB_GTID and fast_ok and grouper.current is None \
                                 and not buf[off + 31] & MARIADB_FL_STANDALONE:
-                            if crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
                                 raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
                                                     offset=base + off)
                             seq, domain, _ = _MARIADB_GTID_BODY.unpack_from(buf, off + 19)
-                            gtid = ((domain, header[2]), seq)
+                            gtid = ((domain, u32(buf, off + 5)[0]), seq)
                             ustart = off
                             n = sn = 1
                             gtid_end = esize
@@ -538,6 +530,7 @@ class SegmentReader:
                             off = nxt
                             continue
                         # The reference path, event by event (EventSplitter's checks).
+                        header = unpack(buf, off)
                         event = Event(buf[off:nxt], base + off, fmt, header)
                         if t == FDE or t not in known or fmt is None:
                             splitter._pos = base + off
@@ -545,7 +538,7 @@ class SegmentReader:
                             fmt = splitter.fmt
                             crc_len = fmt.checksum_len if verify else 0
                             fast_ok = _fast_format(fmt)
-                        elif crc_len and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
+                        elif crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
                             raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
                                                 offset=base + off)
                         off = nxt
