@@ -157,6 +157,11 @@ class RelayLog:
             self.file.write(event.raw)
             self.position += event.size
 
+    def write_raw(self, raw: bytes) -> None:
+        """Whole events given as one byte range (kept as the master sent them)."""
+        self.file.write(raw)
+        self.position += len(raw)
+
     def _rotate(self, fde: Event | None = None) -> None:
         fde = fde or self.fde
         next_name = f"{BASENAME}.{int(self.current.rsplit('.', 1)[1]) + 1:06d}"
