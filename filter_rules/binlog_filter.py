@@ -462,7 +462,7 @@ class BinlogFilter:
         tm_at = HEADER_LEN + 8
         check_crc = False
         type_size = _TYPE_SIZE.unpack_from
-        flag_at: dict[int, int] = {}
+        flag_at: dict[int, int] = {r: HEADER_LEN + 6 for r in _ROWS}
 
         # Fast-unit state: `start` (-1: none) is its offset in buf; `stmt_start` where the
         # current statement starts and `stmt_keep` its decision (None: no Table_map yet);
@@ -547,10 +547,7 @@ class BinlogFilter:
                         if stmt_keep is None:  # rows without their Table_map in this unit
                             hand_over(buf, base, nxt)
                         else:
-                            fa = flag_at.get(t)
-                            if fa is None:
-                                fa = flag_at[t] = HEADER_LEN + fmt.table_id_len(t)
-                            if buf[off + fa] & 1:  # STMT_END_F: the statement ends here
+                            if buf[off + flag_at[t]] & 1:  # STMT_END_F: the statement ends here
                                 if stmt_keep:
                                     any_kept = True
                                 else:
@@ -629,7 +626,8 @@ class BinlogFilter:
                     check_crc = verify and crc_len > 0
                     commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
                     tm_at = HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
-                    flag_at.clear()
+                    # Offset of the rows flags' low byte (STMT_END_F = 0x1), per rows event type.
+                    flag_at = {r: HEADER_LEN + fmt.table_id_len(r) for r in rows_types}
                     if grouper.current is None and sink.begin_file(event, path):
                         self._consumed_control(event)
                         off = nxt
