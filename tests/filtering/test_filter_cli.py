@@ -10,7 +10,7 @@ import pytest
 from binlog_codec import EventType
 from binlog_files import binlog_paths
 from dumpfilter.cli import main
-from helpers import content_units, events_of, load, mariadb_binlog_reads
+from filtering_helpers import content_units, events_of, load, mariadb_binlog_reads
 
 pytestmark = pytest.mark.fixtures
 

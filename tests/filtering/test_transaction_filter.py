@@ -11,7 +11,7 @@ import pytest
 
 from binlog_codec import EventType
 from binlog_codec.constants import STMT_END_F
-from helpers import (Synth, assert_positions, assert_transaction_lengths, content_units, events_of, load,
+from filtering_helpers import (Synth, assert_positions, assert_transaction_lengths, content_units, events_of, load,
                      mariadb_binlog_reads, run)
 
 pytestmark = pytest.mark.fixtures

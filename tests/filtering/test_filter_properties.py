@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from binlog_codec import EventType
 from binlog_workload import WorkloadSpec, generate
-from helpers import assert_positions, assert_transaction_lengths, content_units, events_of, run
+from filtering_helpers import assert_positions, assert_transaction_lengths, content_units, events_of, run
 
 DBS = ["db1", "db2", "db3", "db4"]
 TABLES = [f"{db}.t{i}" for db in DBS for i in (1, 2, 3)]
