@@ -120,3 +120,22 @@ def test_series_output_reads_in_mariadb_binlog(find, tmp_path):
           "--max-binlog-size", "30000", "--summary", "none"])
     for path in binlog_paths(out):
         mariadb_binlog_reads(path)
+
+
+def test_series_starts_a_new_file_when_the_format_changes(find, tmp_path):
+    """A 5.7 binlog then an 8.0 one: their FDEs differ (post-header lengths), so the 8.0 events go
+    to a new output file opened with the 8.0 FDE, and the first file rotates to it."""
+    first, second = find("log.bin"), find("binlog.000733")
+    out = tmp_path / "s"
+    assert main(["filter", str(first), str(second), "-o", str(out), "--basename", "mixed-bin",
+                 "--replicate-ignore-db=nothing", "--summary", "none"]) == 0
+    files = binlog_paths(out)
+    assert [p.name for p in files] == ["mixed-bin.000001", "mixed-bin.000002"]
+    one, two = (events_of(p.read_bytes()) for p in files)
+    assert one[0].fmt.server_version.startswith("5.7") and two[0].fmt.server_version.startswith("8.0")
+    assert one[-1].type_code == EventType.ROTATE and one[-1].rotate == (4, "mixed-bin.000002")
+    assert [u.gtid for u in content_units(files[0].read_bytes())] == [u.gtid for u in content_units(load(first))]
+    assert [u.gtid for u in content_units(files[1].read_bytes())] == [u.gtid for u in content_units(load(second))]
+    # the second file's Previous_GTIDs carries what the first file wrote
+    previous = next(e for e in two if e.type_code == EventType.PREVIOUS_GTIDS)
+    assert "e3e2a4ee-b6dc-11ea-8bcf-0242ac150002:1-3" in str(previous.gtid_set)
