@@ -12,7 +12,7 @@ import struct
 import threading
 import time
 import zlib
-from collections import Counter
+from collections import Counter, _count_elements
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -577,7 +577,7 @@ class _Stream:
             while i < n:
                 if slave.pending:
                     self._boundary()
-                j = self._fast_run(seg, i) if self.fast else i
+                j = self._fast_runs(seg, i) if self.fast else i
                 if j == i:
                     self._unit(units[i])
                     j = i + 1
@@ -700,109 +700,106 @@ class _Stream:
                 self.pending_hb = unit.end
         self._advance(unit)
 
-    def _fast_run(self, seg: Segment, i: int) -> int:
-        """Handle a run of fast units from `i` that all get the same answer for this slave, all
-        kept or (heartbeat policy) all skipped, without an Event or a TransactionFilter call per
-        unit: the unit's flag-word masks (one AND/OR per unit for every slave) give the answer,
-        the segment's prefix sums give the counts. Returns the index after the run (`i`: unit i
-        takes the reference path: not a fast unit, partly kept, or skipped under a policy that
-        sends something for it)."""
+    def _row(self, seg: Segment) -> bytes | None:
+        """This slave's answer for each unit of `seg`, one byte per unit: _KEEP (every table
+        kept), _SKIP (none), _PARTIAL, or _SLOW (not a fast unit). From the segment's per-unit
+        masks (one AND/OR per unit for every slave) and this slave's bit; cached per segment and
+        flag-word generation."""
         index = seg.index
-        if index is None or not index.fast[i] or self.fmt is None:
-            return i
-        units = seg.units
+        if index is None or self.fmt is None:
+            return None
         words = self.svc.words
         states = self._states
         if states is None or states[0] is not seg or states[1] != words.generation:
-            keep_all, keep_any = index.masks_for(units, words)
+            keep_all, keep_any = index.masks_for(seg.units, words)
             bit = 1 << self.slave.bit
-            row = bytes([3 if not f else 2 if k & bit else 1 if a & bit else 0
+            row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
                          for f, k, a in zip(index.fast, keep_all, keep_any)])
             states = self._states = (seg, words.generation, row)
-        row = states[2]
-        state = row[i]
-        if state == _PARTIAL:
-            return self._fast_partial(seg, i)
-        if state == _SKIP and self.policy != HEARTBEAT:
+        return states[2]
+
+    def _fast_runs(self, seg: Segment, i: int) -> int:
+        """Handle fast units from `i` on, in runs that get the same answer for this slave (all
+        kept; or all skipped under the heartbeat policy), without an Event or a TransactionFilter
+        call per unit; the segment's prefix sums give the counts. Stops at a unit that needs
+        more (partly kept, skipped under another policy, not a fast unit), when the batch is
+        full (after the unit that fills it, as the reference path cuts), or when a ChangeFilter
+        is pending. Returns the index of the first unit not handled."""
+        row = self._row(seg)
+        if row is None:
             return i
-        j = (_KEEP_RUN if state == _KEEP else _SKIP_RUN).match(row, i).end()
+        n = len(row)
+        index, units = seg.index, seg.units
+        cum, evc, raws = index.cum, index.evc, index.raws
         slave, stats = self.slave, self.slave.stats
-        cum = index.cum
-        if state == _KEEP:
-            self._flush_heartbeat()
-            # Cut where the reference path would: after the unit that fills the batch.
-            cut = bisect.bisect_left(cum, self.svc.batch_bytes - self.batch_bytes + cum[i], i + 1, j + 1)
-            if cut <= j:
-                j = cut
-        nbytes = cum[j] - cum[i]
-        nevents = index.evc[j] - index.evc[i]
-        count = j - i
+        limit = self.svc.batch_bytes
+        skip_ok = self.policy == HEARTBEAT
+        match_keep, match_skip, bisect_left = _KEEP_RUN.match, _SKIP_RUN.match, bisect.bisect_left
+        start = i
+        kept_units = partial_units = skipped_units = sent_bytes = sent_events = 0
+        partial_ok = self.policy != PLACEHOLDER
+        bit = 1 << slave.bit
+        while i < n and not slave.pending:
+            state = row[i]
+            if state == _KEEP:
+                j = match_keep(row, i).end()
+                if self.pending_hb is not None:
+                    self._flush_heartbeat()
+                # Cut where the reference path would: after the unit that fills the batch.
+                cut = bisect_left(cum, limit - self.batch_bytes + cum[i], i + 1, j + 1)
+                if cut <= j:
+                    j = cut
+                self.parts.append(b"".join(raws[i:j]))
+                nbytes = cum[j] - cum[i]
+                self.batch_bytes += nbytes
+                kept_units += j - i
+                sent_bytes += nbytes
+                sent_events += evc[j] - evc[i]
+                i = j
+                if self.batch_bytes >= limit:
+                    break
+            elif state == _SKIP and skip_ok:
+                j = match_skip(row, i).end()
+                skipped_units += j - i
+                self.pending_hb = units[j - 1].end
+                i = j
+            elif state == _PARTIAL and partial_ok:
+                kept = _partial_bytes(units[i], self.svc.words.get, bit)
+                if kept is None:
+                    break
+                out, events = kept
+                if self.pending_hb is not None:
+                    self._flush_heartbeat()
+                self.parts.append(out)
+                self.batch_bytes += len(out)
+                partial_units += 1
+                sent_bytes += len(out)
+                sent_events += events
+                i += 1
+                if self.batch_bytes >= limit:
+                    break
+            else:
+                break
+        if i == start:
+            return i
+        nevents = evc[i] - evc[start]
+        nbytes = cum[i] - cum[start]
         stats.events_read += nevents
         stats.bytes_read += nbytes
-        self.batch_units += count
-        self.tracker.mariadb.gtids.update(index.gtids[i:j])
-        self.occurrences.update(index.occ[index.toff[i] : index.toff[j]])
-        if state == _KEEP:
-            self.parts.append(b"".join(index.raws[i:j]))
-            self.batch_bytes += nbytes
-            stats.events_sent += nevents
-            stats.bytes_sent += nbytes
-            stats.kept_bytes += nbytes
-            stats.transactions_kept += count
-        else:
-            stats.transactions_skipped += count
-            stats.events_skipped += nevents
-            stats.bytes_skipped += nbytes
-            self.batch_skipped += nbytes
-            self.pending_hb = units[j - 1].end
-        self.pos = slave.position = units[j - 1].end
-        return j
-
-    def _fast_partial(self, seg: Segment, i: int) -> int:
-        """A fast unit whose tables are partly kept by this slave: when every statement's
-        Table_maps get one answer, what TransactionFilter keeps is the GTID, the kept statements
-        whole (their annotations, Table_maps and rows: no STMT_END_F moves) and the XID, and a
-        MariaDB GTID has no transaction_length to fix: the kept byte ranges, joined. A statement
-        whose tables are partly kept, or the placeholder policy, takes the reference path."""
-        unit = seg.units[i]
-        statements = unit.statements
-        if statements is None or self.policy == PLACEHOLDER:
-            return i
-        words, bit = self.svc.words, 1 << self.slave.bit
-        get = words.get
-        tables, raw = unit.tables, unit.raw
-        at = unit.gtid_end
-        parts = [raw[:at]]
-        kept = 2  # GTID, XID
-        t0 = 0
-        for stmt_end, events, t1 in statements:
-            keep = get(*tables[t0]) & bit
-            for k in range(t0 + 1, t1):
-                if (get(*tables[k]) & bit) != keep:
-                    return i
-            if keep:
-                parts.append(raw[at:stmt_end])
-                kept += events
-            at, t0 = stmt_end, t1
-        parts.append(raw[at:])
-        out = b"".join(parts)
-        size, nevents = len(raw), unit.events
-        slave, stats = self.slave, self.slave.stats
-        stats.events_read += nevents
-        stats.bytes_read += size
-        self.batch_units += 1
-        self.tracker.mariadb.gtids[unit.gtid[0]] = unit.gtid[1]
-        self.occurrences.update(tables)
-        self._flush_heartbeat()
-        self.parts.append(out)
-        self.batch_bytes += len(out)
-        stats.events_sent += kept
-        stats.bytes_sent += len(out)
-        stats.kept_bytes += len(out)
-        stats.transactions_partial += 1
-        self._skipped(nevents - kept, size - len(out))
-        self.pos = slave.position = unit.end
-        return i + 1
+        self.batch_units += i - start
+        self.tracker.mariadb.gtids.update(index.gtids[start:i])
+        _count_elements(self.occurrences, index.occ[index.toff[start] : index.toff[i]])
+        stats.events_sent += sent_events
+        stats.bytes_sent += sent_bytes
+        stats.kept_bytes += sent_bytes
+        stats.transactions_kept += kept_units
+        stats.transactions_partial += partial_units
+        stats.transactions_skipped += skipped_units
+        stats.events_skipped += nevents - sent_events
+        stats.bytes_skipped += nbytes - sent_bytes
+        self.batch_skipped += nbytes - sent_bytes
+        self.pos = slave.position = units[i - 1].end
+        return i
 
     def _flush_hits(self) -> None:
         """Rule hits of the Table_maps decided in runs: what _SlaveDecider.table_kept counts per
@@ -949,8 +946,35 @@ class _Stream:
 
 
 _U32 = struct.Struct("<I")
-_SKIP, _PARTIAL, _KEEP = 0, 1, 2
+_SKIP, _PARTIAL, _KEEP, _SLOW = 0, 1, 2, 3
 _KEEP_RUN, _SKIP_RUN = re.compile(b"\x02+"), re.compile(b"\x00+")
+
+
+def _partial_bytes(unit: Unit, get: Callable[[str, str], int], bit: int) -> tuple[bytes, int] | None:
+    """What TransactionFilter keeps of a fast unit whose tables are partly kept, when every
+    statement's Table_maps get one answer: the GTID, the kept statements whole (annotations,
+    Table_maps, rows: no STMT_END_F has to move) and the XID; a MariaDB GTID has no
+    transaction_length to fix. (bytes, events), or None for the reference path (a statement
+    whose tables are partly kept, or a unit not cut into whole statements)."""
+    statements = unit.statements
+    if statements is None:
+        return None
+    tables, raw = unit.tables, unit.raw
+    at = unit.gtid_end
+    parts = [raw[:at]]
+    kept = 2  # GTID, XID
+    t0 = 0
+    for stmt_end, events, t1 in statements:
+        keep = get(*tables[t0]) & bit
+        for k in range(t0 + 1, t1):
+            if (get(*tables[k]) & bit) != keep:
+                return None
+        if keep:
+            parts.append(raw[at:stmt_end])
+            kept += events
+        at, t0 = stmt_end, t1
+    parts.append(raw[at:])
+    return b"".join(parts), kept
 
 
 def _is_framing(event: Event) -> bool:

@@ -177,7 +177,7 @@ def test_partial_units_under_placeholder_policy_take_the_reference_path(row_work
 def _synth_binlog(directory: Path, flavor: str) -> None:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_filtering_helpers", Path(__file__).parents[1] / "filtering" / "helpers.py")
+    spec = importlib.util.spec_from_file_location("_filtering_helpers", Path(__file__).parents[1] / "filtering" / "filtering_helpers.py")
     helpers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(helpers)
     synth = helpers.Synth(flavor)
