@@ -8,7 +8,8 @@ import struct
 import subprocess
 import sys
 
-from bench.common import best_of, row_binlog, target_mb, write_result
+from bench.bench_filter import row_file
+from bench.common import best_of, target_mb, write_result
 from binlog_codec import BinlogReader, EventType
 
 HEADER = struct.Struct("<IBIIIH")
@@ -71,7 +72,7 @@ print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def main() -> dict:
-    path = row_binlog()
+    path = row_file(target_mb())
     size = path.stat().st_size
     mb = size / 1e6
     base_t, base_n = best_of(lambda: header_only_loop(path))
