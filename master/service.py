@@ -524,7 +524,9 @@ def _gtid_filter(state: str | None) -> Callable[[Event], bool] | None:
     except ValueError:
         raise PositionError(f"GTID state {state!r} is neither 'domain-server-seq,...' nor 'uuid:1-5,...'") from None
     # MariaDB's dump thread skips, per domain, every GTID at or below the slave's sequence number.
-    return lambda event: event.gtid_info.gno <= limits.get(event.gtid_info.domain, -1)
+    known = lambda event: event.gtid_info.gno <= limits.get(event.gtid_info.domain, -1)  # noqa: E731
+    known.limits = limits  # for the fast path: whole segments past the state skip nothing
+    return known
 
 
 class _Stream:
@@ -553,7 +555,8 @@ class _Stream:
         self.changed_at: Pos | None = None
         # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
         # unit by unit; `occurrences` are Table_maps whose rule hits are not counted yet.
-        self.fast = service.fast and self.skip_known is None
+        self.gtid_limits: dict[int, int] | None = getattr(self.skip_known, "limits", None)
+        self.fast = service.fast and (self.skip_known is None or self.gtid_limits is not None)
         self.occurrences: Counter = Counter()
         self._states: tuple | None = None
         self._hb_parts: tuple | None = None
@@ -711,6 +714,11 @@ class _Stream:
         words = self.svc.words
         states = self._states
         if states is None or states[0] is not seg or states[1] != words.generation:
+            limits = self.gtid_limits
+            if limits and any(g is not None and g[1] <= limits.get(g[0][0], -1) for g in index.gtids):
+                # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
+                self._states = (seg, words.generation, None)
+                return None
             keep_all, keep_any = index.masks_for(seg.units, words)
             bit = 1 << self.slave.bit
             row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
