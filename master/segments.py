@@ -420,6 +420,8 @@ class SegmentReader:
             ustart = -1
             n = sn = gtid_end = 0
             stmts: list = []
+            sids: list = []
+            split = True
             ann = False
             tables: list = []
             ids: list = []
@@ -481,16 +483,21 @@ class SegmentReader:
                                     names_of = names[key] = (db, table)
                                 tables.append(names_of)
                                 ids.append(buf[off + 19 : off + 25])
+                                sids.append(buf[off + 19 : off + 25])
                                 ann = False
                                 n += 1
                                 off = nxt
                                 continue
                             if t in rows_types:
-                                if not ann and buf[off + 19 : off + 25] in ids:
+                                tid = buf[off + 19 : off + 25]
+                                if not ann and (tid in sids or tid in ids):
+                                    if split and tid not in sids:
+                                        split = False  # rows of a Table_map of an earlier statement
                                     n += 1
                                     if buf[off + 25] & 1:  # STMT_END_F: a statement ends here
                                         stmts.append((nxt - ustart, n - sn, len(tables)))
                                         sn = n
+                                        sids = []
                                     off = nxt
                                     continue
                             elif t in annotations:
@@ -501,7 +508,7 @@ class SegmentReader:
                             elif t == XID and not ann:
                                 raw = buf[ustart:nxt]
                                 unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables),
-                                                 tuple(stmts) if n == sn else None, gtid, gtid_end)
+                                                 tuple(stmts) if n == sn and split else None, gtid, gtid_end)
                                 n += 1
                                 ustart = -1
                                 off = nxt
@@ -526,6 +533,8 @@ class SegmentReader:
                             ann = False
                             tables = []
                             ids = []
+                            sids = []
+                            split = True
                             stmts = []
                             off = nxt
                             continue

@@ -973,6 +973,8 @@ def _partial_bytes(unit: Unit, get: Callable[[str, str], int], bit: int) -> tupl
     kept = 2  # GTID, XID
     t0 = 0
     for stmt_end, events, t1 in statements:
+        if t1 == t0:
+            return None  # a statement without its own Table_map
         keep = get(*tables[t0]) & bit
         for k in range(t0 + 1, t1):
             if (get(*tables[k]) & bit) != keep:

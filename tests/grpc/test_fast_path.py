@@ -178,6 +178,9 @@ def test_partial_units_under_placeholder_policy_take_the_reference_path(row_work
 def _synth_binlog(directory: Path, flavor: str) -> None:
     import importlib.util
 
+    from binlog_codec import encode as enc
+    from binlog_codec.constants import STMT_END_F
+
     spec = importlib.util.spec_from_file_location("_filtering_helpers", Path(__file__).parents[1] / "filtering" / "filtering_helpers.py")
     helpers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(helpers)
@@ -186,6 +189,17 @@ def _synth_binlog(directory: Path, flavor: str) -> None:
     synth.rows_txn([[(1, "a", "t1")], [(2, "b", "t2")]])                # two statements
     synth.rows_txn([[(3, "b", "t3"), (4, "b", "t4")], [(1, "a", "t1")]])
     synth.rows_txn([[(1, "a", "t1"), (2, "b", "t2")]], rows_order=[1, 0])
+    # A statement whose rows use the Table_map of an earlier statement of the transaction.
+    synth.rows_txn([[(1, "a", "t1")], [(2, "b", "t2")]])
+    xid = synth.events.pop()
+    rows_type = EventType.WRITE_ROWS_V1 if flavor == "mariadb" else EventType.WRITE_ROWS
+    image = b"\x00" + (1).to_bytes(4, "little") + b"\x01\x00\x00\x00"
+    synth.events.append(synth.ev(EventType.TABLE_MAP, enc.table_map_body(3, "b", "t3", b"\x03\x03", nullable=b"\x02")))
+    synth.events.append(synth.ev(rows_type, enc.rows_body(1, image, ncols=2, v2=flavor != "mariadb", flags=0)))
+    synth.events.append(synth.ev(rows_type, enc.rows_body(3, image, ncols=2, v2=flavor != "mariadb",
+                                                          flags=STMT_END_F)))
+    synth.events.append(xid)
+    synth.rows_txn([[(1, "a", "t1")]])
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "master-bin.000001").write_bytes(synth.bytes())
 
