@@ -482,17 +482,22 @@ class SegmentReader:
                                     _, db, table = Event(buf[off:nxt], 0, fmt).table_map
                                     names_of = names[key] = (db, table)
                                 tables.append(names_of)
-                                ids.append(buf[off + 19 : off + 25])
-                                sids.append(buf[off + 19 : off + 25])
+                                tid = buf[off + 19 : off + 25]
+                                ids.append(tid)
+                                sids.append(tid)
                                 ann = False
                                 n += 1
                                 off = nxt
                                 continue
                             if t in rows_types:
                                 tid = buf[off + 19 : off + 25]
-                                if not ann and (tid in sids or tid in ids):
-                                    if split and tid not in sids:
-                                        split = False  # rows of a Table_map of an earlier statement
+                                if tid in sids:
+                                    pass
+                                elif tid in ids:
+                                    split = False  # rows of a Table_map of an earlier statement
+                                else:
+                                    tid = None
+                                if tid is not None and not ann:
                                     n += 1
                                     if buf[off + 25] & 1:  # STMT_END_F: a statement ends here
                                         stmts.append((nxt - ustart, n - sn, len(tables)))
