@@ -567,19 +567,22 @@ class BinlogFilter:
                             if empty_keep:
                                 ts, _, sid, gsize, glp, _ = unpack(buf, start)
                                 out_pos = direct.position
-                                renumber = direct_renumber and glp
-                                gend = (out_pos if renumber else base + start) + gsize
-                                if renumber and out_pos != base + start:
-                                    g = buf[start : start + 13] + pack_u32(gend) + buf[start + 17 : gtid_end - crc_len]
-                                    if crc_len:
-                                        g += pack_u32(crc32(g))
+                                if direct_renumber and glp:
+                                    gend = out_pos + gsize
+                                    if out_pos != base + start:
+                                        g = buf[start : start + 13] + pack_u32(gend) + buf[start + 17 : gtid_end - crc_len]
+                                        if crc_len:
+                                            g += pack_u32(crc32(g))
+                                    else:
+                                        g = buf[start:gtid_end]
+                                    commit = pack_header(ts, QUERY, sid, commit_size, gend + commit_size, 0) + commit_body
                                 else:
                                     g = buf[start:gtid_end]
-                                commit = pack_header(ts, QUERY, sid, commit_size, glp and gend + commit_size, 0) + commit_body
+                                    commit = pack_header(ts, QUERY, sid, commit_size,
+                                                         glp and base + start + gsize + commit_size, 0) + commit_body
                                 if crc_len:
                                     commit += pack_u32(crc32(commit))
-                                write(g)
-                                write(commit)
+                                write(g + commit)
                                 direct.position = out_pos + gsize + commit_size
                                 emptied_n += 1
                                 emptied_events_in += n
