@@ -476,7 +476,9 @@ class BinlogFilter:
         dropped: list[tuple[int, int, int]] = []
         any_kept = False
         mariadb = False
-        # The inlined emptied-group path writes straight into a FileSink's writer.
+        # The inlined emptied-group path writes straight into a FileSink's writer. Only when
+        # positions are renumbered: the COMMIT's placeholder log_pos then never shows, whereas a
+        # relay log keeps whatever TransactionFilter gives it (so the reference path builds it).
         direct = sink.direct_writer()
         direct_renumber = direct is not None and direct.renumber_positions
         write = direct.out.write if direct is not None else None
@@ -561,7 +563,7 @@ class BinlogFilter:
                         off = nxt
                         continue
                     if t == XID and stmt_start == off:  # no statement left open
-                        if direct is not None and mariadb and not any_kept and dropped:
+                        if direct_renumber and mariadb and not any_kept and dropped:
                             # The commonest unit of a selective filter, inlined: an emptied MariaDB
                             # group written as its GTID + COMMIT (see _write_gtid_commit_into).
                             if empty_keep:
@@ -694,7 +696,7 @@ class BinlogFilter:
             counts.add(SKIPPED, n, size, 0, 0)
             return
         gtid_raw = buf[start:gtid_end]
-        if mariadb:
+        if mariadb and sink.renumber_positions:
             # GTID (never standalone here) + the COMMIT Query the reference path builds.
             written = sink.write_gtid_commit(gtid_raw, fmt, source_pos)
             counts.add(EMPTIED, n, size, 2, written)

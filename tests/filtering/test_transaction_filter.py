@@ -11,6 +11,7 @@ import pytest
 
 from binlog_codec import EventType
 from binlog_codec.constants import STMT_END_F
+from filter_rules.transaction_filter import TransactionFilter
 from filtering_helpers import (Synth, assert_positions, assert_transaction_lengths, content_units, events_of, load,
                      mariadb_binlog_reads, run)
 
@@ -309,3 +310,23 @@ def test_mariadb_binlog_and_compressed_payloads(fixture, tmp_path):
     path = tmp_path / "out.bin"
     path.write_bytes(out)
     assert "COMMIT" in mariadb_binlog_reads(path)
+
+
+@pytest.mark.parametrize("name", ["mariadb-bin.000001", "mysql-bin.checksum-crc32"])
+def test_fast_equals_reference_without_renumbering(fixture, name, tmp_path):
+    """With positions kept as they are (relay logs), synthesised framing is whatever
+    TransactionFilter builds: the fast path must leave those units to it."""
+    from filter_rules.binlog_filter import FileSink, filter_files
+    from filtering_helpers import engine
+
+    src = tmp_path / "in.bin"
+    src.write_bytes(fixture(name))
+    outputs = []
+    for fast in (True, False):
+        out = tmp_path / f"out-{fast}.bin"
+        stats = filter_files([src], TransactionFilter(engine([("replicate-ignore-db", "toddy_test"),
+                                                               ("replicate-ignore-db", "auth")])),
+                             FileSink(out, renumber_positions=False), fast=fast)
+        assert stats.emptied > 0
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
