@@ -37,6 +37,15 @@ _FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "XA", "R
 _FRAMING_FIRST = frozenset("BCRSXbcrsx/ \t\r\n(")
 
 
+def is_framing(event: Event) -> bool:
+    """GTID, XID, XA_PREPARE and the BEGIN/COMMIT/ROLLBACK/XA/SAVEPOINT statements: the events
+    that frame a transaction and are never filtered."""
+    t = event.type_code
+    if t in GTID_EVENT_TYPES or t == EventType.XID or t == EventType.XA_PREPARE:
+        return True
+    return event.is_query and statement_verb(event.sql or "") in _FRAMING_VERBS
+
+
 class Decider(Protocol):
     """What the filter needs from a rule engine (filter_rules.evaluate.RuleEngine)."""
 
@@ -187,8 +196,11 @@ class TransactionFilter:
         if gtid is None:
             return []
         def stmt(sql: str) -> Event:
+            # The synthesised statements take the GTID's log_pos: they have no master position of
+            # their own, and the GTID's is in master coordinates wherever the unit was read (the
+            # master's binlog, or a relay log whose offsets are not the master's).
             return build_event(EventType.QUERY, query_body(sql, ""), fmt=gtid.fmt, server_id=gtid.server_id,
-                               timestamp=gtid.timestamp, log_pos=gtid.log_pos and gtid.end_pos)
+                               timestamp=gtid.timestamp, log_pos=gtid.log_pos)
         if gtid.type_code == EventType.MARIADB_GTID:
             flags2 = gtid.mariadb_gtid_flags
             # A filtered DDL (FL_STANDALONE|FL_DDL) becomes an ordinary empty group closed by

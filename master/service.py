@@ -22,13 +22,13 @@ from binlog_codec.constants import CHECKSUM_CRC32, GTID_EVENT_TYPES, HEADER_LEN,
 from binlog_codec.event import HEADER
 from binlog_codec.encode import build_event
 from binlog_codec.errors import DumpFilterError, PositionError, RuleError, UnknownSlaveError
-from binlog_codec.transactions import CONTROL, statement_verb
+from binlog_codec.transactions import CONTROL
 from binlog_files import open_binlog
 from filter_rules.channels import FilterRegistry
 from filter_rules.evaluate import Decision, RuleEngine
 from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statement
 from filter_rules.ruleset import ALL_TYPES, REPLICATE_TYPES, RuleSet, Settings
-from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter
+from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
 from master.policy import UNRESTRICTED, Gate, MasterPolicy
 from master.segments import Pos, Segment, SegmentCache, Unit
 
@@ -37,7 +37,6 @@ SKIP_POLICIES = (HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION)
 BATCH_BYTES = 256 << 10
 MAX_SLAVES = 1024
 BINLOG_IN_USE_F = 0x0001
-_FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "XA"})
 # Types WL#2516 / binlog-* rules use that FilterRegistry (replicate-* only) does not hold.
 _EXTRA_TYPES = tuple(t for t in ALL_TYPES if t not in REPLICATE_TYPES)
 
@@ -876,7 +875,7 @@ class _Stream:
         for event in events:
             if event.pos in kept:
                 out.append(kept[event.pos])
-            elif _is_framing(event):
+            elif is_framing(event):
                 out.append(event)
             else:
                 out.append(_placeholder(event))
@@ -985,13 +984,6 @@ def _partial_bytes(unit: Unit, get: Callable[[str, str], int], bit: int) -> tupl
         at, t0 = stmt_end, t1
     parts.append(raw[at:])
     return b"".join(parts), kept
-
-
-def _is_framing(event: Event) -> bool:
-    t = event.type_code
-    if t in GTID_EVENT_TYPES or t in (EventType.XID, EventType.XA_PREPARE):
-        return True
-    return event.is_query and statement_verb(event.sql or "") in _FRAMING_VERBS
 
 
 def _placeholder(event: Event) -> Event:

@@ -35,7 +35,7 @@ from binlog_codec.errors import (  # noqa: E402
 )
 from binlog_codec.event import HEADER  # noqa: E402
 from binlog_codec.format_description import FormatDescription  # noqa: E402
-from binlog_codec.transactions import CONTROL  # noqa: E402
+from binlog_codec.transactions import CONTROL, CONTROL_TYPES  # noqa: E402
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
 from dumpfilter.wire import rules_to_proto  # noqa: E402
 from filter_rules.channels import format_rule  # noqa: E402
@@ -182,6 +182,7 @@ class Slave:
         self.relay_dir = Path(config.relay_dir)
         self.relay_dir.mkdir(parents=True, exist_ok=True)
         self.after_unit = after_unit
+        self._placeholders_in_unit = False  # the unit being grouped lost placeholders
         self.counters = _Counters()
         self.engine = RuleEngine(config.rules, config.settings)
         self.check = TransactionFilter(self.engine, empty_transactions=KEEP)
@@ -300,6 +301,7 @@ class Slave:
             return
         if is_placeholder(event):
             self.counters.placeholders += 1  # stands in for a skipped event: advances nothing we track
+            self._placeholders_in_unit = True
             return
         for unit in grouper.push(event):
             self._unit(unit)
@@ -414,6 +416,8 @@ class Slave:
             if dropped > 0:
                 self.counters.slave_check_dropped += dropped
                 events = result.events
+        if self._placeholders_in_unit and unit.kind != CONTROL:
+            events = self._without_placeholders(unit, events)
         if self.config.rules.rewrite_db:
             rewritten = [rewrite_event(e, self.engine.rewrite_db) for e in events]
             changed = sum(a is not b for a, b in zip(rewritten, events))
@@ -426,6 +430,22 @@ class Slave:
         self.units_written += 1
         if self.after_unit is not None:
             self.after_unit(self.units_written)
+
+    def _without_placeholders(self, unit, events: list[Event]) -> list[Event]:
+        """A unit whose placeholders were dropped: its GTID transaction_length still counted
+        them, and a unit left with nothing but framing (a skipped DDL is a GTID and one
+        placeholder) must still be a whole transaction: written as the empty transaction a
+        MySQL replica persists for a filtered one (GTID, BEGIN, COMMIT)."""
+        self._placeholders_in_unit = False
+        # The grouper keeps control events that arrive inside an open group (the Rotate, FDE and
+        # Previous_GTIDs of the next file after a file's last, bodiless, DDL GTID): they follow.
+        body = [e for e in events if e.type_code not in CONTROL_TYPES]
+        trailing = events[len(body):] if events[: len(body)] == body else None
+        if trailing is None:
+            return fix_transaction_length(events)
+        if len(body) == 1 and body[0].is_gtid:
+            return self.check.empty_transaction_events(unit) + trailing
+        return fix_transaction_length(body) + trailing
 
     def _record_filters(self) -> None:
         rules = self.config.rules

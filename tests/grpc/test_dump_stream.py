@@ -13,13 +13,16 @@ from binlog_files import TailingReader, write_index
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from filter_rules.evaluate import RuleEngine
 from filter_rules.ruleset import RuleSet, Settings
-from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter
-from master.service import _is_framing
+from binlog_codec import fix_transaction_length
+from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
 from slave.client import rewrite_event, split_events
 
 from dump_helpers import relay_units, run_slave
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
+
+MYSQL_WORKLOAD = dict(seed=9, transactions=600, flavor="mysql", binlog_format="mixed", ddl_share=0.1,
+                      max_binlog_size=60_000)
 
 SLAVES = [
     (11, RuleSet(do_db=("db1",)), "heartbeat"),
@@ -44,7 +47,11 @@ def expected_units(binlog_dir, rules: RuleSet, policy: str):
         elif policy == "empty-transaction" and result.outcome == EMPTIED:
             kept = result.events
         elif policy == "placeholder":
-            kept = [e for e in txn.events if _is_framing(e)]
+            # The slave drops the placeholders; a bodiless GTID (a skipped DDL) becomes the
+            # empty transaction, and transaction_length counts what is left.
+            framing = [e for e in txn.events if is_framing(e)]
+            bodiless = len(framing) == 1 and framing[0].is_gtid
+            kept = tf.empty_transaction_events(txn) if bodiless else fix_transaction_length(framing)
         else:
             kept = []
         if kept:
@@ -180,3 +187,25 @@ def test_change_filter_takes_effect_at_a_transaction_boundary(binlog_copy, maste
     after = {db for pos, db in tables if pos > at}
     assert before == {"db1"}
     assert after == {"db2"}
+
+
+@pytest.mark.parametrize("policy", ["placeholder", "empty-transaction", "heartbeat"])
+def test_mysql_gtids_with_skipped_ddl(tmp_path, master_factory, policy):
+    """MySQL GTID transactions, including skipped DDL (a GTID and one statement): the relay log
+    holds whole transactions with a right transaction_length under every skip policy."""
+    from binlog_workload.generator import WorkloadSpec, generate
+    binlog_dir = tmp_path / "binlog"
+    generate(WorkloadSpec(**MYSQL_WORKLOAD), binlog_dir)
+    rules = RuleSet(do_db=("db2",))
+    master, address = master_factory(binlog_dir)
+    run_slave(address, tmp_path / "relay", 21, rules=rules, skip_policy=policy)
+    assert relay_units(tmp_path / "relay") == expected_units(binlog_dir, rules, policy)
+    events = [e for _, e in TailingReader(tmp_path / "relay", follow=False)]
+    units = [u for u in group_transactions(events) if u.gtid_event is not None]
+    assert units and all(u.complete for u in units)
+    assert all(u.gtid_event.gtid_info.transaction_length == u.size for u in units)
+    if policy != "heartbeat":
+        # every GTID of the source reaches the slave
+        source = [u.gtid for u in group_transactions(e for _, e in TailingReader(binlog_dir, follow=False))
+                  if u.gtid_event is not None]
+        assert [u.gtid for u in units] == source
