@@ -45,10 +45,15 @@ class ChunkSegments:
 
 
 class _Segment:
-    __slots__ = ("file", "buf", "ends", "ordinals", "size")
+    """One (chunk, output) segment being written: under a name of this process's own, renamed
+    into place at the end, so that a retried (or speculative) attempt never mixes its bytes with
+    another attempt's."""
+
+    __slots__ = ("file", "buf", "ends", "ordinals", "size", "tmp")
 
     def __init__(self, path: Path):
-        self.file = open(str(path) + ".seg", "wb")
+        self.tmp = f"{path}.{os.getpid()}.tmp"
+        self.file = open(self.tmp + ".seg", "wb")
         self.buf = bytearray()
         self.ends = array("q")
         self.ordinals = array("q")
@@ -63,13 +68,19 @@ class _Segment:
             self.size += len(self.buf)
             self.buf = bytearray()
 
+    def discard(self) -> None:
+        self.file.close()
+        os.unlink(self.tmp + ".seg")
+
     def close(self, stem: str) -> int:
         self.file.write(self.buf)
         self.size += len(self.buf)
         self.file.close()
-        with open(stem + ".idx", "wb") as idx:
+        with open(self.tmp + ".idx", "wb") as idx:
             idx.write(self.ends.tobytes())
             idx.write(self.ordinals.tobytes())
+        os.replace(self.tmp + ".seg", stem + ".seg")
+        os.replace(self.tmp + ".idx", stem + ".idx")
         return self.size
 
 
@@ -90,10 +101,13 @@ def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_d
                 if segment is None:
                     segment = segments[name] = _Segment(segment_stem(seg_dir, chunk_no, name))
                 segment.add(encode_unit(events), ordinal)
-    finally:
-        for name, segment in segments.items():
-            size = segment.close(str(segment_stem(seg_dir, chunk_no, name)))
-            result.outputs[name] = (len(segment.ends), size)
+    except BaseException:
+        for segment in segments.values():
+            segment.discard()
+        raise
+    for name, segment in segments.items():
+        size = segment.close(str(segment_stem(seg_dir, chunk_no, name)))
+        result.outputs[name] = (len(segment.ends), size)
     result.units = ordinal + 1
     return result
 

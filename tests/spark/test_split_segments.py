@@ -191,3 +191,18 @@ def test_spark_split_many_chunks_one_task_each(spark, workloads, tmp_path):
     summaries = split_spark(spark, [src], tmp_path / "spark", SplitConfig(), max_size=25_000, chunk_bytes=3_000)
     assert summaries == local.outputs
     same_tree(tmp_path / "local", tmp_path / "spark")
+
+
+def test_a_failed_chunk_task_leaves_no_segment(workloads, tmp_path):
+    from binlog_codec.errors import BinlogError
+
+    src = input_files([workloads["row-mariadb"]])[0]
+    data = bytearray(src.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # in the middle of the file: units before it are routed
+    bad = tmp_path / "bad-bin.000001"
+    bad.write_bytes(bytes(data))
+    (tmp_path / "seg").mkdir()
+    [chunk] = plan_chunks([bad], None)
+    with pytest.raises(BinlogError):  # a CRC mismatch, or an impossible event size
+        write_chunk_segments(chunk, 0, SplitConfig(), tmp_path / "seg")
+    assert list((tmp_path / "seg").iterdir()) == []
