@@ -44,6 +44,7 @@ test-fast: setup
 	$(VENV)/bin/pytest -q -m "not mariadb and not spark"
 
 bench: setup system-deps
+	$(PIP) install --quiet -e '.[test,bench]'
 	PATH="/usr/sbin:$$PATH" $(PY) -m bench
 
 clean:
