@@ -29,7 +29,7 @@ from bench.common import DATA_DIR, row_binlog, target_mb, write_result
 from binlog_codec import BinlogReader
 from binlog_workload import WorkloadSpec, generate
 from filter_rules import RuleEngine, Settings
-from filter_rules.binlog_filter import FileSink, renumbered, filter_files
+from binlog_files.filtering import FileSink, renumbered, filter_files
 from filter_rules.parse import StartupFilters
 from filter_rules.transaction_filter import TransactionFilter
 

@@ -1,6 +1,6 @@
 """`dumpfilter filter FILE... -o OUT`: apply one replica's replicate-* rules to binlog files offline,
 as WL#40 wanted mysqlbinlog to, and write a valid binlog that mariadb-binlog reads and a server
-can apply. The loop itself lives in `filter_rules.binlog_filter`; this module parses options,
+can apply. The loop itself lives in `binlog_files.filtering`; this module parses options,
 picks the output shape and prints the summary."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from binlog_codec import read_format_description
 from binlog_codec.errors import BinlogError
 from binlog_files import binlog_paths, open_binlog
 from dumpfilter.rule_options import add_rule_options, ruleset_from_args
-from filter_rules.binlog_filter import FileSink, FilterStats, SeriesSink, filter_files
+from binlog_files.filtering import FileSink, FilterStats, SeriesSink, filter_files
 from filter_rules.evaluate import RuleEngine
 from filter_rules.transaction_filter import TransactionFilter
 

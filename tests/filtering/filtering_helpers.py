@@ -13,7 +13,7 @@ from binlog_codec import BinlogReader, Event, EventType, group_transactions
 from binlog_codec import encode as enc
 from binlog_codec.constants import STMT_END_F
 from filter_rules import RuleEngine, Settings
-from filter_rules.binlog_filter import filter_bytes
+from binlog_files.filtering import filter_bytes
 from filter_rules.parse import StartupFilters
 from filter_rules.transaction_filter import TransactionFilter
 

@@ -1,4 +1,4 @@
-"""TransactionFilter (through the binlog_filter loop) on real fixtures and synthetic shapes: kept
+"""TransactionFilter (through the binlog_files.filtering loop) on real fixtures and synthetic shapes: kept
 Table_maps and rows, STMT_END_F moved, context events with their Query, Transaction_payload
 re-packed, empty transactions kept or dropped, GTID transaction_length and log_pos right, and
 mariadb-binlog reading every output."""
@@ -316,7 +316,7 @@ def test_mariadb_binlog_and_compressed_payloads(fixture, tmp_path):
 def test_fast_equals_reference_without_renumbering(fixture, name, tmp_path):
     """With positions kept as they are (relay logs), synthesised framing is whatever
     TransactionFilter builds: the fast path must leave those units to it."""
-    from filter_rules.binlog_filter import FileSink, filter_files
+    from binlog_files.filtering import FileSink, filter_files
     from filtering_helpers import engine
 
     src = tmp_path / "in.bin"

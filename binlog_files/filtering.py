@@ -1,4 +1,5 @@
 """Filter a sequence of binlog files into one output: a single binlog file or a numbered series.
+It sits at the file-system edge: it opens files and writes them; the decisions are filter_rules'.
 
 The reusable loop behind `dumpfilter filter` (and anything else that filters whole files: the
 Spark split, the master's catch-up path). It reads each file, groups its events into
@@ -42,7 +43,8 @@ from binlog_codec.event import HEADER
 from binlog_codec.reader import MAX_EVENT_SIZE
 from binlog_codec.format_description import FormatDescription
 from binlog_codec.transactions import CONTROL, TRANSACTION
-from binlog_files import FILE_FRAMING_TYPES, BinlogSeriesWriter, open_binlog
+from binlog_files.files import open_binlog
+from binlog_files.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
 from filter_rules.transaction_filter import EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult, TransactionFilter
 
 _U32 = struct.Struct("<I")
