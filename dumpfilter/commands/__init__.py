@@ -1,0 +1,1 @@
+"""Sub-commands of `dumpfilter`: each module registers one with `register(subparsers)`."""
