@@ -121,37 +121,44 @@ class EventSplitter:
             buf = self._buf
             off = self._off
             end = len(buf)
+            base = self._pos - off  # file offset of buf[0]
             cursor._buf = buf
-            cursor._base = self._pos - off  # file offset of buf[0]
+            cursor._base = base
             view = memoryview(buf)
-            while off + HEADER_LEN <= end:
-                header = unpack(buf, off)
-                size = header[3]
-                if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-                    raise BinlogError(f"event size {size} is impossible (type {header[1]})", path=self.name, offset=self._pos)
-                if off + size > end:
-                    break
-                if cursor.__dict__:
-                    cursor.__dict__.clear()
-                cursor._start = off
-                cursor._h = header
-                type_code = header[1]
-                if type_code == fde_type or type_code not in known or self.fmt is None:
-                    cursor.fmt = self.fmt
-                    self._pos = cursor._base + off
-                    self._check(cursor)
-                    cursor.fmt = self.fmt
-                    crc_len = self.fmt.checksum_len if verify else 0
-                elif crc_len:  # the CRC check, inlined: it runs for every event
-                    crc_end = off + size - CHECKSUM_LEN
-                    if crc32(view[off:crc_end]) != unpack_u32(buf, crc_end)[0]:
-                        self._pos = cursor._base + off
-                        raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name, offset=self._pos)
-                off += size
+            no_format = self.fmt is None
+            try:
+                while off + HEADER_LEN <= end:
+                    header = unpack(buf, off)
+                    size = header[3]
+                    if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                        raise BinlogError(f"event size {size} is impossible (type {header[1]})", path=self.name,
+                                          offset=base + off)
+                    if off + size > end:
+                        break
+                    if cursor.__dict__:
+                        cursor.__dict__.clear()
+                    cursor._start = off
+                    cursor._h = header
+                    type_code = header[1]
+                    if type_code == fde_type or type_code not in known or no_format:
+                        cursor.fmt = self.fmt
+                        self._pos = base + off
+                        self._check(cursor)
+                        cursor.fmt = self.fmt
+                        no_format = self.fmt is None
+                        crc_len = self.fmt.checksum_len if verify and not no_format else 0
+                    elif crc_len:  # the CRC check, inlined: it runs for every event
+                        crc_end = off + size - CHECKSUM_LEN
+                        if crc32(view[off:crc_end]) != unpack_u32(buf, crc_end)[0]:
+                            raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
+                                                offset=base + off)
+                    off += size
+                    yield cursor
+            finally:
+                # Where the walk stands, also when the consumer stops early (kept out of the
+                # per-event loop: an attribute store per event costs as much as the check above).
                 self._off = off
-                yield cursor
-            self._off = off
-            self._pos = cursor._base + off
+                self._pos = base + off
         self.close()
 
     def _check(self, event: Event) -> None:

@@ -66,6 +66,8 @@ def test_impossible_event_size():
     struct.pack_into("<I", data, fde_end + 9, 5)
     with pytest.raises(BinlogError, match=f"at byte {fde_end}: event size 5 is impossible"):
         read_events(bytes(data), "s.bin")
+    with pytest.raises(BinlogError, match=f"at byte {fde_end}: event size 5 is impossible"):
+        list(BinlogReader(io.BytesIO(bytes(data)), "s.bin").walk())
 
 
 def test_cli_reports_one_line_and_nonzero_exit(tmp_path, capsys):
