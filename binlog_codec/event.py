@@ -29,6 +29,11 @@ HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+# Decoded (db, table) by the raw name bytes of a Table_map: a walk meets the same few names
+# again and again. Bounded; cleared when full.
+_TABLE_NAMES: dict[bytes, tuple[str, str]] = {}
+_TABLE_NAMES_MAX = 1 << 16
+_TABLE_MAP_INDEX = EventType.TABLE_MAP - 1  # in FormatDescription.post_header_lens
 _QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_vars_len
 
 # Query status variables with a fixed payload size; others are decoded explicitly below.
@@ -241,16 +246,26 @@ class Event:
         """(table_id, db, table) of a Table_map event."""
         raw = self._buf
         start = self._start + HEADER_LEN
-        post_header = self.fmt.post_header_lens[EventType.TABLE_MAP - 1]
         # 5.1 pre-GA servers wrote a 4-byte table id (a 6-byte post-header).
-        id_len = 4 if post_header == 6 else 6
-        table_id = int.from_bytes(raw[start : start + id_len], "little")
-        i = start + post_header
-        db_len = raw[i]
-        db = raw[i + 1 : i + 1 + db_len]
-        i += 2 + db_len
-        table = raw[i + 1 : i + 1 + raw[i]]
-        return table_id, db.decode("utf-8", "surrogateescape"), table.decode("utf-8", "surrogateescape")
+        id_len = 4 if self.fmt.post_header_lens[_TABLE_MAP_INDEX] == 6 else 6
+        db, table = self.table_names
+        return int.from_bytes(raw[start : start + id_len], "little"), db, table
+
+    @property
+    def table_names(self) -> tuple[str, str]:
+        """(db, table) of a Table_map event: the lazy name lookup walks use. Each distinct name
+        is decoded once and shared (a walk meets the same few tables again and again)."""
+        raw = self._buf
+        i = self._start + HEADER_LEN + self.fmt.post_header_lens[_TABLE_MAP_INDEX]
+        tbl = i + 2 + raw[i]
+        key = raw[i : tbl + 1 + raw[tbl]]  # db length, db, NUL, table length, table
+        names = _TABLE_NAMES.get(key)
+        if names is None:
+            if len(_TABLE_NAMES) >= _TABLE_NAMES_MAX:
+                _TABLE_NAMES.clear()
+            names = _TABLE_NAMES[key] = (key[1 : 1 + key[0]].decode("utf-8", "surrogateescape"),
+                                         key[key[0] + 3 :].decode("utf-8", "surrogateescape"))
+        return names
 
     @property
     def table(self) -> str | None:
@@ -398,3 +413,24 @@ class EventCursor(Event):
 
     def detach(self) -> Event:
         return Event(self.raw, self.pos, self.fmt, self._h)
+
+
+class LazyHeaderCursor(EventCursor):
+    """An EventCursor whose header fields are unpacked only when read: the cursor of type-filtered
+    walks (`BinlogReader.walk(types=...)`), whose callers often need only the type code and a
+    name. `_h` is None until a header field is read."""
+
+    __slots__ = ()
+
+    type_code = property(lambda self: self._buf[self._start + 4])
+    timestamp = property(lambda self: self._header()[0])
+    server_id = property(lambda self: self._header()[2])
+    size = property(lambda self: self._header()[3])
+    log_pos = property(lambda self: self._header()[4])
+    flags = property(lambda self: self._header()[5])
+
+    def _header(self) -> tuple:
+        h = self._h
+        if h is None:
+            h = self._h = HEADER.unpack_from(self._buf, self._start)
+        return h

@@ -11,10 +11,14 @@ from zlib import crc32
 from binlog_codec.checksum import crc_ok, crc_ok_in
 from binlog_codec.constants import CHECKSUM_LEN, HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F, type_name
 from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
-from binlog_codec.event import HEADER, Event, EventCursor
+from binlog_codec.event import HEADER, Event, EventCursor, LazyHeaderCursor
 from binlog_codec.format_description import FormatDescription
 
 _U32 = struct.Struct("<I")
+_TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
+# The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant, so
+# an event's checksum is checked with one crc32() over the whole event.
+CRC_RESIDUE = 0x2144DF1C
 DEFAULT_CHUNK = 1 << 20
 # Events larger than this are refused: the server's own limit (max_allowed_packet) is 1 GiB.
 MAX_EVENT_SIZE = 1 << 30
@@ -36,6 +40,7 @@ class EventSplitter:
         self._off = 0
         self._pos = start  # file offset of self._buf[self._off]
         self._need_magic = start == 0
+        self.events_walked = 0  # events passed by walk_stream(types=...)
 
     @property
     def position(self) -> int:
@@ -100,10 +105,18 @@ class EventSplitter:
             yield event
         self._off = off
 
-    def walk_stream(self, read, chunk_size: int) -> Iterator[EventCursor]:
+    def walk_stream(self, read, chunk_size: int, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
         """Reads with `read(chunk_size)` and moves one reused EventCursor over each chunk instead
         of copying every event: the fast path for walks that look at most events and keep few.
-        One generator does both reading and splitting, as each layer costs time per event."""
+        One generator does both reading and splitting, as each layer costs time per event.
+
+        With `types`, only events of those type codes are yielded; every other event is still
+        split, size-checked and (when verifying) CRC-checked, just not handed out, which saves
+        the generator round trip for the events a caller would skip anyway. Format_description
+        and unknown events are always checked. `events_walked` counts every event."""
+        if types is not None:
+            yield from self._walk_types(read, chunk_size, frozenset(types))
+            return
         cursor = EventCursor()
         unpack = HEADER.unpack_from
         known = KNOWN_TYPES
@@ -161,6 +174,84 @@ class EventSplitter:
                 self._pos = base + off
         self.close()
 
+    def _walk_types(self, read, chunk_size: int, types: frozenset[int]) -> Iterator[EventCursor]:
+        """walk_stream's loop for a type filter: a skipped event costs what it costs in a
+        header-only loop, plus the CRC check when verifying."""
+        cursor = LazyHeaderCursor()
+        type_size = _TYPE_SIZE.unpack_from
+        known = KNOWN_TYPES
+        fde_type = EventType.FORMAT_DESCRIPTION
+        verify = self.verify_checksums
+        no_types: frozenset[int] = frozenset()
+
+        def type_sets() -> tuple[frozenset[int], frozenset[int]]:
+            """(skipped, handed out as they are) for the current format: before the first FDE
+            nothing is either, as every event is checked against it first."""
+            if self.fmt is None:
+                return no_types, no_types
+            return known - types - {fde_type}, (types & known) - {fde_type}
+
+        skip, plain = type_sets()
+        crc_len = self.fmt.checksum_len if verify and self.fmt is not None else 0
+        count = 0
+        while True:
+            data = read(chunk_size)
+            if not data:
+                break
+            self.feed(data)
+            if not self._consume_magic():
+                continue
+            buf = self._buf
+            off = self._off
+            end = len(buf)
+            base = self._pos - off
+            cursor._buf = buf
+            cursor._base = base
+            view = memoryview(buf)
+            try:
+                while off + HEADER_LEN <= end:
+                    type_code, size = type_size(buf, off)
+                    nxt = off + size
+                    if nxt > end or size < HEADER_LEN:
+                        if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                            raise BinlogError(f"event size {size} is impossible (type {type_code})", path=self.name,
+                                              offset=base + off)
+                        break
+                    count += 1
+                    if type_code in skip:
+                        if crc_len and crc32(view[off:nxt]) != CRC_RESIDUE:
+                            raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
+                                                offset=base + off)
+                        off = nxt
+                        continue
+                    if cursor.__dict__:
+                        cursor.__dict__.clear()
+                    cursor._start = off
+                    cursor._h = None
+                    if type_code in plain:
+                        if crc_len and crc32(view[off:nxt]) != CRC_RESIDUE:
+                            raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
+                                                offset=base + off)
+                        off = nxt
+                        yield cursor
+                        continue
+                    # A Format_description, an unknown type, or anything before the first FDE.
+                    cursor.fmt = self.fmt
+                    self._pos = base + off
+                    self._check(cursor)
+                    cursor.fmt = self.fmt
+                    skip, plain = type_sets()
+                    crc_len = self.fmt.checksum_len if verify and self.fmt is not None else 0
+                    off = nxt
+                    if type_code in types:
+                        yield cursor
+            finally:
+                self._off = off
+                self._pos = base + off
+                self.events_walked += count
+                count = 0
+        self.close()
+
     def _check(self, event: Event) -> None:
         type_code = event.type_code
         if type_code == EventType.FORMAT_DESCRIPTION:
@@ -215,10 +306,15 @@ class BinlogReader:
     def position(self) -> int:
         return self.splitter.position
 
-    def walk(self) -> Iterator[EventCursor]:
+    def walk(self, types=None) -> Iterator[EventCursor]:
         """Iterate with one reused EventCursor (see EventCursor): several times faster than
-        `iter(reader)` for walks that decode few events."""
-        return self.splitter.walk_stream(self.stream.read, self.chunk_size)
+        `iter(reader)` for walks that decode few events. `types` (type codes) yields only those
+        events; the others are still checked, and counted in `events_walked`."""
+        return self.splitter.walk_stream(self.stream.read, self.chunk_size, types)
+
+    @property
+    def events_walked(self) -> int:
+        return self.splitter.events_walked
 
     def __iter__(self) -> Iterator[Event]:
         splitter = self.splitter

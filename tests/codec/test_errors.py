@@ -48,8 +48,13 @@ def test_bad_crc_names_the_event_and_offset():
         read_events(bytes(data), "c.bin")
     with pytest.raises(ChecksumError, match=f"at byte {fde_end}: CRC32 mismatch in QUERY"):
         list(BinlogReader(io.BytesIO(bytes(data)), "c.bin").walk())
+    # also when the walk does not hand that event out
+    with pytest.raises(ChecksumError, match=f"at byte {fde_end}: CRC32 mismatch in QUERY"):
+        list(BinlogReader(io.BytesIO(bytes(data)), "c.bin").walk(types={EventType.TABLE_MAP}))
     # --no-verify-checksums reads it
     assert len(read_events(bytes(data), "c.bin", verify_checksums=False)) == 3
+    quiet = BinlogReader(io.BytesIO(bytes(data)), "c.bin", verify_checksums=False)
+    assert list(quiet.walk(types={EventType.TABLE_MAP})) == [] and quiet.events_walked == 3
     assert len(list(BinlogReader(io.BytesIO(bytes(data)), "c.bin", verify_checksums=False).walk())) == 3
 
 
@@ -58,6 +63,8 @@ def test_missing_fde():
     fde_size = struct.unpack_from("<I", data, 4 + 9)[0]
     with pytest.raises(BinlogError, match="no Format_description event before QUERY"):
         read_events(data[:4] + data[4 + fde_size :], "n.bin")
+    with pytest.raises(BinlogError, match="no Format_description event before QUERY"):
+        list(BinlogReader(io.BytesIO(data[:4] + data[4 + fde_size :]), "n.bin").walk(types=set()))
 
 
 def test_impossible_event_size():
@@ -68,6 +75,8 @@ def test_impossible_event_size():
         read_events(bytes(data), "s.bin")
     with pytest.raises(BinlogError, match=f"at byte {fde_end}: event size 5 is impossible"):
         list(BinlogReader(io.BytesIO(bytes(data)), "s.bin").walk())
+    with pytest.raises(BinlogError, match=f"at byte {fde_end}: event size 5 is impossible"):
+        list(BinlogReader(io.BytesIO(bytes(data)), "s.bin").walk(types=set()))
 
 
 def test_cli_reports_one_line_and_nonzero_exit(tmp_path, capsys):

@@ -195,3 +195,34 @@ def test_walk_cursor_sees_what_events_see(spec, chunk):
             row += (e.db, e.sql)
         expected.append((row, e.raw))
     assert walked == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(binlogs(), st.integers(1, 2048), st.sets(st.sampled_from(sorted(int(t) for t in EventType))))
+def test_type_filtered_walk_hands_out_exactly_those_events(spec, chunk, types):
+    """walk(types=...) yields the events of those types, with the same fields as the full walk,
+    and still counts every event it passes."""
+    data = written(*spec)
+    events = list(BinlogReader(io.BytesIO(data)))
+    reader = BinlogReader(io.BytesIO(data), chunk_size=chunk)
+    walked = []
+    for cursor in reader.walk(types=types):
+        row = (cursor.pos, cursor.type_code, cursor.size, cursor.log_pos, cursor.flags, cursor.raw)
+        if cursor.type_code == EventType.TABLE_MAP:
+            row += (cursor.table_map, cursor.table_names)
+        if cursor.is_query:
+            row += (cursor.db, cursor.sql)
+        walked.append(row)
+    expected = []
+    for e in events:
+        if e.type_code not in types:
+            continue
+        row = (e.pos, e.type_code, e.size, e.log_pos, e.flags, e.raw)
+        if e.type_code == EventType.TABLE_MAP:
+            row += (e.table_map, e.table_map[1:])
+        if e.is_query:
+            row += (e.db, e.sql)
+        expected.append(row)
+    assert walked == expected
+    assert reader.events_walked == len(events)
+    assert reader.position == len(data)
