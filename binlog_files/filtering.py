@@ -50,9 +50,13 @@ from filter_rules.transaction_filter import EMPTIED, KEPT, PARTIAL, PASSED, SKIP
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # (type_code, event_size) of a common header
+_SIZE_POS = struct.Struct("<II")  # (event_size, log_pos), 9 bytes into a common header
+_GTID_HEAD = struct.Struct("<IxIII")  # (timestamp, server_id, event_size, log_pos) of a header
+_CRC_RESIDUE = 0x2144DF1C  # zlib.crc32 of any data followed by its own CRC-32 (little-endian)
 _LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
 _QUERY = int(EventType.QUERY)
 _COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transaction's COMMIT holds
+_COMMIT_EVENT = struct.Struct(f"<IBIIIH{len(_COMMIT_BODY)}s")  # header fields + _COMMIT_BODY, no CRC
 FAST_CHUNK = 4 << 20
 
 
@@ -155,13 +159,14 @@ def renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
     """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
     starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event."""
     buf = bytearray(raw)
-    pack, unpack = _U32.pack_into, _U32.unpack_from
+    pack, size_pos = _U32.pack_into, _SIZE_POS.unpack_from
     crc32 = zlib.crc32
     view = memoryview(buf)
     start, total = 0, len(buf)
     while start < total:
-        end = start + unpack(buf, start + 9)[0]
-        if unpack(buf, start + _LOG_POS_OFFSET)[0]:  # 0 stays 0: artificial / MariaDB 11.4+ in-group events
+        size, log_pos = size_pos(buf, start + 9)
+        end = start + size
+        if log_pos:  # 0 stays 0: artificial / MariaDB 11.4+ in-group events
             pack(buf, start + _LOG_POS_OFFSET, out_pos + end)
             if checksum:
                 pack(buf, end - 4, crc32(view[start : end - 4]))
@@ -443,7 +448,14 @@ class BinlogFilter:
         fast path at a GTID while the grouper is idle. At the first event it does not handle (a
         statement, context events, a payload, a statement whose tables are partly kept, the end
         of a read chunk) the unit's events so far are handed to the grouper, which takes the
-        unit to its end exactly as the reference path would."""
+        unit to its end exactly as the reference path would.
+
+        Into a FileSink that renumbers positions, MariaDB units kept whole and emptied groups
+        (GTID + COMMIT) are built here and collected as byte pieces, written once per read
+        chunk (and before anything else writes to the sink), with their statistics summed
+        locally. Per statement the loop only notes whether it was kept or dropped; the byte
+        ranges of the dropped ones are found again (`_dropped_statements`) for the rare unit
+        that is partly kept."""
         name = str(path)
         checker = EventSplitter(name, verify_checksums=self.verify_checksums)  # FDEs, CRCs, unknown types
         grouper = TransactionGrouper()
@@ -454,47 +466,59 @@ class BinlogFilter:
         sink = self.sink
         verify = self.verify_checksums
         unpack = HEADER.unpack_from
-        u32 = _U32.unpack_from
         crc32 = zlib.crc32
-        rows_types, gtid_types, annotations = _ROWS, _GTIDS, _ANNOTATIONS
+        gtid_types, annotations = _GTIDS, _ANNOTATIONS
         TABLE_MAP, XID, QUERY, MARIADB_GTID, FDE = _TABLE_MAP, _XID, _QUERY, _MARIADB_GTID, _FDE
+        hlen = HEADER_LEN
+        crc_residue = _CRC_RESIDUE
 
         fmt: FormatDescription | None = None
         crc_len = 0
         tm_at = HEADER_LEN + 8
         check_crc = False
         type_size = _TYPE_SIZE.unpack_from
-        flag_at: dict[int, int] = {r: HEADER_LEN + 6 for r in _ROWS}
+        # Rows event types taken on the fast path: those whose flags' low byte (STMT_END_F = 0x1)
+        # sits at `flag_off` (all of them, unless a pre-GA 5.1 format mixes table id lengths).
+        rows_fast = _ROWS
+        flag_off = HEADER_LEN + 6
 
-        # Fast-unit state: `start` (-1: none) is its offset in buf; `stmt_start` where the
-        # current statement starts and `stmt_keep` its decision (None: no Table_map yet);
-        # `dropped` the (start, end, events) of its statements whose tables are not kept.
+        # Fast-unit state: `start` (-1: none) is its offset in buf; `body_start` where its
+        # statements start (after the GTID, or after BEGIN); `stmt_start` where the current
+        # statement starts and `stmt_keep` its decision (None: no Table_map yet); `any_kept` /
+        # `any_dropped` whether a finished statement of the unit was kept / dropped.
         start = -1
-        gtid_end = 0
-        stmt_start = 0
+        gtid_end = body_start = stmt_start = 0
         stmt_keep = None
-        stmt_first_n = 0
         n = 0
-        dropped: list[tuple[int, int, int]] = []
-        any_kept = False
+        any_kept = any_dropped = False
         mariadb = False
-        # The inlined emptied-group path writes straight into a FileSink's writer. Only when
-        # positions are renumbered: the COMMIT's placeholder log_pos then never shows, whereas a
-        # relay log keeps whatever TransactionFilter gives it (so the reference path builds it).
-        direct = sink.direct_writer()
-        direct_renumber = direct is not None and direct.renumber_positions
-        write = direct.out.write if direct is not None else None
+        # Output written by the loop itself: only into a FileSink's writer, and only when
+        # positions are renumbered (the COMMIT's placeholder log_pos then never shows, whereas a
+        # relay log keeps whatever TransactionFilter gives it, so the reference path builds it).
+        # The writer exists once the sink has seen the first FDE.
+        direct: BinlogWriter | None = None
+        direct_renumber = False
+        pieces: list = []  # bytes for direct.out not written yet (direct.position counts them)
+        put = pieces.append
         empty_keep = self.tfilter.empty_transactions != "drop"
         pack_u32 = _U32.pack
-        pack_header = HEADER.pack
+        gtid_head = _GTID_HEAD.unpack_from
+        commit_pack = _COMMIT_EVENT.pack
         commit_body = _COMMIT_BODY
         commit_size = 0
         emptied_n = emptied_events_in = emptied_bytes_in = emptied_bytes_out = 0
         skipped_n = skipped_events_in = skipped_bytes_in = 0
+        kept_n = kept_events = kept_bytes = 0
+
+        def flush() -> None:
+            direct.out.write(b"".join(pieces))
+            pieces.clear()
 
         def hand_over(buffer, base: int, stop: int) -> None:
             """Give the fast unit's events [start, stop) to the grouper (the reference path)."""
             nonlocal start
+            if pieces:
+                flush()
             at = start
             while at < stop:
                 size = unpack(buffer, at)[3]
@@ -511,82 +535,103 @@ class BinlogFilter:
         buf = b""
         off = 0
         base = 4  # file offset of buf[0]
-        while True:
-            chunk = stream.read(FAST_CHUNK)
-            if not chunk:
-                break
-            if start >= 0:  # a fast unit runs across the chunk boundary: reference path
-                hand_over(buf, base, off)
-            base += off
-            buf = buf[off:] + chunk if off < len(buf) else chunk
-            off = 0
-            end = len(buf)
-            while off + HEADER_LEN <= end:
-                t, size = type_size(buf, off)
-                nxt = off + size
-                if nxt > end or size < HEADER_LEN:
-                    if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-                        raise BinlogError(f"event size {size} is impossible (type {t})", path=name, offset=base + off)
+        try:
+            while True:
+                chunk = stream.read(FAST_CHUNK)
+                if not chunk:
                     break
-                if start >= 0:
-                    # Inside a fast unit: only known fixed-shape events; CRC checked here.
-                    if check_crc and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
-                        raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
-                    n += 1
-                    if t == TABLE_MAP:
-                        at = off + tm_at
-                        tbl_at = at + 2 + buf[at]
-                        key = buf[at : tbl_at + 1 + buf[tbl_at]]
-                        keep = names.get(key)
-                        if keep is None:
-                            _, db, table = Event(buf[off:nxt], 0, fmt).table_map
-                            keep = names[key] = table_kept(db, table)
-                        if stmt_keep is None:
-                            stmt_keep = keep
-                        elif stmt_keep != keep:  # partly kept statement: STMT_END_F may move
-                            hand_over(buf, base, nxt)
-                        off = nxt
-                        continue
-                    if t in rows_types:
-                        if stmt_keep is None:  # rows without their Table_map in this unit
-                            hand_over(buf, base, nxt)
-                        else:
-                            if buf[off + flag_at[t]] & 1:  # STMT_END_F: the statement ends here
+                if start >= 0:  # a fast unit runs across the chunk boundary: reference path
+                    hand_over(buf, base, off)
+                elif pieces:
+                    flush()
+                base += off
+                buf = buf[off:] + chunk if off < len(buf) else chunk
+                off = 0
+                end = len(buf)
+                last = end - hlen  # the last offset a whole header fits at
+                while off <= last:
+                    t, size = type_size(buf, off)
+                    nxt = off + size
+                    if nxt > end or size < hlen:
+                        if size < hlen or size > MAX_EVENT_SIZE:
+                            raise BinlogError(f"event size {size} is impossible (type {t})", path=name, offset=base + off)
+                        break
+                    if start >= 0:
+                        # Inside a fast unit: only known fixed-shape events; CRC checked here (a
+                        # whole event's CRC-32, its own CRC included, is a constant residue).
+                        if check_crc and crc32(buf[off:nxt]) != crc_residue:
+                            raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
+                        n += 1
+                        if t == TABLE_MAP:
+                            at = off + tm_at
+                            tbl_at = at + 2 + buf[at]
+                            key = buf[at : tbl_at + 1 + buf[tbl_at]]
+                            keep = names.get(key)
+                            if keep is None:
+                                _, db, table = Event(buf[off:nxt], 0, fmt).table_map
+                                keep = names[key] = table_kept(db, table)
+                            if stmt_keep is None:
+                                stmt_keep = keep
+                            elif stmt_keep != keep:  # partly kept statement: STMT_END_F may move
+                                hand_over(buf, base, nxt)
+                            off = nxt
+                            continue
+                        if t in rows_fast:
+                            if stmt_keep is None:  # rows without their Table_map in this unit
+                                hand_over(buf, base, nxt)
+                            elif buf[off + flag_off] & 1:  # STMT_END_F: the statement ends here
                                 if stmt_keep:
                                     any_kept = True
                                 else:
-                                    dropped.append((stmt_start, nxt, n - stmt_first_n))
+                                    any_dropped = True
                                 stmt_start = nxt
                                 stmt_keep = None
-                                stmt_first_n = n
-                        off = nxt
-                        continue
-                    if t in annotations:
-                        off = nxt
-                        continue
-                    if t == XID and stmt_start == off:  # no statement left open
-                        if direct_renumber and mariadb and not any_kept and dropped:
-                            # The commonest unit of a selective filter, inlined: an emptied MariaDB
-                            # group written as its GTID + COMMIT (see _write_gtid_commit_into).
-                            if empty_keep:
-                                ts, _, sid, gsize, glp, _ = unpack(buf, start)
+                            off = nxt
+                            continue
+                        if t in annotations:
+                            off = nxt
+                            continue
+                        if t == XID and stmt_start == off:  # no statement left open
+                            if not direct_renumber or not mariadb or (any_kept and any_dropped):
+                                if pieces:
+                                    flush()
+                                self._finish_fast(buf, start, nxt, gtid_end, n,
+                                                  self._dropped_statements(buf, body_start, off, tm_at, flag_off)
+                                                  if any_dropped else [],
+                                                  any_kept, base + start, fmt, mariadb)
+                            elif not any_dropped:
+                                # Kept whole (or nothing to decide): the unit's bytes, renumbered.
                                 out_pos = direct.position
-                                if direct_renumber and glp:
+                                if out_pos == base + start:
+                                    put(buf[start:nxt])
+                                else:
+                                    put(renumbered(buf[start:nxt], out_pos, crc_len > 0))
+                                direct.position = out_pos + nxt - start
+                                kept_n += 1
+                                kept_events += n
+                                kept_bytes += nxt - start
+                            elif empty_keep:
+                                # Every statement dropped: the GTID + the COMMIT Query the
+                                # reference path frames an emptied MariaDB group with (see
+                                # _write_gtid_commit_into).
+                                ts, sid, gsize, glp = gtid_head(buf, start)
+                                out_pos = direct.position
+                                if glp:
                                     gend = out_pos + gsize
                                     if out_pos != base + start:
                                         g = buf[start : start + 13] + pack_u32(gend) + buf[start + 17 : gtid_end - crc_len]
+                                        put(g)
                                         if crc_len:
-                                            g += pack_u32(crc32(g))
+                                            put(pack_u32(crc32(g)))
                                     else:
-                                        g = buf[start:gtid_end]
-                                    commit = pack_header(ts, QUERY, sid, commit_size, gend + commit_size, 0) + commit_body
+                                        put(buf[start:gtid_end])
+                                    commit = commit_pack(ts, QUERY, sid, commit_size, gend + commit_size, 0, commit_body)
                                 else:
-                                    g = buf[start:gtid_end]
-                                    commit = pack_header(ts, QUERY, sid, commit_size,
-                                                         glp and base + start + gsize + commit_size, 0) + commit_body
+                                    put(buf[start:gtid_end])
+                                    commit = commit_pack(ts, QUERY, sid, commit_size, 0, 0, commit_body)
+                                put(commit)
                                 if crc_len:
-                                    commit += pack_u32(crc32(commit))
-                                write(g + commit)
+                                    put(pack_u32(crc32(commit)))
                                 direct.position = out_pos + gsize + commit_size
                                 emptied_n += 1
                                 emptied_events_in += n
@@ -596,64 +641,69 @@ class BinlogFilter:
                                 skipped_n += 1
                                 skipped_events_in += n
                                 skipped_bytes_in += nxt - start
-                        else:
-                            self._finish_fast(buf, start, nxt, gtid_end, n, dropped, any_kept, base + start, fmt, mariadb)
-                        start = -1
+                            start = -1
+                            off = nxt
+                            continue
+                        if t == QUERY and off == gtid_end and not mariadb and _is_begin(buf, off, size, fmt):
+                            stmt_start = body_start = nxt
+                            off = nxt
+                            continue
+                        # Anything else: the reference path takes the unit from here.
+                        hand_over(buf, base, off)
+                        # fall through to the slow handling of this event
+                    elif t in gtid_types and grouper.current is None and fmt is not None and not (
+                            t == MARIADB_GTID and buf[off + HEADER_LEN + 12] & MARIADB_FL_STANDALONE):
+                        if check_crc and crc32(buf[off:nxt]) != crc_residue:
+                            raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
+                        start = off
+                        gtid_end = body_start = stmt_start = nxt
+                        mariadb = t == MARIADB_GTID
+                        stmt_keep = None
+                        any_kept = any_dropped = False
+                        n = 1
                         off = nxt
                         continue
-                    if t == QUERY and off == gtid_end and not mariadb and _is_begin(buf, off, size, fmt):
-                        stmt_start = nxt
-                        stmt_first_n = n
-                        off = nxt
-                        continue
-                    # Anything else: the reference path takes the unit from here.
-                    hand_over(buf, base, off)
-                    # fall through to the slow handling of this event
-                elif t in gtid_types and grouper.current is None and fmt is not None and not (
-                        t == MARIADB_GTID and buf[off + HEADER_LEN + 12] & MARIADB_FL_STANDALONE):
-                    if check_crc and crc32(buf[off : nxt - 4]) != u32(buf, nxt - 4)[0]:
-                        raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
-                    start = off
-                    gtid_end = stmt_start = nxt
-                    mariadb = t == MARIADB_GTID
-                    stmt_keep = None
-                    any_kept = False
-                    n = stmt_first_n = 1
-                    if dropped:
-                        dropped = []
+                    # The reference path, event by event.
+                    if pieces:
+                        flush()
+                    event = Event(buf[off:nxt], base + off, fmt)
+                    checker._check(event)
+                    if t == FDE:
+                        fmt = checker.fmt
+                        event.fmt = fmt
+                        crc_len = fmt.checksum_len
+                        check_crc = verify and crc_len > 0
+                        commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
+                        tm_at = HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
+                        offsets = {r: HEADER_LEN + fmt.table_id_len(r) for r in _ROWS}
+                        flag_off = max(sorted(set(offsets.values())), key=list(offsets.values()).count)
+                        rows_fast = frozenset(r for r, at in offsets.items() if at == flag_off)
+                        if grouper.current is None and sink.begin_file(event, path):
+                            self._consumed_control(event)
+                            if direct is None:  # the sink opens its writer at the first FDE
+                                direct = sink.direct_writer()
+                                direct_renumber = direct is not None and direct.renumber_positions
+                            off = nxt
+                            continue
+                    for done in push(event):
+                        unit(done)
                     off = nxt
-                    continue
-                # The reference path, event by event.
-                event = Event(buf[off:nxt], base + off, fmt)
-                checker._check(event)
-                if t == FDE:
-                    fmt = checker.fmt
-                    event.fmt = fmt
-                    crc_len = fmt.checksum_len
-                    check_crc = verify and crc_len > 0
-                    commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
-                    tm_at = HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
-                    # Offset of the rows flags' low byte (STMT_END_F = 0x1), per rows event type.
-                    flag_at = {r: HEADER_LEN + fmt.table_id_len(r) for r in rows_types}
-                    if grouper.current is None and sink.begin_file(event, path):
-                        self._consumed_control(event)
-                        off = nxt
-                        continue
-                for done in push(event):
-                    unit(done)
-                off = nxt
-        if start >= 0:  # the file ended inside a fast unit: incomplete, reference path
-            hand_over(buf, base, off)
+            if start >= 0:  # the file ended inside a fast unit: incomplete, reference path
+                hand_over(buf, base, off)
+        finally:
+            if pieces:
+                flush()
         stats = self.stats
-        stats.transactions_in += emptied_n + skipped_n
+        stats.transactions_in += emptied_n + skipped_n + kept_n
+        stats.kept += kept_n
         stats.emptied += emptied_n
         stats.skipped += skipped_n
-        stats.events_in += emptied_events_in + skipped_events_in
-        stats.bytes_in += emptied_bytes_in + skipped_bytes_in
-        stats.events_out += 2 * emptied_n
-        stats.bytes_out += emptied_bytes_out
+        stats.events_in += emptied_events_in + skipped_events_in + kept_events
+        stats.bytes_in += emptied_bytes_in + skipped_bytes_in + kept_bytes
+        stats.events_out += 2 * emptied_n + kept_events
+        stats.bytes_out += emptied_bytes_out + kept_bytes
         if direct is not None:
-            direct.events_written += 2 * emptied_n
+            direct.events_written += 2 * emptied_n + kept_events
         if off < len(buf):
             left = len(buf) - off
             msg = (f"event size {unpack(buf, off)[3]} runs past the end of the file ({left} bytes left)"
@@ -661,6 +711,29 @@ class BinlogFilter:
             raise TruncatedBinlogError(msg, path=name, offset=base + off)
         for done in grouper.flush():
             unit(done)
+
+    def _dropped_statements(self, buf, at: int, stop: int, tm_at: int, flag_off: int) -> list[tuple[int, int, int]]:
+        """(start, end, events) of the statements in buf[at:stop] whose tables are not kept: the
+        statements of a fast unit that got to its XID, decided again from the name cache."""
+        names = self._names
+        type_size = _TYPE_SIZE.unpack_from
+        dropped = []
+        stmt_start, stmt_keep, count = at, None, 0
+        while at < stop:
+            t, size = type_size(buf, at)
+            nxt = at + size
+            count += 1
+            if t == _TABLE_MAP:
+                if stmt_keep is None:
+                    name_at = at + tm_at
+                    tbl_at = name_at + 2 + buf[name_at]
+                    stmt_keep = names[buf[name_at : tbl_at + 1 + buf[tbl_at]]]
+            elif t in _ROWS and buf[at + flag_off] & 1:
+                if not stmt_keep:
+                    dropped.append((stmt_start, nxt, count))
+                stmt_start, stmt_keep, count = nxt, None, 0
+            at = nxt
+        return dropped
 
     def _finish_fast(self, buf, start: int, end: int, gtid_end: int, n: int, dropped: list, any_kept: bool,
                      source_pos: int, fmt, mariadb: bool) -> None:
