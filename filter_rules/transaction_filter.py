@@ -5,7 +5,7 @@ Transaction_payload re-packed, empty transactions framed). The unit every consum
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Protocol
 
 from binlog_codec import Event, EventType, Transaction, fix_transaction_length
@@ -54,12 +54,30 @@ class Decider(Protocol):
     def decide_statement(self, sql: str, current_db: str | None): ...
 
 
-@dataclass
 class FilterResult:
-    outcome: str
-    events: list[Event] = field(default_factory=list)
-    bytes_in: int = 0
-    events_in: int = 0
+    """One transaction's outcome for one slave. The events of an emptied transaction are built
+    on first use: a master stream under the heartbeat policy never sends them."""
+
+    __slots__ = ("outcome", "_events", "_build", "bytes_in", "events_in")
+
+    def __init__(self, outcome: str, events: list[Event] | None = None, bytes_in: int = 0, events_in: int = 0,
+                 build: Callable[[], list[Event]] | None = None):
+        self.outcome = outcome
+        self._events = [] if events is None and build is None else events
+        self._build = build
+        self.bytes_in = bytes_in
+        self.events_in = events_in
+
+    @property
+    def events(self) -> list[Event]:
+        if self._events is None:
+            self._events = self._build()
+            self._build = None
+        return self._events
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self._events, self._build = events, None
 
     @property
     def bytes_out(self) -> int:
@@ -68,6 +86,16 @@ class FilterResult:
     @property
     def kept_anything(self) -> bool:
         return self.outcome in (KEPT, PARTIAL, PASSED)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FilterResult):
+            return NotImplemented
+        return (self.outcome, self.events, self.bytes_in, self.events_in) == (
+            other.outcome, other.events, other.bytes_in, other.events_in)
+
+    def __repr__(self) -> str:
+        return (f"FilterResult(outcome={self.outcome!r}, events={self.events!r}, bytes_in={self.bytes_in}, "
+                f"events_in={self.events_in})")
 
 
 class TransactionFilter:
@@ -97,13 +125,14 @@ class TransactionFilter:
                 self.reset()
             return FilterResult(PASSED, list(txn.events), size, len(txn.events))
         kept, content_in, content_kept = self._filter_events(txn.events)
-        result = FilterResult(KEPT, kept, size, len(txn.events))
         if content_kept == 0 and content_in > 0:
-            result.outcome = EMPTIED if self.empty_transactions == KEEP else SKIPPED
-            result.events = self._empty_transaction(txn) if result.outcome == EMPTIED else []
-            if not result.events:
-                result.outcome = SKIPPED
-        elif content_kept < content_in:
+            # Emptied when kept as an empty transaction, which needs a GTID to frame; built lazily.
+            if self.empty_transactions == KEEP and txn.gtid_event is not None:
+                return FilterResult(EMPTIED, None, size, len(txn.events),
+                                    build=lambda: fix_transaction_length(self._empty_transaction(txn)))
+            return FilterResult(SKIPPED, [], size, len(txn.events))
+        result = FilterResult(KEPT, kept, size, len(txn.events))
+        if content_kept < content_in:
             result.outcome = PARTIAL
         if result.events != txn.events:
             result.events = fix_transaction_length(result.events)

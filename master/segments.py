@@ -43,7 +43,7 @@ class Unit:
     table) and ids, and its GTID. Its `txn` (Event objects, as the reference path builds them) is
     only materialised when a slave's answer needs the reference path."""
 
-    __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "statements", "gtid",
+    __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "_statements", "gtid",
                  "gtid_end", "nbytes")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
@@ -57,21 +57,30 @@ class Unit:
         self.pos = 0
         self.fmt = None
         self.tables: tuple = ()            # (db, table) of each Table_map, in order (fast units)
-        # (end offset in raw, events, index in `tables` after its Table_maps) per statement
-        # (ended by STMT_END_F), or None when the unit does not cut into whole statements.
-        self.statements: tuple | None = None
+        self._statements: tuple | None = None  # see `statements`
         self.gtid: tuple | None = None     # ((domain, server_id), seq)
         self.gtid_end = 0                  # size of the GTID event
 
     @classmethod
-    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, statements: tuple | None,
-             gtid: tuple, gtid_end: int) -> "Unit":
+    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple,
+             gtid_end: int) -> "Unit":
         unit = cls.__new__(cls)
         unit._txn = None
         unit.file, unit.end, unit.results = file, (file, pos + len(raw)), {}
         unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
-        unit.tables, unit.statements, unit.gtid, unit.gtid_end = tables, statements, gtid, gtid_end
+        unit.tables, unit._statements, unit.gtid, unit.gtid_end = tables, _UNSET, gtid, gtid_end
         return unit
+
+    @property
+    def statements(self) -> tuple | None:
+        """(end offset in raw, events, index in `tables` after its Table_maps) per statement
+        (ended by STMT_END_F), or None when the unit does not cut into whole statements (rows
+        of an earlier statement's Table_map, or a statement left open). Fast units only; found
+        on first use, as only units that some slave keeps in part need it."""
+        statements = self._statements
+        if statements is _UNSET:
+            statements = self._statements = _statements_of(self.raw, self.gtid_end)
+        return statements
 
     @property
     def is_fast(self) -> bool:
@@ -95,6 +104,43 @@ class Unit:
     @property
     def size(self) -> int:
         return self.nbytes
+
+
+_UNSET = object()
+
+
+def _statements_of(raw: bytes, at: int) -> tuple | None:
+    """Unit.statements of a fast unit's bytes, the GTID event ending at `at`."""
+    statements = []
+    n = sn = 1  # events so far, and at the end of the last statement (the GTID is event 1)
+    tables = 0
+    ids: list[bytes] = []
+    sids: list[bytes] = []
+    total = len(raw)
+    unpack = _TYPE_SIZE.unpack_from
+    rows = _ROWS
+    whole = True
+    while at < total:
+        t, size = unpack(raw, at)
+        nxt = at + size
+        if t == _XID:
+            return tuple(statements) if whole and n == sn else None
+        n += 1
+        if t == _TABLE_MAP:
+            tables += 1
+            tid = raw[at + 19 : at + 25]
+            ids.append(tid)
+            sids.append(tid)
+        elif t in rows:
+            tid = raw[at + 19 : at + 25]
+            if tid not in sids:
+                whole = False  # rows of a Table_map of an earlier statement
+            if raw[at + 25] & 1:  # STMT_END_F: a statement ends here
+                statements.append((nxt, n - sn, tables))
+                sn = n
+                sids = []
+        at = nxt
+    return None
 
 
 @dataclass(eq=False)
@@ -319,7 +365,8 @@ _U32 = struct.Struct("<I")
 # event's CRC is checked with one crc32() over the whole event.
 CRC_RESIDUE = 0x2144DF1C
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
-_MARIADB_GTID_BODY = struct.Struct("<QIB")  # seq_no, domain_id, flags2
+# server_id from the common header, then seq_no, domain_id, flags2 from a MariaDB GTID's body
+_MARIADB_GTID_HEAD = struct.Struct("<5xI10xQIB")
 CHUNK = 1 << 20
 
 
@@ -399,9 +446,9 @@ class SegmentReader:
         grouper = self.grouper
         names = self.names
         push = self._push
+        add_unit = self.units.append
         unpack = HEADER.unpack_from
         type_size = _TYPE_SIZE.unpack_from
-        u32 = _U32.unpack_from
         crc32 = zlib.crc32
         rows_types, annotations, known = _ROWS, _ANNOTATIONS, KNOWN_TYPES
         TABLE_MAP, XID, MARIADB_GTID, FDE, ROTATE = _TABLE_MAP, _XID, _MARIADB_GTID, _FDE, _ROTATE
@@ -418,10 +465,7 @@ class SegmentReader:
             # Fast-unit state: `ustart` (-1: none) its offset in buf; `ann` an annotation waits
             # for its Table_map; `ids` the raw table ids its Table_maps declared.
             ustart = -1
-            n = sn = gtid_end = 0
-            stmts: list = []
-            sids: list = []
-            split = True
+            n = gtid_end = 0
             ann = False
             tables: list = []
             ids: list = []
@@ -470,10 +514,18 @@ class SegmentReader:
                         if nxt > end:
                             break
                         if ustart >= 0:
+                            # Inside a fast unit: only what a decision needs is looked at (the
+                            # Table_maps' names and ids); statements are found later, if ever.
                             if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
                                 raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
                                                     offset=base + off)
-                            if t == TABLE_MAP:
+                            if t in rows_types:
+                                # Its Table_map must be in this unit, after any annotation.
+                                if not ann and buf[off + 19 : off + 25] in ids:
+                                    n += 1
+                                    off = nxt
+                                    continue
+                            elif t == TABLE_MAP:
                                 at = off + 27  # header, 6-byte table id, 2 flag bytes
                                 tbl_at = at + 2 + buf[at]
                                 key = buf[at : tbl_at + 1 + buf[tbl_at]]
@@ -482,29 +534,11 @@ class SegmentReader:
                                     _, db, table = Event(buf[off:nxt], 0, fmt).table_map
                                     names_of = names[key] = (db, table)
                                 tables.append(names_of)
-                                tid = buf[off + 19 : off + 25]
-                                ids.append(tid)
-                                sids.append(tid)
+                                ids.append(buf[off + 19 : off + 25])
                                 ann = False
                                 n += 1
                                 off = nxt
                                 continue
-                            if t in rows_types:
-                                tid = buf[off + 19 : off + 25]
-                                if tid in sids:
-                                    pass
-                                elif tid in ids:
-                                    split = False  # rows of a Table_map of an earlier statement
-                                else:
-                                    tid = None
-                                if tid is not None and not ann:
-                                    n += 1
-                                    if buf[off + 25] & 1:  # STMT_END_F: a statement ends here
-                                        stmts.append((nxt - ustart, n - sn, len(tables)))
-                                        sn = n
-                                        sids = []
-                                    off = nxt
-                                    continue
                             elif t in annotations:
                                 ann = True
                                 n += 1
@@ -512,12 +546,10 @@ class SegmentReader:
                                 continue
                             elif t == XID and not ann:
                                 raw = buf[ustart:nxt]
-                                unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables),
-                                                 tuple(stmts) if n == sn and split else None, gtid, gtid_end)
-                                n += 1
+                                unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables), gtid, gtid_end)
                                 ustart = -1
                                 off = nxt
-                                self.units.append(unit)
+                                add_unit(unit)
                                 self.end = unit.end
                                 self.size += len(raw)
                                 if self.size >= segment_bytes:
@@ -525,24 +557,21 @@ class SegmentReader:
                                 continue
                             # Anything else: the reference path takes the unit from here.
                             hand_over(off)
-                        elif t == MARIADB_GTID and fast_ok and grouper.current is None \
-                                and not buf[off + 31] & MARIADB_FL_STANDALONE:
-                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                    offset=base + off)
-                            seq, domain, _ = _MARIADB_GTID_BODY.unpack_from(buf, off + 19)
-                            gtid = ((domain, u32(buf, off + 5)[0]), seq)
-                            ustart = off
-                            n = sn = 1
-                            gtid_end = esize
-                            ann = False
-                            tables = []
-                            ids = []
-                            sids = []
-                            split = True
-                            stmts = []
-                            off = nxt
-                            continue
+                        elif t == MARIADB_GTID and fast_ok and grouper.current is None:
+                            server_id, seq, domain, flags2 = _MARIADB_GTID_HEAD.unpack_from(buf, off)
+                            if not flags2 & MARIADB_FL_STANDALONE:
+                                if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
+                                    raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
+                                                        offset=base + off)
+                                gtid = ((domain, server_id), seq)
+                                ustart = off
+                                n = 1
+                                gtid_end = esize
+                                ann = False
+                                tables = []
+                                ids = []
+                                off = nxt
+                                continue
                         # The reference path, event by event (EventSplitter's checks).
                         header = unpack(buf, off)
                         event = Event(buf[off:nxt], base + off, fmt, header)
