@@ -186,9 +186,53 @@ class MysqlGtidSet:
             else:
                 i += 1
 
+    def add_interval(self, source: str, start: int, end: int, tag: str = "") -> None:
+        """Add gnos [start, end), merged with what is there (no gno by gno expansion)."""
+        if end <= start:
+            return
+        ivs = self.intervals.setdefault((source, tag), [])
+        ivs.append([start, end])
+        self._merge(ivs)
+
     def __contains__(self, item: tuple[str, str, int]) -> bool:
         source, tag, gno = item
         return any(a <= gno < b for a, b in self.intervals.get((source, tag), ()))
+
+    def issubset(self, other: "MysqlGtidSet") -> bool:
+        """Every GTID of this set is in `other`."""
+        for key, ivs in self.intervals.items():
+            theirs = other.intervals.get(key, ())
+            for a, b in ivs:
+                if not any(c <= a and b <= d for c, d in theirs):
+                    return False
+        return True
+
+    @classmethod
+    def parse(cls, text: str) -> "MysqlGtidSet":
+        """The text form, as @@gtid_executed prints it: `uuid:1-5:7[:tag:1-3...],uuid2:...`.
+        MySQL 8.3+ tags start a new group of intervals inside a uuid's part; a tag is a word, an
+        interval starts with a digit. Ranges stay intervals (a set like uuid:1-1000000000 is one
+        interval, never a billion gnos)."""
+        out = cls()
+        for part in filter(None, (p.strip() for p in text.replace("\n", "").split(","))):
+            source, *rest = part.split(":")
+            try:
+                source = str(uuidlib.UUID(source.strip()))
+            except ValueError:
+                raise ValueError(f"{source.strip()!r} in GTID set {text!r} is not a UUID") from None
+            tag = ""
+            for token in rest:
+                token = token.strip()
+                if token[:1].isdigit():
+                    lo, _, hi = token.partition("-")
+                    if not lo.isdigit() or (hi and not hi.isdigit()):
+                        raise ValueError(f"bad interval {token!r} in GTID set {text!r}")
+                    out.add_interval(source, int(lo), int(hi or lo) + 1, tag)
+                elif token and (token[0].isalpha() or token[0] == "_"):
+                    tag = token.lower()
+                else:
+                    raise ValueError(f"bad GTID set {text!r} near {token!r}")
+        return out
 
     def __str__(self) -> str:
         parts = []

@@ -23,7 +23,8 @@ from binlog_codec.event import HEADER
 from binlog_codec.encode import build_event
 from binlog_codec.errors import DumpFilterError, PositionError, RuleError, UnknownSlaveError
 from binlog_codec.transactions import CONTROL
-from binlog_files import open_binlog
+from binlog_files import binlog_paths, open_binlog
+from binlog_files.gtid_start import GtidState, start_file
 from filter_rules.channels import FilterRegistry
 from filter_rules.evaluate import Decision, RuleEngine
 from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statement
@@ -500,28 +501,15 @@ class DumpService:
                     slave.stream = None
 
 
-def _gtid_filter(state: str | None) -> Callable[[Event], bool] | None:
+def _gtid_filter(state: GtidState | None) -> Callable[[Event], bool] | None:
     """A predicate 'this GTID is already in the slave's state' for a start by GTID."""
-    if not state:
+    if state is None:
         return None
-    state = state.strip()
-    if ":" in state:  # MySQL uuid:1-5:7,uuid2:1-3
-        from binlog_codec.gtid import MysqlGtidSet
-        wanted = MysqlGtidSet()
-        for part in state.split(","):
-            source, *ranges = part.strip().split(":")
-            for rng in ranges:
-                lo, _, hi = rng.partition("-")
-                for gno in range(int(lo), int(hi or lo) + 1):
-                    wanted.add(source.lower(), gno)
-        return lambda event: not event.gtid_info.anonymous and (event.gtid_info.source, event.gtid_info.tag, event.gtid_info.gno) in wanted
-    limits: dict[int, int] = {}
-    try:
-        for part in filter(None, (p.strip() for p in state.split(","))):
-            domain, _server, seq = (int(x) for x in part.split("-"))
-            limits[domain] = max(limits.get(domain, 0), seq)
-    except ValueError:
-        raise PositionError(f"GTID state {state!r} is neither 'domain-server-seq,...' nor 'uuid:1-5,...'") from None
+    if state.mysql is not None:
+        wanted = state.mysql
+        return lambda event: not event.gtid_info.anonymous and (
+            event.gtid_info.source, event.gtid_info.tag, event.gtid_info.gno) in wanted
+    limits = state.limits
     # MariaDB's dump thread skips, per domain, every GTID at or below the slave's sequence number.
     known = lambda event: event.gtid_info.gno <= limits.get(event.gtid_info.domain, -1)  # noqa: E731
     known.limits = limits  # for the fast path: whole segments past the state skip nothing
@@ -536,9 +524,12 @@ class _Stream:
                  gtid_state: str | None, heartbeat_period: float, is_active: Callable[[], bool]):
         self.svc, self.slave, self.handle = service, slave, handle
         self.policy = slave.reg.skip_policy
-        self.skip_known = _gtid_filter(gtid_state)
-        if gtid_state:
-            start = None
+        state = GtidState.parse(gtid_state) if gtid_state and gtid_state.strip() else None
+        self.skip_known = _gtid_filter(state)
+        if state is not None:
+            # Like the servers' dump threads: start in the newest file whose Previous_GTIDs /
+            # Gtid_list the slave already has, not at the first file.
+            start = (start_file(binlog_paths(service.binlog_dir), state).name, 4)
         file, pos = start if start and start[0] else (service.segments.first_file(), 4)
         self.pos: Pos = (file, max(pos, 4) if start and start[0] else 4)
         self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
