@@ -253,14 +253,17 @@ class FlagWords:
 class DumpService:
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
                  segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES,
-                 fast: bool = True):
+                 fast: bool = True, verify_checksums: bool = True):
         self.binlog_dir = Path(binlog_dir)
         if not self.binlog_dir.is_dir():
             raise PositionError(f"binlog directory {self.binlog_dir} does not exist")
         self.policy = policy
         self.poll_interval = poll_interval
         self.batch_bytes = batch_bytes
-        self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, fast=fast)
+        # CRC32s are checked as the binlog is read (MySQL's source_verify_checksum=ON); off, a
+        # corrupt event body reaches the slaves, whose receivers check what they get.
+        self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, fast=fast,
+                                     verify_checksums=verify_checksums)
         self.fast = fast  # False: every unit through TransactionFilter (the reference path, for tests)
         self.slaves: dict[int, Slave] = {}
         self.lock = threading.RLock()

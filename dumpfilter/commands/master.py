@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     serve.add_argument("--tls-key", metavar="FILE")
     serve.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus /metrics on 127.0.0.1:N")
     serve.add_argument("--max-streams", type=int, default=64, help="concurrent Dump streams (default 64)")
+    serve.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
+                       help="do not check event CRC32s while reading the binlog (MySQL's default "
+                            "source_verify_checksum=OFF); slaves still check what they receive")
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.set_defaults(func=serve_command)
 
@@ -32,7 +35,8 @@ def serve_command(args: argparse.Namespace) -> int:
     from master.metrics import serve_metrics
 
     master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
-                                 tls_key=args.tls_key, max_streams=args.max_streams)
+                                 tls_key=args.tls_key, max_streams=args.max_streams,
+                                 verify_checksums=args.verify_checksums)
     if args.metrics_port is not None:
         serve_metrics(master.service, args.metrics_port)
     host = args.listen.rpartition(":")[0]

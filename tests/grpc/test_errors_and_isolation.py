@@ -179,3 +179,33 @@ def test_corrupt_file_and_bad_slaves_disturb_no_other_slave(binlog_copy, master_
         assert "slave" in result and result["slave"].caught_up
         assert relay_units(info_dir)
         slow.cancel()
+
+
+def test_without_master_checksum_verification_the_receiving_slave_catches_a_bad_crc(binlog_copy, master_factory,
+                                                                                   tmp_path):
+    """`master serve --no-verify-checksums` (MySQL's source_verify_checksum=OFF): a bad CRC in a
+    rows event of db2 no longer stops the master; a slave that never receives that event streams
+    to the end, and one that receives it refuses it (its receiver checks every CRC)."""
+    target = binlog_copy / "master-bin.000003"
+    data = bytearray(target.read_bytes())
+    reader = TailingReader(binlog_copy, "master-bin.000003", follow=False)
+    names, victim = {}, None
+    for name, event in reader:
+        if name != "master-bin.000003":
+            break
+        if event.type_code == EventType.TABLE_MAP:
+            names[event.table_id] = event.table_map[1]
+        elif event.is_rows and names.get(event.table_id) == "db2":
+            victim = event
+            break
+    assert victim is not None
+    data[victim.pos + victim.size - 6] ^= 0xFF  # a row-image byte: sizes and headers stay sound
+    target.write_bytes(bytes(data))
+    _, strict = master_factory(binlog_copy)
+    with pytest.raises(Exception, match="CRC32 mismatch"):
+        run_slave(strict, tmp_path / "strict", 71, rules=RuleSet(do_db=("db1",)))
+    _, lenient = master_factory(binlog_copy, verify_checksums=False)
+    slave = run_slave(lenient, tmp_path / "db1", 72, rules=RuleSet(do_db=("db1",)))
+    assert slave.counters.events_received > 0
+    with pytest.raises(Exception, match=f"CRC32 mismatch in {victim.type_name} received from the master"):
+        run_slave(lenient, tmp_path / "db2", 73, rules=RuleSet(do_db=("db2",)))
