@@ -27,6 +27,7 @@ bytes.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import zlib
@@ -43,15 +44,16 @@ from binlog_codec.event import HEADER
 from binlog_codec.reader import MAX_EVENT_SIZE
 from binlog_codec.format_description import FormatDescription
 from binlog_codec.transactions import CONTROL, TRANSACTION
+from binlog_codec.transactions import _is_begin as _opens_group
 from binlog_files.files import open_binlog
 from binlog_files.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
-from filter_rules.transaction_filter import EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult, TransactionFilter
+from filter_rules.transaction_filter import (EMPTIED, KEPT, MARIADB_FL_DDL, PARTIAL, PASSED, SKIPPED, FilterResult,
+                                            TransactionFilter)
 
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # (type_code, event_size) of a common header
 _SIZE_POS = struct.Struct("<II")  # (event_size, log_pos), 9 bytes into a common header
-_GTID_HEAD = struct.Struct("<IxIII")  # (timestamp, server_id, event_size, log_pos) of a header
 _CRC_RESIDUE = 0x2144DF1C  # zlib.crc32 of any data followed by its own CRC-32 (little-endian)
 _LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
 _QUERY = int(EventType.QUERY)
@@ -502,13 +504,15 @@ class BinlogFilter:
         put = pieces.append
         empty_keep = self.tfilter.empty_transactions != "drop"
         pack_u32 = _U32.pack
-        gtid_head = _GTID_HEAD.unpack_from
         commit_pack = _COMMIT_EVENT.pack
         commit_body = _COMMIT_BODY
         commit_size = 0
         emptied_n = emptied_events_in = emptied_bytes_in = emptied_bytes_out = 0
         skipped_n = skipped_events_in = skipped_bytes_in = 0
         kept_n = kept_events = kept_bytes = 0
+        partial_n = partial_events_in = partial_bytes_in = partial_events_out = partial_bytes_out = 0
+        e_size = -1  # the GTID size e_unpack/g_pack/e_pack are for (emptied groups)
+        e_unpack = g_pack = e_pack = None
 
         def flush() -> None:
             direct.out.write(b"".join(pieces))
@@ -592,7 +596,7 @@ class BinlogFilter:
                             off = nxt
                             continue
                         if t == XID and stmt_start == off:  # no statement left open
-                            if not direct_renumber or not mariadb or (any_kept and any_dropped):
+                            if not direct_renumber or not mariadb:
                                 if pieces:
                                     flush()
                                 self._finish_fast(buf, start, nxt, gtid_end, n,
@@ -610,28 +614,53 @@ class BinlogFilter:
                                 kept_n += 1
                                 kept_events += n
                                 kept_bytes += nxt - start
+                            elif any_kept:
+                                # Partly kept: the unit without its dropped statements, renumbered
+                                # (always: positions after a dropped statement move).
+                                parts, at, n_out = [], start, n
+                                for first, stop, count in self._dropped_statements(buf, body_start, off, tm_at, flag_off):
+                                    parts.append(buf[at:first])
+                                    at = stop
+                                    n_out -= count
+                                parts.append(buf[at:nxt])
+                                raw = renumbered(b"".join(parts), direct.position, crc_len > 0)
+                                put(raw)
+                                direct.position += len(raw)
+                                partial_n += 1
+                                partial_events_in += n
+                                partial_bytes_in += nxt - start
+                                partial_events_out += n_out
+                                partial_bytes_out += len(raw)
                             elif empty_keep:
                                 # Every statement dropped: the GTID + the COMMIT Query the
                                 # reference path frames an emptied MariaDB group with (see
                                 # _write_gtid_commit_into).
-                                ts, sid, gsize, glp = gtid_head(buf, start)
                                 out_pos = direct.position
-                                if glp:
+                                gsize = gtid_end - start
+                                if gsize != e_size:  # structs for this GTID size and format
+                                    e_size = gsize
+                                    e_unpack, g_pack, e_pack = _emptied_structs(gsize, crc_len)
+                                ts, typ, sid, _, glp, flags, gbody = e_unpack(buf, start)
+                                if glp and out_pos != base + start:
+                                    # GTID with its output log_pos, COMMIT, both CRCs: one piece.
                                     gend = out_pos + gsize
-                                    if out_pos != base + start:
-                                        g = buf[start : start + 13] + pack_u32(gend) + buf[start + 17 : gtid_end - crc_len]
-                                        put(g)
-                                        if crc_len:
-                                            put(pack_u32(crc32(g)))
+                                    clp = gend + commit_size
+                                    if crc_len:
+                                        put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
+                                                   crc32(g_pack(ts, typ, sid, gsize, gend, flags, gbody)),
+                                                   ts, QUERY, sid, commit_size, clp, 0, commit_body,
+                                                   crc32(commit_pack(ts, QUERY, sid, commit_size, clp, 0, commit_body))))
                                     else:
-                                        put(buf[start:gtid_end])
-                                    commit = commit_pack(ts, QUERY, sid, commit_size, gend + commit_size, 0, commit_body)
+                                        put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
+                                                   ts, QUERY, sid, commit_size, clp, 0, commit_body))
                                 else:
+                                    # The GTID as it is (log_pos 0, or already its output offset).
                                     put(buf[start:gtid_end])
-                                    commit = commit_pack(ts, QUERY, sid, commit_size, 0, 0, commit_body)
-                                put(commit)
-                                if crc_len:
-                                    put(pack_u32(crc32(commit)))
+                                    commit = commit_pack(ts, QUERY, sid, commit_size,
+                                                         glp and out_pos + gsize + commit_size, 0, commit_body)
+                                    put(commit)
+                                    if crc_len:
+                                        put(pack_u32(crc32(commit)))
                                 direct.position = out_pos + gsize + commit_size
                                 emptied_n += 1
                                 emptied_events_in += n
@@ -663,6 +692,14 @@ class BinlogFilter:
                         n = 1
                         off = nxt
                         continue
+                    elif direct_renumber and t == MARIADB_GTID and grouper.current is None and fmt is not None:
+                        # A standalone group (DDL): GTID + Query, decided by the TransactionFilter,
+                        # written here (see _standalone_group).
+                        qend = nxt + type_size(buf, nxt)[1] if nxt + hlen <= end else end + 1
+                        if qend <= end and buf[nxt + 4] == QUERY and qend - nxt >= hlen and \
+                                self._standalone_group(buf, off, nxt, qend, base, fmt, direct, put, check_crc, name):
+                            off = qend
+                            continue
                     # The reference path, event by event.
                     if pieces:
                         flush()
@@ -674,6 +711,7 @@ class BinlogFilter:
                         crc_len = fmt.checksum_len
                         check_crc = verify and crc_len > 0
                         commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
+                        e_size = -1
                         tm_at = HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
                         offsets = {r: HEADER_LEN + fmt.table_id_len(r) for r in _ROWS}
                         flag_off = max(sorted(set(offsets.values())), key=list(offsets.values()).count)
@@ -694,16 +732,17 @@ class BinlogFilter:
             if pieces:
                 flush()
         stats = self.stats
-        stats.transactions_in += emptied_n + skipped_n + kept_n
+        stats.transactions_in += emptied_n + skipped_n + kept_n + partial_n
         stats.kept += kept_n
+        stats.partial += partial_n
         stats.emptied += emptied_n
         stats.skipped += skipped_n
-        stats.events_in += emptied_events_in + skipped_events_in + kept_events
-        stats.bytes_in += emptied_bytes_in + skipped_bytes_in + kept_bytes
-        stats.events_out += 2 * emptied_n + kept_events
-        stats.bytes_out += emptied_bytes_out + kept_bytes
+        stats.events_in += emptied_events_in + skipped_events_in + kept_events + partial_events_in
+        stats.bytes_in += emptied_bytes_in + skipped_bytes_in + kept_bytes + partial_bytes_in
+        stats.events_out += 2 * emptied_n + kept_events + partial_events_out
+        stats.bytes_out += emptied_bytes_out + kept_bytes + partial_bytes_out
         if direct is not None:
-            direct.events_written += 2 * emptied_n + kept_events
+            direct.events_written += 2 * emptied_n + kept_events + partial_events_out
         if off < len(buf):
             left = len(buf) - off
             msg = (f"event size {unpack(buf, off)[3]} runs past the end of the file ({left} bytes left)"
@@ -711,6 +750,58 @@ class BinlogFilter:
             raise TruncatedBinlogError(msg, path=name, offset=base + off)
         for done in grouper.flush():
             unit(done)
+
+    def _standalone_group(self, buf, off: int, q: int, end: int, base: int, fmt: FormatDescription,
+                          direct: BinlogWriter, put: Callable, check_crc: bool, name: str) -> bool:
+        """A MariaDB FL_STANDALONE GTID at buf[off:q] followed by a Query at buf[q:end]: the
+        unit the grouper makes of them, filtered by the TransactionFilter, its output (the
+        unit, or the GTID + COMMIT of an emptied group) appended to `put` for `direct`.
+        False (nothing done) when the Query opens a group (BEGIN, XA START)."""
+        if check_crc:
+            for at, stop in ((off, q), (q, end)):
+                if zlib.crc32(buf[at:stop]) != _CRC_RESIDUE:
+                    raise ChecksumError(f"CRC32 mismatch in {type_name(buf[at + 4])} event", path=name, offset=base + at)
+        gtid = Event(buf[off:q], base + off, fmt)
+        query = Event(buf[q:end], base + q, fmt)
+        if _opens_group(query.sql or ""):
+            return False
+        result = self.tfilter.filter(Transaction(TRANSACTION, [gtid, query]))
+        outcome = result.outcome
+        out_pos = direct.position
+        size = end - off
+        crc_len = fmt.checksum_len
+        if outcome == EMPTIED:
+            # TransactionFilter._empty_transaction: the GTID without FL_STANDALONE and FL_DDL
+            # (an ordinary group now), closed by a COMMIT Query; renumbered like any output.
+            gsize = q - off
+            ts, _, sid, _, glp, _ = HEADER.unpack_from(buf, off)
+            g = bytearray(buf[off : q - crc_len])
+            g[HEADER_LEN + 12] &= ~(MARIADB_FL_STANDALONE | MARIADB_FL_DDL) & 0xFF
+            commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
+            if glp:
+                _U32.pack_into(g, _LOG_POS_OFFSET, out_pos + gsize)
+            commit = _COMMIT_EVENT.pack(ts, _QUERY, sid, commit_size, glp and out_pos + gsize + commit_size, 0,
+                                        _COMMIT_BODY)
+            put(g)
+            if crc_len:
+                put(_U32.pack(zlib.crc32(g)))
+            put(commit)
+            if crc_len:
+                put(_U32.pack(zlib.crc32(commit)))
+            events_out, written = 2, gsize + commit_size
+        elif outcome == KEPT and len(result.events) == 2:
+            put(buf[off:end] if out_pos == base + off else renumbered(buf[off:end], out_pos, crc_len > 0))
+            events_out, written = 2, size
+        else:  # skipped (or anything else): what _unit writes
+            events = result.events
+            raw = b"".join([e.raw for e in events])
+            if raw:
+                put(raw if outcome == KEPT and out_pos == events[0].pos else renumbered(raw, out_pos, crc_len > 0))
+            events_out, written = len(events), len(raw)
+        direct.position = out_pos + written
+        direct.events_written += events_out
+        self.stats.add(outcome, 2, size, events_out, written)
+        return True
 
     def _dropped_statements(self, buf, at: int, stop: int, tm_at: int, flag_off: int) -> list[tuple[int, int, int]]:
         """(start, end, events) of the statements in buf[at:stop] whose tables are not kept: the
@@ -757,7 +848,8 @@ class BinlogFilter:
             parts.append(buf[at:end])
             raw = b"".join(parts)
             if mariadb:
-                sink.write_raw(raw, n_out, source_pos)
+                # Positions after a dropped statement move: renumbered wherever it lands (-1).
+                sink.write_raw(raw, n_out, -1)
                 counts.add(PARTIAL, n, size, n_out, len(raw))
                 return
             # MySQL GTIDs carry transaction_length: rewrite it on Event objects.
@@ -805,6 +897,17 @@ def _last_event_start(buf, start: int, end: int) -> int:
         at += size
 
 
+
+
+@functools.lru_cache(maxsize=64)
+def _emptied_structs(gtid_size: int, crc_len: int) -> tuple[Callable, Callable, Callable]:
+    """For an emptied MariaDB group whose GTID is `gtid_size` bytes long: (unpack the GTID's
+    header fields and body, pack the GTID without CRC, pack GTID + COMMIT Query with CRCs)."""
+    gtid = f"IBIIIH{gtid_size - HEADER_LEN - crc_len}s"
+    commit = f"IBIIIH{len(_COMMIT_BODY)}s"
+    crc = "I" if crc_len else ""
+    return (struct.Struct("<" + gtid).unpack_from, struct.Struct("<" + gtid).pack,
+            struct.Struct("<" + gtid + crc + commit + crc).pack)
 
 
 def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:
