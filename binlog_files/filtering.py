@@ -518,18 +518,15 @@ class BinlogFilter:
             direct.out.write(b"".join(pieces))
             pieces.clear()
 
-        def hand_over(buffer, base: int, stop: int) -> None:
-            """Give the fast unit's events [start, stop) to the grouper (the reference path)."""
-            nonlocal start
+        def hand_over(buffer, base: int, at: int, stop: int) -> None:
+            """Give a fast unit's events [at, stop) to the grouper (the reference path)."""
             if pieces:
                 flush()
-            at = start
             while at < stop:
                 size = unpack(buffer, at)[3]
                 for done in push(Event(bytes(buffer[at : at + size]), base + at, fmt)):
                     unit(done)
                 at += size
-            start = -1
 
         magic = stream.read(4)
         if magic != b"\xfebin":
@@ -545,7 +542,8 @@ class BinlogFilter:
                 if not chunk:
                     break
                 if start >= 0:  # a fast unit runs across the chunk boundary: reference path
-                    hand_over(buf, base, off)
+                    hand_over(buf, base, start, off)
+                    start = -1
                 elif pieces:
                     flush()
                 base += off
@@ -560,127 +558,7 @@ class BinlogFilter:
                         if size < hlen or size > MAX_EVENT_SIZE:
                             raise BinlogError(f"event size {size} is impossible (type {t})", path=name, offset=base + off)
                         break
-                    if start >= 0:
-                        # Inside a fast unit: only known fixed-shape events; CRC checked here (a
-                        # whole event's CRC-32, its own CRC included, is a constant residue).
-                        if check_crc and crc32(buf[off:nxt]) != crc_residue:
-                            raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
-                        n += 1
-                        if t == TABLE_MAP:
-                            at = off + tm_at
-                            tbl_at = at + 2 + buf[at]
-                            key = buf[at : tbl_at + 1 + buf[tbl_at]]
-                            keep = names.get(key)
-                            if keep is None:
-                                _, db, table = Event(buf[off:nxt], 0, fmt).table_map
-                                keep = names[key] = table_kept(db, table)
-                            if stmt_keep is None:
-                                stmt_keep = keep
-                            elif stmt_keep != keep:  # partly kept statement: STMT_END_F may move
-                                hand_over(buf, base, nxt)
-                            off = nxt
-                            continue
-                        if t in rows_fast:
-                            if stmt_keep is None:  # rows without their Table_map in this unit
-                                hand_over(buf, base, nxt)
-                            elif buf[off + flag_off] & 1:  # STMT_END_F: the statement ends here
-                                if stmt_keep:
-                                    any_kept = True
-                                else:
-                                    any_dropped = True
-                                stmt_start = nxt
-                                stmt_keep = None
-                            off = nxt
-                            continue
-                        if t in annotations:
-                            off = nxt
-                            continue
-                        if t == XID and stmt_start == off:  # no statement left open
-                            if not direct_renumber or not mariadb:
-                                if pieces:
-                                    flush()
-                                self._finish_fast(buf, start, nxt, gtid_end, n,
-                                                  self._dropped_statements(buf, body_start, off, tm_at, flag_off)
-                                                  if any_dropped else [],
-                                                  any_kept, base + start, fmt, mariadb)
-                            elif not any_dropped:
-                                # Kept whole (or nothing to decide): the unit's bytes, renumbered.
-                                out_pos = direct.position
-                                if out_pos == base + start:
-                                    put(buf[start:nxt])
-                                else:
-                                    put(renumbered(buf[start:nxt], out_pos, crc_len > 0))
-                                direct.position = out_pos + nxt - start
-                                kept_n += 1
-                                kept_events += n
-                                kept_bytes += nxt - start
-                            elif any_kept:
-                                # Partly kept: the unit without its dropped statements, renumbered
-                                # (always: positions after a dropped statement move).
-                                parts, at, n_out = [], start, n
-                                for first, stop, count in self._dropped_statements(buf, body_start, off, tm_at, flag_off):
-                                    parts.append(buf[at:first])
-                                    at = stop
-                                    n_out -= count
-                                parts.append(buf[at:nxt])
-                                raw = renumbered(b"".join(parts), direct.position, crc_len > 0)
-                                put(raw)
-                                direct.position += len(raw)
-                                partial_n += 1
-                                partial_events_in += n
-                                partial_bytes_in += nxt - start
-                                partial_events_out += n_out
-                                partial_bytes_out += len(raw)
-                            elif empty_keep:
-                                # Every statement dropped: the GTID + the COMMIT Query the
-                                # reference path frames an emptied MariaDB group with (see
-                                # _write_gtid_commit_into).
-                                out_pos = direct.position
-                                gsize = gtid_end - start
-                                if gsize != e_size:  # structs for this GTID size and format
-                                    e_size = gsize
-                                    e_unpack, g_pack, e_pack = _emptied_structs(gsize, crc_len)
-                                ts, typ, sid, _, glp, flags, gbody = e_unpack(buf, start)
-                                if glp and out_pos != base + start:
-                                    # GTID with its output log_pos, COMMIT, both CRCs: one piece.
-                                    gend = out_pos + gsize
-                                    clp = gend + commit_size
-                                    if crc_len:
-                                        put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
-                                                   crc32(g_pack(ts, typ, sid, gsize, gend, flags, gbody)),
-                                                   ts, QUERY, sid, commit_size, clp, 0, commit_body,
-                                                   crc32(commit_pack(ts, QUERY, sid, commit_size, clp, 0, commit_body))))
-                                    else:
-                                        put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
-                                                   ts, QUERY, sid, commit_size, clp, 0, commit_body))
-                                else:
-                                    # The GTID as it is (log_pos 0, or already its output offset).
-                                    put(buf[start:gtid_end])
-                                    commit = commit_pack(ts, QUERY, sid, commit_size,
-                                                         glp and out_pos + gsize + commit_size, 0, commit_body)
-                                    put(commit)
-                                    if crc_len:
-                                        put(pack_u32(crc32(commit)))
-                                direct.position = out_pos + gsize + commit_size
-                                emptied_n += 1
-                                emptied_events_in += n
-                                emptied_bytes_in += nxt - start
-                                emptied_bytes_out += gsize + commit_size
-                            else:
-                                skipped_n += 1
-                                skipped_events_in += n
-                                skipped_bytes_in += nxt - start
-                            start = -1
-                            off = nxt
-                            continue
-                        if t == QUERY and off == gtid_end and not mariadb and _is_begin(buf, off, size, fmt):
-                            stmt_start = body_start = nxt
-                            off = nxt
-                            continue
-                        # Anything else: the reference path takes the unit from here.
-                        hand_over(buf, base, off)
-                        # fall through to the slow handling of this event
-                    elif t in gtid_types and grouper.current is None and fmt is not None and not (
+                    if t in gtid_types and grouper.current is None and fmt is not None and not (
                             t == MARIADB_GTID and buf[off + HEADER_LEN + 12] & MARIADB_FL_STANDALONE):
                         if check_crc and crc32(buf[off:nxt]) != crc_residue:
                             raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
@@ -691,6 +569,145 @@ class BinlogFilter:
                         any_kept = any_dropped = False
                         n = 1
                         off = nxt
+                        # The unit's events, until its XID or the first event the fast path
+                        # does not take (handed over with the unit so far: start is -1 then).
+                        while off <= last:
+                            t, size = type_size(buf, off)
+                            nxt = off + size
+                            if nxt > end or size < hlen:
+                                if size < hlen or size > MAX_EVENT_SIZE:
+                                    raise BinlogError(f"event size {size} is impossible (type {t})", path=name,
+                                                      offset=base + off)
+                                break
+                            # Inside a fast unit: only known fixed-shape events; CRC checked here (a
+                            # whole event's CRC-32, its own CRC included, is a constant residue).
+                            if check_crc and crc32(buf[off:nxt]) != crc_residue:
+                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
+                            n += 1
+                            if t == TABLE_MAP:
+                                at = off + tm_at
+                                tbl_at = at + 2 + buf[at]
+                                key = buf[at : tbl_at + 1 + buf[tbl_at]]
+                                keep = names.get(key)
+                                if keep is None:
+                                    _, db, table = Event(buf[off:nxt], 0, fmt).table_map
+                                    keep = names[key] = table_kept(db, table)
+                                if stmt_keep is None:
+                                    stmt_keep = keep
+                                elif stmt_keep != keep:  # partly kept statement: STMT_END_F may move
+                                    hand_over(buf, base, start, nxt)
+                                    start = -1
+                                    off = nxt
+                                    break
+                                off = nxt
+                                continue
+                            if t in rows_fast:
+                                if stmt_keep is None:  # rows without their Table_map in this unit
+                                    hand_over(buf, base, start, nxt)
+                                    start = -1
+                                    off = nxt
+                                    break
+                                if buf[off + flag_off] & 1:  # STMT_END_F: the statement ends here
+                                    if stmt_keep:
+                                        any_kept = True
+                                    else:
+                                        any_dropped = True
+                                    stmt_start = nxt
+                                    stmt_keep = None
+                                off = nxt
+                                continue
+                            if t in annotations:
+                                off = nxt
+                                continue
+                            if t == XID and stmt_start == off:  # no statement left open
+                                if not direct_renumber or not mariadb:
+                                    if pieces:
+                                        flush()
+                                    self._finish_fast(buf, start, nxt, gtid_end, n,
+                                                      self._dropped_statements(buf, body_start, off, tm_at, flag_off)
+                                                      if any_dropped else [],
+                                                      any_kept, base + start, fmt, mariadb)
+                                elif not any_dropped:
+                                    # Kept whole (or nothing to decide): the unit's bytes, renumbered.
+                                    out_pos = direct.position
+                                    if out_pos == base + start:
+                                        put(buf[start:nxt])
+                                    else:
+                                        put(renumbered(buf[start:nxt], out_pos, crc_len > 0))
+                                    direct.position = out_pos + nxt - start
+                                    kept_n += 1
+                                    kept_events += n
+                                    kept_bytes += nxt - start
+                                elif any_kept:
+                                    # Partly kept: the unit without its dropped statements, renumbered
+                                    # (always: positions after a dropped statement move).
+                                    parts, at, n_out = [], start, n
+                                    for first, stop, count in self._dropped_statements(buf, body_start, off, tm_at, flag_off):
+                                        parts.append(buf[at:first])
+                                        at = stop
+                                        n_out -= count
+                                    parts.append(buf[at:nxt])
+                                    raw = renumbered(b"".join(parts), direct.position, crc_len > 0)
+                                    put(raw)
+                                    direct.position += len(raw)
+                                    partial_n += 1
+                                    partial_events_in += n
+                                    partial_bytes_in += nxt - start
+                                    partial_events_out += n_out
+                                    partial_bytes_out += len(raw)
+                                elif empty_keep:
+                                    # Every statement dropped: the GTID + the COMMIT Query the
+                                    # reference path frames an emptied MariaDB group with (see
+                                    # _write_gtid_commit_into).
+                                    out_pos = direct.position
+                                    gsize = gtid_end - start
+                                    if gsize != e_size:  # structs for this GTID size and format
+                                        e_size = gsize
+                                        e_unpack, g_pack, e_pack = _emptied_structs(gsize, crc_len)
+                                    ts, typ, sid, _, glp, flags, gbody = e_unpack(buf, start)
+                                    if glp and out_pos != base + start:
+                                        # GTID with its output log_pos, COMMIT, both CRCs: one piece.
+                                        gend = out_pos + gsize
+                                        clp = gend + commit_size
+                                        if crc_len:
+                                            put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
+                                                       crc32(g_pack(ts, typ, sid, gsize, gend, flags, gbody)),
+                                                       ts, QUERY, sid, commit_size, clp, 0, commit_body,
+                                                       crc32(commit_pack(ts, QUERY, sid, commit_size, clp, 0, commit_body))))
+                                        else:
+                                            put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
+                                                       ts, QUERY, sid, commit_size, clp, 0, commit_body))
+                                    else:
+                                        # The GTID as it is (log_pos 0, or already its output offset).
+                                        put(buf[start:gtid_end])
+                                        commit = commit_pack(ts, QUERY, sid, commit_size,
+                                                             glp and out_pos + gsize + commit_size, 0, commit_body)
+                                        put(commit)
+                                        if crc_len:
+                                            put(pack_u32(crc32(commit)))
+                                    direct.position = out_pos + gsize + commit_size
+                                    emptied_n += 1
+                                    emptied_events_in += n
+                                    emptied_bytes_in += nxt - start
+                                    emptied_bytes_out += gsize + commit_size
+                                else:
+                                    skipped_n += 1
+                                    skipped_events_in += n
+                                    skipped_bytes_in += nxt - start
+                                start = -1
+                                off = nxt
+                                break
+                            if t == QUERY and off == gtid_end and not mariadb and _is_begin(buf, off, size, fmt):
+                                stmt_start = body_start = nxt
+                                off = nxt
+                                continue
+                            # Anything else: the reference path takes the unit from here, this
+                            # event included (the outer loop reads it again).
+                            hand_over(buf, base, start, off)
+                            start = -1
+                            break
+                        if start >= 0:  # the read chunk ends inside the unit
+                            break
                         continue
                     elif direct_renumber and t == MARIADB_GTID and grouper.current is None and fmt is not None:
                         # A standalone group (DDL): GTID + Query, decided by the TransactionFilter,
@@ -727,7 +744,8 @@ class BinlogFilter:
                         unit(done)
                     off = nxt
             if start >= 0:  # the file ended inside a fast unit: incomplete, reference path
-                hand_over(buf, base, off)
+                hand_over(buf, base, start, off)
+                start = -1
         finally:
             if pieces:
                 flush()
