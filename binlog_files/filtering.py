@@ -16,13 +16,14 @@ Positions: a filtered binlog's `log_pos` values are renumbered to the output's o
 in relay logs, whose `log_pos` are the *source server's* coordinates and are copied unchanged
 (binlog-format.md §7.1, §8: rpl_unfiltered_hidden_gcol.000001).
 
-Speed: `filter_files` walks each file with `BinlogReader.walk()` (one reused cursor, no copy per
-event) and runs a fast path for the shape that dominates ROW binlogs, `GTID [BEGIN]
-{Annotate_rows|Rows_query|Table_map|Rows}* XID`, deciding per Table_map from the engine's cache
-and copying or dropping whole transactions as byte ranges. Every other unit (statements, DDL,
-context events, Transaction_payload, transactions whose tables are partly kept) goes through
-`TransactionGrouper` + `TransactionFilter`, the reference path; tests check both give the same
-bytes.
+Speed: `filter_files` hops from header to header over large read chunks itself and runs a fast
+path for the shape that dominates ROW binlogs, `GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
+Rows}* XID`, deciding per Table_map from a name cache and copying or dropping whole statements as
+byte ranges. Into a renumbering FileSink it also writes MariaDB units itself (kept, partly kept,
+emptied as GTID + COMMIT, and standalone DDL groups, decided by the TransactionFilter), collecting
+the output as byte pieces written once per chunk. Every other unit (statements, context events,
+Transaction_payload, statements whose tables are partly kept) goes through `TransactionGrouper` +
+`TransactionFilter`, the reference path; tests check both give the same bytes.
 """
 
 from __future__ import annotations
