@@ -349,6 +349,16 @@ class RuleEngine:
                 return _fill_pattern(replacement, match.groups()), True
         return key, False
 
+    def effective_rename(self, db: str, table: str) -> tuple[str, str, bool]:
+        """WL#2516 REWRITE (and replicate-rewrite-db as `db.%` patterns) as the slave applies it to
+        the names an event carries: (db, table, changed); the first matching rule wins. With an
+        empty `table` it renames a default database (`db1.%->db2.%` maps `db1` to `db2`)."""
+        key, changed = self._effective_key(db, table)
+        if not changed:
+            return db, table, False
+        new_db, _, new_table = key.partition(".")  # database names cannot contain '.'
+        return new_db, new_table, True
+
     def _effective_statement(self, info: StatementInfo, rewritten: str, counted) -> Decision:
         if info.kind is Kind.SET:
             return Decision(True, "SET affects no database or table")

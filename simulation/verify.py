@@ -31,7 +31,7 @@ from binlog_files import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
 from filter_rules.evaluate import RuleEngine
 from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
-from slave.client import rewrite_event
+from slave.client import event_renamer
 
 MAX_LISTED = 20  # differences listed per slave; all are counted
 
@@ -148,7 +148,7 @@ def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
     engine = RuleEngine(spec.rules, spec.settings)
     decider = engine if gate is None or not gate.restricted else _WithPolicy(engine, gate)
     reference = TransactionFilter(decider, empty_transactions=KEEP)
-    rewrite = engine.rewrite_db
+    rename = event_renamer(engine, spec.rules, spec.settings)
     streams = {policy: _units(path) for policy, path in received.items()}
     heads = {policy: next(it, None) for policy, it in streams.items()}
     result.compared = {policy: 0 for policy in received}
@@ -170,8 +170,8 @@ def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
                 expected = _placeholder_expectation(reference, txn)
             else:
                 expected = None
-            if expected is not None:
-                expected = [rewrite_event(e, rewrite) for e in expected]
+            if expected is not None and rename is not None:
+                expected = [rename(e) for e in expected]
             head = heads[policy]
             while head is not None and head.kind == CONTROL:
                 head = heads[policy] = next(streams[policy], None)

@@ -123,12 +123,17 @@ class _Counters:
     slave_check_dropped: int = 0   # events the slave's own rules dropped: 0 on a faithful master
 
 
-def rewrite_event(event: Event, rewrite: Callable[[str], tuple[str, bool]]) -> Event:
+def rewrite_event(event: Event, rewrite: Callable[[str], tuple[str, bool]],
+                  rename: Callable[[str, str], tuple[str, str, bool]] | None = None) -> Event:
     """replicate-rewrite-db on one event: the default database of a Query event (only that: the
     server never rewrites names inside the SQL text) and the db of a Table_map event. The CRC is
-    recomputed by `with_body`."""
+    recomputed by `with_body`. With `rename` (WL#2516 REWRITE over db.table patterns, effective
+    semantics) a Table_map's table name can change too, and `rewrite` is not used."""
     if event.is_query:
-        new, changed = rewrite(event.db)
+        if rename is not None:
+            new, _, changed = rename(event.db, "") if event.db else ("", "", False)
+        else:
+            new, changed = rewrite(event.db)
         if not changed or not event.db:
             return event
         start, length = query_db_offsets(event)
@@ -137,16 +142,34 @@ def rewrite_event(event: Event, rewrite: Callable[[str], tuple[str, bool]]) -> E
         body[8] = len(raw_new)
         return event.with_body(bytes(body[:start]) + raw_new + bytes(body[start + length:]))
     if event.type_code == EventType.TABLE_MAP:
-        _tid, db, _table = event.table_map
-        new, changed = rewrite(db)
+        _tid, db, table = event.table_map
+        if rename is not None:
+            new, new_table, changed = rename(db, table)
+        else:
+            (new, changed), new_table = rewrite(db), table
         if not changed:
             return event
         body = event.body
         off = event.fmt.post_header_len(EventType.TABLE_MAP)
         old_len = body[off]
         raw_new = new.encode("utf-8", "surrogateescape")
-        return event.with_body(body[:off] + bytes((len(raw_new),)) + raw_new + body[off + 1 + old_len:])
+        rest = body[off + 1 + old_len:]  # NUL, table length, table, NUL, the column data
+        if new_table != table:
+            raw_table = new_table.encode("utf-8", "surrogateescape")
+            rest = rest[:1] + bytes((len(raw_table),)) + raw_table + rest[2 + rest[1]:]
+        return event.with_body(body[:off] + bytes((len(raw_new),)) + raw_new + rest)
     return event
+
+
+def event_renamer(engine: RuleEngine, rules: RuleSet, settings: Settings) -> Callable[[Event], Event] | None:
+    """What a slave renames in the events it writes (WL#2387 keeps rewriting on the slave):
+    replicate-rewrite-db, or under effective semantics WL#2516 REWRITE patterns (which include
+    the rewrite-db rules); None when it renames nothing."""
+    effective = bool(rules.effective_rewrite) and settings.semantics == "effective"
+    if not (rules.rewrite_db or effective):
+        return None
+    rename = engine.effective_rename if effective else None
+    return lambda event: rewrite_event(event, engine.rewrite_db, rename)
 
 
 def split_events(blob: bytes, fmt: FormatDescription | None) -> tuple[list[Event], FormatDescription | None]:
@@ -185,6 +208,7 @@ class Slave:
         self._placeholders_in_unit = False  # the unit being grouped lost placeholders
         self.counters = _Counters()
         self.engine = RuleEngine(config.rules, config.settings)
+        self.rename = event_renamer(self.engine, config.rules, config.settings)
         self.check = TransactionFilter(self.engine, empty_transactions=KEEP)
         self.info = RelayInfo.load(self.relay_dir) or RelayInfo()
         self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id)
@@ -269,7 +293,7 @@ class Slave:
         c = self.counters
         c.batches += 1
         c.bytes_received += len(batch.events)
-        if self.fast and not self.config.rules.rewrite_db:
+        if self.fast and self.rename is None:
             grouper = self._receive_fast(batch.events)
         else:
             events, self.fmt = split_events(batch.events, self.fmt)
@@ -418,8 +442,8 @@ class Slave:
                 events = result.events
         if self._placeholders_in_unit and unit.kind != CONTROL:
             events = self._without_placeholders(unit, events)
-        if self.config.rules.rewrite_db:
-            rewritten = [rewrite_event(e, self.engine.rewrite_db) for e in events]
+        if self.rename is not None:
+            rewritten = [self.rename(e) for e in events]
             changed = sum(a is not b for a, b in zip(rewritten, events))
             if changed:
                 self.counters.rewritten += changed

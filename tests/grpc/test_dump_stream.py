@@ -209,3 +209,29 @@ def test_mysql_gtids_with_skipped_ddl(tmp_path, master_factory, policy):
         source = [u.gtid for u in group_transactions(e for _, e in TailingReader(binlog_dir, follow=False))
                   if u.gtid_event is not None]
         assert [u.gtid for u in units] == source
+
+
+def test_effective_slave_applies_wl2516_rewrite_to_table_maps(workload_dir, master_factory, tmp_path):
+    """WL#2516 REWRITE under effective semantics, done by the slave (WL#2387 keeps rewriting
+    there): `db5.%->dbx.%` moves db5's tables to dbx and `db1.t1->db1.t9` renames one table, in
+    the Table_maps written to the relay log (CRCs recomputed: the relay log reads back verified);
+    which events arrive is the master's effective-mode decision on the rewritten names."""
+    rules = RuleSet(effective_do=("dbx.%", "db1.%"), effective_ignore=("%.%",),
+                    effective_rewrite=(("db1.t1", "db1.t9"), ("db5.%", "dbx.%")))
+    settings = Settings(semantics="effective")
+    master, address = master_factory(workload_dir)
+    run_slave(address, tmp_path / "relay", 21, rules=rules, settings=settings)
+    relayed = [e for _, e in TailingReader(tmp_path / "relay", follow=False)]
+    relay_maps = [e.table_map[1:] for e in relayed if e.type_code == EventType.TABLE_MAP]
+    engine = RuleEngine(rules, settings)
+    tf = TransactionFilter(engine, empty_transactions=KEEP)
+    source = [e for _, e in TailingReader(workload_dir, follow=False)]
+    kept_maps = []
+    for txn in group_transactions(source):
+        if txn.kind != "control":
+            kept_maps += [e.table_map[1:] for e in tf.filter(txn).events if e.type_code == EventType.TABLE_MAP]
+    assert {db for db, _ in kept_maps} == {"db1", "db5"}
+    renamed = [("dbx", t) if db == "db5" else ("db1", "t9") if (db, t) == ("db1", "t1") else (db, t)
+               for db, t in kept_maps]
+    assert relay_maps == renamed
+    assert ("db1", "t9") in relay_maps and not any(db == "db5" for db, _ in relay_maps)
