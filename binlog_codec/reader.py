@@ -182,17 +182,19 @@ class EventSplitter:
         known = KNOWN_TYPES
         fde_type = EventType.FORMAT_DESCRIPTION
         verify = self.verify_checksums
-        no_types: frozenset[int] = frozenset()
+        nothing: frozenset[int] = frozenset()
 
-        def type_sets() -> tuple[frozenset[int], frozenset[int]]:
-            """(skipped, handed out as they are) for the current format: before the first FDE
-            nothing is either, as every event is checked against it first."""
+        def type_sets() -> tuple[frozenset[int], frozenset[int], frozenset[int], int]:
+            """(skipped unchecked, skipped after a CRC check, handed out as they are, CRC length)
+            for the current format. Before the first FDE every event is checked against it."""
             if self.fmt is None:
-                return no_types, no_types
-            return known - types - {fde_type}, (types & known) - {fde_type}
+                return nothing, nothing, nothing, 0
+            skipped = known - types - {fde_type}
+            crc_len = self.fmt.checksum_len if verify else 0
+            return (nothing, skipped, (types & known) - {fde_type}, crc_len) if crc_len else \
+                (skipped, nothing, (types & known) - {fde_type}, 0)
 
-        skip, plain = type_sets()
-        crc_len = self.fmt.checksum_len if verify and self.fmt is not None else 0
+        skip, skip_checked, plain, crc_len = type_sets()
         count = 0
         while True:
             data = read(chunk_size)
@@ -207,10 +209,15 @@ class EventSplitter:
             base = self._pos - off
             cursor._buf = buf
             cursor._base = base
-            view = memoryview(buf)
             try:
-                while off + HEADER_LEN <= end:
-                    type_code, size = type_size(buf, off)
+                while True:
+                    # No `off + HEADER_LEN <= end` test per event (a try costs nothing in 3.11):
+                    # unpacking past the end of the chunk raises struct.error, and an event that
+                    # does not fit ends the chunk at the `nxt > end` test.
+                    try:
+                        type_code, size = type_size(buf, off)
+                    except struct.error:
+                        break
                     nxt = off + size
                     if nxt > end or size < HEADER_LEN:
                         if size < HEADER_LEN or size > MAX_EVENT_SIZE:
@@ -219,7 +226,10 @@ class EventSplitter:
                         break
                     count += 1
                     if type_code in skip:
-                        if crc_len and crc32(view[off:nxt]) != CRC_RESIDUE:
+                        off = nxt
+                        continue
+                    if type_code in skip_checked:
+                        if crc32(buf[off:nxt]) != CRC_RESIDUE:
                             raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
                                                 offset=base + off)
                         off = nxt
@@ -229,7 +239,7 @@ class EventSplitter:
                     cursor._start = off
                     cursor._h = None
                     if type_code in plain:
-                        if crc_len and crc32(view[off:nxt]) != CRC_RESIDUE:
+                        if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
                             raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
                                                 offset=base + off)
                         off = nxt
@@ -240,8 +250,7 @@ class EventSplitter:
                     self._pos = base + off
                     self._check(cursor)
                     cursor.fmt = self.fmt
-                    skip, plain = type_sets()
-                    crc_len = self.fmt.checksum_len if verify and self.fmt is not None else 0
+                    skip, skip_checked, plain, crc_len = type_sets()
                     off = nxt
                     if type_code in types:
                         yield cursor
