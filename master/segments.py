@@ -505,13 +505,18 @@ class SegmentReader:
                 base = splitter._pos - off
                 end = len(buf)
                 try:
-                    while off + 19 <= end:
-                        t, esize = type_size(buf, off)
-                        if esize < 19 or esize > MAX_EVENT_SIZE:
-                            raise BinlogError(f"event size {esize} is impossible (type {t})", path=pathname,
-                                              offset=base + off)
+                    while True:
+                        # No end-of-chunk test per event (a try costs nothing in 3.11): the unpack
+                        # raises struct.error short of a header, `nxt > end` stops a partial event.
+                        try:
+                            t, esize = type_size(buf, off)
+                        except struct.error:
+                            break
                         nxt = off + esize
-                        if nxt > end:
+                        if nxt > end or esize < 19:
+                            if esize < 19 or esize > MAX_EVENT_SIZE:
+                                raise BinlogError(f"event size {esize} is impossible (type {t})", path=pathname,
+                                                  offset=base + off)
                             break
                         if ustart >= 0:
                             # Inside a fast unit: only what a decision needs is looked at (the
