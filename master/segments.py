@@ -171,6 +171,9 @@ class SegmentIndex:
         self.occ = list(chain.from_iterable([u.tables for u in units]))
         self.fast = [u.raw is not None for u in units]
         self.gtids = [u.gtid for u in units]
+        # Whether the fast units' GTIDs share one (domain, server_id): then a run's last GTID is
+        # all a stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
+        self.one_gtid_source = len({g[0] for g in self.gtids if g is not None}) <= 1
         self.raws = [u.raw for u in units]
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()

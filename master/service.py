@@ -788,7 +788,10 @@ class _Stream:
         stats.events_read += nevents
         stats.bytes_read += nbytes
         self.batch_units += i - start
-        self.tracker.mariadb.gtids.update(index.gtids[start:i])
+        if index.one_gtid_source:
+            self.tracker.mariadb.gtids.update((index.gtids[i - 1],))  # the fast units' GTIDs are all set
+        else:
+            self.tracker.mariadb.gtids.update(index.gtids[start:i])
         _count_elements(self.occurrences, index.occ[index.toff[start] : index.toff[i]])
         stats.events_sent += sent_events
         stats.bytes_sent += sent_bytes
