@@ -39,6 +39,17 @@ def statement_verb(sql: str) -> str:
     return s[:end].upper()
 
 
+def is_begin_event(buf, off: int, size: int, fmt) -> bool:
+    """Whether the event at buf[off : off + size] is a `BEGIN` Query event, read from the raw
+    bytes (db and status variables skipped without decoding): what opens a MySQL transaction."""
+    if buf[off + 4] != 2:  # QUERY_EVENT
+        return False
+    status_len = int.from_bytes(buf[off + 30 : off + 32], "little")  # header, thread id, exec time, db len, error
+    db_len = buf[off + 27]
+    sql_at = off + 19 + fmt.post_header_len(2) + status_len + db_len + 1
+    return sql_at + 5 + fmt.checksum_len == off + size and buf[sql_at : sql_at + 5] == b"BEGIN"
+
+
 def _is_begin(sql: str) -> bool:
     verb = statement_verb(sql)
     if verb == "BEGIN":

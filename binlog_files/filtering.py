@@ -46,6 +46,7 @@ from binlog_codec.reader import MAX_EVENT_SIZE
 from binlog_codec.format_description import FormatDescription
 from binlog_codec.transactions import CONTROL, TRANSACTION
 from binlog_codec.transactions import _is_begin as _opens_group
+from binlog_codec.transactions import is_begin_event as _is_begin
 from binlog_files.files import open_binlog
 from binlog_files.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
 from filter_rules.transaction_filter import (EMPTIED, KEPT, MARIADB_FL_DDL, PARTIAL, PASSED, SKIPPED, FilterResult,
@@ -364,7 +365,6 @@ _GTIDS = frozenset({int(EventType.GTID), int(EventType.ANONYMOUS_GTID), int(Even
                     int(EventType.MARIADB_GTID)})
 _MARIADB_GTID = int(EventType.MARIADB_GTID)
 _FDE = int(EventType.FORMAT_DESCRIPTION)
-_BEGIN_SQL = b"BEGIN"
 
 
 class BinlogFilter:
@@ -938,14 +938,6 @@ def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:
     raw = HEADER.pack(timestamp, _QUERY, server_id, HEADER_LEN + len(_COMMIT_BODY) + (4 if crc else 0),
                       placeholder, 0) + _COMMIT_BODY
     return raw + _U32.pack(zlib.crc32(raw)) if crc else raw
-
-
-def _is_begin(buf, off: int, size: int, fmt: FormatDescription) -> bool:
-    """A MySQL `BEGIN` Query event (db and status vars skipped without decoding)."""
-    status_len = _U16.unpack_from(buf, off + HEADER_LEN + 11)[0]
-    db_len = buf[off + HEADER_LEN + 8]
-    sql_at = off + HEADER_LEN + fmt.post_header_len(_QUERY) + status_len + db_len + 1
-    return sql_at + 5 + fmt.checksum_len == off + size and buf[sql_at : sql_at + 5] == _BEGIN_SQL
 
 
 def filter_files(paths: Sequence[str | os.PathLike], tfilter: TransactionFilter, sink: Sink, *,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import uuid as uuidlib
 import zlib
 from collections import OrderedDict
 from itertools import accumulate, chain
@@ -20,7 +21,7 @@ from binlog_codec.constants import (HEADER_LEN, KNOWN_TYPES, LOG_EVENT_ARTIFICIA
 from binlog_codec.errors import BinlogError, ChecksumError, PositionError
 from binlog_codec.event import HEADER
 from binlog_codec.reader import MAX_EVENT_SIZE
-from binlog_codec.transactions import TRANSACTION
+from binlog_codec.transactions import TRANSACTION, is_begin_event
 from binlog_files import TailingReader, binlog_paths
 
 Pos = tuple[str, int]
@@ -38,13 +39,14 @@ class Unit:
     """One transaction, statement or control event, where it ends, and the per-rule-group filter
     answers computed for it so far (slaves with equal rules share one answer).
 
-    A *fast* unit (the common ROW shape, `MariaDB GTID {Annotate_rows|Table_map|Rows}* XID`, see
+    A *fast* unit (the common ROW shape, `MariaDB GTID {Annotate_rows|Table_map|Rows}* XID` or
+    `MySQL GTID BEGIN {Rows_query|Table_map|Rows}* XID`, see
     `SegmentReader`) is kept as its raw bytes plus what a decision needs: its Table_maps' (db,
     table) and ids, and its GTID. Its `txn` (Event objects, as the reference path builds them) is
     only materialised when a slave's answer needs the reference path."""
 
     __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "_statements", "gtid",
-                 "gtid_end", "nbytes")
+                 "gtid_end", "nbytes", "mysql_gtid")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
         self._txn = txn
@@ -58,17 +60,19 @@ class Unit:
         self.fmt = None
         self.tables: tuple = ()            # (db, table) of each Table_map, in order (fast units)
         self._statements: tuple | None = None  # see `statements`
-        self.gtid: tuple | None = None     # ((domain, server_id), seq)
+        self.gtid: tuple | None = None     # ((domain, server_id), seq) of a MariaDB GTID
+        self.mysql_gtid: tuple | None = None  # (source uuid, tag, gno) of a MySQL GTID
         self.gtid_end = 0                  # size of the GTID event
 
     @classmethod
-    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple,
-             gtid_end: int) -> "Unit":
+    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple | None,
+             gtid_end: int, mysql_gtid: tuple | None = None) -> "Unit":
         unit = cls.__new__(cls)
         unit._txn = None
         unit.file, unit.end, unit.results = file, (file, pos + len(raw)), {}
         unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
         unit.tables, unit._statements, unit.gtid, unit.gtid_end = tables, _UNSET, gtid, gtid_end
+        unit.mysql_gtid = mysql_gtid
         return unit
 
     @property
@@ -174,6 +178,8 @@ class SegmentIndex:
         # Whether the fast units' GTIDs share one (domain, server_id): then a run's last GTID is
         # all a stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
         self.one_gtid_source = len({g[0] for g in self.gtids if g is not None}) <= 1
+        mysql = [u.mysql_gtid for u in units]
+        self.mysql_gtids = mysql if any(g is not None for g in mysql) else None
         self.raws = [u.raw for u in units]
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
@@ -363,6 +369,9 @@ _ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
 _ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY)})
 _TABLE_MAP, _XID, _MARIADB_GTID = int(EventType.TABLE_MAP), int(EventType.XID), int(EventType.MARIADB_GTID)
 _FDE, _ROTATE = int(EventType.FORMAT_DESCRIPTION), int(EventType.ROTATE)
+_QUERY, _MYSQL_GTID, _GTID_TAGGED = int(EventType.QUERY), int(EventType.GTID), int(EventType.GTID_TAGGED)
+_MYSQL_GTIDS = frozenset({_MYSQL_GTID, int(EventType.ANONYMOUS_GTID), _GTID_TAGGED})
+_I64 = struct.Struct("<q")
 _U32 = struct.Struct("<I")
 # The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant: an
 # event's CRC is checked with one crc32() over the whole event.
@@ -395,6 +404,7 @@ class SegmentReader:
         self.size = 0
         self.end = start
         self.names: dict[bytes, tuple[str, str]] = {}
+        self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
 
     def read(self) -> Segment:
         cache, start = self.cache, self.start
@@ -455,6 +465,8 @@ class SegmentReader:
         crc32 = zlib.crc32
         rows_types, annotations, known = _ROWS, _ANNOTATIONS, KNOWN_TYPES
         TABLE_MAP, XID, MARIADB_GTID, FDE, ROTATE = _TABLE_MAP, _XID, _MARIADB_GTID, _FDE, _ROTATE
+        QUERY, MYSQL_GTID, GTID_TAGGED, mysql_gtids = _QUERY, _MYSQL_GTID, _GTID_TAGGED, _MYSQL_GTIDS
+        sources = self.sources
         segment_bytes = cache.segment_bytes
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -473,14 +485,17 @@ class SegmentReader:
             tables: list = []
             ids: list = []
             gtid = None
+            mysql_gtid = None
+            pending = -1  # a MySQL GTID event's offset while its BEGIN is awaited
             buf = b""
             base = 0
 
             def hand_over(stop: int) -> None:
-                """The fast unit's events [ustart, stop) of buf go to the grouper as Events."""
-                nonlocal ustart
-                at = ustart
-                ustart = -1
+                """The fast unit's events [ustart, stop) of buf go to the grouper as Events (or the
+                MySQL GTID waiting for its BEGIN)."""
+                nonlocal ustart, pending
+                at = ustart if ustart >= 0 else pending
+                ustart = pending = -1
                 while at < stop:
                     header = unpack(buf, at)
                     push(Event(buf[at : at + header[3]], base + at, fmt, header), name)
@@ -490,7 +505,7 @@ class SegmentReader:
             while True:
                 data = f.read(chunk)
                 if not data:
-                    if ustart >= 0:
+                    if ustart >= 0 or pending >= 0:
                         hand_over(splitter._off)
                     if rotated_to:
                         return rotated_to
@@ -498,7 +513,7 @@ class SegmentReader:
                     if newer is not None and splitter.pending == 0:
                         return newer  # a Stop event, or a crash, ended this file without a Rotate
                     return None
-                if ustart >= 0:  # a fast unit runs across the chunk boundary: reference path
+                if ustart >= 0 or pending >= 0:  # a fast unit runs across the chunk boundary: reference path
                     hand_over(splitter._off)
                 splitter.feed(data)
                 if not splitter._consume_magic():
@@ -554,7 +569,8 @@ class SegmentReader:
                                 continue
                             elif t == XID and not ann:
                                 raw = buf[ustart:nxt]
-                                unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables), gtid, gtid_end)
+                                unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables), gtid, gtid_end,
+                                                 mysql_gtid)
                                 ustart = -1
                                 off = nxt
                                 add_unit(unit)
@@ -565,6 +581,21 @@ class SegmentReader:
                                 continue
                             # Anything else: the reference path takes the unit from here.
                             hand_over(off)
+                        elif pending >= 0:
+                            # After a MySQL GTID: a BEGIN makes the pair the start of a fast unit;
+                            # anything else (DDL, a pre-8.0 statement) goes to the reference path.
+                            if t == QUERY and is_begin_event(buf, off, esize, fmt):
+                                if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
+                                    raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
+                                                        offset=base + off)
+                                ustart, pending = pending, -1
+                                n = 2
+                                ann = False
+                                tables = []
+                                ids = []
+                                off = nxt
+                                continue
+                            hand_over(off)
                         elif t == MARIADB_GTID and fast_ok and grouper.current is None:
                             server_id, seq, domain, flags2 = _MARIADB_GTID_HEAD.unpack_from(buf, off)
                             if not flags2 & MARIADB_FL_STANDALONE:
@@ -572,6 +603,7 @@ class SegmentReader:
                                     raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
                                                         offset=base + off)
                                 gtid = ((domain, server_id), seq)
+                                mysql_gtid = None
                                 ustart = off
                                 n = 1
                                 gtid_end = esize
@@ -580,6 +612,26 @@ class SegmentReader:
                                 ids = []
                                 off = nxt
                                 continue
+                        elif t in mysql_gtids and fast_ok and grouper.current is None:
+                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
+                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
+                                                    offset=base + off)
+                            if t == MYSQL_GTID:  # flags, sid[16], gno
+                                sid = buf[off + 20 : off + 36]
+                                source = sources.get(sid)
+                                if source is None:
+                                    source = sources[sid] = str(uuidlib.UUID(bytes=sid))
+                                mysql_gtid = (source, "", _I64.unpack_from(buf, off + 36)[0])
+                            elif t == GTID_TAGGED:
+                                info = Event(buf[off:nxt], base + off, fmt).gtid_info
+                                mysql_gtid = (info.source, info.tag, info.gno)
+                            else:  # Anonymous_GTID: nothing for the GTID state
+                                mysql_gtid = None
+                            gtid = None
+                            pending = off
+                            gtid_end = esize
+                            off = nxt
+                            continue
                         # The reference path, event by event (EventSplitter's checks).
                         header = unpack(buf, off)
                         event = Event(buf[off:nxt], base + off, fmt, header)

@@ -788,10 +788,16 @@ class _Stream:
         stats.events_read += nevents
         stats.bytes_read += nbytes
         self.batch_units += i - start
-        if index.one_gtid_source:
-            self.tracker.mariadb.gtids.update((index.gtids[i - 1],))  # the fast units' GTIDs are all set
-        else:
-            self.tracker.mariadb.gtids.update(index.gtids[start:i])
+        if index.mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
+            add = self.tracker.mysql.add
+            for g in index.mysql_gtids[start:i]:
+                if g is not None:
+                    add(g[0], g[2], g[1])
+        elif index.gtids[i - 1] is not None:  # MariaDB units (MySQL Anonymous_GTID units have none)
+            if index.one_gtid_source:
+                self.tracker.mariadb.gtids.update((index.gtids[i - 1],))
+            else:
+                self.tracker.mariadb.gtids.update(index.gtids[start:i])
         _count_elements(self.occurrences, index.occ[index.toff[start] : index.toff[i]])
         stats.events_sent += sent_events
         stats.bytes_sent += sent_bytes
@@ -960,6 +966,8 @@ def _partial_bytes(unit: Unit, get: Callable[[str, str], int], bit: int) -> tupl
     Table_maps, rows: no STMT_END_F has to move) and the XID; a MariaDB GTID has no
     transaction_length to fix. (bytes, events), or None for the reference path (a statement
     whose tables are partly kept, or a unit not cut into whole statements)."""
+    if unit.gtid is None:
+        return None  # a MySQL unit: its GTID's transaction_length must be rewritten (reference path)
     statements = unit.statements
     if statements is None:
         return None
