@@ -167,6 +167,18 @@ class TransactionGrouper:
         self._standalone = False
         return out
 
+    def end_statement_group(self) -> Transaction | None:
+        """End the open unit when it is a GTID still waiting for its one statement (a DDL's
+        GTID: MariaDB FL_STANDALONE, or a MySQL GTID with no BEGIN yet) and return it; None
+        otherwise. For a receiver whose stream replaced that statement by a stand-in (a skip
+        policy's placeholder): the group is over, with nothing else to come."""
+        cur = self.current
+        if cur is None or self._in_body or len(cur.events) != 1 or not cur.events[0].is_gtid:
+            return None
+        self.current = None
+        self._standalone = False
+        return cur
+
     def flush(self) -> list[Transaction]:
         """End of input: the open unit, if any, comes out marked incomplete."""
         if self.current is None:

@@ -326,6 +326,11 @@ class Slave:
         if is_placeholder(event):
             self.counters.placeholders += 1  # stands in for a skipped event: advances nothing we track
             self._placeholders_in_unit = True
+            # Standing in for a DDL's statement right after its GTID, it ends that group: nothing
+            # else of it will come (and the batch may end here).
+            unit = grouper.end_statement_group()
+            if unit is not None:
+                self._unit(unit)
             return
         for unit in grouper.push(event):
             self._unit(unit)

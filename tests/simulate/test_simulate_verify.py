@@ -159,3 +159,16 @@ def test_cli_verify_fails_when_the_master_filters_with_the_wrong_semantics(tmp_p
     assert report["verify"][0]["total_differences"] > 0
     assert all(d["transaction"].startswith("0-1-") or d["transaction"] == "-"
                for d in report["verify"][0]["differences"])
+
+
+@pytest.mark.parametrize("flavor", ["mariadb", "mysql"])
+def test_placeholder_for_a_files_last_ddl_ends_its_group(flavor):
+    """Found by the property above (seed 2909, MIXED): under the placeholder policy a skipped DDL
+    is its GTID plus one placeholder; when it is the last unit of a file the batch ends there, and
+    the slave must close the group at the placeholder instead of failing with 'the master's batch
+    ended inside a transaction'."""
+    slaves = [{"rules": ["replicate-do-db=db2"], "policy": "heartbeat", "semantics": "mysql"}]
+    result = run_simulation(parse_topology(_toml("mixed", flavor, 2909, slaves)), None, verify=True, progress=False)
+    (check,) = result.verifications
+    assert check.ok, check.differences
+    assert check.compared["placeholder"] == check.transactions
