@@ -549,7 +549,8 @@ class _Stream:
         # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
         # unit by unit; `occurrences` are Table_maps whose rule hits are not counted yet.
         self.gtid_limits: dict[int, int] | None = getattr(self.skip_known, "limits", None)
-        self.fast = service.fast and (self.skip_known is None or self.gtid_limits is not None)
+        self.gtid_wanted = state.mysql if state is not None else None  # a MySQL GTID start's set
+        self.fast = service.fast
         self.occurrences: Counter = Counter()
         self._states: tuple | None = None
         self._hb_parts: tuple | None = None
@@ -707,8 +708,7 @@ class _Stream:
         words = self.svc.words
         states = self._states
         if states is None or states[0] is not seg or states[1] != words.generation:
-            limits = self.gtid_limits
-            if limits and any(g is not None and g[1] <= limits.get(g[0][0], -1) for g in index.gtids):
+            if self.skip_known is not None and self._holds_known_gtids(index):
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = (seg, words.generation, None)
                 return None
@@ -718,6 +718,18 @@ class _Stream:
                          for f, k, a in zip(index.fast, keep_all, keep_any)])
             states = self._states = (seg, words.generation, row)
         return states[2]
+
+    def _holds_known_gtids(self, index) -> bool:
+        """Whether a segment may hold GTIDs this slave's start state already has (or GTIDs of the
+        other flavor, which the state's predicate judges unit by unit)."""
+        limits, wanted = self.gtid_limits, self.gtid_wanted
+        mysql, mariadb = index.mysql_gtids, index.gtids
+        if limits is not None:  # MariaDB state: domain -> last seq_no
+            return mysql is not None or any(g is not None and g[1] <= limits.get(g[0][0], -1) for g in mariadb)
+        if wanted is not None:  # MySQL GTID set
+            return any(g is not None for g in mariadb) or (
+                mysql is not None and any(g is not None and g in wanted for g in mysql))
+        return True
 
     def _fast_runs(self, seg: Segment, i: int) -> int:
         """Handle fast units from `i` on, in runs that get the same answer for this slave (all

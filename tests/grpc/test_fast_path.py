@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from binlog_codec import EventType, group_transactions, read_events
+from binlog_files import TailingReader
 from binlog_workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from filter_rules.ruleset import RuleSet
 from filter_rules.transaction_filter import TransactionFilter
@@ -320,6 +321,27 @@ def test_fast_path_with_a_gtid_start(row_workload, state):
             Registration(server_id=2, skip_policy="empty-transaction",
                          filters=(ChannelSpec(None, RuleSet(ignore_db=("db2",))),))]
     _assert_same(row_workload, regs, gtid_state=state, segment_bytes=5_000)
+
+
+@pytest.fixture(scope="module")
+def mysql_row_workload(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("mysql-row")
+    generate(WorkloadSpec(seed=12, schemas=4, transactions=600, cross_db_share=0.5, flavor="mysql",
+                          max_binlog_size=40_000), directory)
+    return directory
+
+
+@pytest.mark.parametrize("upto", [0, 1, 250, 599, 10_000])
+def test_fast_path_with_a_mysql_gtid_start(mysql_row_workload, upto):
+    """The same for a MySQL GTID set: MySQL ROW units are fast units, and segments holding GTIDs
+    in the slave's set go unit by unit."""
+    first = next(e for _, e in TailingReader(mysql_row_workload, follow=False) if e.type_code == EventType.GTID)
+    source = first.gtid_info.source
+    state = f"{source}:1-{upto}" if upto else f"{source}:5:9-12"
+    regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
+            Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(ignore_db=("db2",))),))]
+    fast = _assert_same(mysql_row_workload, regs, gtid_state=state, segment_bytes=5_000)
+    assert (fast[1][1].transactions_kept > 0) == (upto < 10_000)  # a state past the end keeps nothing
 
 
 @pytest.mark.fixtures
