@@ -105,6 +105,18 @@ class EventSplitter:
             yield event
         self._off = off
 
+    def _chunks(self, read, chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
+        """Reads with `read(chunk_size)` and feeds the splitter; yields (buffer, offset of its
+        first unwalked event, file offset of buffer[0]) per chunk. The walks record where they
+        stopped in `_off` / `_pos` before asking for the next chunk."""
+        while True:
+            data = read(chunk_size)
+            if not data:
+                return
+            self.feed(data)
+            if self._consume_magic():
+                yield self._buf, self._off, self._pos - self._off
+
     def walk_stream(self, read, chunk_size: int, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
         """Reads with `read(chunk_size)` and moves one reused EventCursor over each chunk instead
         of copying every event: the fast path for walks that look at most events and keep few.
@@ -124,17 +136,8 @@ class EventSplitter:
         verify = self.verify_checksums
         crc_len = self.fmt.checksum_len if verify and self.fmt is not None else 0
         unpack_u32 = _U32.unpack_from
-        while True:
-            data = read(chunk_size)
-            if not data:
-                break
-            self.feed(data)
-            if not self._consume_magic():
-                continue
-            buf = self._buf
-            off = self._off
+        for buf, off, base in self._chunks(read, chunk_size):
             end = len(buf)
-            base = self._pos - off  # file offset of buf[0]
             cursor._buf = buf
             cursor._base = base
             view = memoryview(buf)
@@ -196,17 +199,8 @@ class EventSplitter:
 
         skip, skip_checked, plain, crc_len = type_sets()
         count = 0
-        while True:
-            data = read(chunk_size)
-            if not data:
-                break
-            self.feed(data)
-            if not self._consume_magic():
-                continue
-            buf = self._buf
-            off = self._off
+        for buf, off, base in self._chunks(read, chunk_size):
             end = len(buf)
-            base = self._pos - off
             cursor._buf = buf
             cursor._base = base
             try:
