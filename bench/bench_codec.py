@@ -3,7 +3,6 @@ minimal header-only struct.unpack_from loop over the same file, and RSS while st
 
 from __future__ import annotations
 
-import resource
 import struct
 import subprocess
 import sys

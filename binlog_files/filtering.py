@@ -46,7 +46,7 @@ from binlog_codec.reader import MAX_EVENT_SIZE
 from binlog_codec.format_description import FormatDescription
 from binlog_codec.transactions import CONTROL, TRANSACTION
 from binlog_codec.transactions import _is_begin as _opens_group
-from binlog_codec.transactions import is_begin_event as _is_begin
+from binlog_codec.transactions import is_begin_event
 from binlog_files.files import open_binlog
 from binlog_files.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
 from filter_rules.transaction_filter import (EMPTIED, KEPT, MARIADB_FL_DDL, PARTIAL, PASSED, SKIPPED, FilterResult,
@@ -698,7 +698,7 @@ class BinlogFilter:
                                 start = -1
                                 off = nxt
                                 break
-                            if t == QUERY and off == gtid_end and not mariadb and _is_begin(buf, off, size, fmt):
+                            if t == QUERY and off == gtid_end and not mariadb and is_begin_event(buf, off, size, fmt):
                                 stmt_start = body_start = nxt
                                 off = nxt
                                 continue

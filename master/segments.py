@@ -12,11 +12,11 @@ import uuid as uuidlib
 import zlib
 from collections import OrderedDict
 from itertools import accumulate, chain
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from binlog_codec import Event, EventType, Transaction, TransactionGrouper
-from binlog_codec.constants import (HEADER_LEN, KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, MARIADB_FL_STANDALONE,
+from binlog_codec.constants import (KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, MARIADB_FL_STANDALONE,
                                     ROWS_EVENT_TYPES, type_name)
 from binlog_codec.errors import BinlogError, ChecksumError, PositionError
 from binlog_codec.event import HEADER

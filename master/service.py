@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlog_codec import Event, EventType, GtidTracker, fix_transaction_length, read_format_description
-from binlog_codec.constants import CHECKSUM_CRC32, GTID_EVENT_TYPES, HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F
+from binlog_codec.constants import CHECKSUM_CRC32, HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F
 from binlog_codec.event import HEADER
 from binlog_codec.encode import build_event
 from binlog_codec.errors import DumpFilterError, PositionError, RuleError, UnknownSlaveError

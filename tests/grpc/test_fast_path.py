@@ -7,7 +7,6 @@ through TransactionFilter."""
 
 from __future__ import annotations
 
-import io
 import shutil
 from pathlib import Path
 
