@@ -22,6 +22,8 @@ def rules_from_proto(rule_list) -> RuleSet:
     for rule in rule_list.rules:
         if rule.type == dump_pb2.FILTER_TYPE_UNSPECIFIED:
             raise RuleError(f"filter rule {rule.value!r} has no type")
+        if rule.type not in dump_pb2.FilterType.values():  # proto3 keeps unknown enum numbers
+            raise RuleError(f"filter rule {rule.value!r}: FilterRule.type {rule.type} is not a known FilterType")
         rule_type = _type_name(rule.type)
         value = (rule.value, rule.to) if rule_type in PAIR_TYPES else rule.value
         values.setdefault(rule_type, []).append(value)

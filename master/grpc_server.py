@@ -1,10 +1,15 @@
-"""The gRPC face of the dump service: converts protobuf to domain values, calls master.service,
-and maps the exception hierarchy to status codes in one place (`_status_for`)."""
+"""The gRPC face of the dump service: converts protobuf to domain values, authenticates every call
+(password metadata or an mTLS client certificate) before master.service authorizes it, ends
+streams whose client stopped reading, and maps the exception hierarchy to status codes in one
+place (`_status_for`)."""
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import logging
+import threading
+import time
 from concurrent import futures
 from pathlib import Path
 
@@ -30,11 +35,16 @@ from master.service import (  # noqa: E402
     DumpService,
     Effective,
     Registration,
+    ResourceExhaustedError,
     ShuttingDownError,
     StreamReplacedError,
 )
 
 log = logging.getLogger("dumpfilter.master")
+# Credentials of every RPC travel as call metadata (RegisterRequest.credentials is also read by
+# Register, for older slaves). Under mTLS the client certificate's CN is the identity.
+USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
+STALL_TIMEOUT = 60.0
 SERVICE_NAME = dump_pb2.DESCRIPTOR.services_by_name["DumpFilter"].full_name
 
 _SKIP = {dump_pb2.SKIP_POLICY_UNSPECIFIED: HEARTBEAT, dump_pb2.SKIP_POLICY_HEARTBEAT: HEARTBEAT,
@@ -88,6 +98,8 @@ def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
         return grpc.StatusCode.UNAVAILABLE, str(exc)
     if isinstance(exc, ChangeTimeoutError):
         return grpc.StatusCode.DEADLINE_EXCEEDED, str(exc)
+    if isinstance(exc, ResourceExhaustedError):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
     if isinstance(exc, DumpFilterError):
         return grpc.StatusCode.FAILED_PRECONDITION, str(exc)
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
@@ -107,35 +119,107 @@ def _mapped(method):
     return wrapper
 
 
+def _metadata(context) -> dict[str, str]:
+    return {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
+
+
+def _certificate_name(context) -> str | None:
+    """The verified client certificate's common name (only set when the server requires client
+    certificates: grpc fills the auth context from the verified peer)."""
+    auth = context.auth_context() or {}
+    if auth.get("transport_security_type") != [b"ssl"]:
+        return None
+    names = auth.get("x509_common_name") or ()
+    return names[0].decode("utf-8", "replace") if names else None
+
+
+class _StallWatch:
+    """Ends Dump streams whose client has not taken a batch for `timeout` seconds: a slave that
+    never reads holds a worker thread and a stream slot until then, never for good. The servicer
+    marks a stream while one of its batches is being sent (grpc returns from the send once flow
+    control lets the batch out); one thread looks at the marks."""
+
+    def __init__(self, timeout: float | None):
+        self.timeout = timeout
+        self._sending: dict[int, tuple[float, object, int]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.cancelled = 0
+        if timeout:
+            threading.Thread(target=self._run, name="dump-stall-watch", daemon=True).start()
+
+    def sending(self, token: int, context, server_id: int) -> None:
+        if self.timeout:
+            self._sending[token] = (time.monotonic() + self.timeout, context, server_id)
+
+    def sent(self, token: int) -> None:
+        self._sending.pop(token, None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(1.0, self.timeout / 4)):
+            now = time.monotonic()
+            for token, (deadline, context, server_id) in list(self._sending.items()):
+                if now >= deadline and self._sending.pop(token, None) is not None:
+                    self.cancelled += 1
+                    log.warning("server_id %s: the slave took no batch for %.0fs; stream ended", server_id,
+                                self.timeout)
+                    context.cancel()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
-    def __init__(self, service: DumpService):
+    def __init__(self, service: DumpService, stall_timeout: float | None = STALL_TIMEOUT):
         self.service = service
+        self.stalls = _StallWatch(stall_timeout)
+
+    def _caller(self, context, credentials=None):
+        """Authenticate the call: mTLS certificate, else the metadata user/password, else (for
+        Register) the request's own credentials."""
+        meta = _metadata(context)
+        user, password = meta.get(USER_KEY, ""), meta.get(PASSWORD_KEY, "")
+        if not user and credentials is not None and credentials.user:
+            user, password = credentials.user, credentials.password
+        return self.service.authenticate(user, password, _certificate_name(context))
 
     @_mapped
     def Register(self, request, context):
-        result = self.service.register(registration_from_proto(request))
+        caller = self._caller(context, request.credentials)
+        result = self.service.register(registration_from_proto(request), caller)
         return dump_pb2.RegisterReply(server_id=result.server_id, effective=effective_to_proto(result.effective),
                                       warnings=result.warnings, replaced=result.replaced)
 
     def Dump(self, request, context):
-        which = request.WhichOneof("start")
-        start = (request.position.file, request.position.pos) if which == "position" else None
-        gtid_state = request.gtid_state if which == "gtid_state" else None
-        batches = self.service.stream(request.server_id, channel=request.channel, start=start, gtid_state=gtid_state,
-                                      heartbeat_period=request.heartbeat_period or 1.0, is_active=context.is_active)
+        token = id(context)
+        try:
+            caller = self._caller(context)
+            which = request.WhichOneof("start")
+            start = (request.position.file, request.position.pos) if which == "position" else None
+            gtid_state = request.gtid_state if which == "gtid_state" else None
+            batches = self.service.stream(request.server_id, channel=request.channel, start=start,
+                                          gtid_state=gtid_state, heartbeat_period=request.heartbeat_period or 1.0,
+                                          is_active=context.is_active, caller=caller)
+        except Exception as exc:
+            code, message = _status_for(exc)
+            context.abort(code, message)
         try:
             for batch in batches:
-                yield dump_pb2.DumpBatch(events=batch.events, position=_position(batch.position),
-                                         transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
-                                         caught_up=batch.caught_up, heartbeat=batch.heartbeat,
-                                         gtid_state=batch.gtid_state,
-                                         filter_changed_at=_position(batch.filter_changed_at))
+                reply = dump_pb2.DumpBatch(events=batch.events, position=_position(batch.position),
+                                           transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
+                                           caught_up=batch.caught_up, heartbeat=batch.heartbeat,
+                                           gtid_state=batch.gtid_state,
+                                           filter_changed_at=_position(batch.filter_changed_at))
+                self.stalls.sending(token, context, request.server_id)
+                yield reply  # returns once grpc has sent it (flow control: the client reads)
+                self.stalls.sent(token)
         except Exception as exc:
             code, message = _status_for(exc)
             if code == grpc.StatusCode.INTERNAL:
                 log.exception("Dump for server_id %s failed", request.server_id)
             context.abort(code, message)
         finally:
+            self.stalls.sent(token)
             batches.close()
 
     @_mapped
@@ -143,20 +227,21 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         remaining = context.time_remaining()
         timeout = None if remaining is None else max(0.0, remaining - 0.05)
         position, running, effective = self.service.change_filter(request.server_id,
-                                                                  request.change_replication_filter, timeout)
+                                                                  request.change_replication_filter, timeout,
+                                                                  caller=self._caller(context))
         return dump_pb2.ChangeFilterReply(effective_at=_position(position), applied_to_running_stream=running,
                                           effective=effective_to_proto(effective))
 
     @_mapped
     def ListFilters(self, request, context):
-        rows, global_rows = self.service.list_filters(request.server_id)
+        rows, global_rows = self.service.list_filters(request.server_id, caller=self._caller(context))
         return dump_pb2.ListFiltersReply(filters=[_filter_row(r) for r in rows],
                                          global_filters=[_filter_row(r) for r in global_rows])
 
     @_mapped
     def Stats(self, request, context):
         reply = dump_pb2.StatsReply()
-        for slave, end, behind in self.service.stats(request.server_id):
+        for slave, end, behind in self.service.stats(request.server_id, caller=self._caller(context)):
             s = slave.stats
             reply.slaves.add(
                 server_id=slave.server_id, streaming=slave.stream is not None, position=_position(slave.position),
@@ -172,7 +257,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
 
     @_mapped
     def Unregister(self, request, context):
-        return dump_pb2.UnregisterReply(stream_ended=self.service.unregister(request.server_id))
+        return dump_pb2.UnregisterReply(stream_ended=self.service.unregister(request.server_id,
+                                                                           caller=self._caller(context)))
 
 
 def _filter_row(row: dict) -> dump_pb2.FilterRow:
@@ -186,8 +272,10 @@ def _filter_row(row: dict) -> dump_pb2.FilterRow:
 class MasterServer:
     """A running master: the gRPC server, its dump service and health servicer."""
 
-    def __init__(self, server: grpc.Server, service: DumpService, health_servicer: health.HealthServicer, port: int):
+    def __init__(self, server: grpc.Server, service: DumpService, health_servicer: health.HealthServicer, port: int,
+                 servicer: DumpFilterServicer | None = None):
         self.server, self.service, self.health, self.port = server, service, health_servicer, port
+        self.servicer = servicer
 
     def stop(self, grace: float = 5.0) -> None:
         """Graceful shutdown: NOT_SERVING, streams asked to end after their current batch, then
@@ -196,33 +284,79 @@ class MasterServer:
         self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.service.shutdown()
         self.server.stop(grace).wait()
+        if self.servicer is not None:
+            self.servicer.stalls.stop()
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """HOST:PORT (IPv6 as [::1]:PORT) with a port in 0..65535 (0: any free port)."""
+    host, sep, port_text = listen.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise RuleError(f"--listen {listen!r}: expected HOST:PORT")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise RuleError(f"--listen {listen!r}: port {port} is out of range (0..65535)")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ipaddress.ip_address(bare)
+    except ValueError:
+        if not all(part.isalnum() or part.replace("-", "").isalnum() for part in bare.split(".")):
+            raise RuleError(f"--listen {listen!r}: {host!r} is not a host name or address") from None
+    return host, port
+
+
+def _read(path: str | Path, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise RuleError(f"{what} {path}: {exc.strerror or exc}") from None
 
 
 def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy: str | Path | MasterPolicy | None = None,
-                  tls_cert: str | Path | None = None, tls_key: str | Path | None = None, max_streams: int = 64,
+                  tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
+                  tls_client_ca: str | Path | None = None, max_streams: int = 64,
+                  max_streams_per_identity: int | None = None, stall_timeout: float | None = STALL_TIMEOUT,
                   **service_options) -> tuple[MasterServer, int]:
-    """A started master serving `binlog_dir` on `listen`; returns (MasterServer, bound port)."""
+    """A started master serving `binlog_dir` on `listen`; returns (MasterServer, bound port).
+    `tls_client_ca` turns on mTLS: clients must present a certificate signed by it, whose CN is
+    their policy identity."""
+    parse_listen(listen)
+    if max_streams < 1:
+        raise RuleError(f"--max-streams {max_streams}: must be at least 1")
     if isinstance(policy, str | Path):
         policy = MasterPolicy.load(policy)
-    service = DumpService(binlog_dir, policy=policy, **service_options)
+    service = DumpService(binlog_dir, policy=policy, max_streams=max_streams,
+                          max_streams_per_identity=max_streams_per_identity, **service_options)
     # The sync server gives each RPC a pool thread for its whole life: size the pool for the
-    # streams plus room for unary calls, and refuse streams beyond it rather than queueing them.
+    # streams plus room for unary calls and health checks. The service refuses streams beyond
+    # max_streams (RESOURCE_EXHAUSTED), so those 8 threads stay free for everything else.
+    # grpc.so_reuseport off: a second master on the same port fails instead of sharing it.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_streams + 8, thread_name_prefix="dump"),
-                         maximum_concurrent_rpcs=max_streams + 8)
-    dump_pb2_grpc.add_DumpFilterServicer_to_server(DumpFilterServicer(service), server)
+                         maximum_concurrent_rpcs=max_streams + 8, options=[("grpc.so_reuseport", 0)])
+    servicer = DumpFilterServicer(service, stall_timeout)
+    dump_pb2_grpc.add_DumpFilterServicer_to_server(servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    if tls_cert or tls_key:
-        if not (tls_cert and tls_key):
-            raise RuleError("--tls-cert and --tls-key go together")
-        creds = grpc.ssl_server_credentials([(Path(tls_key).read_bytes(), Path(tls_cert).read_bytes())])
-        port = server.add_secure_port(listen, creds)
-    else:
-        port = server.add_insecure_port(listen)
+    if tls_client_ca and not (tls_cert and tls_key):
+        raise RuleError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key")
+    try:
+        if tls_cert or tls_key:
+            if not (tls_cert and tls_key):
+                raise RuleError("--tls-cert and --tls-key go together")
+            root = _read(tls_client_ca, "--tls-client-ca") if tls_client_ca else None
+            creds = grpc.ssl_server_credentials([(_read(tls_key, "--tls-key"), _read(tls_cert, "--tls-cert"))],
+                                                root_certificates=root, require_client_auth=root is not None)
+            port = server.add_secure_port(listen, creds)
+        else:
+            port = server.add_insecure_port(listen)
+    except RuntimeError as exc:  # grpcio >= 1.5x raises where older ones returned 0
+        servicer.stalls.stop()
+        raise DumpFilterError(f"cannot listen on {listen}: the port is in use or the address is not local") from None
     if port == 0:
-        raise DumpFilterError(f"cannot listen on {listen}")
+        servicer.stalls.stop()
+        raise DumpFilterError(f"cannot listen on {listen}: the port is in use or the address is not local")
     server.start()
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
-    return MasterServer(server, service, health_servicer, port), port
+    return MasterServer(server, service, health_servicer, port, servicer), port

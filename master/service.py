@@ -1,13 +1,17 @@
 """The dump service's domain logic, free of gRPC: slave registrations, per-slave streams with their
 skip policies, the master-wide per-table flag words (WL#2387's FILTER_BINLOG_SEND_F, one bit per
-slave), shared per-rule-group filter answers, ChangeFilter at transaction boundaries, and stats."""
+slave), shared per-rule-group filter answers, ChangeFilter at transaction boundaries, and stats.
+Every request is authorized here: a server_id belongs to the identity that registered it, and
+streams are counted per identity and in all."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
 import datetime as dt
+import os
 import re
+import stat
 import struct
 import threading
 import time
@@ -30,7 +34,7 @@ from filter_rules.evaluate import Decision, RuleEngine
 from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statement
 from filter_rules.ruleset import ALL_TYPES, REPLICATE_TYPES, RuleSet, Settings
 from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
-from master.policy import UNRESTRICTED, Gate, MasterPolicy
+from master.policy import OPEN, UNRESTRICTED, AccessDeniedError, Gate, Identity, MasterPolicy
 from master.segments import Pos, Segment, SegmentCache, Unit
 
 HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION = "heartbeat", "placeholder", "empty-transaction"
@@ -48,6 +52,10 @@ class StreamReplacedError(DumpFilterError):
 
 class ShuttingDownError(DumpFilterError):
     """The master is shutting down and accepts no new streams."""
+
+
+class ResourceExhaustedError(DumpFilterError):
+    """Too many streams: in all (--max-streams) or for one identity (mapped to RESOURCE_EXHAUSTED)."""
 
 
 class ChangeTimeoutError(DumpFilterError):
@@ -187,8 +195,10 @@ class _SlaveState:
 
 
 class Slave:
-    def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict, gate: Gate, bit: int):
+    def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict, gate: Gate, bit: int,
+                 owner: str = ""):
         self.reg = reg
+        self.owner = owner          # the identity that registered this server_id
         self.server_id = reg.server_id
         self.registry = registry
         self.extra = extra          # effective_* / binlog_* rules (global: FilterRegistry has no place for them)
@@ -253,7 +263,8 @@ class FlagWords:
 class DumpService:
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
                  segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES,
-                 fast: bool = True, verify_checksums: bool = True):
+                 fast: bool = True, verify_checksums: bool = True, max_streams: int | None = None,
+                 max_streams_per_identity: int | None = None):
         self.binlog_dir = Path(binlog_dir)
         if not self.binlog_dir.is_dir():
             raise PositionError(f"binlog directory {self.binlog_dir} does not exist")
@@ -271,19 +282,54 @@ class DumpService:
         self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
         self._group_locks: dict[tuple, threading.Lock] = {}
         self.shutting_down = False
+        self.max_streams = max_streams                            # None: no limit
+        self.max_streams_per_identity = max_streams_per_identity  # a policy entry's max_streams wins
+
+    # -- authorization ----------------------------------------------------------------------
+    def authenticate(self, user: str = "", password: str = "", certificate_name: str | None = None) -> Identity:
+        """The caller's identity. Without a policy file the master is open (every caller may do
+        everything, as before policies existed)."""
+        if self.policy is None:
+            return OPEN
+        return self.policy.authenticate(user, password, certificate_name)
+
+    def _owned(self, server_id: int, caller: Identity | None) -> Slave:
+        """The slave `caller` may act on. Another identity's slave answers exactly as an unknown
+        server_id does: a caller cannot learn which server_ids others use."""
+        slave = self._slave(server_id)
+        if caller is not None and not caller.admin and slave.owner != caller.name:
+            raise UnknownSlaveError(f"server_id {server_id} is not registered with this master")
+        return slave
+
+    def _visible(self, server_id: int, caller: Identity | None) -> list[Slave]:
+        if server_id:
+            return [self._owned(server_id, caller)]
+        slaves = list(self.slaves.values())
+        if caller is not None and not caller.admin:
+            slaves = [s for s in slaves if s.owner == caller.name]
+        return slaves
 
     # -- registrations ----------------------------------------------------------------------
-    def register(self, reg: Registration) -> RegisterResult:
+    def register(self, reg: Registration, caller: Identity | None = None) -> RegisterResult:
+        """`caller`: the authenticated identity (the gRPC layer's); None authenticates with the
+        registration's own credentials."""
+        if caller is None:
+            caller = self.authenticate(reg.user, reg.password)
         if reg.server_id <= 0 or reg.server_id > 0xFFFFFFFF:
             raise RuleError(f"server_id {reg.server_id} must be between 1 and 4294967295")
         if reg.skip_policy not in SKIP_POLICIES:
             raise RuleError(f"skip policy {reg.skip_policy!r} is not one of {', '.join(SKIP_POLICIES)}")
-        gate = self.policy.gate_for(reg.user, reg.password, reg.server_id) if self.policy else UNRESTRICTED
+        gate = self.policy.gate_for_identity(caller, reg.server_id) if self.policy else UNRESTRICTED
         registry, extra = self._build_filters(reg)
         for name in registry.channels:  # compile now: malformed combinations fail the Register
             self._engine(registry.rules_for(name).replace(**extra), reg.settings)
         with self.lock:
             old = self.slaves.get(reg.server_id)
+            if old is not None and not caller.admin and old.owner != caller.name:
+                # A server_id is bound to the identity that registered it: another identity
+                # cannot take its place (MySQL's kill_zombie_dump_threads would let it).
+                raise AccessDeniedError(f"identity {caller.name!r} may not register server_id {reg.server_id}: "
+                                        "it is registered by another identity")
             if old is not None:
                 # MySQL: a second connection with the same server_id kills the first one's dump
                 # thread (kill_zombie_dump_threads). We do the same: the newer registration wins.
@@ -294,7 +340,9 @@ class DumpService:
                 bit = next((b for b in range(MAX_SLAVES) if b not in used), None)
                 if bit is None:
                     raise RuleError(f"too many slaves (at most {MAX_SLAVES})")
-            slave = Slave(reg, registry, extra, gate, bit)
+            # An admin re-registering another identity's server_id leaves it with that identity.
+            owner = old.owner if old is not None and self.policy is not None else caller.name
+            slave = Slave(reg, registry, extra, gate, bit, owner=owner)
             slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
             self.slaves[reg.server_id] = slave
             self.words.invalidate()
@@ -342,9 +390,9 @@ class DumpService:
         registry.warnings.extend(warnings)
         return registry, extra
 
-    def unregister(self, server_id: int) -> bool:
+    def unregister(self, server_id: int, caller: Identity | None = None) -> bool:
         with self.lock:
-            slave = self._slave(server_id)
+            slave = self._owned(server_id, caller)
             had_stream = slave.stream is not None
             self._end_stream(slave, "replaced")
             del self.slaves[server_id]
@@ -386,8 +434,9 @@ class DumpService:
         return _SlaveState(channel, rules, engine, key, decider, TransactionFilter(decider, empty_transactions=KEEP))
 
     # -- ChangeFilter -----------------------------------------------------------------------
-    def change_filter(self, server_id: int, text: str, timeout: float | None = None) -> tuple[Pos | None, bool, list[Effective]]:
-        slave = self._slave(server_id)
+    def change_filter(self, server_id: int, text: str, timeout: float | None = None,
+                      caller: Identity | None = None) -> tuple[Pos | None, bool, list[Effective]]:
+        slave = self._owned(server_id, caller)
         change = parse_filter_statement(text)
         if change.channel is not None and change.channel not in slave.registry.channels:
             raise RuleError(f"FOR CHANNEL '{change.channel}': no such replication channel on server_id {server_id}")
@@ -440,8 +489,8 @@ class DumpService:
         return position if pending else None
 
     # -- ListFilters, Stats ----------------------------------------------------------------
-    def list_filters(self, server_id: int = 0) -> tuple[list[dict], list[dict]]:
-        slaves = [self._slave(server_id)] if server_id else list(self.slaves.values())
+    def list_filters(self, server_id: int = 0, caller: Identity | None = None) -> tuple[list[dict], list[dict]]:
+        slaves = self._visible(server_id, caller)
         rows, global_rows = [], []
         for slave in slaves:
             for row in slave.registry.applier_filters():
@@ -461,9 +510,9 @@ class DumpService:
                 global_rows.append({"server_id": slave.server_id, **row})
         return rows, global_rows
 
-    def stats(self, server_id: int = 0) -> list[tuple[Slave, Pos, int]]:
-        """(slave, binlog end, bytes behind) for one or every slave."""
-        slaves = [self._slave(server_id)] if server_id else list(self.slaves.values())
+    def stats(self, server_id: int = 0, caller: Identity | None = None) -> list[tuple[Slave, Pos, int]]:
+        """(slave, binlog end, bytes behind) for one or every slave `caller` may see."""
+        slaves = self._visible(server_id, caller)
         try:
             end = self.segments.end()
         except DumpFilterError:
@@ -481,14 +530,19 @@ class DumpService:
 
     # -- Dump -------------------------------------------------------------------------------
     def stream(self, server_id: int, *, channel: str = "", start: Pos | None = None, gtid_state: str | None = None,
-               heartbeat_period: float = 1.0, is_active: Callable[[], bool] = lambda: True) -> Iterator[Batch]:
+               heartbeat_period: float = 1.0, is_active: Callable[[], bool] = lambda: True,
+               caller: Identity | None = None) -> Iterator[Batch]:
         """Batches of whole transactions from `start` (or from the first file, skipping what
         `gtid_state` contains) until cancelled. Errors before the first batch are raised from the
         first next()."""
+        self._owned(server_id, caller)  # authorized first: an unauthorized caller learns nothing of the index
+        if start and start[0]:
+            self._check_binlog_name(start[0])
         with self.lock:
             if self.shutting_down:
                 raise ShuttingDownError("the master is shutting down")
-            slave = self._slave(server_id)
+            slave = self._owned(server_id, caller)
+            self._check_stream_limits(slave, caller)
             handle = _StreamHandle(channel)
             state = self._state(slave, channel)
             self._end_stream(slave, "replaced")
@@ -502,6 +556,40 @@ class DumpService:
             with self.lock:
                 if slave.stream is handle:
                     slave.stream = None
+
+
+    def _check_binlog_name(self, name: str) -> None:
+        """A start file must be a regular file named by the binlog index (or the directory's
+        numbered series): never a path, never a FIFO or device. Every refused name gets the same
+        answer, so the reply tells nothing about what exists outside the index."""
+        unknown = PositionError(f"binlog file {name[:256]!r} is not in the binlog index (purged or never written)")
+        if "/" in name or "\\" in name or "\0" in name or name in (".", ".."):
+            raise unknown
+        try:
+            names = {p.name: p for p in binlog_paths(self.binlog_dir)}
+        except DumpFilterError:
+            raise unknown from None
+        path = names.get(name)
+        if path is None or path.parent.resolve() != self.binlog_dir.resolve():
+            raise unknown
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise unknown
+        except OSError:
+            raise unknown from None
+
+    def _check_stream_limits(self, slave: Slave, caller: Identity | None) -> None:
+        """Under self.lock. The stream being replaced (same server_id) does not count."""
+        others = [s for s in self.slaves.values() if s.stream is not None and s is not slave]
+        if self.max_streams is not None and len(others) >= self.max_streams:
+            raise ResourceExhaustedError(f"the master already serves {len(others)} streams (--max-streams)")
+        limit = caller.max_streams if caller is not None and caller.max_streams is not None \
+            else self.max_streams_per_identity
+        owner = slave.owner
+        if limit is not None:
+            mine = sum(1 for s in others if s.owner == owner)
+            if mine >= limit:
+                raise ResourceExhaustedError(f"identity {owner!r} already has {mine} streams (at most {limit})")
 
 
 def _gtid_filter(state: GtidState | None) -> Callable[[Event], bool] | None:

@@ -62,9 +62,12 @@ class _CountingSlave(Slave):
         self._on_batch(batch.position.file, batch.position.pos)
 
 
-def _stats(address: str, server_id: int) -> dict:
+def _stats(address: str, server_id: int, user: str = "", password: str = "") -> dict:
+    # Under a master policy, Stats shows a caller only the slaves its identity registered.
+    metadata = [("dumpfilter-user", user), ("dumpfilter-password", password)] if user else None
     with grpc.insecure_channel(address) as channel:
-        reply = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=10)
+        reply = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=10,
+                                                            metadata=metadata)
     if not reply.slaves:
         return {}
     message = reply.slaves[0]
@@ -98,7 +101,7 @@ def run_streams(address: str, plans: list[StreamPlan], *,
                 slave.run()
                 result.wall_seconds = time.perf_counter() - start
                 result.counters = {k: getattr(slave.counters, k) for k in slave.counters.__dataclass_fields__}
-                result.stats = _stats(address, plan.server_id)
+                result.stats = _stats(address, plan.server_id, config.user, config.password)
             except DumpFilterError as exc:
                 result.error = str(exc)
             except grpc.RpcError as exc:  # Stats after the stream

@@ -8,6 +8,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -70,6 +71,24 @@ class ApplyError(DumpFilterError):
     """--apply could not execute the relay log on the target server."""
 
 
+# Errors a retry cannot fix: the master refused this request as such (bad rules, unknown or
+# foreign server_id, bad credentials, a purged or corrupt binlog, a newer registration that took
+# this server_id). Every other status (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
+# CANCELLED by a master that ended a stalled stream, INTERNAL, UNKNOWN) is retried with backoff.
+FINAL_CODES = frozenset({
+    grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.DATA_LOSS,
+    grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.ABORTED,
+    grpc.StatusCode.ALREADY_EXISTS})
+MAX_BACKOFF = 30.0
+# Call metadata carrying the policy identity on every RPC (master.grpc_server reads it).
+USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
+
+
+def _say(message: str) -> None:
+    print(f"dumpfilter slave: {message}", file=sys.stderr, flush=True)
+
+
 def _master_error(exc: grpc.RpcError) -> DumpFilterError:
     code, details = exc.code(), exc.details() or ""
     # Mirror the master's mapping so the CLI exits the same way for the same cause.
@@ -105,9 +124,14 @@ class SlaveConfig:
     relay_log_size: int = 64 << 20
     heartbeat_period: float = 1.0
     tls_ca: Path | None = None
+    tls_cert: Path | None = None     # mTLS: this slave's client certificate and key
+    tls_key: Path | None = None
     start_gtid: str | None = None
-    connect_retry: float = 1.0
+    connect_retry: float = 1.0       # first backoff (MASTER_CONNECT_RETRY); doubles up to MAX_BACKOFF
     rpc_timeout: float = 10.0
+    connect_timeout: float | None = None  # give up after this many seconds without reaching the master
+    retry_count: int | None = None        # give up after this many failed attempts in a row (MASTER_RETRY_COUNT)
+    report: Callable[[str], None] | None = None  # where failed attempts are told (default: stderr)
 
 
 @dataclass
@@ -223,11 +247,21 @@ class Slave:
 
     # -- gRPC -------------------------------------------------------------------------------
     def _channel(self) -> grpc.Channel:
+        cfg = self.config
         options = [("grpc.max_receive_message_length", 64 << 20)]
-        if self.config.tls_ca:
-            creds = grpc.ssl_channel_credentials(Path(self.config.tls_ca).read_bytes())
-            return grpc.secure_channel(self.config.master, creds, options=options)
-        return grpc.insecure_channel(self.config.master, options=options)
+        if cfg.tls_ca or cfg.tls_cert or cfg.tls_key:
+            if bool(cfg.tls_cert) != bool(cfg.tls_key):
+                raise RuleError("--ssl-cert and --ssl-key go together")
+            creds = grpc.ssl_channel_credentials(
+                _read(cfg.tls_ca, "--ssl-ca") if cfg.tls_ca else None,
+                _read(cfg.tls_key, "--ssl-key") if cfg.tls_key else None,
+                _read(cfg.tls_cert, "--ssl-cert") if cfg.tls_cert else None)
+            return grpc.secure_channel(cfg.master, creds, options=options)
+        return grpc.insecure_channel(cfg.master, options=options)
+
+    def _metadata(self) -> list[tuple[str, str]]:
+        cfg = self.config
+        return [(USER_KEY, cfg.user), (PASSWORD_KEY, cfg.password)] if cfg.user else []
 
     def register(self, stub) -> dump_pb2.RegisterReply:
         cfg = self.config
@@ -238,14 +272,29 @@ class Slave:
             else dump_pb2.FILTER_SEMANTICS_MYSQL,
             skip_policy=_SKIP[cfg.skip_policy], credentials=dump_pb2.Credentials(user=cfg.user, password=cfg.password),
             flavor=cfg.settings.flavor, lower_case_table_names=cfg.settings.lower_case_table_names)
-        reply = stub.Register(request, timeout=cfg.rpc_timeout)
+        reply = stub.Register(request, timeout=self._rpc_timeout(), metadata=self._metadata())
         self.effective = list(reply.effective)
         return reply
 
+    def _rpc_timeout(self) -> float:
+        """The RPC deadline, never past --connect-timeout while the master has not answered yet."""
+        deadline = getattr(self, "_give_up_at", None)
+        if deadline is None:
+            return self.config.rpc_timeout
+        return max(0.05, min(self.config.rpc_timeout, deadline - time.monotonic()))
+
     def run(self) -> int:
-        """Register and stream until caught up (with --until-caught-up) or forever; returns 0."""
+        """Register and stream until caught up (with --until-caught-up) or forever; returns 0.
+        Each failed attempt is told with its cause and the backoff before the next; a final
+        error, --retry-count failed attempts in a row or --connect-timeout seconds without
+        reaching the master end it with an error (exit 2)."""
         cfg = self.config
+        report = cfg.report or _say
+        failures = 0
+        started = time.monotonic()
+        self._give_up_at = started + cfg.connect_timeout if cfg.connect_timeout is not None else None
         while True:
+            batches_before = self.counters.batches
             try:
                 with self._channel() as channel:
                     stub = dump_pb2_grpc.DumpFilterStub(channel)
@@ -254,11 +303,33 @@ class Slave:
                     if self._stream(stub):
                         return 0
             except grpc.RpcError as exc:
-                if exc.code() != grpc.StatusCode.UNAVAILABLE or cfg.until_caught_up and self.counters.batches == 0 \
-                        and cfg.connect_retry <= 0:
+                if self.counters.batches > batches_before:  # the master was reached: a fresh start
+                    failures, started = 0, time.monotonic()
+                    if cfg.connect_timeout is not None:
+                        self._give_up_at = started + cfg.connect_timeout
+                failures += 1
+                code = exc.code()
+                cause = f"{code.name if code else 'UNKNOWN'}: {(exc.details() or '').strip()}"
+                no_retry = cfg.until_caught_up and self.counters.batches == 0 and cfg.connect_retry <= 0
+                if code in FINAL_CODES or no_retry:
                     self._save_error(exc)
                     raise _master_error(exc) from None
-                time.sleep(cfg.connect_retry)  # MASTER_CONNECT_RETRY
+                elapsed = time.monotonic() - started
+                backoff = min(MAX_BACKOFF, max(cfg.connect_retry, 0.05) * 2 ** (failures - 1))
+                out_of_tries = cfg.retry_count is not None and failures > cfg.retry_count
+                out_of_time = cfg.connect_timeout is not None and elapsed >= cfg.connect_timeout
+                if cfg.connect_timeout is not None:  # the last attempt is made at the deadline
+                    backoff = max(0.0, min(backoff, cfg.connect_timeout - elapsed))
+                if out_of_tries or out_of_time:
+                    self._save_error(exc)
+                    why = (f"after {failures} failed attempts (--retry-count {cfg.retry_count})" if out_of_tries
+                           else f"within --connect-timeout {cfg.connect_timeout:g}s")
+                    raise MasterError(code.name if code else "UNKNOWN",
+                                      f"{cfg.master} not reached {why}; last error: {cause}") from None
+                report(f"attempt {failures} to reach master {cfg.master} failed ({cause}); "
+                       f"retrying in {backoff:.1f}s")
+                self._save_error(exc)
+                time.sleep(backoff)
             finally:
                 self.relay.close()
                 self.relay = RelayLog(self.relay_dir, max_size=cfg.relay_log_size, server_id=cfg.server_id)
@@ -274,9 +345,10 @@ class Slave:
             request.gtid_state = cfg.start_gtid
         else:
             request.position.file, request.position.pos = "", 4
-        stream = stub.Dump(request)
+        stream = stub.Dump(request, metadata=self._metadata())
         try:
             for batch in stream:
+                self._give_up_at = None  # the master answered: --connect-timeout is over
                 self._batch(batch)
                 if batch.caught_up:
                     self.caught_up = True
@@ -510,6 +582,13 @@ class Slave:
         write_json_atomic(self.relay_dir / APPLY_INFO, {
             "relay_file": end_file, "relay_pos": end_pos, "master_file": self.info.master_file,
             "master_pos": self.info.master_pos, "gtid_state": self.info.gtid_state})
+
+
+def _read(path, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise RuleError(f"{what} {path}: {exc.strerror or exc}") from None
 
 
 def parse_mysql_url(url: str) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -19,10 +20,18 @@ def register(subparsers) -> None:
     serve.add_argument("--listen", default="127.0.0.1:4306", metavar="HOST:PORT",
                        help="address to listen on (default 127.0.0.1:4306; port 0 picks a free port)")
     serve.add_argument("--policy", metavar="FILE", help="TOML master policy: what each slave identity may receive")
-    serve.add_argument("--tls-cert", metavar="FILE")
-    serve.add_argument("--tls-key", metavar="FILE")
+    serve.add_argument("--tls-cert", metavar="FILE", help="TLS: the master's certificate (PEM)")
+    serve.add_argument("--tls-key", metavar="FILE", help="TLS: the master's private key (PEM)")
+    serve.add_argument("--tls-client-ca", metavar="FILE",
+                       help="mTLS: require client certificates signed by this CA; a certificate's CN is "
+                            "the slave's policy identity (no password needed)")
     serve.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus /metrics on 127.0.0.1:N")
     serve.add_argument("--max-streams", type=int, default=64, help="concurrent Dump streams (default 64)")
+    serve.add_argument("--max-streams-per-identity", type=int, metavar="N",
+                       help="concurrent Dump streams of one policy identity (default: no limit; a policy "
+                            "entry's max_streams wins)")
+    serve.add_argument("--stall-timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="end a stream whose slave has taken no batch for this long (default 60; 0: never)")
     serve.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                        help="do not check event CRC32s while reading the binlog (MySQL's default "
                             "source_verify_checksum=OFF); slaves still check what they receive")
@@ -31,11 +40,15 @@ def register(subparsers) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    # grpc's C core logs a failed bind itself; the one line below (exit 2) says it for the operator.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from master.grpc_server import create_server
     from master.metrics import serve_metrics
 
     master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
-                                 tls_key=args.tls_key, max_streams=args.max_streams,
+                                 tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
+                                 max_streams=args.max_streams, max_streams_per_identity=args.max_streams_per_identity,
+                                 stall_timeout=args.stall_timeout or None,
                                  verify_checksums=args.verify_checksums)
     if args.metrics_port is not None:
         serve_metrics(master.service, args.metrics_port)

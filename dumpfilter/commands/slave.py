@@ -29,6 +29,15 @@ def register(subparsers) -> None:
     run.add_argument("--relay-log-size", type=int, default=64 << 20, metavar="BYTES")
     run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
     run.add_argument("--ssl-ca", type=Path, metavar="FILE", help="TLS: the CA that signed the master's certificate")
+    run.add_argument("--ssl-cert", type=Path, metavar="FILE",
+                     help="mTLS: this slave's client certificate (its CN is the policy identity)")
+    run.add_argument("--ssl-key", type=Path, metavar="FILE", help="mTLS: this slave's client private key")
+    run.add_argument("--connect-retry", type=float, default=1.0, metavar="SECONDS",
+                     help="first wait after a failed attempt; doubles up to 30s (default 1)")
+    run.add_argument("--connect-timeout", type=float, metavar="SECONDS",
+                     help="give up (exit 2) when the master cannot be reached for this long (default: never)")
+    run.add_argument("--retry-count", type=int, metavar="N",
+                     help="give up (exit 2) after N failed attempts in a row (default: never)")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
     add_rule_options(run)
     run.set_defaults(func=run_command)
@@ -45,7 +54,9 @@ def run_command(args: argparse.Namespace) -> int:
                          settings=settings, channel=args.channel, skip_policy=args.skip_policy, user=args.user,
                          password=args.password, until_caught_up=args.until_caught_up, apply_url=args.apply,
                          relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
-                         tls_ca=args.ssl_ca, start_gtid=args.gtid_start)
+                         tls_ca=args.ssl_ca, tls_cert=args.ssl_cert, tls_key=args.ssl_key,
+                         start_gtid=args.gtid_start, connect_retry=args.connect_retry,
+                         connect_timeout=args.connect_timeout, retry_count=args.retry_count)
     return Slave(config).run()
 
 
