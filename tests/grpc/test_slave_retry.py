@@ -1,0 +1,106 @@
+"""A slave whose master is down, unreachable or TLS-mismatched tells each failed attempt with its
+cause and backoff, and --connect-timeout / --retry-count end it with exit 2; final errors are
+not retried; a master that comes up during the retries is reached."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from binlog_codec.errors import DumpFilterError
+from slave.client import Slave, SlaveConfig
+
+pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _slave(tmp_path, address, **options) -> tuple[Slave, list[str]]:
+    told: list[str] = []
+    config = SlaveConfig(master=address, server_id=7, relay_dir=tmp_path / "relay", until_caught_up=True,
+                         report=told.append, **options)
+    return Slave(config), told
+
+
+def test_slave_with_master_down_tells_each_attempt_and_gives_up_after_retry_count(tmp_path):
+    address = f"127.0.0.1:{_free_port()}"
+    slave, told = _slave(tmp_path, address, connect_retry=0.05, retry_count=3)
+    with pytest.raises(DumpFilterError, match=r"not reached after 4 failed attempts \(--retry-count 3\).*UNAVAILABLE"):
+        slave.run()
+    assert len(told) == 3
+    for n, line in enumerate(told, 1):
+        assert line.startswith(f"attempt {n} to reach master {address} failed (UNAVAILABLE:")
+        assert line.endswith(f"retrying in {0.05 * 2 ** (n - 1):.1f}s")
+
+
+def test_slave_with_master_down_exits_2_after_connect_timeout(tmp_path):
+    address = f"127.0.0.1:{_free_port()}"
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address, "--server-id", "7",
+                          "--relay-log-dir", str(tmp_path / "relay"), "--until-caught-up", "--connect-retry", "0.2",
+                          "--connect-timeout", "2"], capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
+    elapsed = time.monotonic() - started
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert lines[-1].startswith("dumpfilter: error: master: UNAVAILABLE:") and "--connect-timeout 2s" in lines[-1]
+    attempts = [line for line in lines if line.startswith("dumpfilter slave: attempt ")]
+    assert len(attempts) >= 2 and all("retrying in" in line and "Connection refused" in line for line in attempts)
+    assert "Traceback" not in run.stderr
+    assert elapsed < 20
+
+
+def test_slave_with_tls_to_a_plaintext_master_tells_the_cause(tmp_path, workload_dir, master_factory):
+    from tls_helpers import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    if pki is None:
+        pytest.skip("the openssl command is needed to make test certificates")
+    _, address = master_factory(workload_dir)  # plaintext
+    slave, told = _slave(tmp_path, address, tls_ca=pki / "ca.crt", connect_retry=0.05, retry_count=1)
+    with pytest.raises(DumpFilterError, match="UNAVAILABLE"):
+        slave.run()
+    assert len(told) == 1 and "UNAVAILABLE" in told[0] and ("ssl" in told[0].lower() or "handshake" in told[0].lower()
+                                                              or "tls" in told[0].lower()), told
+
+
+def test_final_errors_are_not_retried(tmp_path, workload_dir, master_factory):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[slave.ana]\npassword = "pw"\nallow = ["db1.%"]\n')
+    _, address = master_factory(workload_dir, policy=policy)
+    slave, told = _slave(tmp_path, address, user="ana", password="wrong", connect_retry=0.05, retry_count=5)
+    with pytest.raises(DumpFilterError, match="PERMISSION_DENIED"):
+        slave.run()
+    assert told == []
+
+
+def test_slave_reaches_a_master_that_comes_up_while_it_retries(tmp_path, workload_dir):
+    from master.grpc_server import create_server
+
+    port = _free_port()
+    slave, told = _slave(tmp_path, f"127.0.0.1:{port}", connect_retry=0.2, connect_timeout=30)
+    masters = []
+
+    def late_master():
+        time.sleep(1.0)
+        masters.append(create_server(workload_dir, f"127.0.0.1:{port}")[0])
+
+    thread = threading.Thread(target=late_master)
+    thread.start()
+    try:
+        assert slave.run() == 0
+    finally:
+        thread.join()
+        for master in masters:
+            master.stop(grace=0.5)
+    assert told and slave.caught_up and slave.counters.events_relayed > 0
