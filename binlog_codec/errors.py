@@ -31,6 +31,15 @@ class TruncatedBinlogError(BinlogError):
     """A file that ends in the middle of an event."""
 
 
+class MalformedEventError(BinlogError):
+    """An event whose fields contradict its size (a name length past the body, a short post-header,
+    a bad length-encoded integer...), found when a lazy decoder reads it. Events do not know their
+    file: whoever knows it fills `path` in with `in_file`."""
+
+    def in_file(self, path: str) -> "MalformedEventError":
+        return self if self.path is not None else MalformedEventError(self.message, path=path, offset=self.offset)
+
+
 class RuleError(DumpFilterError):
     """A malformed filter rule or rule-set text; the message names the rule."""
 

@@ -4,11 +4,14 @@ Row images are never decoded."""
 
 from __future__ import annotations
 
+import functools
 import struct
+import zlib
 from dataclasses import dataclass
 
 from binlog_codec import gtid as gtids
 from binlog_codec.checksum import with_crc
+from binlog_codec.errors import MalformedEventError
 from binlog_codec.constants import (
     HEADER_LEN,
     MARIADB_FL_GROUP_COMMIT_ID,
@@ -62,6 +65,22 @@ class cached_property:  # noqa: N801 - same role as functools.cached_property
         return value
 
 
+# What a decoder meets on bytes that contradict the event's size: every one becomes a
+# MalformedEventError naming the event type and its offset (hostile input is normal input).
+_MALFORMED = (IndexError, struct.error, ValueError, zlib.error, OverflowError)
+
+
+def _decoder(func):
+    """A lazy decoder whose failures on malformed bytes are MalformedEventErrors."""
+    @functools.wraps(func)
+    def wrapper(self, *args):
+        try:
+            return func(self, *args)
+        except _MALFORMED as exc:
+            raise self._malformed(f"{type(exc).__name__}: {exc}") from None
+    return wrapper
+
+
 def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
@@ -111,6 +130,7 @@ class Event:
         return self.pos + self.size
 
     @property
+    @_decoder
     def checksum_len(self) -> int:
         if self.type_code == EventType.FORMAT_DESCRIPTION:
             return FormatDescription.parse(self.raw).fde_checksum_len
@@ -124,6 +144,9 @@ class Event:
 
     def __repr__(self) -> str:
         return f"<Event {self.type_name} pos={self.pos} size={self.size} log_pos={self.log_pos}>"
+
+    def _malformed(self, problem: str) -> MalformedEventError:
+        return MalformedEventError(f"malformed {self.type_name} event: {problem}", offset=self.pos)
 
     @property
     def is_query(self) -> bool:
@@ -139,15 +162,22 @@ class Event:
 
     # -- Query, QUERY_COMPRESSED, EXECUTE_LOAD_QUERY --------------------------------------------
     @cached_property
+    @_decoder
     def query(self) -> QueryFields:
         raw, base = self._buf, self._start
+        end = base + self.size - self.fmt.checksum_len
+        if base + HEADER_LEN + _QUERY_POST.size > end:
+            raise self._malformed("the post-header runs past the end of the event")
         thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, base + HEADER_LEN)
         # EXECUTE_LOAD_QUERY has 13 more post-header bytes; the FDE table tells us.
         start = base + HEADER_LEN + self.fmt.post_header_len(self.type_code)
         status_vars = raw[start : start + status_len]
         db_start = start + status_len
+        if db_start + db_len + 1 > end:  # status variables, db name and its NUL
+            raise self._malformed(f"status variables ({status_len} bytes) and db name ({db_len} bytes) "
+                                  "run past the end of the event")
         db = raw[db_start : db_start + db_len]
-        sql = raw[db_start + db_len + 1 : base + self.size - self.fmt.checksum_len]
+        sql = raw[db_start + db_len + 1 : end]
         if self.type_code == EventType.QUERY_COMPRESSED:
             sql = mariadb_uncompress(sql)
         return QueryFields(thread_id, exec_time, error_code, status_vars, _decode_text(db), _decode_text(sql))
@@ -172,6 +202,7 @@ class Event:
         return None
 
     @cached_property
+    @_decoder
     def status_vars(self) -> dict[int, object]:
         """Decoded Query status variables, as far as they can be decoded."""
         buf = self.query.status_vars
@@ -226,6 +257,7 @@ class Event:
 
     # -- Table_map and rows -----------------------------------------------------------------
     @property
+    @_decoder
     def table_id(self) -> int:
         """The table id of a Table_map or rows event."""
         at = self._start + HEADER_LEN
@@ -238,10 +270,12 @@ class Event:
         return HEADER_LEN + self.fmt.table_id_len(self.type_code)
 
     @property
+    @_decoder
     def rows_flags(self) -> int:
         return _U16.unpack_from(self._buf, self._start + self.rows_flags_offset)[0]
 
     @cached_property
+    @_decoder
     def table_map(self) -> tuple[int, str, str]:
         """(table_id, db, table) of a Table_map event."""
         raw = self._buf
@@ -256,9 +290,17 @@ class Event:
         """(db, table) of a Table_map event: the lazy name lookup walks use. Each distinct name
         is decoded once and shared (a walk meets the same few tables again and again)."""
         raw = self._buf
-        i = self._start + HEADER_LEN + self.fmt.post_header_lens[_TABLE_MAP_INDEX]
-        tbl = i + 2 + raw[i]
-        key = raw[i : tbl + 1 + raw[tbl]]  # db length, db, NUL, table length, table
+        start = self._start
+        i = start + HEADER_LEN + self.fmt.post_header_lens[_TABLE_MAP_INDEX]
+        try:
+            tbl = i + 2 + raw[i]
+            end = tbl + 1 + raw[tbl]
+        except IndexError:
+            end = -1
+        # Bounded by the event: in a walk, _buf is the whole chunk and the next event follows.
+        if end < 0 or end > start + self.size:
+            raise self._malformed("the db or table name runs past the end of the event")
+        key = raw[i:end]  # db length, db, NUL, table length, table
         names = _TABLE_NAMES.get(key)
         if names is None:
             if len(_TABLE_NAMES) >= _TABLE_NAMES_MAX:
@@ -273,6 +315,7 @@ class Event:
 
     # -- GTIDs ------------------------------------------------------------------------------
     @cached_property
+    @_decoder
     def gtid_info(self) -> gtids.GtidInfo:
         """The GTID of a MySQL GTID / Anonymous_GTID / tagged GTID or MariaDB GTID event."""
         if self.type_code == EventType.MARIADB_GTID:
@@ -286,6 +329,7 @@ class Event:
         return self.gtid_info.text if self.is_gtid else None
 
     @property
+    @_decoder
     def mariadb_gtid_flags(self) -> int:
         return self.raw[HEADER_LEN + 12]
 
@@ -295,12 +339,14 @@ class Event:
         return self.type_code == EventType.MARIADB_GTID and bool(self.mariadb_gtid_flags & MARIADB_FL_STANDALONE)
 
     @property
+    @_decoder
     def mariadb_commit_id(self) -> int | None:
         if self.mariadb_gtid_flags & MARIADB_FL_GROUP_COMMIT_ID:
             return _U64.unpack_from(self.raw, HEADER_LEN + 13)[0]
         return None
 
     @cached_property
+    @_decoder
     def gtid_set(self):
         """The set carried by Previous_GTIDs (MySQL) or Gtid_list (MariaDB)."""
         if self.type_code == EventType.PREVIOUS_GTIDS:
@@ -311,22 +357,26 @@ class Event:
 
     # -- control events ---------------------------------------------------------------------
     @property
+    @_decoder
     def rotate(self) -> tuple[int, str]:
         """(position, next file name) of a Rotate event. The name has no path and no NUL."""
         body = self.body
         return _U64.unpack_from(body, 0)[0], _decode_text(body[8:])
 
     @property
+    @_decoder
     def xid(self) -> int:
         return _U64.unpack_from(self.raw, HEADER_LEN)[0]
 
     @property
+    @_decoder
     def incident(self) -> tuple[int, str]:
         body = self.body
         n = body[2]
         return _U16.unpack_from(body, 0)[0], _decode_text(body[3 : 3 + n])
 
     @property
+    @_decoder
     def checkpoint_file(self) -> str:
         body = self.body
         n = _U32.unpack_from(body, 0)[0]
@@ -337,6 +387,7 @@ class Event:
         return _decode_text(self.body)
 
     @cached_property
+    @_decoder
     def transaction_payload(self) -> tuple[dict[int, int], bytes]:
         """({field: value}, compressed bytes) of a MySQL Transaction_payload event. The header
         fields are lenenc-encoded (net_store_length), not plain little-endian."""

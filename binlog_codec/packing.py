@@ -80,7 +80,8 @@ def mariadb_uncompress(buf: bytes) -> bytes:
     if (header >> 4) & 0x07:
         raise ValueError(f"unknown MariaDB compression algorithm {(header >> 4) & 0x07}")
     expected = int.from_bytes(buf[1 : 1 + n], "big")
-    data = zlib.decompress(buf[1 + n :])
+    # At most what the header announces (+1 to see a longer stream): no decompression bomb.
+    data = zlib.decompressobj().decompress(buf[1 + n :], expected + 1)
     if len(data) != expected:
         raise ValueError(f"compressed field holds {len(data)} bytes, header says {expected}")
     return data

@@ -1,5 +1,6 @@
-"""Follows a binlog directory that a live server is still writing: waits for new bytes, and at a
-Rotate (or when the index names a newer file) moves on to the next file."""
+"""Follows a binlog directory that a live server is still writing: waits for new bytes (a partly
+written event, header included, is "not yet written"), and at a Rotate (or when the index names a
+newer file) moves on to the next file."""
 
 from __future__ import annotations
 
@@ -25,7 +26,16 @@ def _looks_like_event(head: bytes, fmt, start: int) -> bool:
     """Whether bytes read at a requested start position begin a real event: a known type, a sane
     size, and either a matching CRC (when it is wholly there) or a log_pos that ends it."""
     if len(head) < HEADER_LEN:
-        return len(head) == 0  # exactly at the end of the file is a valid place to start
+        # Exactly at the end of the file, or a live server caught writing a header (1-18 bytes
+        # of it are there): not yet written, the reader waits for the rest. What is there is
+        # checked: a sane size, a log_pos that ends the event.
+        if len(head) >= 13:
+            size = int.from_bytes(head[9:13], "little")
+            if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                return False
+            if len(head) >= 17 and int.from_bytes(head[13:17], "little") not in (0, start + size):
+                return False
+        return True
     _, type_code, _, size, log_pos, flags = HEADER.unpack_from(head, 0)
     if size < HEADER_LEN or size > MAX_EVENT_SIZE:
         return False
@@ -34,6 +44,19 @@ def _looks_like_event(head: bytes, fmt, start: int) -> bool:
     if fmt.checksum_len and len(head) >= size:
         return crc_ok(head[:size])
     return log_pos in (0, start + size)
+
+
+def _rotated_name(event: Event, current: str) -> str:
+    """The file a Rotate names: a plain name in the same directory, never a path (a hostile
+    binlog must not lead the reader to /etc/passwd)."""
+    try:
+        target = event.rotate[1]
+    except BinlogError as exc:
+        raise BinlogError(exc.message, path=current, offset=event.pos) from None
+    if not target or "/" in target or "\\" in target or "\0" in target or target in (".", ".."):
+        raise BinlogError(f"Rotate names {target[:80]!r}, which is not a binlog file name", path=current,
+                          offset=event.pos)
+    return target
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,7 @@ class TailingReader:
                         # A Rotate names the next file. The dump thread's artificial Rotate
                         # (flag 0x20) at the start of a relay stream does not end the file.
                         if event.type_code == EventType.ROTATE and not event.flags & LOG_EVENT_ARTIFICIAL_F:
-                            rotated_to = event.rotate[1]
+                            rotated_to = _rotated_name(event, name)
                     continue
                 # At the end of what has been written so far.
                 if rotated_to:

@@ -114,6 +114,10 @@ def load_topology(path: str | os.PathLike) -> Topology:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TopologyError(f"{path}: cannot read topology file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise TopologyError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                            f"{exc.start})") from None
     return parse_topology(text, str(path))
 
 

@@ -35,6 +35,10 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise RuleError(f"--defaults-file: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise RuleError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") \
+            from None
     in_group = False
     for number, raw_line in enumerate(lines, 1):
         line = raw_line.strip()

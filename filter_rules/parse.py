@@ -19,6 +19,19 @@ from filter_rules.sqltokens import LexError, Token, tokenize
 OPTION_TYPES = {option_name(rule_type): rule_type for rule_type in REPLICATE_TYPES + BINLOG_TYPES}
 CRF_TYPES = {f"REPLICATE_{rule_type.upper()}": rule_type for rule_type in REPLICATE_TYPES}
 CHANGE_MASTER_TYPES = {"DO": "effective_do", "IGNORE": "effective_ignore", "REWRITE": "effective_rewrite"}
+# The connection options of MySQL's CHANGE MASTER / CHANGE REPLICATION SOURCE (SOURCE_* is read
+# as MASTER_*) and MariaDB's: accepted and ignored here. Any other key is a typo (IGNOR='db2.%')
+# that would silently mean no filter, so it is an error naming the key.
+CHANGE_MASTER_OPTIONS = frozenset("""
+    MASTER_BIND MASTER_HOST MASTER_USER MASTER_PASSWORD MASTER_PORT MASTER_CONNECT_RETRY MASTER_RETRY_COUNT
+    MASTER_DELAY MASTER_HEARTBEAT_PERIOD MASTER_LOG_FILE MASTER_LOG_POS MASTER_AUTO_POSITION RELAY_LOG_FILE
+    RELAY_LOG_POS MASTER_SSL MASTER_SSL_CA MASTER_SSL_CAPATH MASTER_SSL_CERT MASTER_SSL_CRL MASTER_SSL_CRLPATH
+    MASTER_SSL_KEY MASTER_SSL_CIPHER MASTER_SSL_VERIFY_SERVER_CERT MASTER_TLS_VERSION MASTER_TLS_CIPHERSUITES
+    MASTER_PUBLIC_KEY_PATH GET_MASTER_PUBLIC_KEY MASTER_COMPRESSION_ALGORITHMS MASTER_ZSTD_COMPRESSION_LEVEL
+    NETWORK_NAMESPACE IGNORE_SERVER_IDS PRIVILEGE_CHECKS_USER REQUIRE_ROW_FORMAT REQUIRE_TABLE_PRIMARY_KEY_CHECK
+    ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS GTID_ONLY MASTER_CONNECTION_AUTO_FAILOVER MASTER_USE_GTID
+    DO_DOMAIN_IDS IGNORE_DOMAIN_IDS MASTER_DEMOTE_TO_SLAVE MASTER_SSL_VERIFY_SERVER_CERT
+""".split())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,7 +189,8 @@ def parse_change_master(text: str) -> FilterChange:
 
     The connection name (MariaDB multi-source) is the channel. DO/IGNORE/REWRITE given in the
     statement replace that type (several DO= in one statement add up); WL#2387's optional
-    `REPLICATE_DO_DB='x'` keys set the classic types the same way. Other keys (MASTER_HOST...) are ignored.
+    `REPLICATE_DO_DB='x'` keys set the classic types the same way. CHANGE MASTER's own options
+    (MASTER_HOST...) are ignored; any other key is an error naming it.
     """
     match = re.match(r"\s*CHANGE\s+(?:MASTER|REPLICATION\s+SOURCE)\s*(?:(['\"`])(.*?)\1\s*)?TO\b", text,
                      re.IGNORECASE | re.DOTALL)
@@ -188,6 +202,9 @@ def parse_change_master(text: str) -> FilterChange:
         rule_type = _change_master_type(key)
         if rule_type is not None:
             changes.setdefault(rule_type, []).append(_change_master_value(rule_type, raw))
+        elif _option_key(key) not in CHANGE_MASTER_OPTIONS:
+            raise RuleError(f"CHANGE MASTER: unknown option {key.strip()[:64]!r} (expected DO, IGNORE, REWRITE, "
+                            "REPLICATE_* or a CHANGE MASTER connection option such as MASTER_HOST)")
     for rule_type, values in changes.items():
         for value in values:
             validate_rule(rule_type, value)
@@ -199,6 +216,11 @@ def _change_master_type(key: str) -> str | None:
     if key in CHANGE_MASTER_TYPES:
         return CHANGE_MASTER_TYPES[key]
     return CRF_TYPES.get(key)
+
+
+def _option_key(key: str) -> str:
+    key = key.strip().upper().replace("-", "_")
+    return "MASTER_" + key.removeprefix("SOURCE_") if key.startswith("SOURCE_") else key
 
 
 def _change_master_value(rule_type: str, raw: str):

@@ -82,6 +82,9 @@ class RuleSet:
     effective_rewrite: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        total = sum(len(getattr(self, rule_type)) for rule_type in ALL_TYPES)
+        if total > MAX_RULES:
+            raise RuleError(f"{total} filter rules: at most {MAX_RULES} in one rule set")
         for rule_type in ALL_TYPES:
             values = getattr(self, rule_type)
             if rule_type in PAIR_TYPES:
@@ -133,11 +136,28 @@ class RuleSet:
         return f"CHANGE MASTER {quote_string(connection)} TO " + ", ".join(parts)
 
 
+# Documented limits (README "Limits"): a rule is at most MAX_RULE_LENGTH characters (MySQL names
+# are at most 64 characters, so a db.table pattern with every character escaped fits), and one
+# rule set holds at most MAX_RULES rules. Matching is linear in the name (wildcards.py), so these
+# bound the work one slave's rules can cost the master per table.
+MAX_RULE_LENGTH = 512
+MAX_RULES = 100_000
+
+
 def validate_rule(rule_type: str, value) -> None:
     """Reject what mysqld rejects at startup: table rules without a dot, wild patterns without a dot."""
     name = option_name(rule_type)
+    for text in (value if rule_type in PAIR_TYPES and isinstance(value, tuple) else (value,)):
+        if isinstance(text, str) and len(text) > MAX_RULE_LENGTH:
+            raise RuleError(f"{name}: {text[:40]!r}... is {len(text)} characters long (at most {MAX_RULE_LENGTH})")
+        if isinstance(text, str) and not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # bytes that were not UTF-8 (argv, files: surrogate escapes)
+                shown = text.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+                raise RuleError(f"{name}: '{shown}' is not UTF-8 text") from None
     if rule_type in PAIR_TYPES:
-        if len(value) != 2 or not value[0] or not value[1]:
+        if not isinstance(value, tuple) or len(value) != 2 or not value[0] or not value[1]:
             raise RuleError(f"{name}: {value!r} must be a non-empty from->to pair")
         if rule_type == "effective_rewrite":
             for pattern in value:
