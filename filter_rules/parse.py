@@ -235,7 +235,10 @@ def _change_master_value(rule_type: str, raw: str):
 
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        tokens = tokenize(value)
+        try:
+            tokens = tokenize(value)
+        except LexError as exc:  # '\' : the quote is escaped, the string never ends
+            raise RuleError(f"CHANGE MASTER: {value[:64]!r}: {exc}") from None
         if len(tokens) == 1 and tokens[0].kind == "string":
             return tokens[0].value
     return value

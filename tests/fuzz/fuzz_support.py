@@ -1,0 +1,37 @@
+"""Shared settings of the fuzz harness: a fixed budget per target (FUZZ_EXAMPLES, default small
+enough for CI), a time bound per input, and the one rule every target checks: nothing but the
+project's own error types may escape."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+
+from hypothesis import HealthCheck, settings
+
+from binlog_codec.errors import DumpFilterError
+
+# CI runs every target with this many inputs (derandomized under CI=true, see tests/conftest.py),
+# the cheap codec target with five times as many: about a minute in all on one core.
+# `FUZZ_EXAMPLES=10000 pytest tests/fuzz` is the long run.
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1000"))
+# One input may take at most this long (a backtracking regex took 33 s on one table name).
+TIME_BOUND = float(os.environ.get("FUZZ_TIME_BOUND", "2.0"))
+
+_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, print_blob=True, suppress_health_check=_CHECKS)
+FUZZ_CHEAP = settings(max_examples=5 * EXAMPLES, deadline=None, print_blob=True, suppress_health_check=_CHECKS)
+
+
+@contextmanager
+def only_project_errors(what: str = ""):
+    """Run one input: a DumpFilterError is a clean refusal; any other exception, or more than
+    TIME_BOUND seconds, fails the target."""
+    started = time.perf_counter()
+    try:
+        yield
+    except DumpFilterError:
+        pass
+    elapsed = time.perf_counter() - started
+    assert elapsed < TIME_BOUND, f"{what}: one input took {elapsed:.2f}s (bound {TIME_BOUND}s)"
