@@ -18,7 +18,7 @@ from binlog_codec.errors import BinlogError
 from binlog_codec.event import Event
 from binlog_files import binlog_paths, open_binlog
 from binlog_workload.generator import WorkloadSpec, generate
-from fuzz_support import FUZZ_CHEAP, only_project_errors
+from fuzz_support import FUZZ, FUZZ_CHEAP, only_project_errors
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real_binlogs"
 DECODED_TYPES = {EventType.TABLE_MAP, EventType.ROTATE, EventType.XID, EventType.PREVIOUS_GTIDS,
@@ -143,3 +143,31 @@ def test_short_control_events_name_the_offset(corpus, type_code, decoder):
         short = Event(bytes(raw), event.pos, event.fmt)
     with pytest.raises(BinlogError, match=rf"at byte {event.pos}: malformed"):
         getattr(short, decoder)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> list[bytes]:
+    directory = tmp_path_factory.mktemp("fuzz-files")
+    generate(WorkloadSpec(seed=17, transactions=60, max_binlog_size=20_000), directory)
+    out = [p.read_bytes() for p in binlog_paths(directory)][:3]
+    if SHARED.is_dir():
+        out += [p.read_bytes() for p in sorted(SHARED.rglob("*")) if p.is_file() and p.stat().st_size < 200_000
+                and not p.name.endswith((".md", ".gz"))][:6]
+    return out
+
+
+@FUZZ
+@given(data=st.data(), flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)), min_size=1, max_size=4),
+       cut=st.integers(0, 1 << 20))
+def test_whole_file_reads_of_mutated_binlogs_raise_only_binlog_errors(files, data, flips, cut):
+    """The codec's readers and the decoders a walk calls, over whole mutated files (the boundary
+    between the byte walk and the lazy decoders): BinlogError or events, nothing else."""
+    import io
+
+    raw = bytearray(data.draw(st.sampled_from(files)))
+    for offset, value in flips:
+        raw[offset % len(raw)] = value
+    raw = bytes(raw[: max(4, len(raw) - cut % len(raw))])
+    with only_project_errors("mutated file"):
+        for event in BinlogReader(io.BytesIO(raw), "<fuzz>", verify_checksums=data.draw(st.booleans())):
+            _decode_all(event)
