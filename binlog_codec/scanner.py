@@ -9,7 +9,10 @@ from typing import NamedTuple
 
 from dumpfilter import _core
 
+from binlog_codec.constants import EventType
 from binlog_codec.errors import BinlogError, ChecksumError
+from binlog_codec.event import HEADER, Event
+from binlog_codec.format_description import FormatDescription
 
 UNIT = struct.Struct("<8Q")
 assert UNIT.size == _core.UNIT_WORDS * 8
@@ -29,6 +32,7 @@ F_STANDALONE = _core.F_STANDALONE
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
 crc32 = _core.crc32
+_FDE = int(EventType.FORMAT_DESCRIPTION)
 
 
 class UnitRecord(NamedTuple):
@@ -130,3 +134,23 @@ def type_mask(types) -> bytes:
     for t in types:
         mask[int(t)] = 1
     return bytes(mask)
+
+
+def unit_events(raw: bytes, pos: int, fmt, *, path: str | None = None,
+                stream_positions: bool = False) -> tuple[list, object]:
+    """The Events of a unit the scanner has already checked (whole events only), each with the
+    format in force where it stands; returns them and the format after them. `pos` is raw[0]'s
+    file offset; with `stream_positions` (a dump stream) an event's position is where its
+    log_pos says it starts."""
+    events, at, total = [], 0, len(raw)
+    unpack = HEADER.unpack_from
+    while at < total:
+        header = unpack(raw, at)
+        size = header[3]
+        event_raw = raw[at : at + size] if total != size else raw
+        if header[1] == _FDE:
+            fmt = FormatDescription.parse(event_raw, path=path, offset=pos + at)
+        events.append(Event(event_raw, max(0, header[4] - size) if stream_positions else pos + at, fmt, header))
+        at += size
+    return events, fmt
+

@@ -18,7 +18,8 @@ from binlog_codec import Event, EventType, FormatDescription, Transaction, Trans
 from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC, ROWS_EVENT_TYPES
 from binlog_codec.errors import BinlogError, PositionError, TruncatedBinlogError
 from binlog_codec.event import HEADER
-from binlog_codec.scanner import F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID, Scanner
+from binlog_codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID,
+                                  Scanner, unit_events)
 from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
@@ -102,14 +103,7 @@ class Unit:
     def txn(self) -> Transaction:
         txn = self._txn
         if txn is None:
-            raw, pos, fmt = self.raw, self.pos, self.fmt
-            events, at, total = [], 0, len(raw)
-            unpack = HEADER.unpack_from
-            while at < total:
-                header = unpack(raw, at)
-                size = header[3]
-                events.append(Event(raw[at : at + size], pos + at, fmt, header))
-                at += size
+            events, _ = unit_events(self.raw, self.pos, self.fmt)
             txn = self._txn = Transaction(self._kind, events, self._complete)
         return txn
 
@@ -534,13 +528,6 @@ class SegmentReader:
     def _unit_with_fde(self, rec, raw: bytes, pos: int, name: str, fmt) -> Unit:
         """A unit holding a Format_description event: its Events are made now, each with the
         format in force where it stands."""
-        events, at = [], 0
-        while at < len(raw):
-            header = HEADER.unpack_from(raw, at)
-            event = Event(raw[at : at + header[3]], pos + at, fmt, header)
-            if header[1] == _FDE:
-                fmt = event.fmt = FormatDescription.parse(event.raw, path=self.scanner.path, offset=pos + at)
-            events.append(event)
-            at += header[3]
+        events, fmt = unit_events(raw, pos, fmt, path=self.scanner.path)
         txn = Transaction(_KINDS[rec.kind], events, rec.complete)
         return Unit(txn, name, unit_end(name, events[-1]))
