@@ -14,12 +14,12 @@ from itertools import accumulate, chain
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlog_codec import Event, EventType, FormatDescription, Transaction, TransactionGrouper
-from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC, ROWS_EVENT_TYPES
+from binlog_codec import Event, EventType, Transaction, TransactionGrouper
+from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
 from binlog_codec.errors import BinlogError, PositionError, TruncatedBinlogError
-from binlog_codec.event import HEADER
 from binlog_codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID,
                                   Scanner, unit_events)
+from binlog_codec.scanner import statements as core_statements
 from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
@@ -96,7 +96,8 @@ class Unit:
         on first use, as only units that some slave keeps in part need it."""
         statements = self._statements
         if statements is _UNSET:
-            statements = self._statements = _statements_of(self.raw, self.gtid_end)
+            found = core_statements(self.raw, self.gtid_end, len(self.raw))
+            statements = self._statements = tuple(found) if found is not None else None
         return statements
 
     @property
@@ -113,40 +114,6 @@ class Unit:
 
 
 _UNSET = object()
-
-
-def _statements_of(raw: bytes, at: int) -> tuple | None:
-    """Unit.statements of a fast unit's bytes, the GTID event ending at `at`."""
-    statements = []
-    n = sn = 1  # events so far, and at the end of the last statement (the GTID is event 1)
-    tables = 0
-    ids: list[bytes] = []
-    sids: list[bytes] = []
-    total = len(raw)
-    unpack = _TYPE_SIZE.unpack_from
-    rows = _ROWS
-    whole = True
-    while at < total:
-        t, size = unpack(raw, at)
-        nxt = at + size
-        if t == _XID:
-            return tuple(statements) if whole and n == sn else None
-        n += 1
-        if t == _TABLE_MAP:
-            tables += 1
-            tid = raw[at + 19 : at + 25]
-            ids.append(tid)
-            sids.append(tid)
-        elif t in rows:
-            tid = raw[at + 19 : at + 25]
-            if tid not in sids:
-                whole = False  # rows of a Table_map of an earlier statement
-            if raw[at + 25] & 1:  # STMT_END_F: a statement ends here
-                statements.append((nxt, n - sn, tables))
-                sn = n
-                sids = []
-        at = nxt
-    return None
 
 
 @dataclass(eq=False)
@@ -367,8 +334,6 @@ class SegmentCache:
 # ---------------------------------------------------------------------------------------------
 # the one-pass reader
 
-_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
-_TABLE_MAP, _XID = int(EventType.TABLE_MAP), int(EventType.XID)
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 _I64 = struct.Struct("<q")
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header

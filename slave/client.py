@@ -31,7 +31,6 @@ from binlog_codec.errors import (  # noqa: E402
     RuleError,
     UnknownSlaveError,
 )
-from binlog_codec.event import HEADER  # noqa: E402
 from binlog_codec.format_description import FormatDescription  # noqa: E402
 from binlog_codec.scanner import F_FAST, Scanner, UnitScan, unit_events  # noqa: E402
 from binlog_codec.transactions import CONTROL, CONTROL_TYPES  # noqa: E402

@@ -151,11 +151,19 @@ fn payload_bytes<'py>(py: Python<'py>, body: &[u8], max_out: usize) -> PyResult<
     Ok(PyBytes::new(py, &data))
 }
 
+/// The statements of a fast unit's body buf[body:end] (see scan::statements): a list of
+/// (end offset, events, Table_maps so far), or None for the reference path.
+#[pyfunction]
+fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u32)>> {
+    scan::statements(buf, body, end)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

@@ -775,3 +775,42 @@ fn read_lenenc(buf: &[u8], i: usize) -> Option<(u64, usize)> {
         _ => None,
     }
 }
+
+/// The statements of a fast unit's body buf[body..end) (the events after its GTID, and after
+/// BEGIN for MySQL; its XID last): (end offset, events, Table_maps so far) per statement ended
+/// by STMT_END_F. None when the body does not cut into whole statements each with its own
+/// Table_maps (rows of an earlier statement's Table_map, a statement left open, a malformed
+/// event): the caller then takes the reference path.
+pub fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u32)>> {
+    let end = end.min(buf.len());
+    let mut out = Vec::new();
+    let (mut n, mut sn, mut tables) = (0u32, 0u32, 0u32);
+    let mut ids: Vec<&[u8]> = Vec::new();
+    let mut whole = true;
+    let mut at = body;
+    while at + HEADER_LEN <= end {
+        let t = buf[at + 4];
+        let size = u32_at(buf, at + 9)? as usize;
+        let nxt = at.checked_add(size).filter(|n| *n <= end && size >= HEADER_LEN)?;
+        if t == XID {
+            return (whole && n == sn).then_some(out);
+        }
+        n += 1;
+        if t == TABLE_MAP {
+            tables += 1;
+            ids.push(buf.get(at + 19..at + 25)?);
+        } else if is_rows(t) {
+            let id = buf.get(at + 19..at + 25)?;
+            if !ids.contains(&id) {
+                whole = false; // rows of a Table_map of an earlier statement
+            }
+            if u16_at(buf, at + 25)? & STMT_END_F != 0 {
+                out.push((nxt, n - sn, tables));
+                sn = n;
+                ids.clear();
+            }
+        }
+        at = nxt;
+    }
+    None
+}
