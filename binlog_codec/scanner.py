@@ -121,6 +121,13 @@ class Scanner:
         return UnitScan(records, memoryview(tables).cast("I"), stop, events, last_rotate,
                         None if err is None else _error(err, self.path))
 
+    def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
+                 empty_keep: bool, commit_body: bytes) -> tuple[bytes, int, int, tuple]:
+        """What a filter keeps of the last `units` call's fast units from index `start` on
+        (buf: that call's buffer), as (bytes, next unit index, output offset, counters); see
+        the core's assemble::assemble."""
+        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body)
+
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`
         (256 bytes), and of every FDE; where the walk stopped; the error that stopped it."""
