@@ -62,8 +62,36 @@ class UnitRecord(NamedTuple):
         return bool(self.flags & F_COMPLETE)
 
 
+class UnitRecords:
+    """The units of one scan, decoded only when asked for (by index or in order): a bulk
+    consumer (the compiled assembly) may never need most of them in Python."""
+
+    __slots__ = ("_packed", "_n")
+
+    def __init__(self, packed: bytes):
+        self._packed = packed
+        self._n = len(packed) // UNIT.size
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> UnitRecord:
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return _record(UNIT.unpack_from(self._packed, i * UNIT.size))
+
+    def __iter__(self):
+        return map(_record, UNIT.iter_unpack(self._packed))
+
+
+def _record(words: tuple) -> UnitRecord:
+    start, end, w2, gsize, w4, seq, w6, last = words
+    return UnitRecord(start, end, w2 & 0xFFFFFFFF, KINDS[(w2 >> 32) & 0xFF], w2 >> 40, gsize,
+                      w4 & 0xFFFFFFFF, w4 >> 32, seq, w6 & 0xFFFFFFFF, w6 >> 32, last)
+
+
 class UnitScan(NamedTuple):
-    units: list[UnitRecord]
+    units: UnitRecords
     tables: memoryview   # name ids (uint32) of the fast units' Table_maps
     stop: int            # buffer offset after the last unit handed out
     events: int
@@ -114,11 +142,7 @@ class Scanner:
         packed, tables, new_names, stop, events, last_rotate, err = self._core.units(buf, off, base, limit, at_eof)
         if new_names:
             self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
-        kinds = KINDS
-        records = [UnitRecord(start, end, w2 & 0xFFFFFFFF, kinds[(w2 >> 32) & 0xFF], w2 >> 40, gsize,
-                              w4 & 0xFFFFFFFF, w4 >> 32, seq, w6 & 0xFFFFFFFF, w6 >> 32, last)
-                   for start, end, w2, gsize, w4, seq, w6, last in UNIT.iter_unpack(packed)]
-        return UnitScan(records, memoryview(tables).cast("I"), stop, events, last_rotate,
+        return UnitScan(UnitRecords(packed), memoryview(tables).cast("I"), stop, events, last_rotate,
                         None if err is None else _error(err, self.path))
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,

@@ -55,7 +55,7 @@ impl PyScanner {
 
     #[getter]
     fn fast_ok(&self) -> bool {
-        self.inner.fmt.as_ref().is_some_and(|f| f.fast_ok())
+        self.inner.fmt.as_ref().is_some_and(|f| f.fast)
     }
 
     #[getter]
@@ -203,12 +203,19 @@ fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u3
     scan::statements(buf, body, end)
 }
 
+/// The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop).
+#[pyfunction]
+fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
+    py.detach(|| scan::hop(buf, off))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
+    m.add_function(wrap_pyfunction!(hop, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
