@@ -146,11 +146,11 @@ class Scanner:
                         None if err is None else _error(err, self.path))
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
-                 empty_keep: bool, commit_body: bytes) -> tuple[bytes, int, int, tuple]:
+                 empty_keep: bool, commit_body: bytes, *, whole_only: bool = False) -> tuple[bytes, int, int, tuple]:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer), as (bytes, next unit index, output offset, counters); see
-        the core's assemble::assemble."""
-        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body)
+        the core's assemble::assemble. `whole_only`: stop at any unit not kept whole."""
+        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only)
 
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`

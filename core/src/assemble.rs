@@ -33,6 +33,8 @@ pub struct Options<'a> {
     pub empty_keep: bool,
     /// The body of the COMMIT Query an emptied group ends with (binlog_codec.encode.query_body).
     pub commit_body: &'a [u8],
+    /// Only units kept whole (a slave relaying what its own rules keep): stop at any other.
+    pub whole_only: bool,
 }
 
 /// Appends buf[start..end] (whole events) at output offset `out_pos`: every non-zero log_pos set
@@ -105,7 +107,7 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
             i += 1;
             continue;
         }
-        if !mariadb || !opt.renumber {
+        if !mariadb || !opt.renumber || opt.whole_only {
             break; // MySQL: transaction_length to rewrite; relay logs: the reference framing
         }
         let gtid_end = u.start + u.gtid_size as usize;

@@ -128,7 +128,7 @@ impl PyScanner {
     /// kept units/events/bytes, partial units/events in/bytes in/events out/bytes out, emptied
     /// units/events in/bytes in/bytes out, skipped units/events in/bytes in).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body))]
+    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false))]
     fn assemble<'py>(
         &self,
         py: Python<'py>,
@@ -141,8 +141,9 @@ impl PyScanner {
         crc: bool,
         empty_keep: bool,
         commit_body: &[u8],
+        whole_only: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let opt = assemble::Options { base, renumber, crc, empty_keep, commit_body };
+        let opt = assemble::Options { base, renumber, crc, empty_keep, commit_body, whole_only };
         let (units, tables) = (&self.last_units, &self.last_tables);
         let a = py.detach(|| assemble::assemble(buf, units, tables, keep, from, out_pos, &opt));
         let c = a.counts;
