@@ -83,6 +83,14 @@ class UnitRecords:
     def __iter__(self):
         return map(_record, UNIT.iter_unpack(self._packed))
 
+    @property
+    def words(self) -> memoryview:
+        """The records as u64 words, UNIT_WORDS per unit (for column-wise decoding)."""
+        return memoryview(self._packed).cast("Q")
+
+    def kinds(self) -> list[str]:
+        return [KINDS[(w >> 32) & 0xFF] for w in self.words[2::8].tolist()]
+
 
 def _record(words: tuple) -> UnitRecord:
     start, end, w2, gsize, w4, seq, w6, last = words

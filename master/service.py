@@ -743,7 +743,7 @@ class _Stream:
             return i
         n = len(row)
         index, units = seg.index, seg.units
-        cum, evc, raws = index.cum, index.evc, index.raws
+        cum, evc, run_bytes = index.cum, index.evc, index.run_bytes
         slave, stats = self.slave, self.slave.stats
         limit = self.svc.batch_bytes
         skip_ok = self.policy == HEARTBEAT
@@ -762,7 +762,7 @@ class _Stream:
                 cut = bisect_left(cum, limit - self.batch_bytes + cum[i], i + 1, j + 1)
                 if cut <= j:
                     j = cut
-                self.parts.append(b"".join(raws[i:j]))
+                self.parts.append(run_bytes(i, j))
                 nbytes = cum[j] - cum[i]
                 self.batch_bytes += nbytes
                 kept_units += j - i
