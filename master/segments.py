@@ -457,6 +457,16 @@ class LazyUnits:
     def __iter__(self):
         return (self[k] for k in range(len(self._units)))
 
+    def end_of(self, k: int) -> Pos:
+        """Unit k's end position, without making the Unit when it is a fast one."""
+        unit = self._units[k]
+        if unit is not None:
+            return unit.end
+        cols = self._cols
+        if cols.fast[k]:
+            return cols.file[k], cols.base[k] + cols.ends[k]
+        return self[k].end
+
 
 class SegmentReader:
     """Reads one segment in a single pass of the compiled scanner (`binlog_codec.scanner`): it
