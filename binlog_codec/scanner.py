@@ -32,6 +32,8 @@ F_STANDALONE = _core.F_STANDALONE
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
 crc32 = _core.crc32
+# The inner events' bytes of a Transaction_payload body (zstd or none); ValueError if malformed.
+payload_bytes = _core.payload_bytes
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
 statements = _core.statements
 _FDE = int(EventType.FORMAT_DESCRIPTION)
