@@ -9,19 +9,19 @@ import os
 import struct
 import threading
 import uuid as uuidlib
-import zlib
 from collections import OrderedDict
 from itertools import accumulate, chain
 from dataclasses import dataclass
 from pathlib import Path
 
 from binlog_codec import Event, EventType, Transaction, TransactionGrouper
-from binlog_codec.constants import (KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, MARIADB_FL_STANDALONE,
-                                    ROWS_EVENT_TYPES, type_name)
-from binlog_codec.errors import BinlogError, ChecksumError, PositionError
-from binlog_codec.event import HEADER
-from binlog_codec.reader import MAX_EVENT_SIZE
-from binlog_codec.transactions import TRANSACTION, is_begin_event
+from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
+from binlog_codec.errors import BinlogError, PositionError, TruncatedBinlogError
+from binlog_codec.scanner import (F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
+                                  F_TAGGED_GTID,
+                                  Scanner, unit_events)
+from binlog_codec.scanner import statements as core_statements
+from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
 Pos = tuple[str, int]
@@ -46,7 +46,7 @@ class Unit:
     only materialised when a slave's answer needs the reference path."""
 
     __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "_statements", "gtid",
-                 "gtid_end", "nbytes", "mysql_gtid")
+                 "gtid_end", "nbytes", "mysql_gtid", "is_fast", "_kind", "_complete")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
         self._txn = txn
@@ -63,6 +63,8 @@ class Unit:
         self.gtid: tuple | None = None     # ((domain, server_id), seq) of a MariaDB GTID
         self.mysql_gtid: tuple | None = None  # (source uuid, tag, gno) of a MySQL GTID
         self.gtid_end = 0                  # size of the GTID event
+        self.is_fast = False
+        self._kind, self._complete = (txn.kind, txn.complete) if txn is not None else (TRANSACTION, True)
 
     @classmethod
     def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple | None,
@@ -73,6 +75,18 @@ class Unit:
         unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
         unit.tables, unit._statements, unit.gtid, unit.gtid_end = tables, _UNSET, gtid, gtid_end
         unit.mysql_gtid = mysql_gtid
+        unit.is_fast, unit._kind, unit._complete = True, TRANSACTION, True
+        return unit
+
+    @classmethod
+    def lazy(cls, raw: bytes, file: str, pos: int, fmt, events: int, kind: str, complete: bool, end: Pos) -> "Unit":
+        """A unit that is not fast: its raw bytes, its Events made on first use."""
+        unit = cls.__new__(cls)
+        unit._txn = None
+        unit.file, unit.end, unit.results = file, end, {}
+        unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
+        unit.tables, unit._statements, unit.gtid, unit.gtid_end, unit.mysql_gtid = (), None, None, 0, None
+        unit.is_fast, unit._kind, unit._complete = False, kind, complete
         return unit
 
     @property
@@ -83,26 +97,16 @@ class Unit:
         on first use, as only units that some slave keeps in part need it."""
         statements = self._statements
         if statements is _UNSET:
-            statements = self._statements = _statements_of(self.raw, self.gtid_end)
+            found = core_statements(self.raw, self.gtid_end, len(self.raw))
+            statements = self._statements = tuple(found) if found is not None else None
         return statements
-
-    @property
-    def is_fast(self) -> bool:
-        return self.raw is not None
 
     @property
     def txn(self) -> Transaction:
         txn = self._txn
         if txn is None:
-            raw, pos, fmt = self.raw, self.pos, self.fmt
-            events, at, total = [], 0, len(raw)
-            unpack = HEADER.unpack_from
-            while at < total:
-                header = unpack(raw, at)
-                size = header[3]
-                events.append(Event(raw[at : at + size], pos + at, fmt, header))
-                at += size
-            txn = self._txn = Transaction(TRANSACTION, events)
+            events, _ = unit_events(self.raw, self.pos, self.fmt)
+            txn = self._txn = Transaction(self._kind, events, self._complete)
         return txn
 
     @property
@@ -113,44 +117,10 @@ class Unit:
 _UNSET = object()
 
 
-def _statements_of(raw: bytes, at: int) -> tuple | None:
-    """Unit.statements of a fast unit's bytes, the GTID event ending at `at`."""
-    statements = []
-    n = sn = 1  # events so far, and at the end of the last statement (the GTID is event 1)
-    tables = 0
-    ids: list[bytes] = []
-    sids: list[bytes] = []
-    total = len(raw)
-    unpack = _TYPE_SIZE.unpack_from
-    rows = _ROWS
-    whole = True
-    while at < total:
-        t, size = unpack(raw, at)
-        nxt = at + size
-        if t == _XID:
-            return tuple(statements) if whole and n == sn else None
-        n += 1
-        if t == _TABLE_MAP:
-            tables += 1
-            tid = raw[at + 19 : at + 25]
-            ids.append(tid)
-            sids.append(tid)
-        elif t in rows:
-            tid = raw[at + 19 : at + 25]
-            if tid not in sids:
-                whole = False  # rows of a Table_map of an earlier statement
-            if raw[at + 25] & 1:  # STMT_END_F: a statement ends here
-                statements.append((nxt, n - sn, tables))
-                sn = n
-                sids = []
-        at = nxt
-    return None
-
-
 @dataclass(eq=False)
 class Segment:
     start: Pos
-    units: list[Unit]
+    units: "list[Unit] | LazyUnits"
     end: Pos
     at_end: bool          # reading stopped at the current end of the binlog
     error: BinlogError | None = None  # a corrupt event right after `end`
@@ -169,20 +139,54 @@ class SegmentIndex:
     keep-any mask (OR): one computation per unit for every slave."""
 
     def __init__(self, units: list[Unit]):
-        self.cum = [0, *accumulate([u.nbytes for u in units])]
-        self.evc = [0, *accumulate([u.events for u in units])]
-        self.toff = [0, *accumulate([len(u.tables) for u in units])]
-        self.occ = list(chain.from_iterable([u.tables for u in units]))
-        self.fast = [u.raw is not None for u in units]
-        self.gtids = [u.gtid for u in units]
+        """From Unit objects (the reference reader)."""
+        self._set(sizes=[u.nbytes for u in units], events=[u.events for u in units],
+                  ntables=[len(u.tables) for u in units], occ=list(chain.from_iterable([u.tables for u in units])),
+                  fast=[u.is_fast for u in units], gtids=[u.gtid for u in units],
+                  mysql=[u.mysql_gtid for u in units], tables=[u.tables for u in units])
+        self.raws = [u.raw for u in units]
+        self.parts = None
+
+    @classmethod
+    def from_columns(cls, cols: "_Columns") -> "SegmentIndex":
+        index = cls.__new__(cls)
+        index._set(sizes=cols.sizes, events=cols.events, ntables=cols.ntables, occ=cols.occ, fast=cols.fast,
+                   gtids=cols.gtids, mysql=cols.mysql, tables=cols.tables)
+        index.raws = None
+        index.parts = (cols.part_of, cols.parts, cols.starts, cols.ends)
+        return index
+
+    def _set(self, *, sizes, events, ntables, occ, fast, gtids, mysql, tables) -> None:
+        self.cum = [0, *accumulate(sizes)]
+        self.evc = [0, *accumulate(events)]
+        self.toff = [0, *accumulate(ntables)]
+        self.occ = occ
+        self.fast = fast
+        self.gtids = gtids
+        self.tables = tables  # per unit: its Table_maps' (db, table), in order (fast units)
         # Whether the fast units' GTIDs share one (domain, server_id): then a run's last GTID is
         # all a stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
-        self.one_gtid_source = len({g[0] for g in self.gtids if g is not None}) <= 1
-        mysql = [u.mysql_gtid for u in units]
+        self.one_gtid_source = len({g[0] for g in gtids if g is not None}) <= 1
         self.mysql_gtids = mysql if any(g is not None for g in mysql) else None
-        self.raws = [u.raw for u in units]
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
+
+    def run_bytes(self, i: int, j: int) -> bytes:
+        """The bytes of units i..j-1: one slice of the read buffer for a run within one read."""
+        if self.raws is not None:
+            return b"".join(self.raws[i:j])
+        part_of, parts, starts, ends = self.parts
+        if part_of[i] == part_of[j - 1]:
+            return parts[part_of[i]][starts[i] : ends[j - 1]]
+        out, k = [], i
+        while k < j:
+            p = part_of[k]
+            last = k
+            while last + 1 < j and part_of[last + 1] == p:
+                last += 1
+            out.append(parts[p][starts[k] : ends[last]])
+            k = last + 1
+        return b"".join(out)
 
     def masks_for(self, units: list[Unit], words) -> tuple[list[int], list[int]]:
         masks = self.masks
@@ -193,12 +197,11 @@ class SegmentIndex:
         full = -1
         keep_all, keep_any = [], []
         cache: dict = {}
-        for u, fast in zip(units, self.fast):
+        for tables, fast in zip(self.tables, self.fast):
             if not fast:
                 keep_all.append(0)
                 keep_any.append(0)
                 continue
-            tables = u.tables
             if not tables:
                 keep_all.append(full)
                 keep_any.append(0)
@@ -313,9 +316,8 @@ class SegmentCache:
             # A Rotate can name a file the server has not created yet.
             return Segment(start, [], start, at_end=True)
         if self.fast:
-            seg = SegmentReader(self, start).read()
-        else:
-            seg = self._read_reference(start)
+            return SegmentReader(self, start).read()
+        seg = self._read_reference(start)
         seg.index = SegmentIndex(seg.units)
         return seg
 
@@ -365,45 +367,123 @@ class SegmentCache:
 # ---------------------------------------------------------------------------------------------
 # the one-pass reader
 
-_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
-_ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY)})
-_TABLE_MAP, _XID, _MARIADB_GTID = int(EventType.TABLE_MAP), int(EventType.XID), int(EventType.MARIADB_GTID)
-_FDE, _ROTATE = int(EventType.FORMAT_DESCRIPTION), int(EventType.ROTATE)
-_QUERY, _MYSQL_GTID, _GTID_TAGGED = int(EventType.QUERY), int(EventType.GTID), int(EventType.GTID_TAGGED)
-_MYSQL_GTIDS = frozenset({_MYSQL_GTID, int(EventType.ANONYMOUS_GTID), _GTID_TAGGED})
+_FDE = int(EventType.FORMAT_DESCRIPTION)
 _I64 = struct.Struct("<q")
-_U32 = struct.Struct("<I")
-# The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant: an
-# event's CRC is checked with one crc32() over the whole event.
-CRC_RESIDUE = 0x2144DF1C
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
-# server_id from the common header, then seq_no, domain_id, flags2 from a MariaDB GTID's body
-_MARIADB_GTID_HEAD = struct.Struct("<5xI10xQIB")
+_U64 = struct.Struct("<Q")
 CHUNK = 1 << 20
+_KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}
 
 
 class _Stop(Exception):
     """The segment is full."""
 
 
+class _Columns:
+    """A segment's units as parallel lists (what SegmentIndex and LazyUnits are built from):
+    the read buffers they lie in, and per unit its buffer, offsets, sizes, flags, tables, GTID."""
+
+    def __init__(self):
+        self.parts: list[bytes] = []
+        self.part_of: list[int] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.sizes: list[int] = []
+        self.events: list[int] = []
+        self.ntables: list[int] = []
+        self.occ: list = []
+        self.fast: list[bool] = []
+        self.tables: list[tuple] = []
+        self.base: list[int] = []
+        self.file: list[str] = []
+        self.gsize: list[int] = []
+        self.flags: list[int] = []
+        self.fmts: list = []
+        self.gtids: list = []
+        self.mysql: list = []
+        self.complete: list[bool] = []
+        self.kinds: list[str] = []
+        self.lasts: list[int] = []
+        self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
+        self.checksum_len = 0
+
+    def unit(self, k: int, checksum_len: int | None = None) -> Unit:
+        made = self.made.get(k)
+        if made is not None:
+            return made
+        buf = self.parts[self.part_of[k]]
+        start, end = self.starts[k], self.ends[k]
+        raw = buf[start:end]
+        pos = self.base[k] + start
+        name = self.file[k]
+        if self.fast[k]:
+            return Unit.fast(raw, name, pos, self.fmts[k], self.events[k], self.tables[k], self.gtids[k],
+                             self.gsize[k], self.mysql[k])
+        end_pos = (name, pos + len(raw))
+        if self.flags[k] & F_ROTATE_END:
+            at = self.lasts[k] - start
+            crc = self.checksum_len if checksum_len is None else checksum_len
+            end_pos = (raw[at + 27 : len(raw) - crc].decode("utf-8", "surrogateescape"),
+                       _U64.unpack_from(raw, at + 19)[0])
+        return Unit.lazy(raw, name, pos, self.fmts[k], self.events[k], _KINDS[self.kinds[k]], self.complete[k], end_pos)
+
+
+class LazyUnits:
+    """A segment's units, each made on first use and then shared by every stream (their
+    per-rule-group answers live on them)."""
+
+    __slots__ = ("_cols", "_units", "_lock")
+
+    def __init__(self, cols: _Columns):
+        self._cols = cols
+        self._units: list[Unit | None] = [None] * len(cols.sizes)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._units)
+
+    def __bool__(self) -> bool:
+        return bool(self._units)
+
+    def __getitem__(self, k: int) -> Unit:
+        unit = self._units[k]
+        if unit is None:
+            with self._lock:
+                unit = self._units[k]
+                if unit is None:
+                    unit = self._units[k] = self._cols.unit(k if k >= 0 else len(self._units) + k)
+        return unit
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self._units)))
+
+    def end_of(self, k: int) -> Pos:
+        """Unit k's end position, without making the Unit when it is a fast one."""
+        unit = self._units[k]
+        if unit is not None:
+            return unit.end
+        cols = self._cols
+        if cols.fast[k]:
+            return cols.file[k], cols.base[k] + cols.ends[k]
+        return self[k].end
+
+
 class SegmentReader:
-    """Reads one segment in a single pass over the raw bytes: hops from header to header, checks
-    CRCs inline, and keeps the common ROW transaction (`MariaDB GTID {Annotate_rows|Rows_query|
-    Table_map|Rows}* XID`, every rows event after its Table_map, every annotation followed by a
-    Table_map) as one fast Unit: a slice of the read buffer plus its tables and GTID, no Event per
-    event. At the first event such a unit does not allow, its events so far are handed, as
-    Events, to the TransactionGrouper, which takes the unit on exactly as the reference reader
-    (`SegmentCache._read_reference`: TailingReader + TransactionGrouper) does; so does every other
-    event. Files, rotation, the end of what is written and errors follow TailingReader."""
+    """Reads one segment in a single pass of the compiled scanner (`binlog_codec.scanner`): it
+    hops from header to header, checks CRCs, groups the units exactly as TransactionGrouper does
+    and marks the common ROW transaction (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
+    Rows}* XID`, every rows event after its own Table_map) as fast, with its tables and GTID.
+    Python sees one record per unit, never an event: every Unit is its raw bytes plus what a
+    decision needs, and its Events are made only when a slave's answer needs TransactionFilter.
+    Files, rotation, the end of what is written and errors follow TailingReader."""
 
     def __init__(self, cache: SegmentCache, start: Pos):
         self.cache = cache
         self.start = start
-        self.grouper = TransactionGrouper()
-        self.units: list[Unit] = []
+        self.cols = _Columns()
         self.size = 0
         self.end = start
-        self.names: dict[bytes, tuple[str, str]] = {}
+        self.scanner = Scanner(verify_checksums=cache.verify_checksums)
         self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
 
     def read(self) -> Segment:
@@ -427,236 +507,152 @@ class SegmentReader:
         except _Stop:
             pass
         except PositionError:
-            if self.units:
+            if self.cols.sizes:
                 at_end = True
             else:
                 raise
         except BinlogError as exc:
-            if not self.units:
+            if not self.cols.sizes:
                 raise
             error = exc
-        return Segment(start, self.units, self.end, at_end, error)
-
-    def _add(self, unit: Unit, size: int) -> None:
-        self.units.append(unit)
-        self.end = unit.end
-        self.size += size
-
-    def _push(self, event: Event, name: str) -> None:
-        for txn in self.grouper.push(event):
-            unit = Unit(txn, name, unit_end(name, txn.events[-1]))
-            self._add(unit, txn.size)
-        if self.size >= self.cache.segment_bytes and self.grouper.current is None:
-            raise _Stop
+        cols = self.cols
+        cols.checksum_len = self.scanner.checksum_len
+        seg = Segment(start, LazyUnits(cols), self.end, at_end, error)
+        seg.index = SegmentIndex.from_columns(cols)
+        return seg
 
     def _file(self, opener: TailingReader, name: str, start: int) -> str | None:
         """Read one file from `start`; returns the file to continue with, or None at the end of
         what is written. Raises _Stop when the segment is full."""
         cache = self.cache
         path = cache.directory / name
-        pathname = str(path)
-        verify = cache.verify_checksums
-        grouper = self.grouper
-        names = self.names
-        push = self._push
-        add_unit = self.units.append
-        unpack = HEADER.unpack_from
-        type_size = _TYPE_SIZE.unpack_from
-        crc32 = zlib.crc32
-        rows_types, annotations, known = _ROWS, _ANNOTATIONS, KNOWN_TYPES
-        TABLE_MAP, XID, MARIADB_GTID, FDE, ROTATE = _TABLE_MAP, _XID, _MARIADB_GTID, _FDE, _ROTATE
-        QUERY, MYSQL_GTID, GTID_TAGGED, mysql_gtids = _QUERY, _MYSQL_GTID, _GTID_TAGGED, _MYSQL_GTIDS
-        sources = self.sources
-        segment_bytes = cache.segment_bytes
+        scanner = self.scanner
+        scanner.path = str(path)
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if start > size:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
-            splitter = opener._open_at(f, path, start)
+            splitter = opener._open_at(f, path, start)  # checks the start position
             fmt = splitter.fmt
-            crc_len = fmt.checksum_len if verify and fmt is not None else 0
-            fast_ok = _fast_format(fmt)
+            if fmt is not None:
+                scanner.load_format(fmt.raw)
+            if start <= 4:
+                magic = f.read(4)
+                if len(magic) < 4:
+                    return None  # the server has not written the magic yet
+                if magic != MAGIC:
+                    raise BinlogError(f"bad magic {magic.hex()} (expected fe62696e): not a binlog file",
+                                      path=str(path), offset=0)
+                start = 4
             rotated_to = None
-            # Fast-unit state: `ustart` (-1: none) its offset in buf; `ann` an annotation waits
-            # for its Table_map; `ids` the raw table ids its Table_maps declared.
-            ustart = -1
-            n = gtid_end = 0
-            ann = False
-            tables: list = []
-            ids: list = []
-            gtid = None
-            mysql_gtid = None
-            pending = -1  # a MySQL GTID event's offset while its BEGIN is awaited
-            buf = b""
-            base = 0
-
-            def hand_over(stop: int) -> None:
-                """The fast unit's events [ustart, stop) of buf go to the grouper as Events (or the
-                MySQL GTID waiting for its BEGIN)."""
-                nonlocal ustart, pending
-                at = ustart if ustart >= 0 else pending
-                ustart = pending = -1
-                while at < stop:
-                    header = unpack(buf, at)
-                    push(Event(buf[at : at + header[3]], base + at, fmt, header), name)
-                    at += header[3]
-
-            chunk = max(CHUNK, segment_bytes + (256 << 10))
+            buf, base = b"", start  # base: the file offset of buf[0]
+            chunk = max(CHUNK, cache.segment_bytes + (256 << 10))
             while True:
                 data = f.read(chunk)
+                at_eof = False
                 if not data:
-                    if ustart >= 0 or pending >= 0:
-                        hand_over(splitter._off)
                     if rotated_to:
                         return rotated_to
                     newer = opener._next_file(name)
-                    if newer is not None and splitter.pending == 0:
-                        return newer  # a Stop event, or a crash, ended this file without a Rotate
-                    return None
-                if ustart >= 0 or pending >= 0:  # a fast unit runs across the chunk boundary: reference path
-                    hand_over(splitter._off)
-                splitter.feed(data)
-                if not splitter._consume_magic():
+                    if newer is None or not buf:
+                        return newer if newer is not None and not buf else None
+                    # The file ended (a newer one exists) inside a unit: a crash cut it. The
+                    # whole events left come out as an incomplete unit; a partial event is an error.
+                    at_eof = True
+                buf = buf + data if buf else data
+                scan = scanner.units(buf, 0, base, cache.segment_bytes - self.size, at_eof)
+                fmt = self._add_units(scan, buf, base, name, fmt)
+                if scan.last_rotate >= 0:
+                    at = scan.last_rotate
+                    end = at + _TYPE_SIZE.unpack_from(buf, at)[1] - scanner.checksum_len
+                    rotated_to = buf[at + 27 : end].decode("utf-8", "surrogateescape")
+                if scan.error is not None:
+                    raise scan.error
+                buf, base = buf[scan.stop :], base + scan.stop
+                if self.size >= cache.segment_bytes:
+                    raise _Stop
+                if at_eof:
+                    if buf:
+                        left = len(buf)
+                        raise TruncatedBinlogError(f"file ends inside an event ({left} bytes left)",
+                                                   path=str(path), offset=base)
+                    return rotated_to or opener._next_file(name)
+
+    def _add_units(self, scan, buf: bytes, base: int, name: str, fmt):
+        """The scanner's records as columns (one list comprehension per field, no object per
+        unit); Units are made only when a stream asks for one. Returns the format in force
+        after them."""
+        n = len(scan.units)
+        if not n:
+            return fmt
+        cols = self.cols
+        words = scan.units.words
+        starts, ends, w2 = words[0::8].tolist(), words[1::8].tolist(), words[2::8].tolist()
+        gsizes, w4 = words[3::8].tolist(), words[4::8].tolist()
+        flags = [w >> 40 for w in w2]
+        fast = [bool(f & F_FAST) for f in flags]
+        names = self.scanner.names
+        tables = scan.tables
+        occ = [names[i] for i in tables]
+        lo = [w & 0xFFFFFFFF for w in w4]
+        hi = [w >> 32 for w in w4]
+        unit_tables = [tuple(occ[a:b]) if f else () for f, a, b in zip(fast, lo, hi)]
+        part = len(cols.parts)
+        cols.parts.append(buf)
+        first = len(cols.sizes)
+        cols.part_of.extend([part] * n)
+        cols.starts.extend(starts)
+        cols.ends.extend(ends)
+        cols.sizes.extend([e - b for b, e in zip(starts, ends)])
+        cols.events.extend([w & 0xFFFFFFFF for w in w2])
+        cols.ntables.extend([b - a for a, b in zip(lo, hi)])
+        cols.occ.extend(occ)
+        cols.fast.extend(fast)
+        cols.tables.extend(unit_tables)
+        cols.base.extend([base] * n)
+        cols.file.extend([name] * n)
+        cols.gsize.extend(gsizes)
+        cols.flags.extend(flags)
+        fmts = [fmt] * n
+        gtids: list = [None] * n
+        mysql: list = [None] * n
+        if any(f & (F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID) for f in flags):
+            seqs, w6 = words[5::8].tolist(), words[6::8].tolist()
+            sources = self.sources
+            for k, f in enumerate(flags):
+                if not f & F_FAST:
                     continue
-                buf = splitter._buf
-                off = splitter._off
-                base = splitter._pos - off
-                end = len(buf)
-                try:
-                    while True:
-                        # No end-of-chunk test per event (a try costs nothing in 3.11): the unpack
-                        # raises struct.error short of a header, `nxt > end` stops a partial event.
-                        try:
-                            t, esize = type_size(buf, off)
-                        except struct.error:
-                            break
-                        nxt = off + esize
-                        if nxt > end or esize < 19:
-                            if esize < 19 or esize > MAX_EVENT_SIZE:
-                                raise BinlogError(f"event size {esize} is impossible (type {t})", path=pathname,
-                                                  offset=base + off)
-                            break
-                        if ustart >= 0:
-                            # Inside a fast unit: only what a decision needs is looked at (the
-                            # Table_maps' names and ids); statements are found later, if ever.
-                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                    offset=base + off)
-                            if t in rows_types:
-                                # Its Table_map must be in this unit, after any annotation.
-                                if not ann and buf[off + 19 : off + 25] in ids:
-                                    n += 1
-                                    off = nxt
-                                    continue
-                            elif t == TABLE_MAP:
-                                at = off + 27  # header, 6-byte table id, 2 flag bytes
-                                tbl_at = at + 2 + buf[at]
-                                key = buf[at : tbl_at + 1 + buf[tbl_at]]
-                                names_of = names.get(key)
-                                if names_of is None:
-                                    _, db, table = Event(buf[off:nxt], 0, fmt).table_map
-                                    names_of = names[key] = (db, table)
-                                tables.append(names_of)
-                                ids.append(buf[off + 19 : off + 25])
-                                ann = False
-                                n += 1
-                                off = nxt
-                                continue
-                            elif t in annotations:
-                                ann = True
-                                n += 1
-                                off = nxt
-                                continue
-                            elif t == XID and not ann:
-                                raw = buf[ustart:nxt]
-                                unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables), gtid, gtid_end,
-                                                 mysql_gtid)
-                                ustart = -1
-                                off = nxt
-                                add_unit(unit)
-                                self.end = unit.end
-                                self.size += len(raw)
-                                if self.size >= segment_bytes:
-                                    raise _Stop
-                                continue
-                            # Anything else: the reference path takes the unit from here.
-                            hand_over(off)
-                        elif pending >= 0:
-                            # After a MySQL GTID: a BEGIN makes the pair the start of a fast unit;
-                            # anything else (DDL, a pre-8.0 statement) goes to the reference path.
-                            if t == QUERY and is_begin_event(buf, off, esize, fmt):
-                                if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                    raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                        offset=base + off)
-                                ustart, pending = pending, -1
-                                n = 2
-                                ann = False
-                                tables = []
-                                ids = []
-                                off = nxt
-                                continue
-                            hand_over(off)
-                        elif t == MARIADB_GTID and fast_ok and grouper.current is None:
-                            server_id, seq, domain, flags2 = _MARIADB_GTID_HEAD.unpack_from(buf, off)
-                            if not flags2 & MARIADB_FL_STANDALONE:
-                                if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                    raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                        offset=base + off)
-                                gtid = ((domain, server_id), seq)
-                                mysql_gtid = None
-                                ustart = off
-                                n = 1
-                                gtid_end = esize
-                                ann = False
-                                tables = []
-                                ids = []
-                                off = nxt
-                                continue
-                        elif t in mysql_gtids and fast_ok and grouper.current is None:
-                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                    offset=base + off)
-                            if t == MYSQL_GTID:  # flags, sid[16], gno
-                                sid = buf[off + 20 : off + 36]
-                                source = sources.get(sid)
-                                if source is None:
-                                    source = sources[sid] = str(uuidlib.UUID(bytes=sid))
-                                mysql_gtid = (source, "", _I64.unpack_from(buf, off + 36)[0])
-                            elif t == GTID_TAGGED:
-                                info = Event(buf[off:nxt], base + off, fmt).gtid_info
-                                mysql_gtid = (info.source, info.tag, info.gno)
-                            else:  # Anonymous_GTID: nothing for the GTID state
-                                mysql_gtid = None
-                            gtid = None
-                            pending = off
-                            gtid_end = esize
-                            off = nxt
-                            continue
-                        # The reference path, event by event (EventSplitter's checks).
-                        header = unpack(buf, off)
-                        event = Event(buf[off:nxt], base + off, fmt, header)
-                        if t == FDE or t not in known or fmt is None:
-                            splitter._pos = base + off
-                            splitter._check(event)
-                            fmt = splitter.fmt
-                            crc_len = fmt.checksum_len if verify else 0
-                            fast_ok = _fast_format(fmt)
-                        elif crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                            raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                offset=base + off)
-                        off = nxt
-                        if t == ROTATE and not header[5] & LOG_EVENT_ARTIFICIAL_F:
-                            rotated_to = event.rotate[1]
-                        push(event, name)
-                finally:
-                    splitter._off = off
-                    splitter._pos = base + off
+                if f & F_MARIADB_GTID:
+                    gtids[k] = ((w6[k] & 0xFFFFFFFF, w6[k] >> 32), seqs[k])
+                elif f & F_MYSQL_GTID:
+                    sid = buf[starts[k] + 20 : starts[k] + 36]
+                    source = sources.get(sid)
+                    if source is None:
+                        source = sources[sid] = str(uuidlib.UUID(bytes=sid))
+                    mysql[k] = (source, "", seqs[k])
+                elif f & F_TAGGED_GTID:
+                    info = Event(buf[starts[k] : starts[k] + gsizes[k]], base + starts[k], fmt).gtid_info
+                    mysql[k] = (info.source, info.tag, info.gno)
+        if any(f & F_HAS_FDE for f in flags):
+            for k, f in enumerate(flags):
+                fmts[k] = fmt
+                if f & F_HAS_FDE:
+                    unit = self._unit_with_fde(scan.units[k], buf[starts[k] : ends[k]], base + starts[k], name, fmt)
+                    fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
+                    cols.made[first + k] = unit
+        cols.fmts.extend(fmts)
+        cols.gtids.extend(gtids)
+        cols.mysql.extend(mysql)
+        cols.complete.extend([bool(f & F_COMPLETE) for f in flags])
+        cols.kinds.extend(scan.units.kinds())
+        cols.lasts.extend(words[7::8].tolist())
+        self.size += sum(cols.sizes[first:])
+        self.end = cols.unit(len(cols.sizes) - 1, self.scanner.checksum_len).end
+        return fmt
 
-
-def _fast_format(fmt) -> bool:
-    """Fast units need 6-byte table ids (every server since 5.1 GA)."""
-    if fmt is None:
-        return False
-    lens = fmt.post_header_lens
-    return len(lens) >= _TABLE_MAP and lens[_TABLE_MAP - 1] == 8 and all(
-        fmt.table_id_len(t) == 6 for t in _ROWS)
+    def _unit_with_fde(self, rec, raw: bytes, pos: int, name: str, fmt) -> Unit:
+        """A unit holding a Format_description event: its Events are made now, each with the
+        format in force where it stands."""
+        events, fmt = unit_events(raw, pos, fmt, path=self.scanner.path)
+        txn = Transaction(_KINDS[rec.kind], events, rec.complete)
+        return Unit(txn, name, unit_end(name, events[-1]))
