@@ -78,6 +78,44 @@ MAX_BACKOFF = 30.0
 USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
 
 
+class LinkTimeoutError(grpc.RpcError):
+    """No batch (heartbeats included) for --net-timeout seconds on an open stream: the link is
+    taken for dead and the slave reconnects, as a replica does after slave_net_timeout."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return f"no batch or heartbeat from the master for {self.seconds:g}s (--net-timeout)"
+
+
+class _NetWatch:
+    """Cancels a Dump call that waits longer than `timeout` for its next batch."""
+
+    def __init__(self, call, timeout: float | None):
+        self.call, self.timeout = call, timeout
+        self.waiting_since: float | None = None
+        self.fired = False
+        self._stop = threading.Event()
+        if timeout:
+            threading.Thread(target=self._run, name="slave-net-watch", daemon=True).start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(1.0, self.timeout / 4)):
+            since = self.waiting_since
+            if since is not None and time.monotonic() - since > self.timeout:
+                self.fired = True
+                self.call.cancel()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 def _say(message: str) -> None:
     print(f"dumpfilter slave: {message}", file=sys.stderr, flush=True)
 
@@ -121,6 +159,7 @@ class SlaveConfig:
     tls_key: Path | None = None
     start_gtid: str | None = None
     connect_retry: float = 1.0       # first backoff (MASTER_CONNECT_RETRY); doubles up to MAX_BACKOFF
+    net_timeout: float | None = 60.0  # slave_net_timeout: reconnect after this long without a batch
     rpc_timeout: float = 10.0
     connect_timeout: float | None = None  # give up after this many seconds without reaching the master
     retry_count: int | None = None        # give up after this many failed attempts in a row (MASTER_RETRY_COUNT)
@@ -252,7 +291,9 @@ class Slave:
     # -- gRPC -------------------------------------------------------------------------------
     def _channel(self) -> grpc.Channel:
         cfg = self.config
-        options = [("grpc.max_receive_message_length", 64 << 20)]
+        # A channel of its own per attempt (no subchannel shared through grpc's global pool): a
+        # retry must not ride the connection that just went dead.
+        options = [("grpc.max_receive_message_length", 64 << 20), ("grpc.use_local_subchannel_pool", 1)]
         if cfg.tls_ca or cfg.tls_cert or cfg.tls_key:
             if bool(cfg.tls_cert) != bool(cfg.tls_key):
                 raise RuleError("--ssl-cert and --ssl-key go together")
@@ -350,8 +391,20 @@ class Slave:
         else:
             request.position.file, request.position.pos = "", 4
         stream = stub.Dump(request, metadata=self._metadata())
+        watch = _NetWatch(stream, cfg.net_timeout)
         try:
-            for batch in stream:
+            batches = iter(stream)
+            while True:
+                watch.waiting_since = time.monotonic()  # only waiting counts, not writing or --apply
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except grpc.RpcError:
+                    if watch.fired:
+                        raise LinkTimeoutError(cfg.net_timeout) from None
+                    raise
+                watch.waiting_since = None
                 self._give_up_at = None  # the master answered: --connect-timeout is over
                 self._batch(batch)
                 if batch.caught_up:
@@ -361,6 +414,7 @@ class Slave:
                     if cfg.until_caught_up:
                         return True
         finally:
+            watch.stop()
             stream.cancel()
         return False
 

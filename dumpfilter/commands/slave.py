@@ -38,6 +38,9 @@ def register(subparsers) -> None:
                      help="give up (exit 2) when the master cannot be reached for this long (default: never)")
     run.add_argument("--retry-count", type=int, metavar="N",
                      help="give up (exit 2) after N failed attempts in a row (default: never)")
+    run.add_argument("--net-timeout", type=float, default=60.0, metavar="SECONDS",
+                     help="reconnect when no batch or heartbeat came for this long (slave_net_timeout, "
+                          "default 60; keep it above --heartbeat-period)")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
     add_rule_options(run)
     run.set_defaults(func=run_command)
@@ -56,7 +59,8 @@ def run_command(args: argparse.Namespace) -> int:
                          relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
                          tls_ca=args.ssl_ca, tls_cert=args.ssl_cert, tls_key=args.ssl_key,
                          start_gtid=args.gtid_start, connect_retry=args.connect_retry,
-                         connect_timeout=args.connect_timeout, retry_count=args.retry_count)
+                         connect_timeout=args.connect_timeout, retry_count=args.retry_count,
+                         net_timeout=args.net_timeout or None)
     return Slave(config).run()
 
 

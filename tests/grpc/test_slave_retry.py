@@ -104,3 +104,29 @@ def test_slave_reaches_a_master_that_comes_up_while_it_retries(tmp_path, workloa
         for master in masters:
             master.stop(grace=0.5)
     assert told and slave.caught_up and slave.counters.events_relayed > 0
+
+
+def test_tcp_proxy_that_drops_resets_and_stalls_mid_batch_loses_and_duplicates_nothing(
+        tmp_path, workload_dir, master_factory):
+    """Between slave and master, a proxy cuts the link (FIN, then RST) or holds it (longer than
+    --net-timeout) every 300 KB, mid-batch: the slave reconnects each time, telling why, and its
+    relay log ends identical to the one of a slave on a clean link."""
+    from dump_helpers import relay_units, run_slave
+    from filter_rules.ruleset import RuleSet
+    from tcp_proxy import FaultyProxy
+
+    rules = RuleSet(ignore_db=("db3",), rewrite_db=(("db1", "dbx"),))
+    _, address = master_factory(workload_dir)
+    run_slave(address, tmp_path / "clean", 81, rules=rules, relay_log_size=150_000)
+    host, port = address.rsplit(":", 1)
+    proxy = FaultyProxy((host, int(port)), every=300_000, stall=3.0)  # batches are at most 256 KiB
+    try:
+        slave, told = _slave(tmp_path, proxy.address, rules=rules, relay_log_size=150_000, connect_retry=0.05,
+                             connect_timeout=60, net_timeout=1.0, heartbeat_period=0.2, rpc_timeout=2.0)
+        assert slave.run() == 0
+    finally:
+        proxy.close()
+    assert all(n >= 1 for n in proxy.injected.values()), (proxy.injected, told)
+    assert len(told) >= sum(proxy.injected.values()) - 1
+    assert any("--net-timeout" in line for line in told), told
+    assert relay_units(tmp_path / "relay") == relay_units(tmp_path / "clean")
