@@ -64,6 +64,11 @@ class ApplyError(DumpFilterError):
     """--apply could not execute the relay log on the target server."""
 
 
+class RelayLogError(DumpFilterError):
+    """The relay log could not be written (disk full, file size limit). Nothing after the last
+    committed batch is kept: the next start cuts the relay log back to relay-log.info."""
+
+
 # Errors a retry cannot fix: the master refused this request as such (bad rules, unknown or
 # foreign server_id, bad credentials, a purged or corrupt binlog, a newer registration that took
 # this server_id). Every other status (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
@@ -375,10 +380,21 @@ class Slave:
                        f"retrying in {backoff:.1f}s")
                 self._save_error(exc)
                 time.sleep(backoff)
+            except OSError as exc:  # ENOSPC, EFBIG (RLIMIT_FSIZE), EIO writing the relay log or its info
+                committed = f"{self.info.master_file}:{self.info.master_pos}" if self.info.master_file else "nothing"
+                raise RelayLogError(f"relay log in {self.relay_dir}: cannot write: {exc.strerror or exc}; "
+                                    f"committed up to {committed}, the rest is discarded (free space and run "
+                                    "again to resume)") from None
             finally:
-                self.relay.close()
-                self.relay = RelayLog(self.relay_dir, max_size=cfg.relay_log_size, server_id=cfg.server_id)
-                self.relay.recover(self.info if self.info.relay_file else None)
+                try:
+                    self.relay.close()
+                except OSError:
+                    pass  # buffered bytes of an uncommitted batch: cut away by recover()
+                try:
+                    self.relay = RelayLog(self.relay_dir, max_size=cfg.relay_log_size, server_id=cfg.server_id)
+                    self.relay.recover(self.info if self.info.relay_file else None)
+                except OSError:
+                    pass  # the next start recovers
 
     def _stream(self, stub) -> bool:
         cfg = self.config

@@ -4,6 +4,7 @@ not retried; a master that comes up during the retries is reached."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -130,3 +131,39 @@ def test_tcp_proxy_that_drops_resets_and_stalls_mid_batch_loses_and_duplicates_n
     assert len(told) >= sum(proxy.injected.values()) - 1
     assert any("--net-timeout" in line for line in told), told
     assert relay_units(tmp_path / "relay") == relay_units(tmp_path / "clean")
+
+
+def test_relay_log_that_cannot_grow_is_a_clear_error_and_resumes_once_space_is_freed(
+        tmp_path, workload_dir, master_factory):
+    """RLIMIT_FSIZE on the slave process stands in for a full disk (it needs no root and no
+    mount): the slave ends with one line and exit 2, its relay log holds only committed batches,
+    and a run without the limit resumes to a relay log identical to a clean slave's."""
+    import resource
+
+    from dump_helpers import relay_units, run_slave
+    from binlog_files import TailingReader
+
+    _, address = master_factory(workload_dir)
+    run_slave(address, tmp_path / "clean", 91, relay_log_size=4 << 20)
+    relay = tmp_path / "relay"
+    limit = 400_000
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    argv = [sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address, "--server-id", "91",
+            "--relay-log-dir", str(relay), "--until-caught-up", "--relay-log-size", str(4 << 20)]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT, preexec_fn=small_files)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"dumpfilter: error: relay log in {relay}: cannot write: "
+                                                   "File too large"), run.stderr
+    info = json.loads((relay / "relay-log.info").read_text())
+    # What is on disk up to the committed point reads back whole; the run without the limit
+    # cuts the rest away and resumes.
+    committed = [e for _, e in TailingReader(relay, follow=False, start_pos=4)
+                 if e.end_pos <= info["relay_pos"]] if info.get("relay_file") else []
+    assert committed
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
+    assert again.returncode == 0, again.stderr
+    assert relay_units(relay) == relay_units(tmp_path / "clean")
