@@ -105,13 +105,13 @@ class MasterPolicy:
 
         [slave.ops]
         password = "..."
-        admin = true                      # Stats/ListFilters show every slave; may act on any server_id
+        admin = true                      # sees every slave; may Dump/ChangeFilter/Unregister any
 
         [default]                         # identities not listed; omit it to refuse them
         allow = []
 
-    A server_id belongs to the identity that registered it: only that identity (or an admin) may
-    register it again, Dump it, change its filters or unregister it.
+    A server_id belongs to the identity that registered it: only that identity may register it
+    again; only it or an admin may Dump it, change its filters, unregister it or see it.
     """
 
     def __init__(self, entries: dict[str, PolicyEntry], default: PolicyEntry | None):

@@ -325,9 +325,9 @@ class DumpService:
             self._engine(registry.rules_for(name).replace(**extra), reg.settings)
         with self.lock:
             old = self.slaves.get(reg.server_id)
-            if old is not None and not caller.admin and old.owner != caller.name:
-                # A server_id is bound to the identity that registered it: another identity
-                # cannot take its place (MySQL's kill_zombie_dump_threads would let it).
+            if old is not None and old.owner != caller.name:
+                # A server_id is bound to the identity that registered it: another identity, an
+                # admin too, cannot take its place (MySQL's kill_zombie_dump_threads would let it).
                 raise AccessDeniedError(f"identity {caller.name!r} may not register server_id {reg.server_id}: "
                                         "it is registered by another identity")
             if old is not None:
@@ -340,9 +340,7 @@ class DumpService:
                 bit = next((b for b in range(MAX_SLAVES) if b not in used), None)
                 if bit is None:
                     raise RuleError(f"too many slaves (at most {MAX_SLAVES})")
-            # An admin re-registering another identity's server_id leaves it with that identity.
-            owner = old.owner if old is not None and self.policy is not None else caller.name
-            slave = Slave(reg, registry, extra, gate, bit, owner=owner)
+            slave = Slave(reg, registry, extra, gate, bit, owner=caller.name)
             slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
             self.slaves[reg.server_id] = slave
             self.words.invalidate()

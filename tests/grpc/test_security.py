@@ -148,7 +148,7 @@ def test_identity_without_server_ids_cannot_take_another_identitys_server_id(gua
     stub, master, _ = guarded
     stream = stub.Dump(dump_pb2.DumpRequest(server_id=77, heartbeat_period=0.1), metadata=creds("bob"), timeout=30)
     next(stream)
-    for user, server_id in (("carol", 77), ("carol", 41), ("bob", 42)):
+    for user, server_id in (("carol", 77), ("carol", 41), ("bob", 42), ("ops", 77)):  # an admin neither
         code, details = _code(lambda: stub.Register(dump_pb2.RegisterRequest(server_id=server_id),
                                                     metadata=creds(user), timeout=5))
         assert code == grpc.StatusCode.PERMISSION_DENIED and str(server_id) in details
