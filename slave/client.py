@@ -28,6 +28,7 @@ from binlog_codec.errors import (  # noqa: E402
     BinlogError,
     ChecksumError,
     DumpFilterError,
+    MalformedEventError,
     PositionError,
     RuleError,
     UnknownSlaveError,
@@ -439,7 +440,10 @@ class Slave:
         c = self.counters
         c.batches += 1
         c.bytes_received += len(batch.events)
-        grouper = self._receive(batch.events)
+        try:
+            grouper = self._receive(batch.events)
+        except MalformedEventError as exc:  # offsets are the master's (log_pos - size) in its file
+            raise exc.in_file(f"master {batch.position.file}") from None
         for unit in grouper.flush():  # a batch never ends inside a transaction on a faithful master
             raise BinlogError(f"the master's batch ended inside a transaction ({len(unit.events)} events)",
                               path=batch.position.file, offset=batch.position.pos)
