@@ -339,7 +339,7 @@ class DumpService:
                 used = {s.bit for s in self.slaves.values()}
                 bit = next((b for b in range(MAX_SLAVES) if b not in used), None)
                 if bit is None:
-                    raise RuleError(f"too many slaves (at most {MAX_SLAVES})")
+                    raise ResourceExhaustedError(f"too many slaves registered (at most {MAX_SLAVES})")
             slave = Slave(reg, registry, extra, gate, bit, owner=caller.name)
             slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
             self.slaves[reg.server_id] = slave

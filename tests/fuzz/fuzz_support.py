@@ -19,6 +19,8 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1000"))
 # One input may take at most this long (a backtracking regex took 33 s on one table name).
 TIME_BOUND = float(os.environ.get("FUZZ_TIME_BOUND", "2.0"))
 
+# pytest-timeout for a whole target, scaled with the budget (the 300 s default fits CI's).
+TARGET_TIMEOUT = max(300, int(EXAMPLES * 0.25))
 _CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, print_blob=True, suppress_health_check=_CHECKS)
 FUZZ_CHEAP = settings(max_examples=5 * EXAMPLES, deadline=None, print_blob=True, suppress_health_check=_CHECKS)

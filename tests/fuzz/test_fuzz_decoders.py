@@ -18,7 +18,9 @@ from binlog_codec.errors import BinlogError
 from binlog_codec.event import Event
 from binlog_files import binlog_paths, open_binlog
 from binlog_workload.generator import WorkloadSpec, generate
-from fuzz_support import FUZZ, FUZZ_CHEAP, only_project_errors
+from fuzz_support import TARGET_TIMEOUT, FUZZ, FUZZ_CHEAP, only_project_errors
+
+pytestmark = pytest.mark.timeout(TARGET_TIMEOUT)
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real_binlogs"
 DECODED_TYPES = {EventType.TABLE_MAP, EventType.ROTATE, EventType.XID, EventType.PREVIOUS_GTIDS,

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from binlog_workload.generator import WorkloadSpec, generate
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from fuzz_support import FUZZ, TIME_BOUND
+from fuzz_support import FUZZ, TARGET_TIMEOUT, TIME_BOUND
 from master.grpc_server import create_server
 
-pytestmark = [pytest.mark.grpc, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.grpc, pytest.mark.timeout(TARGET_TIMEOUT)]
 BAD = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
 
 texts = st.text(alphabet="ab1_%.\\'`\" ,()=->:/\x00\u00e9", max_size=20)
@@ -77,13 +77,14 @@ def test_fuzz_unary_rpcs(stub, register, change, ids):
     _call(stub.Stats, dump_pb2.StatsRequest(server_id=ids))
     if ids % 3 == 0:
         _call(stub.Unregister, dump_pb2.UnregisterRequest(server_id=ids))
+    _call(stub.Unregister, dump_pb2.UnregisterRequest(server_id=register.server_id))  # stay under 1024 slaves
 
 
 @FUZZ
 @given(request=dump, register_first=st.booleans())
 def test_fuzz_dump(stub, request, register_first):
     if register_first:
-        stub.Register(dump_pb2.RegisterRequest(server_id=request.server_id or 1), timeout=TIME_BOUND)
+        _call(stub.Register, dump_pb2.RegisterRequest(server_id=request.server_id or 1))
     call = stub.Dump(request, timeout=TIME_BOUND)
     try:
         next(call)
@@ -93,3 +94,5 @@ def test_fuzz_dump(stub, request, register_first):
         assert exc.code() not in BAD, (request, exc.code(), exc.details())
     finally:
         call.cancel()
+        if register_first:
+            _call(stub.Unregister, dump_pb2.UnregisterRequest(server_id=request.server_id or 1))

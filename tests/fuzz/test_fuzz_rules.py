@@ -5,6 +5,7 @@ RuleError/TopologyError (DumpFilterError) may escape, and no input may take long
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,7 +14,9 @@ from filter_rules.mycnf import startup_filters_from_file
 from filter_rules.parse import OPTION_TYPES, parse_filter_statement, parse_option
 from filter_rules.ruleset import Settings
 from dumpfilter.topology import parse_topology
-from fuzz_support import FUZZ, only_project_errors
+from fuzz_support import TARGET_TIMEOUT, FUZZ, only_project_errors
+
+pytestmark = pytest.mark.timeout(TARGET_TIMEOUT)
 
 NAME_CHARS = "ab1_%\\.`'\" ,()=-:;>\n\t\u00e9\u4e2d\udcff"
 names = st.text(alphabet=NAME_CHARS, max_size=24)
