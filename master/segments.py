@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from array import array
 import uuid as uuidlib
 from collections import OrderedDict
 from itertools import accumulate, chain
@@ -21,6 +22,7 @@ from binlog_codec.scanner import (F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID,
                                   F_TAGGED_GTID,
                                   Scanner, unit_events)
 from binlog_codec.scanner import statements as core_statements
+from binlog_codec.scanner import unit_rows
 from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
@@ -146,6 +148,7 @@ class SegmentIndex:
                   mysql=[u.mysql_gtid for u in units], tables=[u.tables for u in units])
         self.raws = [u.raw for u in units]
         self.parts = None
+        self.rows_input = None  # (tids, bounds, names) for the compiled per-slave rows
 
     @classmethod
     def from_columns(cls, cols: "_Columns") -> "SegmentIndex":
@@ -154,6 +157,7 @@ class SegmentIndex:
                    gtids=cols.gtids, mysql=cols.mysql, tables=cols.tables)
         index.raws = None
         index.parts = (cols.part_of, cols.parts, cols.starts, cols.ends)
+        index.rows_input = (cols.tids.tobytes(), cols.bounds.tobytes(), cols.names)
         return index
 
     def _set(self, *, sizes, events, ntables, occ, fast, gtids, mysql, tables) -> None:
@@ -170,6 +174,14 @@ class SegmentIndex:
         self.mysql_gtids = mysql if any(g is not None for g in mysql) else None
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
+
+    def rows_for(self, keeps) -> bytes | None:
+        """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
+        the core from `keeps(db, table)` asked once per table name; None without columns."""
+        if self.rows_input is None:
+            return None
+        tids, bounds, names = self.rows_input
+        return unit_rows(tids, bounds, bytes([1 if keeps(db, table) else 0 for db, table in names]))
 
     def run_bytes(self, i: int, j: int) -> bytes:
         """The bytes of units i..j-1: one slice of the read buffer for a run within one read."""
@@ -406,6 +418,9 @@ class _Columns:
         self.lasts: list[int] = []
         self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
         self.checksum_len = 0
+        self.tids = array("I")    # name ids of the fast units' Table_maps, in order
+        self.bounds = array("I")  # per unit (lo, hi) into tids; lo = 0xFFFFFFFF for a unit not fast
+        self.names: list = []     # (db, table) by name id
 
     def unit(self, k: int, checksum_len: int | None = None) -> Unit:
         made = self.made.get(k)
@@ -597,6 +612,15 @@ class SegmentReader:
         lo = [w & 0xFFFFFFFF for w in w4]
         hi = [w >> 32 for w in w4]
         unit_tables = [tuple(occ[a:b]) if f else () for f, a, b in zip(fast, lo, hi)]
+        off = len(cols.tids)
+        cols.tids.extend(tables)
+        bounds = [0xFFFFFFFF] * (2 * n)
+        for k in range(n):
+            if fast[k]:
+                bounds[2 * k] = lo[k] + off
+                bounds[2 * k + 1] = hi[k] + off
+        cols.bounds.extend(bounds)
+        cols.names = names
         part = len(cols.parts)
         cols.parts.append(buf)
         first = len(cols.sizes)

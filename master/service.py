@@ -712,10 +712,13 @@ class _Stream:
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = (seg, words.generation, None)
                 return None
-            keep_all, keep_any = index.masks_for(seg.units, words)
             bit = 1 << self.slave.bit
-            row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
-                         for f, k, a in zip(index.fast, keep_all, keep_any)])
+            get = words.get
+            row = index.rows_for(lambda db, table: get(db, table) & bit)
+            if row is None:  # the reference reader's segments: per-unit masks
+                keep_all, keep_any = index.masks_for(seg.units, words)
+                row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
+                             for f, k, a in zip(index.fast, keep_all, keep_any)])
             states = self._states = (seg, words.generation, row)
         return states[2]
 

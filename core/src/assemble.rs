@@ -193,3 +193,35 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
     }
     Assembly { out, next: i, out_pos, counts }
 }
+
+/// One slave's answer per unit of a segment, one byte each: 0 skip (no table kept), 1 partial
+/// (some kept), 2 keep (every table kept, or none to decide), 3 slow (not a fast unit, or a
+/// table whose answer is not given). `bounds` holds (lo, hi) per unit into `tids` (name ids of
+/// the fast units' Table_maps), lo = u32::MAX for a unit that is not fast; `keep` one byte per
+/// name id (non-zero: kept). What `master.service._Stream._row` works from.
+pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
+    bounds
+        .chunks_exact(2)
+        .map(|b| {
+            let (lo, hi) = (b[0] as usize, b[1] as usize);
+            if b[0] == u32::MAX || lo > hi || hi > tids.len() {
+                return 3;
+            }
+            let (mut all, mut any) = (true, false);
+            for id in &tids[lo..hi] {
+                match keep.get(*id as usize) {
+                    Some(0) => all = false,
+                    Some(_) => any = true,
+                    None => return 3,
+                }
+            }
+            if all {
+                2
+            } else if any {
+                1
+            } else {
+                0
+            }
+        })
+        .collect()
+}
