@@ -43,6 +43,7 @@ from binlog_codec.event import HEADER
 from binlog_codec.format_description import FormatDescription
 from binlog_codec.scanner import F_FAST, F_HAS_FDE, F_MARIADB_GTID, Scanner, unit_events
 from binlog_codec.scanner import foreign_log_pos
+from binlog_codec.scanner import renumber as core_renumber
 from binlog_codec.scanner import statements as core_statements
 from binlog_codec.transactions import CONTROL, TRANSACTION
 from binlog_files.files import open_binlog
@@ -167,21 +168,15 @@ class Sink:
 
 def renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
     """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
-    starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event."""
+    starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event. The core
+    renumbers; an FDE inside (a relay log's) gets the same treatment here."""
     buf = bytearray(raw)
-    pack, size_pos = _U32.pack_into, _SIZE_POS.unpack_from
-    crc32 = zlib.crc32
-    view = memoryview(buf)
-    start, total = 0, len(buf)
-    while start < total:
-        size, log_pos = size_pos(buf, start + 9)
-        end = start + size
-        if log_pos:  # 0 stays 0: artificial / MariaDB 11.4+ in-group events
-            pack(buf, start + _LOG_POS_OFFSET, out_pos + end)
-            if checksum:
-                pack(buf, end - 4, crc32(view[start : end - 4]))
-        start = end
-    view.release()
+    _, fdes = core_renumber(buf, 0, len(buf), out_pos, checksum)
+    for start in fdes:
+        end = start + _U32.unpack_from(buf, start + 9)[0]
+        _U32.pack_into(buf, start + _LOG_POS_OFFSET, out_pos + end)
+        if checksum:
+            _U32.pack_into(buf, end - 4, zlib.crc32(memoryview(buf)[start : end - 4]))
     return buf
 
 

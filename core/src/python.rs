@@ -3,7 +3,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use crate::assemble;
 use crate::scan::{self, ErrorKind, ScanError, Scanner, UNIT_WORDS};
@@ -214,6 +214,16 @@ fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> B
     PyBytes::new(py, &out)
 }
 
+/// Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
+/// assemble::renumber); returns (last non-zero timestamp, offsets of FDEs left to the caller).
+#[pyfunction]
+fn renumber(buf: &Bound<'_, PyByteArray>, start: usize, stop: usize, base: u64, crc: bool) -> (u32, Vec<usize>) {
+    // SAFETY: the GIL is held and nothing else runs Python code during the call, so no one can
+    // resize or read the bytearray while it is borrowed.
+    let data = unsafe { buf.as_bytes_mut() };
+    assemble::renumber(data, start, stop, base, crc)
+}
+
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
 #[pyfunction]
 fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
@@ -235,6 +245,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hop, m)?)?;
     m.add_function(wrap_pyfunction!(unit_rows, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
+    m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
