@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from filter_rules.mycnf import startup_filters_from_file
-from filter_rules.parse import StartupFilters, parse_filter_statement
+from filter_rules.parse import StartupFilters, apply_changes
 from filter_rules.ruleset import BINLOG_TYPES, REPLICATE_TYPES, RuleSet, Settings, option_name
 
 RULE_OPTION_TYPES = REPLICATE_TYPES + BINLOG_TYPES
@@ -36,19 +36,20 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
 def ruleset_from_args(args: argparse.Namespace) -> tuple[RuleSet, Settings]:
     """Options file first, then command-line options (both accumulate), then CHANGE statements in order;
     the result is the rule set of `--channel` (its own rules, global ones for types it has none of)."""
-    startup = startup_filters_from_file(args.defaults_file) if getattr(args, "defaults_file", None) \
-        else StartupFilters()
-    options = [(option_name(rule_type), value) for rule_type in RULE_OPTION_TYPES
-               for value in getattr(args, rule_type, [])]
-    startup = _merge(startup, StartupFilters.from_options(options))
-    rules = startup.for_channel(args.channel)
-    for statement in args.change_replication_filter:
-        change = parse_filter_statement(statement)
-        if change.channel is None or change.channel == args.channel:
-            rules = change.apply(rules)
+    startup = startup_from_options(getattr(args, "defaults_file", None),
+                                   [(option_name(rule_type), value) for rule_type in RULE_OPTION_TYPES
+                                    for value in getattr(args, rule_type, [])])
+    rules = apply_changes(startup.for_channel(args.channel), args.change_replication_filter, args.channel,
+                          lambda name: f"add --channel {name}")
     settings = Settings(flavor=args.flavor, lower_case_table_names=args.lower_case_table_names,
                         semantics=args.filter_semantics, track_derived_tables=args.track_derived_tables)
     return rules, settings
+
+
+def startup_from_options(defaults_file: str | None, options) -> StartupFilters:
+    """The startup rules of an options file (if any) followed by (option, value) pairs; repeats accumulate."""
+    startup = startup_filters_from_file(defaults_file) if defaults_file else StartupFilters()
+    return _merge(startup, StartupFilters.from_options(options))
 
 
 def _merge(first: StartupFilters, second: StartupFilters) -> StartupFilters:
