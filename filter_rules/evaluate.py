@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from binlog_codec.errors import RuleError
 from filter_rules.ruleset import RuleSet, Settings, filter_name, option_name
-from filter_rules.statements import DATABASE_KINDS, Kind, StatementInfo, statement_tables
+from filter_rules.schema import SCHEMA_KINDS, SchemaModel
+from filter_rules.statements import DATABASE_KINDS, Kind, StatementInfo, names_ref, statement_tables
 from filter_rules.wildcards import LikeIndex, compile_like, escape_like
 
 # open_grant_tables (sql/auth/sql_user_table.cc, 8.0) marks every ACL table updating.
@@ -83,13 +84,20 @@ class _Names:
 class RuleEngine:
     """Decisions for one replica's rules. Per-table decisions are cached; build a new engine when rules change."""
 
-    def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None):
+    def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None,
+                 schema: SchemaModel | None = None):
         self.rules = rules
         self.settings = settings or Settings()
         self.names = _Names(self.settings)
         self.acl_tables = MYSQL_ACL_TABLES if self.settings.flavor == "mysql" else MARIADB_ACL_TABLES
         self.unparsed = 0
+        self.assumed = 0  # decisions that carry an assumption (Decision.assumption): `assumed_decisions`
         self.counters: Counter[str] = Counter()
+        # The master's schema as the binlog's DDL builds it (plus a starting --schema): columns place
+        # unqualified SET columns, triggers add the tables they write. Changes per DDL, not per event.
+        self.schema = schema if schema is not None else SchemaModel()
+        # Triggers whose CREATE this replica skipped: they exist on the master, not here.
+        self._absent_triggers: set[tuple[str, str]] = set()
         self.known_triggers: dict[tuple[str, str], tuple[str, str]] = dict(triggers or {})
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}
@@ -234,17 +242,36 @@ class RuleEngine:
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
         """A Query event with default database `current_db` (None: the source had none)."""
         session_db = self.names.incoming(current_db) if current_db else ""
+        notes: list[str] = []
         if self.settings.semantics == "effective":
             # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
-            info = statement_tables(sql, session_db)
+            parsed_db, parsed = session_db, statement_tables(sql, session_db)
+            info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
+            if info.kind is Kind.UPDATE_MULTI:
+                info = self._multi_update(info, notes, triggers=False)
             decision = self._effective_statement(info, session_db)
+            notes = notes if self._effective_do or self._effective_ignore else []
         else:
             rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
-            info = statement_tables(sql, rewritten)
+            parsed_db, parsed = rewritten, statement_tables(sql, rewritten)
+            info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
+            if info.kind is Kind.UPDATE_MULTI:
+                # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
+                # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
+                # the table_map_for_update bitmap: SET tables only [src: sql_parse.cc].
+                info = self._multi_update(info, notes, triggers=self.settings.flavor == "mariadb")
             counted = (filter_name("rewrite_db"),) if was_rewritten else ()
             decision = self._decide_statement(info, current_db, rewritten, counted)
+            notes = notes if self.table_rules_on else []
+        if notes and decision.assumption is None:
+            decision = dataclasses.replace(decision, assumption="; ".join(notes))
+        if decision.assumption is not None:
+            self.assumed += 1
+        if info.kind in SCHEMA_KINDS:
+            # The model holds the master's names: reuse the parse only if it resolved against them.
+            self._observe_ddl(sql, current_db, parsed if parsed_db == (current_db or "") else None, info, decision)
         self.counters.update(decision.counted)
         if decision.apply:
             self._remember_applied(info)
@@ -266,7 +293,7 @@ class RuleEngine:
         if not info.parse_ok and self.table_rules_on:
             self.unparsed += 1
             return Decision(True, "statement could not be parsed; kept (counted as unparsed, never dropped)",
-                            None, tables, counted + db_step.counted)
+                            None, tables, counted + db_step.counted, "unparsed statement: its tables are unknown")
         table_step = self._statement_table_check(info)
         if table_step is None or (table_step.ok and table_step.rule is None and db_step.rule):
             return _decision(db_step, tables, counted)
@@ -316,6 +343,80 @@ class RuleEngine:
             return _Step(False, "replicate-*-table",
                          f"trigger '{info.trigger[0]}.{info.trigger[1]}' is unknown on the replica (Bug#24478)")
         return self.tables_ok([table])
+
+    # ------------------------------------------------------------------ the schema model
+    def _observe_ddl(self, sql: str, current_db, parsed, info: StatementInfo, decision: Decision) -> None:
+        """Replay DDL into the model after the decision (the decision sees the schema before it).
+        A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only."""
+        if info.kind is Kind.CREATE_TRIGGER and info.trigger is not None:
+            (self._absent_triggers.discard if decision.apply else self._absent_triggers.add)(info.trigger)
+        self.schema.observe(sql, current_db, parsed)
+
+    def _multi_update(self, info: StatementInfo, notes: list[str], triggers: bool) -> StatementInfo:
+        """BUG#37051: the updated tables of a multi-table UPDATE are those whose columns SET assigns,
+        placed with the model's column lists; then (MariaDB) the tables the fired triggers write.
+        Where the model cannot tell, today's answer stands and `notes` says which assumption was made."""
+        updated = list(info.updated)
+        if any(qualifier is None for qualifier, _ in info.set_columns):
+            placed = self._place_set_columns(info, notes)
+            if placed is not None:
+                updated = placed
+        if triggers:
+            updated += self._trigger_tables(updated, notes)
+        return dataclasses.replace(info, updated=tuple(updated))
+
+    def _place_set_columns(self, info: StatementInfo, notes: list[str]) -> list | None:
+        joined, chosen = info.joined, set()
+        for qualifier, column in info.set_columns:
+            if qualifier is not None:
+                chosen.update(i for i, ref in enumerate(joined) if names_ref(ref, qualifier))
+                continue
+            owners, unknown = [], []
+            for i, ((db, table), _) in enumerate(joined):
+                columns = self.schema.columns(db, table)
+                if columns is None:
+                    unknown.append(i)
+                elif column.lower() in columns:
+                    owners.append(i)
+            if len(owners) == 1:
+                chosen.add(owners[0])  # the master ran it, so no other joined table has that column
+            elif not owners and len(unknown) == 1:
+                chosen.add(unknown[0])  # the only table whose columns are unknown must have it
+            else:
+                missing = ", ".join(f"{joined[i][0][0]}.{joined[i][0][1]}" for i in unknown)
+                why = f"columns of {missing} unknown" if unknown else "no joined table has it in the schema model"
+                notes.append(f"SET column '{column}' not placed ({why}): every joined table taken as updated")
+                return None
+        placed: list = []
+        for i in sorted(chosen):
+            if joined[i][0] not in placed:
+                placed.append(joined[i][0])
+        return placed or None
+
+    def _trigger_tables(self, updated: list, notes: list[str]) -> list:
+        """Tables written by the triggers the statement fires on this replica (nested triggers too)."""
+        extra: list = []
+        fired: set = set()
+        queue = [(table, "UPDATE") for table in updated]
+        while queue:
+            table, event = queue.pop(0)
+            if not self.schema.knows(*table):
+                notes.append(f"table {table[0]}.{table[1]} is not in the schema model: its {event} triggers "
+                             "are unknown, none counted")
+                continue
+            for trigger in self.schema.triggers_on(table, event):
+                key = (trigger.db, trigger.name)
+                if key in fired or key in self._absent_triggers:
+                    continue
+                fired.add(key)
+                if trigger.writes is None:
+                    notes.append(f"trigger {trigger.db}.{trigger.name}: body not followed, its writes not counted")
+                    continue
+                for written, written_event in trigger.writes:
+                    if written not in updated and written not in extra:
+                        extra.append(written)
+                    queue.append((written, written_event))
+        return extra
 
     def _remember_applied(self, info: StatementInfo) -> None:
         if info.kind is Kind.CREATE_TRIGGER and info.updated:
@@ -416,7 +517,7 @@ class RuleEngine:
             return Decision(True, "BEGIN/COMMIT/ROLLBACK/SAVEPOINT/XA are never filtered")
         if not info.parse_ok:
             # Never the USE database: that is exactly what effective semantics must not depend on.
-            self.unparsed += 1
+            self.unparsed += 1  # (self.assumed is counted by decide_statement for every assumption)
             return Decision(True, "the statement could not be parsed, so its effective database is unknown; "
                                   "written (never dropped) and counted as unparsed", None, (), (),
                             "unparsed statement: effective database unknown")
@@ -517,6 +618,7 @@ def _lower_tables(info: StatementInfo) -> StatementInfo:
     return dataclasses.replace(
         info,
         updated=tuple(map(lower, info.updated)),
+        joined=tuple((lower(ref), aliases) for ref, aliases in info.joined),
         read=tuple(map(lower, info.read)),
         renames=tuple((lower(old), lower(new)) for old, new in info.renames),
         trigger=lower(info.trigger),

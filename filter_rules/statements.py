@@ -646,13 +646,13 @@ def _resolve_targets(refs, qualifiers) -> list[tuple[TableRef, tuple[str, ...]]]
     """
     if len(refs) == 1 or any(qualifier is None for qualifier in qualifiers):
         return list(refs)
-    chosen = [ref for ref in refs if any(_names(ref, qualifier) for qualifier in qualifiers)]
+    chosen = [ref for ref in refs if any(names_ref(ref, qualifier) for qualifier in qualifiers)]
     if not chosen:
         raise _Unparsed
     return chosen
 
 
-def _names(ref, qualifier: tuple[str, ...]) -> bool:
+def names_ref(ref, qualifier: tuple[str, ...]) -> bool:
     """MySQL: a table with an alias is named by its alias only; otherwise by `table` or `db.table`."""
     (db, table), aliases = ref
     if aliases:
