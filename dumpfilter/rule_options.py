@@ -33,6 +33,23 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
                        help="WL#40: tables created LIKE/SELECT or renamed from an ignored table are ignored too")
 
 
+def add_schema_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schema", metavar="FILE|mysql://USER@HOST:PORT",
+                        help="the master's schema before the binlog: a mysqldump/mariadb-dump --no-data file "
+                             "(triggers included) or a server to read information_schema from; the binlog's "
+                             "DDL updates it. Multi-table UPDATE decisions use its columns and triggers")
+
+
+def schema_from_args(args: argparse.Namespace):
+    """The starting schema model of --schema (an empty model without it: the binlog's DDL fills it)."""
+    from filter_rules.schema import SchemaModel
+
+    source = getattr(args, "schema", None)
+    if not source:
+        return SchemaModel()
+    return SchemaModel.from_server(source) if source.startswith("mysql://") else SchemaModel.load(source)
+
+
 def ruleset_from_args(args: argparse.Namespace) -> tuple[RuleSet, Settings]:
     """Options file first, then command-line options (both accumulate), then CHANGE statements in order;
     the result is the rule set of `--channel` (its own rules, global ones for types it has none of)."""

@@ -80,6 +80,41 @@ class SchemaModel:
             raise RuleError(f"--schema {path}: {exc.strerror}") from None
         return cls.from_sql(text, f"--schema {path}")
 
+    @classmethod
+    def from_server(cls, url: str) -> SchemaModel:
+        """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns and triggers from information_schema."""
+        from urllib.parse import unquote, urlparse
+
+        import pymysql
+
+        parsed = urlparse(url)
+        if parsed.scheme != "mysql" or not parsed.hostname:
+            raise RuleError(f"--schema: {url!r} is not a file or mysql://USER[:PASSWORD]@HOST[:PORT]")
+        try:
+            connection = pymysql.connect(host=parsed.hostname, port=parsed.port or 3306,
+                                         user=unquote(parsed.username or "root"),
+                                         password=unquote(parsed.password or ""), connect_timeout=10)
+        except pymysql.Error as exc:
+            raise RuleError(f"--schema {url}: cannot connect: {exc.args[-1]}") from None
+        model = cls(source=f"--schema {url}")
+        system = ("mysql", "information_schema", "performance_schema", "sys")
+        with connection, connection.cursor() as cursor:
+            cursor.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
+            model.databases = {row[0] for row in cursor.fetchall() if row[0] not in system}
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS "
+                           "WHERE TABLE_SCHEMA NOT IN %s ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
+                           (system,))
+            columns: dict[TableRef, list[str]] = {}
+            for db, table, column in cursor.fetchall():
+                columns.setdefault((db, table), []).append(column.lower())
+            model.tables = {key: tuple(names) for key, names in columns.items()}
+            cursor.execute("SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, "
+                           "EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS")
+            for db, name, timing, event, table_db, table, body in cursor.fetchall():
+                model.triggers[(db, name)] = Trigger(db, name, (table_db, table), timing.upper(), event.upper(),
+                                                     _body_writes(body, db))
+        return model
+
     def copy(self) -> SchemaModel:
         return SchemaModel(set(self.databases), dict(self.tables), dict(self.triggers), self.source)
 

@@ -7,7 +7,14 @@ import json
 import sys
 
 from binlog_codec.errors import RuleError
-from dumpfilter.rule_options import RULE_OPTION_TYPES, add_rule_options, ruleset_from_args, startup_from_options
+from dumpfilter.rule_options import (
+    RULE_OPTION_TYPES,
+    add_rule_options,
+    add_schema_option,
+    ruleset_from_args,
+    schema_from_args,
+    startup_from_options,
+)
 from filter_rules.evaluate import Decision, RuleEngine
 from filter_rules.parse import apply_changes
 from filter_rules.ruleset import Settings, option_name
@@ -21,6 +28,7 @@ def register(subparsers) -> None:
         description="Prints apply or skip and the rule and step that decided, e.g. "
                     "`skip: replicate-do-db: default database 'a' is not in the do list`.")
     add_rule_options(parser)
+    add_schema_option(parser)
     parser.add_argument("--binlog-format", type=str.upper, choices=("STATEMENT", "ROW"), default="STATEMENT",
                         help="STATEMENT: --sql is a Query event; ROW: --table is a Table_map (DDL stays a Query)")
     parser.add_argument("--current-db", default=None, help="the Query event's default database (none if omitted)")
@@ -29,7 +37,7 @@ def register(subparsers) -> None:
     target.add_argument("--table", metavar="DB.TBL", help="the table of a Table_map (rows) event")
     target.add_argument("--batch", metavar="FILE", help="JSON lines in, one JSON decision per line out ('-': stdin); a line carries sql|table, "
                              "current_db, binlog_format, filters, change_replication_filter, defaults_file, channel, "
-                             "filter_semantics, flavor, lower_case_table_names, track_derived_tables; "
+                             "filter_semantics, flavor, lower_case_table_names, track_derived_tables, schema; "
                              "what it leaves out comes from the command line")
     parser.add_argument("--json", action="store_true", help="print the decision as JSON")
     parser.set_defaults(func=run)
@@ -39,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     if args.batch:
         return _run_batch(args)
     rules, settings = ruleset_from_args(args)
-    decision = decide(RuleEngine(rules, settings), args.sql, args.table, args.current_db)
+    decision = decide(RuleEngine(rules, settings, schema=schema_from_args(args)), args.sql, args.table,
+                      args.current_db)
     print(json.dumps(decision.to_json()) if args.json else str(decision))
     return 0
 
@@ -60,7 +69,7 @@ def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: s
 
 _RULE_KEYS = ("filters", "change_replication_filter", "defaults_file")
 _SETTING_KEYS = {"channel": str, "filter_semantics": str, "flavor": str, "lower_case_table_names": int,
-                 "track_derived_tables": bool}
+                 "track_derived_tables": bool, "schema": (str, type(None))}
 _EVENT_KEYS = {"sql": str, "table": str, "current_db": (str, type(None)), "binlog_format": str}
 BATCH_KEYS = frozenset(_RULE_KEYS) | frozenset(_SETTING_KEYS) | frozenset(_EVENT_KEYS)
 
@@ -126,7 +135,8 @@ def _engine_for(request: dict, where: str, args: argparse.Namespace, engines: di
         engine = RuleEngine(rules, Settings(flavor=settings["flavor"],
                                             lower_case_table_names=settings["lower_case_table_names"],
                                             semantics=settings["filter_semantics"],
-                                            track_derived_tables=settings["track_derived_tables"]))
+                                            track_derived_tables=settings["track_derived_tables"]),
+                            schema=schema_from_args(argparse.Namespace(schema=settings["schema"])))
     except RuleError as exc:
         if str(exc).startswith("--batch "):
             raise
