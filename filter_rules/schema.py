@@ -356,7 +356,7 @@ def split_script(text: str) -> list[str]:
     current: list[str] = []
     for line in text.splitlines(keepends=True):
         directive = re.match(r"\s*DELIMITER\s+(\S+)\s*$", line, re.IGNORECASE)
-        if directive and not "".join(current).strip():
+        if directive and _blank("".join(current)):
             delimiter = directive.group(1)
             continue
         current.append(line)
@@ -369,11 +369,16 @@ def split_script(text: str) -> list[str]:
             if statement:
                 statements.append(statement)
             joined = joined[cut + len(delimiter):]
-        current = [joined] if joined.strip() else []
+        current = [] if _blank(joined) else [joined]
     tail = "".join(current).strip()
-    if tail and not re.fullmatch(r"(--[^\n]*\n?|\s)*", tail):
+    if not _blank(tail):
         statements.append(tail)
     return [s for s in (_drop_comment_lines(s) for s in statements) if s]
+
+
+def _blank(text: str) -> bool:
+    """Only whitespace and line comments (what the mysql client discards between statements)."""
+    return re.fullmatch(r"(\s|--[ \t][^\n]*(\n|$)|--(\n|$)|#[^\n]*(\n|$))*", text) is not None
 
 
 def _drop_comment_lines(statement: str) -> str:
