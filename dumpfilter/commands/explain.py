@@ -35,7 +35,8 @@ def register(subparsers) -> None:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--sql", help="the statement text of a Query event")
     target.add_argument("--table", metavar="DB.TBL", help="the table of a Table_map (rows) event")
-    target.add_argument("--batch", metavar="FILE", help="JSON lines in, one JSON decision per line out ('-': stdin); a line carries sql|table, "
+    target.add_argument("--batch", metavar="FILE",
+                        help="JSON lines in, one JSON decision per line out ('-': stdin); a line carries sql|table, "
                              "current_db, binlog_format, filters, change_replication_filter, defaults_file, channel, "
                              "filter_semantics, flavor, lower_case_table_names, track_derived_tables, schema; "
                              "what it leaves out comes from the command line")

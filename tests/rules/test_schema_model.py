@@ -39,7 +39,8 @@ NESTED = "UPDATE d.t7 LEFT JOIN (d.t1, d.t4) ON d.t7.a = d.t1.a SET g = 1, d = 2
 CASES = [
     # (citation, rules, settings, sql, apply)
     ("BUG#37051 observed: SET d is t4's column; ignore-table t4 skips", {"ignore_table": ("d.t4",)}, MARIADB, A, False),
-    ("BUG#37051 observed: SET b is t1's column; ignore-table t4 applies", {"ignore_table": ("d.t4",)}, MARIADB, A2, True),
+    ("BUG#37051 observed: SET b is t1's column; ignore-table t4 applies", {"ignore_table": ("d.t4",)}, MARIADB, A2,
+     True),
     ("BUG#37051 rpl_filter_tables_not_exist: nested joins, t7 and t4 updated, t1 joined only",
      {"ignore_table": ("d.t1",)}, MARIADB, NESTED, True),
     ("BUG#37051: nested joins, first updated table t7 decides", {"do_table": ("d.t7",), "ignore_table": ("d.t4",)},

@@ -251,3 +251,30 @@ def test_batch_errors_name_the_line_and_the_key(line, message, tmp_path, capsys)
     batch.write_text(json.dumps(line) + "\n")
     assert main(["explain", "--batch", str(batch)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_batch_round_trips_file_options_and_track_derived_tables(tmp_path, capsys):
+    """defaults_file, schema and track_derived_tables, the single-mode options that name files or switch modes."""
+    cnf = tmp_path / "my.cnf"
+    cnf.write_text("[mysqld]\nreplicate-do-table=d.k\n")
+    schema = tmp_path / "schema.sql"
+    schema.write_text("CREATE TABLE d.f (id INT, x INT); CREATE TABLE d.g (id INT, y INT);\n"
+                      "CREATE TABLE d.k (n INT); CREATE TRIGGER d.tf AFTER UPDATE ON d.f FOR EACH ROW "
+                      "INSERT INTO d.k VALUES (1);\n")
+    sql = "UPDATE d.f JOIN d.g ON d.f.id = d.g.id SET x = 1"
+    argv = ["--defaults-file", str(cnf), "--schema", str(schema), "--flavor", "mariadb", "--sql", sql]
+    assert main(["explain", "--json", *argv]) == 0
+    single = json.loads(capsys.readouterr().out)
+    assert single["decision"] == "apply"  # the trigger writes the do-table d.k
+    batch = tmp_path / "in.jsonl"
+    batch.write_text(json.dumps({"defaults_file": str(cnf), "schema": str(schema), "flavor": "mariadb",
+                                 "sql": sql}) + "\n")
+    assert main(["explain", "--batch", str(batch)]) == 0
+    assert json.loads(capsys.readouterr().out) == single
+    # track_derived_tables keeps engine state across the lines that share it
+    batch.write_text("\n".join(json.dumps({"filters": {"replicate_ignore_table": ["a.secret"]}, "current_db": "a",
+                                           "track_derived_tables": True, **event})
+                               for event in ({"sql": "CREATE TABLE copy LIKE secret"},
+                                             {"sql": "INSERT INTO copy VALUES (1)"})) + "\n")
+    assert main(["explain", "--batch", str(batch)]) == 0
+    assert [json.loads(x)["decision"] for x in capsys.readouterr().out.splitlines()] == ["apply", "skip"]
