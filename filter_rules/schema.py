@@ -50,12 +50,18 @@ class Trigger:
 @dataclass
 class SchemaModel:
     """Tables are keyed (db, table) as the binlog spells them; columns are lower-cased (column names are
-    case-insensitive in MySQL and MariaDB). A table whose column list is unknown maps to None."""
+    case-insensitive in MySQL and MariaDB). A table whose column list is unknown maps to None.
+
+    Column lists are worked out when first asked for: a CREATE or ALTER TABLE is only recorded (its text,
+    against the table), and parsed the first time a decision needs that table's columns. A binlog full
+    of DDL thus costs a dict update per statement, and sqlglot runs for the few tables a multi-table
+    UPDATE names. CREATE ... SELECT is resolved at once (its column list depends on its sources then)."""
 
     databases: set[str] = field(default_factory=set)
-    tables: dict[TableRef, tuple[str, ...] | None] = field(default_factory=dict)
     triggers: dict[TableRef, Trigger] = field(default_factory=dict)  # (db, trigger name) -> Trigger
     source: str = "binlog DDL"
+    _columns: dict[TableRef, tuple[str, ...] | None] = field(default_factory=dict)
+    _pending: dict[TableRef, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)  # (op, sql, db)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -107,7 +113,7 @@ class SchemaModel:
             columns: dict[TableRef, list[str]] = {}
             for db, table, column in cursor.fetchall():
                 columns.setdefault((db, table), []).append(column.lower())
-            model.tables = {key: tuple(names) for key, names in columns.items()}
+            model._columns = {key: tuple(names) for key, names in columns.items()}
             cursor.execute("SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, "
                            "EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS")
             for db, name, timing, event, table_db, table, body in cursor.fetchall():
@@ -116,7 +122,15 @@ class SchemaModel:
         return model
 
     def copy(self) -> SchemaModel:
-        return SchemaModel(set(self.databases), dict(self.tables), dict(self.triggers), self.source)
+        return SchemaModel(set(self.databases), dict(self.triggers), self.source, dict(self._columns),
+                           dict(self._pending))
+
+    @property
+    def tables(self) -> dict[TableRef, tuple[str, ...] | None]:
+        """Every table with its column list (resolving what is still pending)."""
+        for key in list(self._pending):
+            self._resolve(key)
+        return dict(self._columns)
 
     # ------------------------------------------------------------------ replay
     def observe(self, sql: str, current_db: str | None, info: StatementInfo | None = None) -> None:
@@ -133,7 +147,8 @@ class SchemaModel:
         elif info.kind is Kind.DROP_DB and info.db_statement_name:
             name = info.db_statement_name
             self.databases.discard(name)
-            self.tables = {key: cols for key, cols in self.tables.items() if key[0] != name}
+            self._columns = {key: cols for key, cols in self._columns.items() if key[0] != name}
+            self._pending = {key: ops for key, ops in self._pending.items() if key[0] != name}
             self.triggers = {key: trig for key, trig in self.triggers.items() if key[0] != name}
         elif info.kind is Kind.CREATE_TABLE and info.updated:
             if info.temporary:
@@ -145,7 +160,8 @@ class SchemaModel:
             if info.temporary:
                 return
             for key in info.updated:
-                self.tables.pop(key, None)
+                self._columns.pop(key, None)
+                self._pending.pop(key, None)
                 self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
         elif info.kind is Kind.RENAME_TABLE:
             for old, new in info.renames:
@@ -158,48 +174,39 @@ class SchemaModel:
     def _create_table(self, info: StatementInfo, sql: str, default: str) -> None:
         table = info.updated[0]
         self.databases.add(table[0])
-        if info.read and re.search(r"\bLIKE\b", sql, re.IGNORECASE) and not re.search(r"\bSELECT\b", sql, re.I):
-            self.tables[table] = self.tables.get(info.read[0])
-            return
-        self.tables[table] = _create_columns(sql, default, self.tables)
+        self._pending.pop(table, None)
+        if re.search(r"\bSELECT\b", sql, re.IGNORECASE):
+            self._columns[table] = _create_columns(sql, default, self)
+        elif info.read and re.search(r"\bLIKE\b", sql, re.IGNORECASE):
+            source = self._key(*info.read[0])
+            self._columns[table] = self._columns.get(source) if source else None
+            if source in self._pending:
+                self._pending[table] = self._pending[source]
+        else:
+            self._columns[table] = None
+            self._pending[table] = (("create", sql, default),)
 
     def _alter_table(self, table: TableRef, sql: str, default: str) -> None:
-        columns = self.tables.get(table)
-        try:
-            tree = sqlglot.parse_one(sql, read="mysql")
-        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-            tree = None
-        if not isinstance(tree, exp.Alter):
-            self.tables[table] = None  # could not follow it: columns unknown from here on
-            return
-        names = list(columns) if columns is not None else None
-        renamed_to = None
-        for action in tree.args.get("actions") or []:
-            if isinstance(action, exp.ColumnDef):
-                if names is not None and action.name.lower() not in names:
-                    names.append(action.name.lower())
-            elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
-                for column in action.args.get("tables") or []:
-                    if names is not None and column.name.lower() in names:
-                        names.remove(column.name.lower())
-            elif isinstance(action, exp.ModifyColumn) and action.args.get("rename_from") is not None:
-                old, new = action.args["rename_from"].name.lower(), action.this.name.lower()
-                if names is not None and old in names:
-                    names[names.index(old)] = new
-            elif isinstance(action, exp.RenameColumn):
-                old, new = action.this.name.lower(), action.args["to"].name.lower()
-                if names is not None and old in names:
-                    names[names.index(old)] = new
-            elif isinstance(action, exp.AlterRename):
-                target = action.this
-                renamed_to = (target.db or table[0], target.name)
-        self.tables[table] = tuple(names) if names is not None else None
-        if renamed_to is not None:
-            self._rename(table, renamed_to)
+        if table not in self._columns:
+            self._columns[table] = None  # altered before we saw it: known to exist, columns unknown
+        self._pending[table] = self._pending.get(table, ()) + (("alter", sql, default),)
+        renamed = _ALTER_RENAME.search(sql)
+        if renamed:
+            db, name = _split_name(renamed.group(1))
+            self._rename(table, (db or table[0], name))
+
+    def _resolve(self, table: TableRef) -> None:
+        columns = self._columns.get(table)
+        for op, sql, default in self._pending.pop(table, ()):
+            columns = _create_columns(sql, default, self) if op == "create" else _alter_columns(columns, sql)
+        self._columns[table] = columns
 
     def _rename(self, old: TableRef, new: TableRef) -> None:
-        if old in self.tables:
-            self.tables[new] = self.tables.pop(old)
+        if old in self._columns:
+            self._columns[new] = self._columns.pop(old)
+            self._pending.pop(new, None)
+            if old in self._pending:
+                self._pending[new] = self._pending.pop(old)
             # Triggers move with their table (same schema only; MySQL refuses a cross-db rename otherwise).
             for key, trig in list(self.triggers.items()):
                 if trig.table == old:
@@ -216,17 +223,21 @@ class SchemaModel:
 
     # ------------------------------------------------------------------ questions
     def _key(self, db: str, table: str) -> TableRef | None:
-        if (db, table) in self.tables:
+        if (db, table) in self._columns:
             return (db, table)
         folded = (db.lower(), table.lower())  # lower_case_table_names: the applier opens lower-cased names
-        return next((key for key in self.tables if (key[0].lower(), key[1].lower()) == folded), None)
+        return next((key for key in self._columns if (key[0].lower(), key[1].lower()) == folded), None)
 
     def knows(self, db: str, table: str) -> bool:
         return self._key(db, table) is not None
 
     def columns(self, db: str, table: str) -> tuple[str, ...] | None:
         key = self._key(db, table)
-        return self.tables[key] if key is not None else None
+        if key is None:
+            return None
+        if key in self._pending:
+            self._resolve(key)
+        return self._columns[key]
 
     def triggers_on(self, table: TableRef, event: str) -> list[Trigger]:
         """The triggers of `table` for `event`, BEFORE ones first (their order within a timing does not
@@ -236,7 +247,48 @@ class SchemaModel:
         return sorted(found, key=lambda t: t.timing != "BEFORE")
 
 
-def _create_columns(sql: str, default: str, known: dict) -> tuple[str, ...] | None:
+_ALTER_RENAME = re.compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
+                           re.IGNORECASE)
+
+
+def _split_name(text: str) -> tuple[str, str]:
+    parts = [part.strip().strip("`") for part in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", text)]
+    return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
+
+
+def _alter_columns(columns: tuple[str, ...] | None, sql: str) -> tuple[str, ...] | None:
+    """ALTER TABLE's column changes (sqlglot); None (unknown) when it cannot be followed. RENAME TO was
+    applied when the statement was recorded."""
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        tree = None
+    if not isinstance(tree, exp.Alter):
+        return None
+    if columns is None:
+        return None
+    names = list(columns)
+    for action in tree.args.get("actions") or []:
+        if isinstance(action, exp.ColumnDef):
+            if action.name.lower() not in names:
+                names.append(action.name.lower())
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
+            for column in action.args.get("tables") or []:
+                if column.name.lower() in names:
+                    names.remove(column.name.lower())
+        elif isinstance(action, (exp.ModifyColumn, exp.RenameColumn)):
+            if isinstance(action, exp.ModifyColumn):
+                if action.args.get("rename_from") is None:
+                    continue
+                old, new = action.args["rename_from"].name.lower(), action.this.name.lower()
+            else:
+                old, new = action.this.name.lower(), action.args["to"].name.lower()
+            if old in names:
+                names[names.index(old)] = new
+    return tuple(names)
+
+
+def _create_columns(sql: str, default: str, model: SchemaModel) -> tuple[str, ...] | None:
     """The column list of CREATE TABLE (with sqlglot): defined columns, then CREATE ... SELECT output
     columns not already defined (MySQL appends them). None when it cannot be read."""
     try:
@@ -255,7 +307,7 @@ def _create_columns(sql: str, default: str, known: dict) -> tuple[str, ...] | No
                                                    and isinstance(projection.this, exp.Star)):
                 sources = [(t.db or default, t.name) for t in select.find_all(exp.Table)]
                 for source in sources:
-                    cols = known.get(source)
+                    cols = model.columns(*source)
                     if cols is None:
                         return None
                     names += [c for c in cols if c not in names]
