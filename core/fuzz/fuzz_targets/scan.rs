@@ -1,0 +1,30 @@
+//! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
+//! without CRC checks, at every limit) and the payload decoders. A crash is a panic on input.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+use _core::assemble::{assemble, Options};
+use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&control, rest)) = data.split_first() else { return };
+    // A binlog: the magic, then the input (the first byte picks the options).
+    let mut buf = b"\xfebin".to_vec();
+    buf.extend_from_slice(rest);
+    let verify = control & 1 != 0;
+    let limit = if control & 2 != 0 { 64 } else { usize::MAX };
+    let mut scanner = Scanner::new(verify);
+    let out = scanner.units(&buf, 4, 0, limit, control & 4 != 0);
+    assert!(out.stop <= buf.len());
+    let keep: Vec<u8> = (0..scanner.names.len()).map(|i| ((control as usize >> 3) + i) as u8 % 3).collect();
+    let opt = Options { base: 0, renumber: control & 8 != 0, crc: control & 16 != 0, empty_keep: control & 32 != 0, commit_body: b"COMMIT" };
+    let a = assemble(&buf, &out.units, &out.tables, &keep, 0, 4, &opt);
+    assert!(a.next <= out.units.len());
+    let _ = statements(&buf, 4, buf.len());
+    let mask = [true; 256];
+    let (_, stop, _) = Scanner::new(verify).walk(&buf, 4, 0, &mask);
+    assert!(stop <= buf.len());
+    let _ = payload_bytes(rest, 1 << 16);
+    let _ = mariadb_uncompress(rest);
+});
