@@ -278,3 +278,13 @@ def test_batch_round_trips_file_options_and_track_derived_tables(tmp_path, capsy
                                              {"sql": "INSERT INTO copy VALUES (1)"})) + "\n")
     assert main(["explain", "--batch", str(batch)]) == 0
     assert [json.loads(x)["decision"] for x in capsys.readouterr().out.splitlines()] == ["apply", "skip"]
+
+
+def test_every_rule_type_travels_over_the_wire():
+    """A slave's CHANGE BINLOG / binlog-*-db rules reach the master instead of being dropped by the contract."""
+    from dumpfilter.wire import rules_from_proto, rules_to_proto
+    from filter_rules.ruleset import ALL_TYPES, PAIR_TYPES
+
+    rules = RuleSet(**{t: ((("a.%", "b.%") if t == "effective_rewrite" else ("a", "b")),) if t in PAIR_TYPES
+                       else ("a.t%",) for t in ALL_TYPES})
+    assert rules_from_proto(rules_to_proto(rules)) == rules
