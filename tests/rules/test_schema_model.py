@@ -204,3 +204,19 @@ def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, t
     modelled = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert plain["assumed_decisions"] >= 1 and modelled["assumed_decisions"] == 0
     assert modelled["kept"] > plain["kept"]  # the UPDATE of f, kept because its trigger writes d.k
+    # The master: the same decisions, counted in the slave's stats.
+    assert _master_stats(server.binlog_dir, None).assumed_decisions >= 1
+    with_schema = _master_stats(server.binlog_dir, SchemaModel.load(tmp_path / "dump.sql"))
+    assert with_schema.assumed_decisions == 0 and with_schema.transactions_kept >= 1
+
+
+def _master_stats(binlog_dir, schema):
+    from master.service import ChannelSpec, DumpService, Registration
+
+    service = DumpService(binlog_dir, schema=schema)
+    service.register(Registration(server_id=7, filters=(ChannelSpec(None, RuleSet(do_table=("d.k",))),),
+                                  settings=MARIADB))
+    for batch in service.stream(7):
+        if batch.caught_up:
+            break
+    return service.slaves[7].stats
