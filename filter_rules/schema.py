@@ -174,15 +174,21 @@ class SchemaModel:
     def _create_table(self, info: StatementInfo, sql: str, default: str) -> None:
         table = info.updated[0]
         self.databases.add(table[0])
-        self._pending.pop(table, None)
+        if table in self._columns and re.search(r"\bIF\s+NOT\s+EXISTS\b", sql, re.IGNORECASE):
+            return  # logged, but the existing table is left as it is
         if re.search(r"\bSELECT\b", sql, re.IGNORECASE):
-            self._columns[table] = _create_columns(sql, default, self)
+            columns = _create_columns(sql, default, self)
+            self._pending.pop(table, None)
+            self._columns[table] = columns
         elif info.read and re.search(r"\bLIKE\b", sql, re.IGNORECASE):
             source = self._key(*info.read[0])
-            self._columns[table] = self._columns.get(source) if source else None
-            if source in self._pending:
-                self._pending[table] = self._pending[source]
+            columns, pending = (self._columns.get(source), self._pending.get(source)) if source else (None, None)
+            self._columns[table] = columns
+            self._pending.pop(table, None)
+            if pending:
+                self._pending[table] = pending
         else:
+            self._pending.pop(table, None)
             self._columns[table] = None
             self._pending[table] = (("create", sql, default),)
 
@@ -202,7 +208,7 @@ class SchemaModel:
         self._columns[table] = columns
 
     def _rename(self, old: TableRef, new: TableRef) -> None:
-        if old in self._columns:
+        if old in self._columns and old != new:
             self._columns[new] = self._columns.pop(old)
             self._pending.pop(new, None)
             if old in self._pending:

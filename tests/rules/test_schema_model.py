@@ -7,6 +7,8 @@ import json
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dumpfilter.cli import main
 from filter_rules.evaluate import RuleEngine
@@ -220,3 +222,36 @@ def _master_stats(binlog_dir, schema):
         if batch.caught_up:
             break
     return service.slaves[7].stats
+
+
+_TABLES = ("t1", "t2", "t3")
+_COLUMNS = ("a", "b", "c", "d")
+_DDL = st.one_of(
+    st.builds(lambda t, cols: f"CREATE TABLE {t} ({', '.join(c + ' INT' for c in cols)})",
+              st.sampled_from(_TABLES), st.lists(st.sampled_from(_COLUMNS), min_size=1, max_size=3, unique=True)),
+    st.builds(lambda t, c: f"ALTER TABLE {t} ADD COLUMN {c} INT", st.sampled_from(_TABLES), st.sampled_from(_COLUMNS)),
+    st.builds(lambda t, c: f"ALTER TABLE {t} DROP COLUMN {c}", st.sampled_from(_TABLES), st.sampled_from(_COLUMNS)),
+    st.builds(lambda t, c, n: f"ALTER TABLE {t} CHANGE {c} {n} INT", st.sampled_from(_TABLES),
+              st.sampled_from(_COLUMNS), st.sampled_from(_COLUMNS)),
+    st.builds(lambda a, b: f"RENAME TABLE {a} TO {b}", st.sampled_from(_TABLES), st.sampled_from(_TABLES)),
+    st.builds(lambda a, b: f"CREATE TABLE {a} LIKE {b}", st.sampled_from(_TABLES), st.sampled_from(_TABLES)),
+    st.builds(lambda t: f"DROP TABLE IF EXISTS {t}", st.sampled_from(_TABLES)),
+)
+
+
+@given(st.lists(_DDL, max_size=12), st.integers(min_value=0, max_value=12))
+@settings(max_examples=60, deadline=None)
+def test_lazy_replay_equals_eager_replay_and_copies_are_independent(ddl, cut):
+    """Resolving column lists late (when a decision asks) gives what resolving after every statement gives,
+    and a copy taken mid-stream is not changed by what the original replays afterwards."""
+    lazy, eager = SchemaModel(), SchemaModel()
+    snapshot = None
+    for index, statement in enumerate(ddl):
+        if index == cut:
+            snapshot, frozen = lazy.copy(), eager.copy().tables
+        lazy.observe(statement, "d")
+        eager.observe(statement, "d")
+        eager.tables  # resolve everything now
+    assert lazy.tables == eager.tables
+    if snapshot is not None:
+        assert snapshot.tables == frozen

@@ -5,6 +5,9 @@ channel footgun and `explain --batch` parity. Every row cites the seed line (sha
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from binlog_codec.errors import RuleError
 from dumpfilter.cli import main
@@ -288,3 +291,31 @@ def test_every_rule_type_travels_over_the_wire():
     rules = RuleSet(**{t: ((("a.%", "b.%") if t == "effective_rewrite" else ("a", "b")),) if t in PAIR_TYPES
                        else ("a.t%",) for t in ALL_TYPES})
     assert rules_from_proto(rules_to_proto(rules)) == rules
+
+
+_DBS = ("db1", "db2", "db1_backup")
+_QUALIFIED = st.one_of(
+    st.builds("INSERT INTO {}.t VALUES (1)".format, st.sampled_from(_DBS)),
+    st.builds("UPDATE {}.table2 SET a = 1".format, st.sampled_from(_DBS)),
+    st.builds("CREATE PROCEDURE {}.p() BEGIN END".format, st.sampled_from(_DBS)),
+    st.builds("CALL {}.p()".format, st.sampled_from(_DBS)),
+    st.builds("DROP EVENT IF EXISTS {}.e".format, st.sampled_from(_DBS)),
+    st.builds("CREATE DATABASE {}".format, st.sampled_from(_DBS)),
+    st.just("GRANT SELECT ON db1.* TO u"),
+    st.just("CREATE USER u"),
+    st.just("DO 1"),
+)
+
+
+@given(statement=_QUALIFIED,
+       use=st.lists(st.one_of(st.none(), st.sampled_from(_DBS + ("mysql",))), min_size=2, max_size=4),
+       rules=st.sampled_from([SEED_EXAMPLE, SEED_BINLOG, "CHANGE MASTER 'foo' TO IGNORE='mysql.%'",
+                              "CHANGE MASTER 'foo' TO DO='db2.%', IGNORE='%.%'"]))
+@hyp_settings(max_examples=200, deadline=None)
+def test_effective_decisions_never_depend_on_the_use_database(statement, use, rules):
+    """Seed 7-9: the effective database, not the current one. A statement that names its objects gets the
+    same decision under every USE (and none)."""
+    engine_rules = _rules(rules)
+    verdicts = {(d := RuleEngine(engine_rules, EFFECTIVE).decide_statement(statement, db)).apply: d.reason
+                for db in use}
+    assert len(verdicts) == 1, verdicts
