@@ -32,6 +32,10 @@ F_STANDALONE = _core.F_STANDALONE
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
 crc32 = _core.crc32
+# The inner events' bytes of a Transaction_payload body (zstd or none); ValueError if malformed.
+payload_bytes = _core.payload_bytes
+# One slave's answer byte per unit of a segment (0 skip, 1 partial, 2 keep, 3 not fast).
+unit_rows = _core.unit_rows
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
 statements = _core.statements
 _FDE = int(EventType.FORMAT_DESCRIPTION)
@@ -82,6 +86,14 @@ class UnitRecords:
 
     def __iter__(self):
         return map(_record, UNIT.iter_unpack(self._packed))
+
+    @property
+    def words(self) -> memoryview:
+        """The records as u64 words, UNIT_WORDS per unit (for column-wise decoding)."""
+        return memoryview(self._packed).cast("Q")
+
+    def kinds(self) -> list[str]:
+        return [KINDS[(w >> 32) & 0xFF] for w in self.words[2::8].tolist()]
 
 
 def _record(words: tuple) -> UnitRecord:
@@ -146,11 +158,11 @@ class Scanner:
                         None if err is None else _error(err, self.path))
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
-                 empty_keep: bool, commit_body: bytes) -> tuple[bytes, int, int, tuple]:
+                 empty_keep: bool, commit_body: bytes, *, whole_only: bool = False) -> tuple[bytes, int, int, tuple]:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer), as (bytes, next unit index, output offset, counters); see
-        the core's assemble::assemble."""
-        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body)
+        the core's assemble::assemble. `whole_only`: stop at any unit not kept whole."""
+        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only)
 
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`

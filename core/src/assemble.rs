@@ -33,6 +33,8 @@ pub struct Options<'a> {
     pub empty_keep: bool,
     /// The body of the COMMIT Query an emptied group ends with (binlog_codec.encode.query_body).
     pub commit_body: &'a [u8],
+    /// Only units kept whole (a slave relaying what its own rules keep): stop at any other.
+    pub whole_only: bool,
 }
 
 /// Appends buf[start..end] (whole events) at output offset `out_pos`: every non-zero log_pos set
@@ -105,7 +107,7 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
             i += 1;
             continue;
         }
-        if !mariadb || !opt.renumber {
+        if !mariadb || !opt.renumber || opt.whole_only {
             break; // MySQL: transaction_length to rewrite; relay logs: the reference framing
         }
         let gtid_end = u.start + u.gtid_size as usize;
@@ -190,4 +192,36 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
         i += 1;
     }
     Assembly { out, next: i, out_pos, counts }
+}
+
+/// One slave's answer per unit of a segment, one byte each: 0 skip (no table kept), 1 partial
+/// (some kept), 2 keep (every table kept, or none to decide), 3 slow (not a fast unit, or a
+/// table whose answer is not given). `bounds` holds (lo, hi) per unit into `tids` (name ids of
+/// the fast units' Table_maps), lo = u32::MAX for a unit that is not fast; `keep` one byte per
+/// name id (non-zero: kept). What `master.service._Stream._row` works from.
+pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
+    bounds
+        .chunks_exact(2)
+        .map(|b| {
+            let (lo, hi) = (b[0] as usize, b[1] as usize);
+            if b[0] == u32::MAX || lo > hi || hi > tids.len() {
+                return 3;
+            }
+            let (mut all, mut any) = (true, false);
+            for id in &tids[lo..hi] {
+                match keep.get(*id as usize) {
+                    Some(0) => all = false,
+                    Some(_) => any = true,
+                    None => return 3,
+                }
+            }
+            if all {
+                2
+            } else if any {
+                1
+            } else {
+                0
+            }
+        })
+        .collect()
 }

@@ -128,7 +128,7 @@ impl PyScanner {
     /// kept units/events/bytes, partial units/events in/bytes in/events out/bytes out, emptied
     /// units/events in/bytes in/bytes out, skipped units/events in/bytes in).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body))]
+    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false))]
     fn assemble<'py>(
         &self,
         py: Python<'py>,
@@ -141,8 +141,9 @@ impl PyScanner {
         crc: bool,
         empty_keep: bool,
         commit_body: &[u8],
+        whole_only: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let opt = assemble::Options { base, renumber, crc, empty_keep, commit_body };
+        let opt = assemble::Options { base, renumber, crc, empty_keep, commit_body, whole_only };
         let (units, tables) = (&self.last_units, &self.last_tables);
         let a = py.detach(|| assemble::assemble(buf, units, tables, keep, from, out_pos, &opt));
         let c = a.counts;
@@ -203,6 +204,16 @@ fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u3
     scan::statements(buf, body, end)
 }
 
+/// One slave's answer byte per unit of a segment (see assemble::rows); `tids` and `bounds` are
+/// packed u32 arrays.
+#[pyfunction]
+fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> Bound<'py, PyBytes> {
+    let words = |b: &[u8]| b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
+    let (t, b) = (words(tids), words(bounds));
+    let out = py.detach(|| assemble::rows(&t, &b, keep));
+    PyBytes::new(py, &out)
+}
+
 /// The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop).
 #[pyfunction]
 fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
@@ -216,6 +227,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;
+    m.add_function(wrap_pyfunction!(unit_rows, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
