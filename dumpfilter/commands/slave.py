@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dumpfilter.rule_options import add_rule_options, ruleset_from_args
+from dumpfilter.rule_options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 
 
 def register(subparsers) -> None:
@@ -31,6 +31,7 @@ def register(subparsers) -> None:
     run.add_argument("--ssl-ca", type=Path, metavar="FILE", help="TLS: the CA that signed the master's certificate")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
     add_rule_options(run)
+    add_schema_option(run)  # the slave re-checks what it receives: give it the master's --schema too
     run.set_defaults(func=run_command)
     status = sub.add_parser("status", help="SHOW REPLICA STATUS-like fields of a slave's relay log directory")
     status.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
@@ -45,7 +46,8 @@ def run_command(args: argparse.Namespace) -> int:
                          settings=settings, channel=args.channel, skip_policy=args.skip_policy, user=args.user,
                          password=args.password, until_caught_up=args.until_caught_up, apply_url=args.apply,
                          relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
-                         tls_ca=args.ssl_ca, start_gtid=args.gtid_start)
+                         tls_ca=args.ssl_ca, start_gtid=args.gtid_start,
+                         schema=schema_from_args(args) if args.schema else None)
     return Slave(config).run()
 
 
