@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from filter_rules.mycnf import startup_filters_from_file
-from filter_rules.parse import StartupFilters, parse_filter_statement
+from filter_rules.parse import StartupFilters, apply_changes
 from filter_rules.ruleset import BINLOG_TYPES, REPLICATE_TYPES, RuleSet, Settings, option_name
 
 RULE_OPTION_TYPES = REPLICATE_TYPES + BINLOG_TYPES
@@ -33,22 +33,40 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
                        help="WL#40: tables created LIKE/SELECT or renamed from an ignored table are ignored too")
 
 
+def add_schema_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--schema", metavar="FILE|mysql://USER@HOST:PORT",
+                        help="the master's schema before the binlog: a mysqldump/mariadb-dump --no-data file "
+                             "(triggers included) or a server to read information_schema from; the binlog's "
+                             "DDL updates it. Multi-table UPDATE decisions use its columns and triggers")
+
+
+def schema_from_args(args: argparse.Namespace):
+    """The starting schema model of --schema (an empty model without it: the binlog's DDL fills it)."""
+    from filter_rules.schema import SchemaModel
+
+    source = getattr(args, "schema", None)
+    if not source:
+        return SchemaModel()
+    return SchemaModel.from_server(source) if source.startswith("mysql://") else SchemaModel.load(source)
+
+
 def ruleset_from_args(args: argparse.Namespace) -> tuple[RuleSet, Settings]:
     """Options file first, then command-line options (both accumulate), then CHANGE statements in order;
     the result is the rule set of `--channel` (its own rules, global ones for types it has none of)."""
-    startup = startup_filters_from_file(args.defaults_file) if getattr(args, "defaults_file", None) \
-        else StartupFilters()
-    options = [(option_name(rule_type), value) for rule_type in RULE_OPTION_TYPES
-               for value in getattr(args, rule_type, [])]
-    startup = _merge(startup, StartupFilters.from_options(options))
-    rules = startup.for_channel(args.channel)
-    for statement in args.change_replication_filter:
-        change = parse_filter_statement(statement)
-        if change.channel is None or change.channel == args.channel:
-            rules = change.apply(rules)
+    startup = startup_from_options(getattr(args, "defaults_file", None),
+                                   [(option_name(rule_type), value) for rule_type in RULE_OPTION_TYPES
+                                    for value in getattr(args, rule_type, [])])
+    rules = apply_changes(startup.for_channel(args.channel), args.change_replication_filter, args.channel,
+                          lambda name: f"add --channel {name}")
     settings = Settings(flavor=args.flavor, lower_case_table_names=args.lower_case_table_names,
                         semantics=args.filter_semantics, track_derived_tables=args.track_derived_tables)
     return rules, settings
+
+
+def startup_from_options(defaults_file: str | None, options) -> StartupFilters:
+    """The startup rules of an options file (if any) followed by (option, value) pairs; repeats accumulate."""
+    startup = startup_filters_from_file(defaults_file) if defaults_file else StartupFilters()
+    return _merge(startup, StartupFilters.from_options(options))
 
 
 def _merge(first: StartupFilters, second: StartupFilters) -> StartupFilters:

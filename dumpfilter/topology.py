@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from binlog_codec.errors import DumpFilterError, RuleError
-from filter_rules.parse import StartupFilters, parse_filter_statement
+from filter_rules.parse import StartupFilters, apply_changes
 from filter_rules.ruleset import RuleSet, Settings
 
 SKIP_POLICIES = ("heartbeat", "placeholder", "empty-transaction")
@@ -285,10 +285,7 @@ def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
     except RuleError as exc:
         fail("rules", str(exc))
     try:
-        for statement in statements:
-            change = parse_filter_statement(statement)
-            if change.channel is None or change.channel == channel:
-                rules = change.apply(rules)
+        rules = apply_changes(rules, statements, channel, lambda name: f'set channel = "{name}" for this slave')
     except RuleError as exc:
         fail("change_replication_filter", str(exc))
     try:

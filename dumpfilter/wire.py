@@ -31,6 +31,7 @@ def rules_from_proto(rule_list) -> RuleSet:
 
 
 def rules_to_proto(rules: RuleSet) -> dump_pb2.RuleList:
+    """Every rule type travels: a type the contract could not carry would be dropped without a word."""
     out = dump_pb2.RuleList()
     for enum_value in dump_pb2.FilterType.values():
         if enum_value == dump_pb2.FILTER_TYPE_UNSPECIFIED:

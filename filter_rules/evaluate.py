@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from binlog_codec.errors import RuleError
 from filter_rules.ruleset import RuleSet, Settings, filter_name, option_name
-from filter_rules.statements import DATABASE_KINDS, Kind, StatementInfo, statement_tables
+from filter_rules.schema import SCHEMA_KINDS, SchemaModel
+from filter_rules.statements import DATABASE_KINDS, Kind, StatementInfo, names_ref, statement_tables
 from filter_rules.wildcards import LikeIndex, compile_like, escape_like
 
 # open_grant_tables (sql/auth/sql_user_table.cc, 8.0) marks every ACL table updating.
@@ -29,16 +30,23 @@ class Decision:
     rule: str | None = None
     tables: tuple[str, ...] = ()
     counted: tuple[str, ...] = ()  # FILTER_NAMEs whose P_S COUNTER this decision increments
+    # Set when the engine could not see what the server sees (an unparsed statement, a column or a
+    # trigger the schema model lacks) and gave its default answer: says which assumption it made.
+    assumption: str | None = None
 
     @property
     def verdict(self) -> str:
         return "apply" if self.apply else "skip"
 
     def to_json(self) -> dict:
-        return {"decision": self.verdict, "reason": self.reason, "rule": self.rule, "tables": list(self.tables)}
+        out = {"decision": self.verdict, "reason": self.reason, "rule": self.rule, "tables": list(self.tables)}
+        if self.assumption is not None:
+            out["assumption"] = self.assumption
+        return out
 
     def __str__(self) -> str:
-        return f"{self.verdict}: {self.reason}"
+        text = f"{self.verdict}: {self.reason}"
+        return text + f" [assumed: {self.assumption}]" if self.assumption else text
 
 
 @dataclass(frozen=True)
@@ -76,13 +84,20 @@ class _Names:
 class RuleEngine:
     """Decisions for one replica's rules. Per-table decisions are cached; build a new engine when rules change."""
 
-    def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None):
+    def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None,
+                 schema: SchemaModel | None = None):
         self.rules = rules
         self.settings = settings or Settings()
         self.names = _Names(self.settings)
         self.acl_tables = MYSQL_ACL_TABLES if self.settings.flavor == "mysql" else MARIADB_ACL_TABLES
         self.unparsed = 0
+        self.assumed = 0  # decisions that carry an assumption (Decision.assumption): `assumed_decisions`
         self.counters: Counter[str] = Counter()
+        # The master's schema as the binlog's DDL builds it (plus a starting --schema): columns place
+        # unqualified SET columns, triggers add the tables they write. Changes per DDL, not per event.
+        self.schema = schema if schema is not None else SchemaModel()
+        # Triggers whose CREATE this replica skipped: they exist on the master, not here.
+        self._absent_triggers: set[tuple[str, str]] = set()
         self.known_triggers: dict[tuple[str, str], tuple[str, str]] = dict(triggers or {})
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}
@@ -106,8 +121,10 @@ class RuleEngine:
         self.table_rules_on = rules.table_rules_on
         if self.settings.semantics == "effective":
             self._compile_effective()
-        elif rules.effective_do or rules.effective_ignore or rules.effective_rewrite:
-            raise RuleError("DO/IGNORE/REWRITE (WL#2516 CHANGE MASTER) rules need --filter-semantics=effective")
+        elif rules.effective_do or rules.effective_ignore or rules.effective_rewrite or rules.binlog_effective_do \
+                or rules.binlog_effective_ignore:
+            raise RuleError("DO/IGNORE/REWRITE (WL#2516 CHANGE MASTER/CHANGE BINLOG) rules need "
+                            "--filter-semantics=effective")
 
     def invalidate(self) -> None:
         """Forget cached per-table decisions (at a Format_description event, or after derived-table changes)."""
@@ -203,6 +220,9 @@ class RuleEngine:
         return cached
 
     def _decide_table_uncached(self, db: str, table: str) -> Decision:
+        if self.settings.semantics == "effective":
+            return self._effective_decision([(self.names.incoming(db), self.names.incoming(table))], (),
+                                            "the table of the rows")
         binlog = self.binlog_db_ok(db)
         if binlog.ok is False:
             return _decision(binlog, ())
@@ -210,8 +230,6 @@ class RuleEngine:
         rewritten, was_rewritten = self.rewrite_db(db)
         counted = (filter_name("rewrite_db"),) if was_rewritten else ()
         key = (f"{rewritten}.{table}",)
-        if self.settings.semantics == "effective":
-            return self._effective_decision([(rewritten, table)], counted)
         db_step = self.db_ok(rewritten, "table database")
         if db_step.ok is False or not self.table_rules_on:
             return _decision(db_step, key, counted)
@@ -224,11 +242,36 @@ class RuleEngine:
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
         """A Query event with default database `current_db` (None: the source had none)."""
         session_db = self.names.incoming(current_db) if current_db else ""
-        rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
-        info = statement_tables(sql, rewritten)
-        info = _lower_tables(info) if self.names.lower_incoming else info
-        counted = (filter_name("rewrite_db"),) if was_rewritten else ()
-        decision = self._decide_statement(info, current_db, rewritten, counted)
+        notes: list[str] = []
+        if self.settings.semantics == "effective":
+            # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
+            parsed_db, parsed = session_db, statement_tables(sql, session_db)
+            info = parsed
+            info = _lower_tables(info) if self.names.lower_incoming else info
+            if info.kind is Kind.UPDATE_MULTI:
+                info = self._multi_update(info, notes, triggers=False)
+            decision = self._effective_statement(info, session_db)
+            notes = notes if self._effective_do or self._effective_ignore else []
+        else:
+            rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
+            parsed_db, parsed = rewritten, statement_tables(sql, rewritten)
+            info = parsed
+            info = _lower_tables(info) if self.names.lower_incoming else info
+            if info.kind is Kind.UPDATE_MULTI:
+                # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
+                # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
+                # the table_map_for_update bitmap: SET tables only [src: sql_parse.cc].
+                info = self._multi_update(info, notes, triggers=self.settings.flavor == "mariadb")
+            counted = (filter_name("rewrite_db"),) if was_rewritten else ()
+            decision = self._decide_statement(info, current_db, rewritten, counted)
+            notes = notes if self.table_rules_on else []
+        if notes and decision.assumption is None:
+            decision = dataclasses.replace(decision, assumption="; ".join(notes))
+        if decision.assumption is not None:
+            self.assumed += 1
+        if info.kind in SCHEMA_KINDS:
+            # The model holds the master's names: reuse the parse only if it resolved against them.
+            self._observe_ddl(sql, current_db, parsed if parsed_db == (current_db or "") else None, info, decision)
         self.counters.update(decision.counted)
         if decision.apply:
             self._remember_applied(info)
@@ -244,15 +287,13 @@ class RuleEngine:
         if binlog.ok is False:
             return _decision(binlog, ())
         tables = tuple(f"{db}.{table}" for db, table in info.updated)
-        if self.settings.semantics == "effective":
-            return self._effective_statement(info, rewritten, counted)
         db_step = self._database_check(info, rewritten)
         if db_step.ok is False:
             return _decision(db_step, tables, counted)
         if not info.parse_ok and self.table_rules_on:
             self.unparsed += 1
             return Decision(True, "statement could not be parsed; kept (counted as unparsed, never dropped)",
-                            None, tables, counted + db_step.counted)
+                            None, tables, counted + db_step.counted, "unparsed statement: its tables are unknown")
         table_step = self._statement_table_check(info)
         if table_step is None or (table_step.ok and table_step.rule is None and db_step.rule):
             return _decision(db_step, tables, counted)
@@ -303,6 +344,80 @@ class RuleEngine:
                          f"trigger '{info.trigger[0]}.{info.trigger[1]}' is unknown on the replica (Bug#24478)")
         return self.tables_ok([table])
 
+    # ------------------------------------------------------------------ the schema model
+    def _observe_ddl(self, sql: str, current_db, parsed, info: StatementInfo, decision: Decision) -> None:
+        """Replay DDL into the model after the decision (the decision sees the schema before it).
+        A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only."""
+        if info.kind is Kind.CREATE_TRIGGER and info.trigger is not None:
+            (self._absent_triggers.discard if decision.apply else self._absent_triggers.add)(info.trigger)
+        self.schema.observe(sql, current_db, parsed)
+
+    def _multi_update(self, info: StatementInfo, notes: list[str], triggers: bool) -> StatementInfo:
+        """BUG#37051: the updated tables of a multi-table UPDATE are those whose columns SET assigns,
+        placed with the model's column lists; then (MariaDB) the tables the fired triggers write.
+        Where the model cannot tell, today's answer stands and `notes` says which assumption was made."""
+        updated = list(info.updated)
+        if any(qualifier is None for qualifier, _ in info.set_columns):
+            placed = self._place_set_columns(info, notes)
+            if placed is not None:
+                updated = placed
+        if triggers:
+            updated += self._trigger_tables(updated, notes)
+        return dataclasses.replace(info, updated=tuple(updated))
+
+    def _place_set_columns(self, info: StatementInfo, notes: list[str]) -> list | None:
+        joined, chosen = info.joined, set()
+        for qualifier, column in info.set_columns:
+            if qualifier is not None:
+                chosen.update(i for i, ref in enumerate(joined) if names_ref(ref, qualifier))
+                continue
+            owners, unknown = [], []
+            for i, ((db, table), _) in enumerate(joined):
+                columns = self.schema.columns(db, table)
+                if columns is None:
+                    unknown.append(i)
+                elif column.lower() in columns:
+                    owners.append(i)
+            if len(owners) == 1:
+                chosen.add(owners[0])  # the master ran it, so no other joined table has that column
+            elif not owners and len(unknown) == 1:
+                chosen.add(unknown[0])  # the only table whose columns are unknown must have it
+            else:
+                missing = ", ".join(f"{joined[i][0][0]}.{joined[i][0][1]}" for i in unknown)
+                why = f"columns of {missing} unknown" if unknown else "no joined table has it in the schema model"
+                notes.append(f"SET column '{column}' not placed ({why}): every joined table taken as updated")
+                return None
+        placed: list = []
+        for i in sorted(chosen):
+            if joined[i][0] not in placed:
+                placed.append(joined[i][0])
+        return placed or None
+
+    def _trigger_tables(self, updated: list, notes: list[str]) -> list:
+        """Tables written by the triggers the statement fires on this replica (nested triggers too)."""
+        extra: list = []
+        fired: set = set()
+        queue = [(table, "UPDATE") for table in updated]
+        while queue:
+            table, event = queue.pop(0)
+            if not self.schema.knows(*table):
+                notes.append(f"table {table[0]}.{table[1]} is not in the schema model: its {event} triggers "
+                             "are unknown, none counted")
+                continue
+            for trigger in self.schema.triggers_on(table, event):
+                key = (trigger.db, trigger.name)
+                if key in fired or key in self._absent_triggers:
+                    continue
+                fired.add(key)
+                if trigger.writes is None:
+                    notes.append(f"trigger {trigger.db}.{trigger.name}: body not followed, its writes not counted")
+                    continue
+                for written, written_event in trigger.writes:
+                    if written not in updated and written not in extra:
+                        extra.append(written)
+                    queue.append((written, written_event))
+        return extra
+
     def _remember_applied(self, info: StatementInfo) -> None:
         if info.kind is Kind.CREATE_TRIGGER and info.updated:
             self.known_triggers[info.trigger] = info.updated[0]
@@ -327,7 +442,8 @@ class RuleEngine:
     def _compile_effective(self) -> None:
         """DO/IGNORE patterns over db.table; the classic options map onto them as WL#2516 says ("a '%' as
         table or db corresponds to the old options"). A classic do list also means "nothing else", so it adds
-        an implicit IGNORE '%.%' (design decision: keeps --replicate-do-db meaningful in this mode)."""
+        an implicit IGNORE '%.%' (design decision: keeps --replicate-do-db meaningful in this mode).
+        The binlog side (CHANGE BINLOG DO/IGNORE, binlog-do-db/binlog-ignore-db) compiles the same way."""
         rules, fold = self.rules, self.names.table
         do = list(rules.effective_do) + [escape_like(db) + ".%" for db in rules.do_db]
         do += [escape_like(key) for key in rules.do_table] + list(rules.wild_do_table)
@@ -337,6 +453,12 @@ class RuleEngine:
             ignore.append("%.%")
         self._effective_do = [(compile_like(fold(p)), p) for p in do]
         self._effective_ignore = [(compile_like(fold(p)), p) for p in ignore]
+        binlog_do = list(rules.binlog_effective_do) + [escape_like(db) + ".%" for db in rules.binlog_do_db]
+        binlog_ignore = list(rules.binlog_effective_ignore) + [escape_like(db) + ".%" for db in rules.binlog_ignore_db]
+        if rules.binlog_do_db:
+            binlog_ignore.append("%.%")
+        self._binlog_effective_do = [(compile_like(fold(p)), p) for p in binlog_do]
+        self._binlog_effective_ignore = [(compile_like(fold(p)), p) for p in binlog_ignore]
         self._effective_rewrite = [_compile_pattern_rewrite(fold(old), new) for old, new in rules.effective_rewrite]
         self._effective_rewrite += [(re.compile(re.escape(old) + r"\.(.*)", re.DOTALL), new + ".%")
                                     for old, new in self._rewrite]
@@ -359,37 +481,94 @@ class RuleEngine:
         new_db, _, new_table = key.partition(".")  # database names cannot contain '.'
         return new_db, new_table, True
 
-    def _effective_statement(self, info: StatementInfo, rewritten: str, counted) -> Decision:
+    def effective_objects(self, info: StatementInfo, session_db: str) -> tuple[list[tuple[str, str]], str]:
+        """WL#2516: the (db, table) pairs a statement has an effect on, and which case found them.
+        `(db, "")` is a database-level object: it matches patterns whose table part can be empty (`db.%`).
+        The USE database is never a fallback: it only qualifies names the statement leaves unqualified."""
+        if info.kind is Kind.ACCOUNT:
+            return [("mysql", name) for name in self.acl_tables], \
+                "account/privilege statement: its effective database is `mysql` (the grant tables it changes)"
+        if info.updated:
+            listed = ", ".join(f"{db}.{table}" for db, table in info.updated)
+            return list(info.updated), f"the table(s) it changes ({listed})"
+        if info.kind in DATABASE_KINDS:
+            name = info.db_statement_name or session_db
+            if not name:
+                return [], "ALTER DATABASE without a name and without a default database changes no database"
+            return [(name, "")], f"the database it creates/alters/drops ('{name}')"
+        if info.kind is Kind.DROP_TRIGGER and info.trigger is not None:
+            table = self.known_triggers.get(info.trigger)
+            if table is not None:
+                return [table], f"the table of trigger '{info.trigger[1]}' ({table[0]}.{table[1]})"
+            if info.trigger[0]:
+                return [(info.trigger[0], "")], \
+                    f"the database of trigger '{info.trigger[1]}' (its table is unknown: never created here)"
+        if info.target is not None:
+            kind, db, name = info.target
+            if db and kind in ("UDF", "SERVER", "PLUGIN"):
+                return [(db, name)], f"{kind}: its effective database is `mysql` ({db}.{name})"
+            if db:
+                return [(db, "")], f"the database of {kind} '{name}' ('{db}')"
+            return [], f"{kind} '{name}' is unqualified and there is no default database: it changes no database"
+        return [], "the statement changes no database or table"
+
+    def _effective_statement(self, info: StatementInfo, session_db: str) -> Decision:
+        if info.kind is Kind.TRANSACTION:
+            return Decision(True, "BEGIN/COMMIT/ROLLBACK/SAVEPOINT/XA are never filtered")
+        if not info.parse_ok:
+            # Never the USE database: that is exactly what effective semantics must not depend on.
+            self.unparsed += 1  # (self.assumed is counted by decide_statement for every assumption)
+            return Decision(True, "the statement could not be parsed, so its effective database is unknown; "
+                                  "written (never dropped) and counted as unparsed", None, (), (),
+                            "unparsed statement: effective database unknown")
         if info.kind is Kind.SET:
             return Decision(True, "SET affects no database or table")
-        affected = list(info.updated)
-        if not affected and info.kind in DATABASE_KINDS:
-            affected = [(info.db_statement_name or rewritten, "")]
-        elif not affected and info.kind is Kind.DROP_TRIGGER and info.trigger in self.known_triggers:
-            affected = [self.known_triggers[info.trigger]]
-        elif not affected and rewritten:
-            affected = [(rewritten, "")]
-        return self._effective_decision(affected, counted)
+        affected, case = self.effective_objects(info, session_db)
+        if not affected:
+            # WL#2516 NEW SEMANTICS: "For each statement having an effect on a database and/or a table";
+            # a statement with none is outside the rules and is written.
+            return Decision(True, f"{case}: outside WL#2516's rules (they apply to statements having an effect "
+                                  "on a database and/or a table); written")
+        return self._effective_decision(affected, (), case)
 
-    def _effective_decision(self, affected, counted) -> Decision:
-        """WL#2516's three steps: no rules -> write; any DO matches -> write; any IGNORE matches -> skip; else write."""
-        keys = []
-        for db, table in affected:
-            key, was_rewritten = self._effective_key(db, table)
-            keys.append(key)
-            counted += ("REWRITE",) if was_rewritten else ()
-        tables = tuple(key for key in keys if not key.endswith("."))
-        if not self._effective_do and not self._effective_ignore:
-            return Decision(True, "no DO/IGNORE rules", None, tables, counted)
-        for rule, patterns, verdict in (("DO", self._effective_do, True), ("IGNORE", self._effective_ignore, False)):
+    def _effective_decision(self, affected, counted, case: str = "") -> Decision:
+        """WL#2516's three steps: no rules -> write; any DO matches -> write; any IGNORE matches -> skip; else
+        write. The master's binlog filter (CHANGE BINLOG / binlog-*-db) runs first with the same steps.
+        DO/IGNORE see the master's names; REWRITE renames only what is kept (the seed's own example
+        `DO='db1.%', IGNORE='%.table2', REWRITE=db1.%->db2.%` keeps nothing by DO if REWRITE ran first)."""
+        keys = [f"{db}.{table}" for db, table in affected]
+        prefix = f"effective object: {case}; " if case else ""
+        binlog = self._effective_steps(keys, self._binlog_effective_do, self._binlog_effective_ignore,
+                                       "CHANGE BINLOG ")
+        if binlog is not None and not binlog[0]:
+            return Decision(False, prefix + binlog[1], binlog[2], tuple(k for k in keys if not k.endswith(".")))
+        steps = self._effective_steps(keys, self._effective_do, self._effective_ignore, "")
+        apply, reason, rule = steps if steps is not None else (True, "no DO or IGNORE pattern matches the "
+                                                                      "effective database and table", None)
+        renamed = []
+        for key in keys:
+            db, _, table = key.partition(".")
+            new_key, was_rewritten = self._effective_key(db, table)
+            renamed.append(new_key)
+            if was_rewritten and apply:
+                counted += ("REWRITE",)
+                reason += f"; REWRITE renames '{key}' to '{new_key}'"
+        if steps is None and not self._effective_do and not self._effective_ignore:
+            reason = "no DO/IGNORE rules" + reason.removeprefix(
+                "no DO or IGNORE pattern matches the effective database and table")
+        tables = tuple(key for key in (renamed if apply else keys) if not key.endswith("."))
+        counted += (rule,) if rule else ()
+        return Decision(apply, prefix + reason, rule, tables, counted)
+
+    def _effective_steps(self, keys, do_patterns, ignore_patterns, label: str):
+        """(apply, reason, rule) of the first DO then IGNORE pattern matching any key; None if none matches."""
+        for rule, patterns, verdict in (("DO", do_patterns, True), ("IGNORE", ignore_patterns, False)):
             for key in keys:
                 for regex, pattern in patterns:
                     if regex.fullmatch(self.names.table(key)):
                         verb = "is written" if verdict else "is not written"
-                        return Decision(verdict, f"{rule}: effective '{key}' matches '{pattern}' and {verb}",
-                                        rule, tables, counted + (rule,))
-        return Decision(True, "no DO or IGNORE pattern matches the effective database and table", None,
-                        tables, counted)
+                        return verdict, f"{label}{rule}: '{key}' matches '{pattern}' and {verb}", label + rule
+        return None
 
 
 def _db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what: str) -> _Step:
@@ -439,6 +618,7 @@ def _lower_tables(info: StatementInfo) -> StatementInfo:
     return dataclasses.replace(
         info,
         updated=tuple(map(lower, info.updated)),
+        joined=tuple((lower(ref), aliases) for ref, aliases in info.joined),
         read=tuple(map(lower, info.read)),
         renames=tuple((lower(old), lower(new)) for old, new in info.renames),
         trigger=lower(info.trigger),

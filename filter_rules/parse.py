@@ -112,6 +112,7 @@ class FilterChange:
 
     changes: tuple[tuple[str, tuple], ...]
     channel: str | None = None
+    binlog: str | None = None  # the name of a WL#2516 CHANGE BINLOG statement (it names no channel)
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -123,10 +124,31 @@ class FilterChange:
 
 
 def parse_filter_statement(text: str) -> FilterChange:
-    """Either a CHANGE REPLICATION FILTER or a WL#2516 `CHANGE MASTER ... TO DO=...` statement."""
+    """A CHANGE REPLICATION FILTER, a WL#2516 `CHANGE MASTER ... TO DO=...` or `CHANGE BINLOG ... TO DO=...`."""
+    if re.match(r"\s*CHANGE\s+BINLOG\b", text, re.IGNORECASE):
+        return parse_change_binlog(text)
     if re.match(r"\s*CHANGE\s+(MASTER|REPLICATION\s+SOURCE)\b", text, re.IGNORECASE):
         return parse_change_master(text)
     return parse_change_replication_filter(text)
+
+
+def apply_changes(rules: RuleSet, statements, channel: str, hint) -> RuleSet:
+    """Apply CHANGE statements in order to the rules of `channel`. A statement naming another channel
+    (`CHANGE MASTER 'foo' TO ...`, `... FOR CHANNEL 'foo'`) is an error, not silently ignored: nothing
+    selects that channel here (MySQL: ER_SLAVE_CONFIGURATION). `hint(name)` says how to select it."""
+    for statement in statements:
+        change = parse_filter_statement(statement) if isinstance(statement, str) else statement
+        if change.channel is not None and change.channel != channel:
+            raise RuleError(f"{_statement_head(statement)}: names connection '{change.channel}', but the rules "
+                            f"evaluated are those of channel '{channel}'; {hint(change.channel)}")
+        rules = change.apply(rules)
+    return rules
+
+
+def _statement_head(statement) -> str:
+    text = statement if isinstance(statement, str) else "CHANGE statement"
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parse_change_replication_filter(text: str) -> FilterChange:
@@ -209,6 +231,29 @@ def parse_change_master(text: str) -> FilterChange:
         for value in values:
             validate_rule(rule_type, value)
     return FilterChange(tuple((rule_type, tuple(values)) for rule_type, values in changes.items()), channel)
+
+
+CHANGE_BINLOG_TYPES = {"DO": "binlog_effective_do", "IGNORE": "binlog_effective_ignore"}
+
+
+def parse_change_binlog(text: str) -> FilterChange:
+    """WL#2516 `CHANGE BINLOG 'bar' TO DO='db1.%', IGNORE='%_backup.table2'`: the master's binlog write filter
+    on the effective db.table. The seed gives it DO and IGNORE only: any other key is an error. The name
+    is kept (`binlog`); the simulated master writes one binlog, so every name designates it."""
+    match = re.match(r"\s*CHANGE\s+BINLOG\s*(?:(['\"`])(.*?)\1\s*)?TO\b", text, re.IGNORECASE | re.DOTALL)
+    if not match:
+        raise RuleError(f"CHANGE BINLOG: expected CHANGE BINLOG ['name'] TO DO=..., IGNORE=..., got {text[:60]!r}")
+    changes: dict[str, list] = {}
+    for key, raw in _split_assignments(text[match.end():]):
+        rule_type = CHANGE_BINLOG_TYPES.get(key.strip().upper())
+        if rule_type is None:
+            raise RuleError(f"CHANGE BINLOG: unknown key {key.strip()!r} (WL#2516 gives CHANGE BINLOG DO= and IGNORE=)")
+        value = _unquote(raw.strip())
+        validate_rule(rule_type, value)
+        changes.setdefault(rule_type, []).append(value)
+    if not changes:
+        raise RuleError("CHANGE BINLOG: no DO= or IGNORE= given")
+    return FilterChange(tuple((t, tuple(v)) for t, v in changes.items()), None, match.group(2) or "")
 
 
 def _change_master_type(key: str) -> str | None:

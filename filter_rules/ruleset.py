@@ -20,7 +20,9 @@ REPLICATE_TYPES = (
 )
 BINLOG_TYPES = ("binlog_do_db", "binlog_ignore_db")
 EFFECTIVE_TYPES = ("effective_do", "effective_ignore", "effective_rewrite")
-ALL_TYPES = REPLICATE_TYPES + BINLOG_TYPES + EFFECTIVE_TYPES
+# WL#2516 `CHANGE BINLOG 'name' TO DO=..., IGNORE=...`: the binlog side of the seed (no REWRITE there).
+BINLOG_EFFECTIVE_TYPES = ("binlog_effective_do", "binlog_effective_ignore")
+ALL_TYPES = REPLICATE_TYPES + BINLOG_TYPES + EFFECTIVE_TYPES + BINLOG_EFFECTIVE_TYPES
 
 TABLE_TYPES = ("do_table", "ignore_table")
 WILD_TYPES = ("wild_do_table", "wild_ignore_table")
@@ -28,7 +30,10 @@ PAIR_TYPES = ("rewrite_db", "effective_rewrite")
 
 
 def option_name(rule_type: str) -> str:
-    """`do_db` -> `replicate-do-db`, `binlog_do_db` -> `binlog-do-db`, `effective_do` -> `DO`."""
+    """`do_db` -> `replicate-do-db`, `binlog_do_db` -> `binlog-do-db`, `effective_do` -> `DO`,
+    `binlog_effective_do` -> `CHANGE BINLOG DO`."""
+    if rule_type in BINLOG_EFFECTIVE_TYPES:
+        return "CHANGE BINLOG " + rule_type.removeprefix("binlog_effective_").upper()
     if rule_type in EFFECTIVE_TYPES:
         return rule_type.removeprefix("effective_").upper()
     if rule_type in BINLOG_TYPES:
@@ -80,6 +85,8 @@ class RuleSet:
     effective_do: tuple[str, ...] = ()
     effective_ignore: tuple[str, ...] = ()
     effective_rewrite: tuple[tuple[str, str], ...] = ()
+    binlog_effective_do: tuple[str, ...] = ()
+    binlog_effective_ignore: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         total = sum(len(getattr(self, rule_type)) for rule_type in ALL_TYPES)
@@ -135,6 +142,12 @@ class RuleSet:
         parts += [f"REWRITE={quote_string(old + '->' + new)}" for old, new in self.effective_rewrite]
         return f"CHANGE MASTER {quote_string(connection)} TO " + ", ".join(parts)
 
+    def render_change_binlog(self, name: str = "") -> str:
+        """WL#2516 text `CHANGE BINLOG 'name' TO DO='..', IGNORE='..'` for the binlog-side effective rules."""
+        parts = [f"DO={quote_string(value)}" for value in self.binlog_effective_do]
+        parts += [f"IGNORE={quote_string(value)}" for value in self.binlog_effective_ignore]
+        return f"CHANGE BINLOG {quote_string(name)} TO " + ", ".join(parts)
+
 
 # Documented limits (README "Limits"): a rule is at most MAX_RULE_LENGTH characters (MySQL names
 # are at most 64 characters, so a db.table pattern with every character escaped fits), and one
@@ -167,7 +180,7 @@ def validate_rule(rule_type: str, value) -> None:
         raise RuleError(f"{name}: {value!r} is not a non-empty name")
     if rule_type in TABLE_TYPES:
         _require_dot(name, value, "db.table")
-    elif rule_type in WILD_TYPES or rule_type in ("effective_do", "effective_ignore"):
+    elif rule_type in WILD_TYPES or rule_type in ("effective_do", "effective_ignore") + BINLOG_EFFECTIVE_TYPES:
         _require_dot(name, value, "db_pattern.table_pattern")
 
 

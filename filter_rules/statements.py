@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import logging
@@ -61,6 +62,15 @@ class StatementInfo:
     if_exists: bool = False
     renames: tuple[tuple[TableRef, TableRef], ...] = ()  # RENAME TABLE pairs, in order
     trigger: TableRef | None = None  # (db, trigger name) of CREATE/DROP TRIGGER
+    # The object a statement without a table list changes (WL#2516 needs its database):
+    # (object type, db, name), e.g. ("PROCEDURE", "db1", "p"), ("ACCOUNT", "mysql", "").
+    target: tuple[str, str, str] | None = None
+    # Multi-table UPDATE: the tables joined (in statement order, with their aliases) and the SET
+    # columns as (qualifier or None, column); the schema model places unqualified columns (BUG#37051).
+    joined: tuple[tuple[TableRef, tuple[str, ...]], ...] = ()
+    set_columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
+    # The body of CREATE TRIGGER (from FOR EACH ROW on), for the tables it writes.
+    body: str = ""
 
     @property
     def has_tables(self) -> bool:
@@ -166,6 +176,8 @@ _ACCOUNT_OBJECTS = frozenset({"USER", "ROLE"})
 _CREATE_MODIFIERS = frozenset({"OR", "REPLACE", "TEMPORARY", "UNIQUE", "FULLTEXT", "SPATIAL", "ONLINE", "OFFLINE",
                                "IGNORE", "SQL", "SECURITY", "DEFINER", "INVOKER", "ALGORITHM", "UNDEFINED", "MERGE",
                                "TEMPTABLE", "NO_WRITE_TO_BINLOG", "LOCAL"})
+# Account and privilege statements change the grant tables of the `mysql` system database.
+_ACCOUNT_TARGET = ("ACCOUNT", "mysql", "")
 _CLAUSE_END_WORDS = frozenset({"WHERE", "ORDER", "LIMIT", "SET", "USING", "FROM", "ON", "TO", "LIKE", "AS",
                                "SELECT", "RETURNING"})
 
@@ -258,9 +270,64 @@ class _Statement:
             return StatementInfo(Kind.OTHER)
         raise _Unparsed
 
+    def _with(self) -> StatementInfo:
+        """`WITH [RECURSIVE] c AS (...)[, ...] UPDATE|DELETE|INSERT ...`: the CTEs are read-only names."""
+        self.accept("RECURSIVE")
+        ctes = set()
+        while True:
+            ctes.add(self.identifier())
+            if self.accept_punct("("):
+                self._skip_balanced()
+            if not self.accept("AS") or not self.accept_punct("("):
+                raise _Unparsed
+            self._skip_balanced()
+            if not self.accept_punct(","):
+                break
+        main = self.word()
+        handler = {"UPDATE": self._update, "DELETE": self._delete, "INSERT": self._insert,
+                   "REPLACE": self._replace}.get(main)
+        if handler is None:
+            if main == "SELECT":
+                return StatementInfo(Kind.OTHER)
+            raise _Unparsed
+        self.index += 1
+        info = handler()
+
+        def real(ref):  # an unqualified CTE name is not a table
+            return not (ref[0] == self.default and ref[1] in ctes)
+
+        updated = tuple(filter(real, info.updated))
+        if not updated:
+            raise _Unparsed
+        return dataclasses.replace(info, updated=updated, read=tuple(filter(real, info.read)),
+                                   joined=tuple(j for j in info.joined if real(j[0])))
+
+    def _skip_balanced(self) -> None:
+        """After an opening parenthesis: skip to just past its closing one."""
+        depth = 1
+        while self.index < len(self.tokens) and depth:
+            token = self.tokens[self.index]
+            if token.kind == "punct" and token.value in "()":
+                depth += 1 if token.value == "(" else -1
+            self.index += 1
+        if depth:
+            raise _Unparsed
+
+    def _call(self) -> StatementInfo:
+        """CALL [db.]p(...): the procedure's database is the effective one (under SBR MySQL logs the body
+        statements instead, but a CALL can still reach a binlog written by other tools)."""
+        db, name = self.qualified_name()
+        return StatementInfo(Kind.ROUTINE, target=("PROCEDURE", db, name))
+
+    def _install(self) -> StatementInfo:
+        """INSTALL/UNINSTALL PLUGIN|SONAME change mysql.plugin."""
+        return StatementInfo(Kind.OTHER, target=("PLUGIN", "mysql", "plugin"))
+
+    _uninstall = _install
+
     def _set(self) -> StatementInfo:
         if self.word() == "PASSWORD" or (self.word() == "DEFAULT" and self.word(1) == "ROLE"):
-            return StatementInfo(Kind.ACCOUNT)
+            return StatementInfo(Kind.ACCOUNT, target=_ACCOUNT_TARGET)
         return StatementInfo(Kind.SET)
 
     def _insert(self, kind: Kind = Kind.INSERT) -> StatementInfo:
@@ -286,15 +353,17 @@ class _Statement:
         set_index = self._find_top_level("SET")
         refs = _reference_tables(self.sql[self.rest_offset():self.tokens[set_index].start], self.default)
         self.index = set_index + 1
-        qualifiers = self._set_column_qualifiers()
-        updated = _resolve_targets(refs, qualifiers)
+        columns = self._set_columns()
+        updated = _resolve_targets(refs, [qualifier for qualifier, _ in columns])
         kind = Kind.UPDATE if len(refs) == 1 else Kind.UPDATE_MULTI
         reads = _read_tables(self.sql, self.default, exclude=tuple(key for key, _ in updated))
-        return StatementInfo(kind, updated=tuple(key for key, _ in updated), read=reads)
+        multi = kind is Kind.UPDATE_MULTI
+        return StatementInfo(kind, updated=tuple(key for key, _ in updated), read=reads,
+                             joined=tuple(refs) if multi else (), set_columns=tuple(columns) if multi else ())
 
-    def _set_column_qualifiers(self) -> list[tuple[str, ...] | None]:
-        """Qualifiers of the SET columns: ('t',), ('db', 't'), or None for an unqualified column."""
-        qualifiers, depth, parts, expecting_column = [], 0, [], True
+    def _set_columns(self) -> list[tuple[tuple[str, ...] | None, str]]:
+        """The SET columns as (qualifier, column): qualifier ('t',), ('db', 't'), or None when unqualified."""
+        columns, depth, parts, expecting_column = [], 0, [], True
         for token in self.tokens[self.index:]:
             if token.kind == "punct" and token.value in "()":
                 depth += 1 if token.value == "(" else -1
@@ -303,11 +372,12 @@ class _Statement:
             elif depth == 0 and token.kind == "punct" and token.value == ",":
                 expecting_column, parts = True, []
             elif depth == 0 and expecting_column and token.kind == "punct" and token.value == "=":
-                qualifiers.append(tuple(parts[:-1]) or None)
+                if parts:
+                    columns.append((tuple(parts[:-1]) or None, parts[-1]))
                 expecting_column = False
             elif depth == 0 and expecting_column and token.is_identifier:
                 parts.append(token.value)
-        return qualifiers
+        return columns
 
     def _delete(self) -> StatementInfo:
         self.skip_modifiers(frozenset({"LOW_PRIORITY", "QUICK", "IGNORE"}))
@@ -381,10 +451,29 @@ class _Statement:
 
     def _object_without_tables(self, obj: str) -> StatementInfo:
         if obj in _ACCOUNT_OBJECTS:
-            return StatementInfo(Kind.ACCOUNT)
+            return StatementInfo(Kind.ACCOUNT, target=_ACCOUNT_TARGET)
         if obj in _ROUTINE_OBJECTS:
-            return StatementInfo(Kind.ROUTINE)
+            return StatementInfo(Kind.ROUTINE, target=self._routine_target(obj))
         raise _Unparsed
+
+    def _routine_target(self, obj: str) -> tuple[str, str, str] | None:
+        """The object a routine statement changes: a stored routine, event or package lives in a database
+        (its qualifier, else the default one); a UDF (`... SONAME`) in mysql.func, a server in mysql.servers;
+        tablespaces, log file groups and resource groups in none."""
+        if obj == "AGGREGATE":
+            self.accept("FUNCTION")
+            obj = "FUNCTION"
+        if obj == "SERVER":
+            return ("SERVER", "mysql", "servers")
+        if obj not in ("PROCEDURE", "FUNCTION", "EVENT", "PACKAGE"):
+            return None
+        if obj == "PACKAGE":
+            self.accept("BODY")
+        self.skip_if_exists()
+        db, name = self.qualified_name()
+        if obj == "FUNCTION" and any(token.is_keyword("SONAME") for token in self.tokens[self.index:]):
+            return ("UDF", "mysql", "func")
+        return (obj, db, name)
 
     def _create_table(self, temporary: bool) -> StatementInfo:
         """CREATE TABLE t ... / LIKE s / SELECT ...: only the new table is updating (rpl_replicate_do)."""
@@ -462,7 +551,7 @@ class _Statement:
         obj = self.word()
         self.index += 1
         if obj in _ACCOUNT_OBJECTS:
-            return StatementInfo(Kind.ACCOUNT)
+            return StatementInfo(Kind.ACCOUNT, target=_ACCOUNT_TARGET)
         if obj not in ("TABLE", "TABLES"):
             raise _Unparsed
         pairs = []
@@ -476,7 +565,7 @@ class _Statement:
         return StatementInfo(Kind.RENAME_TABLE, updated=rename_tables(pairs), renames=tuple(pairs))
 
     def _grant(self) -> StatementInfo:
-        return StatementInfo(Kind.ACCOUNT, updated=self._grant_target())
+        return StatementInfo(Kind.ACCOUNT, updated=self._grant_target(), target=_ACCOUNT_TARGET)
 
     _revoke = _grant
 
@@ -557,13 +646,13 @@ def _resolve_targets(refs, qualifiers) -> list[tuple[TableRef, tuple[str, ...]]]
     """
     if len(refs) == 1 or any(qualifier is None for qualifier in qualifiers):
         return list(refs)
-    chosen = [ref for ref in refs if any(_names(ref, qualifier) for qualifier in qualifiers)]
+    chosen = [ref for ref in refs if any(names_ref(ref, qualifier) for qualifier in qualifiers)]
     if not chosen:
         raise _Unparsed
     return chosen
 
 
-def _names(ref, qualifier: tuple[str, ...]) -> bool:
+def names_ref(ref, qualifier: tuple[str, ...]) -> bool:
     """MySQL: a table with an alias is named by its alias only; otherwise by `table` or `db.table`."""
     (db, table), aliases = ref
     if aliases:

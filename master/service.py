@@ -33,6 +33,7 @@ from filter_rules.channels import FilterRegistry
 from filter_rules.evaluate import Decision, RuleEngine
 from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statement
 from filter_rules.ruleset import ALL_TYPES, REPLICATE_TYPES, RuleSet, Settings
+from filter_rules.schema import SchemaModel
 from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
 from master.policy import OPEN, UNRESTRICTED, AccessDeniedError, Gate, Identity, MasterPolicy
 from master.segments import LazyUnits, Pos, Segment, SegmentCache, Unit
@@ -43,6 +44,7 @@ BATCH_BYTES = 256 << 10
 MAX_SLAVES = 1024
 BINLOG_IN_USE_F = 0x0001
 # Types WL#2516 / binlog-* rules use that FilterRegistry (replicate-* only) does not hold.
+ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Decision.assumption set
 _EXTRA_TYPES = tuple(t for t in ALL_TYPES if t not in REPLICATE_TYPES)
 
 
@@ -134,6 +136,7 @@ class SlaveStats:
     transactions_partial: int = 0
     transactions_skipped: int = 0
     rule_hits: Counter = field(default_factory=Counter)
+    assumed_decisions: int = 0   # statement decisions that assumed what the schema model lacks
 
 
 @dataclass
@@ -175,6 +178,8 @@ class _SlaveDecider:
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
         decision = self.engine.decide_statement(sql, current_db)
         self.hits.update(decision.counted)
+        if decision.assumption is not None:
+            self.hits[ASSUMED_DECISIONS] += 1
         if decision.apply and self.gate.restricted and not self.gate.statement_allowed(sql, current_db):
             self.hits["MASTER_POLICY"] += 1
             return dataclasses.replace(decision, apply=False, rule="master-policy",
@@ -263,9 +268,10 @@ class FlagWords:
 class DumpService:
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
                  segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES,
-                 fast: bool = True, verify_checksums: bool = True, max_streams: int | None = None,
-                 max_streams_per_identity: int | None = None):
+                 fast: bool = True, verify_checksums: bool = True, schema: SchemaModel | None = None,
+                 max_streams: int | None = None, max_streams_per_identity: int | None = None):
         self.binlog_dir = Path(binlog_dir)
+        self.schema = schema  # the starting schema (--schema); each rule engine replays the DDL into a copy
         if not self.binlog_dir.is_dir():
             raise PositionError(f"binlog directory {self.binlog_dir} does not exist")
         self.policy = policy
@@ -418,7 +424,8 @@ class DumpService:
         key = (rules, settings)
         engine = self._engines.get(key)
         if engine is None:
-            engine = self._engines[key] = RuleEngine(rules, settings)
+            engine = self._engines[key] = RuleEngine(rules, settings,
+                                                     schema=self.schema.copy() if self.schema is not None else None)
         return engine
 
     def _state(self, slave: Slave, channel: str) -> _SlaveState:
@@ -754,6 +761,7 @@ class _Stream:
         result, hits = self._result(unit)
         if hits:
             stats.rule_hits.update(hits)
+            stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
             self._count_filter_hits(hits)
         if result.outcome in (KEPT, PARTIAL):
             events = result.events
@@ -798,10 +806,13 @@ class _Stream:
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = (seg, words.generation, None)
                 return None
-            keep_all, keep_any = index.masks_for(seg.units, words)
             bit = 1 << self.slave.bit
-            row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
-                         for f, k, a in zip(index.fast, keep_all, keep_any)])
+            get = words.get
+            row = index.rows_for(lambda db, table: get(db, table) & bit)
+            if row is None:  # the reference reader's segments: per-unit masks
+                keep_all, keep_any = index.masks_for(seg.units, words)
+                row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
+                             for f, k, a in zip(index.fast, keep_all, keep_any)])
             states = self._states = (seg, words.generation, row)
         return states[2]
 

@@ -41,6 +41,7 @@ from dumpfilter.wire import rules_to_proto  # noqa: E402
 from filter_rules.channels import format_rule  # noqa: E402
 from filter_rules.evaluate import RuleEngine  # noqa: E402
 from filter_rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name  # noqa: E402
+from filter_rules.schema import SchemaModel  # noqa: E402
 from filter_rules.transaction_filter import KEEP, TransactionFilter  # noqa: E402
 from slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, read_json, write_json_atomic  # noqa: E402
 
@@ -170,6 +171,7 @@ class SlaveConfig:
     connect_timeout: float | None = None  # give up after this many seconds without reaching the master
     retry_count: int | None = None        # give up after this many failed attempts in a row (MASTER_RETRY_COUNT)
     report: Callable[[str], None] | None = None  # where failed attempts are told (default: stderr)
+    schema: SchemaModel | None = None  # starting schema for the slave's own check of what it receives
 
 
 @dataclass
@@ -279,7 +281,8 @@ class Slave:
         self.after_unit = after_unit
         self._placeholders_in_unit = False  # the unit being grouped lost placeholders
         self.counters = _Counters()
-        self.engine = RuleEngine(config.rules, config.settings)
+        self.engine = RuleEngine(config.rules, config.settings,
+                                 schema=config.schema.copy() if config.schema is not None else None)
         self.rename = event_renamer(self.engine, config.rules, config.settings)
         self.check = TransactionFilter(self.engine, empty_transactions=KEEP)
         self.info = RelayInfo.load(self.relay_dir) or RelayInfo()

@@ -42,6 +42,7 @@ from binlog_codec import EventType, read_events
 from binlog_codec.errors import DumpFilterError
 from dumpfilter.topology import SlaveSpec, Topology
 from filter_rules.ruleset import RuleSet, Settings
+from filter_rules.schema import SchemaModel
 from mariadb_sandbox import (
     MariaDBServer,
     ReplicationTimeout,
@@ -252,6 +253,10 @@ class Verification:
         self.topology = topology
         self.workload = split_statements(workload)
         self.seed = split_statements(seed) if seed else []
+        # The seed is on every server but not in the binlog: dumpfilter's master and slaves start from it
+        # as their schema model (what `--schema` gives them), so multi-table UPDATEs over seed tables are
+        # decided with their columns and triggers.
+        self.schema = SchemaModel.from_sql(seed, "the verify seed") if seed else None
         if not self.workload:
             raise VerifyError("the workload has no statements")
         self.binlog_format = binlog_format.upper()
@@ -355,7 +360,7 @@ class Verification:
             for slot in slots:
                 if slot.replica is not None:
                     make_replica(primary, slot.replica)
-            master, port = create_server(primary.binlog_dir, "127.0.0.1:0")
+            master, port = create_server(primary.binlog_dir, "127.0.0.1:0", schema=self.schema)
             self.progress(f"running the workload ({len(self.workload)} statements) on the primary")
             _run_script(primary, self.workload, log_bin=True, what="workload")
             position = primary.master_position()
@@ -390,7 +395,7 @@ class Verification:
         config = SlaveConfig(master=address, server_id=spec.server_id, relay_dir=relay_dir, rules=slot.master_rules,
                              settings=slot.settings, channel=spec.channel, skip_policy=spec.skip_policy,
                              until_caught_up=True, apply_url=f"mysql://root@127.0.0.1:{slot.target.port}",
-                             connect_retry=0)
+                             connect_retry=0, schema=self.schema)
         slave = Slave(config)
         try:
             slave.run()

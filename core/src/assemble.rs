@@ -37,29 +37,49 @@ pub struct Options<'a> {
     pub whole_only: bool,
 }
 
-/// Appends buf[start..end] (whole events) at output offset `out_pos`: every non-zero log_pos set
-/// to the event's end in the output and its CRC recomputed (a zero log_pos stays: artificial
-/// and MariaDB 11.4+ in-group events), as `binlog_files.filtering.renumbered` does.
+/// Gives every event of buf[start..stop] (whole events, back to back, to be written at output
+/// offset `base`) its end offset as log_pos, except where log_pos is 0 (artificial and MariaDB
+/// 11.4+ in-group events), and recomputes the CRC32 of each event whose log_pos changed, in
+/// place. A Format_description event is left to the caller (its own checksum setting decides
+/// its CRC): its offset is returned, with the last non-zero timestamp seen.
+pub fn renumber(buf: &mut [u8], start: usize, stop: usize, base: u64, crc: bool) -> (u32, Vec<usize>) {
+    let stop = stop.min(buf.len());
+    let (mut at, mut last_ts, mut fdes) = (start, 0u32, Vec::new());
+    while at + HEADER_LEN <= stop {
+        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
+        if size < HEADER_LEN || at + size > stop {
+            break;
+        }
+        let end = at + size;
+        let ts = u32_at(buf, at).unwrap_or(0);
+        if ts != 0 {
+            last_ts = ts;
+        }
+        let want = (base + (end - start) as u64) as u32;
+        let log_pos = u32_at(buf, at + 13).unwrap_or(0);
+        if log_pos != 0 && log_pos != want {
+            if buf[at + 4] == FORMAT_DESCRIPTION {
+                fdes.push(at);
+            } else {
+                buf[at + 13..at + 17].copy_from_slice(&want.to_le_bytes());
+                if crc && size >= HEADER_LEN + 4 {
+                    let c = crc32fast::hash(&buf[at..end - 4]);
+                    buf[end - 4..end].copy_from_slice(&c.to_le_bytes());
+                }
+            }
+        }
+        at = end;
+    }
+    (last_ts, fdes)
+}
+
+/// Appends buf[start..end] (whole events, no Format_description among them) at output offset
+/// `out_pos`, renumbered (see `renumber`), as `binlog_files.filtering.renumbered` does.
 pub fn push_renumbered(out: &mut Vec<u8>, buf: &[u8], start: usize, end: usize, out_pos: u64, crc: bool) {
     let first = out.len();
     out.extend_from_slice(&buf[start..end]);
-    let mut at = first;
-    while at + HEADER_LEN <= out.len() {
-        let size = u32_at(out, at + 9).unwrap_or(0) as usize;
-        if size < HEADER_LEN || at + size > out.len() {
-            break;
-        }
-        let ev_end = at + size;
-        if u32_at(out, at + 13).unwrap_or(0) != 0 {
-            let lp = (out_pos + (ev_end - first) as u64) as u32;
-            out[at + 13..at + 17].copy_from_slice(&lp.to_le_bytes());
-            if crc && size >= HEADER_LEN + 4 {
-                let c = crc32fast::hash(&out[at..ev_end - 4]);
-                out[ev_end - 4..ev_end].copy_from_slice(&c.to_le_bytes());
-            }
-        }
-        at = ev_end;
-    }
+    let stop = out.len();
+    renumber(out, first, stop, out_pos, crc);
 }
 
 fn keep_of(keep: &[u8], id: u32) -> Option<bool> {
@@ -192,4 +212,36 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
         i += 1;
     }
     Assembly { out, next: i, out_pos, counts }
+}
+
+/// One slave's answer per unit of a segment, one byte each: 0 skip (no table kept), 1 partial
+/// (some kept), 2 keep (every table kept, or none to decide), 3 slow (not a fast unit, or a
+/// table whose answer is not given). `bounds` holds (lo, hi) per unit into `tids` (name ids of
+/// the fast units' Table_maps), lo = u32::MAX for a unit that is not fast; `keep` one byte per
+/// name id (non-zero: kept). What `master.service._Stream._row` works from.
+pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
+    bounds
+        .chunks_exact(2)
+        .map(|b| {
+            let (lo, hi) = (b[0] as usize, b[1] as usize);
+            if b[0] == u32::MAX || lo > hi || hi > tids.len() {
+                return 3;
+            }
+            let (mut all, mut any) = (true, false);
+            for id in &tids[lo..hi] {
+                match keep.get(*id as usize) {
+                    Some(0) => all = false,
+                    Some(_) => any = true,
+                    None => return 3,
+                }
+            }
+            if all {
+                2
+            } else if any {
+                1
+            } else {
+                0
+            }
+        })
+        .collect()
 }

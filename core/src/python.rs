@@ -3,7 +3,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use crate::assemble;
 use crate::scan::{self, ErrorKind, ScanError, Scanner, UNIT_WORDS};
@@ -204,6 +204,32 @@ fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u3
     scan::statements(buf, body, end)
 }
 
+/// One slave's answer byte per unit of a segment (see assemble::rows); `tids` and `bounds` are
+/// packed u32 arrays.
+#[pyfunction]
+fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> Bound<'py, PyBytes> {
+    let words = |b: &[u8]| b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
+    let (t, b) = (words(tids), words(bounds));
+    let out = py.detach(|| assemble::rows(&t, &b, keep));
+    PyBytes::new(py, &out)
+}
+
+/// Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
+/// assemble::renumber); returns (last non-zero timestamp, offsets of FDEs left to the caller).
+#[pyfunction]
+fn renumber(buf: &Bound<'_, PyByteArray>, start: usize, stop: usize, base: u64, crc: bool) -> (u32, Vec<usize>) {
+    // SAFETY: the GIL is held and nothing else runs Python code during the call, so no one can
+    // resize or read the bytearray while it is borrowed.
+    let data = unsafe { buf.as_bytes_mut() };
+    assemble::renumber(data, start, stop, base, crc)
+}
+
+/// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
+#[pyfunction]
+fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
+    scan::foreign_log_pos(buf, off)
+}
+
 /// The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop).
 #[pyfunction]
 fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
@@ -217,6 +243,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;
+    m.add_function(wrap_pyfunction!(unit_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
+    m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

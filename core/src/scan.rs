@@ -5,6 +5,7 @@
 //! panics on input: every malformed byte ends the scan with a `ScanError` carrying its offset.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::format::{type_name, Format, FormatError};
@@ -142,8 +143,28 @@ pub struct Scanner {
     pub verify: bool,
     /// (db, table) byte strings by name id.
     pub names: Vec<(Vec<u8>, Vec<u8>)>,
-    name_ids: HashMap<Vec<u8>, u32>,
+    name_ids: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
     pub events_walked: u64,
+}
+
+/// FNV-1a: the name table's keys are a few dozen bytes from the binlog itself, hashed once per
+/// Table_map; SipHash's DoS resistance buys nothing against a file we are reading anyway
+/// (a hostile binlog can only slow its own scan).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 #[inline]
@@ -192,7 +213,7 @@ pub fn fde_crc_ok(event: &[u8]) -> bool {
 
 impl Scanner {
     pub fn new(verify: bool) -> Self {
-        Scanner { fmt: None, verify, names: Vec::new(), name_ids: HashMap::new(), events_walked: 0 }
+        Scanner { fmt: None, verify, names: Vec::new(), name_ids: HashMap::default(), events_walked: 0 }
     }
 
     /// Adopts a format read elsewhere (a stream that starts past the file's FDE).
@@ -339,6 +360,8 @@ impl Scanner {
         let mut committed_events = 0u64;
         let mut pending_events = 0u64;
         let mut pending_rotate: Option<usize> = None;
+        // The format in force, refreshed only after a Format_description event.
+        let mut fmt = self.fmt.clone();
         loop {
             let (t, size) = match Self::next_event(buf, pos, base) {
                 Ok(Some(x)) => x,
@@ -358,7 +381,14 @@ impl Scanner {
                 }
             };
             pending_events += 1;
-            match self.group(buf, pos, nxt, t, &mut cur, &mut out, unknown, fmt_before) {
+            if t == FORMAT_DESCRIPTION || fmt.is_none() {
+                fmt = self.fmt.clone();
+            }
+            let Some(f) = fmt.as_deref() else {
+                out.error = Some(ScanError::binlog(format!("no Format_description event before {}", type_name(t)), base + pos as u64));
+                break;
+            };
+            match self.group(buf, pos, nxt, t, f, &mut cur, &mut out, unknown, fmt_before) {
                 Ok(()) => {}
                 Err(e) => {
                     out.error = Some(e);
@@ -420,14 +450,12 @@ impl Scanner {
         pos: usize,
         nxt: usize,
         t: u8,
+        fmt: &Format,
         cur: &mut Option<Open>,
         out: &mut ScanOut,
         unknown: bool,
         fmt_before: Option<Option<Arc<Format>>>,
     ) -> Result<(), ScanError> {
-        let Some(fmt) = self.fmt.clone() else {
-            return Err(ScanError::binlog(format!("no Format_description event before {}", type_name(t)), pos as u64));
-        };
         let size = nxt - pos;
         let flags_hdr = u16_at(buf, pos + 17).unwrap_or(0);
         let real_rotate = t == ROTATE && flags_hdr & LOG_EVENT_ARTIFICIAL_F == 0;
@@ -554,7 +582,7 @@ impl Scanner {
         match open.fast {
             Fast::No => {}
             Fast::AwaitBegin => {
-                open.fast = if t == QUERY && is_begin_event(buf, pos, nxt, &fmt) { Fast::Body } else { Fast::No };
+                open.fast = if t == QUERY && is_begin_event(buf, pos, nxt, fmt) { Fast::Body } else { Fast::No };
             }
             Fast::Body => {
                 if is_rows(t) {
@@ -589,7 +617,7 @@ impl Scanner {
             }
             true
         } else if is_query(t) {
-            let sql = query_sql(buf, pos, nxt, t, &fmt)?;
+            let sql = query_sql(buf, pos, nxt, t, fmt)?;
             if !open.in_body && is_begin(&sql) {
                 open.in_body = true;
                 open.unit.kind = TRANSACTION;
@@ -829,4 +857,24 @@ pub fn hop(buf: &[u8], off: usize) -> (u64, usize) {
         at += size;
     }
     (n, at)
+}
+
+/// Whether an event of buf[off..] carries a log_pos that is neither 0 nor its own end offset:
+/// another server's coordinates, as a relay log copies them (a server's own binlog has log_pos =
+/// the event's end, or 0 for artificial and MariaDB 11.4+ in-group events). Stops at the first
+/// partial or impossible event.
+pub fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
+    let mut at = off;
+    while at + HEADER_LEN <= buf.len() {
+        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
+        if size < HEADER_LEN || at + size > buf.len() {
+            break;
+        }
+        let log_pos = u32_at(buf, at + 13).unwrap_or(0) as usize;
+        if log_pos != 0 && log_pos != at + size {
+            return true;
+        }
+        at += size;
+    }
+    false
 }

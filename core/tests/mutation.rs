@@ -289,3 +289,39 @@ fn a_flipped_bit_is_a_checksum_error_at_its_event() {
     assert_eq!(e.offset, fde_end as u64);
     assert_eq!(out.units.len(), 1); // the FDE before it
 }
+
+#[test]
+fn renumbering_sets_end_offsets_and_fresh_crcs() {
+    let data = synthetic(true, true);
+    let fde_end = 4 + u32::from_le_bytes(data[13..17].try_into().unwrap()) as usize;
+    let mut body = data[fde_end..].to_vec();
+    // log_pos 0 stays 0; give every event a non-zero one first.
+    let mut at = 0;
+    while at < body.len() {
+        let size = u32::from_le_bytes(body[at + 9..at + 13].try_into().unwrap()) as usize;
+        body[at + 13..at + 17].copy_from_slice(&1u32.to_le_bytes());
+        at += size;
+    }
+    let len = body.len();
+    let (ts, fdes) = _core::assemble::renumber(&mut body, 0, len, 1000, true);
+    assert_eq!(ts, 1_700_000_000);
+    assert!(fdes.is_empty());
+    let mut at = 0;
+    while at < body.len() {
+        let size = u32::from_le_bytes(body[at + 9..at + 13].try_into().unwrap()) as usize;
+        let log_pos = u32::from_le_bytes(body[at + 13..at + 17].try_into().unwrap()) as usize;
+        assert_eq!(log_pos, 1000 + at + size);
+        let crc = u32::from_le_bytes(body[at + size - 4..at + size].try_into().unwrap());
+        assert_eq!(crc, crc32fast::hash(&body[at..at + size - 4]));
+        at += size;
+    }
+}
+
+#[test]
+fn rows_answer_per_unit() {
+    use _core::assemble::rows;
+    // units: not fast; no tables; tables 0,1 (kept, not); tables 1 (not); tables 0 (kept); unknown id
+    let tids = [0u32, 1, 1, 0, 9];
+    let bounds = [u32::MAX, 0, 0, 0, 0, 2, 2, 3, 3, 4, 4, 5];
+    assert_eq!(rows(&tids, &bounds, &[1, 0]), vec![3, 2, 1, 0, 2, 3]);
+}

@@ -15,7 +15,7 @@ from pathlib import Path
 from binlog_codec import read_format_description
 from binlog_codec.errors import BinlogError
 from binlog_files import binlog_paths, open_binlog
-from dumpfilter.rule_options import add_rule_options, ruleset_from_args
+from dumpfilter.rule_options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from binlog_files.filtering import FileSink, FilterStats, SeriesSink, filter_files
 from filter_rules.evaluate import RuleEngine
 from filter_rules.transaction_filter import TransactionFilter
@@ -35,6 +35,7 @@ def register(subparsers) -> None:
                         help="output file; a directory (existing, or given with a trailing /) or several "
                              "input files give a numbered series <base>.NNNNNN with an index")
     add_rule_options(parser)
+    add_schema_option(parser)
     # --flavor defaults to the server that wrote the binlog (its FDE's server version), not to mysql:
     # a MariaDB binlog is filtered as a MariaDB replica would (filter-semantics.md §8.1).
     parser.set_defaults(flavor=None)
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.flavor is None:
         args.flavor = flavor_of(paths[0])
     rules, settings = ruleset_from_args(args)
-    engine = RuleEngine(rules, settings)
+    engine = RuleEngine(rules, settings, schema=schema_from_args(args))
     tfilter = TransactionFilter(engine, empty_transactions=args.empty_transactions)
     out = Path(args.output)
     series = len(paths) > 1 or out.is_dir() or args.output.endswith(("/", "\\"))
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     written = sink.close()
     print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
-                  flavor=settings.flavor, mode=args.summary)
+                  flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
     return 0
 
 
@@ -96,7 +97,8 @@ def _mb(n: int) -> str:
 
 
 def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, rules_text: str, flavor: str,
-                  mode: str = "auto") -> None:
+                  mode: str = "auto", assumed: int = 0) -> None:
+    """`assumed`: decisions the engine took without what the server would see (RuleEngine.assumed)."""
     if mode == "none":
         return
     if mode == "auto":
@@ -104,7 +106,7 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
     out_bytes = sum(p.stat().st_size for p in written if p.exists())
     if mode == "json":
         payload = stats.as_dict() | {"output_files": [str(p) for p in written], "output_file_bytes": out_bytes,
-                                     "seconds": round(elapsed, 3), "flavor": flavor}
+                                     "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed}
         print(json.dumps(payload), file=sys.stderr)
         return
     pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% less" if stats.bytes_in else ""
@@ -128,10 +130,15 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
         console.print(table)
         if stats.unparsed_statements:
             console.print(f"{stats.unparsed_statements} statement(s) could not be parsed and were kept")
+        if assumed:
+            console.print(f"{assumed} decision(s) assumed what the schema model lacks (explain says which)")
         return
     print(f"rules ({flavor} replica): {rules_text}", file=sys.stderr)
     for name, before, kept, skipped in rows:
         print(f"{name}: {before} in, kept {kept}" + (f", skipped {skipped}" if skipped else ""), file=sys.stderr)
     if stats.unparsed_statements:
         print(f"unparsed statements kept: {stats.unparsed_statements}", file=sys.stderr)
+    if assumed:
+        print(f"assumed_decisions: {assumed} (the schema model lacked a column or trigger; explain says which)",
+              file=sys.stderr)
     print(f"output: {', '.join(str(p) for p in written)} ({elapsed:.2f} s)", file=sys.stderr)

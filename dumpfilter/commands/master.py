@@ -35,8 +35,17 @@ def register(subparsers) -> None:
     serve.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                        help="do not check event CRC32s while reading the binlog (MySQL's default "
                             "source_verify_checksum=OFF); slaves still check what they receive")
+    serve.add_argument("--schema", metavar="FILE|mysql://USER@HOST:PORT",
+                       help="the master's schema before its binlog (mysqldump --no-data file or a server): "
+                            "multi-table UPDATE decisions use its columns and triggers")
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.set_defaults(func=serve_command)
+
+
+def _schema(args: argparse.Namespace):
+    from dumpfilter.rule_options import schema_from_args
+
+    return schema_from_args(args) if args.schema else None
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -49,7 +58,7 @@ def serve_command(args: argparse.Namespace) -> int:
                                  tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
                                  max_streams=args.max_streams, max_streams_per_identity=args.max_streams_per_identity,
                                  stall_timeout=args.stall_timeout or None,
-                                 verify_checksums=args.verify_checksums)
+                                 verify_checksums=args.verify_checksums, schema=_schema(args))
     if args.metrics_port is not None:
         serve_metrics(master.service, args.metrics_port)
     host = args.listen.rpartition(":")[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dumpfilter.rule_options import add_rule_options, ruleset_from_args
+from dumpfilter.rule_options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 
 
 def register(subparsers) -> None:
@@ -43,6 +43,7 @@ def register(subparsers) -> None:
                           "default 60; keep it above --heartbeat-period)")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
     add_rule_options(run)
+    add_schema_option(run)  # the slave re-checks what it receives: give it the master's --schema too
     run.set_defaults(func=run_command)
     status = sub.add_parser("status", help="SHOW REPLICA STATUS-like fields of a slave's relay log directory")
     status.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
@@ -60,7 +61,8 @@ def run_command(args: argparse.Namespace) -> int:
                          tls_ca=args.ssl_ca, tls_cert=args.ssl_cert, tls_key=args.ssl_key,
                          start_gtid=args.gtid_start, connect_retry=args.connect_retry,
                          connect_timeout=args.connect_timeout, retry_count=args.retry_count,
-                         net_timeout=args.net_timeout or None)
+                         net_timeout=args.net_timeout or None,
+                         schema=schema_from_args(args) if args.schema else None)
     return Slave(config).run()
 
 

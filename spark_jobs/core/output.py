@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import struct
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from binlog_codec import BinlogWriter, Event, EventType, GtidTracker, fix_transaction_length
 from binlog_codec.constants import GTID_EVENT_TYPES
-from binlog_codec.event import HEADER
+from binlog_codec.scanner import renumber as core_renumber
 from binlog_codec.writer import fde_for_new_file
 from binlog_files import BinlogSeriesWriter
 from binlog_files.files import write_index
@@ -50,29 +49,10 @@ def renumber(buf: bytearray, start: int, stop: int, base: int, crc_len: int, fmt
     """Give every event in `buf[start:stop]` (whole events, back to back, to be written at file
     offset `base`) its end offset as log_pos, except where log_pos is 0, and recompute the CRC of
     each event whose log_pos changed; in place. Returns the last non-zero timestamp (0: none)."""
-    unpack = HEADER.unpack_from
-    pack_u32 = _U32.pack_into
-    crc32 = zlib.crc32
-    view = memoryview(buf)
-    delta = base - start
-    last_ts = 0
-    off = start
-    try:
-        while off < stop:
-            ts, type_code, _, size, log_pos, _ = unpack(buf, off)
-            end = off + size
-            if ts:
-                last_ts = ts
-            if log_pos and log_pos != end + delta:
-                if type_code == _FDE:  # carries its own checksum setting: the codec's path
-                    view[off:end] = Event(bytes(view[off:end]), 0, fmt).with_header(log_pos=end + delta).raw
-                else:
-                    pack_u32(buf, off + 13, end + delta)
-                    if crc_len:
-                        pack_u32(buf, end - 4, crc32(view[off : end - 4]))
-            off = end
-    finally:
-        view.release()
+    last_ts, fdes = core_renumber(buf, start, stop, base, bool(crc_len))
+    for off in fdes:  # carries its own checksum setting: the codec's path
+        end = off + _U32.unpack_from(buf, off + 9)[0]
+        buf[off:end] = Event(bytes(buf[off:end]), 0, fmt).with_header(log_pos=end + base - start).raw
     return last_ts
 
 

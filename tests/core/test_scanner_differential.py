@@ -46,7 +46,8 @@ def core_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
             if rec.flags & F_MARIADB_GTID:
                 gtid = f"{rec.gtid_domain}-{rec.gtid_server}-{rec.gtid_seq}"
             elif rec.flags & F_MYSQL_GTID:
-                gtid = f"{uuid.UUID(bytes=raw[20:36])}:{rec.gtid_seq}"
+                gno = rec.gtid_seq - (1 << 64) if rec.gtid_seq >= 1 << 63 else rec.gtid_seq  # an int64 on the wire
+                gtid = f"{uuid.UUID(bytes=raw[20:36])}:{gno}"
             elif rec.flags & F_TAGGED_GTID:
                 gtid = Event(raw[: rec.gtid_size], 0, None).gtid  # tags are decoded in Python
             out.append((base + rec.start, base + rec.end, rec.events, rec.kind, rec.complete, tables, gtid,

@@ -215,8 +215,9 @@ def test_effective_slave_applies_wl2516_rewrite_to_table_maps(workload_dir, mast
     """WL#2516 REWRITE under effective semantics, done by the slave (WL#2387 keeps rewriting
     there): `db5.%->dbx.%` moves db5's tables to dbx and `db1.t1->db1.t9` renames one table, in
     the Table_maps written to the relay log (CRCs recomputed: the relay log reads back verified);
-    which events arrive is the master's effective-mode decision on the rewritten names."""
-    rules = RuleSet(effective_do=("dbx.%", "db1.%"), effective_ignore=("%.%",),
+    which events arrive is the master's effective-mode decision on the master's names (DO/IGNORE
+    before REWRITE: the seed's own example, filter_rules.evaluate._effective_decision)."""
+    rules = RuleSet(effective_do=("db5.%", "db1.%"), effective_ignore=("%.%",),
                     effective_rewrite=(("db1.t1", "db1.t9"), ("db5.%", "dbx.%")))
     settings = Settings(semantics="effective")
     master, address = master_factory(workload_dir)

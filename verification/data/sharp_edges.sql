@@ -102,6 +102,36 @@ USE c;
 DROP TRIGGER a.t1_audit;
 INSERT INTO a.t1 VALUES (290, 'trigger gone');
 
+-- 1.12 Multi-table UPDATE with unqualified SET columns (BUG#37051, table_map_for_update): only the
+--      table that owns the column is updated, and only dumpfilter's schema model can tell which
+--      (a.t_left.lv, b.t_mid.mv, c.t_right.rv). The seed's triggers write more tables, and MariaDB
+--      checks those too (b.t_mid -> a.t_audit, a.t_left -> a.t2, c.t_right -> b.t2).
+USE a;
+UPDATE a.t_left LEFT JOIN c.t_right ON a.t_left.id = c.t_right.id SET rv = 'U1: only c.t_right' WHERE a.t_left.id = 1;
+UPDATE c.t_right LEFT JOIN a.t_left ON c.t_right.id = a.t_left.id SET lv = 'U2: only a.t_left' WHERE c.t_right.id = 2;
+UPDATE c.t_right JOIN (a.t_left JOIN b.t_mid ON a.t_left.id = b.t_mid.id) ON c.t_right.id = a.t_left.id
+  SET mv = 'U3: nested joins, only b.t_mid' WHERE c.t_right.id = 3;
+
+-- 1.13 A trigger on a filtered table that writes a kept table (b.t_mid -> a.t_audit, a do-table), and
+--      a trigger on a kept table that writes a filtered one (c.t_right -> b.t2, wild-ignored b.%).
+UPDATE b.t_mid JOIN b.t_x ON b.t_mid.id = b.t_x.id SET mv = 'T1: its trigger writes a.t_audit' WHERE b.t_mid.id = 4;
+UPDATE c.t_right JOIN b.t_x ON c.t_right.id = b.t_x.id SET rv = 'T2: its trigger writes b.t2' WHERE c.t_right.id = 5;
+
+-- 1.14 Multi-table DELETE: only the delete targets count; the tables its triggers write do not
+--      (MariaDB checks it before opening the tables, observed on 10.11).
+DELETE a.t_left FROM a.t_left JOIN c.t_right ON a.t_left.id = c.t_right.id WHERE a.t_left.id = 6;
+
+-- 1.15 A trigger created in the middle of the binlog exists only where its CREATE was applied.
+USE b;
+DELIMITER //
+CREATE TRIGGER t_x_upd AFTER UPDATE ON t_x FOR EACH ROW
+BEGIN
+  INSERT INTO a.t_audit (id, what) VALUES (NEW.id + 4000, CONCAT('b.t_x updated: ', NEW.v));
+END//
+DELIMITER ;
+USE a;
+UPDATE b.t_x JOIN a.t_left ON b.t_x.id = a.t_left.id SET v = 'M1: fires the new trigger' WHERE b.t_x.id = 5;
+
 -- ---------------------------------------------------------------------------------------------
 -- Part 2: traps that stop some replicas (each stops at its first).
 -- 2.1 MariaDB: CREATE DATABASE e_1 is skipped by db-and-wild (wild check on 'e_1.'), but

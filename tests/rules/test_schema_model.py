@@ -1,0 +1,257 @@
+"""The schema model and the decisions that need it (issue #14 part 1). Every engine row cites its source:
+a bug number, a research section, or "observed": MariaDB 10.11 replicas in this project's experiment
+(ignore-table d.f,d.g / ignore-table d.k / do-table d.k / ignore-table d.t4, STATEMENT format), which
+`dumpfilter verify --builtin` (sections 1.12-1.15 of its workload) repeats on every run."""
+
+import json
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.cli import main
+from filter_rules.evaluate import RuleEngine
+from filter_rules.ruleset import RuleSet, Settings
+from filter_rules.schema import SchemaModel, split_script
+
+MARIADB = Settings(flavor="mariadb")
+MYSQL = Settings(flavor="mysql")
+
+SEED = """
+CREATE TABLE d.t1 (a INT PRIMARY KEY, b INT);
+CREATE TABLE d.t4 (a INT PRIMARY KEY, d INT);
+CREATE TABLE d.t7 (a INT PRIMARY KEY, g INT);
+CREATE TABLE d.f (id INT PRIMARY KEY, x INT);
+CREATE TABLE d.g (id INT PRIMARY KEY, y INT);
+CREATE TABLE d.k (n INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20));
+DELIMITER //
+CREATE TRIGGER d.tf AFTER UPDATE ON d.f FOR EACH ROW BEGIN INSERT INTO d.k (what) VALUES ('u'); END//
+CREATE TRIGGER d.tfd AFTER DELETE ON d.f FOR EACH ROW INSERT INTO d.k (what) VALUES ('d')//
+DELIMITER ;
+"""
+
+A = "UPDATE d.t1 LEFT JOIN d.t4 ON d.t1.a = d.t4.a SET d = 10"
+A2 = "UPDATE d.t1 LEFT JOIN d.t4 ON d.t1.a = d.t4.a SET b = 10"
+B = "UPDATE d.f JOIN d.g ON d.f.id = d.g.id SET d.f.x = 20"
+B2 = "UPDATE d.f SET x = 30 WHERE id = 1"
+C = "DELETE d.f FROM d.f JOIN d.g ON d.f.id = d.g.id WHERE d.f.id = 2"
+NESTED = "UPDATE d.t7 LEFT JOIN (d.t1, d.t4) ON d.t7.a = d.t1.a SET g = 1, d = 2"
+
+CASES = [
+    # (citation, rules, settings, sql, apply)
+    ("BUG#37051 observed: SET d is t4's column; ignore-table t4 skips", {"ignore_table": ("d.t4",)}, MARIADB, A, False),
+    ("BUG#37051 observed: SET b is t1's column; ignore-table t4 applies", {"ignore_table": ("d.t4",)}, MARIADB, A2,
+     True),
+    ("BUG#37051 rpl_filter_tables_not_exist: nested joins, t7 and t4 updated, t1 joined only",
+     {"ignore_table": ("d.t1",)}, MARIADB, NESTED, True),
+    ("BUG#37051: nested joins, first updated table t7 decides", {"do_table": ("d.t7",), "ignore_table": ("d.t4",)},
+     MARIADB, NESTED, True),
+    ("observed: MariaDB multi-UPDATE counts the table its trigger writes (do-table k)", {"do_table": ("d.k",)},
+     MARIADB, B, True),
+    ("observed: the reverse, a trigger writing ignored k skips the multi-UPDATE", {"ignore_table": ("d.k",)},
+     MARIADB, B, False),
+    ("observed: first decisive table wins before any trigger table (ignore f, g)", {"ignore_table": ("d.f", "d.g")},
+     MARIADB, B, False),
+    ("observed: single-table UPDATE is checked before opening: triggers do not count", {"do_table": ("d.k",)},
+     MARIADB, B2, False),
+    ("observed: multi-table DELETE is checked before opening: triggers do not count", {"do_table": ("d.k",)},
+     MARIADB, C, False),
+    ("observed: multi-table DELETE, read-only g never counts", {"ignore_table": ("d.g",)}, MARIADB, C, True),
+    ("[src] MySQL 8 sql_parse.cc: table_map_for_update checked before open, triggers do not count",
+     {"do_table": ("d.k",)}, MYSQL, B, False),
+    ("BUG#37051 MySQL 8: SET columns placed the same way", {"ignore_table": ("d.t4",)}, MYSQL, A2, True),
+]
+
+
+@pytest.mark.parametrize("citation,rules,settings,sql,apply", CASES, ids=[c[0] for c in CASES])
+def test_schema_aware_decisions(citation, rules, settings, sql, apply):
+    engine = RuleEngine(RuleSet(**rules), settings, schema=SchemaModel.from_sql(SEED))
+    decision = engine.decide_statement(sql, "d")
+    assert decision.apply is apply, decision.reason
+    assert decision.assumption is None and engine.assumed == 0
+
+
+def test_without_the_model_the_engine_gives_todays_answer_and_says_what_it_assumed():
+    engine = RuleEngine(RuleSet(ignore_table=("d.t4",)), MARIADB)
+    decision = engine.decide_statement(A2, "d")
+    assert not decision.apply  # every joined table taken as updated: t4 is ignored
+    assert "SET column 'b' not placed" in decision.assumption and "d.t1, d.t4 unknown" in decision.assumption
+    assert engine.assumed == 1
+    assert "[assumed: " in str(decision) and decision.to_json()["assumption"] == decision.assumption
+
+
+def test_an_unknown_table_without_the_column_elsewhere_must_hold_it():
+    """The master ran the statement, so the column is in exactly one table: if the known tables lack it, the
+    only unknown table has it."""
+    model = SchemaModel.from_sql("CREATE TABLE d.t1 (a INT, b INT);")
+    engine = RuleEngine(RuleSet(ignore_table=("d.t1",)), MYSQL, schema=model)
+    decision = engine.decide_statement(A, "d")  # SET d: not t1's, so t4's
+    assert decision.apply and decision.tables == ("d.t4",)
+    assert decision.assumption is None
+
+
+def test_binlog_ddl_fills_the_model_in_order():
+    engine = RuleEngine(RuleSet(ignore_table=("d.t4",)), MYSQL)
+    for ddl in ("CREATE TABLE t1 (a INT PRIMARY KEY, b INT)", "CREATE TABLE t4 (a INT PRIMARY KEY, c INT)"):
+        engine.decide_statement(ddl, "d")
+    assert engine.decide_statement(A2, "d").apply
+    engine.decide_statement("ALTER TABLE t1 DROP COLUMN b", "d")
+    engine.decide_statement("ALTER TABLE t4 ADD COLUMN b INT", "d")
+    assert not engine.decide_statement(A2, "d").apply  # b moved to t4
+    engine.decide_statement("RENAME TABLE t4 TO t5", "d")
+    engine.decide_statement("CREATE TABLE t4 LIKE t1", "d")
+    decision = engine.decide_statement(A2, "d")
+    assert decision.assumption is not None  # neither t1 nor the new t4 has b: not placed
+    engine.decide_statement("DROP DATABASE d", None)
+    assert engine.schema.tables == {}
+
+
+def test_a_trigger_created_mid_binlog_counts_only_where_it_was_applied():
+    seed = SchemaModel.from_sql(SEED.split("DELIMITER")[0])  # tables, no triggers
+    create = "CREATE TRIGGER tr AFTER UPDATE ON g FOR EACH ROW INSERT INTO d.k (what) VALUES ('g')"
+    update = "UPDATE d.g JOIN d.f ON d.g.id = d.f.id SET y = 1"
+    kept = RuleEngine(RuleSet(do_table=("d.k", "d.g")), MARIADB, schema=seed.copy())
+    assert kept.decide_statement(create, "d").apply
+    skipped = RuleEngine(RuleSet(do_table=("d.k",)), MARIADB, schema=seed.copy())
+    assert not skipped.decide_statement(create, "d").apply  # its table g is not in the do list
+    assert not skipped.decide_statement(update, "d").apply  # no trigger on this replica: g alone decides
+    assert ("d", "tr") in skipped.schema.triggers  # the master's model still has it
+    also = RuleEngine(RuleSet(do_table=("d.k",), ignore_table=("d.zz",)), MARIADB, schema=seed.copy())
+    also._absent_triggers.clear()
+    also.schema.observe(create, "d")  # a trigger the replica has (from its own --schema dump)
+    assert also.decide_statement(update, "d").apply
+    also.decide_statement("DROP TRIGGER d.tr", "d")
+    assert not also.decide_statement(update, "d").apply
+
+
+def test_effective_semantics_decide_on_the_placed_table():
+    engine = RuleEngine(RuleSet(effective_ignore=("d.t4",)), Settings(semantics="effective"),
+                        schema=SchemaModel.from_sql(SEED))
+    assert engine.decide_statement(A2, "x").apply  # only d.t1 is changed
+    assert not engine.decide_statement(A, "x").apply
+
+
+def test_lower_case_table_names_finds_the_model_tables():
+    engine = RuleEngine(RuleSet(ignore_table=("d.t4",)), Settings(lower_case_table_names=1),
+                        schema=SchemaModel.from_sql(SEED))
+    assert engine.decide_statement(A2.replace("d.t1", "D.T1").replace("d.t4", "D.T4"), "d").apply
+
+
+def test_trigger_bodies_nested_statements_and_calls():
+    model = SchemaModel.from_sql("""
+CREATE TABLE s.t (id INT, v INT);
+DELIMITER ;;
+CREATE TRIGGER s.a BEFORE UPDATE ON s.t FOR EACH ROW BEGIN
+  IF NEW.v > 1 THEN INSERT INTO log1 (x) VALUES (1); ELSE REPLACE INTO o.log2 VALUES (2); END IF;
+  INSERT INTO o.log3 VALUES (1) ON DUPLICATE KEY UPDATE x = 1;
+END;;
+CREATE TRIGGER s.b AFTER DELETE ON s.t FOR EACH ROW CALL s.p();;
+DELIMITER ;
+""")
+    assert model.triggers[("s", "a")].writes == ((("s", "log1"), "INSERT"), (("o", "log2"), "INSERT"),
+                                                 (("o", "log2"), "DELETE"), (("o", "log3"), "INSERT"))
+    assert model.triggers[("s", "b")].writes is None  # a CALL: the body is not followed
+
+
+def test_split_script_follows_delimiters_quotes_and_comments():
+    text = "SELECT ';' ; -- a ; comment\nDELIMITER $$\nCREATE x BEGIN a; b; END$$\nDELIMITER ;\n/* ; */ DO 1;"
+    assert split_script(text) == ["SELECT ';'", "CREATE x BEGIN a; b; END", "/* ; */ DO 1"]
+
+
+def test_explain_with_schema_file(tmp_path, capsys):
+    schema = tmp_path / "schema.sql"
+    schema.write_text(SEED)
+    argv = ["explain", "--flavor", "mariadb", "--replicate-do-table=d.k", "--current-db", "d", "--json", "--sql", B]
+    assert main(argv) == 0
+    without = json.loads(capsys.readouterr().out)
+    assert without["decision"] == "skip" and "not in the schema model" in without["assumption"]
+    assert main(argv + ["--schema", str(schema)]) == 0
+    with_model = json.loads(capsys.readouterr().out)
+    assert with_model["decision"] == "apply" and "assumption" not in with_model
+    assert with_model["tables"] == ["d.f", "d.k"]
+
+
+def test_explain_schema_errors_name_the_file(tmp_path, capsys):
+    assert main(["explain", "--schema", str(tmp_path / "missing.sql"), "--sql", "BEGIN"]) == 2
+    assert "--schema" in capsys.readouterr().err
+    assert main(["explain", "--schema", "mysql://root@127.0.0.1:1", "--sql", "BEGIN"]) == 2
+    assert "cannot connect" in capsys.readouterr().err
+
+
+@pytest.mark.mariadb
+def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, tmp_path, capsys):
+    """A real `mariadb-dump --no-data` file (version comments, DELIMITER ;;, triggers) and information_schema
+    of the same server give the same model; `dumpfilter filter --schema` then counts no assumption where
+    the plain run counts one, and keeps the multi-table UPDATE a trigger makes a do-table write."""
+    server = mariadb_factory("schema-src", binlog_format="STATEMENT")
+    server.execute(["CREATE DATABASE d"] + [s for s in split_script(SEED)])
+    dump = subprocess.run(["mariadb-dump", "--no-data", "--triggers", "--databases", "d", "-h", "127.0.0.1",
+                           "-P", str(server.port), "-u", "root"], check=True, capture_output=True, text=True).stdout
+    (tmp_path / "dump.sql").write_text(dump)
+    from_dump = SchemaModel.load(tmp_path / "dump.sql")
+    from_server = SchemaModel.from_server(f"mysql://root@127.0.0.1:{server.port}")
+    assert from_dump.tables == from_server.tables and from_dump.tables[("d", "t4")] == ("a", "d")
+    assert from_dump.triggers == from_server.triggers
+    assert from_dump.triggers[("d", "tf")].writes == ((("d", "k"), "INSERT"),)
+    server.execute("RESET MASTER")  # the binlog starts after the DDL: only --schema knows the tables
+    server.execute(["INSERT INTO t1 VALUES (1, 1)", "INSERT INTO f VALUES (1, 1)", "INSERT INTO g VALUES (1, 1)",
+                    B, A2], db="d")
+    server.flush_logs()
+    binlog = str(server.binlog_files()[0])
+    base = ["filter", binlog, "--replicate-do-table=d.k", "--summary", "json"]
+    assert main(base + ["-o", str(tmp_path / "plain.bin")]) == 0
+    plain = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert main(base + ["-o", str(tmp_path / "schema.bin"), "--schema", str(tmp_path / "dump.sql")]) == 0
+    modelled = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert plain["assumed_decisions"] >= 1 and modelled["assumed_decisions"] == 0
+    assert modelled["kept"] > plain["kept"]  # the UPDATE of f, kept because its trigger writes d.k
+    # The master: the same decisions, counted in the slave's stats.
+    assert _master_stats(server.binlog_dir, None).assumed_decisions >= 1
+    with_schema = _master_stats(server.binlog_dir, SchemaModel.load(tmp_path / "dump.sql"))
+    assert with_schema.assumed_decisions == 0 and with_schema.transactions_kept >= 1
+
+
+def _master_stats(binlog_dir, schema):
+    from master.service import ChannelSpec, DumpService, Registration
+
+    service = DumpService(binlog_dir, schema=schema)
+    service.register(Registration(server_id=7, filters=(ChannelSpec(None, RuleSet(do_table=("d.k",))),),
+                                  settings=MARIADB))
+    for batch in service.stream(7):
+        if batch.caught_up:
+            break
+    return service.slaves[7].stats
+
+
+_TABLES = ("t1", "t2", "t3")
+_COLUMNS = ("a", "b", "c", "d")
+_DDL = st.one_of(
+    st.builds(lambda t, cols: f"CREATE TABLE {t} ({', '.join(c + ' INT' for c in cols)})",
+              st.sampled_from(_TABLES), st.lists(st.sampled_from(_COLUMNS), min_size=1, max_size=3, unique=True)),
+    st.builds(lambda t, c: f"ALTER TABLE {t} ADD COLUMN {c} INT", st.sampled_from(_TABLES), st.sampled_from(_COLUMNS)),
+    st.builds(lambda t, c: f"ALTER TABLE {t} DROP COLUMN {c}", st.sampled_from(_TABLES), st.sampled_from(_COLUMNS)),
+    st.builds(lambda t, c, n: f"ALTER TABLE {t} CHANGE {c} {n} INT", st.sampled_from(_TABLES),
+              st.sampled_from(_COLUMNS), st.sampled_from(_COLUMNS)),
+    st.builds(lambda a, b: f"RENAME TABLE {a} TO {b}", st.sampled_from(_TABLES), st.sampled_from(_TABLES)),
+    st.builds(lambda a, b: f"CREATE TABLE {a} LIKE {b}", st.sampled_from(_TABLES), st.sampled_from(_TABLES)),
+    st.builds(lambda t: f"DROP TABLE IF EXISTS {t}", st.sampled_from(_TABLES)),
+)
+
+
+@given(st.lists(_DDL, max_size=12), st.integers(min_value=0, max_value=12))
+@settings(max_examples=60, deadline=None)
+def test_lazy_replay_equals_eager_replay_and_copies_are_independent(ddl, cut):
+    """Resolving column lists late (when a decision asks) gives what resolving after every statement gives,
+    and a copy taken mid-stream is not changed by what the original replays afterwards."""
+    lazy, eager = SchemaModel(), SchemaModel()
+    snapshot = None
+    for index, statement in enumerate(ddl):
+        if index == cut:
+            snapshot, frozen = lazy.copy(), eager.copy().tables
+        lazy.observe(statement, "d")
+        eager.observe(statement, "d")
+        eager.tables  # resolve everything now
+    assert lazy.tables == eager.tables
+    if snapshot is not None:
+        assert snapshot.tables == frozen
