@@ -46,17 +46,22 @@ def _looks_like_event(head: bytes, fmt, start: int) -> bool:
     return log_pos in (0, start + size)
 
 
+def confined_rotate_target(target: str, current: str, offset: int) -> str:
+    """`target` if it is a plain file name (the next binlog, in the same directory), else a
+    BinlogError: a hostile Rotate must not lead a reader to /etc/passwd or ../x. For every
+    reader that follows Rotates (this one, the master's segment reader)."""
+    if not target or "/" in target or "\\" in target or "\0" in target or target in (".", ".."):
+        raise BinlogError(f"Rotate names {target[:80]!r}, which is not a binlog file name", path=current,
+                          offset=offset)
+    return target
+
+
 def _rotated_name(event: Event, current: str) -> str:
-    """The file a Rotate names: a plain name in the same directory, never a path (a hostile
-    binlog must not lead the reader to /etc/passwd)."""
     try:
         target = event.rotate[1]
     except BinlogError as exc:
         raise BinlogError(exc.message, path=current, offset=event.pos) from None
-    if not target or "/" in target or "\\" in target or "\0" in target or target in (".", ".."):
-        raise BinlogError(f"Rotate names {target[:80]!r}, which is not a binlog file name", path=current,
-                          offset=event.pos)
-    return target
+    return confined_rotate_target(target, current, event.pos)
 
 
 @dataclass(frozen=True)
