@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dumpfilter.master_client import add_connection_options, server_id_type
 from dumpfilter.rule_options import add_rule_options, ruleset_from_args
 
 
@@ -16,19 +17,18 @@ def register(subparsers) -> None:
     run = sub.add_parser("run", help="register with a master and stream into relay logs",
                          description="The rules are sent to the master, which filters; replicate-rewrite-db is "
                                      "applied here, on the slave, as WL#2387 specifies.")
-    run.add_argument("--master", required=True, metavar="HOST:PORT")
-    run.add_argument("--server-id", required=True, type=int)
+    add_connection_options(run)
+    run.add_argument("--server-id", required=True, type=server_id_type, help="this slave's server_id (1 to 4294967295)")
+    run.add_argument("--report-host", default="", metavar="NAME",
+                     help="the Host column of the master's SHOW SLAVE HOSTS (mysqld report_host; default none)")
     run.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
     run.add_argument("--skip-policy", choices=("heartbeat", "placeholder", "empty-transaction"), default="heartbeat",
                      help="what the master sends for skipped stretches (default heartbeat, as MySQL)")
     run.add_argument("--until-caught-up", action="store_true",
                      help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
     run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
-    run.add_argument("--user", default="", help="identity for the master policy")
-    run.add_argument("--password", default="")
     run.add_argument("--relay-log-size", type=int, default=64 << 20, metavar="BYTES")
     run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
-    run.add_argument("--ssl-ca", type=Path, metavar="FILE", help="TLS: the CA that signed the master's certificate")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
     add_rule_options(run)
     run.set_defaults(func=run_command)
@@ -45,7 +45,8 @@ def run_command(args: argparse.Namespace) -> int:
                          settings=settings, channel=args.channel, skip_policy=args.skip_policy, user=args.user,
                          password=args.password, until_caught_up=args.until_caught_up, apply_url=args.apply,
                          relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
-                         tls_ca=args.ssl_ca, start_gtid=args.gtid_start)
+                         tls_ca=args.ssl_ca, start_gtid=args.gtid_start, hostname=args.report_host,
+                         rpc_timeout=args.rpc_timeout)
     return Slave(config).run()
 
 
