@@ -53,11 +53,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def mysqld_spelling(argv: list[str]) -> list[str]:
+    """Options as mysqld reads them: `--replicate_do_db` is `--replicate-do-db` (my_getopt treats
+    '_' and '-' in an option name alike). Only the name changes, never a value (`--x_y=a_b`)."""
+    out = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        if arg.startswith("--") and "_" in arg.partition("=")[0]:
+            name, eq, value = arg.partition("=")
+            arg = name.replace("_", "-") + eq + value
+        out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(mysqld_spelling(sys.argv[1:] if argv is None else list(argv)))
     try:
         return int(args.func(args) or 0)
     except DumpFilterError as exc:

@@ -4,6 +4,8 @@ writes relay logs and optionally applies them; and its SHOW REPLICA STATUS."""
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 from pathlib import Path
 
 from dumpfilter.master_client import add_connection_options, server_id_type
@@ -47,11 +49,30 @@ def run_command(args: argparse.Namespace) -> int:
                          relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
                          tls_ca=args.ssl_ca, start_gtid=args.gtid_start, hostname=args.report_host,
                          rpc_timeout=args.rpc_timeout)
-    return Slave(config).run()
+    slave = Slave(config)
+    signal.signal(signal.SIGTERM, _stop)  # `kill` ends the slave as Ctrl-C does: state recorded, summary printed
+    try:
+        return slave.run()
+    finally:
+        print(summary_line(slave), file=sys.stderr, flush=True)
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def summary_line(slave) -> str:
+    """One line when `slave run` ends, however it ends: this run's counters and where it stands."""
+    c, info = slave.counters, slave.info
+    where = f"{info.master_file}:{info.master_pos}" if info.master_file else "no position yet"
+    gtid = f", gtid {info.gtid_state}" if info.gtid_state else ""
+    return (f"dumpfilter slave: server_id {slave.config.server_id} stopped at {where}{gtid}; this run: "
+            f"{c.events_received} events, {c.bytes_received} bytes received, {c.events_relayed} events, "
+            f"{c.bytes_relayed} bytes relayed, {c.heartbeats} heartbeats, {c.placeholders} placeholders")
 
 
 def status_command(args: argparse.Namespace) -> int:
-    from slave.client import status_fields
+    from slave.status import status_fields
 
     fields = status_fields(args.relay_log_dir)
     width = max(len(k) for k in fields)
