@@ -35,11 +35,21 @@ COMMAND_MODULES = (
 )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dumpfilter")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0.1.0 (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dumpfilter",
         description="Master-side replication filter simulator for MySQL and MariaDB (WL#2387).",
     )
+    parser.add_argument("--version", action="version", version=f"dumpfilter {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in COMMAND_MODULES:

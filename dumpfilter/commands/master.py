@@ -10,7 +10,18 @@ import signal
 import sys
 import threading
 
+from binlog_codec.errors import DumpFilterError
 from dumpfilter.master_client import add_connection_options, server_id_type
+
+
+def port_type(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: a TCP port is 0 to 65535")
+    return value
 
 
 def register(subparsers) -> None:
@@ -26,7 +37,8 @@ def register(subparsers) -> None:
     serve.add_argument("--policy", metavar="FILE", help="TOML master policy: what each slave identity may receive")
     serve.add_argument("--tls-cert", metavar="FILE")
     serve.add_argument("--tls-key", metavar="FILE")
-    serve.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus /metrics on 127.0.0.1:N")
+    serve.add_argument("--metrics-port", type=port_type, metavar="N",
+                       help="serve Prometheus /metrics on 127.0.0.1:N (default: no metrics; 0 picks a free port)")
     serve.add_argument("--max-streams", type=int, default=64, help="concurrent Dump streams (default 64)")
     serve.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                        help="do not check event CRC32s while reading the binlog (MySQL's default "
@@ -69,7 +81,12 @@ def serve_command(args: argparse.Namespace) -> int:
                                  tls_key=args.tls_key, max_streams=args.max_streams,
                                  verify_checksums=args.verify_checksums)
     if args.metrics_port is not None:
-        serve_metrics(master.service, args.metrics_port)
+        try:
+            serve_metrics(master.service, args.metrics_port)
+        except OSError as exc:
+            master.stop(0)
+            raise DumpFilterError(f"--metrics-port {args.metrics_port}: cannot listen on "
+                                  f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None
     host = args.listen.rpartition(":")[0]
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
     stop = threading.Event()
