@@ -80,6 +80,7 @@ class RelayInfo:
     last_sql_errno: int = 0
     last_sql_error: str = ""
     last_sql_error_timestamp: str = ""
+    filters_changed_at: str = ""                    # where a live ChangeFilter on the master took effect
 
     @classmethod
     def load(cls, directory: Path) -> RelayInfo | None:

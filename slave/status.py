@@ -84,6 +84,9 @@ def note_batch(info: RelayInfo, batch) -> None:
     connected, its error is cleared; the first event's timestamp dates what the master sent."""
     info.connected, info.caught_up = True, bool(batch.caught_up)
     info.last_error, info.last_io_errno, info.last_io_error_timestamp = "", 0, ""
+    changed = batch.filter_changed_at
+    if changed.file:  # a live CHANGE REPLICATION FILTER on the master took effect here
+        info.filters_changed_at = f"{changed.file}:{changed.pos}"
     events = batch.events
     if len(events) >= 19 and not batch.heartbeat:
         stamp = int.from_bytes(events[0:4], "little")
@@ -195,6 +198,9 @@ def status_fields(relay_dir: Path, *, now: float | None = None) -> dict:
         # dumpfilter
         "Apply_Target": info.apply_target,
         "Master_Policy_Allow": ",".join(info.policy_allow),
+        # Replicate_* above are the rules this slave registered; a live change on the master
+        # (dumpfilter master change-filter) is shown by `dumpfilter master filters`.
+        "Filters_Changed_On_Master_At": info.filters_changed_at,
         "Skip_Policy": info.skip_policy,
         "Events_Received": stats.get("events_received", 0), "Bytes_Received": stats.get("bytes_received", 0),
         "Heartbeats_Received": stats.get("heartbeats", 0), "Placeholders_Received": stats.get("placeholders", 0),

@@ -4,6 +4,7 @@ summary line `slave run` prints when it ends. Real master on loopback; real Mari
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -69,7 +70,7 @@ def test_counters_survive_a_restart(workload_dir, master_factory, tmp_path):
     assert fields["Bytes_Relayed"] == whole.counters.bytes_relayed
 
 
-def test_running_slave_shows_yes_and_a_sigterm_records_the_stop(binlog_copy, master_factory, tmp_path):
+def test_running_slave_shows_yes_and_a_sigterm_records_the_stop(binlog_copy, master_factory, tmp_path, capsys):
     _, address = master_factory(binlog_copy)
     relay = tmp_path / "r"
     proc = subprocess.Popen([sys.executable, "-m", "dumpfilter.cli", "slave", "run", "--master", address,
@@ -86,6 +87,13 @@ def test_running_slave_shows_yes_and_a_sigterm_records_the_stop(binlog_copy, mas
             time.sleep(0.1)
         assert fields["Slave_IO_Running"] == "Yes", fields
         assert fields["Seconds_Behind_Master"] == 0
+        # a live change on the master: the slave's status says where it took effect
+        assert main(["master", "change-filter", "--master", address, "--server-id", "12", "--json",
+                     "CHANGE REPLICATION FILTER REPLICATE_DO_DB = (db2)"]) == 0
+        at = json.loads(capsys.readouterr().out)["effective_at"]
+        while time.monotonic() < deadline and not status_fields(relay)["Filters_Changed_On_Master_At"]:
+            time.sleep(0.1)
+        assert status_fields(relay)["Filters_Changed_On_Master_At"] == f"{at['file']}:{at['pos']}"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     finally:
