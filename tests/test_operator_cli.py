@@ -209,3 +209,11 @@ def test_readme_and_default_topology_agree_on_the_workload_size(tmp_path):
     said_readme = float(re.search(r"default_topology\.toml`\): ~([\d.]+) MB", readme).group(1))
     assert said_toml == said_readme
     assert abs(megabytes - said_toml) / megabytes < 0.1, (megabytes, said_toml)
+
+
+def test_filter_to_a_pipe_is_written_as_it_comes(binlog_dir):
+    proc = subprocess.run([sys.executable, "-m", "dumpfilter.cli", "filter", str(binlog_dir), "-o", "/dev/stdout",
+                           "--replicate-do-db", "db1", "--summary", "none"], cwd=ROOT, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout[:4] == b"\xfebin" and len(proc.stdout) > 1000
+    assert Path("/dev/stdout").is_symlink() or not Path("/dev/stdout").is_file()  # never replaced by a file

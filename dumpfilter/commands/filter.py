@@ -90,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
         writable_dir(out, "-o")
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
         sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
+    elif out.exists() and not out.is_file():  # /dev/stdout, a pipe: written as it comes, nothing to rename
+        refuse_input_as_output(paths, file=out)
+        sink, staging = FileSink(out), None
     else:
         refuse_input_as_output(paths, file=out)
         writable_file(out, "-o")
@@ -101,13 +104,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums)
         written = sink.close()
-        written = _move_into_place(staging, out, written, basename if series else None)
+        if staging is not None:
+            written = _move_into_place(staging, out, written, basename if series else None)
     finally:
         with contextlib.suppress(Exception):  # an error already on its way is the one to report
             sink.close()
-        if staging.is_dir():
+        if staging is not None and staging.is_dir():
             shutil.rmtree(staging, ignore_errors=True)
-        else:
+        elif staging is not None:
             staging.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
     print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
