@@ -8,18 +8,26 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
+# The compiled core (core/, Rust): rebuilt by pip whenever its sources change.
+CORE_SRC   := $(wildcard core/Cargo.toml core/Cargo.lock core/src/*.rs)
+CORE_STAMP := $(VENV)/.core-built
+export PATH := $(HOME)/.cargo/bin:$(PATH)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := mariadb-server mariadb-client
 
 .PHONY: demo test test-fast bench setup system-deps proto clean
 
-setup: $(STAMP) proto
+setup: $(STAMP) $(CORE_STAMP) proto
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[test]'
 	touch $(STAMP)
+
+$(CORE_STAMP): $(STAMP) $(CORE_SRC)
+	$(PIP) install --quiet --no-deps -e .
+	touch $(CORE_STAMP)
 
 proto: $(STAMP)
 	@if [ -f dumpfilter/proto_gen.py ]; then $(PY) -m dumpfilter.proto_gen; fi
@@ -38,6 +46,7 @@ demo: setup
 	$(VENV)/bin/dumpfilter simulate --verify
 
 test: setup system-deps
+	cd core && cargo test --release --quiet
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q
 
 test-fast: setup

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from binlog_codec.constants import (
     CHECKSUM_CRC32,
@@ -45,6 +45,8 @@ class FormatDescription:
     header_len: int
     post_header_lens: bytes
     checksum_alg: int | None  # None for servers that predate checksums
+    # The event itself, for the compiled scanner to adopt when a read starts past it.
+    raw: bytes = field(default=b"", compare=False, repr=False)
 
     @property
     def flavor(self) -> str:
@@ -76,7 +78,7 @@ class FormatDescription:
 
     def without_checksums(self) -> "FormatDescription":
         """The format of events nested in a Transaction_payload: same layout, no CRC."""
-        return replace(self, checksum_alg=CHECKSUM_OFF)
+        return replace(self, checksum_alg=CHECKSUM_OFF, raw=b"")
 
     @classmethod
     def parse(cls, raw: bytes, *, path: str | None = None, offset: int | None = None) -> "FormatDescription":
@@ -97,4 +99,4 @@ class FormatDescription:
         else:
             checksum_alg = None
             post_header_lens = raw[start:]
-        return cls(binlog_version, server_version, created, header_len, bytes(post_header_lens), checksum_alg)
+        return cls(binlog_version, server_version, created, header_len, bytes(post_header_lens), checksum_alg, bytes(raw))

@@ -6,16 +6,17 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from typing import BinaryIO
-from zlib import crc32
 
 from binlog_codec.checksum import crc_ok, crc_ok_in
-from binlog_codec.constants import CHECKSUM_LEN, HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F, type_name
+from binlog_codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
 from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
 from binlog_codec.event import HEADER, Event, EventCursor, LazyHeaderCursor
 from binlog_codec.format_description import FormatDescription
+from binlog_codec.scanner import Scanner, type_mask
 
-_U32 = struct.Struct("<I")
-_TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
+_SIZE = struct.Struct("<I")
+FDE = int(EventType.FORMAT_DESCRIPTION)
+ALL_TYPES = type_mask(None)
 # The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant, so
 # an event's checksum is checked with one crc32() over the whole event.
 CRC_RESIDUE = 0x2144DF1C
@@ -29,6 +30,8 @@ class EventSplitter:
 
     `feed()` takes any slicing of the stream; `events()` yields every complete event so far.
     The first event must be a Format_description event; each later FDE replaces the format.
+    The bytes are walked by the compiled scanner (`binlog_codec.scanner`), one call per buffer:
+    header hop, bounds, CRC32 and the FDEs all happen there.
     """
 
     def __init__(self, name: str = "<binlog>", *, verify_checksums: bool = True, start: int = 0,
@@ -40,7 +43,9 @@ class EventSplitter:
         self._off = 0
         self._pos = start  # file offset of self._buf[self._off]
         self._need_magic = start == 0
-        self.events_walked = 0  # events passed by walk_stream(types=...)
+        self._scanner = Scanner(name, verify_checksums=verify_checksums)
+        if fmt is not None:
+            self._scanner.load_format(fmt.raw)
 
     @property
     def position(self) -> int:
@@ -50,6 +55,11 @@ class EventSplitter:
     @property
     def pending(self) -> int:
         return len(self._buf) - self._off
+
+    @property
+    def events_walked(self) -> int:
+        """Events split and checked so far (also those a type-filtered walk did not hand out)."""
+        return self._scanner.events_walked
 
     def feed(self, data: bytes) -> None:
         if self._off:
@@ -72,38 +82,37 @@ class EventSplitter:
         self._need_magic = False
         return True
 
+    def _format_at(self, buf: bytes, at: int, size: int, pos: int) -> FormatDescription:
+        """The Python view of an FDE the scanner has already checked and adopted."""
+        self.fmt = FormatDescription.parse(buf[at : at + size], path=self.name, offset=pos)
+        return self.fmt
+
     def events(self) -> Iterator[Event]:
         if not self._consume_magic():
             return
         buf = self._buf
-        off = self._off
-        end = len(buf)
+        base = self._pos - self._off
+        offsets, stop, error = self._scanner.walk(buf, self._off, base, ALL_TYPES)
         unpack = HEADER.unpack_from
-        unpack_u32 = _U32.unpack_from
         known = KNOWN_TYPES
-        fde_type = EventType.FORMAT_DESCRIPTION
-        while off + HEADER_LEN <= end:
-            header = unpack(buf, off)
+        fmt = self.fmt
+        for at in offsets:
+            header = unpack(buf, at)
             size = header[3]
-            if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-                raise BinlogError(f"event size {size} is impossible (type {header[1]})", path=self.name, offset=self._pos)
-            if off + size > end:
-                break
-            raw = buf[off : off + size]
-            pos = self._pos
-            event = Event(raw, pos, self.fmt, header)
-            type_code = header[1]
-            if type_code == fde_type or type_code not in known or self.fmt is None:
-                self._check(event)
-            elif self.verify_checksums and self.fmt.checksum_len:
-                # The CRC check, inlined: it runs for every event.
-                if crc32(raw[:-CHECKSUM_LEN]) != unpack_u32(raw, size - CHECKSUM_LEN)[0]:
-                    raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name, offset=pos)
-            off += size
-            self._off = off
-            self._pos = pos + size
+            if header[1] == FDE:
+                fmt = self._format_at(buf, at, size, base + at)
+            event = Event(buf[at : at + size], base + at, fmt, header)
+            if header[1] not in known and not header[5] & LOG_EVENT_IGNORABLE_F:
+                # Unknown and not flagged ignorable: the server would refuse it. Passing it
+                # through is still safe for a filter (it is never the filter's to decide).
+                event.__dict__["unknown_non_ignorable"] = True
+            self._off = at + size
+            self._pos = base + at + size
             yield event
-        self._off = off
+        self._off = stop
+        self._pos = base + stop
+        if error is not None:
+            raise error
 
     def _chunks(self, read, chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
         """Reads with `read(chunk_size)` and feeds the splitter; yields (buffer, offset of its
@@ -120,139 +129,48 @@ class EventSplitter:
     def walk_stream(self, read, chunk_size: int, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
         """Reads with `read(chunk_size)` and moves one reused EventCursor over each chunk instead
         of copying every event: the fast path for walks that look at most events and keep few.
-        One generator does both reading and splitting, as each layer costs time per event.
 
-        With `types`, only events of those type codes are yielded; every other event is still
-        split, size-checked and (when verifying) CRC-checked, just not handed out, which saves
-        the generator round trip for the events a caller would skip anyway. Format_description
-        and unknown events are always checked. `events_walked` counts every event."""
-        if types is not None:
-            yield from self._walk_types(read, chunk_size, frozenset(types))
-            return
-        cursor = EventCursor()
+        With `types`, only events of those type codes are handed out (a LazyHeaderCursor); every
+        other event is still split, size-checked and (when verifying) CRC-checked by the
+        scanner, just not handed out. `events_walked` counts every event."""
+        scanner = self._scanner
+        mask = type_mask(types)
+        handed = None if types is None else frozenset(int(t) for t in types)
+        cursor = EventCursor() if types is None else LazyHeaderCursor()
         unpack = HEADER.unpack_from
-        known = KNOWN_TYPES
-        fde_type = EventType.FORMAT_DESCRIPTION
-        verify = self.verify_checksums
-        crc_len = self.fmt.checksum_len if verify and self.fmt is not None else 0
-        unpack_u32 = _U32.unpack_from
+        lazy = types is not None
         for buf, off, base in self._chunks(read, chunk_size):
-            end = len(buf)
+            offsets, stop, error = scanner.walk(buf, off, base, mask)
             cursor._buf = buf
             cursor._base = base
-            view = memoryview(buf)
-            no_format = self.fmt is None
+            cursor.fmt = self.fmt
+            done = off
             try:
-                while off + HEADER_LEN <= end:
-                    header = unpack(buf, off)
-                    size = header[3]
-                    if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-                        raise BinlogError(f"event size {size} is impossible (type {header[1]})", path=self.name,
-                                          offset=base + off)
-                    if off + size > end:
-                        break
+                for at in offsets:
                     if cursor.__dict__:
                         cursor.__dict__.clear()
-                    cursor._start = off
-                    cursor._h = header
-                    type_code = header[1]
-                    if type_code == fde_type or type_code not in known or no_format:
-                        cursor.fmt = self.fmt
-                        self._pos = base + off
-                        self._check(cursor)
-                        cursor.fmt = self.fmt
-                        no_format = self.fmt is None
-                        crc_len = self.fmt.checksum_len if verify and not no_format else 0
-                    elif crc_len:  # the CRC check, inlined: it runs for every event
-                        crc_end = off + size - CHECKSUM_LEN
-                        if crc32(view[off:crc_end]) != unpack_u32(buf, crc_end)[0]:
-                            raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
-                                                offset=base + off)
-                    off += size
+                    cursor._start = at
+                    if buf[at + 4] == FDE:
+                        header = unpack(buf, at)
+                        cursor.fmt = self._format_at(buf, at, header[3], base + at)
+                        done = at + header[3]
+                        if handed is not None and FDE not in handed:
+                            continue
+                        cursor._h = None if lazy else header
+                    elif lazy:
+                        cursor._h = None
+                        done = at + _SIZE.unpack_from(buf, at + 9)[0]
+                    else:
+                        header = cursor._h = unpack(buf, at)
+                        done = at + header[3]
                     yield cursor
+                done = stop
             finally:
-                # Where the walk stands, also when the consumer stops early (kept out of the
-                # per-event loop: an attribute store per event costs as much as the check above).
-                self._off = off
-                self._pos = base + off
-        self.close()
-
-    def _walk_types(self, read, chunk_size: int, types: frozenset[int]) -> Iterator[EventCursor]:
-        """walk_stream's loop for a type filter: a skipped event costs what it costs in a
-        header-only loop, plus the CRC check when verifying."""
-        cursor = LazyHeaderCursor()
-        type_size = _TYPE_SIZE.unpack_from
-        known = KNOWN_TYPES
-        fde_type = EventType.FORMAT_DESCRIPTION
-        verify = self.verify_checksums
-        nothing: frozenset[int] = frozenset()
-
-        def type_sets() -> tuple[frozenset[int], frozenset[int], frozenset[int], int]:
-            """(skipped unchecked, skipped after a CRC check, handed out as they are, CRC length)
-            for the current format. Before the first FDE every event is checked against it."""
-            if self.fmt is None:
-                return nothing, nothing, nothing, 0
-            skipped = known - types - {fde_type}
-            crc_len = self.fmt.checksum_len if verify else 0
-            return (nothing, skipped, (types & known) - {fde_type}, crc_len) if crc_len else \
-                (skipped, nothing, (types & known) - {fde_type}, 0)
-
-        skip, skip_checked, plain, crc_len = type_sets()
-        count = 0
-        for buf, off, base in self._chunks(read, chunk_size):
-            end = len(buf)
-            cursor._buf = buf
-            cursor._base = base
-            try:
-                while True:
-                    # No `off + HEADER_LEN <= end` test per event (a try costs nothing in 3.11):
-                    # unpacking past the end of the chunk raises struct.error, and an event that
-                    # does not fit ends the chunk at the `nxt > end` test.
-                    try:
-                        type_code, size = type_size(buf, off)
-                    except struct.error:
-                        break
-                    nxt = off + size
-                    if nxt > end or size < HEADER_LEN:
-                        if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-                            raise BinlogError(f"event size {size} is impossible (type {type_code})", path=self.name,
-                                              offset=base + off)
-                        break
-                    count += 1
-                    if type_code in skip:
-                        off = nxt
-                        continue
-                    if type_code in skip_checked:
-                        if crc32(buf[off:nxt]) != CRC_RESIDUE:
-                            raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
-                                                offset=base + off)
-                        off = nxt
-                        continue
-                    if cursor.__dict__:
-                        cursor.__dict__.clear()
-                    cursor._start = off
-                    cursor._h = None
-                    if type_code in plain:
-                        if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                            raise ChecksumError(f"CRC32 mismatch in {type_name(type_code)} event", path=self.name,
-                                                offset=base + off)
-                        off = nxt
-                        yield cursor
-                        continue
-                    # A Format_description, an unknown type, or anything before the first FDE.
-                    cursor.fmt = self.fmt
-                    self._pos = base + off
-                    self._check(cursor)
-                    cursor.fmt = self.fmt
-                    skip, skip_checked, plain, crc_len = type_sets()
-                    off = nxt
-                    if type_code in types:
-                        yield cursor
-            finally:
-                self._off = off
-                self._pos = base + off
-                self.events_walked += count
-                count = 0
+                # Where the walk stands, also when the consumer stops early.
+                self._off = done
+                self._pos = base + done
+            if error is not None:
+                raise error
         self.close()
 
     def _check(self, event: Event) -> None:

@@ -28,7 +28,6 @@ Transaction_payload, statements whose tables are partly kept) goes through `Tran
 
 from __future__ import annotations
 
-import functools
 import os
 import struct
 import zlib
@@ -36,20 +35,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlog_codec import (BinlogReader, BinlogWriter, Event, EventSplitter, EventType, Transaction,
-                          TransactionGrouper, fix_transaction_length, type_name)
-from binlog_codec.constants import HEADER_LEN, MARIADB_FL_STANDALONE, ROWS_EVENT_TYPES
+from binlog_codec import BinlogWriter, Event, EventType, Transaction, fix_transaction_length
+from binlog_codec.constants import HEADER_LEN, MAGIC
 from binlog_codec.encode import query_body
-from binlog_codec.errors import BinlogError, ChecksumError, TruncatedBinlogError
+from binlog_codec.errors import BinlogError, TruncatedBinlogError
 from binlog_codec.event import HEADER
-from binlog_codec.reader import MAX_EVENT_SIZE
 from binlog_codec.format_description import FormatDescription
+from binlog_codec.scanner import F_FAST, F_HAS_FDE, F_MARIADB_GTID, Scanner, unit_events
+from binlog_codec.scanner import statements as core_statements
 from binlog_codec.transactions import CONTROL, TRANSACTION
-from binlog_codec.transactions import _is_begin as _opens_group
-from binlog_codec.transactions import is_begin_event
 from binlog_files.files import open_binlog
 from binlog_files.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
-from filter_rules.transaction_filter import (EMPTIED, KEPT, MARIADB_FL_DDL, PARTIAL, PASSED, SKIPPED, FilterResult,
+from filter_rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
 
 _U32 = struct.Struct("<I")
@@ -60,7 +57,6 @@ _CRC_RESIDUE = 0x2144DF1C  # zlib.crc32 of any data followed by its own CRC-32 (
 _LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
 _QUERY = int(EventType.QUERY)
 _COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transaction's COMMIT holds
-_COMMIT_EVENT = struct.Struct(f"<IBIIIH{len(_COMMIT_BODY)}s")  # header fields + _COMMIT_BODY, no CRC
 FAST_CHUNK = 4 << 20
 
 
@@ -356,22 +352,13 @@ class SeriesSink(Sink, _RawWriterMixin):
 
 # ---------------------------------------------------------------------------------------------
 # the loop
-_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
-_TABLE_MAP = int(EventType.TABLE_MAP)
-_XID = int(EventType.XID)
-_QUERY = int(EventType.QUERY)
-_ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY)})
-_GTIDS = frozenset({int(EventType.GTID), int(EventType.ANONYMOUS_GTID), int(EventType.GTID_TAGGED),
-                    int(EventType.MARIADB_GTID)})
-_MARIADB_GTID = int(EventType.MARIADB_GTID)
-_FDE = int(EventType.FORMAT_DESCRIPTION)
 
 
 class BinlogFilter:
     """Filters binlog files into a sink with one TransactionFilter; `stats` accumulates.
 
-    `fast=False` sends every unit through the reference path (TransactionGrouper +
-    TransactionFilter.filter); the default takes the ROW fast path where it applies."""
+    `fast=False` sends every unit through the reference path (TransactionFilter.filter on its
+    Events); the default decides fast units from their tables (see `_walk`)."""
 
     def __init__(self, tfilter: TransactionFilter, sink: Sink, *, verify_checksums: bool = True,
                  fast: bool = True, on_result: Callable[[FilterResult], None] | None = None):
@@ -381,13 +368,13 @@ class BinlogFilter:
         self.fast = fast
         self.on_result = on_result
         self.stats = FilterStats()
-        self._names: dict[bytes, bool] = {}  # raw (db, table) bytes of a Table_map -> kept
+        self._kept: dict[int, bool] = {}  # the scanner's name id of a Table_map -> kept
 
     # -- reference path ----------------------------------------------------------------------
     def _unit(self, txn: Transaction) -> None:
         result = self.tfilter.filter(txn)
         if txn.kind == CONTROL and txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-            self._names.clear()
+            self._kept.clear()
         self.stats.add_result(result)
         if self.on_result is not None:
             self.on_result(result)
@@ -405,7 +392,7 @@ class BinlogFilter:
 
     def _consumed_control(self, event: Event) -> None:
         """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
-        self._names.clear()
+        self._kept.clear()
         result = self.tfilter.filter(Transaction(CONTROL, [event]))
         self.stats.add_result(result)
         if self.on_result is not None:
@@ -420,430 +407,94 @@ class BinlogFilter:
     def filter_file(self, path: Path) -> None:
         with open_binlog(path) as stream:
             try:
-                if self.fast and self.on_result is None:
-                    self._walk_fast(stream, path)
-                else:
-                    self._walk_reference(stream, path)
+                self._walk(stream, path)
             except (OSError, EOFError) as exc:
                 raise BinlogError(f"read error: {exc}", path=str(path)) from None
         self.stats.files_in += 1
 
-    def _walk_reference(self, stream, path: Path) -> None:
-        grouper = TransactionGrouper()
-        for event in BinlogReader(stream, str(path), verify_checksums=self.verify_checksums):
-            if event.type_code == EventType.FORMAT_DESCRIPTION and grouper.current is None:
-                if self.sink.begin_file(event, path):
-                    self._consumed_control(event)
-                    continue
-            for unit in grouper.push(event):
-                self._unit(unit)
-        for unit in grouper.flush():
-            self._unit(unit)
-
-    # -- fast path ---------------------------------------------------------------------------
-    def _walk_fast(self, stream, path: Path) -> None:
-        """The reference path's output for every unit, with the common ROW transaction handled
-        on raw bytes: `GTID [BEGIN] ( [Annotate_rows|Rows_query] Table_map... Rows... )* XID`
-        where every statement's Table_maps get one decision (so no STMT_END_F has to move).
-
-        The loop hops from header to header itself (like the minimal baseline) and checks CRCs
-        inline; it makes Event objects only for what leaves the fast path. A unit starts on the
-        fast path at a GTID while the grouper is idle. At the first event it does not handle (a
-        statement, context events, a payload, a statement whose tables are partly kept, the end
-        of a read chunk) the unit's events so far are handed to the grouper, which takes the
-        unit to its end exactly as the reference path would.
-
-        Into a FileSink that renumbers positions, MariaDB units kept whole and emptied groups
-        (GTID + COMMIT) are built here and collected as byte pieces, written once per read
-        chunk (and before anything else writes to the sink), with their statistics summed
-        locally. Per statement the loop only notes whether it was kept or dropped; the byte
-        ranges of the dropped ones are found again (`_dropped_statements`) for the rare unit
-        that is partly kept."""
+    def _walk(self, stream, path: Path) -> None:
+        """One pass of the compiled scanner over the file, a few MB at a time: it checks every
+        event and hands back one record per unit. A fast unit (the common ROW transaction,
+        `GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|Rows}* XID`) is decided from its
+        tables' cached answers and written as byte ranges (`_fast_unit`); every other unit,
+        and every unit when `fast` is off or a caller wants each FilterResult, goes to the
+        TransactionFilter as Events (the reference path)."""
         name = str(path)
-        checker = EventSplitter(name, verify_checksums=self.verify_checksums)  # FDEs, CRCs, unknown types
-        grouper = TransactionGrouper()
-        push = grouper.push
-        unit = self._unit
-        names = self._names
-        table_kept = self.tfilter.decider.table_kept
-        sink = self.sink
-        verify = self.verify_checksums
-        unpack = HEADER.unpack_from
-        crc32 = zlib.crc32
-        gtid_types, annotations = _GTIDS, _ANNOTATIONS
-        TABLE_MAP, XID, QUERY, MARIADB_GTID, FDE = _TABLE_MAP, _XID, _QUERY, _MARIADB_GTID, _FDE
-        hlen = HEADER_LEN
-        crc_residue = _CRC_RESIDUE
-
-        fmt: FormatDescription | None = None
-        crc_len = 0
-        tm_at = HEADER_LEN + 8
-        check_crc = False
-        type_size = _TYPE_SIZE.unpack_from
-        # Rows event types taken on the fast path: those whose flags' low byte (STMT_END_F = 0x1)
-        # sits at `flag_off` (all of them, unless a pre-GA 5.1 format mixes table id lengths).
-        rows_fast = _ROWS
-        flag_off = HEADER_LEN + 6
-
-        # Fast-unit state: `start` (-1: none) is its offset in buf; `body_start` where its
-        # statements start (after the GTID, or after BEGIN); `stmt_start` where the current
-        # statement starts and `stmt_keep` its decision (None: no Table_map yet); `any_kept` /
-        # `any_dropped` whether a finished statement of the unit was kept / dropped.
-        start = -1
-        gtid_end = body_start = stmt_start = 0
-        stmt_keep = None
-        n = 0
-        any_kept = any_dropped = False
-        mariadb = False
-        # Output written by the loop itself: only into a FileSink's writer, and only when
-        # positions are renumbered (the COMMIT's placeholder log_pos then never shows, whereas a
-        # relay log keeps whatever TransactionFilter gives it, so the reference path builds it).
-        # The writer exists once the sink has seen the first FDE.
-        direct: BinlogWriter | None = None
-        direct_renumber = False
-        pieces: list = []  # bytes for direct.out not written yet (direct.position counts them)
-        put = pieces.append
-        empty_keep = self.tfilter.empty_transactions != "drop"
-        pack_u32 = _U32.pack
-        commit_pack = _COMMIT_EVENT.pack
-        commit_body = _COMMIT_BODY
-        commit_size = 0
-        emptied_n = emptied_events_in = emptied_bytes_in = emptied_bytes_out = 0
-        skipped_n = skipped_events_in = skipped_bytes_in = 0
-        kept_n = kept_events = kept_bytes = 0
-        partial_n = partial_events_in = partial_bytes_in = partial_events_out = partial_bytes_out = 0
-        e_size = -1  # the GTID size e_unpack/g_pack/e_pack are for (emptied groups)
-        e_unpack = g_pack = e_pack = None
-
-        def flush() -> None:
-            direct.out.write(b"".join(pieces))
-            pieces.clear()
-
-        def hand_over(buffer, base: int, at: int, stop: int) -> None:
-            """Give a fast unit's events [at, stop) to the grouper (the reference path)."""
-            if pieces:
-                flush()
-            while at < stop:
-                size = unpack(buffer, at)[3]
-                for done in push(Event(bytes(buffer[at : at + size]), base + at, fmt)):
-                    unit(done)
-                at += size
-
+        scanner = Scanner(name, verify_checksums=self.verify_checksums)
         magic = stream.read(4)
-        if magic != b"\xfebin":
+        if magic != MAGIC:
             if len(magic) < 4:
                 raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic", path=name, offset=0)
             raise BinlogError(f"bad magic {magic.hex()} (expected fe62696e): not a binlog file", path=name, offset=0)
-        buf = b""
-        off = 0
-        base = 4  # file offset of buf[0]
-        try:
-            while True:
-                chunk = stream.read(FAST_CHUNK)
-                if not chunk:
-                    break
-                if start >= 0:  # a fast unit runs across the chunk boundary: reference path
-                    hand_over(buf, base, start, off)
-                    start = -1
-                elif pieces:
-                    flush()
-                base += off
-                buf = buf[off:] + chunk if off < len(buf) else chunk
-                off = 0
-                end = len(buf)
-                last = end - hlen  # the last offset a whole header fits at
-                while off <= last:
-                    t, size = type_size(buf, off)
-                    nxt = off + size
-                    if nxt > end or size < hlen:
-                        if size < hlen or size > MAX_EVENT_SIZE:
-                            raise BinlogError(f"event size {size} is impossible (type {t})", path=name, offset=base + off)
-                        break
-                    if t in gtid_types and grouper.current is None and fmt is not None and not (
-                            t == MARIADB_GTID and buf[off + HEADER_LEN + 12] & MARIADB_FL_STANDALONE):
-                        if check_crc and crc32(buf[off:nxt]) != crc_residue:
-                            raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
-                        start = off
-                        gtid_end = body_start = stmt_start = nxt
-                        mariadb = t == MARIADB_GTID
-                        stmt_keep = None
-                        any_kept = any_dropped = False
-                        n = 1
-                        off = nxt
-                        # The unit's events, until its XID or the first event the fast path
-                        # does not take (handed over with the unit so far: start is -1 then).
-                        while off <= last:
-                            t, size = type_size(buf, off)
-                            nxt = off + size
-                            if nxt > end or size < hlen:
-                                if size < hlen or size > MAX_EVENT_SIZE:
-                                    raise BinlogError(f"event size {size} is impossible (type {t})", path=name,
-                                                      offset=base + off)
-                                break
-                            # Inside a fast unit: only known fixed-shape events; CRC checked here (a
-                            # whole event's CRC-32, its own CRC included, is a constant residue).
-                            if check_crc and crc32(buf[off:nxt]) != crc_residue:
-                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=name, offset=base + off)
-                            n += 1
-                            if t == TABLE_MAP:
-                                at = off + tm_at
-                                tbl_at = at + 2 + buf[at]
-                                key = buf[at : tbl_at + 1 + buf[tbl_at]]
-                                keep = names.get(key)
-                                if keep is None:
-                                    _, db, table = Event(buf[off:nxt], 0, fmt).table_map
-                                    keep = names[key] = table_kept(db, table)
-                                if stmt_keep is None:
-                                    stmt_keep = keep
-                                elif stmt_keep != keep:  # partly kept statement: STMT_END_F may move
-                                    hand_over(buf, base, start, nxt)
-                                    start = -1
-                                    off = nxt
-                                    break
-                                off = nxt
-                                continue
-                            if t in rows_fast:
-                                if stmt_keep is None:  # rows without their Table_map in this unit
-                                    hand_over(buf, base, start, nxt)
-                                    start = -1
-                                    off = nxt
-                                    break
-                                if buf[off + flag_off] & 1:  # STMT_END_F: the statement ends here
-                                    if stmt_keep:
-                                        any_kept = True
-                                    else:
-                                        any_dropped = True
-                                    stmt_start = nxt
-                                    stmt_keep = None
-                                off = nxt
-                                continue
-                            if t in annotations:
-                                off = nxt
-                                continue
-                            if t == XID and stmt_start == off:  # no statement left open
-                                if not direct_renumber or not mariadb:
-                                    if pieces:
-                                        flush()
-                                    self._finish_fast(buf, start, nxt, gtid_end, n,
-                                                      self._dropped_statements(buf, body_start, off, tm_at, flag_off)
-                                                      if any_dropped else [],
-                                                      any_kept, base + start, fmt, mariadb)
-                                elif not any_dropped:
-                                    # Kept whole (or nothing to decide): the unit's bytes, renumbered.
-                                    out_pos = direct.position
-                                    if out_pos == base + start:
-                                        put(buf[start:nxt])
-                                    else:
-                                        put(renumbered(buf[start:nxt], out_pos, crc_len > 0))
-                                    direct.position = out_pos + nxt - start
-                                    kept_n += 1
-                                    kept_events += n
-                                    kept_bytes += nxt - start
-                                elif any_kept:
-                                    # Partly kept: the unit without its dropped statements, renumbered
-                                    # (always: positions after a dropped statement move).
-                                    parts, at, n_out = [], start, n
-                                    for first, stop, count in self._dropped_statements(buf, body_start, off, tm_at, flag_off):
-                                        parts.append(buf[at:first])
-                                        at = stop
-                                        n_out -= count
-                                    parts.append(buf[at:nxt])
-                                    raw = renumbered(b"".join(parts), direct.position, crc_len > 0)
-                                    put(raw)
-                                    direct.position += len(raw)
-                                    partial_n += 1
-                                    partial_events_in += n
-                                    partial_bytes_in += nxt - start
-                                    partial_events_out += n_out
-                                    partial_bytes_out += len(raw)
-                                elif empty_keep:
-                                    # Every statement dropped: the GTID + the COMMIT Query the
-                                    # reference path frames an emptied MariaDB group with (see
-                                    # _write_gtid_commit_into).
-                                    out_pos = direct.position
-                                    gsize = gtid_end - start
-                                    if gsize != e_size:  # structs for this GTID size and format
-                                        e_size = gsize
-                                        e_unpack, g_pack, e_pack = _emptied_structs(gsize, crc_len)
-                                    ts, typ, sid, _, glp, flags, gbody = e_unpack(buf, start)
-                                    if glp and out_pos != base + start:
-                                        # GTID with its output log_pos, COMMIT, both CRCs: one piece.
-                                        gend = out_pos + gsize
-                                        clp = gend + commit_size
-                                        if crc_len:
-                                            put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
-                                                       crc32(g_pack(ts, typ, sid, gsize, gend, flags, gbody)),
-                                                       ts, QUERY, sid, commit_size, clp, 0, commit_body,
-                                                       crc32(commit_pack(ts, QUERY, sid, commit_size, clp, 0, commit_body))))
-                                        else:
-                                            put(e_pack(ts, typ, sid, gsize, gend, flags, gbody,
-                                                       ts, QUERY, sid, commit_size, clp, 0, commit_body))
-                                    else:
-                                        # The GTID as it is (log_pos 0, or already its output offset).
-                                        put(buf[start:gtid_end])
-                                        commit = commit_pack(ts, QUERY, sid, commit_size,
-                                                             glp and out_pos + gsize + commit_size, 0, commit_body)
-                                        put(commit)
-                                        if crc_len:
-                                            put(pack_u32(crc32(commit)))
-                                    direct.position = out_pos + gsize + commit_size
-                                    emptied_n += 1
-                                    emptied_events_in += n
-                                    emptied_bytes_in += nxt - start
-                                    emptied_bytes_out += gsize + commit_size
-                                else:
-                                    skipped_n += 1
-                                    skipped_events_in += n
-                                    skipped_bytes_in += nxt - start
-                                start = -1
-                                off = nxt
-                                break
-                            if t == QUERY and off == gtid_end and not mariadb and is_begin_event(buf, off, size, fmt):
-                                stmt_start = body_start = nxt
-                                off = nxt
-                                continue
-                            # Anything else: the reference path takes the unit from here, this
-                            # event included (the outer loop reads it again).
-                            hand_over(buf, base, start, off)
-                            start = -1
-                            break
-                        if start >= 0:  # the read chunk ends inside the unit
-                            break
+        fast = self.fast and self.on_result is None
+        fmt: FormatDescription | None = None
+        buf, base = b"", 4  # base: the file offset of buf[0]
+        while True:
+            chunk = stream.read(FAST_CHUNK)
+            eof = not chunk
+            buf = buf + chunk if buf else chunk
+            scan = scanner.units(buf, 0, base, at_eof=eof)
+            tables = scan.tables
+            for rec in scan.units:
+                if fast and rec.flags & F_FAST and self._fast_unit(rec, buf, base, fmt, tables, scanner.names):
+                    continue
+                raw = buf[rec.start : rec.end]
+                events, fmt = unit_events(raw, base + rec.start, fmt, path=name)
+                if rec.flags & F_HAS_FDE and rec.kind == CONTROL:
+                    self._kept.clear()
+                    if self.sink.begin_file(events[0], path):
+                        self._consumed_control(events[0])
                         continue
-                    elif direct_renumber and t == MARIADB_GTID and grouper.current is None and fmt is not None:
-                        # A standalone group (DDL): GTID + Query, decided by the TransactionFilter,
-                        # written here (see _standalone_group).
-                        qend = nxt + type_size(buf, nxt)[1] if nxt + hlen <= end else end + 1
-                        if qend <= end and buf[nxt + 4] == QUERY and qend - nxt >= hlen and \
-                                self._standalone_group(buf, off, nxt, qend, base, fmt, direct, put, check_crc, name):
-                            off = qend
-                            continue
-                    # The reference path, event by event.
-                    if pieces:
-                        flush()
-                    event = Event(buf[off:nxt], base + off, fmt)
-                    checker._check(event)
-                    if t == FDE:
-                        fmt = checker.fmt
-                        event.fmt = fmt
-                        crc_len = fmt.checksum_len
-                        check_crc = verify and crc_len > 0
-                        commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
-                        e_size = -1
-                        tm_at = HEADER_LEN + fmt.post_header_lens[TABLE_MAP - 1]
-                        offsets = {r: HEADER_LEN + fmt.table_id_len(r) for r in _ROWS}
-                        flag_off = max(sorted(set(offsets.values())), key=list(offsets.values()).count)
-                        rows_fast = frozenset(r for r, at in offsets.items() if at == flag_off)
-                        if grouper.current is None and sink.begin_file(event, path):
-                            self._consumed_control(event)
-                            if direct is None:  # the sink opens its writer at the first FDE
-                                direct = sink.direct_writer()
-                                direct_renumber = direct is not None and direct.renumber_positions
-                            off = nxt
-                            continue
-                    for done in push(event):
-                        unit(done)
-                    off = nxt
-            if start >= 0:  # the file ended inside a fast unit: incomplete, reference path
-                hand_over(buf, base, start, off)
-                start = -1
-        finally:
-            if pieces:
-                flush()
-        stats = self.stats
-        stats.transactions_in += emptied_n + skipped_n + kept_n + partial_n
-        stats.kept += kept_n
-        stats.partial += partial_n
-        stats.emptied += emptied_n
-        stats.skipped += skipped_n
-        stats.events_in += emptied_events_in + skipped_events_in + kept_events + partial_events_in
-        stats.bytes_in += emptied_bytes_in + skipped_bytes_in + kept_bytes + partial_bytes_in
-        stats.events_out += 2 * emptied_n + kept_events + partial_events_out
-        stats.bytes_out += emptied_bytes_out + kept_bytes + partial_bytes_out
-        if direct is not None:
-            direct.events_written += 2 * emptied_n + kept_events + partial_events_out
-        if off < len(buf):
-            left = len(buf) - off
-            msg = (f"event size {unpack(buf, off)[3]} runs past the end of the file ({left} bytes left)"
+                self._unit(Transaction(rec.kind, events, rec.complete))
+            if scan.error is not None:
+                raise scan.error
+            buf, base = buf[scan.stop :], base + scan.stop
+            if eof:
+                break
+        if buf:
+            left = len(buf)
+            msg = (f"event size {_U32.unpack_from(buf, 9)[0]} runs past the end of the file ({left} bytes left)"
                    if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
-            raise TruncatedBinlogError(msg, path=name, offset=base + off)
-        for done in grouper.flush():
-            unit(done)
+            raise TruncatedBinlogError(msg, path=name, offset=base)
 
-    def _standalone_group(self, buf, off: int, q: int, end: int, base: int, fmt: FormatDescription,
-                          direct: BinlogWriter, put: Callable, check_crc: bool, name: str) -> bool:
-        """A MariaDB FL_STANDALONE GTID at buf[off:q] followed by a Query at buf[q:end]: the
-        unit the grouper makes of them, filtered by the TransactionFilter, its output (the
-        unit, or the GTID + COMMIT of an emptied group) appended to `put` for `direct`.
-        False (nothing done) when the Query opens a group (BEGIN, XA START)."""
-        if check_crc:
-            for at, stop in ((off, q), (q, end)):
-                if zlib.crc32(buf[at:stop]) != _CRC_RESIDUE:
-                    raise ChecksumError(f"CRC32 mismatch in {type_name(buf[at + 4])} event", path=name, offset=base + at)
-        gtid = Event(buf[off:q], base + off, fmt)
-        query = Event(buf[q:end], base + q, fmt)
-        if _opens_group(query.sql or ""):
-            return False
-        result = self.tfilter.filter(Transaction(TRANSACTION, [gtid, query]))
-        outcome = result.outcome
-        out_pos = direct.position
-        size = end - off
-        crc_len = fmt.checksum_len
-        if outcome == EMPTIED:
-            # TransactionFilter._empty_transaction: the GTID without FL_STANDALONE and FL_DDL
-            # (an ordinary group now), closed by a COMMIT Query; renumbered like any output.
-            gsize = q - off
-            ts, _, sid, _, glp, _ = HEADER.unpack_from(buf, off)
-            g = bytearray(buf[off : q - crc_len])
-            g[HEADER_LEN + 12] &= ~(MARIADB_FL_STANDALONE | MARIADB_FL_DDL) & 0xFF
-            commit_size = HEADER_LEN + len(_COMMIT_BODY) + crc_len
-            if glp:
-                _U32.pack_into(g, _LOG_POS_OFFSET, out_pos + gsize)
-            commit = _COMMIT_EVENT.pack(ts, _QUERY, sid, commit_size, glp and out_pos + gsize + commit_size, 0,
-                                        _COMMIT_BODY)
-            put(g)
-            if crc_len:
-                put(_U32.pack(zlib.crc32(g)))
-            put(commit)
-            if crc_len:
-                put(_U32.pack(zlib.crc32(commit)))
-            events_out, written = 2, gsize + commit_size
-        elif outcome == KEPT and len(result.events) == 2:
-            put(buf[off:end] if out_pos == base + off else renumbered(buf[off:end], out_pos, crc_len > 0))
-            events_out, written = 2, size
-        else:  # skipped (or anything else): what _unit writes
-            events = result.events
-            raw = b"".join([e.raw for e in events])
-            if raw:
-                put(raw if outcome == KEPT and out_pos == events[0].pos else renumbered(raw, out_pos, crc_len > 0))
-            events_out, written = len(events), len(raw)
-        direct.position = out_pos + written
-        direct.events_written += events_out
-        self.stats.add(outcome, 2, size, events_out, written)
+    def _fast_unit(self, rec, buf, base: int, fmt, tables, names) -> bool:
+        """A fast unit decided from its tables, when every statement's Table_maps get one answer
+        (so no STMT_END_F has to move): written whole, without its dropped statements, or as
+        the emptied group, exactly as the reference path writes it. False: not decided here."""
+        kept, table_kept = self._kept, self.tfilter.decider.table_kept
+        keeps = []
+        for i in tables[rec.tables_lo : rec.tables_hi]:
+            keep = kept.get(i)
+            if keep is None:
+                keep = kept[i] = table_kept(*names[i])
+            keeps.append(keep)
+        start, end = rec.start, rec.end
+        gtid_end = start + rec.gtid_size
+        mariadb = bool(rec.flags & F_MARIADB_GTID)
+        if all(keeps):
+            dropped, any_kept = [], True
+        elif not any(keeps):
+            dropped, any_kept = [(gtid_end, end, rec.events)], False
+        else:
+            body = gtid_end if mariadb else gtid_end + _U32.unpack_from(buf, gtid_end + 9)[0]  # after BEGIN
+            statements = core_statements(buf, body, end)
+            if statements is None:
+                return False
+            dropped, any_kept = [], False
+            at, t0 = body, 0
+            for stmt_end, events, t1 in statements:
+                if t1 == t0:
+                    return False  # a statement without its own Table_map
+                keep = keeps[t0]
+                if any(k != keep for k in keeps[t0 + 1 : t1]):
+                    return False  # a partly kept statement: its STMT_END_F moves
+                if keep:
+                    any_kept = True
+                else:
+                    dropped.append((at, stmt_end, events))
+                at, t0 = stmt_end, t1
+        self._finish_fast(buf, start, end, gtid_end, rec.events, dropped, any_kept, base + start, fmt, mariadb)
         return True
-
-    def _dropped_statements(self, buf, at: int, stop: int, tm_at: int, flag_off: int) -> list[tuple[int, int, int]]:
-        """(start, end, events) of the statements in buf[at:stop] whose tables are not kept: the
-        statements of a fast unit that got to its XID, decided again from the name cache."""
-        names = self._names
-        type_size = _TYPE_SIZE.unpack_from
-        dropped = []
-        stmt_start, stmt_keep, count = at, None, 0
-        while at < stop:
-            t, size = type_size(buf, at)
-            nxt = at + size
-            count += 1
-            if t == _TABLE_MAP:
-                if stmt_keep is None:
-                    name_at = at + tm_at
-                    tbl_at = name_at + 2 + buf[name_at]
-                    stmt_keep = names[buf[name_at : tbl_at + 1 + buf[tbl_at]]]
-            elif t in _ROWS and buf[at + flag_off] & 1:
-                if not stmt_keep:
-                    dropped.append((stmt_start, nxt, count))
-                stmt_start, stmt_keep, count = nxt, None, 0
-            at = nxt
-        return dropped
 
     def _finish_fast(self, buf, start: int, end: int, gtid_end: int, n: int, dropped: list, any_kept: bool,
                      source_pos: int, fmt, mariadb: bool) -> None:
@@ -916,17 +567,6 @@ def _last_event_start(buf, start: int, end: int) -> int:
         at += size
 
 
-
-
-@functools.lru_cache(maxsize=64)
-def _emptied_structs(gtid_size: int, crc_len: int) -> tuple[Callable, Callable, Callable]:
-    """For an emptied MariaDB group whose GTID is `gtid_size` bytes long: (unpack the GTID's
-    header fields and body, pack the GTID without CRC, pack GTID + COMMIT Query with CRCs)."""
-    gtid = f"IBIIIH{gtid_size - HEADER_LEN - crc_len}s"
-    commit = f"IBIIIH{len(_COMMIT_BODY)}s"
-    crc = "I" if crc_len else ""
-    return (struct.Struct("<" + gtid).unpack_from, struct.Struct("<" + gtid).pack,
-            struct.Struct("<" + gtid + crc + commit + crc).pack)
 
 
 def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:

@@ -9,19 +9,18 @@ import os
 import struct
 import threading
 import uuid as uuidlib
-import zlib
 from collections import OrderedDict
 from itertools import accumulate, chain
 from dataclasses import dataclass
 from pathlib import Path
 
 from binlog_codec import Event, EventType, Transaction, TransactionGrouper
-from binlog_codec.constants import (KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, MARIADB_FL_STANDALONE,
-                                    ROWS_EVENT_TYPES, type_name)
-from binlog_codec.errors import BinlogError, ChecksumError, PositionError
-from binlog_codec.event import HEADER
-from binlog_codec.reader import MAX_EVENT_SIZE
-from binlog_codec.transactions import TRANSACTION, is_begin_event
+from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
+from binlog_codec.errors import BinlogError, PositionError, TruncatedBinlogError
+from binlog_codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID,
+                                  Scanner, unit_events)
+from binlog_codec.scanner import statements as core_statements
+from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
 Pos = tuple[str, int]
@@ -46,7 +45,7 @@ class Unit:
     only materialised when a slave's answer needs the reference path."""
 
     __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "_statements", "gtid",
-                 "gtid_end", "nbytes", "mysql_gtid")
+                 "gtid_end", "nbytes", "mysql_gtid", "is_fast", "_kind", "_complete")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
         self._txn = txn
@@ -63,6 +62,8 @@ class Unit:
         self.gtid: tuple | None = None     # ((domain, server_id), seq) of a MariaDB GTID
         self.mysql_gtid: tuple | None = None  # (source uuid, tag, gno) of a MySQL GTID
         self.gtid_end = 0                  # size of the GTID event
+        self.is_fast = False
+        self._kind, self._complete = (txn.kind, txn.complete) if txn is not None else (TRANSACTION, True)
 
     @classmethod
     def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple | None,
@@ -73,6 +74,18 @@ class Unit:
         unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
         unit.tables, unit._statements, unit.gtid, unit.gtid_end = tables, _UNSET, gtid, gtid_end
         unit.mysql_gtid = mysql_gtid
+        unit.is_fast, unit._kind, unit._complete = True, TRANSACTION, True
+        return unit
+
+    @classmethod
+    def lazy(cls, raw: bytes, file: str, pos: int, fmt, events: int, kind: str, complete: bool, end: Pos) -> "Unit":
+        """A unit that is not fast: its raw bytes, its Events made on first use."""
+        unit = cls.__new__(cls)
+        unit._txn = None
+        unit.file, unit.end, unit.results = file, end, {}
+        unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
+        unit.tables, unit._statements, unit.gtid, unit.gtid_end, unit.mysql_gtid = (), None, None, 0, None
+        unit.is_fast, unit._kind, unit._complete = False, kind, complete
         return unit
 
     @property
@@ -83,26 +96,16 @@ class Unit:
         on first use, as only units that some slave keeps in part need it."""
         statements = self._statements
         if statements is _UNSET:
-            statements = self._statements = _statements_of(self.raw, self.gtid_end)
+            found = core_statements(self.raw, self.gtid_end, len(self.raw))
+            statements = self._statements = tuple(found) if found is not None else None
         return statements
-
-    @property
-    def is_fast(self) -> bool:
-        return self.raw is not None
 
     @property
     def txn(self) -> Transaction:
         txn = self._txn
         if txn is None:
-            raw, pos, fmt = self.raw, self.pos, self.fmt
-            events, at, total = [], 0, len(raw)
-            unpack = HEADER.unpack_from
-            while at < total:
-                header = unpack(raw, at)
-                size = header[3]
-                events.append(Event(raw[at : at + size], pos + at, fmt, header))
-                at += size
-            txn = self._txn = Transaction(TRANSACTION, events)
+            events, _ = unit_events(self.raw, self.pos, self.fmt)
+            txn = self._txn = Transaction(self._kind, events, self._complete)
         return txn
 
     @property
@@ -111,40 +114,6 @@ class Unit:
 
 
 _UNSET = object()
-
-
-def _statements_of(raw: bytes, at: int) -> tuple | None:
-    """Unit.statements of a fast unit's bytes, the GTID event ending at `at`."""
-    statements = []
-    n = sn = 1  # events so far, and at the end of the last statement (the GTID is event 1)
-    tables = 0
-    ids: list[bytes] = []
-    sids: list[bytes] = []
-    total = len(raw)
-    unpack = _TYPE_SIZE.unpack_from
-    rows = _ROWS
-    whole = True
-    while at < total:
-        t, size = unpack(raw, at)
-        nxt = at + size
-        if t == _XID:
-            return tuple(statements) if whole and n == sn else None
-        n += 1
-        if t == _TABLE_MAP:
-            tables += 1
-            tid = raw[at + 19 : at + 25]
-            ids.append(tid)
-            sids.append(tid)
-        elif t in rows:
-            tid = raw[at + 19 : at + 25]
-            if tid not in sids:
-                whole = False  # rows of a Table_map of an earlier statement
-            if raw[at + 25] & 1:  # STMT_END_F: a statement ends here
-                statements.append((nxt, n - sn, tables))
-                sn = n
-                sids = []
-        at = nxt
-    return None
 
 
 @dataclass(eq=False)
@@ -173,7 +142,7 @@ class SegmentIndex:
         self.evc = [0, *accumulate([u.events for u in units])]
         self.toff = [0, *accumulate([len(u.tables) for u in units])]
         self.occ = list(chain.from_iterable([u.tables for u in units]))
-        self.fast = [u.raw is not None for u in units]
+        self.fast = [u.is_fast for u in units]
         self.gtids = [u.gtid for u in units]
         # Whether the fast units' GTIDs share one (domain, server_id): then a run's last GTID is
         # all a stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
@@ -365,21 +334,12 @@ class SegmentCache:
 # ---------------------------------------------------------------------------------------------
 # the one-pass reader
 
-_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
-_ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY)})
-_TABLE_MAP, _XID, _MARIADB_GTID = int(EventType.TABLE_MAP), int(EventType.XID), int(EventType.MARIADB_GTID)
-_FDE, _ROTATE = int(EventType.FORMAT_DESCRIPTION), int(EventType.ROTATE)
-_QUERY, _MYSQL_GTID, _GTID_TAGGED = int(EventType.QUERY), int(EventType.GTID), int(EventType.GTID_TAGGED)
-_MYSQL_GTIDS = frozenset({_MYSQL_GTID, int(EventType.ANONYMOUS_GTID), _GTID_TAGGED})
+_FDE = int(EventType.FORMAT_DESCRIPTION)
 _I64 = struct.Struct("<q")
-_U32 = struct.Struct("<I")
-# The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant: an
-# event's CRC is checked with one crc32() over the whole event.
-CRC_RESIDUE = 0x2144DF1C
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
-# server_id from the common header, then seq_no, domain_id, flags2 from a MariaDB GTID's body
-_MARIADB_GTID_HEAD = struct.Struct("<5xI10xQIB")
+_U64 = struct.Struct("<Q")
 CHUNK = 1 << 20
+_KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}
 
 
 class _Stop(Exception):
@@ -387,23 +347,21 @@ class _Stop(Exception):
 
 
 class SegmentReader:
-    """Reads one segment in a single pass over the raw bytes: hops from header to header, checks
-    CRCs inline, and keeps the common ROW transaction (`MariaDB GTID {Annotate_rows|Rows_query|
-    Table_map|Rows}* XID`, every rows event after its Table_map, every annotation followed by a
-    Table_map) as one fast Unit: a slice of the read buffer plus its tables and GTID, no Event per
-    event. At the first event such a unit does not allow, its events so far are handed, as
-    Events, to the TransactionGrouper, which takes the unit on exactly as the reference reader
-    (`SegmentCache._read_reference`: TailingReader + TransactionGrouper) does; so does every other
-    event. Files, rotation, the end of what is written and errors follow TailingReader."""
+    """Reads one segment in a single pass of the compiled scanner (`binlog_codec.scanner`): it
+    hops from header to header, checks CRCs, groups the units exactly as TransactionGrouper does
+    and marks the common ROW transaction (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
+    Rows}* XID`, every rows event after its own Table_map) as fast, with its tables and GTID.
+    Python sees one record per unit, never an event: every Unit is its raw bytes plus what a
+    decision needs, and its Events are made only when a slave's answer needs TransactionFilter.
+    Files, rotation, the end of what is written and errors follow TailingReader."""
 
     def __init__(self, cache: SegmentCache, start: Pos):
         self.cache = cache
         self.start = start
-        self.grouper = TransactionGrouper()
         self.units: list[Unit] = []
         self.size = 0
         self.end = start
-        self.names: dict[bytes, tuple[str, str]] = {}
+        self.scanner = Scanner(verify_checksums=cache.verify_checksums)
         self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
 
     def read(self) -> Segment:
@@ -437,226 +395,104 @@ class SegmentReader:
             error = exc
         return Segment(start, self.units, self.end, at_end, error)
 
-    def _add(self, unit: Unit, size: int) -> None:
-        self.units.append(unit)
-        self.end = unit.end
-        self.size += size
-
-    def _push(self, event: Event, name: str) -> None:
-        for txn in self.grouper.push(event):
-            unit = Unit(txn, name, unit_end(name, txn.events[-1]))
-            self._add(unit, txn.size)
-        if self.size >= self.cache.segment_bytes and self.grouper.current is None:
-            raise _Stop
-
     def _file(self, opener: TailingReader, name: str, start: int) -> str | None:
         """Read one file from `start`; returns the file to continue with, or None at the end of
         what is written. Raises _Stop when the segment is full."""
         cache = self.cache
         path = cache.directory / name
-        pathname = str(path)
-        verify = cache.verify_checksums
-        grouper = self.grouper
-        names = self.names
-        push = self._push
-        add_unit = self.units.append
-        unpack = HEADER.unpack_from
-        type_size = _TYPE_SIZE.unpack_from
-        crc32 = zlib.crc32
-        rows_types, annotations, known = _ROWS, _ANNOTATIONS, KNOWN_TYPES
-        TABLE_MAP, XID, MARIADB_GTID, FDE, ROTATE = _TABLE_MAP, _XID, _MARIADB_GTID, _FDE, _ROTATE
-        QUERY, MYSQL_GTID, GTID_TAGGED, mysql_gtids = _QUERY, _MYSQL_GTID, _GTID_TAGGED, _MYSQL_GTIDS
-        sources = self.sources
-        segment_bytes = cache.segment_bytes
+        scanner = self.scanner
+        scanner.path = str(path)
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if start > size:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
-            splitter = opener._open_at(f, path, start)
+            splitter = opener._open_at(f, path, start)  # checks the start position
             fmt = splitter.fmt
-            crc_len = fmt.checksum_len if verify and fmt is not None else 0
-            fast_ok = _fast_format(fmt)
+            if fmt is not None:
+                scanner.load_format(fmt.raw)
+            if start <= 4:
+                magic = f.read(4)
+                if len(magic) < 4:
+                    return None  # the server has not written the magic yet
+                if magic != MAGIC:
+                    raise BinlogError(f"bad magic {magic.hex()} (expected fe62696e): not a binlog file",
+                                      path=str(path), offset=0)
+                start = 4
             rotated_to = None
-            # Fast-unit state: `ustart` (-1: none) its offset in buf; `ann` an annotation waits
-            # for its Table_map; `ids` the raw table ids its Table_maps declared.
-            ustart = -1
-            n = gtid_end = 0
-            ann = False
-            tables: list = []
-            ids: list = []
-            gtid = None
-            mysql_gtid = None
-            pending = -1  # a MySQL GTID event's offset while its BEGIN is awaited
-            buf = b""
-            base = 0
-
-            def hand_over(stop: int) -> None:
-                """The fast unit's events [ustart, stop) of buf go to the grouper as Events (or the
-                MySQL GTID waiting for its BEGIN)."""
-                nonlocal ustart, pending
-                at = ustart if ustart >= 0 else pending
-                ustart = pending = -1
-                while at < stop:
-                    header = unpack(buf, at)
-                    push(Event(buf[at : at + header[3]], base + at, fmt, header), name)
-                    at += header[3]
-
-            chunk = max(CHUNK, segment_bytes + (256 << 10))
+            buf, base = b"", start  # base: the file offset of buf[0]
+            chunk = max(CHUNK, cache.segment_bytes + (256 << 10))
             while True:
                 data = f.read(chunk)
+                at_eof = False
                 if not data:
-                    if ustart >= 0 or pending >= 0:
-                        hand_over(splitter._off)
                     if rotated_to:
                         return rotated_to
                     newer = opener._next_file(name)
-                    if newer is not None and splitter.pending == 0:
-                        return newer  # a Stop event, or a crash, ended this file without a Rotate
-                    return None
-                if ustart >= 0 or pending >= 0:  # a fast unit runs across the chunk boundary: reference path
-                    hand_over(splitter._off)
-                splitter.feed(data)
-                if not splitter._consume_magic():
-                    continue
-                buf = splitter._buf
-                off = splitter._off
-                base = splitter._pos - off
-                end = len(buf)
-                try:
-                    while True:
-                        # No end-of-chunk test per event (a try costs nothing in 3.11): the unpack
-                        # raises struct.error short of a header, `nxt > end` stops a partial event.
-                        try:
-                            t, esize = type_size(buf, off)
-                        except struct.error:
-                            break
-                        nxt = off + esize
-                        if nxt > end or esize < 19:
-                            if esize < 19 or esize > MAX_EVENT_SIZE:
-                                raise BinlogError(f"event size {esize} is impossible (type {t})", path=pathname,
-                                                  offset=base + off)
-                            break
-                        if ustart >= 0:
-                            # Inside a fast unit: only what a decision needs is looked at (the
-                            # Table_maps' names and ids); statements are found later, if ever.
-                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                    offset=base + off)
-                            if t in rows_types:
-                                # Its Table_map must be in this unit, after any annotation.
-                                if not ann and buf[off + 19 : off + 25] in ids:
-                                    n += 1
-                                    off = nxt
-                                    continue
-                            elif t == TABLE_MAP:
-                                at = off + 27  # header, 6-byte table id, 2 flag bytes
-                                tbl_at = at + 2 + buf[at]
-                                key = buf[at : tbl_at + 1 + buf[tbl_at]]
-                                names_of = names.get(key)
-                                if names_of is None:
-                                    _, db, table = Event(buf[off:nxt], 0, fmt).table_map
-                                    names_of = names[key] = (db, table)
-                                tables.append(names_of)
-                                ids.append(buf[off + 19 : off + 25])
-                                ann = False
-                                n += 1
-                                off = nxt
-                                continue
-                            elif t in annotations:
-                                ann = True
-                                n += 1
-                                off = nxt
-                                continue
-                            elif t == XID and not ann:
-                                raw = buf[ustart:nxt]
-                                unit = Unit.fast(raw, name, base + ustart, fmt, n + 1, tuple(tables), gtid, gtid_end,
-                                                 mysql_gtid)
-                                ustart = -1
-                                off = nxt
-                                add_unit(unit)
-                                self.end = unit.end
-                                self.size += len(raw)
-                                if self.size >= segment_bytes:
-                                    raise _Stop
-                                continue
-                            # Anything else: the reference path takes the unit from here.
-                            hand_over(off)
-                        elif pending >= 0:
-                            # After a MySQL GTID: a BEGIN makes the pair the start of a fast unit;
-                            # anything else (DDL, a pre-8.0 statement) goes to the reference path.
-                            if t == QUERY and is_begin_event(buf, off, esize, fmt):
-                                if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                    raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                        offset=base + off)
-                                ustart, pending = pending, -1
-                                n = 2
-                                ann = False
-                                tables = []
-                                ids = []
-                                off = nxt
-                                continue
-                            hand_over(off)
-                        elif t == MARIADB_GTID and fast_ok and grouper.current is None:
-                            server_id, seq, domain, flags2 = _MARIADB_GTID_HEAD.unpack_from(buf, off)
-                            if not flags2 & MARIADB_FL_STANDALONE:
-                                if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                    raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                        offset=base + off)
-                                gtid = ((domain, server_id), seq)
-                                mysql_gtid = None
-                                ustart = off
-                                n = 1
-                                gtid_end = esize
-                                ann = False
-                                tables = []
-                                ids = []
-                                off = nxt
-                                continue
-                        elif t in mysql_gtids and fast_ok and grouper.current is None:
-                            if crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                    offset=base + off)
-                            if t == MYSQL_GTID:  # flags, sid[16], gno
-                                sid = buf[off + 20 : off + 36]
-                                source = sources.get(sid)
-                                if source is None:
-                                    source = sources[sid] = str(uuidlib.UUID(bytes=sid))
-                                mysql_gtid = (source, "", _I64.unpack_from(buf, off + 36)[0])
-                            elif t == GTID_TAGGED:
-                                info = Event(buf[off:nxt], base + off, fmt).gtid_info
-                                mysql_gtid = (info.source, info.tag, info.gno)
-                            else:  # Anonymous_GTID: nothing for the GTID state
-                                mysql_gtid = None
-                            gtid = None
-                            pending = off
-                            gtid_end = esize
-                            off = nxt
-                            continue
-                        # The reference path, event by event (EventSplitter's checks).
-                        header = unpack(buf, off)
-                        event = Event(buf[off:nxt], base + off, fmt, header)
-                        if t == FDE or t not in known or fmt is None:
-                            splitter._pos = base + off
-                            splitter._check(event)
-                            fmt = splitter.fmt
-                            crc_len = fmt.checksum_len if verify else 0
-                            fast_ok = _fast_format(fmt)
-                        elif crc_len and crc32(buf[off:nxt]) != CRC_RESIDUE:
-                            raise ChecksumError(f"CRC32 mismatch in {type_name(t)} event", path=pathname,
-                                                offset=base + off)
-                        off = nxt
-                        if t == ROTATE and not header[5] & LOG_EVENT_ARTIFICIAL_F:
-                            rotated_to = event.rotate[1]
-                        push(event, name)
-                finally:
-                    splitter._off = off
-                    splitter._pos = base + off
+                    if newer is None or not buf:
+                        return newer if newer is not None and not buf else None
+                    # The file ended (a newer one exists) inside a unit: a crash cut it. The
+                    # whole events left come out as an incomplete unit; a partial event is an error.
+                    at_eof = True
+                buf = buf + data if buf else data
+                scan = scanner.units(buf, 0, base, cache.segment_bytes - self.size, at_eof)
+                fmt = self._add_units(scan, buf, base, name, fmt)
+                if scan.last_rotate >= 0:
+                    at = scan.last_rotate
+                    end = at + _TYPE_SIZE.unpack_from(buf, at)[1] - scanner.checksum_len
+                    rotated_to = buf[at + 27 : end].decode("utf-8", "surrogateescape")
+                if scan.error is not None:
+                    raise scan.error
+                buf, base = buf[scan.stop :], base + scan.stop
+                if self.size >= cache.segment_bytes:
+                    raise _Stop
+                if at_eof:
+                    if buf:
+                        left = len(buf)
+                        raise TruncatedBinlogError(f"file ends inside an event ({left} bytes left)",
+                                                   path=str(path), offset=base)
+                    return rotated_to or opener._next_file(name)
 
+    def _add_units(self, scan, buf: bytes, base: int, name: str, fmt):
+        """Units from the scanner's records; returns the format in force after them."""
+        names, tables, sources = self.scanner.names, scan.tables, self.sources
+        units = self.units
+        for rec in scan.units:
+            raw = buf[rec.start : rec.end]
+            pos = base + rec.start
+            flags = rec.flags
+            if flags & F_HAS_FDE:
+                unit = self._unit_with_fde(rec, raw, pos, name, fmt)
+                fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
+            elif flags & F_FAST:
+                gtid = mysql_gtid = None
+                if flags & F_MARIADB_GTID:
+                    gtid = ((rec.gtid_domain, rec.gtid_server), rec.gtid_seq)
+                elif flags & F_MYSQL_GTID:
+                    sid = raw[20:36]
+                    source = sources.get(sid)
+                    if source is None:
+                        source = sources[sid] = str(uuidlib.UUID(bytes=sid))
+                    mysql_gtid = (source, "", _I64.unpack_from(raw, 36)[0])
+                elif flags & F_TAGGED_GTID:
+                    info = Event(raw[: rec.gtid_size], pos, fmt).gtid_info
+                    mysql_gtid = (info.source, info.tag, info.gno)
+                unit = Unit.fast(raw, name, pos, fmt, rec.events, tuple([names[i] for i in tables[rec.tables_lo : rec.tables_hi]]),
+                                 gtid, rec.gtid_size, mysql_gtid)
+            else:
+                end = (name, pos + len(raw))
+                if flags & F_ROTATE_END:
+                    at = rec.last - rec.start
+                    rotate_end = len(raw) - self.scanner.checksum_len
+                    end = (raw[at + 27 : rotate_end].decode("utf-8", "surrogateescape"), _U64.unpack_from(raw, at + 19)[0])
+                unit = Unit.lazy(raw, name, pos, fmt, rec.events, _KINDS[rec.kind], rec.complete, end)
+            units.append(unit)
+            self.end = unit.end
+            self.size += len(raw)
+        return fmt
 
-def _fast_format(fmt) -> bool:
-    """Fast units need 6-byte table ids (every server since 5.1 GA)."""
-    if fmt is None:
-        return False
-    lens = fmt.post_header_lens
-    return len(lens) >= _TABLE_MAP and lens[_TABLE_MAP - 1] == 8 and all(
-        fmt.table_id_len(t) == 6 for t in _ROWS)
+    def _unit_with_fde(self, rec, raw: bytes, pos: int, name: str, fmt) -> Unit:
+        """A unit holding a Format_description event: its Events are made now, each with the
+        format in force where it stands."""
+        events, fmt = unit_events(raw, pos, fmt, path=self.scanner.path)
+        txn = Transaction(_KINDS[rec.kind], events, rec.complete)
+        return Unit(txn, name, unit_end(name, events[-1]))

@@ -10,7 +10,6 @@ import struct
 import subprocess
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,7 @@ from dumpfilter.proto_gen import ensure_generated
 ensure_generated()
 
 from binlog_codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length  # noqa: E402
-from binlog_codec.checksum import crc_ok  # noqa: E402
-from binlog_codec.constants import HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F, ROWS_EVENT_TYPES, type_name  # noqa: E402
+from binlog_codec.constants import HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F  # noqa: E402
 from binlog_codec.errors import (  # noqa: E402
     BinlogError,
     ChecksumError,
@@ -33,8 +31,8 @@ from binlog_codec.errors import (  # noqa: E402
     RuleError,
     UnknownSlaveError,
 )
-from binlog_codec.event import HEADER  # noqa: E402
 from binlog_codec.format_description import FormatDescription  # noqa: E402
+from binlog_codec.scanner import F_FAST, Scanner, UnitScan, unit_events  # noqa: E402
 from binlog_codec.transactions import CONTROL, CONTROL_TYPES  # noqa: E402
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
 from dumpfilter.wire import rules_to_proto  # noqa: E402
@@ -46,11 +44,6 @@ from slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, r
 from slave.status import clear_sql_error, mark_running, mark_stopped, note_batch, record_io_error, record_sql_error  # noqa: E402
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
-_CRC_RESIDUE = 0x2144DF1C  # crc32 of any message followed by its own little-endian CRC-32
-_FDE, _TABLE_MAP, _XID, _MARIADB_GTID = (int(EventType.FORMAT_DESCRIPTION), int(EventType.TABLE_MAP),
-                                         int(EventType.XID), int(EventType.MARIADB_GTID))
-_ROWS = frozenset(int(t) for t in ROWS_EVENT_TYPES)
-_ANNOTATIONS = frozenset({int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY)})
 _SKIP = {"heartbeat": dump_pb2.SKIP_POLICY_HEARTBEAT, "placeholder": dump_pb2.SKIP_POLICY_PLACEHOLDER,
          "empty-transaction": dump_pb2.SKIP_POLICY_EMPTY_TRANSACTION}
 # Master events that frame files; the relay log has its own framing and does not copy them.
@@ -173,27 +166,37 @@ def event_renamer(engine: RuleEngine, rules: RuleSet, settings: Settings) -> Cal
     return lambda event: rewrite_event(event, engine.rewrite_db, rename)
 
 
+def scan_batch(blob: bytes, fmt: FormatDescription | None, scanner: Scanner | None = None) -> UnitScan:
+    """A DumpBatch through the compiled scanner: every event bounds- and CRC-checked, grouped
+    into units; each is self-delimiting, and an FDE changes the format of those after it. A
+    batch that is not whole events, or a bad CRC, raises with its offset in the batch."""
+    if scanner is None:
+        scanner = Scanner("<stream>")
+    if not scanner.has_format and fmt is not None:
+        scanner.load_format(fmt.raw)
+    scan = scanner.units(blob, 0, 0, at_eof=True)
+    error = scan.error
+    if isinstance(error, ChecksumError):
+        raise ChecksumError(f"{error.message} received from the master", path="<stream>", offset=error.offset)
+    if error is not None:
+        raise error
+    if scan.stop < len(blob):
+        left = len(blob) - scan.stop
+        if left < HEADER_LEN:
+            raise BinlogError("batch ends inside an event header", path="<stream>", offset=scan.stop)
+        size = _TYPE_SIZE.unpack_from(blob, scan.stop)[1]
+        raise BinlogError(f"event size {size} runs past the batch", path="<stream>", offset=scan.stop)
+    return scan
+
+
 def split_events(blob: bytes, fmt: FormatDescription | None) -> tuple[list[Event], FormatDescription | None]:
-    """The events of a DumpBatch: each is self-delimiting; an FDE changes the format of those after it."""
-    out = []
-    off = 0
-    while off < len(blob):
-        if len(blob) - off < HEADER_LEN:
-            raise BinlogError("batch ends inside an event header", path="<stream>", offset=off)
-        header = HEADER.unpack_from(blob, off)
-        size = header[3]
-        if size < HEADER_LEN or off + size > len(blob):
-            raise BinlogError(f"event size {size} runs past the batch", path="<stream>", offset=off)
-        raw = blob[off:off + size]
-        if header[1] == EventType.FORMAT_DESCRIPTION:
-            fmt = FormatDescription.parse(raw)
-        event = Event(raw, max(0, header[4] - size), fmt, header)
-        if fmt is not None and fmt.checksum_len and not crc_ok(raw):
-            raise ChecksumError(f"CRC32 mismatch in {event.type_name} received from the master", path="<stream>",
-                                offset=off)
-        out.append(event)
-        off += size
-    return out, fmt
+    """The events of a DumpBatch (see scan_batch), with their formats."""
+    scan = scan_batch(blob, fmt)
+    events: list[Event] = []
+    for rec in scan.units:
+        unit, fmt = unit_events(blob[rec.start : rec.end], rec.start, fmt, path="<stream>", stream_positions=True)
+        events.extend(unit)
+    return events, fmt
 
 
 def is_placeholder(event: Event) -> bool:
@@ -219,8 +222,9 @@ class Slave:
         self.fmt: FormatDescription | None = self.relay.fde.fmt if self.relay.fde is not None else None
         self.units_written = 0
         self.caught_up = False
-        self.fast = True  # False: every event through split_events/TransactionGrouper/TransactionFilter
-        self._kept_tables: dict[bytes, bool] = {}  # Table_map (db, table) bytes -> the slave's own rules keep it
+        self.fast = True  # False: every unit's Events through TransactionGrouper/TransactionFilter
+        self._kept_tables: dict[int, bool] = {}  # Table_map name id -> the slave's own rules keep it
+        self._scanner = Scanner("<stream>")
         self.effective: list = []
 
     # -- gRPC -------------------------------------------------------------------------------
@@ -312,14 +316,7 @@ class Slave:
         c = self.counters
         c.batches += 1
         c.bytes_received += len(batch.events)
-        if self.fast and self.rename is None:
-            grouper = self._receive_fast(batch.events)
-        else:
-            events, self.fmt = split_events(batch.events, self.fmt)
-            c.events_received += len(events)
-            grouper = TransactionGrouper()
-            for event in events:
-                self._event(event, grouper)
+        grouper = self._receive(batch.events)
         for unit in grouper.flush():  # a batch never ends inside a transaction on a faithful master
             raise BinlogError(f"the master's batch ended inside a transaction ({len(unit.events)} events)",
                               path=batch.position.file, offset=batch.position.pos)
@@ -354,96 +351,45 @@ class Slave:
         for unit in grouper.push(event):
             self._unit(unit)
 
-    def _receive_fast(self, blob: bytes) -> TransactionGrouper:
-        """`split_events` + the event loop of `_batch`, with the common ROW transaction (MariaDB
-        GTID, Annotate_rows/Table_map/rows, XID) written to the relay log as the byte range it
-        came in when the slave's own rules keep every one of its tables (what the check on a
-        faithful master finds): no Event, no TransactionFilter per event. The batch is checked
-        whole first (sizes, CRCs), as split_events does, before anything is written."""
+    def _receive(self, blob: bytes) -> TransactionGrouper:
+        """One batch: checked whole by the scanner (sizes, CRCs) before anything is written.
+        A fast unit (the common ROW transaction) whose tables the slave's own rules all keep
+        (what the check on a faithful master finds) goes to the relay log as the byte range it
+        came in, with no Event and no TransactionFilter; every other unit's Events go through
+        the grouper, the slave's own rules and the rewrites."""
         c = self.counters
-        fmt = self.fmt
-        offs: list[int] = []
-        types: list[int] = []
-        fmts: list = []
-        off, n = 0, len(blob)
-        type_size = _TYPE_SIZE.unpack_from
-        crc32 = zlib.crc32
-        while off < n:
-            if n - off < HEADER_LEN:
-                raise BinlogError("batch ends inside an event header", path="<stream>", offset=off)
-            t, size = type_size(blob, off)
-            nxt = off + size
-            if size < HEADER_LEN or nxt > n:
-                raise BinlogError(f"event size {size} runs past the batch", path="<stream>", offset=off)
-            if t == _FDE:
-                fmt = FormatDescription.parse(blob[off:nxt])
-            if fmt is not None and fmt.checksum_len and (not crc_ok(blob[off:nxt]) if t == _FDE
-                                                         else crc32(blob[off:nxt]) != _CRC_RESIDUE):
-                raise ChecksumError(f"CRC32 mismatch in {type_name(t)} received from the master", path="<stream>",
-                                    offset=off)
-            offs.append(off)
-            types.append(t)
-            fmts.append(fmt)
-            off = nxt
-        offs.append(n)
-        self.fmt = fmt
-        c.events_received += len(types)
+        scan = scan_batch(blob, self.fmt, self._scanner)
+        c.events_received += scan.events
         grouper = TransactionGrouper()
-        unpack = HEADER.unpack_from
-        i, m = 0, len(types)
-        while i < m:
-            if types[i] == _MARIADB_GTID and grouper.current is None and self.relay.file is not None:
-                j = self._fast_unit(blob, offs, types, fmts[i], i)
-                if j > i:
-                    raw = blob[offs[i] : offs[j]]
-                    self.relay.write_raw(raw)
-                    c.events_relayed += j - i
-                    c.bytes_relayed += len(raw)
-                    self.units_written += 1
-                    if self.after_unit is not None:
-                        self.after_unit(self.units_written)
-                    i = j
-                    continue
-            a = offs[i]
-            header = unpack(blob, a)
-            self._event(Event(blob[a : offs[i + 1]], max(0, header[4] - header[3]), fmts[i], header), grouper)
-            i += 1
+        fmt = self.fmt
+        raw_ok = self.fast and self.rename is None and self.relay.file is not None
+        for rec in scan.units:
+            raw = blob[rec.start : rec.end]
+            if raw_ok and rec.flags & F_FAST and grouper.current is None and self._keeps_tables(scan.tables, rec):
+                self.relay.write_raw(raw)
+                c.events_relayed += rec.events
+                c.bytes_relayed += len(raw)
+                self.units_written += 1
+                if self.after_unit is not None:
+                    self.after_unit(self.units_written)
+                continue
+            events, fmt = unit_events(raw, rec.start, fmt, path="<stream>", stream_positions=True)
+            for event in events:
+                self._event(event, grouper)
+            raw_ok = self.fast and self.rename is None and self.relay.file is not None
+        self.fmt = fmt
         return grouper
 
-    def _fast_unit(self, blob: bytes, offs: list[int], types: list[int], fmt, i: int) -> int:
-        """The end index of the fast unit starting with the GTID at i, or i when events i.. are
-        not one, or one the slave's own rules would not keep whole."""
-        if fmt is None or fmt.post_header_lens[_TABLE_MAP - 1] != 8 or blob[offs[i] + HEADER_LEN + 12] & 1:
-            return i  # 4-byte table ids, or a standalone GTID (DDL)
-        kept = self._kept_tables
-        ids: list = []
-        ann = False
-        rows, annotations = _ROWS, _ANNOTATIONS
-        for k in range(i + 1, len(types)):
-            t = types[k]
-            off = offs[k]
-            if t == _TABLE_MAP:
-                at = off + HEADER_LEN + 8
-                tbl_at = at + 2 + blob[at]
-                key = blob[at : tbl_at + 1 + blob[tbl_at]]
-                keep = kept.get(key)
-                if keep is None:
-                    _, db, table = Event(blob[off : offs[k + 1]], 0, fmt).table_map
-                    keep = kept[key] = self.engine.table_kept(db, table)
-                if not keep:
-                    return i
-                ids.append(blob[off + HEADER_LEN : off + HEADER_LEN + 6])
-                ann = False
-            elif t in rows:
-                if ann or fmt.table_id_len(t) != 6 or blob[off + HEADER_LEN : off + HEADER_LEN + 6] not in ids:
-                    return i
-            elif t in annotations:
-                ann = True
-            elif t == _XID and not ann:
-                return k + 1
-            else:
-                return i
-        return i
+    def _keeps_tables(self, tables, rec) -> bool:
+        """Whether the slave's own rules keep every table of a fast unit (cached by name id)."""
+        kept, names = self._kept_tables, self._scanner.names
+        for i in tables[rec.tables_lo : rec.tables_hi]:
+            keep = kept.get(i)
+            if keep is None:
+                keep = kept[i] = self.engine.table_kept(*names[i])
+            if not keep:
+                return False
+        return True
 
     def _unit(self, unit) -> None:
         events = unit.events

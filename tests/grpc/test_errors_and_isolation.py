@@ -207,5 +207,5 @@ def test_without_master_checksum_verification_the_receiving_slave_catches_a_bad_
     _, lenient = master_factory(binlog_copy, verify_checksums=False)
     slave = run_slave(lenient, tmp_path / "db1", 72, rules=RuleSet(do_db=("db1",)))
     assert slave.counters.events_received > 0
-    with pytest.raises(Exception, match=f"CRC32 mismatch in {victim.type_name} received from the master"):
+    with pytest.raises(Exception, match=f"CRC32 mismatch in {victim.type_name} event received from the master"):
         run_slave(lenient, tmp_path / "db2", 73, rules=RuleSet(do_db=("db2",)))

@@ -1,0 +1,180 @@
+//! The Python face of the core: `dumpfilter._core`. Calls are made per buffer, never per event;
+//! results come back as packed little-endian arrays (bytes) that Python views with memoryview.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::scan::{self, ErrorKind, ScanError, Scanner, UNIT_WORDS};
+
+fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny>> {
+    let kind = match e.kind {
+        ErrorKind::Binlog => "binlog",
+        ErrorKind::Checksum => "checksum",
+    };
+    Ok((kind, e.message.as_str(), e.offset).into_pyobject(py)?.into_any())
+}
+
+/// Scanner state across the buffers of one stream: the format in force and interned names.
+#[pyclass(module = "dumpfilter._core", name = "Scanner")]
+struct PyScanner {
+    inner: Scanner,
+    names_sent: usize,
+}
+
+#[pymethods]
+impl PyScanner {
+    #[new]
+    #[pyo3(signature = (verify = true))]
+    fn new(verify: bool) -> Self {
+        PyScanner { inner: Scanner::new(verify), names_sent: 0 }
+    }
+
+    /// Adopts the format of the Format_description event `event` (read at file offset `offset`);
+    /// returns None, or an error tuple (kind, message, offset).
+    fn load_fde<'py>(&mut self, py: Python<'py>, event: &[u8], offset: u64) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.inner.load_fde(event, offset) {
+            Ok(()) => Ok(None),
+            Err(e) => Ok(Some(error_tuple(py, &e)?)),
+        }
+    }
+
+    #[getter]
+    fn has_format(&self) -> bool {
+        self.inner.fmt.is_some()
+    }
+
+    #[getter]
+    fn checksum_len(&self) -> usize {
+        self.inner.fmt.as_ref().map_or(0, |f| f.checksum_len)
+    }
+
+    #[getter]
+    fn fast_ok(&self) -> bool {
+        self.inner.fmt.as_ref().is_some_and(|f| f.fast_ok())
+    }
+
+    #[getter]
+    fn events_walked(&self) -> u64 {
+        self.inner.events_walked
+    }
+
+    #[getter]
+    fn verify(&self) -> bool {
+        self.inner.verify
+    }
+
+    #[setter]
+    fn set_verify(&mut self, verify: bool) {
+        self.inner.verify = verify;
+    }
+
+    /// Groups buf[off..] into units (see scan::Scanner::units). Returns (units, tables,
+    /// new_names, stop, events, last_rotate, error): `units` packs UNIT_WORDS u64 per unit,
+    /// `tables` u32 name ids, `new_names` the (db, table) byte pairs interned since the last call
+    /// (ids continue from the previous ones), `last_rotate` -1 for none, `error` None or
+    /// (kind, message, offset).
+    #[pyo3(signature = (buf, off, base, limit = usize::MAX, at_eof = false))]
+    fn units<'py>(&mut self, py: Python<'py>, buf: &[u8], off: usize, base: u64, limit: usize, at_eof: bool) -> PyResult<Bound<'py, PyTuple>> {
+        if off > buf.len() {
+            return Err(PyValueError::new_err(format!("offset {off} is past the buffer ({} bytes)", buf.len())));
+        }
+        let inner = &mut self.inner;
+        let out = py.detach(|| inner.units(buf, off, base, limit, at_eof));
+        let mut packed = Vec::with_capacity(out.units.len() * UNIT_WORDS * 8);
+        for u in &out.units {
+            u.pack(&mut packed);
+        }
+        let mut tables = Vec::with_capacity(out.tables.len() * 4);
+        for t in &out.tables {
+            tables.extend_from_slice(&t.to_le_bytes());
+        }
+        let names = PyList::empty(py);
+        for (db, table) in &self.inner.names[self.names_sent..] {
+            names.append((PyBytes::new(py, db), PyBytes::new(py, table)))?;
+        }
+        self.names_sent = self.inner.names.len();
+        let error = match &out.error {
+            Some(e) => error_tuple(py, e)?,
+            None => py.None().into_bound(py),
+        };
+        let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &packed).into_any(),
+                PyBytes::new(py, &tables).into_any(),
+                names.into_any(),
+                out.stop.into_pyobject(py)?.into_any(),
+                out.events.into_pyobject(py)?.into_any(),
+                last_rotate.into_pyobject(py)?.into_any(),
+                error,
+            ],
+        )
+    }
+
+    /// Walks buf[off..]: returns (offsets, stop, error), `offsets` packing u64 buffer offsets of
+    /// the events whose type's byte in `types` (256 bytes) is non-zero, and of every FDE.
+    fn walk<'py>(&mut self, py: Python<'py>, buf: &[u8], off: usize, base: u64, types: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+        if off > buf.len() {
+            return Err(PyValueError::new_err(format!("offset {off} is past the buffer ({} bytes)", buf.len())));
+        }
+        let mut mask = [false; 256];
+        for (m, t) in mask.iter_mut().zip(types) {
+            *m = *t != 0;
+        }
+        let inner = &mut self.inner;
+        let (offs, stop, err) = py.detach(|| inner.walk(buf, off, base, &mask));
+        let mut packed = Vec::with_capacity(offs.len() * 8);
+        for o in offs {
+            packed.extend_from_slice(&o.to_le_bytes());
+        }
+        let error = match &err {
+            Some(e) => error_tuple(py, e)?,
+            None => py.None().into_bound(py),
+        };
+        PyTuple::new(py, [PyBytes::new(py, &packed).into_any(), stop.into_pyobject(py)?.into_any(), error])
+    }
+}
+
+/// CRC-32 (zlib's polynomial) of `data`, SIMD-accelerated.
+#[pyfunction]
+fn crc32(py: Python<'_>, data: &[u8]) -> u32 {
+    py.detach(|| scan::crc32(data))
+}
+
+/// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
+#[pyfunction]
+#[pyo3(signature = (body, max_out = 1 << 30))]
+fn payload_bytes<'py>(py: Python<'py>, body: &[u8], max_out: usize) -> PyResult<Bound<'py, PyBytes>> {
+    let data = py.detach(|| scan::payload_bytes(body, max_out)).map_err(PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &data))
+}
+
+/// The statements of a fast unit's body buf[body:end] (see scan::statements): a list of
+/// (end offset, events, Table_maps so far), or None for the reference path.
+#[pyfunction]
+fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u32)>> {
+    scan::statements(buf, body, end)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyScanner>()?;
+    m.add_function(wrap_pyfunction!(crc32, m)?)?;
+    m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(statements, m)?)?;
+    m.add("UNIT_WORDS", UNIT_WORDS)?;
+    m.add("F_FAST", scan::F_FAST)?;
+    m.add("F_COMPLETE", scan::F_COMPLETE)?;
+    m.add("F_ROTATE_END", scan::F_ROTATE_END)?;
+    m.add("F_HAS_FDE", scan::F_HAS_FDE)?;
+    m.add("F_MARIADB_GTID", scan::F_MARIADB_GTID)?;
+    m.add("F_MYSQL_GTID", scan::F_MYSQL_GTID)?;
+    m.add("F_TAGGED_GTID", scan::F_TAGGED_GTID)?;
+    m.add("F_ANONYMOUS_GTID", scan::F_ANONYMOUS_GTID)?;
+    m.add("F_UNKNOWN_NON_IGNORABLE", scan::F_UNKNOWN_NON_IGNORABLE)?;
+    m.add("F_PAYLOAD", scan::F_PAYLOAD)?;
+    m.add("F_STANDALONE", scan::F_STANDALONE)?;
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! Event type codes, header flags and the event classes the scanner groups by (binlog v4:
+//! MySQL 5.0-9.x, MariaDB 10.x-11.x). Mirrors `binlog_codec/constants.py`.
+
+pub const HEADER_LEN: usize = 19;
+
+pub const START_V3: u8 = 1;
+pub const QUERY: u8 = 2;
+pub const STOP: u8 = 3;
+pub const ROTATE: u8 = 4;
+pub const FORMAT_DESCRIPTION: u8 = 15;
+pub const XID: u8 = 16;
+pub const EXECUTE_LOAD_QUERY: u8 = 18;
+pub const TABLE_MAP: u8 = 19;
+pub const INCIDENT: u8 = 26;
+pub const HEARTBEAT: u8 = 27;
+pub const ROWS_QUERY: u8 = 29;
+pub const GTID: u8 = 33;
+pub const ANONYMOUS_GTID: u8 = 34;
+pub const PREVIOUS_GTIDS: u8 = 35;
+pub const XA_PREPARE: u8 = 38;
+pub const TRANSACTION_PAYLOAD: u8 = 40;
+pub const HEARTBEAT_V2: u8 = 41;
+pub const GTID_TAGGED: u8 = 42;
+pub const ANNOTATE_ROWS: u8 = 160;
+pub const BINLOG_CHECKPOINT: u8 = 161;
+pub const MARIADB_GTID: u8 = 162;
+pub const MARIADB_GTID_LIST: u8 = 163;
+pub const START_ENCRYPTION: u8 = 164;
+pub const QUERY_COMPRESSED: u8 = 165;
+
+pub const LOG_EVENT_BINLOG_IN_USE_F: u16 = 0x0001;
+pub const LOG_EVENT_ARTIFICIAL_F: u16 = 0x0020;
+pub const LOG_EVENT_IGNORABLE_F: u16 = 0x0080;
+pub const STMT_END_F: u16 = 0x0001;
+pub const MARIADB_FL_STANDALONE: u8 = 0x01;
+
+#[inline]
+pub fn is_known(t: u8) -> bool {
+    t <= 42 || (160..=171).contains(&t)
+}
+
+#[inline]
+pub fn is_rows(t: u8) -> bool {
+    matches!(t, 20..=25 | 30..=32 | 39 | 166..=171)
+}
+
+#[inline]
+pub fn is_query(t: u8) -> bool {
+    t == QUERY || t == QUERY_COMPRESSED || t == EXECUTE_LOAD_QUERY
+}
+
+#[inline]
+pub fn is_gtid(t: u8) -> bool {
+    matches!(t, GTID | ANONYMOUS_GTID | GTID_TAGGED | MARIADB_GTID)
+}
+
+/// Events that never belong to a transaction's content and are never filtered.
+#[inline]
+pub fn is_control(t: u8) -> bool {
+    matches!(
+        t,
+        FORMAT_DESCRIPTION | ROTATE | STOP | PREVIOUS_GTIDS | MARIADB_GTID_LIST | BINLOG_CHECKPOINT | HEARTBEAT
+            | HEARTBEAT_V2 | INCIDENT | START_ENCRYPTION
+    )
+}
