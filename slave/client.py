@@ -41,7 +41,15 @@ from filter_rules.evaluate import RuleEngine  # noqa: E402
 from filter_rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name  # noqa: E402
 from filter_rules.transaction_filter import KEEP, TransactionFilter  # noqa: E402
 from slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, read_json, write_json_atomic  # noqa: E402
-from slave.status import clear_sql_error, mark_running, mark_stopped, note_batch, record_io_error, record_sql_error  # noqa: E402
+from slave.status import (  # noqa: E402
+    clear_sql_error,
+    mark_running,
+    mark_stopped,
+    note_batch,
+    record_io_error,
+    record_retry,
+    record_sql_error,
+)
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _SKIP = {"heartbeat": dump_pb2.SKIP_POLICY_HEARTBEAT, "placeholder": dump_pb2.SKIP_POLICY_PLACEHOLDER,
@@ -281,6 +289,7 @@ class Slave:
                         and cfg.connect_retry <= 0:
                     self._save_error(exc)
                     raise _master_error(exc) from None
+                record_retry(self.info, self.relay_dir, _master_error(exc))  # Connecting, with the error
                 time.sleep(cfg.connect_retry)  # MASTER_CONNECT_RETRY
             finally:
                 self.relay.close()

@@ -100,6 +100,14 @@ def record_io_error(info: RelayInfo, relay_dir: Path, exc: BaseException) -> Non
     info.save(relay_dir)
 
 
+def record_retry(info: RelayInfo, relay_dir: Path, exc: BaseException) -> None:
+    """The IO thread lost the master and will retry: still running, Connecting, error shown
+    (as MySQL shows `error reconnecting to master ...` while it retries)."""
+    info.last_io_errno, info.last_error, info.last_io_error_timestamp = io_errno(exc), str(exc), _now()
+    info.connected = False
+    info.save(relay_dir)
+
+
 def record_sql_error(info: RelayInfo, relay_dir: Path, exc: BaseException) -> None:
     message = str(exc)
     info.last_sql_errno, info.last_sql_error, info.last_sql_error_timestamp = sql_errno(message), message, _now()

@@ -167,3 +167,38 @@ def test_apply_failure_is_recorded_with_the_servers_message(mariadb_factory, mas
     assert fields["Slave_SQL_Running"] == "No" and fields["Slave_IO_Running"] == "No"
     assert fields["Last_IO_Errno"] == 0
     assert fields["Apply_Target"] == f"mysql://root@127.0.0.1:{target.port}"
+    # The table dropped on the target, the slave runs again: the relay log is applied from where
+    # the failure left it, and the SQL error is cleared once it succeeds.
+    target.execute(["DROP TABLE s1.t1"])
+    assert main(["slave", "run", "--master", address, "--server-id", "15", "--relay-log-dir", str(relay),
+                 "--until-caught-up", "--apply", f"mysql://root@127.0.0.1:{target.port}"]) == 0
+    fields = status_fields(relay)
+    assert fields["Last_SQL_Errno"] == 0 and fields["Last_SQL_Error"] == ""
+    assert fields["Exec_Master_Log_Pos"] == fields["Read_Master_Log_Pos"]
+    assert fields["Relay_Master_Log_File"] == fields["Master_Log_File"]
+    assert fields["Gtid_Slave_Pos"] == fields["Gtid_IO_Pos"]
+    assert target.query("SELECT COUNT(*) AS n FROM s1.t1")[0]["n"] == 2
+
+
+def test_a_lost_master_shows_connecting_with_the_error(binlog_copy, master_factory, tmp_path):
+    master, address = master_factory(binlog_copy)
+    relay = tmp_path / "r"
+    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter.cli", "slave", "run", "--master", address,
+                             "--server-id", "16", "--relay-log-dir", str(relay)], cwd=ROOT,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+                (relay / "relay-log.info").exists() and status_fields(relay)["Slave_IO_Running"] == "Yes"):
+            time.sleep(0.1)
+        assert status_fields(relay)["Slave_IO_Running"] == "Yes"
+        master.stop(grace=0.5)
+        while time.monotonic() < deadline and status_fields(relay)["Slave_IO_Running"] != "Connecting":
+            time.sleep(0.1)
+        fields = status_fields(relay)
+        assert fields["Slave_IO_Running"] == "Connecting" and fields["Slave_IO_State"] == "Connecting to master"
+        assert fields["Last_IO_Errno"] == 2003 and "UNAVAILABLE" in fields["Last_IO_Error"]
+        assert fields["Seconds_Behind_Master"] == "NULL"
+    finally:
+        proc.terminate()
+        proc.wait(20)
