@@ -61,7 +61,7 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
     title = f"dumpfilter simulate: {source['description']}"
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
              f"<style>{_CSS}</style></head><body>",
-             f"<h1>Master-side filtering: bytes each slave receives</h1>",
+             "<h1>Master-side filtering: bytes each slave receives</h1>",
              f"<p class=\"meta\">{_e(source['description'])} &middot; {_mb(source['bytes'])} MB of binlog in "
              f"{len(source['files'])} file(s) ({_e(', '.join(source['files']))}) &middot; "
              f"{experiment['streams']} gRPC streams &middot; generated "

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from binlog_codec.errors import BinlogError, ChecksumError, DumpFilterError, PositionError, RuleError
+from binlog_codec.errors import BinlogError, ChecksumError, PositionError, RuleError
 from slave.relay_log import APPLY_INFO, BASENAME, RelayInfo, read_json
 
 # MySQL's error numbers for what ends a replica's threads (include/mysqld_error.h,
