@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(CORE_STAMP)
 
 $(CORE_STAMP): $(STAMP) $(CORE_SRC)
 	$(PIP) install --quiet --no-deps -e .

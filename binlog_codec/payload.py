@@ -9,6 +9,7 @@ from binlog_codec.constants import HEADER_LEN
 from binlog_codec.errors import BinlogError
 from binlog_codec.event import HEADER, Event
 from binlog_codec.packing import encode_lenenc
+from binlog_codec.scanner import payload_bytes
 
 PAYLOAD_SIZE, COMPRESSION_TYPE, UNCOMPRESSED_SIZE = 1, 2, 3
 ZSTD, NONE = 0, 255
@@ -16,16 +17,11 @@ ZSTD, NONE = 0, 255
 
 def payload_events(event: Event) -> list[Event]:
     """The inner events: no CRC, log_pos 0, positions relative to the uncompressed buffer."""
-    fields, data = event.transaction_payload
-    compression = fields.get(COMPRESSION_TYPE, NONE)
+    # Decompressed by the compiled core (zstd), bounded by the event's own uncompressed size.
     try:
-        if compression == ZSTD:
-            expected = fields.get(UNCOMPRESSED_SIZE, 0)
-            data = zstandard.ZstdDecompressor().decompress(data, max_output_size=max(expected, 1))
-        elif compression != NONE:
-            raise BinlogError(f"unknown Transaction_payload compression type {compression}", offset=event.pos)
-    except zstandard.ZstdError as exc:
-        raise BinlogError(f"Transaction_payload does not decompress: {exc}", offset=event.pos) from None
+        data = payload_bytes(event.body)
+    except ValueError as exc:
+        raise BinlogError(str(exc), offset=event.pos) from None
     inner_fmt = event.fmt.without_checksums()
     out = []
     i = 0

@@ -32,6 +32,10 @@ F_STANDALONE = _core.F_STANDALONE
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
 crc32 = _core.crc32
+# The inner events' bytes of a Transaction_payload body (zstd or none); ValueError if malformed.
+payload_bytes = _core.payload_bytes
+# One slave's answer byte per unit of a segment (0 skip, 1 partial, 2 keep, 3 not fast).
+unit_rows = _core.unit_rows
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
 statements = _core.statements
 _FDE = int(EventType.FORMAT_DESCRIPTION)
@@ -62,8 +66,44 @@ class UnitRecord(NamedTuple):
         return bool(self.flags & F_COMPLETE)
 
 
+class UnitRecords:
+    """The units of one scan, decoded only when asked for (by index or in order): a bulk
+    consumer (the compiled assembly) may never need most of them in Python."""
+
+    __slots__ = ("_packed", "_n")
+
+    def __init__(self, packed: bytes):
+        self._packed = packed
+        self._n = len(packed) // UNIT.size
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> UnitRecord:
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return _record(UNIT.unpack_from(self._packed, i * UNIT.size))
+
+    def __iter__(self):
+        return map(_record, UNIT.iter_unpack(self._packed))
+
+    @property
+    def words(self) -> memoryview:
+        """The records as u64 words, UNIT_WORDS per unit (for column-wise decoding)."""
+        return memoryview(self._packed).cast("Q")
+
+    def kinds(self) -> list[str]:
+        return [KINDS[(w >> 32) & 0xFF] for w in self.words[2::8].tolist()]
+
+
+def _record(words: tuple) -> UnitRecord:
+    start, end, w2, gsize, w4, seq, w6, last = words
+    return UnitRecord(start, end, w2 & 0xFFFFFFFF, KINDS[(w2 >> 32) & 0xFF], w2 >> 40, gsize,
+                      w4 & 0xFFFFFFFF, w4 >> 32, seq, w6 & 0xFFFFFFFF, w6 >> 32, last)
+
+
 class UnitScan(NamedTuple):
-    units: list[UnitRecord]
+    units: UnitRecords
     tables: memoryview   # name ids (uint32) of the fast units' Table_maps
     stop: int            # buffer offset after the last unit handed out
     events: int
@@ -114,12 +154,15 @@ class Scanner:
         packed, tables, new_names, stop, events, last_rotate, err = self._core.units(buf, off, base, limit, at_eof)
         if new_names:
             self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
-        kinds = KINDS
-        records = [UnitRecord(start, end, w2 & 0xFFFFFFFF, kinds[(w2 >> 32) & 0xFF], w2 >> 40, gsize,
-                              w4 & 0xFFFFFFFF, w4 >> 32, seq, w6 & 0xFFFFFFFF, w6 >> 32, last)
-                   for start, end, w2, gsize, w4, seq, w6, last in UNIT.iter_unpack(packed)]
-        return UnitScan(records, memoryview(tables).cast("I"), stop, events, last_rotate,
+        return UnitScan(UnitRecords(packed), memoryview(tables).cast("I"), stop, events, last_rotate,
                         None if err is None else _error(err, self.path))
+
+    def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
+                 empty_keep: bool, commit_body: bytes, *, whole_only: bool = False) -> tuple[bytes, int, int, tuple]:
+        """What a filter keeps of the last `units` call's fast units from index `start` on
+        (buf: that call's buffer), as (bytes, next unit index, output offset, counters); see
+        the core's assemble::assemble. `whole_only`: stop at any unit not kept whole."""
+        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only)
 
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`

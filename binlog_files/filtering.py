@@ -100,6 +100,24 @@ class FilterStats:
         elif outcome == SKIPPED:
             self.skipped += 1
 
+    def add_assembled(self, counts: tuple) -> int:
+        """The compiled assembly's counters (see the core's assemble::Counts); returns the
+        events it wrote."""
+        (kept, kept_events, kept_bytes, partial, partial_ein, partial_bin, partial_eout, partial_bout,
+         emptied, emptied_ein, emptied_bin, emptied_bout, skipped, skipped_ein, skipped_bin) = counts
+        units = kept + partial + emptied + skipped
+        events_out = kept_events + partial_eout + 2 * emptied
+        self.transactions_in += units
+        self.kept += kept
+        self.partial += partial
+        self.emptied += emptied
+        self.skipped += skipped
+        self.events_in += kept_events + partial_ein + emptied_ein + skipped_ein
+        self.bytes_in += kept_bytes + partial_bin + emptied_bin + skipped_bin
+        self.events_out += events_out
+        self.bytes_out += kept_bytes + partial_bout + emptied_bout
+        return events_out
+
     def add_result(self, result: FilterResult) -> None:
         self.add(result.outcome, result.events_in, result.bytes_in, len(result.events), result.bytes_out)
 
@@ -368,13 +386,13 @@ class BinlogFilter:
         self.fast = fast
         self.on_result = on_result
         self.stats = FilterStats()
-        self._kept: dict[int, bool] = {}  # the scanner's name id of a Table_map -> kept
+        self._keep = bytearray()  # by the scanner's name id of a Table_map: 1 kept, 0 not, 2 not known yet
 
     # -- reference path ----------------------------------------------------------------------
     def _unit(self, txn: Transaction) -> None:
         result = self.tfilter.filter(txn)
         if txn.kind == CONTROL and txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-            self._kept.clear()
+            self._keep.clear()
         self.stats.add_result(result)
         if self.on_result is not None:
             self.on_result(result)
@@ -392,7 +410,7 @@ class BinlogFilter:
 
     def _consumed_control(self, event: Event) -> None:
         """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
-        self._kept.clear()
+        self._keep.clear()
         result = self.tfilter.filter(Transaction(CONTROL, [event]))
         self.stats.add_result(result)
         if self.on_result is not None:
@@ -428,22 +446,40 @@ class BinlogFilter:
             raise BinlogError(f"bad magic {magic.hex()} (expected fe62696e): not a binlog file", path=name, offset=0)
         fast = self.fast and self.on_result is None
         fmt: FormatDescription | None = None
+        empty_keep = self.tfilter.empty_transactions != "drop"
+        direct: BinlogWriter | None = None
         buf, base = b"", 4  # base: the file offset of buf[0]
         while True:
             chunk = stream.read(FAST_CHUNK)
             eof = not chunk
             buf = buf + chunk if buf else chunk
             scan = scanner.units(buf, 0, base, at_eof=eof)
-            tables = scan.tables
-            for rec in scan.units:
+            units, tables = scan.units, scan.tables
+            i, n = 0, len(units)
+            while i < n:
+                if fast and direct is not None and fmt is not None \
+                        and direct.fmt.checksum_len == fmt.checksum_len:
+                    # Fast units in bulk: decided and written by the compiled assembly.
+                    out, nxt, out_pos, counts = scanner.assemble(
+                        buf, i, self._keeps(scanner.names), direct.position, base, direct.renumber_positions,
+                        fmt.checksum_len > 0, empty_keep, _COMMIT_BODY)
+                    if nxt > i:
+                        direct.out.write(out)
+                        direct.position = out_pos
+                        direct.events_written += self.stats.add_assembled(counts)
+                        i = nxt
+                        continue
+                rec = units[i]
+                i += 1
                 if fast and rec.flags & F_FAST and self._fast_unit(rec, buf, base, fmt, tables, scanner.names):
                     continue
                 raw = buf[rec.start : rec.end]
                 events, fmt = unit_events(raw, base + rec.start, fmt, path=name)
                 if rec.flags & F_HAS_FDE and rec.kind == CONTROL:
-                    self._kept.clear()
+                    self._keep.clear()
                     if self.sink.begin_file(events[0], path):
                         self._consumed_control(events[0])
+                        direct = self.sink.direct_writer()
                         continue
                 self._unit(Transaction(rec.kind, events, rec.complete))
             if scan.error is not None:
@@ -457,17 +493,25 @@ class BinlogFilter:
                    if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
             raise TruncatedBinlogError(msg, path=name, offset=base)
 
+    def _keeps(self, names: list[tuple[str, str]]) -> bytes:
+        """The keep byte of every table name the scanner has met (the rules asked once per
+        name, and again after each Format_description event)."""
+        keep = self._keep
+        if len(keep) < len(names):
+            keep.extend(b"\x02" * (len(names) - len(keep)))
+        if 2 in keep:
+            table_kept = self.tfilter.decider.table_kept
+            for i, k in enumerate(keep):
+                if k == 2:
+                    keep[i] = 1 if table_kept(*names[i]) else 0
+        return bytes(keep)
+
     def _fast_unit(self, rec, buf, base: int, fmt, tables, names) -> bool:
         """A fast unit decided from its tables, when every statement's Table_maps get one answer
         (so no STMT_END_F has to move): written whole, without its dropped statements, or as
         the emptied group, exactly as the reference path writes it. False: not decided here."""
-        kept, table_kept = self._kept, self.tfilter.decider.table_kept
-        keeps = []
-        for i in tables[rec.tables_lo : rec.tables_hi]:
-            keep = kept.get(i)
-            if keep is None:
-                keep = kept[i] = table_kept(*names[i])
-            keeps.append(keep)
+        known = self._keeps(names)
+        keeps = [known[i] == 1 for i in tables[rec.tables_lo : rec.tables_hi]]
         start, end = rec.start, rec.end
         gtid_end = start + rec.gtid_size
         mariadb = bool(rec.flags & F_MARIADB_GTID)

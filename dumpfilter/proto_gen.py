@@ -21,6 +21,9 @@ class ProtoGenError(RuntimeError):
 
 
 def _stale() -> bool:
+    if not (PROTO_ROOT / PROTOS[0]).exists():
+        # An installed package (a wheel): the modules were generated when it was built.
+        return not all((OUT_DIR / name).exists() for name in OUTPUTS)
     newest_proto = max((PROTO_ROOT / p).stat().st_mtime for p in PROTOS)
     for name in OUTPUTS:
         out = OUT_DIR / name

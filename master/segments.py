@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from array import array
 import uuid as uuidlib
 from collections import OrderedDict
 from itertools import accumulate, chain
@@ -17,9 +18,11 @@ from pathlib import Path
 from binlog_codec import Event, EventType, Transaction, TransactionGrouper
 from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
 from binlog_codec.errors import BinlogError, PositionError, TruncatedBinlogError
-from binlog_codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID,
+from binlog_codec.scanner import (F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
+                                  F_TAGGED_GTID,
                                   Scanner, unit_events)
 from binlog_codec.scanner import statements as core_statements
+from binlog_codec.scanner import unit_rows
 from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
@@ -119,7 +122,7 @@ _UNSET = object()
 @dataclass(eq=False)
 class Segment:
     start: Pos
-    units: list[Unit]
+    units: "list[Unit] | LazyUnits"
     end: Pos
     at_end: bool          # reading stopped at the current end of the binlog
     error: BinlogError | None = None  # a corrupt event right after `end`
@@ -138,20 +141,64 @@ class SegmentIndex:
     keep-any mask (OR): one computation per unit for every slave."""
 
     def __init__(self, units: list[Unit]):
-        self.cum = [0, *accumulate([u.nbytes for u in units])]
-        self.evc = [0, *accumulate([u.events for u in units])]
-        self.toff = [0, *accumulate([len(u.tables) for u in units])]
-        self.occ = list(chain.from_iterable([u.tables for u in units]))
-        self.fast = [u.is_fast for u in units]
-        self.gtids = [u.gtid for u in units]
+        """From Unit objects (the reference reader)."""
+        self._set(sizes=[u.nbytes for u in units], events=[u.events for u in units],
+                  ntables=[len(u.tables) for u in units], occ=list(chain.from_iterable([u.tables for u in units])),
+                  fast=[u.is_fast for u in units], gtids=[u.gtid for u in units],
+                  mysql=[u.mysql_gtid for u in units], tables=[u.tables for u in units])
+        self.raws = [u.raw for u in units]
+        self.parts = None
+        self.rows_input = None  # (tids, bounds, names) for the compiled per-slave rows
+
+    @classmethod
+    def from_columns(cls, cols: "_Columns") -> "SegmentIndex":
+        index = cls.__new__(cls)
+        index._set(sizes=cols.sizes, events=cols.events, ntables=cols.ntables, occ=cols.occ, fast=cols.fast,
+                   gtids=cols.gtids, mysql=cols.mysql, tables=cols.tables)
+        index.raws = None
+        index.parts = (cols.part_of, cols.parts, cols.starts, cols.ends)
+        index.rows_input = (cols.tids.tobytes(), cols.bounds.tobytes(), cols.names)
+        return index
+
+    def _set(self, *, sizes, events, ntables, occ, fast, gtids, mysql, tables) -> None:
+        self.cum = [0, *accumulate(sizes)]
+        self.evc = [0, *accumulate(events)]
+        self.toff = [0, *accumulate(ntables)]
+        self.occ = occ
+        self.fast = fast
+        self.gtids = gtids
+        self.tables = tables  # per unit: its Table_maps' (db, table), in order (fast units)
         # Whether the fast units' GTIDs share one (domain, server_id): then a run's last GTID is
         # all a stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
-        self.one_gtid_source = len({g[0] for g in self.gtids if g is not None}) <= 1
-        mysql = [u.mysql_gtid for u in units]
+        self.one_gtid_source = len({g[0] for g in gtids if g is not None}) <= 1
         self.mysql_gtids = mysql if any(g is not None for g in mysql) else None
-        self.raws = [u.raw for u in units]
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
+
+    def rows_for(self, keeps) -> bytes | None:
+        """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
+        the core from `keeps(db, table)` asked once per table name; None without columns."""
+        if self.rows_input is None:
+            return None
+        tids, bounds, names = self.rows_input
+        return unit_rows(tids, bounds, bytes([1 if keeps(db, table) else 0 for db, table in names]))
+
+    def run_bytes(self, i: int, j: int) -> bytes:
+        """The bytes of units i..j-1: one slice of the read buffer for a run within one read."""
+        if self.raws is not None:
+            return b"".join(self.raws[i:j])
+        part_of, parts, starts, ends = self.parts
+        if part_of[i] == part_of[j - 1]:
+            return parts[part_of[i]][starts[i] : ends[j - 1]]
+        out, k = [], i
+        while k < j:
+            p = part_of[k]
+            last = k
+            while last + 1 < j and part_of[last + 1] == p:
+                last += 1
+            out.append(parts[p][starts[k] : ends[last]])
+            k = last + 1
+        return b"".join(out)
 
     def masks_for(self, units: list[Unit], words) -> tuple[list[int], list[int]]:
         masks = self.masks
@@ -162,12 +209,11 @@ class SegmentIndex:
         full = -1
         keep_all, keep_any = [], []
         cache: dict = {}
-        for u, fast in zip(units, self.fast):
+        for tables, fast in zip(self.tables, self.fast):
             if not fast:
                 keep_all.append(0)
                 keep_any.append(0)
                 continue
-            tables = u.tables
             if not tables:
                 keep_all.append(full)
                 keep_any.append(0)
@@ -282,9 +328,8 @@ class SegmentCache:
             # A Rotate can name a file the server has not created yet.
             return Segment(start, [], start, at_end=True)
         if self.fast:
-            seg = SegmentReader(self, start).read()
-        else:
-            seg = self._read_reference(start)
+            return SegmentReader(self, start).read()
+        seg = self._read_reference(start)
         seg.index = SegmentIndex(seg.units)
         return seg
 
@@ -346,6 +391,98 @@ class _Stop(Exception):
     """The segment is full."""
 
 
+class _Columns:
+    """A segment's units as parallel lists (what SegmentIndex and LazyUnits are built from):
+    the read buffers they lie in, and per unit its buffer, offsets, sizes, flags, tables, GTID."""
+
+    def __init__(self):
+        self.parts: list[bytes] = []
+        self.part_of: list[int] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.sizes: list[int] = []
+        self.events: list[int] = []
+        self.ntables: list[int] = []
+        self.occ: list = []
+        self.fast: list[bool] = []
+        self.tables: list[tuple] = []
+        self.base: list[int] = []
+        self.file: list[str] = []
+        self.gsize: list[int] = []
+        self.flags: list[int] = []
+        self.fmts: list = []
+        self.gtids: list = []
+        self.mysql: list = []
+        self.complete: list[bool] = []
+        self.kinds: list[str] = []
+        self.lasts: list[int] = []
+        self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
+        self.checksum_len = 0
+        self.tids = array("I")    # name ids of the fast units' Table_maps, in order
+        self.bounds = array("I")  # per unit (lo, hi) into tids; lo = 0xFFFFFFFF for a unit not fast
+        self.names: list = []     # (db, table) by name id
+
+    def unit(self, k: int, checksum_len: int | None = None) -> Unit:
+        made = self.made.get(k)
+        if made is not None:
+            return made
+        buf = self.parts[self.part_of[k]]
+        start, end = self.starts[k], self.ends[k]
+        raw = buf[start:end]
+        pos = self.base[k] + start
+        name = self.file[k]
+        if self.fast[k]:
+            return Unit.fast(raw, name, pos, self.fmts[k], self.events[k], self.tables[k], self.gtids[k],
+                             self.gsize[k], self.mysql[k])
+        end_pos = (name, pos + len(raw))
+        if self.flags[k] & F_ROTATE_END:
+            at = self.lasts[k] - start
+            crc = self.checksum_len if checksum_len is None else checksum_len
+            end_pos = (raw[at + 27 : len(raw) - crc].decode("utf-8", "surrogateescape"),
+                       _U64.unpack_from(raw, at + 19)[0])
+        return Unit.lazy(raw, name, pos, self.fmts[k], self.events[k], _KINDS[self.kinds[k]], self.complete[k], end_pos)
+
+
+class LazyUnits:
+    """A segment's units, each made on first use and then shared by every stream (their
+    per-rule-group answers live on them)."""
+
+    __slots__ = ("_cols", "_units", "_lock")
+
+    def __init__(self, cols: _Columns):
+        self._cols = cols
+        self._units: list[Unit | None] = [None] * len(cols.sizes)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._units)
+
+    def __bool__(self) -> bool:
+        return bool(self._units)
+
+    def __getitem__(self, k: int) -> Unit:
+        unit = self._units[k]
+        if unit is None:
+            with self._lock:
+                unit = self._units[k]
+                if unit is None:
+                    unit = self._units[k] = self._cols.unit(k if k >= 0 else len(self._units) + k)
+        return unit
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self._units)))
+
+    def end_of(self, k: int) -> Pos:
+        """Unit k's end position, without making the Unit when it is a fast one."""
+        unit = self._units[k]
+        if unit is not None:
+            return unit.end
+        cols = self._cols
+        if cols.fast[k]:
+            return cols.file[k], cols.base[k] + cols.ends[k]
+        return self[k].end
+
+
 class SegmentReader:
     """Reads one segment in a single pass of the compiled scanner (`binlog_codec.scanner`): it
     hops from header to header, checks CRCs, groups the units exactly as TransactionGrouper does
@@ -358,7 +495,7 @@ class SegmentReader:
     def __init__(self, cache: SegmentCache, start: Pos):
         self.cache = cache
         self.start = start
-        self.units: list[Unit] = []
+        self.cols = _Columns()
         self.size = 0
         self.end = start
         self.scanner = Scanner(verify_checksums=cache.verify_checksums)
@@ -385,15 +522,19 @@ class SegmentReader:
         except _Stop:
             pass
         except PositionError:
-            if self.units:
+            if self.cols.sizes:
                 at_end = True
             else:
                 raise
         except BinlogError as exc:
-            if not self.units:
+            if not self.cols.sizes:
                 raise
             error = exc
-        return Segment(start, self.units, self.end, at_end, error)
+        cols = self.cols
+        cols.checksum_len = self.scanner.checksum_len
+        seg = Segment(start, LazyUnits(cols), self.end, at_end, error)
+        seg.index = SegmentIndex.from_columns(cols)
+        return seg
 
     def _file(self, opener: TailingReader, name: str, start: int) -> str | None:
         """Read one file from `start`; returns the file to continue with, or None at the end of
@@ -453,41 +594,84 @@ class SegmentReader:
                     return rotated_to or opener._next_file(name)
 
     def _add_units(self, scan, buf: bytes, base: int, name: str, fmt):
-        """Units from the scanner's records; returns the format in force after them."""
-        names, tables, sources = self.scanner.names, scan.tables, self.sources
-        units = self.units
-        for rec in scan.units:
-            raw = buf[rec.start : rec.end]
-            pos = base + rec.start
-            flags = rec.flags
-            if flags & F_HAS_FDE:
-                unit = self._unit_with_fde(rec, raw, pos, name, fmt)
-                fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
-            elif flags & F_FAST:
-                gtid = mysql_gtid = None
-                if flags & F_MARIADB_GTID:
-                    gtid = ((rec.gtid_domain, rec.gtid_server), rec.gtid_seq)
-                elif flags & F_MYSQL_GTID:
-                    sid = raw[20:36]
+        """The scanner's records as columns (one list comprehension per field, no object per
+        unit); Units are made only when a stream asks for one. Returns the format in force
+        after them."""
+        n = len(scan.units)
+        if not n:
+            return fmt
+        cols = self.cols
+        words = scan.units.words
+        starts, ends, w2 = words[0::8].tolist(), words[1::8].tolist(), words[2::8].tolist()
+        gsizes, w4 = words[3::8].tolist(), words[4::8].tolist()
+        flags = [w >> 40 for w in w2]
+        fast = [bool(f & F_FAST) for f in flags]
+        names = self.scanner.names
+        tables = scan.tables
+        occ = [names[i] for i in tables]
+        lo = [w & 0xFFFFFFFF for w in w4]
+        hi = [w >> 32 for w in w4]
+        unit_tables = [tuple(occ[a:b]) if f else () for f, a, b in zip(fast, lo, hi)]
+        off = len(cols.tids)
+        cols.tids.extend(tables)
+        bounds = [0xFFFFFFFF] * (2 * n)
+        for k in range(n):
+            if fast[k]:
+                bounds[2 * k] = lo[k] + off
+                bounds[2 * k + 1] = hi[k] + off
+        cols.bounds.extend(bounds)
+        cols.names = names
+        part = len(cols.parts)
+        cols.parts.append(buf)
+        first = len(cols.sizes)
+        cols.part_of.extend([part] * n)
+        cols.starts.extend(starts)
+        cols.ends.extend(ends)
+        cols.sizes.extend([e - b for b, e in zip(starts, ends)])
+        cols.events.extend([w & 0xFFFFFFFF for w in w2])
+        cols.ntables.extend([b - a for a, b in zip(lo, hi)])
+        cols.occ.extend(occ)
+        cols.fast.extend(fast)
+        cols.tables.extend(unit_tables)
+        cols.base.extend([base] * n)
+        cols.file.extend([name] * n)
+        cols.gsize.extend(gsizes)
+        cols.flags.extend(flags)
+        fmts = [fmt] * n
+        gtids: list = [None] * n
+        mysql: list = [None] * n
+        if any(f & (F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID) for f in flags):
+            seqs, w6 = words[5::8].tolist(), words[6::8].tolist()
+            sources = self.sources
+            for k, f in enumerate(flags):
+                if not f & F_FAST:
+                    continue
+                if f & F_MARIADB_GTID:
+                    gtids[k] = ((w6[k] & 0xFFFFFFFF, w6[k] >> 32), seqs[k])
+                elif f & F_MYSQL_GTID:
+                    sid = buf[starts[k] + 20 : starts[k] + 36]
                     source = sources.get(sid)
                     if source is None:
                         source = sources[sid] = str(uuidlib.UUID(bytes=sid))
-                    mysql_gtid = (source, "", _I64.unpack_from(raw, 36)[0])
-                elif flags & F_TAGGED_GTID:
-                    info = Event(raw[: rec.gtid_size], pos, fmt).gtid_info
-                    mysql_gtid = (info.source, info.tag, info.gno)
-                unit = Unit.fast(raw, name, pos, fmt, rec.events, tuple([names[i] for i in tables[rec.tables_lo : rec.tables_hi]]),
-                                 gtid, rec.gtid_size, mysql_gtid)
-            else:
-                end = (name, pos + len(raw))
-                if flags & F_ROTATE_END:
-                    at = rec.last - rec.start
-                    rotate_end = len(raw) - self.scanner.checksum_len
-                    end = (raw[at + 27 : rotate_end].decode("utf-8", "surrogateescape"), _U64.unpack_from(raw, at + 19)[0])
-                unit = Unit.lazy(raw, name, pos, fmt, rec.events, _KINDS[rec.kind], rec.complete, end)
-            units.append(unit)
-            self.end = unit.end
-            self.size += len(raw)
+                    mysql[k] = (source, "", seqs[k])
+                elif f & F_TAGGED_GTID:
+                    info = Event(buf[starts[k] : starts[k] + gsizes[k]], base + starts[k], fmt).gtid_info
+                    mysql[k] = (info.source, info.tag, info.gno)
+        if any(f & F_HAS_FDE for f in flags):
+            for k, f in enumerate(flags):
+                fmts[k] = fmt
+                if f & F_HAS_FDE:
+                    unit = self._unit_with_fde(scan.units[k], buf[starts[k] : ends[k]], base + starts[k], name, fmt)
+                    fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
+                    cols.made[first + k] = unit
+        cols.fmts.extend(fmts)
+        cols.gtids.extend(gtids)
+        cols.mysql.extend(mysql)
+        cols.complete.extend([bool(f & F_COMPLETE) for f in flags])
+        cols.kinds.extend(scan.units.kinds())
+        cols.lasts.extend(words[7::8].tolist())
+        self.size += sum(cols.sizes[first:])
+        self.end = cols.unit(len(cols.sizes) - 1, self.scanner.checksum_len).end
         return fmt
 
     def _unit_with_fde(self, rec, raw: bytes, pos: int, name: str, fmt) -> Unit:

@@ -31,7 +31,7 @@ from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statem
 from filter_rules.ruleset import ALL_TYPES, REPLICATE_TYPES, RuleSet, Settings
 from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
 from master.policy import UNRESTRICTED, Gate, MasterPolicy
-from master.segments import Pos, Segment, SegmentCache, Unit
+from master.segments import LazyUnits, Pos, Segment, SegmentCache, Unit
 
 HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION = "heartbeat", "placeholder", "empty-transaction"
 SKIP_POLICIES = (HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION)
@@ -712,10 +712,13 @@ class _Stream:
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = (seg, words.generation, None)
                 return None
-            keep_all, keep_any = index.masks_for(seg.units, words)
             bit = 1 << self.slave.bit
-            row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
-                         for f, k, a in zip(index.fast, keep_all, keep_any)])
+            get = words.get
+            row = index.rows_for(lambda db, table: get(db, table) & bit)
+            if row is None:  # the reference reader's segments: per-unit masks
+                keep_all, keep_any = index.masks_for(seg.units, words)
+                row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
+                             for f, k, a in zip(index.fast, keep_all, keep_any)])
             states = self._states = (seg, words.generation, row)
         return states[2]
 
@@ -743,7 +746,8 @@ class _Stream:
             return i
         n = len(row)
         index, units = seg.index, seg.units
-        cum, evc, raws = index.cum, index.evc, index.raws
+        cum, evc, run_bytes = index.cum, index.evc, index.run_bytes
+        end_of = units.end_of if isinstance(units, LazyUnits) else (lambda k: units[k].end)
         slave, stats = self.slave, self.slave.stats
         limit = self.svc.batch_bytes
         skip_ok = self.policy == HEARTBEAT
@@ -762,7 +766,7 @@ class _Stream:
                 cut = bisect_left(cum, limit - self.batch_bytes + cum[i], i + 1, j + 1)
                 if cut <= j:
                     j = cut
-                self.parts.append(b"".join(raws[i:j]))
+                self.parts.append(run_bytes(i, j))
                 nbytes = cum[j] - cum[i]
                 self.batch_bytes += nbytes
                 kept_units += j - i
@@ -774,7 +778,7 @@ class _Stream:
             elif state == _SKIP and skip_ok:
                 j = match_skip(row, i).end()
                 skipped_units += j - i
-                self.pending_hb = units[j - 1].end
+                self.pending_hb = end_of(j - 1)
                 i = j
             elif state == _PARTIAL and partial_ok:
                 kept = _partial_bytes(units[i], self.svc.words.get, bit)
@@ -820,7 +824,7 @@ class _Stream:
         stats.events_skipped += nevents - sent_events
         stats.bytes_skipped += nbytes - sent_bytes
         self.batch_skipped += nbytes - sent_bytes
-        self.pos = slave.position = units[i - 1].end
+        self.pos = slave.position = end_of(i - 1)
         return i
 
     def _flush_hits(self) -> None:

@@ -231,7 +231,7 @@ class Slave:
         self.units_written = 0
         self.caught_up = False
         self.fast = True  # False: every unit's Events through TransactionGrouper/TransactionFilter
-        self._kept_tables: dict[int, bool] = {}  # Table_map name id -> the slave's own rules keep it
+        self._kept_tables = bytearray()  # by Table_map name id: 1 if the slave's own rules keep it
         self._scanner = Scanner("<stream>")
         self.effective: list = []
 
@@ -371,10 +371,25 @@ class Slave:
         c.events_received += scan.events
         grouper = TransactionGrouper()
         fmt = self.fmt
-        raw_ok = self.fast and self.rename is None and self.relay.file is not None
-        for rec in scan.units:
+        units, tables = scan.units, scan.tables
+        i, n = 0, len(units)
+        while i < n:
+            raw_ok = self.fast and self.rename is None and self.relay.file is not None and grouper.current is None
+            if raw_ok and self.after_unit is None:
+                # Fast units the slave's own rules keep whole, in bulk: their bytes as they came.
+                out, nxt, _, counts = self._scanner.assemble(blob, i, self._keeps(), 0, 0, False, False, True, b"",
+                                                             whole_only=True)
+                if nxt > i:
+                    self.relay.write_raw(out)
+                    c.events_relayed += counts[1]
+                    c.bytes_relayed += counts[2]
+                    self.units_written += nxt - i
+                    i = nxt
+                    continue
+            rec = units[i]
+            i += 1
             raw = blob[rec.start : rec.end]
-            if raw_ok and rec.flags & F_FAST and grouper.current is None and self._keeps_tables(scan.tables, rec):
+            if raw_ok and rec.flags & F_FAST and self._keeps_tables(tables, rec):
                 self.relay.write_raw(raw)
                 c.events_relayed += rec.events
                 c.bytes_relayed += len(raw)
@@ -385,20 +400,22 @@ class Slave:
             events, fmt = unit_events(raw, rec.start, fmt, path="<stream>", stream_positions=True)
             for event in events:
                 self._event(event, grouper)
-            raw_ok = self.fast and self.rename is None and self.relay.file is not None
         self.fmt = fmt
         return grouper
 
+    def _keeps(self) -> bytes:
+        """The slave's own answer for every table name the scanner has met: one byte per name
+        id, 1 kept, 0 not (the rules asked once per name)."""
+        keep, names = self._kept_tables, self._scanner.names
+        if len(keep) < len(names):
+            table_kept = self.engine.table_kept
+            keep.extend(1 if table_kept(*names[i]) else 0 for i in range(len(keep), len(names)))
+        return bytes(keep)
+
     def _keeps_tables(self, tables, rec) -> bool:
-        """Whether the slave's own rules keep every table of a fast unit (cached by name id)."""
-        kept, names = self._kept_tables, self._scanner.names
-        for i in tables[rec.tables_lo : rec.tables_hi]:
-            keep = kept.get(i)
-            if keep is None:
-                keep = kept[i] = self.engine.table_kept(*names[i])
-            if not keep:
-                return False
-        return True
+        """Whether the slave's own rules keep every table of a fast unit."""
+        keep = self._keeps()
+        return all(keep[i] for i in tables[rec.tables_lo : rec.tables_hi])
 
     def _unit(self, unit) -> None:
         events = unit.events

@@ -11,6 +11,8 @@ pub struct Format {
     /// Bytes of CRC at the end of every non-FDE event.
     pub checksum_len: usize,
     pub post_header: Vec<u8>,
+    /// Whether fast units can be read in this format (see `fast_ok`), computed once.
+    pub fast: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +71,9 @@ impl Format {
             (None, raw[start..].to_vec())
         };
         let checksum_len = if checksum_alg == Some(1) { 4 } else { 0 };
-        Ok(Format { mariadb, checksum_alg, checksum_len, post_header })
+        let mut fmt = Format { mariadb, checksum_alg, checksum_len, post_header, fast: false };
+        fmt.fast = fmt.fast_ok();
+        Ok(fmt)
     }
 
     #[inline]

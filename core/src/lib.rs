@@ -1,6 +1,7 @@
 //! dumpfilter's compiled core: the per-event byte work (the scanner) behind one Python
 //! extension module, `dumpfilter._core`. Semantics stay in Python; this crate only walks bytes.
 
+pub mod assemble;
 pub mod format;
 pub mod scan;
 pub mod types;

@@ -5,6 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
+use crate::assemble;
 use crate::scan::{self, ErrorKind, ScanError, Scanner, UNIT_WORDS};
 
 fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny>> {
@@ -20,6 +21,9 @@ fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny
 struct PyScanner {
     inner: Scanner,
     names_sent: usize,
+    /// The last `units` call's units and tables, for `assemble`.
+    last_units: Vec<scan::Unit>,
+    last_tables: Vec<u32>,
 }
 
 #[pymethods]
@@ -27,7 +31,7 @@ impl PyScanner {
     #[new]
     #[pyo3(signature = (verify = true))]
     fn new(verify: bool) -> Self {
-        PyScanner { inner: Scanner::new(verify), names_sent: 0 }
+        PyScanner { inner: Scanner::new(verify), names_sent: 0, last_units: Vec::new(), last_tables: Vec::new() }
     }
 
     /// Adopts the format of the Format_description event `event` (read at file offset `offset`);
@@ -51,7 +55,7 @@ impl PyScanner {
 
     #[getter]
     fn fast_ok(&self) -> bool {
-        self.inner.fmt.as_ref().is_some_and(|f| f.fast_ok())
+        self.inner.fmt.as_ref().is_some_and(|f| f.fast)
     }
 
     #[getter]
@@ -99,16 +103,58 @@ impl PyScanner {
             None => py.None().into_bound(py),
         };
         let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
+        let stop = out.stop;
+        let events = out.events;
+        self.last_units = out.units;
+        self.last_tables = out.tables;
         PyTuple::new(
             py,
             [
                 PyBytes::new(py, &packed).into_any(),
                 PyBytes::new(py, &tables).into_any(),
                 names.into_any(),
-                out.stop.into_pyobject(py)?.into_any(),
-                out.events.into_pyobject(py)?.into_any(),
+                stop.into_pyobject(py)?.into_any(),
+                events.into_pyobject(py)?.into_any(),
                 last_rotate.into_pyobject(py)?.into_any(),
                 error,
+            ],
+        )
+    }
+
+    /// What a filter keeps of the last `units` call's units from index `from` on, for a sink
+    /// that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the
+    /// buffer that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown.
+    /// Returns (bytes, next unit index, output offset after them, counts as a flat tuple:
+    /// kept units/events/bytes, partial units/events in/bytes in/events out/bytes out, emptied
+    /// units/events in/bytes in/bytes out, skipped units/events in/bytes in).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false))]
+    fn assemble<'py>(
+        &self,
+        py: Python<'py>,
+        buf: &[u8],
+        from: usize,
+        keep: &[u8],
+        out_pos: u64,
+        base: u64,
+        renumber: bool,
+        crc: bool,
+        empty_keep: bool,
+        commit_body: &[u8],
+        whole_only: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let opt = assemble::Options { base, renumber, crc, empty_keep, commit_body, whole_only };
+        let (units, tables) = (&self.last_units, &self.last_tables);
+        let a = py.detach(|| assemble::assemble(buf, units, tables, keep, from, out_pos, &opt));
+        let c = a.counts;
+        let counts: Vec<u64> = c.kept.iter().chain(&c.partial).chain(&c.emptied).chain(&c.skipped).copied().collect();
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &a.out).into_any(),
+                a.next.into_pyobject(py)?.into_any(),
+                a.out_pos.into_pyobject(py)?.into_any(),
+                PyTuple::new(py, counts)?.into_any(),
             ],
         )
     }
@@ -158,12 +204,30 @@ fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u3
     scan::statements(buf, body, end)
 }
 
+/// One slave's answer byte per unit of a segment (see assemble::rows); `tids` and `bounds` are
+/// packed u32 arrays.
+#[pyfunction]
+fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> Bound<'py, PyBytes> {
+    let words = |b: &[u8]| b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
+    let (t, b) = (words(tids), words(bounds));
+    let out = py.detach(|| assemble::rows(&t, &b, keep));
+    PyBytes::new(py, &out)
+}
+
+/// The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop).
+#[pyfunction]
+fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
+    py.detach(|| scan::hop(buf, off))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
+    m.add_function(wrap_pyfunction!(hop, m)?)?;
+    m.add_function(wrap_pyfunction!(unit_rows, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

@@ -5,6 +5,7 @@
 //! panics on input: every malformed byte ends the scan with a `ScanError` carrying its offset.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::format::{type_name, Format, FormatError};
 use crate::types::*;
@@ -132,12 +133,12 @@ struct Open {
     ids: Vec<[u8; 6]>,
     tables: Vec<u32>,
     /// The format in force when the unit opened, if an FDE inside it changed it since.
-    fmt_before: Option<Option<Format>>,
+    fmt_before: Option<Option<Arc<Format>>>,
 }
 
 /// Scanner state that lives across buffers: the format in force and the interned table names.
 pub struct Scanner {
-    pub fmt: Option<Format>,
+    pub fmt: Option<Arc<Format>>,
     pub verify: bool,
     /// (db, table) byte strings by name id.
     pub names: Vec<(Vec<u8>, Vec<u8>)>,
@@ -197,7 +198,7 @@ impl Scanner {
     /// Adopts a format read elsewhere (a stream that starts past the file's FDE).
     pub fn load_fde(&mut self, event: &[u8], offset: u64) -> Result<(), ScanError> {
         let fmt = Format::parse(event).map_err(|e| fmt_error(e, offset))?;
-        self.fmt = Some(fmt);
+        self.fmt = Some(Arc::new(fmt));
         Ok(())
     }
 
@@ -208,7 +209,7 @@ impl Scanner {
         if t == FORMAT_DESCRIPTION {
             let fmt = Format::parse(ev).map_err(|e| fmt_error(e, offset))?;
             let alg_present = fmt.checksum_alg.is_some();
-            self.fmt = Some(fmt);
+            self.fmt = Some(Arc::new(fmt));
             if self.verify && alg_present && !fde_crc_ok(ev) {
                 return Err(ScanError { kind: ErrorKind::Checksum, message: "CRC32 mismatch in Format_description event".into(), offset });
             }
@@ -422,7 +423,7 @@ impl Scanner {
         cur: &mut Option<Open>,
         out: &mut ScanOut,
         unknown: bool,
-        fmt_before: Option<Option<Format>>,
+        fmt_before: Option<Option<Arc<Format>>>,
     ) -> Result<(), ScanError> {
         let Some(fmt) = self.fmt.clone() else {
             return Err(ScanError::binlog(format!("no Format_description event before {}", type_name(t)), pos as u64));
@@ -439,7 +440,7 @@ impl Scanner {
             let mut unit = Unit { start: pos, end: nxt, events: 1, kind: TRANSACTION, last: pos, gtid_size: size as u32, ..Default::default() };
             let mut standalone = false;
             let mut fast = Fast::No;
-            let fast_ok = fmt.fast_ok();
+            let fast_ok = fmt.fast;
             match t {
                 MARIADB_GTID => {
                     // server_id in the header; seq_no u64, domain u32, flags2 u8 in the body.
@@ -813,4 +814,19 @@ pub fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32
         at = nxt;
     }
     None
+}
+
+/// The benchmarks' baseline: a bare header hop over buf[off..] (no CRC, no grouping, no
+/// checks beyond bounds). Returns (events, stop).
+pub fn hop(buf: &[u8], off: usize) -> (u64, usize) {
+    let (mut n, mut at) = (0u64, off);
+    while at + HEADER_LEN <= buf.len() {
+        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
+        if size < HEADER_LEN || at + size > buf.len() {
+            break;
+        }
+        n += 1;
+        at += size;
+    }
+    (n, at)
 }

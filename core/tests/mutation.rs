@@ -8,7 +8,8 @@
 use std::panic;
 use std::path::Path;
 
-use _core::scan::{mariadb_uncompress, payload_bytes, Scanner};
+use _core::assemble::{assemble, Options};
+use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
 
 struct Rng(u64);
 
@@ -214,6 +215,16 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     }
     for id in &out.tables {
         assert!((*id as usize) < scanner.names.len());
+    }
+    // Assembly over what was scanned, with random answers per table (some unknown).
+    let keep: Vec<u8> = (0..scanner.names.len()).map(|_| rng.below(3) as u8).collect();
+    let opt = Options { base: 0, renumber: rng.below(2) == 0, crc: rng.below(2) == 0, empty_keep: rng.below(2) == 0, commit_body: b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0COMMIT", whole_only: rng.below(4) == 0 };
+    let from = rng.below(out.units.len() + 1);
+    let a = assemble(&data[..out.stop.max(start)], &out.units, &out.tables, &keep, from, rng.next() >> 40, &opt);
+    assert!(a.next >= from && a.next <= out.units.len(), "iteration {iteration}: assemble stopped at {}", a.next);
+    if data.len() > 8 {
+        let body = rng.below(data.len());
+        let _ = statements(data, body, body + rng.below(data.len() - body + 8));
     }
     let mut walker = Scanner::new(verify);
     let mask = [true; 256];
