@@ -28,6 +28,7 @@ from slave.client import Slave, SlaveConfig  # noqa: E402
 MAIN, EVERYTHING, POLICY = "main", "everything", "policy"
 _SIZE_POS = struct.Struct("<II")  # event_size, log_pos of a v4 header (at offset 9)
 _ROTATE = int(EventType.ROTATE)
+_HEARTBEATS = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
 MAX_CONCURRENT_STREAMS = 16  # the master's pool is sized for 64; leave room for the unary calls
 
 
@@ -54,6 +55,7 @@ class StreamResult:
     error: str | None = None
     # After each durable batch: (master file, position, bytes received so far) -- the timeline chart.
     timeline: list[tuple[str, int, int]] = field(default_factory=list)
+    heartbeat_bytes: int = 0  # heartbeat event bytes the slave received
 
 
 class _CountingSlave(Slave):
@@ -65,6 +67,7 @@ class _CountingSlave(Slave):
         self._on_batch = on_batch
         self.timeline: list[tuple[str, int, int]] = []
         self._file = ""
+        self.heartbeat_bytes = 0  # as received: the master also counts idle heartbeats sent after the last read
 
     def _batch(self, batch) -> None:
         sent = self.counters.bytes_received
@@ -78,6 +81,8 @@ class _CountingSlave(Slave):
             if size < 19:
                 break
             sent += size
+            if blob[off + 4] in _HEARTBEATS:
+                self.heartbeat_bytes += size
             if log_pos:
                 self.timeline.append((file, log_pos, sent))
             if blob[off + 4] == _ROTATE:
@@ -125,6 +130,7 @@ def run_streams(address: str, plans: list[StreamPlan], *,
                 result.wall_seconds = time.perf_counter() - start
                 result.counters = {k: getattr(slave.counters, k) for k in slave.counters.__dataclass_fields__}
                 result.timeline = slave.timeline
+                result.heartbeat_bytes = slave.heartbeat_bytes
                 result.stats = _stats(address, plan.server_id)
             except DumpFilterError as exc:
                 result.error = str(exc)

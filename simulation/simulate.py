@@ -240,9 +240,11 @@ def _rule_lines(rules) -> list[str]:
 
 def _kept_and_overhead(result: StreamResult) -> dict:
     """Bytes the slave received, split into the master's events kept for it and the skip policy's
-    own events (heartbeats, placeholders, empty transactions), from the master's counters."""
+    own events: heartbeats as the slave received them (the master's count also holds idle
+    heartbeats put on the stream after the slave's last read), placeholders and empty
+    transactions from the master's counters (they only travel inside the batches read)."""
     s = result.stats
-    overhead = s.get("heartbeat_bytes", 0) + s.get("placeholder_bytes", 0) + s.get("empty_transaction_bytes", 0)
+    overhead = result.heartbeat_bytes + s.get("placeholder_bytes", 0) + s.get("empty_transaction_bytes", 0)
     sent = result.counters.get("bytes_received", 0)
     return {"bytes_sent": sent, "kept_bytes": sent - overhead, "overhead_bytes": overhead}
 

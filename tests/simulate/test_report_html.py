@@ -33,11 +33,8 @@ def test_policy_bytes_are_kept_plus_overhead_as_received(default_run):
         heartbeat = row["policy_bytes"]["heartbeat"]
         hb_key = (row["slave"] if row["skip_policy"] == "heartbeat" else
                   _variant_label(result, row["slave"], "heartbeat"), "heartbeat")
-        # Heartbeats are the only overhead. The master counts what it put on the stream: at most
-        # one more heartbeat (a few dozen bytes) than the slave read before it stopped, caught up.
-        received_hb = capture.heartbeat_bytes[hb_key]
-        assert received_hb > 0
-        assert received_hb <= heartbeat["overhead_bytes"] <= received_hb + 64
+        # heartbeats are the only overhead of the heartbeat policy
+        assert heartbeat["overhead_bytes"] == capture.heartbeat_bytes[hb_key] > 0
         # every policy carries the same kept events; only the overhead differs
         kept = {d["kept_bytes"] for d in row["policy_bytes"].values()}
         assert max(kept) - min(kept) <= 0.01 * max(kept)
