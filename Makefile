@@ -2,6 +2,7 @@
 #   make demo   run the main job (dumpfilter simulate --verify) on the built-in default
 #   make test   run every test (unit, property, gRPC, Spark, real MariaDB)
 #   make bench  run the benchmarks (ratios against same-process baselines)
+#   make fuzz   fuzz the compiled core's scanner for FUZZ_SECONDS (cargo fuzz)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -15,7 +16,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := mariadb-server mariadb-client
 
-.PHONY: demo test test-fast bench setup system-deps proto clean
+.PHONY: demo test test-fast bench fuzz setup system-deps proto clean
 
 setup: $(STAMP) $(CORE_STAMP) proto
 
@@ -55,6 +56,13 @@ test-fast: setup
 bench: setup system-deps
 	$(PIP) install --quiet -e '.[test,bench]'
 	PATH="/usr/sbin:$$PATH" $(PY) -m bench
+
+# The compiled core's cargo fuzz target, for FUZZ_SECONDS (cargo-fuzz needs nightly features:
+# RUSTC_BOOTSTRAP lets the one stable toolchain here build them).
+FUZZ_SECONDS ?= 60
+fuzz:
+	command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
+	cd core && RUSTC_BOOTSTRAP=1 cargo fuzz run scan -- -max_total_time=$(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache out bench/data bench/results

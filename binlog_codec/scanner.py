@@ -34,6 +34,8 @@ KINDS = ("control", "transaction", "statement")  # the core's kind codes, as tra
 crc32 = _core.crc32
 # The inner events' bytes of a Transaction_payload body (zstd or none); ValueError if malformed.
 payload_bytes = _core.payload_bytes
+# Whether a file's first bytes hold another server's log_pos values (a relay log).
+foreign_log_pos = _core.foreign_log_pos
 # One slave's answer byte per unit of a segment (0 skip, 1 partial, 2 keep, 3 not fast).
 unit_rows = _core.unit_rows
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.

@@ -42,6 +42,7 @@ from binlog_codec.errors import BinlogError, TruncatedBinlogError
 from binlog_codec.event import HEADER
 from binlog_codec.format_description import FormatDescription
 from binlog_codec.scanner import F_FAST, F_HAS_FDE, F_MARIADB_GTID, Scanner, unit_events
+from binlog_codec.scanner import foreign_log_pos
 from binlog_codec.scanner import statements as core_statements
 from binlog_codec.transactions import CONTROL, TRANSACTION
 from binlog_files.files import open_binlog
@@ -135,16 +136,7 @@ def looks_like_relay_log(path: str | os.PathLike, probe: int = 1 << 20) -> bool:
     `probe` bytes are looked at, so that a 500 MB file costs nothing extra."""
     with open_binlog(path) as stream:
         data = stream.read(probe)
-    off, end = 4, len(data)
-    while off + HEADER_LEN <= end:
-        size = HEADER.unpack_from(data, off)[3]
-        log_pos = _U32.unpack_from(data, off + _LOG_POS_OFFSET)[0]
-        if size < HEADER_LEN or off + size > end:
-            break
-        if log_pos not in (0, off + size):
-            return True
-        off += size
-    return False
+    return foreign_log_pos(data, 4)
 
 
 class Sink:
@@ -567,7 +559,7 @@ class BinlogFilter:
                 counts.add(PARTIAL, n, size, n_out, len(raw))
                 return
             # MySQL GTIDs carry transaction_length: rewrite it on Event objects.
-            events = fix_transaction_length(_split(raw, source_pos, fmt))
+            events = fix_transaction_length(unit_events(raw, source_pos, fmt)[0])
             sink.write(events)
             counts.add(PARTIAL, n, size, len(events), sum(e.size for e in events))
             return
@@ -582,35 +574,12 @@ class BinlogFilter:
             written = sink.write_gtid_commit(gtid_raw, fmt, source_pos)
             counts.add(EMPTIED, n, size, 2, written)
             return
-        events = [Event(bytes(gtid_raw), source_pos, fmt)]
-        if buf[gtid_end + 4] == _QUERY:
-            size2 = _U32.unpack_from(buf, gtid_end + 9)[0]
-            events.append(Event(bytes(buf[gtid_end : gtid_end + size2]), source_pos + gtid_end - start, fmt))
-        last = _last_event_start(buf, start, end)
-        events.append(Event(bytes(buf[last:end]), source_pos + last - start, fmt))
+        unit, _ = unit_events(bytes(buf[start:end]), source_pos, fmt)
+        # The GTID, the BEGIN of a MySQL unit, and the XID: what the empty transaction is framed from.
+        events = [unit[0], *([unit[1]] if unit[1].type_code == _QUERY else []), unit[-1]]
         framed = tfilter.empty_transaction_events(Transaction(TRANSACTION, events))
         sink.write(framed)
         counts.add(EMPTIED, n, size, len(framed), sum(e.size for e in framed))
-
-
-def _split(raw: bytes, pos: int, fmt) -> list[Event]:
-    out, at = [], 0
-    while at < len(raw):
-        size = _U32.unpack_from(raw, at + 9)[0]
-        out.append(Event(raw[at : at + size], pos + at, fmt))
-        at += size
-    return out
-
-
-def _last_event_start(buf, start: int, end: int) -> int:
-    at = start
-    while True:
-        size = _U32.unpack_from(buf, at + 9)[0]
-        if at + size >= end:
-            return at
-        at += size
-
-
 
 
 def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:

@@ -214,6 +214,12 @@ fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> B
     PyBytes::new(py, &out)
 }
 
+/// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
+#[pyfunction]
+fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
+    scan::foreign_log_pos(buf, off)
+}
+
 /// The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop).
 #[pyfunction]
 fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
@@ -228,6 +234,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;
     m.add_function(wrap_pyfunction!(unit_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

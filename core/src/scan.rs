@@ -830,3 +830,23 @@ pub fn hop(buf: &[u8], off: usize) -> (u64, usize) {
     }
     (n, at)
 }
+
+/// Whether an event of buf[off..] carries a log_pos that is neither 0 nor its own end offset:
+/// another server's coordinates, as a relay log copies them (a server's own binlog has log_pos =
+/// the event's end, or 0 for artificial and MariaDB 11.4+ in-group events). Stops at the first
+/// partial or impossible event.
+pub fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
+    let mut at = off;
+    while at + HEADER_LEN <= buf.len() {
+        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
+        if size < HEADER_LEN || at + size > buf.len() {
+            break;
+        }
+        let log_pos = u32_at(buf, at + 13).unwrap_or(0) as usize;
+        if log_pos != 0 && log_pos != at + size {
+            return true;
+        }
+        at += size;
+    }
+    false
+}
