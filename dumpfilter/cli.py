@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 
 from binlog_codec.errors import DumpFilterError
@@ -78,6 +79,9 @@ def mysqld_spelling(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # grpc's C core logs to stderr by itself (a failed bind, a refused connection...), before grpc
+    # is first imported or never: the commands report every error in one line of their own.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
     parser = build_parser()

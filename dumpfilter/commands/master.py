@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import signal
 import sys
@@ -92,8 +91,6 @@ def _schema(args: argparse.Namespace):
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    # grpc's C core logs a failed bind itself; the one line below (exit 2) says it for the operator.
-    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from master.grpc_server import create_server
     from master.metrics import serve_metrics
 

@@ -61,4 +61,4 @@ def test_purge_of_a_lagging_slaves_own_file_is_error_1236(binlog_copy, master_fa
         run_slave(address, relay, 53, report=told.append)
     assert told == []  # final: not retried
     info = json.loads((relay / "relay-log.info").read_text())
-    assert info["last_error"].startswith("OUT_OF_RANGE")
+    assert "1236" in info["last_error"] and at in info["last_error"]
