@@ -263,3 +263,17 @@ def test_truncated_binlog_is_bad_input(tmp_path, capsys):
     assert main(["lint", str(path), "--replicate-wild-do-table=d.t%"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bin.000001" in err[0], err
+
+
+def test_skipped_alter_on_a_table_seeded_before_the_binlog():
+    """Neither column list is known (no --schema, no CREATE in the binlog): the INSERT's own value count
+    and the columns the skipped ALTER added still show the replica's table is one column short."""
+    statements = [("ALTER TABLE a.t ADD COLUMN w INT", "b"), ("INSERT INTO t VALUES (1, 2, 3)", "a")]
+    breaks, _ = lint(_build(statements), ["replicate-do-db=a"])
+    assert [b.errno for b in breaks] == [1136]
+    breaks, _ = lint(_build([("ALTER TABLE a.t ADD INDEX (v)", "b"), ("INSERT INTO t VALUES (1, 2)", "a")]),
+                     ["replicate-do-db=a"])
+    assert breaks == []
+    # With the replica's starting schema, the column lists decide.
+    breaks, _ = lint(_build(statements), ["replicate-do-db=a"], schema=SchemaModel.from_sql(SEEDED))
+    assert [b.errno for b in breaks] == [1136]

@@ -90,7 +90,7 @@ def servers(mariadb_factory):
 
 @pytest.mark.parametrize(("case_id", "fmt", "rules", "workload", "errno"), ROWS,
                          ids=[f"{r[0]}-{r[1]}" for r in ROWS])
-def test_lint_agrees_with_real_replica(servers, capsys, case_id, fmt, rules, workload, errno):
+def test_lint_agrees_with_real_replica(servers, capsys, tmp_path, case_id, fmt, rules, workload, errno):
     primary, replica = servers
     replica.execute(["STOP SLAVE", "RESET SLAVE ALL"])
     replica.execute([f"DROP DATABASE `{n}`" for n in user_databases(replica)] + SEED)
@@ -101,9 +101,17 @@ def test_lint_agrees_with_real_replica(servers, capsys, case_id, fmt, rules, wor
     primary.execute([f"SET SESSION binlog_format = '{fmt}'", *workload])
     primary.flush_logs()
 
-    capsys.readouterr()
-    code = main(["lint", *map(str, primary.binlog_files()), *rules, "--json"])
-    report = json.loads(capsys.readouterr().out)
+    # Twice: without a schema (the seed is taken to exist on both sides), and with the seed as the
+    # replica's starting schema (--schema; then what it lacks is absent). Both must match the replica.
+    schema = tmp_path / "seed.sql"
+    schema.write_text(";\n".join(SEED) + ";\n")
+    reports = []
+    for extra in ([], ["--schema", str(schema)]):
+        capsys.readouterr()
+        code = main(["lint", *map(str, primary.binlog_files()), *rules, *extra, "--json"])
+        reports.append((code, json.loads(capsys.readouterr().out)))
+    assert reports[0] == reports[1], reports
+    code, report = reports[0]
     breaks = report["breaks"]
 
     make_replica(primary, replica)
