@@ -305,12 +305,17 @@ class Linter:
                 else:
                     self.extra_tables[ref] = cause
         elif kind is Kind.RENAME_TABLE:
-            for old, new in info.renames:
-                if old in self.absent_tables:
-                    self.absent_tables.pop(old)
+            before, after = _rename_net(info.renames)
+            for ref in before - after:  # gone on the primary, still on the replica
+                if ref in self.absent_tables:
+                    self.absent_tables.pop(ref)
                 else:
-                    self.extra_tables[old] = cause
-                self.absent_tables.setdefault(new, self.absent_tables.get(old) or cause)
+                    self.extra_tables[ref] = cause
+            for ref in after - before:  # made on the primary only
+                if ref in self.extra_tables:
+                    self.extra_tables.pop(ref)
+                else:
+                    self.absent_tables.setdefault(ref, cause)
         elif kind is Kind.ALTER_TABLE and info.updated:
             ref = info.updated[0]
             self.shape_causes.setdefault(ref, cause)
@@ -343,12 +348,16 @@ class Linter:
                 self.shape_causes.pop(ref, None)
                 self.column_delta.pop(ref, None)
         elif kind is Kind.RENAME_TABLE:
-            for old, new in info.renames:
-                if old in self.shape_causes:
-                    self.shape_causes[new] = self.shape_causes.pop(old)
-                if old in self.column_delta:
-                    self.column_delta[new] = self.column_delta.pop(old)
-                self.extra_tables.pop(new, None)
+            before, after = _rename_net(info.renames)
+            for ref in after - before:
+                self.absent_tables.pop(ref, None)
+            for ref in before - after:
+                self.extra_tables.pop(ref, None)
+            if len(info.renames) == 1:
+                old, new = info.renames[0]
+                for causes in (self.shape_causes, self.column_delta):
+                    if old in causes:
+                        causes[new] = causes.pop(old)
 
     # ------------------------------------------------------------------ the server's checks
     def _check(self, sql: str, primary_info: StatementInfo, info: StatementInfo,
@@ -396,12 +405,15 @@ class Linter:
                 return 1051, f"Unknown table '{','.join(missing)}'", cause
             return None
         if kind is Kind.RENAME_TABLE:
+            # The pairs run in order (RENAME TABLE a TO tmp, b TO a, tmp TO b swaps two tables).
+            overlay: dict[TableRef, bool] = {}
             for old, new in info.renames:
-                present, cause = self._table_state(old)
+                present, cause = (overlay[old], None) if old in overlay else self._table_state(old)
                 if not present:
                     return 1146, f"Table '{old[0]}.{old[1]}' doesn't exist", cause
-                if new in self.extra_tables:
-                    return 1050, f"Table '{new[1]}' already exists", self.extra_tables[new]
+                if overlay.get(new) or (new not in overlay and new in self.extra_tables):
+                    return 1050, f"Table '{new[1]}' already exists", self.extra_tables.get(new)
+                overlay[old], overlay[new] = False, True
             return None
         if kind is Kind.CREATE_TRIGGER or kind is Kind.DROP_TRIGGER:
             return None  # DROP TRIGGER of a trigger this replica never created is skipped by the filter
@@ -473,6 +485,19 @@ def _flatten(events):
                 yield inner, event
         else:
             yield event, event
+
+
+def _rename_net(renames) -> tuple[set, set]:
+    """RENAME TABLE's pairs run in order: (the names it needs before, the names that exist after)."""
+    before: set = set()
+    alive: set = set()
+    for old, new in renames:
+        if old in alive:
+            alive.discard(old)
+        else:
+            before.add(old)
+        alive.add(new)
+    return before, alive
 
 
 def _if_not_exists(sql: str) -> bool:

@@ -277,3 +277,16 @@ def test_skipped_alter_on_a_table_seeded_before_the_binlog():
     # With the replica's starting schema, the column lists decide.
     breaks, _ = lint(_build(statements), ["replicate-do-db=a"], schema=SchemaModel.from_sql(SEEDED))
     assert [b.errno for b in breaks] == [1136]
+
+
+@pytest.mark.parametrize("rules", [[], ["replicate-ignore-table=c.t_1"], ["replicate-do-db=a"]])
+def test_rename_swap_needs_no_third_table(rules):
+    """RENAME TABLE t_1 TO t_swap, t_2 TO t_1, t_swap TO t_2 runs its pairs in order: t_swap exists
+    between them. Skipped (ignore-table), the replica keeps both names: later statements still find them
+    (found by `verify --builtin`, which the real replicas pass)."""
+    schema = SchemaModel.from_sql("CREATE DATABASE c; CREATE TABLE c.t_1 (id INT, v INT); "
+                                  "CREATE TABLE c.t_2 (id INT, v INT);")
+    statements = [("RENAME TABLE t_1 TO t_swap, t_2 TO t_1, t_swap TO t_2", "c"),
+                  ("INSERT INTO t_1 VALUES (1, 1)", "c"), ("INSERT INTO c.t_2 VALUES (2, 2)", "a")]
+    breaks, _ = lint(_build(statements), rules, schema=schema)
+    assert breaks == []
