@@ -290,3 +290,17 @@ def test_rename_swap_needs_no_third_table(rules):
                   ("INSERT INTO t_1 VALUES (1, 1)", "c"), ("INSERT INTO c.t_2 VALUES (2, 2)", "a")]
     breaks, _ = lint(_build(statements), rules, schema=schema)
     assert breaks == []
+
+
+def test_readme_report_on_a_real_mariadb_binlog(capsys):
+    """The README's report: a binlog MariaDB 10.11 wrote under STATEMENT (tests/lint/data)."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    argv = ["lint", str(data / "mariadb-bin.000001"), "--replicate-do-db=a", "--schema", str(data / "seed.sql")]
+    assert main([*argv, "--json"]) == 1
+    breaks = json.loads(capsys.readouterr().out)["breaks"]
+    assert [(b["pos"], b["gtid"], b["errno"], b["cause"]["pos"]) for b in breaks] == [
+        (477, "0-1-2", 1136, 372), (796, "0-1-4", 1146, 686), (1335, "0-1-7", 1146, 999)]
+    assert main(["lint", str(data / "mariadb-bin.000001"), "--replicate-do-db=a", "--replicate-do-db=b"]) == 0
+    assert capsys.readouterr().out.strip() == "no break predicted"
