@@ -394,18 +394,9 @@ class Verification:
     def _lint_outcome(self, slot: _Slot, primary: MariaDBServer) -> tuple[Outcome, list[dict]]:
         """`dumpfilter lint` on the primary's binlog files with the slave's rules: its first predicted
         break as an Outcome (to set beside the reference replica's), and every break as JSON."""
-        from binlog_codec import BinlogReader, group_transactions
-        from filter_rules.evaluate import RuleEngine
-        from filter_rules.lint import Linter
+        from binlog_files.lint import lint_files
 
-        schema = self.schema.copy() if self.schema is not None else None
-        engine = RuleEngine(slot.spec.rules, slot.settings, schema=schema)
-        linter = Linter(engine, self.schema, flavor=slot.settings.flavor, schema_complete=self.schema is not None)
-        for path in primary.binlog_files():
-            with open(path, "rb") as stream:
-                for txn in group_transactions(BinlogReader(stream, str(path))):
-                    linter.feed(path.name, txn)
-        breaks = linter.breaks
+        breaks = lint_files(primary.binlog_files(), slot.spec.rules, slot.settings, self.schema)
         if not breaks:
             return Outcome(True), []
         first = breaks[0]

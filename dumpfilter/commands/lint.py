@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-from binlog_codec import BinlogReader, Transaction, group_transactions
-from binlog_files import open_binlog
+from binlog_files.lint import lint_files
 from dumpfilter.commands.filter import flavor_of, input_files
 from dumpfilter.rule_options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
-from filter_rules.evaluate import RuleEngine
-from filter_rules.lint import Break, Linter
+from filter_rules.lint import Break
 
 
 def register(subparsers) -> None:
@@ -34,28 +31,17 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def units(paths: list[Path], verify_checksums: bool = True) -> Iterator[tuple[str, Transaction]]:
-    """(file name, transaction) of each file in order, through the codec's reader and grouping."""
-    for path in paths:
-        with open_binlog(path) as stream:
-            reader = BinlogReader(stream, str(path), verify_checksums=verify_checksums)
-            for txn in group_transactions(reader):
-                yield path.name, txn
-
-
-def lint_files(paths: list[Path], args: argparse.Namespace) -> list[Break]:
+def lint_paths(paths: list[Path], args: argparse.Namespace) -> list[Break]:
     rules, settings = ruleset_from_args(args)
-    schema = schema_from_args(args)
-    engine = RuleEngine(rules, settings, schema=schema.copy())
-    linter = Linter(engine, schema, flavor=settings.flavor, schema_complete=bool(getattr(args, "schema", None)))
-    return linter.feed_all(units(paths, getattr(args, "verify_checksums", True)))
+    schema = schema_from_args(args) if getattr(args, "schema", None) else None
+    return lint_files(paths, rules, settings, schema, verify_checksums=getattr(args, "verify_checksums", True))
 
 
 def run(args: argparse.Namespace) -> int:
     paths = input_files(args.files)
     if args.flavor is None:
         args.flavor = flavor_of(paths[0])
-    breaks = lint_files(paths, args)
+    breaks = lint_paths(paths, args)
     if args.json:
         print(json.dumps({"breaks": [b.to_json() for b in breaks]}, indent=None))
     elif not breaks:
