@@ -36,11 +36,21 @@ COMMAND_MODULES = (
 )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dumpfilter")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0.1.0 (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dumpfilter",
         description="Master-side replication filter simulator for MySQL and MariaDB (WL#2387).",
     )
+    parser.add_argument("--version", action="version", version=f"dumpfilter {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in COMMAND_MODULES:
@@ -54,11 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def mysqld_spelling(argv: list[str]) -> list[str]:
+    """Options as mysqld reads them: `--replicate_do_db` is `--replicate-do-db` (my_getopt treats
+    '_' and '-' in an option name alike). Only the name changes, never a value (`--x_y=a_b`)."""
+    out = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        if arg.startswith("--") and "_" in arg.partition("=")[0]:
+            name, eq, value = arg.partition("=")
+            arg = name.replace("_", "-") + eq + value
+        out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(mysqld_spelling(sys.argv[1:] if argv is None else list(argv)))
     try:
         return int(args.func(args) or 0)
     except DumpFilterError as exc:

@@ -16,6 +16,8 @@
     [[slaves]]
     name = "reporting"            # required, unique
     server_id = 2                 # required, unique, 1..4294967295
+    defaults_file = "my.cnf"      # replicate-* options from its [mysqld]/[mariadbd] groups (relative
+                                  # to the topology file's directory), read before `rules`
     rules = ["replicate-do-db=db1", "replicate-wild-ignore-table=db1.tmp%"]   # mysqld options
     change_replication_filter = "CHANGE REPLICATION FILTER REPLICATE_IGNORE_TABLE = (db1.t2)"
     # or a list of statements; WL#2516 `CHANGE MASTER TO DO='db1.%'` text is accepted too
@@ -31,7 +33,7 @@
     master_vs_slave = true        # also stream everything once: the slave-side filtering baseline
     skip_policies = ["heartbeat", "placeholder", "empty-transaction"]   # bytes per policy, per slave
 
-Rules apply in this order: `rules` (accumulating, as repeated options do), then each
+Rules apply in this order: `defaults_file`, then `rules` (accumulating, as repeated options do), then each
 `change_replication_filter` statement (replacing the types it lists). A slave with no rules
 receives everything.
 """
@@ -51,7 +53,7 @@ from filter_rules.ruleset import RuleSet, Settings
 SKIP_POLICIES = ("heartbeat", "placeholder", "empty-transaction")
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
-_SLAVE_KEYS = {"name", "server_id", "rules", "change_replication_filter", "channel", "filter_semantics",
+_SLAVE_KEYS = {"name", "server_id", "defaults_file", "rules", "change_replication_filter", "channel", "filter_semantics",
                "skip_policy", "flavor", "lower_case_table_names", "user", "password"}
 _SOURCE_KEYS = ("binlogs", "files", "workload", "mariadb")
 # Built-in generator options (binlog_workload.WorkloadSpec) and their TOML types.
@@ -134,7 +136,7 @@ def parse_topology(text: str, name: str = "<topology>") -> Topology:
     entries = data.get("slaves")
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         raise TopologyError(f"{where.top('slaves')}: needs at least one [[slaves]] table")
-    slaves = [_slave(entry, i, where) for i, entry in enumerate(entries)]
+    slaves = [_slave(entry, i, where, base) for i, entry in enumerate(entries)]
     for attr in ("name", "server_id"):
         seen: dict = {}
         for i, slave in enumerate(slaves):
@@ -227,7 +229,7 @@ def _experiment(experiment, where: "_Locator") -> ExperimentSpec:
     return ExperimentSpec(master_vs_slave, tuple(dict.fromkeys(policies)))
 
 
-def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
+def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -> SlaveSpec:
     def fail(key: str, message: str):
         raise TopologyError(f"{where.slave(index, key)}: slaves.{key}: {message}")
 
@@ -270,6 +272,19 @@ def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
     statements = [statements] if isinstance(statements, str) else statements
     if not isinstance(statements, list) or not all(isinstance(s, str) for s in statements):
         fail("change_replication_filter", "must be a string or a list of strings")
+    defaults_file = entry.get("defaults_file")
+    startup = StartupFilters()
+    if defaults_file is not None:
+        if not isinstance(defaults_file, str) or not defaults_file:
+            fail("defaults_file", "must be the path of a my.cnf file")
+        from filter_rules.mycnf import startup_filters_from_file
+
+        try:
+            startup = startup_filters_from_file(base / defaults_file)
+        except DumpFilterError as exc:
+            fail("defaults_file", str(exc))
+        except (OSError, UnicodeDecodeError) as exc:
+            fail("defaults_file", f"cannot read {base / defaults_file}: {getattr(exc, 'strerror', None) or exc}")
     try:
         pairs = []
         for option in options:
@@ -277,7 +292,9 @@ def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
             if not eq:
                 raise RuleError(f"{option!r} is not of the form option=value")
             pairs.append((key.strip(), value.strip()))
-        rules = StartupFilters.from_options(pairs).for_channel(channel)
+        from dumpfilter.rule_options import _merge
+
+        rules = _merge(startup, StartupFilters.from_options(pairs)).for_channel(channel)
     except RuleError as exc:
         fail("rules", str(exc))
     try:
@@ -292,7 +309,8 @@ def _slave(entry: dict, index: int, where: "_Locator") -> SlaveSpec:
     except RuleError as exc:
         fail("filter_semantics", str(exc))
     return SlaveSpec(name, server_id, rules, settings, values["skip_policy"], channel,
-                     tuple(options) + tuple(statements), identity["user"], identity["password"])
+                     ((f"defaults-file={defaults_file}",) if defaults_file else ()) + tuple(options) + tuple(statements),
+                     identity["user"], identity["password"])
 
 
 class _Locator:

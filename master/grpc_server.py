@@ -167,7 +167,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                 empty_transactions=s.empty_transactions, empty_transaction_bytes=s.empty_transaction_bytes,
                 transactions_kept=s.transactions_kept, transactions_partial=s.transactions_partial,
                 transactions_skipped=s.transactions_skipped, rule_hits=dict(s.rule_hits),
-                skip_policy=slave.reg.skip_policy, kept_bytes=s.kept_bytes)
+                skip_policy=slave.reg.skip_policy, kept_bytes=s.kept_bytes, hostname=slave.reg.hostname,
+                registered_at=slave.registered_at.isoformat(), channels=list(slave.registry.channels))
         return reply
 
     @_mapped

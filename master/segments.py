@@ -18,7 +18,7 @@ from pathlib import Path
 from binlog_codec import Event, EventType, Transaction, TransactionGrouper
 from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
 from binlog_codec.errors import BinlogError, PositionError, TruncatedBinlogError
-from binlog_codec.scanner import (F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
+from binlog_codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
                                   F_TAGGED_GTID,
                                   Scanner, unit_events)
 from binlog_codec.scanner import statements as core_statements
@@ -189,14 +189,14 @@ class SegmentIndex:
             return b"".join(self.raws[i:j])
         part_of, parts, starts, ends = self.parts
         if part_of[i] == part_of[j - 1]:
-            return parts[part_of[i]][starts[i] : ends[j - 1]]
+            return parts[part_of[i]].buf[starts[i] : ends[j - 1]]
         out, k = [], i
         while k < j:
             p = part_of[k]
             last = k
             while last + 1 < j and part_of[last + 1] == p:
                 last += 1
-            out.append(parts[p][starts[k] : ends[last]])
+            out.append(parts[p].buf[starts[k] : ends[last]])
             k = last + 1
         return b"".join(out)
 
@@ -391,56 +391,77 @@ class _Stop(Exception):
     """The segment is full."""
 
 
+class _Part:
+    """One scan's worth of a segment's units: the read buffer they lie in, its file and file
+    offset, the scanner's packed records, where the part's units start in the segment, and the
+    format in force (per unit only where an FDE changed it inside the part)."""
+
+    __slots__ = ("buf", "file", "base", "records", "first", "fmt", "fmts")
+
+    def __init__(self, buf: bytes, file: str, base: int, records, first: int, fmt, fmts: list | None):
+        self.buf, self.file, self.base, self.records, self.first = buf, file, base, records, first
+        self.fmt, self.fmts = fmt, fmts
+
+
 class _Columns:
     """A segment's units as parallel lists (what SegmentIndex and LazyUnits are built from):
-    the read buffers they lie in, and per unit its buffer, offsets, sizes, flags, tables, GTID."""
+    per unit only what every stream's run loop reads (sizes, events, fast, GTIDs, tables); the
+    rest stays in the scanner's packed records until a Unit is made."""
 
     def __init__(self):
-        self.parts: list[bytes] = []
+        self.parts: list[_Part] = []
         self.part_of: list[int] = []
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.sizes: list[int] = []
         self.events: list[int] = []
         self.ntables: list[int] = []
+        self.toff: list[int] = [0]  # per unit, where its tables start in occ
         self.occ: list = []
         self.fast: list[bool] = []
-        self.tables: list[tuple] = []
-        self.base: list[int] = []
-        self.file: list[str] = []
-        self.gsize: list[int] = []
-        self.flags: list[int] = []
-        self.fmts: list = []
         self.gtids: list = []
         self.mysql: list = []
-        self.complete: list[bool] = []
-        self.kinds: list[str] = []
-        self.lasts: list[int] = []
         self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
         self.checksum_len = 0
         self.tids = array("I")    # name ids of the fast units' Table_maps, in order
         self.bounds = array("I")  # per unit (lo, hi) into tids; lo = 0xFFFFFFFF for a unit not fast
         self.names: list = []     # (db, table) by name id
 
+    @property
+    def tables(self) -> "_UnitTables":
+        return _UnitTables(self)
+
     def unit(self, k: int, checksum_len: int | None = None) -> Unit:
         made = self.made.get(k)
         if made is not None:
             return made
-        buf = self.parts[self.part_of[k]]
-        start, end = self.starts[k], self.ends[k]
-        raw = buf[start:end]
-        pos = self.base[k] + start
-        name = self.file[k]
-        if self.fast[k]:
-            return Unit.fast(raw, name, pos, self.fmts[k], self.events[k], self.tables[k], self.gtids[k],
-                             self.gsize[k], self.mysql[k])
+        part = self.parts[self.part_of[k]]
+        rec = part.records[k - part.first]
+        raw = part.buf[rec.start : rec.end]
+        pos = part.base + rec.start
+        name = part.file
+        fmt = part.fmt if part.fmts is None else part.fmts[k - part.first]
+        if rec.fast:
+            return Unit.fast(raw, name, pos, fmt, rec.events, tuple(self.occ[self.toff[k] : self.toff[k + 1]]),
+                             self.gtids[k], rec.gtid_size, self.mysql[k])
         end_pos = (name, pos + len(raw))
-        if self.flags[k] & F_ROTATE_END:
-            at = self.lasts[k] - start
+        if rec.flags & F_ROTATE_END:
+            at = rec.last - rec.start
             crc = self.checksum_len if checksum_len is None else checksum_len
             end_pos = (raw[at + 27 : len(raw) - crc].decode("utf-8", "surrogateescape"),
                        _U64.unpack_from(raw, at + 19)[0])
-        return Unit.lazy(raw, name, pos, self.fmts[k], self.events[k], _KINDS[self.kinds[k]], self.complete[k], end_pos)
+        return Unit.lazy(raw, name, pos, fmt, rec.events, _KINDS[rec.kind], rec.complete, end_pos)
+
+
+class _UnitTables:
+    """Per unit, its Table_maps' (db, table) (fast units; () for the others), from occ."""
+
+    def __init__(self, cols: _Columns):
+        self._cols = cols
+
+    def __iter__(self):
+        occ, toff = self._cols.occ, self._cols.toff
+        return (tuple(occ[a:b]) for a, b in zip(toff, toff[1:]))
 
 
 class LazyUnits:
@@ -479,7 +500,8 @@ class LazyUnits:
             return unit.end
         cols = self._cols
         if cols.fast[k]:
-            return cols.file[k], cols.base[k] + cols.ends[k]
+            part = cols.parts[cols.part_of[k]]
+            return part.file, part.base + cols.ends[k]
         return self[k].end
 
 
@@ -594,50 +616,41 @@ class SegmentReader:
                     return rotated_to or opener._next_file(name)
 
     def _add_units(self, scan, buf: bytes, base: int, name: str, fmt):
-        """The scanner's records as columns (one list comprehension per field, no object per
-        unit); Units are made only when a stream asks for one. Returns the format in force
-        after them."""
+        """The scanner's records as the columns every stream reads (one list comprehension per
+        field, no object per unit); Units are made only when a stream asks for one. Returns the
+        format in force after them."""
         n = len(scan.units)
         if not n:
             return fmt
         cols = self.cols
         words = scan.units.words
-        starts, ends, w2 = words[0::8].tolist(), words[1::8].tolist(), words[2::8].tolist()
-        gsizes, w4 = words[3::8].tolist(), words[4::8].tolist()
+        starts, ends, w2, w4 = words[0::8].tolist(), words[1::8].tolist(), words[2::8].tolist(), words[4::8].tolist()
         flags = [w >> 40 for w in w2]
         fast = [bool(f & F_FAST) for f in flags]
         names = self.scanner.names
         tables = scan.tables
-        occ = [names[i] for i in tables]
-        lo = [w & 0xFFFFFFFF for w in w4]
-        hi = [w >> 32 for w in w4]
-        unit_tables = [tuple(occ[a:b]) if f else () for f, a, b in zip(fast, lo, hi)]
         off = len(cols.tids)
+        first = len(cols.sizes)
         cols.tids.extend(tables)
         bounds = [0xFFFFFFFF] * (2 * n)
-        for k in range(n):
-            if fast[k]:
-                bounds[2 * k] = lo[k] + off
-                bounds[2 * k + 1] = hi[k] + off
+        ntables = [0] * n
+        for k in [k for k in range(n) if fast[k]]:
+            lo, hi = w4[k] & 0xFFFFFFFF, w4[k] >> 32
+            bounds[2 * k], bounds[2 * k + 1] = lo + off, hi + off
+            ntables[k] = hi - lo
         cols.bounds.extend(bounds)
         cols.names = names
+        cols.occ.extend([names[i] for i in tables])
+        cols.toff.extend(accumulate(ntables, initial=cols.toff[-1]))
+        del cols.toff[first + 1]  # accumulate's initial repeats the previous end
+        cols.ntables.extend(ntables)
         part = len(cols.parts)
-        cols.parts.append(buf)
-        first = len(cols.sizes)
         cols.part_of.extend([part] * n)
         cols.starts.extend(starts)
         cols.ends.extend(ends)
         cols.sizes.extend([e - b for b, e in zip(starts, ends)])
         cols.events.extend([w & 0xFFFFFFFF for w in w2])
-        cols.ntables.extend([b - a for a, b in zip(lo, hi)])
-        cols.occ.extend(occ)
         cols.fast.extend(fast)
-        cols.tables.extend(unit_tables)
-        cols.base.extend([base] * n)
-        cols.file.extend([name] * n)
-        cols.gsize.extend(gsizes)
-        cols.flags.extend(flags)
-        fmts = [fmt] * n
         gtids: list = [None] * n
         mysql: list = [None] * n
         if any(f & (F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID) for f in flags):
@@ -653,23 +666,23 @@ class SegmentReader:
                     source = sources.get(sid)
                     if source is None:
                         source = sources[sid] = str(uuidlib.UUID(bytes=sid))
-                    mysql[k] = (source, "", seqs[k])
+                    mysql[k] = (source, "", _I64.unpack_from(buf, starts[k] + 36)[0])
                 elif f & F_TAGGED_GTID:
-                    info = Event(buf[starts[k] : starts[k] + gsizes[k]], base + starts[k], fmt).gtid_info
+                    rec = scan.units[k]
+                    info = Event(buf[starts[k] : starts[k] + rec.gtid_size], base + starts[k], fmt).gtid_info
                     mysql[k] = (info.source, info.tag, info.gno)
+        cols.gtids.extend(gtids)
+        cols.mysql.extend(mysql)
+        start_fmt, fmts = fmt, None
         if any(f & F_HAS_FDE for f in flags):
+            fmts = []
             for k, f in enumerate(flags):
-                fmts[k] = fmt
+                fmts.append(fmt)
                 if f & F_HAS_FDE:
                     unit = self._unit_with_fde(scan.units[k], buf[starts[k] : ends[k]], base + starts[k], name, fmt)
                     fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
                     cols.made[first + k] = unit
-        cols.fmts.extend(fmts)
-        cols.gtids.extend(gtids)
-        cols.mysql.extend(mysql)
-        cols.complete.extend([bool(f & F_COMPLETE) for f in flags])
-        cols.kinds.extend(scan.units.kinds())
-        cols.lasts.extend(words[7::8].tolist())
+        cols.parts.append(_Part(buf, name, base, scan.units, first, start_fmt, fmts))
         self.size += sum(cols.sizes[first:])
         self.end = cols.unit(len(cols.sizes) - 1, self.scanner.checksum_len).end
         return fmt

@@ -1,6 +1,8 @@
 """The simulation report: one row per slave (bytes and events without and with master-side
 filtering, the saving, transactions, wall time, throughput, bytes per skip policy), printed as a
-rich table and written as report.json, report.csv and a PNG bar chart."""
+rich table and written as report.json, report.csv, two charts (report.png: bytes per slave and
+skip policy; timeline.png: cumulative bytes against binlog position) and report.html, which holds
+all of it in one self-contained file."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from dumpfilter.bandwidth_chart import bytes_chart
+from dumpfilter.bandwidth_chart import policy_chart, timeline_chart
 from dumpfilter.topology import SKIP_POLICIES
 
 CSV_FIELDS = ["slave", "server_id", "channel", "semantics", "skip_policy", "events_all", "bytes_all", "events_sent",
@@ -82,9 +84,34 @@ def print_report(report: dict, console: Console | None = None) -> None:
         console.print(ptable)
 
 
+def chart_title(report: dict, what: str) -> str:
+    source = report["source"]
+    return (f"{what}\n{source['description']}\n({source['bytes'] / 1e6:.2f} MB of binlog in "
+            f"{len(source['files'])} file(s))")
+
+
+def write_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
+    policies = report["experiment"]["skip_policies"]
+    slaves = []
+    for row in report["slaves"]:
+        detail = row.get("policy_bytes") or {}
+        order = list(dict.fromkeys([*policies, row["skip_policy"]]))  # the same order in every group
+        bars = [{"policy": p, "kept": detail[p]["kept_bytes"], "overhead": detail[p]["overhead_bytes"],
+                 "own": p == row["skip_policy"]} for p in order if p in detail]
+        slaves.append({"slave": row["slave"], "bytes_all": row["bytes_all"], "bars": bars})
+    policy_chart(slaves, bars_png, title=chart_title(report, "Bytes sent per slave and skip policy"))
+    everything = report["experiment"].get("everything_stream") or {}
+    timeline_chart([{"slave": f"{r['slave']} ({r['skip_policy']})", "points": r.get("timeline") or []}
+                    for r in report["slaves"]], timeline_png,
+                   title=chart_title(report, "Cumulative bytes sent against the master's binlog position"),
+                   reference=everything.get("timeline"))
+
+
 def write_report(report: dict, out: Path) -> list[Path]:
+    from simulation.html_report import write_html
+
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "report.json", out / "report.csv", out / "report.png"]
+    paths = [out / "report.json", out / "report.csv", out / "report.png", out / "timeline.png", out / "report.html"]
     paths[0].write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
     with open(paths[1], "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -95,7 +122,7 @@ def write_report(report: dict, out: Path) -> list[Path]:
                 flat[f"bytes_{policy}"] = row["policies"].get(policy, "")
             flat["lint_breaks"] = (row.get("lint") or {}).get("breaks", "")
             writer.writerow(flat)
-    rows = [{"slave": r["slave"], "bytes_all": r["bytes_all"] or 0, "bytes_sent": r["bytes_sent"]}
-            for r in report["slaves"]]
-    bytes_chart(rows, paths[2], title="Bytes sent per slave: without vs with master-side filtering")
+    write_charts(report, paths[2], paths[3])
+    write_html(report, paths[4], charts={"Bytes per slave and skip policy": paths[2],
+                                         "Cumulative bytes against binlog position": paths[3]})
     return paths

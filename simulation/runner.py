@@ -5,6 +5,7 @@ counters for that slave are read over the Stats RPC."""
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from dumpfilter.proto_gen import ensure_generated
 
 ensure_generated()
 
+from binlog_codec import Event, EventType  # noqa: E402
 from binlog_codec.errors import DumpFilterError  # noqa: E402
 from dumpfilter.topology import SlaveSpec  # noqa: E402
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
@@ -24,6 +26,9 @@ from filter_rules.ruleset import RuleSet, Settings  # noqa: E402
 from slave.client import Slave, SlaveConfig  # noqa: E402
 
 MAIN, EVERYTHING, POLICY = "main", "everything", "policy"
+_SIZE_POS = struct.Struct("<II")  # event_size, log_pos of a v4 header (at offset 9)
+_ROTATE = int(EventType.ROTATE)
+_HEARTBEATS = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
 MAX_CONCURRENT_STREAMS = 16  # the master's pool is sized for 64; leave room for the unary calls
 
 
@@ -48,17 +53,43 @@ class StreamResult:
     counters: dict = field(default_factory=dict)   # the slave's own counts (slave.client._Counters)
     stats: dict = field(default_factory=dict)      # the master's counts for this server_id (Stats RPC)
     error: str | None = None
+    # After each durable batch: (master file, position, bytes received so far) -- the timeline chart.
+    timeline: list[tuple[str, int, int]] = field(default_factory=list)
+    heartbeat_bytes: int = 0  # heartbeat event bytes the slave received
 
 
 class _CountingSlave(Slave):
-    """A Slave that reports its master position after every batch it has made durable."""
+    """A Slave that reports its master position after every batch it has made durable, and
+    keeps (file, position, bytes received) per batch."""
 
     def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None]):
         super().__init__(config)
         self._on_batch = on_batch
+        self.timeline: list[tuple[str, int, int]] = []
+        self._file = ""
+        self.heartbeat_bytes = 0  # as received: the master also counts idle heartbeats sent after the last read
 
     def _batch(self, batch) -> None:
+        sent = self.counters.bytes_received
         super()._batch(batch)
+        # One point per event that carries a master position (log_pos: its end in the current
+        # master file; heartbeats and placeholders carry the end of what they stand for). A
+        # Rotate names the next file; log_pos 0 marks events with no position of their own.
+        blob, off, file = batch.events, 0, self._file or batch.position.file
+        while off + 19 <= len(blob):
+            size, log_pos = _SIZE_POS.unpack_from(blob, off + 9)
+            if size < 19:
+                break
+            sent += size
+            if blob[off + 4] in _HEARTBEATS:
+                self.heartbeat_bytes += size
+            if log_pos:
+                self.timeline.append((file, log_pos, sent))
+            if blob[off + 4] == _ROTATE:
+                file = Event(blob[off : off + size], 0, self.fmt).rotate[1]
+            off += size
+        self._file = batch.position.file
+        self.timeline.append((batch.position.file, batch.position.pos, self.counters.bytes_received))
         self._on_batch(batch.position.file, batch.position.pos)
 
 
@@ -98,6 +129,8 @@ def run_streams(address: str, plans: list[StreamPlan], *,
                 slave.run()
                 result.wall_seconds = time.perf_counter() - start
                 result.counters = {k: getattr(slave.counters, k) for k in slave.counters.__dataclass_fields__}
+                result.timeline = slave.timeline
+                result.heartbeat_bytes = slave.heartbeat_bytes
                 result.stats = _stats(address, plan.server_id)
             except DumpFilterError as exc:
                 result.error = str(exc)

@@ -171,6 +171,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
                  verifications: list[SlaveVerification]) -> dict:
     everything = next((r for r in results if r.plan.role == EVERYTHING), None)
     checks = {v.slave: v for v in verifications}
+    offsets = prepared.offsets()
     rows = []
     for spec in topology.slaves:
         # `dumpfilter lint`'s prediction for this slave: where a replica with its rules would stop.
@@ -205,6 +206,9 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
             "throughput_mb_s": round(s.get("bytes_read", 0) / 1e6 / main.wall_seconds, 3) if main.wall_seconds else 0.0,
             "policies": {r.plan.skip_policy: r.counters["bytes_received"]
                          for r in results if r.plan.spec is spec},
+            # per skip policy: the master's events kept for the slave, and what the policy adds
+            "policy_bytes": {r.plan.skip_policy: _kept_and_overhead(r) for r in results if r.plan.spec is spec},
+            "timeline": _timeline(main, offsets),
             "verified": None if check is None else check.ok,
             "lint": {"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None},
         })
@@ -216,10 +220,50 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
                        "everything_stream": None if everything is None else {
                            "events": everything.counters["events_received"],
                            "bytes": everything.counters["bytes_received"],
-                           "wall_seconds": round(everything.wall_seconds, 4)}},
+                           "wall_seconds": round(everything.wall_seconds, 4),
+                           "timeline": _timeline(everything, offsets)}},
+        "topology": {"path": topology.path,
+                     "policy": str(topology.source.policy) if topology.source and topology.source.policy else None,
+                     "slaves": [{"name": s.name, "server_id": s.server_id, "channel": s.channel,
+                                 "filter_semantics": s.settings.semantics, "flavor": s.settings.flavor,
+                                 "lower_case_table_names": s.settings.lower_case_table_names,
+                                 "skip_policy": s.skip_policy, "user": s.user, "rules": list(s.rule_text),
+                                 "effective_rules": _rule_lines(s.rules)} for s in topology.slaves]},
         "slaves": rows,
         "verify": [v.to_json() for v in verifications] if verifications else None,
     }
+
+
+def _rule_lines(rules) -> list[str]:
+    """The rules of a slave after options, my.cnf and CHANGE statements were combined, one per line."""
+    lines = list(rules.option_lines())
+    lines += [f"DO='{p}'" for p in rules.effective_do] + [f"IGNORE='{p}'" for p in rules.effective_ignore]
+    lines += [f"REWRITE={a}->{b}" for a, b in rules.effective_rewrite]
+    return lines
+
+
+def _kept_and_overhead(result: StreamResult) -> dict:
+    """Bytes the slave received, split into the master's events kept for it and the skip policy's
+    own events: heartbeats as the slave received them (the master's count also holds idle
+    heartbeats put on the stream after the slave's last read), placeholders and empty
+    transactions from the master's counters (they only travel inside the batches read)."""
+    s = result.stats
+    overhead = result.heartbeat_bytes + s.get("placeholder_bytes", 0) + s.get("empty_transaction_bytes", 0)
+    sent = result.counters.get("bytes_received", 0)
+    return {"bytes_sent": sent, "kept_bytes": sent - overhead, "overhead_bytes": overhead}
+
+
+MAX_TIMELINE_POINTS = 400
+
+
+def _timeline(result: StreamResult, offsets: dict[str, int]) -> list[list[int]]:
+    """[binlog position over all files, bytes received so far] after each batch (at most
+    MAX_TIMELINE_POINTS, evenly thinned; the last point is always kept)."""
+    points = [[offsets.get(file, 0) + pos, sent] for file, pos, sent in result.timeline if file in offsets]
+    if len(points) > MAX_TIMELINE_POINTS:
+        step = len(points) / MAX_TIMELINE_POINTS
+        points = [points[int(i * step)] for i in range(MAX_TIMELINE_POINTS - 1)] + [points[-1]]
+    return points
 
 
 def print_verification(verifications: list[SlaveVerification], console: Console) -> None:

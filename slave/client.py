@@ -42,6 +42,15 @@ from filter_rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name
 from filter_rules.schema import SchemaModel  # noqa: E402
 from filter_rules.transaction_filter import KEEP, TransactionFilter  # noqa: E402
 from slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, read_json, write_json_atomic  # noqa: E402
+from slave.status import (  # noqa: E402
+    clear_sql_error,
+    mark_running,
+    mark_stopped,
+    note_batch,
+    record_io_error,
+    record_retry,
+    record_sql_error,
+)
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _SKIP = {"heartbeat": dump_pb2.SKIP_POLICY_HEARTBEAT, "placeholder": dump_pb2.SKIP_POLICY_PLACEHOLDER,
@@ -217,6 +226,7 @@ class Slave:
         self.rename = event_renamer(self.engine, config.rules, config.settings)
         self.check = TransactionFilter(self.engine, empty_transactions=KEEP)
         self.info = RelayInfo.load(self.relay_dir) or RelayInfo()
+        self._earlier_stats = dict(self.info.stats)  # committed counters of earlier runs: the totals go on
         self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id)
         self.relay.recover(self.info if self.info.relay_file else None)
         self.gtids = GtidTracker()
@@ -250,7 +260,24 @@ class Slave:
         return reply
 
     def run(self) -> int:
-        """Register and stream until caught up (with --until-caught-up) or forever; returns 0."""
+        """Register and stream until caught up (with --until-caught-up) or forever; returns 0.
+        The threads' state, and the error that stops them, are recorded for `slave status`."""
+        mark_running(self.info, self.relay_dir, self.config)
+        try:
+            code = self._run()
+        except ApplyError as exc:
+            record_sql_error(self.info, self.relay_dir, exc)
+            raise
+        except (DumpFilterError, OSError) as exc:
+            record_io_error(self.info, self.relay_dir, exc)
+            raise
+        except KeyboardInterrupt:
+            mark_stopped(self.info, self.relay_dir)
+            raise
+        mark_stopped(self.info, self.relay_dir)
+        return code
+
+    def _run(self) -> int:
         cfg = self.config
         while True:
             try:
@@ -265,6 +292,7 @@ class Slave:
                         and cfg.connect_retry <= 0:
                     self._save_error(exc)
                     raise _master_error(exc) from None
+                record_retry(self.info, self.relay_dir, _master_error(exc))  # Connecting, with the error
                 time.sleep(cfg.connect_retry)  # MASTER_CONNECT_RETRY
             finally:
                 self.relay.close()
@@ -314,8 +342,8 @@ class Slave:
         if batch.gtid_state:
             info.gtid_state = batch.gtid_state
         info.relay_file, info.relay_pos = self.relay.current, self.relay.position
-        info.stats = {k: getattr(c, k) for k in c.__dataclass_fields__}
-        info.last_error = ""
+        info.stats = {k: self._earlier_stats.get(k, 0) + getattr(c, k) for k in c.__dataclass_fields__}
+        note_batch(info, batch)
         info.save(self.relay_dir)
 
     def _event(self, event: Event, grouper: TransactionGrouper) -> None:
@@ -476,6 +504,7 @@ class Slave:
         write_json_atomic(self.relay_dir / APPLY_INFO, {
             "relay_file": end_file, "relay_pos": end_pos, "master_file": self.info.master_file,
             "master_pos": self.info.master_pos, "gtid_state": self.info.gtid_state})
+        clear_sql_error(self.info)
 
 
 def parse_mysql_url(url: str) -> dict:
@@ -531,10 +560,26 @@ def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int,
         reader.join()
     run = subprocess.CompletedProcess(client, cli.returncode, None, errs.get("cli", b""))
     dec_err = errs.get("dec", b"").decode("utf-8", "replace").strip()
-    if dec.returncode != 0:
-        raise ApplyError(f"mariadb-binlog failed on {', '.join(files)}: {dec_err}")
+    # The client first: when it stops at an error, the decoder dies of the closed pipe (SIGPIPE,
+    # nothing on its stderr), and the client's message is the one that says what went wrong.
     if run.returncode != 0:
-        raise ApplyError(f"applying {', '.join(files)} failed: {run.stderr.decode('utf-8', 'replace').strip()}")
+        cli_err = _error_line(run.stderr.decode("utf-8", "replace")) or _exit_text("mariadb", run.returncode)
+        raise ApplyError(f"applying {', '.join(files)} failed: {cli_err}")
+    if dec.returncode != 0:
+        raise ApplyError(f"mariadb-binlog failed on {', '.join(files)}: "
+                         f"{dec_err or _exit_text('mariadb-binlog', dec.returncode)}")
+
+
+def _error_line(stderr: str) -> str:
+    """The client's `ERROR 1050 (42S01) at line 12: ...` line (it may echo the failed statement
+    between dashed lines first), else its last line: one line for the CLI and Last_SQL_Error."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR ")]
+    return errors[0] if errors else (lines[-1] if lines else "")
+
+
+def _exit_text(tool: str, status: int) -> str:
+    return f"{tool} was killed by signal {-status}" if status < 0 else f"{tool} exited with status {status}"
 
 
 # The first line of a statement in mariadb-binlog output that drops a trigger without IF EXISTS.
@@ -560,38 +605,3 @@ def replica_thread_sql(lines):
         stripped = line.rstrip()
         at_start = stripped.endswith(b"/*!*/;") or stripped.startswith(b"#") or not stripped
         yield line
-
-
-def status_fields(relay_dir: Path) -> dict:
-    """SHOW REPLICA STATUS-like fields from the slave's info files."""
-    relay_dir = Path(relay_dir)
-    info = RelayInfo.load(relay_dir)
-    if info is None:
-        raise PositionError(f"no {relay_dir}/relay-log.info: this slave never committed anything")
-    applied = read_json(relay_dir / "relay-apply.info") or {}
-    host, _, port = info.master.rpartition(":")
-    filters = info.filters or {}
-    stats = info.stats or {}
-    return {
-        "Slave_IO_State": "Waiting for master to send event" if not info.last_error else "",
-        "Master_Host": host, "Master_Port": port, "Master_Server_Id": "", "Server_Id": info.server_id,
-        "Channel_Name": info.channel,
-        "Master_Log_File": info.master_file, "Read_Master_Log_Pos": info.master_pos,
-        "Relay_Log_File": info.relay_file, "Relay_Log_Pos": info.relay_pos,
-        "Relay_Master_Log_File": applied.get("master_file", ""), "Exec_Master_Log_Pos": applied.get("master_pos", ""),
-        "Replicate_Do_DB": filters.get("REPLICATE_DO_DB", ""),
-        "Replicate_Ignore_DB": filters.get("REPLICATE_IGNORE_DB", ""),
-        "Replicate_Do_Table": filters.get("REPLICATE_DO_TABLE", ""),
-        "Replicate_Ignore_Table": filters.get("REPLICATE_IGNORE_TABLE", ""),
-        "Replicate_Wild_Do_Table": filters.get("REPLICATE_WILD_DO_TABLE", ""),
-        "Replicate_Wild_Ignore_Table": filters.get("REPLICATE_WILD_IGNORE_TABLE", ""),
-        "Replicate_Rewrite_DB": filters.get("REPLICATE_REWRITE_DB", ""),
-        "Master_Policy_Allow": ",".join(info.policy_allow),
-        "Skip_Policy": info.skip_policy,
-        "Last_IO_Error": info.last_error,
-        "Gtid_IO_Pos": info.gtid_state,
-        "Gtid_Slave_Pos": applied.get("gtid_state", ""),
-        "Events_Received": stats.get("events_received", 0), "Bytes_Received": stats.get("bytes_received", 0),
-        "Heartbeats_Received": stats.get("heartbeats", 0), "Placeholders_Received": stats.get("placeholders", 0),
-        "Bytes_Relayed": stats.get("bytes_relayed", 0),
-    }

@@ -62,8 +62,25 @@ class RelayInfo:
     skip_policy: str = "heartbeat"
     filters: dict = field(default_factory=dict)     # FILTER_NAME -> rule text, as the master applies them
     policy_allow: list = field(default_factory=list)
-    stats: dict = field(default_factory=dict)
-    last_error: str = ""
+    stats: dict = field(default_factory=dict)       # counters summed over every run of this slave
+    last_error: str = ""                            # Last_IO_Error
+    # The threads' state and errors, for `slave status` (slave/status.py writes them).
+    pid: int = 0
+    io_running: bool = False
+    sql_running: bool = False
+    connected: bool = False
+    caught_up: bool = False
+    master_timestamp: int = 0                       # newest master event timestamp received
+    user: str = ""
+    ssl_ca: str = ""
+    connect_retry: float = 0.0
+    apply_target: str = ""
+    last_io_errno: int = 0
+    last_io_error_timestamp: str = ""
+    last_sql_errno: int = 0
+    last_sql_error: str = ""
+    last_sql_error_timestamp: str = ""
+    filters_changed_at: str = ""                    # where a live ChangeFilter on the master took effect
 
     @classmethod
     def load(cls, directory: Path) -> RelayInfo | None:

@@ -48,8 +48,8 @@ def rows_for(topology, totals: list[SlaveCounts]) -> list[dict]:
     return rows
 
 
-def write_report(rows: list[dict], out: Path, fmt: str = "csv") -> list[Path]:
-    from dumpfilter.bandwidth_chart import bytes_chart
+def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = "") -> list[Path]:
+    from dumpfilter.bandwidth_chart import policy_chart
 
     out.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
@@ -65,20 +65,28 @@ def write_report(rows: list[dict], out: Path, fmt: str = "csv") -> list[Path]:
             writer.writeheader()
             writer.writerows(rows)
     chart = out / "bandwidth.png"
-    bytes_chart(rows, chart, "Bytes sent per slave: everything vs master-side filtering")
+    binlog_bytes = max((row["bytes_all"] for row in rows), default=0)
+    slaves = [{"slave": row["slave"], "bytes_all": row["bytes_all"],
+               "bars": [{"policy": row["skip_policy"], "kept": row["kept_bytes"], "own": True,
+                         "overhead": row["heartbeat_bytes"] + row["placeholder_bytes"]
+                         + row["empty_transaction_bytes"]}]} for row in rows]
+    policy_chart(slaves, chart, title=f"Bytes sent per slave with master-side filtering: {source or 'binlogs'} "
+                                      f"({binlog_bytes / 1e6:.2f} MB of binlog events)")
     return [table_path, chart]
 
 
 def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv",
                    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True):
     """Count (with Spark when a session is given) and write the report; returns (rows, paths)."""
-    chunks = plan_chunks(input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs), chunk_bytes)
+    files = input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs)
+    chunks = plan_chunks(files, chunk_bytes)
     if spark is None:
         totals = count_local(chunks, topology.slaves, verify_checksums=verify_checksums)
     else:
         totals = count_spark(spark, chunks, topology.slaves, verify_checksums=verify_checksums)
     rows = rows_for(topology, totals)
-    return rows, write_report(rows, Path(out), fmt)
+    source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"
+    return rows, write_report(rows, Path(out), fmt, source=f"{source}, {len(files)} file(s)")
 
 
 def print_table(rows: list[dict], out=sys.stdout) -> None:

@@ -2,7 +2,7 @@
 
 The master is never hard-coded: under `spark-submit` the session takes spark-submit's `--master`;
 run directly (`python -m spark_jobs...`, `dumpfilter split`), it takes `--spark-master`, else the
-`SPARK_MASTER` environment variable, else `local[*]`. Python workers run this interpreter
+`SPARK_MASTER` environment variable, else `local[*]`. In local mode every port it opens is on loopback. Python workers run this interpreter
 (`spark.pyspark.python`) unless PYSPARK_PYTHON says otherwise, so they see the same packages.
 """
 
@@ -26,9 +26,15 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
     if master:
         builder = builder.master(master)
     elif not under_spark_submit():
-        builder = builder.master("local[*]")
+        master = "local[*]"
+        builder = builder.master(master)
     settings = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"], "spark.ui.showConsoleProgress": "false",
                 "spark.sql.execution.arrow.pyspark.enabled": "true"}
+    if master and master.startswith("local"):
+        # Local mode talks only to itself: the driver's RPC and block manager ports, and the web
+        # UI (which listens on SPARK_LOCAL_IP, else on every interface), stay on loopback.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

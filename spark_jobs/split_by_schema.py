@@ -188,6 +188,15 @@ def print_summary(outputs: list[OutputSummary], out=sys.stdout) -> None:
         print(f"{s.name}-bin: {len(s.files)} file(s), {s.units} unit(s), {s.bytes} bytes", file=out)
 
 
+def warn_unmatched_maps(config: SplitConfig, outputs: list[OutputSummary], out=sys.stderr) -> list[str]:
+    """A --map whose rules kept nothing writes no binlog; say so rather than leave it missing."""
+    written = {s.name for s in outputs}
+    missing = [m.name for m in config.maps if m.name not in written]
+    for name in missing:
+        print(f"warning: --map {name}: its rules matched no event; no {name}-bin binlog was written", file=out)
+    return missing
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="split_by_schema", description=__doc__.split("\n\n")[0])
     add_split_arguments(parser)
@@ -206,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"split_by_schema: error: {exc}", file=sys.stderr)
         return 2
     print_summary(outputs)
+    warn_unmatched_maps(config, outputs)
     return 0
 
 

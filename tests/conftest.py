@@ -12,6 +12,12 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+# grpcio >= 1.80 restarts its epoll poller in a forked child when fork support is on; a
+# subprocess started with preexec_fn (the MariaDB sandbox) closes that fd before exec and the
+# child aborts with "epoll_wait error: Bad file descriptor" (grpc/grpc#43055). The tests run
+# gRPC masters and MariaDB servers in one process; gRPC is never used across a fork here.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # the project is not necessarily pip-installed
     sys.path.insert(0, str(PROJECT_ROOT))

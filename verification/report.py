@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from verification.runner import DIFFERENT, IDENTICAL, RunResult
+from verification.runner import DIFFERENT, IDENTICAL, NO_REFERENCE, RunResult
 
 _STYLE = {IDENTICAL: "green", DIFFERENT: "bold red"}
 
@@ -17,7 +17,7 @@ def overall_passed(runs: Sequence[RunResult]) -> bool:
 
 
 def as_json(runs: Sequence[RunResult]) -> dict:
-    return {"passed": overall_passed(runs), "runs": [run.as_dict() for run in runs]}
+    return {"passed": overall_passed(runs), "pairs": verdict_counts(runs), "runs": [run.as_dict() for run in runs]}
 
 
 def write_json(runs: Sequence[RunResult], path: str | Path) -> None:
@@ -54,6 +54,12 @@ def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40
         for pair in run.pairs:
             for note in pair.notes:
                 console.print(f"[dim]{pair.slave}: {note}[/]")
+            # A side that stopped on an error: its message, not only its number.
+            for side, outcome in (("reference replica", pair.reference), ("dumpfilter", pair.dumpfilter)):
+                if outcome is not None and not outcome.caught_up and outcome.error:
+                    console.print(f"  {pair.slave} ({run.binlog_format}): {side} {outcome.describe()}: "
+                                  f"{outcome.error}", markup=False, highlight=False,
+                                  style="red" if pair.verdict == DIFFERENT else None)
             if pair.verdict != DIFFERENT:
                 continue
             console.print(f"[bold red]{pair.slave} ({run.binlog_format}) differs:[/]")
@@ -66,6 +72,28 @@ def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40
                 console.print(f"  ... {len(lines) - max_lines} more lines (see --json)")
         for kept in run.kept:
             console.print(f"[dim]kept {kept}[/]")
-    passed = overall_passed(runs)
-    console.print("[bold green]PASS[/]: every pair is identical" if passed else
-                  "[bold red]FAIL[/]: at least one pair differs (or nothing could be compared)")
+    counts = verdict_counts(runs)
+    console.print(verdict_line(runs, counts))
+
+
+def verdict_counts(runs: Sequence[RunResult]) -> dict[str, int]:
+    """Pairs compared (identical or not) and pairs without a reference, over every run."""
+    pairs = [pair for run in runs for pair in run.pairs]
+    return {"compared": sum(p.verdict != NO_REFERENCE for p in pairs),
+            "identical": sum(p.verdict == IDENTICAL for p in pairs),
+            "different": sum(p.verdict == DIFFERENT for p in pairs),
+            "without_reference": sum(p.verdict == NO_REFERENCE for p in pairs)}
+
+
+def verdict_line(runs: Sequence[RunResult], counts: dict[str, int] | None = None) -> str:
+    """PASS/FAIL with the pairs it covers; pairs without a reference are counted apart, so a PASS
+    never hides that some slaves could not be compared with a real replica."""
+    counts = counts or verdict_counts(runs)
+    unchecked = counts["without_reference"]
+    tail = (f"; {unchecked} pair(s) without reference, not compared (see the notes)" if unchecked else "")
+    if overall_passed(runs):
+        return f"[bold green]PASS[/]: {counts['identical']} of {counts['compared']} compared pair(s) identical{tail}"
+    if counts["compared"] == 0:
+        return f"[bold red]FAIL[/]: no pair could be compared{tail}"
+    return (f"[bold red]FAIL[/]: {counts['different']} of {counts['compared']} compared pair(s) differ, "
+            f"{counts['identical']} identical{tail}")

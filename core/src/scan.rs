@@ -131,8 +131,6 @@ struct Open {
     has_gtid: bool,
     fast: Fast,
     annotation: bool,
-    ids: Vec<[u8; 6]>,
-    tables: Vec<u32>,
     /// The format in force when the unit opened, if an FDE inside it changed it since.
     fmt_before: Option<Option<Arc<Format>>>,
 }
@@ -144,6 +142,9 @@ pub struct Scanner {
     /// (db, table) byte strings by name id.
     pub names: Vec<(Vec<u8>, Vec<u8>)>,
     name_ids: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
+    /// The open unit's Table_map ids and name ids (reused from unit to unit: no allocation).
+    ids: Vec<[u8; 6]>,
+    tables: Vec<u32>,
     pub events_walked: u64,
 }
 
@@ -213,7 +214,15 @@ pub fn fde_crc_ok(event: &[u8]) -> bool {
 
 impl Scanner {
     pub fn new(verify: bool) -> Self {
-        Scanner { fmt: None, verify, names: Vec::new(), name_ids: HashMap::default(), events_walked: 0 }
+        Scanner {
+            fmt: None,
+            verify,
+            names: Vec::new(),
+            name_ids: HashMap::default(),
+            ids: Vec::new(),
+            tables: Vec::new(),
+            events_walked: 0,
+        }
     }
 
     /// Adopts a format read elsewhere (a stream that starts past the file's FDE).
@@ -437,7 +446,7 @@ impl Scanner {
         if complete && open.fast == Fast::Body && !open.annotation {
             unit.flags |= F_FAST;
             unit.tables_lo = out.tables.len() as u32;
-            out.tables.extend_from_slice(&open.tables);
+            out.tables.extend_from_slice(&self.tables);
             unit.tables_hi = out.tables.len() as u32;
         }
         out.units.push(unit);
@@ -512,6 +521,8 @@ impl Scanner {
                 }
             }
             unit.flags |= extra;
+            self.ids.clear();
+            self.tables.clear();
             *cur = Some(Open {
                 unit,
                 // A MariaDB GTID replaces BEGIN: unless standalone, the statements that follow
@@ -521,8 +532,6 @@ impl Scanner {
                 has_gtid: true,
                 fast,
                 annotation: false,
-                ids: Vec::new(),
-                tables: Vec::new(),
                 fmt_before: None,
             });
             return Ok(());
@@ -567,8 +576,6 @@ impl Scanner {
             has_gtid: false,
             fast: Fast::No,
             annotation: false,
-            ids: Vec::new(),
-            tables: Vec::new(),
             fmt_before: None,
         });
         open.unit.events += 1;
@@ -587,7 +594,7 @@ impl Scanner {
             Fast::Body => {
                 if is_rows(t) {
                     let id = buf.get(pos + 19..pos + 25);
-                    let declared = id.is_some_and(|id| open.ids.iter().any(|x| x[..] == *id));
+                    let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
                     if open.annotation || !declared {
                         open.fast = Fast::No; // rows of a Table_map outside this unit
                     }
@@ -597,8 +604,8 @@ impl Scanner {
                         Some(id) => {
                             let mut tid = [0u8; 6];
                             tid.copy_from_slice(&buf[pos + 19..pos + 25]);
-                            open.ids.push(tid);
-                            open.tables.push(id);
+                            self.ids.push(tid);
+                            self.tables.push(id);
                             open.annotation = false;
                         }
                         None => open.fast = Fast::No,

@@ -25,17 +25,29 @@ def register(subparsers) -> None:
     inspect.set_defaults(func=run_inspect)
 
     gen = sub.add_parser("generate", help="write the built-in deterministic workload as real binlog files")
-    gen.add_argument("--out", required=True, help="directory for <basename>.NNNNNN and <basename>.index")
-    gen.add_argument("--basename", default="master-bin")
-    gen.add_argument("--seed", type=int, default=1)
-    gen.add_argument("--schemas", type=int, default=6)
-    gen.add_argument("--tables-per-schema", type=int, default=4)
-    gen.add_argument("--transactions", type=int, default=2000)
-    gen.add_argument("--binlog-format", choices=FORMATS, default="row", type=str.lower)
-    gen.add_argument("--flavor", choices=FLAVORS, default="mariadb")
-    gen.add_argument("--ddl-share", type=float, default=0.02)
-    gen.add_argument("--cross-db-share", type=float, default=0.1)
-    gen.add_argument("--max-binlog-size", type=int, default=1 << 30)
+    gen.add_argument("--out", required=True, metavar="DIR",
+                     help="directory for <basename>.NNNNNN and <basename>.index (created if missing)")
+    gen.add_argument("--basename", default="master-bin", help="binlog base name (default %(default)s)")
+    gen.add_argument("--seed", type=int, default=1,
+                     help="random seed: the same options and seed give the same bytes (default %(default)s)")
+    gen.add_argument("--schemas", type=int, default=6, help="databases db1..dbN (default %(default)s)")
+    gen.add_argument("--tables-per-schema", type=int, default=4,
+                     help="tables t1..tN in each database (default %(default)s)")
+    gen.add_argument("--transactions", type=int, default=2000,
+                     help="transactions to write, DDL included (default %(default)s: about 1 MB in ROW format)")
+    gen.add_argument("--binlog-format", choices=FORMATS, default="row", type=str.lower,
+                     help="row, statement or mixed, as binlog_format (default %(default)s)")
+    gen.add_argument("--flavor", choices=FLAVORS, default="mariadb",
+                     help="the server whose binlog format is written: GTIDs, checksums, event types "
+                          "(default %(default)s)")
+    gen.add_argument("--ddl-share", type=float, default=0.02,
+                     help="share of transactions that are DDL, 0..1 (default %(default)s)")
+    gen.add_argument("--cross-db-share", type=float, default=0.1,
+                     help="share of statements changing a table outside the default database, 0..1 "
+                          "(default %(default)s)")
+    gen.add_argument("--max-binlog-size", type=int, default=1 << 30, metavar="BYTES",
+                     help="rotate to the next file after this many bytes, as max_binlog_size "
+                          "(default %(default)s = 1 GiB)")
     gen.set_defaults(func=run_generate)
 
 
@@ -104,6 +116,18 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def run_generate(args: argparse.Namespace) -> int:
+    from binlog_codec.errors import DumpFilterError
+    from dumpfilter.output_paths import writable_dir
+
+    for option, value, low in (("--transactions", args.transactions, 0), ("--schemas", args.schemas, 1),
+                               ("--tables-per-schema", args.tables_per_schema, 1),
+                               ("--max-binlog-size", args.max_binlog_size, 4096)):
+        if value < low:
+            raise DumpFilterError(f"{option} {value}: must be at least {low}")
+    for option, value in (("--ddl-share", args.ddl_share), ("--cross-db-share", args.cross_db_share)):
+        if not 0 <= value <= 1:
+            raise DumpFilterError(f"{option} {value}: must be a share between 0 and 1")
+    writable_dir(args.out)
     spec = WorkloadSpec(seed=args.seed, schemas=args.schemas, tables_per_schema=args.tables_per_schema,
                         transactions=args.transactions, binlog_format=args.binlog_format, flavor=args.flavor,
                         ddl_share=args.ddl_share, cross_db_share=args.cross_db_share,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dumpfilter.output_paths import writable_dir
 from dumpfilter.topology import load_topology
 from spark_jobs.bandwidth_experiment import add_experiment_arguments, print_table, run_experiment
 
@@ -25,6 +26,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
+    writable_dir(args.out)  # before Spark starts, not after the job
     spark = None
     if not args.no_spark:
         from spark_jobs.session import get_session

@@ -6,15 +6,20 @@ picks the output shape and prints the summary."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from binlog_codec import read_format_description
 from binlog_codec.errors import BinlogError
 from binlog_files import binlog_paths, open_binlog
+from dumpfilter.output_paths import refuse_input_as_output, writable_dir, writable_file
 from dumpfilter.rule_options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from binlog_files.filtering import FileSink, FilterStats, SeriesSink, filter_files
 from filter_rules.evaluate import RuleEngine
@@ -77,19 +82,60 @@ def run(args: argparse.Namespace) -> int:
     tfilter = TransactionFilter(engine, empty_transactions=args.empty_transactions)
     out = Path(args.output)
     series = len(paths) > 1 or out.is_dir() or args.output.endswith(("/", "\\"))
+    # Never over an input, never a partial output over an existing file: the output is written
+    # beside its place (a temporary file or directory) and renamed into it once complete.
     if series:
         match = _NUMBERED.match(paths[0].name)
         basename = args.basename or (match["base"] if match else paths[0].stem or "filtered-bin")
-        sink = SeriesSink(out, basename, max_size=args.max_binlog_size)
+        refuse_input_as_output(paths, directory=out, basename=basename)
+        writable_dir(out, "-o")
+        staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
+        sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
+    elif out.exists() and not out.is_file():  # /dev/stdout, a pipe: written as it comes, nothing to rename
+        refuse_input_as_output(paths, file=out)
+        sink, staging = FileSink(out), None
     else:
-        sink = FileSink(out)
+        refuse_input_as_output(paths, file=out)
+        writable_file(out, "-o")
+        fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        os.close(fd)
+        staging = Path(name)
+        sink = FileSink(staging)
     started = time.perf_counter()
-    stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums)
+    try:
+        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums)
+        written = sink.close()
+        if staging is not None:
+            written = _move_into_place(staging, out, written, basename if series else None)
+    finally:
+        with contextlib.suppress(Exception):  # an error already on its way is the one to report
+            sink.close()
+        if staging is not None and staging.is_dir():
+            shutil.rmtree(staging, ignore_errors=True)
+        elif staging is not None:
+            staging.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
-    written = sink.close()
     print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
                   flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
     return 0
+
+
+def _move_into_place(staging: Path, out: Path, written: list[Path], basename: str | None) -> list[Path]:
+    """Rename the complete output into place: a file, or a series' files and then its index."""
+    if basename is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o666 & ~umask)  # mkstemp made it 0600; a plain open() would not have
+        os.replace(staging, out)
+        return [out]
+    placed = []
+    for path in written:
+        os.replace(path, out / path.name)
+        placed.append(out / path.name)
+    index = staging / f"{basename}.index"
+    if index.exists():
+        os.replace(index, out / index.name)
+    return placed
 
 
 def _mb(n: int) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dumpfilter.output_paths import writable_dir
 from dumpfilter.topology import load_topology
 
 
@@ -43,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     # Piped or captured output (make demo | tee, CI logs) gets a width that fits the table.
     console = probe if probe.is_terminal else Console(width=132)
     topology = load_topology(args.topology) if args.topology else None
+    writable_dir(args.out)  # before the run, not after it
+    if args.keep_work:
+        writable_dir(args.keep_work, "--keep-work")
     result = run_simulation(topology, Path(args.out), verify=args.verify, mariadb=args.mariadb, console=console,
                             progress=not args.no_progress, keep_work=Path(args.keep_work) if args.keep_work else None)
     print_report(result.report, console)

@@ -8,7 +8,7 @@ import argparse
 import time
 
 from spark_jobs.core.local import split_local
-from spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary
+from spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
 
 
 def register(subparsers) -> None:
@@ -43,5 +43,6 @@ def run(args: argparse.Namespace) -> int:
                               chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
         extra = ""
     print_summary(outputs)
+    warn_unmatched_maps(config, outputs)
     print(f"{len(outputs)} binlog(s) written to {args.out} in {time.perf_counter() - started:.1f}s{extra}")
     return 0

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from binlog_codec.errors import DumpFilterError
+from dumpfilter.output_paths import writable_file
 
 
 def _formats(values: list[str] | None, builtin: bool) -> list[str]:
@@ -88,6 +89,19 @@ def run(args: argparse.Namespace) -> int:
         seed = Path(seed_path).read_text(encoding="utf-8") if seed_path else ""
     except OSError as exc:
         raise DumpFilterError(f"verify: cannot read {exc.filename}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise DumpFilterError(f"verify: {workload_path if seed_path is None else 'a script'} is not UTF-8 "
+                              f"(byte {exc.start})") from None
+    # Split here, before any server starts: a script the client could not run is one line.
+    from verification.sqlscript import ScriptError, split_statements
+
+    for path, text in ((workload_path, workload), (seed_path, seed)):
+        try:
+            split_statements(text)
+        except ScriptError as exc:
+            raise DumpFilterError(f"verify: {path}: {exc}") from None
+    if args.json:
+        writable_file(args.json, "--json")
     if args.builtin:
         from dumpfilter.topology import parse_topology
 

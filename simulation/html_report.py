@@ -1,0 +1,138 @@
+"""report.html: one self-contained page per simulation run (charts embedded as data: URIs, inline
+CSS, no script and nothing fetched), with the tables of the console report and the topology, so
+that it can be opened anywhere or sent to someone as a single file."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+from pathlib import Path
+
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 1180px;
+       color: #1d2733; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #d8dee4; }
+.meta { color: #57606a; }
+table { border-collapse: collapse; margin: .6em 0; font-size: 13px; }
+th, td { border: 1px solid #d8dee4; padding: 4px 8px; vertical-align: top; }
+th { background: #f3f5f7; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #d8dee4; }
+figcaption { color: #57606a; font-size: 12px; }
+code { font-size: 12px; background: #f3f5f7; padding: 1px 3px; border-radius: 3px; }
+.ok { color: #1a7f37; font-weight: 600; } .bad { color: #cf222e; font-weight: 600; }
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _mb(n) -> str:
+    return "-" if n is None else f"{n / 1e6:.2f}"
+
+
+def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), cls: str = "") -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            raw = cell if isinstance(cell, _Raw) else _e(cell)
+            cells.append(f'<td class="num">{raw}</td>' if i in numeric else f"<td>{raw}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+class _Raw(str):
+    """Cell content that is already HTML."""
+
+
+def _image(path: Path, caption: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    # onload/onerror only mark the element (a headless browser test reads the marks); nothing runs otherwise.
+    return (f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}" '
+            f'onload="this.dataset.loaded=1" onerror="this.dataset.broken=1">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+def render_html(report: dict, charts: dict[str, Path]) -> str:
+    source, experiment = report["source"], report["experiment"]
+    title = f"dumpfilter simulate: {source['description']}"
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
+             f"<style>{_CSS}</style></head><body>",
+             "<h1>Master-side filtering: bytes each slave receives</h1>",
+             f"<p class=\"meta\">{_e(source['description'])} &middot; {_mb(source['bytes'])} MB of binlog in "
+             f"{len(source['files'])} file(s) ({_e(', '.join(source['files']))}) &middot; "
+             f"{experiment['streams']} gRPC streams &middot; generated "
+             f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>"]
+    parts.append("<h2>Charts</h2>")
+    for caption, path in charts.items():
+        parts.append(_image(path, caption))
+
+    verified = any(row.get("verified") is not None for row in report["slaves"])
+    headers = ["slave", "skip policy", "without MB (events)", "with MB (events)", "saved MB", "saved %",
+               "txns kept/partial/skipped/emptied", "wall s", "MB/s"] + (["verify"] if verified else [])
+    rows = []
+    for row in report["slaves"]:
+        cells = [row["slave"], row["skip_policy"],
+                 f"{_mb(row['bytes_all'])} ({row['events_all']})" if row["bytes_all"] is not None else "-",
+                 f"{_mb(row['bytes_sent'])} ({row['events_sent']})", _mb(row["saved_bytes"]),
+                 "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
+                 f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}/"
+                 f"{row['transactions_emptied']}", f"{row['wall_seconds']:.2f}", f"{row['throughput_mb_s']:.1f}"]
+        if verified:
+            cells.append(_Raw({True: '<span class="ok">ok</span>', False: '<span class="bad">FAILED</span>',
+                               None: "-"}[row.get("verified")]))
+        rows.append(cells)
+    parts.append("<h2>Per slave</h2>")
+    parts.append(_table(headers, rows, numeric={2, 3, 4, 5, 6, 7, 8}, cls="slaves"))
+
+    policies = experiment["skip_policies"]
+    if policies:
+        prow = []
+        for row in report["slaves"]:
+            detail = row.get("policy_bytes") or {}
+            cells = [row["slave"]]
+            for policy in policies:
+                d = detail.get(policy)
+                cells.append("-" if d is None else
+                             f"{_mb(d['bytes_sent'])} = {_mb(d['kept_bytes'])} kept + {_mb(d['overhead_bytes'])} overhead")
+            prow.append(cells)
+        parts.append("<h2>Bytes sent per skip policy (MB)</h2>")
+        parts.append(_table(["slave", *policies], prow, numeric=set(range(1, len(policies) + 1)), cls="policies"))
+
+    topology = report.get("topology") or {}
+    if topology:
+        trows = [[s["name"], s["server_id"], repr(s["channel"]), s["filter_semantics"], s["flavor"],
+                  s["skip_policy"], _Raw("<br>".join(f"<code>{_e(r)}</code>" for r in s["rules"]) or "(none)"),
+                  _Raw("<br>".join(f"<code>{_e(r)}</code>" for r in s["effective_rules"]) or "(everything)")]
+                 for s in topology.get("slaves", [])]
+        parts.append("<h2>Topology</h2>")
+        parts.append(f"<p class=\"meta\">{_e(topology.get('path'))}"
+                     + (f" &middot; master policy {_e(topology['policy'])}" if topology.get("policy") else "")
+                     + "</p>")
+        parts.append(_table(["slave", "server_id", "channel", "semantics", "flavor", "skip policy", "rules",
+                             "combined rules (per channel)"], trows, numeric={1}, cls="topology"))
+
+    checks = report.get("verify") or []
+    if checks:
+        parts.append("<h2>Verification against slave-side filtering</h2><ul>")
+        for check in checks:
+            if check.get("ok"):
+                parts.append(f"<li><span class=\"ok\">ok</span> {_e(check.get('slave'))}: "
+                             f"{_e(check.get('transactions'))} transactions of the full stream</li>")
+            else:
+                items = "".join(f"<li><code>[{_e(d.get('policy'))}] {_e(d.get('transaction'))}: {_e(d.get('problem'))}"
+                                f"</code></li>" for d in check.get("differences", [])[:50])
+                parts.append(f"<li><span class=\"bad\">FAILED</span> {_e(check.get('slave'))}: "
+                             f"{_e(check.get('total_differences'))} difference(s)<ul>{items}</ul></li>")
+        parts.append("</ul>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def write_html(report: dict, path: Path, charts: dict[str, Path]) -> Path:
+    path = Path(path)
+    path.write_text(render_html(report, charts), encoding="utf-8")
+    return path
