@@ -38,6 +38,9 @@ from filter_rules.transaction_filter import TransactionFilter, is_framing
 
 TableRef = tuple[str, str]
 
+# A statement of a transaction the replica already stopped in: never applied there.
+_NOT_APPLIED = Decision(False, "the replica stopped earlier in this transaction")
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -172,7 +175,8 @@ class Linter:
                     continue
                 if failed:
                     # The replica stopped at an earlier statement of this transaction: the rest of it is
-                    # rolled back with it, nothing more applies.
+                    # rolled back with it (as if skipped, for the same cause); the primary ran it.
+                    self._statement(file, txn, event, outer, _NOT_APPLIED, self.breaks[-1].cause)
                     continue
                 failed = self._statement(file, txn, event, outer, decision)
             elif event.type_code == EventType.TABLE_MAP:
@@ -204,7 +208,7 @@ class Linter:
             return False, self.absent_dbs[db]
         if db in self.replica.model.databases:
             return True, None
-        if self.schema_complete and not any(key[0] == db for key in self.replica.model.tables):
+        if self.schema_complete and not any(key[0] == db for key in self.replica.model._columns):
             return False, Cause(None, None, "--schema", f"database '{db}' is not in the starting schema")
         return True, None
 
@@ -221,7 +225,8 @@ class Linter:
         return True, None
 
     # ------------------------------------------------------------------ a Query event
-    def _statement(self, file: str, txn: Transaction, event, outer, decision: Decision) -> bool:
+    def _statement(self, file: str, txn: Transaction, event, outer, decision: Decision,
+                   inherited: Cause | None = None) -> bool:
         sql = event.sql or ""
         db = event.db or ""
         thread = event.query.thread_id
@@ -229,7 +234,8 @@ class Linter:
         primary_info = statement_tables(sql, db)
         replica_info = statement_tables(sql, replica_db) if replica_db != db else primary_info
         if not decision.apply:
-            cause = Cause(file, outer.pos, decision.rule or "rule", f"skipped, {decision.reason}")
+            cause = inherited if decision is _NOT_APPLIED else \
+                Cause(file, outer.pos, decision.rule or "rule", f"skipped, {decision.reason}")
             self._skipped(sql, primary_info, replica_info, thread, cause)
             self._observe(self.primary, sql, db, primary_info, thread)
             return False

@@ -304,3 +304,18 @@ def test_readme_report_on_a_real_mariadb_binlog(capsys):
         (477, "0-1-2", 1136, 372), (796, "0-1-4", 1146, 686), (1335, "0-1-7", 1146, 999)]
     assert main(["lint", str(data / "mariadb-bin.000001"), "--replicate-do-db=a", "--replicate-do-db=b"]) == 0
     assert capsys.readouterr().out.strip() == "no break predicted"
+
+
+def test_statements_after_a_break_in_the_same_transaction_still_change_the_primary():
+    """The replica stops at the first failing statement and rolls the transaction back; the primary ran
+    all of it. A later kept statement needing what the rest of that transaction created breaks too,
+    for the first cause."""
+    build = Build()
+    build.q("CREATE TABLE a.n (id INT)", "b")
+    unit = [build._gtid(False)] + [build.ev(EventType.QUERY, enc.query_body(sql, "a")) for sql in (
+        "INSERT INTO n VALUES (1)", "CREATE TEMPORARY TABLE tmp (id INT)", "COMMIT")]
+    build.units.append(unit)
+    build.q("INSERT INTO a.t SELECT * FROM tmp", "a")
+    breaks, _ = lint(build, ["replicate-do-db=a"])
+    assert [b.errno for b in breaks] == [1146, 1146]
+    assert breaks[0].cause == breaks[1].cause and breaks[1].message == "Table 'a.tmp' doesn't exist"
