@@ -22,7 +22,7 @@ from binlog_codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTI
                                   F_TAGGED_GTID,
                                   Scanner, unit_events)
 from binlog_codec.scanner import statements as core_statements
-from binlog_codec.scanner import unit_rows
+from binlog_codec.scanner import partial_unit, unit_rows
 from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
 
@@ -175,13 +175,29 @@ class SegmentIndex:
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
 
-    def rows_for(self, keeps) -> bytes | None:
+    def rows_for(self, keeps) -> tuple[bytes, bytes] | None:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
-        the core from `keeps(db, table)` asked once per table name; None without columns."""
+        the core from `keeps(db, table)` asked once per table name, and those answers (a byte
+        per name id, for `partial`); None without columns."""
         if self.rows_input is None:
             return None
         tids, bounds, names = self.rows_input
-        return unit_rows(tids, bounds, bytes([1 if keeps(db, table) else 0 for db, table in names]))
+        keep = bytes([1 if keeps(db, table) else 0 for db, table in names])
+        return unit_rows(tids, bounds, keep), keep
+
+    def partial(self, k: int, keep: bytes) -> tuple[bytes, int] | None:
+        """What a slave with these answers (`rows_for`) keeps of fast unit k when its tables are
+        partly kept and every statement gets one answer: the GTID, the kept statements whole
+        and the XID, as the master sends them (bytes, events); built by the core. None for the
+        reference path: a MySQL unit (its GTID's transaction_length must be rewritten), a
+        statement whose tables are partly kept, a unit not cut into whole statements."""
+        if self.rows_input is None or self.gtids[k] is None:
+            return None
+        part_of, parts, _, _ = self.parts
+        part = parts[part_of[k]]
+        rec = part.records[k - part.first]
+        tids, bounds, _ = self.rows_input
+        return partial_unit(part.buf, rec.start, rec.end, rec.gtid_size, rec.events, tids, bounds, k, keep)
 
     def run_bytes(self, i: int, j: int) -> bytes:
         """The bytes of units i..j-1: one slice of the read buffer for a run within one read."""

@@ -718,16 +718,16 @@ class _Stream:
         if states is None or states[0] is not seg or states[1] != words.generation:
             if self.skip_known is not None and self._holds_known_gtids(index):
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
-                self._states = (seg, words.generation, None)
+                self._states = (seg, words.generation, None, None)
                 return None
             bit = 1 << self.slave.bit
             get = words.get
-            row = index.rows_for(lambda db, table: get(db, table) & bit)
-            if row is None:  # the reference reader's segments: per-unit masks
+            rows = index.rows_for(lambda db, table: get(db, table) & bit)
+            if rows is None:  # the reference reader's segments: per-unit masks
                 keep_all, keep_any = index.masks_for(seg.units, words)
-                row = bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
-                             for f, k, a in zip(index.fast, keep_all, keep_any)])
-            states = self._states = (seg, words.generation, row)
+                rows = (bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
+                               for f, k, a in zip(index.fast, keep_all, keep_any)]), None)
+            states = self._states = (seg, words.generation, *rows)
         return states[2]
 
     def _holds_known_gtids(self, index) -> bool:
@@ -789,7 +789,8 @@ class _Stream:
                 self.pending_hb = end_of(j - 1)
                 i = j
             elif state == _PARTIAL and partial_ok:
-                kept = _partial_bytes(units[i], self.svc.words.get, bit)
+                keep = self._states[3]
+                kept = index.partial(i, keep) if keep is not None else _partial_bytes(units[i], self.svc.words.get, bit)
                 if kept is None:
                     break
                 out, events = kept

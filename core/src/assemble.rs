@@ -173,33 +173,7 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
             continue;
         }
         // Partly kept: whole statements dropped, when each statement's tables get one answer.
-        let Some(stmts) = statements(buf, gtid_end, u.end) else { break };
-        let mut parts: Vec<(usize, usize)> = Vec::with_capacity(stmts.len() + 2);
-        let (mut at, mut t0) = (gtid_end, 0usize);
-        let mut events_out = u.events as u64;
-        parts.push((u.start, gtid_end));
-        for (stmt_end, events, t1) in &stmts {
-            let t1 = *t1 as usize;
-            if t1 == t0 || t1 > ids.len() {
-                break 'units; // a statement without its own Table_map
-            }
-            let k = keep_of(keep, ids[t0]);
-            if ids[t0 + 1..t1].iter().any(|id| keep_of(keep, *id) != k) {
-                break 'units; // a partly kept statement: its STMT_END_F would move
-            }
-            if k == Some(true) {
-                parts.push((at, *stmt_end));
-            } else {
-                events_out -= *events as u64;
-            }
-            at = *stmt_end;
-            t0 = t1;
-        }
-        parts.push((at, u.end));
-        let mut joined = Vec::with_capacity(u.end - u.start);
-        for (a, b) in parts {
-            joined.extend_from_slice(&buf[a..b]);
-        }
+        let Some((joined, events_out)) = partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) else { break };
         let before = out.len();
         push_renumbered(&mut out, &joined, 0, joined.len(), out_pos, opt.crc);
         let written = (out.len() - before) as u64;
@@ -212,6 +186,45 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
         i += 1;
     }
     Assembly { out, next: i, out_pos, counts }
+}
+
+/// A fast unit buf[start..end] (GTID ending at `gtid_end`, `events` events, `ids` the name ids
+/// of its Table_maps) without its statements whose tables are not kept, when every statement
+/// has its own Table_maps and they all get one answer (so no STMT_END_F has to move): the
+/// bytes, as they were (positions not renumbered), and the events left. None otherwise.
+pub fn partial(buf: &[u8], start: usize, end: usize, gtid_end: usize, events: u32, ids: &[u32], keep: &[u8]) -> Option<(Vec<u8>, u64)> {
+    if end > buf.len() || gtid_end > end || start > gtid_end {
+        return None;
+    }
+    let stmts = statements(buf, gtid_end, end)?;
+    let mut parts: Vec<(usize, usize)> = Vec::with_capacity(stmts.len() + 2);
+    let (mut at, mut t0) = (gtid_end, 0usize);
+    let mut events_out = events as u64;
+    parts.push((start, gtid_end));
+    for (stmt_end, n, t1) in &stmts {
+        let t1 = *t1 as usize;
+        if t1 == t0 || t1 > ids.len() {
+            return None; // a statement without its own Table_map
+        }
+        let k = keep_of(keep, ids[t0]);
+        k?;
+        if ids[t0 + 1..t1].iter().any(|id| keep_of(keep, *id) != k) {
+            return None; // a partly kept statement: its STMT_END_F would move
+        }
+        if k == Some(true) {
+            parts.push((at, *stmt_end));
+        } else {
+            events_out -= (*n as u64).min(events_out);
+        }
+        at = *stmt_end;
+        t0 = t1;
+    }
+    parts.push((at, end));
+    let mut joined = Vec::with_capacity(end - start);
+    for (a, b) in parts {
+        joined.extend_from_slice(&buf[a..b]);
+    }
+    Some((joined, events_out))
 }
 
 /// One slave's answer per unit of a segment, one byte each: 0 skip (no table kept), 1 partial

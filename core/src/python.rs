@@ -224,6 +224,33 @@ fn renumber(buf: &Bound<'_, PyByteArray>, start: usize, stop: usize, base: u64, 
     assemble::renumber(data, start, stop, base, crc)
 }
 
+/// A fast unit of `buf` without its statements whose tables are not kept (see
+/// assemble::partial): `tids`/`bounds` as for `unit_rows`, `k` the unit's index there.
+/// (bytes, events) or None.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn partial_unit<'py>(
+    py: Python<'py>,
+    buf: &[u8],
+    start: usize,
+    end: usize,
+    gtid_size: usize,
+    events: u32,
+    tids: &[u8],
+    bounds: &[u8],
+    k: usize,
+    keep: &[u8],
+) -> Option<(Bound<'py, PyBytes>, u64)> {
+    let word = |b: &[u8], i: usize| b.get(4 * i..4 * i + 4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    let (lo, hi) = (word(bounds, 2 * k)? as usize, word(bounds, 2 * k + 1)? as usize);
+    if lo > hi {
+        return None;
+    }
+    let ids: Vec<u32> = (lo..hi).map(|i| word(tids, i)).collect::<Option<_>>()?;
+    let (out, n) = assemble::partial(buf, start, end, start + gtid_size, events, &ids, keep)?;
+    Some((PyBytes::new(py, &out), n))
+}
+
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
 #[pyfunction]
 fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
@@ -246,6 +273,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unit_rows, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
+    m.add_function(wrap_pyfunction!(partial_unit, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
