@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "dumpfilter.commands.binlog",
     "dumpfilter.commands.filter",
     "dumpfilter.commands.explain",
+    "dumpfilter.commands.lint",
     "dumpfilter.commands.master",
     "dumpfilter.commands.slave",
     "dumpfilter.commands.simulate",

@@ -20,7 +20,19 @@ CSV_FIELDS = ["slave", "server_id", "channel", "semantics", "skip_policy", "even
               "bytes_sent", "kept_bytes", "heartbeats", "heartbeat_bytes", "placeholders", "placeholder_bytes",
               "empty_transactions", "empty_transaction_bytes", "saved_bytes", "saved_percent", "transactions_kept",
               "transactions_partial", "transactions_skipped", "transactions_emptied", "wall_seconds",
-              "throughput_mb_s"] + [f"bytes_{p}" for p in SKIP_POLICIES] + ["verified"]
+              "throughput_mb_s"] + [f"bytes_{p}" for p in SKIP_POLICIES] + ["verified", "lint_breaks"]
+
+
+def lint_cell(row: dict) -> str:
+    """`dumpfilter lint`'s prediction for one slave: 'no break', or the first break's errno and position."""
+    lint = row.get("lint")
+    if lint is None:
+        return "-"
+    first = lint["first"]
+    if not first:
+        return "no break"
+    more = f" (+{lint['breaks'] - 1} more)" if lint["breaks"] > 1 else ""
+    return f"{first['errno']} at {first['file']}:{first['pos']}{more}"
 
 
 def _mb(n: int | None) -> str:
@@ -45,6 +57,7 @@ def print_report(report: dict, console: Console | None = None) -> None:
     table.add_column("txns kept/partial\n/skipped/emptied", justify="right")
     table.add_column("wall s", justify="right")
     table.add_column("MB/s", justify="right")
+    table.add_column("lint: replica\nwould stop", justify="right")
     verified = any(row["verified"] is not None for row in report["slaves"])
     if verified:
         table.add_column("verify")
@@ -55,7 +68,7 @@ def print_report(report: dict, console: Console | None = None) -> None:
                  _mb(row["saved_bytes"]), "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
                  f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}"
                  f"/{row['transactions_emptied']}",
-                 f"{row['wall_seconds']:.2f}", f"{row['throughput_mb_s']:.1f}"]
+                 f"{row['wall_seconds']:.2f}", f"{row['throughput_mb_s']:.1f}", lint_cell(row)]
         if verified:
             cells.append({True: "[green]ok[/]", False: "[red]FAILED[/]", None: "-"}[row["verified"]])
         table.add_row(*cells)
@@ -107,6 +120,7 @@ def write_report(report: dict, out: Path) -> list[Path]:
             flat = dict(row)
             for policy in SKIP_POLICIES:
                 flat[f"bytes_{policy}"] = row["policies"].get(policy, "")
+            flat["lint_breaks"] = (row.get("lint") or {}).get("breaks", "")
             writer.writerow(flat)
     write_charts(report, paths[2], paths[3])
     write_html(report, paths[4], charts={"Bytes per slave and skip policy": paths[2],

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
 from binlog_codec.errors import DumpFilterError
+from binlog_files.lint import lint_files
 from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology
 from simulation.report import print_report, write_report
 from simulation.runner import EVERYTHING, MAIN, POLICY, StreamPlan, StreamResult, run_streams
@@ -173,6 +174,8 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
     offsets = prepared.offsets()
     rows = []
     for spec in topology.slaves:
+        # `dumpfilter lint`'s prediction for this slave: where a replica with its rules would stop.
+        breaks = lint_files(prepared.files, spec.rules, spec.settings)
         main = next(r for r in results if r.plan.spec is spec and r.plan.role == MAIN)
         c, s = main.counters, main.stats
         if everything is not None:
@@ -207,6 +210,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
             "policy_bytes": {r.plan.skip_policy: _kept_and_overhead(r) for r in results if r.plan.spec is spec},
             "timeline": _timeline(main, offsets),
             "verified": None if check is None else check.ok,
+            "lint": {"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None},
         })
     return {
         "source": {"description": prepared.description, "directory": str(prepared.directory),

@@ -35,7 +35,8 @@ def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40
     for run in runs:
         table = Table(title=f"dumpfilter verify: binlog_format={run.binlog_format}, {run.statements} statements, "
                             f"primary at {run.primary_position[0]}:{run.primary_position[1]} ({run.seconds:.1f} s)")
-        for column in ("slave", "rules", "reference replica", "dumpfilter", "tables", "rows ref/df", "verdict"):
+        for column in ("slave", "rules", "reference replica", "lint predicted", "dumpfilter", "tables", "rows ref/df",
+                       "verdict"):
             table.add_column(column, overflow="fold")
         for pair in run.pairs:
             ref_rows = sum(t.reference_rows or 0 for t in pair.tables)
@@ -45,6 +46,7 @@ def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40
             rules = "\n".join(r.removeprefix("replicate-") for r in pair.rules)
             table.add_row(pair.slave, rules or "(none)",
                           pair.reference.describe() if pair.reference else "-",
+                          pair.lint.describe() if pair.lint else "-",
                           pair.dumpfilter.describe() if pair.dumpfilter else "-",
                           str(len(pair.tables)) if pair.tables else "-", rows,
                           f"[{_STYLE.get(pair.verdict, 'yellow')}]{verdict}[/]")

@@ -115,6 +115,9 @@ class PairResult:
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     master_stats: dict = field(default_factory=dict)
+    # `dumpfilter lint`'s prediction for this slave, from the primary's binlog alone (first break first).
+    lint: Outcome | None = None
+    lint_breaks: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -388,6 +391,17 @@ class Verification:
                            _gtid_at(primary, status.relay_master_log_file, status.exec_master_log_pos))
         return Outcome(False, status.last_io_errno, status.describe())
 
+    def _lint_outcome(self, slot: _Slot, primary: MariaDBServer) -> tuple[Outcome, list[dict]]:
+        """`dumpfilter lint` on the primary's binlog files with the slave's rules: its first predicted
+        break as an Outcome (to set beside the reference replica's), and every break as JSON."""
+        from binlog_files.lint import lint_files
+
+        breaks = lint_files(primary.binlog_files(), slot.spec.rules, slot.settings, self.schema)
+        if not breaks:
+            return Outcome(True), []
+        first = breaks[0]
+        return Outcome(False, first.errno, first.message, first.gtid), [b.to_json() for b in breaks]
+
     def _dumpfilter_outcome(self, slot: _Slot, address: str, relay_dir: Path):
         from slave.client import ApplyError, Slave, SlaveConfig
 
@@ -429,6 +443,12 @@ class Verification:
         if slot.reason is not None:
             result.reason = slot.reason
             return result
+        result.lint, result.lint_breaks = self._lint_outcome(slot, primary)
+        if not result.reference.same_stop(result.lint) and not (result.reference.caught_up is False
+                                                                 and not result.reference.errno):
+            result.differences.append(f"lint predicted {result.lint.describe()}"
+                                      f"{': ' + result.lint.error if result.lint.error else ''}; "
+                                      f"the reference replica {result.reference.describe()}")
         ref_snap = snapshot(slot.replica)
         df_snap = snapshot(slot.target)
         result.tables = _table_rows(ref_snap, df_snap)

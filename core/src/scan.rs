@@ -733,7 +733,29 @@ pub fn statement_verb(sql: &[u8]) -> &[u8] {
             break;
         }
     }
-    let end = s.iter().position(|b| !(b.is_ascii_alphabetic() || *b == b'_' || *b >= 0x80)).unwrap_or(s.len());
+    // Letters as Python's str.isalpha() sees the text decoded with surrogateescape: a valid UTF-8
+    // letter continues the word, a byte that does not decode (a surrogate there) ends it.
+    let mut end = 0;
+    while end < s.len() {
+        let b = s[end];
+        if b.is_ascii_alphabetic() || b == b'_' {
+            end += 1;
+            continue;
+        }
+        if b < 0x80 {
+            break;
+        }
+        let len = match b {
+            0xc2..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xf4 => 4,
+            _ => break,
+        };
+        match s.get(end..end + len).and_then(|c| std::str::from_utf8(c).ok()).and_then(|c| c.chars().next()) {
+            Some(c) if c.is_alphabetic() => end += len,
+            _ => break,
+        }
+    }
     &s[..end]
 }
 

@@ -154,3 +154,16 @@ DROP TEMPORARY TABLE tmp_a;
 USE b;
 CREATE TABLE a.t_cross (id INT PRIMARY KEY, v VARCHAR(64));
 INSERT INTO a.t_cross VALUES (1, 'cross-database create');
+
+-- 2.4 A skipped ALTER (slave skip-alter: ignore-db=g judges the ALTER by its USE g). Under
+--     STATEMENT/MIXED the kept INSERT carries 3 values for a 2-column replica table -> error 1136;
+--     under ROW the replica keeps going (row events carry their own column count). No other slave
+--     keeps part of f without the rest.
+CREATE DATABASE f;
+CREATE DATABASE g;
+USE f;
+CREATE TABLE t_alter (id INT PRIMARY KEY, v VARCHAR(64));
+USE g;
+ALTER TABLE f.t_alter ADD COLUMN w INT NOT NULL DEFAULT 0;
+USE f;
+INSERT INTO t_alter VALUES (1, 'after a skipped ALTER', 7);
