@@ -25,6 +25,7 @@ from binlog_codec.scanner import statements as core_statements
 from binlog_codec.scanner import partial_unit, unit_rows
 from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from binlog_files import TailingReader, binlog_paths
+from binlog_files.tail import confined_rotate_target
 
 Pos = tuple[str, int]
 
@@ -464,8 +465,8 @@ class _Columns:
         if rec.flags & F_ROTATE_END:
             at = rec.last - rec.start
             crc = self.checksum_len if checksum_len is None else checksum_len
-            end_pos = (raw[at + 27 : len(raw) - crc].decode("utf-8", "surrogateescape"),
-                       _U64.unpack_from(raw, at + 19)[0])
+            target = raw[at + 27 : len(raw) - crc].decode("utf-8", "surrogateescape")
+            end_pos = (confined_rotate_target(target, name, pos + at), _U64.unpack_from(raw, at + 19)[0])
         return Unit.lazy(raw, name, pos, fmt, rec.events, _KINDS[rec.kind], rec.complete, end_pos)
 
 
@@ -618,7 +619,8 @@ class SegmentReader:
                 if scan.last_rotate >= 0:
                     at = scan.last_rotate
                     end = at + _TYPE_SIZE.unpack_from(buf, at)[1] - scanner.checksum_len
-                    rotated_to = buf[at + 27 : end].decode("utf-8", "surrogateescape")
+                    rotated_to = confined_rotate_target(buf[at + 27 : end].decode("utf-8", "surrogateescape"),
+                                                        str(path), base + at)
                 if scan.error is not None:
                     raise scan.error
                 buf, base = buf[scan.stop :], base + scan.stop
