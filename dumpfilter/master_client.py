@@ -23,24 +23,38 @@ USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
 
 
 def add_connection_options(parser: argparse.ArgumentParser, *, master_required: bool = True) -> None:
-    """--master, --user, --password, --ssl-ca: the same spelling for every command that talks to a master."""
+    """--master, --user, --password, --ssl-ca, --ssl-cert/--ssl-key: the same spelling for every
+    command that talks to a master."""
     parser.add_argument("--master", required=master_required, metavar="HOST:PORT", help="the master's gRPC address")
     parser.add_argument("--user", default="", help="identity for the master policy (default: none)")
     parser.add_argument("--password", default="", help="password of --user (default: none)")
     parser.add_argument("--ssl-ca", type=Path, metavar="FILE",
                         help="TLS: the CA that signed the master's certificate (default: plaintext)")
+    parser.add_argument("--ssl-cert", type=Path, metavar="FILE",
+                        help="mTLS: this client's certificate (its CN is the policy identity)")
+    parser.add_argument("--ssl-key", type=Path, metavar="FILE", help="mTLS: this client's private key")
     parser.add_argument("--rpc-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="deadline of each call (default 10)")
 
 
-def open_channel(master: str, ssl_ca: Path | None = None) -> grpc.Channel:
+def _read(path: Path | None, option: str) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise RuleError(f"{option} {path}: {exc.strerror}") from None
+
+
+def open_channel(master: str, ssl_ca: Path | None = None, ssl_cert: Path | None = None,
+                 ssl_key: Path | None = None) -> grpc.Channel:
     options = [("grpc.max_receive_message_length", 64 << 20)]
-    if ssl_ca:
-        try:
-            ca = Path(ssl_ca).read_bytes()
-        except OSError as exc:
-            raise RuleError(f"--ssl-ca {ssl_ca}: {exc.strerror}") from None
-        return grpc.secure_channel(master, grpc.ssl_channel_credentials(ca), options=options)
+    if ssl_ca or ssl_cert or ssl_key:
+        if bool(ssl_cert) != bool(ssl_key):
+            raise RuleError("--ssl-cert and --ssl-key go together")
+        creds = grpc.ssl_channel_credentials(_read(ssl_ca, "--ssl-ca"), _read(ssl_key, "--ssl-key"),
+                                             _read(ssl_cert, "--ssl-cert"))
+        return grpc.secure_channel(master, creds, options=options)
     return grpc.insecure_channel(master, options=options)
 
 
@@ -53,13 +67,15 @@ class MasterClient:
     password: str = ""
     ssl_ca: Path | None = None
     timeout: float = 10.0
+    ssl_cert: Path | None = None
+    ssl_key: Path | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> MasterClient:
-        return cls(args.master, args.user, args.password, args.ssl_ca, args.rpc_timeout)
+        return cls(args.master, args.user, args.password, args.ssl_ca, args.rpc_timeout, args.ssl_cert, args.ssl_key)
 
     def __enter__(self) -> MasterClient:
-        self.channel = open_channel(self.master, self.ssl_ca)
+        self.channel = open_channel(self.master, self.ssl_ca, self.ssl_cert, self.ssl_key)
         self.stub = dump_pb2_grpc.DumpFilterStub(self.channel)
         return self
 

@@ -31,9 +31,6 @@ def register(subparsers) -> None:
     run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
     run.add_argument("--relay-log-size", type=int, default=64 << 20, metavar="BYTES")
     run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
-    run.add_argument("--ssl-cert", type=Path, metavar="FILE",
-                     help="mTLS: this slave's client certificate (its CN is the policy identity)")
-    run.add_argument("--ssl-key", type=Path, metavar="FILE", help="mTLS: this slave's client private key")
     run.add_argument("--connect-retry", type=float, default=1.0, metavar="SECONDS",
                      help="first wait after a failed attempt; doubles up to 30s (default 1)")
     run.add_argument("--connect-timeout", type=float, metavar="SECONDS",

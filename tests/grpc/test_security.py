@@ -5,6 +5,7 @@ all, mTLS authenticates, and the listen port is exclusive."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -332,3 +333,28 @@ def test_second_create_server_on_the_same_port_raises(workload_dir, master_facto
     _, address = master_factory(workload_dir)
     with pytest.raises(Exception, match="cannot listen"):
         create_server(workload_dir, address)
+
+
+def test_operator_commands_authenticate_by_client_certificate(workload_dir, master_factory, tmp_path, pki):
+    """`master status` takes the same mTLS options as `slave run`: the certificate's CN is the
+    identity, and it sees that identity's slaves only; without a certificate there is no session."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    _, address = master_factory(workload_dir, policy=policy, tls_cert=pki / "server.crt", tls_key=pki / "server.key",
+                                tls_client_ca=pki / "ca.crt")
+    with _tls_channel(address, pki, "ana") as channel:
+        dump_pb2_grpc.DumpFilterStub(channel).Register(dump_pb2.RegisterRequest(server_id=41), timeout=10)
+
+    def status(*tls: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dumpfilter", "master", "status", "--master", address,
+                               "--ssl-ca", str(pki / "ca.crt"), *tls, "--rpc-timeout", "5", "--json"],
+                              capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
+
+    as_ana = status("--ssl-cert", str(pki / "ana.crt"), "--ssl-key", str(pki / "ana.key"))
+    assert as_ana.returncode == 0, as_ana.stderr
+    assert [row["Server_id"] for row in json.loads(as_ana.stdout)] == [41]
+    as_bob = status("--ssl-cert", str(pki / "bob.crt"), "--ssl-key", str(pki / "bob.key"))
+    assert as_bob.returncode == 0, as_bob.stderr
+    assert json.loads(as_bob.stdout) == []
+    anonymous = status()
+    assert anonymous.returncode == 2 and len(anonymous.stderr.strip().splitlines()) == 1, anonymous.stderr
