@@ -25,10 +25,11 @@ from binlog_codec import Event, EventType, GtidTracker, fix_transaction_length, 
 from binlog_codec.constants import CHECKSUM_CRC32, HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F
 from binlog_codec.event import HEADER
 from binlog_codec.encode import build_event
-from binlog_codec.errors import DumpFilterError, PositionError, RuleError, UnknownSlaveError
+from binlog_codec.errors import BinlogError, DumpFilterError, PositionError, RuleError, UnknownSlaveError
 from binlog_codec.transactions import CONTROL
 from binlog_files import binlog_paths, open_binlog
 from binlog_files.gtid_start import GtidState, start_file
+from binlog_files.lint import lint_files
 from filter_rules.channels import FilterRegistry
 from filter_rules.evaluate import Decision, RuleEngine
 from filter_rules.parse import FilterChange, StartupFilters, parse_filter_statement
@@ -42,6 +43,11 @@ HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION = "heartbeat", "placeholder", "empty-t
 SKIP_POLICIES = (HEARTBEAT, PLACEHOLDER, EMPTY_TRANSACTION)
 BATCH_BYTES = 256 << 10
 MAX_SLAVES = 1024
+# Register can lint the binlog for the new slave (issue #17) when the binlog is at most this big.
+# Off by default: lint reads all of it (about 2 MB per CPU second) inside the Register call, and
+# a burst of registrations (simulate's) then misses its deadlines; it wants a background job.
+LINT_ON_REGISTER_BYTES = 0
+LINT_WARNINGS = 5
 BINLOG_IN_USE_F = 0x0001
 # Types WL#2516 / binlog-* rules use that FilterRegistry (replicate-* only) does not hold.
 ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Decision.assumption set
@@ -269,7 +275,8 @@ class DumpService:
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
                  segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES,
                  fast: bool = True, verify_checksums: bool = True, schema: SchemaModel | None = None,
-                 max_streams: int | None = None, max_streams_per_identity: int | None = None):
+                 max_streams: int | None = None, max_streams_per_identity: int | None = None,
+                 lint_bytes: int = LINT_ON_REGISTER_BYTES):
         self.binlog_dir = Path(binlog_dir)
         self.schema = schema  # the starting schema (--schema); each rule engine replays the DDL into a copy
         if not self.binlog_dir.is_dir():
@@ -290,6 +297,8 @@ class DumpService:
         self.shutting_down = False
         self.max_streams = max_streams                            # None: no limit
         self.max_streams_per_identity = max_streams_per_identity  # a policy entry's max_streams wins
+        self.lint_bytes = lint_bytes  # lint the binlog for each Register up to this size (0: never)
+        self._lint_cache: dict = {}  # the last lint's breaks, by (rules, settings, binlog files and sizes)
 
     # -- authorization ----------------------------------------------------------------------
     def authenticate(self, user: str = "", password: str = "", certificate_name: str | None = None) -> Identity:
@@ -350,7 +359,47 @@ class DumpService:
             slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
             self.slaves[reg.server_id] = slave
             self.words.invalidate()
-        return RegisterResult(reg.server_id, slave.effective(), list(registry.warnings), old is not None)
+        return RegisterResult(reg.server_id, slave.effective(), [*registry.warnings, *self._lint_warnings(slave)],
+                              old is not None)
+
+    def _lint_warnings(self, slave: Slave) -> list[str]:
+        """`dumpfilter lint`'s predictions for this slave over the binlog the master holds now:
+        where a replica with these filters would stop, one warning each (the first
+        LINT_WARNINGS). Linting reads the whole binlog, so above `lint_bytes` it is not run at
+        Register and the warning says so."""
+        if self.lint_bytes <= 0:
+            return []
+        try:
+            paths = binlog_paths(self.binlog_dir)
+            # Regular files only: an index naming a FIFO or a device must not block a Register.
+            if not paths or not all(p.is_file() and not p.is_symlink() for p in paths):
+                return []
+            total = sum(p.stat().st_size for p in paths)
+        except (BinlogError, OSError):
+            return []
+        if total > self.lint_bytes:
+            return [f"lint: not run at Register (the binlog holds {total / 1e6:.0f} MB, above "
+                    f"{self.lint_bytes / 1e6:.0f} MB): run `dumpfilter lint` on it"]
+        rules = slave.rules_for(slave.state.channel if slave.state is not None else "")
+        key = (rules, slave.reg.settings, tuple((p.name, p.stat().st_size) for p in paths))
+        breaks = self._lint_cache.get(key)  # slaves with equal rules over the same binlog: linted once
+        if breaks is None:
+            try:
+                breaks = lint_files(paths, rules, slave.reg.settings, schema=self.schema)
+            except DumpFilterError as exc:
+                return [f"lint: not run: {exc}"]
+            self._lint_cache = {key: breaks}
+        out = []
+        for b in breaks[:LINT_WARNINGS]:
+            cause = b.cause
+            why = (f"; the event it needs was skipped at {cause.file}:{cause.pos} by {cause.rule}"
+                   if cause is not None and cause.file else f"; {cause.rule}" if cause is not None else "")
+            gtid = f" (GTID {b.gtid})" if b.gtid else ""
+            out.append(f"lint: a replica with these filters would stop at {b.file}:{b.pos}{gtid} with error "
+                       f"{b.errno}: {b.message}{why}")
+        if len(breaks) > LINT_WARNINGS:
+            out.append(f"lint: {len(breaks) - LINT_WARNINGS} more predicted break(s): run `dumpfilter lint`")
+        return out
 
     def _build_filters(self, reg: Registration) -> tuple[FilterRegistry, dict]:
         channels = tuple(reg.channels) or ("",)

@@ -306,6 +306,7 @@ class Slave:
         self._kept_tables = bytearray()  # by Table_map name id: 1 if the slave's own rules keep it
         self._scanner = Scanner("<stream>")
         self.effective: list = []
+        self._warned = False
 
     # -- gRPC -------------------------------------------------------------------------------
     def _channel(self) -> grpc.Channel:
@@ -338,6 +339,10 @@ class Slave:
             flavor=cfg.settings.flavor, lower_case_table_names=cfg.settings.lower_case_table_names)
         reply = stub.Register(request, timeout=self._rpc_timeout(), metadata=self._metadata())
         self.effective = list(reply.effective)
+        if not self._warned:  # the master's warnings (lint's predictions among them), once a run
+            self._warned = True
+            for warning in reply.warnings:
+                print(f"dumpfilter slave: master warns: {warning}", file=sys.stderr, flush=True)
         return reply
 
     def _rpc_timeout(self) -> float:
