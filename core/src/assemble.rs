@@ -11,10 +11,10 @@ use crate::types::*;
 /// Per-outcome counters, in the order Python's FilterStats adds them.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Counts {
-    pub kept: [u64; 3],     // units, events, bytes
-    pub partial: [u64; 5],  // units, events in, bytes in, events out, bytes out
-    pub emptied: [u64; 4],  // units, events in, bytes in, bytes out (2 events out each)
-    pub skipped: [u64; 3],  // units, events in, bytes in
+    pub kept: [u64; 3],    // units, events, bytes
+    pub partial: [u64; 5], // units, events in, bytes in, events out, bytes out
+    pub emptied: [u64; 4], // units, events in, bytes in, bytes out (2 events out each)
+    pub skipped: [u64; 3], // units, events in, bytes in
 }
 
 pub struct Assembly {
@@ -42,7 +42,13 @@ pub struct Options<'a> {
 /// 11.4+ in-group events), and recomputes the CRC32 of each event whose log_pos changed, in
 /// place. A Format_description event is left to the caller (its own checksum setting decides
 /// its CRC): its offset is returned, with the last non-zero timestamp seen.
-pub fn renumber(buf: &mut [u8], start: usize, stop: usize, base: u64, crc: bool) -> (u32, Vec<usize>) {
+pub fn renumber(
+    buf: &mut [u8],
+    start: usize,
+    stop: usize,
+    base: u64,
+    crc: bool,
+) -> (u32, Vec<usize>) {
     let stop = stop.min(buf.len());
     let (mut at, mut last_ts, mut fdes) = (start, 0u32, Vec::new());
     while at + HEADER_LEN <= stop {
@@ -75,7 +81,14 @@ pub fn renumber(buf: &mut [u8], start: usize, stop: usize, base: u64, crc: bool)
 
 /// Appends buf[start..end] (whole events, no Format_description among them) at output offset
 /// `out_pos`, renumbered (see `renumber`), as `binlog_files.filtering.renumbered` does.
-pub fn push_renumbered(out: &mut Vec<u8>, buf: &[u8], start: usize, end: usize, out_pos: u64, crc: bool) {
+pub fn push_renumbered(
+    out: &mut Vec<u8>,
+    buf: &[u8],
+    start: usize,
+    end: usize,
+    out_pos: u64,
+    crc: bool,
+) {
     let first = out.len();
     out.extend_from_slice(&buf[start..end]);
     let stop = out.len();
@@ -91,7 +104,15 @@ fn keep_of(keep: &[u8], id: u32) -> Option<bool> {
 }
 
 /// Assembles units[from..] until one needs Python.
-pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize, mut out_pos: u64, opt: &Options) -> Assembly {
+pub fn assemble(
+    buf: &[u8],
+    units: &[Unit],
+    tables: &[u32],
+    keep: &[u8],
+    from: usize,
+    mut out_pos: u64,
+    opt: &Options,
+) -> Assembly {
     let mut out = Vec::new();
     let mut counts = Counts::default();
     let mut i = from;
@@ -141,7 +162,10 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
             }
             // The GTID (its log_pos renumbered) and a COMMIT Query, as _write_gtid_commit_into.
             let g = &buf[u.start..gtid_end];
-            let (Some(ts), Some(sid), Some(log_pos)) = (u32_at(g, 0), u32_at(g, 5), u32_at(g, 13)) else { break };
+            let (Some(ts), Some(sid), Some(log_pos)) = (u32_at(g, 0), u32_at(g, 5), u32_at(g, 13))
+            else {
+                break;
+            };
             let gsize = g.len() as u64;
             let csize = (HEADER_LEN + opt.commit_body.len() + crc_len) as u64;
             let renumber = log_pos != 0;
@@ -156,7 +180,11 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
             out.push(QUERY);
             out.extend_from_slice(&sid.to_le_bytes());
             out.extend_from_slice(&(csize as u32).to_le_bytes());
-            let clp = if log_pos != 0 { (gtid_out_end + csize) as u32 } else { 0 };
+            let clp = if log_pos != 0 {
+                (gtid_out_end + csize) as u32
+            } else {
+                0
+            };
             out.extend_from_slice(&clp.to_le_bytes());
             out.extend_from_slice(&0u16.to_le_bytes());
             out.extend_from_slice(opt.commit_body);
@@ -173,7 +201,11 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
             continue;
         }
         // Partly kept: whole statements dropped, when each statement's tables get one answer.
-        let Some((joined, events_out)) = partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) else { break };
+        let Some((joined, events_out)) =
+            partial(buf, u.start, u.end, gtid_end, u.events, ids, keep)
+        else {
+            break;
+        };
         let before = out.len();
         push_renumbered(&mut out, &joined, 0, joined.len(), out_pos, opt.crc);
         let written = (out.len() - before) as u64;
@@ -185,14 +217,27 @@ pub fn assemble(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: u
         counts.partial[4] += written;
         i += 1;
     }
-    Assembly { out, next: i, out_pos, counts }
+    Assembly {
+        out,
+        next: i,
+        out_pos,
+        counts,
+    }
 }
 
 /// A fast unit buf[start..end] (GTID ending at `gtid_end`, `events` events, `ids` the name ids
 /// of its Table_maps) without its statements whose tables are not kept, when every statement
 /// has its own Table_maps and they all get one answer (so no STMT_END_F has to move): the
 /// bytes, as they were (positions not renumbered), and the events left. None otherwise.
-pub fn partial(buf: &[u8], start: usize, end: usize, gtid_end: usize, events: u32, ids: &[u32], keep: &[u8]) -> Option<(Vec<u8>, u64)> {
+pub fn partial(
+    buf: &[u8],
+    start: usize,
+    end: usize,
+    gtid_end: usize,
+    events: u32,
+    ids: &[u32],
+    keep: &[u8],
+) -> Option<(Vec<u8>, u64)> {
     if end > buf.len() || gtid_end > end || start > gtid_end {
         return None;
     }

@@ -13,7 +13,9 @@ fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny
         ErrorKind::Binlog => "binlog",
         ErrorKind::Checksum => "checksum",
     };
-    Ok((kind, e.message.as_str(), e.offset).into_pyobject(py)?.into_any())
+    Ok((kind, e.message.as_str(), e.offset)
+        .into_pyobject(py)?
+        .into_any())
 }
 
 /// Scanner state across the buffers of one stream: the format in force and interned names.
@@ -31,12 +33,22 @@ impl PyScanner {
     #[new]
     #[pyo3(signature = (verify = true))]
     fn new(verify: bool) -> Self {
-        PyScanner { inner: Scanner::new(verify), names_sent: 0, last_units: Vec::new(), last_tables: Vec::new() }
+        PyScanner {
+            inner: Scanner::new(verify),
+            names_sent: 0,
+            last_units: Vec::new(),
+            last_tables: Vec::new(),
+        }
     }
 
     /// Adopts the format of the Format_description event `event` (read at file offset `offset`);
     /// returns None, or an error tuple (kind, message, offset).
-    fn load_fde<'py>(&mut self, py: Python<'py>, event: &[u8], offset: u64) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn load_fde<'py>(
+        &mut self,
+        py: Python<'py>,
+        event: &[u8],
+        offset: u64,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         match self.inner.load_fde(event, offset) {
             Ok(()) => Ok(None),
             Err(e) => Ok(Some(error_tuple(py, &e)?)),
@@ -79,9 +91,20 @@ impl PyScanner {
     /// (ids continue from the previous ones), `last_rotate` -1 for none, `error` None or
     /// (kind, message, offset).
     #[pyo3(signature = (buf, off, base, limit = usize::MAX, at_eof = false))]
-    fn units<'py>(&mut self, py: Python<'py>, buf: &[u8], off: usize, base: u64, limit: usize, at_eof: bool) -> PyResult<Bound<'py, PyTuple>> {
+    fn units<'py>(
+        &mut self,
+        py: Python<'py>,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        limit: usize,
+        at_eof: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         if off > buf.len() {
-            return Err(PyValueError::new_err(format!("offset {off} is past the buffer ({} bytes)", buf.len())));
+            return Err(PyValueError::new_err(format!(
+                "offset {off} is past the buffer ({} bytes)",
+                buf.len()
+            )));
         }
         let inner = &mut self.inner;
         let out = py.detach(|| inner.units(buf, off, base, limit, at_eof));
@@ -143,11 +166,25 @@ impl PyScanner {
         commit_body: &[u8],
         whole_only: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let opt = assemble::Options { base, renumber, crc, empty_keep, commit_body, whole_only };
+        let opt = assemble::Options {
+            base,
+            renumber,
+            crc,
+            empty_keep,
+            commit_body,
+            whole_only,
+        };
         let (units, tables) = (&self.last_units, &self.last_tables);
         let a = py.detach(|| assemble::assemble(buf, units, tables, keep, from, out_pos, &opt));
         let c = a.counts;
-        let counts: Vec<u64> = c.kept.iter().chain(&c.partial).chain(&c.emptied).chain(&c.skipped).copied().collect();
+        let counts: Vec<u64> = c
+            .kept
+            .iter()
+            .chain(&c.partial)
+            .chain(&c.emptied)
+            .chain(&c.skipped)
+            .copied()
+            .collect();
         PyTuple::new(
             py,
             [
@@ -161,9 +198,19 @@ impl PyScanner {
 
     /// Walks buf[off..]: returns (offsets, stop, error), `offsets` packing u64 buffer offsets of
     /// the events whose type's byte in `types` (256 bytes) is non-zero, and of every FDE.
-    fn walk<'py>(&mut self, py: Python<'py>, buf: &[u8], off: usize, base: u64, types: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+    fn walk<'py>(
+        &mut self,
+        py: Python<'py>,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        types: &[u8],
+    ) -> PyResult<Bound<'py, PyTuple>> {
         if off > buf.len() {
-            return Err(PyValueError::new_err(format!("offset {off} is past the buffer ({} bytes)", buf.len())));
+            return Err(PyValueError::new_err(format!(
+                "offset {off} is past the buffer ({} bytes)",
+                buf.len()
+            )));
         }
         let mut mask = [false; 256];
         for (m, t) in mask.iter_mut().zip(types) {
@@ -179,7 +226,14 @@ impl PyScanner {
             Some(e) => error_tuple(py, e)?,
             None => py.None().into_bound(py),
         };
-        PyTuple::new(py, [PyBytes::new(py, &packed).into_any(), stop.into_pyobject(py)?.into_any(), error])
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &packed).into_any(),
+                stop.into_pyobject(py)?.into_any(),
+                error,
+            ],
+        )
     }
 }
 
@@ -192,8 +246,14 @@ fn crc32(py: Python<'_>, data: &[u8]) -> u32 {
 /// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
 #[pyfunction]
 #[pyo3(signature = (body, max_out = 1 << 30))]
-fn payload_bytes<'py>(py: Python<'py>, body: &[u8], max_out: usize) -> PyResult<Bound<'py, PyBytes>> {
-    let data = py.detach(|| scan::payload_bytes(body, max_out)).map_err(PyValueError::new_err)?;
+fn payload_bytes<'py>(
+    py: Python<'py>,
+    body: &[u8],
+    max_out: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let data = py
+        .detach(|| scan::payload_bytes(body, max_out))
+        .map_err(PyValueError::new_err)?;
     Ok(PyBytes::new(py, &data))
 }
 
@@ -208,7 +268,11 @@ fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u3
 /// packed u32 arrays.
 #[pyfunction]
 fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> Bound<'py, PyBytes> {
-    let words = |b: &[u8]| b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
+    let words = |b: &[u8]| {
+        b.chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect::<Vec<u32>>()
+    };
     let (t, b) = (words(tids), words(bounds));
     let out = py.detach(|| assemble::rows(&t, &b, keep));
     PyBytes::new(py, &out)
@@ -217,7 +281,13 @@ fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> B
 /// Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
 /// assemble::renumber); returns (last non-zero timestamp, offsets of FDEs left to the caller).
 #[pyfunction]
-fn renumber(buf: &Bound<'_, PyByteArray>, start: usize, stop: usize, base: u64, crc: bool) -> (u32, Vec<usize>) {
+fn renumber(
+    buf: &Bound<'_, PyByteArray>,
+    start: usize,
+    stop: usize,
+    base: u64,
+    crc: bool,
+) -> (u32, Vec<usize>) {
     // SAFETY: the GIL is held and nothing else runs Python code during the call, so no one can
     // resize or read the bytearray while it is borrowed.
     let data = unsafe { buf.as_bytes_mut() };
@@ -241,8 +311,14 @@ fn partial_unit<'py>(
     k: usize,
     keep: &[u8],
 ) -> Option<(Bound<'py, PyBytes>, u64)> {
-    let word = |b: &[u8], i: usize| b.get(4 * i..4 * i + 4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
-    let (lo, hi) = (word(bounds, 2 * k)? as usize, word(bounds, 2 * k + 1)? as usize);
+    let word = |b: &[u8], i: usize| {
+        b.get(4 * i..4 * i + 4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+    };
+    let (lo, hi) = (
+        word(bounds, 2 * k)? as usize,
+        word(bounds, 2 * k + 1)? as usize,
+    );
     if lo > hi {
         return None;
     }

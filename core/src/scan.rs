@@ -30,7 +30,11 @@ pub struct ScanError {
 
 impl ScanError {
     fn binlog(message: String, offset: u64) -> Self {
-        ScanError { kind: ErrorKind::Binlog, message, offset }
+        ScanError {
+            kind: ErrorKind::Binlog,
+            message,
+            offset,
+        }
     }
 }
 
@@ -159,7 +163,11 @@ impl Hasher for Fnv {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
         for b in bytes {
             h ^= *b as u64;
             h = h.wrapping_mul(0x0100_0000_01b3);
@@ -170,12 +178,14 @@ impl Hasher for Fnv {
 
 #[inline]
 fn u16_at(buf: &[u8], at: usize) -> Option<u16> {
-    buf.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+    buf.get(at..at + 2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
 }
 
 #[inline]
 pub fn u32_at(buf: &[u8], at: usize) -> Option<u32> {
-    buf.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    buf.get(at..at + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 #[inline]
@@ -235,27 +245,45 @@ impl Scanner {
     /// The checks every event but the common ones gets (EventSplitter._check): an FDE is parsed
     /// and its CRC checked; before the first FDE nothing is readable; an unknown type is
     /// CRC-checked and flagged unless it is marked ignorable.
-    fn check_special(&mut self, ev: &[u8], t: u8, offset: u64, unknown: &mut bool) -> Result<(), ScanError> {
+    fn check_special(
+        &mut self,
+        ev: &[u8],
+        t: u8,
+        offset: u64,
+        unknown: &mut bool,
+    ) -> Result<(), ScanError> {
         if t == FORMAT_DESCRIPTION {
             let fmt = Format::parse(ev).map_err(|e| fmt_error(e, offset))?;
             let alg_present = fmt.checksum_alg.is_some();
             self.fmt = Some(Arc::new(fmt));
             if self.verify && alg_present && !fde_crc_ok(ev) {
-                return Err(ScanError { kind: ErrorKind::Checksum, message: "CRC32 mismatch in Format_description event".into(), offset });
+                return Err(ScanError {
+                    kind: ErrorKind::Checksum,
+                    message: "CRC32 mismatch in Format_description event".into(),
+                    offset,
+                });
             }
             return Ok(());
         }
         let Some(fmt) = &self.fmt else {
             if t == START_V3 {
                 return Err(ScanError::binlog(
-                    "binlog v1/v3 (Start_v3 event) is not supported: no Format_description event".into(),
+                    "binlog v1/v3 (Start_v3 event) is not supported: no Format_description event"
+                        .into(),
                     offset,
                 ));
             }
-            return Err(ScanError::binlog(format!("no Format_description event before {}", type_name(t)), offset));
+            return Err(ScanError::binlog(
+                format!("no Format_description event before {}", type_name(t)),
+                offset,
+            ));
         };
         if self.verify && fmt.checksum_len != 0 && !crc_ok(ev) {
-            return Err(ScanError { kind: ErrorKind::Checksum, message: format!("CRC32 mismatch in {} event", type_name(t)), offset });
+            return Err(ScanError {
+                kind: ErrorKind::Checksum,
+                message: format!("CRC32 mismatch in {} event", type_name(t)),
+                offset,
+            });
         }
         let flags = u16_at(ev, 17).unwrap_or(0);
         if !is_known(t) && flags & LOG_EVENT_IGNORABLE_F == 0 {
@@ -267,7 +295,14 @@ impl Scanner {
     /// Checks the event at buf[pos..nxt] as EventSplitter does; returns whether it is an unknown,
     /// non-ignorable type.
     #[inline]
-    fn check(&mut self, buf: &[u8], pos: usize, nxt: usize, t: u8, base: u64) -> Result<bool, ScanError> {
+    fn check(
+        &mut self,
+        buf: &[u8],
+        pos: usize,
+        nxt: usize,
+        t: u8,
+        base: u64,
+    ) -> Result<bool, ScanError> {
         let ev = &buf[pos..nxt];
         let mut unknown = false;
         if t == FORMAT_DESCRIPTION || !is_known(t) || self.fmt.is_none() {
@@ -295,7 +330,10 @@ impl Scanner {
         let t = buf[pos + 4];
         let size = u32_at(buf, pos + 9).unwrap_or(0);
         if (size as usize) < HEADER_LEN || size > MAX_EVENT_SIZE {
-            return Err(ScanError::binlog(format!("event size {size} is impossible (type {t})"), base + pos as u64));
+            return Err(ScanError::binlog(
+                format!("event size {size} is impossible (type {t})"),
+                base + pos as u64,
+            ));
         }
         if pos + size as usize > buf.len() {
             return Ok(None);
@@ -307,7 +345,13 @@ impl Scanner {
     /// (always including Format_description events, which the caller must follow). Every event
     /// is still bounds- and CRC-checked and counted. Stops at the first partial event; an error
     /// ends the walk after the events before it.
-    pub fn walk(&mut self, buf: &[u8], off: usize, base: u64, types: &[bool; 256]) -> (Vec<u64>, usize, Option<ScanError>) {
+    pub fn walk(
+        &mut self,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        types: &[bool; 256],
+    ) -> (Vec<u64>, usize, Option<ScanError>) {
         let mut out = Vec::new();
         let mut pos = off;
         let mut count = 0u64;
@@ -342,7 +386,14 @@ impl Scanner {
     }
 
     /// The (db, table) name id of the Table_map at buf[pos..nxt], None when malformed.
-    fn table_map_name(&mut self, buf: &[u8], pos: usize, nxt: usize, fmt_post: usize, crc_len: usize) -> Option<u32> {
+    fn table_map_name(
+        &mut self,
+        buf: &[u8],
+        pos: usize,
+        nxt: usize,
+        fmt_post: usize,
+        crc_len: usize,
+    ) -> Option<u32> {
         let body_end = nxt.checked_sub(crc_len)?;
         let i = pos + HEADER_LEN + fmt_post;
         let db_len = *buf.get(i)? as usize;
@@ -362,8 +413,18 @@ impl Scanner {
     /// that ends `limit` bytes or more past `off`, or at an error (the units before it are
     /// handed out). A unit still open where the buffer ends is not handed out (the next scan
     /// starts at its first byte) unless `at_eof`, when it comes out incomplete.
-    pub fn units(&mut self, buf: &[u8], off: usize, base: u64, limit: usize, at_eof: bool) -> ScanOut {
-        let mut out = ScanOut { stop: off, ..Default::default() };
+    pub fn units(
+        &mut self,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        limit: usize,
+        at_eof: bool,
+    ) -> ScanOut {
+        let mut out = ScanOut {
+            stop: off,
+            ..Default::default()
+        };
         let mut cur: Option<Open> = None;
         let mut pos = off;
         let mut committed_events = 0u64;
@@ -381,7 +442,11 @@ impl Scanner {
                 }
             };
             let nxt = pos + size;
-            let fmt_before = if t == FORMAT_DESCRIPTION { Some(self.fmt.clone()) } else { None };
+            let fmt_before = if t == FORMAT_DESCRIPTION {
+                Some(self.fmt.clone())
+            } else {
+                None
+            };
             let unknown = match self.check(buf, pos, nxt, t, base) {
                 Ok(u) => u,
                 Err(e) => {
@@ -394,7 +459,10 @@ impl Scanner {
                 fmt = self.fmt.clone();
             }
             let Some(f) = fmt.as_deref() else {
-                out.error = Some(ScanError::binlog(format!("no Format_description event before {}", type_name(t)), base + pos as u64));
+                out.error = Some(ScanError::binlog(
+                    format!("no Format_description event before {}", type_name(t)),
+                    base + pos as u64,
+                ));
                 break;
             };
             match self.group(buf, pos, nxt, t, f, &mut cur, &mut out, unknown, fmt_before) {
@@ -474,7 +542,15 @@ impl Scanner {
             if let Some(open) = cur.take() {
                 self.emit(open, false, out); // the previous group never ended (crash, truncation)
             }
-            let mut unit = Unit { start: pos, end: nxt, events: 1, kind: TRANSACTION, last: pos, gtid_size: size as u32, ..Default::default() };
+            let mut unit = Unit {
+                start: pos,
+                end: nxt,
+                events: 1,
+                kind: TRANSACTION,
+                last: pos,
+                gtid_size: size as u32,
+                ..Default::default()
+            };
             let mut standalone = false;
             let mut fast = Fast::No;
             let fast_ok = fmt.fast;
@@ -484,7 +560,10 @@ impl Scanner {
                     let body = pos + HEADER_LEN;
                     let seq = u64_at(buf, body).ok_or_else(|| short(t, pos))?;
                     let domain = u32_at(buf, body + 8).ok_or_else(|| short(t, pos))?;
-                    let flags2 = *buf.get(body + 12).filter(|_| body + 13 <= nxt).ok_or_else(|| short(t, pos))?;
+                    let flags2 = *buf
+                        .get(body + 12)
+                        .filter(|_| body + 13 <= nxt)
+                        .ok_or_else(|| short(t, pos))?;
                     unit.gtid_seq = seq;
                     unit.gtid_domain = domain;
                     unit.gtid_server = u32_at(buf, pos + 5).unwrap_or(0);
@@ -565,12 +644,27 @@ impl Scanner {
             if real_rotate {
                 flags |= F_ROTATE_END;
             }
-            out.units.push(Unit { start: pos, end: nxt, events: 1, kind: CONTROL, flags, last: pos, ..Default::default() });
+            out.units.push(Unit {
+                start: pos,
+                end: nxt,
+                events: 1,
+                kind: CONTROL,
+                flags,
+                last: pos,
+                ..Default::default()
+            });
             return Ok(());
         }
 
         let open = cur.get_or_insert_with(|| Open {
-            unit: Unit { start: pos, end: pos, events: 0, kind: STATEMENT, last: pos, ..Default::default() },
+            unit: Unit {
+                start: pos,
+                end: pos,
+                events: 0,
+                kind: STATEMENT,
+                last: pos,
+                ..Default::default()
+            },
             in_body: false,
             standalone: false,
             has_gtid: false,
@@ -589,7 +683,11 @@ impl Scanner {
         match open.fast {
             Fast::No => {}
             Fast::AwaitBegin => {
-                open.fast = if t == QUERY && is_begin_event(buf, pos, nxt, fmt) { Fast::Body } else { Fast::No };
+                open.fast = if t == QUERY && is_begin_event(buf, pos, nxt, fmt) {
+                    Fast::Body
+                } else {
+                    Fast::No
+                };
             }
             Fast::Body => {
                 if is_rows(t) {
@@ -659,12 +757,23 @@ fn fmt_error(e: FormatError, offset: u64) -> ScanError {
 }
 
 /// The SQL text of a Query (or Query_compressed, Execute_load_query) event, decompressed.
-pub fn query_sql<'a>(buf: &'a [u8], pos: usize, nxt: usize, t: u8, fmt: &Format) -> Result<std::borrow::Cow<'a, [u8]>, ScanError> {
+pub fn query_sql<'a>(
+    buf: &'a [u8],
+    pos: usize,
+    nxt: usize,
+    t: u8,
+    fmt: &Format,
+) -> Result<std::borrow::Cow<'a, [u8]>, ScanError> {
     let end = nxt.saturating_sub(fmt.checksum_len);
     let (Some(db_len), Some(status_len)) = (buf.get(pos + 27), u16_at(buf, pos + 30)) else {
         return Ok(std::borrow::Cow::Borrowed(&[]));
     };
-    let sql_at = pos + HEADER_LEN + fmt.post_header_len(t) as usize + status_len as usize + *db_len as usize + 1;
+    let sql_at = pos
+        + HEADER_LEN
+        + fmt.post_header_len(t) as usize
+        + status_len as usize
+        + *db_len as usize
+        + 1;
     if sql_at >= end || pos + 32 > nxt {
         return Ok(std::borrow::Cow::Borrowed(&[]));
     }
@@ -680,22 +789,33 @@ pub fn query_sql<'a>(buf: &'a [u8], pos: usize, nxt: usize, t: u8, fmt: &Format)
 /// MariaDB's compressed field: a header byte (0x80 | length bytes), the big-endian length, zlib.
 pub fn mariadb_uncompress(buf: &[u8]) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    let Some(&header) = buf.first() else { return Err("empty compressed field".into()) };
+    let Some(&header) = buf.first() else {
+        return Err("empty compressed field".into());
+    };
     let n = (header & 7) as usize;
     if header & 0x80 == 0 || !(1..=4).contains(&n) {
         return Err(format!("bad MariaDB compression header 0x{header:02x}"));
     }
     if (header >> 4) & 7 != 0 {
-        return Err(format!("unknown MariaDB compression algorithm {}", (header >> 4) & 7));
+        return Err(format!(
+            "unknown MariaDB compression algorithm {}",
+            (header >> 4) & 7
+        ));
     }
-    let Some(len_bytes) = buf.get(1..1 + n) else { return Err("compressed field too short".into()) };
+    let Some(len_bytes) = buf.get(1..1 + n) else {
+        return Err("compressed field too short".into());
+    };
     let expected = len_bytes.iter().fold(0usize, |a, b| a << 8 | *b as usize);
     // Never trust the header for the allocation: read at most expected + 1 bytes.
     let mut out = Vec::with_capacity(expected.min(1 << 20));
     let mut dec = flate2::read::ZlibDecoder::new(&buf[1 + n..]).take(expected as u64 + 1);
-    dec.read_to_end(&mut out).map_err(|e| format!("does not decompress: {e}"))?;
+    dec.read_to_end(&mut out)
+        .map_err(|e| format!("does not decompress: {e}"))?;
     if out.len() != expected {
-        return Err(format!("compressed field holds {} bytes, header says {expected}", out.len()));
+        return Err(format!(
+            "compressed field holds {} bytes, header says {expected}",
+            out.len()
+        ));
     }
     Ok(out)
 }
@@ -703,8 +823,15 @@ pub fn mariadb_uncompress(buf: &[u8]) -> Result<Vec<u8>, String> {
 /// Whether the event is a plain `BEGIN` Query, read from the raw bytes: what opens a MySQL
 /// transaction (the sql text is exactly `BEGIN`).
 pub fn is_begin_event(buf: &[u8], pos: usize, nxt: usize, fmt: &Format) -> bool {
-    let (Some(db_len), Some(status_len)) = (buf.get(pos + 27), u16_at(buf, pos + 30)) else { return false };
-    let sql_at = pos + HEADER_LEN + fmt.post_header_len(QUERY) as usize + status_len as usize + *db_len as usize + 1;
+    let (Some(db_len), Some(status_len)) = (buf.get(pos + 27), u16_at(buf, pos + 30)) else {
+        return false;
+    };
+    let sql_at = pos
+        + HEADER_LEN
+        + fmt.post_header_len(QUERY) as usize
+        + status_len as usize
+        + *db_len as usize
+        + 1;
     sql_at + 5 + fmt.checksum_len == nxt && buf.get(sql_at..sql_at + 5) == Some(b"BEGIN")
 }
 
@@ -751,7 +878,11 @@ pub fn statement_verb(sql: &[u8]) -> &[u8] {
             0xf0..=0xf4 => 4,
             _ => break,
         };
-        match s.get(end..end + len).and_then(|c| std::str::from_utf8(c).ok()).and_then(|c| c.chars().next()) {
+        match s
+            .get(end..end + len)
+            .and_then(|c| std::str::from_utf8(c).ok())
+            .and_then(|c| c.chars().next())
+        {
             Some(c) if c.is_alphabetic() => end += len,
             _ => break,
         }
@@ -769,7 +900,8 @@ pub fn is_begin(sql: &[u8]) -> bool {
     if verb.eq_ignore_ascii_case(b"BEGIN") {
         return true;
     }
-    verb.eq_ignore_ascii_case(b"XA") && second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"START"))
+    verb.eq_ignore_ascii_case(b"XA")
+        && second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"START"))
 }
 
 pub fn is_end(sql: &[u8]) -> bool {
@@ -778,7 +910,8 @@ pub fn is_end(sql: &[u8]) -> bool {
         // "ROLLBACK TO SAVEPOINT" stays inside the transaction.
         return !second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"TO"));
     }
-    verb.eq_ignore_ascii_case(b"XA") && second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"PREPARE"))
+    verb.eq_ignore_ascii_case(b"XA")
+        && second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"PREPARE"))
 }
 
 /// Decompresses a MySQL Transaction_payload event's body (the fields are lenenc-encoded, then
@@ -795,7 +928,9 @@ pub fn payload_bytes(body: &[u8], max_out: usize) -> Result<Vec<u8>, String> {
         }
         let (len, at) = read_lenenc(body, i).ok_or("Transaction_payload header is truncated")?;
         let (value, _) = read_lenenc(body, at).ok_or("Transaction_payload header is truncated")?;
-        i = at.checked_add(len as usize).ok_or("Transaction_payload field length overflows")?;
+        i = at
+            .checked_add(len as usize)
+            .ok_or("Transaction_payload field length overflows")?;
         match field {
             2 => compression = value,
             3 => uncompressed = value,
@@ -808,15 +943,21 @@ pub fn payload_bytes(body: &[u8], max_out: usize) -> Result<Vec<u8>, String> {
         0 => {
             let cap = (uncompressed as usize).min(max_out).max(1);
             let mut out = Vec::new();
-            let mut dec = zstd::stream::read::Decoder::new(data).map_err(|e| format!("zstd: {e}"))?;
+            let mut dec =
+                zstd::stream::read::Decoder::new(data).map_err(|e| format!("zstd: {e}"))?;
             use std::io::Read;
-            (&mut dec).take(cap as u64 + 1).read_to_end(&mut out).map_err(|e| format!("Transaction_payload does not decompress: {e}"))?;
+            (&mut dec)
+                .take(cap as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("Transaction_payload does not decompress: {e}"))?;
             if out.len() > cap {
                 return Err(format!("Transaction_payload holds more than {cap} bytes"));
             }
             Ok(out)
         }
-        other => Err(format!("unknown Transaction_payload compression type {other}")),
+        other => Err(format!(
+            "unknown Transaction_payload compression type {other}"
+        )),
     }
 }
 
@@ -827,7 +968,10 @@ fn read_lenenc(buf: &[u8], i: usize) -> Option<(u64, usize)> {
         252 => Some((u16_at(buf, i + 1)? as u64, i + 3)),
         253 => {
             let b = buf.get(i + 1..i + 4)?;
-            Some((b[0] as u64 | (b[1] as u64) << 8 | (b[2] as u64) << 16, i + 4))
+            Some((
+                b[0] as u64 | (b[1] as u64) << 8 | (b[2] as u64) << 16,
+                i + 4,
+            ))
         }
         254 => Some((u64_at(buf, i + 1)?, i + 9)),
         _ => None,
@@ -849,7 +993,9 @@ pub fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32
     while at + HEADER_LEN <= end {
         let t = buf[at + 4];
         let size = u32_at(buf, at + 9)? as usize;
-        let nxt = at.checked_add(size).filter(|n| *n <= end && size >= HEADER_LEN)?;
+        let nxt = at
+            .checked_add(size)
+            .filter(|n| *n <= end && size >= HEADER_LEN)?;
         if t == XID {
             return (whole && n == sn).then_some(out);
         }

@@ -59,7 +59,15 @@ pub fn is_gtid(t: u8) -> bool {
 pub fn is_control(t: u8) -> bool {
     matches!(
         t,
-        FORMAT_DESCRIPTION | ROTATE | STOP | PREVIOUS_GTIDS | MARIADB_GTID_LIST | BINLOG_CHECKPOINT | HEARTBEAT
-            | HEARTBEAT_V2 | INCIDENT | START_ENCRYPTION
+        FORMAT_DESCRIPTION
+            | ROTATE
+            | STOP
+            | PREVIOUS_GTIDS
+            | MARIADB_GTID_LIST
+            | BINLOG_CHECKPOINT
+            | HEARTBEAT
+            | HEARTBEAT_V2
+            | INCIDENT
+            | START_ENCRYPTION
     )
 }

@@ -105,7 +105,14 @@ fn rows(id: u64, end: bool, crc: bool) -> Vec<u8> {
 
 fn synthetic(mariadb: bool, crc: bool) -> Vec<u8> {
     let mut out = b"\xfebin".to_vec();
-    out.extend(fde(if mariadb { "10.11.6-MariaDB-log" } else { "8.0.36" }, crc));
+    out.extend(fde(
+        if mariadb {
+            "10.11.6-MariaDB-log"
+        } else {
+            "8.0.36"
+        },
+        crc,
+    ));
     for i in 0..12u64 {
         if mariadb {
             let mut g = (i + 1).to_le_bytes().to_vec();
@@ -140,7 +147,12 @@ fn synthetic(mariadb: bool, crc: bool) -> Vec<u8> {
 }
 
 fn seeds() -> Vec<Vec<u8>> {
-    let mut seeds = vec![synthetic(true, true), synthetic(true, false), synthetic(false, true), synthetic(false, false)];
+    let mut seeds = vec![
+        synthetic(true, true),
+        synthetic(true, false),
+        synthetic(false, true),
+        synthetic(false, false),
+    ];
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/real_binlogs");
     if let Ok(dirs) = std::fs::read_dir(&root) {
         for dir in dirs.flatten() {
@@ -202,26 +214,57 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     let eof = rng.below(2) == 0;
     let start = 4.min(data.len());
     let out = scanner.units(data, start, 0, limit, eof);
-    assert!(out.stop <= data.len(), "iteration {iteration}: stop past the buffer");
+    assert!(
+        out.stop <= data.len(),
+        "iteration {iteration}: stop past the buffer"
+    );
     let mut prev = start;
     for u in &out.units {
-        assert!(u.start == prev && u.start < u.end && u.end <= data.len(), "iteration {iteration}: unit {u:?}");
+        assert!(
+            u.start == prev && u.start < u.end && u.end <= data.len(),
+            "iteration {iteration}: unit {u:?}"
+        );
         assert!(u.tables_lo <= u.tables_hi && u.tables_hi as usize <= out.tables.len());
         prev = u.end;
     }
     if let Some(e) = &out.error {
-        assert!(e.offset <= data.len() as u64, "iteration {iteration}: error offset {} past the input", e.offset);
+        assert!(
+            e.offset <= data.len() as u64,
+            "iteration {iteration}: error offset {} past the input",
+            e.offset
+        );
         assert!(!e.message.is_empty());
     }
     for id in &out.tables {
         assert!((*id as usize) < scanner.names.len());
     }
     // Assembly over what was scanned, with random answers per table (some unknown).
-    let keep: Vec<u8> = (0..scanner.names.len()).map(|_| rng.below(3) as u8).collect();
-    let opt = Options { base: 0, renumber: rng.below(2) == 0, crc: rng.below(2) == 0, empty_keep: rng.below(2) == 0, commit_body: b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0COMMIT", whole_only: rng.below(4) == 0 };
+    let keep: Vec<u8> = (0..scanner.names.len())
+        .map(|_| rng.below(3) as u8)
+        .collect();
+    let opt = Options {
+        base: 0,
+        renumber: rng.below(2) == 0,
+        crc: rng.below(2) == 0,
+        empty_keep: rng.below(2) == 0,
+        commit_body: b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0COMMIT",
+        whole_only: rng.below(4) == 0,
+    };
     let from = rng.below(out.units.len() + 1);
-    let a = assemble(&data[..out.stop.max(start)], &out.units, &out.tables, &keep, from, rng.next() >> 40, &opt);
-    assert!(a.next >= from && a.next <= out.units.len(), "iteration {iteration}: assemble stopped at {}", a.next);
+    let a = assemble(
+        &data[..out.stop.max(start)],
+        &out.units,
+        &out.tables,
+        &keep,
+        from,
+        rng.next() >> 40,
+        &opt,
+    );
+    assert!(
+        a.next >= from && a.next <= out.units.len(),
+        "iteration {iteration}: assemble stopped at {}",
+        a.next
+    );
     if data.len() > 8 {
         let body = rng.below(data.len());
         let _ = statements(data, body, body + rng.below(data.len() - body + 8));
@@ -249,7 +292,10 @@ fn mutated_binlogs_never_panic() {
         assert!(out.error.is_none(), "synthetic seed: {:?}", out.error);
         clean_units += out.units.len();
     }
-    assert!(clean_units >= 4 * 13, "synthetic seeds scan into {clean_units} units");
+    assert!(
+        clean_units >= 4 * 13,
+        "synthetic seeds scan into {clean_units} units"
+    );
     let failures: Vec<usize> = (0..ITERATIONS)
         .filter(|&i| {
             let mut data = seeds[i % seeds.len()].clone();
@@ -259,7 +305,10 @@ fn mutated_binlogs_never_panic() {
         })
         .take(5)
         .collect();
-    assert!(failures.is_empty(), "panics at iterations {failures:?} (of {ITERATIONS})");
+    assert!(
+        failures.is_empty(),
+        "panics at iterations {failures:?} (of {ITERATIONS})"
+    );
 }
 
 #[test]
@@ -271,7 +320,11 @@ fn synthetic_binlogs_group_as_expected() {
         assert!(out.error.is_none());
         // FDE, 12 transactions (every fifth a DDL), the Rotate.
         assert_eq!(out.units.len(), 14);
-        let fast = out.units.iter().filter(|u| u.flags & _core::scan::F_FAST != 0).count();
+        let fast = out
+            .units
+            .iter()
+            .filter(|u| u.flags & _core::scan::F_FAST != 0)
+            .count();
         assert_eq!(fast, 10, "mariadb={mariadb} crc={crc}");
         assert!(out.units[13].flags & _core::scan::F_ROTATE_END != 0);
         assert_eq!(scanner.names.len(), 10);

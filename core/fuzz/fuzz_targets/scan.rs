@@ -8,7 +8,9 @@ use _core::assemble::{assemble, Options};
 use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&control, rest)) = data.split_first() else { return };
+    let Some((&control, rest)) = data.split_first() else {
+        return;
+    };
     // A binlog: the magic, then the input (the first byte picks the options).
     let mut buf = b"\xfebin".to_vec();
     buf.extend_from_slice(rest);
@@ -17,8 +19,17 @@ fuzz_target!(|data: &[u8]| {
     let mut scanner = Scanner::new(verify);
     let out = scanner.units(&buf, 4, 0, limit, control & 4 != 0);
     assert!(out.stop <= buf.len());
-    let keep: Vec<u8> = (0..scanner.names.len()).map(|i| ((control as usize >> 3) + i) as u8 % 3).collect();
-    let opt = Options { base: 0, renumber: control & 8 != 0, crc: control & 16 != 0, empty_keep: control & 32 != 0, commit_body: b"COMMIT", whole_only: control & 64 != 0 };
+    let keep: Vec<u8> = (0..scanner.names.len())
+        .map(|i| ((control as usize >> 3) + i) as u8 % 3)
+        .collect();
+    let opt = Options {
+        base: 0,
+        renumber: control & 8 != 0,
+        crc: control & 16 != 0,
+        empty_keep: control & 32 != 0,
+        commit_body: b"COMMIT",
+        whole_only: control & 64 != 0,
+    };
     let a = assemble(&buf, &out.units, &out.tables, &keep, 0, 4, &opt);
     assert!(a.next <= out.units.len());
     let _ = statements(&buf, 4, buf.len());
