@@ -55,6 +55,10 @@ def register(subparsers) -> None:
                        help="the master's schema before its binlog (mysqldump --no-data file or a server): "
                             "multi-table UPDATE decisions use its columns and triggers")
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
+    serve.add_argument("--mysql-listen", metavar="HOST:PORT",
+                       help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
+    serve.add_argument("--replicas", metavar="TOPOLOGY",
+                       help="topology TOML whose [[slaves]] give each real replica's rules by server_id (or user)")
     serve.set_defaults(func=serve_command)
 
     filters = sub.add_parser("filters", help="the filter tables of a running master (performance_schema style)",
@@ -108,13 +112,35 @@ def serve_command(args: argparse.Namespace) -> int:
                                   f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None
     host = args.listen.rpartition(":")[0]
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
+    endpoint = _mysql_endpoint(args, master)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     print("dumpfilter master: shutting down, draining streams", file=sys.stderr, flush=True)
+    if endpoint is not None:
+        endpoint.stop()
     master.stop(args.grace)
     return 0
+
+
+def _mysql_endpoint(args: argparse.Namespace, master):
+    """The MySQL-protocol endpoint beside gRPC (--mysql-listen), over the same dump service."""
+    if not args.mysql_listen:
+        if args.replicas:
+            master.stop(0)
+            raise DumpFilterError("--replicas names real replicas' rules: it needs --mysql-listen")
+        return None
+    from master.mysql_protocol import MysqlEndpoint, ReplicaMap
+
+    try:
+        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=ReplicaMap.load(args.replicas))
+    except DumpFilterError:
+        master.stop(0)
+        raise
+    host = args.mysql_listen.rpartition(":")[0]
+    print(f"dumpfilter master: MySQL protocol for real replicas on {host}:{endpoint.port}", file=sys.stderr, flush=True)
+    return endpoint
 
 
 # -- the operator's commands ----------------------------------------------------------------

@@ -1,0 +1,111 @@
+"""The connection phase: the server's Initial Handshake (protocol v10), the client's Handshake
+Response 41, the switch to mysql_native_password for clients that start with another plugin
+(MySQL 8's caching_sha2_password), and the check of the scramble against the master policy's
+passwords. Nothing here knows about replication."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import struct
+from dataclasses import dataclass
+
+from master.mysql_protocol.packets import (
+    CLIENT_CONNECT_ATTRS,
+    CLIENT_CONNECT_WITH_DB,
+    CLIENT_FOUND_ROWS,
+    CLIENT_LONG_FLAG,
+    CLIENT_LONG_PASSWORD,
+    CLIENT_MULTI_RESULTS,
+    CLIENT_MULTI_STATEMENTS,
+    CLIENT_PLUGIN_AUTH,
+    CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA,
+    CLIENT_PROTOCOL_41,
+    CLIENT_SECURE_CONNECTION,
+    CLIENT_SSL,
+    CLIENT_TRANSACTIONS,
+    CHARSET_UTF8,
+    SERVER_STATUS_AUTOCOMMIT,
+    ProtocolError,
+    Reader,
+)
+
+NATIVE_PASSWORD = "mysql_native_password"
+# CLIENT_LONG_PASSWORD set means "a MySQL server": MariaDB clients then do not read MariaDB's
+# extended capabilities from the reserved bytes, which this server does not offer.
+SERVER_CAPABILITIES = (CLIENT_LONG_PASSWORD | CLIENT_FOUND_ROWS | CLIENT_LONG_FLAG | CLIENT_CONNECT_WITH_DB
+                       | CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS | CLIENT_SECURE_CONNECTION
+                       | CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS | CLIENT_PLUGIN_AUTH
+                       | CLIENT_CONNECT_ATTRS | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA)
+
+
+def new_scramble() -> bytes:
+    """20 random bytes without NUL (clients read the second part as a NUL-terminated string)."""
+    out = bytearray()
+    while len(out) < 20:
+        out += bytes(b for b in os.urandom(32) if b not in (0,))
+    return bytes(out[:20])
+
+
+def initial_handshake(server_version: str, connection_id: int, scramble: bytes) -> bytes:
+    caps = SERVER_CAPABILITIES
+    return (b"\x0a" + server_version.encode("ascii", "replace") + b"\0"
+            + struct.pack("<I", connection_id & 0xFFFFFFFF) + scramble[:8] + b"\0"
+            + struct.pack("<HBHH", caps & 0xFFFF, CHARSET_UTF8, SERVER_STATUS_AUTOCOMMIT, caps >> 16)
+            + bytes((len(scramble) + 1,)) + b"\0" * 10
+            + scramble[8:] + b"\0" + NATIVE_PASSWORD.encode() + b"\0")
+
+
+@dataclass(frozen=True)
+class HandshakeResponse:
+    capabilities: int
+    user: str
+    auth_response: bytes
+    database: str
+    plugin: str
+    attributes: dict[str, str]
+
+
+def parse_handshake_response(payload: bytes) -> HandshakeResponse:
+    r = Reader(payload)
+    caps = r.u32("capability flags")
+    if not caps & CLIENT_PROTOCOL_41:
+        raise ProtocolError("the client does not speak protocol 4.1 (MySQL 4.1 and later do)")
+    if caps & CLIENT_SSL and r.remaining() <= 28:
+        raise ProtocolError("the client asked for TLS, which this endpoint does not offer")
+    r.u32("max packet size")
+    r.u8("character set")
+    r.take(23, "reserved bytes")
+    user = r.nul_str("user name").decode("utf-8", "replace")
+    if caps & CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA:
+        auth = r.lenenc_bytes("auth response")
+    elif caps & CLIENT_SECURE_CONNECTION:
+        auth = r.take(r.u8("auth response length"), "auth response")
+    else:
+        auth = r.nul_str("auth response")
+    database = r.nul_str("database").decode("utf-8", "replace") if caps & CLIENT_CONNECT_WITH_DB and r.remaining() else ""
+    plugin = r.nul_str("auth plugin").decode("ascii", "replace") if caps & CLIENT_PLUGIN_AUTH and r.remaining() else ""
+    attributes: dict[str, str] = {}
+    if caps & CLIENT_CONNECT_ATTRS and r.remaining():
+        block = Reader(r.lenenc_bytes("connection attributes"))
+        while block.remaining():
+            key = block.lenenc_bytes("attribute name").decode("utf-8", "replace")
+            attributes[key] = block.lenenc_bytes("attribute value").decode("utf-8", "replace")
+    return HandshakeResponse(caps, user, auth, database, plugin or NATIVE_PASSWORD, attributes)
+
+
+def auth_switch_request(scramble: bytes) -> bytes:
+    return b"\xfe" + NATIVE_PASSWORD.encode() + b"\0" + scramble + b"\0"
+
+
+def native_password_matches(password: str, scramble: bytes, response: bytes) -> bool:
+    """mysql_native_password: the client sends SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)));
+    an empty password is an empty response."""
+    if not password:
+        return response == b""
+    stage1 = hashlib.sha1(password.encode("utf-8")).digest()
+    stage2 = hashlib.sha1(stage1).digest()
+    mask = hashlib.sha1(scramble + stage2).digest()
+    expected = bytes(a ^ b for a, b in zip(stage1, mask))
+    return hmac.compare_digest(expected, response)

@@ -1,0 +1,221 @@
+"""MySQL client/server protocol framing and the value encodings every other module of the endpoint
+uses: 4-byte packet headers with sequence ids (payloads of 16 MB and more split across packets),
+length-encoded integers and strings, and the OK / ERR / EOF / text result-set packets.
+
+No maintained Python library serves the replication side of the protocol: mysql-mimic (the one
+server-side library on PyPI) dispatches a fixed set of commands (no COM_REGISTER_SLAVE,
+COM_BINLOG_DUMP or COM_BINLOG_DUMP_GTID) on asyncio, while the dump service is thread based. So
+this small layer is written by hand, after the protocol documentation of MySQL and MariaDB."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+MAX_PAYLOAD = 0xFFFFFF  # a packet of exactly this length says "more of the payload follows"
+# A replica's commands are small (the largest is COM_BINLOG_DUMP_GTID with its GTID set); a
+# client announcing more than this is refused instead of being read into memory.
+MAX_COMMAND_BYTES = 4 << 20
+
+# capability flags (the subset this server announces or reads)
+CLIENT_LONG_PASSWORD = 0x00000001
+CLIENT_FOUND_ROWS = 0x00000002
+CLIENT_LONG_FLAG = 0x00000004
+CLIENT_CONNECT_WITH_DB = 0x00000008
+CLIENT_PROTOCOL_41 = 0x00000200
+CLIENT_SSL = 0x00000800
+CLIENT_TRANSACTIONS = 0x00002000
+CLIENT_SECURE_CONNECTION = 0x00008000
+CLIENT_MULTI_STATEMENTS = 0x00010000
+CLIENT_MULTI_RESULTS = 0x00020000
+CLIENT_PLUGIN_AUTH = 0x00080000
+CLIENT_CONNECT_ATTRS = 0x00100000
+CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA = 0x00200000
+CLIENT_DEPRECATE_EOF = 0x01000000
+
+SERVER_STATUS_AUTOCOMMIT = 0x0002
+
+# column types of the text result sets this server sends
+TYPE_LONGLONG = 0x08
+TYPE_VAR_STRING = 0xFD
+CHARSET_UTF8 = 33      # utf8_general_ci (what MySQL and MariaDB use for result metadata)
+CHARSET_BINARY = 63
+
+
+class ProtocolError(Exception):
+    """A client sent something that is not the protocol (a broken header, a truncated field)."""
+
+
+class ConnectionClosed(Exception):
+    """The peer closed the connection (or it broke) while a packet was being read or written."""
+
+
+# -- value encodings -------------------------------------------------------------------------
+
+def lenenc_int(value: int) -> bytes:
+    if value < 0xFB:
+        return bytes((value,))
+    if value < 1 << 16:
+        return b"\xfc" + struct.pack("<H", value)
+    if value < 1 << 24:
+        return b"\xfd" + struct.pack("<I", value)[:3]
+    return b"\xfe" + struct.pack("<Q", value)
+
+
+def lenenc_str(value: bytes | str) -> bytes:
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    return lenenc_int(len(data)) + data
+
+
+class Reader:
+    """Reads fields from one payload; every overrun is a ProtocolError naming the field."""
+
+    def __init__(self, data: bytes):
+        self.data, self.at = data, 0
+
+    def remaining(self) -> int:
+        return len(self.data) - self.at
+
+    def take(self, n: int, what: str) -> bytes:
+        if n < 0 or self.at + n > len(self.data):
+            raise ProtocolError(f"{what}: the packet ends after {len(self.data)} bytes")
+        out = self.data[self.at:self.at + n]
+        self.at += n
+        return out
+
+    def u8(self, what: str) -> int:
+        return self.take(1, what)[0]
+
+    def u16(self, what: str) -> int:
+        return struct.unpack("<H", self.take(2, what))[0]
+
+    def u32(self, what: str) -> int:
+        return struct.unpack("<I", self.take(4, what))[0]
+
+    def u64(self, what: str) -> int:
+        return struct.unpack("<Q", self.take(8, what))[0]
+
+    def lenenc(self, what: str) -> int:
+        first = self.u8(what)
+        if first < 0xFB:
+            return first
+        if first == 0xFC:
+            return self.u16(what)
+        if first == 0xFD:
+            return int.from_bytes(self.take(3, what), "little")
+        if first == 0xFE:
+            return self.u64(what)
+        raise ProtocolError(f"{what}: 0x{first:02x} is not a length-encoded integer")
+
+    def lenenc_bytes(self, what: str) -> bytes:
+        return self.take(self.lenenc(what), what)
+
+    def nul_str(self, what: str) -> bytes:
+        end = self.data.find(b"\0", self.at)
+        if end < 0:
+            raise ProtocolError(f"{what}: no terminating NUL byte")
+        out = self.data[self.at:end]
+        self.at = end + 1
+        return out
+
+    def rest(self) -> bytes:
+        out = self.data[self.at:]
+        self.at = len(self.data)
+        return out
+
+
+# -- generic response packets ------------------------------------------------------------------
+
+def ok_packet(affected: int = 0, insert_id: int = 0, status: int = SERVER_STATUS_AUTOCOMMIT, warnings: int = 0) -> bytes:
+    return b"\x00" + lenenc_int(affected) + lenenc_int(insert_id) + struct.pack("<HH", status, warnings)
+
+
+def eof_packet(status: int = SERVER_STATUS_AUTOCOMMIT, warnings: int = 0) -> bytes:
+    return b"\xfe" + struct.pack("<HH", warnings, status)
+
+
+def err_packet(code: int, message: str, sqlstate: str = "HY000") -> bytes:
+    # Protocol 4.1: 0xff, error code, '#', 5-character SQLSTATE, message (no terminator).
+    text = message.encode("utf-8", "replace")[:2000]
+    return b"\xff" + struct.pack("<H", code) + b"#" + sqlstate.encode("ascii")[:5].ljust(5, b"0") + text
+
+
+def column_definition(name: str, column_type: int = TYPE_VAR_STRING, length: int = 255) -> bytes:
+    charset = CHARSET_BINARY if column_type == TYPE_LONGLONG else CHARSET_UTF8
+    return (lenenc_str("def") + lenenc_str("") + lenenc_str("") + lenenc_str("") + lenenc_str(name) + lenenc_str(name)
+            + b"\x0c" + struct.pack("<HIBHB", charset, length, column_type, 0, 0) + b"\0\0")
+
+
+def text_result_set(columns: list[tuple[str, int]], rows: list[list[str | int | None]]) -> list[bytes]:
+    """The packets of a text result set (column count, definitions, EOF, rows, EOF): the client
+    did not get CLIENT_DEPRECATE_EOF, so both EOF packets are sent."""
+    packets = [lenenc_int(len(columns))]
+    packets += [column_definition(name, kind) for name, kind in columns]
+    packets.append(eof_packet())
+    for row in rows:
+        packets.append(b"".join(b"\xfb" if value is None else lenenc_str(str(value)) for value in row))
+    packets.append(eof_packet())
+    return packets
+
+
+# -- framing ------------------------------------------------------------------------------------
+
+class PacketStream:
+    """One connection's packets. `seq` is the sequence id of the next packet: a command starts
+    at 0 and each packet of the exchange (in either direction) takes the next id, mod 256."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.seq = 0
+        self.bytes_sent = 0
+
+    def _recv_exact(self, n: int) -> bytes:
+        chunks, need = [], n
+        while need:
+            try:
+                chunk = self.sock.recv(min(need, 1 << 20))
+            except OSError as exc:
+                raise ConnectionClosed(str(exc)) from None
+            if not chunk:
+                raise ConnectionClosed("the client closed the connection")
+            chunks.append(chunk)
+            need -= len(chunk)
+        return b"".join(chunks)
+
+    def read(self, limit: int = MAX_COMMAND_BYTES) -> bytes:
+        """One payload (joined across 16 MB packets). A client sequence id out of order is not
+        checked: a real server only warns ("Got packets out of order") and so do we not care."""
+        parts, total = [], 0
+        while True:
+            header = self._recv_exact(4)
+            length = header[0] | header[1] << 8 | header[2] << 16
+            self.seq = (header[3] + 1) & 0xFF
+            total += length
+            if total > limit:
+                raise ProtocolError(f"a packet of more than {limit} bytes (a replica's commands are small)")
+            parts.append(self._recv_exact(length) if length else b"")
+            if length < MAX_PAYLOAD:
+                return b"".join(parts)
+
+    def frame(self, payload: bytes) -> bytes:
+        """`payload` as packets, taking sequence ids."""
+        out = []
+        at = 0
+        while True:
+            chunk = payload[at:at + MAX_PAYLOAD]
+            out.append(struct.pack("<I", len(chunk))[:3] + bytes((self.seq,)) + chunk)
+            self.seq = (self.seq + 1) & 0xFF
+            at += len(chunk)
+            if len(chunk) < MAX_PAYLOAD:
+                return b"".join(out)
+
+    def write(self, *payloads: bytes) -> None:
+        data = b"".join(self.frame(p) for p in payloads)
+        self.send_raw(data)
+
+    def send_raw(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except OSError as exc:  # broken pipe, reset, or the send timeout of a replica that stopped reading
+            raise ConnectionClosed(str(exc) or type(exc).__name__) from None
+        self.bytes_sent += len(data)

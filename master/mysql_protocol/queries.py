@@ -1,0 +1,236 @@
+"""The SQL a replica's IO thread sends before it asks for the binlog, answered as a real server
+answers it: `SET @var = ...` (kept per connection: @master_binlog_checksum, @master_heartbeat_period,
+@slave_connect_state, @mariadb_slave_capability, ...), `SELECT` of user variables, system variables,
+UNIX_TIMESTAMP(), VERSION() and binlog_gtid_pos(), and `SHOW [GLOBAL] VARIABLES LIKE`. Anything
+else is refused with ER_NOT_SUPPORTED_YET: this endpoint is a binlog source, not a database."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from master.mysql_protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
+
+ER_UNKNOWN_SYSTEM_VARIABLE = 1193
+ER_NOT_SUPPORTED_YET = 1235
+ER_PARSE_ERROR = 1064
+
+
+class QueryError(Exception):
+    def __init__(self, code: int, message: str, sqlstate: str = "HY000"):
+        super().__init__(message)
+        self.code, self.message, self.sqlstate = code, message, sqlstate
+
+
+@dataclass
+class ServerFacts:
+    """What the master tells a replica about itself. `gtid_at(file, pos)` is binlog_gtid_pos()."""
+
+    server_id: int
+    server_uuid: str
+    version: str
+    checksum: str                       # CRC32 | NONE: @@global.binlog_checksum
+    gtid_mode: str = "OFF"              # MySQL's @@gtid_mode
+    gtid_domain_id: int = 0
+    gtid_at: Callable[[str, int], str | None] = lambda file, pos: None
+    extra: dict[str, str | int] = field(default_factory=dict)
+
+    def system_variables(self) -> dict[str, str | int]:
+        values: dict[str, str | int] = {
+            "server_id": self.server_id, "server_uuid": self.server_uuid, "version": self.version,
+            "version_comment": "dumpfilter master-side filter (WL#2387)", "binlog_checksum": self.checksum,
+            "gtid_mode": self.gtid_mode, "enforce_gtid_consistency": "OFF" if self.gtid_mode == "OFF" else "ON",
+            "gtid_domain_id": self.gtid_domain_id, "gtid_strict_mode": 0, "gtid_ignore_duplicates": 0,
+            "log_bin": 1, "binlog_format": "ROW", "time_zone": "SYSTEM", "system_time_zone": "UTC",
+            "character_set_server": "utf8mb4", "collation_server": "utf8mb4_general_ci",
+            "character_set_client": "utf8mb4", "character_set_connection": "utf8mb4",
+            "character_set_results": "utf8mb4", "collation_connection": "utf8mb4_general_ci",
+            "max_allowed_packet": 1 << 30, "lower_case_table_names": 0, "auto_increment_increment": 1,
+            "auto_increment_offset": 1, "sql_mode": "", "autocommit": 1, "wait_timeout": 28800,
+            "net_write_timeout": 60, "net_read_timeout": 30, "transaction_isolation": "REPEATABLE-READ",
+            "tx_isolation": "REPEATABLE-READ", "read_only": 1, "license": "GPL", "skip_replication": 0,
+        }
+        values.update(self.extra)
+        return values
+
+
+# One `SET` item: @user = value, @@[global.|session.]name = value, NAMES x [COLLATE y], name = value.
+_SET_ITEM = re.compile(r"""\s*(?:(?P<user>@(?!@)`?[\w$.]+`?)|(?P<names>NAMES\s+\S+(?:\s+COLLATE\s+\S+)?)|
+                           (?:@@(?:(?:GLOBAL|SESSION|LOCAL)\.)?|(?:GLOBAL|SESSION|LOCAL)\s+)?(?P<sys>[\w$]+))
+                           \s*(?:=|:=)?\s*""", re.I | re.X)
+_VALUE = re.compile(r"""\s*(?P<value>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|NULL|ON|OFF|TRUE|FALSE
+                        |@@(?:(?:GLOBAL|SESSION)\.)?[\w$]+|@`?[\w$.]+`?|DEFAULT|[\w$]+)\s*(?:,|$)""", re.I | re.X)
+_VAR = re.compile(r"@@(?:(GLOBAL|SESSION|LOCAL)\.)?([\w$]+)$", re.I)
+_USER_VAR = re.compile(r"@(?!@)`?([\w$.]+)`?$")
+_GTID_POS = re.compile(r"binlog_gtid_pos\s*\(\s*'((?:[^'\\]|\\.)*)'\s*,\s*(\d+)\s*\)$", re.I)
+
+
+class Session:
+    """One connection's variables and the answers to its queries."""
+
+    def __init__(self, facts: ServerFacts):
+        self.facts = facts
+        self.user_vars: dict[str, str | None] = {}
+        self.session_vars: dict[str, str | int] = {}
+
+    # what the dump reads
+    def user_var(self, name: str) -> str | None:
+        return self.user_vars.get(name.lower())
+
+    def has_user_var(self, name: str) -> bool:
+        return name.lower() in self.user_vars
+
+    # -- answering ----------------------------------------------------------------------------
+    def answer(self, sql: str) -> list[bytes]:
+        """The response packets for one COM_QUERY (raises QueryError for an ERR packet)."""
+        text = sql.strip().rstrip(";").strip()
+        text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S).strip()
+        head = text.split(None, 1)[0].upper() if text else ""
+        if head == "SET":
+            self._set(text[3:])
+            return [ok_packet()]
+        if head == "SELECT":
+            return self._select(text[6:].strip())
+        if head == "SHOW":
+            return self._show(text[4:].strip())
+        if head in ("BEGIN", "COMMIT", "ROLLBACK", "USE", "DO"):
+            return [ok_packet()]
+        shown = text if len(text) <= 200 else text[:200] + "..."
+        raise QueryError(ER_NOT_SUPPORTED_YET, "This version of MySQL doesn't yet support this statement: dumpfilter's "
+                         f"replication endpoint answers only what a replica asks when it connects ({shown!r})", "42000")
+
+    def _value(self, token: str) -> str | None:
+        upper = token.upper()
+        if upper == "NULL":
+            return None
+        if token[:1] in "'\"":
+            inner = token[1:-1]
+            return re.sub(r"\\(.)", r"\1", inner.replace("''", "'") if token[0] == "'" else inner)
+        if token.startswith("@@"):
+            return str(self._system(token))
+        if token.startswith("@"):
+            return self.user_var(_USER_VAR.match(token).group(1))
+        return token
+
+    def _set(self, rest: str) -> None:
+        at = 0
+        rest = rest.strip()
+        while at < len(rest):
+            item = _SET_ITEM.match(rest, at)
+            if item is None or item.end() == at:
+                raise QueryError(ER_PARSE_ERROR, f"You have an error in your SQL syntax near {rest[at:at + 60]!r}", "42000")
+            if item.group("names"):
+                at = item.end()
+                if at < len(rest) and rest[at] == ",":
+                    at += 1
+                continue
+            value = _VALUE.match(rest, item.end())
+            if value is None:
+                raise QueryError(ER_PARSE_ERROR, f"You have an error in your SQL syntax near {rest[item.end():item.end() + 60]!r}",
+                                 "42000")
+            parsed = self._value(value.group("value"))
+            if item.group("user"):
+                self.user_vars[_USER_VAR.match(item.group("user")).group(1).lower()] = parsed
+            else:
+                # Session variables are accepted and remembered (SET skip_replication=1, sql_mode...).
+                self.session_vars[item.group("sys").lower()] = "" if parsed is None else parsed
+            at = value.end()
+
+    def _system(self, token: str) -> str | int:
+        match = _VAR.match(token.strip())
+        name = match.group(2).lower() if match else token.lower()
+        if match and (match.group(1) or "").upper() != "GLOBAL" and name in self.session_vars:
+            return self.session_vars[name]
+        values = self.facts.system_variables()
+        if name not in values:
+            raise QueryError(ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{name}'")
+        return values[name]
+
+    def _select(self, rest: str) -> list[bytes]:
+        columns, row = [], []
+        for expr in _split_top(rest):
+            expr, alias = _alias(expr)
+            value, kind = self._expression(expr)
+            columns.append((alias or expr, kind))
+            row.append(value)
+        if not columns:
+            raise QueryError(ER_PARSE_ERROR, "You have an error in your SQL syntax: SELECT without expressions", "42000")
+        return text_result_set(columns, [row])
+
+    def _expression(self, expr: str) -> tuple[str | int | None, int]:
+        upper = re.sub(r"\s+", "", expr.upper())
+        if upper in ("UNIX_TIMESTAMP()", "UNIX_TIMESTAMP(NOW())"):
+            return int(time.time()), TYPE_LONGLONG
+        if upper in ("VERSION()", "@@VERSION"):
+            return self.facts.version, TYPE_VAR_STRING
+        if upper in ("DATABASE()", "SCHEMA()"):
+            return None, TYPE_VAR_STRING
+        if upper in ("CONNECTION_ID()",):
+            return 1, TYPE_LONGLONG
+        if re.fullmatch(r"-?\d+", expr.strip()):
+            return int(expr), TYPE_LONGLONG
+        if expr.strip()[:1] in "'\"":
+            return self._value(expr.strip()), TYPE_VAR_STRING
+        if expr.strip().startswith("@@"):
+            value = self._system(expr.strip())
+            return value, TYPE_LONGLONG if isinstance(value, int) else TYPE_VAR_STRING
+        user = _USER_VAR.match(expr.strip())
+        if user:
+            return self.user_var(user.group(1)), TYPE_VAR_STRING
+        gtid = _GTID_POS.match(expr.strip())
+        if gtid:
+            return self.facts.gtid_at(gtid.group(1), int(gtid.group(2))), TYPE_VAR_STRING
+        raise QueryError(ER_NOT_SUPPORTED_YET, f"This version of MySQL doesn't yet support SELECT {expr[:100]!r} on "
+                         "dumpfilter's replication endpoint", "42000")
+
+    def _show(self, rest: str) -> list[bytes]:
+        match = re.fullmatch(r"(?:(GLOBAL|SESSION)\s+)?VARIABLES(?:\s+LIKE\s+'((?:[^'\\]|\\.)*)')?", rest, re.I)
+        if not match:
+            raise QueryError(ER_NOT_SUPPORTED_YET, f"This version of MySQL doesn't yet support SHOW {rest[:100]!r} on "
+                             "dumpfilter's replication endpoint", "42000")
+        pattern = match.group(2)
+        values = self.facts.system_variables()
+        if match.group(1) is None or match.group(1).upper() == "SESSION":
+            values = {**values, **self.session_vars}
+        rows = [[name, value] for name, value in sorted(values.items())
+                if pattern is None or _like(pattern, name)]
+        return text_result_set([("Variable_name", TYPE_VAR_STRING), ("Value", TYPE_VAR_STRING)], rows)
+
+
+def _like(pattern: str, name: str) -> bool:
+    # SQL LIKE, case-insensitive as SHOW VARIABLES compares: % any run, _ one character.
+    glob = "".join("*" if c == "%" else "?" if c == "_" else "[" + c + "]" if c in "[]*?" else c for c in pattern.lower())
+    return fnmatch.fnmatchcase(name.lower(), glob)
+
+
+def _split_top(text: str) -> list[str]:
+    """Comma-separated items outside parentheses and quotes."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"`":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        items.append(tail)
+    return items
+
+
+def _alias(expr: str) -> tuple[str, str | None]:
+    match = re.fullmatch(r"(.*?)\s+(?:AS\s+)?`?(\w+)`?", expr, re.I | re.S)
+    if match and not match.group(1).rstrip().endswith(("(", ",")) and match.group(1).count("(") == match.group(1).count(")") \
+            and match.group(1).strip():
+        return match.group(1).strip(), match.group(2)
+    return expr, None

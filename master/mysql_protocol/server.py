@@ -1,0 +1,428 @@
+"""`master serve --mysql-listen`: the MySQL-protocol endpoint beside gRPC. One thread per client
+connection; each authenticates against the master policy, answers the replica's connect-time
+queries, registers the replica with the shared DumpService (the rules --replicas names for it) and
+streams its filtered binlog through the same per-slave decision and assembly path as a gRPC Dump.
+Every failure becomes one ERR packet with a MySQL error code a replica understands (1236 for a
+position it cannot have, 1045 for credentials, 1047 for an unknown command) and one log line;
+the other connections go on."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import select
+import socket
+import socketserver
+import threading
+import uuid
+from pathlib import Path
+
+from binlog_codec import read_format_description
+from binlog_codec.constants import CHECKSUM_CRC32
+from binlog_codec.errors import BinlogError, DumpFilterError, PositionError, RuleError, UnknownSlaveError
+from binlog_files import binlog_paths, open_binlog
+from binlog_files.gtid_start import GtidState, start_file
+from master.grpc_server import parse_listen
+from master.mysql_protocol.dump import (
+    BINLOG_DUMP_NON_BLOCK,
+    BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+    COM_BINLOG_DUMP,
+    COM_BINLOG_DUMP_GTID,
+    COM_REGISTER_SLAVE,
+    DumpRequest,
+    event_payloads,
+    fake_rotate,
+    parse_binlog_dump,
+    parse_binlog_dump_gtid,
+    parse_register_slave,
+)
+from master.mysql_protocol.handshake import (
+    NATIVE_PASSWORD,
+    auth_switch_request,
+    initial_handshake,
+    native_password_matches,
+    new_scramble,
+    parse_handshake_response,
+)
+from master.mysql_protocol.packets import (
+    ConnectionClosed,
+    PacketStream,
+    ProtocolError,
+    eof_packet,
+    err_packet,
+    ok_packet,
+)
+from master.mysql_protocol.queries import QueryError, ServerFacts, Session
+from master.mysql_protocol.replicas import ReplicaMap
+from master.policy import AccessDeniedError, Identity
+from master.service import DumpService, ResourceExhaustedError, ShuttingDownError, StreamReplacedError
+
+log = logging.getLogger("dumpfilter.master.mysql")
+
+COM_QUIT, COM_INIT_DB, COM_QUERY, COM_PING = 0x01, 0x02, 0x03, 0x0E
+ER_CON_COUNT_ERROR = 1040
+ER_HANDSHAKE_ERROR = 1043
+ER_ACCESS_DENIED_ERROR = 1045
+ER_UNKNOWN_COM_ERROR = 1047
+ER_SERVER_SHUTDOWN = 1053
+ER_UNKNOWN_ERROR = 1105
+ER_SPECIFIC_ACCESS_DENIED_ERROR = 1227
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+ER_MALFORMED_PACKET = 1835
+DEFAULT_VERSION = "10.11.0-MariaDB-dumpfilter-log"
+SEND_TIMEOUT = 60.0        # a replica that takes nothing for this long is disconnected
+NO_HEARTBEAT = 3600.0      # the replica asked for no heartbeats: one an hour keeps the stream honest
+_COMMANDS = {0x00: "COM_SLEEP", 0x04: "COM_FIELD_LIST", 0x05: "COM_CREATE_DB", 0x06: "COM_DROP_DB",
+             0x08: "COM_SHUTDOWN", 0x09: "COM_STATISTICS", 0x0A: "COM_PROCESS_INFO", 0x0C: "COM_PROCESS_KILL",
+             0x11: "COM_CHANGE_USER", 0x13: "COM_TABLE_DUMP", 0x16: "COM_STMT_PREPARE", 0x17: "COM_STMT_EXECUTE",
+             0x1A: "COM_SET_OPTION", 0x1F: "COM_RESET_CONNECTION"}
+
+
+class MysqlEndpoint:
+    """A running MySQL-protocol endpoint over a DumpService."""
+
+    def __init__(self, service: DumpService, listen: str = "127.0.0.1:0", *, replicas: ReplicaMap | None = None,
+                 send_timeout: float = SEND_TIMEOUT, max_connections: int = 256):
+        host, port = parse_listen(listen)
+        self.service = service
+        self.replicas = replicas or ReplicaMap({}, {})
+        self.send_timeout = send_timeout
+        self.max_connections = max_connections
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.connections: set[_Connection] = set()
+        self.errors_sent = 0
+        endpoint = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                _Connection(endpoint, self.request, self.client_address).run()
+
+        class Server(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True   # a restarted master gets its port back at once
+            daemon_threads = True
+            address_family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+
+        try:
+            self.server = Server((host.strip("[]"), port), Handler)
+        except OSError as exc:
+            raise DumpFilterError(f"--mysql-listen {listen}: cannot listen: {exc.strerror or exc}") from None
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="mysql-endpoint", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        with self._lock:
+            connections = list(self.connections)
+        for conn in connections:
+            conn.close()
+
+    # -- what the endpoint tells a replica about the master --------------------------------------
+    def facts(self) -> ServerFacts:
+        fmt, fde = None, None
+        try:
+            paths = binlog_paths(self.service.binlog_dir)
+            if paths:
+                with open_binlog(paths[-1]) as f:
+                    fde, fmt = read_format_description(f, str(paths[-1]))
+        except (DumpFilterError, OSError):
+            pass
+        server_id = fde.server_id if fde is not None else 1
+        version = fmt.server_version if fmt is not None else DEFAULT_VERSION
+        mysql = fmt is not None and fmt.flavor == "mysql"
+        return ServerFacts(
+            server_id=server_id, server_uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, f"dumpfilter-master-{server_id}")),
+            version=version, checksum="CRC32" if fmt is None or fmt.checksum_alg == CHECKSUM_CRC32 else "NONE",
+            gtid_mode="ON" if mysql and fmt.version >= (5, 6, 0) else "OFF")
+
+
+class _Connection:
+    def __init__(self, endpoint: MysqlEndpoint, sock: socket.socket, address):
+        self.endpoint, self.sock = endpoint, sock
+        self.service = endpoint.service
+        self.peer = f"{address[0]}:{address[1]}"
+        self.id = next(endpoint._ids)
+        self.stream = PacketStream(sock)
+        self.identity: Identity | None = None
+        self.user = ""
+        self.session: Session | None = None
+        self.registered: dict[int, str] = {}  # server_id -> reported host
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    # -- life of a connection ----------------------------------------------------------------
+    def run(self) -> None:
+        endpoint = self.endpoint
+        with endpoint._lock:
+            full = len(endpoint.connections) >= endpoint.max_connections
+            endpoint.connections.add(self)
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sock.settimeout(endpoint.send_timeout)
+            if full:
+                self._error(ER_CON_COUNT_ERROR, "Too many connections", "08004")
+                return
+            if self._connect():
+                self._commands()
+        except ConnectionClosed:
+            pass
+        except Exception as exc:  # a bug: one line for the operator, an error for the client
+            log.error("mysql connection %s from %s: internal error: %s: %s", self.id, self.peer, type(exc).__name__, exc)
+            self._try_error(ER_UNKNOWN_ERROR, f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            with endpoint._lock:
+                endpoint.connections.discard(self)
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    def _error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
+        self.endpoint.errors_sent += 1
+        log.info("mysql connection %s from %s (user %r): error %s: %s", self.id, self.peer, self.user, code, message)
+        self.stream.write(err_packet(code, message, sqlstate))
+
+    def _try_error(self, code: int, message: str) -> None:
+        try:
+            self._error(code, message)
+        except ConnectionClosed:
+            pass
+
+    def _connect(self) -> bool:
+        """The handshake; True once the client is authenticated (an OK packet sent)."""
+        scramble = new_scramble()
+        facts = self.endpoint.facts()
+        self.session = Session(facts)
+        self.stream.seq = 0
+        self.stream.write(initial_handshake(facts.version, self.id, scramble))
+        try:
+            response = parse_handshake_response(self.stream.read(limit=64 << 10))
+            self.user = response.user
+            auth = response.auth_response
+            if response.plugin != NATIVE_PASSWORD:
+                # MySQL 8's caching_sha2_password first: switch to mysql_native_password.
+                self.stream.write(auth_switch_request(scramble))
+                auth = self.stream.read(limit=1024)
+        except ProtocolError as exc:
+            self._error(ER_HANDSHAKE_ERROR, f"Bad handshake: {exc}", "08S01")
+            return False
+        identity = self._authenticate(response.user, scramble, auth)
+        if identity is None:
+            self._error(ER_ACCESS_DENIED_ERROR, f"Access denied for user '{response.user[:64]}'@'{self.peer.rpartition(':')[0]}' "
+                        f"(using password: {'YES' if auth else 'NO'})", "28000")
+            return False
+        self.identity = identity
+        self.stream.write(ok_packet())
+        log.info("mysql connection %s from %s: user %r authenticated", self.id, self.peer, self.user)
+        return True
+
+    def _authenticate(self, user: str, scramble: bytes, response: bytes) -> Identity | None:
+        """The policy identity for `user` if the scramble proves its password. Without a policy
+        file the master is open, as its gRPC side is: every user is accepted."""
+        policy = self.service.policy
+        if policy is None:
+            return self.service.authenticate(user, "")
+        entry = policy.entries.get(user) if user else None
+        if entry is None and policy.default is None:
+            return None
+        password = entry.password if entry is not None else None
+        if password is not None and not native_password_matches(password, scramble, response):
+            return None
+        try:
+            return self.service.authenticate(user, password or "")
+        except AccessDeniedError:
+            return None
+
+    def _commands(self) -> None:
+        while not self.closed:
+            payload = self._read_command()
+            if payload is None:
+                return
+            command, body = payload[0], payload[1:]
+            if command == COM_QUIT:
+                return
+            try:
+                if command == COM_QUERY:
+                    self._query(body)
+                elif command in (COM_PING, COM_INIT_DB):
+                    self.stream.write(ok_packet())
+                elif command == COM_REGISTER_SLAVE:
+                    self._register(body)
+                elif command == COM_BINLOG_DUMP:
+                    self._dump(parse_binlog_dump(body))
+                    return  # a dump ends the connection, as a server's dump thread does
+                elif command == COM_BINLOG_DUMP_GTID:
+                    self._dump(parse_binlog_dump_gtid(body))
+                    return
+                else:
+                    name = _COMMANDS.get(command, f"command 0x{command:02x}")
+                    self._error(ER_UNKNOWN_COM_ERROR, f"Unknown command: dumpfilter's replication endpoint does not "
+                                f"support {name}", "08S01")
+            except ProtocolError as exc:
+                self._error(ER_MALFORMED_PACKET, f"Malformed communication packet: {exc}", "HY000")
+
+    def _read_command(self) -> bytes | None:
+        try:
+            payload = self.stream.read()
+        except ProtocolError as exc:
+            self._error(ER_MALFORMED_PACKET, f"Malformed communication packet: {exc}")
+            return None
+        if not payload:
+            self._error(ER_MALFORMED_PACKET, "Malformed communication packet: an empty command")
+            return None
+        return payload
+
+    # -- commands --------------------------------------------------------------------------
+    def _query(self, body: bytes) -> None:
+        sql = body.decode("utf-8", "replace")
+        try:
+            packets = self.session.answer(sql)
+        except QueryError as exc:
+            self._error(exc.code, exc.message, exc.sqlstate)
+            return
+        self.stream.write(*packets)
+
+    def _register(self, body: bytes) -> None:
+        reg = parse_register_slave(body)
+        try:
+            self._registration(reg.server_id, reg.host or self.peer.rpartition(":")[0])
+        except DumpFilterError as exc:
+            code, sqlstate = _code_for(exc)
+            self._error(code, str(exc), sqlstate)
+            return
+        self.stream.write(ok_packet())
+
+    def _registration(self, server_id: int, host: str) -> None:
+        """Register the replica with the dump service, unless this identity already registered
+        that server_id: a reconnecting replica keeps its rules (ChangeFilter's too) and counters."""
+        service = self.service
+        existing = service.slaves.get(server_id)
+        if existing is not None and existing.owner == self.identity.name:
+            self.registered[server_id] = host
+            return
+        reg = self.endpoint.replicas.registration(server_id, self.user, host)
+        result = service.register(reg, self.identity)
+        for warning in result.warnings:
+            log.warning("mysql replica server_id %s: %s", server_id, warning)
+        self.registered[server_id] = host
+        log.info("mysql replica server_id %s (%s, user %r) registered: %s", server_id, host, self.user,
+                 "; ".join(e.rules.render() for e in result.effective))
+
+    def _dump(self, request: DumpRequest) -> None:
+        session, facts = self.session, self.session.facts
+        gtid_state = None
+        if request.gtid_set is not None:
+            gtid_state = request.gtid_set
+        elif session.has_user_var("slave_connect_state"):
+            # MariaDB: MASTER_USE_GTID sets @slave_connect_state; the file and position are ignored.
+            gtid_state = session.user_var("slave_connect_state") or ""
+        checksum = session.user_var("master_binlog_checksum") or session.user_var("source_binlog_checksum")
+        if facts.checksum == "CRC32" and not checksum:
+            self._error(ER_MASTER_FATAL_ERROR_READING_BINLOG, "Slave can not handle replication events with the "
+                        "checksum that master is configured to log")
+            return
+        period_ns = session.user_var("master_heartbeat_period") or session.user_var("source_heartbeat_period")
+        try:
+            period = int(float(period_ns)) / 1e9 if period_ns else 0.0
+        except ValueError:
+            period = 0.0
+        try:
+            if request.server_id not in self.registered:
+                self._registration(request.server_id, self.peer.rpartition(":")[0])
+            file, start = self._start(request, gtid_state)
+            batches = self.service.stream(request.server_id, start=start,
+                                          gtid_state=gtid_state if gtid_state else None,
+                                          heartbeat_period=period if period > 0 else NO_HEARTBEAT,
+                                          is_active=self._active, caller=self.identity)
+            first = next(batches)
+        except StopIteration:
+            return
+        except (DumpFilterError, OSError) as exc:
+            code, sqlstate = _code_for(exc)
+            self._error(code, str(exc) if not isinstance(exc, OSError) else f"cannot read the binlog: {exc}", sqlstate)
+            return
+        log.info("mysql replica server_id %s: dump from %s:%s%s", request.server_id, file, start[1] if start else 4,
+                 f" (GTID state {gtid_state!r})" if gtid_state is not None else "")
+        annotate = bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
+        rotate = fake_rotate(file, start[1] if start else 4, fmt=_fmt_of(self.service, file),
+                             server_id=facts.server_id)
+        frame, send = self.stream.frame, self.stream.send_raw
+        try:
+            send(frame(b"\x00" + rotate))
+            batch = first
+            while True:
+                data = b"".join(frame(p) for p in event_payloads(batch.events, annotate=annotate))
+                if data:
+                    send(data)
+                if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:
+                    send(frame(eof_packet()))
+                    return
+                batch = next(batches)
+        except StopIteration:
+            if self.service.shutting_down:
+                self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress")
+        except ConnectionClosed:
+            log.info("mysql replica server_id %s from %s disconnected", request.server_id, self.peer)
+        except StreamReplacedError:
+            log.info("mysql replica server_id %s from %s: stream replaced by a newer connection", request.server_id,
+                     self.peer)
+        except DumpFilterError as exc:
+            code, sqlstate = _code_for(exc)
+            self._try_error(code, str(exc))
+        finally:
+            batches.close()
+
+    def _start(self, request: DumpRequest, gtid_state: str | None) -> tuple[str, tuple[str, int] | None]:
+        """(the file the fake Rotate names, the service's start position)."""
+        if gtid_state is not None:
+            if not gtid_state.strip():
+                return self.service.segments.first_file(), None
+            return start_file(binlog_paths(self.service.binlog_dir), GtidState.parse(gtid_state)).name, None
+        if not request.file:
+            return self.service.segments.first_file(), None  # an empty name: the first binlog
+        if request.pos < 4:
+            raise PositionError(f"position {request.pos} in '{request.file}' is before the first event (4)")
+        return request.file, (request.file, request.pos)
+
+    def _active(self) -> bool:
+        """False once the replica closed its side (a dumping replica sends nothing)."""
+        if self.closed:
+            return False
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
+
+
+def _fmt_of(service: DumpService, file: str):
+    path = Path(service.binlog_dir) / file
+    try:
+        with open_binlog(path) as f:
+            return read_format_description(f, str(path))[1]
+    except (DumpFilterError, OSError):
+        return None
+
+
+def _code_for(exc: BaseException) -> tuple[int, str]:
+    """MySQL error codes for the service's exceptions (the gRPC side's _status_for, for replicas)."""
+    if isinstance(exc, PositionError | BinlogError):
+        return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"
+    if isinstance(exc, AccessDeniedError):
+        return ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000"
+    if isinstance(exc, ResourceExhaustedError):
+        return ER_CON_COUNT_ERROR, "08004"
+    if isinstance(exc, ShuttingDownError):
+        return ER_SERVER_SHUTDOWN, "08S01"
+    if isinstance(exc, RuleError | UnknownSlaveError):
+        return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"
+    return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"
