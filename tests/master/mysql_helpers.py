@@ -1,0 +1,66 @@
+"""Helpers for the MySQL-endpoint tests: pointing a real MariaDB replica at dumpfilter's
+--mysql-listen, and waiting until it has applied everything the master sent it."""
+
+from __future__ import annotations
+
+import time
+
+from mariadb_sandbox import MariaDBServer, replica_status
+
+IDLE_SQL_STATE = "Slave has read all relay log"
+
+
+def point_at(replica: MariaDBServer, port: int, *, gtid: bool, user: str = "repl", password: str = "x",
+             log_file: str = "", heartbeat: float | None = None) -> None:
+    """CHANGE MASTER TO dumpfilter's endpoint (GTID slave_pos, or file/position from `log_file`:4)
+    and START SLAVE. MASTER_CONNECT_RETRY=1: a restarted master is found again within a second."""
+    start = "MASTER_USE_GTID=slave_pos" if gtid else \
+        f"MASTER_LOG_FILE='{log_file}', MASTER_LOG_POS=4, MASTER_USE_GTID=no"
+    period = f", MASTER_HEARTBEAT_PERIOD={heartbeat}" if heartbeat is not None else ""
+    replica.execute(["STOP SLAVE", "RESET SLAVE ALL",
+                     f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='{user}', "
+                     f"MASTER_PASSWORD='{password}', {start}, MASTER_CONNECT_RETRY=1{period}",
+                     "START SLAVE"])
+
+
+def _caught_up(service, server_id: int) -> bool:
+    slave = service.slaves.get(server_id)
+    if slave is None or slave.stream is None:
+        return False
+    rows = service.stats(server_id)
+    return bool(rows) and rows[0][0].position is not None and rows[0][0].position == rows[0][1] and rows[0][2] == 0
+
+
+def wait_applied(replica: MariaDBServer, *, service=None, server_id: int | None = None,
+                 timeout: float = 60.0, errors_ok: bool = False) -> dict:
+    """Wait until the replica's IO thread is connected, the master's stream for it (when `service`
+    is given) reached the binlog end, and its SQL thread executed all it read, twice in a row
+    0.3 s apart. Returns SHOW SLAVE STATUS; a thread stopped with an error fails the wait, or
+    with `errors_ok` returns its status at once."""
+    deadline = time.monotonic() + timeout
+    stable = 0
+    status: dict = {}
+    while time.monotonic() < deadline:
+        status = replica_status(replica)
+        if status.get("Last_SQL_Errno") or (status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno")):
+            if errors_ok:
+                return status
+            raise AssertionError(f"{replica.name} stopped: SQL error {status.get('Last_SQL_Errno')} "
+                                 f"{status.get('Last_SQL_Error')!r}; IO error {status.get('Last_IO_Errno')} "
+                                 f"{status.get('Last_IO_Error')!r}")
+        idle = (status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes"
+                and status.get("Relay_Master_Log_File") == status.get("Master_Log_File")
+                and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
+                and IDLE_SQL_STATE in str(status.get("Slave_SQL_Running_State") or ""))
+        if idle and (service is None or _caught_up(service, server_id)):
+            stable += 1
+            if stable >= 2:
+                return status
+        else:
+            stable = 0
+        time.sleep(0.3)
+    raise AssertionError(f"{replica.name} did not apply everything within {timeout}s: "
+                         f"IO {status.get('Slave_IO_Running')} ({status.get('Last_IO_Error')}), "
+                         f"SQL {status.get('Slave_SQL_Running')} ({status.get('Last_SQL_Error')}), "
+                         f"read {status.get('Master_Log_File')}:{status.get('Read_Master_Log_Pos')}, "
+                         f"executed {status.get('Relay_Master_Log_File')}:{status.get('Exec_Master_Log_Pos')}")
