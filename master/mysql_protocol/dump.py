@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from binlog_codec import EventType
-from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F
-from binlog_codec.encode import build_event
+from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
+from binlog_codec.encode import build_event, query_body
 from master.mysql_protocol.packets import ProtocolError, Reader
 
 COM_BINLOG_DUMP = 0x12
@@ -128,15 +128,37 @@ def fake_rotate(file: str, pos: int, *, fmt, server_id: int) -> bytes:
                        flags=LOG_EVENT_ARTIFICIAL_F).raw
 
 
-def event_payloads(events: bytes, *, annotate: bool) -> Iterable[bytes]:
+_QUERY_TYPES = (EventType.QUERY, EventType.QUERY_COMPRESSED)
+PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
+
+
+def event_payloads(events: bytes, *, annotate: bool, fmt=None, server_id: int = 0) -> Iterable[bytes]:
     """Each event of a batch as a packet payload: a 0x00 byte, then the event. Annotate_rows go
     only to replicas that asked for them (MariaDB's dump thread drops them otherwise; a replica
-    that understands GTIDs tolerates the hole)."""
+    that understands GTIDs tolerates the hole). A placeholder standing for a Query becomes a
+    comment-only Query (see query_placeholder)."""
     at, n = 0, len(events)
     while at < n:
         size = int.from_bytes(events[at + 9:at + 13], "little")
         if size < 19 or at + size > n:
             raise ProtocolError(f"a batch event at byte {at} has size {size}")  # a service bug, never the client's
-        if annotate or events[at + 4] != EventType.ANNOTATE_ROWS:
+        kind = events[at + 4]
+        if kind == EventType.RAND and events[at + 5:at + 9] == b"\0\0\0\0" \
+                and events[at + 18] & (LOG_EVENT_SKIP_REPLICATION_F >> 8) \
+                and int.from_bytes(events[at + 27:at + 35], "little") in _QUERY_TYPES:
+            yield b"\x00" + query_placeholder(events[at:at + size], fmt=fmt, server_id=server_id)
+        elif annotate or kind != EventType.ANNOTATE_ROWS:
             yield b"\x00" + events[at:at + size]
         at += size
+
+
+def query_placeholder(rand: bytes, *, fmt, server_id: int) -> bytes:
+    """The placeholder skip policy stands a RAND event (seeds: the original size and type) in for
+    each skipped event. A real replica cannot take that for a Query: a standalone GTID group (DDL)
+    ends at its Query, so MariaDB reports "Incomplete event group" / "Unexpected break of being
+    relay-logged GTID" when the Query is a RAND. It gets what MariaDB's own dump thread sends in
+    place of an event a replica must not apply (Query_log_event::dummy_event): a Query holding
+    only a comment, with the original log_pos, so positions stay the source's."""
+    log_pos = int.from_bytes(rand[13:17], "little")
+    return build_event(EventType.QUERY, query_body(PLACEHOLDER_SQL), fmt=fmt, server_id=server_id,
+                       timestamp=int.from_bytes(rand[0:4], "little"), log_pos=log_pos).raw

@@ -353,14 +353,15 @@ class _Connection:
         log.info("mysql replica server_id %s: dump from %s:%s%s", request.server_id, file, start[1] if start else 4,
                  f" (GTID state {gtid_state!r})" if gtid_state is not None else "")
         annotate = bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
-        rotate = fake_rotate(file, start[1] if start else 4, fmt=_fmt_of(self.service, file),
-                             server_id=facts.server_id)
+        fmt = _fmt_of(self.service, file)
+        rotate = fake_rotate(file, start[1] if start else 4, fmt=fmt, server_id=facts.server_id)
         frame, send = self.stream.frame, self.stream.send_raw
         try:
             send(frame(b"\x00" + rotate))
             batch = first
             while True:
-                data = b"".join(frame(p) for p in event_payloads(batch.events, annotate=annotate))
+                data = b"".join(frame(p) for p in event_payloads(batch.events, annotate=annotate, fmt=fmt,
+                                                                    server_id=facts.server_id))
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:

@@ -47,7 +47,7 @@ def wait_applied(replica: MariaDBServer, *, service=None, server_id: int | None 
                 return status
             raise AssertionError(f"{replica.name} stopped: SQL error {status.get('Last_SQL_Errno')} "
                                  f"{status.get('Last_SQL_Error')!r}; IO error {status.get('Last_IO_Errno')} "
-                                 f"{status.get('Last_IO_Error')!r}")
+                                 f"{status.get('Last_IO_Error')!r}\n{replica.error_log_tail(6)}")
         idle = (status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes"
                 and status.get("Relay_Master_Log_File") == status.get("Master_Log_File")
                 and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
