@@ -6,7 +6,6 @@ else is refused with ER_NOT_SUPPORTED_YET: this endpoint is a binlog source, not
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import time
 from collections.abc import Callable
@@ -201,9 +200,17 @@ class Session:
 
 
 def _like(pattern: str, name: str) -> bool:
-    # SQL LIKE, case-insensitive as SHOW VARIABLES compares: % any run, _ one character.
-    glob = "".join("*" if c == "%" else "?" if c == "_" else "[" + c + "]" if c in "[]*?" else c for c in pattern.lower())
-    return fnmatch.fnmatchcase(name.lower(), glob)
+    """SQL LIKE, case-insensitive as SHOW VARIABLES compares: % any run, _ one character, \\ escapes."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+        i += 1
+    return re.fullmatch("".join(out), name, re.I | re.S) is not None
 
 
 def _split_top(text: str) -> list[str]:
