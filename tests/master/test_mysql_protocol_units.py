@@ -1,0 +1,150 @@
+"""The MySQL endpoint's pieces without a server: framing across the 16 MB packet limit, the
+mysql_native_password check against pymysql's client side, GTID sets as MySQL encodes them, the
+connect-time query answers, and hostile bytes (only the module's own error types come out)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pymysql._auth import scramble_native_password
+
+from master.mysql_protocol.dump import (
+    decode_gtid_set,
+    encode_gtid_set,
+    parse_binlog_dump,
+    parse_binlog_dump_gtid,
+    parse_register_slave,
+)
+from master.mysql_protocol.handshake import native_password_matches, new_scramble, parse_handshake_response
+from master.mysql_protocol.packets import MAX_PAYLOAD, PacketStream, ProtocolError, Reader
+from master.mysql_protocol.queries import QueryError, ServerFacts, Session, _like
+
+FACTS = ServerFacts(server_id=7, server_uuid="3e11fa47-71ca-11e1-9e33-c80aa9429562", version="10.11.19-MariaDB-log",
+                    checksum="CRC32")
+
+
+def test_framing_splits_and_joins_payloads_at_16_mb():
+    a, b = socket.socketpair()
+    try:
+        writer, reader = PacketStream(a), PacketStream(b)
+        payloads = [b"", b"x" * 10, b"y" * MAX_PAYLOAD, b"z" * (MAX_PAYLOAD + 5)]
+        thread = threading.Thread(target=lambda: [writer.write(p) for p in payloads])
+        thread.start()
+        got = [reader.read(limit=1 << 26) for _ in payloads]
+        thread.join()
+        assert got == payloads
+        # exactly 16 MB - 1 needs an empty packet after it; each packet takes a sequence id
+        assert writer.seq == (1 + 1 + 2 + 2) % 256
+    finally:
+        a.close()
+        b.close()
+
+
+def test_oversized_commands_are_refused_before_they_are_read():
+    a, b = socket.socketpair()
+    try:
+        a.sendall(b"\xff\xff\xff\x00")
+        with pytest.raises(ProtocolError, match="more than"):
+            PacketStream(b).read(limit=1 << 20)
+    finally:
+        a.close()
+        b.close()
+
+
+@given(st.text(max_size=40), st.binary(min_size=20, max_size=20))
+@settings(max_examples=50)
+def test_native_password_matches_what_pymysql_sends(password, scramble):
+    response = scramble_native_password(password.encode("utf-8"), scramble) if password else b""
+    assert native_password_matches(password, scramble, response)
+    assert not native_password_matches(password + "x", scramble, response)
+
+
+def test_scrambles_have_no_nul_byte():
+    assert all(len(s) == 20 and 0 not in s for s in (new_scramble() for _ in range(200)))
+
+
+_SID = st.uuids().map(str)
+_RANGES = st.lists(st.tuples(st.integers(1, 1 << 40), st.integers(0, 1000)), min_size=1, max_size=4)
+
+
+@given(st.dictionaries(_SID, _RANGES, max_size=4))
+def test_gtid_sets_round_trip_through_mysql_binary_encoding(sets):
+    parts = []
+    for sid, ranges in sets.items():
+        texts, at = [], 0
+        for start, length in ranges:  # disjoint, increasing intervals
+            start = at + start
+            texts.append(str(start) if length == 0 else f"{start}-{start + length}")
+            at = start + length + 1
+        parts.append(":".join([sid, *texts]))
+    text = ",".join(parts)
+    assert decode_gtid_set(encode_gtid_set(text)) == text
+
+
+def test_connect_time_queries_are_answered_like_a_server():
+    s = Session(FACTS)
+    s.answer("SET @master_heartbeat_period= 30000001024")
+    s.answer("SET @master_binlog_checksum= @@global.binlog_checksum")
+    s.answer("SET @mariadb_slave_capability=4")
+    s.answer("SET @slave_connect_state='0-1-10,1-2-5'")
+    s.answer("SET NAMES latin1, @slave_gtid_strict_mode=0, skip_replication=1")
+    assert s.user_var("master_heartbeat_period") == "30000001024"
+    assert s.user_var("master_binlog_checksum") == "CRC32"
+    assert s.user_var("slave_connect_state") == "0-1-10,1-2-5"
+    assert s.user_var("slave_gtid_strict_mode") == "0"
+    assert not s.has_user_var("nothing")
+    packets = s.answer("SELECT @master_binlog_checksum")
+    assert packets[-2].endswith(b"\x05CRC32")  # the one row before the final EOF
+    assert s.answer("SELECT @@GLOBAL.gtid_domain_id")[-2] == b"\x010"
+    assert s.answer("SHOW VARIABLES LIKE 'SERVER_ID'")[-2] == b"\x09server_id\x017"
+    assert len(s.answer("SELECT UNIX_TIMESTAMP(), VERSION() AS v, @@server_uuid")) == 1 + 3 + 1 + 1 + 1
+    with pytest.raises(QueryError) as info:
+        s.answer("SELECT @@no_such_thing")
+    assert info.value.code == 1193
+    with pytest.raises(QueryError) as info:
+        s.answer("DROP DATABASE a")
+    assert info.value.code == 1235
+
+
+def test_like_follows_sql():
+    assert _like("server\\_id", "server_id") and not _like("server\\_id", "serverXid")
+    assert _like("SERVER%", "server_uuid") and _like("gtid_d_main%", "gtid_domain_id")
+    assert not _like("server", "server_id")
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=300)
+def test_any_query_text_gets_packets_or_a_query_error(sql):
+    try:
+        packets = Session(FACTS).answer(sql)
+    except QueryError as exc:
+        assert exc.code in (1064, 1193, 1235)
+        return
+    assert packets and all(isinstance(p, bytes) for p in packets)
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=300)
+def test_hostile_command_bodies_raise_only_protocol_errors(data):
+    for parse in (parse_handshake_response, parse_binlog_dump, parse_binlog_dump_gtid, parse_register_slave,
+                  decode_gtid_set):
+        try:
+            parse(data)
+        except ProtocolError:
+            pass
+
+
+def test_a_mariadb_replica_handshake_response_parses():
+    # What a MariaDB 10.11 IO thread sends (capabilities, utf8mb4, user repl, 20-byte scramble).
+    body = (struct.pack("<IIB", 0x00AAA20F | 0x80000, 1 << 24, 45) + b"\0" * 23 + b"repl\0"
+            + bytes((20,)) + b"s" * 20 + b"mysql_native_password\0")
+    response = parse_handshake_response(body)
+    assert (response.user, response.auth_response, response.plugin) == ("repl", b"s" * 20, "mysql_native_password")
+    with pytest.raises(ProtocolError, match="protocol 4.1"):
+        parse_handshake_response(b"\0" * 40)
+    assert Reader(b"\xfc\x01\x02").lenenc("x") == 0x0201
