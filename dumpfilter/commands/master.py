@@ -57,6 +57,15 @@ def register(subparsers) -> None:
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
+    serve.add_argument("--source", metavar="mysql://USER:PASS@HOST:PORT",
+                       help="replicate a live primary into --binlog-dir (a local binlog series) and serve from it")
+    serve.add_argument("--source-file", metavar="NAME", help="--source: start the series at this primary binlog")
+    serve.add_argument("--source-pos", type=int, default=4, metavar="N",
+                       help="--source: start position (4: the series starts at the beginning of a file)")
+    serve.add_argument("--source-gtid", metavar="GTID_POS",
+                       help="--source: start at the primary file a MariaDB replica at this GTID position needs")
+    serve.add_argument("--source-server-id", type=int, default=2387, metavar="N",
+                       help="--source: the server_id the master registers with on the primary (default 2387)")
     serve.add_argument("--replicas", metavar="TOPOLOGY",
                        help="topology TOML whose [[slaves]] give each real replica's rules by server_id (or user)")
     serve.set_defaults(func=serve_command)
@@ -98,11 +107,18 @@ def serve_command(args: argparse.Namespace) -> int:
     from master.grpc_server import create_server
     from master.metrics import serve_metrics
 
-    master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
-                                 tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
-                                 max_streams=args.max_streams, max_streams_per_identity=args.max_streams_per_identity,
-                                 stall_timeout=args.stall_timeout or None,
-                                 verify_checksums=args.verify_checksums, schema=_schema(args))
+    replicator = _source_replicator(args)
+    try:
+        master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
+                                     tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
+                                     max_streams=args.max_streams,
+                                     max_streams_per_identity=args.max_streams_per_identity,
+                                     stall_timeout=args.stall_timeout or None,
+                                     verify_checksums=args.verify_checksums, schema=_schema(args))
+    except BaseException:
+        if replicator is not None:
+            replicator.stop()
+        raise
     if args.metrics_port is not None:
         try:
             serve_metrics(master.service, args.metrics_port)
@@ -121,7 +137,35 @@ def serve_command(args: argparse.Namespace) -> int:
     if endpoint is not None:
         endpoint.stop()
     master.stop(args.grace)
+    if replicator is not None:
+        replicator.stop()
     return 0
+
+
+def _source_replicator(args: argparse.Namespace):
+    """--source: the thread that replicates the live primary into --binlog-dir (started, with
+    the series' first file on disk), or None."""
+    if not args.source:
+        if args.source_file or args.source_gtid or args.source_pos != 4:
+            raise DumpFilterError("--source-file, --source-pos and --source-gtid need --source")
+        return None
+    from master.mysql_protocol.binlog_mirror import BinlogMirror
+    from master.mysql_protocol.source import SourceReplicator, SourceURL
+
+    if args.source_pos != 4:
+        raise DumpFilterError(f"--source-pos {args.source_pos}: the local series keeps the primary's offsets, so it "
+                              "starts at the beginning of a file (4); use --source-file or --source-gtid")
+    if args.source_file and args.source_gtid:
+        raise DumpFilterError("--source-file and --source-gtid: give one start")
+    url = SourceURL.parse(args.source)
+    replicator = SourceReplicator(url, BinlogMirror(args.binlog_dir), server_id=args.source_server_id,
+                                  start_file=args.source_file, start_gtid=args.source_gtid)
+    replicator.start()
+    if not replicator.wait_ready(30):
+        replicator.stop()
+        raise DumpFilterError(f"--source {url}: no binlog received ({replicator.last_error or 'timed out'})")
+    print(f"dumpfilter master: replicating {url} into {args.binlog_dir}", file=sys.stderr, flush=True)
+    return replicator
 
 
 def _mysql_endpoint(args: argparse.Namespace, master):

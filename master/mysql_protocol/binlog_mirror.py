@@ -1,0 +1,177 @@
+"""The local binlog series `master serve --source` keeps of a live primary: the primary's own file
+names and byte offsets (each event written where the primary wrote it, so positions mean the same
+on both sides and nothing is re-serialised), a `.index` naming the files, a new file at each
+Rotate. It remembers the end of the last complete transaction: after a disconnect the partial
+group behind it is cut off and the stream resumes there, so nothing is lost or written twice."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from binlog_codec import Event, EventType
+from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F
+from binlog_codec.errors import BinlogError, DumpFilterError
+from binlog_codec.format_description import FormatDescription
+from binlog_codec.reader import read_events
+from binlog_codec.transactions import TransactionGrouper
+
+MAGIC = b"\xfebin"
+
+
+class MirrorError(DumpFilterError):
+    """The primary's stream does not continue the local series (a hole, or a name clash)."""
+
+
+class BinlogMirror:
+    def __init__(self, directory: str | Path):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.file: str | None = None
+        self.offset = 0
+        self.safe: tuple[str, int] | None = None  # end of the last complete unit
+        self._out = None
+        self._fmt: FormatDescription | None = None
+        self._grouper = TransactionGrouper()
+        self.events_written = 0
+        self.checksums = True  # whether the dump's events carry CRCs (@master_binlog_checksum)
+        self._resume_from_disk()
+
+    # -- the series on disk ---------------------------------------------------------------
+    def index_path(self) -> Path:
+        indexes = sorted(self.dir.glob("*.index"))
+        if indexes:
+            return indexes[0]
+        return self.dir / f"{self.file.rsplit('.', 1)[0]}.index"
+
+    def files(self) -> list[str]:
+        indexes = sorted(self.dir.glob("*.index"))
+        if not indexes:
+            return []
+        return [Path(line.strip()).name for line in indexes[0].read_text().splitlines() if line.strip()]
+
+    def _resume_from_disk(self) -> None:
+        """A series left by an earlier run: continue after its last complete unit."""
+        files = self.files()
+        if not files:
+            return
+        last = self.dir / files[-1]
+        data = last.read_bytes() if last.exists() else b""
+        end = 4 if data[:4] == MAGIC else 0
+        if end:
+            grouper = TransactionGrouper()
+            try:
+                for event in read_events(data, str(last), verify_checksums=False):
+                    for _unit in grouper.push(event):
+                        pass
+                    if grouper.current is None:
+                        end = event.end_pos
+            except BinlogError:
+                pass  # a torn tail: what parsed before it stands
+        if end < 4:
+            self.safe = None
+            return
+        self.safe = (files[-1], end)
+
+    def resume_position(self) -> tuple[str, int] | None:
+        return self.safe
+
+    # -- writing ----------------------------------------------------------------------------
+    def begin(self, file: str, pos: int) -> None:
+        """The dump (re)starts at `file`:`pos`: cut the local file back to `pos` (the partial group
+        after the last complete unit goes; the primary sends it again, byte for byte). A new file
+        (pos 4) is created, and named in the index, with its first event: a reader never finds a
+        file without its Format_description."""
+        self.close()
+        _check_name(file)
+        path = self.dir / file
+        if pos > 4 and (not path.exists() or path.stat().st_size < pos):
+            raise MirrorError(f"cannot continue {file} at {pos}: the local copy ends before it (start the "
+                              "series at the beginning of a primary file)")
+        self.file, self.offset = file, max(pos, 4)
+        self._grouper = TransactionGrouper()
+        self._fmt = None
+        if pos > 4:
+            with open(path, "r+b") as f:
+                f.truncate(pos)
+            self._out = open(path, "ab")
+            self._fmt = _file_fmt(path)
+        self.safe = (file, self.offset)
+
+    def _open_new(self) -> None:
+        path = self.dir / self.file
+        self._out = open(path, "wb")
+        self._out.write(MAGIC)
+        self._add_to_index(self.file)
+
+    def _add_to_index(self, file: str) -> None:
+        index = self.index_path()
+        names = self.files()
+        if file not in names:
+            with open(index, "a") as f:
+                f.write(f"./{file}\n")
+
+    def event(self, raw: bytes) -> None:
+        """One event as the primary's dump thread sent it."""
+        if len(raw) < 19:
+            raise MirrorError(f"an event of {len(raw)} bytes from the primary")
+        kind = raw[4]
+        timestamp, log_pos, flags = struct.unpack_from("<I", raw, 0)[0], *struct.unpack_from("<IH", raw, 13)
+        if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+            return
+        if kind == EventType.ROTATE and (flags & LOG_EVENT_ARTIFICIAL_F or log_pos == 0 or timestamp == 0):
+            # The dump thread's own Rotate (start of the dump, a new file, a file that ended
+            # without one). It comes before any FDE: its CRC is there when the dump has checksums.
+            name = raw[27:len(raw) - (4 if self.checksums else 0)].decode("utf-8", "replace")
+            pos = struct.unpack_from("<Q", raw, 19)[0]
+            if name != self.file or pos != self.offset:
+                self.begin(name, pos)
+            return
+        if kind == EventType.FORMAT_DESCRIPTION and log_pos == 0:
+            self._fmt = FormatDescription.parse(raw)  # re-sent at a resume past offset 4: not in the file
+            return
+        if self.file is None:
+            raise MirrorError("an event before the dump named its file")
+        if self._out is None:
+            self._open_new()
+        if kind == EventType.FORMAT_DESCRIPTION:
+            self._fmt = FormatDescription.parse(raw)
+        size = len(raw)
+        if log_pos and log_pos != self.offset + size:
+            raise MirrorError(f"{self.file}: an event ending at {log_pos} arrived at offset {self.offset} "
+                              f"(size {size}): the primary's stream has a hole")
+        self._out.write(raw)
+        event = Event(raw, self.offset, self._fmt)
+        self.offset += size
+        self.events_written += 1
+        self._grouper.push(event)
+        if self._grouper.current is None:
+            self._out.flush()  # whole units only reach the readers
+            self.safe = (self.file, self.offset)
+        if kind == EventType.ROTATE:
+            self._out.flush()
+            name = raw[27:size - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace")
+            self.begin(name, 4)
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+def _check_name(file: str) -> None:
+    if not file or "/" in file or "\\" in file or "\0" in file or file in (".", "..") or "." not in file:
+        raise MirrorError(f"the primary named binlog file {file[:100]!r}, which is not a plain binlog file name")
+
+
+def _file_fmt(path: Path) -> FormatDescription | None:
+    from binlog_codec import read_format_description
+
+    try:
+        with open(path, "rb") as f:
+            return read_format_description(f, str(path))[1]
+    except (BinlogError, OSError):
+        return None
+
+
+__all__ = ["BinlogMirror", "MirrorError"]

@@ -1,0 +1,200 @@
+"""`master serve --source mysql://USER:PASS@HOST:PORT`: the master reads a live primary the way a
+replica's IO thread does and keeps what it receives as a local binlog series (binlog_mirror),
+which the dump service tails and serves. The client side is pymysql (the connection, handshake and
+queries, and its packet reader for the dump, as python-mysql-replication also does; that library
+parses events into objects and drops the bytes, which this needs whole). On a lost connection it
+reconnects with backoff and resumes after the last complete transaction.
+
+The series starts at the beginning of a primary file: --source-file (offset 4), the file a MariaDB
+--source-gtid state needs (the newest file whose starting GTID position the state covers, asked
+with BINLOG_GTID_POS), or the primary's first binlog."""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+import pymysql
+
+from binlog_codec.errors import DumpFilterError, RuleError
+from binlog_files.gtid_start import GtidState
+from master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
+from master.mysql_protocol.dump import BINLOG_SEND_ANNOTATE_ROWS_EVENT, COM_BINLOG_DUMP, COM_REGISTER_SLAVE
+
+log = logging.getLogger("dumpfilter.master.source")
+HEARTBEAT_PERIOD = 1.0      # asked of the primary, so a dead connection shows within a few seconds
+READ_TIMEOUT = 5.0
+BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+@dataclass(frozen=True)
+class SourceURL:
+    user: str
+    password: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> "SourceURL":
+        parts = urlsplit(text)
+        if parts.scheme != "mysql" or not parts.hostname:
+            raise RuleError(f"--source {text!r}: expected mysql://USER:PASS@HOST:PORT")
+        try:
+            port = parts.port or 3306
+        except ValueError:
+            raise RuleError(f"--source {text!r}: the port is not a number in 0..65535") from None
+        return cls(unquote(parts.username or "root"), unquote(parts.password or ""), parts.hostname, port)
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+class SourceReplicator:
+    """A thread that keeps `mirror` up to date with the primary."""
+
+    def __init__(self, url: SourceURL, mirror: BinlogMirror, *, server_id: int = 2387, start_file: str | None = None,
+                 start_gtid: str | None = None):
+        self.url, self.mirror, self.server_id = url, mirror, server_id
+        self.start_file, self.start_gtid = start_file, start_gtid
+        self.stop_event = threading.Event()
+        self.connected = threading.Event()
+        self.reconnects = 0
+        self.last_error: str | None = None
+        self._conn = None
+        self._thread = threading.Thread(target=self._run, name="source-replicator", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        conn = self._conn
+        if conn is not None:
+            try:
+                conn._sock.shutdown(2)
+            except Exception:
+                pass
+        self._thread.join(10)
+        self.mirror.close()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """True once the first file of the series exists (the dump service needs one)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.stop_event.is_set():
+            files = self.mirror.files()
+            if files and (self.mirror.dir / files[0]).stat().st_size > 4:
+                return True
+            if self.last_error and self.reconnects == 0 and not self.connected.is_set() and self._fatal:
+                return False
+            time.sleep(0.05)
+        return bool(self.mirror.files())
+
+    _fatal = False
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        attempt = 0
+        while not self.stop_event.is_set():
+            try:
+                self._stream()
+                attempt = 0
+            except MirrorError as exc:
+                self.last_error, self._fatal = str(exc), True
+                log.error("source %s: %s; the series stops here", self.url, exc)
+                return
+            except (pymysql.err.MySQLError, OSError, DumpFilterError) as exc:
+                self.last_error = _describe(exc)
+                if _fatal_mysql(exc):
+                    self._fatal = True
+                    log.error("source %s: %s; not retrying", self.url, self.last_error)
+                    return
+                if not self.stop_event.is_set():
+                    log.warning("source %s: %s; reconnecting", self.url, self.last_error)
+            finally:
+                self.connected.clear()
+                if self._conn is not None:
+                    try:
+                        self._conn.close()
+                    except Exception:
+                        pass
+                    self._conn = None
+            if self.stop_event.wait(BACKOFF[min(attempt, len(BACKOFF) - 1)]):
+                return
+            attempt += 1
+            self.reconnects += 1
+
+    def _stream(self) -> None:
+        conn = pymysql.connect(host=self.url.host, port=self.url.port, user=self.url.user, password=self.url.password,
+                               connect_timeout=5, read_timeout=READ_TIMEOUT, write_timeout=READ_TIMEOUT, autocommit=True)
+        self._conn = conn
+        with conn.cursor() as cur:
+            cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+            cur.execute(f"SET @master_heartbeat_period = {int(HEARTBEAT_PERIOD * 1e9)}")
+            cur.execute("SET @mariadb_slave_capability = 4")
+            cur.execute("SELECT @master_binlog_checksum")
+            row = cur.fetchone()
+            self.mirror.checksums = bool(row and row[0] and str(row[0]).upper() != "NONE")
+        file, pos = self._start_position(conn)
+        conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
+                              + struct.pack("<HII", 0, 0, 0))
+        conn._read_packet()
+        self.mirror.begin(file, pos)
+        conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", pos, BINLOG_SEND_ANNOTATE_ROWS_EVENT, self.server_id)
+                              + file.encode())
+        self.connected.set()
+        log.info("source %s: streaming from %s:%s into %s", self.url, file, pos, self.mirror.dir)
+        while not self.stop_event.is_set():
+            packet = conn._read_packet()  # raises the primary's ERR packet as a MySQLError
+            data = packet.get_all_data()
+            if data[:1] == b"\xfe" and len(data) < 9:
+                raise DumpFilterError("the primary ended the dump (EOF)")
+            self.mirror.event(data[1:])
+
+    def _start_position(self, conn) -> tuple[str, int]:
+        resume = self.mirror.resume_position()
+        if resume is not None:
+            return resume
+        with conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            names = [row[0] for row in cur.fetchall()]
+            if not names:
+                raise MirrorError("the primary has no binary logs (it runs without --log-bin)")
+            if self.start_file:
+                if self.start_file not in names:
+                    raise MirrorError(f"--source-file {self.start_file!r} is not among the primary's binary logs "
+                                      f"({names[0]} .. {names[-1]})")
+                return self.start_file, 4
+            if self.start_gtid is not None:
+                return _file_for_gtid(cur, names, self.start_gtid), 4
+            return names[0], 4
+
+
+def _file_for_gtid(cur, names: list[str], gtid: str) -> str:
+    """The newest primary file whose starting GTID position the state covers (MariaDB)."""
+    state = GtidState.parse(gtid)
+    if state.limits is None:
+        raise MirrorError("--source-gtid takes a MariaDB GTID position (domain-server-seq,...)")
+    for name in reversed(names):
+        cur.execute("SELECT BINLOG_GTID_POS(%s, 4)", (name,))
+        row = cur.fetchone()
+        text = (row[0] or "") if row else ""
+        before = GtidState.parse(text) if text.strip() else GtidState("", limits={})
+        if all(seq <= state.limits.get(domain, -1) for domain, seq in before.limits.items()):
+            return name
+    raise MirrorError(f"--source-gtid {gtid!r}: the primary's binary logs no longer hold every transaction after it "
+                      f"(the oldest, {names[0]}, starts later)")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, pymysql.err.MySQLError) and len(exc.args) >= 2:
+        return f"error {exc.args[0]}: {exc.args[1]}"
+    return str(exc) or type(exc).__name__
+
+
+def _fatal_mysql(exc: BaseException) -> bool:
+    """Errors a retry cannot fix: credentials (1045), privileges (1227), a purged position (1236)."""
+    return isinstance(exc, pymysql.err.MySQLError) and bool(exc.args) and exc.args[0] in (1045, 1227, 1236)

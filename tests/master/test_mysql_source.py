@@ -1,0 +1,116 @@
+"""`master serve --source`: the master replicates a live MariaDB primary into a local binlog series
+(the primary's names and offsets, a valid .index, a new file at each rotation) and serves real
+replicas from it while the primary writes. Two replicas with different rules match references
+that filter for themselves, through a FLUSH LOGS and a kill -9 and restart of the primary; the
+series is byte for byte the primary's binlog (but for the in-use flag the dump thread clears)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from mariadb_sandbox import diff_snapshots, find_binary, make_replica, replica_status, snapshot, wait_caught_up
+from master.grpc_server import create_server
+from master.mysql_protocol import MysqlEndpoint, ReplicaMap
+from master.mysql_protocol.binlog_mirror import BinlogMirror
+from master.mysql_protocol.source import SourceReplicator, SourceURL
+
+from mysql_helpers import point_at
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
+
+RULES = {71: ["replicate-ignore-db=s2"], 72: ["replicate-do-db=s2", "replicate-do-db=s3"]}
+
+
+def _restart(server) -> None:
+    """kill -9 a sandbox server and start it again on the same datadir and port."""
+    server._proc.kill()
+    server._proc.wait(10)
+    server._launch(find_binary("mariadbd"))
+    server._wait_ready()
+
+
+def _converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
+    expected = snapshot(expected_server)
+    deadline = time.monotonic() + timeout
+    while True:
+        status = replica_status(replica)
+        assert not status.get("Last_SQL_Errno"), status.get("Last_SQL_Error")
+        differences = diff_snapshots(expected, snapshot(replica))
+        if not differences or time.monotonic() > deadline:
+            return differences
+        time.sleep(0.5)
+
+
+def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
+    primary = mariadb_factory("primary-source")
+    references = {sid: mariadb_factory(f"reference-{sid}", log_bin=False, options=["--" + r for r in rules])
+                  for sid, rules in RULES.items()}
+    real = {sid: mariadb_factory(f"real-{sid}", server_id=sid, log_bin=False) for sid in RULES}
+    primary.execute([f"CREATE DATABASE s{i}" for i in (1, 2, 3)])
+    for i in (1, 2, 3):
+        primary.execute(["CREATE TABLE t (id INT PRIMARY KEY, v INT)"], db=f"s{i}")
+    for reference in references.values():
+        make_replica(primary, reference)
+    topology = tmp_path / "replicas.toml"
+    topology.write_text("".join(f'[[slaves]]\nname = "r{sid}"\nserver_id = {sid}\nflavor = "mariadb"\n'
+                                f"rules = {rules!r}\n\n".replace("'", '"') for sid, rules in RULES.items()))
+    local = tmp_path / "series"
+    replicator = SourceReplicator(SourceURL.parse(f"mysql://{primary.repl_user}:{primary.repl_password}@127.0.0.1:"
+                                                  f"{primary.port}"), BinlogMirror(local))
+    replicator.start()
+    assert replicator.wait_ready(30), replicator.last_error
+    master, _port = create_server(local, "127.0.0.1:0")
+    endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap.load(topology))
+    stop, written = threading.Event(), []
+
+    def writer():
+        i, conn = 0, None
+        while not stop.is_set():
+            try:
+                conn = conn or primary.connect()
+                with conn.cursor() as cur:
+                    cur.execute(f"INSERT INTO s{1 + (i + 1) % 3}.t VALUES ({i + 1}, {i + 1})")
+                i += 1
+                written.append(i)
+            except Exception:  # the primary is down for a moment: try again
+                conn = None
+                time.sleep(0.2)
+
+    thread = threading.Thread(target=writer)
+    try:
+        point_at(real[71], endpoint.port, gtid=True)
+        point_at(real[72], endpoint.port, gtid=False, log_file=replicator.mirror.files()[0])
+        thread.start()
+        time.sleep(1.5)
+        primary.flush_logs()
+        time.sleep(1.5)
+        _restart(primary)           # the source goes away mid-stream and comes back
+        time.sleep(2)
+        stop.set()
+        thread.join()
+        assert len(written) > 20 and replicator.reconnects >= 1
+        for sid, reference in references.items():
+            assert wait_caught_up(primary, reference, timeout=60).caught_up
+            assert _converge(reference, real[sid]) == [], f"server_id {sid}"
+        # The series is the primary's binlog, file for file, byte for byte (what was written so far).
+        deadline = time.monotonic() + 30
+        while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        names = [p.name for p in primary.binlog_files()]
+        assert replicator.mirror.files() == names
+        assert (local / f"{names[0].rsplit('.', 1)[0]}.index").read_text().split() == [f"./{n}" for n in names]
+        for name in names:  # the dump thread clears LOG_EVENT_BINLOG_IN_USE_F (FDE flags, byte 21) as it sends
+            ours, theirs = bytearray((local / name).read_bytes()), bytearray((primary.binlog_dir / name).read_bytes())
+            ours[21] &= ~1
+            theirs[21] &= ~1
+            assert ours == theirs, name
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join()
+        endpoint.stop()
+        master.stop(grace=1.0)
+        replicator.stop()
