@@ -832,7 +832,7 @@ class _Stream:
                     self._send(event, kept=False, policy_bytes=True)
             elif self.policy == EMPTY_TRANSACTION and result.outcome == EMPTIED:
                 self._flush_heartbeat()
-                for event in _ending_at(result.events, unit.end):
+                for event in result.events:
                     self._send(event, kept=False)
                     stats.empty_transaction_bytes += event.size
                 stats.empty_transactions += 1
@@ -1149,18 +1149,6 @@ def _partial_bytes(unit: Unit, get: Callable[[str, str], int], bit: int) -> tupl
         at, t0 = stmt_end, t1
     parts.append(raw[at:])
     return b"".join(parts), kept
-
-
-def _ending_at(events: list[Event], end: Pos) -> list[Event]:
-    """An emptied transaction's framing with its last event's log_pos at the end of the original
-    transaction. A synthesised COMMIT carries its GTID's log_pos; a replica counting positions
-    (MariaDB's IO thread adds each event's size unless log_pos jumps ahead) would then record a
-    position inside the skipped body and ask for it again on reconnect (1236, not at an event
-    boundary). Here the stream reads the master's own binlog, so the end is in master coordinates."""
-    last = events[-1] if events else None
-    if last is None or last.log_pos >= end[1]:
-        return events
-    return [*events[:-1], last.with_header(log_pos=end[1])]
 
 
 def _placeholder(event: Event) -> Event:

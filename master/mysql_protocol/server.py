@@ -361,7 +361,8 @@ class _Connection:
             batch = first
             while True:
                 data = b"".join(frame(p) for p in event_payloads(batch.events, annotate=annotate, fmt=fmt,
-                                                                    server_id=facts.server_id))
+                                                                    server_id=facts.server_id,
+                                                                    end=batch.position[1] if batch.position else None))
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:
