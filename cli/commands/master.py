@@ -149,8 +149,8 @@ def _source_replicator(args: argparse.Namespace):
         if args.source_file or args.source_gtid or args.source_pos != 4:
             raise DumpFilterError("--source-file, --source-pos and --source-gtid need --source")
         return None
-    from master.mysql_protocol.binlog_mirror import BinlogMirror
-    from master.mysql_protocol.source import SourceReplicator, SourceURL
+    from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
+    from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
 
     if args.source_pos != 4:
         raise DumpFilterError(f"--source-pos {args.source_pos}: the local series keeps the primary's offsets, so it "
@@ -175,7 +175,7 @@ def _mysql_endpoint(args: argparse.Namespace, master):
             master.stop(0)
             raise DumpFilterError("--replicas names real replicas' rules: it needs --mysql-listen")
         return None
-    from master.mysql_protocol import MysqlEndpoint, ReplicaMap
+    from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
 
     try:
         endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=ReplicaMap.load(args.replicas))

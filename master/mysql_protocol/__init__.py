@@ -4,7 +4,7 @@ same DumpService as gRPC slaves. packets: framing and encodings; handshake: conn
 mysql_native_password; queries: the connect-time SQL; dump: the replication commands and the event
 stream; replicas: which rules apply to a real replica; server: the TCP server and error mapping."""
 
-from master.mysql_protocol.replicas import ReplicaMap
-from master.mysql_protocol.server import MysqlEndpoint
+from dumpfilter.master.mysql_protocol.replicas import ReplicaMap
+from dumpfilter.master.mysql_protocol.server import MysqlEndpoint
 
 __all__ = ["MysqlEndpoint", "ReplicaMap"]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from binlog_codec import Event, EventType
-from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F
-from binlog_codec.errors import BinlogError, DumpFilterError
-from binlog_codec.format_description import FormatDescription
-from binlog_codec.reader import read_events
-from binlog_codec.transactions import TransactionGrouper
+from dumpfilter.codec import Event, EventType
+from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
+from dumpfilter.errors import BinlogError, DumpFilterError
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.reader import read_events
+from dumpfilter.codec.transactions import TransactionGrouper
 
 MAGIC = b"\xfebin"
 
@@ -165,7 +165,7 @@ def _check_name(file: str) -> None:
 
 
 def _file_fmt(path: Path) -> FormatDescription | None:
-    from binlog_codec import read_format_description
+    from dumpfilter.codec import read_format_description
 
     try:
         with open(path, "rb") as f:

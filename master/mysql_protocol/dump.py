@@ -13,10 +13,10 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from binlog_codec import EventType
-from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
-from binlog_codec.encode import build_event, query_body
-from master.mysql_protocol.packets import ProtocolError, Reader
+from dumpfilter.codec import EventType
+from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
+from dumpfilter.codec.encode import build_event, query_body
+from dumpfilter.master.mysql_protocol.packets import ProtocolError, Reader
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from master.mysql_protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
+from dumpfilter.master.mysql_protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
 
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 ER_NOT_SUPPORTED_YET = 1235

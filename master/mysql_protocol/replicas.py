@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter.topology import SlaveSpec, load_topology
-from master.service import ChannelSpec, Registration
+from dumpfilter.master.model import ChannelSpec, Registration
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,23 @@ import threading
 import uuid
 from pathlib import Path
 
-from binlog_codec import read_format_description
-from binlog_codec.constants import CHECKSUM_CRC32
-from binlog_codec.errors import BinlogError, DumpFilterError, PositionError, RuleError, UnknownSlaveError
-from binlog_files import binlog_paths, open_binlog
-from binlog_files.gtid_start import GtidState, start_file
-from master.grpc_server import parse_listen
-from master.mysql_protocol.dump import (
+from dumpfilter.codec import read_format_description
+from dumpfilter.codec.constants import CHECKSUM_CRC32
+from dumpfilter.errors import (
+    AccessDeniedError,
+    BinlogError,
+    DumpFilterError,
+    PositionError,
+    ResourceExhaustedError,
+    RuleError,
+    ShuttingDownError,
+    StreamReplacedError,
+    UnknownSlaveError,
+)
+from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.binlogs.gtid_start import GtidState, start_file
+from dumpfilter.master.grpc_server import parse_listen
+from dumpfilter.master.mysql_protocol.dump import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     COM_BINLOG_DUMP,
@@ -36,7 +46,7 @@ from master.mysql_protocol.dump import (
     parse_binlog_dump_gtid,
     parse_register_slave,
 )
-from master.mysql_protocol.handshake import (
+from dumpfilter.master.mysql_protocol.handshake import (
     NATIVE_PASSWORD,
     auth_switch_request,
     initial_handshake,
@@ -44,7 +54,7 @@ from master.mysql_protocol.handshake import (
     new_scramble,
     parse_handshake_response,
 )
-from master.mysql_protocol.packets import (
+from dumpfilter.master.mysql_protocol.packets import (
     ConnectionClosed,
     PacketStream,
     ProtocolError,
@@ -52,10 +62,10 @@ from master.mysql_protocol.packets import (
     err_packet,
     ok_packet,
 )
-from master.mysql_protocol.queries import QueryError, ServerFacts, Session
-from master.mysql_protocol.replicas import ReplicaMap
-from master.policy import AccessDeniedError, Identity
-from master.service import DumpService, ResourceExhaustedError, ShuttingDownError, StreamReplacedError
+from dumpfilter.master.mysql_protocol.queries import QueryError, ServerFacts, Session
+from dumpfilter.master.mysql_protocol.replicas import ReplicaMap
+from dumpfilter.master.policy import Identity
+from dumpfilter.master.service import DumpService
 
 log = logging.getLogger("dumpfilter.master.mysql")
 

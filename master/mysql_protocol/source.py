@@ -20,10 +20,10 @@ from urllib.parse import unquote, urlsplit
 
 import pymysql
 
-from binlog_codec.errors import DumpFilterError, RuleError
-from binlog_files.gtid_start import GtidState
-from master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
-from master.mysql_protocol.dump import BINLOG_SEND_ANNOTATE_ROWS_EVENT, COM_BINLOG_DUMP, COM_REGISTER_SLAVE
+from dumpfilter.errors import DumpFilterError, RuleError
+from dumpfilter.binlogs.gtid_start import GtidState
+from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
+from dumpfilter.master.mysql_protocol.dump import BINLOG_SEND_ANNOTATE_ROWS_EVENT, COM_BINLOG_DUMP, COM_REGISTER_SLAVE
 
 log = logging.getLogger("dumpfilter.master.source")
 HEARTBEAT_PERIOD = 1.0      # asked of the primary, so a dead connection shows within a few seconds

@@ -12,11 +12,11 @@ import struct
 import pymysql
 import pytest
 
-from master.grpc_server import create_server
-from master.mysql_protocol import MysqlEndpoint
-from master.mysql_protocol.packets import PacketStream
+from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.mysql_protocol import MysqlEndpoint
+from dumpfilter.master.mysql_protocol.packets import PacketStream
 
-from mysql_helpers import point_at, wait_applied
+from tests.support.mysql_replicas import point_at, wait_applied
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(240)]
 

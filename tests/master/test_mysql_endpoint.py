@@ -10,16 +10,16 @@ import time
 
 import pytest
 
-from filter_rules.schema import SchemaModel
-from mariadb_sandbox import diff_snapshots, make_replica, snapshot, wait_caught_up
-from master.grpc_server import create_server
-from master.metrics import registry_for
-from master.mysql_protocol import MysqlEndpoint, ReplicaMap
-from verification import builtin_paths
-from verification.runner import _run_script
-from verification.sqlscript import split_statements
+from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.lab.sandbox import diff_snapshots, make_replica, snapshot, wait_caught_up
+from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.metrics import registry_for
+from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+from dumpfilter.lab.verify import builtin_paths
+from dumpfilter.lab.verify.runner import _run_script
+from dumpfilter.lab.verify.sqlscript import split_statements
 
-from mysql_helpers import point_at, wait_applied
+from tests.support.mysql_replicas import point_at, wait_applied
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 

@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymysql._auth import scramble_native_password
 
-from master.mysql_protocol.dump import (
+from dumpfilter.master.mysql_protocol.dump import (
     decode_gtid_set,
     encode_gtid_set,
     parse_binlog_dump,
     parse_binlog_dump_gtid,
     parse_register_slave,
 )
-from master.mysql_protocol.handshake import native_password_matches, new_scramble, parse_handshake_response
-from master.mysql_protocol.packets import MAX_PAYLOAD, PacketStream, ProtocolError, Reader
-from master.mysql_protocol.queries import QueryError, ServerFacts, Session, _like
+from dumpfilter.master.mysql_protocol.handshake import native_password_matches, new_scramble, parse_handshake_response
+from dumpfilter.master.mysql_protocol.packets import MAX_PAYLOAD, PacketStream, ProtocolError, Reader
+from dumpfilter.master.mysql_protocol.queries import QueryError, ServerFacts, Session, _like
 
 FACTS = ServerFacts(server_id=7, server_uuid="3e11fa47-71ca-11e1-9e33-c80aa9429562", version="10.11.19-MariaDB-log",
                     checksum="CRC32")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from mariadb_sandbox import diff_snapshots, make_replica, replica_status, snapshot, wait_caught_up
+from dumpfilter.lab.sandbox import diff_snapshots, make_replica, replica_status, snapshot, wait_caught_up
 
-from mysql_helpers import point_at
+from tests.support.mysql_replicas import point_at
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 

@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from mariadb_sandbox import diff_snapshots, find_binary, make_replica, replica_status, snapshot, wait_caught_up
-from master.grpc_server import create_server
-from master.mysql_protocol import MysqlEndpoint, ReplicaMap
-from master.mysql_protocol.binlog_mirror import BinlogMirror
-from master.mysql_protocol.source import SourceReplicator, SourceURL
+from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, replica_status, snapshot, wait_caught_up
+from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
+from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
 
-from mysql_helpers import point_at
+from tests.support.mysql_replicas import point_at
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from mariadb_sandbox import MariaDBServer, replica_status
+from dumpfilter.lab.sandbox import MariaDBServer, replica_status
 
 IDLE_SQL_STATE = "Slave has read all relay log"
 
