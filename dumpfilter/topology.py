@@ -28,6 +28,8 @@
     lower_case_table_names = 0
     user = "analytics"            # identity presented to the master policy (optional)
     password = ""
+    kind = "dumpfilter"           # dumpfilter | mariadb: verify runs a real MariaDB replica on the
+                                  #   master's MySQL endpoint (master serve --mysql-listen) instead
 
     [experiment]                  # optional; read by simulate
     master_vs_slave = true        # also stream everything once: the slave-side filtering baseline
@@ -55,7 +57,10 @@ from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
 _SLAVE_KEYS = {"name", "server_id", "defaults_file", "rules", "change_replication_filter", "channel", "filter_semantics",
-               "skip_policy", "flavor", "lower_case_table_names", "user", "password"}
+               "skip_policy", "flavor", "lower_case_table_names", "user", "password", "kind"}
+# dumpfilter: dumpfilter's own gRPC slave; mariadb: a real MariaDB replica on the master's MySQL
+# protocol endpoint (CHANGE MASTER TO), with the slave's rules applied by the master (verify).
+KINDS = ("dumpfilter", "mariadb")
 _SOURCE_KEYS = ("binlogs", "files", "workload", "mariadb")
 # Built-in generator options (dumpfilter.workload.WorkloadSpec) and their TOML types.
 _WORKLOAD_KEYS: dict[str, type | tuple] = {
@@ -81,6 +86,7 @@ class SlaveSpec:
     rule_text: tuple[str, ...] = ()  # the rules as written, for reports
     user: str = ""
     password: str = ""
+    kind: str = "dumpfilter"
 
 
 @dataclass(frozen=True)
@@ -252,7 +258,7 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
     if not isinstance(server_id, int) or isinstance(server_id, bool) or not 1 <= server_id <= 0xFFFFFFFF:
         fail("server_id", f"{server_id!r} is not an integer in 1..4294967295")
     choices = {"filter_semantics": (SEMANTICS, "mysql"), "skip_policy": (SKIP_POLICIES, HEARTBEAT),
-               "flavor": (FLAVORS, "mysql")}
+               "flavor": (FLAVORS, "mysql"), "kind": (KINDS, "dumpfilter")}
     values = {}
     for key, (allowed, default) in choices.items():
         value = entry.get(key, default)
@@ -313,7 +319,7 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
         fail("filter_semantics", str(exc))
     return SlaveSpec(name, server_id, rules, settings, values["skip_policy"], channel,
                      ((f"defaults-file={defaults_file}",) if defaults_file else ()) + tuple(options) + tuple(statements),
-                     identity["user"], identity["password"])
+                     identity["user"], identity["password"], values["kind"])
 
 
 class _Locator:

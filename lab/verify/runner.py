@@ -49,6 +49,7 @@ from dumpfilter.lab.sandbox import (
     Snapshot,
     diff_snapshots,
     make_replica,
+    replica_status,
     snapshot,
     wait_caught_up,
 )
@@ -213,6 +214,24 @@ def _gtid_at(primary: MariaDBServer, file: str, pos: int) -> str | None:
     return gtid
 
 
+def _relay_gtid_at(replica: MariaDBServer, relay_file: str, relay_pos: int) -> str | None:
+    """The GTID of the group a stopped SQL thread failed in: the first GTID at or after its relay
+    log position (the start of the failed group). The primary's position cannot tell it for a
+    replica of a filtered stream: Exec_Master_Log_Pos stays at the end of the last group it
+    executed, and the skipped groups after it never reached it."""
+    path = replica.datadir / Path(relay_file).name
+    if not relay_file or not path.exists():
+        return None
+    try:
+        events = read_events(path.read_bytes(), str(path), verify_checksums=False)
+    except DumpFilterError:
+        return None  # a relay log being written may end inside an event
+    for event in events:
+        if event.pos >= relay_pos and event.type_code == EventType.MARIADB_GTID:
+            return event.gtid
+    return None
+
+
 def _apply_failure_gtid(relay_dir: Path, files: list[str], end_pos: int, line: int) -> str | None:
     """The GTID whose statement failed when --apply ran `mariadb-binlog files | mariadb`: decode the
     same files with the same arguments as slave.client.apply_relay, so line numbers match, and take
@@ -348,7 +367,7 @@ class Verification:
 
         started = time.monotonic()
         slots = self._slots()
-        master = None
+        master = endpoint = None
         tmp = tempfile.TemporaryDirectory(prefix="dumpfilter-verify-", dir=self.workdir)
         relay_root = Path(tmp.name)
         kept: list[str] = []
@@ -364,11 +383,14 @@ class Verification:
                 if slot.replica is not None:
                     make_replica(primary, slot.replica)
             master, port = create_server(primary.binlog_dir, "127.0.0.1:0", schema=self.schema)
+            endpoint = self._real_replicas(slots, master)
             self.progress(f"running the workload ({len(self.workload)} statements) on the primary")
             _run_script(primary, self.workload, log_bin=True, what="workload")
             position = primary.master_position()
             pairs = [self._pair(slot, primary, f"127.0.0.1:{port}", relay_root, master) for slot in slots]
         finally:
+            if endpoint is not None:
+                endpoint.stop()
             if master is not None:
                 master.stop(grace=1.0)
             kept = self._stop_all()
@@ -423,6 +445,56 @@ class Verification:
             return slave, Outcome(False, int(match.group(1)), match.group(4).strip(), gtid)
         return slave, Outcome(True)
 
+    def _real_replicas(self, slots: list[_Slot], master):
+        """kind = "mariadb": the master's MySQL endpoint, and each such slave's target server a real
+        replica of it (CHANGE MASTER TO, MASTER_USE_GTID=slave_pos), its rules mapped to the
+        target's server_id. None when the topology has no such slave."""
+        real = [slot for slot in slots if slot.spec.kind == "mariadb"]
+        if not real:
+            return None
+        from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+
+        specs = {slot.target.server_id: dataclasses.replace(slot.spec, server_id=slot.target.server_id,
+                                                            rules=slot.master_rules, settings=slot.settings)
+                 for slot in real}
+        endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap(specs, {}))
+        for slot in real:
+            slot.target.execute([
+                "STOP SLAVE", "RESET SLAVE ALL",
+                f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, MASTER_USER='repl', "
+                "MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+                "START SLAVE"])
+        self.progress(f"{len(real)} real MariaDB replica(s) on the master's MySQL endpoint (port {endpoint.port})")
+        return endpoint
+
+    def _real_replica_outcome(self, slot: _Slot, primary: MariaDBServer, master) -> Outcome:
+        """A real replica of the MySQL endpoint: caught up once the master streamed it the whole
+        binlog and its SQL thread executed everything it read; or where its SQL thread stopped."""
+        sid = slot.target.server_id
+        deadline = time.monotonic() + self.timeout
+        stable = 0
+        while True:
+            status = replica_status(slot.target)
+            if status.get("Last_SQL_Errno"):
+                return Outcome(False, int(status["Last_SQL_Errno"]), str(status.get("Last_SQL_Error") or ""),
+                               _relay_gtid_at(slot.target, str(status.get("Relay_Log_File") or ""),
+                                              int(status.get("Relay_Log_Pos") or 0)))
+            if status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno"):
+                return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
+            rows = master.service.stats(sid) if sid in master.service.slaves else []
+            streamed = bool(rows) and rows[0][0].position is not None and rows[0][0].position == rows[0][1]
+            idle = (streamed and status.get("Slave_SQL_Running") == "Yes"
+                    and status.get("Relay_Master_Log_File") == status.get("Master_Log_File")
+                    and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
+                    and "read all relay log" in str(status.get("Slave_SQL_Running_State") or ""))
+            stable = stable + 1 if idle else 0
+            if stable >= 2:
+                return Outcome(True)
+            if time.monotonic() > deadline:
+                return Outcome(False, error=f"timeout: the real replica did not apply the stream within "
+                                            f"{self.timeout:.0f}s")
+            time.sleep(0.3)
+
     def _pair(self, slot: _Slot, primary: MariaDBServer, address: str, relay_root: Path, master) -> PairResult:
         spec = slot.spec
         self.progress(f"slave {spec.name}: comparing")
@@ -430,12 +502,16 @@ class Verification:
                             slot.master_rules.option_lines(), NO_REFERENCE, notes=list(slot.notes))
         if slot.reason is None:
             result.reference = self._reference_outcome(primary, slot.replica)
-        slave, result.dumpfilter = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
-        master_slave = master.service.slaves.get(spec.server_id)
+        if spec.kind == "mariadb":
+            slave, result.dumpfilter = None, self._real_replica_outcome(slot, primary, master)
+            result.notes.append("dumpfilter side: a real MariaDB replica on the master's MySQL endpoint")
+        else:
+            slave, result.dumpfilter = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
+        master_slave = master.service.slaves.get(slot.target.server_id if spec.kind == "mariadb" else spec.server_id)
         if master_slave is not None:
             result.master_stats = {k: v for k, v in dataclasses.asdict(master_slave.stats).items()
                                    if isinstance(v, int | float)}
-        dropped = slave.counters.slave_check_dropped
+        dropped = slave.counters.slave_check_dropped if slave is not None else 0
         if dropped:
             # The slave's own copy of the rules dropped events the master sent: master-side filtering
             # kept something the same rules reject (the data may still match, masked by the slave).
