@@ -107,6 +107,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.grpc_server import create_server
     from dumpfilter.master.metrics import serve_metrics
 
+    replicas = _mysql_options(args)
     replicator = _source_replicator(args)
     try:
         master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
@@ -128,7 +129,7 @@ def serve_command(args: argparse.Namespace) -> int:
                                   f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None
     host = args.listen.rpartition(":")[0]
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
-    endpoint = _mysql_endpoint(args, master)
+    endpoint = _mysql_endpoint(args, master, replicas)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -168,17 +169,30 @@ def _source_replicator(args: argparse.Namespace):
     return replicator
 
 
-def _mysql_endpoint(args: argparse.Namespace, master):
-    """The MySQL-protocol endpoint beside gRPC (--mysql-listen), over the same dump service."""
+def _mysql_options(args: argparse.Namespace):
+    """--mysql-listen and --replicas, checked before anything starts: the replica map, or None."""
     if not args.mysql_listen:
         if args.replicas:
-            master.stop(0)
             raise DumpFilterError("--replicas names real replicas' rules: it needs --mysql-listen")
         return None
-    from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+    from dumpfilter.master.grpc_server import parse_listen
+    from dumpfilter.master.mysql_protocol import ReplicaMap
 
     try:
-        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=ReplicaMap.load(args.replicas))
+        parse_listen(args.mysql_listen)
+    except DumpFilterError as exc:
+        raise DumpFilterError(str(exc).replace("--listen", "--mysql-listen", 1)) from None
+    return ReplicaMap.load(args.replicas)
+
+
+def _mysql_endpoint(args: argparse.Namespace, master, replicas):
+    """The MySQL-protocol endpoint beside gRPC (--mysql-listen), over the same dump service."""
+    if replicas is None:
+        return None
+    from dumpfilter.master.mysql_protocol import MysqlEndpoint
+
+    try:
+        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas)
     except DumpFilterError:
         master.stop(0)
         raise
