@@ -47,7 +47,8 @@ def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40
             table.add_row(pair.slave, rules or "(none)",
                           pair.reference.describe() if pair.reference else "-",
                           pair.lint.describe() if pair.lint else "-",
-                          pair.dumpfilter.describe() if pair.dumpfilter else "-",
+                          (pair.dumpfilter.describe() if pair.dumpfilter else "-")
+                          + (f"; real replica: {pair.real_replica.describe()}" if pair.real_replica else ""),
                           str(len(pair.tables)) if pair.tables else "-", rows,
                           f"[{_STYLE.get(pair.verdict, 'yellow')}]{verdict}[/]")
         console.print(table)
@@ -55,7 +56,8 @@ def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40
             for note in pair.notes:
                 console.print(f"[dim]{pair.slave}: {note}[/]")
             # A side that stopped on an error: its message, not only its number.
-            for side, outcome in (("reference replica", pair.reference), ("dumpfilter", pair.dumpfilter)):
+            for side, outcome in (("reference replica", pair.reference), ("dumpfilter", pair.dumpfilter),
+                                  ("real replica on the MySQL endpoint", pair.real_replica)):
                 if outcome is not None and not outcome.caught_up and outcome.error:
                     console.print(f"  {pair.slave} ({run.binlog_format}): {side} {outcome.describe()}: "
                                   f"{outcome.error}", markup=False, highlight=False,

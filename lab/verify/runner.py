@@ -119,6 +119,8 @@ class PairResult:
     # `dumpfilter lint`'s prediction for this slave, from the primary's binlog alone (first break first).
     lint: Outcome | None = None
     lint_breaks: list[dict] = field(default_factory=list)
+    # kind = "mariadb": a real MariaDB replica of the master's MySQL endpoint, the third side.
+    real_replica: Outcome | None = None
 
     @property
     def passed(self) -> bool:
@@ -259,6 +261,7 @@ class _Slot:
     reason: str | None
     replica: MariaDBServer | None = None
     target: MariaDBServer | None = None
+    real: MariaDBServer | None = None  # kind = "mariadb": the replica of the master's MySQL endpoint
     notes: list[str] = field(default_factory=list)
 
 
@@ -333,6 +336,13 @@ class Verification:
                                         options=lctn, tmp_root=root)
             extra_id += 1
             pending.append(slot.target)
+            if slot.spec.kind == "mariadb":
+                while extra_id in used:
+                    extra_id += 1
+                slot.real = MariaDBServer(f"verify-{base}-real", server_id=extra_id, log_bin=False, options=lctn,
+                                          tmp_root=root)
+                extra_id += 1
+                pending.append(slot.real)
         self.servers = pending
         self.progress(f"starting {len(pending)} MariaDB servers ({self.binlog_format})")
         # mariadb-install-db dominates start-up time and is mostly I/O: a few in parallel help.
@@ -454,12 +464,12 @@ class Verification:
             return None
         from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
 
-        specs = {slot.target.server_id: dataclasses.replace(slot.spec, server_id=slot.target.server_id,
-                                                            rules=slot.master_rules, settings=slot.settings)
+        specs = {slot.real.server_id: dataclasses.replace(slot.spec, server_id=slot.real.server_id,
+                                                          rules=slot.master_rules, settings=slot.settings)
                  for slot in real}
         endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap(specs, {}))
         for slot in real:
-            slot.target.execute([
+            slot.real.execute([
                 "STOP SLAVE", "RESET SLAVE ALL",
                 f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, MASTER_USER='repl', "
                 "MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
@@ -470,14 +480,14 @@ class Verification:
     def _real_replica_outcome(self, slot: _Slot, primary: MariaDBServer, master) -> Outcome:
         """A real replica of the MySQL endpoint: caught up once the master streamed it the whole
         binlog and its SQL thread executed everything it read; or where its SQL thread stopped."""
-        sid = slot.target.server_id
+        sid = slot.real.server_id
         deadline = time.monotonic() + self.timeout
         stable = 0
         while True:
-            status = replica_status(slot.target)
+            status = replica_status(slot.real)
             if status.get("Last_SQL_Errno"):
                 return Outcome(False, int(status["Last_SQL_Errno"]), str(status.get("Last_SQL_Error") or ""),
-                               _relay_gtid_at(slot.target, str(status.get("Relay_Log_File") or ""),
+                               _relay_gtid_at(slot.real, str(status.get("Relay_Log_File") or ""),
                                               int(status.get("Relay_Log_Pos") or 0)))
             if status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno"):
                 return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
@@ -503,15 +513,14 @@ class Verification:
         if slot.reason is None:
             result.reference = self._reference_outcome(primary, slot.replica)
         if spec.kind == "mariadb":
-            slave, result.dumpfilter = None, self._real_replica_outcome(slot, primary, master)
-            result.notes.append("dumpfilter side: a real MariaDB replica on the master's MySQL endpoint")
-        else:
-            slave, result.dumpfilter = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
-        master_slave = master.service.slaves.get(slot.target.server_id if spec.kind == "mariadb" else spec.server_id)
+            result.real_replica = self._real_replica_outcome(slot, primary, master)
+            result.notes.append("also verified: a real MariaDB replica on the master's MySQL endpoint")
+        slave, result.dumpfilter = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
+        master_slave = master.service.slaves.get(spec.server_id)
         if master_slave is not None:
             result.master_stats = {k: v for k, v in dataclasses.asdict(master_slave.stats).items()
                                    if isinstance(v, int | float)}
-        dropped = slave.counters.slave_check_dropped if slave is not None else 0
+        dropped = slave.counters.slave_check_dropped
         if dropped:
             # The slave's own copy of the rules dropped events the master sent: master-side filtering
             # kept something the same rules reject (the data may still match, masked by the slave).
@@ -534,6 +543,13 @@ class Verification:
                                          f"{': ' + result.reference.error if result.reference.error else ''}; "
                                          f"dumpfilter {result.dumpfilter.describe()}"
                                          f"{': ' + result.dumpfilter.error if result.dumpfilter.error else ''}")
+        if slot.real is not None and result.real_replica is not None:
+            real_snap = snapshot(slot.real)
+            result.differences += [f"real replica on the MySQL endpoint: {d}" for d in diff_snapshots(ref_snap, real_snap)]
+            if not result.reference.same_stop(result.real_replica):
+                result.differences.insert(0, f"reference replica {result.reference.describe()}; real replica on the "
+                                             f"MySQL endpoint {result.real_replica.describe()}"
+                                             f"{': ' + result.real_replica.error if result.real_replica.error else ''}")
         result.verdict = DIFFERENT if result.differences else IDENTICAL
         return result
 

@@ -1,7 +1,8 @@
-"""`verify` with slaves of kind = "mariadb": the dumpfilter side of each pair is a real MariaDB
-replica on the master's MySQL endpoint (CHANGE MASTER TO, GTID), fed the stream the master
-filtered with the slave's rules. On the sharp-edge workload, traps included, it ends exactly as
-a replica filtering for itself: same data, or the same stop (error and GTID)."""
+"""`verify` with slaves of kind = "mariadb": three sides per slave, a real replica filtering for
+itself (the reference), dumpfilter's own slave, and a real MariaDB replica on the master's MySQL
+endpoint (CHANGE MASTER TO, GTID) fed the stream the master filtered with the slave's rules. On
+the sharp-edge workload, traps included, all three end alike: same data, or the same stop (error
+and GTID)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ def test_real_replicas_on_the_endpoint_match_their_references(binlog_format):
     assert len(result.pairs) == len(SLAVES)
     for pair in result.pairs:
         assert any("real MariaDB replica" in note for note in pair.notes)
+        assert pair.real_replica is not None and pair.reference.same_stop(pair.real_replica)
         assert pair.tables and all(t.content_equal and t.definition_equal for t in pair.tables)
     stopped = [p for p in result.pairs if not p.reference.caught_up]
     # The traps stop some real replicas; the endpoint-fed replica stops in the same transaction.
-    assert stopped and all(p.reference.gtid and p.reference.gtid == p.dumpfilter.gtid
-                           and p.reference.errno == p.dumpfilter.errno for p in stopped)
+    assert stopped and all(p.reference.gtid and p.reference.gtid == p.dumpfilter.gtid == p.real_replica.gtid
+                           and p.reference.errno == p.dumpfilter.errno == p.real_replica.errno for p in stopped)
     assert all(p.master_stats.get("bytes_skipped", 0) > 0 for p in result.pairs if p.slave != "all")
