@@ -54,6 +54,7 @@ class StreamResult:
     # After each durable batch: (master file, position, bytes received so far) -- the timeline chart.
     timeline: list[tuple[str, int, int]] = field(default_factory=list)
     heartbeat_bytes: int = 0  # heartbeat event bytes the slave received
+    real_replica: dict | None = None  # kind = "mariadb": the real replica's outcome (simulate.real_replicas)
 
 
 class _CountingSlave(Slave):

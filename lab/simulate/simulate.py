@@ -146,6 +146,13 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
                 progress.update(task, completed=total)
             if variant_task is not None:
                 progress.update(variant_task, completed=total * len(variants))
+        if any(spec.kind == "mariadb" for spec in topology.slaves):
+            from dumpfilter.lab.simulate.real_replicas import run_real_replicas
+
+            real = run_real_replicas(master, list(topology.slaves), log=lambda m: console.print(f"[dim]{m}[/]"))
+            for result in results:
+                if result.plan.role == MAIN and result.plan.spec is not None:
+                    result.real_replica = real.get(result.plan.spec.name)
     finally:
         master.stop(grace=1.0)
     return results
@@ -212,6 +219,8 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
             "timeline": _timeline(main, offsets),
             "verified": None if check is None else check.ok,
             "lint": {"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None},
+            # kind = "mariadb": how a real MariaDB replica on the master's MySQL endpoint ended
+            "real_replica": main.real_replica,
         })
     return {
         "source": {"description": prepared.description, "directory": str(prepared.directory),
