@@ -28,8 +28,8 @@
     lower_case_table_names = 0
     user = "analytics"            # identity presented to the master policy (optional)
     password = ""
-    kind = "dumpfilter"           # dumpfilter | mariadb: verify runs a real MariaDB replica on the
-                                  #   master's MySQL endpoint (master serve --mysql-listen) instead
+    kind = "dumpfilter"           # dumpfilter | mariadb: verify and simulate also run a real MariaDB
+                                  #   replica on the master's MySQL endpoint (master serve --mysql-listen)
 
     [experiment]                  # optional; read by simulate
     master_vs_slave = true        # also stream everything once: the slave-side filtering baseline
@@ -58,8 +58,8 @@ SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
 _SLAVE_KEYS = {"name", "server_id", "defaults_file", "rules", "change_replication_filter", "channel", "filter_semantics",
                "skip_policy", "flavor", "lower_case_table_names", "user", "password", "kind"}
-# dumpfilter: dumpfilter's own gRPC slave; mariadb: a real MariaDB replica on the master's MySQL
-# protocol endpoint (CHANGE MASTER TO), with the slave's rules applied by the master (verify).
+# dumpfilter: dumpfilter's own gRPC slave; mariadb: also a real MariaDB replica on the master's MySQL
+# protocol endpoint (CHANGE MASTER TO), with the slave's rules applied by the master (verify, simulate).
 KINDS = ("dumpfilter", "mariadb")
 _SOURCE_KEYS = ("binlogs", "files", "workload", "mariadb")
 # Built-in generator options (dumpfilter.workload.WorkloadSpec) and their TOML types.
