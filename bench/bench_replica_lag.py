@@ -38,7 +38,7 @@ def _free_port() -> int:
 
 
 def _sysbench(primary: MariaDBServer, command: str, seconds: float = 0) -> None:
-    cmd = ["sysbench", "oltp_write_only", f"--mysql-host=127.0.0.1", f"--mysql-port={primary.port}",
+    cmd = ["sysbench", "oltp_write_only", "--mysql-host=127.0.0.1", f"--mysql-port={primary.port}",
            "--mysql-user=root", "--mysql-db=sbtest", "--db-driver=mysql", "--tables=4", "--table-size=10000",
            f"--threads={THREADS}", f"--time={int(seconds)}", "--report-interval=0", command]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -21,14 +21,11 @@ from dumpfilter.codec import read_format_description
 from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.errors import (
     AccessDeniedError,
-    BinlogError,
     DumpFilterError,
     PositionError,
     ResourceExhaustedError,
-    RuleError,
     ShuttingDownError,
     StreamReplacedError,
-    UnknownSlaveError,
 )
 from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
@@ -76,7 +73,6 @@ ER_ACCESS_DENIED_ERROR = 1045
 ER_UNKNOWN_COM_ERROR = 1047
 ER_SERVER_SHUTDOWN = 1053
 ER_UNKNOWN_ERROR = 1105
-ER_SPECIFIC_ACCESS_DENIED_ERROR = 1227
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_MALFORMED_PACKET = 1835
 DEFAULT_VERSION = "10.11.0-MariaDB-dumpfilter-log"
@@ -426,15 +422,17 @@ def _fmt_of(service: DumpService, file: str):
 
 
 def _code_for(exc: BaseException) -> tuple[int, str]:
-    """MySQL error codes for the service's exceptions (the gRPC side's _status_for, for replicas)."""
-    if isinstance(exc, PositionError | BinlogError):
-        return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"
-    if isinstance(exc, AccessDeniedError):
-        return ER_SPECIFIC_ACCESS_DENIED_ERROR, "42000"
+    """MySQL error codes for the service's exceptions: the class's own `mysql_errno` when the error
+    hierarchy names one (1236 for positions, 1045 for access), else the nearest server error."""
+    errno = getattr(exc, "mysql_errno", None)
+    if errno == ER_ACCESS_DENIED_ERROR:
+        return errno, "28000"
+    if errno is not None:
+        return errno, "HY000"
     if isinstance(exc, ResourceExhaustedError):
         return ER_CON_COUNT_ERROR, "08004"
     if isinstance(exc, ShuttingDownError):
         return ER_SERVER_SHUTDOWN, "08S01"
-    if isinstance(exc, RuleError | UnknownSlaveError):
-        return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"
+    # A corrupt binlog, rules that do not compile, anything else the dump cannot get past: the
+    # replica's IO thread stops on 1236 with the message, as on a server's unreadable binlog.
     return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"

@@ -112,7 +112,7 @@ def test_bad_clients_get_error_packets_and_the_replica_streams_on(mariadb_factor
         # the policy: identity `nopass` may not take a server_id that `repl` registered
         conn = pymysql.connect(host="127.0.0.1", port=port, user="nopass", password="")
         code, message = _command(conn, 0x15, struct.pack("<I", 51) + b"\0\0\0" + struct.pack("<HII", 0, 0, 0))
-        assert code == 1227 and "server_id 51" in message
+        assert code == 1045 and "server_id 51" in message
 
         # garbage: instead of a handshake response, and a packet announcing 16 MB of nothing
         code, message = _raw_error(port, b"\x05\x00\x00\x01hello")
