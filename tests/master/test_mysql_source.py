@@ -1,7 +1,8 @@
 """`master serve --source`: the master replicates a live MariaDB primary into a local binlog series
 (the primary's names and offsets, a valid .index, a new file at each rotation) and serves real
-replicas from it while the primary writes. Two replicas with different rules match references
-that filter for themselves, through a FLUSH LOGS and a kill -9 and restart of the primary; the
+replicas from it while the primary writes. Two real replicas and one dumpfilter slave with
+different rules match references that filter for themselves, through a FLUSH LOGS and a kill -9
+and restart of the primary; the
 series is byte for byte the primary's binlog (but for the in-use flag the dump thread clears)."""
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ import pytest
 
 from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, replica_status, snapshot, wait_caught_up
 from dumpfilter.master.grpc_server import create_server
+from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
 from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
 
+from tests.support.dump_helpers import run_slave
 from tests.support.mysql_replicas import point_at
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 
 RULES = {71: ["replicate-ignore-db=s2"], 72: ["replicate-do-db=s2", "replicate-do-db=s3"]}
+GRPC_RULES = ["replicate-wild-ignore-table=s3.%"]  # dumpfilter's own slave (server_id 73)
 
 
 def _restart(server) -> None:
@@ -45,10 +49,13 @@ def _converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
 
 
 def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
-    primary = mariadb_factory("primary-source")
+    # durable commits: the primary is killed with -9 below (the sandbox's defaults trade them for speed)
+    primary = mariadb_factory("primary-source", options=["--innodb-flush-log-at-trx-commit=1", "--sync-binlog=1"])
     references = {sid: mariadb_factory(f"reference-{sid}", log_bin=False, options=["--" + r for r in rules])
                   for sid, rules in RULES.items()}
     real = {sid: mariadb_factory(f"real-{sid}", server_id=sid, log_bin=False) for sid in RULES}
+    references[73] = mariadb_factory("reference-73", log_bin=False, options=["--" + r for r in GRPC_RULES])
+    target = mariadb_factory("target-73", log_bin=False)
     primary.execute([f"CREATE DATABASE s{i}" for i in (1, 2, 3)])
     for i in (1, 2, 3):
         primary.execute(["CREATE TABLE t (id INT PRIMARY KEY, v INT)"], db=f"s{i}")
@@ -62,7 +69,7 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
                                                   f"{primary.port}"), BinlogMirror(local))
     replicator.start()
     assert replicator.wait_ready(30), replicator.last_error
-    master, _port = create_server(local, "127.0.0.1:0")
+    master, grpc_port = create_server(local, "127.0.0.1:0")
     endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap.load(topology))
     stop, written = threading.Event(), []
 
@@ -75,8 +82,9 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
                     cur.execute(f"INSERT INTO s{1 + (i + 1) % 3}.t VALUES ({i + 1}, {i + 1})")
                 i += 1
                 written.append(i)
-            except Exception:  # the primary is down for a moment: try again
-                conn = None
+            except Exception:  # the primary is down for a moment: go on with the next id (the
+                conn = None      # failed one may have committed before the connection died)
+                i += 1
                 time.sleep(0.2)
 
     thread = threading.Thread(target=writer)
@@ -92,9 +100,17 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
         stop.set()
         thread.join()
         assert len(written) > 20 and replicator.reconnects >= 1
-        for sid, reference in references.items():
+        for reference in references.values():
             assert wait_caught_up(primary, reference, timeout=60).caught_up
-            assert _converge(reference, real[sid]) == [], f"server_id {sid}"
+        for sid in RULES:
+            assert _converge(references[sid], real[sid]) == [], f"server_id {sid}"
+        # dumpfilter's own slave, from the same series, applying its relay log to `target`
+        deadline = time.monotonic() + 30
+        while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        run_slave(f"127.0.0.1:{grpc_port}", tmp_path / "relay73", 73, rules=RuleSet(wild_ignore_table=("s3.%",)),
+                  settings=Settings(flavor="mariadb"), apply_url=f"mysql://root@127.0.0.1:{target.port}")
+        assert diff_snapshots(snapshot(references[73]), snapshot(target)) == []
         # The series is the primary's binlog, file for file, byte for byte (what was written so far).
         deadline = time.monotonic() + 30
         while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:
