@@ -148,3 +148,43 @@ def test_a_mariadb_replica_handshake_response_parses():
     with pytest.raises(ProtocolError, match="protocol 4.1"):
         parse_handshake_response(b"\0" * 40)
     assert Reader(b"\xfc\x01\x02").lenenc("x") == 0x0201
+
+
+def _stream(*events) -> bytes:
+    return b"".join(e.raw for e in events)
+
+
+def test_events_reach_a_real_replica_in_a_form_it_takes():
+    """What the endpoint changes of the service's batches: the empty-transaction COMMIT is dated
+    at the skipped transaction's end (where the next event starts), a placeholder for a Query is a
+    comment-only Query with the original log_pos, Annotate_rows go only to replicas that asked."""
+    from dumpfilter.codec import EventType, read_events
+    from dumpfilter.codec.constants import LOG_EVENT_SKIP_REPLICATION_F
+    from dumpfilter.codec.encode import build_event, format_description, mariadb_gtid_body, query_body
+    from dumpfilter.master.mysql_protocol.dump import PLACEHOLDER_SQL, event_payloads
+
+    fde = format_description("10.11.19-MariaDB-log")
+    fmt = fde.fmt
+    gtid = build_event(EventType.MARIADB_GTID, mariadb_gtid_body(7), fmt=fmt, log_pos=400)
+    commit = build_event(EventType.QUERY, query_body("COMMIT"), fmt=fmt, log_pos=400)  # the GTID's log_pos
+    annotate = build_event(EventType.ANNOTATE_ROWS, b"INSERT INTO t VALUES (1)", fmt=fmt, log_pos=0)
+    ddl_gtid = build_event(EventType.MARIADB_GTID, mariadb_gtid_body(8, standalone=True), fmt=fmt, log_pos=900)
+    rand = build_event(EventType.RAND, struct.pack("<QQ", 120, EventType.QUERY), fmt=fmt, server_id=0, log_pos=1020,
+                       flags=LOG_EVENT_SKIP_REPLICATION_F)
+    batch = _stream(gtid, commit, ddl_gtid, annotate, rand)
+
+    def sent(annotate_rows: bool, end=None):
+        payloads = list(event_payloads(batch, annotate=annotate_rows, fmt=fmt, server_id=5, end=end))
+        assert all(p[:1] == b"\0" for p in payloads)
+        return read_events(b"\xfebin" + fde.raw + b"".join(p[1:] for p in payloads), "<sent>")[1:]
+
+    events = sent(False)
+    assert [e.type_code for e in events] == [EventType.MARIADB_GTID, EventType.QUERY, EventType.MARIADB_GTID,
+                                             EventType.QUERY]
+    # the next event (the DDL's GTID) starts at 900 - its size: there the skipped transaction ended
+    assert events[1].sql == "COMMIT" and events[1].log_pos == 900 - ddl_gtid.size
+    assert events[3].sql == PLACEHOLDER_SQL and events[3].log_pos == 1020 and events[3].server_id == 5
+    assert [e.type_code for e in sent(True)].count(EventType.ANNOTATE_ROWS) == 1
+    # a COMMIT that ends the batch takes the batch's end position
+    last = list(event_payloads(_stream(gtid, commit), annotate=False, fmt=fmt, end=777))[-1][1:]
+    assert read_events(b"\xfebin" + fde.raw + gtid.raw + last, "<sent>")[-1].log_pos == 777
