@@ -48,6 +48,18 @@ def _converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
         time.sleep(0.5)
 
 
+def _same_series(local, primary, names) -> None:
+    """The local series is the primary's binlog, file for file and byte for byte, but for
+    LOG_EVENT_BINLOG_IN_USE_F (FDE flags, byte 21), which the dump thread clears as it sends."""
+    assert BinlogMirror(local).files() == names
+    assert (local / f"{names[0].rsplit('.', 1)[0]}.index").read_text().split() == [f"./{n}" for n in names]
+    for name in names:
+        ours, theirs = bytearray((local / name).read_bytes()), bytearray((primary.binlog_dir / name).read_bytes())
+        ours[21] &= ~1
+        theirs[21] &= ~1
+        assert ours == theirs, name
+
+
 def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
     # durable commits: the primary is killed with -9 below (the sandbox's defaults trade them for speed)
     primary = mariadb_factory("primary-source", options=["--innodb-flush-log-at-trx-commit=1", "--sync-binlog=1"])
@@ -65,8 +77,8 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
     topology.write_text("".join(f'[[slaves]]\nname = "r{sid}"\nserver_id = {sid}\nflavor = "mariadb"\n'
                                 f"rules = {rules!r}\n\n".replace("'", '"') for sid, rules in RULES.items()))
     local = tmp_path / "series"
-    replicator = SourceReplicator(SourceURL.parse(f"mysql://{primary.repl_user}:{primary.repl_password}@127.0.0.1:"
-                                                  f"{primary.port}"), BinlogMirror(local))
+    url = SourceURL.parse(f"mysql://{primary.repl_user}:{primary.repl_password}@127.0.0.1:{primary.port}")
+    replicator = SourceReplicator(url, BinlogMirror(local))
     replicator.start()
     assert replicator.wait_ready(30), replicator.last_error
     master, grpc_port = create_server(local, "127.0.0.1:0")
@@ -116,13 +128,18 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
         while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:
             time.sleep(0.2)
         names = [p.name for p in primary.binlog_files()]
-        assert replicator.mirror.files() == names
-        assert (local / f"{names[0].rsplit('.', 1)[0]}.index").read_text().split() == [f"./{n}" for n in names]
-        for name in names:  # the dump thread clears LOG_EVENT_BINLOG_IN_USE_F (FDE flags, byte 21) as it sends
-            ours, theirs = bytearray((local / name).read_bytes()), bytearray((primary.binlog_dir / name).read_bytes())
-            ours[21] &= ~1
-            theirs[21] &= ~1
-            assert ours == theirs, name
+        _same_series(local, primary, names)
+
+        # A restarted dumpfilter master continues its series after its last complete transaction.
+        replicator.stop()
+        primary.execute([f"INSERT INTO t VALUES ({i}, 0)" for i in range(100_000, 100_020)], db="s1")
+        replicator = SourceReplicator(url, BinlogMirror(local))
+        assert replicator.mirror.resume_position() is not None
+        replicator.start()
+        deadline = time.monotonic() + 30
+        while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        _same_series(local, primary, [p.name for p in primary.binlog_files()])
     finally:
         stop.set()
         if thread.is_alive():
