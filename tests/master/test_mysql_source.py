@@ -16,8 +16,8 @@ from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, re
 from dumpfilter.master.grpc_server import create_server
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
+from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
+from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL, _file_for_gtid
 
 from tests.support.dump_helpers import run_slave
 from tests.support.mysql_replicas import point_at
@@ -140,6 +140,18 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
         while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:
             time.sleep(0.2)
         _same_series(local, primary, [p.name for p in primary.binlog_files()])
+
+        # --source-gtid: the newest primary file whose starting GTID position the state covers
+        names = [p.name for p in primary.binlog_files()]
+        conn = primary.connect()
+        with conn.cursor() as cur:
+            cur.execute("SELECT BINLOG_GTID_POS(%s, 4)", (names[-1],))
+            at_last = cur.fetchone()[0]
+            assert _file_for_gtid(cur, names, at_last) == names[-1]
+            assert _file_for_gtid(cur, names, "") == names[0]
+            with pytest.raises(MirrorError, match="MariaDB GTID position"):
+                _file_for_gtid(cur, names, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
+        conn.close()
     finally:
         stop.set()
         if thread.is_alive():
