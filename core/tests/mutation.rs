@@ -10,6 +10,7 @@ use std::path::Path;
 
 use _core::assemble::{assemble, Options};
 use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
+use _core::send::{send, Plan, SendOptions};
 
 struct Rng(u64);
 
@@ -238,6 +239,31 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     for id in &out.tables {
         assert!((*id as usize) < scanner.names.len());
     }
+    if verify && scanner.batch_crc {
+        // CRCs checked a run at a time answer exactly as one by one: units, error, offset.
+        let mut one_by_one = Scanner::new(true);
+        one_by_one.batch_crc = false;
+        let other = one_by_one.units(data, start, 0, limit, eof);
+        assert_eq!(
+            (
+                &out.units,
+                &out.tables,
+                out.stop,
+                out.events,
+                out.last_rotate,
+                &out.error
+            ),
+            (
+                &other.units,
+                &other.tables,
+                other.stop,
+                other.events,
+                other.last_rotate,
+                &other.error
+            ),
+            "iteration {iteration}: batched CRC checks differ"
+        );
+    }
     // Assembly over what was scanned, with random answers per table (some unknown).
     let keep: Vec<u8> = (0..scanner.names.len())
         .map(|_| rng.below(3) as u8)
@@ -265,14 +291,65 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         "iteration {iteration}: assemble stopped at {}",
         a.next
     );
+    // One stream's send walk over the scanned units, with random answers.
+    let mut plan = Plan::default();
+    plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    let row: Vec<u8> = if rng.below(2) == 0 {
+        plan.rows(&keep)
+    } else {
+        (0..out.units.len()).map(|_| rng.below(5) as u8).collect()
+    };
+    let pending = [0u8; 23];
+    let sopt = SendOptions {
+        batch_bytes: rng.next() >> 50,
+        limit: rng.next() >> 48,
+        skip_ok: rng.below(2) == 0,
+        partial_ok: rng.below(2) == 0,
+        pending: if rng.below(2) == 0 {
+            Some(&pending[..])
+        } else {
+            None
+        },
+        server_id: 1,
+        heartbeat_crc: rng.below(2) == 0,
+    };
+    let sent_from = rng.below(out.units.len() + 1);
+    let sent = send(
+        &plan,
+        &[&data[..out.stop.max(start)]],
+        &row,
+        &keep,
+        sent_from,
+        &sopt,
+    );
+    assert!(
+        sent.next >= sent_from && sent.next <= out.units.len(),
+        "iteration {iteration}: send stopped at {}",
+        sent.next
+    );
+    assert!(sent.pending.is_none_or(|k| k < sent.next));
+    assert_eq!(
+        sent.sent_bytes + sent.heartbeat_bytes,
+        sent.out.len() as u64
+    );
     if data.len() > 8 {
         let body = rng.below(data.len());
         let _ = statements(data, body, body + rng.below(data.len() - body + 8));
     }
     let mut walker = Scanner::new(verify);
     let mask = [true; 256];
-    let (offsets, stop, _) = walker.walk(data, start, 0, &mask);
-    assert!(stop <= data.len() && offsets.iter().all(|o| (*o as usize) < data.len()));
+    let walked = walker.walk(data, start, 0, &mask);
+    let (offsets, stop, _) = &walked;
+    assert!(*stop <= data.len() && offsets.iter().all(|o| (*o as usize) < data.len()));
+    if verify && walker.batch_crc {
+        let mut one_by_one = Scanner::new(true);
+        one_by_one.batch_crc = false;
+        assert_eq!(
+            walked,
+            one_by_one.walk(data, start, 0, &mask),
+            "iteration {iteration}: batched CRC walk differs"
+        );
+    }
     if data.len() > 40 {
         let at = rng.below(data.len() - 20);
         let _ = payload_bytes(&data[at..], 1 << 16);
