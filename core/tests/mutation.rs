@@ -455,3 +455,79 @@ fn rows_answer_per_unit() {
     let bounds = [u32::MAX, 0, 0, 0, 0, 2, 2, 3, 3, 4, 4, 5];
     assert_eq!(rows(&tids, &bounds, &[1, 0]), vec![3, 2, 1, 0, 2, 3]);
 }
+
+#[test]
+fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
+    let data = synthetic(true, true);
+    let mut scanner = Scanner::new(true);
+    let out = scanner.units(&data, 4, 0, usize::MAX, true);
+    let mut plan = Plan::default();
+    plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    // Tables t0..t11 of db1 (ten of them in fast units): keep the even ones.
+    let keep: Vec<u8> = scanner
+        .names
+        .iter()
+        .map(|(_, t)| u8::from(t[1..].iter().fold(0, |a, b| a * 10 + b - b'0') % 2 == 0))
+        .collect();
+    let row = plan.rows(&keep);
+    assert_eq!(row.len(), out.units.len());
+    let opt = SendOptions {
+        batch_bytes: 0,
+        limit: u64::MAX,
+        skip_ok: true,
+        partial_ok: true,
+        pending: None,
+        server_id: 9,
+        heartbeat_crc: true,
+    };
+    // From the first transaction on (unit 0 is the FDE, a control unit the caller sends).
+    let sent = send(&plan, &[&data], &row, &keep, 1, &opt);
+    let mut expected = Vec::new();
+    let mut owed: Option<usize> = None;
+    let mut k = 1;
+    while k < out.units.len() && row[k] != 3 {
+        let u = &out.units[k];
+        if row[k] == 2 {
+            if let Some(j) = owed.take() {
+                _core::send::heartbeat(
+                    b"bin.000001",
+                    out.units[j].end as u64,
+                    9,
+                    true,
+                    &mut expected,
+                );
+            }
+            expected.extend_from_slice(&data[u.start..u.end]);
+        } else {
+            assert_eq!(row[k], 0);
+            owed = Some(k);
+        }
+        k += 1;
+    }
+    assert_eq!(
+        sent.next, k,
+        "stops at the first unit that is not fast (the DDL)"
+    );
+    assert!(sent.kept >= 2 && sent.skipped >= 1 && sent.heartbeats >= 1);
+    assert_eq!(sent.out, expected);
+    assert_eq!(sent.pending, owed);
+    // The heartbeat is a whole event with a right CRC: its CRC over itself is the residue.
+    let hb_at = out.units[1].end - out.units[1].start;
+    let hb_size = u32::from_le_bytes(expected[hb_at + 9..hb_at + 13].try_into().unwrap()) as usize;
+    assert_eq!(expected[hb_at + 4], 27);
+    assert_eq!(
+        crc32fast::hash(&expected[hb_at..hb_at + hb_size]),
+        0x2144_DF1C
+    );
+    // A batch limit of one byte cuts after the first kept unit.
+    let one = send(
+        &plan,
+        &[&data],
+        &row,
+        &keep,
+        1,
+        &SendOptions { limit: 1, ..opt },
+    );
+    assert_eq!(one.kept, 1);
+    assert!(one.next < sent.next || sent.kept == 1);
+}
