@@ -299,10 +299,10 @@ impl PyPlan {
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
     /// until a unit it cannot handle or the batch is full (see send::send). Returns (bytes,
     /// next unit, kept, partial, skipped, sent bytes, sent events, read bytes, read events,
-    /// heartbeats, heartbeat bytes, pending unit or -1, pending sent-or-replaced, Table_map
-    /// counts per name id as packed u32).
+    /// heartbeats, heartbeat bytes, pending unit or -1, pending sent-or-replaced); the units'
+    /// Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc))]
+    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc, counts))]
     fn send<'py>(
         &self,
         py: Python<'py>,
@@ -316,6 +316,7 @@ impl PyPlan {
         pending: Option<&[u8]>,
         server_id: u32,
         heartbeat_crc: bool,
+        counts: &Bound<'py, PyByteArray>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.as_bytes(py)).collect();
         let opt = SendOptions {
@@ -329,9 +330,13 @@ impl PyPlan {
         };
         let plan = &self.plan;
         let s = py.detach(|| send::send(plan, &bufs, row, keep, start, &opt));
-        let mut counts = Vec::with_capacity(s.name_counts.len() * 4);
-        for c in &s.name_counts {
-            counts.extend_from_slice(&c.to_le_bytes());
+        // SAFETY: the GIL is held and no Python code runs while the bytearray is borrowed.
+        let tally = unsafe { counts.as_bytes_mut() };
+        for (slot, c) in tally.chunks_exact_mut(4).zip(&s.name_counts) {
+            if *c != 0 {
+                let old = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+                slot.copy_from_slice(&old.wrapping_add(*c).to_le_bytes());
+            }
         }
         let pending = s.pending.map_or(-1i64, |k| k as i64);
         PyTuple::new(
@@ -352,7 +357,6 @@ impl PyPlan {
                 pyo3::types::PyBool::new(py, s.pending_done)
                     .to_owned()
                     .into_any(),
-                PyBytes::new(py, &counts).into_any(),
             ],
         )
     }
