@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from hypothesis import HealthCheck, settings
 
-from binlog_codec.errors import DumpFilterError
+from dumpfilter.errors import DumpFilterError
 
 # CI runs every target with this many inputs (derandomized under CI=true, see tests/conftest.py),
 # the cheap codec target with five times as many: about a minute in all on one core.
