@@ -383,6 +383,9 @@ def run(seconds: float, n_slaves: int, rate: float, n_dbs: int, binlog_format: s
             "warmup_s": samples[min(warm, len(samples) - 1)]["t"], "drain_s": round(drain, 1),
             "loadavg_1m_end": round(os.getloadavg()[0], 1),
             "slaves_identical": n_slaves - len(mismatched), "mismatched": mismatched,
+            "per_slave": [{"server_id": s.server_id, "rules": " ".join(s.args) or "(none)",
+                           "lag_s_p50": round(_percentile(s.lags_s[warm:], 0.5), 1),
+                           "lag_s_max": round(max(s.lags_s[warm:] or [0.0]), 1)} for s in slaves],
             "samples": samples,
         }
         result["rss_flat"] = result["master_rss_mb_second_half_max"] <= 1.2 * result["master_rss_mb_first_half_max"] + 10
@@ -409,7 +412,7 @@ def main() -> dict:
                  int(_env("DUMPFILTER_LOAD_DBS", 4)), os.environ.get("DUMPFILTER_LOAD_FORMAT", "ROW"),
                  _env("DUMPFILTER_LOAD_SAMPLE", 5))
     for key, value in result.items():
-        if key != "samples":
+        if key not in ("samples", "per_slave"):
             print(f"{key:32} {value}")
     write_result("load", result)
     if result["mismatched"]:
