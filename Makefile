@@ -31,7 +31,7 @@ $(CORE_STAMP): $(STAMP) $(CORE_SRC)
 	touch $(CORE_STAMP)
 
 proto: $(STAMP)
-	@if [ -f dumpfilter/proto_gen.py ]; then $(PY) -m dumpfilter.proto_gen; fi
+	@$(PY) proto/generate.py --if-stale
 
 # MariaDB (real servers in tests) and a Java runtime (Spark), from the system's packages.
 system-deps:

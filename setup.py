@@ -11,10 +11,11 @@ from setuptools.command.build_py import build_py
 class BuildPyWithProto(build_py):
     def run(self):
         super().run()
-        import sys
+        import importlib.util
 
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from dumpfilter import proto_gen
+        spec = importlib.util.spec_from_file_location("proto_generate", Path(__file__).parent / "proto" / "generate.py")
+        proto_gen = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(proto_gen)
 
         proto_gen.generate()  # into the source tree (an editable install imports it from there)
         if not self.editable_mode:

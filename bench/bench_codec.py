@@ -9,7 +9,7 @@ import sys
 
 from bench.bench_filter import row_file
 from bench.common import best_of, target_mb, write_result
-from binlog_codec import BinlogReader, EventType
+from dumpfilter.codec import BinlogReader, EventType
 
 HEADER = struct.Struct("<IBIIIH")
 CHUNK = 1 << 20
@@ -78,7 +78,7 @@ def events_with_names(path) -> int:
 
 RSS_PROBE = """
 import sys
-from binlog_codec import BinlogReader, group_transactions
+from dumpfilter.codec import BinlogReader, group_transactions
 n = 0
 with open(sys.argv[1], 'rb') as f:
     for txn in group_transactions(BinlogReader(f)):

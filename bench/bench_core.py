@@ -30,7 +30,7 @@ import grpc
 
 from bench.bench_filter import baseline_loop, engine, interleaved, row_file
 from bench.common import target_mb, write_result
-from binlog_codec.scanner import Scanner, type_mask
+from dumpfilter.codec.scanner import Scanner, type_mask
 from dumpfilter import _core
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,10 +26,8 @@ from pathlib import Path
 import grpc
 
 from bench.common import row_binlog, target_mb, write_result
-from dumpfilter.proto_gen import ensure_generated
 
-ensure_generated()
-from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
 CLK = os.sysconf("SC_CLK_TCK")

@@ -12,8 +12,9 @@ import threading
 import time
 
 from bench.common import row_binlog, write_result
-from filter_rules.ruleset import RuleSet, Settings
-from master.service import ChannelSpec, DumpService, Registration
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.master.model import ChannelSpec, Registration
+from dumpfilter.master.service import DumpService
 
 
 def master_cpu(directory, rule_sets: list[RuleSet]) -> float:

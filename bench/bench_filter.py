@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 
 from bench.common import DATA_DIR, row_binlog, target_mb, write_result
-from binlog_codec import BinlogReader
-from binlog_workload import WorkloadSpec, generate
-from filter_rules import RuleEngine, Settings
-from binlog_files.filtering import FileSink, renumbered, filter_files
-from filter_rules.parse import StartupFilters
-from filter_rules.transaction_filter import TransactionFilter
+from dumpfilter.codec import BinlogReader
+from dumpfilter.workload import WorkloadSpec, generate
+from dumpfilter.rules import RuleEngine, Settings
+from dumpfilter.binlogs.filtering import FileSink, renumbered, filter_files
+from dumpfilter.rules.parse import StartupFilters
+from dumpfilter.rules.transaction_filter import TransactionFilter
 
 HEADER = struct.Struct("<IBIIIH")
 TABLE_MAP = 19

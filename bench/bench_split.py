@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from binlog_workload import WorkloadSpec, generate  # noqa: E402
-from spark_jobs.core.local import split_local  # noqa: E402
-from spark_jobs.core.routing import SplitConfig  # noqa: E402
+from dumpfilter.workload import WorkloadSpec, generate  # noqa: E402
+from dumpfilter.spark_jobs.core.local import split_local  # noqa: E402
+from dumpfilter.spark_jobs.core.routing import SplitConfig  # noqa: E402
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         config = SplitConfig()
 
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        from spark_jobs.session import get_session
-        from spark_jobs.split_by_schema import split_spark
+        from dumpfilter.spark_jobs.session import get_session
+        from dumpfilter.spark_jobs.split_by_schema import split_spark
 
         t0 = time.perf_counter()
         spark = get_session("bench-split", f"local[{args.cores}]", {"spark.ui.enabled": "false"})

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from bench.bench_dump import Master, run_slaves
 from bench.common import write_result
-from binlog_workload import WorkloadSpec, generate
-from mariadb_sandbox import MariaDBServer, apply_binlog
+from dumpfilter.workload import WorkloadSpec, generate
+from dumpfilter.lab.sandbox import MariaDBServer, apply_binlog
 
 
 def python_mysql_replication(server: MariaDBServer, schema: str) -> tuple[float, int]:
@@ -52,8 +52,8 @@ def dumpfilter_in_process(master: Master, schema: str, relay_dir: Path) -> float
     """Seconds for one in-process slave (the way python-mysql-replication runs: interpreter up and
     libraries imported before the clock starts) to register, stream and write its relay log up
     to the end of the master's binlog."""
-    from filter_rules.channels import StartupFilters
-    from slave.client import Slave, SlaveConfig
+    from dumpfilter.rules.channels import StartupFilters
+    from dumpfilter.slave.client import Slave, SlaveConfig
 
     rules = StartupFilters.from_options([("replicate-do-db", schema)]).for_channel("")
     config = SlaveConfig(master=master.address, server_id=4343, relay_dir=relay_dir, rules=rules,

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from binlog_workload import WorkloadSpec, generate
+from dumpfilter.workload import WorkloadSpec, generate
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data"

@@ -2,6 +2,6 @@
 
 import sys
 
-from dumpfilter.cli import main
+from dumpfilter.cli.app import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@
     [master]                      # optional; read by simulate, ignored by experiment
     binlogs = "data/binlogs"      # the source: a directory of binlogs (index or name.NNNNNN files),
     # files = ["a.000001", "a.000002"]   # or a list of files, in order,
-    # [master.workload]           # or the built-in generator (binlog_workload.WorkloadSpec fields:
+    # [master.workload]           # or the built-in generator (dumpfilter.workload.WorkloadSpec fields:
     # seed = 1                    #   seed, schemas, tables_per_schema, transactions, binlog_format,
     # transactions = 8000         #   ddl_share, cross_db_share, flavor, rows_per_statement, ...),
     # [master.mariadb]            # or a real MariaDB that simulate starts and drives with its
@@ -46,17 +46,18 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from binlog_codec.errors import DumpFilterError, RuleError
-from filter_rules.parse import StartupFilters, apply_changes
-from filter_rules.ruleset import RuleSet, Settings
+from dumpfilter.errors import DumpFilterError, InvalidArgumentError, RuleError
+from dumpfilter.rules.assembly import channel_rules, merge_startup
+from dumpfilter.rules.parse import StartupFilters
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
 
-SKIP_POLICIES = ("heartbeat", "placeholder", "empty-transaction")
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
 _SLAVE_KEYS = {"name", "server_id", "defaults_file", "rules", "change_replication_filter", "channel", "filter_semantics",
                "skip_policy", "flavor", "lower_case_table_names", "user", "password"}
 _SOURCE_KEYS = ("binlogs", "files", "workload", "mariadb")
-# Built-in generator options (binlog_workload.WorkloadSpec) and their TOML types.
+# Built-in generator options (dumpfilter.workload.WorkloadSpec) and their TOML types.
 _WORKLOAD_KEYS: dict[str, type | tuple] = {
     "seed": int, "schemas": int, "tables_per_schema": int, "transactions": int, "binlog_format": str,
     "ddl_share": (int, float), "cross_db_share": (int, float), "flavor": str, "rows_per_statement": int,
@@ -65,7 +66,7 @@ _MARIADB_KEYS: dict[str, type | tuple] = {"seed": int, "schemas": int, "transact
 _EXPERIMENT_KEYS = {"master_vs_slave", "skip_policies"}
 
 
-class TopologyError(DumpFilterError):
+class TopologyError(InvalidArgumentError):
     """A malformed topology file; the message names the file, the key and the line."""
 
 
@@ -75,7 +76,7 @@ class SlaveSpec:
     server_id: int
     rules: RuleSet = field(default_factory=RuleSet)
     settings: Settings = field(default_factory=Settings)
-    skip_policy: str = "heartbeat"
+    skip_policy: str = HEARTBEAT
     channel: str = ""
     rule_text: tuple[str, ...] = ()  # the rules as written, for reports
     user: str = ""
@@ -202,7 +203,7 @@ def _master(master: dict, where: "_Locator", base: Path) -> tuple[MasterSource |
         if option in value and not 0 <= value[option] <= 1:
             fail(f"{table}.{option}", f"{value[option]!r} is not a share between 0 and 1", table)
     if key == "workload":
-        from binlog_workload.generator import WorkloadSpec
+        from dumpfilter.workload.generator import WorkloadSpec
 
         try:
             WorkloadSpec(**value)
@@ -250,7 +251,7 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
     server_id = entry["server_id"]
     if not isinstance(server_id, int) or isinstance(server_id, bool) or not 1 <= server_id <= 0xFFFFFFFF:
         fail("server_id", f"{server_id!r} is not an integer in 1..4294967295")
-    choices = {"filter_semantics": (SEMANTICS, "mysql"), "skip_policy": (SKIP_POLICIES, "heartbeat"),
+    choices = {"filter_semantics": (SEMANTICS, "mysql"), "skip_policy": (SKIP_POLICIES, HEARTBEAT),
                "flavor": (FLAVORS, "mysql")}
     values = {}
     for key, (allowed, default) in choices.items():
@@ -281,7 +282,7 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
     if defaults_file is not None:
         if not isinstance(defaults_file, str) or not defaults_file:
             fail("defaults_file", "must be the path of a my.cnf file")
-        from filter_rules.mycnf import startup_filters_from_file
+        from dumpfilter.rules.mycnf import startup_filters_from_file
 
         try:
             startup = startup_filters_from_file(base / defaults_file)
@@ -296,19 +297,17 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
             if not eq:
                 raise RuleError(f"{option!r} is not of the form option=value")
             pairs.append((key.strip(), value.strip()))
-        from dumpfilter.rule_options import _merge
-
-        rules = _merge(startup, StartupFilters.from_options(pairs)).for_channel(channel)
+        startup = merge_startup(startup, StartupFilters.from_options(pairs))
     except RuleError as exc:
         fail("rules", str(exc))
     try:
-        rules = apply_changes(rules, statements, channel, lambda name: f'set channel = "{name}" for this slave')
+        rules = channel_rules(startup, statements, channel, lambda name: f'set channel = "{name}" for this slave')
     except RuleError as exc:
         fail("change_replication_filter", str(exc))
     try:
         settings = Settings(flavor=values["flavor"], lower_case_table_names=lctn,
                             semantics=values["filter_semantics"])
-        from filter_rules.evaluate import RuleEngine
+        from dumpfilter.rules.evaluate import RuleEngine
         RuleEngine(rules, settings)  # rejects WL#2516 rules without effective semantics, here
     except RuleError as exc:
         fail("filter_semantics", str(exc))

@@ -3,13 +3,11 @@ master's servicer and the slave client."""
 
 from __future__ import annotations
 
-from dumpfilter.proto_gen import ensure_generated
 
-ensure_generated()
 
-from binlog_codec.errors import RuleError  # noqa: E402
-from dumpfilter.v1 import dump_pb2  # noqa: E402
-from filter_rules.ruleset import PAIR_TYPES, RuleSet  # noqa: E402
+from dumpfilter.errors import RuleError
+from dumpfilter.v1 import dump_pb2
+from dumpfilter.rules.ruleset import PAIR_TYPES, RuleSet
 
 
 def _type_name(enum_value: int) -> str:

@@ -17,28 +17,14 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from dumpfilter.proto_gen import ensure_generated
-
-ensure_generated()
-
-from binlog_codec.errors import BinlogError, DumpFilterError, PositionError, RuleError, UnknownSlaveError  # noqa: E402
-from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
-from dumpfilter.wire import rules_from_proto, rules_to_proto  # noqa: E402
-from filter_rules.ruleset import Settings  # noqa: E402
-from master.policy import AccessDeniedError, MasterPolicy  # noqa: E402
-from master.service import (  # noqa: E402
-    EMPTY_TRANSACTION,
-    HEARTBEAT,
-    PLACEHOLDER,
-    ChangeTimeoutError,
-    ChannelSpec,
-    DumpService,
-    Effective,
-    Registration,
-    ResourceExhaustedError,
-    ShuttingDownError,
-    StreamReplacedError,
-)
+from dumpfilter.errors import DumpFilterError, InvalidArgumentError
+from dumpfilter.rules.ruleset import Settings
+from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.wire import rules_from_proto, rules_to_proto
+from dumpfilter.master.model import ChannelSpec, Effective, Registration
+from dumpfilter.master.policy import MasterPolicy
+from dumpfilter.master.service import DumpService
 
 log = logging.getLogger("dumpfilter.master")
 # Credentials of every RPC travel as call metadata (RegisterRequest.credentials is also read by
@@ -64,7 +50,7 @@ def registration_from_proto(req) -> Registration:
     settings = Settings(flavor=req.flavor or "mysql", lower_case_table_names=req.lower_case_table_names,
                         semantics=_SEMANTICS.get(req.semantics, "mysql"))
     if req.skip_policy not in _SKIP:
-        raise RuleError(f"skip_policy {req.skip_policy} is not a known SkipPolicy")
+        raise InvalidArgumentError(f"skip_policy {req.skip_policy} is not a known SkipPolicy")
     return Registration(req.server_id, req.hostname, tuple(req.channels) or ("",), tuple(specs), settings,
                         _SKIP[req.skip_policy], req.credentials.user, req.credentials.password)
 
@@ -81,27 +67,11 @@ def _position(pos) -> dump_pb2.Position | None:
 
 
 def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
-    """The one place where errors become gRPC status codes."""
-    if isinstance(exc, RuleError):
-        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
-    if isinstance(exc, UnknownSlaveError):
-        return grpc.StatusCode.NOT_FOUND, str(exc)
-    if isinstance(exc, PositionError):  # MySQL error 1236
-        return grpc.StatusCode.OUT_OF_RANGE, f"(1236) {exc}"
-    if isinstance(exc, BinlogError):
-        return grpc.StatusCode.DATA_LOSS, str(exc)  # names the file and the byte offset
-    if isinstance(exc, AccessDeniedError):
-        return grpc.StatusCode.PERMISSION_DENIED, str(exc)
-    if isinstance(exc, StreamReplacedError):
-        return grpc.StatusCode.ABORTED, str(exc)
-    if isinstance(exc, ShuttingDownError):
-        return grpc.StatusCode.UNAVAILABLE, str(exc)
-    if isinstance(exc, ChangeTimeoutError):
-        return grpc.StatusCode.DEADLINE_EXCEEDED, str(exc)
-    if isinstance(exc, ResourceExhaustedError):
-        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
+    """Errors become gRPC status codes here, by the code their class names (dumpfilter.errors);
+    a MySQL error number, when the error has one, leads the message as "(1236) ..."."""
     if isinstance(exc, DumpFilterError):
-        return grpc.StatusCode.FAILED_PRECONDITION, str(exc)
+        message = f"({exc.mysql_errno}) {exc}" if exc.mysql_errno is not None else str(exc)
+        return getattr(grpc.StatusCode, exc.grpc_code), message
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
 
 
@@ -293,16 +263,16 @@ def parse_listen(listen: str) -> tuple[str, int]:
     """HOST:PORT (IPv6 as [::1]:PORT) with a port in 0..65535 (0: any free port)."""
     host, sep, port_text = listen.rpartition(":")
     if not sep or not host or not port_text.isdigit():
-        raise RuleError(f"--listen {listen!r}: expected HOST:PORT")
+        raise InvalidArgumentError(f"--listen {listen!r}: expected HOST:PORT")
     port = int(port_text)
     if not 0 <= port <= 65535:
-        raise RuleError(f"--listen {listen!r}: port {port} is out of range (0..65535)")
+        raise InvalidArgumentError(f"--listen {listen!r}: port {port} is out of range (0..65535)")
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
         ipaddress.ip_address(bare)
     except ValueError:
         if not all(part.isalnum() or part.replace("-", "").isalnum() for part in bare.split(".")):
-            raise RuleError(f"--listen {listen!r}: {host!r} is not a host name or address") from None
+            raise InvalidArgumentError(f"--listen {listen!r}: {host!r} is not a host name or address") from None
     return host, port
 
 
@@ -310,7 +280,7 @@ def _read(path: str | Path, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise RuleError(f"{what} {path}: {exc.strerror or exc}") from None
+        raise InvalidArgumentError(f"{what} {path}: {exc.strerror or exc}") from None
 
 
 def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy: str | Path | MasterPolicy | None = None,
@@ -323,7 +293,7 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     their policy identity."""
     parse_listen(listen)
     if max_streams < 1:
-        raise RuleError(f"--max-streams {max_streams}: must be at least 1")
+        raise InvalidArgumentError(f"--max-streams {max_streams}: must be at least 1")
     if isinstance(policy, str | Path):
         policy = MasterPolicy.load(policy)
     service = DumpService(binlog_dir, policy=policy, max_streams=max_streams,
@@ -340,18 +310,18 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     if tls_client_ca and not (tls_cert and tls_key):
-        raise RuleError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key")
+        raise InvalidArgumentError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key")
     try:
         if tls_cert or tls_key:
             if not (tls_cert and tls_key):
-                raise RuleError("--tls-cert and --tls-key go together")
+                raise InvalidArgumentError("--tls-cert and --tls-key go together")
             root = _read(tls_client_ca, "--tls-client-ca") if tls_client_ca else None
             creds = grpc.ssl_server_credentials([(_read(tls_key, "--tls-key"), _read(tls_cert, "--tls-cert"))],
                                                 root_certificates=root, require_client_auth=root is not None)
             port = server.add_secure_port(listen, creds)
         else:
             port = server.add_insecure_port(listen)
-    except RuntimeError as exc:  # grpcio >= 1.5x raises where older ones returned 0
+    except RuntimeError:  # grpcio >= 1.5x raises where older ones returned 0
         servicer.stalls.stop()
         raise DumpFilterError(f"cannot listen on {listen}: the port is in use or the address is not local") from None
     if port == 0:

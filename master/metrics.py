@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from master.service import DumpService
+from dumpfilter.master.service import DumpService
 
 _COUNTERS = (
     ("bytes_read", "dumpfilter_binlog_bytes_read_total", "Master binlog bytes this slave's stream read"),

@@ -9,13 +9,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlog_codec.errors import DumpFilterError, RuleError
-from filter_rules.statements import Kind, statement_tables
-from filter_rules.wildcards import compile_like
-
-
-class AccessDeniedError(DumpFilterError):
-    """Credentials that the policy file refuses (mapped to PERMISSION_DENIED)."""
+from dumpfilter.errors import AccessDeniedError, RuleError
+from dumpfilter.rules.statements import Kind, statement_tables
+from dumpfilter.rules.wildcards import compile_like
 
 
 @dataclass(frozen=True)

@@ -15,17 +15,17 @@ from itertools import accumulate, chain
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlog_codec import Event, EventType, Transaction, TransactionGrouper
-from binlog_codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
-from binlog_codec.errors import BinlogError, PositionError, TruncatedBinlogError
-from binlog_codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
+from dumpfilter.codec import Event, EventType, Transaction, TransactionGrouper
+from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
+from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
+from dumpfilter.codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
                                   F_TAGGED_GTID,
                                   Scanner, unit_events)
-from binlog_codec.scanner import statements as core_statements
-from binlog_codec.scanner import partial_unit, unit_rows
-from binlog_codec.transactions import CONTROL, STATEMENT, TRANSACTION
-from binlog_files import TailingReader, binlog_paths
-from binlog_files.tail import confined_rotate_target
+from dumpfilter.codec.scanner import statements as core_statements
+from dumpfilter.codec.scanner import partial_unit, unit_rows
+from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
+from dumpfilter.binlogs import TailingReader, binlog_paths
+from dumpfilter.binlogs.tail import confined_rotate_target
 
 Pos = tuple[str, int]
 
@@ -533,7 +533,7 @@ class LazyUnits:
 
 
 class SegmentReader:
-    """Reads one segment in a single pass of the compiled scanner (`binlog_codec.scanner`): it
+    """Reads one segment in a single pass of the compiled scanner (`dumpfilter.codec.scanner`): it
     hops from header to header, checks CRCs, groups the units exactly as TransactionGrouper does
     and marks the common ROW transaction (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
     Rows}* XID`, every rows event after its own Table_map) as fast, with its tables and GTID.

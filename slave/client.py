@@ -18,14 +18,13 @@ from urllib.parse import unquote, urlparse
 
 import grpc
 
-from dumpfilter.proto_gen import ensure_generated
 
-ensure_generated()
 
-from binlog_codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length  # noqa: E402
-from binlog_codec.constants import HEADER_LEN, LOG_EVENT_SKIP_REPLICATION_F  # noqa: E402
-from binlog_codec.errors import (  # noqa: E402
+from dumpfilter.codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length
+from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.errors import (
     BinlogError,
+    ExternalError,
     ChecksumError,
     DumpFilterError,
     MalformedEventError,
@@ -33,18 +32,19 @@ from binlog_codec.errors import (  # noqa: E402
     RuleError,
     UnknownSlaveError,
 )
-from binlog_codec.format_description import FormatDescription  # noqa: E402
-from binlog_codec.scanner import F_FAST, Scanner, UnitScan, unit_events  # noqa: E402
-from binlog_codec.transactions import CONTROL, CONTROL_TYPES  # noqa: E402
-from dumpfilter.v1 import dump_pb2, dump_pb2_grpc  # noqa: E402
-from dumpfilter.wire import rules_to_proto  # noqa: E402
-from filter_rules.channels import format_rule  # noqa: E402
-from filter_rules.evaluate import RuleEngine  # noqa: E402
-from filter_rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name  # noqa: E402
-from filter_rules.schema import SchemaModel  # noqa: E402
-from filter_rules.transaction_filter import KEEP, TransactionFilter  # noqa: E402
-from slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, read_json, write_json_atomic  # noqa: E402
-from slave.status import (  # noqa: E402
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.scanner import F_FAST, Scanner, UnitScan, unit_events
+from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.wire import rules_to_proto
+from dumpfilter.rules.channels import format_rule
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name
+from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
+from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder
+from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, read_json, write_json_atomic
+from dumpfilter.slave.status import (
     clear_sql_error,
     mark_running,
     mark_stopped,
@@ -55,8 +55,8 @@ from slave.status import (  # noqa: E402
 )
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
-_SKIP = {"heartbeat": dump_pb2.SKIP_POLICY_HEARTBEAT, "placeholder": dump_pb2.SKIP_POLICY_PLACEHOLDER,
-         "empty-transaction": dump_pb2.SKIP_POLICY_EMPTY_TRANSACTION}
+_SKIP = {HEARTBEAT: dump_pb2.SKIP_POLICY_HEARTBEAT, PLACEHOLDER: dump_pb2.SKIP_POLICY_PLACEHOLDER,
+         EMPTY_TRANSACTION: dump_pb2.SKIP_POLICY_EMPTY_TRANSACTION}
 # Master events that frame files; the relay log has its own framing and does not copy them.
 _NOT_RELAYED = frozenset({EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST,
                           EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
@@ -71,11 +71,11 @@ class MasterError(DumpFilterError):
         super().__init__(f"master: {code}: {message}")
 
 
-class ApplyError(DumpFilterError):
+class ApplyError(ExternalError):
     """--apply could not execute the relay log on the target server."""
 
 
-class RelayLogError(DumpFilterError):
+class RelayLogError(ExternalError):
     """The relay log could not be written (disk full, file size limit). Nothing after the last
     committed batch is kept: the next start cuts the relay log back to relay-log.info."""
 
@@ -162,7 +162,7 @@ class SlaveConfig:
     rules: RuleSet = field(default_factory=RuleSet)
     settings: Settings = field(default_factory=Settings)
     channel: str = ""
-    skip_policy: str = "heartbeat"
+    skip_policy: str = HEARTBEAT
     user: str = ""
     password: str = ""
     hostname: str = ""
@@ -279,10 +279,6 @@ def split_events(blob: bytes, fmt: FormatDescription | None) -> tuple[list[Event
         unit, fmt = unit_events(blob[rec.start : rec.end], rec.start, fmt, path="<stream>", stream_positions=True)
         events.extend(unit)
     return events, fmt
-
-
-def is_placeholder(event: Event) -> bool:
-    return event.type_code == EventType.RAND and event.server_id == 0 and bool(event.flags & LOG_EVENT_SKIP_REPLICATION_F)
 
 
 class Slave:

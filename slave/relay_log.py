@@ -10,10 +10,11 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from binlog_codec import Event, EventType
-from binlog_codec.constants import HEADER_LEN, MAGIC
-from binlog_codec.encode import build_event, rotate_body
-from binlog_files.files import read_index, write_index
+from dumpfilter.codec import Event, EventType
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC
+from dumpfilter.codec.encode import build_event, rotate_body
+from dumpfilter.binlogs.files import read_index, write_index
+from dumpfilter.skip_policy import HEARTBEAT
 
 BASENAME = "relay-bin"
 INFO = "relay-log.info"
@@ -59,7 +60,7 @@ class RelayInfo:
     relay_file: str = ""
     relay_pos: int = 0
     channel: str = ""
-    skip_policy: str = "heartbeat"
+    skip_policy: str = HEARTBEAT
     filters: dict = field(default_factory=dict)     # FILTER_NAME -> rule text, as the master applies them
     policy_allow: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)       # counters summed over every run of this slave
@@ -140,7 +141,7 @@ class RelayLog:
         self.file.truncate(info.relay_pos)
         self.file.seek(info.relay_pos)
         self.position = info.relay_pos
-        from binlog_codec import read_format_description
+        from dumpfilter.codec import read_format_description
         with open(path, "rb") as f:
             self.fde, _ = read_format_description(f, str(path))
 

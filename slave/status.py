@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from binlog_codec.errors import BinlogError, ChecksumError, PositionError, RuleError
-from slave.relay_log import APPLY_INFO, BASENAME, RelayInfo, read_json
+from dumpfilter.errors import BinlogError, ChecksumError, PositionError, RuleError
+from dumpfilter.slave.relay_log import APPLY_INFO, BASENAME, RelayInfo, read_json
 
 # MySQL's error numbers for what ends a replica's threads (include/mysqld_error.h,
 # errmsg-utf8.txt), so that a replication engineer reads them as from SHOW SLAVE STATUS.
@@ -35,7 +35,7 @@ def _now() -> str:
 
 def io_errno(exc: BaseException) -> int:
     """The Last_IO_Errno a MySQL replica would show for an error that ended the IO thread."""
-    from slave.client import MasterError
+    from dumpfilter.slave.client import MasterError
 
     if isinstance(exc, MasterError):
         if exc.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):

@@ -18,8 +18,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # `spark-submit spark_jobs/bandwidth_experiment.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spark_jobs.core.bandwidth import SlaveCounts, count_chunk, merge_counts  # noqa: E402
-from spark_jobs.core.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
+from dumpfilter.spark_jobs.core.bandwidth import SlaveCounts, count_chunk, merge_counts  # noqa: E402
+from dumpfilter.spark_jobs.core.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
 
 COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "events_all", "bytes_all",
            "events_sent", "bytes_sent", "saving_bytes", "saving_pct", "kept_events", "kept_bytes", "heartbeats",
@@ -49,7 +49,7 @@ def rows_for(topology, totals: list[SlaveCounts]) -> list[dict]:
 
 
 def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = "") -> list[Path]:
-    from dumpfilter.bandwidth_chart import policy_chart
+    from dumpfilter.charts import policy_chart
 
     out.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
@@ -110,9 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     add_experiment_arguments(parser)
     parser.add_argument("--master", dest="spark_master", default=None, help="Spark master URL")
     args = parser.parse_args(argv)
-    from binlog_codec.errors import DumpFilterError
+    from dumpfilter.errors import DumpFilterError
     from dumpfilter.topology import load_topology
-    from spark_jobs.session import get_session
+    from dumpfilter.spark_jobs.session import get_session
 
     try:
         topology = load_topology(args.topology)

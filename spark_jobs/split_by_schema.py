@@ -29,16 +29,16 @@ from pathlib import Path
 if __package__ in (None, ""):  # `spark-submit spark_jobs/split_by_schema.py`: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from binlog_codec import Event  # noqa: E402
-from binlog_codec.format_description import FormatDescription  # noqa: E402
-from filter_rules.ruleset import Settings  # noqa: E402
-from spark_jobs.core.chunks import (  # noqa: E402
+from dumpfilter.codec import Event  # noqa: E402
+from dumpfilter.codec.format_description import FormatDescription  # noqa: E402
+from dumpfilter.rules.ruleset import Settings  # noqa: E402
+from dumpfilter.spark_jobs.core.chunks import (  # noqa: E402
     DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, source_header,
 )
-from spark_jobs.core.local import check_output_dir  # noqa: E402
-from spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSummary  # noqa: E402
-from spark_jobs.core.routing import DEFAULT_UNASSIGNED, Router, SplitConfig, config_from_maps  # noqa: E402
-from spark_jobs.core.segments import ChunkSegments, OutputPlan, join_output, plan_outputs, write_chunk_segments  # noqa: E402
+from dumpfilter.spark_jobs.core.local import check_output_dir  # noqa: E402
+from dumpfilter.spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSummary  # noqa: E402
+from dumpfilter.spark_jobs.core.routing import DEFAULT_UNASSIGNED, Router, SplitConfig, config_from_maps  # noqa: E402
+from dumpfilter.spark_jobs.core.segments import ChunkSegments, OutputPlan, join_output, plan_outputs, write_chunk_segments  # noqa: E402
 
 
 
@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", dest="spark_master", default=None,
                         help="Spark master URL (default: spark-submit's, else $SPARK_MASTER, else local[*])")
     args = parser.parse_args(argv)
-    from binlog_codec.errors import DumpFilterError
-    from spark_jobs.session import get_session
+    from dumpfilter.errors import DumpFilterError
+    from dumpfilter.spark_jobs.session import get_session
 
     try:
         config = config_from_args(args)

@@ -18,11 +18,15 @@ from hypothesis import settings
 # gRPC masters and MariaDB servers in one process; gRPC is never used across a fork here.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
+# The package is imported as installed (`make setup`: an editable install maps master/, slave/, ...
+# to dumpfilter.*); the checkout root is on sys.path only so tests can share `tests.support`.
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-if str(PROJECT_ROOT) not in sys.path:  # the project is not necessarily pip-installed
+if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from mariadb_sandbox import MariaDBServer, find_binary, mariadb_available  # noqa: E402
+from dumpfilter.lab.sandbox import MariaDBServer, find_binary, mariadb_available  # noqa: E402
+
+pytest_plugins = ["tests.support.grpc_fixtures"]
 
 SHARED_FIXTURES = Path(__file__).parents[1].parent / "shared" / "fixtures" / "real_binlogs"
 IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from binlog_codec import Event, EventType, Transaction
-from binlog_codec.constants import GTID_EVENT_TYPES, HEADER_LEN
-from binlog_codec.transactions import CONTROL, statement_verb
-from filter_rules.evaluate import RuleEngine
-from filter_rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter
-from spark_jobs.core.chunks import Chunk, read_units
+from dumpfilter.codec import EventType, Transaction
+from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
+from dumpfilter.skip_policy import EMPTY_TRANSACTION, PLACEHOLDER
+from dumpfilter.spark_jobs.core.chunks import Chunk, read_units
 
 RAND_BODY_LEN = 16
-_FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "XA"})
 
 
 @dataclass
@@ -75,13 +75,6 @@ class ChunkCounts:
     leading_skip: bool = False  # the chunk opens inside a skipped stretch (nothing sent before it)
     trailing_skip: bool = False  # the chunk ends with a stretch whose heartbeat it counted
     heartbeat_size: int = 0
-
-
-def _is_framing(event: Event) -> bool:
-    t = event.type_code
-    if t in GTID_EVENT_TYPES or t in (EventType.XID, EventType.XA_PREPARE):
-        return True
-    return event.is_query and statement_verb(event.sql) in _FRAMING_VERBS
 
 
 class _SlaveCounter:
@@ -135,22 +128,22 @@ class _SlaveCounter:
             c.transactions_kept += result.outcome == KEPT
             c.transactions_partial += result.outcome == PARTIAL
             n, sent = len(kept), kept_bytes
-            if self.policy == "placeholder" and result.outcome == PARTIAL:
+            if self.policy == PLACEHOLDER and result.outcome == PARTIAL:
                 positions = {e.pos for e in kept}
-                holes = sum(1 for e in txn.events if e.pos not in positions and not _is_framing(e))
+                holes = sum(1 for e in txn.events if e.pos not in positions and not is_framing(e))
                 c.placeholders += holes
                 c.placeholder_bytes += holes * self.placeholder_size
                 n, sent = n + holes, sent + holes * self.placeholder_size
             self._send(n, sent)
             return
         c.transactions_skipped += 1
-        if self.policy == "placeholder":
-            framing = [e for e in txn.events if _is_framing(e)]
+        if self.policy == PLACEHOLDER:
+            framing = [e for e in txn.events if is_framing(e)]
             holes = len(txn.events) - len(framing)
             c.placeholders += holes
             c.placeholder_bytes += holes * self.placeholder_size
             self._send(len(framing) + holes, sum(e.size for e in framing) + holes * self.placeholder_size)
-        elif self.policy == "empty-transaction" and result.outcome == EMPTIED:
+        elif self.policy == EMPTY_TRANSACTION and result.outcome == EMPTIED:
             empty_bytes = sum(e.size for e in result.events)
             c.empty_transactions += 1
             c.empty_transaction_bytes += empty_bytes

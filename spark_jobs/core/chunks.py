@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlog_codec import BinlogReader, Event, EventType, Transaction, TransactionGrouper, read_format_description
-from binlog_codec.constants import GTID_EVENT_TYPES
-from binlog_codec.errors import BinlogError
-from binlog_codec.format_description import FormatDescription
-from binlog_files import binlog_paths, open_binlog
+from dumpfilter.codec import BinlogReader, Event, EventType, Transaction, TransactionGrouper, read_format_description
+from dumpfilter.codec.constants import GTID_EVENT_TYPES
+from dumpfilter.errors import BinlogError
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.binlogs import binlog_paths, open_binlog
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 
@@ -41,7 +41,7 @@ class Chunk:
 
 def input_files(targets: list[str | os.PathLike]) -> list[Path]:
     """Every binlog file the command-line arguments stand for, in order (a directory stands for
-    its series, see `binlog_files.binlog_paths`). A file named twice is an error."""
+    its series, see `dumpfilter.binlogs.binlog_paths`). A file named twice is an error."""
     paths: list[Path] = []
     for target in targets:
         paths.extend(binlog_paths(target))

@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_jobs.core.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks, read_units, source_header
-from spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSet, OutputSummary
-from spark_jobs.core.routing import Router, RouteStats, SplitConfig
+from dumpfilter.spark_jobs.core.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSet, OutputSummary
+from dumpfilter.spark_jobs.core.routing import Router, RouteStats, SplitConfig
 
 
 @dataclass
@@ -24,7 +24,7 @@ def check_output_dir(out: str | os.PathLike) -> Path:
     """The output directory must be new or empty: a split never mixes with older files."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        from binlog_codec.errors import DumpFilterError
+        from dumpfilter.errors import DumpFilterError
         raise DumpFilterError(f"--out {out}: exists and is not an empty directory")
     out.mkdir(parents=True, exist_ok=True)
     return out

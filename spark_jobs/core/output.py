@@ -5,7 +5,7 @@ limit on a unit boundary, Rotate between files, positions renumbered, CRC32 reco
 `RawSeriesWriter` writes units given as raw bytes: each output's units sit back to back in a
 bytearray, and one tight loop renumbers log_pos and recomputes the CRC in place (`renumber`)
 before the bytes go to the file in one write. Its files are byte for byte those of
-`binlog_files.BinlogSeriesWriter` fed the same events (`ReferenceOutputSet` keeps that slower
+`dumpfilter.binlogs.BinlogSeriesWriter` fed the same events (`ReferenceOutputSet` keeps that slower
 path, for the tests). Both the single-process split (`OutputSet`) and the Spark job's join of
 segment files (spark_jobs.core.segments) write through it.
 
@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from binlog_codec import BinlogWriter, Event, EventType, GtidTracker, fix_transaction_length
-from binlog_codec.constants import GTID_EVENT_TYPES
-from binlog_codec.scanner import renumber as core_renumber
-from binlog_codec.writer import fde_for_new_file
-from binlog_files import BinlogSeriesWriter
-from binlog_files.files import write_index
-from spark_jobs.core.chunks import SourceHeader
-from spark_jobs.core.routing import ALL
+from dumpfilter.codec import BinlogWriter, Event, EventType, GtidTracker, fix_transaction_length
+from dumpfilter.codec.constants import GTID_EVENT_TYPES
+from dumpfilter.codec.scanner import renumber as core_renumber
+from dumpfilter.codec.writer import fde_for_new_file
+from dumpfilter.binlogs import BinlogSeriesWriter
+from dumpfilter.binlogs.files import write_index
+from dumpfilter.spark_jobs.core.chunks import SourceHeader
+from dumpfilter.spark_jobs.core.routing import ALL
 
 DEFAULT_MAX_BINLOG_SIZE = 1 << 30  # max_binlog_size's default and maximum
 FLUSH_BYTES = 1 << 20  # OutputSet hands an output's pending units to its writer at this size
@@ -237,7 +237,7 @@ class OutputSet:
 
 
 class ReferenceOutputSet:
-    """`OutputSet` through `binlog_files.BinlogSeriesWriter`, one Event at a time: the slow
+    """`OutputSet` through `dumpfilter.binlogs.BinlogSeriesWriter`, one Event at a time: the slow
     reference the tests hold the raw writer to."""
 
     def __init__(self, directory: str | os.PathLike, header: SourceHeader, max_size: int = DEFAULT_MAX_BINLOG_SIZE):

@@ -8,7 +8,7 @@ Two modes (docs/split.md has the full rules):
   statement rule) or, with `semantics='effective'`, the databases of the tables it updates. DDL
   goes with the schema of the object it changes; CREATE/ALTER/DROP DATABASE with the named one.
 - by named rule sets (`maps`): an output keeps exactly what a replica with those rules would
-  apply (`filter_rules.RuleEngine`); a transaction can go to several outputs.
+  apply (`dumpfilter.rules.RuleEngine`); a transaction can go to several outputs.
 
 Events that belong to no output go to the `unassigned` binlog (or nowhere when it is None). The
 file framing (FDE, Rotate, Stop, Gtid_list, Previous_GTIDs, Binlog_checkpoint) is never routed:
@@ -27,15 +27,15 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from binlog_codec import Event, EventType, Transaction, fix_transaction_length
-from binlog_codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
-from binlog_codec.errors import BinlogError, RuleError
-from binlog_codec.transactions import CONTROL, statement_verb
-from filter_rules.evaluate import RuleEngine
-from filter_rules.parse import StartupFilters, normalize_option_name, parse_filter_statement
-from filter_rules.ruleset import RuleSet, Settings
-from filter_rules.statements import DATABASE_KINDS, Kind, statement_tables
-from filter_rules.transaction_filter import DROP, TransactionFilter
+from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_length
+from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
+from dumpfilter.errors import BinlogError, RuleError
+from dumpfilter.codec.transactions import CONTROL, statement_verb
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.parse import StartupFilters, normalize_option_name, parse_filter_statement
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.statements import DATABASE_KINDS, Kind, statement_tables
+from dumpfilter.rules.transaction_filter import DROP, TransactionFilter
 
 ALL = "*"  # the routing key of events every output gets (INCIDENT)
 DEFAULT_UNASSIGNED = "unassigned"

@@ -7,10 +7,11 @@ import struct
 
 import pytest
 
-from binlog_codec import BinlogError, BinlogReader, ChecksumError, TruncatedBinlogError, read_events
-from binlog_codec.encode import build_event, format_description, query_body, xid_body
-from binlog_codec.constants import EventType
-from dumpfilter.cli import main
+from dumpfilter.codec import BinlogReader, read_events
+from dumpfilter.errors import BinlogError, ChecksumError, TruncatedBinlogError
+from dumpfilter.codec.encode import build_event, format_description, query_body, xid_body
+from dumpfilter.codec.constants import EventType
+from dumpfilter.cli.app import main
 
 
 def small_binlog() -> bytes:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from binlog_codec import BinlogReader, BinlogWriter, EventType, group_transactions
-from binlog_codec.checksum import crc_ok
+from dumpfilter.codec import BinlogReader, BinlogWriter, EventType, group_transactions
+from dumpfilter.codec.checksum import crc_ok
 
 pytestmark = pytest.mark.fixtures
 

@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from binlog_codec import BinlogReader, EventType, group_transactions
-from binlog_workload import WorkloadSpec, generate
-from binlog_workload.generator import _Generator
-from mariadb_sandbox import apply_binlog, snapshot
-from mariadb_sandbox.server import find_binary
+from dumpfilter.codec import BinlogReader, EventType, group_transactions
+from dumpfilter.workload import WorkloadSpec, generate
+from dumpfilter.workload.generator import _Generator
+from dumpfilter.lab.sandbox import apply_binlog, snapshot
+from dumpfilter.lab.sandbox.server import find_binary
 
 
 @pytest.mark.parametrize("binlog_format", ["row", "statement", "mixed"])

@@ -7,14 +7,14 @@ import io
 
 from hypothesis import given, settings, strategies as st
 
-from binlog_codec import BinlogReader, BinlogWriter, EventSplitter, EventType, read_events
-from binlog_codec import encode as enc
-from binlog_codec.gtid import MariadbGtidList, MysqlGtidSet, decode_mysql_gtid, with_transaction_length
-from binlog_codec.packing import (
+from dumpfilter.codec import BinlogReader, BinlogWriter, EventSplitter, EventType, read_events
+from dumpfilter.codec import encode as enc
+from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet, decode_mysql_gtid, with_transaction_length
+from dumpfilter.codec.packing import (
     encode_lenenc, encode_varlen, encode_varlen_signed, mariadb_compress, mariadb_uncompress,
     read_lenenc, read_varlen, read_varlen_signed,
 )
-from binlog_codec.writer import fix_transaction_length
+from dumpfilter.codec.writer import fix_transaction_length
 
 names = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF, exclude_characters="\0"), min_size=1, max_size=20)
 sql_text = st.text(st.characters(min_codepoint=32, max_codepoint=0x7FF, exclude_characters="\0"), max_size=200)

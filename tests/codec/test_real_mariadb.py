@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from binlog_codec import BinlogReader, BinlogWriter, EventType, group_transactions
-from binlog_files import FILE_FRAMING_TYPES, BinlogSeriesWriter, TailingReader, binlog_paths
-from mariadb_sandbox import apply_binlog, diff_snapshots, snapshot
-from mariadb_sandbox.server import find_binary
+from dumpfilter.codec import BinlogReader, BinlogWriter, EventType, group_transactions
+from dumpfilter.binlogs import FILE_FRAMING_TYPES, BinlogSeriesWriter, TailingReader, binlog_paths
+from dumpfilter.lab.sandbox import apply_binlog, diff_snapshots, snapshot
+from dumpfilter.lab.sandbox.server import find_binary
 
 pytestmark = pytest.mark.mariadb
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import struct
 import zlib
 
-from binlog_codec import Event, EventType, FormatDescription, TransactionGrouper
-from binlog_codec.checksum import crc_ok
-from binlog_codec.constants import KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, ROWS_EVENT_TYPES
-from binlog_codec.errors import BinlogError, ChecksumError
+from dumpfilter.codec import Event, EventType, FormatDescription, TransactionGrouper
+from dumpfilter.codec.checksum import crc_ok
+from dumpfilter.codec.constants import KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, ROWS_EVENT_TYPES
+from dumpfilter.errors import BinlogError, ChecksumError
 
 MAX_EVENT_SIZE = 1 << 30
 ROWS = {int(t) for t in ROWS_EVENT_TYPES}

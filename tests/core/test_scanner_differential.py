@@ -1,4 +1,4 @@
-"""The compiled scanner (dumpfilter._core through binlog_codec.scanner) against the slow Python
+"""The compiled scanner (dumpfilter._core through dumpfilter.codec.scanner) against the slow Python
 reference of tests/core/reference_scanner.py: the same units (boundaries, event counts, kinds,
 completeness, fast shape with its tables, GTIDs, Rotate ends) and the same first error (class
 and offset), on every real fixture binlog, on generated binlogs of both flavors and every
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from binlog_codec import BinlogWriter, Event
-from binlog_codec.errors import BinlogError
-from binlog_codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID, Scanner
-from binlog_workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
+from dumpfilter.codec import BinlogWriter, Event
+from dumpfilter.errors import BinlogError
+from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID, Scanner
+from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from tests.codec.test_properties import binlogs
 from tests.core import reference_scanner as ref
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from hypothesis import HealthCheck, settings
 
-from binlog_codec.errors import DumpFilterError
+from dumpfilter.errors import DumpFilterError
 
 # Inputs per target: 10 000 under CI=true (derandomized, see tests/conftest.py; about 600 CPU
 # seconds for the hypothesis targets, measured), 1 000 elsewhere (about a minute);

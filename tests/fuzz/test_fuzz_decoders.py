@@ -1,4 +1,4 @@
-"""Fuzz target: the lazy event decoders (binlog_codec/event.py) over events of the real fixture
+"""Fuzz target: the lazy event decoders (dumpfilter/codec/event.py) over events of the real fixture
 binlogs and of a generated workload, mutated (bytes flipped, bodies cut or grown, length fields
 pushed past the body). Every decoder the event's type has must answer or raise a BinlogError
 naming the offset; never IndexError, struct.error, ValueError..."""
@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from binlog_codec import BinlogReader, EventType
-from binlog_codec.constants import HEADER_LEN, QUERY_EVENT_TYPES, ROWS_EVENT_TYPES
-from binlog_codec.errors import BinlogError
-from binlog_codec.event import Event
-from binlog_files import binlog_paths, open_binlog
-from binlog_workload.generator import WorkloadSpec, generate
-from fuzz_support import TARGET_TIMEOUT, FUZZ, FUZZ_CHEAP, only_project_errors
+from dumpfilter.codec import BinlogReader, EventType
+from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES, ROWS_EVENT_TYPES
+from dumpfilter.errors import BinlogError
+from dumpfilter.codec.event import Event
+from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.workload.generator import WorkloadSpec, generate
+from tests.fuzz.fuzz_support import TARGET_TIMEOUT, FUZZ, FUZZ_CHEAP, only_project_errors
 
 pytestmark = pytest.mark.timeout(TARGET_TIMEOUT)
 

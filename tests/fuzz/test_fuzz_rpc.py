@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from binlog_workload.generator import WorkloadSpec, generate
+from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from fuzz_support import FUZZ, TARGET_TIMEOUT, TIME_BOUND
-from master.grpc_server import create_server
+from tests.fuzz.fuzz_support import FUZZ, TARGET_TIMEOUT, TIME_BOUND
+from dumpfilter.master.grpc_server import create_server
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(TARGET_TIMEOUT)]
 BAD = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from filter_rules.evaluate import RuleEngine
-from filter_rules.mycnf import startup_filters_from_file
-from filter_rules.parse import OPTION_TYPES, parse_filter_statement, parse_option
-from filter_rules.ruleset import Settings
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.mycnf import startup_filters_from_file
+from dumpfilter.rules.parse import OPTION_TYPES, parse_filter_statement, parse_option
+from dumpfilter.rules.ruleset import Settings
 from dumpfilter.topology import parse_topology
-from fuzz_support import TARGET_TIMEOUT, FUZZ, only_project_errors
+from tests.fuzz.fuzz_support import TARGET_TIMEOUT, FUZZ, only_project_errors
 
 pytestmark = pytest.mark.timeout(TARGET_TIMEOUT)
 
@@ -44,7 +44,7 @@ def _exercise(rules, settings) -> None:
 @FUZZ
 @given(st.lists(st.tuples(st.sampled_from(OPTION_NAMES), names), max_size=6), settings_st)
 def test_fuzz_mysqld_options(options, settings):
-    from filter_rules.parse import StartupFilters
+    from dumpfilter.rules.parse import StartupFilters
 
     with only_project_errors(repr(options)):
         for name, value in options:
@@ -70,7 +70,7 @@ def test_fuzz_change_replication_filter(words, settings):
     text = " ".join(words)
     with only_project_errors(repr(text)):
         change = parse_filter_statement(text)
-        _exercise(change.apply(__import__("filter_rules.ruleset", fromlist=["RuleSet"]).RuleSet()), settings)
+        _exercise(change.apply(__import__("dumpfilter.rules.ruleset", fromlist=["RuleSet"]).RuleSet()), settings)
 
 
 @FUZZ
@@ -82,7 +82,7 @@ def test_fuzz_change_master(head, pairs, settings):
     text = f"{head} TO " + ", ".join(f"{k}={v}" for k, v in pairs)
     with only_project_errors(repr(text)):
         change = parse_filter_statement(text)
-        from filter_rules.ruleset import RuleSet
+        from dumpfilter.rules.ruleset import RuleSet
         _exercise(change.apply(RuleSet()), settings.__class__(semantics="effective"))
 
 

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from dumpfilter.cli import main
-from filter_rules.channels import FilterRegistry
-from filter_rules.evaluate import RuleEngine
-from filter_rules.parse import StartupFilters
-from filter_rules.ruleset import RuleSet
+from dumpfilter.cli.app import main
+from dumpfilter.rules.channels import FilterRegistry
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.parse import StartupFilters
+from dumpfilter.rules.ruleset import RuleSet
 
 
 def reference_wildcmp(key: str, pattern: str) -> bool:

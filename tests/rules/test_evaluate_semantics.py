@@ -2,8 +2,8 @@
 
 import pytest
 
-from filter_rules.evaluate import RuleEngine
-from filter_rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import RuleSet, Settings
 
 MARIADB = Settings(flavor="mariadb")
 LCTN1 = Settings(lower_case_table_names=1)
@@ -267,6 +267,6 @@ def test_effective_semantics(citation, rules, current_db, sql, apply):
 
 
 def test_effective_rules_need_effective_semantics():
-    from binlog_codec.errors import RuleError
+    from dumpfilter.errors import RuleError
     with pytest.raises(RuleError, match="filter-semantics=effective"):
         RuleEngine(RuleSet(effective_do=("a.%",)))

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from binlog_codec.errors import RuleError
-from dumpfilter.cli import main
-from filter_rules.evaluate import RuleEngine
-from filter_rules.parse import parse_change_master, parse_filter_statement
-from filter_rules import ruleset
-from filter_rules.ruleset import RuleSet, Settings
-from filter_rules.wildcards import compile_like
+from dumpfilter.errors import RuleError
+from dumpfilter.cli.app import main
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.parse import parse_change_master, parse_filter_statement
+from dumpfilter.rules import ruleset
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.wildcards import compile_like
 
 
 def reference_like(pattern: str, key: str) -> bool:

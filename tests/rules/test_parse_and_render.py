@@ -3,10 +3,10 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from binlog_codec.errors import RuleError
-from filter_rules.mycnf import startup_filters_from_file
-from filter_rules.parse import StartupFilters, parse_change_master, parse_change_replication_filter, parse_option
-from filter_rules.ruleset import RuleSet
+from dumpfilter.errors import RuleError
+from dumpfilter.rules.mycnf import startup_filters_from_file
+from dumpfilter.rules.parse import StartupFilters, parse_change_master, parse_change_replication_filter, parse_option
+from dumpfilter.rules.ruleset import RuleSet
 
 
 def test_wl7361_manual_example_channel_resolution():

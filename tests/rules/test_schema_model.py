@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.cli import main
-from filter_rules.evaluate import RuleEngine
-from filter_rules.ruleset import RuleSet, Settings
-from filter_rules.schema import SchemaModel, split_script
+from dumpfilter.cli.app import main
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel, split_script
 
 MARIADB = Settings(flavor="mariadb")
 MYSQL = Settings(flavor="mysql")
@@ -213,7 +213,8 @@ def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, t
 
 
 def _master_stats(binlog_dir, schema):
-    from master.service import ChannelSpec, DumpService, Registration
+    from dumpfilter.master.model import ChannelSpec, Registration
+    from dumpfilter.master.service import DumpService
 
     service = DumpService(binlog_dir, schema=schema)
     service.register(Registration(server_id=7, filters=(ChannelSpec(None, RuleSet(do_table=("d.k",))),),

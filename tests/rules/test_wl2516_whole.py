@@ -9,11 +9,11 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from binlog_codec.errors import RuleError
-from dumpfilter.cli import main
-from filter_rules.evaluate import RuleEngine
-from filter_rules.parse import apply_changes, parse_filter_statement
-from filter_rules.ruleset import RuleSet, Settings
+from dumpfilter.errors import RuleError
+from dumpfilter.cli.app import main
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.parse import apply_changes, parse_filter_statement
+from dumpfilter.rules.ruleset import RuleSet, Settings
 
 EFFECTIVE = Settings(semantics="effective")
 SEED_EXAMPLE = "CHANGE MASTER 'foo' TO DO='db1.%', IGNORE='%.table2', REWRITE=db1.%->db2.%"
@@ -286,7 +286,7 @@ def test_batch_round_trips_file_options_and_track_derived_tables(tmp_path, capsy
 def test_every_rule_type_travels_over_the_wire():
     """A slave's CHANGE BINLOG / binlog-*-db rules reach the master instead of being dropped by the contract."""
     from dumpfilter.wire import rules_from_proto, rules_to_proto
-    from filter_rules.ruleset import ALL_TYPES, PAIR_TYPES
+    from dumpfilter.rules.ruleset import ALL_TYPES, PAIR_TYPES
 
     rules = RuleSet(**{t: ((("a.%", "b.%") if t == "effective_rewrite" else ("a", "b")),) if t in PAIR_TYPES
                        else ("a.t%",) for t in ALL_TYPES})

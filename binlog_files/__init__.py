@@ -1,9 +1,0 @@
-"""Binlog files on disk: opening one (plain or gzipped), index files, ordered directories, and a
-tailing reader that follows a directory a live server is still writing. The thin file-system
-edge of `binlog_codec`."""
-
-from binlog_files.files import BinlogFile, binlog_paths, open_binlog, read_index, write_index
-from binlog_files.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
-from binlog_files.tail import TailingReader
-
-__all__ = ["BinlogSeriesWriter", "FILE_FRAMING_TYPES", "BinlogFile", "TailingReader", "binlog_paths", "open_binlog", "read_index", "write_index"]

@@ -1,0 +1,139 @@
+"""`dumpfilter binlog inspect` (one line or JSON object per event) and `dumpfilter binlog generate`
+(the built-in workload as real binlog files)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dumpfilter.codec import Event, EventType
+from dumpfilter.binlogs import BinlogFile, binlog_paths
+from dumpfilter.workload import WorkloadSpec, generate
+from dumpfilter.workload.generator import FLAVORS, FORMATS
+
+
+def register(subparsers) -> None:
+    binlog = subparsers.add_parser("binlog", help="read binlog files")
+    sub = binlog.add_subparsers(dest="binlog_command", metavar="ACTION")
+    sub.required = True
+    inspect = sub.add_parser("inspect", help="list events: offset, type, size, log_pos, db/table/SQL/GTID")
+    inspect.add_argument("files", nargs="+", metavar="FILE", help="binlog files or directories (.gz is read too)")
+    inspect.add_argument("--json", action="store_true", help="one JSON object per line")
+    inspect.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
+                         help="do not check event CRC32s")
+    inspect.set_defaults(func=run_inspect)
+
+    gen = sub.add_parser("generate", help="write the built-in deterministic workload as real binlog files")
+    gen.add_argument("--out", required=True, metavar="DIR",
+                     help="directory for <basename>.NNNNNN and <basename>.index (created if missing)")
+    gen.add_argument("--basename", default="master-bin", help="binlog base name (default %(default)s)")
+    gen.add_argument("--seed", type=int, default=1,
+                     help="random seed: the same options and seed give the same bytes (default %(default)s)")
+    gen.add_argument("--schemas", type=int, default=6, help="databases db1..dbN (default %(default)s)")
+    gen.add_argument("--tables-per-schema", type=int, default=4,
+                     help="tables t1..tN in each database (default %(default)s)")
+    gen.add_argument("--transactions", type=int, default=2000,
+                     help="transactions to write, DDL included (default %(default)s: about 1 MB in ROW format)")
+    gen.add_argument("--binlog-format", choices=FORMATS, default="row", type=str.lower,
+                     help="row, statement or mixed, as binlog_format (default %(default)s)")
+    gen.add_argument("--flavor", choices=FLAVORS, default="mariadb",
+                     help="the server whose binlog format is written: GTIDs, checksums, event types "
+                          "(default %(default)s)")
+    gen.add_argument("--ddl-share", type=float, default=0.02,
+                     help="share of transactions that are DDL, 0..1 (default %(default)s)")
+    gen.add_argument("--cross-db-share", type=float, default=0.1,
+                     help="share of statements changing a table outside the default database, 0..1 "
+                          "(default %(default)s)")
+    gen.add_argument("--max-binlog-size", type=int, default=1 << 30, metavar="BYTES",
+                     help="rotate to the next file after this many bytes, as max_binlog_size "
+                          "(default %(default)s = 1 GiB)")
+    gen.set_defaults(func=run_generate)
+
+
+def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict:
+    """The inspect fields of one event; `table_names` maps table ids seen so far to (db, table)."""
+    row = {"pos": event.pos, "type": event.type_name, "size": event.size, "log_pos": event.log_pos,
+           "db": None, "table": None, "sql": None, "gtid": None}
+    t = event.type_code
+    if event.is_query:
+        row["db"] = event.db
+        row["sql"] = event.sql
+    elif t == EventType.TABLE_MAP:
+        table_id, db, table = event.table_map
+        table_names[table_id] = (db, table)
+        row.update(db=db, table=table, table_id=table_id)
+    elif event.is_rows:
+        row["table_id"] = event.table_id
+        db, table = table_names.get(event.table_id, (None, None))
+        row.update(db=db, table=table)
+    elif event.is_gtid:
+        row["gtid"] = event.gtid
+    elif t in (EventType.ANNOTATE_ROWS, EventType.ROWS_QUERY):
+        row["sql"] = event.sql
+    elif t == EventType.ROTATE:
+        row["next"] = "%s:%d" % tuple(reversed(event.rotate))
+    elif t == EventType.FORMAT_DESCRIPTION:
+        table_names.clear()
+    elif t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+        row["gtid"] = str(event.gtid_set)
+    return row
+
+
+def _text_line(row: dict) -> str:
+    parts = [f"{row['pos']:>10}", f"{row['type']:<22}", f"size={row['size']:<7}", f"log_pos={row['log_pos']}"]
+    if row.get("gtid") is not None:
+        parts.append(f"gtid={row['gtid']}")
+    if row.get("table_id") is not None:
+        parts.append(f"table_id={row['table_id']}")
+    if row.get("table") is not None:
+        parts.append(f"{row['db']}.{row['table']}")
+    elif row.get("db") is not None:
+        parts.append(f"db={row['db']!r}")
+    if row.get("sql") is not None:
+        sql = " ".join(row["sql"].split())
+        parts.append(sql[:80] + ("…" if len(sql) > 80 else ""))
+    if row.get("next"):
+        parts.append(f"next={row['next']}")
+    return "  ".join(parts)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    for target in args.files:
+        for path in binlog_paths(target):
+            if not args.json and len(args.files) + len(binlog_paths(target)) > 2:
+                print(f"# {path}", file=out)
+            table_names: dict[int, tuple[str, str]] = {}
+            for event in BinlogFile(path, verify_checksums=args.verify_checksums):
+                row = describe(event, table_names)
+                if args.json:
+                    row["file"] = str(path)
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                else:
+                    out.write(_text_line(row) + "\n")
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from dumpfilter.errors import DumpFilterError
+    from dumpfilter.cli.output_paths import writable_dir
+
+    for option, value, low in (("--transactions", args.transactions, 0), ("--schemas", args.schemas, 1),
+                               ("--tables-per-schema", args.tables_per_schema, 1),
+                               ("--max-binlog-size", args.max_binlog_size, 4096)):
+        if value < low:
+            raise DumpFilterError(f"{option} {value}: must be at least {low}")
+    for option, value in (("--ddl-share", args.ddl_share), ("--cross-db-share", args.cross_db_share)):
+        if not 0 <= value <= 1:
+            raise DumpFilterError(f"{option} {value}: must be a share between 0 and 1")
+    writable_dir(args.out)
+    spec = WorkloadSpec(seed=args.seed, schemas=args.schemas, tables_per_schema=args.tables_per_schema,
+                        transactions=args.transactions, binlog_format=args.binlog_format, flavor=args.flavor,
+                        ddl_share=args.ddl_share, cross_db_share=args.cross_db_share,
+                        max_binlog_size=args.max_binlog_size)
+    paths = generate(spec, args.out, args.basename)
+    total = sum(p.stat().st_size for p in paths)
+    print(f"wrote {len(paths)} binlog file(s), {total} bytes, to {args.out} "
+          f"({spec.schemas} schemas, {spec.transactions} transactions, {spec.binlog_format}, {spec.flavor})")
+    return 0

@@ -1,0 +1,39 @@
+"""`dumpfilter experiment`: per slave of a topology, the events and bytes master-side filtering
+would send compared with everything, over many binlog files in parallel with Spark
+(`spark_jobs.bandwidth_experiment`), or in this process with `--no-spark`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dumpfilter.cli.output_paths import writable_dir
+from dumpfilter.topology import load_topology
+from dumpfilter.spark_jobs.bandwidth_experiment import add_experiment_arguments, print_table, run_experiment
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "experiment", help="bytes master-side filtering would send each slave of a topology (Spark)",
+        description="Writes bandwidth.csv (or .parquet) and bandwidth.png under --out. The topology "
+                    "format is described in dumpfilter/topology.py.")
+    add_experiment_arguments(parser)
+    parser.add_argument("--spark-master", default=None, metavar="URL",
+                        help="Spark master URL (default $SPARK_MASTER, else local[*])")
+    parser.add_argument("--no-spark", action="store_true", help="count in this process")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    topology = load_topology(args.topology)
+    writable_dir(args.out)  # before Spark starts, not after the job
+    spark = None
+    if not args.no_spark:
+        from dumpfilter.spark_jobs.session import get_session
+
+        spark = get_session("dumpfilter-experiment", args.spark_master)
+    rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
+                                 chunk_bytes=args.chunk_bytes or None)
+    print_table(rows)
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0

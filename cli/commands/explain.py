@@ -1,0 +1,160 @@
+"""`dumpfilter explain`: what a replica with these rules does with one statement or table, and why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dumpfilter.errors import RuleError
+from dumpfilter.rules.assembly import RULE_OPTION_TYPES, channel_rules, startup_from_options
+from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
+from dumpfilter.rules.evaluate import Decision, RuleEngine
+from dumpfilter.rules.ruleset import Settings, option_name
+
+BATCH_FILTER_KEYS = frozenset(option_name(rule_type).replace("-", "_") for rule_type in RULE_OPTION_TYPES)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "explain", help="decide one statement or table against filter rules and say which rule decided",
+        description="Prints apply or skip and the rule and step that decided, e.g. "
+                    "`skip: replicate-do-db: default database 'a' is not in the do list`.")
+    add_rule_options(parser)
+    add_schema_option(parser)
+    parser.add_argument("--binlog-format", type=str.upper, choices=("STATEMENT", "ROW"), default="STATEMENT",
+                        help="STATEMENT: --sql is a Query event; ROW: --table is a Table_map (DDL stays a Query)")
+    parser.add_argument("--current-db", default=None, help="the Query event's default database (none if omitted)")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--sql", help="the statement text of a Query event")
+    target.add_argument("--table", metavar="DB.TBL", help="the table of a Table_map (rows) event")
+    target.add_argument("--batch", metavar="FILE",
+                        help="JSON lines in, one JSON decision per line out ('-': stdin); a line carries sql|table, "
+                             "current_db, binlog_format, filters, change_replication_filter, defaults_file, channel, "
+                             "filter_semantics, flavor, lower_case_table_names, track_derived_tables, schema; "
+                             "what it leaves out comes from the command line")
+    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.batch:
+        return _run_batch(args)
+    rules, settings = ruleset_from_args(args)
+    decision = decide(RuleEngine(rules, settings, schema=schema_from_args(args)), args.sql, args.table,
+                      args.current_db)
+    print(json.dumps(decision.to_json()) if args.json else str(decision))
+    return 0
+
+
+def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None) -> Decision:
+    if table is not None:
+        db, dot, name = table.partition(".")
+        if not dot:
+            raise RuleError(f"--table: {table!r} is not of the form db.table")
+        return engine.decide_table(db, name)
+    return engine.decide_statement(sql, current_db)
+
+
+# ---------------------------------------------------------------------------------------------
+# --batch: one JSON object a line carrying what single mode takes as options. A line without
+# rules of its own ("filters", "change_replication_filter", "defaults_file") gets the command
+# line's; each setting a line leaves out comes from the command line too.
+
+_RULE_KEYS = ("filters", "change_replication_filter", "defaults_file")
+_SETTING_KEYS = {"channel": str, "filter_semantics": str, "flavor": str, "lower_case_table_names": int,
+                 "track_derived_tables": bool, "schema": (str, type(None))}
+_EVENT_KEYS = {"sql": str, "table": str, "current_db": (str, type(None)), "binlog_format": str}
+BATCH_KEYS = frozenset(_RULE_KEYS) | frozenset(_SETTING_KEYS) | frozenset(_EVENT_KEYS)
+
+
+def _run_batch(args: argparse.Namespace) -> int:
+    path = args.batch
+    engines: dict[tuple, RuleEngine] = {}
+    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    with stream:
+        for number, line in enumerate(stream, 1):
+            if line.strip():
+                decision = _batch_decision(line, f"{path}:{number}", args, engines)
+                print(json.dumps(decision.to_json()), flush=False)
+    return 0
+
+
+def _batch_decision(line: str, where: str, args: argparse.Namespace, engines: dict) -> Decision:
+    try:
+        request = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise RuleError(f"--batch {where}: not JSON: {exc.msg}") from None
+    if not isinstance(request, dict):
+        raise RuleError(f"--batch {where}: expected a JSON object")
+    unknown = sorted(set(request) - BATCH_KEYS)
+    if unknown:
+        raise RuleError(f"--batch {where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(BATCH_KEYS))})")
+    for key, kind in {**_SETTING_KEYS, **_EVENT_KEYS}.items():
+        if key in request and (not isinstance(request[key], kind) or (kind is int and isinstance(request[key], bool))):
+            raise RuleError(f"--batch {where}: key {key!r}: {request[key]!r} has the wrong type")
+    binlog_format = str(request.get("binlog_format", "STATEMENT")).upper()
+    if binlog_format not in ("STATEMENT", "ROW"):
+        raise RuleError(f"--batch {where}: key 'binlog_format': {request['binlog_format']!r} is not STATEMENT or ROW")
+    if ("sql" in request) == ("table" in request):
+        raise RuleError(f"--batch {where}: needs exactly one of 'sql' or 'table'")
+    engine = _engine_for(request, where, args, engines)
+    if "table" in request:
+        try:
+            return decide(engine, None, request["table"], None)
+        except RuleError as exc:
+            raise RuleError(f"--batch {where}: key 'table': {exc}") from None
+    return decide(engine, request["sql"], None, request.get("current_db"))
+
+
+def _engine_for(request: dict, where: str, args: argparse.Namespace, engines: dict) -> RuleEngine:
+    """One compiled engine per distinct (rules, channel, settings) in a batch."""
+    settings = {key: request.get(key, getattr(args, key)) for key in _SETTING_KEYS}
+    own = {key: request[key] for key in _RULE_KEYS if key in request}
+    cache_key = (json.dumps(own, sort_keys=True), json.dumps(settings, sort_keys=True))
+    engine = engines.get(cache_key)
+    if engine is not None:
+        return engine
+    channel = settings["channel"]
+    try:
+        if own:
+            startup = startup_from_options(own.get("defaults_file"), _filter_options(own.get("filters", {}), where))
+            statements = _string_list(own.get("change_replication_filter", []), "change_replication_filter", where)
+        else:
+            startup = startup_from_options(args.defaults_file,
+                                           [(option_name(t), v) for t in RULE_OPTION_TYPES for v in getattr(args, t)])
+            statements = args.change_replication_filter
+        rules = channel_rules(startup, statements, channel,
+                              lambda name: f'add "channel": "{name}" to the line (or --channel {name})')
+        engine = RuleEngine(rules, Settings(flavor=settings["flavor"],
+                                            lower_case_table_names=settings["lower_case_table_names"],
+                                            semantics=settings["filter_semantics"],
+                                            track_derived_tables=settings["track_derived_tables"]),
+                            schema=schema_from_args(argparse.Namespace(schema=settings["schema"])))
+    except RuleError as exc:
+        if str(exc).startswith("--batch "):
+            raise
+        raise RuleError(f"--batch {where}: {exc}") from None
+    engines[cache_key] = engine
+    return engine
+
+
+def _filter_options(filters, where: str) -> list[tuple[str, str]]:
+    """`{"replicate_do_db": ["db1"]}` -> [("replicate-do-db", "db1")]; a string where a list is expected is an
+    error (it would otherwise be taken character by character)."""
+    if not isinstance(filters, dict):
+        raise RuleError(f"--batch {where}: key 'filters': expected an object of option -> list of rules")
+    options = []
+    for name, values in filters.items():
+        if name not in BATCH_FILTER_KEYS:
+            raise RuleError(f"--batch {where}: unknown filter key {name!r} in 'filters' "
+                            f"(known: {', '.join(sorted(BATCH_FILTER_KEYS))})")
+        options += [(name, value) for value in _string_list(values, f"filters.{name}", where)]
+    return options
+
+
+def _string_list(values, key: str, where: str) -> list[str]:
+    if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
+        got = "a string" if isinstance(values, str) else type(values).__name__
+        raise RuleError(f"--batch {where}: key {key!r}: expected a list of strings, got {got}")
+    return values

@@ -1,0 +1,190 @@
+"""`dumpfilter filter FILE... -o OUT`: apply one replica's replicate-* rules to binlog files offline,
+as WL#40 wanted mysqlbinlog to, and write a valid binlog that mariadb-binlog reads and a server
+can apply. The loop itself lives in `dumpfilter.binlogs.filtering`; this module parses options,
+picks the output shape and prints the summary."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from dumpfilter.codec import read_format_description
+from dumpfilter.errors import BinlogError
+from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.cli.output_paths import refuse_input_as_output, writable_dir, writable_file
+from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
+from dumpfilter.binlogs.filtering import FileSink, FilterStats, SeriesSink, filter_files
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.transaction_filter import TransactionFilter
+
+_NUMBERED = re.compile(r"^(?P<base>.+)\.\d{6,}(\.gz)?$")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "filter", help="filter binlog files offline with replicate-* rules into a valid binlog",
+        description="Keeps what a replica with these rules would apply: whole transactions, or in ROW "
+                    "format the Table_map/rows events of kept tables. With no rules and one input file "
+                    "the output is byte-identical to the input.")
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="binlog files or directories (a directory stands for its index or numbered files)")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="output file; a directory (existing, or given with a trailing /) or several "
+                             "input files give a numbered series <base>.NNNNNN with an index")
+    add_rule_options(parser)
+    add_schema_option(parser)
+    # --flavor defaults to the server that wrote the binlog (its FDE's server version), not to mysql:
+    # a MariaDB binlog is filtered as a MariaDB replica would (filter-semantics.md §8.1).
+    parser.set_defaults(flavor=None)
+    parser.add_argument("--empty-transactions", choices=("keep", "drop"), default="keep",
+                        help="keep: a transaction with nothing kept is written as an empty GTID transaction "
+                             "(as replica-side filtering records it); drop: leave it out")
+    parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
+                        help="do not check event CRC32s while reading")
+    parser.add_argument("--basename", help="output series base name (default: the input's, e.g. mariadb-bin)")
+    parser.add_argument("--max-binlog-size", type=int, default=1 << 30,
+                        help="rotate output series files after this many bytes (default 1 GiB)")
+    parser.add_argument("--summary", choices=("auto", "rich", "plain", "json", "none"), default="auto",
+                        help="summary on stderr: a rich table on a terminal, plain lines otherwise (auto)")
+    parser.set_defaults(func=run)
+
+
+def input_files(targets: list[str]) -> list[Path]:
+    paths: list[Path] = []
+    for target in targets:
+        paths.extend(binlog_paths(target))
+    if not paths:
+        raise BinlogError("no input binlog files")
+    return paths
+
+
+def flavor_of(path: Path) -> str:
+    """'mariadb' when the first FDE's server version says MariaDB, else 'mysql'."""
+    with open_binlog(path) as stream:
+        _, fmt = read_format_description(stream, str(path))
+    return fmt.flavor
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = input_files(args.files)
+    if args.flavor is None:
+        args.flavor = flavor_of(paths[0])
+    rules, settings = ruleset_from_args(args)
+    engine = RuleEngine(rules, settings, schema=schema_from_args(args))
+    tfilter = TransactionFilter(engine, empty_transactions=args.empty_transactions)
+    out = Path(args.output)
+    series = len(paths) > 1 or out.is_dir() or args.output.endswith(("/", "\\"))
+    # Never over an input, never a partial output over an existing file: the output is written
+    # beside its place (a temporary file or directory) and renamed into it once complete.
+    if series:
+        match = _NUMBERED.match(paths[0].name)
+        basename = args.basename or (match["base"] if match else paths[0].stem or "filtered-bin")
+        refuse_input_as_output(paths, directory=out, basename=basename)
+        writable_dir(out, "-o")
+        staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
+        sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
+    elif out.exists() and not out.is_file():  # /dev/stdout, a pipe: written as it comes, nothing to rename
+        refuse_input_as_output(paths, file=out)
+        sink, staging = FileSink(out), None
+    else:
+        refuse_input_as_output(paths, file=out)
+        writable_file(out, "-o")
+        fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        os.close(fd)
+        staging = Path(name)
+        sink = FileSink(staging)
+    started = time.perf_counter()
+    try:
+        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums)
+        written = sink.close()
+        if staging is not None:
+            written = _move_into_place(staging, out, written, basename if series else None)
+    finally:
+        with contextlib.suppress(Exception):  # an error already on its way is the one to report
+            sink.close()
+        if staging is not None and staging.is_dir():
+            shutil.rmtree(staging, ignore_errors=True)
+        elif staging is not None:
+            staging.unlink(missing_ok=True)
+    elapsed = time.perf_counter() - started
+    print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
+                  flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
+    return 0
+
+
+def _move_into_place(staging: Path, out: Path, written: list[Path], basename: str | None) -> list[Path]:
+    """Rename the complete output into place: a file, or a series' files and then its index."""
+    if basename is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o666 & ~umask)  # mkstemp made it 0600; a plain open() would not have
+        os.replace(staging, out)
+        return [out]
+    placed = []
+    for path in written:
+        os.replace(path, out / path.name)
+        placed.append(out / path.name)
+    index = staging / f"{basename}.index"
+    if index.exists():
+        os.replace(index, out / index.name)
+    return placed
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n} B"
+
+
+def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, rules_text: str, flavor: str,
+                  mode: str = "auto", assumed: int = 0) -> None:
+    """`assumed`: decisions the engine took without what the server would see (RuleEngine.assumed)."""
+    if mode == "none":
+        return
+    if mode == "auto":
+        mode = "rich" if sys.stderr.isatty() else "plain"
+    out_bytes = sum(p.stat().st_size for p in written if p.exists())
+    if mode == "json":
+        payload = stats.as_dict() | {"output_files": [str(p) for p in written], "output_file_bytes": out_bytes,
+                                     "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed}
+        print(json.dumps(payload), file=sys.stderr)
+        return
+    pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% less" if stats.bytes_in else ""
+    rows = [
+        ("files", f"{stats.files_in}", f"{len(written)} written", ""),
+        ("events", f"{stats.events_in}", f"{stats.events_out}", f"{max(stats.events_in - stats.events_out, 0)}"),
+        ("transactions", f"{stats.transactions_in}", f"{stats.kept} whole, {stats.partial} partial",
+         f"{stats.emptied} emptied, {stats.skipped} left out"),
+        ("bytes", _mb(stats.bytes_in), f"{_mb(out_bytes)} written", pct),
+    ]
+    if mode == "rich":
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"dumpfilter filter ({flavor} replica rules, {elapsed:.2f} s)")
+        for column in ("", "in", "kept", "skipped"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*row)
+        console = Console(stderr=True)
+        console.print(table)
+        if stats.unparsed_statements:
+            console.print(f"{stats.unparsed_statements} statement(s) could not be parsed and were kept")
+        if assumed:
+            console.print(f"{assumed} decision(s) assumed what the schema model lacks (explain says which)")
+        return
+    print(f"rules ({flavor} replica): {rules_text}", file=sys.stderr)
+    for name, before, kept, skipped in rows:
+        print(f"{name}: {before} in, kept {kept}" + (f", skipped {skipped}" if skipped else ""), file=sys.stderr)
+    if stats.unparsed_statements:
+        print(f"unparsed statements kept: {stats.unparsed_statements}", file=sys.stderr)
+    if assumed:
+        print(f"assumed_decisions: {assumed} (the schema model lacked a column or trigger; explain says which)",
+              file=sys.stderr)
+    print(f"output: {', '.join(str(p) for p in written)} ({elapsed:.2f} s)", file=sys.stderr)

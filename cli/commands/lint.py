@@ -1,0 +1,53 @@
+"""`dumpfilter lint BINLOG...`: predict, from the binlog alone, where a replica with these rules would stop
+(dumpfilter.rules.lint does the replay; this module parses options, reads the files and prints)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from dumpfilter.binlogs.lint import lint_files
+from dumpfilter.cli.commands.filter import flavor_of, input_files
+from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
+from dumpfilter.rules.lint import Break
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "lint", help="predict where a replica with these rules would stop (1146, 1049, 1136, ...) and why",
+        description="Replays the binlog as the primary saw it and as a replica with these rules would, and "
+                    "reports each kept statement or row event that needs an object the replica lacks, with the "
+                    "skipped event that caused it. Exit 0: no break; 1: a break is predicted; 2: bad input.")
+    parser.add_argument("files", nargs="+", metavar="BINLOG",
+                        help="binlog files or directories (a directory stands for its index or numbered files)")
+    add_rule_options(parser)
+    add_schema_option(parser)
+    parser.set_defaults(flavor=None)  # the server that wrote the binlog, as `filter` does
+    parser.add_argument("--json", action="store_true",
+                        help='print {"breaks": [{"file", "pos", "gtid", "errno", "message", "cause": {...}}]}')
+    parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
+                        help="do not check event CRC32s while reading")
+    parser.set_defaults(func=run)
+
+
+def lint_paths(paths: list[Path], args: argparse.Namespace) -> list[Break]:
+    rules, settings = ruleset_from_args(args)
+    schema = schema_from_args(args) if getattr(args, "schema", None) else None
+    return lint_files(paths, rules, settings, schema, verify_checksums=getattr(args, "verify_checksums", True))
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = input_files(args.files)
+    if args.flavor is None:
+        args.flavor = flavor_of(paths[0])
+    breaks = lint_paths(paths, args)
+    if args.json:
+        print(json.dumps({"breaks": [b.to_json() for b in breaks]}, indent=None))
+    elif not breaks:
+        print("no break predicted")
+    else:
+        print(f"{len(breaks)} break(s) predicted; a replica with these rules stops at the first:")
+        for number, item in enumerate(breaks, 1):
+            print(f"{number}. {item}")
+    return 1 if breaks else 0

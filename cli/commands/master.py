@@ -1,0 +1,175 @@
+"""`dumpfilter master serve|filters|status|change-filter`: the gRPC dump service over a binlog
+directory (WL#2387 master side), and the operator's view of a running one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import sys
+import threading
+
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.cli.master_client import add_connection_options, server_id_type
+
+
+def port_type(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: a TCP port is 0 to 65535")
+    return value
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("master", help="run the master-side dump service (gRPC)")
+    sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
+    sub.required = True
+    serve = sub.add_parser("serve", help="serve a binlog directory to registered slaves",
+                           description="Tails DIR (a live server may be writing it) and streams each registered "
+                                       "slave only what its rules and the master policy keep.")
+    serve.add_argument("--binlog-dir", required=True, metavar="DIR")
+    serve.add_argument("--listen", default="127.0.0.1:4306", metavar="HOST:PORT",
+                       help="address to listen on (default 127.0.0.1:4306; port 0 picks a free port)")
+    serve.add_argument("--policy", metavar="FILE", help="TOML master policy: what each slave identity may receive")
+    serve.add_argument("--tls-cert", metavar="FILE", help="TLS: the master's certificate (PEM)")
+    serve.add_argument("--tls-key", metavar="FILE", help="TLS: the master's private key (PEM)")
+    serve.add_argument("--tls-client-ca", metavar="FILE",
+                       help="mTLS: require client certificates signed by this CA; a certificate's CN is "
+                            "the slave's policy identity (no password needed)")
+    serve.add_argument("--metrics-port", type=port_type, metavar="N",
+                       help="serve Prometheus /metrics on 127.0.0.1:N (default: no metrics; 0 picks a free port)")
+    serve.add_argument("--max-streams", type=int, default=64, help="concurrent Dump streams (default 64)")
+    serve.add_argument("--max-streams-per-identity", type=int, metavar="N",
+                       help="concurrent Dump streams of one policy identity (default: no limit; a policy "
+                            "entry's max_streams wins)")
+    serve.add_argument("--stall-timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="end a stream whose slave has taken no batch for this long (default 60; 0: never)")
+    serve.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
+                       help="do not check event CRC32s while reading the binlog (MySQL's default "
+                            "source_verify_checksum=OFF); slaves still check what they receive")
+    serve.add_argument("--schema", metavar="FILE|mysql://USER@HOST:PORT",
+                       help="the master's schema before its binlog (mysqldump --no-data file or a server): "
+                            "multi-table UPDATE decisions use its columns and triggers")
+    serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
+    serve.set_defaults(func=serve_command)
+
+    filters = sub.add_parser("filters", help="the filter tables of a running master (performance_schema style)",
+                             description="The rows of performance_schema.replication_applier_filters and "
+                                         "replication_applier_global_filters, one row per slave and channel.")
+    add_connection_options(filters)
+    filters.add_argument("--server-id", type=server_id_type, default=0, help="only this slave (default: every slave)")
+    filters.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    filters.set_defaults(func=filters_command)
+
+    status = sub.add_parser("status", help="SHOW SLAVE HOSTS of a running master, with each slave's stream counters")
+    add_connection_options(status)
+    status.add_argument("--server-id", type=server_id_type, default=0, help="only this slave (default: every slave)")
+    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    status.set_defaults(func=status_command)
+
+    change = sub.add_parser("change-filter", help="CHANGE REPLICATION FILTER on a registered slave, live",
+                            description="The change takes effect at the next transaction boundary of the "
+                                        "slave's running stream (at once without one); prints that position.")
+    add_connection_options(change)
+    change.add_argument("--server-id", type=server_id_type, required=True, help="the slave to change")
+    change.add_argument("statement", metavar="SQL",
+                        help="CHANGE REPLICATION FILTER ... [FOR CHANNEL 'c'] (or WL#2516 CHANGE MASTER ... TO DO=...)")
+    change.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+                        help="how long to wait for the stream to reach a transaction boundary (default 30)")
+    change.add_argument("--json", action="store_true", help="print JSON")
+    change.set_defaults(func=change_filter_command)
+
+
+def _schema(args: argparse.Namespace):
+    from dumpfilter.rules.options import schema_from_args
+
+    return schema_from_args(args) if args.schema else None
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from dumpfilter.master.grpc_server import create_server
+    from dumpfilter.master.metrics import serve_metrics
+
+    master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
+                                 tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
+                                 max_streams=args.max_streams, max_streams_per_identity=args.max_streams_per_identity,
+                                 stall_timeout=args.stall_timeout or None,
+                                 verify_checksums=args.verify_checksums, schema=_schema(args))
+    if args.metrics_port is not None:
+        try:
+            serve_metrics(master.service, args.metrics_port)
+        except OSError as exc:
+            master.stop(0)
+            raise DumpFilterError(f"--metrics-port {args.metrics_port}: cannot listen on "
+                                  f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None
+    host = args.listen.rpartition(":")[0]
+    print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    print("dumpfilter master: shutting down, draining streams", file=sys.stderr, flush=True)
+    master.stop(args.grace)
+    return 0
+
+
+# -- the operator's commands ----------------------------------------------------------------
+STATUS_COLUMNS = ["Server_id", "Host", "Channels", "Streaming", "Skip_policy", "Position", "Bytes_behind",
+                  "Bytes_read", "Bytes_sent", "Kept_bytes", "Overhead_bytes", "Sent_pct"]
+
+
+def filters_command(args: argparse.Namespace) -> int:
+    from dumpfilter.cli.master_client import MasterClient, format_table
+
+    with MasterClient.from_args(args) as client:
+        tables = client.list_filters(args.server_id)
+    if args.json:
+        print(json.dumps(tables, indent=1))
+        return 0
+    for name, rows in tables.items():
+        print(f"performance_schema.{name}")
+        print(format_table(rows))
+    return 0
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from dumpfilter.cli.master_client import MasterClient, format_table
+
+    with MasterClient.from_args(args) as client:
+        rows = client.status(args.server_id)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(format_table(rows, STATUS_COLUMNS))
+    end = next((r["Binlog_end"] for r in rows if r["Binlog_end"]), "")
+    if end:
+        print(f"master binlog end: {end}")
+    return 0
+
+
+def change_filter_command(args: argparse.Namespace) -> int:
+    from dumpfilter.cli.master_client import MasterClient
+
+    with MasterClient.from_args(args) as client:
+        result = client.change_filter(args.server_id, args.statement, timeout=args.wait)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    at = result["effective_at"]
+    where = f"{at['file']}:{at['pos']}" if at else "the slave's first position (it has not streamed yet)"
+    how = ("at the transaction boundary of its running stream" if result["applied_to_running_stream"]
+           else "at once (no running stream): from its last position")
+    print(f"server_id {args.server_id}: change took effect {how}, {where}")
+    for effective in result["effective"]:
+        channel = effective["channel"]
+        # render() lists every type; the empty ones say nothing here
+        rules = re.sub(r",? ?REPLICATE_\w+ = \(\)", "", effective["change_replication_filter"])
+        rules = rules.replace("FILTER,", "FILTER") if not rules.endswith("FILTER") else "(no filter rules)"
+        print(f"  channel {channel!r}: {rules}")
+        if effective["policy_allow"]:
+            print(f"    master policy allows: {', '.join(effective['policy_allow'])}")
+    return 0

@@ -1,0 +1,100 @@
+"""`dumpfilter slave run|status`: a slave that registers its filters with a dumpfilter master,
+writes relay logs and optionally applies them; and its SHOW REPLICA STATUS."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from dumpfilter.cli.master_client import add_connection_options, server_id_type
+from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
+from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("slave", help="run a filtering slave, or show its status")
+    sub = parser.add_subparsers(dest="slave_command", metavar="SUBCOMMAND")
+    sub.required = True
+    run = sub.add_parser("run", help="register with a master and stream into relay logs",
+                         description="The rules are sent to the master, which filters; replicate-rewrite-db is "
+                                     "applied here, on the slave, as WL#2387 specifies.")
+    add_connection_options(run)
+    run.add_argument("--server-id", required=True, type=server_id_type, help="this slave's server_id (1 to 4294967295)")
+    run.add_argument("--report-host", default="", metavar="NAME",
+                     help="the Host column of the master's SHOW SLAVE HOSTS (mysqld report_host; default none)")
+    run.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
+    run.add_argument("--skip-policy", choices=SKIP_POLICIES, default=HEARTBEAT,
+                     help="what the master sends for skipped stretches (default heartbeat, as MySQL)")
+    run.add_argument("--until-caught-up", action="store_true",
+                     help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
+    run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
+    run.add_argument("--relay-log-size", type=int, default=64 << 20, metavar="BYTES")
+    run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
+    run.add_argument("--connect-retry", type=float, default=1.0, metavar="SECONDS",
+                     help="first wait after a failed attempt; doubles up to 30s (default 1)")
+    run.add_argument("--connect-timeout", type=float, metavar="SECONDS",
+                     help="give up (exit 2) when the master cannot be reached for this long (default: never)")
+    run.add_argument("--retry-count", type=int, metavar="N",
+                     help="give up (exit 2) after N failed attempts in a row (default: never)")
+    run.add_argument("--net-timeout", type=float, default=60.0, metavar="SECONDS",
+                     help="reconnect when no batch or heartbeat came for this long (slave_net_timeout, "
+                          "default 60; keep it above --heartbeat-period)")
+    run.add_argument("--lint-wait", type=float, default=10.0, metavar="SECONDS",
+                     help="with --until-caught-up: wait up to this long for the master's background lint of "
+                          "these rules and print its predictions (default 10; 0: do not wait)")
+    run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
+    add_rule_options(run)
+    add_schema_option(run)  # the slave re-checks what it receives: give it the master's --schema too
+    run.set_defaults(func=run_command)
+    status = sub.add_parser("status", help="SHOW REPLICA STATUS-like fields of a slave's relay log directory")
+    status.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
+    status.set_defaults(func=status_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from dumpfilter.slave.client import Slave, SlaveConfig
+
+    rules, settings = ruleset_from_args(args)
+    config = SlaveConfig(master=args.master, server_id=args.server_id, relay_dir=args.relay_log_dir, rules=rules,
+                         settings=settings, channel=args.channel, skip_policy=args.skip_policy, user=args.user,
+                         password=args.password, until_caught_up=args.until_caught_up, apply_url=args.apply,
+                         relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
+                         tls_ca=args.ssl_ca, tls_cert=args.ssl_cert, tls_key=args.ssl_key,
+                         start_gtid=args.gtid_start, connect_retry=args.connect_retry,
+                         connect_timeout=args.connect_timeout, retry_count=args.retry_count,
+                         net_timeout=args.net_timeout or None, hostname=args.report_host,
+                         rpc_timeout=args.rpc_timeout, schema=schema_from_args(args) if args.schema else None,
+                         lint_wait=args.lint_wait)
+    slave = Slave(config)
+    signal.signal(signal.SIGTERM, _stop)  # `kill` ends the slave as Ctrl-C does: state recorded, summary printed
+    try:
+        return slave.run()
+    finally:
+        print(summary_line(slave), file=sys.stderr, flush=True)
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def summary_line(slave) -> str:
+    """One line when `slave run` ends, however it ends: this run's counters and where it stands."""
+    c, info = slave.counters, slave.info
+    where = f"{info.master_file}:{info.master_pos}" if info.master_file else "no position yet"
+    gtid = f", gtid {info.gtid_state}" if info.gtid_state else ""
+    return (f"dumpfilter slave: server_id {slave.config.server_id} stopped at {where}{gtid}; this run: "
+            f"{c.events_received} events, {c.bytes_received} bytes received, {c.events_relayed} events, "
+            f"{c.bytes_relayed} bytes relayed, {c.heartbeats} heartbeats, {c.placeholders} placeholders")
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from dumpfilter.slave.status import status_fields
+
+    fields = status_fields(args.relay_log_dir)
+    width = max(len(k) for k in fields)
+    print("*************************** 1. row ***************************")
+    for key, value in fields.items():
+        print(f"{key.rjust(width)}: {value}")
+    return 0

@@ -1,0 +1,180 @@
+"""The operator's side of a running master: connection options shared by `slave run` and the
+`master filters|status|change-filter` commands, and the unary RPCs (ListFilters, Stats,
+ChangeFilter) turned into plain rows the commands print as tables or JSON."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+
+
+from dumpfilter.errors import InvalidArgumentError
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+
+# Credentials ride as call metadata on the RPCs that carry no Credentials message (the master's
+# policy file decides what an identity may do; Register still sends them in its request).
+USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
+
+
+def add_connection_options(parser: argparse.ArgumentParser, *, master_required: bool = True) -> None:
+    """--master, --user, --password, --ssl-ca, --ssl-cert/--ssl-key: the same spelling for every
+    command that talks to a master."""
+    parser.add_argument("--master", required=master_required, metavar="HOST:PORT", help="the master's gRPC address")
+    parser.add_argument("--user", default="", help="identity for the master policy (default: none)")
+    parser.add_argument("--password", default="", help="password of --user (default: none)")
+    parser.add_argument("--ssl-ca", type=Path, metavar="FILE",
+                        help="TLS: the CA that signed the master's certificate (default: plaintext)")
+    parser.add_argument("--ssl-cert", type=Path, metavar="FILE",
+                        help="mTLS: this client's certificate (its CN is the policy identity)")
+    parser.add_argument("--ssl-key", type=Path, metavar="FILE", help="mTLS: this client's private key")
+    parser.add_argument("--rpc-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="deadline of each call (default 10)")
+
+
+def _read(path: Path | None, option: str) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidArgumentError(f"{option} {path}: {exc.strerror}") from None
+
+
+def open_channel(master: str, ssl_ca: Path | None = None, ssl_cert: Path | None = None,
+                 ssl_key: Path | None = None) -> grpc.Channel:
+    options = [("grpc.max_receive_message_length", 64 << 20)]
+    if ssl_ca or ssl_cert or ssl_key:
+        if bool(ssl_cert) != bool(ssl_key):
+            raise InvalidArgumentError("--ssl-cert and --ssl-key go together")
+        creds = grpc.ssl_channel_credentials(_read(ssl_ca, "--ssl-ca"), _read(ssl_key, "--ssl-key"),
+                                             _read(ssl_cert, "--ssl-cert"))
+        return grpc.secure_channel(master, creds, options=options)
+    return grpc.insecure_channel(master, options=options)
+
+
+@dataclass
+class MasterClient:
+    """One connection to a master; every call maps a gRPC error to the CLI's error types."""
+
+    master: str
+    user: str = ""
+    password: str = ""
+    ssl_ca: Path | None = None
+    timeout: float = 10.0
+    ssl_cert: Path | None = None
+    ssl_key: Path | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> MasterClient:
+        return cls(args.master, args.user, args.password, args.ssl_ca, args.rpc_timeout, args.ssl_cert, args.ssl_key)
+
+    def __enter__(self) -> MasterClient:
+        self.channel = open_channel(self.master, self.ssl_ca, self.ssl_cert, self.ssl_key)
+        self.stub = dump_pb2_grpc.DumpFilterStub(self.channel)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.channel.close()
+
+    def _call(self, method: str, request, timeout: float | None = None):
+        from dumpfilter.slave.client import _master_error
+
+        metadata = [(USER_KEY, self.user), (PASSWORD_KEY, self.password)] if self.user else None
+        try:
+            return getattr(self.stub, method)(request, timeout=timeout or self.timeout, metadata=metadata)
+        except grpc.RpcError as exc:
+            raise _master_error(exc) from None
+
+    # -- the three operator calls ----------------------------------------------------------
+    def list_filters(self, server_id: int = 0) -> dict[str, list[dict]]:
+        """performance_schema.replication_applier_filters and _global_filters, one row per slave and channel."""
+        reply = self._call("ListFilters", dump_pb2.ListFiltersRequest(server_id=server_id))
+        return {"replication_applier_filters": [_filter_row(r, counter=True) for r in reply.filters],
+                "replication_applier_global_filters": [_filter_row(r, counter=False) for r in reply.global_filters]}
+
+    def status(self, server_id: int = 0) -> list[dict]:
+        """SHOW SLAVE HOSTS plus each slave's stream counters."""
+        reply = self._call("Stats", dump_pb2.StatsRequest(server_id=server_id))
+        return [_status_row(s) for s in sorted(reply.slaves, key=lambda s: s.server_id)]
+
+    def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> dict:
+        reply = self._call("ChangeFilter", dump_pb2.ChangeFilterRequest(server_id=server_id,
+                                                                         change_replication_filter=statement),
+                           timeout=timeout)
+        return {"server_id": server_id,
+                "effective_at": {"file": reply.effective_at.file, "pos": reply.effective_at.pos}
+                if reply.HasField("effective_at") else None,
+                "applied_to_running_stream": reply.applied_to_running_stream,
+                "effective": [{"channel": e.channel, "change_replication_filter": e.change_replication_filter,
+                               "policy_allow": list(e.policy_allow)} for e in reply.effective]}
+
+
+def _filter_row(row, *, counter: bool) -> dict:
+    out = {"SERVER_ID": row.server_id, "CHANNEL_NAME": row.channel_name, "FILTER_NAME": row.filter_name,
+           "FILTER_RULE": row.filter_rule, "CONFIGURED_BY": row.configured_by, "ACTIVE_SINCE": row.active_since}
+    if counter:
+        out["COUNTER"] = row.counter
+    return out
+
+
+def _status_row(s) -> dict:
+    overhead = s.heartbeat_bytes + s.placeholder_bytes + s.empty_transaction_bytes
+    return {
+        # SHOW SLAVE HOSTS
+        "Server_id": s.server_id, "Host": s.hostname, "Channels": ",".join(repr(c) for c in s.channels),
+        "Registered_at": s.registered_at,
+        # the stream
+        "Streaming": "Yes" if s.streaming else "No", "Skip_policy": s.skip_policy,
+        "Position": _pos(s.position) if s.HasField("position") and s.position.file else "",
+        "Binlog_end": _pos(s.binlog_end) if s.HasField("binlog_end") else "",
+        "Bytes_behind": s.bytes_behind,
+        "Bytes_read": s.bytes_read, "Bytes_sent": s.bytes_sent, "Kept_bytes": s.kept_bytes,
+        "Overhead_bytes": overhead,
+        "Sent_pct": round(100.0 * s.bytes_sent / s.bytes_read, 1) if s.bytes_read else 0.0,
+        "Events_read": s.events_read, "Events_sent": s.events_sent,
+        "Transactions_kept": s.transactions_kept, "Transactions_partial": s.transactions_partial,
+        "Transactions_skipped": s.transactions_skipped,
+        "Heartbeats": s.heartbeats, "Placeholders": s.placeholders, "Empty_transactions": s.empty_transactions,
+        "Rule_hits": dict(sorted(s.rule_hits.items())),
+    }
+
+
+def _pos(p) -> str:
+    return f"{p.file}:{p.pos}"
+
+
+def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
+    """Rows as the mysql client prints a result set (+---+ borders); "Empty set" for none."""
+    if not rows:
+        return "Empty set"
+    columns = columns or list(rows[0])
+    cells = [[_cell(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    line = lambda values: "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"  # noqa: E731
+    plural = "row" if len(rows) == 1 else "rows"
+    return "\n".join([rule, line(columns), rule, *(line(r) for r in cells), rule, f"{len(rows)} {plural} in set"])
+
+
+def _cell(value) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+MAX_SERVER_ID = 2**32 - 1  # server_id is a 32-bit unsigned variable in mysqld
+
+
+def server_id_type(text: str) -> int:
+    """argparse type for --server-id: 1..4294967295, as mysqld accepts for a replica."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1 <= value <= MAX_SERVER_ID:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: a server_id is 1 to {MAX_SERVER_ID}")
+    return value

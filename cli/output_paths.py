@@ -1,0 +1,86 @@
+"""Where the commands write: checked before any work starts (an --out that cannot be written is
+one line and exit 2, not a traceback after the run), never over one of the inputs, and a file is
+written whole or not at all (a temporary file in the same directory, then os.replace)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from dumpfilter.errors import InvalidArgumentError
+
+
+class OutputError(InvalidArgumentError):
+    """An output path that cannot be written, or that would overwrite an input."""
+
+
+def writable_dir(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Create DIR (and its parents) and prove a file can be written in it."""
+    directory = Path(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".dumpfilter-probe-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != directory else ""
+        raise OutputError(f"{option} {directory}: cannot write there: {reason}{where}") from None
+    return directory
+
+
+def writable_file(path: str | os.PathLike, option: str = "--out") -> Path:
+    """The parent directory of FILE can take a new file (the file itself is written later, atomically)."""
+    target = Path(path)
+    if target.is_dir():
+        raise OutputError(f"{option} {target}: is a directory")
+    writable_dir(target.parent if str(target.parent) else ".", option)
+    return target
+
+
+def _binlog_stem(path: Path) -> str:
+    """`mysql-bin` for `mysql-bin.000012` (a binlog file's base name), else the name itself."""
+    stem, dot, number = path.name.rpartition(".")
+    return stem if dot and number.isdigit() else path.name
+
+
+def refuse_input_as_output(inputs: Iterable[str | os.PathLike], *, file: str | os.PathLike | None = None,
+                           directory: str | os.PathLike | None = None, basename: str | None = None,
+                           option: str = "-o") -> None:
+    """An output may not be an input: the same file (also through a link), or a binlog of the same
+    directory and base name (`mysql-bin.000002` beside an input `mysql-bin.000001`, or a series
+    `mysql-bin.NNNNNN` + `mysql-bin.index` written into the input's directory)."""
+    for item in inputs:
+        source = Path(item)
+        real = source.resolve()
+        if file is not None:
+            out = Path(file)
+            if real == out.resolve() or (out.exists() and os.path.samefile(out, source)):
+                raise OutputError(f"{option} {out}: is the input {source}; write the output elsewhere")
+            out_dir, out_stem = out.resolve().parent, _binlog_stem(out)
+        else:
+            out_dir, out_stem = Path(directory).resolve(), basename
+        if real.parent == out_dir and _binlog_stem(real) == out_stem:
+            raise OutputError(f"{option} {file or directory}: has the directory and base name ({out_stem}) of the "
+                              f"input {source}; write the output elsewhere")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, mode: str = "wb") -> Iterator:
+    """Open a temporary file beside PATH; on success it replaces PATH, on any error it is removed
+    and an existing PATH is left as it was."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,94 @@
+"""Where a dump that starts from a replica's GTID state begins: the binlog file to read first,
+found from each file's Previous_GTIDs (MySQL) or Gtid_list (MariaDB) event, newest file first, as
+the servers' dump threads do, instead of scanning every file from the first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from dumpfilter.codec import BinlogReader, EventType
+from dumpfilter.errors import BinlogError, PositionError
+from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
+from dumpfilter.binlogs.files import open_binlog
+
+# Events a file may start with before its GTID list (MariaDB writes Gtid_list right after the
+# FDE; MySQL writes Previous_GTIDs there; a relay log may have a Rotate first).
+_HEADER_TYPES = frozenset({EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.BINLOG_CHECKPOINT,
+                           EventType.STOP})
+
+
+@dataclass(frozen=True)
+class GtidState:
+    """A replica's GTID position: MariaDB `domain-server-seq,...` (gtid_slave_pos) or a MySQL GTID
+    set (gtid_executed). `limits` is MariaDB's per-domain last sequence number."""
+
+    text: str
+    limits: dict[int, int] | None = None
+    mysql: MysqlGtidSet | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "GtidState":
+        text = text.strip()
+        if ":" in text:
+            try:
+                return cls(text, mysql=MysqlGtidSet.parse(text))
+            except ValueError as exc:
+                raise PositionError(f"GTID state: {exc}") from None
+        limits: dict[int, int] = {}
+        try:
+            for part in filter(None, (p.strip() for p in text.split(","))):
+                domain, _server, seq = (int(x) for x in part.split("-"))
+                limits[domain] = max(limits.get(domain, 0), seq)
+        except ValueError:
+            raise PositionError(f"GTID state {text!r} is neither 'domain-server-seq,...' nor 'uuid:1-5,...'") from None
+        return cls(text, limits=limits)
+
+    def covers(self, before_file) -> bool:
+        """True when the replica has every GTID logged before a file whose GTID list is
+        `before_file` (a MariadbGtidList or MysqlGtidSet; None when the file has none)."""
+        if before_file is None:
+            return False
+        if isinstance(before_file, MysqlGtidSet):
+            return self.mysql is not None and before_file.issubset(self.mysql)
+        if self.limits is None:
+            return False
+        # MariaDB: the list holds the last GTID per (domain, server_id) before the file. Within a
+        # domain sequence numbers grow, so the replica is past them when its domain's last
+        # sequence number is at least each of them.
+        return all(seq <= self.limits.get(domain, -1) for (domain, _server), seq in before_file.gtids.items())
+
+
+def file_gtid_list(path: Path) -> MariadbGtidList | MysqlGtidSet | None:
+    """The Gtid_list / Previous_GTIDs event at the head of a binlog file, or None."""
+    with open_binlog(path) as stream:
+        for event in BinlogReader(stream, str(path), chunk_size=1 << 16):
+            t = event.type_code
+            if t in (EventType.MARIADB_GTID_LIST, EventType.PREVIOUS_GTIDS):
+                return event.gtid_set
+            if t not in _HEADER_TYPES:
+                return None
+    return None
+
+
+def start_file(paths: list[Path], state: GtidState) -> Path:
+    """The newest file whose GTID list the replica already has: every GTID it lacks is in that
+    file or later. Raises PositionError (MySQL's error 1236) when the oldest file starts after
+    GTIDs the replica lacks: they were in purged files."""
+    if not paths:
+        raise PositionError("no binlog files to start from")
+    lists = {}
+    for path in reversed(paths):
+        try:
+            before = lists[path] = file_gtid_list(path)
+        except (BinlogError, OSError):
+            before = lists[path] = None  # an unreadable head: the stream reports the file itself
+        if before is not None and state.covers(before):
+            return path
+    first = paths[0]
+    # Not even the oldest file's list is covered (an empty list always is). A file without a
+    # list (a server without GTIDs) gives no answer: scan from the oldest file.
+    if lists[first] is not None:
+        raise PositionError(f"the replica's GTID state {state.text!r} lacks GTIDs that were logged before "
+                            f"'{first.name}', the oldest binlog file: the files holding them were purged")
+    return first

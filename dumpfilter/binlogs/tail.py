@@ -1,0 +1,181 @@
+"""Follows a binlog directory that a live server is still writing: waits for new bytes (a partly
+written event, header included, is "not yet written"), and at a Rotate (or when the index names a
+newer file) moves on to the next file."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dumpfilter.codec import Event, EventSplitter, EventType, read_format_description
+from dumpfilter.codec.checksum import crc_ok
+from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
+from dumpfilter.codec.event import HEADER
+from dumpfilter.codec.reader import MAX_EVENT_SIZE
+from dumpfilter.errors import BinlogError, PositionError
+from dumpfilter.binlogs.files import binlog_paths
+
+CHUNK = 1 << 20
+MAX_PROBE = 1 << 16
+
+
+def _looks_like_event(head: bytes, fmt, start: int) -> bool:
+    """Whether bytes read at a requested start position begin a real event: a known type, a sane
+    size, and either a matching CRC (when it is wholly there) or a log_pos that ends it."""
+    if len(head) < HEADER_LEN:
+        # Exactly at the end of the file, or a live server caught writing a header (1-18 bytes
+        # of it are there): not yet written, the reader waits for the rest. What is there is
+        # checked: a sane size, a log_pos that ends the event.
+        if len(head) >= 13:
+            size = int.from_bytes(head[9:13], "little")
+            if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+                return False
+            if len(head) >= 17 and int.from_bytes(head[13:17], "little") not in (0, start + size):
+                return False
+        return True
+    _, type_code, _, size, log_pos, flags = HEADER.unpack_from(head, 0)
+    if size < HEADER_LEN or size > MAX_EVENT_SIZE:
+        return False
+    if type_code not in KNOWN_TYPES and not flags & LOG_EVENT_IGNORABLE_F:
+        return False
+    if fmt.checksum_len and len(head) >= size:
+        return crc_ok(head[:size])
+    return log_pos in (0, start + size)
+
+
+def confined_rotate_target(target: str, current: str, offset: int) -> str:
+    """`target` if it is a plain file name (the next binlog, in the same directory), else a
+    BinlogError: a hostile Rotate must not lead a reader to /etc/passwd or ../x. For every
+    reader that follows Rotates (this one, the master's segment reader)."""
+    if not target or "/" in target or "\\" in target or "\0" in target or target in (".", ".."):
+        raise BinlogError(f"Rotate names {target[:80]!r}, which is not a binlog file name", path=current,
+                          offset=offset)
+    return target
+
+
+def _rotated_name(event: Event, current: str) -> str:
+    try:
+        target = event.rotate[1]
+    except BinlogError as exc:
+        raise BinlogError(exc.message, path=current, offset=event.pos) from None
+    return confined_rotate_target(target, current, event.pos)
+
+
+@dataclass(frozen=True)
+class Position:
+    file: str
+    pos: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.pos}"
+
+
+class TailingReader:
+    """Yields (file name, Event) from `start_file` at `start_pos` onward, forever or until
+    `stop()`; with `follow=False` it stops at the current end of the last file.
+
+    Memory is bounded by the chunk size plus the largest event. The FDE of each file is always
+    read first so that events are decoded with the right format, even when starting mid-file;
+    it is yielded only when the read starts at the file's beginning.
+    """
+
+    def __init__(self, directory: str | os.PathLike, start_file: str | None = None, start_pos: int = 4, *,
+                 follow: bool = True, poll_interval: float = 0.05, verify_checksums: bool = True,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.directory = Path(directory)
+        self.follow = follow
+        self.poll_interval = poll_interval
+        self.verify_checksums = verify_checksums
+        self.sleep = sleep
+        self._stopped = False
+        files = self.files()
+        if not files:
+            raise BinlogError("no binlog files", path=str(self.directory))
+        self.file = start_file or files[0]
+        if self.file not in files:
+            raise PositionError(f"binlog file '{self.file}' is not in {self.directory} (purged or never written)")
+        self.start_pos = start_pos
+        self.position = Position(self.file, start_pos)
+
+    def files(self) -> list[str]:
+        try:
+            return [p.name for p in binlog_paths(self.directory)]
+        except BinlogError:
+            return []
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def _next_file(self, current: str) -> str | None:
+        files = self.files()
+        if current in files:
+            i = files.index(current)
+            if i + 1 < len(files):
+                return files[i + 1]
+        return None
+
+    def __iter__(self) -> Iterator[tuple[str, Event]]:
+        name, start = self.file, self.start_pos
+        while not self._stopped:
+            next_name = yield from self._read_file(name, start)
+            if next_name is None or not self._wait_for(next_name):
+                return
+            name, start = next_name, 4
+
+    def _wait_for(self, name: str) -> bool:
+        """A Rotate can name a file the server has not created yet."""
+        while not (self.directory / name).exists():
+            if not self.follow or self._stopped:
+                return False
+            self.sleep(self.poll_interval)
+        return True
+
+    def _open_at(self, f, path: Path, start: int) -> EventSplitter:
+        """A splitter positioned at `start`. Starting mid-file, the FDE at offset 4 is read first
+        so that later events are decoded with their file's format."""
+        if start <= 4:
+            return EventSplitter(str(path), verify_checksums=self.verify_checksums)
+        fde, fmt = read_format_description(f, str(path))
+        if start < fde.end_pos:
+            raise PositionError(f"position {start} is inside the Format_description event of '{path.name}'")
+        f.seek(start)
+        if not _looks_like_event(f.read(MAX_PROBE), fmt, start):
+            raise PositionError(f"position {start} in '{path.name}' is not at an event boundary")
+        f.seek(start)
+        return EventSplitter(str(path), verify_checksums=self.verify_checksums, start=start, fmt=fmt)
+
+    def _read_file(self, name: str, start: int):
+        """Yield the events of one file; return the name of the file to continue with, or None."""
+        path = self.directory / name
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if start > size:
+                raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
+            splitter = self._open_at(f, path, start)
+            rotated_to: str | None = None
+            while not self._stopped:
+                data = f.read(CHUNK)
+                if data:
+                    splitter.feed(data)
+                    for event in splitter.events():
+                        self.position = Position(name, event.end_pos)
+                        yield name, event
+                        # A Rotate names the next file. The dump thread's artificial Rotate
+                        # (flag 0x20) at the start of a relay stream does not end the file.
+                        if event.type_code == EventType.ROTATE and not event.flags & LOG_EVENT_ARTIFICIAL_F:
+                            rotated_to = _rotated_name(event, name)
+                    continue
+                # At the end of what has been written so far.
+                if rotated_to:
+                    return rotated_to
+                newer = self._next_file(name)
+                if newer is not None and splitter.pending == 0:
+                    return newer  # a Stop event, or a crash, ended this file without a Rotate
+                if not self.follow:
+                    splitter.close()  # raises if the file ends inside an event
+                    return None
+                self.sleep(self.poll_interval)
+        return None

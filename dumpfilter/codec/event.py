@@ -1,0 +1,487 @@
+"""One binlog event as a lazy view over its bytes: the header is unpacked once, and only the
+fields a decision needs (db, table, SQL text, table id, GTID) are decoded, on demand.
+Row images are never decoded."""
+
+from __future__ import annotations
+
+import functools
+import struct
+import zlib
+from dataclasses import dataclass
+
+from dumpfilter.codec import gtid as gtids
+from dumpfilter.codec.checksum import with_crc
+from dumpfilter.errors import MalformedEventError
+from dumpfilter.codec.constants import (
+    HEADER_LEN,
+    MARIADB_FL_GROUP_COMMIT_ID,
+    MARIADB_FL_STANDALONE,
+    MYSQL_GTID_EVENT_TYPES,
+    QUERY_EVENT_TYPES,
+    Q_TABLE_MAP_FOR_UPDATE,
+    Q_UPDATED_DB_NAMES,
+    OVER_MAX_DBS_IN_EVENT_MTS,
+    ROWS_EVENT_TYPES,
+    EventType,
+    type_name,
+)
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.packing import mariadb_uncompress, read_lenenc
+
+HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+# Decoded (db, table) by the raw name bytes of a Table_map: a walk meets the same few names
+# again and again. Bounded; cleared when full.
+_TABLE_NAMES: dict[bytes, tuple[str, str]] = {}
+_TABLE_NAMES_MAX = 1 << 16
+_TABLE_MAP_INDEX = EventType.TABLE_MAP - 1  # in FormatDescription.post_header_lens
+_QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_vars_len
+
+# Query status variables with a fixed payload size; others are decoded explicitly below.
+# An unknown code ends parsing: codes carry no length, so guessing would misread the rest.
+_STATUS_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 14: 8, 15: 8, 16: 1,
+                 17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8}
+
+
+class cached_property:  # noqa: N801 - same role as functools.cached_property
+    """Computes once, then lives in the instance __dict__ (shadowing this non-data descriptor).
+    functools.cached_property takes a lock on every first access in Python 3.11, which costs
+    more than decoding a Table_map."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.func(obj)
+        return value
+
+
+# What a decoder meets on bytes that contradict the event's size: every one becomes a
+# MalformedEventError naming the event type and its offset (hostile input is normal input).
+_MALFORMED = (IndexError, struct.error, ValueError, zlib.error, OverflowError)
+
+
+def _decoder(func):
+    """A lazy decoder whose failures on malformed bytes are MalformedEventErrors."""
+    @functools.wraps(func)
+    def wrapper(self, *args):
+        try:
+            return func(self, *args)
+        except _MALFORMED as exc:
+            raise self._malformed(f"{type(exc).__name__}: {exc}") from None
+    return wrapper
+
+
+def _decode_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryFields:
+    thread_id: int
+    exec_time: int
+    error_code: int
+    status_vars: bytes
+    db: str
+    sql: str
+
+
+class Event:
+    """A binlog event. `raw` is every byte of it, CRC included; `pos` is its offset in its file."""
+
+    # The event's bytes are _buf[_start : _start + size]: a materialised Event owns them
+    # (_start 0), an EventCursor looks into the reader's chunk without copying.
+    __slots__ = ("_buf", "_start", "pos", "fmt", "timestamp", "type_code", "server_id", "size", "log_pos",
+                 "flags", "__dict__")
+
+    def __init__(self, raw: bytes, pos: int, fmt: FormatDescription | None, header: tuple | None = None):
+        self._buf = raw
+        self._start = 0
+        self.pos = pos
+        self.fmt = fmt
+        (self.timestamp, self.type_code, self.server_id, self.size, self.log_pos, self.flags) = (
+            header if header is not None else HEADER.unpack_from(raw, 0)
+        )
+
+    @property
+    def raw(self) -> bytes:
+        """Every byte of the event, CRC included."""
+        buf, start = self._buf, self._start
+        if start == 0 and len(buf) == self.size:
+            return buf
+        return buf[start : start + self.size]
+
+    # -- generic ------------------------------------------------------------------------------
+    @property
+    def type_name(self) -> str:
+        return type_name(self.type_code)
+
+    @property
+    def end_pos(self) -> int:
+        return self.pos + self.size
+
+    @property
+    @_decoder
+    def checksum_len(self) -> int:
+        if self.type_code == EventType.FORMAT_DESCRIPTION:
+            return FormatDescription.parse(self.raw).fde_checksum_len
+        return self.fmt.checksum_len if self.fmt is not None else 0
+
+    @property
+    def body(self) -> bytes:
+        """Post-header and body, without the common header and the CRC."""
+        end = len(self.raw) - self.checksum_len
+        return self.raw[HEADER_LEN:end]
+
+    def __repr__(self) -> str:
+        return f"<Event {self.type_name} pos={self.pos} size={self.size} log_pos={self.log_pos}>"
+
+    def _malformed(self, problem: str) -> MalformedEventError:
+        return MalformedEventError(f"malformed {self.type_name} event: {problem}", offset=self.pos)
+
+    @property
+    def is_query(self) -> bool:
+        return self.type_code in QUERY_EVENT_TYPES or self.type_code == EventType.EXECUTE_LOAD_QUERY
+
+    @property
+    def is_rows(self) -> bool:
+        return self.type_code in ROWS_EVENT_TYPES
+
+    @property
+    def is_gtid(self) -> bool:
+        return self.type_code in MYSQL_GTID_EVENT_TYPES or self.type_code == EventType.MARIADB_GTID
+
+    # -- Query, QUERY_COMPRESSED, EXECUTE_LOAD_QUERY --------------------------------------------
+    @cached_property
+    @_decoder
+    def query(self) -> QueryFields:
+        raw, base = self._buf, self._start
+        end = base + self.size - self.fmt.checksum_len
+        if base + HEADER_LEN + _QUERY_POST.size > end:
+            raise self._malformed("the post-header runs past the end of the event")
+        thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, base + HEADER_LEN)
+        # EXECUTE_LOAD_QUERY has 13 more post-header bytes; the FDE table tells us.
+        start = base + HEADER_LEN + self.fmt.post_header_len(self.type_code)
+        status_vars = raw[start : start + status_len]
+        db_start = start + status_len
+        if db_start + db_len + 1 > end:  # status variables, db name and its NUL
+            raise self._malformed(f"status variables ({status_len} bytes) and db name ({db_len} bytes) "
+                                  "run past the end of the event")
+        db = raw[db_start : db_start + db_len]
+        sql = raw[db_start + db_len + 1 : end]
+        if self.type_code == EventType.QUERY_COMPRESSED:
+            sql = mariadb_uncompress(sql)
+        return QueryFields(thread_id, exec_time, error_code, status_vars, _decode_text(db), _decode_text(sql))
+
+    @property
+    def db(self) -> str | None:
+        """The Query event's default database ('' when the session had none), or the Table_map's db."""
+        if self.is_query:
+            return self.query.db
+        if self.type_code == EventType.TABLE_MAP:
+            return self.table_map[1]
+        return None
+
+    @property
+    def sql(self) -> str | None:
+        if self.is_query:
+            return self.query.sql
+        if self.type_code == EventType.ANNOTATE_ROWS:
+            return _decode_text(self.body)
+        if self.type_code == EventType.ROWS_QUERY:
+            return _decode_text(self.body[1:])  # a 1-byte length the server ignores, then the text
+        return None
+
+    @cached_property
+    @_decoder
+    def status_vars(self) -> dict[int, object]:
+        """Decoded Query status variables, as far as they can be decoded."""
+        buf = self.query.status_vars
+        out: dict[int, object] = {}
+        i = 0
+        while i < len(buf):
+            code = buf[i]
+            i += 1
+            if code == Q_UPDATED_DB_NAMES:
+                count = buf[i]
+                i += 1
+                if count == OVER_MAX_DBS_IN_EVENT_MTS:  # more than 16 dbs: no names follow
+                    out[code] = None
+                    continue
+                names = []
+                for _ in range(count):
+                    end = buf.index(0, i)
+                    names.append(_decode_text(buf[i:end]))
+                    i = end + 1
+                out[code] = names
+            elif code in (2, 5, 6):  # Q_CATALOG (len + str + NUL), Q_TIME_ZONE, Q_CATALOG_NZ
+                n = buf[i]
+                out[code] = _decode_text(buf[i + 1 : i + 1 + n])
+                i += 1 + n + (1 if code == 2 else 0)
+            elif code == 11:  # Q_INVOKER: user, host
+                n = buf[i]
+                user = buf[i + 1 : i + 1 + n]
+                i += 1 + n
+                m = buf[i]
+                host = buf[i + 1 : i + 1 + m]
+                i += 1 + m
+                out[code] = (_decode_text(user), _decode_text(host))
+            elif code in _STATUS_FIXED:
+                n = _STATUS_FIXED[code]
+                out[code] = int.from_bytes(buf[i : i + n], "little")
+                i += n
+            else:
+                break
+        return out
+
+    @property
+    def updated_db_names(self) -> list[str] | None:
+        """Q_UPDATED_DB_NAMES: MySQL-only, a hint written for MTS, absent on ROW BEGIN and never
+        written by MariaDB. None when absent or when over 16 dbs were touched."""
+        value = self.status_vars.get(Q_UPDATED_DB_NAMES)
+        return value if isinstance(value, list) else None
+
+    @property
+    def table_map_for_update(self) -> int | None:
+        value = self.status_vars.get(Q_TABLE_MAP_FOR_UPDATE)
+        return value if isinstance(value, int) else None
+
+    # -- Table_map and rows -----------------------------------------------------------------
+    @property
+    @_decoder
+    def table_id(self) -> int:
+        """The table id of a Table_map or rows event."""
+        at = self._start + HEADER_LEN
+        if self.fmt.table_id_len(self.type_code) == 4:
+            return _U32.unpack_from(self._buf, at)[0]
+        return int.from_bytes(self._buf[at : at + 6], "little")
+
+    @property
+    def rows_flags_offset(self) -> int:
+        return HEADER_LEN + self.fmt.table_id_len(self.type_code)
+
+    @property
+    @_decoder
+    def rows_flags(self) -> int:
+        return _U16.unpack_from(self._buf, self._start + self.rows_flags_offset)[0]
+
+    @cached_property
+    @_decoder
+    def table_map(self) -> tuple[int, str, str]:
+        """(table_id, db, table) of a Table_map event."""
+        raw = self._buf
+        start = self._start + HEADER_LEN
+        # 5.1 pre-GA servers wrote a 4-byte table id (a 6-byte post-header).
+        id_len = 4 if self.fmt.post_header_lens[_TABLE_MAP_INDEX] == 6 else 6
+        db, table = self.table_names
+        return int.from_bytes(raw[start : start + id_len], "little"), db, table
+
+    @property
+    def table_names(self) -> tuple[str, str]:
+        """(db, table) of a Table_map event: the lazy name lookup walks use. Each distinct name
+        is decoded once and shared (a walk meets the same few tables again and again)."""
+        raw = self._buf
+        start = self._start
+        i = start + HEADER_LEN + self.fmt.post_header_lens[_TABLE_MAP_INDEX]
+        try:
+            tbl = i + 2 + raw[i]
+            end = tbl + 1 + raw[tbl]
+        except IndexError:
+            end = -1
+        # Bounded by the event: in a walk, _buf is the whole chunk and the next event follows.
+        if end < 0 or end > start + self.size:
+            raise self._malformed("the db or table name runs past the end of the event")
+        key = raw[i:end]  # db length, db, NUL, table length, table
+        names = _TABLE_NAMES.get(key)
+        if names is None:
+            if len(_TABLE_NAMES) >= _TABLE_NAMES_MAX:
+                _TABLE_NAMES.clear()
+            names = _TABLE_NAMES[key] = (key[1 : 1 + key[0]].decode("utf-8", "surrogateescape"),
+                                         key[key[0] + 3 :].decode("utf-8", "surrogateescape"))
+        return names
+
+    @property
+    def table(self) -> str | None:
+        return self.table_map[2] if self.type_code == EventType.TABLE_MAP else None
+
+    # -- GTIDs ------------------------------------------------------------------------------
+    @cached_property
+    @_decoder
+    def gtid_info(self) -> gtids.GtidInfo:
+        """The GTID of a MySQL GTID / Anonymous_GTID / tagged GTID or MariaDB GTID event."""
+        if self.type_code == EventType.MARIADB_GTID:
+            return gtids.decode_mariadb_gtid(self.body, self.server_id)
+        if self.type_code == EventType.GTID_TAGGED:
+            return gtids.decode_tagged_gtid(self.body)
+        return gtids.decode_mysql_gtid(self.body, anonymous=self.type_code == EventType.ANONYMOUS_GTID)
+
+    @property
+    def gtid(self) -> str | None:
+        return self.gtid_info.text if self.is_gtid else None
+
+    @property
+    @_decoder
+    def mariadb_gtid_flags(self) -> int:
+        return self.raw[HEADER_LEN + 12]
+
+    @property
+    def is_standalone(self) -> bool:
+        """A MariaDB GTID with FL_STANDALONE opens a group with no terminating COMMIT/XID (DDL)."""
+        return self.type_code == EventType.MARIADB_GTID and bool(self.mariadb_gtid_flags & MARIADB_FL_STANDALONE)
+
+    @property
+    @_decoder
+    def mariadb_commit_id(self) -> int | None:
+        if self.mariadb_gtid_flags & MARIADB_FL_GROUP_COMMIT_ID:
+            return _U64.unpack_from(self.raw, HEADER_LEN + 13)[0]
+        return None
+
+    @cached_property
+    @_decoder
+    def gtid_set(self):
+        """The set carried by Previous_GTIDs (MySQL) or Gtid_list (MariaDB)."""
+        if self.type_code == EventType.PREVIOUS_GTIDS:
+            return gtids.MysqlGtidSet.decode(self.body)
+        if self.type_code == EventType.MARIADB_GTID_LIST:
+            return gtids.MariadbGtidList.decode(self.body)
+        return None
+
+    # -- control events ---------------------------------------------------------------------
+    @property
+    @_decoder
+    def rotate(self) -> tuple[int, str]:
+        """(position, next file name) of a Rotate event. The name has no path and no NUL."""
+        body = self.body
+        return _U64.unpack_from(body, 0)[0], _decode_text(body[8:])
+
+    @property
+    @_decoder
+    def xid(self) -> int:
+        return _U64.unpack_from(self.raw, HEADER_LEN)[0]
+
+    @property
+    @_decoder
+    def incident(self) -> tuple[int, str]:
+        body = self.body
+        n = body[2]
+        return _U16.unpack_from(body, 0)[0], _decode_text(body[3 : 3 + n])
+
+    @property
+    @_decoder
+    def checkpoint_file(self) -> str:
+        body = self.body
+        n = _U32.unpack_from(body, 0)[0]
+        return _decode_text(body[4 : 4 + n])
+
+    @property
+    def heartbeat_file(self) -> str:
+        return _decode_text(self.body)
+
+    @cached_property
+    @_decoder
+    def transaction_payload(self) -> tuple[dict[int, int], bytes]:
+        """({field: value}, compressed bytes) of a MySQL Transaction_payload event. The header
+        fields are lenenc-encoded (net_store_length), not plain little-endian."""
+        body = self.body
+        fields: dict[int, int] = {}
+        i = 0
+        while i < len(body):
+            field_type = body[i]
+            i += 1
+            if field_type == 0:  # end mark
+                break
+            length, i = read_lenenc(body, i)
+            fields[field_type], _ = read_lenenc(body, i)
+            i += length
+        return fields, body[i:]
+
+    def payload_events(self) -> list["Event"]:
+        """The events inside a Transaction_payload: decompressed, no CRC, log_pos 0."""
+        from dumpfilter.codec.payload import payload_events
+
+        return payload_events(self)
+
+    # -- rewriting (returns new events; the CRC is recomputed) -----------------------------
+    def replaced(self, raw_without_crc: bytes) -> "Event":
+        """A new event from header+body bytes: fixes event_size and appends a fresh CRC when the
+        stream is checksummed."""
+        crc_len = self.checksum_len
+        size = len(raw_without_crc) + crc_len
+        head = raw_without_crc[:9] + _U32.pack(size) + raw_without_crc[13:]
+        raw = with_crc(head) if crc_len else head
+        return Event(raw, self.pos, self.fmt)
+
+    def with_header(self, *, log_pos: int | None = None, flags: int | None = None,
+                    server_id: int | None = None, timestamp: int | None = None) -> "Event":
+        ts = self.timestamp if timestamp is None else timestamp
+        sid = self.server_id if server_id is None else server_id
+        lp = self.log_pos if log_pos is None else log_pos
+        fl = self.flags if flags is None else flags
+        if (ts, sid, lp, fl) == (self.timestamp, self.server_id, self.log_pos, self.flags):
+            return self
+        head = HEADER.pack(ts, self.type_code, sid, self.size, lp, fl)
+        return self.replaced(head + self.raw[HEADER_LEN : len(self.raw) - self.checksum_len])
+
+    def with_rows_flags(self, rows_flags: int) -> "Event":
+        off = self.rows_flags_offset
+        raw = self.raw[: len(self.raw) - self.checksum_len]
+        return self.replaced(raw[:off] + _U16.pack(rows_flags) + raw[off + 2 :])
+
+    def with_body(self, body: bytes) -> "Event":
+        return self.replaced(self.raw[:HEADER_LEN] + body)
+
+
+class EventCursor(Event):
+    """A reused view of the current event of a walk (`BinlogReader.walk`): no copy and no new
+    object per event. The header fields read through to the header tuple. Valid until the walk
+    moves on; `detach()` returns an Event that stays."""
+
+    __slots__ = ("_h", "_base")
+
+    timestamp = property(lambda self: self._h[0])
+    type_code = property(lambda self: self._h[1])
+    server_id = property(lambda self: self._h[2])
+    size = property(lambda self: self._h[3])
+    log_pos = property(lambda self: self._h[4])
+    flags = property(lambda self: self._h[5])
+    pos = property(lambda self: self._base + self._start)
+
+    def __init__(self) -> None:  # fields are set by the walk
+        self._buf = b""
+        self._start = 0
+        self._base = 0
+        self._h = (0, 0, 0, 0, 0, 0)
+        self.fmt = None
+
+    def detach(self) -> Event:
+        return Event(self.raw, self.pos, self.fmt, self._h)
+
+
+class LazyHeaderCursor(EventCursor):
+    """An EventCursor whose header fields are unpacked only when read: the cursor of type-filtered
+    walks (`BinlogReader.walk(types=...)`), whose callers often need only the type code and a
+    name. `_h` is None until a header field is read."""
+
+    __slots__ = ()
+
+    type_code = property(lambda self: self._buf[self._start + 4])
+    timestamp = property(lambda self: self._header()[0])
+    server_id = property(lambda self: self._header()[2])
+    size = property(lambda self: self._header()[3])
+    log_pos = property(lambda self: self._header()[4])
+    flags = property(lambda self: self._header()[5])
+
+    def _header(self) -> tuple:
+        h = self._h
+        if h is None:
+            h = self._h = HEADER.unpack_from(self._buf, self._start)
+        return h

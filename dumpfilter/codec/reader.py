@@ -1,0 +1,274 @@
+"""Streaming binlog readers over bytes and file-like objects, with memory bounded by the largest
+event whatever the file size. `EventSplitter` is the sans-I/O core: feed it bytes, take events."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from dumpfilter.codec.checksum import crc_ok, crc_ok_in
+from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
+from dumpfilter.errors import BinlogError, ChecksumError, TruncatedBinlogError
+from dumpfilter.codec.event import HEADER, Event, EventCursor, LazyHeaderCursor
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.scanner import Scanner, type_mask
+
+_SIZE = struct.Struct("<I")
+FDE = int(EventType.FORMAT_DESCRIPTION)
+ALL_TYPES = type_mask(None)
+# The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant, so
+# an event's checksum is checked with one crc32() over the whole event.
+CRC_RESIDUE = 0x2144DF1C
+DEFAULT_CHUNK = 1 << 20
+# Events larger than this are refused: the server's own limit (max_allowed_packet) is 1 GiB.
+MAX_EVENT_SIZE = 1 << 30
+
+
+class EventSplitter:
+    """Turns a byte stream that starts at a binlog file's first byte into Events.
+
+    `feed()` takes any slicing of the stream; `events()` yields every complete event so far.
+    The first event must be a Format_description event; each later FDE replaces the format.
+    The bytes are walked by the compiled scanner (`dumpfilter.codec.scanner`), one call per buffer:
+    header hop, bounds, CRC32 and the FDEs all happen there.
+    """
+
+    def __init__(self, name: str = "<binlog>", *, verify_checksums: bool = True, start: int = 0,
+                 fmt: FormatDescription | None = None):
+        self.name = name
+        self.verify_checksums = verify_checksums
+        self.fmt = fmt
+        self._buf = b""
+        self._off = 0
+        self._pos = start  # file offset of self._buf[self._off]
+        self._need_magic = start == 0
+        self._scanner = Scanner(name, verify_checksums=verify_checksums)
+        if fmt is not None:
+            self._scanner.load_format(fmt.raw)
+
+    @property
+    def position(self) -> int:
+        """File offset just after the last complete event returned."""
+        return self._pos
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf) - self._off
+
+    @property
+    def events_walked(self) -> int:
+        """Events split and checked so far (also those a type-filtered walk did not hand out)."""
+        return self._scanner.events_walked
+
+    def feed(self, data: bytes) -> None:
+        if self._off:
+            self._buf = self._buf[self._off :] + data
+            self._off = 0
+        else:
+            self._buf += data
+
+    def _consume_magic(self) -> bool:
+        """Skip the 4-byte magic at the start of a file; False while it is not all there."""
+        if not self._need_magic:
+            return True
+        buf = self._buf
+        if len(buf) - self._off < 4:
+            return False
+        if buf[self._off : self._off + 4] != MAGIC:
+            raise BinlogError(f"bad magic {buf[:4].hex()} (expected fe62696e): not a binlog file", path=self.name, offset=0)
+        self._off += 4
+        self._pos = 4
+        self._need_magic = False
+        return True
+
+    def _format_at(self, buf: bytes, at: int, size: int, pos: int) -> FormatDescription:
+        """The Python view of an FDE the scanner has already checked and adopted."""
+        self.fmt = FormatDescription.parse(buf[at : at + size], path=self.name, offset=pos)
+        return self.fmt
+
+    def events(self) -> Iterator[Event]:
+        if not self._consume_magic():
+            return
+        buf = self._buf
+        base = self._pos - self._off
+        offsets, stop, error = self._scanner.walk(buf, self._off, base, ALL_TYPES)
+        unpack = HEADER.unpack_from
+        known = KNOWN_TYPES
+        fmt = self.fmt
+        for at in offsets:
+            header = unpack(buf, at)
+            size = header[3]
+            if header[1] == FDE:
+                fmt = self._format_at(buf, at, size, base + at)
+            event = Event(buf[at : at + size], base + at, fmt, header)
+            if header[1] not in known and not header[5] & LOG_EVENT_IGNORABLE_F:
+                # Unknown and not flagged ignorable: the server would refuse it. Passing it
+                # through is still safe for a filter (it is never the filter's to decide).
+                event.__dict__["unknown_non_ignorable"] = True
+            self._off = at + size
+            self._pos = base + at + size
+            yield event
+        self._off = stop
+        self._pos = base + stop
+        if error is not None:
+            raise error
+
+    def _chunks(self, read, chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
+        """Reads with `read(chunk_size)` and feeds the splitter; yields (buffer, offset of its
+        first unwalked event, file offset of buffer[0]) per chunk. The walks record where they
+        stopped in `_off` / `_pos` before asking for the next chunk."""
+        while True:
+            data = read(chunk_size)
+            if not data:
+                return
+            self.feed(data)
+            if self._consume_magic():
+                yield self._buf, self._off, self._pos - self._off
+
+    def walk_stream(self, read, chunk_size: int, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
+        """Reads with `read(chunk_size)` and moves one reused EventCursor over each chunk instead
+        of copying every event: the fast path for walks that look at most events and keep few.
+
+        With `types`, only events of those type codes are handed out (a LazyHeaderCursor); every
+        other event is still split, size-checked and (when verifying) CRC-checked by the
+        scanner, just not handed out. `events_walked` counts every event."""
+        scanner = self._scanner
+        mask = type_mask(types)
+        handed = None if types is None else frozenset(int(t) for t in types)
+        cursor = EventCursor() if types is None else LazyHeaderCursor()
+        unpack = HEADER.unpack_from
+        lazy = types is not None
+        for buf, off, base in self._chunks(read, chunk_size):
+            offsets, stop, error = scanner.walk(buf, off, base, mask)
+            cursor._buf = buf
+            cursor._base = base
+            cursor.fmt = self.fmt
+            done = off
+            try:
+                for at in offsets:
+                    if cursor.__dict__:
+                        cursor.__dict__.clear()
+                    cursor._start = at
+                    if buf[at + 4] == FDE:
+                        header = unpack(buf, at)
+                        cursor.fmt = self._format_at(buf, at, header[3], base + at)
+                        done = at + header[3]
+                        if handed is not None and FDE not in handed:
+                            continue
+                        cursor._h = None if lazy else header
+                    elif lazy:
+                        cursor._h = None
+                        done = at + _SIZE.unpack_from(buf, at + 9)[0]
+                    else:
+                        header = cursor._h = unpack(buf, at)
+                        done = at + header[3]
+                    yield cursor
+                done = stop
+            finally:
+                # Where the walk stands, also when the consumer stops early.
+                self._off = done
+                self._pos = base + done
+            if error is not None:
+                raise error
+        self.close()
+
+    def _check(self, event: Event) -> None:
+        type_code = event.type_code
+        if type_code == EventType.FORMAT_DESCRIPTION:
+            self.fmt = FormatDescription.parse(event.raw, path=self.name, offset=event.pos)
+            event.fmt = self.fmt
+            if self.verify_checksums and self.fmt.checksum_alg is not None and not crc_ok(event.raw):
+                raise ChecksumError("CRC32 mismatch in Format_description event", path=self.name, offset=event.pos)
+            return
+        if self.fmt is None:
+            if type_code == EventType.START_V3:
+                raise BinlogError("binlog v1/v3 (Start_v3 event) is not supported: no Format_description event", path=self.name, offset=event.pos)
+            raise BinlogError(f"no Format_description event before {event.type_name}", path=self.name, offset=event.pos)
+        if self.verify_checksums and self.fmt.checksum_len and not crc_ok_in(event._buf, event._start, event.size):
+            raise ChecksumError(f"CRC32 mismatch in {event.type_name} event", path=self.name, offset=event.pos)
+        if type_code not in KNOWN_TYPES and not event.flags & LOG_EVENT_IGNORABLE_F:
+            # Unknown and not flagged ignorable: the server would refuse it. Passing it through is
+            # still safe for a filter (it is never the filter's to decide), so only flag it.
+            event.__dict__["unknown_non_ignorable"] = True
+
+    def close(self) -> None:
+        """Call at end of input: a partial event left over means a truncated file."""
+        if self._need_magic:
+            raise TruncatedBinlogError(f"file is {len(self._buf)} bytes long, too short for the binlog magic", path=self.name, offset=0)
+        left = len(self._buf) - self._off
+        if left:
+            if left >= HEADER_LEN:
+                size = HEADER.unpack_from(self._buf, self._off)[3]
+                msg = f"event size {size} runs past the end of the file ({left} bytes left)"
+            else:
+                msg = f"file ends inside an event header ({left} of {HEADER_LEN} bytes)"
+            raise TruncatedBinlogError(msg, path=self.name, offset=self._pos)
+
+
+class BinlogReader:
+    """Iterates the events of one binlog file read from a file-like object, chunk by chunk.
+
+    With `start` > 4 the stream must be positioned at that event boundary; the format is then
+    taken from `fmt` (read the FDE first with `read_format_description`).
+    """
+
+    def __init__(self, stream: BinaryIO, name: str = "<binlog>", *, verify_checksums: bool = True,
+                 chunk_size: int = DEFAULT_CHUNK, start: int = 0, fmt: FormatDescription | None = None):
+        self.stream = stream
+        self.splitter = EventSplitter(name, verify_checksums=verify_checksums, start=start, fmt=fmt)
+        self.chunk_size = chunk_size
+
+    @property
+    def fmt(self) -> FormatDescription | None:
+        return self.splitter.fmt
+
+    @property
+    def position(self) -> int:
+        return self.splitter.position
+
+    def walk(self, types=None) -> Iterator[EventCursor]:
+        """Iterate with one reused EventCursor (see EventCursor): several times faster than
+        `iter(reader)` for walks that decode few events. `types` (type codes) yields only those
+        events; the others are still checked, and counted in `events_walked`."""
+        return self.splitter.walk_stream(self.stream.read, self.chunk_size, types)
+
+    @property
+    def events_walked(self) -> int:
+        return self.splitter.events_walked
+
+    def __iter__(self) -> Iterator[Event]:
+        splitter = self.splitter
+        read = self.stream.read
+        while True:
+            data = read(self.chunk_size)
+            if not data:
+                break
+            splitter.feed(data)
+            yield from splitter.events()
+        splitter.close()
+
+
+def read_events(data: bytes, name: str = "<bytes>", *, verify_checksums: bool = True) -> list[Event]:
+    """Every event of a whole binlog held in memory."""
+    splitter = EventSplitter(name, verify_checksums=verify_checksums)
+    splitter.feed(data)
+    events = list(splitter.events())
+    splitter.close()
+    return events
+
+
+def read_format_description(stream: BinaryIO, name: str = "<binlog>") -> tuple[Event, FormatDescription]:
+    """The FDE at offset 4 of a binlog file (the stream is left positioned after it)."""
+    splitter = EventSplitter(name)
+    while True:
+        data = stream.read(4096)
+        if not data:
+            splitter.close()
+            raise BinlogError("no Format_description event", path=name, offset=4)
+        splitter.feed(data)
+        for event in splitter.events():
+            if event.type_code != EventType.FORMAT_DESCRIPTION:
+                raise BinlogError(f"first event is {event.type_name}, not Format_description", path=name, offset=event.pos)
+            stream.seek(event.end_pos)
+            return event, splitter.fmt

@@ -1,0 +1,207 @@
+"""The Python face of the compiled scanner (`dumpfilter._core`, Rust): one call per buffer,
+never per event. It owns the mapping of the core's error tuples onto the codec's errors, the
+unpacking of its unit records, and the decoded table names it interns."""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from dumpfilter import _core
+
+from dumpfilter.codec.constants import EventType
+from dumpfilter.errors import BinlogError, ChecksumError
+from dumpfilter.codec.event import HEADER, Event
+from dumpfilter.codec.format_description import FormatDescription
+
+UNIT = struct.Struct("<8Q")
+assert UNIT.size == _core.UNIT_WORDS * 8
+
+F_FAST = _core.F_FAST
+F_COMPLETE = _core.F_COMPLETE
+F_ROTATE_END = _core.F_ROTATE_END
+F_HAS_FDE = _core.F_HAS_FDE
+F_MARIADB_GTID = _core.F_MARIADB_GTID
+F_MYSQL_GTID = _core.F_MYSQL_GTID
+F_TAGGED_GTID = _core.F_TAGGED_GTID
+F_ANONYMOUS_GTID = _core.F_ANONYMOUS_GTID
+F_UNKNOWN_NON_IGNORABLE = _core.F_UNKNOWN_NON_IGNORABLE
+F_PAYLOAD = _core.F_PAYLOAD
+F_STANDALONE = _core.F_STANDALONE
+
+KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
+
+crc32 = _core.crc32
+# The inner events' bytes of a Transaction_payload body (zstd or none); ValueError if malformed.
+payload_bytes = _core.payload_bytes
+# Renumbers whole events in a bytearray in place for an output offset: (last timestamp, FDE offsets).
+renumber = _core.renumber
+# Whether a file's first bytes hold another server's log_pos values (a relay log).
+foreign_log_pos = _core.foreign_log_pos
+# A fast unit without its statements whose tables are not kept, positions as they were.
+partial_unit = _core.partial_unit
+# One slave's answer byte per unit of a segment (0 skip, 1 partial, 2 keep, 3 not fast).
+unit_rows = _core.unit_rows
+# (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
+statements = _core.statements
+_FDE = int(EventType.FORMAT_DESCRIPTION)
+
+
+class UnitRecord(NamedTuple):
+    """One unit as the core describes it; offsets are in the scanned buffer."""
+
+    start: int
+    end: int
+    events: int
+    kind: str
+    flags: int
+    gtid_size: int
+    tables_lo: int
+    tables_hi: int
+    gtid_seq: int
+    gtid_domain: int
+    gtid_server: int
+    last: int          # offset of the unit's last event
+
+    @property
+    def fast(self) -> bool:
+        return bool(self.flags & F_FAST)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.flags & F_COMPLETE)
+
+
+class UnitRecords:
+    """The units of one scan, decoded only when asked for (by index or in order): a bulk
+    consumer (the compiled assembly) may never need most of them in Python."""
+
+    __slots__ = ("_packed", "_n")
+
+    def __init__(self, packed: bytes):
+        self._packed = packed
+        self._n = len(packed) // UNIT.size
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> UnitRecord:
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return _record(UNIT.unpack_from(self._packed, i * UNIT.size))
+
+    def __iter__(self):
+        return map(_record, UNIT.iter_unpack(self._packed))
+
+    @property
+    def words(self) -> memoryview:
+        """The records as u64 words, UNIT_WORDS per unit (for column-wise decoding)."""
+        return memoryview(self._packed).cast("Q")
+
+    def kinds(self) -> list[str]:
+        return [KINDS[(w >> 32) & 0xFF] for w in self.words[2::8].tolist()]
+
+
+def _record(words: tuple) -> UnitRecord:
+    start, end, w2, gsize, w4, seq, w6, last = words
+    return UnitRecord(start, end, w2 & 0xFFFFFFFF, KINDS[(w2 >> 32) & 0xFF], w2 >> 40, gsize,
+                      w4 & 0xFFFFFFFF, w4 >> 32, seq, w6 & 0xFFFFFFFF, w6 >> 32, last)
+
+
+class UnitScan(NamedTuple):
+    units: UnitRecords
+    tables: memoryview   # name ids (uint32) of the fast units' Table_maps
+    stop: int            # buffer offset after the last unit handed out
+    events: int
+    last_rotate: int     # buffer offset of the last real Rotate, -1 for none
+    error: BinlogError | None
+
+
+def _error(err, path: str | None) -> BinlogError:
+    kind, message, offset = err
+    cls = ChecksumError if kind == "checksum" else BinlogError
+    return cls(message, path=path, offset=offset)
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+class Scanner:
+    """The core scanner for one stream of binlog files (its format and table names carry over
+    from buffer to buffer and file to file). `path` names the file in errors."""
+
+    def __init__(self, path: str = "<binlog>", *, verify_checksums: bool = True):
+        self._core = _core.Scanner(verify_checksums)
+        self.path = path
+        self.names: list[tuple[str, str]] = []  # (db, table) by name id
+
+    @property
+    def has_format(self) -> bool:
+        return self._core.has_format
+
+    @property
+    def checksum_len(self) -> int:
+        return self._core.checksum_len
+
+    @property
+    def events_walked(self) -> int:
+        return self._core.events_walked
+
+    def load_format(self, fde_raw: bytes, offset: int = 4) -> None:
+        """Adopt the format of an FDE read elsewhere (a read that starts past it)."""
+        err = self._core.load_fde(fde_raw, offset)
+        if err is not None:
+            raise _error(err, self.path)
+
+    def units(self, buf: bytes, off: int, base: int, limit: int = 1 << 62, at_eof: bool = False) -> UnitScan:
+        """Units of buf[off:] (`base` is the file offset of buf[0]): see the core's
+        Scanner::units. A malformed event is returned as `error`, after the units before it."""
+        packed, tables, new_names, stop, events, last_rotate, err = self._core.units(buf, off, base, limit, at_eof)
+        if new_names:
+            self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
+        return UnitScan(UnitRecords(packed), memoryview(tables).cast("I"), stop, events, last_rotate,
+                        None if err is None else _error(err, self.path))
+
+    def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
+                 empty_keep: bool, commit_body: bytes, *, whole_only: bool = False) -> tuple[bytes, int, int, tuple]:
+        """What a filter keeps of the last `units` call's fast units from index `start` on
+        (buf: that call's buffer), as (bytes, next unit index, output offset, counters); see
+        the core's assemble::assemble. `whole_only`: stop at any unit not kept whole."""
+        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only)
+
+    def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
+        """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`
+        (256 bytes), and of every FDE; where the walk stopped; the error that stopped it."""
+        packed, stop, err = self._core.walk(buf, off, base, types)
+        return memoryview(packed).cast("Q"), stop, None if err is None else _error(err, self.path)
+
+
+def type_mask(types) -> bytes:
+    """The 256-byte type mask `Scanner.walk` takes; None means every type."""
+    if types is None:
+        return b"\x01" * 256
+    mask = bytearray(256)
+    for t in types:
+        mask[int(t)] = 1
+    return bytes(mask)
+
+
+def unit_events(raw: bytes, pos: int, fmt, *, path: str | None = None,
+                stream_positions: bool = False) -> tuple[list, object]:
+    """The Events of a unit the scanner has already checked (whole events only), each with the
+    format in force where it stands; returns them and the format after them. `pos` is raw[0]'s
+    file offset; with `stream_positions` (a dump stream) an event's position is where its
+    log_pos says it starts."""
+    events, at, total = [], 0, len(raw)
+    unpack = HEADER.unpack_from
+    while at < total:
+        header = unpack(raw, at)
+        size = header[3]
+        event_raw = raw[at : at + size] if total != size else raw
+        if header[1] == _FDE:
+            fmt = FormatDescription.parse(event_raw, path=path, offset=pos + at)
+        events.append(Event(event_raw, max(0, header[4] - size) if stream_positions else pos + at, fmt, header))
+        at += size
+    return events, fmt
+

@@ -1,0 +1,195 @@
+"""Groups events into the units filters act on: a transaction (GTID/BEGIN ... XID/COMMIT), a lone
+statement with its GTID and context events (DDL), or a single control event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from dumpfilter.codec.constants import (
+    GTID_EVENT_TYPES,
+    STMT_END_F,
+    EventType,
+)
+from dumpfilter.codec.event import Event
+
+CONTROL, TRANSACTION, STATEMENT = "control", "transaction", "statement"
+
+# Events that never belong to a transaction's content and are never filtered.
+CONTROL_TYPES = frozenset(
+    {
+        EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS,
+        EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT,
+        EventType.HEARTBEAT_V2, EventType.INCIDENT, EventType.START_ENCRYPTION,
+    }
+)
+
+
+def statement_verb(sql: str) -> str:
+    """The statement's first keyword, upper-cased, skipping leading comments and blanks."""
+    s = sql.lstrip()
+    while s.startswith("/*"):
+        end = s.find("*/")
+        if end < 0:
+            return ""
+        s = s[end + 2 :].lstrip()
+    end = 0
+    while end < len(s) and (s[end].isalpha() or s[end] == "_"):
+        end += 1
+    return s[:end].upper()
+
+
+def is_begin_event(buf, off: int, size: int, fmt) -> bool:
+    """Whether the event at buf[off : off + size] is a `BEGIN` Query event, read from the raw
+    bytes (db and status variables skipped without decoding): what opens a MySQL transaction."""
+    if buf[off + 4] != 2:  # QUERY_EVENT
+        return False
+    status_len = int.from_bytes(buf[off + 30 : off + 32], "little")  # header, thread id, exec time, db len, error
+    db_len = buf[off + 27]
+    sql_at = off + 19 + fmt.post_header_len(2) + status_len + db_len + 1
+    return sql_at + 5 + fmt.checksum_len == off + size and buf[sql_at : sql_at + 5] == b"BEGIN"
+
+
+def _is_begin(sql: str) -> bool:
+    verb = statement_verb(sql)
+    if verb == "BEGIN":
+        return True
+    return verb == "XA" and sql.split()[1].upper() == "START" if len(sql.split()) > 1 else False
+
+
+def _is_end(sql: str) -> bool:
+    verb = statement_verb(sql)
+    if verb in ("COMMIT", "ROLLBACK"):
+        # "ROLLBACK TO SAVEPOINT" stays inside the transaction.
+        return "TO" not in sql.upper().split()[1:2]
+    return verb == "XA" and len(sql.split()) > 1 and sql.split()[1].upper() == "PREPARE"
+
+
+@dataclass
+class Transaction:
+    """A unit of events. `kind` is CONTROL (one event never filtered), TRANSACTION or STATEMENT.
+    `complete` is False when the input ended before the unit's terminator."""
+
+    kind: str
+    events: list[Event] = field(default_factory=list)
+    complete: bool = True
+
+    @property
+    def gtid_event(self) -> Event | None:
+        first = self.events[0] if self.events else None
+        return first if first is not None and first.type_code in GTID_EVENT_TYPES else None
+
+    @property
+    def gtid(self) -> str | None:
+        event = self.gtid_event
+        return event.gtid if event is not None else None
+
+    @property
+    def start_pos(self) -> int:
+        return self.events[0].pos
+
+    @property
+    def end_pos(self) -> int:
+        return self.events[-1].end_pos
+
+    @property
+    def size(self) -> int:
+        """Total bytes of the unit's events (cached while the event list is unchanged in length)."""
+        cached = self.__dict__.get("_size")
+        if cached is not None and cached[0] == len(self.events):
+            return cached[1]
+        total = sum(e.size for e in self.events)
+        self.__dict__["_size"] = (len(self.events), total)
+        return total
+
+
+class TransactionGrouper:
+    """Incremental grouping: `push(event)` returns the units it completes (0, 1 or 2)."""
+
+    def __init__(self) -> None:
+        self.current: Transaction | None = None
+        self._standalone = False  # the group ends with the next Query (DDL after a GTID)
+        self._in_body = False     # a BEGIN (or equivalent) was seen
+
+    def push(self, event: Event) -> list[Transaction]:
+        out: list[Transaction] = []
+        t = event.type_code
+        cur = self.current
+        if t in GTID_EVENT_TYPES:
+            if cur is not None:  # the previous group never ended (crash, truncation)
+                cur.complete = False
+                out.append(cur)
+            self.current = Transaction(TRANSACTION, [event])
+            self._standalone = event.is_standalone
+            # A MariaDB GTID replaces BEGIN: unless standalone, the statements that follow are
+            # inside the group until XID or COMMIT.
+            self._in_body = t == EventType.MARIADB_GTID and not self._standalone
+            return out
+        if t in CONTROL_TYPES:
+            if cur is not None:
+                # Relay logs may carry a Rotate/FDE inside a transaction: keep order, keep it in.
+                cur.events.append(event)
+                return out
+            return [Transaction(CONTROL, [event])]
+        if cur is None:
+            self.current = cur = Transaction(STATEMENT)
+            self._standalone = False
+            self._in_body = False
+        cur.events.append(event)
+        if t in (EventType.XID, EventType.XA_PREPARE):
+            return self._finish(out)
+        if t == EventType.TRANSACTION_PAYLOAD:
+            return self._finish(out)
+        if event.is_query:
+            sql = event.sql or ""
+            if not self._in_body and _is_begin(sql):
+                self._in_body = True
+                cur.kind = TRANSACTION
+                return out
+            if self._in_body and _is_end(sql):
+                return self._finish(out)
+            if not self._in_body:
+                # A statement outside BEGIN ... COMMIT: MySQL DDL after its GTID, MariaDB
+                # FL_STANDALONE, or a pre-GTID autocommit statement. It ends the unit.
+                if cur.kind != TRANSACTION:
+                    cur.kind = STATEMENT
+                return self._finish(out)
+            return out
+        if event.is_rows and not self._in_body and not self._standalone and event.rows_flags & STMT_END_F:
+            if cur.gtid_event is None:  # rows outside any BEGIN (old non-transactional RBR)
+                return self._finish(out)
+        return out
+
+    def _finish(self, out: list[Transaction]) -> list[Transaction]:
+        out.append(self.current)
+        self.current = None
+        self._in_body = False
+        self._standalone = False
+        return out
+
+    def end_statement_group(self) -> Transaction | None:
+        """End the open unit when it is a GTID still waiting for its one statement (a DDL's
+        GTID: MariaDB FL_STANDALONE, or a MySQL GTID with no BEGIN yet) and return it; None
+        otherwise. For a receiver whose stream replaced that statement by a stand-in (a skip
+        policy's placeholder): the group is over, with nothing else to come."""
+        cur = self.current
+        if cur is None or self._in_body or len(cur.events) != 1 or not cur.events[0].is_gtid:
+            return None
+        self.current = None
+        self._standalone = False
+        return cur
+
+    def flush(self) -> list[Transaction]:
+        """End of input: the open unit, if any, comes out marked incomplete."""
+        if self.current is None:
+            return []
+        self.current.complete = False
+        return self._finish([])
+
+
+def group_transactions(events: Iterable[Event]) -> Iterator[Transaction]:
+    grouper = TransactionGrouper()
+    for event in events:
+        yield from grouper.push(event)
+    yield from grouper.flush()
+

@@ -1,0 +1,595 @@
+"""Replica breakage prediction (`dumpfilter lint`): replays a binlog twice through the schema model, as
+the primary saw it (everything applied) and as a replica with these rules sees it (only what the rule
+engine keeps, rewrite-db applied to the default database), and reports each kept statement or row event
+that needs an object the replica lacks, with the skipped event that caused the difference.
+
+Pure: it takes Transactions (dumpfilter.codec's grouping of the compiled scanner's events) and a RuleEngine,
+never paths or the CLI. Where the model cannot tell (a table created before the binlog and no --schema),
+the object is taken to exist on both sides: it was seeded outside replication.
+
+What the server does, and this module follows:
+- Unknown database, CREATE TABLE in it: 1049; any statement opening a table that is not there (base or
+  temporary, or in a missing database): 1146 (sql_base.cc open_tables).
+- INSERT without a column list: the primary ran it, so it carries one value per primary column; a replica
+  table with another column count raises 1136 (ER_WRONG_VALUE_COUNT_ON_ROW). A column list or SET naming
+  a column the replica lacks: 1054.
+- Row events carry their own column count and the replica converts (rpl_utility.cc
+  table_def::compatible_with): a replica table with fewer or more columns is tolerated, only a missing
+  table breaks (1146).
+- Temporary tables live per session: the replica's applier keeps them per master thread id
+  (pseudo_thread_id), so a kept statement reading a temporary table whose CREATE was skipped fails 1146.
+- MariaDB's slave_ddl_exec_mode=IDEMPOTENT (its default): CREATE TABLE runs as CREATE OR REPLACE and
+  DROP TABLE as DROP TABLE IF EXISTS, so neither stops the replica; MySQL raises 1050/1051.
+  CREATE/DROP DATABASE are outside that mode: 1007/1008 are predicted for both flavors (unverified on a
+  real server: DATABASE statements are judged by their own name, so static rules keep or skip both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dumpfilter.codec import EventType, Transaction
+from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.rules.evaluate import Decision, RuleEngine
+from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
+from dumpfilter.rules.transaction_filter import TransactionFilter, is_framing
+
+TableRef = tuple[str, str]
+
+# A statement of a transaction the replica already stopped in: never applied there.
+_NOT_APPLIED = Decision(False, "the replica stopped earlier in this transaction")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The skipped event that left the replica without the object: its file, position and deciding rule.
+    `file`/`pos` are None when the object was absent from the replica's starting schema (--schema)."""
+
+    file: str | None
+    pos: int | None
+    rule: str
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "pos": self.pos, "rule": self.rule, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Break:
+    """Where a replica with these rules stops: `pos` is the start of the failing transaction (what
+    Exec_Master_Log_Pos shows once the SQL thread has stopped on it)."""
+
+    file: str
+    pos: int
+    gtid: str | None
+    errno: int
+    message: str
+    cause: Cause | None
+    event_pos: int = 0
+    statement: str = ""
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "pos": self.pos, "gtid": self.gtid, "errno": self.errno,
+                "message": self.message, "cause": self.cause.to_json() if self.cause else None,
+                "event_pos": self.event_pos, "statement": self.statement}
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.pos}" + (f" (GTID {self.gtid})" if self.gtid else "")
+        text = f"{where}: error {self.errno}: {self.message}"
+        if self.statement:
+            text += f"\n  statement: {_short(self.statement)}"
+        if self.cause is not None:
+            at = f"{self.cause.file}:{self.cause.pos}" if self.cause.file else "the starting schema"
+            text += f"\n  cause: {at}: {self.cause.reason or self.cause.rule}"
+        return text
+
+
+def _short(sql: str, limit: int = 160) -> str:
+    flat = " ".join(sql.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+class _Recorder:
+    """The rule engine as TransactionFilter sees it, remembering each statement decision in order."""
+
+    def __init__(self, engine: RuleEngine):
+        self.engine = engine
+        self.decisions: list[Decision] = []
+
+    def table_kept(self, db: str, table: str) -> bool:
+        return self.engine.table_kept(db, table)
+
+    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
+        decision = self.engine.decide_statement(sql, current_db)
+        self.decisions.append(decision)
+        return decision
+
+    def invalidate(self) -> None:
+        self.engine.invalidate()
+
+
+@dataclass
+class _Side:
+    """One server's objects: the schema model (tables, columns) plus what the model cannot hold."""
+
+    model: SchemaModel
+    temps: set[tuple[int, str, str]] = field(default_factory=set)  # (master thread id, db, table)
+
+
+class Linter:
+    """Feed it (file name, Transaction) in binlog order; `breaks` collects the predictions.
+
+    `schema` is the replica's starting schema (seeded outside replication; the primary had it too).
+    With `schema_complete` (a --schema was given) an object it lacks is absent, not assumed."""
+
+    def __init__(self, engine: RuleEngine, schema: SchemaModel | None = None, *, flavor: str = "mysql",
+                 schema_complete: bool = False):
+        self.engine = engine
+        self.flavor = flavor
+        self.idempotent_ddl = flavor == "mariadb"
+        self.schema_complete = schema_complete
+        start = schema if schema is not None else SchemaModel()
+        self.primary = _Side(start.copy())
+        self.replica = _Side(start.copy())
+        self._recorder = _Recorder(engine)
+        self.tfilter = TransactionFilter(self._recorder)
+        # Objects the replica lacks (replica names) and the skipped event that made it so.
+        self.absent_dbs: dict[str, Cause | None] = {}
+        self.absent_tables: dict[TableRef, Cause | None] = {}
+        # Objects the replica still has but the primary dropped (a skipped DROP/RENAME).
+        self.extra_dbs: dict[str, Cause] = {}
+        self.extra_tables: dict[TableRef, Cause] = {}
+        # Tables whose shape differs: a skipped ALTER (replica names).
+        self.shape_causes: dict[TableRef, Cause] = {}
+        # Columns the primary gained over the replica through skipped ALTERs (None: not followed): with it
+        # a 1136 is predicted even when neither column list is known (a table seeded before the binlog).
+        self.column_delta: dict[TableRef, int | None] = {}
+        # Temporary tables whose CREATE the replica skipped: (master thread id, db, table) -> cause.
+        self.temp_causes: dict[tuple[int, str, str], Cause] = {}
+        self.breaks: list[Break] = []
+        self._table_ids: dict[int, tuple[str, str, bool]] = {}
+
+    # ------------------------------------------------------------------ the stream
+    def feed_all(self, units: Iterable[tuple[str, Transaction]]) -> list[Break]:
+        for file, txn in units:
+            self.feed(file, txn)
+        return self.breaks
+
+    def feed(self, file: str, txn: Transaction) -> None:
+        self._recorder.decisions.clear()
+        self.tfilter.filter(txn)  # the engine decides (and its own model replays the DDL)
+        if txn.kind == CONTROL:
+            if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+                self._table_ids.clear()
+            return
+        decisions = iter(self._recorder.decisions)
+        failed = False
+        for event, outer in _flatten(txn.events):
+            if event.is_query:
+                if is_framing(event):
+                    continue
+                decision = next(decisions, None)
+                if decision is None:  # cannot happen: TransactionFilter decides each content statement
+                    continue
+                if failed:
+                    # The replica stopped at an earlier statement of this transaction: the rest of it is
+                    # rolled back with it (as if skipped, for the same cause); the primary ran it.
+                    self._statement(file, txn, event, outer, _NOT_APPLIED, self.breaks[-1].cause)
+                    continue
+                failed = self._statement(file, txn, event, outer, decision)
+            elif event.type_code == EventType.TABLE_MAP:
+                table_id, db, table = event.table_map
+                decision = self.engine.decide_table(db, table)
+                self._table_ids[table_id] = (db, table, decision.apply)
+                if decision.apply and not failed:
+                    failed = self._table_map(file, txn, event, db, table)
+
+    # ------------------------------------------------------------------ names
+    def _replica_db(self, db: str) -> str:
+        """The default database the replica's applier uses: rewrite-db applies to it, never to qualified
+        names inside the statement text (rpl_filter.cc get_rewrite_db on the event's db)."""
+        if not db:
+            return db
+        if self.engine.settings.semantics == "effective":
+            return self.engine.effective_rename(db, "")[0]
+        return self.engine.rewrite_db(db)[0]
+
+    def _replica_table(self, db: str, table: str) -> TableRef:
+        if self.engine.settings.semantics == "effective":
+            new_db, new_table, _ = self.engine.effective_rename(db, table)
+            return (new_db, new_table)
+        return (self.engine.rewrite_db(db)[0], table)
+
+    # ------------------------------------------------------------------ presence on the replica
+    def _db_state(self, db: str) -> tuple[bool, Cause | None]:
+        if db in self.absent_dbs:
+            return False, self.absent_dbs[db]
+        if db in self.replica.model.databases:
+            return True, None
+        if self.schema_complete and not any(key[0] == db for key in self.replica.model._columns):
+            return False, Cause(None, None, "--schema", f"database '{db}' is not in the starting schema")
+        return True, None
+
+    def _table_state(self, ref: TableRef) -> tuple[bool, Cause | None]:
+        db_ok, db_cause = self._db_state(ref[0])
+        if not db_ok:
+            return False, db_cause
+        if ref in self.absent_tables:
+            return False, self.absent_tables[ref]
+        if self.replica.model.knows(*ref):
+            return True, None
+        if self.schema_complete:
+            return False, Cause(None, None, "--schema", f"table '{ref[0]}.{ref[1]}' is not in the starting schema")
+        return True, None
+
+    # ------------------------------------------------------------------ a Query event
+    def _statement(self, file: str, txn: Transaction, event, outer, decision: Decision,
+                   inherited: Cause | None = None) -> bool:
+        sql = event.sql or ""
+        db = event.db or ""
+        thread = event.query.thread_id
+        replica_db = self._replica_db(db)
+        primary_info = statement_tables(sql, db)
+        replica_info = statement_tables(sql, replica_db) if replica_db != db else primary_info
+        if not decision.apply:
+            cause = inherited if decision is _NOT_APPLIED else \
+                Cause(file, outer.pos, decision.rule or "rule", f"skipped, {decision.reason}")
+            self._skipped(sql, primary_info, replica_info, thread, cause)
+            self._observe(self.primary, sql, db, primary_info, thread)
+            return False
+        problem = self._check(sql, primary_info, replica_info, thread)
+        if problem is not None:
+            errno, message, cause = problem
+            self.breaks.append(Break(file, txn.start_pos, txn.gtid, errno, message, cause, outer.pos, sql))
+            # The statement never ran on the replica: what it would have created is missing from now on,
+            # for the same cause.
+            self._skipped(sql, primary_info, replica_info, thread, cause)
+            self._observe(self.primary, sql, db, primary_info, thread)
+            return True
+        self._kept(sql, replica_info, thread)
+        if primary_info.kind is Kind.CREATE_TABLE and not primary_info.temporary and primary_info.updated \
+                and replica_info.updated and primary_info.updated[0] != replica_info.updated[0] \
+                and not self.replica.model.knows(*primary_info.updated[0]):
+            # rewrite-db made the table under another name: a later statement naming the master's
+            # database explicitly (rewrite never touches qualified names) finds nothing there.
+            new = replica_info.updated[0]
+            self.absent_tables.setdefault(primary_info.updated[0], Cause(
+                file, outer.pos, "replicate-rewrite-db",
+                f"replicate-rewrite-db: created as '{new[0]}.{new[1]}' on the replica"))
+        self._observe(self.primary, sql, db, primary_info, thread)
+        self._observe(self.replica, sql, replica_db, replica_info, thread)
+        return False
+
+    def _observe(self, side: _Side, sql: str, db: str, info: StatementInfo, thread: int) -> None:
+        if info.kind is Kind.CREATE_TABLE and info.temporary and info.updated:
+            ref = info.updated[0]
+            side.temps.add((thread, ref[0], ref[1]))
+        elif info.kind is Kind.DROP_TABLE:
+            for ref in info.updated:
+                side.temps.discard((thread, ref[0], ref[1]))
+        if not (info.kind is Kind.DROP_TABLE and info.temporary):
+            side.model.observe(sql, db, info)
+
+    def _is_temp(self, thread: int, ref: TableRef) -> bool:
+        return (thread, ref[0], ref[1]) in self.primary.temps
+
+    def _skipped(self, sql: str, primary_info: StatementInfo, info: StatementInfo, thread: int, cause: Cause) -> None:
+        """A statement the primary ran and the replica does not: what it creates is absent there, what it
+        drops stays there, what it alters keeps its old shape."""
+        kind = info.kind
+        if kind is Kind.CREATE_DB and info.db_statement_name:
+            name = info.db_statement_name
+            if _if_not_exists(sql) and name in self.primary.model.databases and name not in self.absent_dbs:
+                return  # the primary had it already: the skipped statement changed nothing
+            self.absent_dbs.setdefault(name, cause)
+            self.extra_dbs.pop(name, None)
+        elif kind is Kind.DROP_DB and info.db_statement_name:
+            name = info.db_statement_name
+            if name in self.absent_dbs:
+                self.absent_dbs.pop(name)
+            else:
+                self.extra_dbs[name] = cause
+        elif kind is Kind.CREATE_TABLE and info.updated:
+            ref = info.updated[0]
+            if info.temporary:
+                primary_ref = primary_info.updated[0]
+                self.temp_causes[(thread, primary_ref[0], primary_ref[1])] = cause
+                return
+            if _if_not_exists(sql) and self.primary.model.knows(*primary_info.updated[0]) \
+                    and ref not in self.absent_tables:
+                return  # the primary had it already: the skipped statement changed nothing
+            self.absent_tables.setdefault(ref, cause)
+            self.extra_tables.pop(ref, None)
+        elif kind is Kind.DROP_TABLE:
+            for primary_ref, ref in zip(primary_info.updated, info.updated):
+                if info.temporary or self._is_temp(thread, primary_ref):
+                    continue
+                if ref in self.absent_tables:
+                    self.absent_tables.pop(ref)
+                else:
+                    self.extra_tables[ref] = cause
+        elif kind is Kind.RENAME_TABLE:
+            before, after = _rename_net(info.renames)
+            for ref in before - after:  # gone on the primary, still on the replica
+                if ref in self.absent_tables:
+                    self.absent_tables.pop(ref)
+                else:
+                    self.extra_tables[ref] = cause
+            for ref in after - before:  # made on the primary only
+                if ref in self.extra_tables:
+                    self.extra_tables.pop(ref)
+                else:
+                    self.absent_tables.setdefault(ref, cause)
+        elif kind is Kind.ALTER_TABLE and info.updated:
+            ref = info.updated[0]
+            self.shape_causes.setdefault(ref, cause)
+            delta = _column_delta(sql)
+            known = self.column_delta.get(ref, 0)
+            self.column_delta[ref] = None if delta is None or known is None else known + delta
+
+    def _kept(self, sql: str, info: StatementInfo, thread: int) -> None:
+        """A statement the replica applies: what it creates exists there now."""
+        kind = info.kind
+        if kind is Kind.CREATE_DB and info.db_statement_name:
+            self.absent_dbs.pop(info.db_statement_name, None)
+        elif kind is Kind.DROP_DB and info.db_statement_name:
+            name = info.db_statement_name
+            self.extra_dbs.pop(name, None)
+            for ref in [r for r in self.absent_tables if r[0] == name]:
+                self.absent_tables.pop(ref)
+            for ref in [r for r in self.extra_tables if r[0] == name]:
+                self.extra_tables.pop(ref)
+        elif kind is Kind.CREATE_TABLE and info.updated and not info.temporary:
+            ref = info.updated[0]
+            self.absent_tables.pop(ref, None)
+            if not _if_not_exists(sql):
+                self.extra_tables.pop(ref, None)
+                self.shape_causes.pop(ref, None)  # CREATE (OR REPLACE) gives it the primary's shape
+                self.column_delta.pop(ref, None)
+        elif kind is Kind.DROP_TABLE:
+            for ref in info.updated:
+                self.extra_tables.pop(ref, None)
+                self.shape_causes.pop(ref, None)
+                self.column_delta.pop(ref, None)
+        elif kind is Kind.RENAME_TABLE:
+            before, after = _rename_net(info.renames)
+            for ref in after - before:
+                self.absent_tables.pop(ref, None)
+            for ref in before - after:
+                self.extra_tables.pop(ref, None)
+            if len(info.renames) == 1:
+                old, new = info.renames[0]
+                for causes in (self.shape_causes, self.column_delta):
+                    if old in causes:
+                        causes[new] = causes.pop(old)
+
+    # ------------------------------------------------------------------ the server's checks
+    def _check(self, sql: str, primary_info: StatementInfo, info: StatementInfo,
+               thread: int) -> tuple[int, str, Cause | None] | None:
+        kind = info.kind
+        if not info.parse_ok:
+            return None
+        if kind is Kind.CREATE_DB and info.db_statement_name:
+            name = info.db_statement_name
+            if name in self.extra_dbs and not _if_not_exists(sql):
+                return 1007, f"Can't create database '{name}'; database exists", self.extra_dbs[name]
+            return None
+        if kind is Kind.DROP_DB and info.db_statement_name:
+            name = info.db_statement_name
+            present, cause = self._db_state(name)
+            if not present and not info.if_exists:
+                return 1008, f"Can't drop database '{name}'; database doesn't exist", cause
+            return None
+        if kind in (Kind.ALTER_DB, Kind.SET, Kind.TRANSACTION, Kind.ACCOUNT, Kind.ROUTINE, Kind.OTHER):
+            return None
+        pairs = list(zip(primary_info.updated, info.updated))
+        reads = list(zip(primary_info.read, info.read))
+        if kind is Kind.CREATE_TABLE and info.updated:
+            ref = info.updated[0]
+            if not info.temporary:
+                db_ok, cause = self._db_state(ref[0])
+                if not db_ok:
+                    return 1049, f"Unknown database '{ref[0]}'", cause
+                if ref in self.extra_tables and not _if_not_exists(sql) and not self.idempotent_ddl:
+                    return 1050, f"Table '{ref[1]}' already exists", self.extra_tables[ref]
+            return self._need_tables(reads, thread)
+        if kind is Kind.DROP_TABLE:
+            if info.if_exists or self.idempotent_ddl or info.temporary:
+                return None
+            missing = []
+            cause = None
+            for primary_ref, ref in pairs:
+                if self._is_temp(thread, primary_ref):
+                    continue
+                present, why = self._table_state(ref)
+                if not present:
+                    missing.append(f"{ref[0]}.{ref[1]}")
+                    cause = cause or why
+            if missing:
+                return 1051, f"Unknown table '{','.join(missing)}'", cause
+            return None
+        if kind is Kind.RENAME_TABLE:
+            # The pairs run in order (RENAME TABLE a TO tmp, b TO a, tmp TO b swaps two tables).
+            overlay: dict[TableRef, bool] = {}
+            for old, new in info.renames:
+                present, cause = (overlay[old], None) if old in overlay else self._table_state(old)
+                if not present:
+                    return 1146, f"Table '{old[0]}.{old[1]}' doesn't exist", cause
+                if overlay.get(new) or (new not in overlay and new in self.extra_tables):
+                    return 1050, f"Table '{new[1]}' already exists", self.extra_tables.get(new)
+                overlay[old], overlay[new] = False, True
+            return None
+        if kind is Kind.CREATE_TRIGGER or kind is Kind.DROP_TRIGGER:
+            return None  # DROP TRIGGER of a trigger this replica never created is skipped by the filter
+        problem = self._need_tables(pairs + reads, thread)
+        if problem is not None:
+            return problem
+        if kind in (Kind.INSERT, Kind.REPLACE) and pairs:
+            return self._insert_shape(sql, pairs[0], thread)
+        return None
+
+    def _need_tables(self, pairs, thread: int) -> tuple[int, str, Cause | None] | None:
+        for primary_ref, ref in pairs:
+            if self._is_temp(thread, primary_ref):
+                if (thread, ref[0], ref[1]) not in self.replica.temps:
+                    return 1146, f"Table '{ref[0]}.{ref[1]}' doesn't exist", \
+                        self.temp_causes.get((thread, primary_ref[0], primary_ref[1]))
+                continue
+            present, cause = self._table_state(ref)
+            if not present:
+                return 1146, f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause
+        return None
+
+    def _insert_shape(self, sql: str, pair: tuple[TableRef, TableRef], thread: int):
+        primary_ref, ref = pair
+        if self._is_temp(thread, primary_ref):
+            return None
+        replica_columns = self.replica.model.columns(*ref)
+        listed = _insert_column_list(sql)
+        if listed is None:
+            return None  # INSERT ... SET, or text not followed
+        if listed:
+            if replica_columns is None:
+                return None
+            for column in listed:
+                if column.lower() not in replica_columns:
+                    return 1054, f"Unknown column '{column}' in 'field list'", self.shape_causes.get(ref)
+            return None
+        # No column list: the primary ran it, so it supplied one value per primary column.
+        primary_columns = self.primary.model.columns(*primary_ref)
+        values = len(primary_columns) if primary_columns is not None else _first_row_values(sql)
+        if replica_columns is not None:
+            have = len(replica_columns)
+        else:
+            delta = self.column_delta.get(ref)
+            if not delta or values is None:
+                return None
+            have = values - delta
+        if values is None or values == have:
+            return None
+        return 1136, "Column count doesn't match value count at row 1", self.shape_causes.get(ref)
+
+    # ------------------------------------------------------------------ a Table_map event
+    def _table_map(self, file: str, txn: Transaction, event, db: str, table: str) -> bool:
+        ref = self._replica_table(db, table)
+        present, cause = self._table_state(ref)
+        if present:
+            return False  # row events carry their own column count: another shape is converted, not refused
+        self.breaks.append(Break(file, txn.start_pos, txn.gtid, 1146,
+                                 f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause, event.pos,
+                                 f"rows of {db}.{table}"))
+        return True
+
+
+def _flatten(events):
+    """(event, the event carrying its position): Transaction_payload events are opened."""
+    for event in events:
+        if event.type_code == EventType.TRANSACTION_PAYLOAD:
+            for inner in event.payload_events():
+                yield inner, event
+        else:
+            yield event, event
+
+
+def _rename_net(renames) -> tuple[set, set]:
+    """RENAME TABLE's pairs run in order: (the names it needs before, the names that exist after)."""
+    before: set = set()
+    alive: set = set()
+    for old, new in renames:
+        if old in alive:
+            alive.discard(old)
+        else:
+            before.add(old)
+        alive.add(new)
+    return before, alive
+
+
+def _if_not_exists(sql: str) -> bool:
+    import re
+
+    return re.search(r"\bIF\s+NOT\s+EXISTS\b", sql, re.IGNORECASE) is not None
+
+
+def _column_delta(sql: str) -> int | None:
+    """Columns an ALTER TABLE adds minus those it drops (sqlglot); None when it cannot be followed."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    if not isinstance(tree, exp.Alter):
+        return None
+    delta = 0
+    for action in tree.args.get("actions") or []:
+        if isinstance(action, exp.ColumnDef):
+            delta += 1
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
+            delta -= max(1, len(action.args.get("tables") or []))
+    return delta
+
+
+def _first_row_values(sql: str) -> int | None:
+    """How many values the first row of INSERT ... VALUES (...) carries; None for INSERT ... SELECT."""
+    try:
+        tokens = tokenize(sql)
+    except LexError:
+        return None
+    start = next((i for i, t in enumerate(tokens) if t.is_keyword("VALUES", "VALUE")), None)
+    if start is None or start + 1 >= len(tokens) or tokens[start + 1].value != "(":
+        return None
+    depth, count = 0, 1
+    for token in tokens[start + 1:]:
+        if token.kind != "punct":
+            continue
+        if token.value == "(":
+            depth += 1
+        elif token.value == ")":
+            depth -= 1
+            if depth == 0:
+                return count
+        elif token.value == "," and depth == 1:
+            count += 1
+    return None
+
+
+def _insert_column_list(sql: str) -> list[str] | None:
+    """The column list of INSERT/REPLACE [INTO] tbl (cols) ...: [] when there is none (VALUES or SELECT
+    follows the table name), None for INSERT ... SET or text it cannot follow."""
+    try:
+        tokens = tokenize(sql)
+    except LexError:
+        return None
+    i, n = 0, len(tokens)
+    while i < n and not (tokens[i].kind == "word" and tokens[i].value.upper() in ("INSERT", "REPLACE")):
+        i += 1
+    i += 1
+    while i < n and tokens[i].kind == "word" and tokens[i].value.upper() in (
+            "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO"):
+        i += 1
+    if i >= n or not tokens[i].is_identifier:
+        return None
+    i += 1
+    if i + 1 < n and tokens[i].kind == "punct" and tokens[i].value == "." and tokens[i + 1].is_identifier:
+        i += 2
+    if i < n and tokens[i].is_keyword("PARTITION"):
+        return None
+    if i >= n:
+        return None
+    if tokens[i].kind == "punct" and tokens[i].value == "(":
+        if i + 1 < n and tokens[i + 1].is_keyword("SELECT", "WITH", "VALUES"):
+            return []
+        columns, j = [], i + 1
+        while j < n and not (tokens[j].kind == "punct" and tokens[j].value == ")"):
+            if tokens[j].is_identifier:
+                columns.append(tokens[j].value)
+            j += 1
+        return columns
+    if tokens[i].is_keyword("VALUES", "VALUE", "SELECT", "WITH") or (
+            tokens[i].kind == "punct" and tokens[i].value == "("):
+        return []
+    return None

@@ -1,0 +1,106 @@
+"""A my.cnf reader that keeps repeated keys (configparser cannot) and follows `!include` / `!includedir`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dumpfilter.errors import RuleError
+from dumpfilter.rules.parse import StartupFilters, normalize_option_name
+
+SERVER_GROUPS = ("mysqld", "mariadbd")
+MAX_INCLUDE_DEPTH = 10
+# my_default.cc (search_default_file_with_buffers): these escapes are decoded, any other
+# backslash is kept, so `replicate-wild-do-table=db\_1.%` keeps its LIKE escape.
+VALUE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "s": " ", '"': '"', "'": "'", "\\": "\\"}
+
+
+def read_option_file(path: str | os.PathLike, groups=SERVER_GROUPS) -> list[tuple[str, str]]:
+    """Every `key[=value]` of the given groups, in file order, includes expanded in place."""
+    options: list[tuple[str, str]] = []
+    _read_into(Path(path), tuple(group.lower() for group in groups), options, depth=0)
+    return options
+
+
+def startup_filters_from_file(path: str | os.PathLike, groups=SERVER_GROUPS) -> StartupFilters:
+    """The filter rules (`replicate-*`, `binlog-*-db`) of an option file; other options are ignored."""
+    pairs = [(key, value) for key, value in read_option_file(path, groups) if normalize_option_name(key)]
+    return StartupFilters.from_options(pairs)
+
+
+def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -> None:
+    if depth > MAX_INCLUDE_DEPTH:
+        raise RuleError(f"{path}: !include nested more than {MAX_INCLUDE_DEPTH} deep")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise RuleError(f"--defaults-file: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise RuleError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") \
+            from None
+    in_group = False
+    for number, raw_line in enumerate(lines, 1):
+        line = raw_line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("!"):
+            _follow_directive(path, number, line, groups, options, depth)
+        elif line.startswith("["):
+            if not line.endswith("]"):
+                raise RuleError(f"{path}:{number}: group header {line!r} has no closing ']'")
+            in_group = line[1:-1].strip().lower() in groups
+        elif in_group:
+            options.append(_parse_option_line(line))
+
+
+def _follow_directive(path: Path, number: int, line: str, groups, options, depth: int) -> None:
+    directive, _, argument = line.partition(" ")
+    target = path.parent / argument.strip()
+    if directive == "!include":
+        _read_into(target, groups, options, depth + 1)
+    elif directive == "!includedir":
+        # mysqld reads only *.cnf in an included directory, in name order.
+        for included in sorted(target.glob("*.cnf")):
+            _read_into(included, groups, options, depth + 1)
+    else:
+        raise RuleError(f"{path}:{number}: unknown directive {directive!r}")
+
+
+def _parse_option_line(line: str) -> tuple[str, str]:
+    key, has_value, value = line.partition("=")
+    key = key.strip()
+    if not has_value:
+        return key, ""
+    return key, _parse_value(value.strip())
+
+
+def _parse_value(value: str) -> str:
+    if value[:1] in ("'", '"'):
+        closing = value.find(value[0], 1)
+        if closing > 0:
+            return _decode_escapes(value[1:closing])
+    comment = _inline_comment_start(value)
+    return _decode_escapes(value[:comment].rstrip())
+
+
+def _inline_comment_start(value: str) -> int:
+    """A `#` after whitespace starts a comment (`db1  # the main db`)."""
+    for index, char in enumerate(value):
+        if char == "#" and (index == 0 or value[index - 1].isspace()):
+            return index
+    return len(value)
+
+
+def _decode_escapes(value: str) -> str:
+    out, index = [], 0
+    while index < len(value):
+        char = value[index]
+        if char == "\\" and index + 1 < len(value):
+            following = value[index + 1]
+            out.append(VALUE_ESCAPES.get(following, "\\" + following))
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)

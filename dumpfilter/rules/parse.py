@@ -1,0 +1,398 @@
+"""Parsers for rule text: mysqld-style options (WL#7361 channels), CHANGE REPLICATION FILTER, WL#2516 CHANGE MASTER."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from dumpfilter.errors import RuleError
+from dumpfilter.rules.ruleset import (
+    BINLOG_TYPES,
+    REPLICATE_TYPES,
+    WILD_TYPES,
+    RuleSet,
+    option_name,
+    validate_rule,
+)
+from dumpfilter.rules.sqltokens import LexError, Token, tokenize
+
+OPTION_TYPES = {option_name(rule_type): rule_type for rule_type in REPLICATE_TYPES + BINLOG_TYPES}
+CRF_TYPES = {f"REPLICATE_{rule_type.upper()}": rule_type for rule_type in REPLICATE_TYPES}
+CHANGE_MASTER_TYPES = {"DO": "effective_do", "IGNORE": "effective_ignore", "REWRITE": "effective_rewrite"}
+# The connection options of MySQL's CHANGE MASTER / CHANGE REPLICATION SOURCE (SOURCE_* is read
+# as MASTER_*) and MariaDB's: accepted and ignored here. Any other key is a typo (IGNOR='db2.%')
+# that would silently mean no filter, so it is an error naming the key.
+CHANGE_MASTER_OPTIONS = frozenset("""
+    MASTER_BIND MASTER_HOST MASTER_USER MASTER_PASSWORD MASTER_PORT MASTER_CONNECT_RETRY MASTER_RETRY_COUNT
+    MASTER_DELAY MASTER_HEARTBEAT_PERIOD MASTER_LOG_FILE MASTER_LOG_POS MASTER_AUTO_POSITION RELAY_LOG_FILE
+    RELAY_LOG_POS MASTER_SSL MASTER_SSL_CA MASTER_SSL_CAPATH MASTER_SSL_CERT MASTER_SSL_CRL MASTER_SSL_CRLPATH
+    MASTER_SSL_KEY MASTER_SSL_CIPHER MASTER_SSL_VERIFY_SERVER_CERT MASTER_TLS_VERSION MASTER_TLS_CIPHERSUITES
+    MASTER_PUBLIC_KEY_PATH GET_MASTER_PUBLIC_KEY MASTER_COMPRESSION_ALGORITHMS MASTER_ZSTD_COMPRESSION_LEVEL
+    NETWORK_NAMESPACE IGNORE_SERVER_IDS PRIVILEGE_CHECKS_USER REQUIRE_ROW_FORMAT REQUIRE_TABLE_PRIMARY_KEY_CHECK
+    ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS GTID_ONLY MASTER_CONNECTION_AUTO_FAILOVER MASTER_USE_GTID
+    DO_DOMAIN_IDS IGNORE_DOMAIN_IDS MASTER_DEMOTE_TO_SLAVE MASTER_SSL_VERIFY_SERVER_CERT
+""".split())
+
+
+# ---------------------------------------------------------------------------------------------
+# mysqld-style options
+
+
+def normalize_option_name(name: str) -> str | None:
+    """`--loose-replicate_do_db` -> `replicate-do-db`; None for options that are not filter rules."""
+    name = name.strip().lstrip("-").replace("_", "-").lower()
+    name = name.removeprefix("loose-")
+    return name if name in OPTION_TYPES else None
+
+
+def parse_option(name: str, value: str) -> tuple[str | None, str, object]:
+    """One `--replicate-*=value` option -> (channel or None for global, rule type, rule value).
+
+    WL#7361: the *first* colon separates a channel name (`ch1:db2`; `:db` is the default
+    channel ''), later colons are literal. binlog-do/ignore-db have no channel form.
+    Values are single names: `--replicate-do-db=a,b` is one database called `a,b`.
+    """
+    option = normalize_option_name(name)
+    if option is None:
+        raise RuleError(f"{name}: not a replication filter option")
+    rule_type = OPTION_TYPES[option]
+    channel = None
+    if rule_type in REPLICATE_TYPES and ":" in value:
+        channel, value = value.split(":", 1)
+    rule = parse_rewrite_option(value) if rule_type == "rewrite_db" else value
+    validate_rule(rule_type, rule)
+    return channel, rule_type, rule
+
+
+def parse_rewrite_option(value: str) -> tuple[str, str]:
+    """`from->to` with the spaces around the arrow trimmed (mysqld.cc OPT_REPLICATE_REWRITE_DB; MariaDB rpl_rewrt_db)."""
+    if "->" not in value:
+        raise RuleError(f"replicate-rewrite-db: {value!r} has no '->' (expected from_name->to_name)")
+    old, new = value.split("->", 1)
+    old, new = old.strip(), new.strip()
+    if not old:
+        raise RuleError(f"replicate-rewrite-db: {value!r} has an empty FROM database")
+    if not new:
+        raise RuleError(f"replicate-rewrite-db: {value!r} has an empty TO database")
+    return old, new
+
+
+@dataclass
+class StartupFilters:
+    """Rules from startup options: the global set and, per WL#7361, the per-channel rules by type."""
+
+    global_rules: RuleSet = field(default_factory=RuleSet)
+    channel_rules: dict[str, dict[str, tuple]] = field(default_factory=dict)
+
+    @classmethod
+    def from_options(cls, options) -> StartupFilters:
+        """Accumulate (name, value) pairs in order; repeated options add rules, they never replace."""
+        global_lists: dict[str, list] = {}
+        channel_lists: dict[str, dict[str, list]] = {}
+        for name, value in options:
+            channel, rule_type, rule = parse_option(name, value)
+            target = global_lists if channel is None else channel_lists.setdefault(channel, {})
+            target.setdefault(rule_type, []).append(rule)
+        global_rules = RuleSet(**{rule_type: tuple(rules) for rule_type, rules in global_lists.items()})
+        channels = {name: {t: tuple(r) for t, r in lists.items()} for name, lists in channel_lists.items()}
+        return cls(global_rules, channels)
+
+    def for_channel(self, channel: str) -> RuleSet:
+        """WL#7361: a channel copies the global rules of every type it has no channel rule for."""
+        return self.global_rules.replace(**self.channel_rules.get(channel, {}))
+
+
+# ---------------------------------------------------------------------------------------------
+# CHANGE REPLICATION FILTER (WL#7057, WL#7361) and WL#2516 CHANGE MASTER
+
+
+@dataclass(frozen=True)
+class FilterChange:
+    """A parsed CHANGE statement: the types it lists with their new rules, and the channel it names."""
+
+    changes: tuple[tuple[str, tuple], ...]
+    channel: str | None = None
+    binlog: str | None = None  # the name of a WL#2516 CHANGE BINLOG statement (it names no channel)
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(rule_type for rule_type, _ in self.changes)
+
+    def apply(self, rules: RuleSet) -> RuleSet:
+        """Listed types replace that type's rules; unlisted types stay as they were."""
+        return rules.replace(**dict(self.changes))
+
+
+def parse_filter_statement(text: str) -> FilterChange:
+    """A CHANGE REPLICATION FILTER, a WL#2516 `CHANGE MASTER ... TO DO=...` or `CHANGE BINLOG ... TO DO=...`."""
+    if re.match(r"\s*CHANGE\s+BINLOG\b", text, re.IGNORECASE):
+        return parse_change_binlog(text)
+    if re.match(r"\s*CHANGE\s+(MASTER|REPLICATION\s+SOURCE)\b", text, re.IGNORECASE):
+        return parse_change_master(text)
+    return parse_change_replication_filter(text)
+
+
+def apply_changes(rules: RuleSet, statements, channel: str, hint) -> RuleSet:
+    """Apply CHANGE statements in order to the rules of `channel`. A statement naming another channel
+    (`CHANGE MASTER 'foo' TO ...`, `... FOR CHANNEL 'foo'`) is an error, not silently ignored: nothing
+    selects that channel here (MySQL: ER_SLAVE_CONFIGURATION). `hint(name)` says how to select it."""
+    for statement in statements:
+        change = parse_filter_statement(statement) if isinstance(statement, str) else statement
+        if change.channel is not None and change.channel != channel:
+            raise RuleError(f"{_statement_head(statement)}: names connection '{change.channel}', but the rules "
+                            f"evaluated are those of channel '{channel}'; {hint(change.channel)}")
+        rules = change.apply(rules)
+    return rules
+
+
+def _statement_head(statement) -> str:
+    text = statement if isinstance(statement, str) else "CHANGE statement"
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_change_replication_filter(text: str) -> FilterChange:
+    """Parse `CHANGE REPLICATION FILTER type = (list)[, ...] [FOR CHANNEL 'c']`.
+
+    Same type twice: the later list wins (Sql_cmd_change_repl_filter; WL#7057 e). `()` clears.
+    """
+    reader = _TokenReader(text, "CHANGE REPLICATION FILTER")
+    for word in ("CHANGE", "REPLICATION", "FILTER"):
+        reader.expect_keyword(word)
+    changes: dict[str, tuple] = {}
+    while True:
+        rule_type = reader.filter_type()
+        reader.expect_punct("=")
+        changes.pop(rule_type, None)  # keep statement order of the *last* occurrence
+        changes[rule_type] = _read_filter_list(reader, rule_type)
+        if not reader.accept_punct(","):
+            break
+    channel = reader.for_channel()
+    reader.accept_punct(";")
+    reader.expect_end()
+    return FilterChange(tuple(changes.items()), channel)
+
+
+def _read_filter_list(reader: _TokenReader, rule_type: str) -> tuple:
+    reader.rule = option_name(rule_type)
+    reader.expect_punct("(")
+    values: list = []
+    if not reader.accept_punct(")"):
+        while True:
+            values.append(_read_filter_value(reader, rule_type))
+            if reader.accept_punct(")"):
+                break
+            reader.expect_punct(",")
+    for value in values:
+        validate_rule(rule_type, value)
+    return tuple(values)
+
+
+def _read_filter_value(reader: _TokenReader, rule_type: str):
+    if rule_type in WILD_TYPES:
+        return reader.string()
+    if rule_type == "rewrite_db":
+        reader.expect_punct("(")
+        old = reader.identifier()
+        reader.expect_punct(",")
+        new = reader.identifier()
+        reader.expect_punct(")")
+        return old, new
+    name = reader.identifier()
+    if rule_type in ("do_table", "ignore_table"):
+        if not reader.accept_punct("."):
+            raise RuleError(f"{reader.rule}: {name!r} is not of the form db.table")
+        return name + "." + reader.identifier()
+    return name
+
+
+def parse_change_master(text: str) -> FilterChange:
+    """WL#2516 `CHANGE MASTER ['name'] TO DO='db1.%', IGNORE='%.t2', REWRITE=db1.%->db2.%`.
+
+    The connection name (MariaDB multi-source) is the channel. DO/IGNORE/REWRITE given in the
+    statement replace that type (several DO= in one statement add up); WL#2387's optional
+    `REPLICATE_DO_DB='x'` keys set the classic types the same way. CHANGE MASTER's own options
+    (MASTER_HOST...) are ignored; any other key is an error naming it.
+    """
+    match = re.match(r"\s*CHANGE\s+(?:MASTER|REPLICATION\s+SOURCE)\s*(?:(['\"`])(.*?)\1\s*)?TO\b", text,
+                     re.IGNORECASE | re.DOTALL)
+    if not match:
+        raise RuleError(f"CHANGE MASTER: expected CHANGE MASTER ['name'] TO ..., got {text[:60]!r}")
+    channel = match.group(2) if match.group(1) else None
+    changes: dict[str, list] = {}
+    for key, raw in _split_assignments(text[match.end():]):
+        rule_type = _change_master_type(key)
+        if rule_type is not None:
+            changes.setdefault(rule_type, []).append(_change_master_value(rule_type, raw))
+        elif _option_key(key) not in CHANGE_MASTER_OPTIONS:
+            raise RuleError(f"CHANGE MASTER: unknown option {key.strip()[:64]!r} (expected DO, IGNORE, REWRITE, "
+                            "REPLICATE_* or a CHANGE MASTER connection option such as MASTER_HOST)")
+    for rule_type, values in changes.items():
+        for value in values:
+            validate_rule(rule_type, value)
+    return FilterChange(tuple((rule_type, tuple(values)) for rule_type, values in changes.items()), channel)
+
+
+CHANGE_BINLOG_TYPES = {"DO": "binlog_effective_do", "IGNORE": "binlog_effective_ignore"}
+
+
+def parse_change_binlog(text: str) -> FilterChange:
+    """WL#2516 `CHANGE BINLOG 'bar' TO DO='db1.%', IGNORE='%_backup.table2'`: the master's binlog write filter
+    on the effective db.table. The seed gives it DO and IGNORE only: any other key is an error. The name
+    is kept (`binlog`); the simulated master writes one binlog, so every name designates it."""
+    match = re.match(r"\s*CHANGE\s+BINLOG\s*(?:(['\"`])(.*?)\1\s*)?TO\b", text, re.IGNORECASE | re.DOTALL)
+    if not match:
+        raise RuleError(f"CHANGE BINLOG: expected CHANGE BINLOG ['name'] TO DO=..., IGNORE=..., got {text[:60]!r}")
+    changes: dict[str, list] = {}
+    for key, raw in _split_assignments(text[match.end():]):
+        rule_type = CHANGE_BINLOG_TYPES.get(key.strip().upper())
+        if rule_type is None:
+            raise RuleError(f"CHANGE BINLOG: unknown key {key.strip()!r} (WL#2516 gives CHANGE BINLOG DO= and IGNORE=)")
+        value = _unquote(raw.strip())
+        validate_rule(rule_type, value)
+        changes.setdefault(rule_type, []).append(value)
+    if not changes:
+        raise RuleError("CHANGE BINLOG: no DO= or IGNORE= given")
+    return FilterChange(tuple((t, tuple(v)) for t, v in changes.items()), None, match.group(2) or "")
+
+
+def _change_master_type(key: str) -> str | None:
+    key = key.strip().upper().replace("-", "_")
+    if key in CHANGE_MASTER_TYPES:
+        return CHANGE_MASTER_TYPES[key]
+    return CRF_TYPES.get(key)
+
+
+def _option_key(key: str) -> str:
+    key = key.strip().upper().replace("-", "_")
+    return "MASTER_" + key.removeprefix("SOURCE_") if key.startswith("SOURCE_") else key
+
+
+def _change_master_value(rule_type: str, raw: str):
+    value = _unquote(raw.strip())
+    if rule_type in ("effective_rewrite", "rewrite_db"):
+        if "->" not in value:
+            raise RuleError(f"{option_name(rule_type)}: {value!r} has no '->' (expected from->to)")
+        old, new = (part.strip() for part in value.split("->", 1))
+        return old, new
+    return value
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        try:
+            tokens = tokenize(value)
+        except LexError as exc:  # '\' : the quote is escaped, the string never ends
+            raise RuleError(f"CHANGE MASTER: {value[:64]!r}: {exc}") from None
+        if len(tokens) == 1 and tokens[0].kind == "string":
+            return tokens[0].value
+    return value
+
+
+def _split_assignments(text: str) -> list[tuple[str, str]]:
+    """Split `k=v, k='v,w'` at commas outside quotes; a trailing `;` is dropped."""
+    pieces, current, quote = [], [], None
+    for char in text.strip().rstrip(";"):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == ",":
+            pieces.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    if quote:
+        raise RuleError(f"CHANGE MASTER: unbalanced {quote} in {text.strip()!r}")
+    pieces.append("".join(current))
+    assignments = []
+    for piece in filter(str.strip, pieces):
+        if "=" not in piece:
+            raise RuleError(f"CHANGE MASTER: {piece.strip()!r} is not of the form KEY=value")
+        key, value = piece.split("=", 1)
+        assignments.append((key, value))
+    return assignments
+
+
+class _TokenReader:
+    """Cursor over tokens that raises RuleError naming the rule being read."""
+
+    def __init__(self, text: str, statement: str):
+        self.rule = statement
+        try:
+            self.tokens: list[Token] = tokenize(text)
+        except LexError as exc:
+            raise RuleError(f"{_rule_at(text, exc.offset) or statement}: {exc}") from None
+        self.index = 0
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.index] if self.index < len(self.tokens) else None
+
+    def _fail(self, expected: str):
+        token = self.peek()
+        found = "end of text" if token is None else repr(token.value)
+        raise RuleError(f"{self.rule}: expected {expected}, found {found}")
+
+    def expect_keyword(self, word: str) -> None:
+        token = self.peek()
+        if token is None or not token.is_keyword(word):
+            self._fail(word)
+        self.index += 1
+
+    def accept_punct(self, char: str) -> bool:
+        token = self.peek()
+        if token is not None and token.kind == "punct" and token.value == char:
+            self.index += 1
+            return True
+        return False
+
+    def expect_punct(self, char: str) -> None:
+        if not self.accept_punct(char):
+            self._fail(repr(char))
+
+    def identifier(self) -> str:
+        token = self.peek()
+        if token is None or not token.is_identifier:
+            self._fail("an identifier")
+        self.index += 1
+        return token.value
+
+    def string(self) -> str:
+        token = self.peek()
+        if token is None or token.kind != "string":
+            self._fail("a quoted 'db_pattern.table_pattern' string")
+        self.index += 1
+        return token.value
+
+    def filter_type(self) -> str:
+        token = self.peek()
+        if token is None or token.kind != "word" or token.value.upper() not in CRF_TYPES:
+            self._fail("one of " + ", ".join(CRF_TYPES))
+        self.index += 1
+        return CRF_TYPES[token.value.upper()]
+
+    def for_channel(self) -> str | None:
+        token = self.peek()
+        if token is None or not token.is_keyword("FOR"):
+            return None
+        self.index += 1
+        self.rule = "FOR CHANNEL"
+        self.expect_keyword("CHANNEL")
+        token = self.peek()
+        if token is None or token.kind not in ("string", "word", "quoted_ident"):
+            self._fail("a channel name")
+        self.index += 1
+        return token.value
+
+    def expect_end(self) -> None:
+        if self.peek() is not None:
+            self.rule = "CHANGE REPLICATION FILTER"
+            self._fail("end of statement")
+
+
+def _rule_at(text: str, offset: int) -> str | None:
+    """The option name of the filter type whose list contains `offset` (to name it in lexer errors)."""
+    found = None
+    for match in re.finditer(r"(REPLICATE_\w+)\s*=", text[:offset], re.IGNORECASE):
+        found = CRF_TYPES.get(match.group(1).upper(), found)
+    return option_name(found) if found else None

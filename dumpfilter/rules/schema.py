@@ -1,0 +1,482 @@
+"""The schema model the decision engine consults: databases, tables with their columns, and triggers
+(timing, event, table, the tables their bodies write). Filled from a starting schema (`--schema FILE`:
+a `mysqldump`/`mariadb-dump --no-data` file, triggers included) and from the binlog's DDL replayed in
+order. It changes per DDL statement, never per row event: the ROW fast path never looks at it.
+
+Where the server needs a fact this model does not hold (a table it never saw, a column list it could
+not read, a trigger body it could not follow), the model says "unknown" (None) and the engine falls
+back to its schema-less answer, recording the assumption (`Decision.assumption`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from dumpfilter.errors import RuleError
+from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter.rules.statements import Kind, StatementInfo, TableRef, statement_tables
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+# Statements that change what the model holds; every other statement passes untouched.
+SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.RENAME_TABLE, Kind.CREATE_DB,
+                          Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER})
+
+_WRITE_WORDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
+_NOT_A_WRITE_BEFORE = frozenset({"KEY", "FOR", "ON", "DUPLICATE"})  # ON DUPLICATE KEY UPDATE, FOR UPDATE, ON DELETE
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """CREATE TRIGGER db.name {BEFORE|AFTER} {INSERT|UPDATE|DELETE} ON table: what its body writes.
+    `writes` lists (table, event) in body order, the event being the trigger event it fires on that table
+    (REPLACE fires INSERT and DELETE); None when the body could not be followed (a CALL, dynamic SQL,
+    an unparsed statement)."""
+
+    db: str
+    name: str
+    table: TableRef
+    timing: str
+    event: str
+    writes: tuple[tuple[TableRef, str], ...] | None
+
+
+@dataclass
+class SchemaModel:
+    """Tables are keyed (db, table) as the binlog spells them; columns are lower-cased (column names are
+    case-insensitive in MySQL and MariaDB). A table whose column list is unknown maps to None.
+
+    Column lists are worked out when first asked for: a CREATE or ALTER TABLE is only recorded (its text,
+    against the table), and parsed the first time a decision needs that table's columns. A binlog full
+    of DDL thus costs a dict update per statement, and sqlglot runs for the few tables a multi-table
+    UPDATE names. CREATE ... SELECT is resolved at once (its column list depends on its sources then)."""
+
+    databases: set[str] = field(default_factory=set)
+    triggers: dict[TableRef, Trigger] = field(default_factory=dict)  # (db, trigger name) -> Trigger
+    source: str = "binlog DDL"
+    _columns: dict[TableRef, tuple[str, ...] | None] = field(default_factory=dict)
+    _pending: dict[TableRef, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)  # (op, sql, db)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_sql(cls, text: str, source: str = "--schema") -> SchemaModel:
+        """A dump (`mariadb-dump --no-data`, `mysqldump --no-data`) or any DDL script: `USE`, `DELIMITER`
+        and the dumps' `/*!50003 ... */` conditional comments are followed; other statements are ignored."""
+        model = cls(source=source)
+        current_db = ""
+        for statement in split_script(text):
+            use = re.match(r"\s*USE\s+`?([^`;\s]+)`?\s*$", statement, re.IGNORECASE)
+            if use:
+                current_db = use.group(1)
+                continue
+            model.observe(statement, current_db)
+        return model
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> SchemaModel:
+        try:
+            text = open(path, encoding="utf-8", errors="replace").read()
+        except OSError as exc:
+            raise RuleError(f"--schema {path}: {exc.strerror}") from None
+        return cls.from_sql(text, f"--schema {path}")
+
+    @classmethod
+    def from_server(cls, url: str) -> SchemaModel:
+        """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns and triggers from information_schema."""
+        from urllib.parse import unquote, urlparse
+
+        import pymysql
+
+        parsed = urlparse(url)
+        if parsed.scheme != "mysql" or not parsed.hostname:
+            raise RuleError(f"--schema: {url!r} is not a file or mysql://USER[:PASSWORD]@HOST[:PORT]")
+        try:
+            connection = pymysql.connect(host=parsed.hostname, port=parsed.port or 3306,
+                                         user=unquote(parsed.username or "root"),
+                                         password=unquote(parsed.password or ""), connect_timeout=10)
+        except pymysql.Error as exc:
+            raise RuleError(f"--schema {url}: cannot connect: {exc.args[-1]}") from None
+        model = cls(source=f"--schema {url}")
+        system = ("mysql", "information_schema", "performance_schema", "sys")
+        with connection, connection.cursor() as cursor:
+            cursor.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
+            model.databases = {row[0] for row in cursor.fetchall() if row[0] not in system}
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS "
+                           "WHERE TABLE_SCHEMA NOT IN %s ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
+                           (system,))
+            columns: dict[TableRef, list[str]] = {}
+            for db, table, column in cursor.fetchall():
+                columns.setdefault((db, table), []).append(column.lower())
+            model._columns = {key: tuple(names) for key, names in columns.items()}
+            cursor.execute("SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, "
+                           "EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS")
+            for db, name, timing, event, table_db, table, body in cursor.fetchall():
+                model.triggers[(db, name)] = Trigger(db, name, (table_db, table), timing.upper(), event.upper(),
+                                                     _body_writes(body, db))
+        return model
+
+    def copy(self) -> SchemaModel:
+        return SchemaModel(set(self.databases), dict(self.triggers), self.source, dict(self._columns),
+                           dict(self._pending))
+
+    @property
+    def tables(self) -> dict[TableRef, tuple[str, ...] | None]:
+        """Every table with its column list (resolving what is still pending)."""
+        for key in list(self._pending):
+            self._resolve(key)
+        return dict(self._columns)
+
+    # ------------------------------------------------------------------ replay
+    def observe(self, sql: str, current_db: str | None, info: StatementInfo | None = None) -> None:
+        """Replay one statement (a Query event, or a statement of a dump) if it is DDL the model tracks.
+        Replaying the same DDL twice leaves the same model (the master shares engines between slaves)."""
+        if info is None:
+            info = statement_tables(_strip_version_comments(sql), current_db or "")
+        if info.kind not in SCHEMA_KINDS or not info.parse_ok:
+            return
+        sql = _strip_version_comments(sql)
+        default = current_db or ""
+        if info.kind is Kind.CREATE_DB and info.db_statement_name:
+            self.databases.add(info.db_statement_name)
+        elif info.kind is Kind.DROP_DB and info.db_statement_name:
+            name = info.db_statement_name
+            self.databases.discard(name)
+            self._columns = {key: cols for key, cols in self._columns.items() if key[0] != name}
+            self._pending = {key: ops for key, ops in self._pending.items() if key[0] != name}
+            self.triggers = {key: trig for key, trig in self.triggers.items() if key[0] != name}
+        elif info.kind is Kind.CREATE_TABLE and info.updated:
+            if info.temporary:
+                return  # a temporary table shadows the base table for its session only; not modelled
+            self._create_table(info, sql, default)
+        elif info.kind is Kind.ALTER_TABLE and info.updated:
+            self._alter_table(info.updated[0], sql, default)
+        elif info.kind is Kind.DROP_TABLE:
+            if info.temporary:
+                return
+            for key in info.updated:
+                self._columns.pop(key, None)
+                self._pending.pop(key, None)
+                self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
+        elif info.kind is Kind.RENAME_TABLE:
+            for old, new in info.renames:
+                self._rename(old, new)
+        elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
+            self._create_trigger(info, sql)
+        elif info.kind is Kind.DROP_TRIGGER and info.trigger:
+            self.triggers.pop(info.trigger, None)
+
+    def _create_table(self, info: StatementInfo, sql: str, default: str) -> None:
+        table = info.updated[0]
+        self.databases.add(table[0])
+        if table in self._columns and re.search(r"\bIF\s+NOT\s+EXISTS\b", sql, re.IGNORECASE):
+            return  # logged, but the existing table is left as it is
+        if re.search(r"\bSELECT\b", sql, re.IGNORECASE):
+            columns = _create_columns(sql, default, self)
+            self._pending.pop(table, None)
+            self._columns[table] = columns
+        elif info.read and re.search(r"\bLIKE\b", sql, re.IGNORECASE):
+            source = self._key(*info.read[0])
+            columns, pending = (self._columns.get(source), self._pending.get(source)) if source else (None, None)
+            self._columns[table] = columns
+            self._pending.pop(table, None)
+            if pending:
+                self._pending[table] = pending
+        else:
+            self._pending.pop(table, None)
+            self._columns[table] = None
+            self._pending[table] = (("create", sql, default),)
+
+    def _alter_table(self, table: TableRef, sql: str, default: str) -> None:
+        if table not in self._columns:
+            self._columns[table] = None  # altered before we saw it: known to exist, columns unknown
+        self._pending[table] = self._pending.get(table, ()) + (("alter", sql, default),)
+        renamed = _ALTER_RENAME.search(sql)
+        if renamed:
+            db, name = _split_name(renamed.group(1))
+            self._rename(table, (db or table[0], name))
+
+    def _resolve(self, table: TableRef) -> None:
+        columns = self._columns.get(table)
+        for op, sql, default in self._pending.pop(table, ()):
+            columns = _create_columns(sql, default, self) if op == "create" else _alter_columns(columns, sql)
+        self._columns[table] = columns
+
+    def _rename(self, old: TableRef, new: TableRef) -> None:
+        if old in self._columns and old != new:
+            self._columns[new] = self._columns.pop(old)
+            self._pending.pop(new, None)
+            if old in self._pending:
+                self._pending[new] = self._pending.pop(old)
+            # Triggers move with their table (same schema only; MySQL refuses a cross-db rename otherwise).
+            for key, trig in list(self.triggers.items()):
+                if trig.table == old:
+                    self.triggers[key] = Trigger(trig.db, trig.name, new, trig.timing, trig.event, trig.writes)
+
+    def _create_trigger(self, info: StatementInfo, sql: str) -> None:
+        match = re.search(r"\b(BEFORE|AFTER)\s+(INSERT|UPDATE|DELETE)\s+ON\b", sql, re.IGNORECASE)
+        body = re.search(r"\bFOR\s+EACH\s+ROW\b", sql, re.IGNORECASE)
+        if match is None or body is None:
+            return
+        db, name = info.trigger
+        self.triggers[(db, name)] = Trigger(db, name, info.updated[0], match.group(1).upper(),
+                                            match.group(2).upper(), _body_writes(sql[body.end():], db))
+
+    # ------------------------------------------------------------------ questions
+    def _key(self, db: str, table: str) -> TableRef | None:
+        if (db, table) in self._columns:
+            return (db, table)
+        folded = (db.lower(), table.lower())  # lower_case_table_names: the applier opens lower-cased names
+        return next((key for key in self._columns if (key[0].lower(), key[1].lower()) == folded), None)
+
+    def knows(self, db: str, table: str) -> bool:
+        return self._key(db, table) is not None
+
+    def columns(self, db: str, table: str) -> tuple[str, ...] | None:
+        key = self._key(db, table)
+        if key is None:
+            return None
+        if key in self._pending:
+            self._resolve(key)
+        return self._columns[key]
+
+    def triggers_on(self, table: TableRef, event: str) -> list[Trigger]:
+        """The triggers of `table` for `event`, BEFORE ones first (their order within a timing does not
+        change which tables they write)."""
+        key = self._key(*table) or table
+        found = [t for t in self.triggers.values() if t.table == key and t.event == event]
+        return sorted(found, key=lambda t: t.timing != "BEFORE")
+
+
+_ALTER_RENAME = re.compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
+                           re.IGNORECASE)
+
+
+def _split_name(text: str) -> tuple[str, str]:
+    parts = [part.strip().strip("`") for part in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", text)]
+    return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
+
+
+def _alter_columns(columns: tuple[str, ...] | None, sql: str) -> tuple[str, ...] | None:
+    """ALTER TABLE's column changes (sqlglot); None (unknown) when it cannot be followed. RENAME TO was
+    applied when the statement was recorded."""
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        tree = None
+    if not isinstance(tree, exp.Alter):
+        return None
+    if columns is None:
+        return None
+    names = list(columns)
+    for action in tree.args.get("actions") or []:
+        if isinstance(action, exp.ColumnDef):
+            if action.name.lower() not in names:
+                names.append(action.name.lower())
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
+            for column in action.args.get("tables") or []:
+                if column.name.lower() in names:
+                    names.remove(column.name.lower())
+        elif isinstance(action, (exp.ModifyColumn, exp.RenameColumn)):
+            if isinstance(action, exp.ModifyColumn):
+                if action.args.get("rename_from") is None:
+                    continue
+                old, new = action.args["rename_from"].name.lower(), action.this.name.lower()
+            else:
+                old, new = action.this.name.lower(), action.args["to"].name.lower()
+            if old in names:
+                names[names.index(old)] = new
+    return tuple(names)
+
+
+def _create_columns(sql: str, default: str, model: SchemaModel) -> tuple[str, ...] | None:
+    """The column list of CREATE TABLE (with sqlglot): defined columns, then CREATE ... SELECT output
+    columns not already defined (MySQL appends them). None when it cannot be read."""
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return _create_columns_by_hand(sql)
+    if not isinstance(tree, exp.Create):
+        return _create_columns_by_hand(sql)
+    names: list[str] = []
+    if isinstance(tree.this, exp.Schema):
+        names = [node.name.lower() for node in tree.this.expressions if isinstance(node, exp.ColumnDef)]
+    select = tree.args.get("expression")
+    if isinstance(select, exp.Select):
+        for projection in select.expressions:
+            if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
+                                                   and isinstance(projection.this, exp.Star)):
+                sources = [(t.db or default, t.name) for t in select.find_all(exp.Table)]
+                for source in sources:
+                    cols = model.columns(*source)
+                    if cols is None:
+                        return None
+                    names += [c for c in cols if c not in names]
+                continue
+            name = projection.alias_or_name
+            if not name:
+                return None  # an expression column is named after its text: not modelled
+            if name.lower() not in names:
+                names.append(name.lower())
+    elif select is not None:
+        return None
+    return tuple(names) if names else None
+
+
+_CONSTRAINT_WORDS = frozenset({"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL",
+                               "CHECK", "PERIOD", "SYSTEM"})
+
+
+def _create_columns_by_hand(sql: str) -> tuple[str, ...] | None:
+    """What sqlglot cannot parse: the first identifier of each top-level element of the column list."""
+    try:
+        tokens = tokenize(sql)
+    except LexError:
+        return None
+    start = next((i for i, t in enumerate(tokens) if t.kind == "punct" and t.value == "("), None)
+    if start is None or re.search(r"\b(SELECT|LIKE)\b", sql, re.IGNORECASE):
+        return None
+    names, depth, expecting = [], 0, True
+    for token in tokens[start + 1:]:
+        if token.kind == "punct" and token.value == "(":
+            depth += 1
+        elif token.kind == "punct" and token.value == ")":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and token.kind == "punct" and token.value == ",":
+            expecting = True
+        elif depth == 0 and expecting:
+            expecting = False
+            if token.kind == "word" and token.value.upper() in _CONSTRAINT_WORDS:
+                continue
+            if token.is_identifier:
+                names.append(token.value.lower())
+    return tuple(names) or None
+
+
+_FIRES = {Kind.INSERT: ("INSERT",), Kind.LOAD_DATA: ("INSERT",), Kind.REPLACE: ("INSERT", "DELETE"),
+          Kind.UPDATE: ("UPDATE",), Kind.UPDATE_MULTI: ("UPDATE",), Kind.DELETE: ("DELETE",),
+          Kind.DELETE_MULTI: ("DELETE",)}
+
+
+def _body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...] | None:
+    """Tables a trigger body writes: every INSERT/REPLACE/UPDATE/DELETE statement in it, however nested
+    in BEGIN/IF/CASE/loops; unqualified names are in the trigger's database. None if a CALL or a
+    statement it cannot classify could write more."""
+    body = re.sub(r"^\s*(FOLLOWS|PRECEDES)\s+\S+", "", body, flags=re.IGNORECASE)
+    try:
+        tokens = tokenize(body)
+    except LexError:
+        return None
+    writes: list[tuple[TableRef, str]] = []
+    for index, token in enumerate(tokens):
+        if token.kind != "word":
+            continue
+        word = token.value.upper()
+        if word == "CALL" or (word == "PREPARE" or word == "EXECUTE"):
+            return None
+        if word not in _WRITE_WORDS:
+            continue
+        previous = tokens[index - 1].value.upper() if index and tokens[index - 1].kind == "word" else ""
+        if previous in _NOT_A_WRITE_BEFORE:
+            continue
+        end = next((t.start for t in tokens[index + 1:] if t.kind == "punct" and t.value == ";"), len(body))
+        piece = re.sub(r"\bEND\s*$", "", body[token.start:end].strip(), flags=re.IGNORECASE)
+        info = statement_tables(piece, trigger_db)
+        if not info.parse_ok:
+            return None
+        for ref in info.updated:
+            for event in _FIRES.get(info.kind, ("UPDATE",)):
+                if (ref, event) not in writes:
+                    writes.append((ref, event))
+    return tuple(writes)
+
+
+_VERSION_COMMENT = re.compile(r"/\*!\d{5,6}\s?(.*?)\*/", re.DOTALL)
+
+
+def _strip_version_comments(sql: str) -> str:
+    """`/*!50003 CREATE*/ /*!50017 DEFINER=...*/ /*!50003 TRIGGER ...*/` -> the text the server runs."""
+    return _VERSION_COMMENT.sub(lambda m: m.group(1), sql) if "/*!" in sql else sql
+
+
+def split_script(text: str) -> list[str]:
+    """Statements of a SQL script as the mysql client splits them: `DELIMITER` lines change the
+    delimiter; quotes, backticks and comments are respected (the dumps' `/*!...*/` are kept)."""
+    statements: list[str] = []
+    delimiter = ";"
+    current: list[str] = []
+    for line in text.splitlines(keepends=True):
+        directive = re.match(r"\s*DELIMITER\s+(\S+)\s*$", line, re.IGNORECASE)
+        if directive and _blank("".join(current)):
+            delimiter = directive.group(1)
+            continue
+        current.append(line)
+        joined = "".join(current)
+        while True:
+            cut = _find_delimiter(joined, delimiter)
+            if cut is None:
+                break
+            statement = joined[:cut].strip()
+            if statement:
+                statements.append(statement)
+            joined = joined[cut + len(delimiter):]
+        current = [] if _blank(joined) else [joined]
+    tail = "".join(current).strip()
+    if not _blank(tail):
+        statements.append(tail)
+    return [s for s in (_drop_comment_lines(s) for s in statements) if s]
+
+
+def _blank(text: str) -> bool:
+    """Only whitespace and line comments (what the mysql client discards between statements)."""
+    return re.fullmatch(r"(\s|--[ \t][^\n]*(\n|$)|--(\n|$)|#[^\n]*(\n|$))*", text) is not None
+
+
+def _drop_comment_lines(statement: str) -> str:
+    return "\n".join(line for line in statement.splitlines() if not re.match(r"\s*(--\s|--$|#)", line)).strip()
+
+
+def _find_delimiter(text: str, delimiter: str) -> int | None:
+    """Offset of the first delimiter outside quotes and comments (`/*!...*/` counts as code)."""
+    i, n, quote = 0, len(text), None
+    while i < n:
+        char = text[i]
+        if quote:
+            if char == "\\" and quote != "`":
+                i += 2
+                continue
+            if char == quote:
+                quote = None
+            i += 1
+            continue
+        if char in "'\"`":
+            quote = char
+        elif text.startswith("--", i) and (i + 2 >= n or text[i + 2] in " \t\r\n"):
+            end = text.find("\n", i)
+            if end < 0:
+                return None
+            i = end + 1
+            continue
+        elif char == "#":
+            end = text.find("\n", i)
+            if end < 0:
+                return None
+            i = end + 1
+            continue
+        elif text.startswith("/*", i) and not text.startswith("/*!", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return None
+            i = end + 2
+            continue
+        elif text.startswith(delimiter, i):
+            return i
+        i += 1
+    return None

@@ -1,0 +1,249 @@
+"""Applies one slave's rules to whole transactions of binlog events: which events it keeps, with
+the fix-ups that keep the result a valid binlog (STMT_END_F moved, GTID transaction_length,
+Transaction_payload re-packed, empty transactions framed). The unit every consumer shares:
+`dumpfilter filter`, the master's dump service and the Spark split."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_length
+from dumpfilter.codec.constants import (
+    GTID_EVENT_TYPES,
+    MARIADB_FL_STANDALONE,
+    STATEMENT_CONTEXT_TYPES,
+    STMT_END_F,
+)
+from dumpfilter.codec.encode import build_event, query_body
+
+# MariaDB GTID flags2 bit FL_DDL (log_event.h); not in dumpfilter.codec.constants.
+MARIADB_FL_DDL = 0x20
+from dumpfilter.codec.payload import repack_payload
+from dumpfilter.codec.transactions import CONTROL, statement_verb
+
+KEEP, DROP = "keep", "drop"
+
+# Outcomes of one transaction for one slave.
+PASSED = "control"     # a control event: never filtered
+KEPT = "kept"          # every content event kept
+PARTIAL = "partial"    # some content kept (ROW format can split a transaction)
+EMPTIED = "emptied"    # nothing kept; framing kept as an empty transaction
+SKIPPED = "skipped"    # nothing sent at all
+
+# Statements that frame a transaction and are never filtered (rpl_filter: "no effect on BEGIN,
+# COMMIT, or ROLLBACK"; XA boundaries pass in 8.0/8.4).
+_FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "XA", "RELEASE"})
+_FRAMING_FIRST = frozenset("BCRSXbcrsx/ \t\r\n(")
+
+
+def is_framing(event: Event) -> bool:
+    """GTID, XID, XA_PREPARE and the BEGIN/COMMIT/ROLLBACK/XA/SAVEPOINT statements: the events
+    that frame a transaction and are never filtered."""
+    t = event.type_code
+    if t in GTID_EVENT_TYPES or t == EventType.XID or t == EventType.XA_PREPARE:
+        return True
+    return event.is_query and statement_verb(event.sql or "") in _FRAMING_VERBS
+
+
+class Decider(Protocol):
+    """What the filter needs from a rule engine (dumpfilter.rules.evaluate.RuleEngine)."""
+
+    def table_kept(self, db: str, table: str) -> bool: ...
+
+    def decide_statement(self, sql: str, current_db: str | None): ...
+
+
+class FilterResult:
+    """One transaction's outcome for one slave. The events of an emptied transaction are built
+    on first use: a master stream under the heartbeat policy never sends them."""
+
+    __slots__ = ("outcome", "_events", "_build", "bytes_in", "events_in")
+
+    def __init__(self, outcome: str, events: list[Event] | None = None, bytes_in: int = 0, events_in: int = 0,
+                 build: Callable[[], list[Event]] | None = None):
+        self.outcome = outcome
+        self._events = [] if events is None and build is None else events
+        self._build = build
+        self.bytes_in = bytes_in
+        self.events_in = events_in
+
+    @property
+    def events(self) -> list[Event]:
+        if self._events is None:
+            self._events = self._build()
+            self._build = None
+        return self._events
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self._events, self._build = events, None
+
+    @property
+    def bytes_out(self) -> int:
+        return sum(e.size for e in self.events)
+
+    @property
+    def kept_anything(self) -> bool:
+        return self.outcome in (KEPT, PARTIAL, PASSED)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FilterResult):
+            return NotImplemented
+        return (self.outcome, self.events, self.bytes_in, self.events_in) == (
+            other.outcome, other.events, other.bytes_in, other.events_in)
+
+    def __repr__(self) -> str:
+        return (f"FilterResult(outcome={self.outcome!r}, events={self.events!r}, bytes_in={self.bytes_in}, "
+                f"events_in={self.events_in})")
+
+
+class TransactionFilter:
+    """One slave's view of the stream. Holds the table-id cache, which is reset at every
+    Format_description event (table ids only mean something within one server lifetime)."""
+
+    def __init__(self, decider: Decider, *, empty_transactions: str = KEEP):
+        if empty_transactions not in (KEEP, DROP):
+            raise ValueError(f"empty_transactions must be 'keep' or 'drop', not {empty_transactions!r}")
+        self.decider = decider
+        self.empty_transactions = empty_transactions
+        self.table_ids: dict[int, bool] = {}
+        self.unparsed_statements = 0
+
+    def reset(self) -> None:
+        """At a Format_description event: table ids restart with the server, and the engine's
+        per-table caches are invalidated too (issue 3: "invalidated ... at each FDE")."""
+        self.table_ids.clear()
+        invalidate = getattr(self.decider, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
+
+    def filter(self, txn: Transaction) -> FilterResult:
+        size = txn.size
+        if txn.kind == CONTROL:
+            if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+                self.reset()
+            return FilterResult(PASSED, list(txn.events), size, len(txn.events))
+        kept, content_in, content_kept = self._filter_events(txn.events)
+        if content_kept == 0 and content_in > 0:
+            # Emptied when kept as an empty transaction, which needs a GTID to frame; built lazily.
+            if self.empty_transactions == KEEP and txn.gtid_event is not None:
+                return FilterResult(EMPTIED, None, size, len(txn.events),
+                                    build=lambda: fix_transaction_length(self._empty_transaction(txn)))
+            return FilterResult(SKIPPED, [], size, len(txn.events))
+        result = FilterResult(KEPT, kept, size, len(txn.events))
+        if content_kept < content_in:
+            result.outcome = PARTIAL
+        if result.events != txn.events:
+            result.events = fix_transaction_length(result.events)
+        return result
+
+    # -- event by event -------------------------------------------------------------------
+    def _filter_events(self, events: list[Event]) -> tuple[list[Event], int, int]:
+        """Returns (kept events, content events in, content events kept)."""
+        kept: list[Event] = []
+        pending: list[Event] = []      # context events waiting for their Query
+        annotations: list[Event] = []  # Annotate_rows / Rows_query waiting for their rows
+        last_kept_rows: int | None = None  # index in `kept` of the statement's last kept rows event
+        content_in = content_kept = 0
+        for event in events:
+            t = event.type_code
+            if t in GTID_EVENT_TYPES or t == EventType.XID or t == EventType.XA_PREPARE:
+                kept.append(event)
+            elif t in STATEMENT_CONTEXT_TYPES:
+                pending.append(event)
+            elif t in (EventType.ANNOTATE_ROWS, EventType.ROWS_QUERY):
+                annotations = [event]
+            elif event.is_query:
+                sql = event.sql
+                # Framing verbs all start with B, C, R, S or X (or a comment): skip the verb scan
+                # for the DML that makes up most statement-format binlogs.
+                if sql[:1] in _FRAMING_FIRST and statement_verb(sql) in _FRAMING_VERBS:
+                    kept.extend(pending)
+                    kept.append(event)
+                else:
+                    content_in += 1
+                    if self._statement_kept(event):
+                        content_kept += 1
+                        kept.extend(pending)
+                        kept.append(event)
+                pending = []
+            elif t == EventType.TABLE_MAP:
+                content_in += 1
+                table_id, db, table = event.table_map
+                keep = self.decider.table_kept(db, table)
+                self.table_ids[table_id] = keep
+                if keep:
+                    content_kept += 1
+                    kept.extend(annotations)
+                    annotations = []
+                    kept.append(event)
+            elif event.is_rows:
+                content_in += 1
+                flags = event.rows_flags
+                # A rows event whose Table_map was never seen is kept: fail open, never drop silently.
+                if self.table_ids.get(event.table_id, True):
+                    content_kept += 1
+                    kept.append(event)
+                    last_kept_rows = len(kept) - 1
+                elif flags & STMT_END_F and last_kept_rows is not None:
+                    # The statement's last rows event is filtered out: the applier closes the
+                    # statement (and releases its table maps) at STMT_END_F, so move the flag to
+                    # the last rows event we keep.
+                    moved = kept[last_kept_rows]
+                    kept[last_kept_rows] = moved.with_rows_flags(moved.rows_flags | STMT_END_F)
+                if flags & STMT_END_F:
+                    last_kept_rows = None
+                    annotations = []
+            elif t == EventType.TRANSACTION_PAYLOAD:
+                inner, inner_in, inner_kept = self._filter_events(event.payload_events())
+                content_in += inner_in
+                content_kept += inner_kept
+                if inner_kept == inner_in:
+                    # Everything kept (or nothing to filter, e.g. only BEGIN ... XID): the payload
+                    # goes out as it came, compressed bytes untouched.
+                    kept.append(event)
+                elif inner_kept:
+                    kept.append(repack_payload(event, inner))
+            else:
+                kept.append(event)  # control events inside a transaction, unknown types
+        return kept, content_in, content_kept
+
+    def empty_transaction_events(self, txn: Transaction) -> list[Event]:
+        """The framing an emptied `txn` is written as (transaction_length fixed)."""
+        return fix_transaction_length(self._empty_transaction(txn))
+
+    def _statement_kept(self, event: Event) -> bool:
+        decision = self.decider.decide_statement(event.sql, event.db)
+        return bool(getattr(decision, "apply", decision))
+
+    def _empty_transaction(self, txn: Transaction) -> list[Event]:
+        """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty
+        body (BEGIN, COMMIT). MariaDB groups have no BEGIN: the GTID, without FL_STANDALONE,
+        closed by COMMIT. A unit without a GTID leaves nothing."""
+        gtid = txn.gtid_event
+        if gtid is None:
+            return []
+        def stmt(sql: str) -> Event:
+            # The synthesised statements take the GTID's log_pos: they have no master position of
+            # their own, and the GTID's is in master coordinates wherever the unit was read (the
+            # master's binlog, or a relay log whose offsets are not the master's).
+            return build_event(EventType.QUERY, query_body(sql, ""), fmt=gtid.fmt, server_id=gtid.server_id,
+                               timestamp=gtid.timestamp, log_pos=gtid.log_pos)
+        if gtid.type_code == EventType.MARIADB_GTID:
+            flags2 = gtid.mariadb_gtid_flags
+            # A filtered DDL (FL_STANDALONE|FL_DDL) becomes an ordinary empty group closed by
+            # COMMIT: a standalone GTID would make the applier take the COMMIT for a second group,
+            # and FL_DDL would make parallel replication serialise around a statement that is gone.
+            cleared = flags2 & ~(MARIADB_FL_STANDALONE | MARIADB_FL_DDL)
+            if cleared != flags2:
+                body = bytearray(gtid.body)
+                body[12] = cleared
+                gtid = gtid.with_body(bytes(body))
+            return [gtid, stmt("COMMIT")]
+        events = txn.events
+        begin = events[1] if len(events) > 2 and events[1].is_query and statement_verb(events[1].sql) == "BEGIN" \
+            else stmt("BEGIN")
+        last = events[-1]
+        terminator = last if last.type_code == EventType.XID else stmt("COMMIT")
+        return [gtid, begin, terminator]

@@ -1,0 +1,508 @@
+"""Lifecycle of one throwaway MariaDB server: fresh datadir, loopback port, start, stop.
+
+Every started server is tracked and stopped on interpreter exit and on SIGTERM;
+servers started from the main thread also die with it (PR_SET_PDEATHSIG), so
+even SIGKILL of the Python process leaves no mariadbd behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from dumpfilter.errors import ExternalError
+
+__all__ = [
+    "MariaDBServer",
+    "SandboxError",
+    "ServerStartError",
+    "find_binary",
+    "mariadb_available",
+    "stop_all_servers",
+]
+
+REPL_USER = "repl"
+REPL_PASSWORD = "repl-sandbox"
+
+_BINARY_NAMES = {
+    "mariadbd": ("mariadbd", "mysqld"),
+    "mariadb-install-db": ("mariadb-install-db", "mysql_install_db"),
+    "mariadb": ("mariadb", "mysql"),
+    "mariadb-binlog": ("mariadb-binlog", "mysqlbinlog"),
+}
+_FALLBACK_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")
+
+# Small-memory, fast-start settings, used both for mariadb-install-db and mariadbd.
+_COMMON_OPTIONS = (
+    "--skip-name-resolve",
+    "--innodb-buffer-pool-size=16M",
+    "--innodb-log-file-size=8M",
+    "--innodb-log-buffer-size=1M",
+    "--innodb-doublewrite=0",
+    "--innodb-flush-log-at-trx-commit=0",
+    "--innodb-buffer-pool-dump-at-shutdown=0",
+    "--innodb-buffer-pool-load-at-startup=0",
+    "--skip-innodb-adaptive-hash-index",
+    "--loose-skip-performance-schema",
+    "--key-buffer-size=1M",
+    "--aria-pagecache-buffer-size=1M",
+)
+
+
+class SandboxError(ExternalError):
+    """Base class for every error raised by dumpfilter.lab.sandbox."""
+
+
+class ServerStartError(SandboxError):
+    """mariadb-install-db or mariadbd failed; the message carries the log tail."""
+
+
+def find_binary(name: str, basedir: str | os.PathLike | None = None) -> str | None:
+    """Path of a MariaDB program (`mariadbd`, `mariadb`, ...) or None.
+
+    With `basedir`, only <basedir>/{sbin,bin} are searched; otherwise PATH, then
+    the usual sbin/bin directories (root's PATH may lack /usr/sbin).
+    """
+    names = _BINARY_NAMES.get(name, (name,))
+    if basedir is not None:
+        for sub in ("sbin", "bin", "libexec", "scripts"):
+            for n in names:
+                p = Path(basedir, sub, n)
+                if p.is_file() and os.access(p, os.X_OK):
+                    return str(p)
+        return None
+    for n in names:
+        found = shutil.which(n)
+        if found:
+            return found
+    for d in _FALLBACK_DIRS:
+        for n in names:
+            p = Path(d, n)
+            if p.is_file() and os.access(p, os.X_OK):
+                return str(p)
+    return None
+
+
+def mariadb_available(basedir: str | os.PathLike | None = None) -> bool:
+    """True when mariadbd, mariadb-install-db, mariadb and mariadb-binlog are all found."""
+    return all(find_binary(n, basedir) for n in _BINARY_NAMES)
+
+
+def _require_binary(name: str, basedir) -> str:
+    path = find_binary(name, basedir)
+    if path is None:
+        where = f"under {basedir}" if basedir else "on PATH"
+        raise SandboxError(f"{name} not found {where}; install MariaDB server/client packages")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- tracking and cleanup -------------------------------------------------------------
+
+_LIVE: set["MariaDBServer"] = set()
+_LIVE_LOCK = threading.RLock()
+_HANDLER_INSTALLED = False
+
+
+def stop_all_servers() -> None:
+    """Stop every server this process started and has not stopped yet."""
+    with _LIVE_LOCK:
+        servers = list(_LIVE)
+    for s in servers:  # signal them all first, so they shut down in parallel
+        s._send_signal(signal.SIGTERM)
+    for s in servers:
+        try:
+            s.stop()
+        except Exception as exc:  # never let cleanup mask the original problem
+            print(f"sandbox: failed to stop {s.name}: {exc}", file=sys.stderr)
+
+
+atexit.register(stop_all_servers)
+
+
+def _sigterm_handler(signum, frame):
+    prev = _PREVIOUS_SIGTERM
+    stop_all_servers()
+    if callable(prev):
+        prev(signum, frame)
+    else:  # SIG_DFL (or None): die by the signal as if we were never here
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+_PREVIOUS_SIGTERM: Any = None
+
+
+def _install_sigterm_handler() -> None:
+    """Chain a SIGTERM handler once (main thread only; left alone if SIGTERM is ignored)."""
+    global _HANDLER_INSTALLED, _PREVIOUS_SIGTERM
+    if _HANDLER_INSTALLED or threading.current_thread() is not threading.main_thread():
+        return
+    prev = signal.getsignal(signal.SIGTERM)
+    if prev is signal.SIG_IGN:
+        return
+    _PREVIOUS_SIGTERM = prev
+    signal.signal(signal.SIGTERM, _sigterm_handler)
+    _HANDLER_INSTALLED = True
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _pdeathsig_ok() -> bool:
+    # PDEATHSIG fires when the *thread* that forked exits: only safe from the main thread.
+    return sys.platform.startswith("linux") and (
+        threading.current_thread() is threading.main_thread())
+
+
+# --- the server ----------------------------------------------------------------------
+
+
+class MariaDBServer:
+    """One throwaway mariadbd on 127.0.0.1 with its own temp datadir.
+
+    Usage: ``with MariaDBServer("primary", server_id=1) as srv: srv.execute("CREATE DATABASE a")``.
+    Root has no password over TCP; `repl_user`/`repl_password` may replicate.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        server_id: int,
+        log_bin: bool = True,
+        binlog_format: str = "ROW",
+        options: Sequence[str] = (),
+        basedir: str | os.PathLike | None = None,
+        tmp_root: str | os.PathLike | None = None,
+        start_timeout: float = 30.0,
+        stop_timeout: float = 15.0,
+    ) -> None:
+        if not name or "/" in name:
+            raise ValueError(f"bad server name {name!r}")
+        self.name = name
+        self.server_id = int(server_id)
+        self.log_bin = log_bin
+        self.binlog_format = binlog_format
+        self.options = list(options)
+        self.basedir = basedir
+        self.tmp_root = tmp_root
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.repl_user = REPL_USER
+        self.repl_password = REPL_PASSWORD
+        self.root: Path | None = None
+        self.port: int | None = None
+        self._proc: subprocess.Popen | None = None
+        self._socket_dir: Path | None = None
+        self.start_seconds: float | None = None
+
+    # paths
+    def _need_root(self) -> Path:
+        if self.root is None:
+            raise SandboxError(f"server {self.name} has not been started")
+        return self.root
+
+    @property
+    def datadir(self) -> Path:
+        return self._need_root() / "data"
+
+    @property
+    def binlog_dir(self) -> Path:
+        return self.datadir
+
+    @property
+    def binlog_basename(self) -> Path:
+        return self.datadir / "mariadb-bin"
+
+    @property
+    def error_log(self) -> Path:
+        return self._need_root() / "mariadbd.err"
+
+    @property
+    def socket_path(self) -> Path:
+        return (self._socket_dir or self._need_root()) / "mariadbd.sock"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __repr__(self) -> str:
+        state = f"port={self.port} pid={self.pid}" if self.running else "stopped"
+        return f"<MariaDBServer {self.name} server_id={self.server_id} {state}>"
+
+    # lifecycle
+    def start(self) -> "MariaDBServer":
+        if self.running:
+            raise SandboxError(f"server {self.name} is already running")
+        mariadbd = _require_binary("mariadbd", self.basedir)
+        install_db = _require_binary("mariadb-install-db", self.basedir)
+        t0 = time.monotonic()
+        self.root = Path(tempfile.mkdtemp(prefix=f"mdb-{self.name}-", dir=self.tmp_root))
+        if len(str(self.root / "mariadbd.sock")) > 100:  # AF_UNIX path limit is 108
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="mdbs-", dir="/tmp"))
+        (self.root / "tmp").mkdir()
+        try:
+            self._install(install_db)
+            for attempt in range(3):
+                self.port = _free_port()
+                self._launch(mariadbd)
+                try:
+                    self._wait_ready()
+                    break
+                except ServerStartError:
+                    if attempt < 2 and self._port_clash():
+                        continue  # someone grabbed the port between probe and bind
+                    raise
+            with self.connect() as conn, conn.cursor() as cur:
+                cur.execute("SET sql_log_bin=0")  # keep the user out of the binlog
+                cur.execute(
+                    f"CREATE USER '{self.repl_user}'@'127.0.0.1' IDENTIFIED BY %s",
+                    (self.repl_password,),
+                )
+                cur.execute(
+                    f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* "
+                    f"TO '{self.repl_user}'@'127.0.0.1'"
+                )
+        except BaseException:
+            self.stop(keep=bool(os.environ.get("MARIADB_SANDBOX_KEEP")))
+            raise
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def _install(self, install_db: str) -> None:
+        cmd = [
+            install_db,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+            # Its own tmpdir: a bootstrapping mariadbd deletes every `#sql*` file in its tmpdir at
+            # startup, so parallel installs sharing /tmp remove each other's temporary tables
+            # ("Unknown table 'mysql.tmp_proxies_priv'").
+            f"--tmpdir={self.root / 'tmp'}",
+            *_COMMON_OPTIONS,
+        ]
+        if self.basedir:
+            cmd.append(f"--basedir={self.basedir}")
+        if os.geteuid() == 0:
+            cmd.append("--user=root")
+        log = self.root / "install.log"
+        with open(log, "wb") as out:
+            rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, timeout=120).returncode
+        if rc != 0:
+            raise ServerStartError(
+                f"mariadb-install-db failed for {self.name} (exit {rc}):\n"
+                + _tail(log, 30)
+            )
+
+    def _launch(self, mariadbd: str) -> None:
+        self.error_log.unlink(missing_ok=True)
+        cmd = [
+            mariadbd,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--socket={self.socket_path}",
+            f"--pid-file={self.root / 'mariadbd.pid'}",
+            f"--log-error={self.error_log}",
+            f"--tmpdir={self.root / 'tmp'}",
+            f"--server-id={self.server_id}",
+            f"--relay-log={self.datadir / 'relay-bin'}",
+            f"--relay-log-index={self.datadir / 'relay-bin.index'}",
+            "--skip-slave-start",
+            "--max-connections=60",
+            "--max-allowed-packet=256M",
+            *_COMMON_OPTIONS,
+        ]
+        if self.basedir:
+            cmd.append(f"--basedir={self.basedir}")
+        if os.geteuid() == 0:
+            cmd.append("--user=root")
+        if self.log_bin:
+            cmd += [f"--log-bin={self.binlog_basename}",
+                    f"--binlog-format={self.binlog_format}", "--sync-binlog=0"]
+        cmd += self.options
+        self.command = cmd
+        with open(self.root / "mariadbd.stderr", "ab") as stderr:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,  # Ctrl-C reaches us only; we stop it in order
+                preexec_fn=_die_with_parent if _pdeathsig_ok() else None,
+            )
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        _install_sigterm_handler()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        last_exc: Exception | None = None
+        while True:
+            rc = self._proc.poll()
+            if rc is not None:
+                raise ServerStartError(
+                    f"mariadbd {self.name} exited with {rc} during startup; "
+                    f"error log tail:\n{self.error_log_tail()}"
+                )
+            try:
+                pymysql.connect(host="127.0.0.1", port=self.port, user="root",
+                                connect_timeout=2).close()
+                return
+            except pymysql.err.OperationalError as exc:
+                last_exc = exc
+            if time.monotonic() > deadline:
+                self._kill()
+                raise ServerStartError(
+                    f"mariadbd {self.name} did not accept connections on port {self.port} "
+                    f"within {self.start_timeout}s ({last_exc}); error log tail:\n"
+                    f"{self.error_log_tail()}"
+                )
+            time.sleep(0.03)
+
+    def _port_clash(self) -> bool:
+        text = self.error_log_tail(50)
+        return "Address already in use" in text or "Bind on TCP/IP port" in text
+
+    def _send_signal(self, sig: int) -> None:
+        if self.running:
+            try:
+                self._proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def _kill(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(10)
+
+    def stop(self, keep: bool = False) -> None:
+        """SIGTERM the server (SIGKILL after `stop_timeout`); remove its files unless keep."""
+        try:
+            self._kill()
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+            if not keep:
+                for d in (self.root, self._socket_dir):
+                    if d is not None:
+                        shutil.rmtree(d, ignore_errors=True)
+                self.root = None
+                self._socket_dir = None
+
+    def __enter__(self) -> "MariaDBServer":
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # SQL helpers
+    def connect(self, db: str | None = None, *, dict_cursor: bool = False,
+                **kwargs) -> pymysql.connections.Connection:
+        """New autocommit pymysql connection as root over TCP."""
+        if not self.running:
+            raise SandboxError(f"server {self.name} is not running")
+        params = dict(host="127.0.0.1", port=self.port, user="root", database=db,
+                      autocommit=True, charset="utf8mb4", connect_timeout=5)
+        if dict_cursor:
+            params["cursorclass"] = pymysql.cursors.DictCursor
+        params.update(kwargs)
+        return pymysql.connect(**params)
+
+    def execute(self, sql: str | Iterable[str], db: str | None = None) -> None:
+        """Run one statement or a list of statements, in order, on one connection."""
+        statements = [sql] if isinstance(sql, str) else list(sql)
+        with self.connect(db) as conn, conn.cursor() as cur:
+            for stmt in statements:
+                cur.execute(stmt)
+
+    def query(self, sql: str, args: Any = None, db: str | None = None) -> list[dict]:
+        """Rows of one statement as dicts."""
+        with self.connect(db, dict_cursor=True) as conn, conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+
+    def binlog_files(self) -> list[Path]:
+        """Binlog files in order, from the index file."""
+        index = Path(f"{self.binlog_basename}.index")
+        if not index.exists():
+            return []
+        files = []
+        for line in index.read_text().splitlines():
+            line = line.strip()
+            if line:
+                p = Path(line)
+                files.append(p if p.is_absolute() else self.datadir / p)
+        return files
+
+    def flush_logs(self) -> None:
+        """FLUSH BINARY LOGS: closes the current binlog and opens the next one."""
+        self.execute("FLUSH BINARY LOGS")
+
+    def master_position(self) -> tuple[str, int]:
+        """(file, position) of the end of the current binlog (SHOW MASTER STATUS)."""
+        rows = self.query("SHOW MASTER STATUS")
+        if not rows:
+            raise SandboxError(f"server {self.name} has no binary log enabled")
+        return rows[0]["File"], int(rows[0]["Position"])
+
+    def error_log_tail(self, lines: int = 30) -> str:
+        if self.root is None:
+            return "(no error log: server files removed)"
+        text = _tail(self.error_log, lines)
+        stderr = self.root / "mariadbd.stderr"
+        if stderr.exists() and stderr.stat().st_size:
+            text += "\n--- stderr ---\n" + _tail(stderr, 10)
+        return text
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"({path}: {exc.strerror})"
+    return "\n".join(data.splitlines()[-lines:])

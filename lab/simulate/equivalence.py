@@ -1,0 +1,197 @@
+"""The differential property of master-side filtering, per slave: what the slave received with
+master-side filtering, after its own replicate-rewrite-db, equals slave-side filtering of the
+full stream (TransactionFilter over everything a rule-less slave received, then the same
+rewrite), transaction by transaction.
+
+Both sides are read from relay logs, which hold what a slave received (after its rewrite) in
+master coordinates. What a skip policy leaves in a relay log for a transaction slave-side
+filtering empties is part of the expectation:
+
+* heartbeat: nothing (the heartbeat only moves the position; the slave does not relay it);
+* placeholder: the transaction's framing (GTID, BEGIN, XID/COMMIT); the RAND placeholders
+  themselves are dropped by the slave, and a unit left with nothing but its GTID (a skipped
+  DDL) is written as the empty transaction TransactionFilter frames;
+* empty-transaction: the GTID with an empty body, exactly as TransactionFilter frames it.
+
+MySQL quirk: a MySQL GTID event carries `transaction_length`, the bytes of the transaction as
+the master sent it. Under the placeholder policy that count includes the placeholders the slave
+then drops, so GTID events are compared by their GTID (and type), every other event byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dumpfilter.codec import Event, EventType, TransactionGrouper
+from dumpfilter.codec.constants import GTID_EVENT_TYPES
+from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
+from dumpfilter.topology import SlaveSpec
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
+from dumpfilter.slave.client import event_renamer
+from dumpfilter.skip_policy import EMPTY_TRANSACTION, PLACEHOLDER
+
+MAX_LISTED = 20  # differences listed per slave; all are counted
+
+
+@dataclass
+class Difference:
+    policy: str
+    transaction: str   # GTID, or "end_log_pos N" for a unit without one
+    problem: str
+
+    def to_json(self) -> dict:
+        return {"policy": self.policy, "transaction": self.transaction, "problem": self.problem}
+
+
+@dataclass
+class SlaveVerification:
+    slave: str
+    transactions: int = 0                 # transactions of the full stream compared
+    compared: dict = field(default_factory=dict)   # policy -> transactions received and matched
+    differences: list[Difference] = field(default_factory=list)
+    total_differences: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.total_differences == 0
+
+    def add(self, difference: Difference) -> None:
+        self.total_differences += 1
+        if len(self.differences) < MAX_LISTED:
+            self.differences.append(difference)
+
+    def to_json(self) -> dict:
+        return {"slave": self.slave, "ok": self.ok, "transactions": self.transactions, "compared": self.compared,
+                "total_differences": self.total_differences,
+                "differences": [d.to_json() for d in self.differences]}
+
+
+def _units(relay_dir: Path) -> Iterator:
+    """The transactions of a relay log, in order (bounded memory), each event placed at its
+    MASTER position. A relay log keeps the master's log_pos in every header, but a reader's
+    `pos` is the relay file offset; TransactionFilter frames an empty transaction with the
+    GTID's end position (COMMIT log_pos), which must be the master's, as the master computed it."""
+    grouper = TransactionGrouper()
+    for _name, event in TailingReader(relay_dir, follow=False):
+        if event.type_code in FILE_FRAMING_TYPES:
+            # The relay log's own file framing (the slave does not relay the master's Rotate,
+            # Previous_gtids, Gtid_list...). A relay file can end inside a GTID group the
+            # placeholder policy left without a body (a skipped DDL: GTID + placeholder); the
+            # next file's FDE must not join that group. FDEs between groups reset table ids.
+            if event.type_code != EventType.FORMAT_DESCRIPTION or grouper.current is not None:
+                continue
+        if event.log_pos:
+            event = Event(event.raw, max(0, event.log_pos - event.size), event.fmt)
+        for unit in grouper.push(event):
+            yield unit
+    yield from grouper.flush()
+
+
+def _placeholder_expectation(reference, txn) -> list | None:
+    """What the placeholder policy leaves in a relay log for a transaction slave-side filtering
+    empties: its framing, or the empty transaction when the framing is the GTID alone."""
+    framing = [e for e in txn.events if is_framing(e)]
+    if framing and len(framing) == 1 and framing[0].is_gtid:
+        return reference.empty_transaction_events(txn)
+    return framing or None
+
+
+def _key(txn) -> str:
+    gtid = txn.gtid_event
+    if gtid is not None and not gtid.gtid_info.anonymous:
+        return gtid.gtid
+    return f"end_log_pos {txn.events[-1].log_pos}"
+
+
+def _norm(events) -> tuple:
+    out = []
+    for e in events:
+        if e.type_code in GTID_EVENT_TYPES and e.type_code != EventType.MARIADB_GTID:
+            out.append(("gtid", e.type_code, e.gtid))  # transaction_length differs: see the docstring
+        else:
+            out.append(e.raw)
+    return tuple(out)
+
+
+def _describe(events) -> str:
+    names = [e.type_name for e in events]
+    return f"{len(events)} events ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
+
+
+class _WithPolicy:
+    """The slave's rules ANDed with the master policy's gate for its identity (dump.proto,
+    EffectiveFilters): an event goes to the slave only if its rules keep it AND every table it
+    touches is allowed. The reference for a policy-restricted slave."""
+
+    def __init__(self, engine: RuleEngine, gate):
+        self.engine, self.gate = engine, gate
+
+    def table_kept(self, db: str, table: str) -> bool:
+        return self.engine.table_kept(db, table) and self.gate.table_allowed(db, table)
+
+    def decide_statement(self, sql: str, current_db: str | None) -> bool:
+        return self.engine.decide_statement(sql, current_db).apply and self.gate.statement_allowed(sql, current_db)
+
+    def invalidate(self) -> None:
+        self.engine.invalidate()
+
+
+def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
+                 slave_check_dropped: dict[str, int] | None = None, gate=None) -> SlaveVerification:
+    """Check each relay log in `received` (skip policy -> relay dir of that slave's stream) against
+    slave-side filtering of `full_relay` with `spec`'s rules (ANDed with the master policy's
+    `gate`, when there is one). One pass over the full stream."""
+    result = SlaveVerification(spec.name)
+    engine = RuleEngine(spec.rules, spec.settings)
+    decider = engine if gate is None or not gate.restricted else _WithPolicy(engine, gate)
+    reference = TransactionFilter(decider, empty_transactions=KEEP)
+    rename = event_renamer(engine, spec.rules, spec.settings)
+    streams = {policy: _units(path) for policy, path in received.items()}
+    heads = {policy: next(it, None) for policy, it in streams.items()}
+    result.compared = {policy: 0 for policy in received}
+    for policy, dropped in (slave_check_dropped or {}).items():
+        if dropped:
+            result.add(Difference(policy, "-", f"the master sent {dropped} event(s) the slave's own rules drop"))
+    for txn in _units(full_relay):
+        outcome = reference.filter(txn)  # resets its table-id cache at FDEs, as a replica does
+        if txn.kind == CONTROL:
+            continue
+        result.transactions += 1
+        key = _key(txn)
+        for policy in received:
+            if outcome.outcome in (KEPT, PARTIAL):
+                expected = outcome.events
+            elif policy == EMPTY_TRANSACTION and outcome.outcome == EMPTIED:
+                expected = outcome.events
+            elif policy == PLACEHOLDER:
+                expected = _placeholder_expectation(reference, txn)
+            else:
+                expected = None
+            if expected is not None and rename is not None:
+                expected = [rename(e) for e in expected]
+            head = heads[policy]
+            while head is not None and head.kind == CONTROL:
+                head = heads[policy] = next(streams[policy], None)
+            if head is not None and _key(head) == key:
+                heads[policy] = next(streams[policy], None)
+                if expected is None:
+                    result.add(Difference(policy, key, f"received {_describe(head.events)}; slave-side filtering "
+                                                       "skips the whole transaction"))
+                elif _norm(head.events) != _norm(expected):
+                    result.add(Difference(policy, key, f"received {_describe(head.events)}; slave-side filtering "
+                                                       f"keeps {_describe(expected)}"))
+                else:
+                    result.compared[policy] += 1
+            elif expected is not None:
+                result.add(Difference(policy, key, f"not received; slave-side filtering keeps {_describe(expected)}"))
+    for policy, it in streams.items():
+        head = heads[policy]
+        while head is not None:
+            if head.kind != CONTROL:
+                result.add(Difference(policy, _key(head), "received, but not in the full stream (or out of order)"))
+            head = next(it, None)
+    return result

@@ -1,0 +1,285 @@
+"""Orchestration of `dumpfilter simulate`: prepare the binlog, start the master on a loopback
+port, run every stream (each topology slave with its own skip policy, the same slave with the
+other skip policies the experiment asks for, and one rule-less slave that receives everything),
+then build the report and, with verify, check the differential property per slave."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.binlogs.lint import lint_files
+from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology
+from dumpfilter.lab.simulate.report import print_report, write_report
+from dumpfilter.lab.simulate.runner import EVERYTHING, MAIN, POLICY, StreamPlan, StreamResult, run_streams
+from dumpfilter.lab.simulate.source import PreparedSource, prepare_source
+from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slave
+from dumpfilter.skip_policy import HEARTBEAT
+
+DEFAULT_TOPOLOGY = "default_topology.toml"
+
+
+def default_topology_text() -> str:
+    return resources.files("dumpfilter.data").joinpath(DEFAULT_TOPOLOGY).read_text(encoding="utf-8")
+
+
+def load_default_topology() -> Topology:
+    return parse_topology(default_topology_text(), f"<built-in {DEFAULT_TOPOLOGY}>")
+
+
+@dataclass
+class SimulationResult:
+    report: dict
+    paths: list[Path] = field(default_factory=list)
+    verifications: list[SlaveVerification] = field(default_factory=list)
+    streams: list[StreamResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for v in self.verifications)
+
+
+def _free_ids(used: set[int]):
+    candidate = max(used) + 1
+    while True:
+        if candidate not in used and candidate <= 0xFFFFFFFF:
+            yield candidate
+        candidate += 1
+
+
+def plan_streams(topology: Topology, relay_root: Path, *, everything: bool) -> list[StreamPlan]:
+    used = {s.server_id for s in topology.slaves}
+    ids = _free_ids(used)
+    plans = []
+    if everything:
+        plans.append(StreamPlan("(everything)", EVERYTHING, next(ids), HEARTBEAT, relay_root / "_everything"))
+    for i, spec in enumerate(topology.slaves):
+        plans.append(StreamPlan(spec.name, MAIN, spec.server_id, spec.skip_policy, relay_root / f"{i}-main", spec))
+        for policy in topology.experiment.skip_policies:
+            if policy != spec.skip_policy:
+                plans.append(StreamPlan(spec.name, POLICY, next(ids), policy, relay_root / f"{i}-{policy}", spec))
+    return plans
+
+
+def run_simulation(topology: Topology | None, out: Path | None = None, *, verify: bool = False,
+                   mariadb: bool = False, console: Console | None = None, progress: bool = True,
+                   keep_work: Path | None = None) -> SimulationResult:
+    """Run the whole simulation; writes report.json/csv/png under `out` when given. `keep_work`
+    keeps the binlog and relay logs in that directory instead of a temporary one."""
+    console = console or Console()
+    topology = topology or load_default_topology()
+    if topology.unknown_master_keys:
+        key, where = topology.unknown_master_keys[0]
+        raise TopologyError(f"{where}: master.{key}: unknown key (expected binlogs, files, workload, mariadb, policy)")
+    source = topology.source
+    if mariadb:
+        options = source.options if source is not None and source.kind == "mariadb" else {}
+        source = MasterSource("mariadb", options=options, policy=source.policy if source else None)
+    if keep_work is not None:
+        keep_work.mkdir(parents=True, exist_ok=True)
+        work_dir, cleanup = keep_work, None
+    else:
+        cleanup = tempfile.TemporaryDirectory(prefix="dumpfilter-simulate-")
+        work_dir = Path(cleanup.name)
+    try:
+        prepared = prepare_source(source, work_dir, log=lambda m: console.print(f"[dim]{m}[/]"))
+        results = _run(topology, prepared, work_dir / "relay", verify, console, progress)
+        failed = [r for r in results if r.error]
+        if failed:
+            raise DumpFilterError("; ".join(f"slave {r.plan.label!r} ({r.plan.skip_policy}): {r.error}"
+                                            for r in failed))
+        verifications = _verify(topology, results) if verify else []
+        report = build_report(topology, prepared, results, verifications)
+        paths = write_report(report, out) if out is not None else []
+        return SimulationResult(report, paths, verifications, results)
+    finally:
+        if cleanup is not None:
+            cleanup.cleanup()
+
+
+def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify: bool, console: Console,
+         show_progress: bool) -> list[StreamResult]:
+    from dumpfilter.master.grpc_server import create_server
+
+    if relay_root.exists():
+        shutil.rmtree(relay_root)
+    plans = plan_streams(topology, relay_root, everything=topology.experiment.master_vs_slave or verify)
+    policy_path = topology.source.policy if topology.source is not None else None
+    if policy_path is not None and not Path(policy_path).is_file():
+        raise TopologyError(f"{topology.path}: master.policy: {policy_path} is not a file")
+    total = prepared.total_bytes
+    offsets = prepared.offsets()
+    master, port = create_server(prepared.directory, "127.0.0.1:0", policy=policy_path)
+    address = f"127.0.0.1:{port}"
+    try:
+        with Progress(TextColumn("{task.description:<28}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
+                      console=console, disable=not show_progress, transient=False) as progress:
+            tasks = {}
+            for plan in plans:
+                if plan.role != POLICY:
+                    tasks[plan] = progress.add_task(plan.label if plan.role == MAIN else "everything (no filter)",
+                                                    total=total)
+            variants = [p for p in plans if p.role == POLICY]
+            variant_task = progress.add_task(f"{len(variants)} skip-policy variants", total=total * len(variants)) \
+                if variants else None
+            variant_done: dict[StreamPlan, int] = {}
+
+            def on_progress(plan: StreamPlan, file: str, pos: int) -> None:
+                covered = offsets.get(file, 0) + pos
+                if plan.role == POLICY:
+                    variant_done[plan] = covered
+                    progress.update(variant_task, completed=sum(variant_done.values()))
+                else:
+                    progress.update(tasks[plan], completed=covered)
+
+            console.print(f"[dim]master on {address}; {len(plans)} slave streams over gRPC[/]") \
+                if show_progress else None
+            results = run_streams(address, plans, on_progress=on_progress)
+            for plan, task in tasks.items():
+                progress.update(task, completed=total)
+            if variant_task is not None:
+                progress.update(variant_task, completed=total * len(variants))
+    finally:
+        master.stop(grace=1.0)
+    return results
+
+
+def _verify(topology: Topology, results: list[StreamResult]) -> list[SlaveVerification]:
+    full = next(r for r in results if r.plan.role == EVERYTHING)
+    policy = None
+    if topology.source is not None and topology.source.policy is not None:
+        from dumpfilter.master.policy import MasterPolicy
+
+        policy = MasterPolicy.load(topology.source.policy)
+    out = []
+    for spec in topology.slaves:
+        mine = [r for r in results if r.plan.spec is spec]
+        received = {r.plan.skip_policy: r.plan.relay_dir for r in mine}
+        dropped = {r.plan.skip_policy: r.counters.get("slave_check_dropped", 0) for r in mine}
+        gate = policy.gate_for(spec.user, spec.password, spec.server_id) if policy is not None else None
+        out.append(verify_slave(full.plan.relay_dir, spec, received, dropped, gate))
+    return out
+
+
+def build_report(topology: Topology, prepared: PreparedSource, results: list[StreamResult],
+                 verifications: list[SlaveVerification]) -> dict:
+    everything = next((r for r in results if r.plan.role == EVERYTHING), None)
+    checks = {v.slave: v for v in verifications}
+    offsets = prepared.offsets()
+    rows = []
+    for spec in topology.slaves:
+        # `dumpfilter lint`'s prediction for this slave: where a replica with its rules would stop.
+        breaks = lint_files(prepared.files, spec.rules, spec.settings)
+        main = next(r for r in results if r.plan.spec is spec and r.plan.role == MAIN)
+        c, s = main.counters, main.stats
+        if everything is not None:
+            events_all, bytes_all = everything.counters["events_received"], everything.counters["bytes_received"]
+        else:  # no baseline stream: what the master read is what a rule-less slave would get
+            events_all, bytes_all = s.get("events_read", 0), s.get("bytes_read", 0)
+        bytes_sent = c["bytes_received"]
+        saved = bytes_all - bytes_sent
+        check = checks.get(spec.name)
+        rows.append({
+            "slave": spec.name, "server_id": spec.server_id, "channel": spec.channel,
+            "semantics": spec.settings.semantics, "flavor": spec.settings.flavor,
+            "skip_policy": spec.skip_policy, "rules": list(spec.rule_text),
+            "events_all": events_all, "bytes_all": bytes_all,
+            "events_sent": c["events_received"], "bytes_sent": bytes_sent,
+            "kept_bytes": s.get("kept_bytes", 0), "heartbeats": c["heartbeats"],
+            "heartbeat_bytes": s.get("heartbeat_bytes", 0), "placeholders": c["placeholders"],
+            "placeholder_bytes": s.get("placeholder_bytes", 0),
+            "empty_transactions": s.get("empty_transactions", 0),
+            "empty_transaction_bytes": s.get("empty_transaction_bytes", 0),
+            "master_bytes_sent": s.get("bytes_sent", 0),
+            "saved_bytes": saved, "saved_percent": round(100.0 * saved / bytes_all, 2) if bytes_all else None,
+            "transactions_kept": s.get("transactions_kept", 0),
+            "transactions_partial": s.get("transactions_partial", 0),
+            "transactions_skipped": s.get("transactions_skipped", 0),
+            "transactions_emptied": s.get("empty_transactions", 0),
+            "wall_seconds": round(main.wall_seconds, 4),
+            "throughput_mb_s": round(s.get("bytes_read", 0) / 1e6 / main.wall_seconds, 3) if main.wall_seconds else 0.0,
+            "policies": {r.plan.skip_policy: r.counters["bytes_received"]
+                         for r in results if r.plan.spec is spec},
+            # per skip policy: the master's events kept for the slave, and what the policy adds
+            "policy_bytes": {r.plan.skip_policy: _kept_and_overhead(r) for r in results if r.plan.spec is spec},
+            "timeline": _timeline(main, offsets),
+            "verified": None if check is None else check.ok,
+            "lint": {"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None},
+        })
+    return {
+        "source": {"description": prepared.description, "directory": str(prepared.directory),
+                   "files": [p.name for p in prepared.files], "bytes": prepared.total_bytes},
+        "experiment": {"master_vs_slave": everything is not None, "streams": len(results),
+                       "skip_policies": list(topology.experiment.skip_policies),
+                       "everything_stream": None if everything is None else {
+                           "events": everything.counters["events_received"],
+                           "bytes": everything.counters["bytes_received"],
+                           "wall_seconds": round(everything.wall_seconds, 4),
+                           "timeline": _timeline(everything, offsets)}},
+        "topology": {"path": topology.path,
+                     "policy": str(topology.source.policy) if topology.source and topology.source.policy else None,
+                     "slaves": [{"name": s.name, "server_id": s.server_id, "channel": s.channel,
+                                 "filter_semantics": s.settings.semantics, "flavor": s.settings.flavor,
+                                 "lower_case_table_names": s.settings.lower_case_table_names,
+                                 "skip_policy": s.skip_policy, "user": s.user, "rules": list(s.rule_text),
+                                 "effective_rules": _rule_lines(s.rules)} for s in topology.slaves]},
+        "slaves": rows,
+        "verify": [v.to_json() for v in verifications] if verifications else None,
+    }
+
+
+def _rule_lines(rules) -> list[str]:
+    """The rules of a slave after options, my.cnf and CHANGE statements were combined, one per line."""
+    lines = list(rules.option_lines())
+    lines += [f"DO='{p}'" for p in rules.effective_do] + [f"IGNORE='{p}'" for p in rules.effective_ignore]
+    lines += [f"REWRITE={a}->{b}" for a, b in rules.effective_rewrite]
+    return lines
+
+
+def _kept_and_overhead(result: StreamResult) -> dict:
+    """Bytes the slave received, split into the master's events kept for it and the skip policy's
+    own events: heartbeats as the slave received them (the master's count also holds idle
+    heartbeats put on the stream after the slave's last read), placeholders and empty
+    transactions from the master's counters (they only travel inside the batches read)."""
+    s = result.stats
+    overhead = result.heartbeat_bytes + s.get("placeholder_bytes", 0) + s.get("empty_transaction_bytes", 0)
+    sent = result.counters.get("bytes_received", 0)
+    return {"bytes_sent": sent, "kept_bytes": sent - overhead, "overhead_bytes": overhead}
+
+
+MAX_TIMELINE_POINTS = 400
+
+
+def _timeline(result: StreamResult, offsets: dict[str, int]) -> list[list[int]]:
+    """[binlog position over all files, bytes received so far] after each batch (at most
+    MAX_TIMELINE_POINTS, evenly thinned; the last point is always kept)."""
+    points = [[offsets.get(file, 0) + pos, sent] for file, pos, sent in result.timeline if file in offsets]
+    if len(points) > MAX_TIMELINE_POINTS:
+        step = len(points) / MAX_TIMELINE_POINTS
+        points = [points[int(i * step)] for i in range(MAX_TIMELINE_POINTS - 1)] + [points[-1]]
+    return points
+
+
+def print_verification(verifications: list[SlaveVerification], console: Console) -> None:
+    for v in verifications:
+        if v.ok:
+            policies = ", ".join(f"{p} {n}" for p, n in v.compared.items())
+            console.print(f"verify {v.slave}: ok ({v.transactions} transactions of the full stream; "
+                          f"matched per policy: {policies})")
+            continue
+        console.print(f"[red]verify {v.slave}: {v.total_differences} difference(s)[/]")
+        for d in v.differences:
+            console.print(f"  [{d.policy}] {d.transaction}: {d.problem}", markup=False, highlight=False)
+        if v.total_differences > len(v.differences):
+            console.print(f"  ... and {v.total_differences - len(v.differences)} more")
+
+
+__all__ = ["SimulationResult", "build_report", "default_topology_text", "load_default_topology", "plan_streams",
+           "print_report", "print_verification", "run_simulation"]

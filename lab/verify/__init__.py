@@ -1,0 +1,30 @@
+"""`dumpfilter verify`: master-side filtering checked against real MariaDB replicas.
+
+`runner.Verification` starts the servers and compares each pair; `report` renders the verdicts;
+`sqlscript` splits workload scripts; `data/` holds the built-in sharp-edge workload and topology.
+"""
+
+from dumpfilter.lab.verify.runner import (
+    DIFFERENT,
+    FORMATS,
+    IDENTICAL,
+    NO_REFERENCE,
+    Outcome,
+    PairResult,
+    RunResult,
+    Verification,
+    VerifyError,
+    no_reference_reason,
+    verify,
+)
+
+__all__ = ["DIFFERENT", "FORMATS", "IDENTICAL", "NO_REFERENCE", "Outcome", "PairResult", "RunResult",
+           "Verification", "VerifyError", "builtin_paths", "no_reference_reason", "verify"]
+
+
+def builtin_paths():
+    """(topology, workload, seed) paths of the built-in sharp-edge verification."""
+    from importlib.resources import files
+
+    data = files("dumpfilter.lab.verify") / "data"
+    return data / "builtin_topology.toml", data / "sharp_edges.sql", data / "builtin_seed.sql"

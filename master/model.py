@@ -1,0 +1,82 @@
+"""The dump service's requests and results: what a slave registers, what a stream yields, and what
+is counted per slave. Plain data, no behaviour."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.skip_policy import HEARTBEAT
+from dumpfilter.master.policy import Gate
+from dumpfilter.master.segments import Pos
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    """Requested filters for one channel (None: global), as structured rules or CRF text."""
+
+    channel: str | None
+    rules: RuleSet | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Registration:
+    server_id: int
+    hostname: str = ""
+    channels: tuple[str, ...] = ("",)
+    filters: tuple[ChannelSpec, ...] = ()
+    settings: Settings = Settings()
+    skip_policy: str = HEARTBEAT
+    user: str = ""
+    password: str = ""
+
+
+@dataclass(frozen=True)
+class Effective:
+    channel: str
+    rules: RuleSet
+    gate: Gate
+
+
+@dataclass
+class RegisterResult:
+    server_id: int
+    effective: list[Effective]
+    warnings: list[str]
+    replaced: bool
+
+
+@dataclass
+class Batch:
+    events: bytes
+    position: Pos
+    transactions: int = 0
+    skipped_bytes: int = 0
+    caught_up: bool = False
+    heartbeat: bool = False
+    gtid_state: str = ""
+    filter_changed_at: Pos | None = None
+
+
+@dataclass
+class SlaveStats:
+    events_read: int = 0
+    bytes_read: int = 0
+    events_sent: int = 0
+    bytes_sent: int = 0          # every event byte sent, skip-policy events included
+    kept_bytes: int = 0          # master events sent as themselves
+    events_skipped: int = 0
+    bytes_skipped: int = 0
+    heartbeats: int = 0
+    heartbeat_bytes: int = 0
+    placeholders: int = 0
+    placeholder_bytes: int = 0
+    empty_transactions: int = 0
+    empty_transaction_bytes: int = 0
+    transactions_kept: int = 0
+    transactions_partial: int = 0
+    transactions_skipped: int = 0
+    rule_hits: Counter = field(default_factory=Counter)
+    assumed_decisions: int = 0   # statement decisions that assumed what the schema model lacks

@@ -1,0 +1,334 @@
+"""Slave registrations: which identity may register which server_id, each slave's channels and rules
+(built from its Register request), ChangeFilter at transaction boundaries, ListFilters, and the lint
+warnings a Register carries. Streams live in master.stream; DumpService (master.service) joins both."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dumpfilter.errors import (AccessDeniedError, BinlogError, ChangeTimeoutError, DumpFilterError,
+                               ResourceExhaustedError, RuleError, StreamReplacedError, UnknownSlaveError)
+from dumpfilter.binlogs import binlog_paths
+from dumpfilter.binlogs.lint import lint_files
+from dumpfilter.rules.assembly import EXTRA_TYPES, registry_from_requests
+from dumpfilter.rules.channels import FilterRegistry
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.parse import FilterChange, parse_filter_statement
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
+from dumpfilter.skip_policy import SKIP_POLICIES
+from dumpfilter.master.flags import FlagWords, SlaveDecider
+from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
+from dumpfilter.master.policy import OPEN, UNRESTRICTED, Gate, Identity, MasterPolicy
+from dumpfilter.master.segments import Pos
+
+MAX_SLAVES = 1024
+# Register can lint the binlog for the new slave (issue #17) when the binlog is at most this big.
+# Off by default: lint reads all of it (about 2 MB per CPU second) inside the Register call, and
+# a burst of registrations (simulate's) then misses its deadlines; it wants a background job.
+LINT_ON_REGISTER_BYTES = 0
+LINT_WARNINGS = 5
+
+
+@dataclass
+class PendingChange:
+    change: FilterChange
+    done: threading.Event = field(default_factory=threading.Event)
+    position: Pos | None = None
+    error: DumpFilterError | None = None
+
+
+@dataclass
+class StreamHandle:
+    channel: str
+    cancelled: str | None = None  # None, "replaced", "shutdown"
+    wake: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self, reason: str) -> None:
+        self.cancelled = reason
+        self.wake.set()
+
+
+@dataclass
+class SlaveState:
+    """The rules a slave's stream filters with right now (swapped only at transaction boundaries)."""
+
+    channel: str
+    rules: RuleSet
+    engine: RuleEngine
+    key: tuple
+    decider: SlaveDecider
+    txn_filter: TransactionFilter
+
+
+class RegisteredSlave:
+    """One registered server_id: its registration, rules per channel, policy gate, flag bit and stats."""
+
+    def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict, gate: Gate, bit: int,
+                 owner: str = ""):
+        self.reg = reg
+        self.owner = owner          # the identity that registered this server_id
+        self.server_id = reg.server_id
+        self.registry = registry
+        self.extra = extra          # effective_* / binlog_* rules (global: FilterRegistry has no place for them)
+        self.gate = gate
+        self.bit = bit
+        self.stats = SlaveStats()
+        self.stream: StreamHandle | None = None
+        self.state: SlaveState | None = None
+        self.position: Pos | None = None
+        self.pending: list[PendingChange] = []
+        self.lock = threading.Lock()
+        self.registered_at = dt.datetime.now(dt.timezone.utc)
+
+    def rules_for(self, channel: str) -> RuleSet:
+        return self.registry.rules_for(channel).replace(**self.extra)
+
+    def effective(self) -> list[Effective]:
+        return [Effective(name, self.rules_for(name), self.gate) for name in self.registry.channels]
+
+
+class SlaveRegistry:
+    """The registered slaves and everything done to them short of streaming."""
+
+    def __init__(self, binlog_dir: Path, *, policy: MasterPolicy | None, schema: SchemaModel | None,
+                 lint_bytes: int):
+        self.binlog_dir = binlog_dir
+        self.policy = policy
+        self.schema = schema  # the starting schema (--schema); each rule engine replays the DDL into a copy
+        self.slaves: dict[int, RegisteredSlave] = {}
+        self.lock = threading.RLock()
+        self.words = FlagWords(self._members)
+        self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
+        self.group_locks: dict[tuple, threading.Lock] = {}
+        self.lint_bytes = lint_bytes  # lint the binlog for each Register up to this size (0: never)
+        self._lint_cache: dict = {}  # the last lint's breaks, by (rules, settings, binlog files and sizes)
+
+
+    # -- authorization ----------------------------------------------------------------------
+    def authenticate(self, user: str = "", password: str = "", certificate_name: str | None = None) -> Identity:
+        """The caller's identity. Without a policy file the master is open (every caller may do
+        everything, as before policies existed)."""
+        if self.policy is None:
+            return OPEN
+        return self.policy.authenticate(user, password, certificate_name)
+
+    def _owned(self, server_id: int, caller: Identity | None) -> RegisteredSlave:
+        """The slave `caller` may act on. Another identity's slave answers exactly as an unknown
+        server_id does: a caller cannot learn which server_ids others use."""
+        slave = self._slave(server_id)
+        if caller is not None and not caller.admin and slave.owner != caller.name:
+            raise UnknownSlaveError(f"server_id {server_id} is not registered with this master")
+        return slave
+
+    def _visible(self, server_id: int, caller: Identity | None) -> list[RegisteredSlave]:
+        if server_id:
+            return [self._owned(server_id, caller)]
+        slaves = list(self.slaves.values())
+        if caller is not None and not caller.admin:
+            slaves = [s for s in slaves if s.owner == caller.name]
+        return slaves
+
+    # -- registrations ----------------------------------------------------------------------
+    def register(self, reg: Registration, caller: Identity | None = None) -> RegisterResult:
+        """`caller`: the authenticated identity (the gRPC layer's); None authenticates with the
+        registration's own credentials."""
+        if caller is None:
+            caller = self.authenticate(reg.user, reg.password)
+        if reg.server_id <= 0 or reg.server_id > 0xFFFFFFFF:
+            raise RuleError(f"server_id {reg.server_id} must be between 1 and 4294967295")
+        if reg.skip_policy not in SKIP_POLICIES:
+            raise RuleError(f"skip policy {reg.skip_policy!r} is not one of {', '.join(SKIP_POLICIES)}")
+        gate = self.policy.gate_for_identity(caller, reg.server_id) if self.policy else UNRESTRICTED
+        registry, extra = registry_from_requests(((s.channel, s.rules, s.text) for s in reg.filters), reg.channels,
+                                                 reg.settings)
+        for name in registry.channels:  # compile now: malformed combinations fail the Register
+            self._engine(registry.rules_for(name).replace(**extra), reg.settings)
+        with self.lock:
+            old = self.slaves.get(reg.server_id)
+            if old is not None and old.owner != caller.name:
+                # A server_id is bound to the identity that registered it: another identity, an
+                # admin too, cannot take its place (MySQL's kill_zombie_dump_threads would let it).
+                raise AccessDeniedError(f"identity {caller.name!r} may not register server_id {reg.server_id}: "
+                                        "it is registered by another identity")
+            if old is not None:
+                # MySQL: a second connection with the same server_id kills the first one's dump
+                # thread (kill_zombie_dump_threads). We do the same: the newer registration wins.
+                self._end_stream(old, "replaced")
+                bit = old.bit
+            else:
+                used = {s.bit for s in self.slaves.values()}
+                bit = next((b for b in range(MAX_SLAVES) if b not in used), None)
+                if bit is None:
+                    raise ResourceExhaustedError(f"too many slaves registered (at most {MAX_SLAVES})")
+            slave = RegisteredSlave(reg, registry, extra, gate, bit, owner=caller.name)
+            slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
+            self.slaves[reg.server_id] = slave
+            self.words.invalidate()
+        return RegisterResult(reg.server_id, slave.effective(), [*registry.warnings, *self._lint_warnings(slave)],
+                              old is not None)
+
+    def _lint_warnings(self, slave: RegisteredSlave) -> list[str]:
+        """`dumpfilter lint`'s predictions for this slave over the binlog the master holds now:
+        where a replica with these filters would stop, one warning each (the first
+        LINT_WARNINGS). Linting reads the whole binlog, so above `lint_bytes` it is not run at
+        Register and the warning says so."""
+        if self.lint_bytes <= 0:
+            return []
+        try:
+            paths = binlog_paths(self.binlog_dir)
+            # Regular files only: an index naming a FIFO or a device must not block a Register.
+            if not paths or not all(p.is_file() and not p.is_symlink() for p in paths):
+                return []
+            total = sum(p.stat().st_size for p in paths)
+        except (BinlogError, OSError):
+            return []
+        if total > self.lint_bytes:
+            return [f"lint: not run at Register (the binlog holds {total / 1e6:.0f} MB, above "
+                    f"{self.lint_bytes / 1e6:.0f} MB): run `dumpfilter lint` on it"]
+        rules = slave.rules_for(slave.state.channel if slave.state is not None else "")
+        key = (rules, slave.reg.settings, tuple((p.name, p.stat().st_size) for p in paths))
+        breaks = self._lint_cache.get(key)  # slaves with equal rules over the same binlog: linted once
+        if breaks is None:
+            try:
+                breaks = lint_files(paths, rules, slave.reg.settings, schema=self.schema)
+            except DumpFilterError as exc:
+                return [f"lint: not run: {exc}"]
+            self._lint_cache = {key: breaks}
+        out = []
+        for b in breaks[:LINT_WARNINGS]:
+            cause = b.cause
+            why = (f"; the event it needs was skipped at {cause.file}:{cause.pos} by {cause.rule}"
+                   if cause is not None and cause.file else f"; {cause.rule}" if cause is not None else "")
+            gtid = f" (GTID {b.gtid})" if b.gtid else ""
+            out.append(f"lint: a replica with these filters would stop at {b.file}:{b.pos}{gtid} with error "
+                       f"{b.errno}: {b.message}{why}")
+        if len(breaks) > LINT_WARNINGS:
+            out.append(f"lint: {len(breaks) - LINT_WARNINGS} more predicted break(s): run `dumpfilter lint`")
+        return out
+
+
+    def unregister(self, server_id: int, caller: Identity | None = None) -> bool:
+        with self.lock:
+            slave = self._owned(server_id, caller)
+            had_stream = slave.stream is not None
+            self._end_stream(slave, "replaced")
+            del self.slaves[server_id]
+            self.words.invalidate()
+        return had_stream
+
+    def _slave(self, server_id: int) -> RegisteredSlave:
+        slave = self.slaves.get(server_id)
+        if slave is None:
+            raise UnknownSlaveError(f"server_id {server_id} is not registered with this master")
+        return slave
+
+    def _end_stream(self, slave: RegisteredSlave, reason: str) -> None:
+        if slave.stream is not None:
+            slave.stream.cancel(reason)
+        for pending in slave.pending:
+            pending.error = StreamReplacedError("the stream ended before the change took effect")
+            pending.done.set()
+        slave.pending = []
+
+    def _members(self) -> list[tuple[int, RuleEngine, Gate]]:
+        return [(s.bit, s.state.engine, s.gate) for s in list(self.slaves.values()) if s.state is not None]
+
+    def _engine(self, rules: RuleSet, settings: Settings) -> RuleEngine:
+        key = (rules, settings)
+        engine = self._engines.get(key)
+        if engine is None:
+            engine = self._engines[key] = RuleEngine(rules, settings,
+                                                     schema=self.schema.copy() if self.schema is not None else None)
+        return engine
+
+    def _state(self, slave: RegisteredSlave, channel: str) -> SlaveState:
+        if channel not in slave.registry.channels:
+            raise UnknownSlaveError(f"server_id {slave.server_id} has no channel '{channel}' "
+                                    f"(registered channels: {', '.join(map(repr, slave.registry.channels))})")
+        rules = slave.rules_for(channel)
+        engine = self._engine(rules, slave.reg.settings)
+        decider = SlaveDecider(self.words, slave.bit, engine, slave.gate)
+        key = (rules, slave.reg.settings, slave.gate)
+        return SlaveState(channel, rules, engine, key, decider, TransactionFilter(decider, empty_transactions=KEEP))
+
+    # -- ChangeFilter -----------------------------------------------------------------------
+    def change_filter(self, server_id: int, text: str, timeout: float | None = None,
+                      caller: Identity | None = None) -> tuple[Pos | None, bool, list[Effective]]:
+        slave = self._owned(server_id, caller)
+        change = parse_filter_statement(text)
+        if change.channel is not None and change.channel not in slave.registry.channels:
+            raise RuleError(f"FOR CHANNEL '{change.channel}': no such replication channel on server_id {server_id}")
+        self._check_change(slave, change)
+        with slave.lock:
+            handle = slave.stream
+            if handle is None:
+                self._apply_change(slave, change)
+                return slave.position, False, slave.effective()
+            pending = PendingChange(change)
+            slave.pending.append(pending)
+        handle.wake.set()
+        if not pending.done.wait(timeout):
+            raise ChangeTimeoutError(f"the stream of server_id {server_id} did not reach a transaction boundary "
+                                     f"within {timeout:.1f}s; the change stays queued")
+        if pending.error is not None:
+            raise pending.error
+        return pending.position, True, slave.effective()
+
+    def _check_change(self, slave: RegisteredSlave, change: FilterChange) -> None:
+        """Compile the rules the change would produce, so a bad change fails the RPC, not the stream."""
+        extra = dict(slave.extra)
+        extra.update({t: r for t, r in change.changes if t in EXTRA_TYPES})
+        for name in slave.registry.channels:
+            rules = change.apply(slave.rules_for(name)) if change.channel in (None, name) else slave.rules_for(name)
+            self._engine(rules.replace(**extra), slave.reg.settings)
+
+    def _apply_change(self, slave: RegisteredSlave, change: FilterChange) -> None:
+        for rule_type, rules in change.changes:
+            if rule_type in EXTRA_TYPES:
+                slave.extra[rule_type] = rules
+        plain = FilterChange(tuple((t, r) for t, r in change.changes if t not in EXTRA_TYPES), change.channel)
+        if plain.changes:
+            slave.registry.change_replication_filter(plain)
+        channel = slave.state.channel if slave.state else ""
+        slave.state = self._state(slave, channel)
+        self.words.invalidate()
+
+    def apply_pending(self, slave: RegisteredSlave, position: Pos) -> Pos | None:
+        """At a transaction boundary: apply queued changes; returns where they took effect."""
+        with slave.lock:
+            pending, slave.pending = slave.pending, []
+        for item in pending:
+            try:
+                self._apply_change(slave, item.change)
+                item.position = position
+            except DumpFilterError as exc:
+                item.error = exc
+            item.done.set()
+        return position if pending else None
+
+    # -- ListFilters, Stats ----------------------------------------------------------------
+    def list_filters(self, server_id: int = 0, caller: Identity | None = None) -> tuple[list[dict], list[dict]]:
+        slaves = self._visible(server_id, caller)
+        rows, global_rows = [], []
+        for slave in slaves:
+            for row in slave.registry.applier_filters():
+                rows.append({"server_id": slave.server_id, **row})
+            for rule_type, values in slave.extra.items():
+                rows.append({"server_id": slave.server_id, "CHANNEL_NAME": "", "FILTER_NAME": rule_type.upper(),
+                             "FILTER_RULE": ",".join("->".join(v) if isinstance(v, tuple) else v for v in values),
+                             "CONFIGURED_BY": "STARTUP_OPTIONS", "ACTIVE_SINCE": slave.registered_at,
+                             "COUNTER": slave.stats.rule_hits.get(rule_type.upper(), 0)})
+            if slave.gate.restricted:
+                for name in slave.registry.channels:
+                    rows.append({"server_id": slave.server_id, "CHANNEL_NAME": name, "FILTER_NAME": "MASTER_POLICY_ALLOW",
+                                 "FILTER_RULE": ",".join(slave.gate.allow), "CONFIGURED_BY": "MASTER_POLICY",
+                                 "ACTIVE_SINCE": slave.registered_at,
+                                 "COUNTER": slave.stats.rule_hits.get("MASTER_POLICY", 0)})
+            for row in slave.registry.applier_global_filters():
+                global_rows.append({"server_id": slave.server_id, **row})
+        return rows, global_rows

@@ -1,0 +1,547 @@
+"""One Dump call (SlaveStream): walks the shared segments, filters each unit for one slave (whole
+runs by the flag words, the rest through TransactionFilter), applies the slave's skip policy, and
+cuts batches at transaction boundaries, with heartbeats while idle."""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+import struct
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from dumpfilter.codec import Event, EventType, GtidTracker, fix_transaction_length, read_format_description
+from dumpfilter.codec.constants import CHECKSUM_CRC32, HEADER_LEN
+from dumpfilter.codec.event import HEADER
+from dumpfilter.codec.encode import build_event
+from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
+from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.binlogs.gtid_start import GtidState, start_file
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, is_framing
+from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
+from dumpfilter.master.flags import ASSUMED_DECISIONS
+from dumpfilter.master.model import Batch
+from dumpfilter.master.registry import RegisteredSlave, StreamHandle
+from dumpfilter.master.segments import LazyUnits, Pos, Segment, Unit
+
+if TYPE_CHECKING:
+    from dumpfilter.master.service import DumpService
+
+BINLOG_IN_USE_F = 0x0001
+
+
+def _gtid_filter(state: GtidState | None) -> Callable[[Event], bool] | None:
+    """A predicate 'this GTID is already in the slave's state' for a start by GTID."""
+    if state is None:
+        return None
+    if state.mysql is not None:
+        wanted = state.mysql
+        return lambda event: not event.gtid_info.anonymous and (
+            event.gtid_info.source, event.gtid_info.tag, event.gtid_info.gno) in wanted
+    return _KnownMariaDB(state.limits)
+
+
+class _KnownMariaDB:
+    """MariaDB's dump thread skips, per domain, every GTID at or below the slave's sequence number.
+    `limits` (domain -> seq_no) also lets the fast path see that a whole segment skips nothing."""
+
+    def __init__(self, limits: dict[int, int]):
+        self.limits = limits
+
+    def __call__(self, event: Event) -> bool:
+        return event.gtid_info.gno <= self.limits.get(event.gtid_info.domain, -1)
+
+
+class SlaveStream:
+    """One Dump call: walks shared segments, filters each unit for this slave, applies its skip
+    policy and cuts batches at transaction boundaries."""
+
+    def __init__(self, service: DumpService, slave: RegisteredSlave, handle: StreamHandle, start: Pos | None,
+                 gtid_state: str | None, heartbeat_period: float, is_active: Callable[[], bool]):
+        self.svc, self.slave, self.handle = service, slave, handle
+        self.policy = slave.reg.skip_policy
+        state = GtidState.parse(gtid_state) if gtid_state and gtid_state.strip() else None
+        self.skip_known = _gtid_filter(state)
+        if state is not None:
+            # Like the servers' dump threads: start in the newest file whose Previous_GTIDs /
+            # Gtid_list the slave already has, not at the first file.
+            start = (start_file(binlog_paths(service.binlog_dir), state).name, 4)
+        file, pos = start if start and start[0] else (service.segments.first_file(), 4)
+        self.pos: Pos = (file, max(pos, 4) if start and start[0] else 4)
+        self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
+        self.is_active = is_active
+        self.tracker = GtidTracker()
+        self.fmt = None
+        self.master_server_id = 0
+        self.parts: list[bytes] = []
+        self.batch_bytes = 0
+        self.batch_units = 0
+        self.batch_skipped = 0
+        self.pending_hb: Pos | None = None
+        self.changed_at: Pos | None = None
+        # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
+        # unit by unit; `occurrences` are Table_maps whose rule hits are not counted yet.
+        self.gtid_limits: dict[int, int] | None = self.skip_known.limits if isinstance(self.skip_known, _KnownMariaDB) else None
+        self.gtid_wanted = state.mysql if state is not None else None  # a MySQL GTID start's set
+        self.fast = service.fast
+        self.occurrences: Counter = Counter()
+        self._states: tuple | None = None
+        self._hb_parts: tuple | None = None
+
+    def run(self) -> Iterator[Batch]:
+        svc, slave = self.svc, self.slave
+        first = self._start_fde()
+        seg = svc.segments.get(self.pos)  # a bad start position fails here, before any batch
+        if first is not None:
+            self._send(first, kept=True)
+        last_sent = time.monotonic()
+        reported_end_at: Pos | None = None
+        while True:
+            if self.handle.cancelled == "replaced":
+                raise StreamReplacedError(f"server_id {slave.server_id}: replaced by a newer registration or "
+                                          "stream with the same server_id, or unregistered")
+            if self.handle.cancelled or not self.is_active():
+                return
+            units = seg.units
+            i, n = 0, len(units)
+            while i < n:
+                if slave.pending:
+                    self._boundary()
+                j = self._fast_runs(seg, i) if self.fast else i
+                if j == i:
+                    self._unit(units[i])
+                    j = i + 1
+                i = j
+                if self.batch_bytes >= svc.batch_bytes:
+                    yield self._batch(False)
+                    last_sent = time.monotonic()
+                    if self.handle.cancelled:
+                        break
+            if slave.pending:
+                self._boundary()
+            if seg.units:
+                caught_up = seg.at_end and self._at_binlog_end()
+                yield self._batch(caught_up)
+                last_sent = time.monotonic()
+                if caught_up:
+                    reported_end_at = self.pos
+            elif seg.at_end:
+                now = time.monotonic()
+                if reported_end_at != self.pos or now - last_sent >= self.heartbeat_period:
+                    caught_up = self._at_binlog_end()
+                    yield self._idle_heartbeat(caught_up)
+                    last_sent = now
+                    reported_end_at = self.pos
+                self.handle.wake.wait(svc.poll_interval)
+                self.handle.wake.clear()
+            if self.handle.cancelled or not self.is_active():
+                continue
+            seg = svc.segments.get(self.pos)
+
+    def _start_fde(self) -> Event | None:
+        """The start file's FDE, sent first when the stream starts after offset 4. Like MySQL's
+        Binlog_sender: log_pos 0 (the slave must not count it) and the in-use flag cleared."""
+        file, pos = self.pos
+        path = self.svc.binlog_dir / file
+        if not path.exists():
+            raise PositionError(f"binlog file '{file}' is not in {self.svc.binlog_dir} (purged or never written)")
+        with open_binlog(path) as f:
+            fde, fmt = read_format_description(f, str(path))
+        self.fmt = fmt
+        self.master_server_id = fde.server_id
+        if pos <= 4:
+            return None
+        return fde.with_header(log_pos=0, flags=fde.flags & ~BINLOG_IN_USE_F)
+
+    def _at_binlog_end(self) -> bool:
+        try:
+            end = self.svc.segments.end()
+        except DumpFilterError:
+            return False
+        if self.pos[0] == end[0]:
+            return self.pos[1] >= end[1]
+        # After the last file's Rotate, before the server creates the file it names.
+        return self.pos[1] == 4 and self.pos[0] > end[0] and not (self.svc.binlog_dir / self.pos[0]).exists()
+
+    def _boundary(self) -> None:
+        self._flush_hits()  # counted under the rules they were decided with
+        at = self.svc.apply_pending(self.slave, self.pos)
+        if at is not None:
+            self.changed_at = at
+
+    # -- one unit ---------------------------------------------------------------------------
+    def _unit(self, unit: Unit) -> None:
+        slave, stats = self.slave, self.slave.stats
+        txn = unit.txn
+        stats.events_read += len(txn.events)
+        stats.bytes_read += unit.size
+        self.batch_units += 1
+        if txn.kind == CONTROL:
+            event = txn.events[0]
+            t = event.type_code
+            if t == EventType.FORMAT_DESCRIPTION:
+                slave.state.txn_filter.reset()
+                self.fmt = event.fmt
+                self.master_server_id = event.server_id
+            elif t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+                self.tracker.start_from(event)
+            if t in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+                self._advance(unit)
+                return
+            self._flush_heartbeat()
+            self._send(event, kept=True)
+            self._advance(unit)
+            return
+        gtid_event = txn.gtid_event
+        if gtid_event is not None and self.skip_known is not None and self.skip_known(gtid_event):
+            self._advance(unit)  # before the slave's GTID start: never sent, not a filter decision
+            return
+        if gtid_event is not None:
+            self.tracker.add(gtid_event)
+        result, hits = self._result(unit)
+        if hits:
+            stats.rule_hits.update(hits)
+            stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
+            self._count_filter_hits(hits)
+        if result.outcome in (KEPT, PARTIAL):
+            events = result.events
+            if self.policy == PLACEHOLDER and result.outcome == PARTIAL:
+                events = self._with_placeholders(txn.events, {e.pos: e for e in result.events})
+            self._flush_heartbeat()
+            for event in events:
+                self._send(event, kept=not is_placeholder(event))
+            kept_bytes = sum(e.size for e in result.events)
+            stats.transactions_kept += result.outcome == KEPT
+            stats.transactions_partial += result.outcome == PARTIAL
+            self._skipped(len(txn.events) - len(result.events), unit.size - kept_bytes)
+        else:
+            stats.transactions_skipped += 1
+            self._skipped(len(txn.events), unit.size)
+            if self.policy == PLACEHOLDER:
+                self._flush_heartbeat()
+                for event in self._with_placeholders(txn.events, {}):
+                    self._send(event, kept=False, policy_bytes=True)
+            elif self.policy == EMPTY_TRANSACTION and result.outcome == EMPTIED:
+                self._flush_heartbeat()
+                for event in result.events:
+                    self._send(event, kept=False)
+                    stats.empty_transaction_bytes += event.size
+                stats.empty_transactions += 1
+            else:  # heartbeat, and empty-transaction for units without a GTID
+                self.pending_hb = unit.end
+        self._advance(unit)
+
+    def _row(self, seg: Segment) -> bytes | None:
+        """This slave's answer for each unit of `seg`, one byte per unit: _KEEP (every table
+        kept), _SKIP (none), _PARTIAL, or _SLOW (not a fast unit). From the segment's per-unit
+        masks (one AND/OR per unit for every slave) and this slave's bit; cached per segment and
+        flag-word generation."""
+        index = seg.index
+        if index is None or self.fmt is None:
+            return None
+        words = self.svc.words
+        states = self._states
+        if states is None or states[0] is not seg or states[1] != words.generation:
+            if self.skip_known is not None and self._holds_known_gtids(index):
+                # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
+                self._states = (seg, words.generation, None, None)
+                return None
+            bit = 1 << self.slave.bit
+            get = words.get
+            rows = index.rows_for(lambda db, table: get(db, table) & bit)
+            if rows is None:  # the reference reader's segments: per-unit masks
+                keep_all, keep_any = index.masks_for(seg.units, words)
+                rows = (bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
+                               for f, k, a in zip(index.fast, keep_all, keep_any)]), None)
+            states = self._states = (seg, words.generation, *rows)
+        return states[2]
+
+    def _holds_known_gtids(self, index) -> bool:
+        """Whether a segment may hold GTIDs this slave's start state already has (or GTIDs of the
+        other flavor, which the state's predicate judges unit by unit)."""
+        limits, wanted = self.gtid_limits, self.gtid_wanted
+        mysql, mariadb = index.mysql_gtids, index.gtids
+        if limits is not None:  # MariaDB state: domain -> last seq_no
+            return mysql is not None or any(g is not None and g[1] <= limits.get(g[0][0], -1) for g in mariadb)
+        if wanted is not None:  # MySQL GTID set
+            return any(g is not None for g in mariadb) or (
+                mysql is not None and any(g is not None and g in wanted for g in mysql))
+        return True
+
+    def _fast_runs(self, seg: Segment, i: int) -> int:
+        """Handle fast units from `i` on, in runs that get the same answer for this slave (all
+        kept; or all skipped under the heartbeat policy), without an Event or a TransactionFilter
+        call per unit; the segment's prefix sums give the counts. Stops at a unit that needs
+        more (partly kept, skipped under another policy, not a fast unit), when the batch is
+        full (after the unit that fills it, as the reference path cuts), or when a ChangeFilter
+        is pending. Returns the index of the first unit not handled."""
+        row = self._row(seg)
+        if row is None:
+            return i
+        n = len(row)
+        index, units = seg.index, seg.units
+        cum, evc, run_bytes = index.cum, index.evc, index.run_bytes
+        end_of = units.end_of if isinstance(units, LazyUnits) else (lambda k: units[k].end)
+        slave, stats = self.slave, self.slave.stats
+        limit = self.svc.batch_bytes
+        skip_ok = self.policy == HEARTBEAT
+        match_keep, match_skip, bisect_left = _KEEP_RUN.match, _SKIP_RUN.match, bisect.bisect_left
+        start = i
+        kept_units = partial_units = skipped_units = sent_bytes = sent_events = 0
+        partial_ok = self.policy != PLACEHOLDER
+        bit = 1 << slave.bit
+        while i < n and not slave.pending:
+            state = row[i]
+            if state == _KEEP:
+                j = match_keep(row, i).end()
+                if self.pending_hb is not None:
+                    self._flush_heartbeat()
+                # Cut where the reference path would: after the unit that fills the batch.
+                cut = bisect_left(cum, limit - self.batch_bytes + cum[i], i + 1, j + 1)
+                if cut <= j:
+                    j = cut
+                self.parts.append(run_bytes(i, j))
+                nbytes = cum[j] - cum[i]
+                self.batch_bytes += nbytes
+                kept_units += j - i
+                sent_bytes += nbytes
+                sent_events += evc[j] - evc[i]
+                i = j
+                if self.batch_bytes >= limit:
+                    break
+            elif state == _SKIP and skip_ok:
+                j = match_skip(row, i).end()
+                skipped_units += j - i
+                self.pending_hb = end_of(j - 1)
+                i = j
+            elif state == _PARTIAL and partial_ok:
+                keep = self._states[3]
+                kept = index.partial(i, keep) if keep is not None else _partial_bytes(units[i], self.svc.words.get, bit)
+                if kept is None:
+                    break
+                out, events = kept
+                if self.pending_hb is not None:
+                    self._flush_heartbeat()
+                self.parts.append(out)
+                self.batch_bytes += len(out)
+                partial_units += 1
+                sent_bytes += len(out)
+                sent_events += events
+                i += 1
+                if self.batch_bytes >= limit:
+                    break
+            else:
+                break
+        if i == start:
+            return i
+        nevents = evc[i] - evc[start]
+        nbytes = cum[i] - cum[start]
+        stats.events_read += nevents
+        stats.bytes_read += nbytes
+        self.batch_units += i - start
+        if index.mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
+            add = self.tracker.mysql.add
+            for g in index.mysql_gtids[start:i]:
+                if g is not None:
+                    add(g[0], g[2], g[1])
+        elif index.gtids[i - 1] is not None:  # MariaDB units (MySQL Anonymous_GTID units have none)
+            if index.one_gtid_source:
+                self.tracker.mariadb.gtids.update((index.gtids[i - 1],))
+            else:
+                self.tracker.mariadb.gtids.update(index.gtids[start:i])
+        self.occurrences.update(index.occ[index.toff[start] : index.toff[i]])
+        stats.events_sent += sent_events
+        stats.bytes_sent += sent_bytes
+        stats.kept_bytes += sent_bytes
+        stats.transactions_kept += kept_units
+        stats.transactions_partial += partial_units
+        stats.transactions_skipped += skipped_units
+        stats.events_skipped += nevents - sent_events
+        stats.bytes_skipped += nbytes - sent_bytes
+        self.batch_skipped += nbytes - sent_bytes
+        self.pos = slave.position = end_of(i - 1)
+        return i
+
+    def _flush_hits(self) -> None:
+        """Rule hits of the Table_maps decided in runs: what SlaveDecider.table_kept counts per
+        Table_map (the engine's COUNTER names, MASTER_POLICY when the policy refused it), added
+        to the stats and P_S counters as the reference path adds its per-unit hits."""
+        occurrences = self.occurrences
+        if not occurrences:
+            return
+        self.occurrences = Counter()
+        state = self.slave.state
+        decider, engine, gate = state.decider, state.engine, self.slave.gate
+        hits: Counter = Counter()
+        for (db, table), count in occurrences.items():
+            counted = engine.decide_table(db, table).counted
+            for name in counted:
+                hits[name] += count
+            if count > 1 and counted:
+                engine.counters.update({name: count - 1 for name in counted})
+            if gate.restricted and not (decider.words.get(db, table) & decider.bit) \
+                    and not gate.table_allowed(db, table):
+                hits["MASTER_POLICY"] += count
+        hits = +hits
+        if hits:
+            self.slave.stats.rule_hits.update(hits)
+            self._count_filter_hits(hits)
+
+    def _advance(self, unit: Unit) -> None:
+        self.pos = unit.end
+        self.slave.position = unit.end
+
+    def _skipped(self, events: int, size: int) -> None:
+        self.slave.stats.events_skipped += max(0, events)
+        self.slave.stats.bytes_skipped += max(0, size)
+        self.batch_skipped += max(0, size)
+
+    def _result(self, unit: Unit):
+        """The slave's rule group's answer for a unit: computed by the first slave of the group
+        that reaches it, then shared (the Unit and its Events are shared through the segment cache)."""
+        state = self.slave.state
+        answer = unit.results.get(state.key)
+        if answer is None:
+            lock = self.svc.group_locks.get(state.key)
+            if lock is None:
+                lock = self.svc.group_locks.setdefault(state.key, threading.Lock())
+            with lock:
+                answer = unit.results.get(state.key)
+                if answer is None:
+                    state.decider.hits = Counter()
+                    answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), state.decider.hits)
+        return answer
+
+    def _count_filter_hits(self, hits: Counter) -> None:
+        """P_S COUNTER of the slave's channel rows."""
+        channel = self.slave.registry.channels.get(self.slave.state.channel)
+        if channel is None:
+            return
+        for name, n in hits.items():
+            entry = channel.entries.get(name.removeprefix("REPLICATE_").lower())
+            if entry is not None:
+                entry.counter += n
+
+    def _with_placeholders(self, events: list[Event], kept: dict[int, Event]) -> list[Event]:
+        """MaxScale style: kept events as kept, transaction framing as is, every other event
+        replaced by a RAND placeholder with the original log_pos."""
+        out = []
+        for event in events:
+            if event.pos in kept:
+                out.append(kept[event.pos])
+            elif is_framing(event):
+                out.append(event)
+            else:
+                out.append(placeholder(event))
+        return fix_transaction_length(out)
+
+    # -- sending ----------------------------------------------------------------------------
+    def _send(self, event: Event, *, kept: bool, policy_bytes: bool = False) -> None:
+        """Queue one event. Bytes are accounted as kept (master events sent as themselves) or as
+        the skip policy's: placeholders, and the framing sent with them, count as placeholder bytes."""
+        stats = self.slave.stats
+        self.parts.append(event.raw)
+        self.batch_bytes += event.size
+        stats.events_sent += 1
+        stats.bytes_sent += event.size
+        if kept:
+            stats.kept_bytes += event.size
+        elif is_placeholder(event):
+            stats.placeholders += 1
+            stats.placeholder_bytes += event.size
+        elif policy_bytes:
+            stats.placeholder_bytes += event.size
+
+    def _heartbeat_event(self, pos: Pos) -> Event:
+        # MySQL's Binlog_sender::send_heartbeat_event: timestamp 0, the master's server_id,
+        # log_pos = the position, body = the file name (CRC when the binlog is checksummed).
+        return build_event(EventType.HEARTBEAT, pos[0].encode(), fmt=self.fmt, server_id=self.master_server_id,
+                           timestamp=0, log_pos=pos[1])
+
+    def _heartbeat_raw(self, pos: Pos) -> bytes:
+        """`_heartbeat_event(pos).raw`, built without an Event (one per skipped stretch)."""
+        file, log_pos = pos
+        key = (file, self.fmt, self.master_server_id)
+        cached = self._hb_parts
+        if cached is None or cached[0] != key:
+            body = file.encode()
+            crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
+            size = HEADER_LEN + len(body) + (4 if crc else 0)
+            cached = self._hb_parts = (key, HEADER.pack(0, EventType.HEARTBEAT, self.master_server_id, size, 0, 0)[:13],
+                                       struct.pack("<H", 0) + body, crc)
+        _, head, tail, crc = cached
+        raw = head + _U32.pack(log_pos) + tail
+        return raw + _U32.pack(zlib.crc32(raw)) if crc else raw
+
+    def _flush_heartbeat(self) -> None:
+        if self.pending_hb is None:
+            return
+        raw = self._heartbeat_raw(self.pending_hb)
+        size = len(raw)
+        self.pending_hb = None
+        self.parts.append(raw)
+        self.batch_bytes += size
+        stats = self.slave.stats
+        stats.heartbeats += 1
+        stats.heartbeat_bytes += size
+        stats.events_sent += 1
+        stats.bytes_sent += size
+
+    def _batch(self, caught_up: bool) -> Batch:
+        self._flush_heartbeat()
+        self._flush_hits()
+        batch = Batch(b"".join(self.parts), self.pos, self.batch_units, self.batch_skipped, caught_up,
+                      False, self._gtid_text(), self.changed_at)
+        self.parts, self.batch_bytes, self.batch_units, self.batch_skipped = [], 0, 0, 0
+        self.changed_at = None
+        return batch
+
+    def _idle_heartbeat(self, caught_up: bool) -> Batch:
+        self.pending_hb = self.pos
+        batch = self._batch(caught_up)
+        batch.heartbeat = True
+        return batch
+
+    def _gtid_text(self) -> str:
+        return str(self.tracker.mariadb) if self.tracker.mariadb.gtids else str(self.tracker.mysql)
+
+
+_U32 = struct.Struct("<I")
+_SKIP, _PARTIAL, _KEEP, _SLOW = 0, 1, 2, 3
+_KEEP_RUN, _SKIP_RUN = re.compile(b"\x02+"), re.compile(b"\x00+")
+
+
+def _partial_bytes(unit: Unit, get: Callable[[str, str], int], bit: int) -> tuple[bytes, int] | None:
+    """What TransactionFilter keeps of a fast unit whose tables are partly kept, when every
+    statement's Table_maps get one answer: the GTID, the kept statements whole (annotations,
+    Table_maps, rows: no STMT_END_F has to move) and the XID; a MariaDB GTID has no
+    transaction_length to fix. (bytes, events), or None for the reference path (a statement
+    whose tables are partly kept, or a unit not cut into whole statements)."""
+    if unit.gtid is None:
+        return None  # a MySQL unit: its GTID's transaction_length must be rewritten (reference path)
+    statements = unit.statements
+    if statements is None:
+        return None
+    tables, raw = unit.tables, unit.raw
+    at = unit.gtid_end
+    parts = [raw[:at]]
+    kept = 2  # GTID, XID
+    t0 = 0
+    for stmt_end, events, t1 in statements:
+        if t1 == t0:
+            return None  # a statement without its own Table_map
+        keep = get(*tables[t0]) & bit
+        for k in range(t0 + 1, t1):
+            if (get(*tables[k]) & bit) != keep:
+                return None
+        if keep:
+            parts.append(raw[at:stmt_end])
+            kept += events
+        at, t0 = stmt_end, t1
+    parts.append(raw[at:])
+    return b"".join(parts), kept

@@ -1,0 +1,73 @@
+"""Fixtures for the simulate tests: the built-in topology run once per session (work kept, so
+relay logs can be read), with every raw DumpBatch the slaves receive captured by a counter that
+shares no code with the report: it parses event sizes from the headers itself."""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+
+import pytest
+
+from dumpfilter.slave import client as slave_client
+from dumpfilter.lab.simulate import load_default_topology, run_simulation
+
+HEARTBEAT_LOG_EVENT = 27
+
+
+class BatchCapture:
+    """Per (hostname, skip policy): events, bytes and heartbeats of every batch received."""
+
+    def __init__(self):
+        self.events = defaultdict(int)
+        self.bytes = defaultdict(int)
+        self.heartbeats = defaultdict(int)
+        self.heartbeat_bytes = defaultdict(int)
+
+    def record(self, key, blob: bytes) -> None:
+        off = 0
+        while off < len(blob):
+            # v4 header: timestamp(4) type(1) server_id(4) event_size(4) log_pos(4) flags(2)
+            type_code = blob[off + 4]
+            (size,) = struct.unpack_from("<I", blob, off + 9)
+            assert size >= 19
+            self.events[key] += 1
+            self.bytes[key] += size
+            if type_code == HEARTBEAT_LOG_EVENT:
+                self.heartbeats[key] += 1
+                self.heartbeat_bytes[key] += size
+            off += size
+        assert off == len(blob)
+
+
+@pytest.fixture(scope="session")
+def capture_batches():
+    """A context manager factory: patches Slave._batch to record raw batches while active."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def active():
+        capture = BatchCapture()
+        original = slave_client.Slave._batch
+
+        def recording(self, batch):
+            capture.record((self.config.hostname, self.config.skip_policy), batch.events)
+            return original(self, batch)
+
+        slave_client.Slave._batch = recording
+        try:
+            yield capture
+        finally:
+            slave_client.Slave._batch = original
+
+    return active
+
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory, capture_batches):
+    """(SimulationResult, BatchCapture, work dir) of the built-in topology with --verify."""
+    work = tmp_path_factory.mktemp("simulate-default")
+    with capture_batches() as capture:
+        result = run_simulation(load_default_topology(), work / "out", verify=True, progress=False,
+                                keep_work=work / "work")
+    return result, capture, work

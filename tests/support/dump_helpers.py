@@ -1,0 +1,23 @@
+"""Helpers shared by the gRPC tests: run a slave to caught-up, read back a relay log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dumpfilter.codec import group_transactions
+from dumpfilter.binlogs import TailingReader
+from dumpfilter.slave.client import Slave, SlaveConfig
+
+
+def run_slave(address: str, relay_dir: Path, server_id: int, after_unit=None, **options) -> Slave:
+    config = SlaveConfig(master=address, server_id=server_id, relay_dir=relay_dir, until_caught_up=True,
+                         connect_retry=0, **options)
+    slave = Slave(config, after_unit=after_unit)
+    assert slave.run() == 0
+    return slave
+
+
+def relay_units(relay_dir: Path):
+    """The transactions in a slave's relay log, as tuples of raw event bytes (FDEs left out)."""
+    events = [e for _, e in TailingReader(relay_dir, follow=False)]
+    return [tuple(e.raw for e in txn.events) for txn in group_transactions(events) if txn.kind != "control"]

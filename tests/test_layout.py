@@ -1,0 +1,145 @@
+"""The house rules, checked over the source tree (issue #12):
+
+* imports only point down the layers below (codec -> rules -> binlogs -> ... -> edges -> lab ->
+  cli): a module never imports a layer above its own, and the three edges (master, slave,
+  spark_jobs) never import one another;
+* pyproject.toml installs every package of the tree, each under the one `dumpfilter` namespace;
+* no module is generated or imported at run time from proto/ (the build makes dumpfilter/v1);
+* every module opens with a docstring that says what it owns.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Where each installed package lives in the checkout (pyproject's package-dir).
+FOLDERS = {"dumpfilter": "dumpfilter", "dumpfilter.master": "master", "dumpfilter.slave": "slave",
+           "dumpfilter.spark_jobs": "spark_jobs", "dumpfilter.lab": "lab", "dumpfilter.cli": "cli"}
+
+# The layers, lowest first. A module may import its own unit and any unit of a lower layer.
+LAYERS: list[set[str]] = [
+    {"dumpfilter._core", "dumpfilter.errors", "dumpfilter.v1", "dumpfilter.data"},
+    {"dumpfilter.codec"},
+    {"dumpfilter.skip_policy"},
+    {"dumpfilter.rules"},
+    {"dumpfilter.binlogs"},
+    {"dumpfilter.workload"},
+    {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts"},
+    {"dumpfilter.master", "dumpfilter.slave", "dumpfilter.spark_jobs"},   # the edges: not one another
+    {"dumpfilter.lab"},
+    {"dumpfilter.cli"},
+    {"dumpfilter.__main__"},
+]
+RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}
+
+
+def unit_of(module: str) -> str | None:
+    """The layer unit a dotted module name belongs to (the longest known prefix)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in RANK:
+            return prefix
+    return None
+
+
+def source_modules() -> list[tuple[str, Path]]:
+    out = []
+    for package, folder in FOLDERS.items():
+        base = ROOT / folder
+        for path in sorted(base.rglob("*.py")):
+            rel = path.relative_to(base).with_suffix("")
+            if "v1" in rel.parts or "__pycache__" in rel.parts:
+                continue
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            if package == "dumpfilter" and parts and f"dumpfilter.{parts[0]}" in FOLDERS:
+                continue
+            out.append((name, path))
+    return out
+
+
+def imports_of(name: str, path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found += [(node.lineno, module)]
+            # `from dumpfilter import codec` imports the unit dumpfilter.codec
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names
+                      if unit_of(f"{module}.{alias.name}") not in (None, unit_of(module))]
+    return [(line, m) for line, m in found if m == "dumpfilter" or m.startswith("dumpfilter.")]
+
+
+def test_every_module_belongs_to_a_layer():
+    homeless = [name for name, _ in source_modules() if name != "dumpfilter" and unit_of(name) is None]
+    assert not homeless, f"modules outside every layer (add them to LAYERS): {homeless}"
+
+
+def test_imports_only_point_down():
+    upward = []
+    for name, path in source_modules():
+        mine = unit_of(name)
+        for line, module in imports_of(name, path):
+            theirs = unit_of(module)
+            if theirs is None or theirs == mine or mine is None:
+                continue
+            if RANK[theirs] >= RANK[mine]:
+                upward.append(f"{path.relative_to(ROOT)}:{line}: {name} imports {module}")
+    assert not upward, "imports that run up (or across the edges):\n" + "\n".join(upward)
+
+
+def test_the_import_check_sees_an_upward_import(tmp_path):
+    """The check above must be able to fail: an upward import in a module is reported."""
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""x"""\nfrom dumpfilter.cli.app import main\nfrom ..master import service\n')
+    found = dict((m, line) for line, m in imports_of("dumpfilter.codec.bad", bad))
+    assert unit_of("dumpfilter.cli.app") in {unit_of(m) for m in found}
+    assert RANK[unit_of("dumpfilter.cli.app")] > RANK["dumpfilter.codec"]
+    relative = imports_of("dumpfilter.slave.bad", bad)
+    assert any(unit_of(m) == "dumpfilter.master" for _, m in relative)
+
+
+def test_pyproject_installs_every_package_under_one_namespace():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == FOLDERS
+    listed = set(config["packages"])
+    on_disk = set()
+    for package, folder in FOLDERS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            name = ".".join([package, *rel.parts])
+            if package == "dumpfilter" and rel.parts and f"dumpfilter.{rel.parts[0]}" in FOLDERS:
+                continue
+            on_disk.add(name)
+    on_disk.add("dumpfilter.lab.verify.data")  # package data (the built-in verification's files)
+    assert listed == on_disk, f"missing from pyproject: {on_disk - listed}; not in the tree: {listed - on_disk}"
+    assert all(name == "dumpfilter" or name.startswith("dumpfilter.") for name in listed)
+
+
+@pytest.mark.parametrize("name,path", source_modules(), ids=lambda v: v if isinstance(v, str) else "")
+def test_each_module_opens_with_what_it_owns(name, path):
+    tree = ast.parse(path.read_text())
+    if path.name == "__init__.py" and not tree.body:
+        return
+    assert ast.get_docstring(tree), f"{path.relative_to(ROOT)} has no opening docstring"
+
+
+def test_nothing_is_generated_at_import():
+    offenders = [str(path.relative_to(ROOT)) for _, path in source_modules()
+                 if "grpc_tools" in path.read_text() or "proto_gen" in path.read_text()]
+    assert not offenders, offenders
