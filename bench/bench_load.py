@@ -35,14 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import write_result
-from binlog_codec import group_transactions
-from binlog_files import TailingReader
-from binlog_files.lint import units as binlog_units
-from filter_rules.evaluate import RuleEngine
-from filter_rules.ruleset import RuleSet, Settings
-from filter_rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
-from mariadb_sandbox import MariaDBServer
-from slave.client import rewrite_event
+from dumpfilter.codec import group_transactions
+from dumpfilter.binlogs import TailingReader
+from dumpfilter.binlogs.lint import units as binlog_units
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
+from dumpfilter.lab.sandbox import MariaDBServer
+from dumpfilter.slave.client import rewrite_event
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -372,7 +372,7 @@ def run(seconds: float, n_slaves: int, rate: float, n_dbs: int, binlog_format: s
             "load": load.name, "seconds": seconds, "slaves": n_slaves, "databases": n_dbs,
             "rate_per_db_tps": rate, "binlog_format": binlog_format, "transactions": load.transactions,
             "tps": round(load.transactions / seconds, 1), "binlog_mb": round(final / 1e6, 1),
-            "binlog_files": len(paths),
+            "dumpfilter.binlogs": len(paths),
             "master_rss_mb_first_half_max": max(rss[warm:half] or rss),
             "master_rss_mb_second_half_max": max(rss[half:] or rss),
             "master_rss_mb_end": round(rss_end, 1),

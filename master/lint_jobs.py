@@ -24,14 +24,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from binlog_codec import BinlogReader, group_transactions
-from binlog_codec.errors import BinlogError, DumpFilterError
-from binlog_files import binlog_paths
-from binlog_files.files import open_binlog
-from filter_rules.evaluate import RuleEngine
-from filter_rules.lint import Break, Linter
-from filter_rules.ruleset import RuleSet, Settings
-from filter_rules.schema import SchemaModel
+from dumpfilter.codec import BinlogReader, group_transactions
+from dumpfilter.errors import BinlogError, DumpFilterError
+from dumpfilter.binlogs import binlog_paths
+from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.lint import Break, Linter
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel
 
 # Lint reads the whole binlog (about 2 MB per CPU second): above this many bytes it is not run at
 # Register and the warning says so. `master serve --lint-max-mb` sets it; 0 turns lint off.
@@ -60,7 +60,7 @@ class _Bounded:
 
 def lint_snapshot(files: list[tuple[str, int]], rules: RuleSet, settings: Settings, schema: SchemaModel | None,
                   verify_checksums: bool = True) -> list[Break]:
-    """`binlog_files.lint.lint_files` over each file's first `size` bytes. The last file may end
+    """`dumpfilter.binlogs.lint.lint_files` over each file's first `size` bytes. The last file may end
     inside an event being written: lint stops there, as a tailing reader waits there."""
     engine = RuleEngine(rules, settings, schema=schema.copy() if schema is not None else None)
     linter = Linter(engine, schema, flavor=settings.flavor, schema_complete=schema is not None)

@@ -25,19 +25,19 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "fixtures" / "real_binlogs"
 
-with atheris.instrument_imports(include=["binlog_codec", "binlog_files", "filter_rules", "master", "dumpfilter"]):
-    from binlog_codec import BinlogReader, group_transactions
-    from binlog_codec.errors import DumpFilterError
-    from binlog_files.filtering import filter_bytes
+with atheris.instrument_imports(include=["dumpfilter"]):
+    from dumpfilter.codec import BinlogReader, group_transactions
+    from dumpfilter.errors import DumpFilterError
+    from dumpfilter.binlogs.filtering import filter_bytes
     from dumpfilter.topology import parse_topology
-    from filter_rules.evaluate import RuleEngine
-    from filter_rules.lint import Linter
-    from filter_rules.mycnf import startup_filters_from_file
-    from filter_rules.parse import StartupFilters, parse_filter_statement
-    from filter_rules.ruleset import RuleSet, Settings
-    from filter_rules.transaction_filter import TransactionFilter
-    from master.grpc_server import registration_from_proto
-    from master.service import DumpService
+    from dumpfilter.rules.evaluate import RuleEngine
+    from dumpfilter.rules.lint import Linter
+    from dumpfilter.rules.mycnf import startup_filters_from_file
+    from dumpfilter.rules.parse import StartupFilters, parse_filter_statement
+    from dumpfilter.rules.ruleset import RuleSet, Settings
+    from dumpfilter.rules.transaction_filter import TransactionFilter
+    from dumpfilter.master.grpc_server import registration_from_proto
+    from dumpfilter.master.service import DumpService
 
 ENGINES = [RuleEngine(RuleSet(do_db=("db1",)), Settings(flavor="mariadb")),
            RuleEngine(RuleSet(wild_ignore_table=("%.t_",), rewrite_db=(("db2", "x"),)), Settings()),
@@ -78,7 +78,7 @@ def binlog(data: bytes) -> None:
 
 
 def binlog_corpus(directory: Path) -> None:
-    from binlog_workload.generator import WorkloadSpec, generate
+    from dumpfilter.workload.generator import WorkloadSpec, generate
 
     gen = directory / "generated"
     gen.mkdir(exist_ok=True)
@@ -148,7 +148,7 @@ def rpc(data: bytes) -> None:
 
     if _SERVICE is None:
         directory = Path(tempfile.mkdtemp(prefix="atheris-rpc-"))
-        from binlog_workload.generator import WorkloadSpec, generate
+        from dumpfilter.workload.generator import WorkloadSpec, generate
 
         generate(WorkloadSpec(seed=3, transactions=5), directory)
         _SERVICE = DumpService(directory, lint_bytes=0)

@@ -102,7 +102,7 @@ def test_a_rotated_to_file_not_yet_in_the_index_is_waited_for(binlog_copy, maste
     import threading
     import time
 
-    from dump_helpers import relay_units, run_slave
+    from tests.support.dump_helpers import relay_units, run_slave
 
     index = binlog_copy / "master-bin.index"
     full_index = index.read_text()
