@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 
-from dumpfilter.errors import DumpFilterError
+from dumpfilter.errors import EXIT_CODE, DumpFilterError
 
 # The cyclic garbage collector's first threshold, raised from CPython's 700 allocations: the
 # binlog paths allocate millions of short-lived tuples and slices whose references never form
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except DumpFilterError as exc:
         print(f"dumpfilter: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CODE
     except BrokenPipeError:  # `dumpfilter binlog inspect big.bin | head`
         sys.stderr.close()
         return 0

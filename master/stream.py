@@ -279,7 +279,10 @@ class SlaveStream:
         call per unit; the segment's prefix sums give the counts. Stops at a unit that needs
         more (partly kept, skipped under another policy, not a fast unit), when the batch is
         full (after the unit that fills it, as the reference path cuts), or when a ChangeFilter
-        is pending. Returns the index of the first unit not handled."""
+        is pending. Returns the index of the first unit not handled.
+
+        One long function on purpose: it is the per-slave hot loop, and its locals (prefix sums,
+        counters, the batch) stay in one frame instead of being passed through calls per run."""
         row = self._row(seg)
         if row is None:
             return i

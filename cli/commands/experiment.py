@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dumpfilter.cli.options import add_spark_options
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import add_experiment_arguments, print_table, run_experiment
@@ -18,9 +19,7 @@ def register(subparsers) -> None:
         description="Writes bandwidth.csv (or .parquet) and bandwidth.png under --out. The topology "
                     "format is described in dumpfilter/topology.py.")
     add_experiment_arguments(parser)
-    parser.add_argument("--spark-master", default=None, metavar="URL",
-                        help="Spark master URL (default $SPARK_MASTER, else local[*])")
-    parser.add_argument("--no-spark", action="store_true", help="count in this process")
+    add_spark_options(parser, "count in this process")
     parser.set_defaults(func=run)
 
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from dumpfilter.cli.options import add_binlog_inputs
 from dumpfilter.codec import read_format_description
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs import binlog_paths, open_binlog
@@ -34,8 +35,7 @@ def register(subparsers) -> None:
         description="Keeps what a replica with these rules would apply: whole transactions, or in ROW "
                     "format the Table_map/rows events of kept tables. With no rules and one input file "
                     "the output is byte-identical to the input.")
-    parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="binlog files or directories (a directory stands for its index or numbered files)")
+    add_binlog_inputs(parser)
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="output file; a directory (existing, or given with a trailing /) or several "
                              "input files give a numbered series <base>.NNNNNN with an index")

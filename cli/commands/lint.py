@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from dumpfilter.cli.options import add_binlog_inputs
 from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.cli.commands.filter import flavor_of, input_files
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
@@ -19,8 +20,7 @@ def register(subparsers) -> None:
         description="Replays the binlog as the primary saw it and as a replica with these rules would, and "
                     "reports each kept statement or row event that needs an object the replica lacks, with the "
                     "skipped event that caused it. Exit 0: no break; 1: a break is predicted; 2: bad input.")
-    parser.add_argument("files", nargs="+", metavar="BINLOG",
-                        help="binlog files or directories (a directory stands for its index or numbered files)")
+    add_binlog_inputs(parser, "BINLOG")
     add_rule_options(parser)
     add_schema_option(parser)
     parser.set_defaults(flavor=None)  # the server that wrote the binlog, as `filter` does

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from dumpfilter.cli.options import add_spark_options
 from dumpfilter.spark_jobs.core.local import split_local
 from dumpfilter.spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
 
@@ -18,9 +19,7 @@ def register(subparsers) -> None:
                     "output file is a valid binlog (FDE, Gtid_list/Previous_GTIDs, renumbered positions, "
                     "fresh CRC32, Rotate between files). See docs/split.md.")
     add_split_arguments(parser)
-    parser.add_argument("--spark-master", default=None, metavar="URL",
-                        help="Spark master URL (default $SPARK_MASTER, else local[*])")
-    parser.add_argument("--no-spark", action="store_true", help="split in this process (byte-identical output)")
+    add_spark_options(parser, "split in this process (byte-identical output)")
     parser.set_defaults(func=run)
 
 
