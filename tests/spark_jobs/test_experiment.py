@@ -83,7 +83,7 @@ def test_experiment_counts_match_independent_counts_and_local(spark, workloads, 
 def _framing_bytes_of_skipped(src, counts):
     """Placeholder policy: skipped transactions' framing is sent as is; recomputed from the files
     for the db1 slave (MariaDB: the GTID and XID/COMMIT of transactions with no db1 content)."""
-    from dumpfilter.spark_jobs.core.bandwidth import _is_framing
+    from dumpfilter.rules.transaction_filter import is_framing
 
     total = 0
     for path in binlog_paths(src):
@@ -91,9 +91,9 @@ def _framing_bytes_of_skipped(src, counts):
             if unit.kind == "control":
                 continue
             dbs = {e.table_map[1] for e in unit.events if e.type_code == EventType.TABLE_MAP}
-            dbs |= {e.db for e in unit.events if e.is_query and not _is_framing(e)}
+            dbs |= {e.db for e in unit.events if e.is_query and not is_framing(e)}
             if "db1" not in dbs:
-                total += sum(e.size for e in unit.events if _is_framing(e))
+                total += sum(e.size for e in unit.events if is_framing(e))
     return total
 
 
