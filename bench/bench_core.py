@@ -3,7 +3,8 @@ ROW binlog of 8 schemas (DUMPFILTER_BENCH_MB), every figure measured in this run
 against a baseline measured in this run too, never a fixed threshold:
 
 - `cat FILE > /dev/null` and the compiled bare header hop (the scanner's baseline);
-- the scanner's walk with CRC32 verified (goal >= 0.5x the hop), and its unit grouping;
+- the scanner's walk with CRC32 verified (goal >= 0.5x the hop), a run of events per CRC and,
+  for comparison, one event per CRC; and its unit grouping;
 - `mariadb-binlog FILE` and `mariadb-binlog --database=db3 FILE`, to /dev/null;
 - the pure-Python walk + decide loop (header hop, Table_map names, one cached decision each);
 - `dumpfilter filter --replicate-do-db=db3` writing the filtered binlog (goals >= 3x
@@ -52,8 +53,9 @@ def _run(cmd: list[str], **kwargs) -> float:
     return time.perf_counter() - started
 
 
-def _scan_walk(data: bytes) -> int:
+def _scan_walk(data: bytes, batch_crc: bool = True) -> int:
     scanner = Scanner("bench", verify_checksums=True)
+    scanner.core.batch_crc = batch_crc  # False: every event's CRC32 on its own (the earlier walk)
     _, stop, error = scanner.walk(data, 4, 0, type_mask(()))
     assert error is None and stop == len(data)
     return scanner.events_walked
@@ -112,6 +114,7 @@ def main() -> dict:
             "cat FILE > /dev/null": lambda: _run(["cat", str(path)]),
             "compiled header hop (no CRC)": lambda: _core.hop(data, 4),
             "scanner walk, CRC32 verified": lambda: _scan_walk(data),
+            "scanner walk, CRC32 verified one event at a time": lambda: _scan_walk(data, False),
             "scanner units (grouping, names), CRC32 verified": lambda: _scan_units(data),
             "pure-Python walk + decide loop": lambda: baseline_loop(path, decide),
             "dumpfilter filter --replicate-do-db=db3 (writes)": lambda: _run(cli, cwd=ROOT),

@@ -22,7 +22,7 @@ from dumpfilter.codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL
                                   F_TAGGED_GTID,
                                   Scanner, unit_events)
 from dumpfilter.codec.scanner import statements as core_statements
-from dumpfilter.codec.scanner import partial_unit, unit_rows
+from dumpfilter.codec.scanner import Plan, partial_unit, unit_rows
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from dumpfilter.binlogs import TailingReader, binlog_paths
 from dumpfilter.binlogs.tail import confined_rotate_target
@@ -150,6 +150,7 @@ class SegmentIndex:
         self.raws = [u.raw for u in units]
         self.parts = None
         self.rows_input = None  # (tids, bounds, names) for the compiled per-slave rows
+        self.plan = None        # the core's view of the segment (send walks, rows), scanned segments only
 
     @classmethod
     def from_columns(cls, cols: "_Columns") -> "SegmentIndex":
@@ -159,6 +160,7 @@ class SegmentIndex:
         index.raws = None
         index.parts = (cols.part_of, cols.parts, cols.starts, cols.ends)
         index.rows_input = (cols.tids.tobytes(), cols.bounds.tobytes(), cols.names)
+        index.plan = cols.plan
         return index
 
     def _set(self, *, sizes, events, ntables, occ, fast, gtids, mysql, tables) -> None:
@@ -184,6 +186,8 @@ class SegmentIndex:
             return None
         tids, bounds, names = self.rows_input
         keep = bytes([1 if keeps(db, table) else 0 for db, table in names])
+        if self.plan is not None:
+            return self.plan.rows(keep), keep
         return unit_rows(tids, bounds, keep), keep
 
     def partial(self, k: int, keep: bytes) -> tuple[bytes, int] | None:
@@ -453,6 +457,7 @@ class _Columns:
         self.tids = array("I")    # name ids of the fast units' Table_maps, in order
         self.bounds = array("I")  # per unit (lo, hi) into tids; lo = 0xFFFFFFFF for a unit not fast
         self.names: list = []     # (db, table) by name id
+        self.plan = Plan()        # the same units for the core's per-stream send walk
 
     @property
     def tables(self) -> "_UnitTables":
@@ -651,6 +656,7 @@ class SegmentReader:
         if not n:
             return fmt
         cols = self.cols
+        cols.plan.add(self.scanner.core, buf, name, base)
         words = scan.units.words
         starts, ends, w2, w4 = words[0::8].tolist(), words[1::8].tolist(), words[2::8].tolist(), words[4::8].tolist()
         flags = [w >> 40 for w in w2]

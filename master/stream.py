@@ -92,6 +92,7 @@ class SlaveStream:
         self.occurrences: Counter = Counter()
         self._states: tuple | None = None
         self._hb_parts: tuple | None = None
+        self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
 
     def run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
@@ -274,18 +275,93 @@ class SlaveStream:
         return True
 
     def _fast_runs(self, seg: Segment, i: int) -> int:
-        """Handle fast units from `i` on, in runs that get the same answer for this slave (all
-        kept; or all skipped under the heartbeat policy), without an Event or a TransactionFilter
-        call per unit; the segment's prefix sums give the counts. Stops at a unit that needs
-        more (partly kept, skipped under another policy, not a fast unit), when the batch is
-        full (after the unit that fills it, as the reference path cuts), or when a ChangeFilter
-        is pending. Returns the index of the first unit not handled.
-
-        One long function on purpose: it is the per-slave hot loop, and its locals (prefix sums,
-        counters, the batch) stay in one frame instead of being passed through calls per run."""
+        """Handle fast units from `i` on without an Event or a TransactionFilter call per unit:
+        runs kept whole, MariaDB units kept in part, and stretches skipped under the heartbeat
+        policy (one Heartbeat each), assembled by the core in one call (`Plan.send`) up to the
+        end of the batch. Stops at a unit that needs more (a statement partly kept, skipped under
+        another policy, not a fast unit), when the batch is full (after the unit that fills it,
+        as the reference path cuts), or when a ChangeFilter is pending. Returns the index of the
+        first unit not handled."""
         row = self._row(seg)
         if row is None:
             return i
+        index = seg.index
+        plan = index.plan
+        if plan is None:
+            return self._fast_runs_py(seg, i, row)
+        slave = self.slave
+        if slave.pending:
+            return i
+        stats = slave.stats
+        pending = self._heartbeat_raw(self.pending_hb) if self.pending_hb is not None else None
+        crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
+        names = index.rows_input[2]
+        tally = self._tally
+        if tally is None or tally[0] is not names or len(tally[1]) < 4 * len(names):
+            self._fold_tally()
+            tally = self._tally = (names, bytearray(4 * len(names)))
+        (out, j, kept, partial, skipped, sent_bytes, sent_events, read_bytes, read_events, heartbeats,
+         heartbeat_bytes, pending_unit, pending_done) = plan.send(
+            row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes, self.policy == HEARTBEAT,
+            self.policy != PLACEHOLDER, pending, self.master_server_id, crc, tally[1])
+        if j == i:
+            return i
+        if out:
+            self.parts.append(out)
+            self.batch_bytes += len(out)
+        if pending_done:
+            self.pending_hb = None
+        units = seg.units
+        end_of = units.end_of if isinstance(units, LazyUnits) else (lambda k: units[k].end)
+        if pending_unit >= 0:
+            self.pending_hb = end_of(pending_unit)
+        stats.heartbeats += heartbeats
+        stats.heartbeat_bytes += heartbeat_bytes
+        stats.events_read += read_events
+        stats.bytes_read += read_bytes
+        self.batch_units += j - i
+        self._track_gtids(index, i, j)
+        stats.events_sent += sent_events + heartbeats
+        stats.bytes_sent += sent_bytes + heartbeat_bytes
+        stats.kept_bytes += sent_bytes
+        stats.transactions_kept += kept
+        stats.transactions_partial += partial
+        stats.transactions_skipped += skipped
+        stats.events_skipped += read_events - sent_events
+        stats.bytes_skipped += read_bytes - sent_bytes
+        self.batch_skipped += read_bytes - sent_bytes
+        self.pos = slave.position = end_of(j - 1)
+        return j
+
+    def _fold_tally(self) -> None:
+        """The core's Table_map tally (per name id of one segment reader) into `occurrences`."""
+        tally = self._tally
+        if tally is None:
+            return
+        self._tally = None
+        names, counts = tally
+        occurrences = self.occurrences
+        for nid, count in enumerate(memoryview(counts).cast("I").tolist()):
+            if count:
+                occurrences[names[nid]] += count
+
+    def _track_gtids(self, index, start: int, i: int) -> None:
+        """The GTIDs of units start..i-1 into the stream's tracker."""
+        if index.mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
+            add = self.tracker.mysql.add
+            for g in index.mysql_gtids[start:i]:
+                if g is not None:
+                    add(g[0], g[2], g[1])
+        elif index.gtids[i - 1] is not None:  # MariaDB units (MySQL Anonymous_GTID units have none)
+            if index.one_gtid_source:
+                self.tracker.mariadb.gtids.update((index.gtids[i - 1],))
+            else:
+                self.tracker.mariadb.gtids.update(index.gtids[start:i])
+
+    def _fast_runs_py(self, seg: Segment, i: int, row: bytes) -> int:
+        """`_fast_runs` for the reference reader's segments (no core Plan): the same walk in
+        Python, run by run. One long function on purpose: its locals (prefix sums, counters, the
+        batch) stay in one frame instead of being passed through calls per run."""
         n = len(row)
         index, units = seg.index, seg.units
         cum, evc, run_bytes = index.cum, index.evc, index.run_bytes
@@ -347,16 +423,7 @@ class SlaveStream:
         stats.events_read += nevents
         stats.bytes_read += nbytes
         self.batch_units += i - start
-        if index.mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
-            add = self.tracker.mysql.add
-            for g in index.mysql_gtids[start:i]:
-                if g is not None:
-                    add(g[0], g[2], g[1])
-        elif index.gtids[i - 1] is not None:  # MariaDB units (MySQL Anonymous_GTID units have none)
-            if index.one_gtid_source:
-                self.tracker.mariadb.gtids.update((index.gtids[i - 1],))
-            else:
-                self.tracker.mariadb.gtids.update(index.gtids[start:i])
+        self._track_gtids(index, start, i)
         self.occurrences.update(index.occ[index.toff[start] : index.toff[i]])
         stats.events_sent += sent_events
         stats.bytes_sent += sent_bytes
@@ -374,6 +441,7 @@ class SlaveStream:
         """Rule hits of the Table_maps decided in runs: what SlaveDecider.table_kept counts per
         Table_map (the engine's COUNTER names, MASTER_POLICY when the policy refused it), added
         to the stats and P_S counters as the reference path adds its per-unit hits."""
+        self._fold_tally()
         occurrences = self.occurrences
         if not occurrences:
             return

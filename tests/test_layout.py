@@ -143,3 +143,11 @@ def test_nothing_is_generated_at_import():
     offenders = [str(path.relative_to(ROOT)) for _, path in source_modules()
                  if "grpc_tools" in path.read_text() or "proto_gen" in path.read_text()]
     assert not offenders, offenders
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test files by basename (rootdir-less folders): two of one name break collection."""
+    names: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {n: p for n, p in names.items() if len(p) > 1}

@@ -2,8 +2,10 @@
 //! extension module, `dumpfilter._core`. Semantics stay in Python; this crate only walks bytes.
 
 pub mod assemble;
+pub mod crc;
 pub mod format;
 pub mod scan;
+pub mod send;
 pub mod types;
 
 #[cfg(feature = "python")]

@@ -7,6 +7,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use crate::assemble;
 use crate::scan::{self, ErrorKind, ScanError, Scanner, UNIT_WORDS};
+use crate::send::{self, Plan, SendOptions};
 
 fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny>> {
     let kind = match e.kind {
@@ -83,6 +84,17 @@ impl PyScanner {
     #[setter]
     fn set_verify(&mut self, verify: bool) {
         self.inner.verify = verify;
+    }
+
+    /// Whether CRCs are checked a run of events at a time (see crc::Run), else one by one.
+    #[getter]
+    fn batch_crc(&self) -> bool {
+        self.inner.batch_crc
+    }
+
+    #[setter]
+    fn set_batch_crc(&mut self, on: bool) {
+        self.inner.batch_crc = on && crate::crc::batch_available();
     }
 
     /// Groups buf[off..] into units (see scan::Scanner::units). Returns (units, tables,
@@ -237,6 +249,133 @@ impl PyScanner {
     }
 }
 
+/// A segment of the master's binlog as every stream walks it (see send::Plan): the units of
+/// one or more scans, with the read buffers they lie in.
+#[pyclass(module = "dumpfilter._core", name = "Plan")]
+struct PyPlan {
+    plan: Plan,
+    bufs: Vec<Py<PyBytes>>,
+}
+
+#[pymethods]
+impl PyPlan {
+    #[new]
+    fn new() -> Self {
+        PyPlan {
+            plan: Plan::default(),
+            bufs: Vec::new(),
+        }
+    }
+
+    /// Appends the units of `scanner`'s last `units` call, made over `buf` (file offset
+    /// `base` of the binlog file `file`).
+    fn add(
+        &mut self,
+        scanner: PyRef<'_, PyScanner>,
+        buf: Bound<'_, PyBytes>,
+        file: &str,
+        base: u64,
+    ) {
+        self.plan.add(
+            file.as_bytes(),
+            base,
+            &scanner.last_units,
+            &scanner.last_tables,
+        );
+        self.bufs.push(buf.unbind());
+    }
+
+    fn __len__(&self) -> usize {
+        self.plan.units.len()
+    }
+
+    /// One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its keep
+    /// byte per name id (non-zero: kept).
+    fn rows<'py>(&self, py: Python<'py>, keep: &[u8]) -> Bound<'py, PyBytes> {
+        let out = py.detach(|| self.plan.rows(keep));
+        PyBytes::new(py, &out)
+    }
+
+    /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
+    /// until a unit it cannot handle or the batch is full (see send::send). Returns (bytes,
+    /// next unit, kept, partial, skipped, sent bytes, sent events, read bytes, read events,
+    /// heartbeats, heartbeat bytes, pending unit or -1, pending sent-or-replaced); the units'
+    /// Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc, counts))]
+    fn send<'py>(
+        &self,
+        py: Python<'py>,
+        row: &[u8],
+        keep: &[u8],
+        start: usize,
+        batch_bytes: u64,
+        limit: u64,
+        skip_ok: bool,
+        partial_ok: bool,
+        pending: Option<&[u8]>,
+        server_id: u32,
+        heartbeat_crc: bool,
+        counts: &Bound<'py, PyByteArray>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.as_bytes(py)).collect();
+        let opt = SendOptions {
+            batch_bytes,
+            limit,
+            skip_ok,
+            partial_ok,
+            pending,
+            server_id,
+            heartbeat_crc,
+        };
+        let plan = &self.plan;
+        let s = py.detach(|| send::send(plan, &bufs, row, keep, start, &opt));
+        // SAFETY: the GIL is held and no Python code runs while the bytearray is borrowed.
+        let tally = unsafe { counts.as_bytes_mut() };
+        for (slot, c) in tally.chunks_exact_mut(4).zip(&s.name_counts) {
+            if *c != 0 {
+                let old = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+                slot.copy_from_slice(&old.wrapping_add(*c).to_le_bytes());
+            }
+        }
+        let pending = s.pending.map_or(-1i64, |k| k as i64);
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &s.out).into_any(),
+                s.next.into_pyobject(py)?.into_any(),
+                s.kept.into_pyobject(py)?.into_any(),
+                s.partial.into_pyobject(py)?.into_any(),
+                s.skipped.into_pyobject(py)?.into_any(),
+                s.sent_bytes.into_pyobject(py)?.into_any(),
+                s.sent_events.into_pyobject(py)?.into_any(),
+                s.read_bytes.into_pyobject(py)?.into_any(),
+                s.read_events.into_pyobject(py)?.into_any(),
+                s.heartbeats.into_pyobject(py)?.into_any(),
+                s.heartbeat_bytes.into_pyobject(py)?.into_any(),
+                pending.into_pyobject(py)?.into_any(),
+                pyo3::types::PyBool::new(py, s.pending_done)
+                    .to_owned()
+                    .into_any(),
+            ],
+        )
+    }
+}
+
+/// A Heartbeat event for (file, pos), as the master sends one (see send::heartbeat).
+#[pyfunction]
+fn heartbeat<'py>(
+    py: Python<'py>,
+    file: &str,
+    pos: u64,
+    server_id: u32,
+    crc: bool,
+) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(file.len() + 23);
+    send::heartbeat(file.as_bytes(), pos, server_id, crc, &mut out);
+    PyBytes::new(py, &out)
+}
+
 /// CRC-32 (zlib's polynomial) of `data`, SIMD-accelerated.
 #[pyfunction]
 fn crc32(py: Python<'_>, data: &[u8]) -> u32 {
@@ -342,6 +481,8 @@ fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
+    m.add_class::<PyPlan>()?;
+    m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use crate::crc::{self, Run};
 use crate::format::{type_name, Format, FormatError};
 use crate::types::*;
 
@@ -150,6 +151,10 @@ pub struct Scanner {
     ids: Vec<[u8; 6]>,
     tables: Vec<u32>,
     pub events_walked: u64,
+    /// CRCs of the common events are checked a run at a time (see `crc`); off, one by one.
+    pub batch_crc: bool,
+    run: Run,
+    run_bad: bool,
 }
 
 /// FNV-1a: the name table's keys are a few dozen bytes from the binlog itself, hashed once per
@@ -232,7 +237,60 @@ impl Scanner {
             ids: Vec::new(),
             tables: Vec::new(),
             events_walked: 0,
+            batch_crc: crc::batch_available(),
+            run: Run::default(),
+            run_bad: false,
         }
+    }
+
+    /// Adds a common event's CRC check to the open run (a new run where it is not contiguous
+    /// or full, after checking the old one).
+    #[inline]
+    fn run_add(&mut self, buf: &[u8], pos: usize, nxt: usize) {
+        if pos != self.run.end || !self.run.fits(nxt) {
+            self.run_check(buf);
+            self.run = Run::at(pos);
+            if !self.run.fits(nxt) {
+                // An event too large for a run: checked alone (SIMD speed at this size).
+                if !crc_ok(&buf[pos..nxt]) {
+                    self.run_bad = true;
+                }
+                self.run = Run::at(nxt);
+                return;
+            }
+        }
+        self.run.add(nxt);
+    }
+
+    fn run_check(&mut self, buf: &[u8]) {
+        if !self.run.is_empty() && !self.run.check(buf) {
+            self.run_bad = true;
+        }
+        self.run = Run::at(self.run.end);
+    }
+
+    /// Runs `scan` with CRCs checked a run at a time; if a run holds a bad CRC, runs it again
+    /// from the same state checking event by event, so that the answer (units, the error and
+    /// its offset) is exactly the one-by-one check's.
+    fn batched<T>(&mut self, buf: &[u8], off: usize, scan: impl Fn(&mut Self) -> T) -> T {
+        if !(self.verify && self.batch_crc) {
+            return scan(self);
+        }
+        let (fmt, walked) = (self.fmt.clone(), self.events_walked);
+        self.run = Run::at(off);
+        self.run_bad = false;
+        let out = scan(self);
+        self.run_check(buf);
+        if !self.run_bad {
+            return out;
+        }
+        self.fmt = fmt;
+        self.events_walked = walked;
+        self.run_bad = false;
+        self.batch_crc = false;
+        let out = scan(self);
+        self.batch_crc = true;
+        out
     }
 
     /// Adopts a format read elsewhere (a stream that starts past the file's FDE).
@@ -309,7 +367,9 @@ impl Scanner {
             self.check_special(ev, t, base + pos as u64, &mut unknown)?;
         } else if self.verify {
             if let Some(fmt) = &self.fmt {
-                if fmt.checksum_len != 0 && !crc_ok(ev) {
+                if fmt.checksum_len != 0 && self.batch_crc {
+                    self.run_add(buf, pos, nxt);
+                } else if fmt.checksum_len != 0 && !crc_ok(ev) {
                     return Err(ScanError {
                         kind: ErrorKind::Checksum,
                         message: format!("CRC32 mismatch in {} event", type_name(t)),
@@ -346,6 +406,16 @@ impl Scanner {
     /// is still bounds- and CRC-checked and counted. Stops at the first partial event; an error
     /// ends the walk after the events before it.
     pub fn walk(
+        &mut self,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        types: &[bool; 256],
+    ) -> (Vec<u64>, usize, Option<ScanError>) {
+        self.batched(buf, off, |s| s.walk_events(buf, off, base, types))
+    }
+
+    fn walk_events(
         &mut self,
         buf: &[u8],
         off: usize,
@@ -414,6 +484,17 @@ impl Scanner {
     /// handed out). A unit still open where the buffer ends is not handed out (the next scan
     /// starts at its first byte) unless `at_eof`, when it comes out incomplete.
     pub fn units(
+        &mut self,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        limit: usize,
+        at_eof: bool,
+    ) -> ScanOut {
+        self.batched(buf, off, |s| s.group_units(buf, off, base, limit, at_eof))
+    }
+
+    fn group_units(
         &mut self,
         buf: &[u8],
         off: usize,

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use _core::assemble::{assemble, Options};
 use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
+use _core::send::{send, Plan, SendOptions};
 
 struct Rng(u64);
 
@@ -238,6 +239,31 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     for id in &out.tables {
         assert!((*id as usize) < scanner.names.len());
     }
+    if verify && scanner.batch_crc {
+        // CRCs checked a run at a time answer exactly as one by one: units, error, offset.
+        let mut one_by_one = Scanner::new(true);
+        one_by_one.batch_crc = false;
+        let other = one_by_one.units(data, start, 0, limit, eof);
+        assert_eq!(
+            (
+                &out.units,
+                &out.tables,
+                out.stop,
+                out.events,
+                out.last_rotate,
+                &out.error
+            ),
+            (
+                &other.units,
+                &other.tables,
+                other.stop,
+                other.events,
+                other.last_rotate,
+                &other.error
+            ),
+            "iteration {iteration}: batched CRC checks differ"
+        );
+    }
     // Assembly over what was scanned, with random answers per table (some unknown).
     let keep: Vec<u8> = (0..scanner.names.len())
         .map(|_| rng.below(3) as u8)
@@ -265,14 +291,65 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         "iteration {iteration}: assemble stopped at {}",
         a.next
     );
+    // One stream's send walk over the scanned units, with random answers.
+    let mut plan = Plan::default();
+    plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    let row: Vec<u8> = if rng.below(2) == 0 {
+        plan.rows(&keep)
+    } else {
+        (0..out.units.len()).map(|_| rng.below(5) as u8).collect()
+    };
+    let pending = [0u8; 23];
+    let sopt = SendOptions {
+        batch_bytes: rng.next() >> 50,
+        limit: rng.next() >> 48,
+        skip_ok: rng.below(2) == 0,
+        partial_ok: rng.below(2) == 0,
+        pending: if rng.below(2) == 0 {
+            Some(&pending[..])
+        } else {
+            None
+        },
+        server_id: 1,
+        heartbeat_crc: rng.below(2) == 0,
+    };
+    let sent_from = rng.below(out.units.len() + 1);
+    let sent = send(
+        &plan,
+        &[&data[..out.stop.max(start)]],
+        &row,
+        &keep,
+        sent_from,
+        &sopt,
+    );
+    assert!(
+        sent.next >= sent_from && sent.next <= out.units.len(),
+        "iteration {iteration}: send stopped at {}",
+        sent.next
+    );
+    assert!(sent.pending.is_none_or(|k| k < sent.next));
+    assert_eq!(
+        sent.sent_bytes + sent.heartbeat_bytes,
+        sent.out.len() as u64
+    );
     if data.len() > 8 {
         let body = rng.below(data.len());
         let _ = statements(data, body, body + rng.below(data.len() - body + 8));
     }
     let mut walker = Scanner::new(verify);
     let mask = [true; 256];
-    let (offsets, stop, _) = walker.walk(data, start, 0, &mask);
-    assert!(stop <= data.len() && offsets.iter().all(|o| (*o as usize) < data.len()));
+    let walked = walker.walk(data, start, 0, &mask);
+    let (offsets, stop, _) = &walked;
+    assert!(*stop <= data.len() && offsets.iter().all(|o| (*o as usize) < data.len()));
+    if verify && walker.batch_crc {
+        let mut one_by_one = Scanner::new(true);
+        one_by_one.batch_crc = false;
+        assert_eq!(
+            walked,
+            one_by_one.walk(data, start, 0, &mask),
+            "iteration {iteration}: batched CRC walk differs"
+        );
+    }
     if data.len() > 40 {
         let at = rng.below(data.len() - 20);
         let _ = payload_bytes(&data[at..], 1 << 16);
@@ -377,4 +454,80 @@ fn rows_answer_per_unit() {
     let tids = [0u32, 1, 1, 0, 9];
     let bounds = [u32::MAX, 0, 0, 0, 0, 2, 2, 3, 3, 4, 4, 5];
     assert_eq!(rows(&tids, &bounds, &[1, 0]), vec![3, 2, 1, 0, 2, 3]);
+}
+
+#[test]
+fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
+    let data = synthetic(true, true);
+    let mut scanner = Scanner::new(true);
+    let out = scanner.units(&data, 4, 0, usize::MAX, true);
+    let mut plan = Plan::default();
+    plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    // Tables t0..t11 of db1 (ten of them in fast units): keep the even ones.
+    let keep: Vec<u8> = scanner
+        .names
+        .iter()
+        .map(|(_, t)| u8::from(t[1..].iter().fold(0, |a, b| a * 10 + b - b'0') % 2 == 0))
+        .collect();
+    let row = plan.rows(&keep);
+    assert_eq!(row.len(), out.units.len());
+    let opt = SendOptions {
+        batch_bytes: 0,
+        limit: u64::MAX,
+        skip_ok: true,
+        partial_ok: true,
+        pending: None,
+        server_id: 9,
+        heartbeat_crc: true,
+    };
+    // From the first transaction on (unit 0 is the FDE, a control unit the caller sends).
+    let sent = send(&plan, &[&data], &row, &keep, 1, &opt);
+    let mut expected = Vec::new();
+    let mut owed: Option<usize> = None;
+    let mut k = 1;
+    while k < out.units.len() && row[k] != 3 {
+        let u = &out.units[k];
+        if row[k] == 2 {
+            if let Some(j) = owed.take() {
+                _core::send::heartbeat(
+                    b"bin.000001",
+                    out.units[j].end as u64,
+                    9,
+                    true,
+                    &mut expected,
+                );
+            }
+            expected.extend_from_slice(&data[u.start..u.end]);
+        } else {
+            assert_eq!(row[k], 0);
+            owed = Some(k);
+        }
+        k += 1;
+    }
+    assert_eq!(
+        sent.next, k,
+        "stops at the first unit that is not fast (the DDL)"
+    );
+    assert!(sent.kept >= 2 && sent.skipped >= 1 && sent.heartbeats >= 1);
+    assert_eq!(sent.out, expected);
+    assert_eq!(sent.pending, owed);
+    // The heartbeat is a whole event with a right CRC: its CRC over itself is the residue.
+    let hb_at = out.units[1].end - out.units[1].start;
+    let hb_size = u32::from_le_bytes(expected[hb_at + 9..hb_at + 13].try_into().unwrap()) as usize;
+    assert_eq!(expected[hb_at + 4], 27);
+    assert_eq!(
+        crc32fast::hash(&expected[hb_at..hb_at + hb_size]),
+        0x2144_DF1C
+    );
+    // A batch limit of one byte cuts after the first kept unit.
+    let one = send(
+        &plan,
+        &[&data],
+        &row,
+        &keep,
+        1,
+        &SendOptions { limit: 1, ..opt },
+    );
+    assert_eq!(one.kept, 1);
+    assert!(one.next < sent.next || sent.kept == 1);
 }

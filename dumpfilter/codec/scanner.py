@@ -44,6 +44,11 @@ partial_unit = _core.partial_unit
 unit_rows = _core.unit_rows
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
 statements = _core.statements
+# A segment's units for the core's per-stream send walk (kept runs, partial units, heartbeats):
+# Plan().add(scanner.core, buf, file, base) after each `units` call, then rows(keep) and send(...).
+Plan = _core.Plan
+# The Heartbeat event the master sends for (file, pos): heartbeat(file, pos, server_id, crc).
+heartbeat = _core.heartbeat
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 
 
@@ -135,6 +140,11 @@ class Scanner:
         self._core = _core.Scanner(verify_checksums)
         self.path = path
         self.names: list[tuple[str, str]] = []  # (db, table) by name id
+
+    @property
+    def core(self):
+        """The compiled scanner (its last `units` call is what Plan.add takes)."""
+        return self._core
 
     @property
     def has_format(self) -> bool:

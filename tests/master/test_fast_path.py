@@ -168,6 +168,24 @@ def test_fast_path_decides_row_units_without_transaction_filter(row_workload, mo
                    for e in txn.events) for txn in calls), "a pure ROW unit went through TransactionFilter"
 
 
+def test_scanned_segments_are_sent_by_the_core_in_one_call_per_batch(row_workload, monkeypatch):
+    """Segments read by the scanner carry the core's Plan: every fast run, partial unit and
+    heartbeat of a stream goes through Plan.send, never the Python run loop, and the heartbeats
+    it builds are the master's own (same bytes as the reference path's, which _assert_same checks)."""
+    from dumpfilter.master.stream import SlaveStream
+
+    def python_loop(*args, **kwargs):
+        raise AssertionError("a scanned segment went through the Python run loop")
+
+    monkeypatch.setattr(SlaveStream, "_fast_runs_py", python_loop)
+    regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
+            Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(do_db=("db2",))),))]
+    fast = _dump(row_workload, regs, True)
+    for sid in (1, 2):
+        stats = fast[sid][1]
+        assert stats.heartbeats > 0 and stats.transactions_kept > 0 and stats.transactions_partial > 0
+
+
 def test_partial_units_under_placeholder_policy_take_the_reference_path(row_workload, monkeypatch):
     regs = [Registration(server_id=1, skip_policy="placeholder", filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),))]
     fast = _assert_same(row_workload, regs)

@@ -1,11 +1,13 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
-//! without CRC checks, at every limit) and the payload decoders. A crash is a panic on input.
+//! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
+//! the assembly, a stream's send walk, and the payload decoders. A crash is a panic on input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use _core::assemble::{assemble, Options};
 use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
+use _core::send::{send, Plan, SendOptions};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, rest)) = data.split_first() else {
@@ -19,6 +21,12 @@ fuzz_target!(|data: &[u8]| {
     let mut scanner = Scanner::new(verify);
     let out = scanner.units(&buf, 4, 0, limit, control & 4 != 0);
     assert!(out.stop <= buf.len());
+    if verify && scanner.batch_crc {
+        let mut one_by_one = Scanner::new(true);
+        one_by_one.batch_crc = false;
+        let other = one_by_one.units(&buf, 4, 0, limit, control & 4 != 0);
+        assert_eq!((&out.units, &out.error, out.stop), (&other.units, &other.error, other.stop));
+    }
     let keep: Vec<u8> = (0..scanner.names.len())
         .map(|i| ((control as usize >> 3) + i) as u8 % 3)
         .collect();
@@ -32,6 +40,22 @@ fuzz_target!(|data: &[u8]| {
     };
     let a = assemble(&buf, &out.units, &out.tables, &keep, 0, 4, &opt);
     assert!(a.next <= out.units.len());
+    let mut plan = Plan::default();
+    plan.add(b"bin.000001", 4, &out.units, &out.tables);
+    let row = plan.rows(&keep);
+    let pending = [7u8; 20];
+    let sopt = SendOptions {
+        batch_bytes: 0,
+        limit: if control & 128 != 0 { 100 } else { u64::MAX },
+        skip_ok: control & 2 != 0,
+        partial_ok: control & 4 != 0,
+        pending: (control & 8 != 0).then_some(&pending[..]),
+        server_id: 1,
+        heartbeat_crc: control & 16 != 0,
+    };
+    let sent = send(&plan, &[&buf[..out.stop]], &row, &keep, 0, &sopt);
+    assert!(sent.next <= out.units.len());
+    assert_eq!(sent.sent_bytes + sent.heartbeat_bytes, sent.out.len() as u64);
     let _ = statements(&buf, 4, buf.len());
     let mask = [true; 256];
     let (_, stop, _) = Scanner::new(verify).walk(&buf, 4, 0, &mask);

@@ -1,0 +1,308 @@
+//! What one slave's stream sends of a segment of the master's binlog, assembled in one call per
+//! batch: runs of units kept whole (one copy of their bytes), MariaDB units kept in part (whole
+//! statements dropped, see `assemble::partial`), and for each stretch of skipped units one
+//! Heartbeat event naming where the stretch ends, as `master`'s stream loop did unit run by unit
+//! run in Python. The segment (`Plan`) is built once from the scanner's records and shared by
+//! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
+
+use crate::assemble::{partial, rows};
+use crate::scan::{Unit, F_FAST, F_MARIADB_GTID};
+use crate::types::{HEADER_LEN, HEARTBEAT};
+
+/// A stream's answer per unit (`rows`): skip, kept in part, kept whole, not a fast unit.
+pub const SKIP: u8 = 0;
+pub const PARTIAL: u8 = 1;
+pub const KEEP: u8 = 2;
+pub const SLOW: u8 = 3;
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanUnit {
+    pub part: u32,
+    /// Offsets in the part's buffer.
+    pub start: usize,
+    pub end: usize,
+    pub events: u32,
+    pub flags: u32,
+    pub gtid_size: u32,
+    /// Its Table_maps' name ids are tids[lo..hi]; lo = u32::MAX for a unit that is not fast.
+    pub lo: u32,
+    pub hi: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PlanPart {
+    /// The binlog file the part was read from (a Heartbeat's body) and its offset of buf[0].
+    pub file: Vec<u8>,
+    pub base: u64,
+}
+
+/// A segment's units across its parts (one part per scanned read buffer).
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub parts: Vec<PlanPart>,
+    pub units: Vec<PlanUnit>,
+    pub tids: Vec<u32>,
+    /// tid-style bounds per unit, (lo, hi) pairs, for `rows`.
+    pub bounds: Vec<u32>,
+}
+
+impl Plan {
+    /// Appends the units of one scan of a buffer (`tables` the scan's name ids).
+    pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) {
+        let part = self.parts.len() as u32;
+        self.parts.push(PlanPart {
+            file: file.to_vec(),
+            base,
+        });
+        let off = self.tids.len() as u32;
+        self.tids.extend_from_slice(tables);
+        for u in units {
+            let fast = u.flags & F_FAST != 0
+                && u.tables_lo <= u.tables_hi
+                && u.tables_hi as usize <= tables.len();
+            let (lo, hi) = if fast {
+                (u.tables_lo + off, u.tables_hi + off)
+            } else {
+                (u32::MAX, u32::MAX)
+            };
+            self.bounds.extend_from_slice(&[lo, hi]);
+            self.units.push(PlanUnit {
+                part,
+                start: u.start,
+                end: u.end,
+                events: u.events,
+                flags: u.flags,
+                gtid_size: u.gtid_size,
+                lo,
+                hi,
+            });
+        }
+    }
+
+    /// One stream's answer byte per unit from its keep byte per name id (see assemble::rows).
+    pub fn rows(&self, keep: &[u8]) -> Vec<u8> {
+        rows(&self.tids, &self.bounds, keep)
+    }
+
+    /// The Heartbeat event for the end of unit k (MySQL's Binlog_sender::send_heartbeat_event:
+    /// timestamp 0, the master's server_id, log_pos = the position, the file name as its body,
+    /// a CRC32 when the binlog has them).
+    pub fn heartbeat(&self, k: usize, server_id: u32, crc: bool, out: &mut Vec<u8>) -> usize {
+        let (Some(u), before) = (self.units.get(k), out.len()) else {
+            return 0;
+        };
+        let Some(part) = self.parts.get(u.part as usize) else {
+            return 0;
+        };
+        heartbeat(&part.file, part.base + u.end as u64, server_id, crc, out);
+        out.len() - before
+    }
+}
+
+/// Appends a Heartbeat event for position (file, pos).
+pub fn heartbeat(file: &[u8], pos: u64, server_id: u32, crc: bool, out: &mut Vec<u8>) {
+    let at = out.len();
+    let size = HEADER_LEN + file.len() + if crc { 4 } else { 0 };
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.push(HEARTBEAT);
+    out.extend_from_slice(&server_id.to_le_bytes());
+    out.extend_from_slice(&(size as u32).to_le_bytes());
+    out.extend_from_slice(&(pos as u32).to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(file);
+    if crc {
+        let c = crc32fast::hash(&out[at..]);
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+}
+
+pub struct SendOptions<'a> {
+    /// Bytes already in the batch, and the size at which it is full (it is cut after the unit
+    /// that fills it, as the reference path cuts).
+    pub batch_bytes: u64,
+    pub limit: u64,
+    /// The heartbeat skip policy: skipped units become one Heartbeat per stretch. Otherwise
+    /// a skipped unit ends the call (the caller's reference path sends what its policy says).
+    pub skip_ok: bool,
+    /// Units kept in part may be sent as kept statements (not under the placeholder policy).
+    pub partial_ok: bool,
+    /// A Heartbeat the caller still owes (a stretch skipped before this call), sent before the
+    /// next kept bytes or replaced by a later stretch's.
+    pub pending: Option<&'a [u8]>,
+    pub server_id: u32,
+    pub heartbeat_crc: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct Sent {
+    pub out: Vec<u8>,
+    /// The first unit not handled.
+    pub next: usize,
+    pub kept: u64,
+    pub partial: u64,
+    pub skipped: u64,
+    /// Master event bytes and events sent (kept units and the kept part of partial ones).
+    pub sent_bytes: u64,
+    pub sent_events: u64,
+    /// Bytes and events of the units handled.
+    pub read_bytes: u64,
+    pub read_events: u64,
+    pub heartbeats: u64,
+    pub heartbeat_bytes: u64,
+    /// The unit whose end a Heartbeat is still owed for, if any.
+    pub pending: Option<usize>,
+    /// Whether the caller's pending Heartbeat was sent or replaced.
+    pub pending_done: bool,
+    /// Table_map occurrences per name id over the units handled (their rule hits).
+    pub name_counts: Vec<u32>,
+}
+
+enum Owed<'a> {
+    None,
+    Given(&'a [u8]),
+    Unit(usize),
+}
+
+/// Walks plan.units[from..] with a stream's answers `row` (from `Plan::rows`) and keep bytes,
+/// assembling what it sends, until a unit it cannot handle, or the batch is full. `bufs` are
+/// the parts' buffers. Never panics: a unit or answer out of range ends the walk.
+pub fn send(
+    plan: &Plan,
+    bufs: &[&[u8]],
+    row: &[u8],
+    keep: &[u8],
+    from: usize,
+    opt: &SendOptions,
+) -> Sent {
+    let mut s = Sent {
+        name_counts: vec![0; keep.len()],
+        ..Default::default()
+    };
+    let n = row.len().min(plan.units.len());
+    let mut owed = match opt.pending {
+        Some(raw) => Owed::Given(raw),
+        None => Owed::None,
+    };
+    let mut batch = opt.batch_bytes;
+    let mut i = from;
+    let flush = |owed: &mut Owed, s: &mut Sent, batch: &mut u64| {
+        let size = match *owed {
+            Owed::None => return,
+            Owed::Given(raw) => {
+                s.out.extend_from_slice(raw);
+                s.pending_done = true;
+                raw.len()
+            }
+            Owed::Unit(k) => plan.heartbeat(k, opt.server_id, opt.heartbeat_crc, &mut s.out),
+        };
+        *owed = Owed::None;
+        s.heartbeats += 1;
+        s.heartbeat_bytes += size as u64;
+        *batch += size as u64;
+    };
+    while i < n {
+        let unit = &plan.units[i];
+        let Some(buf) = bufs.get(unit.part as usize) else {
+            break;
+        };
+        if unit.start > unit.end || unit.end > buf.len() {
+            break;
+        }
+        match row[i] {
+            KEEP => {
+                flush(&mut owed, &mut s, &mut batch);
+                // Units i..j of one part, cut after the unit that fills the batch.
+                let left = opt.limit.saturating_sub(batch);
+                let (mut j, mut took, mut at) = (i, 0u64, unit.start);
+                while j < n && row[j] == KEEP {
+                    let u = &plan.units[j];
+                    if u.part != unit.part || u.start != at || u.end < u.start || u.end > buf.len()
+                    {
+                        break;
+                    }
+                    at = u.end;
+                    took += (u.end - u.start) as u64;
+                    s.sent_events += u.events as u64;
+                    j += 1;
+                    if took >= left {
+                        break;
+                    }
+                }
+                if j == i {
+                    break;
+                }
+                s.out.extend_from_slice(&buf[unit.start..at]);
+                s.sent_bytes += took;
+                s.kept += (j - i) as u64;
+                batch += took;
+                count(plan, i, j, &mut s);
+                i = j;
+                if batch >= opt.limit {
+                    break;
+                }
+            }
+            SKIP if opt.skip_ok => {
+                let mut j = i;
+                while j < n && row[j] == SKIP {
+                    j += 1;
+                }
+                if matches!(owed, Owed::Given(_)) {
+                    s.pending_done = true;
+                }
+                owed = Owed::Unit(j - 1);
+                s.skipped += (j - i) as u64;
+                count(plan, i, j, &mut s);
+                i = j;
+            }
+            PARTIAL if opt.partial_ok => {
+                if unit.flags & F_MARIADB_GTID == 0 || unit.lo > unit.hi {
+                    break; // MySQL: the GTID's transaction_length must be rewritten
+                }
+                let Some(ids) = plan.tids.get(unit.lo as usize..unit.hi as usize) else {
+                    break;
+                };
+                let gtid_end = unit.start + unit.gtid_size as usize;
+                let Some((bytes, events)) =
+                    partial(buf, unit.start, unit.end, gtid_end, unit.events, ids, keep)
+                else {
+                    break;
+                };
+                flush(&mut owed, &mut s, &mut batch);
+                s.out.extend_from_slice(&bytes);
+                s.sent_bytes += bytes.len() as u64;
+                s.sent_events += events;
+                s.partial += 1;
+                batch += bytes.len() as u64;
+                count(plan, i, i + 1, &mut s);
+                i += 1;
+                if batch >= opt.limit {
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    s.next = i;
+    if let Owed::Unit(k) = owed {
+        s.pending = Some(k);
+    }
+    s
+}
+
+/// Adds units i..j to the read counters and their Table_maps to the name counts.
+fn count(plan: &Plan, i: usize, j: usize, s: &mut Sent) {
+    for u in &plan.units[i..j] {
+        s.read_bytes += (u.end - u.start) as u64;
+        s.read_events += u.events as u64;
+        if u.lo == u32::MAX {
+            continue;
+        }
+        if let Some(ids) = plan.tids.get(u.lo as usize..u.hi as usize) {
+            for id in ids {
+                if let Some(c) = s.name_counts.get_mut(*id as usize) {
+                    *c += 1;
+                }
+            }
+        }
+    }
+}
