@@ -372,7 +372,7 @@ def run(seconds: float, n_slaves: int, rate: float, n_dbs: int, binlog_format: s
             "load": load.name, "seconds": seconds, "slaves": n_slaves, "databases": n_dbs,
             "rate_per_db_tps": rate, "binlog_format": binlog_format, "transactions": load.transactions,
             "tps": round(load.transactions / seconds, 1), "binlog_mb": round(final / 1e6, 1),
-            "dumpfilter.binlogs": len(paths),
+            "binlog_file_count": len(paths),
             "master_rss_mb_first_half_max": max(rss[warm:half] or rss),
             "master_rss_mb_second_half_max": max(rss[half:] or rss),
             "master_rss_mb_end": round(rss_end, 1),
