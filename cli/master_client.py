@@ -140,6 +140,8 @@ def _status_row(s) -> dict:
         "Transactions_skipped": s.transactions_skipped,
         "Heartbeats": s.heartbeats, "Placeholders": s.placeholders, "Empty_transactions": s.empty_transactions,
         "Rule_hits": dict(sorted(s.rule_hits.items())),
+        # lint at Register (issue #17): where a replica with these rules would stop
+        "Lint": s.lint_state, "Lint_warnings": list(s.lint_warnings),
     }
 
 

@@ -173,13 +173,15 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         except Exception as exc:
             code, message = _status_for(exc)
             context.abort(code, message)
+        lint = self.service.lint  # its predictions ride on the first batch after they are ready
         try:
             for batch in batches:
                 reply = dump_pb2.DumpBatch(events=batch.events, position=_position(batch.position),
                                            transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
                                            caught_up=batch.caught_up, heartbeat=batch.heartbeat,
                                            gtid_state=batch.gtid_state,
-                                           filter_changed_at=_position(batch.filter_changed_at))
+                                           filter_changed_at=_position(batch.filter_changed_at),
+                                           warnings=lint.take(request.server_id))
                 self.stalls.sending(token, context, request.server_id)
                 yield reply  # returns once grpc has sent it (flow control: the client reads)
                 self.stalls.sent(token)
@@ -224,6 +226,9 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                 transactions_skipped=s.transactions_skipped, rule_hits=dict(s.rule_hits),
                 skip_policy=slave.reg.skip_policy, kept_bytes=s.kept_bytes, hostname=slave.reg.hostname,
                 registered_at=slave.registered_at.isoformat(), channels=list(slave.registry.channels))
+            state, lint = self.service.lint.status(slave.server_id)
+            reply.slaves[-1].lint_state = state
+            reply.slaves[-1].lint_warnings.extend(lint)
         return reply
 
     @_mapped

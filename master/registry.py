@@ -1,6 +1,6 @@
 """Slave registrations: which identity may register which server_id, each slave's channels and rules
 (built from its Register request), ChangeFilter at transaction boundaries, ListFilters, and the lint
-warnings a Register carries. Streams live in master.stream; DumpService (master.service) joins both."""
+predictions each slave gets (computed off the Register path by master.lint_jobs). Streams live in master.stream; DumpService (master.service) joins both."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.errors import (AccessDeniedError, BinlogError, ChangeTimeoutError, DumpFilterError,
+from dumpfilter.errors import (AccessDeniedError, ChangeTimeoutError, DumpFilterError,
                                ResourceExhaustedError, RuleError, StreamReplacedError, UnknownSlaveError)
-from dumpfilter.binlogs import binlog_paths
-from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.rules.assembly import EXTRA_TYPES, registry_from_requests
 from dumpfilter.rules.channels import FilterRegistry
 from dumpfilter.rules.evaluate import RuleEngine
@@ -22,16 +20,12 @@ from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.skip_policy import SKIP_POLICIES
 from dumpfilter.master.flags import FlagWords, SlaveDecider
+from dumpfilter.master.lint_jobs import LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
 from dumpfilter.master.policy import OPEN, UNRESTRICTED, Gate, Identity, MasterPolicy
 from dumpfilter.master.segments import Pos
 
 MAX_SLAVES = 1024
-# Register can lint the binlog for the new slave (issue #17) when the binlog is at most this big.
-# Off by default: lint reads all of it (about 2 MB per CPU second) inside the Register call, and
-# a burst of registrations (simulate's) then misses its deadlines; it wants a background job.
-LINT_ON_REGISTER_BYTES = 0
-LINT_WARNINGS = 5
 
 
 @dataclass
@@ -105,8 +99,9 @@ class SlaveRegistry:
         self.words = FlagWords(self._members)
         self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
         self.group_locks: dict[tuple, threading.Lock] = {}
-        self.lint_bytes = lint_bytes  # lint the binlog for each Register up to this size (0: never)
-        self._lint_cache: dict = {}  # the last lint's breaks, by (rules, settings, binlog files and sizes)
+        # Lint at Register (issue #17): a background job per distinct rule set, up to `lint_bytes`
+        # of binlog (0: off); Register only asks, and never waits.
+        self.lint = LintJobs(binlog_dir, lint_bytes, schema)
 
 
     # -- authorization ----------------------------------------------------------------------
@@ -169,48 +164,9 @@ class SlaveRegistry:
             slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
             self.slaves[reg.server_id] = slave
             self.words.invalidate()
-        return RegisterResult(reg.server_id, slave.effective(), [*registry.warnings, *self._lint_warnings(slave)],
-                              old is not None)
-
-    def _lint_warnings(self, slave: RegisteredSlave) -> list[str]:
-        """`dumpfilter lint`'s predictions for this slave over the binlog the master holds now:
-        where a replica with these filters would stop, one warning each (the first
-        LINT_WARNINGS). Linting reads the whole binlog, so above `lint_bytes` it is not run at
-        Register and the warning says so."""
-        if self.lint_bytes <= 0:
-            return []
-        try:
-            paths = binlog_paths(self.binlog_dir)
-            # Regular files only: an index naming a FIFO or a device must not block a Register.
-            if not paths or not all(p.is_file() and not p.is_symlink() for p in paths):
-                return []
-            total = sum(p.stat().st_size for p in paths)
-        except (BinlogError, OSError):
-            return []
-        if total > self.lint_bytes:
-            return [f"lint: not run at Register (the binlog holds {total / 1e6:.0f} MB, above "
-                    f"{self.lint_bytes / 1e6:.0f} MB): run `dumpfilter lint` on it"]
         rules = slave.rules_for(slave.state.channel if slave.state is not None else "")
-        key = (rules, slave.reg.settings, tuple((p.name, p.stat().st_size) for p in paths))
-        breaks = self._lint_cache.get(key)  # slaves with equal rules over the same binlog: linted once
-        if breaks is None:
-            try:
-                breaks = lint_files(paths, rules, slave.reg.settings, schema=self.schema)
-            except DumpFilterError as exc:
-                return [f"lint: not run: {exc}"]
-            self._lint_cache = {key: breaks}
-        out = []
-        for b in breaks[:LINT_WARNINGS]:
-            cause = b.cause
-            why = (f"; the event it needs was skipped at {cause.file}:{cause.pos} by {cause.rule}"
-                   if cause is not None and cause.file else f"; {cause.rule}" if cause is not None else "")
-            gtid = f" (GTID {b.gtid})" if b.gtid else ""
-            out.append(f"lint: a replica with these filters would stop at {b.file}:{b.pos}{gtid} with error "
-                       f"{b.errno}: {b.message}{why}")
-        if len(breaks) > LINT_WARNINGS:
-            out.append(f"lint: {len(breaks) - LINT_WARNINGS} more predicted break(s): run `dumpfilter lint`")
-        return out
-
+        lint = self.lint.request(reg.server_id, rules, reg.settings)  # cached predictions, or none yet
+        return RegisterResult(reg.server_id, slave.effective(), [*registry.warnings, *lint], old is not None)
 
     def unregister(self, server_id: int, caller: Identity | None = None) -> bool:
         with self.lock:
@@ -219,6 +175,7 @@ class SlaveRegistry:
             self._end_stream(slave, "replaced")
             del self.slaves[server_id]
             self.words.invalidate()
+        self.lint.forget(server_id)
         return had_stream
 
     def _slave(self, server_id: int) -> RegisteredSlave:

@@ -348,6 +348,8 @@ class SegmentCache:
                 raise PositionError(f"binlog file '{file}' is not in {self.directory} (purged)")
             # A Rotate can name a file the server has not created yet.
             return Segment(start, [], start, at_end=True)
+        if pos <= 4 and self.not_yet_indexed(file):
+            return Segment(start, [], start, at_end=True)
         if self.fast:
             return SegmentReader(self, start).read()
         seg = self._read_reference(start)
@@ -391,6 +393,14 @@ class SegmentCache:
             return [p.name for p in binlog_paths(self.directory)]
         except BinlogError:
             return []
+
+    def not_yet_indexed(self, file: str) -> bool:
+        """MariaDB creates the next binlog and writes its FDE before it adds it to the index
+        (MYSQL_BIN_LOG::open): a file past the index's last one is not written yet for a reader
+        that followed a Rotate there. Names come only from the index, so the reader waits for it
+        rather than failing the stream with 1236 "purged or never written"."""
+        names = self._index_names()
+        return bool(names) and file not in names and file > names[-1]
 
     def _later_file_exists(self, file: str) -> bool:
         names = self._index_names()
@@ -559,8 +569,8 @@ class SegmentReader:
                 if nxt is None:
                     at_end = True
                     break
-                if not (cache.directory / nxt).exists():
-                    at_end = True  # a Rotate names a file the server has not created yet
+                if not (cache.directory / nxt).exists() or cache.not_yet_indexed(nxt):
+                    at_end = True  # a Rotate names a file the server has not created (or indexed) yet
                     break
                 name, pos = nxt, 4
         except _Stop:

@@ -15,7 +15,8 @@ from dumpfilter.binlogs import binlog_paths
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.master.model import Batch
 from dumpfilter.master.policy import Identity, MasterPolicy
-from dumpfilter.master.registry import LINT_ON_REGISTER_BYTES, RegisteredSlave, SlaveRegistry, StreamHandle
+from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
+from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
 from dumpfilter.master.segments import Pos, SegmentCache
 from dumpfilter.master.stream import SlaveStream
 
@@ -27,7 +28,7 @@ class DumpService(SlaveRegistry):
                  segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES,
                  fast: bool = True, verify_checksums: bool = True, schema: SchemaModel | None = None,
                  max_streams: int | None = None, max_streams_per_identity: int | None = None,
-                 lint_bytes: int = LINT_ON_REGISTER_BYTES):
+                 lint_bytes: int = LINT_MAX_BYTES):
         binlog_dir = Path(binlog_dir)
         if not binlog_dir.is_dir():
             raise PositionError(f"binlog directory {binlog_dir} does not exist")
@@ -60,6 +61,7 @@ class DumpService(SlaveRegistry):
             for slave in self.slaves.values():
                 if slave.stream is not None:
                     slave.stream.cancel("shutdown")
+        self.lint.close()
 
     # -- Dump -------------------------------------------------------------------------------
     def stream(self, server_id: int, *, channel: str = "", start: Pos | None = None, gtid_state: str | None = None,

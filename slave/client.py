@@ -181,6 +181,9 @@ class SlaveConfig:
     retry_count: int | None = None        # give up after this many failed attempts in a row (MASTER_RETRY_COUNT)
     report: Callable[[str], None] | None = None  # where failed attempts are told (default: stderr)
     schema: SchemaModel | None = None  # starting schema for the slave's own check of what it receives
+    # --until-caught-up: how long to wait, once caught up, for the master's background lint of this
+    # slave's rules (asked through Stats) before ending; 0: do not wait.
+    lint_wait: float = 0.0
 
 
 @dataclass
@@ -302,7 +305,7 @@ class Slave:
         self._kept_tables = bytearray()  # by Table_map name id: 1 if the slave's own rules keep it
         self._scanner = Scanner("<stream>")
         self.effective: list = []
-        self._warned = False
+        self._told: set[str] = set()  # the master's warnings printed in this run
 
     # -- gRPC -------------------------------------------------------------------------------
     def _channel(self) -> grpc.Channel:
@@ -335,11 +338,38 @@ class Slave:
             flavor=cfg.settings.flavor, lower_case_table_names=cfg.settings.lower_case_table_names)
         reply = stub.Register(request, timeout=self._rpc_timeout(), metadata=self._metadata())
         self.effective = list(reply.effective)
-        if not self._warned:  # the master's warnings (lint's predictions among them), once a run
-            self._warned = True
-            for warning in reply.warnings:
-                print(f"dumpfilter slave: master warns: {warning}", file=sys.stderr, flush=True)
+        self._warn(reply.warnings)
         return reply
+
+    def _warn(self, warnings) -> None:
+        """The master's warnings (lint's predictions among them), each once a run: from the
+        Register reply, a batch (when lint finished after Register) or Stats."""
+        for warning in warnings:
+            if warning not in self._told:
+                self._told.add(warning)
+                _say(f"master warns: {warning}")
+
+    def _await_lint(self, stub) -> None:
+        """--until-caught-up may end before the master's background lint of these rules is done:
+        ask Stats for up to `lint_wait` seconds, then print its predictions or say where to look."""
+        cfg = self.config
+        deadline = time.monotonic() + cfg.lint_wait
+        while True:
+            try:
+                reply = stub.Stats(dump_pb2.StatsRequest(server_id=cfg.server_id), timeout=self._rpc_timeout(),
+                                   metadata=self._metadata())
+            except grpc.RpcError:
+                return  # an older master, or one going away: the warnings are optional
+            mine = next((s for s in reply.slaves if s.server_id == cfg.server_id), None)
+            if mine is None or mine.lint_state != "pending":
+                if mine is not None:
+                    self._warn(mine.lint_warnings)
+                return
+            if time.monotonic() >= deadline:
+                _say(f"the master's lint of these rules is still running; `dumpfilter master status --server-id "
+                     f"{cfg.server_id}` shows its predictions when it ends")
+                return
+            time.sleep(0.2)
 
     def _rpc_timeout(self) -> float:
         """The RPC deadline, never past --connect-timeout while the master has not answered yet."""
@@ -454,12 +484,16 @@ class Slave:
                     raise
                 watch.waiting_since = None
                 self._give_up_at = None  # the master answered: --connect-timeout is over
+                if batch.warnings:
+                    self._warn(batch.warnings)
                 self._batch(batch)
                 if batch.caught_up:
                     self.caught_up = True
                     if cfg.apply_url:
                         self.apply()
                     if cfg.until_caught_up:
+                        if cfg.lint_wait > 0:
+                            self._await_lint(stub)
                         return True
         finally:
             watch.stop()

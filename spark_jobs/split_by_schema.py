@@ -31,13 +31,16 @@ if __package__ in (None, ""):  # `spark-submit spark_jobs/split_by_schema.py`: m
 
 from dumpfilter.codec import Event  # noqa: E402
 from dumpfilter.codec.format_description import FormatDescription  # noqa: E402
+from dumpfilter.rules.options import add_schema_option, schema_from_args  # noqa: E402
 from dumpfilter.rules.ruleset import Settings  # noqa: E402
 from dumpfilter.spark_jobs.core.chunks import (  # noqa: E402
-    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, source_header,
+    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, query_statements, source_header,
 )
 from dumpfilter.spark_jobs.core.local import check_output_dir  # noqa: E402
 from dumpfilter.spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSummary  # noqa: E402
-from dumpfilter.spark_jobs.core.routing import DEFAULT_UNASSIGNED, Router, SplitConfig, config_from_maps  # noqa: E402
+from dumpfilter.spark_jobs.core.routing import (  # noqa: E402
+    DEFAULT_UNASSIGNED, Router, SplitConfig, chunk_starts, config_from_maps,
+)
 from dumpfilter.spark_jobs.core.segments import ChunkSegments, OutputPlan, join_output, plan_outputs, write_chunk_segments  # noqa: E402
 
 
@@ -89,17 +92,20 @@ def _chunk_size(chunk: Chunk) -> int:
 def route_chunks(sc, chunks: list[Chunk], config: SplitConfig, seg_dir: Path, *,
                  verify_checksums: bool = True) -> list[ChunkSegments]:
     """Stage 1: chunks (and files) in parallel; each task routes its chunks' units into segment
-    files under `seg_dir` and returns what each chunk wrote (small: counts and incidents)."""
+    files under `seg_dir` and returns what each chunk wrote (small: counts and incidents). The
+    driver's first pass over the DDL gives each chunk the schema model it starts from (map mode)."""
     seg_dir = str(seg_dir)
+    starts = chunk_starts(config, (query_statements(c, verify_checksums=verify_checksums) for c in chunks))
 
     def route(parts):
         router = Router(config)
         for part in parts:
-            for chunk_no, chunk in part:
+            for chunk_no, chunk, start in part:
                 yield write_chunk_segments(chunk, chunk_no, config, seg_dir, verify_checksums=verify_checksums,
-                                           router=router)
+                                           router=router, start=start)
 
-    groups = task_groups(list(enumerate(chunks)), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+    items = [(i, chunk, start) for i, (chunk, start) in enumerate(zip(chunks, starts))]
+    groups = task_groups(items, [_chunk_size(c) for c in chunks], sc.defaultParallelism)
     return sc.parallelize(groups, len(groups)).mapPartitions(route).collect()
 
 
@@ -163,6 +169,7 @@ def add_split_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 64M; 0: whole files)")
     parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                         help="do not check the input events' CRC32")
+    add_schema_option(parser)
 
 
 def _size(text: str) -> int:
@@ -180,7 +187,8 @@ def _size(text: str) -> int:
 def config_from_args(args: argparse.Namespace) -> SplitConfig:
     settings = Settings(flavor=args.flavor, lower_case_table_names=args.lower_case_table_names,
                         semantics=args.filter_semantics)
-    return config_from_maps(args.map, settings, args.unassigned or None)
+    return config_from_maps(args.map, settings, args.unassigned or None,
+                            schema_from_args(args) if args.schema else None)
 
 
 def print_summary(outputs: list[OutputSummary], out=sys.stdout) -> None:

@@ -25,6 +25,8 @@ def port_type(text: str) -> int:
 
 
 def register(subparsers) -> None:
+    from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
+
     parser = subparsers.add_parser("master", help="run the master-side dump service (gRPC)")
     sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
     sub.required = True
@@ -54,6 +56,10 @@ def register(subparsers) -> None:
     serve.add_argument("--schema", metavar="FILE|mysql://USER@HOST:PORT",
                        help="the master's schema before its binlog (mysqldump --no-data file or a server): "
                             "multi-table UPDATE decisions use its columns and triggers")
+    serve.add_argument("--lint-max-mb", type=float, default=LINT_MAX_BYTES / (1 << 20), metavar="MB",
+                       help="lint each new slave's rules over the binlog in the background when it holds at most "
+                            "this many MiB; the predictions reach the slave in its Register reply or stream and "
+                            "`master status` (default %(default)g; 0: off)")
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
@@ -115,7 +121,8 @@ def serve_command(args: argparse.Namespace) -> int:
                                      max_streams=args.max_streams,
                                      max_streams_per_identity=args.max_streams_per_identity,
                                      stall_timeout=args.stall_timeout or None,
-                                     verify_checksums=args.verify_checksums, schema=_schema(args))
+                                     verify_checksums=args.verify_checksums, schema=_schema(args),
+                                     lint_bytes=int(max(0.0, args.lint_max_mb) * (1 << 20)))
     except BaseException:
         if replicator is not None:
             replicator.stop()
@@ -203,7 +210,7 @@ def _mysql_endpoint(args: argparse.Namespace, master, replicas):
 
 # -- the operator's commands ----------------------------------------------------------------
 STATUS_COLUMNS = ["Server_id", "Host", "Channels", "Streaming", "Skip_policy", "Position", "Bytes_behind",
-                  "Bytes_read", "Bytes_sent", "Kept_bytes", "Overhead_bytes", "Sent_pct"]
+                  "Bytes_read", "Bytes_sent", "Kept_bytes", "Overhead_bytes", "Sent_pct", "Lint"]
 
 
 def filters_command(args: argparse.Namespace) -> int:
@@ -220,6 +227,14 @@ def filters_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lint_cell(row: dict) -> str:
+    """'no break', 'N break(s)', or the job's state (pending, off, not run)."""
+    if row["Lint"] != "done":
+        return row["Lint"]
+    breaks = [w for w in row["Lint_warnings"] if w.startswith("lint: a replica")]
+    return f"{len(breaks)} break(s)" if breaks else "no break"
+
+
 def status_command(args: argparse.Namespace) -> int:
     from dumpfilter.cli.master_client import MasterClient, format_table
 
@@ -228,10 +243,13 @@ def status_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print(format_table(rows, STATUS_COLUMNS))
+    print(format_table([{**r, "Lint": _lint_cell(r)} for r in rows], STATUS_COLUMNS))
     end = next((r["Binlog_end"] for r in rows if r["Binlog_end"]), "")
     if end:
         print(f"master binlog end: {end}")
+    for row in rows:
+        for warning in row["Lint_warnings"]:
+            print(f"server_id {row['Server_id']}: {warning}")
     return 0
 
 

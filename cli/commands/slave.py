@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     run.add_argument("--net-timeout", type=float, default=60.0, metavar="SECONDS",
                      help="reconnect when no batch or heartbeat came for this long (slave_net_timeout, "
                           "default 60; keep it above --heartbeat-period)")
+    run.add_argument("--lint-wait", type=float, default=10.0, metavar="SECONDS",
+                     help="with --until-caught-up: wait up to this long for the master's background lint of "
+                          "these rules and print its predictions (default 10; 0: do not wait)")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
     add_rule_options(run)
     add_schema_option(run)  # the slave re-checks what it receives: give it the master's --schema too
@@ -62,7 +65,8 @@ def run_command(args: argparse.Namespace) -> int:
                          start_gtid=args.gtid_start, connect_retry=args.connect_retry,
                          connect_timeout=args.connect_timeout, retry_count=args.retry_count,
                          net_timeout=args.net_timeout or None, hostname=args.report_host,
-                         rpc_timeout=args.rpc_timeout, schema=schema_from_args(args) if args.schema else None)
+                         rpc_timeout=args.rpc_timeout, schema=schema_from_args(args) if args.schema else None,
+                         lint_wait=args.lint_wait)
     slave = Slave(config)
     signal.signal(signal.SIGTERM, _stop)  # `kill` ends the slave as Ctrl-C does: state recorded, summary printed
     try:

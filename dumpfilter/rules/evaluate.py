@@ -85,7 +85,7 @@ class RuleEngine:
     """Decisions for one replica's rules. Per-table decisions are cached; build a new engine when rules change."""
 
     def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None,
-                 schema: SchemaModel | None = None):
+                 schema: SchemaModel | None = None, replay_ddl: bool = True):
         self.rules = rules
         self.settings = settings or Settings()
         self.names = _Names(self.settings)
@@ -96,6 +96,9 @@ class RuleEngine:
         # The master's schema as the binlog's DDL builds it (plus a starting --schema): columns place
         # unqualified SET columns, triggers add the tables they write. Changes per DDL, not per event.
         self.schema = schema if schema is not None else SchemaModel()
+        # False when the model is one stream's, shared with other engines: the stream's reader
+        # replays each DDL once, after every engine has decided it (split's Router does).
+        self.replay_ddl = replay_ddl
         # Triggers whose CREATE this replica skipped: they exist on the master, not here.
         self._absent_triggers: set[tuple[str, str]] = set()
         self.known_triggers: dict[tuple[str, str], tuple[str, str]] = dict(triggers or {})
@@ -350,7 +353,8 @@ class RuleEngine:
         A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only."""
         if info.kind is Kind.CREATE_TRIGGER and info.trigger is not None:
             (self._absent_triggers.discard if decision.apply else self._absent_triggers.add)(info.trigger)
-        self.schema.observe(sql, current_db, parsed)
+        if self.replay_ddl:
+            self.schema.observe(sql, current_db, parsed)
 
     def _multi_update(self, info: StatementInfo, notes: list[str], triggers: bool) -> StatementInfo:
         """BUG#37051: the updated tables of a multi-table UPDATE are those whose columns SET assigns,

@@ -56,6 +56,8 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -
 
 def _follow_directive(path: Path, number: int, line: str, groups, options, depth: int) -> None:
     directive, _, argument = line.partition(" ")
+    if "\0" in argument:  # found by the atheris rules target: open() raised ValueError
+        raise RuleError(f"{path}:{number}: {directive} names a path with a NUL byte")
     target = path.parent / argument.strip()
     if directive == "!include":
         _read_into(target, groups, options, depth + 1)

@@ -137,10 +137,10 @@ class SchemaModel:
         """Replay one statement (a Query event, or a statement of a dump) if it is DDL the model tracks.
         Replaying the same DDL twice leaves the same model (the master shares engines between slaves)."""
         if info is None:
-            info = statement_tables(_strip_version_comments(sql), current_db or "")
+            info = statement_tables(strip_version_comments(sql), current_db or "")
         if info.kind not in SCHEMA_KINDS or not info.parse_ok:
             return
-        sql = _strip_version_comments(sql)
+        sql = strip_version_comments(sql)
         default = current_db or ""
         if info.kind is Kind.CREATE_DB and info.db_statement_name:
             self.databases.add(info.db_statement_name)
@@ -401,7 +401,7 @@ def _body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...]
 _VERSION_COMMENT = re.compile(r"/\*!\d{5,6}\s?(.*?)\*/", re.DOTALL)
 
 
-def _strip_version_comments(sql: str) -> str:
+def strip_version_comments(sql: str) -> str:
     """`/*!50003 CREATE*/ /*!50017 DEFINER=...*/ /*!50003 TRIGGER ...*/` -> the text the server runs."""
     return _VERSION_COMMENT.sub(lambda m: m.group(1), sql) if "/*!" in sql else sql
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter.codec import BinlogReader, Event, EventType, Transaction, TransactionGrouper, read_format_description
-from dumpfilter.codec.constants import GTID_EVENT_TYPES
+from dumpfilter.codec.constants import GTID_EVENT_TYPES, QUERY_EVENT_TYPES
 from dumpfilter.errors import BinlogError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.binlogs import binlog_paths, open_binlog
@@ -102,17 +102,28 @@ class _Limited:
         return data
 
 
+def _reader(stream, chunk: Chunk, verify_checksums: bool) -> BinlogReader:
+    if chunk.start <= 4:
+        return BinlogReader(_Limited(stream, 0, chunk.end), chunk.path, verify_checksums=verify_checksums)
+    _, fmt = read_format_description(stream, chunk.path)
+    stream.seek(chunk.start)
+    return BinlogReader(_Limited(stream, chunk.start, chunk.end), chunk.path, verify_checksums=verify_checksums,
+                        start=chunk.start, fmt=fmt)
+
+
+def query_statements(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[tuple[str, str]]:
+    """(sql, default db) of the chunk's Query events, in order: the walk of split's first pass,
+    which hands out no other event."""
+    with open_binlog(chunk.path) as stream:
+        for cursor in _reader(stream, chunk, verify_checksums).walk(types=QUERY_EVENT_TYPES):
+            yield cursor.sql, cursor.db
+
+
 def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Transaction]:
     """The units (transactions, statements, control events) of one chunk, in file order; a
     unit the input ends inside comes out with `complete=False`."""
     with open_binlog(chunk.path) as stream:
-        if chunk.start <= 4:
-            reader = BinlogReader(_Limited(stream, 0, chunk.end), chunk.path, verify_checksums=verify_checksums)
-        else:
-            _, fmt = read_format_description(stream, chunk.path)
-            stream.seek(chunk.start)
-            reader = BinlogReader(_Limited(stream, chunk.start, chunk.end), chunk.path,
-                                  verify_checksums=verify_checksums, start=chunk.start, fmt=fmt)
+        reader = _reader(stream, chunk, verify_checksums)
         grouper = TransactionGrouper()
         for event in reader:
             yield from grouper.push(event)

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.spark_jobs.core.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.core.chunks import (DEFAULT_CHUNK_BYTES, input_files, plan_chunks, query_statements,
+                                               read_units, source_header)
 from dumpfilter.spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSet, OutputSummary
-from dumpfilter.spark_jobs.core.routing import Router, RouteStats, SplitConfig
+from dumpfilter.spark_jobs.core.routing import Router, RouteStats, SplitConfig, chunk_starts
 
 
 @dataclass
@@ -37,9 +38,11 @@ def split_local(targets: list[str | os.PathLike], out: str | os.PathLike, config
     paths = input_files(targets)
     header = source_header(paths)
     chunks = plan_chunks(paths, chunk_bytes)
+    starts = chunk_starts(config, (query_statements(c, verify_checksums=verify_checksums) for c in chunks))
     router = Router(config)
     outputs = OutputSet(out, header, max_size)
-    for chunk in chunks:
+    for chunk, start in zip(chunks, starts):
+        router.start_chunk(start)  # the state a reader of the whole stream has here (as Spark's tasks)
         for txn in read_units(chunk, verify_checksums=verify_checksums):
             for name, events in router.route(txn):
                 outputs.add(name, events)

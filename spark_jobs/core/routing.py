@@ -14,10 +14,13 @@ Events that belong to no output go to the `unassigned` binlog (or nowhere when i
 file framing (FDE, Rotate, Stop, Gtid_list, Previous_GTIDs, Binlog_checkpoint) is never routed:
 the output writer makes its own. An INCIDENT goes to every output (`ALL`).
 
-Routing is a pure function of one transaction: no state carries over from one transaction to the
-next, so any chunking of the input gives the same outputs. The cost: in map mode the rule engine
-forgets CREATE TRIGGER between transactions (Bug#24478 handling then skips DROP TRIGGER when table
-rules exist), and WL#40 derived-table tracking is not available.
+In map mode the rule engines decide with the schema model (docs/schema-model.md) as `filter` and
+the master do: one model for the stream, shared by every map's engine, the DDL replayed into it
+once per unit after every engine has decided. So that any chunking gives the same outputs, a first
+in-order pass over the input's DDL (`chunk_starts`) gives each chunk the state it starts from: the
+model, and each engine's knowledge of triggers (which CREATE TRIGGERs its replica applied,
+Bug#24478). Otherwise routing keeps no state from one chunk to the next; WL#40 derived-table
+tracking is not available.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dumpfilter.codec.transactions import CONTROL, statement_verb
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import StartupFilters, normalize_option_name, parse_filter_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel, strip_version_comments
 from dumpfilter.rules.statements import DATABASE_KINDS, Kind, statement_tables
 from dumpfilter.rules.transaction_filter import DROP, TransactionFilter
 
@@ -74,6 +78,7 @@ class SplitConfig:
     maps: tuple[BinlogMap, ...] = ()
     settings: Settings = field(default_factory=Settings)
     unassigned: str | None = DEFAULT_UNASSIGNED
+    schema: SchemaModel | None = field(default=None, compare=False)  # --schema: the stream's starting schema
 
     def __post_init__(self) -> None:
         if self.unassigned is not None:
@@ -124,7 +129,7 @@ def parse_map(text: str) -> BinlogMap:
 
 
 def config_from_maps(map_texts: Iterable[str], settings: Settings | None = None,
-                     unassigned: str | None = DEFAULT_UNASSIGNED) -> SplitConfig:
+                     unassigned: str | None = DEFAULT_UNASSIGNED, schema: SchemaModel | None = None) -> SplitConfig:
     """Repeated `--map NAME=...` for one NAME add up, in order (like repeated mysqld options)."""
     merged: dict[str, RuleSet] = {}
     for text in map_texts:
@@ -135,7 +140,7 @@ def config_from_maps(map_texts: Iterable[str], settings: Settings | None = None,
                                             for t in RuleSet.__dataclass_fields__})
         else:
             merged[m.name] = m.rules
-    return SplitConfig(tuple(BinlogMap(n, r) for n, r in merged.items()), settings or Settings(), unassigned)
+    return SplitConfig(tuple(BinlogMap(n, r) for n, r in merged.items()), settings or Settings(), unassigned, schema)
 
 
 # ------------------------------------------------------------------------------------ statements
@@ -217,7 +222,46 @@ class _NoMapDecider:
         return not any(engine.decide_statement(sql, current_db).apply for engine in self.engines)
 
 
+def chunk_starts(config: SplitConfig, statements: Iterable[Iterable[tuple[str, str | None]]]) -> list[ChunkStart | None]:
+    """The first, in-order pass: `statements` gives each chunk's Query statements (sql, default
+    db) in order; returns the state each chunk starts from (None in by-schema mode, where no rule
+    engine decides). Only DDL is parsed: the pass costs a walk over the Query events."""
+    if not config.maps:
+        return [None for _ in statements]
+    router = Router(config)
+    starts = []
+    for chunk_statements in statements:
+        starts.append(router.snapshot())
+        for sql, db in chunk_statements:
+            if is_schema_statement(sql):
+                for engine in router._engines:  # what each replica knows of triggers (Bug#24478)
+                    engine.decide_statement(sql, db)
+                router.schema.observe(sql, db)
+    return starts
+
+
 # ------------------------------------------------------------------------------------ router
+_SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
+
+
+def is_schema_statement(sql: str) -> bool:
+    """Whether a statement can change the schema model (cheap: the first keyword, past a dump's
+    `/*!50003 ... */` version comments)."""
+    head = sql[:256]
+    if "/*!" in head:
+        head = strip_version_comments(head)
+    return statement_verb(head) in _SCHEMA_VERBS
+
+
+@dataclass(frozen=True)
+class ChunkStart:
+    """What a chunk's router needs to route it as a reader of the whole stream would: the schema
+    model where the chunk starts, and each map engine's trigger knowledge there (picklable)."""
+
+    schema: SchemaModel
+    triggers: tuple[tuple[frozenset, dict], ...]
+
+
 @dataclass
 class RouteStats:
     units: int = 0
@@ -236,7 +280,11 @@ class Router:
         self.stats = RouteStats()
         self._routes: dict[tuple[str, str | None], StatementRoute] = {}
         self._filters: dict[str | None, TransactionFilter] = {}
-        self._engines = [RuleEngine(m.rules, config.settings) for m in config.maps]
+        # One schema model for the stream, shared by every map's engine; the router replays each
+        # unit's DDL into it once, after all of them decided (the decisions see the schema before).
+        self.schema = config.schema.copy() if config.schema is not None else SchemaModel()
+        self._engines = [RuleEngine(m.rules, config.settings, schema=self.schema, replay_ddl=False)
+                         for m in config.maps]
         self._map_filters = [(m.name, TransactionFilter(engine, empty_transactions=DROP))
                              for m, engine in zip(config.maps, self._engines)]
         self._rest_filter = TransactionFilter(_NoMapDecider(self._engines), empty_transactions=DROP)
@@ -261,9 +309,11 @@ class Router:
             self.stats.incomplete += 1
             return []
         self._routes.clear()
-        for engine in self._engines:  # no memory across transactions (module docstring)
-            engine.known_triggers.clear()
-        out = self._by_maps(txn) if self.config.maps else self._by_schema(txn)
+        if self.config.maps:
+            out = self._by_maps(txn)
+            self.replay(txn.events)
+        else:
+            out = self._by_schema(txn)
         named = [(name, events) for name, events in out if name is not None]
         if len(named) < len(out):
             self.stats.unassigned_units += 1
@@ -273,6 +323,28 @@ class Router:
                 self.stats.dropped_units += 1
         self.stats.split += len(named) > 1
         return sorted(named, key=lambda item: item[0])
+
+    # -- the schema model ---------------------------------------------------------------------
+    def replay(self, events) -> None:
+        """The DDL of one unit into the stream's model (only statements that can change it are
+        parsed: CREATE, ALTER, DROP, RENAME)."""
+        for event in events:
+            if event.type_code in QUERY_EVENT_TYPES and is_schema_statement(event.sql):
+                self.schema.observe(event.sql, event.db)
+
+    def snapshot(self) -> ChunkStart:
+        return ChunkStart(self.schema.copy(), tuple((frozenset(e._absent_triggers), dict(e.known_triggers))
+                                                    for e in self._engines))
+
+    def start_chunk(self, start: ChunkStart | None) -> None:
+        """Route the next units as a reader of the whole stream would at the chunk's start."""
+        if start is None or not self._engines:
+            return
+        self.schema = start.schema.copy()
+        for engine, (absent, known) in zip(self._engines, start.triggers):
+            engine.schema = self.schema
+            engine._absent_triggers = set(absent)
+            engine.known_triggers = dict(known)
 
     # -- maps ---------------------------------------------------------------------------------
     def _by_maps(self, txn: Transaction) -> list[tuple[str | None, list[Event]]]:

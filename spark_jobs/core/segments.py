@@ -24,7 +24,7 @@ from dumpfilter.spark_jobs.core.chunks import Chunk, SourceHeader, read_units
 from dumpfilter.spark_jobs.core.output import (
     DEFAULT_MAX_BINLOG_SIZE, OutputSummary, RawSeriesWriter, binlog_basename, encode_unit, summarize,
 )
-from dumpfilter.spark_jobs.core.routing import ALL, Router, SplitConfig
+from dumpfilter.spark_jobs.core.routing import ALL, ChunkStart, Router, SplitConfig
 
 SEGMENT_FLUSH_BYTES = 4 << 20
 
@@ -85,9 +85,12 @@ class _Segment:
 
 
 def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_dir: str | os.PathLike, *,
-                         verify_checksums: bool = True, router: Router | None = None) -> ChunkSegments:
-    """Route one chunk's units into segment files under `seg_dir` (see the module docstring)."""
+                         verify_checksums: bool = True, router: Router | None = None,
+                         start: ChunkStart | None = None) -> ChunkSegments:
+    """Route one chunk's units into segment files under `seg_dir` (see the module docstring),
+    from `start`, the state the first pass found at the chunk's start (routing.chunk_starts)."""
     router = router or Router(config)
+    router.start_chunk(start)
     result = ChunkSegments(chunk_no)
     segments: dict[str, _Segment] = {}
     ordinal = -1

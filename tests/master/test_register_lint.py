@@ -1,61 +1,155 @@
-"""Issue #17: with lint at Register on (DumpService lint_bytes; off by default), a slave's Register
-reply carries `lint`'s predictions as warnings when the master already holds the binlog it will
-read (and says so when the binlog is too big to lint then)."""
+"""Issue #17: lint at Register, as a background job (master/lint_jobs.py), on by default. Register
+returns at once; a slave gets `lint`'s predictions in its Register reply when the master already
+holds them for its rules, else in the first Dump batch after the job ends, and always through
+Stats (`master status`). One job per distinct rule set; a burst of registrations does not wait."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import grpc
+import pytest
 
+from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from tests.rules.test_lint_cases import Build
+
+pytestmark = [pytest.mark.grpc, pytest.mark.timeout(180)]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _binlog(directory):
     # A wild-do-table rule whose table part is not % skips CREATE DATABASE; the kept CREATE TABLE
-    # under USE shop then stops the replica with 1049 (observed on MariaDB, see tests/rules/test_lint_cases.py).
+    # under USE shop then stops the replica with 1049 (observed on MariaDB, see tests/lint).
     Build("mariadb").q("CREATE DATABASE shop").q("CREATE TABLE t1 (a int)", db="shop") \
         .q("INSERT INTO t1 VALUES (1)", db="shop").write(directory / "master-bin.000001")
     (directory / "master-bin.index").write_text("./master-bin.000001\n")
     return directory
 
 
-def _register(address, server_id, value):
+def _stub(channel):
+    return dump_pb2_grpc.DumpFilterStub(channel)
+
+
+def _register(stub, server_id, value, rule_type=dump_pb2.REPLICATE_WILD_DO_TABLE):
+    rule = dump_pb2.FilterRule(type=rule_type, value=value)
+    filters = [dump_pb2.ChannelFilters(rules=dump_pb2.RuleList(rules=[rule]))]
+    return stub.Register(dump_pb2.RegisterRequest(server_id=server_id, filters=filters, flavor="mariadb"), timeout=30)
+
+
+def _lint(stub, server_id, wait=60.0):
+    """(lint_state, lint_warnings) from Stats once the job is no longer pending."""
+    deadline = time.monotonic() + wait
+    while True:
+        mine = stub.Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=10).slaves[0]
+        if mine.lint_state != "pending" or time.monotonic() > deadline:
+            return mine.lint_state, list(mine.lint_warnings)
+        time.sleep(0.05)
+
+
+def test_lint_at_register_is_on_by_default():
+    assert LINT_MAX_BYTES >= 16 << 20
+
+
+def test_predictions_reach_stats_then_the_next_register_reply(tmp_path, master_factory):
+    master, address = master_factory(_binlog(tmp_path))
     with grpc.insecure_channel(address) as channel:
-        rule = dump_pb2.FilterRule(type=dump_pb2.REPLICATE_WILD_DO_TABLE, value=value)
-        filters = [dump_pb2.ChannelFilters(rules=dump_pb2.RuleList(rules=[rule]))]
-        return dump_pb2_grpc.DumpFilterStub(channel).Register(
-            dump_pb2.RegisterRequest(server_id=server_id, filters=filters, flavor="mariadb"), timeout=30)
+        stub = _stub(channel)
+        _register(stub, 5, "shop.t%")
+        state, lint = _lint(stub, 5)
+        assert state == "done"
+        assert len(lint) == 2, lint
+        assert "master-bin.000001:355" in lint[0] and "error 1049" in lint[0] and "Unknown database 'shop'" in lint[0]
+        assert "skipped at master-bin.000001:298 by replicate-wild-do-table" in lint[0]
+        assert "error 1146" in lint[1]
+        # Same rules, same binlog: the cached predictions are in the reply, no second job.
+        reply = _register(stub, 6, "shop.t%")
+        assert [w for w in reply.warnings if w.startswith("lint:")] == lint
+        assert master.service.lint.jobs_run == 1
+        # Rules that keep the database predict nothing.
+        _register(stub, 7, "shop.%")
+        assert _lint(stub, 7) == ("done", [])
 
 
-def test_register_reply_warns_where_lint_predicts_a_break(tmp_path, master_factory):
-    _, address = master_factory(_binlog(tmp_path), lint_bytes=16 << 20)
-    reply = _register(address, 5, "shop.t%")
-    lint = [w for w in reply.warnings if w.startswith("lint:")]
-    assert len(lint) == 2, reply.warnings
-    assert "master-bin.000001:355" in lint[0] and "error 1049" in lint[0] and "Unknown database 'shop'" in lint[0]
-    assert "skipped at master-bin.000001:298 by replicate-wild-do-table" in lint[0]
-    assert "error 1146" in lint[1]
-    # Rules that keep the database predict nothing.
-    assert not [w for w in _register(address, 6, "shop.%").warnings if w.startswith("lint:")]
+def test_predictions_arrive_on_the_dump_stream(tmp_path, master_factory):
+    _, address = master_factory(_binlog(tmp_path), poll_interval=0.02)
+    with grpc.insecure_channel(address) as channel:
+        stub = _stub(channel)
+        reply = _register(stub, 5, "shop.t%")
+        assert not [w for w in reply.warnings if w.startswith("lint:")]  # not ready at Register
+        stream = stub.Dump(dump_pb2.DumpRequest(server_id=5, heartbeat_period=0.1), timeout=60)
+        told = []
+        for batch in stream:
+            told.extend(batch.warnings)
+            if told:
+                break
+        stream.cancel()
+    assert len(told) == 2 and "error 1049" in told[0], told
 
 
-def test_register_says_when_the_binlog_is_too_big_to_lint(tmp_path, master_factory):
-    _, address = master_factory(_binlog(tmp_path), lint_bytes=100)
-    warnings = _register(address, 5, "shop.t%").warnings
+def test_a_burst_of_registrations_returns_at_once_and_lints_each_rule_set_once(tmp_path, master_factory):
+    # simulate registers its 13 slaves at once; with lint inside Register they missed their
+    # deadlines. 16 registrations over 4 rule sets against a binlog whose lint takes seconds.
+    generate(WorkloadSpec(seed=5, transactions=12000, max_binlog_size=1 << 30), tmp_path)
+    master, address = master_factory(tmp_path)
+    values = ["db1.%", "db2.t%", "db%.t1", "db3.%"]
+    took: list[float] = []
+    errors: list[BaseException] = []
+
+    def register(i: int) -> None:
+        try:
+            with grpc.insecure_channel(address) as channel:
+                started = time.monotonic()
+                _register(_stub(channel), 100 + i, values[i % 4])
+                took.append(time.monotonic() - started)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=register, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(took) == 16 and max(took) < 2.0, took
+    lint = master.service.lint
+    assert lint.jobs_run == 4  # one job per distinct rule set
+    with grpc.insecure_channel(address) as channel:
+        states = {_lint(_stub(channel), 100 + i, wait=120)[0] for i in range(16)}
+    assert states == {"done"}
+
+
+def test_lint_off_and_too_big(tmp_path, master_factory):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _, off = master_factory(_binlog(tmp_path / "a"), lint_bytes=0)
+    with grpc.insecure_channel(off) as channel:
+        stub = _stub(channel)
+        assert not _register(stub, 5, "shop.t%").warnings
+        assert _lint(stub, 5) == ("off", [])
+    _, small = master_factory(_binlog(tmp_path / "b"), lint_bytes=100)
+    with grpc.insecure_channel(small) as channel:
+        warnings = _register(_stub(channel), 5, "shop.t%").warnings
     assert [w for w in warnings if w.startswith("lint: not run at Register")], warnings
 
 
 def test_slave_run_prints_the_masters_warnings(tmp_path, master_factory):
     binlog_dir = tmp_path / "binlog"
     binlog_dir.mkdir()
-    _, address = master_factory(_binlog(binlog_dir), lint_bytes=16 << 20)
+    _, address = master_factory(_binlog(binlog_dir))
     run = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address, "--server-id", "9",
                           "--relay-log-dir", str(tmp_path / "relay"), "--replicate-wild-do-table", "shop.t%",
-                          "--until-caught-up"], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
+                          "--until-caught-up"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     assert "master warns: lint: a replica with these filters would stop at master-bin.000001:355" in run.stderr
+
+
+def test_master_serve_flag(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "dumpfilter", "master", "serve", "--help"], capture_output=True,
+                         text=True, timeout=60, cwd=ROOT)
+    assert "--lint-max-mb" in run.stdout

@@ -114,6 +114,14 @@ def test_non_utf8_defaults_file_is_one_clear_line(tmp_path, capsys):
         f"dumpfilter: error: {cnf}:3: not UTF-8 text (byte 0xff at offset {offset})"]
 
 
+def test_include_naming_a_nul_byte_is_one_clear_line(tmp_path, capsys):
+    # Found by the atheris rules target (tests/fuzz/atheris_targets.py): ValueError from open().
+    cnf = tmp_path / "my.cnf"
+    cnf.write_bytes(b"[mysqld]\nreplicate-do-db = db1\n!include x.c\x00le\n")
+    code, err = _cli(capsys, "explain", "--defaults-file", str(cnf), "--sql", "INSERT INTO a.b VALUES (1)")
+    assert code == 2 and err.splitlines() == [f"dumpfilter: error: {cnf}:3: !include names a path with a NUL byte"]
+
+
 def test_non_utf8_rule_is_one_clear_line(capsys):
     bad = b"db\xff".decode("utf-8", "surrogateescape")  # what argv holds for bytes that are not UTF-8
     code, err = _cli(capsys, "explain", "--replicate-do-db", bad, "--sql", "INSERT INTO a.b VALUES (1)")
