@@ -317,12 +317,22 @@ class SlaveStream:
             self.pending_hb = end_of(pending_unit)
         stats.heartbeats += heartbeats
         stats.heartbeat_bytes += heartbeat_bytes
+        stats.events_sent += heartbeats
+        stats.bytes_sent += heartbeat_bytes
+        self._account_run(index, i, j, end_of, read_events, read_bytes, sent_events, sent_bytes, kept, partial, skipped)
+        return j
+
+    def _account_run(self, index, start: int, end: int, end_of, read_events: int, read_bytes: int, sent_events: int,
+                     sent_bytes: int, kept: int, partial: int, skipped: int) -> None:
+        """Count units [start, end) handled as one run (sent bytes are master events sent as
+        themselves) and move the stream's position past them."""
+        stats = self.slave.stats
         stats.events_read += read_events
         stats.bytes_read += read_bytes
-        self.batch_units += j - i
-        self._track_gtids(index, i, j)
-        stats.events_sent += sent_events + heartbeats
-        stats.bytes_sent += sent_bytes + heartbeat_bytes
+        self.batch_units += end - start
+        self._track_gtids(index, start, end)
+        stats.events_sent += sent_events
+        stats.bytes_sent += sent_bytes
         stats.kept_bytes += sent_bytes
         stats.transactions_kept += kept
         stats.transactions_partial += partial
@@ -330,8 +340,7 @@ class SlaveStream:
         stats.events_skipped += read_events - sent_events
         stats.bytes_skipped += read_bytes - sent_bytes
         self.batch_skipped += read_bytes - sent_bytes
-        self.pos = slave.position = end_of(j - 1)
-        return j
+        self.pos = self.slave.position = end_of(end - 1)
 
     def _fold_tally(self) -> None:
         """The core's Table_map tally (per name id of one segment reader) into `occurrences`."""
@@ -366,7 +375,7 @@ class SlaveStream:
         index, units = seg.index, seg.units
         cum, evc, run_bytes = index.cum, index.evc, index.run_bytes
         end_of = units.end_of if isinstance(units, LazyUnits) else (lambda k: units[k].end)
-        slave, stats = self.slave, self.slave.stats
+        slave = self.slave
         limit = self.svc.batch_bytes
         skip_ok = self.policy == HEARTBEAT
         match_keep, match_skip, bisect_left = _KEEP_RUN.match, _SKIP_RUN.match, bisect.bisect_left
@@ -418,23 +427,9 @@ class SlaveStream:
                 break
         if i == start:
             return i
-        nevents = evc[i] - evc[start]
-        nbytes = cum[i] - cum[start]
-        stats.events_read += nevents
-        stats.bytes_read += nbytes
-        self.batch_units += i - start
-        self._track_gtids(index, start, i)
         self.occurrences.update(index.occ[index.toff[start] : index.toff[i]])
-        stats.events_sent += sent_events
-        stats.bytes_sent += sent_bytes
-        stats.kept_bytes += sent_bytes
-        stats.transactions_kept += kept_units
-        stats.transactions_partial += partial_units
-        stats.transactions_skipped += skipped_units
-        stats.events_skipped += nevents - sent_events
-        stats.bytes_skipped += nbytes - sent_bytes
-        self.batch_skipped += nbytes - sent_bytes
-        self.pos = slave.position = end_of(i - 1)
+        self._account_run(index, start, i, end_of, evc[i] - evc[start], cum[i] - cum[start], sent_events, sent_bytes,
+                          kept_units, partial_units, skipped_units)
         return i
 
     def _flush_hits(self) -> None:
