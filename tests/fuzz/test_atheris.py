@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz_support import IN_CI, TIME_BOUND
+from tests.fuzz.fuzz_support import IN_CI, TIME_BOUND
 
 # 10 000 inputs per target under CI=true (63 CPU seconds for the three, measured), 2 000
 # elsewhere; ATHERIS_RUNS sets it.
