@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from dumpfilter.lab.sandbox import diff_snapshots, make_replica, replica_status, snapshot, wait_caught_up
+from dumpfilter.lab.sandbox import make_replica, replica_status, wait_caught_up
 
-from tests.support.mysql_replicas import point_at
+from tests.support.mysql_replicas import converge, point_at
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 
@@ -47,18 +47,6 @@ def _serve(binlog_dir, port: int, replicas: Path, log: Path) -> subprocess.Popen
             time.sleep(0.1)
     proc.kill()
     raise AssertionError(f"master did not listen on {port}:\n{log.read_text()}")
-
-
-def _converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
-    expected = snapshot(expected_server)
-    deadline = time.monotonic() + timeout
-    while True:
-        status = replica_status(replica)
-        assert not status.get("Last_SQL_Errno"), status.get("Last_SQL_Error")
-        differences = diff_snapshots(expected, snapshot(replica))
-        if not differences or time.monotonic() > deadline:
-            return differences
-        time.sleep(0.5)
 
 
 def test_replicas_reconnect_after_kill_9_and_restart(mariadb_factory, tmp_path):
@@ -111,7 +99,7 @@ def test_replicas_reconnect_after_kill_9_and_restart(mariadb_factory, tmp_path):
         assert wait_caught_up(primary, reference, timeout=60).caught_up
         for sid, replica in real.items():
             status = replica_status(replica)
-            assert _converge(reference, replica) == [], (f"server_id {sid}: IO {status.get('Slave_IO_Running')} "
+            assert converge(reference, replica) == [], (f"server_id {sid}: IO {status.get('Slave_IO_Running')} "
                                                          f"{status.get('Last_IO_Error')}; read {status.get('Master_Log_File')}:"
                                                          f"{status.get('Read_Master_Log_Pos')}\n{replica.error_log_tail(8)}"
                                                          f"\n{log.read_text()[-3000:]}")

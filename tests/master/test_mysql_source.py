@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, replica_status, snapshot, wait_caught_up
+from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, snapshot, wait_caught_up
 from dumpfilter.master.grpc_server import create_server
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
@@ -20,7 +20,7 @@ from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorE
 from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL, _file_for_gtid
 
 from tests.support.dump_helpers import run_slave
-from tests.support.mysql_replicas import point_at
+from tests.support.mysql_replicas import converge, point_at
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 
@@ -34,18 +34,6 @@ def _restart(server) -> None:
     server._proc.wait(10)
     server._launch(find_binary("mariadbd"))
     server._wait_ready()
-
-
-def _converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
-    expected = snapshot(expected_server)
-    deadline = time.monotonic() + timeout
-    while True:
-        status = replica_status(replica)
-        assert not status.get("Last_SQL_Errno"), status.get("Last_SQL_Error")
-        differences = diff_snapshots(expected, snapshot(replica))
-        if not differences or time.monotonic() > deadline:
-            return differences
-        time.sleep(0.5)
 
 
 def _same_series(local, primary, names) -> None:
@@ -115,7 +103,7 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
         for reference in references.values():
             assert wait_caught_up(primary, reference, timeout=60).caught_up
         for sid in RULES:
-            assert _converge(references[sid], real[sid]) == [], f"server_id {sid}"
+            assert converge(references[sid], real[sid]) == [], f"server_id {sid}"
         # dumpfilter's own slave, from the same series, applying its relay log to `target`
         deadline = time.monotonic() + 30
         while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from dumpfilter.lab.sandbox import MariaDBServer, replica_status
+from dumpfilter.lab.sandbox import MariaDBServer, diff_snapshots, replica_status, snapshot
 
 IDLE_SQL_STATE = "Slave has read all relay log"
 
@@ -64,3 +64,17 @@ def wait_applied(replica: MariaDBServer, *, service=None, server_id: int | None 
                          f"SQL {status.get('Slave_SQL_Running')} ({status.get('Last_SQL_Error')}), "
                          f"read {status.get('Master_Log_File')}:{status.get('Read_Master_Log_Pos')}, "
                          f"executed {status.get('Relay_Master_Log_File')}:{status.get('Exec_Master_Log_Pos')}")
+
+
+def converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
+    """Wait until `replica` holds what `expected_server` holds (no SQL error on the way); the
+    differences left at the deadline, [] when equal."""
+    expected = snapshot(expected_server)
+    deadline = time.monotonic() + timeout
+    while True:
+        status = replica_status(replica)
+        assert not status.get("Last_SQL_Errno"), status.get("Last_SQL_Error")
+        differences = diff_snapshots(expected, snapshot(replica))
+        if not differences or time.monotonic() > deadline:
+            return differences
+        time.sleep(0.5)
