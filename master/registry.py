@@ -17,6 +17,7 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import FilterChange, parse_filter_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.skip_policy import SKIP_POLICIES
 from dumpfilter.master.flags import FlagWords, SlaveDecider
@@ -93,7 +94,10 @@ class SlaveRegistry:
                  lint_bytes: int):
         self.binlog_dir = binlog_dir
         self.policy = policy
-        self.schema = schema  # the starting schema (--schema); each rule engine replays the DDL into a copy
+        self.schema = schema  # the starting schema (--schema)
+        # The one schema model of the binlog series, versioned by position (#14): every rule engine
+        # shares it; set by DumpService, which owns the segment cache it reads the DDL through.
+        self.timeline: SchemaTimeline | None = None
         self.slaves: dict[int, RegisteredSlave] = {}
         self.lock = threading.RLock()
         self.words = FlagWords(self._members)
@@ -199,8 +203,8 @@ class SlaveRegistry:
         key = (rules, settings)
         engine = self._engines.get(key)
         if engine is None:
-            engine = self._engines[key] = RuleEngine(rules, settings,
-                                                     schema=self.schema.copy() if self.schema is not None else None)
+            schema = self.timeline if self.timeline is not None else self.schema.copy() if self.schema else None
+            engine = self._engines[key] = RuleEngine(rules, settings, schema=schema)
         return engine
 
     def _state(self, slave: RegisteredSlave, channel: str) -> SlaveState:

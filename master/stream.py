@@ -27,6 +27,7 @@ from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is
 from dumpfilter.master.flags import ASSUMED_DECISIONS
 from dumpfilter.master.model import Batch
 from dumpfilter.master.registry import RegisteredSlave, StreamHandle
+from dumpfilter.master.schema_feed import order_key, unit_start
 from dumpfilter.master.segments import LazyUnits, Pos, Segment, Unit
 
 if TYPE_CHECKING:
@@ -480,6 +481,7 @@ class SlaveStream:
                 answer = unit.results.get(state.key)
                 if answer is None:
                     state.decider.hits = Counter()
+                    state.decider.at = order_key(unit_start(unit))  # the schema as it was just before
                     answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), state.decider.hits)
         return answer
 
