@@ -55,7 +55,7 @@ class SlaveState:
     channel: str
     rules: RuleSet
     engine: RuleEngine
-    key: tuple
+    key: int            # the rule group (distinct rules, settings and gate): answers are shared per group
     decider: SlaveDecider
     txn_filter: TransactionFilter
 
@@ -102,7 +102,8 @@ class SlaveRegistry:
         self.lock = threading.RLock()
         self.words = FlagWords(self._members)
         self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
-        self.group_locks: dict[tuple, threading.Lock] = {}
+        self.group_locks: dict[int, threading.Lock] = {}
+        self._group_ids: dict[tuple, int] = {}
         # Lint at Register (issue #17): a background job per distinct rule set, up to `lint_bytes`
         # of binlog (0: off); Register only asks, and never waits.
         self.lint = LintJobs(binlog_dir, lint_bytes, schema)
@@ -214,7 +215,9 @@ class SlaveRegistry:
         rules = slave.rules_for(channel)
         engine = self._engine(rules, slave.reg.settings)
         decider = SlaveDecider(self.words, slave.bit, engine, slave.gate)
-        key = (rules, slave.reg.settings, slave.gate)
+        # The rule group's key in every unit's answers: a small int (hashing the RuleSet per unit cost more
+        # than some decisions), one per distinct (rules, settings, gate).
+        key = self._group_ids.setdefault((rules, slave.reg.settings, slave.gate), len(self._group_ids))
         return SlaveState(channel, rules, engine, key, decider, TransactionFilter(decider, empty_transactions=KEEP))
 
     # -- ChangeFilter -----------------------------------------------------------------------

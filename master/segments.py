@@ -49,7 +49,7 @@ class Unit:
     only materialised when a slave's answer needs the reference path."""
 
     __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "_statements", "gtid",
-                 "gtid_end", "nbytes", "mysql_gtid", "is_fast", "_kind", "_complete")
+                 "gtid_end", "nbytes", "mysql_gtid", "is_fast", "_kind", "_complete", "_parses")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
         self._txn = txn
@@ -103,6 +103,17 @@ class Unit:
             found = core_statements(self.raw, self.gtid_end, len(self.raw))
             statements = self._statements = tuple(found) if found is not None else None
         return statements
+
+    @property
+    def parses(self) -> dict:
+        """(sql, default db) -> StatementInfo: the unit's statements as parsed for the first rule
+        group that decided them, reused by the others (each event parsed once, whatever the
+        number of slaves); it lives as long as the unit stays in the segment cache."""
+        try:
+            return self._parses
+        except AttributeError:
+            parses = self._parses = {}
+            return parses
 
     @property
     def txn(self) -> Transaction:
@@ -690,9 +701,7 @@ class SegmentReader:
         if any(f & (F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID) for f in flags):
             seqs, w6 = words[5::8].tolist(), words[6::8].tolist()
             sources = self.sources
-            for k, f in enumerate(flags):
-                if not f & F_FAST:
-                    continue
+            for k, f in enumerate(flags):  # every unit's: statement units join the runs too
                 if f & F_MARIADB_GTID:
                     gtids[k] = ((w6[k] & 0xFFFFFFFF, w6[k] >> 32), seqs[k])
                 elif f & F_MYSQL_GTID:

@@ -253,15 +253,17 @@ class RuleEngine:
         return _decision(table_step, key, counted + db_step.counted)
 
     # ------------------------------------------------------------------ statement events
-    def decide_statement(self, sql: str, current_db: str | None, at=None) -> Decision:
+    def decide_statement(self, sql: str, current_db: str | None, at=None, parses: dict | None = None) -> Decision:
         """A Query event with default database `current_db` (None: the source had none). `at`: its
-        position key, for an engine on a SchemaTimeline (the decision sees the schema before it)."""
+        position key, for an engine on a SchemaTimeline (the decision sees the schema before it).
+        `parses`: a memo shared by the engines deciding the same event (the master keeps one per
+        unit), so that it is parsed once whatever the number of rule sets."""
         self._at = at
         session_db = self.names.incoming(current_db) if current_db else ""
         notes: list[str] = []
         if self.settings.semantics == "effective":
             # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
-            parsed_db, parsed = session_db, statement_tables(sql, session_db)
+            parsed_db, parsed = session_db, _parse(sql, session_db, parses)
             info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
@@ -270,7 +272,7 @@ class RuleEngine:
             notes = notes if self._effective_do or self._effective_ignore else []
         else:
             rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
-            parsed_db, parsed = rewritten, statement_tables(sql, rewritten)
+            parsed_db, parsed = rewritten, _parse(sql, rewritten, parses)
             info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
@@ -650,6 +652,15 @@ def _like_index(patterns, fold) -> LikeIndex:
 
 def _merge(first: _Step, second: _Step) -> _Step:
     return _Step(second.ok, second.rule or first.rule, second.reason, first.counted + second.counted)
+
+
+def _parse(sql: str, default_db: str, parses: dict | None) -> StatementInfo:
+    if parses is None:
+        return statement_tables(sql, default_db)
+    info = parses.get((sql, default_db))
+    if info is None:
+        info = parses[(sql, default_db)] = statement_tables(sql, default_db)
+    return info
 
 
 def _decision(step: _Step, tables, counted=()) -> Decision:
