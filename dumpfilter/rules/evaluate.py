@@ -115,6 +115,7 @@ class RuleEngine:
         self._counting = True     # False while folding: those decisions are not the stream's
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}
+        self._by_database: dict[tuple, tuple[Decision, bool]] = {}  # see _decide_by_database
         self._table_steps: dict[str, _Step] = {}
         self._compile()
 
@@ -281,7 +282,7 @@ class RuleEngine:
                 # the table_map_for_update bitmap: SET tables only [src: sql_parse.cc].
                 info = self._multi_update(info, notes, triggers=self.settings.flavor == "mariadb")
             counted = (filter_name("rewrite_db"),) if was_rewritten else ()
-            decision = self._decide_statement(info, current_db, rewritten, counted)
+            decision = self._decide_by_database(info, current_db, rewritten, counted)
             notes = notes if self.table_rules_on else []
         if notes and decision.assumption is None:
             decision = dataclasses.replace(decision, assumption="; ".join(notes))
@@ -325,6 +326,26 @@ class RuleEngine:
         if self.timeline is not None and self._at is not None:
             return self.timeline.model_at(self._at)
         return self.schema
+
+    def _decide_by_database(self, info: StatementInfo, current_db, rewritten: str, counted) -> Decision:
+        """`_decide_statement`, remembered per (kind, named database, default database) when the
+        rules have no table rule: rpl_filter.cc then checks databases only, so the answer cannot
+        depend on the tables (the many schema-per-replica setups decide each DDL by a dict lookup)."""
+        if self.table_rules_on or info.kind is Kind.UPDATE_MULTI:
+            return self._decide_statement(info, current_db, rewritten, counted)
+        key = (info.kind, info.db_statement_name, current_db)
+        known = self._by_database.get(key)
+        tables = tuple(f"{db}.{table}" for db, table in info.updated)
+        if known is None:
+            decision = self._decide_statement(info, current_db, rewritten, counted)
+            if tables:  # remembered with whether it lists the tables (not when a binlog-*-db rule decided)
+                if len(self._by_database) >= _BY_DATABASE_MAX:
+                    self._by_database.clear()
+                self._by_database[key] = (decision, decision.tables == tables)
+            return decision
+        decision, lists = known
+        return Decision(decision.apply, decision.reason, decision.rule, tables if lists else (), decision.counted,
+                        decision.assumption)
 
     def _decide_statement(self, info: StatementInfo, current_db, rewritten: str, counted) -> Decision:
         if info.kind is Kind.TRANSACTION:
@@ -652,6 +673,9 @@ def _like_index(patterns, fold) -> LikeIndex:
 
 def _merge(first: _Step, second: _Step) -> _Step:
     return _Step(second.ok, second.rule or first.rule, second.reason, first.counted + second.counted)
+
+
+_BY_DATABASE_MAX = 4096  # remembered statement answers per engine (no table rules): cleared when full
 
 
 def _parse(sql: str, default_db: str, parses: dict | None) -> StatementInfo:
