@@ -4,10 +4,10 @@ once per table for all slaves) and each slave's decider, which answers Transacti
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections import Counter
 from collections.abc import Callable
 
+from dumpfilter import _core
 from dumpfilter.rules.evaluate import Decision, RuleEngine
 from dumpfilter.master.policy import Gate
 
@@ -16,39 +16,48 @@ ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Dec
 
 class FlagWords:
     """One word per (db, table): bit i set when slave i keeps the table (its rules AND its policy).
-    Computed once per table for all slaves (slaves with equal rules evaluate once), read with one
-    dict lookup; thrown away whenever a slave's rules change or slaves come and go."""
+    The words live in the compiled core (`_core.FlagWords`), which answers a stream's per-segment
+    keep bytes and per-table bit tests; a miss calls `_compute` (the rule engines, in Python) once
+    per table, slaves with equal rules evaluating once. Thrown away whenever a slave's rules change
+    or slaves come and go (a word computed across that is not kept)."""
 
     def __init__(self, members: Callable[[], list[tuple[int, RuleEngine, Gate]]]):
         self._members = members
-        self._words: dict[tuple[str, str], int] = {}
-        self._lock = threading.Lock()
-        self.computed = 0
-        self.generation = 0   # bumped at every invalidation: per-segment masks are recomputed
+        self._core = _core.FlagWords(self._compute)
 
     def get(self, db: str, table: str) -> int:
-        word = self._words.get((db, table))
-        return self._compute(db, table) if word is None else word
+        """The whole word (the reference path's per-unit masks)."""
+        return int.from_bytes(self._core.word(db, table), "little")
 
-    def _compute(self, db: str, table: str) -> int:
-        with self._lock:
-            word = 0
-            answers: dict[tuple[int, Gate], bool] = {}
-            for bit, engine, gate in self._members():
-                key = (id(engine), gate)
-                kept = answers.get(key)
-                if kept is None:
-                    kept = answers[key] = engine.table_kept(db, table) and gate.table_allowed(db, table)
-                if kept:
-                    word |= 1 << bit
-            self._words[(db, table)] = word
-            self.computed += 1
-            return word
+    def kept(self, db: str, table: str, bit: int) -> bool:
+        return self._core.kept(db, table, bit)
+
+    def keep(self, names: list[tuple[str, str]], bit: int) -> bytes:
+        """A byte per (db, table) of `names`, 1 where slave `bit` keeps it."""
+        return self._core.keep(names, bit)
+
+    @property
+    def generation(self) -> int:
+        return self._core.generation  # bumped at every invalidation: per-segment answers are remade
+
+    @property
+    def computed(self) -> int:
+        return self._core.computed
+
+    def _compute(self, db: str, table: str) -> bytes:
+        word = 0
+        answers: dict[tuple[int, Gate], bool] = {}
+        for bit, engine, gate in self._members():
+            key = (id(engine), gate)
+            kept = answers.get(key)
+            if kept is None:
+                kept = answers[key] = engine.table_kept(db, table) and gate.table_allowed(db, table)
+            if kept:
+                word |= 1 << bit
+        return word.to_bytes((word.bit_length() + 7) // 8, "little")
 
     def invalidate(self) -> None:
-        with self._lock:
-            self._words = {}
-            self.generation += 1
+        self._core.invalidate()
 
 
 class SlaveDecider:
@@ -57,12 +66,13 @@ class SlaveDecider:
 
     def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate):
         self.words, self.bit, self.engine, self.gate = words, 1 << bit, engine, gate
+        self.bit_index = bit
         self.hits: Counter = Counter()
         self.at = None       # the position key of the unit being decided (set by the stream)
         self.parses = None   # that unit's parse memo, shared by every rule group (set by the stream)
 
     def table_kept(self, db: str, table: str) -> bool:
-        kept = bool(self.words.get(db, table) & self.bit)
+        kept = self.words.kept(db, table, self.bit_index)
         counted = self.engine.decide_table(db, table).counted
         if counted:
             self.hits.update(counted)

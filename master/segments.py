@@ -189,14 +189,14 @@ class SegmentIndex:
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
 
-    def rows_for(self, keeps) -> tuple[bytes, bytes] | None:
+    def rows_for(self, keep_of) -> tuple[bytes, bytes] | None:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
-        the core from `keeps(db, table)` asked once per table name, and those answers (a byte
-        per name id, for `partial`); None without columns."""
+        the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
+        flag words), and those bytes (for `partial`); None without columns."""
         if self.rows_input is None:
             return None
         tids, bounds, names = self.rows_input
-        keep = bytes([1 if keeps(db, table) else 0 for db, table in names])
+        keep = keep_of(names)
         if self.plan is not None:
             return self.plan.rows(keep), keep
         return unit_rows(tids, bounds, keep), keep

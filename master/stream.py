@@ -255,8 +255,7 @@ class SlaveStream:
                 self._states = (seg, words.generation, None, None)
                 return None
             bit = 1 << self.slave.bit
-            get = words.get
-            rows = index.rows_for(lambda db, table: get(db, table) & bit)
+            rows = index.rows_for(lambda names: words.keep(names, self.slave.bit))
             if rows is None:  # the reference reader's segments: per-unit masks
                 keep_all, keep_any = index.masks_for(seg.units, words)
                 rows = (bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
@@ -490,7 +489,7 @@ class SlaveStream:
                 hits[name] += count
             if count > 1 and counted:
                 engine.counters.update({name: count - 1 for name in counted})
-            if gate.restricted and not (decider.words.get(db, table) & decider.bit) \
+            if gate.restricted and not decider.words.kept(db, table, decider.bit_index) \
                     and not gate.table_allowed(db, table):
                 hits["MASTER_POLICY"] += count
         hits = +hits

@@ -3,6 +3,7 @@
 
 pub mod assemble;
 pub mod crc;
+pub mod flags;
 pub mod format;
 pub mod scan;
 pub mod send;
