@@ -13,7 +13,7 @@ import uuid as uuidlib
 from collections import OrderedDict
 from functools import reduce
 from itertools import accumulate, chain, compress
-from operator import itemgetter, or_
+from operator import itemgetter, or_, sub
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -430,6 +430,9 @@ _FDE = int(EventType.FORMAT_DESCRIPTION)
 _I64 = struct.Struct("<q")
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _NO_BOUNDS = (0xFFFFFFFF, 0xFFFFFFFF)  # a unit not fast has no Table_map range
+assert max(F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID) < 256  # all in the flags' low byte
+_FAST_BIT = bytes(flags & F_FAST for flags in range(256))
+_MARIADB_FAST = bytes(int(flags & (F_FAST | F_MARIADB_GTID) == F_FAST | F_MARIADB_GTID) for flags in range(256))
 _U64 = struct.Struct("<Q")
 CHUNK = 1 << 20
 _KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}
@@ -472,7 +475,7 @@ class _Columns:
         self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
         self.checksum_len = 0
         self.tids = array("I")    # name ids of the fast units' Table_maps, in order
-        self._bounds: list = []   # per scan: (its units' tables words, fast flags, offset into tids)
+        self._bounds: list = []   # per scan: (its units' tables lo, hi, fast flags, offset into tids)
         self.names: list = []     # (db, table) by name id
         self.plan = Plan()        # the same units for the core's per-stream send walk
 
@@ -480,9 +483,9 @@ class _Columns:
         """Per unit (lo, hi) into tids; (0xFFFFFFFF, 0xFFFFFFFF) for a unit not fast. Made when a
         stream first needs it (a partial unit, or rows without the core's Plan)."""
         bounds = array("I")
-        for w4, fast, off in self._bounds:
-            bounds.extend(chain.from_iterable([((w & 0xFFFFFFFF) + off, (w >> 32) + off) if f else _NO_BOUNDS
-                                               for f, w in zip(fast, w4)]))
+        for los, his, fast, off in self._bounds:
+            bounds.extend(chain.from_iterable([(lo + off, hi + off) if f else _NO_BOUNDS
+                                               for f, lo, hi in zip(fast, los, his)]))
         return bounds
 
     @property
@@ -520,11 +523,11 @@ class _GtidColumn:
     _MARIADB = F_FAST | F_MARIADB_GTID
 
     def __init__(self):
-        self.flags: list[int] = []
+        self.flags = bytearray()  # the low byte of each unit's flags
         self.sources: list[int] = []  # domain | server_id << 32
         self.seqs: list[int] = []
 
-    def extend(self, flags: list[int], sources: list[int], seqs: list[int]) -> None:
+    def extend(self, flags: bytes, sources: list[int], seqs: list[int]) -> None:
         self.flags.extend(flags)
         self.sources.extend(sources)
         self.seqs.extend(seqs)
@@ -548,8 +551,7 @@ class _GtidColumn:
 
     def source_count(self) -> int:
         """How many distinct (domain, server_id) the GTIDs have."""
-        mariadb = self._MARIADB
-        return len(set(compress(self.sources, [f & mariadb == mariadb for f in self.flags])))
+        return len(set(compress(self.sources, self.flags.translate(_MARIADB_FAST))))
 
 
 class _UnitTables:
@@ -724,21 +726,25 @@ class SegmentReader:
             return fmt
         cols = self.cols
         cols.plan.add(self.scanner.core, buf, name, base)
+        # The record (see scanner.UnitRecord) read column-wise through byte and u32 views:
+        # word 2 = events (u32 4) | kind << 32 | flags << 40 (the flags' low byte is byte 21, and
+        # every flag read here is in it); word 4 = tables lo (u32 8) | hi (u32 9).
         words = scan.units.words
-        starts, ends, w2, w4 = words[0::8].tolist(), words[1::8].tolist(), words[2::8].tolist(), words[4::8].tolist()
-        flags = [w >> 40 for w in w2]
-        fast = [bool(f & F_FAST) for f in flags]
+        u8 = words.cast("B")
+        u32 = u8.cast("I")
+        starts, ends = words[0::8].tolist(), words[1::8].tolist()
+        flags = bytes(u8[21::64])
+        fast = flags.translate(_FAST_BIT)  # 1 per fast unit, else 0
         any_flags = reduce(or_, flags, 0)
         names = self.scanner.names
         tables = scan.tables
         off = len(cols.tids)
         first = len(cols.sizes)
         cols.tids.extend(tables)
-        cols._bounds.append((w4, fast, off))
-        # A unit's Table_maps: [lo, hi) of the scan's tables (0, 0 for a unit not fast), read as
-        # the u32 halves of its record word.
-        halves = memoryview(words[4::8].tobytes()).cast("I")
-        ntables = [hi - lo for lo, hi in zip(halves[0::2].tolist(), halves[1::2].tolist())]
+        # A unit's Table_maps are [lo, hi) of the scan's tables (0, 0 for a unit not fast).
+        los, his = u32[8::16].tolist(), u32[9::16].tolist()
+        cols._bounds.append((los, his, fast, off))
+        ntables = list(map(sub, his, los))
         cols.names = names
         cols.occ.extend([names[i] for i in tables])
         cols.toff.extend(accumulate(ntables, initial=cols.toff[-1]))
@@ -749,7 +755,7 @@ class SegmentReader:
         cols.starts.extend(starts)
         cols.ends.extend(ends)
         cols.sizes.extend([e - b for b, e in zip(starts, ends)])
-        cols.events.extend([w & 0xFFFFFFFF for w in w2])
+        cols.events.extend(u32[4::16].tolist())
         cols.fast.extend(fast)
         # MariaDB GTIDs stay in the record words until a stream reads one (_GtidColumn).
         cols.gtids.extend(flags, words[6::8].tolist(), words[5::8].tolist())
