@@ -165,6 +165,11 @@ class SegmentIndex:
         return index
 
     @property
+    def names(self) -> list | None:
+        """(db, table) by the scanner's name id (the ids rows and Plan answers are indexed by)."""
+        return self._cols.names if self._cols is not None else None
+
+    @property
     def rows_input(self) -> tuple[bytes, bytes, list] | None:
         """(tids, bounds, names) for the compiled per-slave rows and partial units; made on first
         use (a stream with the core's Plan only needs the names)."""
@@ -198,12 +203,13 @@ class SegmentIndex:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
         the core from `keeps(db, table)` asked once per table name, and those answers (a byte
         per name id, for `partial`); None without columns."""
-        if self.rows_input is None:
+        names = self.names
+        if names is None:
             return None
-        tids, bounds, names = self.rows_input
         keep = bytes([1 if keeps(db, table) else 0 for db, table in names])
         if self.plan is not None:
             return self.plan.rows(keep), keep
+        tids, bounds, _ = self.rows_input
         return unit_rows(tids, bounds, keep), keep
 
     def partial(self, k: int, keep: bytes) -> tuple[bytes, int] | None:
