@@ -283,7 +283,7 @@ class SlaveStream:
         as the reference path cuts), or when a ChangeFilter is pending. Returns the index of the
         first unit not handled."""
         row = self._row(seg)
-        if row is None:
+        if row is None or row[i] == _SLOW:  # not a fast unit: both walks stop there at once
             return i
         index = seg.index
         plan = index.plan
