@@ -568,7 +568,7 @@ class Slave:
                 i += 1
                 continue
             raw_ok = self.fast and self.rename is None and self.relay.file is not None and grouper.current is None
-            if raw_ok and self.after_unit is None:
+            if raw_ok and self.after_unit is None and w2 >> 40 & F_FAST:  # the assembly stops at a unit not fast
                 # Fast units the slave's own rules keep whole, in bulk: their bytes as they came.
                 out, nxt, _, counts = self._scanner.assemble(blob, i, self._keeps(), 0, 0, False, False, True, b"",
                                                              whole_only=True)
