@@ -58,6 +58,8 @@ class SlaveDecider:
     def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate):
         self.words, self.bit, self.engine, self.gate = words, 1 << bit, engine, gate
         self.hits: Counter = Counter()
+        self.at = None       # the position key of the unit being decided (set by the stream)
+        self.parses = None   # that unit's parse memo, shared by every rule group (set by the stream)
 
     def table_kept(self, db: str, table: str) -> bool:
         kept = bool(self.words.get(db, table) & self.bit)
@@ -69,7 +71,7 @@ class SlaveDecider:
         return kept
 
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
-        decision = self.engine.decide_statement(sql, current_db)
+        decision = self.engine.decide_statement(sql, current_db, at=self.at, parses=self.parses)
         self.hits.update(decision.counted)
         if decision.assumption is not None:
             self.hits[ASSUMED_DECISIONS] += 1

@@ -17,6 +17,7 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import FilterChange, parse_filter_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.skip_policy import SKIP_POLICIES
 from dumpfilter.master.flags import FlagWords, SlaveDecider
@@ -54,7 +55,7 @@ class SlaveState:
     channel: str
     rules: RuleSet
     engine: RuleEngine
-    key: tuple
+    key: int            # the rule group (distinct rules, settings and gate): answers are shared per group
     decider: SlaveDecider
     txn_filter: TransactionFilter
 
@@ -93,12 +94,16 @@ class SlaveRegistry:
                  lint_bytes: int):
         self.binlog_dir = binlog_dir
         self.policy = policy
-        self.schema = schema  # the starting schema (--schema); each rule engine replays the DDL into a copy
+        self.schema = schema  # the starting schema (--schema)
+        # The one schema model of the binlog series, versioned by position (#14): every rule engine
+        # shares it; set by DumpService, which owns the segment cache it reads the DDL through.
+        self.timeline: SchemaTimeline | None = None
         self.slaves: dict[int, RegisteredSlave] = {}
         self.lock = threading.RLock()
         self.words = FlagWords(self._members)
         self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
-        self.group_locks: dict[tuple, threading.Lock] = {}
+        self.group_locks: dict[int, threading.Lock] = {}
+        self._group_ids: dict[tuple, int] = {}
         # Lint at Register (issue #17): a background job per distinct rule set, up to `lint_bytes`
         # of binlog (0: off); Register only asks, and never waits.
         self.lint = LintJobs(binlog_dir, lint_bytes, schema)
@@ -199,8 +204,8 @@ class SlaveRegistry:
         key = (rules, settings)
         engine = self._engines.get(key)
         if engine is None:
-            engine = self._engines[key] = RuleEngine(rules, settings,
-                                                     schema=self.schema.copy() if self.schema is not None else None)
+            schema = self.timeline if self.timeline is not None else self.schema.copy() if self.schema else None
+            engine = self._engines[key] = RuleEngine(rules, settings, schema=schema)
         return engine
 
     def _state(self, slave: RegisteredSlave, channel: str) -> SlaveState:
@@ -210,7 +215,9 @@ class SlaveRegistry:
         rules = slave.rules_for(channel)
         engine = self._engine(rules, slave.reg.settings)
         decider = SlaveDecider(self.words, slave.bit, engine, slave.gate)
-        key = (rules, slave.reg.settings, slave.gate)
+        # The rule group's key in every unit's answers: a small int (hashing the RuleSet per unit cost more
+        # than some decisions), one per distinct (rules, settings, gate).
+        key = self._group_ids.setdefault((rules, slave.reg.settings, slave.gate), len(self._group_ids))
         return SlaveState(channel, rules, engine, key, decider, TransactionFilter(decider, empty_transactions=KEEP))
 
     # -- ChangeFilter -----------------------------------------------------------------------

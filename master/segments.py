@@ -51,7 +51,7 @@ class Unit:
     only materialised when a slave's answer needs the reference path."""
 
     __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "_statements", "gtid",
-                 "gtid_end", "nbytes", "mysql_gtid", "is_fast", "_kind", "_complete")
+                 "gtid_end", "nbytes", "mysql_gtid", "is_fast", "_kind", "_complete", "_parses")
 
     def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
         self._txn = txn
@@ -105,6 +105,17 @@ class Unit:
             found = core_statements(self.raw, self.gtid_end, len(self.raw))
             statements = self._statements = tuple(found) if found is not None else None
         return statements
+
+    @property
+    def parses(self) -> dict:
+        """(sql, default db) -> StatementInfo: the unit's statements as parsed for the first rule
+        group that decided them, reused by the others (each event parsed once, whatever the
+        number of slaves); it lives as long as the unit stays in the segment cache."""
+        try:
+            return self._parses
+        except AttributeError:
+            parses = self._parses = {}
+            return parses
 
     @property
     def txn(self) -> Transaction:
@@ -438,7 +449,7 @@ _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common heade
 _NO_BOUNDS = (0xFFFFFFFF, 0xFFFFFFFF)  # a unit not fast has no Table_map range
 assert max(F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID) < 256  # all in the flags' low byte
 _FAST_BIT = bytes(flags & F_FAST for flags in range(256))
-_MARIADB_FAST = bytes(int(flags & (F_FAST | F_MARIADB_GTID) == F_FAST | F_MARIADB_GTID) for flags in range(256))
+_MARIADB_BIT = bytes(flags & F_MARIADB_GTID for flags in range(256))
 _U64 = struct.Struct("<Q")
 CHUNK = 1 << 20
 _KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}
@@ -521,12 +532,11 @@ class _Columns:
 
 
 class _GtidColumn:
-    """Per unit, the MariaDB GTID ((domain, server_id), seq_no) of a fast unit, else None; kept as
-    the scanner's words and made when a stream reads one (most are never read: a run's tracker
-    update needs only its last GTID when the segment has one GTID source)."""
+    """Per unit, its MariaDB GTID ((domain, server_id), seq_no), else None; kept as the scanner's
+    words and made when a stream reads one (most are never read: a run's tracker update needs
+    only its last GTID when the segment has one GTID source)."""
 
     __slots__ = ("flags", "sources", "seqs")
-    _MARIADB = F_FAST | F_MARIADB_GTID
 
     def __init__(self):
         self.flags = bytearray()  # the low byte of each unit's flags
@@ -544,7 +554,7 @@ class _GtidColumn:
     def __getitem__(self, k):
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self.flags)))]
-        if self.flags[k] & self._MARIADB != self._MARIADB:
+        if not self.flags[k] & F_MARIADB_GTID:
             return None
         source = self.sources[k]
         return (source & 0xFFFFFFFF, source >> 32), self.seqs[k]
@@ -557,7 +567,7 @@ class _GtidColumn:
 
     def source_count(self) -> int:
         """How many distinct (domain, server_id) the GTIDs have."""
-        return len(set(compress(self.sources, self.flags.translate(_MARIADB_FAST))))
+        return len(set(compress(self.sources, self.flags.translate(_MARIADB_BIT))))
 
 
 class _UnitTables:
@@ -768,8 +778,8 @@ class SegmentReader:
         mysql: list = [None] * n
         if any_flags & (F_MYSQL_GTID | F_TAGGED_GTID):
             sources = self.sources
-            for k, f in enumerate(flags):
-                if not f & F_FAST or f & F_MARIADB_GTID:
+            for k, f in enumerate(flags):  # every unit's: statement units join the runs too
+                if f & F_MARIADB_GTID:
                     continue
                 if f & F_MYSQL_GTID:
                     sid = buf[starts[k] + 20 : starts[k] + 36]

@@ -17,6 +17,7 @@ from dumpfilter.master.model import Batch
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
+from dumpfilter.master.schema_feed import schema_timeline
 from dumpfilter.master.segments import Pos, SegmentCache
 from dumpfilter.master.stream import SlaveStream
 
@@ -39,6 +40,7 @@ class DumpService(SlaveRegistry):
         # corrupt event body reaches the slaves, whose receivers check what they get.
         self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, fast=fast,
                                      verify_checksums=verify_checksums)
+        self.timeline = schema_timeline(self.segments, schema)
         self.fast = fast  # False: every unit through TransactionFilter (the reference path, for tests)
         self.shutting_down = False
         self.max_streams = max_streams                            # None: no limit

@@ -22,11 +22,12 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
-from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, is_framing
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
 from dumpfilter.master.flags import ASSUMED_DECISIONS
 from dumpfilter.master.model import Batch
 from dumpfilter.master.registry import RegisteredSlave, StreamHandle
+from dumpfilter.master.schema_feed import order_key, unit_start
 from dumpfilter.master.segments import LazyUnits, Pos, Segment, Unit
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class SlaveStream:
         self._states: tuple | None = None
         self._hb_parts: tuple | None = None
         self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
+        self._unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
 
     def run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
@@ -259,8 +261,34 @@ class SlaveStream:
                 keep_all, keep_any = index.masks_for(seg.units, words)
                 rows = (bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
                                for f, k, a in zip(index.fast, keep_all, keep_any)]), None)
+            rows = (self._statement_answers(seg, rows[0]), rows[1])
             states = self._states = (seg, words.generation, *rows)
         return states[2]
+
+    def _statement_answers(self, seg: Segment, row: bytes) -> bytes:
+        """Units that are not fast (statements, DDL) joined to the runs: each decided once for the
+        slave's rule group (`_result`), a unit kept as it came marked _KEEP and a skipped one _SKIP
+        (sent as a heartbeat in a skipped stretch under the heartbeat policy; under the others the
+        run stops there and `_unit` writes what the policy sends). Only units kept in part stay
+        _SLOW. Their rule hits are counted as the stream passes them (`_account_run`)."""
+        self._unit_hits = {}
+        if _SLOW not in row:
+            return row
+        out = bytearray(row)
+        units = seg.units
+        k = row.find(_SLOW)
+        while k >= 0:
+            unit = units[k]
+            if unit.txn.kind != CONTROL and unit.txn.complete:
+                result, hits = self._result(unit)
+                if result.outcome == KEPT and len(result.events) == unit.events:
+                    out[k] = _KEEP
+                elif result.outcome in (EMPTIED, SKIPPED):
+                    out[k] = _SKIP
+                if out[k] != _SLOW and hits:
+                    self._unit_hits[k] = hits
+            k = row.find(_SLOW, k + 1)
+        return bytes(out)
 
     def _holds_known_gtids(self, index) -> bool:
         """Whether a segment may hold GTIDs this slave's start state already has (or GTIDs of the
@@ -330,6 +358,8 @@ class SlaveStream:
         stats.events_read += read_events
         stats.bytes_read += read_bytes
         self.batch_units += end - start
+        if self._unit_hits:
+            self._statement_hits(start, end)
         self._track_gtids(index, start, end)
         stats.events_sent += sent_events
         stats.bytes_sent += sent_bytes
@@ -341,6 +371,16 @@ class SlaveStream:
         stats.bytes_skipped += read_bytes - sent_bytes
         self.batch_skipped += read_bytes - sent_bytes
         self.pos = self.slave.position = end_of(end - 1)
+
+    def _statement_hits(self, start: int, end: int) -> None:
+        """The rule hits of the statement units in the run [start, end) (decided in `_row`)."""
+        passed = [k for k in self._unit_hits if start <= k < end]
+        stats = self.slave.stats
+        for k in passed:
+            hits = self._unit_hits.pop(k)
+            stats.rule_hits.update(hits)
+            stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
+            self._count_filter_hits(hits)
 
     def _fold_tally(self) -> None:
         """The core's Table_map tally (per name id of one segment reader) into `occurrences`."""
@@ -480,6 +520,8 @@ class SlaveStream:
                 answer = unit.results.get(state.key)
                 if answer is None:
                     state.decider.hits = Counter()
+                    state.decider.at = order_key(unit_start(unit))  # the schema as it was just before
+                    state.decider.parses = unit.parses  # each statement parsed once for every group
                     answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), state.decider.hits)
         return answer
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
+from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.statements import DATABASE_KINDS, Kind, StatementInfo, names_ref, statement_tables
+from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
 from dumpfilter.rules.wildcards import LikeIndex, compile_like, escape_like
 
 # open_grant_tables (sql/auth/sql_user_table.cc, 8.0) marks every ACL table updating.
@@ -85,7 +87,7 @@ class RuleEngine:
     """Decisions for one replica's rules. Per-table decisions are cached; build a new engine when rules change."""
 
     def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None,
-                 schema: SchemaModel | None = None, replay_ddl: bool = True):
+                 schema: SchemaModel | SchemaTimeline | None = None, replay_ddl: bool = True):
         self.rules = rules
         self.settings = settings or Settings()
         self.names = _Names(self.settings)
@@ -95,13 +97,22 @@ class RuleEngine:
         self.counters: Counter[str] = Counter()
         # The master's schema as the binlog's DDL builds it (plus a starting --schema): columns place
         # unqualified SET columns, triggers add the tables they write. Changes per DDL, not per event.
-        self.schema = schema if schema is not None else SchemaModel()
+        # A SchemaTimeline (the master's, shared by every engine) is versioned by position: each
+        # decision then names its position (`at`), and the engine neither replays DDL into it nor
+        # records its trigger knowledge from the order it is asked in: it folds the timeline's log.
+        self.timeline = schema if isinstance(schema, SchemaTimeline) else None
+        if self.timeline is not None:
+            self.schema = self.timeline.start
+        else:
+            self.schema = schema if schema is not None else SchemaModel()
         # False when the model is one stream's, shared with other engines: the stream's reader
         # replays each DDL once, after every engine has decided it (split's Router does).
-        self.replay_ddl = replay_ddl
-        # Triggers whose CREATE this replica skipped: they exist on the master, not here.
-        self._absent_triggers: set[tuple[str, str]] = set()
-        self.known_triggers: dict[tuple[str, str], tuple[str, str]] = dict(triggers or {})
+        self.replay_ddl = replay_ddl and self.timeline is None
+        # Which triggers this replica has (Bug#24478: one whose CREATE it skipped exists on the master only).
+        self.triggers = TriggerKnowledge(triggers)
+        self._at = None           # the position of the decision being made (None: in stream order)
+        self._folded = 0          # timeline log entries folded into self.triggers
+        self._counting = True     # False while folding: those decisions are not the stream's
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}
         self._table_steps: dict[str, _Step] = {}
@@ -242,13 +253,17 @@ class RuleEngine:
         return _decision(table_step, key, counted + db_step.counted)
 
     # ------------------------------------------------------------------ statement events
-    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
-        """A Query event with default database `current_db` (None: the source had none)."""
+    def decide_statement(self, sql: str, current_db: str | None, at=None, parses: dict | None = None) -> Decision:
+        """A Query event with default database `current_db` (None: the source had none). `at`: its
+        position key, for an engine on a SchemaTimeline (the decision sees the schema before it).
+        `parses`: a memo shared by the engines deciding the same event (the master keeps one per
+        unit), so that it is parsed once whatever the number of rule sets."""
+        self._at = at
         session_db = self.names.incoming(current_db) if current_db else ""
         notes: list[str] = []
         if self.settings.semantics == "effective":
             # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
-            parsed_db, parsed = session_db, statement_tables(sql, session_db)
+            parsed_db, parsed = session_db, _parse(sql, session_db, parses)
             info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
@@ -257,7 +272,7 @@ class RuleEngine:
             notes = notes if self._effective_do or self._effective_ignore else []
         else:
             rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
-            parsed_db, parsed = rewritten, statement_tables(sql, rewritten)
+            parsed_db, parsed = rewritten, _parse(sql, rewritten, parses)
             info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
@@ -270,17 +285,46 @@ class RuleEngine:
             notes = notes if self.table_rules_on else []
         if notes and decision.assumption is None:
             decision = dataclasses.replace(decision, assumption="; ".join(notes))
+        if not self._counting:
+            return decision
         if decision.assumption is not None:
             self.assumed += 1
-        if info.kind in SCHEMA_KINDS:
+        if info.kind in SCHEMA_KINDS and self.timeline is None:
             # The model holds the master's names: reuse the parse only if it resolved against them.
             self._observe_ddl(sql, current_db, parsed if parsed_db == (current_db or "") else None, info, decision)
         self.counters.update(decision.counted)
-        if decision.apply:
-            self._remember_applied(info)
         if self.settings.track_derived_tables:
             self._track_derived(info)
         return decision
+
+    def _knowledge(self) -> TriggerKnowledge:
+        """This replica's trigger knowledge, brought up to the decision's position first when the
+        engine is on a timeline (only decisions that need it pay for reading the log)."""
+        if self.timeline is not None and self._at is not None:
+            self._fold(self._at)
+        return self.triggers
+
+    def _fold(self, at) -> None:
+        """Bring the trigger knowledge up to `at` from the timeline's log, in log order: each
+        CREATE/DROP TRIGGER before `at` decided as this replica would (not counted)."""
+        entries = self.timeline.entries_before(at, self._folded)
+        if not entries:
+            return
+        saved_at, saved_counting = self._at, self._counting
+        self._counting = False
+        try:
+            for key, sql, db, info in entries:
+                self._folded += 1
+                if info.kind in (Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER):
+                    self._record_trigger(info, self.decide_statement(sql, db, at=key).apply, key)
+        finally:
+            self._at, self._counting = saved_at, saved_counting
+
+    def _model(self) -> SchemaModel:
+        """The schema the decision being made sees."""
+        if self.timeline is not None and self._at is not None:
+            return self.timeline.model_at(self._at)
+        return self.schema
 
     def _decide_statement(self, info: StatementInfo, current_db, rewritten: str, counted) -> Decision:
         if info.kind is Kind.TRANSACTION:
@@ -294,7 +338,7 @@ class RuleEngine:
         if db_step.ok is False:
             return _decision(db_step, tables, counted)
         if not info.parse_ok and self.table_rules_on:
-            self.unparsed += 1
+            self.unparsed += self._counting
             return Decision(True, "statement could not be parsed; kept (counted as unparsed, never dropped)",
                             None, tables, counted + db_step.counted, "unparsed statement: its tables are unknown")
         table_step = self._statement_table_check(info)
@@ -340,7 +384,7 @@ class RuleEngine:
         return step
 
     def _drop_trigger_step(self, info: StatementInfo) -> _Step:
-        table = self.known_triggers.get(info.trigger)
+        table = self._knowledge().table(info.trigger, self._at)
         if table is None:
             # Bug#24478: the trigger's table cannot be loaded (CREATE TRIGGER was filtered): silently skipped.
             return _Step(False, "replicate-*-table",
@@ -349,12 +393,20 @@ class RuleEngine:
 
     # ------------------------------------------------------------------ the schema model
     def _observe_ddl(self, sql: str, current_db, parsed, info: StatementInfo, decision: Decision) -> None:
-        """Replay DDL into the model after the decision (the decision sees the schema before it).
-        A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only."""
-        if info.kind is Kind.CREATE_TRIGGER and info.trigger is not None:
-            (self._absent_triggers.discard if decision.apply else self._absent_triggers.add)(info.trigger)
+        """Replay DDL into the model after the decision (the decision sees the schema before it)."""
+        self._record_trigger(info, decision.apply, self._at)
         if self.replay_ddl:
             self.schema.observe(sql, current_db, parsed)
+
+    def _record_trigger(self, info: StatementInfo, applied: bool, at) -> None:
+        """A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only; one it
+        applies gives it the trigger (and its table); a DROP TRIGGER it applies removes it."""
+        if info.trigger is None:
+            return
+        if info.kind is Kind.CREATE_TRIGGER:
+            self.triggers.created(info.trigger, info.updated[0] if info.updated else None, applied, at)
+        elif info.kind is Kind.DROP_TRIGGER and applied:
+            self.triggers.dropped(info.trigger, at)
 
     def _multi_update(self, info: StatementInfo, notes: list[str], triggers: bool) -> StatementInfo:
         """BUG#37051: the updated tables of a multi-table UPDATE are those whose columns SET assigns,
@@ -370,14 +422,14 @@ class RuleEngine:
         return dataclasses.replace(info, updated=tuple(updated))
 
     def _place_set_columns(self, info: StatementInfo, notes: list[str]) -> list | None:
-        joined, chosen = info.joined, set()
+        joined, chosen, model = info.joined, set(), self._model()
         for qualifier, column in info.set_columns:
             if qualifier is not None:
                 chosen.update(i for i, ref in enumerate(joined) if names_ref(ref, qualifier))
                 continue
             owners, unknown = [], []
             for i, ((db, table), _) in enumerate(joined):
-                columns = self.schema.columns(db, table)
+                columns = model.columns(db, table)
                 if columns is None:
                     unknown.append(i)
                 elif column.lower() in columns:
@@ -401,16 +453,17 @@ class RuleEngine:
         """Tables written by the triggers the statement fires on this replica (nested triggers too)."""
         extra: list = []
         fired: set = set()
+        model = self._model()
         queue = [(table, "UPDATE") for table in updated]
         while queue:
             table, event = queue.pop(0)
-            if not self.schema.knows(*table):
+            if not model.knows(*table):
                 notes.append(f"table {table[0]}.{table[1]} is not in the schema model: its {event} triggers "
                              "are unknown, none counted")
                 continue
-            for trigger in self.schema.triggers_on(table, event):
+            for trigger in model.triggers_on(table, event):
                 key = (trigger.db, trigger.name)
-                if key in fired or key in self._absent_triggers:
+                if key in fired or self._knowledge().absent(key, self._at):
                     continue
                 fired.add(key)
                 if trigger.writes is None:
@@ -421,12 +474,6 @@ class RuleEngine:
                         extra.append(written)
                     queue.append((written, written_event))
         return extra
-
-    def _remember_applied(self, info: StatementInfo) -> None:
-        if info.kind is Kind.CREATE_TRIGGER and info.updated:
-            self.known_triggers[info.trigger] = info.updated[0]
-        elif info.kind is Kind.DROP_TRIGGER:
-            self.known_triggers.pop(info.trigger, None)
 
     def _track_derived(self, info: StatementInfo) -> None:
         """WL#40 "clever" mode (off by default; MySQL does not do this): CREATE ... LIKE/SELECT from an
@@ -501,7 +548,7 @@ class RuleEngine:
                 return [], "ALTER DATABASE without a name and without a default database changes no database"
             return [(name, "")], f"the database it creates/alters/drops ('{name}')"
         if info.kind is Kind.DROP_TRIGGER and info.trigger is not None:
-            table = self.known_triggers.get(info.trigger)
+            table = self._knowledge().table(info.trigger, self._at)
             if table is not None:
                 return [table], f"the table of trigger '{info.trigger[1]}' ({table[0]}.{table[1]})"
             if info.trigger[0]:
@@ -521,7 +568,7 @@ class RuleEngine:
             return Decision(True, "BEGIN/COMMIT/ROLLBACK/SAVEPOINT/XA are never filtered")
         if not info.parse_ok:
             # Never the USE database: that is exactly what effective semantics must not depend on.
-            self.unparsed += 1  # (self.assumed is counted by decide_statement for every assumption)
+            self.unparsed += self._counting  # (self.assumed is counted by decide_statement for every assumption)
             return Decision(True, "the statement could not be parsed, so its effective database is unknown; "
                                   "written (never dropped) and counted as unparsed", None, (), (),
                             "unparsed statement: effective database unknown")
@@ -605,6 +652,15 @@ def _like_index(patterns, fold) -> LikeIndex:
 
 def _merge(first: _Step, second: _Step) -> _Step:
     return _Step(second.ok, second.rule or first.rule, second.reason, first.counted + second.counted)
+
+
+def _parse(sql: str, default_db: str, parses: dict | None) -> StatementInfo:
+    if parses is None:
+        return statement_tables(sql, default_db)
+    info = parses.get((sql, default_db))
+    if info is None:
+        info = parses[(sql, default_db)] = statement_tables(sql, default_db)
+    return info
 
 
 def _decision(step: _Step, tables, counted=()) -> Decision:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 
+from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statements import Kind, StatementInfo, TableRef, statement_tables
@@ -242,7 +244,9 @@ class SchemaModel:
         if key is None:
             return None
         if key in self._pending:
-            self._resolve(key)
+            with _RESOLVING:  # the master's slaves share models: one thread resolves a table
+                if key in self._pending:
+                    self._resolve(key)
         return self._columns[key]
 
     def triggers_on(self, table: TableRef, event: str) -> list[Trigger]:
@@ -251,6 +255,19 @@ class SchemaModel:
         key = self._key(*table) or table
         found = [t for t in self.triggers.values() if t.table == key and t.event == event]
         return sorted(found, key=lambda t: t.timing != "BEFORE")
+
+
+_RESOLVING = threading.Lock()
+_SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
+
+
+def is_schema_statement(sql: str) -> bool:
+    """Whether a statement can change the schema model (cheap: the first keyword, past a dump's
+    `/*!50003 ... */` version comments). Only these are parsed when a model is replayed."""
+    head = sql[:256]
+    if "/*!" in head:
+        head = strip_version_comments(head)
+    return statement_verb(head) in _SCHEMA_VERBS
 
 
 _ALTER_RENAME = re.compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",

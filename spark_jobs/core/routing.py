@@ -37,9 +37,10 @@ from dumpfilter.codec.transactions import CONTROL, statement_verb
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import StartupFilters, normalize_option_name, parse_filter_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.rules.schema import SchemaModel, strip_version_comments
+from dumpfilter.rules.schema import SchemaModel, is_schema_statement
 from dumpfilter.rules.statements import DATABASE_KINDS, Kind, statement_tables
 from dumpfilter.rules.transaction_filter import DROP, TransactionFilter
+from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
 
 ALL = "*"  # the routing key of events every output gets (INCIDENT)
 DEFAULT_UNASSIGNED = "unassigned"
@@ -241,18 +242,6 @@ def chunk_starts(config: SplitConfig, statements: Iterable[Iterable[tuple[str, s
 
 
 # ------------------------------------------------------------------------------------ router
-_SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
-
-
-def is_schema_statement(sql: str) -> bool:
-    """Whether a statement can change the schema model (cheap: the first keyword, past a dump's
-    `/*!50003 ... */` version comments)."""
-    head = sql[:256]
-    if "/*!" in head:
-        head = strip_version_comments(head)
-    return statement_verb(head) in _SCHEMA_VERBS
-
-
 @dataclass(frozen=True)
 class ChunkStart:
     """What a chunk's router needs to route it as a reader of the whole stream would: the schema
@@ -333,8 +322,7 @@ class Router:
                 self.schema.observe(event.sql, event.db)
 
     def snapshot(self) -> ChunkStart:
-        return ChunkStart(self.schema.copy(), tuple((frozenset(e._absent_triggers), dict(e.known_triggers))
-                                                    for e in self._engines))
+        return ChunkStart(self.schema.copy(), tuple(e.triggers.snapshot() for e in self._engines))
 
     def start_chunk(self, start: ChunkStart | None) -> None:
         """Route the next units as a reader of the whole stream would at the chunk's start."""
@@ -343,8 +331,7 @@ class Router:
         self.schema = start.schema.copy()
         for engine, (absent, known) in zip(self._engines, start.triggers):
             engine.schema = self.schema
-            engine._absent_triggers = set(absent)
-            engine.known_triggers = dict(known)
+            engine.triggers = TriggerKnowledge.restore(absent, known)
 
     # -- maps ---------------------------------------------------------------------------------
     def _by_maps(self, txn: Transaction) -> list[tuple[str | None, list[Event]]]:

@@ -186,6 +186,45 @@ def test_scanned_segments_are_sent_by_the_core_in_one_call_per_batch(row_workloa
         assert stats.heartbeats > 0 and stats.transactions_kept > 0 and stats.transactions_partial > 0
 
 
+def test_statement_units_join_the_core_runs_under_the_heartbeat_policy(row_workload, monkeypatch):
+    """DDL units kept whole or skipped go out in the core's runs (Plan.send), decided once per rule
+    group when the slave's row is made: the per-unit Python path (_unit) sees control units only."""
+    from dumpfilter.master.stream import SlaveStream
+
+    slow_units = []
+    original = SlaveStream._unit
+
+    def spy(self, unit):
+        slow_units.append(unit)
+        return original(self, unit)
+
+    regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
+            Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(ignore_db=("db2",))),))]
+    monkeypatch.setattr(SlaveStream, "_unit", spy)
+    fast = _dump(row_workload, regs, True)
+    assert not [u for u in slow_units if u.txn.kind != "control"], "a statement unit took the per-unit path"
+    for sid in (1, 2):
+        assert fast[sid][2] and any(counter for _, counter in fast[sid][2])  # DDL rule hits counted
+    monkeypatch.undo()
+    _assert_same(row_workload, regs)
+
+
+def test_each_statement_is_parsed_once_whatever_the_number_of_rule_groups(row_workload, monkeypatch):
+    from dumpfilter.rules import evaluate
+
+    parsed = []
+    original = evaluate.statement_tables
+
+    def spy(sql, db):
+        parsed.append((sql, db))
+        return original(sql, db)
+
+    monkeypatch.setattr(evaluate, "statement_tables", spy)
+    regs = [Registration(server_id=i, filters=(ChannelSpec(None, RuleSet(do_db=(f"db{i}",))),)) for i in range(1, 5)]
+    _dump(row_workload, regs, True, cache_bytes=1 << 30)
+    assert parsed and len(parsed) == len(set(parsed)), "a statement was parsed again for another rule group"
+
+
 def test_partial_units_under_placeholder_policy_take_the_reference_path(row_workload, monkeypatch):
     regs = [Registration(server_id=1, skip_policy="placeholder", filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),))]
     fast = _assert_same(row_workload, regs)
