@@ -11,9 +11,8 @@ import threading
 from array import array
 import uuid as uuidlib
 from collections import OrderedDict
-from functools import reduce
 from itertools import accumulate, chain, compress
-from operator import itemgetter, or_, sub
+from operator import itemgetter, sub
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -450,6 +449,8 @@ _NO_BOUNDS = (0xFFFFFFFF, 0xFFFFFFFF)  # a unit not fast has no Table_map range
 assert max(F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID) < 256  # all in the flags' low byte
 _FAST_BIT = bytes(flags & F_FAST for flags in range(256))
 _MARIADB_BIT = bytes(flags & F_MARIADB_GTID for flags in range(256))
+_FDE_BIT = bytes(int(bool(flags & F_HAS_FDE)) for flags in range(256))
+_MYSQL_BITS = bytes(int(bool(flags & (F_MYSQL_GTID | F_TAGGED_GTID))) for flags in range(256))
 _U64 = struct.Struct("<Q")
 CHUNK = 1 << 20
 _KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}
@@ -751,7 +752,10 @@ class SegmentReader:
         starts, ends = words[0::8].tolist(), words[1::8].tolist()
         flags = bytes(u8[21::64])
         fast = flags.translate(_FAST_BIT)  # 1 per fast unit, else 0
-        any_flags = reduce(or_, flags, 0)
+        # Which rare flags any unit has: the bytes searched in C, not a Python pass per unit.
+        any_flags = F_HAS_FDE if 1 in flags.translate(_FDE_BIT) else 0
+        if 1 in flags.translate(_MYSQL_BITS):
+            any_flags |= F_MYSQL_GTID
         names = self.scanner.names
         tables = scan.tables
         off = len(cols.tids)
