@@ -531,3 +531,62 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
     assert_eq!(one.kept, 1);
     assert!(one.next < sent.next || sent.kept == 1);
 }
+
+/// A binlog of more than `min` bytes: the synthetic one's transactions repeated (sizes,
+/// types and CRCs stay valid; only log_pos and GTIDs repeat, which the scanner does not check).
+fn large(mariadb: bool, min: usize) -> Vec<u8> {
+    let base = synthetic(mariadb, true);
+    let body_start = 4 + u32::from_le_bytes(base[13..17].try_into().unwrap()) as usize;
+    let rotate_size = 19 + 8 + 10 + 4;
+    let body = &base[body_start..base.len() - rotate_size];
+    let mut out = base[..body_start].to_vec();
+    while out.len() < min {
+        out.extend_from_slice(body);
+    }
+    out
+}
+
+#[test]
+fn large_buffers_check_their_crcs_on_a_second_thread_with_the_same_answers() {
+    // Buffers of 1 MB and more have their runs' CRCs checked by a checker thread while the walk
+    // goes on: every answer (units, stop, the error, its offset) must be the per-event check's.
+    let mut rng = Rng(0x5eed_cafe);
+    for mariadb in [true, false] {
+        let clean = large(mariadb, 3 << 20);
+        for round in 0..24 {
+            let mut data = clean.clone();
+            if round > 0 {
+                let at = 4 + rng.below(data.len() - 4);
+                data[at] ^= 1 << rng.below(8);
+            }
+            let mut batched = Scanner::new(true);
+            assert!(batched.batch_crc || !_core::crc::batch_available());
+            let mut single = Scanner::new(true);
+            single.batch_crc = false;
+            let a = batched.units(&data, 4, 0, usize::MAX, true);
+            let b = single.units(&data, 4, 0, usize::MAX, true);
+            assert_eq!(a.units, b.units, "round {round}");
+            assert_eq!(a.stop, b.stop, "round {round}");
+            assert_eq!(
+                a.error.as_ref().map(|e| (e.offset, e.kind)),
+                b.error.as_ref().map(|e| (e.offset, e.kind))
+            );
+            if round == 0 {
+                assert!(
+                    a.error.is_none() && a.stop == data.len(),
+                    "the clean binlog scans whole"
+                );
+            }
+            let mask = [true; 256];
+            let wa = Scanner::new(true).walk(&data, 4, 0, &mask);
+            let mut slow = Scanner::new(true);
+            slow.batch_crc = false;
+            let wb = slow.walk(&data, 4, 0, &mask);
+            assert_eq!((wa.0, wa.1), (wb.0, wb.1), "round {round}");
+            assert_eq!(
+                wa.2.map(|e| (e.offset, e.kind)),
+                wb.2.map(|e| (e.offset, e.kind))
+            );
+        }
+    }
+}
