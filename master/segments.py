@@ -11,7 +11,8 @@ import threading
 from array import array
 import uuid as uuidlib
 from collections import OrderedDict
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress
+from operator import itemgetter, sub
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,7 +161,6 @@ class SegmentIndex:
                   mysql=[u.mysql_gtid for u in units], tables=[u.tables for u in units])
         self.raws = [u.raw for u in units]
         self.parts = None
-        self.rows_input = None  # (tids, bounds, names) for the compiled per-slave rows
         self.plan = None        # the core's view of the segment (send walks, rows), scanned segments only
 
     @classmethod
@@ -170,9 +170,24 @@ class SegmentIndex:
                    gtids=cols.gtids, mysql=cols.mysql, tables=cols.tables)
         index.raws = None
         index.parts = (cols.part_of, cols.parts, cols.starts, cols.ends)
-        index.rows_input = (cols.tids.tobytes(), cols.bounds.tobytes(), cols.names)
+        index._cols = cols
         index.plan = cols.plan
         return index
+
+    @property
+    def names(self) -> list | None:
+        """(db, table) by the scanner's name id (the ids rows and Plan answers are indexed by)."""
+        return self._cols.names if self._cols is not None else None
+
+    @property
+    def rows_input(self) -> tuple[bytes, bytes, list] | None:
+        """(tids, bounds, names) for the compiled per-slave rows and partial units; made on first
+        use (a stream with the core's Plan only needs the names)."""
+        made = self._rows_input
+        if made is None and self._cols is not None:
+            cols = self._cols
+            made = self._rows_input = (cols.tids.tobytes(), cols.bounds().tobytes(), cols.names)
+        return made
 
     def _set(self, *, sizes, events, ntables, occ, fast, gtids, mysql, tables) -> None:
         self.cum = [0, *accumulate(sizes)]
@@ -184,21 +199,27 @@ class SegmentIndex:
         self.tables = tables  # per unit: its Table_maps' (db, table), in order (fast units)
         # Whether the fast units' GTIDs share one (domain, server_id): then a run's last GTID is
         # all a stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
-        self.one_gtid_source = len({g[0] for g in gtids if g is not None}) <= 1
-        self.mysql_gtids = mysql if any(g is not None for g in mysql) else None
+        if isinstance(gtids, _GtidColumn):
+            self.one_gtid_source = gtids.source_count() <= 1
+        else:
+            self.one_gtid_source = len(set(map(itemgetter(0), filter(None, gtids)))) <= 1
+        self.mysql_gtids = mysql if mysql.count(None) != len(mysql) else None
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
+        self._rows_input: tuple | None = None
+        self._cols: _Columns | None = None
 
     def rows_for(self, keep_of) -> tuple[bytes, bytes] | None:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
         the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
         flag words), and those bytes (for `partial`); None without columns."""
-        if self.rows_input is None:
+        names = self.names
+        if names is None:
             return None
-        tids, bounds, names = self.rows_input
         keep = keep_of(names)
         if self.plan is not None:
             return self.plan.rows(keep), keep
+        tids, bounds, _ = self.rows_input
         return unit_rows(tids, bounds, keep), keep
 
     def partial(self, k: int, keep: bytes) -> tuple[bytes, int] | None:
@@ -424,6 +445,12 @@ class SegmentCache:
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 _I64 = struct.Struct("<q")
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
+_NO_BOUNDS = (0xFFFFFFFF, 0xFFFFFFFF)  # a unit not fast has no Table_map range
+assert max(F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID) < 256  # all in the flags' low byte
+_FAST_BIT = bytes(flags & F_FAST for flags in range(256))
+_MARIADB_BIT = bytes(flags & F_MARIADB_GTID for flags in range(256))
+_FDE_BIT = bytes(int(bool(flags & F_HAS_FDE)) for flags in range(256))
+_MYSQL_BITS = bytes(int(bool(flags & (F_MYSQL_GTID | F_TAGGED_GTID))) for flags in range(256))
 _U64 = struct.Struct("<Q")
 CHUNK = 1 << 20
 _KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}
@@ -461,14 +488,23 @@ class _Columns:
         self.toff: list[int] = [0]  # per unit, where its tables start in occ
         self.occ: list = []
         self.fast: list[bool] = []
-        self.gtids: list = []
+        self.gtids = _GtidColumn()
         self.mysql: list = []
         self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
         self.checksum_len = 0
         self.tids = array("I")    # name ids of the fast units' Table_maps, in order
-        self.bounds = array("I")  # per unit (lo, hi) into tids; lo = 0xFFFFFFFF for a unit not fast
+        self._bounds: list = []   # per scan: (its units' tables lo, hi, fast flags, offset into tids)
         self.names: list = []     # (db, table) by name id
         self.plan = Plan()        # the same units for the core's per-stream send walk
+
+    def bounds(self) -> array:
+        """Per unit (lo, hi) into tids; (0xFFFFFFFF, 0xFFFFFFFF) for a unit not fast. Made when a
+        stream first needs it (a partial unit, or rows without the core's Plan)."""
+        bounds = array("I")
+        for los, his, fast, off in self._bounds:
+            bounds.extend(chain.from_iterable([(lo + off, hi + off) if f else _NO_BOUNDS
+                                               for f, lo, hi in zip(fast, los, his)]))
+        return bounds
 
     @property
     def tables(self) -> "_UnitTables":
@@ -494,6 +530,45 @@ class _Columns:
             target = raw[at + 27 : len(raw) - crc].decode("utf-8", "surrogateescape")
             end_pos = (confined_rotate_target(target, name, pos + at), _U64.unpack_from(raw, at + 19)[0])
         return Unit.lazy(raw, name, pos, fmt, rec.events, _KINDS[rec.kind], rec.complete, end_pos)
+
+
+class _GtidColumn:
+    """Per unit, its MariaDB GTID ((domain, server_id), seq_no), else None; kept as the scanner's
+    words and made when a stream reads one (most are never read: a run's tracker update needs
+    only its last GTID when the segment has one GTID source)."""
+
+    __slots__ = ("flags", "sources", "seqs")
+
+    def __init__(self):
+        self.flags = bytearray()  # the low byte of each unit's flags
+        self.sources: list[int] = []  # domain | server_id << 32
+        self.seqs: list[int] = []
+
+    def extend(self, flags: bytes, sources: list[int], seqs: list[int]) -> None:
+        self.flags.extend(flags)
+        self.sources.extend(sources)
+        self.seqs.extend(seqs)
+
+    def __len__(self) -> int:
+        return len(self.flags)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self.flags)))]
+        if not self.flags[k] & F_MARIADB_GTID:
+            return None
+        source = self.sources[k]
+        return (source & 0xFFFFFFFF, source >> 32), self.seqs[k]
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self.flags)))
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
+
+    def source_count(self) -> int:
+        """How many distinct (domain, server_id) the GTIDs have."""
+        return len(set(compress(self.sources, self.flags.translate(_MARIADB_BIT))))
 
 
 class _UnitTables:
@@ -668,22 +743,28 @@ class SegmentReader:
             return fmt
         cols = self.cols
         cols.plan.add(self.scanner.core, buf, name, base)
+        # The record (see scanner.UnitRecord) read column-wise through byte and u32 views:
+        # word 2 = events (u32 4) | kind << 32 | flags << 40 (the flags' low byte is byte 21, and
+        # every flag read here is in it); word 4 = tables lo (u32 8) | hi (u32 9).
         words = scan.units.words
-        starts, ends, w2, w4 = words[0::8].tolist(), words[1::8].tolist(), words[2::8].tolist(), words[4::8].tolist()
-        flags = [w >> 40 for w in w2]
-        fast = [bool(f & F_FAST) for f in flags]
+        u8 = words.cast("B")
+        u32 = u8.cast("I")
+        starts, ends = words[0::8].tolist(), words[1::8].tolist()
+        flags = bytes(u8[21::64])
+        fast = flags.translate(_FAST_BIT)  # 1 per fast unit, else 0
+        # Which rare flags any unit has: the bytes searched in C, not a Python pass per unit.
+        any_flags = F_HAS_FDE if 1 in flags.translate(_FDE_BIT) else 0
+        if 1 in flags.translate(_MYSQL_BITS):
+            any_flags |= F_MYSQL_GTID
         names = self.scanner.names
         tables = scan.tables
         off = len(cols.tids)
         first = len(cols.sizes)
         cols.tids.extend(tables)
-        bounds = [0xFFFFFFFF] * (2 * n)
-        ntables = [0] * n
-        for k in [k for k in range(n) if fast[k]]:
-            lo, hi = w4[k] & 0xFFFFFFFF, w4[k] >> 32
-            bounds[2 * k], bounds[2 * k + 1] = lo + off, hi + off
-            ntables[k] = hi - lo
-        cols.bounds.extend(bounds)
+        # A unit's Table_maps are [lo, hi) of the scan's tables (0, 0 for a unit not fast).
+        los, his = u32[8::16].tolist(), u32[9::16].tolist()
+        cols._bounds.append((los, his, fast, off))
+        ntables = list(map(sub, his, los))
         cols.names = names
         cols.occ.extend([names[i] for i in tables])
         cols.toff.extend(accumulate(ntables, initial=cols.toff[-1]))
@@ -694,17 +775,17 @@ class SegmentReader:
         cols.starts.extend(starts)
         cols.ends.extend(ends)
         cols.sizes.extend([e - b for b, e in zip(starts, ends)])
-        cols.events.extend([w & 0xFFFFFFFF for w in w2])
+        cols.events.extend(u32[4::16].tolist())
         cols.fast.extend(fast)
-        gtids: list = [None] * n
+        # MariaDB GTIDs stay in the record words until a stream reads one (_GtidColumn).
+        cols.gtids.extend(flags, words[6::8].tolist(), words[5::8].tolist())
         mysql: list = [None] * n
-        if any(f & (F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID) for f in flags):
-            seqs, w6 = words[5::8].tolist(), words[6::8].tolist()
+        if any_flags & (F_MYSQL_GTID | F_TAGGED_GTID):
             sources = self.sources
             for k, f in enumerate(flags):  # every unit's: statement units join the runs too
                 if f & F_MARIADB_GTID:
-                    gtids[k] = ((w6[k] & 0xFFFFFFFF, w6[k] >> 32), seqs[k])
-                elif f & F_MYSQL_GTID:
+                    continue
+                if f & F_MYSQL_GTID:
                     sid = buf[starts[k] + 20 : starts[k] + 36]
                     source = sources.get(sid)
                     if source is None:
@@ -714,10 +795,9 @@ class SegmentReader:
                     rec = scan.units[k]
                     info = Event(buf[starts[k] : starts[k] + rec.gtid_size], base + starts[k], fmt).gtid_info
                     mysql[k] = (info.source, info.tag, info.gno)
-        cols.gtids.extend(gtids)
         cols.mysql.extend(mysql)
         start_fmt, fmts = fmt, None
-        if any(f & F_HAS_FDE for f in flags):
+        if any_flags & F_HAS_FDE:
             fmts = []
             for k, f in enumerate(flags):
                 fmts.append(fmt)

@@ -310,7 +310,7 @@ class SlaveStream:
         as the reference path cuts), or when a ChangeFilter is pending. Returns the index of the
         first unit not handled."""
         row = self._row(seg)
-        if row is None:
+        if row is None or row[i] == _SLOW:  # not a fast unit: both walks stop there at once
             return i
         index = seg.index
         plan = index.plan
@@ -322,7 +322,7 @@ class SlaveStream:
         stats = slave.stats
         pending = self._heartbeat_raw(self.pending_hb) if self.pending_hb is not None else None
         crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
-        names = index.rows_input[2]
+        names = index.names
         tally = self._tally
         if tally is None or tally[0] is not names or len(tally[1]) < 4 * len(names):
             self._fold_tally()

@@ -442,9 +442,11 @@ class BinlogFilter:
             buf = buf + chunk if buf else chunk
             scan = scanner.units(buf, 0, base, at_eof=eof)
             units, tables = scan.units, scan.tables
+            words = units.words
             i, n = 0, len(units)
             while i < n:
-                if fast and direct is not None and fmt is not None \
+                # (The assembly stops at once at a unit not fast: not asked for those.)
+                if fast and direct is not None and fmt is not None and words[8 * i + 2] >> 40 & F_FAST \
                         and direct.fmt.checksum_len == fmt.checksum_len:
                     # Fast units in bulk: decided and written by the compiled assembly.
                     out, nxt, out_pos, counts = scanner.assemble(

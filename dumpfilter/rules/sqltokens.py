@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
-BARE_WORD = re.compile(r"[A-Za-z0-9_$\u0080-\U0010ffff]+")
 STRING_ESCAPES = {"0": "\0", "'": "'", '"': '"', "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "\\": "\\"}
 
 
@@ -17,11 +16,12 @@ class LexError(ValueError):
         self.offset = offset
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
+    """One lexeme; a named tuple because statements are lexed per event on the master's hot path."""
+
     kind: str  # 'word' | 'quoted_ident' | 'string' | 'punct'
     value: str  # unquoted, unescaped text
-    start: int
+    start: int  # offset of the token's first character (its opening quote for quoted tokens)
 
     @property
     def is_identifier(self) -> bool:
@@ -31,73 +31,78 @@ class Token:
         return self.kind == "word" and self.value.upper() in words
 
 
+# One master pattern, tried at each token start; the alternatives mirror the character classes of the
+# reference lexer kept in tests/rules/reference_tokenizer.py (the differential tests hold them equal).
+# Possessive quantifiers keep a doubled quote a pair, as the reference reads it: `a`` is unbalanced.
+_TOKEN = re.compile(r"""\s*+(?:
+    (?P<word>[A-Za-z0-9_$\u0080-\U0010ffff]+)
+  | `(?P<bq>(?:[^`]++|``)*+)`
+  | (?P<punct>[(),.;=@])
+  | '(?P<sq>(?:[^'\\]++|''|\\.)*+)'
+  | "(?P<dq>(?:[^"\\]++|""|\\.)*+)"
+  | (?P<versioned>/\*M?!\d*)
+  | (?P<comment>/\*.*?\*/)
+  | (?P<close>\*/)
+  | (?P<line>(?:\#|--(?=\s|\Z))[^\n]*+\n?)
+  | (?P<arrow>->)
+  | (?P<bad>[`'"]|/\*)
+  | (?P<other>.)
+  | \Z)""", re.VERBOSE | re.DOTALL)
+_STRING_ESCAPE = re.compile(r"\\(.)|''|\"\"", re.DOTALL)
+
+
 def tokenize(text: str) -> list[Token]:
     """Split MySQL text into tokens; `/*! ... */` versioned comments are read as code, as mysqld does."""
     tokens: list[Token] = []
+    append = tokens.append
     pos, length, open_versioned = 0, len(text), 0
     while pos < length:
-        char = text[pos]
-        if char.isspace():
-            pos += 1
-        elif text.startswith("/*", pos):
-            pos, is_versioned = _skip_block_comment(text, pos)
-            open_versioned += is_versioned
-        elif open_versioned and text.startswith("*/", pos):
-            open_versioned -= 1
-            pos += 2
-        elif char == "#" or (text.startswith("--", pos) and (pos + 2 == length or text[pos + 2].isspace())):
-            newline = text.find("\n", pos)
-            pos = length if newline < 0 else newline + 1
-        elif char == "`":
-            value, pos = _read_quoted(text, pos, "`", escapes=False)
-            tokens.append(Token("quoted_ident", value, pos))
-        elif char in "'\"":
-            start = pos
-            value, pos = _read_quoted(text, pos, char, escapes=True)
-            tokens.append(Token("string", value, start))
-        elif match := BARE_WORD.match(text, pos):
-            tokens.append(Token("word", match.group(), pos))
-            pos = match.end()
-        elif text.startswith("->", pos):
-            tokens.append(Token("punct", "->", pos))
-            pos += 2
-        else:
-            tokens.append(Token("punct", char, pos))
-            pos += 1
+        restart = None
+        for match in _TOKEN.finditer(text, pos):
+            kind = match.lastgroup
+            if kind == "word" or kind == "punct" or kind == "other":
+                append(Token("punct" if kind == "other" else kind, match.group(kind), match.start(kind)))
+            elif kind == "bq":
+                append(Token("quoted_ident", match.group("bq").replace("``", "`"), match.start("bq") - 1))
+            elif kind is None or kind == "comment" or kind == "line":
+                continue
+            elif kind == "sq" or kind == "dq":
+                value = match.group(kind)
+                if "\\" in value or "''" in value or '""' in value:
+                    value = _unescape(value, "'" if kind == "sq" else '"')
+                append(Token("string", value, match.start(kind) - 1))
+            elif kind == "versioned":
+                open_versioned += 1
+            elif kind == "close":
+                if open_versioned:
+                    open_versioned -= 1
+                else:  # outside a versioned comment `*/` is punctuation: `*`, then lex again from the `/`
+                    append(Token("punct", "*", match.start(kind)))
+                    restart = match.start(kind) + 1
+                    break
+            elif kind == "arrow":
+                append(Token("punct", "->", match.start(kind)))
+            else:  # "bad": an opening quote or /* the patterns above could not close
+                start, opener = match.start(kind), match.group(kind)
+                if opener == "/*":
+                    raise LexError(f"unterminated /* comment at offset {start}", start)
+                what = "backquoted identifier" if opener == "`" else "string"
+                raise LexError(f"unbalanced {opener} in {what} starting at offset {start}", start)
+        if restart is None:
+            break
+        pos = restart
     return tokens
 
 
-def _skip_block_comment(text: str, pos: int) -> tuple[int, int]:
-    """Skip `/* ... */`; for `/*!NNNNN` or `/*M!NNNNN` skip only the marker and report an open versioned comment."""
-    versioned = re.compile(r"/\*M?!\d*").match(text, pos)
-    if versioned:
-        return versioned.end(), 1
-    end = text.find("*/", pos + 2)
-    if end < 0:
-        raise LexError(f"unterminated /* comment at offset {pos}", pos)
-    return end + 2, 0
+def _unescape(value: str, quote: str) -> str:
+    """A string body's doubled quotes and backslash pairs (the other quote's doubling stays two characters)."""
+    def replace(match: re.Match) -> str:
+        pair = match.group()
+        if pair[0] == "\\":
+            return _unescape_pair(match.group(1))
+        return quote if pair[0] == quote else pair
 
-
-def _read_quoted(text: str, pos: int, quote: str, *, escapes: bool) -> tuple[str, int]:
-    """Read a quoted token starting at `pos`; a doubled quote stands for itself, backslash escapes in strings."""
-    parts: list[str] = []
-    index = pos + 1
-    while index < len(text):
-        char = text[index]
-        if char == quote:
-            if text.startswith(quote * 2, index):
-                parts.append(quote)
-                index += 2
-                continue
-            return "".join(parts), index + 1
-        if escapes and char == "\\" and index + 1 < len(text):
-            parts.append(_unescape_pair(text[index + 1]))
-            index += 2
-            continue
-        parts.append(char)
-        index += 1
-    what = "backquoted identifier" if quote == "`" else "string"
-    raise LexError(f"unbalanced {quote} in {what} starting at offset {pos}", pos)
+    return _STRING_ESCAPE.sub(replace, value)
 
 
 def _unescape_pair(char: str) -> str:

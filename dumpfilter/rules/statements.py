@@ -103,11 +103,12 @@ def _statement_tables_cached(sql: str, default_db: str) -> StatementInfo:
     return _statement_tables(sql, default_db)
 
 
-def _statement_tables(sql: str, default_db: str | None) -> StatementInfo:
+def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = True) -> StatementInfo:
     default = default_db or ""
-    fast = _fast_path(sql, default)
-    if fast is not None:
-        return fast
+    if fast_forms:
+        fast = _fast_path(sql, default)
+        if fast is not None:
+            return fast
     try:
         tokens = tokenize(sql)
     except LexError:
@@ -152,6 +153,51 @@ def _fast_path(sql: str, default: str) -> StatementInfo | None:
             kind = Kind.REPLACE
         table = (_unquote(first), _unquote(second)) if second else (default, _unquote(first))
         return StatementInfo(kind, updated=(table,))
+    return _fast_ddl(sql, default)
+
+
+# DDL a workload repeats with distinct names (scratch tables): DROP TABLE [IF EXISTS] list and
+# CREATE [TEMPORARY] TABLE [IF NOT EXISTS] t (...) with no LIKE or SELECT. ASCII only (no Unicode case
+# folding or spaces to mirror), no comments, quotes balanced (else the lexer's error decides): anything
+# else goes to the full parser, which answers the same for these shapes (tests/rules hold them equal).
+_DDL_FLAGS = re.IGNORECASE | re.ASCII
+_PNAME = r"(?:`(?:[^`]++|``)++`|[A-Za-z0-9_$]++)"  # possessive: a doubled backquote stays a pair, as in the lexer
+_PQNAME = rf"({_PNAME})(?:\s*\.\s*({_PNAME}))?"
+_FAST_DROP = re.compile(
+    rf"\s*DROP\s+(TEMPORARY\s+)?(?:TABLES?|SEQUENCE)\s+(IF\s+EXISTS\s+)?"
+    rf"({_PNAME}(?:\s*\.\s*{_PNAME})?(?:\s*,\s*{_PNAME}(?:\s*\.\s*{_PNAME})?)*)\s*;?\s*\Z", _DDL_FLAGS)
+_FAST_CREATE = re.compile(
+    rf"\s*CREATE\s+(TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_PQNAME}\s*\(", _DDL_FLAGS)
+_QNAME_RE = re.compile(_PQNAME, _DDL_FLAGS)
+_DDL_NEEDS_PARSER = re.compile(r"\b(?:SELECT|LIKE)\b", _DDL_FLAGS)
+# The lexer's view of a CREATE TABLE's column list: quoted runs closed, backslash pairs in strings.
+_BALANCED = re.compile(r"""(?:[^'"`]++|`(?:[^`]++|``)*+`|'(?:[^'\\]++|''|\\.)*+'|"(?:[^"\\]++|""|\\.)*+")*+\Z""",
+                       re.DOTALL)
+
+
+def _needs_parser(sql: str) -> bool:
+    if "/*" in sql or "*/" in sql or "#" in sql or "--" in sql:
+        return True
+    upper = sql.upper()
+    return ("SELECT" in upper or "LIKE" in upper) and _DDL_NEEDS_PARSER.search(sql) is not None
+
+
+def _fast_ddl(sql: str, default: str) -> StatementInfo | None:
+    if not sql.isascii():
+        return None
+    if (match := _FAST_DROP.match(sql)) is not None:
+        if _needs_parser(sql):
+            return None
+        tables = tuple((_unquote(first), _unquote(second)) if second else (default, _unquote(first))
+                       for first, second in _QNAME_RE.findall(match.group(3)))
+        return StatementInfo(Kind.DROP_TABLE, updated=tables, temporary=match.group(1) is not None,
+                             if_exists=match.group(2) is not None)
+    if (match := _FAST_CREATE.match(sql)) is not None:
+        if _needs_parser(sql) or _BALANCED.match(sql, match.end()) is None:
+            return None
+        first, second = match.group(2), match.group(3)
+        table = (_unquote(first), _unquote(second)) if second else (default, _unquote(first))
+        return StatementInfo(Kind.CREATE_TABLE, updated=(table,), temporary=match.group(1) is not None)
     return None
 
 

@@ -1,0 +1,152 @@
+"""The compiled-pattern lexer and the fast DDL forms against the slow references they replaced.
+
+`tokenize` must give the reference lexer's tokens (or the same LexError) on any text, and
+`statement_tables` must give the same StatementInfo with and without the anchored fast forms, and
+with the reference lexer under the full parser.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.rules import statements
+from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
+from tests.rules import reference_tokenizer
+
+
+def _lex(lexer, text):
+    try:
+        return lexer(text)
+    except LexError as error:
+        return ("LexError", str(error), error.offset)
+
+
+def _full_parser(sql, default, lexer=tokenize):
+    """The full parser alone (no fast forms), lexing with `lexer`."""
+    saved = statements.tokenize
+    statements.tokenize = lexer
+    try:
+        return statements._statement_tables(sql, default, fast_forms=False)
+    finally:
+        statements.tokenize = saved
+
+
+# Pieces that exercise every branch of the lexer: quotes and their doubling, escapes, versioned and plain
+# comments, `--` with and without a following space, `->`, Unicode spaces and letters, case folding.
+_PIECES = ["`", "``", "'", "''", '"', '""', "\\", "\\'", "\\n", "\\%", "/*", "*/", "/*!", "/*!50003 ", "/*M!100100",
+           "#", "--", "-- ", "--\n", "->", "-", "*", "/", "\n", " ", "\t", "\u00a0", "\u2003", "\x1c", "é", "ſ",
+           "\u212a", "a", "Z", "_", "$", "0", "9", ".", ",", ";", "(", ")", "=", "@", "SELECT", "LIKE", "IF", "EXISTS",
+           "NOT", "TABLE", "TABLES", "TEMPORARY", "DROP", "CREATE", "db", "t1", "`x``y`", "'it''s'", "\u0663"]
+texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=30).map("".join)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_tokens_equal_the_reference_lexer(text):
+    assert _lex(tokenize, text) == _lex(reference_tokenizer.tokenize, text)
+
+
+# Statements near the fast DDL shapes, so that most examples reach the anchored forms or just miss them.
+_names = st.sampled_from(["t", "T_1", "db1", "`a``b`", "`x y`", "`,`", "IF", "EXISTS", "select", "likes", "`t", "é",
+                          "`a``", "$x", "1e5"])
+_qnames = st.tuples(_names, st.sampled_from(["", ".", " . "]), _names).map(
+    lambda parts: parts[0] if not parts[1] else "".join(parts))
+_space = st.sampled_from([" ", "  ", "\n", "\t", " /* c */ ", "\u00a0", ""])
+_tail = st.lists(st.sampled_from(_PIECES + ["id INT PRIMARY KEY", "a varchar(3) default 'x''y'", ") ENGINE=InnoDB",
+                                            "SELECT * FROM s", "LIKE s", "RESTRICT"]), max_size=6).map(" ".join)
+
+
+@st.composite
+def ddl(draw):
+    space = draw(_space)
+    if draw(st.booleans()):
+        words = ["DROP", draw(st.sampled_from(["", "TEMPORARY"])), draw(st.sampled_from(["TABLE", "tables", "SEQUENCE"])),
+                 draw(st.sampled_from(["", "IF EXISTS", "if  exists", "IF NOT EXISTS"]))]
+        names = draw(st.lists(_qnames, min_size=1, max_size=3))
+        body = " ,".join(names) if draw(st.booleans()) else ", ".join(names)
+    else:
+        words = ["CREATE", draw(st.sampled_from(["", "TEMPORARY", "OR REPLACE"])), draw(st.sampled_from(["TABLE", "table"])),
+                 draw(st.sampled_from(["", "IF NOT EXISTS", "IF EXISTS"]))]
+        body = draw(_qnames) + draw(st.sampled_from(["(", " (", " "]))
+    head = space.join(word for word in words if word)
+    return draw(st.sampled_from(["", " ", "\n"])) + head + space + body + draw(st.sampled_from(["", " ", ";"])) \
+        + draw(_tail) + draw(st.sampled_from(["", ")", "; ", "\n"]))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ddl() | texts, st.sampled_from(["", "db1", "`q`"]))
+def test_fast_forms_answer_as_the_full_parser(sql, default):
+    fast = statements._statement_tables(sql, default)
+    assert fast == _full_parser(sql, default)
+    assert fast == _full_parser(sql, default, reference_tokenizer.tokenize)
+
+
+_T = ("db", "t")
+TRICKY_TOKENS = [
+    ("`a``b`.`c`", [("quoted_ident", "a`b", 0), ("punct", ".", 6), ("quoted_ident", "c", 7)]),
+    ("/*!50003 CREATE*/ x", [("word", "CREATE", 9), ("word", "x", 18)]),
+    ("/*M!100100 a */", [("word", "a", 11)]),
+    ("a /* b */ c", [("word", "a", 0), ("word", "c", 10)]),
+    ("a */ b", [("word", "a", 0), ("punct", "*", 2), ("punct", "/", 3), ("word", "b", 5)]),
+    ("a # b\nc -- d\ne --f", [("word", "a", 0), ("word", "c", 6), ("word", "e", 13), ("punct", "-", 15),
+                             ("punct", "-", 16), ("word", "f", 17)]),
+    ("x--", [("word", "x", 0)]),
+    (r"'a\'b''c\n\%' """, [("string", "a'b'c\n\\%", 0)]),
+    ('"q""x\'\'"', [("string", "q\"x''", 0)]),
+    ("j->'$.a' k->>l", [("word", "j", 0), ("punct", "->", 1), ("string", "$.a", 3), ("word", "k", 9),
+                        ("punct", "->", 10), ("punct", ">", 12), ("word", "l", 13)]),
+    # A Unicode space ends nothing inside a word (the word class takes every character past U+007F).
+    ("\u00a0a\u00a0b é", [("word", "a\u00a0b", 1), ("word", "é", 5)]),
+]
+
+
+@pytest.mark.parametrize("text,expected", TRICKY_TOKENS, ids=[t for t, _ in TRICKY_TOKENS])
+def test_tricky_tokens(text, expected):
+    assert [tuple(token) for token in tokenize(text)] == expected
+    assert tokenize(text) == reference_tokenizer.tokenize(text)
+
+
+@pytest.mark.parametrize("text,offset", [("`a``", 0), ("x 'abc\\'", 2), ('"', 0), ("a /* b", 2), ("'a\\", 0)])
+def test_unbalanced_text_is_a_lex_error_at_its_offset(text, offset):
+    with pytest.raises(LexError) as error:
+        tokenize(text)
+    assert error.value.offset == offset
+    assert _lex(tokenize, text) == _lex(reference_tokenizer.tokenize, text)
+
+
+TRICKY_STATEMENTS = [
+    ("CREATE TABLE IF NOT EXISTS `scratch_7` (id INT PRIMARY KEY)",
+     StatementInfo(Kind.CREATE_TABLE, updated=(("db", "scratch_7"),))),
+    ("DROP TABLE IF EXISTS `scratch_7`", StatementInfo(Kind.DROP_TABLE, updated=(("db", "scratch_7"),), if_exists=True)),
+    ("drop temporary tables a.b , `c``d` . `e`;",
+     StatementInfo(Kind.DROP_TABLE, updated=(("a", "b"), ("c`d", "e")), temporary=True)),
+    ("CREATE TEMPORARY TABLE d2.t (a varchar(9) default 'x''y\\'', `b` int)",
+     StatementInfo(Kind.CREATE_TABLE, updated=(("d2", "t"),), temporary=True)),
+    ("CREATE TABLE t (LIKE s)", StatementInfo(Kind.CREATE_TABLE, updated=(_T,), read=(("db", "s"),))),
+    ("CREATE TABLE t (a int) SELECT * FROM s", StatementInfo(Kind.CREATE_TABLE, updated=(_T,), read=(("db", "s"),))),
+    ("CREATE TABLE t (a int) COMMENT 'open", StatementInfo(Kind.OTHER, parse_ok=False)),
+    ("DROP TABLE `t", StatementInfo(Kind.OTHER, parse_ok=False)),
+    ("CREATE TABLE t (a int) /* open", StatementInfo(Kind.OTHER, parse_ok=False)),
+    ("CREATE TABLE t (a int /* ' */)", StatementInfo(Kind.CREATE_TABLE, updated=(_T,))),
+    ("DROP TABLE IF EXISTS", StatementInfo(Kind.OTHER, parse_ok=False)),
+    ("DROP TABLE IF", StatementInfo(Kind.DROP_TABLE, updated=(("db", "IF"),))),
+    ("/*!40005 DROP TABLE IF EXISTS */ t", StatementInfo(Kind.DROP_TABLE, updated=(_T,), if_exists=True)),
+    ("DROP TABLE t # gone", StatementInfo(Kind.DROP_TABLE, updated=(_T,))),
+    ("DROP TABLE t -- gone", StatementInfo(Kind.DROP_TABLE, updated=(_T,))),
+    # A backquoted table right after a keyword the parser cuts at (SET, FROM, USING): its text starts at the
+    # opening backquote (the lexer gave the offset past the closing one, and these came back unparsed).
+    ("UPDATE `a` JOIN b ON a.x = b.x SET a.y = 1",
+     StatementInfo(Kind.UPDATE_MULTI, updated=(("db", "a"),), read=(("db", "b"),),
+                   joined=((("db", "a"), ()), (("db", "b"), ())), set_columns=((("a",), "y"),))),
+    ("DELETE t1 FROM `t1` JOIN t2 ON t1.a = t2.a", StatementInfo(Kind.DELETE_MULTI, updated=(("db", "t1"),),
+                                                                  read=(("db", "t2"),))),
+]
+
+
+@pytest.mark.parametrize("sql,expected", TRICKY_STATEMENTS, ids=[s for s, _ in TRICKY_STATEMENTS])
+def test_tricky_statements(sql, expected):
+    assert statement_tables(sql, "db") == expected
+    assert _full_parser(sql, "db") == expected
