@@ -22,7 +22,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
-from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing, lone_statement
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
 from dumpfilter.master.flags import ASSUMED_DECISIONS
 from dumpfilter.master.model import Batch
@@ -278,16 +278,37 @@ class SlaveStream:
         k = row.find(_SLOW)
         while k >= 0:
             unit = units[k]
-            if unit.txn.kind != CONTROL and unit.txn.complete:
-                result, hits = self._result(unit)
-                if result.outcome == KEPT and len(result.events) == unit.events:
-                    out[k] = _KEEP
-                elif result.outcome in (EMPTIED, SKIPPED):
-                    out[k] = _SKIP
+            txn = unit.txn
+            if txn.kind != CONTROL and txn.complete:
+                query = lone_statement(txn.events)
+                if query is not None:  # a GTID and one statement: the answer without a FilterResult
+                    kept, hits = self._lone_answer(unit, query)
+                    out[k] = _KEEP if kept else _SKIP
+                else:
+                    result, hits = self._result(unit)
+                    if result.outcome == KEPT and len(result.events) == unit.events:
+                        out[k] = _KEEP
+                    elif result.outcome in (EMPTIED, SKIPPED):
+                        out[k] = _SKIP
                 if out[k] != _SLOW and hits:
                     self._unit_hits[k] = hits
             k = row.find(_SLOW, k + 1)
         return bytes(out)
+
+    def _lone_answer(self, unit: Unit, query) -> tuple[bool, Counter]:
+        """Whether the slave's rule group keeps a GTID-and-one-statement unit whole (else it is
+        emptied), and the rule hits: decided once per group, like `_result`."""
+        state = self.slave.state
+        key = (state.key, "lone")
+        answer = unit.results.get(key)
+        if answer is None:
+            with self._group_lock(state.key):
+                answer = unit.results.get(key)
+                if answer is None:
+                    decider = state.decider
+                    decider.hits, decider.at, decider.parses = Counter(), order_key(unit_start(unit)), unit.parses
+                    answer = unit.results[key] = (state.txn_filter.lone_statement_kept(query), decider.hits)
+        return answer
 
     def _holds_known_gtids(self, index) -> bool:
         """Whether a segment may hold GTIDs this slave's start state already has (or GTIDs of the
@@ -512,10 +533,7 @@ class SlaveStream:
         state = self.slave.state
         answer = unit.results.get(state.key)
         if answer is None:
-            lock = self.svc.group_locks.get(state.key)
-            if lock is None:
-                lock = self.svc.group_locks.setdefault(state.key, threading.Lock())
-            with lock:
+            with self._group_lock(state.key):
                 answer = unit.results.get(state.key)
                 if answer is None:
                     state.decider.hits = Counter()
@@ -523,6 +541,12 @@ class SlaveStream:
                     state.decider.parses = unit.parses  # each statement parsed once for every group
                     answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), state.decider.hits)
         return answer
+
+    def _group_lock(self, key: int) -> threading.Lock:
+        lock = self.svc.group_locks.get(key)
+        if lock is None:
+            lock = self.svc.group_locks.setdefault(key, threading.Lock())
+        return lock
 
     def _count_filter_hits(self, hits: Counter) -> None:
         """P_S COUNTER of the slave's channel rows."""

@@ -98,6 +98,13 @@ class FilterResult:
                 f"events_in={self.events_in})")
 
 
+def lone_statement(events: list[Event]) -> Event | None:
+    """The Query event of a unit made of a GTID and that one statement, else None."""
+    if len(events) == 2 and events[1].is_query and events[0].type_code in GTID_EVENT_TYPES:
+        return events[1]
+    return None
+
+
 class TransactionFilter:
     """One slave's view of the stream. Holds the table-id cache, which is reset at every
     Format_description event (table ids only mean something within one server lifetime)."""
@@ -125,11 +132,9 @@ class TransactionFilter:
                 self.reset()
             return FilterResult(PASSED, list(txn.events), size, len(txn.events))
         events = txn.events
-        if len(events) == 2 and events[1].is_query and events[0].type_code in GTID_EVENT_TYPES:
-            # A GTID and one statement (DDL, MariaDB's standalone groups): what the loop below
-            # answers for that shape, without it (most of the statement units of a ROW binlog).
-            sql = events[1].sql
-            if (sql[:1] in _FRAMING_FIRST and statement_verb(sql) in _FRAMING_VERBS) or self._statement_kept(events[1]):
+        query = lone_statement(events)
+        if query is not None:
+            if self.lone_statement_kept(query):
                 return FilterResult(KEPT, list(events), size, 2)
             kept, content_in, content_kept = [events[0]], 1, 0
         else:
@@ -146,6 +151,13 @@ class TransactionFilter:
         if result.events != txn.events:
             result.events = fix_transaction_length(result.events)
         return result
+
+    def lone_statement_kept(self, query: Event) -> bool:
+        """A unit made of a GTID and this one Query event (DDL, MariaDB's standalone groups: most
+        statement units of a ROW binlog): kept whole, or else emptied. What the loop below answers
+        for that shape, without it; the master asks it without a FilterResult."""
+        sql = query.sql
+        return (sql[:1] in _FRAMING_FIRST and statement_verb(sql) in _FRAMING_VERBS) or self._statement_kept(query)
 
     # -- event by event -------------------------------------------------------------------
     def _filter_events(self, events: list[Event]) -> tuple[list[Event], int, int]:
