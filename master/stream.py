@@ -302,7 +302,7 @@ class SlaveStream:
         key = (state.key, "lone")
         answer = unit.results.get(key)
         if answer is None:
-            with self._group_lock(state.key):
+            with self._group_lock(id(state.engine)):
                 answer = unit.results.get(key)
                 if answer is None:
                     decider = state.decider
@@ -533,7 +533,7 @@ class SlaveStream:
         state = self.slave.state
         answer = unit.results.get(state.key)
         if answer is None:
-            with self._group_lock(state.key):
+            with self._group_lock(id(state.engine)):
                 answer = unit.results.get(state.key)
                 if answer is None:
                     state.decider.hits = Counter()
@@ -543,6 +543,8 @@ class SlaveStream:
         return answer
 
     def _group_lock(self, key: int) -> threading.Lock:
+        """The lock of a rule engine (by id): groups with the same rules and different policy gates
+        share one engine, whose decision state (the position being decided) is one at a time."""
         lock = self.svc.group_locks.get(key)
         if lock is None:
             lock = self.svc.group_locks.setdefault(key, threading.Lock())
