@@ -36,7 +36,6 @@ _U64 = struct.Struct("<Q")
 # again and again. Bounded; cleared when full.
 _TABLE_NAMES: dict[bytes, tuple[str, str]] = {}
 _TABLE_NAMES_MAX = 1 << 16
-_TABLE_MAP_INDEX = EventType.TABLE_MAP - 1  # in FormatDescription.post_header_lens
 _QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_vars_len
 
 # Query status variables with a fixed payload size; others are decoded explicitly below.
@@ -281,9 +280,17 @@ class Event:
         raw = self._buf
         start = self._start + HEADER_LEN
         # 5.1 pre-GA servers wrote a 4-byte table id (a 6-byte post-header).
-        id_len = 4 if self.fmt.post_header_lens[_TABLE_MAP_INDEX] == 6 else 6
         db, table = self.table_names
+        id_len = 4 if self._table_map_post_header() == 6 else 6
         return int.from_bytes(raw[start : start + id_len], "little"), db, table
+
+    def _table_map_post_header(self) -> int:
+        # A hostile FDE may list fewer event types than Table_map's (19): the server could not read
+        # the event either, so it is malformed here (found by the atheris binlog target).
+        length = self.fmt.post_header_len(EventType.TABLE_MAP)
+        if not length:
+            raise self._malformed("the Format_description event gives Table_map no post-header length")
+        return length
 
     @property
     def table_names(self) -> tuple[str, str]:
@@ -291,7 +298,7 @@ class Event:
         is decoded once and shared (a walk meets the same few tables again and again)."""
         raw = self._buf
         start = self._start
-        i = start + HEADER_LEN + self.fmt.post_header_lens[_TABLE_MAP_INDEX]
+        i = start + HEADER_LEN + self._table_map_post_header()
         try:
             tbl = i + 2 + raw[i]
             end = tbl + 1 + raw[tbl]

@@ -105,3 +105,26 @@ def test_cli_inspect_json_keys(tmp_path, capsys):
         assert all(key in r for r in rows)
     assert rows[1]["db"] == "db1" and rows[1]["sql"] == "INSERT INTO t VALUES (1)"
     assert rows[1]["pos"] == rows[0]["pos"] + rows[0]["size"]
+
+
+def test_a_table_map_under_an_fde_without_its_post_header_length_is_malformed(capsys, tmp_path):
+    # Found by the atheris binlog target: an FDE that lists fewer event types than Table_map's (19)
+    # made `Event.table_names` raise IndexError (a traceback) instead of one clear line.
+    from dumpfilter.codec.encode import table_map_body
+    from dumpfilter.codec.format_description import FormatDescription
+    from dumpfilter.codec.event import HEADER
+    from dumpfilter.errors import MalformedEventError
+
+    body = struct.pack("<H50sIB", 4, b"8.0.36", 0, 19) + bytes(10) + b"\x00"  # 10 post-header lengths, no CRC
+    fmt = FormatDescription.parse(HEADER.pack(0, EventType.FORMAT_DESCRIPTION, 0, 0, 0, 0) + body)
+    fde = build_event(EventType.FORMAT_DESCRIPTION, body, fmt=fmt, log_pos=4 + 19 + len(body))
+    table_map = build_event(EventType.TABLE_MAP, table_map_body(7, "db1", "t1"), fmt=fmt, log_pos=0)
+    data = b"\xfebin" + fde.raw + table_map.raw
+    events = list(BinlogReader(io.BytesIO(data), "short-fde.bin"))
+    with pytest.raises(MalformedEventError, match="no post-header length"):
+        events[-1].table_names
+    path = tmp_path / "short-fde.bin"
+    path.write_bytes(data)
+    assert main(["binlog", "inspect", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no post-header length" in err[0], err
