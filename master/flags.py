@@ -65,14 +65,13 @@ class SlaveDecider:
     statements by its rule engine, both ANDed with the master policy; rule hits collected."""
 
     def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate):
-        self.words, self.bit, self.engine, self.gate = words, 1 << bit, engine, gate
-        self.bit_index = bit
+        self.words, self.bit, self.engine, self.gate = words, bit, engine, gate
         self.hits: Counter = Counter()
         self.at = None       # the position key of the unit being decided (set by the stream)
         self.parses = None   # that unit's parse memo, shared by every rule group (set by the stream)
 
     def table_kept(self, db: str, table: str) -> bool:
-        kept = self.words.kept(db, table, self.bit_index)
+        kept = self.words.kept(db, table, self.bit)
         counted = self.engine.decide_table(db, table).counted
         if counted:
             self.hits.update(counted)

@@ -280,8 +280,11 @@ class SlaveStream:
             unit = units[k]
             txn = unit.txn
             if txn.kind != CONTROL and txn.complete:
-                query = lone_statement(txn.events)
-                if query is not None:  # a GTID and one statement: the answer without a FilterResult
+                # A GTID and one statement: the answer without a FilterResult. Only where a skip is a
+                # heartbeat: under the other policies a skipped unit goes on to `_unit`, which needs
+                # `_result`'s FilterResult (deciding it twice otherwise).
+                query = lone_statement(txn.events) if self.policy == HEARTBEAT else None
+                if query is not None:
                     kept, hits = self._lone_answer(unit, query)
                     out[k] = _KEEP if kept else _SKIP
                 else:
@@ -510,7 +513,7 @@ class SlaveStream:
                 hits[name] += count
             if count > 1 and counted:
                 engine.counters.update({name: count - 1 for name in counted})
-            if gate.restricted and not decider.words.kept(db, table, decider.bit_index) \
+            if gate.restricted and not decider.words.kept(db, table, decider.bit) \
                     and not gate.table_allowed(db, table):
                 hits["MASTER_POLICY"] += count
         hits = +hits
