@@ -560,6 +560,22 @@ class Slave:
         words = units.words
         i, n = 0, len(units)
         while i < n:
+            raw_ok = self.fast and self.rename is None and self.relay.file is not None and grouper.current is None
+            if raw_ok and self.after_unit is None:
+                # In bulk (the compiled relay run): lone Heartbeats counted and passed over, fast
+                # units the slave's own rules keep whole written as they came, up to the first
+                # unit that needs the code below.
+                out, nxt, units_n, events_n, bytes_n, heartbeats = self._scanner.relay_run(blob, i, self._keeps())
+                if nxt > i:
+                    if out:
+                        self.relay.write_raw(out)
+                    c.heartbeats += heartbeats
+                    c.events_relayed += events_n
+                    c.bytes_relayed += bytes_n
+                    self.units_written += units_n
+                    i = nxt
+                    if i == n:
+                        break
             w2 = words[8 * i + 2]
             if w2 & 0xFF_FFFF_FFFF == 1 and blob[words[8 * i] + 4] in _HEARTBEAT_TYPES:
                 # A lone Heartbeat (the master's mark for a skipped stretch, kind control, one
@@ -567,18 +583,6 @@ class Slave:
                 c.heartbeats += 1
                 i += 1
                 continue
-            raw_ok = self.fast and self.rename is None and self.relay.file is not None and grouper.current is None
-            if raw_ok and self.after_unit is None and w2 >> 40 & F_FAST:  # the assembly stops at a unit not fast
-                # Fast units the slave's own rules keep whole, in bulk: their bytes as they came.
-                out, nxt, _, counts = self._scanner.assemble(blob, i, self._keeps(), 0, 0, False, False, True, b"",
-                                                             whole_only=True)
-                if nxt > i:
-                    self.relay.write_raw(out)
-                    c.events_relayed += counts[1]
-                    c.bytes_relayed += counts[2]
-                    self.units_written += nxt - i
-                    i = nxt
-                    continue
             rec = units[i]
             i += 1
             raw = blob[rec.start : rec.end]

@@ -5,6 +5,7 @@ pub mod assemble;
 pub mod crc;
 pub mod flags;
 pub mod format;
+pub mod relay;
 pub mod scan;
 pub mod send;
 pub mod types;

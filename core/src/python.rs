@@ -7,6 +7,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use crate::assemble;
 use crate::flags::{self, FlagWords};
+use crate::relay;
 use crate::scan::{self, ErrorKind, ScanError, Scanner, UNIT_WORDS};
 use crate::send::{self, Plan, SendOptions};
 
@@ -569,6 +570,22 @@ impl PyFlagWords {
     }
 }
 
+/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_run):
+/// (bytes, next unit index, units, events, bytes relayed, heartbeats passed over).
+#[pyfunction]
+fn relay_run<'py>(
+    py: Python<'py>,
+    scanner: PyRef<'py, PyScanner>,
+    buf: &[u8],
+    from: usize,
+    keep: &[u8],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (units, tables) = (&scanner.last_units, &scanner.last_tables);
+    let r = py.detach(|| relay::relay_run(buf, units, tables, keep, from));
+    let out = PyBytes::new(py, &r.out).into_any();
+    (out, r.next, r.units, r.events, r.bytes, r.heartbeats).into_pyobject(py)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
@@ -583,6 +600,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(partial_unit, m)?)?;
+    m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

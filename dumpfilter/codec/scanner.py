@@ -180,6 +180,13 @@ class Scanner:
         the core's assemble::assemble. `whole_only`: stop at any unit not kept whole."""
         return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only)
 
+    def relay_run(self, buf: bytes, start: int, keep: bytes) -> tuple[bytes, int, int, int, int, int]:
+        """A slave's relay run over the last `units` call's units from index `start` on (buf:
+        that call's buffer; `keep` one byte per name id, 1 kept): lone Heartbeats passed over,
+        fast units kept whole copied as they came, until a unit that needs Python. Returns
+        (bytes, next unit index, units, events, bytes relayed, heartbeats); see relay::relay_run."""
+        return _core.relay_run(self._core, buf, start, keep)
+
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`
         (256 bytes), and of every FDE; where the walk stopped; the error that stopped it."""

@@ -1,0 +1,156 @@
+//! The slave's relay run: what `slave.client.Slave._receive` writes of a checked DumpBatch
+//! without an Event per unit. From a unit index on, the lone Heartbeats (the master's marks for
+//! skipped stretches: counted, never relayed) are passed over and the fast units whose tables
+//! the slave's own rules all keep are copied as they came, until a unit that needs Python (an
+//! FDE, a Rotate or another control event, a statement, a unit not kept whole, a table whose
+//! answer is not known yet).
+
+use crate::scan::{Unit, CONTROL, F_FAST};
+use crate::types::{HEARTBEAT, HEARTBEAT_V2};
+
+/// What one relay run produced.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RelayRun {
+    /// The kept units' bytes, back to back, as they came (no renumbering: a relay log keeps the
+    /// master's coordinates).
+    pub out: Vec<u8>,
+    /// The first unit not handled.
+    pub next: usize,
+    /// Units relayed (heartbeats not counted), their events and their bytes.
+    pub units: u64,
+    pub events: u64,
+    pub bytes: u64,
+    /// Lone Heartbeat units passed over.
+    pub heartbeats: u64,
+}
+
+/// Whether `u` is a lone Heartbeat: a control unit of one event whose type is a Heartbeat.
+pub fn is_lone_heartbeat(buf: &[u8], u: &Unit) -> bool {
+    u.kind == CONTROL
+        && u.events == 1
+        && matches!(buf.get(u.start + 4), Some(&HEARTBEAT) | Some(&HEARTBEAT_V2))
+}
+
+/// Relays units[from..] of `buf` (the buffer they were scanned from; `tables` the name ids of
+/// their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python.
+pub fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> RelayRun {
+    let mut run = RelayRun {
+        next: from,
+        ..RelayRun::default()
+    };
+    // Kept units lie back to back between heartbeats: copy each stretch once.
+    let (mut lo, mut hi) = (0usize, 0usize);
+    let mut i = from;
+    while i < units.len() {
+        let u = &units[i];
+        if u.start > u.end || u.end > buf.len() {
+            break;
+        }
+        if is_lone_heartbeat(buf, u) {
+            run.heartbeats += 1;
+            i += 1;
+            continue;
+        }
+        if u.flags & F_FAST == 0 || u.tables_lo > u.tables_hi {
+            break;
+        }
+        let Some(ids) = tables.get(u.tables_lo as usize..u.tables_hi as usize) else {
+            break;
+        };
+        if !ids.iter().all(|id| keep.get(*id as usize) == Some(&1)) {
+            break;
+        }
+        if u.start != hi {
+            run.out.extend_from_slice(&buf[lo..hi]);
+            lo = u.start;
+        }
+        hi = u.end;
+        run.units += 1;
+        run.events += u.events as u64;
+        run.bytes += (u.end - u.start) as u64;
+        i += 1;
+    }
+    run.out.extend_from_slice(&buf[lo..hi]);
+    run.next = i;
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::TRANSACTION;
+
+    fn unit(start: usize, end: usize, kind: u8, flags: u32, tables: (u32, u32)) -> Unit {
+        Unit {
+            start,
+            end,
+            events: 2,
+            kind,
+            flags,
+            gtid_size: 0,
+            tables_lo: tables.0,
+            tables_hi: tables.1,
+            gtid_seq: 0,
+            gtid_domain: 0,
+            gtid_server: 0,
+            last: start,
+        }
+    }
+
+    fn heartbeat(start: usize, end: usize) -> Unit {
+        Unit {
+            events: 1,
+            ..unit(start, end, CONTROL, 0, (0, 0))
+        }
+    }
+
+    #[test]
+    fn copies_kept_units_and_passes_heartbeats() {
+        let mut buf: Vec<u8> = (0..100u8).collect();
+        buf[10 + 4] = HEARTBEAT;
+        buf[60 + 4] = HEARTBEAT_V2;
+        let units = [
+            unit(0, 10, TRANSACTION, F_FAST, (0, 1)),
+            heartbeat(10, 30),
+            unit(30, 45, TRANSACTION, F_FAST, (1, 3)),
+            unit(45, 60, TRANSACTION, F_FAST, (3, 3)),
+            heartbeat(60, 70),
+            unit(70, 80, TRANSACTION, F_FAST, (3, 4)),
+            unit(80, 90, TRANSACTION, 0, (4, 4)),
+        ];
+        let tables = [0, 1, 0, 2];
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 0], 0);
+        assert_eq!(
+            run.next, 5,
+            "the unit with table 2 (not kept) stops the run"
+        );
+        assert_eq!(run.heartbeats, 2);
+        assert_eq!(run.units, 3);
+        assert_eq!(run.events, 6);
+        let want: Vec<u8> = (0..10).chain(30..60).collect();
+        assert_eq!(run.out, want);
+        assert_eq!(run.bytes, want.len() as u64);
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 1], 5);
+        assert_eq!(
+            (run.next, run.units, run.out.len()),
+            (6, 1, 10),
+            "stops at a unit not fast"
+        );
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 2], 5);
+        assert_eq!((run.next, run.units), (5, 0), "an unknown answer stops");
+        assert!(run.out.is_empty());
+    }
+
+    #[test]
+    fn stops_at_other_control_units_and_bad_bounds() {
+        let mut buf = vec![0u8; 40];
+        buf[4] = crate::types::ROTATE;
+        let units = [heartbeat(0, 20)];
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0).next, 0);
+        let units = [unit(0, 50, TRANSACTION, F_FAST, (0, 0))];
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0).next, 0);
+        let units = [unit(0, 20, TRANSACTION, F_FAST, (0, 9))];
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0).next, 0);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 7).next, 7);
+    }
+}
