@@ -492,6 +492,7 @@ class Slave:
                 if batch.caught_up:
                     self.caught_up = True
                     if cfg.apply_url:
+                        self.relay.drain()  # --apply runs only what relay-log.info has committed
                         self.apply()
                     if cfg.until_caught_up:
                         if cfg.lint_wait > 0:
@@ -500,6 +501,9 @@ class Slave:
         finally:
             watch.stop()
             stream.cancel()
+            # Every batch received is committed before the stream's end is handled (a retry, an
+            # error recorded in relay-log.info, the summary): as when each batch waited for its own.
+            self.relay.committer.close()
         return False
 
     # -- one batch --------------------------------------------------------------------------
@@ -514,9 +518,9 @@ class Slave:
         for unit in grouper.flush():  # a batch never ends inside a transaction on a faithful master
             raise BinlogError(f"the master's batch ended inside a transaction ({len(unit.events)} events)",
                               path=batch.position.file, offset=batch.position.pos)
-        # Durable relay data first, then the position that says it is there (relay-log.info).
+        # Durable relay data first, then the position that says it is there (relay-log.info):
+        # the committer fsyncs and writes while the next batch is received (RelayLog.commit).
         self.relay.maybe_rotate()
-        self.relay.sync()
         info = self.info
         info.master, info.server_id, info.channel = self.config.master, self.config.server_id, self.config.channel
         info.skip_policy = self.config.skip_policy
@@ -526,7 +530,7 @@ class Slave:
         info.relay_file, info.relay_pos = self.relay.current, self.relay.position
         info.stats = {k: self._earlier_stats.get(k, 0) + getattr(c, k) for k in c.__dataclass_fields__}
         note_batch(info, batch)
-        info.save(self.relay_dir)
+        self.relay.commit(info)
 
     def _event(self, event: Event, grouper: TransactionGrouper) -> None:
         t = event.type_code

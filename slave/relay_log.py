@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
@@ -23,9 +24,11 @@ APPLY_INFO = "relay-apply.info"
 
 def write_json_atomic(path: Path, data: dict) -> None:
     """tmp file, fsync, os.replace, fsync the directory: the file is the old or the new one, whole."""
+    # json.dumps then one write: the same text as json.dump, without a write per token.
+    text = json.dumps(data, indent=1, sort_keys=True, default=str)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True, default=str)
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -92,7 +95,16 @@ class RelayInfo:
         return cls(**known)
 
     def save(self, directory: Path) -> None:
-        write_json_atomic(directory / INFO, asdict(self))
+        write_json_atomic(directory / INFO, self.snapshot())
+
+    def snapshot(self) -> dict:
+        """The fields as relay-log.info holds them, taken now (what `save` writes; the committer
+        writes it later). Shallow: the dicts and lists held are replaced, never changed in place,
+        by the code that sets them (asdict's deep copy cost more than the fsyncs)."""
+        return {name: getattr(self, name) for name in _INFO_FIELDS}
+
+
+_INFO_FIELDS = tuple(RelayInfo.__dataclass_fields__)
 
 
 def _same_format(a: Event, b: Event) -> bool:
@@ -101,8 +113,88 @@ def _same_format(a: Event, b: Event) -> bool:
     return body_a[:52] + body_a[56:] == body_b[:52] + body_b[56:] and a.checksum_len == b.checksum_len
 
 
+class Committer:
+    """Group commit of relay-log.info. After each batch, the slave hands over the relay file's
+    descriptor (its bytes already written to the kernel) and the info as it is then; a thread
+    fsyncs the relay file, then replaces relay-log.info atomically. The order that makes the
+    position crash-safe is kept: relay-log.info never names relay bytes that were not fsync'd
+    first. When batches come faster than a commit takes (two or three fsyncs), the newest
+    hand-over waiting replaces the older ones: one fsync then covers all of them, as MySQL's
+    binlog group commit covers the transactions queued behind one flush. The receiving thread
+    never waits for the disk, except in `drain` (before a relay file is closed, before --apply
+    and when the stream ends), which returns once every hand-over is on disk. An error of the
+    thread (ENOSPC, EIO) is raised by the next `submit` or `drain`."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.commits = 0   # relay-log.info writes done (a test and the bench look)
+        self._cond = threading.Condition()
+        self._pending: tuple[int, dict] | None = None
+        self._busy = False
+        self._closing = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def submit(self, fd: int, data: dict) -> None:
+        with self._cond:
+            self._raise()
+            self._pending = (fd, data)
+            if self._thread is None:
+                self._closing = False
+                self._thread = threading.Thread(target=self._run, name="slave-relay-commit", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def drain(self) -> None:
+        with self._cond:
+            while self._pending is not None or self._busy:
+                self._cond.wait()
+            self._raise()
+
+    def close(self) -> None:
+        """Drain, then end the thread (the next submit starts another)."""
+        try:
+            self.drain()
+        finally:
+            with self._cond:
+                self._closing = True
+                self._cond.notify_all()
+                thread, self._thread = self._thread, None
+            if thread is not None:
+                thread.join()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while self._pending is None and not self._closing:
+                    cond.wait()
+                if self._pending is None:
+                    return
+                (fd, data), self._pending = self._pending, None
+                self._busy = True
+            try:
+                os.fsync(fd)
+                write_json_atomic(self.path, data)
+                self.commits += 1
+            except BaseException as exc:  # handed to the receiving thread
+                with cond:
+                    self._error = exc
+                    self._pending = None  # nothing after a failed commit may be written
+            finally:
+                with cond:
+                    self._busy = False
+                    cond.notify_all()
+
+
 class RelayLog:
-    """Appends whole transactions to relay-bin files; `sync()` makes them durable; rotation at
+    """Appends whole transactions to relay-bin files; `sync()` makes them durable, `commit` has
+    the committer make them durable and then record `info` (see Committer); rotation at
     `max_size` happens only between transactions."""
 
     def __init__(self, directory: Path, *, max_size: int = 64 << 20, server_id: int = 0):
@@ -115,6 +207,7 @@ class RelayLog:
         self.file = None
         self.fde: Event | None = None
         self.position = 0
+        self.committer = Committer(self.directory / INFO)
 
     @property
     def current(self) -> str:
@@ -180,7 +273,23 @@ class RelayLog:
         self.file.write(raw)
         self.position += len(raw)
 
+    def commit(self, info: RelayInfo) -> None:
+        """The batches written so far are whole: have the committer fsync them, then save
+        `info` (taken now) as relay-log.info. The Python buffer is flushed here, so the fsync
+        sees every byte written before this call."""
+        if self.file is None:  # no relay file yet (nothing but heartbeats so far): nothing to fsync
+            self.drain()
+            info.save(self.directory)
+            return
+        self.file.flush()
+        self.committer.submit(self.file.fileno(), info.snapshot())
+
+    def drain(self) -> None:
+        """Every commit handed over is on disk (raises the committer's error if one failed)."""
+        self.committer.drain()
+
     def _rotate(self, fde: Event | None = None) -> None:
+        self.drain()  # the committer may still fsync the file about to be closed
         fde = fde or self.fde
         next_name = f"{BASENAME}.{int(self.current.rsplit('.', 1)[1]) + 1:06d}"
         rotate = build_event(EventType.ROTATE, rotate_body(next_name), fmt=self.fde.fmt, server_id=self.server_id,
@@ -201,9 +310,12 @@ class RelayLog:
             os.fsync(self.file.fileno())
 
     def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+        try:
+            self.committer.close()
+        finally:
+            if self.file is not None:
+                self.file.close()
+                self.file = None
 
 
 def query_db_offsets(event: Event) -> tuple[int, int]:
