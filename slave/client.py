@@ -43,7 +43,8 @@ from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder
-from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, query_db_offsets, read_json, write_json_atomic
+from dumpfilter.slave.relay_log import (APPLY_INFO, DEFAULT_COMMIT_INTERVAL, RelayInfo, RelayLog, query_db_offsets,
+                                        read_json, write_json_atomic)
 from dumpfilter.slave.status import (
     clear_sql_error,
     mark_running,
@@ -170,6 +171,10 @@ class SlaveConfig:
     until_caught_up: bool = False
     apply_url: str | None = None
     relay_log_size: int = 64 << 20
+    # Group commit of relay-log.info: at most one commit (relay fsync, then the info) per this
+    # many seconds; the batches received meanwhile are covered by the next (0: commit each
+    # batch as soon as the previous commit is done). Never ahead of durable relay data either way.
+    relay_commit_interval: float = DEFAULT_COMMIT_INTERVAL
     heartbeat_period: float = 1.0
     tls_ca: Path | None = None
     tls_cert: Path | None = None     # mTLS: this slave's client certificate and key
@@ -296,7 +301,8 @@ class Slave:
         self.check = TransactionFilter(self.engine, empty_transactions=KEEP)
         self.info = RelayInfo.load(self.relay_dir) or RelayInfo()
         self._earlier_stats = dict(self.info.stats)  # committed counters of earlier runs: the totals go on
-        self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id)
+        self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id,
+                              commit_interval=config.relay_commit_interval)
         self.relay.recover(self.info if self.info.relay_file else None)
         self.gtids = GtidTracker()
         self.fmt: FormatDescription | None = self.relay.fde.fmt if self.relay.fde is not None else None
@@ -455,7 +461,8 @@ class Slave:
                 except OSError:
                     pass  # buffered bytes of an uncommitted batch: cut away by recover()
                 try:
-                    self.relay = RelayLog(self.relay_dir, max_size=cfg.relay_log_size, server_id=cfg.server_id)
+                    self.relay = RelayLog(self.relay_dir, max_size=cfg.relay_log_size, server_id=cfg.server_id,
+                                          commit_interval=cfg.relay_commit_interval)
                     self.relay.recover(self.info if self.info.relay_file else None)
                 except OSError:
                     pass  # the next start recovers

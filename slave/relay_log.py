@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from dumpfilter.skip_policy import HEARTBEAT
 BASENAME = "relay-bin"
 INFO = "relay-log.info"
 APPLY_INFO = "relay-apply.info"
+# Seconds between two commits of relay-log.info at most (see Committer): a crash re-fetches at
+# most this much of the stream; the position is never ahead of durable relay data either way.
+DEFAULT_COMMIT_INTERVAL = 0.05
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -118,15 +122,21 @@ class Committer:
     descriptor (its bytes already written to the kernel) and the info as it is then; a thread
     fsyncs the relay file, then replaces relay-log.info atomically. The order that makes the
     position crash-safe is kept: relay-log.info never names relay bytes that were not fsync'd
-    first. When batches come faster than a commit takes (two or three fsyncs), the newest
-    hand-over waiting replaces the older ones: one fsync then covers all of them, as MySQL's
-    binlog group commit covers the transactions queued behind one flush. The receiving thread
+    first. A commit starts at most once per `interval` seconds (and when batches come faster
+    than a commit takes: two or three fsyncs); the newest hand-over waiting replaces the older
+    ones, so one fsync covers all of them, as MySQL's binlog group commit covers the
+    transactions queued behind one flush (binlog_group_commit_sync_delay is its interval). A
+    crash loses nothing: the next start cuts the relay log back to the last commit and fetches
+    the rest again (sync_relay_log_info, whose MySQL default is 10000 transactions, bounds the
+    same re-fetch by count; relay-log.info is never ahead of durable bytes here). The receiving thread
     never waits for the disk, except in `drain` (before a relay file is closed, before --apply
     and when the stream ends), which returns once every hand-over is on disk. An error of the
     thread (ENOSPC, EIO) is raised by the next `submit` or `drain`."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, interval: float = 0.0):
         self.path = path
+        self.interval = interval  # seconds from one commit's start to the next's (0: at once)
+        self._hurry = 0  # drains waiting: the interval is cut short
         self.commits = 0   # relay-log.info writes done (a test and the bench look)
         self._cond = threading.Condition()
         self._pending: tuple[int, dict] | None = None
@@ -147,8 +157,13 @@ class Committer:
 
     def drain(self) -> None:
         with self._cond:
-            while self._pending is not None or self._busy:
-                self._cond.wait()
+            self._hurry += 1
+            self._cond.notify_all()
+            try:
+                while self._pending is not None or self._busy:
+                    self._cond.wait()
+            finally:
+                self._hurry -= 1
             self._raise()
 
     def close(self) -> None:
@@ -170,12 +185,20 @@ class Committer:
 
     def _run(self) -> None:
         cond = self._cond
+        next_at = 0.0
         while True:
             with cond:
-                while self._pending is None and not self._closing:
-                    cond.wait()
-                if self._pending is None:
-                    return
+                while True:
+                    if self._pending is None:
+                        if self._closing:
+                            return
+                        cond.wait()
+                        continue
+                    wait = next_at - time.monotonic()
+                    if wait <= 0 or self._hurry or self._closing:
+                        break
+                    cond.wait(wait)
+                next_at = time.monotonic() + self.interval
                 (fd, data), self._pending = self._pending, None
                 self._busy = True
             try:
@@ -197,7 +220,8 @@ class RelayLog:
     the committer make them durable and then record `info` (see Committer); rotation at
     `max_size` happens only between transactions."""
 
-    def __init__(self, directory: Path, *, max_size: int = 64 << 20, server_id: int = 0):
+    def __init__(self, directory: Path, *, max_size: int = 64 << 20, server_id: int = 0,
+                 commit_interval: float = 0.0):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_size = max_size
@@ -207,7 +231,7 @@ class RelayLog:
         self.file = None
         self.fde: Event | None = None
         self.position = 0
-        self.committer = Committer(self.directory / INFO)
+        self.committer = Committer(self.directory / INFO, commit_interval)
 
     @property
     def current(self) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
+from dumpfilter.slave.relay_log import DEFAULT_COMMIT_INTERVAL
 
 
 def register(subparsers) -> None:
@@ -31,6 +32,11 @@ def register(subparsers) -> None:
                      help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
     run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
     run.add_argument("--relay-log-size", type=int, default=64 << 20, metavar="BYTES")
+    run.add_argument("--relay-commit-interval", type=_seconds, default=DEFAULT_COMMIT_INTERVAL, metavar="SECONDS",
+                     help="group commit: record the position (fsync the relay log, then relay-log.info) at most "
+                          f"once per this many seconds, covering every batch received meanwhile (default "
+                          f"{DEFAULT_COMMIT_INTERVAL:g}; 0: after each batch as soon as the disk allows). A crash "
+                          "re-fetches what was not recorded; the position is never ahead of durable relay data")
     run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
     run.add_argument("--connect-retry", type=float, default=1.0, metavar="SECONDS",
                      help="first wait after a failed attempt; doubles up to 30s (default 1)")
@@ -61,6 +67,7 @@ def run_command(args: argparse.Namespace) -> int:
                          settings=settings, channel=args.channel, skip_policy=args.skip_policy, user=args.user,
                          password=args.password, until_caught_up=args.until_caught_up, apply_url=args.apply,
                          relay_log_size=args.relay_log_size, heartbeat_period=args.heartbeat_period,
+                         relay_commit_interval=args.relay_commit_interval,
                          tls_ca=args.ssl_ca, tls_cert=args.ssl_cert, tls_key=args.ssl_key,
                          start_gtid=args.gtid_start, connect_retry=args.connect_retry,
                          connect_timeout=args.connect_timeout, retry_count=args.retry_count,
@@ -73,6 +80,16 @@ def run_command(args: argparse.Namespace) -> int:
         return slave.run()
     finally:
         print(summary_line(slave), file=sys.stderr, flush=True)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:  # NaN fails both comparisons
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
+    return value
 
 
 def _stop(signum, frame) -> None:
