@@ -581,9 +581,13 @@ fn relay_run<'py>(
     keep: &[u8],
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (units, tables) = (&scanner.last_units, &scanner.last_tables);
-    let r = py.detach(|| relay::relay_run(buf, units, tables, keep, from));
-    let out = PyBytes::new(py, &r.out).into_any();
-    (out, r.next, r.units, r.events, r.bytes, r.heartbeats).into_pyobject(py)
+    let p = py.detach(|| relay::relay_plan(buf, units, tables, keep, from));
+    // One copy, straight into the bytes object handed to Python.
+    let out = PyBytes::new_with(py, p.bytes as usize, |dst| {
+        p.fill(buf, dst);
+        Ok(())
+    })?;
+    (out, p.next, p.units, p.events, p.bytes, p.heartbeats).into_pyobject(py)
 }
 
 #[pymodule]

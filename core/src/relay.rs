@@ -24,6 +24,29 @@ pub struct RelayRun {
     pub heartbeats: u64,
 }
 
+/// A relay run before its bytes are copied: the buffer ranges to write, in order (kept units
+/// that lie back to back make one range), and the counts of `RelayRun`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RelayPlan {
+    pub ranges: Vec<(usize, usize)>,
+    pub next: usize,
+    pub units: u64,
+    pub events: u64,
+    pub bytes: u64,
+    pub heartbeats: u64,
+}
+
+impl RelayPlan {
+    /// Copies the ranges of `buf` into `out`, which holds exactly `self.bytes` bytes.
+    pub fn fill(&self, buf: &[u8], out: &mut [u8]) {
+        let mut at = 0;
+        for &(lo, hi) in &self.ranges {
+            out[at..at + hi - lo].copy_from_slice(&buf[lo..hi]);
+            at += hi - lo;
+        }
+    }
+}
+
 /// Whether `u` is a lone Heartbeat: a control unit of one event whose type is a Heartbeat.
 pub fn is_lone_heartbeat(buf: &[u8], u: &Unit) -> bool {
     u.kind == CONTROL
@@ -31,15 +54,16 @@ pub fn is_lone_heartbeat(buf: &[u8], u: &Unit) -> bool {
         && matches!(buf.get(u.start + 4), Some(&HEARTBEAT) | Some(&HEARTBEAT_V2))
 }
 
-/// Relays units[from..] of `buf` (the buffer they were scanned from; `tables` the name ids of
-/// their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python.
-pub fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> RelayRun {
-    let mut run = RelayRun {
-        next: from,
-        ..RelayRun::default()
-    };
-    // Kept units lie back to back between heartbeats: copy each stretch once.
-    let (mut lo, mut hi) = (0usize, 0usize);
+/// Plans the relay of units[from..] of `buf` (the buffer they were scanned from; `tables` the
+/// name ids of their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python.
+pub fn relay_plan(
+    buf: &[u8],
+    units: &[Unit],
+    tables: &[u32],
+    keep: &[u8],
+    from: usize,
+) -> RelayPlan {
+    let mut plan = RelayPlan::default();
     let mut i = from;
     while i < units.len() {
         let u = &units[i];
@@ -47,7 +71,7 @@ pub fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: 
             break;
         }
         if is_lone_heartbeat(buf, u) {
-            run.heartbeats += 1;
+            plan.heartbeats += 1;
             i += 1;
             continue;
         }
@@ -60,19 +84,32 @@ pub fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: 
         if !ids.iter().all(|id| keep.get(*id as usize) == Some(&1)) {
             break;
         }
-        if u.start != hi {
-            run.out.extend_from_slice(&buf[lo..hi]);
-            lo = u.start;
+        match plan.ranges.last_mut() {
+            Some(last) if last.1 == u.start => last.1 = u.end,
+            _ => plan.ranges.push((u.start, u.end)),
         }
-        hi = u.end;
-        run.units += 1;
-        run.events += u.events as u64;
-        run.bytes += (u.end - u.start) as u64;
+        plan.units += 1;
+        plan.events += u.events as u64;
+        plan.bytes += (u.end - u.start) as u64;
         i += 1;
     }
-    run.out.extend_from_slice(&buf[lo..hi]);
-    run.next = i;
-    run
+    plan.next = i;
+    plan
+}
+
+/// `relay_plan` with the bytes copied out.
+pub fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> RelayRun {
+    let plan = relay_plan(buf, units, tables, keep, from);
+    let mut out = vec![0u8; plan.bytes as usize];
+    plan.fill(buf, &mut out);
+    RelayRun {
+        out,
+        next: plan.next,
+        units: plan.units,
+        events: plan.events,
+        bytes: plan.bytes,
+        heartbeats: plan.heartbeats,
+    }
 }
 
 #[cfg(test)]
