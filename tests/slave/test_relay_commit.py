@@ -1,0 +1,182 @@
+"""The slave's group commit of relay-log.info (slave.relay_log.Committer): a recorded position
+never names relay bytes that were not fsync'd before it was written, batches received while a
+commit waits share one, everything received is recorded when the stream ends, a failed fsync
+stops the slave with its error, and --relay-commit-interval is checked like any option."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dumpfilter.rules.ruleset import RuleSet
+from dumpfilter.slave import relay_log
+from dumpfilter.slave.relay_log import INFO, Committer, RelayInfo
+
+from tests.support.dump_helpers import relay_units, run_slave
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class DiskTrace:
+    """os.fsync and os.replace as the slave calls them: for each fsync of a relay file, its name
+    and size then; for each relay-log.info put in place, the relay position it names."""
+
+    def __init__(self, monkeypatch, relay_dir: Path):
+        self.relay_dir = relay_dir
+        self.lock = threading.Lock()
+        self.log: list[tuple] = []
+        real_fsync, real_replace = os.fsync, os.replace
+
+        def fsync(fd):
+            real_fsync(fd)
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if Path(target).name.startswith("relay-bin.0"):
+                with self.lock:
+                    self.log.append(("fsync", Path(target).name, os.fstat(fd).st_size))
+
+        def replace(src, dst):
+            real_replace(src, dst)
+            if Path(dst).name == INFO:
+                info = json.loads(Path(dst).read_text())
+                with self.lock:
+                    self.log.append(("info", info["relay_file"], info["relay_pos"]))
+
+        monkeypatch.setattr(relay_log.os, "fsync", fsync)
+        monkeypatch.setattr(relay_log.os, "replace", replace)
+
+    def check(self) -> int:
+        """Every recorded position is covered by an earlier fsync of its file; the number of
+        positions recorded."""
+        durable: dict[str, int] = {}
+        recorded = 0
+        for kind, name, value in self.log:
+            if kind == "fsync":
+                durable[name] = max(durable.get(name, 0), value)
+            elif name:
+                assert value <= durable.get(name, -1), f"relay-log.info names {name}:{value} before it was fsync'd"
+                recorded += 1
+        return recorded
+
+
+@pytest.mark.grpc
+@pytest.mark.parametrize("interval", [0.0, 0.05, 0.3])
+def test_position_never_ahead_of_fsynced_relay_bytes(workload_dir, master_factory, tmp_path, monkeypatch, interval):
+    _, address = master_factory(workload_dir)
+    reference = tmp_path / "reference"
+    run_slave(address, reference, 61, rules=RuleSet(ignore_db=("db2",)), relay_log_size=300_000,
+              relay_commit_interval=0.0)
+    relay = tmp_path / "relay"
+    trace = DiskTrace(monkeypatch, relay)
+    slave = run_slave(address, relay, 62, rules=RuleSet(ignore_db=("db2",)), relay_log_size=300_000,
+                      relay_commit_interval=interval)
+    recorded = trace.check()
+    assert recorded >= 2  # rotations (300 kB files) drain the committer at least
+    assert relay_units(relay) == relay_units(reference)
+    info = RelayInfo.load(relay)
+    # The last batch is recorded when the stream ends, whatever the interval.
+    assert (info.master_file, info.master_pos) == (slave.info.master_file, slave.info.master_pos)
+    assert info.relay_pos == (relay / info.relay_file).stat().st_size
+    assert info.stats["batches"] == slave.counters.batches
+
+
+def test_waiting_hand_overs_share_one_commit(tmp_path, monkeypatch):
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    gate, entered = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+    fsyncs = []
+
+    def slow_fsync(n):
+        entered.set()
+        gate.wait(10)
+        fsyncs.append(n)
+        real_fsync(n)
+
+    monkeypatch.setattr(relay_log.os, "fsync", slow_fsync)
+    committer = Committer(tmp_path / INFO)
+    try:
+        for pos in range(1, 21):
+            os.write(fd, b"x")
+            committer.submit(fd, {"relay_file": data.name, "relay_pos": pos})
+            if pos == 1:
+                assert entered.wait(10)  # the first commit is under way
+        gate.set()  # the first commit was held up: the 19 hand-overs after it wait as one
+        committer.drain()
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 20
+        assert committer.commits == 2
+        assert len([n for n in fsyncs if n == fd]) == 2
+    finally:
+        committer.close()
+        os.close(fd)
+
+
+def test_interval_bounds_the_commits(tmp_path):
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    committer = Committer(tmp_path / INFO, interval=0.2)
+    try:
+        started = time.monotonic()
+        pos = 0
+        while time.monotonic() - started < 0.5:
+            pos += 1
+            os.write(fd, b"x")
+            committer.submit(fd, {"relay_pos": pos})
+            time.sleep(0.001)
+        assert 2 <= committer.commits <= 4  # 0.5 s at one commit per 0.2 s (the first at once)
+        committer.drain()
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == pos
+    finally:
+        committer.close()
+    slow = Committer(tmp_path / INFO, interval=60)
+    try:
+        slow.submit(fd, {"relay_pos": 1})
+        slow.drain()
+        slow.submit(fd, {"relay_pos": 2})  # due in a minute
+        before = time.monotonic()
+        slow.drain()  # a drain does not wait for the interval
+        assert time.monotonic() - before < 10
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 2
+    finally:
+        slow.close()
+        os.close(fd)
+
+
+def test_failed_fsync_is_raised_and_nothing_after_it_is_recorded(tmp_path, monkeypatch):
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    RelayInfo(relay_file=data.name, relay_pos=4).save(tmp_path)
+
+    def failing_fsync(n):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(relay_log.os, "fsync", failing_fsync)
+    committer = Committer(tmp_path / INFO)
+    try:
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 100})
+        with pytest.raises(OSError, match="Input/output error"):
+            committer.drain()
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 4
+        committer.drain()  # raised once
+    finally:
+        committer.close()
+        os.close(fd)
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "soon", "4000"])
+def test_bad_commit_interval_is_one_line_and_exit_2(tmp_path, value):
+    run = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", "127.0.0.1:1",
+                          "--server-id", "5", "--relay-log-dir", str(tmp_path / "r"),
+                          "--relay-commit-interval", value], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"dumpfilter slave run: error: argument --relay-commit-interval: {value!r} is not a number of seconds "
+        "from 0 to 3600")
+    assert "Traceback" not in run.stderr
