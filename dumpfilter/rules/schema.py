@@ -16,8 +16,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-import sqlglot
-from sqlglot import exp
+from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError

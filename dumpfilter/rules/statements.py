@@ -10,8 +10,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-import sqlglot
-from sqlglot import exp
+from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.rules.sqltokens import LexError, Token, tokenize
 
