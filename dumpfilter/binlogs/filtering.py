@@ -40,7 +40,7 @@ from dumpfilter.codec import BinlogWriter, Event, EventType, Transaction, fix_tr
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import query_body
 from dumpfilter.errors import BinlogError, TruncatedBinlogError
-from dumpfilter.codec.event import HEADER
+from dumpfilter.codec.event import HEADER, query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import (ANSWER_EMPTY, ANSWER_KEEP, F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID,
                                       Scanner, unit_events)
@@ -64,7 +64,6 @@ _COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transac
 FAST_CHUNK = 4 << 20
 _UNANSWERED = 3  # `_lone_answers`: a unit the assembly must stop at (any byte but the two answers)
 _LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
-_QUERY_TYPES = frozenset({int(EventType.QUERY), int(EventType.QUERY_COMPRESSED)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,18 +499,21 @@ class BinlogFilter:
         (one byte per unit of the scan, the index the answers stop at)."""
         answers = bytearray([_UNANSWERED]) * len(units)
         words = units.words
-        lone_kept = self.tfilter.lone_statement_kept
+        lone_kept = self.tfilter.lone_text_kept
         min_gtid = HEADER_LEN + 13 + fmt.checksum_len  # seq_no, domain, flags2 (and its CRC)
         stop = len(units)
         for i in slow[bisect.bisect_left(slow, start):]:
             w = 8 * i
             word = words[w + 2]
             q = words[w] + words[w + 3]
-            if word & 0xFFFFFFFF != 2 or word >> 40 & _LONE_FLAGS != _LONE_FLAGS or words[w + 3] < min_gtid \
-                    or buf[q + 4] not in _QUERY_TYPES:
+            if word & 0xFFFFFFFF != 2 or word >> 40 & _LONE_FLAGS != _LONE_FLAGS or words[w + 3] < min_gtid:
                 stop = i
                 break
-            answers[i] = ANSWER_KEEP if lone_kept(Event(buf[q : words[w + 1]], base + q, fmt)) else ANSWER_EMPTY
+            text = query_text(buf, q, words[w + 1], fmt)
+            if text is None:  # Query_compressed, or malformed (an error raised in order by the per-unit path)
+                stop = i
+                break
+            answers[i] = ANSWER_KEEP if lone_kept(text[1], text[0]) else ANSWER_EMPTY
         return bytes(answers), stop
 
     def _keeps(self, names: list[tuple[str, str]]) -> bytes:

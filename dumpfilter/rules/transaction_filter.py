@@ -162,7 +162,14 @@ class TransactionFilter:
         """A unit made of a GTID and this one Query event (DDL, MariaDB's standalone groups: most
         statement units of a ROW binlog): kept whole, or else emptied. What the loop below answers
         for that shape, without it; the master asks it without a FilterResult."""
-        return framing_statement(query.sql) or self._statement_kept(query)
+        return self.lone_text_kept(query.sql, query.db)
+
+    def lone_text_kept(self, sql: str, current_db: str | None) -> bool:
+        """`lone_statement_kept` from the Query's text and default database."""
+        if framing_statement(sql):
+            return True
+        decision = self.decider.decide_statement(sql, current_db)
+        return bool(getattr(decision, "apply", decision))
 
     # -- event by event -------------------------------------------------------------------
     def _filter_events(self, events: list[Event]) -> tuple[list[Event], int, int]:
