@@ -82,6 +82,23 @@ class StatementInfo:
         return self.kind is Kind.SET or (self.kind is Kind.DROP_TABLE and self.temporary and self.if_exists)
 
 
+_INFO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(StatementInfo) if f.name != "kind"}
+
+
+def _info_init(self: StatementInfo, kind: Kind, **fields) -> None:
+    # The generated frozen __init__ sets each of the 14 fields through object.__setattr__: about 5 us,
+    # more than the fast forms take to read a DDL statement. The same fields, set in one dict update.
+    if not fields.keys() <= _INFO_DEFAULTS.keys():
+        raise TypeError(f"StatementInfo has no field {sorted(fields.keys() - _INFO_DEFAULTS.keys())[0]!r}")
+    attrs = self.__dict__
+    attrs.update(_INFO_DEFAULTS)
+    attrs["kind"] = kind
+    attrs.update(fields)
+
+
+StatementInfo.__init__ = _info_init
+
+
 def statement_tables(sql: str, default_db: str | None) -> StatementInfo:
     """Classify `sql` and list its updated tables in statement order (unqualified names take `default_db`).
 
