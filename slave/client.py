@@ -33,7 +33,8 @@ from dumpfilter.errors import (
     UnknownSlaveError,
 )
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import F_FAST, Scanner, UnitScan, unit_events
+from dumpfilter.codec.event import query_text
+from dumpfilter.codec.scanner import F_COMPLETE, F_FAST, F_MARIADB_GTID, Scanner, UnitScan, unit_events
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_to_proto
@@ -57,6 +58,7 @@ from dumpfilter.slave.status import (
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _HEARTBEAT_TYPES = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
+_LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE  # with two events: a MariaDB GTID and its one statement
 _SKIP = {HEARTBEAT: dump_pb2.SKIP_POLICY_HEARTBEAT, PLACEHOLDER: dump_pb2.SKIP_POLICY_PLACEHOLDER,
          EMPTY_TRANSACTION: dump_pb2.SKIP_POLICY_EMPTY_TRANSACTION}
 # Master events that frame files; the relay log has its own framing and does not copy them.
@@ -588,6 +590,25 @@ class Slave:
                     if i == n:
                         break
             w2 = words[8 * i + 2]
+            if (raw_ok and w2 & 0xFFFF_FFFF == 2 and w2 >> 40 & _LONE_FLAGS == _LONE_FLAGS
+                    and words[8 * i + 3] >= HEADER_LEN + 13 + self._scanner.checksum_len):
+                # A MariaDB GTID and one Query (DDL, standalone groups): its text decoded straight
+                # from the bytes (codec.event.query_text) for the slave's own check, which sees it
+                # (and its schema model replays it) as _unit's would. _unit writes such a unit
+                # whole whatever that check says (emptied, it would still be two events: nothing
+                # counted as dropped), so it goes to the relay log as it came.
+                start, end = words[8 * i], words[8 * i + 1]
+                text = query_text(blob, start + words[8 * i + 3], end, fmt) if fmt is not None else None
+                if text is not None:
+                    self.check.lone_text_kept(text[1], text[0])
+                    self.relay.write_raw(blob[start:end])
+                    c.events_relayed += 2
+                    c.bytes_relayed += end - start
+                    self.units_written += 1
+                    if self.after_unit is not None:
+                        self.after_unit(self.units_written)
+                    i += 1
+                    continue
             if w2 & 0xFF_FFFF_FFFF == 1 and blob[words[8 * i] + 4] in _HEARTBEAT_TYPES:
                 # A lone Heartbeat (the master's mark for a skipped stretch, kind control, one
                 # event): counted, nothing else, as _event does, without an Event for it.
