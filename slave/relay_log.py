@@ -23,7 +23,7 @@ INFO = "relay-log.info"
 APPLY_INFO = "relay-apply.info"
 # Seconds between two commits of relay-log.info at most (see Committer): a crash re-fetches at
 # most this much of the stream; the position is never ahead of durable relay data either way.
-DEFAULT_COMMIT_INTERVAL = 0.05
+DEFAULT_COMMIT_INTERVAL = 0.2
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
