@@ -10,10 +10,12 @@ from collections.abc import Callable
 
 from dumpfilter import _core
 from dumpfilter.rules.evaluate import Decision, RuleEngine, parse_statement
+from dumpfilter.rules.statements import Kind, plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
 from dumpfilter.master.policy import Gate
 
-ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Decision.assumption set
+ASSUMED_DECISIONS = "ASSUMED_DECISIONS"
+_PLAIN = "plain statement"  # StatementWords' key kind for a `plain_statement` (rules without table rules)  # a pseudo rule hit: decisions with Decision.assumption set
 
 
 class FlagWords:
@@ -111,8 +113,10 @@ class StatementWords:
     the statement's key while nothing else can change the answer:
 
     - (kind, named database, default database) when every slave's rules decide it by databases
-      alone (`RuleEngine.decides_by_database`, no master policy restriction): the usual
-      schema-per-replica fan-out, where thousands of DDL statements share a few keys;
+      alone (`RuleEngine.databases_only`, not a multi-table UPDATE, no master policy restriction): the usual
+      schema-per-replica fan-out, where thousands of DDL statements share a few keys. A
+      `plain_statement` (not a database or transaction statement, not a multi-table UPDATE) is
+      then keyed by its default database alone, without being parsed;
     - else (statement text, default database), when no decision read the schema model or the
       trigger knowledge (`RuleEngine.consulted`: its answer may differ at another position),
       none carries an assumption and the statement parsed.
@@ -131,6 +135,7 @@ class StatementWords:
         self._lock = threading.Lock()
         self._answers: dict[tuple, tuple[int, dict[int, Counter]]] = {}
         self._generation = words.generation
+        self._group: tuple[list, bool] | None = None  # (members, every one decides by databases alone)
         self.computed = 0  # keys decided (misses), for tests
 
     def answer(self, sql: str, current_db: str | None, at, parses: dict) -> tuple[int, dict[int, Counter]]:
@@ -141,16 +146,26 @@ class StatementWords:
             if generation != self._generation:
                 self._answers.clear()
                 self._generation = generation
-        members = self._members()
+                self._group = None
+            group = self._group
+            if group is None:
+                members = self._members()
+                databases_only = all(engine.databases_only and not gate.restricted for _, engine, gate in members)
+                group = self._group = (members, databases_only)
+        members, databases_only = group
         if framing_statement(sql):  # kept by every slave, no rule asked (TransactionFilter.lone_statement_kept)
             return sum(1 << bit for bit, _, _ in members), {}
-        info = parse_statement(sql, current_db or "", parses)
-        by_database = all(engine.decides_by_database(info) and not gate.restricted for _, engine, gate in members)
-        key = (info.kind, info.db_statement_name, current_db) if by_database else (sql, current_db)
+        if databases_only and plain_statement(sql):
+            key, by_database, parse_ok = (_PLAIN, current_db), True, True  # no parse needed to tell the key
+        else:
+            info = parse_statement(sql, current_db or "", parses)
+            by_database = databases_only and info.kind is not Kind.UPDATE_MULTI
+            key = (info.kind, info.db_statement_name, current_db) if by_database else (sql, current_db)
+            parse_ok = info.parse_ok
         known = self._answers.get(key)
         if known is not None:
             return known
-        word, hits, pure = 0, {}, info.parse_ok
+        word, hits, pure = 0, {}, parse_ok
         decided: dict[tuple[int, Gate], tuple[bool, Counter]] = {}
         for bit, engine, gate in members:
             group = (id(engine), gate)

@@ -21,7 +21,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
-from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing, lone_statement
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
 from dumpfilter.master.flags import ASSUMED_DECISIONS
 from dumpfilter.master.model import Batch
@@ -280,36 +280,37 @@ class SlaveStream:
         units = seg.units
         bit = self.slave.bit
         k = row.find(_SLOW)
+        # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
+        # `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
+        heartbeat = self.policy == HEARTBEAT
         while k >= 0:
             unit = units[k]
-            txn = unit.txn
-            if txn.kind != CONTROL and txn.complete:
-                # Only where a skip is a heartbeat: under the other policies a skipped unit goes on
-                # to `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
-                query = lone_statement(txn.events) if self.policy == HEARTBEAT else None
-                if query is not None:
-                    word, by_bit = self._lone_answer(unit, query)
-                    out[k] = _KEEP if word >> bit & 1 else _SKIP
-                    hits = by_bit.get(bit)
-                else:
-                    result, hits = self._result(unit)
-                    if result.outcome == KEPT and len(result.events) == unit.events:
-                        out[k] = _KEEP
-                    elif result.outcome in (EMPTIED, SKIPPED):
-                        out[k] = _SKIP
-                if out[k] != _SLOW and hits:
-                    self._unit_hits[k] = hits
+            text = unit.lone_text() if heartbeat else None
+            hits = None
+            if text is not None:
+                word, by_bit = self._lone_answer(unit, text)
+                out[k] = _KEEP if word >> bit & 1 else _SKIP
+                hits = by_bit.get(bit)
+            elif unit.txn.kind != CONTROL and unit.txn.complete:
+                result, hits = self._result(unit)
+                if result.outcome == KEPT and len(result.events) == unit.events:
+                    out[k] = _KEEP
+                elif result.outcome in (EMPTIED, SKIPPED):
+                    out[k] = _SKIP
+            if out[k] != _SLOW and hits:
+                self._unit_hits[k] = hits
             k = row.find(_SLOW, k + 1)
         return bytes(out)
 
-    def _lone_answer(self, unit: Unit, query) -> tuple[int, dict[int, Counter]]:
+    def _lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
         """The statement flag word of a GTID-and-one-statement unit (bit i: slave i keeps it whole,
         else it is emptied) and the rule hits by bit: asked once per unit, whatever the number of
         slaves, and shared through the segment cache."""
         answer = unit.results.get(_LONE)
         if answer is None or answer[0] != self.svc.words.generation:
             generation = self.svc.words.generation
-            words = self.svc.statement_words.answer(query.sql, query.db, order_key(unit_start(unit)), unit.parses)
+            db, sql = text
+            words = self.svc.statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
             answer = unit.results[_LONE] = (generation, words)
         return answer[1]
 

@@ -336,12 +336,12 @@ class RuleEngine:
             return self.timeline.model_at(self._at)
         return self.schema
 
-    def decides_by_database(self, info: StatementInfo) -> bool:
-        """Whether this engine's decision of `info` depends on nothing but its kind, the database it
-        names and the default database (what `_decide_by_database` remembers by): no table rule, the
-        standard semantics, no derived-table state, and not a multi-table UPDATE (placed by the model)."""
-        return not (self.table_rules_on or info.kind is Kind.UPDATE_MULTI or self.settings.semantics == "effective"
-                    or self.settings.track_derived_tables)
+    @property
+    def databases_only(self) -> bool:
+        """Whether this engine decides statements by databases alone: no table rule, the standard
+        semantics, no derived-table state. It then decides every `plain_statement` alike, by its
+        default database."""
+        return not (self.table_rules_on or self.settings.semantics == "effective" or self.settings.track_derived_tables)
 
     def _decide_by_database(self, info: StatementInfo, current_db, rewritten: str, counted) -> Decision:
         """`_decide_statement`, remembered per (kind, named database, default database) when the

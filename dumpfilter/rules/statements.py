@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.rules.sqltokens import LexError, Token, tokenize
@@ -80,6 +81,24 @@ class StatementInfo:
     def exempt_from_table_rules(self) -> bool:
         """sql_parse.cc skips the table check for SET and DROP TEMPORARY TABLE ... IF EXISTS (stale temp tables)."""
         return self.kind is Kind.SET or (self.kind is Kind.DROP_TABLE and self.temporary and self.if_exists)
+
+
+_DATABASE_WORD = re.compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
+# First keywords that may open a database statement, a transaction statement or a multi-table
+# UPDATE ("" when there is no plain keyword first: a comment, a parenthesis).
+_MAY_NOT_BE_PLAIN = frozenset({"", "CREATE", "ALTER", "DROP", "UPDATE", "WITH", "START"})
+
+
+def plain_statement(sql: str) -> bool:
+    """Whether `sql` is certainly none of: CREATE/ALTER/DROP DATABASE or SCHEMA, a transaction
+    statement, a multi-table UPDATE; judged from its keywords without parsing it (False when in
+    doubt: no plain first keyword, as after a `#` or `--` comment or inside `/*!...*/`; a DATABASE
+    or SCHEMA word anywhere). Rules without table rules decide every such statement alike, by its
+    default database (rpl_filter.cc checks db_ok only)."""
+    verb = statement_verb(sql)
+    if verb in ("CREATE", "ALTER", "DROP"):
+        return _DATABASE_WORD.search(sql) is None
+    return verb not in _MAY_NOT_BE_PLAIN and verb not in _TRANSACTION_WORDS
 
 
 _INFO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(StatementInfo) if f.name != "kind"}

@@ -6,17 +6,21 @@ for every workload; these check what is remembered, and what must not be."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from dumpfilter.codec import group_transactions, read_events
-from dumpfilter.master.flags import FlagWords, StatementWords
+from dumpfilter.master.flags import FlagWords, StatementWords, statement_decision
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.policy import Gate
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.transaction_filter import lone_statement
+from dumpfilter.rules.transaction_filter import framing_statement, lone_statement
 from dumpfilter.workload.generator import WorkloadSpec, generate
 
 from tests.master.test_fast_path import _assert_same
@@ -101,3 +105,50 @@ def test_eight_database_slaves_decide_each_key_once(tmp_path: Path):
                 break
     assert lone > 50
     assert 0 < svc.statement_words.computed < lone / 4
+
+
+STATEMENTS = [
+    "CREATE TABLE t1 (a INT)", "CREATE TABLE database_x (a INT)", "CREATE TABLE t (`database` INT)",
+    "DROP TABLE IF EXISTS db2.t1", "ALTER TABLE t1 ADD COLUMN b INT", "TRUNCATE t1", "RENAME TABLE a TO b",
+    "CREATE DATABASE db1", "create schema `db2`", "CREATE OR REPLACE DATABASE db3", "DROP DATABASE db1",
+    "DROP SCHEMA IF EXISTS db2", "ALTER DATABASE db2 CHARACTER SET utf8mb4", "\u00a0CREATE DATABASE db4",
+    "/*!40101 CREATE DATABASE db1 */", "# note\nCREATE DATABASE db2", "-- note\nDROP DATABASE db3",
+    "UPDATE t1 JOIN t2 ON t1.a = t2.a SET t1.a = 1", "UPDATE t1 SET a = 1", "START TRANSACTION",
+    "WITH c AS (SELECT 1 AS a) UPDATE t1 JOIN c SET t1.a = c.a", "(SELECT 1)", "SET @a = 1", "USE db1",
+    "GRANT ALL ON *.* TO u", "INSERT INTO db2.t VALUES (1)", "LOAD DATA INFILE 'x' INTO TABLE t1",
+    "XA START 'x'", "SAVEPOINT s", "CREATE PROCEDURE p() BEGIN END", "DROP TRIGGER IF EXISTS tr", "",
+]
+DATABASES = [None, "", "db1", "db2", "DB1", "other"]
+
+
+def _database_rules(draw) -> RuleSet:
+    pick = lambda: tuple(draw(st.lists(st.sampled_from(["db1", "db2", "db3", "db4", "DB1"]), max_size=2, unique=True)))
+    rewrite = draw(st.sampled_from([(), (("db1", "db4"),), (("other", "db2"),)]))
+    return RuleSet(do_db=pick(), ignore_db=pick(), rewrite_db=rewrite, binlog_do_db=pick(), binlog_ignore_db=pick())
+
+
+@st.composite
+def _slaves(draw):
+    flavor = draw(st.sampled_from(["mariadb", "mysql"]))
+    lctn = draw(st.sampled_from([0, 1]))
+    return [(i, RuleEngine(_database_rules(draw), Settings(flavor=flavor, lower_case_table_names=lctn)), Gate())
+            for i in range(draw(st.integers(1, 4)))]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_slaves(), st.lists(st.tuples(st.sampled_from(STATEMENTS), st.sampled_from(DATABASES)), min_size=1, max_size=25))
+def test_database_only_answers_equal_each_engines_own_decision(slaves, statements):
+    """Whatever the statement (database statements, comments, multi-table UPDATEs, transaction
+    statements) and the database-only rules: the remembered word and hits are what each slave's
+    engine decides for that very statement."""
+    words = _words(slaves)
+    for sql, db in statements:
+        word, hits = words.answer(sql, db, None, {})
+        for bit, engine, gate in slaves:
+            fresh = RuleEngine(engine.rules, engine.settings)
+            if framing_statement(sql):
+                assert word >> bit & 1 and bit not in hits
+                continue
+            decision, counted = statement_decision(fresh, gate, sql, db, None, None)
+            assert bool(word >> bit & 1) == decision.apply, (sql, db, engine.rules)
+            assert hits.get(bit, Counter()) == Counter(counted), (sql, db, engine.rules)
