@@ -363,7 +363,10 @@ impl PyPlan {
 
     /// Unit k's record: (part, start, end, events, kind, flags, gtid_size, last, gtid_seq,
     /// gtid_domain, gtid_server), offsets in its part's buffer; IndexError out of range.
-    fn unit(&self, k: usize) -> PyResult<(u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32)> {
+    fn unit(
+        &self,
+        k: usize,
+    ) -> PyResult<(u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32)> {
         let u = self
             .plan
             .units

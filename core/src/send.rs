@@ -98,7 +98,9 @@ impl Plan {
     /// The name ids of unit k's Table_maps (empty for a unit that is not fast, or out of range).
     pub fn tables(&self, k: usize) -> &[u32] {
         match self.units.get(k) {
-            Some(u) if u.lo != u32::MAX => self.tids.get(u.lo as usize..u.hi as usize).unwrap_or(&[]),
+            Some(u) if u.lo != u32::MAX => {
+                self.tids.get(u.lo as usize..u.hi as usize).unwrap_or(&[])
+            }
             _ => &[],
         }
     }
