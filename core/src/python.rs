@@ -258,6 +258,10 @@ impl PyScanner {
     }
 }
 
+/// A unit as `Plan.unit` hands it to Python: (part, start, end, events, kind, flags, gtid_size,
+/// last, gtid_seq, gtid_domain, gtid_server).
+type PlanRecord = (u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32);
+
 /// A segment of the master's binlog as every stream walks it (see send::Plan): the units of
 /// one or more scans, with the read buffers they lie in.
 #[pyclass(module = "dumpfilter._core", name = "Plan")]
@@ -363,10 +367,7 @@ impl PyPlan {
 
     /// Unit k's record: (part, start, end, events, kind, flags, gtid_size, last, gtid_seq,
     /// gtid_domain, gtid_server), offsets in its part's buffer; IndexError out of range.
-    fn unit(
-        &self,
-        k: usize,
-    ) -> PyResult<(u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32)> {
+    fn unit(&self, k: usize) -> PyResult<PlanRecord> {
         let u = self
             .plan
             .units
