@@ -294,6 +294,28 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     // One stream's send walk over the scanned units, with random answers.
     let mut plan = Plan::default();
     plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    // The per-unit reads the master makes of a Plan: in bounds, and what the scan said.
+    for k in 0..=out.units.len() {
+        let tables = plan.tables(k);
+        assert!(
+            tables.iter().all(|id| (*id as usize) < scanner.names.len()),
+            "iteration {iteration}"
+        );
+        if let Some((part, end)) = plan.end(k) {
+            assert_eq!(
+                (part, end),
+                (0, out.units[k].end as u64),
+                "iteration {iteration}"
+            );
+        }
+        let _ = plan.gtid(k);
+    }
+    assert!(plan.gtid_sources() <= out.units.len());
+    assert!(
+        plan.with_flags(u32::MAX, rng.below(out.units.len() + 2))
+            .len()
+            <= out.units.len()
+    );
     let row: Vec<u8> = if rng.below(2) == 0 {
         plan.rows(&keep)
     } else {
