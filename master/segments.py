@@ -732,9 +732,9 @@ class SegmentReader:
                                                         str(path), base + at)
                 if scan.error is not None:
                     raise scan.error
-                buf, base = buf[scan.stop :], base + scan.stop
                 if self.size >= cache.segment_bytes:
-                    raise _Stop
+                    raise _Stop  # (before keeping the rest of the buffer: the next segment reads it)
+                buf, base = buf[scan.stop :], base + scan.stop
                 if at_eof:
                     if buf:
                         left = len(buf)
