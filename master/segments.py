@@ -22,7 +22,7 @@ from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F
                                   F_TAGGED_GTID,
                                   Scanner, unit_events)
 from dumpfilter.codec.scanner import statements as core_statements
-from dumpfilter.codec.scanner import Plan, partial_unit, plan_record, unit_rows
+from dumpfilter.codec.scanner import Plan, plan_record
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from dumpfilter.binlogs import TailingReader, binlog_paths
 from dumpfilter.binlogs.tail import confined_rotate_target
@@ -153,13 +153,12 @@ class SegmentIndex:
     keep-any mask (OR): one computation per unit for every slave."""
 
     def __init__(self, units: list[Unit]):
-        """From Unit objects (the reference reader)."""
+        """From Unit objects (the reference reader; scanned segments have a PlanIndex)."""
         self._set(sizes=[u.nbytes for u in units], events=[u.events for u in units],
                   ntables=[len(u.tables) for u in units], occ=list(chain.from_iterable([u.tables for u in units])),
                   fast=[u.is_fast for u in units], gtids=[u.gtid for u in units],
                   mysql=[u.mysql_gtid for u in units], tables=[u.tables for u in units])
         self.raws = [u.raw for u in units]
-        self.parts = None
         self.plan = None        # the core's view of the segment: scanned segments only (PlanIndex)
 
     @property
@@ -167,16 +166,6 @@ class SegmentIndex:
         return self.cum[-1]
 
     names = None  # the reference reader's segments have no name ids (see PlanIndex)
-
-    @property
-    def rows_input(self) -> tuple[bytes, bytes, list] | None:
-        """(tids, bounds, names) for the compiled per-slave rows and partial units; made on first
-        use (a stream with the core's Plan only needs the names)."""
-        made = self._rows_input
-        if made is None and self._cols is not None:
-            cols = self._cols
-            made = self._rows_input = (cols.tids.tobytes(), cols.bounds().tobytes(), cols.names)
-        return made
 
     def _set(self, *, sizes, events, ntables, occ, fast, gtids, mysql, tables) -> None:
         self.cum = [0, *accumulate(sizes)]
@@ -192,52 +181,19 @@ class SegmentIndex:
         self.mysql_gtids = mysql if mysql.count(None) != len(mysql) else None
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
-        self._rows_input: tuple | None = None
-        self._cols = None
 
-    def rows_for(self, keep_of) -> tuple[bytes, bytes] | None:
-        """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
-        the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
-        flag words), and those bytes (for `partial`); None without columns."""
-        names = self.names
-        if names is None:
-            return None
-        keep = keep_of(names)
-        if self.plan is not None:
-            return self.plan.rows(keep), keep
-        tids, bounds, _ = self.rows_input
-        return unit_rows(tids, bounds, keep), keep
+    def rows_for(self, keep_of) -> None:
+        """The reference reader's segments have no core columns: a stream answers from the
+        per-unit masks (`masks_for`) and decides partial units in Python."""
+        return None
 
-    def partial(self, k: int, keep: bytes) -> tuple[bytes, int] | None:
-        """What a slave with these answers (`rows_for`) keeps of fast unit k when its tables are
-        partly kept and every statement gets one answer: the GTID, the kept statements whole
-        and the XID, as the master sends them (bytes, events); built by the core. None for the
-        reference path: a MySQL unit (its GTID's transaction_length must be rewritten), a
-        statement whose tables are partly kept, a unit not cut into whole statements."""
-        if self.rows_input is None or self.gtids[k] is None:
-            return None
-        part_of, parts, _, _ = self.parts
-        part = parts[part_of[k]]
-        rec = part.records[k - part.first]
-        tids, bounds, _ = self.rows_input
-        return partial_unit(part.buf, rec.start, rec.end, rec.gtid_size, rec.events, tids, bounds, k, keep)
+    def partial(self, k: int, keep: bytes) -> None:
+        """Only scanned segments have the core's partial units (through `Plan.send`)."""
+        return None
 
     def run_bytes(self, i: int, j: int) -> bytes:
-        """The bytes of units i..j-1: one slice of the read buffer for a run within one read."""
-        if self.raws is not None:
-            return b"".join(self.raws[i:j])
-        part_of, parts, starts, ends = self.parts
-        if part_of[i] == part_of[j - 1]:
-            return parts[part_of[i]].buf[starts[i] : ends[j - 1]]
-        out, k = [], i
-        while k < j:
-            p = part_of[k]
-            last = k
-            while last + 1 < j and part_of[last + 1] == p:
-                last += 1
-            out.append(parts[p].buf[starts[k] : ends[last]])
-            k = last + 1
-        return b"".join(out)
+        """The bytes of units i..j-1."""
+        return b"".join(self.raws[i:j])
 
     def masks_for(self, units: list[Unit], words) -> tuple[list[int], list[int]]:
         masks = self.masks
