@@ -1,17 +1,21 @@
-"""The master-wide per-table flag words (WL#2387's FILTER_BINLOG_SEND_F: one bit per slave, computed
-once per table for all slaves) and each slave's decider, which answers TransactionFilter from them."""
+"""The master-wide flag words (WL#2387's FILTER_BINLOG_SEND_F: one bit per slave, computed once for all
+slaves), per table and per statement, and each slave's decider, which answers TransactionFilter from them."""
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import Counter
 from collections.abc import Callable
 
 from dumpfilter import _core
-from dumpfilter.rules.evaluate import Decision, RuleEngine
+from dumpfilter.rules.evaluate import Decision, RuleEngine, parse_statement
+from dumpfilter.rules.statements import Kind, plain_statement
+from dumpfilter.rules.transaction_filter import framing_statement
 from dumpfilter.master.policy import Gate
 
-ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Decision.assumption set
+ASSUMED_DECISIONS = "ASSUMED_DECISIONS"
+_PLAIN = "plain statement"  # StatementWords' key kind for a `plain_statement` (rules without table rules)  # a pseudo rule hit: decisions with Decision.assumption set
 
 
 class FlagWords:
@@ -80,14 +84,108 @@ class SlaveDecider:
         return kept
 
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
-        decision = self.engine.decide_statement(sql, current_db, at=self.at, parses=self.parses)
+        decision, counted = statement_decision(self.engine, self.gate, sql, current_db, self.at, self.parses)
         hits = self.hits
-        for name in decision.counted:  # (a loop: Counter.update's Mapping check costs more here)
+        for name in counted:  # (a loop: Counter.update's Mapping check costs more here)
             hits[name] += 1
-        if decision.assumption is not None:
-            self.hits[ASSUMED_DECISIONS] += 1
-        if decision.apply and self.gate.restricted and not self.gate.statement_allowed(sql, current_db):
-            self.hits["MASTER_POLICY"] += 1
-            return dataclasses.replace(decision, apply=False, rule="master-policy",
-                                       reason="master policy: the statement touches data outside what this slave may receive")
         return decision
+
+
+def statement_decision(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None, at, parses
+                       ) -> tuple[Decision, tuple[str, ...]]:
+    """A slave's decision of a statement: its rule engine's, ANDed with the master policy; with the
+    rule hits the slave counts for it (the engine's, ASSUMED_DECISIONS, MASTER_POLICY)."""
+    decision = engine.decide_statement(sql, current_db, at=at, parses=parses)
+    counted = decision.counted
+    if decision.assumption is not None:
+        counted += (ASSUMED_DECISIONS,)
+    if decision.apply and gate.restricted and not gate.statement_allowed(sql, current_db):
+        return dataclasses.replace(decision, apply=False, rule="master-policy", reason=(
+            "master policy: the statement touches data outside what this slave may receive")), \
+            counted + ("MASTER_POLICY",)
+    return decision, counted
+
+
+class StatementWords:
+    """The flag words of statements (WL#2387's FILTER_BINLOG_SEND_F for a GTID and one statement:
+    DDL, MariaDB's standalone groups): one word with bit i set when slave i keeps the statement,
+    with the rule hits each slave counts for it, computed once for every slave and remembered by
+    the statement's key while nothing else can change the answer:
+
+    - (kind, named database, default database) when every slave's rules decide it by databases
+      alone (`RuleEngine.databases_only`, not a multi-table UPDATE, no master policy restriction): the usual
+      schema-per-replica fan-out, where thousands of DDL statements share a few keys. A
+      `plain_statement` (not a database or transaction statement, not a multi-table UPDATE) is
+      then keyed by its default database alone, without being parsed;
+    - else (statement text, default database), when no decision read the schema model or the
+      trigger knowledge (`RuleEngine.consulted`: its answer may differ at another position),
+      none carries an assumption and the statement parsed.
+
+    Other statements are not remembered (`answer` decides them each time, rule group by rule
+    group, as `SlaveStream._lone_answer` did). Thrown away with the table flag words (a slave's
+    rules change, slaves come and go): an answer computed across that is not kept."""
+
+    MAX = 65536  # remembered keys; cleared when full
+
+    def __init__(self, members: Callable[[], list[tuple[int, RuleEngine, Gate]]], words: FlagWords,
+                 lock_of: Callable[[RuleEngine], threading.Lock]):
+        self._members = members
+        self._words = words
+        self._lock_of = lock_of
+        self._lock = threading.Lock()
+        self._answers: dict[tuple, tuple[int, dict[int, Counter]]] = {}
+        self._generation = words.generation
+        self._group: tuple[list, bool] | None = None  # (members, every one decides by databases alone)
+        self.computed = 0  # keys decided (misses), for tests
+
+    def answer(self, sql: str, current_db: str | None, at, parses: dict) -> tuple[int, dict[int, Counter]]:
+        """(word, rule hits by bit, shared: read only) for a GTID-and-one-statement unit at position `at` (its parse
+        memo `parses`, shared by every rule group)."""
+        generation = self._words.generation
+        with self._lock:
+            if generation != self._generation:
+                self._answers.clear()
+                self._generation = generation
+                self._group = None
+            group = self._group
+            if group is None:
+                members = self._members()
+                databases_only = all(engine.databases_only and not gate.restricted for _, engine, gate in members)
+                group = self._group = (members, databases_only)
+        members, databases_only = group
+        if framing_statement(sql):  # kept by every slave, no rule asked (TransactionFilter.lone_statement_kept)
+            return sum(1 << bit for bit, _, _ in members), {}
+        if databases_only and plain_statement(sql):
+            key, by_database, parse_ok = (_PLAIN, current_db), True, True  # no parse needed to tell the key
+        else:
+            info = parse_statement(sql, current_db or "", parses)
+            by_database = databases_only and info.kind is not Kind.UPDATE_MULTI
+            key = (info.kind, info.db_statement_name, current_db) if by_database else (sql, current_db)
+            parse_ok = info.parse_ok
+        known = self._answers.get(key)
+        if known is not None:
+            return known
+        word, hits, pure = 0, {}, parse_ok
+        decided: dict[tuple[int, Gate], tuple[bool, Counter]] = {}
+        for bit, engine, gate in members:
+            group = (id(engine), gate)
+            answer = decided.get(group)
+            if answer is None:
+                with self._lock_of(engine):
+                    engine.consulted = False
+                    decision, counted = statement_decision(engine, gate, sql, current_db, at, parses)
+                    pure = pure and not engine.consulted and decision.assumption is None
+                answer = decided[group] = (decision.apply, Counter(counted))
+            if answer[0]:
+                word |= 1 << bit
+            if answer[1]:
+                hits[bit] = answer[1]
+        self.computed += 1
+        known = (word, hits)
+        if pure or by_database:
+            with self._lock:
+                if self._generation == generation == self._words.generation:
+                    if len(self._answers) >= self.MAX:
+                        self._answers.clear()
+                    self._answers[key] = known
+        return known

@@ -20,7 +20,7 @@ from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.skip_policy import SKIP_POLICIES
-from dumpfilter.master.flags import FlagWords, SlaveDecider
+from dumpfilter.master.flags import FlagWords, SlaveDecider, StatementWords
 from dumpfilter.master.lint_jobs import LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
 from dumpfilter.master.policy import OPEN, UNRESTRICTED, Gate, Identity, MasterPolicy
@@ -103,6 +103,7 @@ class SlaveRegistry:
         self.words = FlagWords(self._members)
         self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
         self.group_locks: dict[int, threading.Lock] = {}
+        self.statement_words = StatementWords(self._members, self.words, self.engine_lock)
         self._group_ids: dict[tuple, int] = {}
         # Lint at Register (issue #17): a background job per distinct rule set, up to `lint_bytes`
         # of binlog (0: off); Register only asks, and never waits.
@@ -196,6 +197,14 @@ class SlaveRegistry:
             pending.error = StreamReplacedError("the stream ended before the change took effect")
             pending.done.set()
         slave.pending = []
+
+    def engine_lock(self, engine: RuleEngine) -> threading.Lock:
+        """The lock of a rule engine: groups with the same rules and different policy gates share one
+        engine, whose decision state (the position being decided) is one at a time."""
+        lock = self.group_locks.get(id(engine))
+        if lock is None:
+            lock = self.group_locks.setdefault(id(engine), threading.Lock())
+        return lock
 
     def _members(self) -> list[tuple[int, RuleEngine, Gate]]:
         return [(s.bit, s.state.engine, s.gate) for s in list(self.slaves.values()) if s.state is not None]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType, Transaction, TransactionGrouper
-from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
+from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F, MAGIC
+from dumpfilter.codec.event import query_text
 from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
 from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
                                   F_TAGGED_GTID,
@@ -24,6 +25,7 @@ from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.scanner import Plan, plan_record
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
+from dumpfilter.rules.transaction_filter import lone_statement
 from dumpfilter.binlogs import TailingReader, binlog_paths
 from dumpfilter.binlogs.tail import confined_rotate_target
 
@@ -115,6 +117,18 @@ class Unit:
             parses = self._parses = {}
             return parses
 
+    def lone_text(self) -> tuple[str, str] | None:
+        """(default database, SQL) of a complete unit made of a GTID and one QUERY event (DDL,
+        MariaDB's standalone groups), read from its bytes without making Events; else None."""
+        raw = self.raw
+        if raw is None:
+            txn = self.txn
+            query = lone_statement(txn.events) if txn.kind != CONTROL and txn.complete else None
+            return (query.db, query.sql) if query is not None else None
+        if self.events != 2 or not self._complete or self._kind == CONTROL or raw[4] not in GTID_EVENT_TYPES:
+            return None
+        return query_text(raw, _U32.unpack_from(raw, 9)[0], len(raw), self.fmt)
+
     @property
     def txn(self) -> Transaction:
         txn = self._txn
@@ -129,6 +143,7 @@ class Unit:
 
 
 _UNSET = object()
+_U32 = struct.Struct("<I")
 
 
 @dataclass(eq=False)

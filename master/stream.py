@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import threading
 import struct
 import time
 import zlib
@@ -22,7 +21,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
-from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing, lone_statement
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
 from dumpfilter.master.flags import ASSUMED_DECISIONS
 from dumpfilter.master.model import Batch
@@ -265,53 +264,55 @@ class SlaveStream:
         return states[2]
 
     def _statement_answers(self, seg: Segment, row: bytes) -> bytes:
-        """Units that are not fast (statements, DDL) joined to the runs: each decided once for the
-        slave's rule group (`_result`), a unit kept as it came marked _KEEP and a skipped one _SKIP
-        (sent as a heartbeat in a skipped stretch under the heartbeat policy; under the others the
-        run stops there and `_unit` writes what the policy sends). Only units kept in part stay
-        _SLOW. Their rule hits are counted as the stream passes them (`_account_run`)."""
+        """Units that are not fast (statements, DDL) joined to the runs: a unit kept as it came
+        marked _KEEP and a skipped one _SKIP (sent as a heartbeat in a skipped stretch under the
+        heartbeat policy; under the others the run stops there and `_unit` writes what the policy
+        sends). Only units kept in part stay _SLOW. Their rule hits are counted as the stream
+        passes them (`_account_run`).
+
+        A GTID and one statement (under the heartbeat policy, where a skip needs no FilterResult)
+        is answered from the statement flag words (`StatementWords`, one word for every slave);
+        any other unit is decided once for the slave's rule group (`_result`)."""
         self._unit_hits = {}
         if _SLOW not in row:
             return row
         out = bytearray(row)
         units = seg.units
+        bit = self.slave.bit
         k = row.find(_SLOW)
+        # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
+        # `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
+        heartbeat = self.policy == HEARTBEAT
         while k >= 0:
             unit = units[k]
-            txn = unit.txn
-            if txn.kind != CONTROL and txn.complete:
-                # A GTID and one statement: the answer without a FilterResult. Only where a skip is a
-                # heartbeat: under the other policies a skipped unit goes on to `_unit`, which needs
-                # `_result`'s FilterResult (deciding it twice otherwise).
-                query = lone_statement(txn.events) if self.policy == HEARTBEAT else None
-                if query is not None:
-                    kept, hits = self._lone_answer(unit, query)
-                    out[k] = _KEEP if kept else _SKIP
-                else:
-                    result, hits = self._result(unit)
-                    if result.outcome == KEPT and len(result.events) == unit.events:
-                        out[k] = _KEEP
-                    elif result.outcome in (EMPTIED, SKIPPED):
-                        out[k] = _SKIP
-                if out[k] != _SLOW and hits:
-                    self._unit_hits[k] = hits
+            text = unit.lone_text() if heartbeat else None
+            hits = None
+            if text is not None:
+                word, by_bit = self._lone_answer(unit, text)
+                out[k] = _KEEP if word >> bit & 1 else _SKIP
+                hits = by_bit.get(bit)
+            elif unit.txn.kind != CONTROL and unit.txn.complete:
+                result, hits = self._result(unit)
+                if result.outcome == KEPT and len(result.events) == unit.events:
+                    out[k] = _KEEP
+                elif result.outcome in (EMPTIED, SKIPPED):
+                    out[k] = _SKIP
+            if out[k] != _SLOW and hits:
+                self._unit_hits[k] = hits
             k = row.find(_SLOW, k + 1)
         return bytes(out)
 
-    def _lone_answer(self, unit: Unit, query) -> tuple[bool, Counter]:
-        """Whether the slave's rule group keeps a GTID-and-one-statement unit whole (else it is
-        emptied), and the rule hits: decided once per group, like `_result`."""
-        state = self.slave.state
-        key = (state.key, "lone")
-        answer = unit.results.get(key)
-        if answer is None:
-            with self._group_lock(id(state.engine)):
-                answer = unit.results.get(key)
-                if answer is None:
-                    decider = state.decider
-                    decider.hits, decider.at, decider.parses = Counter(), order_key(unit_start(unit)), unit.parses
-                    answer = unit.results[key] = (state.txn_filter.lone_statement_kept(query), decider.hits)
-        return answer
+    def _lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
+        """The statement flag word of a GTID-and-one-statement unit (bit i: slave i keeps it whole,
+        else it is emptied) and the rule hits by bit: asked once per unit, whatever the number of
+        slaves, and shared through the segment cache."""
+        answer = unit.results.get(_LONE)
+        if answer is None or answer[0] != self.svc.words.generation:
+            generation = self.svc.words.generation
+            db, sql = text
+            words = self.svc.statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
+            answer = unit.results[_LONE] = (generation, words)
+        return answer[1]
 
     def _holds_known_gtids(self, index) -> bool:
         """Whether a segment may hold GTIDs this slave's start state already has (or GTIDs of the
@@ -536,7 +537,7 @@ class SlaveStream:
         state = self.slave.state
         answer = unit.results.get(state.key)
         if answer is None:
-            with self._group_lock(id(state.engine)):
+            with self.svc.engine_lock(state.engine):
                 answer = unit.results.get(state.key)
                 if answer is None:
                     state.decider.hits = Counter()
@@ -544,14 +545,6 @@ class SlaveStream:
                     state.decider.parses = unit.parses  # each statement parsed once for every group
                     answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), state.decider.hits)
         return answer
-
-    def _group_lock(self, key: int) -> threading.Lock:
-        """The lock of a rule engine (by id): groups with the same rules and different policy gates
-        share one engine, whose decision state (the position being decided) is one at a time."""
-        lock = self.svc.group_locks.get(key)
-        if lock is None:
-            lock = self.svc.group_locks.setdefault(key, threading.Lock())
-        return lock
 
     def _count_filter_hits(self, hits: Counter) -> None:
         """P_S COUNTER of the slave's channel rows."""
@@ -649,6 +642,7 @@ class SlaveStream:
 
 _U32 = struct.Struct("<I")
 _SKIP, _PARTIAL, _KEEP, _SLOW = 0, 1, 2, 3
+_LONE = "lone"  # Unit.results key of a GTID-and-one-statement unit's statement flag word
 _KEEP_RUN, _SKIP_RUN = re.compile(b"\x02+"), re.compile(b"\x00+")
 
 

@@ -103,12 +103,22 @@ fn keep_of(keep: &[u8], id: u32) -> Option<bool> {
     }
 }
 
-/// Assembles units[from..] until one needs Python.
+/// A unit that is not fast, decided by Python (`answers`): written whole.
+pub const ANSWER_KEEP: u8 = 2;
+/// A unit that is not fast, decided by Python (`answers`): emptied (or skipped, as `empty_keep`).
+pub const ANSWER_EMPTY: u8 = 0;
+
+/// Assembles units[from..] until one needs Python. `answers` holds one byte per unit for the
+/// units that are not fast and that Python decided beforehand (a GTID and one statement: DDL,
+/// MariaDB's standalone groups): ANSWER_KEEP writes it whole, ANSWER_EMPTY as the emptied group
+/// (MariaDB only, as for fast units); any other byte, or none, stops there.
+#[allow(clippy::too_many_arguments)]
 pub fn assemble(
     buf: &[u8],
     units: &[Unit],
     tables: &[u32],
     keep: &[u8],
+    answers: &[u8],
     from: usize,
     mut out_pos: u64,
     opt: &Options,
@@ -116,25 +126,35 @@ pub fn assemble(
     let mut out = Vec::new();
     let mut counts = Counts::default();
     let mut i = from;
-    let crc_len = if opt.crc { 4 } else { 0 };
     'units: while i < units.len() {
         let u = &units[i];
-        if u.flags & F_FAST == 0 || u.end > buf.len() || u.tables_hi as usize > tables.len() {
+        if u.end > buf.len() {
             break;
         }
         let mariadb = u.flags & F_MARIADB_GTID != 0;
-        let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
-        let mut all = true;
-        let mut none = true;
-        for id in ids {
-            match keep_of(keep, *id) {
-                Some(true) => none = false,
-                Some(false) => all = false,
-                None => break 'units,
-            }
-        }
         let size = (u.end - u.start) as u64;
         let source_pos = opt.base + u.start as u64;
+        let (all, none) = if u.flags & F_FAST != 0 {
+            if u.tables_hi as usize > tables.len() || u.tables_lo > u.tables_hi {
+                break;
+            }
+            let mut all = true;
+            let mut none = true;
+            for id in &tables[u.tables_lo as usize..u.tables_hi as usize] {
+                match keep_of(keep, *id) {
+                    Some(true) => none = false,
+                    Some(false) => all = false,
+                    None => break 'units,
+                }
+            }
+            (all, none)
+        } else {
+            match answers.get(i) {
+                Some(&ANSWER_KEEP) => (true, false),
+                Some(&ANSWER_EMPTY) if u.gtid_size > 0 => (false, true),
+                _ => break,
+            }
+        };
         if all {
             if opt.renumber && out_pos != source_pos {
                 push_renumbered(&mut out, buf, u.start, u.end, out_pos, opt.crc);
@@ -160,47 +180,21 @@ pub fn assemble(
                 i += 1;
                 continue;
             }
-            // The GTID (its log_pos renumbered) and a COMMIT Query, as _write_gtid_commit_into.
-            let g = &buf[u.start..gtid_end];
-            let (Some(ts), Some(sid), Some(log_pos)) = (u32_at(g, 0), u32_at(g, 5), u32_at(g, 13))
+            let Some(written) =
+                push_emptied(&mut out, &buf[u.start..gtid_end], out_pos, source_pos, opt)
             else {
                 break;
             };
-            let gsize = g.len() as u64;
-            let csize = (HEADER_LEN + opt.commit_body.len() + crc_len) as u64;
-            let renumber = log_pos != 0;
-            let gtid_out_end = if renumber { out_pos } else { source_pos } + gsize;
-            if renumber && out_pos != source_pos {
-                push_renumbered(&mut out, buf, u.start, gtid_end, out_pos, opt.crc);
-            } else {
-                out.extend_from_slice(g);
-            }
-            let c0 = out.len();
-            out.extend_from_slice(&ts.to_le_bytes());
-            out.push(QUERY);
-            out.extend_from_slice(&sid.to_le_bytes());
-            out.extend_from_slice(&(csize as u32).to_le_bytes());
-            let clp = if log_pos != 0 {
-                (gtid_out_end + csize) as u32
-            } else {
-                0
-            };
-            out.extend_from_slice(&clp.to_le_bytes());
-            out.extend_from_slice(&0u16.to_le_bytes());
-            out.extend_from_slice(opt.commit_body);
-            if opt.crc {
-                let c = crc32fast::hash(&out[c0..]);
-                out.extend_from_slice(&c.to_le_bytes());
-            }
-            out_pos += gsize + csize;
+            out_pos += written;
             counts.emptied[0] += 1;
             counts.emptied[1] += u.events as u64;
             counts.emptied[2] += size;
-            counts.emptied[3] += gsize + csize;
+            counts.emptied[3] += written;
             i += 1;
             continue;
         }
         // Partly kept: whole statements dropped, when each statement's tables get one answer.
+        let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
         let Some((joined, events_out)) =
             partial(buf, u.start, u.end, gtid_end, u.events, ids, keep)
         else {
@@ -223,6 +217,62 @@ pub fn assemble(
         out_pos,
         counts,
     }
+}
+
+/// An emptied MariaDB group at output offset `out_pos`, as TransactionFilter._empty_transaction
+/// and the writer make it: its GTID `g` (log_pos renumbered; FL_STANDALONE and FL_DDL cleared,
+/// since a standalone GTID would make the applier take the COMMIT for a second group and FL_DDL
+/// would serialise parallel replication around a statement that is gone) and a COMMIT Query
+/// with the GTID's timestamp and server id. Returns the bytes written; None if `g` is too short.
+fn push_emptied(
+    out: &mut Vec<u8>,
+    g: &[u8],
+    out_pos: u64,
+    source_pos: u64,
+    opt: &Options,
+) -> Option<u64> {
+    let crc_len = if opt.crc { 4 } else { 0 };
+    let (ts, sid, log_pos) = (u32_at(g, 0)?, u32_at(g, 5)?, u32_at(g, 13)?);
+    let flags2 = *g.get(HEADER_LEN + 12)?;
+    if g.len() < HEADER_LEN + 13 + crc_len {
+        return None;
+    }
+    let gsize = g.len() as u64;
+    let csize = (HEADER_LEN + opt.commit_body.len() + crc_len) as u64;
+    let renumber = log_pos != 0;
+    let gtid_out_end = if renumber { out_pos } else { source_pos } + gsize;
+    let g0 = out.len();
+    out.extend_from_slice(g);
+    let cleared = flags2 & !(MARIADB_FL_STANDALONE | MARIADB_FL_DDL);
+    let mut changed = cleared != flags2;
+    out[g0 + HEADER_LEN + 12] = cleared;
+    if renumber && out_pos != source_pos {
+        out[g0 + 13..g0 + 17].copy_from_slice(&((out_pos + gsize) as u32).to_le_bytes());
+        changed = true;
+    }
+    if changed && opt.crc {
+        let end = out.len();
+        let c = crc32fast::hash(&out[g0..end - 4]);
+        out[end - 4..end].copy_from_slice(&c.to_le_bytes());
+    }
+    let c0 = out.len();
+    out.extend_from_slice(&ts.to_le_bytes());
+    out.push(QUERY);
+    out.extend_from_slice(&sid.to_le_bytes());
+    out.extend_from_slice(&(csize as u32).to_le_bytes());
+    let clp = if log_pos != 0 {
+        (gtid_out_end + csize) as u32
+    } else {
+        0
+    };
+    out.extend_from_slice(&clp.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(opt.commit_body);
+    if opt.crc {
+        let c = crc32fast::hash(&out[c0..]);
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+    Some(gsize + csize)
 }
 
 /// A fast unit buf[start..end] (GTID ending at `gtid_end`, `events` events, `ids` the name ids

@@ -172,7 +172,7 @@ impl PyScanner {
     /// kept units/events/bytes, partial units/events in/bytes in/events out/bytes out, emptied
     /// units/events in/bytes in/bytes out, skipped units/events in/bytes in).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false))]
+    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None))]
     fn assemble<'py>(
         &self,
         py: Python<'py>,
@@ -186,7 +186,9 @@ impl PyScanner {
         empty_keep: bool,
         commit_body: &[u8],
         whole_only: bool,
+        answers: Option<&[u8]>,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let answers = answers.unwrap_or(&[]);
         let opt = assemble::Options {
             base,
             renumber,
@@ -196,7 +198,8 @@ impl PyScanner {
             whole_only,
         };
         let (units, tables) = (&self.last_units, &self.last_tables);
-        let a = py.detach(|| assemble::assemble(buf, units, tables, keep, from, out_pos, &opt));
+        let a = py
+            .detach(|| assemble::assemble(buf, units, tables, keep, answers, from, out_pos, &opt));
         let c = a.counts;
         let counts: Vec<u64> = c
             .kept
@@ -215,6 +218,18 @@ impl PyScanner {
                 PyTuple::new(py, counts)?.into_any(),
             ],
         )
+    }
+
+    /// The indices of the last `units` call's units that are not fast, as packed u32: what Python
+    /// decides itself (statements, DDL, control events) before handing the rest to `assemble`.
+    fn slow_units<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let mut packed = Vec::new();
+        for (i, u) in self.last_units.iter().enumerate() {
+            if u.flags & scan::F_FAST == 0 {
+                packed.extend_from_slice(&(i as u32).to_le_bytes());
+            }
+        }
+        PyBytes::new(py, &packed)
     }
 
     /// Walks buf[off..]: returns (offsets, stop, error), `offsets` packing u64 buffer offsets of
@@ -718,6 +733,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
+    m.add("ANSWER_KEEP", assemble::ANSWER_KEEP)?;
+    m.add("ANSWER_EMPTY", assemble::ANSWER_EMPTY)?;
     m.add("F_ROTATE_END", scan::F_ROTATE_END)?;
     m.add("F_HAS_FDE", scan::F_HAS_FDE)?;
     m.add("F_MARIADB_GTID", scan::F_MARIADB_GTID)?;

@@ -33,6 +33,7 @@ pub const LOG_EVENT_ARTIFICIAL_F: u16 = 0x0020;
 pub const LOG_EVENT_IGNORABLE_F: u16 = 0x0080;
 pub const STMT_END_F: u16 = 0x0001;
 pub const MARIADB_FL_STANDALONE: u8 = 0x01;
+pub const MARIADB_FL_DDL: u8 = 0x20;
 
 #[inline]
 pub fn is_known(t: u8) -> bool {

@@ -277,11 +277,14 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         whole_only: rng.below(4) == 0,
     };
     let from = rng.below(out.units.len() + 1);
+    // Random answers for the units that are not fast (keep whole, empty, or unknown).
+    let answers: Vec<u8> = (0..out.units.len()).map(|_| rng.below(4) as u8).collect();
     let a = assemble(
         &data[..out.stop.max(start)],
         &out.units,
         &out.tables,
         &keep,
+        &answers,
         from,
         rng.next() >> 40,
         &opt,

@@ -28,6 +28,8 @@ Transaction_payload, statements whose tables are partly kept) goes through `Tran
 
 from __future__ import annotations
 
+import bisect
+import io
 import os
 import struct
 import zlib
@@ -39,9 +41,10 @@ from dumpfilter.codec import BinlogWriter, Event, EventType, Transaction, fix_tr
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import query_body
 from dumpfilter.errors import BinlogError, TruncatedBinlogError
-from dumpfilter.codec.event import HEADER
+from dumpfilter.codec.event import HEADER, query_text
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import F_FAST, F_HAS_FDE, F_MARIADB_GTID, Scanner, unit_events
+from dumpfilter.codec.scanner import (ANSWER_EMPTY, ANSWER_KEEP, F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID,
+                                      Scanner, unit_events)
 from dumpfilter.codec.scanner import foreign_log_pos
 from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter.codec.scanner import statements as core_statements
@@ -60,6 +63,8 @@ _LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, t
 _QUERY = int(EventType.QUERY)
 _COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transaction's COMMIT holds
 FAST_CHUNK = 4 << 20
+_UNANSWERED = 3  # `_lone_answers`: a unit the assembly must stop at (any byte but the two answers)
+_LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,28 +441,42 @@ class BinlogFilter:
         empty_keep = self.tfilter.empty_transactions != "drop"
         direct: BinlogWriter | None = None
         buf, base = b"", 4  # base: the file offset of buf[0]
+        # A plain file is read again from where the scan stopped (the unit cut at the chunk's end,
+        # usually a few hundred bytes), instead of joining the rest to the next chunk: a copy of
+        # every byte saved. A compressed stream cannot seek back cheaply: joined.
+        rereads = isinstance(stream, io.BufferedReader)
+        want = FAST_CHUNK
         while True:
-            chunk = stream.read(FAST_CHUNK)
-            eof = not chunk
-            buf = buf + chunk if buf else chunk
+            if rereads:
+                buf = stream.read(want)
+                eof = len(buf) < want
+            else:
+                chunk = stream.read(FAST_CHUNK)
+                eof = not chunk
+                buf = buf + chunk if buf else chunk
             scan = scanner.units(buf, 0, base, at_eof=eof)
             units, tables = scan.units, scan.tables
             words = units.words
             i, n = 0, len(units)
+            slow, answers, answered_to = None, None, 0
             while i < n:
-                # (The assembly stops at once at a unit not fast: not asked for those.)
-                if fast and direct is not None and fmt is not None and words[8 * i + 2] >> 40 & F_FAST \
-                        and direct.fmt.checksum_len == fmt.checksum_len:
-                    # Fast units in bulk: decided and written by the compiled assembly.
-                    out, nxt, out_pos, counts = scanner.assemble(
-                        buf, i, self._keeps(scanner.names), direct.position, base, direct.renumber_positions,
-                        fmt.checksum_len > 0, empty_keep, _COMMIT_BODY)
-                    if nxt > i:
-                        direct.out.write(out)
-                        direct.position = out_pos
-                        direct.events_written += self.stats.add_assembled(counts)
-                        i = nxt
-                        continue
+                if fast and direct is not None and fmt is not None and direct.fmt.checksum_len == fmt.checksum_len:
+                    if not words[8 * i + 2] >> 40 & F_FAST and i >= answered_to and direct.renumber_positions:
+                        if slow is None:
+                            slow = scanner.slow_units()
+                        answers, answered_to = self._lone_answers(units, slow, buf, base, fmt, i)
+                    # (The assembly stops at once at a unit not fast and not answered.)
+                    if words[8 * i + 2] >> 40 & F_FAST or (i < answered_to and answers[i] != _UNANSWERED):
+                        # Fast units and answered statements in bulk: written by the compiled assembly.
+                        out, nxt, out_pos, counts = scanner.assemble(
+                            buf, i, self._keeps(scanner.names), direct.position, base, direct.renumber_positions,
+                            fmt.checksum_len > 0, empty_keep, _COMMIT_BODY, answers=answers)
+                        if nxt > i:
+                            direct.out.write(out)
+                            direct.position = out_pos
+                            direct.events_written += self.stats.add_assembled(counts)
+                            i = nxt
+                            continue
                 rec = units[i]
                 i += 1
                 if fast and rec.flags & F_FAST and self._fast_unit(rec, buf, base, fmt, tables, scanner.names):
@@ -476,11 +495,40 @@ class BinlogFilter:
             buf, base = buf[scan.stop :], base + scan.stop
             if eof:
                 break
+            if rereads:
+                # A unit longer than the chunk: read more at once next time.
+                want = FAST_CHUNK if scan.stop else want * 2
+                stream.seek(base)
         if buf:
             left = len(buf)
             msg = (f"event size {_U32.unpack_from(buf, 9)[0]} runs past the end of the file ({left} bytes left)"
                    if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
             raise TruncatedBinlogError(msg, path=name, offset=base)
+
+    def _lone_answers(self, units, slow, buf, base: int, fmt, start: int) -> tuple[bytes, int]:
+        """The answers of the units that are not fast from unit `start` on, up to the first one
+        that is not a MariaDB GTID and one Query (DDL, standalone groups): each decided by the
+        TransactionFilter in stream order (so the schema model replays as before), kept whole
+        (ANSWER_KEEP) or emptied (ANSWER_EMPTY), for the assembly to write in bulk. Returns
+        (one byte per unit of the scan, the index the answers stop at)."""
+        answers = bytearray([_UNANSWERED]) * len(units)
+        words = units.words
+        lone_kept = self.tfilter.lone_text_kept
+        min_gtid = HEADER_LEN + 13 + fmt.checksum_len  # seq_no, domain, flags2 (and its CRC)
+        stop = len(units)
+        for i in slow[bisect.bisect_left(slow, start):]:
+            w = 8 * i
+            word = words[w + 2]
+            q = words[w] + words[w + 3]
+            if word & 0xFFFFFFFF != 2 or word >> 40 & _LONE_FLAGS != _LONE_FLAGS or words[w + 3] < min_gtid:
+                stop = i
+                break
+            text = query_text(buf, q, words[w + 1], fmt)
+            if text is None:  # Query_compressed, or malformed (an error raised in order by the per-unit path)
+                stop = i
+                break
+            answers[i] = ANSWER_KEEP if lone_kept(text[1], text[0]) else ANSWER_EMPTY
+        return bytes(answers), stop
 
     def _keeps(self, names: list[tuple[str, str]]) -> bytes:
         """The keep byte of every table name the scanner has met (the rules asked once per

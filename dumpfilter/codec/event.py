@@ -84,6 +84,20 @@ def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
+def query_text(buf, start: int, end: int, fmt: FormatDescription) -> tuple[str, str] | None:
+    """(default database, SQL text) of the QUERY event buf[start:end] without building an Event:
+    what a bulk reader asks of each DDL. None for anything else (Query_compressed, lengths that do
+    not add up): `Event.query` then decodes it, or says why it cannot."""
+    if buf[start + 4] != EventType.QUERY or start + HEADER_LEN + _QUERY_POST.size > end:
+        return None
+    _, _, db_len, _, status_len = _QUERY_POST.unpack_from(buf, start + HEADER_LEN)
+    db_start = start + HEADER_LEN + fmt.post_header_len(EventType.QUERY) + status_len
+    stop = end - fmt.checksum_len
+    if db_start + db_len + 1 > stop:
+        return None
+    return _decode_text(buf[db_start : db_start + db_len]), _decode_text(buf[db_start + db_len + 1 : stop])
+
+
 @dataclass(frozen=True, slots=True)
 class QueryFields:
     thread_id: int

@@ -28,6 +28,9 @@ F_ANONYMOUS_GTID = _core.F_ANONYMOUS_GTID
 F_UNKNOWN_NON_IGNORABLE = _core.F_UNKNOWN_NON_IGNORABLE
 F_PAYLOAD = _core.F_PAYLOAD
 F_STANDALONE = _core.F_STANDALONE
+# `assemble`'s answers for units that are not fast, decided in Python: written whole, or emptied.
+ANSWER_KEEP = _core.ANSWER_KEEP
+ANSWER_EMPTY = _core.ANSWER_EMPTY
 
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
@@ -198,11 +201,19 @@ class Scanner:
         return PlanScan(added, stop, events, last_rotate, None if err is None else _error(err, self.path))
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
-                 empty_keep: bool, commit_body: bytes, *, whole_only: bool = False) -> tuple[bytes, int, int, tuple]:
+                 empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,
+                 answers: bytes | None = None) -> tuple[bytes, int, int, tuple]:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer), as (bytes, next unit index, output offset, counters); see
-        the core's assemble::assemble. `whole_only`: stop at any unit not kept whole."""
-        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only)
+        the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
+        `answers`: a byte per unit, ANSWER_KEEP or ANSWER_EMPTY for units that are not fast
+        and were decided in Python (anything else stops the assembly there)."""
+        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body,
+                                   whole_only, answers)
+
+    def slow_units(self) -> memoryview:
+        """The indices (u32) of the last `units` call's units that are not fast."""
+        return memoryview(self._core.slow_units()).cast("I")
 
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`

@@ -3,6 +3,7 @@ statement with its GTID and context events (DDL), or a single control event."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -25,8 +26,18 @@ CONTROL_TYPES = frozenset(
 )
 
 
+# The common case of statement_verb: ASCII blanks, then an ASCII keyword that ends before an ASCII
+# character. Anything else (a comment first, Unicode blanks or letters) takes the general walk.
+_ASCII_VERB = re.compile(r"[ \t\n\r\f\v]*([A-Za-z_]+)")
+
+
 def statement_verb(sql: str) -> str:
     """The statement's first keyword, upper-cased, skipping leading comments and blanks."""
+    m = _ASCII_VERB.match(sql)
+    if m is not None:
+        end = m.end()
+        if end == len(sql) or sql[end] < "\x80":
+            return m.group(1).upper()
     s = sql.lstrip()
     while s.startswith("/*"):
         end = s.find("*/")

@@ -113,6 +113,9 @@ class RuleEngine:
         self._at = None           # the position of the decision being made (None: in stream order)
         self._folded = 0          # timeline log entries folded into self.triggers
         self._counting = True     # False while folding: those decisions are not the stream's
+        # Set when a decision read the schema model or the trigger knowledge: its answer may differ at
+        # another position, so it must not be remembered by statement (master.flags.StatementWords).
+        self.consulted = False
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}
         self._by_database: dict[tuple, tuple[Decision, bool]] = {}  # see _decide_by_database
@@ -231,7 +234,9 @@ class RuleEngine:
         cached = self._table_decisions.get((db, table))
         if cached is None:
             cached = self._table_decisions[(db, table)] = self._decide_table_uncached(db, table)
-        self.counters.update(cached.counted)
+        counters = self.counters
+        for name in cached.counted:  # (a loop: Counter.update's Mapping check costs more here)
+            counters[name] += 1
         return cached
 
     def _decide_table_uncached(self, db: str, table: str) -> Decision:
@@ -264,7 +269,7 @@ class RuleEngine:
         notes: list[str] = []
         if self.settings.semantics == "effective":
             # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
-            parsed_db, parsed = session_db, _parse(sql, session_db, parses)
+            parsed_db, parsed = session_db, parse_statement(sql, session_db, parses)
             info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
@@ -273,7 +278,7 @@ class RuleEngine:
             notes = notes if self._effective_do or self._effective_ignore else []
         else:
             rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
-            parsed_db, parsed = rewritten, _parse(sql, rewritten, parses)
+            parsed_db, parsed = rewritten, parse_statement(sql, rewritten, parses)
             info = parsed
             info = _lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
@@ -293,7 +298,9 @@ class RuleEngine:
         if info.kind in SCHEMA_KINDS and self.timeline is None:
             # The model holds the master's names: reuse the parse only if it resolved against them.
             self._observe_ddl(sql, current_db, parsed if parsed_db == (current_db or "") else None, info, decision)
-        self.counters.update(decision.counted)
+        counters = self.counters
+        for name in decision.counted:
+            counters[name] += 1
         if self.settings.track_derived_tables:
             self._track_derived(info)
         return decision
@@ -301,6 +308,7 @@ class RuleEngine:
     def _knowledge(self) -> TriggerKnowledge:
         """This replica's trigger knowledge, brought up to the decision's position first when the
         engine is on a timeline (only decisions that need it pay for reading the log)."""
+        self.consulted = True
         if self.timeline is not None and self._at is not None:
             self._fold(self._at)
         return self.triggers
@@ -323,9 +331,17 @@ class RuleEngine:
 
     def _model(self) -> SchemaModel:
         """The schema the decision being made sees."""
+        self.consulted = True
         if self.timeline is not None and self._at is not None:
             return self.timeline.model_at(self._at)
         return self.schema
+
+    @property
+    def databases_only(self) -> bool:
+        """Whether this engine decides statements by databases alone: no table rule, the standard
+        semantics, no derived-table state. It then decides every `plain_statement` alike, by its
+        default database."""
+        return not (self.table_rules_on or self.settings.semantics == "effective" or self.settings.track_derived_tables)
 
     def _decide_by_database(self, info: StatementInfo, current_db, rewritten: str, counted) -> Decision:
         """`_decide_statement`, remembered per (kind, named database, default database) when the
@@ -678,7 +694,9 @@ def _merge(first: _Step, second: _Step) -> _Step:
 _BY_DATABASE_MAX = 4096  # remembered statement answers per engine (no table rules): cleared when full
 
 
-def _parse(sql: str, default_db: str, parses: dict | None) -> StatementInfo:
+def parse_statement(sql: str, default_db: str, parses: dict | None) -> StatementInfo:
+    """statement_tables through a parse memo (`parses`, keyed by text and default database) shared by
+    the engines deciding the same event, so that it is parsed once whatever the number of rule sets."""
     if parses is None:
         return statement_tables(sql, default_db)
     info = parses.get((sql, default_db))

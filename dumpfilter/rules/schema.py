@@ -16,8 +16,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-import sqlglot
-from sqlglot import exp
+from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError
@@ -25,6 +24,11 @@ from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statements import Kind, StatementInfo, TableRef, statement_tables
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+# CREATE TABLE's replay asks these of every statement (compiled once, not looked up per call).
+_IF_NOT_EXISTS = re.compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
+_SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
+_LIKE = re.compile(r"\bLIKE\b", re.IGNORECASE)
 
 # Statements that change what the model holds; every other statement passes untouched.
 SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.RENAME_TABLE, Kind.CREATE_DB,
@@ -176,13 +180,13 @@ class SchemaModel:
     def _create_table(self, info: StatementInfo, sql: str, default: str) -> None:
         table = info.updated[0]
         self.databases.add(table[0])
-        if table in self._columns and re.search(r"\bIF\s+NOT\s+EXISTS\b", sql, re.IGNORECASE):
+        if table in self._columns and _IF_NOT_EXISTS.search(sql):
             return  # logged, but the existing table is left as it is
-        if re.search(r"\bSELECT\b", sql, re.IGNORECASE):
+        if _SELECT.search(sql):
             columns = _create_columns(sql, default, self)
             self._pending.pop(table, None)
             self._columns[table] = columns
-        elif info.read and re.search(r"\bLIKE\b", sql, re.IGNORECASE):
+        elif info.read and _LIKE.search(sql):
             source = self._key(*info.read[0])
             columns, pending = (self._columns.get(source), self._pending.get(source)) if source else (None, None)
             self._columns[table] = columns

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-import sqlglot
-from sqlglot import exp
+from dumpfilter.codec.transactions import statement_verb
+from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.rules.sqltokens import LexError, Token, tokenize
 
@@ -81,6 +81,41 @@ class StatementInfo:
     def exempt_from_table_rules(self) -> bool:
         """sql_parse.cc skips the table check for SET and DROP TEMPORARY TABLE ... IF EXISTS (stale temp tables)."""
         return self.kind is Kind.SET or (self.kind is Kind.DROP_TABLE and self.temporary and self.if_exists)
+
+
+_DATABASE_WORD = re.compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
+# First keywords that may open a database statement, a transaction statement or a multi-table
+# UPDATE ("" when there is no plain keyword first: a comment, a parenthesis).
+_MAY_NOT_BE_PLAIN = frozenset({"", "CREATE", "ALTER", "DROP", "UPDATE", "WITH", "START"})
+
+
+def plain_statement(sql: str) -> bool:
+    """Whether `sql` is certainly none of: CREATE/ALTER/DROP DATABASE or SCHEMA, a transaction
+    statement, a multi-table UPDATE; judged from its keywords without parsing it (False when in
+    doubt: no plain first keyword, as after a `#` or `--` comment or inside `/*!...*/`; a DATABASE
+    or SCHEMA word anywhere). Rules without table rules decide every such statement alike, by its
+    default database (rpl_filter.cc checks db_ok only)."""
+    verb = statement_verb(sql)
+    if verb in ("CREATE", "ALTER", "DROP"):
+        return _DATABASE_WORD.search(sql) is None
+    return verb not in _MAY_NOT_BE_PLAIN and verb not in _TRANSACTION_WORDS
+
+
+_INFO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(StatementInfo) if f.name != "kind"}
+
+
+def _info_init(self: StatementInfo, kind: Kind, **fields) -> None:
+    # The generated frozen __init__ sets each of the 14 fields through object.__setattr__: about 5 us,
+    # more than the fast forms take to read a DDL statement. The same fields, set in one dict update.
+    if not fields.keys() <= _INFO_DEFAULTS.keys():
+        raise TypeError(f"StatementInfo has no field {sorted(fields.keys() - _INFO_DEFAULTS.keys())[0]!r}")
+    attrs = self.__dict__
+    attrs.update(_INFO_DEFAULTS)
+    attrs["kind"] = kind
+    attrs.update(fields)
+
+
+StatementInfo.__init__ = _info_init
 
 
 def statement_tables(sql: str, default_db: str | None) -> StatementInfo:

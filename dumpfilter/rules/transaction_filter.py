@@ -98,6 +98,12 @@ class FilterResult:
                 f"events_in={self.events_in})")
 
 
+def framing_statement(sql: str) -> bool:
+    """BEGIN, COMMIT, ROLLBACK, SAVEPOINT, XA, RELEASE: never filtered. (Their first letters are
+    checked first: the verb scan is skipped for the DML that makes up most statement binlogs.)"""
+    return sql[:1] in _FRAMING_FIRST and statement_verb(sql) in _FRAMING_VERBS
+
+
 def lone_statement(events: list[Event]) -> Event | None:
     """The Query event of a unit made of a GTID and that one statement, else None."""
     if len(events) == 2 and events[1].is_query and events[0].type_code in GTID_EVENT_TYPES:
@@ -156,8 +162,14 @@ class TransactionFilter:
         """A unit made of a GTID and this one Query event (DDL, MariaDB's standalone groups: most
         statement units of a ROW binlog): kept whole, or else emptied. What the loop below answers
         for that shape, without it; the master asks it without a FilterResult."""
-        sql = query.sql
-        return (sql[:1] in _FRAMING_FIRST and statement_verb(sql) in _FRAMING_VERBS) or self._statement_kept(query)
+        return self.lone_text_kept(query.sql, query.db)
+
+    def lone_text_kept(self, sql: str, current_db: str | None) -> bool:
+        """`lone_statement_kept` from the Query's text and default database."""
+        if framing_statement(sql):
+            return True
+        decision = self.decider.decide_statement(sql, current_db)
+        return bool(getattr(decision, "apply", decision))
 
     # -- event by event -------------------------------------------------------------------
     def _filter_events(self, events: list[Event]) -> tuple[list[Event], int, int]:
@@ -177,9 +189,7 @@ class TransactionFilter:
                 annotations = [event]
             elif event.is_query:
                 sql = event.sql
-                # Framing verbs all start with B, C, R, S or X (or a comment): skip the verb scan
-                # for the DML that makes up most statement-format binlogs.
-                if sql[:1] in _FRAMING_FIRST and statement_verb(sql) in _FRAMING_VERBS:
+                if framing_statement(sql):
                     kept.extend(pending)
                     kept.append(event)
                 else:

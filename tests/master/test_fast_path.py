@@ -19,6 +19,7 @@ from dumpfilter.binlogs import TailingReader
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.transaction_filter import TransactionFilter
+from dumpfilter.master.flags import StatementWords
 from dumpfilter.master.segments import SegmentCache
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.service import DumpService
@@ -162,10 +163,10 @@ def test_fast_path_decides_row_units_without_transaction_filter(row_workload, mo
     assert fast[1][1].transactions_partial > 0 and fast[1][1].transactions_kept > 0
     calls = _count_filter_calls(monkeypatch)
     lone = []
-    original = TransactionFilter.lone_statement_kept
-    monkeypatch.setattr(TransactionFilter, "lone_statement_kept", lambda self, q: lone.append(q) or original(self, q))
+    original = StatementWords.answer
+    monkeypatch.setattr(StatementWords, "answer", lambda self, sql, *a: lone.append(sql) or original(self, sql, *a))
     _dump(row_workload, regs, True)
-    assert lone, "DDL units (a GTID and one statement) are decided by TransactionFilter.lone_statement_kept"
+    assert lone, "DDL units (a GTID and one statement) are answered by the statement flag words"
     assert all(any(e.type_code in (EventType.QUERY, EventType.FORMAT_DESCRIPTION, EventType.ROTATE,
                                    EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT)
                    for e in txn.events) for txn in calls), "a pure ROW unit went through TransactionFilter"

@@ -38,7 +38,10 @@ fuzz_target!(|data: &[u8]| {
         commit_body: b"COMMIT",
         whole_only: control & 64 != 0,
     };
-    let a = assemble(&buf, &out.units, &out.tables, &keep, 0, 4, &opt);
+    let answers: Vec<u8> = (0..out.units.len())
+        .map(|i| ((control as usize) + i) as u8 % 3)
+        .collect();
+    let a = assemble(&buf, &out.units, &out.tables, &keep, &answers, 0, 4, &opt);
     assert!(a.next <= out.units.len());
     let mut plan = Plan::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);

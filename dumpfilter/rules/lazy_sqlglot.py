@@ -1,0 +1,25 @@
+"""sqlglot, imported on first use: the token-level fast paths decide most statements (all DDL and DML
+of a ROW binlog) without a real parser, so a `dumpfilter filter` run need not pay sqlglot's import."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+class _LazyModule:
+    """Stands in for a module until an attribute is asked for, then imports it."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attr: str):
+        module = self._module
+        if module is None:
+            module = self._module = importlib.import_module(self._name)
+        return getattr(module, attr)
+
+
+sqlglot = _LazyModule("sqlglot")
+exp = _LazyModule("sqlglot.expressions")
