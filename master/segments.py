@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import time
 import uuid as uuidlib
 from collections import OrderedDict
 from itertools import accumulate, chain
@@ -268,6 +269,34 @@ class SegmentCache:
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
         self.hits = 0    # segments served from the cache
+        self._listing: tuple | None = None  # see file_names
+
+    def file_names(self) -> list[str]:
+        """The binlog files' names, as `binlog_paths` lists them (the index, files that exist).
+        The listing is made again only when the directory's entries or an index file changed
+        (their stat): a stat or two per segment read instead of reading the index and checking
+        every file it names. A listing made within a second of such a change is not kept (a
+        change in the same timestamp tick would go unseen: git's racily clean entries)."""
+        directory = self.directory
+        cached = self._listing
+        try:
+            dir_key = _stat_key(directory)
+            if cached is not None and cached[0] == dir_key and \
+                    all(_stat_key(directory / name) == key for name, key in cached[1]):
+                return cached[2]
+            indexes = tuple((p.name, _stat_key(p)) for p in sorted(directory.glob("*.index")))
+        except OSError:
+            dir_key = indexes = None
+        try:
+            names = [p.name for p in binlog_paths(directory)]
+        except BinlogError:
+            names = []
+        self._listing = None
+        if dir_key is not None:
+            newest = max([dir_key[0], *(key[0] for _, key in indexes)])
+            if time.time_ns() - newest > _SETTLED_NS:
+                self._listing = (dir_key, indexes, names)
+        return names
 
     def first_file(self) -> str:
         paths = binlog_paths(self.directory)
@@ -378,10 +407,7 @@ class SegmentCache:
         return Segment(start, units, end, at_end, error)
 
     def _index_names(self) -> list[str]:
-        try:
-            return [p.name for p in binlog_paths(self.directory)]
-        except BinlogError:
-            return []
+        return self.file_names()
 
     def not_yet_indexed(self, file: str) -> bool:
         """MariaDB creates the next binlog and writes its FDE before it adds it to the index
@@ -409,6 +435,26 @@ _KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT
 
 class _Stop(Exception):
     """The segment is full."""
+
+
+_SETTLED_NS = 1_000_000_000  # see SegmentCache.file_names
+
+
+def _stat_key(path: Path) -> tuple[int, int, int, int]:
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev
+
+
+class _Opener(TailingReader):
+    """The reference reader's checks of a start position and its file order (a TailingReader
+    that never follows), with the binlog listing the cache keeps (`SegmentCache.file_names`)."""
+
+    def __init__(self, cache: "SegmentCache", file: str, pos: int):
+        self._names = cache.file_names
+        super().__init__(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
+
+    def files(self) -> list[str]:
+        return self._names()
 
 
 class _Part:
@@ -626,7 +672,7 @@ class SegmentReader:
         cols = self.cols
         try:
             # Validates the start file and position exactly as the reference reader does.
-            opener = TailingReader(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
+            opener = _Opener(cache, file, pos)
             name = file
             while True:
                 nxt = self._file(opener, name, pos)
