@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 import struct
 import threading
-from array import array
+import time
 import uuid as uuidlib
 from collections import OrderedDict
-from itertools import accumulate, chain, compress
-from operator import itemgetter, sub
+from itertools import accumulate, chain
+from operator import itemgetter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,11 +20,11 @@ from dumpfilter.codec import Event, EventType, Transaction, TransactionGrouper
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F, MAGIC
 from dumpfilter.codec.event import query_text
 from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
-from dumpfilter.codec.scanner import (F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
+from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
                                   F_TAGGED_GTID,
                                   Scanner, unit_events)
 from dumpfilter.codec.scanner import statements as core_statements
-from dumpfilter.codec.scanner import Plan, partial_unit, unit_rows
+from dumpfilter.codec.scanner import Plan, plan_record
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from dumpfilter.rules.transaction_filter import lone_statement
 from dumpfilter.binlogs import TailingReader, binlog_paths
@@ -159,7 +159,7 @@ class Segment:
     @property
     def size(self) -> int:
         index = self.index
-        return index.cum[-1] if index is not None else sum(u.nbytes for u in self.units)
+        return index.size if index is not None else sum(u.nbytes for u in self.units)
 
 
 class SegmentIndex:
@@ -169,40 +169,19 @@ class SegmentIndex:
     keep-any mask (OR): one computation per unit for every slave."""
 
     def __init__(self, units: list[Unit]):
-        """From Unit objects (the reference reader)."""
+        """From Unit objects (the reference reader; scanned segments have a PlanIndex)."""
         self._set(sizes=[u.nbytes for u in units], events=[u.events for u in units],
                   ntables=[len(u.tables) for u in units], occ=list(chain.from_iterable([u.tables for u in units])),
                   fast=[u.is_fast for u in units], gtids=[u.gtid for u in units],
                   mysql=[u.mysql_gtid for u in units], tables=[u.tables for u in units])
         self.raws = [u.raw for u in units]
-        self.parts = None
-        self.plan = None        # the core's view of the segment (send walks, rows), scanned segments only
-
-    @classmethod
-    def from_columns(cls, cols: "_Columns") -> "SegmentIndex":
-        index = cls.__new__(cls)
-        index._set(sizes=cols.sizes, events=cols.events, ntables=cols.ntables, occ=cols.occ, fast=cols.fast,
-                   gtids=cols.gtids, mysql=cols.mysql, tables=cols.tables)
-        index.raws = None
-        index.parts = (cols.part_of, cols.parts, cols.starts, cols.ends)
-        index._cols = cols
-        index.plan = cols.plan
-        return index
+        self.plan = None        # the core's view of the segment: scanned segments only (PlanIndex)
 
     @property
-    def names(self) -> list | None:
-        """(db, table) by the scanner's name id (the ids rows and Plan answers are indexed by)."""
-        return self._cols.names if self._cols is not None else None
+    def size(self) -> int:
+        return self.cum[-1]
 
-    @property
-    def rows_input(self) -> tuple[bytes, bytes, list] | None:
-        """(tids, bounds, names) for the compiled per-slave rows and partial units; made on first
-        use (a stream with the core's Plan only needs the names)."""
-        made = self._rows_input
-        if made is None and self._cols is not None:
-            cols = self._cols
-            made = self._rows_input = (cols.tids.tobytes(), cols.bounds().tobytes(), cols.names)
-        return made
+    names = None  # the reference reader's segments have no name ids (see PlanIndex)
 
     def _set(self, *, sizes, events, ntables, occ, fast, gtids, mysql, tables) -> None:
         self.cum = [0, *accumulate(sizes)]
@@ -214,59 +193,23 @@ class SegmentIndex:
         self.tables = tables  # per unit: its Table_maps' (db, table), in order (fast units)
         # Whether the fast units' GTIDs share one (domain, server_id): then a run's last GTID is
         # all a stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
-        if isinstance(gtids, _GtidColumn):
-            self.one_gtid_source = gtids.source_count() <= 1
-        else:
-            self.one_gtid_source = len(set(map(itemgetter(0), filter(None, gtids)))) <= 1
+        self.one_gtid_source = len(set(map(itemgetter(0), filter(None, gtids)))) <= 1
         self.mysql_gtids = mysql if mysql.count(None) != len(mysql) else None
         self.masks: tuple | None = None   # (generation, keep_all, keep_any)
         self.lock = threading.Lock()
-        self._rows_input: tuple | None = None
-        self._cols: _Columns | None = None
 
-    def rows_for(self, keep_of) -> tuple[bytes, bytes] | None:
-        """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
-        the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
-        flag words), and those bytes (for `partial`); None without columns."""
-        names = self.names
-        if names is None:
-            return None
-        keep = keep_of(names)
-        if self.plan is not None:
-            return self.plan.rows(keep), keep
-        tids, bounds, _ = self.rows_input
-        return unit_rows(tids, bounds, keep), keep
+    def rows_for(self, keep_of) -> None:
+        """The reference reader's segments have no core columns: a stream answers from the
+        per-unit masks (`masks_for`) and decides partial units in Python."""
+        return None
 
-    def partial(self, k: int, keep: bytes) -> tuple[bytes, int] | None:
-        """What a slave with these answers (`rows_for`) keeps of fast unit k when its tables are
-        partly kept and every statement gets one answer: the GTID, the kept statements whole
-        and the XID, as the master sends them (bytes, events); built by the core. None for the
-        reference path: a MySQL unit (its GTID's transaction_length must be rewritten), a
-        statement whose tables are partly kept, a unit not cut into whole statements."""
-        if self.rows_input is None or self.gtids[k] is None:
-            return None
-        part_of, parts, _, _ = self.parts
-        part = parts[part_of[k]]
-        rec = part.records[k - part.first]
-        tids, bounds, _ = self.rows_input
-        return partial_unit(part.buf, rec.start, rec.end, rec.gtid_size, rec.events, tids, bounds, k, keep)
+    def partial(self, k: int, keep: bytes) -> None:
+        """Only scanned segments have the core's partial units (through `Plan.send`)."""
+        return None
 
     def run_bytes(self, i: int, j: int) -> bytes:
-        """The bytes of units i..j-1: one slice of the read buffer for a run within one read."""
-        if self.raws is not None:
-            return b"".join(self.raws[i:j])
-        part_of, parts, starts, ends = self.parts
-        if part_of[i] == part_of[j - 1]:
-            return parts[part_of[i]].buf[starts[i] : ends[j - 1]]
-        out, k = [], i
-        while k < j:
-            p = part_of[k]
-            last = k
-            while last + 1 < j and part_of[last + 1] == p:
-                last += 1
-            out.append(parts[p].buf[starts[k] : ends[last]])
-            k = last + 1
-        return b"".join(out)
+        """The bytes of units i..j-1."""
+        return b"".join(self.raws[i:j])
 
     def masks_for(self, units: list[Unit], words) -> tuple[list[int], list[int]]:
         masks = self.masks
@@ -326,6 +269,34 @@ class SegmentCache:
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
         self.hits = 0    # segments served from the cache
+        self._listing: tuple | None = None  # see file_names
+
+    def file_names(self) -> list[str]:
+        """The binlog files' names, as `binlog_paths` lists them (the index, files that exist).
+        The listing is made again only when the directory's entries or an index file changed
+        (their stat): a stat or two per segment read instead of reading the index and checking
+        every file it names. A listing made within a second of such a change is not kept (a
+        change in the same timestamp tick would go unseen: git's racily clean entries)."""
+        directory = self.directory
+        cached = self._listing
+        try:
+            dir_key = _stat_key(directory)
+            if cached is not None and cached[0] == dir_key and \
+                    all(_stat_key(directory / name) == key for name, key in cached[1]):
+                return cached[2]
+            indexes = tuple((p.name, _stat_key(p)) for p in sorted(directory.glob("*.index")))
+        except OSError:
+            dir_key = indexes = None
+        try:
+            names = [p.name for p in binlog_paths(directory)]
+        except BinlogError:
+            names = []
+        self._listing = None
+        if dir_key is not None:
+            newest = max([dir_key[0], *(key[0] for _, key in indexes)])
+            if time.time_ns() - newest > _SETTLED_NS:
+                self._listing = (dir_key, indexes, names)
+        return names
 
     def first_file(self) -> str:
         paths = binlog_paths(self.directory)
@@ -436,10 +407,7 @@ class SegmentCache:
         return Segment(start, units, end, at_end, error)
 
     def _index_names(self) -> list[str]:
-        try:
-            return [p.name for p in binlog_paths(self.directory)]
-        except BinlogError:
-            return []
+        return self.file_names()
 
     def not_yet_indexed(self, file: str) -> bool:
         """MariaDB creates the next binlog and writes its FDE before it adds it to the index
@@ -460,12 +428,6 @@ class SegmentCache:
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 _I64 = struct.Struct("<q")
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
-_NO_BOUNDS = (0xFFFFFFFF, 0xFFFFFFFF)  # a unit not fast has no Table_map range
-assert max(F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID) < 256  # all in the flags' low byte
-_FAST_BIT = bytes(flags & F_FAST for flags in range(256))
-_MARIADB_BIT = bytes(flags & F_MARIADB_GTID for flags in range(256))
-_FDE_BIT = bytes(int(bool(flags & F_HAS_FDE)) for flags in range(256))
-_MYSQL_BITS = bytes(int(bool(flags & (F_MYSQL_GTID | F_TAGGED_GTID))) for flags in range(256))
 _U64 = struct.Struct("<Q")
 CHUNK = 1 << 20
 _KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}
@@ -475,126 +437,176 @@ class _Stop(Exception):
     """The segment is full."""
 
 
+_SETTLED_NS = 1_000_000_000  # see SegmentCache.file_names
+
+
+def _stat_key(path: Path) -> tuple[int, int, int, int]:
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev
+
+
+class _Opener(TailingReader):
+    """The reference reader's checks of a start position and its file order (a TailingReader
+    that never follows), with the binlog listing the cache keeps (`SegmentCache.file_names`)."""
+
+    def __init__(self, cache: "SegmentCache", file: str, pos: int):
+        self._names = cache.file_names
+        super().__init__(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
+
+    def files(self) -> list[str]:
+        return self._names()
+
+
 class _Part:
     """One scan's worth of a segment's units: the read buffer they lie in, its file and file
-    offset, the scanner's packed records, where the part's units start in the segment, and the
-    format in force (per unit only where an FDE changed it inside the part)."""
+    offset, where the part's units start in the segment, the format in force (per unit only
+    where an FDE changed it inside the part) and the checksum length after the scan."""
 
-    __slots__ = ("buf", "file", "base", "records", "first", "fmt", "fmts")
+    __slots__ = ("buf", "file", "base", "first", "fmt", "fmts", "crc")
 
-    def __init__(self, buf: bytes, file: str, base: int, records, first: int, fmt, fmts: list | None):
-        self.buf, self.file, self.base, self.records, self.first = buf, file, base, records, first
-        self.fmt, self.fmts = fmt, fmts
+    def __init__(self, buf: bytes, file: str, base: int, first: int, fmt, fmts: list | None, crc: int):
+        self.buf, self.file, self.base, self.first = buf, file, base, first
+        self.fmt, self.fmts, self.crc = fmt, fmts, crc
 
 
 class _Columns:
-    """A segment's units as parallel lists (what SegmentIndex and LazyUnits are built from):
-    per unit only what every stream's run loop reads (sizes, events, fast, GTIDs, tables); the
-    rest stays in the scanner's packed records until a Unit is made."""
+    """A segment's units as the core's Plan holds them: per unit its offsets, events, flags,
+    GTID and Table_map name ids live in the Plan, nothing per unit in Python; a Unit is made from
+    them when a stream asks for one (LazyUnits)."""
 
     def __init__(self):
-        self.parts: list[_Part] = []
-        self.part_of: list[int] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.sizes: list[int] = []
-        self.events: list[int] = []
-        self.ntables: list[int] = []
-        self.toff: list[int] = [0]  # per unit, where its tables start in occ
-        self.occ: list = []
-        self.fast: list[bool] = []
-        self.gtids = _GtidColumn()
-        self.mysql: list = []
+        self.plan = Plan()
+        self.parts: list[_Part] = []    # by the Plan's part index
+        self.names: list = []           # (db, table) by name id (the scanner's)
         self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
-        self.checksum_len = 0
-        self.tids = array("I")    # name ids of the fast units' Table_maps, in order
-        self._bounds: list = []   # per scan: (its units' tables lo, hi, fast flags, offset into tids)
-        self.names: list = []     # (db, table) by name id
-        self.plan = Plan()        # the same units for the core's per-stream send walk
+        self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
 
-    def bounds(self) -> array:
-        """Per unit (lo, hi) into tids; (0xFFFFFFFF, 0xFFFFFFFF) for a unit not fast. Made when a
-        stream first needs it (a partial unit, or rows without the core's Plan)."""
-        bounds = array("I")
-        for los, his, fast, off in self._bounds:
-            bounds.extend(chain.from_iterable([(lo + off, hi + off) if f else _NO_BOUNDS
-                                               for f, lo, hi in zip(fast, los, his)]))
-        return bounds
+    def __len__(self) -> int:
+        return len(self.plan)
 
-    @property
-    def tables(self) -> "_UnitTables":
-        return _UnitTables(self)
-
-    def unit(self, k: int, checksum_len: int | None = None) -> Unit:
+    def unit(self, k: int) -> Unit:
         made = self.made.get(k)
         if made is not None:
             return made
-        part = self.parts[self.part_of[k]]
-        rec = part.records[k - part.first]
+        p, rec = plan_record(self.plan, k)
+        part = self.parts[p]
         raw = part.buf[rec.start : rec.end]
         pos = part.base + rec.start
         name = part.file
         fmt = part.fmt if part.fmts is None else part.fmts[k - part.first]
         if rec.fast:
-            return Unit.fast(raw, name, pos, fmt, rec.events, tuple(self.occ[self.toff[k] : self.toff[k + 1]]),
-                             self.gtids[k], rec.gtid_size, self.mysql[k])
+            names = self.names
+            return Unit.fast(raw, name, pos, fmt, rec.events, tuple([names[i] for i in self.plan.tables(k)]),
+                             self.plan.gtid(k), rec.gtid_size, self._mysql_gtid(part, rec, fmt))
         end_pos = (name, pos + len(raw))
         if rec.flags & F_ROTATE_END:
             at = rec.last - rec.start
-            crc = self.checksum_len if checksum_len is None else checksum_len
-            target = raw[at + 27 : len(raw) - crc].decode("utf-8", "surrogateescape")
+            target = raw[at + 27 : len(raw) - part.crc].decode("utf-8", "surrogateescape")
             end_pos = (confined_rotate_target(target, name, pos + at), _U64.unpack_from(raw, at + 19)[0])
         return Unit.lazy(raw, name, pos, fmt, rec.events, _KINDS[rec.kind], rec.complete, end_pos)
 
+    def end_of(self, k: int) -> Pos | None:
+        """Unit k's end position from the Plan; None when it ends with a real Rotate."""
+        end = self.plan.end(k)
+        return None if end is None else (self.parts[end[0]].file, end[1])
+
+    def mysql_gtid(self, k: int) -> tuple | None:
+        """Unit k's MySQL GTID (source uuid, tag, gno), else None."""
+        p, rec = plan_record(self.plan, k)
+        part = self.parts[p]
+        return self._mysql_gtid(part, rec, part.fmt if part.fmts is None else part.fmts[k - part.first])
+
+    def _mysql_gtid(self, part: _Part, rec, fmt) -> tuple | None:
+        flags = rec.flags
+        if flags & F_MARIADB_GTID or not flags & (F_MYSQL_GTID | F_TAGGED_GTID):
+            return None
+        buf, start = part.buf, rec.start
+        if flags & F_MYSQL_GTID:
+            sid = buf[start + 20 : start + 36]
+            source = self.sources.get(sid)
+            if source is None:
+                source = self.sources[sid] = str(uuidlib.UUID(bytes=sid))
+            return source, "", _I64.unpack_from(buf, start + 36)[0]
+        info = Event(buf[start : start + rec.gtid_size], part.base + start, fmt).gtid_info
+        return info.source, info.tag, info.gno
+
 
 class _GtidColumn:
-    """Per unit, its MariaDB GTID ((domain, server_id), seq_no), else None; kept as the scanner's
-    words and made when a stream reads one (most are never read: a run's tracker update needs
-    only its last GTID when the segment has one GTID source)."""
+    """Per unit, its MariaDB GTID ((domain, server_id), seq_no), else None: read from the Plan
+    when a stream reads one (most are never read: a run's tracker update needs only its last
+    GTID when the segment has one GTID source)."""
 
-    __slots__ = ("flags", "sources", "seqs")
+    __slots__ = ("_plan",)
 
-    def __init__(self):
-        self.flags = bytearray()  # the low byte of each unit's flags
-        self.sources: list[int] = []  # domain | server_id << 32
-        self.seqs: list[int] = []
-
-    def extend(self, flags: bytes, sources: list[int], seqs: list[int]) -> None:
-        self.flags.extend(flags)
-        self.sources.extend(sources)
-        self.seqs.extend(seqs)
+    def __init__(self, plan):
+        self._plan = plan
 
     def __len__(self) -> int:
-        return len(self.flags)
+        return len(self._plan)
 
     def __getitem__(self, k):
+        n = len(self._plan)
         if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self.flags)))]
-        if not self.flags[k] & F_MARIADB_GTID:
-            return None
-        source = self.sources[k]
-        return (source & 0xFFFFFFFF, source >> 32), self.seqs[k]
+            start, stop, step = k.indices(n)
+            got = self._plan.gtids(start, stop) if start < stop else []
+            return got if step == 1 else got[::step]
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(k)
+        return self._plan.gtid(k)
 
     def __iter__(self):
-        return (self[k] for k in range(len(self.flags)))
-
-    def __eq__(self, other) -> bool:
-        return list(self) == list(other)
-
-    def source_count(self) -> int:
-        """How many distinct (domain, server_id) the GTIDs have."""
-        return len(set(compress(self.sources, self.flags.translate(_MARIADB_BIT))))
+        return iter(self._plan.gtids(0, len(self._plan)))
 
 
-class _UnitTables:
-    """Per unit, its Table_maps' (db, table) (fast units; () for the others), from occ."""
+class _MysqlColumn:
+    """Per unit, its MySQL GTID (source, tag, gno), else None, decoded when read."""
+
+    __slots__ = ("_cols",)
 
     def __init__(self, cols: _Columns):
         self._cols = cols
 
+    def __len__(self) -> int:
+        return len(self._cols)
+
+    def __getitem__(self, k):
+        n = len(self._cols)
+        if isinstance(k, slice):
+            return [self._cols.mysql_gtid(i) for i in range(*k.indices(n))]
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(k)
+        return self._cols.mysql_gtid(k)
+
     def __iter__(self):
-        occ, toff = self._cols.occ, self._cols.toff
-        return (tuple(occ[a:b]) for a, b in zip(toff, toff[1:]))
+        return (self._cols.mysql_gtid(k) for k in range(len(self._cols)))
+
+
+class PlanIndex:
+    """What the streams' run loop reads of a scanned segment, all from the core's Plan (one call
+    per question, none per unit): its size, the name ids' (db, table), each stream's answer
+    bytes, the GTID columns."""
+
+    def __init__(self, cols: _Columns):
+        plan = self.plan = cols.plan
+        self.names = cols.names
+        self.size = plan.size
+        self.gtids = _GtidColumn(plan)
+        # Whether the GTIDs share one (domain, server_id): then a run's last GTID is all a
+        # stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
+        self.one_gtid_source = plan.gtid_sources() <= 1
+        self.mysql_gtids = _MysqlColumn(cols) if plan.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
+        self.lock = threading.Lock()
+
+    def rows_for(self, keep_of) -> tuple[bytes, bytes]:
+        """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
+        the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
+        flag words), and those bytes."""
+        keep = keep_of(self.names)
+        return self.plan.rows(keep), keep
 
 
 class LazyUnits:
@@ -605,7 +617,7 @@ class LazyUnits:
 
     def __init__(self, cols: _Columns):
         self._cols = cols
-        self._units: list[Unit | None] = [None] * len(cols.sizes)
+        self._units: list[Unit | None] = [None] * len(cols)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -627,15 +639,12 @@ class LazyUnits:
         return (self[k] for k in range(len(self._units)))
 
     def end_of(self, k: int) -> Pos:
-        """Unit k's end position, without making the Unit when it is a fast one."""
+        """Unit k's end position, without making the Unit unless it ends with a real Rotate."""
         unit = self._units[k]
         if unit is not None:
             return unit.end
-        cols = self._cols
-        if cols.fast[k]:
-            part = cols.parts[cols.part_of[k]]
-            return part.file, part.base + cols.ends[k]
-        return self[k].end
+        end = self._cols.end_of(k if k >= 0 else len(self._units) + k)
+        return end if end is not None else self[k].end
 
 
 class SegmentReader:
@@ -643,27 +652,27 @@ class SegmentReader:
     hops from header to header, checks CRCs, groups the units exactly as TransactionGrouper does
     and marks the common ROW transaction (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
     Rows}* XID`, every rows event after its own Table_map) as fast, with its tables and GTID.
-    Python sees one record per unit, never an event: every Unit is its raw bytes plus what a
-    decision needs, and its Events are made only when a slave's answer needs TransactionFilter.
-    Files, rotation, the end of what is written and errors follow TailingReader."""
+    The units go straight into the core's Plan (`Scanner.scan_into`): Python sees no record per
+    unit, never an event; a Unit (raw bytes plus what a decision needs, its Events made only when
+    a slave's answer needs TransactionFilter) is made when a stream asks for it. Files, rotation,
+    the end of what is written and errors follow TailingReader."""
 
     def __init__(self, cache: SegmentCache, start: Pos):
         self.cache = cache
         self.start = start
         self.cols = _Columns()
         self.size = 0
-        self.end = start
         self.scanner = Scanner(verify_checksums=cache.verify_checksums)
-        self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
 
     def read(self) -> Segment:
         cache, start = self.cache, self.start
         file, pos = start
         at_end = False
         error = None
+        cols = self.cols
         try:
             # Validates the start file and position exactly as the reference reader does.
-            opener = TailingReader(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
+            opener = _Opener(cache, file, pos)
             name = file
             while True:
                 nxt = self._file(opener, name, pos)
@@ -677,18 +686,18 @@ class SegmentReader:
         except _Stop:
             pass
         except PositionError:
-            if self.cols.sizes:
+            if len(cols):
                 at_end = True
             else:
                 raise
         except BinlogError as exc:
-            if not self.cols.sizes:
+            if not len(cols):
                 raise
             error = exc
-        cols = self.cols
-        cols.checksum_len = self.scanner.checksum_len
-        seg = Segment(start, LazyUnits(cols), self.end, at_end, error)
-        seg.index = SegmentIndex.from_columns(cols)
+        units = LazyUnits(cols)
+        end = units.end_of(len(units) - 1) if len(units) else start
+        seg = Segment(start, units, end, at_end, error)
+        seg.index = PlanIndex(cols)
         return seg
 
     def _file(self, opener: TailingReader, name: str, start: int) -> str | None:
@@ -698,6 +707,7 @@ class SegmentReader:
         path = cache.directory / name
         scanner = self.scanner
         scanner.path = str(path)
+        plan = self.cols.plan
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if start > size:
@@ -730,8 +740,8 @@ class SegmentReader:
                     # whole events left come out as an incomplete unit; a partial event is an error.
                     at_eof = True
                 buf = buf + data if buf else data
-                scan = scanner.units(buf, 0, base, cache.segment_bytes - self.size, at_eof)
-                fmt = self._add_units(scan, buf, base, name, fmt)
+                scan = scanner.scan_into(plan, buf, 0, base, name, cache.segment_bytes - self.size, at_eof)
+                fmt = self._add_units(scan.added, buf, base, name, fmt)
                 if scan.last_rotate >= 0:
                     at = scan.last_rotate
                     end = at + _TYPE_SIZE.unpack_from(buf, at)[1] - scanner.checksum_len
@@ -739,9 +749,9 @@ class SegmentReader:
                                                         str(path), base + at)
                 if scan.error is not None:
                     raise scan.error
-                buf, base = buf[scan.stop :], base + scan.stop
                 if self.size >= cache.segment_bytes:
-                    raise _Stop
+                    raise _Stop  # (before keeping the rest of the buffer: the next segment reads it)
+                buf, base = buf[scan.stop :], base + scan.stop
                 if at_eof:
                     if buf:
                         left = len(buf)
@@ -749,80 +759,30 @@ class SegmentReader:
                                                    path=str(path), offset=base)
                     return rotated_to or opener._next_file(name)
 
-    def _add_units(self, scan, buf: bytes, base: int, name: str, fmt):
-        """The scanner's records as the columns every stream reads (one list comprehension per
-        field, no object per unit); Units are made only when a stream asks for one. Returns the
+    def _add_units(self, n: int, buf: bytes, base: int, name: str, fmt):
+        """Records the part the last scan added to the Plan (its `n` units, a fixed number of
+        Python operations whatever n is, but for units holding an FDE, made now). Returns the
         format in force after them."""
-        n = len(scan.units)
         if not n:
             return fmt
         cols = self.cols
-        cols.plan.add(self.scanner.core, buf, name, base)
-        # The record (see scanner.UnitRecord) read column-wise through byte and u32 views:
-        # word 2 = events (u32 4) | kind << 32 | flags << 40 (the flags' low byte is byte 21, and
-        # every flag read here is in it); word 4 = tables lo (u32 8) | hi (u32 9).
-        words = scan.units.words
-        u8 = words.cast("B")
-        u32 = u8.cast("I")
-        starts, ends = words[0::8].tolist(), words[1::8].tolist()
-        flags = bytes(u8[21::64])
-        fast = flags.translate(_FAST_BIT)  # 1 per fast unit, else 0
-        # Which rare flags any unit has: the bytes searched in C, not a Python pass per unit.
-        any_flags = F_HAS_FDE if 1 in flags.translate(_FDE_BIT) else 0
-        if 1 in flags.translate(_MYSQL_BITS):
-            any_flags |= F_MYSQL_GTID
-        names = self.scanner.names
-        tables = scan.tables
-        off = len(cols.tids)
-        first = len(cols.sizes)
-        cols.tids.extend(tables)
-        # A unit's Table_maps are [lo, hi) of the scan's tables (0, 0 for a unit not fast).
-        los, his = u32[8::16].tolist(), u32[9::16].tolist()
-        cols._bounds.append((los, his, fast, off))
-        ntables = list(map(sub, his, los))
-        cols.names = names
-        cols.occ.extend([names[i] for i in tables])
-        cols.toff.extend(accumulate(ntables, initial=cols.toff[-1]))
-        del cols.toff[first + 1]  # accumulate's initial repeats the previous end
-        cols.ntables.extend(ntables)
-        part = len(cols.parts)
-        cols.part_of.extend([part] * n)
-        cols.starts.extend(starts)
-        cols.ends.extend(ends)
-        cols.sizes.extend([e - b for b, e in zip(starts, ends)])
-        cols.events.extend(u32[4::16].tolist())
-        cols.fast.extend(fast)
-        # MariaDB GTIDs stay in the record words until a stream reads one (_GtidColumn).
-        cols.gtids.extend(flags, words[6::8].tolist(), words[5::8].tolist())
-        mysql: list = [None] * n
-        if any_flags & (F_MYSQL_GTID | F_TAGGED_GTID):
-            sources = self.sources
-            for k, f in enumerate(flags):  # every unit's: statement units join the runs too
-                if f & F_MARIADB_GTID:
-                    continue
-                if f & F_MYSQL_GTID:
-                    sid = buf[starts[k] + 20 : starts[k] + 36]
-                    source = sources.get(sid)
-                    if source is None:
-                        source = sources[sid] = str(uuidlib.UUID(bytes=sid))
-                    mysql[k] = (source, "", _I64.unpack_from(buf, starts[k] + 36)[0])
-                elif f & F_TAGGED_GTID:
-                    rec = scan.units[k]
-                    info = Event(buf[starts[k] : starts[k] + rec.gtid_size], base + starts[k], fmt).gtid_info
-                    mysql[k] = (info.source, info.tag, info.gno)
-        cols.mysql.extend(mysql)
+        plan = cols.plan
+        first = len(plan) - n
+        cols.names = self.scanner.names
         start_fmt, fmts = fmt, None
-        if any_flags & F_HAS_FDE:
-            fmts = []
-            for k, f in enumerate(flags):
-                fmts.append(fmt)
-                if f & F_HAS_FDE:
-                    unit = self._unit_with_fde(scan.units[k], buf[starts[k] : ends[k]], base + starts[k], name, fmt)
-                    fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
-                    cols.made[first + k] = unit
-        cols.parts.append(_Part(buf, name, base, scan.units, first, start_fmt, fmts))
-        self.size += sum(cols.sizes[first:])
-        self.end = cols.unit(len(cols.sizes) - 1, self.scanner.checksum_len).end
+        if plan.flags_any & F_HAS_FDE:
+            with_fde = set(plan.with_flags(F_HAS_FDE, first))
+            if with_fde:  # rare (relay logs, a new file's FDE): a format per unit of this part
+                fmts = []
+                for k in range(first, first + n):
+                    fmts.append(fmt)
+                    if k in with_fde:
+                        _, rec = plan_record(plan, k)
+                        unit = self._unit_with_fde(rec, buf[rec.start : rec.end], base + rec.start, name, fmt)
+                        fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
+                        cols.made[k] = unit
+        cols.parts.append(_Part(buf, name, base, first, start_fmt, fmts, self.scanner.checksum_len))
+        self.size = plan.size
         return fmt
 
     def _unit_with_fde(self, rec, raw: bytes, pos: int, name: str, fmt) -> Unit:

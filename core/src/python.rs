@@ -31,6 +31,18 @@ struct PyScanner {
     last_tables: Vec<u32>,
 }
 
+impl PyScanner {
+    /// The (db, table) byte pairs interned since the last call.
+    fn new_names<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let names = PyList::empty(py);
+        for (db, table) in &self.inner.names[self.names_sent..] {
+            names.append((PyBytes::new(py, db), PyBytes::new(py, table)))?;
+        }
+        self.names_sent = self.inner.names.len();
+        Ok(names)
+    }
+}
+
 #[pymethods]
 impl PyScanner {
     #[new]
@@ -130,11 +142,7 @@ impl PyScanner {
         for t in &out.tables {
             tables.extend_from_slice(&t.to_le_bytes());
         }
-        let names = PyList::empty(py);
-        for (db, table) in &self.inner.names[self.names_sent..] {
-            names.append((PyBytes::new(py, db), PyBytes::new(py, table)))?;
-        }
-        self.names_sent = self.inner.names.len();
+        let names = self.new_names(py)?;
         let error = match &out.error {
             Some(e) => error_tuple(py, e)?,
             None => py.None().into_bound(py),
@@ -266,6 +274,10 @@ impl PyScanner {
     }
 }
 
+/// A unit as `Plan.unit` hands it to Python: (part, start, end, events, kind, flags, gtid_size,
+/// last, gtid_seq, gtid_domain, gtid_server).
+type PlanRecord = (u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32);
+
 /// A segment of the master's binlog as every stream walks it (see send::Plan): the units of
 /// one or more scans, with the read buffers they lie in.
 #[pyclass(module = "dumpfilter._core", name = "Plan")]
@@ -302,8 +314,128 @@ impl PyPlan {
         self.bufs.push(buf.unbind());
     }
 
+    /// Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to the
+    /// plan, as one part read from the binlog file `file` at file offset `base` of buf[0], without
+    /// handing the records to Python. Returns (new_names, stop, events, last_rotate, error,
+    /// units added) as `Scanner.units` does; the records are read back with `unit(k)`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
+    fn scan<'py>(
+        &mut self,
+        py: Python<'py>,
+        mut scanner: PyRefMut<'_, PyScanner>,
+        buf: Bound<'py, PyBytes>,
+        off: usize,
+        base: u64,
+        file: &str,
+        limit: usize,
+        at_eof: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let data = buf.as_bytes();
+        if off > data.len() {
+            return Err(PyValueError::new_err(format!(
+                "offset {off} is past the buffer ({} bytes)",
+                data.len()
+            )));
+        }
+        let inner = &mut scanner.inner;
+        let out = py.detach(|| inner.units(data, off, base, limit, at_eof));
+        let names = scanner.new_names(py)?;
+        let error = match &out.error {
+            Some(e) => error_tuple(py, e)?,
+            None => py.None().into_bound(py),
+        };
+        let added = out.units.len();
+        if added > 0 {
+            self.plan
+                .add(file.as_bytes(), base, &out.units, &out.tables);
+            self.bufs.push(buf.clone().unbind());
+        }
+        let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
+        PyTuple::new(
+            py,
+            [
+                names.into_any(),
+                out.stop.into_pyobject(py)?.into_any(),
+                out.events.into_pyobject(py)?.into_any(),
+                last_rotate.into_pyobject(py)?.into_any(),
+                error,
+                added.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+
     fn __len__(&self) -> usize {
         self.plan.units.len()
+    }
+
+    /// Bytes of all units.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.plan.size
+    }
+
+    /// The OR of every unit's flags.
+    #[getter]
+    fn flags_any(&self) -> u32 {
+        self.plan.flags_any
+    }
+
+    /// Unit k's record: (part, start, end, events, kind, flags, gtid_size, last, gtid_seq,
+    /// gtid_domain, gtid_server), offsets in its part's buffer; IndexError out of range.
+    fn unit(&self, k: usize) -> PyResult<PlanRecord> {
+        let u = self
+            .plan
+            .units
+            .get(k)
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(k))?;
+        Ok((
+            u.part,
+            u.start,
+            u.end,
+            u.events,
+            u.kind,
+            u.flags,
+            u.gtid_size,
+            u.last,
+            u.gtid_seq,
+            u.gtid_domain,
+            u.gtid_server,
+        ))
+    }
+
+    /// The name ids of unit k's Table_maps (fast units; empty for the others).
+    fn tables(&self, k: usize) -> Vec<u32> {
+        self.plan.tables(k).to_vec()
+    }
+
+    /// Unit k's end as (part, file offset), None when it ends with a real Rotate.
+    fn end(&self, k: usize) -> Option<(u32, u64)> {
+        self.plan.end(k)
+    }
+
+    /// Unit k's MariaDB GTID ((domain, server_id), seq_no), None without one.
+    fn gtid(&self, k: usize) -> Option<((u32, u32), u64)> {
+        self.plan.gtid(k).map(|(d, s, q)| ((d, s), q))
+    }
+
+    /// `gtid(k)` for k in start..stop (clipped to the units).
+    fn gtids(&self, start: usize, stop: usize) -> Vec<Option<((u32, u32), u64)>> {
+        let stop = stop.min(self.plan.units.len());
+        (start.min(stop)..stop)
+            .map(|k| self.plan.gtid(k).map(|(d, s, q)| ((d, s), q)))
+            .collect()
+    }
+
+    /// How many distinct (domain, server_id) the MariaDB GTIDs have.
+    fn gtid_sources(&self) -> usize {
+        self.plan.gtid_sources()
+    }
+
+    /// The indexes of the units from `start` on with any flag of `mask`.
+    #[pyo3(signature = (mask, start = 0))]
+    fn with_flags(&self, mask: u32, start: usize) -> Vec<usize> {
+        self.plan.with_flags(mask, start)
     }
 
     /// One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its keep

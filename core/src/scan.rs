@@ -148,6 +148,10 @@ pub struct Scanner {
     /// (db, table) byte strings by name id.
     pub names: Vec<(Vec<u8>, Vec<u8>)>,
     name_ids: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
+    /// The last name id seen per Table_map table id (direct-mapped on its low bits): a table
+    /// keeps its id across the transactions that write it, so most Table_maps are found here by
+    /// comparing their name bytes with the entry's, without hashing them.
+    name_cache: Vec<NameSlot>,
     /// The open unit's Table_map ids and name ids (reused from unit to unit: no allocation).
     ids: Vec<[u8; 6]>,
     tables: Vec<u32>,
@@ -160,6 +164,16 @@ pub struct Scanner {
     run_sink: Option<Sender<Vec<Run>>>,
     run_batch: Vec<Run>,
 }
+
+/// A `Scanner::name_cache` entry: a Table_map's table id, its (db, table) key bytes, the name id.
+#[derive(Default, Clone)]
+struct NameSlot {
+    tid: [u8; 6],
+    key: Vec<u8>,
+    id: u32,
+}
+
+const NAME_CACHE_SLOTS: usize = 256;
 
 /// Buffers at least this large have their runs' CRCs checked on a second thread while the
 /// walk goes on (the walk is a chain of dependent loads, the CRC pure throughput: on one core
@@ -245,6 +259,7 @@ impl Scanner {
             verify,
             names: Vec::new(),
             name_ids: HashMap::default(),
+            name_cache: vec![NameSlot::default(); NAME_CACHE_SLOTS],
             ids: Vec::new(),
             tables: Vec::new(),
             events_walked: 0,
@@ -538,9 +553,21 @@ impl Scanner {
             return None;
         }
         let key = &buf[i..key_end];
+        let mut tid = [0u8; 6];
+        tid.copy_from_slice(buf.get(pos + 19..pos + 25)?);
+        let slot = &mut self.name_cache[tid[0] as usize % NAME_CACHE_SLOTS];
+        if slot.tid == tid && slot.key == key {
+            return Some(slot.id);
+        }
         let db = &buf[i + 1..i + 1 + db_len];
         let table = &buf[tbl + 1..key_end];
-        Some(self.intern(key, db, table))
+        let id = self.intern(key, db, table);
+        let slot = &mut self.name_cache[tid[0] as usize % NAME_CACHE_SLOTS];
+        slot.tid = tid;
+        slot.key.clear();
+        slot.key.extend_from_slice(key);
+        slot.id = id;
+        Some(id)
     }
 
     /// Groups buf[off..] into units. Stops at the first partial event, after the first unit
@@ -621,6 +648,13 @@ impl Scanner {
                 pending_rotate = Some(pos);
             }
             pos = nxt;
+            if let (Some(open), Some(f)) = (cur.as_mut(), fmt.as_deref()) {
+                if open.fast == Fast::Body {
+                    let (at, n) = self.fast_body(buf, pos, f, open);
+                    pos = at;
+                    pending_events += n;
+                }
+            }
             if cur.is_none() {
                 out.stop = pos;
                 committed_events += pending_events;
@@ -649,6 +683,71 @@ impl Scanner {
         out.events = committed_events;
         self.events_walked += committed_events;
         out
+    }
+
+    /// The body of an open fast unit (Annotate_rows / Rows_query, Table_map, rows events) from
+    /// `pos` on, checked and grouped exactly as `check` and `group` do it event by event, in one
+    /// tight loop. Stops before the first event it does not take: another type (the XID), a
+    /// partial or impossible event, one that ends the fast shape, or any event when CRCs are
+    /// checked one by one: the general path handles it. Returns (where it stopped, events taken).
+    fn fast_body(
+        &mut self,
+        buf: &[u8],
+        mut pos: usize,
+        fmt: &Format,
+        open: &mut Open,
+    ) -> (usize, u64) {
+        let crc_len = fmt.checksum_len;
+        let runs = self.runs_on();
+        if self.verify && crc_len != 0 && !runs {
+            return (pos, 0);
+        }
+        let post = fmt.post_header_len(TABLE_MAP) as usize;
+        let mut taken = 0u64;
+        while pos + HEADER_LEN <= buf.len() {
+            let t = buf[pos + 4];
+            let size = u32_at(buf, pos + 9).unwrap_or(0);
+            if (size as usize) < HEADER_LEN || size > MAX_EVENT_SIZE {
+                break;
+            }
+            let nxt = pos + size as usize;
+            if nxt > buf.len() {
+                break;
+            }
+            if t == TABLE_MAP {
+                let Some(id) = self.table_map_name(buf, pos, nxt, post, crc_len) else {
+                    break;
+                };
+                let Some(tid) = buf.get(pos + 19..pos + 25) else {
+                    break;
+                };
+                let mut key = [0u8; 6];
+                key.copy_from_slice(tid);
+                self.ids.push(key);
+                self.tables.push(id);
+                open.annotation = false;
+            } else if is_rows(t) {
+                let id = buf.get(pos + 19..pos + 25);
+                let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
+                if open.annotation || !declared {
+                    break;
+                }
+            } else if t == ANNOTATE_ROWS || t == ROWS_QUERY {
+                open.annotation = true;
+            } else {
+                break;
+            }
+            if runs {
+                self.run_add(buf, pos, nxt);
+            }
+            open.unit.events += 1;
+            open.unit.end = nxt;
+            open.unit.last = pos;
+            open.unit.flags &= !F_ROTATE_END;
+            taken += 1;
+            pos = nxt;
+        }
+        (pos, taken)
     }
 
     fn emit(&mut self, open: Open, complete: bool, out: &mut ScanOut) {

@@ -6,7 +6,7 @@
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
 use crate::assemble::{partial, rows};
-use crate::scan::{Unit, F_FAST, F_MARIADB_GTID};
+use crate::scan::{Unit, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
 use crate::types::{HEADER_LEN, HEARTBEAT};
 
 /// A stream's answer per unit (`rows`): skip, kept in part, kept whole, not a fast unit.
@@ -27,6 +27,12 @@ pub struct PlanUnit {
     /// Its Table_maps' name ids are tids[lo..hi]; lo = u32::MAX for a unit that is not fast.
     pub lo: u32,
     pub hi: u32,
+    /// The rest of the scanner's record (see scan::Unit), for the units Python makes objects of.
+    pub kind: u8,
+    pub last: usize,
+    pub gtid_seq: u64,
+    pub gtid_domain: u32,
+    pub gtid_server: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -44,6 +50,9 @@ pub struct Plan {
     pub tids: Vec<u32>,
     /// tid-style bounds per unit, (lo, hi) pairs, for `rows`.
     pub bounds: Vec<u32>,
+    /// Bytes of all units, and the OR of their flags (which rare shapes the segment holds).
+    pub size: u64,
+    pub flags_any: u32,
 }
 
 impl Plan {
@@ -66,6 +75,8 @@ impl Plan {
                 (u32::MAX, u32::MAX)
             };
             self.bounds.extend_from_slice(&[lo, hi]);
+            self.size += u.end.saturating_sub(u.start) as u64;
+            self.flags_any |= u.flags;
             self.units.push(PlanUnit {
                 part,
                 start: u.start,
@@ -75,8 +86,66 @@ impl Plan {
                 gtid_size: u.gtid_size,
                 lo,
                 hi,
+                kind: u.kind,
+                last: u.last,
+                gtid_seq: u.gtid_seq,
+                gtid_domain: u.gtid_domain,
+                gtid_server: u.gtid_server,
             });
         }
+    }
+
+    /// The name ids of unit k's Table_maps (empty for a unit that is not fast, or out of range).
+    pub fn tables(&self, k: usize) -> &[u32] {
+        match self.units.get(k) {
+            Some(u) if u.lo != u32::MAX => {
+                self.tids.get(u.lo as usize..u.hi as usize).unwrap_or(&[])
+            }
+            _ => &[],
+        }
+    }
+
+    /// Unit k's end as (part, file offset); None for a unit that ends with a real Rotate (its
+    /// end is where the Rotate points: the caller reads it) or out of range.
+    pub fn end(&self, k: usize) -> Option<(u32, u64)> {
+        let u = self.units.get(k)?;
+        if u.flags & F_ROTATE_END != 0 {
+            return None;
+        }
+        let part = self.parts.get(u.part as usize)?;
+        Some((u.part, part.base + u.end as u64))
+    }
+
+    /// Unit k's MariaDB GTID as (domain, server_id, seq_no), None without one.
+    pub fn gtid(&self, k: usize) -> Option<(u32, u32, u64)> {
+        let u = self.units.get(k)?;
+        (u.flags & F_MARIADB_GTID != 0).then_some((u.gtid_domain, u.gtid_server, u.gtid_seq))
+    }
+
+    /// How many distinct (domain, server_id) the units' MariaDB GTIDs have.
+    pub fn gtid_sources(&self) -> usize {
+        let mut seen = std::collections::HashSet::new();
+        let mut last = None;
+        for u in &self.units {
+            if u.flags & F_MARIADB_GTID == 0 {
+                continue;
+            }
+            let source = (u.gtid_domain, u.gtid_server);
+            if last == Some(source) {
+                continue; // the common case: a run of one source, no search
+            }
+            last = Some(source);
+            seen.insert(source);
+        }
+        seen.len()
+    }
+
+    /// The indexes of the units from `from` on with any of `mask`'s flags.
+    pub fn with_flags(&self, mask: u32, from: usize) -> Vec<usize> {
+        let from = from.min(self.units.len());
+        (from..self.units.len())
+            .filter(|&k| self.units[k].flags & mask != 0)
+            .collect()
     }
 
     /// One stream's answer byte per unit from its keep byte per name id (see assemble::rows).

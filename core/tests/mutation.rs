@@ -297,6 +297,28 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     // One stream's send walk over the scanned units, with random answers.
     let mut plan = Plan::default();
     plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    // The per-unit reads the master makes of a Plan: in bounds, and what the scan said.
+    for k in 0..=out.units.len() {
+        let tables = plan.tables(k);
+        assert!(
+            tables.iter().all(|id| (*id as usize) < scanner.names.len()),
+            "iteration {iteration}"
+        );
+        if let Some((part, end)) = plan.end(k) {
+            assert_eq!(
+                (part, end),
+                (0, out.units[k].end as u64),
+                "iteration {iteration}"
+            );
+        }
+        let _ = plan.gtid(k);
+    }
+    assert!(plan.gtid_sources() <= out.units.len());
+    assert!(
+        plan.with_flags(u32::MAX, rng.below(out.units.len() + 2))
+            .len()
+            <= out.units.len()
+    );
     let row: Vec<u8> = if rng.below(2) == 0 {
         plan.rows(&keep)
     } else {
@@ -592,4 +614,130 @@ fn large_buffers_check_their_crcs_on_a_second_thread_with_the_same_answers() {
             );
         }
     }
+}
+
+/// A MariaDB transaction writing `tables` (table id, db, table), one rows event each.
+fn mariadb_txn(seq: u64, domain: u32, tables: &[(u64, &str, &str)], crc: bool) -> Vec<u8> {
+    let mut g = seq.to_le_bytes().to_vec();
+    g.extend_from_slice(&domain.to_le_bytes());
+    g.push(0);
+    g.extend_from_slice(&[0; 6]);
+    let mut out = event(162, &g, crc, 0);
+    for (i, (id, db, table)) in tables.iter().enumerate() {
+        out.extend(table_map(*id, db, table, crc));
+        out.extend(rows(*id, i + 1 == tables.len(), crc));
+    }
+    out.extend(event(16, &seq.to_le_bytes(), crc, 0));
+    out
+}
+
+#[test]
+fn a_table_id_seen_again_for_another_table_gets_that_tables_name() {
+    // The scanner remembers each table id's name (a cache checked by comparing the name bytes):
+    // an id reused for another table (the server's table cache evicted the first), and ids that
+    // share a cache slot, must each come out with the name their own Table_map gives.
+    for crc in [true, false] {
+        let mut data = b"\xfebin".to_vec();
+        data.extend(fde("10.11.6-MariaDB-log", crc));
+        let txns: [&[(u64, &str, &str)]; 6] = [
+            &[(70, "db1", "t1")],
+            &[(70, "db1", "t2")],
+            &[(70 + 256, "db2", "t1"), (70, "db1", "t2")],
+            &[(70, "db1", "t1"), (71, "db1", "t1")],
+            &[(70, "db1x", "t1")],
+            &[(70, "db1", "xt1")],
+        ];
+        for (i, tables) in txns.iter().enumerate() {
+            data.extend(mariadb_txn(i as u64 + 1, 0, tables, crc));
+        }
+        for chunk in [usize::MAX, 97] {
+            // Whole, and fed in small slices as the master and the filter feed it.
+            let mut scanner = Scanner::new(true);
+            let mut got: Vec<Vec<(Vec<u8>, Vec<u8>)>> = Vec::new();
+            let (mut at, mut end) = (4, 4usize.saturating_add(chunk).min(data.len()));
+            loop {
+                let out = scanner.units(&data[..end], at, 0, usize::MAX, end == data.len());
+                assert!(out.error.is_none());
+                for u in &out.units {
+                    if u.flags & _core::scan::F_FAST != 0 {
+                        let ids = &out.tables[u.tables_lo as usize..u.tables_hi as usize];
+                        got.push(
+                            ids.iter()
+                                .map(|id| scanner.names[*id as usize].clone())
+                                .collect(),
+                        );
+                    }
+                }
+                at = out.stop;
+                if end == data.len() {
+                    break;
+                }
+                end = end.saturating_add(chunk).min(data.len());
+            }
+            let want: Vec<Vec<(Vec<u8>, Vec<u8>)>> = txns
+                .iter()
+                .map(|t| {
+                    t.iter()
+                        .map(|(_, d, n)| (d.as_bytes().to_vec(), n.as_bytes().to_vec()))
+                        .collect()
+                })
+                .collect();
+            assert_eq!(got, want, "crc={crc} chunk={chunk}");
+        }
+    }
+}
+
+#[test]
+fn a_plan_answers_per_unit_as_the_scan_gave_them() {
+    let mut data = b"\xfebin".to_vec();
+    data.extend(fde("10.11.6-MariaDB-log", true));
+    data.extend(mariadb_txn(1, 0, &[(70, "db1", "t1")], true));
+    data.extend(mariadb_txn(
+        2,
+        0,
+        &[(71, "db2", "t1"), (70, "db1", "t1")],
+        true,
+    ));
+    data.extend(mariadb_txn(3, 5, &[(72, "db3", "t1")], true));
+    let mut rotate = 4u64.to_le_bytes().to_vec();
+    rotate.extend_from_slice(b"bin.000002");
+    data.extend(event(4, &rotate, true, 0));
+    let mut scanner = Scanner::new(true);
+    let out = scanner.units(&data, 4, 1000, usize::MAX, true);
+    assert!(out.error.is_none());
+    let mut plan = Plan::default();
+    plan.add(b"bin.000001", 1000, &out.units[..2], &out.tables);
+    plan.add(b"bin.000001", 1000, &out.units[2..], &out.tables);
+    assert_eq!(plan.units.len(), 5); // FDE, three transactions, the Rotate
+    let size: usize = out.units.iter().map(|u| u.end - u.start).sum();
+    assert_eq!(plan.size, size as u64);
+    for (k, u) in out.units.iter().enumerate() {
+        let part = u32::from(k >= 2);
+        let ids = if u.flags & _core::scan::F_FAST != 0 {
+            &out.tables[u.tables_lo as usize..u.tables_hi as usize]
+        } else {
+            &[][..]
+        };
+        assert_eq!(plan.tables(k), ids);
+        if k == 4 {
+            assert_eq!(plan.end(k), None); // a real Rotate: its target is the end
+        } else {
+            assert_eq!(plan.end(k), Some((part, 1000 + u.end as u64)));
+        }
+        let gtid = (u.flags & _core::scan::F_MARIADB_GTID != 0).then_some((
+            u.gtid_domain,
+            u.gtid_server,
+            u.gtid_seq,
+        ));
+        assert_eq!(plan.gtid(k), gtid);
+    }
+    assert_eq!(plan.gtid(1), Some((0, 1, 1)));
+    assert_eq!(plan.gtid(3), Some((5, 1, 3)));
+    assert_eq!(plan.gtid_sources(), 2);
+    assert_eq!(plan.with_flags(_core::scan::F_ROTATE_END, 0), vec![4]);
+    assert_eq!(plan.with_flags(_core::scan::F_MARIADB_GTID, 2), vec![2, 3]);
+    assert_eq!(
+        (plan.end(5), plan.gtid(5), plan.tables(5)),
+        (None, None, &[][..])
+    );
 }

@@ -80,6 +80,13 @@ class UnitRecord(NamedTuple):
         return bool(self.flags & F_COMPLETE)
 
 
+def plan_record(plan, k: int) -> tuple[int, UnitRecord]:
+    """Unit k of a Plan as (its part, its record); the record's tables bounds are those of the
+    plan's name ids (plan.tables(k) holds them)."""
+    part, start, end, events, kind, flags, gsize, last, seq, domain, server = plan.unit(k)
+    return part, UnitRecord(start, end, events, KINDS[kind], flags, gsize, 0, 0, seq, domain, server, last)
+
+
 class UnitRecords:
     """The units of one scan, decoded only when asked for (by index or in order): a bulk
     consumer (the compiled assembly) may never need most of them in Python."""
@@ -122,6 +129,14 @@ class UnitScan(NamedTuple):
     stop: int            # buffer offset after the last unit handed out
     events: int
     last_rotate: int     # buffer offset of the last real Rotate, -1 for none
+    error: BinlogError | None
+
+
+class PlanScan(NamedTuple):
+    added: int           # units appended to the plan
+    stop: int
+    events: int
+    last_rotate: int
     error: BinlogError | None
 
 
@@ -175,6 +190,15 @@ class Scanner:
             self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
         return UnitScan(UnitRecords(packed), memoryview(tables).cast("I"), stop, events, last_rotate,
                         None if err is None else _error(err, self.path))
+
+    def scan_into(self, plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+                  at_eof: bool = False) -> "PlanScan":
+        """`units`, with the units appended to `plan` (a `Plan`, as part `file` at file offset
+        `base` of buf[0]) instead of handed to Python: read them back with plan.unit(k)."""
+        new_names, stop, events, last_rotate, err, added = plan.scan(self._core, buf, off, base, file, limit, at_eof)
+        if new_names:
+            self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
+        return PlanScan(added, stop, events, last_rotate, None if err is None else _error(err, self.path))
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,

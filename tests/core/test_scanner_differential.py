@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from dumpfilter.codec import BinlogWriter, Event
 from dumpfilter.errors import BinlogError
-from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID, Scanner
+from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID, Plan,
+                                      Scanner, plan_record)
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from tests.codec.test_properties import binlogs
 from tests.core import reference_scanner as ref
@@ -60,15 +61,82 @@ def core_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
     return out, error
 
 
+def _described(rec, raw: bytes, tables, gtid_fields, base: int) -> tuple:
+    """A unit as reference_scanner.units() describes it, from the core's record fields."""
+    gtid = None
+    if rec.flags & F_MARIADB_GTID:
+        (domain, server), seq = gtid_fields
+        gtid = f"{domain}-{server}-{seq}"
+    elif rec.flags & F_MYSQL_GTID:
+        gno = rec.gtid_seq - (1 << 64) if rec.gtid_seq >= 1 << 63 else rec.gtid_seq  # an int64 on the wire
+        gtid = f"{uuid.UUID(bytes=raw[20:36])}:{gno}"
+    elif rec.flags & F_TAGGED_GTID:
+        gtid = Event(raw[: rec.gtid_size], 0, None).gtid  # tags are decoded in Python
+    return (base + rec.start, base + rec.end, rec.events, rec.kind, rec.complete, tables, gtid,
+            bool(rec.flags & F_ROTATE_END))
+
+
+def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = None):
+    """`core_units` through the master's path: each scan appended to a Plan (`scan_into`, as
+    SegmentReader feeds it) and every unit read back from the Plan (`unit`, `tables`, `gtid`,
+    `end`); the Plan's whole-segment answers (size, flags, GTID sources) checked on the way."""
+    scanner = Scanner("<test>", verify_checksums=verify)
+    plan = Plan()
+    out, error = [], None
+    buf, base, at = b"", 4, 4
+    sizes = iter(chunks or [len(data)])
+    bases, size, flags_any, sources = [], 0, 0, set()
+    while error is None:
+        size_ = next(sizes, len(data))
+        piece = data[at : at + max(1, size_)]
+        at += len(piece)
+        eof = at >= len(data)
+        buf += piece
+        first = len(plan)
+        scan = scanner.scan_into(plan, buf, 0, base, f"bin.{len(bases):06d}", at_eof=eof)
+        assert len(plan) == first + scan.added
+        if scan.added:
+            bases.append(base)
+        for k in range(first, len(plan)):
+            part, rec = plan_record(plan, k)
+            assert part == len(bases) - 1
+            raw = buf[rec.start : rec.end]
+            tables = [scanner.names[i] for i in plan.tables(k)] if rec.fast else None
+            assert rec.fast or plan.tables(k) == []
+            gtid = plan.gtid(k)
+            assert (gtid is not None) == bool(rec.flags & F_MARIADB_GTID)
+            assert plan.gtids(k, k + 1) == [gtid]
+            end = plan.end(k)
+            assert end == (None if rec.flags & F_ROTATE_END else (part, base + rec.end))
+            out.append(_described(rec, raw, tables, gtid, base))
+            size += rec.end - rec.start
+            flags_any |= rec.flags
+            if gtid is not None:
+                sources.add(gtid[0])
+        error = scan.error
+        buf, base = buf[scan.stop :], base + scan.stop
+        if eof:
+            break
+    assert (plan.size, plan.flags_any, plan.gtid_sources()) == (size, flags_any, len(sources))
+    for mask in (F_HAS_FDE, F_MYSQL_GTID | F_TAGGED_GTID, F_ROTATE_END):
+        assert plan.with_flags(mask, 1) == [k for k in range(1, len(plan)) if plan.unit(k)[5] & mask]
+    with pytest.raises(IndexError):
+        plan.unit(len(plan))
+    assert plan.end(len(plan)) is None and plan.gtid(len(plan)) is None and plan.tables(len(plan)) == []
+    return out, error
+
+
 def assert_same(data: bytes, *, verify: bool = True, chunks: list[int] | None = None) -> int:
     want, want_error = ref.units(data, verify=verify)
-    got, got_error = core_units(data, verify=verify, chunks=chunks)
-    assert got == want
-    if want_error is None:
-        assert got_error is None, got_error
-    else:
-        assert got_error is not None, f"reference stopped with {want_error}"
-        assert (type(got_error), got_error.offset) == (type(want_error), want_error.offset), (got_error, want_error)
+    for read in (core_units, plan_units):
+        got, got_error = read(data, verify=verify, chunks=chunks)
+        assert got == want, read.__name__
+        if want_error is None:
+            assert got_error is None, got_error
+        else:
+            assert got_error is not None, f"reference stopped with {want_error}"
+            assert (type(got_error), got_error.offset) == (type(want_error), want_error.offset), \
+                (read.__name__, got_error, want_error)
     return len(want)
 
 
@@ -138,11 +206,13 @@ def test_mutated_binlogs_same_units_and_first_error(spec, data):
     except (BinlogError, ValueError, IndexError, UnicodeDecodeError, KeyError, struct.error) as exc:
         # The reference's Python decoders choke on damage the scanner reports (or walks past):
         # the scanner must still come back with units or a BinlogError, never anything else.
-        got, error = core_units(bytes(raw), verify=verify)
-        assert error is None or isinstance(error, BinlogError), exc
+        for read in (core_units, plan_units):
+            got, error = read(bytes(raw), verify=verify)
+            assert error is None or isinstance(error, BinlogError), exc
         return
-    got, error = core_units(bytes(raw), verify=verify)
-    assert got == want[0]
-    assert (error is None) == (want[1] is None)
-    if error is not None:
-        assert (type(error), error.offset) == (type(want[1]), want[1].offset)
+    for read in (core_units, plan_units):
+        got, error = read(bytes(raw), verify=verify)
+        assert got == want[0], read.__name__
+        assert (error is None) == (want[1] is None)
+        if error is not None:
+            assert (type(error), error.offset) == (type(want[1]), want[1].offset)
