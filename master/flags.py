@@ -138,6 +138,14 @@ class StatementWords:
         self._group: tuple[list, bool] | None = None  # (members, every one decides by databases alone)
         self.computed = 0  # keys decided (misses), for tests
 
+    def known(self, sql: str, current_db: str | None) -> tuple[int, dict[int, Counter]] | None:
+        """The remembered answer of a plain statement (`plain_statement`, keyed without a parse)
+        when every slave's rules are database rules; None otherwise (ask `answer`)."""
+        group = self._group
+        if group is None or self._generation != self._words.generation or not group[1]:
+            return None
+        return self._answers.get((_PLAIN, current_db)) if plain_statement(sql) else None
+
     def answer(self, sql: str, current_db: str | None, at, parses: dict) -> tuple[int, dict[int, Counter]]:
         """(word, rule hits by bit, shared: read only) for a GTID-and-one-statement unit at position `at` (its parse
         memo `parses`, shared by every rule group)."""

@@ -71,6 +71,7 @@ class Unit:
         self.gtid_end = 0                  # size of the GTID event
         self.is_fast = False
         self._kind, self._complete = (txn.kind, txn.complete) if txn is not None else (TRANSACTION, True)
+        self._parses: dict | None = None   # see `parses`
 
     @classmethod
     def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple | None,
@@ -80,7 +81,7 @@ class Unit:
         unit.file, unit.end, unit.results = file, (file, pos + len(raw)), {}
         unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
         unit.tables, unit._statements, unit.gtid, unit.gtid_end = tables, _UNSET, gtid, gtid_end
-        unit.mysql_gtid = mysql_gtid
+        unit.mysql_gtid, unit._parses = mysql_gtid, None
         unit.is_fast, unit._kind, unit._complete = True, TRANSACTION, True
         return unit
 
@@ -92,7 +93,7 @@ class Unit:
         unit.file, unit.end, unit.results = file, end, {}
         unit.raw, unit.pos, unit.fmt, unit.events, unit.nbytes = raw, pos, fmt, events, len(raw)
         unit.tables, unit._statements, unit.gtid, unit.gtid_end, unit.mysql_gtid = (), None, None, 0, None
-        unit.is_fast, unit._kind, unit._complete = False, kind, complete
+        unit.is_fast, unit._kind, unit._complete, unit._parses = False, kind, complete, None
         return unit
 
     @property
@@ -112,11 +113,10 @@ class Unit:
         """(sql, default db) -> StatementInfo: the unit's statements as parsed for the first rule
         group that decided them, reused by the others (each event parsed once, whatever the
         number of slaves); it lives as long as the unit stays in the segment cache."""
-        try:
-            return self._parses
-        except AttributeError:
+        parses = self._parses
+        if parses is None:
             parses = self._parses = {}
-            return parses
+        return parses
 
     def lone_text(self) -> tuple[str, str] | None:
         """(default database, SQL) of a complete unit made of a GTID and one QUERY event (DDL,

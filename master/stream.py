@@ -310,7 +310,10 @@ class SlaveStream:
         if answer is None or answer[0] != self.svc.words.generation:
             generation = self.svc.words.generation
             db, sql = text
-            words = self.svc.statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
+            statement_words = self.svc.statement_words
+            words = statement_words.known(sql, db)
+            if words is None:
+                words = statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
             answer = unit.results[_LONE] = (generation, words)
         return answer[1]
 
