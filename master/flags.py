@@ -14,8 +14,8 @@ from dumpfilter.rules.statements import Kind, plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
 from dumpfilter.master.policy import Gate
 
-ASSUMED_DECISIONS = "ASSUMED_DECISIONS"
-_PLAIN = "plain statement"  # StatementWords' key kind for a `plain_statement` (rules without table rules)  # a pseudo rule hit: decisions with Decision.assumption set
+ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Decision.assumption set
+_PLAIN = object()  # StatementWords' key kind for a `plain_statement` (rules without table rules)
 
 
 class FlagWords:
@@ -113,8 +113,8 @@ class StatementWords:
     the statement's key while nothing else can change the answer:
 
     - (kind, named database, default database) when every slave's rules decide it by databases
-      alone (`RuleEngine.databases_only`, not a multi-table UPDATE, no master policy restriction): the usual
-      schema-per-replica fan-out, where thousands of DDL statements share a few keys. A
+      alone (`RuleEngine.databases_only`, not a multi-table UPDATE, no master policy restriction):
+      the usual schema-per-replica fan-out, where thousands of DDL statements share a few keys. A
       `plain_statement` (not a database or transaction statement, not a multi-table UPDATE) is
       then keyed by its default database alone, without being parsed;
     - else (statement text, default database), when no decision read the schema model or the
@@ -147,8 +147,8 @@ class StatementWords:
         return self._answers.get((_PLAIN, current_db)) if plain_statement(sql) else None
 
     def answer(self, sql: str, current_db: str | None, at, parses: dict) -> tuple[int, dict[int, Counter]]:
-        """(word, rule hits by bit, shared: read only) for a GTID-and-one-statement unit at position `at` (its parse
-        memo `parses`, shared by every rule group)."""
+        """(word, rule hits by bit, shared: read only) for a GTID-and-one-statement unit at position
+        `at` (its parse memo `parses`, shared by every rule group)."""
         generation = self._words.generation
         with self._lock:
             if generation != self._generation:
@@ -176,14 +176,14 @@ class StatementWords:
         word, hits, pure = 0, {}, parse_ok
         decided: dict[tuple[int, Gate], tuple[bool, Counter]] = {}
         for bit, engine, gate in members:
-            group = (id(engine), gate)
-            answer = decided.get(group)
+            rule_group = (id(engine), gate)
+            answer = decided.get(rule_group)
             if answer is None:
                 with self._lock_of(engine):
                     engine.consulted = False
                     decision, counted = statement_decision(engine, gate, sql, current_db, at, parses)
                     pure = pure and not engine.consulted and decision.assumption is None
-                answer = decided[group] = (decision.apply, Counter(counted))
+                answer = decided[rule_group] = (decision.apply, Counter(counted))
             if answer[0]:
                 word |= 1 << bit
             if answer[1]:
