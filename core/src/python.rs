@@ -552,20 +552,6 @@ fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u3
     scan::statements(buf, body, end)
 }
 
-/// One slave's answer byte per unit of a segment (see assemble::rows); `tids` and `bounds` are
-/// packed u32 arrays.
-#[pyfunction]
-fn unit_rows<'py>(py: Python<'py>, tids: &[u8], bounds: &[u8], keep: &[u8]) -> Bound<'py, PyBytes> {
-    let words = |b: &[u8]| {
-        b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect::<Vec<u32>>()
-    };
-    let (t, b) = (words(tids), words(bounds));
-    let out = py.detach(|| assemble::rows(&t, &b, keep));
-    PyBytes::new(py, &out)
-}
-
 /// Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
 /// assemble::renumber); returns (last non-zero timestamp, offsets of FDEs left to the caller).
 #[pyfunction]
@@ -580,39 +566,6 @@ fn renumber(
     // resize or read the bytearray while it is borrowed.
     let data = unsafe { buf.as_bytes_mut() };
     assemble::renumber(data, start, stop, base, crc)
-}
-
-/// A fast unit of `buf` without its statements whose tables are not kept (see
-/// assemble::partial): `tids`/`bounds` as for `unit_rows`, `k` the unit's index there.
-/// (bytes, events) or None.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn partial_unit<'py>(
-    py: Python<'py>,
-    buf: &[u8],
-    start: usize,
-    end: usize,
-    gtid_size: usize,
-    events: u32,
-    tids: &[u8],
-    bounds: &[u8],
-    k: usize,
-    keep: &[u8],
-) -> Option<(Bound<'py, PyBytes>, u64)> {
-    let word = |b: &[u8], i: usize| {
-        b.get(4 * i..4 * i + 4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-    };
-    let (lo, hi) = (
-        word(bounds, 2 * k)? as usize,
-        word(bounds, 2 * k + 1)? as usize,
-    );
-    if lo > hi {
-        return None;
-    }
-    let ids: Vec<u32> = (lo..hi).map(|i| word(tids, i)).collect::<Option<_>>()?;
-    let (out, n) = assemble::partial(buf, start, end, start + gtid_size, events, &ids, keep)?;
-    Some((PyBytes::new(py, &out), n))
 }
 
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
@@ -747,10 +700,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;
-    m.add_function(wrap_pyfunction!(unit_rows, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
-    m.add_function(wrap_pyfunction!(partial_unit, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;

@@ -41,10 +41,6 @@ payload_bytes = _core.payload_bytes
 renumber = _core.renumber
 # Whether a file's first bytes hold another server's log_pos values (a relay log).
 foreign_log_pos = _core.foreign_log_pos
-# A fast unit without its statements whose tables are not kept, positions as they were.
-partial_unit = _core.partial_unit
-# One slave's answer byte per unit of a segment (0 skip, 1 partial, 2 keep, 3 not fast).
-unit_rows = _core.unit_rows
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
 statements = _core.statements
 # A segment's units for the core's per-stream send walk (kept runs, partial units, heartbeats):

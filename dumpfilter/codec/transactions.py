@@ -38,6 +38,12 @@ def statement_verb(sql: str) -> str:
         end = m.end()
         if end == len(sql) or sql[end] < "\x80":
             return m.group(1).upper()
+    return general_verb(sql)
+
+
+def general_verb(sql: str) -> str:
+    """statement_verb for any text: str.lstrip's blanks, /* */ comments, then str.isalpha letters
+    and '_'."""
     s = sql.lstrip()
     while s.startswith("/*"):
         end = s.find("*/")

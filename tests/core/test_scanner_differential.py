@@ -44,16 +44,7 @@ def core_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
             tables = None
             if rec.fast:
                 tables = [scanner.names[i] for i in scan.tables[rec.tables_lo : rec.tables_hi]]
-            gtid = None
-            if rec.flags & F_MARIADB_GTID:
-                gtid = f"{rec.gtid_domain}-{rec.gtid_server}-{rec.gtid_seq}"
-            elif rec.flags & F_MYSQL_GTID:
-                gno = rec.gtid_seq - (1 << 64) if rec.gtid_seq >= 1 << 63 else rec.gtid_seq  # an int64 on the wire
-                gtid = f"{uuid.UUID(bytes=raw[20:36])}:{gno}"
-            elif rec.flags & F_TAGGED_GTID:
-                gtid = Event(raw[: rec.gtid_size], 0, None).gtid  # tags are decoded in Python
-            out.append((base + rec.start, base + rec.end, rec.events, rec.kind, rec.complete, tables, gtid,
-                        bool(rec.flags & F_ROTATE_END)))
+            out.append(_described(rec, raw, tables, ((rec.gtid_domain, rec.gtid_server), rec.gtid_seq), base))
         error = scan.error
         buf, base = buf[scan.stop :], base + scan.stop
         if eof:
