@@ -1,7 +1,5 @@
 """`python -m dumpfilter` runs the command line."""
 
-import sys
+from dumpfilter.cli.app import run
 
-from dumpfilter.cli.app import main
-
-sys.exit(main())
+run()
