@@ -16,9 +16,9 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := mariadb-server mariadb-client
 
-.PHONY: demo test test-fast bench fuzz setup system-deps proto clean
+.PHONY: demo test test-fast bench fuzz setup system-deps proto bytecode clean
 
-setup: $(STAMP) $(CORE_STAMP) proto
+setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ $(CORE_STAMP): $(STAMP) $(CORE_SRC)
 
 proto: $(STAMP)
 	@$(PY) proto/generate.py --if-stale
+
+# The source tree's bytecode (the editable install runs it in place; a wheel's install writes it):
+# compileall writes it even under PYTHONDONTWRITEBYTECODE, where every command would otherwise
+# compile its modules again (about 0.13 s of a slave's start). Stale files are only rewritten.
+bytecode: proto
+	@$(PY) -m compileall -q -j 0 dumpfilter master slave cli lab spark_jobs
 
 # MariaDB (real servers in tests) and a Java runtime (Spark), from the system's packages.
 system-deps:
