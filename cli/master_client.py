@@ -1,19 +1,20 @@
 """The operator's side of a running master: connection options shared by `slave run` and the
 `master filters|status|change-filter` commands, and the unary RPCs (ListFilters, Stats,
-ChangeFilter) turned into plain rows the commands print as tables or JSON."""
+ChangeFilter) turned into plain rows the commands print as tables or JSON. grpc and the
+generated messages are imported by the calls, not here: the commands' parsers (`--help`, a bad
+option) do without them (about a tenth of a second)."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-
-import grpc
-
-
+from typing import TYPE_CHECKING
 
 from dumpfilter.errors import InvalidArgumentError
-from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+
+if TYPE_CHECKING:
+    import grpc
 
 # Credentials ride as call metadata on the RPCs that carry no Credentials message (the master's
 # policy file decides what an identity may do; Register still sends them in its request).
@@ -46,6 +47,8 @@ def _read(path: Path | None, option: str) -> bytes | None:
 
 def open_channel(master: str, ssl_ca: Path | None = None, ssl_cert: Path | None = None,
                  ssl_key: Path | None = None) -> grpc.Channel:
+    import grpc
+
     options = [("grpc.max_receive_message_length", 64 << 20)]
     if ssl_ca or ssl_cert or ssl_key:
         if bool(ssl_cert) != bool(ssl_key):
@@ -73,6 +76,8 @@ class MasterClient:
         return cls(args.master, args.user, args.password, args.ssl_ca, args.rpc_timeout, args.ssl_cert, args.ssl_key)
 
     def __enter__(self) -> MasterClient:
+        from dumpfilter.v1 import dump_pb2_grpc
+
         self.channel = open_channel(self.master, self.ssl_ca, self.ssl_cert, self.ssl_key)
         self.stub = dump_pb2_grpc.DumpFilterStub(self.channel)
         return self
@@ -81,6 +86,8 @@ class MasterClient:
         self.channel.close()
 
     def _call(self, method: str, request, timeout: float | None = None):
+        import grpc
+
         from dumpfilter.slave.client import _master_error
 
         metadata = [(USER_KEY, self.user), (PASSWORD_KEY, self.password)] if self.user else None
@@ -92,16 +99,22 @@ class MasterClient:
     # -- the three operator calls ----------------------------------------------------------
     def list_filters(self, server_id: int = 0) -> dict[str, list[dict]]:
         """performance_schema.replication_applier_filters and _global_filters, one row per slave and channel."""
+        from dumpfilter.v1 import dump_pb2
+
         reply = self._call("ListFilters", dump_pb2.ListFiltersRequest(server_id=server_id))
         return {"replication_applier_filters": [_filter_row(r, counter=True) for r in reply.filters],
                 "replication_applier_global_filters": [_filter_row(r, counter=False) for r in reply.global_filters]}
 
     def status(self, server_id: int = 0) -> list[dict]:
         """SHOW SLAVE HOSTS plus each slave's stream counters."""
+        from dumpfilter.v1 import dump_pb2
+
         reply = self._call("Stats", dump_pb2.StatsRequest(server_id=server_id))
         return [_status_row(s) for s in sorted(reply.slaves, key=lambda s: s.server_id)]
 
     def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> dict:
+        from dumpfilter.v1 import dump_pb2
+
         reply = self._call("ChangeFilter", dump_pb2.ChangeFilterRequest(server_id=server_id,
                                                                          change_replication_filter=statement),
                            timeout=timeout)

@@ -1,20 +1,45 @@
-"""The pure replication filter rule engine: rule sets, parsers, per-channel filters and rpl_filter.cc decisions."""
+"""The pure replication filter rule engine: rule sets, parsers, per-channel filters and rpl_filter.cc decisions.
 
-from dumpfilter.rules.evaluate import Decision, RuleEngine
-from dumpfilter.rules.parse import FilterChange, StartupFilters, parse_change_replication_filter, parse_filter_statement
-from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
+The names below are imported from their modules on first use (PEP 562): importing one module of
+the package (the rule options of a command's parser, say) does not import the engine."""
 
-__all__ = [
-    "Decision",
-    "FilterChange",
-    "Kind",
-    "RuleEngine",
-    "RuleSet",
-    "Settings",
-    "StartupFilters",
-    "StatementInfo",
-    "parse_change_replication_filter",
-    "parse_filter_statement",
-    "statement_tables",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Each exported name and the module of this package that defines it.
+_EXPORTS = {
+    "Decision": "evaluate",
+    "FilterChange": "parse",
+    "Kind": "statements",
+    "RuleEngine": "evaluate",
+    "RuleSet": "ruleset",
+    "Settings": "ruleset",
+    "StartupFilters": "parse",
+    "StatementInfo": "statements",
+    "parse_change_replication_filter": "parse",
+    "parse_filter_statement": "parse",
+    "statement_tables": "statements",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from dumpfilter.rules.evaluate import Decision, RuleEngine
+    from dumpfilter.rules.parse import FilterChange, StartupFilters, parse_change_replication_filter, parse_filter_statement
+    from dumpfilter.rules.ruleset import RuleSet, Settings
+    from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

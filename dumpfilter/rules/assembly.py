@@ -6,12 +6,15 @@ the master's Register all go through here."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from dumpfilter.errors import RuleError
-from dumpfilter.rules.channels import FilterRegistry
 from dumpfilter.rules.mycnf import startup_filters_from_file
 from dumpfilter.rules.parse import FilterChange, StartupFilters, apply_changes, parse_filter_statement
 from dumpfilter.rules.ruleset import ALL_TYPES, BINLOG_TYPES, REPLICATE_TYPES, RuleSet, Settings
+
+if TYPE_CHECKING:  # imported where a registry is built: the CLI's rule options need no engine
+    from dumpfilter.rules.channels import FilterRegistry
 
 RULE_OPTION_TYPES = REPLICATE_TYPES + BINLOG_TYPES
 # Types WL#2516 / binlog-* rules use that FilterRegistry (replicate-* only, per channel) does not hold.
@@ -50,6 +53,8 @@ def registry_from_requests(requests: Iterable[tuple[str | None, RuleSet | None, 
     a replica applies --replicate-* options and then CHANGE REPLICATION FILTER. Returns the registry
     and the rule types FilterRegistry has no place for (WL#2516 effective_*, binlog_*: global).
     Warnings (filters for a channel that does not exist) are in `registry.warnings`."""
+    from dumpfilter.rules.channels import FilterRegistry
+
     channels = tuple(channels) or ("",)
     startup_global: dict[str, tuple] = {}
     startup_channels: dict[str, dict[str, tuple]] = {}

@@ -16,6 +16,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
+from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.codec.transactions import statement_verb
@@ -26,9 +27,9 @@ from dumpfilter.rules.statements import Kind, StatementInfo, TableRef, statement
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 # CREATE TABLE's replay asks these of every statement (compiled once, not looked up per call).
-_IF_NOT_EXISTS = re.compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
-_SELECT = re.compile(r"\bSELECT\b", re.IGNORECASE)
-_LIKE = re.compile(r"\bLIKE\b", re.IGNORECASE)
+_IF_NOT_EXISTS = lazy_compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
+_SELECT = lazy_compile(r"\bSELECT\b", re.IGNORECASE)
+_LIKE = lazy_compile(r"\bLIKE\b", re.IGNORECASE)
 
 # Statements that change what the model holds; every other statement passes untouched.
 SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.RENAME_TABLE, Kind.CREATE_DB,
@@ -274,7 +275,7 @@ def is_schema_statement(sql: str) -> bool:
     return statement_verb(head) in _SCHEMA_VERBS
 
 
-_ALTER_RENAME = re.compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
+_ALTER_RENAME = lazy_compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
                            re.IGNORECASE)
 
 
@@ -419,7 +420,7 @@ def _body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...]
     return tuple(writes)
 
 
-_VERSION_COMMENT = re.compile(r"/\*!\d{5,6}\s?(.*?)\*/", re.DOTALL)
+_VERSION_COMMENT = lazy_compile(r"/\*!\d{5,6}\s?(.*?)\*/", re.DOTALL)
 
 
 def strip_version_comments(sql: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from dumpfilter.rules.lazy_pattern import lazy_compile
+
 STRING_ESCAPES = {"0": "\0", "'": "'", '"': '"', "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "\\": "\\"}
 
 
@@ -34,7 +36,7 @@ class Token(NamedTuple):
 # One master pattern, tried at each token start; the alternatives mirror the character classes of the
 # reference lexer kept in tests/rules/reference_tokenizer.py (the differential tests hold them equal).
 # Possessive quantifiers keep a doubled quote a pair, as the reference reads it: `a`` is unbalanced.
-_TOKEN = re.compile(r"""\s*+(?:
+_TOKEN = lazy_compile(r"""\s*+(?:
     (?P<word>[A-Za-z0-9_$\u0080-\U0010ffff]+)
   | `(?P<bq>(?:[^`]++|``)*+)`
   | (?P<punct>[(),.;=@])
@@ -48,7 +50,7 @@ _TOKEN = re.compile(r"""\s*+(?:
   | (?P<bad>[`'"]|/\*)
   | (?P<other>.)
   | \Z)""", re.VERBOSE | re.DOTALL)
-_STRING_ESCAPE = re.compile(r"\\(.)|''|\"\"", re.DOTALL)
+_STRING_ESCAPE = lazy_compile(r"\\(.)|''|\"\"", re.DOTALL)
 
 
 def tokenize(text: str) -> list[Token]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from dumpfilter.codec.transactions import statement_verb
+from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.rules.sqltokens import LexError, Token, tokenize
@@ -83,7 +84,7 @@ class StatementInfo:
         return self.kind is Kind.SET or (self.kind is Kind.DROP_TABLE and self.temporary and self.if_exists)
 
 
-_DATABASE_WORD = re.compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
+_DATABASE_WORD = lazy_compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
 # First keywords that may open a database statement, a transaction statement or a multi-table
 # UPDATE ("" when there is no plain keyword first: a comment, a parenthesis).
 _MAY_NOT_BE_PLAIN = frozenset({"", "CREATE", "ALTER", "DROP", "UPDATE", "WITH", "START"})
@@ -162,15 +163,15 @@ def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = Tr
 _NAME = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
 _QNAME = rf"({_NAME})(?:\s*\.\s*({_NAME}))?"
 _FAST_FORMS = (
-    (Kind.INSERT, re.compile(
+    (Kind.INSERT, lazy_compile(
         rf"\s*(INSERT|REPLACE)(?:\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*\s+(?:INTO\s+)?{_QNAME}"
         r"\s*(?:\(|VALUES?\b|SET\b)", re.IGNORECASE)),
-    (Kind.UPDATE, re.compile(rf"\s*(UPDATE)(?:\s+(?:LOW_PRIORITY|IGNORE))*\s+{_QNAME}\s+SET\b", re.IGNORECASE)),
-    (Kind.DELETE, re.compile(
+    (Kind.UPDATE, lazy_compile(rf"\s*(UPDATE)(?:\s+(?:LOW_PRIORITY|IGNORE))*\s+{_QNAME}\s+SET\b", re.IGNORECASE)),
+    (Kind.DELETE, lazy_compile(
         rf"\s*(DELETE)(?:\s+(?:LOW_PRIORITY|QUICK|IGNORE))*\s+FROM\s+{_QNAME}\s*(?:;?\s*$|WHERE\b|ORDER\b|LIMIT\b)",
         re.IGNORECASE)),
 )
-_NEEDS_PARSER = re.compile(r"\bSELECT\b|/\*|#|--|\bRETURNING\b", re.IGNORECASE)
+_NEEDS_PARSER = lazy_compile(r"\bSELECT\b|/\*|#|--|\bRETURNING\b", re.IGNORECASE)
 _INSERT_SKIP_WORDS = frozenset({"INTO", "VALUES", "VALUE", "SET", "SELECT"})
 
 
@@ -198,15 +199,15 @@ def _fast_path(sql: str, default: str) -> StatementInfo | None:
 _DDL_FLAGS = re.IGNORECASE | re.ASCII
 _PNAME = r"(?:`(?:[^`]++|``)++`|[A-Za-z0-9_$]++)"  # possessive: a doubled backquote stays a pair, as in the lexer
 _PQNAME = rf"({_PNAME})(?:\s*\.\s*({_PNAME}))?"
-_FAST_DROP = re.compile(
+_FAST_DROP = lazy_compile(
     rf"\s*DROP\s+(TEMPORARY\s+)?(?:TABLES?|SEQUENCE)\s+(IF\s+EXISTS\s+)?"
     rf"({_PNAME}(?:\s*\.\s*{_PNAME})?(?:\s*,\s*{_PNAME}(?:\s*\.\s*{_PNAME})?)*)\s*;?\s*\Z", _DDL_FLAGS)
-_FAST_CREATE = re.compile(
+_FAST_CREATE = lazy_compile(
     rf"\s*CREATE\s+(TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_PQNAME}\s*\(", _DDL_FLAGS)
-_QNAME_RE = re.compile(_PQNAME, _DDL_FLAGS)
-_DDL_NEEDS_PARSER = re.compile(r"\b(?:SELECT|LIKE)\b", _DDL_FLAGS)
+_QNAME_RE = lazy_compile(_PQNAME, _DDL_FLAGS)
+_DDL_NEEDS_PARSER = lazy_compile(r"\b(?:SELECT|LIKE)\b", _DDL_FLAGS)
 # The lexer's view of a CREATE TABLE's column list: quoted runs closed, backslash pairs in strings.
-_BALANCED = re.compile(r"""(?:[^'"`]++|`(?:[^`]++|``)*+`|'(?:[^'\\]++|''|\\.)*+'|"(?:[^"\\]++|""|\\.)*+")*+\Z""",
+_BALANCED = lazy_compile(r"""(?:[^'"`]++|`(?:[^`]++|``)*+`|'(?:[^'\\]++|''|\\.)*+'|"(?:[^"\\]++|""|\\.)*+")*+\Z""",
                        re.DOTALL)
 
 

@@ -1,0 +1,44 @@
+"""Regular expressions compiled on first use, not at import: the rule modules hold some forty
+patterns (the SQL lexer's alone takes 6 ms to compile), and a command that never parses a
+statement of their kind (`--help`, a ROW stream with a few DDL) need not pay for them."""
+
+from __future__ import annotations
+
+import re
+
+
+class LazyPattern:
+    """Stands in for `re.compile(pattern, flags)`: the first attribute asked for (`match`,
+    `search`, `sub`, `pattern`...) compiles it, and each attribute is then kept on the instance,
+    so that later look-ups cost what they cost on the compiled pattern itself."""
+
+    def __init__(self, pattern: str | bytes, flags: int = 0):
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # copy, pickle and friends probe dunders: not the pattern's
+            raise AttributeError(name)
+        compiled = self.compiled
+        value = getattr(compiled, name)
+        self.__dict__[name] = value
+        return value
+
+    @property
+    def compiled(self) -> re.Pattern:
+        """The compiled pattern (compiled now if it was not yet)."""
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compiled = self.__dict__["_compiled"] = re.compile(*self._source)
+        return compiled
+
+    @property
+    def is_compiled(self) -> bool:
+        return "_compiled" in self.__dict__
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self._source[0]!r}, {self._source[1]!r})"
+
+
+def lazy_compile(pattern: str | bytes, flags: int = 0) -> LazyPattern:
+    """`re.compile`, deferred to the pattern's first use."""
+    return LazyPattern(pattern, flags)
