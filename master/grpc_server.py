@@ -156,6 +156,7 @@ class _SendAhead:
         self._queue: queue.Queue = queue.Queue(self.DEPTH)
         self._stop = threading.Event()
         self._active = is_active  # the RPC's: a handler grpc dropped without closing stops it too
+        self._finished = threading.Event()  # the thread is done: nothing more will be queued
         self._thread = threading.Thread(target=self._run, args=(replies,), name=name, daemon=True)
         self._thread.start()
 
@@ -168,7 +169,10 @@ class _SendAhead:
         except Exception as exc:  # noqa: BLE001 - carried to the handler, which maps it to a status
             self._put(_Raised(exc))
         finally:
-            replies.close()
+            try:
+                replies.close()
+            finally:
+                self._finished.set()
 
     def _put(self, item) -> bool:
         while not self._stop.is_set() and self._active():
@@ -181,7 +185,13 @@ class _SendAhead:
 
     def __iter__(self):
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                # Stopped without an end mark (the RPC is gone, or closed): nothing more comes.
+                if self._finished.is_set() and self._queue.empty():
+                    return
+                continue
             if item is self._END:
                 return
             if type(item) is _Raised:

@@ -5,12 +5,18 @@ the RPC is gone."""
 
 from __future__ import annotations
 
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 
+import grpc
 import pytest
 
 from dumpfilter.master.grpc_server import _SendAhead
+from tests.support.dump_helpers import run_slave
 
 
 class Stream:
@@ -85,6 +91,34 @@ def test_a_gone_rpc_stops_the_thread_without_close():
     stream = Stream(10**9)
     ahead = _SendAhead(stream(), "t", active.is_set)
     assert next(iter(ahead)) == 0
-    active.clear()  # the client went away and grpc dropped the handler
+    reader = threading.Thread(target=lambda: list(it))
+    it = iter(ahead)
+    assert next(it) == 1
+    reader.start()
+    active.clear()  # the client went away: the thread stops, and so does a handler still reading
     assert _wait(stream.closed.is_set)
     assert _wait(lambda: not ahead._thread.is_alive())
+    reader.join(5)
+    assert not reader.is_alive()
+
+
+def test_a_served_master_stops_at_sigterm_after_its_slave_left(workload_dir, tmp_path):
+    """`master serve` streams to a slave that leaves once caught up, then ends within its grace
+    period at SIGTERM: no Dump handler is left waiting for replies that never come."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
+                             str(workload_dir), "--listen", f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+        slave = run_slave(f"127.0.0.1:{port}", tmp_path / "relay", 7)
+        assert slave.caught_up and slave.counters.events_relayed > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in proc.stderr.read()
