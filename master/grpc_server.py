@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
+import queue
 import threading
 import time
 from concurrent import futures
@@ -139,6 +140,83 @@ class _StallWatch:
         self._stop.set()
 
 
+class _SendAhead:
+    """Makes a stream's next replies while grpc sends the one before: a thread runs the stream
+    (the binlog read, the scan, the decisions, the protobuf reply) up to DEPTH replies ahead of
+    the Dump handler, which waits in each send until flow control lets it out (MySQL's dump
+    thread likewise fills its net buffer while the socket drains). Replies keep their order, an
+    error reaches the handler after the replies made before it, and memory stays bounded: DEPTH
+    replies of at most one batch each. Stopped (`close`) when the handler ends, for whatever
+    reason; the stream's own cleanup then runs on the thread."""
+
+    DEPTH = 2
+    _END = object()
+
+    def __init__(self, replies, name: str, is_active=lambda: True):
+        self._queue: queue.Queue = queue.Queue(self.DEPTH)
+        self._stop = threading.Event()
+        self._active = is_active  # the RPC's: a handler grpc dropped without closing stops it too
+        self._finished = threading.Event()  # the thread is done: nothing more will be queued
+        self._thread = threading.Thread(target=self._run, args=(replies,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, replies) -> None:
+        try:
+            for reply in replies:
+                if not self._put(reply) or self._stop.is_set():
+                    return
+            self._put(self._END)
+        except Exception as exc:  # noqa: BLE001 - carried to the handler, which maps it to a status
+            self._put(_Raised(exc))
+        finally:
+            try:
+                replies.close()
+            finally:
+                self._finished.set()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set() and self._active():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def __iter__(self):
+        while True:
+            try:
+                item = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                # Stopped without an end mark (the RPC is gone, or closed): nothing more comes.
+                if self._finished.is_set() and self._queue.empty():
+                    return
+                continue
+            if item is self._END:
+                return
+            if type(item) is _Raised:
+                raise item.exc
+            yield item
+
+    def close(self) -> None:
+        """Ends the stream: the thread stops before its next reply (a put it waits in is freed)
+        and closes the stream, whose cleanup frees its slot; waited for, but never for good."""
+        self._stop.set()
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            pass
+        self._thread.join(timeout=2.0)
+
+
+class _Raised:
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: Exception):
+        self.exc = exc
+
+
 class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     def __init__(self, service: DumpService, stall_timeout: float | None = STALL_TIMEOUT):
         self.service = service
@@ -173,15 +251,10 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         except Exception as exc:
             code, message = _status_for(exc)
             context.abort(code, message)
-        lint = self.service.lint  # its predictions ride on the first batch after they are ready
+        ahead = _SendAhead(self._replies(batches, request.server_id), f"dump-{request.server_id}",
+                           context.is_active)
         try:
-            for batch in batches:
-                reply = dump_pb2.DumpBatch(events=batch.events, position=_position(batch.position),
-                                           transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
-                                           caught_up=batch.caught_up, heartbeat=batch.heartbeat,
-                                           gtid_state=batch.gtid_state,
-                                           filter_changed_at=_position(batch.filter_changed_at),
-                                           warnings=lint.take(request.server_id))
+            for reply in ahead:
                 self.stalls.sending(token, context, request.server_id)
                 yield reply  # returns once grpc has sent it (flow control: the client reads)
                 self.stalls.sent(token)
@@ -192,6 +265,19 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             context.abort(code, message)
         finally:
             self.stalls.sent(token)
+            ahead.close()
+
+    def _replies(self, batches, server_id: int):
+        lint = self.service.lint  # its predictions ride on the first batch after they are ready
+        try:
+            for batch in batches:
+                yield dump_pb2.DumpBatch(events=batch.events, position=_position(batch.position),
+                                         transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
+                                         caught_up=batch.caught_up, heartbeat=batch.heartbeat,
+                                         gtid_state=batch.gtid_state,
+                                         filter_changed_at=_position(batch.filter_changed_at),
+                                         warnings=lint.take(server_id))
+        finally:
             batches.close()
 
     @_mapped

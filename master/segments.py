@@ -600,6 +600,29 @@ class PlanIndex:
         self.one_gtid_source = plan.gtid_sources() <= 1
         self.mysql_gtids = _MysqlColumn(cols) if plan.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
         self.lock = threading.Lock()
+        self._parts = cols.parts
+        # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
+        # filled once per generation by the first stream to ask (SlaveStream._lone_answers).
+        self.lone_answers: tuple[int, dict] | None = None
+
+    def lone_queries(self) -> list[tuple[int, str, str]]:
+        """[(k, default database, SQL)] of the units made of a GTID and one plain QUERY event, in
+        one core call: the units `Unit.lone_text` answers, but for those before an FDE that
+        changes the format inside a part (a new file's first units; left to `Unit.lone_text`)."""
+        formats = []
+        for part in self._parts:
+            fmt, fmts, first = part.fmt, part.fmts, part.first
+            if fmts is not None:  # the format of the part's last units, from the last change on
+                fmt = fmts[-1]
+                at = len(fmts) - 1
+                while at > 0 and fmts[at - 1] is fmt:
+                    at -= 1
+                first += at
+            if fmt is None:
+                formats.append((0, 0, 1 << 62))
+            else:
+                formats.append((fmt.post_header_len(EventType.QUERY), fmt.checksum_len, first))
+        return self.plan.lone_queries(formats)
 
     def rows_for(self, keep_of) -> tuple[bytes, bytes]:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by

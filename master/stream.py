@@ -283,7 +283,17 @@ class SlaveStream:
         # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
         # `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
         heartbeat = self.policy == HEARTBEAT
+        lone = self._lone_answers(seg) if heartbeat else {}
         while k >= 0:
+            answer = lone.get(k)
+            if answer is not None:
+                word, by_bit = answer
+                out[k] = _KEEP if word >> bit & 1 else _SKIP
+                hits = by_bit.get(bit)
+                if hits:
+                    self._unit_hits[k] = hits
+                k = row.find(_SLOW, k + 1)
+                continue
             unit = units[k]
             text = unit.lone_text() if heartbeat else None
             hits = None
@@ -301,6 +311,35 @@ class SlaveStream:
                 self._unit_hits[k] = hits
             k = row.find(_SLOW, k + 1)
         return bytes(out)
+
+    def _lone_answers(self, seg: Segment) -> dict[int, tuple[int, dict[int, Counter]]]:
+        """The statement flag answers (`_lone_answer`) of all the segment's GTID-and-one-statement
+        units, by unit index: their texts read by the core in one call (`PlanIndex.lone_queries`),
+        no Unit made but on a miss, computed once per flag-word generation for every stream."""
+        index = seg.index
+        lone_queries = getattr(index, "lone_queries", None)
+        if lone_queries is None:  # the reference reader's segments: unit by unit
+            return {}
+        generation = self.svc.words.generation
+        done = index.lone_answers
+        if done is not None and done[0] == generation:
+            return done[1]
+        with index.lock:
+            done = index.lone_answers
+            if done is not None and done[0] == generation:
+                return done[1]
+            statement_words = self.svc.statement_words
+            known = statement_words.known
+            units = seg.units
+            answers = {}
+            for k, db, sql in lone_queries():
+                words = known(sql, db)
+                if words is None:
+                    unit = units[k]
+                    words = statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
+                answers[k] = words
+            index.lone_answers = (generation, answers)
+        return answers
 
     def _lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
         """The statement flag word of a GTID-and-one-statement unit (bit i: slave i keeps it whole,

@@ -11,6 +11,19 @@ use crate::relay;
 use crate::scan::{self, ErrorKind, ScanError, Scanner, UNIT_WORDS};
 use crate::send::{self, Plan, SendOptions};
 
+/// A str of UTF-8 bytes, undecodable bytes kept as surrogates (Python's "surrogateescape").
+fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, pyo3::types::PyString>> {
+    use pyo3::types::PyString;
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(PyString::new(py, s)),
+        Err(_) => PyString::from_encoded_object(
+            &PyBytes::new(py, bytes),
+            Some(c"utf-8"),
+            Some(c"surrogateescape"),
+        ),
+    }
+}
+
 fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny>> {
     let kind = match e.kind {
         ErrorKind::Binlog => "binlog",
@@ -436,6 +449,36 @@ impl PyPlan {
     #[pyo3(signature = (mask, start = 0))]
     fn with_flags(&self, mask: u32, start: usize) -> Vec<usize> {
         self.plan.with_flags(mask, start)
+    }
+
+    /// [(k, default database, SQL)] of the units that are a complete GTID and one plain QUERY
+    /// event (see send::Plan::lone_query), in order: what the master's statement flag words
+    /// answer, read for a whole segment in one call. `formats` gives per part (its format's QUERY
+    /// post-header length, its checksum length, the first unit the format is in force for): the
+    /// part's units before that one (an FDE inside the part changed the format) are left out,
+    /// as is every other unit. Texts decode as UTF-8 with surrogateescape, as
+    /// `codec.event.query_text` does.
+    fn lone_queries<'py>(
+        &self,
+        py: Python<'py>,
+        formats: Vec<(usize, usize, usize)>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for (k, u) in self.plan.units.iter().enumerate() {
+            let p = u.part as usize;
+            let (Some(&(post, crc, from)), Some(buf)) = (formats.get(p), self.bufs.get(p)) else {
+                continue;
+            };
+            if k < from {
+                continue;
+            }
+            let buf = buf.bind(py).as_bytes();
+            if let Some((db, sql)) = self.plan.lone_query(k, buf, post, crc) {
+                let entry = (k, text(py, &buf[db])?, text(py, &buf[sql])?);
+                out.append(entry)?;
+            }
+        }
+        Ok(out)
     }
 
     /// One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its keep

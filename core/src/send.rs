@@ -6,8 +6,10 @@
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
 use crate::assemble::{partial, rows};
-use crate::scan::{Unit, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
-use crate::types::{HEADER_LEN, HEARTBEAT};
+use std::ops::Range;
+
+use crate::scan::{u32_at, Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
+use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT, QUERY};
 
 /// A stream's answer per unit (`rows`): skip, kept in part, kept whole, not a fast unit.
 pub const SKIP: u8 = 0;
@@ -146,6 +148,48 @@ impl Plan {
         (from..self.units.len())
             .filter(|&k| self.units[k].flags & mask != 0)
             .collect()
+    }
+
+    /// Where unit k's default database and SQL text lie in `buf` (its part's buffer) when the
+    /// unit is a complete GTID and one plain QUERY event (DDL, MariaDB's standalone groups: what
+    /// the master's statement flag words answer), read as `codec.event.query_text` reads them
+    /// (`query_post` the format's QUERY post-header length, `crc_len` its checksum length);
+    /// None for any other unit, or lengths that do not add up.
+    pub fn lone_query(
+        &self,
+        k: usize,
+        buf: &[u8],
+        query_post: usize,
+        crc_len: usize,
+    ) -> Option<(Range<usize>, Range<usize>)> {
+        let u = self.units.get(k)?;
+        if u.flags & F_FAST != 0 || u.flags & F_COMPLETE == 0 || u.kind == CONTROL || u.events != 2
+        {
+            return None;
+        }
+        let raw = buf.get(u.start..u.end)?;
+        if !is_gtid(*raw.get(4)?) {
+            return None;
+        }
+        let q = u32_at(raw, 9)? as usize; // the GTID event's size: where the QUERY starts
+                                          // The QUERY post-header: thread_id u32, exec_time u32, db_len u8, error_code u16,
+                                          // status_vars_len u16 (13 bytes), then the status variables, the db, a NUL, the SQL.
+        if *raw.get(q + 4)? != QUERY || q + HEADER_LEN + 13 > raw.len() {
+            return None;
+        }
+        let db_len = raw[q + HEADER_LEN + 8] as usize;
+        let status_len =
+            u16::from_le_bytes([raw[q + HEADER_LEN + 11], raw[q + HEADER_LEN + 12]]) as usize;
+        let db_start = q + HEADER_LEN + query_post + status_len;
+        let stop = raw.len().checked_sub(crc_len)?;
+        if db_start + db_len + 1 > stop {
+            return None;
+        }
+        let at = u.start;
+        Some((
+            at + db_start..at + db_start + db_len,
+            at + db_start + db_len + 1..at + stop,
+        ))
     }
 
     /// One stream's answer byte per unit from its keep byte per name id (see assemble::rows).

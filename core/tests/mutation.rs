@@ -312,7 +312,22 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
             );
         }
         let _ = plan.gtid(k);
+        // A DDL unit's texts (any post-header length, with or without CRC): inside the unit.
+        let (post, crc) = (rng.below(256), 4 * rng.below(2));
+        if let Some((db, sql)) = plan.lone_query(k, data, post, crc) {
+            let u = &out.units[k];
+            assert!(
+                u.start <= db.start
+                    && db.end < sql.start
+                    && sql.start <= sql.end
+                    && sql.end <= u.end,
+                "iteration {iteration}: unit {k} texts {db:?} {sql:?} outside {}..{}",
+                u.start,
+                u.end
+            );
+        }
     }
+    assert!(plan.lone_query(out.units.len(), data, 13, 4).is_none());
     assert!(plan.gtid_sources() <= out.units.len());
     assert!(
         plan.with_flags(u32::MAX, rng.below(out.units.len() + 2))

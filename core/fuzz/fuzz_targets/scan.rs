@@ -46,6 +46,11 @@ fuzz_target!(|data: &[u8]| {
     let mut plan = Plan::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
+    for k in 0..out.units.len() {
+        if let Some((db, sql)) = plan.lone_query(k, &buf, (control >> 3) as usize, 4 * (control & 1) as usize) {
+            assert!(db.end < sql.start && sql.end <= out.units[k].end);
+        }
+    }
     let pending = [7u8; 20];
     let sopt = SendOptions {
         batch_bytes: 0,

@@ -1,0 +1,113 @@
+"""The core's bulk read of a segment's GTID-and-one-statement units (`PlanIndex.lone_queries`,
+`_core.Plan.lone_queries`) against the per-unit Python read it replaces (`Unit.lone_text`): the
+same units, the same default database and SQL text, on every real fixture binlog, on generated
+binlogs of both flavors, on hypothesis binlogs (undecodable bytes included) and whatever the
+segment size."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.codec import EventType
+from dumpfilter.codec import encode as enc
+from dumpfilter.master.segments import SegmentCache
+from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
+from tests.codec.test_properties import binlogs, written
+
+
+def _parts_with_fde(index) -> set[int]:
+    """Units of parts whose format changes inside them: left to `Unit.lone_text` by design."""
+    parts = index._parts
+    out: set[int] = set()
+    for p, part in enumerate(parts):
+        if part.fmts is not None:
+            stop = parts[p + 1].first if p + 1 < len(parts) else part.first + len(part.fmts)
+            out.update(range(part.first, stop))
+    return out
+
+
+def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
+    """Walks every segment of `directory` from `name`: each unit the core lists is one that
+    `Unit.lone_text` answers, with the same texts, and every unit it answers is listed (but
+    for those in a part whose format changes). Returns the units listed."""
+    cache = SegmentCache(directory, segment_bytes=segment_bytes)
+    pos, listed = (name, 4), 0
+    while True:
+        seg = cache.get(pos)
+        if not seg.units:
+            return listed
+        got = {k: (db, sql) for k, db, sql in seg.index.lone_queries()}
+        assert len(got) == len(seg.index.lone_queries())
+        left_out = _parts_with_fde(seg.index)
+        for k in range(len(seg.units)):
+            unit = seg.units[k]
+            want = None if unit.is_fast else unit.lone_text()
+            if k in got:
+                assert got[k] == want, (pos, k)
+            else:
+                assert want is None or k in left_out, (pos, k, want)
+        listed += len(got)
+        if seg.at_end or seg.error is not None:
+            return listed
+        pos = seg.end
+
+
+@pytest.mark.fixtures
+def test_every_real_fixture_binlog(shared_fixtures, tmp_path):
+    files = sorted(p for p in shared_fixtures.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
+    assert len(files) == 15
+    listed = 0
+    for i, path in enumerate(files):
+        directory = tmp_path / f"f{i}"
+        directory.mkdir()
+        data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
+        (directory / "a.000001").write_bytes(data)
+        for segment_bytes in (1 << 20, 2000):
+            listed += check_directory(directory, "a.000001", segment_bytes)
+    assert listed > 20  # real DDL with GTIDs (MySQL 5.6+, MariaDB) was read
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_generated_binlogs(tmp_path, flavor):
+    paths = generate(WorkloadSpec(seed=11, transactions=600, flavor=flavor, ddl_share=0.2), tmp_path)
+    listed = sum(check_directory(tmp_path, paths[0].name, size) for size in (1 << 20, 5000))
+    assert listed > 100
+
+
+def _one_binlog(tmp_path: Path, data: bytes) -> Path:
+    directory = tmp_path / "d"
+    directory.mkdir(exist_ok=True)
+    for old in directory.iterdir():
+        old.unlink()
+    (directory / "bin.000001").write_bytes(data)
+    return directory
+
+
+def test_undecodable_text_reads_as_surrogates(tmp_path):
+    """Latin-1 bytes in a DDL's SQL and database name: both reads keep them as surrogates
+    (surrogateescape), so the text round-trips to the binlog's bytes."""
+    fde = enc.format_description("10.11.6-MariaDB-log", checksum=True)
+    fmt = fde.fmt
+    sql, db = "CREATE TABLE caf\udce9 (a INT)", "d\udce9"
+    txn = [enc.build_event(EventType.MARIADB_GTID, enc.mariadb_gtid_body(5, standalone=True), fmt=fmt),
+           enc.build_event(EventType.QUERY, enc.query_body(sql, db), fmt=fmt)]
+    directory = _one_binlog(tmp_path, written(fde, [txn]))
+    seg = SegmentCache(directory).get(("bin.000001", 4))
+    assert [(db_, sql_) for _, db_, sql_ in seg.index.lone_queries()] == [(db, sql)]
+    assert check_directory(directory, "bin.000001", 1 << 20) == 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(binlogs(), st.sampled_from([1 << 20, 300]))
+def test_hypothesis_binlogs(tmp_path, spec, segment_bytes):
+    fde, txns = spec
+    directory = _one_binlog(tmp_path, written(fde, txns))
+    listed = check_directory(directory, "bin.000001", segment_bytes)
+    ddl = sum(1 for t in txns if len(t) == 2 and t[1].type_code == EventType.QUERY)
+    assert listed == ddl

@@ -1,0 +1,124 @@
+"""The Dump handler's send-ahead (master.grpc_server._SendAhead): the stream's replies made on a
+thread while grpc sends the one before, in order, at most DEPTH ahead, an error after the
+replies made before it, and the stream closed (its cleanup run) whenever the handler ends or
+the RPC is gone."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import pytest
+
+from dumpfilter.master.grpc_server import _SendAhead
+from tests.support.dump_helpers import run_slave
+
+
+class Stream:
+    """A stream of numbered replies that records how far it got and whether it was closed."""
+
+    def __init__(self, n: int, fail_at: int | None = None):
+        self.n, self.fail_at = n, fail_at
+        self.made = 0
+        self.closed = threading.Event()
+
+    def __call__(self):
+        try:
+            for i in range(self.n):
+                if i == self.fail_at:
+                    raise ValueError(f"bad event at {i}")
+                self.made += 1
+                yield i
+        finally:
+            self.closed.set()
+
+
+def _wait(predicate, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_replies_come_in_order_and_the_stream_is_closed_at_its_end():
+    stream = Stream(200)
+    ahead = _SendAhead(stream(), "t")
+    assert list(ahead) == list(range(200))
+    ahead.close()
+    assert stream.closed.is_set()
+
+
+def test_at_most_depth_replies_are_made_ahead_of_a_reader_that_waits():
+    stream = Stream(1000)
+    ahead = _SendAhead(stream(), "t")
+    it = iter(ahead)
+    assert next(it) == 0
+    time.sleep(0.3)  # the reader waits (grpc in a send): the thread fills the queue, then waits
+    assert stream.made <= 1 + _SendAhead.DEPTH + 1  # taken, queued, one in hand
+    assert [next(it) for _ in range(5)] == [1, 2, 3, 4, 5]
+    ahead.close()
+    assert stream.closed.is_set() and stream.made < 20
+
+
+def test_an_error_reaches_the_reader_after_the_replies_made_before_it():
+    stream = Stream(10, fail_at=3)
+    got = []
+    with pytest.raises(ValueError, match="bad event at 3"):
+        for reply in _SendAhead(stream(), "t"):
+            got.append(reply)
+    assert got == [0, 1, 2]
+    assert _wait(stream.closed.is_set)
+
+
+def test_close_mid_stream_stops_the_thread_and_runs_the_streams_cleanup():
+    stream = Stream(10**9)
+    ahead = _SendAhead(stream(), "t")
+    it = iter(ahead)
+    assert [next(it) for _ in range(3)] == [0, 1, 2]
+    ahead.close()
+    assert stream.closed.is_set()  # before close returns: the slot is free for the next stream
+    assert not ahead._thread.is_alive()
+
+
+def test_a_gone_rpc_stops_the_thread_without_close():
+    active = threading.Event()
+    active.set()
+    stream = Stream(10**9)
+    ahead = _SendAhead(stream(), "t", active.is_set)
+    assert next(iter(ahead)) == 0
+    reader = threading.Thread(target=lambda: list(it))
+    it = iter(ahead)
+    assert next(it) == 1
+    reader.start()
+    active.clear()  # the client went away: the thread stops, and so does a handler still reading
+    assert _wait(stream.closed.is_set)
+    assert _wait(lambda: not ahead._thread.is_alive())
+    reader.join(5)
+    assert not reader.is_alive()
+
+
+def test_a_served_master_stops_at_sigterm_after_its_slave_left(workload_dir, tmp_path):
+    """`master serve` streams to a slave that leaves once caught up, then ends within its grace
+    period at SIGTERM: no Dump handler is left waiting for replies that never come."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
+                             str(workload_dir), "--listen", f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=30)
+        slave = run_slave(f"127.0.0.1:{port}", tmp_path / "relay", 7)
+        assert slave.caught_up and slave.counters.events_relayed > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in proc.stderr.read()
