@@ -694,7 +694,7 @@ class SegmentReader:
         self.cols = _Columns()
         self.size = 0
         self.scanner = Scanner(verify_checksums=cache.verify_checksums)
-        # CRCs checked on this thread: a segment is about 1 MB, and the master's other core is
+        # CRCs checked on this thread: a segment is a few MB, and the master's other core is
         # busy with its streams' sends (and, on one machine, the slaves): a checker thread per
         # segment cost more than it saved (bench_dump, one slave: 0.07 s of master CPU and wall).
         self.scanner.core.pipeline_min = None
