@@ -18,7 +18,7 @@ from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
 from dumpfilter.master.schema_feed import schema_timeline
-from dumpfilter.master.segments import Pos, SegmentCache
+from dumpfilter.master.segments import CACHE_BYTES, SEGMENT_BYTES, Pos, SegmentCache
 from dumpfilter.master.stream import SlaveStream
 
 BATCH_BYTES = 256 << 10
@@ -26,7 +26,7 @@ BATCH_BYTES = 256 << 10
 
 class DumpService(SlaveRegistry):
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
-                 segment_bytes: int = 1 << 20, cache_bytes: int = 8 << 20, batch_bytes: int = BATCH_BYTES,
+                 segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES, batch_bytes: int = BATCH_BYTES,
                  fast: bool = True, verify_checksums: bool = True, schema: SchemaModel | None = None,
                  max_streams: int | None = None, max_streams_per_identity: int | None = None,
                  lint_bytes: int = LINT_MAX_BYTES):

@@ -113,6 +113,18 @@ impl PyScanner {
         self.inner.verify = verify;
     }
 
+    /// The smallest buffer whose CRC runs are checked on a second thread while the walk goes on
+    /// (see scan::Scanner::batched); None: never.
+    #[getter]
+    fn pipeline_min(&self) -> Option<usize> {
+        (self.inner.pipeline_min != usize::MAX).then_some(self.inner.pipeline_min)
+    }
+
+    #[setter]
+    fn set_pipeline_min(&mut self, bytes: Option<usize>) {
+        self.inner.pipeline_min = bytes.unwrap_or(usize::MAX);
+    }
+
     /// Whether CRCs are checked a run of events at a time (see crc::Run), else one by one.
     #[getter]
     fn batch_crc(&self) -> bool {

@@ -160,7 +160,9 @@ pub struct Scanner {
     pub batch_crc: bool,
     run: Run,
     run_bad: bool,
-    /// While a large buffer is scanned, closed runs go to a checker thread (see `batched`).
+    /// While a buffer of at least `pipeline_min` bytes is scanned, closed runs go to a checker
+    /// thread (see `batched`); usize::MAX: never.
+    pub pipeline_min: usize,
     run_sink: Option<Sender<Vec<Run>>>,
     run_batch: Vec<Run>,
 }
@@ -266,6 +268,7 @@ impl Scanner {
             batch_crc: crc::batch_available(),
             run: Run::default(),
             run_bad: false,
+            pipeline_min: PIPELINE_MIN,
             run_sink: None,
             run_batch: Vec::new(),
         }
@@ -345,7 +348,7 @@ impl Scanner {
         let (fmt, walked) = (self.fmt.clone(), self.events_walked);
         self.run = Run::at(off);
         self.run_bad = false;
-        let out = if buf.len().saturating_sub(off) >= PIPELINE_MIN {
+        let out = if buf.len().saturating_sub(off) >= self.pipeline_min {
             let (out, good) = self.scan_pipelined(buf, &scan);
             self.run_bad |= !good;
             out

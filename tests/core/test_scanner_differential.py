@@ -207,3 +207,31 @@ def test_mutated_binlogs_same_units_and_first_error(spec, data):
         assert (error is None) == (want[1] is None)
         if error is not None:
             assert (type(error), error.offset) == (type(want[1]), want[1].offset)
+
+
+@pytest.mark.parametrize("damage", [False, True])
+def test_crc_checker_thread_or_not_same_answer(tmp_path, damage):
+    """A buffer above the pipelining size scanned with its CRC runs checked on a second thread
+    (the default) and on the scanning thread (`pipeline_min = None`, the master's segment
+    reader): the same units and, with a flipped bit, the same first error as the reference."""
+    path = generate(WorkloadSpec(seed=3, transactions=6000, max_binlog_size=1 << 30), tmp_path)[0]
+    data = bytearray(path.read_bytes())
+    assert len(data) > 2 << 20
+    if damage:
+        data[len(data) // 2] ^= 0x10
+    data = bytes(data)
+    want, want_error = ref.units(data)
+    for pipeline_min in (1 << 20, None):
+        scanner = Scanner("<test>", verify_checksums=True)
+        scanner.core.pipeline_min = pipeline_min
+        assert scanner.core.pipeline_min == pipeline_min
+        scan = scanner.units(data, 4, 0, at_eof=True)
+        got = [_described(rec, data[rec.start : rec.end],
+                          [scanner.names[i] for i in scan.tables[rec.tables_lo : rec.tables_hi]] if rec.fast else None,
+                          ((rec.gtid_domain, rec.gtid_server), rec.gtid_seq), 0)
+               for rec in scan.units]
+        assert got == want
+        if damage:
+            assert (type(scan.error), scan.error.offset) == (type(want_error), want_error.offset)
+        else:
+            assert scan.error is None and want_error is None
