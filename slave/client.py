@@ -4,6 +4,7 @@ master position after the relay data is durable, and optionally executes what it
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import struct
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import grpc
@@ -38,11 +40,7 @@ from dumpfilter.codec.scanner import F_COMPLETE, F_FAST, F_MARIADB_GTID, Scanner
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_to_proto
-from dumpfilter.rules.channels import format_rule
-from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name
-from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder
 from dumpfilter.slave.relay_log import (APPLY_INFO, DEFAULT_COMMIT_INTERVAL, RelayInfo, RelayLog, query_db_offsets,
                                         read_json, write_json_atomic)
@@ -55,6 +53,11 @@ from dumpfilter.slave.status import (
     record_retry,
     record_sql_error,
 )
+
+if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
+    from dumpfilter.rules.evaluate import RuleEngine
+    from dumpfilter.rules.schema import SchemaModel
+    from dumpfilter.rules.transaction_filter import TransactionFilter
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _HEARTBEAT_TYPES = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
@@ -297,10 +300,6 @@ class Slave:
         self.after_unit = after_unit
         self._placeholders_in_unit = False  # the unit being grouped lost placeholders
         self.counters = _Counters()
-        self.engine = RuleEngine(config.rules, config.settings,
-                                 schema=config.schema.copy() if config.schema is not None else None)
-        self.rename = event_renamer(self.engine, config.rules, config.settings)
-        self.check = TransactionFilter(self.engine, empty_transactions=KEEP)
         self.info = RelayInfo.load(self.relay_dir) or RelayInfo()
         self._earlier_stats = dict(self.info.stats)  # committed counters of earlier runs: the totals go on
         self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id,
@@ -316,6 +315,27 @@ class Slave:
         self._scanner = Scanner("<stream>")
         self.effective: list = []
         self._told: set[str] = set()  # the master's warnings printed in this run
+
+    # The slave's own rules, made when the first batch needs them: their modules (the rule engine,
+    # the schema model, the statement parser) then load while the master reads and sends, not
+    # between the slave's start and its Register/Dump (the master waits for those).
+    @functools.cached_property
+    def engine(self) -> RuleEngine:
+        from dumpfilter.rules.evaluate import RuleEngine
+
+        config = self.config
+        return RuleEngine(config.rules, config.settings,
+                          schema=config.schema.copy() if config.schema is not None else None)
+
+    @functools.cached_property
+    def rename(self) -> Callable[[Event], Event] | None:
+        return event_renamer(self.engine, self.config.rules, self.config.settings)
+
+    @functools.cached_property
+    def check(self) -> TransactionFilter:
+        from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
+
+        return TransactionFilter(self.engine, empty_transactions=KEEP)
 
     # -- gRPC -------------------------------------------------------------------------------
     def _channel(self) -> grpc.Channel:
@@ -421,7 +441,6 @@ class Slave:
                 with self._channel() as channel:
                     stub = dump_pb2_grpc.DumpFilterStub(channel)
                     self.register(stub)
-                    self._record_filters()
                     if self._stream(stub):
                         return 0
             except grpc.RpcError as exc:
@@ -480,6 +499,7 @@ class Slave:
         else:
             request.position.file, request.position.pos = "", 4
         stream = stub.Dump(request, metadata=self._metadata())
+        self._record_filters()  # while the master starts the stream (the call is under way)
         watch = _NetWatch(stream, cfg.net_timeout)
         try:
             batches = iter(stream)
@@ -699,6 +719,8 @@ class Slave:
         return fix_transaction_length(body) + trailing
 
     def _record_filters(self) -> None:
+        from dumpfilter.rules.channels import format_rule
+
         rules = self.config.rules
         self.info.filters = {filter_name(t): format_rule(t, getattr(rules, t)) for t in REPLICATE_TYPES}
         allow = []

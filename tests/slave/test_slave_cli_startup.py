@@ -1,7 +1,8 @@
 """`dumpfilter slave run` as a process: its parser loads no gRPC, no protobuf and no rule engine
 (they cost about a fifth of a second of every start), bad options and bad rules are still one
-line and exit 2 with no relay directory made, and the exit status goes through the process
-entry (`cli.app.run`) unchanged."""
+line and exit 2 with no relay directory made, the exit status goes through the process entry
+(`cli.app.run`) unchanged, and a running slave registers and asks for its stream before it loads
+its rule engine."""
 
 from __future__ import annotations
 
@@ -80,3 +81,43 @@ def test_the_process_entry_keeps_the_exit_status(tmp_path):
     assert run.returncode == 2, run.stderr
     assert "Traceback" not in run.stderr
     assert [line for line in run.stderr.splitlines() if line.startswith("dumpfilter: error:")]
+
+
+_AT_DUMP = """
+import sys
+from dumpfilter.slave import client
+
+ENGINE = ("dumpfilter.rules.evaluate", "dumpfilter.rules.schema", "dumpfilter.rules.statements",
+          "dumpfilter.rules.transaction_filter")
+seen = {}
+stream = client.Slave._stream
+
+def _stream(self, stub):  # Registered; the Dump call is the next thing it makes
+    seen["at_dump"] = [m for m in ENGINE if m in sys.modules]
+    return stream(self, stub)
+
+client.Slave._stream = _stream
+from dumpfilter.cli.app import main
+
+status = main(sys.argv[1:])
+print(status, seen["at_dump"], [m for m in ENGINE if m not in sys.modules])
+"""
+
+
+@pytest.mark.grpc
+def test_the_slave_registers_and_asks_for_the_stream_before_loading_its_rule_engine(workload_dir, master_factory,
+                                                                                    tmp_path):
+    """The master waits for Register and Dump; the slave's own check needs its rule engine only when
+    the first batch comes, so those modules load while the master reads, and the run is the same."""
+    from tests.support.dump_helpers import relay_units, run_slave
+    from dumpfilter.rules.ruleset import RuleSet
+
+    _, address = master_factory(workload_dir)
+    run = subprocess.run([sys.executable, "-c", _AT_DUMP, "slave", "run", "--master", address, "--server-id", "71",
+                          "--relay-log-dir", str(tmp_path / "relay"), "--replicate-do-db", "db3", "--until-caught-up",
+                          "--lint-wait", "0"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[0] == "0 [] []"  # none loaded before Dump, every one loaded by the end
+    reference = run_slave(address, tmp_path / "reference", 72, rules=RuleSet(do_db=("db3",)))
+    assert relay_units(tmp_path / "relay") == relay_units(tmp_path / "reference")
+    assert reference.counters.slave_check_dropped == 0
