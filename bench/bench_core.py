@@ -10,7 +10,9 @@ against a baseline measured in this run too, never a fixed threshold:
 - `dumpfilter filter --replicate-do-db=db3` writing the filtered binlog (goals >= 3x
   mariadb-binlog --database, >= 4x the Python loop), timed as a whole command;
 - a bare grpcio stream of the file's bytes in the master's batch size over loopback, and
-  dumpfilter end to end (master -> gRPC -> slave relay log, one slave, do-db), from bench_dump.
+  dumpfilter end to end (master -> gRPC -> slave relay log, one slave, do-db), from bench_dump:
+  timed from the slave process's spawn (its start-up included), and from its Register (as the
+  bare stream is timed from its first call: the path master -> gRPC -> relay log alone).
 
 CPU-bound rows are timed best-of-N, interleaved round by round so that a ratio compares runs
 made under the same machine load. Results: a table on stdout and bench/results/core.json.
@@ -126,7 +128,10 @@ def main() -> dict:
         best = interleaved(fns, ROUNDS)
     times = {name: t if name != "bare grpcio stream (1 MB messages, loopback)" else r for name, (t, r) in best.items()}
     e2e = _end_to_end(path)
-    times["dumpfilter end to end, 1 slave (master -> gRPC -> relay log)"] = e2e["seconds"]
+    spawn_name = "dumpfilter end to end, 1 slave, from its process spawn"
+    stream_name = "dumpfilter end to end, 1 slave, from its Register"
+    times[spawn_name] = e2e["seconds"]
+    times[stream_name] = e2e["stream_seconds"]
     hop = times["compiled header hop (no CRC)"]
     ours = times["dumpfilter filter --replicate-do-db=db3 (writes)"]
     rows = []
@@ -142,10 +147,9 @@ def main() -> dict:
     if tool:
         ratios["filter vs mariadb-binlog --database (goal >= 3)"] = \
             times["mariadb-binlog --database=db3 FILE > /dev/null"] / ours
-    e2e_name = "dumpfilter end to end, 1 slave (master -> gRPC -> relay log)"
-    if e2e_name in times:
-        ratios["end to end vs bare grpcio stream (goal >= 0.7)"] = \
-            times["bare grpcio stream (1 MB messages, loopback)"] / times[e2e_name]
+    bare = times["bare grpcio stream (1 MB messages, loopback)"]
+    ratios["end to end from spawn vs bare grpcio stream (goal >= 0.7)"] = bare / times[spawn_name]
+    ratios["end to end from Register vs bare grpcio stream (goal >= 0.7)"] = bare / times[stream_name]
     for name, value in ratios.items():
         print(f"{name:<62} {value:8.2f}x")
     e2e.pop("stats", None)
