@@ -146,8 +146,9 @@ class _SendAhead:
     the Dump handler, which waits in each send until flow control lets it out (MySQL's dump
     thread likewise fills its net buffer while the socket drains). Replies keep their order, an
     error reaches the handler after the replies made before it, and memory stays bounded: DEPTH
-    replies of at most one batch each. Stopped (`close`) when the handler ends, for whatever
-    reason; the stream's own cleanup then runs on the thread."""
+    replies of at most one batch each. The stream's counters (Stats, P_S) count a batch when it
+    is made, up to DEPTH batches before grpc has sent it. Stopped (`close`) when the handler
+    ends, for whatever reason; the stream's own cleanup then runs on the thread."""
 
     DEPTH = 2
     _END = object()
