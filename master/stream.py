@@ -285,23 +285,17 @@ class SlaveStream:
         heartbeat = self.policy == HEARTBEAT
         lone = self._lone_answers(seg) if heartbeat else {}
         while k >= 0:
-            answer = lone.get(k)
+            answer, unit = lone.get(k), None
+            if answer is None and heartbeat:  # not read in bulk (a part whose format changes)
+                unit = units[k]
+                text = unit.lone_text()
+                answer = self._lone_answer(unit, text) if text is not None else None
+            hits = None
             if answer is not None:
                 word, by_bit = answer
                 out[k] = _KEEP if word >> bit & 1 else _SKIP
                 hits = by_bit.get(bit)
-                if hits:
-                    self._unit_hits[k] = hits
-                k = row.find(_SLOW, k + 1)
-                continue
-            unit = units[k]
-            text = unit.lone_text() if heartbeat else None
-            hits = None
-            if text is not None:
-                word, by_bit = self._lone_answer(unit, text)
-                out[k] = _KEEP if word >> bit & 1 else _SKIP
-                hits = by_bit.get(bit)
-            elif unit.txn.kind != CONTROL and unit.txn.complete:
+            elif (unit := unit or units[k]).txn.kind != CONTROL and unit.txn.complete:
                 result, hits = self._result(unit)
                 if result.outcome == KEPT and len(result.events) == unit.events:
                     out[k] = _KEEP
