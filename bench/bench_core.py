@@ -35,10 +35,10 @@ from bench.bench_filter import baseline_loop, engine, interleaved, row_file
 from bench.common import target_mb, write_result
 from dumpfilter.codec.scanner import Scanner, type_mask
 from dumpfilter import _core
+from dumpfilter.master.service import BATCH_BYTES  # the master's batch size: the bare stream's message size
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "3"))
-BATCH_BYTES = 1 << 20  # the master's default batch size (DumpService batch_bytes)
 
 
 def _mariadb_binlog() -> str | None:

@@ -141,10 +141,14 @@ class StatementWords:
     def known(self, sql: str, current_db: str | None) -> tuple[int, dict[int, Counter]] | None:
         """The remembered answer of a plain statement (`plain_statement`, keyed without a parse)
         when every slave's rules are database rules; None otherwise (ask `answer`)."""
+        return self.known_plain(current_db) if plain_statement(sql) else None
+
+    def known_plain(self, current_db: str | None) -> tuple[int, dict[int, Counter]] | None:
+        """`known` for a statement already found plain (by the core, `_core.plain_statement`)."""
         group = self._group
         if group is None or self._generation != self._words.generation or not group[1]:
             return None
-        return self._answers.get((_PLAIN, current_db)) if plain_statement(sql) else None
+        return self._answers.get((_PLAIN, current_db))
 
     def answer(self, sql: str, current_db: str | None, at, parses: dict) -> tuple[int, dict[int, Counter]]:
         """(word, rule hits by bit, shared: read only) for a GTID-and-one-statement unit at position

@@ -613,9 +613,10 @@ class PlanIndex:
         # filled once per generation by the first stream to ask (SlaveStream._lone_answers).
         self.lone_answers: tuple[int, dict] | None = None
 
-    def lone_queries(self) -> list[tuple[int, str, str]]:
-        """[(k, default database, SQL)] of the units made of a GTID and one plain QUERY event, in
-        one core call: the units `Unit.lone_text` answers, but for those before an FDE that
+    def lone_queries(self) -> list[tuple[int, str, bool | None, str | None]]:
+        """[(k, default database, plain, SQL)] of the units made of a GTID and one plain QUERY
+        event, in one core call (`plain`: `plain_statement` of the SQL, None where the core leaves
+        it to Python; the SQL is None for a plain one: read it with `Unit.lone_text`): the units `Unit.lone_text` answers, but for those before an FDE that
         changes the format inside a part (a new file's first units; left to `Unit.lone_text`)."""
         formats = []
         for part in self._parts:

@@ -21,7 +21,10 @@ from dumpfilter.master.schema_feed import schema_timeline
 from dumpfilter.master.segments import CACHE_BYTES, SEGMENT_BYTES, Pos, SegmentCache
 from dumpfilter.master.stream import SlaveStream
 
-BATCH_BYTES = 256 << 10
+# A batch ends once it holds this many bytes (after the unit that fills it), or at a segment's end.
+# 1 MiB: a stream's fixed costs per batch (the reply, grpc's send, the slave's check and relay
+# write) stay small beside its bytes; at 256 KiB the one-slave bench took about 0.1 s longer.
+BATCH_BYTES = 1 << 20
 
 
 class DumpService(SlaveRegistry):

@@ -21,6 +21,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
+from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
 from dumpfilter.master.flags import ASSUMED_DECISIONS
@@ -323,13 +324,17 @@ class SlaveStream:
             if done is not None and done[0] == generation:
                 return done[1]
             statement_words = self.svc.statement_words
-            known = statement_words.known
+            known_plain = statement_words.known_plain
             units = seg.units
             answers = {}
-            for k, db, sql in lone_queries():
-                words = known(sql, db)
+            for k, db, plain, sql in lone_queries():
+                if plain is None:  # the core left it to Python (non-ASCII text, a leading comment)
+                    plain = plain_statement(sql)
+                words = known_plain(db) if plain else None
                 if words is None:
                     unit = units[k]
+                    if sql is None:  # a plain statement's text, read only on a miss
+                        sql = unit.lone_text()[1]
                     words = statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
                 answers[k] = words
             index.lone_answers = (generation, answers)

@@ -463,9 +463,11 @@ impl PyPlan {
         self.plan.with_flags(mask, start)
     }
 
-    /// [(k, default database, SQL)] of the units that are a complete GTID and one plain QUERY
-    /// event (see send::Plan::lone_query), in order: what the master's statement flag words
-    /// answer, read for a whole segment in one call. `formats` gives per part (its format's QUERY
+    /// [(k, default database, plain, SQL)] of the units that are a complete GTID and one plain
+    /// QUERY event (see send::Plan::lone_query), in order: what the master's statement flag words
+    /// answer, read for a whole segment in one call. `plain` is `plain_statement` of the SQL
+    /// (None: Python must tell); the SQL is None for a plain statement, whose answer under
+    /// database rules needs only its default database. `formats` gives per part (its format's QUERY
     /// post-header length, its checksum length, the first unit the format is in force for): the
     /// part's units before that one (an FDE inside the part changed the format) are left out,
     /// as is every other unit. Texts decode as UTF-8 with surrogateescape, as
@@ -486,8 +488,14 @@ impl PyPlan {
             }
             let buf = buf.bind(py).as_bytes();
             if let Some((db, sql)) = self.plan.lone_query(k, buf, post, crc) {
-                let entry = (k, text(py, &buf[db])?, text(py, &buf[sql])?);
-                out.append(entry)?;
+                let sql = &buf[sql];
+                let plain = scan::plain_statement(sql);
+                // A plain statement's answer is keyed by its database alone: no text needed.
+                let sql = match plain {
+                    Some(true) => None,
+                    _ => Some(text(py, sql)?),
+                };
+                out.append((k, text(py, &buf[db])?, plain, sql))?;
             }
         }
         Ok(out)
@@ -623,6 +631,13 @@ fn renumber(
     assemble::renumber(data, start, stop, base, crc)
 }
 
+/// `rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
+/// answer (text with non-ASCII bytes or a leading comment; see scan::plain_statement).
+#[pyfunction]
+fn plain_statement(sql: &[u8]) -> Option<bool> {
+    scan::plain_statement(sql)
+}
+
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
 #[pyfunction]
 fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
@@ -756,6 +771,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;

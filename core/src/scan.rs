@@ -1161,6 +1161,63 @@ pub fn is_end(sql: &[u8]) -> bool {
         && second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"PREPARE"))
 }
 
+/// `rules.statements.plain_statement` for ASCII text: whether the statement is certainly none of
+/// CREATE/ALTER/DROP DATABASE or SCHEMA, a transaction statement, a multi-table UPDATE, judged
+/// from its first keyword (and for CREATE/ALTER/DROP, no DATABASE or SCHEMA word anywhere).
+/// None for text with any non-ASCII byte: Python's Unicode rules bite there (`"ſ".upper()` is
+/// "S", IGNORECASE matches "ſchema", `\b` knows Unicode letters), so Python answers it.
+pub fn plain_statement(sql: &[u8]) -> Option<bool> {
+    if !sql.is_ascii() {
+        return None;
+    }
+    // A leading comment: left to Python, whose reading of one (str.find from the comment's
+    // first byte, so "/*/" closes it) the core's statement_verb does not copy.
+    let start = sql.iter().position(|b| !is_space(*b)).unwrap_or(sql.len());
+    if sql[start..].starts_with(b"/*") {
+        return None;
+    }
+    let verb = statement_verb(sql);
+    let is = |w: &[u8]| verb.eq_ignore_ascii_case(w);
+    if is(b"CREATE") || is(b"ALTER") || is(b"DROP") {
+        return Some(!has_database_word(sql));
+    }
+    // No plain first keyword; may open a multi-table UPDATE or a transaction; transaction words.
+    const NOT_PLAIN: [&[u8]; 10] = [
+        b"",
+        b"UPDATE",
+        b"WITH",
+        b"START",
+        b"BEGIN",
+        b"COMMIT",
+        b"ROLLBACK",
+        b"SAVEPOINT",
+        b"RELEASE",
+        b"XA",
+    ];
+    Some(!NOT_PLAIN.iter().any(|w| is(w)))
+}
+
+/// `\b(?:DATABASE|SCHEMA)\b`, case-insensitive, over ASCII text.
+fn has_database_word(sql: &[u8]) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < sql.len() {
+        if word(sql[i]) {
+            let start = i;
+            while i < sql.len() && word(sql[i]) {
+                i += 1;
+            }
+            let w = &sql[start..i];
+            if w.eq_ignore_ascii_case(b"DATABASE") || w.eq_ignore_ascii_case(b"SCHEMA") {
+                return true;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
 /// Decompresses a MySQL Transaction_payload event's body (the fields are lenenc-encoded, then
 /// the zstd frame) into the inner events' bytes. `max_out` bounds the allocation.
 pub fn payload_bytes(body: &[u8], max_out: usize) -> Result<Vec<u8>, String> {

@@ -2,7 +2,7 @@
 `_core.Plan.lone_queries`) against the per-unit Python read it replaces (`Unit.lone_text`): the
 same units, the same default database and SQL text, on every real fixture binlog, on generated
 binlogs of both flavors, on hypothesis binlogs (undecodable bytes included) and whatever the
-segment size."""
+segment size; and the core's `plain` classification of those texts against `plain_statement`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
 from dumpfilter.master.segments import SegmentCache
+from dumpfilter.rules.statements import plain_statement
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.codec.test_properties import binlogs, written
 
@@ -41,7 +42,13 @@ def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
         seg = cache.get(pos)
         if not seg.units:
             return listed
-        got = {k: (db, sql) for k, db, sql in seg.index.lone_queries()}
+        got = {}
+        for k, db, plain, sql in seg.index.lone_queries():
+            text = seg.units[k].lone_text()
+            # A plain statement's text is left out: only its database keys the answer.
+            assert (sql is None) == (plain is True), (pos, k, plain)
+            assert plain is None or plain == plain_statement(text[1]), (pos, k, text)
+            got[k] = (db, text[1] if sql is None else sql)
         assert len(got) == len(seg.index.lone_queries())
         left_out = _parts_with_fde(seg.index)
         for k in range(len(seg.units)):
@@ -98,7 +105,8 @@ def test_undecodable_text_reads_as_surrogates(tmp_path):
            enc.build_event(EventType.QUERY, enc.query_body(sql, db), fmt=fmt)]
     directory = _one_binlog(tmp_path, written(fde, [txn]))
     seg = SegmentCache(directory).get(("bin.000001", 4))
-    assert [(db_, sql_) for _, db_, sql_ in seg.index.lone_queries()] == [(db, sql)]
+    # Non-ASCII text: the core leaves `plain` to Python, and hands the text over.
+    assert [(db_, plain, sql_) for _, db_, plain, sql_ in seg.index.lone_queries()] == [(db, None, sql)]
     assert check_directory(directory, "bin.000001", 1 << 20) == 1
 
 
