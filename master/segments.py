@@ -358,8 +358,10 @@ class SegmentCache:
             self._read_ahead(seg.end)
         return seg
 
-    def _load(self, start: Pos, waiter: threading.Event) -> Segment:
-        """Reads the segment at `start` (registered in `_inflight` under `waiter`) and caches it."""
+    def _load(self, start: Pos, waiter: threading.Event, ahead: bool = False) -> Segment:
+        """Reads the segment at `start` (registered in `_inflight` under `waiter`) and caches it.
+        A read-ahead (`ahead`) is over before its waiters wake: the stream it wakes can start the
+        next one at once."""
         try:
             seg = self._read(start)
             if seg.units:
@@ -368,6 +370,8 @@ class SegmentCache:
         finally:
             with self._lock:
                 del self._inflight[start]
+                if ahead:
+                    self._ahead_pending = False
             waiter.set()
 
     def _read_ahead(self, start: Pos) -> None:
@@ -390,12 +394,16 @@ class SegmentCache:
 
     def _read_ahead_one(self, start: Pos, waiter: threading.Event) -> None:
         try:
-            self._load(start, waiter)
+            self._load(start, waiter, ahead=True)
         except Exception:  # noqa: BLE001 - the stream that reaches it reads it again, and gets the error itself
             pass
         finally:
-            with self._lock:
-                self._ahead_pending = False
+            if not waiter.is_set():  # _load never ran its clean-up: streams must not wait for good
+                with self._lock:
+                    if self._inflight.get(start) is waiter:
+                        del self._inflight[start]
+                    self._ahead_pending = False
+                waiter.set()
 
     def _store(self, seg: Segment) -> None:
         with self._lock:
