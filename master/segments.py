@@ -262,13 +262,10 @@ CACHE_BYTES = 8 * SEGMENT_BYTES
 
 class SegmentCache:
     """Shared, bounded cache of segments. `get(pos)` reads the segment at `pos` once even when
-    several streams ask at the same moment; the others wait for it. With `read_ahead`, handing
-    out a segment starts reading the one after it on a background thread, which the file read
-    and the compiled scan let run beside the streams (both leave the GIL): a stream that
-    reaches it waits for that read, or finds it cached."""
+    several streams ask at the same moment; the others wait for it."""
 
     def __init__(self, directory: str | Path, *, segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES,
-                 verify_checksums: bool = True, fast: bool = True, read_ahead: bool = False):
+                 verify_checksums: bool = True, fast: bool = True):
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
         self.cache_bytes = cache_bytes
@@ -281,8 +278,6 @@ class SegmentCache:
         self.reads = 0   # segments read from disk
         self.hits = 0    # segments served from the cache
         self._listing: tuple | None = None  # see file_names
-        self.read_ahead = read_ahead
-        self._ahead_pending = False  # a read-ahead thread is running (one at a time)
 
     def file_names(self) -> list[str]:
         """The binlog files' names, as `binlog_paths` lists them (the index, files that exist).
@@ -345,23 +340,12 @@ class SegmentCache:
                 if seg is not None:
                     self._cache.move_to_end(start)
                     self.hits += 1
-                    break
+                    return seg
                 waiter = self._inflight.get(start)
-                mine = waiter is None
-                if mine:
+                if waiter is None:
                     waiter = self._inflight[start] = threading.Event()
-            if mine:
-                seg = self._load(start, waiter)
-                break
-            waiter.wait()  # another stream (or the read-ahead) is reading this segment; then look again
-        if self.read_ahead and seg.units and not seg.at_end and seg.error is None:
-            self._read_ahead(seg.end)
-        return seg
-
-    def _load(self, start: Pos, waiter: threading.Event, ahead: bool = False) -> Segment:
-        """Reads the segment at `start` (registered in `_inflight` under `waiter`) and caches it.
-        A read-ahead (`ahead`) is over before its waiters wake: the stream it wakes can start the
-        next one at once."""
+                    break
+            waiter.wait()  # another stream is reading this segment; then look again
         try:
             seg = self._read(start)
             if seg.units:
@@ -370,40 +354,7 @@ class SegmentCache:
         finally:
             with self._lock:
                 del self._inflight[start]
-                if ahead:
-                    self._ahead_pending = False
             waiter.set()
-
-    def _read_ahead(self, start: Pos) -> None:
-        """Reads the segment at `start` on a thread of its own, unless it is cached, being read,
-        or a read-ahead is under way (never more than one segment ahead of the streams). A
-        thread per segment (about 0.1 ms to start, per few MB read) holds nothing when idle."""
-        with self._lock:
-            if self._ahead_pending or start in self._cache or start in self._inflight:
-                return
-            self._ahead_pending = True
-            waiter = self._inflight[start] = threading.Event()
-        try:
-            threading.Thread(target=self._read_ahead_one, args=(start, waiter), name="segment-read-ahead",
-                             daemon=True).start()
-        except RuntimeError:  # no thread to be had (interpreter exiting, thread limit): a stream reads it
-            with self._lock:
-                self._ahead_pending = False
-                del self._inflight[start]
-            waiter.set()
-
-    def _read_ahead_one(self, start: Pos, waiter: threading.Event) -> None:
-        try:
-            self._load(start, waiter, ahead=True)
-        except Exception:  # noqa: BLE001 - the stream that reaches it reads it again, and gets the error itself
-            pass
-        finally:
-            if not waiter.is_set():  # _load never ran its clean-up: streams must not wait for good
-                with self._lock:
-                    if self._inflight.get(start) is waiter:
-                        del self._inflight[start]
-                    self._ahead_pending = False
-                waiter.set()
 
     def _store(self, seg: Segment) -> None:
         with self._lock:

@@ -30,7 +30,7 @@ BATCH_BYTES = 1 << 20
 class DumpService(SlaveRegistry):
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
                  segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES, batch_bytes: int = BATCH_BYTES,
-                 fast: bool = True, verify_checksums: bool = True, read_ahead: bool = True, schema: SchemaModel | None = None,
+                 fast: bool = True, verify_checksums: bool = True, schema: SchemaModel | None = None,
                  max_streams: int | None = None, max_streams_per_identity: int | None = None,
                  lint_bytes: int = LINT_MAX_BYTES):
         binlog_dir = Path(binlog_dir)
@@ -42,7 +42,7 @@ class DumpService(SlaveRegistry):
         # CRC32s are checked as the binlog is read (MySQL's source_verify_checksum=ON); off, a
         # corrupt event body reaches the slaves, whose receivers check what they get.
         self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, fast=fast,
-                                     verify_checksums=verify_checksums, read_ahead=read_ahead)
+                                     verify_checksums=verify_checksums)
         self.timeline = schema_timeline(self.segments, schema)
         self.fast = fast  # False: every unit through TransactionFilter (the reference path, for tests)
         self.shutting_down = False
