@@ -615,9 +615,10 @@ class PlanIndex:
 
     def lone_queries(self) -> list[tuple[int, str, bool | None, str | None]]:
         """[(k, default database, plain, SQL)] of the units made of a GTID and one plain QUERY
-        event, in one core call (`plain`: `plain_statement` of the SQL, None where the core leaves
-        it to Python; the SQL is None for a plain one: read it with `Unit.lone_text`): the units `Unit.lone_text` answers, but for those before an FDE that
-        changes the format inside a part (a new file's first units; left to `Unit.lone_text`)."""
+        event, in one core call: the units `Unit.lone_text` answers, but for those before an FDE
+        that changes the format inside a part (a new file's first units; left to
+        `Unit.lone_text`). `plain` is `plain_statement` of the SQL (None where the core leaves it
+        to Python); the SQL is None for a plain one (`Unit.lone_text` reads it if needed)."""
         formats = []
         for part in self._parts:
             fmt, fmts, first = part.fmt, part.fmts, part.first

@@ -61,11 +61,14 @@ class _CountingSlave(Slave):
     """A Slave that reports its master position after every batch it has made durable, and
     keeps (file, position, bytes received) per batch."""
 
-    def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None]):
+    def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None], start_file: str = ""):
         super().__init__(config)
         self._on_batch = on_batch
         self.timeline: list[tuple[str, int, int]] = []
-        self._file = ""
+        # The file of the events before the first Rotate: where the stream starts. A fresh slave
+        # asks for no position and the master starts at its first file, which a first batch that
+        # crosses a Rotate does not name (its position is in the next file).
+        self._file = start_file
         self.heartbeat_bytes = 0  # as received: the master also counts idle heartbeats sent after the last read
 
     def _batch(self, batch) -> None:
@@ -109,9 +112,10 @@ def _stats(address: str, server_id: int, user: str = "", password: str = "") -> 
 
 def run_streams(address: str, plans: list[StreamPlan], *,
                 on_progress: Callable[[StreamPlan, str, int], None] | None = None,
-                concurrency: int = MAX_CONCURRENT_STREAMS) -> list[StreamResult]:
+                concurrency: int = MAX_CONCURRENT_STREAMS, first_file: str = "") -> list[StreamResult]:
     """Run every plan to caught-up, at most `concurrency` at a time; results in plan order.
-    A stream that fails is recorded with its error (the caller decides what that means)."""
+    A stream that fails is recorded with its error (the caller decides what that means).
+    `first_file`: the master's first binlog file, where every stream starts."""
     results = [StreamResult(plan) for plan in plans]
     gate = threading.Semaphore(max(1, concurrency))
 
@@ -126,7 +130,8 @@ def run_streams(address: str, plans: list[StreamPlan], *,
             hostname=plan.label, until_caught_up=True, connect_retry=0)
         with gate:
             try:
-                slave = _CountingSlave(config, lambda file, pos: on_progress and on_progress(plan, file, pos))
+                slave = _CountingSlave(config, lambda file, pos: on_progress and on_progress(plan, file, pos),
+                                       first_file)
                 start = time.perf_counter()
                 slave.run()
                 result.wall_seconds = time.perf_counter() - start

@@ -141,7 +141,7 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
 
             console.print(f"[dim]master on {address}; {len(plans)} slave streams over gRPC[/]") \
                 if show_progress else None
-            results = run_streams(address, plans, on_progress=on_progress)
+            results = run_streams(address, plans, on_progress=on_progress, first_file=next(iter(offsets), ""))
             for plan, task in tasks.items():
                 progress.update(task, completed=total)
             if variant_task is not None:

@@ -16,6 +16,10 @@ from dumpfilter.slave.client import SimulatedCrash
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 
+# Small batches: the lagging slave's crash after 1500 units comes after several committed batches,
+# the last of them past the first file.
+_BATCH = 256 << 10
+
 
 def _purge_to(binlog_dir, keep_from: str) -> list[str]:
     """PURGE BINARY LOGS TO keep_from: the files before it leave the index, then the disk."""
@@ -37,7 +41,7 @@ def _lagging_slave(address, relay, server_id, units):
 
 
 def test_purge_of_files_before_a_lagging_slave_loses_nothing(binlog_copy, master_factory, tmp_path):
-    _, address = master_factory(binlog_copy)
+    _, address = master_factory(binlog_copy, batch_bytes=_BATCH)
     run_slave(address, tmp_path / "clean", 51)
     relay = tmp_path / "lagging"
     _lagging_slave(address, relay, 52, 1500)
@@ -50,7 +54,7 @@ def test_purge_of_files_before_a_lagging_slave_loses_nothing(binlog_copy, master
 
 
 def test_purge_of_a_lagging_slaves_own_file_is_error_1236(binlog_copy, master_factory, tmp_path):
-    _, address = master_factory(binlog_copy)
+    _, address = master_factory(binlog_copy, batch_bytes=_BATCH)
     relay = tmp_path / "lagging"
     _lagging_slave(address, relay, 53, 1500)
     at = json.loads((relay / "relay-log.info").read_text())["master_file"]

@@ -117,10 +117,10 @@ def test_tcp_proxy_that_drops_resets_and_stalls_mid_batch_loses_and_duplicates_n
     from tests.support.tcp_proxy import FaultyProxy
 
     rules = RuleSet(ignore_db=("db3",), rewrite_db=(("db1", "dbx"),))
-    _, address = master_factory(workload_dir)
+    _, address = master_factory(workload_dir, batch_bytes=256 << 10)
     run_slave(address, tmp_path / "clean", 81, rules=rules, relay_log_size=150_000)
     host, port = address.rsplit(":", 1)
-    proxy = FaultyProxy((host, int(port)), every=300_000, stall=3.0)  # batches are at most 256 KiB
+    proxy = FaultyProxy((host, int(port)), every=300_000, stall=3.0)  # batches of 256 KiB: cut mid-batch
     try:
         slave, told = _slave(tmp_path, proxy.address, rules=rules, relay_log_size=150_000, connect_retry=0.05,
                              connect_timeout=60, net_timeout=1.0, heartbeat_period=0.2, rpc_timeout=2.0)
@@ -143,7 +143,7 @@ def test_relay_log_that_cannot_grow_is_a_clear_error_and_resumes_once_space_is_f
     from tests.support.dump_helpers import relay_units, run_slave
     from dumpfilter.binlogs import TailingReader
 
-    _, address = master_factory(workload_dir)
+    _, address = master_factory(workload_dir, batch_bytes=256 << 10)  # several batches fit the limit
     run_slave(address, tmp_path / "clean", 91, relay_log_size=4 << 20)
     relay = tmp_path / "relay"
     limit = 400_000

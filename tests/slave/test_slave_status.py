@@ -51,7 +51,7 @@ def test_status_after_a_run_shows_positions_rules_and_stopped_threads(binlog_cop
 
 
 def test_counters_survive_a_restart(workload_dir, master_factory, tmp_path):
-    _, address = master_factory(workload_dir)
+    _, address = master_factory(workload_dir, batch_bytes=256 << 10)  # the crash comes after a committed batch
     whole = run_slave(address, tmp_path / "whole", 10, rules=RuleSet(ignore_db=("db2",)))
     relay = tmp_path / "restarted"
 

@@ -1,12 +1,13 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
-//! the assembly, a stream's send walk, and the payload decoders. A crash is a panic on input.
+//! the assembly, a stream's send walk, the payload decoders and the DDL text classifier. A crash
+//! is a panic on input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use _core::assemble::{assemble, Options};
-use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
+use _core::scan::{mariadb_uncompress, payload_bytes, plain_statement, statements, Scanner};
 use _core::send::{send, Plan, SendOptions};
 
 fuzz_target!(|data: &[u8]| {
@@ -14,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // A binlog: the magic, then the input (the first byte picks the options).
+    let _ = plain_statement(rest); // any bytes as a statement's text
     let mut buf = b"\xfebin".to_vec();
     buf.extend_from_slice(rest);
     let verify = control & 1 != 0;
@@ -25,7 +27,10 @@ fuzz_target!(|data: &[u8]| {
         let mut one_by_one = Scanner::new(true);
         one_by_one.batch_crc = false;
         let other = one_by_one.units(&buf, 4, 0, limit, control & 4 != 0);
-        assert_eq!((&out.units, &out.error, out.stop), (&other.units, &other.error, other.stop));
+        assert_eq!(
+            (&out.units, &out.error, out.stop),
+            (&other.units, &other.error, other.stop)
+        );
     }
     let keep: Vec<u8> = (0..scanner.names.len())
         .map(|i| ((control as usize >> 3) + i) as u8 % 3)
@@ -47,8 +52,11 @@ fuzz_target!(|data: &[u8]| {
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
     for k in 0..out.units.len() {
-        if let Some((db, sql)) = plan.lone_query(k, &buf, (control >> 3) as usize, 4 * (control & 1) as usize) {
+        if let Some((db, sql)) =
+            plan.lone_query(k, &buf, (control >> 3) as usize, 4 * (control & 1) as usize)
+        {
             assert!(db.end < sql.start && sql.end <= out.units[k].end);
+            let _ = plain_statement(&buf[sql]);
         }
     }
     let pending = [7u8; 20];
@@ -63,7 +71,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let sent = send(&plan, &[&buf[..out.stop]], &row, &keep, 0, &sopt);
     assert!(sent.next <= out.units.len());
-    assert_eq!(sent.sent_bytes + sent.heartbeat_bytes, sent.out.len() as u64);
+    assert_eq!(
+        sent.sent_bytes + sent.heartbeat_bytes,
+        sent.out.len() as u64
+    );
     let _ = statements(&buf, 4, buf.len());
     let mask = [true; 256];
     let (_, stop, _) = Scanner::new(verify).walk(&buf, 4, 0, &mask);
