@@ -51,6 +51,17 @@ class Decision:
         return text + f" [assumed: {self.assumption}]" if self.assumption else text
 
 
+def _decision_init(self: Decision, apply: bool, reason: str, rule: str | None = None, tables: tuple[str, ...] = (),
+                   counted: tuple[str, ...] = (), assumption: str | None = None) -> None:
+    # The generated frozen __init__ sets each field through object.__setattr__: it cost more than
+    # the rest of a remembered statement decision. The same fields, set in one dict update.
+    self.__dict__.update(apply=apply, reason=reason, rule=rule, tables=tables, counted=counted,
+                         assumption=assumption)
+
+
+Decision.__init__ = _decision_init
+
+
 @dataclass(frozen=True)
 class _Step:
     """One rpl_filter.cc check: ok is True/False, or None when no rule decided (caller's final step)."""
@@ -59,6 +70,14 @@ class _Step:
     rule: str | None = None
     reason: str = ""
     counted: tuple[str, ...] = ()
+
+
+def _step_init(self: _Step, ok: bool | None, rule: str | None = None, reason: str = "",
+               counted: tuple[str, ...] = ()) -> None:
+    self.__dict__.update(ok=ok, rule=rule, reason=reason, counted=counted)  # (as _decision_init)
+
+
+_Step.__init__ = _step_init
 
 
 class _Names:
@@ -119,7 +138,11 @@ class RuleEngine:
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}
         self._by_database: dict[tuple, tuple[Decision, bool]] = {}  # see _decide_by_database
+        # (sql, default db) -> (decision, info, the parse the model replays), or None when met once:
+        # see decide_statement.
+        self._statements: dict[tuple[str, str | None], tuple[Decision, StatementInfo, StatementInfo | None] | None] = {}
         self._table_steps: dict[str, _Step] = {}
+        self._db_steps: dict[tuple[str | None, str], _Step] = {}  # see db_ok
         self._compile()
 
     # ------------------------------------------------------------------ compile
@@ -137,6 +160,7 @@ class RuleEngine:
         self._wild_ignore = _like_index(rules.wild_ignore_table, names.table)
         self._rewrite = [(names.db(old), new) for old, new in rules.rewrite_db]
         self.table_rules_on = rules.table_rules_on
+        self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
         if self.settings.semantics == "effective":
             self._compile_effective()
         elif rules.effective_do or rules.effective_ignore or rules.effective_rewrite or rules.binlog_effective_do \
@@ -159,8 +183,16 @@ class RuleEngine:
         return db, False
 
     def db_ok(self, db: str | None, what: str = "default database") -> _Step:
-        """Rpl_filter::db_ok: a do list decides alone (ignore_db never consulted); NULL db passes."""
-        return _db_list_check(self.names.db, db, self._do_db, self._ignore_db, "replicate", what)
+        """Rpl_filter::db_ok: a do list decides alone (ignore_db never consulted); NULL db passes.
+        Remembered per (db, what): the answer depends on the rules alone."""
+        key = (db, what)
+        step = self._db_steps.get(key)
+        if step is None:
+            if len(self._db_steps) >= _BY_DATABASE_MAX:
+                self._db_steps.clear()
+            step = self._db_steps[key] = _db_list_check(self.names.db, db, self._do_db, self._ignore_db,
+                                                        "replicate", what)
+        return step
 
     def db_ok_with_wild_table(self, db: str) -> _Step:
         """Rpl_filter::db_ok_with_wild_table: key `db.` against wild-do then wild-ignore; only `%`-table
@@ -219,6 +251,8 @@ class RuleEngine:
     # ------------------------------------------------------------------ binlog write filter (master side)
     def binlog_db_ok(self, db: str | None) -> _Step:
         """FILTER_BINLOG_WRITE_F: the master's binlog-do/ignore-db, same db_ok; a NULL db is written."""
+        if not self._binlog_do_db and not self._binlog_ignore_db:
+            return _NO_DATABASE_RULES
         return _db_list_check(self.names.db, db, self._binlog_do_db, self._binlog_ignore_db, "binlog", "database")
 
     # ------------------------------------------------------------------ row events
@@ -265,6 +299,21 @@ class RuleEngine:
         `parses`: a memo shared by the engines deciding the same event (the master keeps one per
         unit), so that it is parsed once whatever the number of rule sets."""
         self._at = at
+        known = self._statements.get((sql, current_db))
+        if known is not None:
+            # Decided before, by rules alone (see _remembered): the answer again, and what a
+            # decision does besides (rule-hit counters, the schema model's replay) done again.
+            decision, info, parsed = known
+            if not self._counting:
+                return decision
+            if decision.assumption is not None:
+                self.assumed += 1
+            if self.timeline is None and info.kind in SCHEMA_KINDS:
+                self._observe_ddl(sql, current_db, parsed, info, decision)
+            counters = self.counters
+            for name in decision.counted:
+                counters[name] += 1
+            return decision
         session_db = self.names.incoming(current_db) if current_db else ""
         notes: list[str] = []
         if self.settings.semantics == "effective":
@@ -291,19 +340,36 @@ class RuleEngine:
             notes = notes if self.table_rules_on else []
         if notes and decision.assumption is None:
             decision = dataclasses.replace(decision, assumption="; ".join(notes))
+        # The model holds the master's names: reuse the parse only if it resolved against them.
+        model_parse = parsed if parsed_db == (current_db or "") else None
+        if not notes and self._remembered(sql, info):
+            # Remembered the second time it is met: a text met once costs a key (strings, which the
+            # garbage collector stops tracking), not a kept decision that every collection walks.
+            statements, key = self._statements, (sql, current_db)
+            if len(statements) >= _STATEMENTS_MAX:
+                statements.clear()
+            statements[key] = (decision, info, model_parse) if key in statements else None
         if not self._counting:
             return decision
         if decision.assumption is not None:
             self.assumed += 1
         if info.kind in SCHEMA_KINDS and self.timeline is None:
-            # The model holds the master's names: reuse the parse only if it resolved against them.
-            self._observe_ddl(sql, current_db, parsed if parsed_db == (current_db or "") else None, info, decision)
+            self._observe_ddl(sql, current_db, model_parse, info, decision)
         counters = self.counters
         for name in decision.counted:
             counters[name] += 1
         if self.settings.track_derived_tables:
             self._track_derived(info)
         return decision
+
+    def _remembered(self, sql: str, info: StatementInfo) -> bool:
+        """Whether the decision of `sql` (with its default database) is the rules' alone, so that
+        decide_statement may answer it again from `_statements`: the standard semantics without
+        derived tables (whose ignore set grows with the stream), and a statement whose decision
+        reads neither the schema model nor the trigger knowledge (a multi-table UPDATE, a DROP
+        TRIGGER) nor counts an unparsed statement. Only short texts (the memory stays bounded)."""
+        return (len(sql) <= _STATEMENT_LEN and self._rules_alone and info.kind not in _READS_STATE
+                and (info.parse_ok or not self.table_rules_on))
 
     def _knowledge(self) -> TriggerKnowledge:
         """This replica's trigger knowledge, brought up to the decision's position first when the
@@ -351,7 +417,7 @@ class RuleEngine:
             return self._decide_statement(info, current_db, rewritten, counted)
         key = (info.kind, info.db_statement_name, current_db)
         known = self._by_database.get(key)
-        tables = tuple(f"{db}.{table}" for db, table in info.updated)
+        tables = _table_names(info.updated)
         if known is None:
             decision = self._decide_statement(info, current_db, rewritten, counted)
             if tables:  # remembered with whether it lists the tables (not when a binlog-*-db rule decided)
@@ -370,7 +436,7 @@ class RuleEngine:
         binlog = self.binlog_db_ok(binlog_db)
         if binlog.ok is False:
             return _decision(binlog, ())
-        tables = tuple(f"{db}.{table}" for db, table in info.updated)
+        tables = _table_names(info.updated)
         db_step = self._database_check(info, rewritten)
         if db_step.ok is False:
             return _decision(db_step, tables, counted)
@@ -659,9 +725,12 @@ class RuleEngine:
         return None
 
 
+_NO_DATABASE_RULES = _Step(None, None, "no database rules")
+
+
 def _db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what: str) -> _Step:
     if not do_list and not ignore_list:
-        return _Step(None, None, "no database rules")
+        return _NO_DATABASE_RULES
     if db is None:
         # "Previous behaviour 'if the user has specified restrictions on which databases to
         # replicate and db was not selected, do not replicate' has been replaced with 'do replicate'".
@@ -682,6 +751,14 @@ def _db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what
     return _Step(True, None, f"{what} is not in the ignore list")
 
 
+def _table_names(updated) -> tuple[str, ...]:
+    """`db.table` of each table (as Decision.tables lists them)."""
+    if len(updated) == 1:
+        db, table = updated[0]
+        return (db + "." + table,)
+    return tuple([f"{db}.{table}" for db, table in updated])
+
+
 def _like_index(patterns, fold) -> LikeIndex:
     folded = [fold(p) for p in patterns]
     return LikeIndex([(compile_like(f), p) for f, p in zip(folded, patterns)], folded)
@@ -692,6 +769,12 @@ def _merge(first: _Step, second: _Step) -> _Step:
 
 
 _BY_DATABASE_MAX = 4096  # remembered statement answers per engine (no table rules): cleared when full
+# decide_statement's memory by text: texts up to _STATEMENT_LEN characters, at most _STATEMENTS_MAX
+# of them (cleared when full). Statements whose decision reads the schema model or the trigger
+# knowledge are never remembered: their answer can change with the stream.
+_STATEMENT_LEN = 2048
+_STATEMENTS_MAX = 4096
+_READS_STATE = frozenset({Kind.UPDATE_MULTI, Kind.DROP_TRIGGER})
 
 
 def parse_statement(sql: str, default_db: str, parses: dict | None) -> StatementInfo:

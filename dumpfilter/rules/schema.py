@@ -145,7 +145,18 @@ class SchemaModel:
         Replaying the same DDL twice leaves the same model (the master shares engines between slaves)."""
         if info is None:
             info = statement_tables(strip_version_comments(sql), current_db or "")
-        if info.kind not in SCHEMA_KINDS or not info.parse_ok:
+        kind = info.kind
+        if kind not in SCHEMA_KINDS or not info.parse_ok:
+            return
+        if kind is Kind.DROP_TABLE:  # (the DDL workloads repeat most: scratch tables dropped, created)
+            if info.temporary:
+                return
+            columns, pending = self._columns, self._pending
+            for key in info.updated:
+                columns.pop(key, None)
+                pending.pop(key, None)
+                if self.triggers:
+                    self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
             return
         sql = strip_version_comments(sql)
         default = current_db or ""
@@ -163,13 +174,6 @@ class SchemaModel:
             self._create_table(info, sql, default)
         elif info.kind is Kind.ALTER_TABLE and info.updated:
             self._alter_table(info.updated[0], sql, default)
-        elif info.kind is Kind.DROP_TABLE:
-            if info.temporary:
-                return
-            for key in info.updated:
-                self._columns.pop(key, None)
-                self._pending.pop(key, None)
-                self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
         elif info.kind is Kind.RENAME_TABLE:
             for old, new in info.renames:
                 self._rename(old, new)

@@ -176,6 +176,13 @@ _INSERT_SKIP_WORDS = frozenset({"INTO", "VALUES", "VALUE", "SET", "SELECT"})
 
 
 def _fast_path(sql: str, default: str) -> StatementInfo | None:
+    # DDL first when the text opens with its letter: what the DDL forms read cannot match the DML
+    # forms (which need INSERT/REPLACE/UPDATE/DELETE first), so the answer is the same either way.
+    ddl_tried = sql[:1] in "CcDd"
+    if ddl_tried:
+        fast = _fast_ddl(sql, default)
+        if fast is not None:
+            return fast
     for kind, form in _FAST_FORMS:
         match = form.match(sql)
         if match is None:
@@ -189,7 +196,7 @@ def _fast_path(sql: str, default: str) -> StatementInfo | None:
             kind = Kind.REPLACE
         table = (_unquote(first), _unquote(second)) if second else (default, _unquote(first))
         return StatementInfo(kind, updated=(table,))
-    return _fast_ddl(sql, default)
+    return None if ddl_tried else _fast_ddl(sql, default)
 
 
 # DDL a workload repeats with distinct names (scratch tables): DROP TABLE [IF EXISTS] list and
@@ -199,9 +206,10 @@ def _fast_path(sql: str, default: str) -> StatementInfo | None:
 _DDL_FLAGS = re.IGNORECASE | re.ASCII
 _PNAME = r"(?:`(?:[^`]++|``)++`|[A-Za-z0-9_$]++)"  # possessive: a doubled backquote stays a pair, as in the lexer
 _PQNAME = rf"({_PNAME})(?:\s*\.\s*({_PNAME}))?"
+# The first name's parts are groups 3 and 4; group 5 holds the rest of the list (`, name`...).
 _FAST_DROP = lazy_compile(
     rf"\s*DROP\s+(TEMPORARY\s+)?(?:TABLES?|SEQUENCE)\s+(IF\s+EXISTS\s+)?"
-    rf"({_PNAME}(?:\s*\.\s*{_PNAME})?(?:\s*,\s*{_PNAME}(?:\s*\.\s*{_PNAME})?)*)\s*;?\s*\Z", _DDL_FLAGS)
+    rf"{_PQNAME}((?:\s*,\s*{_PNAME}(?:\s*\.\s*{_PNAME})?)*)\s*;?\s*\Z", _DDL_FLAGS)
 _FAST_CREATE = lazy_compile(
     rf"\s*CREATE\s+(TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_PQNAME}\s*\(", _DDL_FLAGS)
 _QNAME_RE = lazy_compile(_PQNAME, _DDL_FLAGS)
@@ -221,24 +229,39 @@ def _needs_parser(sql: str) -> bool:
 def _fast_ddl(sql: str, default: str) -> StatementInfo | None:
     if not sql.isascii():
         return None
-    if (match := _FAST_DROP.match(sql)) is not None:
+    first_char = sql[:1]  # an anchored form cannot match text opening with another letter
+    if first_char not in "Cc" and (match := _FAST_DROP.match(sql)) is not None:
         if _needs_parser(sql):
             return None
-        tables = tuple((_unquote(first), _unquote(second)) if second else (default, _unquote(first))
-                       for first, second in _QNAME_RE.findall(match.group(3)))
-        return StatementInfo(Kind.DROP_TABLE, updated=tables, temporary=match.group(1) is not None,
-                             if_exists=match.group(2) is not None)
-    if (match := _FAST_CREATE.match(sql)) is not None:
+        first, second = match.group(3, 4)
+        tables = ((_unquote(first), _unquote(second)) if second else (default, _unquote(first)),)
+        if match.group(5):
+            tables += tuple((_unquote(first), _unquote(second)) if second else (default, _unquote(first))
+                            for first, second in _QNAME_RE.findall(match.group(5)))
+        return _fast_info(Kind.DROP_TABLE, tables, match.group(1) is not None, match.group(2) is not None)
+    if first_char not in "Dd" and (match := _FAST_CREATE.match(sql)) is not None:
         if _needs_parser(sql) or _BALANCED.match(sql, match.end()) is None:
             return None
-        first, second = match.group(2), match.group(3)
+        first, second = match.group(2, 3)
         table = (_unquote(first), _unquote(second)) if second else (default, _unquote(first))
-        return StatementInfo(Kind.CREATE_TABLE, updated=(table,), temporary=match.group(1) is not None)
+        return _fast_info(Kind.CREATE_TABLE, (table,), match.group(1) is not None, False)
     return None
 
 
+def _fast_info(kind: Kind, updated: tuple[TableRef, ...], temporary: bool, if_exists: bool) -> StatementInfo:
+    """StatementInfo(kind, updated=..., temporary=..., if_exists=...) without the keyword check."""
+    info = _new_info(StatementInfo)
+    attrs = info.__dict__
+    attrs.update(_INFO_DEFAULTS)
+    attrs["kind"], attrs["updated"], attrs["temporary"], attrs["if_exists"] = kind, updated, temporary, if_exists
+    return info
+
+
+_new_info = object.__new__
+
+
 def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+    return name[1:-1].replace("``", "`") if name[0] == "`" else name
 
 
 # ---------------------------------------------------------------------------------------------
