@@ -169,9 +169,11 @@ class RuleEngine:
                             "--filter-semantics=effective")
 
     def invalidate(self) -> None:
-        """Forget cached per-table decisions (at a Format_description event, or after derived-table changes)."""
+        """Forget cached per-table decisions (at a Format_description event, or after derived-table changes),
+        and the remembered statement answers with them."""
         self._table_decisions.clear()
         self._table_steps.clear()
+        self._statements.clear()
 
     # ------------------------------------------------------------------ rpl_filter.cc primitives
     def rewrite_db(self, db: str) -> tuple[str, bool]:
