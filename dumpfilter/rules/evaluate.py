@@ -306,15 +306,8 @@ class RuleEngine:
             # Decided before, by rules alone (see _remembered): the answer again, and what a
             # decision does besides (rule-hit counters, the schema model's replay) done again.
             decision, info, parsed = known
-            if not self._counting:
-                return decision
-            if decision.assumption is not None:
-                self.assumed += 1
-            if self.timeline is None and info.kind in SCHEMA_KINDS:
-                self._observe_ddl(sql, current_db, parsed, info, decision)
-            counters = self.counters
-            for name in decision.counted:
-                counters[name] += 1
+            if self._counting:
+                self._account_statement(sql, current_db, parsed, info, decision)
             return decision
         session_db = self.names.incoming(current_db) if current_db else ""
         notes: list[str] = []
@@ -351,8 +344,14 @@ class RuleEngine:
             if len(statements) >= _STATEMENTS_MAX:
                 statements.clear()
             statements[key] = (decision, info, model_parse) if key in statements else None
-        if not self._counting:
-            return decision
+        if self._counting:
+            self._account_statement(sql, current_db, model_parse, info, decision)
+        return decision
+
+    def _account_statement(self, sql: str, current_db: str | None, model_parse: StatementInfo | None,
+                           info: StatementInfo, decision: Decision) -> None:
+        """What a statement decision does besides answering, whether computed or remembered: the
+        assumed count, the schema model's replay of DDL, the rule-hit counters, derived tables."""
         if decision.assumption is not None:
             self.assumed += 1
         if info.kind in SCHEMA_KINDS and self.timeline is None:
@@ -362,7 +361,6 @@ class RuleEngine:
             counters[name] += 1
         if self.settings.track_derived_tables:
             self._track_derived(info)
-        return decision
 
     def _remembered(self, sql: str, info: StatementInfo) -> bool:
         """Whether the decision of `sql` (with its default database) is the rules' alone, so that
