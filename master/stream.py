@@ -208,9 +208,7 @@ class SlaveStream:
             self.tracker.add(gtid_event)
         result, hits = self._result(unit)
         if hits:
-            stats.rule_hits.update(hits)
-            stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
-            self._count_filter_hits(hits)
+            self._add_hits(hits)
         if result.outcome in (KEPT, PARTIAL):
             events = result.events
             if self.policy == PLACEHOLDER and result.outcome == PARTIAL:
@@ -333,10 +331,17 @@ class SlaveStream:
             known_plain = statement_words.known_plain
             units = seg.units
             answers = {}
+            by_db = {}  # known_plain's answers met in this call (thousands of units, a few databases)
             for k, db, plain, sql in lone_queries():
                 if plain is None:  # the core left it to Python (non-ASCII text, a leading comment)
                     plain = plain_statement(sql)
-                words = known_plain(db) if plain else None
+                words = None
+                if plain:
+                    words = by_db.get(db)
+                    if words is None:
+                        words = known_plain(db)
+                        if words is not None:
+                            by_db[db] = words
                 if words is None:
                     unit = units[k]
                     if sql is None:  # a plain statement's text, read only on a miss
@@ -445,13 +450,27 @@ class SlaveStream:
 
     def _statement_hits(self, start: int, end: int) -> None:
         """The rule hits of the statement units in the run [start, end) (decided in `_row`)."""
-        passed = [k for k in self._unit_hits if start <= k < end]
-        stats = self.slave.stats
+        unit_hits = self._unit_hits
+        passed = [k for k in unit_hits if start <= k < end]
+        # Units answered alike share one Counter (the statement flag words' answer for their
+        # database): each distinct one is added once, times the units that carry it.
+        same: dict[int, list] = {}
         for k in passed:
-            hits = self._unit_hits.pop(k)
-            stats.rule_hits.update(hits)
-            stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
-            self._count_filter_hits(hits)
+            hits = unit_hits.pop(k)
+            seen = same.get(id(hits))
+            if seen is None:
+                same[id(hits)] = [hits, 1]
+            else:
+                seen[1] += 1
+        for hits, n in same.values():
+            self._add_hits(hits if n == 1 else Counter({name: count * n for name, count in hits.items()}))
+
+    def _add_hits(self, hits: Counter) -> None:
+        """A decision's rule hits into the slave's stats and its channel's P_S counters."""
+        stats = self.slave.stats
+        stats.rule_hits.update(hits)
+        stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
+        self._count_filter_hits(hits)
 
     def _fold_tally(self) -> None:
         """The core's Table_map tally (per name id of one segment reader) into `occurrences`."""

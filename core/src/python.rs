@@ -1,6 +1,7 @@
 //! The Python face of the core: `dumpfilter._core`. Calls are made per buffer, never per event;
 //! results come back as packed little-endian arrays (bytes) that Python views with memoryview.
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
@@ -308,7 +309,40 @@ type PlanRecord = (u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32);
 #[pyclass(module = "dumpfilter._core", name = "Plan")]
 struct PyPlan {
     plan: Plan,
-    bufs: Vec<Py<PyBytes>>,
+    bufs: Vec<Held>,
+}
+
+/// A buffer a Plan reads after the call that handed it over: a bytes object, or any object
+/// exporting contiguous bytes (the master maps closed binlog files rather than copying them).
+/// Held, a mapping cannot be closed or resized under the Plan: Python refuses while it is
+/// exported.
+enum Held {
+    Bytes(Py<PyBytes>),
+    View(PyBuffer<u8>),
+}
+
+impl Held {
+    fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(bytes) = obj.cast::<PyBytes>() {
+            return Ok(Held::Bytes(bytes.clone().unbind()));
+        }
+        let view = PyBuffer::<u8>::get(obj)?;
+        if !view.is_c_contiguous() {
+            return Err(PyValueError::new_err("the buffer is not contiguous"));
+        }
+        Ok(Held::View(view))
+    }
+
+    fn bytes<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
+        match self {
+            Held::Bytes(b) => b.as_bytes(py),
+            // SAFETY: the export is held as long as self: the memory stays valid and in place,
+            // and the object is read-only or not written while it is a Plan's part.
+            Held::View(v) => unsafe {
+                std::slice::from_raw_parts(v.buf_ptr() as *const u8, v.len_bytes())
+            },
+        }
+    }
 }
 
 #[pymethods]
@@ -336,7 +370,7 @@ impl PyPlan {
             &scanner.last_units,
             &scanner.last_tables,
         );
-        self.bufs.push(buf.unbind());
+        self.bufs.push(Held::Bytes(buf.unbind()));
     }
 
     /// Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to the
@@ -349,14 +383,15 @@ impl PyPlan {
         &mut self,
         py: Python<'py>,
         mut scanner: PyRefMut<'_, PyScanner>,
-        buf: Bound<'py, PyBytes>,
+        buf: Bound<'py, PyAny>,
         off: usize,
         base: u64,
         file: &str,
         limit: usize,
         at_eof: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let data = buf.as_bytes();
+        let held = Held::new(&buf)?;
+        let data = held.bytes(py);
         if off > data.len() {
             return Err(PyValueError::new_err(format!(
                 "offset {off} is past the buffer ({} bytes)",
@@ -374,7 +409,7 @@ impl PyPlan {
         if added > 0 {
             self.plan
                 .add(file.as_bytes(), base, &out.units, &out.tables);
-            self.bufs.push(buf.clone().unbind());
+            self.bufs.push(held);
         }
         let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
         PyTuple::new(
@@ -486,7 +521,7 @@ impl PyPlan {
             if k < from {
                 continue;
             }
-            let buf = buf.bind(py).as_bytes();
+            let buf = buf.bytes(py);
             if let Some((db, sql)) = self.plan.lone_query(k, buf, post, crc) {
                 let sql = &buf[sql];
                 let plain = scan::plain_statement(sql);
@@ -530,7 +565,7 @@ impl PyPlan {
         heartbeat_crc: bool,
         counts: &Bound<'py, PyByteArray>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.as_bytes(py)).collect();
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let opt = SendOptions {
             batch_bytes,
             limit,

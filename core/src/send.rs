@@ -67,6 +67,8 @@ impl Plan {
         });
         let off = self.tids.len() as u32;
         self.tids.extend_from_slice(tables);
+        self.units.reserve(units.len());
+        self.bounds.reserve(2 * units.len());
         for u in units {
             let fast = u.flags & F_FAST != 0
                 && u.tables_lo <= u.tables_hi
@@ -288,6 +290,8 @@ pub fn send(
     opt: &SendOptions,
 ) -> Sent {
     let mut s = Sent {
+        // Room for the rest of the batch (and the unit that overfills it) up front.
+        out: Vec::with_capacity(opt.limit.saturating_sub(opt.batch_bytes).min(16 << 20) as usize + 65536),
         name_counts: vec![0; keep.len()],
         ..Default::default()
     };
