@@ -40,6 +40,49 @@ _SEMANTICS = {dump_pb2.FILTER_SEMANTICS_UNSPECIFIED: "mysql", dump_pb2.FILTER_SE
               dump_pb2.FILTER_SEMANTICS_EFFECTIVE: "effective"}
 
 
+# DumpBatch.events on the wire: field 1, length-delimited.
+_EVENTS_KEY = bytes([1 << 3 | 2])
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _dump_reply_bytes(reply: tuple) -> bytes:
+    """A Dump reply's wire bytes, made on grpc's thread rather than the stream's: the events
+    (a batch's pieces, about a megabyte) are copied once, straight into them, beside the other
+    fields as protobuf serializes them. A reader takes the fields in any order. Through
+    protobuf, the events were joined, copied into the message, then copied again to serialize."""
+    message, parts = reply
+    size = sum(map(len, parts))
+    if not size:
+        return message.SerializeToString()
+    return b"".join((_EVENTS_KEY, _varint(size), *parts, message.SerializeToString()))
+
+
+def _add_dump_filter(servicer, server) -> None:
+    """The DumpFilter service's handlers, made from its descriptor as the generated
+    add_DumpFilterServicer_to_server makes them, except that Dump's replies are serialized by
+    `_dump_reply_bytes`."""
+    service = dump_pb2.DESCRIPTOR.services_by_name["DumpFilter"]
+    handlers = {}
+    for method in service.methods:
+        if method.client_streaming:
+            raise TypeError(f"{method.full_name}: client streaming is not handled here")
+        request, reply = (getattr(dump_pb2, m.name) for m in (method.input_type, method.output_type))
+        make = grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
+        handlers[method.name] = make(getattr(servicer, method.name), request_deserializer=request.FromString,
+                                     response_serializer=_dump_reply_bytes if method.name == "Dump"
+                                     else reply.SerializeToString)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)
+
+
 def registration_from_proto(req) -> Registration:
     specs = []
     for f in req.filters:
@@ -269,15 +312,17 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             ahead.close()
 
     def _replies(self, batches, server_id: int):
+        """(DumpBatch without its events, the events' pieces): see `_dump_reply_bytes`."""
         lint = self.service.lint  # its predictions ride on the first batch after they are ready
         try:
             for batch in batches:
-                yield dump_pb2.DumpBatch(events=batch.events, position=_position(batch.position),
-                                         transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
-                                         caught_up=batch.caught_up, heartbeat=batch.heartbeat,
-                                         gtid_state=batch.gtid_state,
-                                         filter_changed_at=_position(batch.filter_changed_at),
-                                         warnings=lint.take(server_id))
+                yield (dump_pb2.DumpBatch(position=_position(batch.position),
+                                          transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
+                                          caught_up=batch.caught_up, heartbeat=batch.heartbeat,
+                                          gtid_state=batch.gtid_state,
+                                          filter_changed_at=_position(batch.filter_changed_at),
+                                          warnings=lint.take(server_id)),
+                       batch.parts)
         finally:
             batches.close()
 
@@ -397,7 +442,7 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_streams + 8, thread_name_prefix="dump"),
                          maximum_concurrent_rpcs=max_streams + 8, options=[("grpc.so_reuseport", 0)])
     servicer = DumpFilterServicer(service, stall_timeout)
-    dump_pb2_grpc.add_DumpFilterServicer_to_server(servicer, server)
+    _add_dump_filter(servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)

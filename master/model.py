@@ -50,7 +50,11 @@ class RegisterResult:
 
 @dataclass
 class Batch:
-    events: bytes
+    """What one Dump reply carries. The raw events come as the pieces the stream assembled
+    them in (`parts`): the gRPC face writes them straight into the reply's wire bytes, on its
+    own thread, and `events` joins them for any other reader."""
+
+    parts: list[bytes]
     position: Pos
     transactions: int = 0
     skipped_bytes: int = 0
@@ -58,6 +62,13 @@ class Batch:
     heartbeat: bool = False
     gtid_state: str = ""
     filter_changed_at: Pos | None = None
+
+    @property
+    def events(self) -> bytes:
+        """The raw events, joined on first use."""
+        if len(self.parts) != 1:
+            self.parts = [b"".join(self.parts)]
+        return self.parts[0]
 
 
 @dataclass

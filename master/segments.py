@@ -465,11 +465,16 @@ class _Window:
     are buf's, `base` is the file offset of buf[0]). A file the server has closed is mapped
     read-only rather than read, so that its bytes are not copied (a tenth of the master's CPU
     on a large binlog); a file still in use is read, since a mapping would fault (SIGBUS) on a
-    truncation. Mapping stays off with `mapped=False` (SegmentCache.map_closed)."""
+    truncation. Only a file with at least MAP_MIN bytes left is mapped: a mapping holds a file
+    descriptor as long as its segment is cached, and a small one saves nothing. Mapping stays
+    off with `mapped=False` (SegmentCache.map_closed), and where the file system refuses it."""
+
+    MAP_MIN = 1 << 20
 
     def __init__(self, f, start: int, chunk: int, mapped: bool):
         self.f, self.chunk = f, chunk
-        self.mapped = mapped and _closed_by_server(f.fileno())
+        fd = f.fileno()
+        self.mapped = mapped and os.fstat(fd).st_size - start >= self.MAP_MIN and _closed_by_server(fd)
         self.buf, self.off, self.base = b"", 0, start
 
     def more(self) -> bool:
@@ -488,8 +493,12 @@ class _Window:
             return False
         at = self.base + self.off
         lo = at - at % mmap.ALLOCATIONGRANULARITY
-        self.buf = mmap.mmap(fd, min(size, end + self.chunk) - lo, mmap.MAP_SHARED | mmap.MAP_POPULATE,
-                             mmap.PROT_READ, offset=lo)
+        try:
+            self.buf = mmap.mmap(fd, min(size, end + self.chunk) - lo, mmap.MAP_SHARED, mmap.PROT_READ, offset=lo)
+        except OSError:  # a file system without mmap: read from here on
+            self.mapped = False
+            self.f.seek(end)
+            return self.more()
         self.off, self.base = at - lo, lo
         return True
 

@@ -690,7 +690,7 @@ class SlaveStream:
     def _batch(self, caught_up: bool) -> Batch:
         self._flush_heartbeat()
         self._flush_hits()
-        batch = Batch(b"".join(self.parts), self.pos, self.batch_units, self.batch_skipped, caught_up,
+        batch = Batch(self.parts, self.pos, self.batch_units, self.batch_skipped, caught_up,
                       False, self._gtid_text(), self.changed_at)
         self.parts, self.batch_bytes, self.batch_units, self.batch_skipped = [], 0, 0, 0
         self.changed_at = None

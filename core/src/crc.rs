@@ -193,7 +193,7 @@ impl Run {
 }
 
 /// M - 1 in the comment above: runs end within this many bytes of their start.
-pub const RUN_MAX: usize = 1 << 15;
+pub const RUN_MAX: usize = 1 << 13;
 
 #[cfg(test)]
 mod tests {
@@ -240,14 +240,18 @@ mod tests {
     fn a_run_checks_every_event_and_finds_a_flipped_bit() {
         let mut buf = vec![0u8; 3];
         let mut run = Run::at(3);
-        for (k, n) in [19usize, 40, 63, 63, 1000, 20_000, 25].iter().enumerate() {
+        // Ends all over the run, the last one RUN_MAX - 1 bytes in (the largest run there is).
+        let sizes = [19usize, 40, 63, 63, 1000, 300, 255, 256, 257, 4000, 25];
+        let last = RUN_MAX - 1 - sizes.iter().map(|n| n + 4).sum::<usize>() - 4;
+        for (k, n) in sizes.iter().chain([last].iter()).enumerate() {
             let e = event(*n, k as u32);
             buf.extend_from_slice(&e);
             assert!(run.fits(buf.len()));
             run.add(buf.len());
         }
+        assert_eq!(buf.len() - 3, RUN_MAX - 1);
         assert!(run.check(&buf));
-        for at in [3usize, 30, 500, buf.len() - 1] {
+        for at in [3usize, 30, 500, 2000, 5000, buf.len() - 1] {
             let mut bad = buf.clone();
             bad[at] ^= 0x10;
             assert!(!run.check(&bad), "flip at {at}");

@@ -276,19 +276,28 @@ impl Scanner {
 
     /// Adds a common event's CRC check to the open run (a new run where it is not contiguous
     /// or full, after checking the old one).
-    #[inline]
+    #[inline(always)]
     fn run_add(&mut self, buf: &[u8], pos: usize, nxt: usize) {
-        if pos != self.run.end || !self.run.fits(nxt) {
-            self.run_check(buf);
-            self.run = Run::at(pos);
-            if !self.run.fits(nxt) {
-                // An event too large for a run: checked alone (SIMD speed at this size).
-                if !crc_ok(&buf[pos..nxt]) {
-                    self.run_bad = true;
-                }
-                self.run = Run::at(nxt);
-                return;
+        if pos == self.run.end && self.run.fits(nxt) {
+            self.run.add(nxt);
+        } else {
+            self.run_restart(buf, pos, nxt);
+        }
+    }
+
+    /// `run_add` for an event that does not join the open run.
+    #[cold]
+    #[inline(never)]
+    fn run_restart(&mut self, buf: &[u8], pos: usize, nxt: usize) {
+        self.run_check(buf);
+        self.run = Run::at(pos);
+        if !self.run.fits(nxt) {
+            // An event too large for a run: checked alone (SIMD speed at this size).
+            if !crc_ok(&buf[pos..nxt]) {
+                self.run_bad = true;
             }
+            self.run = Run::at(nxt);
+            return;
         }
         self.run.add(nxt);
     }
@@ -658,9 +667,14 @@ impl Scanner {
             pos = nxt;
             if let (Some(open), Some(f)) = (cur.as_mut(), fmt.as_deref()) {
                 if open.fast == Fast::Body {
-                    let (at, n) = self.fast_body(buf, pos, f, open);
+                    let (at, n, ended) = self.fast_body(buf, pos, f, open);
                     pos = at;
                     pending_events += n;
+                    if ended {
+                        if let Some(done) = cur.take() {
+                            self.emit(done, true, &mut out);
+                        }
+                    }
                 }
             }
             if cur.is_none() {
@@ -693,22 +707,23 @@ impl Scanner {
         out
     }
 
-    /// The body of an open fast unit (Annotate_rows / Rows_query, Table_map, rows events) from
-    /// `pos` on, checked and grouped exactly as `check` and `group` do it event by event, in one
-    /// tight loop. Stops before the first event it does not take: another type (the XID), a
-    /// partial or impossible event, one that ends the fast shape, or any event when CRCs are
-    /// checked one by one: the general path handles it. Returns (where it stopped, events taken).
+    /// The body of an open fast unit (Annotate_rows / Rows_query, Table_map, rows events) and
+    /// the XID that ends it, from `pos` on, checked and grouped exactly as `check` and `group`
+    /// do it event by event, in one tight loop. Stops after the XID, or before the first event
+    /// it does not take: another type, a partial or impossible event, one that ends the fast
+    /// shape, or any event when CRCs are checked one by one: the general path handles it.
+    /// Returns (where it stopped, events taken, whether the unit ended: the caller emits it).
     fn fast_body(
         &mut self,
         buf: &[u8],
         mut pos: usize,
         fmt: &Format,
         open: &mut Open,
-    ) -> (usize, u64) {
+    ) -> (usize, u64, bool) {
         let crc_len = fmt.checksum_len;
         let runs = self.runs_on();
         if self.verify && crc_len != 0 && !runs {
-            return (pos, 0);
+            return (pos, 0, false);
         }
         let post = fmt.post_header_len(TABLE_MAP) as usize;
         let mut taken = 0u64;
@@ -742,7 +757,7 @@ impl Scanner {
                 }
             } else if t == ANNOTATE_ROWS || t == ROWS_QUERY {
                 open.annotation = true;
-            } else {
+            } else if t != XID {
                 break;
             }
             if runs {
@@ -754,8 +769,11 @@ impl Scanner {
             open.unit.flags &= !F_ROTATE_END;
             taken += 1;
             pos = nxt;
+            if t == XID {
+                return (pos, taken, true);
+            }
         }
-        (pos, taken)
+        (pos, taken, false)
     }
 
     fn emit(&mut self, open: Open, complete: bool, out: &mut ScanOut) {

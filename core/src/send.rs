@@ -291,7 +291,9 @@ pub fn send(
 ) -> Sent {
     let mut s = Sent {
         // Room for the rest of the batch (and the unit that overfills it) up front.
-        out: Vec::with_capacity(opt.limit.saturating_sub(opt.batch_bytes).min(16 << 20) as usize + 65536),
+        out: Vec::with_capacity(
+            opt.limit.saturating_sub(opt.batch_bytes).min(16 << 20) as usize + 65536,
+        ),
         name_counts: vec![0; keep.len()],
         ..Default::default()
     };
