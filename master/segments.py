@@ -674,12 +674,14 @@ class PlanIndex:
         # filled once per generation by the first stream to ask (SlaveStream._lone_answers).
         self.lone_answers: tuple[int, dict] | None = None
 
-    def lone_queries(self) -> list[tuple[int, str, bool | None, str | None]]:
-        """[(k, default database, plain, SQL)] of the units made of a GTID and one plain QUERY
-        event, in one core call: the units `Unit.lone_text` answers, but for those before an FDE
-        that changes the format inside a part (a new file's first units; left to
-        `Unit.lone_text`). `plain` is `plain_statement` of the SQL (None where the core leaves it
-        to Python); the SQL is None for a plain one (`Unit.lone_text` reads it if needed)."""
+    def lone_queries(self) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:
+        """The units made of a GTID and one plain QUERY event, in one core call: the units
+        `Unit.lone_text` answers, but for those before an FDE that changes the format inside a
+        part (a new file's first units; left to `Unit.lone_text`). As (plain, others): plain
+        [(default database, unit indices as u32 bytes)] of the plain statements
+        (`plain_statement`), whose text is not read (`Unit.lone_text` reads it if needed);
+        others [(k, default database, plain, SQL)], plain False, or None where the core leaves
+        it to Python."""
         formats = []
         for part in self._parts:
             fmt, fmts, first = part.fmt, part.fmts, part.first

@@ -95,6 +95,7 @@ class SlaveStream:
         self._hb_parts: tuple | None = None
         self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
         self._unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
+        self._group_hits: list[tuple] = []  # the same for groups of units answered alike: (indices, hits)
 
     def run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
@@ -273,6 +274,7 @@ class SlaveStream:
         is answered from the statement flag words (`StatementWords`, one word for every slave);
         any other unit is decided once for the slave's rule group (`_result`)."""
         unit_hits = self._unit_hits = {}
+        group_hits = self._group_hits = []
         if _SLOW not in row:
             return row
         out = bytearray(row)
@@ -281,8 +283,23 @@ class SlaveStream:
         # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
         # `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
         heartbeat = self.policy == HEARTBEAT
-        if heartbeat:  # the units read in bulk first, in one tight loop (thousands per segment)
-            for k, (word, by_bit) in self._lone_answers(seg).items():
+        if heartbeat:  # the units read in bulk first, in tight loops (thousands per segment)
+            groups, singles = self._lone_answers(seg)
+            for ks, (word, by_bit) in groups:
+                code = _KEEP if word >> bit & 1 else _SKIP
+                hits = by_bit.get(bit)
+                if all(out[k] == _SLOW for k in ks):  # a lone unit is never fast
+                    for k in ks:
+                        out[k] = code
+                    if hits:
+                        group_hits.append((ks, hits))
+                    continue
+                for k in ks:
+                    if out[k] == _SLOW:
+                        out[k] = code
+                        if hits:
+                            unit_hits[k] = hits
+            for k, (word, by_bit) in singles.items():
                 if out[k] == _SLOW:
                     out[k] = _KEEP if word >> bit & 1 else _SKIP
                     hits = by_bit.get(bit)
@@ -311,14 +328,16 @@ class SlaveStream:
             k = out.find(_SLOW, k + 1)
         return bytes(out)
 
-    def _lone_answers(self, seg: Segment) -> dict[int, tuple[int, dict[int, Counter]]]:
+    def _lone_answers(self, seg: Segment) -> tuple[list, dict]:
         """The statement flag answers (`_lone_answer`) of all the segment's GTID-and-one-statement
-        units, by unit index: their texts read by the core in one call (`PlanIndex.lone_queries`),
-        no Unit made but on a miss, computed once per flag-word generation for every stream."""
+        units: their texts read by the core in one call (`PlanIndex.lone_queries`), no Unit made
+        but on a miss, computed once per flag-word generation for every stream. Returned as
+        (groups, singles): groups [(unit indices, answer)] of plain statements answered by their
+        default database alone, singles {unit index: answer}."""
         index = seg.index
         lone_queries = getattr(index, "lone_queries", None)
         if lone_queries is None:  # the reference reader's segments: unit by unit
-            return {}
+            return [], {}
         generation = self.svc.words.generation
         done = index.lone_answers
         if done is not None and done[0] == generation:
@@ -330,26 +349,30 @@ class SlaveStream:
             statement_words = self.svc.statement_words
             known_plain = statement_words.known_plain
             units = seg.units
-            answers = {}
-            by_db = {}  # known_plain's answers met in this call (thousands of units, a few databases)
-            for k, db, plain, sql in lone_queries():
-                if plain is None:  # the core left it to Python (non-ASCII text, a leading comment)
-                    plain = plain_statement(sql)
-                words = None
-                if plain:
-                    words = by_db.get(db)
-                    if words is None:
-                        words = known_plain(db)
-                        if words is not None:
-                            by_db[db] = words
-                if words is None:
-                    unit = units[k]
-                    if sql is None:  # a plain statement's text, read only on a miss
-                        sql = unit.lone_text()[1]
-                    words = statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
-                answers[k] = words
-            index.lone_answers = (generation, answers)
-        return answers
+
+            def answer(k: int, db: str, sql: str | None):
+                unit = units[k]
+                if sql is None:  # a plain statement's text, read only on a miss
+                    sql = unit.lone_text()[1]
+                return statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
+
+            plain, others = lone_queries()
+            groups, singles = [], {}
+            for db, ks in plain:
+                ks = memoryview(ks).cast("I")
+                for i, k in enumerate(ks):
+                    words = known_plain(db)  # known once the first is answered, under database rules
+                    if words is not None:
+                        groups.append((ks[i:], words))
+                        break
+                    singles[k] = answer(k, db, None)
+            for k, db, plain_sql, sql in others:
+                if plain_sql is None:  # the core left it to Python (non-ASCII text, a leading comment)
+                    plain_sql = plain_statement(sql)
+                words = known_plain(db) if plain_sql else None
+                singles[k] = words if words is not None else answer(k, db, sql)
+            index.lone_answers = (generation, (groups, singles))
+        return groups, singles
 
     def _lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
         """The statement flag word of a GTID-and-one-statement unit (bit i: slave i keeps it whole,
@@ -434,7 +457,7 @@ class SlaveStream:
         stats.events_read += read_events
         stats.bytes_read += read_bytes
         self.batch_units += end - start
-        if self._unit_hits:
+        if self._unit_hits or self._group_hits:
             self._statement_hits(start, end)
         self._track_gtids(index, start, end)
         stats.events_sent += sent_events
@@ -462,6 +485,10 @@ class SlaveStream:
                 same[id(hits)] = [hits, 1]
             else:
                 seen[1] += 1
+        for ks, hits in self._group_hits:  # sorted unit indices
+            n = bisect.bisect_left(ks, end) - bisect.bisect_left(ks, start)
+            if n:
+                same.setdefault(id(hits), [hits, 0])[1] += n
         for hits, n in same.values():
             self._add_hits(hits if n == 1 else Counter({name: count * n for name, count in hits.items()}))
 

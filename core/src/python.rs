@@ -498,21 +498,24 @@ impl PyPlan {
         self.plan.with_flags(mask, start)
     }
 
-    /// [(k, default database, plain, SQL)] of the units that are a complete GTID and one plain
-    /// QUERY event (see send::Plan::lone_query), in order: what the master's statement flag words
-    /// answer, read for a whole segment in one call. `plain` is `plain_statement` of the SQL
-    /// (None: Python must tell); the SQL is None for a plain statement, whose answer under
-    /// database rules needs only its default database. `formats` gives per part (its format's QUERY
-    /// post-header length, its checksum length, the first unit the format is in force for): the
-    /// part's units before that one (an FDE inside the part changed the format) are left out,
-    /// as is every other unit. Texts decode as UTF-8 with surrogateescape, as
-    /// `codec.event.query_text` does.
+    /// The units that are a complete GTID and one plain QUERY event (see
+    /// send::Plan::lone_query), in order: what the master's statement flag words answer, read
+    /// for a whole segment in one call, as (plain, others). `plain`: [(default database, unit
+    /// indices as u32 LE bytes)], the units whose SQL is plain (`plain_statement`), grouped by
+    /// their default database, which alone keys their answer under database rules: no text and
+    /// no object per unit. `others`: [(k, default database, plain, SQL)], plain False, or None
+    /// where Python must tell. `formats` gives per part (its format's QUERY post-header length,
+    /// its checksum length, the first unit the format is in force for): the part's units before
+    /// that one (an FDE inside the part changed the format) are left out, as is every other
+    /// unit. Texts decode as UTF-8 with surrogateescape, as `codec.event.query_text` does.
     fn lone_queries<'py>(
         &self,
         py: Python<'py>,
         formats: Vec<(usize, usize, usize)>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let out = PyList::empty(py);
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let others = PyList::empty(py);
+        // A segment's DDL names a few databases: a short list beats hashing.
+        let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
         for (k, u) in self.plan.units.iter().enumerate() {
             let p = u.part as usize;
             let (Some(&(post, crc, from)), Some(buf)) = (formats.get(p), self.bufs.get(p)) else {
@@ -523,17 +526,27 @@ impl PyPlan {
             }
             let buf = buf.bytes(py);
             if let Some((db, sql)) = self.plan.lone_query(k, buf, post, crc) {
-                let sql = &buf[sql];
-                let plain = scan::plain_statement(sql);
-                // A plain statement's answer is keyed by its database alone: no text needed.
-                let sql = match plain {
-                    Some(true) => None,
-                    _ => Some(text(py, sql)?),
-                };
-                out.append((k, text(py, &buf[db])?, plain, sql))?;
+                let (db, sql) = (&buf[db], &buf[sql]);
+                match scan::plain_statement(sql) {
+                    Some(true) => {
+                        let at = match plain.iter().position(|(d, _)| *d == db) {
+                            Some(at) => at,
+                            None => {
+                                plain.push((db, Vec::new()));
+                                plain.len() - 1
+                            }
+                        };
+                        plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
+                    }
+                    verdict => others.append((k, text(py, db)?, verdict, text(py, sql)?))?,
+                }
             }
         }
-        Ok(out)
+        let groups = PyList::empty(py);
+        for (db, ks) in plain {
+            groups.append((text(py, db)?, PyBytes::new(py, &ks)))?;
+        }
+        PyTuple::new(py, [groups.into_any(), others.into_any()])
     }
 
     /// One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its keep

@@ -32,6 +32,21 @@ def _parts_with_fde(index) -> set[int]:
     return out
 
 
+def _listed(index) -> list[tuple[int, str, bool | None, str | None]]:
+    """`PlanIndex.lone_queries` unit by unit: (k, db, plain, SQL), SQL None for a plain one.
+    Each plain group is one database's, in ascending unit order, and no unit is listed twice."""
+    plain, others = index.lone_queries()
+    out = [(k, db, p, sql) for k, db, p, sql in others]
+    assert all(p is not True for _, _, p, _ in out)
+    assert len({db for db, _ in plain}) == len(plain)
+    for db, ks in plain:
+        ks = memoryview(ks).cast("I").tolist()
+        assert ks == sorted(set(ks)) and ks
+        out += [(k, db, True, None) for k in ks]
+    assert len({k for k, *_ in out}) == len(out)
+    return out
+
+
 def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
     """Walks every segment of `directory` from `name`: each unit the core lists is one that
     `Unit.lone_text` answers, with the same texts, and every unit it answers is listed (but
@@ -43,13 +58,14 @@ def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
         if not seg.units:
             return listed
         got = {}
-        for k, db, plain, sql in seg.index.lone_queries():
+        listed_here = _listed(seg.index)
+        for k, db, plain, sql in listed_here:
             text = seg.units[k].lone_text()
             # A plain statement's text is left out: only its database keys the answer.
             assert (sql is None) == (plain is True), (pos, k, plain)
             assert plain is None or plain == plain_statement(text[1]), (pos, k, text)
             got[k] = (db, text[1] if sql is None else sql)
-        assert len(got) == len(seg.index.lone_queries())
+        assert len(got) == len(listed_here)
         left_out = _parts_with_fde(seg.index)
         for k in range(len(seg.units)):
             unit = seg.units[k]
@@ -106,7 +122,7 @@ def test_undecodable_text_reads_as_surrogates(tmp_path):
     directory = _one_binlog(tmp_path, written(fde, [txn]))
     seg = SegmentCache(directory).get(("bin.000001", 4))
     # Non-ASCII text: the core leaves `plain` to Python, and hands the text over.
-    assert [(db_, plain, sql_) for _, db_, plain, sql_ in seg.index.lone_queries()] == [(db, None, sql)]
+    assert [(db_, plain, sql_) for _, db_, plain, sql_ in _listed(seg.index)] == [(db, None, sql)]
     assert check_directory(directory, "bin.000001", 1 << 20) == 1
 
 
