@@ -313,9 +313,10 @@ struct PyPlan {
 }
 
 /// A buffer a Plan reads after the call that handed it over: a bytes object, or any object
-/// exporting contiguous bytes (the master maps closed binlog files rather than copying them).
-/// Held, a mapping cannot be closed or resized under the Plan: Python refuses while it is
-/// exported.
+/// exporting read-only contiguous bytes (the master maps closed binlog files rather than
+/// copying them). Held, a mapping cannot be closed or resized under the Plan: Python refuses
+/// while it is exported. A writable buffer is refused: it could change under a scan that runs
+/// without the GIL.
 enum Held {
     Bytes(Py<PyBytes>),
     View(PyBuffer<u8>),
@@ -327,8 +328,10 @@ impl Held {
             return Ok(Held::Bytes(bytes.clone().unbind()));
         }
         let view = PyBuffer::<u8>::get(obj)?;
-        if !view.is_c_contiguous() {
-            return Err(PyValueError::new_err("the buffer is not contiguous"));
+        if !view.is_c_contiguous() || !view.readonly() {
+            return Err(PyValueError::new_err(
+                "a Plan reads bytes or a read-only contiguous buffer (a mapping opened PROT_READ)",
+            ));
         }
         Ok(Held::View(view))
     }

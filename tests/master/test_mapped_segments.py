@@ -185,3 +185,26 @@ def test_mapped_equals_read_on_every_real_binlog(shared_fixtures, tmp_path, mapp
         compared += 1
     assert compared >= 13
     assert mapping
+
+
+def test_a_plan_reads_bytes_or_read_only_mappings_only(tmp_path):
+    """The core scans a part without the GIL and reads it again later: a buffer that could
+    change meanwhile (a bytearray, a writable mapping) is refused; a read-only mapping is read
+    as the same bytes are."""
+    from dumpfilter.codec.scanner import Plan, Scanner
+
+    generate(WorkloadSpec(seed=3, transactions=50), tmp_path)
+    path = tmp_path / _files(tmp_path)[0]
+    data = path.read_bytes()
+    with open(path, "r+b") as f:
+        writable = mmap.mmap(f.fileno(), 0)
+        read_only = mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)
+    for buf in (bytearray(data), writable):
+        with pytest.raises(ValueError, match="read-only"):
+            Scanner(str(path)).scan_into(Plan(), buf, 4, 0, path.name, at_eof=True)
+    by_bytes, by_map = Plan(), Plan()
+    a = Scanner(str(path)).scan_into(by_bytes, data, 4, 0, path.name, at_eof=True)
+    b = Scanner(str(path)).scan_into(by_map, read_only, 4, 0, path.name, at_eof=True)
+    assert a == b and a.added > 0
+    assert [by_bytes.unit(k) for k in range(len(by_bytes))] == [by_map.unit(k) for k in range(len(by_map))]
+    writable.close()
