@@ -287,18 +287,12 @@ class SlaveStream:
             groups, singles = self._lone_answers(seg)
             for ks, (word, by_bit) in groups:
                 code = _KEEP if word >> bit & 1 else _SKIP
+                marked = [k for k in ks if out[k] == _SLOW]  # all of them: a lone unit is never fast
+                for k in marked:
+                    out[k] = code
                 hits = by_bit.get(bit)
-                if all(out[k] == _SLOW for k in ks):  # a lone unit is never fast
-                    for k in ks:
-                        out[k] = code
-                    if hits:
-                        group_hits.append((ks, hits))
-                    continue
-                for k in ks:
-                    if out[k] == _SLOW:
-                        out[k] = code
-                        if hits:
-                            unit_hits[k] = hits
+                if hits and marked:
+                    group_hits.append((marked, hits))
             for k, (word, by_bit) in singles.items():
                 if out[k] == _SLOW:
                     out[k] = _KEEP if word >> bit & 1 else _SKIP
@@ -485,7 +479,7 @@ class SlaveStream:
                 same[id(hits)] = [hits, 1]
             else:
                 seen[1] += 1
-        for ks, hits in self._group_hits:  # sorted unit indices
+        for ks, hits in self._group_hits:  # ascending unit indices
             n = bisect.bisect_left(ks, end) - bisect.bisect_left(ks, start)
             if n:
                 same.setdefault(id(hits), [hits, 0])[1] += n

@@ -18,6 +18,8 @@ from dumpfilter.master.segments import SegmentCache
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
+from tests.master.test_fast_path import _files
+from tests.master.test_fast_path import _segments as fast_path_segments
 
 IN_USE_AT = 4 + 17  # the FDE's header flags; its CRC is computed without the in-use bit
 
@@ -38,21 +40,8 @@ def mapping(monkeypatch):
     return made
 
 
-def _files(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name[-1].isdigit())
-
-
 def _segments(directory: Path, map_closed: bool, segment_bytes: int) -> list:
-    cache = SegmentCache(directory, segment_bytes=segment_bytes, cache_bytes=1 << 20, map_closed=map_closed)
-    pos, out = (_files(directory)[0], 4), []
-    while True:
-        seg = cache.get(pos)
-        out.append(("segment", seg.start, seg.end, seg.at_end, str(seg.error)))
-        for u in seg.units:
-            out.append((u.file, u.end, u.size, u.txn.kind, u.txn.complete, [(e.pos, e.raw) for e in u.txn.events]))
-        if seg.at_end or not seg.units:
-            return out
-        pos = seg.end
+    return fast_path_segments(directory, True, segment_bytes, map_closed=map_closed)
 
 
 def _dump(directory: Path, regs: list[Registration], map_closed: bool, **kwargs) -> dict:
