@@ -266,10 +266,12 @@ class SegmentCache:
     several streams ask at the same moment; the others wait for it."""
 
     def __init__(self, directory: str | Path, *, segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES,
-                 verify_checksums: bool = True, fast: bool = True, map_closed: bool = True):
+                 verify_checksums: bool = True, fast: bool = True, map_closed: bool = True, read_ahead: bool = True):
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (_Window)
+        self.read_ahead = read_ahead and fast  # see _start_ahead
+        self._ahead: OrderedDict[Pos, object] = OrderedDict()  # reads under way, see _start_ahead
         self.cache_bytes = cache_bytes
         self.verify_checksums = verify_checksums
         self.fast = fast
@@ -279,6 +281,7 @@ class SegmentCache:
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
         self.hits = 0    # segments served from the cache
+        self.ahead_taken = 0  # segments whose read was started ahead (_start_ahead) and taken by a get
         self._listing: tuple | None = None  # see file_names
 
     def file_names(self) -> list[str]:
@@ -342,21 +345,62 @@ class SegmentCache:
                 if seg is not None:
                     self._cache.move_to_end(start)
                     self.hits += 1
-                    return seg
+                    break
                 waiter = self._inflight.get(start)
                 if waiter is None:
                     waiter = self._inflight[start] = threading.Event()
+                    steps = self._ahead.pop(start, None)
+                    self.ahead_taken += steps is not None
                     break
             waiter.wait()  # another stream is reading this segment; then look again
+        if seg is None:
+            try:
+                seg = _drive(steps if steps is not None else self._steps(start))
+                if seg.units:
+                    self._store(seg)
+            finally:
+                with self._lock:
+                    del self._inflight[start]
+                waiter.set()
+        if self.read_ahead and seg.units and not seg.at_end and seg.error is None:
+            self._start_ahead(seg.end)
+        return seg
+
+    # Reads started ahead and not yet taken: a stream that skips ahead (a new position) leaves
+    # its last one behind; the oldest beyond this many are dropped (their scans joined).
+    AHEAD_MAX = 4
+
+    def _start_ahead(self, start: Pos) -> None:
+        """Starts reading the segment at `start`, the end of the one a stream was just handed:
+        the stream's thread opens the file and maps or reads the window (a fraction of a
+        millisecond), and the core scans it on a thread of its own (`Plan.scan_start`, no GIL)
+        while the stream filters and sends the segment it has; the next `get(start)` adopts
+        the scan. On two cores a one-slave stream's master CPU then overlaps the scan with the
+        rest of its work. A read that fails here is dropped: the `get` reads again and meets
+        the error itself."""
+        with self._lock:
+            if start in self._cache or start in self._inflight or start in self._ahead:
+                return
+            waiter = self._inflight[start] = threading.Event()
+        steps = None
         try:
-            seg = self._read(start)
-            if seg.units:
-                self._store(seg)
-            return seg
+            steps = self._steps(start)
+            next(steps)  # to the scan's start
+        except StopIteration:  # read at once (nothing to scan): the get reads again
+            steps = None
+        except Exception:  # noqa: BLE001 - the get meets it again, and reports it
+            steps = None
         finally:
+            dropped = []
             with self._lock:
                 del self._inflight[start]
+                if steps is not None:
+                    self._ahead[start] = steps
+                    while len(self._ahead) > self.AHEAD_MAX:
+                        dropped.append(self._ahead.popitem(last=False)[1])
             waiter.set()
+            for old in dropped:
+                old.close()
 
     def _store(self, seg: Segment) -> None:
         with self._lock:
@@ -370,6 +414,11 @@ class SegmentCache:
     def _read(self, start: Pos) -> Segment:
         """Whole units from `start` until about `segment_bytes`, the end of what is written, or a
         corrupt event. A unit still being written at the end is left for the next read."""
+        return _drive(self._steps(start))
+
+    def _steps(self, start: Pos):
+        """`_read` as a generator that pauses once a scan is under way (see `_start_ahead`)
+        and returns the segment."""
         file, pos = start
         if not (self.directory / file).exists():
             if file in self._index_names() or self._later_file_exists(file):
@@ -379,7 +428,7 @@ class SegmentCache:
         if pos <= 4 and self.not_yet_indexed(file):
             return Segment(start, [], start, at_end=True)
         if self.fast:
-            return SegmentReader(self, start).read()
+            return (yield from SegmentReader(self, start).steps())
         seg = self._read_reference(start)
         seg.index = SegmentIndex(seg.units)
         return seg
@@ -445,6 +494,15 @@ _KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT
 
 class _Stop(Exception):
     """The segment is full."""
+
+
+def _drive(steps) -> "Segment":
+    """Runs a segment read's generator (`SegmentCache._steps`) to its end: the segment."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
 
 
 # Flags of the FDE's common header: set while the server writes the file, cleared in place when
@@ -748,7 +806,8 @@ class SegmentReader:
     hops from header to header, checks CRCs, groups the units exactly as TransactionGrouper does
     and marks the common ROW transaction (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
     Rows}* XID`, every rows event after its own Table_map) as fast, with its tables and GTID.
-    The units go straight into the core's Plan (`Scanner.scan_into`): Python sees no record per
+    The units go straight into the core's Plan (`Scanner.scan_start`, the scan on a thread of the
+    core's, which a read ahead leaves running, see `steps`): Python sees no record per
     unit, never an event; a Unit (raw bytes plus what a decision needs, its Events made only when
     a slave's answer needs TransactionFilter) is made when a stream asks for it. Files, rotation,
     the end of what is written and errors follow TailingReader."""
@@ -765,6 +824,11 @@ class SegmentReader:
         self.scanner.core.pipeline_min = None
 
     def read(self) -> Segment:
+        return _drive(self.steps())
+
+    def steps(self):
+        """`read` as a generator: it pauses after each scan it starts (the core scans on a
+        thread of its own meanwhile) and returns the segment."""
         cache, start = self.cache, self.start
         file, pos = start
         at_end = False
@@ -775,7 +839,7 @@ class SegmentReader:
             opener = _Opener(cache, file, pos)
             name = file
             while True:
-                nxt = self._file(opener, name, pos)
+                nxt = yield from self._file(opener, name, pos)
                 if nxt is None:
                     at_end = True
                     break
@@ -800,9 +864,9 @@ class SegmentReader:
         seg.index = PlanIndex(cols)
         return seg
 
-    def _file(self, opener: TailingReader, name: str, start: int) -> str | None:
-        """Read one file from `start`; returns the file to continue with, or None at the end of
-        what is written. Raises _Stop when the segment is full."""
+    def _file(self, opener: TailingReader, name: str, start: int):
+        """Read one file from `start` (a generator, see `steps`); returns the file to continue
+        with, or None at the end of what is written. Raises _Stop when the segment is full."""
         cache = self.cache
         path = cache.directory / name
         scanner = self.scanner
@@ -839,7 +903,9 @@ class SegmentReader:
                     # whole events left come out as an incomplete unit; a partial event is an error.
                     at_eof = True
                 buf, base = window.buf, window.base
-                scan = scanner.scan_into(plan, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof)
+                scanner.scan_start(plan, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof)
+                yield
+                scan = scanner.scan_finish(plan)
                 fmt = self._add_units(scan.added, buf, base, name, fmt)
                 if scan.last_rotate >= 0:
                     at = scan.last_rotate

@@ -140,6 +140,7 @@ class Committer:
         self.commits = 0   # relay-log.info writes done (a test and the bench look)
         self._cond = threading.Condition()
         self._pending: tuple[int, dict] | None = None
+        self._retired: list = []  # closed relay files (file objects) to fsync and close, see retire
         self._busy = False
         self._closing = False
         self._error: BaseException | None = None
@@ -149,18 +150,32 @@ class Committer:
         with self._cond:
             self._raise()
             self._pending = (fd, data)
-            if self._thread is None:
-                self._closing = False
-                self._thread = threading.Thread(target=self._run, name="slave-relay-commit", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
+            self._wake()
+
+    def retire(self, file) -> None:
+        """A relay file the slave has finished (rotation): the thread fsyncs and closes it
+        before it writes the next relay-log.info, which names the next file. The receiving
+        thread goes on at once: a rotation used to wait here for the disk (a drain, then an
+        fsync of the file's last megabytes), tens of milliseconds in which nothing was read
+        from the master."""
+        with self._cond:
+            self._raise()
+            self._retired.append(file)
+            self._wake()
+
+    def _wake(self) -> None:
+        if self._thread is None:
+            self._closing = False
+            self._thread = threading.Thread(target=self._run, name="slave-relay-commit", daemon=True)
+            self._thread.start()
+        self._cond.notify_all()
 
     def drain(self) -> None:
         with self._cond:
             self._hurry += 1
             self._cond.notify_all()
             try:
-                while self._pending is not None or self._busy:
+                while self._pending is not None or self._retired or self._busy:
                     self._cond.wait()
             finally:
                 self._hurry -= 1
@@ -190,6 +205,8 @@ class Committer:
             with cond:
                 while True:
                     if self._pending is None:
+                        if self._retired:
+                            break
                         if self._closing:
                             return
                         cond.wait()
@@ -198,17 +215,32 @@ class Committer:
                     if wait <= 0 or self._hurry or self._closing:
                         break
                     cond.wait(wait)
-                next_at = time.monotonic() + self.interval
-                (fd, data), self._pending = self._pending, None
+                retired, self._retired = self._retired, []
+                pending, self._pending = self._pending, None
+                if pending is not None:
+                    next_at = time.monotonic() + self.interval
                 self._busy = True
             try:
-                os.fsync(fd)
-                write_json_atomic(self.path, data)
-                self.commits += 1
+                # The finished files first: the info about to be written names a later one.
+                try:
+                    for file in retired:
+                        file.flush()
+                        os.fsync(file.fileno())
+                finally:
+                    for file in retired:
+                        file.close()
+                if pending is not None:
+                    fd, data = pending
+                    os.fsync(fd)
+                    write_json_atomic(self.path, data)
+                    self.commits += 1
             except BaseException as exc:  # handed to the receiving thread
                 with cond:
                     self._error = exc
                     self._pending = None  # nothing after a failed commit may be written
+                    for file in self._retired:
+                        file.close()
+                    self._retired = []
             finally:
                 with cond:
                     self._busy = False
@@ -313,15 +345,17 @@ class RelayLog:
         self.committer.drain()
 
     def _rotate(self, fde: Event | None = None) -> None:
-        self.drain()  # the committer may still fsync the file about to be closed
         fde = fde or self.fde
         next_name = f"{BASENAME}.{int(self.current.rsplit('.', 1)[1]) + 1:06d}"
         rotate = build_event(EventType.ROTATE, rotate_body(next_name), fmt=self.fde.fmt, server_id=self.server_id,
                              log_pos=0)
         self.file.write(rotate.raw)
         self.position += rotate.size
-        self.sync()
-        self.file.close()
+        # Made durable and closed by the committer before it records a position in the next
+        # file (a commit handed over earlier may still be fsyncing this one: it stays open).
+        self.file.flush()
+        self.committer.retire(self.file)
+        self.file = None
         self._open_new(fde)
 
     def maybe_rotate(self) -> None:

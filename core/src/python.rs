@@ -2,7 +2,7 @@
 //! results come back as packed little-endian arrays (bytes) that Python views with memoryview.
 
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
@@ -39,6 +39,8 @@ fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny
 #[pyclass(module = "dumpfilter._core", name = "Scanner")]
 struct PyScanner {
     inner: Scanner,
+    /// Its state is on a scan thread (`Plan.scan_start`) until `Plan.scan_finish`.
+    away: bool,
     names_sent: usize,
     /// The last `units` call's units and tables, for `assemble`.
     last_units: Vec<scan::Unit>,
@@ -46,6 +48,16 @@ struct PyScanner {
 }
 
 impl PyScanner {
+    /// Refuses a call while the scanner's state is on a scan thread (`Plan.scan_start`).
+    fn here(&self) -> PyResult<()> {
+        if self.away {
+            return Err(PyRuntimeError::new_err(
+                "the scanner is busy: a Plan.scan_start has no scan_finish yet",
+            ));
+        }
+        Ok(())
+    }
+
     /// The (db, table) byte pairs interned since the last call.
     fn new_names<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let names = PyList::empty(py);
@@ -64,6 +76,7 @@ impl PyScanner {
     fn new(verify: bool) -> Self {
         PyScanner {
             inner: Scanner::new(verify),
+            away: false,
             names_sent: 0,
             last_units: Vec::new(),
             last_tables: Vec::new(),
@@ -78,6 +91,7 @@ impl PyScanner {
         event: &[u8],
         offset: u64,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.here()?;
         match self.inner.load_fde(event, offset) {
             Ok(()) => Ok(None),
             Err(e) => Ok(Some(error_tuple(py, &e)?)),
@@ -152,12 +166,8 @@ impl PyScanner {
         limit: usize,
         at_eof: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        if off > buf.len() {
-            return Err(PyValueError::new_err(format!(
-                "offset {off} is past the buffer ({} bytes)",
-                buf.len()
-            )));
-        }
+        self.here()?;
+        check_off(off, buf.len())?;
         let inner = &mut self.inner;
         let out = py.detach(|| inner.units(buf, off, base, limit, at_eof));
         let mut packed = Vec::with_capacity(out.units.len() * UNIT_WORDS * 8);
@@ -269,12 +279,8 @@ impl PyScanner {
         base: u64,
         types: &[u8],
     ) -> PyResult<Bound<'py, PyTuple>> {
-        if off > buf.len() {
-            return Err(PyValueError::new_err(format!(
-                "offset {off} is past the buffer ({} bytes)",
-                buf.len()
-            )));
-        }
+        self.here()?;
+        check_off(off, buf.len())?;
         let mut mask = [false; 256];
         for (m, t) in mask.iter_mut().zip(types) {
             *m = *t != 0;
@@ -310,6 +316,51 @@ type PlanRecord = (u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32);
 struct PyPlan {
     plan: Plan,
     bufs: Vec<Held>,
+    /// A scan under way on its own thread (`scan_start`), joined by `scan_finish`.
+    pending: Option<Pending>,
+}
+
+/// What a scan thread returns: the scanner's state, handed back, and the units it found.
+type Scanned = (Scanner, scan::ScanOut);
+
+/// A scan started by `Plan.scan_start`: its thread (or, when no thread could be started, its
+/// result, made at once), the buffer it reads, held until the thread is joined, and where the
+/// units go.
+struct Pending {
+    run: Result<std::thread::JoinHandle<Option<Scanned>>, Scanned>,
+    held: Held,
+    scanner: Py<PyScanner>,
+    file: String,
+    base: u64,
+}
+
+impl Pending {
+    /// The scan's result, waited for without the GIL; Err when its thread panicked (the core
+    /// never panics on input: this would be a bug), the scanner's state then lost.
+    fn wait(
+        run: Result<std::thread::JoinHandle<Option<Scanned>>, Scanned>,
+        py: Python<'_>,
+    ) -> PyResult<Scanned> {
+        match run {
+            Ok(thread) => match py.detach(|| thread.join()) {
+                Ok(Some(done)) => Ok(done),
+                _ => Err(PyRuntimeError::new_err("the scan thread failed")),
+            },
+            Err(done) => Ok(done),
+        }
+    }
+}
+
+impl Drop for PyPlan {
+    fn drop(&mut self) {
+        // A scan left running reads a buffer this Plan holds: it ends before the buffer goes.
+        if let Some(Pending {
+            run: Ok(thread), ..
+        }) = self.pending.take()
+        {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// A buffer a Plan reads after the call that handed it over: a bytes object, or any object
@@ -348,6 +399,85 @@ impl Held {
     }
 }
 
+/// A scan moved to a thread: the scanner's state and the buffer's address (held by the
+/// Plan's `Pending` until the thread is joined).
+struct ScanJob {
+    scanner: Scanner,
+    at: usize,
+    len: usize,
+    off: usize,
+    base: u64,
+    limit: usize,
+    at_eof: bool,
+}
+
+impl ScanJob {
+    fn run(mut self) -> Scanned {
+        // SAFETY: the Pending that holds the buffer's export (or bytes object) outlives this
+        // thread: scan_finish and the Plan's Drop join it before letting the buffer go.
+        let data = unsafe { std::slice::from_raw_parts(self.at as *const u8, self.len) };
+        let out = self
+            .scanner
+            .units(data, self.off, self.base, self.limit, self.at_eof);
+        (self.scanner, out)
+    }
+}
+
+fn check_off(off: usize, len: usize) -> PyResult<()> {
+    if off > len {
+        return Err(PyValueError::new_err(format!(
+            "offset {off} is past the buffer ({len} bytes)"
+        )));
+    }
+    Ok(())
+}
+
+impl PyPlan {
+    fn idle(&self) -> PyResult<()> {
+        if self.pending.is_some() {
+            return Err(PyRuntimeError::new_err(
+                "a scan is under way on this Plan (scan_start without scan_finish)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A finished scan's units into the plan, as one part; the tuple `scan` returns.
+    fn adopt<'py>(
+        &mut self,
+        py: Python<'py>,
+        scanner: &mut PyScanner,
+        out: scan::ScanOut,
+        held: Held,
+        file: &str,
+        base: u64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let names = scanner.new_names(py)?;
+        let error = match &out.error {
+            Some(e) => error_tuple(py, e)?,
+            None => py.None().into_bound(py),
+        };
+        let added = out.units.len();
+        if added > 0 {
+            self.plan
+                .add(file.as_bytes(), base, &out.units, &out.tables);
+            self.bufs.push(held);
+        }
+        let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
+        PyTuple::new(
+            py,
+            [
+                names.into_any(),
+                out.stop.into_pyobject(py)?.into_any(),
+                out.events.into_pyobject(py)?.into_any(),
+                last_rotate.into_pyobject(py)?.into_any(),
+                error,
+                added.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+}
+
 #[pymethods]
 impl PyPlan {
     #[new]
@@ -355,6 +485,7 @@ impl PyPlan {
         PyPlan {
             plan: Plan::default(),
             bufs: Vec::new(),
+            pending: None,
         }
     }
 
@@ -393,39 +524,95 @@ impl PyPlan {
         limit: usize,
         at_eof: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        self.idle()?;
+        scanner.here()?;
         let held = Held::new(&buf)?;
         let data = held.bytes(py);
-        if off > data.len() {
-            return Err(PyValueError::new_err(format!(
-                "offset {off} is past the buffer ({} bytes)",
-                data.len()
-            )));
-        }
+        check_off(off, data.len())?;
         let inner = &mut scanner.inner;
         let out = py.detach(|| inner.units(data, off, base, limit, at_eof));
-        let names = scanner.new_names(py)?;
-        let error = match &out.error {
-            Some(e) => error_tuple(py, e)?,
-            None => py.None().into_bound(py),
+        self.adopt(py, &mut scanner, out, held, file, base)
+    }
+
+    /// `scan`, started on a thread of its own: the call returns at once, the GIL free, while
+    /// the scan runs (the master scans the next segment while its stream sends this one).
+    /// The scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
+    /// which waits for the scan and returns what `scan` returns. One scan at a time per Plan.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
+    fn scan_start(
+        &mut self,
+        py: Python<'_>,
+        scanner: Bound<'_, PyScanner>,
+        buf: Bound<'_, PyAny>,
+        off: usize,
+        base: u64,
+        file: &str,
+        limit: usize,
+        at_eof: bool,
+    ) -> PyResult<()> {
+        self.idle()?;
+        let mut s = scanner.try_borrow_mut()?;
+        s.here()?;
+        let held = Held::new(&buf)?;
+        let data = held.bytes(py);
+        check_off(off, data.len())?;
+        let (at, len) = (data.as_ptr() as usize, data.len());
+        let verify = s.inner.verify;
+        let job = ScanJob {
+            scanner: std::mem::replace(&mut s.inner, Scanner::new(verify)),
+            at,
+            len,
+            off,
+            base,
+            limit,
+            at_eof,
         };
-        let added = out.units.len();
-        if added > 0 {
-            self.plan
-                .add(file.as_bytes(), base, &out.units, &out.tables);
-            self.bufs.push(held);
-        }
-        let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
-        PyTuple::new(
-            py,
-            [
-                names.into_any(),
-                out.stop.into_pyobject(py)?.into_any(),
-                out.events.into_pyobject(py)?.into_any(),
-                last_rotate.into_pyobject(py)?.into_any(),
-                error,
-                added.into_pyobject(py)?.into_any(),
-            ],
-        )
+        // The job reaches the thread through a channel, so that a thread that cannot be started
+        // leaves it here: then it runs now, on this thread.
+        let (send, recv) = std::sync::mpsc::sync_channel::<ScanJob>(1);
+        let run = match std::thread::Builder::new()
+            .name("dumpfilter-scan".into())
+            .spawn(move || recv.recv().ok().map(ScanJob::run))
+        {
+            Ok(thread) => match send.send(job) {
+                Ok(()) => Ok(thread),
+                Err(std::sync::mpsc::SendError(job)) => Err(py.detach(|| job.run())),
+            },
+            Err(_) => Err(py.detach(|| job.run())),
+        };
+        s.away = true;
+        self.pending = Some(Pending {
+            run,
+            held,
+            scanner: scanner.clone().unbind(),
+            file: file.to_owned(),
+            base,
+        });
+        Ok(())
+    }
+
+    /// Waits for the scan `scan_start` began and adds its units: returns what `scan` returns.
+    fn scan_finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let Some(Pending {
+            run,
+            held,
+            scanner,
+            file,
+            base,
+        }) = self.pending.take()
+        else {
+            return Err(PyRuntimeError::new_err(
+                "no scan under way (Plan.scan_start)",
+            ));
+        };
+        let done = Pending::wait(run, py);
+        let scanner = scanner.bind(py);
+        let mut s = scanner.try_borrow_mut()?;
+        s.away = false;
+        let (inner, out) = done?;
+        s.inner = inner;
+        self.adopt(py, &mut s, out, held, &file, base)
     }
 
     fn __len__(&self) -> usize {

@@ -191,7 +191,18 @@ class Scanner:
                   at_eof: bool = False) -> "PlanScan":
         """`units`, with the units appended to `plan` (a `Plan`, as part `file` at file offset
         `base` of buf[0]) instead of handed to Python: read them back with plan.unit(k)."""
-        new_names, stop, events, last_rotate, err, added = plan.scan(self._core, buf, off, base, file, limit, at_eof)
+        return self._plan_scan(*plan.scan(self._core, buf, off, base, file, limit, at_eof))
+
+    def scan_start(self, plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+                   at_eof: bool = False) -> None:
+        """`scan_into`, run on a thread of its own: returns at once; `scan_finish(plan)` waits
+        for it and returns its PlanScan. The scanner takes no other call in between."""
+        plan.scan_start(self._core, buf, off, base, file, limit, at_eof)
+
+    def scan_finish(self, plan) -> "PlanScan":
+        return self._plan_scan(*plan.scan_finish())
+
+    def _plan_scan(self, new_names, stop, events, last_rotate, err, added) -> "PlanScan":
         if new_names:
             self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
         return PlanScan(added, stop, events, last_rotate, None if err is None else _error(err, self.path))

@@ -67,8 +67,9 @@ def _described(rec, raw: bytes, tables, gtid_fields, base: int) -> tuple:
             bool(rec.flags & F_ROTATE_END))
 
 
-def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = None):
-    """`core_units` through the master's path: each scan appended to a Plan (`scan_into`, as
+def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = None, threaded: bool = False):
+    """`core_units` through the master's path: each scan appended to a Plan (`scan_into`, or
+    with `threaded` on a thread of its own through `scan_start` and `scan_finish`, as
     SegmentReader feeds it) and every unit read back from the Plan (`unit`, `tables`, `gtid`,
     `end`); the Plan's whole-segment answers (size, flags, GTID sources) checked on the way."""
     scanner = Scanner("<test>", verify_checksums=verify)
@@ -84,7 +85,11 @@ def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
         eof = at >= len(data)
         buf += piece
         first = len(plan)
-        scan = scanner.scan_into(plan, buf, 0, base, f"bin.{len(bases):06d}", at_eof=eof)
+        if threaded:
+            scanner.scan_start(plan, buf, 0, base, f"bin.{len(bases):06d}", at_eof=eof)
+            scan = scanner.scan_finish(plan)
+        else:
+            scan = scanner.scan_into(plan, buf, 0, base, f"bin.{len(bases):06d}", at_eof=eof)
         assert len(plan) == first + scan.added
         if scan.added:
             bases.append(base)
@@ -117,9 +122,16 @@ def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
     return out, error
 
 
+def threaded_plan_units(data: bytes, **kwargs):
+    return plan_units(data, threaded=True, **kwargs)
+
+
+READS = (core_units, plan_units, threaded_plan_units)
+
+
 def assert_same(data: bytes, *, verify: bool = True, chunks: list[int] | None = None) -> int:
     want, want_error = ref.units(data, verify=verify)
-    for read in (core_units, plan_units):
+    for read in READS:
         got, got_error = read(data, verify=verify, chunks=chunks)
         assert got == want, read.__name__
         if want_error is None:
@@ -197,11 +209,11 @@ def test_mutated_binlogs_same_units_and_first_error(spec, data):
     except (BinlogError, ValueError, IndexError, UnicodeDecodeError, KeyError, struct.error) as exc:
         # The reference's Python decoders choke on damage the scanner reports (or walks past):
         # the scanner must still come back with units or a BinlogError, never anything else.
-        for read in (core_units, plan_units):
+        for read in READS:
             got, error = read(bytes(raw), verify=verify)
             assert error is None or isinstance(error, BinlogError), exc
         return
-    for read in (core_units, plan_units):
+    for read in READS:
         got, error = read(bytes(raw), verify=verify)
         assert got == want[0], read.__name__
         assert (error is None) == (want[1] is None)

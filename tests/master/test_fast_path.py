@@ -32,9 +32,12 @@ def _files(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name[-1].isdigit())
 
 
-def _segments(directory: Path, fast: bool, segment_bytes: int, **cache_options) -> list:
-    """Every segment of `directory` from its first file, unit by unit, event by event."""
+def _segments(directory: Path, fast: bool, segment_bytes: int, made: list | None = None, **cache_options) -> list:
+    """Every segment of `directory` from its first file, unit by unit, event by event (the
+    cache used is appended to `made`)."""
     cache = SegmentCache(directory, fast=fast, segment_bytes=segment_bytes, cache_bytes=1 << 20, **cache_options)
+    if made is not None:
+        made.append(cache)
     pos, out = (_files(directory)[0], 4), []
     while True:
         seg = cache.get(pos)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dumpfilter.codec.encode import format_description
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.slave import relay_log
 from dumpfilter.slave.relay_log import INFO, Committer, RelayInfo
@@ -53,15 +54,20 @@ class DiskTrace:
         monkeypatch.setattr(relay_log.os, "replace", replace)
 
     def check(self) -> int:
-        """Every recorded position is covered by an earlier fsync of its file; the number of
-        positions recorded."""
+        """Every recorded position is covered by an earlier fsync of its file, and every earlier
+        relay file was fsync'd whole (with its Rotate) before a position in a later one was
+        recorded; the number of positions recorded."""
         durable: dict[str, int] = {}
+        final = {p.name: p.stat().st_size for p in self.relay_dir.glob("relay-bin.0*")}
         recorded = 0
         for kind, name, value in self.log:
             if kind == "fsync":
                 durable[name] = max(durable.get(name, 0), value)
             elif name:
                 assert value <= durable.get(name, -1), f"relay-log.info names {name}:{value} before it was fsync'd"
+                for earlier in (n for n in final if n < name):
+                    assert durable.get(earlier) == final[earlier], \
+                        f"relay-log.info names {name} before {earlier} was fsync'd whole"
                 recorded += 1
         return recorded
 
@@ -78,7 +84,8 @@ def test_position_never_ahead_of_fsynced_relay_bytes(workload_dir, master_factor
     slave = run_slave(address, relay, 62, rules=RuleSet(ignore_db=("db2",)), relay_log_size=300_000,
                       relay_commit_interval=interval)
     recorded = trace.check()
-    assert recorded >= 2  # rotations (300 kB files) drain the committer at least
+    assert recorded >= 2
+    assert len(list(relay.glob("relay-bin.0*"))) >= 2  # a rotation (300 kB files) was crossed
     assert relay_units(relay) == relay_units(reference)
     info = RelayInfo.load(relay)
     # The last batch is recorded when the stream ends, whatever the interval.
@@ -147,6 +154,52 @@ def test_interval_bounds_the_commits(tmp_path):
     finally:
         slow.close()
         os.close(fd)
+
+
+def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
+    """The finished relay file goes to the committer (`Committer.retire`): the receiving thread
+    rotates while an fsync is held up, and the file is fsync'd whole and closed before the
+    position in the next file is recorded."""
+    gate, entered = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+    synced: list[tuple[str, int]] = []
+
+    def held_fsync(fd):
+        target = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        size = os.fstat(fd).st_size  # what this fsync makes durable at least
+        if target.name.startswith("relay-bin.0") and size > 1000 and not gate.is_set():
+            entered.set()
+            assert gate.wait(10)
+        real_fsync(fd)
+        synced.append((target.name, size))
+
+    real_write = relay_log.write_json_atomic
+
+    def write(path, data):
+        synced.append(("info", data["relay_file"]))
+        real_write(path, data)
+
+    monkeypatch.setattr(relay_log.os, "fsync", held_fsync)
+    monkeypatch.setattr(relay_log, "write_json_atomic", write)
+    relay = relay_log.RelayLog(tmp_path, max_size=4_000)
+    relay.format_event(format_description())
+    relay.write_raw(b"x" * 5_000)
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position))
+    assert entered.wait(10)  # the commit's fsync of the first file is held up
+    first = relay.current
+    rotated = threading.Thread(target=relay.maybe_rotate)
+    rotated.start()
+    rotated.join(5)
+    assert not rotated.is_alive(), "the rotation waited for the held fsync"
+    assert relay.current != first and (tmp_path / first).stat().st_size > 5_000
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position))
+    gate.set()
+    relay.drain()
+    # Whole, with its Rotate, before the first position in the next file was recorded.
+    assert synced.index((first, (tmp_path / first).stat().st_size)) < synced.index(("info", relay.current))
+    assert json.loads((tmp_path / INFO).read_text())["relay_file"] == relay.current
+    assert relay.committer._retired == []
+    relay.close()
 
 
 def test_failed_fsync_is_raised_and_nothing_after_it_is_recorded(tmp_path, monkeypatch):

@@ -1,0 +1,81 @@
+"""`Plan.scan_start` / `Plan.scan_finish`: a Plan's scan on a thread of the core's (the master's
+read ahead). The units are those of `Plan.scan` (tests/core/test_scanner_differential.py
+compares both with the reference); here, the rules of use: one scan under way per Plan, the
+scanner busy until it is finished, and a Plan dropped with its scan under way."""
+
+from __future__ import annotations
+
+import gc
+import mmap
+
+import pytest
+
+from dumpfilter._core import Plan
+from dumpfilter.codec.scanner import Scanner
+from dumpfilter.workload.generator import WorkloadSpec, generate
+
+
+@pytest.fixture(scope="module")
+def binlog(tmp_path_factory) -> bytes:
+    d = tmp_path_factory.mktemp("scan-thread")
+    return generate(WorkloadSpec(seed=8, transactions=2_000), d)[0].read_bytes()
+
+
+def test_a_threaded_scan_gives_the_plan_a_plain_scan_gives(binlog):
+    plain, threaded = Plan(), Plan()
+    reference = Scanner("a")
+    want = reference.scan_into(plain, binlog, 4, 0, "a", at_eof=True)
+    scanner = Scanner("a")
+    scanner.scan_start(threaded, binlog, 4, 0, "a", at_eof=True)
+    got = scanner.scan_finish(threaded)
+    assert (got.added, got.stop, got.events, got.last_rotate) == (want.added, want.stop, want.events, want.last_rotate)
+    assert got.added > 2_000 and len(threaded) == len(plain)
+    assert [threaded.unit(k) for k in range(len(threaded))] == [plain.unit(k) for k in range(len(plain))]
+    assert scanner.names == reference.names and len(scanner.names) > 4
+
+
+def test_one_scan_at_a_time_and_the_scanner_busy_until_it_is_finished(binlog):
+    plan, scanner = Plan(), Scanner("a")
+    with pytest.raises(RuntimeError, match="no scan under way"):
+        plan.scan_finish()
+    scanner.scan_start(plan, binlog, 4, 0, "a", limit=100_000)
+    with pytest.raises(RuntimeError, match="under way on this Plan"):
+        scanner.scan_start(plan, binlog, 4, 0, "a")
+    with pytest.raises(RuntimeError, match="scanner is busy"):
+        scanner.units(binlog, 4, 0)
+    with pytest.raises(RuntimeError, match="scanner is busy"):
+        scanner.scan_into(Plan(), binlog, 4, 0, "a")
+    first = scanner.scan_finish(plan)
+    assert 0 < first.stop < len(binlog)
+    # The scanner's state came back: the next scan goes on from where the first stopped.
+    scanner.scan_start(plan, binlog, first.stop, 0, "a", at_eof=True)
+    second = scanner.scan_finish(plan)
+    assert second.stop == len(binlog) and len(plan) == first.added + second.added
+
+
+def test_a_bad_offset_or_a_writable_buffer_is_refused_before_any_thread(binlog):
+    plan, scanner = Plan(), Scanner("a")
+    with pytest.raises(ValueError, match="past the buffer"):
+        scanner.scan_start(plan, binlog, len(binlog) + 1, 0, "a")
+    with pytest.raises(ValueError, match="read-only"):
+        scanner.scan_start(plan, bytearray(binlog), 4, 0, "a")
+    scanner.scan_start(plan, binlog, 4, 0, "a", at_eof=True)  # neither left the plan or scanner busy
+    assert scanner.scan_finish(plan).stop == len(binlog)
+
+
+def test_a_plan_dropped_with_its_scan_under_way_waits_for_it(binlog, tmp_path):
+    """The scan reads the buffer the Plan holds (here a mapping): dropping the Plan joins the
+    thread before the buffer is let go, so the mapping can then be closed."""
+    path = tmp_path / "b"
+    path.write_bytes(binlog)
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    for _ in range(20):
+        plan = Plan()
+        Scanner("b").scan_start(plan, mapped, 4, 0, "b", at_eof=True)
+        with pytest.raises(BufferError):
+            mapped.close()  # exported to the scan
+        del plan
+        gc.collect()
+    mapped.close()
+    assert mapped.closed
