@@ -596,12 +596,18 @@ class Slave:
             raw_ok = self.fast and self.rename is None and self.relay.file is not None and grouper.current is None
             if raw_ok and self.after_unit is None:
                 # In bulk (the compiled relay run): lone Heartbeats counted and passed over, fast
-                # units the slave's own rules keep whole written as they came, up to the first
-                # unit that needs the code below.
-                out, nxt, units_n, events_n, bytes_n, heartbeats = self._scanner.relay_run(blob, i, self._keeps())
+                # units the slave's own rules keep whole and lone statements (see below) written
+                # as they came, up to the first unit that needs the code below. The lone
+                # statements' texts come back for the slave's own check, in order: the keep
+                # answers the run used were fixed before it (per table name, for the batch), so
+                # checking them after the run's write decides nothing differently.
+                out, nxt, units_n, events_n, bytes_n, heartbeats, lone = self._scanner.relay_run(
+                    blob, i, self._keeps(), fmt)
                 if nxt > i:
                     if out:
                         self.relay.write_raw(out)
+                    for db, sql in lone:
+                        self.check.lone_text_kept(sql, db)
                     c.heartbeats += heartbeats
                     c.events_relayed += events_n
                     c.bytes_relayed += bytes_n

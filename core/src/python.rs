@@ -979,23 +979,35 @@ impl PyFlagWords {
 }
 
 /// The slave's relay run over the last `units` call of `scanner` (see relay::relay_run):
-/// (bytes, next unit index, units, events, bytes relayed, heartbeats passed over).
+/// (bytes, next unit index, units, events, bytes relayed, heartbeats passed over, lone
+/// statements copied as [(default database, SQL)]). `lone`: (QUERY post-header length,
+/// checksum length) of the format in force, to copy lone statements too; None, to stop at them.
 #[pyfunction]
+#[pyo3(signature = (scanner, buf, from, keep, lone = None))]
 fn relay_run<'py>(
     py: Python<'py>,
     scanner: PyRef<'py, PyScanner>,
     buf: &[u8],
     from: usize,
     keep: &[u8],
+    lone: Option<(usize, usize)>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (units, tables) = (&scanner.last_units, &scanner.last_tables);
-    let p = py.detach(|| relay::relay_plan(buf, units, tables, keep, from));
+    let lone = lone.map(|(query_post, crc_len)| relay::LoneFormat {
+        query_post,
+        crc_len,
+    });
+    let p = py.detach(|| relay::relay_plan(buf, units, tables, keep, from, lone));
     // One copy, straight into the bytes object handed to Python.
     let out = PyBytes::new_with(py, p.bytes as usize, |dst| {
         p.fill(buf, dst);
         Ok(())
     })?;
-    (out, p.next, p.units, p.events, p.bytes, p.heartbeats).into_pyobject(py)
+    let texts = PyList::empty(py);
+    for (db, sql) in &p.lone {
+        texts.append((text(py, &buf[db.clone()])?, text(py, &buf[sql.clone()])?))?;
+    }
+    (out, p.next, p.units, p.events, p.bytes, p.heartbeats, texts).into_pyobject(py)
 }
 
 #[pymodule]

@@ -3,10 +3,14 @@
 //! skipped stretches: counted, never relayed) are passed over and the fast units whose tables
 //! the slave's own rules all keep are copied as they came, until a unit that needs Python (an
 //! FDE, a Rotate or another control event, a statement, a unit not kept whole, a table whose
-//! answer is not known yet).
+//! answer is not known yet). Asked to, a run also copies the lone statements (a MariaDB GTID
+//! and one plain QUERY: DDL, standalone groups), which the slave writes whole whatever its own
+//! check says, and hands their texts back for that check.
 
-use crate::scan::{Unit, CONTROL, F_FAST};
-use crate::types::{HEARTBEAT, HEARTBEAT_V2};
+use std::ops::Range;
+
+use crate::scan::{query_ranges, Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2};
 
 /// What one relay run produced.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -22,6 +26,8 @@ pub struct RelayRun {
     pub bytes: u64,
     /// Lone Heartbeat units passed over.
     pub heartbeats: u64,
+    /// The lone statements copied: their (default database, SQL) ranges in the buffer.
+    pub lone: Vec<(Range<usize>, Range<usize>)>,
 }
 
 /// A relay run before its bytes are copied: the buffer ranges to write, in order (kept units
@@ -34,6 +40,33 @@ pub struct RelayPlan {
     pub events: u64,
     pub bytes: u64,
     pub heartbeats: u64,
+    pub lone: Vec<(Range<usize>, Range<usize>)>,
+}
+
+/// The format a run reads lone statements with: its QUERY post-header length and checksum length.
+#[derive(Debug, Clone, Copy)]
+pub struct LoneFormat {
+    pub query_post: usize,
+    pub crc_len: usize,
+}
+
+/// A lone statement: a complete unit of two events, a MariaDB GTID (as long as a GTID with a
+/// checksum at least) and a plain QUERY whose lengths add up; its text ranges in `buf`. The
+/// slave's Python loop takes the same units (`Slave._receive`, `codec.event.query_text`).
+pub fn lone_statement(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Range<usize>, Range<usize>)> {
+    const LONE: u32 = F_MARIADB_GTID | F_COMPLETE;
+    if u.events != 2
+        || u.flags & LONE != LONE
+        || (u.gtid_size as usize) < HEADER_LEN + 13 + f.crc_len
+    {
+        return None;
+    }
+    let raw = buf.get(u.start..u.end)?;
+    let (db, sql) = query_ranges(raw, u.gtid_size as usize, f.query_post, f.crc_len)?;
+    Some((
+        u.start + db.start..u.start + db.end,
+        u.start + sql.start..u.start + sql.end,
+    ))
 }
 
 impl RelayPlan {
@@ -55,13 +88,15 @@ pub fn is_lone_heartbeat(buf: &[u8], u: &Unit) -> bool {
 }
 
 /// Plans the relay of units[from..] of `buf` (the buffer they were scanned from; `tables` the
-/// name ids of their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python.
+/// name ids of their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python;
+/// with `lone`, lone statements are copied too (see `lone_statement`).
 pub fn relay_plan(
     buf: &[u8],
     units: &[Unit],
     tables: &[u32],
     keep: &[u8],
     from: usize,
+    lone: Option<LoneFormat>,
 ) -> RelayPlan {
     let mut plan = RelayPlan::default();
     let mut i = from;
@@ -75,14 +110,18 @@ pub fn relay_plan(
             i += 1;
             continue;
         }
-        if u.flags & F_FAST == 0 || u.tables_lo > u.tables_hi {
-            break;
-        }
-        let Some(ids) = tables.get(u.tables_lo as usize..u.tables_hi as usize) else {
-            break;
-        };
-        if !ids.iter().all(|id| keep.get(*id as usize) == Some(&1)) {
-            break;
+        if u.flags & F_FAST == 0 {
+            match lone.and_then(|f| lone_statement(buf, u, f)) {
+                Some(texts) => plan.lone.push(texts),
+                None => break,
+            }
+        } else {
+            let Some(ids) = tables.get(u.tables_lo as usize..u.tables_hi as usize) else {
+                break;
+            };
+            if !ids.iter().all(|id| keep.get(*id as usize) == Some(&1)) {
+                break;
+            }
         }
         match plan.ranges.last_mut() {
             Some(last) if last.1 == u.start => last.1 = u.end,
@@ -98,8 +137,15 @@ pub fn relay_plan(
 }
 
 /// `relay_plan` with the bytes copied out.
-pub fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> RelayRun {
-    let plan = relay_plan(buf, units, tables, keep, from);
+pub fn relay_run(
+    buf: &[u8],
+    units: &[Unit],
+    tables: &[u32],
+    keep: &[u8],
+    from: usize,
+    lone: Option<LoneFormat>,
+) -> RelayRun {
+    let plan = relay_plan(buf, units, tables, keep, from, lone);
     let mut out = vec![0u8; plan.bytes as usize];
     plan.fill(buf, &mut out);
     RelayRun {
@@ -109,6 +155,7 @@ pub fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: 
         events: plan.events,
         bytes: plan.bytes,
         heartbeats: plan.heartbeats,
+        lone: plan.lone,
     }
 }
 
@@ -156,7 +203,7 @@ mod tests {
             unit(80, 90, TRANSACTION, 0, (4, 4)),
         ];
         let tables = [0, 1, 0, 2];
-        let run = relay_run(&buf, &units, &tables, &[1, 1, 0], 0);
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 0], 0, None);
         assert_eq!(
             run.next, 5,
             "the unit with table 2 (not kept) stops the run"
@@ -167,13 +214,13 @@ mod tests {
         let want: Vec<u8> = (0..10).chain(30..60).collect();
         assert_eq!(run.out, want);
         assert_eq!(run.bytes, want.len() as u64);
-        let run = relay_run(&buf, &units, &tables, &[1, 1, 1], 5);
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 1], 5, None);
         assert_eq!(
             (run.next, run.units, run.out.len()),
             (6, 1, 10),
             "stops at a unit not fast"
         );
-        let run = relay_run(&buf, &units, &tables, &[1, 1, 2], 5);
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 2], 5, None);
         assert_eq!((run.next, run.units), (5, 0), "an unknown answer stops");
         assert!(run.out.is_empty());
     }
@@ -183,11 +230,11 @@ mod tests {
         let mut buf = vec![0u8; 40];
         buf[4] = crate::types::ROTATE;
         let units = [heartbeat(0, 20)];
-        assert_eq!(relay_run(&buf, &units, &[], &[], 0).next, 0);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0, None).next, 0);
         let units = [unit(0, 50, TRANSACTION, F_FAST, (0, 0))];
-        assert_eq!(relay_run(&buf, &units, &[], &[], 0).next, 0);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0, None).next, 0);
         let units = [unit(0, 20, TRANSACTION, F_FAST, (0, 9))];
-        assert_eq!(relay_run(&buf, &units, &[], &[], 0).next, 0);
-        assert_eq!(relay_run(&buf, &units, &[], &[], 7).next, 7);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0, None).next, 0);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 7, None).next, 7);
     }
 }

@@ -1026,6 +1026,30 @@ fn fmt_error(e: FormatError, offset: u64) -> ScanError {
     ScanError::binlog(e.0, offset)
 }
 
+/// The default database and SQL text (ranges of `raw`, CRC excluded) of the plain QUERY event at
+/// raw[q..], which runs to the end of `raw` (the one event after a unit's GTID): what
+/// `codec.event.query_text` reads. None for another type or lengths that do not add up.
+/// The QUERY post-header: thread_id u32, exec_time u32, db_len u8, error_code u16,
+/// status_vars_len u16 (13 bytes), then the status variables, the db, a NUL, the SQL.
+pub fn query_ranges(
+    raw: &[u8],
+    q: usize,
+    query_post: usize,
+    crc_len: usize,
+) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    if *raw.get(q + 4)? != QUERY || q + HEADER_LEN + 13 > raw.len() {
+        return None;
+    }
+    let db_len = raw[q + HEADER_LEN + 8] as usize;
+    let status_len = u16_at(raw, q + HEADER_LEN + 11)? as usize;
+    let db_start = q + HEADER_LEN + query_post + status_len;
+    let stop = raw.len().checked_sub(crc_len)?;
+    if db_start + db_len + 1 > stop {
+        return None;
+    }
+    Some((db_start..db_start + db_len, db_start + db_len + 1..stop))
+}
+
 /// The SQL text of a Query (or Query_compressed, Execute_load_query) event, decompressed.
 pub fn query_sql<'a>(
     buf: &'a [u8],

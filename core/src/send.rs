@@ -8,8 +8,10 @@
 use crate::assemble::{partial, rows};
 use std::ops::Range;
 
-use crate::scan::{u32_at, Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
-use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT, QUERY};
+use crate::scan::{
+    query_ranges, u32_at, Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END,
+};
+use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT};
 
 /// A stream's answer per unit (`rows`): skip, kept in part, kept whole, not a fast unit.
 pub const SKIP: u8 = 0;
@@ -174,24 +176,9 @@ impl Plan {
             return None;
         }
         let q = u32_at(raw, 9)? as usize; // the GTID event's size: where the QUERY starts
-                                          // The QUERY post-header: thread_id u32, exec_time u32, db_len u8, error_code u16,
-                                          // status_vars_len u16 (13 bytes), then the status variables, the db, a NUL, the SQL.
-        if *raw.get(q + 4)? != QUERY || q + HEADER_LEN + 13 > raw.len() {
-            return None;
-        }
-        let db_len = raw[q + HEADER_LEN + 8] as usize;
-        let status_len =
-            u16::from_le_bytes([raw[q + HEADER_LEN + 11], raw[q + HEADER_LEN + 12]]) as usize;
-        let db_start = q + HEADER_LEN + query_post + status_len;
-        let stop = raw.len().checked_sub(crc_len)?;
-        if db_start + db_len + 1 > stop {
-            return None;
-        }
+        let (db, sql) = query_ranges(raw, q, query_post, crc_len)?;
         let at = u.start;
-        Some((
-            at + db_start..at + db_start + db_len,
-            at + db_start + db_len + 1..at + stop,
-        ))
+        Some((at + db.start..at + db.end, at + sql.start..at + sql.end))
     }
 
     /// One stream's answer byte per unit from its keep byte per name id (see assemble::rows).

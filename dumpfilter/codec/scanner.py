@@ -222,12 +222,16 @@ class Scanner:
         """The indices (u32) of the last `units` call's units that are not fast."""
         return memoryview(self._core.slow_units()).cast("I")
 
-    def relay_run(self, buf: bytes, start: int, keep: bytes) -> tuple[bytes, int, int, int, int, int]:
+    def relay_run(self, buf: bytes, start: int, keep: bytes,
+                  lone: FormatDescription | None = None) -> tuple[bytes, int, int, int, int, int, list]:
         """A slave's relay run over the last `units` call's units from index `start` on (buf:
         that call's buffer; `keep` one byte per name id, 1 kept): lone Heartbeats passed over,
-        fast units kept whole copied as they came, until a unit that needs Python. Returns
-        (bytes, next unit index, units, events, bytes relayed, heartbeats); see relay::relay_run."""
-        return _core.relay_run(self._core, buf, start, keep)
+        fast units kept whole copied as they came and, given the format in force as `lone`, lone
+        statements (a MariaDB GTID and one plain QUERY) too, until a unit that needs Python.
+        Returns (bytes, next unit index, units, events, bytes relayed, heartbeats, [(default
+        database, SQL)] of the lone statements copied); see relay::relay_run."""
+        formats = None if lone is None else (lone.post_header_len(EventType.QUERY), lone.checksum_len)
+        return _core.relay_run(self._core, buf, start, keep, formats)
 
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`

@@ -1,13 +1,15 @@
 """The slave's compiled relay run (core relay_run through Scanner.relay_run) against the
 per-unit Python loop it replaced in slave.client.Slave._receive: from any unit index, the same
-lone Heartbeats passed over, the same fast units kept whole copied as they came, and the same
-stopping unit; on every real fixture binlog and on hypothesis-built binlogs, with Heartbeats
-(as the master sends them for skipped stretches) put between their units, under every kind of
-keep answer (kept, not kept, not known yet)."""
+lone Heartbeats passed over, the same fast units kept whole copied as they came, given the
+format the same lone statements (a MariaDB GTID and one QUERY, read by codec.event.query_text)
+copied with their texts, and the same stopping unit; on every real fixture binlog and on
+hypothesis-built binlogs, with Heartbeats (as the master sends them for skipped stretches) put
+between their units, under every kind of keep answer (kept, not kept, not known yet)."""
 
 from __future__ import annotations
 
 import gzip
+import io
 import random
 
 import pytest
@@ -15,32 +17,48 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter import _core
-from dumpfilter.codec.constants import EventType
-from dumpfilter.codec.scanner import Scanner
+from dumpfilter.codec.constants import HEADER_LEN, EventType
+from dumpfilter.codec.event import query_text
+from dumpfilter.codec.reader import read_format_description
+from dumpfilter.codec.scanner import F_COMPLETE, F_MARIADB_GTID, Scanner
+from dumpfilter.errors import BinlogError
 from tests.codec.test_properties import binlogs
 from tests.core.test_scanner_differential import _written, fixture_files
 
 HEARTBEATS = (int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2))
 
 
-def reference_run(buf: bytes, units, tables, keep: bytes, start: int):
-    """The slave's former loop, unit by unit: (bytes, next, units, events, bytes, heartbeats)."""
-    out, i, relayed, events, heartbeats = [], start, 0, 0, 0
+LONE = F_MARIADB_GTID | F_COMPLETE
+
+
+def reference_run(buf: bytes, units, tables, keep: bytes, start: int, fmt=None):
+    """The slave's former loop, unit by unit: (bytes, next, units, events, bytes, heartbeats,
+    lone statements' texts); with `fmt`, its lone-statement branch too."""
+    out, i, relayed, events, heartbeats, texts = [], start, 0, 0, 0, []
     while i < len(units):
         rec = units[i]
         if rec.kind == "control" and rec.events == 1 and buf[rec.start + 4] in HEARTBEATS:
             heartbeats += 1
             i += 1
             continue
-        ids = tables[rec.tables_lo : rec.tables_hi]
-        if not rec.fast or not all(j < len(keep) and keep[j] == 1 for j in ids):
-            break
+        if not rec.fast:
+            text = None
+            if (fmt is not None and rec.events == 2 and rec.flags & LONE == LONE
+                    and rec.gtid_size >= HEADER_LEN + 13 + fmt.checksum_len):
+                text = query_text(buf, rec.start + rec.gtid_size, rec.end, fmt)
+            if text is None:
+                break
+            texts.append(text)
+        else:
+            ids = tables[rec.tables_lo : rec.tables_hi]
+            if not all(j < len(keep) and keep[j] == 1 for j in ids):
+                break
         out.append(buf[rec.start : rec.end])
         relayed += 1
         events += rec.events
         i += 1
     data = b"".join(out)
-    return data, i, relayed, events, len(data), heartbeats
+    return data, i, relayed, events, len(data), heartbeats, texts
 
 
 def with_heartbeats(data: bytes, rng: random.Random, share: float) -> bytes:
@@ -65,37 +83,46 @@ def keeps(names: int, rng: random.Random) -> list[bytes]:
     return [b"\x01" * names, b"\x00" * names, mixed, b"\x01" * (names // 2)]
 
 
-def assert_same_runs(stream: bytes, rng: random.Random) -> tuple[int, int]:
+def assert_same_runs(stream: bytes, rng: random.Random, fmt=None) -> tuple[int, int, int]:
     """Every run over `stream` from 0, then from each unit after the one a run stopped at,
-    equal to the reference; returns (units relayed, heartbeats) over the all-kept array."""
+    equal to the reference, without and with the lone statements (`fmt`, the stream's format);
+    returns (units relayed, heartbeats, lone statements) over the all-kept array."""
     scanner = Scanner("<test>")
     scan = scanner.units(stream, 0, 0, at_eof=True)
     units = list(scan.units)
     tables = list(scan.tables)
-    totals = (0, 0)
-    for n, keep in enumerate(keeps(len(scanner.names), rng)):
-        i = 0
-        relayed = heartbeats = 0
-        while i < len(units):
-            got = scanner.relay_run(stream, i, keep)
-            want = reference_run(stream, units, tables, keep, i)
-            assert got == want, (i, got[1:], want[1:])
-            relayed, heartbeats = relayed + got[2], heartbeats + got[5]
-            i = got[1] + 1  # the unit the run stopped at goes to Python
-        if n == 0:
-            totals = (relayed, heartbeats)
+    totals = (0, 0, 0)
+    for lone in (None, fmt) if fmt is not None else (None,):
+        for n, keep in enumerate(keeps(len(scanner.names), rng)):
+            i = 0
+            relayed = heartbeats = statements = 0
+            while i < len(units):
+                got = scanner.relay_run(stream, i, keep, lone)
+                want = reference_run(stream, units, tables, keep, i, lone)
+                assert got == want, (i, got[1:], want[1:])
+                relayed, heartbeats, statements = relayed + got[2], heartbeats + got[5], statements + len(got[6])
+                i = got[1] + 1  # the unit the run stopped at goes to Python
+            if n == 0 and lone is not None or fmt is None:
+                totals = (relayed, heartbeats, statements)
     return totals
+
+
+def _format(data: bytes):
+    try:
+        return read_format_description(io.BytesIO(data))[1]
+    except BinlogError:
+        return None
 
 
 @pytest.mark.fixtures
 def test_every_real_fixture_binlog(shared_fixtures):
     rng = random.Random(2387)
-    relayed = heartbeats = 0
+    relayed = heartbeats = statements = 0
     for path in fixture_files(shared_fixtures):
         data = gzip.open(path).read() if path.suffix == ".gz" else path.read_bytes()
         for share in (0.0, 0.3):
-            r, h = assert_same_runs(with_heartbeats(data, rng, share), rng)
-            relayed, heartbeats = relayed + r, heartbeats + h
+            r, h, s = assert_same_runs(with_heartbeats(data, rng, share), rng, _format(data))
+            relayed, heartbeats, statements = relayed + r, heartbeats + h, statements + s
     assert relayed > 100 and heartbeats > 100  # the runs did relay and pass over something
 
 
@@ -103,7 +130,22 @@ def test_every_real_fixture_binlog(shared_fixtures):
 @given(binlogs(), st.integers(0, 2**32), st.sampled_from([0.0, 0.2, 0.9]))
 def test_hypothesis_binlogs(spec, seed, share):
     rng = random.Random(seed)
-    assert_same_runs(with_heartbeats(_written(spec), rng, share), rng)
+    data = _written(spec)
+    assert_same_runs(with_heartbeats(data, rng, share), rng, _format(data))
+
+
+@pytest.mark.parametrize("fmt", ["row", "mixed"])
+def test_generated_binlogs_with_ddl(tmp_path, fmt):
+    """MariaDB binlogs with DDL among the transactions: the lone statements a run copies."""
+    from dumpfilter.workload.generator import WorkloadSpec, generate
+
+    rng = random.Random(5)
+    statements = 0
+    for path in generate(WorkloadSpec(seed=12, transactions=300, binlog_format=fmt, flavor="mariadb", ddl_share=0.1,
+                                      max_binlog_size=30_000), tmp_path):
+        data = path.read_bytes()
+        statements += assert_same_runs(with_heartbeats(data, rng, 0.3), rng, _format(data))[2]
+    assert statements > 20
 
 
 def test_a_stream_of_only_heartbeats_and_kept_units_is_one_run():
@@ -119,7 +161,8 @@ def test_a_stream_of_only_heartbeats_and_kept_units_is_one_run():
     scanner = Scanner("<test>")
     scan = scanner.units(stream, 0, 0, at_eof=True)
     first_fast = next(i for i, rec in enumerate(scan.units) if rec.fast)
-    out, nxt, relayed, events, size, heartbeats = scanner.relay_run(stream, first_fast, b"\x01" * len(scanner.names))
+    out, nxt, relayed, events, size, heartbeats, _ = scanner.relay_run(stream, first_fast,
+                                                                       b"\x01" * len(scanner.names))
     rest = list(scan.units)[nxt:]
     assert all(rec.kind == "control" for rec in rest)  # only the file's end (Rotate, Stop) is left
     assert relayed > 250 and heartbeats > 100 and size == len(out)

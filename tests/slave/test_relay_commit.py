@@ -202,6 +202,38 @@ def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
     relay.close()
 
 
+def test_batches_head_for_the_disk_while_the_commit_interval_runs(tmp_path, monkeypatch):
+    """Each hand-over waiting for its commit has its file's whole pages, short of the last one
+    (a page being written back would stall the next write into it), sent toward the disk at
+    once (sync_file_range), so that the commit's fsync, and the one the stream's end waits for,
+    find little left to write."""
+    assert relay_log.start_writeback is not None  # Linux: libc has sync_file_range
+    started = []
+    real = relay_log.start_writeback
+    monkeypatch.setattr(relay_log, "start_writeback", lambda fd, end: started.append((fd, end)) or real(fd, end))
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    committer = Committer(tmp_path / INFO, interval=30)  # the drain cuts it short
+    try:
+        os.write(fd, b"x" * 100)
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 100})  # committed at once
+        committer.drain()
+        for pos in (6_000, 50_000, 100_003):
+            os.write(fd, b"y" * (pos - os.fstat(fd).st_size))
+            committer.submit(fd, {"relay_file": data.name, "relay_pos": pos})  # waits for the interval
+            deadline = time.monotonic() + 5
+            while not any(end > pos - 8192 for _, end in started) and time.monotonic() < deadline:
+                if pos < 8192:
+                    break
+                time.sleep(0.005)
+        committer.drain()
+        assert started == [(fd, 45_056), (fd, 94_208)]  # none below two pages; whole pages, the last left
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 100_003
+    finally:
+        committer.close()
+        os.close(fd)
+
+
 def test_failed_fsync_is_raised_and_nothing_after_it_is_recorded(tmp_path, monkeypatch):
     data = tmp_path / "relay-bin.000001"
     fd = os.open(data, os.O_WRONLY | os.O_CREAT)
