@@ -255,10 +255,14 @@ def unit_end(file: str, last: Event) -> Pos:
 
 # A segment is what one read hands every stream: its fixed Python cost (the file opened at the
 # position, the format read, the Plan and its index, each stream's answers, tallies and hit
-# counts) is paid per segment, so larger segments cost less per byte (4 MB: 18% less master CPU
-# than 1 MB on bench_dump's file). The cache holds eight, for streams at different positions.
-SEGMENT_BYTES = 4 << 20
-CACHE_BYTES = 8 * SEGMENT_BYTES
+# counts) is paid per segment, and only the stream's work on a segment overlaps the scan of the
+# next (read ahead), so larger segments cost less per byte: 4 MB had 18% less master CPU than
+# 1 MB on bench_dump's file, and 16 MB ends a one-slave stream about 6% sooner than 4 MB. The
+# cache holds three, for streams at different positions; with the reads ahead (AHEAD_MAX), the
+# master's memory stays bounded whatever the binlog's size (a mapped segment's pages count in
+# its RSS while it is cached: bench_dump measures eight slaves).
+SEGMENT_BYTES = 16 << 20
+CACHE_BYTES = 3 * SEGMENT_BYTES
 
 
 class SegmentCache:
@@ -368,7 +372,7 @@ class SegmentCache:
 
     # Reads started ahead and not yet taken: a stream that skips ahead (a new position) leaves
     # its last one behind; the oldest beyond this many are dropped (their scans joined).
-    AHEAD_MAX = 4
+    AHEAD_MAX = 2
 
     def _start_ahead(self, start: Pos) -> None:
         """Starts reading the segment at `start`, the end of the one a stream was just handed:

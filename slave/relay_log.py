@@ -258,19 +258,22 @@ class Committer:
                     start_writeback(fd, data["relay_pos"] // _PAGE * _PAGE - _PAGE)
                 continue
             try:
-                # The finished files first: the info about to be written names a later one.
+                # The finished files first: the info about to be written names a later one. They
+                # are closed only after it: the hand-over may still be one of theirs (a commit
+                # that waited for its interval while the file was finished), and its descriptor
+                # must not be closed, or reused by the next file, before its fsync.
                 try:
                     for file in retired:
                         file.flush()
                         os.fsync(file.fileno())
+                    if pending is not None:
+                        fd, data = pending
+                        os.fsync(fd)
+                        write_json_atomic(self.path, data)
+                        self.commits += 1
                 finally:
                     for file in retired:
                         file.close()
-                if pending is not None:
-                    fd, data = pending
-                    os.fsync(fd)
-                    write_json_atomic(self.path, data)
-                    self.commits += 1
             except BaseException as exc:  # handed to the receiving thread
                 with cond:
                     self._error = exc

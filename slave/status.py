@@ -79,15 +79,15 @@ def mark_stopped(info: RelayInfo, relay_dir: Path) -> None:
     info.save(relay_dir)
 
 
-def note_batch(info: RelayInfo, batch) -> None:
+def note_batch(info: RelayInfo, batch, events: bytes) -> None:
     """A batch was relayed (called before the info is saved with its position): the IO thread is
-    connected, its error is cleared; the first event's timestamp dates what the master sent."""
+    connected, its error is cleared; the first event's timestamp dates what the master sent
+    (`events`: the batch's events, read once by the caller)."""
     info.connected, info.caught_up = True, bool(batch.caught_up)
     info.last_error, info.last_io_errno, info.last_io_error_timestamp = "", 0, ""
     changed = batch.filter_changed_at
     if changed.file:  # a live CHANGE REPLICATION FILTER on the master took effect here
         info.filters_changed_at = f"{changed.file}:{changed.pos}"
-    events = batch.events
     if len(events) >= 19 and not batch.heartbeat:
         stamp = int.from_bytes(events[0:4], "little")
         if stamp:

@@ -202,6 +202,38 @@ def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
     relay.close()
 
 
+def test_a_commit_waiting_for_its_interval_when_its_file_is_finished(tmp_path, monkeypatch):
+    """A hand-over made before a rotation and still waiting for its interval is committed with
+    the finished file: its descriptor stays open until its fsync (closed first, the fsync failed
+    with EBADF, or hit the next file once the number was reused)."""
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        real_fsync(fd)
+        synced.append((os.readlink(f"/proc/self/fd/{fd}").rsplit("/", 1)[1], os.fstat(fd).st_size))
+
+    monkeypatch.setattr(relay_log.os, "fsync", fsync)
+    relay = relay_log.RelayLog(tmp_path, max_size=4_000, commit_interval=30)  # the drain cuts it short
+    relay.format_event(format_description())
+    relay.write_raw(b"x" * 5_000)
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position))  # the first: at once
+    relay.drain()
+    first = relay.current
+    relay.write_raw(b"y" * 100)
+    relay.commit(RelayInfo(relay_file=first, relay_pos=relay.position))  # waits for its interval
+    relay.maybe_rotate()
+    assert relay.current != first
+    relay.drain()  # commits the waiting hand-over, with the finished file
+    info = json.loads((tmp_path / INFO).read_text())
+    assert (info["relay_file"], info["relay_pos"]) == (first, 4 + format_description().size + 5_100)
+    assert (first, (tmp_path / first).stat().st_size) in synced  # whole, with its Rotate
+    relay.write_raw(b"z" * 10)
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position))
+    relay.close()
+    assert json.loads((tmp_path / INFO).read_text())["relay_file"] == relay.names[-1]
+
+
 def test_batches_head_for_the_disk_while_the_commit_interval_runs(tmp_path, monkeypatch):
     """Each hand-over waiting for its commit has its file's whole pages, short of the last one
     (a page being written back would stall the next write into it), sent toward the disk at
