@@ -357,18 +357,25 @@ class SegmentCache:
                     self.ahead_taken += steps is not None
                     break
             waiter.wait()  # another stream is reading this segment; then look again
-        if seg is None:
-            try:
-                seg = _drive(steps if steps is not None else self._steps(start))
-                if seg.units:
-                    self._store(seg)
-            finally:
-                with self._lock:
-                    del self._inflight[start]
-                waiter.set()
+        if seg is not None:
+            self._ahead_of(seg)
+            return seg
+        try:
+            seg = _drive(steps if steps is not None else self._steps(start))
+            # The next scan first: storing may evict a segment, whose unmapping the scan
+            # need not wait for.
+            self._ahead_of(seg)
+            if seg.units:
+                self._store(seg)
+            return seg
+        finally:
+            with self._lock:
+                del self._inflight[start]
+            waiter.set()
+
+    def _ahead_of(self, seg: Segment) -> None:
         if self.read_ahead and seg.units and not seg.at_end and seg.error is None:
             self._start_ahead(seg.end)
-        return seg
 
     # Reads started ahead and not yet taken: a stream that skips ahead (a new position) leaves
     # its last one behind; the oldest beyond this many are dropped (their scans joined).
@@ -821,11 +828,11 @@ class SegmentReader:
         self.start = start
         self.cols = _Columns()
         self.size = 0
+        # The scanner checks a segment's CRC runs on a second thread of the core's while it walks
+        # (its default for buffers of 1 MB and more). When the scan ran on the stream's thread
+        # that cost more than it saved; now that it runs ahead on a thread of its own, which the
+        # stream waits for, the checker shortens that wait (bench_dump, one slave: about 2%).
         self.scanner = Scanner(verify_checksums=cache.verify_checksums)
-        # CRCs checked on this thread: a segment is a few MB, and the master's other core is
-        # busy with its streams' sends (and, on one machine, the slaves): a checker thread per
-        # segment cost more than it saved (bench_dump, one slave: 0.07 s of master CPU and wall).
-        self.scanner.core.pipeline_min = None
 
     def read(self) -> Segment:
         return _drive(self.steps())
@@ -910,6 +917,11 @@ class SegmentReader:
                 scanner.scan_start(plan, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof)
                 yield
                 scan = scanner.scan_finish(plan)
+                if (cache.read_ahead and scan.added and scan.error is None and scan.last_rotate < 0
+                        and plan.size >= cache.segment_bytes):
+                    # This scan fills the segment, which ends where it stopped: the next one's
+                    # scan starts now, before this one's bookkeeping (SegmentCache._start_ahead).
+                    cache._start_ahead((name, base + scan.stop))
                 fmt = self._add_units(scan.added, buf, base, name, fmt)
                 if scan.last_rotate >= 0:
                     at = scan.last_rotate
