@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
+from dumpfilter.cli.process import tune_allocator
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
 from dumpfilter.slave.relay_log import DEFAULT_COMMIT_INTERVAL
@@ -61,6 +62,8 @@ def register(subparsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from dumpfilter.slave.client import Slave, SlaveConfig
+
+    tune_allocator()
 
     rules, settings = ruleset_from_args(args)
     config = SlaveConfig(master=args.master, server_id=args.server_id, relay_dir=args.relay_log_dir, rules=rules,
