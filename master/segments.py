@@ -257,12 +257,13 @@ def unit_end(file: str, last: Event) -> Pos:
 # position, the format read, the Plan and its index, each stream's answers, tallies and hit
 # counts) is paid per segment, and only the stream's work on a segment overlaps the scan of the
 # next (read ahead), so larger segments cost less per byte: 4 MB had 18% less master CPU than
-# 1 MB on bench_dump's file, and 16 MB ends a one-slave stream about 6% sooner than 4 MB. The
-# cache holds three, for streams at different positions; with the reads ahead (AHEAD_MAX), the
-# master's memory stays bounded whatever the binlog's size (a mapped segment's pages count in
-# its RSS while it is cached: bench_dump measures eight slaves).
-SEGMENT_BYTES = 16 << 20
-CACHE_BYTES = 3 * SEGMENT_BYTES
+# 1 MB on bench_dump's file, and 12 MB ends a one-slave stream 5-10% sooner than 4 MB (16 MB
+# gained nothing more). The cache holds four, for streams at different positions. A mapped
+# segment's pages count in the master's RSS while a stream or the cache holds it: eight slaves
+# spread over the binlog hold eight, plus the reads ahead (bench_dump: 262 MB at 16 MB, 183 MB
+# at 8 MB), bounded whatever the binlog's size.
+SEGMENT_BYTES = 12 << 20
+CACHE_BYTES = 4 * SEGMENT_BYTES
 
 
 class SegmentCache:
@@ -275,7 +276,7 @@ class SegmentCache:
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (_Window)
         self.read_ahead = read_ahead and fast  # see _start_ahead
-        self._ahead: OrderedDict[Pos, object] = OrderedDict()  # reads under way, see _start_ahead
+        self._ahead: OrderedDict[Pos, tuple] = OrderedDict()  # (steps, since): see _start_ahead
         self.cache_bytes = cache_bytes
         self.verify_checksums = verify_checksums
         self.fast = fast
@@ -353,7 +354,8 @@ class SegmentCache:
                 waiter = self._inflight.get(start)
                 if waiter is None:
                     waiter = self._inflight[start] = threading.Event()
-                    steps = self._ahead.pop(start, None)
+                    ahead = self._ahead.pop(start, None)
+                    steps = ahead[0] if ahead is not None else None
                     self.ahead_taken += steps is not None
                     break
             waiter.wait()  # another stream is reading this segment; then look again
@@ -377,9 +379,12 @@ class SegmentCache:
         if self.read_ahead and seg.units and not seg.at_end and seg.error is None:
             self._start_ahead(seg.end)
 
-    # Reads started ahead and not yet taken: a stream that skips ahead (a new position) leaves
-    # its last one behind; the oldest beyond this many are dropped (their scans joined).
-    AHEAD_MAX = 2
+    # Reads started ahead and not yet taken: one per stream working through a segment, for as
+    # many streams at different positions. With that many waiting no more start (a stream then
+    # reads its next segment itself): one dropped before it is taken would be a scan made for
+    # nothing. One left AHEAD_STALE seconds (its stream stopped, or went elsewhere) is dropped.
+    AHEAD_MAX = 4
+    AHEAD_STALE = 2.0
 
     def _start_ahead(self, start: Pos) -> None:
         """Starts reading the segment at `start`, the end of the one a stream was just handed:
@@ -392,7 +397,14 @@ class SegmentCache:
         with self._lock:
             if start in self._cache or start in self._inflight or start in self._ahead:
                 return
-            waiter = self._inflight[start] = threading.Event()
+            stale = self._stale_ahead()
+            full = len(self._ahead) >= self.AHEAD_MAX
+            if not full:
+                waiter = self._inflight[start] = threading.Event()
+        for old in stale:
+            old.close()
+        if full:
+            return
         steps = None
         try:
             steps = self._steps(start)
@@ -402,16 +414,23 @@ class SegmentCache:
         except Exception:  # noqa: BLE001 - the get meets it again, and reports it
             steps = None
         finally:
-            dropped = []
             with self._lock:
                 del self._inflight[start]
                 if steps is not None:
-                    self._ahead[start] = steps
-                    while len(self._ahead) > self.AHEAD_MAX:
-                        dropped.append(self._ahead.popitem(last=False)[1])
+                    self._ahead[start] = (steps, time.monotonic())
             waiter.set()
-            for old in dropped:
-                old.close()
+
+    def _stale_ahead(self) -> list:
+        """Takes out the reads ahead left AHEAD_STALE seconds or more (under the lock); the
+        caller closes them (their scans joined) outside it."""
+        now, stale = time.monotonic(), []
+        while self._ahead:
+            start, (steps, since) = next(iter(self._ahead.items()))
+            if now - since < self.AHEAD_STALE:
+                break
+            del self._ahead[start]
+            stale.append(steps)
+        return stale
 
     def _store(self, seg: Segment) -> None:
         with self._lock:

@@ -106,7 +106,10 @@ def test_a_read_that_fails_ahead_fails_at_the_get_that_takes_it(tmp_path):
     assert str(raised.value) == str(plain_raised.value)
 
 
-def test_reads_left_behind_are_dropped_and_read_again_when_asked(tmp_path):
+def test_reads_ahead_are_bounded_and_stale_ones_dropped(tmp_path, monkeypatch):
+    """Streams at many positions: AHEAD_MAX reads wait at most, no more start (a stream then
+    reads its segment itself, the same units), a taken one frees its place, and one left waiting
+    AHEAD_STALE seconds is dropped (closed, its scan joined) when the next read would start."""
     generate(WorkloadSpec(seed=6, transactions=400), tmp_path)
     plain = SegmentCache(tmp_path, segment_bytes=1_500, cache_bytes=1 << 30, read_ahead=False)
     starts, pos = [], (_files(tmp_path)[0], 4)
@@ -116,17 +119,26 @@ def test_reads_left_behind_are_dropped_and_read_again_when_asked(tmp_path):
         if seg.at_end or not seg.units:
             break
         pos = seg.end
-    assert len(starts) > 2 * SegmentCache.AHEAD_MAX + 4
+    most = SegmentCache.AHEAD_MAX
+    assert len(starts) > 2 * most + 8
+
+    def same(got, want) -> bool:
+        return [(u.end, u.raw) for u in got.units] == [(u.end, u.raw) for u in want.units]
+
     cache = SegmentCache(tmp_path, segment_bytes=1_500, cache_bytes=1 << 30)
-    cache.get(starts[0])  # starts reading starts[1] ahead
-    first_ahead = cache._ahead[starts[1]]
-    # Streams at every other segment: each leaves a read ahead that nobody takes.
-    for k in range(2, 2 * SegmentCache.AHEAD_MAX + 3, 2):
+    # Streams at every other segment: each would read the one after its own ahead.
+    for k in range(0, 2 * most + 4, 2):
         cache.get(starts[k])
-    assert len(cache._ahead) == SegmentCache.AHEAD_MAX
-    assert starts[1] not in cache._ahead and first_ahead.gi_frame is None  # dropped: closed
+    assert list(cache._ahead) == [starts[k + 1] for k in range(0, 2 * most, 2)]  # the first ones only
+    assert same(cache.get(starts[2 * most + 1]), plain.get(starts[2 * most + 1]))  # refused: read now
     assert cache.ahead_taken == 0
-    for k in (1, 5):  # one dropped (as was 3), one still ahead
-        got, want = cache.get(starts[k]), plain.get(starts[k])
-        assert [(u.end, u.raw) for u in got.units] == [(u.end, u.raw) for u in want.units]
-    assert cache.ahead_taken == 1
+    assert same(cache.get(starts[1]), plain.get(starts[1]))  # taken: its place is free
+    assert cache.ahead_taken == 1 and len(cache._ahead) == most - 1
+    cache.get(starts[2 * most + 4])
+    assert len(cache._ahead) == most and starts[2 * most + 5] in cache._ahead
+    waiting = [steps for steps, _ in cache._ahead.values()]
+    monkeypatch.setattr(SegmentCache, "AHEAD_STALE", 0.0)
+    cache.get(starts[2 * most + 6])
+    assert list(cache._ahead) == [starts[2 * most + 7]]  # the stale ones dropped, a new one started
+    assert all(steps.gi_frame is None for steps in waiting)  # closed
+    assert same(cache.get(starts[3]), plain.get(starts[3]))  # a dropped one: read again
