@@ -44,9 +44,15 @@ def _segments(directory: Path, map_closed: bool, segment_bytes: int) -> list:
     return fast_path_segments(directory, True, segment_bytes, map_closed=map_closed)
 
 
-def _dump(directory: Path, regs: list[Registration], map_closed: bool, **kwargs) -> dict:
+def _dump(directory: Path, regs: list[Registration], map_closed: bool, made: list | None = None,
+          read_ahead: bool = True, **kwargs) -> dict:
+    """Each slave's batches and stats, streamed to its end (the service's segment cache is
+    appended to `made`)."""
     svc = DumpService(directory, **kwargs)
     svc.segments.map_closed = map_closed
+    svc.segments.read_ahead = read_ahead
+    if made is not None:
+        made.append(svc.segments)
     for reg in regs:
         svc.register(reg)
     out = {}

@@ -1,8 +1,8 @@
 """The segment cache reads the next segment ahead (`SegmentCache._start_ahead`): its scan runs on
 a thread of the core's while the stream sends the segment it has. Segments, batches and stats
 are those of a cache that does not read ahead; the reads started ahead are the ones the next
-gets take; a read that fails ahead fails, the same way, at the get that takes it; and reads
-left behind by streams that moved elsewhere are dropped."""
+gets take; a read that fails ahead fails, the same way, at the get that takes it; and the reads
+waiting are bounded, stale ones dropped."""
 
 from __future__ import annotations
 
@@ -12,33 +12,11 @@ import pytest
 
 from dumpfilter.codec import EventType, read_events
 from dumpfilter.errors import BinlogError
-from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master import segments
 from dumpfilter.master.segments import SegmentCache
-from dumpfilter.master.service import DumpService
-from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from tests.master.test_fast_path import _files, _segments
-
-REGS = [Registration(server_id=1),
-        Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(do_db=("db2",))),)),
-        Registration(server_id=3, filters=(ChannelSpec(None, RuleSet(wild_ignore_table=("db1.t1%",))),))]
-
-
-def _dump(directory: Path, read_ahead: bool) -> tuple[dict, SegmentCache]:
-    svc = DumpService(directory, segment_bytes=5_000, batch_bytes=4_000)
-    svc.segments.read_ahead = read_ahead
-    for reg in REGS:
-        svc.register(reg)
-    out = {}
-    for reg in REGS:
-        batches = []
-        for b in svc.stream(reg.server_id):
-            batches.append((b.events, b.position, b.transactions, b.skipped_bytes, b.caught_up, b.gtid_state))
-            if b.caught_up:
-                break
-        out[reg.server_id] = (batches, svc.slaves[reg.server_id].stats)
-    return out, svc.segments
+from tests.master.test_mapped_segments import REGS, _dump
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -59,9 +37,10 @@ def test_read_ahead_gives_the_segments_and_batches_of_plain_reads(tmp_path, monk
         # read once: the get took the read started ahead.
         assert made[0].ahead_taken == len(starts) - 1
         assert scans[: len(starts)] == starts and scans[len(starts):] == starts
-    plain, _ = _dump(tmp_path, False)
-    ahead, cache = _dump(tmp_path, True)
-    assert cache.ahead_taken > 10
+    made: list[SegmentCache] = []
+    plain = _dump(tmp_path, REGS, True, read_ahead=False, segment_bytes=5_000, batch_bytes=4_000)
+    ahead = _dump(tmp_path, REGS, True, made, segment_bytes=5_000, batch_bytes=4_000)
+    assert made[0].ahead_taken > 10
     for sid in plain:
         assert ahead[sid][0] == plain[sid][0], f"server_id {sid}: batches differ"
         assert ahead[sid][1] == plain[sid][1], f"server_id {sid}: stats differ"
