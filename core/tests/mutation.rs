@@ -330,6 +330,35 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         }
     }
     assert!(plan.lone_query(out.units.len(), data, 13, 4).is_none());
+    // The slave's relay run over the same units, from any unit, with its lone statements: the
+    // ranges it copies and the texts it hands back lie inside the units it took.
+    let from = rng.below(out.units.len() + 1);
+    let lone = (rng.below(2) == 0).then(|| _core::relay::LoneFormat {
+        query_post: rng.below(256),
+        crc_len: 4 * rng.below(2),
+    });
+    let run = _core::relay::relay_plan(data, &out.units, &out.tables, &keep, from, lone);
+    assert!(
+        from <= run.next && run.next <= out.units.len(),
+        "iteration {iteration}"
+    );
+    let taken = &out.units[from..run.next];
+    assert!(
+        run.lone.iter().all(|(db, sql)| db.end < sql.start
+            && sql.end <= data.len()
+            && taken
+                .iter()
+                .any(|u| u.start <= db.start && sql.end <= u.end)),
+        "iteration {iteration}: relay run texts outside its units"
+    );
+    assert_eq!(
+        run.ranges
+            .iter()
+            .map(|(lo, hi)| (hi - lo) as u64)
+            .sum::<u64>(),
+        run.bytes,
+        "iteration {iteration}"
+    );
     assert!(plan.gtid_sources() <= out.units.len());
     assert!(
         plan.with_flags(u32::MAX, rng.below(out.units.len() + 2))

@@ -1,7 +1,7 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
-//! the assembly, a stream's send walk, the payload decoders and the DDL text classifier. A crash
-//! is a panic on input.
+//! the assembly, a stream's send walk, the slave's relay run, the payload decoders and the DDL
+//! text classifier. A crash is a panic on input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -59,6 +59,12 @@ fuzz_target!(|data: &[u8]| {
             let _ = plain_statement(&buf[sql]);
         }
     }
+    let lone = (control & 1 != 0).then_some(_core::relay::LoneFormat {
+        query_post: (control >> 3) as usize,
+        crc_len: 4 * (control & 2) as usize / 2,
+    });
+    let run = _core::relay::relay_plan(&buf, &out.units, &out.tables, &keep, 0, lone);
+    assert!(run.next <= out.units.len() && run.lone.iter().all(|(db, sql)| db.end < sql.start));
     let pending = [7u8; 20];
     let sopt = SendOptions {
         batch_bytes: 0,
