@@ -257,12 +257,12 @@ def unit_end(file: str, last: Event) -> Pos:
 # position, the format read, the Plan and its index, each stream's answers, tallies and hit
 # counts) is paid per segment, and only the stream's work on a segment overlaps the scan of the
 # next (read ahead), so larger segments cost less per byte: 4 MB had 18% less master CPU than
-# 1 MB on bench_dump's file, and 12 MB ends a one-slave stream 5-10% sooner than 4 MB (16 MB
-# gained nothing more). The cache holds four, for streams at different positions. A mapped
-# segment's pages count in the master's RSS while a stream or the cache holds it: eight slaves
-# spread over the binlog hold eight, plus the reads ahead (bench_dump: 262 MB at 16 MB, 183 MB
-# at 8 MB), bounded whatever the binlog's size.
-SEGMENT_BYTES = 12 << 20
+# 1 MB on bench_dump's file, 8 MB about 10% less than 4 MB, and 12-16 MB 5-10% less again. But
+# a mapped segment's pages count in the master's RSS while a stream or the cache holds it, and
+# eight slaves spread over the binlog hold eight, plus the reads ahead: bench_dump's eight
+# slaves peaked at 183 MB with 8 MB segments, 262-298 MB with 12-16 MB (the goal: < 300 MB,
+# whatever the binlog's size). The cache holds four, for streams at different positions.
+SEGMENT_BYTES = 8 << 20
 CACHE_BYTES = 4 * SEGMENT_BYTES
 
 
@@ -383,7 +383,7 @@ class SegmentCache:
     # many streams at different positions. With that many waiting no more start (a stream then
     # reads its next segment itself): one dropped before it is taken would be a scan made for
     # nothing. One left AHEAD_STALE seconds (its stream stopped, or went elsewhere) is dropped.
-    AHEAD_MAX = 4
+    AHEAD_MAX = 2
     AHEAD_STALE = 2.0
 
     def _start_ahead(self, start: Pos) -> None:

@@ -145,6 +145,10 @@ class SlaveStream:
                 self.handle.wake.clear()
             if self.handle.cancelled or not self.is_active():
                 continue
+            # The segment done with is let go before the next one is read: unless the cache
+            # keeps it, a mapped one is unmapped now, not once the next one's pages are in (eight
+            # streams spread over the binlog each held two).
+            units = seg = self._states = None
             seg = svc.segments.get(self.pos)
 
     def _start_fde(self) -> Event | None:
