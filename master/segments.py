@@ -387,8 +387,9 @@ class SegmentCache:
     AHEAD_STALE = 2.0
 
     def _start_ahead(self, start: Pos) -> None:
-        """Starts reading the segment at `start`, the end of the one a stream was just handed:
-        the stream's thread opens the file and maps or reads the window (a fraction of a
+        """Starts reading the segment at `start`, where a segment just read ends (called by its
+        reader as soon as its last scan fills it, and by `get` for a segment it hands out): the
+        calling thread opens the file and maps or reads the window (a fraction of a
         millisecond), and the core scans it on a thread of its own (`Plan.scan_start`, no GIL)
         while the stream filters and sends the segment it has; the next `get(start)` adopts
         the scan. On two cores a one-slave stream's master CPU then overlaps the scan with the
