@@ -12,7 +12,10 @@ against a baseline measured in this run too, never a fixed threshold:
 - a bare grpcio stream of the file's bytes in the master's batch size over loopback, and
   dumpfilter end to end (master -> gRPC -> slave relay log, one slave, do-db), from bench_dump:
   timed from the slave process's spawn (its start-up included), and from its Register (as the
-  bare stream is timed from its first call: the path master -> gRPC -> relay log alone).
+  bare stream is timed from its first call: the path master -> gRPC -> relay log alone);
+- python-mysql-replication's `only_schemas` beside dumpfilter on a live MariaDB's binlog (from
+  bench_vs_pymysqlreplication; a server's own binlog of the same workload's shape, smaller than
+  the file above: DUMPFILTER_PMR_TRANSACTIONS), when the `bench` extra is installed.
 
 CPU-bound rows are timed best-of-N, interleaved round by round so that a ratio compares runs
 made under the same machine load. Results: a table on stdout and bench/results/core.json.
@@ -102,6 +105,16 @@ def _end_to_end(path: Path) -> dict:
     return bench_dump.best(path.parent, ["db3"], ROUNDS)
 
 
+def _vs_python_mysql_replication() -> dict:
+    """bench_vs_pymysqlreplication's figures, or {} without python-mysql-replication or MariaDB."""
+    from bench import bench_vs_pymysqlreplication as vs
+
+    if not vs.available() or not _mariadb_binlog():
+        print("python-mysql-replication or MariaDB missing (make bench installs both): its rows are left out")
+        return {}
+    return vs.measure()
+
+
 def main() -> dict:
     mb = target_mb()
     path = row_file(mb)
@@ -150,6 +163,18 @@ def main() -> dict:
     bare = times["bare grpcio stream (1 MB messages, loopback)"]
     ratios["end to end from spawn vs bare grpcio stream (goal >= 0.7)"] = bare / times[spawn_name]
     ratios["end to end from Register vs bare grpcio stream (goal >= 0.7)"] = bare / times[stream_name]
+    pmr = _vs_python_mysql_replication()
+    if pmr:
+        mb = pmr["server_binlog_mb"]
+        print(f"on a live MariaDB's binlog ({mb:.1f} MB, one schema of 8 kept):")
+        for name, key in (("python-mysql-replication only_schemas", "python_mysql_replication_s"),
+                          ("dumpfilter end to end, slave process spawned in the timing", "dumpfilter_s"),
+                          ("dumpfilter end to end, slave in process (as python-mysql-replication)",
+                           "dumpfilter_in_process_s")):
+            rows.append({"what": name, "seconds": pmr[key], "mb_per_s": round(mb / pmr[key], 1), "input_mb": mb})
+            print(f"{name:<62} {pmr[key]:8.3f} {mb / pmr[key]:9.1f}")
+        ratios["end to end in process vs python-mysql-replication (goal >= 12)"] = pmr["speedup_in_process"]
+        ratios["end to end from spawn vs python-mysql-replication"] = pmr["speedup"]
     for name, value in ratios.items():
         print(f"{name:<62} {value:8.2f}x")
     e2e.pop("stats", None)
