@@ -978,7 +978,7 @@ impl PyFlagWords {
     }
 }
 
-/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_run):
+/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_plan):
 /// (bytes, next unit index, units, events, bytes relayed, heartbeats passed over, lone
 /// statements copied as [(default database, SQL)]). `lone`: (QUERY post-header length,
 /// checksum length) of the format in force, to copy lone statements too; None, to stop at them.

@@ -12,12 +12,13 @@ use std::ops::Range;
 use crate::scan::{query_ranges, Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2};
 
-/// What one relay run produced.
+/// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
+/// handed to Python).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct RelayRun {
-    /// The kept units' bytes, back to back, as they came (no renumbering: a relay log keeps the
-    /// master's coordinates).
-    pub out: Vec<u8>,
+pub struct RelayPlan {
+    /// The buffer ranges to write, in order (kept units that lie back to back make one range):
+    /// the units' bytes as they came (no renumbering: a relay log keeps the master's coordinates).
+    pub ranges: Vec<(usize, usize)>,
     /// The first unit not handled.
     pub next: usize,
     /// Units relayed (heartbeats not counted), their events and their bytes.
@@ -27,19 +28,6 @@ pub struct RelayRun {
     /// Lone Heartbeat units passed over.
     pub heartbeats: u64,
     /// The lone statements copied: their (default database, SQL) ranges in the buffer.
-    pub lone: Vec<(Range<usize>, Range<usize>)>,
-}
-
-/// A relay run before its bytes are copied: the buffer ranges to write, in order (kept units
-/// that lie back to back make one range), and the counts of `RelayRun`.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct RelayPlan {
-    pub ranges: Vec<(usize, usize)>,
-    pub next: usize,
-    pub units: u64,
-    pub events: u64,
-    pub bytes: u64,
-    pub heartbeats: u64,
     pub lone: Vec<(Range<usize>, Range<usize>)>,
 }
 
@@ -136,33 +124,23 @@ pub fn relay_plan(
     plan
 }
 
-/// `relay_plan` with the bytes copied out.
-pub fn relay_run(
-    buf: &[u8],
-    units: &[Unit],
-    tables: &[u32],
-    keep: &[u8],
-    from: usize,
-    lone: Option<LoneFormat>,
-) -> RelayRun {
-    let plan = relay_plan(buf, units, tables, keep, from, lone);
-    let mut out = vec![0u8; plan.bytes as usize];
-    plan.fill(buf, &mut out);
-    RelayRun {
-        out,
-        next: plan.next,
-        units: plan.units,
-        events: plan.events,
-        bytes: plan.bytes,
-        heartbeats: plan.heartbeats,
-        lone: plan.lone,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scan::TRANSACTION;
+
+    /// A plan and the bytes it copies.
+    struct Run {
+        plan: RelayPlan,
+        out: Vec<u8>,
+    }
+
+    fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> Run {
+        let plan = relay_plan(buf, units, tables, keep, from, None);
+        let mut out = vec![0u8; plan.bytes as usize];
+        plan.fill(buf, &mut out);
+        Run { plan, out }
+    }
 
     fn unit(start: usize, end: usize, kind: u8, flags: u32, tables: (u32, u32)) -> Unit {
         Unit {
@@ -203,25 +181,29 @@ mod tests {
             unit(80, 90, TRANSACTION, 0, (4, 4)),
         ];
         let tables = [0, 1, 0, 2];
-        let run = relay_run(&buf, &units, &tables, &[1, 1, 0], 0, None);
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 0], 0);
         assert_eq!(
-            run.next, 5,
+            run.plan.next, 5,
             "the unit with table 2 (not kept) stops the run"
         );
-        assert_eq!(run.heartbeats, 2);
-        assert_eq!(run.units, 3);
-        assert_eq!(run.events, 6);
+        assert_eq!(run.plan.heartbeats, 2);
+        assert_eq!(run.plan.units, 3);
+        assert_eq!(run.plan.events, 6);
         let want: Vec<u8> = (0..10).chain(30..60).collect();
         assert_eq!(run.out, want);
-        assert_eq!(run.bytes, want.len() as u64);
-        let run = relay_run(&buf, &units, &tables, &[1, 1, 1], 5, None);
+        assert_eq!(run.plan.bytes, want.len() as u64);
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 1], 5);
         assert_eq!(
-            (run.next, run.units, run.out.len()),
+            (run.plan.next, run.plan.units, run.out.len()),
             (6, 1, 10),
             "stops at a unit not fast"
         );
-        let run = relay_run(&buf, &units, &tables, &[1, 1, 2], 5, None);
-        assert_eq!((run.next, run.units), (5, 0), "an unknown answer stops");
+        let run = relay_run(&buf, &units, &tables, &[1, 1, 2], 5);
+        assert_eq!(
+            (run.plan.next, run.plan.units),
+            (5, 0),
+            "an unknown answer stops"
+        );
         assert!(run.out.is_empty());
     }
 
@@ -230,11 +212,11 @@ mod tests {
         let mut buf = vec![0u8; 40];
         buf[4] = crate::types::ROTATE;
         let units = [heartbeat(0, 20)];
-        assert_eq!(relay_run(&buf, &units, &[], &[], 0, None).next, 0);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0).plan.next, 0);
         let units = [unit(0, 50, TRANSACTION, F_FAST, (0, 0))];
-        assert_eq!(relay_run(&buf, &units, &[], &[], 0, None).next, 0);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0).plan.next, 0);
         let units = [unit(0, 20, TRANSACTION, F_FAST, (0, 9))];
-        assert_eq!(relay_run(&buf, &units, &[], &[], 0, None).next, 0);
-        assert_eq!(relay_run(&buf, &units, &[], &[], 7, None).next, 7);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 0).plan.next, 0);
+        assert_eq!(relay_run(&buf, &units, &[], &[], 7).plan.next, 7);
     }
 }

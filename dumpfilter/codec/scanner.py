@@ -229,7 +229,7 @@ class Scanner:
         fast units kept whole copied as they came and, given the format in force as `lone`, lone
         statements (a MariaDB GTID and one plain QUERY) too, until a unit that needs Python.
         Returns (bytes, next unit index, units, events, bytes relayed, heartbeats, [(default
-        database, SQL)] of the lone statements copied); see relay::relay_run."""
+        database, SQL)] of the lone statements copied); see relay::relay_plan."""
         formats = None if lone is None else (lone.post_header_len(EventType.QUERY), lone.checksum_len)
         return _core.relay_run(self._core, buf, start, keep, formats)
 
