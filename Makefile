@@ -14,7 +14,6 @@ CORE_SRC   := $(wildcard core/Cargo.toml core/Cargo.lock core/src/*.rs)
 CORE_STAMP := $(VENV)/.core-built
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := mariadb-server mariadb-client
 
 .PHONY: demo test test-fast bench fuzz setup system-deps proto bytecode clean
 
@@ -39,27 +38,51 @@ proto: $(STAMP)
 bytecode: proto
 	@$(PY) -m compileall -q -j 0 dumpfilter master slave cli lab spark_jobs
 
-# MariaDB (real servers in tests) and a Java runtime (Spark), from the system's packages.
+# Every program a test runs, each checked on its own (binary:Debian package); only the packages
+# of the missing ones are installed. mariadbd and mariadb-install-db: the sandbox's servers;
+# mariadb, mariadb-binlog, mariadb-dump: the clients the tests call; java: Spark; chromium: the
+# report rendered in a headless browser; openssl: the TLS tests' certificates.
+SYSTEM_DEPS := \
+	mariadbd:mariadb-server \
+	mariadb-install-db:mariadb-server \
+	mariadb:mariadb-client \
+	mariadb-binlog:mariadb-client \
+	mariadb-dump:mariadb-client \
+	java:default-jre-headless \
+	chromium:chromium \
+	openssl:openssl
+
+# Also the venv module of $(PYTHON) (Debian's own python3 needs python3-venv for `make setup`).
+# Runs as root without a terminal (CI) or through sudo; apt's lists are fetched only when a
+# package is missing. cargo (the compiled core) comes from rustup, not from Debian (too old).
 system-deps:
-	@missing=""; \
-	command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing="$(APT_PACKAGES)"; \
-	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	@export PATH="/usr/sbin:/sbin:$$PATH"; missing=""; \
+	for dep in $(SYSTEM_DEPS); do \
+	  command -v "$${dep%%:*}" >/dev/null 2>&1 && continue; \
+	  case " $$missing " in *" $${dep#*:} "*) ;; *) missing="$$missing $${dep#*:}";; esac; \
+	done; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	  echo "system-deps: installing$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	    --no-install-suggests $$missing </dev/null >/dev/null || exit 1; \
+	fi; \
+	still=""; for dep in $(SYSTEM_DEPS); do command -v "$${dep%%:*}" >/dev/null 2>&1 || still="$$still $${dep%%:*}"; done; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || still="$$still $(PYTHON)'s venv"; \
+	if [ -n "$$still" ]; then echo "system-deps: still missing:$$still" >&2; exit 1; fi; \
+	command -v cargo >/dev/null 2>&1 || { echo "system-deps: cargo not found (install Rust with rustup)" >&2; exit 1; }
 
 demo: setup
 	$(VENV)/bin/dumpfilter simulate --verify
 
-test: setup system-deps
+test: system-deps setup
 	cd core && cargo test --release --quiet
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q
 
 test-fast: setup
 	$(VENV)/bin/pytest -q -m "not mariadb and not spark"
 
-bench: setup system-deps
+bench: system-deps setup
 	$(PIP) install --quiet -e '.[test,bench]'
 	@command -v sysbench >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  $(SUDO) apt-get install -y -qq sysbench >/dev/null; } || echo "no sysbench: bench load uses its own writer"

@@ -1,6 +1,7 @@
-"""Where the commands write: checked before any work starts (an --out that cannot be written is
-one line and exit 2, not a traceback after the run), never over one of the inputs, and a file is
-written whole or not at all (a temporary file in the same directory, then os.replace)."""
+"""Where the commands write, and the files they read by name: checked before any work starts (an
+--out that cannot be written, an --ssl-ca that cannot be read, is one line and exit 2, not a
+traceback after the run), never over one of the inputs, and a file is written whole or not at all
+(a temporary file in the same directory, then os.replace)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,25 @@ def writable_dir(path: str | os.PathLike, option: str = "--out") -> Path:
         reason = exc.strerror or str(exc)
         where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != directory else ""
         raise OutputError(f"{option} {directory}: cannot write there: {reason}{where}") from None
+    return directory
+
+
+def readable_file(path: str | os.PathLike, option: str) -> Path:
+    """FILE exists, is not a directory and can be opened for reading."""
+    target = Path(path)
+    try:
+        with open(target, "rb"):
+            pass
+    except OSError as exc:
+        raise OutputError(f"{option} {target}: cannot read it: {exc.strerror or exc}") from None
+    return target
+
+
+def existing_dir(path: str | os.PathLike, option: str) -> Path:
+    """DIR is a directory when it exists (a command that reads it says itself what a missing one means)."""
+    directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"{option} {directory}: not a directory")
     return directory
 
 

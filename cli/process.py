@@ -1,5 +1,6 @@
-"""What `slave run` sets up in its own process: glibc malloc's thresholds, fixed for the large
-buffers a received stream makes and drops by the hundred."""
+"""What a command sets up in its own process: glibc malloc's thresholds for `slave run` (fixed for
+the large buffers a received stream makes and drops by the hundred), and a password scrubbed
+from the command line `ps` shows."""
 
 from __future__ import annotations
 
@@ -30,3 +31,31 @@ def tune_allocator() -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def scrub_argv(argument: str, secret: str) -> bool:
+    """Overwrites `secret` with x's inside the command-line argument `argument` (or `--opt=argument`),
+    in the memory the kernel shows as /proc/PID/cmdline and `ps` prints, as the mysql client does
+    with -pPASSWORD; returns whether it did (Linux only). The secret stays visible for the moment
+    between the exec and this call: a password file or environment variable never shows."""
+    if not secret or secret not in argument:
+        return False
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()  # from field 3 (state) on: comm may hold spaces
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48, 49 of proc(5))
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            args = mem.read(end - start)
+            target, needle = argument.encode(), secret.encode()
+            at = 0
+            for arg in args.split(b"\0"):
+                if arg == target or arg.endswith(b"=" + target):
+                    cut = arg.replace(needle, b"x" * len(needle))
+                    mem.seek(start + at)
+                    mem.write(cut)
+                    return True
+                at += len(arg) + 1
+    except (OSError, ValueError, IndexError):
+        pass
+    return False

@@ -34,9 +34,23 @@ def _color(policy: str, index: int) -> str:
     return POLICY_COLORS.get(policy, _FALLBACK[index % len(_FALLBACK)])
 
 
-def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str) -> None:
+def saved_percent(bytes_all: int, bytes_sent: int) -> float | None:
+    """The share of the bytes a slave would receive without master-side filtering that it is not
+    sent: the one number the tables and the charts print (one decimal)."""
+    return round(100.0 * (bytes_all - bytes_sent) / bytes_all, 2) if bytes_all else None
+
+
+def saved_label(bytes_all: int, bytes_sent: int) -> str:
+    percent = saved_percent(bytes_all, bytes_sent)
+    return "" if percent is None else f"{-percent:+.1f}%"
+
+
+def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str) -> list[dict]:
     """`slaves`: dicts with `slave`, `bytes_all` (what it would get without master-side filtering)
-    and `bars`: a list of {`policy`, `kept`, `overhead`, `own`} (own: the slave's configured policy)."""
+    and `bars`: a list of {`policy`, `sent`, `overhead`, `own`} (own: the slave's configured
+    policy): each bar is the bytes sent, stacked as the skip policy's own events (overhead) over
+    the rest (the kept events, with the framing a policy keeps of a skipped transaction). Returns
+    what was drawn, per bar: slave, policy, height in bytes and the label over it."""
     from matplotlib.patches import Patch
 
     plt = _pyplot()
@@ -45,22 +59,25 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
     width = 0.8 / max(most, 1)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.7 * len(slaves) + 2.5), 4.8))
     top = 0.0
+    drawn = []
     for i, slave in enumerate(slaves):
         bars = slave["bars"]
         start = i - width * (len(bars) - 1) / 2
         for j, bar in enumerate(bars):
             x = start + j * width
             color = _color(bar["policy"], policies.index(bar["policy"]))
-            kept, overhead = bar["kept"] / 1e6, bar["overhead"] / 1e6
+            kept, overhead = (bar["sent"] - bar["overhead"]) / 1e6, bar["overhead"] / 1e6
             ax.bar(x, kept, width * 0.92, color=color, edgecolor="white" if not bar.get("own") else "black",
                    linewidth=1.2 if bar.get("own") else 0.5)
             ax.bar(x, overhead, width * 0.92, bottom=kept, color=color, alpha=0.45, hatch="///",
                    edgecolor="white", linewidth=0.5)
             total = kept + overhead
             top = max(top, total)
-            if slave.get("bytes_all"):
-                saved = 100.0 * (1 - (bar["kept"] + bar["overhead"]) / slave["bytes_all"])
-                ax.annotate(f"-{saved:.0f}%", (x, total), ha="center", va="bottom", fontsize=7)
+            label = saved_label(slave.get("bytes_all") or 0, bar["sent"])
+            if label:
+                ax.annotate(label, (x, total), ha="center", va="bottom", fontsize=7)
+            drawn.append({"slave": slave["slave"], "policy": bar["policy"], "bytes": round(total * 1e6),
+                          "label": label})
     everything = [s["bytes_all"] / 1e6 for s in slaves if s.get("bytes_all")]
     if everything and max(everything) - min(everything) <= 1e-6 * max(everything):
         # The same binlog for every slave: one reference line, not one grey bar per slave.
@@ -85,6 +102,7 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return drawn
 
 
 def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: str,

@@ -30,6 +30,10 @@
     password = ""
     kind = "dumpfilter"           # dumpfilter | mariadb: verify and simulate also run a real MariaDB
                                   #   replica on the master's MySQL endpoint (master serve --mysql-listen)
+    replica_schema = "replica.sql"  # the replica's own starting schema when it is not the master's
+                                  #   (objects created on it outside replication): a DDL file (relative
+                                  #   to the topology file) or mysql://USER@HOST:PORT; lint predicts
+                                  #   with it, and verify loads the file on this slave's servers
 
     [experiment]                  # optional; read by simulate
     master_vs_slave = true        # also stream everything once: the slave-side filtering baseline
@@ -57,7 +61,7 @@ from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
 _SLAVE_KEYS = {"name", "server_id", "defaults_file", "rules", "change_replication_filter", "channel", "filter_semantics",
-               "skip_policy", "flavor", "lower_case_table_names", "user", "password", "kind"}
+               "skip_policy", "flavor", "lower_case_table_names", "user", "password", "kind", "replica_schema"}
 # dumpfilter: dumpfilter's own gRPC slave; mariadb: also a real MariaDB replica on the master's MySQL
 # protocol endpoint (CHANGE MASTER TO), with the slave's rules applied by the master (verify, simulate).
 KINDS = ("dumpfilter", "mariadb")
@@ -87,6 +91,15 @@ class SlaveSpec:
     user: str = ""
     password: str = ""
     kind: str = "dumpfilter"
+    replica_schema: str | None = None  # a file path (resolved) or a mysql:// URL; None: the master's schema
+
+    def replica_schema_model(self):
+        """The replica's starting schema as a model (read now), or None."""
+        if self.replica_schema is None:
+            return None
+        from dumpfilter.rules.schema import load_schema
+
+        return load_schema(self.replica_schema, f"slave {self.name!r} replica_schema")
 
 
 @dataclass(frozen=True)
@@ -283,6 +296,14 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
     statements = [statements] if isinstance(statements, str) else statements
     if not isinstance(statements, list) or not all(isinstance(s, str) for s in statements):
         fail("change_replication_filter", "must be a string or a list of strings")
+    replica_schema = entry.get("replica_schema")
+    if replica_schema is not None:
+        if not isinstance(replica_schema, str) or not replica_schema:
+            fail("replica_schema", "must be the path of a DDL file or a mysql://USER@HOST:PORT URL")
+        if not replica_schema.startswith("mysql://"):
+            replica_schema = str(base / replica_schema)
+            if not Path(replica_schema).is_file():
+                fail("replica_schema", f"{replica_schema} is not a file")
     defaults_file = entry.get("defaults_file")
     startup = StartupFilters()
     if defaults_file is not None:
@@ -319,7 +340,7 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
         fail("filter_semantics", str(exc))
     return SlaveSpec(name, server_id, rules, settings, values["skip_policy"], channel,
                      ((f"defaults-file={defaults_file}",) if defaults_file else ()) + tuple(options) + tuple(statements),
-                     identity["user"], identity["password"], values["kind"])
+                     identity["user"], identity["password"], values["kind"], replica_schema)
 
 
 class _Locator:

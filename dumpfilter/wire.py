@@ -1,13 +1,20 @@
-"""Conversions between the protobuf contract (dumpfilter.v1) and rule-set values, shared by the
-master's servicer and the slave client."""
+"""Conversions between the protobuf contract (dumpfilter.v1) and rule-set and schema values,
+shared by the master's servicer and the slave client."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-
-from dumpfilter.errors import RuleError
+from dumpfilter.errors import InvalidArgumentError, RuleError
 from dumpfilter.v1 import dump_pb2
 from dumpfilter.rules.ruleset import PAIR_TYPES, RuleSet
+
+MAX_SCHEMA_TABLES = 100_000  # a ReplicaSchema's bound (its tables, and its databases)
+MAX_COLUMNS = 4096           # columns of a table (InnoDB's limit is lower, MySQL's hard one this)
+NAME_MAX = 64                # an identifier's characters (MySQL and MariaDB)
+
+if TYPE_CHECKING:  # loaded when a schema travels, not with the slave client
+    from dumpfilter.rules.schema import SchemaModel
 
 
 def _type_name(enum_value: int) -> str:
@@ -41,3 +48,36 @@ def rules_to_proto(rules: RuleSet) -> dump_pb2.RuleList:
             else:
                 out.rules.add(type=enum_value, value=value)
     return out
+
+
+def schema_to_proto(model: SchemaModel) -> dump_pb2.ReplicaSchema:
+    """A replica's starting schema for Register: its databases and tables (columns in order)."""
+    out = dump_pb2.ReplicaSchema(databases=sorted(model.databases))
+    for (db, table), columns in sorted(model.tables.items()):
+        out.tables.add(db=db, name=table, columns=list(columns or ()))
+    return out
+
+
+def schema_from_proto(message, field: str = "replica_schema") -> SchemaModel:
+    """A ReplicaSchema as a schema model; a field out of bounds is an InvalidArgumentError naming it."""
+    if len(message.databases) > MAX_SCHEMA_TABLES or len(message.tables) > MAX_SCHEMA_TABLES:
+        raise InvalidArgumentError(f"{field}: more than {MAX_SCHEMA_TABLES} databases or tables")
+
+    def name(value: str, where: str) -> str:
+        if not value or len(value) > NAME_MAX or "\0" in value:
+            raise InvalidArgumentError(f"{field}.{where}: {value[:80]!r} is not a name of 1 to {NAME_MAX} "
+                                       "characters")
+        return value
+
+    databases = {name(db, f"databases[{i}]") for i, db in enumerate(message.databases)}
+    tables: dict = {}
+    for i, table in enumerate(message.tables):
+        key = (name(table.db, f"tables[{i}].db"), name(table.name, f"tables[{i}].name"))
+        if len(table.columns) > MAX_COLUMNS:
+            raise InvalidArgumentError(f"{field}.tables[{i}].columns: more than {MAX_COLUMNS} columns")
+        columns = tuple(name(c, f"tables[{i}].columns[{j}]") for j, c in enumerate(table.columns))
+        tables[key] = columns or None
+        databases.add(key[0])
+    from dumpfilter.rules.schema import SchemaModel
+
+    return SchemaModel.from_tables(databases, tables, "the replica's schema (Register)")

@@ -9,12 +9,20 @@ from collections import Counter
 from collections.abc import Callable
 
 from dumpfilter import _core
+from dumpfilter.codec import EventType
 from dumpfilter.rules.evaluate import Decision, RuleEngine, parse_statement
 from dumpfilter.rules.statements import Kind, plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
-from dumpfilter.master.policy import Gate
+from dumpfilter.master.policy import ALLOWED, UNANALYSED, Gate
 
 ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Decision.assumption set
+# A pseudo rule hit: statement decisions that read the schema model or the trigger knowledge
+# (`RuleEngine.consulted`). The kept ones reach the slave as DumpBatch.schema_decided.
+SCHEMA_DECISIONS = "SCHEMA_DECISIONS"
+# Pseudo rule hits of the master policy (besides MASTER_POLICY, every refusal): statements refused
+# because their text could not be analysed, and Annotate_rows / Rows_query texts dropped.
+MASTER_POLICY_UNANALYSED = "MASTER_POLICY_UNANALYSED"
+MASTER_POLICY_ANNOTATION = "MASTER_POLICY_ANNOTATION"
 _PLAIN = object()  # StatementWords' key kind for a `plain_statement` (rules without table rules)
 
 
@@ -73,6 +81,9 @@ class SlaveDecider:
         self.hits: Counter = Counter()
         self.at = None       # the position key of the unit being decided (set by the stream)
         self.parses = None   # that unit's parse memo, shared by every rule group (set by the stream)
+        # (sql, default db) of the statements of that unit kept by a decision that read the schema
+        # model (reset by the stream with `hits`): the stream marks their events for the slave.
+        self.schema_kept: set[tuple[str, str | None]] = set()
 
     def table_kept(self, db: str, table: str) -> bool:
         kept = self.words.kept(db, table, self.bit)
@@ -83,27 +94,61 @@ class SlaveDecider:
             self.hits["MASTER_POLICY"] += 1
         return kept
 
+    def annotation_kept(self, sql: str, tables: list[tuple[str, str]]) -> bool:
+        """An Annotate_rows / Rows_query text goes with its rows only if the policy allows every
+        table it names (TransactionFilter asks once its statement's Table_maps are read)."""
+        if not self.gate.restricted or self.gate.annotation_allowed(sql, tables):
+            return True
+        self.hits[MASTER_POLICY_ANNOTATION] += 1
+        return False
+
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
         decision, counted = statement_decision(self.engine, self.gate, sql, current_db, self.at, self.parses)
         hits = self.hits
         for name in counted:  # (a loop: Counter.update's Mapping check costs more here)
             hits[name] += 1
+        if decision.apply and SCHEMA_DECISIONS in counted:
+            self.schema_kept.add((sql, current_db))
         return decision
 
 
 def statement_decision(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None, at, parses
                        ) -> tuple[Decision, tuple[str, ...]]:
     """A slave's decision of a statement: its rule engine's, ANDed with the master policy; with the
-    rule hits the slave counts for it (the engine's, ASSUMED_DECISIONS, MASTER_POLICY)."""
+    rule hits the slave counts for it (the engine's, ASSUMED_DECISIONS, SCHEMA_DECISIONS, MASTER_POLICY)."""
+    engine.consulted = False
     decision = engine.decide_statement(sql, current_db, at=at, parses=parses)
     counted = decision.counted
     if decision.assumption is not None:
         counted += (ASSUMED_DECISIONS,)
-    if decision.apply and gate.restricted and not gate.statement_allowed(sql, current_db):
-        return dataclasses.replace(decision, apply=False, rule="master-policy", reason=(
-            "master policy: the statement touches data outside what this slave may receive")), \
-            counted + ("MASTER_POLICY",)
+    if engine.consulted:
+        counted += (SCHEMA_DECISIONS,)
+    if decision.apply and gate.restricted:
+        verdict = gate.statement_verdict(sql, current_db)
+        if verdict is UNANALYSED:
+            return dataclasses.replace(decision, apply=False, rule="master-policy", reason=(
+                "master policy: the statement could not be analysed, so it is not sent")), \
+                counted + ("MASTER_POLICY", MASTER_POLICY_UNANALYSED)
+        if verdict is not ALLOWED:
+            return dataclasses.replace(decision, apply=False, rule="master-policy", reason=(
+                "master policy: the statement touches data outside what this slave may receive")), \
+                counted + ("MASTER_POLICY",)
     return decision, counted
+
+
+def schema_marks(file: str, events: list, schema_kept: frozenset) -> list[tuple[str, int]]:
+    """(file, end position: the header's log_pos, as the slave reads it) of the Query events among
+    `events` kept by a decision that read the schema model (`schema_kept`: their (sql, default db),
+    SlaveDecider.schema_kept). A statement inside a Transaction_payload (MySQL compression: inner
+    events carry no position) marks the payload."""
+    if not schema_kept:
+        return []
+    marks = []
+    for e in events:
+        inner = e.payload_events() if e.type_code == EventType.TRANSACTION_PAYLOAD else (e,)
+        if any(i.is_query and (i.sql, i.db) in schema_kept for i in inner):
+            marks.append((file, e.log_pos))
+    return marks
 
 
 class StatementWords:

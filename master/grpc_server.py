@@ -22,16 +22,25 @@ from dumpfilter.errors import DumpFilterError, InvalidArgumentError
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import rules_from_proto, rules_to_proto
+from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto
 from dumpfilter.master.model import ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import MasterPolicy
 from dumpfilter.master.service import DumpService
+from dumpfilter.master.shares import CALLS, InFlight
 
 log = logging.getLogger("dumpfilter.master")
 # Credentials of every RPC travel as call metadata (RegisterRequest.credentials is also read by
 # Register, for older slaves). Under mTLS the client certificate's CN is the identity.
 USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
 STALL_TIMEOUT = 60.0
+# Concurrent Register, ChangeFilter and Unregister calls of every identity together, each identity
+# its share (master.shares): the calls that may hold a thread (a Register compiles up to 4 MiB of
+# rules, a ChangeFilter waits for a transaction boundary). Stats and ListFilters are not counted:
+# they never wait, and their work is the caller's own slaves (every slave for an admin only).
+MAX_CALLS = 8
+# The largest request the master reads (grpc's default, made explicit): a Register's rules are at
+# most this many bytes, and the rule budget (registry.MAX_RULES_TOTAL) bounds what they compile to.
+MAX_REQUEST_BYTES = 4 << 20
 SERVICE_NAME = dump_pb2.DESCRIPTOR.services_by_name["DumpFilter"].full_name
 
 _SKIP = {dump_pb2.SKIP_POLICY_UNSPECIFIED: HEARTBEAT, dump_pb2.SKIP_POLICY_HEARTBEAT: HEARTBEAT,
@@ -96,7 +105,8 @@ def registration_from_proto(req) -> Registration:
     if req.skip_policy not in _SKIP:
         raise InvalidArgumentError(f"skip_policy {req.skip_policy} is not a known SkipPolicy")
     return Registration(req.server_id, req.hostname, tuple(req.channels) or ("",), tuple(specs), settings,
-                        _SKIP[req.skip_policy], req.credentials.user, req.credentials.password)
+                        _SKIP[req.skip_policy], req.credentials.user, req.credentials.password,
+                        schema_from_proto(req.replica_schema) if req.HasField("replica_schema") else None)
 
 
 def effective_to_proto(items: list[Effective]) -> list:
@@ -265,6 +275,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     def __init__(self, service: DumpService, stall_timeout: float | None = STALL_TIMEOUT):
         self.service = service
         self.stalls = _StallWatch(stall_timeout)
+        self.calls = InFlight(service.shares, CALLS)  # Register/ChangeFilter/Unregister in flight, per identity
 
     def _caller(self, context, credentials=None):
         """Authenticate the call: mTLS certificate, else the metadata user/password, else (for
@@ -278,7 +289,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     @_mapped
     def Register(self, request, context):
         caller = self._caller(context, request.credentials)
-        result = self.service.register(registration_from_proto(request), caller)
+        with self.calls.hold(caller):
+            result = self.service.register(registration_from_proto(request), caller)
         return dump_pb2.RegisterReply(server_id=result.server_id, effective=effective_to_proto(result.effective),
                                       warnings=result.warnings, replaced=result.replaced)
 
@@ -321,7 +333,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                                           caught_up=batch.caught_up, heartbeat=batch.heartbeat,
                                           gtid_state=batch.gtid_state,
                                           filter_changed_at=_position(batch.filter_changed_at),
-                                          warnings=lint.take(server_id)),
+                                          warnings=lint.take(server_id),
+                                          schema_decided=[_position(p) for p in batch.schema_decided]),
                        batch.parts)
         finally:
             batches.close()
@@ -330,9 +343,11 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     def ChangeFilter(self, request, context):
         remaining = context.time_remaining()
         timeout = None if remaining is None else max(0.0, remaining - 0.05)
-        position, running, effective = self.service.change_filter(request.server_id,
-                                                                  request.change_replication_filter, timeout,
-                                                                  caller=self._caller(context))
+        caller = self._caller(context)
+        with self.calls.hold(caller):
+            position, running, effective = self.service.change_filter(request.server_id,
+                                                                      request.change_replication_filter, timeout,
+                                                                      caller=caller)
         return dump_pb2.ChangeFilterReply(effective_at=_position(position), applied_to_running_stream=running,
                                           effective=effective_to_proto(effective))
 
@@ -365,8 +380,9 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
 
     @_mapped
     def Unregister(self, request, context):
-        return dump_pb2.UnregisterReply(stream_ended=self.service.unregister(request.server_id,
-                                                                           caller=self._caller(context)))
+        caller = self._caller(context)
+        with self.calls.hold(caller):
+            return dump_pb2.UnregisterReply(stream_ended=self.service.unregister(request.server_id, caller=caller))
 
 
 def _filter_row(row: dict) -> dump_pb2.FilterRow:
@@ -424,23 +440,29 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
                   tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
                   tls_client_ca: str | Path | None = None, max_streams: int = 64,
                   max_streams_per_identity: int | None = None, stall_timeout: float | None = STALL_TIMEOUT,
-                  **service_options) -> tuple[MasterServer, int]:
+                  max_calls: int = MAX_CALLS, **service_options) -> tuple[MasterServer, int]:
     """A started master serving `binlog_dir` on `listen`; returns (MasterServer, bound port).
     `tls_client_ca` turns on mTLS: clients must present a certificate signed by it, whose CN is
     their policy identity."""
     parse_listen(listen)
     if max_streams < 1:
         raise InvalidArgumentError(f"--max-streams {max_streams}: must be at least 1")
+    if max_calls < 1:
+        raise InvalidArgumentError(f"--max-calls {max_calls}: must be at least 1")
     if isinstance(policy, str | Path):
         policy = MasterPolicy.load(policy)
     service = DumpService(binlog_dir, policy=policy, max_streams=max_streams,
                           max_streams_per_identity=max_streams_per_identity, **service_options)
+    service.shares.totals[CALLS] = max_calls
     # The sync server gives each RPC a pool thread for its whole life: size the pool for the
-    # streams plus room for unary calls and health checks. The service refuses streams beyond
-    # max_streams (RESOURCE_EXHAUSTED), so those 8 threads stay free for everything else.
+    # streams, the counted calls, and two more for health checks, Stats and refusals. The
+    # service refuses streams beyond max_streams and each identity's calls beyond its share
+    # (RESOURCE_EXHAUSTED), so no identity holds the threads the others need.
     # grpc.so_reuseport off: a second master on the same port fails instead of sharing it.
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_streams + 8, thread_name_prefix="dump"),
-                         maximum_concurrent_rpcs=max_streams + 8, options=[("grpc.so_reuseport", 0)])
+    threads = max_streams + max_calls + 2
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dump"),
+                         maximum_concurrent_rpcs=threads,
+                         options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)])
     servicer = DumpFilterServicer(service, stall_timeout)
     _add_dump_filter(servicer, server)
     health_servicer = health.HealthServicer()

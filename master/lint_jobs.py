@@ -16,20 +16,20 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-import queue
 import subprocess
 import sys
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.codec import BinlogReader, group_transactions
-from dumpfilter.errors import BinlogError, DumpFilterError
+from dumpfilter.errors import BinlogError, DumpFilterError, ResourceExhaustedError
 from dumpfilter.binlogs import binlog_paths
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.lint import Break, Linter
+from dumpfilter.binlogs.lint import new_linter
+from dumpfilter.rules.lint import Break
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 
@@ -38,6 +38,7 @@ from dumpfilter.rules.schema import SchemaModel
 LINT_MAX_BYTES = 64 << 20
 LINT_WARNINGS = 5        # predictions told per slave; the rest are counted
 MAX_QUEUED = 64          # distinct rule sets waiting for the worker; more are told "not run"
+                         # (each identity its share of them: master.shares)
 MAX_CACHED = 256         # rule sets whose last result is kept
 
 OFF, PENDING, DONE, NOT_RUN = "off", "pending", "done", "not run"
@@ -59,11 +60,10 @@ class _Bounded:
 
 
 def lint_snapshot(files: list[tuple[str, int]], rules: RuleSet, settings: Settings, schema: SchemaModel | None,
-                  verify_checksums: bool = True) -> list[Break]:
+                  replica_schema: SchemaModel | None = None, verify_checksums: bool = True) -> list[Break]:
     """`dumpfilter.binlogs.lint.lint_files` over each file's first `size` bytes. The last file may end
     inside an event being written: lint stops there, as a tailing reader waits there."""
-    engine = RuleEngine(rules, settings, schema=schema.copy() if schema is not None else None)
-    linter = Linter(engine, schema, flavor=settings.flavor, schema_complete=schema is not None)
+    linter = new_linter(rules, settings, schema, replica_schema)
     for i, (path, size) in enumerate(files):
         name = Path(path).name
         try:
@@ -102,21 +102,24 @@ def _serve() -> None:
         stdout.flush()
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job:
     owner: LintJobs
     key: tuple
     args: tuple
     snapshot: tuple = ()
     cancelled: bool = False
+    account: str = ""   # the identity account that queued it (master.shares)
 
 
 class _Worker:
     """The one worker process of this Python process, fed from a bounded queue by one thread. A
-    plain `python -m` child (not multiprocessing): it never re-imports the caller's main script."""
+    plain `python -m` child (not multiprocessing): it never re-imports the caller's main script.
+    A job nobody waits for any more is taken out of the queue (`drop`), freeing its place."""
 
     def __init__(self):
-        self.jobs: queue.Queue[_Job] = queue.Queue(maxsize=MAX_QUEUED)
+        self.queued: deque[_Job] = deque()
+        self.ready = threading.Condition()
         self.proc: subprocess.Popen | None = None
         self.thread = threading.Thread(target=self._dispatch, name="lint-dispatch", daemon=True)
         self.thread.start()
@@ -137,9 +140,27 @@ class _Worker:
             self.stop()
             return NOT_RUN, f"the lint worker process ended ({type(exc).__name__})"
 
+    def put(self, job: _Job) -> bool:
+        with self.ready:
+            if len(self.queued) >= MAX_QUEUED:
+                return False
+            self.queued.append(job)
+            self.ready.notify()
+            return True
+
+    def drop(self, job: _Job) -> None:
+        with self.ready:
+            try:
+                self.queued.remove(job)
+            except ValueError:
+                pass  # already taken by the worker: it ends on its own
+
     def _dispatch(self) -> None:
         while True:
-            job = self.jobs.get()
+            with self.ready:
+                while not self.queued:
+                    self.ready.wait()
+                job = self.queued.popleft()
             if job.cancelled:
                 continue
             state, value = self._run(job.args)
@@ -203,7 +224,7 @@ class LintJobs:
         self.schema = schema
         self.verify_checksums = verify_checksums
         self.lock = threading.Lock()
-        self.results: OrderedDict[tuple, _Result] = OrderedDict()  # by (rules, settings)
+        self.results: OrderedDict[tuple, _Result] = OrderedDict()  # by (rules, settings, replica schema)
         self.running: dict[tuple, _Job] = {}
         self.subs: dict[int, _Sub] = {}
         self.closed = False
@@ -221,13 +242,21 @@ class LintJobs:
             if not paths or not all(p.is_file() and not p.is_symlink() for p in paths):
                 return ""
             return tuple((str(p), p.stat().st_size) for p in paths)
-        except (BinlogError, OSError):
+        except (DumpFilterError, OSError):
             return ""
 
-    def request(self, server_id: int, rules: RuleSet, settings: Settings) -> list[str]:
+    def request(self, server_id: int, rules: RuleSet, settings: Settings, account: str = "",
+                check: Callable[[int], None] | None = None,
+                replica_schema: SchemaModel | None = None) -> list[str]:
         """Called by Register: the warnings to put in its reply now (cached predictions, or why
-        lint is not run); otherwise queues the job and answers []."""
+        lint is not run); otherwise queues the job and answers []. The job the server_id's former
+        rules queued is dropped when no other slave waits for it. `check(n)` raises
+        ResourceExhaustedError when `account`, with n jobs queued, may queue no more: the
+        Register is not refused for it (lint is advice), the reply says lint was not run.
+        `replica_schema`: the slave's own starting schema (RegisterRequest.replica_schema), else
+        the master's --schema."""
         if not self.enabled:
+            self.forget(server_id)
             return []
         snapshot = self._snapshot()
         if not snapshot:
@@ -236,9 +265,12 @@ class LintJobs:
         if total > self.max_bytes:
             return [f"lint: not run at Register (the binlog holds {total / 1e6:.0f} MB, above "
                     f"{self.max_bytes / 1e6:.0f} MB; see `master serve --lint-max-mb`): run `dumpfilter lint` on it"]
-        key = (rules, settings)
+        key = (rules, settings, replica_schema.key() if replica_schema is not None else None)
         with self.lock:
+            old = self.subs.get(server_id)
             sub = self.subs[server_id] = _Sub(key)
+            if old is not None and old.key != key:
+                self._drop_unwanted(old.key)
             done = self.results.get(key)
             if done is not None and done.state != PENDING and done.snapshot == snapshot:
                 self.results.move_to_end(key)
@@ -246,11 +278,15 @@ class LintJobs:
                 return list(done.warnings)
             if key in self.running:  # another slave with these rules is being linted: share it
                 return []
-            job = _Job(self, key, ([(p, s) for p, s in snapshot], rules, settings, self.schema,
-                                   self.verify_checksums), snapshot)
             try:
-                _worker().jobs.put_nowait(job)
-            except queue.Full:
+                if check is not None:
+                    check(sum(1 for job in self.running.values() if job.account == account))
+            except ResourceExhaustedError as exc:
+                sub.delivered = True
+                return [f"lint: not run at Register: {exc}"]
+            job = _Job(self, key, ([(p, s) for p, s in snapshot], rules, settings, self.schema, replica_schema,
+                                   self.verify_checksums), snapshot, account=account)
+            if not _worker().put(job):
                 sub.delivered = True
                 return [f"lint: not run at Register: {MAX_QUEUED} lint jobs are already queued"]
             self.running[key] = job
@@ -302,7 +338,18 @@ class LintJobs:
 
     def forget(self, server_id: int) -> None:
         with self.lock:
-            self.subs.pop(server_id, None)
+            old = self.subs.pop(server_id, None)
+            if old is not None:
+                self._drop_unwanted(old.key)
+
+    def _drop_unwanted(self, key: tuple) -> None:
+        """Under self.lock: the job of `key` leaves the queue when no slave waits for it."""
+        job = self.running.get(key)
+        if job is None or any(sub.key == key for sub in self.subs.values()):
+            return
+        del self.running[key]
+        job.cancelled = True
+        _worker().drop(job)
 
     def close(self) -> None:
         """Queued jobs of this master are dropped; a running one ends on its own."""
@@ -310,6 +357,8 @@ class LintJobs:
             self.closed = True
             for job in self.running.values():
                 job.cancelled = True
+                if _WORKER is not None:
+                    _WORKER.drop(job)
             self.running.clear()
             self.subs.clear()
 

@@ -1,12 +1,23 @@
 """Prometheus metrics of the dump service, read from the service's own counters at scrape time
-(nothing is counted twice and the stream loop pays nothing for them)."""
+(nothing is counted twice and the stream loop pays nothing for them), as one caller may see them.
+
+A scrape shows per-slave series (label `slave`, the server_id) only for the slaves its viewer may
+see over gRPC (`Stats`): every slave for an administrator or the metrics token, its own slaves for
+an identity, none for an anonymous scraper of a master with a policy. The slaves it may not see
+are summed into one series per family whose `slave` label is empty, so the totals are the same in
+every view and no server_id another identity uses is named. Per-identity use of the bounded
+resources (master.shares) is shown to administrators, and to an identity for itself."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, start_http_server
+from collections import Counter
+
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from dumpfilter.master.policy import OPEN, Identity
 from dumpfilter.master.service import DumpService
+from dumpfilter.master.shares import REGISTRATIONS, RULES, STREAMS, account
 
 _COUNTERS = (
     ("bytes_read", "dumpfilter_binlog_bytes_read_total", "Master binlog bytes this slave's stream read"),
@@ -19,11 +30,24 @@ _COUNTERS = (
     ("empty_transactions", "dumpfilter_empty_transactions_total", "Empty GTID transactions sent"),
     ("empty_transaction_bytes", "dumpfilter_empty_transaction_bytes_total", "Bytes of empty GTID transactions sent"),
 )
+HIDDEN = ""  # the `slave` label of the series that sums the slaves the viewer may not see
+ANONYMOUS = None  # the view of a scraper that did not authenticate (see `view_for`)
+
+
+def view_for(service: DumpService, identity: Identity | None) -> Identity | None:
+    """What an unauthenticated scrape sees: everything on an open master (gRPC hides nothing
+    there either), no slave by name under a policy."""
+    return identity if identity is not None else OPEN if service.policy is None else ANONYMOUS
 
 
 class DumpServiceCollector:
-    def __init__(self, service: DumpService):
+    def __init__(self, service: DumpService, viewer: Identity | None = OPEN):
         self.service = service
+        self.viewer = viewer  # OPEN or an admin: every slave; an identity: its own; None: none by name
+
+    def _sees(self, slave) -> bool:
+        viewer = self.viewer
+        return viewer is not None and (viewer.admin or slave.owner == viewer.name)
 
     def collect(self):
         rows = self.service.stats()
@@ -34,30 +58,76 @@ class DumpServiceCollector:
         behind = GaugeMetricFamily("dumpfilter_slave_bytes_behind", "Master binlog bytes not yet streamed",
                                    labels=["slave"])
         connected = GaugeMetricFamily("dumpfilter_connected_slaves", "Slaves with a running Dump stream")
-        streaming = 0
+        registered = GaugeMetricFamily("dumpfilter_registered_slaves", "Registered slaves")
+        streaming, hidden_slaves = 0, 0
+        hidden: Counter = Counter()
+        hidden_hits: Counter = Counter()
         for slave, _end, bytes_behind in rows:
-            label = str(slave.server_id)
             stats = slave.stats
-            for attr, _name, _doc in _COUNTERS:
-                families[attr].add_metric([label], getattr(stats, attr))
-            events.add_metric([label, "read"], stats.events_read)
-            events.add_metric([label, "sent"], stats.events_sent)
-            events.add_metric([label, "filtered"], stats.events_skipped)
-            for name, count in stats.rule_hits.items():
-                hits.add_metric([label, name], count)
-            behind.add_metric([label], bytes_behind)
             streaming += slave.stream is not None
+            values = {attr: getattr(stats, attr) for attr, _name, _doc in _COUNTERS}
+            values.update(read=stats.events_read, sent=stats.events_sent, filtered=stats.events_skipped,
+                          behind=bytes_behind)
+            if not self._sees(slave):
+                hidden_slaves += 1
+                hidden.update(values)
+                hidden_hits.update(stats.rule_hits)
+                continue
+            self._add(str(slave.server_id), values, stats.rule_hits, families, events, hits, behind)
+        if hidden_slaves:
+            self._add(HIDDEN, hidden, hidden_hits, families, events, hits, behind)
         connected.add_metric([], streaming)
+        registered.add_metric([], len(rows))
         yield from families.values()
-        yield from (events, hits, behind, connected)
+        yield from (events, hits, behind, connected, registered)
+        yield from self._shares(rows)
+
+    @staticmethod
+    def _add(label: str, values, rule_hits, families, events, hits, behind) -> None:
+        for attr, family in families.items():
+            family.add_metric([label], values.get(attr, 0))
+        for decision in ("read", "sent", "filtered"):
+            events.add_metric([label, decision], values.get(decision, 0))
+        for name, count in sorted(rule_hits.items()):
+            hits.add_metric([label, name], count)
+        behind.add_metric([label], values.get("behind", 0))
+
+    def _shares(self, rows):
+        """Use and limit of each identity's shares (master.shares), for the identities the viewer
+        may see: every one for an administrator, its own for an identity."""
+        viewer = self.viewer
+        if viewer is None:
+            return
+        use = GaugeMetricFamily("dumpfilter_identity_use", "What an identity holds of a bounded resource",
+                                labels=["identity", "resource"])
+        limit = GaugeMetricFamily("dumpfilter_identity_limit", "An identity's limit of a bounded resource",
+                                  labels=["identity", "resource"])
+        held: dict[str, dict[str, int]] = {}
+        identities: dict[str, Identity] = {}
+        for slave, _end, _behind in rows:
+            if not self._sees(slave):
+                continue
+            mine = held.setdefault(slave.account, Counter())
+            mine[REGISTRATIONS] += 1
+            mine[RULES] += slave.rule_count
+            mine[STREAMS] += slave.stream is not None
+            identities.setdefault(slave.account, slave.identity)
+        if not viewer.admin:
+            identities.setdefault(account(viewer), viewer)
+            held.setdefault(account(viewer), Counter())
+        shares = self.service.shares
+        for name in sorted(held):
+            for resource in (REGISTRATIONS, RULES, STREAMS):
+                use.add_metric([name, resource], held[name][resource])
+                cap = shares.limit(identities[name], resource)
+                if cap is not None:
+                    limit.add_metric([name, resource], cap)
+        yield use
+        yield limit
 
 
-def registry_for(service: DumpService) -> CollectorRegistry:
+def registry_for(service: DumpService, viewer: Identity | None = OPEN) -> CollectorRegistry:
+    """The metrics `viewer` may see (default: everything, as the process itself sees it)."""
     registry = CollectorRegistry()
-    registry.register(DumpServiceCollector(service))
+    registry.register(DumpServiceCollector(service, viewer))
     return registry
-
-
-def serve_metrics(service: DumpService, port: int, addr: str = "127.0.0.1"):
-    """Start the /metrics HTTP endpoint; returns (server, thread) from prometheus_client."""
-    return start_http_server(port, addr=addr, registry=registry_for(service))

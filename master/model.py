@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.skip_policy import HEARTBEAT
 from dumpfilter.master.policy import Gate
 from dumpfilter.master.segments import Pos
@@ -31,6 +32,8 @@ class Registration:
     skip_policy: str = HEARTBEAT
     user: str = ""
     password: str = ""
+    # The replica's own starting schema (RegisterRequest.replica_schema), for lint at Register.
+    replica_schema: SchemaModel | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class Batch:
     heartbeat: bool = False
     gtid_state: str = ""
     filter_changed_at: Pos | None = None
+    # Statements kept by a decision that read the master's schema model: (file, end position).
+    schema_decided: list[Pos] = field(default_factory=list)
 
     @property
     def events(self) -> bytes:

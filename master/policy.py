@@ -5,13 +5,16 @@ rules it asks for, which server_ids it may use, and how many streams it may hold
 from __future__ import annotations
 
 import hmac
+import logging
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter.errors import AccessDeniedError, RuleError
-from dumpfilter.rules.statements import Kind, statement_tables
+from dumpfilter.rules.policy_bound import Reach, annotation_reach, statement_reach
 from dumpfilter.rules.wildcards import compile_like
+
+log = logging.getLogger("dumpfilter.master.policy")
 
 
 @dataclass(frozen=True)
@@ -43,21 +46,35 @@ class Gate:
         return bool(db) and any(rx.fullmatch(db) for rx in self._schemas)
 
     def statement_allowed(self, sql: str, current_db: str | None) -> bool:
-        """Deny by default: every table the statement names (updated or read: CREATE ... SELECT
-        would copy data) must be allowed; a statement without tables needs its schema allowed."""
+        return self.statement_verdict(sql, current_db) is ALLOWED
+
+    def statement_verdict(self, sql: str, current_db: str | None) -> str:
+        """Deny by default: ALLOWED only when every object the statement's text reaches
+        (rules/policy_bound.py: tables read or written, subqueries, ODKU, CTEs, bodies; the grant
+        tables of `mysql` for account statements, whatever the default database) is allowed;
+        UNANALYSED when the text cannot be analysed (it is not sent either)."""
+        if not self.restricted:
+            return ALLOWED
+        reach = statement_reach(sql, current_db)
+        if reach is None:
+            return UNANALYSED
+        return ALLOWED if self.reach_allowed(reach, current_db) else REFUSED
+
+    def annotation_allowed(self, sql: str, tables) -> bool:
+        """Whether an Annotate_rows / Rows_query text may go with its rows: every table it names
+        allowed (its statement wrote rows to `tables`, the Table_maps that follow it)."""
         if not self.restricted:
             return True
-        info = statement_tables(sql, current_db or "")
-        if info.kind is Kind.TRANSACTION:
-            return True
-        if not info.parse_ok:
-            return False
-        tables = info.updated + info.read
-        if tables:
-            return all(self.table_allowed(db, table) for db, table in tables)
-        return self.schema_allowed(info.db_statement_name or current_db)
+        reach = annotation_reach(sql, tables)
+        return reach is not None and self.reach_allowed(reach, None)
+
+    def reach_allowed(self, reach: Reach, current_db: str | None) -> bool:
+        return all(self.table_allowed(db, table) for db, table in reach.tables) \
+            and all(self.schema_allowed(db) for db in reach.schemas) \
+            and (not reach.default_schema or self.schema_allowed(current_db))
 
 
+ALLOWED, REFUSED, UNANALYSED = "allowed", "refused", "unanalysed"  # Gate.statement_verdict
 UNRESTRICTED = Gate()
 
 
@@ -69,6 +86,17 @@ class PolicyEntry:
     server_ids: tuple[int, ...] = ()
     admin: bool = False               # sees and may act on every slave (Stats, ListFilters, ...)
     max_streams: int | None = None    # concurrent Dump streams of this identity (None: the master's default)
+    # The other per-identity caps (master.shares; None: the identity's default share).
+    max_registrations: int | None = None
+    max_rules: int | None = None
+    max_calls: int | None = None
+    max_lint_jobs: int | None = None
+    is_default: bool = False          # the [default] section: every identity it admits is one account
+
+    @property
+    def limits(self) -> dict[str, int | None]:
+        return {"registrations": self.max_registrations, "rules": self.max_rules, "streams": self.max_streams,
+                "calls": self.max_calls, "lint_jobs": self.max_lint_jobs}
 
 
 @dataclass(frozen=True)
@@ -79,10 +107,6 @@ class Identity:
     name: str
     entry: PolicyEntry | None = None
     admin: bool = False
-
-    @property
-    def max_streams(self) -> int | None:
-        return self.entry.max_streams if self.entry is not None else None
 
 
 # Without a policy file the master is open: every caller acts as an administrator.
@@ -97,7 +121,11 @@ class MasterPolicy:
         server_ids = [21, 22]             # optional: only these server_ids may use the identity (and
                                           #   no other identity may use them)
         allow = ["shop.%", "crm.customers"]
-        max_streams = 4                   # optional: concurrent Dump streams of this identity
+        max_streams = 4                   # optional caps of this identity (master.shares); each
+        max_registrations = 16            #   defaults to its share: max(1, the master's total //
+        max_rules = 20000                 #   the number of sections); [default]'s identities
+        max_calls = 2                     #   share one set of caps
+        max_lint_jobs = 4
 
         [slave.ops]
         password = "..."
@@ -124,7 +152,8 @@ class MasterPolicy:
             if section in data and not isinstance(data[section], dict):
                 raise RuleError(f"policy file {path}: [{section}] must be a table")
         entries = {name: _entry(name, body, path) for name, body in data.get("slave", {}).items()}
-        default = _entry("default", data["default"], path) if "default" in data else None
+        default = _entry("default", data["default"], path, is_default=True) if "default" in data else None
+        _warn_open_doors(entries, default, path)
         return cls(entries, default)
 
     def authenticate(self, user: str, password: str, certificate_name: str | None = None) -> Identity:
@@ -167,23 +196,41 @@ class MasterPolicy:
         return self.gate_for_identity(self.authenticate(user, password), server_id)
 
 
-def _entry(name: str, body: dict, path) -> PolicyEntry:
+def _entry(name: str, body: dict, path, is_default: bool = False) -> PolicyEntry:
     if not isinstance(body, dict):
         raise RuleError(f"policy file {path}: [{name}] must be a table")
     allow = body.get("allow", [])
     if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
         raise RuleError(f"policy file {path}: [{name}] allow must be a list of 'db.table' patterns")
     Gate(tuple(allow))  # validates the patterns
-    password, admin, max_streams = body.get("password"), body.get("admin", False), body.get("max_streams")
+    password, admin = body.get("password"), body.get("admin", False)
+    caps = {key: body.get(key) for key in _CAPS}
     server_ids = body.get("server_ids", [])
     if password is not None and not isinstance(password, str):
         raise RuleError(f"policy file {path}: [{name}] password must be a string")
     if not isinstance(admin, bool):
         raise RuleError(f"policy file {path}: [{name}] admin must be true or false")
-    if max_streams is not None and (not isinstance(max_streams, int) or isinstance(max_streams, bool)
-                                    or max_streams < 0):
-        raise RuleError(f"policy file {path}: [{name}] max_streams must be a whole number >= 0")
+    for key, value in caps.items():
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise RuleError(f"policy file {path}: [{name}] {key} must be a whole number >= 0")
     if not isinstance(server_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                                    and 0 < i <= 0xFFFFFFFF for i in server_ids):
         raise RuleError(f"policy file {path}: [{name}] server_ids must be a list of server ids (1..4294967295)")
-    return PolicyEntry(name, tuple(allow), password, tuple(server_ids), admin, max_streams)
+    return PolicyEntry(name, tuple(allow), password, tuple(server_ids), admin, **caps, is_default=is_default)
+
+
+_CAPS = ("max_streams", "max_registrations", "max_rules", "max_calls", "max_lint_jobs")
+
+
+def _warn_open_doors(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path) -> None:
+    """One WARNING line per identity that any client can claim: an entry without a password
+    (only an mTLS client certificate would still prove it, and only over gRPC: the MySQL
+    endpoint has no TLS), and a [default], which takes every name not listed."""
+    for name, entry in entries.items():
+        if entry.password is None:
+            log.warning("policy file %s: identity %r has no password: any client that gives its name gets its "
+                        "rights (over gRPC unless --tls-client-ca authenticates clients, always over --mysql-listen)",
+                        path, name)
+    if default is not None:
+        log.warning("policy file %s: [default] lets any identity not listed in, without a password, with its rights",
+                    path)

@@ -5,6 +5,7 @@ predictions each slave gets (computed off the Register path by master.lint_jobs)
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,18 +16,26 @@ from dumpfilter.rules.assembly import EXTRA_TYPES, registry_from_requests
 from dumpfilter.rules.channels import FilterRegistry
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import FilterChange, parse_filter_statement
-from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.ruleset import ALL_TYPES, RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.skip_policy import SKIP_POLICIES
 from dumpfilter.master.flags import FlagWords, SlaveDecider, StatementWords
-from dumpfilter.master.lint_jobs import LintJobs
+from dumpfilter.master.lint_jobs import MAX_QUEUED, LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
 from dumpfilter.master.policy import OPEN, UNRESTRICTED, Gate, Identity, MasterPolicy
 from dumpfilter.master.segments import Pos
+from dumpfilter.master.shares import LINT_JOBS, REGISTRATIONS, RULES, Shares, account
 
 MAX_SLAVES = 1024
+# Filter rules held by every registration together (each channel's rules counted, global ones once
+# per channel): a registration's memory is its rules' (a compiled wild rule about 0.8 KB), so the
+# registrations of one identity hold at most its share of this.
+MAX_RULES_TOTAL = 1_000_000
+# ChangeFilter calls queued on one slave for its stream's next transaction boundary (a call that
+# timed out leaves its change queued): more are RESOURCE_EXHAUSTED.
+MAX_PENDING_CHANGES = 16
 
 
 @dataclass
@@ -64,15 +73,18 @@ class RegisteredSlave:
     """One registered server_id: its registration, rules per channel, policy gate, flag bit and stats."""
 
     def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict, gate: Gate, bit: int,
-                 owner: str = ""):
+                 identity: Identity = OPEN):
         self.reg = reg
-        self.owner = owner          # the identity that registered this server_id
+        self.identity = identity    # the identity that registered this server_id
+        self.owner = identity.name
+        self.account = account(identity)  # what its resources are counted under (master.shares)
         self.server_id = reg.server_id
         self.registry = registry
         self.extra = extra          # effective_* / binlog_* rules (global: FilterRegistry has no place for them)
         self.gate = gate
         self.bit = bit
         self.stats = SlaveStats()
+        self.rule_count = rule_count(registry, extra)
         self.stream: StreamHandle | None = None
         self.state: SlaveState | None = None
         self.position: Pos | None = None
@@ -101,10 +113,16 @@ class SlaveRegistry:
         self.slaves: dict[int, RegisteredSlave] = {}
         self.lock = threading.RLock()
         self.words = FlagWords(self._members)
+        # The rule engines, their locks and rule-group keys of the registrations: only those some
+        # registration uses are kept (`_release`), so re-registering with new rules frees the old.
         self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
         self.group_locks: dict[int, threading.Lock] = {}
         self.statement_words = StatementWords(self._members, self.words, self.engine_lock)
         self._group_ids: dict[tuple, int] = {}
+        # Never reused: a cached unit's answer under a released group's key is never read again.
+        self._group_counter = itertools.count()
+        # Each identity's share of registrations, streams, calls and lint jobs (master.shares).
+        self.shares = Shares(policy, {REGISTRATIONS: MAX_SLAVES, RULES: MAX_RULES_TOTAL, LINT_JOBS: MAX_QUEUED})
         # Lint at Register (issue #17): a background job per distinct rule set, up to `lint_bytes`
         # of binlog (0: off); Register only asks, and never waits.
         self.lint = LintJobs(binlog_dir, lint_bytes, schema)
@@ -147,8 +165,10 @@ class SlaveRegistry:
         gate = self.policy.gate_for_identity(caller, reg.server_id) if self.policy else UNRESTRICTED
         registry, extra = registry_from_requests(((s.channel, s.rules, s.text) for s in reg.filters), reg.channels,
                                                  reg.settings)
+        with self.lock:  # counted before they are compiled: the budget bounds that work too
+            self._check_rules(caller, rule_count(registry, extra), self.slaves.get(reg.server_id))
         for name in registry.channels:  # compile now: malformed combinations fail the Register
-            self._engine(registry.rules_for(name).replace(**extra), reg.settings)
+            self._engine(registry.rules_for(name).replace(**extra), reg.settings, keep=False)
         with self.lock:
             old = self.slaves.get(reg.server_id)
             if old is not None and old.owner != caller.name:
@@ -156,22 +176,29 @@ class SlaveRegistry:
                 # admin too, cannot take its place (MySQL's kill_zombie_dump_threads would let it).
                 raise AccessDeniedError(f"identity {caller.name!r} may not register server_id {reg.server_id}: "
                                         "it is registered by another identity")
+            self._check_rules(caller, rule_count(registry, extra), old)  # again: others may have registered
             if old is not None:
                 # MySQL: a second connection with the same server_id kills the first one's dump
                 # thread (kill_zombie_dump_threads). We do the same: the newer registration wins.
                 self._end_stream(old, "replaced")
                 bit = old.bit
             else:
+                mine = account(caller)
+                self.shares.check(caller, REGISTRATIONS, sum(1 for s in self.slaves.values() if s.account == mine))
                 used = {s.bit for s in self.slaves.values()}
                 bit = next((b for b in range(MAX_SLAVES) if b not in used), None)
                 if bit is None:
                     raise ResourceExhaustedError(f"too many slaves registered (at most {MAX_SLAVES})")
-            slave = RegisteredSlave(reg, registry, extra, gate, bit, owner=caller.name)
+            slave = RegisteredSlave(reg, registry, extra, gate, bit, identity=caller)
             slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
             self.slaves[reg.server_id] = slave
             self.words.invalidate()
+            self._release()  # the replaced registration's engines and rule groups
         rules = slave.rules_for(slave.state.channel if slave.state is not None else "")
-        lint = self.lint.request(reg.server_id, rules, reg.settings)  # cached predictions, or none yet
+        # Cached predictions, or none yet; a job this server_id's old rules queued is dropped.
+        lint = self.lint.request(reg.server_id, rules, reg.settings, slave.account,
+                                 lambda queued: self.shares.check(caller, LINT_JOBS, queued),
+                                 replica_schema=reg.replica_schema)
         return RegisterResult(reg.server_id, slave.effective(), [*registry.warnings, *lint], old is not None)
 
     def unregister(self, server_id: int, caller: Identity | None = None) -> bool:
@@ -181,8 +208,20 @@ class SlaveRegistry:
             self._end_stream(slave, "replaced")
             del self.slaves[server_id]
             self.words.invalidate()
+            self._release()
         self.lint.forget(server_id)
         return had_stream
+
+    def _check_rules(self, caller: Identity, adding: int, replaced: RegisteredSlave | None) -> None:
+        """Under self.lock: RESOURCE_EXHAUSTED when `adding` more rules (in place of `replaced`'s)
+        would pass the identity's share or the master's total."""
+        others = [s for s in self.slaves.values() if s is not replaced]
+        total = sum(s.rule_count for s in others)
+        if total + adding > MAX_RULES_TOTAL:
+            raise ResourceExhaustedError(f"the master already holds {total} filter rules, {adding} more asked "
+                                         f"(at most {MAX_RULES_TOTAL} in all)")
+        mine = account(caller)
+        self.shares.check(caller, RULES, sum(s.rule_count for s in others if s.account == mine), adding)
 
     def _slave(self, server_id: int) -> RegisteredSlave:
         slave = self.slaves.get(server_id)
@@ -200,21 +239,42 @@ class SlaveRegistry:
 
     def engine_lock(self, engine: RuleEngine) -> threading.Lock:
         """The lock of a rule engine: groups with the same rules and different policy gates share one
-        engine, whose decision state (the position being decided) is one at a time."""
+        engine, whose decision state (the position being decided) is one at a time. Made with the
+        engine (`_engine`); one a replaced stream still holds gets its lock here."""
         lock = self.group_locks.get(id(engine))
         if lock is None:
-            lock = self.group_locks.setdefault(id(engine), threading.Lock())
+            with self.lock:
+                lock = self.group_locks.setdefault(id(engine), threading.Lock())
         return lock
+
+    def _release(self) -> None:
+        """Under self.lock: forget the engines (with their locks and remembered answers) and the
+        rule-group keys no registration uses any more: a replaced or unregistered slave's, the
+        rules a ChangeFilter replaced. A stream that still runs on them keeps its own references."""
+        states = [(s.state, s) for s in self.slaves.values() if s.state is not None]
+        live = {id(state.engine) for state, _ in states}
+        groups = {(state.rules, slave.reg.settings, slave.gate) for state, slave in states}
+        for key in [k for k, engine in self._engines.items() if id(engine) not in live]:
+            del self._engines[key]
+        for key in [k for k in self.group_locks if k not in live]:
+            del self.group_locks[key]
+        for key in [k for k in self._group_ids if k not in groups]:
+            del self._group_ids[key]
 
     def _members(self) -> list[tuple[int, RuleEngine, Gate]]:
         return [(s.bit, s.state.engine, s.gate) for s in list(self.slaves.values()) if s.state is not None]
 
-    def _engine(self, rules: RuleSet, settings: Settings) -> RuleEngine:
+    def _engine(self, rules: RuleSet, settings: Settings, keep: bool = True) -> RuleEngine:
+        """The shared engine of these rules; `keep=False` only compiles them (a check), keeping nothing."""
         key = (rules, settings)
         engine = self._engines.get(key)
         if engine is None:
             schema = self.timeline if self.timeline is not None else self.schema.copy() if self.schema else None
-            engine = self._engines[key] = RuleEngine(rules, settings, schema=schema)
+            engine = RuleEngine(rules, settings, schema=schema)
+            if keep:
+                with self.lock:
+                    engine = self._engines.setdefault(key, engine)
+                    self.group_locks.setdefault(id(engine), threading.Lock())
         return engine
 
     def _state(self, slave: RegisteredSlave, channel: str) -> SlaveState:
@@ -226,7 +286,11 @@ class SlaveRegistry:
         decider = SlaveDecider(self.words, slave.bit, engine, slave.gate)
         # The rule group's key in every unit's answers: a small int (hashing the RuleSet per unit cost more
         # than some decisions), one per distinct (rules, settings, gate).
-        key = self._group_ids.setdefault((rules, slave.reg.settings, slave.gate), len(self._group_ids))
+        group = (rules, slave.reg.settings, slave.gate)
+        with self.lock:
+            key = self._group_ids.get(group)
+            if key is None:
+                key = self._group_ids[group] = next(self._group_counter)
         return SlaveState(channel, rules, engine, key, decider, TransactionFilter(decider, empty_transactions=KEEP))
 
     # -- ChangeFilter -----------------------------------------------------------------------
@@ -242,6 +306,10 @@ class SlaveRegistry:
             if handle is None:
                 self._apply_change(slave, change)
                 return slave.position, False, slave.effective()
+            if len(slave.pending) >= MAX_PENDING_CHANGES:
+                raise ResourceExhaustedError(f"server_id {server_id} already has {len(slave.pending)} changes waiting "
+                                             f"for its stream's next transaction boundary (at most "
+                                             f"{MAX_PENDING_CHANGES})")
             pending = PendingChange(change)
             slave.pending.append(pending)
         handle.wake.set()
@@ -253,12 +321,16 @@ class SlaveRegistry:
         return pending.position, True, slave.effective()
 
     def _check_change(self, slave: RegisteredSlave, change: FilterChange) -> None:
-        """Compile the rules the change would produce, so a bad change fails the RPC, not the stream."""
+        """Compile the rules the change would produce, so a bad change fails the RPC, not the stream;
+        counted first against the owner's rule budget, in place of the slave's present rules."""
         extra = dict(slave.extra)
         extra.update({t: r for t, r in change.changes if t in EXTRA_TYPES})
-        for name in slave.registry.channels:
-            rules = change.apply(slave.rules_for(name)) if change.channel in (None, name) else slave.rules_for(name)
-            self._engine(rules.replace(**extra), slave.reg.settings)
+        after = [(change.apply(slave.rules_for(name)) if change.channel in (None, name)
+                  else slave.rules_for(name)).replace(**extra) for name in slave.registry.channels]
+        with self.lock:
+            self._check_rules(slave.identity, sum(map(_count, after)), slave)
+        for rules in after:
+            self._engine(rules, slave.reg.settings, keep=False)
 
     def _apply_change(self, slave: RegisteredSlave, change: FilterChange) -> None:
         for rule_type, rules in change.changes:
@@ -268,8 +340,11 @@ class SlaveRegistry:
         if plain.changes:
             slave.registry.change_replication_filter(plain)
         channel = slave.state.channel if slave.state else ""
-        slave.state = self._state(slave, channel)
-        self.words.invalidate()
+        with self.lock:
+            slave.rule_count = rule_count(slave.registry, slave.extra)
+            slave.state = self._state(slave, channel)
+            self.words.invalidate()
+            self._release()  # the rules it replaced
 
     def apply_pending(self, slave: RegisteredSlave, position: Pos) -> Pos | None:
         """At a transaction boundary: apply queued changes; returns where they took effect."""
@@ -305,3 +380,12 @@ class SlaveRegistry:
             for row in slave.registry.applier_global_filters():
                 global_rows.append({"server_id": slave.server_id, **row})
         return rows, global_rows
+
+
+def _count(rules: RuleSet) -> int:
+    return sum(len(getattr(rules, rule_type)) for rule_type in ALL_TYPES)
+
+
+def rule_count(registry: FilterRegistry, extra: dict) -> int:
+    """The rules a registration holds: each channel's, with the global (effective_*, binlog_*) ones."""
+    return sum(_count(registry.rules_for(name).replace(**extra)) for name in registry.channels)

@@ -17,7 +17,7 @@ from operator import itemgetter
 from dataclasses import dataclass
 from pathlib import Path
 
-from dumpfilter.codec import Event, EventType, Transaction, TransactionGrouper
+from dumpfilter.codec import Event, EventType, Transaction, TransactionGrouper, bad_magic
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F, MAGIC
 from dumpfilter.codec.event import query_text
 from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
@@ -28,7 +28,9 @@ from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.scanner import Plan, plan_record
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from dumpfilter.rules.transaction_filter import lone_statement
-from dumpfilter.binlogs import TailingReader, binlog_paths
+from dumpfilter.binlogs import TailingReader
+from dumpfilter.binlogs.files import binlog_listing, file_size, open_regular, served_paths
+from dumpfilter.binlogs.written import WrittenEnd
 from dumpfilter.binlogs.tail import confined_rotate_target
 
 Pos = tuple[str, int]
@@ -288,9 +290,10 @@ class SegmentCache:
         self.hits = 0    # segments served from the cache
         self.ahead_taken = 0  # segments whose read was started ahead (_start_ahead) and taken by a get
         self._listing: tuple | None = None  # see file_names
+        self._written = WrittenEnd()  # see end
 
     def file_names(self) -> list[str]:
-        """The binlog files' names, as `binlog_paths` lists them (the index, files that exist).
+        """The binlog files' names, as `binlog_listing` lists them (a Listing: the index's names).
         The listing is made again only when the directory's entries or an index file changed
         (their stat): a stat or two per segment read instead of reading the index and checking
         every file it names. A listing made within a second of such a change is not kept (a
@@ -305,10 +308,7 @@ class SegmentCache:
             indexes = tuple((p.name, _stat_key(p)) for p in sorted(directory.glob("*.index")))
         except OSError:
             dir_key = indexes = None
-        try:
-            names = [p.name for p in binlog_paths(directory)]
-        except BinlogError:
-            names = []
+        names = binlog_listing(directory)
         self._listing = None
         if dir_key is not None:
             newest = max([dir_key[0], *(key[0] for _, key in indexes)])
@@ -317,30 +317,30 @@ class SegmentCache:
         return names
 
     def first_file(self) -> str:
-        paths = binlog_paths(self.directory)
+        paths = served_paths(self.directory)
         if not paths:
             raise PositionError(f"no binlog files in {self.directory}")
         return paths[0].name
 
     def end(self) -> Pos:
-        """The current end of the binlog: the last file and its size."""
-        paths = binlog_paths(self.directory)
-        if not paths:
-            raise PositionError(f"no binlog files in {self.directory}")
-        last = paths[-1]
-        return last.name, last.stat().st_size
+        """The current end of the binlog: the last file and the end of its last complete event
+        (a partly written one is not yet written, binlogs/written.py)."""
+        names = self.file_names()  # a last file the index names but is missing: no end (1236)
+        if not names:
+            raise names.problem or PositionError(f"no binlog files in {self.directory}")
+        return names[-1], self._written.of(self.directory / names[-1])
 
     def bytes_between(self, start: Pos, end: Pos) -> int:
         """Master binlog bytes from `start` to `end` (for how far behind a slave is)."""
-        names = [p.name for p in binlog_paths(self.directory)]
+        names = self.file_names()
         if start[0] not in names or end[0] not in names:
             return 0
         i, j = names.index(start[0]), names.index(end[0])
         if i == j:
             return max(0, end[1] - start[1])
-        total = max(0, (self.directory / start[0]).stat().st_size - start[1])
+        total = max(0, file_size(self.directory / start[0], 0) - start[1])
         for name in names[i + 1 : j]:
-            total += (self.directory / name).stat().st_size - 4
+            total += max(0, file_size(self.directory / name, 0) - 4)
         return total + max(0, end[1] - 4)
 
     def get(self, start: Pos) -> Segment:
@@ -451,11 +451,9 @@ class SegmentCache:
         """`_read` as a generator that pauses once a scan is under way (see `_start_ahead`)
         and returns the segment."""
         file, pos = start
-        if not (self.directory / file).exists():
-            if file in self._index_names() or self._later_file_exists(file):
-                raise PositionError(f"binlog file '{file}' is not in {self.directory} (purged)")
-            # A Rotate can name a file the server has not created yet.
-            return Segment(start, [], start, at_end=True)
+        if not os.path.lexists(self.directory / file):
+            self.file_names().check_absent(self.directory, file)  # purged, or deleted by hand: 1236
+            return Segment(start, [], start, at_end=True)  # a Rotate can name a file not created yet
         if pos <= 4 and self.not_yet_indexed(file):
             return Segment(start, [], start, at_end=True)
         if self.fast:
@@ -496,20 +494,9 @@ class SegmentCache:
             error = exc
         return Segment(start, units, end, at_end, error)
 
-    def _index_names(self) -> list[str]:
-        return self.file_names()
-
     def not_yet_indexed(self, file: str) -> bool:
-        """MariaDB creates the next binlog and writes its FDE before it adds it to the index
-        (MYSQL_BIN_LOG::open): a file past the index's last one is not written yet for a reader
-        that followed a Rotate there. Names come only from the index, so the reader waits for it
-        rather than failing the stream with 1236 "purged or never written"."""
-        names = self._index_names()
-        return bool(names) and file not in names and file > names[-1]
-
-    def _later_file_exists(self, file: str) -> bool:
-        names = self._index_names()
-        return bool(names) and names[-1] > file
+        """A file past the index's last one, which the reader waits for (see Listing)."""
+        return self.file_names().not_yet_indexed(file)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -874,7 +861,9 @@ class SegmentReader:
                 if nxt is None:
                     at_end = True
                     break
-                if not (cache.directory / nxt).exists() or cache.not_yet_indexed(nxt):
+                if not os.path.lexists(cache.directory / nxt):
+                    cache.file_names().check_absent(cache.directory, nxt)  # or a Rotate named it
+                if not os.path.lexists(cache.directory / nxt) or cache.not_yet_indexed(nxt):
                     at_end = True  # a Rotate names a file the server has not created (or indexed) yet
                     break
                 name, pos = nxt, 4
@@ -903,7 +892,7 @@ class SegmentReader:
         scanner = self.scanner
         scanner.path = str(path)
         plan = self.cols.plan
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             if start > size:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
@@ -916,8 +905,7 @@ class SegmentReader:
                 if len(magic) < 4:
                     return None  # the server has not written the magic yet
                 if magic != MAGIC:
-                    raise BinlogError(f"bad magic {magic.hex()} (expected fe62696e): not a binlog file",
-                                      path=str(path), offset=0)
+                    raise bad_magic(str(path))
                 start = 4
             rotated_to = None
             chunk = max(CHUNK, cache.segment_bytes + (64 << 10))  # the segment and the unit that ends it

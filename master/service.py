@@ -11,13 +11,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dumpfilter.errors import DumpFilterError, PositionError, ResourceExhaustedError, ShuttingDownError
-from dumpfilter.binlogs import binlog_paths
+from dumpfilter.binlogs import served_paths
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.master.model import Batch
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
 from dumpfilter.master.schema_feed import schema_timeline
+from dumpfilter.master.shares import STREAMS
 from dumpfilter.master.segments import CACHE_BYTES, SEGMENT_BYTES, Pos, SegmentCache
 from dumpfilter.master.stream import SlaveStream
 
@@ -47,7 +48,8 @@ class DumpService(SlaveRegistry):
         self.fast = fast  # False: every unit through TransactionFilter (the reference path, for tests)
         self.shutting_down = False
         self.max_streams = max_streams                            # None: no limit
-        self.max_streams_per_identity = max_streams_per_identity  # a policy entry's max_streams wins
+        self.shares.totals[STREAMS] = max_streams  # an identity's default share is counted from it
+        self.shares.per_identity[STREAMS] = max_streams_per_identity  # a policy entry's max_streams wins
 
     def stats(self, server_id: int = 0, caller: Identity | None = None) -> list[tuple[RegisteredSlave, Pos, int]]:
         """(slave, binlog end, bytes behind) for one or every slave `caller` may see."""
@@ -82,7 +84,7 @@ class DumpService(SlaveRegistry):
             if self.shutting_down:
                 raise ShuttingDownError("the master is shutting down")
             slave = self._owned(server_id, caller)
-            self._check_stream_limits(slave, caller)
+            self._check_stream_limits(slave)
             handle = StreamHandle(channel)
             state = self._state(slave, channel)
             self._end_stream(slave, "replaced")
@@ -90,6 +92,7 @@ class DumpService(SlaveRegistry):
             old, slave.state = slave.state, state
             if old is None or old.engine is not state.engine:
                 self.words.invalidate()  # the flag words only depend on (bit, engine, gate)
+                self._release()  # the channel's engine it streamed before
         try:
             yield from SlaveStream(self, slave, handle, start, gtid_state, heartbeat_period, is_active).run()
         finally:
@@ -105,7 +108,7 @@ class DumpService(SlaveRegistry):
         if "/" in name or "\\" in name or "\0" in name or name in (".", ".."):
             raise unknown
         try:
-            names = {p.name: p for p in binlog_paths(self.binlog_dir)}
+            names = {p.name: p for p in served_paths(self.binlog_dir)}
         except DumpFilterError:
             raise unknown from None
         path = names.get(name)
@@ -117,15 +120,11 @@ class DumpService(SlaveRegistry):
         except OSError:
             raise unknown from None
 
-    def _check_stream_limits(self, slave: RegisteredSlave, caller: Identity | None) -> None:
-        """Under self.lock. The stream being replaced (same server_id) does not count."""
+    def _check_stream_limits(self, slave: RegisteredSlave) -> None:
+        """Under self.lock. The stream being replaced (same server_id) does not count. The share is
+        the slave's owner's (an admin streaming another identity's slave uses that one's)."""
         others = [s for s in self.slaves.values() if s.stream is not None and s is not slave]
         if self.max_streams is not None and len(others) >= self.max_streams:
-            raise ResourceExhaustedError(f"the master already serves {len(others)} streams (--max-streams)")
-        limit = caller.max_streams if caller is not None and caller.max_streams is not None \
-            else self.max_streams_per_identity
-        owner = slave.owner
-        if limit is not None:
-            mine = sum(1 for s in others if s.owner == owner)
-            if mine >= limit:
-                raise ResourceExhaustedError(f"identity {owner!r} already has {mine} streams (at most {limit})")
+            raise ResourceExhaustedError(f"the master already serves {len(others)} streams "
+                                         f"(at most {self.max_streams}: --max-streams)")
+        self.shares.check(slave.identity, STREAMS, sum(1 for s in others if s.account == slave.account))

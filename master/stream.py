@@ -19,13 +19,14 @@ from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
-from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
-from dumpfilter.master.flags import ASSUMED_DECISIONS
+from dumpfilter.master.flags import ASSUMED_DECISIONS, SCHEMA_DECISIONS, schema_marks
 from dumpfilter.master.model import Batch
+from dumpfilter.master.policy_check import guard_row
 from dumpfilter.master.registry import RegisteredSlave, StreamHandle
 from dumpfilter.master.schema_feed import order_key, unit_start
 from dumpfilter.master.segments import LazyUnits, Pos, Segment, Unit
@@ -71,7 +72,7 @@ class SlaveStream:
         if state is not None:
             # Like the servers' dump threads: start in the newest file whose Previous_GTIDs /
             # Gtid_list the slave already has, not at the first file.
-            start = (start_file(binlog_paths(service.binlog_dir), state).name, 4)
+            start = (start_file(served_paths(service.binlog_dir), state).name, 4)
         file, pos = start if start and start[0] else (service.segments.first_file(), 4)
         self.pos: Pos = (file, max(pos, 4) if start and start[0] else 4)
         self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
@@ -96,6 +97,7 @@ class SlaveStream:
         self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
         self._unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
         self._group_hits: list[tuple] = []  # the same for groups of units answered alike: (indices, hits)
+        self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (_statement_answers)
 
     def run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
@@ -211,7 +213,7 @@ class SlaveStream:
             return
         if gtid_event is not None:
             self.tracker.add(gtid_event)
-        result, hits = self._result(unit)
+        result, hits, schema_kept = self._result(unit)
         if hits:
             self._add_hits(hits)
         if result.outcome in (KEPT, PARTIAL):
@@ -219,6 +221,7 @@ class SlaveStream:
             if self.policy == PLACEHOLDER and result.outcome == PARTIAL:
                 events = self._with_placeholders(txn.events, {e.pos: e for e in result.events})
             self._flush_heartbeat()
+            self.schema_decided += schema_marks(unit.file, result.events, schema_kept)
             for event in events:
                 self._send(event, kept=not is_placeholder(event))
             kept_bytes = sum(e.size for e in result.events)
@@ -263,7 +266,8 @@ class SlaveStream:
                 keep_all, keep_any = index.masks_for(seg.units, words)
                 rows = (bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
                                for f, k, a in zip(index.fast, keep_all, keep_any)]), None)
-            rows = (self._statement_answers(seg, rows[0]), rows[1])
+            # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
+            rows = (self._statement_answers(seg, guard_row(seg, rows[0], self.slave.gate)), rows[1])
             states = self._states = (seg, words.generation, *rows)
         return states[2]
 
@@ -299,8 +303,10 @@ class SlaveStream:
                     group_hits.append((marked, hits))
             for k, (word, by_bit) in singles.items():
                 if out[k] == _SLOW:
-                    out[k] = _KEEP if word >> bit & 1 else _SKIP
                     hits = by_bit.get(bit)
+                    if word >> bit & 1 and hits and SCHEMA_DECISIONS in hits:
+                        continue  # kept by the schema model: `_unit` marks it for the slave
+                    out[k] = _KEEP if word >> bit & 1 else _SKIP
                     if hits:
                         unit_hits[k] = hits
         k = out.find(_SLOW)
@@ -313,11 +319,12 @@ class SlaveStream:
             hits = None
             if answer is not None:
                 word, by_bit = answer
-                out[k] = _KEEP if word >> bit & 1 else _SKIP
                 hits = by_bit.get(bit)
+                if not (word >> bit & 1 and hits and SCHEMA_DECISIONS in hits):  # else `_unit` marks it
+                    out[k] = _KEEP if word >> bit & 1 else _SKIP
             elif (unit := unit or units[k]).txn.kind != CONTROL and unit.txn.complete:
-                result, hits = self._result(unit)
-                if result.outcome == KEPT and len(result.events) == unit.events:
+                result, hits, schema_kept = self._result(unit)
+                if result.outcome == KEPT and len(result.events) == unit.events and not schema_kept:
                     out[k] = _KEEP
                 elif result.outcome in (EMPTIED, SKIPPED):
                     out[k] = _SKIP
@@ -623,18 +630,21 @@ class SlaveStream:
         self.batch_skipped += max(0, size)
 
     def _result(self, unit: Unit):
-        """The slave's rule group's answer for a unit: computed by the first slave of the group
-        that reaches it, then shared (the Unit and its Events are shared through the segment cache)."""
+        """The slave's rule group's answer for a unit (FilterResult, rule hits, (sql, db) kept by the
+        schema model): computed by the first slave of the group that reaches it, then shared (the
+        Unit and its Events are shared through the segment cache)."""
         state = self.slave.state
         answer = unit.results.get(state.key)
         if answer is None:
             with self.svc.engine_lock(state.engine):
                 answer = unit.results.get(state.key)
                 if answer is None:
-                    state.decider.hits = Counter()
-                    state.decider.at = order_key(unit_start(unit))  # the schema as it was just before
-                    state.decider.parses = unit.parses  # each statement parsed once for every group
-                    answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), state.decider.hits)
+                    decider = state.decider
+                    decider.hits, decider.schema_kept = Counter(), set()
+                    decider.at = order_key(unit_start(unit))  # the schema as it was just before
+                    decider.parses = unit.parses  # each statement parsed once for every group
+                    answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), decider.hits,
+                                                        frozenset(decider.schema_kept))
         return answer
 
     def _count_filter_hits(self, hits: Counter) -> None:
@@ -716,8 +726,8 @@ class SlaveStream:
         self._flush_heartbeat()
         self._flush_hits()
         batch = Batch(self.parts, self.pos, self.batch_units, self.batch_skipped, caught_up,
-                      False, self._gtid_text(), self.changed_at)
-        self.parts, self.batch_bytes, self.batch_units, self.batch_skipped = [], 0, 0, 0
+                      False, self._gtid_text(), self.changed_at, self.schema_decided)
+        self.parts, self.batch_bytes, self.batch_units, self.batch_skipped, self.schema_decided = [], 0, 0, 0, []
         self.changed_at = None
         return batch
 

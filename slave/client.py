@@ -39,9 +39,10 @@ from dumpfilter.codec.event import query_text
 from dumpfilter.codec.scanner import F_COMPLETE, F_FAST, F_MARIADB_GTID, Scanner, UnitScan, unit_events
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import rules_to_proto
+from dumpfilter.wire import rules_to_proto, schema_to_proto
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder
+from dumpfilter.slave.filter_view import filters_in_force
 from dumpfilter.slave.relay_log import (APPLY_INFO, DEFAULT_COMMIT_INTERVAL, RelayInfo, RelayLog, query_db_offsets,
                                         read_json, write_json_atomic)
 from dumpfilter.slave.status import (
@@ -57,7 +58,7 @@ from dumpfilter.slave.status import (
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.schema import SchemaModel
-    from dumpfilter.rules.transaction_filter import TransactionFilter
+    from dumpfilter.slave.trust import MasterTrust
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _HEARTBEAT_TYPES = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
@@ -192,6 +193,8 @@ class SlaveConfig:
     retry_count: int | None = None        # give up after this many failed attempts in a row (MASTER_RETRY_COUNT)
     report: Callable[[str], None] | None = None  # where failed attempts are told (default: stderr)
     schema: SchemaModel | None = None  # starting schema for the slave's own check of what it receives
+    on_disagreement: str = "error"     # that check drops what the master sent: error | warn (slave/trust.py)
+    replica_schema: SchemaModel | None = None  # this replica's own starting schema, for lint at Register
     # --until-caught-up: how long to wait, once caught up, for the master's background lint of this
     # slave's rules (asked through Stats) before ending; 0: do not wait.
     lint_wait: float = 0.0
@@ -207,7 +210,8 @@ class _Counters:
     events_relayed: int = 0
     bytes_relayed: int = 0
     rewritten: int = 0
-    slave_check_dropped: int = 0   # events the slave's own rules dropped: 0 on a faithful master
+    check_disagreements: int = 0   # events the slave's own rules drop that the master sent (slave/trust.py)
+    master_schema_kept: int = 0    # statements they drop that the master decided with its schema model
 
 
 def rewrite_event(event: Event, rewrite: Callable[[str], tuple[str, bool]],
@@ -332,10 +336,11 @@ class Slave:
         return event_renamer(self.engine, self.config.rules, self.config.settings)
 
     @functools.cached_property
-    def check(self) -> TransactionFilter:
-        from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
+    def trust(self) -> MasterTrust:  # the slave's own check (its TransactionFilter) of what the master sends
+        from dumpfilter.slave.trust import MasterTrust
 
-        return TransactionFilter(self.engine, empty_transactions=KEEP)
+        return MasterTrust(self.engine, self.config.on_disagreement, self.counters,
+                           lambda text: setattr(self.info, "last_disagreement", text), _say)
 
     # -- gRPC -------------------------------------------------------------------------------
     def _channel(self) -> grpc.Channel:
@@ -365,7 +370,8 @@ class Slave:
             semantics=dump_pb2.FILTER_SEMANTICS_EFFECTIVE if cfg.settings.semantics == "effective"
             else dump_pb2.FILTER_SEMANTICS_MYSQL,
             skip_policy=_SKIP[cfg.skip_policy], credentials=dump_pb2.Credentials(user=cfg.user, password=cfg.password),
-            flavor=cfg.settings.flavor, lower_case_table_names=cfg.settings.lower_case_table_names)
+            flavor=cfg.settings.flavor, lower_case_table_names=cfg.settings.lower_case_table_names,
+            replica_schema=schema_to_proto(cfg.replica_schema) if cfg.replica_schema is not None else None)
         reply = stub.Register(request, timeout=self._rpc_timeout(), metadata=self._metadata())
         self.effective = list(reply.effective)
         self._warn(reply.warnings)
@@ -517,6 +523,9 @@ class Slave:
                 self._give_up_at = None  # the master answered: --connect-timeout is over
                 if batch.warnings:
                     self._warn(batch.warnings)
+                if batch.filter_changed_at.file:  # a live change on the master: show its rules
+                    self.info.filters = filters_in_force(stub, cfg.server_id, cfg.channel, self._metadata(),
+                                                         self._rpc_timeout()) or self.info.filters
                 self._batch(batch)
                 if batch.caught_up:
                     self.caught_up = True
@@ -541,6 +550,7 @@ class Slave:
         c.batches += 1
         events = batch.events  # protobuf (upb) copies a bytes field at each read: read once
         c.bytes_received += len(events)
+        self.trust.batch(batch, self.info.master_file)
         try:
             grouper = self._receive(events)
         except MalformedEventError as exc:  # offsets are the master's (log_pos - size) in its file
@@ -587,6 +597,7 @@ class Slave:
         the grouper, the slave's own rules and the rewrites."""
         c = self.counters
         scan = scan_batch(blob, self.fmt, self._scanner)
+        self.trust.scanned(scan.last_rotate >= 0)
         c.events_received += scan.events
         grouper = TransactionGrouper()
         fmt = self.fmt
@@ -601,14 +612,13 @@ class Slave:
                 # as they came, up to the first unit that needs the code below. The lone
                 # statements' texts come back for the slave's own check, in order: the keep
                 # answers the run used were fixed before it (per table name, for the batch), so
-                # checking them after the run's write decides nothing differently.
+                # checking them after the run's write (never committed if it fails) changes nothing.
                 out, nxt, units_n, events_n, bytes_n, heartbeats, lone = self._scanner.relay_run(
                     blob, i, self._keeps(), fmt)
                 if nxt > i:
                     if out:
                         self.relay.write_raw(out)
-                    for db, sql in lone:
-                        self.check.lone_text_kept(sql, db)
+                    self.trust.lone_run(lone, blob, units, i)
                     c.heartbeats += heartbeats
                     c.events_relayed += events_n
                     c.bytes_relayed += bytes_n
@@ -621,13 +631,12 @@ class Slave:
                     and words[8 * i + 3] >= HEADER_LEN + 13 + self._scanner.checksum_len):
                 # A MariaDB GTID and one Query (DDL, standalone groups): its text decoded straight
                 # from the bytes (codec.event.query_text) for the slave's own check, which sees it
-                # (and its schema model replays it) as _unit's would. _unit writes such a unit
-                # whole whatever that check says (emptied, it would still be two events: nothing
-                # counted as dropped), so it goes to the relay log as it came.
+                # (and its schema model replays it) as _unit's would; it goes to the relay log as
+                # it came, as _unit writes what the master sent.
                 start, end = words[8 * i], words[8 * i + 1]
                 text = query_text(blob, start + words[8 * i + 3], end, fmt) if fmt is not None else None
                 if text is not None:
-                    self.check.lone_text_kept(text[1], text[0])
+                    self.trust.lone(self.trust.check.lone_text_kept(text[1], text[0]), *text, blob, units, i)
                     self.relay.write_raw(blob[start:end])
                     c.events_relayed += 2
                     c.bytes_relayed += end - start
@@ -681,19 +690,14 @@ class Slave:
             event = events[0]
             if event.type_code == EventType.FORMAT_DESCRIPTION:
                 self.relay.format_event(event)
-                self.check.reset()
+                self.trust.check.reset()
                 return
             if event.type_code in _NOT_RELAYED:
-                return
+                return self.trust.control(event)  # a Rotate: the master file of what follows
         if self.relay.file is None:
             raise BinlogError("the master sent events before any Format_description event", path="<stream>")
         if unit.kind != CONTROL:
-            # The slave's own rules: a no-op on a faithful master; anything they drop is counted.
-            result = self.check.filter(unit)
-            dropped = len(events) - len(result.events)
-            if dropped > 0:
-                self.counters.slave_check_dropped += dropped
-                events = result.events
+            self.trust.unit(unit)  # the slave's own rules: what they drop is a disagreement or marked
         if self._placeholders_in_unit and unit.kind != CONTROL:
             events = self._without_placeholders(unit, events)
         if self.rename is not None:
@@ -722,7 +726,7 @@ class Slave:
         if trailing is None:
             return fix_transaction_length(events)
         if len(body) == 1 and body[0].is_gtid:
-            return self.check.empty_transaction_events(unit) + trailing
+            return self.trust.check.empty_transaction_events(unit) + trailing
         return fix_transaction_length(body) + trailing
 
     def _record_filters(self) -> None:

@@ -111,6 +111,7 @@ class RelayInfo:
     last_sql_error: str = ""
     last_sql_error_timestamp: str = ""
     filters_changed_at: str = ""                    # where a live ChangeFilter on the master took effect
+    last_disagreement: str = ""                     # the last event the slave's own check drops (slave/trust.py)
 
     @classmethod
     def load(cls, directory: Path) -> RelayInfo | None:

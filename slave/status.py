@@ -206,11 +206,16 @@ def status_fields(relay_dir: Path, *, now: float | None = None) -> dict:
         # dumpfilter
         "Apply_Target": info.apply_target,
         "Master_Policy_Allow": ",".join(info.policy_allow),
-        # Replicate_* above are the rules this slave registered; a live change on the master
-        # (dumpfilter master change-filter) is shown by `dumpfilter master filters`.
+        # Replicate_* above are the rules in force: those this slave registered, then, after a live
+        # change on the master (dumpfilter master change-filter), the master's (slave/filter_view.py).
         "Filters_Changed_On_Master_At": info.filters_changed_at,
         "Skip_Policy": info.skip_policy,
         "Events_Received": stats.get("events_received", 0), "Bytes_Received": stats.get("bytes_received", 0),
         "Heartbeats_Received": stats.get("heartbeats", 0), "Placeholders_Received": stats.get("placeholders", 0),
         "Events_Relayed": stats.get("events_relayed", 0), "Bytes_Relayed": stats.get("bytes_relayed", 0),
+        # The slave's own check of what the master sent (slave/trust.py): events its rules drop
+        # (relayed under --on-disagreement warn), and statements the master decided with its schema.
+        "Check_Disagreements": stats.get("check_disagreements", 0),
+        "Last_Check_Disagreement": info.last_disagreement,
+        "Kept_By_Master_Schema": stats.get("master_schema_kept", 0),
     }

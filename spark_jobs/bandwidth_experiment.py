@@ -66,8 +66,10 @@ def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = ""
             writer.writerows(rows)
     chart = out / "bandwidth.png"
     binlog_bytes = max((row["bytes_all"] for row in rows), default=0)
+    # One bar per slave: the bytes it is sent (the table's `bytes_sent`), the skip policy's own
+    # events stacked over the rest; its label is the table's saving.
     slaves = [{"slave": row["slave"], "bytes_all": row["bytes_all"],
-               "bars": [{"policy": row["skip_policy"], "kept": row["kept_bytes"], "own": True,
+               "bars": [{"policy": row["skip_policy"], "sent": row["bytes_sent"], "own": True,
                          "overhead": row["heartbeat_bytes"] + row["placeholder_bytes"]
                          + row["empty_transaction_bytes"]}]} for row in rows]
     policy_chart(slaves, chart, title=f"Bytes sent per slave with master-side filtering: {source or 'binlogs'} "

@@ -24,7 +24,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from dumpfilter.lab.sandbox import MariaDBServer, find_binary, mariadb_available  # noqa: E402
+from dumpfilter.lab.sandbox import MariaDBServer, find_binary, mariadb_available, stop_servers  # noqa: E402
 
 pytest_plugins = ["tests.support.grpc_fixtures"]
 
@@ -34,9 +34,11 @@ IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 # Under CI=true, hypothesis draws the same examples every run (derived from each test), so a
 # submission's CI result does not depend on luck; every other run explores new examples, and
 # what it finds becomes a fixed regression test.
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if IN_CI:
-    settings.load_profile("ci")
+# No example has a deadline (hypothesis' default is 200 ms of wall-clock time, which a loaded CI
+# machine exceeds): a test bounds work (input sizes, example counts), never seconds.
+settings.register_profile("dev", deadline=None)
+settings.register_profile("ci", parent=settings.get_profile("dev"), derandomize=True, print_blob=True)
+settings.load_profile("ci" if IN_CI else "dev")
 
 
 def skip_or_fail(message: str) -> None:
@@ -62,32 +64,46 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             skip_or_fail(missing)
 
 
+# Servers made by mariadb_factory and still running, in order. Those a test that takes the
+# factory itself made in its body are stopped when it ends (an idle mariadbd still wakes its
+# threads, and a run makes about a hundred); those fixtures made, eagerly or lazily (a module
+# fixture's function called by its tests), live until the session ends.
+_SERVERS: list[MariaDBServer] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    first = len(_SERVERS)
+    yield
+    if "mariadb_factory" not in getattr(getattr(item, "_fixtureinfo", None), "argnames", ()):
+        return
+    made, _SERVERS[first:] = _SERVERS[first:], []
+    errors = stop_servers(made, keep=bool(os.environ.get("MARIADB_SANDBOX_KEEP")))
+    if errors:
+        raise RuntimeError("could not stop MariaDB servers: " + "; ".join(errors))
+
+
 @pytest.fixture(scope="session")
 def mariadb_factory():
     """Callable `(name, *, server_id=None, **kwargs) -> started MariaDBServer`.
 
-    Every server it made is stopped (and its files removed) at session end;
-    tests may also stop servers themselves earlier.
+    A server made in a test's body is stopped (and its files removed) when the test ends; one made
+    by a fixture at session end. Tests may also stop servers themselves earlier.
     """
     missing = _mariadb_missing()
     if missing:
         skip_or_fail(missing)
-    servers: list[MariaDBServer] = []
     next_id = iter(range(100, 10_000))
 
     def make(name: str = "srv", *, server_id: int | None = None, **kwargs) -> MariaDBServer:
         sid = server_id if server_id is not None else next(next_id)
         srv = MariaDBServer(name, server_id=sid, **kwargs)
-        servers.append(srv)
+        _SERVERS.append(srv)
         return srv.start()
 
     yield make
-    errors = []
-    for srv in servers:
-        try:
-            srv.stop()
-        except Exception as exc:  # keep stopping the others
-            errors.append(f"{srv.name}: {exc}")
+    servers, _SERVERS[:] = list(_SERVERS), []
+    errors = stop_servers(servers)
     if errors:
         raise RuntimeError("could not stop MariaDB servers: " + "; ".join(errors))
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from dumpfilter.cli.output_paths import readable_file
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.assembly import RULE_OPTION_TYPES, channel_rules, startup_from_options
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
@@ -70,6 +71,8 @@ BATCH_KEYS = frozenset(_RULE_KEYS) | frozenset(_SETTING_KEYS) | frozenset(_EVENT
 
 def _run_batch(args: argparse.Namespace) -> int:
     path = args.batch
+    if path != "-":
+        readable_file(path, "--batch")
     engines: dict[tuple, RuleEngine] = {}
     stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
     with stream:
@@ -122,7 +125,8 @@ def _engine_for(request: dict, where: str, args: argparse.Namespace, engines: di
             statements = _string_list(own.get("change_replication_filter", []), "change_replication_filter", where)
         else:
             startup = startup_from_options(args.defaults_file,
-                                           [(option_name(t), v) for t in RULE_OPTION_TYPES for v in getattr(args, t)])
+                                           [(option_name(t), v) for t in RULE_OPTION_TYPES for v in getattr(args, t)],
+                                           args.defaults_extra_file)
             statements = args.change_replication_filter
         rules = channel_rules(startup, statements, channel,
                               lambda name: f'add "channel": "{name}" to the line (or --channel {name})')

@@ -12,6 +12,7 @@ from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.cli.commands.filter import flavor_of, input_files
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.rules.lint import Break
+from dumpfilter.rules.schema import load_schema
 
 
 def register(subparsers) -> None:
@@ -23,6 +24,10 @@ def register(subparsers) -> None:
     add_binlog_inputs(parser, "BINLOG")
     add_rule_options(parser)
     add_schema_option(parser)
+    parser.add_argument("--replica-schema", metavar="FILE|mysql://USER@HOST:PORT",
+                        help="the replica's starting schema, when it is not the master's (a database or table "
+                             "created on it outside replication): a dump file or a server's information_schema. "
+                             "Default: --schema (or, without it, what the binlog creates)")
     parser.set_defaults(flavor=None)  # the server that wrote the binlog, as `filter` does
     parser.add_argument("--json", action="store_true",
                         help='print {"breaks": [{"file", "pos", "gtid", "errno", "message", "cause": {...}}]}')
@@ -34,7 +39,10 @@ def register(subparsers) -> None:
 def lint_paths(paths: list[Path], args: argparse.Namespace) -> list[Break]:
     rules, settings = ruleset_from_args(args)
     schema = schema_from_args(args) if getattr(args, "schema", None) else None
-    return lint_files(paths, rules, settings, schema, verify_checksums=getattr(args, "verify_checksums", True))
+    replica = getattr(args, "replica_schema", None)
+    replica_schema = load_schema(replica, "--replica-schema") if replica else None
+    return lint_files(paths, rules, settings, schema, replica_schema=replica_schema,
+                      verify_checksums=getattr(args, "verify_checksums", True))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,9 @@ from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 
 
+SOURCE_PASSWORD_ENV = "DUMPFILTER_SOURCE_PASSWORD"
+
+
 def port_type(text: str) -> int:
     try:
         value = int(text)
@@ -22,6 +25,37 @@ def port_type(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{text} is out of range: a TCP port is 0 to 65535")
     return value
+
+
+def size_type(text: str) -> int:
+    """A byte count: 1048576, 1024K, 1M, 1G."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    number, scale = (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
+    try:
+        return int(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or a number with K, M or G)") from None
+
+
+# --mysql-* limits of the MySQL endpoint: (option, EndpointLimits field, type, help)
+_MYSQL_LIMITS = [
+    ("--mysql-connect-timeout", "connect_timeout", float, "SECONDS",
+     "close a socket that has not finished the handshake and authenticated within this many seconds, however "
+     "slowly it sends (MySQL's connect_timeout; default 10)"),
+    ("--mysql-wait-timeout", "wait_timeout", float, "SECONDS",
+     "close an authenticated session that sends no command for this long; a dumping replica is never idle "
+     "(MySQL's wait_timeout; default 600)"),
+    ("--mysql-max-connections", "max_connections", int, "N",
+     "authenticated sessions, dumps included; one more gets error 1040 (MySQL's max_connections; default 256)"),
+    ("--mysql-max-handshakes", "max_handshakes", int, "N",
+     "sockets still in the handshake, counted apart from sessions; when full, a newcomer replaces the oldest "
+     "socket of the address holding the most (default 128)"),
+    ("--mysql-max-handshakes-per-host", "max_handshakes_per_host", int, "N",
+     "sockets in the handshake from one client address (default 16)"),
+    ("--mysql-max-packet", "max_packet", size_type, "BYTES",
+     "the largest command a client may send; a longer one gets error 1153 and is disconnected "
+     "(MySQL's max_allowed_packet; default 1M)"),
+]
 
 
 def register(subparsers) -> None:
@@ -42,12 +76,23 @@ def register(subparsers) -> None:
     serve.add_argument("--tls-client-ca", metavar="FILE",
                        help="mTLS: require client certificates signed by this CA; a certificate's CN is "
                             "the slave's policy identity (no password needed)")
-    serve.add_argument("--metrics-port", type=port_type, metavar="N",
-                       help="serve Prometheus /metrics on 127.0.0.1:N (default: no metrics; 0 picks a free port)")
+    metrics = serve.add_mutually_exclusive_group()
+    metrics.add_argument("--metrics-port", type=port_type, metavar="N",
+                         help="serve Prometheus /metrics on 127.0.0.1:N (default: no metrics; 0 picks a free port)")
+    metrics.add_argument("--metrics-listen", metavar="HOST:PORT",
+                         help="serve Prometheus /metrics on this address (HTTPS with --tls-cert; client "
+                              "certificates required with --tls-client-ca)")
+    serve.add_argument("--metrics-token-file", metavar="FILE",
+                       help="/metrics answers only scrapers sending 'Authorization: Bearer <the token in FILE>' "
+                            "(or, under mTLS, a client certificate); the token sees every slave. Without it, "
+                            "under --policy, /metrics names no slave: it shows totals only")
     serve.add_argument("--max-streams", type=int, default=64, help="concurrent Dump streams (default 64)")
     serve.add_argument("--max-streams-per-identity", type=int, metavar="N",
-                       help="concurrent Dump streams of one policy identity (default: no limit; a policy "
-                            "entry's max_streams wins)")
+                       help="concurrent Dump streams of one policy identity (default: its share, --max-streams "
+                            "divided by the policy's sections; a policy entry's max_streams wins)")
+    serve.add_argument("--max-calls", type=int, default=8, metavar="N",
+                       help="concurrent Register, ChangeFilter and Unregister calls of every identity together "
+                            "(default 8); each policy identity gets its share or its entry's max_calls")
     serve.add_argument("--stall-timeout", type=float, default=60.0, metavar="SECONDS",
                        help="end a stream whose slave has taken no batch for this long (default 60; 0: never)")
     serve.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
@@ -63,8 +108,13 @@ def register(subparsers) -> None:
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
-    serve.add_argument("--source", metavar="mysql://USER:PASS@HOST:PORT",
-                       help="replicate a live primary into --binlog-dir (a local binlog series) and serve from it")
+    serve.add_argument("--source", metavar="mysql://USER[:PASS]@HOST:PORT",
+                       help="replicate a live primary into --binlog-dir (a local binlog series) and serve from it; "
+                            "a password here shows in ps until the master scrubs it: prefer --source-password-file "
+                            f"or {SOURCE_PASSWORD_ENV}")
+    serve.add_argument("--source-password-file", metavar="FILE",
+                       help=f"--source: the primary's password, the first line of FILE (else {SOURCE_PASSWORD_ENV} "
+                            "from the environment; MYSQL_PWD is not read)")
     serve.add_argument("--source-file", metavar="NAME", help="--source: start the series at this primary binlog")
     serve.add_argument("--source-pos", type=int, default=4, metavar="N",
                        help="--source: start position (4: the series starts at the beginning of a file)")
@@ -74,6 +124,8 @@ def register(subparsers) -> None:
                        help="--source: the server_id the master registers with on the primary (default 2387)")
     serve.add_argument("--replicas", metavar="TOPOLOGY",
                        help="topology TOML whose [[slaves]] give each real replica's rules by server_id (or user)")
+    for option, dest, kind, metavar, text in _MYSQL_LIMITS:
+        serve.add_argument(option, dest=f"mysql_{dest}", type=kind, metavar=metavar, help=text)
     serve.set_defaults(func=serve_command)
 
     filters = sub.add_parser("filters", help="the filter tables of a running master (performance_schema style)",
@@ -111,8 +163,8 @@ def _schema(args: argparse.Namespace):
 
 def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.grpc_server import create_server
-    from dumpfilter.master.metrics import serve_metrics
 
+    metrics_at, token = _metrics_options(args)
     replicas = _mysql_options(args)
     replicator = _source_replicator(args)
     try:
@@ -120,6 +172,7 @@ def serve_command(args: argparse.Namespace) -> int:
                                      tls_key=args.tls_key, tls_client_ca=args.tls_client_ca,
                                      max_streams=args.max_streams,
                                      max_streams_per_identity=args.max_streams_per_identity,
+                                     max_calls=args.max_calls,
                                      stall_timeout=args.stall_timeout or None,
                                      verify_checksums=args.verify_checksums, schema=_schema(args),
                                      lint_bytes=int(max(0.0, args.lint_max_mb) * (1 << 20)))
@@ -127,15 +180,22 @@ def serve_command(args: argparse.Namespace) -> int:
         if replicator is not None:
             replicator.stop()
         raise
-    if args.metrics_port is not None:
+    metrics = None
+    if metrics_at is not None:
+        from dumpfilter.master.metrics_http import MetricsEndpoint
+
+        option, (metrics_host, metrics_port) = metrics_at
         try:
-            serve_metrics(master.service, args.metrics_port)
-        except OSError as exc:
+            metrics = MetricsEndpoint(master.service, metrics_host, metrics_port, token=token, tls_cert=args.tls_cert,
+                                      tls_key=args.tls_key, tls_client_ca=args.tls_client_ca)
+        except (OSError, ValueError) as exc:
             master.stop(0)
-            raise DumpFilterError(f"--metrics-port {args.metrics_port}: cannot listen on "
-                                  f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None
+            raise DumpFilterError(f"{option}: cannot listen on {metrics_host}:{metrics_port}: "
+                                  f"{getattr(exc, 'strerror', None) or exc}") from None
     host = args.listen.rpartition(":")[0]
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
+    if metrics is not None:
+        print(f"dumpfilter master: metrics on {metrics.url}", file=sys.stderr, flush=True)
     endpoint = _mysql_endpoint(args, master, replicas)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -145,27 +205,48 @@ def serve_command(args: argparse.Namespace) -> int:
     if endpoint is not None:
         endpoint.stop()
     master.stop(args.grace)
+    if metrics is not None:
+        metrics.stop()
     if replicator is not None:
         replicator.stop()
     return 0
+
+
+def _metrics_options(args: argparse.Namespace):
+    """((the option, (host, port)) or None, the token or None), checked before anything starts."""
+    from dumpfilter.master.grpc_server import parse_listen
+    from dumpfilter.master.metrics_http import read_token
+
+    if args.metrics_listen is not None:
+        try:
+            at = ("--metrics-listen " + args.metrics_listen, parse_listen(args.metrics_listen))
+        except DumpFilterError as exc:
+            raise DumpFilterError(str(exc).replace("--listen", "--metrics-listen", 1)) from None
+    elif args.metrics_port is not None:
+        at = (f"--metrics-port {args.metrics_port}", ("127.0.0.1", args.metrics_port))
+    else:
+        if args.metrics_token_file:
+            raise DumpFilterError("--metrics-token-file needs --metrics-port or --metrics-listen")
+        return None, None
+    return at, read_token(args.metrics_token_file) if args.metrics_token_file else None
 
 
 def _source_replicator(args: argparse.Namespace):
     """--source: the thread that replicates the live primary into --binlog-dir (started, with
     the series' first file on disk), or None."""
     if not args.source:
-        if args.source_file or args.source_gtid or args.source_pos != 4:
-            raise DumpFilterError("--source-file, --source-pos and --source-gtid need --source")
+        if args.source_file or args.source_gtid or args.source_pos != 4 or args.source_password_file:
+            raise DumpFilterError("--source-file, --source-pos, --source-gtid and --source-password-file need --source")
         return None
     from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-    from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
+    from dumpfilter.master.mysql_protocol.source import SourceReplicator
 
     if args.source_pos != 4:
         raise DumpFilterError(f"--source-pos {args.source_pos}: the local series keeps the primary's offsets, so it "
                               "starts at the beginning of a file (4); use --source-file or --source-gtid")
     if args.source_file and args.source_gtid:
         raise DumpFilterError("--source-file and --source-gtid: give one start")
-    url = SourceURL.parse(args.source)
+    url = _source_url(args)
     replicator = SourceReplicator(url, BinlogMirror(args.binlog_dir), server_id=args.source_server_id,
                                   start_file=args.source_file, start_gtid=args.source_gtid)
     replicator.start()
@@ -176,12 +257,49 @@ def _source_replicator(args: argparse.Namespace):
     return replicator
 
 
+def _source_url(args: argparse.Namespace):
+    """--source with its password: from --source-password-file, the URL (then scrubbed from the
+    command line, with a warning) or DUMPFILTER_SOURCE_PASSWORD, in that order. MYSQL_PWD, which
+    MySQL 8.0 deprecates, is not read: it is meant for the operator's own client and server."""
+    import dataclasses
+    import os
+    from urllib.parse import urlsplit
+
+    from dumpfilter.cli.process import scrub_argv
+    from dumpfilter.master.mysql_protocol.source import SourceURL
+
+    url = SourceURL.parse(args.source)
+    inline = urlsplit(args.source).password
+    if args.source_password_file:
+        if inline:
+            raise DumpFilterError("--source has a password and --source-password-file gives one: give it once")
+        try:
+            with open(args.source_password_file, encoding="utf-8") as f:
+                password = f.readline().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+            raise DumpFilterError(f"--source-password-file {args.source_password_file}: {reason}") from None
+        return dataclasses.replace(url, password=password)
+    if inline:
+        scrubbed = scrub_argv(args.source, inline)
+        print(f"dumpfilter master: warning: the --source password shows in the process list "
+              f"{'until the master scrubbed it' if scrubbed else '(ps)'}: prefer --source-password-file FILE or "
+              f"{SOURCE_PASSWORD_ENV}", file=sys.stderr, flush=True)
+        return url
+    return dataclasses.replace(url, password=os.environ.get(SOURCE_PASSWORD_ENV, ""))
+
+
 def _mysql_options(args: argparse.Namespace):
-    """--mysql-listen and --replicas, checked before anything starts: the replica map, or None."""
+    """--mysql-listen, --replicas and the --mysql-* limits, checked before anything starts: the
+    replica map, or None."""
     if not args.mysql_listen:
         if args.replicas:
             raise DumpFilterError("--replicas names real replicas' rules: it needs --mysql-listen")
+        for option, dest, *_ in _MYSQL_LIMITS:
+            if getattr(args, f"mysql_{dest}") is not None:
+                raise DumpFilterError(f"{option} is a limit of the MySQL endpoint: it needs --mysql-listen")
         return None
+    _mysql_limits(args)
     from dumpfilter.master.grpc_server import parse_listen
     from dumpfilter.master.mysql_protocol import ReplicaMap
 
@@ -199,13 +317,20 @@ def _mysql_endpoint(args: argparse.Namespace, master, replicas):
     from dumpfilter.master.mysql_protocol import MysqlEndpoint
 
     try:
-        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas)
+        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas, limits=_mysql_limits(args))
     except DumpFilterError:
         master.stop(0)
         raise
     host = args.mysql_listen.rpartition(":")[0]
     print(f"dumpfilter master: MySQL protocol for real replicas on {host}:{endpoint.port}", file=sys.stderr, flush=True)
     return endpoint
+
+
+def _mysql_limits(args: argparse.Namespace):
+    from dumpfilter.master.mysql_protocol.admission import EndpointLimits
+
+    given = {dest: getattr(args, f"mysql_{dest}") for _, dest, *_ in _MYSQL_LIMITS}
+    return EndpointLimits(**{dest: value for dest, value in given.items() if value is not None})
 
 
 # -- the operator's commands ----------------------------------------------------------------

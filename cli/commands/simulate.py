@@ -5,6 +5,8 @@ against slave-side filtering of the full stream. The work is in the `simulation`
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from pathlib import Path
 
@@ -34,23 +36,55 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def consoles() -> tuple[Console, Console]:
+    """(stdout, stderr) consoles: the results on stdout, progress bars and log lines on stderr. A
+    width comes from the terminal, else from COLUMNS, else (piped or captured: make demo | tee, CI
+    logs) 132; the table is laid out for it (one block per slave when the table is wider)."""
+    width = None if os.environ.get("COLUMNS", "").isdigit() else 132
+    out, err = Console(), Console(stderr=True)
+    if not out.is_terminal and width:
+        out = Console(width=width)
+    if not err.is_terminal and width:
+        err = Console(stderr=True, width=width)
+    return out, err
+
+
+class _ConsoleLog(logging.Handler):
+    """Log lines on the stderr console (above the progress bars while they run)."""
+
+    def __init__(self, console: Console):
+        super().__init__(logging.INFO)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.console.print(f"dumpfilter simulate: {record.getMessage()}", style="dim", markup=False, highlight=False)
+
+
 def run(args: argparse.Namespace) -> int:
+    from dumpfilter.lab.simulate.report import summary_line
     from dumpfilter.lab.simulate.simulate import default_topology_text, print_report, print_verification, run_simulation
 
     if args.print_default_topology:
         sys.stdout.write(default_topology_text())
         return 0
-    probe = Console()
-    # Piped or captured output (make demo | tee, CI logs) gets a width that fits the table.
-    console = probe if probe.is_terminal else Console(width=132)
+    console, err = consoles()
     topology = load_topology(args.topology) if args.topology else None
     writable_dir(args.out)  # before the run, not after it
     if args.keep_work:
         writable_dir(args.keep_work, "--keep-work")
-    result = run_simulation(topology, Path(args.out), verify=args.verify, mariadb=args.mariadb, console=console,
-                            progress=not args.no_progress, keep_work=Path(args.keep_work) if args.keep_work else None)
+    handler = _ConsoleLog(err)
+    logger = logging.getLogger("dumpfilter")
+    logger.addHandler(handler)
+    logging.getLogger("dumpfilter.lab.simulate").setLevel(logging.INFO)
+    try:
+        result = run_simulation(topology, Path(args.out), verify=args.verify, mariadb=args.mariadb, console=err,
+                                progress=not args.no_progress and err.is_terminal,
+                                keep_work=Path(args.keep_work) if args.keep_work else None)
+    finally:
+        logger.removeHandler(handler)
     print_report(result.report, console)
     if args.verify:
         print_verification(result.verifications, console)
-    console.print("wrote " + ", ".join(str(p) for p in result.paths))
+    console.print(summary_line(result.report), highlight=False)
+    console.print("wrote " + ", ".join(str(p) for p in result.paths), highlight=False)
     return 0 if result.ok else 1

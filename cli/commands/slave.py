@@ -10,8 +10,10 @@ from pathlib import Path
 
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 from dumpfilter.cli.process import tune_allocator
+from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
+from dumpfilter.cli.commands.master import port_type
 from dumpfilter.slave.relay_log import DEFAULT_COMMIT_INTERVAL
 
 
@@ -52,8 +54,20 @@ def register(subparsers) -> None:
                      help="with --until-caught-up: wait up to this long for the master's background lint of "
                           "these rules and print its predictions (default 10; 0: do not wait)")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
+    run.add_argument("--on-disagreement", choices=("error", "warn"), default="error",
+                     help="when this slave's own rules drop an event the master sent (and the master did not "
+                          "decide it with its schema model): error (default) stops with the statement and its "
+                          "master position; warn relays what the master sent, as a replica of the master's MySQL "
+                          "endpoint would, and counts it (slave status, metrics)")
+    run.add_argument("--metrics-port", type=port_type, metavar="N",
+                     help="serve Prometheus /metrics on 127.0.0.1:N (0 picks a free port; default none)")
+    run.add_argument("--replica-schema", metavar="FILE|mysql://USER@HOST:PORT",
+                     help="this replica's own starting schema, when it differs from the master's (databases or "
+                          "tables created outside replication): sent at Register for the master's lint")
     add_rule_options(run)
-    add_schema_option(run)  # the slave re-checks what it receives: give it the master's --schema too
+    # The slave's own check keeps what the master decided with its schema model (slave/trust.py):
+    # a --schema here only informs that check's other answers.
+    add_schema_option(run)
     run.set_defaults(func=run_command)
     status = sub.add_parser("status", help="SHOW REPLICA STATUS-like fields of a slave's relay log directory")
     status.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
@@ -61,11 +75,15 @@ def register(subparsers) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from dumpfilter.cli.output_paths import readable_file, writable_dir
     from dumpfilter.slave.client import Slave, SlaveConfig
 
     tune_allocator()
-
+    for option, path in (("--ssl-ca", args.ssl_ca), ("--ssl-cert", args.ssl_cert), ("--ssl-key", args.ssl_key)):
+        if path:
+            readable_file(path, option)
     rules, settings = ruleset_from_args(args)
+    writable_dir(args.relay_log_dir, "--relay-log-dir")  # after the rules (a bad one leaves nothing made)
     config = SlaveConfig(master=args.master, server_id=args.server_id, relay_dir=args.relay_log_dir, rules=rules,
                          settings=settings, channel=args.channel, skip_policy=args.skip_policy, user=args.user,
                          password=args.password, until_caught_up=args.until_caught_up, apply_url=args.apply,
@@ -76,13 +94,31 @@ def run_command(args: argparse.Namespace) -> int:
                          connect_timeout=args.connect_timeout, retry_count=args.retry_count,
                          net_timeout=args.net_timeout or None, hostname=args.report_host,
                          rpc_timeout=args.rpc_timeout, schema=schema_from_args(args) if args.schema else None,
-                         lint_wait=args.lint_wait)
+                         lint_wait=args.lint_wait, on_disagreement=args.on_disagreement,
+                         replica_schema=_replica_schema(args.replica_schema))
     slave = Slave(config)
+    if args.metrics_port is not None:
+        from dumpfilter.slave.metrics import serve_metrics
+
+        try:
+            server, _thread = serve_metrics(slave, args.metrics_port)
+        except OSError as exc:
+            raise DumpFilterError(f"--metrics-port {args.metrics_port}: cannot listen on "
+                                  f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None
+        print(f"dumpfilter slave: metrics on 127.0.0.1:{server.server_port}/metrics", file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _stop)  # `kill` ends the slave as Ctrl-C does: state recorded, summary printed
     try:
         return slave.run()
     finally:
         print(summary_line(slave), file=sys.stderr, flush=True)
+
+
+def _replica_schema(source: str | None):
+    if not source:
+        return None  # the rule engine's modules load later (see Slave.engine)
+    from dumpfilter.rules.schema import load_schema
+
+    return load_schema(source, "--replica-schema")
 
 
 def _seconds(text: str) -> float:
@@ -106,12 +142,15 @@ def summary_line(slave) -> str:
     gtid = f", gtid {info.gtid_state}" if info.gtid_state else ""
     return (f"dumpfilter slave: server_id {slave.config.server_id} stopped at {where}{gtid}; this run: "
             f"{c.events_received} events, {c.bytes_received} bytes received, {c.events_relayed} events, "
-            f"{c.bytes_relayed} bytes relayed, {c.heartbeats} heartbeats, {c.placeholders} placeholders")
+            f"{c.bytes_relayed} bytes relayed, {c.heartbeats} heartbeats, {c.placeholders} placeholders"
+            + (f", {c.check_disagreements} disagreement(s) with the master" if c.check_disagreements else ""))
 
 
 def status_command(args: argparse.Namespace) -> int:
+    from dumpfilter.cli.output_paths import existing_dir
     from dumpfilter.slave.status import status_fields
 
+    existing_dir(args.relay_log_dir, "--relay-log-dir")
     fields = status_fields(args.relay_log_dir)
     width = max(len(k) for k in fields)
     print("*************************** 1. row ***************************")

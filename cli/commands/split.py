@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from dumpfilter.cli.options import add_spark_options
+from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.spark_jobs.core.local import split_local
 from dumpfilter.spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
 
@@ -25,6 +27,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    if not Path(args.out).exists():  # an existing one must be an empty directory: the split says so
+        writable_dir(args.out)
     started = time.perf_counter()
     if args.no_spark:
         result = split_local(args.inputs, args.out, config, max_size=args.max_binlog_size,

@@ -1,34 +1,94 @@
-"""Opening binlog files and reading or writing `<base>.index` files."""
+"""Opening binlog files and reading or writing `<base>.index` files: the one place that opens a
+file of a binlog directory for reading, so that only regular files are read (a FIFO, device,
+socket or directory is one line, never a blocked open) and an index line never leads outside
+the directory."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from dumpfilter.codec import BinlogReader, Event
-from dumpfilter.errors import BinlogError
+from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
+
+# O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, for ever. Regular files
+# ignore the flag. Symbolic links are followed, as MySQL and MariaDB follow them (an operator may
+# move old binlogs to another disk and link them back), but only to a regular file.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+MAX_INDEX_BYTES = 16 << 20  # an index of 16 MiB names ~600 000 files
+
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_regular(mode: int, path, what: str) -> BinlogError:
+    kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+    return BinlogError(f"is {kind}, not {what}", path=str(path))
+
+
+def file_error(exc: OSError, path, what: str = "a binlog file") -> DumpFilterError:
+    """One line for an OSError met opening, listing or reading a file of a binlog directory: a
+    BinlogError (the stream that meets it stops, as MySQL's dump thread does with error 1236),
+    but for a process out of file descriptors, which a retry may get past."""
+    path = str(path)
+    code = exc.errno
+    if code in (errno.EMFILE, errno.ENFILE):
+        return ExternalError(f"{path}: cannot open: too many open files (the process's limit: ulimit -n)")
+    if code == errno.ENOENT:
+        return BinlogError("no such file", path=path)
+    if code in (errno.EACCES, errno.EPERM):
+        return BinlogError("permission denied", path=path)
+    if code == errno.ELOOP:
+        return BinlogError("too many levels of symbolic links (a symlink loop)", path=path)
+    if code == errno.EISDIR:
+        return BinlogError(f"is a directory, not {what}", path=path)
+    if code == errno.ENXIO:
+        return BinlogError(f"is a socket or a device, not {what}", path=path)
+    return BinlogError(f"cannot read: {exc.strerror or exc}", path=path)
+
+
+def open_regular(path: str | os.PathLike, what: str = "a binlog file") -> BinaryIO:
+    """A buffered binary reader over `path` if it is a regular file (or a symlink to one), else a
+    one-line error (`file_error`). A device is never opened (its type is checked first) and a
+    FIFO never blocks (O_NONBLOCK, and the type checked again on the open descriptor)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(st.st_mode, path, what)
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise file_error(exc, path, what) from None
+    except ValueError:  # a NUL byte in the name
+        raise BinlogError(f"is not a file name ({what})", path=repr(str(path))[:200]) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # replaced between the stat and the open
+            raise _not_regular(st.st_mode, path, what)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def open_binlog(path: str | os.PathLike) -> BinaryIO:
     """A binary stream over a binlog file; `.gz` files are decompressed on the fly."""
     path = Path(path)
-    try:
-        if path.suffix == ".gz":
-            return gzip.open(path, "rb")
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise BinlogError("no such file", path=str(path)) from None
-    except IsADirectoryError:
-        raise BinlogError("is a directory, not a binlog file", path=str(path)) from None
-    except PermissionError:
-        raise BinlogError("permission denied", path=str(path)) from None
+    f = open_regular(path)
+    if path.suffix != ".gz":
+        return f
+    stream = gzip.GzipFile(fileobj=f, mode="rb")
+    stream.myfileobj = f  # closed with the GzipFile, as when gzip opens the file itself
+    return stream
 
 
 @dataclass
@@ -50,17 +110,102 @@ class BinlogFile:
         return self.path.name
 
 
-def read_index(index_path: str | os.PathLike) -> list[Path]:
-    """Files named by an index file, resolved against the index's directory. MySQL writes
-    `./name.000001`; absolute paths are kept."""
+class Listing(list):
+    """The names of a binlog directory's files in order, those its index names but that are
+    missing included (a reader that reaches one stops with error 1236, as MySQL's dump thread
+    does: "could not open log file"). `problem`, when set, is why the listing stops early (the
+    index's first bad line, an unreadable index or directory): a reader that needs a file past
+    the last name meets it."""
+
+    def __init__(self, names=(), problem: DumpFilterError | None = None):
+        super().__init__(names)
+        self.problem = problem
+
+    def not_yet_indexed(self, file: str) -> bool:
+        """MariaDB creates the next binlog and writes its FDE before it adds it to the index
+        (MYSQL_BIN_LOG::open): a file past the index's last one is not written yet for a reader
+        that followed a Rotate there, unless the index went bad there (then that is the error)."""
+        if not self or file in self or file <= self[-1]:
+            return False
+        if self.problem is not None:
+            raise self.problem
+        return True
+
+    def check_absent(self, directory: Path, file: str) -> None:
+        """For a file that does not exist: returns if a server may still create it (a Rotate
+        named it, the index does not yet), else raises PositionError (MySQL's 1236): the index
+        names it, or a later file exists (it was purged)."""
+        if file in self:
+            raise PositionError(f"binlog file '{file}' is named by the binlog index of {directory} but does not "
+                                "exist (deleted by hand?): could not open log file")
+        if self and self[-1] > file:
+            raise PositionError(f"binlog file '{file}' is not in {directory} (purged)")
+        if self.problem is not None:  # past the last good name: the index went bad there
+            raise self.problem
+
+    def next_after(self, directory: Path, current: str) -> str | None:
+        """The file after `current` in the listing (None when `current` is the last, or not
+        listed); raises when the index goes bad right after it, or names a missing file next."""
+        if current not in self:
+            return None
+        i = self.index(current)
+        if i + 1 == len(self):
+            if self.problem is not None:
+                raise self.problem
+            return None
+        name = self[i + 1]
+        if not os.path.lexists(directory / name):
+            self.check_absent(directory, name)
+        return name
+
+
+def _read_index_bytes(index_path: Path) -> bytes:
+    with open_regular(index_path, "an index file") as f:
+        data = f.read(MAX_INDEX_BYTES + 1)
+    if len(data) > MAX_INDEX_BYTES:
+        raise BinlogError(f"index file is larger than {MAX_INDEX_BYTES >> 20} MiB", path=str(index_path))
+    return data
+
+
+def index_listing(index_path: str | os.PathLike) -> Listing:
+    """The files an index names, each in the index's directory, up to its first bad line (its
+    `problem`). Each line stands for the file of that name in the index's directory, whatever
+    directory it names (MySQL writes `./name` or an absolute path): a copied or moved binlog
+    directory serves its own files, and no index line leads a reader outside its directory.
+    Lines may end in CRLF; blank lines are skipped. A line that is not UTF-8, holds a NUL or
+    names no file (`.`, `..`, `dir/`) is bad: it is named by line number and byte offset."""
     index_path = Path(index_path)
-    out = []
-    for line in index_path.read_text().splitlines():
-        line = line.strip()
-        if line:
-            p = Path(line)
-            out.append(p if p.is_absolute() else index_path.parent / p.name)
-    return out
+    try:
+        data = _read_index_bytes(index_path)
+    except DumpFilterError as exc:
+        return Listing(problem=exc)
+    names: list[str] = []
+    offset = 0
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        at, offset = offset, offset + len(raw) + 1
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return Listing(names, BinlogError(f"line {number} of the binlog index is not UTF-8", path=str(index_path),
+                                              offset=at + raw.index(line) + exc.start))
+        name = text.replace("\\", "/").rpartition("/")[2]
+        if "\0" in text or name in ("", ".", ".."):
+            return Listing(names, BinlogError(f"line {number} of the binlog index names no binlog file: "
+                                              f"{text[:80]!r}", path=str(index_path), offset=at))
+        names.append(name)
+    return Listing(names)
+
+
+def read_index(index_path: str | os.PathLike) -> list[Path]:
+    """Files named by an index file, in the index's directory (see `index_listing`); a bad line
+    or an unreadable index is a BinlogError."""
+    listing = index_listing(index_path)
+    if listing.problem is not None:
+        raise listing.problem
+    return [Path(index_path).parent / name for name in listing]
 
 
 def write_index(index_path: str | os.PathLike, names: list[str]) -> None:
@@ -71,23 +216,65 @@ def write_index(index_path: str | os.PathLike, names: list[str]) -> None:
     os.replace(tmp, index_path)
 
 
+def binlog_listing(directory: str | os.PathLike) -> Listing:
+    """A directory's binlog files in order, never raising (see `Listing`): from its single
+    `.index` file when there is one, else every regular `name.NNNNNN` file by number."""
+    directory = Path(directory)
+    try:
+        with os.scandir(directory) as entries:
+            entries = list(entries)
+    except OSError as exc:
+        return Listing(problem=file_error(exc, directory, "a binlog directory"))
+    indexes = sorted(e.name for e in entries if e.name.endswith(".index"))
+    if len(indexes) == 1:
+        return index_listing(directory / indexes[0])
+    numbered = []
+    for entry in entries:
+        m = _NUMBERED.match(entry.name)
+        try:
+            if m and entry.is_file():
+                numbered.append((m["base"], int(m["num"]), entry.name))
+        except OSError:
+            continue
+    if not numbered:
+        return Listing(problem=BinlogError("no binlog files (name.NNNNNN) or index file in directory",
+                                           path=str(directory)))
+    bases = {b for b, _, _ in numbered}
+    if len(bases) > 1:
+        return Listing(problem=BinlogError(f"several binlog series in one directory ({', '.join(sorted(bases))}); "
+                                           "name the index file", path=str(directory)))
+    return Listing(name for _, _, name in sorted(numbered))
+
+
 def binlog_paths(target: str | os.PathLike) -> list[Path]:
     """The binlog files a path stands for: a file itself, or a directory's files in order (from
-    its single `.index` file when there is one, else every `name.NNNNNN` file by number)."""
+    its single `.index` file when there is one, else every `name.NNNNNN` file by number). Files
+    the index names that do not exist are left out; a bad index line is a BinlogError."""
     target = Path(target)
     if not target.is_dir():
         return [target]
-    indexes = sorted(target.glob("*.index"))
-    if len(indexes) == 1:
-        return [p for p in read_index(indexes[0]) if p.exists()]
-    numbered = []
-    for p in target.iterdir():
-        m = _NUMBERED.match(p.name)
-        if m and p.is_file():
-            numbered.append((m["base"], int(m["num"]), p))
-    if not numbered:
-        raise BinlogError("no binlog files (name.NNNNNN) or index file in directory", path=str(target))
-    bases = {b for b, _, _ in numbered}
-    if len(bases) > 1:
-        raise BinlogError(f"several binlog series in one directory ({', '.join(sorted(bases))}); name the index file", path=str(target))
-    return [p for _, _, p in sorted(numbered)]
+    listing = binlog_listing(target)
+    if listing.problem is not None:
+        raise listing.problem
+    return [target / name for name in listing if (target / name).exists()]
+
+
+def served_paths(directory: str | os.PathLike) -> list[Path]:
+    """For the master: a directory's binlog files that exist, in order, up to its index's first
+    bad line (a stream meets that line's error only when it reads past the files before it, see
+    `Listing`). Raises only when nothing at all is listed."""
+    directory = Path(directory)
+    listing = binlog_listing(directory)
+    if not listing and listing.problem is not None:
+        raise listing.problem
+    return [directory / name for name in listing if (directory / name).exists()]
+
+
+def file_size(path: str | os.PathLike, default: int | None = None) -> int:
+    """A file's size; `default`, or a one-line error (`file_error`), when it cannot be stat'ed."""
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        if default is not None:
+            return default
+        raise file_error(exc, path) from None

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dumpfilter.codec import BinlogWriter, Event, EventType, Transaction, fix_transaction_length
+from dumpfilter.codec import BinlogWriter, Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import query_body
 from dumpfilter.errors import BinlogError, TruncatedBinlogError
@@ -435,7 +435,7 @@ class BinlogFilter:
         if magic != MAGIC:
             if len(magic) < 4:
                 raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic", path=name, offset=0)
-            raise BinlogError(f"bad magic {magic.hex()} (expected fe62696e): not a binlog file", path=name, offset=0)
+            raise bad_magic(name)
         fast = self.fast and self.on_result is None
         fmt: FormatDescription | None = None
         empty_keep = self.tfilter.empty_transactions != "drop"

@@ -16,7 +16,7 @@ from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, LOG_EVENT_ARTIFI
 from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.reader import MAX_EVENT_SIZE
 from dumpfilter.errors import BinlogError, PositionError
-from dumpfilter.binlogs.files import binlog_paths
+from dumpfilter.binlogs.files import Listing, binlog_listing, open_regular
 
 CHUNK = 1 << 20
 MAX_PROBE = 1 << 16
@@ -93,29 +93,21 @@ class TailingReader:
         self._stopped = False
         files = self.files()
         if not files:
-            raise BinlogError("no binlog files", path=str(self.directory))
+            raise files.problem or BinlogError("no binlog files", path=str(self.directory))
         self.file = start_file or files[0]
         if self.file not in files:
             raise PositionError(f"binlog file '{self.file}' is not in {self.directory} (purged or never written)")
         self.start_pos = start_pos
         self.position = Position(self.file, start_pos)
 
-    def files(self) -> list[str]:
-        try:
-            return [p.name for p in binlog_paths(self.directory)]
-        except BinlogError:
-            return []
+    def files(self) -> Listing:
+        return binlog_listing(self.directory)
 
     def stop(self) -> None:
         self._stopped = True
 
     def _next_file(self, current: str) -> str | None:
-        files = self.files()
-        if current in files:
-            i = files.index(current)
-            if i + 1 < len(files):
-                return files[i + 1]
-        return None
+        return self.files().next_after(self.directory, current)
 
     def __iter__(self) -> Iterator[tuple[str, Event]]:
         name, start = self.file, self.start_pos
@@ -126,8 +118,9 @@ class TailingReader:
             name, start = next_name, 4
 
     def _wait_for(self, name: str) -> bool:
-        """A Rotate can name a file the server has not created yet."""
-        while not (self.directory / name).exists():
+        """A Rotate can name a file the server has not created yet (not one its index names)."""
+        while not os.path.lexists(self.directory / name):
+            self.files().check_absent(self.directory, name)
             if not self.follow or self._stopped:
                 return False
             self.sleep(self.poll_interval)
@@ -150,7 +143,7 @@ class TailingReader:
     def _read_file(self, name: str, start: int):
         """Yield the events of one file; return the name of the file to continue with, or None."""
         path = self.directory / name
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             if start > size:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")

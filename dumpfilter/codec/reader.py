@@ -76,7 +76,7 @@ class EventSplitter:
         if len(buf) - self._off < 4:
             return False
         if buf[self._off : self._off + 4] != MAGIC:
-            raise BinlogError(f"bad magic {buf[:4].hex()} (expected fe62696e): not a binlog file", path=self.name, offset=0)
+            raise bad_magic(self.name)
         self._off += 4
         self._pos = 4
         self._need_magic = False
@@ -256,6 +256,13 @@ def read_events(data: bytes, name: str = "<bytes>", *, verify_checksums: bool = 
     events = list(splitter.events())
     splitter.close()
     return events
+
+
+def bad_magic(path: str) -> BinlogError:
+    """A file that does not start with the binlog magic. Its bytes are not shown: a remote slave
+    may read this line, and the file may be a symlink to anything."""
+    return BinlogError("bad magic: not a binlog file (a binlog starts with the 4 bytes fe 62 69 6e)", path=path,
+                       offset=0)
 
 
 def read_format_description(stream: BinaryIO, name: str = "<binlog>") -> tuple[Event, FormatDescription]:

@@ -21,9 +21,11 @@ RULE_OPTION_TYPES = REPLICATE_TYPES + BINLOG_TYPES
 EXTRA_TYPES = tuple(t for t in ALL_TYPES if t not in REPLICATE_TYPES)
 
 
-def startup_from_options(defaults_file: str | None, options) -> StartupFilters:
-    """The startup rules of an options file (if any) followed by (option, value) pairs; repeats accumulate."""
-    startup = startup_filters_from_file(defaults_file) if defaults_file else StartupFilters()
+def startup_from_options(defaults_file: str | None, options, extra_file: str | None = None) -> StartupFilters:
+    """The startup rules of an options file and an extra one (if any) followed by (option, value) pairs;
+    repeats accumulate."""
+    startup = startup_filters_from_file(defaults_file, extra_file=extra_file) if defaults_file or extra_file \
+        else StartupFilters()
     return merge_startup(startup, StartupFilters.from_options(options))
 
 

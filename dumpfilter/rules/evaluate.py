@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from dumpfilter.errors import RuleError
+from dumpfilter.rules.percent_captures import PercentCaptures
 from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
@@ -683,13 +684,15 @@ class RuleEngine:
             # a statement with none is outside the rules and is written.
             return Decision(True, f"{case}: outside WL#2516's rules (they apply to statements having an effect "
                                   "on a database and/or a table); written")
-        return self._effective_decision(affected, (), case)
+        return self._effective_decision(affected, (), case, session_db)
 
-    def _effective_decision(self, affected, counted, case: str = "") -> Decision:
+    def _effective_decision(self, affected, counted, case: str = "", session_db: str | None = None) -> Decision:
         """WL#2516's three steps: no rules -> write; any DO matches -> write; any IGNORE matches -> skip; else
         write. The master's binlog filter (CHANGE BINLOG / binlog-*-db) runs first with the same steps.
         DO/IGNORE see the master's names; REWRITE renames only what is kept (the seed's own example
-        `DO='db1.%', IGNORE='%.table2', REWRITE=db1.%->db2.%` keeps nothing by DO if REWRITE ran first)."""
+        `DO='db1.%', IGNORE='%.table2', REWRITE=db1.%->db2.%` keeps nothing by DO if REWRITE ran first).
+        REWRITE renames what replicate-rewrite-db renames (docs/effective-semantics.md): a row event's
+        table, and a statement's default database (`session_db`), never a name written in its text."""
         keys = [f"{db}.{table}" for db, table in affected]
         prefix = f"effective object: {case}; " if case else ""
         binlog = self._effective_steps(keys, self._binlog_effective_do, self._binlog_effective_ignore,
@@ -704,13 +707,19 @@ class RuleEngine:
             db, _, table = key.partition(".")
             new_key, was_rewritten = self._effective_key(db, table)
             renamed.append(new_key)
-            if was_rewritten and apply:
+            if was_rewritten and apply and session_db is None:
                 counted += ("REWRITE",)
                 reason += f"; REWRITE renames '{key}' to '{new_key}'"
+        new_db = self.effective_rename(session_db, "")[0] if apply and session_db else session_db
+        if new_db != session_db:
+            counted += ("REWRITE",)
+            reason += (f"; REWRITE renames the default database '{session_db}' to '{new_db}' (names written "
+                       "in the statement are not rewritten)")
         if steps is None and not self._effective_do and not self._effective_ignore:
             reason = "no DO/IGNORE rules" + reason.removeprefix(
                 "no DO or IGNORE pattern matches the effective database and table")
-        tables = tuple(key for key in (renamed if apply else keys) if not key.endswith("."))
+        # a statement's tables keep the names written in it (only its default database is renamed)
+        tables = tuple(key for key in (renamed if apply and session_db is None else keys) if not key.endswith("."))
         counted += (rule,) if rule else ()
         return Decision(apply, prefix + reason, rule, tables, counted)
 
@@ -811,15 +820,14 @@ def _lower_tables(info: StatementInfo) -> StatementInfo:
     )
 
 
-def _compile_pattern_rewrite(old: str, new: str) -> tuple[re.Pattern[str], str]:
+def _compile_pattern_rewrite(old: str, new: str) -> tuple[PercentCaptures, str]:
     """WL#2516 `REWRITE=db1.%->db2.%`: each `%` of FROM is captured and fills the next `%` of TO.
 
     The worklog allows "simple regular expressions only" at first: `%` is the only wildcard here.
     """
     if old.count("%") != new.count("%"):
         raise RuleError(f"REWRITE: '{old}->{new}' must use as many '%' on both sides")
-    parts = [re.escape(part) for part in old.split("%")]
-    return re.compile("(.*)".join(parts), re.DOTALL), new
+    return PercentCaptures(old), new  # the regex a(.*)b(.*)... backtracked through every split
 
 
 def _fill_pattern(replacement: str, groups: tuple[str, ...]) -> str:

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import Decision, RuleEngine
+from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
 from dumpfilter.rules.transaction_filter import TransactionFilter, is_framing
 
@@ -46,7 +46,8 @@ _NOT_APPLIED = Decision(False, "the replica stopped earlier in this transaction"
 @dataclass(frozen=True)
 class Cause:
     """The skipped event that left the replica without the object: its file, position and deciding rule.
-    `file`/`pos` are None when the object was absent from the replica's starting schema (--schema)."""
+    `file`/`pos` are None when the object was absent from (or, for 1007/1050, in) the replica's
+    starting schema (--schema, or --replica-schema when the replica's differs from the master's)."""
 
     file: str | None
     pos: int | None
@@ -122,18 +123,22 @@ class _Side:
 class Linter:
     """Feed it (file name, Transaction) in binlog order; `breaks` collects the predictions.
 
-    `schema` is the replica's starting schema (seeded outside replication; the primary had it too).
-    With `schema_complete` (a --schema was given) an object it lacks is absent, not assumed."""
+    `schema` is the master's schema before the binlog; `replica_schema` the replica's, when it differs
+    (a database or table it created outside replication); without it the replica starts as the master
+    did (seeded outside replication). With `schema_complete` (a --schema was given) or a
+    `replica_schema`, an object the replica's starting schema lacks is absent, not assumed."""
 
     def __init__(self, engine: RuleEngine, schema: SchemaModel | None = None, *, flavor: str = "mysql",
-                 schema_complete: bool = False):
+                 schema_complete: bool = False, replica_schema: SchemaModel | None = None):
         self.engine = engine
         self.flavor = flavor
         self.idempotent_ddl = flavor == "mariadb"
-        self.schema_complete = schema_complete
+        self.schema_complete = schema_complete or replica_schema is not None
         start = schema if schema is not None else SchemaModel()
         self.primary = _Side(start.copy())
-        self.replica = _Side(start.copy())
+        self.replica = _Side((replica_schema if replica_schema is not None else start).copy())
+        self._start = ("--replica-schema", "the replica's starting schema") if replica_schema is not None \
+            else ("--schema", "the starting schema")
         self._recorder = _Recorder(engine)
         self.tfilter = TransactionFilter(self._recorder)
         # Objects the replica lacks (replica names) and the skipped event that made it so.
@@ -210,8 +215,18 @@ class Linter:
         if db in self.replica.model.databases:
             return True, None
         if self.schema_complete and not any(key[0] == db for key in self.replica.model._columns):
-            return False, Cause(None, None, "--schema", f"database '{db}' is not in the starting schema")
+            return False, self._start_cause(f"database '{db}' is not in")
         return True, None
+
+    def _start_cause(self, what: str) -> Cause:
+        return Cause(None, None, self._start[0], f"{what} {self._start[1]}")
+
+    def _replica_holds_db(self, db: str) -> bool:
+        """The replica's model holds the database (its starting schema, or statements it applied)."""
+        return db not in self.absent_dbs and _holds_db(self.replica.model, db)
+
+    def _replica_holds_table(self, ref: TableRef) -> bool:
+        return ref not in self.absent_tables and self._replica_holds_db(ref[0]) and self.replica.model.knows(*ref)
 
     def _table_state(self, ref: TableRef) -> tuple[bool, Cause | None]:
         db_ok, db_cause = self._db_state(ref[0])
@@ -222,7 +237,7 @@ class Linter:
         if self.replica.model.knows(*ref):
             return True, None
         if self.schema_complete:
-            return False, Cause(None, None, "--schema", f"table '{ref[0]}.{ref[1]}' is not in the starting schema")
+            return False, self._start_cause(f"table '{ref[0]}.{ref[1]}' is not in")
         return True, None
 
     # ------------------------------------------------------------------ a Query event
@@ -256,9 +271,10 @@ class Linter:
             # rewrite-db made the table under another name: a later statement naming the master's
             # database explicitly (rewrite never touches qualified names) finds nothing there.
             new = replica_info.updated[0]
+            rule = "REWRITE" if self.engine.settings.semantics == "effective" and self.engine.rules.effective_rewrite \
+                else "replicate-rewrite-db"  # as the rule was written: WL#2516 REWRITE= or the mysqld option
             self.absent_tables.setdefault(primary_info.updated[0], Cause(
-                file, outer.pos, "replicate-rewrite-db",
-                f"replicate-rewrite-db: created as '{new[0]}.{new[1]}' on the replica"))
+                file, outer.pos, rule, f"{rule}: created as '{new[0]}.{new[1]}' on the replica"))
         self._observe(self.primary, sql, db, primary_info, thread)
         self._observe(self.replica, sql, replica_db, replica_info, thread)
         return False
@@ -282,8 +298,11 @@ class Linter:
         kind = info.kind
         if kind is Kind.CREATE_DB and info.db_statement_name:
             name = info.db_statement_name
-            if _if_not_exists(sql) and name in self.primary.model.databases and name not in self.absent_dbs:
-                return  # the primary had it already: the skipped statement changed nothing
+            if self._replica_holds_db(name):
+                # The replica has it (its own starting schema, a DROP it skipped): the skipped statement
+                # changes nothing there, and the primary has it now too.
+                self.extra_dbs.pop(name, None)
+                return
             self.absent_dbs.setdefault(name, cause)
             self.extra_dbs.pop(name, None)
         elif kind is Kind.DROP_DB and info.db_statement_name:
@@ -298,9 +317,9 @@ class Linter:
                 primary_ref = primary_info.updated[0]
                 self.temp_causes[(thread, primary_ref[0], primary_ref[1])] = cause
                 return
-            if _if_not_exists(sql) and self.primary.model.knows(*primary_info.updated[0]) \
-                    and ref not in self.absent_tables:
-                return  # the primary had it already: the skipped statement changed nothing
+            if self._replica_holds_table(ref):
+                self.extra_tables.pop(ref, None)  # the replica has it: the skipped statement changes nothing there
+                return
             self.absent_tables.setdefault(ref, cause)
             self.extra_tables.pop(ref, None)
         elif kind is Kind.DROP_TABLE:
@@ -326,7 +345,7 @@ class Linter:
         elif kind is Kind.ALTER_TABLE and info.updated:
             ref = info.updated[0]
             self.shape_causes.setdefault(ref, cause)
-            delta = _column_delta(sql)
+            delta = column_delta(sql)
             known = self.column_delta.get(ref, 0)
             self.column_delta[ref] = None if delta is None or known is None else known + delta
 
@@ -345,7 +364,7 @@ class Linter:
         elif kind is Kind.CREATE_TABLE and info.updated and not info.temporary:
             ref = info.updated[0]
             self.absent_tables.pop(ref, None)
-            if not _if_not_exists(sql):
+            if not if_not_exists(sql):
                 self.extra_tables.pop(ref, None)
                 self.shape_causes.pop(ref, None)  # CREATE (OR REPLACE) gives it the primary's shape
                 self.column_delta.pop(ref, None)
@@ -374,8 +393,12 @@ class Linter:
             return None
         if kind is Kind.CREATE_DB and info.db_statement_name:
             name = info.db_statement_name
-            if name in self.extra_dbs and not _if_not_exists(sql):
-                return 1007, f"Can't create database '{name}'; database exists", self.extra_dbs[name]
+            # The primary ran it: had the replica the database where the primary had none (its own
+            # starting schema, a DROP it skipped), the replica stops.
+            if self._replica_holds_db(name) and not if_not_exists(sql) and (
+                    name in self.extra_dbs or not _holds_db(self.primary.model, name)):
+                return 1007, f"Can't create database '{name}'; database exists", \
+                    self.extra_dbs.get(name) or self._start_cause(f"database '{name}' is in")
             return None
         if kind is Kind.DROP_DB and info.db_statement_name:
             name = info.db_statement_name
@@ -393,8 +416,10 @@ class Linter:
                 db_ok, cause = self._db_state(ref[0])
                 if not db_ok:
                     return 1049, f"Unknown database '{ref[0]}'", cause
-                if ref in self.extra_tables and not _if_not_exists(sql) and not self.idempotent_ddl:
-                    return 1050, f"Table '{ref[1]}' already exists", self.extra_tables[ref]
+                if self._replica_holds_table(ref) and not if_not_exists(sql) and not self.idempotent_ddl and (
+                        ref in self.extra_tables or not self.primary.model.knows(*primary_info.updated[0])):
+                    return 1050, f"Table '{ref[1]}' already exists", \
+                        self.extra_tables.get(ref) or self._start_cause(f"table '{ref[0]}.{ref[1]}' is in")
             return self._need_tables(reads, thread)
         if kind is Kind.DROP_TABLE:
             if info.if_exists or self.idempotent_ddl or info.temporary:
@@ -448,7 +473,7 @@ class Linter:
         if self._is_temp(thread, primary_ref):
             return None
         replica_columns = self.replica.model.columns(*ref)
-        listed = _insert_column_list(sql)
+        listed = insert_column_list(sql)
         if listed is None:
             return None  # INSERT ... SET, or text not followed
         if listed:
@@ -460,7 +485,7 @@ class Linter:
             return None
         # No column list: the primary ran it, so it supplied one value per primary column.
         primary_columns = self.primary.model.columns(*primary_ref)
-        values = len(primary_columns) if primary_columns is not None else _first_row_values(sql)
+        values = len(primary_columns) if primary_columns is not None else first_row_values(sql)
         if replica_columns is not None:
             have = len(replica_columns)
         else:
@@ -484,6 +509,10 @@ class Linter:
         return True
 
 
+def _holds_db(model: SchemaModel, db: str) -> bool:
+    return db in model.databases or any(key[0] == db for key in model._columns)
+
+
 def _flatten(events):
     """(event, the event carrying its position): Transaction_payload events are opened."""
     for event in events:
@@ -505,91 +534,3 @@ def _rename_net(renames) -> tuple[set, set]:
             before.add(old)
         alive.add(new)
     return before, alive
-
-
-def _if_not_exists(sql: str) -> bool:
-    import re
-
-    return re.search(r"\bIF\s+NOT\s+EXISTS\b", sql, re.IGNORECASE) is not None
-
-
-def _column_delta(sql: str) -> int | None:
-    """Columns an ALTER TABLE adds minus those it drops (sqlglot); None when it cannot be followed."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(sql, read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return None
-    if not isinstance(tree, exp.Alter):
-        return None
-    delta = 0
-    for action in tree.args.get("actions") or []:
-        if isinstance(action, exp.ColumnDef):
-            delta += 1
-        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
-            delta -= max(1, len(action.args.get("tables") or []))
-    return delta
-
-
-def _first_row_values(sql: str) -> int | None:
-    """How many values the first row of INSERT ... VALUES (...) carries; None for INSERT ... SELECT."""
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return None
-    start = next((i for i, t in enumerate(tokens) if t.is_keyword("VALUES", "VALUE")), None)
-    if start is None or start + 1 >= len(tokens) or tokens[start + 1].value != "(":
-        return None
-    depth, count = 0, 1
-    for token in tokens[start + 1:]:
-        if token.kind != "punct":
-            continue
-        if token.value == "(":
-            depth += 1
-        elif token.value == ")":
-            depth -= 1
-            if depth == 0:
-                return count
-        elif token.value == "," and depth == 1:
-            count += 1
-    return None
-
-
-def _insert_column_list(sql: str) -> list[str] | None:
-    """The column list of INSERT/REPLACE [INTO] tbl (cols) ...: [] when there is none (VALUES or SELECT
-    follows the table name), None for INSERT ... SET or text it cannot follow."""
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return None
-    i, n = 0, len(tokens)
-    while i < n and not (tokens[i].kind == "word" and tokens[i].value.upper() in ("INSERT", "REPLACE")):
-        i += 1
-    i += 1
-    while i < n and tokens[i].kind == "word" and tokens[i].value.upper() in (
-            "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO"):
-        i += 1
-    if i >= n or not tokens[i].is_identifier:
-        return None
-    i += 1
-    if i + 1 < n and tokens[i].kind == "punct" and tokens[i].value == "." and tokens[i + 1].is_identifier:
-        i += 2
-    if i < n and tokens[i].is_keyword("PARTITION"):
-        return None
-    if i >= n:
-        return None
-    if tokens[i].kind == "punct" and tokens[i].value == "(":
-        if i + 1 < n and tokens[i + 1].is_keyword("SELECT", "WITH", "VALUES"):
-            return []
-        columns, j = [], i + 1
-        while j < n and not (tokens[j].kind == "punct" and tokens[j].value == ")"):
-            if tokens[j].is_identifier:
-                columns.append(tokens[j].value)
-            j += 1
-        return columns
-    if tokens[i].is_keyword("VALUES", "VALUE", "SELECT", "WITH") or (
-            tokens[i].kind == "punct" and tokens[i].value == "("):
-        return []
-    return None

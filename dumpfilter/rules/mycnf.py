@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from dumpfilter.errors import RuleError
-from dumpfilter.rules.parse import StartupFilters, normalize_option_name
+from dumpfilter.rules.parse import OPTION_TYPES, StartupFilters, normalize_option_name
 
 SERVER_GROUPS = ("mysqld", "mariadbd")
 MAX_INCLUDE_DEPTH = 10
@@ -15,17 +16,60 @@ MAX_INCLUDE_DEPTH = 10
 VALUE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "s": " ", '"': '"', "'": "'", "\\": "\\"}
 
 
+# replicate-* options mysqld knows that are not filter rules (MariaDB adds the last two).
+OTHER_REPLICATE_OPTIONS = frozenset({"replicate-same-server-id", "replicate-annotate-row-events",
+                                     "replicate-events-marked-for-skip"})
+
+
 def read_option_file(path: str | os.PathLike, groups=SERVER_GROUPS) -> list[tuple[str, str]]:
     """Every `key[=value]` of the given groups, in file order, includes expanded in place."""
-    options: list[tuple[str, str]] = []
+    return [(key, value) for key, value, _where in _located_options(path, groups)]
+
+
+def startup_filters_from_file(path: str | os.PathLike, groups=SERVER_GROUPS, extra_file=None) -> StartupFilters:
+    """The filter rules (`replicate-*`, `binlog-*-db`) of an option file, then of `extra_file`
+    (--defaults-extra-file: mysqld reads it after the main one); other options are not ours and are
+    ignored, except a `replicate-*` name mysqld does not know (see check_replicate_option)."""
+    located = [*_located_options(path, groups)] if path else []
+    if extra_file:
+        located += _located_options(extra_file, groups)
+    pairs = [(key, value) for key, value, where in located
+             if check_replicate_option(key, value, where) and normalize_option_name(key)]
+    return StartupFilters.from_options(pairs)
+
+
+def check_replicate_option(key: str, value: str, where: str) -> bool:
+    """False for an unknown `loose-replicate-*` option (a warning), RuleError for an unknown `replicate-*`.
+
+    mysqld refuses to start on an option it does not know ("unknown variable 'replicate-do-tabel=db1.t1'"),
+    unless it has the `loose-` prefix: then it warns and goes on (my_getopt.cc). A my.cnf's [mysqld]
+    holds hundreds of options that are not ours (datadir, innodb_*), so only names starting with
+    `replicate-` are checked: a misspelled filter there would otherwise mean no filter at all.
+    `_` and `-` are interchangeable in option names. Unambiguous prefixes (`replicate-do-d`): MySQL
+    removed them in 5.7 (WL#6978, "only accept full option names"), MariaDB still accepts them
+    (--getopt-prefix-matching, on by default); a prefix is refused here naming the full option, so
+    neither reading is silently chosen."""
+    name = key.strip().lstrip("-").replace("_", "-").lower()
+    loose = name.startswith("loose-")
+    name = name.removeprefix("loose-")
+    if not name.startswith("replicate-") or name in OPTION_TYPES or name in OTHER_REPLICATE_OPTIONS:
+        return True
+    spelled = f"{key.strip()}={value}" if value else key.strip()
+    if loose:
+        print(f"warning: {where}: unknown variable '{spelled}' ignored (loose- prefix)", file=sys.stderr)
+        return False
+    completions = sorted(o for o in (*OPTION_TYPES, *OTHER_REPLICATE_OPTIONS) if o.startswith(name))
+    if len(completions) == 1:
+        raise RuleError(f"{where}: '{key.strip()}' abbreviates {completions[0]}: write the full name "
+                        "(MySQL refuses abbreviations, MariaDB accepts them)")
+    raise RuleError(f"{where}: unknown variable '{spelled}' (mysqld refuses to start on it; "
+                    "prefix it with loose- to have it ignored)")
+
+
+def _located_options(path, groups) -> list[tuple[str, str, str]]:
+    options: list[tuple[str, str, str]] = []
     _read_into(Path(path), tuple(group.lower() for group in groups), options, depth=0)
     return options
-
-
-def startup_filters_from_file(path: str | os.PathLike, groups=SERVER_GROUPS) -> StartupFilters:
-    """The filter rules (`replicate-*`, `binlog-*-db`) of an option file; other options are ignored."""
-    pairs = [(key, value) for key, value in read_option_file(path, groups) if normalize_option_name(key)]
-    return StartupFilters.from_options(pairs)
 
 
 def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -> None:
@@ -51,7 +95,7 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -
                 raise RuleError(f"{path}:{number}: group header {line!r} has no closing ']'")
             in_group = line[1:-1].strip().lower() in groups
         elif in_group:
-            options.append(_parse_option_line(line))
+            options.append((*_parse_option_line(line), f"{path}:{number}"))
 
 
 def _follow_directive(path: Path, number: int, line: str, groups, options, depth: int) -> None:

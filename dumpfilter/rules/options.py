@@ -17,7 +17,10 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
                            help=f"a {name} rule; '[channel]:rule' sets it for one channel (WL#7361)"
                            if rule_type in REPLICATE_TYPES else f"the master's {name} binlog write filter")
     group.add_argument("--defaults-file", metavar="FILE",
-                       help="read replicate-*/binlog-*-db from the [mysqld] and [mariadbd] groups of a my.cnf")
+                       help="read replicate-*/binlog-*-db from the [mysqld] and [mariadbd] groups of a my.cnf; "
+                            "an unknown replicate-* option there is an error, as mysqld refuses it")
+    group.add_argument("--defaults-extra-file", metavar="FILE",
+                       help="a my.cnf read after --defaults-file, as mysqld reads it after its main option files")
     group.add_argument("--change-replication-filter", metavar="SQL", action="append", default=[],
                        help="apply a CHANGE REPLICATION FILTER (or WL#2516 CHANGE MASTER ... TO DO=...) statement")
     group.add_argument("--channel", default="", help="the replication channel whose rules apply (default '')")
@@ -39,12 +42,10 @@ def add_schema_option(parser: argparse.ArgumentParser) -> None:
 
 def schema_from_args(args: argparse.Namespace):
     """The starting schema model of --schema (an empty model without it: the binlog's DDL fills it)."""
-    from dumpfilter.rules.schema import SchemaModel
+    from dumpfilter.rules.schema import SchemaModel, load_schema
 
     source = getattr(args, "schema", None)
-    if not source:
-        return SchemaModel()
-    return SchemaModel.from_server(source) if source.startswith("mysql://") else SchemaModel.load(source)
+    return load_schema(source) if source else SchemaModel()
 
 
 def ruleset_from_args(args: argparse.Namespace) -> tuple[RuleSet, Settings]:
@@ -52,7 +53,8 @@ def ruleset_from_args(args: argparse.Namespace) -> tuple[RuleSet, Settings]:
     the result is the rule set of `--channel` (its own rules, global ones for types it has none of)."""
     startup = startup_from_options(getattr(args, "defaults_file", None),
                                    [(option_name(rule_type), value) for rule_type in RULE_OPTION_TYPES
-                                    for value in getattr(args, rule_type, [])])
+                                    for value in getattr(args, rule_type, [])],
+                                   getattr(args, "defaults_extra_file", None))
     rules = channel_rules(startup, args.change_replication_filter, args.channel, lambda name: f"add --channel {name}")
     settings = Settings(flavor=args.flavor, lower_case_table_names=args.lower_case_table_names,
                         semantics=args.filter_semantics, track_derived_tables=args.track_derived_tables)

@@ -393,6 +393,7 @@ class _TokenReader:
 def _rule_at(text: str, offset: int) -> str | None:
     """The option name of the filter type whose list contains `offset` (to name it in lexer errors)."""
     found = None
-    for match in re.finditer(r"(REPLICATE_\w+)\s*=", text[:offset], re.IGNORECASE):
+    # \b and possessive: one try per word (REPLICATE_REPLICATE_... was rescanned from each R).
+    for match in re.finditer(r"\b(REPLICATE_\w++)\s*+=", text[:offset], re.IGNORECASE):
         found = CRF_TYPES.get(match.group(1).upper(), found)
     return option_name(found) if found else None

@@ -86,15 +86,21 @@ class SchemaModel:
         return model
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> SchemaModel:
+    def load(cls, path: str | os.PathLike, option: str = "--schema") -> SchemaModel:
         try:
             text = open(path, encoding="utf-8", errors="replace").read()
         except OSError as exc:
-            raise RuleError(f"--schema {path}: {exc.strerror}") from None
-        return cls.from_sql(text, f"--schema {path}")
+            raise RuleError(f"{option} {path}: {exc.strerror}") from None
+        return cls.from_sql(text, f"{option} {path}")
 
     @classmethod
-    def from_server(cls, url: str) -> SchemaModel:
+    def from_tables(cls, databases, tables: dict[TableRef, tuple[str, ...] | None], source: str) -> SchemaModel:
+        """Databases and tables (columns lower-cased, None: not known) as they are, no DDL replayed."""
+        return cls(set(databases), source=source,
+                   _columns={key: None if cols is None else tuple(c.lower() for c in cols) for key, cols in tables.items()})
+
+    @classmethod
+    def from_server(cls, url: str, option: str = "--schema") -> SchemaModel:
         """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns and triggers from information_schema."""
         from urllib.parse import unquote, urlparse
 
@@ -102,14 +108,14 @@ class SchemaModel:
 
         parsed = urlparse(url)
         if parsed.scheme != "mysql" or not parsed.hostname:
-            raise RuleError(f"--schema: {url!r} is not a file or mysql://USER[:PASSWORD]@HOST[:PORT]")
+            raise RuleError(f"{option}: {url!r} is not a file or mysql://USER[:PASSWORD]@HOST[:PORT]")
         try:
             connection = pymysql.connect(host=parsed.hostname, port=parsed.port or 3306,
                                          user=unquote(parsed.username or "root"),
                                          password=unquote(parsed.password or ""), connect_timeout=10)
         except pymysql.Error as exc:
-            raise RuleError(f"--schema {url}: cannot connect: {exc.args[-1]}") from None
-        model = cls(source=f"--schema {url}")
+            raise RuleError(f"{option} {url}: cannot connect: {exc.args[-1]}") from None
+        model = cls(source=f"{option} {url}")
         system = ("mysql", "information_schema", "performance_schema", "sys")
         with connection, connection.cursor() as cursor:
             cursor.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
@@ -127,6 +133,10 @@ class SchemaModel:
                 model.triggers[(db, name)] = Trigger(db, name, (table_db, table), timing.upper(), event.upper(),
                                                      _body_writes(body, db))
         return model
+
+    def key(self) -> tuple:
+        """Its databases and tables (with their columns), hashable: equal for equal schemas."""
+        return tuple(sorted(self.databases)), tuple(sorted(self.tables.items(), key=lambda item: item[0]))
 
     def copy(self) -> SchemaModel:
         return SchemaModel(set(self.databases), dict(self.triggers), self.source, dict(self._columns),
@@ -270,6 +280,12 @@ _RESOLVING = threading.Lock()
 _SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
 
 
+def load_schema(source: str, option: str = "--schema") -> SchemaModel:
+    """A starting schema: a dump file (`mariadb-dump --no-data`), or `mysql://...` to read from a
+    server's information_schema; errors name `option`."""
+    return SchemaModel.from_server(source, option) if source.startswith("mysql://") else SchemaModel.load(source, option)
+
+
 def is_schema_statement(sql: str) -> bool:
     """Whether a statement can change the schema model (cheap: the first keyword, past a dump's
     `/*!50003 ... */` version comments). Only these are parsed when a model is replayed."""
@@ -284,7 +300,16 @@ _ALTER_RENAME = lazy_compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KE
 
 
 def _split_name(text: str) -> tuple[str, str]:
-    parts = [part.strip().strip("`") for part in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", text)]
+    """`db`.`t` -> (db, t): split at the dots with an even number of backquotes after them (outside
+    quotes), counted in one pass; a lookahead regex recounted the rest of the text at every dot."""
+    parts, start, after = [], 0, text.count("`")
+    for index, char in enumerate(text):
+        if char == "`":
+            after -= 1
+        elif char == "." and after % 2 == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts = [part.strip().strip("`") for part in [*parts, text[start:]]]
     return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
 
 
@@ -424,12 +449,31 @@ def _body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...]
     return tuple(writes)
 
 
-_VERSION_COMMENT = lazy_compile(r"/\*!\d{5,6}\s?(.*?)\*/", re.DOTALL)
-
-
 def strip_version_comments(sql: str) -> str:
-    """`/*!50003 CREATE*/ /*!50017 DEFINER=...*/ /*!50003 TRIGGER ...*/` -> the text the server runs."""
-    return _VERSION_COMMENT.sub(lambda m: m.group(1), sql) if "/*!" in sql else sql
+    """`/*!50003 CREATE*/ /*!50017 DEFINER=...*/ /*!50003 TRIGGER ...*/` -> the text the server runs:
+    each `/*!` with 5 or 6 digits (and one space) is replaced by what follows up to the first `*/`.
+    One pass, as the regex `/\\*!\\d{5,6}\\s?(.*?)\\*/` would answer; the regex rescanned the rest
+    of the text from every `/*!` without an end (a COMMENT '/*!50003 /*!50003 ...' any user with
+    CREATE can write into the binlog: quadratic, with the GIL held)."""
+    if "/*!" not in sql:
+        return sql
+    out, at, search, length = [], 0, 0, len(sql)
+    while (start := sql.find("/*!", search)) >= 0:
+        run = start + 3
+        while run < length and run - start - 3 < 6 and sql[run].isdecimal():
+            run += 1
+        if run - start - 3 < 5:
+            search = start + 1
+            continue
+        if run < length and sql[run].isspace():
+            run += 1
+        end = sql.find("*/", run)
+        if end < 0:
+            break  # no comment ends after this one: none of the later ones does either
+        out += (sql[at:start], sql[run:end])
+        at = search = end + 2
+    out.append(sql[at:])
+    return "".join(out)
 
 
 def split_script(text: str) -> list[str]:

@@ -720,7 +720,7 @@ def _reference_tables(refs_text: str, default: str) -> list[tuple[TableRef, tupl
     """Tables of a FROM-like clause in statement order with the names they answer to (alias, table)."""
     try:
         select = sqlglot.parse_one(f"SELECT 1 FROM {refs_text}", read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError) as exc:
         raise _Unparsed from exc
     from_clause = select.args.get("from_") or select.args.get("from")
     if from_clause is None:
@@ -773,7 +773,7 @@ def _read_tables(text: str, default: str, exclude=()) -> tuple[TableRef, ...]:
     candidate = text[start.start():] if start and not re.match(r"\s*(UPDATE|DELETE)\b", text, re.I) else text
     try:
         tree = sqlglot.parse_one(candidate, read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError):
         return ()
     aliases = {table.alias for table in tree.find_all(exp.Table) if table.alias}
     found: list[TableRef] = []

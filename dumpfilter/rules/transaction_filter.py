@@ -183,14 +183,24 @@ class TransactionFilter:
         annotations: list[Event] = []  # Annotate_rows / Rows_query waiting for their rows
         last_kept_rows: int | None = None  # index in `kept` of the statement's last kept rows event
         content_in = content_kept = 0
+        # A decider with a policy bound (the master's) judges the annotation of a statement once its
+        # Table_maps are read: kept in `kept` at `held`, taken out if the text may not go.
+        check = getattr(self.decider, "annotation_kept", None)
+        held: int | None = None
+        maps: list[tuple[str, str]] = []
         for event in events:
             t = event.type_code
+            if held is not None and t != EventType.TABLE_MAP:
+                if not check(kept[held].sql or "", maps):
+                    del kept[held]  # before any of the statement's rows: no index in `kept` moves
+                held = None
             if t in GTID_EVENT_TYPES or t == EventType.XID or t == EventType.XA_PREPARE:
                 kept.append(event)
             elif t in STATEMENT_CONTEXT_TYPES:
                 pending.append(event)
             elif t in (EventType.ANNOTATE_ROWS, EventType.ROWS_QUERY):
                 annotations = [event]
+                maps = []
             elif event.is_query:
                 sql = event.sql
                 if framing_statement(sql):
@@ -208,8 +218,11 @@ class TransactionFilter:
                 table_id, db, table = event.table_map
                 keep = self.decider.table_kept(db, table)
                 self.table_ids[table_id] = keep
+                maps.append((db, table))
                 if keep:
                     content_kept += 1
+                    if annotations and check is not None:
+                        held = len(kept)
                     kept.extend(annotations)
                     annotations = []
                     kept.append(event)
@@ -242,6 +255,8 @@ class TransactionFilter:
                     kept.append(repack_payload(event, inner))
             else:
                 kept.append(event)  # control events inside a transaction, unknown types
+        if held is not None and not check(kept[held].sql or "", maps):
+            del kept[held]
         return kept, content_in, content_kept
 
     def empty_transaction_events(self, txn: Transaction) -> list[Event]:

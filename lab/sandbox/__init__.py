@@ -18,6 +18,7 @@ from .server import (
     find_binary,
     mariadb_available,
     stop_all_servers,
+    stop_servers,
 )
 from .snapshot import SYSTEM_SCHEMAS, Snapshot, TableSnapshot, diff_snapshots, snapshot
 
@@ -39,5 +40,6 @@ __all__ = [
     "replica_status",
     "snapshot",
     "stop_all_servers",
+    "stop_servers",
     "wait_caught_up",
 ]

@@ -26,6 +26,7 @@ import pymysql
 import pymysql.cursors
 
 from dumpfilter.errors import ExternalError
+from dumpfilter.lab.sandbox.datadir import copy_fresh_datadir, template_key
 
 __all__ = [
     "MariaDBServer",
@@ -34,6 +35,7 @@ __all__ = [
     "find_binary",
     "mariadb_available",
     "stop_all_servers",
+    "stop_servers",
 ]
 
 REPL_USER = "repl"
@@ -48,6 +50,7 @@ _BINARY_NAMES = {
 _FALLBACK_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")
 
 # Small-memory, fast-start settings, used both for mariadb-install-db and mariadbd.
+_INSTALL_OPTIONS = ("--auth-root-authentication-method=normal", "--skip-test-db")
 _COMMON_OPTIONS = (
     "--skip-name-resolve",
     "--innodb-buffer-pool-size=16M",
@@ -128,13 +131,22 @@ def stop_all_servers() -> None:
     """Stop every server this process started and has not stopped yet."""
     with _LIVE_LOCK:
         servers = list(_LIVE)
-    for s in servers:  # signal them all first, so they shut down in parallel
+    for error in stop_servers(servers):  # never let cleanup mask the original problem
+        print(f"sandbox: {error}", file=sys.stderr)
+
+
+def stop_servers(servers: Iterable["MariaDBServer"], keep: bool = False) -> list[str]:
+    """Stop `servers`, all signalled first so they shut down in parallel; the failures, one line each."""
+    servers = list(servers)
+    for s in servers:
         s._send_signal(signal.SIGTERM)
+    errors = []
     for s in servers:
         try:
-            s.stop()
-        except Exception as exc:  # never let cleanup mask the original problem
-            print(f"sandbox: failed to stop {s.name}: {exc}", file=sys.stderr)
+            s.stop(keep=keep)
+        except Exception as exc:
+            errors.append(f"failed to stop {s.name}: {exc}")
+    return errors
 
 
 atexit.register(stop_all_servers)
@@ -272,7 +284,9 @@ class MariaDBServer:
             self._socket_dir = Path(tempfile.mkdtemp(prefix="mdbs-", dir="/tmp"))
         (self.root / "tmp").mkdir()
         try:
-            self._install(install_db)
+            settings = [*_INSTALL_OPTIONS, *_COMMON_OPTIONS, str(self.basedir), str(os.geteuid() == 0)]
+            key = template_key([install_db, mariadbd], settings)
+            copy_fresh_datadir(self.datadir, key, lambda root: self._install(install_db, root))
             for attempt in range(3):
                 self.port = _free_port()
                 self._launch(mariadbd)
@@ -299,24 +313,24 @@ class MariaDBServer:
         self.start_seconds = time.monotonic() - t0
         return self
 
-    def _install(self, install_db: str) -> None:
+    def _install(self, install_db: str, root: Path) -> None:
+        """mariadb-install-db into root/data (a template's, see datadir.py, or this server's)."""
         cmd = [
             install_db,
             "--no-defaults",
-            f"--datadir={self.datadir}",
-            "--auth-root-authentication-method=normal",
-            "--skip-test-db",
+            f"--datadir={root / 'data'}",
+            *_INSTALL_OPTIONS,
             # Its own tmpdir: a bootstrapping mariadbd deletes every `#sql*` file in its tmpdir at
             # startup, so parallel installs sharing /tmp remove each other's temporary tables
             # ("Unknown table 'mysql.tmp_proxies_priv'").
-            f"--tmpdir={self.root / 'tmp'}",
+            f"--tmpdir={root / 'tmp'}",
             *_COMMON_OPTIONS,
         ]
         if self.basedir:
             cmd.append(f"--basedir={self.basedir}")
         if os.geteuid() == 0:
             cmd.append("--user=root")
-        log = self.root / "install.log"
+        log = root / "install.log"
         with open(log, "wb") as out:
             rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, timeout=120).returncode

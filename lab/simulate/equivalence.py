@@ -140,29 +140,31 @@ class _WithPolicy:
         self.engine.invalidate()
 
 
-def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
-                 slave_check_dropped: dict[str, int] | None = None, gate=None) -> SlaveVerification:
-    """Check each relay log in `received` (skip policy -> relay dir of that slave's stream) against
-    slave-side filtering of `full_relay` with `spec`'s rules (ANDed with the master policy's
-    `gate`, when there is one). One pass over the full stream."""
-    result = SlaveVerification(spec.name)
-    engine = RuleEngine(spec.rules, spec.settings)
-    decider = engine if gate is None or not gate.restricted else _WithPolicy(engine, gate)
-    reference = TransactionFilter(decider, empty_transactions=KEEP)
-    rename = event_renamer(engine, spec.rules, spec.settings)
-    streams = {policy: _units(path) for policy, path in received.items()}
-    heads = {policy: next(it, None) for policy, it in streams.items()}
-    result.compared = {policy: 0 for policy in received}
-    for policy, dropped in (slave_check_dropped or {}).items():
-        if dropped:
-            result.add(Difference(policy, "-", f"the master sent {dropped} event(s) the slave's own rules drop"))
-    for txn in _units(full_relay):
+class _Check:
+    """One slave's side of the single pass over the full stream: its reference filter and the
+    heads of the relay logs it received (one per skip policy)."""
+
+    def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None, gate):
+        self.result = SlaveVerification(spec.name)
+        engine = RuleEngine(spec.rules, spec.settings)
+        decider = engine if gate is None or not gate.restricted else _WithPolicy(engine, gate)
+        self.reference = TransactionFilter(decider, empty_transactions=KEEP)
+        self.rename = event_renamer(engine, spec.rules, spec.settings)
+        self.streams = {policy: _units(path) for policy, path in received.items()}
+        self.heads = {policy: next(it, None) for policy, it in self.streams.items()}
+        self.result.compared = {policy: 0 for policy in received}
+        for policy, count in (dropped or {}).items():
+            if count:
+                self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))
+
+    def feed(self, txn) -> None:
+        result, reference = self.result, self.reference
         outcome = reference.filter(txn)  # resets its table-id cache at FDEs, as a replica does
         if txn.kind == CONTROL:
-            continue
+            return
         result.transactions += 1
         key = _key(txn)
-        for policy in received:
+        for policy, stream in self.streams.items():
             if outcome.outcome in (KEPT, PARTIAL):
                 expected = outcome.events
             elif policy == EMPTY_TRANSACTION and outcome.outcome == EMPTIED:
@@ -171,13 +173,13 @@ def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
                 expected = _placeholder_expectation(reference, txn)
             else:
                 expected = None
-            if expected is not None and rename is not None:
-                expected = [rename(e) for e in expected]
-            head = heads[policy]
+            if expected is not None and self.rename is not None:
+                expected = [self.rename(e) for e in expected]
+            head = self.heads[policy]
             while head is not None and head.kind == CONTROL:
-                head = heads[policy] = next(streams[policy], None)
+                head = self.heads[policy] = next(stream, None)
             if head is not None and _key(head) == key:
-                heads[policy] = next(streams[policy], None)
+                self.heads[policy] = next(stream, None)
                 if expected is None:
                     result.add(Difference(policy, key, f"received {_describe(head.events)}; slave-side filtering "
                                                        "skips the whole transaction"))
@@ -188,10 +190,31 @@ def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
                     result.compared[policy] += 1
             elif expected is not None:
                 result.add(Difference(policy, key, f"not received; slave-side filtering keeps {_describe(expected)}"))
-    for policy, it in streams.items():
-        head = heads[policy]
-        while head is not None:
-            if head.kind != CONTROL:
-                result.add(Difference(policy, _key(head), "received, but not in the full stream (or out of order)"))
-            head = next(it, None)
-    return result
+
+    def finish(self) -> SlaveVerification:
+        for policy, stream in self.streams.items():
+            head = self.heads[policy]
+            while head is not None:
+                if head.kind != CONTROL:
+                    self.result.add(Difference(policy, _key(head), "received, but not in the full stream (or out of "
+                                                                   "order)"))
+                head = next(stream, None)
+        return self.result
+
+
+def verify_slaves(full_relay: Path, checks: list[tuple]) -> list[SlaveVerification]:
+    """Each (spec, received, slave_check_dropped, gate) of `checks`: every relay log in `received`
+    (skip policy -> relay dir of that slave's stream) against slave-side filtering of `full_relay`
+    with `spec`'s rules (ANDed with the master policy's `gate`, when there is one). One pass over the
+    full stream for every slave: it is read and grouped once."""
+    states = [_Check(spec, received, dropped, gate) for spec, received, dropped, gate in checks]
+    for txn in _units(full_relay):
+        for state in states:
+            state.feed(txn)
+    return [state.finish() for state in states]
+
+
+def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
+                 slave_check_dropped: dict[str, int] | None = None, gate=None) -> SlaveVerification:
+    """`verify_slaves` for one slave."""
+    return verify_slaves(full_relay, [(spec, received, slave_check_dropped, gate)])[0]

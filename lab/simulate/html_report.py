@@ -9,6 +9,9 @@ import datetime as dt
 import html
 from pathlib import Path
 
+from dumpfilter.lab.simulate.report import (VERIFY_MEANING, row_cells, lint_explanation, summary_line,
+                                            throughput_line)
+
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 1180px;
        color: #1d2733; padding: 0 1em; }
@@ -48,6 +51,10 @@ class _Raw(str):
     """Cell content that is already HTML."""
 
 
+def _flag(text: str, fine: bool) -> str:
+    return _e(text) if fine else f'<span class="bad">{_e(text)}</span>'
+
+
 def _image(path: Path, caption: str) -> str:
     data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
     # onload/onerror only mark the element (a headless browser test reads the marks); nothing runs otherwise.
@@ -71,22 +78,36 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
         parts.append(_image(path, caption))
 
     verified = any(row.get("verified") is not None for row in report["slaves"])
+    real = any(row.get("real_replica") is not None for row in report["slaves"])
     headers = ["slave", "skip policy", "without MB (events)", "with MB (events)", "saved MB", "saved %",
-               "txns kept/partial/skipped/emptied", "wall s", "MB/s"] + (["verify"] if verified else [])
+               "txns kept/partial/skipped/emptied", "wall s", "share MB/s", "lint: replica would stop"] + \
+        (["real replica"] if real else []) + (["verify"] if verified else [])
     rows = []
     for row in report["slaves"]:
-        cells = [row["slave"], row["skip_policy"],
-                 f"{_mb(row['bytes_all'])} ({row['events_all']})" if row["bytes_all"] is not None else "-",
-                 f"{_mb(row['bytes_sent'])} ({row['events_sent']})", _mb(row["saved_bytes"]),
-                 "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
-                 f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}/"
-                 f"{row['transactions_emptied']}", f"{row['wall_seconds']:.2f}", f"{row['throughput_mb_s']:.1f}"]
+        c = row_cells(row)
+        cells = [row["slave"], row["skip_policy"], c["without"], c["with"], c["saved"], c["saved_pct"], c["txns"],
+                 c["wall"], c["share"], _Raw(_flag(c["lint"], (row.get("lint") or {}).get("first") is None))]
+        if real:
+            verdict = row.get("real_replica_verdict")
+            cells.append(_Raw(_flag(c["real"], verdict is None or verdict["ok"])))
         if verified:
             cells.append(_Raw({True: '<span class="ok">ok</span>', False: '<span class="bad">FAILED</span>',
                                None: "-"}[row.get("verified")]))
         rows.append(cells)
     parts.append("<h2>Per slave</h2>")
     parts.append(_table(headers, rows, numeric={2, 3, 4, 5, 6, 7, 8}, cls="slaves"))
+    notes = [f"<li><b>{_e(row['slave'])}</b>: lint: {_e(lint_explanation(row))}</li>"
+             for row in report["slaves"] if lint_explanation(row)]
+    notes += [f"<li><b>{_e(row['slave'])}</b>: real MariaDB replica (server_id "
+              f"{_e(row['real_replica_verdict']['server_id'])}): {_e(row['real_replica_verdict']['text'])}</li>"
+              for row in report["slaves"] if row.get("real_replica_verdict")]
+    if notes:
+        parts.append(f"<ul class=\"notes\">{''.join(notes)}</ul>")
+    parts.append(f"<p class=\"meta\">{_e(VERIFY_MEANING)}</p>" if verified else "")
+    line = throughput_line(report)
+    if line:
+        parts.append(f"<p class=\"meta\">{_e(line)}</p>")
+    parts.append(f"<p><b>{_e(summary_line(report))}</b></p>")
 
     policies = experiment["skip_policies"]
     if policies:

@@ -1,11 +1,16 @@
 """Slaves of kind = "mariadb" in a simulation: beside its gRPC streams, each such slave also gets a
 real MariaDB replica (a sandbox server) on the master's MySQL-protocol endpoint, CHANGE MASTER TO
 with GTID, fed the stream the master filters with the slave's rules. The simulation reports how it
-ended (caught up, or the error its SQL thread stopped on), what it holds and what the master sent it."""
+ended (caught up, or the error its SQL thread stopped on, in which event and at which position),
+what it holds and what the master sent it, and `replica_verdict` holds that against lint's
+prediction and against the bytes the slave's own gRPC stream was sent: a disagreement fails the run.
+The real replicas have server_ids of their own (REAL_SERVER_ID_BASE + n): the slave's is taken by
+its gRPC stream; the report names each beside its slave."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 
 from dumpfilter.lab.sandbox import MariaDBServer, replica_status, snapshot
@@ -45,6 +50,24 @@ def run_real_replicas(master, specs: list[SlaveSpec], *, timeout: float = 60.0,
     return out
 
 
+def _failing_transaction(server: MariaDBServer, status: dict) -> dict:
+    """{"gtid", "event_file", "event_pos"}: the transaction the SQL thread stopped in, from the
+    replica's relay log (its GTID event, and where that transaction starts in master coordinates)."""
+    try:
+        rows = server.query(f"SHOW RELAYLOG EVENTS IN '{status.get('Relay_Log_File')}' "
+                            f"FROM {int(status.get('Relay_Log_Pos') or 4)} LIMIT 8")
+    except Exception:  # noqa: BLE001 - a replica that cannot say: the report keeps its position only
+        return {}
+    rows = [dict(r) for r in rows]
+    for row, after in zip(rows, rows[1:] + [None]):
+        if row.get("Event_type") == "Gtid":
+            gtid = re.search(r"GTID (\d+-\d+-\d+)", str(row.get("Info") or ""))
+            size = (int(after["Pos"]) - int(row["Pos"])) if after is not None else 0
+            return {"gtid": gtid.group(1) if gtid else "",
+                    "event_pos": int(row["End_log_pos"]) - size if size else 0}
+    return {}
+
+
 def _outcome(service, server: MariaDBServer, server_id: int, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     stable = 0
@@ -54,7 +77,16 @@ def _outcome(service, server: MariaDBServer, server_id: int, timeout: float) -> 
         if status.get("Last_SQL_Errno") or (status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno")):
             sql = bool(status.get("Last_SQL_Errno"))
             result.update(errno=int(status["Last_SQL_Errno" if sql else "Last_IO_Errno"]),
-                          error=str(status.get("Last_SQL_Error" if sql else "Last_IO_Error") or ""))
+                          error=str(status.get("Last_SQL_Error" if sql else "Last_IO_Error") or ""),
+                          thread="SQL" if sql else "IO")
+            if sql:  # where the SQL thread stopped: the start of the failing transaction, in master coordinates
+                result.update(file=str(status.get("Relay_Master_Log_File") or ""),
+                              pos=int(status.get("Exec_Master_Log_Pos") or 0),
+                              gtid_executed=str(status.get("Gtid_Slave_Pos") or ""))
+                # Exec_Master_Log_Pos is the end of the last transaction executed, which master-side
+                # filtering may have left well before the failing one: that one is the next
+                # transaction of the replica's relay log, whose GTID event names it.
+                result.update(_failing_transaction(server, status))
             break
         rows = service.stats(server_id) if server_id in service.slaves else []
         # streamed to the end: its position is the binlog's end, or nothing is left between them (a
@@ -83,3 +115,40 @@ def _outcome(service, server: MariaDBServer, server_id: int, timeout: float) -> 
         result["bytes_sent"] = slave.stats.bytes_sent
         result["bytes_read"] = slave.stats.bytes_read
     return result
+
+
+def replica_verdict(row: dict) -> dict | None:
+    """How a slave's real replica ended beside lint's prediction and its own stream: {"ok", "text"}.
+    It agrees when it caught up where lint predicts no break, having been sent the bytes the slave's
+    gRPC stream was sent (the same filtered stream), or stopped where lint predicts the first break:
+    the same error, at the same transaction."""
+    outcome, lint = row.get("real_replica"), row.get("lint")
+    if outcome is None:
+        return None
+    first = (lint or {}).get("first")
+    if outcome.get("caught_up"):
+        text = f"caught up ({outcome.get('tables', 0)} tables, {outcome.get('rows', 0)} rows)"
+        problems = []
+        if first:
+            problems.append(f"lint predicted error {first['errno']} at {first['file']}:{first['pos']}")
+        if outcome.get("bytes_sent") is not None and outcome["bytes_sent"] != row.get("master_bytes_sent"):
+            problems.append(f"it was sent {outcome['bytes_sent']} bytes, the slave's own stream "
+                            f"{row.get('master_bytes_sent')}")
+    else:
+        what = f"error {outcome['errno']}" if outcome.get("errno") else "not caught up"
+        event = f" in GTID {outcome['gtid']}" if outcome.get("gtid") else ""
+        where = f" (executed up to {outcome['file']}:{outcome['pos']})" if outcome.get("file") else ""
+        text = f"stopped: {what}{event}{where}: {outcome.get('error') or ''}".rstrip(": ")
+        problems = []
+        # the same transaction: by its GTID when both know it, else by its position
+        same_place = (outcome.get("gtid") == first.get("gtid") if first and outcome.get("gtid") and first.get("gtid")
+                      else first is not None and (outcome.get("file"), outcome.get("pos")) == (first["file"],
+                                                                                               first["pos"]))
+        if lint is not None and not first:
+            problems.append("lint predicted no break")
+        elif first and (first["errno"] != outcome.get("errno") or not same_place):
+            problems.append(f"lint predicted error {first['errno']} at {first['file']}:{first['pos']}"
+                            + (f" (GTID {first['gtid']})" if first.get("gtid") else ""))
+    ok = not problems
+    return {"ok": ok, "text": text if ok else f"{text}; DISAGREES: {'; '.join(problems)}",
+            "server_id": outcome.get("server_id")}

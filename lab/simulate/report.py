@@ -8,19 +8,31 @@ from __future__ import annotations
 
 import csv
 import json
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from dumpfilter.charts import policy_chart, timeline_chart
+from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import SKIP_POLICIES
 
 CSV_FIELDS = ["slave", "server_id", "channel", "semantics", "skip_policy", "events_all", "bytes_all", "events_sent",
               "bytes_sent", "kept_bytes", "heartbeats", "heartbeat_bytes", "placeholders", "placeholder_bytes",
               "empty_transactions", "empty_transaction_bytes", "saved_bytes", "saved_percent", "transactions_kept",
               "transactions_partial", "transactions_skipped", "transactions_emptied", "wall_seconds",
-              "throughput_mb_s"] + [f"bytes_{p}" for p in SKIP_POLICIES] + ["verified", "lint_breaks"]
+              "stream_mb_s"] + [f"bytes_{p}" for p in SKIP_POLICIES] + ["verified", "lint_breaks", "real_replica"]
+
+VERIFY_MEANING = ("verify: the slave was sent exactly what slave-side filtering of the full stream keeps (a slave "
+                  "whose rules break a replica breaks it alike either way); lint: where a replica with these rules "
+                  "would stop applying them")
 
 
 def lint_cell(row: dict) -> str:
@@ -35,48 +47,158 @@ def lint_cell(row: dict) -> str:
     return f"{first['errno']} at {first['file']}:{first['pos']}{more}"
 
 
+def lint_explanation(row: dict) -> str | None:
+    """Why lint says a replica with this slave's rules stops: the error, where, and the skipped event
+    it needed (None: no break predicted)."""
+    first = (row.get("lint") or {}).get("first")
+    if not first:
+        return None
+    gtid = f" (GTID {first['gtid']})" if first.get("gtid") else ""
+    cause = first.get("cause") or {}
+    why = (f"; the event it needs was skipped at {cause['file']}:{cause['pos']}: {cause.get('reason')}"
+           if cause.get("file") else f"; {cause['reason']}" if cause.get("reason") else "")
+    more = row["lint"]["breaks"] - 1
+    return (f"a replica with these rules stops at {first['file']}:{first['pos']}{gtid} with error {first['errno']}: "
+            f"{first['message']}{why}" + (f" ({more} more predicted)" if more else ""))
+
+
+def verify_cell(row: dict) -> str:
+    return {True: "ok", False: "FAILED", None: "-"}[row.get("verified")]
+
+
+def real_replica_cell(row: dict) -> str:
+    verdict = row.get("real_replica_verdict")
+    return "-" if verdict is None else verdict["text"]
+
+
+def throughput_line(report: dict) -> str | None:
+    """The master's total throughput, and what a stream's share of it means."""
+    master = report.get("master") or {}
+    if not master.get("mb_s"):
+        return None
+    return (f"master: {master['binlog_bytes_served'] / 1e6:.1f} MB of binlog served to {master['streams']} streams in "
+            f"{master['seconds']:.1f} s = {master['mb_s']:.1f} MB/s in total, {master['streams_at_once']} streams at "
+            f"a time in this process; 'share MB/s' is one stream's part of that while it ran beside the others")
+
+
+def summary_line(report: dict) -> str:
+    """One line: how many slaves verified, how many lint says would stop, how the real replicas ended."""
+    rows = report["slaves"]
+    parts = [f"{len(rows)} slave(s)"]
+    checked = [r for r in rows if r.get("verified") is not None]
+    if checked:
+        failed = [r["slave"] for r in checked if not r["verified"]]
+        parts.append(f"verify: {len(checked) - len(failed)} ok" + (f", FAILED: {', '.join(failed)}" if failed else ""))
+    breaking = [r["slave"] for r in rows if (r.get("lint") or {}).get("first")]
+    parts.append("lint: " + (f"a replica would stop for {', '.join(breaking)}" if breaking else "no break predicted"))
+    real = [r for r in rows if r.get("real_replica_verdict")]
+    if real:
+        parts.append("real replicas: " + ", ".join(
+            f"{r['slave']} {_real_short(r)}" for r in real))
+    return "summary: " + "; ".join(parts)
+
+
+def _real_short(row: dict) -> str:
+    outcome, verdict = row["real_replica"], row["real_replica_verdict"]
+    what = "caught up" if outcome.get("caught_up") else (
+        f"stopped with {outcome.get('errno') or 'no error'}" + (f" in GTID {outcome['gtid']}" if outcome.get("gtid")
+                                                                 else ""))
+    return what + ("" if verdict["ok"] else " (DISAGREES with lint or its stream)")
+
+
 def _mb(n: int | None) -> str:
     return "-" if n is None else f"{n / 1e6:.2f}"
 
 
+def row_cells(row: dict) -> dict:
+    """The figures of one slave's row, as text (the table, the blocks and report.html show the same)."""
+    return {
+        "without": f"{_mb(row['bytes_all'])} ({row['events_all']})" if row["bytes_all"] is not None else "-",
+        "with": f"{_mb(row['bytes_sent'])} ({row['events_sent']})",
+        "saved": _mb(row["saved_bytes"]),
+        "saved_pct": "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
+        "txns": f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}"
+                f"/{row['transactions_emptied']}",
+        "wall": f"{row['wall_seconds']:.2f}", "share": f"{row['stream_mb_s']:.1f}", "lint": lint_cell(row),
+        "real": real_replica_cell(row), "verify": verify_cell(row),
+    }
+
+
+_STYLE = {"ok": "green", "FAILED": "bold red"}
+
+
+def _table(report: dict) -> Table:
+    verified = any(row["verified"] is not None for row in report["slaves"])
+    real = any(row.get("real_replica") is not None for row in report["slaves"])
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for header, justify in (("slave", "left"), ("policy", "left"), ("without MB\n(events)", "right"),
+                            ("with MB\n(events)", "right"), ("saved\nMB", "right"), ("saved\n%", "right"),
+                            ("txns kept/partial\n/skipped/emptied", "right"), ("wall\ns", "right"),
+                            ("share\nMB/s", "right"), ("lint: replica\nwould stop", "left")):
+        table.add_column(header, justify=justify, no_wrap=True)
+    if real:
+        table.add_column("real replica", no_wrap=True)
+    if verified:
+        table.add_column("verify", no_wrap=True)
+    for row in report["slaves"]:
+        c = row_cells(row)
+        cells = [row["slave"], row["skip_policy"], c["without"], c["with"], c["saved"], c["saved_pct"], c["txns"],
+                 c["wall"], c["share"], c["lint"]]
+        cells += [c["real"]] if real else []
+        cells += [Text(c["verify"], style=_STYLE.get(c["verify"], ""))] if verified else []
+        table.add_row(*cells)
+    return table
+
+
+def _blocks(report: dict, console: Console) -> None:
+    """One block per slave, for a terminal too narrow for the table: every figure, nothing cut."""
+    for row in report["slaves"]:
+        c = row_cells(row)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row("sent", f"{_mb(row['bytes_sent'])} of {_mb(row['bytes_all'])} MB ({row['events_sent']} of "
+                             f"{row['events_all']} events) with master-side filtering")
+        grid.add_row("saved", f"{c['saved']} MB, {c['saved_pct']}%")
+        grid.add_row("txns", f"{row['transactions_kept']} kept, {row['transactions_partial']} partial, "
+                             f"{row['transactions_skipped']} skipped, {row['transactions_emptied']} emptied")
+        grid.add_row("stream", f"{c['wall']} s, share {c['share']} MB/s")
+        grid.add_row("lint", "replica would stop: " + c["lint"] if (row.get("lint") or {}).get("first") else c["lint"])
+        if row.get("real_replica") is not None:
+            grid.add_row("real replica", c["real"])
+        if row.get("verified") is not None:
+            grid.add_row("verify", Text(c["verify"], style=_STYLE.get(c["verify"], "")))
+        console.print(Text.assemble((row["slave"], "bold"), f" ({row['skip_policy']})"))
+        console.print(Padding(grid, (0, 0, 0, 2), expand=False))
+
+
 def print_report(report: dict, console: Console | None = None) -> None:
+    """The per-slave figures in one table when it fits the console's width, else one block per
+    slave; then why each predicted break happens, the master's throughput and the bytes per skip
+    policy."""
     console = console or Console()
     source = report["source"]
-    table = Table(title=f"Master-side filtering: {source['description']} "
-                        f"({source['bytes'] / 1e6:.2f} MB in {len(source['files'])} file(s))",
-                  title_justify="left",
-                  caption=f"wall s and MB/s (master binlog MB served per second) are per stream, with all "
-                          f"{report['experiment']['streams']} streams running at once in this process",
-                  caption_justify="left")
-    table.add_column("slave")
-    table.add_column("policy")
-    table.add_column("without MB\n(events)", justify="right")
-    table.add_column("with MB\n(events)", justify="right")
-    table.add_column("saved MB", justify="right")
-    table.add_column("saved %", justify="right")
-    table.add_column("txns kept/partial\n/skipped/emptied", justify="right")
-    table.add_column("wall s", justify="right")
-    table.add_column("MB/s", justify="right")
-    table.add_column("lint: replica\nwould stop", justify="right")
-    verified = any(row["verified"] is not None for row in report["slaves"])
-    if verified:
-        table.add_column("verify")
+    console.print(f"Master-side filtering: {source['description']} "
+                  f"({source['bytes'] / 1e6:.2f} MB in {len(source['files'])} file(s))", highlight=False)
+    table = _table(report)
+    if Measurement.get(console, console.options.update_width(1 << 16), table).maximum <= console.width:
+        console.print(table)
+    else:
+        _blocks(report, console)
     for row in report["slaves"]:
-        cells = [row["slave"], row["skip_policy"],
-                 f"{_mb(row['bytes_all'])} ({row['events_all']})" if row["bytes_all"] is not None else "-",
-                 f"{_mb(row['bytes_sent'])} ({row['events_sent']})",
-                 _mb(row["saved_bytes"]), "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
-                 f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}"
-                 f"/{row['transactions_emptied']}",
-                 f"{row['wall_seconds']:.2f}", f"{row['throughput_mb_s']:.1f}", lint_cell(row)]
-        if verified:
-            cells.append({True: "[green]ok[/]", False: "[red]FAILED[/]", None: "-"}[row["verified"]])
-        table.add_row(*cells)
-    console.print(table)
+        why = lint_explanation(row)
+        if why:
+            console.print(Text.assemble(("lint ", "yellow"), (row["slave"], "bold"), f": {why}"))
+    if any(r.get("verified") is not None for r in report["slaves"]):
+        console.print(Text(VERIFY_MEANING, style="dim"))
+    line = throughput_line(report)
+    if line:
+        console.print(Text(line, style="dim"))
     policies = report["experiment"]["skip_policies"]
     if policies:
-        ptable = Table(title="Bytes sent per skip policy (MB)", title_justify="left")
-        ptable.add_column("slave")
+        ptable = Table(title="Bytes sent per skip policy (MB)", title_justify="left", box=box.SIMPLE_HEAD,
+                       pad_edge=False)
+        ptable.add_column("slave", no_wrap=True)
         for policy in policies:
             ptable.add_column(policy, justify="right")
         for row in report["slaves"]:
@@ -96,7 +218,7 @@ def write_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
     for row in report["slaves"]:
         detail = row.get("policy_bytes") or {}
         order = list(dict.fromkeys([*policies, row["skip_policy"]]))  # the same order in every group
-        bars = [{"policy": p, "kept": detail[p]["kept_bytes"], "overhead": detail[p]["overhead_bytes"],
+        bars = [{"policy": p, "sent": detail[p]["bytes_sent"], "overhead": detail[p]["overhead_bytes"],
                  "own": p == row["skip_policy"]} for p in order if p in detail]
         slaves.append({"slave": row["slave"], "bytes_all": row["bytes_all"], "bars": bars})
     policy_chart(slaves, bars_png, title=chart_title(report, "Bytes sent per slave and skip policy"))
@@ -105,6 +227,21 @@ def write_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
                     for r in report["slaves"]], timeline_png,
                    title=chart_title(report, "Cumulative bytes sent against the master's binlog position"),
                    reference=everything.get("timeline"))
+
+
+def draw_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
+    """`write_charts` in a child Python: matplotlib would add some 30 MB to this process's peak
+    that it never gives back, for two PNGs."""
+    proc = subprocess.run([sys.executable, "-c", f"import {__name__} as m; m._draw_charts_child()"],
+                          input=pickle.dumps((report, str(bars_png), str(timeline_png))), capture_output=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise DumpFilterError(f"drawing the charts failed (exit {proc.returncode}): {last}")
+
+
+def _draw_charts_child() -> None:
+    report, bars_png, timeline_png = pickle.load(sys.stdin.buffer)
+    write_charts(report, Path(bars_png), Path(timeline_png))
 
 
 def write_report(report: dict, out: Path) -> list[Path]:
@@ -121,8 +258,9 @@ def write_report(report: dict, out: Path) -> list[Path]:
             for policy in SKIP_POLICIES:
                 flat[f"bytes_{policy}"] = row["policies"].get(policy, "")
             flat["lint_breaks"] = (row.get("lint") or {}).get("breaks", "")
+            flat["real_replica"] = real_replica_cell(row) if row.get("real_replica") is not None else ""
             writer.writerow(flat)
-    write_charts(report, paths[2], paths[3])
+    draw_charts(report, paths[2], paths[3])
     write_html(report, paths[4], charts={"Bytes per slave and skip policy": paths[2],
                                          "Cumulative bytes against binlog position": paths[3]})
     return paths

@@ -1,10 +1,14 @@
 """The gRPC edge of a simulation: one master (`master.grpc_server.create_server`) on a loopback
-port and one `slave.client.Slave` thread per stream, each over its own real gRPC channel, each
-streaming from the first binlog file until it is caught up. After each stream the master's own
-counters for that slave are read over the Stats RPC."""
+port and `slave.client.Slave`s, each over its own real gRPC channel, each streaming from the first
+binlog file until it is caught up; a few worker threads run the streams (more threads than cores
+only fight over the GIL: they measure nothing). After each stream the master's own counters for
+that slave are read over the Stats RPC. `StreamStop` ends every stream early (Ctrl-C): each
+worker returns at its next batch or failed attempt, and nothing writes after `run_streams`."""
 
 from __future__ import annotations
 
+import logging
+import queue
 import struct
 import threading
 import time
@@ -13,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
-
-
 
 from dumpfilter.codec import Event, EventType
 from dumpfilter.errors import DumpFilterError
@@ -27,7 +29,27 @@ MAIN, EVERYTHING, POLICY = "main", "everything", "policy"
 _SIZE_POS = struct.Struct("<II")  # event_size, log_pos of a v4 header (at offset 9)
 _ROTATE = int(EventType.ROTATE)
 _HEARTBEATS = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
-MAX_CONCURRENT_STREAMS = 16  # the master's pool is sized for 64; leave room for the unary calls
+WORKERS = 2  # streams at once (one per core): more only fight over the GIL and hold more memory at once
+TIMELINE_POINTS = 1000  # per stream: a point each time the stream covers another 1/1000 of the binlog
+log = logging.getLogger("dumpfilter.lab.simulate")
+
+
+class StreamStop:
+    """Asks every stream of a `run_streams` call to end (Ctrl-C)."""
+
+    def __init__(self):
+        self.event = threading.Event()
+
+    def set(self) -> None:
+        self.event.set()
+
+    def check(self) -> None:
+        if self.event.is_set():
+            raise _Stopped
+
+
+class _Stopped(Exception):
+    """Raised inside a stream's thread to end it when StreamStop is set."""
 
 
 @dataclass(frozen=True)
@@ -55,23 +77,34 @@ class StreamResult:
     timeline: list[tuple[str, int, int]] = field(default_factory=list)
     heartbeat_bytes: int = 0  # heartbeat event bytes the slave received
     real_replica: dict | None = None  # kind = "mariadb": the real replica's outcome (simulate.real_replicas)
+    warnings: list[str] = field(default_factory=list)  # the master's (lint's among them): the report has them
 
 
 class _CountingSlave(Slave):
     """A Slave that reports its master position after every batch it has made durable, and
     keeps (file, position, bytes received) per batch."""
 
-    def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None], start_file: str = ""):
+    def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None], start_file: str = "",
+                 stop: StreamStop | None = None, step: int = 0):
         super().__init__(config)
         self._on_batch = on_batch
+        self._stop = stop or StreamStop()
+        self._step = step  # binlog bytes between two timeline points within a file
+        self._last = ("", -step)
         self.timeline: list[tuple[str, int, int]] = []
+        self.warnings: list[str] = []
         # The file of the events before the first Rotate: where the stream starts. A fresh slave
         # asks for no position and the master starts at its first file, which a first batch that
         # crosses a Rotate does not name (its position is in the next file).
         self._file = start_file
         self.heartbeat_bytes = 0  # as received: the master also counts idle heartbeats sent after the last read
 
+    def _warn(self, warnings) -> None:
+        """Kept for the report (which shows lint once per slave), never printed per stream."""
+        self.warnings += [w for w in warnings if w not in self.warnings]
+
     def _batch(self, batch) -> None:
+        self._stop.check()
         sent = self.counters.bytes_received
         super()._batch(batch)
         # One point per event that carries a master position (log_pos: its end in the current
@@ -85,7 +118,8 @@ class _CountingSlave(Slave):
             sent += size
             if blob[off + 4] in _HEARTBEATS:
                 self.heartbeat_bytes += size
-            if log_pos:
+            if log_pos and (file != self._last[0] or log_pos - self._last[1] >= self._step):
+                self._last = (file, log_pos)
                 self.timeline.append((file, log_pos, sent))
             if blob[off + 4] == _ROTATE:
                 file = Event(blob[off : off + size], 0, self.fmt).rotate[1]
@@ -112,12 +146,22 @@ def _stats(address: str, server_id: int, user: str = "", password: str = "") -> 
 
 def run_streams(address: str, plans: list[StreamPlan], *,
                 on_progress: Callable[[StreamPlan, str, int], None] | None = None,
-                concurrency: int = MAX_CONCURRENT_STREAMS, first_file: str = "") -> list[StreamResult]:
-    """Run every plan to caught-up, at most `concurrency` at a time; results in plan order.
-    A stream that fails is recorded with its error (the caller decides what that means).
-    `first_file`: the master's first binlog file, where every stream starts."""
+                concurrency: int = WORKERS, first_file: str = "", stop: StreamStop | None = None,
+                binlog_bytes: int = 0) -> list[StreamResult]:
+    """Run every plan to caught-up, `concurrency` at a time; results in plan order. A stream that
+    fails is recorded with its error (the caller decides what that means). `first_file`: the
+    master's first binlog file, where every stream starts. On KeyboardInterrupt (or `stop`), every
+    stream ends and every worker is joined before it propagates: nothing writes afterwards."""
     results = [StreamResult(plan) for plan in plans]
-    gate = threading.Semaphore(max(1, concurrency))
+    stop = stop or StreamStop()
+    todo: queue.SimpleQueue[StreamResult] = queue.SimpleQueue()
+    for result in results:
+        todo.put(result)
+    step = binlog_bytes // TIMELINE_POINTS
+
+    def report(message: str) -> None:  # a failed attempt: told once, unless the run is being stopped
+        stop.check()
+        log.warning(message)
 
     def one(result: StreamResult) -> None:
         plan = result.plan
@@ -127,26 +171,45 @@ def run_streams(address: str, plans: list[StreamPlan], *,
             rules=spec.rules if spec else RuleSet(), settings=spec.settings if spec else Settings(),
             channel=spec.channel if spec else "", skip_policy=plan.skip_policy,
             user=spec.user if spec else "", password=spec.password if spec else "",
-            hostname=plan.label, until_caught_up=True, connect_retry=0)
-        with gate:
-            try:
-                slave = _CountingSlave(config, lambda file, pos: on_progress and on_progress(plan, file, pos),
-                                       first_file)
-                start = time.perf_counter()
-                slave.run()
-                result.wall_seconds = time.perf_counter() - start
-                result.counters = {k: getattr(slave.counters, k) for k in slave.counters.__dataclass_fields__}
-                result.timeline = slave.timeline
-                result.heartbeat_bytes = slave.heartbeat_bytes
-                result.stats = _stats(address, plan.server_id, config.user, config.password)
-            except DumpFilterError as exc:
-                result.error = str(exc)
-            except grpc.RpcError as exc:  # Stats after the stream
-                result.error = f"{exc.code().name}: {exc.details()}"
+            hostname=plan.label, until_caught_up=True, connect_retry=0, report=report,
+            on_disagreement="warn")  # counted, and reported by the equivalence check
+        try:
+            slave = _CountingSlave(config, lambda file, pos: on_progress and on_progress(plan, file, pos),
+                                   first_file, stop, step)
+            start = time.perf_counter()
+            slave.run()
+            result.wall_seconds = time.perf_counter() - start
+            result.counters = {k: getattr(slave.counters, k) for k in slave.counters.__dataclass_fields__}
+            result.timeline = slave.timeline
+            result.heartbeat_bytes = slave.heartbeat_bytes
+            result.warnings = slave.warnings
+            result.stats = _stats(address, plan.server_id, config.user, config.password)
+        except DumpFilterError as exc:
+            result.error = str(exc)
+        except grpc.RpcError as exc:  # Stats after the stream
+            result.error = f"{exc.code().name}: {exc.details()}"
 
-    threads = [threading.Thread(target=one, args=(r,), name=f"slave-{r.plan.label}", daemon=True) for r in results]
+    def worker() -> None:
+        while not stop.event.is_set():
+            try:
+                result = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                one(result)
+            except _Stopped:
+                return
+
+    threads = [threading.Thread(target=worker, name=f"simulate-streams-{n}", daemon=True)
+               for n in range(max(1, min(concurrency, len(plans))))]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:  # Ctrl-C: each stream ends at its next batch (or failed attempt, see report)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        raise
     return results

@@ -5,8 +5,10 @@ then build the report and, with verify, check the differential property per slav
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,15 +17,17 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology
+from dumpfilter.lab.simulate.lint_process import LintProcess
+from dumpfilter.lab.simulate.real_replicas import replica_verdict
 from dumpfilter.lab.simulate.report import print_report, write_report
-from dumpfilter.lab.simulate.runner import EVERYTHING, MAIN, POLICY, StreamPlan, StreamResult, run_streams
+from dumpfilter.lab.simulate.runner import EVERYTHING, MAIN, POLICY, WORKERS, StreamPlan, StreamResult, run_streams
 from dumpfilter.lab.simulate.source import PreparedSource, prepare_source
-from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slave
+from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slaves
 from dumpfilter.skip_policy import HEARTBEAT
 
 DEFAULT_TOPOLOGY = "default_topology.toml"
+log = logging.getLogger("dumpfilter.lab.simulate")
 
 
 def default_topology_text() -> str:
@@ -43,7 +47,13 @@ class SimulationResult:
 
     @property
     def ok(self) -> bool:
-        return all(v.ok for v in self.verifications)
+        """Every stream verified, and every real replica ended as lint and its own stream say."""
+        return all(v.ok for v in self.verifications) and not self.disagreements
+
+    @property
+    def disagreements(self) -> list[str]:
+        return [row["slave"] for row in self.report["slaves"]
+                if row.get("real_replica_verdict") and not row["real_replica_verdict"]["ok"]]
 
 
 def _free_ids(used: set[int]):
@@ -88,24 +98,31 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
     else:
         cleanup = tempfile.TemporaryDirectory(prefix="dumpfilter-simulate-")
         work_dir = Path(cleanup.name)
+    linting = None
     try:
-        prepared = prepare_source(source, work_dir, log=lambda m: console.print(f"[dim]{m}[/]"))
-        results = _run(topology, prepared, work_dir / "relay", verify, console, progress)
+        prepared = prepare_source(source, work_dir, log=log.info)
+        # lint while the streams run, in a process of its own, once per distinct rule set
+        linting = LintProcess(prepared.files, [(spec.rules, spec.settings, spec.replica_schema) for spec in topology.slaves])
+        results, served = _run(topology, prepared, work_dir / "relay", verify, console, progress)
         failed = [r for r in results if r.error]
         if failed:
             raise DumpFilterError("; ".join(f"slave {r.plan.label!r} ({r.plan.skip_policy}): {r.error}"
                                             for r in failed))
         verifications = _verify(topology, results) if verify else []
-        report = build_report(topology, prepared, results, verifications)
+        lints = linting.results()
+        report = build_report(topology, prepared, results, verifications, lints, served)
         paths = write_report(report, out) if out is not None else []
         return SimulationResult(report, paths, verifications, results)
     finally:
+        if linting is not None:
+            linting.close()
         if cleanup is not None:
             cleanup.cleanup()
 
 
 def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify: bool, console: Console,
-         show_progress: bool) -> list[StreamResult]:
+         show_progress: bool) -> tuple[list[StreamResult], float]:
+    """Every stream's result, and the seconds the master took to serve them all."""
     from dumpfilter.master.grpc_server import create_server
 
     if relay_root.exists():
@@ -116,7 +133,8 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
         raise TopologyError(f"{topology.path}: master.policy: {policy_path} is not a file")
     total = prepared.total_bytes
     offsets = prepared.offsets()
-    master, port = create_server(prepared.directory, "127.0.0.1:0", policy=policy_path)
+    # lint_bytes=0: the master's Register-time lint would lint every rule set a second time
+    master, port = create_server(prepared.directory, "127.0.0.1:0", policy=policy_path, lint_bytes=0)
     address = f"127.0.0.1:{port}"
     try:
         with Progress(TextColumn("{task.description:<28}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
@@ -139,9 +157,11 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
                 else:
                     progress.update(tasks[plan], completed=covered)
 
-            console.print(f"[dim]master on {address}; {len(plans)} slave streams over gRPC[/]") \
-                if show_progress else None
-            results = run_streams(address, plans, on_progress=on_progress, first_file=next(iter(offsets), ""))
+            log.info(f"master on {address}; {len(plans)} slave streams over gRPC")
+            started = time.perf_counter()
+            results = run_streams(address, plans, on_progress=on_progress, first_file=next(iter(offsets), ""),
+                                  binlog_bytes=total)
+            served = time.perf_counter() - started
             for plan, task in tasks.items():
                 progress.update(task, completed=total)
             if variant_task is not None:
@@ -149,13 +169,13 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
         if any(spec.kind == "mariadb" for spec in topology.slaves):
             from dumpfilter.lab.simulate.real_replicas import run_real_replicas
 
-            real = run_real_replicas(master, list(topology.slaves), log=lambda m: console.print(f"[dim]{m}[/]"))
+            real = run_real_replicas(master, list(topology.slaves), log=log.info)
             for result in results:
                 if result.plan.role == MAIN and result.plan.spec is not None:
                     result.real_replica = real.get(result.plan.spec.name)
     finally:
         master.stop(grace=1.0)
-    return results
+    return results, served
 
 
 def _verify(topology: Topology, results: list[StreamResult]) -> list[SlaveVerification]:
@@ -165,25 +185,27 @@ def _verify(topology: Topology, results: list[StreamResult]) -> list[SlaveVerifi
         from dumpfilter.master.policy import MasterPolicy
 
         policy = MasterPolicy.load(topology.source.policy)
-    out = []
+    checks = []
     for spec in topology.slaves:
         mine = [r for r in results if r.plan.spec is spec]
         received = {r.plan.skip_policy: r.plan.relay_dir for r in mine}
-        dropped = {r.plan.skip_policy: r.counters.get("slave_check_dropped", 0) for r in mine}
+        dropped = {r.plan.skip_policy: r.counters.get("check_disagreements", 0) for r in mine}
         gate = policy.gate_for(spec.user, spec.password, spec.server_id) if policy is not None else None
-        out.append(verify_slave(full.plan.relay_dir, spec, received, dropped, gate))
-    return out
+        checks.append((spec, received, dropped, gate))
+    return verify_slaves(full.plan.relay_dir, checks)  # one pass over the full stream for every slave
 
 
 def build_report(topology: Topology, prepared: PreparedSource, results: list[StreamResult],
-                 verifications: list[SlaveVerification]) -> dict:
+                 verifications: list[SlaveVerification], lints: dict[tuple, dict] | None = None,
+                 served_seconds: float = 0.0) -> dict:
+    """`lints`: `dumpfilter lint`'s prediction per (rules, settings, replica_schema) (lint_process)."""
     everything = next((r for r in results if r.plan.role == EVERYTHING), None)
     checks = {v.slave: v for v in verifications}
     offsets = prepared.offsets()
     rows = []
     for spec in topology.slaves:
         # `dumpfilter lint`'s prediction for this slave: where a replica with its rules would stop.
-        breaks = lint_files(prepared.files, spec.rules, spec.settings)
+        lint = (lints or {}).get((spec.rules, spec.settings, spec.replica_schema))
         main = next(r for r in results if r.plan.spec is spec and r.plan.role == MAIN)
         c, s = main.counters, main.stats
         if everything is not None:
@@ -211,18 +233,26 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
             "transactions_skipped": s.get("transactions_skipped", 0),
             "transactions_emptied": s.get("empty_transactions", 0),
             "wall_seconds": round(main.wall_seconds, 4),
-            "throughput_mb_s": round(s.get("bytes_read", 0) / 1e6 / main.wall_seconds, 3) if main.wall_seconds else 0.0,
+            # the binlog MB this stream was served per second, while the master served others too
+            "stream_mb_s": round(s.get("bytes_read", 0) / 1e6 / main.wall_seconds, 3) if main.wall_seconds else 0.0,
             "policies": {r.plan.skip_policy: r.counters["bytes_received"]
                          for r in results if r.plan.spec is spec},
             # per skip policy: the master's events kept for the slave, and what the policy adds
             "policy_bytes": {r.plan.skip_policy: _kept_and_overhead(r) for r in results if r.plan.spec is spec},
             "timeline": _timeline(main, offsets),
             "verified": None if check is None else check.ok,
-            "lint": {"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None},
-            # kind = "mariadb": how a real MariaDB replica on the master's MySQL endpoint ended
+            "lint": lint,
+            # kind = "mariadb": how a real MariaDB replica on the master's MySQL endpoint ended, and
+            # whether that is what lint predicted and what the slave's own stream was sent
             "real_replica": main.real_replica,
         })
+        rows[-1]["real_replica_verdict"] = replica_verdict(rows[-1])
+    streamed = sum(r.stats.get("bytes_read", 0) for r in results)
     return {
+        # the master's total: binlog bytes read for every stream over the time it served them all
+        "master": {"streams": len(results), "seconds": round(served_seconds, 3), "binlog_bytes_served": streamed,
+                   "mb_s": round(streamed / 1e6 / served_seconds, 2) if served_seconds else None,
+                   "streams_at_once": min(len(results), WORKERS)},
         "source": {"description": prepared.description, "directory": str(prepared.directory),
                    "files": [p.name for p in prepared.files], "bytes": prepared.total_bytes},
         "experiment": {"master_vs_slave": everything is not None, "streams": len(results),

@@ -263,6 +263,10 @@ class _Slot:
     target: MariaDBServer | None = None
     real: MariaDBServer | None = None  # kind = "mariadb": the replica of the master's MySQL endpoint
     notes: list[str] = field(default_factory=list)
+    # The slave's replica_schema (topology): loaded on its servers instead of the seed, and lint's
+    # replica side starts from it (the master's side from the seed).
+    replica_seed: list[Statement] | None = None
+    replica_model: SchemaModel | None = None
 
 
 class Verification:
@@ -309,8 +313,16 @@ class Verification:
                 notes.append(f"flavor {settings.flavor} in the topology; verified as mariadb (the reference "
                              f"is a MariaDB replica)")
                 settings = dataclasses.replace(settings, flavor="mariadb")
-            slots.append(_Slot(spec, self.master_rules.get(spec.name, spec.rules), settings,
-                               no_reference_reason(spec), notes=notes))
+            slot = _Slot(spec, self.master_rules.get(spec.name, spec.rules), settings, no_reference_reason(spec),
+                         notes=notes)
+            if spec.replica_schema is not None:
+                if spec.replica_schema.startswith("mysql://"):
+                    raise VerifyError(f"slave {spec.name!r}: verify loads replica_schema on the slave's servers: "
+                                      "give a DDL file, not a server URL")
+                text = Path(spec.replica_schema).read_text(encoding="utf-8")
+                slot.replica_seed = split_statements(text)
+                slot.replica_model = SchemaModel.from_sql(text, f"replica_schema {spec.replica_schema}")
+            slots.append(slot)
         return slots
 
     def _start_all(self, slots: list[_Slot]) -> MariaDBServer:
@@ -383,11 +395,15 @@ class Verification:
         kept: list[str] = []
         try:
             primary = self._start_all(slots)
-            if self.seed:
-                self.progress(f"loading the seed ({len(self.seed)} statements) everywhere, not replicated")
+            own = {id(server): slot.replica_seed for slot in slots if slot.replica_seed is not None
+                   for server in (slot.replica, slot.target, slot.real) if server is not None}
+            scripts = [(server, own.get(id(server), self.seed)) for server in self.servers]
+            if any(script for _, script in scripts):
+                self.progress(f"loading the seed ({len(self.seed)} statements) everywhere, not replicated"
+                              + (" (a slave's replica_schema on its servers)" if own else ""))
                 with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-                    for future in [pool.submit(_run_script, server, self.seed, log_bin=False, what="seed")
-                                   for server in self.servers]:
+                    for future in [pool.submit(_run_script, server, script, log_bin=False, what="seed")
+                                   for server, script in scripts if script]:
                         future.result()
             for slot in slots:
                 if slot.replica is not None:
@@ -428,7 +444,8 @@ class Verification:
         break as an Outcome (to set beside the reference replica's), and every break as JSON."""
         from dumpfilter.binlogs.lint import lint_files
 
-        breaks = lint_files(primary.binlog_files(), slot.spec.rules, slot.settings, self.schema)
+        breaks = lint_files(primary.binlog_files(), slot.spec.rules, slot.settings, self.schema,
+                            replica_schema=slot.replica_model)
         if not breaks:
             return Outcome(True), []
         first = breaks[0]
@@ -441,7 +458,8 @@ class Verification:
         config = SlaveConfig(master=address, server_id=spec.server_id, relay_dir=relay_dir, rules=slot.master_rules,
                              settings=slot.settings, channel=spec.channel, skip_policy=spec.skip_policy,
                              until_caught_up=True, apply_url=f"mysql://root@127.0.0.1:{slot.target.port}",
-                             connect_retry=0, schema=self.schema)
+                             connect_retry=0, schema=self.schema, on_disagreement="warn",
+                             replica_schema=slot.replica_model)
         slave = Slave(config)
         try:
             slave.run()
@@ -523,10 +541,10 @@ class Verification:
         if master_slave is not None:
             result.master_stats = {k: v for k, v in dataclasses.asdict(master_slave.stats).items()
                                    if isinstance(v, int | float)}
-        dropped = slave.counters.slave_check_dropped
+        dropped = slave.counters.check_disagreements
         if dropped:
-            # The slave's own copy of the rules dropped events the master sent: master-side filtering
-            # kept something the same rules reject (the data may still match, masked by the slave).
+            # The slave's own copy of the rules drops events the master sent (relayed all the same:
+            # --on-disagreement warn): master-side filtering kept something the same rules reject.
             result.differences.append(f"the master sent {dropped} event(s) that the slave's own rules drop")
         if slot.reason is not None:
             result.reason = slot.reason

@@ -2,10 +2,13 @@
 names and byte offsets (each event written where the primary wrote it, so positions mean the same
 on both sides and nothing is re-serialised), a `.index` naming the files, a new file at each
 Rotate. It remembers the end of the last complete transaction: after a disconnect the partial
-group behind it is cut off and the stream resumes there, so nothing is lost or written twice."""
+group behind it is cut off and the stream resumes there, so nothing is lost or written twice. A
+write that fails (a full disk, a file size limit) cuts the series back there too, and ends it:
+readers never see a torn event, and the master serves what is there."""
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
+from dumpfilter.binlogs.files import read_index
 
 MAGIC = b"\xfebin"
 
@@ -48,7 +52,7 @@ class BinlogMirror:
         indexes = sorted(self.dir.glob("*.index"))
         if not indexes:
             return []
-        return [Path(line.strip()).name for line in indexes[0].read_text().splitlines() if line.strip()]
+        return [p.name for p in read_index(indexes[0])]
 
     def _resume_from_disk(self) -> None:
         """A series left by an earlier run: continue after its last complete unit."""
@@ -94,22 +98,57 @@ class BinlogMirror:
         if pos > 4:
             with open(path, "r+b") as f:
                 f.truncate(pos)
-            self._out = open(path, "ab")
+            self._out = open(path, "ab", buffering=0)  # unbuffered: a failed write is cut back at once
             self._fmt = _file_fmt(path)
         self.safe = (file, self.offset)
 
     def _open_new(self) -> None:
         path = self.dir / self.file
-        self._out = open(path, "wb")
-        self._out.write(MAGIC)
+        try:
+            self._out = open(path, "wb", buffering=0)
+        except OSError as exc:
+            raise self._cannot_write(exc, path) from None
+        self._write(MAGIC)
         self._add_to_index(self.file)
 
     def _add_to_index(self, file: str) -> None:
         index = self.index_path()
         names = self.files()
         if file not in names:
-            with open(index, "a") as f:
-                f.write(f"./{file}\n")
+            size = index.stat().st_size if index.exists() else 0
+            try:
+                with open(index, "a") as f:
+                    f.write(f"./{file}\n")
+            except OSError as exc:
+                try:
+                    os.truncate(index, size)  # no torn line in the index either
+                except OSError:
+                    pass
+                raise self._cannot_write(exc, index) from None
+
+    def _write(self, data: bytes) -> None:
+        """All of `data` at the end of the current file, or (a write failed) a MirrorError once
+        the file is cut back to the end of its last whole unit."""
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[self._out.write(view):]
+        except OSError as exc:
+            raise self._cannot_write(exc, self.dir / self.file) from None
+
+    def _cannot_write(self, exc: OSError, path: Path) -> MirrorError:
+        """Cuts the series back to its last whole unit (a shorter file is left as it is) and says
+        where it ends. Resuming once there is space again is left to a restart."""
+        self.close()
+        file, end = self.safe if self.safe is not None else (self.file, 4)
+        try:
+            if (self.dir / file).stat().st_size > end:
+                os.truncate(self.dir / file, end)
+        except OSError:
+            pass
+        return MirrorError(f"cannot write {path}: {exc.strerror or exc} (a full disk or a file size limit); the series "
+                           f"ends at {file}:{end}, its last whole transaction, and is served as it is; nothing more "
+                           "is taken from the primary until the master is restarted")
 
     def event(self, raw: bytes) -> None:
         """One event as the primary's dump thread sent it."""
@@ -140,16 +179,14 @@ class BinlogMirror:
         if log_pos and log_pos != self.offset + size:
             raise MirrorError(f"{self.file}: an event ending at {log_pos} arrived at offset {self.offset} "
                               f"(size {size}): the primary's stream has a hole")
-        self._out.write(raw)
+        self._write(raw)
         event = Event(raw, self.offset, self._fmt)
         self.offset += size
         self.events_written += 1
         self._grouper.push(event)
-        if self._grouper.current is None:
-            self._out.flush()  # whole units only reach the readers
+        if self._grouper.current is None:  # (readers take whole units: a unit's first events wait for the rest)
             self.safe = (self.file, self.offset)
         if kind == EventType.ROTATE:
-            self._out.flush()
             name = raw[27:size - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace")
             self.begin(name, 4)
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from dumpfilter.codec import EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
-from dumpfilter.codec.encode import build_event, query_body
+from dumpfilter.codec.encode import build_event
 from dumpfilter.master.mysql_protocol.packets import ProtocolError, Reader
+from dumpfilter.master.mysql_protocol.positions import replica_placeholder
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -129,17 +130,13 @@ def fake_rotate(file: str, pos: int, *, fmt, server_id: int) -> bytes:
                        flags=LOG_EVENT_ARTIFICIAL_F).raw
 
 
-_QUERY_TYPES = (EventType.QUERY, EventType.QUERY_COMPRESSED)
-PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
-
-
 def event_payloads(events: bytes, *, annotate: bool, fmt=None, server_id: int = 0,
                    end: int | None = None) -> Iterable[bytes]:
     """Each event of a batch as a packet payload: a 0x00 byte, then the event, in the form a real
     replica can take:
     - Annotate_rows only to replicas that asked for them (MariaDB's dump thread drops them
       otherwise; a replica that understands GTIDs tolerates the hole);
-    - a placeholder standing for a Query becomes a comment-only Query (query_placeholder);
+    - a placeholder is never larger than the event it stands for (replica_placeholder);
     - the COMMIT the empty-transaction policy makes for a skipped transaction carries the end of
       that transaction (dated_commit). `end` is the batch's end offset, for a COMMIT that ends it."""
     spans = list(_spans(events))
@@ -150,9 +147,10 @@ def event_payloads(events: bytes, *, annotate: bool, fmt=None, server_id: int = 
         if kind in (EventType.MARIADB_GTID, EventType.GTID, EventType.ANONYMOUS_GTID):
             gtid_pos = log_pos
         elif kind == EventType.RAND and events[at + 5:at + 9] == b"\0\0\0\0" \
-                and events[at + 18] & (LOG_EVENT_SKIP_REPLICATION_F >> 8) \
-                and int.from_bytes(events[at + 27:at + 35], "little") in _QUERY_TYPES:
-            yield b"\x00" + query_placeholder(events[at:at + size], fmt=fmt, server_id=server_id)
+                and events[at + 18] & (LOG_EVENT_SKIP_REPLICATION_F >> 8):
+            dummy = replica_placeholder(events[at:at + size], fmt=fmt, server_id=server_id)
+            if dummy is not None:
+                yield b"\x00" + dummy
             continue
         elif kind == EventType.QUERY and log_pos and log_pos == gtid_pos \
                 and _query_text(events[at:at + size], fmt) == b"COMMIT":
@@ -203,15 +201,3 @@ def dated_commit(raw: bytes, end: int | None, fmt) -> bytes:
     crc = 4 if fmt is not None and fmt.checksum_len else 0
     body = raw[:13] + struct.pack("<I", end) + raw[17:len(raw) - crc]
     return body + struct.pack("<I", zlib.crc32(body)) if crc else body
-
-
-def query_placeholder(rand: bytes, *, fmt, server_id: int) -> bytes:
-    """The placeholder skip policy stands a RAND event (seeds: the original size and type) in for
-    each skipped event. A real replica cannot take that for a Query: a standalone GTID group (DDL)
-    ends at its Query, so MariaDB reports "Incomplete event group" / "Unexpected break of being
-    relay-logged GTID" when the Query is a RAND. It gets what MariaDB's own dump thread sends in
-    place of an event a replica must not apply (Query_log_event::dummy_event): a Query holding
-    only a comment, with the original log_pos, so positions stay the source's."""
-    log_pos = int.from_bytes(rand[13:17], "little")
-    return build_event(EventType.QUERY, query_body(PLACEHOLDER_SQL), fmt=fmt, server_id=server_id,
-                       timestamp=int.from_bytes(rand[0:4], "little"), log_pos=log_pos).raw

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 MAX_PAYLOAD = 0xFFFFFF  # a packet of exactly this length says "more of the payload follows"
-# A replica's commands are small (the largest is COM_BINLOG_DUMP_GTID with its GTID set); a
-# client announcing more than this is refused instead of being read into memory.
-MAX_COMMAND_BYTES = 4 << 20
+# A replica's commands are small (the largest is COM_BINLOG_DUMP_GTID with its GTID set: 16 bytes
+# an interval, so 1 MiB holds 65 000 of them); a client announcing more than this is refused
+# before it is read into memory. The endpoint's max_allowed_packet (--mysql-max-packet).
+MAX_COMMAND_BYTES = 1 << 20
 
 # capability flags (the subset this server announces or reads)
 CLIENT_LONG_PASSWORD = 0x00000001
@@ -46,8 +48,18 @@ class ProtocolError(Exception):
     """A client sent something that is not the protocol (a broken header, a truncated field)."""
 
 
+class PacketTooLarge(ProtocolError):
+    """A command longer than max_allowed_packet (MySQL's ER_NET_PACKET_TOO_LARGE): the rest of it
+    is never read, so the connection cannot go on."""
+
+
 class ConnectionClosed(Exception):
     """The peer closed the connection (or it broke) while a packet was being read or written."""
+
+
+class ReadTimeout(ConnectionClosed):
+    """A read did not complete before its deadline (connect_timeout during the handshake,
+    wait_timeout between commands)."""
 
 
 # -- value encodings -------------------------------------------------------------------------
@@ -169,31 +181,49 @@ class PacketStream:
         self.seq = 0
         self.bytes_sent = 0
 
-    def _recv_exact(self, n: int) -> bytes:
+    def _recv_exact(self, n: int, deadline: float | None) -> bytes:
+        """`n` bytes. `deadline` (time.monotonic()) bounds the whole read, however the client
+        trickles its bytes: a per-recv timeout alone lets one byte every few seconds hold the
+        socket for ever."""
         chunks, need = [], n
-        while need:
-            try:
-                chunk = self.sock.recv(min(need, 1 << 20))
-            except OSError as exc:
-                raise ConnectionClosed(str(exc)) from None
-            if not chunk:
-                raise ConnectionClosed("the client closed the connection")
-            chunks.append(chunk)
-            need -= len(chunk)
+        timeout = self.sock.gettimeout()
+        try:
+            while need:
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ReadTimeout("no complete packet before the deadline")
+                    self.sock.settimeout(left)
+                try:
+                    chunk = self.sock.recv(min(need, 1 << 20))
+                except TimeoutError:
+                    if deadline is None:
+                        raise ConnectionClosed("timed out") from None
+                    continue  # the loop's check raises ReadTimeout once the deadline is past
+                except OSError as exc:
+                    raise ConnectionClosed(str(exc)) from None
+                if not chunk:
+                    raise ConnectionClosed("the client closed the connection")
+                chunks.append(chunk)
+                need -= len(chunk)
+        finally:
+            if deadline is not None:
+                self.sock.settimeout(timeout)
         return b"".join(chunks)
 
-    def read(self, limit: int = MAX_COMMAND_BYTES) -> bytes:
-        """One payload (joined across 16 MB packets). A client sequence id out of order is not
+    def read(self, limit: int = MAX_COMMAND_BYTES, deadline: float | None = None) -> bytes:
+        """One payload (joined across 16 MB packets), complete before `deadline` (a
+        time.monotonic() value; ReadTimeout after it). A client sequence id out of order is not
         checked: a real server only warns ("Got packets out of order") and so do we not care."""
         parts, total = [], 0
         while True:
-            header = self._recv_exact(4)
+            header = self._recv_exact(4, deadline)
             length = header[0] | header[1] << 8 | header[2] << 16
             self.seq = (header[3] + 1) & 0xFF
             total += length
             if total > limit:
-                raise ProtocolError(f"a packet of more than {limit} bytes (a replica's commands are small)")
-            parts.append(self._recv_exact(length) if length else b"")
+                raise PacketTooLarge(f"a packet of more than {limit} bytes (a replica's commands are small)")
+            parts.append(self._recv_exact(length, deadline) if length else b"")
             if length < MAX_PAYLOAD:
                 return b"".join(parts)
 

@@ -14,6 +14,7 @@ import select
 import socket
 import socketserver
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -27,9 +28,11 @@ from dumpfilter.errors import (
     ShuttingDownError,
     StreamReplacedError,
 )
-from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
+from dumpfilter.skip_policy import HEARTBEAT
 from dumpfilter.master.grpc_server import parse_listen
+from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused, shown_user
 from dumpfilter.master.mysql_protocol.dump import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -51,10 +54,13 @@ from dumpfilter.master.mysql_protocol.handshake import (
     new_scramble,
     parse_handshake_response,
 )
+from dumpfilter.master.mysql_protocol.positions import ReplicaCount
 from dumpfilter.master.mysql_protocol.packets import (
     ConnectionClosed,
     PacketStream,
+    PacketTooLarge,
     ProtocolError,
+    ReadTimeout,
     eof_packet,
     err_packet,
     ok_packet,
@@ -62,6 +68,7 @@ from dumpfilter.master.mysql_protocol.packets import (
 from dumpfilter.master.mysql_protocol.queries import QueryError, ServerFacts, Session
 from dumpfilter.master.mysql_protocol.replicas import ReplicaMap
 from dumpfilter.master.policy import Identity
+from dumpfilter.master.rate_limited_log import ProblemLog
 from dumpfilter.master.service import DumpService
 
 log = logging.getLogger("dumpfilter.master.mysql")
@@ -73,8 +80,12 @@ ER_ACCESS_DENIED_ERROR = 1045
 ER_UNKNOWN_COM_ERROR = 1047
 ER_SERVER_SHUTDOWN = 1053
 ER_UNKNOWN_ERROR = 1105
+ER_NET_PACKET_TOO_LARGE = 1153
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_MALFORMED_PACKET = 1835
+ER_CLIENT_INTERACTION_TIMEOUT = 4031  # MySQL 8.0.24+: sent before closing a session idle past wait_timeout
+HANDSHAKE_BYTES = 64 << 10            # a handshake response is a few hundred bytes
+LINGER_SECONDS, LINGER_BYTES = 2.0, 64 << 20  # what a closing connection still reads (see _linger)
 DEFAULT_VERSION = "10.11.0-MariaDB-dumpfilter-log"
 SEND_TIMEOUT = 60.0        # a replica that takes nothing for this long is disconnected
 NO_HEARTBEAT = 3600.0      # the replica asked for no heartbeats: one an hour keeps the stream honest
@@ -88,12 +99,15 @@ class MysqlEndpoint:
     """A running MySQL-protocol endpoint over a DumpService."""
 
     def __init__(self, service: DumpService, listen: str = "127.0.0.1:0", *, replicas: ReplicaMap | None = None,
-                 send_timeout: float = SEND_TIMEOUT, max_connections: int = 256):
+                 send_timeout: float = SEND_TIMEOUT, limits: EndpointLimits | None = None):
         host, port = parse_listen(listen)
         self.service = service
         self.replicas = replicas or ReplicaMap({}, {})
         self.send_timeout = send_timeout
-        self.max_connections = max_connections
+        self.limits = limits or EndpointLimits()
+        self.admission = Admission(self.limits)
+        self.problems = ProblemLog(log, "refused or broken connections")
+        self.failed_logins = ProblemLog(log, "failed logins")
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.connections: set[_Connection] = set()
@@ -107,6 +121,7 @@ class MysqlEndpoint:
         class Server(socketserver.ThreadingTCPServer):
             allow_reuse_address = True   # a restarted master gets its port back at once
             daemon_threads = True
+            request_queue_size = 128     # the listen backlog: replicas reconnect all at once after a restart
             address_family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
 
         try:
@@ -130,7 +145,7 @@ class MysqlEndpoint:
     def facts(self) -> ServerFacts:
         fmt, fde = None, None
         try:
-            paths = binlog_paths(self.service.binlog_dir)
+            paths = served_paths(self.service.binlog_dir)
             if paths:
                 with open_binlog(paths[-1]) as f:
                     fde, fmt = read_format_description(f, str(paths[-1]))
@@ -139,10 +154,13 @@ class MysqlEndpoint:
         server_id = fde.server_id if fde is not None else 1
         version = fmt.server_version if fmt is not None else DEFAULT_VERSION
         mysql = fmt is not None and fmt.flavor == "mysql"
+        limits = self.limits
         return ServerFacts(
             server_id=server_id, server_uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, f"dumpfilter-master-{server_id}")),
             version=version, checksum="CRC32" if fmt is None or fmt.checksum_alg == CHECKSUM_CRC32 else "NONE",
-            gtid_mode="ON" if mysql and fmt.version >= (5, 6, 0) else "OFF")
+            gtid_mode="ON" if mysql and fmt.version >= (5, 6, 0) else "OFF",
+            extra={"max_allowed_packet": limits.max_packet, "wait_timeout": round(limits.wait_timeout),
+                   "connect_timeout": round(limits.connect_timeout), "max_connections": limits.max_connections})
 
 
 class _Connection:
@@ -150,6 +168,7 @@ class _Connection:
         self.endpoint, self.sock = endpoint, sock
         self.service = endpoint.service
         self.peer = f"{address[0]}:{address[1]}"
+        self.host = str(address[0])
         self.id = next(endpoint._ids)
         self.stream = PacketStream(sock)
         self.identity: Identity | None = None
@@ -169,16 +188,40 @@ class _Connection:
     def run(self) -> None:
         endpoint = self.endpoint
         with endpoint._lock:
-            full = len(endpoint.connections) >= endpoint.max_connections
             endpoint.connections.add(self)
         try:
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.sock.settimeout(endpoint.send_timeout)
-            if full:
-                self._error(ER_CON_COUNT_ERROR, "Too many connections", "08004")
+            try:
+                evicted = endpoint.admission.enter_handshake(self.host, self.close)
+            except Refused as exc:
+                endpoint.problems.warning("mysql connection from %s refused: %s", self.peer, exc)
+                self._error(ER_CON_COUNT_ERROR, str(exc), "08004")
                 return
-            if self._connect():
+            if evicted is not None:
+                endpoint.problems.warning("mysql connection from %s: %d sockets were in the handshake "
+                                          "(--mysql-max-handshakes): the oldest from %s was closed to make room",
+                                          self.peer, endpoint.limits.max_handshakes, evicted)
+            try:
+                authenticated = self._connect()
+            finally:
+                endpoint.admission.leave_handshake(self.host, self.close)
+            if not authenticated:
+                return
+            try:
+                endpoint.admission.enter_session()
+            except Refused as exc:
+                endpoint.problems.warning("mysql connection %s from %s (user %s) refused: %s: %d sessions are "
+                                          "open (--mysql-max-connections)", self.id, self.peer, shown_user(self.user),
+                                          exc, endpoint.limits.max_connections)
+                self._error(ER_CON_COUNT_ERROR, str(exc), "08004")
+                return
+            try:
+                self.stream.write(ok_packet())
+                log.info("mysql connection %s from %s: user %r authenticated", self.id, self.peer, self.user)
                 self._commands()
+            finally:
+                endpoint.admission.leave_session()
         except ConnectionClosed:
             pass
         except Exception as exc:  # a bug: one line for the operator, an error for the client
@@ -194,59 +237,74 @@ class _Connection:
 
     def _error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
         self.endpoint.errors_sent += 1
-        log.info("mysql connection %s from %s (user %r): error %s: %s", self.id, self.peer, self.user, code, message)
+        log.info("mysql connection %s from %s (user %s): error %s: %s", self.id, self.peer, shown_user(self.user), code,
+                 message if len(message) <= 500 else message[:500] + "...")
         self.stream.write(err_packet(code, message, sqlstate))
 
-    def _try_error(self, code: int, message: str) -> None:
+    def _try_error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
         try:
-            self._error(code, message)
+            self._error(code, message, sqlstate)
         except ConnectionClosed:
             pass
 
     def _connect(self) -> bool:
-        """The handshake; True once the client is authenticated (an OK packet sent)."""
+        """The handshake, all of it within connect_timeout (MySQL's: a socket that has not
+        authenticated by then is closed, however slowly it trickles bytes); True once the client
+        is authenticated. A failed login is one WARNING line (user, address, reason; never what
+        the client sent as a password)."""
+        endpoint = self.endpoint
+        deadline = time.monotonic() + endpoint.limits.connect_timeout
         scramble = new_scramble()
-        facts = self.endpoint.facts()
+        facts = endpoint.facts()
         self.session = Session(facts)
         self.stream.seq = 0
         self.stream.write(initial_handshake(facts.version, self.id, scramble))
+        limit = min(HANDSHAKE_BYTES, endpoint.limits.max_packet)
         try:
-            response = parse_handshake_response(self.stream.read(limit=64 << 10))
+            response = parse_handshake_response(self.stream.read(limit=limit, deadline=deadline))
             self.user = response.user
             auth = response.auth_response
             if response.plugin != NATIVE_PASSWORD:
                 # MySQL 8's caching_sha2_password first: switch to mysql_native_password.
                 self.stream.write(auth_switch_request(scramble))
-                auth = self.stream.read(limit=1024)
+                auth = self.stream.read(limit=1024, deadline=deadline)
+        except ReadTimeout:
+            if not self.closed:  # not made room for a newcomer (admission)
+                endpoint.problems.warning("mysql connection %s from %s: no handshake within connect_timeout (%gs): "
+                                          "closed", self.id, self.peer, endpoint.limits.connect_timeout)
+                self._try_error(ER_HANDSHAKE_ERROR, "Bad handshake: not completed within connect_timeout", "08S01")
+            return False
         except ProtocolError as exc:
+            endpoint.problems.warning("mysql connection %s from %s: bad handshake: %s", self.id, self.peer, exc)
             self._error(ER_HANDSHAKE_ERROR, f"Bad handshake: {exc}", "08S01")
             return False
-        identity = self._authenticate(response.user, scramble, auth)
+        identity, reason = self._authenticate(response.user, scramble, auth)
         if identity is None:
-            self._error(ER_ACCESS_DENIED_ERROR, f"Access denied for user '{response.user[:64]}'@'{self.peer.rpartition(':')[0]}' "
+            endpoint.failed_logins.warning("mysql login failed: user %s from %s: %s", shown_user(response.user), self.peer,
+                                      reason)
+            self._error(ER_ACCESS_DENIED_ERROR, f"Access denied for user '{response.user[:64]}'@'{self.host}' "
                         f"(using password: {'YES' if auth else 'NO'})", "28000")
             return False
         self.identity = identity
-        self.stream.write(ok_packet())
-        log.info("mysql connection %s from %s: user %r authenticated", self.id, self.peer, self.user)
         return True
 
-    def _authenticate(self, user: str, scramble: bytes, response: bytes) -> Identity | None:
-        """The policy identity for `user` if the scramble proves its password. Without a policy
-        file the master is open, as its gRPC side is: every user is accepted."""
+    def _authenticate(self, user: str, scramble: bytes, response: bytes) -> tuple[Identity | None, str]:
+        """(the policy identity for `user` if the scramble proves its password, else None; why
+        not). Without a policy file the master is open, as its gRPC side is: every user is
+        accepted."""
         policy = self.service.policy
         if policy is None:
-            return self.service.authenticate(user, "")
+            return self.service.authenticate(user, ""), ""
         entry = policy.entries.get(user) if user else None
         if entry is None and policy.default is None:
-            return None
+            return None, "not in the master policy, which has no [default]"
         password = entry.password if entry is not None else None
         if password is not None and not native_password_matches(password, scramble, response):
-            return None
+            return None, "wrong password" if response else "no password given"
         try:
-            return self.service.authenticate(user, password or "")
-        except AccessDeniedError:
-            return None
+            return self.service.authenticate(user, password or ""), ""
+        except AccessDeniedError as exc:
+            return None, str(exc)
 
     def _commands(self) -> None:
         while not self.closed:
@@ -277,8 +335,28 @@ class _Connection:
                 self._error(ER_MALFORMED_PACKET, f"Malformed communication packet: {exc}", "HY000")
 
     def _read_command(self) -> bytes | None:
+        """The next command, or None when the session must end: idle past wait_timeout (a dump
+        never reads commands, so it is never idle), longer than max_allowed_packet (its unread
+        rest would be taken for commands), or not a command."""
+        limits = self.endpoint.limits
         try:
-            payload = self.stream.read()
+            payload = self.stream.read(limit=limits.max_packet, deadline=time.monotonic() + limits.wait_timeout)
+        except ReadTimeout:
+            log.info("mysql connection %s from %s (user %r): idle for wait_timeout (%gs): closed", self.id, self.peer,
+                     self.user, limits.wait_timeout)
+            self.stream.seq = 1  # as the reply to the client's next command: that is when it reads it
+            self._try_error(ER_CLIENT_INTERACTION_TIMEOUT, "The client was disconnected by the server because of "
+                            "inactivity (wait_timeout)")
+            self._linger()
+            return None
+        except PacketTooLarge:
+            self.endpoint.problems.warning("mysql connection %s from %s (user %s): a command of more than %d bytes "
+                                           "(--mysql-max-packet): closed", self.id, self.peer, shown_user(self.user),
+                                           limits.max_packet)
+            self._try_error(ER_NET_PACKET_TOO_LARGE, "Got a packet bigger than 'max_allowed_packet' bytes "
+                            f"({limits.max_packet})", "08S01")
+            self._linger()
+            return None
         except ProtocolError as exc:
             self._error(ER_MALFORMED_PACKET, f"Malformed communication packet: {exc}")
             return None
@@ -362,13 +440,16 @@ class _Connection:
         fmt = _fmt_of(self.service, file)
         rotate = fake_rotate(file, start[1] if start else 4, fmt=fmt, server_id=facts.server_id)
         frame, send = self.stream.frame, self.stream.send_raw
+        slave = self.service.slaves.get(request.server_id)
+        count = ReplicaCount(self.service.binlog_dir, slave.reg.skip_policy if slave else HEARTBEAT, file=file,
+                             pos=start[1] if start else 4, gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id)
         try:
             send(frame(b"\x00" + rotate))
             batch = first
             while True:
-                data = b"".join(frame(p) for p in event_payloads(batch.events, annotate=annotate, fmt=fmt,
-                                                                    server_id=facts.server_id,
-                                                                    end=batch.position[1] if batch.position else None))
+                data = b"".join(frame(p) for p in count.payloads(batch, event_payloads(
+                    batch.events, annotate=annotate, fmt=fmt, server_id=facts.server_id,
+                    end=batch.position[1] if batch.position else None)))
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:
@@ -394,12 +475,29 @@ class _Connection:
         if gtid_state is not None:
             if not gtid_state.strip():
                 return self.service.segments.first_file(), None
-            return start_file(binlog_paths(self.service.binlog_dir), GtidState.parse(gtid_state)).name, None
+            return start_file(served_paths(self.service.binlog_dir), GtidState.parse(gtid_state)).name, None
         if not request.file:
             return self.service.segments.first_file(), None  # an empty name: the first binlog
         if request.pos < 4:
             raise PositionError(f"position {request.pos} in '{request.file}' is before the first event (4)")
         return request.file, (request.file, request.pos)
+
+    def _linger(self) -> None:
+        """Before closing after a last ERR packet: stop sending, then take and drop what the
+        client still sends (the rest of an oversized command, its next command), for at most
+        LINGER_SECONDS and LINGER_BYTES. Closing a socket with unread bytes sends a TCP reset,
+        which can destroy the ERR in the client's buffers before it reads it."""
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+            deadline, taken = time.monotonic() + LINGER_SECONDS, 0
+            while taken < LINGER_BYTES and (left := deadline - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(1 << 16)
+                if not chunk:
+                    return
+                taken += len(chunk)
+        except OSError:
+            pass
 
     def _active(self) -> bool:
         """False once the replica closed its side (a dumping replica sends nothing)."""

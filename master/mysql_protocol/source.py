@@ -15,12 +15,13 @@ import logging
 import struct
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 import pymysql
 
 from dumpfilter.errors import DumpFilterError, RuleError
+from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
 from dumpfilter.master.mysql_protocol.dump import BINLOG_SEND_ANNOTATE_ROWS_EVENT, COM_BINLOG_DUMP, COM_REGISTER_SLAVE
@@ -34,7 +35,7 @@ BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)
 @dataclass(frozen=True)
 class SourceURL:
     user: str
-    password: str
+    password: str = field(repr=False)  # never in a log line or a traceback's locals
     host: str
     port: int
 
@@ -86,7 +87,7 @@ class SourceReplicator:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not self.stop_event.is_set():
             files = self.mirror.files()
-            if files and (self.mirror.dir / files[0]).stat().st_size > 4:
+            if files and file_size(self.mirror.dir / files[0], 0) > 4:
                 return True
             if self.last_error and self.reconnects == 0 and not self.connected.is_set() and self._fatal:
                 return False

@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.charts import saved_percent
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
@@ -61,7 +62,7 @@ class SlaveCounts:
     def as_row(self) -> dict:
         row = {f.name: getattr(self, f.name) for f in fields(self)}
         row["saving_bytes"] = self.bytes_all - self.bytes_sent
-        row["saving_pct"] = round(100.0 * row["saving_bytes"] / self.bytes_all, 2) if self.bytes_all else 0.0
+        row["saving_pct"] = saved_percent(self.bytes_all, self.bytes_sent) or 0.0  # as the chart labels it
         return row
 
 

@@ -6,9 +6,10 @@ bytes with coverage feedback, starting from corpora of real fixture binlogs and 
 
     python tests/fuzz/atheris_targets.py TARGET [libFuzzer flags...]   (TARGET: binlog, rules, rpc)
 
-tests/fuzz/test_atheris.py runs each target for ATHERIS_RUNS inputs (-runs) with a per-input
-time bound (-timeout). The one rule: nothing but the project's own errors (DumpFilterError) may
-escape, and no input may hang; libFuzzer reports anything else as a crash and exits non-zero."""
+tests/fuzz/test_atheris.py runs each target for ATHERIS_RUNS inputs (-runs), each input under
+FUZZ_CPU_BOUND seconds of its thread's CPU time (a hang: libFuzzer's -timeout). The one rule:
+nothing but the project's own errors (DumpFilterError) may escape, and no input may take long;
+libFuzzer reports anything else as a crash and exits non-zero."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import io
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import atheris
@@ -177,6 +179,19 @@ def rpc_corpus(directory: Path) -> None:
 
 
 TARGETS = {"binlog": (binlog, binlog_corpus), "rules": (rules, rules_corpus), "rpc": (rpc, rpc_corpus)}
+CPU_BOUND = float(os.environ.get("FUZZ_CPU_BOUND", "5.0"))
+
+
+def cpu_bounded(target):
+    """The target, failing an input that uses more than CPU_BOUND seconds of this thread's CPU
+    time (wall-clock time is the machine's load as much as the input's)."""
+    def run(data: bytes) -> None:
+        started = time.thread_time()
+        target(data)
+        used = time.thread_time() - started
+        if used >= CPU_BOUND:
+            raise AssertionError(f"one input used {used:.2f} s of CPU (bound {CPU_BOUND} s)")
+    return run
 
 
 def main(argv: list[str]) -> None:
@@ -187,7 +202,7 @@ def main(argv: list[str]) -> None:
     corpus.mkdir(parents=True, exist_ok=True)
     if not any(corpus.iterdir()):
         make_corpus(corpus)
-    atheris.Setup([argv[0], *argv[2:], str(corpus)], target)
+    atheris.Setup([argv[0], *argv[2:], str(corpus)], cpu_bounded(target))
     atheris.Fuzz()
 
 

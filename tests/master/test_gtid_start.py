@@ -110,9 +110,9 @@ def test_purged_files_holding_missing_gtids_are_out_of_range(series, tmp_path):
 
 
 def test_mysql_gtid_set_text_is_parsed_as_intervals():
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU time: a loaded machine does not stretch it
     big = MysqlGtidSet.parse(f"{UUID.upper()}:1-1000000000:1000000005, {UUID[:-1]}0:7\n")
-    assert time.perf_counter() - started < 5  # a billion gnos are never expanded one by one
+    assert time.thread_time() - started < 5  # a billion gnos are never expanded one by one (minutes)
     assert big.intervals[(UUID, "")] == [[1, 1000000001], [1000000005, 1000000006]]
     assert (UUID, "", 999_999_999) in big and (UUID, "", 1000000002) not in big
     tagged = MysqlGtidSet.parse(f"{UUID}:1-5:Tag_a:1-3:7")

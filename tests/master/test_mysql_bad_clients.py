@@ -16,7 +16,7 @@ from dumpfilter.master.grpc_server import create_server
 from dumpfilter.master.mysql_protocol import MysqlEndpoint
 from dumpfilter.master.mysql_protocol.packets import PacketStream
 
-from tests.support.mysql_replicas import point_at, wait_applied
+from tests.support.mysql_replicas import point_at, wait_applied, wait_io_error
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(240)]
 
@@ -143,8 +143,11 @@ def test_purged_position_stops_the_real_replica_with_1236(mariadb_factory):
     endpoint = MysqlEndpoint(master.service, "127.0.0.1:0")
     try:
         point_at(replica, endpoint.port, gtid=False, log_file=first)
-        status = wait_applied(replica, timeout=30, errors_ok=True)
+        # The refusal, not an idle replica: the IO thread looks idle from the moment it sent its
+        # dump request until the ERR arrives (the old wait returned there, with Last_IO_Errno 0).
+        status = wait_io_error(replica)
         assert status["Last_IO_Errno"] == 1236, status
+        assert status["Read_Master_Log_Pos"] == 4 and endpoint.errors_sent == 1, status  # nothing was served
         assert first in status["Last_IO_Error"] and "from master when reading data from binary log" in \
             status["Last_IO_Error"]
     finally:

@@ -157,11 +157,12 @@ def _stream(*events) -> bytes:
 def test_events_reach_a_real_replica_in_a_form_it_takes():
     """What the endpoint changes of the service's batches: the empty-transaction COMMIT is dated
     at the skipped transaction's end (where the next event starts), a placeholder for a Query is a
-    comment-only Query with the original log_pos, Annotate_rows go only to replicas that asked."""
+    comment-only Query of its size with the original log_pos, Annotate_rows go only to replicas that asked."""
     from dumpfilter.codec import EventType, read_events
     from dumpfilter.codec.constants import LOG_EVENT_SKIP_REPLICATION_F
     from dumpfilter.codec.encode import build_event, format_description, mariadb_gtid_body, query_body
-    from dumpfilter.master.mysql_protocol.dump import PLACEHOLDER_SQL, event_payloads
+    from dumpfilter.master.mysql_protocol.dump import event_payloads
+    from dumpfilter.master.mysql_protocol.positions import PLACEHOLDER_SQL
 
     fde = format_description("10.11.19-MariaDB-log")
     fmt = fde.fmt
@@ -183,8 +184,37 @@ def test_events_reach_a_real_replica_in_a_form_it_takes():
                                              EventType.QUERY]
     # the next event (the DDL's GTID) starts at 900 - its size: there the skipped transaction ended
     assert events[1].sql == "COMMIT" and events[1].log_pos == 900 - ddl_gtid.size
-    assert events[3].sql == PLACEHOLDER_SQL and events[3].log_pos == 1020 and events[3].server_id == 5
+    assert events[3].sql.rstrip() == PLACEHOLDER_SQL and events[3].log_pos == 1020 and events[3].server_id == 5
+    assert events[3].size == 120  # the size of the Query it stands for (positions.replica_placeholder)
     assert [e.type_code for e in sent(True)].count(EventType.ANNOTATE_ROWS) == 1
     # a COMMIT that ends the batch takes the batch's end position
     last = list(event_payloads(_stream(gtid, commit), annotate=False, fmt=fmt, end=777))[-1][1:]
     assert read_events(b"\xfebin" + fde.raw + gtid.raw + last, "<sent>")[-1].log_pos == 777
+
+
+@pytest.mark.parametrize("checksum", [True, False])
+def test_a_placeholder_never_reaches_a_real_replica_larger_than_what_it_replaced(checksum):
+    """A replica's IO thread counts each event's size (a log_pos further on is a hole it jumps,
+    never one behind): the 39-byte RAND for a 38-byte Table_map left MariaDB one byte past the
+    transaction. A Query's placeholder is a comment Query of its size; any other event gets the
+    RAND when it is at least as large, and is left out (a hole) when it is smaller."""
+    from dumpfilter.codec import EventType, read_events
+    from dumpfilter.codec.encode import build_event, format_description
+    from dumpfilter.skip_policy import placeholder
+    from dumpfilter.master.mysql_protocol.positions import replica_placeholder
+
+    fde = format_description("10.11.19-MariaDB-log", checksum=checksum)
+    fmt = fde.fmt
+    crc = 4 if checksum else 0
+    rand_size = 19 + 16 + crc
+    for kind in (EventType.TABLE_MAP, EventType.QUERY):
+        for size in range(19 + 13 + 1 + 1 + crc, 200):
+            original = build_event(kind, b"\0" * (size - 19 - crc), fmt=fmt, log_pos=5000)
+            rand = placeholder(original).raw
+            sent = replica_placeholder(rand, fmt=fmt, server_id=9)
+            if kind == EventType.TABLE_MAP:
+                assert sent == (rand if size >= rand_size else None), size
+                continue
+            event = read_events(b"\xfebin" + fde.raw + sent, "<sent>")[1]
+            assert (event.type_code, event.size, event.log_pos, event.server_id) == (EventType.QUERY, size, 5000, 9)
+            assert event.sql.startswith("#") and event.db == ""

@@ -5,11 +5,9 @@ primary key: a second apply stops the replica with a duplicate-key error)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,11 +16,10 @@ import pytest
 
 from dumpfilter.lab.sandbox import make_replica, replica_status, wait_caught_up
 
-from tests.support.mysql_replicas import converge, point_at
+from tests.support.mysql_replicas import converge, point_at, serve_master
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -32,21 +29,8 @@ def _free_port() -> int:
 
 
 def _serve(binlog_dir, port: int, replicas: Path, log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
-           "--listen", "127.0.0.1:0", "--mysql-listen", f"127.0.0.1:{port}", "--replicas", str(replicas)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(f"master exited with {proc.returncode}:\n{log.read_text()}")
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError(f"master did not listen on {port}:\n{log.read_text()}")
+    return serve_master(binlog_dir, log, (port,), "--listen", "127.0.0.1:0", "--mysql-listen", f"127.0.0.1:{port}",
+                        "--replicas", str(replicas))
 
 
 def test_replicas_reconnect_after_kill_9_and_restart(mariadb_factory, tmp_path):
@@ -83,16 +67,19 @@ def test_replicas_reconnect_after_kill_9_and_restart(mariadb_factory, tmp_path):
         point_at(real[61], port, gtid=True)
         point_at(real[62], port, gtid=False, log_file=primary.binlog_files()[0].name)
         thread.start()
-        time.sleep(2)
+
+        def more_written(n: int) -> bool:  # the writer's progress: states, not seconds
+            at = len(written)
+            return wait_for(lambda: len(written) >= at + n)
+        assert more_written(20)           # the replicas stream while the primary writes
         proc.send_signal(signal.SIGKILL)  # mid-stream, while the primary writes
         proc.wait(10)
-        time.sleep(1.5)
-        for replica in real.values():  # the IO threads noticed and are retrying
-            assert replica_status(replica)["Slave_IO_Running"] in ("Connecting", "Yes")
-        primary.flush_logs()           # a rotation while the master is down
-        time.sleep(1)
+        assert wait_for(lambda: all(replica_status(r)["Slave_IO_Running"] == "Connecting" for r in real.values()))
+        assert more_written(10)           # the IO threads noticed and are retrying; the primary writes on
+        primary.flush_logs()              # a rotation while the master is down
+        assert more_written(10)
         proc = _serve(primary.binlog_dir, port, replicas, log)
-        time.sleep(2)
+        assert more_written(20)           # and after the restart
         stop.set()
         thread.join()
         assert len(written) > 50

@@ -21,6 +21,7 @@ from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL,
 
 from tests.support.dump_helpers import run_slave
 from tests.support.mysql_replicas import converge, point_at
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 
@@ -92,14 +93,18 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
         point_at(real[71], endpoint.port, gtid=True)
         point_at(real[72], endpoint.port, gtid=False, log_file=replicator.mirror.files()[0])
         thread.start()
-        time.sleep(1.5)
+
+        def more_written(n: int) -> bool:  # the writer's progress: states, not seconds
+            at = len(written)
+            return wait_for(lambda: len(written) >= at + n)
+        assert more_written(20)     # streaming while the primary writes
         primary.flush_logs()
-        time.sleep(1.5)
+        assert more_written(20)     # into the next file
         _restart(primary)           # the source goes away mid-stream and comes back
-        time.sleep(2)
+        assert wait_for(lambda: replicator.reconnects >= 1), replicator.last_error
+        assert more_written(20)     # and writes again
         stop.set()
         thread.join()
-        assert len(written) > 20 and replicator.reconnects >= 1
         for reference in references.values():
             assert wait_caught_up(primary, reference, timeout=60).caught_up
         for sid in RULES:

@@ -16,6 +16,7 @@ import pytest
 
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.master import lint_jobs
 from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from tests.rules.test_lint_cases import Build
 
@@ -92,31 +93,48 @@ def test_predictions_arrive_on_the_dump_stream(tmp_path, master_factory):
     assert len(told) == 2 and "error 1049" in told[0], told
 
 
-def test_a_burst_of_registrations_returns_at_once_and_lints_each_rule_set_once(tmp_path, master_factory):
+def test_a_burst_of_registrations_returns_at_once_and_lints_each_rule_set_once(tmp_path, master_factory,
+                                                                             monkeypatch):
     # simulate registers its 13 slaves at once; with lint inside Register they missed their
-    # deadlines. 16 registrations over 4 rule sets against a binlog whose lint takes seconds.
-    generate(WorkloadSpec(seed=5, transactions=12000, max_binlog_size=1 << 30), tmp_path)
+    # deadlines. 16 registrations over 4 rule sets while no lint job can finish (the worker is
+    # held): each Register returns all the same, so none waits for lint (one that did would
+    # end in its 30 s give-up, DEADLINE_EXCEEDED). Then the jobs run, one per rule set.
+    generate(WorkloadSpec(seed=5, transactions=300), tmp_path)
+    held = threading.Event()
+    run = lint_jobs._Worker._run
+
+    def held_run(self, args):
+        held.wait(120)
+        return run(self, args)
+
+    monkeypatch.setattr(lint_jobs._Worker, "_run", held_run)
     master, address = master_factory(tmp_path)
     values = ["db1.%", "db2.t%", "db%.t1", "db3.%"]
-    took: list[float] = []
+    returned: list[int] = []
     errors: list[BaseException] = []
 
     def register(i: int) -> None:
         try:
             with grpc.insecure_channel(address) as channel:
-                started = time.monotonic()
                 _register(_stub(channel), 100 + i, values[i % 4])
-                took.append(time.monotonic() - started)
+                returned.append(i)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=register, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
-    assert len(took) == 16 and max(took) < 2.0, took
+    try:
+        threads = [threading.Thread(target=register, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        assert sorted(returned) == list(range(16))
+        with grpc.insecure_channel(address) as channel:
+            states = {_stub(channel).Stats(dump_pb2.StatsRequest(server_id=100 + i), timeout=10).slaves[0].lint_state
+                      for i in range(16)}
+        assert states == {"pending"}  # every Register returned before any lint result existed
+    finally:
+        held.set()
     lint = master.service.lint
     assert lint.jobs_run == 4  # one job per distinct rule set
     with grpc.insecure_channel(address) as channel:

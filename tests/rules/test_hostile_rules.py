@@ -56,21 +56,20 @@ HOSTILE_PATTERNS = ["%" * 12 + "x", "%a" * 12 + "%b", "%_" * 60 + "z", ("%" + "a
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("pattern", HOSTILE_PATTERNS)
 def test_wildcard_rule_matching_is_linear_in_the_name(pattern):
-    """Twelve `%` took 33 s per table name with a backtracking regex."""
+    """Twelve `%` took 33 s per table name with a backtracking regex. Bounded by this thread's CPU
+    time (a loaded machine does not stretch it), with a bound a hundred times what a linear match
+    of 4 000 characters takes and far below a backtracking one."""
     rx = compile_like(pattern)
-    times = {}
-    for n in (500, 4000):
-        key = "a" * (n // 2) + "." + "a" * (n // 2)
-        started = time.perf_counter()
-        for _ in range(5):
-            rx.fullmatch(key)
-        times[n] = (time.perf_counter() - started) / 5
-    assert times[4000] < 0.25, times
+    key = "a" * 2000 + "." + "a" * 2000
+    started = time.thread_time()
+    for _ in range(5):
+        rx.fullmatch(key)
+    assert time.thread_time() - started < 1.0
     # The rule engine, as the master calls it per Table_map, stays fast with the same rule.
     engine = RuleEngine(RuleSet(wild_do_table=(pattern if "." in pattern else pattern + ".%",)), Settings())
-    started = time.perf_counter()
+    started = time.thread_time()
     engine.table_kept("a" * 64, "a" * 64)
-    assert time.perf_counter() - started < 0.25
+    assert time.thread_time() - started < 1.0
 
 
 def test_rule_length_and_count_limits():

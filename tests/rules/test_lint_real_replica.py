@@ -129,3 +129,51 @@ def test_lint_agrees_with_real_replica(servers, capsys, tmp_path, case_id, fmt, 
     assert (None if status.caught_up else status.last_sql_errno) == errno, status.describe()
     if errno is not None:
         assert breaks[0]["cause"] and breaks[0]["cause"]["file"], breaks[0]
+
+
+def _replicate(primary, replica):
+    make_replica(primary, replica)
+    return wait_caught_up(primary, replica, timeout=30)
+
+
+def test_a_replica_that_pre_created_its_database_is_linted_from_its_own_schema(servers, capsys):
+    """#27.4: the replica's starting schema is not the master's. Under replicate-wild-do-table=d.t%,
+    CREATE DATABASE d is skipped ('d.' matches no pattern) and CREATE TABLE d.t1 is kept. A replica
+    that created d itself applies the binlog; lint says so when given that replica's schema
+    (--replica-schema, read from the running replica's information_schema), and without it predicts
+    the 1049 that a replica started empty really stops with, at the same position."""
+    primary, replica = servers
+    rules = ["--replicate-wild-do-table=d.t%"]
+    primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)]])
+    primary.execute("RESET MASTER")
+    primary.execute(["CREATE DATABASE d", "USE d", "CREATE TABLE t1 (id INT PRIMARY KEY)",
+                     "INSERT INTO t1 VALUES (1)", "CREATE TABLE t2 (id INT PRIMARY KEY)", "INSERT INTO t2 VALUES (2)"])
+    primary.flush_logs()
+    binlogs = [str(p) for p in primary.binlog_files()]
+
+    def lint(*extra):
+        capsys.readouterr()
+        code = main(["lint", *binlogs, *rules, *extra, "--json"])
+        return code, json.loads(capsys.readouterr().out)["breaks"]
+
+    for pre_created in (True, False):
+        replica.execute(["STOP SLAVE", "RESET SLAVE ALL"])
+        replica.execute([f"DROP DATABASE `{n}`" for n in user_databases(replica)]
+                        + (["CREATE DATABASE d"] if pre_created else []))
+        set_filters(replica, rules)
+        own = lint("--replica-schema", f"mysql://root@127.0.0.1:{replica.port}/")  # before it replicates
+        master_only = lint()
+        status = _replicate(primary, replica)
+        # Without --replica-schema, lint starts the replica as the master was: no database d.
+        code, breaks = master_only
+        assert code == 1 and (breaks[0]["errno"], breaks[0]["cause"]["rule"]) == (1049, "replicate-wild-do-table")
+        code, breaks = own
+        if pre_created:
+            assert status.caught_up, status.describe()
+            assert replica.query("SELECT id FROM d.t1") == [{"id": 1}]
+            assert code == 0 and breaks == [], breaks
+        else:
+            assert status.stopped_with_error and status.last_sql_errno == 1049, status.describe()
+            for _code, found in (own, master_only):
+                assert (found[0]["errno"], found[0]["file"], found[0]["pos"]) == (
+                    status.last_sql_errno, status.relay_master_log_file, status.exec_master_log_pos)

@@ -22,6 +22,7 @@ from dumpfilter.slave import relay_log
 from dumpfilter.slave.relay_log import INFO, Committer, RelayInfo
 
 from tests.support.dump_helpers import relay_units, run_slave
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,31 +129,40 @@ def test_waiting_hand_overs_share_one_commit(tmp_path, monkeypatch):
 def test_interval_bounds_the_commits(tmp_path):
     data = tmp_path / "relay-bin.000001"
     fd = os.open(data, os.O_WRONLY | os.O_CREAT)
-    committer = Committer(tmp_path / INFO, interval=0.2)
+    # An interval no test run reaches: the first hand-over is committed at once, none of the 50
+    # after it until a drain, which cuts the interval short and covers all of them in one commit.
+    committer = Committer(tmp_path / INFO, interval=3600)
     try:
-        started = time.monotonic()
-        pos = 0
-        while time.monotonic() - started < 0.5:
-            pos += 1
+        os.write(fd, b"x")
+        committer.submit(fd, {"relay_pos": 1})
+        assert wait_for(lambda: committer.commits == 1)
+        for pos in range(2, 52):
             os.write(fd, b"x")
             committer.submit(fd, {"relay_pos": pos})
-            time.sleep(0.001)
-        assert 2 <= committer.commits <= 4  # 0.5 s at one commit per 0.2 s (the first at once)
-        committer.drain()
-        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == pos
+        time.sleep(0.3)  # room for a commit the interval forbids (a loaded machine can only hide one)
+        assert committer.commits == 1
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 1
+        committer.drain()  # does not wait for the interval (an hour: the test's timeout would end it)
+        assert committer.commits == 2
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 51
     finally:
         committer.close()
-    slow = Committer(tmp_path / INFO, interval=60)
+    # A short interval: commits go on by themselves while hand-overs keep coming.
+    live = Committer(tmp_path / INFO, interval=0.05)
     try:
-        slow.submit(fd, {"relay_pos": 1})
-        slow.drain()
-        slow.submit(fd, {"relay_pos": 2})  # due in a minute
-        before = time.monotonic()
-        slow.drain()  # a drain does not wait for the interval
-        assert time.monotonic() - before < 10
-        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 2
+        pos = 0
+
+        def handed_over() -> bool:
+            nonlocal pos
+            pos += 1
+            os.write(fd, b"x")
+            live.submit(fd, {"relay_pos": pos})
+            return live.commits >= 3
+        assert wait_for(handed_over)
+        live.drain()
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == pos
     finally:
-        slow.close()
+        live.close()
         os.close(fd)
 
 

@@ -4,6 +4,7 @@ binlog files directly; topology errors name the key and line."""
 from __future__ import annotations
 
 import csv
+import io
 
 import pytest
 
@@ -152,3 +153,46 @@ change_replication_filter = "CHANGE MASTER TO DO='db3.%'"
     assert a.rules.do_db == ("db1", "db2") and a.rules.ignore_table == ("db1.t1",)
     assert b.rules.effective_do == ("db3.%",) and b.settings.semantics == "effective"
     assert topology.master == {"binlogs": "x"}
+
+
+def test_chart_and_table_give_one_saving_per_slave(tmp_path, monkeypatch):
+    """Issue #28: the placeholder slave's chart bar said -18% while the table said 14.4% saved (the
+    framing a placeholder stream keeps of a skipped transaction was in neither the kept nor the
+    overhead part of the bar). Each bar is now the bytes the table says were sent, labelled with
+    the table's saving."""
+    from matplotlib.axes import Axes
+
+    from dumpfilter.spark_jobs.bandwidth_experiment import print_table, run_experiment
+    from dumpfilter.workload.generator import WorkloadSpec, generate
+
+    src = tmp_path / "src"
+    generate(WorkloadSpec(seed=4, schemas=3, transactions=400, binlog_format="mixed"), src)
+    labels, heights = [], []  # what the chart draws: each bar's label, each bar's stacked height
+    real_bar, real_annotate = Axes.bar, Axes.annotate
+
+    def bar(ax, x, height, *args, bottom=0, **kwargs):
+        if bottom:  # the overhead stacked on the kept part: the bar's top
+            heights.append(round((bottom + height) * 1e6))
+        return real_bar(ax, x, height, *args, bottom=bottom, **kwargs)
+
+    def annotate(ax, text, *args, **kwargs):
+        if text.endswith("%"):
+            labels.append(text)
+        return real_annotate(ax, text, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "bar", bar)
+    monkeypatch.setattr(Axes, "annotate", annotate)
+    rows, _ = run_experiment(src, parse_topology(TOPOLOGY), tmp_path / "out")
+    table = io.StringIO()
+    print_table(rows, table)
+    out = table.getvalue()
+    printed = {line.split()[0]: line.split()[4] for line in out.splitlines()[1:]}
+    assert set(printed) == {r["slave"] for r in rows}, out
+    assert len(labels) == len(rows)
+    placeholder = next(r for r in rows if r["skip_policy"] == "placeholder" and 0 < r["saving_pct"] < 100)
+    for height, row in zip(heights, rows):
+        assert abs(height - row["bytes_sent"]) <= 1, (row["slave"], height, row["bytes_sent"])  # MB floats
+    for label, row in zip(labels, rows):
+        assert printed[row["slave"]] == f"{row['saving_pct']:.1f}%"
+        assert label == f"{-row['saving_pct']:+.1f}%", (label, row)
+    assert placeholder["kept_bytes"] + placeholder["placeholder_bytes"] < placeholder["bytes_sent"]  # the trap

@@ -36,7 +36,8 @@ def wait_applied(replica: MariaDBServer, *, service=None, server_id: int | None 
     """Wait until the replica's IO thread is connected, the master's stream for it (when `service`
     is given) reached the binlog end, and its SQL thread executed all it read, twice in a row
     0.3 s apart. Returns SHOW SLAVE STATUS; a thread stopped with an error fails the wait, or
-    with `errors_ok` returns its status at once."""
+    with `errors_ok` returns its status at once. Without `service` a replica whose dump request
+    is not answered yet looks idle too: to wait for a refusal, use wait_io_error."""
     deadline = time.monotonic() + timeout
     stable = 0
     status: dict = {}
@@ -66,6 +67,24 @@ def wait_applied(replica: MariaDBServer, *, service=None, server_id: int | None 
                          f"executed {status.get('Relay_Master_Log_File')}:{status.get('Exec_Master_Log_Pos')}")
 
 
+def wait_io_error(replica: MariaDBServer, *, timeout: float = 60.0) -> dict:
+    """Wait until the replica's IO thread has stopped with an error; returns SHOW SLAVE STATUS.
+    The IO thread reports "Yes" / "Waiting for master to send event" as soon as it has *sent*
+    COM_BINLOG_DUMP (slave.cc sets MYSQL_SLAVE_RUN_READING before its first read_event), so
+    until the master's ERR packet arrives a refused replica looks exactly like an idle one:
+    only the error itself ends this wait. `timeout` only gives up; it asserts nothing on speed."""
+    deadline = time.monotonic() + timeout
+    status: dict = {}
+    while time.monotonic() < deadline:
+        status = replica_status(replica)
+        if status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno"):
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"{replica.name}: no IO error within {timeout}s: IO {status.get('Slave_IO_Running')} "
+                         f"({status.get('Slave_IO_State')!r}), read {status.get('Master_Log_File')}:"
+                         f"{status.get('Read_Master_Log_Pos')}\n{replica.error_log_tail(6)}")
+
+
 def converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
     """Wait until `replica` holds what `expected_server` holds (no SQL error on the way); the
     differences left at the deadline, [] when equal."""
@@ -78,3 +97,30 @@ def converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
         if not differences or time.monotonic() > deadline:
             return differences
         time.sleep(0.5)
+
+
+def serve_master(binlog_dir, log, ports, *options: str) -> "subprocess.Popen":
+    """`dumpfilter master serve --binlog-dir DIR OPTIONS...` as a process (stderr appended to
+    `log`), returned once every port of `ports` accepts connections."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir), *options]
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            for port in ports:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(f"master exited with {proc.returncode}:\n{log.read_text()}")
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"master did not listen on {ports}:\n{log.read_text()}")

@@ -143,7 +143,7 @@ def test_cli_verify_fails_when_the_master_filters_with_the_wrong_semantics(tmp_p
     from dumpfilter.master import service
     from dumpfilter.rules.evaluate import RuleEngine
 
-    def broken_engine(self, rules, settings):
+    def broken_engine(self, rules, settings, keep=True):
         return RuleEngine(rules, dataclasses.replace(settings, semantics="mysql"))
 
     monkeypatch.setattr(service.DumpService, "_engine", broken_engine)

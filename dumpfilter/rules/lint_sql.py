@@ -1,0 +1,94 @@
+"""The statement texts lint reads beyond what the statement parser gives: IF NOT EXISTS, the
+column list and first row of an INSERT, the columns an ALTER TABLE adds or drops."""
+
+from __future__ import annotations
+
+import re
+
+from dumpfilter.rules.sqltokens import LexError, tokenize
+
+
+def if_not_exists(sql: str) -> bool:
+    return re.search(r"\bIF\s+NOT\s+EXISTS\b", sql, re.IGNORECASE) is not None
+
+
+def column_delta(sql: str) -> int | None:
+    """Columns an ALTER TABLE adds minus those it drops (sqlglot); None when it cannot be followed."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    if not isinstance(tree, exp.Alter):
+        return None
+    delta = 0
+    for action in tree.args.get("actions") or []:
+        if isinstance(action, exp.ColumnDef):
+            delta += 1
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
+            delta -= max(1, len(action.args.get("tables") or []))
+    return delta
+
+
+def first_row_values(sql: str) -> int | None:
+    """How many values the first row of INSERT ... VALUES (...) carries; None for INSERT ... SELECT."""
+    try:
+        tokens = tokenize(sql)
+    except LexError:
+        return None
+    start = next((i for i, t in enumerate(tokens) if t.is_keyword("VALUES", "VALUE")), None)
+    if start is None or start + 1 >= len(tokens) or tokens[start + 1].value != "(":
+        return None
+    depth, count = 0, 1
+    for token in tokens[start + 1:]:
+        if token.kind != "punct":
+            continue
+        if token.value == "(":
+            depth += 1
+        elif token.value == ")":
+            depth -= 1
+            if depth == 0:
+                return count
+        elif token.value == "," and depth == 1:
+            count += 1
+    return None
+
+
+def insert_column_list(sql: str) -> list[str] | None:
+    """The column list of INSERT/REPLACE [INTO] tbl (cols) ...: [] when there is none (VALUES or SELECT
+    follows the table name), None for INSERT ... SET or text it cannot follow."""
+    try:
+        tokens = tokenize(sql)
+    except LexError:
+        return None
+    i, n = 0, len(tokens)
+    while i < n and not (tokens[i].kind == "word" and tokens[i].value.upper() in ("INSERT", "REPLACE")):
+        i += 1
+    i += 1
+    while i < n and tokens[i].kind == "word" and tokens[i].value.upper() in (
+            "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO"):
+        i += 1
+    if i >= n or not tokens[i].is_identifier:
+        return None
+    i += 1
+    if i + 1 < n and tokens[i].kind == "punct" and tokens[i].value == "." and tokens[i + 1].is_identifier:
+        i += 2
+    if i < n and tokens[i].is_keyword("PARTITION"):
+        return None
+    if i >= n:
+        return None
+    if tokens[i].kind == "punct" and tokens[i].value == "(":
+        if i + 1 < n and tokens[i + 1].is_keyword("SELECT", "WITH", "VALUES"):
+            return []
+        columns, j = [], i + 1
+        while j < n and not (tokens[j].kind == "punct" and tokens[j].value == ")"):
+            if tokens[j].is_identifier:
+                columns.append(tokens[j].value)
+            j += 1
+        return columns
+    if tokens[i].is_keyword("VALUES", "VALUE", "SELECT", "WITH") or (
+            tokens[i].kind == "punct" and tokens[i].value == "("):
+        return []
+    return None

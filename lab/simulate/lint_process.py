@@ -1,0 +1,74 @@
+"""`dumpfilter lint`'s prediction for each slave of a simulation, computed once per distinct rule
+set in a child process while the streams run (lint reads the whole binlog: in the simulation's own
+process it would take the GIL from the streams). The master's own Register-time lint is off in a
+simulation, so each rule set is linted exactly once.
+
+The child is a fresh Python running `_main` of this module (not a fork of a process that runs gRPC): the job pickled on
+its stdin, the predictions pickled on its stdout. It has a session of its own, so a Ctrl-C on the
+terminal reaches only the simulation, which kills it."""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+from dumpfilter.errors import DumpFilterError
+
+
+def _lint(files: list[str], jobs: list[tuple]) -> list[dict]:
+    from dumpfilter.binlogs.lint import lint_files
+    from dumpfilter.rules.schema import load_schema
+
+    out = []
+    for rules, settings, replica_schema in jobs:  # replica_schema: the topology's source, or None
+        model = load_schema(replica_schema, "replica_schema") if replica_schema is not None else None
+        breaks = lint_files([Path(f) for f in files], rules, settings, replica_schema=model)
+        out.append({"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None})
+    return out
+
+
+class LintProcess:
+    """Started at once; `results()` waits for it: one {"breaks", "first"} per (rules, settings, replica_schema)."""
+
+    def __init__(self, files: list[Path], rule_sets: list[tuple]):
+        self.keys = list(dict.fromkeys(rule_sets))
+        self.proc = subprocess.Popen([sys.executable, "-c", f"import {__name__} as m; m._main()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     start_new_session=True)
+        try:
+            pickle.dump(([str(f) for f in files], self.keys), self.proc.stdin)
+            self.proc.stdin.close()
+        except OSError:
+            pass  # the child died at once: results() says so
+
+    def results(self) -> dict[tuple, dict]:
+        try:
+            state, value = pickle.load(self.proc.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            state, value = "error", f"the lint process ended with status {self.proc.wait()}"
+        self.close()
+        if state != "ok":
+            raise DumpFilterError(f"lint: {value}")
+        return dict(zip(self.keys, value))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.proc.stdout.close()
+
+
+def _main() -> None:
+    files, jobs = pickle.load(sys.stdin.buffer)
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing else may write to the result pipe
+    try:
+        reply = ("ok", _lint(files, jobs))
+    except DumpFilterError as exc:
+        reply = ("error", str(exc))
+    pickle.dump(reply, out)
+    out.flush()
+

@@ -1,0 +1,162 @@
+"""The /metrics HTTP endpoint of `master serve`: where it listens, who a scraper is, and what it
+may see (master.metrics builds the view).
+
+- `--metrics-listen HOST:PORT` (or `--metrics-port N`, on 127.0.0.1) is chosen by the operator,
+  apart from the gRPC port; it speaks HTTPS with the master's certificate when the master has one
+  (`--tls-cert/--tls-key`), and with `--tls-client-ca` it requires a client certificate signed by
+  that CA, whose CN is the scraper's policy identity, as on the gRPC side.
+- `--metrics-token-file F`: a scrape must carry `Authorization: Bearer <the file's token>` (or,
+  under mTLS, a client certificate): else 401. The token sees every slave, as an administrator.
+- A scraper's view: the token, every slave; a client certificate, what its identity sees over gRPC
+  (`Stats`); anonymous (no token file), every slave on an open master, none by name under a policy.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import socket
+import ssl
+import threading
+from pathlib import Path
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from dumpfilter.errors import DumpFilterError, InvalidArgumentError
+from dumpfilter.master.metrics import registry_for, view_for
+from dumpfilter.master.policy import OPEN
+from dumpfilter.master.service import DumpService
+
+log = logging.getLogger("dumpfilter.master")
+REQUEST_TIMEOUT = 10.0  # a scraper that stalls its TLS handshake or its request is dropped after this
+MAX_CONNECTIONS = 16    # connections served at once (a thread each); more are closed unanswered
+_PEER_CN = "dumpfilter.peer_cn"
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request, client_address) -> None:
+        """A thread per connection, at most MAX_CONNECTIONS: a scraper that opens more (or holds
+        them open) cannot make the master start threads without bound."""
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        """A broken client (a failed handshake, a reset) is one debug line, never a traceback."""
+        log.debug("metrics: a request from %s failed", client_address, exc_info=True)
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Handler(WSGIRequestHandler):
+    timeout = REQUEST_TIMEOUT
+
+    def setup(self) -> None:
+        super().setup()
+        if isinstance(self.connection, ssl.SSLSocket):
+            self.connection.do_handshake()  # here, on the request's thread: never on the accepting one
+
+    def get_environ(self) -> dict:
+        environ = super().get_environ()
+        cert = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+        names = [value for rdn in (cert or {}).get("subject", ()) for key, value in rdn if key == "commonName"]
+        if names:
+            environ[_PEER_CN] = names[0]
+        return environ
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's signature
+        pass
+
+
+class MetricsEndpoint:
+    """A started /metrics endpoint over `service`; `stop()` ends it."""
+
+    def __init__(self, service: DumpService, host: str, port: int, *, token: bytes | None = None,
+                 tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
+                 tls_client_ca: str | Path | None = None):
+        self.service, self.token = service, token
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        self.httpd = make_server(bare, port, self._app, _Server6 if ":" in bare else _Server, handler_class=_Handler)
+        self.scheme = "http"
+        if tls_cert and tls_key:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls_cert, tls_key)
+            if tls_client_ca:
+                context.load_verify_locations(tls_client_ca)
+                context.verify_mode = ssl.CERT_REQUIRED
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True,
+                                                    do_handshake_on_connect=False)
+            self.scheme = "https"
+        self.port = self.httpd.server_address[1]
+        self.url = f"{self.scheme}://{host}:{self.port}/metrics"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _viewer(self, environ):
+        """(viewer, None) or (None, the refusal's status line)."""
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        if self.token is not None and header:
+            scheme, _, presented = header.partition(" ")
+            if scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode("utf-8", "replace"),
+                                                                  self.token):
+                return OPEN, None
+            return None, "401 Unauthorized"
+        name = environ.get(_PEER_CN)
+        if name is not None:
+            try:
+                return view_for(self.service, self.service.authenticate(certificate_name=name)), None
+            except DumpFilterError:
+                return None, "403 Forbidden"
+        if self.token is not None:
+            return None, "401 Unauthorized"
+        return view_for(self.service, None), None
+
+    def _app(self, environ, start_response):
+        if environ.get("PATH_INFO", "/") not in ("/metrics", "/metrics/"):
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found: the metrics are at /metrics\n"]
+        viewer, refused = self._viewer(environ)
+        if refused is not None:
+            start_response(refused, [("Content-Type", "text/plain"), ("WWW-Authenticate", 'Bearer realm="dumpfilter"')])
+            return [f"{refused}: see master serve --metrics-token-file\n".encode()]
+        body = generate_latest(registry_for(self.service, viewer))
+        start_response("200 OK", [("Content-Type", CONTENT_TYPE_LATEST), ("Content-Length", str(len(body)))])
+        return [body]
+
+
+def read_token(path: str | Path) -> bytes:
+    """The bearer token in `path` (surrounding whitespace dropped): one line, at least 16 characters."""
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError(f"--metrics-token-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(token) < 16 or any(c.isspace() for c in token):
+        raise InvalidArgumentError(f"--metrics-token-file {path}: the token must be one word of at least 16 "
+                                   "characters")
+    return token.encode("utf-8")

@@ -1,0 +1,153 @@
+"""A real replica's binlog positions: where its IO thread counts itself in the master's binlog as
+it queues the events it is sent (Read_Master_Log_Pos), the placeholders that keep that count
+exact (never larger than the event they stand for), and, once the stream is caught up after a
+skipped stretch, the events that bring the replica to the master's end (the skip policy's
+`replica_tail`), as it stands behind a real master."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from dumpfilter.codec import EventType, read_format_description
+from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.codec.encode import build_event
+from dumpfilter.codec.gtid import MariadbGtidList
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.binlogs import open_binlog
+from dumpfilter.skip_policy import replica_tail
+
+PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
+_QUERY_FIXED = HEADER_LEN + 13 + 1  # header, Query post-header, the empty database's NUL
+_QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db length, error code, status vars length
+# The events counted one by one; of the others, only a batch's last moves the count.
+_NOTED = frozenset({EventType.ROTATE, EventType.MARIADB_GTID, EventType.MARIADB_GTID_LIST, EventType.HEARTBEAT,
+                    EventType.HEARTBEAT_V2, EventType.FORMAT_DESCRIPTION})
+
+
+def replica_placeholder(rand: bytes, *, fmt, server_id: int) -> bytes | None:
+    """What a real replica gets for a placeholder (a RAND event whose seeds are the size and type
+    of the event it stands for), never more bytes than that event had: a replica's IO thread
+    counts each event's size and jumps ahead to a larger log_pos, a hole the master left, but
+    never back (slave.cc queue_event). The 39-byte RAND for a 38-byte Table_map left MariaDB one
+    byte past the transaction's end: its next heartbeat "not compatible with local info" (1623),
+    its reconnect at a position past the file's end (1236).
+
+    - For a Query: a Query of the same size holding only a comment, as MariaDB's dump thread
+      replaces an event a replica must not apply (Query_log_event::dummy_event). A standalone
+      GTID group (DDL) must end at a Query ("Unexpected break of being relay-logged GTID").
+    - For any other event as large as the RAND or larger: the RAND (a hole the next event's
+      log_pos crosses). Not a comment Query: inside a row-based statement a Query closes the
+      statement's tables, and its Rows events are then lost (seen on MariaDB 10.11).
+    - For a smaller one: None, the event is left out (a hole, which a replica that understands
+      GTIDs tolerates, as MariaDB's dump thread leaves Annotate_rows out)."""
+    size = int.from_bytes(rand[HEADER_LEN:HEADER_LEN + 8], "little")
+    kind = int.from_bytes(rand[HEADER_LEN + 8:HEADER_LEN + 16], "little")
+    crc = 4 if fmt is not None and fmt.checksum_len else 0
+    if kind in (EventType.QUERY, EventType.QUERY_COMPRESSED) and size - crc > _QUERY_FIXED:
+        text = PLACEHOLDER_SQL.encode()[: size - crc - _QUERY_FIXED].ljust(size - crc - _QUERY_FIXED, b" ")
+        body = _QUERY_POST.pack(0, 0, 0, 0, 0) + b"\0" + text  # no status vars, no database
+        return build_event(EventType.QUERY, body, fmt=fmt, server_id=server_id,
+                           timestamp=int.from_bytes(rand[0:4], "little"),
+                           log_pos=int.from_bytes(rand[13:17], "little")).raw
+    return rand if size >= len(rand) else None
+
+
+class ReplicaCount:
+    """Follows what one replica is sent as its IO thread counts it: a Rotate sets the file and
+    position, an event with a log_pos moves the position there, a heartbeat or an event with
+    log_pos 0 moves nothing. Also the MariaDB GTIDs it has: its connect state, the GTIDs and
+    Gtid_lists it was sent. `payloads` passes a batch's packet payloads through and, when the
+    batch is caught up past what the replica counts, adds the skip policy's `replica_tail`."""
+
+    def __init__(self, binlog_dir: Path, policy: str, *, file: str, pos: int, gtid_state: str | None, fmt,
+                 server_id: int):
+        self.binlog_dir, self.policy, self.fmt, self.server_id = binlog_dir, policy, fmt, server_id
+        self.file, self.pos = file, pos
+        self.has: dict[int, int] = {}  # domain -> the highest sequence number the replica has
+        for domain, _server, seq in _mariadb_gtids(gtid_state or ""):
+            self._has(domain, seq)
+
+    def _has(self, domain: int, seq: int) -> None:
+        if seq > self.has.get(domain, -1):
+            self.has[domain] = seq
+
+    def payloads(self, batch, payloads: Iterable[bytes]) -> Iterator[bytes]:
+        last = None  # the last event whose log_pos the replica moves to, unless one noted follows
+        noted = _NOTED
+        for payload in payloads:
+            if payload[5] in noted:
+                if self._note(payload):
+                    last = None
+            else:
+                last = payload
+            yield payload
+        if last is not None:
+            self._moved(last)
+        if batch.caught_up and batch.position is not None:
+            file, end = batch.position
+            if file == self.file and end > self.pos:
+                for event in self.tail(file, end, batch.gtid_state):
+                    self._note(b"\x00" + event.raw)
+                    yield b"\x00" + event.raw
+                self.pos = end
+
+    def _moved(self, payload: bytes) -> None:
+        log_pos = int.from_bytes(payload[14:18], "little")
+        if log_pos:
+            self.pos = log_pos
+
+    def _note(self, payload: bytes) -> bool:
+        """A Rotate, a GTID, a Gtid_list, a heartbeat or an FDE; True when it set the position."""
+        kind = payload[5]
+        crc = 4 if self.fmt is not None and self.fmt.checksum_len else 0
+        if kind == EventType.ROTATE:
+            self.pos = int.from_bytes(payload[20:28], "little")
+            self.file = payload[28:len(payload) - crc].decode("utf-8", "replace")
+            return True
+        if kind == EventType.MARIADB_GTID:
+            self._has(int.from_bytes(payload[28:32], "little"), int.from_bytes(payload[20:28], "little"))
+        elif kind == EventType.MARIADB_GTID_LIST:
+            try:
+                listed = MariadbGtidList.decode(payload[20:len(payload) - crc]).gtids
+            except struct.error:
+                listed = {}  # a list shorter than its count: the replica reports it, nothing to count
+            for (domain, _server), seq in listed.items():
+                self._has(domain, seq)
+        elif kind != EventType.FORMAT_DESCRIPTION or not int.from_bytes(payload[14:18], "little"):
+            return False  # a heartbeat, or the FDE a dump sends first (log_pos 0): not counted
+        self._moved(payload)
+        return True
+
+    def tail(self, file: str, end: int, walked: str) -> list:
+        """The skip policy's events for a skipped tail ending at `end`; `walked` is the stream's
+        GTID state (the last GTID per domain and server it walked past, sent or not)."""
+        flavor = self.fmt.flavor if self.fmt is not None else "mysql"
+        skipped: dict[tuple[int, int], int] = {}
+        if flavor == "mariadb":
+            last: dict[int, tuple[int, int]] = {}  # within a domain, sequence numbers grow
+            for domain, server, seq in _mariadb_gtids(walked):
+                if seq > last.get(domain, (0, -1))[1]:
+                    last[domain] = (server, seq)
+            skipped = {(domain, server): seq for domain, (server, seq) in last.items()
+                       if seq > self.has.get(domain, -1)}
+        return replica_tail(self.policy, flavor=flavor, file=file, end=end, gtids=skipped, fmt=self.fmt,
+                            server_id=self.server_id, fde=None if flavor == "mariadb" else self._fde(file))
+
+    def _fde(self, file: str):
+        path = self.binlog_dir / file
+        try:
+            with open_binlog(path) as f:
+                return read_format_description(f, str(path))[0]
+        except (DumpFilterError, OSError):
+            return None
+
+
+def _mariadb_gtids(text: str) -> Iterator[tuple[int, int, int]]:
+    """(domain, server_id, seq_no) of each `domain-server-seq` in a MariaDB GTID state's text
+    (nothing of a MySQL GTID set's)."""
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        fields = part.split("-")
+        if len(fields) == 3 and all(f.isdigit() for f in fields):
+            yield int(fields[0]), int(fields[1]), int(fields[2])

@@ -1,0 +1,84 @@
+"""The master policy's bound on the fast path's statement texts: which fast units of a segment
+carry an Annotate_rows / Rows_query text that a slave's policy gate refuses. The core's assembly
+writes a kept statement with its annotation; such a unit goes by the reference path instead, where
+TransactionFilter sends the allowed rows without the text (a replica applies rows events without
+their annotation: it is only a comment for mysqlbinlog and SHOW BINLOG EVENTS)."""
+
+from __future__ import annotations
+
+import struct
+
+from dumpfilter.codec.constants import EventType, HEADER_LEN
+from dumpfilter.master.policy import Gate
+from dumpfilter.rules.policy_bound import shape
+
+_SIZE = struct.Struct("<I")
+_ANNOTATIONS = (int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY))
+_ROWS_QUERY = int(EventType.ROWS_QUERY)
+_TABLE_MAP = int(EventType.TABLE_MAP)
+_KEEP, _PARTIAL, _SLOW = 2, 1, 3  # SlaveStream's row codes
+
+
+def guard_row(seg, row: bytes, gate: Gate) -> bytes:
+    """`row` (a slave's answer per unit of `seg`) with every fast unit it keeps, whole or in part,
+    that carries a text `gate` refuses turned _SLOW. A unit's texts are read once per segment for
+    every gate (kept on the segment's index, in their `shape`: their literals blanked), a gate's
+    answer once per distinct set of shapes and Table_maps (most units of a workload share a few)."""
+    if not gate.restricted or (_KEEP not in row and _PARTIAL not in row):
+        return row
+    index = seg.index
+    texts = getattr(index, "policy_texts", None)
+    if texts is None:
+        texts = index.policy_texts = {}
+    verdicts = _VERDICTS.get(gate)
+    if verdicts is None or len(verdicts) > _VERDICTS_MAX:
+        verdicts = _VERDICTS[gate] = {}
+    units = seg.units
+    out = None
+    for k, code in enumerate(row):
+        if code != _KEEP and code != _PARTIAL:
+            continue
+        found = texts.get(k)
+        if found is None:
+            found = texts[k] = annotations(units[k])
+        if not found:
+            continue
+        refused = verdicts.get(found)
+        if refused is None:
+            refused = verdicts[found] = not all(gate.annotation_allowed(sql, maps) for sql, maps in found)
+        if refused:
+            if out is None:
+                out = bytearray(row)
+            out[k] = _SLOW
+    return row if out is None else bytes(out)
+
+
+# Per gate: a unit's (text shape, Table_maps) pairs -> refused. Gates are few (one per policy
+# identity) and the pairs of a workload few; cleared past _VERDICTS_MAX.
+_VERDICTS: dict[Gate, dict] = {}
+_VERDICTS_MAX = 1 << 16
+
+
+def annotations(unit) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """(text shape, the (db, table) of the Table_maps after it) of each annotation of a fast unit."""
+    raw, tables = unit.raw, unit.tables
+    if raw is None:
+        return ()
+    crc = unit.fmt.checksum_len if unit.fmt is not None else 0
+    found: list[tuple[str, list]] = []
+    at, t, end = 0, 0, len(raw)
+    while at + HEADER_LEN <= end:
+        kind = raw[at + 4]
+        size = _SIZE.unpack_from(raw, at + 9)[0]
+        if size < HEADER_LEN:
+            break
+        if kind in _ANNOTATIONS:
+            body = HEADER_LEN + (kind == _ROWS_QUERY)  # Rows_query: a length byte the server ignores
+            text = raw[at + body:at + size - crc].decode("utf-8", "surrogateescape")
+            found.append((shape(text), []))
+        elif kind == _TABLE_MAP:
+            if found and t < len(tables):
+                found[-1][1].append(tables[t])
+            t += 1
+        at += size
+    return tuple((sql, tuple(maps)) for sql, maps in found)

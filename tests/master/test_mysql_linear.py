@@ -1,0 +1,195 @@
+"""The MySQL endpoint's defences, unit by unit: the hand-written comment stripper, alias reader
+and LIKE answer what the old regexes answered (they are the reference) on every small input,
+and in linear work on the inputs that made the regexes take days; a session's variables are
+bounded; reads have deadlines; the admission counts and the rate-limited problem log."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused
+from dumpfilter.master.rate_limited_log import ProblemLog
+from dumpfilter.master.mysql_protocol.packets import PacketStream, PacketTooLarge, ReadTimeout
+from dumpfilter.master.mysql_protocol.queries import (
+    ER_OUT_OF_RESOURCES,
+    ER_TOO_LONG_IDENT,
+    QueryError,
+    ServerFacts,
+    Session,
+    _alias,
+    _like,
+    _strip_comments,
+)
+
+FACTS = ServerFacts(server_id=7, server_uuid="3e11fa47-71ca-11e1-9e33-c80aa9429562", version="10.11.19-MariaDB-log",
+                    checksum="CRC32")
+
+
+# -- the old regexes: the reference semantics -----------------------------------------------------
+
+def _old_strip(text: str) -> str:
+    return re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+
+
+def _old_alias(expr: str) -> tuple[str, str | None]:
+    match = re.fullmatch(r"(.*?)\s+(?:AS\s+)?`?(\w+)`?", expr, re.I | re.S)
+    if match and not match.group(1).rstrip().endswith(("(", ",")) and \
+            match.group(1).count("(") == match.group(1).count(")") and match.group(1).strip():
+        return match.group(1).strip(), match.group(2)
+    return expr, None
+
+
+def _old_like(pattern: str, name: str) -> bool:
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+        i += 1
+    return re.fullmatch("".join(out), name, re.I | re.S) is not None
+
+
+@given(st.text(alphabet="/* a\n", max_size=40))
+@settings(max_examples=400)
+def test_comments_are_stripped_as_the_lazy_regex_did(text):
+    assert _strip_comments(text) == _old_strip(text)
+
+
+@given(st.text(alphabet=" \tAaSsx_1`(),é", max_size=24))
+@settings(max_examples=600)
+def test_aliases_are_read_as_the_regex_did(expr):
+    assert _alias(expr) == _old_alias(expr)
+
+
+@given(st.text(alphabet="%_\\aB.", max_size=10), st.text(alphabet="ab_%\\.", max_size=10))
+@settings(max_examples=600)
+def test_like_matches_as_the_backtracking_regex_did(pattern, name):
+    assert _like(pattern, name) == _old_like(pattern, name)
+
+
+@pytest.mark.timeout(120)
+def test_the_inputs_that_took_days_are_answered():
+    """Each input took the old code more than 10^9 regex steps (a 20-`%` LIKE: 3^20 splits; a
+    comment or a space run of 200 000: n^2/2). Completing at all is the check."""
+    session = Session(FACTS)
+    no_rows = 5  # the column count, two column definitions, EOF, (no row), EOF
+    assert len(session.answer("SHOW VARIABLES LIKE '" + "%" * 20 + "x'")) == no_rows
+    assert len(session.answer("SHOW VARIABLES LIKE '" + "%" * 20 + "_id'")) == no_rows + 3  # server_(uu)id, gtid_domain_id
+    assert _strip_comments("SELECT 1 " + "/* " * 200_000).startswith("SELECT 1 /* ")
+    assert _alias("x" + " " * 200_000 + "!") == ("x" + " " * 200_000 + "!", None)
+    assert _alias("1" + " " * 200_000 + "AS   one") == ("1", "one")
+    rows = session.answer("SHOW VARIABLES LIKE '" + "%_" * 200_000 + "'")  # needs more characters than a name has
+    assert len(rows) == no_rows
+
+
+def test_a_session_holds_bounded_variables():
+    session = Session(FACTS)
+    with pytest.raises(QueryError) as info:
+        session.answer("SET @" + "a" * 65 + " = 1")
+    assert info.value.code == ER_TOO_LONG_IDENT
+    session.answer("SET @big = '" + "x" * 200_000 + "'")
+    with pytest.raises(QueryError) as info:
+        session.answer("SET @other = '" + "x" * 100_000 + "'")
+    assert info.value.code == ER_OUT_OF_RESOURCES
+    session.answer("SET @big = 'small', @other = '" + "x" * 100_000 + "'")  # replacing a value frees its bytes
+    assert session.user_var("other") == "x" * 100_000
+
+
+def test_a_read_has_a_deadline_however_slowly_bytes_come():
+    a, b = socket.socketpair()
+    stop = threading.Event()
+
+    def trickle() -> None:  # a packet header announcing 100 bytes, then one byte at a time
+        try:
+            a.sendall(b"\x64\x00\x00\x01")
+            while not stop.wait(0.05):
+                a.sendall(b"x")
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=trickle)
+    thread.start()
+    try:
+        with pytest.raises(ReadTimeout):
+            PacketStream(b).read(deadline=time.monotonic() + 0.5)
+    finally:
+        stop.set()
+        thread.join()
+        a.close()
+        b.close()
+
+
+def test_an_oversized_command_is_its_own_error():
+    a, b = socket.socketpair()
+    try:
+        a.sendall(b"\x00\x00\x20\x00")  # 2 MiB announced
+        with pytest.raises(PacketTooLarge):
+            PacketStream(b).read(limit=1 << 20)
+    finally:
+        a.close()
+        b.close()
+
+
+# -- admission ------------------------------------------------------------------------------------
+
+def test_handshakes_are_capped_per_address_and_in_all_with_the_busiest_address_making_room():
+    admission = Admission(EndpointLimits(max_handshakes=4, max_handshakes_per_host=3, max_connections=2))
+    closed: list[str] = []
+    closers = {}
+    for i in range(3):
+        closers[f"a{i}"] = lambda i=i: closed.append(f"a{i}")
+        admission.enter_handshake("10.0.0.1", closers[f"a{i}"])
+    with pytest.raises(Refused, match="from 10.0.0.1"):
+        admission.enter_handshake("10.0.0.1", lambda: None)
+    assert admission.enter_handshake("10.0.0.2", lambda: closed.append("b0")) is None  # the fourth: room left
+    assert admission.enter_handshake("10.0.0.3", lambda: closed.append("c0")) == "10.0.0.1"  # full: its oldest goes
+    assert closed == ["a0"]
+    with pytest.raises(Refused, match="have not finished"):              # as busy as the busiest: refused
+        admission.enter_handshake("10.0.0.1", lambda: None)
+    admission.leave_handshake("10.0.0.1", closers["a0"])                 # an evicted socket's own leave: no-op
+    admission.leave_handshake("10.0.0.1", closers["a1"])
+    admission.enter_handshake("10.0.0.1", lambda: None)
+    assert admission.enter_handshake("10.0.0.4", lambda: None) == "10.0.0.1"  # a new address always gets in
+    assert closed == ["a0", "a2"]
+    admission.enter_session()
+    admission.enter_session()
+    with pytest.raises(Refused, match="Too many connections"):
+        admission.enter_session()
+    admission.leave_session()
+    admission.enter_session()
+
+
+def test_limits_are_checked():
+    for bad in ({"connect_timeout": 0}, {"wait_timeout": -1}, {"max_connections": 0}, {"max_packet": 10}):
+        with pytest.raises(Exception, match="--mysql-"):
+            EndpointLimits(**bad)
+
+
+def test_the_problem_log_is_rate_limited_and_counts_what_it_left_out(caplog):
+    now = [0.0]
+    logger = logging.getLogger("dumpfilter.test.problems")
+    logins = ProblemLog(logger, "failed logins", burst=3, every=10.0, clock=lambda: now[0])
+    refused = ProblemLog(logger, "refused or broken connections", burst=3, every=10.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="dumpfilter.test.problems"):
+        for i in range(50):
+            refused.warning("refused %d", i)
+        for i in range(10):
+            logins.warning("login %d", i)
+        now[0] += 10.0
+        logins.warning("login again")
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["refused 0", "refused 1", "refused 2", "login 0", "login 1", "login 2",
+                        "login again (7 more failed logins not logged before this one)"]
+    assert all(r.levelno == logging.WARNING for r in caplog.records)
+    assert logins.count == 11 and refused.count == 50

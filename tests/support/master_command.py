@@ -1,0 +1,45 @@
+"""A real `dumpfilter master serve` process for the tests: started on a free loopback port (its
+address once it says it serves), stopped with SIGTERM (it must end by itself, status 0)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_master(binlog_dir, *args: str, prefix=(), **popen) -> tuple[subprocess.Popen, str]:
+    """`master serve --binlog-dir DIR ARGS`, run behind `prefix` (a wrapper command) with the
+    Popen options given; returns it once it prints that it serves. `proc.head` keeps what it
+    printed up to there."""
+    port = free_port()
+    proc = subprocess.Popen([*prefix, sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
+                             str(binlog_dir), "--listen", f"127.0.0.1:{port}", *args], stderr=subprocess.PIPE,
+                            text=True, **popen)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "serving" in line:
+            proc.head = "".join(lines)
+            return proc, f"127.0.0.1:{port}"
+    proc.wait()
+    raise AssertionError(f"master serve ended ({proc.returncode}): {''.join(lines)}")
+
+
+def stop_master(proc: subprocess.Popen) -> str:
+    """SIGTERM; the master must end by itself, with status 0. Returns all it printed."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.head + proc.stderr.read()
