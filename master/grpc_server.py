@@ -18,13 +18,14 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from dumpfilter.errors import DumpFilterError, InvalidArgumentError
+from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto
 from dumpfilter.master.model import ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import MasterPolicy
+from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
 from dumpfilter.master.service import DumpService
 from dumpfilter.master.shares import CALLS, InFlight
 
@@ -276,6 +277,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         self.service = service
         self.stalls = _StallWatch(stall_timeout)
         self.calls = InFlight(service.shares, CALLS)  # Register/ChangeFilter/Unregister in flight, per identity
+        self.failed_logins = ProblemLog(log, "failed gRPC logins")
 
     def _caller(self, context, credentials=None):
         """Authenticate the call: mTLS certificate, else the metadata user/password, else (for
@@ -284,7 +286,12 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         user, password = meta.get(USER_KEY, ""), meta.get(PASSWORD_KEY, "")
         if not user and credentials is not None and credentials.user:
             user, password = credentials.user, credentials.password
-        return self.service.authenticate(user, password, _certificate_name(context))
+        try:
+            return self.service.authenticate(user, password, _certificate_name(context))
+        except AccessDeniedError as exc:  # a WARNING an operator sees, rate-limited against floods
+            self.failed_logins.warning("grpc login failed: user %s from %s: %s", shown_user(user),
+                                       context.peer(), str(exc)[:200])
+            raise
 
     @_mapped
     def Register(self, request, context):

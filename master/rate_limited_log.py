@@ -42,3 +42,9 @@ class ProblemLog:
             message += " (%d more %s not logged before this one)"
             args = (*args, suppressed, self.what)
         self.logger.warning(message, *args)
+
+
+def shown_user(user: str) -> str:
+    """A client-chosen user name as a log line may show it: at most 64 characters, quoted, with
+    control characters escaped (repr), so it cannot forge a line of its own."""
+    return repr(user[:64])

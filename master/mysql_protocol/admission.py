@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from dumpfilter.errors import InvalidArgumentError
 from dumpfilter.master.mysql_protocol.packets import MAX_COMMAND_BYTES
+from dumpfilter.master.rate_limited_log import shown_user  # noqa: F401 (the endpoint's log lines use it)
 
 CONNECT_TIMEOUT = 10.0     # MySQL's connect_timeout default
 WAIT_TIMEOUT = 600.0       # MySQL's is 8 hours; a replica runs its queries within a second of connecting
@@ -109,9 +110,3 @@ class Admission:
     def leave_session(self) -> None:
         with self._lock:
             self.sessions -= 1
-
-
-def shown_user(user: str) -> str:
-    """A client-chosen user name as a log line may show it: at most 64 characters, quoted, with
-    control characters escaped (repr), so it cannot forge a line of its own."""
-    return repr(user[:64])
