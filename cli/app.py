@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 
+from dumpfilter.cli.options import check_outputs
 from dumpfilter.errors import EXIT_CODE, DumpFilterError
 
 # The cyclic garbage collector's first threshold, raised from CPython's 700 allocations: the
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = mysqld_spelling(sys.argv[1:] if argv is None else list(argv))
     args = build_parser(argv).parse_args(argv)
     try:
+        check_outputs(args)  # a --json FILE that cannot be written is told before any work
         return int(args.func(args) or 0)
     except DumpFilterError as exc:
         print(f"dumpfilter: error: {exc}", file=sys.stderr)

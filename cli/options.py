@@ -1,9 +1,23 @@
-"""Argument groups several sub-commands share (binlog inputs, the Spark switch); the rule options
-are the rules' own (dumpfilter.rules.options), the connection options the master client's."""
+"""Argument groups several sub-commands share (binlog inputs, the Spark switch) and the one output
+convention of every command: `--out DIR` for a directory of results, `-o/--output FILE` for one
+file, `--json [FILE]` for the machine-readable result (stdout, or FILE beside the human output).
+The rule options are the rules' own (dumpfilter.rules.options), the connection options the master
+client's."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
+from dumpfilter.cli.output_paths import OutputError, atomic_output, writable_file
+
+STDOUT = "-"
+BINLOG_MAGIC = b"\xfebin"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def add_binlog_inputs(parser: argparse.ArgumentParser, metavar: str = "FILE") -> None:
@@ -16,3 +30,75 @@ def add_spark_options(parser: argparse.ArgumentParser, without: str) -> None:
     parser.add_argument("--spark-master", default=None, metavar="URL",
                         help="Spark master URL (default $SPARK_MASTER, else local[*])")
     parser.add_argument("--no-spark", action="store_true", help=without)
+
+
+# -- the output convention -----------------------------------------------------------------
+def add_out_dir(parser, help: str, **kwargs) -> argparse.Action:
+    """`--out DIR`: the directory a command writes its results into."""
+    return parser.add_argument("--out", metavar="DIR", help=help, **kwargs)
+
+
+def add_output_file(parser, help: str, **kwargs) -> argparse.Action:
+    """`-o/--output FILE`: the one file a command writes."""
+    return parser.add_argument("-o", "--output", metavar="FILE", help=help, **kwargs)
+
+
+def add_json_option(parser, what: str) -> argparse.Action:
+    """`--json [FILE]`: `what` (the machine-readable result) as JSON on stdout instead of the human
+    output, or written to FILE while the human output still goes to stdout."""
+    return parser.add_argument(
+        "--json", nargs="?", const=STDOUT, default=None, metavar="FILE",
+        help=f"{what} as JSON: on stdout instead of the human output; with FILE, written to FILE (the human "
+             f"output still printed; '-' is stdout). Put it after the input files, or write --json=FILE")
+
+
+def deprecated(old: str, new: str) -> None:
+    """The one-line warning of an old spelling kept for scripts."""
+    print(f"dumpfilter: warning: {old} is deprecated: use {new}", file=sys.stderr, flush=True)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output option of the convention, checked before the command's work starts: a --json FILE
+    whose directory cannot take it, a directory, or a binlog (an input taken as --json's FILE, as in
+    `lint --json a.bin b.bin`) is one line and exit 2. --out is checked by the commands (some create
+    it, some want it new or empty)."""
+    target = getattr(args, "json", None)
+    if target in (None, STDOUT):
+        return
+    try:
+        with open(target, "rb") as handle:
+            head = handle.read(4)
+    except OSError:  # missing (to be written), a directory, unreadable: writable_file says which
+        head = b""
+    if head == BINLOG_MAGIC or head.startswith(GZIP_MAGIC):
+        raise OutputError(f"--json {target}: is a binlog, not a JSON output; put --json after the input files, "
+                          "or write --json=FILE")
+    writable_file(target, "--json")
+
+
+def json_on_stdout(args: argparse.Namespace) -> bool:
+    """True when --json replaces the human output on stdout."""
+    return getattr(args, "json", None) == STDOUT
+
+
+@contextlib.contextmanager
+def json_sink(args: argparse.Namespace) -> Iterator[TextIO | None]:
+    """Where --json goes: None without it, stdout for `--json` / `--json -`, else FILE (written whole
+    or not at all)."""
+    target = getattr(args, "json", None)
+    if target is None:
+        yield None
+    elif target == STDOUT:
+        yield sys.stdout
+        sys.stdout.flush()
+    else:
+        with atomic_output(target, "w") as handle:
+            yield handle
+
+
+def emit_json(args: argparse.Namespace, document) -> bool:
+    """Write `document` (one line) where --json says; True when it took stdout (the human output is then left out)."""
+    with json_sink(args) as out:
+        if out is not None:
+            out.write(json.dumps(document) + "\n")
+    return json_on_stdout(args)

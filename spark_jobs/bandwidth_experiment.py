@@ -107,11 +107,16 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                         help="read files larger than this in chunks (0: whole files)")
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The spark-submit job's own options: `dumpfilter experiment`'s, and --master."""
     parser = argparse.ArgumentParser(prog="bandwidth_experiment", description=__doc__.split("\n\n")[0])
     add_experiment_arguments(parser)
     parser.add_argument("--master", dest="spark_master", default=None, help="Spark master URL")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from dumpfilter.errors import DumpFilterError
     from dumpfilter.topology import load_topology
     from dumpfilter.spark_jobs.session import get_session

@@ -148,7 +148,7 @@ def split_spark(spark, targets: list, out, config: SplitConfig, *, max_size: int
 def add_split_arguments(parser: argparse.ArgumentParser) -> None:
     """The options `dumpfilter split` and this job share."""
     parser.add_argument("inputs", nargs="+", metavar="FILE-or-DIR", help="binlog files, or directories of them")
-    parser.add_argument("--out", required=True, help="output directory (new or empty)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
     parser.add_argument("--map", action="append", default=[], metavar="NAME=RULES",
                         help="an output binlog NAME-bin.* with the events these rules keep; RULES is a "
                              "replicate-*/binlog-* option (replicate-wild-do-table=shop%%.%%), a CHANGE "
@@ -205,12 +205,17 @@ def warn_unmatched_maps(config: SplitConfig, outputs: list[OutputSummary], out=s
     return missing
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The spark-submit job's own options: `dumpfilter split`'s, and --master."""
     parser = argparse.ArgumentParser(prog="split_by_schema", description=__doc__.split("\n\n")[0])
     add_split_arguments(parser)
     parser.add_argument("--master", dest="spark_master", default=None,
                         help="Spark master URL (default: spark-submit's, else $SPARK_MASTER, else local[*])")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     from dumpfilter.errors import DumpFilterError
     from dumpfilter.spark_jobs.session import get_session
 

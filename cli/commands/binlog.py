@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from dumpfilter.cli.options import add_json_option, add_out_dir, json_sink
 from dumpfilter.codec import Event, EventType
 from dumpfilter.binlogs import BinlogFile, binlog_paths
 from dumpfilter.workload import WorkloadSpec, generate
@@ -19,14 +20,13 @@ def register(subparsers) -> None:
     sub.required = True
     inspect = sub.add_parser("inspect", help="list events: offset, type, size, log_pos, db/table/SQL/GTID")
     inspect.add_argument("files", nargs="+", metavar="FILE", help="binlog files or directories (.gz is read too)")
-    inspect.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_json_option(inspect, "the events, one JSON object a line")
     inspect.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                          help="do not check event CRC32s")
     inspect.set_defaults(func=run_inspect)
 
     gen = sub.add_parser("generate", help="write the built-in deterministic workload as real binlog files")
-    gen.add_argument("--out", required=True, metavar="DIR",
-                     help="directory for <basename>.NNNNNN and <basename>.index (created if missing)")
+    add_out_dir(gen, "directory for <basename>.NNNNNN and <basename>.index (created if missing)", required=True)
     gen.add_argument("--basename", default="master-bin", help="binlog base name (default %(default)s)")
     gen.add_argument("--seed", type=int, default=1,
                      help="random seed: the same options and seed give the same bytes (default %(default)s)")
@@ -99,19 +99,20 @@ def _text_line(row: dict) -> str:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    out = sys.stdout
-    for target in args.files:
-        for path in binlog_paths(target):
-            if not args.json and len(args.files) + len(binlog_paths(target)) > 2:
-                print(f"# {path}", file=out)
-            table_names: dict[int, tuple[str, str]] = {}
-            for event in BinlogFile(path, verify_checksums=args.verify_checksums):
-                row = describe(event, table_names)
-                if args.json:
-                    row["file"] = str(path)
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                else:
-                    out.write(_text_line(row) + "\n")
+    with json_sink(args) as sink:
+        text = None if sink is sys.stdout else sys.stdout  # --json alone: JSON lines instead of the text
+        for target in args.files:
+            for path in binlog_paths(target):
+                if text is not None and len(args.files) + len(binlog_paths(target)) > 2:
+                    print(f"# {path}", file=text)
+                table_names: dict[int, tuple[str, str]] = {}
+                for event in BinlogFile(path, verify_checksums=args.verify_checksums):
+                    row = describe(event, table_names)
+                    if text is not None:
+                        text.write(_text_line(row) + "\n")
+                    if sink is not None:
+                        row["file"] = str(path)
+                        sink.write(json.dumps(row, ensure_ascii=False) + "\n")
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dumpfilter.cli.options import add_spark_options
+from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import add_experiment_arguments, print_table, run_experiment
@@ -20,6 +20,7 @@ def register(subparsers) -> None:
                     "format is described in dumpfilter/topology.py.")
     add_experiment_arguments(parser)
     add_spark_options(parser, "count in this process")
+    add_json_option(parser, "the table (one row per slave) and the files written")
     parser.set_defaults(func=run)
 
 
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         spark = get_session("dumpfilter-experiment", args.spark_master)
     rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
                                  chunk_bytes=args.chunk_bytes or None)
-    print_table(rows)
-    print("wrote " + ", ".join(str(p) for p in paths))
+    if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths]}):
+        print_table(rows)
+        print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from dumpfilter.cli.options import add_json_option, emit_json, json_sink
 from dumpfilter.cli.output_paths import readable_file
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.assembly import RULE_OPTION_TYPES, channel_rules, startup_from_options
@@ -34,7 +35,7 @@ def register(subparsers) -> None:
                              "current_db, binlog_format, filters, change_replication_filter, defaults_file, channel, "
                              "filter_semantics, flavor, lower_case_table_names, track_derived_tables, schema; "
                              "what it leaves out comes from the command line")
-    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    add_json_option(parser, "the decision (with --batch: the decisions, one a line)")
     parser.set_defaults(func=run)
 
 
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     rules, settings = ruleset_from_args(args)
     decision = decide(RuleEngine(rules, settings, schema=schema_from_args(args)), args.sql, args.table,
                       args.current_db)
-    print(json.dumps(decision.to_json()) if args.json else str(decision))
+    if not emit_json(args, decision.to_json()):
+        print(decision)
     return 0
 
 
@@ -75,11 +77,16 @@ def _run_batch(args: argparse.Namespace) -> int:
         readable_file(path, "--batch")
     engines: dict[tuple, RuleEngine] = {}
     stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
-    with stream:
+    # The decisions are JSON lines on stdout (the batch's own output); --json FILE writes them there
+    # instead and prints the human lines.
+    with stream, json_sink(args) as sink:
+        out = sink or sys.stdout
         for number, line in enumerate(stream, 1):
             if line.strip():
                 decision = _batch_decision(line, f"{path}:{number}", args, engines)
-                print(json.dumps(decision.to_json()), flush=False)
+                out.write(json.dumps(decision.to_json()) + "\n")
+                if out is not sys.stdout:
+                    print(decision, flush=False)
     return 0
 
 

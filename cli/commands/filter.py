@@ -1,6 +1,6 @@
-"""`dumpfilter filter FILE... -o OUT`: apply one replica's replicate-* rules to binlog files offline,
-as WL#40 wanted mysqlbinlog to, and write a valid binlog that mariadb-binlog reads and a server
-can apply. The loop itself lives in `dumpfilter.binlogs.filtering`; this module parses options,
+"""`dumpfilter filter FILE... -o FILE | --out DIR`: apply one replica's replicate-* rules to binlog
+files offline, as WL#40 wanted mysqlbinlog to, and write a valid binlog that mariadb-binlog reads
+and a server can apply. The loop itself lives in `dumpfilter.binlogs.filtering`; this module parses options,
 picks the output shape and prints the summary."""
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from dumpfilter.cli.options import add_binlog_inputs
+from dumpfilter.cli.options import (
+    add_binlog_inputs, add_json_option, add_out_dir, add_output_file, deprecated, emit_json, json_on_stdout,
+)
 from dumpfilter.codec import read_format_description
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs import binlog_paths, open_binlog
-from dumpfilter.cli.output_paths import refuse_input_as_output, writable_dir, writable_file
+from dumpfilter.cli.output_paths import OutputError, refuse_input_as_output, writable_dir, writable_file
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.binlogs.filtering import FileSink, FilterStats, SeriesSink, filter_files
 from dumpfilter.rules.evaluate import RuleEngine
@@ -36,9 +38,10 @@ def register(subparsers) -> None:
                     "format the Table_map/rows events of kept tables. With no rules and one input file "
                     "the output is byte-identical to the input.")
     add_binlog_inputs(parser)
-    parser.add_argument("-o", "--output", required=True, metavar="OUT",
-                        help="output file; a directory (existing, or given with a trailing /) or several "
-                             "input files give a numbered series <base>.NNNNNN with an index")
+    target = parser.add_mutually_exclusive_group(required=True)
+    add_output_file(target, "the filtered binlog, one file (/dev/stdout: written to stdout)")
+    add_out_dir(target, "a directory for the filtered binlog as a numbered series <base>.NNNNNN with its index "
+                        "(needed for several input files)")
     add_rule_options(parser)
     add_schema_option(parser)
     # --flavor defaults to the server that wrote the binlog (its FDE's server version), not to mysql:
@@ -52,8 +55,11 @@ def register(subparsers) -> None:
     parser.add_argument("--basename", help="output series base name (default: the input's, e.g. mariadb-bin)")
     parser.add_argument("--max-binlog-size", type=int, default=1 << 30,
                         help="rotate output series files after this many bytes (default 1 GiB)")
-    parser.add_argument("--summary", choices=("auto", "rich", "plain", "json", "none"), default="auto",
+    # "json": the old spelling of --json (the summary on stderr), kept for scripts and not listed
+    parser.add_argument("--summary", choices=("auto", "rich", "plain", "none", "json"), default="auto",
+                        metavar="{auto,rich,plain,none}",
                         help="summary on stderr: a rich table on a terminal, plain lines otherwise (auto)")
+    add_json_option(parser, "the summary (counters, output files, seconds)")
     parser.set_defaults(func=run)
 
 
@@ -80,19 +86,20 @@ def run(args: argparse.Namespace) -> int:
     rules, settings = ruleset_from_args(args)
     engine = RuleEngine(rules, settings, schema=schema_from_args(args))
     tfilter = TransactionFilter(engine, empty_transactions=args.empty_transactions)
-    out = Path(args.output)
-    series = len(paths) > 1 or out.is_dir() or args.output.endswith(("/", "\\"))
+    out, option, series = _target(args, paths)
     # Never over an input, never a partial output over an existing file: the output is written
     # beside its place (a temporary file or directory) and renamed into it once complete.
     if series:
         match = _NUMBERED.match(paths[0].name)
         basename = args.basename or (match["base"] if match else paths[0].stem or "filtered-bin")
-        refuse_input_as_output(paths, directory=out, basename=basename)
-        writable_dir(out, "-o")
+        refuse_input_as_output(paths, directory=out, basename=basename, option=option)
+        writable_dir(out, option)
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
         sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
     elif out.exists() and not out.is_file():  # /dev/stdout, a pipe: written as it comes, nothing to rename
         refuse_input_as_output(paths, file=out)
+        if json_on_stdout(args) and os.path.samestat(out.stat(), os.fstat(1)):
+            raise OutputError(f"--json: stdout carries the filtered binlog (-o {out}); write --json FILE")
         sink, staging = FileSink(out), None
     else:
         refuse_input_as_output(paths, file=out)
@@ -115,9 +122,25 @@ def run(args: argparse.Namespace) -> int:
         elif staging is not None:
             staging.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
-    print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
-                  flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
+    document = summary_document(stats, written, elapsed, flavor=settings.flavor, assumed=engine.assumed)
+    if args.summary == "json":
+        deprecated("--summary json", "--json (the summary on stdout) or --json FILE")
+        print(json.dumps(document), file=sys.stderr)
+    elif not emit_json(args, document):
+        print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
+                      flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
     return 0
+
+
+def _target(args: argparse.Namespace, paths: list[Path]) -> tuple[Path, str, bool]:
+    """(the output path, its option, whether it is a series directory). `-o DIR` (an existing
+    directory, a trailing /, several inputs) is the old spelling of --out DIR, kept for scripts."""
+    if args.out is not None:
+        return Path(args.out), "--out", True
+    if len(paths) > 1 or Path(args.output).is_dir() or args.output.endswith(("/", "\\")):
+        deprecated(f"-o {args.output} for a series directory", f"--out {args.output}")
+        return Path(args.output), "-o", True
+    return Path(args.output), "-o", False
 
 
 def _move_into_place(staging: Path, out: Path, written: list[Path], basename: str | None) -> list[Path]:
@@ -138,6 +161,16 @@ def _move_into_place(staging: Path, out: Path, written: list[Path], basename: st
     return placed
 
 
+def _bytes_written(written: list[Path]) -> int:
+    return sum(p.stat().st_size for p in written if p.exists())
+
+
+def summary_document(stats: FilterStats, written: list[Path], elapsed: float, *, flavor: str, assumed: int) -> dict:
+    """The summary --json writes: the counters, the output files and their bytes, the seconds."""
+    return stats.as_dict() | {"output_files": [str(p) for p in written], "output_file_bytes": _bytes_written(written),
+                              "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed}
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n} B"
 
@@ -149,12 +182,7 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
         return
     if mode == "auto":
         mode = "rich" if sys.stderr.isatty() else "plain"
-    out_bytes = sum(p.stat().st_size for p in written if p.exists())
-    if mode == "json":
-        payload = stats.as_dict() | {"output_files": [str(p) for p in written], "output_file_bytes": out_bytes,
-                                     "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed}
-        print(json.dumps(payload), file=sys.stderr)
-        return
+    out_bytes = _bytes_written(written)
     pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% less" if stats.bytes_in else ""
     rows = [
         ("files", f"{stats.files_in}", f"{len(written)} written", ""),

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from dumpfilter.cli.options import add_binlog_inputs
+from dumpfilter.cli.options import add_binlog_inputs, add_json_option, emit_json
 from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.cli.commands.filter import flavor_of, input_files
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
@@ -29,8 +28,7 @@ def register(subparsers) -> None:
                              "created on it outside replication): a dump file or a server's information_schema. "
                              "Default: --schema (or, without it, what the binlog creates)")
     parser.set_defaults(flavor=None)  # the server that wrote the binlog, as `filter` does
-    parser.add_argument("--json", action="store_true",
-                        help='print {"breaks": [{"file", "pos", "gtid", "errno", "message", "cause": {...}}]}')
+    add_json_option(parser, '{"breaks": [{"file", "pos", "gtid", "errno", "message", "cause": {...}}]}')
     parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                         help="do not check event CRC32s while reading")
     parser.set_defaults(func=run)
@@ -50,12 +48,15 @@ def run(args: argparse.Namespace) -> int:
     if args.flavor is None:
         args.flavor = flavor_of(paths[0])
     breaks = lint_paths(paths, args)
-    if args.json:
-        print(json.dumps({"breaks": [b.to_json() for b in breaks]}, indent=None))
-    elif not breaks:
-        print("no break predicted")
-    else:
-        print(f"{len(breaks)} break(s) predicted; a replica with these rules stops at the first:")
-        for number, item in enumerate(breaks, 1):
-            print(f"{number}. {item}")
+    if not emit_json(args, {"breaks": [b.to_json() for b in breaks]}):
+        print_breaks(breaks)
     return 1 if breaks else 0
+
+
+def print_breaks(breaks: list[Break]) -> None:
+    if not breaks:
+        print("no break predicted")
+        return
+    print(f"{len(breaks)} break(s) predicted; a replica with these rules stops at the first:")
+    for number, item in enumerate(breaks, 1):
+        print(f"{number}. {item}")

@@ -4,12 +4,12 @@ directory (WL#2387 master side), and the operator's view of a running one."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import signal
 import sys
 import threading
 
+from dumpfilter.cli.options import add_json_option, emit_json
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 
@@ -133,13 +133,13 @@ def register(subparsers) -> None:
                                          "replication_applier_global_filters, one row per slave and channel.")
     add_connection_options(filters)
     filters.add_argument("--server-id", type=server_id_type, default=0, help="only this slave (default: every slave)")
-    filters.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_json_option(filters, "the tables")
     filters.set_defaults(func=filters_command)
 
     status = sub.add_parser("status", help="SHOW SLAVE HOSTS of a running master, with each slave's stream counters")
     add_connection_options(status)
     status.add_argument("--server-id", type=server_id_type, default=0, help="only this slave (default: every slave)")
-    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_json_option(status, "the rows")
     status.set_defaults(func=status_command)
 
     change = sub.add_parser("change-filter", help="CHANGE REPLICATION FILTER on a registered slave, live",
@@ -151,7 +151,7 @@ def register(subparsers) -> None:
                         help="CHANGE REPLICATION FILTER ... [FOR CHANNEL 'c'] (or WL#2516 CHANGE MASTER ... TO DO=...)")
     change.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
                         help="how long to wait for the stream to reach a transaction boundary (default 30)")
-    change.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(change, "where and how the change took effect")
     change.set_defaults(func=change_filter_command)
 
 
@@ -343,8 +343,7 @@ def filters_command(args: argparse.Namespace) -> int:
 
     with MasterClient.from_args(args) as client:
         tables = client.list_filters(args.server_id)
-    if args.json:
-        print(json.dumps(tables, indent=1))
+    if emit_json(args, tables):
         return 0
     for name, rows in tables.items():
         print(f"performance_schema.{name}")
@@ -365,8 +364,7 @@ def status_command(args: argparse.Namespace) -> int:
 
     with MasterClient.from_args(args) as client:
         rows = client.status(args.server_id)
-    if args.json:
-        print(json.dumps(rows, indent=1))
+    if emit_json(args, rows):
         return 0
     print(format_table([{**r, "Lint": _lint_cell(r)} for r in rows], STATUS_COLUMNS))
     end = next((r["Binlog_end"] for r in rows if r["Binlog_end"]), "")
@@ -383,8 +381,7 @@ def change_filter_command(args: argparse.Namespace) -> int:
 
     with MasterClient.from_args(args) as client:
         result = client.change_filter(args.server_id, args.statement, timeout=args.wait)
-    if args.json:
-        print(json.dumps(result, indent=1))
+    if emit_json(args, result):
         return 0
     at = result["effective_at"]
     where = f"{at['file']}:{at['pos']}" if at else "the slave's first position (it has not streamed yet)"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dumpfilter.cli.options import add_json_option, add_out_dir, emit_json
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.topology import load_topology
 
@@ -22,7 +23,8 @@ def register(subparsers) -> None:
         description="Runs the topology (default: a built-in one with 4 slaves over a generated 6-schema "
                     "workload), prints a table and writes report.json, report.csv and report.png under --out.")
     parser.add_argument("--topology", metavar="FILE", help="topology TOML (see --print-default-topology)")
-    parser.add_argument("--out", default="out/simulate", metavar="DIR", help="report directory (default out/simulate)")
+    add_out_dir(parser, "report directory (default out/simulate)", default="out/simulate")
+    add_json_option(parser, "the summary (report.json's document, the verdict and the files written)")
     parser.add_argument("--verify", action="store_true",
                         help="check that each slave received exactly what slave-side filtering of the full stream "
                              "keeps; differences are listed by transaction and the exit status is 1")
@@ -82,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
                                 keep_work=Path(args.keep_work) if args.keep_work else None)
     finally:
         logger.removeHandler(handler)
+    document = result.report | {"ok": result.ok, "files": [str(p) for p in result.paths],
+                                "verification": [v.to_json() for v in result.verifications]}
+    if emit_json(args, document):
+        return 0 if result.ok else 1
     print_report(result.report, console)
     if args.verify:
         print_verification(result.verifications, console)

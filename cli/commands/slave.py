@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+from dumpfilter.cli.options import add_json_option, emit_json
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 from dumpfilter.cli.process import tune_allocator
 from dumpfilter.errors import DumpFilterError
@@ -71,6 +72,7 @@ def register(subparsers) -> None:
     run.set_defaults(func=run_command)
     status = sub.add_parser("status", help="SHOW REPLICA STATUS-like fields of a slave's relay log directory")
     status.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
+    add_json_option(status, "the fields")
     status.set_defaults(func=status_command)
 
 
@@ -152,6 +154,8 @@ def status_command(args: argparse.Namespace) -> int:
 
     existing_dir(args.relay_log_dir, "--relay-log-dir")
     fields = status_fields(args.relay_log_dir)
+    if emit_json(args, fields):
+        return 0
     width = max(len(k) for k in fields)
     print("*************************** 1. row ***************************")
     for key, value in fields.items():

@@ -5,10 +5,11 @@ The rules for which binlog an event goes to are in docs/split.md."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
-from dumpfilter.cli.options import add_spark_options
+from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.spark_jobs.core.local import split_local
 from dumpfilter.spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
@@ -22,6 +23,7 @@ def register(subparsers) -> None:
                     "fresh CRC32, Rotate between files). See docs/split.md.")
     add_split_arguments(parser)
     add_spark_options(parser, "split in this process (byte-identical output)")
+    add_json_option(parser, "the summary (each output binlog's files, units and bytes)")
     parser.set_defaults(func=run)
 
 
@@ -45,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
         outputs = split_spark(spark, args.inputs, args.out, config, max_size=args.max_binlog_size,
                               chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
         extra = ""
-    print_summary(outputs)
-    warn_unmatched_maps(config, outputs)
-    print(f"{len(outputs)} binlog(s) written to {args.out} in {time.perf_counter() - started:.1f}s{extra}")
+    unmatched = warn_unmatched_maps(config, outputs)
+    seconds = time.perf_counter() - started
+    if not emit_json(args, {"out": str(args.out), "outputs": [dataclasses.asdict(s) for s in outputs],
+                            "unmatched_maps": unmatched, "seconds": round(seconds, 3)}):
+        print_summary(outputs)
+        print(f"{len(outputs)} binlog(s) written to {args.out} in {seconds:.1f}s{extra}")
     return 0

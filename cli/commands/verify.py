@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from dumpfilter.cli.options import add_json_option, emit_json
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.cli.output_paths import writable_file
 
 
 def _formats(values: list[str] | None, builtin: bool) -> list[str]:
@@ -47,7 +47,7 @@ def register(subparsers) -> None:
                         help="repeat or comma-separate for several runs; 'all' for the three "
                              "(default: ROW, or all three with --builtin)")
     parser.add_argument("--keep", action="store_true", help="keep the datadirs and relay logs (servers are stopped)")
-    parser.add_argument("--json", type=Path, metavar="OUT", help="write the verdicts as JSON")
+    add_json_option(parser, "the verdicts")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="how long to wait for each replica to catch up (default 60)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -74,7 +74,7 @@ def _master_rules(values: list[str]) -> dict:
 def run(args: argparse.Namespace) -> int:
     from dumpfilter.topology import load_topology
     from dumpfilter.lab.verify import builtin_paths, verify
-    from dumpfilter.lab.verify.report import overall_passed, print_report, write_json
+    from dumpfilter.lab.verify.report import as_json, overall_passed, print_report
 
     if args.builtin:
         topology_path, workload_path, seed_path = builtin_paths()
@@ -100,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
             split_statements(text)
         except ScriptError as exc:
             raise DumpFilterError(f"verify: {path}: {exc}") from None
-    if args.json:
-        writable_file(args.json, "--json")
     if args.builtin:
         from dumpfilter.topology import parse_topology
 
@@ -112,7 +110,6 @@ def run(args: argparse.Namespace) -> int:
     runs = verify(topology, workload, seed=seed, formats=_formats(args.binlog_format, args.builtin),
                   keep=args.keep, timeout=args.timeout, master_rules=_master_rules(args.testing_master_rule),
                   progress=progress)
-    print_report(runs)
-    if args.json:
-        write_json(runs, args.json)
+    if not emit_json(args, as_json(runs)):
+        print_report(runs)
     return 0 if overall_passed(runs) else 1

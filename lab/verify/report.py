@@ -1,11 +1,9 @@
 """The verdict of `dumpfilter verify`: a rich table per binlog format, the differences of every pair
-that is not identical, and the JSON document written by --json."""
+that is not identical, and the JSON document --json writes (as_json)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 
 from dumpfilter.lab.verify.runner import DIFFERENT, IDENTICAL, NO_REFERENCE, RunResult
 
@@ -18,10 +16,6 @@ def overall_passed(runs: Sequence[RunResult]) -> bool:
 
 def as_json(runs: Sequence[RunResult]) -> dict:
     return {"passed": overall_passed(runs), "pairs": verdict_counts(runs), "runs": [run.as_dict() for run in runs]}
-
-
-def write_json(runs: Sequence[RunResult], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(as_json(runs), indent=1) + "\n", encoding="utf-8")
 
 
 def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40) -> None:
