@@ -18,17 +18,24 @@ class OutputError(InvalidArgumentError):
     """An output path that cannot be written, or that would overwrite an input."""
 
 
-def writable_dir(path: str | os.PathLike, option: str = "--out") -> Path:
-    """Create DIR (and its parents) and prove a file can be written in it."""
-    directory = Path(path)
+def _cannot_write(directory: Path) -> str | None:
+    """Why no file can be written in DIR once it is made (with its parents), or None."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".dumpfilter-probe-"):
             pass
     except OSError as exc:
-        reason = exc.strerror or str(exc)
         where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != directory else ""
-        raise OutputError(f"{option} {directory}: cannot write there: {reason}{where}") from None
+        return (exc.strerror or str(exc)) + where
+    return None
+
+
+def writable_dir(path: str | os.PathLike, option: str = "--out") -> Path:
+    """Create DIR (and its parents) and prove a file can be written in it."""
+    directory = Path(path)
+    reason = _cannot_write(directory)
+    if reason:
+        raise OutputError(f"{option} {directory}: cannot write there: {reason}")
     return directory
 
 
@@ -56,7 +63,9 @@ def writable_file(path: str | os.PathLike, option: str = "--out") -> Path:
     target = Path(path)
     if target.is_dir():
         raise OutputError(f"{option} {target}: is a directory")
-    writable_dir(target.parent if str(target.parent) else ".", option)
+    reason = _cannot_write(target.parent)
+    if reason:
+        raise OutputError(f"{option} {target}: cannot write there: {reason}")
     return target
 
 

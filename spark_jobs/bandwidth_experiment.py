@@ -91,7 +91,8 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     return rows, write_report(rows, Path(out), fmt, source=f"{source}, {len(files)} file(s)")
 
 
-def print_table(rows: list[dict], out=sys.stdout) -> None:
+def print_table(rows: list[dict], out=None) -> None:
+    out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     print(f"{'slave':<16} {'policy':<18} {'MB all':>9} {'MB sent':>9} {'saving':>8} {'events sent':>12}", file=out)
     for row in rows:
         print(f"{row['slave']:<16} {row['skip_policy']:<18} {row['bytes_all'] / 1e6:>9.2f} "

@@ -191,7 +191,8 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
                             schema_from_args(args) if args.schema else None)
 
 
-def print_summary(outputs: list[OutputSummary], out=sys.stdout) -> None:
+def print_summary(outputs: list[OutputSummary], out=None) -> None:
+    out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     for s in outputs:
         print(f"{s.name}-bin: {len(s.files)} file(s), {s.units} unit(s), {s.bytes} bytes", file=out)
 

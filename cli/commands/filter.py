@@ -123,10 +123,10 @@ def run(args: argparse.Namespace) -> int:
             staging.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
     document = summary_document(stats, written, elapsed, flavor=settings.flavor, assumed=engine.assumed)
-    if args.summary == "json":
+    if args.summary == "json":  # the old spelling of --json: the summary as JSON on stderr
         deprecated("--summary json", "--json (the summary on stdout) or --json FILE")
         print(json.dumps(document), file=sys.stderr)
-    elif not emit_json(args, document):
+    if not emit_json(args, document) and args.summary != "json":
         print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
                       flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
     return 0

@@ -84,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
                                 keep_work=Path(args.keep_work) if args.keep_work else None)
     finally:
         logger.removeHandler(handler)
-    document = result.report | {"ok": result.ok, "files": [str(p) for p in result.paths],
-                                "verification": [v.to_json() for v in result.verifications]}
-    if emit_json(args, document):
+    if emit_json(args, result.report | {"ok": result.ok, "files": [str(p) for p in result.paths]}):
         return 0 if result.ok else 1
     print_report(result.report, console)
     if args.verify:

@@ -43,10 +43,10 @@ def test_relay_log_positions_are_not_renumbered(find, tmp_path):
 def test_several_inputs_make_a_series(find, tmp_path, capsys):
     inputs = [str(find(f"mariadb-repl-bin.00000{i}")) for i in (5, 6, 7)]
     out = tmp_path / "series"
-    rc = main(["filter", *inputs, "-o", str(out), "--replicate-ignore-table=sbtest-repl.sbtest1",
-               "--max-binlog-size", "40000", "--summary", "json"])
+    rc = main(["filter", *inputs, "--out", str(out), "--replicate-ignore-table=sbtest-repl.sbtest1",
+               "--max-binlog-size", "40000", "--json"])
     assert rc == 0
-    summary = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    summary = json.loads(capsys.readouterr().out)
     assert summary["files_in"] == 3 and summary["flavor"] == "mariadb"
     files = binlog_paths(out)
     assert [p.name for p in files] == [f"mariadb-repl-bin.{i:06d}" for i in range(1, len(files) + 1)]
@@ -77,9 +77,9 @@ def test_flavor_defaults_to_the_binlog_server(find, tmp_path, capsys):
     results = {}
     for flavor in (None, "mariadb", "mysql"):
         args = ["filter", src, "-o", str(tmp_path / f"{flavor}.bin"), "--replicate-wild-ignore-table=SBTEST-REPL.%",
-                "--summary", "json"] + ([f"--flavor={flavor}"] if flavor else [])
+                "--json"] + ([f"--flavor={flavor}"] if flavor else [])
         assert main(args) == 0
-        results[flavor] = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+        results[flavor] = json.loads(capsys.readouterr().out)
     assert results[None]["flavor"] == "mariadb"
     assert results[None]["emptied"] == results["mariadb"]["emptied"] == 87
     assert results["mysql"]["emptied"] == 0 and results["mysql"]["kept"] == 87
@@ -94,9 +94,9 @@ def test_plain_summary(find, tmp_path, capsys):
 
 
 def test_change_replication_filter_text(find, tmp_path, capsys):
-    main(["filter", str(find("mysql-bin.checksum-crc32")), "-o", str(tmp_path / "o.bin"), "--summary", "json",
+    main(["filter", str(find("mysql-bin.checksum-crc32")), "-o", str(tmp_path / "o.bin"), "--json",
           "--change-replication-filter", "CHANGE REPLICATION FILTER REPLICATE_WILD_DO_TABLE = ('auth.%')"])
-    summary = json.loads(capsys.readouterr().err.strip())
+    summary = json.loads(capsys.readouterr().out)
     assert summary["emptied"] > 0 and summary["kept"] > 0
     tables = {e.table_map[1] for e in events_of((tmp_path / "o.bin").read_bytes()) if e.type_code == EventType.TABLE_MAP}
     assert tables == {"auth"}
@@ -116,7 +116,7 @@ def test_missing_input_is_an_error(tmp_path, capsys):
 def test_series_output_reads_in_mariadb_binlog(find, tmp_path):
     inputs = [str(find(f"mariadb-repl-bin.00000{i}")) for i in (5, 6)]
     out = tmp_path / "s"
-    assert main(["filter", *inputs, "-o", str(out), "--replicate-ignore-table=sbtest-repl.sbtest2",
+    assert main(["filter", *inputs, "--out", str(out), "--replicate-ignore-table=sbtest-repl.sbtest2",
                  "--max-binlog-size", "30000", "--summary", "none"]) == 0
     paths = binlog_paths(out)
     assert len(paths) > 2  # 130 KB of input rotated at 30 KB
@@ -129,7 +129,7 @@ def test_series_starts_a_new_file_when_the_format_changes(find, tmp_path):
     to a new output file opened with the 8.0 FDE, and the first file rotates to it."""
     first, second = find("log.bin"), find("binlog.000733")
     out = tmp_path / "s"
-    assert main(["filter", str(first), str(second), "-o", str(out), "--basename", "mixed-bin",
+    assert main(["filter", str(first), str(second), "--out", str(out), "--basename", "mixed-bin",
                  "--replicate-ignore-db=nothing", "--summary", "none"]) == 0
     files = binlog_paths(out)
     assert [p.name for p in files] == ["mixed-bin.000001", "mixed-bin.000002"]

@@ -145,7 +145,7 @@ def test_filtered_binlog_matches_real_replica(env, tmp_path, fmt, rules, seeded)
     status = wait_caught_up(primary, replica, timeout=30)
 
     out = tmp_path / "filtered"
-    assert main(["filter", *map(str, primary.binlog_files()), "-o", str(out), *RULE_SETS[rules],
+    assert main(["filter", *map(str, primary.binlog_files()), "--out", str(out), *RULE_SETS[rules],
                  "--summary", "none"]) == 0
     drop_user_databases(fresh)
     if seeded:

@@ -108,7 +108,7 @@ def test_filter_refuses_its_input_as_output(binlog_dir, tmp_path):
         line = _one_error_line(_run("filter", str(src), "-o", str(output), "--replicate-do-db", "db1"))
         assert f"-o {output}" in line
     # a series written into the input's directory under the input's base name
-    line = _one_error_line(_run("filter", str(work), "-o", f"{work}/", "--replicate-do-db", "db1"))
+    line = _one_error_line(_run("filter", str(work), "--out", str(work), "--replicate-do-db", "db1"))
     assert "base name (master-bin)" in line
     assert _digest(src) == before
     # another base name in the same directory is fine
@@ -129,7 +129,7 @@ def test_filter_never_leaves_a_partial_output(binlog_dir, tmp_path):
     assert out.read_bytes() == b"the previous result"
     assert sorted(p.name for p in out.parent.iterdir()) == ["result.bin"]  # no temporary file left
     series = tmp_path / "series"
-    _one_error_line(_run("filter", str(broken), str(broken), "-o", f"{series}/"))
+    _one_error_line(_run("filter", str(broken), str(broken), "--out", str(series)))
     assert [p.name for p in series.iterdir()] == []
 
 
