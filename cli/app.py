@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 
-from dumpfilter.cli.options import check_outputs
+from dumpfilter.cli.options import Parser, check_outputs
 from dumpfilter.errors import EXIT_CODE, DumpFilterError
 
 # The cyclic garbage collector's first threshold, raised from CPython's 700 allocations: the
@@ -63,7 +63,7 @@ class _VersionAction(argparse.Action):
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given the arguments, only the named command's module is imported (the others
     cost a quarter of a second of imports); every command's without one (`--help`, a typo)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dumpfilter",
         description="Master-side replication filter simulator for MySQL and MariaDB (WL#2387).",
     )

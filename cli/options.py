@@ -52,6 +52,44 @@ def add_json_option(parser, what: str) -> argparse.Action:
              f"output still printed; '-' is stdout). Put it after the input files, or write --json=FILE")
 
 
+class _Unparsed(Exception):
+    """An argparse error during a trial parse (Parser.parse_args)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with `--json X` read as `--json` and then the argument X when X taken as --json's
+    FILE leaves the command without a required argument (`lint --json a.bin`, `master change-filter
+    --json "CHANGE ..."`): an optional value must not swallow what the command needs."""
+
+    _trying = False
+
+    def parse_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        alternative = _json_without_value(args)
+        if alternative is not None:
+            for attempt in (args, alternative):
+                Parser._trying = True
+                try:
+                    return super().parse_args(attempt, namespace)
+                except _Unparsed:
+                    pass
+                finally:
+                    Parser._trying = False
+        return super().parse_args(args, namespace)  # neither parses: argparse's own message
+
+    def error(self, message):
+        if Parser._trying:
+            raise _Unparsed(message)
+        super().error(message)
+
+
+def _json_without_value(args: list[str]) -> list[str] | None:
+    """`args` with each `--json X` (X not an option) read as `--json=-` then X; None without one."""
+    end = args.index("--") if "--" in args else len(args)
+    spots = [i for i in range(end - 1) if args[i] == "--json" and not args[i + 1].startswith("-")]
+    return [("--json=" + STDOUT) if i in spots else arg for i, arg in enumerate(args)] if spots else None
+
+
 def deprecated(old: str, new: str) -> None:
     """The one-line warning of an old spelling kept for scripts."""
     print(f"dumpfilter: warning: {old} is deprecated: use {new}", file=sys.stderr, flush=True)

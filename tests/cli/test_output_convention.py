@@ -211,6 +211,20 @@ def test_json_dash_is_stdout(shared_fixtures, tmp_path, capsys):
     assert not any(tmp_path.iterdir()) and not Path("-").exists()
 
 
+def test_json_before_an_argument_the_command_needs(shared_fixtures, tmp_path, capsys):
+    """`--json X` where X as FILE would leave the command without its inputs: X is the input, as
+    scripts written for the `--json` switch have it (`binlog inspect --json a.bin`)."""
+    crc = str(shared_fixtures / CRC32)
+    before, _ = _run(capsys, ["binlog", "inspect", "--json", crc])
+    after, _ = _run(capsys, ["binlog", "inspect", crc, "--json"])
+    assert before == after and json.loads(before.splitlines()[0])["type"] == "FORMAT_DESCRIPTION"
+    out, _ = _run(capsys, ["lint", "--json", crc, "--replicate-do-db=auth"], None)
+    assert "breaks" in json.loads(out)
+    target = tmp_path / "decision.json"  # X is FILE when the command has what it needs without it
+    out, _ = _run(capsys, ["explain", "--json", str(target), "--table", "auth.users", "--replicate-do-db=auth"])
+    assert out.startswith("apply: ") and json.loads(target.read_text())["decision"] == "apply"
+
+
 def test_binlog_inspect_keeps_json_lines(shared_fixtures, tmp_path, capsys):
     crc = str(shared_fixtures / CRC32)
     out, _ = _run(capsys, ["binlog", "inspect", crc, "--json"])

@@ -98,7 +98,7 @@ def test_cli_inspect_json_keys(tmp_path, capsys):
     import json
     good = tmp_path / "good.000001"
     good.write_bytes(small_binlog())
-    assert main(["binlog", "inspect", str(good), "--json"]) == 0
+    assert main(["binlog", "inspect", "--json", str(good)]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["type"] for r in rows] == ["FORMAT_DESCRIPTION", "QUERY", "XID"]
     for key in ("pos", "type", "size", "log_pos", "db", "table", "sql", "gtid"):
