@@ -48,8 +48,8 @@ def add_json_option(parser, what: str) -> argparse.Action:
     output, or written to FILE while the human output still goes to stdout."""
     return parser.add_argument(
         "--json", nargs="?", const=STDOUT, default=None, metavar="FILE",
-        help=f"{what} as JSON: on stdout instead of the human output; with FILE, written to FILE (the human "
-             f"output still printed; '-' is stdout). Put it after the input files, or write --json=FILE")
+        help=f"{what} as JSON: on stdout instead of the human output; with FILE, written to FILE and the human "
+             f"output still printed ('-': stdout)")
 
 
 class _Unparsed(Exception):
