@@ -39,7 +39,7 @@ def register(subparsers) -> None:
                     "the output is byte-identical to the input.")
     add_binlog_inputs(parser)
     target = parser.add_mutually_exclusive_group(required=True)
-    add_output_file(target, "the filtered binlog, one file (/dev/stdout: written to stdout)")
+    add_output_file(target, "the filtered binlog, one file ('-': stdout)")
     add_out_dir(target, "a directory for the filtered binlog as a numbered series <base>.NNNNNN with its index "
                         "(needed for several input files)")
     add_rule_options(parser)
@@ -96,10 +96,10 @@ def run(args: argparse.Namespace) -> int:
         writable_dir(out, option)
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
         sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
-    elif out.exists() and not out.is_file():  # /dev/stdout, a pipe: written as it comes, nothing to rename
+    elif _streamed(out):  # stdout, a pipe: written as it comes, nothing to rename
         refuse_input_as_output(paths, file=out)
         if json_on_stdout(args) and os.path.samestat(out.stat(), os.fstat(1)):
-            raise OutputError(f"--json: stdout carries the filtered binlog (-o {out}); write --json FILE")
+            raise OutputError(f"--json: stdout carries the filtered binlog (-o {args.output}); write --json FILE")
         sink, staging = FileSink(out), None
     else:
         refuse_input_as_output(paths, file=out)
@@ -137,10 +137,20 @@ def _target(args: argparse.Namespace, paths: list[Path]) -> tuple[Path, str, boo
     directory, a trailing /, several inputs) is the old spelling of --out DIR, kept for scripts."""
     if args.out is not None:
         return Path(args.out), "--out", True
+    if args.output == "-":
+        return Path("/dev/stdout"), "-o", False
     if len(paths) > 1 or Path(args.output).is_dir() or args.output.endswith(("/", "\\")):
         deprecated(f"-o {args.output} for a series directory", f"--out {args.output}")
         return Path(args.output), "-o", True
     return Path(args.output), "-o", False
+
+
+def _streamed(out: Path) -> bool:
+    """A device or pipe, or a link into /proc such as /dev/stdout (a regular file when stdout was
+    redirected to one): written in place as it comes, never replaced by a renamed file."""
+    if out.is_symlink() and os.readlink(out).startswith("/proc/"):
+        return True
+    return out.exists() and not out.is_file()
 
 
 def _move_into_place(staging: Path, out: Path, written: list[Path], basename: str | None) -> list[Path]:

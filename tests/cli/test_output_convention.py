@@ -10,6 +10,8 @@ import argparse
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -298,6 +300,27 @@ def test_simulate_summary(shared_fixtures, tmp_path, capsys):
     out, _ = _run(capsys, [*argv, "--json", str(tmp_path / "summary.json")])
     assert "summary: 1 slave(s)" in out and "auth-only" in out
     assert sent(json.loads((tmp_path / "summary.json").read_text())) == sent(document)
+
+
+def test_filter_o_dash_is_stdout(shared_fixtures, tmp_path):
+    """`-o -` and a link to stdout (as /dev/stdout is) write the binlog to stdout, also when stdout is
+    a file: written in place, the link never replaced (a rename over it would replace /dev/stdout)."""
+    crc = shared_fixtures / CRC32
+    link = tmp_path / "stdout-link"
+    link.symlink_to("/proc/self/fd/1")
+    for output in ("-", str(link)):
+        redirected = tmp_path / "redirected.bin"
+        with open(redirected, "wb") as stdout:
+            proc = subprocess.run([sys.executable, "-m", "dumpfilter", "filter", str(crc), "-o", output],
+                                  cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert redirected.read_bytes() == crc.read_bytes()  # no rules, one input: byte for byte
+        assert link.is_symlink() and not (tmp_path / "-").exists()
+    proc = subprocess.run([sys.executable, "-m", "dumpfilter", "filter", str(crc), "-o", "-", "--json"],
+                          cwd=tmp_path, capture_output=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode() == "dumpfilter: error: --json: stdout carries the filtered binlog (-o -); " \
+                                   "write --json FILE\n"
 
 
 # -- the old spellings, kept for scripts -----------------------------------------------------
