@@ -213,6 +213,21 @@ def test_json_dash_is_stdout(shared_fixtures, tmp_path, capsys):
     assert not any(tmp_path.iterdir()) and not Path("-").exists()
 
 
+def test_explain_batch(tmp_path, capsys):
+    """--batch is JSON lines on stdout (its own output); --json FILE writes them there and prints the
+    decisions for people."""
+    batch = tmp_path / "in.jsonl"
+    batch.write_text('{"table": "auth.users"}\n{"sql": "DELETE FROM t", "current_db": "menkor_dev"}\n')
+    argv = ["explain", "--replicate-do-db=auth", "--batch", str(batch)]
+    plain, _ = _run(capsys, argv)
+    dash, _ = _run(capsys, [*argv, "--json"])
+    decisions = [json.loads(line) for line in plain.splitlines()]
+    assert dash == plain and [d["decision"] for d in decisions] == ["apply", "skip"]
+    text, _ = _run(capsys, [*argv, "--json", str(tmp_path / "out.jsonl")])
+    assert [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()] == decisions
+    assert [line.split(":")[0] for line in text.splitlines()] == ["apply", "skip"]
+
+
 def test_json_before_an_argument_the_command_needs(shared_fixtures, tmp_path, capsys):
     """`--json X` where X as FILE would leave the command without its inputs: X is the input, as
     scripts written for the `--json` switch have it (`binlog inspect --json a.bin`)."""
