@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import TextIO
 
-from dumpfilter.cli.output_paths import OutputError, atomic_output, writable_file
+from dumpfilter.cli.output_paths import OutputError, atomic_output, is_stream, writable_file
 
 STDOUT = "-"
 BINLOG_MAGIC = b"\xfebin"
@@ -101,7 +103,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     `lint --json a.bin b.bin`) is one line and exit 2. --out is checked by the commands (some create
     it, some want it new or empty)."""
     target = getattr(args, "json", None)
-    if target in (None, STDOUT):
+    if target in (None, STDOUT) or is_stream(target):  # /dev/stdout, a pipe: never read, written as it comes
         return
     try:
         with open(target, "rb") as handle:
@@ -126,12 +128,19 @@ def json_sink(args: argparse.Namespace) -> Iterator[TextIO | None]:
     target = getattr(args, "json", None)
     if target is None:
         yield None
-    elif target == STDOUT:
+    elif target == STDOUT or _is_stdout(target):  # /dev/stdout: in turn with the human output
         yield sys.stdout
         sys.stdout.flush()
     else:
         with atomic_output(target, "w") as handle:
             yield handle
+
+
+def _is_stdout(path: str) -> bool:
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, io.UnsupportedOperation):  # no such file; a stdout without a descriptor
+        return False
 
 
 def emit_json(args: argparse.Namespace, document) -> bool:

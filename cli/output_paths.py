@@ -58,9 +58,21 @@ def existing_dir(path: str | os.PathLike, option: str) -> Path:
     return directory
 
 
-def writable_file(path: str | os.PathLike, option: str = "--out") -> Path:
-    """The parent directory of FILE can take a new file (the file itself is written later, atomically)."""
+def is_stream(path: str | os.PathLike) -> bool:
+    """A device or pipe, or a link into /proc such as /dev/stdout (which is a regular file when stdout
+    was redirected to one): written in place as it comes, never replaced by a renamed file."""
     target = Path(path)
+    if target.is_symlink() and os.readlink(target).startswith("/proc/"):
+        return True
+    return target.exists() and not target.is_file() and not target.is_dir()
+
+
+def writable_file(path: str | os.PathLike, option: str = "--out") -> Path:
+    """The parent directory of FILE can take a new file (the file itself is written later, atomically),
+    or FILE is a stream (is_stream), opened when written."""
+    target = Path(path)
+    if is_stream(target):
+        return target
     if target.is_dir():
         raise OutputError(f"{option} {target}: is a directory")
     reason = _cannot_write(target.parent)
@@ -99,8 +111,12 @@ def refuse_input_as_output(inputs: Iterable[str | os.PathLike], *, file: str | o
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     """Open a temporary file beside PATH; on success it replaces PATH, on any error it is removed
-    and an existing PATH is left as it was."""
+    and an existing PATH is left as it was. A stream (is_stream) is written in place."""
     target = Path(path)
+    if is_stream(target):  # appended to: a file behind /dev/stderr keeps what it holds
+        with open(target, mode.replace("w", "a")) as handle:
+            yield handle
+        return
     fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.",
                                suffix=".tmp")
     try:

@@ -22,7 +22,7 @@ from dumpfilter.cli.options import (
 from dumpfilter.codec import read_format_description
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs import binlog_paths, open_binlog
-from dumpfilter.cli.output_paths import OutputError, refuse_input_as_output, writable_dir, writable_file
+from dumpfilter.cli.output_paths import OutputError, is_stream, refuse_input_as_output, writable_dir, writable_file
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.binlogs.filtering import FileSink, FilterStats, SeriesSink, filter_files
 from dumpfilter.rules.evaluate import RuleEngine
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         writable_dir(out, option)
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
         sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
-    elif _streamed(out):  # stdout, a pipe: written as it comes, nothing to rename
+    elif is_stream(out):  # stdout, a pipe: written as it comes, nothing to rename
         refuse_input_as_output(paths, file=out)
         if json_on_stdout(args) and os.path.samestat(out.stat(), os.fstat(1)):
             raise OutputError(f"--json: stdout carries the filtered binlog (-o {args.output}); write --json FILE")
@@ -143,14 +143,6 @@ def _target(args: argparse.Namespace, paths: list[Path]) -> tuple[Path, str, boo
         deprecated(f"-o {args.output} for a series directory", f"--out {args.output}")
         return Path(args.output), "-o", True
     return Path(args.output), "-o", False
-
-
-def _streamed(out: Path) -> bool:
-    """A device or pipe, or a link into /proc such as /dev/stdout (a regular file when stdout was
-    redirected to one): written in place as it comes, never replaced by a renamed file."""
-    if out.is_symlink() and os.readlink(out).startswith("/proc/"):
-        return True
-    return out.exists() and not out.is_file()
 
 
 def _move_into_place(staging: Path, out: Path, written: list[Path], basename: str | None) -> list[Path]:

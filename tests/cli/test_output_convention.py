@@ -338,6 +338,23 @@ def test_filter_o_dash_is_stdout(shared_fixtures, tmp_path):
                                    "write --json FILE\n"
 
 
+def test_json_to_a_link_to_stdout_is_written_in_place(shared_fixtures, tmp_path):
+    """`--json /dev/stdout` while stdout is a redirected file: the link is a regular file then, but
+    is written in place, never replaced by a renamed one."""
+    link = tmp_path / "stdout-link"
+    link.symlink_to("/proc/self/fd/1")
+    redirected = tmp_path / "redirected.txt"
+    with open(redirected, "w") as stdout:
+        proc = subprocess.run([sys.executable, "-m", "dumpfilter", "lint", str(shared_fixtures / CRC32),
+                               "--replicate-do-db=auth", "--json", str(link)], cwd=tmp_path, stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode in (0, 1) and proc.stderr == ""
+    assert link.is_symlink()
+    lines = redirected.read_text().splitlines()
+    assert any("predicted" in line for line in lines) and "breaks" in json.loads(next(
+        line for line in lines if line.startswith("{")))
+
+
 # -- the old spellings, kept for scripts -----------------------------------------------------
 def test_filter_o_directory_is_the_old_out(shared_fixtures, tmp_path, capsys):
     chain = shared_fixtures / "mariadb-operator-mariadb-poc/domain_id_0"
