@@ -93,16 +93,15 @@ def test_non_equivalent_setup_fails_and_names_the_rows(tmp_path, capsys):
     assert "DIFFERENT" in printed and "FAIL" in printed and "a.t1" in printed
 
 
-def test_equivalent_setup_passes_through_the_cli(tmp_path):
-    """The same small setup without the hook passes (exit 0), so the test above fails for its cause."""
+def test_equivalent_setup_passes_through_the_cli(tmp_path, capsys):
+    """The same small setup without the hook passes (exit 0), so the test above fails for its cause.
+    `--json` alone: the verdicts on stdout instead of the table (the test above has --json FILE)."""
     (tmp_path / "topology.toml").write_text(TOPOLOGY)
     (tmp_path / "workload.sql").write_text(WORKLOAD)
     (tmp_path / "seed.sql").write_text(SEED)
-    out = tmp_path / "verdict.json"
     status = main(["verify", "--topology", str(tmp_path / "topology.toml"), "--workload",
-                   str(tmp_path / "workload.sql"), "--seed", str(tmp_path / "seed.sql"), "--json", str(out),
-                   "--quiet"])
+                   str(tmp_path / "workload.sql"), "--seed", str(tmp_path / "seed.sql"), "--json", "--quiet"])
     assert status == 0
-    (pair,) = json.loads(out.read_text())["runs"][0]["pairs"]
+    (pair,) = json.loads(capsys.readouterr().out)["runs"][0]["pairs"]
     assert pair["verdict"] == IDENTICAL
     assert {t["table"]: t["reference_rows"] for t in pair["tables"]} == {"a.t1": 3, "a.t2": 0}
