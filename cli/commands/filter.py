@@ -1,7 +1,7 @@
 """`dumpfilter filter FILE... -o FILE | --out DIR`: apply one replica's replicate-* rules to binlog
 files offline, as WL#40 wanted mysqlbinlog to, and write a valid binlog that mariadb-binlog reads
-and a server can apply. The loop itself lives in `dumpfilter.binlogs.filtering`; this module parses options,
-picks the output shape and prints the summary."""
+and a server can apply. The loop itself lives in `dumpfilter.binlogs.filtering`; this module
+parses options, picks the output shape and prints the summary."""
 
 from __future__ import annotations
 
