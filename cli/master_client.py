@@ -107,10 +107,18 @@ class MasterClient:
 
     def status(self, server_id: int = 0) -> list[dict]:
         """SHOW SLAVE HOSTS plus each slave's stream counters."""
+        return self.status_and_source(server_id)[0]
+
+    def status_and_source(self, server_id: int = 0) -> tuple[list[dict], dict | None]:
+        """`status`, and the state of the live primary a `master serve --source` keeps its series
+        from (SourceStatus's fields), else None."""
         from dumpfilter.v1 import dump_pb2
 
         reply = self._call("Stats", dump_pb2.StatsRequest(server_id=server_id))
-        return [_status_row(s) for s in sorted(reply.slaves, key=lambda s: s.server_id)]
+        rows = [_status_row(s) for s in sorted(reply.slaves, key=lambda s: s.server_id)]
+        if not reply.HasField("source"):
+            return rows, None
+        return rows, {f.name: getattr(reply.source, f.name) for f in reply.source.DESCRIPTOR.fields}
 
     def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> dict:
         from dumpfilter.v1 import dump_pb2

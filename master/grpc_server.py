@@ -383,6 +383,13 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             state, lint = self.service.lint.status(slave.server_id)
             reply.slaves[-1].lint_state = state
             reply.slaves[-1].lint_warnings.extend(lint)
+        source = self.service.source
+        if source is not None:
+            status = source.status()
+            caller = self._caller(context)
+            if caller is not None and not caller.admin:  # where the primary is, and its errors, are the operator's
+                status = {**status, "source": "", "last_error": ""}
+            reply.source.CopyFrom(dump_pb2.SourceStatus(**status))
         return reply
 
     @_mapped

@@ -80,7 +80,35 @@ class DumpServiceCollector:
         registered.add_metric([], len(rows))
         yield from families.values()
         yield from (events, hits, behind, connected, registered)
+        yield from self._source()
         yield from self._shares(rows)
+
+    def _source(self):
+        """`master serve --source`: whether the series can grow, and how often it could not."""
+        source = self.service.source
+        if source is None:
+            return
+        status = source.status()
+        full = GaugeMetricFamily("dumpfilter_source_series_full",
+                                 "1 while the local series cannot grow (a full disk, a quota, a file size limit): "
+                                 "nothing is taken from the primary, slaves are served what the series holds")
+        full.add_metric([], status["state"] == "full")
+        stalls = CounterMetricFamily("dumpfilter_source_series_full_stalls",
+                                     "Times the local series could not grow and taking from the primary stopped")
+        stalls.add_metric([], status["full_stalls"])
+        streaming = GaugeMetricFamily("dumpfilter_source_streaming", "1 while the primary's dump is being written")
+        streaming.add_metric([], status["state"] == "streaming")
+        reconnects = CounterMetricFamily("dumpfilter_source_reconnects", "Reconnections to the primary")
+        reconnects.add_metric([], status["reconnects"])
+        size = GaugeMetricFamily("dumpfilter_series_bytes", "The local series' size on disk")
+        size.add_metric([], status["series_bytes"])
+        purged = CounterMetricFamily("dumpfilter_series_purged_files",
+                                     "Series files purged by --expire-logs-seconds / --max-series-bytes")
+        purged.add_metric([], status["purged_files"])
+        forced = CounterMetricFamily("dumpfilter_series_forced_purges",
+                                     "Series files purged while a slave still read them (--max-series-bytes)")
+        forced.add_metric([], status["forced_purges"])
+        yield from (full, stalls, streaming, reconnects, size, purged, forced)
 
     @staticmethod
     def _add(label: str, values, rule_hits, families, events, hits, behind) -> None:

@@ -49,12 +49,17 @@ class PendingChange:
 @dataclass
 class StreamHandle:
     channel: str
-    cancelled: str | None = None  # None, "replaced", "shutdown"
+    cancelled: str | None = None  # None, "replaced", "shutdown", "purged"
     wake: threading.Event = field(default_factory=threading.Event)
+    error: DumpFilterError | None = None  # what the stream ends with (its file was purged under it)
 
     def cancel(self, reason: str) -> None:
         self.cancelled = reason
         self.wake.set()
+
+    def fail(self, error: DumpFilterError, reason: str) -> None:
+        self.error = error
+        self.cancel(reason)
 
 
 @dataclass

@@ -50,6 +50,9 @@ class DumpService(SlaveRegistry):
         self.max_streams = max_streams                            # None: no limit
         self.shares.totals[STREAMS] = max_streams  # an identity's default share is counted from it
         self.shares.per_identity[STREAMS] = max_streams_per_identity  # a policy entry's max_streams wins
+        # `master serve --source`: the replicator keeping the series (its `status()` dict feeds
+        # `master status` and the metrics), else None
+        self.source = None
 
     def stats(self, server_id: int = 0, caller: Identity | None = None) -> list[tuple[RegisteredSlave, Pos, int]]:
         """(slave, binlog end, bytes behind) for one or every slave `caller` may see."""

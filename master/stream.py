@@ -111,6 +111,8 @@ class SlaveStream:
             if self.handle.cancelled == "replaced":
                 raise StreamReplacedError(f"server_id {slave.server_id}: replaced by a newer registration or "
                                           "stream with the same server_id, or unregistered")
+            if self.handle.error is not None:
+                raise self.handle.error
             if self.handle.cancelled or not self.is_active():
                 return
             units = seg.units

@@ -111,7 +111,10 @@ def register(subparsers) -> None:
     serve.add_argument("--source", metavar="mysql://USER[:PASS]@HOST:PORT",
                        help="replicate a live primary into --binlog-dir (a local binlog series) and serve from it; "
                             "a password here shows in ps until the master scrubs it: prefer --source-password-file "
-                            f"or {SOURCE_PASSWORD_ENV}")
+                            f"or {SOURCE_PASSWORD_ENV}. When a full disk or a file size limit stops the series "
+                            "from growing, the master stops taking from the primary (one warning; "
+                            "dumpfilter_source_series_full, `master status`), serves what it has, and resumes "
+                            "after its last whole transaction once it can write again")
     serve.add_argument("--source-password-file", metavar="FILE",
                        help=f"--source: the primary's password, the first line of FILE (else {SOURCE_PASSWORD_ENV} "
                             "from the environment; MYSQL_PWD is not read)")
@@ -122,6 +125,14 @@ def register(subparsers) -> None:
                        help="--source: start at the primary file a MariaDB replica at this GTID position needs")
     serve.add_argument("--source-server-id", type=int, default=2387, metavar="N",
                        help="--source: the server_id the master registers with on the primary (default 2387)")
+    serve.add_argument("--expire-logs-seconds", type=float, metavar="SECONDS",
+                       help="--source: purge series files last written longer ago than this, oldest first, as "
+                            "binlog_expire_logs_seconds does; never the file being written, nor one a registered "
+                            "slave or real replica still reads (default: keep every file)")
+    serve.add_argument("--max-series-bytes", type=int, metavar="BYTES",
+                       help="--source: a hard cap on the series' size, as max_binlog_total_size: the oldest files "
+                            "go until it fits, even one a slave still reads (a warning names the file and the "
+                            "slave, which then gets 1236 / OUT_OF_RANGE naming it)")
     serve.add_argument("--replicas", metavar="TOPOLOGY",
                        help="topology TOML whose [[slaves]] give each real replica's rules by server_id (or user)")
     for option, dest, kind, metavar, text in _MYSQL_LIMITS:
@@ -180,6 +191,8 @@ def serve_command(args: argparse.Namespace) -> int:
         if replicator is not None:
             replicator.stop()
         raise
+    master.service.source = replicator  # its state in `master status` and the metrics
+    retention = _retention(args, replicator, master.service)
     metrics = None
     if metrics_at is not None:
         from dumpfilter.master.metrics_http import MetricsEndpoint
@@ -207,9 +220,23 @@ def serve_command(args: argparse.Namespace) -> int:
     master.stop(args.grace)
     if metrics is not None:
         metrics.stop()
+    if retention is not None:
+        retention.stop()
     if replicator is not None:
         replicator.stop()
     return 0
+
+
+def _retention(args: argparse.Namespace, replicator, service):
+    """--expire-logs-seconds / --max-series-bytes: the thread purging the series (started), or None."""
+    from dumpfilter.master.retention import RetentionLimits, SeriesRetention
+
+    limits = RetentionLimits(args.expire_logs_seconds, args.max_series_bytes)
+    if replicator is None or not limits.active:
+        return None
+    replicator.retention = SeriesRetention(replicator.mirror, service, limits)
+    replicator.retention.start()
+    return replicator.retention
 
 
 def _metrics_options(args: argparse.Namespace):
@@ -235,8 +262,10 @@ def _source_replicator(args: argparse.Namespace):
     """--source: the thread that replicates the live primary into --binlog-dir (started, with
     the series' first file on disk), or None."""
     if not args.source:
-        if args.source_file or args.source_gtid or args.source_pos != 4 or args.source_password_file:
-            raise DumpFilterError("--source-file, --source-pos, --source-gtid and --source-password-file need --source")
+        if args.source_file or args.source_gtid or args.source_pos != 4 or args.source_password_file \
+                or args.expire_logs_seconds is not None or args.max_series_bytes is not None:
+            raise DumpFilterError("--source-file, --source-pos, --source-gtid, --source-password-file, "
+                                  "--expire-logs-seconds and --max-series-bytes need --source")
         return None
     from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
     from dumpfilter.master.mysql_protocol.source import SourceReplicator
@@ -246,6 +275,10 @@ def _source_replicator(args: argparse.Namespace):
                               "starts at the beginning of a file (4); use --source-file or --source-gtid")
     if args.source_file and args.source_gtid:
         raise DumpFilterError("--source-file and --source-gtid: give one start")
+    for option, value in (("--expire-logs-seconds", args.expire_logs_seconds),
+                          ("--max-series-bytes", args.max_series_bytes)):
+        if value is not None and value <= 0:
+            raise DumpFilterError(f"{option} {value}: must be more than 0 (leave it out to keep every file)")
     url = _source_url(args)
     replicator = SourceReplicator(url, BinlogMirror(args.binlog_dir), server_id=args.source_server_id,
                                   start_file=args.source_file, start_gtid=args.source_gtid)
@@ -363,17 +396,31 @@ def status_command(args: argparse.Namespace) -> int:
     from dumpfilter.cli.master_client import MasterClient, format_table
 
     with MasterClient.from_args(args) as client:
-        rows = client.status(args.server_id)
-    if emit_json(args, rows):
+        rows, source = client.status_and_source(args.server_id)
+    # the slaves' rows, as before; the source's state (--source) in each row, as Binlog_end is
+    if emit_json(args, [{**r, "Source": source} for r in rows] if source else rows):
         return 0
     print(format_table([{**r, "Lint": _lint_cell(r)} for r in rows], STATUS_COLUMNS))
     end = next((r["Binlog_end"] for r in rows if r["Binlog_end"]), "")
     if end:
         print(f"master binlog end: {end}")
+    if source:
+        print(_source_line(source))
     for row in rows:
         for warning in row["Lint_warnings"]:
             print(f"server_id {row['Server_id']}: {warning}")
     return 0
+
+
+def _source_line(source: dict) -> str:
+    """`master status`'s line on --source: where from, its state and since when."""
+    state = {"full": "FULL: the series cannot grow (a full disk or a file size limit), slaves served what it holds"
+             }.get(source["state"], source["state"])
+    line = f"source {source['source'] or '(hidden)'}: {state} since {source['since']}; full stalls " \
+           f"{source['full_stalls']}, reconnects {source['reconnects']}; series {source['series_bytes']} bytes, " \
+           f"purged files {source['purged_files']} (forced {source['forced_purges']})"
+    return line + (f"; last error: {source['last_error']}" if source["last_error"] and source["state"] != "streaming"
+                   else "")
 
 
 def change_filter_command(args: argparse.Namespace) -> int:

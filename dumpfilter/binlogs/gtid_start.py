@@ -89,6 +89,9 @@ def start_file(paths: list[Path], state: GtidState) -> Path:
     # Not even the oldest file's list is covered (an empty list always is). A file without a
     # list (a server without GTIDs) gives no answer: scan from the oldest file.
     if lists[first] is not None:
-        raise PositionError(f"the replica's GTID state {state.text!r} lacks GTIDs that were logged before "
+        # MariaDB's dump thread says this (gtid_find_binlog_file); our detail follows it
+        lead = ("Could not find GTID state requested by slave in any binlog files. Probably the slave state is too "
+                "old and required binlog files have been purged. ") if state.limits is not None else ""
+        raise PositionError(f"{lead}The replica's GTID state {state.text!r} lacks GTIDs that were logged before "
                             f"'{first.name}', the oldest binlog file: the files holding them were purged")
     return first

@@ -3,13 +3,16 @@ names and byte offsets (each event written where the primary wrote it, so positi
 on both sides and nothing is re-serialised), a `.index` naming the files, a new file at each
 Rotate. It remembers the end of the last complete transaction: after a disconnect the partial
 group behind it is cut off and the stream resumes there, so nothing is lost or written twice. A
-write that fails (a full disk, a file size limit) cuts the series back there too, and ends it:
-readers never see a torn event, and the master serves what is there."""
+write that fails cuts the series back there too, so readers never see a torn event and the master
+serves what is there: a full series (ENOSPC, EDQUOT, EFBIG from a file size limit) is
+`SeriesFull`, which the source replicator waits out; any other write error ends the series."""
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
+import threading
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
@@ -18,13 +21,24 @@ from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
-from dumpfilter.binlogs.files import read_index
+from dumpfilter.binlogs.files import read_index, write_index
 
 MAGIC = b"\xfebin"
+# The write errors of a series that cannot grow for now (a full disk, a quota, RLIMIT_FSIZE), which
+# space returning cures; any other (EROFS, EIO, EACCES) needs the operator.
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 class MirrorError(DumpFilterError):
     """The primary's stream does not continue the local series (a hole, or a name clash)."""
+
+
+class SeriesFull(MirrorError):
+    """The series cannot grow for now (`FULL_ERRNOS`); it was cut back to its last whole unit."""
+
+    def __init__(self, message: str, end: tuple[str, int]):
+        super().__init__(message)
+        self.end = end
 
 
 class BinlogMirror:
@@ -39,6 +53,7 @@ class BinlogMirror:
         self._grouper = TransactionGrouper()
         self.events_written = 0
         self.checksums = True  # whether the dump's events carry CRCs (@master_binlog_checksum)
+        self.index_lock = threading.Lock()  # the index is appended to here and rewritten by `purge`
         self._resume_from_disk()
 
     # -- the series on disk ---------------------------------------------------------------
@@ -53,6 +68,16 @@ class BinlogMirror:
         if not indexes:
             return []
         return [p.name for p in read_index(indexes[0])]
+
+    def series_bytes(self) -> int:
+        """The series' size on disk (what --max-series-bytes bounds)."""
+        total = 0
+        for name in self.files():
+            try:
+                total += os.stat(self.dir / name).st_size
+            except OSError:
+                pass
+        return total
 
     def _resume_from_disk(self) -> None:
         """A series left by an earlier run: continue after its last complete unit."""
@@ -112,6 +137,10 @@ class BinlogMirror:
         self._add_to_index(self.file)
 
     def _add_to_index(self, file: str) -> None:
+        with self.index_lock:
+            self._append_to_index(file)
+
+    def _append_to_index(self, file: str) -> None:
         index = self.index_path()
         names = self.files()
         if file not in names:
@@ -138,7 +167,7 @@ class BinlogMirror:
 
     def _cannot_write(self, exc: OSError, path: Path) -> MirrorError:
         """Cuts the series back to its last whole unit (a shorter file is left as it is) and says
-        where it ends. Resuming once there is space again is left to a restart."""
+        where it ends: a `SeriesFull` when space returning cures the error, else a MirrorError."""
         self.close()
         file, end = self.safe if self.safe is not None else (self.file, 4)
         try:
@@ -146,9 +175,13 @@ class BinlogMirror:
                 os.truncate(self.dir / file, end)
         except OSError:
             pass
-        return MirrorError(f"cannot write {path}: {exc.strerror or exc} (a full disk or a file size limit); the series "
-                           f"ends at {file}:{end}, its last whole transaction, and is served as it is; nothing more "
-                           "is taken from the primary until the master is restarted")
+        where = f"cannot write {path}: {exc.strerror or exc}"
+        if exc.errno in FULL_ERRNOS:
+            return SeriesFull(f"{where} (a full disk or a file size limit); the series ends at {file}:{end}, its last "
+                              "whole transaction, and is served as it is; nothing more is taken from the primary "
+                              "until it can grow (retrying with backoff)", (file, end))
+        return MirrorError(f"{where}; the series ends at {file}:{end}, its last whole transaction, and is served as it "
+                           "is; nothing more is taken from the primary until the master is restarted")
 
     def event(self, raw: bytes) -> None:
         """One event as the primary's dump thread sent it."""
@@ -190,6 +223,31 @@ class BinlogMirror:
             name = raw[27:size - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace")
             self.begin(name, 4)
 
+    def purge(self, names: list[str]) -> None:
+        """PURGE BINARY LOGS for the local series: `names`, the oldest files (never the one being
+        written), leave the index first (rewritten whole, atomically: a reader never finds a
+        name without its file) and then the disk. The first file left keeps its Gtid_list (MariaDB)
+        or Previous_gtids (MySQL), which names every GTID logged before it: what was purged."""
+        with self.index_lock:
+            listed = self.files()
+            if not names or listed[:len(names)] != names or len(names) >= len(listed) or self.file in names:
+                raise MirrorError(f"cannot purge {names}: not the oldest files of the series {listed}")
+            try:
+                write_index(self.index_path(), listed[len(names):])
+            except OSError as exc:
+                if exc.errno not in FULL_ERRNOS:
+                    raise
+                # No room for the new index beside the old one (a full disk is when purging
+                # matters most): rewritten in place, shorter, which takes no new block.
+                with open(self.index_path(), "r+b") as f:
+                    f.write("".join(f"./{n}\n" for n in listed[len(names):]).encode())
+                    f.truncate()
+        for name in names:
+            try:
+                os.unlink(self.dir / name)
+            except FileNotFoundError:
+                pass
+
     def close(self) -> None:
         if self._out is not None:
             self._out.close()
@@ -211,4 +269,4 @@ def _file_fmt(path: Path) -> FormatDescription | None:
         return None
 
 
-__all__ = ["BinlogMirror", "MirrorError"]
+__all__ = ["BinlogMirror", "MirrorError", "SeriesFull"]

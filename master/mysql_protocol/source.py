@@ -3,7 +3,10 @@ replica's IO thread does and keeps what it receives as a local binlog series (bi
 which the dump service tails and serves. The client side is pymysql (the connection, handshake and
 queries, and its packet reader for the dump, as python-mysql-replication also does; that library
 parses events into objects and drops the bytes, which this needs whole). On a lost connection it
-reconnects with backoff and resumes after the last complete transaction.
+reconnects with backoff and resumes after the last complete transaction. When the series cannot
+grow (a full disk, a quota, a file size limit: `SeriesFull`) it says so once, stops taking from
+the primary, retries with backoff and resumes by itself from the series' last whole transaction
+once a write succeeds; slaves are served what the series holds meanwhile.
 
 The series starts at the beginning of a primary file: --source-file (offset 4), the file a MariaDB
 --source-gtid state needs (the newest file whose starting GTID position the state covers, asked
@@ -16,6 +19,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from urllib.parse import unquote, urlsplit
 
 import pymysql
@@ -23,7 +27,7 @@ import pymysql
 from dumpfilter.errors import DumpFilterError, RuleError
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
+from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
 from dumpfilter.master.mysql_protocol.dump import BINLOG_SEND_ANNOTATE_ROWS_EVENT, COM_BINLOG_DUMP, COM_REGISTER_SLAVE
 
 log = logging.getLogger("dumpfilter.master.source")
@@ -65,6 +69,12 @@ class SourceReplicator:
         self.connected = threading.Event()
         self.reconnects = 0
         self.last_error: str | None = None
+        # What `master status` and the metrics show: the state (connecting, streaming, full,
+        # stopped), since when, and how many times the series could not grow.
+        self.state, self.since = "connecting", _now()
+        self.full_stalls = 0
+        self._full_at: tuple[str, int] | None = None  # where the series ended when it filled up
+        self.retention = None  # set by `master serve` with --expire-logs-seconds / --max-series-bytes
         self._conn = None
         self._thread = threading.Thread(target=self._run, name="source-replicator", daemon=True)
 
@@ -73,6 +83,7 @@ class SourceReplicator:
 
     def stop(self) -> None:
         self.stop_event.set()
+        self._set_state("stopped")
         conn = self._conn
         if conn is not None:
             try:
@@ -100,17 +111,27 @@ class SourceReplicator:
     def _run(self) -> None:
         attempt = 0
         while not self.stop_event.is_set():
+            safe = self.mirror.safe
             try:
                 self._stream()
                 attempt = 0
+            except SeriesFull as exc:
+                self.last_error = str(exc)
+                if self._full_at is None:  # one line per stall, however many retries it takes
+                    self._full_at = exc.end
+                    self.full_stalls += 1
+                    self._set_state("full")
+                    log.warning("source %s: %s", self.url, exc)
             except MirrorError as exc:
                 self.last_error, self._fatal = str(exc), True
+                self._set_state("stopped")
                 log.error("source %s: %s; the series stops here", self.url, exc)
                 return
             except (pymysql.err.MySQLError, OSError, DumpFilterError) as exc:
                 self.last_error = _describe(exc)
                 if _fatal_mysql(exc):
                     self._fatal = True
+                    self._set_state("stopped")
                     log.error("source %s: %s; not retrying", self.url, self.last_error)
                     return
                 if not self.stop_event.is_set():
@@ -123,10 +144,34 @@ class SourceReplicator:
                     except Exception:
                         pass
                     self._conn = None
+            if self.mirror.safe != safe and self._full_at is None:
+                attempt = 0  # the stream made progress: a new outage starts its backoff afresh
+            elif self._full_at is None:
+                self._set_state("connecting")
             if self.stop_event.wait(BACKOFF[min(attempt, len(BACKOFF) - 1)]):
                 return
             attempt += 1
             self.reconnects += 1
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state, self.since = state, _now()
+
+    def _grew(self) -> None:
+        """A whole transaction past where the series filled up is written: space is back."""
+        log.warning("source %s: the series grows again after %s:%s", self.url, *self._full_at)
+        self._full_at = None
+        self._set_state("streaming")
+
+    def status(self) -> dict:
+        """The source's part of `master status` and the metrics (with the series' retention's
+        counters when `retention`, a master.retention.SeriesRetention, is set)."""
+        retention = self.retention
+        return {"source": str(self.url), "state": self.state, "since": self.since.isoformat(timespec="seconds"),
+                "full_stalls": self.full_stalls, "reconnects": self.reconnects, "last_error": self.last_error or "",
+                "series_bytes": self.mirror.series_bytes(),
+                "purged_files": retention.purged_files if retention else 0,
+                "forced_purges": retention.forced if retention else 0}
 
     def _stream(self) -> None:
         conn = pymysql.connect(host=self.url.host, port=self.url.port, user=self.url.user, password=self.url.password,
@@ -147,6 +192,8 @@ class SourceReplicator:
         conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", pos, BINLOG_SEND_ANNOTATE_ROWS_EVENT, self.server_id)
                               + file.encode())
         self.connected.set()
+        if self._full_at is None:
+            self._set_state("streaming")
         log.info("source %s: streaming from %s:%s into %s", self.url, file, pos, self.mirror.dir)
         while not self.stop_event.is_set():
             packet = conn._read_packet()  # raises the primary's ERR packet as a MySQLError
@@ -154,6 +201,8 @@ class SourceReplicator:
             if data[:1] == b"\xfe" and len(data) < 9:
                 raise DumpFilterError("the primary ended the dump (EOF)")
             self.mirror.event(data[1:])
+            if self._full_at is not None and self.mirror.safe != self._full_at:
+                self._grew()
 
     def _start_position(self, conn) -> tuple[str, int]:
         resume = self.mirror.resume_position()
@@ -188,6 +237,10 @@ def _file_for_gtid(cur, names: list[str], gtid: str) -> str:
             return name
     raise MirrorError(f"--source-gtid {gtid!r}: the primary's binary logs no longer hold every transaction after it "
                       f"(the oldest, {names[0]}, starts later)")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def _describe(exc: BaseException) -> str:
