@@ -17,9 +17,12 @@ from dumpfilter.binlogs.gtid_start import file_gtid_list
 from dumpfilter.codec import EventType
 from dumpfilter.errors import PositionError
 from dumpfilter.lab.sandbox import find_binary
+from dumpfilter.master.model import Registration
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.retention import RetentionLimits, plan_purge
+from dumpfilter.master.retention import RetentionLimits, SeriesRetention, plan_purge
+from dumpfilter.master.service import DumpService
 from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.support.dump_helpers import run_slave
 from tests.support.master_command import free_port, serve_master, stop_master
 from tests.support.mysql_replicas import converge, point_at, wait_io_error
@@ -143,3 +146,25 @@ def test_plan_purge(readers, over, expected):
     plan = plan_purge(names, sizes, dict.fromkeys(names, 0.0), readers, limits, now=100.0)
     assert plan.names == expected
     assert plan.forced == {name: ids for name, ids in readers.items() if name in expected}
+
+
+def test_a_running_stream_whose_file_is_forced_out_ends_with_1236_naming_it(tmp_path):
+    """A slave streaming from the oldest file when --max-series-bytes forces it out: its stream
+    ends with OUT_OF_RANGE / 1236 naming the file, not later, not silently past the loss."""
+    directory = tmp_path / "series"
+    generate(WorkloadSpec(seed=5, schemas=2, transactions=200, flavor="mariadb", max_binlog_size=20_000), directory)
+    mirror = BinlogMirror(directory)
+    names = mirror.files()
+    assert len(names) >= 3
+    service = DumpService(directory, batch_bytes=1)  # a batch per unit: the stream stays in the first file
+    service.register(Registration(server_id=9))
+    stream = service.stream(9, start=(names[0], 4))
+    next(stream)
+    assert service.slaves[9].position[0] == names[0]
+    first = (directory / names[0]).stat().st_size
+    retention = SeriesRetention(mirror, service, RetentionLimits(max_bytes=mirror.series_bytes() - first))
+    assert retention.apply() == [names[0]] and retention.forced == 1
+    assert mirror.files() == names[1:] and not (directory / names[0]).exists()
+    with pytest.raises(PositionError, match=f"'{names[0]}' was purged .* server_id 9"):
+        for _ in range(5):  # the batch under way, then the error
+            next(stream)
