@@ -19,19 +19,11 @@ from dumpfilter.lab.sandbox import diff_snapshots, find_binary, snapshot
 from dumpfilter.rules.ruleset import Settings
 from tests.support.dump_helpers import run_slave
 from tests.support.master_command import free_port, serve_master, stop_master
-from tests.support.mysql_replicas import converge, point_at, wait_applied
+from tests.support.mysql_replicas import converge, insert_rows, point_at, wait_applied
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 LIMIT = 200_000  # bytes the master may write in one file until the test lifts the limit
-
-
-def _insert(primary, first: int, rows: int, size: int) -> None:
-    conn = primary.connect()
-    with conn.cursor() as cur:
-        for i in range(first, first + rows):
-            cur.execute("INSERT INTO s1.t VALUES (%s, %s)", (i, "x" * size))
-    conn.close()
 
 
 def _status(address: str) -> str:
@@ -79,7 +71,7 @@ def test_a_full_series_stalls_serves_and_resumes_by_itself(mariadb_factory, tmp_
     metrics = seen[-1].split("metrics on ", 1)[1].strip()
     try:
         point_at(replica, mysql_port, gtid=False, log_file=start)
-        _insert(primary, 1, 150, 2500)  # ~400 KB of binlog: twice what the local file may hold
+        insert_rows(primary, 1, 150, 2500)  # ~400 KB of binlog: twice what the local file may hold
         for line in proc.stderr:  # bounded: the master prints this line once, or the test times out
             seen.append(line)
             if "cannot write" in line:
@@ -91,7 +83,7 @@ def test_a_full_series_stalls_serves_and_resumes_by_itself(mariadb_factory, tmp_
         assert "source " in _status(address) and "FULL" in _status(address)
         assert _metric(metrics, "dumpfilter_source_series_full") == 1.0
         assert _metric(metrics, "dumpfilter_source_series_full_stalls_total") == 1.0
-        _insert(primary, 1000, 40, 2500)  # written on the primary during the stall
+        insert_rows(primary, 1000, 40, 2500)  # written on the primary during the stall
         # served what the series holds meanwhile: the slave reads to its end, the replica applies it
         stalled = run_slave(address, tmp_path / "relay-stalled", 9)
         assert stalled.caught_up and (stalled.info.master_file, stalled.info.master_pos) == (start, size)
@@ -102,7 +94,7 @@ def test_a_full_series_stalls_serves_and_resumes_by_itself(mariadb_factory, tmp_
         assert wait_for(lambda: (local / primary.master_position()[0]).exists() and
                         (local / primary.master_position()[0]).stat().st_size == primary.master_position()[1],
                         every=0.2), "the series did not catch up with the primary"
-        _insert(primary, 2000, 5, 10)  # and it keeps following
+        insert_rows(primary, 2000, 5, 10)  # and it keeps following
         assert wait_for(lambda: (local / primary.master_position()[0]).stat().st_size == primary.master_position()[1],
                         every=0.2)
         assert "FULL" not in _status(address) and _metric(metrics, "dumpfilter_source_series_full") == 0.0

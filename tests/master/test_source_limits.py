@@ -17,6 +17,7 @@ from dumpfilter.codec import group_transactions
 from dumpfilter.lab.sandbox import find_binary
 from tests.support.dump_helpers import relay_units, run_slave
 from tests.support.master_command import serve_master, stop_master
+from tests.support.mysql_replicas import insert_rows
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(240)]
@@ -29,18 +30,11 @@ def primary(mariadb_factory):
     return server
 
 
-def _insert(primary, first: int, rows: int, size: int) -> None:
-    conn = primary.connect()
-    with conn.cursor() as cur:
-        for i in range(first, first + rows):
-            cur.execute("INSERT INTO s1.t VALUES (%s, %s)", (i, "x" * size))
-    conn.close()
-
-
 def test_a_series_that_cannot_grow_ends_at_its_last_whole_transaction(primary, tmp_path):
     """Issue #27 item 9: the file size limit cuts a write in the middle of an event. The series is
     cut back to the end of its last whole transaction, the master stops taking from the primary
-    with one line, and serves what is there: a dumpfilter slave and mariadb-binlog read the
+    with one line (it retries while the limit stands: #32, test_source_disk_full), and serves what
+    is there: a dumpfilter slave and mariadb-binlog read the
     series to its end, which is the primary's binlog byte for byte up to there."""
     limit = 200_000
     primary.flush_logs()
@@ -53,7 +47,7 @@ def test_a_series_that_cannot_grow_ends_at_its_last_whole_transaction(primary, t
     url = f"mysql://{primary.repl_user}:{primary.repl_password}@127.0.0.1:{primary.port}"
     proc, address = serve_master(local, "--source", url, "--source-file", start, preexec_fn=small_files)
     try:
-        _insert(primary, 1, 150, 2500)  # ~400 KB of binlog: twice what the local file may hold
+        insert_rows(primary, 1, 150, 2500)  # ~400 KB of binlog: twice what the local file may hold
         seen = []
         for line in proc.stderr:  # bounded: the master prints this line once, or the test times out
             seen.append(line)
@@ -69,7 +63,7 @@ def test_a_series_that_cannot_grow_ends_at_its_last_whole_transaction(primary, t
         ours[21] &= ~1
         theirs[21] &= ~1
         assert ours == theirs[:size]
-        _insert(primary, 1000, 5, 10)  # small enough to fit: the series no longer takes them
+        insert_rows(primary, 1000, 5, 10)  # small enough to fit: the series no longer takes them
         slave = run_slave(address, tmp_path / "relay", 5)
         assert slave.caught_up and (slave.info.master_file, slave.info.master_pos) == (start, size)
         assert relay_units(tmp_path / "relay")
@@ -109,7 +103,7 @@ def test_the_source_password_never_shows_in_the_process_list(how, primary, tmp_p
     try:
         assert password.encode() not in _cmdline(proc.pid)
         assert b"--source" in _cmdline(proc.pid)  # the rest of the command line is left as it was
-        _insert(primary, 2000 + 100 * len(how), 3, 10)
+        insert_rows(primary, 2000 + 100 * len(how), 3, 10)
         assert wait_for(lambda: (local / primary.master_position()[0]).stat().st_size >= primary.master_position()[1],
                         every=0.1), "the series does not follow the primary"
         assert run_slave(address, tmp_path / "relay", 6).caught_up

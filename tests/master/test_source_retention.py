@@ -25,7 +25,7 @@ from dumpfilter.slave.client import Slave, SlaveConfig
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.support.dump_helpers import run_slave
 from tests.support.master_command import free_port, serve_master, stop_master
-from tests.support.mysql_replicas import converge, point_at, wait_io_error
+from tests.support.mysql_replicas import converge, insert_rows, point_at, wait_io_error
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
@@ -34,11 +34,7 @@ CAP = 1_500_000  # --max-series-bytes: seven files of ~200 KB
 
 def _file_of_rows(primary, first: int) -> None:
     """~210 KB of binlog (40 rows of 2.5 KB, each also in its Annotate_rows)."""
-    conn = primary.connect()
-    with conn.cursor() as cur:
-        for i in range(first, first + 40):
-            cur.execute("INSERT INTO s1.t VALUES (%s, %s)", (i, "x" * 2500))
-    conn.close()
+    insert_rows(primary, first, 40, 2500)
 
 
 def _caught_up(local, primary) -> bool:

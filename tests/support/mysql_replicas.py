@@ -85,6 +85,16 @@ def wait_io_error(replica: MariaDBServer, *, timeout: float = 60.0) -> dict:
                          f"{status.get('Read_Master_Log_Pos')}\n{replica.error_log_tail(6)}")
 
 
+def insert_rows(primary: MariaDBServer, first: int, rows: int, size: int) -> None:
+    """Rows first.. into s1.t (id INT PRIMARY KEY, v VARCHAR), each with a value of `size` bytes:
+    a known amount of binlog on a live primary."""
+    conn = primary.connect()
+    with conn.cursor() as cur:
+        for i in range(first, first + rows):
+            cur.execute("INSERT INTO s1.t VALUES (%s, %s)", (i, "x" * size))
+    conn.close()
+
+
 def converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
     """Wait until `replica` holds what `expected_server` holds (no SQL error on the way); the
     differences left at the deadline, [] when equal."""
