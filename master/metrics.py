@@ -108,7 +108,14 @@ class DumpServiceCollector:
         forced = CounterMetricFamily("dumpfilter_series_forced_purges",
                                      "Series files purged while a slave still read them (--max-series-bytes)")
         forced.add_metric([], status["forced_purges"])
-        yield from (full, stalls, streaming, reconnects, size, purged, forced)
+        switches = CounterMetricFamily("dumpfilter_source_switches", "Moves to another --source candidate")
+        switches.add_metric([], status["switches"])
+        yield from (full, stalls, streaming, reconnects, size, purged, forced, switches)
+        if self.viewer is not None and self.viewer.admin:  # where the primary is: the operator's
+            current = GaugeMetricFamily("dumpfilter_source_current", "The --source being read (1), by address",
+                                        labels=["source"])
+            current.add_metric([status["source"]], 1)
+            yield current
 
     @staticmethod
     def _add(label: str, values, rule_hits, families, events, hits, behind) -> None:

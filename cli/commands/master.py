@@ -108,8 +108,12 @@ def register(subparsers) -> None:
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
-    serve.add_argument("--source", metavar="mysql://USER[:PASS]@HOST:PORT",
-                       help="replicate a live primary into --binlog-dir (a local binlog series) and serve from it; "
+    serve.add_argument("--source", metavar="mysql://USER[:PASS]@HOST:PORT", action="append",
+                       help="replicate a live primary into --binlog-dir (a local binlog series) and serve from it. "
+                            "Repeat it to name failover candidates, in order: when the primary stays unreachable "
+                            "the master moves to the first candidate whose binlog holds the series' last GTID (a "
+                            "promoted standby with log_slave_updates) and continues by GTID in a new file; one "
+                            "that has diverged is refused with a line naming the GTID; "
                             "a password here shows in ps until the master scrubs it: prefer --source-password-file "
                             f"or {SOURCE_PASSWORD_ENV}. When a full disk or a file size limit stops the series "
                             "from growing, the master stops taking from the primary (one warning; "
@@ -279,8 +283,9 @@ def _source_replicator(args: argparse.Namespace):
                           ("--max-series-bytes", args.max_series_bytes)):
         if value is not None and value <= 0:
             raise DumpFilterError(f"{option} {value}: must be more than 0 (leave it out to keep every file)")
-    url = _source_url(args)
-    replicator = SourceReplicator(url, BinlogMirror(args.binlog_dir), server_id=args.source_server_id,
+    urls = [_source_url(args, text) for text in args.source]
+    url = urls[0]
+    replicator = SourceReplicator(urls, BinlogMirror(args.binlog_dir), server_id=args.source_server_id,
                                   start_file=args.source_file, start_gtid=args.source_gtid)
     replicator.start()
     if not replicator.wait_ready(30):
@@ -290,7 +295,7 @@ def _source_replicator(args: argparse.Namespace):
     return replicator
 
 
-def _source_url(args: argparse.Namespace):
+def _source_url(args: argparse.Namespace, text: str):
     """--source with its password: from --source-password-file, the URL (then scrubbed from the
     command line, with a warning) or DUMPFILTER_SOURCE_PASSWORD, in that order. MYSQL_PWD, which
     MySQL 8.0 deprecates, is not read: it is meant for the operator's own client and server."""
@@ -301,8 +306,8 @@ def _source_url(args: argparse.Namespace):
     from dumpfilter.cli.process import scrub_argv
     from dumpfilter.master.mysql_protocol.source import SourceURL
 
-    url = SourceURL.parse(args.source)
-    inline = urlsplit(args.source).password
+    url = SourceURL.parse(text)
+    inline = urlsplit(text).password
     if args.source_password_file:
         if inline:
             raise DumpFilterError("--source has a password and --source-password-file gives one: give it once")
@@ -314,7 +319,7 @@ def _source_url(args: argparse.Namespace):
             raise DumpFilterError(f"--source-password-file {args.source_password_file}: {reason}") from None
         return dataclasses.replace(url, password=password)
     if inline:
-        scrubbed = scrub_argv(args.source, inline)
+        scrubbed = scrub_argv(text, inline)
         print(f"dumpfilter master: warning: the --source password shows in the process list "
               f"{'until the master scrubbed it' if scrubbed else '(ps)'}: prefer --source-password-file FILE or "
               f"{SOURCE_PASSWORD_ENV}", file=sys.stderr, flush=True)
@@ -416,7 +421,8 @@ def _source_line(source: dict) -> str:
     """`master status`'s line on --source: where from, its state and since when."""
     state = {"full": "FULL: the series cannot grow (a full disk or a file size limit), slaves served what it holds"
              }.get(source["state"], source["state"])
-    line = f"source {source['source'] or '(hidden)'}: {state} since {source['since']}; full stalls " \
+    line = f"source {source['source'] or '(hidden)'} (current since {source['changed_at']}, switches " \
+           f"{source['switches']}): {state} since {source['since']}; full stalls " \
            f"{source['full_stalls']}, reconnects {source['reconnects']}; series {source['series_bytes']} bytes, " \
            f"purged files {source['purged_files']} (forced {source['forced_purges']})"
     return line + (f"; last error: {source['last_error']}" if source["last_error"] and source["state"] != "streaming"

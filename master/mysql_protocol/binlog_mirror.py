@@ -18,12 +18,17 @@ from pathlib import Path
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.errors import BinlogError, DumpFilterError
+from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.binlogs.files import read_index, write_index
 
 MAGIC = b"\xfebin"
+# Left in the series' directory by the first switch of source: from there on the series keeps its
+# own names and offsets, so a restarted master continues it by GTID, never at a source's file.
+SWITCHED = "dumpfilter-source-switched"
 # The write errors of a series that cannot grow for now (a full disk, a quota, RLIMIT_FSIZE), which
 # space returning cures; any other (EROFS, EIO, EACCES) needs the operator.
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -54,6 +59,14 @@ class BinlogMirror:
         self.events_written = 0
         self.checksums = True  # whether the dump's events carry CRCs (@master_binlog_checksum)
         self.index_lock = threading.Lock()  # the index is appended to here and rewritten by `purge`
+        # MariaDB's binlog state at `safe`: the last seq_no per (domain, server_id), from the last
+        # file's Gtid_list and the GTIDs after it (a switch of source writes it as a Gtid_list)
+        self.binlog_state: dict[tuple[int, int], int] = {}
+        self._gtid: tuple[int, int, int] | None = None  # the GTID of the unit being written
+        # After a switch of source the series goes on under its own names and offsets: events are
+        # written where the series is (log_pos and CRC remade), the source's names are not used.
+        self.translating = (self.dir / SWITCHED).exists()
+        self._head = False  # translating: the file's FDE and Gtid_list are still to be written
         self._resume_from_disk()
 
     # -- the series on disk ---------------------------------------------------------------
@@ -90,11 +103,17 @@ class BinlogMirror:
         if end:
             grouper = TransactionGrouper()
             try:
+                state = dict(self.binlog_state)
                 for event in read_events(data, str(last), verify_checksums=False):
                     for _unit in grouper.push(event):
                         pass
+                    if event.type_code == EventType.MARIADB_GTID_LIST:
+                        state = dict(event.gtid_set.gtids)
+                    elif event.type_code == EventType.MARIADB_GTID:
+                        state[(event.gtid_info.domain, event.server_id)] = event.gtid_info.gno
                     if grouper.current is None:
                         end = event.end_pos
+                        self.binlog_state = dict(state)
             except BinlogError:
                 pass  # a torn tail: what parsed before it stands
         if end < 4:
@@ -104,6 +123,81 @@ class BinlogMirror:
 
     def resume_position(self) -> tuple[str, int] | None:
         return self.safe
+
+    def gtid_position(self) -> str:
+        """The series' GTID position at `safe` (per domain its last GTID), as a MariaDB replica's
+        @slave_connect_state: where a new source continues it."""
+        last: dict[int, tuple[int, int]] = {}
+        for (domain, server_id), seq in self.binlog_state.items():
+            if domain not in last or seq > last[domain][1]:
+                last[domain] = (server_id, seq)
+        return ",".join(f"{d}-{sid}-{seq}" for d, (sid, seq) in sorted(last.items()))
+
+    def switch(self) -> str:
+        """A new source continues the series by GTID: the file being written is cut back to its last
+        whole unit and ends with a Rotate to a new file (or is itself begun again when it holds
+        nothing yet), which the next events begin with their FDE and the series' Gtid_list.
+        Returns the new file's name."""
+        self.close()
+        if self.safe is None:
+            raise MirrorError("a switch of source before the series has a file")
+        file, end = self.safe
+        path = self.dir / file
+        if path.exists() and path.stat().st_size > end:
+            os.truncate(path, end)
+        (self.dir / SWITCHED).touch()
+        self.file, self.offset, self.translating = file, end, True
+        if end > 4:
+            fmt = _file_fmt(path)
+            name = _next_name(file)
+            self._out = open(path, "ab", buffering=0)
+            self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), fmt, _file_server_id(path))
+            self.close()
+            self.file = name
+        self.offset, self._head, self._fmt = 4, True, None
+        self._grouper = TransactionGrouper()
+        self.safe = (self.file, 4)
+        return self.file
+
+    def _write_own(self, kind: int, body: bytes, fmt: FormatDescription | None, server_id: int) -> None:
+        """An event the series needs that no source sent (a Rotate, a Gtid_list at a switch)."""
+        event = build_event(kind, body, fmt=fmt, server_id=server_id, log_pos=0)
+        raw = event.with_header(log_pos=self.offset + event.size).raw
+        self._write(raw)
+        self.offset += len(raw)
+
+    def _translated(self, raw: bytes) -> bytes | None:
+        """Translating: the event as it goes into the series (None: not written), beginning a
+        new file where the source rotates."""
+        kind, log_pos = raw[4], struct.unpack_from("<I", raw, 13)[0]
+        artificial = struct.unpack_from("<H", raw, 17)[0] & LOG_EVENT_ARTIFICIAL_F
+        if kind in (EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT) or \
+                (kind == EventType.ROTATE and (log_pos == 0 or artificial)):
+            return None  # the source's own file names and states: the series has its own
+        if kind == EventType.FORMAT_DESCRIPTION:
+            self._fmt = FormatDescription.parse(raw)
+            if not self._head:
+                return None
+            fde = Event(raw, self.offset, self._fmt).with_header(log_pos=self.offset + len(raw), flags=0)
+            self._open_new()
+            self._write(fde.raw)
+            self.offset += len(fde.raw)
+            self._write_own(EventType.MARIADB_GTID_LIST, MariadbGtidList(dict(self.binlog_state)).encode(), self._fmt,
+                            fde.server_id)
+            self._head = False
+            self.safe = (self.file, self.offset)
+            return None
+        if self._head or self._fmt is None:
+            raise MirrorError(f"the new source sent event type {kind} before its Format_description")
+        if kind == EventType.ROTATE:  # the source's next file: the series' next file
+            name = _next_name(self.file)
+            self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), self._fmt,
+                            struct.unpack_from("<I", raw, 5)[0])
+            self.close()
+            self.file, self.offset, self._head = name, 4, True
+            self.safe = (name, 4)
+            return None
+        return Event(raw, self.offset, self._fmt).with_header(log_pos=self.offset + len(raw)).raw
 
     # -- writing ----------------------------------------------------------------------------
     def begin(self, file: str, pos: int) -> None:
@@ -119,6 +213,7 @@ class BinlogMirror:
                               "series at the beginning of a primary file)")
         self.file, self.offset = file, max(pos, 4)
         self._grouper = TransactionGrouper()
+        self._gtid = None
         self._fmt = None
         if pos > 4:
             with open(path, "r+b") as f:
@@ -191,6 +286,11 @@ class BinlogMirror:
         timestamp, log_pos, flags = struct.unpack_from("<I", raw, 0)[0], *struct.unpack_from("<IH", raw, 13)
         if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
             return
+        if self.translating:
+            raw = self._translated(raw)
+            if raw is None:
+                return
+            kind, log_pos = raw[4], struct.unpack_from("<I", raw, 13)[0]
         if kind == EventType.ROTATE and (flags & LOG_EVENT_ARTIFICIAL_F or log_pos == 0 or timestamp == 0):
             # The dump thread's own Rotate (start of the dump, a new file, a file that ended
             # without one). It comes before any FDE: its CRC is there when the dump has checksums.
@@ -217,8 +317,15 @@ class BinlogMirror:
         self.offset += size
         self.events_written += 1
         self._grouper.push(event)
+        if kind == EventType.MARIADB_GTID:
+            self._gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
         if self._grouper.current is None:  # (readers take whole units: a unit's first events wait for the rest)
             self.safe = (self.file, self.offset)
+            if self._gtid is not None:
+                self.binlog_state[self._gtid[:2]] = self._gtid[2]
+                self._gtid = None
+        elif kind == EventType.MARIADB_GTID_LIST:
+            self.binlog_state = dict(event.gtid_set.gtids)
         if kind == EventType.ROTATE:
             name = raw[27:size - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace")
             self.begin(name, 4)
@@ -257,6 +364,20 @@ class BinlogMirror:
 def _check_name(file: str) -> None:
     if not file or "/" in file or "\\" in file or "\0" in file or file in (".", "..") or "." not in file:
         raise MirrorError(f"the primary named binlog file {file[:100]!r}, which is not a plain binlog file name")
+
+
+def _next_name(file: str) -> str:
+    """The series' file after `file` (base.000007 -> base.000008)."""
+    base, _, number = file.rpartition(".")
+    if not number.isdigit():
+        raise MirrorError(f"{file}: not a numbered binlog file name, so the series cannot go on after it")
+    return f"{base}.{int(number) + 1:0{len(number)}d}"
+
+
+def _file_server_id(path: Path) -> int:
+    with open(path, "rb") as f:
+        head = f.read(4 + 19)
+    return struct.unpack_from("<I", head, 9)[0] if len(head) == 23 else 0
 
 
 def _file_fmt(path: Path) -> FormatDescription | None:

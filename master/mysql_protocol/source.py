@@ -34,6 +34,7 @@ log = logging.getLogger("dumpfilter.master.source")
 HEARTBEAT_PERIOD = 1.0      # asked of the primary, so a dead connection shows within a few seconds
 READ_TIMEOUT = 5.0
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)
+FAILOVER_AFTER = 3  # failed tries of the current source before another candidate is asked
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,17 @@ class SourceURL:
 class SourceReplicator:
     """A thread that keeps `mirror` up to date with the primary."""
 
-    def __init__(self, url: SourceURL, mirror: BinlogMirror, *, server_id: int = 2387, start_file: str | None = None,
-                 start_gtid: str | None = None):
-        self.url, self.mirror, self.server_id = url, mirror, server_id
+    def __init__(self, url: SourceURL | list[SourceURL], mirror: BinlogMirror, *, server_id: int = 2387,
+                 start_file: str | None = None, start_gtid: str | None = None):
+        # The candidates (--source, repeated), in order; `current` is the one read.
+        self.urls = list(url) if isinstance(url, (list, tuple)) else [url]
+        self.current = 0
+        self.mirror, self.server_id = mirror, server_id
+        self.switches, self.changed_at = 0, _now()
+        self._switch_to: int | None = None  # a candidate that holds the series' last GTID, next to read
+        self._refused: set[SourceURL] = set()  # candidates named as diverged in this outage
+        if mirror.translating and mirror.safe is not None:
+            self._switch_to = 0  # a series a switch left: continued by GTID, in a new file
         self.start_file, self.start_gtid = start_file, start_gtid
         self.stop_event = threading.Event()
         self.connected = threading.Event()
@@ -109,7 +118,7 @@ class SourceReplicator:
 
     # -- the loop ---------------------------------------------------------------------------
     def _run(self) -> None:
-        attempt = 0
+        attempt = lost = 0  # lost: failed tries of the current source in a row
         while not self.stop_event.is_set():
             safe = self.mirror.safe
             try:
@@ -136,6 +145,10 @@ class SourceReplicator:
                     return
                 if not self.stop_event.is_set():
                     log.warning("source %s: %s; reconnecting", self.url, self.last_error)
+                lost += 1
+                if lost >= FAILOVER_AFTER and len(self.urls) > 1 and not self.stop_event.is_set():
+                    self._failover()
+                    lost = 0
             finally:
                 self.connected.clear()
                 if self._conn is not None:
@@ -145,13 +158,44 @@ class SourceReplicator:
                         pass
                     self._conn = None
             if self.mirror.safe != safe and self._full_at is None:
-                attempt = 0  # the stream made progress: a new outage starts its backoff afresh
+                attempt = lost = 0  # the stream made progress: a new outage starts its backoff afresh
             elif self._full_at is None:
                 self._set_state("connecting")
             if self.stop_event.wait(BACKOFF[min(attempt, len(BACKOFF) - 1)]):
                 return
             attempt += 1
             self.reconnects += 1
+
+    @property
+    def url(self) -> SourceURL:
+        return self.urls[self.current]
+
+    def _failover(self) -> None:
+        """The current source stays unreachable: the first other candidate (in order) whose binlog
+        holds the series' last GTID is read next, by GTID. One that refuses the series' GTID
+        position (MariaDB's gtid_strict_mode check: it lacks that GTID, or holds another
+        transaction under it) is named with that GTID, once per outage. A series with no
+        transaction yet simply moves to the next candidate."""
+        if self.mirror.safe is None or not self.mirror.binlog_state:
+            self.current = (self.current + 1) % len(self.urls)
+            return
+        position = self.mirror.gtid_position()
+        for i, url in enumerate(self.urls):
+            if i == self.current:
+                continue
+            try:
+                conn, _data, _at = self._open(url, position)
+                conn.close()
+            except pymysql.err.MySQLError as exc:
+                if exc.args and exc.args[0] == 1236 and url not in self._refused:
+                    self._refused.add(url)
+                    log.warning("source %s refused: its binlog does not continue the series at GTID %s (%s)", url,
+                                position, _describe(exc))
+                continue
+            except OSError:
+                continue
+            self._switch_to = i
+            return
 
     def _set_state(self, state: str) -> None:
         if state != self.state:
@@ -168,41 +212,81 @@ class SourceReplicator:
         counters when `retention`, a master.retention.SeriesRetention, is set)."""
         retention = self.retention
         return {"source": str(self.url), "state": self.state, "since": self.since.isoformat(timespec="seconds"),
+                "switches": self.switches, "changed_at": self.changed_at.isoformat(timespec="seconds"),
                 "full_stalls": self.full_stalls, "reconnects": self.reconnects, "last_error": self.last_error or "",
                 "series_bytes": self.mirror.series_bytes(),
                 "purged_files": retention.purged_files if retention else 0,
                 "forced_purges": retention.forced if retention else 0}
 
-    def _stream(self) -> None:
-        conn = pymysql.connect(host=self.url.host, port=self.url.port, user=self.url.user, password=self.url.password,
+    def _open(self, url: SourceURL, gtid: str | None):
+        """Connects to `url` and starts its dump: by GTID (`gtid`, with gtid_strict_mode, so a
+        source whose binlog has diverged refuses with 1236), else at the series' position (the
+        local file cut back to it). Returns (connection, the first packet, where it started)."""
+        conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
                                connect_timeout=5, read_timeout=READ_TIMEOUT, write_timeout=READ_TIMEOUT, autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+                cur.execute(f"SET @master_heartbeat_period = {int(HEARTBEAT_PERIOD * 1e9)}")
+                cur.execute("SET @mariadb_slave_capability = 4")
+                if gtid is not None:
+                    cur.execute("SET @slave_connect_state = %s", (gtid,))
+                    cur.execute("SET @slave_gtid_strict_mode = 1")
+                    cur.execute("SET @slave_gtid_ignore_duplicates = 0")
+                cur.execute("SELECT @master_binlog_checksum")
+                row = cur.fetchone()
+                self.mirror.checksums = bool(row and row[0] and str(row[0]).upper() != "NONE")
+            file, pos = ("", 4) if gtid is not None else self._start_position(conn)
+            conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
+                                  + struct.pack("<HII", 0, 0, 0))
+            conn._read_packet()
+            if gtid is None:
+                self.mirror.begin(file, pos)
+            conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", pos, BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+                                                               self.server_id) + file.encode())
+            data = conn._read_packet().get_all_data()  # raises the source's ERR packet as a MySQLError
+        except BaseException:
+            conn.close()
+            raise
+        return conn, data, (file, pos) if gtid is None else gtid
+
+    def _stream(self) -> None:
+        target = self._switch_to
+        switching = target is not None
+        by_gtid = switching or self.mirror.translating
+        try:
+            conn, data, at = self._open(self.urls[target] if switching else self.url,
+                                        self.mirror.gtid_position() if by_gtid else None)
+        except pymysql.err.MySQLError as exc:
+            if switching and exc.args and exc.args[0] == 1236:  # it diverged since it was asked
+                self._switch_to = None
+                raise DumpFilterError(f"source {self.urls[target]} refused the series' GTID position "
+                                      f"{self.mirror.gtid_position()}: {_describe(exc)}") from None
+            raise
         self._conn = conn
-        with conn.cursor() as cur:
-            cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-            cur.execute(f"SET @master_heartbeat_period = {int(HEARTBEAT_PERIOD * 1e9)}")
-            cur.execute("SET @mariadb_slave_capability = 4")
-            cur.execute("SELECT @master_binlog_checksum")
-            row = cur.fetchone()
-            self.mirror.checksums = bool(row and row[0] and str(row[0]).upper() != "NONE")
-        file, pos = self._start_position(conn)
-        conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
-                              + struct.pack("<HII", 0, 0, 0))
-        conn._read_packet()
-        self.mirror.begin(file, pos)
-        conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", pos, BINLOG_SEND_ANNOTATE_ROWS_EVENT, self.server_id)
-                              + file.encode())
+        if switching:
+            self.current, self._switch_to = target, None
+            old = self.mirror.safe
+            name = self.mirror.switch()
+            self.switches, self.changed_at = self.switches + 1, _now()
+            self._refused = set()
+            log.warning("source: now %s, from the series' GTID position %s (after %s:%s); the series continues in %s",
+                        self.url, at, *old, name)
+        elif by_gtid:
+            self.mirror.begin(*self.mirror.safe)  # cut back to the last whole unit, as a file resume does
         self.connected.set()
         if self._full_at is None:
             self._set_state("streaming")
-        log.info("source %s: streaming from %s:%s into %s", self.url, file, pos, self.mirror.dir)
-        while not self.stop_event.is_set():
-            packet = conn._read_packet()  # raises the primary's ERR packet as a MySQLError
-            data = packet.get_all_data()
+        log.info("source %s: streaming from %s into %s", self.url, at, self.mirror.dir)
+        while True:
             if data[:1] == b"\xfe" and len(data) < 9:
                 raise DumpFilterError("the primary ended the dump (EOF)")
             self.mirror.event(data[1:])
             if self._full_at is not None and self.mirror.safe != self._full_at:
                 self._grew()
+            if self.stop_event.is_set():
+                return
+            data = conn._read_packet().get_all_data()  # raises the primary's ERR packet as a MySQLError
 
     def _start_position(self, conn) -> tuple[str, int]:
         resume = self.mirror.resume_position()
