@@ -11,6 +11,8 @@ import os
 import subprocess
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dumpfilter.binlogs import BinlogFile
 from dumpfilter.binlogs.gtid_start import file_gtid_list
@@ -142,6 +144,32 @@ def test_plan_purge(readers, over, expected):
     plan = plan_purge(names, sizes, dict.fromkeys(names, 0.0), readers, limits, now=100.0)
     assert plan.names == expected
     assert plan.forced == {name: ids for name, ids in readers.items() if name in expected}
+
+
+@given(st.lists(st.tuples(st.integers(1, 1000), st.booleans(), st.booleans()), min_size=1, max_size=8),
+       st.one_of(st.none(), st.integers(1, 5000)), st.booleans())
+def test_plan_purge_keeps_what_it_must(files, cap, expiry):
+    """Whatever the sizes, ages and readers: a prefix of the series goes, never its last file; a
+    file a slave reads goes only when the cap forces it; the series then fits under the cap (or
+    only its last file is left); the first file kept is one that had to stay."""
+    names = [f"f.{i:06d}" for i in range(len(files))]
+    sizes = {n: size for n, (size, _, _) in zip(names, files)}
+    mtimes = {n: 0.0 if old else 99.0 for n, (_, old, _) in zip(names, files)}
+    readers = {n: [7] for n, (_, _, read) in zip(names, files) if read}
+    limits = RetentionLimits(expire_seconds=10 if expiry else None, max_bytes=cap)
+    plan = plan_purge(names, sizes, mtimes, readers, limits, now=100.0)
+    assert plan.names == names[:len(plan.names)] and len(plan.names) < len(names)
+    assert set(plan.forced) == {n for n in plan.names if n in readers}
+    kept = names[len(plan.names):]
+    total = sum(sizes[n] for n in kept)
+    if plan.forced:
+        assert cap is not None
+    if cap is not None:
+        assert total <= cap or len(kept) == 1
+    if len(kept) > 1:
+        first = kept[0]
+        expired = expiry and mtimes[first] < 90.0
+        assert (cap is None or total <= cap) and (not expired or first in readers)
 
 
 def test_a_running_stream_whose_file_is_forced_out_ends_with_1236_naming_it(tmp_path):
