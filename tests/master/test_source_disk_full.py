@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import resource
 import subprocess
-import sys
 import urllib.request
 
 import pytest
@@ -18,19 +17,12 @@ from dumpfilter.codec import group_transactions
 from dumpfilter.lab.sandbox import diff_snapshots, find_binary, snapshot
 from dumpfilter.rules.ruleset import Settings
 from tests.support.dump_helpers import run_slave
-from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.master_command import free_port, master_status, serve_master, stop_master
 from tests.support.mysql_replicas import converge, insert_rows, point_at, wait_applied
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 LIMIT = 200_000  # bytes the master may write in one file until the test lifts the limit
-
-
-def _status(address: str) -> str:
-    run = subprocess.run([sys.executable, "-m", "dumpfilter", "master", "status", "--master", address],
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    return run.stdout
 
 
 def _metric(url: str, name: str) -> float:
@@ -80,7 +72,7 @@ def test_a_full_series_stalls_serves_and_resumes_by_itself(mariadb_factory, tmp_
         size = (local / start).stat().st_size
         assert 4 < size <= LIMIT and _ends_whole(local, start)
         # stalled: said in `master status` and the metrics; taking nothing more from the primary
-        assert "source " in _status(address) and "FULL" in _status(address)
+        assert "source " in master_status(address) and "FULL" in master_status(address)
         assert _metric(metrics, "dumpfilter_source_series_full") == 1.0
         assert _metric(metrics, "dumpfilter_source_series_full_stalls_total") == 1.0
         insert_rows(primary, 1000, 40, 2500)  # written on the primary during the stall
@@ -97,7 +89,7 @@ def test_a_full_series_stalls_serves_and_resumes_by_itself(mariadb_factory, tmp_
         insert_rows(primary, 2000, 5, 10)  # and it keeps following
         assert wait_for(lambda: (local / primary.master_position()[0]).stat().st_size == primary.master_position()[1],
                         every=0.2)
-        assert "FULL" not in _status(address) and _metric(metrics, "dumpfilter_source_series_full") == 0.0
+        assert "FULL" not in master_status(address) and _metric(metrics, "dumpfilter_source_series_full") == 0.0
         assert _metric(metrics, "dumpfilter_source_series_full_stalls_total") == 1.0
         # the series is the primary's binlog byte for byte (but the in-use flag): nothing lost or twice
         names = [p.name for p in primary.binlog_files()]

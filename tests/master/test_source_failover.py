@@ -7,7 +7,6 @@ line naming the series' last GTID, moves to S by GTID in a new file, and a real 
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
@@ -15,18 +14,11 @@ from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, sn
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
 from dumpfilter.rules.ruleset import Settings
 from tests.support.dump_helpers import run_slave
-from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.master_command import free_port, master_status, serve_master, stop_master
 from tests.support.mysql_replicas import converge, insert_rows, point_at
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
-
-
-def _status(address: str) -> str:
-    run = subprocess.run([sys.executable, "-m", "dumpfilter", "master", "status", "--master", address],
-                         capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    return run.stdout
 
 
 def test_the_series_follows_a_promoted_standby_and_refuses_a_diverged_candidate(mariadb_factory, tmp_path):
@@ -58,8 +50,8 @@ def test_the_series_follows_a_promoted_standby_and_refuses_a_diverged_candidate(
         primary._proc.wait(10)
         standby.execute(["STOP SLAVE", "RESET SLAVE ALL"])  # promoted
         insert_rows(standby, 1000, 50, 100)
-        assert wait_for(lambda: "switches 1" in _status(address), every=0.2), _status(address)
-        assert f"127.0.0.1:{standby.port}" in _status(address)
+        assert wait_for(lambda: "switches 1" in master_status(address), every=0.2), master_status(address)
+        assert f"127.0.0.1:{standby.port}" in master_status(address)
         assert converge(standby, replica) == []
         run_slave(address, tmp_path / "relay", 31, settings=Settings(flavor="mariadb"),
                   apply_url=f"mysql://root@127.0.0.1:{target.port}")

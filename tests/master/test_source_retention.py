@@ -26,7 +26,7 @@ from dumpfilter.master.service import DumpService
 from dumpfilter.slave.client import Slave, SlaveConfig
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.support.dump_helpers import run_slave
-from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.master_command import free_port, master_status, serve_master, stop_master
 from tests.support.mysql_replicas import converge, insert_rows, point_at, wait_io_error
 from tests.support.waiting import wait_for
 
@@ -121,6 +121,7 @@ def test_retention_purges_oldest_first_keeps_what_slaves_read_and_forces_at_the_
         with pytest.raises(PositionError, match=f"1236.*'{held}'"):  # the slave's OUT_OF_RANGE
             slave.run()
         assert slave.info.last_io_errno == 1236 and f"'{held}'" in slave.info.last_error
+        assert "(forced 1)" in master_status(address)
         # the slave that kept up never noticed
         assert wait_for(lambda: _caught_up(local, primary), every=0.1)
         assert converge(primary, follower) == []

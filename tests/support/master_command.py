@@ -33,6 +33,14 @@ def serve_master(binlog_dir, *args: str, prefix=(), **popen) -> tuple[subprocess
     raise AssertionError(f"master serve ended ({proc.returncode}): {''.join(lines)}")
 
 
+def master_status(address: str) -> str:
+    """What `dumpfilter master status --master ADDRESS` prints (it must succeed)."""
+    run = subprocess.run([sys.executable, "-m", "dumpfilter", "master", "status", "--master", address],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
 def stop_master(proc: subprocess.Popen) -> str:
     """SIGTERM; the master must end by itself, with status 0. Returns all it printed."""
     proc.send_signal(signal.SIGTERM)
