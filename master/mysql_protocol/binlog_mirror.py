@@ -319,13 +319,13 @@ class BinlogMirror:
         self._grouper.push(event)
         if kind == EventType.MARIADB_GTID:
             self._gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
+        elif kind == EventType.MARIADB_GTID_LIST:  # the binlog state before this file, whole
+            self.binlog_state = dict(event.gtid_set.gtids)
         if self._grouper.current is None:  # (readers take whole units: a unit's first events wait for the rest)
             self.safe = (self.file, self.offset)
             if self._gtid is not None:
                 self.binlog_state[self._gtid[:2]] = self._gtid[2]
                 self._gtid = None
-        elif kind == EventType.MARIADB_GTID_LIST:
-            self.binlog_state = dict(event.gtid_set.gtids)
         if kind == EventType.ROTATE:
             name = raw[27:size - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace")
             self.begin(name, 4)

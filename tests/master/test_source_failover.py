@@ -29,8 +29,16 @@ def test_the_series_follows_a_promoted_standby_and_refuses_a_diverged_candidate(
     replica = mariadb_factory("replica-failover", log_bin=False)
     target = mariadb_factory("target-failover", log_bin=False)
     diverged.execute(["CREATE DATABASE other"] + [f"CREATE TABLE other.t{i} (id INT)" for i in range(40)])
+    # A GTID domain with transactions before the series only: the series' position must still
+    # name it (from its first file's Gtid_list), or the new source would send them again.
+    primary.execute(["SET SESSION gtid_domain_id = 5", "CREATE DATABASE d5"])
+    for server in (replica, target):
+        server.execute(["CREATE DATABASE d5"])
     primary.flush_logs()
     start = primary.master_position()[0]
+    # the replica is provisioned at the series' start, every domain named (as a MariaDB replica must be)
+    position = primary.query("SELECT @@gtid_binlog_pos AS p")[0]["p"]
+    replica.execute([f"SET GLOBAL gtid_slave_pos = '{position}'"])
     primary.execute(["CREATE DATABASE s1", "CREATE TABLE s1.t (id INT PRIMARY KEY, v VARCHAR(3000))"])
     make_replica(primary, standby)
     local = tmp_path / "series"
