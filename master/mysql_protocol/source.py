@@ -265,9 +265,10 @@ class SourceReplicator:
             raise
         self._conn = conn
         if switching:
-            self.current, self._switch_to = target, None
+            self.current = target
             old = self.mirror.safe
-            name = self.mirror.switch()
+            name = self.mirror.switch()  # a full disk here: the switch is made again at the next try
+            self._switch_to = None
             self.switches, self.changed_at = self.switches + 1, _now()
             self._refused = set()
             log.warning("source: now %s, from the series' GTID position %s (after %s:%s); the series continues in %s",
