@@ -11,6 +11,7 @@ resources (master.shares) is shown to administrators, and to an identity for its
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -110,7 +111,10 @@ class DumpServiceCollector:
         forced.add_metric([], status["forced_purges"])
         switches = CounterMetricFamily("dumpfilter_source_switches", "Moves to another --source candidate")
         switches.add_metric([], status["switches"])
-        yield from (full, stalls, streaming, reconnects, size, purged, forced, switches)
+        changed = GaugeMetricFamily("dumpfilter_source_changed_time_seconds",
+                                    "When the current --source became current (Unix time)")
+        changed.add_metric([], datetime.fromisoformat(status["changed_at"]).timestamp())
+        yield from (full, stalls, streaming, reconnects, size, purged, forced, switches, changed)
         if self.viewer is not None and self.viewer.admin:  # where the primary is: the operator's
             current = GaugeMetricFamily("dumpfilter_source_current", "The --source being read (1), by address",
                                         labels=["source"])

@@ -75,6 +75,8 @@ def test_a_full_series_stalls_serves_and_resumes_by_itself(mariadb_factory, tmp_
         assert "source " in master_status(address) and "FULL" in master_status(address)
         assert _metric(metrics, "dumpfilter_source_series_full") == 1.0
         assert _metric(metrics, "dumpfilter_source_series_full_stalls_total") == 1.0
+        assert _metric(metrics, "dumpfilter_source_switches_total") == 0.0  # one --source: never switches
+        assert _metric(metrics, "dumpfilter_source_changed_time_seconds") > 0
         insert_rows(primary, 1000, 40, 2500)  # written on the primary during the stall
         # served what the series holds meanwhile: the slave reads to its end, the replica applies it
         stalled = run_slave(address, tmp_path / "relay-stalled", 9)
