@@ -5,7 +5,12 @@ Rotate. It remembers the end of the last complete transaction: after a disconnec
 group behind it is cut off and the stream resumes there, so nothing is lost or written twice. A
 write that fails cuts the series back there too, so readers never see a torn event and the master
 serves what is there: a full series (ENOSPC, EDQUOT, EFBIG from a file size limit) is
-`SeriesFull`, which the source replicator waits out; any other write error ends the series."""
+`SeriesFull`, which the source replicator waits out; any other write error ends the series.
+
+When another source takes over (`switch`, --source failover) its names and offsets no longer match
+the series': from then on the series keeps its own (each event's log_pos and CRC remade, a Rotate
+into a new file where the source rotates), every file opening with the source's FDE and the
+series' own Gtid_list (MariaDB's binlog state: the last seq_no per domain and server_id)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,10 @@ parses events into objects and drops the bytes, which this needs whole). On a lo
 reconnects with backoff and resumes after the last complete transaction. When the series cannot
 grow (a full disk, a quota, a file size limit: `SeriesFull`) it says so once, stops taking from
 the primary, retries with backoff and resumes by itself from the series' last whole transaction
-once a write succeeds; slaves are served what the series holds meanwhile.
+once a write succeeds; slaves are served what the series holds meanwhile. With several --source
+candidates, a primary that stays unreachable (FAILOVER_AFTER tries) gives way to the first other
+candidate whose binlog continues the series' GTID position (MariaDB's gtid_strict_mode check on
+the dump refuses a diverged one), read by GTID from there into a new file of the series.
 
 The series starts at the beginning of a primary file: --source-file (offset 4), the file a MariaDB
 --source-gtid state needs (the newest file whose starting GTID position the state covers, asked
