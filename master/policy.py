@@ -75,6 +75,12 @@ class Gate:
 
 
 ALLOWED, REFUSED, UNANALYSED = "allowed", "refused", "unanalysed"  # Gate.statement_verdict
+# The MySQL endpoint's authentication plugins (the names clients use), and an identity's list when
+# its entry gives no `mysql_auth`: caching_sha2_password (MySQL 8.4's default) first, then
+# mysql_native_password for MariaDB replicas and older clients.
+CACHING_SHA2, NATIVE, ED25519 = "caching_sha2_password", "mysql_native_password", "client_ed25519"
+MYSQL_AUTH_PLUGINS = (CACHING_SHA2, NATIVE, ED25519)
+DEFAULT_MYSQL_AUTH = (CACHING_SHA2, NATIVE)
 UNRESTRICTED = Gate()
 
 
@@ -92,6 +98,7 @@ class PolicyEntry:
     max_calls: int | None = None
     max_lint_jobs: int | None = None
     is_default: bool = False          # the [default] section: every identity it admits is one account
+    mysql_auth: tuple[str, ...] = DEFAULT_MYSQL_AUTH   # --mysql-listen's plugins for it, preferred first
 
     @property
     def limits(self) -> dict[str, int | None]:
@@ -126,6 +133,9 @@ class MasterPolicy:
         max_rules = 20000                 #   the number of sections); [default]'s identities
         max_calls = 2                     #   share one set of caps
         max_lint_jobs = 4
+        mysql_auth = ["caching_sha2_password"]   # optional: --mysql-listen's plugins for it, preferred
+                                          #   first (caching_sha2_password, mysql_native_password,
+                                          #   client_ed25519; default the first two)
 
         [slave.ops]
         password = "..."
@@ -216,7 +226,15 @@ def _entry(name: str, body: dict, path, is_default: bool = False) -> PolicyEntry
     if not isinstance(server_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                                    and 0 < i <= 0xFFFFFFFF for i in server_ids):
         raise RuleError(f"policy file {path}: [{name}] server_ids must be a list of server ids (1..4294967295)")
-    return PolicyEntry(name, tuple(allow), password, tuple(server_ids), admin, **caps, is_default=is_default)
+    mysql_auth = body.get("mysql_auth", list(DEFAULT_MYSQL_AUTH))
+    if not isinstance(mysql_auth, list) or not mysql_auth or not all(isinstance(p, str) for p in mysql_auth):
+        raise RuleError(f"policy file {path}: [{name}] mysql_auth must be a non-empty list of plugin names")
+    unknown = [p for p in mysql_auth if p not in MYSQL_AUTH_PLUGINS]
+    if unknown:
+        raise RuleError(f"policy file {path}: [{name}] mysql_auth: unknown plugin {unknown[0]!r} (known: "
+                        f"{', '.join(MYSQL_AUTH_PLUGINS)})")
+    return PolicyEntry(name, tuple(allow), password, tuple(server_ids), admin, **caps, is_default=is_default,
+                       mysql_auth=tuple(dict.fromkeys(mysql_auth)))
 
 
 _CAPS = ("max_streams", "max_registrations", "max_rules", "max_calls", "max_lint_jobs")
@@ -224,12 +242,12 @@ _CAPS = ("max_streams", "max_registrations", "max_rules", "max_calls", "max_lint
 
 def _warn_open_doors(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path) -> None:
     """One WARNING line per identity that any client can claim: an entry without a password
-    (only an mTLS client certificate would still prove it, and only over gRPC: the MySQL
-    endpoint has no TLS), and a [default], which takes every name not listed."""
+    (only an mTLS client certificate would still prove it), and a [default], which takes every
+    name not listed."""
     for name, entry in entries.items():
         if entry.password is None:
             log.warning("policy file %s: identity %r has no password: any client that gives its name gets its "
-                        "rights (over gRPC unless --tls-client-ca authenticates clients, always over --mysql-listen)",
+                        "rights (unless --tls-client-ca authenticates clients)",
                         path, name)
     if default is not None:
         log.warning("policy file %s: [default] lets any identity not listed in, without a password, with its rights",

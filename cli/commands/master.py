@@ -71,11 +71,15 @@ def register(subparsers) -> None:
     serve.add_argument("--listen", default="127.0.0.1:4306", metavar="HOST:PORT",
                        help="address to listen on (default 127.0.0.1:4306; port 0 picks a free port)")
     serve.add_argument("--policy", metavar="FILE", help="TOML master policy: what each slave identity may receive")
-    serve.add_argument("--tls-cert", metavar="FILE", help="TLS: the master's certificate (PEM)")
+    serve.add_argument("--tls-cert", metavar="FILE",
+                       help="TLS: the master's certificate (PEM), for gRPC, /metrics and --mysql-listen alike "
+                            "(real replicas: MASTER_SSL=1)")
     serve.add_argument("--tls-key", metavar="FILE", help="TLS: the master's private key (PEM)")
     serve.add_argument("--tls-client-ca", metavar="FILE",
                        help="mTLS: require client certificates signed by this CA; a certificate's CN is "
-                            "the slave's policy identity (no password needed)")
+                            "the slave's policy identity (no password needed over gRPC; over --mysql-listen the "
+                            "user must be the CN and its password is checked too, and plain connections are "
+                            "refused)")
     metrics = serve.add_mutually_exclusive_group()
     metrics.add_argument("--metrics-port", type=port_type, metavar="N",
                          help="serve Prometheus /metrics on 127.0.0.1:N (default: no metrics; 0 picks a free port)")
@@ -141,6 +145,13 @@ def register(subparsers) -> None:
                        help="topology TOML whose [[slaves]] give each real replica's rules by server_id (or user)")
     for option, dest, kind, metavar, text in _MYSQL_LIMITS:
         serve.add_argument(option, dest=f"mysql_{dest}", type=kind, metavar=metavar, help=text)
+    serve.add_argument("--mysql-require-secure-transport", action="store_true",
+                       help="refuse --mysql-listen clients that do not start TLS (error 3159, as MySQL's "
+                            "require_secure_transport; a replica shows it in Last_IO_Error); needs --tls-cert")
+    serve.add_argument("--mysql-rsa-key", metavar="FILE",
+                       help="caching_sha2_password's RSA private key (PEM) for clients without TLS that ask "
+                            "for the server's public key (GET_SOURCE_PUBLIC_KEY=1); default: a 2048-bit key "
+                            "generated at start")
     serve.set_defaults(func=serve_command)
 
     filters = sub.add_parser("filters", help="the filter tables of a running master (performance_schema style)",
@@ -336,8 +347,11 @@ def _mysql_options(args: argparse.Namespace):
         for option, dest, *_ in _MYSQL_LIMITS:
             if getattr(args, f"mysql_{dest}") is not None:
                 raise DumpFilterError(f"{option} is a limit of the MySQL endpoint: it needs --mysql-listen")
+        if args.mysql_require_secure_transport or args.mysql_rsa_key:
+            raise DumpFilterError("--mysql-require-secure-transport and --mysql-rsa-key need --mysql-listen")
         return None
     _mysql_limits(args)
+    _mysql_tls(args)
     from dumpfilter.master.grpc_server import parse_listen
     from dumpfilter.master.mysql_protocol import ReplicaMap
 
@@ -353,15 +367,23 @@ def _mysql_endpoint(args: argparse.Namespace, master, replicas):
     if replicas is None:
         return None
     from dumpfilter.master.mysql_protocol import MysqlEndpoint
+    from dumpfilter.master.mysql_protocol.auth import RsaKeys
 
     try:
-        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas, limits=_mysql_limits(args))
+        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas, limits=_mysql_limits(args),
+                                 tls=_mysql_tls(args), rsa_keys=RsaKeys(args.mysql_rsa_key))
     except DumpFilterError:
         master.stop(0)
         raise
     host = args.mysql_listen.rpartition(":")[0]
     print(f"dumpfilter master: MySQL protocol for real replicas on {host}:{endpoint.port}", file=sys.stderr, flush=True)
     return endpoint
+
+
+def _mysql_tls(args: argparse.Namespace):
+    from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+
+    return endpoint_tls(args.tls_cert, args.tls_key, args.tls_client_ca, args.mysql_require_secure_transport)
 
 
 def _mysql_limits(args: argparse.Namespace):

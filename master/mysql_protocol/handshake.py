@@ -1,7 +1,7 @@
-"""The connection phase: the server's Initial Handshake (protocol v10), the client's Handshake
-Response 41, the switch to mysql_native_password for clients that start with another plugin
-(MySQL 8's caching_sha2_password), and the check of the scramble against the master policy's
-passwords. Nothing here knows about replication."""
+"""The connection phase's packets: the server's Initial Handshake (protocol v10, naming
+caching_sha2_password as a MySQL 8.4 server does, CLIENT_SSL when TLS is on), the client's SSL
+Request and Handshake Response 41, and the mysql_native_password scramble check. The exchange that
+follows (auth.py) and the TLS wrap (tls.py) live apart. Nothing here knows about replication."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ from dumpfilter.master.mysql_protocol.packets import (
 )
 
 NATIVE_PASSWORD = "mysql_native_password"
+DEFAULT_PLUGIN = "caching_sha2_password"   # MySQL 8.4's default_authentication_plugin
+SSL_REQUEST_BYTES = 32  # capabilities, max packet, character set, 23 reserved bytes: no user name yet
 # CLIENT_LONG_PASSWORD set means "a MySQL server": MariaDB clients then do not read MariaDB's
 # extended capabilities from the reserved bytes, which this server does not offer.
 SERVER_CAPABILITIES = (CLIENT_LONG_PASSWORD | CLIENT_FOUND_ROWS | CLIENT_LONG_FLAG | CLIENT_CONNECT_WITH_DB
@@ -48,13 +50,13 @@ def new_scramble() -> bytes:
     return bytes(out[:20])
 
 
-def initial_handshake(server_version: str, connection_id: int, scramble: bytes) -> bytes:
-    caps = SERVER_CAPABILITIES
+def initial_handshake(server_version: str, connection_id: int, scramble: bytes, tls: bool = False) -> bytes:
+    caps = SERVER_CAPABILITIES | (CLIENT_SSL if tls else 0)
     return (b"\x0a" + server_version.encode("ascii", "replace") + b"\0"
             + struct.pack("<I", connection_id & 0xFFFFFFFF) + scramble[:8] + b"\0"
             + struct.pack("<HBHH", caps & 0xFFFF, CHARSET_UTF8, SERVER_STATUS_AUTOCOMMIT, caps >> 16)
             + bytes((len(scramble) + 1,)) + b"\0" * 10
-            + scramble[8:] + b"\0" + NATIVE_PASSWORD.encode() + b"\0")
+            + scramble[8:] + b"\0" + DEFAULT_PLUGIN.encode() + b"\0")
 
 
 @dataclass(frozen=True)
@@ -67,13 +69,22 @@ class HandshakeResponse:
     attributes: dict[str, str]
 
 
+def is_ssl_request(payload: bytes) -> bool:
+    """The client's SSL Request: the first 32 bytes of a Handshake Response, CLIENT_SSL set, and
+    nothing after them (the rest comes again inside TLS)."""
+    if len(payload) != SSL_REQUEST_BYTES:
+        return False
+    caps = Reader(payload).u32("capability flags")
+    if not caps & CLIENT_PROTOCOL_41:
+        raise ProtocolError("the client does not speak protocol 4.1 (MySQL 4.1 and later do)")
+    return bool(caps & CLIENT_SSL)
+
+
 def parse_handshake_response(payload: bytes) -> HandshakeResponse:
     r = Reader(payload)
     caps = r.u32("capability flags")
     if not caps & CLIENT_PROTOCOL_41:
         raise ProtocolError("the client does not speak protocol 4.1 (MySQL 4.1 and later do)")
-    if caps & CLIENT_SSL and r.remaining() <= 28:
-        raise ProtocolError("the client asked for TLS, which this endpoint does not offer")
     r.u32("max packet size")
     r.u8("character set")
     r.take(23, "reserved bytes")
@@ -92,11 +103,8 @@ def parse_handshake_response(payload: bytes) -> HandshakeResponse:
         while block.remaining():
             key = block.lenenc_bytes("attribute name").decode("utf-8", "replace")
             attributes[key] = block.lenenc_bytes("attribute value").decode("utf-8", "replace")
+    # A client without CLIENT_PLUGIN_AUTH answers with the native scramble (pre-5.5 clients).
     return HandshakeResponse(caps, user, auth, database, plugin or NATIVE_PASSWORD, attributes)
-
-
-def auth_switch_request(scramble: bytes) -> bytes:
-    return b"\xfe" + NATIVE_PASSWORD.encode() + b"\0" + scramble + b"\0"
 
 
 def native_password_matches(password: str, scramble: bytes, response: bytes) -> bool:

@@ -85,6 +85,7 @@ class Session:
         self.facts = facts
         self.user_vars: dict[str, str | None] = {}
         self.session_vars: dict[str, str | int] = {}
+        self.status: dict[str, str | int] = {"Ssl_cipher": "", "Ssl_version": ""}  # SHOW STATUS
         self._held = 0  # bytes of names and values in both
 
     # what the dump reads
@@ -210,14 +211,18 @@ class Session:
                          "dumpfilter's replication endpoint", "42000")
 
     def _show(self, rest: str) -> list[bytes]:
-        match = re.fullmatch(r"(?:(GLOBAL|SESSION)\s+)?VARIABLES(?:\s+LIKE\s+'((?:[^'\\]|\\.)*)')?", rest, re.I)
+        match = re.fullmatch(r"(?:(GLOBAL|SESSION)\s+)?(VARIABLES|STATUS)(?:\s+LIKE\s+'((?:[^'\\]|\\.)*)')?", rest,
+                             re.I)
         if not match:
             raise QueryError(ER_NOT_SUPPORTED_YET, f"This version of MySQL doesn't yet support SHOW {rest[:100]!r} on "
                              "dumpfilter's replication endpoint", "42000")
-        pattern = match.group(2)
-        values = self.facts.system_variables()
-        if match.group(1) is None or match.group(1).upper() == "SESSION":
-            values = {**values, **self.session_vars}
+        pattern = match.group(3)
+        if match.group(2).upper() == "STATUS":   # the session's TLS (Ssl_cipher, Ssl_version), as MySQL shows it
+            values = dict(self.status)
+        else:
+            values = self.facts.system_variables()
+            if match.group(1) is None or match.group(1).upper() == "SESSION":
+                values = {**values, **self.session_vars}
         matches = _like_matcher(pattern) if pattern is not None else None
         rows = [[name, value] for name, value in sorted(values.items()) if matches is None or matches(name)]
         return text_result_set([("Variable_name", TYPE_VAR_STRING), ("Value", TYPE_VAR_STRING)], rows)

@@ -13,6 +13,7 @@ import logging
 import select
 import socket
 import socketserver
+import ssl
 import threading
 import time
 import uuid
@@ -46,11 +47,10 @@ from dumpfilter.master.mysql_protocol.dump import (
     parse_binlog_dump_gtid,
     parse_register_slave,
 )
+from dumpfilter.master.mysql_protocol.auth import Authenticator, Conversation, RsaKeys
 from dumpfilter.master.mysql_protocol.handshake import (
-    NATIVE_PASSWORD,
-    auth_switch_request,
     initial_handshake,
-    native_password_matches,
+    is_ssl_request,
     new_scramble,
     parse_handshake_response,
 )
@@ -67,6 +67,12 @@ from dumpfilter.master.mysql_protocol.packets import (
 )
 from dumpfilter.master.mysql_protocol.queries import QueryError, ServerFacts, Session
 from dumpfilter.master.mysql_protocol.replicas import ReplicaMap
+from dumpfilter.master.mysql_protocol.tls import (
+    ER_SECURE_TRANSPORT_REQUIRED,
+    SECURE_TRANSPORT_MESSAGE,
+    EndpointTls,
+    peer_common_name,
+)
 from dumpfilter.master.policy import Identity
 from dumpfilter.master.rate_limited_log import ProblemLog
 from dumpfilter.master.service import DumpService
@@ -99,9 +105,12 @@ class MysqlEndpoint:
     """A running MySQL-protocol endpoint over a DumpService."""
 
     def __init__(self, service: DumpService, listen: str = "127.0.0.1:0", *, replicas: ReplicaMap | None = None,
-                 send_timeout: float = SEND_TIMEOUT, limits: EndpointLimits | None = None):
+                 send_timeout: float = SEND_TIMEOUT, limits: EndpointLimits | None = None,
+                 tls: EndpointTls | None = None, rsa_keys: RsaKeys | None = None):
         host, port = parse_listen(listen)
         self.service = service
+        self.tls = tls or EndpointTls()
+        self.auth = Authenticator(rsa_keys or RsaKeys())
         self.replicas = replicas or ReplicaMap({}, {})
         self.send_timeout = send_timeout
         self.limits = limits or EndpointLimits()
@@ -160,7 +169,10 @@ class MysqlEndpoint:
             version=version, checksum="CRC32" if fmt is None or fmt.checksum_alg == CHECKSUM_CRC32 else "NONE",
             gtid_mode="ON" if mysql and fmt.version >= (5, 6, 0) else "OFF",
             extra={"max_allowed_packet": limits.max_packet, "wait_timeout": round(limits.wait_timeout),
-                   "connect_timeout": round(limits.connect_timeout), "max_connections": limits.max_connections})
+                   "connect_timeout": round(limits.connect_timeout), "max_connections": limits.max_connections,
+                   "have_ssl": "YES" if self.tls.offered else "DISABLED",
+                   "require_secure_transport": "ON" if self.tls.require_secure_transport else "OFF",
+                   "default_authentication_plugin": "caching_sha2_password"})
 
 
 class _Connection:
@@ -176,6 +188,9 @@ class _Connection:
         self.session: Session | None = None
         self.registered: dict[int, str] = {}  # server_id -> reported host
         self.closed = False
+        self.cipher: str | None = None         # the TLS cipher, once the client asked for TLS
+        self.certificate_name: str | None = None
+        self.auth_path = ""                    # how the client authenticated (plugin/path)
 
     def close(self) -> None:
         self.closed = True
@@ -218,7 +233,8 @@ class _Connection:
                 return
             try:
                 self.stream.write(ok_packet())
-                log.info("mysql connection %s from %s: user %r authenticated", self.id, self.peer, self.user)
+                log.info("mysql connection %s from %s: user %r authenticated (%s%s)", self.id, self.peer, self.user,
+                         self.auth_path, f", TLS {self.cipher}" if self.cipher else "")
                 self._commands()
             finally:
                 endpoint.admission.leave_session()
@@ -258,16 +274,24 @@ class _Connection:
         facts = endpoint.facts()
         self.session = Session(facts)
         self.stream.seq = 0
-        self.stream.write(initial_handshake(facts.version, self.id, scramble))
+        self.stream.write(initial_handshake(facts.version, self.id, scramble, tls=endpoint.tls.offered))
         limit = min(HANDSHAKE_BYTES, endpoint.limits.max_packet)
         try:
-            response = parse_handshake_response(self.stream.read(limit=limit, deadline=deadline))
+            payload = self.stream.read(limit=limit, deadline=deadline)
+            if is_ssl_request(payload):
+                self._start_tls(deadline)
+                payload = self.stream.read(limit=limit, deadline=deadline)
+            elif endpoint.tls.require_secure_transport:
+                endpoint.failed_logins.warning("mysql connection %s from %s: refused: not TLS "
+                                               "(--mysql-require-secure-transport)", self.id, self.peer)
+                self._error(ER_SECURE_TRANSPORT_REQUIRED, SECURE_TRANSPORT_MESSAGE)
+                return False
+            response = parse_handshake_response(payload)
             self.user = response.user
-            auth = response.auth_response
-            if response.plugin != NATIVE_PASSWORD:
-                # MySQL 8's caching_sha2_password first: switch to mysql_native_password.
-                self.stream.write(auth_switch_request(scramble))
-                auth = self.stream.read(limit=1024, deadline=deadline)
+            account = endpoint.auth.account(self.service.policy, response.user)
+            talk = Conversation(self.stream.write, lambda: self.stream.read(limit=limit, deadline=deadline))
+            outcome = endpoint.auth.authenticate(talk, account, response.plugin, response.auth_response, scramble,
+                                                 secure=self.cipher is not None)
         except ReadTimeout:
             if not self.closed:  # not made room for a newcomer (admission)
                 endpoint.problems.warning("mysql connection %s from %s: no handshake within connect_timeout (%gs): "
@@ -276,33 +300,56 @@ class _Connection:
             return False
         except ProtocolError as exc:
             endpoint.problems.warning("mysql connection %s from %s: bad handshake: %s", self.id, self.peer, exc)
-            self._error(ER_HANDSHAKE_ERROR, f"Bad handshake: {exc}", "08S01")
+            self._try_error(ER_HANDSHAKE_ERROR, f"Bad handshake: {exc}", "08S01")
             return False
-        identity, reason = self._authenticate(response.user, scramble, auth)
+        self.auth_path = f"{outcome.plugin}/{outcome.path}"
+        identity, reason = self._identity(response.user, outcome.ok)
         if identity is None:
-            endpoint.failed_logins.warning("mysql login failed: user %s from %s: %s", shown_user(response.user), self.peer,
-                                      reason)
+            endpoint.failed_logins.warning("mysql login failed: user %s from %s: %s", shown_user(response.user),
+                                           self.peer, reason)
             self._error(ER_ACCESS_DENIED_ERROR, f"Access denied for user '{response.user[:64]}'@'{self.host}' "
-                        f"(using password: {'YES' if auth else 'NO'})", "28000")
+                        f"(using password: {'YES' if outcome.password_used else 'NO'})", "28000")
             return False
         self.identity = identity
         return True
 
-    def _authenticate(self, user: str, scramble: bytes, response: bytes) -> tuple[Identity | None, str]:
-        """(the policy identity for `user` if the scramble proves its password, else None; why
-        not). Without a policy file the master is open, as its gRPC side is: every user is
-        accepted."""
-        policy = self.service.policy
-        if policy is None:
-            return self.service.authenticate(user, ""), ""
-        entry = policy.entries.get(user) if user else None
-        if entry is None and policy.default is None:
-            return None, "not in the master policy, which has no [default]"
-        password = entry.password if entry is not None else None
-        if password is not None and not native_password_matches(password, scramble, response):
-            return None, "wrong password" if response else "no password given"
+    def _start_tls(self, deadline: float) -> None:
+        """The client sent an SSL Request: the TLS handshake (within the connect deadline), then
+        the rest of the connection phase inside it, sequence ids going on."""
+        tls = self.endpoint.tls
+        if not tls.offered:
+            raise ProtocolError("the client asked for TLS, which this endpoint does not offer (the master has no "
+                                "--tls-cert)")
+        wrapped = tls.context.wrap_socket(self.sock, server_side=True, do_handshake_on_connect=False)
+        self.sock = self.stream.sock = wrapped
         try:
-            return self.service.authenticate(user, password or ""), ""
+            wrapped.settimeout(max(0.001, deadline - time.monotonic()))
+            wrapped.do_handshake()
+            wrapped.settimeout(self.endpoint.send_timeout)
+        except TimeoutError:
+            raise ReadTimeout("no TLS handshake before the deadline") from None
+        except (ssl.SSLError, OSError) as exc:
+            raise ProtocolError(f"TLS handshake failed: {getattr(exc, 'reason', None) or exc}") from None
+        self.cipher = (wrapped.cipher() or ("",))[0]
+        self.session.status.update(Ssl_cipher=self.cipher, Ssl_version=wrapped.version() or "")
+        if tls.client_certificates:
+            self.certificate_name = peer_common_name(wrapped)
+
+    def _identity(self, user: str, proven: bool) -> tuple[Identity | None, str]:
+        """(the policy identity for `user` once the exchange proved its password, else None; why
+        not). Without a policy file the master is open, as its gRPC side is. Under mTLS the
+        certificate's CN must be the user (its password is checked too, as MySQL checks an
+        account's password under REQUIRE X509)."""
+        policy = self.service.policy
+        if not proven:
+            if policy is not None and not user:
+                return None, "no user name"
+            if policy is not None and user not in policy.entries and policy.default is None:
+                return None, "not in the master policy, which has no [default]"
+            return None, "wrong password"
+        entry = policy.entries.get(user) if policy is not None and user else None
+        try:
+            return self.service.authenticate(user, entry.password or "" if entry else "", self.certificate_name), ""
         except AccessDeniedError as exc:
             return None, str(exc)
 

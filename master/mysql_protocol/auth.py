@@ -1,0 +1,276 @@
+"""The authentication exchange of the MySQL endpoint, per policy identity, as a MySQL 8.4 server
+runs it: the handshake names caching_sha2_password, then an AuthSwitch to the plugin the identity
+uses (mysql_native_password for MariaDB and older clients, client_ed25519 for MariaDB replicas).
+
+caching_sha2_password, after MySQL's sql/auth/sha2_password.cc:
+- fast auth: the client sends XOR(SHA256(pw), SHA256(SHA256(SHA256(pw)) + nonce)); a server that
+  holds SHA256(SHA256(pw)) in its cache (filled by an earlier full authentication) checks it and
+  answers fast_auth_success (0x03);
+- else perform_full_authentication (0x04): over TLS the client sends its password in clear; on a
+  plain connection it asks for the server's RSA public key (0x02) unless it has it, and sends
+  RSA-OAEP(password + NUL, XORed with the nonce).
+A wrong password, or a name the policy does not know, takes the same path and gets the same
+error (1045): an unknown name is answered as a decoy identity, whose plugin is picked from the
+policy's own by a keyed hash of the name (MySQL's mock accounts do the same)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
+
+from dumpfilter.errors import InvalidArgumentError
+from dumpfilter.master.mysql_protocol.handshake import native_password_matches
+from dumpfilter.master.policy import (
+    CACHING_SHA2,
+    DEFAULT_MYSQL_AUTH,
+    ED25519,
+    MYSQL_AUTH_PLUGINS,
+    NATIVE,
+    MasterPolicy,
+)
+
+# caching_sha2_password's one-byte messages after 0x01 (AuthMoreData), and the client's key request
+FAST_AUTH_SUCCESS, PERFORM_FULL_AUTHENTICATION, REQUEST_PUBLIC_KEY = b"\x03", b"\x04", b"\x02"
+MAX_PASSWORD = 256         # MySQL's CACHING_SHA2_PASSWORD_MAX_PASSWORD_LENGTH
+RSA_BITS = 2048            # MySQL's auto-generated key pair (caching_sha2_password_auto_generate_rsa_keys)
+_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
+
+
+def xor_cycle(data: bytes, key: bytes) -> bytes:
+    return bytes(b ^ key[i % len(key)] for i, b in enumerate(data))
+
+
+def sha2_digest(password: bytes) -> bytes:
+    """What the cache holds: SHA256(SHA256(password))."""
+    return hashlib.sha256(hashlib.sha256(password).digest()).digest()
+
+
+def sha2_fast_matches(digest: bytes, nonce: bytes, response: bytes) -> bool:
+    """The fast-auth check: response XOR SHA256(digest + nonce) is SHA256(pw), whose hash is the digest."""
+    if len(response) != 32:
+        return False
+    stage1 = xor_cycle(response, hashlib.sha256(digest + nonce).digest())
+    return hmac.compare_digest(hashlib.sha256(stage1).digest(), digest)
+
+
+def ed25519_public_key(password: bytes) -> bytes:
+    """MariaDB's ed25519 account key: the point a*B where a is the clamped first half of
+    SHA512(password) (the whole password is the seed, of any length; RFC 8032 hashes a 32-byte
+    seed the same way, which is why cryptography's own key derivation cannot be used here)."""
+    a = int.from_bytes(hashlib.sha512(password).digest()[:32], "little")
+    a = (a & ((1 << 254) - 8)) | (1 << 254)
+    return _encode_point(_scalar_mult(a, _BASE))
+
+
+# -- ed25519 arithmetic for the one derivation above (extended coordinates; verifying uses cryptography)
+_P = 2 ** 255 - 19
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+_BY = 4 * pow(5, _P - 2, _P) % _P
+_BX = 15112221349535400772501151409588531511454012693041857206046113283949847762202
+_BASE = (_BX, _BY, 1, _BX * _BY % _P)
+
+
+def _add(p, q):
+    a = (p[1] - p[0]) * (q[1] - q[0]) % _P
+    b = (p[1] + p[0]) * (q[1] + q[0]) % _P
+    c = 2 * p[3] * q[3] * _D % _P
+    d = 2 * p[2] * q[2] % _P
+    e, f, g, h = b - a, d - c, d + c, b + a
+    return e * f % _P, g * h % _P, f * g % _P, e * h % _P
+
+
+def _scalar_mult(k: int, point):
+    result = (0, 1, 1, 0)
+    while k:
+        if k & 1:
+            result = _add(result, point)
+        point = _add(point, point)
+        k >>= 1
+    return result
+
+
+def _encode_point(point) -> bytes:
+    zinv = pow(point[2], _P - 2, _P)
+    x, y = point[0] * zinv % _P, point[1] * zinv % _P
+    return (y | ((x & 1) << 255)).to_bytes(32, "little")
+
+
+class RsaKeys:
+    """The key pair of caching_sha2_password's RSA exchange: from --mysql-rsa-key (a PEM private
+    key), else generated at start (as MySQL does when it finds no key files)."""
+
+    def __init__(self, path: str | Path | None = None):
+        if path is None:
+            self.private = rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
+        else:
+            try:
+                key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
+            except (OSError, ValueError, TypeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a PEM private key"
+                raise InvalidArgumentError(f"--mysql-rsa-key {path}: {reason}") from None
+            if not isinstance(key, rsa.RSAPrivateKey) or key.key_size < 1024:
+                raise InvalidArgumentError(f"--mysql-rsa-key {path}: not an RSA private key of 1024 bits or more")
+            self.private = key
+        self.public_pem = self.private.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                 serialization.PublicFormat.SubjectPublicKeyInfo)
+        self.cipher_length = self.private.key_size // 8
+
+    def decrypt(self, data: bytes) -> bytes | None:
+        if len(data) != self.cipher_length:
+            return None
+        try:
+            return self.private.decrypt(data, _OAEP)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Account:
+    """Who the exchange checks: `password` None means the identity has none (any answer passes);
+    `decoy` an unknown name, which no answer passes."""
+
+    name: str
+    plugins: tuple[str, ...]
+    password: str | None
+    decoy: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    plugin: str
+    path: str           # fast | full-tls | full-rsa | scramble | signature | none
+    password_used: bool
+
+
+class Conversation:
+    """The packets of one exchange: `send` frames a payload, `read` returns the client's next one."""
+
+    def __init__(self, send, read):
+        self.send, self.read = send, read
+
+
+class Authenticator:
+    """The endpoint's authentication state: the RSA keys, the caching_sha2_password cache
+    (identity -> SHA256(SHA256(password)), filled by full authentications) and the key that
+    picks decoy plugins."""
+
+    def __init__(self, rsa_keys: RsaKeys):
+        self.rsa = rsa_keys
+        self._cache: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        self._decoy_key = os.urandom(32)
+        self.counts: dict[tuple[str, str, bool], int] = {}   # (plugin, path, ok) -> logins
+
+    def account(self, policy: MasterPolicy | None, user: str) -> Account:
+        """Whom the exchange checks `user` against. An unknown name is a decoy (it fails the same
+        way a wrong password does); [default] identities and an open master take any password."""
+        if policy is None:
+            return Account(user, MYSQL_AUTH_PLUGINS, None)
+        entry = policy.entries.get(user) if user else None
+        if entry is not None:
+            return Account(user, entry.mysql_auth, entry.password)
+        if policy.default is not None:
+            return Account(user, policy.default.mysql_auth, None)
+        return self.decoy(user, [e.mysql_auth for e in policy.entries.values()])
+
+    def decoy(self, name: str, plugin_sets: list[tuple[str, ...]]) -> Account:
+        sets = sorted(set(plugin_sets)) or [DEFAULT_MYSQL_AUTH]
+        pick = int.from_bytes(hmac.new(self._decoy_key, name.encode("utf-8", "surrogateescape"),
+                                       hashlib.sha256).digest()[:4], "big")
+        return Account(name, sets[pick % len(sets)], os.urandom(16).hex(), decoy=True)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    # -- the exchange -------------------------------------------------------------------------
+    def authenticate(self, talk: Conversation, account: Account, client_plugin: str, first: bytes,
+                     scramble: bytes, secure: bool) -> Outcome:
+        """Run the exchange after the client's Handshake Response (`first`, made by
+        `client_plugin` for the handshake's caching_sha2_password nonce `scramble`)."""
+        if client_plugin == CACHING_SHA2 and CACHING_SHA2 in account.plugins:
+            plugin, response = CACHING_SHA2, first
+        else:
+            # MySQL switches whenever the identity's plugin is not the handshake's, even when the
+            # client named it already: that client made its data for another plugin's nonce (a
+            # MariaDB replica sends none at all).
+            plugin = client_plugin if client_plugin in account.plugins else account.plugins[0]
+            nonce = os.urandom(32) if plugin == ED25519 else scramble
+            talk.send(b"\xfe" + plugin.encode() + b"\0" + nonce + (b"" if plugin == ED25519 else b"\0"))
+            scramble = nonce
+            response = talk.read()
+        outcome = self._check(talk, account, plugin, response, scramble, secure)
+        key = (outcome.plugin, outcome.path, outcome.ok)
+        with self._lock:
+            self.counts[key] = self.counts.get(key, 0) + 1
+        return outcome
+
+    def _check(self, talk: Conversation, account: Account, plugin: str, response: bytes, nonce: bytes,
+               secure: bool) -> Outcome:
+        password = None if account.password is None else account.password.encode("utf-8", "surrogateescape")
+        if plugin == NATIVE:
+            ok = password is None or native_password_matches(password.decode("utf-8", "surrogateescape"),
+                                                             nonce, response)
+            return Outcome(ok and not account.decoy, plugin, "scramble", bool(response))
+        if plugin == ED25519:
+            return Outcome(self._ed25519(password, nonce, response) and not account.decoy, plugin, "signature",
+                           bool(response))
+        return self._caching_sha2(talk, account, password, response, nonce, secure)
+
+    def _ed25519(self, password: bytes | None, nonce: bytes, signature: bytes) -> bool:
+        if password is None:
+            return True
+        if len(signature) != 64:
+            return False
+        try:
+            ed25519.Ed25519PublicKey.from_public_bytes(ed25519_public_key(password)).verify(signature, nonce)
+        except (InvalidSignature, ValueError):
+            return False
+        return True
+
+    def _caching_sha2(self, talk: Conversation, account: Account, password: bytes | None, response: bytes,
+                      nonce: bytes, secure: bool) -> Outcome:
+        if response in (b"", b"\0"):   # no password given (MySQL's "Case 5")
+            ok = not account.decoy and (password is None or password == b"")
+            return Outcome(ok, CACHING_SHA2, "none", False)
+        if password is None:           # an identity without a password: the client's answer is not checked
+            talk.send(b"\x01" + FAST_AUTH_SUCCESS)
+            return Outcome(not account.decoy, CACHING_SHA2, "fast", True)
+        with self._lock:
+            cached = self._cache.get(account.name) if not account.decoy else None
+        # The cached digest counts only while it is the identity's current password's (a policy
+        # reload that changes it makes the old one useless). A mismatch is not an error: like a
+        # miss it asks for the password itself (sha2_password.cc does the same).
+        if cached is not None and hmac.compare_digest(cached, sha2_digest(password)) \
+                and sha2_fast_matches(cached, nonce, response):
+            talk.send(b"\x01" + FAST_AUTH_SUCCESS)
+            return Outcome(True, CACHING_SHA2, "fast", True)
+        talk.send(b"\x01" + PERFORM_FULL_AUTHENTICATION)
+        packet = talk.read()
+        if secure:
+            given, path = packet.split(b"\0", 1)[0], "full-tls"
+        else:
+            path = "full-rsa"
+            if packet == REQUEST_PUBLIC_KEY:
+                talk.send(b"\x01" + self.rsa.public_pem)
+                packet = talk.read()
+            plain = self.rsa.decrypt(packet)
+            # Without the key a client cannot send anything decryptable: its password in clear
+            # on a plain connection, or garbage, decrypts to nothing and fails as a wrong password.
+            given = xor_cycle(plain, nonce[:20]).split(b"\0", 1)[0] if plain is not None else None
+        ok = given is not None and len(given) <= MAX_PASSWORD and hmac.compare_digest(given, password) \
+            and not account.decoy
+        if ok:
+            with self._lock:
+                self._cache[account.name] = sha2_digest(password)
+        return Outcome(ok, CACHING_SHA2, path, True)
+
