@@ -11,15 +11,16 @@ IDLE_SQL_STATE = "Slave has read all relay log"
 
 
 def point_at(replica: MariaDBServer, port: int, *, gtid: bool, user: str = "repl", password: str = "x",
-             log_file: str = "", heartbeat: float | None = None) -> None:
+             log_file: str = "", heartbeat: float | None = None, extra: str = "") -> None:
     """CHANGE MASTER TO dumpfilter's endpoint (GTID slave_pos, or file/position from `log_file`:4)
-    and START SLAVE. MASTER_CONNECT_RETRY=1: a restarted master is found again within a second."""
+    and START SLAVE. MASTER_CONNECT_RETRY=1: a restarted master is found again within a second.
+    `extra`: more CHANGE MASTER options (", MASTER_SSL=1, ...")."""
     start = "MASTER_USE_GTID=slave_pos" if gtid else \
         f"MASTER_LOG_FILE='{log_file}', MASTER_LOG_POS=4, MASTER_USE_GTID=no"
     period = f", MASTER_HEARTBEAT_PERIOD={heartbeat}" if heartbeat is not None else ""
     replica.execute(["STOP SLAVE", "RESET SLAVE ALL",
                      f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='{user}', "
-                     f"MASTER_PASSWORD='{password}', {start}, MASTER_CONNECT_RETRY=1{period}",
+                     f"MASTER_PASSWORD='{password}', {start}, MASTER_CONNECT_RETRY=1{period}{extra}",
                      "START SLAVE"])
 
 
