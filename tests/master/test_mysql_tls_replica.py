@@ -2,8 +2,8 @@
 and MASTER_SSL_VERIFY_SERVER_CERT=1 streams and ends identical to the primary, and the bytes on
 the wire (a recording proxy between them) never show a value the replica received in clear; a
 plain replica under --mysql-require-secure-transport stops connecting with 3159 in Last_IO_Error;
-an identity on client_ed25519 is served to a replica whose plugin_dir holds libmariadb's
-client_ed25519.so."""
+identities on client_ed25519 and on caching_sha2_password alone are served to a replica whose
+plugin_dir holds libmariadb's client plugins."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ allow = ["%.%"]
 password = "ed-pw"
 allow = ["%.%"]
 mysql_auth = ["client_ed25519"]
+
+[slave.sha]
+password = "sha-pw"
+allow = ["%.%"]
+mysql_auth = ["caching_sha2_password"]
 """
 
 
@@ -143,10 +148,11 @@ def test_a_plain_replica_is_refused_under_require_secure_transport(mariadb_facto
         master.stop(grace=1.0)
 
 
-def test_a_replica_authenticates_with_client_ed25519(mariadb_factory, tmp_path, pki):
-    """MariaDB 10.11's replica loads client_ed25519 from its plugin_dir: there, libmariadb's."""
-    if not (CLIENT_PLUGINS / "client_ed25519.so").exists():
-        pytest.skip("libmariadb's client_ed25519.so is not installed")
+def test_a_replica_authenticates_with_client_ed25519_and_caching_sha2(mariadb_factory, tmp_path, pki):
+    """MariaDB 10.11's replica loads client plugins from its plugin_dir: there, libmariadb's
+    client_ed25519.so and caching_sha2_password.so (an AuthSwitch names them)."""
+    if not all((CLIENT_PLUGINS / f"{name}.so").exists() for name in ("client_ed25519", "caching_sha2_password")):
+        pytest.skip("libmariadb's client plugins are not installed")
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     for directory in (SERVER_PLUGINS, CLIENT_PLUGINS):
@@ -165,6 +171,19 @@ def test_a_replica_authenticates_with_client_ed25519(mariadb_factory, tmp_path, 
         wait_applied(replica, service=master.service, server_id=63)
         assert replica.query("SHOW DATABASES LIKE 's1'") == [{"Database (s1)": "s1"}]
         assert endpoint.auth.counts.get(("client_ed25519", "signature", True), 0) >= 1
+
+        # caching_sha2_password alone: full auth inside TLS, then fast auth from the cache in clear
+        replica.execute(["STOP SLAVE"])
+        master.service.unregister(63)   # server_id 63 belongs to 'ed' until then
+        point_at(replica, endpoint.port, gtid=True, user="sha", password="sha-pw",
+                 extra=f", MASTER_SSL=1, MASTER_SSL_CA='{pki / 'ca.crt'}'")
+        assert wait_for(lambda: endpoint.auth.counts.get(("caching_sha2_password", "full-tls", True)), 60, every=0.2)
+        replica.execute(["STOP SLAVE"])
+        point_at(replica, endpoint.port, gtid=True, user="sha", password="sha-pw")
+        assert wait_for(lambda: endpoint.auth.counts.get(("caching_sha2_password", "fast", True)), 60, every=0.2)
+        primary.execute(["CREATE DATABASE s2"])
+        wait_applied(replica)
+        assert replica.query("SHOW DATABASES LIKE 's2'") == [{"Database (s2)": "s2"}]
     finally:
         replica.execute(["STOP SLAVE"])
         endpoint.stop()
