@@ -218,3 +218,28 @@ def test_a_placeholder_never_reaches_a_real_replica_larger_than_what_it_replaced
             event = read_events(b"\xfebin" + fde.raw + sent, "<sent>")[1]
             assert (event.type_code, event.size, event.log_pos, event.server_id) == (EventType.QUERY, size, 5000, 9)
             assert event.sql.startswith("#") and event.db == ""
+
+
+@given(st.binary(min_size=32, max_size=32), st.binary(min_size=1, max_size=64))
+@settings(max_examples=30)
+def test_ed25519_account_keys_match_rfc8032_for_32_byte_passwords(password, nonce):
+    """MariaDB hashes the whole password as the seed: for a 32-byte password that is RFC 8032's
+    derivation, which cryptography implements independently."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from dumpfilter.master.mysql_protocol.auth import ed25519_public_key
+
+    key = Ed25519PrivateKey.from_private_bytes(password)
+    assert ed25519_public_key(password) == key.public_key().public_bytes_raw()
+
+
+@given(st.text(min_size=1, max_size=40), st.binary(min_size=20, max_size=20))
+@settings(max_examples=50)
+def test_caching_sha2_fast_auth_matches_what_pymysql_sends(password, nonce):
+    from pymysql._auth import scramble_caching_sha2
+
+    from dumpfilter.master.mysql_protocol.auth import sha2_digest, sha2_fast_matches
+
+    response = scramble_caching_sha2(password.encode("utf-8"), nonce)
+    assert sha2_fast_matches(sha2_digest(password.encode("utf-8")), nonce, response)
+    assert not sha2_fast_matches(sha2_digest((password + "x").encode("utf-8")), nonce, response)
