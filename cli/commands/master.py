@@ -191,7 +191,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.grpc_server import create_server
 
     metrics_at, token = _metrics_options(args)
-    replicas = _mysql_options(args)
+    mysql = _mysql_options(args)
     replicator = _source_replicator(args)
     try:
         master, port = create_server(args.binlog_dir, args.listen, policy=args.policy, tls_cert=args.tls_cert,
@@ -224,7 +224,7 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
     if metrics is not None:
         print(f"dumpfilter master: metrics on {metrics.url}", file=sys.stderr, flush=True)
-    endpoint = _mysql_endpoint(args, master, replicas)
+    endpoint = _mysql_endpoint(args, master, mysql)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -339,8 +339,8 @@ def _source_url(args: argparse.Namespace, text: str):
 
 
 def _mysql_options(args: argparse.Namespace):
-    """--mysql-listen, --replicas and the --mysql-* limits, checked before anything starts: the
-    replica map, or None."""
+    """--mysql-listen, --replicas, the --mysql-* limits, TLS and the RSA key, checked before
+    anything starts: (the replica map, the TLS settings, the RSA keys), or None."""
     if not args.mysql_listen:
         if args.replicas:
             raise DumpFilterError("--replicas names real replicas' rules: it needs --mysql-listen")
@@ -351,27 +351,28 @@ def _mysql_options(args: argparse.Namespace):
             raise DumpFilterError("--mysql-require-secure-transport and --mysql-rsa-key need --mysql-listen")
         return None
     _mysql_limits(args)
-    _mysql_tls(args)
+    tls = _mysql_tls(args)
     from dumpfilter.master.grpc_server import parse_listen
     from dumpfilter.master.mysql_protocol import ReplicaMap
+    from dumpfilter.master.mysql_protocol.auth import RsaKeys
 
     try:
         parse_listen(args.mysql_listen)
     except DumpFilterError as exc:
         raise DumpFilterError(str(exc).replace("--listen", "--mysql-listen", 1)) from None
-    return ReplicaMap.load(args.replicas)
+    return ReplicaMap.load(args.replicas), tls, RsaKeys(args.mysql_rsa_key)
 
 
-def _mysql_endpoint(args: argparse.Namespace, master, replicas):
+def _mysql_endpoint(args: argparse.Namespace, master, mysql):
     """The MySQL-protocol endpoint beside gRPC (--mysql-listen), over the same dump service."""
-    if replicas is None:
+    if mysql is None:
         return None
     from dumpfilter.master.mysql_protocol import MysqlEndpoint
-    from dumpfilter.master.mysql_protocol.auth import RsaKeys
 
+    replicas, tls, rsa_keys = mysql
     try:
         endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas, limits=_mysql_limits(args),
-                                 tls=_mysql_tls(args), rsa_keys=RsaKeys(args.mysql_rsa_key))
+                                 tls=tls, rsa_keys=rsa_keys)
     except DumpFilterError:
         master.stop(0)
         raise

@@ -249,9 +249,11 @@ class Authenticator:
             cached = self._cache.get(account.name) if not account.decoy else None
         # The cached digest counts only while it is the identity's current password's (a policy
         # reload that changes it makes the old one useless). A mismatch is not an error: like a
-        # miss it asks for the password itself (sha2_password.cc does the same).
-        if cached is not None and hmac.compare_digest(cached, sha2_digest(password)) \
-                and sha2_fast_matches(cached, nonce, response):
+        # miss it asks for the password itself (sha2_password.cc does the same). Both hashes are
+        # computed whatever the cache holds: a miss, a decoy and a wrong answer take the same work.
+        digest = sha2_digest(password)
+        fast = sha2_fast_matches(digest, nonce, response)
+        if cached is not None and hmac.compare_digest(cached, digest) and fast:
             talk.send(b"\x01" + FAST_AUTH_SUCCESS)
             return Outcome(True, CACHING_SHA2, "fast", True)
         talk.send(b"\x01" + PERFORM_FULL_AUTHENTICATION)
