@@ -22,6 +22,7 @@ from dumpfilter.master.grpc_server import create_server
 from dumpfilter.master.mysql_protocol import MysqlEndpoint
 from dumpfilter.master.mysql_protocol.tls import endpoint_tls
 from dumpfilter.workload.generator import WorkloadSpec, generate
+from tests.conftest import skip_or_fail
 from tests.support.tls_helpers import make_pki
 
 pytestmark = [pytest.mark.timeout(240)]
@@ -49,7 +50,7 @@ def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("mysql-auth")
     pki = make_pki(tmp / "pki", clients=("repl", "stranger"))
     if pki is None:
-        pytest.skip("openssl is not installed")
+        skip_or_fail("openssl is not installed")
     binlogs = tmp / "binlogs"
     binlogs.mkdir()
     generate(WorkloadSpec(seed=3, transactions=20, max_binlog_size=60_000), binlogs)
@@ -125,7 +126,7 @@ def test_pymysql_rsa_exchange_without_tls(env, no_native):
     assert _count(env.tls, "caching_sha2_password", "fast") == fast + 1
 
 
-def test_wrong_passwords_and_unknown_users_are_1045_on_every_path(env, no_native):
+def test_wrong_passwords_and_unknown_users_are_1045_on_every_path(env):
     env.tls.auth.forget()
     for tls in (True, False):   # full auth over TLS, over RSA
         code, message = _denied(lambda: _pymysql(env.tls, "sha2", "wrong", tls=tls, ca=env.ca))
@@ -133,7 +134,8 @@ def test_wrong_passwords_and_unknown_users_are_1045_on_every_path(env, no_native
     _pymysql(env.tls, "sha2", "sha2-pw", tls=False)   # fills the cache: a wrong scramble now meets it
     code, _ = _denied(lambda: _pymysql(env.tls, "sha2", "wrong", tls=False))
     assert code == 1045
-    # An unknown name gets the same answer as a wrong password, on the same path.
+    # An unknown name gets the same answer as a wrong password, on the path of one of the policy's
+    # identities (a keyed hash of the name picks which: here caching_sha2 or native).
     unknown = _denied(lambda: _pymysql(env.tls, "nobody", "wrong", tls=True, ca=env.ca))
     assert unknown == (1045, "Access denied for user 'nobody'@'127.0.0.1' (using password: YES)")
     assert _denied(lambda: _pymysql(env.tls, "repl", "", tls=True, ca=env.ca))[0] == 1045
@@ -192,7 +194,7 @@ def _libmysqlclient(endpoint, **args) -> dict:
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(_CEXT), json.dumps(
         {"host": "127.0.0.1", "port": endpoint.port, **args})], capture_output=True, text=True, timeout=120, cwd=ROOT)
     if "C Extension not available" in out.stderr:
-        pytest.skip(f"mysql-connector's C extension does not load here: {out.stderr.strip().splitlines()[-1]}")
+        skip_or_fail(f"mysql-connector's C extension does not load here: {out.stderr.strip().splitlines()[-1]}")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -200,10 +202,13 @@ def _libmysqlclient(endpoint, **args) -> dict:
 def test_libmysqlclient_through_mysql_connector_c_extension(env):
     env.tls.auth.forget()
     full = _count(env.tls, "caching_sha2_password", "full-tls")
-    reply = _libmysqlclient(env.tls, user="sha2", password="sha2-pw", ssl_ca=env.ca, ssl_verify_cert=True)
+    # libmysqlclient's own default plugin is caching_sha2_password (MySQL 8.0+); auth_plugin pins it
+    reply = _libmysqlclient(env.tls, user="sha2", password="sha2-pw", ssl_ca=env.ca, ssl_verify_cert=True,
+                            ssl_verify_identity=True, auth_plugin="caching_sha2_password")
     assert reply.get("cipher"), reply
     assert _count(env.tls, "caching_sha2_password", "full-tls") == full + 1
     fast = _count(env.tls, "caching_sha2_password", "fast")
+    # (auth_plugin with ssl_disabled makes the connector's C wrapper fail before the handshake: 2002)
     assert _libmysqlclient(env.tls, user="sha2", password="sha2-pw", ssl_disabled=True) == {"cipher": ""}
     assert _count(env.tls, "caching_sha2_password", "fast") == fast + 1
     assert _libmysqlclient(env.tls, user="sha2", password="wrong", ssl_ca=env.ca)["errno"] == 1045

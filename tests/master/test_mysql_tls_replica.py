@@ -17,6 +17,7 @@ from dumpfilter.lab.sandbox import replica_status
 from dumpfilter.master.grpc_server import create_server
 from dumpfilter.master.mysql_protocol import MysqlEndpoint
 from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+from tests.conftest import skip_or_fail
 from tests.support.mysql_replicas import converge, point_at, wait_applied
 from tests.support.tls_helpers import make_pki
 from tests.support.waiting import wait_for
@@ -87,7 +88,7 @@ class RecordingProxy:
 def pki(tmp_path_factory):
     directory = make_pki(tmp_path_factory.mktemp("replica-pki") / "pki")
     if directory is None:
-        pytest.skip("openssl is not installed")
+        skip_or_fail("openssl is not installed")
     directory.chmod(0o755)   # the replica's mariadbd reads the CA
     for file in directory.iterdir():
         file.chmod(0o644)
@@ -152,7 +153,7 @@ def test_a_replica_authenticates_with_client_ed25519_and_caching_sha2(mariadb_fa
     """MariaDB 10.11's replica loads client plugins from its plugin_dir: there, libmariadb's
     client_ed25519.so and caching_sha2_password.so (an AuthSwitch names them)."""
     if not all((CLIENT_PLUGINS / f"{name}.so").exists() for name in ("client_ed25519", "caching_sha2_password")):
-        pytest.skip("libmariadb's client plugins are not installed")
+        skip_or_fail("libmariadb's client plugins are not installed (Debian's libmariadb3, with mariadb-client)")
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     for directory in (SERVER_PLUGINS, CLIENT_PLUGINS):
