@@ -243,3 +243,31 @@ def test_caching_sha2_fast_auth_matches_what_pymysql_sends(password, nonce):
     response = scramble_caching_sha2(password.encode("utf-8"), nonce)
     assert sha2_fast_matches(sha2_digest(password.encode("utf-8")), nonce, response)
     assert not sha2_fast_matches(sha2_digest((password + "x").encode("utf-8")), nonce, response)
+
+
+@pytest.mark.parametrize("value, message", [
+    ('["sha256_password"]', "unknown plugin 'sha256_password'"),
+    ("[]", "mysql_auth must be a non-empty list"),
+    ('"caching_sha2_password"', "mysql_auth must be a non-empty list"),
+])
+def test_policy_mysql_auth_is_checked(tmp_path, value, message):
+    from dumpfilter.errors import RuleError
+    from dumpfilter.master.policy import MasterPolicy
+
+    path = tmp_path / "policy.toml"
+    path.write_text(f'[slave.a]\npassword = "x"\nallow = []\nmysql_auth = {value}\n')
+    with pytest.raises(RuleError, match=message):
+        MasterPolicy.load(path)
+
+
+def test_unknown_names_take_one_identity_path_each_time():
+    """A decoy's plugins come from the policy's own identities, the same for a name every time
+    (so retrying a name tells nothing), and no answer passes it."""
+    from dumpfilter.master.mysql_protocol.auth import Authenticator, RsaKeys
+
+    auth = Authenticator(RsaKeys())
+    sets = [("caching_sha2_password",), ("mysql_native_password",)]
+    picks = {auth.decoy(f"user{i}", sets).plugins for i in range(64)}
+    assert picks == set(sets)
+    assert all(auth.decoy("someone", sets).plugins == auth.decoy("someone", sets).plugins for _ in range(5))
+    assert auth.decoy("someone", sets).decoy
