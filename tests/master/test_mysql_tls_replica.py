@@ -86,7 +86,7 @@ class RecordingProxy:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
-    directory = make_pki(tmp_path_factory.mktemp("replica-pki") / "pki")
+    directory = make_pki(tmp_path_factory.mktemp("replica-pki") / "pki", clients=("repl",))
     if directory is None:
         skip_or_fail("openssl is not installed")
     directory.chmod(0o755)   # the replica's mariadbd reads the CA
@@ -129,6 +129,33 @@ def test_a_replica_with_master_ssl_verify_server_cert_streams_encrypted(mariadb_
     finally:
         replica.execute(["STOP SLAVE"])
         proxy.close()
+        endpoint.stop()
+        master.stop(grace=1.0)
+
+
+def test_an_mtls_replica_is_the_identity_of_its_certificate(mariadb_factory, tmp_path, pki):
+    """--tls-client-ca: the replica's certificate (CN repl) with MASTER_USER='repl' streams; the
+    rogue CA's certificate fails in the TLS handshake, before any password is read (TLS 1.3
+    verifies the client's certificate after the client's side of the handshake is done: the
+    replica sees a lost connection, 2013, or an SSL error, 2026)."""
+    primary = mariadb_factory("primary-mtls")
+    replica = mariadb_factory("real-mtls", server_id=64, log_bin=False)
+    primary.execute(["CREATE DATABASE s1"])
+    master, endpoint = _master(primary, tmp_path, pki, client_ca=pki / "ca.crt")
+    ssl = f", MASTER_SSL=1, MASTER_SSL_CA='{pki / 'ca.crt'}', MASTER_SSL_VERIFY_SERVER_CERT=1"
+    try:
+        point_at(replica, endpoint.port, gtid=True, password="s3cret",
+                 extra=f"{ssl}, MASTER_SSL_CERT='{pki / 'rogue-ana.crt'}', MASTER_SSL_KEY='{pki / 'rogue-ana.key'}'")
+        assert wait_for(lambda: replica_status(replica).get("Last_IO_Errno") in (2013, 2026), 60, every=0.2), \
+            {k: v for k, v in replica_status(replica).items() if k.startswith("Last_IO")}
+        assert 64 not in master.service.slaves and endpoint.auth.counts == {}
+        point_at(replica, endpoint.port, gtid=True, password="s3cret",
+                 extra=f"{ssl}, MASTER_SSL_CERT='{pki / 'repl.crt'}', MASTER_SSL_KEY='{pki / 'repl.key'}'")
+        wait_applied(replica, service=master.service, server_id=64)
+        assert replica.query("SHOW DATABASES LIKE 's1'") == [{"Database (s1)": "s1"}]
+        assert [c.certificate_name for c in endpoint.connections if 64 in c.registered] == ["repl"]
+    finally:
+        replica.execute(["STOP SLAVE"])
         endpoint.stop()
         master.stop(grace=1.0)
 
