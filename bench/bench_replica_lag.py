@@ -14,27 +14,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
-from bench.common import write_result
+from bench.common import serve_master, stop_process, write_result
 
 from dumpfilter.lab.sandbox import MariaDBServer, make_replica, replica_status
 
-ROOT = Path(__file__).resolve().parents[1]
 SECONDS = float(os.environ.get("DUMPFILTER_LAG_SECONDS", "30"))
 THREADS = int(os.environ.get("DUMPFILTER_LAG_THREADS", "4"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _sysbench(primary: MariaDBServer, command: str, seconds: float = 0) -> None:
@@ -121,19 +111,7 @@ def main() -> None:
         primary.execute(["CREATE DATABASE sbtest", "CREATE DATABASE lag",
                          "CREATE TABLE lag.beats (id INT PRIMARY KEY, at DOUBLE)"])
         make_replica(primary, direct)
-        port = _free_port()
-        master = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
-                                   str(primary.binlog_dir), "--listen", "127.0.0.1:0", "--mysql-listen",
-                                   f"127.0.0.1:{port}"], cwd=ROOT, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or master.poll() is not None:
-                    raise RuntimeError("dumpfilter master did not start") from None
-                time.sleep(0.1)
+        master, _grpc, port = serve_master(primary.binlog_dir)
         behind.execute(["CHANGE MASTER TO MASTER_HOST='127.0.0.1', "
                         f"MASTER_PORT={port}, MASTER_USER='repl', MASTER_PASSWORD='x', MASTER_USE_GTID=slave_pos, "
                         "MASTER_CONNECT_RETRY=1", "START SLAVE"])
@@ -184,12 +162,7 @@ def main() -> None:
                   f"{s['catch_up_after_load_s']} s after the load")
         print(f"results: {path}")
     finally:
-        if master is not None:
-            master.terminate()
-            try:
-                master.wait(10)
-            except subprocess.TimeoutExpired:
-                master.kill()
+        stop_process(master)
         for server in servers:
             server.stop()
 

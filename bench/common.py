@@ -1,9 +1,13 @@
-"""Shared benchmark inputs: large generated binlogs, cached under bench/data/."""
+"""Shared benchmark inputs and harness: large generated binlogs, cached under bench/data/; the
+results files; `dumpfilter master serve` as a process of its own on free loopback ports."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -53,3 +57,40 @@ def best_of(fn, repeat: int = 3) -> tuple[float, object]:
         result = fn()
         best = min(best, time.perf_counter() - started)
     return best, result
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_master(binlog_dir: Path | str, *options: str) -> tuple[subprocess.Popen, str, int]:
+    """`dumpfilter master serve --binlog-dir DIR --listen ... --mysql-listen ... OPTIONS` as a
+    process of its own (the production configuration): (process, gRPC address, MySQL port), once
+    the MySQL port accepts connections. Stop it with `stop_process`."""
+    grpc_port, mysql_port = free_port(), free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
+                             "--listen", f"127.0.0.1:{grpc_port}", "--mysql-listen", f"127.0.0.1:{mysql_port}",
+                             *options], cwd=BENCH_DIR.parent, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", mysql_port), timeout=1).close()
+            return proc, f"127.0.0.1:{grpc_port}", mysql_port
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                stop_process(proc)
+                raise RuntimeError("dumpfilter master did not start") from None
+            time.sleep(0.1)
+
+
+def stop_process(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dumpfilter.errors import DumpFilterError, PositionError, ResourceExhaustedError, ShuttingDownError
 from dumpfilter.binlogs import served_paths
+from dumpfilter.binlogs.watch import SAFETY_POLL, DirectoryWatch
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.master.model import Batch
 from dumpfilter.master.policy import Identity, MasterPolicy
@@ -29,7 +30,7 @@ BATCH_BYTES = 1 << 20
 
 
 class DumpService(SlaveRegistry):
-    def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, poll_interval: float = 0.05,
+    def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, safety_poll: float = SAFETY_POLL,
                  segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES, batch_bytes: int = BATCH_BYTES,
                  fast: bool = True, verify_checksums: bool = True, schema: SchemaModel | None = None,
                  max_streams: int | None = None, max_streams_per_identity: int | None = None,
@@ -38,7 +39,9 @@ class DumpService(SlaveRegistry):
         if not binlog_dir.is_dir():
             raise PositionError(f"binlog directory {binlog_dir} does not exist")
         super().__init__(binlog_dir, policy=policy, schema=schema, lint_bytes=lint_bytes)
-        self.poll_interval = poll_interval
+        # Streams at the binlog's end wait for its next change here (inotify; the safety-net
+        # poll only where inotify is unavailable): no stream sleeps on a timer while a slave waits.
+        self.watch = DirectoryWatch(self.binlog_dir, safety_poll=safety_poll)
         self.batch_bytes = batch_bytes
         # CRC32s are checked as the binlog is read (MySQL's source_verify_checksum=ON); off, a
         # corrupt event body reaches the slaves, whose receivers check what they get.
@@ -72,6 +75,7 @@ class DumpService(SlaveRegistry):
                 if slave.stream is not None:
                     slave.stream.cancel("shutdown")
         self.lint.close()
+        self.watch.close()
 
     # -- Dump -------------------------------------------------------------------------------
     def stream(self, server_id: int, *, channel: str = "", start: Pos | None = None, gtid_state: str | None = None,
@@ -96,9 +100,11 @@ class DumpService(SlaveRegistry):
             if old is None or old.engine is not state.engine:
                 self.words.invalidate()  # the flag words only depend on (bit, engine, gate)
                 self._release()  # the channel's engine it streamed before
+        self.watch.add(handle.wake)
         try:
             yield from SlaveStream(self, slave, handle, start, gtid_state, heartbeat_period, is_active).run()
         finally:
+            self.watch.discard(handle.wake)
             with self.lock:
                 if slave.stream is handle:
                     slave.stream = None

@@ -145,8 +145,7 @@ class SlaveStream:
                     yield self._idle_heartbeat(caught_up)
                     last_sent = now
                     reported_end_at = self.pos
-                self.handle.wake.wait(svc.poll_interval)
-                self.handle.wake.clear()
+                svc.watch.wait(self.handle.wake, last_sent + self.heartbeat_period - time.monotonic(), self.is_active)
             if self.handle.cancelled or not self.is_active():
                 continue
             # The segment done with is let go before the next one is read: unless the cache

@@ -570,7 +570,7 @@ class Slave:
         info.relay_file, info.relay_pos = self.relay.current, self.relay.position
         info.stats = {k: self._earlier_stats.get(k, 0) + getattr(c, k) for k in c.__dataclass_fields__}
         note_batch(info, batch, events)
-        self.relay.commit(info)
+        self.relay.commit(info, now=batch.caught_up)  # a live slave's batch is durable at once
 
     def _event(self, event: Event, grouper: TransactionGrouper) -> None:
         t = event.type_code

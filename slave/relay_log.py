@@ -21,9 +21,12 @@ from dumpfilter.skip_policy import HEARTBEAT
 BASENAME = "relay-bin"
 INFO = "relay-log.info"
 APPLY_INFO = "relay-apply.info"
-# Seconds between two commits of relay-log.info at most (see Committer): a crash re-fetches at
-# most this much of the stream; the position is never ahead of durable relay data either way.
-DEFAULT_COMMIT_INTERVAL = 0.2
+# Seconds from one commit of relay-log.info to the next at least (see Committer). 0: a commit
+# starts as soon as a batch is written, and the batches written while it runs share the next
+# one (group commit): no batch waits for a timer to be durable. A larger interval makes fewer
+# commits while a slave catches up in bulk; a batch that reaches the master's end is committed
+# at once at any interval. The position is never ahead of durable relay data either way.
+DEFAULT_COMMIT_INTERVAL = 0.0
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -154,12 +157,15 @@ class Committer:
     same re-fetch by count; relay-log.info is never ahead of durable bytes here). The receiving thread
     never waits for the disk, except in `drain` (before a relay file is closed, before --apply
     and when the stream ends), which returns once every hand-over is on disk. An error of the
-    thread (ENOSPC, EIO) is raised by the next `submit` or `drain`."""
+    thread (ENOSPC, EIO) is raised by the next `submit` or `drain`. A hand-over submitted with
+    `now` (the batch reached the master's end: a live slave waits for it) starts its commit
+    without waiting for the interval."""
 
     def __init__(self, path: Path, interval: float = 0.0):
         self.path = path
         self.interval = interval  # seconds from one commit's start to the next's (0: at once)
         self._hurry = 0  # drains waiting: the interval is cut short
+        self._now = False  # the waiting hand-over is to be committed without waiting for the interval
         self.commits = 0   # relay-log.info writes done (a test and the bench look)
         self._cond = threading.Condition()
         self._pending: tuple[int, dict] | None = None
@@ -169,10 +175,11 @@ class Committer:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
-    def submit(self, fd: int, data: dict) -> None:
+    def submit(self, fd: int, data: dict, now: bool = False) -> None:
         with self._cond:
             self._raise()
             self._pending = (fd, data)
+            self._now = self._now or now
             self._wake()
 
     def retire(self, file) -> None:
@@ -237,7 +244,7 @@ class Committer:
                         cond.wait()
                         continue
                     wait = next_at - time.monotonic()
-                    if wait <= 0 or self._hurry or self._closing:
+                    if wait <= 0 or self._hurry or self._closing or self._now:
                         break
                     if self._pending is not written_back and start_writeback is not None:
                         writeback = written_back = self._pending
@@ -246,6 +253,7 @@ class Committer:
                 if writeback is None:
                     retired, self._retired = self._retired, []
                     pending, self._pending = self._pending, None
+                    self._now = False
                     if pending is not None:
                         next_at = time.monotonic() + self.interval
                     self._busy = True
@@ -370,16 +378,16 @@ class RelayLog:
         self.file.write(raw)
         self.position += len(raw)
 
-    def commit(self, info: RelayInfo) -> None:
+    def commit(self, info: RelayInfo, now: bool = False) -> None:
         """The batches written so far are whole: have the committer fsync them, then save
         `info` (taken now) as relay-log.info. The Python buffer is flushed here, so the fsync
-        sees every byte written before this call."""
+        sees every byte written before this call. `now`: without waiting for the interval."""
         if self.file is None:  # no relay file yet (nothing but heartbeats so far): nothing to fsync
             self.drain()
             info.save(self.directory)
             return
         self.file.flush()
-        self.committer.submit(self.file.fileno(), info.snapshot())
+        self.committer.submit(self.file.fileno(), info.snapshot(), now)
 
     def drain(self) -> None:
         """Every commit handed over is on disk (raises the committer's error if one failed)."""

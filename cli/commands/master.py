@@ -208,6 +208,8 @@ def serve_command(args: argparse.Namespace) -> int:
         raise
     master.service.source = replicator  # its state in `master status` and the metrics
     retention = _retention(args, replicator, master.service)
+    if replicator is not None:  # each transaction it writes wakes the streams at once
+        replicator.mirror.on_unit = master.service.watch.changed
     metrics = None
     if metrics_at is not None:
         from dumpfilter.master.metrics_http import MetricsEndpoint

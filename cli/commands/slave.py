@@ -39,8 +39,9 @@ def register(subparsers) -> None:
     run.add_argument("--relay-commit-interval", type=_seconds, default=DEFAULT_COMMIT_INTERVAL, metavar="SECONDS",
                      help="group commit: record the position (fsync the relay log, then relay-log.info) at most "
                           f"once per this many seconds, covering every batch received meanwhile (default "
-                          f"{DEFAULT_COMMIT_INTERVAL:g}; 0: after each batch as soon as the disk allows). A crash "
-                          "re-fetches what was not recorded; the position is never ahead of durable relay data")
+                          f"{DEFAULT_COMMIT_INTERVAL:g}: after each batch as soon as the disk allows). A batch that "
+                          "reaches the master's end is recorded at once whatever the interval. A crash re-fetches "
+                          "what was not recorded; the position is never ahead of durable relay data")
     run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
     run.add_argument("--connect-retry", type=float, default=1.0, metavar="SECONDS",
                      help="first wait after a failed attempt; doubles up to 30s (default 1)")

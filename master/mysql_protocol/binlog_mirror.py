@@ -18,6 +18,7 @@ import errno
 import os
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
@@ -72,6 +73,9 @@ class BinlogMirror:
         # written where the series is (log_pos and CRC remade), the source's names are not used.
         self.translating = (self.dir / SWITCHED).exists()
         self._head = False  # translating: the file's FDE and Gtid_list are still to be written
+        # Called after each whole unit is written (readers take whole units): the dump service's
+        # DirectoryWatch.changed, so the event just written wakes the streams itself.
+        self.on_unit: Callable[[], None] | None = None
         self._resume_from_disk()
 
     # -- the series on disk ---------------------------------------------------------------
@@ -331,6 +335,8 @@ class BinlogMirror:
             if self._gtid is not None:
                 self.binlog_state[self._gtid[:2]] = self._gtid[2]
                 self._gtid = None
+            if self.on_unit is not None:
+                self.on_unit()
         if kind == EventType.ROTATE:
             name = raw[27:size - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace")
             self.begin(name, 4)

@@ -50,7 +50,7 @@ def test_master_stream_at_a_partly_written_header_waits_for_the_rest(binlog_copy
     data = last.read_bytes()
     cut = _boundaries(last)[-3]
     last.write_bytes(data[: cut + partial])
-    _, address = master_factory(binlog_copy, poll_interval=0.02)
+    _, address = master_factory(binlog_copy)
     with grpc.insecure_channel(address) as channel:
         stub = dump_pb2_grpc.DumpFilterStub(channel)
         stub.Register(dump_pb2.RegisterRequest(server_id=3), timeout=5)
@@ -109,7 +109,7 @@ def test_a_rotated_to_file_not_yet_in_the_index_is_waited_for(binlog_copy, maste
     index = binlog_copy / "master-bin.index"
     full_index = index.read_text()
     index.write_text("".join(line + "\n" for line in full_index.splitlines()[:-1]))  # 000008 not yet indexed
-    master, address = master_factory(binlog_copy, poll_interval=0.02)
+    master, address = master_factory(binlog_copy)
     errors: list[BaseException] = []
 
     def slave() -> None:
@@ -156,7 +156,7 @@ def test_until_caught_up_returns_at_the_last_complete_event(binlog_copy, master_
     boundary = units[-1].events[0].pos  # where the file's last transaction starts
     assert units[-1].events[-1].end_pos == len(data)
     last.write_bytes(data[: boundary + 7])  # 7 bytes of its GTID event's header
-    _, address = master_factory(binlog_copy, poll_interval=0.02)
+    _, address = master_factory(binlog_copy)
     relay = tmp_path / "relay"
     done: list = []
     run = threading.Thread(target=lambda: done.append(run_slave(address, relay, 3, heartbeat_period=0.1)),

@@ -78,7 +78,7 @@ def test_predictions_reach_stats_then_the_next_register_reply(tmp_path, master_f
 
 
 def test_predictions_arrive_on_the_dump_stream(tmp_path, master_factory):
-    _, address = master_factory(_binlog(tmp_path), poll_interval=0.02)
+    _, address = master_factory(_binlog(tmp_path))
     with grpc.insecure_channel(address) as channel:
         stub = _stub(channel)
         reply = _register(stub, 5, "shop.t%")

@@ -166,6 +166,28 @@ def test_interval_bounds_the_commits(tmp_path):
         os.close(fd)
 
 
+def test_a_batch_that_reaches_the_masters_end_is_committed_without_the_interval(tmp_path):
+    """A live slave's batch (the master says it is caught up) starts its commit at once, at any
+    interval: the hand-overs waiting for the interval go with it, in one commit."""
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    committer = Committer(tmp_path / INFO, interval=3600)  # no test run reaches it
+    try:
+        os.write(fd, b"x")
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 1})
+        assert wait_for(lambda: committer.commits == 1)
+        os.write(fd, b"y" * 99)
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 100})  # waits for the interval
+        os.write(fd, b"z" * 100)
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 200}, now=True)
+        assert wait_for(lambda: committer.commits == 2, give_up=30)
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 200
+        assert committer._pending is None
+    finally:
+        committer.close()
+        os.close(fd)
+
+
 def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
     """The finished relay file goes to the committer (`Committer.retire`): the receiving thread
     rotates while an fsync is held up, and the file is fsync'd whole and closed before the

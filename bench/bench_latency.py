@@ -1,0 +1,238 @@
+"""Benchmark (not a test): the latency dumpfilter adds on a live primary (issue #30, goal 1). A
+sandbox MariaDB primary takes about 400 small transactions a second in one schema (`load`) and a
+beat row every 50 ms in another (`beat`; each row carries its commit time, the primary's NOW(6)).
+Three readers, in the same run:
+
+- direct: a real MariaDB replica of the primary;
+- endpoint: a real MariaDB replica of `dumpfilter master serve --binlog-dir <the primary's binlog
+  dir> --mysql-listen` (a process of its own), whose rules keep only the beat schema;
+- slave run: `dumpfilter slave run --replicate-do-db beat` (a process of its own) on the same
+  master's gRPC port.
+
+On each replica a trigger (slave_run_triggers_for_rbr) records SYSDATE(6) as its SQL thread
+applies a beat row: commit -> apply, with nothing polling the replicas. For `slave run` the
+bench watches its relay-log.info (inotify) and notes when the recorded GTID state first covers
+a beat's GTID: commit -> relay log durable (relay-log.info is written only after the relay
+bytes are fsync'd). The added latency is each dumpfilter path's percentile minus the direct
+replica's, from the same beats of the same run.
+
+    .venv/bin/python -m bench latency      # DUMPFILTER_LATENCY_SECONDS=20 DUMPFILTER_LATENCY_TPS=400
+
+Needs mariadbd (/usr/sbin too). Figures go to bench/results/latency.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.common import serve_master, stop_process, write_result
+
+from dumpfilter.binlogs.watch import DirectoryWatch
+from dumpfilter.lab.sandbox import MariaDBServer, make_replica
+
+SECONDS = float(os.environ.get("DUMPFILTER_LATENCY_SECONDS", "20"))
+TPS = int(os.environ.get("DUMPFILTER_LATENCY_TPS", "400"))
+BEAT_EVERY = 0.05
+WARMUP_BEATS = 10  # the first beats (the streams' first batches, the slave's first relay file) are left out
+REPLICA_OPTIONS = ["--slave-run-triggers-for-rbr=YES"]
+TRIGGER = ("CREATE TRIGGER beat.applied_at AFTER INSERT ON beat.beats FOR EACH ROW "
+           "INSERT INTO beat.applied VALUES (NEW.id, UNIX_TIMESTAMP(SYSDATE(6)))")
+
+
+def _load(primary: MariaDBServer, stop: threading.Event, counts: dict) -> None:
+    """About TPS small autocommit transactions a second in `load`, paced by the clock."""
+    conn = primary.connect()
+    n, started = 0, time.monotonic()
+    with conn.cursor() as cur:
+        while not stop.is_set():
+            n += 1
+            cur.execute("INSERT INTO load.t (v) VALUES (%s)", (n,))
+            ahead = started + n / TPS - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+    counts["load"] = n
+    conn.close()
+
+
+def _beats(primary: MariaDBServer, stop: threading.Event, beats: dict[int, tuple[float, int]]) -> None:
+    """A beat row every BEAT_EVERY s: id -> (commit time, the GTID sequence number it got)."""
+    conn = primary.connect()
+    i, started = 0, time.monotonic()
+    with conn.cursor() as cur:
+        while not stop.is_set():
+            i += 1
+            cur.execute("INSERT INTO beat.beats VALUES (%s, UNIX_TIMESTAMP(NOW(6)))", (i,))
+            cur.execute("SELECT at, @@last_gtid FROM beat.beats WHERE id = %s", (i,))
+            at, gtid = cur.fetchone()
+            beats[i] = (float(at), int(gtid.rsplit("-", 1)[1]))
+            ahead = started + i * BEAT_EVERY - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+    conn.close()
+
+
+class RelayWatch:
+    """When relay-log.info first records each GTID sequence number (domain 0): woken by inotify
+    as the slave puts a new relay-log.info in place."""
+
+    def __init__(self, relay_dir: Path):
+        self.relay_dir = relay_dir
+        self.watch = DirectoryWatch(relay_dir)
+        self.wake = threading.Event()
+        self.durable: list[tuple[float, int]] = []  # (time seen, highest seq_no recorded)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self.watch.add(self.wake)
+        self.thread.start()
+
+    def _run(self) -> None:
+        last = -1
+        while not self.stop.is_set():
+            self.watch.wait(self.wake, 1.0)
+            now = time.time()
+            try:
+                state = json.loads((self.relay_dir / "relay-log.info").read_text()).get("gtid_state", "")
+            except (OSError, ValueError):
+                continue
+            seqs = [int(g.rsplit("-", 1)[1]) for g in state.split(",") if g.startswith("0-")]
+            if seqs and seqs[0] > last:
+                last = seqs[0]
+                self.durable.append((now, last))
+
+    def delays(self, beats: dict[int, tuple[float, int]]) -> dict[int, float]:
+        out = {}
+        for i, (at, seq) in beats.items():
+            seen = next((t for t, top in self.durable if top >= seq), None)
+            if seen is not None:
+                out[i] = seen - at
+        return out
+
+
+def _applied(replica: MariaDBServer, beats: dict) -> dict[int, float]:
+    return {r["id"]: float(r["at"]) - beats[r["id"]][0]
+            for r in replica.query("SELECT id, at FROM beat.applied") if r["id"] in beats}
+
+
+def _wait(what: str, done, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(0.1)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _topology(path: Path) -> Path:
+    path.write_text('[[slaves]]\nname = "endpoint"\nserver_id = 3\nflavor = "mariadb"\nskip_policy = "heartbeat"\n'
+                    'rules = ["replicate-do-db=beat"]\n')
+    return path
+
+
+def main() -> None:
+    os.environ["PATH"] = "/usr/sbin:" + os.environ.get("PATH", "")
+    if shutil.which("mariadbd") is None:
+        raise RuntimeError("mariadbd is not on PATH (make system-deps)")
+    work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    servers = [MariaDBServer("lat-primary", server_id=1),
+               MariaDBServer("lat-direct", server_id=2, log_bin=False, options=REPLICA_OPTIONS),
+               MariaDBServer("lat-endpoint", server_id=3, log_bin=False, options=REPLICA_OPTIONS)]
+    master = slave = watch = None
+    try:
+        for server in servers:
+            server.start()
+        primary, direct, behind = servers
+        primary.execute(["CREATE DATABASE load", "CREATE TABLE load.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+                         "CREATE DATABASE beat", "CREATE TABLE beat.beats (id INT PRIMARY KEY, at DOUBLE)",
+                         "CREATE TABLE beat.applied (id INT PRIMARY KEY, at DOUBLE)"])
+        make_replica(primary, direct)
+        master, grpc_address, port = serve_master(primary.binlog_dir, "--replicas", str(_topology(work / "r.toml")))
+        behind.execute(["CHANGE MASTER TO MASTER_HOST='127.0.0.1', "
+                        f"MASTER_PORT={port}, MASTER_USER='repl', MASTER_PASSWORD='x', MASTER_USE_GTID=slave_pos, "
+                        "MASTER_CONNECT_RETRY=1", "START SLAVE"])
+        relay = work / "relay"
+        relay.mkdir()
+        watch = RelayWatch(relay)
+        watch.start()
+        slave = subprocess.Popen([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", grpc_address,
+                                  "--server-id", "4", "--relay-log-dir", str(relay), "--replicate-do-db", "beat"],
+                                 cwd=Path(__file__).resolve().parents[1], stderr=subprocess.DEVNULL)
+        for replica in (direct, behind):
+            _wait(f"{replica.name} has beat.applied",
+                  lambda r=replica: r.query("SELECT COUNT(*) AS n FROM information_schema.tables "
+                                            "WHERE table_schema = 'beat' AND table_name = 'applied'")[0]["n"] == 1)
+            replica.execute(TRIGGER)
+        _wait("slave run records a position", lambda: (relay / "relay-log.info").exists())
+        stop = threading.Event()
+        beats: dict[int, tuple[float, int]] = {}
+        counts: dict[str, int] = {}
+        threads = [threading.Thread(target=_load, args=(primary, stop, counts), daemon=True),
+                   threading.Thread(target=_beats, args=(primary, stop, beats), daemon=True)]
+        load_at_start = os.getloadavg()[0]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(SECONDS)
+        stop.set()
+        for t in threads:
+            t.join()
+        elapsed = time.monotonic() - started
+        last = max(beats)
+        for replica in (direct, behind):
+            _wait(f"{replica.name} applies every beat",
+                  lambda r=replica: (r.query("SELECT MAX(id) AS n FROM beat.applied")[0]["n"] or 0) >= last)
+        _wait("slave run records every beat", lambda: len(watch.delays(beats)) == len(beats))
+        measured = {i: v for i, v in beats.items() if i > WARMUP_BEATS}
+        paths = {"direct replica (commit -> apply)": _applied(direct, measured),
+                 "replica via --mysql-listen (commit -> apply)": _applied(behind, measured),
+                 "slave run (commit -> relay log durable)": watch.delays(measured)}
+        base = list(paths["direct replica (commit -> apply)"].values())
+        base50, base99 = _pct(base, 0.5), _pct(base, 0.99)
+        rows = {}
+        for name, delays in paths.items():
+            values = list(delays.values())
+            p50, p99 = _pct(values, 0.5), _pct(values, 0.99)
+            rows[name] = {"beats": len(values), "p50_ms": round(p50 * 1e3, 2), "p99_ms": round(p99 * 1e3, 2),
+                          "max_ms": round(max(values) * 1e3, 2),
+                          "added_p50_ms": round((p50 - base50) * 1e3, 2), "added_p99_ms": round((p99 - base99) * 1e3, 2),
+                          "ratio_p50": round(p50 / base50, 2) if base50 > 0 else None,
+                          "ratio_p99": round(p99 / base99, 2) if base99 > 0 else None}
+        payload = {"load": f"{counts.get('load', 0) / elapsed:.0f} tx/s in `load` + a beat row every "
+                           f"{BEAT_EVERY * 1e3:.0f} ms in `beat`, {elapsed:.0f} s",
+                   "load_average_at_start": round(load_at_start, 2), "paths": rows}
+        path = write_result("latency", payload)
+        print(f"load: {payload['load']}; load average at start {load_at_start:.2f}")
+        print(f"{'path':<46} {'beats':>5} {'p50 ms':>7} {'p99 ms':>7} {'+p50 ms':>8} {'+p99 ms':>8} "
+              f"{'x p50':>6} {'x p99':>6}")
+        for name, r in rows.items():
+            print(f"{name:<46} {r['beats']:>5} {r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['added_p50_ms']:>8.2f} "
+                  f"{r['added_p99_ms']:>8.2f} {r['ratio_p50'] or 0:>6.2f} {r['ratio_p99'] or 0:>6.2f}")
+        print(f"results: {path}")
+    finally:
+        if watch is not None:
+            watch.stop.set()
+            watch.watch.close()
+        stop_process(slave)
+        stop_process(master)
+        for server in servers:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
