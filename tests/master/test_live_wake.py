@@ -1,5 +1,6 @@
-"""Live tailing is event-driven (issue #30): with the master's safety-net poll set to hours, no
-heartbeats and `slave run`'s commit interval at an hour, rows committed on a real MariaDB primary
+"""Live tailing is event-driven (issue #30): with the master's safety-net poll set to an hour, no
+heartbeats, no reconnect for an hour (slave_net_timeout) and `slave run`'s commit interval at an
+hour, rows committed on a real MariaDB primary
 still reach every waiting stream: real replicas behind the MySQL endpoint apply them, and
 `slave run` processes record them in relay-log.info (durable). Nothing but the binlog
 directory's change (inotify) can have woken the streams, and nothing but the caught-up batch
@@ -28,6 +29,7 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3600
+GIVE_UP = 50  # ends a wait that would never end (a stream nothing wakes): below every timer above
 REPLICAS = {41: "wake-replica-41", 42: "wake-replica-42"}
 SLAVES = {51: ("--relay-commit-interval", str(HOUR)), 52: ("--relay-commit-interval", str(HOUR)), 53: ()}
 
@@ -36,8 +38,14 @@ def _slave(address: str, relay: Path, server_id: int, extra: tuple[str, ...], lo
     with open(log, "ab") as err:
         return subprocess.Popen([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address,
                                  "--server-id", str(server_id), "--relay-log-dir", str(relay),
-                                 "--heartbeat-period", str(HOUR), *extra], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                 "--heartbeat-period", str(HOUR), "--net-timeout", str(HOUR), *extra], cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=err)
+
+
+def _idle_for_an_hour(replica) -> None:
+    """A replica that hears nothing reconnects after slave_net_timeout (60 s by default), and the
+    new dump would read what the old one missed: an hour here, so only a wake can deliver."""
+    replica.execute("SET GLOBAL slave_net_timeout = 3600")
 
 
 def _recorded(relay: Path) -> tuple[str, int] | None:
@@ -52,10 +60,10 @@ def _rows_reach_everyone(primary, replicas: dict, relays: list[Path]) -> None:
         primary.execute(f"INSERT INTO a.t VALUES ({row})")
         end = primary.master_position()
         for sid, replica in replicas.items():
-            assert wait_for(lambda: replica.query("SELECT COUNT(*) AS n FROM a.t")[0]["n"] == row, give_up=60), \
+            assert wait_for(lambda: replica.query("SELECT COUNT(*) AS n FROM a.t")[0]["n"] == row, give_up=GIVE_UP), \
                 f"replica {sid} did not get row {row}"
         for relay in relays:
-            assert wait_for(lambda: _recorded(relay) == end, give_up=60), \
+            assert wait_for(lambda: _recorded(relay) == end, give_up=GIVE_UP), \
                 f"{relay.name} did not record {end}: {_recorded(relay)}"
 
 
@@ -78,6 +86,7 @@ def test_a_commit_on_a_live_primary_wakes_every_waiting_stream(mariadb_factory, 
     slaves: dict[int, subprocess.Popen] = {}
     try:
         for replica in replicas.values():
+            _idle_for_an_hour(replica)
             point_at(replica, endpoint.port, gtid=True, heartbeat=0)  # 0: no heartbeats from the master
         for sid, extra in SLAVES.items():
             slaves[sid] = _slave(f"127.0.0.1:{port}", tmp_path / f"relay-{sid}", sid, extra, tmp_path / f"{sid}.log")
@@ -117,6 +126,7 @@ def test_with_source_the_event_written_wakes_the_streams(mariadb_factory, tmp_pa
         master, port = create_server(local, "127.0.0.1:0", safety_poll=HOUR)
         replicator.mirror.on_unit = master.service.watch.changed  # as `master serve --source` wires it
         endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap.load(None))
+        _idle_for_an_hour(replica)
         point_at(replica, endpoint.port, gtid=True, heartbeat=0)
         slaves[62] = _slave(f"127.0.0.1:{port}", tmp_path / "relay-62", 62, ("--relay-commit-interval", str(HOUR)),
                             tmp_path / "62.log")
