@@ -1,5 +1,5 @@
 """Benchmark (not a test): the latency dumpfilter adds on a live primary (issue #30, goal 1). A
-sandbox MariaDB primary takes about 400 small transactions a second in one schema (`load`) and a
+sandbox MariaDB primary takes about 400 small transactions a second in one schema (`bulk`) and a
 beat row every 50 ms in another (`beat`; each row carries its commit time, the primary's NOW(6)).
 Three readers, in the same run:
 
@@ -36,7 +36,7 @@ from pathlib import Path
 from bench.common import serve_master, stop_process, write_result
 
 from dumpfilter.binlogs.watch import DirectoryWatch
-from dumpfilter.lab.sandbox import MariaDBServer, make_replica
+from dumpfilter.lab.sandbox import MariaDBServer, make_replica, replica_status
 
 SECONDS = float(os.environ.get("DUMPFILTER_LATENCY_SECONDS", "20"))
 TPS = int(os.environ.get("DUMPFILTER_LATENCY_TPS", "400"))
@@ -48,13 +48,13 @@ TRIGGER = ("CREATE TRIGGER beat.applied_at AFTER INSERT ON beat.beats FOR EACH R
 
 
 def _load(primary: MariaDBServer, stop: threading.Event, counts: dict) -> None:
-    """About TPS small autocommit transactions a second in `load`, paced by the clock."""
+    """About TPS small autocommit transactions a second in `bulk`, paced by the clock."""
     conn = primary.connect()
     n, started = 0, time.monotonic()
     with conn.cursor() as cur:
         while not stop.is_set():
             n += 1
-            cur.execute("INSERT INTO load.t (v) VALUES (%s)", (n,))
+            cur.execute("INSERT INTO bulk.t (v) VALUES (%s)", (n,))
             ahead = started + n / TPS - time.monotonic()
             if ahead > 0:
                 time.sleep(ahead)
@@ -157,11 +157,14 @@ def main() -> None:
         for server in servers:
             server.start()
         primary, direct, behind = servers
-        primary.execute(["CREATE DATABASE load", "CREATE TABLE load.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
-                         "CREATE DATABASE beat", "CREATE TABLE beat.beats (id INT PRIMARY KEY, at DOUBLE)",
-                         "CREATE TABLE beat.applied (id INT PRIMARY KEY, at DOUBLE)"])
+        primary.execute(["CREATE DATABASE bulk", "CREATE TABLE bulk.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+                         "CREATE DATABASE beat"])
+        # In `beat` as the default database: replicate-do-db judges a statement by it (MySQL's rule).
+        primary.execute(["CREATE TABLE beats (id INT PRIMARY KEY, at DOUBLE)",
+                         "CREATE TABLE applied (id INT PRIMARY KEY, at DOUBLE)"], db="beat")
         make_replica(primary, direct)
-        master, grpc_address, port = serve_master(primary.binlog_dir, "--replicas", str(_topology(work / "r.toml")))
+        master, grpc_address, port = serve_master(primary.binlog_dir, "--replicas", str(_topology(work / "r.toml")),
+                                                  log=work / "master.log")
         behind.execute(["CHANGE MASTER TO MASTER_HOST='127.0.0.1', "
                         f"MASTER_PORT={port}, MASTER_USER='repl', MASTER_PASSWORD='x', MASTER_USE_GTID=slave_pos, "
                         "MASTER_CONNECT_RETRY=1", "START SLAVE"])
@@ -171,7 +174,7 @@ def main() -> None:
         watch.start()
         slave = subprocess.Popen([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", grpc_address,
                                   "--server-id", "4", "--relay-log-dir", str(relay), "--replicate-do-db", "beat"],
-                                 cwd=Path(__file__).resolve().parents[1], stderr=subprocess.DEVNULL)
+                                 cwd=Path(__file__).resolve().parents[1], stderr=open(work / "slave.log", "ab"))
         for replica in (direct, behind):
             _wait(f"{replica.name} has beat.applied",
                   lambda r=replica: r.query("SELECT COUNT(*) AS n FROM information_schema.tables "
@@ -212,7 +215,7 @@ def main() -> None:
                           "added_p50_ms": round((p50 - base50) * 1e3, 2), "added_p99_ms": round((p99 - base99) * 1e3, 2),
                           "ratio_p50": round(p50 / base50, 2) if base50 > 0 else None,
                           "ratio_p99": round(p99 / base99, 2) if base99 > 0 else None}
-        payload = {"load": f"{counts.get('load', 0) / elapsed:.0f} tx/s in `load` + a beat row every "
+        payload = {"load": f"{counts.get('load', 0) / elapsed:.0f} tx/s in `bulk` + a beat row every "
                            f"{BEAT_EVERY * 1e3:.0f} ms in `beat`, {elapsed:.0f} s",
                    "load_average_at_start": round(load_at_start, 2), "paths": rows}
         path = write_result("latency", payload)
@@ -223,6 +226,15 @@ def main() -> None:
             print(f"{name:<46} {r['beats']:>5} {r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['added_p50_ms']:>8.2f} "
                   f"{r['added_p99_ms']:>8.2f} {r['ratio_p50'] or 0:>6.2f} {r['ratio_p99'] or 0:>6.2f}")
         print(f"results: {path}")
+    except Exception:
+        for server in servers[1:]:
+            if server.running:
+                status = replica_status(server)
+                print(f"--- {server.name}: IO {status.get('Slave_IO_Running')} {status.get('Last_IO_Error')!r}; "
+                      f"SQL {status.get('Slave_SQL_Running')} {status.get('Last_SQL_Error')!r}", file=sys.stderr)
+        for log in work.glob("*.log"):
+            print(f"--- {log.name}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]), file=sys.stderr)
+        raise
     finally:
         if watch is not None:
             watch.stop.set()

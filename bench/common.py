@@ -65,14 +65,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_master(binlog_dir: Path | str, *options: str) -> tuple[subprocess.Popen, str, int]:
+def serve_master(binlog_dir: Path | str, *options: str, log: Path | None = None) -> tuple[subprocess.Popen, str, int]:
     """`dumpfilter master serve --binlog-dir DIR --listen ... --mysql-listen ... OPTIONS` as a
     process of its own (the production configuration): (process, gRPC address, MySQL port), once
-    the MySQL port accepts connections. Stop it with `stop_process`."""
+    the MySQL port accepts connections (its stderr goes to `log`). Stop it with `stop_process`."""
     grpc_port, mysql_port = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
-                             "--listen", f"127.0.0.1:{grpc_port}", "--mysql-listen", f"127.0.0.1:{mysql_port}",
-                             *options], cwd=BENCH_DIR.parent, stderr=subprocess.DEVNULL)
+    with open(log or os.devnull, "ab") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
+                                 str(binlog_dir), "--listen", f"127.0.0.1:{grpc_port}", "--mysql-listen",
+                                 f"127.0.0.1:{mysql_port}", *options], cwd=BENCH_DIR.parent, stderr=err)
     deadline = time.monotonic() + 60
     while True:
         try:

@@ -27,6 +27,12 @@ APPLY_INFO = "relay-apply.info"
 # commits while a slave catches up in bulk; a batch that reaches the master's end is committed
 # at once at any interval. The position is never ahead of durable relay data either way.
 DEFAULT_COMMIT_INTERVAL = 0.0
+# Seconds a position that moved over skipped stretches only (heartbeats: no relay byte written
+# since the last hand-over) may wait before it is recorded: there is nothing new to make
+# durable, and on a live master that skips most of what it writes such batches come hundreds of
+# times a second; committing each would queue the batches that do carry data behind their
+# fsyncs. The next batch with data, a drain or this long records it.
+IDLE_COMMIT_INTERVAL = 1.0
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -159,13 +165,16 @@ class Committer:
     and when the stream ends), which returns once every hand-over is on disk. An error of the
     thread (ENOSPC, EIO) is raised by the next `submit` or `drain`. A hand-over submitted with
     `now` (the batch reached the master's end: a live slave waits for it) starts its commit
-    without waiting for the interval."""
+    without waiting for the interval; one submitted `idle` (no relay byte written since the
+    last hand-over) waits up to `idle_interval` for company."""
 
-    def __init__(self, path: Path, interval: float = 0.0):
+    def __init__(self, path: Path, interval: float = 0.0, idle_interval: float = IDLE_COMMIT_INTERVAL):
         self.path = path
         self.interval = interval  # seconds from one commit's start to the next's (0: at once)
         self._hurry = 0  # drains waiting: the interval is cut short
         self._now = False  # the waiting hand-over is to be committed without waiting for the interval
+        self.idle_interval = idle_interval
+        self._idle = False  # every hand-over waiting is idle (see IDLE_COMMIT_INTERVAL)
         self.commits = 0   # relay-log.info writes done (a test and the bench look)
         self._cond = threading.Condition()
         self._pending: tuple[int, dict] | None = None
@@ -175,11 +184,12 @@ class Committer:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
-    def submit(self, fd: int, data: dict, now: bool = False) -> None:
+    def submit(self, fd: int, data: dict, now: bool = False, idle: bool = False) -> None:
         with self._cond:
             self._raise()
+            self._idle = idle and (self._pending is None or self._idle)
+            self._now = self._now or (now and not idle)
             self._pending = (fd, data)
-            self._now = self._now or now
             self._wake()
 
     def retire(self, file) -> None:
@@ -231,6 +241,7 @@ class Committer:
     def _run(self) -> None:
         cond = self._cond
         next_at = 0.0
+        last_at = time.monotonic()  # when the last commit started
         written_back = None  # the hand-over whose file's writeback was started last
         while True:
             writeback = None
@@ -243,8 +254,9 @@ class Committer:
                             return
                         cond.wait()
                         continue
-                    wait = next_at - time.monotonic()
-                    if wait <= 0 or self._hurry or self._closing or self._now:
+                    due = max(next_at, last_at + self.idle_interval) if self._idle else next_at
+                    wait = due - time.monotonic()
+                    if wait <= 0 or self._hurry or self._closing or (self._now and not self._idle):
                         break
                     if self._pending is not written_back and start_writeback is not None:
                         writeback = written_back = self._pending
@@ -253,9 +265,10 @@ class Committer:
                 if writeback is None:
                     retired, self._retired = self._retired, []
                     pending, self._pending = self._pending, None
-                    self._now = False
+                    self._now = self._idle = False
                     if pending is not None:
-                        next_at = time.monotonic() + self.interval
+                        last_at = time.monotonic()
+                        next_at = last_at + self.interval
                     self._busy = True
             if writeback is not None:
                 # While the interval runs: each batch handed over is sent toward the disk at
@@ -313,6 +326,7 @@ class RelayLog:
         self.fde: Event | None = None
         self.position = 0
         self.committer = Committer(self.directory / INFO, commit_interval)
+        self._handed: tuple[str, int] | None = None  # the relay position of the last hand-over
 
     @property
     def current(self) -> str:
@@ -387,7 +401,9 @@ class RelayLog:
             info.save(self.directory)
             return
         self.file.flush()
-        self.committer.submit(self.file.fileno(), info.snapshot(), now)
+        at = (self.current, self.position)
+        idle, self._handed = at == self._handed, at
+        self.committer.submit(self.file.fileno(), info.snapshot(), now, idle)
 
     def drain(self) -> None:
         """Every commit handed over is on disk (raises the committer's error if one failed)."""

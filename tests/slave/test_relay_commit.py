@@ -188,6 +188,30 @@ def test_a_batch_that_reaches_the_masters_end_is_committed_without_the_interval(
         os.close(fd)
 
 
+def test_a_position_over_skipped_stretches_only_waits_for_company(tmp_path):
+    """Batches that wrote no relay byte (heartbeats for what the master skipped) are recorded
+    with the next batch that carries data, or at a drain: they do not queue a live slave's data
+    behind fsyncs of their own."""
+    relay = relay_log.RelayLog(tmp_path)
+    relay.committer.idle_interval = 3600  # no test run reaches it
+    relay.format_event(format_description())
+    relay.write_raw(b"x" * 100)
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=100), now=True)
+    assert wait_for(lambda: relay.committer.commits == 1, give_up=30)
+    for pos in (200, 300, 400):  # heartbeats only: the relay position stays
+        relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=pos), now=True)
+    assert relay.committer._idle and relay.committer._pending is not None  # waiting, not committed
+    relay.write_raw(b"y" * 50)  # a batch with data: committed at once, the idle ones with it
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=500), now=True)
+    assert wait_for(lambda: relay.committer.commits == 2, give_up=30)
+    info = RelayInfo.load(tmp_path)
+    assert (info.master_pos, info.relay_pos) == (500, relay.position)
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=600), now=True)
+    relay.drain()  # the stream's end records the idle one too
+    assert RelayInfo.load(tmp_path).master_pos == 600 and relay.committer.commits == 3
+    relay.close()
+
+
 def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
     """The finished relay file goes to the committer (`Committer.retire`): the receiving thread
     rotates while an fsync is held up, and the file is fsync'd whole and closed before the
