@@ -118,6 +118,32 @@ class RelayWatch:
         return out
 
 
+def _commit_cost(directory: Path, samples: int = 40) -> list[float]:
+    """What recording a relay position costs on this disk, measured beside the slave's relay log
+    before the load: the fsync of bytes appended to a file, then a small file written, fsync'd and
+    renamed into place (relay-log.info). A durable path cannot be faster than this; the direct
+    replica (innodb_flush_log_at_trx_commit=0, no binlog) fsyncs nothing."""
+    costs = []
+    data, info = directory / "cost.data", directory / "cost.info"
+    with open(data, "ab") as f:
+        for _ in range(samples):
+            started = time.perf_counter()
+            f.write(b"x" * 300)
+            f.flush()
+            os.fsync(f.fileno())
+            tmp = directory / "cost.info.tmp"
+            with open(tmp, "w") as t:
+                t.write("{}" * 400)
+                t.flush()
+                os.fsync(t.fileno())
+            os.replace(tmp, info)
+            costs.append(time.perf_counter() - started)
+            time.sleep(BEAT_EVERY)
+    data.unlink()
+    info.unlink()
+    return costs
+
+
 def _applied(replica: MariaDBServer, beats: dict) -> dict[int, float]:
     return {r["id"]: float(r["at"]) - beats[r["id"]][0]
             for r in replica.query("SELECT id, at FROM beat.applied") if r["id"] in beats}
@@ -186,6 +212,7 @@ def main() -> None:
         counts: dict[str, int] = {}
         threads = [threading.Thread(target=_load, args=(primary, stop, counts), daemon=True),
                    threading.Thread(target=_beats, args=(primary, stop, beats), daemon=True)]
+        cost = _commit_cost(work)
         load_at_start = os.getloadavg()[0]
         started = time.monotonic()
         for t in threads:
@@ -217,7 +244,8 @@ def main() -> None:
                           "ratio_p99": round(p99 / base99, 2) if base99 > 0 else None}
         payload = {"load": f"{counts.get('load', 0) / elapsed:.0f} tx/s in `bulk` + a beat row every "
                            f"{BEAT_EVERY * 1e3:.0f} ms in `beat`, {elapsed:.0f} s",
-                   "load_average_at_start": round(load_at_start, 2), "paths": rows}
+                   "load_average_at_start": round(load_at_start, 2), "paths": rows,
+                   "disk_commit_cost_ms": {"p50": round(_pct(cost, 0.5) * 1e3, 2), "p99": round(_pct(cost, 0.99) * 1e3, 2)}}
         path = write_result("latency", payload)
         print(f"load: {payload['load']}; load average at start {load_at_start:.2f}")
         print(f"{'path':<46} {'beats':>5} {'p50 ms':>7} {'p99 ms':>7} {'+p50 ms':>8} {'+p99 ms':>8} "
@@ -225,6 +253,9 @@ def main() -> None:
         for name, r in rows.items():
             print(f"{name:<46} {r['beats']:>5} {r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['added_p50_ms']:>8.2f} "
                   f"{r['added_p99_ms']:>8.2f} {r['ratio_p50'] or 0:>6.2f} {r['ratio_p99'] or 0:>6.2f}")
+        floor = payload["disk_commit_cost_ms"]
+        print(f"this disk's cost of recording a position (fsync data, then write+fsync+rename the info), "
+              f"before the load: p50 {floor['p50']:.2f} ms, p99 {floor['p99']:.2f} ms")
         print(f"results: {path}")
     except Exception:
         for server in servers[1:]:

@@ -187,8 +187,10 @@ class Committer:
     def submit(self, fd: int, data: dict, now: bool = False, idle: bool = False) -> None:
         with self._cond:
             self._raise()
+            # Idle while every hand-over waiting is; `now` for what waits with it (a caught-up
+            # heartbeat after a batch with data commits that batch at once).
             self._idle = idle and (self._pending is None or self._idle)
-            self._now = self._now or (now and not idle)
+            self._now = self._now or now
             self._pending = (fd, data)
             self._wake()
 

@@ -210,6 +210,20 @@ def test_a_position_over_skipped_stretches_only_waits_for_company(tmp_path):
     relay.drain()  # the stream's end records the idle one too
     assert RelayInfo.load(tmp_path).master_pos == 600 and relay.committer.commits == 3
     relay.close()
+    # At an interval: a batch with data waits for it, until a caught-up one comes, heartbeats only.
+    relay = relay_log.RelayLog(tmp_path / "interval", commit_interval=3600)
+    relay.committer.idle_interval = 3600
+    relay.format_event(format_description())
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=100))
+    assert wait_for(lambda: relay.committer.commits == 1, give_up=30)  # the first: at once
+    relay.write_raw(b"z" * 10)
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=700))
+    assert not relay.committer._idle and relay.committer._pending is not None  # waits for the interval
+    relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=800), now=True)
+    assert wait_for(lambda: relay.committer.commits == 2, give_up=30)
+    info = RelayInfo.load(tmp_path / "interval")
+    assert (info.master_pos, info.relay_pos) == (800, relay.position)
+    relay.close()
 
 
 def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
