@@ -314,6 +314,9 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         except Exception as exc:
             code, message = _status_for(exc)
             context.abort(code, message)
+        # A stream waiting at the binlog's end learns at once that its RPC is gone (cancelled, the
+        # slave caught up and left), and frees its slot: nothing else would wake it before a change.
+        context.add_callback(lambda: self.service.wake(request.server_id))
         ahead = _SendAhead(self._replies(batches, request.server_id), f"dump-{request.server_id}",
                            context.is_active)
         try:

@@ -109,6 +109,13 @@ class DumpService(SlaveRegistry):
                 if slave.stream is handle:
                     slave.stream = None
 
+    def wake(self, server_id: int) -> None:
+        """Wake the stream of `server_id` if it waits (its call ended: it looks at is_active now)."""
+        slave = self.slaves.get(server_id)
+        handle = slave.stream if slave is not None else None
+        if handle is not None:
+            handle.wake.set()
+
     def _check_binlog_name(self, name: str) -> None:
         """A start file must be a regular file named by the binlog index (or the directory's
         numbered series): never a path, never a FIFO or device. Every refused name gets the same
