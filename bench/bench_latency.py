@@ -47,36 +47,37 @@ TRIGGER = ("CREATE TRIGGER beat.applied_at AFTER INSERT ON beat.beats FOR EACH R
            "INSERT INTO beat.applied VALUES (NEW.id, UNIX_TIMESTAMP(SYSDATE(6)))")
 
 
-def _load(primary: MariaDBServer, stop: threading.Event, counts: dict) -> None:
-    """About TPS small autocommit transactions a second in `bulk`, paced by the clock."""
-    conn = primary.connect()
-    n, started = 0, time.monotonic()
-    with conn.cursor() as cur:
-        while not stop.is_set():
-            n += 1
-            cur.execute("INSERT INTO bulk.t (v) VALUES (%s)", (n,))
-            ahead = started + n / TPS - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-    counts["load"] = n
-    conn.close()
-
-
-def _beats(primary: MariaDBServer, stop: threading.Event, beats: dict[int, tuple[float, int]]) -> None:
-    """A beat row every BEAT_EVERY s: id -> (commit time, the GTID sequence number it got)."""
+def _paced(primary: MariaDBServer, stop: threading.Event, every: float, write) -> int:
+    """`write(cursor, i)` for i = 1, 2, ... every `every` seconds (paced by the clock, not by
+    sleeps added up) on one autocommit connection, until `stop`; the number written."""
     conn = primary.connect()
     i, started = 0, time.monotonic()
     with conn.cursor() as cur:
         while not stop.is_set():
             i += 1
-            cur.execute("INSERT INTO beat.beats VALUES (%s, UNIX_TIMESTAMP(NOW(6)))", (i,))
-            cur.execute("SELECT at, @@last_gtid FROM beat.beats WHERE id = %s", (i,))
-            at, gtid = cur.fetchone()
-            beats[i] = (float(at), int(gtid.rsplit("-", 1)[1]))
-            ahead = started + i * BEAT_EVERY - time.monotonic()
+            write(cur, i)
+            ahead = started + i * every - time.monotonic()
             if ahead > 0:
                 time.sleep(ahead)
     conn.close()
+    return i
+
+
+def _load(primary: MariaDBServer, stop: threading.Event, counts: dict) -> None:
+    """About TPS small autocommit transactions a second in `bulk`."""
+    counts["load"] = _paced(primary, stop, 1 / TPS,
+                            lambda cur, i: cur.execute("INSERT INTO bulk.t (v) VALUES (%s)", (i,)))
+
+
+def _beats(primary: MariaDBServer, stop: threading.Event, beats: dict[int, tuple[float, int]]) -> None:
+    """A beat row every BEAT_EVERY s: id -> (commit time, the GTID sequence number it got)."""
+    def beat(cur, i: int) -> None:
+        cur.execute("INSERT INTO beat.beats VALUES (%s, UNIX_TIMESTAMP(NOW(6)))", (i,))
+        cur.execute("SELECT at, @@last_gtid FROM beat.beats WHERE id = %s", (i,))
+        at, gtid = cur.fetchone()
+        beats[i] = (float(at), int(gtid.rsplit("-", 1)[1]))
+
+    _paced(primary, stop, BEAT_EVERY, beat)
 
 
 class RelayWatch:
