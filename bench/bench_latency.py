@@ -145,6 +145,12 @@ def _commit_cost(directory: Path, samples: int = 40) -> list[float]:
     return costs
 
 
+def _cpu_seconds(proc: subprocess.Popen) -> float:
+    """User + system CPU seconds of a running process so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _applied(replica: MariaDBServer, beats: dict) -> dict[int, float]:
     return {r["id"]: float(r["at"]) - beats[r["id"]][0]
             for r in replica.query("SELECT id, at FROM beat.applied") if r["id"] in beats}
@@ -215,6 +221,7 @@ def main() -> None:
                    threading.Thread(target=_beats, args=(primary, stop, beats), daemon=True)]
         cost = _commit_cost(work)
         load_at_start = os.getloadavg()[0]
+        cpu_before = {"master": _cpu_seconds(master), "slave run": _cpu_seconds(slave)}
         started = time.monotonic()
         for t in threads:
             t.start()
@@ -223,6 +230,8 @@ def main() -> None:
         for t in threads:
             t.join()
         elapsed = time.monotonic() - started
+        cpu = {name: round((_cpu_seconds(p) - cpu_before[name]) / elapsed, 3)
+               for name, p in (("master", master), ("slave run", slave))}
         last = max(beats)
         for replica in (direct, behind):
             _wait(f"{replica.name} applies every beat",
@@ -246,6 +255,7 @@ def main() -> None:
         payload = {"load": f"{counts.get('load', 0) / elapsed:.0f} tx/s in `bulk` + a beat row every "
                            f"{BEAT_EVERY * 1e3:.0f} ms in `beat`, {elapsed:.0f} s",
                    "load_average_at_start": round(load_at_start, 2), "paths": rows,
+                   "cpu_cores_during_load": cpu,
                    "disk_commit_cost_ms": {"p50": round(_pct(cost, 0.5) * 1e3, 2), "p99": round(_pct(cost, 0.99) * 1e3, 2)}}
         path = write_result("latency", payload)
         print(f"load: {payload['load']}; load average at start {load_at_start:.2f}")
@@ -257,6 +267,7 @@ def main() -> None:
         floor = payload["disk_commit_cost_ms"]
         print(f"this disk's cost of recording a position (fsync data, then write+fsync+rename the info), "
               f"before the load: p50 {floor['p50']:.2f} ms, p99 {floor['p99']:.2f} ms")
+        print(f"CPU during the load (cores): master serve {cpu['master']:.3f}, slave run {cpu['slave run']:.3f}")
         print(f"results: {path}")
     except Exception:
         for server in servers[1:]:
