@@ -29,7 +29,8 @@ from bench.common import DATA_DIR, row_binlog, target_mb, write_result
 from dumpfilter.codec import BinlogReader
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.rules import RuleEngine, Settings
-from dumpfilter.binlogs.filtering import FileSink, renumbered, filter_files
+from dumpfilter.binlogs.sinks import FileSink, renumbered
+from dumpfilter.binlogs.filtering import filter_files
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.transaction_filter import TransactionFilter
 

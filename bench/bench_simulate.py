@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench.bench_dump import ROOT, Master
 from bench.common import write_result
-from dumpfilter.lab.simulate.simulate import load_default_topology, plan_streams
+from dumpfilter.lab.simulate.orchestration import load_default_topology, plan_streams
 from dumpfilter.lab.simulate.source import prepare_source
 
 

@@ -53,7 +53,8 @@ def dumpfilter_in_process(master: Master, schema: str, relay_dir: Path) -> float
     libraries imported before the clock starts) to register, stream and write its relay log up
     to the end of the master's binlog."""
     from dumpfilter.rules.channels import StartupFilters
-    from dumpfilter.slave.client import Slave, SlaveConfig
+    from dumpfilter.slave.client import Slave
+    from dumpfilter.slave.config import SlaveConfig
 
     rules = StartupFilters.from_options([("replicate-do-db", schema)]).for_channel("")
     config = SlaveConfig(master=master.address, server_id=4343, relay_dir=relay_dir, rules=rules,

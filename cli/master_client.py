@@ -88,13 +88,13 @@ class MasterClient:
     def _call(self, method: str, request, timeout: float | None = None):
         import grpc
 
-        from dumpfilter.slave.client import _master_error
+        from dumpfilter.slave.master_link import master_error
 
         metadata = [(USER_KEY, self.user), (PASSWORD_KEY, self.password)] if self.user else None
         try:
             return getattr(self.stub, method)(request, timeout=timeout or self.timeout, metadata=metadata)
         except grpc.RpcError as exc:
-            raise _master_error(exc) from None
+            raise master_error(exc) from None
 
     # -- the three operator calls ----------------------------------------------------------
     def list_filters(self, server_id: int = 0) -> dict[str, list[dict]]:

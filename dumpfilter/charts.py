@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER
+from dumpfilter.skip_policy import NAMES as SKIP_POLICIES
 
 # One colour per skip policy (kept: solid; overhead: the same colour, hatched and lighter).
-POLICY_COLORS = {HEARTBEAT: "#2f7ebc", PLACEHOLDER: "#e07b39", EMPTY_TRANSACTION: "#3a9d5d"}
+POLICY_COLORS = dict(zip(SKIP_POLICIES, ("#2f7ebc", "#e07b39", "#3a9d5d")))  # in the policies' order
 _FALLBACK = ("#7b5ea7", "#b8860b", "#c0392b")
 REFERENCE_COLOR = "#5f6b7a"
 

@@ -56,7 +56,7 @@ from dumpfilter.errors import DumpFilterError, InvalidArgumentError, RuleError
 from dumpfilter.rules.assembly import channel_rules, merge_startup
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
+from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY, NAMES as SKIP_POLICIES
 
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
@@ -85,7 +85,7 @@ class SlaveSpec:
     server_id: int
     rules: RuleSet = field(default_factory=RuleSet)
     settings: Settings = field(default_factory=Settings)
-    skip_policy: str = HEARTBEAT
+    skip_policy: str = DEFAULT_SKIP_POLICY
     channel: str = ""
     rule_text: tuple[str, ...] = ()  # the rules as written, for reports
     user: str = ""
@@ -270,7 +270,7 @@ def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -
     server_id = entry["server_id"]
     if not isinstance(server_id, int) or isinstance(server_id, bool) or not 1 <= server_id <= 0xFFFFFFFF:
         fail("server_id", f"{server_id!r} is not an integer in 1..4294967295")
-    choices = {"filter_semantics": (SEMANTICS, "mysql"), "skip_policy": (SKIP_POLICIES, HEARTBEAT),
+    choices = {"filter_semantics": (SEMANTICS, "mysql"), "skip_policy": (SKIP_POLICIES, DEFAULT_SKIP_POLICY),
                "flavor": (FLAVORS, "mysql"), "kind": (KINDS, "dumpfilter")}
     values = {}
     for key, (allowed, default) in choices.items():

@@ -1,5 +1,5 @@
-"""Conversions between the protobuf contract (dumpfilter.v1) and rule-set and schema values,
-shared by the master's servicer and the slave client."""
+"""Conversions between the protobuf contract (dumpfilter.v1) and rule-set, skip-policy and schema
+values, shared by the master's servicer and the slave client."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from dumpfilter.errors import InvalidArgumentError, RuleError
 from dumpfilter.v1 import dump_pb2
 from dumpfilter.rules.ruleset import PAIR_TYPES, RuleSet
+from dumpfilter import skip_policy
 
 MAX_SCHEMA_TABLES = 100_000  # a ReplicaSchema's bound (its tables, and its databases)
 MAX_COLUMNS = 4096           # columns of a table (InnoDB's limit is lower, MySQL's hard one this)
@@ -48,6 +49,23 @@ def rules_to_proto(rules: RuleSet) -> dump_pb2.RuleList:
             else:
                 out.rules.add(type=enum_value, value=value)
     return out
+
+
+def skip_policy_from_proto(value: int) -> str:
+    """A SkipPolicy number as a policy's name (SKIP_POLICY_EMPTY_TRANSACTION: the policy
+    `empty-transaction`; unspecified: the default); InvalidArgumentError for a number the
+    contract does not know (proto3 keeps them)."""
+    if value == dump_pb2.SKIP_POLICY_UNSPECIFIED:
+        return skip_policy.DEFAULT
+    if value not in dump_pb2.SkipPolicy.values():
+        raise InvalidArgumentError(f"skip_policy {value} is not a known SkipPolicy")
+    name = dump_pb2.SkipPolicy.Name(value).removeprefix("SKIP_POLICY_").lower().replace("_", "-")
+    return skip_policy.named(name).name
+
+
+def skip_policy_to_proto(name: str) -> int:
+    """A policy's name as its SkipPolicy number."""
+    return dump_pb2.SkipPolicy.Value("SKIP_POLICY_" + skip_policy.named(name).name.upper().replace("-", "_"))
 
 
 def schema_to_proto(model: SchemaModel) -> dump_pb2.ReplicaSchema:

@@ -10,8 +10,10 @@ from collections.abc import Callable
 
 from dumpfilter import _core
 from dumpfilter.codec import EventType
-from dumpfilter.rules.evaluate import Decision, RuleEngine, parse_statement
-from dumpfilter.rules.statements import Kind, plain_statement
+from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.evaluate import RuleEngine, parse_statement
+from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
 from dumpfilter.master.policy import ALLOWED, UNANALYSED, Gate
 

@@ -20,9 +20,8 @@ from grpc_reflection.v1alpha import reflection
 
 from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError
 from dumpfilter.rules.ruleset import Settings
-from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto
+from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
 from dumpfilter.master.model import ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import MasterPolicy
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
@@ -44,8 +43,6 @@ MAX_CALLS = 8
 MAX_REQUEST_BYTES = 4 << 20
 SERVICE_NAME = dump_pb2.DESCRIPTOR.services_by_name["DumpFilter"].full_name
 
-_SKIP = {dump_pb2.SKIP_POLICY_UNSPECIFIED: HEARTBEAT, dump_pb2.SKIP_POLICY_HEARTBEAT: HEARTBEAT,
-         dump_pb2.SKIP_POLICY_PLACEHOLDER: PLACEHOLDER, dump_pb2.SKIP_POLICY_EMPTY_TRANSACTION: EMPTY_TRANSACTION}
 _SEMANTICS = {dump_pb2.FILTER_SEMANTICS_UNSPECIFIED: "mysql", dump_pb2.FILTER_SEMANTICS_MYSQL: "mysql",
               dump_pb2.FILTER_SEMANTICS_EFFECTIVE: "effective"}
 
@@ -103,10 +100,8 @@ def registration_from_proto(req) -> Registration:
             specs.append(ChannelSpec(channel, rules=rules_from_proto(f.rules)))
     settings = Settings(flavor=req.flavor or "mysql", lower_case_table_names=req.lower_case_table_names,
                         semantics=_SEMANTICS.get(req.semantics, "mysql"))
-    if req.skip_policy not in _SKIP:
-        raise InvalidArgumentError(f"skip_policy {req.skip_policy} is not a known SkipPolicy")
     return Registration(req.server_id, req.hostname, tuple(req.channels) or ("",), tuple(specs), settings,
-                        _SKIP[req.skip_policy], req.credentials.user, req.credentials.password,
+                        skip_policy_from_proto(req.skip_policy), req.credentials.user, req.credentials.password,
                         schema_from_proto(req.replica_schema) if req.HasField("replica_schema") else None)
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.skip_policy import HEARTBEAT
+from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 from dumpfilter.master.policy import Gate
-from dumpfilter.master.segments import Pos
+from dumpfilter.master.units import Pos
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Registration:
     channels: tuple[str, ...] = ("",)
     filters: tuple[ChannelSpec, ...] = ()
     settings: Settings = Settings()
-    skip_policy: str = HEARTBEAT
+    skip_policy: str = DEFAULT_SKIP_POLICY
     user: str = ""
     password: str = ""
     # The replica's own starting schema (RegisterRequest.replica_schema), for lint at Register.

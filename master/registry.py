@@ -20,12 +20,12 @@ from dumpfilter.rules.ruleset import ALL_TYPES, RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
-from dumpfilter.skip_policy import SKIP_POLICIES
+from dumpfilter import skip_policy
 from dumpfilter.master.flags import FlagWords, SlaveDecider, StatementWords
 from dumpfilter.master.lint_jobs import MAX_QUEUED, LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
 from dumpfilter.master.policy import OPEN, UNRESTRICTED, Gate, Identity, MasterPolicy
-from dumpfilter.master.segments import Pos
+from dumpfilter.master.units import Pos
 from dumpfilter.master.shares import LINT_JOBS, REGISTRATIONS, RULES, Shares, account
 
 MAX_SLAVES = 1024
@@ -165,8 +165,10 @@ class SlaveRegistry:
             caller = self.authenticate(reg.user, reg.password)
         if reg.server_id <= 0 or reg.server_id > 0xFFFFFFFF:
             raise RuleError(f"server_id {reg.server_id} must be between 1 and 4294967295")
-        if reg.skip_policy not in SKIP_POLICIES:
-            raise RuleError(f"skip policy {reg.skip_policy!r} is not one of {', '.join(SKIP_POLICIES)}")
+        try:
+            skip_policy.named(reg.skip_policy)
+        except ValueError as exc:
+            raise RuleError(str(exc)) from None
         gate = self.policy.gate_for_identity(caller, reg.server_id) if self.policy else UNRESTRICTED
         registry, extra = registry_from_requests(((s.channel, s.rules, s.text) for s in reg.filters), reg.channels,
                                                  reg.settings)

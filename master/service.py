@@ -20,7 +20,8 @@ from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
 from dumpfilter.master.schema_feed import schema_timeline
 from dumpfilter.master.shares import STREAMS
-from dumpfilter.master.segments import CACHE_BYTES, SEGMENT_BYTES, Pos, SegmentCache
+from dumpfilter.master.segments import CACHE_BYTES, SEGMENT_BYTES, SegmentCache
+from dumpfilter.master.units import Pos
 from dumpfilter.master.stream import SlaveStream
 
 # A batch ends once it holds this many bytes (after the unit that fills it), or at a segment's end.
@@ -32,7 +33,7 @@ BATCH_BYTES = 1 << 20
 class DumpService(SlaveRegistry):
     def __init__(self, binlog_dir: str | Path, *, policy: MasterPolicy | None = None, safety_poll: float = SAFETY_POLL,
                  segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES, batch_bytes: int = BATCH_BYTES,
-                 fast: bool = True, verify_checksums: bool = True, schema: SchemaModel | None = None,
+                 verify_checksums: bool = True, schema: SchemaModel | None = None, segments: SegmentCache | None = None,
                  max_streams: int | None = None, max_streams_per_identity: int | None = None,
                  lint_bytes: int = LINT_MAX_BYTES):
         binlog_dir = Path(binlog_dir)
@@ -45,10 +46,10 @@ class DumpService(SlaveRegistry):
         self.batch_bytes = batch_bytes
         # CRC32s are checked as the binlog is read (MySQL's source_verify_checksum=ON); off, a
         # corrupt event body reaches the slaves, whose receivers check what they get.
-        self.segments = SegmentCache(self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, fast=fast,
-                                     verify_checksums=verify_checksums)
+        # `segments`: a cache to read through instead (the tests' reference reader).
+        self.segments = segments if segments is not None else SegmentCache(
+            self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, verify_checksums=verify_checksums)
         self.timeline = schema_timeline(self.segments, schema)
-        self.fast = fast  # False: every unit through TransactionFilter (the reference path, for tests)
         self.shutting_down = False
         self.max_streams = max_streams                            # None: no limit
         self.shares.totals[STREAMS] = max_streams  # an identity's default share is counted from it

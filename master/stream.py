@@ -4,32 +4,30 @@ cuts batches at transaction boundaries, with heartbeats while idle."""
 
 from __future__ import annotations
 
-import bisect
-import re
-import struct
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from dumpfilter.codec import Event, EventType, GtidTracker, fix_transaction_length, read_format_description
-from dumpfilter.codec.constants import CHECKSUM_CRC32, HEADER_LEN
-from dumpfilter.codec.event import HEADER
-from dumpfilter.codec.encode import build_event
+from dumpfilter.codec import Event, EventType, GtidTracker, read_format_description
+from dumpfilter.codec.constants import CHECKSUM_CRC32
+from dumpfilter.codec.scanner import heartbeat
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter.rules.statements import plain_statement
-from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED, is_framing
-from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder, placeholder
-from dumpfilter.master.flags import ASSUMED_DECISIONS, SCHEMA_DECISIONS, schema_marks
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, PARTIAL, SKIPPED
+from dumpfilter import skip_policy
+from dumpfilter.master.flags import SCHEMA_DECISIONS, schema_marks
 from dumpfilter.master.model import Batch
 from dumpfilter.master.policy_check import guard_row
 from dumpfilter.master.registry import RegisteredSlave, StreamHandle
 from dumpfilter.master.schema_feed import order_key, unit_start
-from dumpfilter.master.segments import LazyUnits, Pos, Segment, Unit
+from dumpfilter.master.columns import LazyUnits
+from dumpfilter.master.gtid_skip import KnownMariaDB, gtid_filter
+from dumpfilter.master.rule_hits import RuleHits
+from dumpfilter.master.units import Pos, Segment, Unit
 
 if TYPE_CHECKING:
     from dumpfilter.master.service import DumpService
@@ -37,38 +35,16 @@ if TYPE_CHECKING:
 BINLOG_IN_USE_F = 0x0001
 
 
-def _gtid_filter(state: GtidState | None) -> Callable[[Event], bool] | None:
-    """A predicate 'this GTID is already in the slave's state' for a start by GTID."""
-    if state is None:
-        return None
-    if state.mysql is not None:
-        wanted = state.mysql
-        return lambda event: not event.gtid_info.anonymous and (
-            event.gtid_info.source, event.gtid_info.tag, event.gtid_info.gno) in wanted
-    return _KnownMariaDB(state.limits)
-
-
-class _KnownMariaDB:
-    """MariaDB's dump thread skips, per domain, every GTID at or below the slave's sequence number.
-    `limits` (domain -> seq_no) also lets the fast path see that a whole segment skips nothing."""
-
-    def __init__(self, limits: dict[int, int]):
-        self.limits = limits
-
-    def __call__(self, event: Event) -> bool:
-        return event.gtid_info.gno <= self.limits.get(event.gtid_info.domain, -1)
-
-
-class SlaveStream:
+class SlaveStream(RuleHits):
     """One Dump call: walks shared segments, filters each unit for this slave, applies its skip
     policy and cuts batches at transaction boundaries."""
 
     def __init__(self, service: DumpService, slave: RegisteredSlave, handle: StreamHandle, start: Pos | None,
                  gtid_state: str | None, heartbeat_period: float, is_active: Callable[[], bool]):
         self.svc, self.slave, self.handle = service, slave, handle
-        self.policy = slave.reg.skip_policy
+        self.policy = skip_policy.named(slave.reg.skip_policy)
         state = GtidState.parse(gtid_state) if gtid_state and gtid_state.strip() else None
-        self.skip_known = _gtid_filter(state)
+        self.skip_known = gtid_filter(state)
         if state is not None:
             # Like the servers' dump threads: start in the newest file whose Previous_GTIDs /
             # Gtid_list the slave already has, not at the first file.
@@ -88,12 +64,10 @@ class SlaveStream:
         self.changed_at: Pos | None = None
         # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
         # unit by unit; `occurrences` are Table_maps whose rule hits are not counted yet.
-        self.gtid_limits: dict[int, int] | None = self.skip_known.limits if isinstance(self.skip_known, _KnownMariaDB) else None
+        self.gtid_limits: dict[int, int] | None = self.skip_known.limits if isinstance(self.skip_known, KnownMariaDB) else None
         self.gtid_wanted = state.mysql if state is not None else None  # a MySQL GTID start's set
-        self.fast = service.fast
         self.occurrences: Counter = Counter()
         self._states: tuple | None = None
-        self._hb_parts: tuple | None = None
         self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
         self._unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
         self._group_hits: list[tuple] = []  # the same for groups of units answered alike: (indices, hits)
@@ -104,7 +78,7 @@ class SlaveStream:
         first = self._start_fde()
         seg = svc.segments.get(self.pos)  # a bad start position fails here, before any batch
         if first is not None:
-            self._send(first, kept=True)
+            self._send(first)
         last_sent = time.monotonic()
         reported_end_at: Pos | None = None
         while True:
@@ -120,7 +94,7 @@ class SlaveStream:
             while i < n:
                 if slave.pending:
                     self._boundary()
-                j = self._fast_runs(seg, i) if self.fast else i
+                j = self._fast_runs(seg, i)
                 if j == i:
                     self._unit(units[i])
                     j = i + 1
@@ -205,7 +179,7 @@ class SlaveStream:
                 self._advance(unit)
                 return
             self._flush_heartbeat()
-            self._send(event, kept=True)
+            self._send(event)
             self._advance(unit)
             return
         gtid_event = txn.gtid_event
@@ -218,13 +192,11 @@ class SlaveStream:
         if hits:
             self._add_hits(hits)
         if result.outcome in (KEPT, PARTIAL):
-            events = result.events
-            if self.policy == PLACEHOLDER and result.outcome == PARTIAL:
-                events = self._with_placeholders(txn.events, {e.pos: e for e in result.events})
+            events = result.events if result.outcome == KEPT else self.policy.partial(txn.events, result.events)
             self._flush_heartbeat()
             self.schema_decided += schema_marks(unit.file, result.events, schema_kept)
-            for event in events:
-                self._send(event, kept=not is_placeholder(event))
+            sent = self._send_all(events)
+            stats.kept_bytes += sent - (self.policy.tally(stats, events, skipped=False) if events is not result.events else 0)
             kept_bytes = sum(e.size for e in result.events)
             stats.transactions_kept += result.outcome == KEPT
             stats.transactions_partial += result.outcome == PARTIAL
@@ -232,25 +204,20 @@ class SlaveStream:
         else:
             stats.transactions_skipped += 1
             self._skipped(len(txn.events), unit.size)
-            if self.policy == PLACEHOLDER:
-                self._flush_heartbeat()
-                for event in self._with_placeholders(txn.events, {}):
-                    self._send(event, kept=False, policy_bytes=True)
-            elif self.policy == EMPTY_TRANSACTION and result.outcome == EMPTIED:
-                self._flush_heartbeat()
-                for event in result.events:
-                    self._send(event, kept=False)
-                    stats.empty_transaction_bytes += event.size
-                stats.empty_transactions += 1
-            else:  # heartbeat, and empty-transaction for units without a GTID
+            events = self.policy.skipped(txn.events, result)
+            if events is None:  # a skipped stretch: one heartbeat before what is sent next
                 self.pending_hb = unit.end
+            else:
+                self._flush_heartbeat()
+                self._send_all(events)
+                self.policy.tally(stats, events, skipped=True)
         self._advance(unit)
 
     def _row(self, seg: Segment) -> bytes | None:
         """This slave's answer for each unit of `seg`, one byte per unit: _KEEP (every table
-        kept), _SKIP (none), _PARTIAL, or _SLOW (not a fast unit). From the segment's per-unit
-        masks (one AND/OR per unit for every slave) and this slave's bit; cached per segment and
-        flag-word generation."""
+        kept), _SKIP (none), _PARTIAL, or _SLOW (not a fast unit), computed by the core from this
+        slave's flag words; cached per segment and flag-word generation. None for a segment
+        without a PlanIndex (the tests' reference reader): every unit through `_unit`."""
         index = seg.index
         if index is None or self.fmt is None:
             return None
@@ -261,12 +228,7 @@ class SlaveStream:
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = (seg, words.generation, None, None)
                 return None
-            bit = 1 << self.slave.bit
             rows = index.rows_for(lambda names: words.keep(names, self.slave.bit))
-            if rows is None:  # the reference reader's segments: per-unit masks
-                keep_all, keep_any = index.masks_for(seg.units, words)
-                rows = (bytes([_SLOW if not f else _KEEP if k & bit else _PARTIAL if a & bit else _SKIP
-                               for f, k, a in zip(index.fast, keep_all, keep_any)]), None)
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
             rows = (self._statement_answers(seg, guard_row(seg, rows[0], self.slave.gate)), rows[1])
             states = self._states = (seg, words.generation, *rows)
@@ -291,7 +253,7 @@ class SlaveStream:
         bit = self.slave.bit
         # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
         # `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
-        heartbeat = self.policy == HEARTBEAT
+        heartbeat = self.policy.skips_as_heartbeat
         if heartbeat:  # the units read in bulk first, in tight loops (thousands per segment)
             groups, singles = self._lone_answers(seg)
             for ks, (word, by_bit) in groups:
@@ -420,8 +382,6 @@ class SlaveStream:
             return i
         index = seg.index
         plan = index.plan
-        if plan is None:
-            return self._fast_runs_py(seg, i, row)
         slave = self.slave
         if slave.pending:
             return i
@@ -435,8 +395,8 @@ class SlaveStream:
             tally = self._tally = (names, bytearray(4 * len(names)))
         (out, j, kept, partial, skipped, sent_bytes, sent_events, read_bytes, read_events, heartbeats,
          heartbeat_bytes, pending_unit, pending_done) = plan.send(
-            row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes, self.policy == HEARTBEAT,
-            self.policy != PLACEHOLDER, pending, self.master_server_id, crc, tally[1])
+            row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes, self.policy.skips_as_heartbeat,
+            self.policy.partial_as_kept, pending, self.master_server_id, crc, tally[1])
         if j == i:
             return i
         if out:
@@ -477,46 +437,6 @@ class SlaveStream:
         self.batch_skipped += read_bytes - sent_bytes
         self.pos = self.slave.position = end_of(end - 1)
 
-    def _statement_hits(self, start: int, end: int) -> None:
-        """The rule hits of the statement units in the run [start, end) (decided in `_row`)."""
-        unit_hits = self._unit_hits
-        passed = [k for k in unit_hits if start <= k < end]
-        # Units answered alike share one Counter (the statement flag words' answer for their
-        # database): each distinct one is added once, times the units that carry it.
-        same: dict[int, list] = {}
-        for k in passed:
-            hits = unit_hits.pop(k)
-            seen = same.get(id(hits))
-            if seen is None:
-                same[id(hits)] = [hits, 1]
-            else:
-                seen[1] += 1
-        for ks, hits in self._group_hits:  # ascending unit indices
-            n = bisect.bisect_left(ks, end) - bisect.bisect_left(ks, start)
-            if n:
-                same.setdefault(id(hits), [hits, 0])[1] += n
-        for hits, n in same.values():
-            self._add_hits(hits if n == 1 else Counter({name: count * n for name, count in hits.items()}))
-
-    def _add_hits(self, hits: Counter) -> None:
-        """A decision's rule hits into the slave's stats and its channel's P_S counters."""
-        stats = self.slave.stats
-        stats.rule_hits.update(hits)
-        stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
-        self._count_filter_hits(hits)
-
-    def _fold_tally(self) -> None:
-        """The core's Table_map tally (per name id of one segment reader) into `occurrences`."""
-        tally = self._tally
-        if tally is None:
-            return
-        self._tally = None
-        names, counts = tally
-        occurrences = self.occurrences
-        for nid, count in enumerate(memoryview(counts).cast("I").tolist()):
-            if count:
-                occurrences[names[nid]] += count
-
     def _track_gtids(self, index, start: int, i: int) -> None:
         """The GTIDs of units start..i-1 into the stream's tracker."""
         if index.mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
@@ -529,97 +449,6 @@ class SlaveStream:
                 self.tracker.mariadb.gtids.update((index.gtids[i - 1],))
             else:
                 self.tracker.mariadb.gtids.update(index.gtids[start:i])
-
-    def _fast_runs_py(self, seg: Segment, i: int, row: bytes) -> int:
-        """`_fast_runs` for the reference reader's segments (no core Plan): the same walk in
-        Python, run by run. One long function on purpose: its locals (prefix sums, counters, the
-        batch) stay in one frame instead of being passed through calls per run."""
-        n = len(row)
-        index, units = seg.index, seg.units
-        cum, evc, run_bytes = index.cum, index.evc, index.run_bytes
-        end_of = units.end_of if isinstance(units, LazyUnits) else (lambda k: units[k].end)
-        slave = self.slave
-        limit = self.svc.batch_bytes
-        skip_ok = self.policy == HEARTBEAT
-        match_keep, match_skip, bisect_left = _KEEP_RUN.match, _SKIP_RUN.match, bisect.bisect_left
-        start = i
-        kept_units = partial_units = skipped_units = sent_bytes = sent_events = 0
-        partial_ok = self.policy != PLACEHOLDER
-        bit = 1 << slave.bit
-        while i < n and not slave.pending:
-            state = row[i]
-            if state == _KEEP:
-                j = match_keep(row, i).end()
-                if self.pending_hb is not None:
-                    self._flush_heartbeat()
-                # Cut where the reference path would: after the unit that fills the batch.
-                cut = bisect_left(cum, limit - self.batch_bytes + cum[i], i + 1, j + 1)
-                if cut <= j:
-                    j = cut
-                self.parts.append(run_bytes(i, j))
-                nbytes = cum[j] - cum[i]
-                self.batch_bytes += nbytes
-                kept_units += j - i
-                sent_bytes += nbytes
-                sent_events += evc[j] - evc[i]
-                i = j
-                if self.batch_bytes >= limit:
-                    break
-            elif state == _SKIP and skip_ok:
-                j = match_skip(row, i).end()
-                skipped_units += j - i
-                self.pending_hb = end_of(j - 1)
-                i = j
-            elif state == _PARTIAL and partial_ok:
-                keep = self._states[3]
-                kept = index.partial(i, keep) if keep is not None else _partial_bytes(units[i], self.svc.words.get, bit)
-                if kept is None:
-                    break
-                out, events = kept
-                if self.pending_hb is not None:
-                    self._flush_heartbeat()
-                self.parts.append(out)
-                self.batch_bytes += len(out)
-                partial_units += 1
-                sent_bytes += len(out)
-                sent_events += events
-                i += 1
-                if self.batch_bytes >= limit:
-                    break
-            else:
-                break
-        if i == start:
-            return i
-        self.occurrences.update(index.occ[index.toff[start] : index.toff[i]])
-        self._account_run(index, start, i, end_of, evc[i] - evc[start], cum[i] - cum[start], sent_events, sent_bytes,
-                          kept_units, partial_units, skipped_units)
-        return i
-
-    def _flush_hits(self) -> None:
-        """Rule hits of the Table_maps decided in runs: what SlaveDecider.table_kept counts per
-        Table_map (the engine's COUNTER names, MASTER_POLICY when the policy refused it), added
-        to the stats and P_S counters as the reference path adds its per-unit hits."""
-        self._fold_tally()
-        occurrences = self.occurrences
-        if not occurrences:
-            return
-        self.occurrences = Counter()
-        state = self.slave.state
-        decider, engine, gate = state.decider, state.engine, self.slave.gate
-        hits: Counter = Counter()
-        for (db, table), count in occurrences.items():
-            counted = engine.decide_table(db, table).counted
-            for name in counted:
-                hits[name] += count
-            if count > 1 and counted:
-                engine.counters.update({name: count - 1 for name in counted})
-            if gate.restricted and not decider.words.kept(db, table, decider.bit) \
-                    and not gate.table_allowed(db, table):
-                hits["MASTER_POLICY"] += count
-        hits = +hits
-        if hits:
-            self.slave.stats.rule_hits.update(hits)
-            self._count_filter_hits(hits)
 
     def _advance(self, unit: Unit) -> None:
         self.pos = unit.end
@@ -648,66 +477,30 @@ class SlaveStream:
                                                         frozenset(decider.schema_kept))
         return answer
 
-    def _count_filter_hits(self, hits: Counter) -> None:
-        """P_S COUNTER of the slave's channel rows."""
-        channel = self.slave.registry.channels.get(self.slave.state.channel)
-        if channel is None:
-            return
-        for name, n in hits.items():
-            entry = channel.entries.get(name.removeprefix("REPLICATE_").lower())
-            if entry is not None:
-                entry.counter += n
-
-    def _with_placeholders(self, events: list[Event], kept: dict[int, Event]) -> list[Event]:
-        """MaxScale style: kept events as kept, transaction framing as is, every other event
-        replaced by a RAND placeholder with the original log_pos."""
-        out = []
-        for event in events:
-            if event.pos in kept:
-                out.append(kept[event.pos])
-            elif is_framing(event):
-                out.append(event)
-            else:
-                out.append(placeholder(event))
-        return fix_transaction_length(out)
-
     # -- sending ----------------------------------------------------------------------------
-    def _send(self, event: Event, *, kept: bool, policy_bytes: bool = False) -> None:
-        """Queue one event. Bytes are accounted as kept (master events sent as themselves) or as
-        the skip policy's: placeholders, and the framing sent with them, count as placeholder bytes."""
-        stats = self.slave.stats
-        self.parts.append(event.raw)
-        self.batch_bytes += event.size
-        stats.events_sent += 1
-        stats.bytes_sent += event.size
-        if kept:
-            stats.kept_bytes += event.size
-        elif is_placeholder(event):
-            stats.placeholders += 1
-            stats.placeholder_bytes += event.size
-        elif policy_bytes:
-            stats.placeholder_bytes += event.size
+    def _send(self, event: Event) -> None:
+        """Queue one master event sent as itself (kept bytes)."""
+        self.slave.stats.kept_bytes += self._send_all((event,))
 
-    def _heartbeat_event(self, pos: Pos) -> Event:
-        # MySQL's Binlog_sender::send_heartbeat_event: timestamp 0, the master's server_id,
-        # log_pos = the position, body = the file name (CRC when the binlog is checksummed).
-        return build_event(EventType.HEARTBEAT, pos[0].encode(), fmt=self.fmt, server_id=self.master_server_id,
-                           timestamp=0, log_pos=pos[1])
+    def _send_all(self, events) -> int:
+        """Queue events; returns their bytes. Which are kept and which the skip policy's (its
+        `tally`) is the caller's to count."""
+        stats = self.slave.stats
+        size = 0
+        for event in events:
+            self.parts.append(event.raw)
+            size += event.size
+        self.batch_bytes += size
+        stats.events_sent += len(events)
+        stats.bytes_sent += size
+        return size
 
     def _heartbeat_raw(self, pos: Pos) -> bytes:
-        """`_heartbeat_event(pos).raw`, built without an Event (one per skipped stretch)."""
-        file, log_pos = pos
-        key = (file, self.fmt, self.master_server_id)
-        cached = self._hb_parts
-        if cached is None or cached[0] != key:
-            body = file.encode()
-            crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
-            size = HEADER_LEN + len(body) + (4 if crc else 0)
-            cached = self._hb_parts = (key, HEADER.pack(0, EventType.HEARTBEAT, self.master_server_id, size, 0, 0)[:13],
-                                       struct.pack("<H", 0) + body, crc)
-        _, head, tail, crc = cached
-        raw = head + _U32.pack(log_pos) + tail
-        return raw + _U32.pack(zlib.crc32(raw)) if crc else raw
+        """The Heartbeat sent for a skipped stretch ending at `pos`, made by the core as MySQL's
+        Binlog_sender::send_heartbeat_event makes it: timestamp 0, the master's server_id,
+        log_pos = the position, body = the file name (CRC when the binlog is checksummed)."""
+        crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
+        return heartbeat(pos[0], pos[1], self.master_server_id, crc)
 
     def _flush_heartbeat(self) -> None:
         if self.pending_hb is None:
@@ -742,38 +535,5 @@ class SlaveStream:
         return str(self.tracker.mariadb) if self.tracker.mariadb.gtids else str(self.tracker.mysql)
 
 
-_U32 = struct.Struct("<I")
 _SKIP, _PARTIAL, _KEEP, _SLOW = 0, 1, 2, 3
 _LONE = "lone"  # Unit.results key of a GTID-and-one-statement unit's statement flag word
-_KEEP_RUN, _SKIP_RUN = re.compile(b"\x02+"), re.compile(b"\x00+")
-
-
-def _partial_bytes(unit: Unit, get: Callable[[str, str], int], bit: int) -> tuple[bytes, int] | None:
-    """What TransactionFilter keeps of a fast unit whose tables are partly kept, when every
-    statement's Table_maps get one answer: the GTID, the kept statements whole (annotations,
-    Table_maps, rows: no STMT_END_F has to move) and the XID; a MariaDB GTID has no
-    transaction_length to fix. (bytes, events), or None for the reference path (a statement
-    whose tables are partly kept, or a unit not cut into whole statements)."""
-    if unit.gtid is None:
-        return None  # a MySQL unit: its GTID's transaction_length must be rewritten (reference path)
-    statements = unit.statements
-    if statements is None:
-        return None
-    tables, raw = unit.tables, unit.raw
-    at = unit.gtid_end
-    parts = [raw[:at]]
-    kept = 2  # GTID, XID
-    t0 = 0
-    for stmt_end, events, t1 in statements:
-        if t1 == t0:
-            return None  # a statement without its own Table_map
-        keep = get(*tables[t0]) & bit
-        for k in range(t0 + 1, t1):
-            if (get(*tables[k]) & bit) != keep:
-                return None
-        if keep:
-            parts.append(raw[at:stmt_end])
-            kept += events
-        at, t0 = stmt_end, t1
-    parts.append(raw[at:])
-    return b"".join(parts), kept

@@ -5,46 +5,28 @@ master position after the relay data is durable, and optionally executes what it
 from __future__ import annotations
 
 import functools
-import re
-import shutil
 import struct
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
 
 import grpc
 
 
-
 from dumpfilter.codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN
-from dumpfilter.errors import (
-    BinlogError,
-    ExternalError,
-    ChecksumError,
-    DumpFilterError,
-    MalformedEventError,
-    PositionError,
-    RuleError,
-    UnknownSlaveError,
-)
+from dumpfilter.errors import BinlogError, ExternalError, ChecksumError, DumpFilterError, MalformedEventError, RuleError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.scanner import F_COMPLETE, F_FAST, F_MARIADB_GTID, Scanner, UnitScan, unit_events
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import rules_to_proto, schema_to_proto
-from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name
-from dumpfilter.skip_policy import EMPTY_TRANSACTION, HEARTBEAT, PLACEHOLDER, is_placeholder
+from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_proto
+from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
+from dumpfilter.skip_policy import is_placeholder
 from dumpfilter.slave.filter_view import filters_in_force
-from dumpfilter.slave.relay_log import (APPLY_INFO, DEFAULT_COMMIT_INTERVAL, RelayInfo, RelayLog, query_db_offsets,
-                                        read_json, write_json_atomic)
+from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, read_json, write_json_atomic
 from dumpfilter.slave.status import (
     clear_sql_error,
     mark_running,
@@ -55,32 +37,23 @@ from dumpfilter.slave.status import (
     record_sql_error,
 )
 
+from dumpfilter.slave.config import Counters, SlaveConfig
+from dumpfilter.slave.apply import ApplyError, apply_relay, parse_mysql_url
+from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY, USER_KEY, LinkTimeoutError,
+                                          MasterError, NetWatch, master_error, read_credential, say)
+from dumpfilter.slave.rewrite_db import event_renamer
+
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
     from dumpfilter.rules.evaluate import RuleEngine
-    from dumpfilter.rules.schema import SchemaModel
     from dumpfilter.slave.trust import MasterTrust
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _HEARTBEAT_TYPES = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
 _LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE  # with two events: a MariaDB GTID and its one statement
-_SKIP = {HEARTBEAT: dump_pb2.SKIP_POLICY_HEARTBEAT, PLACEHOLDER: dump_pb2.SKIP_POLICY_PLACEHOLDER,
-         EMPTY_TRANSACTION: dump_pb2.SKIP_POLICY_EMPTY_TRANSACTION}
 # Master events that frame files; the relay log has its own framing and does not copy them.
 _NOT_RELAYED = frozenset({EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST,
                           EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
                           EventType.START_ENCRYPTION})
-
-
-class MasterError(DumpFilterError):
-    """The master ended an RPC with an error; `code` is the gRPC status code name."""
-
-    def __init__(self, code: str, message: str):
-        self.code = code
-        super().__init__(f"master: {code}: {message}")
-
-
-class ApplyError(ExternalError):
-    """--apply could not execute the relay log on the target server."""
 
 
 class RelayLogError(ExternalError):
@@ -88,179 +61,8 @@ class RelayLogError(ExternalError):
     committed batch is kept: the next start cuts the relay log back to relay-log.info."""
 
 
-# Errors a retry cannot fix: the master refused this request as such (bad rules, unknown or
-# foreign server_id, bad credentials, a purged or corrupt binlog, a newer registration that took
-# this server_id). Every other status (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
-# CANCELLED by a master that ended a stalled stream, INTERNAL, UNKNOWN) is retried with backoff.
-FINAL_CODES = frozenset({
-    grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED,
-    grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.DATA_LOSS,
-    grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.ABORTED,
-    grpc.StatusCode.ALREADY_EXISTS})
-MAX_BACKOFF = 30.0
-# Call metadata carrying the policy identity on every RPC (master.grpc_server reads it).
-USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
-
-
-class LinkTimeoutError(grpc.RpcError):
-    """No batch (heartbeats included) for --net-timeout seconds on an open stream: the link is
-    taken for dead and the slave reconnects, as a replica does after slave_net_timeout."""
-
-    def __init__(self, seconds: float):
-        super().__init__()
-        self.seconds = seconds
-
-    def code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.UNAVAILABLE
-
-    def details(self) -> str:
-        return f"no batch or heartbeat from the master for {self.seconds:g}s (--net-timeout)"
-
-
-class _NetWatch:
-    """Cancels a Dump call that waits longer than `timeout` for its next batch."""
-
-    def __init__(self, call, timeout: float | None):
-        self.call, self.timeout = call, timeout
-        self.waiting_since: float | None = None
-        self.fired = False
-        self._stop = threading.Event()
-        if timeout:
-            threading.Thread(target=self._run, name="slave-net-watch", daemon=True).start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(min(1.0, self.timeout / 4)):
-            since = self.waiting_since
-            if since is not None and time.monotonic() - since > self.timeout:
-                self.fired = True
-                self.call.cancel()
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
-
-
-def _say(message: str) -> None:
-    print(f"dumpfilter slave: {message}", file=sys.stderr, flush=True)
-
-
-def _master_error(exc: grpc.RpcError) -> DumpFilterError:
-    code, details = exc.code(), exc.details() or ""
-    # Mirror the master's mapping so the CLI exits the same way for the same cause.
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return RuleError(f"master: {details}")
-    if code == grpc.StatusCode.NOT_FOUND:
-        return UnknownSlaveError(f"master: {details}")
-    if code == grpc.StatusCode.OUT_OF_RANGE:
-        return PositionError(f"master: {details}")
-    if code == grpc.StatusCode.DATA_LOSS:
-        return BinlogError(f"master: {details}")
-    return MasterError(code.name, details)
-
-
 class SimulatedCrash(Exception):
     """Raised by a test hook to stop the slave abruptly, as a kill would."""
-
-
-@dataclass
-class SlaveConfig:
-    master: str
-    server_id: int
-    relay_dir: Path
-    rules: RuleSet = field(default_factory=RuleSet)
-    settings: Settings = field(default_factory=Settings)
-    channel: str = ""
-    skip_policy: str = HEARTBEAT
-    user: str = ""
-    password: str = ""
-    hostname: str = ""
-    until_caught_up: bool = False
-    apply_url: str | None = None
-    relay_log_size: int = 64 << 20
-    # Group commit of relay-log.info: at most one commit (relay fsync, then the info) per this
-    # many seconds; the batches received meanwhile are covered by the next (0: commit each
-    # batch as soon as the previous commit is done). Never ahead of durable relay data either way.
-    relay_commit_interval: float = DEFAULT_COMMIT_INTERVAL
-    heartbeat_period: float = 1.0
-    tls_ca: Path | None = None
-    tls_cert: Path | None = None     # mTLS: this slave's client certificate and key
-    tls_key: Path | None = None
-    start_gtid: str | None = None
-    connect_retry: float = 1.0       # first backoff (MASTER_CONNECT_RETRY); doubles up to MAX_BACKOFF
-    net_timeout: float | None = 60.0  # slave_net_timeout: reconnect after this long without a batch
-    rpc_timeout: float = 10.0
-    connect_timeout: float | None = None  # give up after this many seconds without reaching the master
-    retry_count: int | None = None        # give up after this many failed attempts in a row (MASTER_RETRY_COUNT)
-    report: Callable[[str], None] | None = None  # where failed attempts are told (default: stderr)
-    schema: SchemaModel | None = None  # starting schema for the slave's own check of what it receives
-    on_disagreement: str = "error"     # that check drops what the master sent: error | warn (slave/trust.py)
-    replica_schema: SchemaModel | None = None  # this replica's own starting schema, for lint at Register
-    # --until-caught-up: how long to wait, once caught up, for the master's background lint of this
-    # slave's rules (asked through Stats) before ending; 0: do not wait.
-    lint_wait: float = 0.0
-
-
-@dataclass
-class _Counters:
-    batches: int = 0
-    events_received: int = 0
-    bytes_received: int = 0
-    heartbeats: int = 0
-    placeholders: int = 0
-    events_relayed: int = 0
-    bytes_relayed: int = 0
-    rewritten: int = 0
-    check_disagreements: int = 0   # events the slave's own rules drop that the master sent (slave/trust.py)
-    master_schema_kept: int = 0    # statements they drop that the master decided with its schema model
-
-
-def rewrite_event(event: Event, rewrite: Callable[[str], tuple[str, bool]],
-                  rename: Callable[[str, str], tuple[str, str, bool]] | None = None) -> Event:
-    """replicate-rewrite-db on one event: the default database of a Query event (only that: the
-    server never rewrites names inside the SQL text) and the db of a Table_map event. The CRC is
-    recomputed by `with_body`. With `rename` (WL#2516 REWRITE over db.table patterns, effective
-    semantics) a Table_map's table name can change too, and `rewrite` is not used."""
-    if event.is_query:
-        if rename is not None:
-            new, _, changed = rename(event.db, "") if event.db else ("", "", False)
-        else:
-            new, changed = rewrite(event.db)
-        if not changed or not event.db:
-            return event
-        start, length = query_db_offsets(event)
-        body = bytearray(event.body)
-        raw_new = new.encode("utf-8", "surrogateescape")
-        body[8] = len(raw_new)
-        return event.with_body(bytes(body[:start]) + raw_new + bytes(body[start + length:]))
-    if event.type_code == EventType.TABLE_MAP:
-        _tid, db, table = event.table_map
-        if rename is not None:
-            new, new_table, changed = rename(db, table)
-        else:
-            (new, changed), new_table = rewrite(db), table
-        if not changed:
-            return event
-        body = event.body
-        off = event.fmt.post_header_len(EventType.TABLE_MAP)
-        old_len = body[off]
-        raw_new = new.encode("utf-8", "surrogateescape")
-        rest = body[off + 1 + old_len:]  # NUL, table length, table, NUL, the column data
-        if new_table != table:
-            raw_table = new_table.encode("utf-8", "surrogateescape")
-            rest = rest[:1] + bytes((len(raw_table),)) + raw_table + rest[2 + rest[1]:]
-        return event.with_body(body[:off] + bytes((len(raw_new),)) + raw_new + rest)
-    return event
-
-
-def event_renamer(engine: RuleEngine, rules: RuleSet, settings: Settings) -> Callable[[Event], Event] | None:
-    """What a slave renames in the events it writes (WL#2387 keeps rewriting on the slave):
-    replicate-rewrite-db, or under effective semantics WL#2516 REWRITE patterns (which include
-    the rewrite-db rules); None when it renames nothing."""
-    effective = bool(rules.effective_rewrite) and settings.semantics == "effective"
-    if not (rules.rewrite_db or effective):
-        return None
-    rename = engine.effective_rename if effective else None
-    return lambda event: rewrite_event(event, engine.rewrite_db, rename)
 
 
 def scan_batch(blob: bytes, fmt: FormatDescription | None, scanner: Scanner | None = None) -> UnitScan:
@@ -303,7 +105,7 @@ class Slave:
         self.relay_dir.mkdir(parents=True, exist_ok=True)
         self.after_unit = after_unit
         self._placeholders_in_unit = False  # the unit being grouped lost placeholders
-        self.counters = _Counters()
+        self.counters = Counters()
         self.info = RelayInfo.load(self.relay_dir) or RelayInfo()
         self._earlier_stats = dict(self.info.stats)  # committed counters of earlier runs: the totals go on
         self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id,
@@ -313,7 +115,6 @@ class Slave:
         self.fmt: FormatDescription | None = self.relay.fde.fmt if self.relay.fde is not None else None
         self.units_written = 0
         self.caught_up = False
-        self.fast = True  # False: every unit's Events through TransactionGrouper/TransactionFilter
         self._kept_tables = bytearray()  # by Table_map name id: 1 if the slave's own rules keep it
         self._kept_bytes: bytes | None = None  # bytes(_kept_tables), remade when a name is added
         self._scanner = Scanner("<stream>")
@@ -340,7 +141,7 @@ class Slave:
         from dumpfilter.slave.trust import MasterTrust
 
         return MasterTrust(self.engine, self.config.on_disagreement, self.counters,
-                           lambda text: setattr(self.info, "last_disagreement", text), _say)
+                           lambda text: setattr(self.info, "last_disagreement", text), say)
 
     # -- gRPC -------------------------------------------------------------------------------
     def _channel(self) -> grpc.Channel:
@@ -352,9 +153,9 @@ class Slave:
             if bool(cfg.tls_cert) != bool(cfg.tls_key):
                 raise RuleError("--ssl-cert and --ssl-key go together")
             creds = grpc.ssl_channel_credentials(
-                _read(cfg.tls_ca, "--ssl-ca") if cfg.tls_ca else None,
-                _read(cfg.tls_key, "--ssl-key") if cfg.tls_key else None,
-                _read(cfg.tls_cert, "--ssl-cert") if cfg.tls_cert else None)
+                read_credential(cfg.tls_ca, "--ssl-ca") if cfg.tls_ca else None,
+                read_credential(cfg.tls_key, "--ssl-key") if cfg.tls_key else None,
+                read_credential(cfg.tls_cert, "--ssl-cert") if cfg.tls_cert else None)
             return grpc.secure_channel(cfg.master, creds, options=options)
         return grpc.insecure_channel(cfg.master, options=options)
 
@@ -369,7 +170,7 @@ class Slave:
             filters=[dump_pb2.ChannelFilters(channel=cfg.channel, rules=rules_to_proto(cfg.rules))],
             semantics=dump_pb2.FILTER_SEMANTICS_EFFECTIVE if cfg.settings.semantics == "effective"
             else dump_pb2.FILTER_SEMANTICS_MYSQL,
-            skip_policy=_SKIP[cfg.skip_policy], credentials=dump_pb2.Credentials(user=cfg.user, password=cfg.password),
+            skip_policy=skip_policy_to_proto(cfg.skip_policy), credentials=dump_pb2.Credentials(user=cfg.user, password=cfg.password),
             flavor=cfg.settings.flavor, lower_case_table_names=cfg.settings.lower_case_table_names,
             replica_schema=schema_to_proto(cfg.replica_schema) if cfg.replica_schema is not None else None)
         reply = stub.Register(request, timeout=self._rpc_timeout(), metadata=self._metadata())
@@ -383,7 +184,7 @@ class Slave:
         for warning in warnings:
             if warning not in self._told:
                 self._told.add(warning)
-                _say(f"master warns: {warning}")
+                say(f"master warns: {warning}")
 
     def _await_lint(self, stub) -> None:
         """--until-caught-up may end before the master's background lint of these rules is done:
@@ -402,7 +203,7 @@ class Slave:
                     self._warn(mine.lint_warnings)
                 return
             if time.monotonic() >= deadline:
-                _say(f"the master's lint of these rules is still running; `dumpfilter master status --server-id "
+                say(f"the master's lint of these rules is still running; `dumpfilter master status --server-id "
                      f"{cfg.server_id}` shows its predictions when it ends")
                 return
             time.sleep(0.2)
@@ -437,7 +238,7 @@ class Slave:
 
     def _run(self) -> int:
         cfg = self.config
-        report = cfg.report or _say
+        report = cfg.report or say
         failures = 0
         started = time.monotonic()
         self._give_up_at = started + cfg.connect_timeout if cfg.connect_timeout is not None else None
@@ -460,7 +261,7 @@ class Slave:
                 no_retry = cfg.until_caught_up and self.counters.batches == 0 and cfg.connect_retry <= 0
                 if code in FINAL_CODES or no_retry:
                     self._save_error(exc)
-                    raise _master_error(exc) from None
+                    raise master_error(exc) from None
                 elapsed = time.monotonic() - started
                 backoff = min(MAX_BACKOFF, max(cfg.connect_retry, 0.05) * 2 ** (failures - 1))
                 out_of_tries = cfg.retry_count is not None and failures > cfg.retry_count
@@ -475,7 +276,7 @@ class Slave:
                                       f"{cfg.master} not reached {why}; last error: {cause}") from None
                 report(f"attempt {failures} to reach master {cfg.master} failed ({cause}); "
                        f"retrying in {backoff:.1f}s")
-                record_retry(self.info, self.relay_dir, _master_error(exc))  # Connecting, with the error
+                record_retry(self.info, self.relay_dir, master_error(exc))  # Connecting, with the error
                 time.sleep(backoff)
             except OSError as exc:  # ENOSPC, EFBIG (RLIMIT_FSIZE), EIO writing the relay log or its info
                 committed = f"{self.info.master_file}:{self.info.master_pos}" if self.info.master_file else "nothing"
@@ -506,7 +307,7 @@ class Slave:
             request.position.file, request.position.pos = "", 4
         stream = stub.Dump(request, metadata=self._metadata())
         self._record_filters()  # while the master starts the stream (the call is under way)
-        watch = _NetWatch(stream, cfg.net_timeout)
+        watch = NetWatch(stream, cfg.net_timeout)
         try:
             batches = iter(stream)
             while True:
@@ -605,7 +406,7 @@ class Slave:
         words = units.words
         i, n = 0, len(units)
         while i < n:
-            raw_ok = self.fast and self.rename is None and self.relay.file is not None and grouper.current is None
+            raw_ok = self.rename is None and self.relay.file is not None and grouper.current is None
             if raw_ok and self.after_unit is None:
                 # In bulk (the compiled relay run): lone Heartbeats counted and passed over, fast
                 # units the slave's own rules keep whole and lone statements (see below) written
@@ -766,110 +567,3 @@ class Slave:
             "relay_file": end_file, "relay_pos": end_pos, "master_file": self.info.master_file,
             "master_pos": self.info.master_pos, "gtid_state": self.info.gtid_state})
         clear_sql_error(self.info)
-
-
-def _read(path, what: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise RuleError(f"{what} {path}: {exc.strerror or exc}") from None
-
-
-def parse_mysql_url(url: str) -> dict:
-    """mysql://USER[:PASSWORD]@HOST[:PORT][/]"""
-    parsed = urlparse(url)
-    if parsed.scheme not in ("mysql", "mariadb") or not parsed.hostname:
-        raise ApplyError(f"--apply: {url!r} is not mysql://USER[:PASSWORD]@HOST:PORT")
-    return {"user": unquote(parsed.username or "root"), "password": unquote(parsed.password or ""),
-            "host": parsed.hostname, "port": parsed.port or 3306}
-
-
-def _tool(*names: str) -> str:
-    for name in names:
-        found = shutil.which(name) or next((f"{d}/{name}" for d in ("/usr/bin", "/usr/sbin", "/usr/local/bin")
-                                            if Path(d, name).exists()), None)
-        if found:
-            return found
-    raise ApplyError(f"--apply needs {' or '.join(names)} on PATH")
-
-
-def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int, target: dict) -> None:
-    decoder = [_tool("mariadb-binlog", "mysqlbinlog"), "--no-defaults"]
-    if start_pos > 4:
-        decoder.append(f"--start-position={start_pos}")
-    decoder.append(f"--stop-position={end_pos}")
-    decoder += [str(directory / f) for f in files]
-    client = [_tool("mariadb", "mysql"), "--no-defaults", f"--host={target['host']}", f"--port={target['port']}",
-              f"--user={target['user']}", "--protocol=TCP", "--binary-mode", "--batch", "--max-allowed-packet=1G"]
-    if target["password"]:
-        client.append(f"--password={target['password']}")
-    dec = subprocess.Popen(decoder, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    cli = subprocess.Popen(client, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    # stderr of both is drained in threads so that neither blocks on a full pipe.
-    errs: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda k=k, f=f: errs.__setitem__(k, f.read()), daemon=True)
-               for k, f in (("dec", dec.stderr), ("cli", cli.stderr))]
-    for reader in readers:
-        reader.start()
-    try:
-        for line in replica_thread_sql(dec.stdout):
-            cli.stdin.write(line)
-    except BrokenPipeError:
-        pass  # the client stopped at an error: its exit status and stderr say which
-    finally:
-        try:
-            cli.stdin.close()
-        except BrokenPipeError:
-            pass
-        dec.stdout.close()
-    cli.wait()
-    dec.wait()
-    for reader in readers:
-        reader.join()
-    run = subprocess.CompletedProcess(client, cli.returncode, None, errs.get("cli", b""))
-    dec_err = errs.get("dec", b"").decode("utf-8", "replace").strip()
-    # The client first: when it stops at an error, the decoder dies of the closed pipe (SIGPIPE,
-    # nothing on its stderr), and the client's message is the one that says what went wrong.
-    if run.returncode != 0:
-        cli_err = _error_line(run.stderr.decode("utf-8", "replace")) or _exit_text("mariadb", run.returncode)
-        raise ApplyError(f"applying {', '.join(files)} failed: {cli_err}")
-    if dec.returncode != 0:
-        raise ApplyError(f"mariadb-binlog failed on {', '.join(files)}: "
-                         f"{dec_err or _exit_text('mariadb-binlog', dec.returncode)}")
-
-
-def _error_line(stderr: str) -> str:
-    """The client's `ERROR 1050 (42S01) at line 12: ...` line (it may echo the failed statement
-    between dashed lines first), else its last line: one line for the CLI and Last_SQL_Error."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith("ERROR ")]
-    return errors[0] if errors else (lines[-1] if lines else "")
-
-
-def _exit_text(tool: str, status: int) -> str:
-    return f"{tool} was killed by signal {-status}" if status < 0 else f"{tool} exited with status {status}"
-
-
-# The first line of a statement in mariadb-binlog output that drops a trigger without IF EXISTS.
-_DROP_TRIGGER = re.compile(rb"^(\s*DROP\s+(?:DEFINER\s*=\s*\S+\s+)?TRIGGER\s+)(?!IF\s+EXISTS\b)", re.IGNORECASE)
-
-
-def replica_thread_sql(lines):
-    """The decoded relay log, as the replica SQL thread would execute it rather than a client.
-
-    One difference matters: a replica SQL thread executes `DROP TRIGGER t` of a trigger that does not
-    exist as a no-op (sql_parse.cc, slave branch: "the trigger does not exist possibly because CREATE
-    TRIGGER was previously skipped ... according to slave filtering rules. Returning success"), where
-    a client gets error 1360. Neither the master nor the slave can know whether the trigger exists on
-    the target (replicate-rewrite-db can move a CREATE TRIGGER to another database, for instance), so
-    --apply sends such statements as `DROP TRIGGER IF EXISTS t`, which is exactly that no-op.
-    `dumpfilter verify` found this against a real replica. Only the first line of a statement is
-    looked at (mariadb-binlog ends every statement with a `/*!*/;` line), never data inside one.
-    """
-    at_start = True
-    for line in lines:
-        if at_start and line.lstrip()[:4].upper() == b"DROP" and _DROP_TRIGGER.match(line):
-            line = _DROP_TRIGGER.sub(rb"\1IF EXISTS ", line, count=1)
-        stripped = line.rstrip()
-        at_start = stripped.endswith(b"/*!*/;") or stripped.startswith(b"#") or not stripped
-        yield line

@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily
 
-# (counter of slave.client._Counters, metric name, help)
+# (counter of slave.config.Counters, metric name, help)
 _COUNTERS = (
     ("events_received", "dumpfilter_slave_events_received_total", "Events received from the master"),
     ("bytes_received", "dumpfilter_slave_bytes_received_total", "Event bytes received from the master"),

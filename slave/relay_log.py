@@ -16,7 +16,7 @@ from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import build_event, rotate_body
 from dumpfilter.binlogs.files import read_index, write_index
-from dumpfilter.skip_policy import HEARTBEAT
+from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 
 BASENAME = "relay-bin"
 INFO = "relay-log.info"
@@ -98,7 +98,7 @@ class RelayInfo:
     relay_file: str = ""
     relay_pos: int = 0
     channel: str = ""
-    skip_policy: str = HEARTBEAT
+    skip_policy: str = DEFAULT_SKIP_POLICY
     filters: dict = field(default_factory=dict)     # FILTER_NAME -> rule text, as the master applies them
     policy_allow: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)       # counters summed over every run of this slave

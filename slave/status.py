@@ -35,7 +35,7 @@ def _now() -> str:
 
 def io_errno(exc: BaseException) -> int:
     """The Last_IO_Errno a MySQL replica would show for an error that ended the IO thread."""
-    from dumpfilter.slave.client import MasterError
+    from dumpfilter.slave.master_link import MasterError
 
     if isinstance(exc, MasterError):
         if exc.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):

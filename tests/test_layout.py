@@ -25,8 +25,8 @@ FOLDERS = {"dumpfilter": "dumpfilter", "dumpfilter.master": "master", "dumpfilte
 LAYERS: list[set[str]] = [
     {"dumpfilter._core", "dumpfilter.errors", "dumpfilter.v1", "dumpfilter.data"},
     {"dumpfilter.codec"},
-    {"dumpfilter.skip_policy"},
     {"dumpfilter.rules"},
+    {"dumpfilter.skip_policy"},
     {"dumpfilter.binlogs"},
     {"dumpfilter.workload"},
     {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts"},
@@ -151,3 +151,54 @@ def test_test_files_have_unique_names():
     for path in (ROOT / "tests").rglob("test_*.py"):
         names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert not {n: p for n, p in names.items() if len(p) > 1}
+
+
+def _production_trees():
+    for name, path in source_modules():
+        yield name, path, ast.parse(path.read_text(), filename=str(path))
+
+
+def test_skip_policy_names_are_spelled_in_skip_policy_only():
+    """One home for the skip policy (issue #29): every consumer asks a policy object
+    (dumpfilter.skip_policy.named), none compares or spells a policy's name."""
+    from dumpfilter.skip_policy import NAMES
+
+    offenders = []
+    for name, path, tree in _production_trees():
+        if name == "dumpfilter.skip_policy":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in NAMES:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "dumpfilter.skip_policy":
+                offenders += [f"{path.relative_to(ROOT)}:{node.lineno}: imports {a.name}" for a in node.names
+                              if a.name in ("HEARTBEAT", "PLACEHOLDER", "EMPTY_TRANSACTION")]
+    assert not offenders, "skip policy names spelled outside dumpfilter/skip_policy.py:\n" + "\n".join(offenders)
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_longer_than_a_newcomer_can_hold():
+    """Rooms of a size a newcomer can hold (issue #29): split a module by what it owns."""
+    long = [f"{path.relative_to(ROOT)}: {n} lines" for _, path in source_modules()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES]
+    assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_production_has_one_path():
+    """No `fast=` switch keeping a slow reference path in production (issue #29): the references
+    the differential tests compare against live under tests/oracles/."""
+    offenders = []
+    for _, path, tree in _production_trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.arguments):
+                names = [a.arg for a in node.args + node.kwonlyargs]
+                if "fast" in names:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.args[0].lineno if node.args else 0}: "
+                                     "a `fast` parameter")
+            elif isinstance(node, ast.keyword) and node.arg == "fast":
+                offenders.append(f"{path.relative_to(ROOT)}:{node.value.lineno}: fast=")
+            elif isinstance(node, ast.Attribute) and node.attr == "fast" and isinstance(node.ctx, ast.Store):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: .fast = ...")
+    assert not offenders, "reference-path switches in production:\n" + "\n".join(offenders)

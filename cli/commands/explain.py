@@ -11,7 +11,8 @@ from dumpfilter.cli.output_paths import readable_file
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.assembly import RULE_OPTION_TYPES, channel_rules, startup_from_options
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
-from dumpfilter.rules.evaluate import Decision, RuleEngine
+from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import Settings, option_name
 
 BATCH_FILTER_KEYS = frozenset(option_name(rule_type).replace("-", "_") for rule_type in RULE_OPTION_TYPES)

@@ -24,7 +24,8 @@ from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.cli.output_paths import OutputError, is_stream, refuse_input_as_output, writable_dir, writable_file
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
-from dumpfilter.binlogs.filtering import FileSink, FilterStats, SeriesSink, filter_files
+from dumpfilter.binlogs.sinks import FileSink, SeriesSink
+from dumpfilter.binlogs.filtering import FilterStats, filter_files
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import TransactionFilter
 

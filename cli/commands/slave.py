@@ -13,7 +13,7 @@ from dumpfilter.cli.master_client import add_connection_options, server_id_type
 from dumpfilter.cli.process import tune_allocator
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
-from dumpfilter.skip_policy import HEARTBEAT, SKIP_POLICIES
+from dumpfilter import skip_policy
 from dumpfilter.cli.commands.master import port_type
 from dumpfilter.slave.relay_log import DEFAULT_COMMIT_INTERVAL
 
@@ -30,8 +30,8 @@ def register(subparsers) -> None:
     run.add_argument("--report-host", default="", metavar="NAME",
                      help="the Host column of the master's SHOW SLAVE HOSTS (mysqld report_host; default none)")
     run.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
-    run.add_argument("--skip-policy", choices=SKIP_POLICIES, default=HEARTBEAT,
-                     help="what the master sends for skipped stretches (default heartbeat, as MySQL)")
+    run.add_argument("--skip-policy", choices=skip_policy.NAMES, default=skip_policy.DEFAULT,
+                     help=f"what the master sends for skipped stretches (default {skip_policy.DEFAULT}, as MySQL)")
     run.add_argument("--until-caught-up", action="store_true",
                      help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
     run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
@@ -79,7 +79,8 @@ def register(subparsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from dumpfilter.cli.output_paths import readable_file, writable_dir
-    from dumpfilter.slave.client import Slave, SlaveConfig
+    from dumpfilter.slave.client import Slave
+    from dumpfilter.slave.config import SlaveConfig
 
     tune_allocator()
     for option, path in (("--ssl-ca", args.ssl_ca), ("--ssl-cert", args.ssl_cert), ("--ssl-key", args.ssl_key)):

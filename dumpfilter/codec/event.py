@@ -37,6 +37,7 @@ _U64 = struct.Struct("<Q")
 _TABLE_NAMES: dict[bytes, tuple[str, str]] = {}
 _TABLE_NAMES_MAX = 1 << 16
 _QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_vars_len
+_RAND_SEEDS = struct.Struct("<QQ")  # RAND_EVENT: seed1, seed2
 
 # Query status variables with a fixed payload size; others are decoded explicitly below.
 # An unknown code ends parsing: codes carry no length, so guessing would misread the rest.
@@ -172,6 +173,13 @@ class Event:
     @property
     def is_gtid(self) -> bool:
         return self.type_code in MYSQL_GTID_EVENT_TYPES or self.type_code == EventType.MARIADB_GTID
+
+    # -- RAND ----------------------------------------------------------------------------------
+    @property
+    @_decoder
+    def rand_seeds(self) -> tuple[int, int]:
+        """RAND_EVENT's two seeds (a placeholder's: the size and type of the event it stands for)."""
+        return _RAND_SEEDS.unpack_from(self._buf, self._start + HEADER_LEN)
 
     # -- Query, QUERY_COMPRESSED, EXECUTE_LOAD_QUERY --------------------------------------------
     @cached_property

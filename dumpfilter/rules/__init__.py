@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 # Each exported name and the module of this package that defines it.
 _EXPORTS = {
-    "Decision": "evaluate",
+    "Decision": "decisions",
     "FilterChange": "parse",
-    "Kind": "statements",
+    "Kind": "statement_info",
     "RuleEngine": "evaluate",
     "RuleSet": "ruleset",
     "Settings": "ruleset",
     "StartupFilters": "parse",
-    "StatementInfo": "statements",
+    "StatementInfo": "statement_info",
     "parse_change_replication_filter": "parse",
     "parse_filter_statement": "parse",
     "statement_tables": "statements",
@@ -26,10 +26,12 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from dumpfilter.rules.evaluate import Decision, RuleEngine
+    from dumpfilter.rules.decisions import Decision
+    from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.parse import FilterChange, StartupFilters, parse_change_replication_filter, parse_filter_statement
     from dumpfilter.rules.ruleset import RuleSet, Settings
-    from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
+    from dumpfilter.rules.statement_info import Kind, StatementInfo
+    from dumpfilter.rules.statements import statement_tables
 
 
 def __getattr__(name: str):

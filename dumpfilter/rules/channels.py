@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from dumpfilter.errors import RuleError
-from dumpfilter.rules.evaluate import Decision, RuleEngine
+from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import FilterChange, StartupFilters, parse_filter_statement
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name
 

@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
-from dumpfilter.rules.evaluate import Decision, RuleEngine
+from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
+from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import TransactionFilter, is_framing
 
 TableRef = tuple[str, str]

@@ -34,7 +34,8 @@ from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sql_functions import NOT_STORED, may_be_stored
 from dumpfilter.rules.sqltokens import LexError, Token, tokenize
-from dumpfilter.rules.statements import DATABASE_KINDS, Kind, StatementInfo, TableRef, statement_tables
+from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo, TableRef
+from dumpfilter.rules.statements import statement_tables
 
 ACCOUNT_SCHEMA = "mysql"  # GRANT, REVOKE, CREATE/ALTER/DROP/RENAME USER and ROLE, SET PASSWORD write its tables
 UNKNOWN_DB = "\x00"       # an Annotate_rows text's default database, which the event does not carry

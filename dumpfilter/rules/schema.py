@@ -22,7 +22,8 @@ from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.sqltokens import LexError, tokenize
-from dumpfilter.rules.statements import Kind, StatementInfo, TableRef, statement_tables
+from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
+from dumpfilter.rules.statements import statement_tables
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 

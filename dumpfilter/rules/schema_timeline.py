@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel, is_schema_statement, strip_version_comments
-from dumpfilter.rules.statements import StatementInfo, statement_tables
+from dumpfilter.rules.statement_info import StatementInfo
+from dumpfilter.rules.statements import statement_tables
 
 # feed(resume, until) -> (position key, sql, default db, resume_after) per Query statement, in
 # binlog order, from `resume` (None: the start of the series) to the key `until`; a yield whose key

@@ -2,86 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import logging
 import re
-from dataclasses import dataclass
-from enum import StrEnum
 
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.lazy_pattern import lazy_compile
-from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
-from dumpfilter.rules.sqltokens import LexError, Token, tokenize
-
-TableRef = tuple[str, str]  # (db, table); db is the default database for unqualified names
-
-
-class Kind(StrEnum):
-    INSERT = "INSERT"
-    REPLACE = "REPLACE"
-    UPDATE = "UPDATE"
-    UPDATE_MULTI = "UPDATE_MULTI"
-    DELETE = "DELETE"
-    DELETE_MULTI = "DELETE_MULTI"
-    LOAD_DATA = "LOAD_DATA"
-    CREATE_TABLE = "CREATE_TABLE"
-    ALTER_TABLE = "ALTER_TABLE"
-    DROP_TABLE = "DROP_TABLE"
-    TRUNCATE = "TRUNCATE"
-    RENAME_TABLE = "RENAME_TABLE"
-    CREATE_INDEX = "CREATE_INDEX"
-    DROP_INDEX = "DROP_INDEX"
-    TABLE_MAINTENANCE = "TABLE_MAINTENANCE"
-    CREATE_DB = "CREATE_DB"
-    ALTER_DB = "ALTER_DB"
-    DROP_DB = "DROP_DB"
-    CREATE_TRIGGER = "CREATE_TRIGGER"
-    DROP_TRIGGER = "DROP_TRIGGER"
-    CREATE_VIEW = "CREATE_VIEW"
-    DROP_VIEW = "DROP_VIEW"
-    ACCOUNT = "ACCOUNT"  # GRANT, REVOKE, CREATE/DROP/RENAME/ALTER USER, SET PASSWORD, roles
-    ROUTINE = "ROUTINE"  # procedures, functions, events: no table list
-    SET = "SET"
-    TRANSACTION = "TRANSACTION"  # BEGIN, COMMIT, ROLLBACK, SAVEPOINT, XA
-    OTHER = "OTHER"
+from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef, _INFO_DEFAULTS
+from dumpfilter.rules.statement_parser import _Statement, _TRANSACTION_WORDS, _Unparsed, _guess_kind
 
 
-DATABASE_KINDS = frozenset({Kind.CREATE_DB, Kind.ALTER_DB, Kind.DROP_DB})
 
 
-@dataclass(frozen=True)
-class StatementInfo:
-    kind: Kind
-    updated: tuple[TableRef, ...] = ()
-    read: tuple[TableRef, ...] = ()
-    db_statement_name: str | None = None
-    parse_ok: bool = True
-    temporary: bool = False
-    if_exists: bool = False
-    renames: tuple[tuple[TableRef, TableRef], ...] = ()  # RENAME TABLE pairs, in order
-    trigger: TableRef | None = None  # (db, trigger name) of CREATE/DROP TRIGGER
-    # The object a statement without a table list changes (WL#2516 needs its database):
-    # (object type, db, name), e.g. ("PROCEDURE", "db1", "p"), ("ACCOUNT", "mysql", "").
-    target: tuple[str, str, str] | None = None
-    # Multi-table UPDATE: the tables joined (in statement order, with their aliases) and the SET
-    # columns as (qualifier or None, column); the schema model places unqualified columns (BUG#37051).
-    joined: tuple[tuple[TableRef, tuple[str, ...]], ...] = ()
-    set_columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
-    # The body of CREATE TRIGGER (from FOR EACH ROW on), for the tables it writes.
-    body: str = ""
 
-    @property
-    def has_tables(self) -> bool:
-        """`tables != NULL` in all_tables_not_ok: any table in the statement, updated or read."""
-        return bool(self.updated or self.read)
 
-    @property
-    def exempt_from_table_rules(self) -> bool:
-        """sql_parse.cc skips the table check for SET and DROP TEMPORARY TABLE ... IF EXISTS (stale temp tables)."""
-        return self.kind is Kind.SET or (self.kind is Kind.DROP_TABLE and self.temporary and self.if_exists)
+
 
 
 _DATABASE_WORD = lazy_compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
@@ -102,21 +40,10 @@ def plain_statement(sql: str) -> bool:
     return verb not in _MAY_NOT_BE_PLAIN and verb not in _TRANSACTION_WORDS
 
 
-_INFO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(StatementInfo) if f.name != "kind"}
 
 
-def _info_init(self: StatementInfo, kind: Kind, **fields) -> None:
-    # The generated frozen __init__ sets each of the 14 fields through object.__setattr__: about 5 us,
-    # more than the fast forms take to read a DDL statement. The same fields, set in one dict update.
-    if not fields.keys() <= _INFO_DEFAULTS.keys():
-        raise TypeError(f"StatementInfo has no field {sorted(fields.keys() - _INFO_DEFAULTS.keys())[0]!r}")
-    attrs = self.__dict__
-    attrs.update(_INFO_DEFAULTS)
-    attrs["kind"] = kind
-    attrs.update(fields)
 
 
-StatementInfo.__init__ = _info_init
 
 
 def statement_tables(sql: str, default_db: str | None) -> StatementInfo:
@@ -264,526 +191,28 @@ def _unquote(name: str) -> str:
     return name[1:-1].replace("``", "`") if name[0] == "`" else name
 
 
-# ---------------------------------------------------------------------------------------------
-# Token-level classification, sqlglot where joins and subqueries need a real parser.
 
 
-class _Unparsed(Exception):
-    """The statement is outside what this module understands."""
 
 
-_TRANSACTION_WORDS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA"})
-_NO_TABLE_WORDS = frozenset({"DO", "CALL", "INSTALL", "UNINSTALL", "SIGNAL", "RESIGNAL", "FLUSH", "USE", "LOCK",
-                             "UNLOCK", "HANDLER", "PREPARE", "EXECUTE", "DEALLOCATE", "SHUTDOWN"})
-_ROUTINE_OBJECTS = frozenset({"PROCEDURE", "FUNCTION", "EVENT", "AGGREGATE", "SERVER", "TABLESPACE", "LOGFILE",
-                              "RESOURCE", "SPATIAL", "PACKAGE", "UNDO"})
-_ACCOUNT_OBJECTS = frozenset({"USER", "ROLE"})
-_CREATE_MODIFIERS = frozenset({"OR", "REPLACE", "TEMPORARY", "UNIQUE", "FULLTEXT", "SPATIAL", "ONLINE", "OFFLINE",
-                               "IGNORE", "SQL", "SECURITY", "DEFINER", "INVOKER", "ALGORITHM", "UNDEFINED", "MERGE",
-                               "TEMPTABLE", "NO_WRITE_TO_BINLOG", "LOCAL"})
-# Account and privilege statements change the grant tables of the `mysql` system database.
-_ACCOUNT_TARGET = ("ACCOUNT", "mysql", "")
-_CLAUSE_END_WORDS = frozenset({"WHERE", "ORDER", "LIMIT", "SET", "USING", "FROM", "ON", "TO", "LIKE", "AS",
-                               "SELECT", "RETURNING"})
 
 
-def _guess_kind(tokens: list[Token]) -> Kind:
-    first = tokens[0].value.upper() if tokens[0].kind == "word" else ""
-    return Kind.TRANSACTION if first in _TRANSACTION_WORDS else Kind.OTHER
 
 
-class _Statement:
-    """One statement's tokens with a cursor; `classify()` dispatches on the leading keyword."""
 
-    def __init__(self, sql: str, tokens: list[Token], default: str):
-        self.sql, self.tokens, self.default, self.index = sql, tokens, default, 0
 
-    # -- cursor helpers
-    def word(self, offset: int = 0) -> str:
-        position = self.index + offset
-        if position < len(self.tokens) and self.tokens[position].kind == "word":
-            return self.tokens[position].value.upper()
-        return ""
 
-    def accept(self, *words: str) -> bool:
-        if self.word() in words:
-            self.index += 1
-            return True
-        return False
 
-    def accept_punct(self, char: str) -> bool:
-        if self.index < len(self.tokens) and self.tokens[self.index].kind == "punct" \
-                and self.tokens[self.index].value == char:
-            self.index += 1
-            return True
-        return False
 
-    def skip_modifiers(self, words=_CREATE_MODIFIERS) -> None:
-        while True:
-            if self.accept(*words):
-                if self.accept_punct("="):  # DEFINER = user@host, ALGORITHM = MERGE
-                    self.skip_value()
-                continue
-            return
 
-    def skip_value(self) -> None:
-        """Skip a `user@host` or `CURRENT_USER[()]` value."""
-        self.index += 1
-        while self.accept_punct("@") or self.accept_punct("(") or self.accept_punct(")"):
-            if self.index < len(self.tokens) and self.tokens[self.index].kind != "punct":
-                self.index += 1
 
-    def skip_if_exists(self) -> bool:
-        if self.word() == "IF" and self.word(1) == "EXISTS":
-            self.index += 2
-            return True
-        if self.word() == "IF" and self.word(1) == "NOT" and self.word(2) == "EXISTS":
-            self.index += 3
-        return False
 
-    def identifier(self) -> str:
-        if self.index >= len(self.tokens) or not self.tokens[self.index].is_identifier:
-            raise _Unparsed
-        self.index += 1
-        return self.tokens[self.index - 1].value
 
-    def qualified_name(self, default: str | None = None) -> TableRef:
-        first = self.identifier()
-        if self.accept_punct("."):
-            return first, self.identifier()
-        return (self.default if default is None else default), first
 
-    def name_list(self) -> list[TableRef]:
-        names = [self.qualified_name()]
-        while self.accept_punct(","):
-            names.append(self.qualified_name())
-        return names
 
-    def rest_offset(self) -> int:
-        return self.tokens[self.index].start if self.index < len(self.tokens) else len(self.sql)
 
-    # -- dispatch
-    def classify(self) -> StatementInfo:
-        first = self.word()
-        if first in _TRANSACTION_WORDS or (first == "START" and self.word(1) == "TRANSACTION"):
-            return StatementInfo(Kind.TRANSACTION)
-        handler = getattr(self, "_" + first.lower(), None) if first else None
-        if handler is not None:
-            self.index += 1
-            return handler()
-        if first in _NO_TABLE_WORDS:
-            return StatementInfo(Kind.OTHER)
-        raise _Unparsed
 
-    def _with(self) -> StatementInfo:
-        """`WITH [RECURSIVE] c AS (...)[, ...] UPDATE|DELETE|INSERT ...`: the CTEs are read-only names."""
-        self.accept("RECURSIVE")
-        ctes = set()
-        while True:
-            ctes.add(self.identifier())
-            if self.accept_punct("("):
-                self._skip_balanced()
-            if not self.accept("AS") or not self.accept_punct("("):
-                raise _Unparsed
-            self._skip_balanced()
-            if not self.accept_punct(","):
-                break
-        main = self.word()
-        handler = {"UPDATE": self._update, "DELETE": self._delete, "INSERT": self._insert,
-                   "REPLACE": self._replace}.get(main)
-        if handler is None:
-            if main == "SELECT":
-                return StatementInfo(Kind.OTHER)
-            raise _Unparsed
-        self.index += 1
-        info = handler()
 
-        def real(ref):  # an unqualified CTE name is not a table
-            return not (ref[0] == self.default and ref[1] in ctes)
-
-        updated = tuple(filter(real, info.updated))
-        if not updated:
-            raise _Unparsed
-        return dataclasses.replace(info, updated=updated, read=tuple(filter(real, info.read)),
-                                   joined=tuple(j for j in info.joined if real(j[0])))
-
-    def _skip_balanced(self) -> None:
-        """After an opening parenthesis: skip to just past its closing one."""
-        depth = 1
-        while self.index < len(self.tokens) and depth:
-            token = self.tokens[self.index]
-            if token.kind == "punct" and token.value in "()":
-                depth += 1 if token.value == "(" else -1
-            self.index += 1
-        if depth:
-            raise _Unparsed
-
-    def _call(self) -> StatementInfo:
-        """CALL [db.]p(...): the procedure's database is the effective one (under SBR MySQL logs the body
-        statements instead, but a CALL can still reach a binlog written by other tools)."""
-        db, name = self.qualified_name()
-        return StatementInfo(Kind.ROUTINE, target=("PROCEDURE", db, name))
-
-    def _install(self) -> StatementInfo:
-        """INSTALL/UNINSTALL PLUGIN|SONAME change mysql.plugin."""
-        return StatementInfo(Kind.OTHER, target=("PLUGIN", "mysql", "plugin"))
-
-    _uninstall = _install
-
-    def _set(self) -> StatementInfo:
-        if self.word() == "PASSWORD" or (self.word() == "DEFAULT" and self.word(1) == "ROLE"):
-            return StatementInfo(Kind.ACCOUNT, target=_ACCOUNT_TARGET)
-        return StatementInfo(Kind.SET)
-
-    def _insert(self, kind: Kind = Kind.INSERT) -> StatementInfo:
-        self.skip_modifiers(frozenset({"LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE"}))
-        self.accept("INTO")
-        target = self.qualified_name()
-        reads = _read_tables(self.sql[self.rest_offset():], self.default, exclude=(target,))
-        return StatementInfo(kind, updated=(target,), read=reads)
-
-    def _replace(self) -> StatementInfo:
-        return self._insert(Kind.REPLACE)
-
-    def _load(self) -> StatementInfo:
-        while self.index < len(self.tokens) and not (self.word() == "INTO" and self.word(1) == "TABLE"):
-            self.index += 1
-        if self.index >= len(self.tokens):
-            raise _Unparsed
-        self.index += 2
-        return StatementInfo(Kind.LOAD_DATA, updated=(self.qualified_name(),))
-
-    def _update(self) -> StatementInfo:
-        self.skip_modifiers(frozenset({"LOW_PRIORITY", "IGNORE"}))
-        set_index = self._find_top_level("SET")
-        refs = _reference_tables(self.sql[self.rest_offset():self.tokens[set_index].start], self.default)
-        self.index = set_index + 1
-        columns = self._set_columns()
-        updated = _resolve_targets(refs, [qualifier for qualifier, _ in columns])
-        kind = Kind.UPDATE if len(refs) == 1 else Kind.UPDATE_MULTI
-        reads = _read_tables(self.sql, self.default, exclude=tuple(key for key, _ in updated))
-        multi = kind is Kind.UPDATE_MULTI
-        return StatementInfo(kind, updated=tuple(key for key, _ in updated), read=reads,
-                             joined=tuple(refs) if multi else (), set_columns=tuple(columns) if multi else ())
-
-    def _set_columns(self) -> list[tuple[tuple[str, ...] | None, str]]:
-        """The SET columns as (qualifier, column): qualifier ('t',), ('db', 't'), or None when unqualified."""
-        columns, depth, parts, expecting_column = [], 0, [], True
-        for token in self.tokens[self.index:]:
-            if token.kind == "punct" and token.value in "()":
-                depth += 1 if token.value == "(" else -1
-            elif depth == 0 and token.is_keyword("WHERE", "ORDER", "LIMIT"):
-                break
-            elif depth == 0 and token.kind == "punct" and token.value == ",":
-                expecting_column, parts = True, []
-            elif depth == 0 and expecting_column and token.kind == "punct" and token.value == "=":
-                if parts:
-                    columns.append((tuple(parts[:-1]) or None, parts[-1]))
-                expecting_column = False
-            elif depth == 0 and expecting_column and token.is_identifier:
-                parts.append(token.value)
-        return columns
-
-    def _delete(self) -> StatementInfo:
-        self.skip_modifiers(frozenset({"LOW_PRIORITY", "QUICK", "IGNORE"}))
-        if self.accept("FROM"):
-            targets_start = self.index
-            using = self._find_top_level("USING", required=False)
-            if using is None:  # DELETE FROM t [AS a] WHERE ...: single table
-                target = self.qualified_name()
-                reads = _read_tables(self.sql, self.default, exclude=(target,))
-                return StatementInfo(Kind.DELETE, updated=(target,), read=reads)
-            targets = self._delete_targets(targets_start, using)
-            refs_text = self.sql[self.tokens[using + 1].start:]
-        else:
-            from_index = self._find_top_level("FROM")
-            targets = self._delete_targets(self.index, from_index)
-            refs_text = self.sql[self.tokens[from_index + 1].start:]
-        refs = _reference_tables(_cut_at_where(refs_text), self.default)
-        updated = _resolve_targets(refs, targets)
-        keys = tuple(key for key, _ in updated)
-        return StatementInfo(Kind.DELETE_MULTI, updated=keys,
-                             read=_read_tables(self.sql, self.default, exclude=keys))
-
-    def _delete_targets(self, start: int, end: int) -> list[tuple[str, ...]]:
-        """`a, db.b.*` -> [('a',), ('db', 'b')]: delete targets name aliases or tables."""
-        targets, parts = [], []
-        for token in self.tokens[start:end]:
-            if token.is_identifier:
-                parts.append(token.value)
-            elif token.kind == "punct" and token.value == ",":
-                targets.append(tuple(parts))
-                parts = []
-        targets.append(tuple(parts))
-        return [target for target in targets if target]
-
-    def _find_top_level(self, word: str, required: bool = True) -> int | None:
-        depth = 0
-        for position in range(self.index, len(self.tokens)):
-            token = self.tokens[position]
-            if token.kind == "punct" and token.value in "()":
-                depth += 1 if token.value == "(" else -1
-            elif depth == 0 and token.is_keyword(word):
-                return position
-        if required:
-            raise _Unparsed
-        return None
-
-    def _create(self) -> StatementInfo:
-        self.skip_modifiers()
-        temporary = any(token.is_keyword("TEMPORARY") for token in self.tokens[:self.index])
-        obj = self.word()
-        self.index += 1
-        if obj in ("DATABASE", "SCHEMA"):
-            self.skip_if_exists()
-            return StatementInfo(Kind.CREATE_DB, db_statement_name=self.identifier())
-        if obj in ("TABLE", "SEQUENCE"):
-            self.skip_if_exists()
-            return self._create_table(temporary)
-        if obj == "INDEX":
-            self.identifier()
-            self._skip_to("ON")
-            return StatementInfo(Kind.CREATE_INDEX, updated=(self.qualified_name(),))
-        if obj == "TRIGGER":
-            return self._create_trigger()
-        if obj == "VIEW":
-            self.skip_if_exists()
-            view = self.qualified_name()
-            as_index = self._find_top_level("AS")
-            reads = _read_tables(self.sql[self.tokens[as_index + 1].start:], self.default, exclude=(view,))
-            return StatementInfo(Kind.CREATE_VIEW, updated=(view,), read=reads)
-        return self._object_without_tables(obj)
-
-    def _object_without_tables(self, obj: str) -> StatementInfo:
-        if obj in _ACCOUNT_OBJECTS:
-            return StatementInfo(Kind.ACCOUNT, target=_ACCOUNT_TARGET)
-        if obj in _ROUTINE_OBJECTS:
-            return StatementInfo(Kind.ROUTINE, target=self._routine_target(obj))
-        raise _Unparsed
-
-    def _routine_target(self, obj: str) -> tuple[str, str, str] | None:
-        """The object a routine statement changes: a stored routine, event or package lives in a database
-        (its qualifier, else the default one); a UDF (`... SONAME`) in mysql.func, a server in mysql.servers;
-        tablespaces, log file groups and resource groups in none."""
-        if obj == "AGGREGATE":
-            self.accept("FUNCTION")
-            obj = "FUNCTION"
-        if obj == "SERVER":
-            return ("SERVER", "mysql", "servers")
-        if obj not in ("PROCEDURE", "FUNCTION", "EVENT", "PACKAGE"):
-            return None
-        if obj == "PACKAGE":
-            self.accept("BODY")
-        self.skip_if_exists()
-        db, name = self.qualified_name()
-        if obj == "FUNCTION" and any(token.is_keyword("SONAME") for token in self.tokens[self.index:]):
-            return ("UDF", "mysql", "func")
-        return (obj, db, name)
-
-    def _create_table(self, temporary: bool) -> StatementInfo:
-        """CREATE TABLE t ... / LIKE s / SELECT ...: only the new table is updating (rpl_replicate_do)."""
-        table = self.qualified_name()
-        self.accept_punct("(")
-        if self.accept("LIKE"):
-            source = self.qualified_name()
-            return StatementInfo(Kind.CREATE_TABLE, updated=(table,), read=(source,), temporary=temporary)
-        select = next((token.start for token in self.tokens[self.index:] if token.is_keyword("SELECT")), None)
-        reads = _read_tables(self.sql[select:], self.default, exclude=(table,)) if select is not None else ()
-        return StatementInfo(Kind.CREATE_TABLE, updated=(table,), read=reads, temporary=temporary)
-
-    def _create_trigger(self) -> StatementInfo:
-        self.skip_if_exists()
-        trigger_db, trigger = self.qualified_name()
-        self._skip_to("ON")
-        # The trigger's table lives in the trigger's schema.
-        table = self.qualified_name(default=trigger_db)
-        return StatementInfo(Kind.CREATE_TRIGGER, updated=(table,), trigger=(trigger_db, trigger))
-
-    def _skip_to(self, word: str) -> None:
-        while self.index < len(self.tokens) and not self.accept(word):
-            self.index += 1
-        if self.index >= len(self.tokens):
-            raise _Unparsed
-
-    def _alter(self) -> StatementInfo:
-        self.skip_modifiers()
-        obj = self.word()
-        self.index += 1
-        if obj in ("TABLE", "SEQUENCE"):
-            self.skip_if_exists()
-            # ALTER TABLE t RENAME TO u: the new name is not in the table list [inf].
-            return StatementInfo(Kind.ALTER_TABLE, updated=(self.qualified_name(),))
-        if obj in ("DATABASE", "SCHEMA"):
-            # ALTER DATABASE without a name alters the default database.
-            name = self.identifier() if self.index < len(self.tokens) and self.tokens[self.index].is_identifier \
-                and self.word() not in ("CHARACTER", "CHARSET", "DEFAULT", "COLLATE", "READ", "ENCRYPTION",
-                                        "UPGRADE", "COMMENT") else None
-            return StatementInfo(Kind.ALTER_DB, db_statement_name=name)
-        if obj == "VIEW":
-            view = self.qualified_name()
-            return StatementInfo(Kind.CREATE_VIEW, updated=(view,))
-        return self._object_without_tables(obj)
-
-    def _drop(self) -> StatementInfo:
-        temporary = self.accept("TEMPORARY")
-        obj = self.word()
-        self.index += 1
-        if obj in ("DATABASE", "SCHEMA"):
-            if_exists = self.skip_if_exists()
-            return StatementInfo(Kind.DROP_DB, db_statement_name=self.identifier(), if_exists=if_exists)
-        if obj in ("TABLE", "TABLES", "SEQUENCE"):
-            if_exists = self.skip_if_exists()
-            return StatementInfo(Kind.DROP_TABLE, updated=tuple(self.name_list()), temporary=temporary,
-                                 if_exists=if_exists)
-        if obj == "INDEX":
-            self.identifier()
-            self._skip_to("ON")
-            return StatementInfo(Kind.DROP_INDEX, updated=(self.qualified_name(),))
-        if obj == "TRIGGER":
-            if_exists = self.skip_if_exists()
-            # The table is not in the statement; the applier looks it up (Bug#24478).
-            return StatementInfo(Kind.DROP_TRIGGER, trigger=self.qualified_name(), if_exists=if_exists)
-        if obj == "VIEW":
-            if_exists = self.skip_if_exists()
-            return StatementInfo(Kind.DROP_VIEW, updated=tuple(self.name_list()), if_exists=if_exists)
-        return self._object_without_tables(obj)
-
-    def _truncate(self) -> StatementInfo:
-        self.accept("TABLE")
-        return StatementInfo(Kind.TRUNCATE, updated=(self.qualified_name(),))
-
-    def _rename(self) -> StatementInfo:
-        obj = self.word()
-        self.index += 1
-        if obj in _ACCOUNT_OBJECTS:
-            return StatementInfo(Kind.ACCOUNT, target=_ACCOUNT_TARGET)
-        if obj not in ("TABLE", "TABLES"):
-            raise _Unparsed
-        pairs = []
-        while True:
-            source = self.qualified_name()
-            if not self.accept("TO"):
-                raise _Unparsed
-            pairs.append((source, self.qualified_name()))
-            if not self.accept_punct(","):
-                break
-        return StatementInfo(Kind.RENAME_TABLE, updated=rename_tables(pairs), renames=tuple(pairs))
-
-    def _grant(self) -> StatementInfo:
-        return StatementInfo(Kind.ACCOUNT, updated=self._grant_target(), target=_ACCOUNT_TARGET)
-
-    _revoke = _grant
-
-    def _grant_target(self) -> tuple[TableRef, ...]:
-        """`GRANT ... ON [TABLE] db.t` names a table (rpl_ignore_table, BUG#25482); `*`, `db.*`, routines do not."""
-        on_index = self._find_top_level("ON", required=False)
-        if on_index is None:  # GRANT role TO user
-            return ()
-        self.index = on_index + 1
-        self.accept("TABLE")
-        if self.word() in ("PROCEDURE", "FUNCTION") or self.accept_punct("*"):
-            return ()
-        first = self.identifier()
-        if not self.accept_punct("."):
-            return ((self.default, first),)
-        if self.accept_punct("*"):
-            return ()
-        return ((first, self.identifier()),)
-
-    def _analyze(self) -> StatementInfo:
-        self.skip_modifiers(frozenset({"NO_WRITE_TO_BINLOG", "LOCAL"}))
-        if not self.accept("TABLE", "TABLES"):
-            raise _Unparsed
-        return StatementInfo(Kind.TABLE_MAINTENANCE, updated=tuple(self.name_list()))
-
-    _optimize = _repair = _analyze
-
-
-def rename_tables(pairs) -> tuple[TableRef, ...]:
-    """WL#40 §4.2: sources and destinations in order, minus tables created and removed within the statement.
-
-    `t1 TO tmp, t2 TO t1, tmp TO t2` -> (t1, t2): tmp first appears as a destination and is renamed away last.
-    """
-    roles: dict[TableRef, list[str]] = {}
-    for source, destination in pairs:
-        roles.setdefault(source, []).append("source")
-        roles.setdefault(destination, []).append("destination")
-    return tuple(table for table, seen in roles.items() if not (seen[0] == "destination" and seen[-1] == "source"))
-
-
-def _cut_at_where(text: str) -> str:
-    match = re.search(r"\b(WHERE|ORDER\s+BY|LIMIT)\b", text, re.IGNORECASE)
-    return text[:match.start()] if match else text
-
-
-def _reference_tables(refs_text: str, default: str) -> list[tuple[TableRef, tuple[str, ...]]]:
-    """Tables of a FROM-like clause in statement order with the names they answer to (alias, table)."""
-    try:
-        select = sqlglot.parse_one(f"SELECT 1 FROM {refs_text}", read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError) as exc:
-        raise _Unparsed from exc
-    from_clause = select.args.get("from_") or select.args.get("from")
-    if from_clause is None:
-        raise _Unparsed
-    nodes = _join_leaves(from_clause.this)
-    for join in select.args.get("joins") or []:
-        nodes += _join_leaves(join.this)
-    return [((table.db or default, table.name), tuple(filter(None, (table.alias,)))) for table in nodes]
-
-
-def _join_leaves(node: exp.Expression) -> list[exp.Table]:
-    """Base tables of a join tree in textual order; derived tables (subqueries) are read-only and skipped."""
-    leaves: list[exp.Table] = []
-    if isinstance(node, exp.Table):
-        leaves.append(node)
-    elif isinstance(node, (exp.Subquery, exp.Paren)) and not isinstance(node.this, exp.Query):
-        leaves += _join_leaves(node.this)
-    for join in node.args.get("joins") or []:
-        leaves += _join_leaves(join.this)
-    return leaves
-
-
-def _resolve_targets(refs, qualifiers) -> list[tuple[TableRef, tuple[str, ...]]]:
-    """The refs (in statement order) that a SET column or DELETE target names, by alias or by [db.]table.
-
-    An unqualified SET column could belong to any joined table; without the event's
-    table_map_for_update bitmap (BUG#37051) every joined table is taken as updated [inf].
-    """
-    if len(refs) == 1 or any(qualifier is None for qualifier in qualifiers):
-        return list(refs)
-    chosen = [ref for ref in refs if any(names_ref(ref, qualifier) for qualifier in qualifiers)]
-    if not chosen:
-        raise _Unparsed
-    return chosen
-
-
-def names_ref(ref, qualifier: tuple[str, ...]) -> bool:
-    """MySQL: a table with an alias is named by its alias only; otherwise by `table` or `db.table`."""
-    (db, table), aliases = ref
-    if aliases:
-        return qualifier == aliases[:1]
-    return qualifier in ((table,), (db, table))
-
-
-def _read_tables(text: str, default: str, exclude=()) -> tuple[TableRef, ...]:
-    """Every table sqlglot finds in `text` that is not updated; best effort (reads never decide)."""
-    if not re.search(r"\b(SELECT|FROM|JOIN)\b", text, re.IGNORECASE):
-        return ()
-    start = re.search(r"\b(SELECT|WITH)\b", text, re.IGNORECASE)
-    candidate = text[start.start():] if start and not re.match(r"\s*(UPDATE|DELETE)\b", text, re.I) else text
-    try:
-        tree = sqlglot.parse_one(candidate, read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError):
-        return ()
-    aliases = {table.alias for table in tree.find_all(exp.Table) if table.alias}
-    found: list[TableRef] = []
-    for table in tree.find_all(exp.Table):
-        ref = (table.db or default, table.name)
-        if not table.name or ref in exclude or ref in found or (not table.db and table.name in aliases
-                                                                and not table.alias):
-            continue
-        found.append(ref)
-    return tuple(found)
 
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)  # unsupported syntax is reported through parse_ok

@@ -5,13 +5,7 @@ rewrite), transaction by transaction.
 
 Both sides are read from relay logs, which hold what a slave received (after its rewrite) in
 master coordinates. What a skip policy leaves in a relay log for a transaction slave-side
-filtering empties is part of the expectation:
-
-* heartbeat: nothing (the heartbeat only moves the position; the slave does not relay it);
-* placeholder: the transaction's framing (GTID, BEGIN, XID/COMMIT); the RAND placeholders
-  themselves are dropped by the slave, and a unit left with nothing but its GTID (a skipped
-  DDL) is written as the empty transaction TransactionFilter frames;
-* empty-transaction: the GTID with an empty body, exactly as TransactionFilter frames it.
+filtering empties is part of the expectation: the policy says it (`SkipPolicy.relayed`).
 
 MySQL quirk: a MySQL GTID event carries `transaction_length`, the bytes of the transaction as
 the master sent it. Under the placeholder policy that count includes the placeholders the slave
@@ -30,9 +24,9 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
-from dumpfilter.slave.client import event_renamer
-from dumpfilter.skip_policy import EMPTY_TRANSACTION, PLACEHOLDER
+from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
+from dumpfilter.slave.rewrite_db import event_renamer
+from dumpfilter import skip_policy
 
 MAX_LISTED = 20  # differences listed per slave; all are counted
 
@@ -89,15 +83,6 @@ def _units(relay_dir: Path) -> Iterator:
         for unit in grouper.push(event):
             yield unit
     yield from grouper.flush()
-
-
-def _placeholder_expectation(reference, txn) -> list | None:
-    """What the placeholder policy leaves in a relay log for a transaction slave-side filtering
-    empties: its framing, or the empty transaction when the framing is the GTID alone."""
-    framing = [e for e in txn.events if is_framing(e)]
-    if framing and len(framing) == 1 and framing[0].is_gtid:
-        return reference.empty_transaction_events(txn)
-    return framing or None
 
 
 def _key(txn) -> str:
@@ -167,12 +152,8 @@ class _Check:
         for policy, stream in self.streams.items():
             if outcome.outcome in (KEPT, PARTIAL):
                 expected = outcome.events
-            elif policy == EMPTY_TRANSACTION and outcome.outcome == EMPTIED:
-                expected = outcome.events
-            elif policy == PLACEHOLDER:
-                expected = _placeholder_expectation(reference, txn)
             else:
-                expected = None
+                expected = skip_policy.named(policy).relayed(txn, outcome, reference)
             if expected is not None and self.rename is not None:
                 expected = [self.rename(e) for e in expected]
             head = self.heads[policy]

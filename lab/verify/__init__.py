@@ -1,10 +1,10 @@
 """`dumpfilter verify`: master-side filtering checked against real MariaDB replicas.
 
-`runner.Verification` starts the servers and compares each pair; `report` renders the verdicts;
+`against_replicas.Verification` starts the servers and compares each pair; `report` renders the verdicts;
 `sqlscript` splits workload scripts; `data/` holds the built-in sharp-edge workload and topology.
 """
 
-from dumpfilter.lab.verify.runner import (
+from dumpfilter.lab.verify.against_replicas import (
     DIFFERENT,
     FORMATS,
     IDENTICAL,

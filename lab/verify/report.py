@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dumpfilter.lab.verify.runner import DIFFERENT, IDENTICAL, NO_REFERENCE, RunResult
+from dumpfilter.lab.verify.against_replicas import DIFFERENT, IDENTICAL, NO_REFERENCE, RunResult
 
 _STYLE = {IDENTICAL: "green", DIFFERENT: "bold red"}
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import struct
 import uuid
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dumpfilter.codec import EventType
-from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
+from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.codec.encode import build_event
+from dumpfilter.codec.reader import batch_events
+from dumpfilter.skip_policy import SkipPolicy
 from dumpfilter.master.mysql_protocol.packets import ProtocolError, Reader
-from dumpfilter.master.mysql_protocol.positions import replica_placeholder
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -130,74 +130,29 @@ def fake_rotate(file: str, pos: int, *, fmt, server_id: int) -> bytes:
                        flags=LOG_EVENT_ARTIFICIAL_F).raw
 
 
-def event_payloads(events: bytes, *, annotate: bool, fmt=None, server_id: int = 0,
+def event_payloads(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=None, server_id: int = 0,
                    end: int | None = None) -> Iterable[bytes]:
     """Each event of a batch as a packet payload: a 0x00 byte, then the event, in the form a real
-    replica can take:
-    - Annotate_rows only to replicas that asked for them (MariaDB's dump thread drops them
-      otherwise; a replica that understands GTIDs tolerates the hole);
-    - a placeholder is never larger than the event it stands for (replica_placeholder);
-    - the COMMIT the empty-transaction policy makes for a skipped transaction carries the end of
-      that transaction (dated_commit). `end` is the batch's end offset, for a COMMIT that ends it."""
-    spans = list(_spans(events))
-    gtid_pos = None
-    for i, (at, size) in enumerate(spans):
-        kind = events[at + 4]
-        log_pos = int.from_bytes(events[at + 13:at + 17], "little")
-        if kind in (EventType.MARIADB_GTID, EventType.GTID, EventType.ANONYMOUS_GTID):
-            gtid_pos = log_pos
-        elif kind == EventType.RAND and events[at + 5:at + 9] == b"\0\0\0\0" \
-                and events[at + 18] & (LOG_EVENT_SKIP_REPLICATION_F >> 8):
-            dummy = replica_placeholder(events[at:at + size], fmt=fmt, server_id=server_id)
-            if dummy is not None:
-                yield b"\x00" + dummy
+    replica can take: Annotate_rows only to replicas that asked for them (MariaDB's dump thread
+    drops them otherwise; a replica that understands GTIDs tolerates the hole), and each event of
+    the skip policy as the policy says a real replica gets it (`SkipPolicy.for_replica`). `end`
+    is the batch's end offset, for an event that ends it. The codec reads the bytes."""
+    batch = list(batch_events(events, fmt))
+    gtid_log_pos = None
+    for i, event in enumerate(batch):
+        kind = event.type_code
+        if event.is_gtid:
+            gtid_log_pos = event.log_pos
+        elif kind == EventType.ANNOTATE_ROWS and not annotate:
             continue
-        elif kind == EventType.QUERY and log_pos and log_pos == gtid_pos \
-                and _query_text(events[at:at + size], fmt) == b"COMMIT":
-            following = _start_of(events, spans[i + 1]) if i + 1 < len(spans) else end
-            yield b"\x00" + dated_commit(events[at:at + size], following, fmt)
-            continue
-        if annotate or kind != EventType.ANNOTATE_ROWS:
-            yield b"\x00" + events[at:at + size]
+        following = _start_of(batch[i + 1]) if i + 1 < len(batch) else end
+        raw = policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=following, server_id=server_id)
+        if raw is not None:
+            yield b"\x00" + raw
 
 
-def _spans(events: bytes) -> Iterable[tuple[int, int]]:
-    at, n = 0, len(events)
-    while at < n:
-        size = int.from_bytes(events[at + 9:at + 13], "little")
-        if size < 19 or at + size > n:
-            raise ProtocolError(f"a batch event at byte {at} has size {size}")  # a service bug, never the client's
-        yield at, size
-        at += size
-
-
-def _start_of(events: bytes, span: tuple[int, int]) -> int | None:
-    """Where the event at `span` starts in the master's binlog (a heartbeat: the position it names)."""
-    at, size = span
-    log_pos = int.from_bytes(events[at + 13:at + 17], "little")
-    if events[at + 4] == EventType.HEARTBEAT:
-        return log_pos
-    return log_pos - size if log_pos > size else None
-
-
-def _query_text(raw: bytes, fmt) -> bytes:
-    crc = 4 if fmt is not None and fmt.checksum_len else 0
-    if len(raw) < 19 + 13 + crc:
-        return b""
-    db_len, status_len = raw[19 + 8], int.from_bytes(raw[19 + 11:19 + 13], "little")
-    return raw[19 + 13 + status_len + db_len + 1:len(raw) - crc]
-
-
-def dated_commit(raw: bytes, end: int | None, fmt) -> bytes:
-    """The empty-transaction policy closes a skipped transaction with a COMMIT that carries its
-    GTID's log_pos (the filter has no position for a statement it made up). A real replica
-    counting positions (MariaDB's IO thread adds each event's size unless log_pos jumps ahead)
-    would record a position inside the body it never received and, after a reconnect, ask for it
-    (1236: not at an event boundary). Dated at the transaction's end (where the next event starts),
-    the replica records the end, as after the original COMMIT."""
-    log_pos = int.from_bytes(raw[13:17], "little")
-    if end is None or end <= log_pos:
-        return raw
-    crc = 4 if fmt is not None and fmt.checksum_len else 0
-    body = raw[:13] + struct.pack("<I", end) + raw[17:len(raw) - crc]
-    return body + struct.pack("<I", zlib.crc32(body)) if crc else body
+def _start_of(event) -> int | None:
+    """Where `event` starts in the master's binlog (a heartbeat: the position it names)."""
+    if event.type_code == EventType.HEARTBEAT:
+        return event.log_pos
+    return event.log_pos - event.size if event.log_pos > event.size else None

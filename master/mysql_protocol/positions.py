@@ -1,6 +1,5 @@
 """A real replica's binlog positions: where its IO thread counts itself in the master's binlog as
-it queues the events it is sent (Read_Master_Log_Pos), the placeholders that keep that count
-exact (never larger than the event they stand for), and, once the stream is caught up after a
+it queues the events it is sent (Read_Master_Log_Pos) and, once the stream is caught up after a
 skipped stretch, the events that bring the replica to the master's end (the skip policy's
 `replica_tail`), as it stands behind a real master."""
 
@@ -11,47 +10,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from dumpfilter.codec import EventType, read_format_description
-from dumpfilter.codec.constants import HEADER_LEN
-from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.binlogs import open_binlog
-from dumpfilter.skip_policy import replica_tail
+from dumpfilter.skip_policy import SkipPolicy
 
-PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
-_QUERY_FIXED = HEADER_LEN + 13 + 1  # header, Query post-header, the empty database's NUL
-_QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db length, error code, status vars length
 # The events counted one by one; of the others, only a batch's last moves the count.
 _NOTED = frozenset({EventType.ROTATE, EventType.MARIADB_GTID, EventType.MARIADB_GTID_LIST, EventType.HEARTBEAT,
                     EventType.HEARTBEAT_V2, EventType.FORMAT_DESCRIPTION})
-
-
-def replica_placeholder(rand: bytes, *, fmt, server_id: int) -> bytes | None:
-    """What a real replica gets for a placeholder (a RAND event whose seeds are the size and type
-    of the event it stands for), never more bytes than that event had: a replica's IO thread
-    counts each event's size and jumps ahead to a larger log_pos, a hole the master left, but
-    never back (slave.cc queue_event). The 39-byte RAND for a 38-byte Table_map left MariaDB one
-    byte past the transaction's end: its next heartbeat "not compatible with local info" (1623),
-    its reconnect at a position past the file's end (1236).
-
-    - For a Query: a Query of the same size holding only a comment, as MariaDB's dump thread
-      replaces an event a replica must not apply (Query_log_event::dummy_event). A standalone
-      GTID group (DDL) must end at a Query ("Unexpected break of being relay-logged GTID").
-    - For any other event as large as the RAND or larger: the RAND (a hole the next event's
-      log_pos crosses). Not a comment Query: inside a row-based statement a Query closes the
-      statement's tables, and its Rows events are then lost (seen on MariaDB 10.11).
-    - For a smaller one: None, the event is left out (a hole, which a replica that understands
-      GTIDs tolerates, as MariaDB's dump thread leaves Annotate_rows out)."""
-    size = int.from_bytes(rand[HEADER_LEN:HEADER_LEN + 8], "little")
-    kind = int.from_bytes(rand[HEADER_LEN + 8:HEADER_LEN + 16], "little")
-    crc = 4 if fmt is not None and fmt.checksum_len else 0
-    if kind in (EventType.QUERY, EventType.QUERY_COMPRESSED) and size - crc > _QUERY_FIXED:
-        text = PLACEHOLDER_SQL.encode()[: size - crc - _QUERY_FIXED].ljust(size - crc - _QUERY_FIXED, b" ")
-        body = _QUERY_POST.pack(0, 0, 0, 0, 0) + b"\0" + text  # no status vars, no database
-        return build_event(EventType.QUERY, body, fmt=fmt, server_id=server_id,
-                           timestamp=int.from_bytes(rand[0:4], "little"),
-                           log_pos=int.from_bytes(rand[13:17], "little")).raw
-    return rand if size >= len(rand) else None
 
 
 class ReplicaCount:
@@ -61,7 +27,7 @@ class ReplicaCount:
     Gtid_lists it was sent. `payloads` passes a batch's packet payloads through and, when the
     batch is caught up past what the replica counts, adds the skip policy's `replica_tail`."""
 
-    def __init__(self, binlog_dir: Path, policy: str, *, file: str, pos: int, gtid_state: str | None, fmt,
+    def __init__(self, binlog_dir: Path, policy: SkipPolicy, *, file: str, pos: int, gtid_state: str | None, fmt,
                  server_id: int):
         self.binlog_dir, self.policy, self.fmt, self.server_id = binlog_dir, policy, fmt, server_id
         self.file, self.pos = file, pos
@@ -132,7 +98,7 @@ class ReplicaCount:
                     last[domain] = (server, seq)
             skipped = {(domain, server): seq for domain, (server, seq) in last.items()
                        if seq > self.has.get(domain, -1)}
-        return replica_tail(self.policy, flavor=flavor, file=file, end=end, gtids=skipped, fmt=self.fmt,
+        return self.policy.replica_tail(flavor=flavor, file=file, end=end, gtids=skipped, fmt=self.fmt,
                             server_id=self.server_id, fde=None if flavor == "mariadb" else self._fde(file))
 
     def _fde(self, file: str):

@@ -31,7 +31,7 @@ from dumpfilter.errors import (
 )
 from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
-from dumpfilter.skip_policy import HEARTBEAT
+from dumpfilter import skip_policy
 from dumpfilter.master.grpc_server import parse_listen
 from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused, shown_user
 from dumpfilter.master.mysql_protocol.dump import (
@@ -488,14 +488,15 @@ class _Connection:
         rotate = fake_rotate(file, start[1] if start else 4, fmt=fmt, server_id=facts.server_id)
         frame, send = self.stream.frame, self.stream.send_raw
         slave = self.service.slaves.get(request.server_id)
-        count = ReplicaCount(self.service.binlog_dir, slave.reg.skip_policy if slave else HEARTBEAT, file=file,
+        policy = skip_policy.named(slave.reg.skip_policy if slave else skip_policy.DEFAULT)
+        count = ReplicaCount(self.service.binlog_dir, policy, file=file,
                              pos=start[1] if start else 4, gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id)
         try:
             send(frame(b"\x00" + rotate))
             batch = first
             while True:
                 data = b"".join(frame(p) for p in count.payloads(batch, event_payloads(
-                    batch.events, annotate=annotate, fmt=fmt, server_id=facts.server_id,
+                    batch.events, policy, annotate=annotate, fmt=fmt, server_id=facts.server_id,
                     end=batch.position[1] if batch.position else None)))
                 if data:
                     send(data)

@@ -6,12 +6,10 @@ plus what its skip policy sends for what it skips), following master/service.py 
 proto/dumpfilter/v1/dump.proto:
 
 - control events (FDE, Gtid_list/Previous_GTIDs, Rotate, ...) are always sent;
-- heartbeat: a skipped stretch costs one HEARTBEAT event (body: the binlog file name), sent before
-  the next event that is sent or at the end of the file;
-- placeholder: every event of a skipped or partly kept transaction that is not sent and not its
-  framing becomes a 35-byte RAND event (39 with CRC32); the framing is sent unchanged;
-- empty-transaction: a skipped GTID transaction is sent as its GTID with an empty body; a skipped
-  unit without a GTID falls back to a heartbeat.
+- a partial or skipped transaction is sent as its skip policy says (dumpfilter.skip_policy: the
+  same objects the master's stream asks), and counted by the policy's `tally`;
+- a skipped stretch costs one HEARTBEAT event (body: the binlog file name), sent before the next
+  event that is sent or at the end of the file.
 
 Heartbeat stretches can cross chunk boundaries: `merge_counts` joins them again, so the totals do
 not depend on how files were cut.
@@ -26,11 +24,9 @@ from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.charts import saved_percent
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
-from dumpfilter.skip_policy import EMPTY_TRANSACTION, PLACEHOLDER
+from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
+from dumpfilter import skip_policy
 from dumpfilter.spark_jobs.core.chunks import Chunk, read_units
-
-RAND_BODY_LEN = 16
 
 
 @dataclass
@@ -79,12 +75,11 @@ class ChunkCounts:
 
 
 class _SlaveCounter:
-    def __init__(self, name: str, rules, settings, skip_policy: str, chunk: Chunk, crc_len: int):
+    def __init__(self, name: str, rules, settings, policy_name: str, chunk: Chunk, crc_len: int):
         self.filter = TransactionFilter(RuleEngine(rules, settings), empty_transactions=KEEP)
-        self.policy = skip_policy
+        self.policy = skip_policy.named(policy_name)
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
-        self.placeholder_size = HEADER_LEN + RAND_BODY_LEN + crc_len
         self.pending = False
         self.sent_any = False
 
@@ -128,29 +123,19 @@ class _SlaveCounter:
             c.kept_bytes += kept_bytes
             c.transactions_kept += result.outcome == KEPT
             c.transactions_partial += result.outcome == PARTIAL
-            n, sent = len(kept), kept_bytes
-            if self.policy == PLACEHOLDER and result.outcome == PARTIAL:
-                positions = {e.pos for e in kept}
-                holes = sum(1 for e in txn.events if e.pos not in positions and not is_framing(e))
-                c.placeholders += holes
-                c.placeholder_bytes += holes * self.placeholder_size
-                n, sent = n + holes, sent + holes * self.placeholder_size
-            self._send(n, sent)
+            if result.outcome == PARTIAL:
+                sent = self.policy.partial(txn.events, kept)
+                self.policy.tally(c, sent, skipped=False)
+                self._send(len(sent), sum(e.size for e in sent))
+            else:
+                self._send(len(kept), kept_bytes)
             return
         c.transactions_skipped += 1
-        if self.policy == PLACEHOLDER:
-            framing = [e for e in txn.events if is_framing(e)]
-            holes = len(txn.events) - len(framing)
-            c.placeholders += holes
-            c.placeholder_bytes += holes * self.placeholder_size
-            self._send(len(framing) + holes, sum(e.size for e in framing) + holes * self.placeholder_size)
-        elif self.policy == EMPTY_TRANSACTION and result.outcome == EMPTIED:
-            empty_bytes = sum(e.size for e in result.events)
-            c.empty_transactions += 1
-            c.empty_transaction_bytes += empty_bytes
-            self._send(len(result.events), empty_bytes)
-        else:
+        sent = self.policy.skipped(txn.events, result)
+        if sent is None:
             self._skip_stretch()
+        else:
+            self._send(len(sent), self.policy.tally(c, sent, skipped=True))
 
     def finish(self) -> ChunkCounts:
         if self.pending:  # flushed at the end of the file (or of a batch): counted here

@@ -38,7 +38,8 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import StartupFilters, normalize_option_name, parse_filter_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel, is_schema_statement
-from dumpfilter.rules.statements import DATABASE_KINDS, Kind, statement_tables
+from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind
+from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import DROP, TransactionFilter
 from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.codec import EventType
-from dumpfilter.binlogs.filtering import renumbered
+from dumpfilter.binlogs.sinks import renumbered
 from dumpfilter.workload import WorkloadSpec, generate
 from tests.support.filtering import assert_positions, run
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.binlogs import filtering
-from dumpfilter.binlogs.filtering import FileSink, filter_files
+from dumpfilter.binlogs.sinks import FileSink
+from dumpfilter.binlogs.filtering import filter_files
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.rules.transaction_filter import TransactionFilter
 from dumpfilter.workload import WorkloadSpec, generate

@@ -15,7 +15,8 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.codec import fix_transaction_length
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
-from dumpfilter.slave.client import rewrite_event, split_events
+from dumpfilter.slave.rewrite_db import rewrite_event
+from dumpfilter.slave.client import split_events
 
 from tests.support.dump_helpers import relay_units, run_slave
 
@@ -220,7 +221,7 @@ def test_effective_slave_applies_wl2516_rewrite_to_table_maps(workload_dir, mast
     there): `db5.%->dbx.%` moves db5's tables to dbx and `db1.t1->db1.t9` renames one table, in
     the Table_maps written to the relay log (CRCs recomputed: the relay log reads back verified);
     which events arrive is the master's effective-mode decision on the master's names (DO/IGNORE
-    before REWRITE: the seed's own example, dumpfilter.rules.evaluate._effective_decision)."""
+    before REWRITE: the seed's own example, dumpfilter.rules.effective._effective_decision)."""
     rules = RuleSet(effective_do=("db5.%", "db1.%"), effective_ignore=("%.%",),
                     effective_rewrite=(("db1.t1", "db1.t9"), ("db5.%", "dbx.%")))
     settings = Settings(semantics="effective")

@@ -21,9 +21,11 @@ from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.transaction_filter import TransactionFilter
 from dumpfilter.master.flags import StatementWords
 from dumpfilter.master.segments import SegmentCache
+from tests.oracles.master import ReferenceSegmentCache, reference_service
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.service import DumpService
-from dumpfilter.skip_policy import SKIP_POLICIES
+from dumpfilter.skip_policy import NAMES as SKIP_POLICIES
+from tests.oracles.slave import reference_receive
 
 SCHEMAS = [f"db{i}" for i in range(1, 5)]
 
@@ -35,7 +37,8 @@ def _files(directory: Path) -> list[str]:
 def _segments(directory: Path, fast: bool, segment_bytes: int, made: list | None = None, **cache_options) -> list:
     """Every segment of `directory` from its first file, unit by unit, event by event (the
     cache used is appended to `made`)."""
-    cache = SegmentCache(directory, fast=fast, segment_bytes=segment_bytes, cache_bytes=1 << 20, **cache_options)
+    cache = (SegmentCache if fast else ReferenceSegmentCache)(directory, segment_bytes=segment_bytes,
+                                                              cache_bytes=1 << 20, **cache_options)
     if made is not None:
         made.append(cache)
     pos, out = (_files(directory)[0], 4), []
@@ -50,7 +53,7 @@ def _segments(directory: Path, fast: bool, segment_bytes: int, made: list | None
 
 
 def _dump(directory: Path, regs: list[Registration], fast: bool, gtid_state: str | None = None, **kwargs) -> dict:
-    svc = DumpService(directory, fast=fast, **kwargs)
+    svc = DumpService(directory, **kwargs) if fast else reference_service(directory, **kwargs)
     for reg in regs:
         svc.register(reg)
     out = {}
@@ -178,14 +181,14 @@ def test_fast_path_decides_row_units_without_transaction_filter(row_workload, mo
 
 def test_scanned_segments_are_sent_by_the_core_in_one_call_per_batch(row_workload, monkeypatch):
     """Segments read by the scanner carry the core's Plan: every fast run, partial unit and
-    heartbeat of a stream goes through Plan.send, never the Python run loop, and the heartbeats
-    it builds are the master's own (same bytes as the reference path's, which _assert_same checks)."""
-    from dumpfilter.master.stream import SlaveStream
+    heartbeat of a stream goes through Plan.send (production has no other run loop), and the
+    heartbeats it builds are the master's own (same bytes as the reference path's, which
+    _assert_same checks)."""
+    from dumpfilter.master.columns import PlanIndex
 
-    def python_loop(*args, **kwargs):
-        raise AssertionError("a scanned segment went through the Python run loop")
-
-    monkeypatch.setattr(SlaveStream, "_fast_runs_py", python_loop)
+    svc = DumpService(row_workload)
+    seg = svc.segments.get((sorted(p.name for p in row_workload.iterdir() if p.name[-1].isdigit())[0], 4))
+    assert isinstance(seg.index, PlanIndex) and seg.index.plan is not None
     regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
             Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(do_db=("db2",))),))]
     fast = _dump(row_workload, regs, True)
@@ -329,7 +332,8 @@ def test_segment_reader_reports_corruption_like_the_reference(tmp_path):
 
 # -- the slave's fast receive ---------------------------------------------------------------------------
 def _slave_run(address: str, relay_dir: Path, server_id: int, fast: bool, crash_at: int | None = None, **options):
-    from dumpfilter.slave.client import SimulatedCrash, Slave, SlaveConfig
+    from dumpfilter.slave.client import SimulatedCrash, Slave
+    from dumpfilter.slave.config import SlaveConfig
 
     config = SlaveConfig(master=address, server_id=server_id, relay_dir=relay_dir, until_caught_up=True,
                          connect_retry=0, **options)
@@ -339,7 +343,8 @@ def _slave_run(address: str, relay_dir: Path, server_id: int, fast: bool, crash_
             raise SimulatedCrash
 
     slave = Slave(config, after_unit=after_unit)
-    slave.fast = fast
+    if not fast:
+        reference_receive(slave)
     try:
         assert slave.run() == 0
     except SimulatedCrash:

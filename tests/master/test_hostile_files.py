@@ -16,7 +16,8 @@ import grpc
 import pytest
 
 from dumpfilter.errors import BinlogError, DumpFilterError, PositionError
-from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.slave.client import Slave
+from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from tests.support.dump_helpers import relay_units, run_slave
 from tests.support.master_command import serve_master, stop_master

@@ -1,5 +1,5 @@
 """The master maps binlog files the server has closed (their FDE without
-LOG_EVENT_BINLOG_IN_USE_F) instead of reading them (`segments._Window`): segments, batches and
+LOG_EVENT_BINLOG_IN_USE_F) instead of reading them (`windows.Window`): segments, batches and
 stats are the same as when every file is read, a file still in use is read, and a mapping is
 really made where it should be."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.codec import group_transactions, read_events
-from dumpfilter.master import segments
+from dumpfilter.master import windows
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.segments import SegmentCache
 from dumpfilter.master.service import DumpService
@@ -35,8 +35,8 @@ def mapping(monkeypatch):
         made.append(m)
         return m
 
-    monkeypatch.setattr(segments._Window, "MAP_MIN", 0)
-    monkeypatch.setattr(segments.mmap, "mmap", counting)
+    monkeypatch.setattr(windows.Window, "MAP_MIN", 0)
+    monkeypatch.setattr(windows.mmap, "mmap", counting)
     return made
 
 
@@ -137,21 +137,21 @@ def test_a_file_system_that_refuses_mmap_is_read(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise OSError(19, "No such device")
 
-    monkeypatch.setattr(segments._Window, "MAP_MIN", 0)
-    monkeypatch.setattr(segments.mmap, "mmap", refuse)
+    monkeypatch.setattr(windows.Window, "MAP_MIN", 0)
+    monkeypatch.setattr(windows.mmap, "mmap", refuse)
     assert _segments(tmp_path, True, 4_000) == read
 
 
 def test_large_closed_files_are_mapped_by_default_and_small_ones_read(tmp_path, monkeypatch):
     made = []
     real = mmap.mmap
-    monkeypatch.setattr(segments.mmap, "mmap", lambda *a, **k: made.append(1) or real(*a, **k))
+    monkeypatch.setattr(windows.mmap, "mmap", lambda *a, **k: made.append(1) or real(*a, **k))
     generate(WorkloadSpec(seed=3, transactions=200), tmp_path)
-    assert (tmp_path / _files(tmp_path)[0]).stat().st_size < segments._Window.MAP_MIN
+    assert (tmp_path / _files(tmp_path)[0]).stat().st_size < windows.Window.MAP_MIN
     _segments(tmp_path, True, 1 << 20)
     assert not made
     generate(WorkloadSpec(seed=4, transactions=6_000, max_binlog_size=1 << 30), tmp_path / "big")
-    assert (tmp_path / "big" / _files(tmp_path / "big")[0]).stat().st_size >= segments._Window.MAP_MIN
+    assert (tmp_path / "big" / _files(tmp_path / "big")[0]).stat().st_size >= windows.Window.MAP_MIN
     _segments(tmp_path / "big", True, 1 << 20)
     assert made
 

@@ -16,7 +16,7 @@ from dumpfilter.master.grpc_server import create_server
 from dumpfilter.master.metrics import registry_for
 from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
 from dumpfilter.lab.verify import builtin_paths
-from dumpfilter.lab.verify.runner import _run_script
+from dumpfilter.lab.verify.against_replicas import _run_script
 from dumpfilter.lab.verify.sqlscript import split_statements
 
 from tests.support.mysql_replicas import point_at, wait_applied

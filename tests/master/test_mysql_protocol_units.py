@@ -162,7 +162,7 @@ def test_events_reach_a_real_replica_in_a_form_it_takes():
     from dumpfilter.codec.constants import LOG_EVENT_SKIP_REPLICATION_F
     from dumpfilter.codec.encode import build_event, format_description, mariadb_gtid_body, query_body
     from dumpfilter.master.mysql_protocol.dump import event_payloads
-    from dumpfilter.master.mysql_protocol.positions import PLACEHOLDER_SQL
+    from dumpfilter.skip_policy import PLACEHOLDER_SQL, named
 
     fde = format_description("10.11.19-MariaDB-log")
     fmt = fde.fmt
@@ -174,21 +174,27 @@ def test_events_reach_a_real_replica_in_a_form_it_takes():
                        flags=LOG_EVENT_SKIP_REPLICATION_F)
     batch = _stream(gtid, commit, ddl_gtid, annotate, rand)
 
-    def sent(annotate_rows: bool, end=None):
-        payloads = list(event_payloads(batch, annotate=annotate_rows, fmt=fmt, server_id=5, end=end))
+    def sent(policy: str, annotate_rows: bool, end=None):
+        payloads = list(event_payloads(batch, named(policy), annotate=annotate_rows, fmt=fmt, server_id=5, end=end))
         assert all(p[:1] == b"\0" for p in payloads)
         return read_events(b"\xfebin" + fde.raw + b"".join(p[1:] for p in payloads), "<sent>")[1:]
 
-    events = sent(False)
+    events = sent("empty-transaction", False)
     assert [e.type_code for e in events] == [EventType.MARIADB_GTID, EventType.QUERY, EventType.MARIADB_GTID,
-                                             EventType.QUERY]
+                                             EventType.RAND]
     # the next event (the DDL's GTID) starts at 900 - its size: there the skipped transaction ended
     assert events[1].sql == "COMMIT" and events[1].log_pos == 900 - ddl_gtid.size
+    events = sent("placeholder", False)
+    assert [e.type_code for e in events] == [EventType.MARIADB_GTID, EventType.QUERY, EventType.MARIADB_GTID,
+                                             EventType.QUERY]
+    assert events[1].log_pos == 400  # only the empty-transaction policy makes (and dates) such a COMMIT
     assert events[3].sql.rstrip() == PLACEHOLDER_SQL and events[3].log_pos == 1020 and events[3].server_id == 5
-    assert events[3].size == 120  # the size of the Query it stands for (positions.replica_placeholder)
-    assert [e.type_code for e in sent(True)].count(EventType.ANNOTATE_ROWS) == 1
+    assert events[3].size == 120  # the size of the Query it stands for (skip_policy.replica_placeholder)
+    assert [e.type_code for e in sent("heartbeat", True)].count(EventType.ANNOTATE_ROWS) == 1
+    assert [e.type_code for e in sent("heartbeat", False)].count(EventType.ANNOTATE_ROWS) == 0
     # a COMMIT that ends the batch takes the batch's end position
-    last = list(event_payloads(_stream(gtid, commit), annotate=False, fmt=fmt, end=777))[-1][1:]
+    last = list(event_payloads(_stream(gtid, commit), named("empty-transaction"), annotate=False, fmt=fmt,
+                               end=777))[-1][1:]
     assert read_events(b"\xfebin" + fde.raw + gtid.raw + last, "<sent>")[-1].log_pos == 777
 
 
@@ -200,8 +206,7 @@ def test_a_placeholder_never_reaches_a_real_replica_larger_than_what_it_replaced
     RAND when it is at least as large, and is left out (a hole) when it is smaller."""
     from dumpfilter.codec import EventType, read_events
     from dumpfilter.codec.encode import build_event, format_description
-    from dumpfilter.skip_policy import placeholder
-    from dumpfilter.master.mysql_protocol.positions import replica_placeholder
+    from dumpfilter.skip_policy import placeholder, replica_placeholder
 
     fde = format_description("10.11.19-MariaDB-log", checksum=checksum)
     fmt = fde.fmt
@@ -210,10 +215,10 @@ def test_a_placeholder_never_reaches_a_real_replica_larger_than_what_it_replaced
     for kind in (EventType.TABLE_MAP, EventType.QUERY):
         for size in range(19 + 13 + 1 + 1 + crc, 200):
             original = build_event(kind, b"\0" * (size - 19 - crc), fmt=fmt, log_pos=5000)
-            rand = placeholder(original).raw
-            sent = replica_placeholder(rand, fmt=fmt, server_id=9)
+            rand = placeholder(original)
+            sent = replica_placeholder(rand, server_id=9)
             if kind == EventType.TABLE_MAP:
-                assert sent == (rand if size >= rand_size else None), size
+                assert sent == (rand.raw if size >= rand_size else None), size
                 continue
             event = read_events(b"\xfebin" + fde.raw + sent, "<sent>")[1]
             assert (event.type_code, event.size, event.log_pos, event.server_id) == (EventType.QUERY, size, 5000, 9)

@@ -12,7 +12,7 @@ from dumpfilter.codec.encode import build_event, format_description, mariadb_gti
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.master.model import Batch
 from dumpfilter.master.mysql_protocol.positions import ReplicaCount
-from dumpfilter.skip_policy import SKIP_POLICIES, replica_tail
+from dumpfilter.skip_policy import NAMES, named
 
 
 def _sent(count: ReplicaCount, batch: Batch, fde) -> list:
@@ -21,13 +21,13 @@ def _sent(count: ReplicaCount, batch: Batch, fde) -> list:
     return read_events(b"\xfebin" + fde.raw + b"".join(p[1:] for p in out), "<sent>")[1:]
 
 
-@pytest.mark.parametrize("policy", SKIP_POLICIES)
+@pytest.mark.parametrize("policy", NAMES)
 def test_a_mariadb_replica_gets_one_gtid_list_at_the_end_of_a_skipped_tail(tmp_path, policy):
     fde = format_description("10.11.19-MariaDB-log", created=1_700_000_000)
     fmt = fde.fmt
     gtid = build_event(EventType.MARIADB_GTID, mariadb_gtid_body(7, domain=1), fmt=fmt, server_id=3, log_pos=500)
     xid = build_event(EventType.XID, b"\1" * 8, fmt=fmt, server_id=3, log_pos=531)
-    count = ReplicaCount(tmp_path, policy, file="bin.000002", pos=4, gtid_state="0-3-40", fmt=fmt, server_id=9)
+    count = ReplicaCount(tmp_path, named(policy), file="bin.000002", pos=4, gtid_state="0-3-40", fmt=fmt, server_id=9)
     # A kept transaction of domain 1, then (skipped, never sent) 0-3-41 and 1-3-8 up to 900.
     sent = _sent(count, Batch([gtid.raw, xid.raw], ("bin.000002", 531), caught_up=False,
                               gtid_state="0-3-41,1-3-7"), fde)
@@ -53,7 +53,7 @@ def test_a_mariadb_replica_gets_one_gtid_list_at_the_end_of_a_skipped_tail(tmp_p
 def test_a_rotate_and_heartbeats_are_counted_as_a_replica_counts_them(tmp_path):
     fde = format_description("10.11.19-MariaDB-log")
     fmt = fde.fmt
-    count = ReplicaCount(tmp_path, "heartbeat", file="bin.000001", pos=4, gtid_state=None, fmt=fmt, server_id=9)
+    count = ReplicaCount(tmp_path, named("heartbeat"), file="bin.000001", pos=4, gtid_state=None, fmt=fmt, server_id=9)
     rotate = build_event(EventType.ROTATE, (4).to_bytes(8, "little") + b"bin.000002", fmt=fmt, log_pos=800)
     heartbeat = build_event(EventType.HEARTBEAT, b"bin.000002", fmt=fmt, log_pos=700)
     _sent(count, Batch([rotate.raw, heartbeat.raw], ("bin.000002", 4), caught_up=False), fde)
@@ -67,7 +67,7 @@ def test_a_mysql_replica_gets_what_a_dump_thread_starts_with(tmp_path):
     file's FDE as a dump thread sends it (log_pos 0, created 0, not in use)."""
     fde = format_description("8.0.36", created=1_700_000_000)
     fde = fde.with_header(flags=fde.flags | LOG_EVENT_BINLOG_IN_USE_F)
-    events = replica_tail("heartbeat", flavor="mysql", file="binlog.000004", end=1234, gtids={}, fmt=fde.fmt,
+    events = named("heartbeat").replica_tail(flavor="mysql", file="binlog.000004", end=1234, gtids={}, fmt=fde.fmt,
                           server_id=9, fde=fde)
     rotate, sent_fde = read_events(b"\xfebin" + fde.raw + b"".join(e.raw for e in events), "<sent>")[1:]
     assert rotate.type_code == EventType.ROTATE and rotate.rotate == (1234, "binlog.000004")

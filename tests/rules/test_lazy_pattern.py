@@ -113,10 +113,11 @@ print("grpc" in sys.modules, "sqlglot" in sys.modules)
 
 
 def test_the_package_exports_its_names_on_first_use():
-    from dumpfilter.rules.evaluate import Decision, RuleEngine
+    from dumpfilter.rules.decisions import Decision
+    from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.parse import parse_filter_statement
     from dumpfilter.rules.ruleset import RuleSet, Settings
-    from dumpfilter.rules.statements import Kind
+    from dumpfilter.rules.statement_info import Kind
 
     assert (rules.RuleEngine, rules.Decision, rules.RuleSet, rules.Settings, rules.Kind,
             rules.parse_filter_statement) == (RuleEngine, Decision, RuleSet, Settings, Kind, parse_filter_statement)

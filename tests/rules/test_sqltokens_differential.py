@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from dumpfilter.rules import statements
 from dumpfilter.rules.sqltokens import LexError, tokenize
-from dumpfilter.rules.statements import Kind, StatementInfo, statement_tables
+from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statements import statement_tables
 from tests.rules import reference_tokenizer
 
 

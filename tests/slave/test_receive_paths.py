@@ -1,6 +1,6 @@
 """The slave's bulk receive (the compiled relay run, lone MariaDB statements written from their
 bytes) against its reference path (every unit's Events through TransactionGrouper and the
-slave's own TransactionFilter: `Slave.fast = False`): the same relay log bytes, relay-log.info
+slave's own TransactionFilter: tests/oracles/slave.py): the same relay log bytes, relay-log.info
 positions and counters, and the same schema model in the slave's rule engine afterwards. The
 batches are whole binlogs, unfiltered, with Heartbeats between units as a master sends them, so
 the slave's own rules disagree with much of what comes (DDL of other databases, tables it
@@ -18,9 +18,11 @@ import pytest
 from dumpfilter import _core
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.rules.ruleset import RuleSet
-from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.slave.client import Slave
+from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.v1 import dump_pb2
 from dumpfilter.workload.generator import WorkloadSpec, generate
+from tests.oracles.slave import reference_receive
 
 RULES = [RuleSet(), RuleSet(do_db=("db1",)), RuleSet(ignore_db=("db2",)), RuleSet(wild_ignore_table=("db3.t1%",)),
          RuleSet(do_db=("db1", "db3"), rewrite_db=(("db1", "x1"),))]
@@ -48,7 +50,8 @@ def batches(data: bytes, name: str, rng: random.Random) -> list:
 def receive(relay: Path, rules: RuleSet, fast: bool, stream: list) -> dict:
     slave = Slave(SlaveConfig(master="127.0.0.1:1", server_id=9, relay_dir=relay, rules=rules,
                               relay_log_size=400_000, on_disagreement="warn"))
-    slave.fast = fast
+    if not fast:
+        reference_receive(slave)
     for batch in stream:
         slave._batch(batch)
     slave.relay.close()

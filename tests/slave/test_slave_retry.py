@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.slave.client import Slave
+from dumpfilter.slave.config import SlaveConfig
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

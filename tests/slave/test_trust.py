@@ -14,12 +14,14 @@ from dumpfilter.binlogs import TailingReader
 from dumpfilter.binlogs.files import write_index
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.slave.client import Slave
+from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.slave.metrics import registry_for
 from dumpfilter.slave.status import status_fields
 from dumpfilter.slave.trust import DisagreementError
 from tests.rules.test_lint_cases import Build
 from tests.support.filtering import events_of
+from tests.oracles.slave import reference_receive
 
 MARIADB = Settings(flavor="mariadb")
 TABLES = ["CREATE TABLE t1 (a int)", "CREATE TABLE t2 (b int)", "CREATE TABLE audit (x int)"]
@@ -60,7 +62,8 @@ def _slave(address: str, relay: Path, rules: RuleSet, *, fast: bool = True, regi
            **options) -> Slave:
     slave = _Registering(SlaveConfig(master=address, server_id=21, relay_dir=relay, rules=rules, settings=MARIADB,
                                      until_caught_up=True, connect_retry=0, **options), register_rules)
-    slave.fast = fast
+    if not fast:
+        reference_receive(slave)
     return slave
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from dumpfilter.codec import group_transactions
 from dumpfilter.binlogs import TailingReader
-from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.slave.client import Slave
+from dumpfilter.slave.config import SlaveConfig
 
 
 def run_slave(address: str, relay_dir: Path, server_id: int, after_unit=None, **options) -> Slave:

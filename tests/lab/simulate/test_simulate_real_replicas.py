@@ -13,7 +13,7 @@ from rich.console import Console
 
 from dumpfilter.lab.simulate.real_replicas import replica_verdict
 from dumpfilter.lab.simulate.report import print_report, summary_line
-from dumpfilter.lab.simulate.simulate import SimulationResult, load_default_topology, run_simulation
+from dumpfilter.lab.simulate.orchestration import SimulationResult, load_default_topology, run_simulation
 from dumpfilter.topology import MasterSource, SlaveSpec
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(600)]

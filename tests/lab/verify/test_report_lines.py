@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from dumpfilter.lab.verify.report import as_json, print_report, verdict_counts
-from dumpfilter.lab.verify.runner import DIFFERENT, IDENTICAL, NO_REFERENCE, Outcome, PairResult, RunResult
+from dumpfilter.lab.verify.against_replicas import DIFFERENT, IDENTICAL, NO_REFERENCE, Outcome, PairResult, RunResult
 
 
 def _pair(name: str, verdict: str, reference: Outcome | None = None, dumpfilter: Outcome | None = None,

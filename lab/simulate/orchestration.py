@@ -21,10 +21,10 @@ from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_top
 from dumpfilter.lab.simulate.lint_process import LintProcess
 from dumpfilter.lab.simulate.real_replicas import replica_verdict
 from dumpfilter.lab.simulate.report import print_report, write_report
-from dumpfilter.lab.simulate.runner import EVERYTHING, MAIN, POLICY, WORKERS, StreamPlan, StreamResult, run_streams
+from dumpfilter.lab.simulate.streams import EVERYTHING, MAIN, POLICY, WORKERS, StreamPlan, StreamResult, run_streams
 from dumpfilter.lab.simulate.source import PreparedSource, prepare_source
 from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slaves
-from dumpfilter.skip_policy import HEARTBEAT
+from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 
 DEFAULT_TOPOLOGY = "default_topology.toml"
 log = logging.getLogger("dumpfilter.lab.simulate")
@@ -69,7 +69,7 @@ def plan_streams(topology: Topology, relay_root: Path, *, everything: bool) -> l
     ids = _free_ids(used)
     plans = []
     if everything:
-        plans.append(StreamPlan("(everything)", EVERYTHING, next(ids), HEARTBEAT, relay_root / "_everything"))
+        plans.append(StreamPlan("(everything)", EVERYTHING, next(ids), DEFAULT_SKIP_POLICY, relay_root / "_everything"))
     for i, spec in enumerate(topology.slaves):
         plans.append(StreamPlan(spec.name, MAIN, spec.server_id, spec.skip_policy, relay_root / f"{i}-main", spec))
         for policy in topology.experiment.skip_policies:

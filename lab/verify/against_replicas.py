@@ -452,7 +452,9 @@ class Verification:
         return Outcome(False, first.errno, first.message, first.gtid), [b.to_json() for b in breaks]
 
     def _dumpfilter_outcome(self, slot: _Slot, address: str, relay_dir: Path):
-        from dumpfilter.slave.client import ApplyError, Slave, SlaveConfig
+        from dumpfilter.slave.apply import ApplyError
+        from dumpfilter.slave.client import Slave
+        from dumpfilter.slave.config import SlaveConfig
 
         spec = slot.spec
         config = SlaveConfig(master=address, server_id=spec.server_id, relay_dir=relay_dir, rules=slot.master_rules,

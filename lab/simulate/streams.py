@@ -23,7 +23,8 @@ from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import SlaveSpec
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.slave.client import Slave
+from dumpfilter.slave.config import SlaveConfig
 
 MAIN, EVERYTHING, POLICY = "main", "everything", "policy"
 _SIZE_POS = struct.Struct("<II")  # event_size, log_pos of a v4 header (at offset 9)
@@ -70,7 +71,7 @@ class StreamPlan:
 class StreamResult:
     plan: StreamPlan
     wall_seconds: float = 0.0
-    counters: dict = field(default_factory=dict)   # the slave's own counts (slave.client._Counters)
+    counters: dict = field(default_factory=dict)   # the slave's own counts (slave.config.Counters)
     stats: dict = field(default_factory=dict)      # the master's counts for this server_id (Stats RPC)
     error: str | None = None
     # After each durable batch: (master file, position, bytes received so far) -- the timeline chart.

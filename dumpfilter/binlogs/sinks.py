@@ -1,0 +1,265 @@
+"""Where filtered binlog events go: one output file (`FileSink`), or a series of files that rotates
+as the input does (`SeriesSink`), each renumbering log_pos for its own offsets as a server's writer
+would; and whether an input is a relay log (`looks_like_relay_log`)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from dumpfilter.codec import BinlogWriter, Event, EventType
+from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.codec.encode import query_body
+from dumpfilter.codec.event import HEADER
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.scanner import foreign_log_pos
+from dumpfilter.codec.scanner import renumber as core_renumber
+from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
+
+_U32 = struct.Struct("<I")
+_LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
+_QUERY = int(EventType.QUERY)
+_COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transaction's COMMIT holds
+
+
+# ---------------------------------------------------------------------------------------------
+# sinks
+def looks_like_relay_log(path: str | os.PathLike, probe: int = 1 << 20) -> bool:
+    """Whether a file's log_pos values are another server's coordinates (a relay log).
+
+    A server's own binlog has log_pos = the event's end offset (or 0: artificial events,
+    MariaDB 11.4+ inside groups). A relay log copies the source's log_pos. Only the first
+    `probe` bytes are looked at, so that a 500 MB file costs nothing extra."""
+    with open_binlog(path) as stream:
+        data = stream.read(probe)
+    return foreign_log_pos(data, 4)
+
+
+class Sink:
+    """Where kept events go. `begin_file` is called at each input file's FDE (before it is
+    written); `write(events)` takes one unit (a transaction or one control event)."""
+
+    renumber_positions = True
+
+    def begin_file(self, fde: Event, path: Path) -> bool:
+        """Returns True when the sink has written (or deliberately dropped) this FDE itself."""
+        raise NotImplementedError
+
+    def write(self, events: Sequence[Event]) -> None:
+        raise NotImplementedError
+
+    def direct_writer(self) -> BinlogWriter | None:
+        """A writer the fast path may write into directly (no rotation to watch), if any."""
+        return None
+
+    def write_raw(self, raw: bytes | memoryview, count: int, source_pos: int) -> None:
+        """Write `count` whole events given as one byte range that came from input offset
+        `source_pos`. Renumbers log_pos like BinlogWriter."""
+        raise NotImplementedError
+
+    def close(self) -> list[Path]:
+        raise NotImplementedError
+
+
+def renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
+    """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
+    starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event. The core
+    renumbers; an FDE inside (a relay log's) gets the same treatment here."""
+    buf = bytearray(raw)
+    _, fdes = core_renumber(buf, 0, len(buf), out_pos, checksum)
+    for start in fdes:
+        end = start + _U32.unpack_from(buf, start + 9)[0]
+        _U32.pack_into(buf, start + _LOG_POS_OFFSET, out_pos + end)
+        if checksum:
+            _U32.pack_into(buf, end - 4, zlib.crc32(memoryview(buf)[start : end - 4]))
+    return buf
+
+
+class _RawWriterMixin:
+    """Byte-range writes into a BinlogWriter: same log_pos rule, no Event object per event."""
+
+    def _write_gtid_commit_into(self, writer: BinlogWriter, gtid_raw, fmt, source_pos: int) -> int:
+        """An emptied MariaDB group: its GTID and a COMMIT Query, renumbered and checksummed in
+        one go (the commonest output of a selective filter, so it is done without the generic
+        loop). Returns the bytes written."""
+        timestamp, _, server_id, gsize, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
+        crc = fmt.checksum_len > 0
+        csize = HEADER_LEN + len(_COMMIT_BODY) + (4 if crc else 0)
+        out_pos = writer.position
+        renumber = writer.renumber_positions and log_pos
+        gtid_end = (out_pos if renumber else source_pos) + gsize
+        if renumber and out_pos != source_pos:
+            g = bytearray(gtid_raw)
+            _U32.pack_into(g, _LOG_POS_OFFSET, gtid_end)
+            if crc:
+                _U32.pack_into(g, gsize - 4, zlib.crc32(memoryview(g)[: gsize - 4]))
+            gtid_raw = g
+        commit = HEADER.pack(timestamp, _QUERY, server_id, csize, log_pos and gtid_end + csize, 0) + _COMMIT_BODY
+        if crc:
+            commit += _U32.pack(zlib.crc32(commit))
+        out = writer.out
+        out.write(gtid_raw)
+        out.write(commit)
+        writer.position = out_pos + gsize + csize
+        writer.events_written += 2
+        return gsize + csize
+
+    def _write_raw_into(self, writer: BinlogWriter, raw, count: int, source_pos: int) -> None:
+        out_pos = writer.position
+        if writer.renumber_positions and out_pos != source_pos:
+            raw = renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
+        writer.out.write(raw)
+        writer.position += len(raw)
+        writer.events_written += count
+
+
+class FileSink(Sink, _RawWriterMixin):
+    """One output binlog file. Every kept event is written, the source's control events
+    included: with nothing filtered, one input file comes out byte for byte.
+
+    Later FDEs (a second input file, or a relay log's source FDE) are written where they occur,
+    as they are in relay logs; their `created` field tells readers nothing was reset."""
+
+    def __init__(self, path: str | os.PathLike, *, renumber_positions: bool | None = None):
+        self.path = Path(path)
+        self.forced_renumber = renumber_positions
+        self.writer: BinlogWriter | None = None
+        self._file = None
+
+    def begin_file(self, fde: Event, path: Path) -> bool:
+        if self.writer is not None:
+            return False  # written in sequence, like the second FDE of a relay log
+        renumber = self.forced_renumber if self.forced_renumber is not None else not looks_like_relay_log(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "wb")
+        self.writer = BinlogWriter(self._file, fde, renumber_positions=renumber)
+        return True
+
+    @property
+    def renumber_positions(self) -> bool:  # type: ignore[override]
+        return self.writer.renumber_positions if self.writer else True
+
+    def write(self, events: Sequence[Event]) -> None:
+        writer = self.writer
+        for event in events:
+            writer.write(event)
+
+    def write_raw(self, raw, count, source_pos) -> None:
+        self._write_raw_into(self.writer, raw, count, source_pos)
+
+    def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
+        return self._write_gtid_commit_into(self.writer, gtid_raw, fmt, source_pos)
+
+    def direct_writer(self) -> BinlogWriter | None:
+        return self.writer
+
+    def close(self) -> list[Path]:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        return [self.path]
+
+
+def _format_key(fmt: FormatDescription) -> tuple:
+    return fmt.checksum_alg, fmt.post_header_lens, fmt.flavor
+
+
+class SeriesSink(Sink, _RawWriterMixin):
+    """A numbered series `<basename>.NNNNNN` + `<basename>.index` in `directory`.
+
+    Each output file gets its framing from BinlogSeriesWriter: the FDE, the GTID state of the
+    output so far (Gtid_list for MariaDB, Previous_GTIDs for MySQL, started from the first
+    input file's), and a Rotate naming the next *output* file. The source's own framing events
+    (FILE_FRAMING_TYPES) are dropped: their names and sets describe the input, not the output.
+    An input file whose format differs (another checksum setting or server) starts a new output
+    file with its own FDE."""
+
+    def __init__(self, directory: str | os.PathLike, basename: str, *, max_size: int = 1 << 30,
+                 renumber_positions: bool | None = None):
+        self.directory = Path(directory)
+        self.basename = basename
+        self.max_size = max_size
+        self.forced_renumber = renumber_positions
+        self.series: BinlogSeriesWriter | None = None
+        self._fde: Event | None = None
+        self._start_state: Event | None = None
+        self._renumber = True
+        self._waiting_state = False
+        self._closed: list[Path] | None = None
+
+    @property
+    def renumber_positions(self) -> bool:  # type: ignore[override]
+        return self._renumber
+
+    def begin_file(self, fde: Event, path: Path) -> bool:
+        if self._fde is None:
+            self._fde = fde
+            self._waiting_state = True
+            self._renumber = self.forced_renumber if self.forced_renumber is not None else \
+                not looks_like_relay_log(path)
+            return True
+        if self.series is not None and _format_key(fde.fmt) != _format_key(self._fde.fmt):
+            old = self.series
+            self.series = BinlogSeriesWriter(self.directory, self.basename, fde, max_size=self.max_size,
+                                             first_number=old.number + 1, renumber_positions=self._renumber)
+            self.series.gtids = old.gtids
+            self.series.names = list(old.names)
+            self.series.bytes_written = old.bytes_written
+            old._finish_file(self.series._name(self.series.number))
+            self._fde = fde
+        return True
+
+    def _series(self) -> BinlogSeriesWriter:
+        if self.series is None:
+            self.series = BinlogSeriesWriter(self.directory, self.basename, self._fde, max_size=self.max_size,
+                                             start_state=self._start_state, renumber_positions=self._renumber)
+        return self.series
+
+    def write(self, events: Sequence[Event]) -> None:
+        if len(events) == 1 and events[0].type_code in FILE_FRAMING_TYPES:
+            event = events[0]
+            # The first input file's GTID state (before any transaction) starts the output's.
+            if self._waiting_state and self.series is None and event.type_code in (
+                    EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+                self._start_state = event
+            return
+        self._waiting_state = False
+        self._series().write_transaction(events)
+
+    def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
+        raw = bytes(gtid_raw) + _commit_event(gtid_raw, fmt)
+        self.write_raw(raw, 2, source_pos)
+        return len(raw)
+
+    def write_raw(self, raw, count, source_pos) -> None:
+        # Rotation and GTID tracking as in BinlogSeriesWriter.write_transaction, so that both
+        # routes produce the same files.
+        self._waiting_state = False
+        series = self._series()
+        writer = series.writer_for_unit()
+        self._write_raw_into(writer, raw, count, source_pos)
+        first = Event(bytes(raw[: _U32.unpack_from(raw, 9)[0]]), 0, writer.fmt)
+        if first.is_gtid:
+            series.gtids.add(first)
+
+    def close(self) -> list[Path]:
+        if self._closed is None:
+            if self.series is None and self._fde is not None:
+                self._series()
+            self._closed = self.series.close() if self.series is not None else []
+        return self._closed
+
+
+def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:
+    """TransactionFilter._empty_transaction's COMMIT for this GTID: its timestamp and server
+    id, a placeholder log_pos the writer renumbers (0 stays 0), a CRC when the format has one."""
+    timestamp, _, server_id, _, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
+    placeholder = log_pos and log_pos + HEADER_LEN + len(_COMMIT_BODY) + fmt.checksum_len
+    crc = fmt.checksum_len > 0
+    raw = HEADER.pack(timestamp, _QUERY, server_id, HEADER_LEN + len(_COMMIT_BODY) + (4 if crc else 0),
+                      placeholder, 0) + _COMMIT_BODY
+    return raw + _U32.pack(zlib.crc32(raw)) if crc else raw

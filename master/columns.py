@@ -1,0 +1,233 @@
+"""A scanned segment's units as columns of the core's Plan (`Columns`), what the streams' run loop
+reads of them (`PlanIndex`), and the Units made from them on first use (`LazyUnits`)."""
+
+from __future__ import annotations
+
+import struct
+import threading
+import uuid as uuidlib
+
+from dumpfilter.codec import Event, EventType
+from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID
+from dumpfilter.codec.scanner import Plan, plan_record
+from dumpfilter.binlogs.tail import confined_rotate_target
+from dumpfilter.master.units import UNIT_KINDS, Pos, Unit
+
+_I64 = struct.Struct("<q")
+_U64 = struct.Struct("<Q")
+
+class Part:
+    """One scan's worth of a segment's units: the read buffer they lie in, its file and file
+    offset, where the part's units start in the segment, the format in force (per unit only
+    where an FDE changed it inside the part) and the checksum length after the scan."""
+
+    __slots__ = ("buf", "file", "base", "first", "fmt", "fmts", "crc")
+
+    def __init__(self, buf: bytes, file: str, base: int, first: int, fmt, fmts: list | None, crc: int):
+        self.buf, self.file, self.base, self.first = buf, file, base, first
+        self.fmt, self.fmts, self.crc = fmt, fmts, crc
+
+
+class Columns:
+    """A segment's units as the core's Plan holds them: per unit its offsets, events, flags,
+    GTID and Table_map name ids live in the Plan, nothing per unit in Python; a Unit is made from
+    them when a stream asks for one (LazyUnits)."""
+
+    def __init__(self):
+        self.plan = Plan()
+        self.parts: list[Part] = []    # by the Plan's part index
+        self.names: list = []           # (db, table) by name id (the scanner's)
+        self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
+        self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    def unit(self, k: int) -> Unit:
+        made = self.made.get(k)
+        if made is not None:
+            return made
+        p, rec = plan_record(self.plan, k)
+        part = self.parts[p]
+        raw = part.buf[rec.start : rec.end]
+        pos = part.base + rec.start
+        name = part.file
+        fmt = part.fmt if part.fmts is None else part.fmts[k - part.first]
+        if rec.fast:
+            names = self.names
+            return Unit.fast(raw, name, pos, fmt, rec.events, tuple([names[i] for i in self.plan.tables(k)]),
+                             self.plan.gtid(k), rec.gtid_size, self._mysql_gtid(part, rec, fmt))
+        end_pos = (name, pos + len(raw))
+        if rec.flags & F_ROTATE_END:
+            at = rec.last - rec.start
+            target = raw[at + 27 : len(raw) - part.crc].decode("utf-8", "surrogateescape")
+            end_pos = (confined_rotate_target(target, name, pos + at), _U64.unpack_from(raw, at + 19)[0])
+        return Unit.lazy(raw, name, pos, fmt, rec.events, UNIT_KINDS[rec.kind], rec.complete, end_pos)
+
+    def end_of(self, k: int) -> Pos | None:
+        """Unit k's end position from the Plan; None when it ends with a real Rotate."""
+        end = self.plan.end(k)
+        return None if end is None else (self.parts[end[0]].file, end[1])
+
+    def mysql_gtid(self, k: int) -> tuple | None:
+        """Unit k's MySQL GTID (source uuid, tag, gno), else None."""
+        p, rec = plan_record(self.plan, k)
+        part = self.parts[p]
+        return self._mysql_gtid(part, rec, part.fmt if part.fmts is None else part.fmts[k - part.first])
+
+    def _mysql_gtid(self, part: Part, rec, fmt) -> tuple | None:
+        flags = rec.flags
+        if flags & F_MARIADB_GTID or not flags & (F_MYSQL_GTID | F_TAGGED_GTID):
+            return None
+        buf, start = part.buf, rec.start
+        if flags & F_MYSQL_GTID:
+            sid = buf[start + 20 : start + 36]
+            source = self.sources.get(sid)
+            if source is None:
+                source = self.sources[sid] = str(uuidlib.UUID(bytes=sid))
+            return source, "", _I64.unpack_from(buf, start + 36)[0]
+        info = Event(buf[start : start + rec.gtid_size], part.base + start, fmt).gtid_info
+        return info.source, info.tag, info.gno
+
+
+class _GtidColumn:
+    """Per unit, its MariaDB GTID ((domain, server_id), seq_no), else None: read from the Plan
+    when a stream reads one (most are never read: a run's tracker update needs only its last
+    GTID when the segment has one GTID source)."""
+
+    __slots__ = ("_plan",)
+
+    def __init__(self, plan):
+        self._plan = plan
+
+    def __len__(self) -> int:
+        return len(self._plan)
+
+    def __getitem__(self, k):
+        n = len(self._plan)
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            got = self._plan.gtids(start, stop) if start < stop else []
+            return got if step == 1 else got[::step]
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(k)
+        return self._plan.gtid(k)
+
+    def __iter__(self):
+        return iter(self._plan.gtids(0, len(self._plan)))
+
+
+class _MysqlColumn:
+    """Per unit, its MySQL GTID (source, tag, gno), else None, decoded when read."""
+
+    __slots__ = ("_cols",)
+
+    def __init__(self, cols: Columns):
+        self._cols = cols
+
+    def __len__(self) -> int:
+        return len(self._cols)
+
+    def __getitem__(self, k):
+        n = len(self._cols)
+        if isinstance(k, slice):
+            return [self._cols.mysql_gtid(i) for i in range(*k.indices(n))]
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(k)
+        return self._cols.mysql_gtid(k)
+
+    def __iter__(self):
+        return (self._cols.mysql_gtid(k) for k in range(len(self._cols)))
+
+
+class PlanIndex:
+    """What the streams' run loop reads of a scanned segment, all from the core's Plan (one call
+    per question, none per unit): its size, the name ids' (db, table), each stream's answer
+    bytes, the GTID columns."""
+
+    def __init__(self, cols: Columns):
+        plan = self.plan = cols.plan
+        self.names = cols.names
+        self.size = plan.size
+        self.gtids = _GtidColumn(plan)
+        # Whether the GTIDs share one (domain, server_id): then a run's last GTID is all a
+        # stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
+        self.one_gtid_source = plan.gtid_sources() <= 1
+        self.mysql_gtids = _MysqlColumn(cols) if plan.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
+        self.lock = threading.Lock()
+        self._parts = cols.parts
+        # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
+        # filled once per generation by the first stream to ask (SlaveStream._lone_answers).
+        self.lone_answers: tuple[int, dict] | None = None
+
+    def lone_queries(self) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:
+        """The units made of a GTID and one plain QUERY event, in one core call: the units
+        `Unit.lone_text` answers, but for those before an FDE that changes the format inside a
+        part (a new file's first units; left to `Unit.lone_text`). As (plain, others): plain
+        [(default database, unit indices as u32 bytes)] of the plain statements
+        (`plain_statement`), whose text is not read (`Unit.lone_text` reads it if needed);
+        others [(k, default database, plain, SQL)], plain False, or None where the core leaves
+        it to Python."""
+        formats = []
+        for part in self._parts:
+            fmt, fmts, first = part.fmt, part.fmts, part.first
+            if fmts is not None:  # the format of the part's last units, from the last change on
+                fmt = fmts[-1]
+                at = len(fmts) - 1
+                while at > 0 and fmts[at - 1] is fmt:
+                    at -= 1
+                first += at
+            if fmt is None:
+                formats.append((0, 0, 1 << 62))
+            else:
+                formats.append((fmt.post_header_len(EventType.QUERY), fmt.checksum_len, first))
+        return self.plan.lone_queries(formats)
+
+    def rows_for(self, keep_of) -> tuple[bytes, bytes]:
+        """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
+        the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
+        flag words), and those bytes."""
+        keep = keep_of(self.names)
+        return self.plan.rows(keep), keep
+
+
+class LazyUnits:
+    """A segment's units, each made on first use and then shared by every stream (their
+    per-rule-group answers live on them)."""
+
+    __slots__ = ("_cols", "_units", "_lock")
+
+    def __init__(self, cols: Columns):
+        self._cols = cols
+        self._units: list[Unit | None] = [None] * len(cols)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._units)
+
+    def __bool__(self) -> bool:
+        return bool(self._units)
+
+    def __getitem__(self, k: int) -> Unit:
+        unit = self._units[k]
+        if unit is None:
+            with self._lock:
+                unit = self._units[k]
+                if unit is None:
+                    unit = self._units[k] = self._cols.unit(k if k >= 0 else len(self._units) + k)
+        return unit
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self._units)))
+
+    def end_of(self, k: int) -> Pos:
+        """Unit k's end position, without making the Unit unless it ends with a real Rotate."""
+        unit = self._units[k]
+        if unit is not None:
+            return unit.end
+        end = self._cols.end_of(k if k >= 0 else len(self._units) + k)
+        return end if end is not None else self[k].end

@@ -1,0 +1,91 @@
+"""A stream's rule hits: the replicate-* rules each decision counted, into the slave's stats and
+its channel's P_S COUNTER rows, whether the decision was a unit's own (`_unit`), a statement
+answered for a run, or the Table_maps the core ran (its tally, folded per segment reader)."""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+
+from dumpfilter.master.flags import ASSUMED_DECISIONS
+
+
+class RuleHits:
+    """The rule-hit bookkeeping of SlaveStream (its `slave`, `occurrences`, `_tally`,
+    `_unit_hits` and `_group_hits`)."""
+
+    def _statement_hits(self, start: int, end: int) -> None:
+        """The rule hits of the statement units in the run [start, end) (decided in `_row`)."""
+        unit_hits = self._unit_hits
+        passed = [k for k in unit_hits if start <= k < end]
+        # Units answered alike share one Counter (the statement flag words' answer for their
+        # database): each distinct one is added once, times the units that carry it.
+        same: dict[int, list] = {}
+        for k in passed:
+            hits = unit_hits.pop(k)
+            seen = same.get(id(hits))
+            if seen is None:
+                same[id(hits)] = [hits, 1]
+            else:
+                seen[1] += 1
+        for ks, hits in self._group_hits:  # ascending unit indices
+            n = bisect.bisect_left(ks, end) - bisect.bisect_left(ks, start)
+            if n:
+                same.setdefault(id(hits), [hits, 0])[1] += n
+        for hits, n in same.values():
+            self._add_hits(hits if n == 1 else Counter({name: count * n for name, count in hits.items()}))
+
+    def _add_hits(self, hits: Counter) -> None:
+        """A decision's rule hits into the slave's stats and its channel's P_S counters."""
+        stats = self.slave.stats
+        stats.rule_hits.update(hits)
+        stats.assumed_decisions += hits.get(ASSUMED_DECISIONS, 0)
+        self._count_filter_hits(hits)
+
+    def _fold_tally(self) -> None:
+        """The core's Table_map tally (per name id of one segment reader) into `occurrences`."""
+        tally = self._tally
+        if tally is None:
+            return
+        self._tally = None
+        names, counts = tally
+        occurrences = self.occurrences
+        for nid, count in enumerate(memoryview(counts).cast("I").tolist()):
+            if count:
+                occurrences[names[nid]] += count
+
+    def _flush_hits(self) -> None:
+        """Rule hits of the Table_maps decided in runs: what SlaveDecider.table_kept counts per
+        Table_map (the engine's COUNTER names, MASTER_POLICY when the policy refused it), added
+        to the stats and P_S counters as the reference path adds its per-unit hits."""
+        self._fold_tally()
+        occurrences = self.occurrences
+        if not occurrences:
+            return
+        self.occurrences = Counter()
+        state = self.slave.state
+        decider, engine, gate = state.decider, state.engine, self.slave.gate
+        hits: Counter = Counter()
+        for (db, table), count in occurrences.items():
+            counted = engine.decide_table(db, table).counted
+            for name in counted:
+                hits[name] += count
+            if count > 1 and counted:
+                engine.counters.update({name: count - 1 for name in counted})
+            if gate.restricted and not decider.words.kept(db, table, decider.bit) \
+                    and not gate.table_allowed(db, table):
+                hits["MASTER_POLICY"] += count
+        hits = +hits
+        if hits:
+            self.slave.stats.rule_hits.update(hits)
+            self._count_filter_hits(hits)
+
+    def _count_filter_hits(self, hits: Counter) -> None:
+        """P_S COUNTER of the slave's channel rows."""
+        channel = self.slave.registry.channels.get(self.slave.state.channel)
+        if channel is None:
+            return
+        for name, n in hits.items():
+            entry = channel.entries.get(name.removeprefix("REPLICATE_").lower())
+            if entry is not None:
+                entry.counter += n
