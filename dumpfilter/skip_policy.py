@@ -79,11 +79,11 @@ class SkipPolicy:
         return None
 
     # -- a real replica, through the MySQL endpoint ----------------------------------------
-    def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> bytes | None:
-        """The bytes a real replica's IO thread gets for `event` of a batch (None: left out).
+    def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
+        """What a real replica's IO thread gets for `event` of a batch (None: left out).
         `gtid_log_pos` is the log_pos of the transaction's GTID, `end` where the next event starts
         in the master's binlog."""
-        return event.raw
+        return event
 
     def replica_tail(self, *, flavor: str, file: str, end: int, gtids: dict[tuple[int, int], int], fmt,
                      server_id: int, fde: Event | None = None) -> list[Event]:
@@ -157,8 +157,8 @@ class Placeholder(SkipPolicy):
             return reference.empty_transaction_events(txn)
         return framing or None
 
-    def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> bytes | None:
-        return replica_placeholder(event, server_id=server_id) if is_placeholder(event) else event.raw
+    def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
+        return replica_placeholder(event, server_id=server_id) if is_placeholder(event) else event
 
 
 class EmptyTransaction(SkipPolicy):
@@ -179,7 +179,7 @@ class EmptyTransaction(SkipPolicy):
     def relayed(self, txn, result, reference) -> list[Event] | None:
         return result.events if result.outcome == EMPTIED else None
 
-    def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> bytes | None:
+    def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
         """The COMMIT closing an emptied transaction carries its GTID's log_pos (the filter has no
         position for a statement it made up). A real replica counting positions (MariaDB's IO
         thread adds each event's size unless log_pos jumps ahead) would record a position inside
@@ -188,8 +188,8 @@ class EmptyTransaction(SkipPolicy):
         records the end, as after the original COMMIT."""
         if (event.type_code == EventType.QUERY and event.log_pos and event.log_pos == gtid_log_pos
                 and end is not None and end > event.log_pos and event.sql == "COMMIT"):
-            return event.with_header(log_pos=end).raw
-        return event.raw
+            return event.with_header(log_pos=end)
+        return event
 
 
 POLICIES: dict[str, SkipPolicy] = {p.name: p for p in (Heartbeat(), Placeholder(), EmptyTransaction())}
@@ -219,7 +219,7 @@ def _with_placeholders(events: list[Event], kept: dict[int, Event]) -> list[Even
     return fix_transaction_length(out)
 
 
-def replica_placeholder(rand: Event, *, server_id: int) -> bytes | None:
+def replica_placeholder(rand: Event, *, server_id: int) -> Event | None:
     """What a real replica gets for a placeholder (a RAND event whose seeds are the size and type
     of the event it stands for), never more bytes than that event had: a replica's IO thread
     counts each event's size and jumps ahead to a larger log_pos, a hole the master left, but
@@ -242,5 +242,5 @@ def replica_placeholder(rand: Event, *, server_id: int) -> bytes | None:
         length = size - crc - _QUERY_FIXED
         body = query_body(PLACEHOLDER_SQL[:length].ljust(length), thread_id=0)  # no status vars, no database
         return build_event(EventType.QUERY, body, fmt=fmt, server_id=server_id, timestamp=rand.timestamp,
-                           log_pos=rand.log_pos).raw
-    return rand.raw if size >= rand.size else None
+                           log_pos=rand.log_pos)
+    return rand if size >= rand.size else None

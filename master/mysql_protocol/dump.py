@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dumpfilter.codec import EventType
+from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.reader import batch_events
@@ -130,10 +130,10 @@ def fake_rotate(file: str, pos: int, *, fmt, server_id: int) -> bytes:
                        flags=LOG_EVENT_ARTIFICIAL_F).raw
 
 
-def event_payloads(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=None, server_id: int = 0,
-                   end: int | None = None) -> Iterable[bytes]:
-    """Each event of a batch as a packet payload: a 0x00 byte, then the event, in the form a real
-    replica can take: Annotate_rows only to replicas that asked for them (MariaDB's dump thread
+def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=None, server_id: int = 0,
+                   end: int | None = None) -> Iterator[Event]:
+    """Each event of a batch in the form a real replica can take (sent as a packet each, behind
+    a 0x00 byte): Annotate_rows only to replicas that asked for them (MariaDB's dump thread
     drops them otherwise; a replica that understands GTIDs tolerates the hole), and each event of
     the skip policy as the policy says a real replica gets it (`SkipPolicy.for_replica`). `end`
     is the batch's end offset, for an event that ends it. The codec reads the bytes."""
@@ -146,9 +146,9 @@ def event_payloads(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=Non
         elif kind == EventType.ANNOTATE_ROWS and not annotate:
             continue
         following = _start_of(batch[i + 1]) if i + 1 < len(batch) else end
-        raw = policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=following, server_id=server_id)
-        if raw is not None:
-            yield b"\x00" + raw
+        sent = policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=following, server_id=server_id)
+        if sent is not None:
+            yield sent
 
 
 def _start_of(event) -> int | None:

@@ -9,7 +9,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from dumpfilter.codec import EventType, read_format_description
+from dumpfilter.codec import Event, EventType, read_format_description
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.binlogs import open_binlog
@@ -24,8 +24,7 @@ class ReplicaCount:
     """Follows what one replica is sent as its IO thread counts it: a Rotate sets the file and
     position, an event with a log_pos moves the position there, a heartbeat or an event with
     log_pos 0 moves nothing. Also the MariaDB GTIDs it has: its connect state, the GTIDs and
-    Gtid_lists it was sent. `payloads` passes a batch's packet payloads through and, when the
-    batch is caught up past what the replica counts, adds the skip policy's `replica_tail`."""
+    Gtid_lists it was sent (`events`)."""
 
     def __init__(self, binlog_dir: Path, policy: SkipPolicy, *, file: str, pos: int, gtid_state: str | None, fmt,
                  server_id: int):
@@ -39,51 +38,51 @@ class ReplicaCount:
         if seq > self.has.get(domain, -1):
             self.has[domain] = seq
 
-    def payloads(self, batch, payloads: Iterable[bytes]) -> Iterator[bytes]:
+    def events(self, batch, events: Iterable[Event]) -> Iterator[Event]:
+        """A batch's events as the replica is sent them, passed through; when the batch is caught
+        up past what the replica counts, the skip policy's `replica_tail` after them."""
         last = None  # the last event whose log_pos the replica moves to, unless one noted follows
         noted = _NOTED
-        for payload in payloads:
-            if payload[5] in noted:
-                if self._note(payload):
+        for event in events:
+            if event.type_code in noted:
+                if self._note(event):
                     last = None
             else:
-                last = payload
-            yield payload
+                last = event
+            yield event
         if last is not None:
             self._moved(last)
         if batch.caught_up and batch.position is not None:
             file, end = batch.position
             if file == self.file and end > self.pos:
                 for event in self.tail(file, end, batch.gtid_state):
-                    self._note(b"\x00" + event.raw)
-                    yield b"\x00" + event.raw
+                    self._note(event)
+                    yield event
                 self.pos = end
 
-    def _moved(self, payload: bytes) -> None:
-        log_pos = int.from_bytes(payload[14:18], "little")
-        if log_pos:
-            self.pos = log_pos
+    def _moved(self, event: Event) -> None:
+        if event.log_pos:
+            self.pos = event.log_pos
 
-    def _note(self, payload: bytes) -> bool:
+    def _note(self, event: Event) -> bool:
         """A Rotate, a GTID, a Gtid_list, a heartbeat or an FDE; True when it set the position."""
-        kind = payload[5]
-        crc = 4 if self.fmt is not None and self.fmt.checksum_len else 0
+        kind = event.type_code
         if kind == EventType.ROTATE:
-            self.pos = int.from_bytes(payload[20:28], "little")
-            self.file = payload[28:len(payload) - crc].decode("utf-8", "replace")
+            self.pos, self.file = event.rotate
             return True
         if kind == EventType.MARIADB_GTID:
-            self._has(int.from_bytes(payload[28:32], "little"), int.from_bytes(payload[20:28], "little"))
+            info = event.gtid_info
+            self._has(info.domain, info.gno)
         elif kind == EventType.MARIADB_GTID_LIST:
             try:
-                listed = MariadbGtidList.decode(payload[20:len(payload) - crc]).gtids
+                listed = MariadbGtidList.decode(event.body).gtids
             except struct.error:
                 listed = {}  # a list shorter than its count: the replica reports it, nothing to count
             for (domain, _server), seq in listed.items():
                 self._has(domain, seq)
-        elif kind != EventType.FORMAT_DESCRIPTION or not int.from_bytes(payload[14:18], "little"):
+        elif kind != EventType.FORMAT_DESCRIPTION or not event.log_pos:
             return False  # a heartbeat, or the FDE a dump sends first (log_pos 0): not counted
-        self._moved(payload)
+        self._moved(event)
         return True
 
     def tail(self, file: str, end: int, walked: str) -> list:

@@ -41,11 +41,11 @@ from dumpfilter.master.mysql_protocol.dump import (
     COM_BINLOG_DUMP_GTID,
     COM_REGISTER_SLAVE,
     DumpRequest,
-    event_payloads,
     fake_rotate,
     parse_binlog_dump,
     parse_binlog_dump_gtid,
     parse_register_slave,
+    replica_events,
 )
 from dumpfilter.master.mysql_protocol.auth import Authenticator, Conversation, RsaKeys
 from dumpfilter.master.mysql_protocol.handshake import (
@@ -495,7 +495,7 @@ class _Connection:
             send(frame(b"\x00" + rotate))
             batch = first
             while True:
-                data = b"".join(frame(p) for p in count.payloads(batch, event_payloads(
+                data = b"".join(frame(b"\x00" + e.raw) for e in count.events(batch, replica_events(
                     batch.events, policy, annotate=annotate, fmt=fmt, server_id=facts.server_id,
                     end=batch.position[1] if batch.position else None)))
                 if data:

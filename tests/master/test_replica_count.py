@@ -16,9 +16,8 @@ from dumpfilter.skip_policy import NAMES, named
 
 
 def _sent(count: ReplicaCount, batch: Batch, fde) -> list:
-    payloads = [b"\x00" + e.raw for e in read_events(b"\xfebin" + fde.raw + batch.events, "<batch>")[1:]]
-    out = list(count.payloads(batch, payloads))
-    return read_events(b"\xfebin" + fde.raw + b"".join(p[1:] for p in out), "<sent>")[1:]
+    out = list(count.events(batch, read_events(b"\xfebin" + fde.raw + batch.events, "<batch>")[1:]))
+    return read_events(b"\xfebin" + fde.raw + b"".join(e.raw for e in out), "<sent>")[1:]
 
 
 @pytest.mark.parametrize("policy", NAMES)

@@ -4,6 +4,7 @@ the unit's tables or assembled by the core."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -37,12 +38,8 @@ class ReferenceBinlogFilter(BinlogFilter):
 
 def reference_filter_files(paths, tfilter: TransactionFilter, sink: Sink, *, verify_checksums: bool = True) -> FilterStats:
     """filter_files by the reference path."""
-    bf = ReferenceBinlogFilter(tfilter, sink, verify_checksums=verify_checksums)
-    try:
-        bf.filter_paths(paths)
-    finally:
-        sink.close()
-    return bf.stats
+    with contextlib.closing(sink):
+        return ReferenceBinlogFilter(tfilter, sink, verify_checksums=verify_checksums).filter_paths(paths)
 
 
 def reference_filter_bytes(data: bytes, tfilter: TransactionFilter, *,
