@@ -24,11 +24,18 @@ from dumpfilter.codec.constants import (HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_
                                         LOG_EVENT_SKIP_REPLICATION_F)
 from dumpfilter.codec.encode import build_event, query_body
 from dumpfilter.codec.gtid import MariadbGtidList
-from dumpfilter.rules.transaction_filter import EMPTIED, is_framing
 
 MARIADB_FLAG_IGN_GTIDS = 1 << 29  # Gtid_list_log_event::FLAG_IGN_GTIDS: the SQL thread records the GTIDs listed
 PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
 _QUERY_FIXED = HEADER_LEN + 13 + 1  # header, Query post-header, the empty database's NUL
+
+
+def _rules():
+    """The transaction filter's module, imported on first use: a slave starts (Register, Dump)
+    before its rule engine loads (tests/slave/test_slave_cli_startup.py)."""
+    from dumpfilter.rules import transaction_filter
+
+    return transaction_filter
 
 
 def placeholder(event: Event) -> Event:
@@ -152,7 +159,7 @@ class Placeholder(SkipPolicy):
     def relayed(self, txn, result, reference) -> list[Event] | None:
         """The framing (the slave drops the placeholders), or the empty transaction when the
         framing is the GTID alone (a skipped DDL)."""
-        framing = [e for e in txn.events if is_framing(e)]
+        framing = [e for e in txn.events if _rules().is_framing(e)]
         if len(framing) == 1 and framing[0].is_gtid:
             return reference.empty_transaction_events(txn)
         return framing or None
@@ -168,7 +175,7 @@ class EmptyTransaction(SkipPolicy):
     name = "empty-transaction"
 
     def skipped(self, events: list[Event], result) -> list[Event] | None:
-        return result.events if result.outcome == EMPTIED else None
+        return result.events if result.outcome == _rules().EMPTIED else None
 
     def tally(self, counts, sent: list[Event], *, skipped: bool) -> int:
         added = sum(e.size for e in sent)
@@ -177,7 +184,7 @@ class EmptyTransaction(SkipPolicy):
         return added
 
     def relayed(self, txn, result, reference) -> list[Event] | None:
-        return result.events if result.outcome == EMPTIED else None
+        return result.events if result.outcome == _rules().EMPTIED else None
 
     def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
         """The COMMIT closing an emptied transaction carries its GTID's log_pos (the filter has no
@@ -208,6 +215,7 @@ def named(name: str) -> SkipPolicy:
 def _with_placeholders(events: list[Event], kept: dict[int, Event]) -> list[Event]:
     """MaxScale style: kept events as kept, transaction framing as is, every other event
     replaced by a RAND placeholder with the original log_pos."""
+    is_framing = _rules().is_framing
     out = []
     for event in events:
         if event.pos in kept:
