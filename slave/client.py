@@ -16,7 +16,8 @@ import grpc
 
 from dumpfilter.codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN
-from dumpfilter.errors import BinlogError, ExternalError, ChecksumError, DumpFilterError, MalformedEventError, RuleError
+from dumpfilter.errors import (BinlogError, ChecksumError, DumpFilterError, ExternalError, MalformedEventError,
+                               RuleError)
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.scanner import F_COMPLETE, F_FAST, F_MARIADB_GTID, Scanner, UnitScan, unit_events

@@ -64,7 +64,7 @@ Decision.__init__ = _decision_init
 
 
 @dataclass(frozen=True)
-class _Step:
+class Step:
     """One rpl_filter.cc check: ok is True/False, or None when no rule decided (caller's final step)."""
 
     ok: bool | None
@@ -73,15 +73,15 @@ class _Step:
     counted: tuple[str, ...] = ()
 
 
-def _step_init(self: _Step, ok: bool | None, rule: str | None = None, reason: str = "",
+def _step_init(self: Step, ok: bool | None, rule: str | None = None, reason: str = "",
                counted: tuple[str, ...] = ()) -> None:
     self.__dict__.update(ok=ok, rule=rule, reason=reason, counted=counted)  # (as _decision_init)
 
 
-_Step.__init__ = _step_init
+Step.__init__ = _step_init
 
 
-class _Names:
+class Names:
     """Case rules: MySQL compares with table_alias_charset (ci iff lctn>=1); MariaDB uses strcmp for db and
     rewrite rules and system_charset_info (always ci) for table and wild rules (filter-semantics §8)."""
 
@@ -103,16 +103,16 @@ class _Names:
         return key.lower() if self.table_ci else key
 
 
-_NO_DATABASE_RULES = _Step(None, None, "no database rules")
+NO_DATABASE_RULES = Step(None, None, "no database rules")
 
 
-def _db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what: str) -> _Step:
+def db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what: str) -> Step:
     if not do_list and not ignore_list:
-        return _NO_DATABASE_RULES
+        return NO_DATABASE_RULES
     if db is None:
         # "Previous behaviour 'if the user has specified restrictions on which databases to
         # replicate and db was not selected, do not replicate' has been replaced with 'do replicate'".
-        return _Step(True, None, f"no {what} (NULL db passes db_ok)")
+        return Step(True, None, f"no {what} (NULL db passes db_ok)")
     folded = fold(db)
     if db == "":  # sql_parse.cc: the applier passes '' (not NULL) when the source had no default database
         what = f"no {what} ('')"
@@ -121,15 +121,15 @@ def _db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what
     if do_list:  # the ignore list is never consulted when a do list exists
         counter = (filter_name("do_db"),) if prefix == "replicate" else ()
         if folded in do_list:
-            return _Step(True, f"{prefix}-do-db", f"{what} is in the do list", counter)
-        return _Step(False, f"{prefix}-do-db", f"{what} is not in the do list")
+            return Step(True, f"{prefix}-do-db", f"{what} is in the do list", counter)
+        return Step(False, f"{prefix}-do-db", f"{what} is not in the do list")
     if folded in ignore_list:
         counter = (filter_name("ignore_db"),) if prefix == "replicate" else ()
-        return _Step(False, f"{prefix}-ignore-db", f"{what} is in the ignore list", counter)
-    return _Step(True, None, f"{what} is not in the ignore list")
+        return Step(False, f"{prefix}-ignore-db", f"{what} is in the ignore list", counter)
+    return Step(True, None, f"{what} is not in the ignore list")
 
 
-def _table_names(updated) -> tuple[str, ...]:
+def table_names(updated) -> tuple[str, ...]:
     """`db.table` of each table (as Decision.tables lists them)."""
     if len(updated) == 1:
         db, table = updated[0]
@@ -137,22 +137,22 @@ def _table_names(updated) -> tuple[str, ...]:
     return tuple([f"{db}.{table}" for db, table in updated])
 
 
-def _like_index(patterns, fold) -> LikeIndex:
+def like_index(patterns, fold) -> LikeIndex:
     folded = [fold(p) for p in patterns]
     return LikeIndex([(compile_like(f), p) for f, p in zip(folded, patterns)], folded)
 
 
-def _merge(first: _Step, second: _Step) -> _Step:
-    return _Step(second.ok, second.rule or first.rule, second.reason, first.counted + second.counted)
+def merge_steps(first: Step, second: Step) -> Step:
+    return Step(second.ok, second.rule or first.rule, second.reason, first.counted + second.counted)
 
 
-def _decision(step: _Step, tables, counted=()) -> Decision:
+def decision_from(step: Step, tables, counted=()) -> Decision:
     ok = step.ok is not False
     reason = f"{step.rule}: {step.reason}" if step.rule else step.reason
     return Decision(ok, reason, step.rule, tuple(tables), tuple(counted) + step.counted)
 
 
-def _lower_tables(info: StatementInfo) -> StatementInfo:
+def lower_tables(info: StatementInfo) -> StatementInfo:
     """lctn: the applier lower-cases the names it opens, so rules see lower-case db.table."""
 
     def lower(ref):
@@ -169,7 +169,7 @@ def _lower_tables(info: StatementInfo) -> StatementInfo:
     )
 
 
-def _compile_pattern_rewrite(old: str, new: str) -> tuple[PercentCaptures, str]:
+def compile_pattern_rewrite(old: str, new: str) -> tuple[PercentCaptures, str]:
     """WL#2516 `REWRITE=db1.%->db2.%`: each `%` of FROM is captured and fills the next `%` of TO.
 
     The worklog allows "simple regular expressions only" at first: `%` is the only wildcard here.
@@ -179,7 +179,7 @@ def _compile_pattern_rewrite(old: str, new: str) -> tuple[PercentCaptures, str]:
     return PercentCaptures(old), new  # the regex a(.*)b(.*)... backtracked through every split
 
 
-def _fill_pattern(replacement: str, groups: tuple[str, ...]) -> str:
+def fill_pattern(replacement: str, groups: tuple[str, ...]) -> str:
     pieces = replacement.split("%")
     out = [pieces[0]]
     for group, piece in zip(groups, pieces[1:]):

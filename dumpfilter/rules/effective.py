@@ -8,7 +8,7 @@ import re
 
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo
 from dumpfilter.rules.wildcards import compile_like, escape_like
-from dumpfilter.rules.decisions import Decision, _compile_pattern_rewrite, _fill_pattern
+from dumpfilter.rules.decisions import Decision, compile_pattern_rewrite, fill_pattern
 
 
 class EffectiveSemantics:
@@ -35,7 +35,7 @@ class EffectiveSemantics:
             binlog_ignore.append("%.%")
         self._binlog_effective_do = [(compile_like(fold(p)), p) for p in binlog_do]
         self._binlog_effective_ignore = [(compile_like(fold(p)), p) for p in binlog_ignore]
-        self._effective_rewrite = [_compile_pattern_rewrite(fold(old), new) for old, new in rules.effective_rewrite]
+        self._effective_rewrite = [compile_pattern_rewrite(fold(old), new) for old, new in rules.effective_rewrite]
         self._effective_rewrite += [(re.compile(re.escape(old) + r"\.(.*)", re.DOTALL), new + ".%")
                                     for old, new in self._rewrite]
 
@@ -44,7 +44,7 @@ class EffectiveSemantics:
         for regex, replacement in self._effective_rewrite:
             match = regex.fullmatch(self.names.table(key))
             if match:
-                return _fill_pattern(replacement, match.groups()), True
+                return fill_pattern(replacement, match.groups()), True
         return key, False
 
     def effective_rename(self, db: str, table: str) -> tuple[str, str, bool]:

@@ -13,7 +13,9 @@ from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo
 from dumpfilter.rules.statement_parser import names_ref
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
-from dumpfilter.rules.decisions import Decision, MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, _NO_DATABASE_RULES, _Names, _Step, _db_list_check, _decision, _like_index, _lower_tables, _merge, _table_names
+from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, Decision, Names, Step,
+                                         db_list_check, decision_from, like_index, lower_tables, merge_steps,
+                                         table_names)
 from dumpfilter.rules.effective import EffectiveSemantics
 
 
@@ -24,7 +26,7 @@ class RuleEngine(EffectiveSemantics):
                  schema: SchemaModel | SchemaTimeline | None = None, replay_ddl: bool = True):
         self.rules = rules
         self.settings = settings or Settings()
-        self.names = _Names(self.settings)
+        self.names = Names(self.settings)
         self.acl_tables = MYSQL_ACL_TABLES if self.settings.flavor == "mysql" else MARIADB_ACL_TABLES
         self.unparsed = 0
         self.assumed = 0  # decisions that carry an assumption (Decision.assumption): `assumed_decisions`
@@ -56,8 +58,8 @@ class RuleEngine(EffectiveSemantics):
         # (sql, default db) -> (decision, info, the parse the model replays), or None when met once:
         # see decide_statement.
         self._statements: dict[tuple[str, str | None], tuple[Decision, StatementInfo, StatementInfo | None] | None] = {}
-        self._table_steps: dict[str, _Step] = {}
-        self._db_steps: dict[tuple[str | None, str], _Step] = {}  # see db_ok
+        self._table_steps: dict[str, Step] = {}
+        self._db_steps: dict[tuple[str | None, str], Step] = {}  # see db_ok
         self._compile()
 
     # ------------------------------------------------------------------ compile
@@ -71,8 +73,8 @@ class RuleEngine(EffectiveSemantics):
         self._ignore_table = {names.table(key): key for key in reversed(rules.ignore_table)}
         # Indexed by literal prefix (wildcards.LikeIndex): a key is matched only against the
         # patterns it could match, so 10 000 wild rules cost about what one costs.
-        self._wild_do = _like_index(rules.wild_do_table, names.table)
-        self._wild_ignore = _like_index(rules.wild_ignore_table, names.table)
+        self._wild_do = like_index(rules.wild_do_table, names.table)
+        self._wild_ignore = like_index(rules.wild_ignore_table, names.table)
         self._rewrite = [(names.db(old), new) for old, new in rules.rewrite_db]
         self.table_rules_on = rules.table_rules_on
         self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
@@ -99,7 +101,7 @@ class RuleEngine(EffectiveSemantics):
                 return new, True
         return db, False
 
-    def db_ok(self, db: str | None, what: str = "default database") -> _Step:
+    def db_ok(self, db: str | None, what: str = "default database") -> Step:
         """Rpl_filter::db_ok: a do list decides alone (ignore_db never consulted); NULL db passes.
         Remembered per (db, what): the answer depends on the rules alone."""
         key = (db, what)
@@ -107,21 +109,21 @@ class RuleEngine(EffectiveSemantics):
         if step is None:
             if len(self._db_steps) >= _BY_DATABASE_MAX:
                 self._db_steps.clear()
-            step = self._db_steps[key] = _db_list_check(self.names.db, db, self._do_db, self._ignore_db,
+            step = self._db_steps[key] = db_list_check(self.names.db, db, self._do_db, self._ignore_db,
                                                         "replicate", what)
         return step
 
-    def db_ok_with_wild_table(self, db: str) -> _Step:
+    def db_ok_with_wild_table(self, db: str) -> Step:
         """Rpl_filter::db_ok_with_wild_table: key `db.` against wild-do then wild-ignore; only `%`-table
         patterns can match (`'db1.' LIKE 'db1.t%'` is false)."""
         step = self._wild_step(self.names.table(db + "."), f"database '{db}'")
         if step is not None:
             return step
         if self._wild_do:
-            return _Step(False, "replicate-wild-do-table", f"database '{db}' matches no wild-do pattern")
-        return _Step(True, None, f"database '{db}': no wild rule applies")
+            return Step(False, "replicate-wild-do-table", f"database '{db}' matches no wild-do pattern")
+        return Step(True, None, f"database '{db}': no wild rule applies")
 
-    def table_step(self, db: str, table: str) -> _Step:
+    def table_step(self, db: str, table: str) -> Step:
         """One table of tables_ok: do-table > ignore-table > wild-do > wild-ignore; cached per key."""
         key = db + "." + table
         folded = self.names.table(key)
@@ -130,27 +132,27 @@ class RuleEngine(EffectiveSemantics):
             step = self._table_steps[folded] = self._uncached_table_step(key, folded)
         return step
 
-    def _uncached_table_step(self, key: str, folded: str) -> _Step:
+    def _uncached_table_step(self, key: str, folded: str) -> Step:
         if folded in self._do_table:
-            return _Step(True, "replicate-do-table", f"'{key}' is in the do list", (filter_name("do_table"),))
+            return Step(True, "replicate-do-table", f"'{key}' is in the do list", (filter_name("do_table"),))
         if folded in self._ignore_table:
-            return _Step(False, "replicate-ignore-table", f"'{key}' is in the ignore list",
+            return Step(False, "replicate-ignore-table", f"'{key}' is in the ignore list",
                          (filter_name("ignore_table"),))
         if folded in self.derived_ignored:
-            return _Step(False, "track-derived-tables", f"'{key}' was derived from an ignored table (WL#40)")
-        return self._wild_step(folded, f"'{key}'") or _Step(None)
+            return Step(False, "track-derived-tables", f"'{key}' was derived from an ignored table (WL#40)")
+        return self._wild_step(folded, f"'{key}'") or Step(None)
 
-    def _wild_step(self, folded_key: str, shown: str) -> _Step | None:
+    def _wild_step(self, folded_key: str, shown: str) -> Step | None:
         """wild-do before wild-ignore; the first matching pattern decides."""
         for patterns, verdict, rule_type in ((self._wild_do, True, "wild_do_table"),
                                              (self._wild_ignore, False, "wild_ignore_table")):
             pattern = patterns.first_match(folded_key)
             if pattern is not None:
-                return _Step(verdict, option_name(rule_type), f"{shown} matches '{pattern}'",
+                return Step(verdict, option_name(rule_type), f"{shown} matches '{pattern}'",
                              (filter_name(rule_type),))
         return None
 
-    def tables_ok(self, updated) -> _Step:
+    def tables_ok(self, updated) -> Step:
         """Rpl_filter::tables_ok over the *updated* tables in statement order; the first decisive rule wins.
         "Changing table order in the list can lead to different results" (source comment)."""
         for db, table in updated:
@@ -158,19 +160,19 @@ class RuleEngine(EffectiveSemantics):
             if step.ok is not None:
                 return step
         if not updated:
-            return _Step(False, "replicate-*-table", "table rules are on and the statement updates no table")
+            return Step(False, "replicate-*-table", "table rules are on and the statement updates no table")
         if self.rules.do_table or self.rules.wild_do_table:
             rule = "replicate-do-table" if self.rules.do_table else "replicate-wild-do-table"
             listed = ", ".join(f"'{db}.{table}'" for db, table in updated)
-            return _Step(False, rule, f"no rule matched {listed} and a do list exists")
-        return _Step(True, None, "no table rule matched")
+            return Step(False, rule, f"no rule matched {listed} and a do list exists")
+        return Step(True, None, "no table rule matched")
 
     # ------------------------------------------------------------------ binlog write filter (master side)
-    def binlog_db_ok(self, db: str | None) -> _Step:
+    def binlog_db_ok(self, db: str | None) -> Step:
         """FILTER_BINLOG_WRITE_F: the master's binlog-do/ignore-db, same db_ok; a NULL db is written."""
         if not self._binlog_do_db and not self._binlog_ignore_db:
-            return _NO_DATABASE_RULES
-        return _db_list_check(self.names.db, db, self._binlog_do_db, self._binlog_ignore_db, "binlog", "database")
+            return NO_DATABASE_RULES
+        return db_list_check(self.names.db, db, self._binlog_do_db, self._binlog_ignore_db, "binlog", "database")
 
     # ------------------------------------------------------------------ row events
     def table_kept(self, db: str, table: str) -> bool:
@@ -196,18 +198,18 @@ class RuleEngine(EffectiveSemantics):
                                             "the table of the rows")
         binlog = self.binlog_db_ok(db)
         if binlog.ok is False:
-            return _decision(binlog, ())
+            return decision_from(binlog, ())
         db, table = self.names.incoming(db), self.names.incoming(table)
         rewritten, was_rewritten = self.rewrite_db(db)
         counted = (filter_name("rewrite_db"),) if was_rewritten else ()
         key = (f"{rewritten}.{table}",)
         db_step = self.db_ok(rewritten, "table database")
         if db_step.ok is False or not self.table_rules_on:
-            return _decision(db_step, key, counted)
+            return decision_from(db_step, key, counted)
         table_step = self.tables_ok([(rewritten, table)])
         if table_step.ok and table_step.rule is None and db_step.rule:
-            return _decision(db_step, key, counted)
-        return _decision(table_step, key, counted + db_step.counted)
+            return decision_from(db_step, key, counted)
+        return decision_from(table_step, key, counted + db_step.counted)
 
     # ------------------------------------------------------------------ statement events
     def decide_statement(self, sql: str, current_db: str | None, at=None, parses: dict | None = None) -> Decision:
@@ -230,7 +232,7 @@ class RuleEngine(EffectiveSemantics):
             # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
             parsed_db, parsed = session_db, parse_statement(sql, session_db, parses)
             info = parsed
-            info = _lower_tables(info) if self.names.lower_incoming else info
+            info = lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
                 info = self._multi_update(info, notes, triggers=False)
             decision = self._effective_statement(info, session_db)
@@ -239,7 +241,7 @@ class RuleEngine(EffectiveSemantics):
             rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
             parsed_db, parsed = rewritten, parse_statement(sql, rewritten, parses)
             info = parsed
-            info = _lower_tables(info) if self.names.lower_incoming else info
+            info = lower_tables(info) if self.names.lower_incoming else info
             if info.kind is Kind.UPDATE_MULTI:
                 # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
                 # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
@@ -332,7 +334,7 @@ class RuleEngine(EffectiveSemantics):
             return self._decide_statement(info, current_db, rewritten, counted)
         key = (info.kind, info.db_statement_name, current_db)
         known = self._by_database.get(key)
-        tables = _table_names(info.updated)
+        tables = table_names(info.updated)
         if known is None:
             decision = self._decide_statement(info, current_db, rewritten, counted)
             if tables:  # remembered with whether it lists the tables (not when a binlog-*-db rule decided)
@@ -350,21 +352,21 @@ class RuleEngine(EffectiveSemantics):
         binlog_db = info.db_statement_name if info.kind in DATABASE_KINDS and info.db_statement_name else current_db
         binlog = self.binlog_db_ok(binlog_db)
         if binlog.ok is False:
-            return _decision(binlog, ())
-        tables = _table_names(info.updated)
+            return decision_from(binlog, ())
+        tables = table_names(info.updated)
         db_step = self._database_check(info, rewritten)
         if db_step.ok is False:
-            return _decision(db_step, tables, counted)
+            return decision_from(db_step, tables, counted)
         if not info.parse_ok and self.table_rules_on:
             self.unparsed += self._counting
             return Decision(True, "statement could not be parsed; kept (counted as unparsed, never dropped)",
                             None, tables, counted + db_step.counted, "unparsed statement: its tables are unknown")
         table_step = self._statement_table_check(info)
         if table_step is None or (table_step.ok and table_step.rule is None and db_step.rule):
-            return _decision(db_step, tables, counted)
-        return _decision(table_step, tables, counted + db_step.counted)
+            return decision_from(db_step, tables, counted)
+        return decision_from(table_step, tables, counted + db_step.counted)
 
-    def _database_check(self, info: StatementInfo, rewritten: str) -> _Step:
+    def _database_check(self, info: StatementInfo, rewritten: str) -> Step:
         """sql_parse.cc check_database_filters on the event db (§1.1: for DATABASE statements the source
         writes the target database as the event db, write_db_cmd_to_binlog)."""
         if info.kind not in DATABASE_KINDS:
@@ -374,7 +376,7 @@ class RuleEngine(EffectiveSemantics):
             # MariaDB 10.11 (observed, §1.4): db rules on lex->name (not rewritten) AND the wild check, always.
             name = name if name is not None else rewritten
             step = self.db_ok(name)
-            return step if step.ok is False else _merge(step, self.db_ok_with_wild_table(name))
+            return step if step.ok is False else merge_steps(step, self.db_ok_with_wild_table(name))
         # 8.0 filters DATABASE statements on the (rewritten) event db; 5.x/MariaDB on lex->name.
         target = self.rewrite_db(name)[0] if name is not None else rewritten
         step = self.db_ok(target)
@@ -383,7 +385,7 @@ class RuleEngine(EffectiveSemantics):
             return self.db_ok_with_wild_table(target)
         return step
 
-    def _statement_table_check(self, info: StatementInfo) -> _Step | None:
+    def _statement_table_check(self, info: StatementInfo) -> Step | None:
         """all_tables_not_ok, then open_grant_tables for account statements; None when nothing is checked."""
         if not self.table_rules_on or info.exempt_from_table_rules:
             return None
@@ -396,16 +398,16 @@ class RuleEngine(EffectiveSemantics):
             # tables_ok(NULL, acl tables): a do list not covering mysql.* skips every account statement.
             acl = self.tables_ok([("mysql", name) for name in self.acl_tables])
             if acl.ok is False:
-                return _Step(False, acl.rule, "account management checks every mysql ACL table: " + acl.reason,
+                return Step(False, acl.rule, "account management checks every mysql ACL table: " + acl.reason,
                              acl.counted)
             return step or acl
         return step
 
-    def _drop_trigger_step(self, info: StatementInfo) -> _Step:
+    def _drop_trigger_step(self, info: StatementInfo) -> Step:
         table = self._knowledge().table(info.trigger, self._at)
         if table is None:
             # Bug#24478: the trigger's table cannot be loaded (CREATE TRIGGER was filtered): silently skipped.
-            return _Step(False, "replicate-*-table",
+            return Step(False, "replicate-*-table",
                          f"trigger '{info.trigger[0]}.{info.trigger[1]}' is unknown on the replica (Bug#24478)")
         return self.tables_ok([table])
 
