@@ -178,6 +178,8 @@ class EmptyTransaction(SkipPolicy):
         return result.events if result.outcome == _rules().EMPTIED else None
 
     def tally(self, counts, sent: list[Event], *, skipped: bool) -> int:
+        if not skipped:
+            return 0  # a partial transaction is sent as its kept events: nothing of the policy's
         added = sum(e.size for e in sent)
         counts.empty_transactions += 1
         counts.empty_transaction_bytes += added

@@ -196,7 +196,7 @@ class SlaveStream(RuleHits):
             self._flush_heartbeat()
             self.schema_decided += schema_marks(unit.file, result.events, schema_kept)
             sent = self._send_all(events)
-            stats.kept_bytes += sent - (self.policy.tally(stats, events, skipped=False) if events is not result.events else 0)
+            stats.kept_bytes += sent - self.policy.tally(stats, events, skipped=False)
             kept_bytes = sum(e.size for e in result.events)
             stats.transactions_kept += result.outcome == KEPT
             stats.transactions_partial += result.outcome == PARTIAL
