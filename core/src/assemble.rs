@@ -5,7 +5,9 @@
 //! path (TransactionFilter + BinlogWriter) writes them. The decision per table comes from a keep
 //! array indexed by the scanner's name ids; the rules that fill it stay in Python.
 
-use crate::scan::{statements, u32_at, Unit, F_FAST, F_MARIADB_GTID};
+use crate::hops::statements;
+use crate::le::u32_at;
+use crate::scan::{Unit, F_FAST, F_MARIADB_GTID};
 use crate::types::*;
 
 /// Per-outcome counters, in the order Python's FilterStats adds them.
