@@ -33,7 +33,7 @@ pub struct Options<'a> {
     pub renumber: bool,
     pub crc: bool,
     pub empty_keep: bool,
-    /// The body of the COMMIT Query an emptied group ends with (binlog_codec.encode.query_body).
+    /// The body of the COMMIT Query an emptied group ends with (codec.encode.query_body).
     pub commit_body: &'a [u8],
     /// Only units kept whole (a slave relaying what its own rules keep): stop at any other.
     pub whole_only: bool,
@@ -82,7 +82,7 @@ pub fn renumber(
 }
 
 /// Appends buf[start..end] (whole events, no Format_description among them) at output offset
-/// `out_pos`, renumbered (see `renumber`), as `binlog_files.filtering.renumbered` does.
+/// `out_pos`, renumbered (see `renumber`), as `binlogs.filtering.renumbered` does.
 pub fn push_renumbered(
     out: &mut Vec<u8>,
     buf: &[u8],

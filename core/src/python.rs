@@ -5,7 +5,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyTuple};
 
 use crate::assemble;
 use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
@@ -13,6 +13,7 @@ use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 mod flag_words;
 mod functions;
 mod plan;
+mod results;
 mod scan_thread;
 mod scanner;
 
@@ -34,14 +35,20 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, pyo3::types::
     }
 }
 
-fn error_tuple<'py>(py: Python<'py>, e: &ScanError) -> PyResult<Bound<'py, PyAny>> {
+/// A scan's error as Python sees it: None, or (kind, message, offset), kind "binlog" or "checksum".
+fn error_tuple<'py>(py: Python<'py>, e: Option<&ScanError>) -> PyResult<Option<Py<PyTuple>>> {
+    let Some(e) = e else {
+        return Ok(None);
+    };
     let kind = match e.kind {
         ErrorKind::Binlog => "binlog",
         ErrorKind::Checksum => "checksum",
     };
-    Ok((kind, e.message.as_str(), e.offset)
-        .into_pyobject(py)?
-        .into_any())
+    Ok(Some(
+        (kind, e.message.as_str(), e.offset)
+            .into_pyobject(py)?
+            .unbind(),
+    ))
 }
 
 fn check_off(off: usize, len: usize) -> PyResult<()> {
@@ -58,6 +65,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyPlan>()?;
     m.add_class::<PyFlagWords>()?;
+    results::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;

@@ -3,8 +3,9 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList};
 
+use super::results::RelayResult;
 use super::scanner::PyScanner;
 use super::text;
 use crate::assemble;
@@ -88,26 +89,26 @@ pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
     py.detach(|| hops::hop(buf, off))
 }
 
-/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_plan):
-/// (bytes, next unit index, units, events, bytes relayed, heartbeats passed over, lone
-/// statements copied as [(default database, SQL)]). `lone`: (QUERY post-header length,
-/// checksum length) of the format in force, to copy lone statements too; None, to stop at them.
+/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_plan): the
+/// bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
+/// (QUERY post-header length, checksum length) of the format in force, to copy lone statements
+/// too; None, to stop at them.
 #[pyfunction]
-#[pyo3(signature = (scanner, buf, from, keep, lone = None))]
+#[pyo3(signature = (scanner, buf, start, keep, lone = None))]
 pub(super) fn relay_run<'py>(
     py: Python<'py>,
     scanner: PyRef<'py, PyScanner>,
     buf: &[u8],
-    from: usize,
+    start: usize,
     keep: &[u8],
     lone: Option<(usize, usize)>,
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<RelayResult> {
     let (units, tables) = (&scanner.last_units, &scanner.last_tables);
     let lone = lone.map(|(query_post, crc_len)| relay::LoneFormat {
         query_post,
         crc_len,
     });
-    let p = py.detach(|| relay::relay_plan(buf, units, tables, keep, from, lone));
+    let p = py.detach(|| relay::relay_plan(buf, units, tables, keep, start, lone));
     // One copy, straight into the bytes object handed to Python.
     let out = PyBytes::new_with(py, p.bytes as usize, |dst| {
         p.fill(buf, dst);
@@ -117,5 +118,13 @@ pub(super) fn relay_run<'py>(
     for (db, sql) in &p.lone {
         texts.append((text(py, &buf[db.clone()])?, text(py, &buf[sql.clone()])?))?;
     }
-    (out, p.next, p.units, p.events, p.bytes, p.heartbeats, texts).into_pyobject(py)
+    Ok(RelayResult {
+        out: out.unbind(),
+        next: p.next,
+        units: p.units,
+        events: p.events,
+        bytes: p.bytes,
+        heartbeats: p.heartbeats,
+        lone: texts.unbind(),
+    })
 }

@@ -6,16 +6,13 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
+use super::results::{PlanUnit, ScanResult, SendResult};
 use super::scan_thread::{Held, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::{check_off, error_tuple, text};
 use crate::scan::{self, Scanner};
 use crate::send::{self, Plan, SendOptions};
 use crate::sql;
-
-/// A unit as `Plan.unit` hands it to Python: (part, start, end, events, kind, flags, gtid_size,
-/// last, gtid_seq, gtid_domain, gtid_server).
-pub(super) type PlanRecord = (u32, usize, usize, u32, u8, u32, u32, usize, u64, u32, u32);
 
 /// A segment of the master's binlog as every stream walks it (see send::Plan): the units of
 /// one or more scans, with the read buffers they lie in.
@@ -49,39 +46,30 @@ impl PyPlan {
         Ok(())
     }
 
-    /// A finished scan's units into the plan, as one part; the tuple `scan` returns.
-    fn adopt<'py>(
+    /// A finished scan's units into the plan, as one part: what `scan` returns.
+    fn adopt(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         scanner: &mut PyScanner,
         out: scan::ScanOut,
         held: Held,
         file: &str,
         base: u64,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let names = scanner.new_names(py)?;
-        let error = match &out.error {
-            Some(e) => error_tuple(py, e)?,
-            None => py.None().into_bound(py),
-        };
+    ) -> PyResult<ScanResult> {
         let added = out.units.len();
         if added > 0 {
             self.plan
                 .add(file.as_bytes(), base, &out.units, &out.tables);
             self.bufs.push(held);
         }
-        let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
-        PyTuple::new(
-            py,
-            [
-                names.into_any(),
-                out.stop.into_pyobject(py)?.into_any(),
-                out.events.into_pyobject(py)?.into_any(),
-                last_rotate.into_pyobject(py)?.into_any(),
-                error,
-                added.into_pyobject(py)?.into_any(),
-            ],
-        )
+        Ok(ScanResult {
+            new_names: scanner.new_names(py)?.unbind(),
+            stop: out.stop,
+            events: out.events,
+            last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
+            error: error_tuple(py, out.error.as_ref())?,
+            added,
+        })
     }
 }
 
@@ -96,41 +84,23 @@ impl PyPlan {
         }
     }
 
-    /// Appends the units of `scanner`'s last `units` call, made over `buf` (file offset
-    /// `base` of the binlog file `file`).
-    fn add(
-        &mut self,
-        scanner: PyRef<'_, PyScanner>,
-        buf: Bound<'_, PyBytes>,
-        file: &str,
-        base: u64,
-    ) {
-        self.plan.add(
-            file.as_bytes(),
-            base,
-            &scanner.last_units,
-            &scanner.last_tables,
-        );
-        self.bufs.push(Held::Bytes(buf.unbind()));
-    }
-
     /// Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to the
     /// plan, as one part read from the binlog file `file` at file offset `base` of buf[0], without
-    /// handing the records to Python. Returns (new_names, stop, events, last_rotate, error,
-    /// units added) as `Scanner.units` does; the records are read back with `unit(k)`.
+    /// handing the records to Python: what `Scanner.units` says of them, and how many were added;
+    /// the records are read back with `unit(k)`.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
-    fn scan<'py>(
+    fn scan(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         mut scanner: PyRefMut<'_, PyScanner>,
-        buf: Bound<'py, PyAny>,
+        buf: Bound<'_, PyAny>,
         off: usize,
         base: u64,
         file: &str,
         limit: usize,
         at_eof: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<ScanResult> {
         self.idle()?;
         scanner.here()?;
         let held = Held::new(&buf)?;
@@ -200,7 +170,7 @@ impl PyPlan {
     }
 
     /// Waits for the scan `scan_start` began and adds its units: returns what `scan` returns.
-    fn scan_finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    fn scan_finish(&mut self, py: Python<'_>) -> PyResult<ScanResult> {
         let Some(Pending {
             run,
             held,
@@ -238,27 +208,26 @@ impl PyPlan {
         self.plan.flags_any
     }
 
-    /// Unit k's record: (part, start, end, events, kind, flags, gtid_size, last, gtid_seq,
-    /// gtid_domain, gtid_server), offsets in its part's buffer; IndexError out of range.
-    fn unit(&self, k: usize) -> PyResult<PlanRecord> {
+    /// Unit k's record, offsets in its part's buffer; IndexError out of range.
+    fn unit(&self, k: usize) -> PyResult<PlanUnit> {
         let u = self
             .plan
             .units
             .get(k)
             .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(k))?;
-        Ok((
-            u.part,
-            u.start,
-            u.end,
-            u.events,
-            u.kind,
-            u.flags,
-            u.gtid_size,
-            u.last,
-            u.gtid_seq,
-            u.gtid_domain,
-            u.gtid_server,
-        ))
+        Ok(PlanUnit {
+            part: u.part,
+            start: u.start,
+            end: u.end,
+            events: u.events,
+            kind: u.kind,
+            flags: u.flags,
+            gtid_size: u.gtid_size,
+            last: u.last,
+            gtid_seq: u.gtid_seq,
+            gtid_domain: u.gtid_domain,
+            gtid_server: u.gtid_server,
+        })
     }
 
     /// The name ids of unit k's Table_maps (fast units; empty for the others).
@@ -354,9 +323,7 @@ impl PyPlan {
     }
 
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
-    /// until a unit it cannot handle or the batch is full (see send::send). Returns (bytes,
-    /// next unit, kept, partial, skipped, sent bytes, sent events, read bytes, read events,
-    /// heartbeats, heartbeat bytes, pending unit or -1, pending sent-or-replaced); the units'
+    /// until a unit it cannot handle or the batch is full (see send::send). The units'
     /// Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place).
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc, counts))]
@@ -374,7 +341,7 @@ impl PyPlan {
         server_id: u32,
         heartbeat_crc: bool,
         counts: &Bound<'py, PyByteArray>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<SendResult> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let opt = SendOptions {
             batch_bytes,
@@ -395,26 +362,20 @@ impl PyPlan {
                 slot.copy_from_slice(&old.wrapping_add(*c).to_le_bytes());
             }
         }
-        let pending = s.pending.map_or(-1i64, |k| k as i64);
-        PyTuple::new(
-            py,
-            [
-                PyBytes::new(py, &s.out).into_any(),
-                s.next.into_pyobject(py)?.into_any(),
-                s.kept.into_pyobject(py)?.into_any(),
-                s.partial.into_pyobject(py)?.into_any(),
-                s.skipped.into_pyobject(py)?.into_any(),
-                s.sent_bytes.into_pyobject(py)?.into_any(),
-                s.sent_events.into_pyobject(py)?.into_any(),
-                s.read_bytes.into_pyobject(py)?.into_any(),
-                s.read_events.into_pyobject(py)?.into_any(),
-                s.heartbeats.into_pyobject(py)?.into_any(),
-                s.heartbeat_bytes.into_pyobject(py)?.into_any(),
-                pending.into_pyobject(py)?.into_any(),
-                pyo3::types::PyBool::new(py, s.pending_done)
-                    .to_owned()
-                    .into_any(),
-            ],
-        )
+        Ok(SendResult {
+            out: PyBytes::new(py, &s.out).unbind(),
+            next: s.next,
+            kept: s.kept,
+            partial: s.partial,
+            skipped: s.skipped,
+            sent_bytes: s.sent_bytes,
+            sent_events: s.sent_events,
+            read_bytes: s.read_bytes,
+            read_events: s.read_events,
+            heartbeats: s.heartbeats,
+            heartbeat_bytes: s.heartbeat_bytes,
+            pending_unit: s.pending.map_or(-1i64, |k| k as i64),
+            pending_done: s.pending_done,
+        })
     }
 }

@@ -5,6 +5,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
+use super::results::{AssembleCounts, AssembleResult, UnitsResult};
 use super::{check_off, error_tuple};
 use crate::assemble;
 use crate::scan::{self, Scanner, UNIT_WORDS};
@@ -59,17 +60,14 @@ impl PyScanner {
 
     /// Adopts the format of the Format_description event `event` (read at file offset `offset`);
     /// returns None, or an error tuple (kind, message, offset).
-    fn load_fde<'py>(
+    fn load_fde(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         event: &[u8],
         offset: u64,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    ) -> PyResult<Option<Py<PyTuple>>> {
         self.here()?;
-        match self.inner.load_fde(event, offset) {
-            Ok(()) => Ok(None),
-            Err(e) => Ok(Some(error_tuple(py, &e)?)),
-        }
+        error_tuple(py, self.inner.load_fde(event, offset).err().as_ref())
     }
 
     #[getter]
@@ -83,23 +81,8 @@ impl PyScanner {
     }
 
     #[getter]
-    fn fast_ok(&self) -> bool {
-        self.inner.fmt.as_ref().is_some_and(|f| f.fast)
-    }
-
-    #[getter]
     fn events_walked(&self) -> u64 {
         self.inner.events_walked
-    }
-
-    #[getter]
-    fn verify(&self) -> bool {
-        self.inner.verify
-    }
-
-    #[setter]
-    fn set_verify(&mut self, verify: bool) {
-        self.inner.verify = verify;
     }
 
     /// The smallest buffer whose CRC runs are checked on a second thread while the walk goes on
@@ -125,21 +108,19 @@ impl PyScanner {
         self.inner.batch_crc = on && crate::crc::batch_available();
     }
 
-    /// Groups buf[off..] into units (see scan::Scanner::units). Returns (units, tables,
-    /// new_names, stop, events, last_rotate, error): `units` packs UNIT_WORDS u64 per unit,
-    /// `tables` u32 name ids, `new_names` the (db, table) byte pairs interned since the last call
-    /// (ids continue from the previous ones), `last_rotate` -1 for none, `error` None or
-    /// (kind, message, offset).
+    /// Groups buf[off..] into units (see scan::Scanner::units): the packed unit records, the
+    /// fast units' Table_map name ids, the names interned meanwhile, where the scan stopped and
+    /// the error that stopped it, if any.
     #[pyo3(signature = (buf, off, base, limit = usize::MAX, at_eof = false))]
-    fn units<'py>(
+    fn units(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         buf: &[u8],
         off: usize,
         base: u64,
         limit: usize,
         at_eof: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<UnitsResult> {
         self.here()?;
         check_off(off, buf.len())?;
         let inner = &mut self.inner;
@@ -152,43 +133,31 @@ impl PyScanner {
         for t in &out.tables {
             tables.extend_from_slice(&t.to_le_bytes());
         }
-        let names = self.new_names(py)?;
-        let error = match &out.error {
-            Some(e) => error_tuple(py, e)?,
-            None => py.None().into_bound(py),
+        let result = UnitsResult {
+            packed: PyBytes::new(py, &packed).unbind(),
+            tables: PyBytes::new(py, &tables).unbind(),
+            new_names: self.new_names(py)?.unbind(),
+            stop: out.stop,
+            events: out.events,
+            last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
+            error: error_tuple(py, out.error.as_ref())?,
         };
-        let last_rotate = out.last_rotate.map_or(-1i64, |r| r as i64);
-        let stop = out.stop;
-        let events = out.events;
         self.last_units = out.units;
         self.last_tables = out.tables;
-        PyTuple::new(
-            py,
-            [
-                PyBytes::new(py, &packed).into_any(),
-                PyBytes::new(py, &tables).into_any(),
-                names.into_any(),
-                stop.into_pyobject(py)?.into_any(),
-                events.into_pyobject(py)?.into_any(),
-                last_rotate.into_pyobject(py)?.into_any(),
-                error,
-            ],
-        )
+        Ok(result)
     }
 
-    /// What a filter keeps of the last `units` call's units from index `from` on, for a sink
+    /// What a filter keeps of the last `units` call's units from index `start` on, for a sink
     /// that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the
     /// buffer that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown.
-    /// Returns (bytes, next unit index, output offset after them, counts as a flat tuple:
-    /// kept units/events/bytes, partial units/events in/bytes in/events out/bytes out, emptied
-    /// units/events in/bytes in/bytes out, skipped units/events in/bytes in).
+    /// Returns the bytes, the next unit index, the output offset after them and the counts.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, from, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None))]
-    fn assemble<'py>(
+    #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None))]
+    fn assemble(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         buf: &[u8],
-        from: usize,
+        start: usize,
         keep: &[u8],
         out_pos: u64,
         base: u64,
@@ -198,7 +167,7 @@ impl PyScanner {
         commit_body: &[u8],
         whole_only: bool,
         answers: Option<&[u8]>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<AssembleResult> {
         let answers = answers.unwrap_or(&[]);
         let opt = assemble::Options {
             base,
@@ -210,25 +179,35 @@ impl PyScanner {
         };
         let (units, tables) = (&self.last_units, &self.last_tables);
         let a = py
-            .detach(|| assemble::assemble(buf, units, tables, keep, answers, from, out_pos, &opt));
-        let c = a.counts;
-        let counts: Vec<u64> = c
-            .kept
-            .iter()
-            .chain(&c.partial)
-            .chain(&c.emptied)
-            .chain(&c.skipped)
-            .copied()
-            .collect();
-        PyTuple::new(
-            py,
-            [
-                PyBytes::new(py, &a.out).into_any(),
-                a.next.into_pyobject(py)?.into_any(),
-                a.out_pos.into_pyobject(py)?.into_any(),
-                PyTuple::new(py, counts)?.into_any(),
-            ],
-        )
+            .detach(|| assemble::assemble(buf, units, tables, keep, answers, start, out_pos, &opt));
+        let [kept, kept_events, kept_bytes] = a.counts.kept;
+        let [partial, partial_events_in, partial_bytes_in, partial_events_out, partial_bytes_out] =
+            a.counts.partial;
+        let [emptied, emptied_events_in, emptied_bytes_in, emptied_bytes_out] = a.counts.emptied;
+        let [skipped, skipped_events_in, skipped_bytes_in] = a.counts.skipped;
+        let counts = AssembleCounts {
+            kept,
+            kept_events,
+            kept_bytes,
+            partial,
+            partial_events_in,
+            partial_bytes_in,
+            partial_events_out,
+            partial_bytes_out,
+            emptied,
+            emptied_events_in,
+            emptied_bytes_in,
+            emptied_bytes_out,
+            skipped,
+            skipped_events_in,
+            skipped_bytes_in,
+        };
+        Ok(AssembleResult {
+            out: PyBytes::new(py, &a.out).unbind(),
+            next: a.next,
+            out_pos: a.out_pos,
+            counts: Py::new(py, counts)?,
+        })
     }
 
     /// The indices of the last `units` call's units that are not fast, as packed u32: what Python
@@ -265,17 +244,7 @@ impl PyScanner {
         for o in offs {
             packed.extend_from_slice(&o.to_le_bytes());
         }
-        let error = match &err {
-            Some(e) => error_tuple(py, e)?,
-            None => py.None().into_bound(py),
-        };
-        PyTuple::new(
-            py,
-            [
-                PyBytes::new(py, &packed).into_any(),
-                stop.into_pyobject(py)?.into_any(),
-                error,
-            ],
-        )
+        let error = error_tuple(py, err.as_ref())?;
+        (PyBytes::new(py, &packed), stop, error).into_pyobject(py)
     }
 }
