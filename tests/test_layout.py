@@ -7,12 +7,14 @@
 * no module is generated or imported at run time from proto/ (the build makes dumpfilter/v1);
 * every module opens with a docstring that says what it owns;
 * the compiled core is typed: dumpfilter/_core.pyi names everything `dumpfilter._core` exports,
-  and the wheel carries it with py.typed (issue #29, item 5).
+  and the wheel carries it with py.typed (issue #29, item 5);
+* grpcio-tools is a build-time requirement only, imported by nothing outside proto/ (item 7).
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import tomllib
 from pathlib import Path
 
@@ -206,3 +208,32 @@ def test_the_wheel_carries_the_stub_and_py_typed():
     assert {"py.typed", "_core.pyi"} <= set(config["dumpfilter"])
     assert (ROOT / "dumpfilter" / "py.typed").exists()
 
+
+# --- issue #29 item 7: the contract's compiler is build-time only --------------------------------
+
+def test_grpcio_tools_is_build_time_only():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    requirement = lambda spec: spec.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip()
+    assert "grpcio-tools" not in {requirement(d).lower() for d in project["project"]["dependencies"]}
+    assert "grpcio-tools" in {requirement(d).lower() for d in project["build-system"]["requires"]}
+
+
+def _grpc_tools_importers() -> list[str]:
+    skip = {".venv", "build", "target", "proto", ".git", "__pycache__"}
+    paths = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip and not d.startswith(".")]
+        paths += [Path(folder) / f for f in files if f.endswith(".py")]
+    found = []
+    for path in paths:
+        rel = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "grpc_tools" or n.startswith("grpc_tools.") for n in names):
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_nothing_outside_proto_imports_grpc_tools():
+    assert not _grpc_tools_importers()
