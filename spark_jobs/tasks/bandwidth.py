@@ -28,7 +28,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
 from dumpfilter.skip_policy import EMPTY_TRANSACTION, PLACEHOLDER
-from dumpfilter.spark_jobs.core.chunks import Chunk, read_units
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, read_units
 
 RAND_BODY_LEN = 16
 
