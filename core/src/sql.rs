@@ -44,15 +44,9 @@ pub fn query_sql<'a>(
     fmt: &Format,
 ) -> Result<Cow<'a, [u8]>, ScanError> {
     let end = nxt.saturating_sub(fmt.checksum_len);
-    let (Some(db_len), Some(status_len)) = (buf.get(pos + 27), u16_at(buf, pos + 30)) else {
+    let Some(sql_at) = sql_start(buf, pos, t, fmt) else {
         return Ok(Cow::Borrowed(&[]));
     };
-    let sql_at = pos
-        + HEADER_LEN
-        + fmt.post_header_len(t) as usize
-        + status_len as usize
-        + *db_len as usize
-        + 1;
     if sql_at >= end || pos + 32 > nxt {
         return Ok(Cow::Borrowed(&[]));
     }
@@ -68,16 +62,19 @@ pub fn query_sql<'a>(
 /// Whether the event is a plain `BEGIN` Query, read from the raw bytes: what opens a MySQL
 /// transaction (the sql text is exactly `BEGIN`).
 pub fn is_begin_event(buf: &[u8], pos: usize, nxt: usize, fmt: &Format) -> bool {
-    let (Some(db_len), Some(status_len)) = (buf.get(pos + 27), u16_at(buf, pos + 30)) else {
+    let Some(sql_at) = sql_start(buf, pos, QUERY, fmt) else {
         return false;
     };
-    let sql_at = pos
-        + HEADER_LEN
-        + fmt.post_header_len(QUERY) as usize
-        + status_len as usize
-        + *db_len as usize
-        + 1;
     sql_at + 5 + fmt.checksum_len == nxt && buf.get(sql_at..sql_at + 5) == Some(b"BEGIN")
+}
+
+/// Where the SQL text of the Query-type event (type `t`) at buf[pos..] starts: after the header,
+/// the post-header, the status variables and the NUL-terminated default database. None when the
+/// post-header's db_len or status_vars_len lie past the buffer.
+fn sql_start(buf: &[u8], pos: usize, t: u8, fmt: &Format) -> Option<usize> {
+    let db_len = *buf.get(pos + HEADER_LEN + 8)? as usize;
+    let status_len = u16_at(buf, pos + HEADER_LEN + 11)? as usize;
+    Some(pos + HEADER_LEN + fmt.post_header_len(t) as usize + status_len + db_len + 1)
 }
 
 #[inline]
