@@ -31,8 +31,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from dumpfilter.workload import WorkloadSpec, generate  # noqa: E402
-from dumpfilter.spark_jobs.core.local import split_local  # noqa: E402
-from dumpfilter.spark_jobs.core.routing import SplitConfig  # noqa: E402
+from dumpfilter.spark_jobs.tasks.local import split_local  # noqa: E402
+from dumpfilter.spark_jobs.tasks.routing import SplitConfig  # noqa: E402
 
 
 def _same(a: Path, b: Path) -> bool:

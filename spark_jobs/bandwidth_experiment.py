@@ -1,6 +1,6 @@
 """Spark job: for each slave of a topology, the events and bytes master-side filtering would send
 compared with everything, over many binlog files in parallel (chunks cut on transaction
-boundaries; spark_jobs.core.bandwidth does the counting and joins heartbeat stretches).
+boundaries; spark_jobs.tasks.bandwidth does the counting and joins heartbeat stretches).
 
     spark-submit spark_jobs/bandwidth_experiment.py --binlogs DIR --topology FILE [--out DIR]
         [--format csv|parquet]
@@ -18,8 +18,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # `spark-submit spark_jobs/bandwidth_experiment.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dumpfilter.spark_jobs.core.bandwidth import SlaveCounts, count_chunk, merge_counts  # noqa: E402
-from dumpfilter.spark_jobs.core.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
+from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts, count_chunk, merge_counts  # noqa: E402
+from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
 
 COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "events_all", "bytes_all",
            "events_sent", "bytes_sent", "saving_bytes", "saving_pct", "kept_events", "kept_bytes", "heartbeats",

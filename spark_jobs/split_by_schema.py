@@ -3,14 +3,14 @@
     spark-submit spark_jobs/split_by_schema.py FILE-or-DIR... --out DIR [--map NAME=RULES ...]
         [--max-binlog-size BYTES] [--filter-semantics mysql|effective] [--chunk-bytes N]
 
-Two stages, no shuffle (spark_jobs.core.segments):
-- `route_chunks`: one task per chunk (spark_jobs.core.chunks: whole files, and large files cut on
+Two stages, no shuffle (spark_jobs.tasks.segments):
+- `route_chunks`: one task per chunk (spark_jobs.tasks.chunks: whole files, and large files cut on
   transaction boundaries), so files and chunks are read in parallel; each unit is routed
-  (spark_jobs.core.routing, pure) and each output copy's bytes appended to a segment file per
+  (spark_jobs.tasks.routing, pure) and each output copy's bytes appended to a segment file per
   (chunk, output), with the unit ends in an index file;
 - `join_outputs`: one task per output reads its segments in chunk order and writes the final
   series (positions renumbered and CRC32 recomputed in one in-place loop, Rotate between files,
-  GTID state per file) through spark_jobs.core.output, the single-process split's writer.
+  GTID state per file) through spark_jobs.tasks.output, the single-process split's writer.
 
 The output is byte-identical to `dumpfilter split --no-spark`. Segments (under `--out`, removed at
 the end) and output files are written by the tasks straight into `--out`, which must therefore be
@@ -33,15 +33,15 @@ from dumpfilter.codec import Event  # noqa: E402
 from dumpfilter.codec.format_description import FormatDescription  # noqa: E402
 from dumpfilter.rules.options import add_schema_option, schema_from_args  # noqa: E402
 from dumpfilter.rules.ruleset import Settings  # noqa: E402
-from dumpfilter.spark_jobs.core.chunks import (  # noqa: E402
+from dumpfilter.spark_jobs.tasks.chunks import (  # noqa: E402
     DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, query_statements, source_header,
 )
-from dumpfilter.spark_jobs.core.local import check_output_dir  # noqa: E402
-from dumpfilter.spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSummary  # noqa: E402
-from dumpfilter.spark_jobs.core.routing import (  # noqa: E402
+from dumpfilter.spark_jobs.tasks.local import check_output_dir  # noqa: E402
+from dumpfilter.spark_jobs.tasks.output import DEFAULT_MAX_BINLOG_SIZE, OutputSummary  # noqa: E402
+from dumpfilter.spark_jobs.tasks.routing import (  # noqa: E402
     DEFAULT_UNASSIGNED, Router, SplitConfig, chunk_starts, config_from_maps,
 )
-from dumpfilter.spark_jobs.core.segments import ChunkSegments, OutputPlan, join_output, plan_outputs, write_chunk_segments  # noqa: E402
+from dumpfilter.spark_jobs.tasks.segments import ChunkSegments, OutputPlan, join_output, plan_outputs, write_chunk_segments  # noqa: E402
 
 
 

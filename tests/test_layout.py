@@ -5,12 +5,16 @@
   spark_jobs) never import one another;
 * pyproject.toml installs every package of the tree, each under the one `dumpfilter` namespace;
 * no module is generated or imported at run time from proto/ (the build makes dumpfilter/v1);
-* every module opens with a docstring that says what it owns.
+* every module opens with a docstring that says what it owns;
+* the compiled core is typed: dumpfilter/_core.pyi names everything `dumpfilter._core` exports,
+  and the wheel carries it with py.typed (issue #29, item 5);
+* grpcio-tools is a build-time requirement only, imported by nothing outside proto/ (item 7).
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import tomllib
 from pathlib import Path
 
@@ -202,3 +206,85 @@ def test_production_has_one_path():
             elif isinstance(node, ast.Attribute) and node.attr == "fast" and isinstance(node.ctx, ast.Store):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: .fast = ...")
     assert not offenders, "reference-path switches in production:\n" + "\n".join(offenders)
+
+
+# --- issue #29 item 5: a typed core --------------------------------------------------------------
+
+def _stub_names(body: list[ast.stmt]) -> set[str]:
+    """The names a stub's module or class body defines (functions, classes, annotated names,
+    assignments, a property's setter counted once)."""
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def _public(names) -> set[str]:
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_the_core_stub_names_everything_the_core_exports():
+    """dumpfilter/_core.pyi names every public attribute of the compiled module, and of each of its
+    classes, and nothing the module lacks (its private helpers, `_`-prefixed, aside)."""
+    from dumpfilter import _core
+
+    stub = ast.parse((ROOT / "dumpfilter" / "_core.pyi").read_text())
+    assert ast.get_docstring(stub)
+    assert _public(_stub_names(stub.body)) == _public(dir(_core)), "_core.pyi and dumpfilter._core differ"
+    classes = {node.name: node for node in stub.body if isinstance(node, ast.ClassDef)}
+    for name, node in classes.items():
+        if name.startswith("_"):
+            continue
+        cls = getattr(_core, name)
+        exported = _public(dir(cls)) - _public(dir(object))
+        assert _public(_stub_names(node.body)) == exported, f"_core.pyi's {name} and _core.{name} differ"
+
+
+def test_the_stub_check_sees_a_missing_name():
+    """The comparison above can fail: a stub without one of the module's functions differs."""
+    from dumpfilter import _core
+
+    stub = ast.parse((ROOT / "dumpfilter" / "_core.pyi").read_text())
+    body = [n for n in stub.body if not (isinstance(n, ast.FunctionDef) and n.name == "crc32")]
+    assert _public(_stub_names(body)) != _public(dir(_core))
+
+
+def test_the_wheel_carries_the_stub_and_py_typed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert {"py.typed", "_core.pyi"} <= set(config["dumpfilter"])
+    assert (ROOT / "dumpfilter" / "py.typed").exists()
+
+
+# --- issue #29 item 7: the contract's compiler is build-time only --------------------------------
+
+def test_grpcio_tools_is_build_time_only():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    requirement = lambda spec: spec.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip()
+    assert "grpcio-tools" not in {requirement(d).lower() for d in project["project"]["dependencies"]}
+    assert "grpcio-tools" in {requirement(d).lower() for d in project["build-system"]["requires"]}
+
+
+def _grpc_tools_importers() -> list[str]:
+    skip = {".venv", "build", "target", "proto", ".git", "__pycache__"}
+    paths = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip and not d.startswith(".")]
+        paths += [Path(folder) / f for f in files if f.endswith(".py")]
+    found = []
+    for path in paths:
+        rel = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "grpc_tools" or n.startswith("grpc_tools.") for n in names):
+                found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_nothing_outside_proto_imports_grpc_tools():
+    assert not _grpc_tools_importers()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
 from dumpfilter.cli.output_paths import writable_dir
-from dumpfilter.spark_jobs.core.local import split_local
+from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
 
 

@@ -5,7 +5,9 @@
 //! path (TransactionFilter + BinlogWriter) writes them. The decision per table comes from a keep
 //! array indexed by the scanner's name ids; the rules that fill it stay in Python.
 
-use crate::scan::{statements, u32_at, Unit, F_FAST, F_MARIADB_GTID};
+use crate::hops::statements;
+use crate::le::u32_at;
+use crate::scan::{Unit, F_FAST, F_MARIADB_GTID};
 use crate::types::*;
 
 /// Per-outcome counters, in the order Python's FilterStats adds them.
@@ -31,7 +33,7 @@ pub struct Options<'a> {
     pub renumber: bool,
     pub crc: bool,
     pub empty_keep: bool,
-    /// The body of the COMMIT Query an emptied group ends with (binlog_codec.encode.query_body).
+    /// The body of the COMMIT Query an emptied group ends with (codec.encode.query_body).
     pub commit_body: &'a [u8],
     /// Only units kept whole (a slave relaying what its own rules keep): stop at any other.
     pub whole_only: bool,
@@ -80,7 +82,7 @@ pub fn renumber(
 }
 
 /// Appends buf[start..end] (whole events, no Format_description among them) at output offset
-/// `out_pos`, renumbered (see `renumber`), as `binlog_files.filtering.renumbered` does.
+/// `out_pos`, renumbered (see `renumber`), as `binlogs.filtering.renumbered` does.
 pub fn push_renumbered(
     out: &mut Vec<u8>,
     buf: &[u8],

@@ -8,6 +8,9 @@
 
 use std::sync::OnceLock;
 
+use crate::le::u32_at;
+use crate::types::{HEADER_LEN, LOG_EVENT_BINLOG_IN_USE_F};
+
 /// CRC32 (zlib's) over any bytes followed by their own CRC32, little-endian.
 pub const RESIDUE: u32 = 0x2144_DF1C;
 const POLY: u32 = 0xEDB8_8320;
@@ -194,6 +197,32 @@ impl Run {
 
 /// M - 1 in the comment above: runs end within this many bytes of their start.
 pub const RUN_MAX: usize = 1 << 13;
+
+/// CRC-32 (zlib's polynomial), SIMD-accelerated.
+pub fn crc32(data: &[u8]) -> u32 {
+    crc32fast::hash(data)
+}
+
+/// Whether the event's stored CRC (its last four bytes) matches the bytes before it.
+#[inline]
+pub fn crc_ok(event: &[u8]) -> bool {
+    let n = event.len();
+    n >= 4 && u32_at(event, n - 4) == Some(crc32fast::hash(&event[..n - 4]))
+}
+
+/// The FDE's CRC: the server computes it with LOG_EVENT_BINLOG_IN_USE_F cleared (it sets the flag
+/// when it opens the file and clears it in place on close without recomputing the CRC).
+pub fn fde_crc_ok(event: &[u8]) -> bool {
+    let n = event.len();
+    if n < HEADER_LEN + 4 {
+        return false;
+    }
+    let mut h = crc32fast::Hasher::new();
+    h.update(&event[..17]);
+    h.update(&[event[17] & !(LOG_EVENT_BINLOG_IN_USE_F as u8)]);
+    h.update(&event[18..n - 4]);
+    u32_at(event, n - 4) == Some(h.finalize())
+}
 
 #[cfg(test)]
 mod tests {

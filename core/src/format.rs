@@ -1,5 +1,5 @@
 //! The Format_description event: the checksum algorithm and the post-header lengths that tell
-//! every later event's layout. Mirrors `binlog_codec/format_description.py`.
+//! every later event's layout. Mirrors `dumpfilter/codec/format_description.py`.
 
 use crate::types::*;
 
@@ -190,7 +190,7 @@ const NAMES: [(u8, &str); 55] = [
     (171, "DELETE_ROWS_COMPRESSED"),
 ];
 
-/// The event type's name as `binlog_codec.constants.type_name` gives it.
+/// The event type's name as `codec.constants.type_name` gives it.
 pub fn type_name(t: u8) -> String {
     NAMES
         .iter()

@@ -5,9 +5,13 @@ pub mod assemble;
 pub mod crc;
 pub mod flags;
 pub mod format;
+pub mod hops;
+pub mod le;
+pub mod payload;
 pub mod relay;
 pub mod scan;
 pub mod send;
+pub mod sql;
 pub mod types;
 
 #[cfg(feature = "python")]

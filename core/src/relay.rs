@@ -9,7 +9,8 @@
 
 use std::ops::Range;
 
-use crate::scan::{query_ranges, Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::sql::query_ranges;
 use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2};
 
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object

@@ -8,9 +8,9 @@
 use crate::assemble::{partial, rows};
 use std::ops::Range;
 
-use crate::scan::{
-    query_ranges, u32_at, Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END,
-};
+use crate::le::u32_at;
+use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
+use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT};
 
 /// A stream's answer per unit (`rows`): skip, kept in part, kept whole, not a fast unit.

@@ -1,5 +1,5 @@
 //! Event type codes, header flags and the event classes the scanner groups by (binlog v4:
-//! MySQL 5.0-9.x, MariaDB 10.x-11.x). Mirrors `binlog_codec/constants.py`.
+//! MySQL 5.0-9.x, MariaDB 10.x-11.x). Mirrors `dumpfilter/codec/constants.py`.
 
 pub const HEADER_LEN: usize = 19;
 

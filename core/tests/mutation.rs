@@ -9,7 +9,9 @@ use std::panic;
 use std::path::Path;
 
 use _core::assemble::{assemble, Options};
-use _core::scan::{mariadb_uncompress, payload_bytes, statements, Scanner};
+use _core::hops::statements;
+use _core::payload::{mariadb_uncompress, payload_bytes};
+use _core::scan::Scanner;
 use _core::send::{send, Plan, SendOptions};
 
 struct Rng(u64);
@@ -326,7 +328,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
                 u.end
             );
             // The DDL text classifier on what the master would hand it: total, no panic.
-            let _ = _core::scan::plain_statement(&data[sql]);
+            let _ = _core::sql::plain_statement(&data[sql]);
         }
     }
     assert!(plan.lone_query(out.units.len(), data, 13, 4).is_none());

@@ -44,7 +44,7 @@ foreign_log_pos = _core.foreign_log_pos
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
 statements = _core.statements
 # A segment's units for the core's per-stream send walk (kept runs, partial units, heartbeats):
-# Plan().add(scanner.core, buf, file, base) after each `units` call, then rows(keep) and send(...).
+# Scanner.scan_into(plan, ...) per read buffer, then rows(keep) and send(...) per stream.
 Plan = _core.Plan
 # The Heartbeat event the master sends for (file, pos): heartbeat(file, pos, server_id, crc).
 heartbeat = _core.heartbeat
@@ -79,8 +79,9 @@ class UnitRecord(NamedTuple):
 def plan_record(plan, k: int) -> tuple[int, UnitRecord]:
     """Unit k of a Plan as (its part, its record); the record's tables bounds are those of the
     plan's name ids (plan.tables(k) holds them)."""
-    part, start, end, events, kind, flags, gsize, last, seq, domain, server = plan.unit(k)
-    return part, UnitRecord(start, end, events, KINDS[kind], flags, gsize, 0, 0, seq, domain, server, last)
+    u = plan.unit(k)
+    return u.part, UnitRecord(u.start, u.end, u.events, KINDS[u.kind], u.flags, u.gtid_size, 0, 0, u.gtid_seq,
+                              u.gtid_domain, u.gtid_server, u.last)
 
 
 class UnitRecords:
@@ -181,17 +182,16 @@ class Scanner:
     def units(self, buf: bytes, off: int, base: int, limit: int = 1 << 62, at_eof: bool = False) -> UnitScan:
         """Units of buf[off:] (`base` is the file offset of buf[0]): see the core's
         Scanner::units. A malformed event is returned as `error`, after the units before it."""
-        packed, tables, new_names, stop, events, last_rotate, err = self._core.units(buf, off, base, limit, at_eof)
-        if new_names:
-            self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
-        return UnitScan(UnitRecords(packed), memoryview(tables).cast("I"), stop, events, last_rotate,
-                        None if err is None else _error(err, self.path))
+        r = self._core.units(buf, off, base, limit, at_eof)
+        self._add_names(r.new_names)
+        return UnitScan(UnitRecords(r.packed), memoryview(r.tables).cast("I"), r.stop, r.events, r.last_rotate,
+                        None if r.error is None else _error(r.error, self.path))
 
     def scan_into(self, plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
                   at_eof: bool = False) -> "PlanScan":
         """`units`, with the units appended to `plan` (a `Plan`, as part `file` at file offset
         `base` of buf[0]) instead of handed to Python: read them back with plan.unit(k)."""
-        return self._plan_scan(*plan.scan(self._core, buf, off, base, file, limit, at_eof))
+        return self._plan_scan(plan.scan(self._core, buf, off, base, file, limit, at_eof))
 
     def scan_start(self, plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
                    at_eof: bool = False) -> None:
@@ -200,18 +200,22 @@ class Scanner:
         plan.scan_start(self._core, buf, off, base, file, limit, at_eof)
 
     def scan_finish(self, plan) -> "PlanScan":
-        return self._plan_scan(*plan.scan_finish())
+        return self._plan_scan(plan.scan_finish())
 
-    def _plan_scan(self, new_names, stop, events, last_rotate, err, added) -> "PlanScan":
+    def _plan_scan(self, r: _core.ScanResult) -> "PlanScan":
+        self._add_names(r.new_names)
+        return PlanScan(r.added, r.stop, r.events, r.last_rotate, None if r.error is None else _error(r.error, self.path))
+
+    def _add_names(self, new_names: list[tuple[bytes, bytes]]) -> None:
+        """The (db, table) names the core interned since its last call, decoded, by name id."""
         if new_names:
             self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
-        return PlanScan(added, stop, events, last_rotate, None if err is None else _error(err, self.path))
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,
-                 answers: bytes | None = None) -> tuple[bytes, int, int, tuple]:
+                 answers: bytes | None = None) -> _core.AssembleResult:
         """What a filter keeps of the last `units` call's fast units from index `start` on
-        (buf: that call's buffer), as (bytes, next unit index, output offset, counters); see
+        (buf: that call's buffer): the bytes, the next unit index, the output offset, the counts; see
         the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
         `answers`: a byte per unit, ANSWER_KEEP or ANSWER_EMPTY for units that are not fast
         and were decided in Python (anything else stops the assembly there)."""
@@ -223,13 +227,13 @@ class Scanner:
         return memoryview(self._core.slow_units()).cast("I")
 
     def relay_run(self, buf: bytes, start: int, keep: bytes,
-                  lone: FormatDescription | None = None) -> tuple[bytes, int, int, int, int, int, list]:
+                  lone: FormatDescription | None = None) -> _core.RelayResult:
         """A slave's relay run over the last `units` call's units from index `start` on (buf:
         that call's buffer; `keep` one byte per name id, 1 kept): lone Heartbeats passed over,
         fast units kept whole copied as they came and, given the format in force as `lone`, lone
-        statements (a MariaDB GTID and one plain QUERY) too, until a unit that needs Python.
-        Returns (bytes, next unit index, units, events, bytes relayed, heartbeats, [(default
-        database, SQL)] of the lone statements copied); see relay::relay_plan."""
+        statements (a MariaDB GTID and one plain QUERY) too, until a unit that needs Python:
+        the bytes, the next unit index, the counts and the lone statements' [(default database,
+        SQL)]; see relay::relay_plan."""
         formats = None if lone is None else (lone.post_header_len(EventType.QUERY), lone.checksum_len)
         return _core.relay_run(self._core, buf, start, keep, formats)
 

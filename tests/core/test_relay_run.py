@@ -99,9 +99,9 @@ def assert_same_runs(stream: bytes, rng: random.Random, fmt=None) -> tuple[int, 
             while i < len(units):
                 got = scanner.relay_run(stream, i, keep, lone)
                 want = reference_run(stream, units, tables, keep, i, lone)
-                assert got == want, (i, got[1:], want[1:])
-                relayed, heartbeats, statements = relayed + got[2], heartbeats + got[5], statements + len(got[6])
-                i = got[1] + 1  # the unit the run stopped at goes to Python
+                assert tuple(got) == want, (i, tuple(got)[1:], want[1:])
+                relayed, heartbeats, statements = relayed + got.units, heartbeats + got.heartbeats, statements + len(got.lone)
+                i = got.next + 1  # the unit the run stopped at goes to Python
             if n == 0 and lone is not None or fmt is None:
                 totals = (relayed, heartbeats, statements)
     return totals

@@ -13,7 +13,7 @@ from dumpfilter.binlogs import binlog_paths
 from dumpfilter.cli.app import main as dumpfilter_main
 from dumpfilter.topology import TopologyError, parse_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
-from dumpfilter.spark_jobs.core.chunks import input_files, plan_chunks
+from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 
 TOPOLOGY = """
 [[slaves]]

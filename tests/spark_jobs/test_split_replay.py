@@ -14,8 +14,8 @@ from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.lab.sandbox import apply_binlog, diff_snapshots, snapshot
 from dumpfilter.lab.sandbox.snapshot import SYSTEM_SCHEMAS
-from dumpfilter.spark_jobs.core.local import split_local
-from dumpfilter.spark_jobs.core.routing import SplitConfig
+from dumpfilter.spark_jobs.tasks.local import split_local
+from dumpfilter.spark_jobs.tasks.routing import SplitConfig
 from dumpfilter.spark_jobs.split_by_schema import split_spark
 
 pytestmark = pytest.mark.mariadb

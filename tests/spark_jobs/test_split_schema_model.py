@@ -12,9 +12,9 @@ import pytest
 
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.spark_jobs.core.chunks import plan_chunks, query_statements, read_units
-from dumpfilter.spark_jobs.core.local import split_local
-from dumpfilter.spark_jobs.core.routing import Router, chunk_starts, config_from_maps
+from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, query_statements, read_units
+from dumpfilter.spark_jobs.tasks.local import split_local
+from dumpfilter.spark_jobs.tasks.routing import Router, chunk_starts, config_from_maps
 from tests.rules.test_lint_cases import Build
 from tests.spark_jobs.helpers import same_tree, series_events
 

@@ -9,13 +9,13 @@ from dumpfilter.codec import EventType, group_transactions, read_events
 from dumpfilter.codec import encode as enc
 from dumpfilter.binlogs import BinlogSeriesWriter, binlog_paths
 from dumpfilter.rules.ruleset import Settings
-from dumpfilter.spark_jobs.core.chunks import input_files, plan_chunks, read_units, source_header
-from dumpfilter.spark_jobs.core.local import split_local
-from dumpfilter.spark_jobs.core.output import (
+from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.tasks.local import split_local
+from dumpfilter.spark_jobs.tasks.output import (
     OutputSet, RawSeriesWriter, ReferenceOutputSet, encode_unit, renumber,
 )
-from dumpfilter.spark_jobs.core.routing import Router, SplitConfig, config_from_maps
-from dumpfilter.spark_jobs.core.segments import plan_outputs, split_by_segments, write_chunk_segments
+from dumpfilter.spark_jobs.tasks.routing import Router, SplitConfig, config_from_maps
+from dumpfilter.spark_jobs.tasks.segments import plan_outputs, split_by_segments, write_chunk_segments
 from dumpfilter.spark_jobs.split_by_schema import balanced_groups, split_spark, task_groups
 from tests.spark_jobs.helpers import check_series, same_tree
 

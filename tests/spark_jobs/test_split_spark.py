@@ -6,8 +6,8 @@ import pytest
 
 from dumpfilter.cli.app import main as dumpfilter_main
 from dumpfilter.rules.ruleset import Settings
-from dumpfilter.spark_jobs.core.local import split_local
-from dumpfilter.spark_jobs.core.routing import SplitConfig, config_from_maps
+from dumpfilter.spark_jobs.tasks.local import split_local
+from dumpfilter.spark_jobs.tasks.routing import SplitConfig, config_from_maps
 from dumpfilter.spark_jobs.split_by_schema import split_spark
 from tests.spark_jobs.helpers import same_tree
 

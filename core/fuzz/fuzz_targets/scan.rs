@@ -7,7 +7,10 @@
 use libfuzzer_sys::fuzz_target;
 
 use _core::assemble::{assemble, Options};
-use _core::scan::{mariadb_uncompress, payload_bytes, plain_statement, statements, Scanner};
+use _core::hops::statements;
+use _core::payload::{mariadb_uncompress, payload_bytes};
+use _core::scan::Scanner;
+use _core::sql::plain_statement;
 use _core::send::{send, Plan, SendOptions};
 
 fuzz_target!(|data: &[u8]| {

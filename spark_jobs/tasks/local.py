@@ -7,10 +7,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.spark_jobs.core.chunks import (DEFAULT_CHUNK_BYTES, input_files, plan_chunks, query_statements,
+from dumpfilter.spark_jobs.tasks.chunks import (DEFAULT_CHUNK_BYTES, input_files, plan_chunks, query_statements,
                                                read_units, source_header)
-from dumpfilter.spark_jobs.core.output import DEFAULT_MAX_BINLOG_SIZE, OutputSet, OutputSummary
-from dumpfilter.spark_jobs.core.routing import Router, RouteStats, SplitConfig, chunk_starts
+from dumpfilter.spark_jobs.tasks.output import DEFAULT_MAX_BINLOG_SIZE, OutputSet, OutputSummary
+from dumpfilter.spark_jobs.tasks.routing import Router, RouteStats, SplitConfig, chunk_starts
 
 
 @dataclass

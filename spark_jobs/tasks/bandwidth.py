@@ -26,7 +26,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter import skip_policy
-from dumpfilter.spark_jobs.core.chunks import Chunk, read_units
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, read_units
 
 
 @dataclass

@@ -20,11 +20,11 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.spark_jobs.core.chunks import Chunk, SourceHeader, read_units
-from dumpfilter.spark_jobs.core.output import (
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader, read_units
+from dumpfilter.spark_jobs.tasks.output import (
     DEFAULT_MAX_BINLOG_SIZE, OutputSummary, RawSeriesWriter, binlog_basename, encode_unit, summarize,
 )
-from dumpfilter.spark_jobs.core.routing import ALL, ChunkStart, Router, SplitConfig
+from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitConfig
 
 SEGMENT_FLUSH_BYTES = 4 << 20
 
@@ -198,8 +198,8 @@ def split_by_segments(targets: list, out: str | os.PathLike, config: SplitConfig
     import shutil
     import tempfile
 
-    from dumpfilter.spark_jobs.core.chunks import input_files, plan_chunks, source_header
-    from dumpfilter.spark_jobs.core.local import check_output_dir
+    from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, source_header
+    from dumpfilter.spark_jobs.tasks.local import check_output_dir
 
     out = check_output_dir(out)
     paths = input_files(targets)

@@ -7,7 +7,7 @@ bytearray, and one tight loop renumbers log_pos and recomputes the CRC in place 
 before the bytes go to the file in one write. Its files are byte for byte those of
 `dumpfilter.binlogs.BinlogSeriesWriter` fed the same events (`ReferenceOutputSet` keeps that slower
 path, for the tests). Both the single-process split (`OutputSet`) and the Spark job's join of
-segment files (spark_jobs.core.segments) write through it.
+segment files (spark_jobs.tasks.segments) write through it.
 
 Units must be added in input order. Units routed to `ALL` (INCIDENT) go to every output: to those
 already open at once, and to outputs opened later before their first unit, so every output ends up
@@ -28,8 +28,8 @@ from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter.codec.writer import fde_for_new_file
 from dumpfilter.binlogs import BinlogSeriesWriter
 from dumpfilter.binlogs.files import write_index
-from dumpfilter.spark_jobs.core.chunks import SourceHeader
-from dumpfilter.spark_jobs.core.routing import ALL
+from dumpfilter.spark_jobs.tasks.chunks import SourceHeader
+from dumpfilter.spark_jobs.tasks.routing import ALL
 
 DEFAULT_MAX_BINLOG_SIZE = 1 << 30  # max_binlog_size's default and maximum
 FLUSH_BYTES = 1 << 20  # OutputSet hands an output's pending units to its writer at this size

@@ -1,0 +1,81 @@
+//! Walks that only hop from event header to event header, for one question each: a fast
+//! unit's statements, the benchmarks' baseline, whether a file holds another server's positions.
+
+use crate::le::{u16_at, u32_at};
+use crate::types::*;
+
+/// The statements of a fast unit's body buf[body..end) (the events after its GTID, and after
+/// BEGIN for MySQL; its XID last): (end offset, events, Table_maps so far) per statement ended
+/// by STMT_END_F. None when the body does not cut into whole statements each with its own
+/// Table_maps (rows of an earlier statement's Table_map, a statement left open, a malformed
+/// event): the caller then takes the reference path.
+pub fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u32)>> {
+    let end = end.min(buf.len());
+    let mut out = Vec::new();
+    let (mut n, mut sn, mut tables) = (0u32, 0u32, 0u32);
+    let mut ids: Vec<&[u8]> = Vec::new();
+    let mut whole = true;
+    let mut at = body;
+    while at + HEADER_LEN <= end {
+        let t = buf[at + 4];
+        let size = u32_at(buf, at + 9)? as usize;
+        let nxt = at
+            .checked_add(size)
+            .filter(|n| *n <= end && size >= HEADER_LEN)?;
+        if t == XID {
+            return (whole && n == sn).then_some(out);
+        }
+        n += 1;
+        if t == TABLE_MAP {
+            tables += 1;
+            ids.push(buf.get(at + 19..at + 25)?);
+        } else if is_rows(t) {
+            let id = buf.get(at + 19..at + 25)?;
+            if !ids.contains(&id) {
+                whole = false; // rows of a Table_map of an earlier statement
+            }
+            if u16_at(buf, at + 25)? & STMT_END_F != 0 {
+                out.push((nxt, n - sn, tables));
+                sn = n;
+                ids.clear();
+            }
+        }
+        at = nxt;
+    }
+    None
+}
+
+/// The benchmarks' baseline: a bare header hop over buf[off..] (no CRC, no grouping, no
+/// checks beyond bounds). Returns (events, stop).
+pub fn hop(buf: &[u8], off: usize) -> (u64, usize) {
+    let (mut n, mut at) = (0u64, off);
+    while at + HEADER_LEN <= buf.len() {
+        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
+        if size < HEADER_LEN || at + size > buf.len() {
+            break;
+        }
+        n += 1;
+        at += size;
+    }
+    (n, at)
+}
+
+/// Whether an event of buf[off..] carries a log_pos that is neither 0 nor its own end offset:
+/// another server's coordinates, as a relay log copies them (a server's own binlog has log_pos =
+/// the event's end, or 0 for artificial and MariaDB 11.4+ in-group events). Stops at the first
+/// partial or impossible event.
+pub fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
+    let mut at = off;
+    while at + HEADER_LEN <= buf.len() {
+        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
+        if size < HEADER_LEN || at + size > buf.len() {
+            break;
+        }
+        let log_pos = u32_at(buf, at + 13).unwrap_or(0) as usize;
+        if log_pos != 0 && log_pos != at + size {
+            return true;
+        }
+        at += size;
+    }
+    false
+}

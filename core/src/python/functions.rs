@@ -1,0 +1,130 @@
+//! The module's free functions: one-shot byte work on a buffer (CRC, Heartbeat, payloads,
+//! renumbering, statement words) and the slave's relay run.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList};
+
+use super::results::RelayResult;
+use super::scanner::PyScanner;
+use super::text;
+use crate::assemble;
+use crate::relay;
+use crate::send;
+use crate::{crc, hops, payload, sql};
+
+/// A Heartbeat event for (file, pos), as the master sends one (see send::heartbeat).
+#[pyfunction]
+pub(super) fn heartbeat<'py>(
+    py: Python<'py>,
+    file: &str,
+    pos: u64,
+    server_id: u32,
+    crc: bool,
+) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(file.len() + 23);
+    send::heartbeat(file.as_bytes(), pos, server_id, crc, &mut out);
+    PyBytes::new(py, &out)
+}
+
+/// CRC-32 (zlib's polynomial) of `data`, SIMD-accelerated.
+#[pyfunction]
+pub(super) fn crc32(py: Python<'_>, data: &[u8]) -> u32 {
+    py.detach(|| crc::crc32(data))
+}
+
+/// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
+#[pyfunction]
+#[pyo3(signature = (body, max_out = 1 << 30))]
+pub(super) fn payload_bytes<'py>(
+    py: Python<'py>,
+    body: &[u8],
+    max_out: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let data = py
+        .detach(|| payload::payload_bytes(body, max_out))
+        .map_err(PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &data))
+}
+
+/// The statements of a fast unit's body buf[body:end] (see hops::statements): a list of
+/// (end offset, events, Table_maps so far), or None for the reference path.
+#[pyfunction]
+pub(super) fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u32)>> {
+    hops::statements(buf, body, end)
+}
+
+/// Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
+/// assemble::renumber); returns (last non-zero timestamp, offsets of FDEs left to the caller).
+#[pyfunction]
+pub(super) fn renumber(
+    buf: &Bound<'_, PyByteArray>,
+    start: usize,
+    stop: usize,
+    base: u64,
+    crc: bool,
+) -> (u32, Vec<usize>) {
+    // SAFETY: the GIL is held and nothing else runs Python code during the call, so no one can
+    // resize or read the bytearray while it is borrowed.
+    let data = unsafe { buf.as_bytes_mut() };
+    assemble::renumber(data, start, stop, base, crc)
+}
+
+/// `rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
+/// answer (text with non-ASCII bytes or a leading comment; see sql::plain_statement).
+#[pyfunction]
+pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
+    sql::plain_statement(sql)
+}
+
+/// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
+#[pyfunction]
+pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
+    hops::foreign_log_pos(buf, off)
+}
+
+/// The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop).
+#[pyfunction]
+pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
+    py.detach(|| hops::hop(buf, off))
+}
+
+/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_plan): the
+/// bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
+/// (QUERY post-header length, checksum length) of the format in force, to copy lone statements
+/// too; None, to stop at them.
+#[pyfunction]
+#[pyo3(signature = (scanner, buf, start, keep, lone = None))]
+pub(super) fn relay_run<'py>(
+    py: Python<'py>,
+    scanner: PyRef<'py, PyScanner>,
+    buf: &[u8],
+    start: usize,
+    keep: &[u8],
+    lone: Option<(usize, usize)>,
+) -> PyResult<RelayResult> {
+    let (units, tables) = (&scanner.last_units, &scanner.last_tables);
+    let lone = lone.map(|(query_post, crc_len)| relay::LoneFormat {
+        query_post,
+        crc_len,
+    });
+    let p = py.detach(|| relay::relay_plan(buf, units, tables, keep, start, lone));
+    // One copy, straight into the bytes object handed to Python.
+    let out = PyBytes::new_with(py, p.bytes as usize, |dst| {
+        p.fill(buf, dst);
+        Ok(())
+    })?;
+    let texts = PyList::empty(py);
+    for (db, sql) in &p.lone {
+        texts.append((text(py, &buf[db.clone()])?, text(py, &buf[sql.clone()])?))?;
+    }
+    Ok(RelayResult {
+        out: out.unbind(),
+        next: p.next,
+        units: p.units,
+        events: p.events,
+        bytes: p.bytes,
+        heartbeats: p.heartbeats,
+        lone: texts.unbind(),
+    })
+}

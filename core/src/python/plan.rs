@@ -1,0 +1,381 @@
+//! `_core.Plan`: a segment's unit list as every stream of the master walks it, with the read
+//! buffers its units lie in; scanned into (on a thread, or not), read back unit by unit, and
+//! sent from per stream (`Plan.send`).
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+
+use super::results::{PlanUnit, ScanResult, SendResult};
+use super::scan_thread::{Held, Pending, ScanJob};
+use super::scanner::PyScanner;
+use super::{check_off, error_tuple, text};
+use crate::scan::{self, Scanner};
+use crate::send::{self, Plan, SendOptions};
+use crate::sql;
+
+/// A segment of the master's binlog as every stream walks it (see send::Plan): the units of
+/// one or more scans, with the read buffers they lie in.
+#[pyclass(module = "dumpfilter._core", name = "Plan")]
+pub(super) struct PyPlan {
+    plan: Plan,
+    bufs: Vec<Held>,
+    /// A scan under way on its own thread (`scan_start`), joined by `scan_finish`.
+    pending: Option<Pending>,
+}
+
+impl Drop for PyPlan {
+    fn drop(&mut self) {
+        // A scan left running reads a buffer this Plan holds: it ends before the buffer goes.
+        if let Some(Pending {
+            run: Ok(thread), ..
+        }) = self.pending.take()
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl PyPlan {
+    fn idle(&self) -> PyResult<()> {
+        if self.pending.is_some() {
+            return Err(PyRuntimeError::new_err(
+                "a scan is under way on this Plan (scan_start without scan_finish)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A finished scan's units into the plan, as one part: what `scan` returns.
+    fn adopt(
+        &mut self,
+        py: Python<'_>,
+        scanner: &mut PyScanner,
+        out: scan::ScanOut,
+        held: Held,
+        file: &str,
+        base: u64,
+    ) -> PyResult<ScanResult> {
+        let added = out.units.len();
+        if added > 0 {
+            self.plan
+                .add(file.as_bytes(), base, &out.units, &out.tables);
+            self.bufs.push(held);
+        }
+        Ok(ScanResult {
+            new_names: scanner.new_names(py)?.unbind(),
+            stop: out.stop,
+            events: out.events,
+            last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
+            error: error_tuple(py, out.error.as_ref())?,
+            added,
+        })
+    }
+}
+
+#[pymethods]
+impl PyPlan {
+    #[new]
+    fn new() -> Self {
+        PyPlan {
+            plan: Plan::default(),
+            bufs: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to the
+    /// plan, as one part read from the binlog file `file` at file offset `base` of buf[0], without
+    /// handing the records to Python: what `Scanner.units` says of them, and how many were added;
+    /// the records are read back with `unit(k)`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
+    fn scan(
+        &mut self,
+        py: Python<'_>,
+        mut scanner: PyRefMut<'_, PyScanner>,
+        buf: Bound<'_, PyAny>,
+        off: usize,
+        base: u64,
+        file: &str,
+        limit: usize,
+        at_eof: bool,
+    ) -> PyResult<ScanResult> {
+        self.idle()?;
+        scanner.here()?;
+        let held = Held::new(&buf)?;
+        let data = held.bytes(py);
+        check_off(off, data.len())?;
+        let inner = &mut scanner.inner;
+        let out = py.detach(|| inner.units(data, off, base, limit, at_eof));
+        self.adopt(py, &mut scanner, out, held, file, base)
+    }
+
+    /// `scan`, started on a thread of its own: the call returns at once, the GIL free, while
+    /// the scan runs (the master scans the next segment while its stream sends this one).
+    /// The scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
+    /// which waits for the scan and returns what `scan` returns. One scan at a time per Plan.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
+    fn scan_start(
+        &mut self,
+        py: Python<'_>,
+        scanner: Bound<'_, PyScanner>,
+        buf: Bound<'_, PyAny>,
+        off: usize,
+        base: u64,
+        file: &str,
+        limit: usize,
+        at_eof: bool,
+    ) -> PyResult<()> {
+        self.idle()?;
+        let mut s = scanner.try_borrow_mut()?;
+        s.here()?;
+        let held = Held::new(&buf)?;
+        let data = held.bytes(py);
+        check_off(off, data.len())?;
+        let (at, len) = (data.as_ptr() as usize, data.len());
+        let verify = s.inner.verify;
+        let job = ScanJob {
+            scanner: std::mem::replace(&mut s.inner, Scanner::new(verify)),
+            at,
+            len,
+            off,
+            base,
+            limit,
+            at_eof,
+        };
+        // The job reaches the thread through a channel, so that a thread that cannot be started
+        // leaves it here: then it runs now, on this thread.
+        let (send, recv) = std::sync::mpsc::sync_channel::<ScanJob>(1);
+        let run = match std::thread::Builder::new()
+            .name("dumpfilter-scan".into())
+            .spawn(move || recv.recv().ok().map(ScanJob::run))
+        {
+            Ok(thread) => match send.send(job) {
+                Ok(()) => Ok(thread),
+                Err(std::sync::mpsc::SendError(job)) => Err(py.detach(|| job.run())),
+            },
+            Err(_) => Err(py.detach(|| job.run())),
+        };
+        s.away = true;
+        self.pending = Some(Pending {
+            run,
+            held,
+            scanner: scanner.clone().unbind(),
+            file: file.to_owned(),
+            base,
+        });
+        Ok(())
+    }
+
+    /// Waits for the scan `scan_start` began and adds its units: returns what `scan` returns.
+    fn scan_finish(&mut self, py: Python<'_>) -> PyResult<ScanResult> {
+        let Some(Pending {
+            run,
+            held,
+            scanner,
+            file,
+            base,
+        }) = self.pending.take()
+        else {
+            return Err(PyRuntimeError::new_err(
+                "no scan under way (Plan.scan_start)",
+            ));
+        };
+        let done = Pending::wait(run, py);
+        let scanner = scanner.bind(py);
+        let mut s = scanner.try_borrow_mut()?;
+        s.away = false;
+        let (inner, out) = done?;
+        s.inner = inner;
+        self.adopt(py, &mut s, out, held, &file, base)
+    }
+
+    fn __len__(&self) -> usize {
+        self.plan.units.len()
+    }
+
+    /// Bytes of all units.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.plan.size
+    }
+
+    /// The OR of every unit's flags.
+    #[getter]
+    fn flags_any(&self) -> u32 {
+        self.plan.flags_any
+    }
+
+    /// Unit k's record, offsets in its part's buffer; IndexError out of range.
+    fn unit(&self, k: usize) -> PyResult<PlanUnit> {
+        let u = self
+            .plan
+            .units
+            .get(k)
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(k))?;
+        Ok(PlanUnit {
+            part: u.part,
+            start: u.start,
+            end: u.end,
+            events: u.events,
+            kind: u.kind,
+            flags: u.flags,
+            gtid_size: u.gtid_size,
+            last: u.last,
+            gtid_seq: u.gtid_seq,
+            gtid_domain: u.gtid_domain,
+            gtid_server: u.gtid_server,
+        })
+    }
+
+    /// The name ids of unit k's Table_maps (fast units; empty for the others).
+    fn tables(&self, k: usize) -> Vec<u32> {
+        self.plan.tables(k).to_vec()
+    }
+
+    /// Unit k's end as (part, file offset), None when it ends with a real Rotate.
+    fn end(&self, k: usize) -> Option<(u32, u64)> {
+        self.plan.end(k)
+    }
+
+    /// Unit k's MariaDB GTID ((domain, server_id), seq_no), None without one.
+    fn gtid(&self, k: usize) -> Option<((u32, u32), u64)> {
+        self.plan.gtid(k).map(|(d, s, q)| ((d, s), q))
+    }
+
+    /// `gtid(k)` for k in start..stop (clipped to the units).
+    fn gtids(&self, start: usize, stop: usize) -> Vec<Option<((u32, u32), u64)>> {
+        let stop = stop.min(self.plan.units.len());
+        (start.min(stop)..stop)
+            .map(|k| self.plan.gtid(k).map(|(d, s, q)| ((d, s), q)))
+            .collect()
+    }
+
+    /// How many distinct (domain, server_id) the MariaDB GTIDs have.
+    fn gtid_sources(&self) -> usize {
+        self.plan.gtid_sources()
+    }
+
+    /// The indexes of the units from `start` on with any flag of `mask`.
+    #[pyo3(signature = (mask, start = 0))]
+    fn with_flags(&self, mask: u32, start: usize) -> Vec<usize> {
+        self.plan.with_flags(mask, start)
+    }
+
+    /// The units that are a complete GTID and one plain QUERY event (see
+    /// send::Plan::lone_query), in order: what the master's statement flag words answer, read
+    /// for a whole segment in one call, as (plain, others). `plain`: [(default database, unit
+    /// indices as u32 LE bytes)], the units whose SQL is plain (`plain_statement`), grouped by
+    /// their default database, which alone keys their answer under database rules: no text and
+    /// no object per unit. `others`: [(k, default database, plain, SQL)], plain False, or None
+    /// where Python must tell. `formats` gives per part (its format's QUERY post-header length,
+    /// its checksum length, the first unit the format is in force for): the part's units before
+    /// that one (an FDE inside the part changed the format) are left out, as is every other
+    /// unit. Texts decode as UTF-8 with surrogateescape, as `codec.event.query_text` does.
+    fn lone_queries<'py>(
+        &self,
+        py: Python<'py>,
+        formats: Vec<(usize, usize, usize)>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let others = PyList::empty(py);
+        // A segment's DDL names a few databases: a short list beats hashing.
+        let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
+        for (k, u) in self.plan.units.iter().enumerate() {
+            let p = u.part as usize;
+            let (Some(&(post, crc, from)), Some(buf)) = (formats.get(p), self.bufs.get(p)) else {
+                continue;
+            };
+            if k < from {
+                continue;
+            }
+            let buf = buf.bytes(py);
+            if let Some((db, sql)) = self.plan.lone_query(k, buf, post, crc) {
+                let (db, sql) = (&buf[db], &buf[sql]);
+                match sql::plain_statement(sql) {
+                    Some(true) => {
+                        let at = match plain.iter().position(|(d, _)| *d == db) {
+                            Some(at) => at,
+                            None => {
+                                plain.push((db, Vec::new()));
+                                plain.len() - 1
+                            }
+                        };
+                        plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
+                    }
+                    verdict => others.append((k, text(py, db)?, verdict, text(py, sql)?))?,
+                }
+            }
+        }
+        let groups = PyList::empty(py);
+        for (db, ks) in plain {
+            groups.append((text(py, db)?, PyBytes::new(py, &ks)))?;
+        }
+        PyTuple::new(py, [groups.into_any(), others.into_any()])
+    }
+
+    /// One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its keep
+    /// byte per name id (non-zero: kept).
+    fn rows<'py>(&self, py: Python<'py>, keep: &[u8]) -> Bound<'py, PyBytes> {
+        let out = py.detach(|| self.plan.rows(keep));
+        PyBytes::new(py, &out)
+    }
+
+    /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
+    /// until a unit it cannot handle or the batch is full (see send::send). The units'
+    /// Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc, counts))]
+    fn send<'py>(
+        &self,
+        py: Python<'py>,
+        row: &[u8],
+        keep: &[u8],
+        start: usize,
+        batch_bytes: u64,
+        limit: u64,
+        skip_ok: bool,
+        partial_ok: bool,
+        pending: Option<&[u8]>,
+        server_id: u32,
+        heartbeat_crc: bool,
+        counts: &Bound<'py, PyByteArray>,
+    ) -> PyResult<SendResult> {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let opt = SendOptions {
+            batch_bytes,
+            limit,
+            skip_ok,
+            partial_ok,
+            pending,
+            server_id,
+            heartbeat_crc,
+        };
+        let plan = &self.plan;
+        let s = py.detach(|| send::send(plan, &bufs, row, keep, start, &opt));
+        // SAFETY: the GIL is held and no Python code runs while the bytearray is borrowed.
+        let tally = unsafe { counts.as_bytes_mut() };
+        for (slot, c) in tally.chunks_exact_mut(4).zip(&s.name_counts) {
+            if *c != 0 {
+                let old = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+                slot.copy_from_slice(&old.wrapping_add(*c).to_le_bytes());
+            }
+        }
+        Ok(SendResult {
+            out: PyBytes::new(py, &s.out).unbind(),
+            next: s.next,
+            kept: s.kept,
+            partial: s.partial,
+            skipped: s.skipped,
+            sent_bytes: s.sent_bytes,
+            sent_events: s.sent_events,
+            read_bytes: s.read_bytes,
+            read_events: s.read_events,
+            heartbeats: s.heartbeats,
+            heartbeat_bytes: s.heartbeat_bytes,
+            pending_unit: s.pending.map_or(-1i64, |k| k as i64),
+            pending_done: s.pending_done,
+        })
+    }
+}

@@ -1,0 +1,101 @@
+//! What lets a Plan read a buffer while Python goes on: the buffer held (`Held`), and a scan
+//! moved to a thread of its own (`ScanJob`) until `Plan.scan_finish` joins it (`Pending`).
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::scanner::PyScanner;
+use crate::scan::{self, Scanner};
+
+/// What a scan thread returns: the scanner's state, handed back, and the units it found.
+pub(super) type Scanned = (Scanner, scan::ScanOut);
+
+/// A scan started by `Plan.scan_start`: its thread (or, when no thread could be started, its
+/// result, made at once), the buffer it reads, held until the thread is joined, and where the
+/// units go.
+pub(super) struct Pending {
+    pub(super) run: Result<std::thread::JoinHandle<Option<Scanned>>, Scanned>,
+    pub(super) held: Held,
+    pub(super) scanner: Py<PyScanner>,
+    pub(super) file: String,
+    pub(super) base: u64,
+}
+
+impl Pending {
+    /// The scan's result, waited for without the GIL; Err when its thread panicked (the core
+    /// never panics on input: this would be a bug), the scanner's state then lost.
+    pub(super) fn wait(
+        run: Result<std::thread::JoinHandle<Option<Scanned>>, Scanned>,
+        py: Python<'_>,
+    ) -> PyResult<Scanned> {
+        match run {
+            Ok(thread) => match py.detach(|| thread.join()) {
+                Ok(Some(done)) => Ok(done),
+                _ => Err(PyRuntimeError::new_err("the scan thread failed")),
+            },
+            Err(done) => Ok(done),
+        }
+    }
+}
+
+/// A buffer a Plan reads after the call that handed it over: a bytes object, or any object
+/// exporting read-only contiguous bytes (the master maps closed binlog files rather than
+/// copying them). Held, a mapping cannot be closed or resized under the Plan: Python refuses
+/// while it is exported. A writable buffer is refused: it could change under a scan that runs
+/// without the GIL.
+pub(super) enum Held {
+    Bytes(Py<PyBytes>),
+    View(PyBuffer<u8>),
+}
+
+impl Held {
+    pub(super) fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(bytes) = obj.cast::<PyBytes>() {
+            return Ok(Held::Bytes(bytes.clone().unbind()));
+        }
+        let view = PyBuffer::<u8>::get(obj)?;
+        if !view.is_c_contiguous() || !view.readonly() {
+            return Err(PyValueError::new_err(
+                "a Plan reads bytes or a read-only contiguous buffer (a mapping opened PROT_READ)",
+            ));
+        }
+        Ok(Held::View(view))
+    }
+
+    pub(super) fn bytes<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
+        match self {
+            Held::Bytes(b) => b.as_bytes(py),
+            // SAFETY: the export is held as long as self: the memory stays valid and in place,
+            // and the object is read-only or not written while it is a Plan's part.
+            Held::View(v) => unsafe {
+                std::slice::from_raw_parts(v.buf_ptr() as *const u8, v.len_bytes())
+            },
+        }
+    }
+}
+
+/// A scan moved to a thread: the scanner's state and the buffer's address (held by the
+/// Plan's `Pending` until the thread is joined).
+pub(super) struct ScanJob {
+    pub(super) scanner: Scanner,
+    pub(super) at: usize,
+    pub(super) len: usize,
+    pub(super) off: usize,
+    pub(super) base: u64,
+    pub(super) limit: usize,
+    pub(super) at_eof: bool,
+}
+
+impl ScanJob {
+    pub(super) fn run(mut self) -> Scanned {
+        // SAFETY: the Pending that holds the buffer's export (or bytes object) outlives this
+        // thread: scan_finish and the Plan's Drop join it before letting the buffer go.
+        let data = unsafe { std::slice::from_raw_parts(self.at as *const u8, self.len) };
+        let out = self
+            .scanner
+            .units(data, self.off, self.base, self.limit, self.at_eof);
+        (self.scanner, out)
+    }
+}

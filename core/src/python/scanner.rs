@@ -1,0 +1,250 @@
+//! `_core.Scanner`: the scanner's state across the buffers of one stream, and the calls that
+//! walk a buffer with it (units, walk) or build output from its last units (assemble).
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use super::results::{AssembleCounts, AssembleResult, UnitsResult};
+use super::{check_off, error_tuple};
+use crate::assemble;
+use crate::scan::{self, Scanner, UNIT_WORDS};
+
+/// Scanner state across the buffers of one stream: the format in force and interned names.
+#[pyclass(module = "dumpfilter._core", name = "Scanner")]
+pub(super) struct PyScanner {
+    pub(super) inner: Scanner,
+    /// Its state is on a scan thread (`Plan.scan_start`) until `Plan.scan_finish`.
+    pub(super) away: bool,
+    pub(super) names_sent: usize,
+    /// The last `units` call's units and tables, for `assemble`.
+    pub(super) last_units: Vec<scan::Unit>,
+    pub(super) last_tables: Vec<u32>,
+}
+
+impl PyScanner {
+    /// Refuses a call while the scanner's state is on a scan thread (`Plan.scan_start`).
+    pub(super) fn here(&self) -> PyResult<()> {
+        if self.away {
+            return Err(PyRuntimeError::new_err(
+                "the scanner is busy: a Plan.scan_start has no scan_finish yet",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The (db, table) byte pairs interned since the last call.
+    pub(super) fn new_names<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let names = PyList::empty(py);
+        for (db, table) in &self.inner.names[self.names_sent..] {
+            names.append((PyBytes::new(py, db), PyBytes::new(py, table)))?;
+        }
+        self.names_sent = self.inner.names.len();
+        Ok(names)
+    }
+}
+
+#[pymethods]
+impl PyScanner {
+    #[new]
+    #[pyo3(signature = (verify = true))]
+    pub(super) fn new(verify: bool) -> Self {
+        PyScanner {
+            inner: Scanner::new(verify),
+            away: false,
+            names_sent: 0,
+            last_units: Vec::new(),
+            last_tables: Vec::new(),
+        }
+    }
+
+    /// Adopts the format of the Format_description event `event` (read at file offset `offset`);
+    /// returns None, or an error tuple (kind, message, offset).
+    fn load_fde(
+        &mut self,
+        py: Python<'_>,
+        event: &[u8],
+        offset: u64,
+    ) -> PyResult<Option<Py<PyTuple>>> {
+        self.here()?;
+        error_tuple(py, self.inner.load_fde(event, offset).err().as_ref())
+    }
+
+    #[getter]
+    fn has_format(&self) -> bool {
+        self.inner.fmt.is_some()
+    }
+
+    #[getter]
+    fn checksum_len(&self) -> usize {
+        self.inner.fmt.as_ref().map_or(0, |f| f.checksum_len)
+    }
+
+    #[getter]
+    fn events_walked(&self) -> u64 {
+        self.inner.events_walked
+    }
+
+    /// The smallest buffer whose CRC runs are checked on a second thread while the walk goes on
+    /// (see scan::Scanner::batched); None: never.
+    #[getter]
+    fn pipeline_min(&self) -> Option<usize> {
+        (self.inner.pipeline_min != usize::MAX).then_some(self.inner.pipeline_min)
+    }
+
+    #[setter]
+    fn set_pipeline_min(&mut self, bytes: Option<usize>) {
+        self.inner.pipeline_min = bytes.unwrap_or(usize::MAX);
+    }
+
+    /// Whether CRCs are checked a run of events at a time (see crc::Run), else one by one.
+    #[getter]
+    fn batch_crc(&self) -> bool {
+        self.inner.batch_crc
+    }
+
+    #[setter]
+    fn set_batch_crc(&mut self, on: bool) {
+        self.inner.batch_crc = on && crate::crc::batch_available();
+    }
+
+    /// Groups buf[off..] into units (see scan::Scanner::units): the packed unit records, the
+    /// fast units' Table_map name ids, the names interned meanwhile, where the scan stopped and
+    /// the error that stopped it, if any.
+    #[pyo3(signature = (buf, off, base, limit = usize::MAX, at_eof = false))]
+    fn units(
+        &mut self,
+        py: Python<'_>,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        limit: usize,
+        at_eof: bool,
+    ) -> PyResult<UnitsResult> {
+        self.here()?;
+        check_off(off, buf.len())?;
+        let inner = &mut self.inner;
+        let out = py.detach(|| inner.units(buf, off, base, limit, at_eof));
+        let mut packed = Vec::with_capacity(out.units.len() * UNIT_WORDS * 8);
+        for u in &out.units {
+            u.pack(&mut packed);
+        }
+        let mut tables = Vec::with_capacity(out.tables.len() * 4);
+        for t in &out.tables {
+            tables.extend_from_slice(&t.to_le_bytes());
+        }
+        let result = UnitsResult {
+            packed: PyBytes::new(py, &packed).unbind(),
+            tables: PyBytes::new(py, &tables).unbind(),
+            new_names: self.new_names(py)?.unbind(),
+            stop: out.stop,
+            events: out.events,
+            last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
+            error: error_tuple(py, out.error.as_ref())?,
+        };
+        self.last_units = out.units;
+        self.last_tables = out.tables;
+        Ok(result)
+    }
+
+    /// What a filter keeps of the last `units` call's units from index `start` on, for a sink
+    /// that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the
+    /// buffer that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown.
+    /// Returns the bytes, the next unit index, the output offset after them and the counts.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None))]
+    fn assemble(
+        &self,
+        py: Python<'_>,
+        buf: &[u8],
+        start: usize,
+        keep: &[u8],
+        out_pos: u64,
+        base: u64,
+        renumber: bool,
+        crc: bool,
+        empty_keep: bool,
+        commit_body: &[u8],
+        whole_only: bool,
+        answers: Option<&[u8]>,
+    ) -> PyResult<AssembleResult> {
+        let answers = answers.unwrap_or(&[]);
+        let opt = assemble::Options {
+            base,
+            renumber,
+            crc,
+            empty_keep,
+            commit_body,
+            whole_only,
+        };
+        let (units, tables) = (&self.last_units, &self.last_tables);
+        let a = py
+            .detach(|| assemble::assemble(buf, units, tables, keep, answers, start, out_pos, &opt));
+        let [kept, kept_events, kept_bytes] = a.counts.kept;
+        let [partial, partial_events_in, partial_bytes_in, partial_events_out, partial_bytes_out] =
+            a.counts.partial;
+        let [emptied, emptied_events_in, emptied_bytes_in, emptied_bytes_out] = a.counts.emptied;
+        let [skipped, skipped_events_in, skipped_bytes_in] = a.counts.skipped;
+        let counts = AssembleCounts {
+            kept,
+            kept_events,
+            kept_bytes,
+            partial,
+            partial_events_in,
+            partial_bytes_in,
+            partial_events_out,
+            partial_bytes_out,
+            emptied,
+            emptied_events_in,
+            emptied_bytes_in,
+            emptied_bytes_out,
+            skipped,
+            skipped_events_in,
+            skipped_bytes_in,
+        };
+        Ok(AssembleResult {
+            out: PyBytes::new(py, &a.out).unbind(),
+            next: a.next,
+            out_pos: a.out_pos,
+            counts: Py::new(py, counts)?,
+        })
+    }
+
+    /// The indices of the last `units` call's units that are not fast, as packed u32: what Python
+    /// decides itself (statements, DDL, control events) before handing the rest to `assemble`.
+    fn slow_units<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let mut packed = Vec::new();
+        for (i, u) in self.last_units.iter().enumerate() {
+            if u.flags & scan::F_FAST == 0 {
+                packed.extend_from_slice(&(i as u32).to_le_bytes());
+            }
+        }
+        PyBytes::new(py, &packed)
+    }
+
+    /// Walks buf[off..]: returns (offsets, stop, error), `offsets` packing u64 buffer offsets of
+    /// the events whose type's byte in `types` (256 bytes) is non-zero, and of every FDE.
+    fn walk<'py>(
+        &mut self,
+        py: Python<'py>,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        types: &[u8],
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        self.here()?;
+        check_off(off, buf.len())?;
+        let mut mask = [false; 256];
+        for (m, t) in mask.iter_mut().zip(types) {
+            *m = *t != 0;
+        }
+        let inner = &mut self.inner;
+        let (offs, stop, err) = py.detach(|| inner.walk(buf, off, base, &mask));
+        let mut packed = Vec::with_capacity(offs.len() * 8);
+        for o in offs {
+            packed.extend_from_slice(&o.to_le_bytes());
+        }
+        let error = error_tuple(py, err.as_ref())?;
+        (PyBytes::new(py, &packed), stop, error).into_pyobject(py)
+    }
+}

@@ -1,0 +1,502 @@
+//! Grouping events into units, as `codec.transactions.TransactionGrouper` does: the loop over a
+//! buffer (`Scanner::group_units`), each event's place (`group`, in named steps), and the tight
+//! loop over a fast unit's body (`fast_body`).
+
+use std::sync::Arc;
+
+use super::{ScanError, ScanOut, Scanner, Unit, MAX_EVENT_SIZE};
+use super::{CONTROL, STATEMENT, TRANSACTION};
+use super::{F_ANONYMOUS_GTID, F_ROTATE_END, F_STANDALONE, F_TAGGED_GTID, F_UNKNOWN_NON_IGNORABLE};
+use super::{F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLOAD};
+use crate::format::{type_name, Format};
+use crate::le::{u16_at, u32_at, u64_at};
+use crate::sql::{is_begin, is_begin_event, is_end, query_sql};
+use crate::types::*;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fast {
+    No,
+    /// After a MySQL GTID: a plain `BEGIN` makes the unit a fast candidate.
+    AwaitBegin,
+    Body,
+}
+
+/// The unit being grouped, and what its events so far say about it.
+struct Open {
+    unit: Unit,
+    in_body: bool,
+    standalone: bool,
+    has_gtid: bool,
+    fast: Fast,
+    annotation: bool,
+    /// The format in force when the unit opened, if an FDE inside it changed it since.
+    fmt_before: Option<Option<Arc<Format>>>,
+}
+
+impl Scanner {
+    pub(super) fn group_units(
+        &mut self,
+        buf: &[u8],
+        off: usize,
+        base: u64,
+        limit: usize,
+        at_eof: bool,
+    ) -> ScanOut {
+        // Room for the units up front: grown by doubling, the records were copied about once
+        // more each (a few percent of the master's CPU). Events average 60 to 500 bytes.
+        let span = buf.len().saturating_sub(off).min(limit);
+        let mut out = ScanOut {
+            stop: off,
+            units: Vec::with_capacity((span / 256).clamp(16, 1 << 16)),
+            tables: Vec::with_capacity((span / 256).clamp(16, 1 << 16)),
+            ..Default::default()
+        };
+        let mut cur: Option<Open> = None;
+        let mut pos = off;
+        let mut committed_events = 0u64;
+        let mut pending_events = 0u64;
+        let mut pending_rotate: Option<usize> = None;
+        // The format in force, refreshed only after a Format_description event.
+        let mut fmt = self.fmt.clone();
+        loop {
+            let (t, size) = match Self::next_event(buf, pos, base) {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(e) => {
+                    out.error = Some(e);
+                    break;
+                }
+            };
+            let nxt = pos + size;
+            let fmt_before = if t == FORMAT_DESCRIPTION {
+                Some(self.fmt.clone())
+            } else {
+                None
+            };
+            let unknown = match self.check(buf, pos, nxt, t, base) {
+                Ok(u) => u,
+                Err(e) => {
+                    out.error = Some(e);
+                    break;
+                }
+            };
+            pending_events += 1;
+            if t == FORMAT_DESCRIPTION || fmt.is_none() {
+                fmt = self.fmt.clone();
+            }
+            let Some(f) = fmt.as_deref() else {
+                out.error = Some(ScanError::binlog(
+                    format!("no Format_description event before {}", type_name(t)),
+                    base + pos as u64,
+                ));
+                break;
+            };
+            match self.group(buf, pos, nxt, t, f, &mut cur, &mut out, unknown, fmt_before) {
+                Ok(()) => {}
+                Err(e) => {
+                    out.error = Some(e);
+                    break;
+                }
+            }
+            if t == ROTATE && u16_at(buf, pos + 17).unwrap_or(0) & LOG_EVENT_ARTIFICIAL_F == 0 {
+                pending_rotate = Some(pos);
+            }
+            pos = nxt;
+            if let (Some(open), Some(f)) = (cur.as_mut(), fmt.as_deref()) {
+                if open.fast == Fast::Body {
+                    let (at, n, ended) = self.fast_body(buf, pos, f, open);
+                    pos = at;
+                    pending_events += n;
+                    if ended {
+                        if let Some(done) = cur.take() {
+                            self.emit(done, true, &mut out);
+                        }
+                    }
+                }
+            }
+            if cur.is_none() {
+                out.stop = pos;
+                committed_events += pending_events;
+                pending_events = 0;
+                if pending_rotate.is_some() {
+                    out.last_rotate = pending_rotate;
+                }
+                if pos - off >= limit {
+                    break;
+                }
+            }
+        }
+        if let Some(open) = cur.take() {
+            if at_eof && out.error.is_none() {
+                out.stop = pos;
+                committed_events += pending_events;
+                if pending_rotate.is_some() {
+                    out.last_rotate = pending_rotate;
+                }
+                self.emit(open, false, &mut out);
+            } else if let Some(saved) = open.fmt_before {
+                // The open unit is scanned again from its start: so is the FDE inside it.
+                self.fmt = saved;
+            }
+        }
+        out.events = committed_events;
+        self.events_walked += committed_events;
+        out
+    }
+
+    /// The body of an open fast unit (Annotate_rows / Rows_query, Table_map, rows events) and
+    /// the XID that ends it, from `pos` on, checked and grouped exactly as `check` and `group`
+    /// do it event by event, in one tight loop. Stops after the XID, or before the first event
+    /// it does not take: another type, a partial or impossible event, one that ends the fast
+    /// shape, or any event when CRCs are checked one by one: the general path handles it.
+    /// Returns (where it stopped, events taken, whether the unit ended: the caller emits it).
+    fn fast_body(
+        &mut self,
+        buf: &[u8],
+        mut pos: usize,
+        fmt: &Format,
+        open: &mut Open,
+    ) -> (usize, u64, bool) {
+        let crc_len = fmt.checksum_len;
+        let runs = self.runs_on();
+        if self.verify && crc_len != 0 && !runs {
+            return (pos, 0, false);
+        }
+        let post = fmt.post_header_len(TABLE_MAP) as usize;
+        let mut taken = 0u64;
+        while pos + HEADER_LEN <= buf.len() {
+            let t = buf[pos + 4];
+            let size = u32_at(buf, pos + 9).unwrap_or(0);
+            if (size as usize) < HEADER_LEN || size > MAX_EVENT_SIZE {
+                break;
+            }
+            let nxt = pos + size as usize;
+            if nxt > buf.len() {
+                break;
+            }
+            if t == TABLE_MAP {
+                let Some(id) = self.table_map_name(buf, pos, nxt, post, crc_len) else {
+                    break;
+                };
+                let Some(tid) = buf.get(pos + 19..pos + 25) else {
+                    break;
+                };
+                let mut key = [0u8; 6];
+                key.copy_from_slice(tid);
+                self.ids.push(key);
+                self.tables.push(id);
+                open.annotation = false;
+            } else if is_rows(t) {
+                let id = buf.get(pos + 19..pos + 25);
+                let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
+                if open.annotation || !declared {
+                    break;
+                }
+            } else if t == ANNOTATE_ROWS || t == ROWS_QUERY {
+                open.annotation = true;
+            } else if t != XID {
+                break;
+            }
+            if runs {
+                self.run_add(buf, pos, nxt);
+            }
+            open.unit.events += 1;
+            open.unit.end = nxt;
+            open.unit.last = pos;
+            open.unit.flags &= !F_ROTATE_END;
+            taken += 1;
+            pos = nxt;
+            if t == XID {
+                return (pos, taken, true);
+            }
+        }
+        (pos, taken, false)
+    }
+
+    fn emit(&mut self, open: Open, complete: bool, out: &mut ScanOut) {
+        let mut unit = open.unit;
+        if complete {
+            unit.flags |= F_COMPLETE;
+        }
+        if complete && open.fast == Fast::Body && !open.annotation {
+            unit.flags |= F_FAST;
+            unit.tables_lo = out.tables.len() as u32;
+            out.tables.extend_from_slice(&self.tables);
+            unit.tables_hi = out.tables.len() as u32;
+        }
+        out.units.push(unit);
+    }
+
+    /// Puts the event at buf[pos..nxt] (type `t`, read with `fmt`) where TransactionGrouper
+    /// puts it: a GTID opens a unit (emitting one left open, which never ended); a control event
+    /// joins the open unit or is a unit of its own; anything else joins the open unit (a
+    /// statement unit opens if none is), follows its fast shape, and may end it.
+    #[allow(clippy::too_many_arguments)]
+    fn group(
+        &mut self,
+        buf: &[u8],
+        pos: usize,
+        nxt: usize,
+        t: u8,
+        fmt: &Format,
+        cur: &mut Option<Open>,
+        out: &mut ScanOut,
+        unknown: bool,
+        fmt_before: Option<Option<Arc<Format>>>,
+    ) -> Result<(), ScanError> {
+        let extra = if unknown { F_UNKNOWN_NON_IGNORABLE } else { 0 };
+        if is_gtid(t) {
+            if let Some(open) = cur.take() {
+                self.emit(open, false, out); // the previous group never ended (crash, truncation)
+            }
+            let mut open = open_gtid(buf, pos, nxt, t, fmt.fast)?;
+            open.unit.flags |= extra;
+            self.ids.clear();
+            self.tables.clear();
+            *cur = Some(open);
+            return Ok(());
+        }
+        if is_control(t) {
+            let real_rotate =
+                t == ROTATE && u16_at(buf, pos + 17).unwrap_or(0) & LOG_EVENT_ARTIFICIAL_F == 0;
+            match cur.as_mut() {
+                Some(open) => open.join_control(pos, nxt, t, extra, real_rotate, fmt_before),
+                None => out
+                    .units
+                    .push(control_unit(pos, nxt, t, extra, real_rotate)),
+            }
+            return Ok(());
+        }
+        let open = cur.get_or_insert_with(|| Open::statement(pos));
+        open.unit.events += 1;
+        open.unit.end = nxt;
+        open.unit.last = pos;
+        open.unit.flags |= extra;
+        open.unit.flags &= !F_ROTATE_END;
+        self.follow_fast_shape(buf, pos, nxt, t, fmt, open);
+        if ends_unit(buf, pos, nxt, t, fmt, open)? {
+            if let Some(done) = cur.take() {
+                self.emit(done, true, out);
+            }
+        }
+        Ok(())
+    }
+
+    /// The fast shape (SegmentReader's), followed event by event: only what a decision needs is
+    /// looked at (Table_map names, the rows events' table ids, annotations); any other event
+    /// leaves the shape.
+    fn follow_fast_shape(
+        &mut self,
+        buf: &[u8],
+        pos: usize,
+        nxt: usize,
+        t: u8,
+        fmt: &Format,
+        open: &mut Open,
+    ) {
+        match open.fast {
+            Fast::No => {}
+            Fast::AwaitBegin => {
+                open.fast = if t == QUERY && is_begin_event(buf, pos, nxt, fmt) {
+                    Fast::Body
+                } else {
+                    Fast::No
+                };
+            }
+            Fast::Body => {
+                if is_rows(t) {
+                    let id = buf.get(pos + 19..pos + 25);
+                    let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
+                    if open.annotation || !declared {
+                        open.fast = Fast::No; // rows of a Table_map outside this unit
+                    }
+                } else if t == TABLE_MAP {
+                    let post = fmt.post_header_len(TABLE_MAP) as usize;
+                    match self.table_map_name(buf, pos, nxt, post, fmt.checksum_len) {
+                        Some(id) => {
+                            let mut tid = [0u8; 6];
+                            tid.copy_from_slice(&buf[pos + 19..pos + 25]);
+                            self.ids.push(tid);
+                            self.tables.push(id);
+                            open.annotation = false;
+                        }
+                        None => open.fast = Fast::No,
+                    }
+                } else if t == ANNOTATE_ROWS || t == ROWS_QUERY {
+                    open.annotation = true;
+                } else if t != XID {
+                    open.fast = Fast::No;
+                }
+            }
+        }
+    }
+}
+
+impl Open {
+    /// A unit that opens without a GTID (a statement, or old non-transactional rows), at `pos`.
+    fn statement(pos: usize) -> Self {
+        Open {
+            unit: Unit {
+                start: pos,
+                end: pos,
+                events: 0,
+                kind: STATEMENT,
+                last: pos,
+                ..Default::default()
+            },
+            in_body: false,
+            standalone: false,
+            has_gtid: false,
+            fast: Fast::No,
+            annotation: false,
+            fmt_before: None,
+        }
+    }
+
+    /// A control event inside the open unit: relay logs may carry a Rotate/FDE inside a
+    /// transaction; it keeps its place, in the unit, and the unit is no longer fast.
+    fn join_control(
+        &mut self,
+        pos: usize,
+        nxt: usize,
+        t: u8,
+        extra: u32,
+        real_rotate: bool,
+        fmt_before: Option<Option<Arc<Format>>>,
+    ) {
+        self.unit.events += 1;
+        self.unit.end = nxt;
+        self.unit.last = pos;
+        self.fast = Fast::No;
+        self.unit.flags |= extra;
+        if t == FORMAT_DESCRIPTION {
+            self.unit.flags |= F_HAS_FDE;
+            if self.fmt_before.is_none() {
+                self.fmt_before = fmt_before;
+            }
+        }
+        if real_rotate {
+            self.unit.flags |= F_ROTATE_END;
+        } else {
+            self.unit.flags &= !F_ROTATE_END;
+        }
+    }
+}
+
+/// The unit a GTID event at buf[pos..nxt] opens: its GTID fields and flags, and whether it may
+/// be fast (`fast_ok`: the format allows it). A MariaDB GTID replaces BEGIN: unless standalone,
+/// the statements that follow are inside the group until XID or COMMIT.
+fn open_gtid(buf: &[u8], pos: usize, nxt: usize, t: u8, fast_ok: bool) -> Result<Open, ScanError> {
+    let mut unit = Unit {
+        start: pos,
+        end: nxt,
+        events: 1,
+        kind: TRANSACTION,
+        last: pos,
+        gtid_size: (nxt - pos) as u32,
+        ..Default::default()
+    };
+    let mut standalone = false;
+    // MySQL's GTIDs are followed by BEGIN for a transaction (DDL comes without one).
+    let mut fast = if fast_ok { Fast::AwaitBegin } else { Fast::No };
+    match t {
+        MARIADB_GTID => {
+            // server_id in the header; seq_no u64, domain u32, flags2 u8 in the body.
+            let body = pos + HEADER_LEN;
+            let seq = u64_at(buf, body).ok_or_else(|| short(t, pos))?;
+            let domain = u32_at(buf, body + 8).ok_or_else(|| short(t, pos))?;
+            let flags2 = *buf
+                .get(body + 12)
+                .filter(|_| body + 13 <= nxt)
+                .ok_or_else(|| short(t, pos))?;
+            unit.gtid_seq = seq;
+            unit.gtid_domain = domain;
+            unit.gtid_server = u32_at(buf, pos + 5).unwrap_or(0);
+            unit.flags |= F_MARIADB_GTID;
+            standalone = flags2 & MARIADB_FL_STANDALONE != 0;
+            if standalone {
+                unit.flags |= F_STANDALONE;
+                fast = Fast::No;
+            } else if fast_ok {
+                fast = Fast::Body;
+            }
+        }
+        GTID => {
+            // flags u8, source uuid [16], gno i64
+            if nxt < pos + HEADER_LEN + 25 {
+                return Err(short(t, pos));
+            }
+            unit.gtid_seq = u64_at(buf, pos + HEADER_LEN + 17).unwrap_or(0);
+            unit.flags |= F_MYSQL_GTID;
+        }
+        GTID_TAGGED => unit.flags |= F_TAGGED_GTID,
+        _ => unit.flags |= F_ANONYMOUS_GTID,
+    }
+    Ok(Open {
+        unit,
+        in_body: t == MARIADB_GTID && !standalone,
+        standalone,
+        has_gtid: true,
+        fast,
+        annotation: false,
+        fmt_before: None,
+    })
+}
+
+/// A control event outside any unit: a complete unit of its own.
+fn control_unit(pos: usize, nxt: usize, t: u8, extra: u32, real_rotate: bool) -> Unit {
+    let mut flags = F_COMPLETE | extra;
+    if t == FORMAT_DESCRIPTION {
+        flags |= F_HAS_FDE;
+    }
+    if real_rotate {
+        flags |= F_ROTATE_END;
+    }
+    Unit {
+        start: pos,
+        end: nxt,
+        events: 1,
+        kind: CONTROL,
+        flags,
+        last: pos,
+        ..Default::default()
+    }
+}
+
+/// Whether the event at buf[pos..nxt], just added to `open`, ends it: XID, XA_PREPARE, a
+/// Transaction_payload; COMMIT/ROLLBACK/XA PREPARE inside BEGIN; a statement outside it (MySQL
+/// DDL after its GTID, MariaDB FL_STANDALONE, a pre-GTID autocommit statement); rows outside any
+/// BEGIN (old non-transactional RBR) at STMT_END_F. A BEGIN opens the body instead.
+fn ends_unit(
+    buf: &[u8],
+    pos: usize,
+    nxt: usize,
+    t: u8,
+    fmt: &Format,
+    open: &mut Open,
+) -> Result<bool, ScanError> {
+    if t == XID || t == XA_PREPARE || t == TRANSACTION_PAYLOAD {
+        if t == TRANSACTION_PAYLOAD {
+            open.unit.flags |= F_PAYLOAD;
+        }
+        return Ok(true);
+    }
+    if is_query(t) {
+        let sql = query_sql(buf, pos, nxt, t, fmt)?;
+        if !open.in_body && is_begin(&sql) {
+            open.in_body = true;
+            open.unit.kind = TRANSACTION;
+            return Ok(false);
+        }
+        return Ok(!open.in_body || is_end(&sql));
+    }
+    if is_rows(t) && !open.in_body && !open.standalone && !open.has_gtid {
+        let at = pos + HEADER_LEN + fmt.table_id_len(t);
+        return Ok(at + 2 <= nxt && u16_at(buf, at).is_some_and(|f| f & STMT_END_F != 0));
+    }
+    Ok(false)
+}
+
+fn short(t: u8, pos: usize) -> ScanError {
+    ScanError::binlog(format!("{} event too short", type_name(t)), pos as u64)
+}
