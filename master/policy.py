@@ -97,13 +97,14 @@ class PolicyEntry:
     max_rules: int | None = None
     max_calls: int | None = None
     max_lint_jobs: int | None = None
+    max_sessions: int | None = None   # authenticated --mysql-listen sessions (MySQL's max_user_connections)
     is_default: bool = False          # the [default] section: every identity it admits is one account
     mysql_auth: tuple[str, ...] = DEFAULT_MYSQL_AUTH   # --mysql-listen's plugins for it, preferred first
 
     @property
     def limits(self) -> dict[str, int | None]:
         return {"registrations": self.max_registrations, "rules": self.max_rules, "streams": self.max_streams,
-                "calls": self.max_calls, "lint_jobs": self.max_lint_jobs}
+                "calls": self.max_calls, "lint_jobs": self.max_lint_jobs, "sessions": self.max_sessions}
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ class MasterPolicy:
         max_rules = 20000                 #   the number of sections); [default]'s identities
         max_calls = 2                     #   share one set of caps
         max_lint_jobs = 4
+        max_sessions = 8                  #   (MySQL endpoint sessions: max_user_connections)
         mysql_auth = ["caching_sha2_password"]   # optional: --mysql-listen's plugins for it, preferred
                                           #   first (caching_sha2_password, mysql_native_password,
                                           #   client_ed25519; default the first two)
@@ -237,7 +239,7 @@ def _entry(name: str, body: dict, path, is_default: bool = False) -> PolicyEntry
                        mysql_auth=tuple(dict.fromkeys(mysql_auth)))
 
 
-_CAPS = ("max_streams", "max_registrations", "max_rules", "max_calls", "max_lint_jobs")
+_CAPS = ("max_streams", "max_registrations", "max_rules", "max_calls", "max_lint_jobs", "max_sessions")
 
 
 def _warn_open_doors(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path) -> None:

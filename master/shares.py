@@ -1,6 +1,6 @@
 """Each identity's share of the master's bounded resources (registrations, the filter rules they
-hold, Dump streams, concurrent Register/ChangeFilter/Unregister calls, queued lint jobs), so that
-no identity can take what another needs.
+hold, Dump streams, concurrent Register/ChangeFilter/Unregister calls, queued lint jobs, MySQL
+endpoint sessions), so that no identity can take what another needs.
 
 An identity's limit for a resource is its policy entry's `max_<resource>` when set, else the
 operator's per-identity option (`--max-streams-per-identity`), else the default share:
@@ -20,7 +20,8 @@ from dumpfilter.master.policy import Identity, MasterPolicy
 
 # The resources (a policy entry caps one with `max_<resource>`); the option that sets a total.
 REGISTRATIONS, RULES, STREAMS, CALLS, LINT_JOBS = "registrations", "rules", "streams", "calls", "lint_jobs"
-TOTAL_OPTION = {STREAMS: " (--max-streams)", CALLS: " (--max-calls)"}
+SESSIONS = "sessions"  # authenticated --mysql-listen sessions: MySQL's max_user_connections
+TOTAL_OPTION = {STREAMS: " (--max-streams)", CALLS: " (--max-calls)", SESSIONS: " (--mysql-max-connections)"}
 DEFAULT_ACCOUNT = "[default]"
 
 

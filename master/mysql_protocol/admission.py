@@ -6,16 +6,22 @@ A socket that has not authenticated is not a session: it has its own cap, in all
 address, so a flood of half-open sockets can neither fill max_connections (which counts
 authenticated sessions, as MySQL's does) nor keep another address from logging in. When the
 handshake cap is full, a newcomer from an address holding fewer handshake sockets than the
-busiest address takes the place of that address's oldest socket, instead of being refused."""
+busiest address takes the place of that address's oldest socket, instead of being refused.
+An identity's sessions are capped at its share of max_connections (master.shares, policy
+`max_sessions`), as MySQL's max_user_connections caps a user's: one identity cannot take every
+session."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-from dumpfilter.errors import InvalidArgumentError
+from dumpfilter.errors import InvalidArgumentError, ResourceExhaustedError
 from dumpfilter.master.mysql_protocol.packets import MAX_COMMAND_BYTES
+from dumpfilter.master.policy import Identity, MasterPolicy
+from dumpfilter.master.shares import SESSIONS, InFlight, Shares
 from dumpfilter.master.rate_limited_log import shown_user  # noqa: F401 (the endpoint's log lines use it)
 
 CONNECT_TIMEOUT = 10.0     # MySQL's connect_timeout default
@@ -50,16 +56,25 @@ class EndpointLimits:
                                        "(MySQL's smallest max_allowed_packet)")
 
 
+ER_CON_COUNT_ERROR, ER_TOO_MANY_USER_CONNECTIONS = 1040, 1203
+
+
 class Refused(Exception):
-    """A connection the limits turn away: MySQL's ER_CON_COUNT_ERROR with this message."""
+    """A connection the limits turn away: MySQL's ER_CON_COUNT_ERROR (or, past an identity's
+    share, ER_TOO_MANY_USER_CONNECTIONS) with this message."""
+
+    def __init__(self, message: str, errno: int = ER_CON_COUNT_ERROR):
+        super().__init__(message)
+        self.errno = errno
 
 
 class Admission:
     """The endpoint's counts: sockets in the handshake (per client address, in arrival order)
     and authenticated sessions. Every method takes the one lock; none blocks."""
 
-    def __init__(self, limits: EndpointLimits):
+    def __init__(self, limits: EndpointLimits, policy: MasterPolicy | None = None):
         self.limits = limits
+        self._per_identity = InFlight(Shares(policy, {SESSIONS: limits.max_connections}), SESSIONS)
         self._lock = threading.Lock()
         self._handshaking: dict[str, list[Callable[[], None]]] = {}  # host -> each socket's close, oldest first
         self._handshake_count = 0
@@ -101,12 +116,23 @@ class Admission:
             if not mine:
                 self._handshaking.pop(host, None)
 
-    def enter_session(self) -> None:
-        with self._lock:
-            if self.sessions >= self.limits.max_connections:
-                raise Refused("Too many connections")
-            self.sessions += 1
+    @contextmanager
+    def session(self, identity: Identity | None):
+        """The `with` block of an authenticated session of `identity`: Refused past
+        max_connections in all, or past the identity's share of them."""
+        with ExitStack() as stack:
+            with self._lock:
+                if self.sessions >= self.limits.max_connections:
+                    raise Refused("Too many connections")
+                self.sessions += 1
+            stack.callback(self._left)
+            try:
+                stack.enter_context(self._per_identity.hold(identity))
+            except ResourceExhaustedError as exc:
+                raise Refused(f"User {identity.name!r} already has more than 'max_user_connections' active "
+                              f"connections ({exc})", ER_TOO_MANY_USER_CONNECTIONS) from None
+            yield
 
-    def leave_session(self) -> None:
+    def _left(self) -> None:
         with self._lock:
             self.sessions -= 1

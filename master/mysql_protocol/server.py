@@ -17,6 +17,7 @@ import ssl
 import threading
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 from dumpfilter.codec import read_format_description
@@ -114,7 +115,7 @@ class MysqlEndpoint:
         self.replicas = replicas or ReplicaMap({}, {})
         self.send_timeout = send_timeout
         self.limits = limits or EndpointLimits()
-        self.admission = Admission(self.limits)
+        self.admission = Admission(self.limits, service.policy)
         self.problems = ProblemLog(log, "refused or broken connections")
         self.failed_logins = ProblemLog(log, "failed logins")
         self._ids = itertools.count(1)
@@ -223,21 +224,19 @@ class _Connection:
                 endpoint.admission.leave_handshake(self.host, self.close)
             if not authenticated:
                 return
-            try:
-                endpoint.admission.enter_session()
-            except Refused as exc:
-                endpoint.problems.warning("mysql connection %s from %s (user %s) refused: %s: %d sessions are "
-                                          "open (--mysql-max-connections)", self.id, self.peer, shown_user(self.user),
-                                          exc, endpoint.limits.max_connections)
-                self._error(ER_CON_COUNT_ERROR, str(exc), "08004")
-                return
-            try:
+            with ExitStack() as held:  # the session's place, left however its commands end
+                try:
+                    held.enter_context(endpoint.admission.session(self.identity))
+                except Refused as exc:
+                    endpoint.problems.warning("mysql connection %s from %s (user %s) refused: %s "
+                                              "(--mysql-max-connections %d)", self.id, self.peer, shown_user(self.user),
+                                              exc, endpoint.limits.max_connections)
+                    self._error(exc.errno, str(exc), "08004" if exc.errno == ER_CON_COUNT_ERROR else "42000")
+                    return
                 self.stream.write(ok_packet())
                 log.info("mysql connection %s from %s: user %r authenticated (%s%s)", self.id, self.peer, self.user,
                          self.auth_path, f", TLS {self.cipher}" if self.cipher else "")
                 self._commands()
-            finally:
-                endpoint.admission.leave_session()
         except ConnectionClosed:
             pass
         except Exception as exc:  # a bug: one line for the operator, an error for the client

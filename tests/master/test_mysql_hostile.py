@@ -399,3 +399,35 @@ def test_an_idle_session_ends_after_wait_timeout_and_big_gtid_sets_are_refused(l
     assert code in (4031, 2013), code  # the ERR when it arrives before the close, else "lost connection"
     code, message = _gtid_dump(limited.mysql_port, 950, 100_001)
     assert code == 1236 and "more than 100000 intervals" in message, message
+
+
+def test_one_identity_cannot_take_every_session(tmp_path, served):
+    """MySQL's max_user_connections, as each identity's share of --mysql-max-connections: `repl`
+    holding its two places gets 1203 for a third, while `other` still logs in (before, one
+    identity's sessions could fill the endpoint and lock every other replica out with 1040)."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[slave.repl]\npassword = "s3cret"\nallow = ["%.%"]\n\n'
+                      '[slave.other]\npassword = "other-pw"\nallow = ["s1.%"]\n')
+    master = serve_master(served.primary.binlog_dir, tmp_path / "master.log", "--policy", str(policy),
+                          "--mysql-max-connections", "4")
+    sessions = []
+    try:
+        sessions += [_login(master.mysql_port), _login(master.mysql_port)]
+        code, message = _error(lambda: _login(master.mysql_port))
+        assert code == 1203 and "max_user_connections" in message, (code, message)
+        sessions += [_login(master.mysql_port, user="other", password="other-pw")]
+        sessions.pop(0).close()
+
+        def logged_in() -> bool:  # once the closed session's thread gives its place back
+            try:
+                sessions.append(_login(master.mysql_port))
+                return True
+            except pymysql.err.OperationalError as exc:
+                assert exc.args[0] == 1203, exc
+                return False
+
+        assert wait_for(logged_in, PROBE_TIMEOUT, every=0.2), "repl's place was never given back"
+    finally:
+        for conn in sessions:
+            conn.close()
+        master.stop()

@@ -162,12 +162,48 @@ def test_handshakes_are_capped_per_address_and_in_all_with_the_busiest_address_m
     admission.enter_handshake("10.0.0.1", lambda: None)
     assert admission.enter_handshake("10.0.0.4", lambda: None) == "10.0.0.1"  # a new address always gets in
     assert closed == ["a0", "a2"]
-    admission.enter_session()
-    admission.enter_session()
-    with pytest.raises(Refused, match="Too many connections"):
-        admission.enter_session()
-    admission.leave_session()
-    admission.enter_session()
+    first = admission.session(None)
+    first.__enter__()
+    with admission.session(None):
+        with pytest.raises(Refused, match="Too many connections"):
+            with admission.session(None):
+                pass
+    first.__exit__(None, None, None)
+    with admission.session(None), admission.session(None):   # both places were given back
+        assert admission.sessions == 2
+    assert admission.sessions == 0
+
+
+def test_an_identity_holds_at_most_its_share_of_the_sessions(tmp_path):
+    """MySQL's max_user_connections: one identity cannot take every session of the endpoint; its
+    share is max_connections over the policy's sections, or its own `max_sessions`; [default]'s
+    users are one account."""
+    from dumpfilter.master.mysql_protocol.admission import ER_TOO_MANY_USER_CONNECTIONS
+    from dumpfilter.master.policy import MasterPolicy
+
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text('[slave.a]\npassword = "x"\nallow = ["%.%"]\n\n[slave.b]\npassword = "y"\n'
+                           'allow = ["%.%"]\nmax_sessions = 1\n\n[default]\nallow = ["s.%"]\n')
+    policy = MasterPolicy.load(policy_file)
+    admission = Admission(EndpointLimits(max_connections=6), policy)   # three sections: a share of 2
+    a, b = policy.authenticate("a", "x"), policy.authenticate("b", "y")
+    anyone, someone = policy.authenticate("anyone", ""), policy.authenticate("someone", "")
+    with admission.session(a), admission.session(a):
+        with pytest.raises(Refused) as refused:
+            with admission.session(a):
+                pass
+        assert refused.value.errno == ER_TOO_MANY_USER_CONNECTIONS and "'a'" in str(refused.value)
+        with admission.session(b):                                    # its own max_sessions = 1
+            with pytest.raises(Refused, match="max_sessions"):
+                with admission.session(b):
+                    pass
+        with admission.session(anyone), admission.session(someone):   # [default]: one account of 2
+            with pytest.raises(Refused, match="max_user_connections"):
+                with admission.session(policy.authenticate("third", "")):
+                    pass
+    assert admission.sessions == 0
+    with admission.session(a), admission.session(a):                  # every place was given back
+        pass
 
 
 def test_limits_are_checked():
