@@ -48,9 +48,11 @@ from dumpfilter.codec.transactions import CONTROL, TRANSACTION
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
-from dumpfilter.binlogs.sinks import _COMMIT_BODY, _QUERY, _U32, FileSink, Sink
+from dumpfilter.binlogs.sinks import FileSink, Sink
+from dumpfilter.codec.encode import COMMIT_BODY
 
-_U16 = struct.Struct("<H")
+_U16, _U32 = struct.Struct("<H"), struct.Struct("<I")
+_QUERY = int(EventType.QUERY)
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # (type_code, event_size) of a common header
 _SIZE_POS = struct.Struct("<II")  # (event_size, log_pos), 9 bytes into a common header
 _CRC_RESIDUE = 0x2144DF1C  # zlib.crc32 of any data followed by its own CRC-32 (little-endian)
@@ -223,7 +225,7 @@ class BinlogFilter:
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         out, nxt, out_pos, counts = scanner.assemble(
                             buf, i, self._keeps(scanner.names), direct.position, base, direct.renumber_positions,
-                            fmt.checksum_len > 0, empty_keep, _COMMIT_BODY, answers=answers)
+                            fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers)
                         if nxt > i:
                             direct.out.write(out)
                             direct.position = out_pos

@@ -5,14 +5,11 @@ would; and whether an input is a relay log (`looks_like_relay_log`)."""
 from __future__ import annotations
 
 import os
-import struct
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from dumpfilter.codec import BinlogWriter, Event, EventType
-from dumpfilter.codec.constants import HEADER_LEN
-from dumpfilter.codec.encode import query_body
+from dumpfilter.codec.encode import COMMIT_BODY, commit_closing, set_log_pos_in
 from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import foreign_log_pos
@@ -20,10 +17,6 @@ from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
 
-_U32 = struct.Struct("<I")
-_LOG_POS_OFFSET = 13  # timestamp u32, type u8, server_id u32, event_size u32, then log_pos u32
-_QUERY = int(EventType.QUERY)
-_COMMIT_BODY = query_body("COMMIT", "")  # what TransactionFilter._empty_transaction's COMMIT holds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,10 +65,8 @@ def renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
     buf = bytearray(raw)
     _, fdes = core_renumber(buf, 0, len(buf), out_pos, checksum)
     for start in fdes:
-        end = start + _U32.unpack_from(buf, start + 9)[0]
-        _U32.pack_into(buf, start + _LOG_POS_OFFSET, out_pos + end)
-        if checksum:
-            _U32.pack_into(buf, end - 4, zlib.crc32(memoryview(buf)[start : end - 4]))
+        size = HEADER.unpack_from(buf, start)[3]
+        set_log_pos_in(buf, start, out_pos + start + size, checksum=checksum)
     return buf
 
 
@@ -86,21 +77,16 @@ class _RawWriterMixin:
         """An emptied MariaDB group: its GTID and a COMMIT Query, renumbered and checksummed in
         one go (the commonest output of a selective filter, so it is done without the generic
         loop). Returns the bytes written."""
-        timestamp, _, server_id, gsize, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
+        _, _, _, gsize, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
         crc = fmt.checksum_len > 0
-        csize = HEADER_LEN + len(_COMMIT_BODY) + (4 if crc else 0)
+        csize = HEADER.size + len(COMMIT_BODY) + fmt.checksum_len
         out_pos = writer.position
         renumber = writer.renumber_positions and log_pos
         gtid_end = (out_pos if renumber else source_pos) + gsize
         if renumber and out_pos != source_pos:
-            g = bytearray(gtid_raw)
-            _U32.pack_into(g, _LOG_POS_OFFSET, gtid_end)
-            if crc:
-                _U32.pack_into(g, gsize - 4, zlib.crc32(memoryview(g)[: gsize - 4]))
-            gtid_raw = g
-        commit = HEADER.pack(timestamp, _QUERY, server_id, csize, log_pos and gtid_end + csize, 0) + _COMMIT_BODY
-        if crc:
-            commit += _U32.pack(zlib.crc32(commit))
+            gtid_raw = bytearray(gtid_raw)
+            set_log_pos_in(gtid_raw, 0, gtid_end, checksum=crc)
+        commit = commit_closing(gtid_raw, log_pos=log_pos and gtid_end + csize, checksum=crc)
         out = writer.out
         out.write(gtid_raw)
         out.write(commit)
@@ -242,7 +228,7 @@ class SeriesSink(Sink, _RawWriterMixin):
         series = self._series()
         writer = series.writer_for_unit()
         self._write_raw_into(writer, raw, count, source_pos)
-        first = Event(bytes(raw[: _U32.unpack_from(raw, 9)[0]]), 0, writer.fmt)
+        first = Event(bytes(raw[: HEADER.unpack_from(raw, 0)[3]]), 0, writer.fmt)
         if first.is_gtid:
             series.gtids.add(first)
 
@@ -255,11 +241,8 @@ class SeriesSink(Sink, _RawWriterMixin):
 
 
 def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:
-    """TransactionFilter._empty_transaction's COMMIT for this GTID: its timestamp and server
-    id, a placeholder log_pos the writer renumbers (0 stays 0), a CRC when the format has one."""
-    timestamp, _, server_id, _, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
-    placeholder = log_pos and log_pos + HEADER_LEN + len(_COMMIT_BODY) + fmt.checksum_len
-    crc = fmt.checksum_len > 0
-    raw = HEADER.pack(timestamp, _QUERY, server_id, HEADER_LEN + len(_COMMIT_BODY) + (4 if crc else 0),
-                      placeholder, 0) + _COMMIT_BODY
-    return raw + _U32.pack(zlib.crc32(raw)) if crc else raw
+    """TransactionFilter._empty_transaction's COMMIT for this GTID, with a placeholder log_pos the
+    writer renumbers (0 stays 0)."""
+    log_pos = HEADER.unpack_from(gtid_raw, 0)[4]
+    placeholder = log_pos and log_pos + HEADER.size + len(COMMIT_BODY) + fmt.checksum_len
+    return commit_closing(gtid_raw, log_pos=placeholder, checksum=fmt.checksum_len > 0)

@@ -42,3 +42,9 @@ def crc_ok_in(buf: bytes, start: int, size: int) -> bool:
     """crc_ok for a non-FDE event lying at buf[start : start + size], without copying it."""
     end = start + size - CHECKSUM_LEN
     return zlib.crc32(memoryview(buf)[start:end]) == _U32.unpack_from(buf, end)[0]
+
+
+def refresh_crc_in(buf: bytearray, start: int, end: int) -> None:
+    """Write the CRC of the event at buf[start:end] (its last four bytes excluded) into those
+    four bytes, in place: after a header field changed (log_pos renumbered)."""
+    _U32.pack_into(buf, end - CHECKSUM_LEN, zlib.crc32(memoryview(buf)[start:end - CHECKSUM_LEN]))
