@@ -1,8 +1,8 @@
 """The SQL a replica's IO thread sends before it asks for the binlog, answered as a real server
 answers it: `SET @var = ...` (kept per connection: @master_binlog_checksum, @master_heartbeat_period,
 @slave_connect_state, @mariadb_slave_capability, ...), `SELECT` of user variables, system variables,
-UNIX_TIMESTAMP(), VERSION() and binlog_gtid_pos(), and `SHOW [GLOBAL] VARIABLES LIKE`. Anything
-else is refused with ER_NOT_SUPPORTED_YET: this endpoint is a binlog source, not a database.
+UNIX_TIMESTAMP(), VERSION() and binlog_gtid_pos(), `SHOW [GLOBAL] VARIABLES LIKE` and `SHOW BINARY
+LOGS`. Anything else is refused with ER_NOT_SUPPORTED_YET: this endpoint is a binlog source, not a database.
 
 Every step over the query text is linear in its length, whatever the client sends: the LIKE of
 SHOW VARIABLES is matched by the rules' backtracking-free LIKE (`dumpfilter.rules.wildcards`),
@@ -46,6 +46,7 @@ class ServerFacts:
     gtid_mode: str = "OFF"              # MySQL's @@gtid_mode
     gtid_domain_id: int = 0
     gtid_at: Callable[[str, int], str | None] = lambda file, pos: None
+    binary_logs: Callable[[], list[tuple[str, int]]] = list  # SHOW BINARY LOGS: (name, size) per file
     extra: dict[str, str | int] = field(default_factory=dict)
 
     def system_variables(self) -> dict[str, str | int]:
@@ -211,6 +212,11 @@ class Session:
                          "dumpfilter's replication endpoint", "42000")
 
     def _show(self, rest: str) -> list[bytes]:
+        if re.fullmatch(r"(?:BINARY|MASTER)\s+LOGS", rest, re.I):
+            # What a binlog server downstream (`master serve --source` from this endpoint) asks
+            # for the first file of the series, as a primary's SHOW BINARY LOGS answers it.
+            return text_result_set([("Log_name", TYPE_VAR_STRING), ("File_size", TYPE_LONGLONG)],
+                                   [[name, size] for name, size in self.facts.binary_logs()])
         match = re.fullmatch(r"(?:(GLOBAL|SESSION)\s+)?(VARIABLES|STATUS)(?:\s+LIKE\s+'((?:[^'\\]|\\.)*)')?", rest,
                              re.I)
         if not match:

@@ -31,6 +31,7 @@ from dumpfilter.errors import (
     StreamReplacedError,
 )
 from dumpfilter.binlogs import open_binlog, served_paths
+from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter import skip_policy
 from dumpfilter.master.grpc_server import parse_listen
@@ -169,6 +170,7 @@ class MysqlEndpoint:
             server_id=server_id, server_uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, f"dumpfilter-master-{server_id}")),
             version=version, checksum="CRC32" if fmt is None or fmt.checksum_alg == CHECKSUM_CRC32 else "NONE",
             gtid_mode="ON" if mysql and fmt.version >= (5, 6, 0) else "OFF",
+            binary_logs=lambda: [(p.name, file_size(p, 0)) for p in served_paths(self.service.binlog_dir)],
             extra={"max_allowed_packet": limits.max_packet, "wait_timeout": round(limits.wait_timeout),
                    "connect_timeout": round(limits.connect_timeout), "max_connections": limits.max_connections,
                    "have_ssl": "YES" if self.tls.offered else "DISABLED",
