@@ -222,14 +222,16 @@ def serve_command(args: argparse.Namespace) -> int:
             master.stop(0)
             raise DumpFilterError(f"{option}: cannot listen on {metrics_host}:{metrics_port}: "
                                   f"{getattr(exc, 'strerror', None) or exc}") from None
+    # SIGTERM drains from the moment "serving" is printed (a supervisor may stop the master while
+    # its --mysql-listen endpoint is still starting): the handlers come first.
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     host = args.listen.rpartition(":")[0]
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
     if metrics is not None:
         print(f"dumpfilter master: metrics on {metrics.url}", file=sys.stderr, flush=True)
     endpoint = _mysql_endpoint(args, master, mysql)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     print("dumpfilter master: shutting down, draining streams", file=sys.stderr, flush=True)
     if endpoint is not None:

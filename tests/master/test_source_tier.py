@@ -1,0 +1,72 @@
+"""A tier of binlog servers (issue #31 item 5): `master serve --source` from another dumpfilter's
+--mysql-listen, as from a primary. Real fixture binlogs (MariaDB 11.8 and 10.5, MySQL 9.6 with a
+tagged GTID) served as an upstream's --binlog-dir come out of a chain of three `master serve`
+processes byte for byte; the endpoint answers SHOW BINARY LOGS to pymysql as a primary does."""
+
+from __future__ import annotations
+
+import shutil
+
+import pymysql
+import pytest
+
+from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(300)
+
+# (fixture files, in order; the names they are served under). The MySQL 9.6 file is renamed to
+# what its own Rotate says it was (binlog.000004: it rotates to binlog.000005); bytes unchanged.
+SERIES = {
+    "mariadb-11.8-chain": [(f"mariadb-operator-mariadb-poc/domain_id_0/mariadb-repl-bin.00000{i}",
+                            f"mariadb-repl-bin.00000{i}") for i in (5, 6, 7)],
+    "mariadb-10.5": [("blackbeam-rust_mysql_common/mariadb-bin.000001", "mariadb-bin.000001")],
+    "mysql-9.6-tagged-gtid": [("blackbeam-rust_mysql_common/binlog_transaction_with_GTID_TAG.000001",
+                               "binlog.000004")],
+}
+TIERS = 3  # the fixture's directory -> tier 1 -> tier 2 -> tier 3, each --source from the one before
+
+
+def _upstream_dir(shared_fixtures, tmp_path, series):
+    up = tmp_path / "upstream"
+    up.mkdir()
+    for source, name in series:
+        shutil.copyfile(shared_fixtures / source, up / name)
+    base = series[0][1].rsplit(".", 1)[0]
+    (up / f"{base}.index").write_text("".join(f"./{name}\n" for _source, name in series))
+    return up
+
+
+@pytest.mark.parametrize("name", sorted(SERIES))
+def test_each_tier_keeps_the_series_byte_for_byte(shared_fixtures, tmp_path, name):
+    series = SERIES[name]
+    up = _upstream_dir(shared_fixtures, tmp_path, series)
+    expected = {file: (up / file).read_bytes() for _source, file in series}
+    ports = [free_port() for _ in range(TIERS + 1)]
+    procs = []
+    try:
+        procs.append(serve_master(up, "--mysql-listen", f"127.0.0.1:{ports[0]}")[0])
+        # The endpoint lists the served files as a primary's SHOW BINARY LOGS does (a --source
+        # downstream starts from the first).
+        conn = pymysql.connect(host="127.0.0.1", port=ports[0], user="tier", password="x")
+        with conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            assert [tuple(row) for row in cur.fetchall()] == [(f, len(data)) for f, data in expected.items()]
+        conn.close()
+        dirs = [tmp_path / f"tier{i}" for i in range(1, TIERS + 1)]
+        for i, local in enumerate(dirs):
+            procs.append(serve_master(local, "--source", f"mysql://tier:x@127.0.0.1:{ports[i]}",
+                                      "--mysql-listen", f"127.0.0.1:{ports[i + 1]}")[0])
+
+        def complete(local) -> bool:
+            return all((local / f).is_file() and (local / f).stat().st_size >= len(data) for f, data in expected.items())
+        for local in dirs:
+            assert wait_for(lambda: complete(local), every=0.1), sorted(p.name for p in local.iterdir())
+            for file, data in expected.items():
+                assert (local / file).read_bytes() == data, f"{local.name}/{file}"
+            index = sorted(local.glob("*.index"))
+            assert len(index) == 1 and index[0].read_text().split() == [f"./{f}" for f in expected]
+    finally:
+        errors = [stop_master(proc) for proc in reversed(procs)]
+    for stderr in errors:
+        assert "Traceback" not in stderr and "error" not in stderr.lower(), stderr
