@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.codec.encode import build_event
+from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
 from dumpfilter.codec.reader import batch_events
 from dumpfilter.skip_policy import SkipPolicy
 from dumpfilter.master.mysql_protocol.packets import ProtocolError, Reader
@@ -89,7 +90,7 @@ def decode_gtid_set(data: bytes) -> str:
     r = Reader(data)
     n_sids = r.u64("GTID set sid count")
     if n_sids >> 56:
-        raise ProtocolError("tagged GTID sets (MySQL 8.3+) are not supported by this endpoint")
+        return _decode_tagged(data, n_sids >> 56)
     parts = []
     for _ in range(n_sids):
         sid = str(uuid.UUID(bytes=r.take(16, "GTID set uuid")))
@@ -105,6 +106,17 @@ def decode_gtid_set(data: bytes) -> str:
         if ranges:
             parts.append(":".join([sid, *ranges]))
     return ",".join(parts)
+
+
+def _decode_tagged(data: bytes, format_byte: int) -> str:
+    """MySQL 8.3+'s tagged Gtid_set (format byte 1 in the top byte of n_sids, a tag per sid), as a
+    tagged replica sends its gtid_executed and Previous_gtids stores it: codec's MysqlGtidSet reads it."""
+    if format_byte != 1:
+        raise ProtocolError(f"GTID set: unknown format {format_byte}")
+    try:
+        return str(MysqlGtidSet.decode(data))
+    except (GtidSetError, ValueError, IndexError, struct.error) as exc:
+        raise ProtocolError(f"GTID set: {exc}") from None
 
 
 def encode_gtid_set(text: str) -> bytes:

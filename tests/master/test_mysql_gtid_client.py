@@ -7,18 +7,24 @@ untagged set lacks them, and the endpoint refuses it with 1236 as a MySQL source
 from __future__ import annotations
 
 import shutil
+import struct
 
 import pymysql
 import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import GtidEvent
 
+from dumpfilter.codec.gtid import MysqlGtidSet
+from dumpfilter.codec.reader import read_events
+from dumpfilter.master.mysql_protocol.dump import BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID, COM_BINLOG_DUMP_GTID
 from tests.support.master_command import free_port, serve_master, stop_master
 
 pytestmark = pytest.mark.timeout(120)
 
 UUID_57 = "e3e2a4ee-b6dc-11ea-8bcf-0242ac150002"  # the MySQL 5.7 fixture's source: GTIDs 1-3
 UUID_96 = "55778904-0299-11f1-b1b8-4ef0c4956feb"  # the MySQL 9.6 fixture's: 1-13 and mytag:1-2 before it
+TAGGED = "blackbeam-rust_mysql_common/binlog_transaction_with_GTID_TAG.000001"
+GTID_TAGGED_LOG_EVENT = 42
 
 
 def _served(shared_fixtures, tmp_path, source: str, name: str):
@@ -56,8 +62,7 @@ def test_auto_position_starts_after_the_executed_set(shared_fixtures, tmp_path, 
 
 
 def test_an_untagged_set_lacking_the_tagged_gtids_before_the_file_is_refused(shared_fixtures, tmp_path):
-    proc, port = _served(shared_fixtures, tmp_path, "blackbeam-rust_mysql_common/binlog_transaction_with_GTID_TAG.000001",
-                         "binlog.000004")
+    proc, port = _served(shared_fixtures, tmp_path, TAGGED, "binlog.000004")
     try:
         with pytest.raises(pymysql.err.OperationalError) as refused:
             _gtids(port, f"{UUID_96}:1-13")
@@ -65,3 +70,55 @@ def test_an_untagged_set_lacking_the_tagged_gtids_before_the_file_is_refused(sha
     finally:
         stderr = stop_master(proc)
     assert "Traceback" not in stderr, stderr
+
+
+def _dump_tagged(port: int, executed: str) -> list[bytes]:
+    """The events (but heartbeats) a COM_BINLOG_DUMP_GTID with `executed` in MySQL 8.3+'s tagged
+    encoding receives, non-blocking, up to the endpoint's EOF."""
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="tagged-replica", password="x")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
+        encoded = MysqlGtidSet.parse(executed).encode()
+        assert encoded[7] == 1  # the tagged format byte
+        conn._execute_command(COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
+                                                                4243, 0) + struct.pack("<QI", 4, len(encoded)) + encoded)
+        events = []
+        while True:
+            data = conn._read_packet().get_all_data()
+            if data[:1] == b"\xfe" and len(data) < 9:
+                return events
+            if data[5] != 27:  # HEARTBEAT_LOG_EVENT
+                events.append(data[1:])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("mytag", ["1-2", "1-3"])
+def test_a_tagged_set_starts_after_the_tagged_gtids_it_holds(shared_fixtures, tmp_path, mytag):
+    fixture = (shared_fixtures / TAGGED).read_bytes()
+    tagged = [e.raw for e in read_events(fixture, TAGGED, verify_checksums=False)
+              if e.type_code == GTID_TAGGED_LOG_EVENT]
+    assert len(tagged) == 1  # mytag:3
+    proc, port = _served(shared_fixtures, tmp_path, TAGGED, "binlog.000004")
+    try:
+        events = _dump_tagged(port, f"{UUID_96}:1-13,{UUID_96}:mytag:{mytag}")
+    finally:
+        stderr = stop_master(proc)
+    assert "Traceback" not in stderr, stderr
+    received = [e for e in events if e[4] == GTID_TAGGED_LOG_EVENT]
+    assert received == (tagged if mytag == "1-2" else []), [e[4] for e in events]
+
+
+def test_tagged_sets_decode_and_a_foreign_format_is_one_protocol_error():
+    from dumpfilter.master.mysql_protocol.dump import decode_gtid_set
+    from dumpfilter.master.mysql_protocol.packets import ProtocolError
+
+    text = f"{UUID_96}:1-13,{UUID_96}:mytag:1-2:5"
+    assert decode_gtid_set(MysqlGtidSet.parse(text).encode()) == text
+    encoded = bytearray(MysqlGtidSet.parse(text).encode())
+    encoded[7] = 2  # a format byte MySQL does not write
+    with pytest.raises(ProtocolError, match="unknown format 2"):
+        decode_gtid_set(bytes(encoded))
+    with pytest.raises(ProtocolError, match="GTID set"):
+        decode_gtid_set(bytes(encoded[:7]) + b"\x01" + bytes(encoded[8:30]))  # cut inside the intervals
