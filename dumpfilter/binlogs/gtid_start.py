@@ -95,3 +95,28 @@ def start_file(paths: list[Path], state: GtidState) -> Path:
         raise PositionError(f"{lead}The replica's GTID state {state.text!r} lacks GTIDs that were logged before "
                             f"'{first.name}', the oldest binlog file: the files holding them were purged")
     return first
+
+
+def gtid_position(binlog_state: dict[tuple[int, int], int]) -> str:
+    """MariaDB's GTID position for a binlog state (the last seq_no per domain and server_id): per
+    domain its last GTID, as @slave_connect_state and BINLOG_GTID_POS() spell it."""
+    last: dict[int, tuple[int, int]] = {}
+    for (domain, server_id), seq in binlog_state.items():
+        if domain not in last or seq > last[domain][1]:
+            last[domain] = (server_id, seq)
+    return ",".join(f"{d}-{sid}-{seq}" for d, (sid, seq) in sorted(last.items()))
+
+
+def binlog_gtid_pos(paths: list[Path], file: str, pos: int) -> str | None:
+    """BINLOG_GTID_POS(file, 4) over the served `paths`, which a downstream dumpfilter's
+    --source-gtid asks: the file's Gtid_list as a MariaDB GTID position. None (NULL, as MariaDB
+    answers a position it cannot place) for a file not served, one without a Gtid_list, and any
+    offset but a file's start."""
+    path = next((p for p in paths if p.name == file), None)
+    if path is None or pos != 4:
+        return None
+    try:
+        found = file_gtid_list(path)
+    except (BinlogError, OSError):
+        return None
+    return gtid_position(found.gtids) if isinstance(found, MariadbGtidList) else None

@@ -30,6 +30,7 @@ from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.binlogs.files import read_index, write_index
+from dumpfilter.binlogs.gtid_start import gtid_position
 
 MAGIC = b"\xfebin"
 # Left in the series' directory by the first switch of source: from there on the series keeps its
@@ -136,11 +137,7 @@ class BinlogMirror:
     def gtid_position(self) -> str:
         """The series' GTID position at `safe` (per domain its last GTID), as a MariaDB replica's
         @slave_connect_state: where a new source continues it."""
-        last: dict[int, tuple[int, int]] = {}
-        for (domain, server_id), seq in self.binlog_state.items():
-            if domain not in last or seq > last[domain][1]:
-                last[domain] = (server_id, seq)
-        return ",".join(f"{d}-{sid}-{seq}" for d, (sid, seq) in sorted(last.items()))
+        return gtid_position(self.binlog_state)
 
     def switch(self) -> str:
         """A new source continues the series by GTID: the file being written is cut back to its last

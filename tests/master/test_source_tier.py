@@ -70,3 +70,37 @@ def test_each_tier_keeps_the_series_byte_for_byte(shared_fixtures, tmp_path, nam
         errors = [stop_master(proc) for proc in reversed(procs)]
     for stderr in errors:
         assert "Traceback" not in stderr and "error" not in stderr.lower(), stderr
+
+
+def test_source_gtid_from_a_dumpfilter_starts_at_the_file_the_state_needs(shared_fixtures, tmp_path):
+    """--source-gtid asks the upstream BINLOG_GTID_POS(file, 4) per file, newest first: the
+    endpoint answers each file's Gtid_list, so the series starts at the newest file whose starting
+    position the state covers (mariadb-repl-bin.000006 starts at 0-10-262667, .000007 at 0-10-262733)."""
+    series = SERIES["mariadb-11.8-chain"]
+    up = _upstream_dir(shared_fixtures, tmp_path, series)
+    up_port, local = free_port(), tmp_path / "tier1"
+    procs = []
+    try:
+        procs.append(serve_master(up, "--mysql-listen", f"127.0.0.1:{up_port}")[0])
+        conn = pymysql.connect(host="127.0.0.1", port=up_port, user="tier", password="x")
+        with conn.cursor() as cur:
+            answers = []
+            for _source, name in series:
+                cur.execute("SELECT BINLOG_GTID_POS(%s, 4)", (name,))
+                answers.append(cur.fetchone()[0])
+            cur.execute("SELECT BINLOG_GTID_POS(%s, 5)", (series[0][1],))
+            assert cur.fetchone()[0] is None  # only a file's start is answered
+        conn.close()
+        assert answers == ["0-10-262580", "0-10-262667", "0-10-262733"]
+        procs.append(serve_master(local, "--source", f"mysql://tier:x@127.0.0.1:{up_port}",
+                                  "--source-gtid", "0-10-262700")[0])
+        wanted = [name for _source, name in series[1:]]
+        assert wait_for(lambda: all((local / n).is_file() and (local / n).stat().st_size == (up / n).stat().st_size
+                                    for n in wanted), every=0.1)
+        assert sorted(p.name for p in local.glob("mariadb-repl-bin.0*")) == wanted
+        for name in wanted:
+            assert (local / name).read_bytes() == (up / name).read_bytes(), name
+    finally:
+        errors = [stop_master(proc) for proc in reversed(procs)]
+    for stderr in errors:
+        assert "Traceback" not in stderr and "error" not in stderr.lower(), stderr
