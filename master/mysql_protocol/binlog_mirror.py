@@ -29,7 +29,7 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
-from dumpfilter.binlogs.files import read_index, write_index
+from dumpfilter.binlogs.files import file_size, read_index, write_index
 from dumpfilter.binlogs.gtid_start import gtid_position
 
 MAGIC = b"\xfebin"
@@ -132,6 +132,14 @@ class BinlogMirror:
         self.safe = (files[-1], end)
 
     def resume_position(self) -> tuple[str, int] | None:
+        """Where a new dump continues the series: `safe`; but between a Rotate and the next file's
+        first event (the series does not hold that file yet), the end of the file the Rotate
+        closes. A source that is itself a binlog server (a dumpfilter upstream, a tier) may not
+        hold the next file yet either, and refuses a dump from it with 1236 (not in the index)."""
+        if self.safe is not None and self.safe[1] == 4:
+            files = self.files()
+            if files and self.safe[0] not in files:
+                return files[-1], file_size(self.dir / files[-1], 4)
         return self.safe
 
     def gtid_position(self) -> str:

@@ -5,12 +5,13 @@ processes byte for byte; the endpoint answers SHOW BINARY LOGS to pymysql as a p
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pymysql
 import pytest
 
-from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.master_command import free_port, master_status, serve_master, stop_master
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -104,3 +105,31 @@ def test_source_gtid_from_a_dumpfilter_starts_at_the_file_the_state_needs(shared
         errors = [stop_master(proc) for proc in reversed(procs)]
     for stderr in errors:
         assert "Traceback" not in stderr and "error" not in stderr.lower(), stderr
+
+
+def test_a_downstream_reconnects_after_a_rotate_to_a_file_its_upstream_does_not_hold_yet(shared_fixtures, tmp_path):
+    """The chain's last file ends with a Rotate to mariadb-repl-bin.000008, which the upstream does
+    not hold (a binlog server creates it with its first event). The upstream restarts: the
+    downstream resumes at the end of .000007, not at .000008:4, which the upstream would refuse
+    with 1236 (not in its index) and which ended the series."""
+    series = SERIES["mariadb-11.8-chain"]
+    up = _upstream_dir(shared_fixtures, tmp_path, series)
+    up_port, local = free_port(), tmp_path / "tier1"
+    upstream = serve_master(up, "--mysql-listen", f"127.0.0.1:{up_port}")[0]
+    downstream = address = None
+    errors = []
+    try:
+        downstream, address = serve_master(local, "--source", f"mysql://tier:x@127.0.0.1:{up_port}")
+        last = series[-1][1]
+        assert wait_for(lambda: (local / last).is_file() and (local / last).stat().st_size == (up / last).stat().st_size,
+                        every=0.1)
+        errors.append(stop_master(upstream))
+        assert wait_for(lambda: re.search(r"reconnects [1-9]", master_status(address)), every=0.2)
+        upstream = serve_master(up, "--mysql-listen", f"127.0.0.1:{up_port}")[0]
+        assert wait_for(lambda: ": streaming since" in master_status(address), every=0.2), master_status(address)
+        for _source, name in series:
+            assert (local / name).read_bytes() == (up / name).read_bytes(), name
+    finally:
+        errors += [stop_master(proc) for proc in (downstream, upstream) if proc is not None and proc.poll() is None]
+    for stderr in errors:
+        assert "Traceback" not in stderr and "1236" not in stderr and "not retrying" not in stderr, stderr
