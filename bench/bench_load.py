@@ -208,11 +208,12 @@ class SlaveProc:
         return (data["master_file"], int(data["master_pos"])) if data.get("master_file") else None
 
 
-def start_master(binlog_dir: Path, workdir: Path) -> tuple[subprocess.Popen, str, Path]:
+def start_master(binlog_dir: Path, workdir: Path, *extra: str) -> tuple[subprocess.Popen, str, Path]:
+    """`master serve` on `binlog_dir` (with `extra` options) as its own process; (it, address, log)."""
     log = workdir / "master.log"
     out = open(log, "wb")
     proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
-                             "--listen", "127.0.0.1:0", "--max-streams", "256"],
+                             "--listen", "127.0.0.1:0", "--max-streams", "256", *extra],
                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
     out.close()
     deadline = time.monotonic() + 60
@@ -252,22 +253,27 @@ def relay_units(relay_dir: Path) -> list[tuple[bytes, ...]]:
     return [tuple(e.raw for e in txn.events) for txn in group_transactions(events) if txn.kind != "control"]
 
 
-def expected_units(paths: list[Path], rules: RuleSet) -> list[tuple[bytes, ...]]:
-    """The offline filter's answer for a heartbeat-policy slave: kept and partly kept transactions,
-    with the slave's rewrite-db applied."""
+def filtered_units(paths: list[Path], rules: RuleSet) -> list[tuple[str, tuple[bytes, ...]]]:
+    """The offline filter's answer for a heartbeat-policy slave: (file name, transaction) of the
+    kept and partly kept transactions, with the slave's rewrite-db applied."""
     engine = RuleEngine(rules, Settings(flavor="mariadb"))
     tf = TransactionFilter(engine, empty_transactions=KEEP)
     out = []
-    for _, txn in binlog_units(paths):
+    for name, txn in binlog_units(paths):
         if txn.kind == "control":
             continue
         result = tf.filter(txn)
         if result.outcome in (KEPT, PARTIAL) and result.events:
-            out.append(tuple(rewrite_event(e, engine.rewrite_db).raw for e in result.events))
+            out.append((name, tuple(rewrite_event(e, engine.rewrite_db).raw for e in result.events)))
     return out
 
 
-def _percentile(values: list[float], q: float) -> float:
+def expected_units(paths: list[Path], rules: RuleSet) -> list[tuple[bytes, ...]]:
+    """filtered_units without the file names."""
+    return [unit for _, unit in filtered_units(paths, rules)]
+
+
+def percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -377,14 +383,14 @@ def run(seconds: float, n_slaves: int, rate: float, n_dbs: int, binlog_format: s
             "master_rss_mb_second_half_max": max(rss[half:] or rss),
             "master_rss_mb_end": round(rss_end, 1),
             "master_cpu_s": round(cpu_end - cpu0, 1), "master_cpu_cores_avg": round((cpu_end - cpu0) / wall, 2),
-            "lag_s_p50": round(_percentile(steady, 0.5), 1), "lag_s_p99": round(_percentile(steady, 0.99), 1),
+            "lag_s_p50": round(percentile(steady, 0.5), 1), "lag_s_p99": round(percentile(steady, 0.99), 1),
             "lag_s_max": round(max(steady or [0.0]), 1),
             "lag_bytes_max": max((b for s in slaves for b in s.lags_bytes[warm:]), default=0),
             "warmup_s": samples[min(warm, len(samples) - 1)]["t"], "drain_s": round(drain, 1),
             "loadavg_1m_end": round(os.getloadavg()[0], 1),
             "slaves_identical": n_slaves - len(mismatched), "mismatched": mismatched,
             "per_slave": [{"server_id": s.server_id, "rules": " ".join(s.args) or "(none)",
-                           "lag_s_p50": round(_percentile(s.lags_s[warm:], 0.5), 1),
+                           "lag_s_p50": round(percentile(s.lags_s[warm:], 0.5), 1),
                            "lag_s_max": round(max(s.lags_s[warm:] or [0.0]), 1)} for s in slaves],
             "samples": samples,
         }
