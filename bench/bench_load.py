@@ -246,6 +246,15 @@ def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30)
             proc.wait(10)
 
 
+def kill_all(slaves: list[SlaveProc], master: subprocess.Popen | None) -> None:
+    """SIGKILL the slaves and the master still running (a run that stopped half way)."""
+    for slave in slaves:
+        if slave.proc is not None:
+            stop(slave.proc, signal.SIGKILL)
+    if master is not None:
+        stop(master, signal.SIGKILL)
+
+
 # -- what each slave must hold ----------------------------------------------------------------
 def relay_units(relay_dir: Path) -> list[tuple[bytes, ...]]:
     """The transactions in a slave's relay log, as tuples of raw event bytes (FDEs left out)."""
@@ -400,11 +409,7 @@ def run(seconds: float, n_slaves: int, rate: float, n_dbs: int, binlog_format: s
         result["lag_bounded"] = max(second) <= 2 * max(first) + 2 * sample
         return result
     finally:
-        for slave in slaves:
-            if slave.proc is not None:
-                stop(slave.proc, signal.SIGKILL)
-        if master is not None:
-            stop(master, signal.SIGKILL)
+        kill_all(slaves, master)
         primary.stop()
         if not os.environ.get("DUMPFILTER_LOAD_KEEP"):
             shutil.rmtree(workdir, ignore_errors=True)

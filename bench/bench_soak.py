@@ -3,8 +3,8 @@ a binlog server. A sandbox MariaDB primary takes a live write load and rotates i
 DUMPFILTER_SOAK_BINLOG_MB; the master (its own process) replicates it into a local series with
 retention on (--expire-logs-seconds, --max-series-bytes) and serves DUMPFILTER_SOAK_SLAVES `slave
 run` processes (bench_load's eight rule shapes: do-db, wild-do-table, ignore-db, do-table,
-wild-ignore-table, none, rewrite-db, two do-dbs; started one after another over the first half of
-the run) and one real MariaDB replica (ignore-db + wild-ignore-table, given by --replicas) on
+wild-ignore-table, none, rewrite-db, two do-dbs; started one after another over the first quarter
+of the run) and one real MariaDB replica (ignore-db + wild-ignore-table, given by --replicas) on
 --mysql-listen.
 
 It samples the master's RSS, the series' size on disk and each slave's bytes behind the series'
@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.bench_load import (Offsets, SlaveProc, SysbenchLoad, WriterLoad, filtered_units, percentile, proc_cpu_rss,
-                              relay_units, rule_sets, start_master, start_slave, stop)
+from bench.bench_load import (Offsets, SlaveProc, SysbenchLoad, WriterLoad, filtered_units, kill_all, percentile,
+                              proc_cpu_rss, relay_units, rule_sets, start_master, start_slave, stop)
 from bench.common import free_port, write_result
 from dumpfilter.lab.sandbox import MariaDBServer, diff_snapshots, replica_status, snapshot
 from dumpfilter.lab.sandbox.snapshot import Snapshot
@@ -59,7 +59,8 @@ class Soak:
     binlog_mb: float = 2
     expire: float = 30
     cap_mb: float = 24
-    stagger: float = 0.5  # the slaves start one after another over this part of the run
+    stagger: float = 0.25  # the slaves start one after another over this part of the run (the
+    # second half, where the RSS slope is fitted, then has every slave streaming)
 
     @classmethod
     def from_env(cls) -> Soak:
@@ -80,6 +81,14 @@ def replica_rules(dbs: int) -> tuple[list[str], RuleSet]:
     """The real replica's rules: the topology's lines and the same as a RuleSet."""
     return ([f"replicate-ignore-db=sb{dbs}", "replicate-wild-ignore-table=%.sbtest4"],
             RuleSet(ignore_db=(f"sb{dbs}",), wild_ignore_table=("%.sbtest4",)))
+
+
+def rss_parts(pid: int) -> tuple[float, float]:
+    """(anonymous, file-backed) resident MB of a process: the series files the master maps count in
+    the second, its heap in the first."""
+    with open(f"/proc/{pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if line.startswith("Rss"))
+    return int(fields["RssAnon"].split()[0]) / 1e3, int(fields["RssFile"].split()[0]) / 1e3
 
 
 def rss_slope(samples: list[tuple[float, float]]) -> float:
@@ -177,7 +186,8 @@ def run(soak: Soak) -> dict:
         load.start()
         starts = {s.server_id: started + soak.stagger * soak.seconds * i / max(1, soak.slaves) for i, s in enumerate(slaves)}
         first_file: dict[int, str] = {}   # the series' first file when each slave started
-        steady: dict[int, list[int]] = {s.server_id: [] for s in slaves}  # bytes behind, once caught up
+        behind_all: dict[int, list[int]] = {s.server_id: [] for s in slaves}  # bytes behind the series' end
+        steady: dict[int, list[int]] = {s.server_id: [] for s in slaves}      # the same, once it caught up
         samples, seen = [], set()  # every file the series held
         cpu0, _ = proc_cpu_rss(master.pid)
         while True:
@@ -190,23 +200,26 @@ def run(soak: Soak) -> dict:
             seen |= set(files)
             end = offset(files[-1], (series / files[-1]).stat().st_size) if files else 0
             cpu, rss = proc_cpu_rss(master.pid)
+            anon, mapped = rss_parts(master.pid)
             behind = []
             for slave in (s for s in slaves if s.proc is not None):
                 if slave.proc.poll() is not None:
                     raise RuntimeError(f"slave {slave.server_id} exited with {slave.proc.returncode}: "
                                        f"{slave.log.read_text(errors='replace')[-2000:]}")
                 pos = slave.position()
-                lag = max(0, end - (offset(*pos) if pos else 0))
+                lag = max(0, end - offset(*(pos or (first_file[slave.server_id], 0))))
                 behind.append(lag)
+                behind_all[slave.server_id].append(lag)
                 if steady[slave.server_id] or lag <= CAUGHT_UP_BYTES:
                     steady[slave.server_id].append(lag)
             series_bytes = mirror.series_bytes()
             samples.append({"t": round(now - started, 1), "master_rss_mb": round(rss, 1),
+                            "master_rss_anon_mb": round(anon, 1), "master_rss_file_mb": round(mapped, 1),
                             "master_cpu_s": round(cpu - cpu0, 2), "series_mb": round(series_bytes / 1e6, 2),
                             "series_files": len(files), "primary_mb": round(offset(*primary.master_position()) / 1e6, 2),
                             "slaves_running": len(behind), "max_behind_bytes": max(behind, default=0)})
             print(f"  t={now - started:6.0f}s primary={samples[-1]['primary_mb']:7.2f} MB series={series_bytes / 1e6:6.2f} MB"
-                  f" in {len(files):2} files  master rss={rss:6.1f} MB cpu={cpu - cpu0:6.1f}s  slaves={len(behind):2}"
+                  f" in {len(files):2} files  master rss={rss:6.1f} MB (anon {anon:5.1f}) cpu={cpu - cpu0:6.1f}s  slaves={len(behind):2}"
                   f" max behind={max(behind, default=0):>9} B  load={os.getloadavg()[0]:.1f}", flush=True)
             if now >= started + soak.seconds:
                 break
@@ -234,18 +247,23 @@ def run(soak: Soak) -> dict:
                 answers[slave.rules] = filtered_units(paths, slave.rules)
             got = relay_units(slave.relay_dir)
             began, difference = compare_relay(got, answers[slave.rules], order, first_file[slave.server_id])
-            lags = steady[slave.server_id]
+            lags, once = behind_all[slave.server_id], steady[slave.server_id]
             per_slave.append({"server_id": slave.server_id, "rules": " ".join(slave.args) or "(none)",
                               "series_began": first_file[slave.server_id], "relay_began": began,
                               "transactions": len(got), "behind_p50_bytes": percentile(lags, 0.5),
-                              "behind_p99_bytes": percentile(lags, 0.99), "difference": difference})
+                              "behind_p99_bytes": percentile(lags, 0.99),
+                              "caught_up_p50_bytes": percentile(once, 0.5) if once else None,
+                              "caught_up_p99_bytes": percentile(once, 0.99) if once else None,
+                              "difference": difference})
         rss_t = [(s["t"], s["master_rss_mb"]) for s in samples]
         slope = rss_slope(rss_t)
         half = rss_t[len(rss_t) // 2:]
         rise = slope * (half[-1][0] - half[0][0]) / 60
         bound = max(8.0, 0.05 * half[0][1])
         series_max = max(s["series_mb"] for s in samples)
-        all_lags = [lag for lags in steady.values() for lag in lags]
+        all_lags = [lag for lags in behind_all.values() for lag in lags]
+        caught_up = [lag for lags in steady.values() for lag in lags]
+        anon_t = [(s["t"], s["master_rss_anon_mb"]) for s in samples]
         result = {
             "load": load.name, "seconds": soak.seconds, "slaves": soak.slaves, "databases": soak.dbs,
             "transactions": load.transactions, "tps": round(load.transactions / soak.seconds, 1),
@@ -255,9 +273,15 @@ def run(soak: Soak) -> dict:
             "master_rss_mb_start": rss_t[0][1], "master_rss_mb_max": max(r for _, r in rss_t),
             "master_rss_mb_end": round(rss_end, 1), "master_rss_slope_mb_per_min_second_half": round(slope, 2),
             "master_rss_rise_second_half_mb": round(rise, 1), "master_rss_flat_bound_mb": round(bound, 1),
+            "master_rss_anon_mb_start": anon_t[0][1], "master_rss_anon_mb_max": max(r for _, r in anon_t),
+            "master_rss_anon_mb_end": anon_t[-1][1], "master_rss_anon_slope_mb_per_min_second_half": round(rss_slope(anon_t), 2),
+            "master_rss_file_mb_max": max(s["master_rss_file_mb"] for s in samples),
             "master_cpu_s": samples[-1]["master_cpu_s"],
             "behind_bytes_p50": percentile(all_lags, 0.5), "behind_bytes_p99": percentile(all_lags, 0.99),
-            "behind_bytes_max": max(all_lags, default=0), "drain_s": round(drain, 1),
+            "behind_bytes_max": max(all_lags, default=0), "caught_up_behind_bytes_p50": percentile(caught_up, 0.5),
+            "caught_up_behind_bytes_p99": percentile(caught_up, 0.99),
+            "slaves_never_caught_up_during_load": sum(1 for lags in steady.values() if not lags),
+            "drain_s": round(drain, 1),
             "loadavg_1m_end": round(os.getloadavg()[0], 1), "cpus": os.cpu_count(),
             "slaves_identical": sum(1 for s in per_slave if s["difference"] is None),
             "replica_rules": " ".join(topology_lines), "replica_differences": differences[:20],
@@ -271,11 +295,7 @@ def run(soak: Soak) -> dict:
         }
         return result
     finally:
-        for slave in slaves:
-            if slave.proc is not None:
-                stop(slave.proc, signal.SIGKILL)
-        if master is not None:
-            stop(master, signal.SIGKILL)
+        kill_all(slaves, master)
         replica.stop()
         primary.stop()
         if os.environ.get("DUMPFILTER_LOAD_KEEP"):
@@ -291,7 +311,8 @@ def report(result: dict) -> None:
     for s in result["per_slave"]:
         print(f"  slave {s['server_id']} [{s['rules']}] relay from {s['relay_began']} (series began at "
               f"{s['series_began']}), {s['transactions']} txns, behind p50 {s['behind_p50_bytes']} B p99 "
-              f"{s['behind_p99_bytes']} B: {s['difference'] or 'identical'}")
+              f"{s['behind_p99_bytes']} B (once caught up: {s['caught_up_p50_bytes']} / {s['caught_up_p99_bytes']}): "
+              f"{s['difference'] or 'identical'}")
     v = result["verdicts"]
     print(f"verdict rss:      {'flat' if v['rss_flat'] else 'GROWING'} (second half rises "
           f"{result['master_rss_rise_second_half_mb']} MB, slope {result['master_rss_slope_mb_per_min_second_half']} "
