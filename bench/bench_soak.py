@@ -7,8 +7,10 @@ wild-ignore-table, none, rewrite-db, two do-dbs; started one after another over 
 of the run) and one real MariaDB replica (ignore-db + wild-ignore-table, given by --replicas) on
 --mysql-listen.
 
-It samples the master's RSS, the series' size on disk and each slave's bytes behind the series'
-end, and gives four verdicts, exiting non-zero when one fails:
+It samples the master's RSS (and its anonymous and file-backed parts), the series' size on disk and
+each slave's bytes behind the series' end (p50/p99 over every sample since the slave started, and
+over those after it first came within 64 KB of the end), and gives four verdicts, exiting non-zero
+when one fails:
   rss flat        the least-squares line through the second half's RSS samples rises by at most
                   max(8 MB, 5% of the RSS) over that half;
   series bounded  the series never held more than --max-series-bytes (and retention purged);
