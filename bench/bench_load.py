@@ -208,12 +208,11 @@ class SlaveProc:
         return (data["master_file"], int(data["master_pos"])) if data.get("master_file") else None
 
 
-def start_master(binlog_dir: Path, workdir: Path, *extra: str) -> tuple[subprocess.Popen, str, Path]:
-    """`master serve` on `binlog_dir` (with `extra` options) as its own process; (it, address, log)."""
+def start_master(binlog_dir: Path, workdir: Path) -> tuple[subprocess.Popen, str, Path]:
     log = workdir / "master.log"
     out = open(log, "wb")
     proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
-                             "--listen", "127.0.0.1:0", "--max-streams", "256", *extra],
+                             "--listen", "127.0.0.1:0", "--max-streams", "256"],
                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
     out.close()
     deadline = time.monotonic() + 60

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.bench_load import (Offsets, SlaveProc, SysbenchLoad, WriterLoad, filtered_units, kill_all, percentile,
-                              proc_cpu_rss, relay_units, rule_sets, start_master, start_slave, stop)
-from bench.common import free_port, write_result
+                              proc_cpu_rss, relay_units, rule_sets, start_slave, stop)
+from bench.common import serve_master, write_result
 from dumpfilter.lab.sandbox import MariaDBServer, diff_snapshots, replica_status, snapshot
 from dumpfilter.lab.sandbox.snapshot import Snapshot
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
@@ -172,12 +172,10 @@ def run(soak: Soak) -> dict:
         replica.start()
         primary.flush_logs()
         start_file = primary.master_position()[0]
-        mysql_port = free_port()
         url = f"mysql://{primary.repl_user}:{primary.repl_password}@127.0.0.1:{primary.port}"
-        master, address, master_log = start_master(
-            series, workdir, "--source", url, "--source-file", start_file, "--mysql-listen",
-            f"127.0.0.1:{mysql_port}", "--replicas", str(topology), "--expire-logs-seconds", f"{soak.expire:g}",
-            "--max-series-bytes", str(soak.cap))
+        master, address, mysql_port = serve_master(
+            series, "--source", url, "--source-file", start_file, "--replicas", str(topology),
+            "--expire-logs-seconds", f"{soak.expire:g}", "--max-series-bytes", str(soak.cap), log=workdir / "master.log")
         point_replica(replica, mysql_port, start_file)
         for db in dbs:
             primary.execute(f"CREATE DATABASE {db}")
