@@ -185,6 +185,7 @@ def run(soak: Soak) -> dict:
         started = time.monotonic()
         load.start()
         starts = {s.server_id: started + soak.stagger * soak.seconds * i / max(1, soak.slaves) for i, s in enumerate(slaves)}
+        exited: dict[int, str] = {}       # server_id -> how a slave that stopped by itself ended
         first_file: dict[int, str] = {}   # the series' first file when each slave started
         behind_all: dict[int, list[int]] = {s.server_id: [] for s in slaves}  # bytes behind the series' end
         steady: dict[int, list[int]] = {s.server_id: [] for s in slaves}      # the same, once it caught up
@@ -203,9 +204,12 @@ def run(soak: Soak) -> dict:
             anon, mapped = rss_parts(master.pid)
             behind = []
             for slave in (s for s in slaves if s.proc is not None):
-                if slave.proc.poll() is not None:
-                    raise RuntimeError(f"slave {slave.server_id} exited with {slave.proc.returncode}: "
-                                       f"{slave.log.read_text(errors='replace')[-2000:]}")
+                if slave.proc.poll() is not None:  # a failed verdict, named at the end; the soak goes on
+                    if slave.server_id not in exited:
+                        last = slave.log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+                        exited[slave.server_id] = f"exited with {slave.proc.returncode} at t={now - started:.0f}s: {last[0]}"
+                        print(f"  slave {slave.server_id} {exited[slave.server_id]}", flush=True)
+                    continue
                 pos = slave.position()
                 lag = max(0, end - offset(*(pos or (first_file[slave.server_id], 0))))
                 behind.append(lag)
@@ -227,7 +231,7 @@ def run(soak: Soak) -> dict:
         load.wait()
         final = offset(*primary.master_position())
         drain_started = time.monotonic()
-        while [s for s in slaves if (offset(*s.position()) if s.position() else 0) < final]:
+        while [s for s in slaves if s.server_id not in exited and (offset(*s.position()) if s.position() else 0) < final]:
             if time.monotonic() - drain_started > 300:
                 raise RuntimeError("slaves did not catch up within 300 s of the load's end")
             time.sleep(0.5)
@@ -247,6 +251,7 @@ def run(soak: Soak) -> dict:
                 answers[slave.rules] = filtered_units(paths, slave.rules)
             got = relay_units(slave.relay_dir)
             began, difference = compare_relay(got, answers[slave.rules], order, first_file[slave.server_id])
+            difference = exited.get(slave.server_id, difference)
             lags, once = behind_all[slave.server_id], steady[slave.server_id]
             per_slave.append({"server_id": slave.server_id, "rules": " ".join(slave.args) or "(none)",
                               "series_began": first_file[slave.server_id], "relay_began": began,
