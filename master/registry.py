@@ -197,6 +197,9 @@ class SlaveRegistry:
                 if bit is None:
                     raise ResourceExhaustedError(f"too many slaves registered (at most {MAX_SLAVES})")
             slave = RegisteredSlave(reg, registry, extra, gate, bit, identity=caller)
+            # A reconnecting slave's last position holds its file until its new Dump reads on:
+            # retention keeps what a registered slave reads, and its Dump comes after this Register.
+            slave.position = old.position if old is not None else None
             slave.state = self._state(slave, reg.channels[0] if reg.channels else "")
             self.slaves[reg.server_id] = slave
             self.words.invalidate()

@@ -193,3 +193,24 @@ def test_a_running_stream_whose_file_is_forced_out_ends_with_1236_naming_it(tmp_
     with pytest.raises(PositionError, match=f"'{names[0]}' was purged .* server_id 9"):
         for _ in range(5):  # the batch under way, then the error
             next(stream)
+
+
+def test_a_reconnecting_slave_keeps_its_file_between_its_register_and_its_dump(tmp_path):
+    """A slave's second Register (a reconnect) came with no position, so expiry purged the file it
+    read before its Dump asked for it (bench soak: 1236, "named by the index but does not
+    exist"). Its last position now holds the file until its new stream reads on."""
+    directory = tmp_path / "series"
+    generate(WorkloadSpec(seed=5, schemas=2, transactions=200, flavor="mariadb", max_binlog_size=20_000), directory)
+    mirror = BinlogMirror(directory)
+    names = mirror.files()
+    service = DumpService(directory, batch_bytes=1)
+    service.register(Registration(server_id=9))
+    stream = service.stream(9, start=(names[0], 4))
+    next(stream)
+    stream.close()
+    service.register(Registration(server_id=9))    # the reconnect: Register, then (later) Dump
+    retention = SeriesRetention(mirror, service, RetentionLimits(expire_seconds=1), clock=lambda: 2e9)
+    assert names[0] not in retention.apply()
+    assert (directory / names[0]).exists()
+    resumed = service.stream(9, start=service.slaves[9].position)
+    assert next(resumed) is not None
