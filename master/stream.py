@@ -393,26 +393,28 @@ class SlaveStream(RuleHits):
         if tally is None or tally[0] is not names or len(tally[1]) < 4 * len(names):
             self._fold_tally()
             tally = self._tally = (names, bytearray(4 * len(names)))
-        (out, j, kept, partial, skipped, sent_bytes, sent_events, read_bytes, read_events, heartbeats,
-         heartbeat_bytes, pending_unit, pending_done) = plan.send(
-            row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes, self.policy.skips_as_heartbeat,
-            self.policy.partial_as_kept, pending, self.master_server_id, crc, tally[1])
+        sent = plan.send(row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes,
+                         self.policy.skips_as_heartbeat, self.policy.partial_as_kept, pending, self.master_server_id,
+                         crc, tally[1])
+        j = sent.next
         if j == i:
             return i
+        out = sent.out
         if out:
             self.parts.append(out)
             self.batch_bytes += len(out)
-        if pending_done:
+        if sent.pending_done:
             self.pending_hb = None
         units = seg.units
         end_of = units.end_of if isinstance(units, LazyUnits) else (lambda k: units[k].end)
-        if pending_unit >= 0:
-            self.pending_hb = end_of(pending_unit)
-        stats.heartbeats += heartbeats
-        stats.heartbeat_bytes += heartbeat_bytes
-        stats.events_sent += heartbeats
-        stats.bytes_sent += heartbeat_bytes
-        self._account_run(index, i, j, end_of, read_events, read_bytes, sent_events, sent_bytes, kept, partial, skipped)
+        if sent.pending_unit >= 0:
+            self.pending_hb = end_of(sent.pending_unit)
+        stats.heartbeats += sent.heartbeats
+        stats.heartbeat_bytes += sent.heartbeat_bytes
+        stats.events_sent += sent.heartbeats
+        stats.bytes_sent += sent.heartbeat_bytes
+        self._account_run(index, i, j, end_of, sent.read_events, sent.read_bytes, sent.sent_events, sent.sent_bytes,
+                          sent.kept, sent.partial, sent.skipped)
         return j
 
     def _account_run(self, index, start: int, end: int, end_of, read_events: int, read_bytes: int, sent_events: int,

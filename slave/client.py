@@ -415,17 +415,16 @@ class Slave:
                 # statements' texts come back for the slave's own check, in order: the keep
                 # answers the run used were fixed before it (per table name, for the batch), so
                 # checking them after the run's write (never committed if it fails) changes nothing.
-                out, nxt, units_n, events_n, bytes_n, heartbeats, lone = self._scanner.relay_run(
-                    blob, i, self._keeps(), fmt)
-                if nxt > i:
-                    if out:
-                        self.relay.write_raw(out)
-                    self.trust.lone_run(lone, blob, units, i)
-                    c.heartbeats += heartbeats
-                    c.events_relayed += events_n
-                    c.bytes_relayed += bytes_n
-                    self.units_written += units_n
-                    i = nxt
+                run = self._scanner.relay_run(blob, i, self._keeps(), fmt)
+                if run.next > i:
+                    if run.out:
+                        self.relay.write_raw(run.out)
+                    self.trust.lone_run(run.lone, blob, units, i)
+                    c.heartbeats += run.heartbeats
+                    c.events_relayed += run.events
+                    c.bytes_relayed += run.bytes
+                    self.units_written += run.units
+                    i = run.next
                     if i == n:
                         break
             w2 = words[8 * i + 2]

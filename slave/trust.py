@@ -30,7 +30,6 @@ import struct
 from collections.abc import Callable
 
 from dumpfilter.codec import EventType
-from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, PASSED, TransactionFilter, is_framing
 

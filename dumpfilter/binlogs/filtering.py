@@ -51,11 +51,8 @@ from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED,
 from dumpfilter.binlogs.sinks import FileSink, Sink
 from dumpfilter.codec.encode import COMMIT_BODY
 
-_U16, _U32 = struct.Struct("<H"), struct.Struct("<I")
+_U32 = struct.Struct("<I")
 _QUERY = int(EventType.QUERY)
-_TYPE_SIZE = struct.Struct("<4xB4xI")  # (type_code, event_size) of a common header
-_SIZE_POS = struct.Struct("<II")  # (event_size, log_pos), 9 bytes into a common header
-_CRC_RESIDUE = 0x2144DF1C  # zlib.crc32 of any data followed by its own CRC-32 (little-endian)
 FAST_CHUNK = 4 << 20
 _UNANSWERED = 3  # `_lone_answers`: a unit the assembly must stop at (any byte but the two answers)
 _LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
@@ -101,22 +98,19 @@ class FilterStats:
         elif outcome == SKIPPED:
             self.skipped += 1
 
-    def add_assembled(self, counts: tuple) -> int:
-        """The compiled assembly's counters (see the core's assemble::Counts); returns the
-        events it wrote."""
-        (kept, kept_events, kept_bytes, partial, partial_ein, partial_bin, partial_eout, partial_bout,
-         emptied, emptied_ein, emptied_bin, emptied_bout, skipped, skipped_ein, skipped_bin) = counts
-        units = kept + partial + emptied + skipped
-        events_out = kept_events + partial_eout + 2 * emptied
-        self.transactions_in += units
-        self.kept += kept
-        self.partial += partial
-        self.emptied += emptied
-        self.skipped += skipped
-        self.events_in += kept_events + partial_ein + emptied_ein + skipped_ein
-        self.bytes_in += kept_bytes + partial_bin + emptied_bin + skipped_bin
+    def add_assembled(self, c) -> int:
+        """The compiled assembly's counters (an AssembleCounts, see the core's assemble::Counts);
+        returns the events it wrote."""
+        events_out = c.kept_events + c.partial_events_out + 2 * c.emptied
+        self.transactions_in += c.kept + c.partial + c.emptied + c.skipped
+        self.kept += c.kept
+        self.partial += c.partial
+        self.emptied += c.emptied
+        self.skipped += c.skipped
+        self.events_in += c.kept_events + c.partial_events_in + c.emptied_events_in + c.skipped_events_in
+        self.bytes_in += c.kept_bytes + c.partial_bytes_in + c.emptied_bytes_in + c.skipped_bytes_in
         self.events_out += events_out
-        self.bytes_out += kept_bytes + partial_bout + emptied_bout
+        self.bytes_out += c.kept_bytes + c.partial_bytes_out + c.emptied_bytes_out
         return events_out
 
     def add_result(self, result: FilterResult) -> None:
@@ -223,13 +217,14 @@ class BinlogFilter:
                     # (The assembly stops at once at a unit not fast and not answered.)
                     if words[8 * i + 2] >> 40 & F_FAST or (i < answered_to and answers[i] != _UNANSWERED):
                         # Fast units and answered statements in bulk: written by the compiled assembly.
-                        out, nxt, out_pos, counts = scanner.assemble(
+                        done = scanner.assemble(
                             buf, i, self._keeps(scanner.names), direct.position, base, direct.renumber_positions,
                             fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers)
+                        nxt = done.next
                         if nxt > i:
-                            direct.out.write(out)
-                            direct.position = out_pos
-                            direct.events_written += self.stats.add_assembled(counts)
+                            direct.out.write(done.out)
+                            direct.position = done.out_pos
+                            direct.events_written += self.stats.add_assembled(done.counts)
                             i = nxt
                             continue
                 rec = units[i]

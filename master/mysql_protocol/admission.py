@@ -22,7 +22,6 @@ from dumpfilter.errors import InvalidArgumentError, ResourceExhaustedError
 from dumpfilter.master.mysql_protocol.packets import MAX_COMMAND_BYTES
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.shares import SESSIONS, InFlight, Shares
-from dumpfilter.master.rate_limited_log import shown_user  # noqa: F401 (the endpoint's log lines use it)
 
 CONNECT_TIMEOUT = 10.0     # MySQL's connect_timeout default
 WAIT_TIMEOUT = 600.0       # MySQL's is 8 hours; a replica runs its queries within a second of connecting

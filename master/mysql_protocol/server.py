@@ -35,7 +35,7 @@ from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState, binlog_gtid_pos, start_file
 from dumpfilter import skip_policy
 from dumpfilter.master.grpc_server import parse_listen
-from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused, shown_user
+from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused
 from dumpfilter.master.mysql_protocol.dump import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -76,7 +76,7 @@ from dumpfilter.master.mysql_protocol.tls import (
     peer_common_name,
 )
 from dumpfilter.master.policy import Identity
-from dumpfilter.master.rate_limited_log import ProblemLog
+from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
 from dumpfilter.master.service import DumpService
 
 log = logging.getLogger("dumpfilter.master.mysql")
