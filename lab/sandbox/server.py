@@ -20,13 +20,14 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pymysql
-import pymysql.cursors
 
 from dumpfilter.errors import ExternalError
 from dumpfilter.lab.sandbox.datadir import copy_fresh_datadir, template_key
+
+if TYPE_CHECKING:
+    import pymysql
 
 __all__ = [
     "MariaDBServer",
@@ -392,6 +393,8 @@ class MariaDBServer:
                     f"mariadbd {self.name} exited with {rc} during startup; "
                     f"error log tail:\n{self.error_log_tail()}"
                 )
+            import pymysql  # on first use: simulate without a real server never loads it (nor cryptography)
+
             try:
                 pymysql.connect(host="127.0.0.1", port=self.port, user="root",
                                 connect_timeout=2).close()
@@ -455,6 +458,8 @@ class MariaDBServer:
     def connect(self, db: str | None = None, *, dict_cursor: bool = False,
                 **kwargs) -> pymysql.connections.Connection:
         """New autocommit pymysql connection as root over TCP."""
+        import pymysql.cursors
+
         if not self.running:
             raise SandboxError(f"server {self.name} is not running")
         params = dict(host="127.0.0.1", port=self.port, user="root", database=db,

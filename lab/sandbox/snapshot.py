@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pymysql.cursors
 
 from .server import MariaDBServer
 
@@ -146,6 +145,8 @@ def _table_snapshot(conn, schema: str, table: str, max_rows: int) -> TableSnapsh
     total = 0
     count = 0
     kept: list[Row] | None = []
+    import pymysql.cursors  # on first use (see sandbox.server)
+
     with conn.cursor(pymysql.cursors.SSCursor) as cur:
         cur.execute(f"SELECT {', '.join(map(_q, columns))} FROM {fq}")
         for raw in cur:
