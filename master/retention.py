@@ -91,12 +91,15 @@ class SeriesRetention:
         directory = self.mirror.dir
         sizes = {name: _size(directory / name) for name in names}
         mtimes = {name: _mtime(directory / name) for name in names[:-1]}
-        readers = self._readers()
-        plan = plan_purge(names, sizes, mtimes, readers, self.limits, self.clock())
-        if not plan.names:
-            return []
-        self._end_streams(plan.forced)
-        self.mirror.purge(plan.names)
+        # Under the service's lock: a stream takes its start position under it too (SlaveStream),
+        # so no file a stream has just started in is purged between the look and the purge.
+        with self.service.lock:
+            readers = self._readers()
+            plan = plan_purge(names, sizes, mtimes, readers, self.limits, self.clock())
+            if not plan.names:
+                return []
+            self._end_streams(plan.forced)
+            self.mirror.purge(plan.names)
         self.purged_files += len(plan.names)
         self.purged_bytes += sum(sizes[name] for name in plan.names)
         self.forced += len(plan.forced)

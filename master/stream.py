@@ -45,12 +45,16 @@ class SlaveStream(RuleHits):
         self.policy = skip_policy.named(slave.reg.skip_policy)
         state = GtidState.parse(gtid_state) if gtid_state and gtid_state.strip() else None
         self.skip_known = gtid_filter(state)
-        if state is not None:
-            # Like the servers' dump threads: start in the newest file whose Previous_GTIDs /
-            # Gtid_list the slave already has, not at the first file.
-            start = (start_file(served_paths(service.binlog_dir), state).name, 4)
-        file, pos = start if start and start[0] else (service.segments.first_file(), 4)
-        self.pos: Pos = (file, max(pos, 4) if start and start[0] else 4)
+        with service.lock:  # the start holds its file from now: retention purges under this lock
+            if state is not None:
+                # Like the servers' dump threads: start in the newest file whose Previous_GTIDs /
+                # Gtid_list the slave already has, not at the first file.
+                start = (start_file(served_paths(service.binlog_dir), state).name, 4)
+            file, pos = start if start and start[0] else (service.segments.first_file(), 4)
+            self.pos: Pos = (file, max(pos, 4) if start and start[0] else 4)
+            if not (service.binlog_dir / file).exists():  # purged since the caller checked its name
+                raise PositionError(f"binlog file {file[:256]!r} is not in the binlog index (purged or never written)")
+            slave.position = self.pos
         self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
         self.is_active = is_active
         self.tracker = GtidTracker()
