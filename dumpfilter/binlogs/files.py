@@ -134,8 +134,12 @@ class Listing(list):
     def check_absent(self, directory: Path, file: str) -> None:
         """For a file that does not exist: returns if a server may still create it (a Rotate
         named it, the index does not yet), else raises PositionError (MySQL's 1236): the index
-        names it, or a later file exists (it was purged)."""
+        names it, or a later file exists (it was purged). The caller looked for the file before
+        this listing was read: a file the server (or `--source`'s mirror) created and indexed
+        meanwhile is there now, not absent (files are created before they are indexed)."""
         if file in self:
+            if os.path.lexists(directory / file):
+                return
             raise PositionError(f"binlog file '{file}' is named by the binlog index of {directory} but does not "
                                 "exist (deleted by hand?): could not open log file")
         if self and self[-1] > file:

@@ -98,3 +98,20 @@ def test_an_index_that_is_not_a_regular_file_or_too_large(tmp_path):
     with open(tmp_path / "b.index", "wb") as f:
         f.truncate((16 << 20) + 1)  # sparse
     assert "index file is larger than 16 MiB" in str(binlog_listing(tmp_path).problem)
+
+
+def test_a_file_created_and_indexed_after_the_callers_look_is_not_absent(tmp_path):
+    """A reader looks for the next file (absent: the server, or --source's mirror, has not
+    created it yet), then reads the listing, which by then names it: the file was created before
+    it was indexed, so it is there now. It was reported as 'named by the index but does not
+    exist' (1236), which stopped a slave right after a rotation (bench soak, about one run in four)."""
+    (tmp_path / "b.000001").write_bytes(b"\xfebin")
+    (tmp_path / "b.index").write_text("./b.000001\n")
+    missing = tmp_path / "b.000002"
+    assert not missing.exists()                       # the caller's look
+    missing.write_bytes(b"\xfebin")                   # the mirror creates it, then indexes it
+    (tmp_path / "b.index").write_text("./b.000001\n./b.000002\n")
+    binlog_listing(tmp_path).check_absent(tmp_path, "b.000002")   # there now: not absent
+    missing.unlink()                                  # really gone while the index names it: 1236
+    with pytest.raises(PositionError, match="named by the binlog index"):
+        binlog_listing(tmp_path).check_absent(tmp_path, "b.000002")
