@@ -252,11 +252,11 @@ class _Statement:
                 reads = _read_tables(self.sql, self.default, exclude=(target,))
                 return StatementInfo(Kind.DELETE, updated=(target,), read=reads)
             targets = self._delete_targets(targets_start, using)
-            refs_text = self.sql[self.tokens[using + 1].start:]
+            refs_text = self._text_after(using)
         else:
             from_index = self._find_top_level("FROM")
             targets = self._delete_targets(self.index, from_index)
-            refs_text = self.sql[self.tokens[from_index + 1].start:]
+            refs_text = self._text_after(from_index)
         refs = _reference_tables(_cut_at_where(refs_text), self.default)
         updated = _resolve_targets(refs, targets)
         keys = tuple(key for key, _ in updated)
@@ -274,6 +274,13 @@ class _Statement:
                 parts = []
         targets.append(tuple(parts))
         return [target for target in targets if target]
+
+    def _text_after(self, position: int) -> str:
+        """The statement's text after the token at `position`; when nothing follows it (a DELETE
+        ending at its FROM or USING) the statement is not parsed."""
+        if position + 1 >= len(self.tokens):
+            raise _Unparsed
+        return self.sql[self.tokens[position + 1].start:]
 
     def _find_top_level(self, word: str, required: bool = True) -> int | None:
         depth = 0
@@ -308,7 +315,7 @@ class _Statement:
             self.skip_if_exists()
             view = self.qualified_name()
             as_index = self._find_top_level("AS")
-            reads = _read_tables(self.sql[self.tokens[as_index + 1].start:], self.default, exclude=(view,))
+            reads = _read_tables(self._text_after(as_index), self.default, exclude=(view,))
             return StatementInfo(Kind.CREATE_VIEW, updated=(view,), read=reads)
         return self._object_without_tables(obj)
 

@@ -151,3 +151,12 @@ TRICKY_STATEMENTS = [
 def test_tricky_statements(sql, expected):
     assert statement_tables(sql, "db") == expected
     assert _full_parser(sql, "db") == expected
+
+
+@pytest.mark.parametrize("sql", ["DELETE t FROM", "DELETE a, b FROM", "DELETE FROM t USING", "DELETE FROM t, u USING",
+                                 "CREATE VIEW v AS"])
+def test_a_statement_that_ends_at_its_from_using_or_as_is_not_parsed(sql):
+    """Found by the atheris binlog target (CI's seed): the parser indexed past the last token
+    (IndexError). Nothing follows the FROM, USING or a view's AS: not parsed, as any malformed statement."""
+    info = statement_tables(sql, "db")
+    assert info.kind == Kind.OTHER and not info.parse_ok
