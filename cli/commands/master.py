@@ -15,6 +15,8 @@ from dumpfilter.cli.master_client import add_connection_options, server_id_type
 
 
 SOURCE_PASSWORD_ENV = "DUMPFILTER_SOURCE_PASSWORD"
+# Seconds between two looks, by the main thread, for a SIGTERM or SIGINT another thread received.
+SIGNAL_TURN = 0.5
 
 
 def port_type(text: str) -> int:
@@ -232,7 +234,11 @@ def serve_command(args: argparse.Namespace) -> int:
     if metrics is not None:
         print(f"dumpfilter master: metrics on {metrics.url}", file=sys.stderr, flush=True)
     endpoint = _mysql_endpoint(args, master, mysql)
-    stop.wait()
+    # Wait in turns, not in one blocking wait: the kernel may deliver SIGTERM to any thread (grpc's,
+    # inotify's), and then nothing interrupts the main thread's wait for Python to run the handler,
+    # which only the main thread runs. Each turn lets it run; the master then drains at once.
+    while not stop.wait(SIGNAL_TURN):
+        pass
     print("dumpfilter master: shutting down, draining streams", file=sys.stderr, flush=True)
     if endpoint is not None:
         endpoint.stop()

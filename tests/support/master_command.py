@@ -44,10 +44,11 @@ def master_status(address: str) -> str:
 def stop_master(proc: subprocess.Popen) -> str:
     """SIGTERM; the master must end by itself, with status 0. Returns all it printed."""
     proc.send_signal(signal.SIGTERM)
-    try:
-        assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.head + proc.stderr.read()
+    try:  # read its stderr meanwhile: a master whose pipe filled up would wait on the test
+        _out, rest = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _out, rest = proc.communicate()
+        raise AssertionError(f"master serve did not end within 30 s of SIGTERM: {proc.head}{rest}") from None
+    assert proc.returncode == 0, proc.head + rest
+    return proc.head + rest

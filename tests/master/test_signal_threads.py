@@ -1,0 +1,52 @@
+"""`master serve` ends at a SIGTERM whichever of its threads the kernel hands it to. A signal sent
+to a process goes to any thread that does not block it, and only the main thread runs Python's
+handlers: a main thread blocked in one endless wait was never woken, and the master served on
+(a CI run's `stop_master` timed out this way, about once in sixty stops under load)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+
+import pytest
+
+from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _tgkill(pid: int, tid: int, sig: int) -> None:
+    """Send `sig` to one thread `tid` of process `pid` (tgkill(2): glibc 2.30 and later)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.tgkill(pid, tid, sig) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+
+def _main_thread_sleeps(pid: int) -> bool:
+    with open(f"/proc/{pid}/task/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()[0] == "S"
+
+
+def test_a_sigterm_taken_by_another_thread_stops_the_master(workload_dir):
+    proc, _address = serve_master(workload_dir, "--mysql-listen", f"127.0.0.1:{free_port()}")
+    try:
+        for line in proc.stderr:  # the last thing it starts, just before it waits for a signal
+            proc.head += line
+            if "MySQL protocol for real replicas" in line:
+                break
+        # then its main thread waits: five looks in a row find it asleep
+        assert wait_for(lambda: all(_main_thread_sleeps(proc.pid) for _ in range(5)))
+        others = sorted(int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid)
+        assert others, "master serve runs its endpoints on threads"
+        _tgkill(proc.pid, others[0], signal.SIGTERM)  # the first thread it started (grpc's timer)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("master serve ignored a SIGTERM its main thread did not receive")
+    finally:
+        stderr = stop_master(proc) if proc.poll() is None else proc.head + proc.stderr.read()
+    assert proc.returncode == 0, stderr
+    assert "shutting down, draining streams" in stderr and "Traceback" not in stderr, stderr
