@@ -146,3 +146,21 @@ def intvar_body(kind: int, value: int) -> bytes:
 def checkpoint_body(name: str) -> bytes:
     raw = name.encode()
     return struct.pack("<I", len(raw)) + raw
+
+
+# HEARTBEAT_LOG_EVENT_V2's fields (libbinlogevents codecs/binary, Heartbeat::encode): each is a
+# length-encoded type, a length-encoded length, then the value; a type 0 ends the event.
+HB_V2_END, HB_V2_FILE, HB_V2_POSITION = 0, 1, 2
+
+
+def heartbeat_v2(file: str, position: int, *, fmt: FormatDescription | None, server_id: int) -> Event:
+    """MySQL 8.0.26+'s heartbeat (type 41), sent to a replica whose dump asked for it
+    (USE_HEARTBEAT_EVENT_V2): the file name and a 64-bit position, so a position past 4 GiB,
+    which the 32-bit log_pos of a v1 heartbeat cannot hold, reaches the replica whole. The header's
+    log_pos holds the position's low 32 bits (a replica reads the body's)."""
+    name = file.encode("utf-8")
+    value = encode_lenenc(position)
+    body = (encode_lenenc(HB_V2_FILE) + encode_lenenc(len(name)) + name
+            + encode_lenenc(HB_V2_POSITION) + encode_lenenc(len(value)) + value + encode_lenenc(HB_V2_END))
+    return build_event(EventType.HEARTBEAT_V2, body, fmt=fmt, server_id=server_id, timestamp=0,
+                       log_pos=position & 0xFFFFFFFF)

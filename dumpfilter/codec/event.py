@@ -413,7 +413,34 @@ class Event:
 
     @property
     def heartbeat_file(self) -> str:
-        return _decode_text(self.body)
+        return self.heartbeat[0]
+
+    @cached_property
+    @_decoder
+    def heartbeat(self) -> tuple[str, int]:
+        """(file, position) a heartbeat names. v1 (type 27): the body is the file name, the header's
+        32-bit log_pos the position. v2 (type 41, MySQL 8.0.26+): length-encoded fields (type,
+        length, value; type 0 ends them), 1 the file name, 2 the 64-bit position (itself
+        length-encoded); unknown fields are passed over, as MySQL's Heartbeat::decode does."""
+        body = self.body
+        if self.type_code != EventType.HEARTBEAT_V2:
+            return _decode_text(body), self.log_pos
+        file, position, i = None, None, 0
+        while i < len(body):
+            kind, i = read_lenenc(body, i)
+            if kind == 0:
+                break
+            length, i = read_lenenc(body, i)
+            if i + length > len(body):
+                raise ValueError(f"heartbeat field {kind} of {length} bytes runs past the event")
+            if kind == 1:
+                file = _decode_text(body[i:i + length])
+            elif kind == 2:
+                position, _ = read_lenenc(body[:i + length], i)
+            i += length
+        if file is None or position is None:
+            raise ValueError("a HEARTBEAT_LOG_EVENT_V2 without its file name or position")
+        return file, position
 
     @cached_property
     @_decoder

@@ -10,7 +10,14 @@ serves what is there: a full series (ENOSPC, EDQUOT, EFBIG from a file size limi
 When another source takes over (`switch`, --source failover) its names and offsets no longer match
 the series': from then on the series keeps its own (each event's log_pos and CRC remade, a Rotate
 into a new file where the source rotates), every file opening with the source's FDE and the
-series' own Gtid_list (MariaDB's binlog state: the last seq_no per domain and server_id)."""
+series' own Gtid_list (MariaDB's binlog state: the last seq_no per domain and server_id).
+
+A MySQL primary is read by GTID (auto-position): the series' executed set (`mysql_gtids`: its
+last Previous_gtids and every GTID after it, tagged ones included) goes in COM_BINLOG_DUMP_GTID,
+and the primary answers from the start of the file that set leaves unfinished, re-sending what
+the series holds (checked byte for byte against it, not written again) and skipping the
+transactions the set names (a heartbeat tells where it skipped to), until the series' end, from
+where the events are appended."""
 
 from __future__ import annotations
 
@@ -26,7 +33,7 @@ from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.gtid import MariadbGtidList
+from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.binlogs.files import file_size, read_index, write_index
@@ -70,6 +77,12 @@ class BinlogMirror:
         # file's Gtid_list and the GTIDs after it (a switch of source writes it as a Gtid_list)
         self.binlog_state: dict[tuple[int, int], int] = {}
         self._gtid: tuple[int, int, int] | None = None  # the GTID of the unit being written
+        # MySQL: the GTIDs the series holds at `safe` (its Previous_gtids and the GTIDs after them),
+        # and the unit being written's; `_replay` is the series' end while a dump by GTID re-sends
+        # what the series holds (the events up to there are checked against the file, not written).
+        self.mysql_gtids = MysqlGtidSet()
+        self._mysql_gtid: tuple[str, str, int] | None = None
+        self._replay: tuple[str, int] | None = None
         # After a switch of source the series goes on under its own names and offsets: events are
         # written where the series is (log_pos and CRC remade), the source's names are not used.
         self.translating = (self.dir / SWITCHED).exists()
@@ -121,11 +134,14 @@ class BinlogMirror:
                         state = dict(event.gtid_set.gtids)
                     elif event.type_code == EventType.MARIADB_GTID:
                         state[(event.gtid_info.domain, event.server_id)] = event.gtid_info.gno
+                    self._note_mysql_gtids(event)
                     if grouper.current is None:
                         end = event.end_pos
                         self.binlog_state = dict(state)
+                        self._held_mysql_gtid()
             except BinlogError:
                 pass  # a torn tail: what parsed before it stands
+            self._mysql_gtid = None  # a torn unit's GTID is not held
         if end < 4:
             self.safe = None
             return
@@ -141,6 +157,80 @@ class BinlogMirror:
             if files and self.safe[0] not in files:
                 return files[-1], file_size(self.dir / files[-1], 4)
         return self.safe
+
+    def _note_mysql_gtids(self, event: Event) -> None:
+        """A MySQL Previous_gtids joins the series' set; a GTID is held once its unit is whole."""
+        kind = event.type_code
+        if kind == EventType.PREVIOUS_GTIDS:
+            for (source, tag), intervals in event.gtid_set.intervals.items():
+                for start, end in intervals:
+                    self.mysql_gtids.add_interval(source, start, end, tag)
+        elif kind in (EventType.GTID, EventType.GTID_TAGGED):
+            info = event.gtid_info
+            self._mysql_gtid = (info.source, info.tag, info.gno)
+
+    def _held_mysql_gtid(self) -> None:
+        if self._mysql_gtid is not None:
+            source, tag, gno = self._mysql_gtid
+            self.mysql_gtids.add(source, gno, tag)
+            self._mysql_gtid = None
+
+    def begin_gtid(self) -> None:
+        """A dump by GTID (MySQL's COM_BINLOG_DUMP_GTID with `mysql_gtids`) is about to start: the
+        local file is cut back to the series' last whole unit, and what the primary sends up to
+        there is checked against it (`_replay`) rather than written."""
+        self.close()
+        resume = self.resume_position()
+        self._grouper, self._mysql_gtid = TransactionGrouper(), None
+        self.file, self.offset, self._replay = None, 0, None
+        if resume is None:
+            return
+        file, end = resume
+        path = self.dir / file
+        if path.exists() and path.stat().st_size > end:
+            os.truncate(path, end)
+        self._fmt = _file_fmt(path)
+        self._replay = resume
+
+    def _replayed(self, raw: bytes, kind: int, log_pos: int) -> bool:
+        """While a dump by GTID re-sends what the series holds: True when `raw` (not an artificial
+        Rotate) was taken care of here. It is checked against the series' bytes where the primary
+        says it is; a heartbeat names where the primary skipped to (transactions the set holds);
+        at the series' end the replay is over and the events from there are written."""
+        file, end = self._replay
+        if self.file != file:
+            return False
+        if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+            named, pos = _heartbeat(raw, self._fmt)
+            if named == file and pos > end:
+                self._replay = None
+                raise MirrorError(f"{file}: the primary skipped to {pos}, past the series' end ({end}): it skipped "
+                                  "transactions the series counts as held but does not hold")
+            if named == file and pos > self.offset:
+                self.offset = pos
+        elif kind == EventType.FORMAT_DESCRIPTION and log_pos == 0:
+            # The dump thread clears the FDE's log_pos when it skips the file's first transactions
+            if self.offset == 4:  # (rpl_binlog_sender.cc): the FDE is still the file's first event.
+                self.offset += _fde_size(self.dir / file)
+            self._fmt = FormatDescription.parse(raw)
+        else:
+            with open(self.dir / file, "rb") as f:
+                f.seek(self.offset)
+                held = f.read(len(raw))
+            if held != raw:
+                self._replay = None
+                raise MirrorError(f"{file}: the primary re-sent, at offset {self.offset}, an event that differs from "
+                                  "the series' copy: its binlog is not the one the series was taken from")
+            if kind == EventType.FORMAT_DESCRIPTION:
+                self._fmt = FormatDescription.parse(raw)
+            self.offset += len(raw)
+        if self.offset < end:
+            return True
+        self._replay = None
+        self.begin(file, end)  # the series' end: appended to from here
+        if kind == EventType.ROTATE and log_pos:  # the file's own closing Rotate, held already
+            self.begin(raw[27:len(raw) - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace"), 4)
+        return True
 
     def gtid_position(self) -> str:
         """The series' GTID position at `safe` (per domain its last GTID), as a MariaDB replica's
@@ -298,7 +388,12 @@ class BinlogMirror:
             raise MirrorError(f"an event of {len(raw)} bytes from the primary")
         kind = raw[4]
         timestamp, log_pos, flags = struct.unpack_from("<I", raw, 0)[0], *struct.unpack_from("<IH", raw, 13)
+        if self._replay is not None and not (kind == EventType.ROTATE and (flags & LOG_EVENT_ARTIFICIAL_F or
+                                                                           log_pos == 0 or timestamp == 0)):
+            if self._replayed(raw, kind, log_pos):
+                return
         if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+            _heartbeat(raw, self._fmt)  # a malformed one is a broken stream
             return
         if self.translating:
             raw = self._translated(raw)
@@ -310,7 +405,9 @@ class BinlogMirror:
             # without one). It comes before any FDE: its CRC is there when the dump has checksums.
             name = raw[27:len(raw) - (4 if self.checksums else 0)].decode("utf-8", "replace")
             pos = struct.unpack_from("<Q", raw, 19)[0]
-            if name != self.file or pos != self.offset:
+            if self._replay is not None:
+                self._replay_from(name, pos)
+            elif name != self.file or pos != self.offset:
                 self.begin(name, pos)
             return
         if kind == EventType.FORMAT_DESCRIPTION and log_pos == 0:
@@ -331,6 +428,7 @@ class BinlogMirror:
         self.offset += size
         self.events_written += 1
         self._grouper.push(event)
+        self._note_mysql_gtids(event)
         if kind == EventType.MARIADB_GTID:
             self._gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
         elif kind == EventType.MARIADB_GTID_LIST:  # the binlog state before this file, whole
@@ -340,11 +438,29 @@ class BinlogMirror:
             if self._gtid is not None:
                 self.binlog_state[self._gtid[:2]] = self._gtid[2]
                 self._gtid = None
+            self._held_mysql_gtid()
             if self.on_unit is not None:
                 self.on_unit()
         if kind == EventType.ROTATE:
             name = raw[27:size - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace")
             self.begin(name, 4)
+
+    def _replay_from(self, name: str, pos: int) -> None:
+        """The dump by GTID names where it starts (or, past a skipped tail, where it stands)."""
+        file, end = self._replay
+        if name == file and pos <= end:
+            self.file, self.offset = name, pos
+            if pos == end:
+                self._replay = None
+                self.begin(file, end)
+        elif name > file and end == file_size(self.dir / file, 0):
+            self._replay = None  # the series' last file is whole: the primary starts after it
+            self.begin(name, pos)
+        else:
+            self._replay = None
+            raise MirrorError(f"the primary's dump by GTID starts at {name}:{pos}, which does not continue the series "
+                              f"(it ends at {file}:{end}): the primary lacks GTIDs the series holds, or its binlog "
+                              "differs")
 
     def purge(self, names: list[str]) -> None:
         """PURGE BINARY LOGS for the local series: `names`, the oldest files (never the one being
@@ -394,6 +510,19 @@ def _file_server_id(path: Path) -> int:
     with open(path, "rb") as f:
         head = f.read(4 + 19)
     return struct.unpack_from("<I", head, 9)[0] if len(head) == 23 else 0
+
+
+def _heartbeat(raw: bytes, fmt: FormatDescription | None) -> tuple[str, int]:
+    try:
+        return Event(raw, 0, fmt).heartbeat
+    except BinlogError as exc:
+        raise MirrorError(f"the primary sent a malformed heartbeat: {exc}") from None
+
+
+def _fde_size(path: Path) -> int:
+    with open(path, "rb") as f:
+        head = f.read(4 + 19)
+    return struct.unpack_from("<I", head, 13)[0] if len(head) == 23 else 0
 
 
 def _file_fmt(path: Path) -> FormatDescription | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
-from dumpfilter.codec.encode import build_event
+from dumpfilter.codec.encode import build_event, heartbeat_v2
 from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
 from dumpfilter.codec.reader import batch_events
 from dumpfilter.skip_policy import SkipPolicy
@@ -25,6 +25,10 @@ COM_REGISTER_SLAVE = 0x15
 COM_BINLOG_DUMP_GTID = 0x1E
 BINLOG_DUMP_NON_BLOCK = 0x01            # send EOF when caught up instead of waiting (mysqlbinlog)
 BINLOG_SEND_ANNOTATE_ROWS_EVENT = 0x02  # MariaDB: the replica wants Annotate_rows events
+# MySQL 8.0.26+: the replica takes HEARTBEAT_LOG_EVENT_V2 (a 64-bit position). The same bit as
+# MariaDB's flag above: which one a dump means depends on the replica's flavor (a MariaDB replica
+# sets @mariadb_slave_capability first).
+USE_HEARTBEAT_EVENT_V2 = 0x02
 BINLOG_THROUGH_GTID = 0x04              # MySQL COM_BINLOG_DUMP_GTID: a GTID set follows
 
 
@@ -143,12 +147,15 @@ def fake_rotate(file: str, pos: int, *, fmt, server_id: int) -> bytes:
 
 
 def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=None, server_id: int = 0,
-                   end: int | None = None) -> Iterator[Event]:
+                   end: int | None = None, heartbeats_v2: bool = False) -> Iterator[Event]:
     """Each event of a batch in the form a real replica can take (sent as a packet each, behind
     a 0x00 byte): Annotate_rows only to replicas that asked for them (MariaDB's dump thread
     drops them otherwise; a replica that understands GTIDs tolerates the hole), and each event of
     the skip policy as the policy says a real replica gets it (`SkipPolicy.for_replica`). `end`
-    is the batch's end offset, for an event that ends it. The codec reads the bytes."""
+    is the batch's end offset, for an event that ends it. With `heartbeats_v2` (a MySQL replica
+    that asked for them) each heartbeat goes as a HEARTBEAT_LOG_EVENT_V2, as MySQL's dump thread
+    sends them then (Binlog_sender::send_heartbeat_event), its position whole past 4 GiB. The codec
+    reads the bytes."""
     batch = list(batch_events(events, fmt))
     gtid_log_pos = None
     for i, event in enumerate(batch):
@@ -159,8 +166,18 @@ def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=Non
             continue
         following = _start_of(batch[i + 1]) if i + 1 < len(batch) else end
         sent = policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=following, server_id=server_id)
+        if sent is not None and heartbeats_v2 and sent.type_code == EventType.HEARTBEAT:
+            sent = heartbeat_v2(sent.heartbeat_file, widened(sent.log_pos, end), fmt=fmt, server_id=sent.server_id)
         if sent is not None:
             yield sent
+
+
+def widened(log_pos: int, near: int | None) -> int:
+    """The 64-bit position whose low 32 bits a heartbeat's log_pos holds: the greatest at or below
+    `near` (the batch's end, past every position the batch names and within 4 GiB of them)."""
+    if near is None or near < 1 << 32:
+        return log_pos
+    return near - ((near - log_pos) & 0xFFFFFFFF)
 
 
 def _start_of(event) -> int | None:

@@ -42,6 +42,7 @@ from dumpfilter.master.mysql_protocol.dump import (
     COM_BINLOG_DUMP,
     COM_BINLOG_DUMP_GTID,
     COM_REGISTER_SLAVE,
+    USE_HEARTBEAT_EVENT_V2,
     DumpRequest,
     fake_rotate,
     parse_binlog_dump,
@@ -485,7 +486,9 @@ class _Connection:
             return
         log.info("mysql replica server_id %s: dump from %s:%s%s", request.server_id, file, start[1] if start else 4,
                  f" (GTID state {gtid_state!r})" if gtid_state is not None else "")
-        annotate = bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
+        mariadb = session.has_user_var("mariadb_slave_capability")  # flag 0x02 means one thing to each
+        annotate = mariadb and bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
+        heartbeats_v2 = not mariadb and bool(request.flags & USE_HEARTBEAT_EVENT_V2)
         fmt = _fmt_of(self.service, file)
         rotate = fake_rotate(file, start[1] if start else 4, fmt=fmt, server_id=facts.server_id)
         frame, send = self.stream.frame, self.stream.send_raw
@@ -499,7 +502,7 @@ class _Connection:
             while True:
                 data = b"".join(frame(b"\x00" + e.raw) for e in count.events(batch, replica_events(
                     batch.events, policy, annotate=annotate, fmt=fmt, server_id=facts.server_id,
-                    end=batch.position[1] if batch.position else None)))
+                    end=batch.position[1] if batch.position else None, heartbeats_v2=heartbeats_v2)))
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:

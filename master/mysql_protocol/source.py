@@ -13,7 +13,17 @@ the dump refuses a diverged one), read by GTID from there into a new file of the
 
 The series starts at the beginning of a primary file: --source-file (offset 4), the file a MariaDB
 --source-gtid state needs (the newest file whose starting GTID position the state covers, asked
-with BINLOG_GTID_POS), or the primary's first binlog."""
+with BINLOG_GTID_POS), or the primary's first binlog.
+
+A MySQL primary with gtid_mode ON (8.4, 9.x) is read as a MySQL 8.4 replica reads it: by GTID
+(COM_BINLOG_DUMP_GTID with the series' executed set, tagged GTIDs included, in MySQL's binary
+set encoding; heartbeats as HEARTBEAT_LOG_EVENT_V2), which is also how a restarted master
+resumes (binlog_mirror checks what the primary re-sends against the series). Its accounts use
+caching_sha2_password: pymysql does the fast and full authentication; the URL says how the
+password travels (`?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH`, mTLS with
+`ssl-cert`/`ssl-key`; without TLS the RSA exchange with the key pinned by `public-key=PATH`, or
+asked of the primary with `get-public-key=1`, as MySQL's GET_SOURCE_PUBLIC_KEY=1; neither is
+refused with 2061, as a MySQL replica refuses it)."""
 
 from __future__ import annotations
 
@@ -23,7 +33,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from urllib.parse import unquote, urlsplit
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 
@@ -31,13 +42,23 @@ from dumpfilter.errors import DumpFilterError, RuleError
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
-from dumpfilter.master.mysql_protocol.dump import BINLOG_SEND_ANNOTATE_ROWS_EVENT, COM_BINLOG_DUMP, COM_REGISTER_SLAVE
+from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
+from dumpfilter.master.mysql_protocol.dump import (
+    BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+    BINLOG_THROUGH_GTID,
+    COM_BINLOG_DUMP,
+    COM_BINLOG_DUMP_GTID,
+    COM_REGISTER_SLAVE,
+    USE_HEARTBEAT_EVENT_V2,
+)
 
 log = logging.getLogger("dumpfilter.master.source")
 HEARTBEAT_PERIOD = 1.0      # asked of the primary, so a dead connection shows within a few seconds
 READ_TIMEOUT = 5.0
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)
 FAILOVER_AFTER = 3  # failed tries of the current source before another candidate is asked
+SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+CR_AUTH_PLUGIN_ERR = 2061  # a MySQL client's "Authentication requires secure connection"
 
 
 @dataclass(frozen=True)
@@ -46,17 +67,59 @@ class SourceURL:
     password: str = field(repr=False)  # never in a log line or a traceback's locals
     host: str
     port: int
+    ssl_mode: str = "PREFERRED"
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    public_key: str | None = None     # the primary's RSA key (PEM file), for full auth without TLS
+    get_public_key: bool = False      # or ask the primary for it (MySQL's GET_SOURCE_PUBLIC_KEY=1)
 
     @classmethod
     def parse(cls, text: str) -> "SourceURL":
         parts = urlsplit(text)
+        shown = text.split("@", 1)[-1]  # never the password in a message
         if parts.scheme != "mysql" or not parts.hostname:
-            raise RuleError(f"--source {text!r}: expected mysql://USER:PASS@HOST:PORT")
+            raise RuleError(f"--source {shown!r}: expected mysql://USER:PASS@HOST:PORT[?ssl-mode=...]")
         try:
             port = parts.port or 3306
         except ValueError:
-            raise RuleError(f"--source {text!r}: the port is not a number in 0..65535") from None
-        return cls(unquote(parts.username or "root"), unquote(parts.password or ""), parts.hostname, port)
+            raise RuleError(f"--source {shown!r}: the port is not a number in 0..65535") from None
+        options = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        known = {"ssl-mode", "ssl-ca", "ssl-cert", "ssl-key", "public-key", "get-public-key"}
+        if set(options) - known:
+            raise RuleError(f"--source {shown!r}: unknown option {sorted(set(options) - known)[0]!r} (known: "
+                            f"{', '.join(sorted(known))})")
+        mode = options.get("ssl-mode", "VERIFY_CA" if options.get("ssl-ca") else "PREFERRED").upper()
+        if mode not in SSL_MODES:
+            raise RuleError(f"--source {shown!r}: ssl-mode {mode!r} is not one of {', '.join(SSL_MODES)}")
+        if mode.startswith("VERIFY") and not options.get("ssl-ca"):
+            raise RuleError(f"--source {shown!r}: ssl-mode {mode} needs ssl-ca=PATH (the CA that signed the primary's "
+                            "certificate)")
+        for name in ("ssl-ca", "ssl-cert", "ssl-key", "public-key"):
+            if options.get(name) and not Path(options[name]).is_file():
+                raise RuleError(f"--source {shown!r}: {name} {options[name]!r} is not a readable file")
+        return cls(unquote(parts.username or "root"), unquote(parts.password or ""), parts.hostname, port, mode,
+                   options.get("ssl-ca") or None, options.get("ssl-cert") or None, options.get("ssl-key") or None,
+                   options.get("public-key") or None, options.get("get-public-key", "0") in ("1", "true", "yes", "on"))
+
+    def connect(self) -> "pymysql.connections.Connection":
+        """A session to the primary: TLS as ssl-mode says; caching_sha2_password's full
+        authentication over TLS, or without it by RSA with the pinned or (get-public-key) asked key."""
+        tls = {}
+        if self.ssl_mode == "DISABLED":
+            tls["ssl_disabled"] = True
+        elif self.ssl_mode != "PREFERRED":
+            tls = {"ssl": {"ca": self.ssl_ca, "verify_mode": self.ssl_mode != "REQUIRED",
+                           "check_hostname": self.ssl_mode == "VERIFY_IDENTITY"}}
+            if self.ssl_cert:
+                tls["ssl"].update(cert=self.ssl_cert, key=self.ssl_key or self.ssl_cert)
+        key = Path(self.public_key).read_bytes() if self.public_key else None
+        conn = _PrimaryConnection(host=self.host, port=self.port, user=self.user, password=self.password,
+                                  connect_timeout=5, read_timeout=READ_TIMEOUT, write_timeout=READ_TIMEOUT,
+                                  autocommit=True, server_public_key=key, defer_connect=True, **tls)
+        conn.may_ask_key = self.get_public_key
+        conn.connect()
+        return conn
 
     def __str__(self) -> str:
         return f"{self.user}@{self.host}:{self.port}"
@@ -195,7 +258,7 @@ class SourceReplicator:
                     log.warning("source %s refused: its binlog does not continue the series at GTID %s (%s)", url,
                                 position, _describe(exc))
                 continue
-            except OSError:
+            except (OSError, DumpFilterError):
                 continue
             self._switch_to = i
             return
@@ -224,14 +287,24 @@ class SourceReplicator:
     def _open(self, url: SourceURL, gtid: str | None):
         """Connects to `url` and starts its dump: by GTID (`gtid`, with gtid_strict_mode, so a
         source whose binlog has diverged refuses with 1236), else at the series' position (the
-        local file cut back to it). Returns (connection, the first packet, where it started)."""
-        conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
-                               connect_timeout=5, read_timeout=READ_TIMEOUT, write_timeout=READ_TIMEOUT, autocommit=True)
+        local file cut back to it). A MySQL primary with gtid_mode ON is read by GTID with the
+        series' executed set (`_dump_mysql_gtid`). Returns (connection, the first packet, where it
+        started)."""
+        conn = url.connect()
         try:
+            mysql = "mariadb" not in conn.get_server_info().lower()
             with conn.cursor() as cur:
+                by_mysql_gtid = mysql and self._mysql_by_gtid(cur)
+                if by_mysql_gtid and gtid is not None:
+                    raise DumpFilterError(f"source {url}: a MySQL primary cannot continue a series by MariaDB GTID "
+                                          "(failover between MySQL primaries is not supported)")
                 cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
                 cur.execute(f"SET @master_heartbeat_period = {int(HEARTBEAT_PERIOD * 1e9)}")
-                cur.execute("SET @mariadb_slave_capability = 4")
+                if mysql:  # MySQL 8.0.26+ reads these names (the old ones for older servers)
+                    cur.execute("SET @source_binlog_checksum = @master_binlog_checksum")
+                    cur.execute(f"SET @source_heartbeat_period = {int(HEARTBEAT_PERIOD * 1e9)}")
+                else:
+                    cur.execute("SET @mariadb_slave_capability = 4")
                 if gtid is not None:
                     cur.execute("SET @slave_connect_state = %s", (gtid,))
                     cur.execute("SET @slave_gtid_strict_mode = 1")
@@ -239,6 +312,8 @@ class SourceReplicator:
                 cur.execute("SELECT @master_binlog_checksum")
                 row = cur.fetchone()
                 self.mirror.checksums = bool(row and row[0] and str(row[0]).upper() != "NONE")
+            if by_mysql_gtid:
+                return conn, *self._dump_mysql_gtid(conn)
             file, pos = ("", 4) if gtid is not None else self._start_position(conn)
             conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
                                   + struct.pack("<HII", 0, 0, 0))
@@ -252,6 +327,38 @@ class SourceReplicator:
             conn.close()
             raise
         return conn, data, (file, pos) if gtid is None else gtid
+
+    def _mysql_by_gtid(self, cur) -> bool:
+        """Whether a MySQL primary is read by GTID: its gtid_mode is ON, and the series holds
+        something or is not asked to start at a given file (--source-file starts it by position)."""
+        cur.execute("SELECT @@global.gtid_mode")
+        row = cur.fetchone()
+        if not row or str(row[0]).upper() != "ON":
+            return False
+        return self.mirror.resume_position() is not None or not self.start_file
+
+    def _dump_mysql_gtid(self, conn) -> tuple[bytes, str]:
+        """COM_BINLOG_DUMP_GTID, as a MySQL 8.4 replica sends it with SOURCE_AUTO_POSITION=1: no
+        file name, position 4, its executed set (the series', or --source-gtid for a new series; in
+        MySQL 8.3+'s tagged encoding when it holds tags), heartbeats v2. The mirror checks what is
+        re-sent against the series. Returns (the first packet, where the dump started)."""
+        if self.mirror.resume_position() is None and self.start_gtid:
+            try:
+                executed = MysqlGtidSet.parse(self.start_gtid)
+            except GtidSetError as exc:
+                raise MirrorError(f"--source-gtid: {exc} (a MySQL primary takes a MySQL GTID set)") from None
+        else:
+            executed = self.mirror.mysql_gtids
+        encoded = executed.encode()
+        conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
+                              + struct.pack("<HII", 0, 0, 0))
+        conn._read_packet()
+        self.mirror.begin_gtid()
+        conn._execute_command(COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_THROUGH_GTID | USE_HEARTBEAT_EVENT_V2,
+                                                                self.server_id, 0)
+                              + struct.pack("<QI", 4, len(encoded)) + encoded)
+        data = conn._read_packet().get_all_data()  # raises the primary's ERR packet as a MySQLError
+        return data, f"GTID set '{executed}'"
 
     def _stream(self) -> None:
         target = self._switch_to
@@ -327,6 +434,21 @@ def _file_for_gtid(cur, names: list[str], gtid: str) -> str:
                       f"(the oldest, {names[0]}, starts later)")
 
 
+class _PrimaryConnection(pymysql.connections.Connection):
+    """pymysql's connection, but caching_sha2_password's request for the server's RSA key (a 0x02
+    packet) is sent only when the URL allows it (get-public-key=1): a key asked over a plain
+    connection can be anybody's. Otherwise it is refused as a MySQL client refuses it (2061)."""
+
+    may_ask_key = False
+
+    def write_packet(self, payload):
+        if payload == b"\x02" and not self._secure and not self.may_ask_key and not self.server_public_key:
+            raise pymysql.err.OperationalError(CR_AUTH_PLUGIN_ERR, "Authentication plugin 'caching_sha2_password' "
+                                               "reported error: Authentication requires secure connection (use "
+                                               "ssl-mode, public-key=PATH or get-public-key=1 in the --source URL)")
+        return super().write_packet(payload)
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -339,4 +461,5 @@ def _describe(exc: BaseException) -> str:
 
 def _fatal_mysql(exc: BaseException) -> bool:
     """Errors a retry cannot fix: credentials (1045), privileges (1227), a purged position (1236)."""
-    return isinstance(exc, pymysql.err.MySQLError) and bool(exc.args) and exc.args[0] in (1045, 1227, 1236)
+    return isinstance(exc, pymysql.err.MySQLError) and bool(exc.args) and exc.args[0] in (1045, 1227, 1236, 2026,
+                                                                                          CR_AUTH_PLUGIN_ERR)
