@@ -195,8 +195,9 @@ class BinlogMirror:
     def _replayed(self, raw: bytes, kind: int, log_pos: int) -> bool:
         """While a dump by GTID re-sends what the series holds: True when `raw` (not an artificial
         Rotate) was taken care of here. It is checked against the series' bytes where the primary
-        says it is; a heartbeat names where the primary skipped to (transactions the set holds);
-        at the series' end the replay is over and the events from there are written."""
+        says it is: a heartbeat names where the primary skipped to (transactions the set holds), as
+        does an event's log_pos (its end) where no heartbeat came first. At the series' end the
+        replay is over and the events from there are written."""
         file, end = self._replay
         if self.file != file:
             return False
@@ -214,6 +215,13 @@ class BinlogMirror:
                 self.offset += _fde_size(self.dir / file)
             self._fmt = FormatDescription.parse(raw)
         else:
+            start = log_pos - len(raw) if log_pos else self.offset
+            if self.offset < start <= end:
+                self.offset = start  # it skipped to here without a heartbeat first: the event's log_pos says so
+            if self.offset == end:  # the first event the series lacks: written from here
+                self._replay = None
+                self.begin(file, end)
+                return False
             with open(self.dir / file, "rb") as f:
                 f.seek(self.offset)
                 held = f.read(len(raw))

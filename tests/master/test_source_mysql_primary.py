@@ -1,0 +1,194 @@
+"""`--source` from a MySQL 8.4/9 primary (issue #31 item 4). No MySQL server exists here: the
+primary is dumpfilter's own --mysql-listen endpoint, which behaves as a MySQL 8.4 primary does
+(caching_sha2_password by default, gtid_mode ON, COM_BINLOG_DUMP_GTID) while it serves real MySQL
+binlogs: the MySQL 9.6 tagged-GTID fixture and the MySQL 5.7 GTID fixture. The identity it
+authenticates is caching_sha2_password only. The series must be the fixture byte for byte, with the
+password over TLS (verified CA and name) and over RSA (the key pinned, or asked for), and a
+restart continues by GTID (the series' executed set: its Previous_gtids and the GTIDs after it)
+with nothing lost or written twice."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from dumpfilter.codec.reader import read_events
+from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.mysql_protocol import MysqlEndpoint
+from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
+from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
+from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+from tests.conftest import skip_or_fail
+from tests.support.tls_helpers import make_pki
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.timeout(240)]
+
+POLICY = """
+[slave.sha2]
+password = "sha2-pw"
+allow = ["%.%"]
+mysql_auth = ["caching_sha2_password"]
+"""
+# (fixture, the name its own Rotate implies, the GTID event types it holds)
+TAGGED = ("blackbeam-rust_mysql_common/binlog_transaction_with_GTID_TAG.000001", "binlog.000004")
+GTID_57 = ("rust-us-mysql-cdc-rs/5.7_14_user_var/log.bin", "mysql_bin.000001")
+EXECUTED = {"binlog.000004": "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13,55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:1-3",
+            "mysql_bin.000001": "e3e2a4ee-b6dc-11ea-8bcf-0242ac150002:1-3"}
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    pki = make_pki(tmp_path_factory.mktemp("source-pki"))
+    if pki is None:
+        skip_or_fail("openssl is not installed")
+    return pki
+
+
+class Primary:
+    """dumpfilter's endpoint over `directory`, as a MySQL 8.4-style primary with TLS."""
+
+    def __init__(self, directory, policy, pki):
+        self.master, _port = create_server(directory, "127.0.0.1:0", policy=str(policy))
+        self.endpoint = MysqlEndpoint(self.master.service, "127.0.0.1:0",
+                                      tls=endpoint_tls(pki / "server.crt", pki / "server.key"))
+
+    def logins(self, path: str) -> int:
+        return self.endpoint.auth.counts.get(("caching_sha2_password", path, True), 0)
+
+    def stop(self) -> None:
+        self.endpoint.stop()
+        self.master.stop(0)
+
+
+def _cut(data: bytes, name: str, units: int) -> int:
+    """The offset after the first `units` GTID transactions (where the next GTID, or the file's
+    closing Rotate, starts)."""
+    events = list(read_events(data, name, verify_checksums=False))
+    starts = [e.pos for e in events if e.is_gtid] + [events[-1].pos]
+    return starts[units]
+
+
+def _setup(shared_fixtures, tmp_path, fixture, held: int | None = None):
+    source, name = fixture
+    data = (shared_fixtures / source).read_bytes()
+    up = tmp_path / "upstream"
+    up.mkdir()
+    (up / name).write_bytes(data if held is None else data[:held])
+    (up / f"{name.rsplit('.', 1)[0]}.index").write_text(f"./{name}\n")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    return up, name, data, policy
+
+
+def _mirror(url: str, local) -> SourceReplicator:
+    replicator = SourceReplicator(SourceURL.parse(url), BinlogMirror(local))
+    replicator.start()
+    return replicator
+
+
+def _complete(local, name: str, data: bytes) -> bool:
+    path = local / name
+    return path.is_file() and path.stat().st_size >= len(data)
+
+
+@pytest.mark.parametrize("transport", ["tls-verify-identity", "rsa-pinned-key", "rsa-asked-key"])
+def test_the_series_is_the_tagged_fixture_byte_for_byte(shared_fixtures, tmp_path, pki, transport):
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, TAGGED)
+    primary = Primary(up, policy, pki)
+    key = tmp_path / "primary-rsa.pem"
+    key.write_bytes(primary.endpoint.auth.rsa.public_pem)
+    query = {"tls-verify-identity": f"ssl-mode=VERIFY_IDENTITY&ssl-ca={pki / 'ca.crt'}",
+             "rsa-pinned-key": f"ssl-mode=DISABLED&public-key={key}",
+             "rsa-asked-key": "ssl-mode=DISABLED&get-public-key=1"}[transport]
+    local = tmp_path / "series"
+    replicator = _mirror(f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?{query}", local)
+    try:
+        assert wait_for(lambda: _complete(local, name, data), every=0.1), replicator.last_error
+        assert (local / name).read_bytes() == data
+        assert (local / "binlog.index").read_text().split() == [f"./{name}"]
+        # The password went the way the URL says, in caching_sha2_password's full authentication.
+        assert primary.logins("full-tls" if transport.startswith("tls") else "full-rsa") >= 1
+        assert primary.logins("full-rsa" if transport.startswith("tls") else "full-tls") == 0
+        # The series' executed set is the primary's, tagged GTIDs included.
+        assert str(replicator.mirror.mysql_gtids) == EXECUTED[name]
+    finally:
+        replicator.stop()
+        primary.stop()
+
+
+def test_without_tls_or_a_key_the_password_is_not_sent(shared_fixtures, tmp_path, pki):
+    """As a MySQL replica without GET_SOURCE_PUBLIC_KEY: 2061, and the source stops trying."""
+    up, _name, _data, policy = _setup(shared_fixtures, tmp_path, TAGGED)
+    primary = Primary(up, policy, pki)
+    replicator = _mirror(f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=DISABLED",
+                         tmp_path / "series")
+    try:
+        assert wait_for(lambda: replicator.state == "stopped", every=0.1), replicator.status()
+        assert "error 2061" in replicator.last_error and "secure connection" in replicator.last_error
+        assert primary.logins("full-rsa") == 0 and primary.logins("full-tls") == 0
+    finally:
+        replicator.stop()
+        primary.stop()
+
+
+@pytest.mark.parametrize("fixture, held_units", [(TAGGED, 1), (GTID_57, 1), (GTID_57, 2)],
+                         ids=["9.6-tagged-after-mytag:3", "5.7-after-gtid-1", "5.7-after-gtid-2"])
+def test_a_restart_continues_by_gtid_without_loss_or_duplication(shared_fixtures, tmp_path, pki, fixture,
+                                                                 held_units):
+    """The primary holds the fixture up to a transaction's end; the series takes it; the master
+    stops; the primary writes the rest; a new master over the same series resumes by GTID: the
+    primary skips what the series' set holds (a heartbeat says where to), re-sends the file's
+    head (checked against the series) and the series ends as the fixture, byte for byte."""
+    _source, name = fixture
+    data = (shared_fixtures / fixture[0]).read_bytes()
+    held = _cut(data, name, held_units)
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, fixture, held)
+    primary = Primary(up, policy, pki)
+    url = f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=VERIFY_CA&ssl-ca={pki / 'ca.crt'}"
+    local = tmp_path / "series"
+    try:
+        first = _mirror(url, local)
+        assert wait_for(lambda: (local / name).is_file() and (local / name).stat().st_size == held, every=0.1), \
+            first.last_error
+        first.stop()
+        before = str(first.mirror.mysql_gtids)
+        with open(up / name, "ab") as f:  # the primary goes on writing
+            f.write(data[held:])
+        second = _mirror(url, local)
+        try:
+            assert str(second.mirror.mysql_gtids) == before  # read back from the series on disk
+            assert wait_for(lambda: _complete(local, name, data), every=0.1), second.last_error
+            assert (local / name).read_bytes() == data
+            assert second.last_error is None, second.last_error
+            assert str(second.mirror.mysql_gtids) == EXECUTED[name]
+        finally:
+            second.stop()
+    finally:
+        primary.stop()
+
+
+def test_a_series_that_differs_from_the_primary_is_refused(shared_fixtures, tmp_path, pki):
+    """What the primary re-sends on a resume by GTID (the file's head: its FDE and Previous_gtids;
+    the transactions the set holds are skipped) is checked against the series: a series that is
+    not the primary's binlog (here a byte of its Previous_gtids' CRC changed) stops with one line
+    naming the file and offset, never appending to it."""
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57)
+    held = _cut(data, name, 1)
+    local = tmp_path / "series"
+    local.mkdir()
+    forged = bytearray(data[:held])
+    previous = next(e for e in read_events(data, name, verify_checksums=False) if e.type_code == 35)
+    forged[previous.end_pos - 1] ^= 0xFF
+    (local / name).write_bytes(bytes(forged))
+    shutil.copyfile(up / "mysql_bin.index", local / "mysql_bin.index")
+    primary = Primary(up, policy, pki)
+    replicator = _mirror(f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=REQUIRED", local)
+    try:
+        assert wait_for(lambda: replicator.state == "stopped", every=0.1), replicator.status()
+        assert f"{name}: the primary re-sent, at offset {previous.pos}" in replicator.last_error, replicator.last_error
+        assert (local / name).read_bytes() == bytes(forged)
+    finally:
+        replicator.stop()
+        primary.stop()
