@@ -119,7 +119,11 @@ def register(subparsers) -> None:
                             "Repeat it to name failover candidates, in order: when the primary stays unreachable "
                             "the master moves to the first candidate whose binlog holds the series' last GTID (a "
                             "promoted standby with log_slave_updates) and continues by GTID in a new file; one "
-                            "that has diverged is refused with a line naming the GTID; "
+                            "that has diverged is refused with a line naming the GTID (MariaDB primaries). A MySQL "
+                            "primary with gtid_mode ON is read by GTID with the series' executed set, as a MySQL 8.4 "
+                            "replica with SOURCE_AUTO_POSITION; its TLS and caching_sha2_password options are "
+                            "URL parameters: ?ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY, "
+                            "ssl-ca, ssl-cert, ssl-key, public-key=PEM (RSA without TLS), get-public-key=1; "
                             "a password here shows in ps until the master scrubs it: prefer --source-password-file "
                             f"or {SOURCE_PASSWORD_ENV}. When a full disk or a file size limit stops the series "
                             "from growing, the master stops taking from the primary (one warning; "
@@ -132,7 +136,9 @@ def register(subparsers) -> None:
     serve.add_argument("--source-pos", type=int, default=4, metavar="N",
                        help="--source: start position (4: the series starts at the beginning of a file)")
     serve.add_argument("--source-gtid", metavar="GTID_POS",
-                       help="--source: start at the primary file a MariaDB replica at this GTID position needs")
+                       help="--source: start at the primary file a replica at this GTID position needs (a "
+                            "MariaDB position, or a MySQL GTID set: the file MySQL's dump thread starts at), from "
+                            "its start")
     serve.add_argument("--source-server-id", type=int, default=2387, metavar="N",
                        help="--source: the server_id the master registers with on the primary (default 2387)")
     serve.add_argument("--expire-logs-seconds", type=float, metavar="SECONDS",

@@ -44,6 +44,7 @@ from dumpfilter.binlogs.gtid_start import GtidState
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
 from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
 from dumpfilter.master.mysql_protocol.dump import (
+    BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     BINLOG_THROUGH_GTID,
     COM_BINLOG_DUMP,
@@ -330,25 +331,20 @@ class SourceReplicator:
 
     def _mysql_by_gtid(self, cur) -> bool:
         """Whether a MySQL primary is read by GTID: its gtid_mode is ON, and the series holds
-        something or is not asked to start at a given file (--source-file starts it by position)."""
+        something or is not asked to start at a given file (--source-file, --source-gtid: a new
+        series starts at a file's start, by position)."""
         cur.execute("SELECT @@global.gtid_mode")
         row = cur.fetchone()
         if not row or str(row[0]).upper() != "ON":
             return False
-        return self.mirror.resume_position() is not None or not self.start_file
+        return self.mirror.resume_position() is not None or not (self.start_file or self.start_gtid)
 
     def _dump_mysql_gtid(self, conn) -> tuple[bytes, str]:
         """COM_BINLOG_DUMP_GTID, as a MySQL 8.4 replica sends it with SOURCE_AUTO_POSITION=1: no
         file name, position 4, its executed set (the series', or --source-gtid for a new series; in
         MySQL 8.3+'s tagged encoding when it holds tags), heartbeats v2. The mirror checks what is
         re-sent against the series. Returns (the first packet, where the dump started)."""
-        if self.mirror.resume_position() is None and self.start_gtid:
-            try:
-                executed = MysqlGtidSet.parse(self.start_gtid)
-            except GtidSetError as exc:
-                raise MirrorError(f"--source-gtid: {exc} (a MySQL primary takes a MySQL GTID set)") from None
-        else:
-            executed = self.mirror.mysql_gtids
+        executed = self.mirror.mysql_gtids
         encoded = executed.encode()
         conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
                               + struct.pack("<HII", 0, 0, 0))
@@ -414,8 +410,39 @@ class SourceReplicator:
                                       f"({names[0]} .. {names[-1]})")
                 return self.start_file, 4
             if self.start_gtid is not None:
+                if "mariadb" not in conn.get_server_info().lower():
+                    return self._mysql_file_for_gtid(), 4
                 return _file_for_gtid(cur, names, self.start_gtid), 4
             return names[0], 4
+
+    def _mysql_file_for_gtid(self) -> str:
+        """The file a MySQL primary's dump thread starts at for --source-gtid (the newest whose
+        Previous_gtids the set covers; MySQL has no BINLOG_GTID_POS): the artificial Rotate that
+        a COM_BINLOG_DUMP_GTID with the set begins with names it. The series takes that file
+        whole, from its start, as a MariaDB --source-gtid does."""
+        try:
+            encoded = MysqlGtidSet.parse(self.start_gtid).encode()
+        except GtidSetError as exc:
+            raise MirrorError(f"--source-gtid: {exc} (a MySQL primary takes a MySQL GTID set)") from None
+        conn = self.url.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+                cur.execute("SET @source_binlog_checksum = @master_binlog_checksum")
+                cur.execute("SELECT @master_binlog_checksum")
+                row = cur.fetchone()
+            crc = 4 if row and row[0] and str(row[0]).upper() != "NONE" else 0
+            conn._execute_command(COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
+                                                                    self.server_id, 0)
+                                  + struct.pack("<QI", 4, len(encoded)) + encoded)
+            raw = conn._read_packet().get_all_data()[1:]
+        finally:
+            conn.close()
+        if len(raw) < 27 + crc or raw[4] != 4:  # ROTATE_EVENT
+            raise MirrorError(f"--source-gtid: the primary's dump by GTID did not begin with a Rotate (type {raw[4:5]})")
+        name = raw[27:len(raw) - crc].decode("utf-8", "replace")
+        log.info("source %s: --source-gtid %s starts at %s", self.url, self.start_gtid, name)
+        return name
 
 
 def _file_for_gtid(cur, names: list[str], gtid: str) -> str:

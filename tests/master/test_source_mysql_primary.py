@@ -192,3 +192,28 @@ def test_a_series_that_differs_from_the_primary_is_refused(shared_fixtures, tmp_
     finally:
         replicator.stop()
         primary.stop()
+
+
+def test_source_gtid_starts_at_the_file_mysqls_dump_thread_starts_at(shared_fixtures, tmp_path, pki):
+    """--source-gtid with a MySQL set: the file the primary's dump by GTID begins with (its
+    artificial Rotate names it), taken whole from its start; then the series goes on by GTID. A
+    set that is not a MySQL GTID set is one line, and the source stops."""
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57)
+    primary = Primary(up, policy, pki)
+    url = SourceURL.parse(f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=REQUIRED")
+    started = SourceReplicator(url, BinlogMirror(tmp_path / "series"),
+                               start_gtid="e3e2a4ee-b6dc-11ea-8bcf-0242ac150002:1-2")
+    refused = SourceReplicator(url, BinlogMirror(tmp_path / "other"), start_gtid="0-1-2")
+    try:
+        started.start()
+        refused.start()
+        assert wait_for(lambda: _complete(tmp_path / "series", name, data), every=0.1), started.last_error
+        assert (tmp_path / "series" / name).read_bytes() == data
+        assert str(started.mirror.mysql_gtids) == EXECUTED[name]
+        assert wait_for(lambda: refused.state == "stopped", every=0.1), refused.status()
+        assert refused.last_error.startswith("--source-gtid: ") and "MySQL GTID set" in refused.last_error
+        assert not (tmp_path / "other" / name).exists()
+    finally:
+        started.stop()
+        refused.stop()
+        primary.stop()
