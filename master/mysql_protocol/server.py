@@ -490,7 +490,10 @@ class _Connection:
         annotate = mariadb and bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
         heartbeats_v2 = not mariadb and bool(request.flags & USE_HEARTBEAT_EVENT_V2)
         fmt = _fmt_of(self.service, file)
-        rotate = fake_rotate(file, start[1] if start else 4, fmt=fmt, server_id=facts.server_id)
+        # A client that asked for no checksums ('NONE', as mariadb-binlog does) gets the fake Rotate
+        # without one, as a server sends it; the binlog's own events keep theirs (their FDE says so).
+        rotate = fake_rotate(file, start[1] if start else 4, fmt=None if str(checksum).upper() == "NONE" else fmt,
+                             server_id=facts.server_id)
         frame, send = self.stream.frame, self.stream.send_raw
         slave = self.service.slaves.get(request.server_id)
         policy = skip_policy.named(slave.reg.skip_policy if slave else skip_policy.DEFAULT)
