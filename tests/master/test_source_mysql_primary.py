@@ -31,9 +31,10 @@ password = "sha2-pw"
 allow = ["%.%"]
 mysql_auth = ["caching_sha2_password"]
 """
-# (fixture, the name its own Rotate implies, the GTID event types it holds)
+# (fixture, the name its own Rotate implies)
 TAGGED = ("blackbeam-rust_mysql_common/binlog_transaction_with_GTID_TAG.000001", "binlog.000004")
 GTID_57 = ("rust-us-mysql-cdc-rs/5.7_14_user_var/log.bin", "mysql_bin.000001")
+COMPRESSED = ("osheroff-mysql-binlog-connector-java/mysql-bin.compressed", "mysql-bin.000004")
 EXECUTED = {"binlog.000004": "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13,55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:1-3",
             "mysql_bin.000001": "e3e2a4ee-b6dc-11ea-8bcf-0242ac150002:1-3"}
 
@@ -216,4 +217,21 @@ def test_source_gtid_starts_at_the_file_mysqls_dump_thread_starts_at(shared_fixt
     finally:
         started.stop()
         refused.stop()
+        primary.stop()
+
+
+def test_compressed_payloads_are_kept_as_the_primary_wrote_them(shared_fixtures, tmp_path, pki):
+    """The MySQL 8.0.28 fixture with a zstd Transaction_payload (anonymous GTIDs): the series holds
+    it byte for byte, the compressed payload untouched."""
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, COMPRESSED)
+    primary = Primary(up, policy, pki)
+    local = tmp_path / "series"
+    replicator = _mirror(f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=VERIFY_IDENTITY"
+                         f"&ssl-ca={pki / 'ca.crt'}", local)
+    try:
+        assert wait_for(lambda: _complete(local, name, data), every=0.1), replicator.last_error
+        assert (local / name).read_bytes() == data
+        assert any(e.type_code == 40 for e in read_events(data, name))  # TRANSACTION_PAYLOAD
+    finally:
+        replicator.stop()
         primary.stop()
