@@ -78,7 +78,7 @@ class SourceURL:
     @classmethod
     def parse(cls, text: str) -> "SourceURL":
         parts = urlsplit(text)
-        shown = text.split("@", 1)[-1]  # never the password in a message
+        shown = text.rsplit("@", 1)[-1]  # never the password in a message
         if parts.scheme != "mysql" or not parts.hostname:
             raise RuleError(f"--source {shown!r}: expected mysql://USER:PASS@HOST:PORT[?ssl-mode=...]")
         try:

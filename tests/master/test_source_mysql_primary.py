@@ -235,3 +235,21 @@ def test_compressed_payloads_are_kept_as_the_primary_wrote_them(shared_fixtures,
     finally:
         replicator.stop()
         primary.stop()
+
+
+@pytest.mark.parametrize("query, message", [
+    ("ssl-mode=SOMETIMES", "ssl-mode 'SOMETIMES' is not one of"),
+    ("ssl-mode=VERIFY_CA", "ssl-mode VERIFY_CA needs ssl-ca=PATH"),
+    ("ssl-ca=/nonexistent/ca.pem", "ssl-ca '/nonexistent/ca.pem' is not a readable file"),
+    ("public-key=/nonexistent/key.pem", "public-key '/nonexistent/key.pem' is not a readable file"),
+    ("sslmode=REQUIRED", "unknown option 'sslmode'"),
+])
+def test_source_url_options_are_checked_and_never_show_the_password(query, message):
+    from dumpfilter.errors import RuleError
+
+    with pytest.raises(RuleError, match=message) as refused:
+        SourceURL.parse(f"mysql://repl:pa@ss-w0rd@127.0.0.1:3306?{query}")
+    assert "w0rd" not in str(refused.value) and "pa@" not in str(refused.value)
+    url = SourceURL.parse("mysql://repl:pa%40ss@127.0.0.1:3306?ssl-mode=required&get-public-key=1")
+    assert (url.password, url.ssl_mode, url.get_public_key, url.ssl_ca) == ("pa@ss", "REQUIRED", True, None)
+    assert "pa@ss" not in repr(url)
