@@ -253,3 +253,53 @@ def test_source_url_options_are_checked_and_never_show_the_password(query, messa
     url = SourceURL.parse("mysql://repl:pa%40ss@127.0.0.1:3306?ssl-mode=required&get-public-key=1")
     assert (url.password, url.ssl_mode, url.get_public_key, url.ssl_ca) == ("pa@ss", "REQUIRED", True, None)
     assert "pa@ss" not in repr(url)
+
+
+@pytest.mark.parametrize("transport", ["tls", "rsa"])
+def test_master_serve_processes_over_tls_or_rsa_with_a_restart(shared_fixtures, tmp_path, pki, transport):
+    """The production shape: `master serve --mysql-listen --policy --tls-cert --tls-key
+    --mysql-rsa-key` over the MySQL 5.7 GTID fixture (cut after its first transaction) as the
+    primary, `master serve --source URL --source-password-file` as the binlog server. The binlog
+    server is stopped (SIGTERM), the primary writes the rest, a new binlog server continues by GTID:
+    the series ends as the fixture, byte for byte. The identity is caching_sha2_password only and
+    its digest is not cached at the first login, so the password went by full authentication: in
+    TLS (VERIFY_IDENTITY), or with ssl-mode=DISABLED by RSA with the pinned key (the in-process
+    tests above count each path at the endpoint)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from tests.support.master_command import free_port, serve_master, stop_master
+
+    _source, name = GTID_57
+    data = (shared_fixtures / GTID_57[0]).read_bytes()
+    held = _cut(data, name, 1)
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57, held)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (tmp_path / "rsa.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    (tmp_path / "rsa.pub").write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    (tmp_path / "password").write_text("sha2-pw\n")
+    port = free_port()
+    query = (f"ssl-mode=VERIFY_IDENTITY&ssl-ca={pki / 'ca.crt'}" if transport == "tls"
+             else f"ssl-mode=DISABLED&public-key={tmp_path / 'rsa.pub'}")
+    source = ["--source", f"mysql://sha2@127.0.0.1:{port}?{query}", "--source-password-file", str(tmp_path / "password")]
+    local = tmp_path / "series"
+    errors = []
+    primary = serve_master(up, "--mysql-listen", f"127.0.0.1:{port}", "--policy", str(policy), "--tls-cert",
+                           str(pki / "server.crt"), "--tls-key", str(pki / "server.key"), "--mysql-rsa-key",
+                           str(tmp_path / "rsa.pem"))[0]
+    try:
+        server = serve_master(local, *source)[0]
+        assert wait_for(lambda: (local / name).is_file() and (local / name).stat().st_size == held, every=0.1)
+        errors.append(stop_master(server))
+        with open(up / name, "ab") as f:
+            f.write(data[held:])
+        server = serve_master(local, *source)[0]
+        assert wait_for(lambda: _complete(local, name, data), every=0.1)
+        errors.append(stop_master(server))
+        assert (local / name).read_bytes() == data
+    finally:
+        errors.append(stop_master(primary))
+    for stderr in errors:
+        assert "Traceback" not in stderr and "error" not in stderr.lower(), stderr
