@@ -188,7 +188,13 @@ class SlaveStream(RuleHits):
             return
         gtid_event = txn.gtid_event
         if gtid_event is not None and self.skip_known is not None and self.skip_known(gtid_event):
-            self._advance(unit)  # before the slave's GTID start: never sent, not a filter decision
+            # Before the slave's GTID start: never sent, not a filter decision. MySQL's dump thread
+            # sends a heartbeat at the end of such a stretch before its next event (rpl_binlog_sender.cc,
+            # exclude_group_end_pos), so a replica's position moves past it; MariaDB's sends nothing
+            # (a Gtid_list once caught up: the skip policy's replica_tail).
+            if gtid_event.type_code != EventType.MARIADB_GTID:
+                self.pending_hb = unit.end
+            self._advance(unit)
             return
         if gtid_event is not None:
             self.tracker.add(gtid_event)
