@@ -100,6 +100,7 @@ class SeriesRetention:
                 return []
             self._end_streams(plan.forced)
             self.mirror.purge(plan.names)
+        self.service.segments.forget(plan.names)
         self.purged_files += len(plan.names)
         self.purged_bytes += sum(sizes[name] for name in plan.names)
         self.forced += len(plan.forced)

@@ -31,6 +31,12 @@ from dumpfilter.master.units import Pos, Segment
 # whatever the binlog's size). The cache holds four, for streams at different positions.
 SEGMENT_BYTES = 8 << 20
 CACHE_BYTES = 4 * SEGMENT_BYTES
+# Segments the cache holds at most, whatever their bytes. Streams at the binlog's end read a
+# segment per change they wake for, a few KB each under a steady write load, and each costs its
+# read buffer, Plan, index and names besides: bounded by bytes alone the cache held thousands
+# (bench soak, 32 slaves: about 2,300 tail segments averaging 14 KB, 15 new ones a second).
+# 512 is half a minute of such tail reads; a slave further behind reads segments of its own.
+CACHE_SEGMENTS = 512
 
 
 class SegmentCache:
@@ -38,8 +44,10 @@ class SegmentCache:
     several streams ask at the same moment; the others wait for it."""
 
     def __init__(self, directory: str | Path, *, segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES,
-                 verify_checksums: bool = True, map_closed: bool = True, read_ahead: bool = True):
+                 verify_checksums: bool = True, map_closed: bool = True, read_ahead: bool = True,
+                 cache_segments: int = CACHE_SEGMENTS):
         self.directory = Path(directory)
+        self.cache_segments = cache_segments
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
         self.read_ahead = read_ahead  # see _start_ahead
@@ -202,9 +210,24 @@ class SegmentCache:
             self.reads += 1
             self._cache[seg.start] = seg
             self._cached_bytes += seg.size
-            while self._cached_bytes > self.cache_bytes and len(self._cache) > 1:
+            while len(self._cache) > 1 and (self._cached_bytes > self.cache_bytes
+                                            or len(self._cache) > self.cache_segments):
                 _, old = self._cache.popitem(last=False)
                 self._cached_bytes -= old.size
+
+    def forget(self, files) -> int:
+        """Drops the cached segments, and the reads started ahead, that begin in `files` (purged
+        by retention): a segment of a closed file maps it, and would hold the deleted file's
+        pages (its disk space, the master's RSS) until the LRU reached it. Returns how many."""
+        files = set(files)
+        with self._lock:
+            gone = [start for start in self._cache if start[0] in files]
+            for start in gone:
+                self._cached_bytes -= self._cache.pop(start).size
+            ahead = [self._ahead.pop(start)[0] for start in list(self._ahead) if start[0] in files]
+        for steps in ahead:
+            steps.close()  # (its scan joined, outside the lock)
+        return len(gone) + len(ahead)
 
     def _read(self, start: Pos) -> Segment:
         """Whole units from `start` until about `segment_bytes`, the end of what is written, or a
