@@ -10,8 +10,10 @@ import uuid as uuidlib
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID
 from dumpfilter.codec.scanner import Plan, plan_record
+from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.binlogs.tail import confined_rotate_target
 from dumpfilter.master.units import UNIT_KINDS, Pos, Unit
+from dumpfilter.master.windows import mapping_cut_short
 
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
@@ -163,6 +165,16 @@ class PlanIndex:
         # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
         # filled once per generation by the first stream to ask (SlaveStream._lone_answers).
         self.lone_answers: tuple[int, dict] | None = None
+
+    def cut_short(self) -> TruncatedBinlogError | None:
+        """The error for the segment's readers when a file it maps was truncated since it was
+        mapped (`mapping_cut_short`: its units' pages would fault), else None."""
+        for part in self._parts:
+            size = mapping_cut_short(part.buf, part.base)
+            if size is not None:
+                return TruncatedBinlogError(f"the file was truncated to {size} bytes while the master read it (it had "
+                                            f"{part.base + len(part.buf)} at least)", path=part.file, offset=size)
+        return None
 
     def lone_queries(self) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:
         """The units made of a GTID and one plain QUERY event, in one core call: the units

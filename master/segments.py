@@ -132,6 +132,13 @@ class SegmentCache:
                     break
             waiter.wait()  # another stream is reading this segment; then look again
         if seg is not None:
+            if seg.index is not None and seg.index.cut_short() is not None:
+                # A file it maps was truncated (by hand: a server never truncates a closed
+                # file): its pages would fault. Read again, which meets the new end.
+                with self._lock:
+                    if self._cache.get(start) is seg:
+                        self._cached_bytes -= self._cache.pop(start).size
+                return self.get(start)
             self._ahead_of(seg)
             return seg
         try:

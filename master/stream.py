@@ -108,6 +108,9 @@ class SlaveStream(RuleHits):
                     last_sent = time.monotonic()
                     if self.handle.cancelled:
                         break
+                    cut = seg.index.cut_short() if seg.index is not None else None
+                    if cut is not None:  # a mapped file truncated while the batch was sent (windows.py)
+                        raise cut
             if slave.pending:
                 self._boundary()
             if seg.units:
