@@ -11,8 +11,12 @@ It samples the master's RSS (and its anonymous and file-backed parts), the serie
 each slave's bytes behind the series' end (p50/p99 over every sample since the slave started, and
 over those after it first came within 64 KB of the end), and gives four verdicts, exiting non-zero
 when one fails:
-  rss flat        the least-squares line through the second half's RSS samples rises by at most
-                  max(8 MB, 5% of the RSS) over that half;
+  rss flat        over the second half of the run (every slave streaming by then), the RSS
+                  samples' Theil-Sen slope (the median of the slopes between every two samples:
+                  a burst of a few samples, a segment read or a batch, moves it little, where it
+                  tilts a least-squares line) times the half's length is at most
+                  max(8 MB, 5% of the half's median RSS); the least-squares slope, the RSS per
+                  minute (min / median / max) and the load average are reported beside it;
   series bounded  the series never held more than --max-series-bytes (and retention purged);
   slaves          after the load stops and every slave caught up, each relay log holds exactly the
                   offline filter's answer (bench_load.filtered_units) for its rules over the
@@ -99,6 +103,38 @@ def rss_slope(samples: list[tuple[float, float]]) -> float:
     if len(half) < 2:
         return 0.0
     return statistics.linear_regression([t for t, _ in half], [r for _, r in half]).slope * 60
+
+
+def theil_sen(points: list[tuple[float, float]]) -> float:
+    """The median of the slopes between every two points of different times (per second)."""
+    slopes = [(b[1] - a[1]) / (b[0] - a[0]) for i, a in enumerate(points) for b in points[i + 1:] if b[0] != a[0]]
+    return statistics.median(slopes) if slopes else 0.0
+
+
+FLAT_MIN_MB, FLAT_SHARE = 8.0, 0.05  # the rss verdict's bound: max(8 MB, 5% of the RSS)
+
+
+def rss_verdict(samples: list[tuple[float, float]]) -> dict:
+    """The rss-flat verdict over the second half of (seconds, RSS MB) samples (see the module's
+    docstring): its robust and least-squares slopes (MB/min), the rise the robust one gives over
+    the half, the bound, and whether the rise stays within it."""
+    half = samples[len(samples) // 2:]
+    span = half[-1][0] - half[0][0] if len(half) > 1 else 0.0
+    slope = theil_sen(half) * 60
+    rise = slope * span / 60
+    bound = max(FLAT_MIN_MB, FLAT_SHARE * statistics.median(r for _, r in half)) if half else FLAT_MIN_MB
+    return {"from_s": half[0][0] if half else 0.0, "span_s": round(span, 1),
+            "slope_mb_per_min": round(slope, 2), "least_squares_mb_per_min": round(rss_slope(samples), 2),
+            "rise_mb": round(rise, 1), "bound_mb": round(bound, 1), "flat": rise <= bound}
+
+
+def rss_by_minute(samples: list[tuple[float, float]]) -> list[dict]:
+    """RSS over time: per minute of the run, the samples' min, median and max (MB)."""
+    minutes: dict[int, list[float]] = {}
+    for t, rss in samples:
+        minutes.setdefault(int(t // 60), []).append(rss)
+    return [{"minute": m, "min": min(v), "median": round(statistics.median(v), 1), "max": max(v)}
+            for m, v in sorted(minutes.items())]
 
 
 def where(unit: tuple[bytes, ...], file: str | None) -> str:
@@ -221,7 +257,8 @@ def run(soak: Soak) -> dict:
                             "master_rss_anon_mb": round(anon, 1), "master_rss_file_mb": round(mapped, 1),
                             "master_cpu_s": round(cpu - cpu0, 2), "series_mb": round(series_bytes / 1e6, 2),
                             "series_files": len(files), "primary_mb": round(offset(*primary.master_position()) / 1e6, 2),
-                            "slaves_running": len(behind), "max_behind_bytes": max(behind, default=0)})
+                            "slaves_running": len(behind), "max_behind_bytes": max(behind, default=0),
+                            "loadavg_1m": round(os.getloadavg()[0], 1)})
             print(f"  t={now - started:6.0f}s primary={samples[-1]['primary_mb']:7.2f} MB series={series_bytes / 1e6:6.2f} MB"
                   f" in {len(files):2} files  master rss={rss:6.1f} MB (anon {anon:5.1f}) cpu={cpu - cpu0:6.1f}s  slaves={len(behind):2}"
                   f" max behind={max(behind, default=0):>9} B  load={os.getloadavg()[0]:.1f}", flush=True)
@@ -261,10 +298,7 @@ def run(soak: Soak) -> dict:
                               "caught_up_p99_bytes": percentile(once, 0.99) if once else None,
                               "difference": difference})
         rss_t = [(s["t"], s["master_rss_mb"]) for s in samples]
-        slope = rss_slope(rss_t)
-        half = rss_t[len(rss_t) // 2:]
-        rise = slope * (half[-1][0] - half[0][0]) / 60
-        bound = max(8.0, 0.05 * half[0][1])
+        flat = rss_verdict(rss_t)
         series_max = max(s["series_mb"] for s in samples)
         all_lags = [lag for lags in behind_all.values() for lag in lags]
         caught_up = [lag for lags in steady.values() for lag in lags]
@@ -276,10 +310,12 @@ def run(soak: Soak) -> dict:
             "max_binlog_size_mb": soak.binlog_mb, "expire_logs_seconds": soak.expire, "max_series_mb": soak.cap / 1e6,
             "series_mb_max": series_max, "series_mb_end": samples[-1]["series_mb"], "files_purged": len(purged),
             "master_rss_mb_start": rss_t[0][1], "master_rss_mb_max": max(r for _, r in rss_t),
-            "master_rss_mb_end": round(rss_end, 1), "master_rss_slope_mb_per_min_second_half": round(slope, 2),
-            "master_rss_rise_second_half_mb": round(rise, 1), "master_rss_flat_bound_mb": round(bound, 1),
+            "master_rss_mb_end": round(rss_end, 1), "master_rss_slope_mb_per_min_second_half": flat["slope_mb_per_min"],
+            "master_rss_least_squares_mb_per_min_second_half": flat["least_squares_mb_per_min"],
+            "master_rss_rise_second_half_mb": flat["rise_mb"], "master_rss_flat_bound_mb": flat["bound_mb"],
+            "master_rss_by_minute": rss_by_minute(rss_t),
             "master_rss_anon_mb_start": anon_t[0][1], "master_rss_anon_mb_max": max(r for _, r in anon_t),
-            "master_rss_anon_mb_end": anon_t[-1][1], "master_rss_anon_slope_mb_per_min_second_half": round(rss_slope(anon_t), 2),
+            "master_rss_anon_mb_end": anon_t[-1][1], "master_rss_anon_slope_mb_per_min_second_half": rss_verdict(anon_t)["slope_mb_per_min"],
             "master_rss_file_mb_max": max(s["master_rss_file_mb"] for s in samples),
             "master_cpu_s": samples[-1]["master_cpu_s"],
             "behind_bytes_p50": percentile(all_lags, 0.5), "behind_bytes_p99": percentile(all_lags, 0.99),
@@ -288,12 +324,13 @@ def run(soak: Soak) -> dict:
             "slaves_never_caught_up_during_load": sum(1 for lags in steady.values() if not lags),
             "drain_s": round(drain, 1),
             "loadavg_1m_end": round(os.getloadavg()[0], 1), "cpus": os.cpu_count(),
+            "loadavg_1m_min": min(s["loadavg_1m"] for s in samples), "loadavg_1m_max": max(s["loadavg_1m"] for s in samples),
             "slaves_identical": sum(1 for s in per_slave if s["difference"] is None),
             "replica_rules": " ".join(topology_lines), "replica_differences": differences[:20],
             "per_slave": per_slave, "samples": samples,
         }
         result["verdicts"] = {
-            "rss_flat": rise <= bound,
+            "rss_flat": flat["flat"],
             "series_bounded": series_max * 1e6 <= soak.cap and (len(purged) > 0 or final <= soak.cap),
             "slaves_identical": result["slaves_identical"] == soak.slaves,
             "replica_identical": not differences,
@@ -311,17 +348,22 @@ def run(soak: Soak) -> dict:
 
 def report(result: dict) -> None:
     for key, value in result.items():
-        if key not in ("samples", "per_slave", "verdicts"):
+        if key not in ("samples", "per_slave", "verdicts", "master_rss_by_minute"):
             print(f"{key:42} {value}")
+    print("master RSS by minute (MB, min / median / max):")
+    for m in result["master_rss_by_minute"]:
+        print(f"  minute {m['minute']:3}: {m['min']:7.1f} {m['median']:7.1f} {m['max']:7.1f}")
     for s in result["per_slave"]:
         print(f"  slave {s['server_id']} [{s['rules']}] relay from {s['relay_began']} (series began at "
               f"{s['series_began']}), {s['transactions']} txns, behind p50 {s['behind_p50_bytes']} B p99 "
               f"{s['behind_p99_bytes']} B (once caught up: {s['caught_up_p50_bytes']} / {s['caught_up_p99_bytes']}): "
               f"{s['difference'] or 'identical'}")
     v = result["verdicts"]
-    print(f"verdict rss:      {'flat' if v['rss_flat'] else 'GROWING'} (second half rises "
-          f"{result['master_rss_rise_second_half_mb']} MB, slope {result['master_rss_slope_mb_per_min_second_half']} "
-          f"MB/min; bound {result['master_rss_flat_bound_mb']} MB)")
+    print(f"verdict rss:      {'flat' if v['rss_flat'] else 'GROWING'} (second half: Theil-Sen slope "
+          f"{result['master_rss_slope_mb_per_min_second_half']} MB/min, a rise of {result['master_rss_rise_second_half_mb']}"
+          f" MB, bound {result['master_rss_flat_bound_mb']} MB; least squares "
+          f"{result['master_rss_least_squares_mb_per_min_second_half']} MB/min; load average "
+          f"{result['loadavg_1m_min']}-{result['loadavg_1m_max']} on {result['cpus']} CPUs)")
     print(f"verdict series:   {'bounded' if v['series_bounded'] else 'UNBOUNDED'} (max {result['series_mb_max']} MB, "
           f"cap {result['max_series_mb']} MB, {result['files_purged']} files purged)")
     print(f"verdict slaves:   {result['slaves_identical']}/{result['slaves']} relay logs identical to the offline filter")

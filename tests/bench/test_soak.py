@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.bench_soak import Soak, compare_relay, run
+import statistics
+
+from bench.bench_soak import FLAT_MIN_MB, FLAT_SHARE, Soak, compare_relay, rss_by_minute, rss_verdict, run
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(600)]
 
@@ -38,3 +40,20 @@ def test_compare_relay_names_the_first_difference():
     assert compare_relay([unit(100)], by_file, order, "b.1")[1] == "2 transactions missing, from b.1:200"
     assert compare_relay([unit(100), unit(200), unit(300), unit(999)], by_file, order, "b.1")[1] == \
         "1 transactions past the filter's answer, from (not in the binlog):999"
+
+
+def test_rss_verdict_takes_the_trend_not_the_bursts():
+    """The rss verdict (Theil-Sen over the second half): a flat RSS with a burst now and then (a
+    segment read, a batch) is flat, whatever samples the bursts land on; a steady rise of 3 MB/min
+    (15 MB over a five-minute half of about 220 MB: over its bound of 11 MB) is growing. The least-squares line is reported beside it."""
+    flat = [(t, 200.0 + (30.0 if t % 55 == 0 else 0.0) + (0.5 if t % 10 == 0 else 0.0)) for t in range(0, 600, 5)]
+    flat[-1] = (flat[-1][0], 260.0)  # a burst on the last sample: it tilts a least-squares line
+    verdict = rss_verdict(flat)
+    assert verdict["flat"] and abs(verdict["slope_mb_per_min"]) < 0.5
+    assert verdict["least_squares_mb_per_min"] > verdict["slope_mb_per_min"]
+    growing = [(t, 200.0 + 3.0 * t / 60 + (25.0 if t % 45 == 0 else 0.0)) for t in range(0, 600, 5)]
+    verdict = rss_verdict(growing)
+    assert not verdict["flat"] and 2.9 <= verdict["slope_mb_per_min"] <= 3.1
+    assert verdict["bound_mb"] == round(max(FLAT_MIN_MB, FLAT_SHARE * statistics.median(r for _, r in growing[60:])), 1)
+    assert [m["minute"] for m in rss_by_minute(growing)] == list(range(10))
+    assert rss_by_minute(growing)[3]["min"] == 209.25  # t=185: the burst at t=180 is its max
