@@ -150,9 +150,16 @@ class SegmentReader:
                     newer = opener._next_file(name)
                     if newer is None or not window.left():
                         return newer if newer is not None and not window.left() else None
-                    # The file ended (a newer one exists) inside a unit: a crash cut it. The
-                    # whole events left come out as an incomplete unit; a partial event is an error.
-                    at_eof = True
+                    # The file ended inside a unit and a newer one exists. A writer (the server,
+                    # the --source series) makes the newer file only once this one is whole, so
+                    # this one may have grown between the look at its end and the look for a
+                    # newer file: look again. Under load that gap held the rest of the file's
+                    # last transaction, which went out as an incomplete unit (bench soak: the
+                    # slaves' relay logs and the replica got a torn transaction at a rotation).
+                    if not window.more():
+                        # Still inside a unit: a crash cut it. The whole events left come out as an
+                        # incomplete unit; a partial event is an error.
+                        at_eof = True
                 buf, base = window.buf, window.base
                 scanner.scan_start(plan, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof)
                 yield
