@@ -23,11 +23,13 @@ class Part:
     offset, where the part's units start in the segment, the format in force (per unit only
     where an FDE changed it inside the part) and the checksum length after the scan."""
 
-    __slots__ = ("buf", "file", "base", "first", "fmt", "fmts", "crc")
+    __slots__ = ("buf", "file", "base", "first", "fmt", "fmts", "crc", "used")
 
-    def __init__(self, buf: bytes, file: str, base: int, first: int, fmt, fmts: list | None, crc: int):
+    def __init__(self, buf: bytes, file: str, base: int, first: int, fmt, fmts: list | None, crc: int,
+                 used: int | None = None):
         self.buf, self.file, self.base, self.first = buf, file, base, first
         self.fmt, self.fmts, self.crc = fmt, fmts, crc
+        self.used = len(buf) if used is None else used  # where its last unit ends in buf
 
 
 class Columns:
@@ -170,10 +172,10 @@ class PlanIndex:
         """The error for the segment's readers when a file it maps was truncated since it was
         mapped (`mapping_cut_short`: its units' pages would fault), else None."""
         for part in self._parts:
-            size = mapping_cut_short(part.buf, part.base)
+            size = mapping_cut_short(part.buf, part.base, part.used)
             if size is not None:
-                return TruncatedBinlogError(f"the file was truncated to {size} bytes while the master read it (it had "
-                                            f"{part.base + len(part.buf)} at least)", path=part.file, offset=size)
+                return TruncatedBinlogError(f"the file was truncated to {size} bytes while the master read it (its "
+                                            f"units went to {part.base + part.used})", path=part.file, offset=size)
         return None
 
     def lone_queries(self) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:

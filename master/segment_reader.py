@@ -209,7 +209,8 @@ class SegmentReader:
                         unit = self._unit_with_fde(rec, buf[rec.start : rec.end], base + rec.start, name, fmt)
                         fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
                         cols.made[k] = unit
-        cols.parts.append(Part(buf, name, base, first, start_fmt, fmts, self.scanner.checksum_len))
+        used = plan_record(plan, first + n - 1)[1].end
+        cols.parts.append(Part(buf, name, base, first, start_fmt, fmts, self.scanner.checksum_len, used))
         self.size = plan.size
         return fmt
 

@@ -24,21 +24,24 @@ def _closed_by_server(fd: int) -> bool:
     return len(head) == _FDE_FLAGS_AT + 2 and head[8] == _FDE and not head[_FDE_FLAGS_AT] & _BINLOG_IN_USE_F
 
 
-def mapping_cut_short(buf, base: int) -> int | None:
-    """The size of the file `buf` maps (from file offset `base`) when the file was truncated to
-    less than the mapping since it was made, else None (also for a buffer read, not mapped).
+def mapping_cut_short(buf, base: int, used: int) -> int | None:
+    """The size of the file `buf` maps (from file offset `base`) when the file was truncated
+    since, to less than the `used` bytes of the mapping its units lie in, else None (also for a
+    buffer read, not mapped). Bytes mapped past the units are never touched: a --source series
+    cut back to its last whole transaction after a reconnect takes none of a segment's units.
     A mapping's pages past a file's new end fault (SIGBUS, which ends the process) when touched:
     whoever holds a mapping looks before touching it (SegmentCache.get, SlaveStream after each
     batch) and gives its readers this error instead. A truncation in the moment between the look
     and the touch still faults: closed files are not truncated by the servers (see
     `_closed_by_server`), only by hand."""
-    if not isinstance(buf, mmap.mmap):
+    file_size = getattr(buf, "size", None)  # an mmap's; bytes read have none
+    if file_size is None:
         return None
     try:
-        size = buf.size()  # fstat of the mapping's own descriptor: the file's size now
+        size = file_size()  # fstat of the mapping's own descriptor: the file's size now
     except (OSError, ValueError):
         return None
-    return size if size < base + len(buf) else None
+    return size if size < base + used else None
 
 
 class Window:

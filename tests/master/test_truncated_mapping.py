@@ -36,6 +36,17 @@ total = sum(len(seg.units[k].raw or b"") for k in range(len(seg.units)))  # touc
 print("units", n, len(seg.units), "error", seg.error)
 """
 
+PAST_UNITS = """
+from dumpfilter.master.segments import SegmentCache
+cache = SegmentCache(directory, read_ahead=False, segment_bytes=20_000)
+first = cache.file_names()[0]
+seg = cache.get((first, 4))
+assert seg.end[0] == first and any(isinstance(part.buf, mmap.mmap) for part in seg.index._parts)
+os.truncate(os.path.join(directory, first), seg.end[1])  # only bytes past the segment's units go
+again = cache.get((first, 4))
+print("same" if again is seg and again.index.cut_short() is None else "read again")
+"""
+
 STREAM = """
 from dumpfilter.master.model import Registration
 from dumpfilter.master.service import DumpService
@@ -83,3 +94,12 @@ def test_a_stream_over_a_truncated_mapped_file_ends_with_one_line_naming_it(tmp_
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), done.stdout
     assert first in lines[0] and "truncated to" in lines[0]
+
+
+def test_a_cut_past_a_segments_units_leaves_it_cached(tmp_path):
+    """A --source series cut back to its last whole transaction (a reconnect) takes none of a
+    segment's units: the segment stays cached, and no stream is told of a truncation."""
+    directory, _ = _series(tmp_path)
+    done = _run(directory, PAST_UNITS)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-800:]}"
+    assert done.stdout.split() == ["same"]
