@@ -197,7 +197,9 @@ def _schema(args: argparse.Namespace):
 
 def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.grpc_server import create_server
+    from dumpfilter.master.malloc_arenas import limit_arenas
 
+    limit_arenas()  # before any thread of the master's starts: its RSS stays flat (malloc_arenas.py)
     metrics_at, token = _metrics_options(args)
     mysql = _mysql_options(args)
     replicator = _source_replicator(args)
