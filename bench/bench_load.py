@@ -365,7 +365,7 @@ def run(seconds: float, n_slaves: int, rate: float, n_dbs: int, binlog_format: s
         cpu_end, rss_end = proc_cpu_rss(master.pid)
         wall = time.monotonic() - started
         for slave in slaves:
-            stop(slave.proc, signal.SIGINT)
+            stop(slave.proc)  # SIGTERM, taken as Ctrl-C: a bench run with `&` has SIGINT ignored
         stop(master)
         # Nothing lost, nothing duplicated: each relay log against the offline filter.
         paths = primary.binlog_files()
