@@ -9,6 +9,7 @@ import json
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,12 @@ IDLE_COMMIT_INTERVAL = 1.0
 
 def write_json_atomic(path: Path, data: dict) -> None:
     """tmp file, fsync, os.replace, fsync the directory: the file is the old or the new one, whole."""
+    put_in_place(write_json_tmp(path, data), path)
+
+
+def write_json_tmp(path: Path, data: dict) -> Path:
+    """The next version of `path`, written beside it and fsync'd (not yet in place: see
+    `put_in_place`)."""
     # json.dumps then one write: the same text as json.dump, without a write per token.
     text = json.dumps(data, indent=1, sort_keys=True, default=str)
     tmp = path.with_name(path.name + ".tmp")
@@ -44,6 +51,11 @@ def write_json_atomic(path: Path, data: dict) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    return tmp
+
+
+def put_in_place(tmp: Path, path: Path) -> None:
+    """os.replace, then fsync the directory (the rename itself durable)."""
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 
@@ -152,9 +164,9 @@ def _same_format(a: Event, b: Event) -> bool:
 class Committer:
     """Group commit of relay-log.info. After each batch, the slave hands over the relay file's
     descriptor (its bytes already written to the kernel) and the info as it is then; a thread
-    fsyncs the relay file, then replaces relay-log.info atomically. The order that makes the
-    position crash-safe is kept: relay-log.info never names relay bytes that were not fsync'd
-    first. A commit starts at most once per `interval` seconds (and when batches come faster
+    fsyncs the relay file and, side by side, writes and fsyncs the next relay-log.info, then
+    puts it in place atomically (`_commit`). The order that makes the position crash-safe is
+    kept: relay-log.info never names relay bytes that were not fsync'd first. A commit starts at most once per `interval` seconds (and when batches come faster
     than a commit takes: two or three fsyncs); the newest hand-over waiting replaces the older
     ones, so one fsync covers all of them, as MySQL's binlog group commit covers the
     transactions queued behind one flush (binlog_group_commit_sync_delay is its interval). A
@@ -183,6 +195,7 @@ class Committer:
         self._closing = False
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._syncer: ThreadPoolExecutor | None = None  # the relay fsync beside the info's (`_commit`)
 
     def submit(self, fd: int, data: dict, now: bool = False, idle: bool = False) -> None:
         with self._cond:
@@ -234,6 +247,28 @@ class Committer:
                 thread, self._thread = self._thread, None
             if thread is not None:
                 thread.join()
+            if self._syncer is not None:
+                self._syncer.shutdown()
+                self._syncer = None
+
+    def _commit(self, fd: int, data: dict) -> None:
+        """The relay file's fsync and the next relay-log.info's write and fsync, side by side (on
+        the relay-fsync thread and this one): neither needs the other, so a live slave's batch
+        waits for one disk flush, not two in a row (the file system's journal commits both
+        together). Only once both are done is the new info put in place: relay-log.info never
+        names relay bytes that are not durable. A crash in between leaves relay-log.info.tmp,
+        which nothing reads, and the old relay-log.info, whose bytes were durable before it."""
+        relay = self._relay_sync().submit(os.fsync, fd)
+        try:
+            tmp = write_json_tmp(self.path, data)
+        finally:
+            relay.result()  # its error first: the relay bytes are what the position stands for
+        put_in_place(tmp, self.path)
+
+    def _relay_sync(self):
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slave-relay-fsync")
+        return self._syncer
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -291,9 +326,7 @@ class Committer:
                         file.flush()
                         os.fsync(file.fileno())
                     if pending is not None:
-                        fd, data = pending
-                        os.fsync(fd)
-                        write_json_atomic(self.path, data)
+                        self._commit(*pending)
                         self.commits += 1
                 finally:
                     for file in retired:

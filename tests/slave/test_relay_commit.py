@@ -188,6 +188,52 @@ def test_a_batch_that_reaches_the_masters_end_is_committed_without_the_interval(
         os.close(fd)
 
 
+def test_a_commit_waits_for_one_disk_flush_not_two_in_a_row(tmp_path, monkeypatch):
+    """Each commit's two fsyncs (the relay bytes, the next relay-log.info) run side by side: the
+    relay file's fsync is still under way when the info's begins (it waits for it here, and
+    records whether it came). In a row, the info's would begin only after it. The info is put
+    in place only after both, naming durable bytes (the DiskTrace tests)."""
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    info_started = threading.Event()
+    overlapped: list[bool] = []
+    order: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(n):
+        name = Path(os.readlink(f"/proc/self/fd/{n}")).name
+        if name == data.name:
+            overlapped.append(info_started.wait(60))  # in a row, the info's never starts meanwhile
+            info_started.clear()
+        elif name == INFO + ".tmp":
+            info_started.set()
+        real_fsync(n)
+        order.append(name)
+
+    def replace(src, dst):
+        order.append("in place")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(relay_log.os, "fsync", fsync)
+    monkeypatch.setattr(relay_log.os, "replace", replace)
+    committer = Committer(tmp_path / INFO)
+    try:
+        for pos in (10, 20, 30):
+            os.write(fd, b"x" * 10)
+            committer.submit(fd, {"relay_file": data.name, "relay_pos": pos}, now=True)
+            committer.drain()
+        assert overlapped == [True, True, True]
+        assert committer.commits == 3
+        # Each time: both fsyncs done (in either order), then the info in place.
+        for i in range(3):
+            assert sorted(order[4 * i : 4 * i + 2]) == sorted([data.name, INFO + ".tmp"]) and \
+                order[4 * i + 2] == "in place", order
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 30
+    finally:
+        committer.close()
+        os.close(fd)
+
+
 def test_a_position_over_skipped_stretches_only_waits_for_company(tmp_path):
     """Batches that wrote no relay byte (heartbeats for what the master skipped) are recorded
     with the next batch that carries data, or at a drain: they do not queue a live slave's data
@@ -243,14 +289,14 @@ def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
         real_fsync(fd)
         synced.append((target.name, size))
 
-    real_write = relay_log.write_json_atomic
+    real_put = relay_log.put_in_place
 
-    def write(path, data):
-        synced.append(("info", data["relay_file"]))
-        real_write(path, data)
+    def put(tmp, path):
+        synced.append(("info", json.loads(tmp.read_text())["relay_file"]))
+        real_put(tmp, path)
 
     monkeypatch.setattr(relay_log.os, "fsync", held_fsync)
-    monkeypatch.setattr(relay_log, "write_json_atomic", write)
+    monkeypatch.setattr(relay_log, "put_in_place", put)
     relay = relay_log.RelayLog(tmp_path, max_size=4_000)
     relay.format_event(format_description())
     relay.write_raw(b"x" * 5_000)
