@@ -4,6 +4,7 @@ cuts batches at transaction boundaries, with heartbeats while idle."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -76,11 +77,13 @@ class SlaveStream(RuleHits):
         self._unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
         self._group_hits: list[tuple] = []  # the same for groups of units answered alike: (indices, hits)
         self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (_statement_answers)
+        self._quiet: tuple | None = None  # (position, file size, listing_changes) of a look that found the end
+        self.looks = self.quiet_wakes = 0  # segment reads asked for; looks answered by a stat (`_look`)
 
     def run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
         first = self._start_fde()
-        seg = svc.segments.get(self.pos)  # a bad start position fails here, before any batch
+        seg = self._look()  # a bad start position fails here, before any batch
         if first is not None:
             self._send(first)
         last_sent = time.monotonic()
@@ -133,7 +136,33 @@ class SlaveStream(RuleHits):
             # keeps it, a mapped one is unmapped now, not once the next one's pages are in (eight
             # streams spread over the binlog each held two).
             units = seg = self._states = None
-            seg = svc.segments.get(self.pos)
+            seg = self._look()
+
+    def _look(self) -> Segment:
+        """The segment at the stream's position, read through the shared cache; but after a wake
+        that cannot have brought it anything (the stream is where a look last found the end of
+        what was written, its file has the size it had then, and the directory's listing has
+        not changed: `DirectoryWatch.listing_changes`), an empty segment at once, for one stat.
+        Every write to the directory wakes every stream; one that finds nothing new pays O(1),
+        not a segment read (its file opened, its format and start checked, a scan set up)."""
+        watch = self.svc.watch
+        generation = watch.listing_changes  # read before the file's size: a change after either is seen next time
+        file = self.pos[0]
+        try:
+            size = os.stat(self.svc.binlog_dir / file).st_size
+        except OSError:
+            size = None
+        quiet = self._quiet
+        if quiet is not None and generation is not None and quiet == (self.pos, size, generation):
+            self.quiet_wakes += 1
+            return Segment(self.pos, [], self.pos, at_end=True)
+        self._quiet = None
+        seg = self.svc.segments.get(self.pos)
+        self.looks += 1
+        if size is not None and generation is not None and seg.at_end and seg.error is None and seg.end[0] == file:
+            # Nothing whole lies past seg.end in the `size` bytes there were before the read.
+            self._quiet = (seg.end, size, generation)
+        return seg
 
     def _start_fde(self) -> Event | None:
         """The start file's FDE, sent first when the stream starts after offset 4. Like MySQL's

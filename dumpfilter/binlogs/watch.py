@@ -33,9 +33,13 @@ class _Inotify:
 
         self.flags = flags
         # A binlog grows (MODIFY), is finished (CLOSE_WRITE), and a new one appears (CREATE, or
-        # MOVED_TO for a file renamed into place, as a copied or restored series may be). The
-        # index changes with the same events.
-        self.mask = flags.MODIFY | flags.CLOSE_WRITE | flags.CREATE | flags.MOVED_TO
+        # MOVED_TO for a file renamed into place, as a copied or restored series may be), or goes
+        # (DELETE, MOVED_FROM: a purge). The index changes with the same events.
+        self.mask = flags.MODIFY | flags.CLOSE_WRITE | flags.CREATE | flags.MOVED_TO | flags.DELETE | flags.MOVED_FROM
+        # Events that may change a directory's listing (which files there are, in which order):
+        # any but a binlog's own growth (MODIFY, CLOSE_WRITE of a file that is not an index).
+        self.listing_mask = (flags.CREATE | flags.MOVED_TO | flags.DELETE | flags.MOVED_FROM | flags.Q_OVERFLOW
+                             | flags.IGNORED)
         self.fd = INotify()
         self.lock = threading.Lock()
         self.watches: dict[int, set[DirectoryWatch]] = {}
@@ -74,19 +78,24 @@ class _Inotify:
                     watch.lost()
                 return
             woken: set[DirectoryWatch] = set()
+            relisted: set[DirectoryWatch] = set()
             gone: list[DirectoryWatch] = []
             with self.lock:
                 for event in events:
                     if event.mask & flags.Q_OVERFLOW:  # events were dropped: wake everyone
-                        woken.update(w for group in self.watches.values() for w in group)
+                        every = [w for group in self.watches.values() for w in group]
+                        woken.update(every)
+                        relisted.update(every)
                         continue
                     group = self.watches.get(event.wd, ())
                     woken.update(group)
+                    if event.mask & self.listing_mask or event.name.endswith(".index"):
+                        relisted.update(group)
                     if event.mask & flags.IGNORED:  # the directory was removed or unmounted
                         gone.extend(group)
                         self.watches.pop(event.wd, None)
             for watch in woken:
-                watch.changed()
+                watch.changed(listing=watch in relisted)
             for watch in gone:
                 watch.lost()
 
@@ -133,6 +142,8 @@ class DirectoryWatch:
         self.directory = Path(directory)
         self.safety_poll = safety_poll
         self.changes = 0  # changes seen (inotify's events and `changed()` calls)
+        # Changes that may have changed the listing (see `listing_changes`).
+        self._listing_changes = 0
         self._waiters: set[threading.Event] = set()
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()  # a second waiter returns only once the watch is in place
@@ -172,10 +183,22 @@ class DirectoryWatch:
         with self._lock:
             self._hub, self._wd = hub, wd
 
-    def changed(self) -> None:
-        """The directory changed: every waiter is woken."""
+    @property
+    def listing_changes(self) -> int | None:
+        """A number that moves whenever the directory's listing may have changed (a file created,
+        renamed, deleted; an index written): while it stays, and only while the watch is
+        event-driven, a waiter woken may take the binlog's file list as it last read it and
+        look at the size of its own file alone (O(1) per wake). None where it cannot be known
+        (no inotify: the safety-net poll sees no events)."""
+        return self._listing_changes if self._wd is not None else None
+
+    def changed(self, listing: bool = True) -> None:
+        """The directory changed: every waiter is woken. `listing`: the change may have changed
+        which files there are (inotify says so; a caller that does not know says True). It is
+        counted before any waiter is woken, so a waiter that looks after its wake sees it."""
         with self._lock:
             self.changes += 1
+            self._listing_changes += listing
             waiters = list(self._waiters)
         for wake in waiters:
             wake.set()

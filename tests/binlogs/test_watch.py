@@ -115,3 +115,37 @@ def test_without_inotify_the_safety_net_polls_and_says_so_once(tmp_path, monkeyp
     assert returned == [False, False, False]
     lines = [r.getMessage() for r in caplog.records if "inotify is unavailable" in r.getMessage()]
     assert len(lines) == 1 and "polled every" in lines[0]
+
+
+def test_only_a_change_of_the_listing_moves_listing_changes(tmp_path):
+    """A binlog's growth wakes the waiters but leaves `listing_changes` (a stream woken by it may
+    trust the file list it has); a file created, renamed in or deleted, or an index written,
+    moves it. Without inotify it is None (nothing can be trusted between two looks)."""
+    binlog = tmp_path / "bin.000001"
+    binlog.write_bytes(b"\xfebin")
+    (tmp_path / "bin.index").write_text("./bin.000001\n")
+    watch = DirectoryWatch(tmp_path, safety_poll=HOURS)
+    wake = threading.Event()
+    watch.add(wake)
+    try:
+        assert watch.event_driven
+        listing = watch.listing_changes
+
+        def after(change) -> int:
+            before = watch.changes
+            change()
+            assert wait_for(lambda: watch.changes > before, give_up=30)
+            return watch.listing_changes
+
+        for _ in range(5):
+            assert after(lambda: binlog.open("ab").write(b"x" * 19)) == listing
+        for change in (lambda: (tmp_path / "bin.000002").write_bytes(b"\xfebin"),
+                       lambda: (tmp_path / "bin.index").open("a").write("./bin.000002\n"),
+                       lambda: (tmp_path / "bin.000002").rename(tmp_path / "bin.000003"),
+                       lambda: (tmp_path / "bin.000003").unlink()):
+            moved = after(change)
+            assert moved > listing
+            listing = moved
+    finally:
+        watch.close()
+    assert watch.listing_changes is None
