@@ -159,10 +159,20 @@ class SlaveStream(RuleHits):
         self._quiet = None
         seg = self.svc.segments.get(self.pos)
         self.looks += 1
-        if size is not None and generation is not None and seg.at_end and seg.error is None and seg.end[0] == file:
-            # Nothing whole lies past seg.end in the `size` bytes there were before the read.
+        if generation is not None and seg.at_end and seg.error is None and seg.end == (file, size) and \
+                self._in_last_file(file):
+            # Every byte there was before the read is behind the stream, and no later file was
+            # listed: only a write to this file or a change of the listing can bring it more. (A
+            # segment from the cache was read earlier: its at_end alone says nothing of now.)
             self._quiet = (seg.end, size, generation)
         return seg
+
+    def _in_last_file(self, file: str) -> bool:
+        try:
+            names = self.svc.segments.file_names()
+        except DumpFilterError:
+            return False
+        return bool(names) and names[-1] == file
 
     def _start_fde(self) -> Event | None:
         """The start file's FDE, sent first when the stream starts after offset 4. Like MySQL's
