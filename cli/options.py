@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -147,5 +146,7 @@ def emit_json(args: argparse.Namespace, document) -> bool:
     """Write `document` (one line) where --json says; True when it took stdout (the human output is then left out)."""
     with json_sink(args) as out:
         if out is not None:
+            import json  # only when asked for: not every command's start
+
             out.write(json.dumps(document) + "\n")
     return json_on_stdout(args)

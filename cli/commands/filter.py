@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +19,9 @@ from dumpfilter.cli.options import (
 from dumpfilter.codec import read_format_description
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs import binlog_paths, open_binlog
-from dumpfilter.cli.output_paths import OutputError, is_stream, refuse_input_as_output, writable_dir, writable_file
+from dumpfilter.cli.output_paths import (
+    OutputError, is_stream, refuse_input_as_output, temp_beside, writable_dir, writable_file,
+)
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.binlogs.sinks import FileSink, SeriesSink
 from dumpfilter.binlogs.filtering import FilterStats, filter_files
@@ -95,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         basename = args.basename or (match["base"] if match else paths[0].stem or "filtered-bin")
         refuse_input_as_output(paths, directory=out, basename=basename, option=option)
         writable_dir(out, option)
+        import tempfile  # only here: with shutil, random, bz2 and lzma, a fifth of `filter -o FILE`'s start
+
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
         sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
     elif is_stream(out):  # stdout, a pipe: written as it comes, nothing to rename
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         refuse_input_as_output(paths, file=out)
         writable_file(out, "-o")
-        fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        fd, name = temp_beside(out.parent, f".{out.name}.", ".tmp")
         os.close(fd)
         staging = Path(name)
         sink = FileSink(staging)
@@ -119,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(Exception):  # an error already on its way is the one to report
             sink.close()
         if staging is not None and staging.is_dir():
+            import shutil
+
             shutil.rmtree(staging, ignore_errors=True)
         elif staging is not None:
             staging.unlink(missing_ok=True)
@@ -126,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     document = summary_document(stats, written, elapsed, flavor=settings.flavor, assumed=engine.assumed)
     if args.summary == "json":  # the old spelling of --json: the summary as JSON on stderr
         deprecated("--summary json", "--json (the summary on stdout) or --json FILE")
+        import json
+
         print(json.dumps(document), file=sys.stderr)
     if not emit_json(args, document) and args.summary != "json":
         print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",

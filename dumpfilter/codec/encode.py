@@ -4,7 +4,6 @@ generator and by the tests. Each returns a complete event with a CRC when the fo
 from __future__ import annotations
 
 import struct
-import uuid as uuidlib
 
 from dumpfilter.codec.checksum import refresh_crc_in, with_crc
 from dumpfilter.codec.constants import (
@@ -16,6 +15,7 @@ from dumpfilter.codec.constants import (
 from dumpfilter.codec.event import HEADER, Event
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.packing import encode_lenenc, mariadb_compress
+from dumpfilter.codec.gtid import uuidlib
 
 _QUERY_POST = struct.Struct("<IIBHH")
 _LOG_POS = struct.Struct("<I")
@@ -125,7 +125,7 @@ def rotate_body(next_name: str, position: int = 4) -> bytes:
 def mysql_gtid_body(source: str | None, gno: int, *, last_committed: int = 0, sequence_number: int = 1,
                     transaction_length: int = 0, commit_ts: int = 0, server_version: int = 80036) -> bytes:
     """An 8.0-style GTID (source given) or Anonymous_GTID (source None) body."""
-    sid = uuidlib.UUID(source).bytes if source else b"\0" * 16
+    sid = uuidlib().UUID(source).bytes if source else b"\0" * 16
     body = struct.pack("<B16sq", 1, sid, gno if source else 0)
     body += b"\x02" + struct.pack("<qq", last_committed, sequence_number)
     body += commit_ts.to_bytes(7, "little")

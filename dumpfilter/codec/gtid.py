@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bisect
 import struct
-import uuid as uuidlib
 from dataclasses import dataclass, field
 
 from dumpfilter.codec.packing import (
@@ -47,6 +46,20 @@ class GtidInfo:
         return f"{self.source}:{self.tag}:{self.gno}" if self.tag else f"{self.source}:{self.gno}"
 
 
+def uuid_text(raw: bytes) -> str:
+    """16 bytes as a UUID's text (str(uuid.UUID(bytes=raw))), without the uuid module: it
+    imports platform and more, read at every command's start for a GTID or two."""
+    h = bytes(raw).hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def uuidlib():
+    """The uuid module, imported when a GTID set's text is parsed (`uuid.UUID` checks it)."""
+    import uuid
+
+    return uuid
+
+
 def decode_mariadb_gtid(body: bytes, server_id: int) -> GtidInfo:
     seq, domain, _flags = _MARIADB_GTID.unpack_from(body, 0)
     return GtidInfo("mariadb", gno=seq, domain=domain, server_id=server_id)
@@ -56,7 +69,7 @@ def decode_mysql_gtid(body: bytes, *, anonymous: bool) -> GtidInfo:
     """5.6: flags, sid[16], gno. 5.7 adds lt_type=2, last_committed, sequence_number. 8.0 adds
     immediate_commit_ts (7 bytes; MSB set means 7 more bytes of original ts), then
     transaction_length (lenenc), then server versions."""
-    sid = str(uuidlib.UUID(bytes=bytes(body[1:17])))
+    sid = uuid_text(body[1:17])
     gno = _I64.unpack_from(body, 17)[0]
     length = 0
     length_field = None
@@ -126,7 +139,7 @@ def decode_tagged_gtid(body: bytes) -> GtidInfo:
             tag = body[j : j + n].decode("utf-8", "replace")
         elif fid == _TAGGED_LENGTH:
             length, _ = read_varlen(body, start)
-    source = str(uuidlib.UUID(bytes=sid)) if len(sid) == 16 else ""
+    source = uuid_text(sid) if len(sid) == 16 else ""
     return GtidInfo("mysql", source=source, tag=tag, gno=gno, transaction_length=length)
 
 
@@ -234,7 +247,7 @@ class MysqlGtidSet:
         for part in filter(None, (p.strip() for p in text.replace("\n", "").split(","))):
             source, *rest = part.split(":")
             try:
-                source = str(uuidlib.UUID(source.strip()))
+                source = str(uuidlib().UUID(source.strip()))
             except ValueError:
                 raise GtidSetError(f"{_shown(source.strip())} in GTID set {_shown(text)} is not a UUID") from None
             tag = ""
@@ -280,7 +293,7 @@ class MysqlGtidSet:
         gathered: dict[tuple[str, str], list[list[int]]] = {}
         i = 8
         for _ in range(n_sids):
-            source = str(uuidlib.UUID(bytes=bytes(body[i : i + 16])))
+            source = uuid_text(body[i : i + 16])
             i += 16
             tag = ""
             if tagged:
@@ -303,7 +316,7 @@ class MysqlGtidSet:
         n = len(items)
         out = bytearray(_U64.pack((1 << 56) | (n << 8) | 1 if tagged else n))
         for (source, tag), ivs in items:
-            out += uuidlib.UUID(source).bytes
+            out += uuidlib().UUID(source).bytes
             if tagged:
                 raw_tag = tag.encode()
                 out += encode_varlen(len(raw_tag)) + raw_tag

@@ -3,8 +3,6 @@ a filtered set of inner events into a new payload."""
 
 from __future__ import annotations
 
-import zstandard
-
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import BinlogError
 from dumpfilter.codec.event import HEADER, Event
@@ -42,7 +40,12 @@ def repack_payload(event: Event, inner: list[Event]) -> Event:
     fields, _ = event.transaction_payload
     compression = fields.get(COMPRESSION_TYPE, NONE)
     plain = b"".join(e.raw for e in inner)
-    data = zstandard.ZstdCompressor().compress(plain) if compression == ZSTD else plain
+    if compression == ZSTD:
+        import zstandard  # only for a compressed payload: not every run of the codec loads it
+
+        data = zstandard.ZstdCompressor().compress(plain)
+    else:
+        data = plain
 
     def field(kind: int, value: int) -> bytes:
         encoded = encode_lenenc(value)

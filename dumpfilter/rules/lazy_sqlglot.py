@@ -18,6 +18,9 @@ class _LazyModule:
         module = self._module
         if module is None:
             module = self._module = importlib.import_module(self._name)
+            import logging  # with sqlglot (which imports it too), not at every command's start
+
+            logging.getLogger("sqlglot").setLevel(logging.ERROR)  # unsupported syntax is reported through parse_ok
         return getattr(module, attr)
 
 

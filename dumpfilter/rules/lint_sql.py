@@ -14,8 +14,7 @@ def if_not_exists(sql: str) -> bool:
 
 def column_delta(sql: str) -> int | None:
     """Columns an ALTER TABLE adds minus those it drops (sqlglot); None when it cannot be followed."""
-    import sqlglot
-    from sqlglot import exp
+    from dumpfilter.rules.lazy_sqlglot import exp, sqlglot  # its logger quieted on first use
 
     try:
         tree = sqlglot.parse_one(sql, read="mysql")

@@ -10,7 +10,6 @@ back to its schema-less answer, recording the assumption (`Decision.assumption`)
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
@@ -25,7 +24,6 @@ from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
-logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 # CREATE TABLE's replay asks these of every statement (compiled once, not looked up per call).
 _IF_NOT_EXISTS = lazy_compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)

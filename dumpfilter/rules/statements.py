@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 
-import logging
 import re
 
 from dumpfilter.codec.transactions import statement_verb
@@ -215,4 +214,3 @@ def _unquote(name: str) -> str:
 
 
 
-logging.getLogger("sqlglot").setLevel(logging.ERROR)  # unsupported syntax is reported through parse_ok
