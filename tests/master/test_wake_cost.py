@@ -36,6 +36,19 @@ def _cut_before_last_transaction(directory):
     return path, data[gtids[-1]:], len(data)
 
 
+def _consume(svc: DumpService, server_id: int, stop: threading.Event):
+    """The batches of a stream of `server_id`, put on a queue by a thread of their own."""
+    batches: queue.Queue = queue.Queue()
+
+    def consume() -> None:
+        for batch in svc.stream(server_id, heartbeat_period=HOURS, is_active=lambda: not stop.is_set()):
+            batches.put(batch)
+
+    thread = threading.Thread(target=consume, daemon=True)
+    thread.start()
+    return batches, thread
+
+
 def test_a_wake_that_brings_nothing_costs_a_stat_not_a_segment_read(tmp_path, monkeypatch):
     generate(WorkloadSpec(seed=11, transactions=40, flavor="mariadb"), tmp_path)
     binlog, rest, full_size = _cut_before_last_transaction(tmp_path)
@@ -51,15 +64,8 @@ def test_a_wake_that_brings_nothing_costs_a_stat_not_a_segment_read(tmp_path, mo
     monkeypatch.setattr(service_module, "SlaveStream", Recorded)
     svc = DumpService(tmp_path, safety_poll=HOURS)
     svc.register(Registration(server_id=1))
-    batches: queue.Queue = queue.Queue()
     stop = threading.Event()
-
-    def consume() -> None:
-        for batch in svc.stream(1, heartbeat_period=HOURS, is_active=lambda: not stop.is_set()):
-            batches.put(batch)
-
-    thread = threading.Thread(target=consume, daemon=True)
-    thread.start()
+    batches, thread = _consume(svc, 1, stop)
     try:
         while not (batch := batches.get(timeout=60)).caught_up:
             pass
@@ -97,3 +103,36 @@ def test_a_wake_that_brings_nothing_costs_a_stat_not_a_segment_read(tmp_path, mo
         stop.set()
         svc.shutdown()
         thread.join(30)
+
+
+def test_a_segment_from_the_cache_read_before_the_file_grew_is_no_reason_to_wait(tmp_path):
+    """A segment the cache kept says where the binlog ended when it was read: a stream that starts
+    with it (at_end) must still read what was written since, with no write to wake it."""
+    generate(WorkloadSpec(seed=12, transactions=40, flavor="mariadb"), tmp_path)
+    binlog, rest, full_size = _cut_before_last_transaction(tmp_path)
+    svc = DumpService(tmp_path, safety_poll=HOURS)
+    stop = threading.Event()
+    threads = []
+    try:
+        for server_id in (1, 2):
+            svc.register(Registration(server_id=server_id))
+        first, thread = _consume(svc, 1, stop)
+        threads.append(thread)
+        while not (batch := first.get(timeout=60)).caught_up:
+            pass
+        assert batch.position[1] == full_size - len(rest)
+        with open(binlog, "ab") as f:  # written before the second stream starts: nothing wakes it
+            f.write(rest)
+        hits = svc.segments.hits
+        second, thread = _consume(svc, 2, stop)
+        threads.append(thread)
+        got = None
+        while got is None or got.position[1] < full_size:
+            got = second.get(timeout=60)
+        assert got.position == (binlog.name, full_size) and got.caught_up
+        assert svc.segments.hits > hits  # it did start with the segment the first stream read
+    finally:
+        stop.set()
+        svc.shutdown()
+        for thread in threads:
+            thread.join(30)
