@@ -178,6 +178,10 @@ class PlanIndex:
                                             f"units went to {part.base + part.used})", path=part.file, offset=size)
         return None
 
+    @property
+    def parts(self) -> list[Part]:
+        return self._parts
+
     def lone_queries(self) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:
         """The units made of a GTID and one plain QUERY event, in one core call: the units
         `Unit.lone_text` answers, but for those before an FDE that changes the format inside a
@@ -222,6 +226,11 @@ class LazyUnits:
 
     def __len__(self) -> int:
         return len(self._units)
+
+    def fresh(self) -> "LazyUnits":
+        """The same units, none made yet (a segment the cache keeps by its scan: the Units
+        made, with their bytes and answers, are let go)."""
+        return LazyUnits(self._cols)
 
     def __bool__(self) -> bool:
         return bool(self._units)

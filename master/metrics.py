@@ -81,8 +81,21 @@ class DumpServiceCollector:
         registered.add_metric([], len(rows))
         yield from families.values()
         yield from (events, hits, behind, connected, registered)
+        yield from self._segments()
         yield from self._source()
         yield from self._shares(rows)
+
+    def _segments(self):
+        """The shared segment cache: segments scanned, and segments served without a scan."""
+        segments = self.service.segments
+        scans = CounterMetricFamily("dumpfilter_segment_scans", "Binlog segments scanned (read, CRCs checked, grouped)")
+        scans.add_metric([], segments.reads)
+        hits = CounterMetricFamily("dumpfilter_segment_hits", "Segments a stream took without scanning them")
+        hits.add_metric([], segments.hits)
+        kept = CounterMetricFamily("dumpfilter_segment_kept_hits",
+                                   "Of the hits, segments the cache had let go and kept by their scan")
+        kept.add_metric([], segments.kept_hits)
+        yield from (scans, hits, kept)
 
     def _source(self):
         """`master serve --source`: whether the series can grow, and how often it could not."""

@@ -8,6 +8,7 @@ reader in `segment_reader`, its file windows in `windows`, the Plan's columns in
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 import time
@@ -38,6 +39,18 @@ CACHE_BYTES = 4 * SEGMENT_BYTES
 # 512 is half a minute of such tail reads; a slave further behind reads segments of its own.
 CACHE_SEGMENTS = 512
 
+# A segment the cache lets go stays known by its scan (issue #30): slaves in separate processes
+# drift apart, and a stream more than the cache behind another would scan every segment again
+# (eight slaves over a 256 MB binlog: eight scans of each segment). A segment of a file the server
+# has closed (mapped, Window) keeps its Plan (offsets, flags, tables and GTIDs per unit, about a
+# tenth of its bytes) and its mapping, whose pages are handed back (MADV_DONTNEED: out of the
+# master's RSS, still in the page cache): a stream that reaches it again maps nothing and scans
+# nothing, and touches only the pages of what it sends. Bounded by the Plans' estimated bytes and
+# by a count (each mapping holds a file descriptor).
+INDEX_BYTES = 40 << 20
+INDEX_SEGMENTS = 256
+UNIT_INDEX_BYTES = 100  # a unit's Plan record, table ids and LazyUnits slot (measured: about 97)
+
 
 class SegmentCache:
     """Shared, bounded cache of segments. `get(pos)` reads the segment at `pos` once even when
@@ -45,7 +58,7 @@ class SegmentCache:
 
     def __init__(self, directory: str | Path, *, segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES,
                  verify_checksums: bool = True, map_closed: bool = True, read_ahead: bool = True,
-                 cache_segments: int = CACHE_SEGMENTS):
+                 cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES):
         self.directory = Path(directory)
         self.cache_segments = cache_segments
         self.segment_bytes = segment_bytes
@@ -56,10 +69,14 @@ class SegmentCache:
         self.verify_checksums = verify_checksums
         self._cache: OrderedDict[Pos, Segment] = OrderedDict()
         self._cached_bytes = 0
+        self.index_bytes = index_bytes
+        self._kept: OrderedDict[Pos, tuple[Segment, int, frozenset]] = OrderedDict()  # see INDEX_BYTES
+        self._kept_bytes = 0
         self._inflight: dict[Pos, threading.Event] = {}
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
-        self.hits = 0    # segments served from the cache
+        self.hits = 0    # segments served from the cache (the kept ones too)
+        self.kept_hits = 0  # of which segments let go and kept by their scan (INDEX_BYTES)
         self.ahead_taken = 0  # segments whose read was started ahead (_start_ahead) and taken by a get
         self._listing: tuple | None = None  # see file_names
         self._written = WrittenEnd()  # see end
@@ -123,6 +140,11 @@ class SegmentCache:
                     self._cache.move_to_end(start)
                     self.hits += 1
                     break
+                seg = self._take_kept(start)
+                if seg is not None:
+                    self.hits += 1
+                    self.kept_hits += 1
+                    break
                 waiter = self._inflight.get(start)
                 if waiter is None:
                     waiter = self._inflight[start] = threading.Event()
@@ -175,7 +197,7 @@ class SegmentCache:
         rest of its work. A read that fails here is dropped: the `get` reads again and meets
         the error itself."""
         with self._lock:
-            if start in self._cache or start in self._inflight or start in self._ahead:
+            if start in self._cache or start in self._kept or start in self._inflight or start in self._ahead:
                 return
             stale = self._stale_ahead()
             full = len(self._ahead) >= self.AHEAD_MAX
@@ -215,15 +237,71 @@ class SegmentCache:
     def _store(self, seg: Segment) -> None:
         with self._lock:
             self.reads += 1
-            self._cache[seg.start] = seg
-            self._cached_bytes += seg.size
-            while len(self._cache) > 1 and (self._cached_bytes > self.cache_bytes
-                                            or len(self._cache) > self.cache_segments):
-                _, old = self._cache.popitem(last=False)
-                self._cached_bytes -= old.size
+            self._hold(seg)
+
+    def _hold(self, seg: Segment) -> None:
+        """Under the lock: `seg` into the cache; the least recently used ones out, to the kept."""
+        self._cache[seg.start] = seg
+        self._cached_bytes += seg.size
+        while len(self._cache) > 1 and (self._cached_bytes > self.cache_bytes
+                                        or len(self._cache) > self.cache_segments):
+            _, old = self._cache.popitem(last=False)
+            self._cached_bytes -= old.size
+            self._keep(old)
+
+    def _keep(self, seg: Segment) -> None:
+        """Under the lock: a segment let go kept by its scan, its mapped pages handed back (see
+        INDEX_BYTES); one read (not mapped) or cut by an error is dropped."""
+        parts = getattr(seg.index, "parts", None)
+        if self.index_bytes <= 0 or not parts or seg.error is not None or \
+                not all(hasattr(part.buf, "madvise") for part in parts):  # mapped (Window), not read
+            return
+        files = frozenset(part.file for part in parts)
+        gone = {name for name in files.union(*(f for _, _, f in self._kept.values()))
+                if not os.path.lexists(self.directory / name)}
+        if gone:  # purged (by the server, or by hand): their mappings hold their space
+            self._forget(gone)
+            if gone & files:
+                return
+        if not _hand_back(seg):
+            return
+        seg.units = seg.units.fresh()  # the Units made (their bytes, answers) go
+        cost = len(seg.units) * UNIT_INDEX_BYTES
+        self._kept[seg.start] = (seg, cost, files)
+        self._kept_bytes += cost
+        while self._kept and (self._kept_bytes > self.index_bytes or len(self._kept) > INDEX_SEGMENTS):
+            _, (_, old_cost, _) = self._kept.popitem(last=False)
+            self._kept_bytes -= old_cost
+
+    def _take_kept(self, start: Pos) -> Segment | None:
+        """Under the lock: the kept segment at `start` back into the cache (None: none, or its
+        file was purged since)."""
+        kept = self._kept.pop(start, None)
+        if kept is None:
+            return None
+        seg, cost, files = kept
+        self._kept_bytes -= cost
+        if not all(os.path.lexists(self.directory / name) for name in files):
+            return None
+        self._hold(seg)
+        return seg
+
+    def done_with(self, seg: Segment) -> None:
+        """A stream is done with `seg`: if the cache let it go while the stream read it and keeps
+        it by its scan, the pages the stream touched since are handed back too (else they would
+        stay in the master's RSS as long as it is kept)."""
+        with self._lock:
+            kept = self._kept.get(seg.start)
+            if kept is None or kept[0] is not seg:
+                return
+        _hand_back(seg)
+
+    def _forget(self, names: set[str]) -> None:
+        for start in [s for s, (_, _, files) in self._kept.items() if files & names]:
+            self._kept_bytes -= self._kept.pop(start)[1]
 
     def forget(self, files) -> int:
-        """Drops the cached segments, and the reads started ahead, that begin in `files` (purged
+        """Drops the cached and kept segments, and the reads started ahead, that begin in `files` (purged
         by retention): a segment of a closed file maps it, and would hold the deleted file's
         pages (its disk space, the master's RSS) until the LRU reached it. Returns how many."""
         files = set(files)
@@ -231,6 +309,7 @@ class SegmentCache:
             gone = [start for start in self._cache if start[0] in files]
             for start in gone:
                 self._cached_bytes -= self._cache.pop(start).size
+            self._forget(files)  # and the kept ones (INDEX_BYTES) in them
             ahead = [self._ahead.pop(start)[0] for start in list(self._ahead) if start[0] in files]
         for steps in ahead:
             steps.close()  # (its scan joined, outside the lock)
@@ -259,6 +338,17 @@ class SegmentCache:
     def not_yet_indexed(self, file: str) -> bool:
         """A file past the index's last one, which the reader waits for (see Listing)."""
         return self.file_names().not_yet_indexed(file)
+
+
+def _hand_back(seg: Segment) -> bool:
+    """A mapped segment's pages out of the master's RSS (MADV_DONTNEED: they stay in the page
+    cache, and a later touch maps them again). False where that failed."""
+    for part in seg.index.parts:
+        try:
+            part.buf.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):  # closed, or a kernel without it
+            return False
+    return True
 
 
 _SETTLED_NS = 1_000_000_000  # see SegmentCache.file_names

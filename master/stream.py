@@ -135,6 +135,7 @@ class SlaveStream(RuleHits):
             # The segment done with is let go before the next one is read: unless the cache
             # keeps it, a mapped one is unmapped now, not once the next one's pages are in (eight
             # streams spread over the binlog each held two).
+            svc.segments.done_with(seg)
             units = seg = self._states = None
             seg = self._look()
 

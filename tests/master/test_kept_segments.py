@@ -1,0 +1,88 @@
+"""Segments the cache lets go stay known by their scan (`SegmentCache._keep`, issue #30): streams
+far apart over a binlog larger than the cache scan each segment once, not once per stream; what
+they are sent is what a cache that keeps nothing sends; the kept scans are bounded; a purged
+file's kept segments are not served."""
+
+from __future__ import annotations
+
+import pytest
+
+from dumpfilter.errors import PositionError
+from dumpfilter.master import segments as segments_module
+from dumpfilter.master.model import ChannelSpec, Registration
+from dumpfilter.rules.ruleset import RuleSet
+from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
+from tests.master.test_fast_path import _files
+from tests.master.test_mapped_segments import _dump, mapping  # noqa: F401 - the fixture
+
+SEGMENT_BYTES = 4_000
+CACHE_BYTES = 4 * SEGMENT_BYTES
+# Six slaves, each keeping one schema or everything, streamed one after another: each starts when
+# the one before has reached the end, far more than the cache behind it.
+REGS = [Registration(server_id=1)] + [
+    Registration(server_id=1 + n, filters=(ChannelSpec(None, RuleSet(do_db=(f"db{n}",))),)) for n in range(1, 6)]
+
+
+def _binlog(tmp_path, fmt: str = "row", flavor: str = "mariadb"):
+    generate(WorkloadSpec(seed=30, transactions=600, binlog_format=fmt, flavor=flavor, max_binlog_size=60_000,
+                          cross_db_share=0.2, ddl_share=0.03), tmp_path)
+    assert sum((tmp_path / name).stat().st_size for name in _files(tmp_path)) > 8 * CACHE_BYTES
+
+
+def _streamed(tmp_path, regs, **kwargs):
+    made = []
+    out = _dump(tmp_path, regs, True, made, segment_bytes=SEGMENT_BYTES, cache_bytes=CACHE_BYTES, **kwargs)
+    return out, made[0]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_streams_far_apart_scan_each_segment_once(tmp_path, mapping, fmt, flavor):  # noqa: F811
+    _binlog(tmp_path, fmt, flavor)
+    _, one = _streamed(tmp_path, REGS[:1])
+    segments = one.reads  # one stream's pass: every segment scanned once
+    assert segments > 8
+    kept, cache = _streamed(tmp_path, REGS)
+    assert cache.reads == segments, "a segment was scanned again"
+    assert cache.kept_hits >= (len(REGS) - 1) * (segments - 4)  # all but the cache's last four
+    # A cache that keeps nothing scans every segment again for each stream (what this test catches).
+    nothing, none_kept = _streamed(tmp_path, REGS, index_bytes=0)
+    assert none_kept.reads >= len(REGS) * (segments - 4)
+    for sid in nothing:
+        assert kept[sid][0] == nothing[sid][0], f"server_id {sid}: batches differ"
+        assert kept[sid][1] == nothing[sid][1], f"server_id {sid}: stats differ"
+
+
+def test_the_kept_scans_are_bounded(tmp_path, mapping, monkeypatch):  # noqa: F811
+    _binlog(tmp_path)
+    _, one = _streamed(tmp_path, REGS[:1])
+    budget = 3 * max(len(seg.units) for seg, _, _ in one._kept.values()) * segments_module.UNIT_INDEX_BYTES
+    seen = []
+    real_keep = segments_module.SegmentCache._keep
+
+    def keep(self, seg):
+        real_keep(self, seg)
+        seen.append((self._kept_bytes, len(self._kept)))
+
+    monkeypatch.setattr(segments_module.SegmentCache, "_keep", keep)
+    _, cache = _streamed(tmp_path, REGS[:3], index_bytes=budget)
+    assert seen and all(size <= budget for size, _ in seen) and max(size for size, _ in seen) > budget // 2
+    assert cache.reads > one.reads  # what it could not keep it scanned again
+    monkeypatch.setattr(segments_module, "INDEX_SEGMENTS", 2)
+    seen.clear()
+    _streamed(tmp_path, REGS[:2])
+    assert seen and all(count <= 2 for _, count in seen)
+
+
+def test_a_purged_files_kept_segments_are_not_served(tmp_path, mapping):  # noqa: F811
+    _binlog(tmp_path)
+    _, cache = _streamed(tmp_path, REGS[:1])
+    first = _files(tmp_path)[0]
+    held = [start for start, (_, _, files) in cache._kept.items() if first in files]
+    assert held
+    (tmp_path / first).unlink()
+    with pytest.raises(PositionError):
+        cache.get(held[0])  # its kept scan is not served: read again, the file is gone (1236)
+    assert held[0] not in cache._kept
+    cache.forget([_files(tmp_path)[0]])
+    assert not any(_files(tmp_path)[0] in files for _, _, files in cache._kept.values())
