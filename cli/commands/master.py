@@ -197,9 +197,10 @@ def _schema(args: argparse.Namespace):
 
 def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.grpc_server import create_server
-    from dumpfilter.master.malloc_arenas import limit_arenas
+    from dumpfilter.master.malloc_arenas import limit_arenas, steady_thresholds
 
     limit_arenas()  # before any thread of the master's starts: its RSS stays flat (malloc_arenas.py)
+    steady_thresholds()
     metrics_at, token = _metrics_options(args)
     mysql = _mysql_options(args)
     replicator = _source_replicator(args)
