@@ -189,6 +189,40 @@ class _StallWatch:
         self._stop.set()
 
 
+class OutputBudget:
+    """The bytes of Dump replies made and not yet sent, over every stream, bounded: a stream
+    that holds replies not sent waits before making more while the budget is spent; one that
+    holds none always makes its next (so a slave that stops reading holds a few replies, never
+    the others' turn). Without it each stream holds up to DEPTH + 2 replies of up to a batch
+    each (queued, in the thread's hands, in grpc's): 64 slaves that read slowly held 64 x 4 MB,
+    over the master's 300 MB (bench fanout_procs)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+        self._cond = threading.Condition()
+
+    def take(self, n: int, go, holding: bool) -> bool:
+        """Waits, if the stream is `holding` replies not sent, for room for `n` bytes while
+        `go()`; False when it stopped waiting."""
+        with self._cond:
+            while holding() and self.used + n > self.limit:
+                if not go():
+                    return False
+                self._cond.wait(0.1)
+            self.used += n
+            return True
+
+    def give(self, n: int) -> None:
+        if n:
+            with self._cond:
+                self.used -= n
+                self._cond.notify_all()
+
+
+OUTPUT_BYTES = 48 << 20  # the Dump replies in flight, see OutputBudget
+
+
 class _SendAhead:
     """Makes a stream's next replies while grpc sends the one before: a thread runs the stream
     (the binlog read, the scan, the decisions, the protobuf reply) up to DEPTH replies ahead of
@@ -202,8 +236,12 @@ class _SendAhead:
     DEPTH = 2
     _END = object()
 
-    def __init__(self, replies, name: str, is_active=lambda: True):
+    def __init__(self, replies, name: str, is_active=lambda: True, budget: OutputBudget | None = None):
         self._queue: queue.Queue = queue.Queue(self.DEPTH)
+        # (reply, parts): the parts' bytes are taken from `budget` when made, given back once sent
+        self._budget = budget
+        self._taken = self._given = 0  # written by the thread and by the handler, one each
+        self._settled, self._settled_lock = False, threading.Lock()
         self._stop = threading.Event()
         self._active = is_active  # the RPC's: a handler grpc dropped without closing stops it too
         self._finished = threading.Event()  # the thread is done: nothing more will be queued
@@ -211,8 +249,14 @@ class _SendAhead:
         self._thread.start()
 
     def _run(self, replies) -> None:
+        budget = self._budget
         try:
             for reply in replies:
+                if budget is not None:
+                    n = sum(len(part) for part in reply[1])
+                    if not budget.take(n, self._going, self._holding):
+                        return
+                    self._taken += n
                 if not self._put(reply) or self._stop.is_set():
                     return
             self._put(self._END)
@@ -223,9 +267,17 @@ class _SendAhead:
                 replies.close()
             finally:
                 self._finished.set()
+                if self._stop.is_set():  # closed (the handler is done) before the thread ended
+                    self._settle()
+
+    def _holding(self) -> bool:
+        return self._taken > self._given
+
+    def _going(self) -> bool:
+        return not self._stop.is_set() and self._active()
 
     def _put(self, item) -> bool:
-        while not self._stop.is_set() and self._active():
+        while self._going():
             try:
                 self._queue.put(item, timeout=0.1)
                 return True
@@ -247,6 +299,10 @@ class _SendAhead:
             if type(item) is _Raised:
                 raise item.exc
             yield item
+            if self._budget is not None:  # grpc has sent it
+                n = sum(len(part) for part in item[1])
+                self._given += n
+                self._budget.give(n)
 
     def close(self) -> None:
         """Ends the stream: the thread stops before its next reply (a put it waits in is freed)
@@ -258,6 +314,15 @@ class _SendAhead:
         except queue.Empty:
             pass
         self._thread.join(timeout=2.0)
+        if self._finished.is_set():
+            self._settle()
+
+    def _settle(self) -> None:
+        """Once the handler is done and the thread too: the budget taken for replies not sent back."""
+        with self._settled_lock:
+            if self._budget is not None and not self._settled:
+                self._settled = True
+                self._budget.give(self._taken - self._given)
 
 
 class _Raised:
@@ -273,6 +338,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         self.stalls = _StallWatch(stall_timeout)
         self.calls = InFlight(service.shares, CALLS)  # Register/ChangeFilter/Unregister in flight, per identity
         self.failed_logins = ProblemLog(log, "failed gRPC logins")
+        self.output = OutputBudget(OUTPUT_BYTES)
 
     def _caller(self, context, credentials=None):
         """Authenticate the call: mTLS certificate, else the metadata user/password, else (for
@@ -313,7 +379,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         # slave caught up and left), and frees its slot: nothing else would wake it before a change.
         context.add_callback(lambda: self.service.wake(request.server_id))
         ahead = _SendAhead(self._replies(batches, request.server_id), f"dump-{request.server_id}",
-                           context.is_active)
+                           context.is_active, self.output)
         try:
             for reply in ahead:
                 self.stalls.sending(token, context, request.server_id)

@@ -15,7 +15,7 @@ import time
 import grpc
 import pytest
 
-from dumpfilter.master.grpc_server import _SendAhead
+from dumpfilter.master.grpc_server import OutputBudget, _SendAhead
 from tests.support.dump_helpers import run_slave
 
 
@@ -122,3 +122,37 @@ def test_a_served_master_stops_at_sigterm_after_its_slave_left(workload_dir, tmp
             proc.kill()
             proc.wait()
     assert "Traceback" not in proc.stderr.read()
+
+
+def test_the_replies_of_every_stream_made_and_not_sent_stay_within_the_output_budget():
+    budget = OutputBudget(10_000)
+    made = []
+
+    def stream(tag: int):
+        for i in range(100):
+            made.append(tag)
+            yield (tag, i), [b"x" * 3_000]  # (reply, parts) as the Dump handler's
+
+    aheads = [_SendAhead(stream(tag), f"t{tag}", budget=budget) for tag in range(4)]
+    readers = [iter(a) for a in aheads]
+    assert next(readers[0]) == ((0, 0), [b"x" * 3_000])
+    # Nobody reads on: past the budget, only a stream holding nothing makes a reply (each thread
+    # then waits with one more made): at most the budget plus one reply per stream is held.
+    assert _wait(lambda: len(made) >= 8)
+    time.sleep(0.3)
+    assert budget.used <= 10_000 + 4 * 3_000 and len(made) <= (10_000 // 3_000 + 4) + 4
+    assert len(made) < 4 + 4 * (_SendAhead.DEPTH + 1)  # fewer than without a budget
+    # Each stream is read by a handler of its own: all get to their end, nothing waits for good.
+    threads = [threading.Thread(target=lambda r=r: [None for _ in r]) for r in readers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads) and made.count(2) == 100
+    for ahead in aheads:
+        ahead.close()
+    assert budget.used == 0  # everything sent, or closed, gave its bytes back
+    stalled = _SendAhead(stream(9), "t9", budget=budget)
+    assert next(iter(stalled))[0] == (9, 0)
+    stalled.close()  # closed with replies made and not sent
+    assert _wait(lambda: budget.used == 0)
