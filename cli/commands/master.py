@@ -134,7 +134,8 @@ def register(subparsers) -> None:
                             "from the environment; MYSQL_PWD is not read)")
     serve.add_argument("--source-file", metavar="NAME", help="--source: start the series at this primary binlog")
     serve.add_argument("--source-pos", type=int, default=4, metavar="N",
-                       help="--source: start position (4: the series starts at the beginning of a file)")
+                       help="--source: start position in --source-file (a transaction boundary; the series "
+                       "keeps the primary's offsets, its file opening with fillers up to there)")
     serve.add_argument("--source-gtid", metavar="GTID_POS",
                        help="--source: start at the primary file a replica at this GTID position needs (a "
                             "MariaDB position, or a MySQL GTID set: the file MySQL's dump thread starts at), from "
@@ -304,9 +305,9 @@ def _source_replicator(args: argparse.Namespace):
     from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
     from dumpfilter.master.mysql_protocol.source import SourceReplicator
 
-    if args.source_pos != 4:
-        raise DumpFilterError(f"--source-pos {args.source_pos}: the local series keeps the primary's offsets, so it "
-                              "starts at the beginning of a file (4); use --source-file or --source-gtid")
+    if args.source_pos != 4 and (args.source_pos < 4 or not args.source_file):
+        raise DumpFilterError(f"--source-pos {args.source_pos}: a start inside a file needs --source-file and a "
+                              "position of 4 or more (a transaction boundary of that file)")
     if args.source_file and args.source_gtid:
         raise DumpFilterError("--source-file and --source-gtid: give one start")
     for option, value in (("--expire-logs-seconds", args.expire_logs_seconds),
@@ -316,7 +317,8 @@ def _source_replicator(args: argparse.Namespace):
     urls = [_source_url(args, text) for text in args.source]
     url = urls[0]
     replicator = SourceReplicator(urls, BinlogMirror(args.binlog_dir), server_id=args.source_server_id,
-                                  start_file=args.source_file, start_gtid=args.source_gtid)
+                                  start_file=args.source_file, start_gtid=args.source_gtid,
+                                  start_pos=args.source_pos)
     replicator.start()
     if not replicator.wait_ready(30):
         replicator.stop()

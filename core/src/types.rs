@@ -13,6 +13,7 @@ pub const EXECUTE_LOAD_QUERY: u8 = 18;
 pub const TABLE_MAP: u8 = 19;
 pub const INCIDENT: u8 = 26;
 pub const HEARTBEAT: u8 = 27;
+pub const IGNORABLE: u8 = 28;
 pub const ROWS_QUERY: u8 = 29;
 pub const GTID: u8 = 33;
 pub const ANONYMOUS_GTID: u8 = 34;
@@ -70,5 +71,7 @@ pub fn is_control(t: u8) -> bool {
             | HEARTBEAT_V2
             | INCIDENT
             | START_ENCRYPTION
+            // No server writes one; a binlog server's filler (MaxScale's, --source-pos) is one.
+            | IGNORABLE
     )
 }

@@ -22,6 +22,8 @@ CONTROL_TYPES = frozenset(
         EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS,
         EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT,
         EventType.HEARTBEAT_V2, EventType.INCIDENT, EventType.START_ENCRYPTION,
+        # No server writes one; a binlog server's filler (MaxScale's, --source-pos) is one.
+        EventType.IGNORABLE,
     }
 )
 

@@ -334,6 +334,20 @@ class BinlogMirror:
             self._fmt = _file_fmt(path)
         self.safe = (file, self.offset)
 
+    def begin_inside(self, file: str, pos: int, head: bytes, state: dict) -> None:
+        """A new series starts inside the primary's `file` at `pos` (mid_file.series_head: the
+        FDE, Gtid_list and fillers up to `pos`): the file is created with that head, and the
+        primary's events from `pos` follow at their own offsets."""
+        self.close()
+        _check_name(file)
+        self.file, self.offset = file, 4
+        self._open_new()
+        self._write(head[4:])
+        self.offset = pos
+        self._fmt = _file_fmt(self.dir / file)
+        self._grouper, self._gtid, self.binlog_state = TransactionGrouper(), None, dict(state)
+        self.safe = (file, pos)
+
     def _open_new(self) -> None:
         path = self.dir / self.file
         try:

@@ -42,7 +42,8 @@ from dumpfilter.errors import DumpFilterError, RuleError
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
-from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
+from dumpfilter.codec.gtid import GtidSetError, MariadbGtidList, MysqlGtidSet
+from dumpfilter.master.mysql_protocol.mid_file import read_head, series_head
 from dumpfilter.master.mysql_protocol.dump import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -130,7 +131,7 @@ class SourceReplicator:
     """A thread that keeps `mirror` up to date with the primary."""
 
     def __init__(self, url: SourceURL | list[SourceURL], mirror: BinlogMirror, *, server_id: int = 2387,
-                 start_file: str | None = None, start_gtid: str | None = None):
+                 start_file: str | None = None, start_gtid: str | None = None, start_pos: int = 4):
         # The candidates (--source, repeated), in order; `current` is the one read.
         self.urls = list(url) if isinstance(url, (list, tuple)) else [url]
         self.current = 0
@@ -140,7 +141,7 @@ class SourceReplicator:
         self._refused: set[SourceURL] = set()  # candidates named as diverged in this outage
         if mirror.translating and mirror.safe is not None:
             self._switch_to = 0  # a series a switch left: continued by GTID, in a new file
-        self.start_file, self.start_gtid = start_file, start_gtid
+        self.start_file, self.start_gtid, self.start_pos = start_file, start_gtid, start_pos
         self.stop_event = threading.Event()
         self.connected = threading.Event()
         self.reconnects = 0
@@ -408,12 +409,35 @@ class SourceReplicator:
                 if self.start_file not in names:
                     raise MirrorError(f"--source-file {self.start_file!r} is not among the primary's binary logs "
                                       f"({names[0]} .. {names[-1]})")
+                if self.start_pos > 4:
+                    return self._begin_inside(conn)
                 return self.start_file, 4
             if self.start_gtid is not None:
                 if "mariadb" not in conn.get_server_info().lower():
                     return self._mysql_file_for_gtid(), 4
                 return _file_for_gtid(cur, names, self.start_gtid), 4
             return names[0], 4
+
+    def _begin_inside(self, conn) -> tuple[str, int]:
+        """--source-pos P inside --source-file F (MariaDB): the primary's F is read up to P on a
+        second session (P must end a whole transaction), and the series' F is created with its
+        own head up to P; the dump continues from P."""
+        if "mariadb" not in conn.get_server_info().lower():
+            raise MirrorError(f"--source-pos {self.start_pos}: a series inside a file is made from MariaDB "
+                              "primaries only (a MySQL primary starts at 4 or by --source-gtid)")
+        file, pos = self.start_file, self.start_pos
+        head_conn = self.url.connect()
+        try:
+            with head_conn.cursor() as cur:
+                cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+                cur.execute("SET @mariadb_slave_capability = 4")
+            fde, state = read_head(head_conn, file, pos, self.server_id)
+        finally:
+            head_conn.close()
+        self.mirror.begin_inside(file, pos, series_head(fde, state, pos), state)
+        log.info("source %s: the series starts inside %s at %s (binlog state %s)", self.url, file, pos,
+                 MariadbGtidList(state))
+        return file, pos
 
     def _mysql_file_for_gtid(self) -> str:
         """The file a MySQL primary's dump thread starts at for --source-gtid (the newest whose

@@ -1,0 +1,122 @@
+"""A `--source` series that starts inside a primary file (`--source-file F --source-pos P`): the
+check that P is a transaction boundary of F, and the head the local file F opens with so that
+the primary's events from P sit at the primary's own offsets.
+
+The head is a valid binlog start: the primary's Format_description, MariaDB's Gtid_list with the
+binlog state at P (what the primary's own Gtid_list would say had it rotated there), then filler
+events up to P. A filler is an IGNORABLE_LOG_EVENT (type 28) flagged LOG_EVENT_IGNORABLE_F, as
+MaxScale's binlogrouter fills holes: MySQL and MariaDB servers, replicas and mariadb-binlog read an
+ignorable event of a type they need not know and skip it (log_event.cc, Ignorable_log_event), and
+dumpfilter groups it as a control event, outside any transaction. Each filler is at most
+`FILLER_MAX` bytes (a replica's max_allowed_packet bounds one event), so a large gap takes several."""
+
+from __future__ import annotations
+
+import struct
+
+import pymysql
+
+from dumpfilter.codec import Event, EventType
+from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
+from dumpfilter.codec.encode import build_event
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.gtid import MariadbGtidList
+from dumpfilter.codec.transactions import TransactionGrouper
+from dumpfilter.errors import BinlogError
+from dumpfilter.master.mysql_protocol.binlog_mirror import MirrorError
+from dumpfilter.master.mysql_protocol.dump import (
+    BINLOG_DUMP_NON_BLOCK,
+    BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+    COM_BINLOG_DUMP,
+)
+
+# One filler's largest size: far below any max_allowed_packet a replica runs with (16 MiB default).
+FILLER_MAX = 1 << 20
+
+
+class MidFileError(MirrorError):
+    """--source-pos names no transaction boundary of the file (or lies past its end)."""
+
+
+def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_id: int) -> tuple[bytes, dict]:
+    """Reads the primary's `file` from its start up to `pos` (a non-blocking dump on `conn`, a
+    session with @master_binlog_checksum set) and returns its Format_description as sent and
+    MariaDB's binlog state at `pos`. `pos` must end a whole unit (a transaction, a DDL, a control
+    event): otherwise one MidFileError line says where the unit around it starts and ends."""
+    where = f"--source-file {file} --source-pos {pos}"
+    conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", 4, BINLOG_DUMP_NON_BLOCK | BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+                                                       server_id) + file.encode())
+    fde, fmt, grouper, state, gtid = None, None, TransactionGrouper(), {}, None
+    offset = unit_start = 4
+    while True:
+        data = conn._read_packet().get_all_data()
+        if data[:1] == b"\xfe" and len(data) < 9:
+            raise MidFileError(f"{where}: past the end of {file} ({offset} bytes)")
+        raw = data[1:]
+        if len(raw) < HEADER_LEN:
+            raise MidFileError(f"{where}: the primary sent an event of {len(raw)} bytes")
+        kind, log_pos, flags = raw[4], *struct.unpack_from("<IH", raw, 13)
+        if kind == EventType.ROTATE and (log_pos == 0 or flags & LOG_EVENT_ARTIFICIAL_F):
+            if offset > 4:  # the dump went on into the next file: `file` ended before `pos`
+                raise MidFileError(f"{where}: past the end of {file} ({offset} bytes)")
+            continue
+        if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+            continue
+        if kind == EventType.FORMAT_DESCRIPTION and fde is None:
+            fde, fmt = raw, FormatDescription.parse(raw)
+        end = log_pos or offset + len(raw)
+        was_open = grouper.current is not None
+        try:
+            event = Event(raw, offset, fmt)
+            grouper.push(event)
+        except BinlogError as exc:
+            raise MidFileError(f"{where}: {file} at {offset}: {exc}") from None
+        if kind == EventType.MARIADB_GTID_LIST:
+            state = dict(event.gtid_set.gtids)
+        elif kind == EventType.MARIADB_GTID:
+            gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
+        if grouper.current is None and gtid is not None:
+            state[gtid[:2]], gtid = gtid[2], None
+        if not was_open and grouper.current is not None:
+            unit_start = offset
+        if end > pos:
+            raise MidFileError(f"{where}: not a transaction boundary of {file} (inside the event at "
+                               f"{offset}..{end})")
+        if end == pos:
+            if grouper.current is not None:
+                raise MidFileError(f"{where}: not a transaction boundary of {file} (inside the transaction "
+                                   f"that starts at {unit_start})")
+            if fde is None:
+                raise MidFileError(f"{where}: {file} has no Format_description before it")
+            return fde, state
+        offset = end
+
+
+def series_head(fde: bytes, state: dict, pos: int) -> bytes:
+    """The bytes the local file opens with, up to `pos`: MAGIC, the primary's FDE, a Gtid_list
+    with `state` (MariaDB), fillers. MidFileError when `pos` leaves no room for them."""
+    fmt = FormatDescription.parse(fde)
+    server_id = struct.unpack_from("<I", fde, 5)[0]
+    timestamp = struct.unpack_from("<I", fde, 0)[0]
+    out = bytearray(b"\xfebin" + fde)
+    if "mariadb" in fmt.server_version.lower():
+        out += build_event(EventType.MARIADB_GTID_LIST, MariadbGtidList(dict(state)).encode(), fmt=fmt,
+                           server_id=server_id, timestamp=timestamp,
+                           log_pos=len(out) + HEADER_LEN + 4 + 16 * len(state) + fmt.checksum_len).raw
+    smallest = HEADER_LEN + fmt.checksum_len
+    gap = pos - len(out)
+    if gap != 0 and gap < smallest:
+        raise MidFileError(f"--source-pos {pos}: too close to the file's start for the series' own head "
+                           f"({len(out)} bytes and fillers of at least {smallest}); start at 4 or at a later "
+                           "transaction")
+    while gap:
+        size = min(gap, FILLER_MAX)
+        if 0 < gap - size < smallest:
+            size = gap - smallest
+        out += build_event(EventType.IGNORABLE, bytes(size - smallest), fmt=fmt, server_id=server_id,
+                           timestamp=timestamp, log_pos=len(out) + size, flags=LOG_EVENT_IGNORABLE_F).raw
+        gap -= size
+    return bytes(out)
+
+
+__all__ = ["FILLER_MAX", "MidFileError", "read_head", "series_head"]
