@@ -47,13 +47,14 @@ def _replicator(primary, local, file, pos):
 def test_series_starts_inside_a_primary_file(mariadb_factory, tmp_path):
     primary = mariadb_factory("primary-midfile")
     replica = mariadb_factory("replica-midfile", server_id=81, log_bin=False)
+    from_start = mariadb_factory("replica-midfile-start", server_id=83, log_bin=False)
     target = mariadb_factory("target-midfile", log_bin=False)
     primary.execute(SCHEMA)
     before = [f"INSERT INTO s1.t VALUES ({i}, '{'x' * (i * 7 % 150)}')" for i in range(1, 41)]
     primary.execute(before)
     file, pos = primary.master_position()
     at_p = primary.query("SELECT BINLOG_GTID_POS(%s, %s) AS p", (file, pos))[0]["p"]
-    for server in (replica, target):  # what precedes P, as a seeded replica would hold it
+    for server in (replica, from_start, target):  # what precedes P, as a seeded replica would hold it
         server.execute(SCHEMA + before)
     primary.execute([f"INSERT INTO s1.t VALUES ({i}, 'after')" for i in range(41, 61)] + ["UPDATE s1.t SET v='u'"])
 
@@ -80,21 +81,43 @@ def test_series_starts_inside_a_primary_file(mariadb_factory, tmp_path):
         # mariadb-binlog reads the series' file whole, and what follows P is the primary's.
         out = subprocess.run([find_binary("mariadb-binlog"), str(local / file)], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
-        assert f"# at {pos}\n" in out.stdout
+        assert f"# at {pos}\n" in out.stdout and "Ignorable event type 28" in out.stdout
 
         primary.flush_logs()
         primary.execute([f"INSERT INTO s1.t VALUES ({i}, 'next')" for i in range(61, 71)])
         master, grpc_port = create_server(local, "127.0.0.1:0")
         endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap.load(None))
-        replica.execute(["STOP SLAVE", "RESET SLAVE ALL",
-                         f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, MASTER_USER='repl', "
-                         f"MASTER_PASSWORD='x', MASTER_LOG_FILE='{file}', MASTER_LOG_POS={pos}, MASTER_USE_GTID=no, "
-                         "MASTER_CONNECT_RETRY=1", "START SLAVE"])
-        assert converge(primary, replica) == []
+        # Real replicas: one at (F, P), one at F's start (it reads the head's fillers and skips them).
+        for server, at in ((replica, pos), (from_start, 4)):
+            server.execute(["STOP SLAVE", "RESET SLAVE ALL",
+                            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, MASTER_USER='repl', "
+                            f"MASTER_PASSWORD='x', MASTER_LOG_FILE='{file}', MASTER_LOG_POS={at}, MASTER_USE_GTID=no, "
+                            "MASTER_CONNECT_RETRY=1", "START SLAVE"])
+        for server in (replica, from_start):
+            assert converge(primary, server) == []
+            status = server.query("SHOW SLAVE STATUS")[0]
+            assert not status["Last_IO_Errno"] and status["Master_Log_File"] == primary.master_position()[0]
+            # positions behind the endpoint are the primary's
+            assert wait_for(lambda: server.query("SHOW SLAVE STATUS")[0]["Read_Master_Log_Pos"]
+                            == primary.master_position()[1])
         # A dumpfilter slave reads the series from its file's start: the fillers are control events.
         assert wait_for(lambda: replicator.mirror.safe == primary.master_position()), replicator.last_error
         run_slave(f"127.0.0.1:{grpc_port}", tmp_path / "relay", 82, apply_url=f"mysql://root@127.0.0.1:{target.port}")
         assert diff_snapshots(snapshot(primary), snapshot(target)) == []
+
+        # A restarted master continues the series after its last transaction, fillers and all.
+        replicator.stop()
+        primary.execute([f"INSERT INTO s1.t VALUES ({i}, 'later')" for i in range(71, 81)])
+        replicator = SourceReplicator(replicator.url, BinlogMirror(local))
+        assert replicator.mirror.resume_position() is not None
+        replicator.start()
+        assert wait_for(lambda: replicator.mirror.safe == primary.master_position()), replicator.last_error
+        assert (local / file).read_bytes()[:pos] == ours[:pos]
+        for name in [p.name for p in primary.binlog_files()]:
+            # (from the next file's start, but for LOG_EVENT_BINLOG_IN_USE_F, FDE byte 21, which
+            # the dump thread clears as it sends)
+            start = pos if name == file else 22
+            assert (local / name).read_bytes()[start:] == (primary.binlog_dir / name).read_bytes()[start:], name
     finally:
         if endpoint is not None:
             endpoint.stop()
