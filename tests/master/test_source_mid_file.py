@@ -9,16 +9,18 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from dumpfilter.lab.sandbox import diff_snapshots, find_binary, snapshot
 from dumpfilter.master.grpc_server import create_server
 from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.mysql_protocol.mid_file import FILLER_MAX, series_head
+from dumpfilter.master.mysql_protocol.mid_file import FILLER_MAX, MidFileError, series_head
 from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
 from dumpfilter.codec import EventType, read_events
 from dumpfilter.codec.constants import LOG_EVENT_IGNORABLE_F
 from dumpfilter.codec.encode import format_description
+from dumpfilter.codec.scanner import Scanner
 from dumpfilter.codec.transactions import group_transactions
 
 from tests.support.dump_helpers import run_slave
@@ -144,7 +146,9 @@ def test_a_position_that_is_no_boundary_is_one_line(mariadb_factory, tmp_path):
             replicator.stop()
 
 
-@pytest.mark.parametrize("gap", [23, 24, 4000, FILLER_MAX, FILLER_MAX + 10, 3 * FILLER_MAX + 22])
+@settings(max_examples=40, deadline=None)
+@given(gap=st.one_of(st.integers(23, 5000), st.integers(FILLER_MAX - 30, FILLER_MAX + 30),
+                     st.integers(23, 3 * FILLER_MAX + 40)))
 def test_fillers_cover_any_gap_exactly(gap):
     fde = format_description("10.11.6-MariaDB-log").raw
     start = 4 + len(fde) + 19 + 4 + 16 + 4
@@ -153,3 +157,14 @@ def test_fillers_cover_any_gap_exactly(gap):
     events = list(read_events(head, "head"))  # CRCs and log_pos checked as any binlog's
     assert all(e.size <= FILLER_MAX for e in events)
     assert [e.end_pos for e in events][-1] == start + gap
+    # The Python grouper and the Rust core both take each filler as a control unit of its own.
+    assert {t.kind for t in group_transactions(events)} == {"control"}
+    scan = Scanner("head").units(head, 4, 0, at_eof=True)
+    assert scan.error is None and scan.units.kinds() == ["control"] * len(events)
+
+
+def test_a_gap_no_filler_fits_is_one_line():
+    fde = format_description("10.11.6-MariaDB-log").raw
+    start = 4 + len(fde) + 19 + 4 + 16 + 4
+    with pytest.raises(MidFileError, match=f"--source-pos {start + 5}: too close to the file's start"):
+        series_head(fde, {(0, 1): 7}, start + 5)
