@@ -13,7 +13,8 @@ the dump refuses a diverged one), read by GTID from there into a new file of the
 
 The series starts at the beginning of a primary file: --source-file (offset 4), the file a MariaDB
 --source-gtid state needs (the newest file whose starting GTID position the state covers, asked
-with BINLOG_GTID_POS), or the primary's first binlog.
+with BINLOG_GTID_POS), or the primary's first binlog; or, MariaDB, inside --source-file at
+--source-pos, a transaction boundary (mid_file: the series' own head and fillers up to there).
 
 A MySQL primary with gtid_mode ON (8.4, 9.x) is read as a MySQL 8.4 replica reads it: by GTID
 (COM_BINLOG_DUMP_GTID with the series' executed set, tagged GTIDs included, in MySQL's binary
