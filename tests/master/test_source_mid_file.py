@@ -11,6 +11,7 @@ import subprocess
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from dumpfilter.cli.app import main
 from dumpfilter.lab.sandbox import diff_snapshots, find_binary, snapshot
 from dumpfilter.master.grpc_server import create_server
 from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
@@ -128,7 +129,7 @@ def test_series_starts_inside_a_primary_file(mariadb_factory, tmp_path):
         replicator.stop()
 
 
-def test_a_position_that_is_no_boundary_is_one_line(mariadb_factory, tmp_path):
+def test_a_position_that_is_no_boundary_is_one_line(mariadb_factory, tmp_path, capsys):
     primary = mariadb_factory("primary-midfile-bad")
     primary.execute(SCHEMA + ["INSERT INTO s1.t VALUES (1, 'a')", "INSERT INTO s1.t VALUES (2, 'b')"])
     file, size = primary.master_position()
@@ -144,6 +145,14 @@ def test_a_position_that_is_no_boundary_is_one_line(mariadb_factory, tmp_path):
             assert message in error and f"--source-pos {pos}" in error and "\n" not in error, error
         finally:
             replicator.stop()
+    # `master serve`: the same, as one line and exit 2
+    secret = tmp_path / "pw"
+    secret.write_text(primary.repl_password)
+    code = main(["master", "serve", "--binlog-dir", str(tmp_path / "cli"), "--listen", "127.0.0.1:0",
+                 "--source", f"mysql://{primary.repl_user}@127.0.0.1:{primary.port}", "--source-password-file",
+                 str(secret), "--source-file", file, "--source-pos", str(gtid_end)])
+    err = capsys.readouterr().err
+    assert code == 2 and "inside the transaction" in err and len(err.strip().splitlines()) == 1, err
 
 
 @settings(max_examples=40, deadline=None)
