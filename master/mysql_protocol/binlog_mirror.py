@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
-from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
+from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
 from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
@@ -225,13 +225,14 @@ class BinlogMirror:
             with open(self.dir / file, "rb") as f:
                 f.seek(self.offset)
                 held = f.read(len(raw))
-            if held != raw:
+            size = len(raw) if held == raw else self._own_previous_gtids(file, raw)
+            if not size:
                 self._replay = None
                 raise MirrorError(f"{file}: the primary re-sent, at offset {self.offset}, an event that differs from "
                                   "the series' copy: its binlog is not the one the series was taken from")
             if kind == EventType.FORMAT_DESCRIPTION:
                 self._fmt = FormatDescription.parse(raw)
-            self.offset += len(raw)
+            self.offset += size
         if self.offset < end:
             return True
         self._replay = None
@@ -239,6 +240,31 @@ class BinlogMirror:
         if kind == EventType.ROTATE and log_pos:  # the file's own closing Rotate, held already
             self.begin(raw[27:len(raw) - (self._fmt.checksum_len if self._fmt else 0)].decode("utf-8", "replace"), 4)
         return True
+
+    def _own_previous_gtids(self, file: str, raw: bytes) -> int:
+        """A series begun inside a MySQL file (mid_file) holds its own Previous_gtids, the executed
+        set at its start, where the primary's file has its own, smaller one: the primary's, re-sent
+        on a resume by GTID, stands for the series' when the series' is followed by the head's
+        fillers and holds every GTID the primary's does. Returns the size of the series' event
+        (0: not so)."""
+        if raw[4] != EventType.PREVIOUS_GTIDS:
+            return 0
+        with open(self.dir / file, "rb") as f:
+            f.seek(self.offset)
+            header = f.read(HEADER_LEN)
+            if len(header) < HEADER_LEN or header[4] != EventType.PREVIOUS_GTIDS:
+                return 0
+            size = struct.unpack_from("<I", header, 9)[0]
+            held = header + f.read(size - HEADER_LEN)
+            after = f.read(HEADER_LEN)
+        if len(after) < HEADER_LEN or after[4] != EventType.IGNORABLE or not (
+                struct.unpack_from("<H", after, 17)[0] & LOG_EVENT_IGNORABLE_F):
+            return 0
+        try:
+            ours, theirs = Event(held, self.offset, self._fmt).gtid_set, Event(raw, self.offset, self._fmt).gtid_set
+        except BinlogError:
+            return 0
+        return size if theirs.issubset(ours) else 0
 
     def gtid_position(self) -> str:
         """The series' GTID position at `safe` (per domain its last GTID), as a MariaDB replica's
@@ -334,10 +360,11 @@ class BinlogMirror:
             self._fmt = _file_fmt(path)
         self.safe = (file, self.offset)
 
-    def begin_inside(self, file: str, pos: int, head: bytes, state: dict) -> None:
+    def begin_inside(self, file: str, pos: int, head: bytes, state: dict | MysqlGtidSet) -> None:
         """A new series starts inside the primary's `file` at `pos` (mid_file.series_head: the
-        FDE, Gtid_list and fillers up to `pos`): the file is created with that head, and the
-        primary's events from `pos` follow at their own offsets."""
+        FDE, Gtid_list or Previous_gtids and fillers up to `pos`): the file is created with that
+        head, and the primary's events from `pos` follow at their own offsets. `state` is the
+        GTID state at `pos`: MariaDB's binlog state, or MySQL's executed set."""
         self.close()
         _check_name(file)
         self.file, self.offset = file, 4
@@ -345,7 +372,11 @@ class BinlogMirror:
         self._write(head[4:])
         self.offset = pos
         self._fmt = _file_fmt(self.dir / file)
-        self._grouper, self._gtid, self.binlog_state = TransactionGrouper(), None, dict(state)
+        self._grouper, self._gtid, self._mysql_gtid = TransactionGrouper(), None, None
+        if isinstance(state, MysqlGtidSet):
+            self.mysql_gtids = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in state.intervals.items()})
+        else:
+            self.binlog_state = dict(state)
         self.safe = (file, pos)
 
     def _open_new(self) -> None:

@@ -2,12 +2,17 @@
 check that P is a transaction boundary of F, and the head the local file F opens with so that
 the primary's events from P sit at the primary's own offsets.
 
-The head is a valid binlog start: the primary's Format_description, MariaDB's Gtid_list with the
-binlog state at P (what the primary's own Gtid_list would say had it rotated there), then filler
-events up to P. A filler is an IGNORABLE_LOG_EVENT (type 28) flagged LOG_EVENT_IGNORABLE_F, as
-MaxScale's binlogrouter fills holes: MySQL and MariaDB servers, replicas and mariadb-binlog read an
-ignorable event of a type they need not know and skip it (log_event.cc, Ignorable_log_event), and
-dumpfilter groups it as a control event, outside any transaction. Each filler is at most
+The head is a valid binlog start: the primary's Format_description, the GTID state at P (what the
+primary's own head would say had it rotated there), then filler events up to P. The state is, for
+MariaDB, a Gtid_list (the last seq_no per domain and server_id); for MySQL, a Previous_gtids
+(type 35) with the executed set at P: F's own Previous_gtids and the GTIDs of F's transactions
+before P, tagged ones included, in MySQL's binary set encoding (the tagged one when a tag is in
+it). A filler is an IGNORABLE_LOG_EVENT (type 28) flagged LOG_EVENT_IGNORABLE_F, as MaxScale's
+binlogrouter fills holes: MySQL and MariaDB servers, replicas and mariadb-binlog read an ignorable
+event of a type they need not know and skip it (log_event.cc, Ignorable_log_event); a MySQL 8
+replica's transaction boundary parser (trx_boundary_parser.cpp) takes any event it does not list
+that carries LOG_EVENT_IGNORABLE_F as EVENT_BOUNDARY_TYPE_IGNORE, outside any transaction, and
+mysqlbinlog never filters type 28 out. dumpfilter groups it as a control event. Each filler is at most
 `FILLER_MAX` bytes (a replica's max_allowed_packet bounds one event), so a large gap takes several."""
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.gtid import MariadbGtidList
+from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError
 from dumpfilter.master.mysql_protocol.binlog_mirror import MirrorError
@@ -38,15 +43,18 @@ class MidFileError(MirrorError):
     """--source-pos names no transaction boundary of the file (or lies past its end)."""
 
 
-def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_id: int) -> tuple[bytes, dict]:
+def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_id: int, *,
+              mysql: bool = False) -> tuple[bytes, dict | MysqlGtidSet]:
     """Reads the primary's `file` from its start up to `pos` (a non-blocking dump on `conn`, a
-    session with @master_binlog_checksum set) and returns its Format_description as sent and
-    MariaDB's binlog state at `pos`. `pos` must end a whole unit (a transaction, a DDL, a control
-    event): otherwise one MidFileError line says where the unit around it starts and ends."""
+    session with @master_binlog_checksum set) and returns its Format_description as sent and the
+    GTID state at `pos`: MariaDB's binlog state, or (`mysql`) MySQL's executed set. `pos` must end
+    a whole unit (a transaction, a DDL, a control event): otherwise one MidFileError line says
+    where the unit around it starts and ends."""
     where = f"--source-file {file} --source-pos {pos}"
-    conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", 4, BINLOG_DUMP_NON_BLOCK | BINLOG_SEND_ANNOTATE_ROWS_EVENT,
-                                                       server_id) + file.encode())
-    fde, fmt, grouper, state, gtid = None, None, TransactionGrouper(), {}, None
+    flags = BINLOG_DUMP_NON_BLOCK if mysql else BINLOG_DUMP_NON_BLOCK | BINLOG_SEND_ANNOTATE_ROWS_EVENT
+    conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", 4, flags, server_id) + file.encode())
+    fde, fmt, grouper, gtid = None, None, TransactionGrouper(), None
+    state: dict | MysqlGtidSet = MysqlGtidSet() if mysql else {}
     offset = unit_start = 4
     while True:
         data = conn._read_packet().get_all_data()
@@ -75,8 +83,16 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
             state = dict(event.gtid_set.gtids)
         elif kind == EventType.MARIADB_GTID:
             gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
+        elif kind == EventType.PREVIOUS_GTIDS and mysql:
+            state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in event.gtid_set.intervals.items()})
+        elif kind in (EventType.GTID, EventType.GTID_TAGGED) and mysql:
+            gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
         if grouper.current is None and gtid is not None:
-            state[gtid[:2]], gtid = gtid[2], None
+            if mysql:
+                state.add(*gtid)
+            else:
+                state[gtid[:2]] = gtid[2]
+            gtid = None
         if not was_open and grouper.current is not None:
             unit_start = offset
         if end > pos:
@@ -92,14 +108,19 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
         offset = end
 
 
-def series_head(fde: bytes, state: dict, pos: int) -> bytes:
+def series_head(fde: bytes, state: dict | MysqlGtidSet, pos: int) -> bytes:
     """The bytes the local file opens with, up to `pos`: MAGIC, the primary's FDE, a Gtid_list
-    with `state` (MariaDB), fillers. MidFileError when `pos` leaves no room for them."""
+    with `state` (MariaDB) or a Previous_gtids with it (a MysqlGtidSet), fillers. MidFileError
+    when `pos` leaves no room for them."""
     fmt = FormatDescription.parse(fde)
     server_id = struct.unpack_from("<I", fde, 5)[0]
     timestamp = struct.unpack_from("<I", fde, 0)[0]
     out = bytearray(b"\xfebin" + fde)
-    if "mariadb" in fmt.server_version.lower():
+    if isinstance(state, MysqlGtidSet):
+        body = state.encode()
+        out += build_event(EventType.PREVIOUS_GTIDS, body, fmt=fmt, server_id=server_id, timestamp=timestamp,
+                           log_pos=len(out) + HEADER_LEN + len(body) + fmt.checksum_len).raw
+    elif "mariadb" in fmt.server_version.lower():
         out += build_event(EventType.MARIADB_GTID_LIST, MariadbGtidList(dict(state)).encode(), fmt=fmt,
                            server_id=server_id, timestamp=timestamp,
                            log_pos=len(out) + HEADER_LEN + 4 + 16 * len(state) + fmt.checksum_len).raw

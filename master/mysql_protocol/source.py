@@ -13,8 +13,9 @@ the dump refuses a diverged one), read by GTID from there into a new file of the
 
 The series starts at the beginning of a primary file: --source-file (offset 4), the file a MariaDB
 --source-gtid state needs (the newest file whose starting GTID position the state covers, asked
-with BINLOG_GTID_POS), or the primary's first binlog; or, MariaDB, inside --source-file at
---source-pos, a transaction boundary (mid_file: the series' own head and fillers up to there).
+with BINLOG_GTID_POS), or the primary's first binlog; or inside --source-file at --source-pos, a
+transaction boundary (mid_file: the series' own head and fillers up to there), from MariaDB and
+MySQL primaries alike.
 
 A MySQL primary with gtid_mode ON (8.4, 9.x) is read as a MySQL 8.4 replica reads it: by GTID
 (COM_BINLOG_DUMP_GTID with the series' executed set, tagged GTIDs included, in MySQL's binary
@@ -420,24 +421,24 @@ class SourceReplicator:
             return names[0], 4
 
     def _begin_inside(self, conn) -> tuple[str, int]:
-        """--source-pos P inside --source-file F (MariaDB): the primary's F is read up to P on a
-        second session (P must end a whole transaction), and the series' F is created with its
-        own head up to P; the dump continues from P."""
-        if "mariadb" not in conn.get_server_info().lower():
-            raise MirrorError(f"--source-pos {self.start_pos}: a series inside a file is made from MariaDB "
-                              "primaries only (a MySQL primary starts at 4 or by --source-gtid)")
+        """--source-pos P inside --source-file F: the primary's F is read up to P on a second
+        session (P must end a whole transaction), and the series' F is created with its own head
+        up to P (a MariaDB Gtid_list, or a MySQL Previous_gtids with the executed set at P); the
+        dump continues from P."""
+        mysql = "mariadb" not in conn.get_server_info().lower()
         file, pos = self.start_file, self.start_pos
         head_conn = self.url.connect()
         try:
             with head_conn.cursor() as cur:
                 cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-                cur.execute("SET @mariadb_slave_capability = 4")
-            fde, state = read_head(head_conn, file, pos, self.server_id)
+                cur.execute("SET @source_binlog_checksum = @master_binlog_checksum" if mysql
+                            else "SET @mariadb_slave_capability = 4")
+            fde, state = read_head(head_conn, file, pos, self.server_id, mysql=mysql)
         finally:
             head_conn.close()
         self.mirror.begin_inside(file, pos, series_head(fde, state, pos), state)
-        log.info("source %s: the series starts inside %s at %s (binlog state %s)", self.url, file, pos,
-                 MariadbGtidList(state))
+        log.info("source %s: the series starts inside %s at %s (%s %s)", self.url, file, pos,
+                 "executed GTID set" if mysql else "binlog state", state if mysql else MariadbGtidList(state))
         return file, pos
 
     def _mysql_file_for_gtid(self) -> str:

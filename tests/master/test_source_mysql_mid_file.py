@@ -1,0 +1,203 @@
+"""`--source-file F --source-pos P` from a MySQL 8.4/9-style primary (issue #31 item 4): the series
+starts inside F, its F opening with the primary's FDE, a Previous_gtids (type 35) holding the
+executed set at P (F's own Previous_gtids and the GTIDs before P, tagged ones included) and
+IGNORABLE fillers up to P, then the primary's bytes from P at P. No MySQL server exists here: the
+primary is dumpfilter's own --mysql-listen endpoint (caching_sha2_password only, over TLS) serving
+the real MySQL 9.6 tagged-GTID fixture and the MySQL 5.7 GTID fixture, as in
+test_source_mysql_primary.py. A second endpoint over the series (a tier) serves it by
+auto-position: python-mysql-replication (untagged sets) and a tagged COM_BINLOG_DUMP_GTID get
+exactly the transactions after P, and a set lacking a GTID before P is refused (1236), as the
+series' Previous_gtids says those are not in it. A P that is no boundary is one line (exit 2)."""
+
+from __future__ import annotations
+
+import struct
+
+import pymysql
+import pytest
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import GtidEvent
+
+from dumpfilter.cli.app import main
+from dumpfilter.codec import EventType
+from dumpfilter.codec.constants import LOG_EVENT_IGNORABLE_F
+from dumpfilter.codec.gtid import MysqlGtidSet
+from dumpfilter.codec.reader import read_events
+from dumpfilter.codec.transactions import group_transactions
+from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.mysql_protocol import MysqlEndpoint
+from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
+from dumpfilter.master.mysql_protocol.dump import BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID, COM_BINLOG_DUMP_GTID
+from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
+from tests.master.test_source_mysql_primary import EXECUTED, GTID_57, TAGGED, Primary, _complete, _setup, pki  # noqa: F401
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.timeout(240)]
+
+
+def _expected_at(data: bytes, name: str, pos: int) -> tuple[MysqlGtidSet, list[str]]:
+    """Independently of mid_file: the executed set at `pos` as text (the file's Previous_gtids and
+    every GTID event's GTID before `pos`) and the GTIDs from `pos` on."""
+    before, after = [], []
+    for event in read_events(data, name, verify_checksums=False):
+        if event.type_code == EventType.PREVIOUS_GTIDS:
+            before.append(str(event.gtid_set))
+        elif event.type_code in (EventType.GTID, EventType.GTID_TAGGED):
+            info = event.gtid_info
+            text = f"{info.source}:{info.tag}:{info.gno}" if info.tag else f"{info.source}:{info.gno}"
+            (before if event.pos < pos else after).append(text)
+    return MysqlGtidSet.parse(",".join(t for t in before if t)), after
+
+
+def _start(url: str, local, name: str, pos: int) -> SourceReplicator:
+    replicator = SourceReplicator(SourceURL.parse(url), BinlogMirror(local), start_file=name, start_pos=pos)
+    replicator.start()
+    return replicator
+
+
+def _tier(local):
+    master, _port = create_server(local, "127.0.0.1:0")
+    return master, MysqlEndpoint(master.service, "127.0.0.1:0")
+
+
+def _auto_position(port: int, executed: str) -> list[str]:
+    """python-mysql-replication, a MySQL-flavor GTID client: the GTIDs it reads by auto-position."""
+    stream = BinLogStreamReader(connection_settings={"host": "127.0.0.1", "port": port, "user": "gtid-client",
+                                                     "password": "x"},
+                                server_id=4244, auto_position=executed, blocking=False, only_events=[GtidEvent])
+    try:
+        return [event.gtid for event in stream]
+    finally:
+        stream.close()
+
+
+def _tagged_dump(port: int, executed: MysqlGtidSet) -> list[bytes]:
+    """A COM_BINLOG_DUMP_GTID with `executed` in MySQL 8.3+'s tagged encoding (which
+    python-mysql-replication cannot write), non-blocking: the events but heartbeats."""
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="tagged-replica", password="x")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
+        encoded = executed.encode()
+        conn._execute_command(COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
+                                                                4245, 0) + struct.pack("<QI", 4, len(encoded)) + encoded)
+        events = []
+        while True:
+            data = conn._read_packet().get_all_data()
+            if data[:1] == b"\xfe" and len(data) < 9:
+                return events
+            if data[5] not in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+                events.append(data[1:])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("fixture, pos", [(GTID_57, 357), (GTID_57, 719), (TAGGED, 541)],
+                         ids=["5.7-after-gtid-1", "5.7-after-gtid-2", "9.6-tagged-after-mytag:3"])
+def test_series_starts_inside_a_mysql_primary_file(shared_fixtures, tmp_path, pki, fixture, pos):  # noqa: F811
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, fixture)
+    units = [u for u in group_transactions(list(read_events(data, name, verify_checksums=False)))]
+    assert pos in {u.events[-1].end_pos for u in units}  # the case is a boundary of the fixture itself
+    at_p, after = _expected_at(data, name, pos)
+    primary = Primary(up, policy, pki)
+    local = tmp_path / "series"
+    url = f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=VERIFY_IDENTITY&ssl-ca={pki / 'ca.crt'}"
+    replicator = _start(url, local, name, pos)
+    master = endpoint = None
+    try:
+        assert wait_for(lambda: _complete(local, name, data), every=0.1), replicator.last_error
+        ours = (local / name).read_bytes()
+        assert ours[pos:] == data[pos:]  # the primary's bytes from P, at P
+        head = list(read_events(ours[:pos], name))  # CRCs checked
+        fde = next(e for e in read_events(data, name, verify_checksums=False))
+        assert head[0].type_code == EventType.FORMAT_DESCRIPTION and head[0].raw == fde.raw
+        assert head[1].type_code == EventType.PREVIOUS_GTIDS
+        assert str(head[1].gtid_set) == str(at_p)  # the executed set at P, tagged GTIDs included
+        assert head[1].gtid_set.tagged == (fixture is TAGGED)
+        fillers = head[2:]
+        assert fillers and all(e.type_code == EventType.IGNORABLE and e.flags & LOG_EVENT_IGNORABLE_F
+                               for e in fillers)
+        assert fillers[-1].end_pos == pos
+        assert str(replicator.mirror.mysql_gtids) == EXECUTED[name]
+
+        # A tier: a second endpoint over the series serves it by auto-position.
+        master, endpoint = _tier(local)
+        if fixture is TAGGED:
+            received = [e for e in _tagged_dump(endpoint.port, at_p) if e[4] == EventType.GTID_TAGGED]
+            assert len(received) == len(after)
+        else:
+            assert _auto_position(endpoint.port, str(at_p)) == after
+        # A set lacking a GTID before P: the series' Previous_gtids says it does not hold it.
+        source, tag = sorted(at_p.intervals)[-1]
+        lacking = MysqlGtidSet({k: [list(iv) for iv in ivs] for k, ivs in at_p.intervals.items()})
+        lacking.intervals[(source, tag)][-1][1] -= 1
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            if fixture is TAGGED:
+                _tagged_dump(endpoint.port, lacking)
+            else:
+                _auto_position(endpoint.port, str(lacking))
+        assert refused.value.args[0] == 1236, refused.value.args
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
+        if master is not None:
+            master.stop(0)
+        replicator.stop()
+        primary.stop()
+
+
+def test_a_restart_continues_a_mid_file_series_by_gtid(shared_fixtures, tmp_path, pki):  # noqa: F811
+    """The series begun at 357 takes the primary up to 719; the master stops; the primary writes
+    the rest; a new master resumes by GTID with the series' executed set. The primary re-sends its
+    file's head: its own Previous_gtids (a subset of the series') stands for the series' one before
+    the fillers; the rest is checked byte for byte, and the series ends as the fixture from P."""
+    _source, name = GTID_57
+    data = (shared_fixtures / GTID_57[0]).read_bytes()
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57, 719)
+    primary = Primary(up, policy, pki)
+    local = tmp_path / "series"
+    url = f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=REQUIRED"
+    try:
+        first = _start(url, local, name, 357)
+        assert wait_for(lambda: first.mirror.safe == (name, 719), every=0.1), first.last_error
+        first.stop()
+        head = (local / name).read_bytes()[:357]
+        with open(up / name, "ab") as f:
+            f.write(data[719:])
+        second = SourceReplicator(SourceURL.parse(url), BinlogMirror(local))
+        second.start()
+        try:
+            assert wait_for(lambda: _complete(local, name, data), every=0.1), second.last_error
+            ours = (local / name).read_bytes()
+            assert ours[:357] == head and ours[357:] == data[357:]
+            assert second.last_error is None, second.last_error
+            assert str(second.mirror.mysql_gtids) == EXECUTED[name]
+        finally:
+            second.stop()
+    finally:
+        primary.stop()
+
+
+def test_a_position_that_is_no_boundary_is_one_line(shared_fixtures, tmp_path, pki, capsys):  # noqa: F811
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57)
+    primary = Primary(up, policy, pki)
+    url = f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=REQUIRED"
+    cases = {219: "inside the transaction", 220: "inside the event", len(data) + 100: "past the end"}
+    try:
+        for n, (pos, message) in enumerate(cases.items()):
+            replicator = _start(url, tmp_path / f"series{n}", name, pos)
+            try:
+                assert not replicator.wait_ready(30)
+                error = replicator.last_error or ""
+                assert message in error and f"--source-pos {pos}" in error and "\n" not in error, error
+            finally:
+                replicator.stop()
+        secret = tmp_path / "pw"
+        secret.write_text("sha2-pw")
+        code = main(["master", "serve", "--binlog-dir", str(tmp_path / "cli"), "--listen", "127.0.0.1:0",
+                     "--source", f"mysql://sha2@127.0.0.1:{primary.endpoint.port}?ssl-mode=REQUIRED",
+                     "--source-password-file", str(secret), "--source-file", name, "--source-pos", "219"])
+        err = capsys.readouterr().err
+        assert code == 2 and "inside the transaction" in err and len(err.strip().splitlines()) == 1, err
+    finally:
+        primary.stop()
