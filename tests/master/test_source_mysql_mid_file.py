@@ -71,9 +71,10 @@ def _auto_position(port: int, executed: str) -> list[str]:
         stream.close()
 
 
-def _tagged_dump(port: int, executed: MysqlGtidSet) -> list[bytes]:
-    """A COM_BINLOG_DUMP_GTID with `executed` in MySQL 8.3+'s tagged encoding (which
-    python-mysql-replication cannot write), non-blocking: the events but heartbeats."""
+def _dump_by_gtid(port: int, executed: MysqlGtidSet) -> list[bytes]:
+    """A COM_BINLOG_DUMP_GTID with `executed` (in MySQL 8.3+'s tagged encoding when it holds a tag,
+    which python-mysql-replication cannot write; an empty set too), non-blocking: the events but
+    heartbeats."""
     conn = pymysql.connect(host="127.0.0.1", port=port, user="tagged-replica", password="x")
     try:
         with conn.cursor() as cur:
@@ -123,20 +124,20 @@ def test_series_starts_inside_a_mysql_primary_file(shared_fixtures, tmp_path, pk
         # A tier: a second endpoint over the series serves it by auto-position.
         master, endpoint = _tier(local)
         if fixture is TAGGED:
-            received = [e for e in _tagged_dump(endpoint.port, at_p) if e[4] == EventType.GTID_TAGGED]
+            received = [e for e in _dump_by_gtid(endpoint.port, at_p) if e[4] == EventType.GTID_TAGGED]
             assert len(received) == len(after)
         else:
             assert _auto_position(endpoint.port, str(at_p)) == after
         # A set lacking a GTID before P: the series' Previous_gtids says it does not hold it.
-        source, tag = sorted(at_p.intervals)[-1]
         lacking = MysqlGtidSet({k: [list(iv) for iv in ivs] for k, ivs in at_p.intervals.items()})
-        lacking.intervals[(source, tag)][-1][1] -= 1
-        with pytest.raises(pymysql.err.OperationalError) as refused:
-            if fixture is TAGGED:
-                _tagged_dump(endpoint.port, lacking)
-            else:
-                _auto_position(endpoint.port, str(lacking))
-        assert refused.value.args[0] == 1236, refused.value.args
+        key = sorted(lacking.intervals)[-1]
+        lacking.intervals[key][-1][1] -= 1
+        lacking.intervals[key] = [iv for iv in lacking.intervals[key] if iv[0] < iv[1]]
+        lacking.intervals = {k: ivs for k, ivs in lacking.intervals.items() if ivs}
+        if lacking.intervals:  # (an empty set is the endpoint's positional dump: not asked here)
+            with pytest.raises(pymysql.err.OperationalError) as refused:
+                _dump_by_gtid(endpoint.port, lacking)
+            assert refused.value.args[0] == 1236 and name in refused.value.args[1], refused.value.args
     finally:
         if endpoint is not None:
             endpoint.stop()
