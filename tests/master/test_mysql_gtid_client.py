@@ -7,7 +7,6 @@ untagged set lacks them, and the endpoint refuses it with 1236 as a MySQL source
 from __future__ import annotations
 
 import shutil
-import struct
 
 import pymysql
 import pytest
@@ -16,8 +15,8 @@ from pymysqlreplication.event import GtidEvent
 
 from dumpfilter.codec.gtid import MysqlGtidSet
 from dumpfilter.codec.reader import read_events
-from dumpfilter.master.mysql_protocol.dump import BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID, COM_BINLOG_DUMP_GTID
 from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.source_checks import dump_by_gtid
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -73,25 +72,10 @@ def test_an_untagged_set_lacking_the_tagged_gtids_before_the_file_is_refused(sha
 
 
 def _dump_tagged(port: int, executed: str) -> list[bytes]:
-    """The events (but heartbeats) a COM_BINLOG_DUMP_GTID with `executed` in MySQL 8.3+'s tagged
-    encoding receives, non-blocking, up to the endpoint's EOF."""
-    conn = pymysql.connect(host="127.0.0.1", port=port, user="tagged-replica", password="x")
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SET @source_binlog_checksum = @@global.binlog_checksum")
-        encoded = MysqlGtidSet.parse(executed).encode()
-        assert encoded[7] == 1  # the tagged format byte
-        conn._execute_command(COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
-                                                                4243, 0) + struct.pack("<QI", 4, len(encoded)) + encoded)
-        events = []
-        while True:
-            data = conn._read_packet().get_all_data()
-            if data[:1] == b"\xfe" and len(data) < 9:
-                return events
-            if data[5] != 27:  # HEARTBEAT_LOG_EVENT
-                events.append(data[1:])
-    finally:
-        conn.close()
+    """The events a COM_BINLOG_DUMP_GTID with `executed` in MySQL 8.3+'s tagged encoding receives."""
+    encoded = MysqlGtidSet.parse(executed)
+    assert encoded.encode()[7] == 1  # the tagged format byte
+    return dump_by_gtid(port, encoded)
 
 
 @pytest.mark.parametrize("mytag", ["1-2", "1-3"])

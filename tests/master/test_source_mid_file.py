@@ -26,6 +26,7 @@ from dumpfilter.codec.transactions import group_transactions
 
 from tests.support.dump_helpers import run_slave
 from tests.support.mysql_replicas import converge
+from tests.support.source_checks import assert_positions_refused
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
@@ -136,15 +137,7 @@ def test_a_position_that_is_no_boundary_is_one_line(mariadb_factory, tmp_path, c
     events = _events(primary, file)
     gtid_end = next(end for _, kind, end in events if kind == "Gtid" and end != events[-1][2])
     cases = {gtid_end: "inside the transaction", gtid_end + 3: "inside the event", size + 100: "past the end"}
-    for n, (pos, message) in enumerate(cases.items()):
-        replicator = _replicator(primary, tmp_path / f"series{n}", file, pos)
-        replicator.start()
-        try:
-            assert not replicator.wait_ready(30)
-            error = replicator.last_error or ""
-            assert message in error and f"--source-pos {pos}" in error and "\n" not in error, error
-        finally:
-            replicator.stop()
+    assert_positions_refused(lambda n, pos: _replicator(primary, tmp_path / f"series{n}", file, pos), cases)
     # `master serve`: the same, as one line and exit 2
     secret = tmp_path / "pw"
     secret.write_text(primary.repl_password)
