@@ -43,31 +43,37 @@ class MidFileError(MirrorError):
     """--source-pos names no transaction boundary of the file (or lies past its end)."""
 
 
-def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_id: int, *,
-              mysql: bool = False) -> tuple[bytes, dict | MysqlGtidSet]:
+def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_id: int, *, mysql: bool = False,
+              lacking: MysqlGtidSet | None = None) -> tuple[bytes, dict | MysqlGtidSet, int]:
     """Reads the primary's `file` from its start up to `pos` (a non-blocking dump on `conn`, a
-    session with @master_binlog_checksum set) and returns its Format_description as sent and the
-    GTID state at `pos`: MariaDB's binlog state, or (`mysql`) MySQL's executed set. `pos` must end
-    a whole unit (a transaction, a DDL, a control event): otherwise one MidFileError line says
-    where the unit around it starts and ends."""
-    where = f"--source-file {file} --source-pos {pos}"
+    session with @master_binlog_checksum set) and returns its Format_description as sent, the GTID
+    state at `pos` (MariaDB's binlog state, or with `mysql` MySQL's executed set) and `pos`. `pos`
+    must end a whole unit (a transaction, a DDL, a control event): otherwise one MidFileError line
+    says where the unit around it starts and ends. With `lacking` (a MySQL --source-gtid set) the
+    position is found instead: the start of the first transaction whose GTID the set lacks (4 when
+    that is the file's first), or the end of the file's last whole unit when it lacks none."""
+    where = f"--source-gtid in {file}" if lacking is not None else f"--source-file {file} --source-pos {pos}"
     flags = BINLOG_DUMP_NON_BLOCK if mysql else BINLOG_DUMP_NON_BLOCK | BINLOG_SEND_ANNOTATE_ROWS_EVENT
     conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", 4, flags, server_id) + file.encode())
-    fde, fmt, grouper, gtid = None, None, TransactionGrouper(), None
+    fde, fmt, grouper, gtid, held = None, None, TransactionGrouper(), None, 0
     state: dict | MysqlGtidSet = MysqlGtidSet() if mysql else {}
     offset = unit_start = 4
     while True:
         data = conn._read_packet().get_all_data()
-        if data[:1] == b"\xfe" and len(data) < 9:
-            raise MidFileError(f"{where}: past the end of {file} ({offset} bytes)")
         raw = data[1:]
+        kind, log_pos, flags = (raw[4], *struct.unpack_from("<IH", raw, 13)) if len(raw) >= HEADER_LEN else (0, 0, 0)
+        ended = data[:1] == b"\xfe" and len(data) < 9 or (
+            kind == EventType.ROTATE and (log_pos == 0 or flags & LOG_EVENT_ARTIFICIAL_F) and offset > 4)
+        if ended and lacking is not None and fde is not None:  # the set holds every GTID of the file
+            return fde, state, unit_start if grouper.current is not None else offset
+        if ended:  # (an artificial Rotate past the file's start: the dump went on into the next file)
+            raise MidFileError(f"{where}: past the end of {file} ({offset} bytes)")
         if len(raw) < HEADER_LEN:
             raise MidFileError(f"{where}: the primary sent an event of {len(raw)} bytes")
-        kind, log_pos, flags = raw[4], *struct.unpack_from("<IH", raw, 13)
         if kind == EventType.ROTATE and (log_pos == 0 or flags & LOG_EVENT_ARTIFICIAL_F):
-            if offset > 4:  # the dump went on into the next file: `file` ended before `pos`
-                raise MidFileError(f"{where}: past the end of {file} ({offset} bytes)")
             continue
+        if kind == EventType.ROTATE and lacking is not None and fde is not None:
+            return fde, state, offset  # the set lacks nothing in the file: the series starts at its Rotate
         if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
             continue
         if kind == EventType.FORMAT_DESCRIPTION and fde is None:
@@ -87,24 +93,27 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
             state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in event.gtid_set.intervals.items()})
         elif kind in (EventType.GTID, EventType.GTID_TAGGED) and mysql:
             gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
+        if lacking is not None and not was_open and grouper.current is not None and fde is not None and (
+                gtid is None or (gtid[0], gtid[2], gtid[1]) not in lacking):
+            return fde, state, offset if held else 4  # the first transaction the set lacks starts here
         if grouper.current is None and gtid is not None:
             if mysql:
                 state.add(*gtid)
             else:
                 state[gtid[:2]] = gtid[2]
-            gtid = None
+            gtid, held = None, held + 1
         if not was_open and grouper.current is not None:
             unit_start = offset
-        if end > pos:
+        if lacking is None and end > pos:
             raise MidFileError(f"{where}: not a transaction boundary of {file} (inside the event at "
                                f"{offset}..{end})")
-        if end == pos:
+        if lacking is None and end == pos:
             if grouper.current is not None:
                 raise MidFileError(f"{where}: not a transaction boundary of {file} (inside the transaction "
                                    f"that starts at {unit_start})")
             if fde is None:
                 raise MidFileError(f"{where}: {file} has no Format_description before it")
-            return fde, state
+            return fde, state, pos
         offset = end
 
 

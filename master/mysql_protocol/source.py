@@ -15,7 +15,8 @@ The series starts at the beginning of a primary file: --source-file (offset 4), 
 --source-gtid state needs (the newest file whose starting GTID position the state covers, asked
 with BINLOG_GTID_POS), or the primary's first binlog; or inside --source-file at --source-pos, a
 transaction boundary (mid_file: the series' own head and fillers up to there), from MariaDB and
-MySQL primaries alike.
+MySQL primaries alike. A MySQL --source-gtid set starts the series in the file the primary's dump
+by GTID names, at the first transaction the set lacks (the same head up to there).
 
 A MySQL primary with gtid_mode ON (8.4, 9.x) is read as a MySQL 8.4 replica reads it: by GTID
 (COM_BINLOG_DUMP_GTID with the series' executed set, tagged GTIDs included, in MySQL's binary
@@ -45,7 +46,7 @@ from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
 from dumpfilter.codec.gtid import GtidSetError, MariadbGtidList, MysqlGtidSet
-from dumpfilter.master.mysql_protocol.mid_file import read_head, series_head
+from dumpfilter.master.mysql_protocol.mid_file import MidFileError, read_head, series_head
 from dumpfilter.master.mysql_protocol.dump import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -416,7 +417,8 @@ class SourceReplicator:
                 return self.start_file, 4
             if self.start_gtid is not None:
                 if "mariadb" not in conn.get_server_info().lower():
-                    return self._mysql_file_for_gtid(), 4
+                    return self._start_inside(self._mysql_file_for_gtid(), 0, True,
+                                              lacking=MysqlGtidSet.parse(self.start_gtid))
                 return _file_for_gtid(cur, names, self.start_gtid), 4
             return names[0], 4
 
@@ -426,17 +428,31 @@ class SourceReplicator:
         up to P (a MariaDB Gtid_list, or a MySQL Previous_gtids with the executed set at P); the
         dump continues from P."""
         mysql = "mariadb" not in conn.get_server_info().lower()
-        file, pos = self.start_file, self.start_pos
+        return self._start_inside(self.start_file, self.start_pos, mysql)
+
+    def _start_inside(self, file: str, pos: int, mysql: bool, lacking: MysqlGtidSet | None = None) -> tuple[str, int]:
+        """Reads the primary's `file` up to `pos` (or, `lacking`, up to the first transaction the
+        set lacks) on a second session and begins the series there with its own head (mid_file).
+        A MySQL --source-gtid whose first lacking transaction is the file's first, or sits too close
+        to the file's start for the head, takes the file from 4."""
         head_conn = self.url.connect()
         try:
             with head_conn.cursor() as cur:
                 cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
                 cur.execute("SET @source_binlog_checksum = @master_binlog_checksum" if mysql
                             else "SET @mariadb_slave_capability = 4")
-            fde, state = read_head(head_conn, file, pos, self.server_id, mysql=mysql)
+            fde, state, pos = read_head(head_conn, file, pos, self.server_id, mysql=mysql, lacking=lacking)
         finally:
             head_conn.close()
-        self.mirror.begin_inside(file, pos, series_head(fde, state, pos), state)
+        if pos == 4:
+            return file, 4
+        try:
+            head = series_head(fde, state, pos)
+        except MidFileError:
+            if lacking is None:
+                raise
+            return file, 4
+        self.mirror.begin_inside(file, pos, head, state)
         log.info("source %s: the series starts inside %s at %s (%s %s)", self.url, file, pos,
                  "executed GTID set" if mysql else "binlog state", state if mysql else MariadbGtidList(state))
         return file, pos
@@ -444,8 +460,9 @@ class SourceReplicator:
     def _mysql_file_for_gtid(self) -> str:
         """The file a MySQL primary's dump thread starts at for --source-gtid (the newest whose
         Previous_gtids the set covers; MySQL has no BINLOG_GTID_POS): the artificial Rotate that
-        a COM_BINLOG_DUMP_GTID with the set begins with names it. The series takes that file
-        whole, from its start, as a MariaDB --source-gtid does."""
+        a COM_BINLOG_DUMP_GTID with the set begins with names it. The series starts in that file
+        at the first transaction the set lacks (`_start_inside`); what follows is taken whole, the
+        transactions the set holds after it included (a dump by position, as --source-pos)."""
         try:
             encoded = MysqlGtidSet.parse(self.start_gtid).encode()
         except GtidSetError as exc:

@@ -47,8 +47,12 @@ def _expected_at(data: bytes, name: str, pos: int) -> tuple[MysqlGtidSet, list[s
     return MysqlGtidSet.parse(",".join(t for t in before if t)), after
 
 
+def _replicator(url: str, local, name: str, pos: int) -> SourceReplicator:
+    return SourceReplicator(SourceURL.parse(url), BinlogMirror(local), start_file=name, start_pos=pos)
+
+
 def _start(url: str, local, name: str, pos: int) -> SourceReplicator:
-    replicator = SourceReplicator(SourceURL.parse(url), BinlogMirror(local), start_file=name, start_pos=pos)
+    replicator = _replicator(url, local, name, pos)
     replicator.start()
     return replicator
 
@@ -159,7 +163,7 @@ def test_a_position_that_is_no_boundary_is_one_line(shared_fixtures, tmp_path, p
     url = f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=REQUIRED"
     cases = {219: "inside the transaction", 220: "inside the event", len(data) + 100: "past the end"}
     try:
-        assert_positions_refused(lambda n, pos: _start(url, tmp_path / f"series{n}", name, pos), cases)
+        assert_positions_refused(lambda n, pos: _replicator(url, tmp_path / f"series{n}", name, pos), cases)
         secret = tmp_path / "pw"
         secret.write_text("sha2-pw")
         code = main(["master", "serve", "--binlog-dir", str(tmp_path / "cli"), "--listen", "127.0.0.1:0",

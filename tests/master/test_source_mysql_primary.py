@@ -195,21 +195,29 @@ def test_a_series_that_differs_from_the_primary_is_refused(shared_fixtures, tmp_
         primary.stop()
 
 
-def test_source_gtid_starts_at_the_file_mysqls_dump_thread_starts_at(shared_fixtures, tmp_path, pki):
-    """--source-gtid with a MySQL set: the file the primary's dump by GTID begins with (its
-    artificial Rotate names it), taken whole from its start; then the series goes on by GTID. A
-    set that is not a MySQL GTID set is one line, and the source stops."""
+@pytest.mark.parametrize("executed, start", [("1-2", 719), ("1", 357), ("1-3", 1237), ("2", 4)])
+def test_source_gtid_starts_at_the_first_transaction_the_set_lacks(shared_fixtures, tmp_path, pki, executed, start):
+    """--source-gtid with a MySQL set: in the file the primary's dump by GTID begins with (its
+    artificial Rotate names it), at the first transaction the set lacks, behind the series' own
+    head (Previous_gtids with the set's GTIDs before there, fillers); at 4 when that is the file's
+    first transaction; after the file's last whole transaction when the set lacks none. A set that
+    is not a MySQL GTID set is one line, and the source stops."""
     up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57)
     primary = Primary(up, policy, pki)
     url = SourceURL.parse(f"mysql://sha2:sha2-pw@127.0.0.1:{primary.endpoint.port}?ssl-mode=REQUIRED")
-    started = SourceReplicator(url, BinlogMirror(tmp_path / "series"),
-                               start_gtid="e3e2a4ee-b6dc-11ea-8bcf-0242ac150002:1-2")
+    uuid = EXECUTED[name].split(":")[0]
+    started = SourceReplicator(url, BinlogMirror(tmp_path / "series"), start_gtid=f"{uuid}:{executed}")
     refused = SourceReplicator(url, BinlogMirror(tmp_path / "other"), start_gtid="0-1-2")
     try:
         started.start()
         refused.start()
         assert wait_for(lambda: _complete(tmp_path / "series", name, data), every=0.1), started.last_error
-        assert (tmp_path / "series" / name).read_bytes() == data
+        ours = (tmp_path / "series" / name).read_bytes()
+        assert ours[start:] == data[start:] and (ours == data) == (start == 4)
+        if start > 4:
+            previous = [e for e in read_events(ours[:start], name) if e.type_code == 35]
+            gnos = [e.gtid_info.gno for e in read_events(data[:start], name, verify_checksums=False) if e.is_gtid]
+            assert [str(e.gtid_set) for e in previous] == [f"{uuid}:1-{max(gnos)}" if len(gnos) > 1 else f"{uuid}:1"]
         assert str(started.mirror.mysql_gtids) == EXECUTED[name]
         assert wait_for(lambda: refused.state == "stopped", every=0.1), refused.status()
         assert refused.last_error.startswith("--source-gtid: ") and "MySQL GTID set" in refused.last_error

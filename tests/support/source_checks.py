@@ -37,11 +37,12 @@ def dump_by_gtid(port: int, executed: MysqlGtidSet, *, user: str = "tagged-repli
         conn.close()
 
 
-def assert_positions_refused(start: Callable[[int, int], object], cases: dict[int, str]) -> None:
+def assert_positions_refused(make: Callable[[int, int], object], cases: dict[int, str]) -> None:
     """Each --source-pos in `cases` (position: what the line says) is refused with one line naming
-    it; `start(n, pos)` starts the n-th source replicator, on a series of its own."""
+    it; `make(n, pos)` makes the n-th source replicator, on a series of its own."""
     for n, (pos, message) in enumerate(cases.items()):
-        replicator = start(n, pos)
+        replicator = make(n, pos)
+        replicator.start()
         try:
             assert not replicator.wait_ready(30)
             error = replicator.last_error or ""
