@@ -138,8 +138,8 @@ def register(subparsers) -> None:
                        "keeps the primary's offsets, its file opening with fillers up to there)")
     serve.add_argument("--source-gtid", metavar="GTID_POS",
                        help="--source: start at the primary file a replica at this GTID position needs (a "
-                            "MariaDB position, or a MySQL GTID set: the file MySQL's dump thread starts at), from "
-                            "its start")
+                            "MariaDB position, from its start; or a MySQL GTID set: in the file MySQL's dump thread "
+                            "starts at, at the first transaction the set lacks)")
     serve.add_argument("--source-server-id", type=int, default=2387, metavar="N",
                        help="--source: the server_id the master registers with on the primary (default 2387)")
     serve.add_argument("--expire-logs-seconds", type=float, metavar="SECONDS",
