@@ -11,20 +11,26 @@ series' Previous_gtids says those are not in it. A P that is no boundary is one 
 
 from __future__ import annotations
 
+import uuid
+
 import pymysql
 import pytest
+from hypothesis import given, settings, strategies as st
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import GtidEvent
 
 from dumpfilter.cli.app import main
 from dumpfilter.codec import EventType
 from dumpfilter.codec.constants import LOG_EVENT_IGNORABLE_F
+from dumpfilter.codec.encode import format_description
 from dumpfilter.codec.gtid import MysqlGtidSet
 from dumpfilter.codec.reader import read_events
+from dumpfilter.codec.scanner import Scanner
 from dumpfilter.codec.transactions import group_transactions
 from dumpfilter.master.grpc_server import create_server
 from dumpfilter.master.mysql_protocol import MysqlEndpoint
 from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
+from dumpfilter.master.mysql_protocol.mid_file import series_head
 from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
 from tests.master.test_source_mysql_primary import EXECUTED, GTID_57, TAGGED, Primary, _complete, _setup, pki  # noqa: F401
 from tests.support.source_checks import assert_positions_refused, dump_by_gtid
@@ -173,3 +179,29 @@ def test_a_position_that_is_no_boundary_is_one_line(shared_fixtures, tmp_path, p
         assert code == 2 and "inside the transaction" in err and len(err.strip().splitlines()) == 1, err
     finally:
         primary.stop()
+
+
+_GTIDS = st.lists(st.tuples(st.sampled_from([str(uuid.UUID(int=n)) for n in (1, 2**100, 2**127 + 5)]),
+                            st.sampled_from(["", "", "mytag", "t_2"]), st.integers(1, 2**40), st.integers(0, 50)),
+                  max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(gtids=_GTIDS, gap=st.integers(23, 3000), checksum=st.booleans())
+def test_a_mysql_head_holds_the_executed_set_and_fillers_up_to_p(gtids, gap, checksum):
+    """Any executed set (tagged or not): the head's Previous_gtids reads back as the set, in MySQL's
+    text form as @@gtid_executed prints it, and the fillers end exactly at P."""
+    text = ",".join(f"{u}:{t}:{a}-{a + n}" if t else f"{u}:{a}-{a + n}" for u, t, a, n in gtids)
+    executed = MysqlGtidSet.parse(text)
+    fde = format_description("8.4.3", checksum=checksum).raw
+    start = 4 + len(fde) + 19 + len(executed.encode()) + (4 if checksum else 0)
+    head = series_head(fde, executed, start + gap)
+    events = list(read_events(head, "head"))  # CRCs and log_pos checked as any binlog's
+    assert [e.type_code for e in events[:2]] == [EventType.FORMAT_DESCRIPTION, EventType.PREVIOUS_GTIDS]
+    assert str(events[1].gtid_set) == str(executed) and events[1].gtid_set.tagged == executed.tagged
+    assert events[-1].end_pos == len(head) == start + gap
+    assert all(e.type_code == EventType.IGNORABLE and e.flags & LOG_EVENT_IGNORABLE_F for e in events[2:])
+    # The Python grouper and the Rust core both take the head as control units, outside any transaction.
+    assert {t.kind for t in group_transactions(events)} == {"control"}
+    scan = Scanner("head").units(head, 4, 0, at_eof=True)
+    assert scan.error is None and scan.units.kinds() == ["control"] * len(events)
