@@ -83,16 +83,16 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
         try:
             event = Event(raw, offset, fmt)
             grouper.push(event)
-        except BinlogError as exc:
+            if kind == EventType.MARIADB_GTID_LIST:
+                state = dict(event.gtid_set.gtids)
+            elif kind == EventType.MARIADB_GTID:
+                gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
+            elif kind == EventType.PREVIOUS_GTIDS and mysql:
+                state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in event.gtid_set.intervals.items()})
+            elif kind in (EventType.GTID, EventType.GTID_TAGGED) and mysql:
+                gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
+        except BinlogError as exc:  # (a malformed set or GTID too: the decoders raise it as one)
             raise MidFileError(f"{where}: {file} at {offset}: {exc}") from None
-        if kind == EventType.MARIADB_GTID_LIST:
-            state = dict(event.gtid_set.gtids)
-        elif kind == EventType.MARIADB_GTID:
-            gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
-        elif kind == EventType.PREVIOUS_GTIDS and mysql:
-            state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in event.gtid_set.intervals.items()})
-        elif kind in (EventType.GTID, EventType.GTID_TAGGED) and mysql:
-            gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
         if lacking is not None and not was_open and grouper.current is not None and fde is not None and (
                 gtid is None or (gtid[0], gtid[2], gtid[1]) not in lacking):
             return fde, state, offset if held else 4  # the first transaction the set lacks starts here
