@@ -7,7 +7,8 @@ the real MySQL 9.6 tagged-GTID fixture and the MySQL 5.7 GTID fixture, as in
 test_source_mysql_primary.py. A second endpoint over the series (a tier) serves it by
 auto-position: python-mysql-replication (untagged sets) and a tagged COM_BINLOG_DUMP_GTID get
 exactly the transactions after P, and a set lacking a GTID before P is refused (1236), as the
-series' Previous_gtids says those are not in it. A P that is no boundary is one line (exit 2)."""
+series' Previous_gtids says those are not in it; in-process and as `master serve` processes. A
+restart resumes by GTID over the series' own head. A P that is no boundary is one line (exit 2)."""
 
 from __future__ import annotations
 
@@ -206,3 +207,36 @@ def test_a_mysql_head_holds_the_executed_set_and_fillers_up_to_p(gtids, gap, che
     scan = Scanner("head").units(head, 4, 0, at_eof=True)
     assert scan.error is None and scan.units.kinds() == ["control"] * len(events)
 
+
+
+def test_master_serve_processes_start_inside_the_file_and_serve_a_tier(shared_fixtures, tmp_path, pki):  # noqa: F811
+    """The production shape: the emulated primary (`master serve --mysql-listen --policy --tls-cert
+    --tls-key`) over the MySQL 5.7 fixture; a binlog server `master serve --source URL
+    --source-password-file --source-file F --source-pos 719 --mysql-listen`; python-mysql-replication
+    reads that binlog server by auto-position with the executed set at P and gets exactly the
+    transactions after P."""
+    from tests.support.master_command import free_port, serve_master, stop_master
+
+    up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57)
+    at_p, after = _expected_at(data, name, 719)
+    (tmp_path / "password").write_text("sha2-pw\n")
+    port, tier_port = free_port(), free_port()
+    local = tmp_path / "series"
+    errors = []
+    primary = serve_master(up, "--mysql-listen", f"127.0.0.1:{port}", "--policy", str(policy), "--tls-cert",
+                           str(pki / "server.crt"), "--tls-key", str(pki / "server.key"))[0]
+    try:
+        server = serve_master(local, "--source", f"mysql://sha2@127.0.0.1:{port}?ssl-mode=VERIFY_IDENTITY&ssl-ca="
+                              f"{pki / 'ca.crt'}", "--source-password-file", str(tmp_path / "password"),
+                              "--source-file", name, "--source-pos", "719", "--mysql-listen",
+                              f"127.0.0.1:{tier_port}")[0]
+        try:
+            assert wait_for(lambda: _complete(local, name, data), every=0.1)
+            assert (local / name).read_bytes()[719:] == data[719:]
+            assert after and _auto_position(tier_port, str(at_p)) == after
+        finally:
+            errors.append(stop_master(server))
+    finally:
+        errors.append(stop_master(primary))
+    for stderr in errors:
+        assert "Traceback" not in stderr and "error" not in stderr.lower(), stderr
