@@ -14,7 +14,7 @@ from dumpfilter.codec import Event, EventType, GtidTracker, read_format_descript
 from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.codec.scanner import heartbeat
 from dumpfilter.codec.transactions import CONTROL
-from dumpfilter.errors import DumpFilterError, PositionError, StreamReplacedError
+from dumpfilter.errors import DumpFilterError, MalformedEventError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter.rules.statements import plain_statement
@@ -221,7 +221,10 @@ class SlaveStream(RuleHits):
                 self.fmt = event.fmt
                 self.master_server_id = event.server_id
             elif t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
-                self.tracker.start_from(event)
+                try:
+                    self.tracker.start_from(event)
+                except MalformedEventError as exc:
+                    raise exc.in_file(self.pos[0]) from None
             if t in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
                 self._advance(unit)
                 return

@@ -110,6 +110,10 @@ class GtidTracker:
         self.mariadb = gtids.MariadbGtidList()
 
     def start_from(self, event: Event) -> None:
+        """From the source file's set; a malformed one is the event's MalformedEventError (file
+        and offset), as any decode of it is. Decoded afresh: `add` changes the tracker's copy."""
+        if event.type_code in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
+            event.gtid_set  # noqa: B018 -- raises for a malformed set, naming the event
         if event.type_code == EventType.PREVIOUS_GTIDS:
             self.mysql = gtids.MysqlGtidSet.decode(event.body)
         elif event.type_code == EventType.MARIADB_GTID_LIST:
