@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter.codec import BinlogReader, EventType
+from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError, PositionError
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.binlogs.files import open_binlog
@@ -120,3 +121,33 @@ def binlog_gtid_pos(paths: list[Path], file: str, pos: int) -> str | None:
     except (BinlogError, OSError):
         return None
     return gtid_position(found.gtids) if isinstance(found, MariadbGtidList) else None
+
+
+def binlog_status(paths: list[Path]) -> tuple[str, int, MysqlGtidSet | None] | None:
+    """SHOW BINARY LOG STATUS (MASTER STATUS before MySQL 8.2): the newest file, the end of its
+    last whole transaction (a partial tail is not yet written, as a server's position never
+    includes it) and, for a MySQL file, the executed set there: its Previous_GTIDs plus the GTIDs
+    of its whole transactions. None when nothing is served or the newest file is unreadable."""
+    if not paths:
+        return None
+    path, grouper = paths[-1], TransactionGrouper()
+    executed: MysqlGtidSet | None = None
+    end = 4
+    try:
+        with open_binlog(path) as stream:
+            for event in BinlogReader(stream, str(path), chunk_size=1 << 20):
+                if event.type_code == EventType.PREVIOUS_GTIDS:
+                    executed = MysqlGtidSet({key: [list(iv) for iv in ivs]
+                                             for key, ivs in event.gtid_set.intervals.items()})
+                for unit in grouper.push(event):
+                    gtid = unit.gtid_event
+                    if unit.complete and executed is not None and gtid is not None and gtid.gtid_info.flavor == "mysql" \
+                            and not gtid.gtid_info.anonymous:
+                        executed.add(gtid.gtid_info.source, gtid.gtid_info.gno, gtid.gtid_info.tag)
+                if grouper.current is None:
+                    end = event.pos + len(event.raw)
+    except OSError:
+        return None
+    except BinlogError:
+        pass  # a tail being written (or a bad event): the status is what comes before it
+    return path.name, end, executed

@@ -47,6 +47,8 @@ class ServerFacts:
     gtid_domain_id: int = 0
     gtid_at: Callable[[str, int], str | None] = lambda file, pos: None
     binary_logs: Callable[[], list[tuple[str, int]]] = list  # SHOW BINARY LOGS: (name, size) per file
+    # SHOW BINARY LOG STATUS: (file, position, MySQL's executed set or None), or None
+    binlog_status: Callable[[], tuple[str, int, object] | None] = lambda: None
     extra: dict[str, str | int] = field(default_factory=dict)
 
     def system_variables(self) -> dict[str, str | int]:
@@ -217,6 +219,8 @@ class Session:
             # for the first file of the series, as a primary's SHOW BINARY LOGS answers it.
             return text_result_set([("Log_name", TYPE_VAR_STRING), ("File_size", TYPE_LONGLONG)],
                                    [[name, size] for name, size in self.facts.binary_logs()])
+        if re.fullmatch(r"(?:MASTER|BINARY\s+LOG|BINLOG)\s+STATUS", rest, re.I):
+            return self._binlog_status()
         match = re.fullmatch(r"(?:(GLOBAL|SESSION)\s+)?(VARIABLES|STATUS)(?:\s+LIKE\s+'((?:[^'\\]|\\.)*)')?", rest,
                              re.I)
         if not match:
@@ -232,6 +236,18 @@ class Session:
         matches = _like_matcher(pattern) if pattern is not None else None
         rows = [[name, value] for name, value in sorted(values.items()) if matches is None or matches(name)]
         return text_result_set([("Variable_name", TYPE_VAR_STRING), ("Value", TYPE_VAR_STRING)], rows)
+
+
+    def _binlog_status(self) -> list[bytes]:
+        """SHOW MASTER STATUS (MariaDB; SHOW BINLOG STATUS from 10.5.2) and SHOW BINARY LOG STATUS
+        (MySQL 8.2+, MASTER STATUS before): where the newest file ends. python-mysql-replication
+        asks it when given no start. MySQL adds Executed_Gtid_Set; no row when nothing is served."""
+        status = self.facts.binlog_status()
+        mysql = status is not None and status[2] is not None
+        columns = [("File", TYPE_VAR_STRING), ("Position", TYPE_LONGLONG), ("Binlog_Do_DB", TYPE_VAR_STRING),
+                   ("Binlog_Ignore_DB", TYPE_VAR_STRING)] + ([("Executed_Gtid_Set", TYPE_VAR_STRING)] if mysql else [])
+        rows = [] if status is None else [[status[0], status[1], "", ""] + ([str(status[2])] if mysql else [])]
+        return text_result_set(columns, rows)
 
 
 def _like_matcher(pattern: str) -> Callable[[str], bool]:
