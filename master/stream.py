@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from dumpfilter.master.service import DumpService
 
 BINLOG_IN_USE_F = 0x0001
+BATCH_SEGMENTS = 4  # a batch not full goes on over segments (#30: one each doubled a do-db slave's)
 
 
 class SlaveStream(RuleHits):
@@ -64,7 +65,7 @@ class SlaveStream(RuleHits):
         self.parts: list[bytes] = []
         self.batch_bytes = 0
         self.batch_units = 0
-        self.batch_skipped = 0
+        self.batch_skipped = self.batch_segments = 0  # (the segments the batch spans: BATCH_SEGMENTS)
         self.pending_hb: Pos | None = None
         self.changed_at: Pos | None = None
         # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
@@ -118,10 +119,12 @@ class SlaveStream(RuleHits):
                 self._boundary()
             if seg.units:
                 caught_up = seg.at_end and self._at_binlog_end()
-                yield self._batch(caught_up)
-                last_sent = time.monotonic()
-                if caught_up:
-                    reported_end_at = self.pos
+                self.batch_segments += 1
+                if caught_up or seg.at_end or seg.error is not None or self.batch_segments >= BATCH_SEGMENTS:
+                    yield self._batch(caught_up)
+                    last_sent = time.monotonic()
+                    if caught_up:
+                        reported_end_at = self.pos
             elif seg.at_end:
                 now = time.monotonic()
                 if reported_end_at != self.pos or now - last_sent >= self.heartbeat_period:
@@ -580,7 +583,7 @@ class SlaveStream(RuleHits):
         batch = Batch(self.parts, self.pos, self.batch_units, self.batch_skipped, caught_up,
                       False, self._gtid_text(), self.changed_at, self.schema_decided)
         self.parts, self.batch_bytes, self.batch_units, self.batch_skipped, self.schema_decided = [], 0, 0, 0, []
-        self.changed_at = None
+        self.changed_at, self.batch_segments = None, 0
         return batch
 
     def _idle_heartbeat(self, caught_up: bool) -> Batch:
