@@ -560,11 +560,14 @@ class _Connection:
         """False once the replica closed its side (a dumping replica sends nothing)."""
         if self.closed:
             return False
+        # poll, not select: select() takes no descriptor past FD_SETSIZE (1024), and a master
+        # holding more (replicas, mapped binlogs) took every replica for gone (ValueError).
+        poller = select.poll()
         try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
+            poller.register(self.sock, select.POLLIN | select.POLLPRI)
+            return not poller.poll(0)
         except (OSError, ValueError):
             return False
-        return not readable
 
 
 def _fmt_of(service: DumpService, file: str):
