@@ -12,6 +12,7 @@ from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError, PositionError
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.written import WrittenEnd
 
 # Events a file may start with before its GTID list (MariaDB writes Gtid_list right after the
 # FDE; MySQL writes Previous_GTIDs there; a relay log may have a Rotate first).
@@ -123,16 +124,37 @@ def binlog_gtid_pos(paths: list[Path], file: str, pos: int) -> str | None:
     return gtid_position(found.gtids) if isinstance(found, MariadbGtidList) else None
 
 
-def binlog_status(paths: list[Path]) -> tuple[str, int, MysqlGtidSet | None] | None:
-    """SHOW BINARY LOG STATUS (MASTER STATUS before MySQL 8.2): the newest file, the end of its
-    last whole transaction (a partial tail is not yet written, as a server's position never
-    includes it) and, for a MySQL file, the executed set there: its Previous_GTIDs plus the GTIDs
-    of its whole transactions. None when nothing is served or the newest file is unreadable."""
-    if not paths:
-        return None
-    path, grouper = paths[-1], TransactionGrouper()
-    executed: MysqlGtidSet | None = None
-    end = 4
+class BinlogStatus:
+    """SHOW BINARY LOG STATUS (MASTER STATUS before MySQL 8.2): `of(paths)` is the newest file, the
+    end of what is written there (its last complete event, binlogs/written.py; for a MySQL file its
+    last whole transaction, where the set is taken) and, for a MySQL file, the executed set: its
+    Previous_GTIDs plus the GTIDs of its whole transactions. A MariaDB file is hopped over by its headers only, and only over what was added
+    since the last call; a MySQL file's GTIDs are walked once per size of the file (a server keeps
+    gtid_executed in memory; monitoring asks this again and again of a file that seldom grows)."""
+
+    def __init__(self) -> None:
+        self._written = WrittenEnd()
+        self._known: tuple[tuple, tuple[str, int, MysqlGtidSet]] | None = None  # ((path, inode, size), answer)
+
+    def of(self, paths: list[Path]) -> tuple[str, int, MysqlGtidSet | None] | None:
+        if not paths:
+            return None
+        path = paths[-1]
+        try:
+            head = file_gtid_list(path)
+            if not isinstance(head, MysqlGtidSet):
+                return path.name, self._written.of(path), None
+            st = path.stat()
+        except (BinlogError, OSError):
+            return None
+        key = (path, st.st_ino, st.st_size)
+        if self._known is None or self._known[0] != key:
+            self._known = key, _mysql_executed(path)
+        return self._known[1]
+
+
+def _mysql_executed(path: Path) -> tuple[str, int, MysqlGtidSet]:
+    grouper, executed, end = TransactionGrouper(), MysqlGtidSet(), 4
     try:
         with open_binlog(path) as stream:
             for event in BinlogReader(stream, str(path), chunk_size=1 << 20):
@@ -140,14 +162,11 @@ def binlog_status(paths: list[Path]) -> tuple[str, int, MysqlGtidSet | None] | N
                     executed = MysqlGtidSet({key: [list(iv) for iv in ivs]
                                              for key, ivs in event.gtid_set.intervals.items()})
                 for unit in grouper.push(event):
-                    gtid = unit.gtid_event
-                    if unit.complete and executed is not None and gtid is not None and gtid.gtid_info.flavor == "mysql" \
-                            and not gtid.gtid_info.anonymous:
-                        executed.add(gtid.gtid_info.source, gtid.gtid_info.gno, gtid.gtid_info.tag)
+                    info = unit.gtid_event.gtid_info if unit.gtid_event is not None else None
+                    if unit.complete and info is not None and info.flavor == "mysql" and not info.anonymous:
+                        executed.add(info.source, info.gno, info.tag)
                 if grouper.current is None:
                     end = event.pos + len(event.raw)
-    except OSError:
-        return None
-    except BinlogError:
+    except (BinlogError, OSError):
         pass  # a tail being written (or a bad event): the status is what comes before it
     return path.name, end, executed

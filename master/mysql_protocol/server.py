@@ -32,7 +32,7 @@ from dumpfilter.errors import (
 )
 from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.files import file_size
-from dumpfilter.binlogs.gtid_start import GtidState, binlog_gtid_pos, binlog_status, start_file
+from dumpfilter.binlogs.gtid_start import BinlogStatus, GtidState, binlog_gtid_pos, start_file
 from dumpfilter import skip_policy
 from dumpfilter.master.grpc_server import parse_listen
 from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused
@@ -124,6 +124,7 @@ class MysqlEndpoint:
         self._lock = threading.Lock()
         self.connections: set[_Connection] = set()
         self.errors_sent = 0
+        self.binlog_status = BinlogStatus()  # SHOW BINARY LOG STATUS, remembered while the file does not grow
         endpoint = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -173,7 +174,7 @@ class MysqlEndpoint:
             gtid_mode="ON" if mysql and fmt.version >= (5, 6, 0) else "OFF",
             binary_logs=lambda: [(p.name, file_size(p, 0)) for p in served_paths(self.service.binlog_dir)],
             gtid_at=lambda file, pos: binlog_gtid_pos(served_paths(self.service.binlog_dir), file, pos),
-            binlog_status=lambda: binlog_status(served_paths(self.service.binlog_dir)),
+            binlog_status=lambda: self.binlog_status.of(served_paths(self.service.binlog_dir)),
             extra={"max_allowed_packet": limits.max_packet, "wait_timeout": round(limits.wait_timeout),
                    "connect_timeout": round(limits.connect_timeout), "max_connections": limits.max_connections,
                    "have_ssl": "YES" if self.tls.offered else "DISABLED",

@@ -65,9 +65,10 @@ def test_a_mysql_file_shows_its_end_and_executed_set(shared_fixtures, tmp_path, 
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr
 
 
-def test_a_mariadb_file_shows_four_columns(shared_fixtures, tmp_path):
+@pytest.mark.parametrize("tail", [b"", b"\x00" * 11], ids=["whole", "partial-tail"])
+def test_a_mariadb_file_shows_four_columns(shared_fixtures, tmp_path, tail):
     size = (shared_fixtures / MARIADB).stat().st_size
-    proc, port = _serve(shared_fixtures, tmp_path, MARIADB, "mariadb-repl-bin.000005")
+    proc, port = _serve(shared_fixtures, tmp_path, MARIADB, "mariadb-repl-bin.000005", tail)
     try:
         for statement in ("SHOW MASTER STATUS", "SHOW BINLOG STATUS"):
             assert _status(port, statement) == (["File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB"],
