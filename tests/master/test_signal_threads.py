@@ -50,3 +50,4 @@ def test_a_sigterm_taken_by_another_thread_stops_the_master(workload_dir):
         stderr = stop_master(proc) if proc.poll() is None else proc.head + proc.stderr.read()
     assert proc.returncode == 0, stderr
     assert "shutting down, draining streams" in stderr and "Traceback" not in stderr, stderr
+
