@@ -50,6 +50,18 @@ CACHE_SEGMENTS = 512
 INDEX_BYTES = 40 << 20
 INDEX_SEGMENTS = 256
 UNIT_INDEX_BYTES = 100  # a unit's Plan record, table ids and LazyUnits slot (measured: about 97)
+# But a page handed back costs a fault when a stream reaches it again, and a slave that keeps one
+# schema of eight still touches most pages (transactions of every schema share each page): eight
+# staggered slaves over a 256 MB binlog re-faulted a whole binlog's pages per slave after the
+# first, a fifth of their master CPU over one slave's. So kept segments stay resident (their pages
+# counted by their bytes, as the cache counts them) up to RESIDENT_BYTES, and only beyond it are
+# they handed back. Which ones stay: those kept first, not the most recent. Slaves in separate
+# processes read the binlog one after another more than together (one behind another by more
+# than the cache), each pass in the same order; an LRU over such loops keeps exactly what the
+# next pass reaches last, so every pass re-faulted everything; the first ones kept are what
+# every later pass reaches first, and stay until taken back into the cache (then their place is
+# free again) or dropped. Bounded besides the cache: 64 slaves' master peaked at 135 MB without.
+RESIDENT_BYTES = 96 << 20
 
 
 class SegmentCache:
@@ -58,7 +70,8 @@ class SegmentCache:
 
     def __init__(self, directory: str | Path, *, segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES,
                  verify_checksums: bool = True, map_closed: bool = True, read_ahead: bool = True,
-                 cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES):
+                 cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES,
+                 resident_bytes: int = RESIDENT_BYTES):
         self.directory = Path(directory)
         self.cache_segments = cache_segments
         self.segment_bytes = segment_bytes
@@ -72,6 +85,9 @@ class SegmentCache:
         self.index_bytes = index_bytes
         self._kept: OrderedDict[Pos, tuple[Segment, int, frozenset]] = OrderedDict()  # see INDEX_BYTES
         self._kept_bytes = 0
+        self.resident_bytes = resident_bytes
+        self._resident: OrderedDict[Pos, int] = OrderedDict()  # kept ones not handed back: their bytes
+        self._resident_bytes = 0
         self._inflight: dict[Pos, threading.Event] = {}
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
@@ -263,24 +279,40 @@ class SegmentCache:
             self._forget(gone)
             if gone & files:
                 return
-        if not _hand_back(seg):
+        if not self._stays_resident(seg) and not _hand_back(seg):
             return
         seg.units = seg.units.fresh()  # the Units made (their bytes, answers) go
         cost = len(seg.units) * UNIT_INDEX_BYTES
         self._kept[seg.start] = (seg, cost, files)
         self._kept_bytes += cost
         while self._kept and (self._kept_bytes > self.index_bytes or len(self._kept) > INDEX_SEGMENTS):
-            _, (_, old_cost, _) = self._kept.popitem(last=False)
-            self._kept_bytes -= old_cost
+            self._drop_kept(next(iter(self._kept)))
+
+    def _stays_resident(self, seg: Segment) -> bool:
+        """Under the lock: whether a kept segment's pages stay in the master's RSS, counted in
+        RESIDENT_BYTES: yes while there is room (see there), else the caller hands them back."""
+        if seg.start in self._resident:
+            return True
+        size = seg.size
+        if self._resident_bytes + size > self.resident_bytes:
+            return False
+        self._resident[seg.start] = size
+        self._resident_bytes += size
+        return True
+
+    def _drop_kept(self, start: Pos) -> tuple[Segment, int, frozenset]:
+        """Under the lock: the kept segment at `start` out of the kept ones (and their pages' count)."""
+        kept = self._kept.pop(start)
+        self._kept_bytes -= kept[1]
+        self._resident_bytes -= self._resident.pop(start, 0)
+        return kept
 
     def _take_kept(self, start: Pos) -> Segment | None:
         """Under the lock: the kept segment at `start` back into the cache (None: none, or its
         file was purged since)."""
-        kept = self._kept.pop(start, None)
-        if kept is None:
+        if start not in self._kept:
             return None
-        seg, cost, files = kept
-        self._kept_bytes -= cost
+        seg, _, files = self._drop_kept(start)
         if not all(os.path.lexists(self.directory / name) for name in files):
             return None
         self._hold(seg)
@@ -288,17 +320,18 @@ class SegmentCache:
 
     def done_with(self, seg: Segment) -> None:
         """A stream is done with `seg`: if the cache let it go while the stream read it and keeps
-        it by its scan, the pages the stream touched since are handed back too (else they would
-        stay in the master's RSS as long as it is kept)."""
+        it by its scan with its pages handed back, the pages the stream touched since stay if
+        there is room for them in RESIDENT_BYTES, else they are handed back too (else they
+        would stay in the master's RSS, uncounted, as long as it is kept)."""
         with self._lock:
             kept = self._kept.get(seg.start)
-            if kept is None or kept[0] is not seg:
+            if kept is None or kept[0] is not seg or self._stays_resident(seg):
                 return
         _hand_back(seg)
 
     def _forget(self, names: set[str]) -> None:
         for start in [s for s, (_, _, files) in self._kept.items() if files & names]:
-            self._kept_bytes -= self._kept.pop(start)[1]
+            self._drop_kept(start)
 
     def forget(self, files) -> int:
         """Drops the cached and kept segments, and the reads started ahead, that begin in `files` (purged

@@ -20,7 +20,7 @@ from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
 from dumpfilter.master.schema_feed import schema_timeline
 from dumpfilter.master.shares import STREAMS
-from dumpfilter.master.segments import CACHE_BYTES, INDEX_BYTES, SEGMENT_BYTES, SegmentCache
+from dumpfilter.master.segments import CACHE_BYTES, INDEX_BYTES, RESIDENT_BYTES, SEGMENT_BYTES, SegmentCache
 from dumpfilter.master.units import Pos
 from dumpfilter.master.stream import SlaveStream
 
@@ -35,7 +35,8 @@ class DumpService(SlaveRegistry):
                  segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES, batch_bytes: int = BATCH_BYTES,
                  verify_checksums: bool = True, schema: SchemaModel | None = None, segments: SegmentCache | None = None,
                  max_streams: int | None = None, max_streams_per_identity: int | None = None,
-                 lint_bytes: int = LINT_MAX_BYTES, index_bytes: int = INDEX_BYTES):
+                 lint_bytes: int = LINT_MAX_BYTES, index_bytes: int = INDEX_BYTES,
+                 resident_bytes: int = RESIDENT_BYTES):
         binlog_dir = Path(binlog_dir)
         if not binlog_dir.is_dir():
             raise PositionError(f"binlog directory {binlog_dir} does not exist")
@@ -49,7 +50,7 @@ class DumpService(SlaveRegistry):
         # `segments`: a cache to read through instead (the tests' reference reader).
         self.segments = segments if segments is not None else SegmentCache(
             self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, verify_checksums=verify_checksums,
-            index_bytes=index_bytes)
+            index_bytes=index_bytes, resident_bytes=resident_bytes)
         self.timeline = schema_timeline(self.segments, schema)
         self.shutting_down = False
         self.max_streams = max_streams                            # None: no limit

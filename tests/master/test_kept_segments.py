@@ -86,3 +86,53 @@ def test_a_purged_files_kept_segments_are_not_served(tmp_path, mapping):  # noqa
     assert held[0] not in cache._kept
     cache.forget([_files(tmp_path)[0]])
     assert not any(_files(tmp_path)[0] in files for _, _, files in cache._kept.values())
+
+
+def test_kept_pages_stay_resident_within_their_budget(tmp_path, mapping, monkeypatch):  # noqa: F811
+    """Kept segments keep their pages up to `resident_bytes` (the cache's own count of them), the
+    first kept staying; every kept segment beyond it has its pages handed back."""
+    _binlog(tmp_path)
+    _, one = _streamed(tmp_path, REGS[:1], resident_bytes=0)
+    budget = 3 * max(seg.size for seg, _, _ in one._kept.values())
+    seen, handed = [], []
+    real_keep, real_done, real_hand_back = (segments_module.SegmentCache._keep, segments_module.SegmentCache.done_with,
+                                            segments_module._hand_back)
+
+    def check(cache):
+        assert cache._resident_bytes == sum(cache._resident.values())
+        assert set(cache._resident) <= set(cache._kept)
+        seen.append(cache._resident_bytes)
+
+    def keep(self, seg):
+        real_keep(self, seg)
+        check(self)
+
+    def done_with(self, seg):
+        real_done(self, seg)
+        check(self)
+
+    def hand_back(seg):
+        handed.append(seg.start)
+        return real_hand_back(seg)
+
+    monkeypatch.setattr(segments_module.SegmentCache, "_keep", keep)
+    monkeypatch.setattr(segments_module.SegmentCache, "done_with", done_with)
+    monkeypatch.setattr(segments_module, "_hand_back", hand_back)
+    _, cache = _streamed(tmp_path, REGS, resident_bytes=budget)
+    assert seen and all(size <= budget for size in seen) and max(seen) > budget // 2
+    assert cache.kept_hits > 0
+    assert set(cache._kept) - set(cache._resident) <= set(handed), "a kept segment beyond the budget kept its pages"
+    # A budget of nothing hands every kept segment's pages back; none stays counted.
+    seen.clear()
+    handed.clear()
+    _, none = _streamed(tmp_path, REGS, resident_bytes=0)
+    assert not none._resident and set(seen) == {0} and set(none._kept) <= set(handed)
+
+
+def test_the_page_budget_changes_no_batch(tmp_path, mapping):  # noqa: F811
+    _binlog(tmp_path, "mixed")
+    outs = [_streamed(tmp_path, REGS, resident_bytes=budget)[0] for budget in (0, 2 * SEGMENT_BYTES, 1 << 30)]
+    for sid in outs[0]:
+        for out in outs[1:]:
+            assert out[sid][0] == outs[0][sid][0], f"server_id {sid}: batches differ"
+            assert out[sid][1] == outs[0][sid][1], f"server_id {sid}: stats differ"
