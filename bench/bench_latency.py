@@ -10,10 +10,10 @@ Three readers, in the same run:
   master's gRPC port.
 
 On each replica a trigger (slave_run_triggers_for_rbr) records SYSDATE(6) as its SQL thread
-applies a beat row: commit -> apply, with nothing polling the replicas. For `slave run` the
-bench watches its relay-log.info (inotify) and notes when the recorded GTID state first covers
-a beat's GTID: commit -> relay log durable (relay-log.info is written only after the relay
-bytes are fsync'd). The added latency is each dumpfilter path's percentile minus the direct
+applies a beat row: commit -> apply, with nothing polling the replicas. For `slave run` a
+process of the bench's watches its relay-log.info (inotify) and notes when the recorded GTID
+state first covers a beat's GTID: commit -> relay log durable (relay-log.info is put in place
+only after the relay bytes are fsync'd). The added latency is each dumpfilter path's percentile minus the direct
 replica's, from the same beats of the same run.
 
     .venv/bin/python -m bench latency      # DUMPFILTER_LATENCY_SECONDS=20 DUMPFILTER_LATENCY_TPS=400
@@ -81,49 +81,65 @@ def _beats(primary: MariaDBServer, stop: threading.Event, beats: dict[int, tuple
 
 
 class RelayWatch:
-    """When relay-log.info first records each GTID sequence number (domain 0): woken by inotify
-    as the slave puts a new relay-log.info in place."""
+    """When relay-log.info first records each GTID sequence number (domain 0), seen by a process
+    of its own (`watch_relay_info`): woken by inotify as the slave puts a new relay-log.info in
+    place. Not a thread of this one, whose load threads would hold the GIL while the watch's
+    wake-up waits for it (up to the interpreter's 5 ms switch interval), a delay of the bench's,
+    not of the slave's."""
 
-    def __init__(self, relay_dir: Path):
-        self.relay_dir = relay_dir
-        self.watch = DirectoryWatch(relay_dir)
-        self.wake = threading.Event()
-        self.durable: list[tuple[float, int]] = []  # (time seen, highest seq_no recorded)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+    def __init__(self, relay_dir: Path, out: Path):
+        self.out = out
+        self.proc = subprocess.Popen([sys.executable, "-c", "import sys; from bench.bench_latency import "
+                                      "watch_relay_info as w; w(sys.argv[1], sys.argv[2])", str(relay_dir), str(out)],
+                                     cwd=Path(__file__).resolve().parents[1])
 
-    def start(self) -> None:
-        self.watch.add(self.wake)
-        self.thread.start()
+    def durable(self) -> list[tuple[float, int]]:
+        """(time seen, highest seq_no recorded) so far."""
+        try:
+            lines = self.out.read_text().splitlines()
+        except OSError:
+            return []
+        return [(float(t), int(seq)) for t, seq in (line.split() for line in lines if line.count(" ") == 1)]
 
-    def _run(self) -> None:
-        last = -1
-        while not self.stop.is_set():
-            self.watch.wait(self.wake, 1.0)
+    def delays(self, beats: dict[int, tuple[float, int]]) -> dict[int, float]:
+        durable = self.durable()
+        out = {}
+        for i, (at, seq) in beats.items():
+            seen = next((t for t, top in durable if top >= seq), None)
+            if seen is not None:
+                out[i] = seen - at
+        return out
+
+    def close(self) -> None:
+        stop_process(self.proc)
+
+
+def watch_relay_info(relay_dir: str, out: str) -> None:
+    """The watching process: a line "time seq_no" to `out` each time relay-log.info records a
+    higher GTID sequence number (domain 0), until terminated."""
+    relay, wake, last = Path(relay_dir), threading.Event(), -1
+    watch = DirectoryWatch(relay)
+    watch.add(wake)
+    with open(out, "a", buffering=1) as f:
+        while True:
+            watch.wait(wake, 1.0)
             now = time.time()
             try:
-                state = json.loads((self.relay_dir / "relay-log.info").read_text()).get("gtid_state", "")
+                state = json.loads((relay / "relay-log.info").read_text()).get("gtid_state", "")
             except (OSError, ValueError):
                 continue
             seqs = [int(g.rsplit("-", 1)[1]) for g in state.split(",") if g.startswith("0-")]
             if seqs and seqs[0] > last:
                 last = seqs[0]
-                self.durable.append((now, last))
-
-    def delays(self, beats: dict[int, tuple[float, int]]) -> dict[int, float]:
-        out = {}
-        for i, (at, seq) in beats.items():
-            seen = next((t for t, top in self.durable if top >= seq), None)
-            if seen is not None:
-                out[i] = seen - at
-        return out
+                f.write(f"{now} {last}\n")
 
 
 def _commit_cost(directory: Path, samples: int = 40) -> list[float]:
     """What recording a relay position costs on this disk, measured beside the slave's relay log
-    before the load: the fsync of bytes appended to a file, then a small file written, fsync'd and
-    renamed into place (relay-log.info). A durable path cannot be faster than this; the direct
-    replica (innodb_flush_log_at_trx_commit=0, no binlog) fsyncs nothing."""
+    before the load, as the slave does it: the fsync of bytes appended to a file, then a small
+    file written and renamed into place (relay-log.info; made durable itself by a checkpoint
+    once a second, off the path). A durable path cannot be faster than this; the direct replica
+    (innodb_flush_log_at_trx_commit=0, no binlog) fsyncs nothing."""
     costs = []
     data, info = directory / "cost.data", directory / "cost.info"
     with open(data, "ab") as f:
@@ -133,10 +149,7 @@ def _commit_cost(directory: Path, samples: int = 40) -> list[float]:
             f.flush()
             os.fsync(f.fileno())
             tmp = directory / "cost.info.tmp"
-            with open(tmp, "w") as t:
-                t.write("{}" * 400)
-                t.flush()
-                os.fsync(t.fileno())
+            tmp.write_text("{}" * 400)
             os.replace(tmp, info)
             costs.append(time.perf_counter() - started)
             time.sleep(BEAT_EVERY)
@@ -203,8 +216,7 @@ def main() -> None:
                         "MASTER_CONNECT_RETRY=1", "START SLAVE"])
         relay = work / "relay"
         relay.mkdir()
-        watch = RelayWatch(relay)
-        watch.start()
+        watch = RelayWatch(relay, work / "durable.txt")
         slave = subprocess.Popen([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", grpc_address,
                                   "--server-id", "4", "--relay-log-dir", str(relay), "--replicate-do-db", "beat"],
                                  cwd=Path(__file__).resolve().parents[1], stderr=open(work / "slave.log", "ab"))
@@ -265,7 +277,7 @@ def main() -> None:
             print(f"{name:<46} {r['beats']:>5} {r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['added_p50_ms']:>8.2f} "
                   f"{r['added_p99_ms']:>8.2f} {r['ratio_p50'] or 0:>6.2f} {r['ratio_p99'] or 0:>6.2f}")
         floor = payload["disk_commit_cost_ms"]
-        print(f"this disk's cost of recording a position (fsync data, then write+fsync+rename the info), "
+        print(f"this disk's cost of recording a position (fsync data, then write+rename the info), "
               f"before the load: p50 {floor['p50']:.2f} ms, p99 {floor['p99']:.2f} ms")
         print(f"CPU during the load (cores): master serve {cpu['master']:.3f}, slave run {cpu['slave run']:.3f}")
         print(f"results: {path}")
@@ -280,8 +292,7 @@ def main() -> None:
         raise
     finally:
         if watch is not None:
-            watch.stop.set()
-            watch.watch.close()
+            watch.close()
         stop_process(slave)
         stop_process(master)
         for server in servers:

@@ -1,7 +1,8 @@
 """The slave's relay log and its crash-safe position files: `relay-bin.NNNNNN` + `relay-bin.index`
 (valid binlogs: magic, the master's FDE, then events with master coordinates), `relay-log.info`
-(master position, GTID state, relay position: written atomically AFTER the relay data is fsync'd)
-and `relay-apply.info` (what --apply executed)."""
+(master position, GTID state, relay position: put in place atomically AFTER the relay data is
+fsync'd; itself made durable by a checkpoint, `relay-log.info.synced`) and `relay-apply.info`
+(what --apply executed)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
+from dumpfilter.errors import PositionError
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import build_event, rotate_body
 from dumpfilter.binlogs.files import read_index, write_index
@@ -21,6 +23,7 @@ from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 
 BASENAME = "relay-bin"
 INFO = "relay-log.info"
+SYNCED = "relay-log.info.synced"  # the last relay-log.info made durable itself (Committer._checkpoint)
 APPLY_INFO = "relay-apply.info"
 # Seconds from one commit of relay-log.info to the next at least (see Committer). 0: a commit
 # starts as soon as a batch is written, and the batches written while it runs share the next
@@ -34,6 +37,14 @@ DEFAULT_COMMIT_INTERVAL = 0.0
 # times a second; committing each would queue the batches that do carry data behind their
 # fsyncs. The next batch with data, a drain or this long records it.
 IDLE_COMMIT_INTERVAL = 1.0
+# Seconds between checkpoints of relay-log.info itself (see Committer): each commit's info is put
+# in place after the relay bytes it names are on disk, but is not itself fsync'd, so that a live
+# batch waits for one disk flush. A crash may then leave an older relay-log.info (the next start
+# cuts the relay log back to it and fetches the rest again, as MySQL's relay_log_recovery does),
+# or on a file system that does not order a rename after the renamed file's data, an unreadable
+# one: the checkpoint is the version to fall back to. MySQL's sync_relay_log_info bounds the same
+# re-fetch by a count of transactions (10000 by default).
+CHECKPOINT_INTERVAL = 1.0
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -41,16 +52,17 @@ def write_json_atomic(path: Path, data: dict) -> None:
     put_in_place(write_json_tmp(path, data), path)
 
 
-def write_json_tmp(path: Path, data: dict) -> Path:
-    """The next version of `path`, written beside it and fsync'd (not yet in place: see
+def write_json_tmp(path: Path, data: dict, sync: bool = True) -> Path:
+    """The next version of `path`, written beside it and (`sync`) fsync'd (not yet in place: see
     `put_in_place`)."""
     # json.dumps then one write: the same text as json.dump, without a write per token.
     text = json.dumps(data, indent=1, sort_keys=True, default=str)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     return tmp
 
 
@@ -97,6 +109,23 @@ def read_json(path: Path) -> dict | None:
         return None
 
 
+def read_info(directory: Path) -> dict | None:
+    """relay-log.info's fields (None: there is none, a slave that never started). An unreadable
+    one (what a crash can leave of a version that was not yet checkpointed, see
+    CHECKPOINT_INTERVAL) gives the last checkpoint's, which names only durable relay bytes too."""
+    try:
+        return read_json(directory / INFO)
+    except (ValueError, UnicodeDecodeError) as exc:
+        try:
+            synced = read_json(directory / SYNCED)
+        except (ValueError, UnicodeDecodeError):
+            synced = None
+        if synced is None:
+            raise PositionError(f"{directory / INFO}: unreadable ({exc}) and no checkpoint "
+                                f"({SYNCED}) to fall back to") from None
+        return synced
+
+
 @dataclass
 class RelayInfo:
     """relay-log.info: everything up to (master_file, master_pos) is in the relay log up to
@@ -136,7 +165,7 @@ class RelayInfo:
 
     @classmethod
     def load(cls, directory: Path) -> RelayInfo | None:
-        data = read_json(directory / INFO)
+        data = read_info(directory)
         if data is None:
             return None
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
@@ -164,21 +193,22 @@ def _same_format(a: Event, b: Event) -> bool:
 class Committer:
     """Group commit of relay-log.info. After each batch, the slave hands over the relay file's
     descriptor (its bytes already written to the kernel) and the info as it is then; a thread
-    fsyncs the relay file and, side by side, writes and fsyncs the next relay-log.info, then
-    puts it in place atomically (`_commit`). The order that makes the position crash-safe is
-    kept: relay-log.info never names relay bytes that were not fsync'd first. A commit starts at most once per `interval` seconds (and when batches come faster
-    than a commit takes: two or three fsyncs); the newest hand-over waiting replaces the older
-    ones, so one fsync covers all of them, as MySQL's binlog group commit covers the
-    transactions queued behind one flush (binlog_group_commit_sync_delay is its interval). A
-    crash loses nothing: the next start cuts the relay log back to the last commit and fetches
-    the rest again (sync_relay_log_info, whose MySQL default is 10000 transactions, bounds the
-    same re-fetch by count; relay-log.info is never ahead of durable bytes here). The receiving thread
-    never waits for the disk, except in `drain` (before a relay file is closed, before --apply
-    and when the stream ends), which returns once every hand-over is on disk. An error of the
-    thread (ENOSPC, EIO) is raised by the next `submit` or `drain`. A hand-over submitted with
-    `now` (the batch reached the master's end: a live slave waits for it) starts its commit
-    without waiting for the interval; one submitted `idle` (no relay byte written since the
-    last hand-over) waits up to `idle_interval` for company."""
+    fsyncs the relay file, then writes the next relay-log.info and puts it in place
+    atomically (`_commit`): one disk flush per commit, and relay-log.info never names relay
+    bytes that were not on disk before it was written. The info itself is made durable by a
+    checkpoint at most once per `checkpoint_interval`, when no hand-over waits, and at every
+    drain (see CHECKPOINT_INTERVAL). A commit starts at most once per `interval` seconds (and
+    when batches come faster than a commit takes: two or three flushes); the newest hand-over
+    waiting replaces the older ones, so one flush covers all of them, as MySQL's binlog group
+    commit covers the transactions queued behind one flush (binlog_group_commit_sync_delay is
+    its interval). A crash loses nothing: the next start cuts the relay log back to the
+    relay-log.info it finds and fetches the rest again. The receiving thread never waits for
+    the disk, except in `drain` (before a relay file is closed, before --apply and when the
+    stream ends), which returns once every hand-over is on disk and checkpointed. An error of
+    the thread (ENOSPC, EIO) is raised by the next `submit` or `drain`. A hand-over submitted
+    with `now` (the batch reached the master's end: a live slave waits for it) starts its
+    commit without waiting for the interval; one submitted `idle` (no relay byte written since
+    the last hand-over) waits up to `idle_interval` for company."""
 
     def __init__(self, path: Path, interval: float = 0.0, idle_interval: float = IDLE_COMMIT_INTERVAL):
         self.path = path
@@ -195,7 +225,10 @@ class Committer:
         self._closing = False
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
-        self._syncer: ThreadPoolExecutor | None = None  # the relay fsync beside the info's (`_commit`)
+        self._syncer: ThreadPoolExecutor | None = None  # the relay fsync beside the info's write (`_commit`)
+        self.checkpoint_interval = CHECKPOINT_INTERVAL
+        self._unsynced = False  # relay-log.info was put in place since the last checkpoint
+        self.checkpoints = 0  # (a test looks)
 
     def submit(self, fd: int, data: dict, now: bool = False, idle: bool = False) -> None:
         with self._cond:
@@ -230,7 +263,7 @@ class Committer:
             self._hurry += 1
             self._cond.notify_all()
             try:
-                while self._pending is not None or self._retired or self._busy:
+                while self._pending is not None or self._retired or self._busy or self._unsynced:
                     self._cond.wait()
             finally:
                 self._hurry -= 1
@@ -252,23 +285,43 @@ class Committer:
                 self._syncer = None
 
     def _commit(self, fd: int, data: dict) -> None:
-        """The relay file's fsync and the next relay-log.info's write and fsync, side by side (on
-        the relay-fsync thread and this one): neither needs the other, so a live slave's batch
-        waits for one disk flush, not two in a row (the file system's journal commits both
-        together). Only once both are done is the new info put in place: relay-log.info never
-        names relay bytes that are not durable. A crash in between leaves relay-log.info.tmp,
-        which nothing reads, and the old relay-log.info, whose bytes were durable before it."""
+        """The relay file's fsync (on the relay-fsync thread) and, side by side, the next
+        relay-log.info written beside it; once the fsync is done, the info put in place, not
+        fsync'd itself (see CHECKPOINT_INTERVAL): a live slave's batch waits for one disk flush.
+        An info whose rename reaches the disk names relay bytes that were on disk before it."""
         relay = self._relay_sync().submit(os.fsync, fd)
         try:
-            tmp = write_json_tmp(self.path, data)
+            tmp = write_json_tmp(self.path, data, sync=False)
         finally:
             relay.result()  # its error first: the relay bytes are what the position stands for
-        put_in_place(tmp, self.path)
+        os.replace(tmp, self.path)
+        self._unsynced = True
 
     def _relay_sync(self):
         if self._syncer is None:
             self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slave-relay-fsync")
         return self._syncer
+
+    def _checkpoint(self) -> None:
+        """relay-log.info made durable as it is (fsync'd, its rename with the directory's), and
+        linked as relay-log.info.synced: the version a start falls back to if a crash leaves
+        relay-log.info unreadable (`read_info`)."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        synced = self.path.with_name(SYNCED)
+        tmp = synced.with_name(SYNCED + ".tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(self.path, tmp)
+        except OSError:  # a file system without hard links: a copy, fsync'd
+            write_json_tmp(synced, json.loads(self.path.read_text()))
+        os.replace(tmp, synced)
+        _fsync_dir(self.path.parent)
+        self._unsynced = False
+        self.checkpoints += 1
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -280,6 +333,7 @@ class Committer:
         next_at = 0.0
         last_at = time.monotonic()  # when the last commit started
         written_back = None  # the hand-over whose file's writeback was started last
+        synced_at = time.monotonic()  # the last checkpoint
         while True:
             writeback = None
             with cond:
@@ -287,9 +341,12 @@ class Committer:
                     if self._pending is None:
                         if self._retired:
                             break
+                        sync_in = synced_at + self.checkpoint_interval - time.monotonic()
+                        if self._unsynced and (sync_in <= 0 or self._hurry or self._closing):
+                            break  # a checkpoint, with no hand-over waiting for its flush
                         if self._closing:
                             return
-                        cond.wait()
+                        cond.wait(sync_in if self._unsynced else None)
                         continue
                     due = max(next_at, last_at + self.idle_interval) if self._idle else next_at
                     wait = due - time.monotonic()
@@ -328,6 +385,12 @@ class Committer:
                     if pending is not None:
                         self._commit(*pending)
                         self.commits += 1
+                    # A checkpoint with no hand-over waiting, or one overdue under a load that
+                    # never leaves the thread idle.
+                    if self._unsynced and (pending is None or
+                                           time.monotonic() - synced_at > 5 * self.checkpoint_interval):
+                        self._checkpoint()
+                        synced_at = time.monotonic()
                 finally:
                     for file in retired:
                         file.close()
@@ -335,6 +398,7 @@ class Committer:
                 with cond:
                     self._error = exc
                     self._pending = None  # nothing after a failed commit may be written
+                    self._unsynced = False  # (nor a checkpoint tried again while drain waits)
                     for file in self._retired:
                         file.close()
                     self._retired = []

@@ -19,7 +19,8 @@ import pytest
 from dumpfilter.codec.encode import format_description
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.slave import relay_log
-from dumpfilter.slave.relay_log import INFO, Committer, RelayInfo
+from dumpfilter.errors import PositionError
+from dumpfilter.slave.relay_log import INFO, SYNCED, Committer, RelayInfo
 
 from tests.support.dump_helpers import relay_units, run_slave
 from tests.support.waiting import wait_for
@@ -188,50 +189,98 @@ def test_a_batch_that_reaches_the_masters_end_is_committed_without_the_interval(
         os.close(fd)
 
 
-def test_a_commit_waits_for_one_disk_flush_not_two_in_a_row(tmp_path, monkeypatch):
-    """Each commit's two fsyncs (the relay bytes, the next relay-log.info) run side by side: the
-    relay file's fsync is still under way when the info's begins (it waits for it here, and
-    records whether it came). In a row, the info's would begin only after it. The info is put
-    in place only after both, naming durable bytes (the DiskTrace tests)."""
-    data = tmp_path / "relay-bin.000001"
-    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
-    info_started = threading.Event()
-    overlapped: list[bool] = []
-    order: list[str] = []
+def _disk_order(monkeypatch) -> list[tuple[str, str]]:
+    """("fsync", name) and ("in place", name) as relay_log calls them, in order."""
+    order: list[tuple[str, str]] = []
     real_fsync, real_replace = os.fsync, os.replace
 
     def fsync(n):
-        name = Path(os.readlink(f"/proc/self/fd/{n}")).name
-        if name == data.name:
-            overlapped.append(info_started.wait(60))  # in a row, the info's never starts meanwhile
-            info_started.clear()
-        elif name == INFO + ".tmp":
-            info_started.set()
         real_fsync(n)
-        order.append(name)
+        order.append(("fsync", Path(os.readlink(f"/proc/self/fd/{n}")).name))
 
     def replace(src, dst):
-        order.append("in place")
         real_replace(src, dst)
+        order.append(("in place", Path(dst).name))
 
     monkeypatch.setattr(relay_log.os, "fsync", fsync)
     monkeypatch.setattr(relay_log.os, "replace", replace)
+    return order
+
+
+def test_a_commit_waits_for_one_disk_flush(tmp_path, monkeypatch):
+    """Each commit is the relay file's fsync, then relay-log.info put in place, with no other
+    flush in between (the old commit fsync'd the info and the directory too: two flushes in a
+    row before a live batch counted as durable). The info's own durability is the checkpoint's,
+    which a drain waits for: relay-log.info fsync'd, linked as relay-log.info.synced, the
+    directory fsync'd."""
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    order = _disk_order(monkeypatch)
     committer = Committer(tmp_path / INFO)
+    committer.checkpoint_interval = 3600  # no test run reaches it: checkpoints by drains only
     try:
-        for pos in (10, 20, 30):
+        for i, pos in enumerate((10, 20, 30), 1):
             os.write(fd, b"x" * 10)
             committer.submit(fd, {"relay_file": data.name, "relay_pos": pos}, now=True)
-            committer.drain()
-        assert overlapped == [True, True, True]
-        assert committer.commits == 3
-        # Each time: both fsyncs done (in either order), then the info in place.
-        for i in range(3):
-            assert sorted(order[4 * i : 4 * i + 2]) == sorted([data.name, INFO + ".tmp"]) and \
-                order[4 * i + 2] == "in place", order
-        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 30
+            assert wait_for(lambda i=i: committer.commits == i, give_up=30)
+        assert order == [("fsync", data.name), ("in place", INFO)] * 3
+        assert committer.checkpoints == 0
+        committer.drain()
+        assert committer.checkpoints == 1
+        assert order[6:] == [("fsync", INFO), ("in place", SYNCED), ("fsync", tmp_path.name)]
+        assert os.stat(tmp_path / SYNCED).st_ino == os.stat(tmp_path / INFO).st_ino
+        assert json.loads((tmp_path / SYNCED).read_text())["relay_pos"] == 30
     finally:
         committer.close()
         os.close(fd)
+
+
+def test_a_checkpoint_follows_by_itself_once_nothing_waits(tmp_path, monkeypatch):
+    """With no drain and no further batch, relay-log.info is checkpointed within the interval."""
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    order = _disk_order(monkeypatch)
+    committer = Committer(tmp_path / INFO)
+    committer.checkpoint_interval = 0.05
+    try:
+        os.write(fd, b"x")
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 1}, now=True)
+        assert wait_for(lambda: committer.checkpoints == 1, give_up=30)
+        assert order[:2] == [("fsync", data.name), ("in place", INFO)] and ("in place", SYNCED) in order
+        assert json.loads((tmp_path / SYNCED).read_text())["relay_pos"] == 1
+    finally:
+        committer.close()
+        os.close(fd)
+
+
+def test_an_unreadable_relay_log_info_falls_back_to_its_checkpoint(tmp_path):
+    """What a crash can leave of a relay-log.info not yet checkpointed on a file system that does
+    not order a rename after the file's data: empty, or cut. The start takes the checkpoint,
+    which named durable relay bytes too; with none, one line naming the file."""
+    RelayInfo(master_file="bin.000002", master_pos=1234, relay_file="relay-bin.000001", relay_pos=999).save(tmp_path)
+    os.link(tmp_path / INFO, tmp_path / SYNCED)
+    newer = (tmp_path / INFO).read_text().replace("1234", "5678")
+    for torn in ("", newer[: len(newer) // 2], "\0" * 40):
+        (tmp_path / INFO).unlink()
+        (tmp_path / INFO).write_text(torn)
+        info = RelayInfo.load(tmp_path)
+        assert (info.master_file, info.master_pos, info.relay_pos) == ("bin.000002", 1234, 999)
+    (tmp_path / SYNCED).unlink()
+    with pytest.raises(PositionError, match=f"{INFO}: unreadable .* no checkpoint"):
+        RelayInfo.load(tmp_path)
+    (tmp_path / INFO).write_text(newer)  # a whole one is taken as it is
+    assert RelayInfo.load(tmp_path).master_pos == 5678
+
+
+def test_slave_run_on_an_unreadable_relay_log_info_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / INFO).write_text('{"master_file": "bin.0')
+    run = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", "127.0.0.1:1",
+                          "--server-id", "7", "--relay-log-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{tmp_path / INFO}: unreadable" in lines[0], run.stderr
 
 
 def test_a_position_over_skipped_stretches_only_waits_for_company(tmp_path):
@@ -289,14 +338,15 @@ def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
         real_fsync(fd)
         synced.append((target.name, size))
 
-    real_put = relay_log.put_in_place
+    real_replace = os.replace
 
     def put(tmp, path):
-        synced.append(("info", json.loads(tmp.read_text())["relay_file"]))
-        real_put(tmp, path)
+        if Path(path).name == INFO:
+            synced.append(("info", json.loads(Path(tmp).read_text())["relay_file"]))
+        real_replace(tmp, path)
 
     monkeypatch.setattr(relay_log.os, "fsync", held_fsync)
-    monkeypatch.setattr(relay_log, "put_in_place", put)
+    monkeypatch.setattr(relay_log.os, "replace", put)
     relay = relay_log.RelayLog(tmp_path, max_size=4_000)
     relay.format_event(format_description())
     relay.write_raw(b"x" * 5_000)
