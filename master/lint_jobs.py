@@ -165,6 +165,9 @@ class _Worker:
                 continue
             state, value = self._run(job.args)
             job.owner._finished(job, state, value)
+            # Not kept while the next job is awaited: the job's owner is a master's LintJobs,
+            # which holds that master (its registry, engines and segment cache) alive.
+            job = state = value = None
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None

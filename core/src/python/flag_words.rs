@@ -2,15 +2,20 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::flags::{self, FlagWords};
 
 /// The master's flag words (see flags.rs): `compute(db, table)` (the Python rule engines) gives
 /// a missing word as little-endian bytes, once per table and generation.
+///
+/// `compute` is a bound method of the Python object that holds this one: a cycle, which
+/// Python's collector sees only through `__traverse__` (without it, every master made and
+/// dropped in one process stayed alive, with its segment cache's mappings and descriptors).
 #[pyclass(module = "dumpfilter._core", name = "FlagWords")]
 pub(super) struct PyFlagWords {
     inner: FlagWords,
-    compute: Py<PyAny>,
+    compute: Option<Py<PyAny>>,
 }
 
 impl PyFlagWords {
@@ -23,7 +28,12 @@ impl PyFlagWords {
             if let Some(word) = this.inner.get(&key) {
                 return Ok(word.clone());
             }
-            (this.compute.clone_ref(slf.py()), this.inner.generation)
+            let Some(compute) = &this.compute else {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "FlagWords used after it was cleared",
+                ));
+            };
+            (compute.clone_ref(slf.py()), this.inner.generation)
         };
         let bytes: Vec<u8> = compute.call1(slf.py(), (db, table))?.extract(slf.py())?;
         let word = flags::word_from_le(&bytes);
@@ -38,8 +48,19 @@ impl PyFlagWords {
     fn new(compute: Py<PyAny>) -> Self {
         PyFlagWords {
             inner: FlagWords::default(),
-            compute,
+            compute: Some(compute),
         }
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(compute) = &self.compute {
+            visit.call(compute)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.compute = None;
     }
 
     /// Whether slave bit `bit` keeps (db, table).
