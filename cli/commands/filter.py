@@ -107,12 +107,12 @@ def run(args: argparse.Namespace) -> int:
         refuse_input_as_output(paths, file=out)
         writable_file(out, "-o")
         fd, name = temp_beside(out.parent, f".{out.name}.", ".tmp")
-        os.close(fd)
         staging = Path(name)
-        sink = FileSink(staging)
+        # Written through this descriptor (not truncated again), on a thread of its own.
+        sink = FileSink(staging, fd=fd, write_behind=True)
     started = time.perf_counter()
     try:
-        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums)
+        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True)
         written = sink.close()
         if staging is not None:
             written = _move_into_place(staging, out, written, basename if series else None)

@@ -48,6 +48,7 @@ from dumpfilter.codec.transactions import CONTROL, TRANSACTION
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
+from dumpfilter.binlogs.background import ReadAhead
 from dumpfilter.binlogs.sinks import FileSink, Sink
 from dumpfilter.codec.encode import COMMIT_BODY
 
@@ -128,10 +129,12 @@ class BinlogFilter:
     """Filters binlog files into a sink with one TransactionFilter; `stats` accumulates. Fast
     units are decided from their tables, the others through TransactionFilter (see `_walk`)."""
 
-    def __init__(self, tfilter: TransactionFilter, sink: Sink, *, verify_checksums: bool = True):
+    def __init__(self, tfilter: TransactionFilter, sink: Sink, *, verify_checksums: bool = True,
+                 read_ahead: bool = False):
         self.tfilter = tfilter
         self.sink = sink
         self.verify_checksums = verify_checksums
+        self.read_ahead = read_ahead  # a plain file's next chunk read on a thread (background.ReadAhead)
         self.stats = FilterStats()
         self._keep = bytearray()  # by the scanner's name id of a Table_map: 1 kept, 0 not, 2 not known yet
 
@@ -186,24 +189,42 @@ class BinlogFilter:
             if len(magic) < 4:
                 raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic", path=name, offset=0)
             raise bad_magic(name)
-        fmt: FormatDescription | None = None
-        empty_keep = self.tfilter.empty_transactions != "drop"
-        direct: BinlogWriter | None = None
-        buf, base = b"", 4  # base: the file offset of buf[0]
         # A plain file is read again from where the scan stopped (the unit cut at the chunk's end,
         # usually a few hundred bytes), instead of joining the rest to the next chunk: a copy of
         # every byte saved. A compressed stream cannot seek back cheaply: joined.
         rereads = isinstance(stream, io.BufferedReader)
+        # Read ahead: the next chunk (from where this scan stopped) is read on a thread while
+        # this one's units are decided and written.
+        ahead = ReadAhead(stream.fileno()) if rereads and self.read_ahead else None
+        try:
+            self._chunks(stream, path, scanner, ahead, rereads)
+        finally:
+            if ahead is not None:
+                ahead.close()
+
+    def _chunks(self, stream, path: Path, scanner: Scanner, ahead: ReadAhead | None, rereads: bool) -> None:
+        """`_walk`'s loop over the file's chunks, from offset 4."""
+        name = str(path)
+        empty_keep = self.tfilter.empty_transactions != "drop"
+        fmt: FormatDescription | None = None
+        direct: BinlogWriter | None = None
+        buf, base = b"", 4  # base: the file offset of buf[0]
         want = FAST_CHUNK
+        if ahead is not None:
+            ahead.start(base, want)
         while True:
             if rereads:
-                buf = stream.read(want)
+                buf = ahead.take() if ahead is not None else stream.read(want)
                 eof = len(buf) < want
             else:
                 chunk = stream.read(FAST_CHUNK)
                 eof = not chunk
                 buf = buf + chunk if buf else chunk
             scan = scanner.units(buf, 0, base, at_eof=eof)
+            # A unit longer than the chunk: read more at once next time.
+            next_want = FAST_CHUNK if scan.stop else want * 2
+            if ahead is not None and not eof and scan.error is None:
+                ahead.start(base + scan.stop, next_want)
             units, tables = scan.units, scan.tables
             words = units.words
             i, n = 0, len(units)
@@ -246,9 +267,9 @@ class BinlogFilter:
             if eof:
                 break
             if rereads:
-                # A unit longer than the chunk: read more at once next time.
-                want = FAST_CHUNK if scan.stop else want * 2
-                stream.seek(base)
+                want = next_want
+                if ahead is None:
+                    stream.seek(base)
         if buf:
             left = len(buf)
             msg = (f"event size {_U32.unpack_from(buf, 9)[0]} runs past the end of the file ({left} bytes left)"
@@ -378,9 +399,10 @@ class BinlogFilter:
 
 
 def filter_files(paths: Sequence[str | os.PathLike], tfilter: TransactionFilter, sink: Sink, *,
-                 verify_checksums: bool = True) -> FilterStats:
-    """Filter `paths` in order into `sink` (closed at the end); returns the statistics."""
-    bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums)
+                 verify_checksums: bool = True, read_ahead: bool = False) -> FilterStats:
+    """Filter `paths` in order into `sink` (closed at the end); returns the statistics.
+    `read_ahead`: each plain file's next chunk is read on a thread of its own meanwhile."""
+    bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums, read_ahead=read_ahead)
     try:
         bf.filter_paths(paths)
     finally:
