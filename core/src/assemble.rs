@@ -125,7 +125,14 @@ pub fn assemble(
     mut out_pos: u64,
     opt: &Options,
 ) -> Assembly {
-    let mut out = Vec::new();
+    // Room for every byte left in the buffer from the first unit on: a fast unit's output is
+    // never longer than the unit (an emptied one loses at least a Table_map and its rows for the
+    // COMMIT it gains), so the output is not copied again at each doubling of its capacity (an
+    // emptied DDL shorter than a COMMIT may still make it grow, as before).
+    let room = units
+        .get(from)
+        .map_or(0, |u| buf.len().saturating_sub(u.start));
+    let mut out = Vec::with_capacity(room);
     let mut counts = Counts::default();
     let mut i = from;
     'units: while i < units.len() {

@@ -90,14 +90,21 @@ pub struct Unit {
     pub last: usize,
 }
 
-/// Words per unit record in the packed form handed to Python (`Unit::pack`).
+/// Words per unit record in the packed form handed to Python (`Unit::pack_into`).
 pub const UNIT_WORDS: usize = 8;
 
 impl Unit {
     /// Eight little-endian u64 words: start, end, events | kind << 32 | flags << 40, gtid_size,
     /// tables_lo | tables_hi << 32, gtid_seq, gtid_domain | gtid_server << 32, last.
-    pub fn pack(&self, out: &mut Vec<u8>) {
-        let words = [
+    /// `out` is UNIT_WORDS * 8 bytes long: the record's place in a packed array.
+    pub fn pack_into(&self, out: &mut [u8]) {
+        for (place, w) in out.chunks_exact_mut(8).zip(self.words()) {
+            place.copy_from_slice(&w.to_le_bytes());
+        }
+    }
+
+    fn words(&self) -> [u64; UNIT_WORDS] {
+        [
             self.start as u64,
             self.end as u64,
             self.events as u64 | (self.kind as u64) << 32 | (self.flags as u64) << 40,
@@ -106,10 +113,7 @@ impl Unit {
             self.gtid_seq,
             self.gtid_domain as u64 | (self.gtid_server as u64) << 32,
             self.last as u64,
-        ];
-        for w in words {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
+        ]
     }
 }
 

@@ -125,17 +125,22 @@ impl PyScanner {
         check_off(off, buf.len())?;
         let inner = &mut self.inner;
         let out = py.detach(|| inner.units(buf, off, base, limit, at_eof));
-        let mut packed = Vec::with_capacity(out.units.len() * UNIT_WORDS * 8);
-        for u in &out.units {
-            u.pack(&mut packed);
-        }
-        let mut tables = Vec::with_capacity(out.tables.len() * 4);
-        for t in &out.tables {
-            tables.extend_from_slice(&t.to_le_bytes());
-        }
+        // Packed straight into the bytes handed to Python (no buffer copied in between).
+        let packed = PyBytes::new_with(py, out.units.len() * UNIT_WORDS * 8, |b| {
+            for (place, u) in b.chunks_exact_mut(UNIT_WORDS * 8).zip(&out.units) {
+                u.pack_into(place);
+            }
+            Ok(())
+        })?;
+        let tables = PyBytes::new_with(py, out.tables.len() * 4, |b| {
+            for (place, t) in b.chunks_exact_mut(4).zip(&out.tables) {
+                place.copy_from_slice(&t.to_le_bytes());
+            }
+            Ok(())
+        })?;
         let result = UnitsResult {
-            packed: PyBytes::new(py, &packed).unbind(),
-            tables: PyBytes::new(py, &tables).unbind(),
+            packed: packed.unbind(),
+            tables: tables.unbind(),
             new_names: self.new_names(py)?.unbind(),
             stop: out.stop,
             events: out.events,
