@@ -40,8 +40,10 @@ class _Worker:
             fn, args = self._jobs.popleft()
             if fn is None:
                 return
-            fn(*args)
-            self._free.release()
+            try:
+                fn(*args)
+            finally:
+                self._free.release()
 
 
 def pread_full(fd: int, size: int, offset: int) -> bytes:
