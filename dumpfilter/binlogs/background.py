@@ -91,11 +91,21 @@ class ReadAhead:
         self._worker.stop()
 
 
+_IOV_MAX = 1024  # the buffers one writev takes at most (Linux's IOV_MAX)
+
+
 def _write_all(fd: int, pieces: list) -> None:
-    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    """Every piece written, in order, by writev (the pieces are not joined: no copy of them)."""
+    for first in range(0, len(pieces), _IOV_MAX):
+        views = [memoryview(p) for p in pieces[first : first + _IOV_MAX]]
+        at = 0
+        while at < len(views):
+            n = os.writev(fd, views[at:])
+            while at < len(views) and n >= views[at].nbytes:  # the pieces written whole
+                n -= views[at].nbytes
+                at += 1
+            if n:  # a short write stopped inside this piece
+                views[at] = views[at][n:]
 
 
 class WriteBehind:

@@ -86,6 +86,16 @@ def test_writes_keep_their_order_and_copy_what_may_change(tmp_path):
     assert path.read_bytes() == b"abc0123456789ef" + b"XYZ" + b"!!!"
 
 
+def test_a_batch_of_more_pieces_than_one_writev_takes(tmp_path):
+    path = tmp_path / "out.bin"
+    pieces = [bytes([i % 251]) * (i % 7) for i in range(5000)]  # empty ones too
+    behind = WriteBehind(open(path, "wb", buffering=0), batch=1 << 20)
+    for piece in pieces:
+        behind.write(piece)
+    behind.close()
+    assert path.read_bytes() == b"".join(pieces)
+
+
 def test_read_ahead_reads_in_order_and_reports_errors(tmp_path):
     data = bytes(range(256)) * 40
     path = tmp_path / "in.bin"
