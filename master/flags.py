@@ -26,6 +26,7 @@ SCHEMA_DECISIONS = "SCHEMA_DECISIONS"
 MASTER_POLICY_UNANALYSED = "MASTER_POLICY_UNANALYSED"
 MASTER_POLICY_ANNOTATION = "MASTER_POLICY_ANNOTATION"
 _PLAIN = object()  # StatementWords' key kind for a `plain_statement` (rules without table rules)
+_TEXT = object()   # a rule group's key kind for a statement remembered by its text (see `_group_key`)
 
 
 class FlagWords:
@@ -170,7 +171,17 @@ class StatementWords:
 
     Other statements are not remembered (`answer` decides them each time, rule group by rule
     group, as `SlaveStream._lone_answer` did). Thrown away with the table flag words (a slave's
-    rules change, slaves come and go): an answer computed across that is not kept."""
+    rules change, slaves come and go): an answer computed across that is not kept.
+
+    But each rule group's own decision of a key is remembered across that (`_by_group`): a word
+    is one bit per slave, and a slave that registers (or changes its rules) brings one new rule
+    group whose decisions are the only ones missing. Remaking the words then asks the rule
+    engines once per key for the new group alone, not once per group: with N slaves arriving one
+    by one, O(N) decisions per key instead of O(N^2) (issue #30: each of eight do-db slaves
+    decided the binlog's DDL again for every slave before it). A group's decision is a function
+    of its (engine, gate) and key alone: an engine holds one rule set for good (new rules are a
+    new engine), and a key is remembered only where the decision is the same for every statement
+    it stands for (see `_group_key`)."""
 
     MAX = 65536  # remembered keys; cleared when full
 
@@ -183,7 +194,11 @@ class StatementWords:
         self._answers: dict[tuple, tuple[int, dict[int, Counter]]] = {}
         self._generation = words.generation
         self._group: tuple[list, bool] | None = None  # (members, every one decides by databases alone)
+        # (engine, gate) -> {group key: (kept, rule hits)}: each rule group's decisions, kept across
+        # generations while the group has a member (see the class's doc)
+        self._by_group: dict[tuple[RuleEngine, Gate], dict[tuple, tuple[bool, Counter]]] = {}
         self.computed = 0  # keys decided (misses), for tests
+        self.decided = 0   # rule-group decisions made (not found in `_by_group`), for tests
 
     def known(self, sql: str, current_db: str | None) -> tuple[int, dict[int, Counter]] | None:
         """The remembered answer of a plain statement (`plain_statement`, keyed without a parse)
@@ -211,10 +226,15 @@ class StatementWords:
                 members = self._members()
                 databases_only = all(engine.databases_only and not gate.restricted for _, engine, gate in members)
                 group = self._group = (members, databases_only)
+                live = {(engine, gate) for _, engine, gate in members}
+                for gone in [g for g in self._by_group if g not in live]:  # groups with no member left
+                    del self._by_group[gone]
         members, databases_only = group
         if framing_statement(sql):  # kept by every slave, no rule asked (TransactionFilter.lone_statement_kept)
             return sum(1 << bit for bit, _, _ in members), {}
-        if databases_only and plain_statement(sql):
+        plain = plain_statement(sql)
+        info = None
+        if databases_only and plain:
             key, by_database, parse_ok = (_PLAIN, current_db), True, True  # no parse needed to tell the key
         else:
             info = parse_statement(sql, current_db or "", parses)
@@ -225,16 +245,31 @@ class StatementWords:
         if known is not None:
             return known
         word, hits, pure = 0, {}, parse_ok
-        decided: dict[tuple[int, Gate], tuple[bool, Counter]] = {}
+        decided: dict[tuple[RuleEngine, Gate], tuple[bool, Counter]] = {}
         for bit, engine, gate in members:
-            rule_group = (id(engine), gate)
+            rule_group = (engine, gate)
             answer = decided.get(rule_group)
             if answer is None:
-                with self._lock_of(engine):
-                    engine.consulted = False
-                    decision, counted = statement_decision(engine, gate, sql, current_db, at, parses)
-                    pure = pure and not engine.consulted and decision.assumption is None
-                answer = decided[rule_group] = (decision.apply, Counter(counted))
+                memo = self._by_group.get(rule_group)
+                if memo is None:
+                    memo = self._by_group.setdefault(rule_group, {})
+                if info is None and not (engine.databases_only and not gate.restricted and plain):
+                    info = parse_statement(sql, current_db or "", parses)
+                group_key = _group_key(engine, gate, sql, current_db, plain, info)
+                answer = memo.get(group_key)
+                if answer is None:
+                    with self._lock_of(engine):
+                        engine.consulted = False
+                        decision, counted = statement_decision(engine, gate, sql, current_db, at, parses)
+                        group_pure = parse_ok and not engine.consulted and decision.assumption is None
+                    self.decided += 1
+                    answer = (decision.apply, Counter(counted))
+                    if group_pure:
+                        if len(memo) >= self.MAX:
+                            memo.clear()
+                        memo[group_key] = answer
+                    pure = pure and group_pure
+                decided[rule_group] = answer
             if answer[0]:
                 word |= 1 << bit
             if answer[1]:
@@ -248,3 +283,18 @@ class StatementWords:
                         self._answers.clear()
                     self._answers[key] = known
         return known
+
+
+def _group_key(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None, plain: bool, info) -> tuple:
+    """What one rule group's decision of a statement is remembered by (StatementWords._by_group):
+    for a group whose rules decide by databases alone (and no policy restriction), a plain
+    statement by its default database and any other one but a multi-table UPDATE by (kind, the
+    database it names, the default database), as StatementWords keys them when every group does;
+    for any other group the text itself. Either is kept only when the decision was pure (read no
+    schema model, made no assumption, parsed): one that was not may differ at another position."""
+    if engine.databases_only and not gate.restricted:
+        if plain:
+            return (_PLAIN, current_db)
+        if info.kind is not Kind.UPDATE_MULTI:
+            return (info.kind, info.db_statement_name, current_db)
+    return (_TEXT, sql, current_db)

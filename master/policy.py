@@ -32,6 +32,11 @@ class Gate:
         object.__setattr__(self, "_compiled", tuple(compile_like(p) for p in self.allow))
         schema_wide = tuple(compile_like(p.split(".", 1)[0]) for p in self.allow if p.endswith(".%"))
         object.__setattr__(self, "_schemas", schema_wide)
+        object.__setattr__(self, "_hash", hash((self.allow, self.restricted)))
+
+    def __hash__(self) -> int:
+        # Hashed once: a Gate is part of every rule-group key, asked per name and statement.
+        return self._hash
 
     def table_allowed(self, db: str, table: str) -> bool:
         if not self.restricted:

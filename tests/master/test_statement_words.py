@@ -152,3 +152,47 @@ def test_database_only_answers_equal_each_engines_own_decision(slaves, statement
             decision, counted = statement_decision(fresh, gate, sql, db, None, None)
             assert bool(word >> bit & 1) == decision.apply, (sql, db, engine.rules)
             assert hits.get(bit, Counter()) == Counter(counted), (sql, db, engine.rules)
+
+
+def test_slaves_arriving_one_by_one_decide_each_key_once_per_rule_group():
+    """Each registration throws the words away (a new bit); the rule groups already there keep
+    their decisions, so N do-db slaves arriving one by one make N decisions per key, not N^2/2
+    (issue #30: eight do-db slaves over a binlog's DDL). A group whose last member left is
+    forgotten; one that comes back decides again."""
+    engines = [RuleEngine(RuleSet(do_db=(f"db{i}",)), Settings(flavor="mariadb")) for i in range(8)]
+    members: list = []
+    table_words = FlagWords(lambda: members)
+    words = StatementWords(lambda: members, table_words, lambda engine: threading.Lock())
+    ddl = [("CREATE TABLE t (a INT)", f"db{d}") for d in range(8)] + [(f"CREATE DATABASE db{d}", None) for d in range(8)]
+    for i, engine in enumerate(engines):
+        members.append((i, engine, Gate()))
+        table_words.invalidate()
+        for sql, db in ddl:
+            word, _ = words.answer(sql, db, None, {})
+            kept = {int(db[2:]) if db else int(sql[-1])}
+            assert word == sum(1 << b for b in kept if b <= i), (sql, db, i)
+    assert words.decided == len(ddl) * len(engines)  # was len(ddl) * (1 + 2 + ... + 8)
+    members[3] = (3, RuleEngine(RuleSet(ignore_db=("db3",)), Settings(flavor="mariadb")), Gate())  # new rules
+    table_words.invalidate()
+    assert words.answer("CREATE TABLE t (a INT)", "db3", None, {})[0] == 0
+    assert words.answer("CREATE TABLE t (a INT)", "db4", None, {})[0] == 1 << 3 | 1 << 4
+    assert words.decided == len(ddl) * len(engines) + 2  # the new group's, for the two keys asked
+    assert (engines[3], Gate()) not in words._by_group  # left with its last member
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_slaves(), st.lists(st.tuples(st.sampled_from(STATEMENTS), st.sampled_from(DATABASES)),
+                                              min_size=1, max_size=8)), min_size=1, max_size=4))
+def test_remembered_group_decisions_across_changes_equal_a_fresh_answer(rounds):
+    """Slaves come, go and change rules between rounds (one StatementWords throughout, its words
+    thrown away at each change): every answer equals a fresh StatementWords' over the same
+    members, which decides everything anew."""
+    members: list = []
+    table_words = FlagWords(lambda: members)
+    words = StatementWords(lambda: members, table_words, lambda engine: threading.Lock())
+    for slaves, statements in rounds:
+        keep = members[: len(members) // 2]  # some of the earlier groups stay, with the same engines
+        members[:] = keep + [(len(keep) + bit, engine, gate) for bit, engine, gate in slaves]
+        table_words.invalidate()
+        for sql, db in statements:
+            assert words.answer(sql, db, None, {}) == _words(list(members)).answer(sql, db, None, {}), (sql, db)
