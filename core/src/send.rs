@@ -235,9 +235,22 @@ pub struct SendOptions<'a> {
     pub heartbeat_crc: bool,
 }
 
+/// A stretch of what a call sends, in order (`Sent::pieces`): bytes of a part's buffer (kept
+/// units, copied once, where they go) or of `Sent::own` (Heartbeats, units kept in part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece {
+    Buf { part: u32, start: usize, end: usize },
+    Own { start: usize, end: usize },
+}
+
 #[derive(Debug, Default)]
 pub struct Sent {
+    /// What the call sends, assembled (`send`); empty after `walk`, which leaves it in `pieces`.
     pub out: Vec<u8>,
+    /// What the call sends as pieces (`walk`), `out_len` bytes in all.
+    pub pieces: Vec<Piece>,
+    pub own: Vec<u8>,
+    pub out_len: usize,
     /// The first unit not handled.
     pub next: usize,
     pub kept: u64,
@@ -276,11 +289,41 @@ pub fn send(
     from: usize,
     opt: &SendOptions,
 ) -> Sent {
+    let mut s = walk(plan, bufs, row, keep, from, opt);
+    let mut out = vec![0u8; s.out_len];
+    s.fill(bufs, &mut out);
+    s.out = out;
+    s
+}
+
+impl Sent {
+    /// Copies the pieces into `dst` (`out_len` bytes: what `send` returns as `out`). The
+    /// Python binding fills the bytes object it hands back, so each kept byte is copied once
+    /// (it was copied into a Vec, then again into the bytes: a full copy of all that is sent).
+    pub fn fill(&self, bufs: &[&[u8]], dst: &mut [u8]) {
+        let mut at = 0;
+        for piece in &self.pieces {
+            let src = match *piece {
+                Piece::Buf { part, start, end } => &bufs[part as usize][start..end],
+                Piece::Own { start, end } => &self.own[start..end],
+            };
+            dst[at..at + src.len()].copy_from_slice(src);
+            at += src.len();
+        }
+    }
+}
+
+/// `send` without assembling: what it sends as `pieces` (see `Sent::fill`). The walk checks every
+/// range it records against its buffer, so `fill` cannot go out of bounds.
+pub fn walk(
+    plan: &Plan,
+    bufs: &[&[u8]],
+    row: &[u8],
+    keep: &[u8],
+    from: usize,
+    opt: &SendOptions,
+) -> Sent {
     let mut s = Sent {
-        // Room for the rest of the batch (and the unit that overfills it) up front.
-        out: Vec::with_capacity(
-            opt.limit.saturating_sub(opt.batch_bytes).min(16 << 20) as usize + 65536,
-        ),
         name_counts: vec![0; keep.len()],
         ..Default::default()
     };
@@ -295,11 +338,16 @@ pub fn send(
         let size = match *owed {
             Owed::None => return,
             Owed::Given(raw) => {
-                s.out.extend_from_slice(raw);
+                s.own_piece(raw);
                 s.pending_done = true;
                 raw.len()
             }
-            Owed::Unit(k) => plan.heartbeat(k, opt.server_id, opt.heartbeat_crc, &mut s.out),
+            Owed::Unit(k) => {
+                let start = s.own.len();
+                let size = plan.heartbeat(k, opt.server_id, opt.heartbeat_crc, &mut s.own);
+                s.own_range(start);
+                size
+            }
         };
         *owed = Owed::None;
         s.heartbeats += 1;
@@ -337,7 +385,7 @@ pub fn send(
                 if j == i {
                     break;
                 }
-                s.out.extend_from_slice(&buf[unit.start..at]);
+                s.buf_piece(unit.part, unit.start, at);
                 s.sent_bytes += took;
                 s.kept += (j - i) as u64;
                 batch += took;
@@ -374,7 +422,7 @@ pub fn send(
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);
-                s.out.extend_from_slice(&bytes);
+                s.own_piece(&bytes);
                 s.sent_bytes += bytes.len() as u64;
                 s.sent_events += events;
                 s.partial += 1;
@@ -393,6 +441,43 @@ pub fn send(
         s.pending = Some(k);
     }
     s
+}
+
+impl Sent {
+    fn buf_piece(&mut self, part: u32, start: usize, end: usize) {
+        if let Some(Piece::Buf {
+            part: p, end: e, ..
+        }) = self.pieces.last_mut()
+        {
+            if *p == part && *e == start {
+                *e = end; // kept units that follow one another: one piece
+                self.out_len += end - start;
+                return;
+            }
+        }
+        self.pieces.push(Piece::Buf { part, start, end });
+        self.out_len += end - start;
+    }
+
+    fn own_piece(&mut self, bytes: &[u8]) {
+        let start = self.own.len();
+        self.own.extend_from_slice(bytes);
+        self.own_range(start);
+    }
+
+    /// own[start..] (just appended) as the next piece.
+    fn own_range(&mut self, start: usize) {
+        let end = self.own.len();
+        if let Some(Piece::Own { end: e, .. }) = self.pieces.last_mut() {
+            if *e == start {
+                *e = end;
+                self.out_len += end - start;
+                return;
+            }
+        }
+        self.pieces.push(Piece::Own { start, end });
+        self.out_len += end - start;
+    }
 }
 
 /// Adds units i..j to the read counters and their Table_maps to the name counts.
