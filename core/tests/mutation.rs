@@ -12,7 +12,7 @@ use _core::assemble::{assemble, Options};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
-use _core::send::{send, Plan, SendOptions};
+use _core::send::{send, walk, Plan, SendOptions};
 
 struct Rng(u64);
 
@@ -404,6 +404,16 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     assert_eq!(
         sent.sent_bytes + sent.heartbeat_bytes,
         sent.out.len() as u64
+    );
+    // The binding's way (the master's): the walk's pieces filled into a buffer of out_len bytes.
+    let bufs = [&data[..out.stop.max(start)]];
+    let pieces = walk(&plan, &bufs, &row, &keep, sent_from, &sopt);
+    assert!(pieces.out.is_empty() && pieces.out_len == sent.out.len());
+    let mut filled = vec![0u8; pieces.out_len];
+    pieces.fill(&bufs, &mut filled);
+    assert_eq!(
+        filled, sent.out,
+        "iteration {iteration}: pieces differ from send's bytes"
     );
     if data.len() > 8 {
         let body = rng.below(data.len());
