@@ -12,7 +12,7 @@ import mmap
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from pathlib import Path
 
 from dumpfilter.errors import PositionError
@@ -74,6 +74,7 @@ class SegmentCache:
                  cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES,
                  resident_bytes: int = RESIDENT_BYTES):
         self.directory = Path(directory)
+        self._dir = str(self.directory)  # for `path`: os.path.join on a str, not pathlib, per segment visit
         self.cache_segments = cache_segments
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
@@ -86,6 +87,7 @@ class SegmentCache:
         self.index_bytes = index_bytes
         self._kept: OrderedDict[Pos, tuple[Segment, int, frozenset]] = OrderedDict()  # see INDEX_BYTES
         self._kept_bytes = 0
+        self._kept_files: Counter[str] = Counter()  # the files the kept segments map, each with their count
         self.resident_bytes = resident_bytes
         self._resident: OrderedDict[Pos, int] = OrderedDict()  # kept ones not handed back: their bytes
         self._resident_bytes = 0
@@ -98,6 +100,10 @@ class SegmentCache:
         self._listing: tuple | None = None  # see file_names
         self._written = WrittenEnd()  # see end
 
+    def path(self, name: str) -> str:
+        """The path of binlog file `name` in the directory."""
+        return os.path.join(self._dir, name)
+
     def file_names(self) -> list[str]:
         """The binlog files' names, as `binlog_listing` lists them (a Listing: the index's names).
         The listing is made again only when the directory's entries or an index file changed
@@ -109,7 +115,7 @@ class SegmentCache:
         try:
             dir_key = _stat_key(directory)
             if cached is not None and cached[0] == dir_key and \
-                    all(_stat_key(directory / name) == key for name, key in cached[1]):
+                    all(_stat_key(self.path(name)) == key for name, key in cached[1]):
                 return cached[2]
             indexes = tuple((p.name, _stat_key(p)) for p in sorted(directory.glob("*.index")))
         except OSError:
@@ -274,8 +280,7 @@ class SegmentCache:
                 not all(hasattr(part.buf, "madvise") for part in parts):  # mapped (Window), not read
             return
         files = frozenset(part.file for part in parts)
-        gone = {name for name in files.union(*(f for _, _, f in self._kept.values()))
-                if not os.path.lexists(self.directory / name)}
+        gone = {name for name in files.union(self._kept_files) if not os.path.lexists(self.path(name))}
         if gone:  # purged (by the server, or by hand): their mappings hold their space
             self._forget(gone)
             if gone & files:
@@ -286,6 +291,7 @@ class SegmentCache:
         cost = len(seg.units) * UNIT_INDEX_BYTES
         self._kept[seg.start] = (seg, cost, files)
         self._kept_bytes += cost
+        self._kept_files.update(files)
         while self._kept and (self._kept_bytes > self.index_bytes or len(self._kept) > INDEX_SEGMENTS):
             self._drop_kept(next(iter(self._kept)))
 
@@ -305,6 +311,10 @@ class SegmentCache:
         """Under the lock: the kept segment at `start` out of the kept ones (and their pages' count)."""
         kept = self._kept.pop(start)
         self._kept_bytes -= kept[1]
+        self._kept_files.subtract(kept[2])
+        for name in kept[2]:
+            if self._kept_files[name] <= 0:
+                del self._kept_files[name]
         self._resident_bytes -= self._resident.pop(start, 0)
         return kept
 
@@ -314,7 +324,7 @@ class SegmentCache:
         if start not in self._kept:
             return None
         seg, _, files = self._drop_kept(start)
-        if not all(os.path.lexists(self.directory / name) for name in files):
+        if not all(os.path.lexists(self.path(name)) for name in files):
             return None
         self._hold(seg)
         return seg
@@ -358,7 +368,7 @@ class SegmentCache:
         """`_read` as a generator that pauses once a scan is under way (see `_start_ahead`)
         and returns the segment."""
         file, pos = start
-        if not os.path.lexists(self.directory / file):
+        if not os.path.lexists(self.path(file)):
             self.file_names().check_absent(self.directory, file)  # purged, or deleted by hand: 1236
             return Segment(start, [], start, at_end=True)  # a Rotate can name a file not created yet
         if pos <= 4 and self.not_yet_indexed(file):

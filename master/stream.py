@@ -153,7 +153,7 @@ class SlaveStream(RuleHits):
         generation = watch.listing_changes  # read before the file's size: a change after either is seen next time
         file = self.pos[0]
         try:
-            size = os.stat(self.svc.binlog_dir / file).st_size
+            size = os.stat(self.svc.segments.path(file)).st_size
         except OSError:
             size = None
         quiet = self._quiet

@@ -5,6 +5,8 @@ file's kept segments are not served."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from dumpfilter.errors import PositionError
@@ -63,6 +65,8 @@ def test_the_kept_scans_are_bounded(tmp_path, mapping, monkeypatch):  # noqa: F8
     def keep(self, seg):
         real_keep(self, seg)
         seen.append((self._kept_bytes, len(self._kept)))
+        # the files the kept segments map, counted as they come and go (a purge check reads them)
+        assert self._kept_files == Counter(name for _, _, files in self._kept.values() for name in files)
 
     monkeypatch.setattr(segments_module.SegmentCache, "_keep", keep)
     _, cache = _streamed(tmp_path, REGS[:3], index_bytes=budget)
@@ -86,6 +90,8 @@ def test_a_purged_files_kept_segments_are_not_served(tmp_path, mapping):  # noqa
     assert held[0] not in cache._kept
     cache.forget([_files(tmp_path)[0]])
     assert not any(_files(tmp_path)[0] in files for _, _, files in cache._kept.values())
+    assert _files(tmp_path)[0] not in cache._kept_files
+    assert cache._kept_files == Counter(name for _, _, files in cache._kept.values() for name in files)
 
 
 def test_kept_pages_stay_resident_within_their_budget(tmp_path, mapping, monkeypatch):  # noqa: F811
