@@ -148,6 +148,12 @@ class _MysqlColumn:
         return (self._cols.mysql_gtid(k) for k in range(len(self._cols)))
 
 
+# `PlanIndex.lone_queries` kept with its segment up to this many bytes of unit indices and SQL
+# text: a ROW segment's few DDL statements, not a DDL-heavy segment's megabytes of text (kept
+# segments are bounded by their Plans' size, INDEX_BYTES).
+LONE_KEPT_BYTES = 64 << 10
+
+
 class PlanIndex:
     """What the streams' run loop reads of a scanned segment, all from the core's Plan (one call
     per question, none per unit): its size, the name ids' (db, table), each stream's answer
@@ -167,6 +173,7 @@ class PlanIndex:
         # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
         # filled once per generation by the first stream to ask (SlaveStream._lone_answers).
         self.lone_answers: tuple[int, dict] | None = None
+        self._lone_queries = None  # `lone_queries`' answer, when small enough to keep (LONE_KEPT_BYTES)
 
     def cut_short(self) -> TruncatedBinlogError | None:
         """The error for the segment's readers when a file it maps was truncated since it was
@@ -189,7 +196,10 @@ class PlanIndex:
         [(default database, unit indices as u32 bytes)] of the plain statements
         (`plain_statement`), whose text is not read (`Unit.lone_text` reads it if needed);
         others [(k, default database, plain, SQL)], plain False, or None where the core leaves
-        it to Python."""
+        it to Python. Kept once asked, when its texts are few (a registration asks again for
+        every segment a stream reaches: the words are made anew, the units are the same)."""
+        if self._lone_queries is not None:
+            return self._lone_queries
         formats = []
         for part in self._parts:
             fmt, fmts, first = part.fmt, part.fmts, part.first
@@ -203,7 +213,11 @@ class PlanIndex:
                 formats.append((0, 0, 1 << 62))
             else:
                 formats.append((fmt.post_header_len(EventType.QUERY), fmt.checksum_len, first))
-        return self.plan.lone_queries(formats)
+        found = self.plan.lone_queries(formats)
+        plain, others = found
+        if sum(len(ks) for _, ks in plain) + sum(len(sql) for _, _, _, sql in others) <= LONE_KEPT_BYTES:
+            self._lone_queries = found
+        return found
 
     def rows_for(self, keep_of) -> tuple[bytes, bytes]:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by

@@ -12,7 +12,7 @@ import mmap
 import os
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from pathlib import Path
 
 from dumpfilter.errors import PositionError
@@ -87,7 +87,8 @@ class SegmentCache:
         self.index_bytes = index_bytes
         self._kept: OrderedDict[Pos, tuple[Segment, int, frozenset]] = OrderedDict()  # see INDEX_BYTES
         self._kept_bytes = 0
-        self._kept_files: Counter[str] = Counter()  # the files the kept segments map, each with their count
+        self._kept_files: dict[str, int] = {}  # the files the kept segments map, each with their count
+        self._checked_dir: tuple | None = None  # see _files_may_be_gone
         self.resident_bytes = resident_bytes
         self._resident: OrderedDict[Pos, int] = OrderedDict()  # kept ones not handed back: their bytes
         self._resident_bytes = 0
@@ -101,8 +102,8 @@ class SegmentCache:
         self._written = WrittenEnd()  # see end
 
     def path(self, name: str) -> str:
-        """The path of binlog file `name` in the directory."""
-        return os.path.join(self._dir, name)
+        """The path of binlog file `name` in the directory (a listed name: no separator in it)."""
+        return f"{self._dir}/{name}"
 
     def file_names(self) -> list[str]:
         """The binlog files' names, as `binlog_listing` lists them (a Listing: the index's names).
@@ -280,20 +281,37 @@ class SegmentCache:
                 not all(hasattr(part.buf, "madvise") for part in parts):  # mapped (Window), not read
             return
         files = frozenset(part.file for part in parts)
-        gone = {name for name in files.union(self._kept_files) if not os.path.lexists(self.path(name))}
-        if gone:  # purged (by the server, or by hand): their mappings hold their space
-            self._forget(gone)
-            if gone & files:
-                return
+        if self._files_may_be_gone():
+            gone = {name for name in files.union(self._kept_files) if not os.path.lexists(self.path(name))}
+            if gone:  # purged (by the server, or by hand): their mappings hold their space
+                self._forget(gone)
+                if gone & files:
+                    return
         if not self._stays_resident(seg) and not _hand_back(seg):
             return
         seg.units = seg.units.fresh()  # the Units made (their bytes, answers) go
         cost = len(seg.units) * UNIT_INDEX_BYTES
         self._kept[seg.start] = (seg, cost, files)
         self._kept_bytes += cost
-        self._kept_files.update(files)
+        for name in files:
+            self._kept_files[name] = self._kept_files.get(name, 0) + 1
         while self._kept and (self._kept_bytes > self.index_bytes or len(self._kept) > INDEX_SEGMENTS):
             self._drop_kept(next(iter(self._kept)))
+
+    def _files_may_be_gone(self, check: bool = True) -> bool:
+        """Under the lock: whether a binlog file may have left the directory since every kept
+        segment's files were last seen there: its stat has changed since (an unlink changes the
+        directory's mtime), or was too recent to tell (see file_names). `check`: the caller
+        looks at every kept segment's files now, so the stat it read is remembered. A segment
+        visit then pays one stat instead of one per file of every kept segment."""
+        try:
+            key = _stat_key(self._dir)
+        except OSError:
+            return True
+        if key == self._checked_dir:
+            return False
+        self._checked_dir = key if check and time.time_ns() - key[0] > _SETTLED_NS else None
+        return True
 
     def _stays_resident(self, seg: Segment) -> bool:
         """Under the lock: whether a kept segment's pages stay in the master's RSS, counted in
@@ -311,10 +329,10 @@ class SegmentCache:
         """Under the lock: the kept segment at `start` out of the kept ones (and their pages' count)."""
         kept = self._kept.pop(start)
         self._kept_bytes -= kept[1]
-        self._kept_files.subtract(kept[2])
         for name in kept[2]:
-            if self._kept_files[name] <= 0:
-                del self._kept_files[name]
+            left = self._kept_files.pop(name) - 1
+            if left > 0:
+                self._kept_files[name] = left
         self._resident_bytes -= self._resident.pop(start, 0)
         return kept
 
@@ -324,7 +342,7 @@ class SegmentCache:
         if start not in self._kept:
             return None
         seg, _, files = self._drop_kept(start)
-        if not all(os.path.lexists(self.path(name)) for name in files):
+        if self._files_may_be_gone(check=False) and not all(os.path.lexists(self.path(name)) for name in files):
             return None
         self._hold(seg)
         return seg

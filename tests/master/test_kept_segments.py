@@ -5,11 +5,14 @@ file's kept segments are not served."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
 
 import pytest
 
 from dumpfilter.errors import PositionError
+from dumpfilter.master import columns as columns_module
 from dumpfilter.master import segments as segments_module
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.rules.ruleset import RuleSet
@@ -142,3 +145,46 @@ def test_the_page_budget_changes_no_batch(tmp_path, mapping):  # noqa: F811
         for out in outs[1:]:
             assert out[sid][0] == outs[0][sid][0], f"server_id {sid}: batches differ"
             assert out[sid][1] == outs[0][sid][1], f"server_id {sid}: stats differ"
+
+
+def test_a_settled_directory_is_one_stat_a_visit_and_a_removal_is_still_seen(tmp_path, mapping, monkeypatch):  # noqa: F811
+    """While the binlog directory has not changed since the kept segments' files were last seen
+    (its stat settled, see `_files_may_be_gone`), keeping and taking back segments looks up no
+    file; a file removed by hand changes the directory, and its kept segments are not served."""
+    _binlog(tmp_path)
+    old = time.time() - 60
+    os.utime(tmp_path, (old, old))  # settled: written a minute ago
+    looked: list[str] = []
+    real_lexists = os.path.lexists
+    monkeypatch.setattr(segments_module.os.path, "lexists", lambda p: looked.append(p) or real_lexists(p))
+    _, cache = _streamed(tmp_path, REGS[:3])
+    assert cache.kept_hits > 0 and cache._checked_dir is not None
+    settled = len(looked)
+    looked.clear()
+    with monkeypatch.context() as m:  # as before: every kept segment's files looked up at each keep
+        m.setattr(segments_module.SegmentCache, "_files_may_be_gone", lambda self, check=True: True)
+        _, unsettled = _streamed(tmp_path, REGS[:3])
+    assert unsettled.kept_hits == cache.kept_hits
+    assert settled + 2 * cache.kept_hits <= len(looked), "files looked up at every visit of a settled directory"
+    held = [start for start, (_, _, files) in cache._kept.items() if _files(tmp_path)[0] in files]
+    assert held
+    (tmp_path / _files(tmp_path)[0]).unlink()  # by hand: the directory's mtime moves
+    with pytest.raises(PositionError):
+        cache.get(held[0])
+    assert held[0] not in cache._kept
+
+
+def test_a_segments_lone_statements_are_read_once_when_few(tmp_path, mapping, monkeypatch):  # noqa: F811
+    """`PlanIndex.lone_queries` is kept with its segment (every registration asks again for every
+    segment its stream reaches); one whose texts are many is read each time instead."""
+    _binlog(tmp_path)
+    _, cache = _streamed(tmp_path, REGS[:2])
+    indexes = [seg.index for seg, _, _ in cache._kept.values()] + [seg.index for seg in cache._cache.values()]
+    with_lone = [ix for ix in indexes if any(ks for _, ks in ix.lone_queries()[0]) or ix.lone_queries()[1]]
+    assert with_lone
+    assert all(ix.lone_queries() is ix.lone_queries() for ix in with_lone)
+    monkeypatch.setattr(columns_module, "LONE_KEPT_BYTES", 0)
+    fresh = [seg.index for seg, _, _ in _streamed(tmp_path, REGS[:1])[1]._kept.values()]
+    fresh = [ix for ix in fresh if ix.lone_queries()[1]]
+    assert fresh and all(ix.lone_queries() is not ix.lone_queries() for ix in fresh)
+    assert all(ix.lone_queries() == ix.lone_queries() for ix in fresh)
