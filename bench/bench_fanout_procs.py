@@ -11,8 +11,12 @@ is caught up and gone, peak RSS its VmHWM, MB sent the sum of the slaves' bytes_
 segment scans the master's dumpfilter_segment_scans counter. The 1- and 8-slave runs are made
 DUMPFILTER_BENCH_REPEAT (2) times, interleaved, the 64-slave run once; the run with the least
 master CPU is kept (the machine is shared: CPU time too grows with the load).
-Reported: cpu_ratio_8_vs_1 (goal <= 1.3), cpu_per_mb_ratio_64_vs_8 (goal <= 1.3), peak RSS (goal
-< 300 MB in every run). Figures go to bench/results/fanout_procs.json.
+Reported: cpu_ratio_8_vs_1 (goal <= 1.3) from the least CPU of each count, and the same from the
+medians (this machine's CPU time for one run varies by 20% from run to run: the median is the
+steadier figure once there are three or more), cpu_per_mb_ratio_64_vs_8 (goal <= 1.3), peak RSS
+(goal < 300 MB in every run), and the binlog against all the binlog pages the master may hold
+(its segment cache and its kept pages' budget: the issue asks for at least 5x). Figures go to
+bench/results/fanout_procs.json.
 
 The binlog (DUMPFILTER_FANOUT_PROCS_MB, default 256, at least 5x the master's 32 MB segment cache)
 is written once by a sandbox MariaDB primary (ROW, files of 100 MB) taking small transactions
@@ -23,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +39,7 @@ from pathlib import Path
 import grpc
 
 from bench.common import DATA_DIR, free_port, serve_master, stop_process, write_result
-from dumpfilter.master.segments import CACHE_BYTES
+from dumpfilter.master.segments import CACHE_BYTES, RESIDENT_BYTES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,6 +199,7 @@ def main() -> dict:
     load = os.getloadavg()[0]
     repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
     runs: dict[int, dict] = {}
+    cpus: dict[int, list[float]] = {}
     for attempt in range(repeat):  # interleaved; the run with the least master CPU is kept
         for count in counts:
             if count > 8 and attempt:  # 64 slaves take a minute: once
@@ -201,18 +207,24 @@ def main() -> dict:
             rules = [()] if count == 1 else [("--replicate-do-db", f"db{n % SCHEMAS + 1}") for n in range(count)]
             got = run(binlog_dir, rules, stagger)
             print(f"{count:3} slaves: {got}", flush=True)
+            cpus.setdefault(count, []).append(got["master_cpu_s"])
             if count not in runs or got["master_cpu_s"] < runs[count]["master_cpu_s"]:
                 runs[count] = got
     result = {"binlog_mb": round(size / 1e6, 1), "cache_mb": round(CACHE_BYTES / 1e6, 1),
+              "binlog_vs_page_caches": round(size / (CACHE_BYTES + RESIDENT_BYTES), 2),
               "stagger_s": stagger, "loadavg_1min_at_start": round(load, 2),
               "runs": {str(k): v for k, v in runs.items()}}
     if 1 in runs and 8 in runs:
         result["cpu_ratio_8_vs_1"] = round(runs[8]["master_cpu_s"] / max(runs[1]["master_cpu_s"], 1e-9), 2)
+        result["cpu_ratio_8_vs_1_median"] = round(
+            statistics.median(cpus[8]) / max(statistics.median(cpus[1]), 1e-9), 2)
+        result["master_cpu_s_all"] = {"1": cpus[1], "8": cpus[8]}
     if 8 in runs and 64 in runs:
         result["cpu_per_mb_ratio_64_vs_8"] = round(
             runs[64]["master_cpu_ms_per_mb_sent"] / max(runs[8]["master_cpu_ms_per_mb_sent"], 1e-9), 2)
     result["master_peak_rss_mb"] = max(r["master_peak_rss_mb"] for r in runs.values())  # of the runs kept
-    for key in ("binlog_mb", "cache_mb", "cpu_ratio_8_vs_1", "cpu_per_mb_ratio_64_vs_8", "master_peak_rss_mb"):
+    for key in ("binlog_mb", "cache_mb", "binlog_vs_page_caches", "cpu_ratio_8_vs_1", "cpu_ratio_8_vs_1_median",
+                "cpu_per_mb_ratio_64_vs_8", "master_peak_rss_mb"):
         if key in result:
             print(f"{key:30} {result[key]}")
     write_result("fanout_procs", result)
