@@ -46,10 +46,26 @@ CACHE_SEGMENTS = 512
 # tenth of its bytes) and its mapping, whose pages are handed back (MADV_DONTNEED: out of the
 # master's RSS, still in the page cache): a stream that reaches it again maps nothing and scans
 # nothing, and touches only the pages of what it sends. Bounded by the Plans' estimated bytes and
-# by a count (each mapping holds a file descriptor).
-INDEX_BYTES = 40 << 20
+# by a count (each mapping holds a file descriptor). Of the master's memory this is the best
+# spent: a kept Plan (about 0.8 MB per 8 MB segment) saves a scan of its segment (about 4 ms) for
+# every later pass, where a megabyte of kept pages (RESIDENT_BYTES) saves a few faults: with 40 MB
+# of Plans and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
+# with 96 MB and 40 MB, once (master CPU 3.3 -> 1.3 s, peak RSS 300 -> 211 MB).
+INDEX_BYTES = 96 << 20
 INDEX_SEGMENTS = 256
 UNIT_INDEX_BYTES = 100  # a unit's Plan record, table ids and LazyUnits slot (measured: about 97)
+# Which kept segments stay when the budget is full: slaves in separate processes read the binlog
+# one after another, each more than the cache behind the one before, every pass in the same
+# order. Letting the oldest kept go first (FIFO, as before) then lets go of exactly what the
+# next pass reaches first: over a binlog whose Plans exceed INDEX_BYTES (bench fanout_procs'
+# 648 MB, 78 segments of about 0.8 MB of Plan each), eight do-db slaves scanned every segment
+# eight times and were served nothing kept. So the first kept are held (HELD_SHARE of the
+# budget and of the count), and stay held while a stream has them back in the cache (their
+# place is theirs: another segment kept meanwhile does not take it); the rest of the budget
+# keeps the newest, the oldest of them let go first. A held place is given up only when its
+# file goes (purge, or by hand). The kept pages' budget (RESIDENT_BYTES) holds its places the
+# same way.
+HELD_SHARE = 0.75
 # But a page handed back costs a fault when a stream reaches it again, and a slave that keeps one
 # schema of eight still touches most pages (transactions of every schema share each page): in
 # process, eight do-db streams one after another over bench fanout_procs' 261 MB binlog cost
@@ -59,10 +75,11 @@ UNIT_INDEX_BYTES = 100  # a unit's Plan record, table ids and LazyUnits slot (me
 # not the most recent. Slaves in separate processes read the binlog one after another more than
 # together (each more than the cache behind the one before), every pass in the same order; an LRU
 # over such loops holds what the next pass reaches last (measured: no fewer faults than none
-# kept). The first kept are what every later pass reaches first; one leaves the count when a
-# stream takes it back into the cache (its place is free again) or when it is dropped. The
-# master's RSS grows by up to the budget: 64 slaves' peak went from 135 MB to 228 MB.
-RESIDENT_BYTES = 96 << 20
+# kept). The first kept are what every later pass reaches first, and keep their places while a
+# stream has them back in the cache (see HELD_SHARE). The master's RSS grows by up to the budget;
+# 40 MB (it was 96) leaves the room to Plans, worth far more per megabyte (see INDEX_BYTES):
+# over the 263 MB binlog eight do-db slaves cost the same master CPU with either.
+RESIDENT_BYTES = 40 << 20
 
 
 class SegmentCache:
@@ -92,6 +109,9 @@ class SegmentCache:
         self.resident_bytes = resident_bytes
         self._resident: OrderedDict[Pos, int] = OrderedDict()  # kept ones not handed back: their bytes
         self._resident_bytes = 0
+        self._held: dict[Pos, int] = {}  # the kept segments' held places, see HELD_SHARE: their cost
+        self._held_bytes = 0
+        self._placed_files: dict[Pos, frozenset] = {}  # the files of every segment with a place (held or resident)
         self._inflight: dict[Pos, threading.Event] = {}
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
@@ -287,16 +307,38 @@ class SegmentCache:
                 self._forget(gone)
                 if gone & files:
                     return
+        start = seg.start
+        cost = len(seg.units) * UNIT_INDEX_BYTES
+        self._hold_place(start, cost, files)
         if not self._stays_resident(seg) and not _hand_back(seg):
+            self._release(start)
             return
         seg.units = seg.units.fresh()  # the Units made (their bytes, answers) go
-        cost = len(seg.units) * UNIT_INDEX_BYTES
-        self._kept[seg.start] = (seg, cost, files)
+        self._kept[start] = (seg, cost, files)
         self._kept_bytes += cost
         for name in files:
             self._kept_files[name] = self._kept_files.get(name, 0) + 1
-        while self._kept and (self._kept_bytes > self.index_bytes or len(self._kept) > INDEX_SEGMENTS):
-            self._drop_kept(next(iter(self._kept)))
+        held = self._held
+        while self._kept_bytes > self.index_bytes or len(self._kept) > INDEX_SEGMENTS:
+            # the oldest kept that is not held (this one last: over the budget with only held
+            # ones besides, it goes itself)
+            victim = next((s for s in self._kept if s not in held), None)
+            if victim is None:
+                break
+            self._drop_kept(victim)
+
+    def _hold_place(self, start: Pos, cost: int, files: frozenset) -> None:
+        """Under the lock: a held place for the segment at `start` while HELD_SHARE of the budget
+        has room (see there); one it has already is kept, at its cost now."""
+        held = self._held
+        if start in held:
+            self._held_bytes += cost - held[start]
+            held[start] = cost
+            return
+        if self._held_bytes + cost <= self.index_bytes * HELD_SHARE and len(held) < INDEX_SEGMENTS * HELD_SHARE:
+            held[start] = cost
+            self._held_bytes += cost
+            self._placed_files[start] = files
 
     def _files_may_be_gone(self, check: bool = True) -> bool:
         """Under the lock: whether a binlog file may have left the directory since every kept
@@ -323,26 +365,36 @@ class SegmentCache:
             return False
         self._resident[seg.start] = size
         self._resident_bytes += size
+        self._placed_files.setdefault(seg.start, frozenset(part.file for part in seg.index.parts))
         return True
 
-    def _drop_kept(self, start: Pos) -> tuple[Segment, int, frozenset]:
-        """Under the lock: the kept segment at `start` out of the kept ones (and their pages' count)."""
+    def _drop_kept(self, start: Pos, release: bool = True) -> tuple[Segment, int, frozenset]:
+        """Under the lock: the kept segment at `start` out of the kept ones; `release`: its places
+        (held, resident) given up too, else they stay its own (taken back into the cache)."""
         kept = self._kept.pop(start)
         self._kept_bytes -= kept[1]
         for name in kept[2]:
             left = self._kept_files.pop(name) - 1
             if left > 0:
                 self._kept_files[name] = left
-        self._resident_bytes -= self._resident.pop(start, 0)
+        if release:
+            self._release(start)
         return kept
+
+    def _release(self, start: Pos) -> None:
+        """Under the lock: the held and resident places of the segment at `start` given up."""
+        self._held_bytes -= self._held.pop(start, 0)
+        self._resident_bytes -= self._resident.pop(start, 0)
+        self._placed_files.pop(start, None)
 
     def _take_kept(self, start: Pos) -> Segment | None:
         """Under the lock: the kept segment at `start` back into the cache (None: none, or its
         file was purged since)."""
         if start not in self._kept:
             return None
-        seg, _, files = self._drop_kept(start)
+        seg, _, files = self._drop_kept(start, release=False)
         if self._files_may_be_gone(check=False) and not all(os.path.lexists(self.path(name)) for name in files):
+            self._release(start)
             return None
         self._hold(seg)
         return seg
@@ -361,6 +413,8 @@ class SegmentCache:
     def _forget(self, names: set[str]) -> None:
         for start in [s for s, (_, _, files) in self._kept.items() if files & names]:
             self._drop_kept(start)
+        for start in [s for s, files in self._placed_files.items() if files & names]:
+            self._release(start)  # the places of segments in the cache now
 
     def forget(self, files) -> int:
         """Drops the cached and kept segments, and the reads started ahead, that begin in `files` (purged

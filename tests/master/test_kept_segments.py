@@ -94,6 +94,9 @@ def test_a_purged_files_kept_segments_are_not_served(tmp_path, mapping):  # noqa
     cache.forget([_files(tmp_path)[0]])
     assert not any(_files(tmp_path)[0] in files for _, _, files in cache._kept.values())
     assert _files(tmp_path)[0] not in cache._kept_files
+    purged = _files(tmp_path)[0]  # its places (held, resident) given up with it
+    assert not any(start[0] == purged for start in [*cache._held, *cache._resident, *cache._placed_files])
+    assert cache._held_bytes == sum(cache._held.values()) and cache._resident_bytes == sum(cache._resident.values())
     assert cache._kept_files == Counter(name for _, _, files in cache._kept.values() for name in files)
 
 
@@ -109,7 +112,7 @@ def test_kept_pages_stay_resident_within_their_budget(tmp_path, mapping, monkeyp
 
     def check(cache):
         assert cache._resident_bytes == sum(cache._resident.values())
-        assert set(cache._resident) <= set(cache._kept)
+        assert set(cache._resident) <= set(cache._kept) | set(cache._cache)  # a place stays while taken back
         seen.append(cache._resident_bytes)
 
     def keep(self, seg):
@@ -188,3 +191,24 @@ def test_a_segments_lone_statements_are_read_once_when_few(tmp_path, mapping, mo
     fresh = [ix for ix in fresh if ix.lone_queries()[1]]
     assert fresh and all(ix.lone_queries() is not ix.lone_queries() for ix in fresh)
     assert all(ix.lone_queries() == ix.lone_queries() for ix in fresh)
+
+
+def test_passes_over_more_than_the_kept_budget_are_served_the_held_segments(tmp_path, mapping):  # noqa: F811
+    """Slaves reading the binlog one after another, with Plans worth twice the kept budget: the
+    first kept are held (HELD_SHARE), so every later pass is served them instead of scanning
+    them again. Letting the oldest kept go first (FIFO) let go of exactly what the next pass
+    reached first: no pass was served a kept segment, and every one scanned the binlog again."""
+    _binlog(tmp_path)
+    _, one = _streamed(tmp_path, REGS[:1])
+    costs = [cost for _, cost, _ in one._kept.values()]
+    budget = sum(costs) // 2
+    out, cache = _streamed(tmp_path, REGS[:4], index_bytes=budget)
+    can_hold = int(len(costs) * segments_module.HELD_SHARE / 2) - 1  # segments' costs differ a little
+    assert cache.kept_hits >= 3 * can_hold, "the passes after the first were not served the held segments"
+    assert cache.reads <= 4 * one.reads - 3 * can_hold
+    assert len(cache._held) >= can_hold and cache._held_bytes <= budget
+    for start in cache._held:  # a held place belongs to a segment kept or back in the cache
+        assert start in cache._kept or start in cache._cache
+    full, _ = _streamed(tmp_path, REGS[:4])
+    for sid in out:  # what is kept changes what is scanned again, never what is sent
+        assert out[sid][0] == full[sid][0] and out[sid][1] == full[sid][1], f"server_id {sid} differs"
