@@ -50,7 +50,7 @@ CACHE_SEGMENTS = 512
 # spent: a kept Plan (about 0.8 MB per 8 MB segment) saves a scan of its segment (about 4 ms) for
 # every later pass, where a megabyte of kept pages (RESIDENT_BYTES) saves a few faults: with 40 MB
 # of Plans and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
-# with 96 MB and 40 MB, once (master CPU 3.3 -> 1.3 s, peak RSS 300 -> 211 MB).
+# with 96 MB and 40 MB, once (master CPU 3.3x one slave's -> 1.8x, peak RSS 300 -> 211 MB).
 INDEX_BYTES = 96 << 20
 INDEX_SEGMENTS = 256
 UNIT_INDEX_BYTES = 100  # a unit's Plan record, table ids and LazyUnits slot (measured: about 97)
@@ -91,7 +91,7 @@ class SegmentCache:
                  cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES,
                  resident_bytes: int = RESIDENT_BYTES):
         self.directory = Path(directory)
-        self._dir = str(self.directory)  # for `path`: os.path.join on a str, not pathlib, per segment visit
+        self._dir = str(self.directory)  # for `path`: a str joined per segment visit, not pathlib
         self.cache_segments = cache_segments
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
