@@ -149,9 +149,10 @@ class _MysqlColumn:
 
 
 # `PlanIndex.lone_queries` kept with its segment up to this many bytes of unit indices and SQL
-# text: a ROW segment's few DDL statements, not a DDL-heavy segment's megabytes of text (kept
-# segments are bounded by their Plans' size, INDEX_BYTES).
-LONE_KEPT_BYTES = 64 << 10
+# text: a ROW segment's few DDL statements, not a DDL-heavy segment's megabytes of text. Not
+# counted in the kept segments' budget (INDEX_BYTES, their Plans): at most INDEX_SEGMENTS x this,
+# 4 MB, beside its 96 MB.
+LONE_KEPT_BYTES = 16 << 10
 
 
 class PlanIndex:
