@@ -128,6 +128,9 @@ class SegmentReader:
             size = os.fstat(f.fileno()).st_size
             if start > size:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
+            chunk = max(CHUNK, cache.segment_bytes + (64 << 10))  # the segment and the unit that ends it
+            # (made before the checks below read the file: a file it maps is read without read ahead)
+            window = Window(f, str(path), max(start, 4), chunk, cache.mappings if cache.map_closed else None)
             splitter = opener._open_at(f, path, start)  # checks the start position
             fmt = splitter.fmt
             if fmt is not None:
@@ -140,8 +143,6 @@ class SegmentReader:
                     raise bad_magic(str(path))
                 start = 4
             rotated_to = None
-            chunk = max(CHUNK, cache.segment_bytes + (64 << 10))  # the segment and the unit that ends it
-            window = Window(f, start, chunk, cache.map_closed)
             while True:
                 at_eof = False
                 if not window.more():

@@ -20,6 +20,7 @@ from dumpfilter.binlogs.files import binlog_listing, file_size, served_paths
 from dumpfilter.binlogs.written import WrittenEnd
 from dumpfilter.master.segment_reader import SegmentReader, drive
 from dumpfilter.master.units import Pos, Segment
+from dumpfilter.master.windows import MappingFiles
 
 # A segment is what one read hands every stream: its fixed Python cost (the file opened at the
 # position, the format read, the Plan and its index, each stream's answers, tallies and hit
@@ -95,6 +96,7 @@ class SegmentCache:
         self.cache_segments = cache_segments
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
+        self.mappings = MappingFiles()  # the open files their mappings share (and huge pages or not)
         self.read_ahead = read_ahead  # see _start_ahead
         self._ahead: OrderedDict[Pos, tuple] = OrderedDict()  # (steps, since): see _start_ahead
         self.cache_bytes = cache_bytes
@@ -411,6 +413,7 @@ class SegmentCache:
         _hand_back(seg)
 
     def _forget(self, names: set[str]) -> None:
+        self.mappings.forget(names)
         for start in [s for s, (_, _, files) in self._kept.items() if files & names]:
             self._drop_kept(start)
         for start in [s for s, files in self._placed_files.items() if files & names]:

@@ -111,6 +111,13 @@ def register(subparsers) -> None:
                        help="lint each new slave's rules over the binlog in the background when it holds at most "
                             "this many MiB; the predictions reach the slave in its Register reply or stream and "
                             "`master status` (default %(default)g; 0: off)")
+    serve.add_argument("--binlog-huge-pages", action="store_true",
+                       help="map closed binlog files asking for 2 MB pages: what is read from disk comes into the "
+                            "page cache in 2 MB folios, and a slave's pass over them takes one page fault per 2 MB "
+                            "instead of one per 64 KB (eight do-db slaves over a binlog read from disk: half the "
+                            "master's faults, a fifth less CPU). Off by default: on a VM that hands its free memory "
+                            "back to the host (free page reporting), the first touch of each 2 MB page read into "
+                            "such memory costs more than it saves")
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
@@ -235,6 +242,7 @@ def serve_command(args: argparse.Namespace) -> int:
             replicator.stop()
         raise
     master.service.source = replicator  # its state in `master status` and the metrics
+    master.service.segments.mappings.huge_pages = args.binlog_huge_pages
     retention = _retention(args, replicator, master.service)
     if replicator is not None:  # each transaction it writes wakes the streams at once
         replicator.mirror.on_unit = master.service.watch.changed
