@@ -67,15 +67,18 @@ def _advise(fd: int, advice: str) -> None:
 
 
 class MappingFiles:
-    """One open file description per closed binlog file, shared by every mapping the segments
-    make of it (kept: the MAX most recently mapped files), and whether mappings ask for 2 MB
-    folios (`huge_pages`, see above). The kernel keeps a file's read-ahead state in the open file
-    description: when each segment mapped the descriptor it had just opened, every mapping started
-    with a new state, and the read ahead its faults set off went on in folios of the order of the
-    last one read, small after the first few segments of a file, whatever MADV_HUGEPAGE asked.
-    Sharing one description, the read ahead goes on from mapping to mapping in 2 MB folios
-    (tests/master/test_mapping_files.py: none of a 75 MB binlog's 2 MB regions in one folio
-    mapping each segment's own descriptor, all but its first with one shared)."""
+    """How the segments map closed binlog files. By default each mapping is made of the
+    descriptor its segment read opened. With huge pages (`huge_pages`, see above) the mappings
+    ask for 2 MB folios, and every mapping of a file is made of one open file description kept
+    for it (the MAX most recently mapped files): the kernel keeps a file's read-ahead state in the
+    open file description, and when each segment mapped the descriptor it had just opened, every
+    mapping started with a new state, and the read ahead its faults set off went on in folios of
+    the order of the last one read, small after the first few segments of a file, whatever
+    MADV_HUGEPAGE asked. Sharing one description, the read ahead goes on from mapping to mapping
+    in 2 MB folios (tests/master/test_mapping_files.py: none of a 75 MB binlog's 2 MB regions in
+    one folio mapping each segment's own descriptor, all but its first with one shared). (Shared
+    without the advice, the read ahead grew its folios too, and on this machine that alone cost
+    what the option costs: see above.)"""
 
     MAX = 8
 
@@ -88,6 +91,8 @@ class MappingFiles:
         """A read-only shared mapping of `length` bytes at `offset` of the file `fd` is open on,
         made on the file's shared description (`path` opens it the first time; a file replaced
         under that name since is mapped through `fd` itself)."""
+        if not self.huge_pages:  # the kernel's own read ahead per segment, as before the option
+            return mmap.mmap(fd, length, mmap.MAP_SHARED, mmap.PROT_READ, offset=offset)
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         with self._lock:  # held over the mmap: a description let go meanwhile would be closed under it
@@ -98,7 +103,7 @@ class MappingFiles:
                 self._files.move_to_end(key)
             shared = kept[0] if kept is not None else fd
             buf = mmap.mmap(shared, length, mmap.MAP_SHARED, mmap.PROT_READ, offset=offset)
-        if self.huge_pages and _MADV_HUGEPAGE is not None:
+        if _MADV_HUGEPAGE is not None:
             try:
                 buf.madvise(_MADV_HUGEPAGE)
             except OSError:  # a kernel without transparent huge pages

@@ -1,6 +1,7 @@
-"""The open files the master's mappings share (`windows.MappingFiles`): one open file description
-per closed binlog file, whichever descriptor a segment read opened; a file replaced or deleted
-under its name is let go; `forget` and the bound close what they let go; and with huge pages
+"""How the master maps closed binlog files (`windows.MappingFiles`): with huge pages, one open file
+description per file, whichever descriptor a segment read opened (without, that descriptor); a
+file replaced or deleted under its name is let go; `forget` and the bound close what they let
+go; and with huge pages
 (`master serve --binlog-huge-pages`) a closed binlog read from disk through the segment cache
 comes into the page cache in 2 MB folios, without them in the kernel's own (observed through
 /proc/kpageflags: root, on a kernel and file system that put file pages in large folios; skipped
@@ -41,6 +42,10 @@ def _file(path: Path, size: int = 3 * REGION) -> Path:
     return path
 
 
+def _huge() -> MappingFiles:
+    return MappingFiles(huge_pages=True)
+
+
 def _map(files: MappingFiles, path: Path, offset: int = 0, length: int = REGION) -> mmap.mmap:
     """A mapping made the way a segment read makes it: through a descriptor of its own, closed after."""
     fd = os.open(path, os.O_RDONLY)
@@ -53,7 +58,7 @@ def _map(files: MappingFiles, path: Path, offset: int = 0, length: int = REGION)
 @linux_only
 def test_every_mapping_of_a_file_shares_one_description(tmp_path):
     path = _file(tmp_path / "bin.000001")
-    files = MappingFiles()
+    files = _huge()
     before = _open_fds()
     first = _map(files, path)
     after_first = _open_fds()
@@ -70,10 +75,23 @@ def test_every_mapping_of_a_file_shares_one_description(tmp_path):
 
 
 @linux_only
+def test_without_huge_pages_a_mapping_is_made_of_the_segments_own_descriptor(tmp_path):
+    path = _file(tmp_path / "bin.000001")
+    files = MappingFiles()
+    before = _open_fds()
+    maps = [_map(files, path, offset) for offset in (0, REGION)]
+    assert _open_fds() == before + len(maps)  # each mapping's own duplicate; nothing kept
+    assert maps[1][:16] == path.read_bytes()[REGION:REGION + 16]
+    for m in maps:
+        m.close()
+    assert _open_fds() == before
+
+
+@linux_only
 def test_a_file_replaced_or_deleted_under_its_name_is_let_go(tmp_path):
     path = _file(tmp_path / "bin.000001")
     other = _file(tmp_path / "bin.000002")
-    files = MappingFiles()
+    files = _huge()
     before = _open_fds()
     _map(files, path).close()
     old = path.read_bytes()[:16]
@@ -94,7 +112,7 @@ def test_a_file_replaced_or_deleted_under_its_name_is_let_go(tmp_path):
 def test_forget_and_the_bound_close_descriptions(tmp_path, monkeypatch):
     monkeypatch.setattr(MappingFiles, "MAX", 2)
     paths = [_file(tmp_path / f"bin.00000{n}", REGION) for n in range(1, 5)]
-    files = MappingFiles()
+    files = _huge()
     before = _open_fds()
     kept = _map(files, paths[0])
     for path in paths[1:]:
