@@ -12,9 +12,10 @@ segment scans the master's dumpfilter_segment_scans counter. The 1- and 8-slave 
 DUMPFILTER_BENCH_REPEAT (2) times, interleaved, the 64-slave run once; the run with the least
 master CPU is kept (the machine is shared: CPU time too grows with the load).
 All of it is measured for each state of the binlog in the page cache (DUMPFILTER_FANOUT_PAGE_CACHE,
-default "small,cold"; the 64-slave run in the first only), since the pages' folios decide what a
-pass costs the master in faults: "small", in the page cache in 4 KB folios, as a server's small
-appends leave it; "cold", out of it, read from disk by the master (see PAGE_CACHE_STATES).
+default "small,huge,cold"; the 64-slave run in the first only), since the pages' folios decide
+what a pass costs the master in faults: "small", in the page cache in 4 KB folios, as a server's
+small appends leave it; "huge", in 2 MB folios, as --binlog-huge-pages leaves what it reads;
+"cold", out of it, read from disk by the master (see PAGE_CACHE_STATES).
 Reported: cpu_ratio_8_vs_1 (goal <= 1.3) from the least CPU of each count, and the same from the
 medians (this machine's CPU time for one run varies by 20% from run to run: the median is the
 steadier figure once there are three or more), cpu_per_mb_ratio_64_vs_8 (goal <= 1.3), peak RSS
@@ -30,6 +31,7 @@ in eight schemas at once from stored procedures, and kept under bench/data/."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import statistics
@@ -55,9 +57,12 @@ TICKS = os.sysconf("SC_CLK_TCK")
 # page faults, and handing pages back). Each state measured has runs of its own:
 #   small  the binlog in the page cache in 4 KB folios: what a server's small appends leave
 #          (checked on this kernel: a MariaDB's binlog after 30,000 commits), the warm case;
+#   huge   in the page cache in 2 MB folios: what `master serve --binlog-huge-pages` leaves of
+#          what it reads from disk (here read so by the bench, through a mapping that asks for
+#          them), for every later pass of any slave;
 #   cold   not in the page cache, read from disk by the master's first pass: the case of a binlog
 #          larger than the page cache, and of older files the kernel let go.
-PAGE_CACHE_STATES = ("small", "cold")
+PAGE_CACHE_STATES = ("small", "huge", "cold")
 # Memory the eviction frees goes back to the host of a VM that reports free pages (this machine
 # does, about 2 s later), and what is read into it then costs its first touch: waiting that long,
 # every cold run reads into such memory, as a master long idle would, instead of some into
@@ -240,14 +245,31 @@ def _small_folios(binlog_dir: Path) -> None:
             os.close(fd)
 
 
+def _huge_folios(binlog_dir: Path) -> None:
+    """The binlog in the page cache in 2 MB folios: evicted, then read back through a mapping of
+    each whole file that asks for huge pages (MADV_HUGEPAGE), a byte of each page touched: on a VM
+    whose free memory went back to its host, the first touch of memory costs the toucher (about
+    0.8 s of CPU for these 648 MB here), which is paid here, once, and not by a run's master."""
+    _evict(binlog_dir)
+    for path in _binlog_files(binlog_dir):
+        with open(path, "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)
+        try:
+            m.madvise(mmap.MADV_HUGEPAGE)
+            for offset in range(0, len(m), 4096):
+                m[offset]
+        finally:
+            m.close()
+
+
 def measure(binlog_dir: Path, counts: list[int], repeat: int, stagger: float, state: str) -> dict:
     """The runs for one page-cache state: each count DUMPFILTER_BENCH_REPEAT times, interleaved
     (counts above 8 once), the page cache put in `state` first (before every run for `cold`:
     a run reads the binlog back)."""
     runs: dict[int, dict] = {}
     cpus: dict[int, list[float]] = {}
-    if state == "small":
-        _small_folios(binlog_dir)  # a run leaves the folios it found
+    if state in ("small", "huge"):  # a run leaves the folios it found
+        (_small_folios if state == "small" else _huge_folios)(binlog_dir)
     for attempt in range(repeat):  # interleaved; the run with the least master CPU is kept
         for count in counts:
             if count > 8 and attempt:  # 64 slaves take a minute: once
