@@ -51,12 +51,13 @@ def mapping_cut_short(buf, base: int, used: int) -> int | None:
 # each: a stream's pass over a segment then takes one fault per 2 MB instead of one per 64 KB
 # (fault-around), and handing its pages back (MADV_DONTNEED) drops four entries, not 2,048. Eight
 # do-db slaves each cross every page of the binlog (every page holds units of every schema): over
-# bench fanout_procs' 648 MB binlog read from disk the master took about 50,000 faults instead of
-# 98,000, and eight slaves cost it 1.19 s of CPU instead of 1.51 s. Pages already in the page cache
-# keep their folios (a server's small appends leave 4 KB ones): the advice shapes only what is
-# read from disk. Off by default: on this machine, a VM whose free memory goes back to its host
-# (free page reporting), the first touch of a 2 MB folio read into such memory cost more than the
-# faults it saved (one slave over the 648 MB read from disk: 1.70 s of CPU instead of 0.87 s).
+# bench fanout_procs' 648 MB binlog in 2 MB folios they cost the master about 46,000 faults and
+# 1.1-1.2 s of CPU, in 4 KB folios 98,000 and 1.9-2.0 s. Pages already in the page cache keep
+# their folios (a server's small appends leave 4 KB ones): the advice shapes only what is read
+# from disk. Off by default: on this machine, a VM whose free memory goes back to its host (free
+# page reporting), the first touch of a 2 MB folio read into such memory cost more than the faults
+# saved (one slave over the 648 MB read from disk: 1.85 s of CPU instead of 1.04 s; eight, 2.32 s
+# instead of 1.64 s). docs/performance.md has the runs.
 _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 
 
@@ -123,8 +124,8 @@ class MappingFiles:
         directory = os.path.dirname(path)
         for old, (old_fd, name) in list(self._files.items()):  # deleted or replaced since: let go
             try:
-                st = os.stat(os.path.join(directory, name))
-                gone = (st.st_dev, st.st_ino) != old
+                now = os.stat(os.path.join(directory, name))
+                gone = (now.st_dev, now.st_ino) != old
             except OSError:
                 gone = True
             if gone:
