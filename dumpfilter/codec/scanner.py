@@ -196,7 +196,9 @@ class Scanner:
     def scan_start(self, plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
                    at_eof: bool = False) -> None:
         """`scan_into`, run on a thread of its own: returns at once; `scan_finish(plan)` waits
-        for it and returns its PlanScan. The scanner takes no other call in between."""
+        for it and returns its PlanScan. The scanner takes no other call in between. A buffer
+        of at most 128 KB from `off` (a live binlog's tail) is scanned at once instead, without
+        the GIL: a thread's start and join cost as much (`plan.scans_inline` counts them)."""
         plan.scan_start(self._core, buf, off, base, file, limit, at_eof)
 
     def scan_finish(self, plan) -> "PlanScan":

@@ -1,7 +1,8 @@
 """`Plan.scan_start` / `Plan.scan_finish`: a Plan's scan on a thread of the core's (the master's
-read ahead). The units are those of `Plan.scan` (tests/core/test_scanner_differential.py
-compares both with the reference); here, the rules of use: one scan under way per Plan, the
-scanner busy until it is finished, and a Plan dropped with its scan under way."""
+read ahead), or at once for a small buffer (a live binlog's tail). The units are those of
+`Plan.scan` (tests/core/test_scanner_differential.py compares both with the reference); here,
+the rules of use: one scan under way per Plan, the scanner busy until it is finished, and a Plan
+dropped with its scan under way."""
 
 from __future__ import annotations
 
@@ -32,6 +33,23 @@ def test_a_threaded_scan_gives_the_plan_a_plain_scan_gives(binlog):
     assert got.added > 2_000 and len(threaded) == len(plain)
     assert [threaded.unit(k) for k in range(len(threaded))] == [plain.unit(k) for k in range(len(plain))]
     assert scanner.names == reference.names and len(scanner.names) > 4
+
+
+def test_a_small_buffer_is_scanned_at_once_and_a_large_one_on_a_thread(binlog):
+    """A live binlog's tail is a few KB per wake: a thread started and joined for it cost more
+    than its scan, on the path from a commit to the replicas. Either way the Plan is the same."""
+    small = binlog[:100_000]  # (cut inside a unit: the scan stops before it)
+    for buf, inline in ((small, 1), (binlog, 0)):
+        plain, started = Plan(), Plan()
+        want = Scanner("a").scan_into(plain, buf, 4, 0, "a")
+        scanner = Scanner("a")
+        scanner.scan_start(started, buf, 4, 0, "a")
+        with pytest.raises(RuntimeError, match="scanner is busy"):  # until finished, either way
+            scanner.units(buf, 4, 0)
+        got = scanner.scan_finish(started)
+        assert started.scans_inline == inline
+        assert (got.added, got.stop) == (want.added, want.stop) and got.added > 0
+        assert [started.unit(k) for k in range(len(started))] == [plain.unit(k) for k in range(len(plain))]
 
 
 def test_one_scan_at_a_time_and_the_scanner_busy_until_it_is_finished(binlog):
