@@ -255,7 +255,10 @@ def _huge_folios(binlog_dir: Path) -> None:
         with open(path, "rb") as f:
             m = mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)
         try:
-            m.madvise(mmap.MADV_HUGEPAGE)
+            try:
+                m.madvise(mmap.MADV_HUGEPAGE)
+            except (AttributeError, OSError):  # no transparent huge pages here: the kernel's own folios
+                print("huge: this kernel refuses MADV_HUGEPAGE; the state is the kernel's own folios", flush=True)
             for offset in range(0, len(m), 4096):
                 m[offset]
         finally:
