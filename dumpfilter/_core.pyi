@@ -273,6 +273,9 @@ class Plan:
     one or more scans, with the read buffers they lie in."""
 
     def __init__(self) -> None: ...
+    @property
+    def scans_inline(self) -> int:
+        """Scans `scan_start` ran at once on the calling thread (a buffer of at most 128 KB)."""
     def scan(self, scanner: Scanner, buf: Buffer, off: int, base: int, file: str, limit: int = ...,
              at_eof: bool = False) -> ScanResult:
         """Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to
@@ -285,7 +288,9 @@ class Plan:
         """`scan`, started on a thread of its own: the call returns at once, the GIL free, while
         the scan runs (the master scans the next segment while its stream sends this one). The
         scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
-        which waits for the scan and returns what `scan` returns. One scan at a time per Plan."""
+        which waits for the scan and returns what `scan` returns. One scan at a time per Plan.
+        A buffer of at most 128 KB from `off` is scanned at once instead, without the GIL
+        (`scans_inline`): a thread's start and join cost as much as its scan."""
     def scan_finish(self) -> ScanResult:
         """Waits for the scan `scan_start` began and adds its units: returns what `scan` returns."""
     def __len__(self) -> int: ...

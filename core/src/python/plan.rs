@@ -126,6 +126,8 @@ impl PyPlan {
     /// the scan runs (the master scans the next segment while its stream sends this one).
     /// The scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
     /// which waits for the scan and returns what `scan` returns. One scan at a time per Plan.
+    /// A buffer of at most INLINE_SCAN bytes from `off` is scanned at once instead, without the
+    /// GIL (counted in `scans_inline`).
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
     fn scan_start(
