@@ -12,8 +12,8 @@ Three readers, in the same run:
 On each replica a trigger (slave_run_triggers_for_rbr) records SYSDATE(6) as its SQL thread
 applies a beat row: commit -> apply, with nothing polling the replicas. For `slave run` a
 process of the bench's watches its relay-log.info (inotify) and notes when the recorded GTID
-state first covers a beat's GTID: commit -> relay log durable (relay-log.info is put in place
-only after the relay bytes are fsync'd). The added latency is each dumpfilter path's percentile minus the direct
+state first covers a beat's GTID: commit -> relay log durable (relay-log.info is written only
+after the relay bytes are fsync'd). The added latency is each dumpfilter path's percentile minus the direct
 replica's, from the same beats of the same run.
 
     .venv/bin/python -m bench latency      # DUMPFILTER_LATENCY_SECONDS=20 DUMPFILTER_LATENCY_TPS=400
@@ -23,7 +23,6 @@ Needs mariadbd (/usr/sbin too). Figures go to bench/results/latency.json.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -36,7 +35,9 @@ from pathlib import Path
 from bench.common import serve_master, stop_process, write_result
 
 from dumpfilter.binlogs.watch import DirectoryWatch
+from dumpfilter.errors import PositionError
 from dumpfilter.lab.sandbox import MariaDBServer, make_replica, replica_status
+from dumpfilter.slave.info_file import info_text, read_info, write_in_place
 
 SECONDS = float(os.environ.get("DUMPFILTER_LATENCY_SECONDS", "20"))
 TPS = int(os.environ.get("DUMPFILTER_LATENCY_TPS", "400"))
@@ -82,8 +83,7 @@ def _beats(primary: MariaDBServer, stop: threading.Event, beats: dict[int, tuple
 
 class RelayWatch:
     """When relay-log.info first records each GTID sequence number (domain 0), seen by a process
-    of its own (`watch_relay_info`): woken by inotify as the slave puts a new relay-log.info in
-    place. Not a thread of this one, whose load threads would hold the GIL while the watch's
+    of its own (`watch_relay_info`): woken by inotify as the slave writes relay-log.info. Not a thread of this one, whose load threads would hold the GIL while the watch's
     wake-up waits for it (up to the interpreter's 5 ms switch interval), a delay of the bench's,
     not of the slave's."""
 
@@ -125,8 +125,8 @@ def watch_relay_info(relay_dir: str, out: str) -> None:
             watch.wait(wake, 1.0)
             now = time.time()
             try:
-                state = json.loads((relay / "relay-log.info").read_text()).get("gtid_state", "")
-            except (OSError, ValueError):
+                state = (read_info(relay) or {}).get("gtid_state", "")
+            except (OSError, PositionError):  # none yet, or caught in the middle of a write
                 continue
             seqs = [int(g.rsplit("-", 1)[1]) for g in state.split(",") if g.startswith("0-")]
             if seqs and seqs[0] > last:
@@ -137,20 +137,19 @@ def watch_relay_info(relay_dir: str, out: str) -> None:
 def _commit_cost(directory: Path, samples: int = 40) -> list[float]:
     """What recording a relay position costs on this disk, measured beside the slave's relay log
     before the load, as the slave does it: the fsync of bytes appended to a file, then a small
-    file written and renamed into place (relay-log.info; made durable itself by a checkpoint
-    once a second, off the path). A durable path cannot be faster than this; the direct replica
+    file written over in place (relay-log.info; made durable itself by a checkpoint once a
+    second, off the path). A durable path cannot be faster than this; the direct replica
     (innodb_flush_log_at_trx_commit=0, no binlog) fsyncs nothing."""
     costs = []
     data, info = directory / "cost.data", directory / "cost.info"
+    text = info_text({"gtid_state": "0-1-1", "pad": "x" * 700})
     with open(data, "ab") as f:
         for _ in range(samples):
             started = time.perf_counter()
             f.write(b"x" * 300)
             f.flush()
             os.fsync(f.fileno())
-            tmp = directory / "cost.info.tmp"
-            tmp.write_text("{}" * 400)
-            os.replace(tmp, info)
+            write_in_place(info, text)
             costs.append(time.perf_counter() - started)
             time.sleep(BEAT_EVERY)
     data.unlink()
@@ -277,7 +276,7 @@ def main() -> None:
             print(f"{name:<46} {r['beats']:>5} {r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['added_p50_ms']:>8.2f} "
                   f"{r['added_p99_ms']:>8.2f} {r['ratio_p50'] or 0:>6.2f} {r['ratio_p99'] or 0:>6.2f}")
         floor = payload["disk_commit_cost_ms"]
-        print(f"this disk's cost of recording a position (fsync data, then write+rename the info), "
+        print(f"this disk's cost of recording a position (fsync data, then the info written over), "
               f"before the load: p50 {floor['p50']:.2f} ms, p99 {floor['p99']:.2f} ms")
         print(f"CPU during the load (cores): master serve {cpu['master']:.3f}, slave run {cpu['slave run']:.3f}")
         print(f"results: {path}")

@@ -1,16 +1,15 @@
 """The slave's relay log and its crash-safe position files: `relay-bin.NNNNNN` + `relay-bin.index`
 (valid binlogs: magic, the master's FDE, then events with master coordinates), `relay-log.info`
-(master position, GTID state, relay position: put in place atomically AFTER the relay data is
-fsync'd; itself made durable by a checkpoint, `relay-log.info.synced`) and `relay-apply.info`
+(master position, GTID state, relay position: written in place AFTER the relay data is fsync'd,
+with a check of its own, see info_file; itself made durable by a checkpoint,
+`relay-log.info.synced`) and `relay-apply.info`
 (what --apply executed)."""
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +19,13 @@ from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import build_event, rotate_body
 from dumpfilter.binlogs.files import read_index, write_index
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
+from dumpfilter.slave.info_file import (INFO, SYNCED, fsync_dir, info_text, parse_info, read_info, read_json,
+                                        write_atomic, write_in_place, write_json_atomic)
+
+__all__ = ["APPLY_INFO", "BASENAME", "INFO", "SYNCED", "Committer", "RelayInfo", "RelayLog", "read_info",
+           "read_json", "write_json_atomic"]
 
 BASENAME = "relay-bin"
-INFO = "relay-log.info"
-SYNCED = "relay-log.info.synced"  # the last relay-log.info made durable itself (Committer._checkpoint)
 APPLY_INFO = "relay-apply.info"
 # Seconds from one commit of relay-log.info to the next at least (see Committer). 0: a commit
 # starts as soon as a batch is written, and the batches written while it runs share the next
@@ -47,31 +49,6 @@ IDLE_COMMIT_INTERVAL = 1.0
 CHECKPOINT_INTERVAL = 1.0
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    """tmp file, fsync, os.replace, fsync the directory: the file is the old or the new one, whole."""
-    put_in_place(write_json_tmp(path, data), path)
-
-
-def write_json_tmp(path: Path, data: dict, sync: bool = True) -> Path:
-    """The next version of `path`, written beside it and (`sync`) fsync'd (not yet in place: see
-    `put_in_place`)."""
-    # json.dumps then one write: the same text as json.dump, without a write per token.
-    text = json.dumps(data, indent=1, sort_keys=True, default=str)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    return tmp
-
-
-def put_in_place(tmp: Path, path: Path) -> None:
-    """os.replace, then fsync the directory (the rename itself durable)."""
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
 def _writeback_starter():
     """Linux's sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE), which starts writing a file's
     dirty pages out and returns without waiting for them (RocksDB's bytes_per_sync does the
@@ -92,38 +69,6 @@ def _writeback_starter():
 _SYNC_FILE_RANGE_WRITE = 2
 _PAGE = 4096
 start_writeback = _writeback_starter()
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-
-
-def read_info(directory: Path) -> dict | None:
-    """relay-log.info's fields (None: there is none, a slave that never started). An unreadable
-    one (what a crash can leave of a version that was not yet checkpointed, see
-    CHECKPOINT_INTERVAL) gives the last checkpoint's, which names only durable relay bytes too."""
-    try:
-        return read_json(directory / INFO)
-    except (ValueError, UnicodeDecodeError) as exc:
-        try:
-            synced = read_json(directory / SYNCED)
-        except (ValueError, UnicodeDecodeError):
-            synced = None
-        if synced is None:
-            raise PositionError(f"{directory / INFO}: unreadable ({exc}) and no checkpoint "
-                                f"({SYNCED}) to fall back to") from None
-        return synced
 
 
 @dataclass
@@ -172,7 +117,7 @@ class RelayInfo:
         return cls(**known)
 
     def save(self, directory: Path) -> None:
-        write_json_atomic(directory / INFO, self.snapshot())
+        write_atomic(directory / INFO, info_text(self.snapshot()))
 
     def snapshot(self) -> dict:
         """The fields as relay-log.info holds them, taken now (what `save` writes; the committer
@@ -192,23 +137,26 @@ def _same_format(a: Event, b: Event) -> bool:
 
 class Committer:
     """Group commit of relay-log.info. After each batch, the slave hands over the relay file's
-    descriptor (its bytes already written to the kernel) and the info as it is then; a thread
-    fsyncs the relay file, then writes the next relay-log.info and puts it in place
-    atomically (`_commit`): one disk flush per commit, and relay-log.info never names relay
-    bytes that were not on disk before it was written. The info itself is made durable by a
-    checkpoint at most once per `checkpoint_interval`, when no hand-over waits, and at every
-    drain (see CHECKPOINT_INTERVAL). A commit starts at most once per `interval` seconds (and
-    when batches come faster than a commit takes: two or three flushes); the newest hand-over
-    waiting replaces the older ones, so one flush covers all of them, as MySQL's binlog group
-    commit covers the transactions queued behind one flush (binlog_group_commit_sync_delay is
-    its interval). A crash loses nothing: the next start cuts the relay log back to the
-    relay-log.info it finds and fetches the rest again. The receiving thread never waits for
-    the disk, except in `drain` (before a relay file is closed, before --apply and when the
-    stream ends), which returns once every hand-over is on disk and checkpointed. An error of
-    the thread (ENOSPC, EIO) is raised by the next `submit` or `drain`. A hand-over submitted
-    with `now` (the batch reached the master's end: a live slave waits for it) starts its
-    commit without waiting for the interval; one submitted `idle` (no relay byte written since
-    the last hand-over) waits up to `idle_interval` for company."""
+    descriptor (its bytes already written to the kernel) and the info as it is then; the relay
+    file is fsync'd, then the next relay-log.info is written over the last in place
+    (`_commit`): one disk flush per commit, and relay-log.info never names relay bytes that
+    were not on disk before it was written. A live batch (`now`: the master says it reached
+    its end) finding nothing waiting or under way is committed on the receiving thread itself,
+    whose next batch cannot come before the master writes more: no hand-over to a thread on
+    its way to the disk. Every other hand-over goes to the committer's thread. The info itself
+    is made durable by a checkpoint at most once per `checkpoint_interval`, when no hand-over
+    waits, and at every drain (see CHECKPOINT_INTERVAL). A commit starts at most once per
+    `interval` seconds (and when batches come faster than a commit takes: two or three
+    flushes); the newest hand-over waiting replaces the older ones, so one flush covers all of
+    them, as MySQL's binlog group commit covers the transactions queued behind one flush
+    (binlog_group_commit_sync_delay is its interval). A crash loses nothing: the next start
+    cuts the relay log back to the relay-log.info it finds and fetches the rest again. The
+    receiving thread of a slave catching up never waits for the disk, except in `drain`
+    (before a relay file is closed, before --apply and when the stream ends), which returns
+    once every hand-over is on disk and checkpointed. An error of the thread (ENOSPC, EIO) is
+    raised by the next `submit` or `drain`. A hand-over submitted with `now` starts its commit
+    without waiting for the interval; one submitted `idle` (no relay byte written since the
+    last hand-over) waits up to `idle_interval` for company."""
 
     def __init__(self, path: Path, interval: float = 0.0, idle_interval: float = IDLE_COMMIT_INTERVAL):
         self.path = path
@@ -225,20 +173,33 @@ class Committer:
         self._closing = False
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
-        self._syncer: ThreadPoolExecutor | None = None  # the relay fsync beside the info's write (`_commit`)
         self.checkpoint_interval = CHECKPOINT_INTERVAL
-        self._unsynced = False  # relay-log.info was put in place since the last checkpoint
+        self._unsynced = False  # relay-log.info was written since the last checkpoint
         self.checkpoints = 0  # (a test looks)
 
     def submit(self, fd: int, data: dict, now: bool = False, idle: bool = False) -> None:
         with self._cond:
             self._raise()
-            # Idle while every hand-over waiting is; `now` for what waits with it (a caught-up
-            # heartbeat after a batch with data commits that batch at once).
-            self._idle = idle and (self._pending is None or self._idle)
-            self._now = self._now or now
-            self._pending = (fd, data)
-            self._wake()
+            if not (now and not idle and self._pending is None and not self._retired and not self._busy):
+                # Idle while every hand-over waiting is; `now` for what waits with it (a caught-up
+                # heartbeat after a batch with data commits that batch at once).
+                self._idle = idle and (self._pending is None or self._idle)
+                self._now = self._now or now
+                self._pending = (fd, data)
+                self._wake()
+                return
+            self._busy = True  # the thread starts nothing (a checkpoint) until this commit is done
+        done = False
+        try:
+            self._commit(fd, data)  # an error is this caller's, at once
+            done = True
+        finally:
+            with self._cond:
+                self._busy = False
+                if done:
+                    self.commits += 1
+                    self._unsynced = True
+                self._wake()  # the thread checkpoints it in time
 
     def retire(self, file) -> None:
         """A relay file the slave has finished (rotation): the thread fsyncs and closes it
@@ -280,46 +241,23 @@ class Committer:
                 thread, self._thread = self._thread, None
             if thread is not None:
                 thread.join()
-            if self._syncer is not None:
-                self._syncer.shutdown()
-                self._syncer = None
 
     def _commit(self, fd: int, data: dict) -> None:
-        """The relay file's fsync (on the relay-fsync thread) and, side by side, the next
-        relay-log.info written beside it; once the fsync is done, the info put in place, not
-        fsync'd itself (see CHECKPOINT_INTERVAL): a live slave's batch waits for one disk flush.
-        An info whose rename reaches the disk names relay bytes that were on disk before it."""
-        relay = self._relay_sync().submit(os.fsync, fd)
-        try:
-            tmp = write_json_tmp(self.path, data, sync=False)
-        finally:
-            relay.result()  # its error first: the relay bytes are what the position stands for
-        os.replace(tmp, self.path)
-        self._unsynced = True
-
-    def _relay_sync(self):
-        if self._syncer is None:
-            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="slave-relay-fsync")
-        return self._syncer
+        """The relay file's fsync, then the next relay-log.info written over the last in place,
+        not fsync'd itself (see CHECKPOINT_INTERVAL): a live slave's batch waits for one disk
+        flush. A version of the info that reaches the disk names relay bytes that were on disk
+        before it was written; one a crash cuts short fails its check (`info_text`)."""
+        os.fsync(fd)  # its error first: the relay bytes are what the position stands for
+        write_in_place(self.path, info_text(data))
 
     def _checkpoint(self) -> None:
-        """relay-log.info made durable as it is (fsync'd, its rename with the directory's), and
-        linked as relay-log.info.synced: the version a start falls back to if a crash leaves
-        relay-log.info unreadable (`read_info`)."""
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        synced = self.path.with_name(SYNCED)
-        tmp = synced.with_name(SYNCED + ".tmp")
-        tmp.unlink(missing_ok=True)
-        try:
-            os.link(self.path, tmp)
-        except OSError:  # a file system without hard links: a copy, fsync'd
-            write_json_tmp(synced, json.loads(self.path.read_text()))
-        os.replace(tmp, synced)
-        _fsync_dir(self.path.parent)
+        """relay-log.info as it is, copied to relay-log.info.synced atomically (tmp, fsync,
+        rename, the directory fsync'd): the version a start falls back to if a crash leaves
+        relay-log.info cut short (`read_info`). relay-log.info itself is not fsync'd: what a
+        crash leaves of it is a whole version, older or newer, or one its check refuses."""
+        text = self.path.read_bytes()
+        parse_info(text)  # whole: nothing else writes it in place while the thread is busy
+        write_atomic(self.path.with_name(SYNCED), text)
         self._unsynced = False
         self.checkpoints += 1
 
@@ -338,6 +276,9 @@ class Committer:
             writeback = None
             with cond:
                 while True:
+                    if self._busy:  # a live batch's commit on the receiving thread (`submit`)
+                        cond.wait()
+                        continue
                     if self._pending is None:
                         if self._retired:
                             break
@@ -384,6 +325,7 @@ class Committer:
                         os.fsync(file.fileno())
                     if pending is not None:
                         self._commit(*pending)
+                        self._unsynced = True
                         self.commits += 1
                     # A checkpoint with no hand-over waiting, or one overdue under a load that
                     # never leaves the thread idle.
@@ -472,7 +414,7 @@ class RelayLog:
         os.fsync(self.file.fileno())
         self.names.append(name)
         write_index(self.index, self.names)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
 
     def format_event(self, fde: Event) -> None:
         """A master FDE: opens the first file, or a new file when the format changes."""

@@ -2,7 +2,8 @@
 threads, its last IO and SQL errors with MySQL's error numbers, the newest master timestamp) and
 `status_fields`, which reads it back as the fields of SHOW SLAVE STATUS that apply to dumpfilter.
 
-Only whole states are written (relay-log.info is replaced atomically), and a state never moves
+Only whole states are written (relay-log.info is replaced atomically here; the committer's
+writes in place carry a check a reader verifies, see slave.info_file), and a state never moves
 the committed positions: those change only after the relay data they describe is fsync'd."""
 
 from __future__ import annotations

@@ -353,10 +353,10 @@ def _slave_run(address: str, relay_dir: Path, server_id: int, fast: bool, crash_
 
 
 def _relay_files(relay_dir: Path) -> dict:
-    import json
+    from dumpfilter.slave.info_file import read_info
 
     out = {p.name: p.read_bytes() for p in sorted(relay_dir.iterdir()) if p.name.startswith("relay-bin.0")}
-    info = json.loads((relay_dir / "relay-log.info").read_text())
+    info = read_info(relay_dir)  # its fields (without the check of its text, which covers server_id)
     info.pop("master"), info.pop("server_id")
     return {"files": out, "info": info}
 

@@ -20,6 +20,7 @@ from dumpfilter.codec.encode import format_description
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.slave import relay_log
 from dumpfilter.errors import PositionError
+from dumpfilter.slave.info_file import info_text, parse_info, write_in_place
 from dumpfilter.slave.relay_log import INFO, SYNCED, Committer, RelayInfo
 
 from tests.support.dump_helpers import relay_units, run_slave
@@ -28,15 +29,20 @@ from tests.support.waiting import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _name(fd: int) -> str:
+    return Path(os.readlink(f"/proc/self/fd/{fd}")).name
+
+
 class DiskTrace:
-    """os.fsync and os.replace as the slave calls them: for each fsync of a relay file, its name
-    and size then; for each relay-log.info put in place, the relay position it names."""
+    """os.fsync, os.pwrite and os.replace as the slave calls them: for each fsync of a relay
+    file, its name and size then; for each relay-log.info written (in place, or put in place
+    by a rename), the relay position it names."""
 
     def __init__(self, monkeypatch, relay_dir: Path):
         self.relay_dir = relay_dir
         self.lock = threading.Lock()
         self.log: list[tuple] = []
-        real_fsync, real_replace = os.fsync, os.replace
+        real_fsync, real_replace, real_pwrite = os.fsync, os.replace, os.pwrite
 
         def fsync(fd):
             real_fsync(fd)
@@ -52,8 +58,17 @@ class DiskTrace:
                 with self.lock:
                     self.log.append(("info", info["relay_file"], info["relay_pos"]))
 
+        def pwrite(fd, data, offset):
+            n = real_pwrite(fd, data, offset)
+            if _name(fd) == INFO:
+                info = parse_info(data)
+                with self.lock:
+                    self.log.append(("info", info["relay_file"], info["relay_pos"]))
+            return n
+
         monkeypatch.setattr(relay_log.os, "fsync", fsync)
         monkeypatch.setattr(relay_log.os, "replace", replace)
+        monkeypatch.setattr(relay_log.os, "pwrite", pwrite)
 
     def check(self) -> int:
         """Every recorded position is covered by an earlier fsync of its file, and every earlier
@@ -189,30 +204,81 @@ def test_a_batch_that_reaches_the_masters_end_is_committed_without_the_interval(
         os.close(fd)
 
 
+def test_a_live_batch_is_committed_on_the_receiving_thread(tmp_path, monkeypatch):
+    """A batch that reached the master's end, with nothing waiting or under way, is fsync'd and
+    recorded by the thread that received it, before `submit` returns: no hand-over to the
+    committer's thread on the way to the disk (each was a wake-up under the GIL). One that
+    finds a commit under way goes to the thread, after it, so that positions never go back."""
+    data = tmp_path / "relay-bin.000001"
+    fd = os.open(data, os.O_WRONLY | os.O_CREAT)
+    real_fsync = os.fsync
+    threads: list[str] = []
+    gate, entered = threading.Event(), threading.Event()
+
+    def fsync(n):
+        if _name(n) == data.name:
+            threads.append(threading.current_thread().name)
+            if not gate.is_set():
+                entered.set()
+                assert gate.wait(10)
+        real_fsync(n)
+
+    monkeypatch.setattr(relay_log.os, "fsync", fsync)
+    committer = Committer(tmp_path / INFO)
+    try:
+        os.write(fd, b"x" * 10)
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 10})  # catching up: the thread's
+        assert entered.wait(10)
+        os.write(fd, b"y" * 10)
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 20}, now=True)  # one is under way
+        assert committer._pending is not None
+        gate.set()
+        committer.drain()
+        assert threads == ["slave-relay-commit"] * 2
+        assert parse_info((tmp_path / INFO).read_bytes())["relay_pos"] == 20
+        for pos in (30, 40):
+            os.write(fd, b"z" * 10)
+            committer.submit(fd, {"relay_file": data.name, "relay_pos": pos}, now=True)
+            assert committer.commits == 2 + pos // 10 - 2  # done when submit returns
+            assert parse_info((tmp_path / INFO).read_bytes())["relay_pos"] == pos
+        assert threads[2:] == [threading.current_thread().name] * 2
+        assert wait_for(lambda: committer.checkpoints >= 1 and not committer._unsynced, give_up=30)
+    finally:
+        committer.close()
+        os.close(fd)
+
+
 def _disk_order(monkeypatch) -> list[tuple[str, str]]:
-    """("fsync", name) and ("in place", name) as relay_log calls them, in order."""
+    """("fsync", name), ("in place", name) (a rename) and ("over", name) (a write over a file's
+    first bytes) as the slave calls them, in order."""
     order: list[tuple[str, str]] = []
-    real_fsync, real_replace = os.fsync, os.replace
+    real_fsync, real_replace, real_pwrite = os.fsync, os.replace, os.pwrite
 
     def fsync(n):
         real_fsync(n)
-        order.append(("fsync", Path(os.readlink(f"/proc/self/fd/{n}")).name))
+        order.append(("fsync", _name(n)))
 
     def replace(src, dst):
         real_replace(src, dst)
         order.append(("in place", Path(dst).name))
 
+    def pwrite(fd, data, offset):
+        n = real_pwrite(fd, data, offset)
+        order.append(("over", _name(fd)))
+        return n
+
     monkeypatch.setattr(relay_log.os, "fsync", fsync)
     monkeypatch.setattr(relay_log.os, "replace", replace)
+    monkeypatch.setattr(relay_log.os, "pwrite", pwrite)
     return order
 
 
 def test_a_commit_waits_for_one_disk_flush(tmp_path, monkeypatch):
-    """Each commit is the relay file's fsync, then relay-log.info put in place, with no other
-    flush in between (the old commit fsync'd the info and the directory too: two flushes in a
-    row before a live batch counted as durable). The info's own durability is the checkpoint's,
-    which a drain waits for: relay-log.info fsync'd, linked as relay-log.info.synced, the
-    directory fsync'd."""
+    """Each commit is the relay file's fsync, then relay-log.info written over in place, with no
+    other flush or rename in between (the old commit fsync'd the info and the directory too:
+    two flushes in a row before a live batch counted as durable; then a rename, which on ext4
+    starts the new file's writeback). The info's own durability is the checkpoint's, which a
+    drain waits for: a copy fsync'd, renamed to relay-log.info.synced, the directory fsync'd."""
     data = tmp_path / "relay-bin.000001"
     fd = os.open(data, os.O_WRONLY | os.O_CREAT)
     order = _disk_order(monkeypatch)
@@ -223,12 +289,12 @@ def test_a_commit_waits_for_one_disk_flush(tmp_path, monkeypatch):
             os.write(fd, b"x" * 10)
             committer.submit(fd, {"relay_file": data.name, "relay_pos": pos}, now=True)
             assert wait_for(lambda i=i: committer.commits == i, give_up=30)
-        assert order == [("fsync", data.name), ("in place", INFO)] * 3
+        assert order == [("fsync", data.name), ("over", INFO)] * 3
         assert committer.checkpoints == 0
         committer.drain()
         assert committer.checkpoints == 1
-        assert order[6:] == [("fsync", INFO), ("in place", SYNCED), ("fsync", tmp_path.name)]
-        assert os.stat(tmp_path / SYNCED).st_ino == os.stat(tmp_path / INFO).st_ino
+        assert order[6:] == [("fsync", SYNCED + ".tmp"), ("in place", SYNCED), ("fsync", tmp_path.name)]
+        assert (tmp_path / SYNCED).read_bytes() == (tmp_path / INFO).read_bytes()
         assert json.loads((tmp_path / SYNCED).read_text())["relay_pos"] == 30
     finally:
         committer.close()
@@ -246,7 +312,7 @@ def test_a_checkpoint_follows_by_itself_once_nothing_waits(tmp_path, monkeypatch
         os.write(fd, b"x")
         committer.submit(fd, {"relay_file": data.name, "relay_pos": 1}, now=True)
         assert wait_for(lambda: committer.checkpoints == 1, give_up=30)
-        assert order[:2] == [("fsync", data.name), ("in place", INFO)] and ("in place", SYNCED) in order
+        assert order[:2] == [("fsync", data.name), ("over", INFO)] and ("in place", SYNCED) in order
         assert json.loads((tmp_path / SYNCED).read_text())["relay_pos"] == 1
     finally:
         committer.close()
@@ -254,22 +320,30 @@ def test_a_checkpoint_follows_by_itself_once_nothing_waits(tmp_path, monkeypatch
 
 
 def test_an_unreadable_relay_log_info_falls_back_to_its_checkpoint(tmp_path):
-    """What a crash can leave of a relay-log.info not yet checkpointed on a file system that does
-    not order a rename after the file's data: empty, or cut. The start takes the checkpoint,
-    which named durable relay bytes too; with none, one line naming the file."""
+    """What a crash can leave of a relay-log.info not yet checkpointed: empty, cut, or (written
+    in place) a mix of two versions, which may well be valid JSON. The start takes the
+    checkpoint, which named durable relay bytes too; with none, one line naming the file."""
     RelayInfo(master_file="bin.000002", master_pos=1234, relay_file="relay-bin.000001", relay_pos=999).save(tmp_path)
     os.link(tmp_path / INFO, tmp_path / SYNCED)
-    newer = (tmp_path / INFO).read_text().replace("1234", "5678")
-    for torn in ("", newer[: len(newer) // 2], "\0" * 40):
+    older = (tmp_path / INFO).read_bytes()
+    newer = info_text(RelayInfo(master_file="bin.000002", master_pos=5678, relay_file="relay-bin.000001",
+                                relay_pos=15).snapshot())  # shorter
+    cut = older.index(b'"relay_pos"')  # the new version's first bytes over the old one's last
+    mixed = newer[:cut] + older[cut:]
+    assert json.loads(mixed)["master_pos"] == 5678 and json.loads(mixed)["relay_pos"] == 999  # valid JSON
+    for torn in (b"", newer[: len(newer) // 2], b"\0" * 40, mixed):
         (tmp_path / INFO).unlink()
-        (tmp_path / INFO).write_text(torn)
+        (tmp_path / INFO).write_bytes(torn)
         info = RelayInfo.load(tmp_path)
         assert (info.master_file, info.master_pos, info.relay_pos) == ("bin.000002", 1234, 999)
     (tmp_path / SYNCED).unlink()
     with pytest.raises(PositionError, match=f"{INFO}: unreadable .* no checkpoint"):
         RelayInfo.load(tmp_path)
-    (tmp_path / INFO).write_text(newer)  # a whole one is taken as it is
+    write_in_place(tmp_path / INFO, newer)  # a whole one is taken as it is, padded or not
+    assert (tmp_path / INFO).stat().st_size == len(mixed) > len(newer)
     assert RelayInfo.load(tmp_path).master_pos == 5678
+    (tmp_path / INFO).write_text('{"master_pos": 42}')  # written before relay-log.info had a check
+    assert RelayInfo.load(tmp_path).master_pos == 42
 
 
 def test_slave_run_on_an_unreadable_relay_log_info_is_one_line_and_exit_2(tmp_path):
@@ -338,15 +412,15 @@ def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
         real_fsync(fd)
         synced.append((target.name, size))
 
-    real_replace = os.replace
+    real_pwrite = os.pwrite
 
-    def put(tmp, path):
-        if Path(path).name == INFO:
-            synced.append(("info", json.loads(Path(tmp).read_text())["relay_file"]))
-        real_replace(tmp, path)
+    def put(fd, text, offset):
+        if _name(fd) == INFO:
+            synced.append(("info", parse_info(text)["relay_file"]))
+        return real_pwrite(fd, text, offset)
 
     monkeypatch.setattr(relay_log.os, "fsync", held_fsync)
-    monkeypatch.setattr(relay_log.os, "replace", put)
+    monkeypatch.setattr(relay_log.os, "pwrite", put)
     relay = relay_log.RelayLog(tmp_path, max_size=4_000)
     relay.format_event(format_description())
     relay.write_raw(b"x" * 5_000)
