@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import grpc
+import grpc.experimental
 
 
 from dumpfilter.codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length
@@ -149,7 +150,11 @@ class Slave:
         cfg = self.config
         # A channel of its own per attempt (no subchannel shared through grpc's global pool): a
         # retry must not ride the connection that just went dead.
-        options = [("grpc.max_receive_message_length", 64 << 20), ("grpc.use_local_subchannel_pool", 1)]
+        options = [("grpc.max_receive_message_length", 64 << 20), ("grpc.use_local_subchannel_pool", 1),
+                   # Dump's batches are read on the thread that asks for them, from the call's own
+                   # completion queue: by default a channel thread takes each one and wakes the
+                   # reader, a thread hop on the path of every live batch.
+                   (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
         if cfg.tls_ca or cfg.tls_cert or cfg.tls_key:
             if bool(cfg.tls_cert) != bool(cfg.tls_key):
                 raise RuleError("--ssl-cert and --ssl-key go together")

@@ -1,4 +1,4 @@
-"""The Dump handler's send-ahead (master.grpc_server._SendAhead): the stream's replies made on a
+"""The Dump handler's send-ahead (master.grpc_server.SendAhead): the stream's replies made on a
 thread while grpc sends the one before, in order, at most DEPTH ahead, an error after the
 replies made before it, and the stream closed (its cleanup run) whenever the handler ends or
 the RPC is gone."""
@@ -15,7 +15,7 @@ import time
 import grpc
 import pytest
 
-from dumpfilter.master.grpc_server import OutputBudget, _SendAhead
+from dumpfilter.master.send_ahead import OutputBudget, SendAhead
 from tests.support.dump_helpers import run_slave
 
 
@@ -47,7 +47,7 @@ def _wait(predicate, seconds: float = 5.0) -> bool:
 
 def test_replies_come_in_order_and_the_stream_is_closed_at_its_end():
     stream = Stream(200)
-    ahead = _SendAhead(stream(), "t")
+    ahead = SendAhead(stream(), "t")
     assert list(ahead) == list(range(200))
     ahead.close()
     assert stream.closed.is_set()
@@ -55,11 +55,11 @@ def test_replies_come_in_order_and_the_stream_is_closed_at_its_end():
 
 def test_at_most_depth_replies_are_made_ahead_of_a_reader_that_waits():
     stream = Stream(1000)
-    ahead = _SendAhead(stream(), "t")
+    ahead = SendAhead(stream(), "t")
     it = iter(ahead)
     assert next(it) == 0
     time.sleep(0.3)  # the reader waits (grpc in a send): the thread fills the queue, then waits
-    assert stream.made <= 1 + _SendAhead.DEPTH + 1  # taken, queued, one in hand
+    assert stream.made <= 1 + SendAhead.DEPTH + 1  # taken, queued, one in hand
     assert [next(it) for _ in range(5)] == [1, 2, 3, 4, 5]
     ahead.close()
     assert stream.closed.is_set() and stream.made < 20
@@ -69,7 +69,7 @@ def test_an_error_reaches_the_reader_after_the_replies_made_before_it():
     stream = Stream(10, fail_at=3)
     got = []
     with pytest.raises(ValueError, match="bad event at 3"):
-        for reply in _SendAhead(stream(), "t"):
+        for reply in SendAhead(stream(), "t"):
             got.append(reply)
     assert got == [0, 1, 2]
     assert _wait(stream.closed.is_set)
@@ -77,7 +77,7 @@ def test_an_error_reaches_the_reader_after_the_replies_made_before_it():
 
 def test_close_mid_stream_stops_the_thread_and_runs_the_streams_cleanup():
     stream = Stream(10**9)
-    ahead = _SendAhead(stream(), "t")
+    ahead = SendAhead(stream(), "t")
     it = iter(ahead)
     assert [next(it) for _ in range(3)] == [0, 1, 2]
     ahead.close()
@@ -89,7 +89,7 @@ def test_a_gone_rpc_stops_the_thread_without_close():
     active = threading.Event()
     active.set()
     stream = Stream(10**9)
-    ahead = _SendAhead(stream(), "t", active.is_set)
+    ahead = SendAhead(stream(), "t", active.is_set)
     assert next(iter(ahead)) == 0
     reader = threading.Thread(target=lambda: list(it))
     it = iter(ahead)
@@ -133,7 +133,7 @@ def test_the_replies_of_every_stream_made_and_not_sent_stay_within_the_output_bu
             made.append(tag)
             yield (tag, i), [b"x" * 3_000]  # (reply, parts) as the Dump handler's
 
-    aheads = [_SendAhead(stream(tag), f"t{tag}", budget=budget) for tag in range(4)]
+    aheads = [SendAhead(stream(tag), f"t{tag}", budget=budget) for tag in range(4)]
     readers = [iter(a) for a in aheads]
     assert next(readers[0]) == ((0, 0), [b"x" * 3_000])
     # Nobody reads on: past the budget, only a stream holding nothing makes a reply (each thread
@@ -141,7 +141,7 @@ def test_the_replies_of_every_stream_made_and_not_sent_stay_within_the_output_bu
     assert _wait(lambda: len(made) >= 8)
     time.sleep(0.3)
     assert budget.used <= 10_000 + 4 * 3_000 and len(made) <= (10_000 // 3_000 + 4) + 4
-    assert len(made) < 4 + 4 * (_SendAhead.DEPTH + 1)  # fewer than without a budget
+    assert len(made) < 4 + 4 * (SendAhead.DEPTH + 1)  # fewer than without a budget
     # Each stream is read by a handler of its own: all get to their end, nothing waits for good.
     threads = [threading.Thread(target=lambda r=r: [None for _ in r]) for r in readers]
     for t in threads:
@@ -152,7 +152,46 @@ def test_the_replies_of_every_stream_made_and_not_sent_stay_within_the_output_bu
     for ahead in aheads:
         ahead.close()
     assert budget.used == 0  # everything sent, or closed, gave its bytes back
-    stalled = _SendAhead(stream(9), "t9", budget=budget)
+    stalled = SendAhead(stream(9), "t9", budget=budget)
     assert next(iter(stalled))[0] == (9, 0)
     stalled.close()  # closed with replies made and not sent
     assert _wait(lambda: budget.used == 0)
+
+
+def test_a_live_stream_is_run_by_the_handler_until_it_falls_behind():
+    """Once a reply says the stream reached the binlog's end, the thread steps aside and the
+    handler makes the next replies itself (no hand-over between threads for a live batch), until
+    one that is not at the end, which gives the stream back to the thread; replies keep their
+    order throughout, and closing while the handler has the stream runs its cleanup."""
+    made_by: list[tuple[int, str]] = []
+    closed = threading.Event()
+    # (number, at the end?): caught up at 3, behind again at 6 (a burst), caught up at 9.
+    script = [(i, i in (3, 4, 5, 9, 10, 11)) for i in range(12)]
+
+    def stream():
+        try:
+            for reply in script:
+                made_by.append((reply[0], threading.current_thread().name))
+                yield reply
+            while True:  # live, nothing new: as a stream waits at the binlog's end
+                time.sleep(0.01)
+                yield (99, True)
+        finally:
+            closed.set()
+
+    ahead = SendAhead(stream(), "ahead-thread", at_end=lambda reply: reply[1])
+    got = []
+    for reply in ahead:
+        got.append(reply[0])
+        if len(got) == 13:
+            break
+    me = threading.current_thread().name
+    assert got == list(range(12)) + [99]
+    by = dict(made_by)
+    assert [by[i] for i in (0, 1, 2, 3)] == ["ahead-thread"] * 4
+    assert [by[i] for i in (4, 5, 6)] == [me] * 3  # after 3 (at the end): the handler's, 6 included
+    assert by[7] == "ahead-thread" and by[9] == "ahead-thread"  # 6 was behind: the thread again
+    assert by[10] == me and by[11] == me
+    assert ahead.handled == 6
+    ahead.close()
+    assert closed.is_set() and not ahead._thread.is_alive()

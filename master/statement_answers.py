@@ -1,0 +1,146 @@
+"""A stream's answers for the units that are not fast (statements, DDL) in a segment's row
+(StatementAnswers, a part of master.stream.SlaveStream): a GTID-and-one-statement unit answered
+from the statement flag words shared by every slave, any other decided once for the slave's rule
+group; and the row's codes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.rules.statements import plain_statement
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED
+from dumpfilter.master.flags import SCHEMA_DECISIONS
+from dumpfilter.master.schema_feed import order_key, unit_start
+from dumpfilter.master.units import Segment, Unit
+
+# A stream's answer for a unit, one byte per unit of a segment's row (SlaveStream._row).
+_SKIP, _PARTIAL, _KEEP, _SLOW = 0, 1, 2, 3
+_LONE = "lone"  # Unit.results key of a GTID-and-one-statement unit's statement flag word
+
+
+class StatementAnswers:
+    """Needs the stream's `svc`, `slave`, `policy`, `_result` and its hit records."""
+
+    def _statement_answers(self, seg: Segment, row: bytes) -> bytes:
+        """Units that are not fast (statements, DDL) joined to the runs: a unit kept as it came
+        marked _KEEP and a skipped one _SKIP (sent as a heartbeat in a skipped stretch under the
+        heartbeat policy; under the others the run stops there and `_unit` writes what the policy
+        sends). Only units kept in part stay _SLOW. Their rule hits are counted as the stream
+        passes them (`_account_run`).
+
+        A GTID and one statement (under the heartbeat policy, where a skip needs no FilterResult)
+        is answered from the statement flag words (`StatementWords`, one word for every slave);
+        any other unit is decided once for the slave's rule group (`_result`)."""
+        unit_hits = self._unit_hits = {}
+        group_hits = self._group_hits = []
+        if _SLOW not in row:
+            return row
+        out = bytearray(row)
+        units = seg.units
+        bit = self.slave.bit
+        # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
+        # `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
+        heartbeat = self.policy.skips_as_heartbeat
+        if heartbeat:  # the units read in bulk first, in tight loops (thousands per segment)
+            groups, singles = self._lone_answers(seg)
+            for ks, (word, by_bit) in groups:
+                code = _KEEP if word >> bit & 1 else _SKIP
+                marked = [k for k in ks if out[k] == _SLOW]  # all of them: a lone unit is never fast
+                for k in marked:
+                    out[k] = code
+                hits = by_bit.get(bit)
+                if hits and marked:
+                    group_hits.append((marked, hits))
+            for k, (word, by_bit) in singles.items():
+                if out[k] == _SLOW:
+                    hits = by_bit.get(bit)
+                    if word >> bit & 1 and hits and SCHEMA_DECISIONS in hits:
+                        continue  # kept by the schema model: `_unit` marks it for the slave
+                    out[k] = _KEEP if word >> bit & 1 else _SKIP
+                    if hits:
+                        unit_hits[k] = hits
+        k = out.find(_SLOW)
+        while k >= 0:
+            answer, unit = None, None
+            if heartbeat:  # not read in bulk (a part whose format changes)
+                unit = units[k]
+                text = unit.lone_text()
+                answer = self._lone_answer(unit, text) if text is not None else None
+            hits = None
+            if answer is not None:
+                word, by_bit = answer
+                hits = by_bit.get(bit)
+                if not (word >> bit & 1 and hits and SCHEMA_DECISIONS in hits):  # else `_unit` marks it
+                    out[k] = _KEEP if word >> bit & 1 else _SKIP
+            elif (unit := unit or units[k]).txn.kind != CONTROL and unit.txn.complete:
+                result, hits, schema_kept = self._result(unit)
+                if result.outcome == KEPT and len(result.events) == unit.events and not schema_kept:
+                    out[k] = _KEEP
+                elif result.outcome in (EMPTIED, SKIPPED):
+                    out[k] = _SKIP
+            if out[k] != _SLOW and hits:
+                unit_hits[k] = hits
+            k = out.find(_SLOW, k + 1)
+        return bytes(out)
+
+    def _lone_answers(self, seg: Segment) -> tuple[list, dict]:
+        """The statement flag answers (`_lone_answer`) of all the segment's GTID-and-one-statement
+        units: their texts read by the core in one call (`PlanIndex.lone_queries`), no Unit made
+        but on a miss, computed once per flag-word generation for every stream. Returned as
+        (groups, singles): groups [(unit indices, answer)] of plain statements answered by their
+        default database alone, singles {unit index: answer}."""
+        index = seg.index
+        lone_queries = getattr(index, "lone_queries", None)
+        if lone_queries is None:  # the reference reader's segments: unit by unit
+            return [], {}
+        generation = self.svc.words.generation
+        done = index.lone_answers
+        if done is not None and done[0] == generation:
+            return done[1]
+        with index.lock:
+            done = index.lone_answers
+            if done is not None and done[0] == generation:
+                return done[1]
+            statement_words = self.svc.statement_words
+            known_plain = statement_words.known_plain
+            units = seg.units
+
+            def answer(k: int, db: str, sql: str | None):
+                unit = units[k]
+                if sql is None:  # a plain statement's text, read only on a miss
+                    sql = unit.lone_text()[1]
+                return statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
+
+            plain, others = lone_queries()
+            groups, singles = [], {}
+            for db, ks in plain:
+                ks = memoryview(ks).cast("I")
+                for i, k in enumerate(ks):
+                    words = known_plain(db)  # known once the first is answered, under database rules
+                    if words is not None:
+                        groups.append((ks[i:], words))
+                        break
+                    singles[k] = answer(k, db, None)
+            for k, db, plain_sql, sql in others:
+                if plain_sql is None:  # the core left it to Python (non-ASCII text, a leading comment)
+                    plain_sql = plain_statement(sql)
+                words = known_plain(db) if plain_sql else None
+                singles[k] = words if words is not None else answer(k, db, sql)
+            index.lone_answers = (generation, (groups, singles))
+        return groups, singles
+
+    def _lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
+        """The statement flag word of a GTID-and-one-statement unit (bit i: slave i keeps it whole,
+        else it is emptied) and the rule hits by bit: asked once per unit, whatever the number of
+        slaves, and shared through the segment cache."""
+        answer = unit.results.get(_LONE)
+        if answer is None or answer[0] != self.svc.words.generation:
+            generation = self.svc.words.generation
+            db, sql = text
+            statement_words = self.svc.statement_words
+            words = statement_words.known(sql, db)
+            if words is None:
+                words = statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
+            answer = unit.results[_LONE] = (generation, words)
+        return answer[1]
