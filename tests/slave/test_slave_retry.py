@@ -169,3 +169,23 @@ def test_relay_log_that_cannot_grow_is_a_clear_error_and_resumes_once_space_is_f
     again = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
     assert again.returncode == 0, again.stderr
     assert relay_units(relay) == relay_units(tmp_path / "clean")
+
+
+@pytest.mark.grpc
+def test_dump_batches_are_read_on_the_slaves_own_thread(workload_dir, master_factory, tmp_path):
+    """The slave's channel reads Dump's batches on the thread that asks for them (grpc's
+    SingleThreadedUnaryStream): no channel thread of grpc's takes each batch and wakes the reader,
+    a hand-over on the path of every live batch (issue #30)."""
+    import threading
+
+    from tests.support.dump_helpers import run_slave
+
+    _, address = master_factory(workload_dir)
+    seen: set = set()
+
+    def look(_n: int) -> None:
+        seen.update(getattr(getattr(t, "_target", None), "__module__", None) for t in threading.enumerate())
+
+    slave = run_slave(address, tmp_path / "relay", 77, after_unit=look)
+    assert slave.units_written > 0 and seen  # looked while it read
+    assert "grpc._cython.cygrpc" not in seen  # the channel's spin thread
