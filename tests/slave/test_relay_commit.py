@@ -537,3 +537,38 @@ def test_bad_commit_interval_is_one_line_and_exit_2(tmp_path, value):
         f"dumpfilter slave run: error: argument --relay-commit-interval: {value!r} is not a number of seconds "
         "from 0 to 3600")
     assert "Traceback" not in run.stderr
+
+
+def test_a_reader_beside_writes_in_place_gets_whole_versions_only(tmp_path):
+    """`slave status` reads relay-log.info while the committer writes it over in place: every
+    version it gets is whole (its fields written together), never a mix of two, which is valid
+    JSON when the versions have the same layout, as here; a reader that keeps meeting writes
+    takes the checkpoint."""
+    def version(n: int) -> dict:  # 8 KB between the two numbers: a read that meets a write splits them
+        return {"a_master": f"{n:09d}", "b_pad": "x" * 8192, "c_relay": f"{2 * n:09d}"}
+
+    (tmp_path / SYNCED).write_bytes(info_text(version(0)))
+    write_in_place(tmp_path / INFO, info_text(version(0)))
+    stop = threading.Event()
+    written = [0]
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            write_in_place(tmp_path / INFO, info_text(version(n)))
+            written[0] = n
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    got = []
+    try:
+        assert wait_for(lambda: written[0] > 100)
+        for _ in range(8000):
+            info = relay_log.read_info(tmp_path)
+            got.append((int(info["a_master"]), int(info["c_relay"])))
+    finally:
+        stop.set()
+        thread.join(10)
+    assert all(relay == 2 * master for master, relay in got)  # whole versions (the checkpoint's is 0, 0)
+    assert len({m for m, _ in got}) > 10  # it did read the versions being written
