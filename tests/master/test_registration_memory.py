@@ -24,9 +24,14 @@ def _crf(text: str) -> list:
 def _retained() -> int:
     """Bytes held by allocations under 64 KiB: leaks are many small objects, while Python's own
     tables (the interned-string table, a dict's storage) grow in one-off doublings that would
-    hide or fake them."""
-    gc.collect()
-    return sum(trace.size for trace in tracemalloc.take_snapshot().traces if trace.size < 65536)
+    hide or fake them. The least of three looks: what threads still at work (this master's, or
+    one an earlier test left winding down) hold for a moment only adds to a look, never takes
+    from what is retained (one look alone failed the bound in a full run, on code without leaks)."""
+    looks = []
+    for _ in range(3):
+        gc.collect()
+        looks.append(sum(trace.size for trace in tracemalloc.take_snapshot().traces if trace.size < 65536))
+    return min(looks)
 
 
 def test_re_registering_a_server_id_retains_bounded_memory(workload_dir, master_factory, monkeypatch):
