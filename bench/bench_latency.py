@@ -14,7 +14,10 @@ applies a beat row: commit -> apply, with nothing polling the replicas. For `sla
 process of the bench's watches its relay-log.info (inotify) and notes when the recorded GTID
 state first covers a beat's GTID: commit -> relay log durable (relay-log.info is written only
 after the relay bytes are fsync'd). The added latency is each dumpfilter path's percentile minus the direct
-replica's, from the same beats of the same run.
+replica's, from the same beats of the same run. The slave's figure is to the moment it found the
+relay bytes on disk (relay-log.info's committed_at, MySQL's LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP),
+as the replicas' is to the moment their SQL thread applied the row (in the replica, by a trigger);
+the watch's own wake-up is printed as a row of its own, not charged to the slave.
 
     .venv/bin/python -m bench latency      # DUMPFILTER_LATENCY_SECONDS=20 DUMPFILTER_LATENCY_TPS=400
 
@@ -93,21 +96,24 @@ class RelayWatch:
                                       "watch_relay_info as w; w(sys.argv[1], sys.argv[2])", str(relay_dir), str(out)],
                                      cwd=Path(__file__).resolve().parents[1])
 
-    def durable(self) -> list[tuple[float, int]]:
-        """(time seen, highest seq_no recorded) so far."""
+    def durable(self) -> list[tuple[float, float, int]]:
+        """(time seen, committed_at, highest seq_no recorded) so far."""
         try:
             lines = self.out.read_text().splitlines()
         except OSError:
             return []
-        return [(float(t), int(seq)) for t, seq in (line.split() for line in lines if line.count(" ") == 1)]
+        return [(float(t), float(c), int(seq)) for t, c, seq in (line.split() for line in lines if line.count(" ") == 2)]
 
-    def delays(self, beats: dict[int, tuple[float, int]]) -> dict[int, float]:
+    def delays(self, beats: dict[int, tuple[float, int]], seen: bool = False) -> dict[int, float]:
+        """Beat -> seconds from its commit to the first relay-log.info covering it: to when the
+        slave found its relay bytes on disk (its committed_at, MySQL's
+        LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP), or (`seen`) to when this watch read it."""
         durable = self.durable()
         out = {}
         for i, (at, seq) in beats.items():
-            seen = next((t for t, top in durable if top >= seq), None)
-            if seen is not None:
-                out[i] = seen - at
+            first = next((t if seen else c for t, c, top in durable if top >= seq), None)
+            if first is not None:
+                out[i] = first - at
         return out
 
     def close(self) -> None:
@@ -115,8 +121,9 @@ class RelayWatch:
 
 
 def watch_relay_info(relay_dir: str, out: str) -> None:
-    """The watching process: a line "time seq_no" to `out` each time relay-log.info records a
-    higher GTID sequence number (domain 0), until terminated."""
+    """The watching process: a line "time committed_at seq_no" to `out` each time relay-log.info
+    records a higher GTID sequence number (domain 0), until terminated. A version it did not see
+    (overwritten before it looked) counts from the later one: later, never earlier."""
     relay, wake, last = Path(relay_dir), threading.Event(), -1
     watch = DirectoryWatch(relay)
     watch.add(wake)
@@ -125,13 +132,14 @@ def watch_relay_info(relay_dir: str, out: str) -> None:
             watch.wait(wake, 1.0)
             now = time.time()
             try:
-                state = (read_info(relay) or {}).get("gtid_state", "")
+                info = read_info(relay) or {}
             except (OSError, PositionError):  # none yet, or caught in the middle of a write
                 continue
+            state = info.get("gtid_state", "")
             seqs = [int(g.rsplit("-", 1)[1]) for g in state.split(",") if g.startswith("0-")]
             if seqs and seqs[0] > last:
                 last = seqs[0]
-                f.write(f"{now} {last}\n")
+                f.write(f"{now} {info.get('committed_at') or now} {last}\n")
 
 
 def _commit_cost(directory: Path, samples: int = 40) -> list[float]:
@@ -251,7 +259,8 @@ def main() -> None:
         measured = {i: v for i, v in beats.items() if i > WARMUP_BEATS}
         paths = {"direct replica (commit -> apply)": _applied(direct, measured),
                  "replica via --mysql-listen (commit -> apply)": _applied(behind, measured),
-                 "slave run (commit -> relay log durable)": watch.delays(measured)}
+                 "slave run (commit -> relay log durable)": watch.delays(measured),
+                 "slave run, seen by a watching process": watch.delays(measured, seen=True)}
         base = list(paths["direct replica (commit -> apply)"].values())
         base50, base99 = _pct(base, 0.5), _pct(base, 0.99)
         rows = {}

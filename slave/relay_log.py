@@ -107,6 +107,10 @@ class RelayInfo:
     last_sql_error_timestamp: str = ""
     filters_changed_at: str = ""                    # where a live ChangeFilter on the master took effect
     last_disagreement: str = ""                     # the last event the slave's own check drops (slave/trust.py)
+    # When the relay bytes this version names were found on disk (the commit's fsync returned),
+    # Unix seconds: MySQL's LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP
+    # (performance_schema.replication_connection_status), set at every commit.
+    committed_at: float = 0.0
 
     @classmethod
     def load(cls, directory: Path) -> RelayInfo | None:
@@ -176,6 +180,10 @@ class Committer:
         self.checkpoint_interval = CHECKPOINT_INTERVAL
         self._unsynced = False  # relay-log.info was written since the last checkpoint
         self.checkpoints = 0  # (a test looks)
+        # The slave's RelayInfo, told each commit's `committed_at` (one float assigned: a later
+        # save, `slave status`'s at a stop, shows the last commit's, not the time of the batch
+        # its snapshot was taken for).
+        self.owner: RelayInfo | None = None
 
     def submit(self, fd: int, data: dict, now: bool = False, idle: bool = False) -> None:
         with self._cond:
@@ -248,6 +256,9 @@ class Committer:
         flush. A version of the info that reaches the disk names relay bytes that were on disk
         before it was written; one a crash cuts short fails its check (`info_text`)."""
         os.fsync(fd)  # its error first: the relay bytes are what the position stands for
+        data["committed_at"] = at = time.time()  # (the hand-over's own snapshot: this commit's to change)
+        if self.owner is not None:
+            self.owner.committed_at = at
         write_in_place(self.path, info_text(data))
 
     def _checkpoint(self) -> None:
@@ -444,6 +455,7 @@ class RelayLog:
         self.file.flush()
         at = (self.current, self.position)
         idle, self._handed = at == self._handed, at
+        self.committer.owner = info
         self.committer.submit(self.file.fileno(), info.snapshot(), now, idle)
 
     def drain(self) -> None:

@@ -34,6 +34,13 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%y%m%d %H:%M:%S")  # MySQL's *_Error_Timestamp format
 
 
+def _p_s_time(at: float) -> str:
+    """A performance_schema TIMESTAMP(6): '0000-00-00 00:00:00.000000' for none, as MySQL shows it."""
+    if at <= 0:
+        return "0000-00-00 00:00:00.000000"
+    return dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
 def io_errno(exc: BaseException) -> int:
     """The Last_IO_Errno a MySQL replica would show for an error that ended the IO thread."""
     from dumpfilter.slave.master_link import MasterError
@@ -211,6 +218,9 @@ def status_fields(relay_dir: Path, *, now: float | None = None) -> dict:
         # change on the master (dumpfilter master change-filter), the master's (slave/filter_view.py).
         "Filters_Changed_On_Master_At": info.filters_changed_at,
         "Skip_Policy": info.skip_policy,
+        # performance_schema.replication_connection_status's, in its form (UTC): when the relay
+        # bytes recorded last were found on disk.
+        "Last_Queued_Transaction_End_Queue_Timestamp": _p_s_time(info.committed_at),
         "Events_Received": stats.get("events_received", 0), "Bytes_Received": stats.get("bytes_received", 0),
         "Heartbeats_Received": stats.get("heartbeats", 0), "Placeholders_Received": stats.get("placeholders", 0),
         "Events_Relayed": stats.get("events_relayed", 0), "Bytes_Relayed": stats.get("bytes_relayed", 0),

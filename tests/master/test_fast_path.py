@@ -357,7 +357,7 @@ def _relay_files(relay_dir: Path) -> dict:
 
     out = {p.name: p.read_bytes() for p in sorted(relay_dir.iterdir()) if p.name.startswith("relay-bin.0")}
     info = read_info(relay_dir)  # its fields (without the check of its text, which covers server_id)
-    info.pop("master"), info.pop("server_id")
+    info.pop("master"), info.pop("server_id"), info.pop("committed_at")
     return {"files": out, "info": info}
 
 

@@ -215,6 +215,8 @@ def test_a_live_batch_is_committed_on_the_receiving_thread(tmp_path, monkeypatch
     threads: list[str] = []
     gate, entered = threading.Event(), threading.Event()
 
+    synced_at: list[float] = []
+
     def fsync(n):
         if _name(n) == data.name:
             threads.append(threading.current_thread().name)
@@ -222,6 +224,8 @@ def test_a_live_batch_is_committed_on_the_receiving_thread(tmp_path, monkeypatch
                 entered.set()
                 assert gate.wait(10)
         real_fsync(n)
+        if _name(n) == data.name:
+            synced_at.append(time.time())
 
     monkeypatch.setattr(relay_log.os, "fsync", fsync)
     committer = Committer(tmp_path / INFO)
@@ -240,7 +244,9 @@ def test_a_live_batch_is_committed_on_the_receiving_thread(tmp_path, monkeypatch
             os.write(fd, b"z" * 10)
             committer.submit(fd, {"relay_file": data.name, "relay_pos": pos}, now=True)
             assert committer.commits == 2 + pos // 10 - 2  # done when submit returns
-            assert parse_info((tmp_path / INFO).read_bytes())["relay_pos"] == pos
+            info = parse_info((tmp_path / INFO).read_bytes())
+            assert info["relay_pos"] == pos
+            assert info["committed_at"] >= synced_at[-1]  # stamped once its fsync had returned
         assert threads[2:] == [threading.current_thread().name] * 2
         assert wait_for(lambda: committer.checkpoints >= 1 and not committer._unsynced, give_up=30)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,9 @@ def test_status_after_a_run_shows_positions_rules_and_stopped_threads(binlog_cop
     assert fields["Relay_Log_Space"] == sum(p.stat().st_size for p in relay.glob("relay-bin.0*"))
     assert fields["Last_IO_Errno"] == 0 and fields["Last_SQL_Errno"] == 0
     assert fields["Gtid_IO_Pos"]
+    # When the relay bytes recorded last were found on disk, in performance_schema's form.
+    queued = fields["Last_Queued_Transaction_End_Queue_Timestamp"]
+    assert queued != "0000-00-00 00:00:00.000000" and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}", queued)
     # the CLI prints the same fields, \G style
     assert main(["slave", "status", "--relay-log-dir", str(relay)]) == 0
     out = capsys.readouterr().out
