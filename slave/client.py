@@ -28,7 +28,8 @@ from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_prot
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
 from dumpfilter.skip_policy import is_placeholder
 from dumpfilter.slave.filter_view import filters_in_force
-from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog, read_json, write_json_atomic
+from dumpfilter.slave.info_file import read_json, write_json_atomic
+from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog
 from dumpfilter.slave.status import (
     clear_sql_error,
     mark_running,

@@ -19,11 +19,8 @@ from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import build_event, rotate_body
 from dumpfilter.binlogs.files import read_index, write_index
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
-from dumpfilter.slave.info_file import (INFO, SYNCED, fsync_dir, info_text, parse_info, read_info, read_json,
-                                        write_atomic, write_in_place, write_json_atomic)
-
-__all__ = ["APPLY_INFO", "BASENAME", "INFO", "SYNCED", "Committer", "RelayInfo", "RelayLog", "read_info",
-           "read_json", "write_json_atomic"]
+from dumpfilter.slave.info_file import (INFO, SYNCED, fsync_dir, info_text, parse_info, read_info, write_atomic,
+                                        write_in_place)
 
 BASENAME = "relay-bin"
 APPLY_INFO = "relay-apply.info"

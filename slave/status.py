@@ -16,7 +16,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from dumpfilter.errors import BinlogError, ChecksumError, PositionError, RuleError
-from dumpfilter.slave.relay_log import APPLY_INFO, BASENAME, RelayInfo, read_json
+from dumpfilter.slave.info_file import read_json
+from dumpfilter.slave.relay_log import APPLY_INFO, BASENAME, RelayInfo
 
 # MySQL's error numbers for what ends a replica's threads (include/mysqld_error.h,
 # errmsg-utf8.txt), so that a replication engineer reads them as from SHOW SLAVE STATUS.

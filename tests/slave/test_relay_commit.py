@@ -20,7 +20,7 @@ from dumpfilter.codec.encode import format_description
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.slave import relay_log
 from dumpfilter.errors import PositionError
-from dumpfilter.slave.info_file import info_text, parse_info, write_in_place
+from dumpfilter.slave.info_file import info_text, parse_info, read_info, write_in_place
 from dumpfilter.slave.relay_log import INFO, SYNCED, Committer, RelayInfo
 
 from tests.support.dump_helpers import relay_units, run_slave
@@ -571,7 +571,7 @@ def test_a_reader_beside_writes_in_place_gets_whole_versions_only(tmp_path):
     try:
         assert wait_for(lambda: written[0] > 100)
         for _ in range(8000):
-            info = relay_log.read_info(tmp_path)
+            info = read_info(tmp_path)
             got.append((int(info["a_master"]), int(info["c_relay"])))
     finally:
         stop.set()
