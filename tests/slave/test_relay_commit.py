@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -215,7 +216,7 @@ def test_a_live_batch_is_committed_on_the_receiving_thread(tmp_path, monkeypatch
     threads: list[str] = []
     gate, entered = threading.Event(), threading.Event()
 
-    synced_at: list[float] = []
+    synced_at: list[int] = []
 
     def fsync(n):
         if _name(n) == data.name:
@@ -225,9 +226,13 @@ def test_a_live_batch_is_committed_on_the_receiving_thread(tmp_path, monkeypatch
                 assert gate.wait(10)
         real_fsync(n)
         if _name(n) == data.name:
-            synced_at.append(time.time())
+            synced_at.append(len(synced_at) + 1)
 
     monkeypatch.setattr(relay_log.os, "fsync", fsync)
+    # The committer's clock, as a count of the relay fsyncs done: committed_at names the fsync
+    # it was taken after (a logical clock: nothing here reads the wall clock).
+    monkeypatch.setattr(relay_log, "time", types.SimpleNamespace(
+        time=lambda: float(len(synced_at)), monotonic=time.monotonic, sleep=time.sleep))
     committer = Committer(tmp_path / INFO)
     try:
         os.write(fd, b"x" * 10)
@@ -246,7 +251,7 @@ def test_a_live_batch_is_committed_on_the_receiving_thread(tmp_path, monkeypatch
             assert committer.commits == 2 + pos // 10 - 2  # done when submit returns
             info = parse_info((tmp_path / INFO).read_bytes())
             assert info["relay_pos"] == pos
-            assert info["committed_at"] >= synced_at[-1]  # stamped once its fsync had returned
+            assert info["committed_at"] == synced_at[-1] == pos // 10  # taken after its own fsync
         assert threads[2:] == [threading.current_thread().name] * 2
         assert wait_for(lambda: committer.checkpoints >= 1 and not committer._unsynced, give_up=30)
     finally:
