@@ -525,6 +525,7 @@ def test_failed_fsync_is_raised_and_nothing_after_it_is_recorded(tmp_path, monke
     def failing_fsync(n):
         raise OSError(errno.EIO, "Input/output error")
 
+    real_fsync = os.fsync
     monkeypatch.setattr(relay_log.os, "fsync", failing_fsync)
     committer = Committer(tmp_path / INFO)
     try:
@@ -533,6 +534,15 @@ def test_failed_fsync_is_raised_and_nothing_after_it_is_recorded(tmp_path, monke
             committer.drain()
         assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 4
         committer.drain()  # raised once
+        # A live batch, committed on the receiving thread: raised by its submit, nothing recorded,
+        # and the committer free for the next (its thread not left waiting on the commit).
+        with pytest.raises(OSError, match="Input/output error"):
+            committer.submit(fd, {"relay_file": data.name, "relay_pos": 200}, now=True)
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 4
+        assert committer.commits == 0 and not committer._busy
+        monkeypatch.setattr(relay_log.os, "fsync", real_fsync)
+        committer.submit(fd, {"relay_file": data.name, "relay_pos": 300}, now=True)
+        assert json.loads((tmp_path / INFO).read_text())["relay_pos"] == 300
     finally:
         committer.close()
         os.close(fd)
