@@ -10,21 +10,21 @@ import struct
 
 from dumpfilter.codec.constants import EventType, HEADER_LEN
 from dumpfilter.master.policy import Gate
+from dumpfilter.master.statement_answers import ROW_KEEP, ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.policy_bound import shape
 
 _SIZE = struct.Struct("<I")
 _ANNOTATIONS = (int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY))
 _ROWS_QUERY = int(EventType.ROWS_QUERY)
 _TABLE_MAP = int(EventType.TABLE_MAP)
-_KEEP, _PARTIAL, _SLOW = 2, 1, 3  # SlaveStream's row codes
 
 
 def guard_row(seg, row: bytes, gate: Gate) -> bytes:
     """`row` (a slave's answer per unit of `seg`) with every fast unit it keeps, whole or in part,
-    that carries a text `gate` refuses turned _SLOW. A unit's texts are read once per segment for
+    that carries a text `gate` refuses turned ROW_SLOW. A unit's texts are read once per segment for
     every gate (kept on the segment's index, in their `shape`: their literals blanked), a gate's
     answer once per distinct set of shapes and Table_maps (most units of a workload share a few)."""
-    if not gate.restricted or (_KEEP not in row and _PARTIAL not in row):
+    if not gate.restricted or (ROW_KEEP not in row and ROW_PARTIAL not in row):
         return row
     index = seg.index
     texts = getattr(index, "policy_texts", None)
@@ -36,7 +36,7 @@ def guard_row(seg, row: bytes, gate: Gate) -> bytes:
     units = seg.units
     out = None
     for k, code in enumerate(row):
-        if code != _KEEP and code != _PARTIAL:
+        if code != ROW_KEEP and code != ROW_PARTIAL:
             continue
         found = texts.get(k)
         if found is None:
@@ -49,7 +49,7 @@ def guard_row(seg, row: bytes, gate: Gate) -> bytes:
         if refused:
             if out is None:
                 out = bytearray(row)
-            out[k] = _SLOW
+            out[k] = ROW_SLOW
     return row if out is None else bytes(out)
 
 

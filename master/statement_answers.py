@@ -15,7 +15,7 @@ from dumpfilter.master.schema_feed import order_key, unit_start
 from dumpfilter.master.units import Segment, Unit
 
 # A stream's answer for a unit, one byte per unit of a segment's row (SlaveStream._row).
-_SKIP, _PARTIAL, _KEEP, _SLOW = 0, 1, 2, 3
+ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW = 0, 1, 2, 3
 _LONE = "lone"  # Unit.results key of a GTID-and-one-statement unit's statement flag word
 
 
@@ -24,9 +24,9 @@ class StatementAnswers:
 
     def _statement_answers(self, seg: Segment, row: bytes) -> bytes:
         """Units that are not fast (statements, DDL) joined to the runs: a unit kept as it came
-        marked _KEEP and a skipped one _SKIP (sent as a heartbeat in a skipped stretch under the
+        marked ROW_KEEP and a skipped one ROW_SKIP (sent as a heartbeat in a skipped stretch under the
         heartbeat policy; under the others the run stops there and `_unit` writes what the policy
-        sends). Only units kept in part stay _SLOW. Their rule hits are counted as the stream
+        sends). Only units kept in part stay ROW_SLOW. Their rule hits are counted as the stream
         passes them (`_account_run`).
 
         A GTID and one statement (under the heartbeat policy, where a skip needs no FilterResult)
@@ -34,7 +34,7 @@ class StatementAnswers:
         any other unit is decided once for the slave's rule group (`_result`)."""
         unit_hits = self._unit_hits = {}
         group_hits = self._group_hits = []
-        if _SLOW not in row:
+        if ROW_SLOW not in row:
             return row
         out = bytearray(row)
         units = seg.units
@@ -45,22 +45,22 @@ class StatementAnswers:
         if heartbeat:  # the units read in bulk first, in tight loops (thousands per segment)
             groups, singles = self._lone_answers(seg)
             for ks, (word, by_bit) in groups:
-                code = _KEEP if word >> bit & 1 else _SKIP
-                marked = [k for k in ks if out[k] == _SLOW]  # all of them: a lone unit is never fast
+                code = ROW_KEEP if word >> bit & 1 else ROW_SKIP
+                marked = [k for k in ks if out[k] == ROW_SLOW]  # all of them: a lone unit is never fast
                 for k in marked:
                     out[k] = code
                 hits = by_bit.get(bit)
                 if hits and marked:
                     group_hits.append((marked, hits))
             for k, (word, by_bit) in singles.items():
-                if out[k] == _SLOW:
+                if out[k] == ROW_SLOW:
                     hits = by_bit.get(bit)
                     if word >> bit & 1 and hits and SCHEMA_DECISIONS in hits:
                         continue  # kept by the schema model: `_unit` marks it for the slave
-                    out[k] = _KEEP if word >> bit & 1 else _SKIP
+                    out[k] = ROW_KEEP if word >> bit & 1 else ROW_SKIP
                     if hits:
                         unit_hits[k] = hits
-        k = out.find(_SLOW)
+        k = out.find(ROW_SLOW)
         while k >= 0:
             answer, unit = None, None
             if heartbeat:  # not read in bulk (a part whose format changes)
@@ -72,16 +72,16 @@ class StatementAnswers:
                 word, by_bit = answer
                 hits = by_bit.get(bit)
                 if not (word >> bit & 1 and hits and SCHEMA_DECISIONS in hits):  # else `_unit` marks it
-                    out[k] = _KEEP if word >> bit & 1 else _SKIP
+                    out[k] = ROW_KEEP if word >> bit & 1 else ROW_SKIP
             elif (unit := unit or units[k]).txn.kind != CONTROL and unit.txn.complete:
                 result, hits, schema_kept = self._result(unit)
                 if result.outcome == KEPT and len(result.events) == unit.events and not schema_kept:
-                    out[k] = _KEEP
+                    out[k] = ROW_KEEP
                 elif result.outcome in (EMPTIED, SKIPPED):
-                    out[k] = _SKIP
-            if out[k] != _SLOW and hits:
+                    out[k] = ROW_SKIP
+            if out[k] != ROW_SLOW and hits:
                 unit_hits[k] = hits
-            k = out.find(_SLOW, k + 1)
+            k = out.find(ROW_SLOW, k + 1)
         return bytes(out)
 
     def _lone_answers(self, seg: Segment) -> tuple[list, dict]:

@@ -27,7 +27,7 @@ from dumpfilter.master.schema_feed import order_key, unit_start
 from dumpfilter.master.columns import LazyUnits
 from dumpfilter.master.gtid_skip import KnownMariaDB, gtid_filter
 from dumpfilter.master.rule_hits import RuleHits
-from dumpfilter.master.statement_answers import _SLOW, StatementAnswers
+from dumpfilter.master.statement_answers import ROW_SLOW, StatementAnswers
 from dumpfilter.master.units import Pos, Segment, Unit
 
 if TYPE_CHECKING:
@@ -291,8 +291,8 @@ class SlaveStream(RuleHits, StatementAnswers):
         self._advance(unit)
 
     def _row(self, seg: Segment) -> bytes | None:
-        """This slave's answer for each unit of `seg`, one byte per unit: _KEEP (every table
-        kept), _SKIP (none), _PARTIAL, or _SLOW (not a fast unit), computed by the core from this
+        """This slave's answer for each unit of `seg`, one byte per unit: ROW_KEEP (every table
+        kept), ROW_SKIP (none), ROW_PARTIAL, or ROW_SLOW (not a fast unit), computed by the core from this
         slave's flag words; cached per segment and flag-word generation. None for a segment
         without a PlanIndex (the tests' reference reader): every unit through `_unit`."""
         index = seg.index
@@ -332,7 +332,7 @@ class SlaveStream(RuleHits, StatementAnswers):
         as the reference path cuts), or when a ChangeFilter is pending. Returns the index of the
         first unit not handled."""
         row = self._row(seg)
-        if row is None or row[i] == _SLOW:  # not a fast unit: both walks stop there at once
+        if row is None or row[i] == ROW_SLOW:  # not a fast unit: both walks stop there at once
             return i
         index = seg.index
         plan = index.plan
