@@ -3,28 +3,26 @@ slaves), per table and per statement, and each slave's decider, which answers Tr
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import Counter
 from collections.abc import Callable
 
 from dumpfilter import _core
 from dumpfilter.codec import EventType
+from dumpfilter.rules.decider import Decider, gate_statement, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine, parse_statement
+from dumpfilter.rules.gate import MASTER_POLICY, MASTER_POLICY_ANNOTATION, MASTER_POLICY_UNANALYSED, Gate
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
-from dumpfilter.master.policy import ALLOWED, UNANALYSED, Gate
 
 ASSUMED_DECISIONS = "ASSUMED_DECISIONS"  # a pseudo rule hit: decisions with Decision.assumption set
 # A pseudo rule hit: statement decisions that read the schema model or the trigger knowledge
 # (`RuleEngine.consulted`). The kept ones reach the slave as DumpBatch.schema_decided.
 SCHEMA_DECISIONS = "SCHEMA_DECISIONS"
-# Pseudo rule hits of the master policy (besides MASTER_POLICY, every refusal): statements refused
-# because their text could not be analysed, and Annotate_rows / Rows_query texts dropped.
-MASTER_POLICY_UNANALYSED = "MASTER_POLICY_UNANALYSED"
-MASTER_POLICY_ANNOTATION = "MASTER_POLICY_ANNOTATION"
+# The master policy's pseudo rule hits (MASTER_POLICY, MASTER_POLICY_UNANALYSED,
+# MASTER_POLICY_ANNOTATION) are rules.gate's.
 _PLAIN = object()  # StatementWords' key kind for a `plain_statement` (rules without table rules)
 _TEXT = object()   # a rule group's key kind for a statement remembered by its text (see `_group_key`)
 
@@ -66,7 +64,7 @@ class FlagWords:
             key = (id(engine), gate)
             kept = answers.get(key)
             if kept is None:
-                kept = answers[key] = engine.table_kept(db, table) and gate.table_allowed(db, table)
+                kept = answers[key] = gate_table(engine.decide_table(db, table), gate, db, table).apply
             if kept:
                 word |= 1 << bit
         return word.to_bytes((word.bit_length() + 7) // 8, "little")
@@ -75,12 +73,14 @@ class FlagWords:
         self._core.invalidate()
 
 
-class SlaveDecider:
+class SlaveDecider(Decider):
     """What TransactionFilter asks, for one slave: tables by its bit in the shared flag words,
-    statements by its rule engine, both ANDed with the master policy; rule hits collected."""
+    statements by its rule engine, both ANDed with the master policy (rules.decider's gate_*);
+    rule hits collected."""
 
     def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate):
         self.words, self.bit, self.engine, self.gate = words, bit, engine, gate
+        self.checks_annotations = gate.restricted
         self.hits: Counter = Counter()
         self.at = None       # the position key of the unit being decided (set by the stream)
         self.parses = None   # that unit's parse memo, shared by every rule group (set by the stream)
@@ -94,8 +94,16 @@ class SlaveDecider:
         if counted:
             self.hits.update(counted)
         if not kept and self.gate.restricted and not self.gate.table_allowed(db, table):
-            self.hits["MASTER_POLICY"] += 1
+            self.hits[MASTER_POLICY] += 1
         return kept
+
+    def decide_table(self, db: str, table: str) -> Decision:
+        """The flag word's answer with its reason (explain, tests): the same composition `FlagWords`
+        computes the bit from."""
+        return gate_table(self.engine.decide_table(db, table), self.gate, db, table)
+
+    def invalidate(self) -> None:
+        self.engine.invalidate()
 
     def annotation_kept(self, sql: str, tables: list[tuple[str, str]]) -> bool:
         """An Annotate_rows / Rows_query text goes with its rows only if the policy allows every
@@ -126,17 +134,10 @@ def statement_decision(engine: RuleEngine, gate: Gate, sql: str, current_db: str
         counted += (ASSUMED_DECISIONS,)
     if engine.consulted:
         counted += (SCHEMA_DECISIONS,)
-    if decision.apply and gate.restricted:
-        verdict = gate.statement_verdict(sql, current_db)
-        if verdict is UNANALYSED:
-            return dataclasses.replace(decision, apply=False, rule="master-policy", reason=(
-                "master policy: the statement could not be analysed, so it is not sent")), \
-                counted + ("MASTER_POLICY", MASTER_POLICY_UNANALYSED)
-        if verdict is not ALLOWED:
-            return dataclasses.replace(decision, apply=False, rule="master-policy", reason=(
-                "master policy: the statement touches data outside what this slave may receive")), \
-                counted + ("MASTER_POLICY",)
-    return decision, counted
+    gated = gate_statement(decision, gate, sql, current_db)
+    if gated is not decision:  # refused by the policy: its hits follow the engine's
+        counted += gated.counted[len(decision.counted):]
+    return gated, counted
 
 
 def schema_marks(file: str, events: list, schema_kept: frozenset) -> list[tuple[str, int]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
-from dumpfilter.master.policy import Gate
+from dumpfilter.rules.gate import Gate
 from dumpfilter.master.units import Pos
 
 

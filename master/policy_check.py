@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 
 from dumpfilter.codec.constants import EventType, HEADER_LEN
-from dumpfilter.master.policy import Gate
+from dumpfilter.rules.gate import Gate
 from dumpfilter.master.statement_answers import ROW_KEEP, ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.policy_bound import shape
 

@@ -24,7 +24,8 @@ from dumpfilter import skip_policy
 from dumpfilter.master.flags import FlagWords, SlaveDecider, StatementWords
 from dumpfilter.master.lint_jobs import MAX_QUEUED, LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
-from dumpfilter.master.policy import OPEN, UNRESTRICTED, Gate, Identity, MasterPolicy
+from dumpfilter.master.policy import OPEN, Identity, MasterPolicy
+from dumpfilter.rules.gate import UNRESTRICTED, Gate
 from dumpfilter.master.units import Pos
 from dumpfilter.master.shares import LINT_JOBS, REGISTRATIONS, RULES, Shares, account
 

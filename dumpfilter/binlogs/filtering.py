@@ -165,7 +165,7 @@ class BinlogFilter:
     def filter_paths(self, paths: Iterable[str | os.PathLike]) -> FilterStats:
         for path in paths:
             self.filter_file(Path(path))
-        self.stats.unparsed_statements = getattr(self.tfilter.decider, "unparsed", 0)
+        self.stats.unparsed_statements = self.tfilter.decider.unparsed
         return self.stats
 
     def filter_file(self, path: Path) -> None:

@@ -16,10 +16,11 @@ from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
 from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, Decision, Names, Step,
                                          db_list_check, decision_from, like_index, lower_tables, merge_steps,
                                          table_names)
+from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.effective import EffectiveSemantics
 
 
-class RuleEngine(EffectiveSemantics):
+class RuleEngine(EffectiveSemantics, Decider):
     """Decisions for one replica's rules. Per-table decisions are cached; build a new engine when rules change."""
 
     def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None,

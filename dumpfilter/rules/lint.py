@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
@@ -95,7 +96,7 @@ def _short(sql: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
-class _Recorder:
+class _Recorder(Decider):
     """The rule engine as TransactionFilter sees it, remembering each statement decision in order."""
 
     def __init__(self, engine: RuleEngine):
@@ -104,6 +105,9 @@ class _Recorder:
 
     def table_kept(self, db: str, table: str) -> bool:
         return self.engine.table_kept(db, table)
+
+    def decide_table(self, db: str, table: str) -> Decision:
+        return self.engine.decide_table(db, table)
 
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
         decision = self.engine.decide_statement(sql, current_db)

@@ -6,7 +6,6 @@ Transaction_payload re-packed, empty transactions framed). The unit every consum
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_length
 from dumpfilter.codec.constants import (
@@ -21,6 +20,7 @@ from dumpfilter.codec.encode import build_event, query_body
 MARIADB_FL_DDL = 0x20
 from dumpfilter.codec.payload import repack_payload
 from dumpfilter.codec.transactions import CONTROL, statement_verb
+from dumpfilter.rules.decider import Decider
 
 KEEP, DROP = "keep", "drop"
 
@@ -44,14 +44,6 @@ def is_framing(event: Event) -> bool:
     if t in GTID_EVENT_TYPES or t == EventType.XID or t == EventType.XA_PREPARE:
         return True
     return event.is_query and statement_verb(event.sql or "") in _FRAMING_VERBS
-
-
-class Decider(Protocol):
-    """What the filter needs from a rule engine (dumpfilter.rules.evaluate.RuleEngine)."""
-
-    def table_kept(self, db: str, table: str) -> bool: ...
-
-    def decide_statement(self, sql: str, current_db: str | None): ...
 
 
 class FilterResult:
@@ -120,6 +112,8 @@ class TransactionFilter:
     Format_description event (table ids only mean something within one server lifetime)."""
 
     def __init__(self, decider: Decider, *, empty_transactions: str = KEEP):
+        if not isinstance(decider, Decider):
+            raise TypeError(f"TransactionFilter needs a rules.decider.Decider, not {type(decider).__name__}")
         if empty_transactions not in (KEEP, DROP):
             raise ValueError(f"empty_transactions must be 'keep' or 'drop', not {empty_transactions!r}")
         self.decider = decider
@@ -131,9 +125,7 @@ class TransactionFilter:
         """At a Format_description event: table ids restart with the server, and the engine's
         per-table caches are invalidated too (issue 3: "invalidated ... at each FDE")."""
         self.table_ids.clear()
-        invalidate = getattr(self.decider, "invalidate", None)
-        if invalidate is not None:
-            invalidate()
+        self.decider.invalidate()
 
     def filter(self, txn: Transaction) -> FilterResult:
         size = txn.size
@@ -172,8 +164,7 @@ class TransactionFilter:
         """`lone_statement_kept` from the Query's text and default database."""
         if framing_statement(sql):
             return True
-        decision = self.decider.decide_statement(sql, current_db)
-        return bool(getattr(decision, "apply", decision))
+        return self.decider.decide_statement(sql, current_db).apply
 
     # -- event by event -------------------------------------------------------------------
     def _filter_events(self, events: list[Event]) -> tuple[list[Event], int, int]:
@@ -185,12 +176,12 @@ class TransactionFilter:
         content_in = content_kept = 0
         # A decider with a policy bound (the master's) judges the annotation of a statement once its
         # Table_maps are read: kept in `kept` at `held`, taken out if the text may not go.
-        check = getattr(self.decider, "annotation_kept", None)
+        check = self.decider.annotation_kept if self.decider.checks_annotations else None
         held: int | None = None
         maps: list[tuple[str, str]] = []
         for event in events:
             t = event.type_code
-            if held is not None and t != EventType.TABLE_MAP:
+            if held is not None and check is not None and t != EventType.TABLE_MAP:
                 if not check(kept[held].sql or "", maps):
                     del kept[held]  # before any of the statement's rows: no index in `kept` moves
                 held = None
@@ -255,7 +246,7 @@ class TransactionFilter:
                     kept.append(repack_payload(event, inner))
             else:
                 kept.append(event)  # control events inside a transaction, unknown types
-        if held is not None and not check(kept[held].sql or "", maps):
+        if held is not None and check is not None and not check(kept[held].sql or "", maps):
             del kept[held]
         return kept, content_in, content_kept
 
@@ -264,8 +255,7 @@ class TransactionFilter:
         return fix_transaction_length(self._empty_transaction(txn))
 
     def _statement_kept(self, event: Event) -> bool:
-        decision = self.decider.decide_statement(event.sql, event.db)
-        return bool(getattr(decision, "apply", decision))
+        return self.decider.decide_statement(event.sql, event.db).apply
 
     def _empty_transaction(self, txn: Transaction) -> list[Event]:
         """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty

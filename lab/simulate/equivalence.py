@@ -23,6 +23,7 @@ from dumpfilter.codec.constants import GTID_EVENT_TYPES
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
+from dumpfilter.rules.decider import gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter.slave.rewrite_db import event_renamer
@@ -107,24 +108,6 @@ def _describe(events) -> str:
     return f"{len(events)} events ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
 
 
-class _WithPolicy:
-    """The slave's rules ANDed with the master policy's gate for its identity (dump.proto,
-    EffectiveFilters): an event goes to the slave only if its rules keep it AND every table it
-    touches is allowed. The reference for a policy-restricted slave."""
-
-    def __init__(self, engine: RuleEngine, gate):
-        self.engine, self.gate = engine, gate
-
-    def table_kept(self, db: str, table: str) -> bool:
-        return self.engine.table_kept(db, table) and self.gate.table_allowed(db, table)
-
-    def decide_statement(self, sql: str, current_db: str | None) -> bool:
-        return self.engine.decide_statement(sql, current_db).apply and self.gate.statement_allowed(sql, current_db)
-
-    def invalidate(self) -> None:
-        self.engine.invalidate()
-
-
 class _Check:
     """One slave's side of the single pass over the full stream: its reference filter and the
     heads of the relay logs it received (one per skip policy)."""
@@ -132,8 +115,8 @@ class _Check:
     def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None, gate):
         self.result = SlaveVerification(spec.name)
         engine = RuleEngine(spec.rules, spec.settings)
-        decider = engine if gate is None or not gate.restricted else _WithPolicy(engine, gate)
-        self.reference = TransactionFilter(decider, empty_transactions=KEEP)
+        # The slave's rules ANDed with the master policy's gate for its identity, as the master composes them.
+        self.reference = TransactionFilter(gated(engine, gate), empty_transactions=KEEP)
         self.rename = event_renamer(engine, spec.rules, spec.settings)
         self.streams = {policy: _units(path) for policy, path in received.items()}
         self.heads = {policy: next(it, None) for policy, it in self.streams.items()}

@@ -34,6 +34,8 @@ from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_leng
 from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
 from dumpfilter.errors import BinlogError, RuleError
 from dumpfilter.codec.transactions import CONTROL, statement_verb
+from dumpfilter.rules.decider import Decider
+from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import StartupFilters, normalize_option_name, parse_filter_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -196,22 +198,31 @@ def with_default_db(event: Event, db: str) -> Event:
 
 
 # ------------------------------------------------------------------------------------ deciders
-class _SchemaDecider:
+class _SchemaDecider(Decider):
     """TransactionFilter's decider for one schema's output (None: events of no schema)."""
 
     def __init__(self, router: "Router", schema: str | None):
         self.router = router
         self.schema = schema
+        self._in = Decision(True, f"in schema {schema}")
+        self._out = Decision(False, f"not in schema {schema}")
 
     def table_kept(self, db: str, table: str) -> bool:
         return db == self.schema
 
-    def decide_statement(self, sql: str, current_db: str | None) -> bool:
+    def decide_table(self, db: str, table: str) -> Decision:
+        return self._in if db == self.schema else self._out
+
+    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
         schemas = self.router.route_of(sql, current_db).schemas
-        return self.schema in schemas if schemas else self.schema is None
+        return self._in if (self.schema in schemas if schemas else self.schema is None) else self._out
 
 
-class _NoMapDecider:
+_UNASSIGNED = Decision(True, "kept by no --map rule set")
+_ASSIGNED = Decision(False, "kept by a --map rule set")
+
+
+class _NoMapDecider(Decider):
     """Keeps what no --map rule set keeps (the unassigned output in map mode)."""
 
     def __init__(self, engines: list[RuleEngine]):
@@ -220,8 +231,12 @@ class _NoMapDecider:
     def table_kept(self, db: str, table: str) -> bool:
         return not any(engine.table_kept(db, table) for engine in self.engines)
 
-    def decide_statement(self, sql: str, current_db: str | None) -> bool:
-        return not any(engine.decide_statement(sql, current_db).apply for engine in self.engines)
+    def decide_table(self, db: str, table: str) -> Decision:
+        return _UNASSIGNED if self.table_kept(db, table) else _ASSIGNED
+
+    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
+        kept = not any(engine.decide_statement(sql, current_db).apply for engine in self.engines)
+        return _UNASSIGNED if kept else _ASSIGNED
 
 
 def chunk_starts(config: SplitConfig, statements: Iterable[Iterable[tuple[str, str | None]]]) -> list[ChunkStart | None]:

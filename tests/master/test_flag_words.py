@@ -9,7 +9,7 @@ import time
 
 from dumpfilter import _core
 from dumpfilter.master.flags import FlagWords
-from dumpfilter.master.policy import Gate
+from dumpfilter.rules.gate import Gate
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet
 

@@ -17,7 +17,8 @@ from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.policy import Gate, MasterPolicy, PolicyEntry
+from dumpfilter.master.policy import MasterPolicy, PolicyEntry
+from dumpfilter.rules.gate import Gate
 from tests.support.dump_helpers import run_slave
 from tests.support.filtering import Synth
 from tests.support.policy_grammar import ALLOWED_DB, FORBIDDEN_WORDS, statements

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dumpfilter.codec import group_transactions, read_events
 from dumpfilter.master.flags import FlagWords, StatementWords, statement_decision
 from dumpfilter.master.model import ChannelSpec, Registration
-from dumpfilter.master.policy import Gate
+from dumpfilter.rules.gate import Gate
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings

@@ -1,0 +1,121 @@
+"""The one seam for "is this kept": the `Decider` type every consumer asks (the master's streams,
+`filter`, the slave's check, lint's replay, `split`, `experiment`, `simulate`'s reference), and
+the one composition of a slave's rules with the master policy's gate (`Gated`, `gate_statement`).
+
+A decider answers a Table_map's table and a Query's statement, always with a `Decision`; the hot
+path's `table_kept` is the same answer as a bool (an implementation may answer it faster, never
+differently). The optional hooks have defaults here and are never probed for: `annotation_kept`
+(a policy bound on Annotate_rows / Rows_query texts, asked only when `checks_annotations`),
+`invalidate` (a Format_description event: table ids and per-table caches start again) and
+`unparsed` (statements the engine could not parse, for `filter`'s summary)."""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.gate import (
+    ALLOWED,
+    MASTER_POLICY,
+    MASTER_POLICY_UNANALYSED,
+    UNANALYSED,
+    Gate,
+)
+
+MASTER_POLICY_RULE = "master-policy"  # Decision.rule of a decision the gate refused
+
+
+class Decider(ABC):
+    """What TransactionFilter asks of one slave's (or one output's) rules."""
+
+    # Whether `annotation_kept` can refuse anything: TransactionFilter holds an annotation until its
+    # Table_maps are read only for a decider that says so.
+    checks_annotations: bool = False
+
+    @abstractmethod
+    def decide_table(self, db: str, table: str) -> Decision:
+        """A Table_map for `db`.`table` (the rows that follow it go with it)."""
+
+    @abstractmethod
+    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
+        """A Query event's statement, with its default database (None: the source had none)."""
+
+    def table_kept(self, db: str, table: str) -> bool:
+        """`decide_table(db, table).apply`, on the per-row-event path."""
+        return self.decide_table(db, table).apply
+
+    def annotation_kept(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
+        """Whether an Annotate_rows / Rows_query text goes with its kept rows (`tables`: the
+        Table_maps after it). Rules never drop one; a policy gate may."""
+        return True
+
+    def invalidate(self) -> None:
+        """A Format_description event: forget per-table answers (table ids restart)."""
+
+    # Statements decided without a parse (for `filter`'s summary): the rule engine counts them.
+    unparsed: int = 0
+
+
+def gate_statement(decision: Decision, gate: Gate, sql: str, current_db: str | None) -> Decision:
+    """A statement decision of the rules ANDed with the gate: deny by default (a text the bound
+    cannot analyse is not sent either). The refusal's `counted` adds MASTER_POLICY (and
+    MASTER_POLICY_UNANALYSED) to the rules' own hits."""
+    if not decision.apply or not gate.restricted:
+        return decision
+    verdict = gate.statement_verdict(sql, current_db)
+    if verdict is ALLOWED:
+        return decision
+    if verdict is UNANALYSED:
+        return dataclasses.replace(
+            decision, apply=False, rule=MASTER_POLICY_RULE,
+            reason="master policy: the statement could not be analysed, so it is not sent",
+            counted=decision.counted + (MASTER_POLICY, MASTER_POLICY_UNANALYSED))
+    return dataclasses.replace(
+        decision, apply=False, rule=MASTER_POLICY_RULE,
+        reason="master policy: the statement touches data outside what this slave may receive",
+        counted=decision.counted + (MASTER_POLICY,))
+
+
+def gate_table(decision: Decision, gate: Gate, db: str, table: str) -> Decision:
+    """A table decision of the rules ANDed with the gate (the master's table name, as the policy
+    names what may leave the master)."""
+    if not decision.apply or gate.table_allowed(db, table):
+        return decision
+    return dataclasses.replace(decision, apply=False, rule=MASTER_POLICY_RULE,
+                               reason=f"master policy: {db}.{table} is not allowed to this slave",
+                               counted=decision.counted + (MASTER_POLICY,))
+
+
+class Gated(Decider):
+    """A slave's rules ANDed with its master-policy gate (dump.proto's EffectiveFilters): an event
+    goes to the slave only if the rules keep it AND everything it touches is allowed."""
+
+    def __init__(self, rules: Decider, gate: Gate):
+        self.rules, self.gate = rules, gate
+        self.checks_annotations = gate.restricted or rules.checks_annotations
+
+    def decide_table(self, db: str, table: str) -> Decision:
+        return gate_table(self.rules.decide_table(db, table), self.gate, db, table)
+
+    def table_kept(self, db: str, table: str) -> bool:
+        return self.rules.table_kept(db, table) and self.gate.table_allowed(db, table)
+
+    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
+        return gate_statement(self.rules.decide_statement(sql, current_db), self.gate, sql, current_db)
+
+    def annotation_kept(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
+        return self.gate.annotation_allowed(sql, tables) and self.rules.annotation_kept(sql, tables)
+
+    def invalidate(self) -> None:
+        self.rules.invalidate()
+
+    @property
+    def unparsed(self) -> int:
+        return self.rules.unparsed
+
+
+def gated(rules: Decider, gate: Gate | None) -> Decider:
+    """`rules` under `gate`: the rules themselves when there is no restriction."""
+    return rules if gate is None or not gate.restricted else Gated(rules, gate)

@@ -1,0 +1,85 @@
+"""The master policy's gate for one slave identity (WL#2387's "master controlled" option): which
+`db.table` objects it may ever receive, whatever rules it asks for. Pure: the policy file that
+makes gates (master/policy.py) is the master's; every consumer that composes a slave's rules with
+its gate (the master, `simulate`'s reference, `experiment`) does it through rules/decider.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dumpfilter.errors import RuleError
+from dumpfilter.rules.policy_bound import Reach, annotation_reach, statement_reach
+from dumpfilter.rules.wildcards import compile_like
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What one slave may receive: `db.table` LIKE patterns (`shop.%` is a whole schema).
+    `restricted=False` lets everything through. Hashable: it is part of a slave's rule-group key."""
+
+    allow: tuple[str, ...] = ()
+    restricted: bool = False
+
+    def __post_init__(self) -> None:
+        for pattern in self.allow:
+            if "." not in pattern:
+                raise RuleError(f"policy allow: {pattern!r} is not a db.table pattern (use 'db.%' for a schema)")
+        object.__setattr__(self, "_compiled", tuple(compile_like(p) for p in self.allow))
+        schema_wide = tuple(compile_like(p.split(".", 1)[0]) for p in self.allow if p.endswith(".%"))
+        object.__setattr__(self, "_schemas", schema_wide)
+        object.__setattr__(self, "_hash", hash((self.allow, self.restricted)))
+
+    def __hash__(self) -> int:
+        # Hashed once: a Gate is part of every rule-group key, asked per name and statement.
+        return self._hash
+
+    def table_allowed(self, db: str, table: str) -> bool:
+        if not self.restricted:
+            return True
+        key = f"{db}.{table}"
+        return any(rx.fullmatch(key) for rx in self._compiled)
+
+    def schema_allowed(self, db: str | None) -> bool:
+        """A whole schema (statements with no table: CREATE DATABASE, ...) needs a `db.%` pattern."""
+        if not self.restricted:
+            return True
+        return bool(db) and any(rx.fullmatch(db) for rx in self._schemas)
+
+    def statement_allowed(self, sql: str, current_db: str | None) -> bool:
+        return self.statement_verdict(sql, current_db) is ALLOWED
+
+    def statement_verdict(self, sql: str, current_db: str | None) -> str:
+        """Deny by default: ALLOWED only when every object the statement's text reaches
+        (rules/policy_bound.py: tables read or written, subqueries, ODKU, CTEs, bodies; the grant
+        tables of `mysql` for account statements, whatever the default database) is allowed;
+        UNANALYSED when the text cannot be analysed (it is not sent either)."""
+        if not self.restricted:
+            return ALLOWED
+        reach = statement_reach(sql, current_db)
+        if reach is None:
+            return UNANALYSED
+        return ALLOWED if self.reach_allowed(reach, current_db) else REFUSED
+
+    def annotation_allowed(self, sql: str, tables) -> bool:
+        """Whether an Annotate_rows / Rows_query text may go with its rows: every table it names
+        allowed (its statement wrote rows to `tables`, the Table_maps that follow it)."""
+        if not self.restricted:
+            return True
+        reach = annotation_reach(sql, tables)
+        return reach is not None and self.reach_allowed(reach, None)
+
+    def reach_allowed(self, reach: Reach, current_db: str | None) -> bool:
+        return all(self.table_allowed(db, table) for db, table in reach.tables) \
+            and all(self.schema_allowed(db) for db in reach.schemas) \
+            and (not reach.default_schema or self.schema_allowed(current_db))
+
+
+ALLOWED, REFUSED, UNANALYSED = "allowed", "refused", "unanalysed"  # Gate.statement_verdict
+UNRESTRICTED = Gate()
+
+# Rule-hit names the gate adds to a decision it refuses (besides MASTER_POLICY, every refusal):
+# statements refused because their text could not be analysed, Annotate_rows / Rows_query texts
+# dropped.
+MASTER_POLICY = "MASTER_POLICY"
+MASTER_POLICY_UNANALYSED = "MASTER_POLICY_UNANALYSED"
+MASTER_POLICY_ANNOTATION = "MASTER_POLICY_ANNOTATION"
