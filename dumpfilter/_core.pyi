@@ -26,6 +26,10 @@ F_STANDALONE: Final[int]
 # `Scanner.assemble`'s answers for units that are not fast, decided in Python.
 ANSWER_KEEP: Final[int]
 ANSWER_EMPTY: Final[int]
+ROW_SKIP: Final[int]
+ROW_PARTIAL: Final[int]
+ROW_KEEP: Final[int]
+ROW_SLOW: Final[int]
 
 # A scan's error: (kind, message, file offset), kind "binlog" or "checksum".
 _ScanError = tuple[str, str, int]

@@ -1,12 +1,13 @@
 """A stream's answers for the units that are not fast (statements, DDL) in a segment's row
 (StatementAnswers, a part of master.stream.SlaveStream): a GTID-and-one-statement unit answered
 from the statement flag words shared by every slave, any other decided once for the slave's rule
-group; and the row's codes."""
+group."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED
@@ -14,8 +15,6 @@ from dumpfilter.master.flags import SCHEMA_DECISIONS
 from dumpfilter.master.schema_feed import order_key, unit_start
 from dumpfilter.master.units import Segment, Unit
 
-# A stream's answer for a unit, one byte per unit of a segment's row (SlaveStream._row).
-ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW = 0, 1, 2, 3
 _LONE = "lone"  # Unit.results key of a GTID-and-one-statement unit's statement flag word
 
 

@@ -27,7 +27,8 @@ from dumpfilter.master.schema_feed import order_key, unit_start
 from dumpfilter.master.columns import LazyUnits
 from dumpfilter.master.gtid_skip import KnownMariaDB, gtid_filter
 from dumpfilter.master.rule_hits import RuleHits
-from dumpfilter.master.statement_answers import ROW_SLOW, StatementAnswers
+from dumpfilter.codec.scanner import ROW_SLOW
+from dumpfilter.master.statement_answers import StatementAnswers
 from dumpfilter.master.units import Pos, Segment, Unit
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from dumpfilter.errors import (BinlogError, ChecksumError, DumpFilterError, Exte
                                RuleError)
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.event import query_text
-from dumpfilter.codec.scanner import F_COMPLETE, F_FAST, F_MARIADB_GTID, Scanner, UnitScan, unit_events
+from dumpfilter.codec.scanner import Scanner, UnitScan, unit_events
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_proto
@@ -47,12 +47,12 @@ from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY
 from dumpfilter.slave.rewrite_db import event_renamer
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
+    from dumpfilter.rules.decider import TableKeeps
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 _HEARTBEAT_TYPES = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
-_LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE  # with two events: a MariaDB GTID and its one statement
 # Master events that frame files; the relay log has its own framing and does not copy them.
 _NOT_RELAYED = frozenset({EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST,
                           EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
@@ -118,8 +118,6 @@ class Slave:
         self.fmt: FormatDescription | None = self.relay.fde.fmt if self.relay.fde is not None else None
         self.units_written = 0
         self.caught_up = False
-        self._kept_tables = bytearray()  # by Table_map name id: 1 if the slave's own rules keep it
-        self._kept_bytes: bytes | None = None  # bytes(_kept_tables), remade when a name is added
         self._scanner = Scanner("<stream>")
         self.effective: list = []
         self._told: set[str] = set()  # the master's warnings printed in this run
@@ -410,8 +408,8 @@ class Slave:
         grouper = TransactionGrouper()
         fmt = self.fmt
         units, tables = scan.units, scan.tables
-        words = units.words
         i, n = 0, len(units)
+        crc_len = self._scanner.checksum_len
         while i < n:
             raw_ok = self.rename is None and self.relay.file is not None and grouper.current is None
             if raw_ok and self.after_unit is None:
@@ -433,16 +431,16 @@ class Slave:
                     i = run.next
                     if i == n:
                         break
-            w2 = words[8 * i + 2]
-            if (raw_ok and w2 & 0xFFFF_FFFF == 2 and w2 >> 40 & _LONE_FLAGS == _LONE_FLAGS
-                    and words[8 * i + 3] >= HEADER_LEN + 13 + self._scanner.checksum_len):
+            lone = units.lone_statement(i, crc_len) if raw_ok else None
+            if lone is not None:
                 # A MariaDB GTID and one Query (DDL, standalone groups): its text decoded straight
                 # from the bytes (codec.event.query_text) for the slave's own check, which sees it
                 # (and its schema model replays it) as _unit's would; it goes to the relay log as
                 # it came, as _unit writes what the master sent.
-                start, end = words[8 * i], words[8 * i + 1]
-                text = query_text(blob, start + words[8 * i + 3], end, fmt) if fmt is not None else None
+                query, end = lone
+                text = query_text(blob, query, end, fmt) if fmt is not None else None
                 if text is not None:
+                    start = units[i].start
                     self.trust.lone(self.trust.check.lone_text_kept(text[1], text[0]), *text, blob, units, i)
                     self.relay.write_raw(blob[start:end])
                     c.events_relayed += 2
@@ -452,7 +450,8 @@ class Slave:
                         self.after_unit(self.units_written)
                     i += 1
                     continue
-            if w2 & 0xFF_FFFF_FFFF == 1 and blob[words[8 * i] + 4] in _HEARTBEAT_TYPES:
+            at = units.lone_control(i)
+            if at is not None and blob[at + 4] in _HEARTBEAT_TYPES:
                 # A lone Heartbeat (the master's mark for a skipped stretch, kind control, one
                 # event): counted, nothing else, as _event does, without an Event for it.
                 c.heartbeats += 1
@@ -461,7 +460,7 @@ class Slave:
             rec = units[i]
             i += 1
             raw = blob[rec.start : rec.end]
-            if raw_ok and rec.flags & F_FAST and self._keeps_tables(tables, rec):
+            if raw_ok and rec.fast and self._keeps_tables(tables, rec):
                 self.relay.write_raw(raw)
                 c.events_relayed += rec.events
                 c.bytes_relayed += len(raw)
@@ -475,16 +474,17 @@ class Slave:
         self.fmt = fmt
         return grouper
 
+    @functools.cached_property
+    def _table_keeps(self) -> TableKeeps:
+        """The slave's own answer for every table name the scanner has met (its rules alone: never
+        forgotten, a Format_description event does not change them)."""
+        from dumpfilter.rules.decider import TableKeeps
+
+        return TableKeeps(self.engine)
+
     def _keeps(self) -> bytes:
-        """The slave's own answer for every table name the scanner has met: one byte per name
-        id, 1 kept, 0 not (the rules asked once per name)."""
-        keep, names = self._kept_tables, self._scanner.names
-        if len(keep) < len(names):
-            table_kept = self.engine.table_kept
-            keep.extend(1 if table_kept(*names[i]) else 0 for i in range(len(keep), len(names)))
-        if self._kept_bytes is None or len(self._kept_bytes) != len(keep):
-            self._kept_bytes = bytes(keep)
-        return self._kept_bytes
+        """One byte per name id, 1 kept, 0 not (the rules asked once per name)."""
+        return self._table_keeps.for_names(self._scanner.names)
 
     def _keeps_tables(self, tables, rec) -> bool:
         """Whether the slave's own rules keep every table of a fast unit."""

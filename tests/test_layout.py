@@ -288,3 +288,88 @@ def _grpc_tools_importers() -> list[str]:
 
 def test_nothing_outside_proto_imports_grpc_tools():
     assert not _grpc_tools_importers()
+
+
+# -- issue #46: one decision seam -------------------------------------------------------------
+def _classes():
+    for name, path in source_modules():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                yield name, path, node
+
+
+def _base_names(node: ast.ClassDef) -> set[str]:
+    return {b.id if isinstance(b, ast.Name) else b.attr for b in node.bases if isinstance(b, (ast.Name, ast.Attribute))}
+
+
+def _answers_statements(node: ast.ClassDef) -> bool:
+    """A class with TransactionFilter's statement question: decide_statement(self, sql, current_db)."""
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and item.name == "decide_statement":
+            params = [a.arg for a in item.args.args]
+            return params[1:2] == ["sql"]
+    return False
+
+
+def test_one_decider_type():
+    """Every class that answers "is this statement kept" is a rules.decider.Decider (its answers
+    Decisions, its hooks declared), never a duck-typed look-alike returning bools."""
+    classes = list(_classes())
+    deciders = {"Decider"}
+    grew = True
+    while grew:  # the Decider subclasses, by name, through the tree
+        grew = False
+        for _, _, node in classes:
+            if node.name not in deciders and _base_names(node) & deciders:
+                deciders.add(node.name)
+                grew = True
+    ducks = [f"{path.relative_to(ROOT)}:{node.lineno}: {node.name}" for _, path, node in classes
+             if _answers_statements(node) and node.name not in deciders]
+    assert not ducks, "deciders that are not rules.decider.Decider:\n" + "\n".join(ducks)
+
+
+def test_decider_hooks_are_never_probed():
+    """The seam's optional hooks have defaults: nobody asks getattr whether a decider has one, or
+    whether an answer is a Decision or a bool."""
+    probe = ("annotation_kept", "invalidate", "unparsed", '"apply"')
+    offenders = []
+    for _, path in source_modules():
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            if "getattr(" in line and any(hook in line for hook in probe):
+                offenders.append(f"{path.relative_to(ROOT)}:{line_no}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_unit_records_are_decoded_only_in_the_codec():
+    """The core's packed unit records (UNIT_WORDS u64 words per unit) are read through the
+    codec's named fields (codec/scanner.py: UnitRecord, UnitRecords.is_fast/lone_statement/...),
+    never by shifting their words by hand elsewhere."""
+    import re
+
+    by_hand = re.compile(r">>\s*40\b|UNIT_WORDS|\bwords\[\s*8\s*\*|_LONE_FLAGS")
+    offenders = []
+    for name, path in source_modules():
+        if name.startswith("dumpfilter.codec"):
+            continue
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            if by_hand.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{line_no}: {line.strip()}")
+    assert not offenders, "unit records decoded outside dumpfilter.codec:\n" + "\n".join(offenders)
+
+
+def test_row_codes_have_one_definition():
+    """A stream's answer codes per unit are the core's (assemble.rs), read in Python from the
+    module; nobody writes their numbers."""
+    from dumpfilter import _core
+    from dumpfilter.codec import scanner
+
+    codes = [scanner.ROW_SKIP, scanner.ROW_PARTIAL, scanner.ROW_KEEP, scanner.ROW_SLOW]
+    assert codes == [_core.ROW_SKIP, _core.ROW_PARTIAL, _core.ROW_KEEP, _core.ROW_SLOW]
+    assert len(set(codes)) == 4
+    import re
+
+    written = re.compile(r"ROW_(SKIP|PARTIAL|KEEP|SLOW)\s*(,\s*ROW_\w+\s*)*=")
+    offenders = [str(path.relative_to(ROOT)) for name, path in source_modules()
+                 if name != "dumpfilter.codec.scanner" and written.search(path.read_text())]
+    assert not offenders, offenders
+    assert "pub const SKIP" not in (ROOT / "core/src/send.rs").read_text()

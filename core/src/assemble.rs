@@ -331,9 +331,15 @@ pub fn partial(
     Some((joined, events_out))
 }
 
-/// One slave's answer per unit of a segment, one byte each: 0 skip (no table kept), 1 partial
-/// (some kept), 2 keep (every table kept, or none to decide), 3 slow (not a fast unit, or a
-/// table whose answer is not given). `bounds` holds (lo, hi) per unit into `tids` (name ids of
+/// A stream's answer per unit (`rows`), the one definition of these codes: Python reads them
+/// from the module (`_core.ROW_SKIP`, ...), `send::walk` acts on them.
+pub const ROW_SKIP: u8 = 0; // no table kept
+pub const ROW_PARTIAL: u8 = 1; // some kept
+pub const ROW_KEEP: u8 = 2; // every table kept, or none to decide
+pub const ROW_SLOW: u8 = 3; // not a fast unit, or a table whose answer is not given
+
+/// One slave's answer per unit of a segment, one byte each: ROW_SKIP, ROW_PARTIAL, ROW_KEEP or
+/// ROW_SLOW. `bounds` holds (lo, hi) per unit into `tids` (name ids of
 /// the fast units' Table_maps), lo = u32::MAX for a unit that is not fast; `keep` one byte per
 /// name id (non-zero: kept). What `master.service._Stream._row` works from.
 pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
@@ -342,22 +348,22 @@ pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
         .map(|b| {
             let (lo, hi) = (b[0] as usize, b[1] as usize);
             if b[0] == u32::MAX || lo > hi || hi > tids.len() {
-                return 3;
+                return ROW_SLOW;
             }
             let (mut all, mut any) = (true, false);
             for id in &tids[lo..hi] {
                 match keep.get(*id as usize) {
                     Some(0) => all = false,
                     Some(_) => any = true,
-                    None => return 3,
+                    None => return ROW_SLOW,
                 }
             }
             if all {
-                2
+                ROW_KEEP
             } else if any {
-                1
+                ROW_PARTIAL
             } else {
-                0
+                ROW_SKIP
             }
         })
         .collect()

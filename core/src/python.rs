@@ -80,6 +80,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
     m.add("ANSWER_KEEP", assemble::ANSWER_KEEP)?;
     m.add("ANSWER_EMPTY", assemble::ANSWER_EMPTY)?;
+    m.add("ROW_SKIP", assemble::ROW_SKIP)?;
+    m.add("ROW_PARTIAL", assemble::ROW_PARTIAL)?;
+    m.add("ROW_KEEP", assemble::ROW_KEEP)?;
+    m.add("ROW_SLOW", assemble::ROW_SLOW)?;
     m.add("F_ROTATE_END", scan::F_ROTATE_END)?;
     m.add("F_HAS_FDE", scan::F_HAS_FDE)?;
     m.add("F_MARIADB_GTID", scan::F_MARIADB_GTID)?;

@@ -5,19 +5,13 @@
 //! run in Python. The segment (`Plan`) is built once from the scanner's records and shared by
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
-use crate::assemble::{partial, rows};
+use crate::assemble::{partial, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
 use std::ops::Range;
 
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
 use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT};
-
-/// A stream's answer per unit (`rows`): skip, kept in part, kept whole, not a fast unit.
-pub const SKIP: u8 = 0;
-pub const PARTIAL: u8 = 1;
-pub const KEEP: u8 = 2;
-pub const SLOW: u8 = 3;
 
 #[derive(Debug, Clone, Default)]
 pub struct PlanUnit {

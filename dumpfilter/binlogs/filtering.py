@@ -41,11 +41,12 @@ from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.errors import BinlogError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import (ANSWER_EMPTY, ANSWER_KEEP, F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID,
+from dumpfilter.codec.scanner import (ANSWER_EMPTY, ANSWER_KEEP, F_HAS_FDE, F_MARIADB_GTID,
                                       Scanner, unit_events)
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
 from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.rules.decider import TableKeeps
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
 from dumpfilter.binlogs.background import ReadAhead
@@ -56,7 +57,6 @@ _U32 = struct.Struct("<I")
 _QUERY = int(EventType.QUERY)
 FAST_CHUNK = 4 << 20
 _UNANSWERED = 3  # `_lone_answers`: a unit the assembly must stop at (any byte but the two answers)
-_LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ class BinlogFilter:
         self.verify_checksums = verify_checksums
         self.read_ahead = read_ahead  # a plain file's next chunk read on a thread (background.ReadAhead)
         self.stats = FilterStats()
-        self._keep = bytearray()  # by the scanner's name id of a Table_map: 1 kept, 0 not, 2 not known yet
+        self._keep = TableKeeps(tfilter.decider)  # by the scanner's name id of a Table_map
 
     # -- a unit as Events, through TransactionFilter ------------------------------------------
     def _unit(self, txn: Transaction) -> None:
@@ -226,20 +226,20 @@ class BinlogFilter:
             if ahead is not None and not eof and scan.error is None:
                 ahead.start(base + scan.stop, next_want)
             units, tables = scan.units, scan.tables
-            words = units.words
             i, n = 0, len(units)
             slow, answers, answered_to = None, None, 0
             while i < n:
                 if direct is not None and fmt is not None and direct.fmt.checksum_len == fmt.checksum_len:
-                    if not words[8 * i + 2] >> 40 & F_FAST and i >= answered_to and direct.renumber_positions:
+                    fast = units.is_fast(i)
+                    if not fast and i >= answered_to and direct.renumber_positions:
                         if slow is None:
                             slow = scanner.slow_units()
                         answers, answered_to = self._lone_answers(units, slow, buf, base, fmt, i)
                     # (The assembly stops at once at a unit not fast and not answered.)
-                    if words[8 * i + 2] >> 40 & F_FAST or (i < answered_to and answers[i] != _UNANSWERED):
+                    if fast or (i < answered_to and answers[i] != _UNANSWERED):
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
-                            buf, i, self._keeps(scanner.names), direct.position, base, direct.renumber_positions,
+                            buf, i, self._keep.for_names(scanner.names), direct.position, base, direct.renumber_positions,
                             fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers)
                         nxt = done.next
                         if nxt > i:
@@ -250,7 +250,7 @@ class BinlogFilter:
                             continue
                 rec = units[i]
                 i += 1
-                if rec.flags & F_FAST and self._fast_unit(rec, buf, base, fmt, tables, scanner.names):
+                if rec.fast and self._fast_unit(rec, buf, base, fmt, tables, scanner.names):
                     continue
                 raw = buf[rec.start : rec.end]
                 events, fmt = unit_events(raw, base + rec.start, fmt, path=name)
@@ -283,42 +283,26 @@ class BinlogFilter:
         (ANSWER_KEEP) or emptied (ANSWER_EMPTY), for the assembly to write in bulk. Returns
         (one byte per unit of the scan, the index the answers stop at)."""
         answers = bytearray([_UNANSWERED]) * len(units)
-        words = units.words
         lone_kept = self.tfilter.lone_text_kept
-        min_gtid = HEADER_LEN + 13 + fmt.checksum_len  # seq_no, domain, flags2 (and its CRC)
+        crc_len = fmt.checksum_len
         stop = len(units)
         for i in slow[bisect.bisect_left(slow, start):]:
-            w = 8 * i
-            word = words[w + 2]
-            q = words[w] + words[w + 3]
-            if word & 0xFFFFFFFF != 2 or word >> 40 & _LONE_FLAGS != _LONE_FLAGS or words[w + 3] < min_gtid:
+            lone = units.lone_statement(i, crc_len)
+            if lone is None:
                 stop = i
                 break
-            text = query_text(buf, q, words[w + 1], fmt)
+            text = query_text(buf, lone[0], lone[1], fmt)
             if text is None:  # Query_compressed, or malformed (an error raised in order by the per-unit path)
                 stop = i
                 break
             answers[i] = ANSWER_KEEP if lone_kept(text[1], text[0]) else ANSWER_EMPTY
         return bytes(answers), stop
 
-    def _keeps(self, names: list[tuple[str, str]]) -> bytes:
-        """The keep byte of every table name the scanner has met (the rules asked once per
-        name, and again after each Format_description event)."""
-        keep = self._keep
-        if len(keep) < len(names):
-            keep.extend(b"\x02" * (len(names) - len(keep)))
-        if 2 in keep:
-            table_kept = self.tfilter.decider.table_kept
-            for i, k in enumerate(keep):
-                if k == 2:
-                    keep[i] = 1 if table_kept(*names[i]) else 0
-        return bytes(keep)
-
     def _fast_unit(self, rec, buf, base: int, fmt, tables, names) -> bool:
         """A fast unit decided from its tables, when every statement's Table_maps get one answer
         (so no STMT_END_F has to move): written whole, without its dropped statements, or as
         the emptied group, exactly as the reference path writes it. False: not decided here."""
-        known = self._keeps(names)
+        known = self._keep.for_names(names)
         keeps = [known[i] == 1 for i in tables[rec.tables_lo : rec.tables_hi]]
         start, end = rec.start, rec.end
         gtid_end = start + rec.gtid_size

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from dumpfilter import _core
 
-from dumpfilter.codec.constants import EventType
+from dumpfilter.codec.constants import HEADER_LEN, EventType
 from dumpfilter.errors import BinlogError, ChecksumError
 from dumpfilter.codec.event import HEADER, Event
 from dumpfilter.codec.format_description import FormatDescription
@@ -31,6 +31,12 @@ F_STANDALONE = _core.F_STANDALONE
 # `assemble`'s answers for units that are not fast, decided in Python: written whole, or emptied.
 ANSWER_KEEP = _core.ANSWER_KEEP
 ANSWER_EMPTY = _core.ANSWER_EMPTY
+# A stream's answer per unit of a segment (`Plan.rows`, one byte each), defined once in the core
+# (assemble.rs): no table kept, some kept, every one kept (or none to decide), not a fast unit.
+ROW_SKIP = _core.ROW_SKIP
+ROW_PARTIAL = _core.ROW_PARTIAL
+ROW_KEEP = _core.ROW_KEEP
+ROW_SLOW = _core.ROW_SLOW
 
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
@@ -88,11 +94,12 @@ class UnitRecords:
     """The units of one scan, decoded only when asked for (by index or in order): a bulk
     consumer (the compiled assembly) may never need most of them in Python."""
 
-    __slots__ = ("_packed", "_n")
+    __slots__ = ("_packed", "_n", "_words")
 
     def __init__(self, packed: bytes):
         self._packed = packed
         self._n = len(packed) // UNIT.size
+        self._words = memoryview(packed).cast("Q")
 
     def __len__(self) -> int:
         return self._n
@@ -105,13 +112,35 @@ class UnitRecords:
     def __iter__(self):
         return map(_record, UNIT.iter_unpack(self._packed))
 
-    @property
-    def words(self) -> memoryview:
-        """The records as u64 words, UNIT_WORDS per unit (for column-wise decoding)."""
-        return memoryview(self._packed).cast("Q")
-
     def kinds(self) -> list[str]:
-        return [KINDS[(w >> 32) & 0xFF] for w in self.words[2::8].tolist()]
+        return [KINDS[(w >> 32) & 0xFF] for w in self._words[2::8].tolist()]
+
+    # The record's fields straight from its words, without a UnitRecord (the layout is `_record`'s:
+    # word 0 start, 1 end, 2 events | kind << 32 | flags << 40, 3 the GTID event's size, ...).
+    def is_fast(self, i: int) -> bool:
+        """Whether unit i is a fast unit (decided from its tables' answers, written by the core)."""
+        return bool(self._words[8 * i + 2] >> 40 & F_FAST)
+
+    def lone_statement(self, i: int, checksum_len: int) -> tuple[int, int] | None:
+        """(offset of its second event, end) when unit i is a complete MariaDB GTID group of two
+        events whose GTID is whole (seq_no, domain, flags2 and its CRC): a GTID and one statement,
+        the shape of DDL and standalone groups; else None. The caller reads the statement there
+        (`codec.event.query_text`, None for anything but a plain Query)."""
+        w = self._words
+        k = 8 * i
+        w2 = w[k + 2]
+        if w2 & 0xFFFFFFFF != 2 or w2 >> 40 & _LONE_FLAGS != _LONE_FLAGS or w[k + 3] < HEADER_LEN + 13 + checksum_len:
+            return None
+        return w[k] + w[k + 3], w[k + 1]
+
+    def lone_control(self, i: int) -> int | None:
+        """The offset of unit i when it is a control unit of one event (a Heartbeat, a Rotate,
+        ...: the caller reads its type), else None."""
+        k = 8 * i
+        return self._words[k] if self._words[k + 2] & 0xFF_FFFF_FFFF == 1 else None
+
+
+_LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
 
 
 def _record(words: tuple) -> UnitRecord:

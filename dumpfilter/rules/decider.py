@@ -119,3 +119,32 @@ class Gated(Decider):
 def gated(rules: Decider, gate: Gate | None) -> Decider:
     """`rules` under `gate`: the rules themselves when there is no restriction."""
     return rules if gate is None or not gate.restricted else Gated(rules, gate)
+
+
+class TableKeeps:
+    """One consumer's keep byte per table name a scanner has interned (by name id: 1 kept, 0
+    not), the form the core's bulk walks take (`assemble`, `relay_run`): each name asked of the
+    decider once, until `clear` (a Format_description event, for a decider whose table answers
+    may change with it)."""
+
+    __slots__ = ("_decider", "_keep", "_bytes")
+
+    def __init__(self, decider: Decider):
+        self._decider = decider
+        self._keep = bytearray()
+        self._bytes: bytes | None = None
+
+    def for_names(self, names: Sequence[tuple[str, str]]) -> bytes:
+        """The keep bytes of `names` (the scanner's list, which only grows)."""
+        keep = self._keep
+        if len(keep) < len(names):
+            table_kept = self._decider.table_kept
+            keep.extend([1 if table_kept(*names[i]) else 0 for i in range(len(keep), len(names))])
+            self._bytes = None
+        if self._bytes is None:
+            self._bytes = bytes(keep)
+        return self._bytes
+
+    def clear(self) -> None:
+        self._keep.clear()
+        self._bytes = None
