@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import datetime
 import logging
 import threading
 import time
@@ -410,7 +411,10 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
             if not (tls_cert and tls_key):
                 raise InvalidArgumentError("--tls-cert and --tls-key go together")
             root = _read(tls_client_ca, "--tls-client-ca") if tls_client_ca else None
-            creds = grpc.ssl_server_credentials([(_read(tls_key, "--tls-key"), _read(tls_cert, "--tls-cert"))],
+            chain = _read(tls_cert, "--tls-cert")
+            for problem in certificate_date_problems(chain):
+                log.warning("--tls-cert %s: %s", tls_cert, problem)
+            creds = grpc.ssl_server_credentials([(_read(tls_key, "--tls-key"), chain)],
                                                 root_certificates=root, require_client_auth=root is not None)
             port = server.add_secure_port(listen, creds)
         else:
@@ -425,3 +429,25 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     return MasterServer(server, service, health_servicer, port, servicer), port
+
+
+def certificate_date_problems(pem: bytes, now: datetime.datetime | None = None) -> list[str]:
+    """What is wrong with the dates of the server certificate (the chain's first) in `pem`: expired,
+    or not valid yet. The master starts all the same (a certificate is renewed in place, and the
+    operator may mean it), but says so: every client that verifies it will refuse the connection,
+    MariaDB replicas with MASTER_SSL_VERIFY_SERVER_CERT among them."""
+    from cryptography import x509
+
+    try:
+        cert = x509.load_pem_x509_certificate(pem)
+    except ValueError:
+        return []  # grpc says what is wrong with a certificate it cannot read
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if cert.not_valid_after_utc < now:
+        days = (now - cert.not_valid_after_utc).days
+        return [f"the certificate expired on {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC ({days} day(s) ago): "
+                "clients that verify it refuse to connect"]
+    if cert.not_valid_before_utc > now:
+        return [f"the certificate is not valid before {cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC: clients that "
+                "verify it refuse to connect until then"]
+    return []

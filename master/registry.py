@@ -142,6 +142,12 @@ class SlaveRegistry:
             return OPEN
         return self.policy.authenticate(user, password, certificate_name)
 
+    def proven(self, user: str, certificate_name: str | None = None) -> Identity:
+        """The identity of a caller whose password an exchange already proved (the MySQL endpoint)."""
+        if self.policy is None:
+            return OPEN
+        return self.policy.proven(user, certificate_name)
+
     def _owned(self, server_id: int, caller: Identity | None) -> RegisteredSlave:
         """The slave `caller` may act on. Another identity's slave answers exactly as an unknown
         server_id does: a caller cannot learn which server_ids others use."""

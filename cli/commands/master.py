@@ -196,6 +196,13 @@ def register(subparsers) -> None:
     add_json_option(change, "where and how the change took effect")
     change.set_defaults(func=change_filter_command)
 
+    hashed = sub.add_parser("hash-password", help="a password_hash for the policy file (PBKDF2-HMAC-SHA256)",
+                            description="Reads the password from standard input (one line; a terminal is not "
+                                        "echoed) and prints a password_hash value for a [slave.NAME] section. "
+                                        "--mysql-listen checks it with caching_sha2_password; for "
+                                        "mysql_native_password store MySQL's own '*' hash instead.")
+    hashed.set_defaults(func=hash_password_command)
+
 
 def _schema(args: argparse.Namespace):
     from dumpfilter.rules.options import schema_from_args
@@ -517,4 +524,17 @@ def change_filter_command(args: argparse.Namespace) -> int:
         print(f"  channel {channel!r}: {rules}")
         if effective["policy_allow"]:
             print(f"    master policy allows: {', '.join(effective['policy_allow'])}")
+    return 0
+
+
+def hash_password_command(args: argparse.Namespace) -> int:
+    import getpass
+
+    from dumpfilter.errors import InvalidArgumentError
+    from dumpfilter.master.policy import hash_password
+
+    password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise InvalidArgumentError("hash-password: an empty password (an identity without one needs no hash)")
+    print(hash_password(password))
     return 0

@@ -4,8 +4,9 @@ in the handshake) and the bookkeeping that enforces them.
 
 A socket that has not authenticated is not a session: it has its own cap, in all and per client
 address, so a flood of half-open sockets can neither fill max_connections (which counts
-authenticated sessions, as MySQL's does) nor keep another address from logging in. When the
-handshake cap is full, a newcomer from an address holding fewer handshake sockets than the
+authenticated sessions, as MySQL's does) nor keep another address from logging in. A newcomer
+from an address at its cap takes the place of that address's oldest unfinished handshake; when
+the cap in all is full, a newcomer from an address holding fewer handshake sockets than the
 busiest address takes the place of that address's oldest socket, instead of being refused.
 An identity's sessions are capped at its share of max_connections (master.shares, policy
 `max_sessions`), as MySQL's max_user_connections caps a user's: one identity cannot take every
@@ -89,9 +90,13 @@ class Admission:
         with self._lock:
             mine = self._handshaking.get(host, [])
             if len(mine) >= limits.max_handshakes_per_host:
-                raise Refused(f"Too many connections: {len(mine)} connections from {host} have not finished "
-                              f"the handshake (the limit is {limits.max_handshakes_per_host} an address)")
-            if self._handshake_count >= limits.max_handshakes:
+                # The address's own oldest unfinished handshake makes room: sockets an attacker
+                # keeps opening from a replica's address (each held until connect_timeout) then
+                # displace one another, and the replica's reconnection still gets its turn.
+                victim, victim_host = mine.pop(0), host
+                self._handshake_count -= 1
+                self.evicted += 1
+            elif self._handshake_count >= limits.max_handshakes:
                 victim_host, busiest = max(self._handshaking.items(), key=lambda item: len(item[1]))
                 if len(busiest) <= len(mine):
                     raise Refused(f"Too many connections: {self._handshake_count} connections have not finished "

@@ -27,14 +27,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
 from dumpfilter.errors import InvalidArgumentError
-from dumpfilter.master.mysql_protocol.handshake import native_password_matches
+from dumpfilter.master.mysql_protocol.handshake import native_scramble_matches
 from dumpfilter.master.policy import (
     CACHING_SHA2,
     DEFAULT_MYSQL_AUTH,
     ED25519,
     MYSQL_AUTH_PLUGINS,
     NATIVE,
+    PLAIN,
     MasterPolicy,
+    Secret,
 )
 
 # caching_sha2_password's one-byte messages after 0x01 (AuthMoreData), and the client's key request
@@ -134,12 +136,12 @@ class RsaKeys:
 
 @dataclass(frozen=True)
 class Account:
-    """Who the exchange checks: `password` None means the identity has none (any answer passes);
+    """Who the exchange checks: `secret` None means the identity has none (any answer passes);
     `decoy` an unknown name, which no answer passes."""
 
     name: str
     plugins: tuple[str, ...]
-    password: str | None
+    secret: Secret | None
     decoy: bool = False
 
 
@@ -149,6 +151,7 @@ class Outcome:
     plugin: str
     path: str           # fast | full-tls | full-rsa | scramble | signature | none
     password_used: bool
+    reason: str = ""    # why a refusal is not simply a wrong password (for the log, never the client)
 
 
 class Conversation:
@@ -165,7 +168,7 @@ class Authenticator:
 
     def __init__(self, rsa_keys: RsaKeys):
         self.rsa = rsa_keys
-        self._cache: dict[str, bytes] = {}
+        self._cache: dict[str, tuple[bytes, Secret]] = {}   # identity -> (digest, the secret it was proved against)
         self._lock = threading.Lock()
         self._decoy_key = os.urandom(32)
         self.counts: dict[tuple[str, str, bool], int] = {}   # (plugin, path, ok) -> logins
@@ -177,7 +180,7 @@ class Authenticator:
             return Account(user, MYSQL_AUTH_PLUGINS, None)
         entry = policy.entries.get(user) if user else None
         if entry is not None:
-            return Account(user, entry.mysql_auth, entry.password)
+            return Account(user, entry.mysql_auth, entry.secret)
         if policy.default is not None:
             return Account(user, policy.default.mysql_auth, None)
         return self.decoy(user, [e.mysql_auth for e in policy.entries.values()])
@@ -186,7 +189,7 @@ class Authenticator:
         sets = sorted(set(plugin_sets)) or [DEFAULT_MYSQL_AUTH]
         pick = int.from_bytes(hmac.new(self._decoy_key, name.encode("utf-8", "surrogateescape"),
                                        hashlib.sha256).digest()[:4], "big")
-        return Account(name, sets[pick % len(sets)], os.urandom(16).hex(), decoy=True)
+        return Account(name, sets[pick % len(sets)], Secret(PLAIN, os.urandom(16).hex()), decoy=True)
 
     def forget(self) -> None:
         with self._lock:
@@ -216,19 +219,18 @@ class Authenticator:
 
     def _check(self, talk: Conversation, account: Account, plugin: str, response: bytes, nonce: bytes,
                secure: bool) -> Outcome:
-        password = None if account.password is None else account.password.encode("utf-8", "surrogateescape")
+        secret = account.secret
         if plugin == NATIVE:
-            ok = password is None or native_password_matches(password.decode("utf-8", "surrogateescape"),
-                                                             nonce, response)
+            stage2 = None if secret is None else secret.native_stage2()
+            # (A policy never lets a PBKDF2-hashed identity list this plugin: stage2 is there.)
+            ok = secret is None or (stage2 is not None and native_scramble_matches(stage2, nonce, response))
             return Outcome(ok and not account.decoy, plugin, "scramble", bool(response))
         if plugin == ED25519:
-            return Outcome(self._ed25519(password, nonce, response) and not account.decoy, plugin, "signature",
-                           bool(response))
-        return self._caching_sha2(talk, account, password, response, nonce, secure)
+            ok = secret is None or (secret.clear is not None and self._ed25519(secret.clear, nonce, response))
+            return Outcome(ok and not account.decoy, plugin, "signature", bool(response))
+        return self._caching_sha2(talk, account, secret, response, nonce, secure)
 
-    def _ed25519(self, password: bytes | None, nonce: bytes, signature: bytes) -> bool:
-        if password is None:
-            return True
+    def _ed25519(self, password: bytes, nonce: bytes, signature: bytes) -> bool:
         if len(signature) != 64:
             return False
         try:
@@ -237,23 +239,23 @@ class Authenticator:
             return False
         return True
 
-    def _caching_sha2(self, talk: Conversation, account: Account, password: bytes | None, response: bytes,
+    def _caching_sha2(self, talk: Conversation, account: Account, secret: Secret | None, response: bytes,
                       nonce: bytes, secure: bool) -> Outcome:
         if response in (b"", b"\0"):   # no password given (MySQL's "Case 5")
-            ok = not account.decoy and (password is None or password == b"")
+            ok = not account.decoy and (secret is None or secret.matches(b""))
             return Outcome(ok, CACHING_SHA2, "none", False)
-        if password is None:           # an identity without a password: the client's answer is not checked
+        if secret is None:             # an identity without a password: the client's answer is not checked
             talk.send(b"\x01" + FAST_AUTH_SUCCESS)
             return Outcome(not account.decoy, CACHING_SHA2, "fast", True)
         with self._lock:
             cached = self._cache.get(account.name) if not account.decoy else None
-        # The cached digest counts only while it is the identity's current password's (a policy
-        # reload that changes it makes the old one useless). A mismatch is not an error: like a
-        # miss it asks for the password itself (sha2_password.cc does the same). Both hashes are
-        # computed whatever the cache holds: a miss, a decoy and a wrong answer take the same work.
-        digest = sha2_digest(password)
-        fast = sha2_fast_matches(digest, nonce, response)
-        if cached is not None and hmac.compare_digest(cached, digest) and fast:
+        # The cached digest counts only while it was made for the identity's current secret (a
+        # policy reload that changes it makes the old one useless). A mismatch is not an error:
+        # like a miss it asks for the password itself (sha2_password.cc does the same). A hashed
+        # secret has no digest of its own: the cache holds the one of the password a full
+        # authentication proved, beside the secret it was proved against.
+        fast = cached is not None and cached[1] == secret and sha2_fast_matches(cached[0], nonce, response)
+        if fast:
             talk.send(b"\x01" + FAST_AUTH_SUCCESS)
             return Outcome(True, CACHING_SHA2, "fast", True)
         talk.send(b"\x01" + PERFORM_FULL_AUTHENTICATION)
@@ -267,12 +269,18 @@ class Authenticator:
                 packet = talk.read()
             plain = self.rsa.decrypt(packet)
             # Without the key a client cannot send anything decryptable: its password in clear
-            # on a plain connection, or garbage, decrypts to nothing and fails as a wrong password.
+            # on a plain connection, or garbage, decrypts to nothing and fails as a wrong password
+            # would (the client is told no more); the log says when it was the right one in clear.
             given = xor_cycle(plain, nonce[:20]).split(b"\0", 1)[0] if plain is not None else None
-        ok = given is not None and len(given) <= MAX_PASSWORD and hmac.compare_digest(given, password) \
-            and not account.decoy
+            if given is None and not account.decoy:
+                clear = packet.split(b"\0", 1)[0]
+                if 0 < len(clear) <= MAX_PASSWORD and secret.matches(clear):
+                    return Outcome(False, CACHING_SHA2, path, True, reason=(
+                        "the right password, sent in clear over a connection without TLS (refused as MySQL "
+                        "refuses it: use TLS, or let the client ask for the server's RSA key)"))
+        ok = given is not None and len(given) <= MAX_PASSWORD and secret.matches(given) and not account.decoy
         if ok:
             with self._lock:
-                self._cache[account.name] = sha2_digest(password)
+                self._cache[account.name] = (sha2_digest(given), secret)
         return Outcome(ok, CACHING_SHA2, path, True)
 

@@ -107,13 +107,21 @@ def parse_handshake_response(payload: bytes) -> HandshakeResponse:
     return HandshakeResponse(caps, user, auth, database, plugin or NATIVE_PASSWORD, attributes)
 
 
+def native_scramble_matches(stage2: bytes, scramble: bytes, response: bytes) -> bool:
+    """mysql_native_password checked as the server does (check_scramble), from what it stores:
+    stage2 = SHA1(SHA1(pw)) (b"" for an empty password). The client's answer XOR
+    SHA1(scramble + stage2) is SHA1(pw), whose SHA1 must be stage2."""
+    if not stage2:
+        return response == b""
+    if len(response) != 20:
+        return False
+    mask = hashlib.sha1(scramble + stage2).digest()
+    stage1 = bytes(a ^ b for a, b in zip(response, mask))
+    return hmac.compare_digest(hashlib.sha1(stage1).digest(), stage2)
+
+
 def native_password_matches(password: str, scramble: bytes, response: bytes) -> bool:
     """mysql_native_password: the client sends SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)));
     an empty password is an empty response."""
-    if not password:
-        return response == b""
-    stage1 = hashlib.sha1(password.encode("utf-8")).digest()
-    stage2 = hashlib.sha1(stage1).digest()
-    mask = hashlib.sha1(scramble + stage2).digest()
-    expected = bytes(a ^ b for a, b in zip(stage1, mask))
-    return hmac.compare_digest(expected, response)
+    stage2 = hashlib.sha1(hashlib.sha1(password.encode("utf-8")).digest()).digest() if password else b""
+    return native_scramble_matches(stage2, scramble, response)

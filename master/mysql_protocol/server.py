@@ -220,7 +220,11 @@ class _Connection:
                 endpoint.problems.warning("mysql connection from %s refused: %s", self.peer, exc)
                 self._error(ER_CON_COUNT_ERROR, str(exc), "08004")
                 return
-            if evicted is not None:
+            if evicted == self.host:
+                endpoint.problems.warning("mysql connection from %s: %d sockets of that address were in the "
+                                          "handshake (--mysql-max-handshakes-per-host): its oldest was closed to "
+                                          "make room", self.peer, endpoint.limits.max_handshakes_per_host)
+            elif evicted is not None:
                 endpoint.problems.warning("mysql connection from %s: %d sockets were in the handshake "
                                           "(--mysql-max-handshakes): the oldest from %s was closed to make room",
                                           self.peer, endpoint.limits.max_handshakes, evicted)
@@ -309,6 +313,8 @@ class _Connection:
             return False
         self.auth_path = f"{outcome.plugin}/{outcome.path}"
         identity, reason = self._identity(response.user, outcome.ok)
+        if identity is None and outcome.reason:
+            reason = outcome.reason  # what the exchange found (a right password sent the wrong way)
         if identity is None:
             endpoint.failed_logins.warning("mysql login failed: user %s from %s: %s", shown_user(response.user),
                                            self.peer, reason)
@@ -352,9 +358,8 @@ class _Connection:
             if policy is not None and user not in policy.entries and policy.default is None:
                 return None, "not in the master policy, which has no [default]"
             return None, "wrong password"
-        entry = policy.entries.get(user) if policy is not None and user else None
         try:
-            return self.service.authenticate(user, entry.password or "" if entry else "", self.certificate_name), ""
+            return self.service.proven(user, self.certificate_name), ""
         except AccessDeniedError as exc:
             return None, str(exc)
 

@@ -21,7 +21,7 @@ from dumpfilter.master.mysql_protocol.auth import Account, Authenticator, Conver
 from dumpfilter.master.mysql_protocol.handshake import is_ssl_request, parse_handshake_response
 from dumpfilter.master.mysql_protocol.packets import ConnectionClosed, PacketStream, ProtocolError
 from dumpfilter.master.mysql_protocol.tls import endpoint_tls
-from dumpfilter.master.policy import MYSQL_AUTH_PLUGINS
+from dumpfilter.master.policy import MYSQL_AUTH_PLUGINS, PLAIN, Secret
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.fuzz.fuzz_support import FUZZ, TARGET_TIMEOUT
 from tests.support.tls_helpers import make_pki
@@ -57,7 +57,8 @@ def test_fuzz_ssl_requests_and_handshake_responses(data, caps):
 def test_fuzz_the_exchange_never_lets_hostile_bytes_in(plugin, packets, secure, who):
     name, password = who
     auth = Authenticator(RSA)
-    account = Account(name, MYSQL_AUTH_PLUGINS, password, decoy=name == "decoy")
+    account = Account(name, MYSQL_AUTH_PLUGINS, None if password is None else Secret(PLAIN, password),
+                      decoy=name == "decoy")
     sent: list[bytes] = []
     queue = list(packets)
 

@@ -34,6 +34,7 @@ max_lint_jobs = 1
 [slave.ops]
 password = "pw-ops"
 admin = true
+allow = []
 
 [default]
 allow = ["db2.%"]

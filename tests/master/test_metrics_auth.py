@@ -40,6 +40,7 @@ allow = ["db1.%"]
 [slave.ops]
 password = "pw-ops"
 admin = true
+allow = []
 """
 
 

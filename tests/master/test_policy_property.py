@@ -17,7 +17,7 @@ from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.policy import MasterPolicy, PolicyEntry
+from dumpfilter.master.policy import PLAIN, MasterPolicy, PolicyEntry, Secret
 from dumpfilter.rules.gate import Gate
 from tests.support.dump_helpers import run_slave
 from tests.support.filtering import Synth
@@ -73,7 +73,7 @@ def _binlog(directory: Path, drawn_list) -> None:
     (directory / "master-bin.000001").write_bytes(synth.bytes())
 
 
-POLICY = MasterPolicy({"shopper": PolicyEntry("shopper", (f"{ALLOWED_DB}.%",), "pw")}, None)
+POLICY = MasterPolicy({"shopper": PolicyEntry("shopper", (f"{ALLOWED_DB}.%",), Secret(PLAIN, "pw"))}, None)
 
 
 @pytest.mark.grpc

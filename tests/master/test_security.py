@@ -43,6 +43,7 @@ allow = ["db1.%"]
 [slave.ops]
 password = "pw-ops"
 admin = true
+allow = []
 
 [slave.flood]
 password = "pw-flood"
