@@ -10,7 +10,7 @@ Two stages, no shuffle (spark_jobs.tasks.segments):
   (chunk, output), with the unit ends in an index file;
 - `join_outputs`: one task per output reads its segments in chunk order and writes the final
   series (positions renumbered and CRC32 recomputed in one in-place loop, Rotate between files,
-  GTID state per file) through spark_jobs.tasks.output, the single-process split's writer.
+  GTID state per file) through dumpfilter.binlogs.BinlogSeriesWriter, as the single-process split.
 
 The output is byte-identical to `dumpfilter split --no-spark`. Segments (under `--out`, removed at
 the end) and output files are written by the tasks straight into `--out`, which must therefore be
@@ -29,6 +29,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # `spark-submit spark_jobs/split_by_schema.py`: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE  # noqa: E402
 from dumpfilter.codec import Event  # noqa: E402
 from dumpfilter.codec.format_description import FormatDescription  # noqa: E402
 from dumpfilter.rules.options import add_schema_option, schema_from_args  # noqa: E402
@@ -37,7 +38,7 @@ from dumpfilter.spark_jobs.tasks.chunks import (  # noqa: E402
     DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, query_statements, source_header,
 )
 from dumpfilter.spark_jobs.tasks.local import check_output_dir  # noqa: E402
-from dumpfilter.spark_jobs.tasks.output import DEFAULT_MAX_BINLOG_SIZE, OutputSummary  # noqa: E402
+from dumpfilter.spark_jobs.tasks.output import OutputSummary  # noqa: E402
 from dumpfilter.spark_jobs.tasks.routing import (  # noqa: E402
     DEFAULT_UNASSIGNED, Router, SplitConfig, chunk_starts, config_from_maps,
 )

@@ -28,7 +28,11 @@ from dumpfilter.lab.sandbox import MariaDBServer, find_binary, mariadb_available
 
 pytest_plugins = ["tests.support.grpc_fixtures"]
 
-SHARED_FIXTURES = Path(__file__).parents[1].parent / "shared" / "fixtures" / "real_binlogs"
+# ../shared/fixtures/real_binlogs beside the checkout; a git worktree nested deeper (wt/NAME) finds it
+# in the first ancestor that has it.
+SHARED_FIXTURES = next((p / "shared" / "fixtures" / "real_binlogs" for p in PROJECT_ROOT.parents
+                        if (p / "shared" / "fixtures" / "real_binlogs").is_dir()),
+                       PROJECT_ROOT.parent / "shared" / "fixtures" / "real_binlogs")
 IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 # Under CI=true, hypothesis draws the same examples every run (derived from each test), so a

@@ -1,14 +1,23 @@
-"""Writes a numbered series of binlog files (`<base>.000001`, ... plus `<base>.index`): each file
-opens with the FDE and the GTID state so far (Gtid_list or Previous_GTIDs), rotates at a size
-limit on a transaction boundary, and ends with a Rotate naming the next file."""
+"""The one writer of a numbered series of binlog files (`<base>.000001`, ... plus `<base>.index`),
+for `filter --out DIR`, `split` (in this process and each Spark join task), the workload generator
+and the tests: each file opens with the FDE and the GTID state so far (Gtid_list or
+Previous_GTIDs), rotates at a size limit on a unit boundary, and ends with a Rotate naming the
+next file.
+
+Units come in as Event lists (`write_transaction`), or as raw bytes back to back in a bytearray
+(`write_units`: split's fast path), which one loop in the core renumbers log_pos and re-CRCs in
+place (`renumber`) before they go to the file in one write. Both give the same bytes."""
 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from dumpfilter.codec import BinlogWriter, Event, EventType, GtidTracker
+from dumpfilter.codec import BinlogWriter, Event, EventType, FormatDescription, GtidTracker, fix_transaction_length
+from dumpfilter.codec.constants import GTID_EVENT_TYPES
+from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter.codec.writer import fde_for_new_file
 from dumpfilter.binlogs.files import write_index
 
@@ -17,33 +26,61 @@ FILE_FRAMING_TYPES = frozenset({
     EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS,
     EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT,
 })
+DEFAULT_MAX_BINLOG_SIZE = 1 << 30  # max_binlog_size's default and maximum
+_GTID_DRAIN = 65536  # GTID events kept for the next file's GTID state before folding them in
+_U32 = struct.Struct("<I")
+_GTID_TYPES = frozenset(int(t) for t in GTID_EVENT_TYPES)
+
+
+def encode_unit(events: Sequence[Event]) -> bytes:
+    """A unit's bytes as `write_transaction` would write them, before renumbering: the GTID
+    event's transaction_length fixed, events back to back (what `write_units` takes)."""
+    return b"".join(event.raw for event in fix_transaction_length(events))
+
+
+def renumber(buf: bytearray, start: int, stop: int, base: int, crc_len: int, fmt) -> int:
+    """Give every event in `buf[start:stop]` (whole events, back to back, to be written at file
+    offset `base`) its end offset as log_pos, except where log_pos is 0, and recompute the CRC of
+    each event whose log_pos changed; in place. Returns the last non-zero timestamp (0: none)."""
+    last_ts, fdes = core_renumber(buf, start, stop, base, bool(crc_len))
+    for off in fdes:  # carries its own checksum setting: the codec's path
+        end = off + _U32.unpack_from(buf, off + 9)[0]
+        buf[off:end] = Event(bytes(buf[off:end]), 0, fmt).with_header(log_pos=end + base - start).raw
+    return last_ts
 
 
 class BinlogSeriesWriter:
-    """`write_transaction(events)` appends a unit; `close()` finishes the last file.
+    """`write_transaction(events)` or `write_units(buf, ends)` append units (in any mix);
+    `close()` finishes the last file and returns the series' paths. A context manager.
 
     `start_state` is the source's Gtid_list / Previous_GTIDs event, if any: the first output
     file opens with that state, and every later one with it plus the GTIDs written since.
-    """
+    `renumber_positions` off (copying a relay log, whose log_pos are the source's) is for the
+    Event path only. `change_format(fde)` starts a new file with another FDE."""
 
     def __init__(self, directory: str | os.PathLike, basename: str, fde: Event, *,
-                 max_size: int = 1 << 30, start_state: Event | None = None, first_number: int = 1,
+                 max_size: int = DEFAULT_MAX_BINLOG_SIZE, start_state: Event | None = None, first_number: int = 1,
                  renumber_positions: bool = True):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.basename = basename
-        self.fde = fde
         self.max_size = max_size
         self.renumber_positions = renumber_positions
-        self.flavor = fde.fmt.flavor if fde.fmt else "mysql"
+        self._set_fde(fde)
         self.gtids = GtidTracker()
         if start_state is not None:
             self.gtids.start_from(start_state)
+        self._pending_gtids: list[bytes] = []  # GTID events not yet added to self.gtids
         self.names: list[str] = []
         self.number = first_number
         self._file = None
         self.writer: BinlogWriter | None = None
         self.bytes_written = 0
+
+    def _set_fde(self, fde: Event) -> None:
+        self.fde = fde
+        self.flavor = fde.fmt.flavor if fde.fmt else "mysql"
+        self.fmt = fde.fmt or FormatDescription.parse(fde.raw)
 
     def _name(self, number: int) -> str:
         return f"{self.basename}.{number:06d}"
@@ -52,7 +89,22 @@ class BinlogSeriesWriter:
     def current_path(self) -> Path | None:
         return self.directory / self.names[-1] if self.names else None
 
+    def _drain_gtids(self) -> None:
+        fmt, add = self.fmt, self.gtids.add
+        for raw in self._pending_gtids:
+            add(Event(raw, 0, fmt))
+        self._pending_gtids.clear()
+
+    def track_gtid(self, buf, at: int = 0) -> None:
+        """Count the unit starting at `buf[at]` into the GTID state of the next files, if it opens
+        with a GTID event (kept as bytes, decoded when a file needs the state)."""
+        if buf[at + 4] in _GTID_TYPES:
+            self._pending_gtids.append(bytes(buf[at : at + _U32.unpack_from(buf, at + 9)[0]]))
+            if len(self._pending_gtids) >= _GTID_DRAIN:
+                self._drain_gtids()
+
     def _open(self) -> None:
+        self._drain_gtids()
         name = self._name(self.number)
         self._file = open(self.directory / name, "wb")
         self.writer = BinlogWriter(self._file, fde_for_new_file(self.fde, first=not self.names),
@@ -74,24 +126,66 @@ class BinlogSeriesWriter:
         self._file = None
         self.writer = None
 
+    def _rotate(self) -> None:
+        self.number += 1
+        self._finish_file(self._name(self.number))
+        self._open()
+
     def writer_for_unit(self) -> BinlogWriter:
         """The writer the next unit goes to: opens the first file, or rotates when the current
-        one has reached max_size (units are never split across files)."""
+        one has reached max_size (units are never split across files). A caller writing the
+        unit into it itself also passes the unit to `track_gtid`."""
         if self.writer is None:
             self._open()
         elif self.writer.position >= self.max_size:
-            self.number += 1
-            self._finish_file(self._name(self.number))
-            self._open()
+            self._rotate()
         return self.writer
 
     def write_transaction(self, events: Sequence[Event]) -> None:
         if not events:
             return
         self.writer_for_unit().write_transaction(events)
-        first = events[0]
-        if first.is_gtid:
-            self.gtids.add(first)
+        self.track_gtid(events[0].raw)
+
+    def _write_run(self, buf: bytearray, start: int, stop: int) -> None:
+        if stop > start:
+            writer = self.writer
+            ts = renumber(buf, start, stop, writer.position, self.fmt.checksum_len, self.fmt)
+            if ts:
+                writer.last_timestamp = ts
+            self._file.write(memoryview(buf)[start:stop])
+            writer.position += stop - start
+
+    def write_units(self, buf: bytearray, ends: Sequence[int]) -> None:
+        """Append the units lying back to back in `buf` (unit i ends at `ends[i]`), as
+        `encode_unit` gives them; `buf` is renumbered in place. The same bytes as
+        `write_transaction` of each unit's events."""
+        if not self.renumber_positions:
+            raise ValueError("write_units renumbers positions: a series copying log_pos takes Events")
+        run = 0  # start of the bytes not yet written
+        unit = 0
+        max_size = self.max_size
+        track_gtid = self.track_gtid
+        for end in ends:
+            if self.writer is None:
+                self._open()
+            elif self.writer.position + (unit - run) >= max_size:
+                self._write_run(buf, run, unit)
+                run = unit
+                self._rotate()
+            track_gtid(buf, unit)
+            unit = end
+        if self.writer is not None:
+            self._write_run(buf, run, unit)
+
+    def change_format(self, fde: Event) -> None:
+        """Later units go to a new file opened with this FDE (an input file whose event format
+        differs); the current file ends with a Rotate naming it."""
+        if self.writer is not None:
+            self.number += 1
+            self._finish_file(self._name(self.number))
+        self._drain_gtids()  # decoded under the format they were written in
+        self._set_fde(fde)
 
     def close(self) -> list[Path]:
         """Finish the last file (no Rotate: like a server's active binlog); returns the files."""

@@ -16,7 +16,7 @@ from dumpfilter.codec.scanner import foreign_log_pos
 from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter.binlogs.background import WriteBehind
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.binlogs.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
+from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, FILE_FRAMING_TYPES, BinlogSeriesWriter
 
 
 
@@ -181,7 +181,7 @@ class SeriesSink(Sink, _RawWriterMixin):
     An input file whose format differs (another checksum setting or server) starts a new output
     file with its own FDE."""
 
-    def __init__(self, directory: str | os.PathLike, basename: str, *, max_size: int = 1 << 30,
+    def __init__(self, directory: str | os.PathLike, basename: str, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE,
                  renumber_positions: bool | None = None):
         self.directory = Path(directory)
         self.basename = basename
@@ -206,13 +206,7 @@ class SeriesSink(Sink, _RawWriterMixin):
                 not looks_like_relay_log(path)
             return True
         if self.series is not None and _format_key(fde.fmt) != _format_key(self._fde.fmt):
-            old = self.series
-            self.series = BinlogSeriesWriter(self.directory, self.basename, fde, max_size=self.max_size,
-                                             first_number=old.number + 1, renumber_positions=self._renumber)
-            self.series.gtids = old.gtids
-            self.series.names = list(old.names)
-            self.series.bytes_written = old.bytes_written
-            old._finish_file(self.series._name(self.series.number))
+            self.series.change_format(fde)
             self._fde = fde
         return True
 
@@ -243,11 +237,8 @@ class SeriesSink(Sink, _RawWriterMixin):
         # routes produce the same files.
         self._waiting_state = False
         series = self._series()
-        writer = series.writer_for_unit()
-        self._write_raw_into(writer, raw, count, source_pos)
-        first = Event(bytes(raw[: HEADER.unpack_from(raw, 0)[3]]), 0, writer.fmt)
-        if first.is_gtid:
-            series.gtids.add(first)
+        self._write_raw_into(series.writer_for_unit(), raw, count, source_pos)
+        series.track_gtid(raw)
 
     def close(self) -> list[Path]:
         if self._closed is None:

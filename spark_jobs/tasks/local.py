@@ -9,7 +9,8 @@ from pathlib import Path
 
 from dumpfilter.spark_jobs.tasks.chunks import (DEFAULT_CHUNK_BYTES, input_files, plan_chunks, query_statements,
                                                read_units, source_header)
-from dumpfilter.spark_jobs.tasks.output import DEFAULT_MAX_BINLOG_SIZE, OutputSet, OutputSummary
+from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE
+from dumpfilter.spark_jobs.tasks.output import OutputSet, OutputSummary
 from dumpfilter.spark_jobs.tasks.routing import Router, RouteStats, SplitConfig, chunk_starts
 
 

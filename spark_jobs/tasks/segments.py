@@ -6,8 +6,9 @@
    in the segment and its ordinal among the chunk's units. Incidents (routed to every output) are
    returned with their ordinals instead. Nothing is pickled per unit, nothing is shuffled or sorted.
 2. `join_output` (one task per output): reads the output's segments in chunk order, merges in the
-   incidents by (chunk, ordinal), and writes the final series through `RawSeriesWriter` (positions
-   renumbered and CRCs recomputed in place, Rotate between files, GTID state per file).
+   incidents by (chunk, ordinal), and writes the final series through `BinlogSeriesWriter`'s raw
+   path (positions renumbered and CRCs recomputed in place, Rotate between files, GTID state per
+   file).
 
 Since routing is a pure function of one unit and chunks start on unit boundaries, the join writes
 exactly the units, in exactly the order, that the single-process split writes: same bytes.
@@ -20,10 +21,9 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader, read_units
-from dumpfilter.spark_jobs.tasks.output import (
-    DEFAULT_MAX_BINLOG_SIZE, OutputSummary, RawSeriesWriter, binlog_basename, encode_unit, summarize,
-)
+from dumpfilter.spark_jobs.tasks.output import OutputSummary, series_writer, summarize
 from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitConfig
 
 SEGMENT_FLUSH_BYTES = 4 << 20
@@ -154,7 +154,7 @@ def plan_outputs(results: list[ChunkSegments]) -> list[OutputPlan]:
 def join_output(plan: OutputPlan, seg_dir: str | os.PathLike, out: str | os.PathLike, header: SourceHeader,
                 max_size: int = DEFAULT_MAX_BINLOG_SIZE) -> OutputSummary:
     """Write one output's final series from its segments (see the module docstring)."""
-    writer = RawSeriesWriter(out, binlog_basename(plan.name), header, max_size)
+    writer = series_writer(out, plan.name, header, max_size)
     incidents: dict[int, list[tuple[int, bytes]]] = {}
     for chunk_no, ordinal, data in plan.incidents:
         incidents.setdefault(chunk_no, []).append((ordinal, data))
@@ -176,7 +176,7 @@ def join_output(plan: OutputPlan, seg_dir: str | os.PathLike, out: str | os.Path
     return summarize(plan.name, writer.close(), units)
 
 
-def _write_merged(writer: RawSeriesWriter, buf: bytearray, ends, ordinals, incidents) -> None:
+def _write_merged(writer: BinlogSeriesWriter, buf: bytearray, ends, ordinals, incidents) -> None:
     """The units of a segment with a chunk's incidents in between, by ordinal (rare: slow is fine)."""
     start, i = 0, 0  # byte offset and index of the first unit not yet written
     for ordinal, data in [*incidents, (float("inf"), b"")]:

@@ -1,5 +1,5 @@
-"""The raw series writer and the segment-file split (what the Spark job runs): byte for byte the
-reference writer's and the single-process split's output, whatever the chunking."""
+"""The series writer's raw path and the segment-file split (what the Spark job runs): byte for byte
+the writer's Event path and the single-process split's output, whatever the chunking."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import pytest
 from dumpfilter.codec import EventType, group_transactions, read_events
 from dumpfilter.codec import encode as enc
 from dumpfilter.binlogs import BinlogSeriesWriter, binlog_paths
+from dumpfilter.binlogs.series import encode_unit, renumber
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, read_units, source_header
 from dumpfilter.spark_jobs.tasks.local import split_local
-from dumpfilter.spark_jobs.tasks.output import (
-    OutputSet, RawSeriesWriter, ReferenceOutputSet, encode_unit, renumber,
-)
+from dumpfilter.spark_jobs.tasks.output import OutputSet
 from dumpfilter.spark_jobs.tasks.routing import Router, SplitConfig, config_from_maps
 from dumpfilter.spark_jobs.tasks.segments import plan_outputs, split_by_segments, write_chunk_segments
 from dumpfilter.spark_jobs.split_by_schema import balanced_groups, split_spark, task_groups
+from tests.oracles.split import ReferenceOutputSet
 from tests.spark_jobs.helpers import check_series, same_tree
 
 CONFIGS = {
@@ -40,7 +40,7 @@ def _route_all(src, config, output_set):
 @pytest.mark.parametrize("workload", ["row-mariadb", "statement-mariadb", "mixed-mysql"])
 @pytest.mark.parametrize("config", ["schema", "maps"])
 @pytest.mark.parametrize("max_size", [1 << 30, 9_000])
-def test_raw_writer_equals_reference_writer(workloads, tmp_path, workload, config, max_size):
+def test_raw_path_equals_event_path(workloads, tmp_path, workload, config, max_size):
     src = workloads[workload]
     header = source_header(input_files([src]))
     fast = _route_all(src, CONFIGS[config], OutputSet(tmp_path / "fast", header, max_size))
@@ -52,7 +52,7 @@ def test_raw_writer_equals_reference_writer(workloads, tmp_path, workload, confi
         assert (len(files) > 1) == (max_size < 1 << 20)
 
 
-def test_raw_writer_copies_a_series_unchanged_like_the_reference(workloads, tmp_path):
+def test_raw_path_copies_a_series_unchanged_like_the_event_path(workloads, tmp_path):
     """log_pos already right: the event is left alone (even a CRC the writer would not have
     computed); log_pos 0 stays 0."""
     paths = binlog_paths(workloads["mixed-mysql"])
@@ -68,9 +68,8 @@ def test_raw_writer_copies_a_series_unchanged_like_the_reference(workloads, tmp_
     for unit in units:
         data += encode_unit(unit)
         ends.append(len(data))
-    writer = RawSeriesWriter(tmp_path / "fast", "x-bin", header)
-    writer.write_units(data, ends)
-    writer.close()
+    with BinlogSeriesWriter(tmp_path / "fast", "x-bin", header.fde, start_state=header.start_state) as writer:
+        writer.write_units(data, ends)
     with BinlogSeriesWriter(tmp_path / "ref", "x-bin", header.fde, start_state=header.start_state) as ref:
         for unit in units:
             ref.write_transaction(unit)
