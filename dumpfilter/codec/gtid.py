@@ -4,6 +4,7 @@ Previous_GTIDs, MariaDB GTID lists, and the transaction_length field a writer mu
 from __future__ import annotations
 
 import bisect
+import types
 import struct
 from dataclasses import dataclass, field
 
@@ -53,7 +54,7 @@ def uuid_text(raw: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def uuidlib():
+def uuidlib() -> types.ModuleType:
     """The uuid module, imported when a GTID set's text is parsed (`uuid.UUID` checks it)."""
     import uuid
 
