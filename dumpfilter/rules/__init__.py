@@ -6,7 +6,7 @@ the package (the rule options of a command's parser, say) does not import the en
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Each exported name and the module of this package that defines it.
 _EXPORTS = {
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from dumpfilter.rules.statements import statement_tables
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
 
 class _LazyModule:
@@ -14,7 +15,7 @@ class _LazyModule:
         self._name = name
         self._module: ModuleType | None = None
 
-    def __getattr__(self, attr: str):
+    def __getattr__(self, attr: str) -> Any:
         module = self._module
         if module is None:
             module = self._module = importlib.import_module(self._name)
