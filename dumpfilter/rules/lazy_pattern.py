@@ -5,7 +5,8 @@ statement of their kind (`--help`, a ROW stream with a few DDL) need not pay for
 from __future__ import annotations
 
 import re
-from typing import Any, AnyStr, Generic
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, AnyStr, Generic
 
 
 class LazyPattern(Generic[AnyStr]):
@@ -15,6 +16,16 @@ class LazyPattern(Generic[AnyStr]):
 
     def __init__(self, pattern: AnyStr, flags: int = 0) -> None:
         self._source: tuple[AnyStr, int] = (pattern, flags)
+
+    if TYPE_CHECKING:  # what callers use, typed as re.Pattern's (at run time: __getattr__)
+        def match(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
+        def search(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
+        def fullmatch(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
+        def sub(self, repl: AnyStr | Callable[[re.Match[AnyStr]], AnyStr], string: AnyStr,
+                count: int = 0) -> AnyStr: ...
+        def split(self, string: AnyStr, maxsplit: int = 0) -> list[AnyStr | Any]: ...
+        def findall(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> list[Any]: ...
+        def finditer(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> Iterator[re.Match[AnyStr]]: ...
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # copy, pickle and friends probe dunders: not the pattern's

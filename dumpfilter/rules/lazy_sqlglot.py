@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 class _LazyModule:
@@ -25,5 +25,11 @@ class _LazyModule:
         return getattr(module, attr)
 
 
-sqlglot = _LazyModule("sqlglot")
-exp = _LazyModule("sqlglot.expressions")
+__all__ = ["exp", "sqlglot"]
+
+if TYPE_CHECKING:  # the checker reads sqlglot's own types; at run time the stand-ins import it
+    import sqlglot
+    from sqlglot import expressions as exp
+else:
+    sqlglot = _LazyModule("sqlglot")
+    exp = _LazyModule("sqlglot.expressions")

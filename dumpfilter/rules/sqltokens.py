@@ -104,8 +104,7 @@ def _unescape(value: str, quote: str) -> str:
             return _unescape_pair(match.group(1))
         return quote if pair[0] == quote else pair
 
-    unescaped: str = _STRING_ESCAPE.sub(replace, value)
-    return unescaped
+    return _STRING_ESCAPE.sub(replace, value)
 
 
 def _unescape_pair(char: str) -> str:
