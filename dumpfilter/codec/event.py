@@ -491,14 +491,14 @@ class Event:
             i += length
         return fields, body[i:]
 
-    def payload_events(self) -> list["Event"]:
+    def payload_events(self) -> list[Event]:
         """The events inside a Transaction_payload: decompressed, no CRC, log_pos 0."""
         from dumpfilter.codec.payload import payload_events
 
         return payload_events(self)
 
     # -- rewriting (returns new events; the CRC is recomputed) -----------------------------
-    def replaced(self, raw_without_crc: bytes) -> "Event":
+    def replaced(self, raw_without_crc: bytes) -> Event:
         """A new event from header+body bytes: fixes event_size and appends a fresh CRC when the
         stream is checksummed."""
         crc_len = self.checksum_len
@@ -508,7 +508,7 @@ class Event:
         return Event(raw, self.pos, self.fmt)
 
     def with_header(self, *, log_pos: int | None = None, flags: int | None = None,
-                    server_id: int | None = None, timestamp: int | None = None) -> "Event":
+                    server_id: int | None = None, timestamp: int | None = None) -> Event:
         ts = self.timestamp if timestamp is None else timestamp
         sid = self.server_id if server_id is None else server_id
         lp = self.log_pos if log_pos is None else log_pos
@@ -518,12 +518,12 @@ class Event:
         head = HEADER.pack(ts, self.type_code, sid, self.size, lp, fl)
         return self.replaced(head + self.raw[HEADER_LEN : len(self.raw) - self.checksum_len])
 
-    def with_rows_flags(self, rows_flags: int) -> "Event":
+    def with_rows_flags(self, rows_flags: int) -> Event:
         off = self.rows_flags_offset
         raw = self.raw[: len(self.raw) - self.checksum_len]
         return self.replaced(raw[:off] + _U16.pack(rows_flags) + raw[off + 2 :])
 
-    def with_body(self, body: bytes) -> "Event":
+    def with_body(self, body: bytes) -> Event:
         return self.replaced(self.raw[:HEADER_LEN] + body)
 
 

@@ -189,7 +189,7 @@ class Scanner:
                         None if r.error is None else _error(r.error, self.path))
 
     def scan_into(self, plan: _core.Plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
-                  at_eof: bool = False) -> "PlanScan":
+                  at_eof: bool = False) -> PlanScan:
         """`units`, with the units appended to `plan` (a `Plan`, as part `file` at file offset
         `base` of buf[0]) instead of handed to Python: read them back with plan.unit(k)."""
         return self._plan_scan(plan.scan(self._core, buf, off, base, file, limit, at_eof))
@@ -202,10 +202,10 @@ class Scanner:
         the GIL: a thread's start and join cost as much (`plan.scans_inline` counts them)."""
         plan.scan_start(self._core, buf, off, base, file, limit, at_eof)
 
-    def scan_finish(self, plan: _core.Plan) -> "PlanScan":
+    def scan_finish(self, plan: _core.Plan) -> PlanScan:
         return self._plan_scan(plan.scan_finish())
 
-    def _plan_scan(self, r: _core.ScanResult) -> "PlanScan":
+    def _plan_scan(self, r: _core.ScanResult) -> PlanScan:
         self._add_names(r.new_names)
         return PlanScan(r.added, r.stop, r.events, r.last_rotate, None if r.error is None else _error(r.error, self.path))
 

@@ -72,7 +72,7 @@ class FilterRegistry:
 
     def __init__(self, settings: Settings | None = None, clock: Callable[[], dt.datetime] | None = None) -> None:
         self.settings = settings or Settings()
-        self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+        self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
         self.global_entries: dict[str, FilterEntry] = {}
         self.channels: dict[str, ChannelFilters] = {}
         self.warnings: list[str] = []

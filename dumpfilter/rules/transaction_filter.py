@@ -15,12 +15,12 @@ from dumpfilter.codec.constants import (
     STMT_END_F,
 )
 from dumpfilter.codec.encode import build_event, query_body
-
-# MariaDB GTID flags2 bit FL_DDL (log_event.h); not in dumpfilter.codec.constants.
-MARIADB_FL_DDL = 0x20
 from dumpfilter.codec.payload import repack_payload
 from dumpfilter.codec.transactions import CONTROL, statement_verb
 from dumpfilter.rules.decider import Decider
+
+# MariaDB GTID flags2 bit FL_DDL (log_event.h); not in dumpfilter.codec.constants.
+MARIADB_FL_DDL = 0x20
 
 KEEP, DROP = "keep", "drop"
 
