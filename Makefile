@@ -1,6 +1,7 @@
 # dumpfilter: every target does its own set-up on a fresh machine.
 #   make demo   run the main job (dumpfilter simulate --verify) on the built-in default
-#   make test   run every test (unit, property, gRPC, Spark, real MariaDB)
+#   make test   run the checks (make lint), then every test (unit, property, gRPC, Spark, real MariaDB)
+#   make lint   ruff, mypy (strict on dumpfilter/codec and dumpfilter/rules), cargo clippy -D warnings
 #   make bench  run the benchmarks (ratios against same-process baselines)
 #   make fuzz   fuzz the compiled core's scanner for FUZZ_SECONDS (cargo fuzz)
 
@@ -15,7 +16,7 @@ CORE_STAMP := $(VENV)/.core-built
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-fast bench fuzz setup system-deps proto bytecode clean
+.PHONY: demo test test-fast lint clippy-component bench fuzz setup system-deps proto bytecode clean
 
 setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
@@ -75,7 +76,26 @@ system-deps:
 demo: setup
 	$(VENV)/bin/dumpfilter simulate --verify
 
-test: system-deps setup
+# The checks (issue #46, "checked habits"): each one runs even when an earlier one failed, and the
+# last line names the ones that failed. ruff and mypy come from the test extra (pyproject.toml);
+# clippy from rustup (added to the toolchain when it is missing). Both feature sets of the core are
+# linted: the pure scanner (cargo test's) and the Python extension (`python`, pip's build).
+lint: setup clippy-component
+	@failed=""; \
+	echo "lint: ruff check ."; $(VENV)/bin/ruff check . || failed="$$failed ruff"; \
+	echo "lint: mypy (pyproject's [tool.mypy])"; $(VENV)/bin/mypy || failed="$$failed mypy"; \
+	echo "lint: cargo clippy --all-targets -- -D warnings"; \
+	(cd core && cargo clippy --quiet --all-targets -- -D warnings) || failed="$$failed clippy"; \
+	echo "lint: cargo clippy --all-targets --features python -- -D warnings"; \
+	(cd core && PYO3_PYTHON="$(abspath $(PY))" cargo clippy --quiet --all-targets --features python -- -D warnings) \
+	  || failed="$$failed clippy(python)"; \
+	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
+	echo "lint: ruff, mypy and clippy are clean"
+
+clippy-component:
+	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+
+test: system-deps setup lint
 	cd core && cargo test --release --quiet
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q
 

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         best_local = min(r["single_process_s"] for r in runs)
         best_spark = min(r["spark_s"] for r in runs)
         result = {
-            "benchmark": "split by schema: Spark local[%d] vs single process" % args.cores,
+            "benchmark": f"split by schema: Spark local[{args.cores}] vs single process",
             "input_files": len(paths), "input_bytes": size, "transactions": args.transactions,
             "chunk_bytes": chunk_bytes,
             "outputs": len(list((work / "local").glob("*.index"))),

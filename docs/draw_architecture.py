@@ -43,9 +43,12 @@ def sides(a, b):
     return ("bottom", "top") if ay > by else ("top", "bottom")
 
 
-def main(out: Path = Path(__file__).with_name("architecture.png")) -> None:
+OUT = Path(__file__).with_name("architecture.png")
+
+
+def main(out: Path = OUT) -> None:
     fig, ax = plt.subplots(figsize=(11.5, 9.6))
-    for name, (x, y, w, h, label, colour) in BOXES.items():
+    for x, y, w, h, label, colour in BOXES.values():
         ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05", fc=colour, ec="#444"))
         ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=9.5)
     for a, b in ARROWS:

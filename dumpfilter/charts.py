@@ -115,7 +115,7 @@ def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: st
         xs, ys = zip(*[(0, 0), *reference])
         ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], color=REFERENCE_COLOR, linestyle="--", linewidth=1.2,
                  label="without master-side filtering")
-    for k, item in enumerate(series):
+    for item in series:
         points = item["points"]
         if not points:
             continue

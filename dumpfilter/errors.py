@@ -64,7 +64,7 @@ class MalformedEventError(BinlogError):
     a bad length-encoded integer...), found when a lazy decoder reads it. Events do not know their
     file: whoever knows it fills `path` in with `in_file`."""
 
-    def in_file(self, path: str) -> "MalformedEventError":
+    def in_file(self, path: str) -> MalformedEventError:
         return self if self.path is not None else MalformedEventError(self.message, path=path, offset=self.offset)
 
 

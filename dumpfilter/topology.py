@@ -174,7 +174,7 @@ def parse_topology(text: str, name: str = "<topology>") -> Topology:
     return Topology(tuple(slaves), master, name, source, experiment, unknown_master)
 
 
-def _master(master: dict, where: "_Locator", base: Path) -> tuple[MasterSource | None, tuple]:
+def _master(master: dict, where: _Locator, base: Path) -> tuple[MasterSource | None, tuple]:
     """The [master] keys simulate reads; others are returned with their location."""
     def fail(key: str, message: str, table: str = "master"):
         raise TopologyError(f"{where.table(table, key.rpartition('.')[2])}: {key}: {message}")
@@ -232,7 +232,7 @@ def _master(master: dict, where: "_Locator", base: Path) -> tuple[MasterSource |
     return MasterSource(key, options=dict(value), policy=policy_path), unknown
 
 
-def _experiment(experiment, where: "_Locator") -> ExperimentSpec:
+def _experiment(experiment, where: _Locator) -> ExperimentSpec:
     def fail(key: str, message: str):
         raise TopologyError(f"{where.table('experiment', key)}: experiment.{key}: {message}")
 
@@ -253,7 +253,7 @@ def _experiment(experiment, where: "_Locator") -> ExperimentSpec:
     return ExperimentSpec(master_vs_slave, tuple(dict.fromkeys(policies)))
 
 
-def _slave(entry: dict, index: int, where: "_Locator", base: Path = Path(".")) -> SlaveSpec:
+def _slave(entry: dict, index: int, where: _Locator, base: Path = Path(".")) -> SlaveSpec:
     def fail(key: str, message: str):
         raise TopologyError(f"{where.slave(index, key)}: slaves.{key}: {message}")
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
-from dumpfilter.errors import PositionError
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.encode import build_event, rotate_body
 from dumpfilter.binlogs.files import read_index, write_index

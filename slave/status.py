@@ -32,14 +32,14 @@ _CLIENT_ERROR = re.compile(r"ERROR (\d+) \(\w+\)")  # `mariadb` client: ERROR 11
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%y%m%d %H:%M:%S")  # MySQL's *_Error_Timestamp format
+    return dt.datetime.now(dt.UTC).strftime("%y%m%d %H:%M:%S")  # MySQL's *_Error_Timestamp format
 
 
 def _p_s_time(at: float) -> str:
     """A performance_schema TIMESTAMP(6): '0000-00-00 00:00:00.000000' for none, as MySQL shows it."""
     if at <= 0:
         return "0000-00-00 00:00:00.000000"
-    return dt.datetime.fromtimestamp(at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def io_errno(exc: BaseException) -> int:

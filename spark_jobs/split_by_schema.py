@@ -54,7 +54,7 @@ class _Header:
     start_state: bytes | None
 
     @classmethod
-    def of(cls, header: SourceHeader) -> "_Header":
+    def of(cls, header: SourceHeader) -> _Header:
         return cls(header.fde.raw, header.start_state.raw if header.start_state is not None else None)
 
     def load(self) -> SourceHeader:

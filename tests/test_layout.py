@@ -111,7 +111,7 @@ def test_the_import_check_sees_an_upward_import(tmp_path):
     """The check above must be able to fail: an upward import in a module is reported."""
     bad = tmp_path / "bad.py"
     bad.write_text('"""x"""\nfrom dumpfilter.cli.app import main\nfrom ..master import service\n')
-    found = dict((m, line) for line, m in imports_of("dumpfilter.codec.bad", bad))
+    found = {m: line for line, m in imports_of("dumpfilter.codec.bad", bad)}
     assert unit_of("dumpfilter.cli.app") in {unit_of(m) for m in found}
     assert RANK[unit_of("dumpfilter.cli.app")] > RANK["dumpfilter.codec"]
     relative = imports_of("dumpfilter.slave.bad", bad)
@@ -264,7 +264,10 @@ def test_the_wheel_carries_the_stub_and_py_typed():
 
 def test_grpcio_tools_is_build_time_only():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    requirement = lambda spec: spec.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip()
+
+    def requirement(spec: str) -> str:
+        return spec.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip()
+
     assert "grpcio-tools" not in {requirement(d).lower() for d in project["project"]["dependencies"]}
     assert "grpcio-tools" in {requirement(d).lower() for d in project["build-system"]["requires"]}
 

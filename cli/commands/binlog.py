@@ -72,7 +72,8 @@ def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict:
     elif t in (EventType.ANNOTATE_ROWS, EventType.ROWS_QUERY):
         row["sql"] = event.sql
     elif t == EventType.ROTATE:
-        row["next"] = "%s:%d" % tuple(reversed(event.rotate))
+        position, next_file = event.rotate
+        row["next"] = f"{next_file}:{position:d}"
     elif t == EventType.FORMAT_DESCRIPTION:
         table_names.clear()
     elif t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):

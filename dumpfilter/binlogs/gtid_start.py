@@ -30,7 +30,7 @@ class GtidState:
     mysql: MysqlGtidSet | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "GtidState":
+    def parse(cls, text: str) -> GtidState:
         text = text.strip()
         if ":" in text:
             try:

@@ -194,7 +194,7 @@ class BinlogSeriesWriter:
         self._finish_file(None)
         return [self.directory / n for n in self.names]
 
-    def __enter__(self) -> "BinlogSeriesWriter":
+    def __enter__(self) -> BinlogSeriesWriter:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -25,7 +25,8 @@ def crc_input(raw: bytes) -> bytes:
 
 
 def stored_crc(raw: bytes) -> int:
-    return _U32.unpack_from(raw, len(raw) - CHECKSUM_LEN)[0]
+    crc: int = _U32.unpack_from(raw, len(raw) - CHECKSUM_LEN)[0]
+    return crc
 
 
 def crc_ok(raw: bytes) -> bool:
@@ -41,7 +42,8 @@ def with_crc(event_without_crc: bytes) -> bytes:
 def crc_ok_in(buf: bytes, start: int, size: int) -> bool:
     """crc_ok for a non-FDE event lying at buf[start : start + size], without copying it."""
     end = start + size - CHECKSUM_LEN
-    return zlib.crc32(memoryview(buf)[start:end]) == _U32.unpack_from(buf, end)[0]
+    stored: int = _U32.unpack_from(buf, end)[0]
+    return zlib.crc32(memoryview(buf)[start:end]) == stored
 
 
 def refresh_crc_in(buf: bytearray, start: int, end: int) -> None:

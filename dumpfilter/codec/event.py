@@ -7,7 +7,9 @@ from __future__ import annotations
 import functools
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Generic, Self, TypeVar, overload
 
 from dumpfilter.codec import gtid as gtids
 from dumpfilter.codec.checksum import with_crc
@@ -38,6 +40,8 @@ _TABLE_NAMES: dict[bytes, tuple[str, str]] = {}
 _TABLE_NAMES_MAX = 1 << 16
 _QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_code, status_vars_len
 _RAND_SEEDS = struct.Struct("<QQ")  # RAND_EVENT: seed1, seed2
+# A common header, unpacked: (timestamp, type, server_id, event_size, log_pos, flags).
+Header = tuple[int, int, int, int, int, int]
 
 # Query status variables with a fixed payload size; others are decoded explicitly below.
 # An unknown code ends parsing: codes carry no length, so guessing would misread the rest.
@@ -45,22 +49,31 @@ _STATUS_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 14: 8, 
                  17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8}
 
 
-class cached_property:  # noqa: N801 - same role as functools.cached_property
+_T = TypeVar("_T")
+
+
+class cached_property(Generic[_T]):  # noqa: N801 - same role as functools.cached_property
     """Computes once, then lives in the instance __dict__ (shadowing this non-data descriptor).
     functools.cached_property takes a lock on every first access in Python 3.11, which costs
     more than decoding a Table_map."""
 
-    def __init__(self, func):
+    def __init__(self, func: Callable[[Any], _T]) -> None:
         self.func = func
         self.name = func.__name__
         self.__doc__ = func.__doc__
 
-    def __set_name__(self, owner, name):
+    def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, obj, owner=None):
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> _T | Self:
         if obj is None:
             return self
+        value: _T
         value = obj.__dict__[self.name] = self.func(obj)
         return value
 
@@ -70,10 +83,10 @@ class cached_property:  # noqa: N801 - same role as functools.cached_property
 _MALFORMED = (IndexError, struct.error, ValueError, zlib.error, OverflowError)
 
 
-def _decoder(func):
+def _decoder(func: Callable[[Event], _T]) -> Callable[[Event], _T]:
     """A lazy decoder whose failures on malformed bytes are MalformedEventErrors."""
     @functools.wraps(func)
-    def wrapper(self, *args):
+    def wrapper(self: Event, *args: Any) -> _T:
         try:
             return func(self, *args)
         except _MALFORMED as exc:
@@ -81,11 +94,11 @@ def _decoder(func):
     return wrapper
 
 
-def _decode_text(raw: bytes) -> str:
+def _decode_text(raw: bytes | bytearray) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def query_text(buf, start: int, end: int, fmt: FormatDescription) -> tuple[str, str] | None:
+def query_text(buf: bytes | bytearray, start: int, end: int, fmt: FormatDescription) -> tuple[str, str] | None:
     """(default database, SQL text) of the QUERY event buf[start:end] without building an Event:
     what a bulk reader asks of each DDL. None for anything else (Query_compressed, lengths that do
     not add up): `Event.query` then decodes it, or says why it cannot."""
@@ -116,8 +129,18 @@ class Event:
     # (_start 0), an EventCursor looks into the reader's chunk without copying.
     __slots__ = ("_buf", "_start", "pos", "fmt", "timestamp", "type_code", "server_id", "size", "log_pos",
                  "flags", "__dict__")
+    _buf: bytes
+    _start: int
+    pos: int
+    fmt: FormatDescription | None
+    timestamp: int
+    type_code: int
+    server_id: int
+    size: int
+    log_pos: int
+    flags: int
 
-    def __init__(self, raw: bytes, pos: int, fmt: FormatDescription | None, header: tuple | None = None):
+    def __init__(self, raw: bytes, pos: int, fmt: FormatDescription | None, header: Header | None = None):
         self._buf = raw
         self._start = 0
         self.pos = pos
@@ -185,13 +208,14 @@ class Event:
     @cached_property
     @_decoder
     def query(self) -> QueryFields:
-        raw, base = self._buf, self._start
-        end = base + self.size - self.fmt.checksum_len
+        raw, base, fmt = self._buf, self._start, self.fmt
+        assert fmt is not None  # decoders run on events read with a format
+        end = base + self.size - fmt.checksum_len
         if base + HEADER_LEN + _QUERY_POST.size > end:
             raise self._malformed("the post-header runs past the end of the event")
         thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, base + HEADER_LEN)
         # EXECUTE_LOAD_QUERY has 13 more post-header bytes; the FDE table tells us.
-        start = base + HEADER_LEN + self.fmt.post_header_len(self.type_code)
+        start = base + HEADER_LEN + fmt.post_header_len(self.type_code)
         status_vars = raw[start : start + status_len]
         db_start = start + status_len
         if db_start + db_len + 1 > end:  # status variables, db name and its NUL
@@ -282,18 +306,22 @@ class Event:
     def table_id(self) -> int:
         """The table id of a Table_map or rows event."""
         at = self._start + HEADER_LEN
+        assert self.fmt is not None  # decoders run on events read with a format
         if self.fmt.table_id_len(self.type_code) == 4:
-            return _U32.unpack_from(self._buf, at)[0]
+            table_id: int = _U32.unpack_from(self._buf, at)[0]
+            return table_id
         return int.from_bytes(self._buf[at : at + 6], "little")
 
     @property
     def rows_flags_offset(self) -> int:
+        assert self.fmt is not None  # decoders run on events read with a format
         return HEADER_LEN + self.fmt.table_id_len(self.type_code)
 
     @property
     @_decoder
     def rows_flags(self) -> int:
-        return _U16.unpack_from(self._buf, self._start + self.rows_flags_offset)[0]
+        flags: int = _U16.unpack_from(self._buf, self._start + self.rows_flags_offset)[0]
+        return flags
 
     @cached_property
     @_decoder
@@ -309,6 +337,7 @@ class Event:
     def _table_map_post_header(self) -> int:
         # A hostile FDE may list fewer event types than Table_map's (19): the server could not read
         # the event either, so it is malformed here (found by the atheris binlog target).
+        assert self.fmt is not None  # decoders run on events read with a format
         length = self.fmt.post_header_len(EventType.TABLE_MAP)
         if not length:
             raise self._malformed("the Format_description event gives Table_map no post-header length")
@@ -371,12 +400,13 @@ class Event:
     @_decoder
     def mariadb_commit_id(self) -> int | None:
         if self.mariadb_gtid_flags & MARIADB_FL_GROUP_COMMIT_ID:
-            return _U64.unpack_from(self.raw, HEADER_LEN + 13)[0]
+            commit_id: int = _U64.unpack_from(self.raw, HEADER_LEN + 13)[0]
+            return commit_id
         return None
 
     @cached_property
     @_decoder
-    def gtid_set(self):
+    def gtid_set(self) -> gtids.MysqlGtidSet | gtids.MariadbGtidList | None:
         """The set carried by Previous_GTIDs (MySQL) or Gtid_list (MariaDB)."""
         if self.type_code == EventType.PREVIOUS_GTIDS:
             return gtids.MysqlGtidSet.decode(self.body)
@@ -395,7 +425,8 @@ class Event:
     @property
     @_decoder
     def xid(self) -> int:
-        return _U64.unpack_from(self.raw, HEADER_LEN)[0]
+        xid: int = _U64.unpack_from(self.raw, HEADER_LEN)[0]
+        return xid
 
     @property
     @_decoder
@@ -460,14 +491,14 @@ class Event:
             i += length
         return fields, body[i:]
 
-    def payload_events(self) -> list["Event"]:
+    def payload_events(self) -> list[Event]:
         """The events inside a Transaction_payload: decompressed, no CRC, log_pos 0."""
         from dumpfilter.codec.payload import payload_events
 
         return payload_events(self)
 
     # -- rewriting (returns new events; the CRC is recomputed) -----------------------------
-    def replaced(self, raw_without_crc: bytes) -> "Event":
+    def replaced(self, raw_without_crc: bytes) -> Event:
         """A new event from header+body bytes: fixes event_size and appends a fresh CRC when the
         stream is checksummed."""
         crc_len = self.checksum_len
@@ -477,7 +508,7 @@ class Event:
         return Event(raw, self.pos, self.fmt)
 
     def with_header(self, *, log_pos: int | None = None, flags: int | None = None,
-                    server_id: int | None = None, timestamp: int | None = None) -> "Event":
+                    server_id: int | None = None, timestamp: int | None = None) -> Event:
         ts = self.timestamp if timestamp is None else timestamp
         sid = self.server_id if server_id is None else server_id
         lp = self.log_pos if log_pos is None else log_pos
@@ -487,12 +518,12 @@ class Event:
         head = HEADER.pack(ts, self.type_code, sid, self.size, lp, fl)
         return self.replaced(head + self.raw[HEADER_LEN : len(self.raw) - self.checksum_len])
 
-    def with_rows_flags(self, rows_flags: int) -> "Event":
+    def with_rows_flags(self, rows_flags: int) -> Event:
         off = self.rows_flags_offset
         raw = self.raw[: len(self.raw) - self.checksum_len]
         return self.replaced(raw[:off] + _U16.pack(rows_flags) + raw[off + 2 :])
 
-    def with_body(self, body: bytes) -> "Event":
+    def with_body(self, body: bytes) -> Event:
         return self.replaced(self.raw[:HEADER_LEN] + body)
 
 
@@ -502,6 +533,8 @@ class EventCursor(Event):
     moves on; `detach()` returns an Event that stays."""
 
     __slots__ = ("_h", "_base")
+    _h: Header | None   # None in a LazyHeaderCursor until a header field is read
+    _base: int
 
     timestamp = property(lambda self: self._h[0])
     type_code = property(lambda self: self._h[1])
@@ -536,7 +569,7 @@ class LazyHeaderCursor(EventCursor):
     log_pos = property(lambda self: self._header()[4])
     flags = property(lambda self: self._header()[5])
 
-    def _header(self) -> tuple:
+    def _header(self) -> Header:
         h = self._h
         if h is None:
             h = self._h = HEADER.unpack_from(self._buf, self._start)

@@ -76,12 +76,12 @@ class FormatDescription:
         (a 4-byte id plus 2 flag bytes)."""
         return 4 if self.post_header_len(type_code) == 6 else 6
 
-    def without_checksums(self) -> "FormatDescription":
+    def without_checksums(self) -> FormatDescription:
         """The format of events nested in a Transaction_payload: same layout, no CRC."""
         return replace(self, checksum_alg=CHECKSUM_OFF, raw=b"")
 
     @classmethod
-    def parse(cls, raw: bytes, *, path: str | None = None, offset: int | None = None) -> "FormatDescription":
+    def parse(cls, raw: bytes, *, path: str | None = None, offset: int | None = None) -> FormatDescription:
         if raw[4] != EventType.FORMAT_DESCRIPTION:
             raise BinlogError("expected a Format_description event", path=path, offset=offset)
         if len(raw) < HEADER_LEN + _FDE_FIXED.size:

@@ -4,6 +4,7 @@ Previous_GTIDs, MariaDB GTID lists, and the transaction_length field a writer mu
 from __future__ import annotations
 
 import bisect
+import types
 import struct
 from dataclasses import dataclass, field
 
@@ -53,7 +54,7 @@ def uuid_text(raw: bytes) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def uuidlib():
+def uuidlib() -> types.ModuleType:
     """The uuid module, imported when a GTID set's text is parsed (`uuid.UUID` checks it)."""
     import uuid
 
@@ -124,7 +125,7 @@ def decode_tagged_gtid(body: bytes) -> GtidInfo:
     tag = ""
     gno = 0
     length = 0
-    for fid, start, end in fields:
+    for fid, start, _end in fields:
         if fid == _TAGGED_SID:
             j = start
             out = bytearray()
@@ -223,7 +224,7 @@ class MysqlGtidSet:
         i = bisect.bisect_right(ivs, gno, key=_start)
         return bool(i) and gno < ivs[i - 1][1]
 
-    def issubset(self, other: "MysqlGtidSet") -> bool:
+    def issubset(self, other: MysqlGtidSet) -> bool:
         """Every GTID of this set is in `other`: one walk over both sorted lists per key."""
         for key, ivs in self.intervals.items():
             theirs = other.intervals.get(key, ())
@@ -236,7 +237,7 @@ class MysqlGtidSet:
         return True
 
     @classmethod
-    def parse(cls, text: str) -> "MysqlGtidSet":
+    def parse(cls, text: str) -> MysqlGtidSet:
         """The text form, as @@gtid_executed prints it: `uuid:1-5:7[:tag:1-3...],uuid2:...`.
         MySQL 8.3+ tags start a new group of intervals inside a uuid's part; a tag is a word, an
         interval starts with a digit. Ranges stay intervals (a set like uuid:1-1000000000 is one
@@ -284,7 +285,7 @@ class MysqlGtidSet:
         return any(tag for _, tag in self.intervals)
 
     @classmethod
-    def decode(cls, body: bytes) -> "MysqlGtidSet":
+    def decode(cls, body: bytes) -> MysqlGtidSet:
         """n_sids u64; in the tagged format (8.3+) the top byte is 1 and n_sids sits in bits 8-55.
         Per sid: uuid[16], [tag: varlen length + bytes], n_intervals u64, intervals 2×u64."""
         head = _U64.unpack_from(body, 0)[0]
@@ -366,7 +367,7 @@ class MariadbGtidList:
         return ",".join(f"{d}-{s}-{q}" for (d, s), q in self.gtids.items())
 
     @classmethod
-    def decode(cls, body: bytes) -> "MariadbGtidList":
+    def decode(cls, body: bytes) -> MariadbGtidList:
         head = _U32.unpack_from(body, 0)[0]
         count = head & ((1 << 28) - 1)
         out = cls(flags=head >> 28)

@@ -20,6 +20,7 @@ def payload_events(event: Event) -> list[Event]:
         data = payload_bytes(event.body)
     except ValueError as exc:
         raise BinlogError(str(exc), offset=event.pos) from None
+    assert event.fmt is not None  # a Transaction_payload is read after its file's FDE
     inner_fmt = event.fmt.without_checksums()
     out = []
     i = 0

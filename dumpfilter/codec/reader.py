@@ -4,7 +4,7 @@ event whatever the file size. `EventSplitter` is the sans-I/O core: feed it byte
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from dumpfilter.codec.checksum import crc_ok, crc_ok_in
@@ -114,7 +114,7 @@ class EventSplitter:
         if error is not None:
             raise error
 
-    def _chunks(self, read, chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
+    def _chunks(self, read: Callable[[int], bytes], chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
         """Reads with `read(chunk_size)` and feeds the splitter; yields (buffer, offset of its
         first unwalked event, file offset of buffer[0]) per chunk. The walks record where they
         stopped in `_off` / `_pos` before asking for the next chunk."""
@@ -126,7 +126,7 @@ class EventSplitter:
             if self._consume_magic():
                 yield self._buf, self._off, self._pos - self._off
 
-    def walk_stream(self, read, chunk_size: int, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
+    def walk_stream(self, read: Callable[[int], bytes], chunk_size: int, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
         """Reads with `read(chunk_size)` and moves one reused EventCursor over each chunk instead
         of copying every event: the fast path for walks that look at most events and keep few.
 
@@ -227,7 +227,7 @@ class BinlogReader:
     def position(self) -> int:
         return self.splitter.position
 
-    def walk(self, types=None) -> Iterator[EventCursor]:
+    def walk(self, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
         """Iterate with one reused EventCursor (see EventCursor): several times faster than
         `iter(reader)` for walks that decode few events. `types` (type codes) yields only those
         events; the others are still checked, and counted in `events_walked`."""
@@ -288,4 +288,6 @@ def read_format_description(stream: BinaryIO, name: str = "<binlog>") -> tuple[E
             if event.type_code != EventType.FORMAT_DESCRIPTION:
                 raise BinlogError(f"first event is {event.type_name}, not Format_description", path=name, offset=event.pos)
             stream.seek(event.end_pos)
-            return event, splitter.fmt
+            fmt = splitter.fmt
+            assert fmt is not None  # the Format_description event just read set it
+            return event, fmt

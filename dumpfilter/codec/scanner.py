@@ -5,6 +5,7 @@ unpacking of its unit records, and the decoded table names it interns."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from dumpfilter import _core
@@ -82,7 +83,7 @@ class UnitRecord(NamedTuple):
         return bool(self.flags & F_COMPLETE)
 
 
-def plan_record(plan, k: int) -> tuple[int, UnitRecord]:
+def plan_record(plan: _core.Plan, k: int) -> tuple[int, UnitRecord]:
     """Unit k of a Plan as (its part, its record); the record's tables bounds are those of the
     plan's name ids (plan.tables(k) holds them)."""
     u = plan.unit(k)
@@ -96,7 +97,7 @@ class UnitRecords:
 
     __slots__ = ("_packed", "_n", "_words")
 
-    def __init__(self, packed: bytes):
+    def __init__(self, packed: bytes) -> None:
         self._packed = packed
         self._n = len(packed) // UNIT.size
         self._words = memoryview(packed).cast("Q")
@@ -109,7 +110,7 @@ class UnitRecords:
             raise IndexError(i)
         return _record(UNIT.unpack_from(self._packed, i * UNIT.size))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[UnitRecord]:
         return map(_record, UNIT.iter_unpack(self._packed))
 
     def kinds(self) -> list[str]:
@@ -143,7 +144,7 @@ class UnitRecords:
 _LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
 
 
-def _record(words: tuple) -> UnitRecord:
+def _record(words: tuple[int, ...]) -> UnitRecord:
     start, end, w2, gsize, w4, seq, w6, last = words
     return UnitRecord(start, end, w2 & 0xFFFFFFFF, KINDS[(w2 >> 32) & 0xFF], w2 >> 40, gsize,
                       w4 & 0xFFFFFFFF, w4 >> 32, seq, w6 & 0xFFFFFFFF, w6 >> 32, last)
@@ -166,7 +167,7 @@ class PlanScan(NamedTuple):
     error: BinlogError | None
 
 
-def _error(err, path: str | None) -> BinlogError:
+def _error(err: tuple[str, str, int], path: str | None) -> BinlogError:
     kind, message, offset = err
     cls = ChecksumError if kind == "checksum" else BinlogError
     return cls(message, path=path, offset=offset)
@@ -180,13 +181,13 @@ class Scanner:
     """The core scanner for one stream of binlog files (its format and table names carry over
     from buffer to buffer and file to file). `path` names the file in errors."""
 
-    def __init__(self, path: str = "<binlog>", *, verify_checksums: bool = True):
+    def __init__(self, path: str = "<binlog>", *, verify_checksums: bool = True) -> None:
         self._core = _core.Scanner(verify_checksums)
         self.path = path
         self.names: list[tuple[str, str]] = []  # (db, table) by name id
 
     @property
-    def core(self):
+    def core(self) -> _core.Scanner:
         """The compiled scanner (its last `units` call is what Plan.add takes)."""
         return self._core
 
@@ -216,13 +217,13 @@ class Scanner:
         return UnitScan(UnitRecords(r.packed), memoryview(r.tables).cast("I"), r.stop, r.events, r.last_rotate,
                         None if r.error is None else _error(r.error, self.path))
 
-    def scan_into(self, plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
-                  at_eof: bool = False) -> "PlanScan":
+    def scan_into(self, plan: _core.Plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+                  at_eof: bool = False) -> PlanScan:
         """`units`, with the units appended to `plan` (a `Plan`, as part `file` at file offset
         `base` of buf[0]) instead of handed to Python: read them back with plan.unit(k)."""
         return self._plan_scan(plan.scan(self._core, buf, off, base, file, limit, at_eof))
 
-    def scan_start(self, plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+    def scan_start(self, plan: _core.Plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
                    at_eof: bool = False) -> None:
         """`scan_into`, run on a thread of its own: returns at once; `scan_finish(plan)` waits
         for it and returns its PlanScan. The scanner takes no other call in between. A buffer
@@ -230,10 +231,10 @@ class Scanner:
         the GIL: a thread's start and join cost as much (`plan.scans_inline` counts them)."""
         plan.scan_start(self._core, buf, off, base, file, limit, at_eof)
 
-    def scan_finish(self, plan) -> "PlanScan":
+    def scan_finish(self, plan: _core.Plan) -> PlanScan:
         return self._plan_scan(plan.scan_finish())
 
-    def _plan_scan(self, r: _core.ScanResult) -> "PlanScan":
+    def _plan_scan(self, r: _core.ScanResult) -> PlanScan:
         self._add_names(r.new_names)
         return PlanScan(r.added, r.stop, r.events, r.last_rotate, None if r.error is None else _error(r.error, self.path))
 
@@ -275,7 +276,7 @@ class Scanner:
         return memoryview(packed).cast("Q"), stop, None if err is None else _error(err, self.path)
 
 
-def type_mask(types) -> bytes:
+def type_mask(types: Iterable[int] | None) -> bytes:
     """The 256-byte type mask `Scanner.walk` takes; None means every type."""
     if types is None:
         return b"\x01" * 256
@@ -285,13 +286,14 @@ def type_mask(types) -> bytes:
     return bytes(mask)
 
 
-def unit_events(raw: bytes, pos: int, fmt, *, path: str | None = None,
-                stream_positions: bool = False) -> tuple[list, object]:
+def unit_events(raw: bytes, pos: int, fmt: FormatDescription | None, *, path: str | None = None,
+                stream_positions: bool = False) -> tuple[list[Event], FormatDescription | None]:
     """The Events of a unit the scanner has already checked (whole events only), each with the
     format in force where it stands; returns them and the format after them. `pos` is raw[0]'s
     file offset; with `stream_positions` (a dump stream) an event's position is where its
     log_pos says it starts."""
-    events, at, total = [], 0, len(raw)
+    events: list[Event] = []
+    at, total = 0, len(raw)
     unpack = HEADER.unpack_from
     while at < total:
         header = unpack(raw, at)

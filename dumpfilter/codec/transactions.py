@@ -13,6 +13,7 @@ from dumpfilter.codec.constants import (
     EventType,
 )
 from dumpfilter.codec.event import Event
+from dumpfilter.codec.format_description import FormatDescription
 
 CONTROL, TRANSACTION, STATEMENT = "control", "transaction", "statement"
 
@@ -58,7 +59,7 @@ def general_verb(sql: str) -> str:
     return s[:end].upper()
 
 
-def is_begin_event(buf, off: int, size: int, fmt) -> bool:
+def is_begin_event(buf: bytes | bytearray, off: int, size: int, fmt: FormatDescription) -> bool:
     """Whether the event at buf[off : off + size] is a `BEGIN` Query event, read from the raw
     bytes (db and status variables skipped without decoding): what opens a MySQL transaction."""
     if buf[off + 4] != 2:  # QUERY_EVENT
@@ -116,7 +117,8 @@ class Transaction:
         """Total bytes of the unit's events (cached while the event list is unchanged in length)."""
         cached = self.__dict__.get("_size")
         if cached is not None and cached[0] == len(self.events):
-            return cached[1]
+            size: int = cached[1]
+            return size
         total = sum(e.size for e in self.events)
         self.__dict__["_size"] = (len(self.events), total)
         return total
@@ -180,6 +182,7 @@ class TransactionGrouper:
         return out
 
     def _finish(self, out: list[Transaction]) -> list[Transaction]:
+        assert self.current is not None  # only called with a unit open
         out.append(self.current)
         self.current = None
         self._in_body = False

@@ -6,7 +6,7 @@ the package (the rule options of a command's parser, say) does not import the en
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Each exported name and the module of this package that defines it.
 _EXPORTS = {
@@ -25,16 +25,21 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-if TYPE_CHECKING:
-    from dumpfilter.rules.decisions import Decision
-    from dumpfilter.rules.evaluate import RuleEngine
-    from dumpfilter.rules.parse import FilterChange, StartupFilters, parse_change_replication_filter, parse_filter_statement
-    from dumpfilter.rules.ruleset import RuleSet, Settings
-    from dumpfilter.rules.statement_info import Kind, StatementInfo
-    from dumpfilter.rules.statements import statement_tables
+if TYPE_CHECKING:  # the exports, for the checker (`X as X`: re-exported; at run time __getattr__ imports them)
+    from dumpfilter.rules.decisions import Decision as Decision
+    from dumpfilter.rules.evaluate import RuleEngine as RuleEngine
+    from dumpfilter.rules.parse import FilterChange as FilterChange
+    from dumpfilter.rules.parse import StartupFilters as StartupFilters
+    from dumpfilter.rules.parse import parse_change_replication_filter as parse_change_replication_filter
+    from dumpfilter.rules.parse import parse_filter_statement as parse_filter_statement
+    from dumpfilter.rules.ruleset import RuleSet as RuleSet
+    from dumpfilter.rules.ruleset import Settings as Settings
+    from dumpfilter.rules.statement_info import Kind as Kind
+    from dumpfilter.rules.statement_info import StatementInfo as StatementInfo
+    from dumpfilter.rules.statements import statement_tables as statement_tables
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,13 +5,13 @@ the master's Register all go through here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.mycnf import startup_filters_from_file
 from dumpfilter.rules.parse import FilterChange, StartupFilters, apply_changes, parse_filter_statement
-from dumpfilter.rules.ruleset import ALL_TYPES, BINLOG_TYPES, REPLICATE_TYPES, RuleSet, Settings
+from dumpfilter.rules.ruleset import ALL_TYPES, BINLOG_TYPES, REPLICATE_TYPES, RuleSet, RuleValues, Settings
 
 if TYPE_CHECKING:  # imported where a registry is built: the CLI's rule options need no engine
     from dumpfilter.rules.channels import FilterRegistry
@@ -21,7 +21,8 @@ RULE_OPTION_TYPES = REPLICATE_TYPES + BINLOG_TYPES
 EXTRA_TYPES = tuple(t for t in ALL_TYPES if t not in REPLICATE_TYPES)
 
 
-def startup_from_options(defaults_file: str | None, options, extra_file: str | None = None) -> StartupFilters:
+def startup_from_options(defaults_file: str | None, options: Iterable[tuple[str, str]],
+                         extra_file: str | None = None) -> StartupFilters:
     """The startup rules of an options file and an extra one (if any) followed by (option, value) pairs;
     repeats accumulate."""
     startup = startup_filters_from_file(defaults_file, extra_file=extra_file) if defaults_file or extra_file \
@@ -42,14 +43,15 @@ def merge_startup(first: StartupFilters, second: StartupFilters) -> StartupFilte
     return StartupFilters(global_rules, channels)
 
 
-def channel_rules(startup: StartupFilters, statements, channel: str, hint) -> RuleSet:
+def channel_rules(startup: StartupFilters, statements: Iterable[str | FilterChange], channel: str,
+                  hint: Callable[[str], str]) -> RuleSet:
     """The rule set of `channel`: its startup rules (its own, global ones for types it has none of),
     then the CHANGE statements in order; `hint(name)` says how to select a channel a statement names."""
     return apply_changes(startup.for_channel(channel), statements, channel, hint)
 
 
 def registry_from_requests(requests: Iterable[tuple[str | None, RuleSet | None, str | None]],
-                           channels: tuple[str, ...], settings: Settings) -> tuple[FilterRegistry, dict]:
+                           channels: tuple[str, ...], settings: Settings) -> tuple[FilterRegistry, dict[str, RuleValues]]:
     """A slave's channels and rules from what it asked for: (channel or None for global, structured
     rules, CHANGE statement text) per request, startup rules first, then the statements in order, as
     a replica applies --replicate-* options and then CHANGE REPLICATION FILTER. Returns the registry
@@ -58,9 +60,9 @@ def registry_from_requests(requests: Iterable[tuple[str | None, RuleSet | None, 
     from dumpfilter.rules.channels import FilterRegistry
 
     channels = tuple(channels) or ("",)
-    startup_global: dict[str, tuple] = {}
-    startup_channels: dict[str, dict[str, tuple]] = {}
-    extra: dict[str, tuple] = {}
+    startup_global: dict[str, RuleValues] = {}
+    startup_channels: dict[str, dict[str, RuleValues]] = {}
+    extra: dict[str, RuleValues] = {}
     texts: list[FilterChange] = []
     warnings: list[str] = []
     for channel, given, text in requests:
@@ -88,8 +90,8 @@ def registry_from_requests(requests: Iterable[tuple[str | None, RuleSet | None, 
     registry = FilterRegistry.from_startup(startup, channels, settings)
     for change in texts:
         extra_changes = [(t, r) for t, r in change.changes if t in EXTRA_TYPES]
-        for rule_type, rules in extra_changes:
-            extra[rule_type] = rules
+        for rule_type, replaced in extra_changes:
+            extra[rule_type] = replaced
         change = FilterChange(tuple((t, r) for t, r in change.changes if t not in EXTRA_TYPES), change.channel)
         if change.channel is not None and change.channel not in registry.channels:
             warnings.append(f"filters for channel '{change.channel}' which does not exist were discarded")

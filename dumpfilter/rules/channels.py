@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -10,7 +11,7 @@ from dumpfilter.errors import RuleError
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import FilterChange, StartupFilters, parse_filter_statement
-from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, filter_name
+from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, RuleValues, Settings, filter_name
 
 GROUP_REPLICATION_CHANNELS = ("group_replication_applier", "group_replication_recovery")
 
@@ -26,7 +27,7 @@ class ConfiguredBy(StrEnum):
 class FilterEntry:
     """One configured filter type: its rules, who configured it, since when, and its hit counter."""
 
-    rules: tuple
+    rules: RuleValues
     configured_by: ConfiguredBy
     active_since: dt.datetime
     counter: int = 0
@@ -69,17 +70,17 @@ class ChannelFilters:
 class FilterRegistry:
     """The replica's global filters and its channels' filters (CHANGE REPLICATION FILTER, RESET REPLICA ALL)."""
 
-    def __init__(self, settings: Settings | None = None, clock=None):
+    def __init__(self, settings: Settings | None = None, clock: Callable[[], dt.datetime] | None = None) -> None:
         self.settings = settings or Settings()
-        self.clock = clock or (lambda: dt.datetime.now(dt.timezone.utc))
+        self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
         self.global_entries: dict[str, FilterEntry] = {}
         self.channels: dict[str, ChannelFilters] = {}
         self.warnings: list[str] = []
         self._startup = StartupFilters()
 
     @classmethod
-    def from_startup(cls, startup: StartupFilters, channels, settings: Settings | None = None,
-                     clock=None) -> FilterRegistry:
+    def from_startup(cls, startup: StartupFilters, channels: Iterable[str], settings: Settings | None = None,
+                     clock: Callable[[], dt.datetime] | None = None) -> FilterRegistry:
         """Server start: global rules, then every existing channel; rules for unknown channels are discarded."""
         registry = cls(settings, clock)
         registry._startup = startup
@@ -102,7 +103,7 @@ class FilterRegistry:
                     f"not exist. The filter(s) have been discarded.")
         return registry
 
-    def create_channel(self, name: str, startup_rules: dict | None = None) -> ChannelFilters:
+    def create_channel(self, name: str, startup_rules: dict[str, RuleValues] | None = None) -> ChannelFilters:
         """CHANGE REPLICATION SOURCE ... FOR CHANNEL: each type with no channel rule copies the global one."""
         now = self.clock()
         channel = ChannelFilters(name, self.settings)
@@ -164,26 +165,26 @@ class FilterRegistry:
         filters = self._channel(channel)
         return filters.count(filters.engine.decide_table(db, table))
 
-    def applier_filters(self) -> list[dict]:
+    def applier_filters(self) -> list[dict[str, object]]:
         """Rows of performance_schema.replication_applier_filters (only configured types have a row)."""
         return [{"CHANNEL_NAME": channel.name, **_row(rule_type, entry), "COUNTER": entry.counter}
                 for channel in self.channels.values() for rule_type, entry in _in_type_order(channel.entries)]
 
-    def applier_global_filters(self) -> list[dict]:
+    def applier_global_filters(self) -> list[dict[str, object]]:
         """Rows of performance_schema.replication_applier_global_filters."""
         return [_row(rule_type, entry) for rule_type, entry in _in_type_order(self.global_entries)]
 
 
-def _in_type_order(entries: dict[str, FilterEntry]):
+def _in_type_order(entries: dict[str, FilterEntry]) -> list[tuple[str, FilterEntry]]:
     return [(rule_type, entries[rule_type]) for rule_type in REPLICATE_TYPES if rule_type in entries]
 
 
-def _row(rule_type: str, entry: FilterEntry) -> dict:
+def _row(rule_type: str, entry: FilterEntry) -> dict[str, object]:
     return {"FILTER_NAME": filter_name(rule_type), "FILTER_RULE": format_rule(rule_type, entry.rules),
             "CONFIGURED_BY": str(entry.configured_by), "ACTIVE_SINCE": entry.active_since}
 
 
-def format_rule(rule_type: str, rules: tuple) -> str:
+def format_rule(rule_type: str, rules: RuleValues) -> str:
     """FILTER_RULE as SHOW REPLICA STATUS prints it: comma-joined, do/ignore-table sorted, rewrite `(a,b)`."""
     if rule_type == "rewrite_db":
         return ",".join(f"({old},{new})" for old, new in rules)

@@ -5,12 +5,14 @@ helpers the engine's checks share."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.percent_captures import PercentCaptures
 from dumpfilter.rules.ruleset import Settings, filter_name
-from dumpfilter.rules.statement_info import StatementInfo
+from dumpfilter.rules.statement_info import StatementInfo, TableRef
 from dumpfilter.rules.wildcards import LikeIndex, compile_like
 
 
@@ -41,8 +43,8 @@ class Decision:
     def verdict(self) -> str:
         return "apply" if self.apply else "skip"
 
-    def to_json(self) -> dict:
-        out = {"decision": self.verdict, "reason": self.reason, "rule": self.rule, "tables": list(self.tables)}
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"decision": self.verdict, "reason": self.reason, "rule": self.rule, "tables": list(self.tables)}
         if self.assumption is not None:
             out["assumption"] = self.assumption
         return out
@@ -60,7 +62,8 @@ def _decision_init(self: Decision, apply: bool, reason: str, rule: str | None = 
                          assumption=assumption)
 
 
-Decision.__init__ = _decision_init
+# The dataclass's signature stays what callers are checked against; only its body is replaced.
+Decision.__init__ = _decision_init  # type: ignore[method-assign]
 
 
 @dataclass(frozen=True)
@@ -78,14 +81,14 @@ def _step_init(self: Step, ok: bool | None, rule: str | None = None, reason: str
     self.__dict__.update(ok=ok, rule=rule, reason=reason, counted=counted)  # (as _decision_init)
 
 
-Step.__init__ = _step_init
+Step.__init__ = _step_init  # type: ignore[method-assign]  # (as Decision.__init__)
 
 
 class Names:
     """Case rules: MySQL compares with table_alias_charset (ci iff lctn>=1); MariaDB uses strcmp for db and
     rewrite rules and system_charset_info (always ci) for table and wild rules (filter-semantics §8)."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings) -> None:
         mysql, lctn = settings.flavor == "mysql", settings.lower_case_table_names
         self.db_ci = mysql and lctn >= 1
         self.table_ci = (not mysql) or lctn >= 1
@@ -106,7 +109,8 @@ class Names:
 NO_DATABASE_RULES = Step(None, None, "no database rules")
 
 
-def db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what: str) -> Step:
+def db_list_check(fold: Callable[[str], str], db: str | None, do_list: Collection[str], ignore_list: Collection[str],
+                  prefix: str, what: str) -> Step:
     if not do_list and not ignore_list:
         return NO_DATABASE_RULES
     if db is None:
@@ -129,7 +133,7 @@ def db_list_check(fold, db, do_list: dict, ignore_list: dict, prefix: str, what:
     return Step(True, None, f"{what} is not in the ignore list")
 
 
-def table_names(updated) -> tuple[str, ...]:
+def table_names(updated: Sequence[TableRef]) -> tuple[str, ...]:
     """`db.table` of each table (as Decision.tables lists them)."""
     if len(updated) == 1:
         db, table = updated[0]
@@ -137,7 +141,7 @@ def table_names(updated) -> tuple[str, ...]:
     return tuple([f"{db}.{table}" for db, table in updated])
 
 
-def like_index(patterns, fold) -> LikeIndex:
+def like_index(patterns: Sequence[str], fold: Callable[[str], str]) -> LikeIndex:
     folded = [fold(p) for p in patterns]
     return LikeIndex([(compile_like(f), p) for f, p in zip(folded, patterns)], folded)
 
@@ -146,7 +150,7 @@ def merge_steps(first: Step, second: Step) -> Step:
     return Step(second.ok, second.rule or first.rule, second.reason, first.counted + second.counted)
 
 
-def decision_from(step: Step, tables, counted=()) -> Decision:
+def decision_from(step: Step, tables: Iterable[str], counted: Iterable[str] = ()) -> Decision:
     ok = step.ok is not False
     reason = f"{step.rule}: {step.reason}" if step.rule else step.reason
     return Decision(ok, reason, step.rule, tuple(tables), tuple(counted) + step.counted)
@@ -155,7 +159,12 @@ def decision_from(step: Step, tables, counted=()) -> Decision:
 def lower_tables(info: StatementInfo) -> StatementInfo:
     """lctn: the applier lower-cases the names it opens, so rules see lower-case db.table."""
 
-    def lower(ref):
+    @overload
+    def lower(ref: TableRef) -> TableRef: ...
+    @overload
+    def lower(ref: TableRef | None) -> TableRef | None: ...
+
+    def lower(ref: TableRef | None) -> TableRef | None:
         return (ref[0].lower(), ref[1].lower()) if ref else ref
 
     return dataclasses.replace(

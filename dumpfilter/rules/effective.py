@@ -5,14 +5,41 @@ they make."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo
 from dumpfilter.rules.wildcards import compile_like, escape_like
-from dumpfilter.rules.decisions import Decision, compile_pattern_rewrite, fill_pattern
+from dumpfilter.rules.decisions import Decision, Names, compile_pattern_rewrite, fill_pattern
+from dumpfilter.rules.percent_captures import PercentCaptures
+from dumpfilter.rules.ruleset import RuleSet
+
+if TYPE_CHECKING:
+    from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
+
+# A compiled DO/IGNORE pattern and its text.
+_Patterns = list[tuple[re.Pattern[str], str]]
 
 
 class EffectiveSemantics:
     """The RuleEngine methods this module owns (a mixin of RuleEngine)."""
+
+    # RuleEngine's state these methods read (set in evaluate.py), and what _compile_effective sets.
+    rules: RuleSet
+    names: Names
+    acl_tables: tuple[str, ...]
+    unparsed: int
+    _counting: bool
+    _at: Any
+    _rewrite: list[tuple[str, str]]
+    _effective_do: _Patterns
+    _effective_ignore: _Patterns
+    _binlog_effective_do: _Patterns
+    _binlog_effective_ignore: _Patterns
+    _effective_rewrite: list[tuple[PercentCaptures | re.Pattern[str], str]]
+
+    if TYPE_CHECKING:
+        def _knowledge(self) -> TriggerKnowledge: ...  # RuleEngine's
 
     # ------------------------------------------------------------------ WL#2516 effective semantics
     def _compile_effective(self) -> None:
@@ -107,7 +134,8 @@ class EffectiveSemantics:
                                   "on a database and/or a table); written")
         return self._effective_decision(affected, (), case, session_db)
 
-    def _effective_decision(self, affected, counted, case: str = "", session_db: str | None = None) -> Decision:
+    def _effective_decision(self, affected: Iterable[tuple[str, str]], counted: tuple[str, ...], case: str = "",
+                            session_db: str | None = None) -> Decision:
         """WL#2516's three steps: no rules -> write; any DO matches -> write; any IGNORE matches -> skip; else
         write. The master's binlog filter (CHANGE BINLOG / binlog-*-db) runs first with the same steps.
         DO/IGNORE see the master's names; REWRITE renames only what is kept (the seed's own example
@@ -144,7 +172,8 @@ class EffectiveSemantics:
         counted += (rule,) if rule else ()
         return Decision(apply, prefix + reason, rule, tables, counted)
 
-    def _effective_steps(self, keys, do_patterns, ignore_patterns, label: str):
+    def _effective_steps(self, keys: Sequence[str], do_patterns: _Patterns, ignore_patterns: _Patterns,
+                         label: str) -> tuple[bool, str, str] | None:
         """(apply, reason, rule) of the first DO then IGNORE pattern matching any key; None if none matches."""
         for rule, patterns, verdict in (("DO", do_patterns, True), ("IGNORE", ignore_patterns, False)):
             for key in keys:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Iterable
+from typing import Any
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
@@ -12,7 +14,7 @@ from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo
 from dumpfilter.rules.statement_parser import names_ref
 from dumpfilter.rules.statements import statement_tables
-from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
+from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
 from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, Decision, Names, Step,
                                          db_list_check, decision_from, like_index, lower_tables, merge_steps,
                                          table_names)
@@ -23,8 +25,9 @@ from dumpfilter.rules.effective import EffectiveSemantics
 class RuleEngine(EffectiveSemantics, Decider):
     """Decisions for one replica's rules. Per-table decisions are cached; build a new engine when rules change."""
 
-    def __init__(self, rules: RuleSet, settings: Settings | None = None, *, triggers=None,
-                 schema: SchemaModel | SchemaTimeline | None = None, replay_ddl: bool = True):
+    def __init__(self, rules: RuleSet, settings: Settings | None = None, *,
+                 triggers: dict[TriggerKey, TableRef] | None = None,
+                 schema: SchemaModel | SchemaTimeline | None = None, replay_ddl: bool = True) -> None:
         self.rules = rules
         self.settings = settings or Settings()
         self.names = Names(self.settings)
@@ -38,8 +41,8 @@ class RuleEngine(EffectiveSemantics, Decider):
         # decision then names its position (`at`), and the engine neither replays DDL into it nor
         # records its trigger knowledge from the order it is asked in: it folds the timeline's log.
         self.timeline = schema if isinstance(schema, SchemaTimeline) else None
-        if self.timeline is not None:
-            self.schema = self.timeline.start
+        if isinstance(schema, SchemaTimeline):  # (self.timeline)
+            self.schema = schema.start
         else:
             self.schema = schema if schema is not None else SchemaModel()
         # False when the model is one stream's, shared with other engines: the stream's reader
@@ -47,7 +50,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         self.replay_ddl = replay_ddl and self.timeline is None
         # Which triggers this replica has (Bug#24478: one whose CREATE it skipped exists on the master only).
         self.triggers = TriggerKnowledge(triggers)
-        self._at = None           # the position of the decision being made (None: in stream order)
+        self._at: Any = None      # the position of the decision being made (None: in stream order)
         self._folded = 0          # timeline log entries folded into self.triggers
         self._counting = True     # False while folding: those decisions are not the stream's
         # Set when a decision read the schema model or the trigger knowledge: its answer may differ at
@@ -55,7 +58,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         self.consulted = False
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}
-        self._by_database: dict[tuple, tuple[Decision, bool]] = {}  # see _decide_by_database
+        self._by_database: dict[tuple[Kind, str | None, str | None], tuple[Decision, bool]] = {}  # see _decide_by_database
         # (sql, default db) -> (decision, info, the parse the model replays), or None when met once:
         # see decide_statement.
         self._statements: dict[tuple[str, str | None], tuple[Decision, StatementInfo, StatementInfo | None] | None] = {}
@@ -153,7 +156,7 @@ class RuleEngine(EffectiveSemantics, Decider):
                              (filter_name(rule_type),))
         return None
 
-    def tables_ok(self, updated) -> Step:
+    def tables_ok(self, updated: Iterable[TableRef]) -> Step:
         """Rpl_filter::tables_ok over the *updated* tables in statement order; the first decisive rule wins.
         "Changing table order in the list can lead to different results" (source comment)."""
         for db, table in updated:
@@ -213,7 +216,8 @@ class RuleEngine(EffectiveSemantics, Decider):
         return decision_from(table_step, key, counted + db_step.counted)
 
     # ------------------------------------------------------------------ statement events
-    def decide_statement(self, sql: str, current_db: str | None, at=None, parses: dict | None = None) -> Decision:
+    def decide_statement(self, sql: str, current_db: str | None, at: Any = None,
+                         parses: dict[tuple[str, str], StatementInfo] | None = None) -> Decision:
         """A Query event with default database `current_db` (None: the source had none). `at`: its
         position key, for an engine on a SchemaTimeline (the decision sees the schema before it).
         `parses`: a memo shared by the engines deciding the same event (the master keeps one per
@@ -297,9 +301,10 @@ class RuleEngine(EffectiveSemantics, Decider):
             self._fold(self._at)
         return self.triggers
 
-    def _fold(self, at) -> None:
+    def _fold(self, at: Any) -> None:
         """Bring the trigger knowledge up to `at` from the timeline's log, in log order: each
         CREATE/DROP TRIGGER before `at` decided as this replica would (not counted)."""
+        assert self.timeline is not None  # folded only from a timeline (_knowledge)
         entries = self.timeline.entries_before(at, self._folded)
         if not entries:
             return
@@ -327,7 +332,8 @@ class RuleEngine(EffectiveSemantics, Decider):
         default database."""
         return not (self.table_rules_on or self.settings.semantics == "effective" or self.settings.track_derived_tables)
 
-    def _decide_by_database(self, info: StatementInfo, current_db, rewritten: str, counted) -> Decision:
+    def _decide_by_database(self, info: StatementInfo, current_db: str | None, rewritten: str,
+                            counted: tuple[str, ...]) -> Decision:
         """`_decide_statement`, remembered per (kind, named database, default database) when the
         rules have no table rule: rpl_filter.cc then checks databases only, so the answer cannot
         depend on the tables (the many schema-per-replica setups decide each DDL by a dict lookup)."""
@@ -347,7 +353,8 @@ class RuleEngine(EffectiveSemantics, Decider):
         return Decision(decision.apply, decision.reason, decision.rule, tables if lists else (), decision.counted,
                         decision.assumption)
 
-    def _decide_statement(self, info: StatementInfo, current_db, rewritten: str, counted) -> Decision:
+    def _decide_statement(self, info: StatementInfo, current_db: str | None, rewritten: str,
+                          counted: tuple[str, ...]) -> Decision:
         if info.kind is Kind.TRANSACTION:
             return Decision(True, "BEGIN/COMMIT/ROLLBACK/SAVEPOINT/XA are never filtered")
         binlog_db = info.db_statement_name if info.kind in DATABASE_KINDS and info.db_statement_name else current_db
@@ -405,6 +412,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         return step
 
     def _drop_trigger_step(self, info: StatementInfo) -> Step:
+        assert info.trigger is not None  # a DROP TRIGGER names its trigger (statement_tables)
         table = self._knowledge().table(info.trigger, self._at)
         if table is None:
             # Bug#24478: the trigger's table cannot be loaded (CREATE TRIGGER was filtered): silently skipped.
@@ -413,13 +421,14 @@ class RuleEngine(EffectiveSemantics, Decider):
         return self.tables_ok([table])
 
     # ------------------------------------------------------------------ the schema model
-    def _observe_ddl(self, sql: str, current_db, parsed, info: StatementInfo, decision: Decision) -> None:
+    def _observe_ddl(self, sql: str, current_db: str | None, parsed: StatementInfo | None, info: StatementInfo,
+                     decision: Decision) -> None:
         """Replay DDL into the model after the decision (the decision sees the schema before it)."""
         self._record_trigger(info, decision.apply, self._at)
         if self.replay_ddl:
             self.schema.observe(sql, current_db, parsed)
 
-    def _record_trigger(self, info: StatementInfo, applied: bool, at) -> None:
+    def _record_trigger(self, info: StatementInfo, applied: bool, at: Any) -> None:
         """A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only; one it
         applies gives it the trigger (and its table); a DROP TRIGGER it applies removes it."""
         if info.trigger is None:
@@ -442,13 +451,15 @@ class RuleEngine(EffectiveSemantics, Decider):
             updated += self._trigger_tables(updated, notes)
         return dataclasses.replace(info, updated=tuple(updated))
 
-    def _place_set_columns(self, info: StatementInfo, notes: list[str]) -> list | None:
-        joined, chosen, model = info.joined, set(), self._model()
+    def _place_set_columns(self, info: StatementInfo, notes: list[str]) -> list[TableRef] | None:
+        chosen: set[int] = set()
+        joined, model = info.joined, self._model()
         for qualifier, column in info.set_columns:
             if qualifier is not None:
                 chosen.update(i for i, ref in enumerate(joined) if names_ref(ref, qualifier))
                 continue
-            owners, unknown = [], []
+            owners: list[int] = []
+            unknown: list[int] = []
             for i, ((db, table), _) in enumerate(joined):
                 columns = model.columns(db, table)
                 if columns is None:
@@ -464,16 +475,16 @@ class RuleEngine(EffectiveSemantics, Decider):
                 why = f"columns of {missing} unknown" if unknown else "no joined table has it in the schema model"
                 notes.append(f"SET column '{column}' not placed ({why}): every joined table taken as updated")
                 return None
-        placed: list = []
+        placed: list[TableRef] = []
         for i in sorted(chosen):
             if joined[i][0] not in placed:
                 placed.append(joined[i][0])
         return placed or None
 
-    def _trigger_tables(self, updated: list, notes: list[str]) -> list:
+    def _trigger_tables(self, updated: list[TableRef], notes: list[str]) -> list[TableRef]:
         """Tables written by the triggers the statement fires on this replica (nested triggers too)."""
-        extra: list = []
-        fired: set = set()
+        extra: list[TableRef] = []
+        fired: set[TriggerKey] = set()
         model = self._model()
         queue = [(table, "UPDATE") for table in updated]
         while queue:
@@ -520,7 +531,7 @@ _STATEMENTS_MAX = 4096
 _READS_STATE = frozenset({Kind.UPDATE_MULTI, Kind.DROP_TRIGGER})
 
 
-def parse_statement(sql: str, default_db: str, parses: dict | None) -> StatementInfo:
+def parse_statement(sql: str, default_db: str, parses: dict[tuple[str, str], StatementInfo] | None) -> StatementInfo:
     """statement_tables through a parse memo (`parses`, keyed by text and default database) shared by
     the engines deciding the same event, so that it is parsed once whatever the number of rule sets."""
     if parses is None:

@@ -5,6 +5,8 @@ its gate (the master, `simulate`'s reference, `experiment`) does it through rule
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dumpfilter.errors import RuleError
@@ -12,8 +14,17 @@ from dumpfilter.rules.policy_bound import Reach, annotation_reach, statement_rea
 from dumpfilter.rules.wildcards import compile_like
 
 
+class _Derived:
+    """What Gate.__post_init__ derives from its fields: typed here, outside the dataclass's fields
+    (its init, repr, eq and hash stay those of `allow` and `restricted`)."""
+
+    _compiled: tuple[re.Pattern[str], ...]
+    _schemas: tuple[re.Pattern[str], ...]
+    _hash: int
+
+
 @dataclass(frozen=True)
-class Gate:
+class Gate(_Derived):
     """What one slave may receive: `db.table` LIKE patterns (`shop.%` is a whole schema).
     `restricted=False` lets everything through. Hashable: it is part of a slave's rule-group key."""
 
@@ -43,7 +54,7 @@ class Gate:
         """A whole schema (statements with no table: CREATE DATABASE, ...) needs a `db.%` pattern."""
         if not self.restricted:
             return True
-        return bool(db) and any(rx.fullmatch(db) for rx in self._schemas)
+        return db is not None and bool(db) and any(rx.fullmatch(db) for rx in self._schemas)
 
     def statement_allowed(self, sql: str, current_db: str | None) -> bool:
         return self.statement_verdict(sql, current_db) is ALLOWED
@@ -60,7 +71,7 @@ class Gate:
             return UNANALYSED
         return ALLOWED if self.reach_allowed(reach, current_db) else REFUSED
 
-    def annotation_allowed(self, sql: str, tables) -> bool:
+    def annotation_allowed(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
         """Whether an Annotate_rows / Rows_query text may go with its rows: every table it names
         allowed (its statement wrote rows to `tables`, the Table_maps that follow it)."""
         if not self.restricted:

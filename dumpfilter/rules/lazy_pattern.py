@@ -5,17 +5,29 @@ statement of their kind (`--help`, a ROW stream with a few DDL) need not pay for
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, AnyStr, Generic
 
 
-class LazyPattern:
+class LazyPattern(Generic[AnyStr]):
     """Stands in for `re.compile(pattern, flags)`: the first attribute asked for (`match`,
     `search`, `sub`, `pattern`...) compiles it, and each attribute is then kept on the instance,
     so that later look-ups cost what they cost on the compiled pattern itself."""
 
-    def __init__(self, pattern: str | bytes, flags: int = 0):
-        self._source = (pattern, flags)
+    def __init__(self, pattern: AnyStr, flags: int = 0) -> None:
+        self._source: tuple[AnyStr, int] = (pattern, flags)
 
-    def __getattr__(self, name: str):
+    if TYPE_CHECKING:  # what callers use, typed as re.Pattern's (at run time: __getattr__)
+        def match(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
+        def search(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
+        def fullmatch(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
+        def sub(self, repl: AnyStr | Callable[[re.Match[AnyStr]], AnyStr], string: AnyStr,
+                count: int = 0) -> AnyStr: ...
+        def split(self, string: AnyStr, maxsplit: int = 0) -> list[AnyStr | Any]: ...
+        def findall(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> list[Any]: ...
+        def finditer(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> Iterator[re.Match[AnyStr]]: ...
+
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # copy, pickle and friends probe dunders: not the pattern's
             raise AttributeError(name)
         compiled = self.compiled
@@ -24,9 +36,9 @@ class LazyPattern:
         return value
 
     @property
-    def compiled(self) -> re.Pattern:
+    def compiled(self) -> re.Pattern[AnyStr]:
         """The compiled pattern (compiled now if it was not yet)."""
-        compiled = self.__dict__.get("_compiled")
+        compiled: re.Pattern[AnyStr] | None = self.__dict__.get("_compiled")
         if compiled is None:
             compiled = self.__dict__["_compiled"] = re.compile(*self._source)
         return compiled
@@ -39,6 +51,6 @@ class LazyPattern:
         return f"LazyPattern({self._source[0]!r}, {self._source[1]!r})"
 
 
-def lazy_compile(pattern: str | bytes, flags: int = 0) -> LazyPattern:
+def lazy_compile(pattern: AnyStr, flags: int = 0) -> LazyPattern[AnyStr]:
     """`re.compile`, deferred to the pattern's first use."""
     return LazyPattern(pattern, flags)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 
 class _LazyModule:
@@ -14,7 +15,7 @@ class _LazyModule:
         self._name = name
         self._module: ModuleType | None = None
 
-    def __getattr__(self, attr: str):
+    def __getattr__(self, attr: str) -> Any:
         module = self._module
         if module is None:
             module = self._module = importlib.import_module(self._name)
@@ -24,5 +25,11 @@ class _LazyModule:
         return getattr(module, attr)
 
 
-sqlglot = _LazyModule("sqlglot")
-exp = _LazyModule("sqlglot.expressions")
+__all__ = ["exp", "sqlglot"]
+
+if TYPE_CHECKING:  # the checker reads sqlglot's own types; at run time the stand-ins import it
+    import sqlglot
+    from sqlglot import expressions as exp
+else:
+    sqlglot = _LazyModule("sqlglot")
+    exp = _LazyModule("sqlglot.expressions")

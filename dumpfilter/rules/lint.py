@@ -26,10 +26,10 @@ What the server does, and this module follows:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from dumpfilter.codec import EventType, Transaction
+from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
@@ -57,7 +57,7 @@ class Cause:
     rule: str
     reason: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"file": self.file, "pos": self.pos, "rule": self.rule, "reason": self.reason}
 
 
@@ -75,7 +75,7 @@ class Break:
     event_pos: int = 0
     statement: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"file": self.file, "pos": self.pos, "gtid": self.gtid, "errno": self.errno,
                 "message": self.message, "cause": self.cause.to_json() if self.cause else None,
                 "event_pos": self.event_pos, "statement": self.statement}
@@ -151,15 +151,15 @@ class Linter:
         self.absent_dbs: dict[str, Cause | None] = {}
         self.absent_tables: dict[TableRef, Cause | None] = {}
         # Objects the replica still has but the primary dropped (a skipped DROP/RENAME).
-        self.extra_dbs: dict[str, Cause] = {}
-        self.extra_tables: dict[TableRef, Cause] = {}
+        self.extra_dbs: dict[str, Cause | None] = {}
+        self.extra_tables: dict[TableRef, Cause | None] = {}
         # Tables whose shape differs: a skipped ALTER (replica names).
-        self.shape_causes: dict[TableRef, Cause] = {}
+        self.shape_causes: dict[TableRef, Cause | None] = {}
         # Columns the primary gained over the replica through skipped ALTERs (None: not followed): with it
         # a 1136 is predicted even when neither column list is known (a table seeded before the binlog).
         self.column_delta: dict[TableRef, int | None] = {}
         # Temporary tables whose CREATE the replica skipped: (master thread id, db, table) -> cause.
-        self.temp_causes: dict[tuple[int, str, str], Cause] = {}
+        self.temp_causes: dict[tuple[int, str, str], Cause | None] = {}
         self.breaks: list[Break] = []
         self._table_ids: dict[int, tuple[str, str, bool]] = {}
 
@@ -247,7 +247,7 @@ class Linter:
         return True, None
 
     # ------------------------------------------------------------------ a Query event
-    def _statement(self, file: str, txn: Transaction, event, outer, decision: Decision,
+    def _statement(self, file: str, txn: Transaction, event: Event, outer: Event, decision: Decision,
                    inherited: Cause | None = None) -> bool:
         sql = event.sql or ""
         db = event.db or ""
@@ -298,7 +298,8 @@ class Linter:
     def _is_temp(self, thread: int, ref: TableRef) -> bool:
         return (thread, ref[0], ref[1]) in self.primary.temps
 
-    def _skipped(self, sql: str, primary_info: StatementInfo, info: StatementInfo, thread: int, cause: Cause) -> None:
+    def _skipped(self, sql: str, primary_info: StatementInfo, info: StatementInfo, thread: int,
+                 cause: Cause | None) -> None:
         """A statement the primary ran and the replica does not: what it creates is absent there, what it
         drops stays there, what it alters keeps its old shape."""
         kind = info.kind
@@ -387,9 +388,10 @@ class Linter:
                 self.extra_tables.pop(ref, None)
             if len(info.renames) == 1:
                 old, new = info.renames[0]
-                for causes in (self.shape_causes, self.column_delta):
-                    if old in causes:
-                        causes[new] = causes.pop(old)
+                if old in self.shape_causes:
+                    self.shape_causes[new] = self.shape_causes.pop(old)
+                if old in self.column_delta:
+                    self.column_delta[new] = self.column_delta.pop(old)
 
     # ------------------------------------------------------------------ the server's checks
     def _check(self, sql: str, primary_info: StatementInfo, info: StatementInfo,
@@ -462,7 +464,8 @@ class Linter:
             return self._insert_shape(sql, pairs[0], thread)
         return None
 
-    def _need_tables(self, pairs, thread: int) -> tuple[int, str, Cause | None] | None:
+    def _need_tables(self, pairs: Iterable[tuple[TableRef, TableRef]], thread: int
+                     ) -> tuple[int, str, Cause | None] | None:
         for primary_ref, ref in pairs:
             if self._is_temp(thread, primary_ref):
                 if (thread, ref[0], ref[1]) not in self.replica.temps:
@@ -474,7 +477,8 @@ class Linter:
                 return 1146, f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause
         return None
 
-    def _insert_shape(self, sql: str, pair: tuple[TableRef, TableRef], thread: int):
+    def _insert_shape(self, sql: str, pair: tuple[TableRef, TableRef], thread: int
+                      ) -> tuple[int, str, Cause | None] | None:
         primary_ref, ref = pair
         if self._is_temp(thread, primary_ref):
             return None
@@ -504,7 +508,7 @@ class Linter:
         return 1136, "Column count doesn't match value count at row 1", self.shape_causes.get(ref)
 
     # ------------------------------------------------------------------ a Table_map event
-    def _table_map(self, file: str, txn: Transaction, event, db: str, table: str) -> bool:
+    def _table_map(self, file: str, txn: Transaction, event: Event, db: str, table: str) -> bool:
         ref = self._replica_table(db, table)
         present, cause = self._table_state(ref)
         if present:
@@ -519,7 +523,7 @@ def _holds_db(model: SchemaModel, db: str) -> bool:
     return db in model.databases or any(key[0] == db for key in model._columns)
 
 
-def _flatten(events):
+def _flatten(events: Iterable[Event]) -> Iterator[tuple[Event, Event]]:
     """(event, the event carrying its position): Transaction_payload events are opened."""
     for event in events:
         if event.type_code == EventType.TRANSACTION_PAYLOAD:
@@ -529,10 +533,10 @@ def _flatten(events):
             yield event, event
 
 
-def _rename_net(renames) -> tuple[set, set]:
+def _rename_net(renames: Iterable[tuple[TableRef, TableRef]]) -> tuple[set[TableRef], set[TableRef]]:
     """RENAME TABLE's pairs run in order: (the names it needs before, the names that exist after)."""
-    before: set = set()
-    alive: set = set()
+    before: set[TableRef] = set()
+    alive: set[TableRef] = set()
     for old, new in renames:
         if old in alive:
             alive.discard(old)

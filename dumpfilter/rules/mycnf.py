@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from dumpfilter.errors import RuleError
@@ -21,12 +22,13 @@ OTHER_REPLICATE_OPTIONS = frozenset({"replicate-same-server-id", "replicate-anno
                                      "replicate-events-marked-for-skip"})
 
 
-def read_option_file(path: str | os.PathLike, groups=SERVER_GROUPS) -> list[tuple[str, str]]:
+def read_option_file(path: str | os.PathLike[str], groups: Iterable[str] = SERVER_GROUPS) -> list[tuple[str, str]]:
     """Every `key[=value]` of the given groups, in file order, includes expanded in place."""
     return [(key, value) for key, value, _where in _located_options(path, groups)]
 
 
-def startup_filters_from_file(path: str | os.PathLike, groups=SERVER_GROUPS, extra_file=None) -> StartupFilters:
+def startup_filters_from_file(path: str | os.PathLike[str] | None, groups: Iterable[str] = SERVER_GROUPS,
+                              extra_file: str | os.PathLike[str] | None = None) -> StartupFilters:
     """The filter rules (`replicate-*`, `binlog-*-db`) of an option file, then of `extra_file`
     (--defaults-extra-file: mysqld reads it after the main one); other options are not ours and are
     ignored, except a `replicate-*` name mysqld does not know (see check_replicate_option)."""
@@ -66,13 +68,13 @@ def check_replicate_option(key: str, value: str, where: str) -> bool:
                     "prefix it with loose- to have it ignored)")
 
 
-def _located_options(path, groups) -> list[tuple[str, str, str]]:
+def _located_options(path: str | os.PathLike[str], groups: Iterable[str]) -> list[tuple[str, str, str]]:
     options: list[tuple[str, str, str]] = []
     _read_into(Path(path), tuple(group.lower() for group in groups), options, depth=0)
     return options
 
 
-def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -> None:
+def _read_into(path: Path, groups: tuple[str, ...], options: list[tuple[str, str, str]], depth: int) -> None:
     if depth > MAX_INCLUDE_DEPTH:
         raise RuleError(f"{path}: !include nested more than {MAX_INCLUDE_DEPTH} deep")
     try:
@@ -80,8 +82,8 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -
     except OSError as exc:
         raise RuleError(f"--defaults-file: cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise RuleError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") \
+        at_line = exc.object[: exc.start].count(b"\n") + 1
+        raise RuleError(f"{path}:{at_line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") \
             from None
     in_group = False
     for number, raw_line in enumerate(lines, 1):
@@ -98,7 +100,8 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list, depth: int) -
             options.append((*_parse_option_line(line), f"{path}:{number}"))
 
 
-def _follow_directive(path: Path, number: int, line: str, groups, options, depth: int) -> None:
+def _follow_directive(path: Path, number: int, line: str, groups: tuple[str, ...],
+                      options: list[tuple[str, str, str]], depth: int) -> None:
     directive, _, argument = line.partition(" ")
     if "\0" in argument:  # found by the atheris rules target: open() raised ValueError
         raise RuleError(f"{path}:{number}: {directive} names a path with a NUL byte")

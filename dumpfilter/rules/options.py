@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from dumpfilter.rules.assembly import RULE_OPTION_TYPES, channel_rules, startup_from_options
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, Settings, option_name
+
+if TYPE_CHECKING:  # imported when --schema is read: it pulls in the SQL parser
+    from dumpfilter.rules.schema import SchemaModel
 
 
 def add_rule_options(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +44,7 @@ def add_schema_option(parser: argparse.ArgumentParser) -> None:
                              "DDL updates it. Multi-table UPDATE decisions use its columns and triggers")
 
 
-def schema_from_args(args: argparse.Namespace):
+def schema_from_args(args: argparse.Namespace) -> SchemaModel:
     """The starting schema model of --schema (an empty model without it: the binlog's DDL fills it)."""
     from dumpfilter.rules.schema import SchemaModel, load_schema
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.ruleset import (
@@ -11,6 +13,8 @@ from dumpfilter.rules.ruleset import (
     REPLICATE_TYPES,
     WILD_TYPES,
     RuleSet,
+    RuleValue,
+    RuleValues,
     option_name,
     validate_rule,
 )
@@ -45,7 +49,7 @@ def normalize_option_name(name: str) -> str | None:
     return name if name in OPTION_TYPES else None
 
 
-def parse_option(name: str, value: str) -> tuple[str | None, str, object]:
+def parse_option(name: str, value: str) -> tuple[str | None, str, RuleValue]:
     """One `--replicate-*=value` option -> (channel or None for global, rule type, rule value).
 
     WL#7361: the *first* colon separates a channel name (`ch1:db2`; `:db` is the default
@@ -82,18 +86,19 @@ class StartupFilters:
     """Rules from startup options: the global set and, per WL#7361, the per-channel rules by type."""
 
     global_rules: RuleSet = field(default_factory=RuleSet)
-    channel_rules: dict[str, dict[str, tuple]] = field(default_factory=dict)
+    channel_rules: dict[str, dict[str, RuleValues]] = field(default_factory=dict)
 
     @classmethod
-    def from_options(cls, options) -> StartupFilters:
+    def from_options(cls, options: Iterable[tuple[str, str]]) -> StartupFilters:
         """Accumulate (name, value) pairs in order; repeated options add rules, they never replace."""
-        global_lists: dict[str, list] = {}
-        channel_lists: dict[str, dict[str, list]] = {}
+        global_lists: dict[str, list[RuleValue]] = {}
+        channel_lists: dict[str, dict[str, list[RuleValue]]] = {}
         for name, value in options:
             channel, rule_type, rule = parse_option(name, value)
             target = global_lists if channel is None else channel_lists.setdefault(channel, {})
             target.setdefault(rule_type, []).append(rule)
-        global_rules = RuleSet(**{rule_type: tuple(rules) for rule_type, rules in global_lists.items()})
+        by_type: dict[str, RuleValues] = {rule_type: tuple(rules) for rule_type, rules in global_lists.items()}
+        global_rules = RuleSet(**by_type)
         channels = {name: {t: tuple(r) for t, r in lists.items()} for name, lists in channel_lists.items()}
         return cls(global_rules, channels)
 
@@ -110,7 +115,7 @@ class StartupFilters:
 class FilterChange:
     """A parsed CHANGE statement: the types it lists with their new rules, and the channel it names."""
 
-    changes: tuple[tuple[str, tuple], ...]
+    changes: tuple[tuple[str, RuleValues], ...]
     channel: str | None = None
     binlog: str | None = None  # the name of a WL#2516 CHANGE BINLOG statement (it names no channel)
 
@@ -132,7 +137,8 @@ def parse_filter_statement(text: str) -> FilterChange:
     return parse_change_replication_filter(text)
 
 
-def apply_changes(rules: RuleSet, statements, channel: str, hint) -> RuleSet:
+def apply_changes(rules: RuleSet, statements: Iterable[str | FilterChange], channel: str,
+                  hint: Callable[[str], str]) -> RuleSet:
     """Apply CHANGE statements in order to the rules of `channel`. A statement naming another channel
     (`CHANGE MASTER 'foo' TO ...`, `... FOR CHANNEL 'foo'`) is an error, not silently ignored: nothing
     selects that channel here (MySQL: ER_SLAVE_CONFIGURATION). `hint(name)` says how to select it."""
@@ -145,7 +151,7 @@ def apply_changes(rules: RuleSet, statements, channel: str, hint) -> RuleSet:
     return rules
 
 
-def _statement_head(statement) -> str:
+def _statement_head(statement: str | FilterChange) -> str:
     text = statement if isinstance(statement, str) else "CHANGE statement"
     text = " ".join(text.split())
     return text if len(text) <= 60 else text[:57] + "..."
@@ -159,7 +165,7 @@ def parse_change_replication_filter(text: str) -> FilterChange:
     reader = _TokenReader(text, "CHANGE REPLICATION FILTER")
     for word in ("CHANGE", "REPLICATION", "FILTER"):
         reader.expect_keyword(word)
-    changes: dict[str, tuple] = {}
+    changes: dict[str, RuleValues] = {}
     while True:
         rule_type = reader.filter_type()
         reader.expect_punct("=")
@@ -173,10 +179,10 @@ def parse_change_replication_filter(text: str) -> FilterChange:
     return FilterChange(tuple(changes.items()), channel)
 
 
-def _read_filter_list(reader: _TokenReader, rule_type: str) -> tuple:
+def _read_filter_list(reader: _TokenReader, rule_type: str) -> RuleValues:
     reader.rule = option_name(rule_type)
     reader.expect_punct("(")
-    values: list = []
+    values: list[RuleValue] = []
     if not reader.accept_punct(")"):
         while True:
             values.append(_read_filter_value(reader, rule_type))
@@ -188,7 +194,7 @@ def _read_filter_list(reader: _TokenReader, rule_type: str) -> tuple:
     return tuple(values)
 
 
-def _read_filter_value(reader: _TokenReader, rule_type: str):
+def _read_filter_value(reader: _TokenReader, rule_type: str) -> RuleValue:
     if rule_type in WILD_TYPES:
         return reader.string()
     if rule_type == "rewrite_db":
@@ -219,7 +225,7 @@ def parse_change_master(text: str) -> FilterChange:
     if not match:
         raise RuleError(f"CHANGE MASTER: expected CHANGE MASTER ['name'] TO ..., got {text[:60]!r}")
     channel = match.group(2) if match.group(1) else None
-    changes: dict[str, list] = {}
+    changes: dict[str, list[RuleValue]] = {}
     for key, raw in _split_assignments(text[match.end():]):
         rule_type = _change_master_type(key)
         if rule_type is not None:
@@ -243,7 +249,7 @@ def parse_change_binlog(text: str) -> FilterChange:
     match = re.match(r"\s*CHANGE\s+BINLOG\s*(?:(['\"`])(.*?)\1\s*)?TO\b", text, re.IGNORECASE | re.DOTALL)
     if not match:
         raise RuleError(f"CHANGE BINLOG: expected CHANGE BINLOG ['name'] TO DO=..., IGNORE=..., got {text[:60]!r}")
-    changes: dict[str, list] = {}
+    changes: dict[str, list[str]] = {}
     for key, raw in _split_assignments(text[match.end():]):
         rule_type = CHANGE_BINLOG_TYPES.get(key.strip().upper())
         if rule_type is None:
@@ -268,7 +274,7 @@ def _option_key(key: str) -> str:
     return "MASTER_" + key.removeprefix("SOURCE_") if key.startswith("SOURCE_") else key
 
 
-def _change_master_value(rule_type: str, raw: str):
+def _change_master_value(rule_type: str, raw: str) -> RuleValue:
     value = _unquote(raw.strip())
     if rule_type in ("effective_rewrite", "rewrite_db"):
         if "->" not in value:
@@ -291,7 +297,9 @@ def _unquote(value: str) -> str:
 
 def _split_assignments(text: str) -> list[tuple[str, str]]:
     """Split `k=v, k='v,w'` at commas outside quotes; a trailing `;` is dropped."""
-    pieces, current, quote = [], [], None
+    pieces: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
     for char in text.strip().rstrip(";"):
         if quote:
             quote = None if char == quote else quote
@@ -328,7 +336,7 @@ class _TokenReader:
     def peek(self) -> Token | None:
         return self.tokens[self.index] if self.index < len(self.tokens) else None
 
-    def _fail(self, expected: str):
+    def _fail(self, expected: str) -> NoReturn:
         token = self.peek()
         found = "end of text" if token is None else repr(token.value)
         raise RuleError(f"{self.rule}: expected {expected}, found {found}")

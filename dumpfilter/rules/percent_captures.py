@@ -15,7 +15,7 @@ class PercentCaptures:
         self.pattern = pattern
         self.parts = pattern.split("%")
 
-    def fullmatch(self, key: str) -> "Captures | None":
+    def fullmatch(self, key: str) -> Captures | None:
         """The regex's greedy groups: the first as long as it can be, then the second, and so
         on. That is every literal part at its rightmost place that still leaves room for the
         parts after it, found from the right with one rfind per part."""

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import cast
 from dataclasses import dataclass
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
@@ -84,8 +85,9 @@ def statement_reach(sql: str, default_db: str | None) -> Reach | None:
     reaches = [_reach_of_shape(shape(text), default) for text in readings]
     if not reaches or None in reaches:
         return None
-    return Reach(frozenset().union(*(r.tables for r in reaches)), frozenset().union(*(r.schemas for r in reaches)),
-                 any(r.default_schema for r in reaches))
+    complete = cast(list[Reach], reaches)  # no None among them: checked just above
+    return Reach(frozenset().union(*(r.tables for r in complete)), frozenset().union(*(r.schemas for r in complete)),
+                 any(r.default_schema for r in complete))
 
 
 def _lexes(sql: str) -> bool:
@@ -108,7 +110,7 @@ def shape(sql: str) -> str:
     return _NUMBER.sub("0", _STRING.sub("''", sql))
 
 
-def _shape_part(match: re.Match) -> str:
+def _shape_part(match: re.Match[str]) -> str:
     kept = match.group(1)
     if kept is not None:
         return kept
@@ -242,7 +244,7 @@ def _quick(sql: str, default: str) -> Reach | None:
     return Reach(frozenset(info.updated))
 
 
-def _text(sql: str, tokens: list[Token], info: StatementInfo, default: str, tables: set, schemas: set
+def _text(sql: str, tokens: list[Token], info: StatementInfo, default: str, tables: set[TableRef], schemas: set[str]
           ) -> Reach | None:
     """A statement without a body: the classifier's tables, then sqlglot's over the whole text
     when it may name more (a query, a qualified name not yet explained, a call)."""
@@ -265,7 +267,7 @@ def _text(sql: str, tokens: list[Token], info: StatementInfo, default: str, tabl
     return _finish(tables | _qualified(tokens, known | names), schemas, stored)
 
 
-def _finish(tables: set, schemas: set, default_schema: bool) -> Reach:
+def _finish(tables: set[TableRef], schemas: set[str], default_schema: bool) -> Reach:
     # A statement that names no object (FLUSH, DO 1, SET @x = 1) needs its default database allowed.
     return Reach(frozenset(tables), frozenset(schemas), default_schema or not (tables or schemas))
 
@@ -355,7 +357,7 @@ def _body(sql: str, tokens: list[Token], db: str, trigger: bool) -> tuple[set[Ta
     return tables, complete
 
 
-def _pieces(sql: str, tokens: list[Token]):
+def _pieces(sql: str, tokens: list[Token]) -> Iterator[tuple[list[Token], int]]:
     """(tokens, end offset in sql) of each `;`-separated piece."""
     start = 0
     for i, token in enumerate(tokens):
@@ -369,7 +371,7 @@ def _pieces(sql: str, tokens: list[Token]):
 
 # -- sqlglot ---------------------------------------------------------------------------------------
 
-def _parse(text: str):
+def _parse(text: str) -> exp.Expr | None:
     """sqlglot's tree of `text` (REPLACE read as INSERT, priority modifiers left out: sqlglot reads
     neither, and neither changes the tables), or None: not parsed, or parsed only as a Command."""
     try:
@@ -397,7 +399,7 @@ def _parse(text: str):
     return tree
 
 
-def _tree(tree, default: str) -> tuple[set[TableRef], set[str], bool]:
+def _tree(tree: exp.Expr, default: str) -> tuple[set[TableRef], set[str], bool]:
     """(tables, names the statement defines: tables' names, aliases, CTEs; whether an unqualified
     call may be a stored function's) of a sqlglot tree."""
     ctes = {cte.alias for cte in tree.find_all(exp.CTE) if cte.alias}
@@ -424,7 +426,7 @@ def _tree(tree, default: str) -> tuple[set[TableRef], set[str], bool]:
 
 # -- token scans -----------------------------------------------------------------------------------
 
-def _qualified(tokens: Sequence[Token], known) -> set[TableRef]:
+def _qualified(tokens: Sequence[Token], known: Collection[str]) -> set[TableRef]:
     """Every `x.y` (or `x.*`) whose x is not a name in `known`: x may be a database. Skipped:
     `@@session.x`, numbers (`1.5`), the later parts of `x.y.z`."""
     found: set[TableRef] = set()
@@ -480,7 +482,7 @@ def _references(tokens: Sequence[Token], default: str, info: StatementInfo) -> s
     return found
 
 
-def _stored_calls(tokens: Sequence[Token], known) -> bool:
+def _stored_calls(tokens: Sequence[Token], known: Collection[str]) -> bool:
     """Whether an unqualified `name(` may call a stored function (not a builtin, keyword, type or a
     name in `known`, such as the table before its column list)."""
     for i in range(len(tokens) - 1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.sqltokens import quote_identifier, quote_string
@@ -64,6 +65,12 @@ class Settings:
             raise RuleError(f"--filter-semantics: {self.semantics!r} is not one of mysql, effective")
 
 
+# One rule: a name or pattern, or a (from, to) pair of the rewrite types.
+RuleValue = str | tuple[str, str]
+# One rule type's rules: which of the two by the type (PAIR_TYPES), so Any to the checker.
+RuleValues = tuple[Any, ...]
+
+
 @dataclass(frozen=True)
 class RuleSet:
     """All filter rules of one replica (or channel), in the order they were given.
@@ -100,7 +107,7 @@ class RuleSet:
             for value in values:
                 validate_rule(rule_type, value)
 
-    def replace(self, **changes: tuple) -> RuleSet:
+    def replace(self, **changes: RuleValues) -> RuleSet:
         return dataclasses.replace(self, **changes)
 
     @property
@@ -157,7 +164,7 @@ MAX_RULE_LENGTH = 512
 MAX_RULES = 100_000
 
 
-def validate_rule(rule_type: str, value) -> None:
+def validate_rule(rule_type: str, value: object) -> None:
     """Reject what mysqld rejects at startup: table rules without a dot, wild patterns without a dot."""
     name = option_name(rule_type)
     for text in (value if rule_type in PAIR_TYPES and isinstance(value, tuple) else (value,)):
@@ -189,7 +196,7 @@ def _require_dot(name: str, value: str, form: str) -> None:
         raise RuleError(f"{name}: {value!r} is not of the form {form}")
 
 
-def render_values(rule_type: str, values: tuple) -> str:
+def render_values(rule_type: str, values: RuleValues) -> str:
     if rule_type in TABLE_TYPES:
         return ", ".join(_render_table(value) for value in values)
     if rule_type in WILD_TYPES:

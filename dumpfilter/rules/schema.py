@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
@@ -85,7 +86,7 @@ class SchemaModel:
         return model
 
     @classmethod
-    def load(cls, path: str | os.PathLike, option: str = "--schema") -> SchemaModel:
+    def load(cls, path: str | os.PathLike[str], option: str = "--schema") -> SchemaModel:
         try:
             text = open(path, encoding="utf-8", errors="replace").read()
         except OSError as exc:
@@ -93,7 +94,7 @@ class SchemaModel:
         return cls.from_sql(text, f"{option} {path}")
 
     @classmethod
-    def from_tables(cls, databases, tables: dict[TableRef, tuple[str, ...] | None], source: str) -> SchemaModel:
+    def from_tables(cls, databases: Iterable[str], tables: dict[TableRef, tuple[str, ...] | None], source: str) -> SchemaModel:
         """Databases and tables (columns lower-cased, None: not known) as they are, no DDL replayed."""
         return cls(set(databases), source=source,
                    _columns={key: None if cols is None else tuple(c.lower() for c in cols) for key, cols in tables.items()})
@@ -133,7 +134,7 @@ class SchemaModel:
                                                      _body_writes(body, db))
         return model
 
-    def key(self) -> tuple:
+    def key(self) -> tuple[tuple[str, ...], tuple[tuple[TableRef, tuple[str, ...] | None], ...]]:
         """Its databases and tables (with their columns), hashable: equal for equal schemas."""
         return tuple(sorted(self.databases)), tuple(sorted(self.tables.items(), key=lambda item: item[0]))
 
@@ -243,6 +244,7 @@ class SchemaModel:
         body = re.search(r"\bFOR\s+EACH\s+ROW\b", sql, re.IGNORECASE)
         if match is None or body is None:
             return
+        assert info.trigger is not None  # statement_tables names a CREATE TRIGGER's trigger
         db, name = info.trigger
         self.triggers[(db, name)] = Trigger(db, name, info.updated[0], match.group(1).upper(),
                                             match.group(2).upper(), _body_writes(sql[body.end():], db))
@@ -456,7 +458,8 @@ def strip_version_comments(sql: str) -> str:
     CREATE can write into the binlog: quadratic, with the GIL held)."""
     if "/*!" not in sql:
         return sql
-    out, at, search, length = [], 0, 0, len(sql)
+    out: list[str] = []
+    at, search, length = 0, 0, len(sql)
     while (start := sql.find("/*!", search)) >= 0:
         run = start + 3
         while run < length and run - start - 3 < 6 and sql[run].isdecimal():

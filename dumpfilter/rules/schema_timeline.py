@@ -67,6 +67,7 @@ class SchemaTimeline:
             self._resume = resume
             if at is None:
                 continue  # progress only: nothing to log before `resume`
+            assert sql is not None  # a yield with a key carries its statement (Feed)
             self.statements_read += 1
             if self._keys and at <= self._keys[-1]:
                 continue  # already logged (a feed never goes back, but be safe)

@@ -98,7 +98,7 @@ def tokenize(text: str) -> list[Token]:
 
 def _unescape(value: str, quote: str) -> str:
     """A string body's doubled quotes and backslash pairs (the other quote's doubling stays two characters)."""
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         pair = match.group()
         if pair[0] == "\\":
             return _unescape_pair(match.group(1))

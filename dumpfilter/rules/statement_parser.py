@@ -5,6 +5,8 @@ a real parser, into its kind and the tables it updates and reads (what the fast 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, overload
 
 import re
 
@@ -76,7 +78,7 @@ class _Statement:
             return True
         return False
 
-    def skip_modifiers(self, words=_CREATE_MODIFIERS) -> None:
+    def skip_modifiers(self, words: frozenset[str] = _CREATE_MODIFIERS) -> None:
         while True:
             if self.accept(*words):
                 if self.accept_punct("="):  # DEFINER = user@host, ALGORITHM = MERGE
@@ -125,7 +127,7 @@ class _Statement:
         first = self.word()
         if first in _TRANSACTION_WORDS or (first == "START" and self.word(1) == "TRANSACTION"):
             return StatementInfo(Kind.TRANSACTION)
-        handler = getattr(self, "_" + first.lower(), None) if first else None
+        handler: Callable[[], StatementInfo] | None = getattr(self, "_" + first.lower(), None) if first else None
         if handler is not None:
             self.index += 1
             return handler()
@@ -136,7 +138,7 @@ class _Statement:
     def _with(self) -> StatementInfo:
         """`WITH [RECURSIVE] c AS (...)[, ...] UPDATE|DELETE|INSERT ...`: the CTEs are read-only names."""
         self.accept("RECURSIVE")
-        ctes = set()
+        ctes: set[str] = set()
         while True:
             ctes.add(self.identifier())
             if self.accept_punct("("):
@@ -156,7 +158,7 @@ class _Statement:
         self.index += 1
         info = handler()
 
-        def real(ref):  # an unqualified CTE name is not a table
+        def real(ref: TableRef) -> bool:  # an unqualified CTE name is not a table
             return not (ref[0] == self.default and ref[1] in ctes)
 
         updated = tuple(filter(real, info.updated))
@@ -226,7 +228,9 @@ class _Statement:
 
     def _set_columns(self) -> list[tuple[tuple[str, ...] | None, str]]:
         """The SET columns as (qualifier, column): qualifier ('t',), ('db', 't'), or None when unqualified."""
-        columns, depth, parts, expecting_column = [], 0, [], True
+        columns: list[tuple[tuple[str, ...] | None, str]] = []
+        parts: list[str] = []
+        depth, expecting_column = 0, True
         for token in self.tokens[self.index:]:
             if token.kind == "punct" and token.value in "()":
                 depth += 1 if token.value == "(" else -1
@@ -281,6 +285,11 @@ class _Statement:
         if position + 1 >= len(self.tokens):
             raise _Unparsed
         return self.sql[self.tokens[position + 1].start:]
+
+    @overload
+    def _find_top_level(self, word: str, required: Literal[True] = True) -> int: ...
+    @overload
+    def _find_top_level(self, word: str, required: bool) -> int | None: ...
 
     def _find_top_level(self, word: str, required: bool = True) -> int | None:
         depth = 0
@@ -464,7 +473,7 @@ class _Statement:
     _optimize = _repair = _analyze
 
 
-def rename_tables(pairs) -> tuple[TableRef, ...]:
+def rename_tables(pairs: Iterable[tuple[TableRef, TableRef]]) -> tuple[TableRef, ...]:
     """WL#40 §4.2: sources and destinations in order, minus tables created and removed within the statement.
 
     `t1 TO tmp, t2 TO t1, tmp TO t2` -> (t1, t2): tmp first appears as a destination and is renamed away last.
@@ -508,7 +517,8 @@ def _join_leaves(node: exp.Expression) -> list[exp.Table]:
     return leaves
 
 
-def _resolve_targets(refs, qualifiers) -> list[tuple[TableRef, tuple[str, ...]]]:
+def _resolve_targets(refs: Sequence[tuple[TableRef, tuple[str, ...]]],
+                     qualifiers: Sequence[tuple[str, ...] | None]) -> list[tuple[TableRef, tuple[str, ...]]]:
     """The refs (in statement order) that a SET column or DELETE target names, by alias or by [db.]table.
 
     An unqualified SET column could belong to any joined table; without the event's
@@ -522,7 +532,7 @@ def _resolve_targets(refs, qualifiers) -> list[tuple[TableRef, tuple[str, ...]]]
     return chosen
 
 
-def names_ref(ref, qualifier: tuple[str, ...]) -> bool:
+def names_ref(ref: tuple[TableRef, tuple[str, ...]], qualifier: tuple[str, ...] | None) -> bool:
     """MySQL: a table with an alias is named by its alias only; otherwise by `table` or `db.table`."""
     (db, table), aliases = ref
     if aliases:
@@ -530,7 +540,7 @@ def names_ref(ref, qualifier: tuple[str, ...]) -> bool:
     return qualifier in ((table,), (db, table))
 
 
-def _read_tables(text: str, default: str, exclude=()) -> tuple[TableRef, ...]:
+def _read_tables(text: str, default: str, exclude: Sequence[TableRef] = ()) -> tuple[TableRef, ...]:
     """Every table sqlglot finds in `text` that is not updated; best effort (reads never decide)."""
     if not re.search(r"\b(SELECT|FROM|JOIN)\b", text, re.IGNORECASE):
         return ()

@@ -160,7 +160,8 @@ def _fast_ddl(sql: str, default: str) -> StatementInfo | None:
         if _needs_parser(sql):
             return None
         first, second = match.group(3, 4)
-        tables = ((_unquote(first), _unquote(second)) if second else (default, _unquote(first)),)
+        tables: tuple[tuple[str, str], ...] = ((_unquote(first), _unquote(second)) if second
+                                               else (default, _unquote(first)),)
         if match.group(5):
             tables += tuple((_unquote(first), _unquote(second)) if second else (default, _unquote(first))
                             for first, second in _QNAME_RE.findall(match.group(5)))

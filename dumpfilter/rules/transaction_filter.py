@@ -15,12 +15,12 @@ from dumpfilter.codec.constants import (
     STMT_END_F,
 )
 from dumpfilter.codec.encode import build_event, query_body
-
-# MariaDB GTID flags2 bit FL_DDL (log_event.h); not in dumpfilter.codec.constants.
-MARIADB_FL_DDL = 0x20
 from dumpfilter.codec.payload import repack_payload
 from dumpfilter.codec.transactions import CONTROL, statement_verb
 from dumpfilter.rules.decider import Decider
+
+# MariaDB GTID flags2 bit FL_DDL (log_event.h); not in dumpfilter.codec.constants.
+MARIADB_FL_DDL = 0x20
 
 KEEP, DROP = "keep", "drop"
 
@@ -63,6 +63,7 @@ class FilterResult:
     @property
     def events(self) -> list[Event]:
         if self._events is None:
+            assert self._build is not None  # no events: built on first use (__init__)
             self._events = self._build()
             self._build = None
         return self._events
@@ -158,7 +159,9 @@ class TransactionFilter:
         """A unit made of a GTID and this one Query event (DDL, MariaDB's standalone groups: most
         statement units of a ROW binlog): kept whole, or else emptied. What the loop below answers
         for that shape, without it; the master asks it without a FilterResult."""
-        return self.lone_text_kept(query.sql, query.db)
+        sql = query.sql
+        assert sql is not None  # a Query event's text is never None
+        return self.lone_text_kept(sql, query.db)
 
     def lone_text_kept(self, sql: str, current_db: str | None) -> bool:
         """`lone_statement_kept` from the Query's text and default database."""
@@ -194,6 +197,7 @@ class TransactionFilter:
                 maps = []
             elif event.is_query:
                 sql = event.sql
+                assert sql is not None  # a Query event's text is never None
                 if framing_statement(sql):
                     kept.extend(pending)
                     kept.append(event)
@@ -255,7 +259,9 @@ class TransactionFilter:
         return fix_transaction_length(self._empty_transaction(txn))
 
     def _statement_kept(self, event: Event) -> bool:
-        return self.decider.decide_statement(event.sql, event.db).apply
+        sql = event.sql
+        assert sql is not None  # a Query event's text is never None
+        return self.decider.decide_statement(sql, event.db).apply
 
     def _empty_transaction(self, txn: Transaction) -> list[Event]:
         """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty
@@ -279,10 +285,10 @@ class TransactionFilter:
             if cleared != flags2:
                 body = bytearray(gtid.body)
                 body[12] = cleared
-                gtid = gtid.with_body(bytes(body))
+                return [gtid.with_body(bytes(body)), stmt("COMMIT")]  # the same header as `gtid`'s
             return [gtid, stmt("COMMIT")]
         events = txn.events
-        begin = events[1] if len(events) > 2 and events[1].is_query and statement_verb(events[1].sql) == "BEGIN" \
+        begin = events[1] if len(events) > 2 and events[1].is_query and statement_verb(events[1].sql or "") == "BEGIN" \
             else stmt("BEGIN")
         last = events[-1]
         terminator = last if last.type_code == EventType.XID else stmt("COMMIT")

@@ -21,7 +21,7 @@ _NOTHING: tuple[TableRef | None, bool] = (None, False)  # (table if applied, CRE
 class TriggerKnowledge:
     def __init__(self, known: dict[TriggerKey, TableRef] | None = None):
         # key -> ([position keys], [(table, absent)]): the state from each position on
-        self._history: dict[TriggerKey, tuple[list, list]] = {}
+        self._history: dict[TriggerKey, tuple[list[Any], list[tuple[TableRef | None, bool]]]] = {}
         self._base: dict[TriggerKey, tuple[TableRef | None, bool]] = {k: (t, False) for k, t in (known or {}).items()}
         self._seq = 0
 
@@ -65,7 +65,7 @@ class TriggerKnowledge:
         self._record(key, at, (None, absent))
 
     # ------------------------------------------------------------------ snapshots (split's chunks)
-    def snapshot(self) -> tuple[frozenset, dict]:
+    def snapshot(self) -> tuple[frozenset[TriggerKey], dict[TriggerKey, TableRef]]:
         """The latest state: (absent keys, {key: table}), picklable."""
         keys = set(self._base) | set(self._history)
         states = {key: self._state(key, None) for key in keys}
@@ -73,7 +73,7 @@ class TriggerKnowledge:
                 {k: table for k, (table, _) in states.items() if table is not None})
 
     @classmethod
-    def restore(cls, absent: frozenset, known: dict) -> TriggerKnowledge:
+    def restore(cls, absent: frozenset[TriggerKey], known: dict[TriggerKey, TableRef]) -> TriggerKnowledge:
         knowledge = cls(known)
         for key in absent:
             knowledge._base[key] = (knowledge._base.get(key, _NOTHING)[0], True)

@@ -127,4 +127,4 @@ def _locate(sql_path: Path, line_no: int, max_lines: int = 12) -> str:
 
 def _ends_statement(line: str) -> bool:
     s = line.rstrip()
-    return s.endswith("/*!*/;") or s.endswith(";") or s.startswith("DELIMITER ")
+    return s.endswith(("/*!*/;", ";")) or s.startswith("DELIMITER ")

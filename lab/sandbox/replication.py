@@ -20,7 +20,7 @@ __all__ = [
 class ReplicationTimeout(SandboxError, TimeoutError):
     """wait_caught_up ran out of time; `.status` is the last status seen."""
 
-    def __init__(self, message: str, status: "ReplicaStatus") -> None:
+    def __init__(self, message: str, status: ReplicaStatus) -> None:
         super().__init__(message)
         self.status = status
 

@@ -123,7 +123,7 @@ def _free_port() -> int:
 
 # --- tracking and cleanup -------------------------------------------------------------
 
-_LIVE: set["MariaDBServer"] = set()
+_LIVE: set[MariaDBServer] = set()
 _LIVE_LOCK = threading.RLock()
 _HANDLER_INSTALLED = False
 
@@ -136,7 +136,7 @@ def stop_all_servers() -> None:
         print(f"sandbox: {error}", file=sys.stderr)
 
 
-def stop_servers(servers: Iterable["MariaDBServer"], keep: bool = False) -> list[str]:
+def stop_servers(servers: Iterable[MariaDBServer], keep: bool = False) -> list[str]:
     """Stop `servers`, all signalled first so they shut down in parallel; the failures, one line each."""
     servers = list(servers)
     for s in servers:
@@ -274,7 +274,7 @@ class MariaDBServer:
         return f"<MariaDBServer {self.name} server_id={self.server_id} {state}>"
 
     # lifecycle
-    def start(self) -> "MariaDBServer":
+    def start(self) -> MariaDBServer:
         if self.running:
             raise SandboxError(f"server {self.name} is already running")
         mariadbd = _require_binary("mariadbd", self.basedir)
@@ -446,7 +446,7 @@ class MariaDBServer:
                 self.root = None
                 self._socket_dir = None
 
-    def __enter__(self) -> "MariaDBServer":
+    def __enter__(self) -> MariaDBServer:
         if not self.running:
             self.start()
         return self

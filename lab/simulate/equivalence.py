@@ -81,8 +81,7 @@ def _units(relay_dir: Path) -> Iterator:
                 continue
         if event.log_pos:
             event = Event(event.raw, max(0, event.log_pos - event.size), event.fmt)
-        for unit in grouper.push(event):
-            yield unit
+        yield from grouper.push(event)
     yield from grouper.flush()
 
 
@@ -120,7 +119,7 @@ class _Check:
         self.rename = event_renamer(engine, spec.rules, spec.settings)
         self.streams = {policy: _units(path) for policy, path in received.items()}
         self.heads = {policy: next(it, None) for policy, it in self.streams.items()}
-        self.result.compared = {policy: 0 for policy in received}
+        self.result.compared = dict.fromkeys(received, 0)
         for policy, count in (dropped or {}).items():
             if count:
                 self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))

@@ -72,7 +72,7 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
              f"<p class=\"meta\">{_e(source['description'])} &middot; {_mb(source['bytes'])} MB of binlog in "
              f"{len(source['files'])} file(s) ({_e(', '.join(source['files']))}) &middot; "
              f"{experiment['streams']} gRPC streams &middot; generated "
-             f"{dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>"]
+             f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>"]
     parts.append("<h2>Charts</h2>")
     for caption, path in charts.items():
         parts.append(_image(path, caption))

@@ -162,7 +162,7 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
             results = run_streams(address, plans, on_progress=on_progress, first_file=next(iter(offsets), ""),
                                   binlog_bytes=total)
             served = time.perf_counter() - started
-            for plan, task in tasks.items():
+            for task in tasks.values():
                 progress.update(task, completed=total)
             if variant_task is not None:
                 progress.update(variant_task, completed=total * len(variants))

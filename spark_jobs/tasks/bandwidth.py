@@ -50,7 +50,7 @@ class SlaveCounts:
     transactions_partial: int = 0
     transactions_skipped: int = 0
 
-    def add(self, other: "SlaveCounts") -> None:
+    def add(self, other: SlaveCounts) -> None:
         for f in fields(self):
             if f.name != "slave":
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))

@@ -201,7 +201,7 @@ def with_default_db(event: Event, db: str) -> Event:
 class _SchemaDecider(Decider):
     """TransactionFilter's decider for one schema's output (None: events of no schema)."""
 
-    def __init__(self, router: "Router", schema: str | None):
+    def __init__(self, router: Router, schema: str | None):
         self.router = router
         self.schema = schema
         self._in = Decision(True, f"in schema {schema}")

@@ -92,7 +92,7 @@ def statements(draw, fde):
         else:
             tid = draw(st.integers(1, 2**40))
             events.append(enc.build_event(EventType.TABLE_MAP, enc.table_map_body(tid, db, table), fmt=fmt))
-            for i in range(draw(st.integers(1, 3))):
+            for _ in range(draw(st.integers(1, 3))):
                 events.append(enc.build_event(EventType.WRITE_ROWS, enc.rows_body(tid, draw(st.binary(max_size=64))), fmt=fmt))
         events.append(enc.build_event(EventType.XID, enc.xid_body(draw(st.integers(0, 2**64 - 1))), fmt=fmt))
     return events
@@ -125,7 +125,7 @@ def test_written_binlog_reads_back(spec):
             assert got.table_map == want.table_map
         if want.is_rows:
             assert got.body == want.body
-    for t in [t for t in txns]:
+    for t in list(txns):
         fixed = fix_transaction_length(t)
         if fixed[0].type_code == EventType.GTID:
             assert fixed[0].gtid_info.transaction_length == sum(e.size for e in fixed)

@@ -4,14 +4,13 @@ mariadb-binlog reads and a fresh server applies."""
 
 from __future__ import annotations
 
-import io
 import subprocess
 import threading
 import time
 
 import pytest
 
-from dumpfilter.codec import BinlogReader, BinlogWriter, EventType, group_transactions
+from dumpfilter.codec import BinlogReader, EventType, group_transactions
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, BinlogSeriesWriter, TailingReader, binlog_paths
 from dumpfilter.lab.sandbox import apply_binlog, diff_snapshots, snapshot
 from dumpfilter.lab.sandbox.server import find_binary

@@ -172,7 +172,7 @@ def test_corrupt_file_and_bad_slaves_disturb_no_other_slave(binlog_copy, master_
                                         start_gtid=None)
         info_dir = tmp_path / "ok"
         info_dir.mkdir()
-        (info_dir / "relay-log.info").write_text('{"master_file": "%s", "master_pos": %d}' % start)
+        (info_dir / "relay-log.info").write_text(f'{{"master_file": "{start[0]}", "master_pos": {start[1]:d}}}')
         thread = threading.Thread(target=healthy)
         thread.start()
         thread.join(60)

@@ -4,7 +4,6 @@ protocol, DATA_LOSS to a slave), never an internal error; the master serves on."
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 import sys

@@ -4,7 +4,6 @@ server answers; python-mysql-replication asks it when given no start, then reads
 
 from __future__ import annotations
 
-import shutil
 
 import pymysql
 import pytest

@@ -9,7 +9,6 @@ read here with the `zstandard` package and MySQL's field layout, not with the co
 
 from __future__ import annotations
 
-import shutil
 import struct
 
 import pymysql

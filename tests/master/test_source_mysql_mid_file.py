@@ -84,7 +84,7 @@ def _auto_position(port: int, executed: str) -> list[str]:
                          ids=["5.7-after-gtid-1", "5.7-after-gtid-2", "9.6-tagged-after-mytag:3"])
 def test_series_starts_inside_a_mysql_primary_file(shared_fixtures, tmp_path, pki, fixture, pos):  # noqa: F811
     up, name, data, policy = _setup(shared_fixtures, tmp_path, fixture)
-    units = [u for u in group_transactions(list(read_events(data, name, verify_checksums=False)))]
+    units = list(group_transactions(list(read_events(data, name, verify_checksums=False))))
     assert pos in {u.events[-1].end_pos for u in units}  # the case is a boundary of the fixture itself
     at_p, after = _expected_at(data, name, pos)
     primary = Primary(up, policy, pki)

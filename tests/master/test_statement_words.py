@@ -122,7 +122,9 @@ DATABASES = [None, "", "db1", "db2", "DB1", "other"]
 
 
 def _database_rules(draw) -> RuleSet:
-    pick = lambda: tuple(draw(st.lists(st.sampled_from(["db1", "db2", "db3", "db4", "DB1"]), max_size=2, unique=True)))
+    def pick() -> tuple[str, ...]:
+        return tuple(draw(st.lists(st.sampled_from(["db1", "db2", "db3", "db4", "DB1"]), max_size=2, unique=True)))
+
     rewrite = draw(st.sampled_from([(), (("db1", "db4"),), (("other", "db2"),)]))
     return RuleSet(do_db=pick(), ignore_db=pick(), rewrite_db=rewrite, binlog_do_db=pick(), binlog_ignore_db=pick())
 

@@ -79,7 +79,7 @@ def test_loose_prefix_is_a_warning(tmp_path, capsys):
 def test_underscores_and_case_do_not_hide_a_typo(tmp_path, line):
     cnf = tmp_path / "my.cnf"
     cnf.write_text(f"[mysqld]\n{line}\n")
-    with pytest.raises(RuleError, match=rf"my\.cnf:2: unknown variable"):
+    with pytest.raises(RuleError, match=r"my\.cnf:2: unknown variable"):
         startup_filters_from_file(cnf)
 
 

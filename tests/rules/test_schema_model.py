@@ -186,7 +186,7 @@ def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, t
     of the same server give the same model; `dumpfilter filter --schema` then counts no assumption where
     the plain run counts one, and keeps the multi-table UPDATE a trigger makes a do-table write."""
     server = mariadb_factory("schema-src", binlog_format="STATEMENT")
-    server.execute(["CREATE DATABASE d"] + [s for s in split_script(SEED)])
+    server.execute(["CREATE DATABASE d", *split_script(SEED)])
     dump = subprocess.run(["mariadb-dump", "--no-data", "--triggers", "--databases", "d", "-h", "127.0.0.1",
                            "-P", str(server.port), "-u", "root"], check=True, capture_output=True, text=True).stdout
     (tmp_path / "dump.sql").write_text(dump)

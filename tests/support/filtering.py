@@ -105,7 +105,7 @@ class Synth:
                 body.append(self.ev(EventType.TABLE_MAP, enc.table_map_body(table_id, db, table, b"\x03\x03",
                                                                             nullable=b"\x02")))
             order = list(tables) if rows_order is None else [tables[i] for i in rows_order]
-            for i, (table_id, db, table) in enumerate(order):
+            for i, (table_id, _db, _table) in enumerate(order):
                 image = b"\x00" + table_id.to_bytes(4, "little") + b"\x01\x00\x00\x00"
                 body.append(self.ev(EventType.WRITE_ROWS_V1 if self.flavor == "mariadb" else EventType.WRITE_ROWS,
                                     enc.rows_body(table_id, image, ncols=2, v2=self.flavor != "mariadb",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 from dumpfilter.lab.sandbox import MariaDBServer, diff_snapshots, replica_status, snapshot
@@ -110,7 +111,7 @@ def converge(expected_server, replica, timeout: float = 90.0) -> list[str]:
         time.sleep(0.5)
 
 
-def serve_master(binlog_dir, log, ports, *options: str) -> "subprocess.Popen":
+def serve_master(binlog_dir, log, ports, *options: str) -> subprocess.Popen:
     """`dumpfilter master serve --binlog-dir DIR OPTIONS...` as a process (stderr appended to
     `log`), returned once every port of `ports` accepts connections."""
     import os
@@ -131,7 +132,7 @@ def serve_master(binlog_dir, log, ports, *options: str) -> "subprocess.Popen":
             return proc
         except OSError:
             if proc.poll() is not None:
-                raise AssertionError(f"master exited with {proc.returncode}:\n{log.read_text()}")
+                raise AssertionError(f"master exited with {proc.returncode}:\n{log.read_text()}") from None
             time.sleep(0.1)
     proc.kill()
     raise AssertionError(f"master did not listen on {ports}:\n{log.read_text()}")

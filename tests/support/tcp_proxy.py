@@ -19,7 +19,7 @@ class FaultyProxy:
         self.port = self.listener.getsockname()[1]
         self.forwarded = 0          # master->slave bytes, over every connection
         self.next_fault = every
-        self.injected: dict[str, int] = {name: 0 for name in faults}
+        self.injected: dict[str, int] = dict.fromkeys(faults, 0)
         self.connections = 0
         self._lock = threading.Lock()
         self._closed = False

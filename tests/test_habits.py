@@ -1,0 +1,75 @@
+"""Checked habits (issue #46, goal 5): `make test` runs the checks before the tests, and the
+checks' configuration is the project's own. The tools themselves run in `make lint`; this file
+checks that they are wired in and configured as agreed:
+
+* the test extra installs ruff and mypy (a fresh machine gets them from `make setup`);
+* mypy is strict on the lowest layers, dumpfilter/codec and dumpfilter/rules (every flag of
+  `--strict` that is a per-module option, spelled out: python/mypy#11401);
+* ruff's configuration exists, with at least its default rules;
+* the Makefile's `test` target runs `lint`, and `lint` runs ruff, mypy and clippy with -D warnings.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+MAKEFILE = (ROOT / "Makefile").read_text()
+
+# mypy --strict's flags that are per-module options (--warn-unused-configs and --warn-redundant-casts
+# are global only).
+STRICT_FLAGS = ("disallow_any_generics", "disallow_subclassing_any", "disallow_untyped_calls",
+                "disallow_untyped_defs", "disallow_incomplete_defs", "check_untyped_defs",
+                "disallow_untyped_decorators", "warn_return_any", "warn_unused_ignores",
+                "no_implicit_reexport", "strict_equality", "extra_checks")
+STRICT_MODULES = ("dumpfilter.codec", "dumpfilter.codec.*", "dumpfilter.rules", "dumpfilter.rules.*")
+
+
+def _requirement_names(specs: list[str]) -> set[str]:
+    return {re.split(r"[\s;\[<>=!~]", spec, maxsplit=1)[0].lower() for spec in specs}
+
+
+def _target(name: str) -> tuple[list[str], str]:
+    """A Makefile target's prerequisites and recipe."""
+    match = re.search(rf"^{re.escape(name)}:([^\n]*)\n((?:\t[^\n]*\n?)*)", MAKEFILE, re.MULTILINE)
+    assert match, f"the Makefile has no `{name}` target"
+    return match.group(1).split(), match.group(2)
+
+
+def test_the_test_extra_installs_the_checkers():
+    assert {"ruff", "mypy"} <= _requirement_names(PYPROJECT["project"]["optional-dependencies"]["test"])
+
+
+def test_mypy_is_strict_on_codec_and_rules():
+    mypy = PYPROJECT["tool"]["mypy"]
+    assert mypy["python_version"] == "3.11"
+    assert {"dumpfilter/codec", "dumpfilter/rules"} <= set(mypy["files"])
+    strict = [o for o in mypy.get("overrides", []) if set(STRICT_MODULES) <= set(o["module"])]
+    assert strict, f"no [[tool.mypy.overrides]] for {STRICT_MODULES}"
+    missing = [flag for flag in STRICT_FLAGS if strict[0].get(flag) is not True]
+    assert not missing, f"the strict override lacks {missing}"
+    # `strict = true` in an override would turn the flags on for every module (python/mypy#11401)
+    assert all("strict" not in o for o in mypy.get("overrides", []))
+
+
+def test_ruff_is_configured():
+    ruff = PYPROJECT["tool"]["ruff"]
+    assert ruff["target-version"] == "py311"
+    assert {"E4", "E7", "E9", "F"} <= set(ruff["lint"]["select"])
+    assert "dumpfilter/v1" in ruff["extend-exclude"]
+
+
+def test_make_test_runs_lint_first():
+    prerequisites, _ = _target("test")
+    assert "lint" in prerequisites
+
+
+def test_lint_runs_ruff_mypy_and_clippy():
+    _, recipe = _target("lint")
+    assert "ruff check ." in recipe
+    assert "/mypy" in recipe
+    assert "cargo clippy" in recipe and "-D warnings" in recipe
+    assert "--features python" in recipe  # the Python extension's code is linted too
