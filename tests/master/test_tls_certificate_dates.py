@@ -15,7 +15,7 @@ from cryptography.x509.oid import NameOID
 from dumpfilter.master.grpc_server import certificate_date_problems, create_server
 from dumpfilter.workload.generator import WorkloadSpec, generate
 
-NOW = datetime.datetime.now(datetime.timezone.utc)
+NOW = datetime.datetime.now(datetime.UTC)
 
 
 def certificate(tmp_path, start: datetime.datetime, end: datetime.datetime):
