@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.assembly import channel_rules, merge_startup
@@ -60,17 +61,17 @@ class Rules:
         object.__setattr__(self, "_ruleset", ruleset)
 
     @classmethod
-    def from_options(cls, *options: str, **settings) -> Rules:
+    def from_options(cls, *options: str, **settings: Any) -> Rules:
         """Rules from mysqld options: `Rules.from_options("replicate-do-db=db1")`."""
         return cls(options=options, **settings)
 
     @classmethod
-    def from_mycnf(cls, text: str, **settings) -> Rules:
+    def from_mycnf(cls, text: str, **settings: Any) -> Rules:
         """Rules from the text of a my.cnf ([mysqld] / [mariadbd] groups; other options ignored)."""
         return cls(mycnf=text, **settings)
 
     @classmethod
-    def from_change(cls, *statements: str, **settings) -> Rules:
+    def from_change(cls, *statements: str, **settings: Any) -> Rules:
         """Rules from CHANGE REPLICATION FILTER (or WL#2516 CHANGE MASTER ... TO DO=...) text."""
         return cls(change=statements, **settings)
 

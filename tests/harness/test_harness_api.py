@@ -154,3 +154,16 @@ def test_simulate_on_a_pinned_port(tmp_path):
     with listen_on(port):  # the port is really the one asked for: taken, the run says so
         with pytest.raises(DumpFilterError, match=f"cannot listen on 127.0.0.1:{port}"):
             simulate(TOPOLOGY, listen=f"127.0.0.1:{port}")
+
+
+def test_a_master_with_a_policy_file(binlog, tmp_path):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[slave.analytics]\npassword = "s3cret"\nserver_ids = [21]\nallow = ["db1.%"]\n')
+    with Master(binlog, policy=policy) as master:
+        with Slave(master, user="analytics", password="s3cret", server_id=21) as allowed:
+            allowed.catch_up(timeout=120)
+            tables = {e.db for t in allowed.relay_log.transactions() for e in t.events if e.table}
+            assert tables == {"db1"}  # no rules, but the policy lets only db1 leave the master
+        with Slave(master, user="analytics", password="wrong", server_id=21, connect_timeout=5) as refused:
+            with pytest.raises(DumpFilterError):
+                refused.catch_up(timeout=60)
