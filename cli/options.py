@@ -27,10 +27,25 @@ def add_binlog_inputs(parser: argparse.ArgumentParser, metavar: str = "FILE") ->
 
 
 def add_spark_options(parser: argparse.ArgumentParser, without: str) -> None:
-    """--spark-master and --no-spark; `without` says what --no-spark does instead."""
+    """--spark-master, --spark-conf and --no-spark; `without` says what --no-spark does instead."""
     parser.add_argument("--spark-master", default=None, metavar="URL",
                         help="Spark master URL (default $SPARK_MASTER, else local[*])")
+    parser.add_argument("--spark-conf", action="append", default=[], type=_spark_conf, metavar="KEY=VALUE",
+                        help="a Spark setting for the session, applied last (repeatable), e.g. spark.ui.port=4050, "
+                             "spark.driver.port=7078, spark.blockManager.port=7079 to pin its ports")
     parser.add_argument("--no-spark", action="store_true", help=without)
+
+
+def _spark_conf(text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. spark.ui.port=4050)")
+    return key.strip(), value
+
+
+def spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """--spark-conf's pairs as the session's conf (a key given twice: the last wins)."""
+    return dict(getattr(args, "spark_conf", None) or [])
 
 
 # -- the output convention -----------------------------------------------------------------

@@ -36,7 +36,8 @@ LAYERS: list[set[str]] = [
     {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts"},
     {"dumpfilter.master", "dumpfilter.slave", "dumpfilter.spark_jobs"},   # the edges: not one another
     {"dumpfilter.lab"},
-    {"dumpfilter.cli"},
+    {"dumpfilter.harness"},                       # the public Python API (issue #44): lab, master, slave
+    {"dumpfilter.cli", "dumpfilter.pytest_plugin"},  # the two front ends: the command line, the pytest fixtures
     {"dumpfilter.__main__"},
 ]
 RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}

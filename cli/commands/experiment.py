@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
+from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, spark_conf
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import add_experiment_arguments, print_table, run_experiment
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_spark:
         from dumpfilter.spark_jobs.session import get_session
 
-        spark = get_session("dumpfilter-experiment", args.spark_master)
+        spark = get_session("dumpfilter-experiment", args.spark_master, spark_conf(args))
     rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
                                  chunk_bytes=args.chunk_bytes or None)
     if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths]}):

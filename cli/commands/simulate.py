@@ -31,6 +31,9 @@ def register(subparsers) -> None:
     parser.add_argument("--mariadb", action="store_true",
                         help="take the binlog from a real MariaDB started here (temp datadir, loopback port) and "
                              "driven with the built-in SQL workload")
+    parser.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:0",
+                        help="the master's gRPC address during the run (default 127.0.0.1:0: port 0 picks a free "
+                             "port; pin one where a firewall or another harness needs to know it)")
     parser.add_argument("--keep-work", metavar="DIR", help="keep the binlog and every relay log in DIR")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--print-default-topology", action="store_true",
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_simulation(topology, Path(args.out), verify=args.verify, mariadb=args.mariadb, console=err,
                                 progress=not args.no_progress and err.is_terminal,
-                                keep_work=Path(args.keep_work) if args.keep_work else None)
+                                keep_work=Path(args.keep_work) if args.keep_work else None, listen=args.listen)
     finally:
         logger.removeHandler(handler)
     if emit_json(args, result.report | {"ok": result.ok, "files": [str(p) for p in result.paths]}):

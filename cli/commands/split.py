@@ -9,7 +9,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
+from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, spark_conf
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         from dumpfilter.spark_jobs.session import get_session
         from dumpfilter.spark_jobs.split_by_schema import split_spark
 
-        spark = get_session("dumpfilter-split", args.spark_master)
+        spark = get_session("dumpfilter-split", args.spark_master, spark_conf(args))
         outputs = split_spark(spark, args.inputs, args.out, config, max_size=args.max_binlog_size,
                               chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
         extra = ""

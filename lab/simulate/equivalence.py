@@ -65,7 +65,7 @@ class SlaveVerification:
                 "differences": [d.to_json() for d in self.differences]}
 
 
-def _units(relay_dir: Path) -> Iterator:
+def relay_transactions(relay_dir: Path) -> Iterator:
     """The transactions of a relay log, in order (bounded memory), each event placed at its
     MASTER position. A relay log keeps the master's log_pos in every header, but a reader's
     `pos` is the relay file offset; TransactionFilter frames an empty transaction with the
@@ -117,7 +117,7 @@ class _Check:
         # The slave's rules ANDed with the master policy's gate for its identity, as the master composes them.
         self.reference = TransactionFilter(gated(engine, gate), empty_transactions=KEEP)
         self.rename = event_renamer(engine, spec.rules, spec.settings)
-        self.streams = {policy: _units(path) for policy, path in received.items()}
+        self.streams = {policy: relay_transactions(path) for policy, path in received.items()}
         self.heads = {policy: next(it, None) for policy, it in self.streams.items()}
         self.result.compared = dict.fromkeys(received, 0)
         for policy, count in (dropped or {}).items():
@@ -171,7 +171,7 @@ def verify_slaves(full_relay: Path, checks: list[tuple]) -> list[SlaveVerificati
     with `spec`'s rules (ANDed with the master policy's `gate`, when there is one). One pass over the
     full stream for every slave: it is read and grouped once."""
     states = [_Check(spec, received, dropped, gate) for spec, received, dropped, gate in checks]
-    for txn in _units(full_relay):
+    for txn in relay_transactions(full_relay):
         for state in states:
             state.feed(txn)
     return [state.finish() for state in states]

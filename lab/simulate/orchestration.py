@@ -27,6 +27,7 @@ from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slaves
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 
 DEFAULT_TOPOLOGY = "default_topology.toml"
+DEFAULT_LISTEN = "127.0.0.1:0"  # the master's gRPC address: loopback, a free port
 log = logging.getLogger("dumpfilter.lab.simulate")
 
 
@@ -80,9 +81,10 @@ def plan_streams(topology: Topology, relay_root: Path, *, everything: bool) -> l
 
 def run_simulation(topology: Topology | None, out: Path | None = None, *, verify: bool = False,
                    mariadb: bool = False, console: Console | None = None, progress: bool = True,
-                   keep_work: Path | None = None) -> SimulationResult:
+                   keep_work: Path | None = None, listen: str = DEFAULT_LISTEN) -> SimulationResult:
     """Run the whole simulation; writes report.json/csv/png under `out` when given. `keep_work`
-    keeps the binlog and relay logs in that directory instead of a temporary one."""
+    keeps the binlog and relay logs in that directory instead of a temporary one. `listen`: the
+    master's gRPC address (HOST:PORT; port 0, the default, picks a free port)."""
     console = console or Console()
     topology = topology or load_default_topology()
     if topology.unknown_master_keys:
@@ -103,7 +105,7 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
         prepared = prepare_source(source, work_dir, log=log.info)
         # lint while the streams run, in a process of its own, once per distinct rule set
         linting = LintProcess(prepared.files, [(spec.rules, spec.settings, spec.replica_schema) for spec in topology.slaves])
-        results, served = _run(topology, prepared, work_dir / "relay", verify, console, progress)
+        results, served = _run(topology, prepared, work_dir / "relay", verify, console, progress, listen)
         failed = [r for r in results if r.error]
         if failed:
             raise DumpFilterError("; ".join(f"slave {r.plan.label!r} ({r.plan.skip_policy}): {r.error}"
@@ -121,7 +123,7 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
 
 
 def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify: bool, console: Console,
-         show_progress: bool) -> tuple[list[StreamResult], float]:
+         show_progress: bool, listen: str = DEFAULT_LISTEN) -> tuple[list[StreamResult], float]:
     """Every stream's result, and the seconds the master took to serve them all."""
     from dumpfilter.master.grpc_server import create_server
 
@@ -134,8 +136,8 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
     total = prepared.total_bytes
     offsets = prepared.offsets()
     # lint_bytes=0: the master's Register-time lint would lint every rule set a second time
-    master, port = create_server(prepared.directory, "127.0.0.1:0", policy=policy_path, lint_bytes=0)
-    address = f"127.0.0.1:{port}"
+    master, port = create_server(prepared.directory, listen, policy=policy_path, lint_bytes=0)
+    address = f"{listen.rpartition(':')[0]}:{port}"
     try:
         with Progress(TextColumn("{task.description:<28}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
                       console=console, disable=not show_progress, transient=False) as progress:

@@ -1,0 +1,143 @@
+"""`Replica`: a real MariaDB replica (a throwaway sandbox server: temp datadir, free loopback port,
+its own process group, stopped by process id) pointed with CHANGE MASTER TO at a `Master`'s MySQL
+endpoint, fed what the master's filtering with its rules keeps."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from dumpfilter.errors import DumpFilterError, ExternalError
+from dumpfilter.harness._master import Master
+from dumpfilter.harness._rules import Rules
+from dumpfilter.lab.sandbox import MariaDBServer, mariadb_available, replica_status, snapshot
+
+_SERVER_IDS = itertools.count(2_000_000)
+_IDLE_SQL_STATE = "Slave has read all relay log"
+
+
+class ReplicaError(ExternalError):
+    """A real replica's IO or SQL thread stopped with an error (the message has SHOW SLAVE STATUS's)."""
+
+
+class Replica:
+    """A MariaDB replica of `master` (started with `mysql_listen`) under `rules`, which the master
+    applies for it (its server_id is mapped to them). `gtid`: start with MASTER_USE_GTID=slave_pos
+    (else from the first binlog file at position 4). Needs `mariadbd` (see `available()`).
+
+        with Master(binlog_dir, mysql_listen="127.0.0.1:0") as master, \\
+                Replica(master, ["replicate-do-db=db1"]) as replica:
+            replica.wait_caught_up()
+            replica.tables()      # {"db1.t1": 12, ...}
+    """
+
+    def __init__(self, master: Master, rules: Rules | Sequence[str] | str | None = None, *,
+                 server_id: int | None = None, name: str = "replica", user: str = "repl", password: str = "",
+                 gtid: bool = True):
+        self.master = master
+        self.rules = rules
+        self.server_id = server_id if server_id is not None else next(_SERVER_IDS)
+        self.name, self.user, self.password, self.gtid = name, user, password, gtid
+        self.server: MariaDBServer | None = None
+
+    @staticmethod
+    def available() -> bool:
+        """Whether the MariaDB server and client programs are installed (PATH, then /usr/sbin...)."""
+        return mariadb_available()
+
+    def start(self) -> Replica:
+        """Start the server and replication; returns self."""
+        if self.server is not None:
+            return self
+        port = self.master.mysql_port
+        if port is None:
+            raise DumpFilterError("a Replica needs a master started with mysql_listen=\"127.0.0.1:0\"")
+        self.master.map_replica(self.server_id, self.rules, name=self.name)
+        server = self.server = MariaDBServer(self.name[:40].replace("/", "_"), server_id=self.server_id,
+                                             log_bin=False)
+        try:
+            server.start()
+            start = "MASTER_USE_GTID=slave_pos" if self.gtid else \
+                f"MASTER_LOG_FILE='{self._first_file()}', MASTER_LOG_POS=4, MASTER_USE_GTID=no"
+            server.execute(["STOP SLAVE", "RESET SLAVE ALL",
+                            f"CHANGE MASTER TO MASTER_HOST='{self.master.host}', MASTER_PORT={port}, "
+                            f"MASTER_USER='{self.user}', MASTER_PASSWORD='{self.password}', {start}, "
+                            "MASTER_CONNECT_RETRY=1", "START SLAVE"])
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _first_file(self) -> str:
+        from dumpfilter.binlogs.files import binlog_listing
+
+        listing = binlog_listing(self.master.binlog_dir)
+        if not listing:
+            raise listing.problem or DumpFilterError(f"no binlog files in {self.master.binlog_dir}")
+        return listing[0]
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM by process id, SIGKILL if it lingers) and remove its files."""
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
+
+    def __enter__(self) -> Replica:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _need(self) -> MariaDBServer:
+        if self.server is None:
+            raise DumpFilterError(f"replica {self.name} is not started")
+        return self.server
+
+    @property
+    def pid(self) -> int | None:
+        return self.server.pid if self.server is not None else None
+
+    @property
+    def port(self) -> int | None:
+        return self.server.port if self.server is not None else None
+
+    def status(self) -> dict[str, Any]:
+        """SHOW SLAVE STATUS as a dict."""
+        return replica_status(self._need())
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        """Run `sql` as root; the rows as dicts."""
+        return [dict(row) for row in self._need().query(sql)]
+
+    def tables(self) -> dict[str, int]:
+        """Every user table ("db.table") with its row count."""
+        snap = snapshot(self._need())
+        return {f"{schema}.{table}": t.row_count for (schema, table), t in sorted(snap.tables.items())}
+
+    def wait_caught_up(self, timeout: float = 60.0) -> dict[str, Any]:
+        """Wait until the master has sent this replica everything up to its binlog end and the SQL
+        thread has executed all it read (seen twice in a row); returns SHOW SLAVE STATUS. A thread
+        stopped with an error raises ReplicaError; `timeout` seconds raise TimeoutError."""
+        deadline = time.monotonic() + timeout
+        stable = 0
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            status = self.status()
+            if status.get("Last_SQL_Errno") or (status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno")):
+                raise ReplicaError(f"replica {self.name} stopped: SQL error {status.get('Last_SQL_Errno')} "
+                                   f"{status.get('Last_SQL_Error')!r}; IO error {status.get('Last_IO_Errno')} "
+                                   f"{status.get('Last_IO_Error')!r}")
+            idle = (status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes"
+                    and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
+                    and _IDLE_SQL_STATE in str(status.get("Slave_SQL_Running_State") or "")
+                    and self.master.replica_streamed_to_end(self.server_id))
+            stable = stable + 1 if idle else 0
+            if stable >= 2:
+                return status
+            time.sleep(0.3)
+        raise TimeoutError(f"replica {self.name} did not catch up within {timeout:g}s: IO "
+                           f"{status.get('Slave_IO_Running')}, SQL {status.get('Slave_SQL_Running')}, read "
+                           f"{status.get('Master_Log_File')}:{status.get('Read_Master_Log_Pos')}, executed "
+                           f"{status.get('Relay_Master_Log_File')}:{status.get('Exec_Master_Log_Pos')}")

@@ -1,0 +1,140 @@
+"""The harness's one contact with the internals of the master and slave edges (issue #44): every
+name the public API needs from `dumpfilter.master` and `dumpfilter.slave` is imported here and
+nowhere else in `dumpfilter.harness`, so a move inside those packages is followed in this file
+alone. It owns the small adapters over them: starting and stopping a master (gRPC and MySQL
+protocol), a stoppable slave that counts its caught-up batches, and the master's per-slave counts."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from dumpfilter.master.grpc_server import MasterServer, create_server
+from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+from dumpfilter.slave.client import Slave as _InternalSlave
+from dumpfilter.slave.config import SlaveConfig
+from dumpfilter.slave.relay_log import RelayInfo
+from dumpfilter.topology import SlaveSpec
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+
+__all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "SlaveConfig", "StoppableSlave", "add_replica_spec",
+           "load_relay_info", "master_stats", "slave_config", "start_endpoint", "start_master", "stream_at_end"]
+
+
+def start_master(binlog_dir: Path, listen: str, policy: Path | None, options: dict[str, Any]) -> tuple[MasterServer, int]:
+    """A started gRPC master (`create_server`) and its bound port."""
+    return create_server(binlog_dir, listen, policy=policy, **options)
+
+
+def start_endpoint(master: MasterServer, listen: str) -> MysqlEndpoint:
+    """The MySQL-protocol endpoint (`--mysql-listen`) over the master's service, with an empty
+    map of replica rules that `add_replica_spec` fills while it runs."""
+    return MysqlEndpoint(master.service, listen, replicas=ReplicaMap({}, {}))
+
+
+def add_replica_spec(endpoint: MysqlEndpoint, spec: SlaveSpec) -> None:
+    """A real replica connecting with `spec.server_id` (or `spec.user`) gets `spec`'s rules."""
+    endpoint.replicas.by_server_id[spec.server_id] = spec
+    if spec.user:
+        endpoint.replicas.by_user[spec.user] = spec
+
+
+def stream_at_end(master: MasterServer, server_id: int) -> bool:
+    """Whether the master's stream for `server_id` (a real replica) has sent up to its binlog end."""
+    service = master.service
+    slave = service.slaves.get(server_id)
+    if slave is None or slave.stream is None:
+        return False
+    rows = service.stats(server_id)
+    return bool(rows) and rows[0][0].position is not None and rows[0][0].position == rows[0][1] and rows[0][2] == 0
+
+
+def master_stats(address: str, server_id: int, user: str = "", password: str = "",
+                 timeout: float = 10.0) -> dict[str, Any]:
+    """The master's counts for one slave over the Stats RPC ({} when it does not know it, or
+    cannot be asked: a master stopped)."""
+    metadata = [("dumpfilter-user", user), ("dumpfilter-password", password)] if user else None
+    try:
+        with grpc.insecure_channel(address) as channel:
+            reply = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(server_id=server_id),
+                                                                timeout=timeout, metadata=metadata)
+    except grpc.RpcError:
+        return {}
+    mine = [s for s in reply.slaves if s.server_id == server_id]
+    if not mine:
+        return {}
+    message = mine[0]
+    out: dict[str, Any] = {f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields
+                           if f.message_type is None}
+    out["rule_hits"] = dict(message.rule_hits)
+    return out
+
+
+def load_relay_info(relay_dir: Path) -> RelayInfo | None:
+    """relay-log.info of a slave's relay directory, or None before its first commit."""
+    return RelayInfo.load(relay_dir)
+
+
+class _Stopped(Exception):
+    """Raised inside a background slave's thread to end it."""
+
+
+class StoppableSlave(_InternalSlave):
+    """The slave client, stoppable from another thread, counting the batches that said
+    "caught up" (a condition to wait on)."""
+
+    def __init__(self, config: SlaveConfig):
+        super().__init__(config)
+        self.stopping = threading.Event()
+        self.changed = threading.Condition()
+        self.caught_up_batches = 0
+        self._open: grpc.Channel | None = None
+
+    def _channel(self) -> grpc.Channel:
+        if self.stopping.is_set():
+            raise _Stopped
+        self._open = super()._channel()
+        return self._open
+
+    def _batch(self, batch) -> None:
+        if self.stopping.is_set():
+            raise _Stopped
+        super()._batch(batch)
+        with self.changed:
+            if batch.caught_up:
+                self.caught_up_batches += 1
+            self.changed.notify_all()
+
+    def request_stop(self) -> None:
+        """Ends the stream at its next batch, or at once by closing the channel it waits on."""
+        self.stopping.set()
+        channel = self._open
+        if channel is not None:
+            try:
+                channel.close()
+            except Exception:  # noqa: BLE001 - closing a channel another thread closes too
+                pass
+        with self.changed:
+            self.changed.notify_all()
+
+    def run_until_stopped(self, on_error: Callable[[BaseException], None]) -> None:
+        """run(), where a stop asked for is a clean end and any other failure goes to `on_error`."""
+        try:
+            self.run()
+        except _Stopped:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the owner's thread
+            if not self.stopping.is_set():
+                on_error(exc)
+        finally:
+            with self.changed:
+                self.changed.notify_all()
+
+
+def slave_config(**fields: Any) -> SlaveConfig:
+    """A SlaveConfig (the slave client's settings) from keyword fields."""
+    return SlaveConfig(**fields)

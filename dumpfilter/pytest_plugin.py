@@ -1,0 +1,122 @@
+"""dumpfilter's pytest plugin (issue #44), registered as the `dumpfilter` entry point of
+`pytest11`: fixtures over `dumpfilter.harness` for integration harnesses.
+
+* `dumpfilter_binlog(**workload)`: a generated binlog directory under the test's tmp_path;
+* `dumpfilter_master(binlog_dir, **options)`: a started `Master` (gRPC on a free loopback port);
+* `dumpfilter_slave(master, rules, **options)`: a `Slave` of it (call `catch_up()` or `start()`);
+* `dumpfilter_replica(master, rules, **options)`: a started real MariaDB `Replica` behind the
+  master's MySQL endpoint (the master needs `mysql_listen="127.0.0.1:0"`); the test is skipped,
+  saying why, where `mariadbd` is not installed.
+
+Each is a factory; whatever it made is stopped when the test ends, passed, failed or interrupted
+(Ctrl-C: pytest tears fixtures down before it exits), each in its own `finally`, replicas first,
+then slaves, then masters. MariaDB servers run in their own process group and are stopped by
+process id. The harness is imported when a fixture is first used, never at pytest's start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from dumpfilter.harness import Master, Replica, Slave
+
+MARIADB_MISSING = ("dumpfilter_replica needs MariaDB: mariadbd, mariadb-install-db, mariadb and mariadb-binlog "
+                   "were not all found on PATH or in /usr/sbin, /usr/local/sbin, /usr/bin, /usr/local/bin "
+                   "(install mariadb-server and mariadb-client)")
+
+
+def _stop_all(items: list[Any], stop: Callable[[Any], None]) -> None:
+    """Stop every item, newest first, each whatever the others did; the first failure is raised
+    once all were tried."""
+    first: BaseException | None = None
+    while items:
+        item = items.pop()
+        try:
+            stop(item)
+        except BaseException as exc:  # noqa: BLE001 - the rest are still stopped
+            first = first or exc
+    if first is not None:
+        raise first
+
+
+@pytest.fixture
+def dumpfilter_binlog(tmp_path: Path) -> Callable[..., Path]:
+    """Factory: `dumpfilter_binlog(transactions=500, schemas=3, ...)` writes the built-in
+    workload (`harness.generate_binlog`'s options) into a new directory under tmp_path and
+    returns the directory."""
+    made = iter(range(1, 1 << 30))
+
+    def make(**workload: Any) -> Path:
+        from dumpfilter.harness import generate_binlog
+
+        directory = tmp_path / f"dumpfilter-binlog-{next(made)}"
+        generate_binlog(directory, **workload)
+        return directory
+
+    return make
+
+
+@pytest.fixture
+def dumpfilter_master() -> Iterator[Callable[..., Master]]:
+    """Factory: `dumpfilter_master(binlog_dir, listen="127.0.0.1:0", policy=None,
+    mysql_listen=None, ...)` -> a started `Master`, stopped when the test ends."""
+    masters: list[Master] = []
+
+    def make(binlog_dir: str | Path, **options: Any) -> Master:
+        from dumpfilter.harness import Master
+
+        master = Master(binlog_dir, **options)
+        masters.append(master)
+        return master.start()
+
+    try:
+        yield make
+    finally:
+        _stop_all(masters, lambda master: master.stop())
+
+
+@pytest.fixture
+def dumpfilter_slave() -> Iterator[Callable[..., Slave]]:
+    """Factory: `dumpfilter_slave(master, ["replicate-do-db=db1"], skip_policy=..., server_id=...,
+    relay_dir=..., user=..., password=...)` -> a `Slave` (not started: `catch_up()` or `start()`),
+    stopped and its temporary relay log removed when the test ends."""
+    slaves: list[Slave] = []
+
+    def make(master: Master | str, rules: Any = None, **options: Any) -> Slave:
+        from dumpfilter.harness import Slave
+
+        slave = Slave(master, rules, **options)
+        slaves.append(slave)
+        return slave
+
+    try:
+        yield make
+    finally:
+        _stop_all(slaves, lambda slave: slave.close())
+
+
+@pytest.fixture
+def dumpfilter_replica() -> Iterator[Callable[..., Replica]]:
+    """Factory: `dumpfilter_replica(master, ["replicate-do-db=db1"], server_id=..., gtid=True)` ->
+    a started real MariaDB `Replica` of `master` (started with `mysql_listen`), stopped by process
+    id when the test ends. Skips the test where MariaDB is not installed."""
+    from dumpfilter.harness import Replica
+
+    if not Replica.available():
+        pytest.skip(MARIADB_MISSING)
+    replicas: list[Replica] = []
+
+    def make(master: Master, rules: Any = None, **options: Any) -> Replica:
+        replica = Replica(master, rules, **options)
+        replicas.append(replica)
+        return replica.start()
+
+    try:
+        yield make
+    finally:
+        _stop_all(replicas, lambda replica: replica.stop())
