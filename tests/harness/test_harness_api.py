@@ -12,7 +12,6 @@ from dumpfilter.harness import (
     SKIP_POLICIES,
     DumpFilterError,
     Master,
-    Position,
     Rules,
     Slave,
     explain,
