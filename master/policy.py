@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dumpfilter.errors import AccessDeniedError, RuleError
 from dumpfilter.rules.gate import Gate
+from dumpfilter.rules.policy_gates import allow_list, owner_of, server_id_list, slave_gate
 
 log = logging.getLogger("dumpfilter.master.policy")
 
@@ -128,21 +129,11 @@ class MasterPolicy:
 
     def owner_of(self, server_id: int) -> str | None:
         """The identity whose `server_ids` list names `server_id`, if any."""
-        for name, entry in self.entries.items():
-            if server_id in entry.server_ids:
-                return name
-        return None
+        return owner_of(self.entries, server_id)
 
     def gate_for_identity(self, identity: Identity, server_id: int) -> Gate:
-        entry = identity.entry or self.default
-        if entry is None:
-            raise AccessDeniedError(f"identity {identity.name!r} is not in the master policy")
-        if entry.server_ids and server_id not in entry.server_ids:
-            raise AccessDeniedError(f"identity {identity.name!r} may not register server_id {server_id}")
-        owner = self.owner_of(server_id)
-        if owner is not None and owner != identity.name:
-            raise AccessDeniedError(f"identity {identity.name!r} may not register server_id {server_id}")
-        return Gate(entry.allow, restricted=True)
+        # derived as simulate and experiment derive it (rules/policy_gates.py)
+        return slave_gate(identity.name, identity.entry or self.default, server_id, self.owner_of(server_id))
 
     def gate_for(self, user: str, password: str, server_id: int) -> Gate:
         return self.gate_for_identity(self.authenticate(user, password), server_id)
@@ -151,13 +142,10 @@ class MasterPolicy:
 def _entry(name: str, body: dict, path, is_default: bool = False) -> PolicyEntry:
     if not isinstance(body, dict):
         raise RuleError(f"policy file {path}: [{name}] must be a table")
-    allow = body.get("allow", [])
-    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
-        raise RuleError(f"policy file {path}: [{name}] allow must be a list of 'db.table' patterns")
-    Gate(tuple(allow))  # validates the patterns
+    allow = allow_list(body.get("allow", []), f"policy file {path}: [{name}]")
     password, admin = body.get("password"), body.get("admin", False)
     caps = {key: body.get(key) for key in _CAPS}
-    server_ids = body.get("server_ids", [])
+    server_ids = server_id_list(body.get("server_ids", []), f"policy file {path}: [{name}]")
     if password is not None and not isinstance(password, str):
         raise RuleError(f"policy file {path}: [{name}] password must be a string")
     if not isinstance(admin, bool):
@@ -165,9 +153,6 @@ def _entry(name: str, body: dict, path, is_default: bool = False) -> PolicyEntry
     for key, value in caps.items():
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise RuleError(f"policy file {path}: [{name}] {key} must be a whole number >= 0")
-    if not isinstance(server_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                   and 0 < i <= 0xFFFFFFFF for i in server_ids):
-        raise RuleError(f"policy file {path}: [{name}] server_ids must be a list of server ids (1..4294967295)")
     mysql_auth = body.get("mysql_auth", list(DEFAULT_MYSQL_AUTH))
     if not isinstance(mysql_auth, list) or not mysql_auth or not all(isinstance(p, str) for p in mysql_auth):
         raise RuleError(f"policy file {path}: [{name}] mysql_auth must be a non-empty list of plugin names")
