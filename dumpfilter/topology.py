@@ -1,7 +1,8 @@
 """Topology files (TOML): the slaves of an experiment and their filter rules. Shared by
 `dumpfilter experiment` and `dumpfilter simulate`. Errors name the key and its line.
 
-    [master]                      # optional; read by simulate, ignored by experiment
+    [master]                      # optional; the source is read by simulate (experiment takes --binlogs),
+                                  #   the policy by both
     binlogs = "data/binlogs"      # the source: a directory of binlogs (index or name.NNNNNN files),
     # files = ["a.000001", "a.000002"]   # or a list of files, in order,
     # [master.workload]           # or the built-in generator (dumpfilter.workload.WorkloadSpec fields:
@@ -26,8 +27,9 @@
     skip_policy = "heartbeat"     # heartbeat | placeholder | empty-transaction
     flavor = "mariadb"            # mysql | mariadb: the replica's name-comparison rules
     lower_case_table_names = 0
-    user = "analytics"            # identity presented to the master policy (optional)
-    password = ""
+    user = "analytics"            # identity presented to the master policy (optional; none: the
+    password = ""                 #   policy's [default]); its gate bounds what simulate and
+                                  #   experiment send this slave (`slave_gates`)
     kind = "dumpfilter"           # dumpfilter | mariadb: verify and simulate also run a real MariaDB
                                   #   replica on the master's MySQL endpoint (master serve --mysql-listen)
     replica_schema = "replica.sql"  # the replica's own starting schema when it is not the master's
@@ -341,6 +343,28 @@ def _slave(entry: dict, index: int, where: _Locator, base: Path = Path(".")) -> 
     return SlaveSpec(name, server_id, rules, settings, values["skip_policy"], channel,
                      ((f"defaults-file={defaults_file}",) if defaults_file else ()) + tuple(options) + tuple(statements),
                      identity["user"], identity["password"], values["kind"], replica_schema)
+
+
+def slave_gates(topology: Topology) -> list:
+    """Each slave's master-policy gate (`rules.gate.Gate`), in slave order, as the master derives it
+    from `master.policy` for the slave's `user`, `password` and `server_id` (rules/policy_gates.py);
+    None for every slave when the topology names no policy. A slave the master would refuse is an
+    error naming it."""
+    policy = topology.source.policy if topology.source is not None else None
+    if policy is None:
+        return [None for _ in topology.slaves]
+    if not Path(policy).is_file():
+        raise TopologyError(f"{topology.path}: master.policy: {policy} is not a file")
+    from dumpfilter.rules.policy_gates import PolicyGates
+
+    gates = PolicyGates.load(policy)
+    out = []
+    for spec in topology.slaves:
+        try:
+            out.append(gates.gate_for_slave(spec.user, spec.password, spec.server_id))
+        except DumpFilterError as exc:
+            raise TopologyError(f"{topology.path}: slave {spec.name!r}: master.policy {policy}: {exc}") from None
+    return out
 
 
 class _Locator:

@@ -10,6 +10,7 @@ from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 from dumpfilter.rules.gate import Gate
+from dumpfilter.sent import SentCounts
 from dumpfilter.master.units import Pos
 
 
@@ -77,22 +78,8 @@ class Batch:
 
 
 @dataclass
-class SlaveStats:
-    events_read: int = 0
-    bytes_read: int = 0
-    events_sent: int = 0
-    bytes_sent: int = 0          # every event byte sent, skip-policy events included
-    kept_bytes: int = 0          # master events sent as themselves
-    events_skipped: int = 0
-    bytes_skipped: int = 0
-    heartbeats: int = 0
-    heartbeat_bytes: int = 0
-    placeholders: int = 0
-    placeholder_bytes: int = 0
-    empty_transactions: int = 0
-    empty_transaction_bytes: int = 0
-    transactions_kept: int = 0
-    transactions_partial: int = 0
-    transactions_skipped: int = 0
+class SlaveStats(SentCounts):
+    """The sent counts `experiment` computes too (dumpfilter.sent), and the master's own."""
+
     rule_hits: Counter = field(default_factory=Counter)
     assumed_decisions: int = 0   # statement decisions that assumed what the schema model lacks

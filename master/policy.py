@@ -4,18 +4,15 @@ rules it asks for, which server_ids it may use, and how many streams it may hold
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import os
-import re
 import stat
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dumpfilter.errors import AccessDeniedError, RuleError
+from dumpfilter.errors import AccessDeniedError
 from dumpfilter.rules.gate import Gate
+from dumpfilter.rules.policy_gates import PLAIN, Fail, Secret, owner_of, read_policy, slave_gate
 
 log = logging.getLogger("dumpfilter.master.policy")
 
@@ -26,56 +23,6 @@ log = logging.getLogger("dumpfilter.master.policy")
 CACHING_SHA2, NATIVE, ED25519 = "caching_sha2_password", "mysql_native_password", "client_ed25519"
 MYSQL_AUTH_PLUGINS = (CACHING_SHA2, NATIVE, ED25519)
 DEFAULT_MYSQL_AUTH = (CACHING_SHA2, NATIVE)
-
-
-@dataclass(frozen=True)
-class Secret:
-    """An identity's password as the policy file keeps it: in clear (`password`), or hashed
-    (`password_hash`) as MySQL's mysql_native_password hash (`*` and 40 hex digits:
-    SHA1(SHA1(password)), what `SELECT PASSWORD('...')` and mysql.user show) or as a salted
-    PBKDF2-HMAC-SHA256 (`pbkdf2_sha256$ITERATIONS$SALT_HEX$HASH_HEX`, what `dumpfilter master
-    hash-password` prints). What each --mysql-listen plugin can check follows: the native hash is
-    that plugin's own stored form; ed25519 needs the password itself."""
-
-    kind: str    # PLAIN | NATIVE_HASH | PBKDF2
-    value: str
-
-    def matches(self, given: bytes) -> bool:
-        """Whether `given` (a password in clear) is this one; the same work for a wrong one."""
-        if self.kind == PLAIN:
-            return hmac.compare_digest(self.value.encode("utf-8", "surrogateescape"), given)
-        if self.kind == NATIVE_HASH:
-            return hmac.compare_digest(self.native_stage2() or b"", hashlib.sha1(hashlib.sha1(given).digest()).digest())
-        _, iterations, salt, digest = self.value.split("$")
-        computed = hashlib.pbkdf2_hmac("sha256", given, bytes.fromhex(salt), int(iterations))
-        return hmac.compare_digest(computed, bytes.fromhex(digest))
-
-    @property
-    def clear(self) -> bytes | None:
-        """The password itself, where the file holds it."""
-        return self.value.encode("utf-8", "surrogateescape") if self.kind == PLAIN else None
-
-    def native_stage2(self) -> bytes | None:
-        """SHA1(SHA1(password)), what mysql_native_password's scramble is checked against; None
-        for a PBKDF2 hash."""
-        if self.kind == PLAIN:
-            return hashlib.sha1(hashlib.sha1(self.value.encode("utf-8")).digest()).digest() if self.value else b""
-        if self.kind == NATIVE_HASH:
-            return bytes.fromhex(self.value[1:])
-        return None
-
-
-PLAIN, NATIVE_HASH, PBKDF2 = "plain", "native", "pbkdf2_sha256"
-_NATIVE_HASH = re.compile(r"\*[0-9A-Fa-f]{40}")
-_PBKDF2_HASH = re.compile(r"pbkdf2_sha256\$([1-9][0-9]{0,8})\$([0-9a-f]{16,128})\$([0-9a-f]{64})")
-PBKDF2_ITERATIONS = 600_000  # OWASP's figure for PBKDF2-HMAC-SHA256
-
-
-def hash_password(password: str, iterations: int = PBKDF2_ITERATIONS) -> str:
-    """A `password_hash` value for `password`: PBKDF2-HMAC-SHA256 with a random salt."""
-    salt = os.urandom(16)
-    digest = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8", "surrogateescape"), salt, iterations)
-    return f"pbkdf2_sha256${iterations}${salt.hex()}${digest.hex()}"
 
 
 @dataclass(frozen=True)
@@ -150,27 +97,13 @@ class MasterPolicy:
 
     @classmethod
     def load(cls, path: str | Path) -> MasterPolicy:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-            data = tomllib.loads(text)
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise RuleError(f"policy file {path}: {exc}") from None
-        where = _Where(path, text)
-        for section in data:
-            if section not in ("slave", "default"):
-                raise RuleError(f"{where.at(section)}: unknown section [{section}] (known: [slave.NAME], [default])")
-        for section in ("slave", "default"):
-            if section in data and not isinstance(data[section], dict):
-                raise RuleError(f"{where.at(section)}: [{section}] must be a table")
-        entries = {name: _entry(name, body, where) for name, body in data.get("slave", {}).items()}
-        default = _entry("default", data["default"], where, is_default=True) if "default" in data else None
-        owners: dict[int, str] = {}
-        for name, entry in entries.items():
-            for server_id in entry.server_ids:
-                if server_id in owners:
-                    raise RuleError(f"{where.at(name, 'server_ids')}: server_id {server_id} is listed by both "
-                                    f"[slave.{owners[server_id]}] and [slave.{name}]: a server_id belongs to one identity")
-                owners[server_id] = name
+        text = read_policy(path)  # sections, keys, allow, server_ids and passwords, read as everyone reads them
+        entries = {name: _entry(name, body, text.grants[name], text.fail_for(name))
+                   for name, body in text.bodies.items()}
+        default = None
+        if text.default is not None and text.default_grant is not None:
+            default = _entry("default", text.default, text.default_grant, text.fail_for("default", True),
+                             is_default=True)
         _warn_open_doors(entries, default, path)
         _warn_readable_secrets(entries, default, path)
         return cls(entries, default)
@@ -203,86 +136,26 @@ class MasterPolicy:
 
     def owner_of(self, server_id: int) -> str | None:
         """The identity whose `server_ids` list names `server_id`, if any."""
-        for name, entry in self.entries.items():
-            if server_id in entry.server_ids:
-                return name
-        return None
+        return owner_of(self.entries, server_id)
 
     def gate_for_identity(self, identity: Identity, server_id: int) -> Gate:
-        entry = identity.entry or self.default
-        if entry is None:
-            raise AccessDeniedError(f"identity {identity.name!r} is not in the master policy")
-        if entry.server_ids and server_id not in entry.server_ids:
-            raise AccessDeniedError(f"identity {identity.name!r} may not register server_id {server_id}")
-        owner = self.owner_of(server_id)
-        if owner is not None and owner != identity.name:
-            raise AccessDeniedError(f"identity {identity.name!r} may not register server_id {server_id}")
-        return Gate(entry.allow, restricted=True)
+        # derived as simulate and experiment derive it (rules/policy_gates.py)
+        return slave_gate(identity.name, identity.entry or self.default, server_id, self.owner_of(server_id))
 
     def gate_for(self, user: str, password: str, server_id: int) -> Gate:
         return self.gate_for_identity(self.authenticate(user, password), server_id)
 
 
-class _Where:
-    """`file:line` of a section or a key of the policy file, for its error lines (tomllib gives
-    the values, not where they stand)."""
-
-    def __init__(self, path, text: str):
-        self.path = path
-        self._lines = text.splitlines()
-
-    def at(self, section: str, key: str | None = None) -> str:
-        header = re.compile(r"\s*\[\s*(slave\s*\.\s*)?[\"']?" + re.escape(section) + r"[\"']?\s*\]")
-        line = None
-        for n, text in enumerate(self._lines, 1):
-            if line is None:
-                if header.match(text):
-                    line = n
-                    if key is None:
-                        break
-            elif re.match(r"\s*\[", text):
-                break
-            elif re.match(r"\s*[\"']?" + re.escape(key) + r"[\"']?\s*=", text):
-                line = n
-                break
-        return f"policy file {self.path}" + (f":{line}" if line is not None else "")
-
-
-_KEYS = ("allow", "password", "password_hash", "server_ids", "admin", "mysql_auth")
-
-
-def _entry(name: str, body: dict, where: _Where, is_default: bool = False) -> PolicyEntry:
-    section = "default" if is_default else f"slave.{name}"
-    def fail(key: str | None, message: str):
-        raise RuleError(f"{where.at(name, key)}: [{section}] {message}")
-    if not isinstance(body, dict):
-        fail(None, "must be a table")
-    unknown = [key for key in body if key not in _KEYS and key not in _CAPS]
-    if unknown:
-        fail(unknown[0], f"unknown key {unknown[0]!r} (known: {', '.join(_KEYS + _CAPS)})")
-    if "allow" not in body:
-        # An identity for authentication only would be served nothing without a word (#41).
-        fail(None, "has no allow: it would receive nothing; write allow = [\"%.%\"] for everything, or "
-                   "allow = [] to mean nothing")
-    allow = body["allow"]
-    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
-        fail("allow", "allow must be a list of 'db.table' patterns")
-    try:
-        Gate(tuple(allow))  # validates the patterns
-    except RuleError as exc:
-        fail("allow", str(exc))
+def _entry(name: str, body: dict, grant, fail: Fail, is_default: bool = False) -> PolicyEntry:
+    """A section's entry: its grant (read by rules.policy_gates) and the keys only the master uses."""
     admin = body.get("admin", False)
     caps = {key: body.get(key) for key in _CAPS}
-    server_ids = body.get("server_ids", [])
-    secret = _secret(body, fail)
+    secret = grant.secret
     if not isinstance(admin, bool):
         fail("admin", "admin must be true or false")
     for key, value in caps.items():
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             fail(key, f"{key} must be a whole number >= 0")
-    if not isinstance(server_ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                   and 0 < i <= 0xFFFFFFFF for i in server_ids):
-        fail("server_ids", "server_ids must be a list of server ids (1..4294967295)")
     default_auth = list(DEFAULT_MYSQL_AUTH) if secret is None or secret.native_stage2() is not None else [CACHING_SHA2]
     mysql_auth = body.get("mysql_auth", default_auth)
     if not isinstance(mysql_auth, list) or not mysql_auth or not all(isinstance(p, str) for p in mysql_auth):
@@ -298,27 +171,8 @@ def _entry(name: str, body: dict, where: _Where, is_default: bool = False) -> Po
         if cannot:
             fail("mysql_auth", f"mysql_auth: {cannot[0]} cannot check a password stored as {secret.kind} "
                                "(give password in clear, or leave that plugin out)")
-    return PolicyEntry(name, tuple(allow), secret, tuple(server_ids), admin, **caps, is_default=is_default,
+    return PolicyEntry(name, grant.allow, secret, grant.server_ids, admin, **caps, is_default=is_default,
                        mysql_auth=tuple(dict.fromkeys(mysql_auth)))
-
-
-def _secret(body: dict, fail) -> Secret | None:
-    password, hashed = body.get("password"), body.get("password_hash")
-    if password is not None and hashed is not None:
-        fail("password_hash", "give password or password_hash, not both")
-    if password is not None:
-        if not isinstance(password, str):
-            fail("password", "password must be a string")
-        return Secret(PLAIN, password)
-    if hashed is None:
-        return None
-    if isinstance(hashed, str) and _NATIVE_HASH.fullmatch(hashed):
-        return Secret(NATIVE_HASH, hashed.upper())
-    if isinstance(hashed, str) and _PBKDF2_HASH.fullmatch(hashed):
-        return Secret(PBKDF2, hashed)
-    fail("password_hash", "password_hash must be MySQL's mysql_native_password hash ('*' and 40 hex digits) or "
-                          "pbkdf2_sha256$ITERATIONS$SALT_HEX$HASH_HEX (dumpfilter master hash-password)")
-    return None
 
 
 _CAPS = ("max_streams", "max_registrations", "max_rules", "max_calls", "max_lint_jobs", "max_sessions")

@@ -1,5 +1,5 @@
-"""Spark job: for each slave of a topology, the events and bytes master-side filtering would send
-compared with everything, over many binlog files in parallel (chunks cut on transaction
+"""Spark job: for each slave of a topology, the events and bytes master-side filtering (its rules
+and the topology's master policy) would send compared with everything, over many binlog files in parallel (chunks cut on transaction
 boundaries; spark_jobs.tasks.bandwidth does the counting and joins heartbeat stretches).
 
     spark-submit spark_jobs/bandwidth_experiment.py --binlogs DIR --topology FILE [--out DIR]
@@ -24,17 +24,19 @@ from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files,
 COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "events_all", "bytes_all",
            "events_sent", "bytes_sent", "saving_bytes", "saving_pct", "kept_events", "kept_bytes", "heartbeats",
            "heartbeat_bytes", "placeholders", "placeholder_bytes", "empty_transactions",
-           "empty_transaction_bytes", "transactions_kept", "transactions_partial", "transactions_skipped"]
+           "empty_transaction_bytes", "transactions_kept", "transactions_partial", "transactions_skipped",
+           "events_skipped", "bytes_skipped"]
 
 
-def count_local(chunks, slaves, *, verify_checksums: bool = True) -> list[SlaveCounts]:
-    parts = [part for chunk in chunks for part in count_chunk(chunk, slaves, verify_checksums=verify_checksums)]
+def count_local(chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
+    """`gates`: each slave's master-policy gate (`dumpfilter.topology.slave_gates`; None: none)."""
+    parts = [part for chunk in chunks for part in count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)]
     return merge_counts(parts, [s.name for s in slaves])
 
 
-def count_spark(spark, chunks, slaves, *, verify_checksums: bool = True) -> list[SlaveCounts]:
+def count_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
     rdd = spark.sparkContext.parallelize(chunks, max(1, len(chunks)))
-    parts = rdd.flatMap(lambda chunk: count_chunk(chunk, slaves, verify_checksums=verify_checksums)).collect()
+    parts = rdd.flatMap(lambda chunk: count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)).collect()
     return merge_counts(parts, [s.name for s in slaves])
 
 
@@ -79,13 +81,17 @@ def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = ""
 
 def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv",
                    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True):
-    """Count (with Spark when a session is given) and write the report; returns (rows, paths)."""
+    """Count (with Spark when a session is given) and write the report; returns (rows, paths). Each
+    slave is bounded by the topology's master policy (`master.policy`), as the master bounds it."""
+    from dumpfilter.topology import slave_gates
+
+    gates = slave_gates(topology)
     files = input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs)
     chunks = plan_chunks(files, chunk_bytes)
     if spark is None:
-        totals = count_local(chunks, topology.slaves, verify_checksums=verify_checksums)
+        totals = count_local(chunks, topology.slaves, gates, verify_checksums=verify_checksums)
     else:
-        totals = count_spark(spark, chunks, topology.slaves, verify_checksums=verify_checksums)
+        totals = count_spark(spark, chunks, topology.slaves, gates, verify_checksums=verify_checksums)
     rows = rows_for(topology, totals)
     source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"
     return rows, write_report(rows, Path(out), fmt, source=f"{source}, {len(files)} file(s)")

@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"dumpfilter._core", "dumpfilter.errors", "dumpfilter.v1", "dumpfilter.data"},
     {"dumpfilter.codec"},
     {"dumpfilter.rules"},
-    {"dumpfilter.skip_policy"},
+    {"dumpfilter.skip_policy", "dumpfilter.sent"},
     {"dumpfilter.binlogs"},
     {"dumpfilter.workload"},
     {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts"},

@@ -531,7 +531,7 @@ def hash_password_command(args: argparse.Namespace) -> int:
     import getpass
 
     from dumpfilter.errors import InvalidArgumentError
-    from dumpfilter.master.policy import hash_password
+    from dumpfilter.rules.policy_gates import hash_password
 
     password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
     if not password:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology
+from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology, slave_gates
 from dumpfilter.lab.simulate.lint_process import LintProcess
 from dumpfilter.lab.simulate.real_replicas import replica_verdict
 from dumpfilter.lab.simulate.report import print_report, write_report
@@ -182,17 +182,12 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
 
 def _verify(topology: Topology, results: list[StreamResult]) -> list[SlaveVerification]:
     full = next(r for r in results if r.plan.role == EVERYTHING)
-    policy = None
-    if topology.source is not None and topology.source.policy is not None:
-        from dumpfilter.master.policy import MasterPolicy
-
-        policy = MasterPolicy.load(topology.source.policy)
     checks = []
-    for spec in topology.slaves:
+    # each slave's gate as the master derives it, and experiment (topology.slave_gates)
+    for spec, gate in zip(topology.slaves, slave_gates(topology)):
         mine = [r for r in results if r.plan.spec is spec]
         received = {r.plan.skip_policy: r.plan.relay_dir for r in mine}
         dropped = {r.plan.skip_policy: r.counters.get("check_disagreements", 0) for r in mine}
-        gate = policy.gate_for(spec.user, spec.password, spec.server_id) if policy is not None else None
         checks.append((spec, received, dropped, gate))
     return verify_slaves(full.plan.relay_dir, checks)  # one pass over the full stream for every slave
 

@@ -34,10 +34,9 @@ from dumpfilter.master.policy import (
     ED25519,
     MYSQL_AUTH_PLUGINS,
     NATIVE,
-    PLAIN,
     MasterPolicy,
-    Secret,
 )
+from dumpfilter.rules.policy_gates import PLAIN, Secret
 
 # caching_sha2_password's one-byte messages after 0x01 (AuthMoreData), and the client's key request
 FAST_AUTH_SUCCESS, PERFORM_FULL_AUTHENTICATION, REQUEST_PUBLIC_KEY = b"\x03", b"\x04", b"\x02"

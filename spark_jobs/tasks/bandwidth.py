@@ -1,15 +1,18 @@
 """What master-side filtering would send each slave, counted per chunk of binlog (pure).
 
-For every slave of a topology and every unit of a chunk: the events and bytes a dump thread sends
-without master-side filtering (everything), and with it (the slave's TransactionFilter applied,
-plus what its skip policy sends for what it skips), following master/service.py and
-proto/dumpfilter/v1/dump.proto:
+For every slave of a topology and every unit of a chunk: the events and bytes a dump thread reads
+(everything) and what it sends with master-side filtering, counted as the master's stream
+(master/stream.py `_unit`) counts them, in the master's own counter type (dumpfilter.sent):
 
-- control events (FDE, Gtid_list/Previous_GTIDs, Rotate, ...) are always sent;
+- the slave's rules ANDed with the master policy's gate for its identity (`gated`, as the master
+  composes them), through the TransactionFilter every consumer shares;
+- control events (FDE, Gtid_list/Previous_GTIDs, Rotate, Stop, ...) are sent as they are, but
+  for a Heartbeat written in the binlog, which the master reads and never forwards;
 - a partial or skipped transaction is sent as its skip policy says (dumpfilter.skip_policy: the
   same objects the master's stream asks), and counted by the policy's `tally`;
 - a skipped stretch costs one HEARTBEAT event (body: the binlog file name), sent before the next
-  event that is sent or at the end of the file.
+  event that is sent, or once the stream has read the whole binlog (a stretch ending one file
+  without a Rotate goes before the next file's FDE: the same one heartbeat).
 
 Heartbeat stretches can cross chunk boundaries: `merge_counts` joins them again, so the totals do
 not depend on how files were cut.
@@ -23,40 +26,36 @@ from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.charts import saved_percent
 from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.rules.decider import gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter import skip_policy
+from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, read_units
+
+_NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
 
 
 @dataclass
-class SlaveCounts:
-    """Totals for one slave (over one chunk, or merged over many)."""
+class SlaveCounts(SentCounts):
+    """One slave's totals (over one chunk, or merged over many): the master's sent counts, with
+    the slave's name and the master events kept for it (`kept_events`, as `kept_bytes` counts)."""
 
-    slave: str
-    events_all: int = 0
-    bytes_all: int = 0
-    events_sent: int = 0
-    bytes_sent: int = 0
+    slave: str = ""
     kept_events: int = 0
-    kept_bytes: int = 0
-    heartbeats: int = 0
-    heartbeat_bytes: int = 0
-    placeholders: int = 0
-    placeholder_bytes: int = 0
-    empty_transactions: int = 0
-    empty_transaction_bytes: int = 0
-    transactions_kept: int = 0
-    transactions_partial: int = 0
-    transactions_skipped: int = 0
 
-    def add(self, other: SlaveCounts) -> None:
-        for f in fields(self):
-            if f.name != "slave":
-                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+    @property
+    def events_all(self) -> int:
+        """Everything a dump thread without master-side filtering goes through: what was read."""
+        return self.events_read
+
+    @property
+    def bytes_all(self) -> int:
+        return self.bytes_read
 
     def as_row(self) -> dict:
         row = {f.name: getattr(self, f.name) for f in fields(self)}
+        row["events_all"], row["bytes_all"] = self.events_all, self.bytes_all
         row["saving_bytes"] = self.bytes_all - self.bytes_sent
         row["saving_pct"] = saved_percent(self.bytes_all, self.bytes_sent) or 0.0  # as the chart labels it
         return row
@@ -75,17 +74,17 @@ class ChunkCounts:
 
 
 class _SlaveCounter:
-    def __init__(self, name: str, rules, settings, policy_name: str, chunk: Chunk, crc_len: int):
-        self.filter = TransactionFilter(RuleEngine(rules, settings), empty_transactions=KEEP)
+    """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
+
+    def __init__(self, name: str, rules, settings, policy_name: str, gate, chunk: Chunk, crc_len: int):
+        self.filter = TransactionFilter(gated(RuleEngine(rules, settings), gate), empty_transactions=KEEP)
         self.policy = skip_policy.named(policy_name)
-        self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(name))
+        self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
         self.pending = False
         self.sent_any = False
 
-    def _send(self, n: int, size: int) -> None:
-        if n == 0:
-            return
+    def _send(self, events) -> int:
         c = self.out.counts
         if self.pending:
             c.heartbeats += 1
@@ -94,51 +93,56 @@ class _SlaveCounter:
             c.bytes_sent += self.out.heartbeat_size
             self.pending = False
         self.sent_any = True
-        c.events_sent += n
+        size = sum(e.size for e in events)
+        c.events_sent += len(events)
         c.bytes_sent += size
+        return size
 
     def _skip_stretch(self) -> None:
         if not self.sent_any and not self.pending:
             self.out.leading_skip = True
         self.pending = True
 
+    def _skipped(self, events: int, size: int) -> None:
+        c = self.out.counts
+        c.events_skipped += max(0, events)
+        c.bytes_skipped += max(0, size)
+
     def unit(self, txn: Transaction) -> None:
         c = self.out.counts
-        size = txn.size
-        c.events_all += len(txn.events)
-        c.bytes_all += size
+        c.events_read += len(txn.events)
+        c.bytes_read += txn.size
         if txn.kind == CONTROL:
             event = txn.events[0]
             if event.type_code == EventType.FORMAT_DESCRIPTION:
                 self.filter.reset()
+            if event.type_code in _NOT_FORWARDED:
+                return
             c.kept_events += 1
-            c.kept_bytes += size
-            self._send(1, size)
+            c.kept_bytes += self._send(txn.events)
             return
         result = self.filter.filter(txn)
         if result.outcome in (KEPT, PARTIAL):
             kept = result.events
-            kept_bytes = sum(e.size for e in kept)
+            events = kept if result.outcome == KEPT else self.policy.partial(txn.events, kept)
+            sent = self._send(events)
+            c.kept_bytes += sent - self.policy.tally(c, events, skipped=False)
             c.kept_events += len(kept)
-            c.kept_bytes += kept_bytes
             c.transactions_kept += result.outcome == KEPT
             c.transactions_partial += result.outcome == PARTIAL
-            if result.outcome == PARTIAL:
-                sent = self.policy.partial(txn.events, kept)
-                self.policy.tally(c, sent, skipped=False)
-                self._send(len(sent), sum(e.size for e in sent))
-            else:
-                self._send(len(kept), kept_bytes)
+            self._skipped(len(txn.events) - len(kept), txn.size - sum(e.size for e in kept))
             return
         c.transactions_skipped += 1
-        sent = self.policy.skipped(txn.events, result)
-        if sent is None:
+        self._skipped(len(txn.events), txn.size)
+        events = self.policy.skipped(txn.events, result)
+        if events is None:
             self._skip_stretch()
         else:
-            self._send(len(sent), self.policy.tally(c, sent, skipped=True))
+            self._send(events)
+            self.policy.tally(c, events, skipped=True)
 
     def finish(self) -> ChunkCounts:
-        if self.pending:  # flushed at the end of the file (or of a batch): counted here
+        if self.pending:  # flushed before the next file's FDE, or once the whole binlog is read: counted here
             c = self.out.counts
             c.heartbeats += 1
             c.heartbeat_bytes += self.out.heartbeat_size
@@ -148,14 +152,16 @@ class _SlaveCounter:
         return self.out
 
 
-def count_chunk(chunk: Chunk, slaves, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
     """Counts of every slave (`dumpfilter.topology.SlaveSpec`-like: name, rules, settings,
-    skip_policy) over one chunk."""
+    skip_policy) over one chunk; `gates`: each slave's master-policy gate (None: unbounded)."""
+    gates = list(gates) if gates is not None else [None] * len(slaves)
     counters = None
     for txn in read_units(chunk, verify_checksums=verify_checksums):
         if counters is None:
             crc_len = txn.events[0].fmt.checksum_len if txn.events[0].fmt is not None else 0
-            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, chunk, crc_len) for s in slaves]
+            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)
+                        for s, gate in zip(slaves, gates)]
         for counter in counters:
             counter.unit(txn)
     return [counter.finish() for counter in counters or ()]
@@ -164,7 +170,7 @@ def count_chunk(chunk: Chunk, slaves, *, verify_checksums: bool = True) -> list[
 def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[SlaveCounts]:
     """Sum chunk counts per slave, in `slave_names` order. A stretch that ends one chunk and opens
     the next chunk of the same file is one heartbeat, not two."""
-    totals = {name: SlaveCounts(name) for name in slave_names}
+    totals = {name: SlaveCounts(slave=name) for name in slave_names}
     by_slave: dict[str, list[ChunkCounts]] = {name: [] for name in slave_names}
     for part in parts:
         by_slave[part.counts.slave].append(part)

@@ -21,7 +21,8 @@ from dumpfilter.master.mysql_protocol.auth import Account, Authenticator, Conver
 from dumpfilter.master.mysql_protocol.handshake import is_ssl_request, parse_handshake_response
 from dumpfilter.master.mysql_protocol.packets import ConnectionClosed, PacketStream, ProtocolError
 from dumpfilter.master.mysql_protocol.tls import endpoint_tls
-from dumpfilter.master.policy import MYSQL_AUTH_PLUGINS, PLAIN, Secret
+from dumpfilter.master.policy import MYSQL_AUTH_PLUGINS
+from dumpfilter.rules.policy_gates import PLAIN, Secret
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.fuzz.fuzz_support import FUZZ, TARGET_TIMEOUT
 from tests.support.tls_helpers import make_pki

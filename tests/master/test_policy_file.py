@@ -18,7 +18,8 @@ import pytest
 
 from dumpfilter.errors import AccessDeniedError, RuleError
 from dumpfilter.master.mysql_protocol.auth import Account, Authenticator, Conversation, RsaKeys
-from dumpfilter.master.policy import NATIVE_HASH, PBKDF2, PLAIN, MasterPolicy, Secret, hash_password
+from dumpfilter.master.policy import MasterPolicy
+from dumpfilter.rules.policy_gates import NATIVE_HASH, PBKDF2, PLAIN, Secret, hash_password
 
 ROOT = Path(__file__).resolve().parents[2]
 

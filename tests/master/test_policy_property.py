@@ -17,7 +17,8 @@ from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.policy import PLAIN, MasterPolicy, PolicyEntry, Secret
+from dumpfilter.master.policy import MasterPolicy, PolicyEntry
+from dumpfilter.rules.policy_gates import PLAIN, Secret
 from dumpfilter.rules.gate import Gate
 from tests.support.dump_helpers import run_slave
 from tests.support.filtering import Synth

@@ -1,0 +1,197 @@
+"""`dumpfilter experiment` counts what the master sends (issue #46, goals 2 and 3): per slave and
+skip policy, its events and bytes sent equal what a real master streamed over gRPC to a slave of the
+same rules and identity (`simulate`), under a master policy that bounds some identities. Before,
+experiment ignored `master.policy` (a `db1.%` identity with no rules was counted as sent
+everything) and forwarded the Heartbeats written in a binlog, which the master's stream reads and
+never sends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from dumpfilter.cli.app import main as dumpfilter_main
+from dumpfilter.codec import EventType
+from dumpfilter.codec.encode import build_event
+from dumpfilter.lab.simulate import run_simulation
+from dumpfilter.sent import SentCounts
+from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
+from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
+from dumpfilter.topology import TopologyError, load_topology, parse_topology, slave_gates
+from dumpfilter.workload import WorkloadSpec, generate
+
+pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
+
+POLICIES = ("heartbeat", "placeholder", "empty-transaction")
+POLICY_FILE = """
+[slave.sales]
+allow = ["db1.%"]
+
+[slave.ops]
+allow = ["%.%"]
+
+[default]
+allow = ["%.%"]
+"""
+# (name, user, rules): a bounded identity with no rules of its own, the same with rules the bound
+# then refuses entirely or in part, an identity allowed every table, and the [default] one.
+SLAVES = [
+    ("sales", "sales", []),
+    ("sales-do2", "sales", ["replicate-do-db=db2"]),
+    ("sales-t1", "sales", ["replicate-wild-do-table=db1.t1", "replicate-wild-do-table=db3.%"]),
+    ("ops", "ops", []),
+    ("ops-ign2", "ops", ["replicate-wild-ignore-table=db2.%"]),
+    ("anyone-do3", "", ["replicate-do-db=db3"]),
+]
+
+
+def _topology_text(binlogs, slaves=SLAVES, policies=POLICIES) -> str:
+    parts = [f'[master]\nbinlogs = "{binlogs}"\npolicy = "policy.toml"\n',
+             "[experiment]\nmaster_vs_slave = false\nskip_policies = []\n"]
+    server_id = 10
+    for name, user, rules in slaves:
+        for policy in policies:
+            server_id += 1
+            parts.append(f'[[slaves]]\nname = "{name}/{policy}"\nserver_id = {server_id}\nuser = "{user}"\n'
+                         f'skip_policy = "{policy}"\nrules = {json.dumps(rules)}\n')
+    return "\n".join(parts)
+
+
+def _write(tmp_path, binlogs, slaves=SLAVES, policies=POLICIES):
+    (tmp_path / "policy.toml").write_text(POLICY_FILE)
+    path = tmp_path / "topology.toml"
+    path.write_text(_topology_text(binlogs, slaves, policies))
+    return path
+
+
+def _simulated(topology) -> dict[str, dict]:
+    """Per slave: what it received over gRPC (events, bytes, heartbeats) and the master's counts."""
+    result = run_simulation(topology, None, progress=False, console=Console(file=None, quiet=True))
+    out = {}
+    for stream in result.streams:
+        c, s = stream.counters, stream.stats
+        out[stream.plan.label] = {"events_sent": c["events_received"], "bytes_sent": c["bytes_received"],
+                                  "heartbeats": c["heartbeats"], "placeholders": c["placeholders"],
+                                  **{k: s.get(k, 0) for k in MASTER_COUNTS}}
+    return out
+
+
+# The master's counts (Stats RPC) that no idle heartbeat after the caught-up batch can move.
+MASTER_COUNTS = ("events_read", "bytes_read", "events_skipped", "bytes_skipped", "placeholder_bytes",
+                 "empty_transactions", "empty_transaction_bytes", "transactions_kept", "transactions_partial",
+                 "transactions_skipped")
+
+
+def _counted(row) -> dict:
+    keys = ("events_sent", "bytes_sent", "heartbeats", "placeholders", *MASTER_COUNTS)
+    named = {**row, "events_read": row["events_all"], "bytes_read": row["bytes_all"]}  # the report's names
+    return {k: named[k] for k in keys}
+
+
+def _assert_same(simulated: dict[str, dict], rows: list[dict]) -> None:
+    assert {r["slave"] for r in rows} == set(simulated)
+    differ = {r["slave"]: (simulated[r["slave"]], _counted(r)) for r in rows if _counted(r) != simulated[r["slave"]]}
+    assert not differ, "experiment differs from simulate:\n" + "\n".join(
+        f"{name}: " + ", ".join(f"{k} simulate {a[k]} experiment {b[k]}" for k in a if a[k] != b[k])
+        for name, (a, b) in differ.items())
+
+
+@pytest.fixture(scope="module")
+def binlogs(tmp_path_factory):
+    """A ROW binlog (MariaDB) and a MIXED one (MySQL), several files each, both with a Heartbeat
+    written into a file (a relay log or a binlog copied from one holds them)."""
+    root = tmp_path_factory.mktemp("experiment-vs-simulate")
+    out = {}
+    for name, spec in {"row": WorkloadSpec(seed=46, schemas=3, tables_per_schema=2, transactions=260,
+                                           binlog_format="row", flavor="mariadb", max_binlog_size=30_000),
+                       "mixed": WorkloadSpec(seed=47, schemas=3, tables_per_schema=2, transactions=260,
+                                             binlog_format="mixed", flavor="mysql", max_binlog_size=30_000)}.items():
+        generate(spec, root / name, "master-bin")
+        _append_heartbeat(sorted((root / name).glob("master-bin.0*"))[-1])
+        out[name] = root / name
+    return out
+
+
+def _append_heartbeat(path) -> None:
+    """A Heartbeat event at the end of a binlog file (after its last transaction)."""
+    from dumpfilter.codec import read_events
+
+    events = read_events(path.read_bytes())
+    end = path.stat().st_size
+    name = path.name.encode()
+    hb = build_event(EventType.HEARTBEAT, name, fmt=events[0].fmt, server_id=1, timestamp=0,
+                     log_pos=end + 19 + len(name) + events[0].fmt.checksum_len)
+    with open(path, "ab") as f:
+        f.write(hb.raw)
+
+
+@pytest.mark.parametrize("workload", ["row", "mixed"])
+def test_experiment_counts_what_simulate_streams(tmp_path, binlogs, workload):
+    """`dumpfilter experiment --no-spark` on the topology simulate runs: per slave and skip policy,
+    the same events and bytes sent, heartbeats and placeholders as the slave received, and the
+    master's own counts of what it read, skipped and sent in place of what it skipped."""
+    path = _write(tmp_path, binlogs[workload])
+    simulated = _simulated(load_topology(path))
+    out = tmp_path / "experiment.json"
+    assert dumpfilter_main(["experiment", "--binlogs", str(binlogs[workload]), "--topology", str(path), "--no-spark",
+                            "--out", str(tmp_path / "out"), "--json", str(out), "--chunk-bytes", "9000"]) == 0
+    rows = json.loads(out.read_text())["slaves"]
+    _assert_same(simulated, rows)
+    by_name = {r["slave"]: r for r in rows}
+    # the policy bounds: a db1.% identity with no rules is sent less than one allowed everything
+    assert by_name["sales/heartbeat"]["bytes_sent"] < by_name["ops/heartbeat"]["bytes_sent"]
+    assert by_name["sales-do2/placeholder"]["transactions_kept"] == 0
+
+
+@pytest.mark.spark
+def test_spark_experiment_counts_what_simulate_streams(tmp_path, spark, binlogs):
+    """The Spark job's counts (files cut into many chunks) are the master's too."""
+    path = _write(tmp_path, binlogs["mixed"], SLAVES[:4])
+    topology = load_topology(path)
+    simulated = _simulated(topology)
+    totals = count_spark(spark, plan_chunks(input_files([binlogs["mixed"]]), 6000), topology.slaves,
+                         slave_gates(topology))
+    _assert_same(simulated, [{**t.as_row()} for t in totals])
+
+
+rule_sets = st.lists(st.sampled_from([
+    "replicate-do-db=db1", "replicate-do-db=db2", "replicate-ignore-db=db3", "replicate-do-table=db1.t1",
+    "replicate-ignore-table=db2.t2", "replicate-wild-do-table=db%.t1", "replicate-wild-ignore-table=db1.%",
+    "replicate-wild-do-table=db3.%"]), max_size=3, unique=True)
+
+
+@settings(max_examples=4, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rules=rule_sets, user=st.sampled_from(["sales", "ops", ""]), workload=st.sampled_from(["row", "mixed"]))
+def test_random_rules_count_the_same(tmp_path, binlogs, rules, user, workload):
+    slaves = [("random", user, rules)]
+    path = _write(tmp_path, binlogs[workload], slaves)
+    topology = load_topology(path)
+    simulated = _simulated(topology)
+    totals = count_local(plan_chunks(input_files([binlogs[workload]]), None), topology.slaves, slave_gates(topology))
+    _assert_same(simulated, [t.as_row() for t in totals])
+
+
+def test_one_counter_type_for_the_master_and_experiment():
+    from dumpfilter.master.model import SlaveStats
+    from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts
+
+    assert issubclass(SlaveStats, SentCounts) and issubclass(SlaveCounts, SentCounts)
+    a, b = SlaveCounts(slave="a", events_sent=2, kept_events=1), SlaveCounts(slave="a", events_sent=3, kept_events=2)
+    a.add(b)
+    assert (a.slave, a.events_sent, a.kept_events) == ("a", 5, 3)
+
+
+def test_a_slave_the_policy_refuses_is_an_error(tmp_path):
+    (tmp_path / "policy.toml").write_text('[slave.sales]\nallow = ["db1.%"]\nserver_ids = [7]\n')
+    path = tmp_path / "topology.toml"
+    path.write_text('[master]\npolicy = "policy.toml"\n[[slaves]]\nname = "x"\nserver_id = 8\nuser = "sales"\n')
+    with pytest.raises(TopologyError, match="slave 'x'.*may not register server_id 8"):
+        slave_gates(load_topology(path))
+    path.write_text('[master]\npolicy = "policy.toml"\n[[slaves]]\nname = "x"\nserver_id = 7\nuser = "nobody"\n')
+    with pytest.raises(TopologyError, match="no \\[default\\]"):
+        slave_gates(load_topology(path))
+    assert slave_gates(parse_topology('[[slaves]]\nname = "x"\nserver_id = 7\n')) == [None]
