@@ -220,14 +220,9 @@ class _Connection:
                 endpoint.problems.warning("mysql connection from %s refused: %s", self.peer, exc)
                 self._error(ER_CON_COUNT_ERROR, str(exc), "08004")
                 return
-            if evicted == self.host:
-                endpoint.problems.warning("mysql connection from %s: %d sockets of that address were in the "
-                                          "handshake (--mysql-max-handshakes-per-host): its oldest was closed to "
-                                          "make room", self.peer, endpoint.limits.max_handshakes_per_host)
-            elif evicted is not None:
-                endpoint.problems.warning("mysql connection from %s: %d sockets were in the handshake "
-                                          "(--mysql-max-handshakes): the oldest from %s was closed to make room",
-                                          self.peer, endpoint.limits.max_handshakes, evicted)
+            if evicted is not None:  # its address's cap (--mysql-max-handshakes-per-host), or the one in all
+                endpoint.problems.warning("mysql connection from %s: the handshake cap was full: the oldest from %s "
+                                          "was closed to make room", self.peer, evicted)
             try:
                 authenticated = self._connect()
             finally:
