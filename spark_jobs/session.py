@@ -11,8 +11,11 @@ setting, e.g. the ports a firewall or a shared machine needs fixed: `spark.ui.po
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
+import threading
 
 
 def under_spark_submit() -> bool:
@@ -48,6 +51,45 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for key, value in settings.items():
         builder = builder.config(key, value)
+    logging.getLogger().addFilter(_interrupt_noise)  # also while the session starts (PySpark's handler)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    quiet_interrupts(spark.sparkContext)
     return spark
+
+
+def quiet_interrupts(sc) -> None:
+    """Ctrl-C during a job: its Spark jobs are cancelled and the command ends with its one line.
+    PySpark's own SIGINT handler calls into the JVM from the signal handler, while the main thread
+    is inside a call to it: py4j refuses the reentrant call, and it and the interrupted call each
+    log a traceback (four of them, about 50 lines, before `dumpfilter: interrupted`). Here the
+    cancel goes on a thread of its own (py4j gives each thread its own connection), and what py4j
+    logs once the interrupt has come is dropped (py4j logs through the root logger)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def cancel() -> None:
+        try:
+            sc.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - the JVM may be gone already: nothing left to cancel
+            pass
+
+    def handler(_signum, _frame):
+        threading.Thread(target=cancel, name="spark-cancel", daemon=True).start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _interrupt_noise(record: logging.LogRecord) -> bool:
+    """False for what py4j logs (through the root logger) about a call an interrupt cut short: a
+    KeyboardInterrupt, or the reentrant call PySpark's handler makes, anywhere in its exception's
+    chain. Every other record passes."""
+    if "py4j" not in record.pathname or not record.exc_info:
+        return True
+    exc = record.exc_info[1]
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, RuntimeError) and "reentrant call" in str(exc)):
+            return False
+        exc = exc.__cause__ or exc.__context__
+    return True

@@ -5,10 +5,12 @@ would send compared with everything, over many binlog files in parallel with Spa
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, spark_conf
 from dumpfilter.cli.output_paths import writable_dir
+from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import add_experiment_arguments, print_table, run_experiment
 
@@ -26,14 +28,22 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
-    writable_dir(args.out)  # before Spark starts, not after the job
-    spark = None
-    if not args.no_spark:
-        from dumpfilter.spark_jobs.session import get_session
+    input_files([args.binlogs])  # every input a binlog (one line if not) before any output is made
+    out = Path(args.out)
+    made = not out.exists()
+    writable_dir(out)  # before Spark starts, not after the job
+    try:
+        spark = None
+        if not args.no_spark:
+            from dumpfilter.spark_jobs.session import get_session
 
-        spark = get_session("dumpfilter-experiment", args.spark_master, spark_conf(args))
-    rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
-                                 chunk_bytes=args.chunk_bytes or None)
+            spark = get_session("dumpfilter-experiment", args.spark_master, spark_conf(args))
+        rows, paths = run_experiment(args.binlogs, topology, out, spark=spark, fmt=args.fmt,
+                                     chunk_bytes=args.chunk_bytes or None)
+    except BaseException:
+        if made:  # the report directory this run made goes with it: no empty or partial report left
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths]}):
         print_table(rows)
         print("wrote " + ", ".join(str(p) for p in paths))

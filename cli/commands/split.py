@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, spark_conf
 from dumpfilter.cli.output_paths import writable_dir
-from dumpfilter.spark_jobs.tasks.local import split_local
+from dumpfilter.spark_jobs.tasks.chunks import input_files
+from dumpfilter.spark_jobs.tasks.local import check_output_dir, split_local
 from dumpfilter.spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
 
 
@@ -29,24 +33,36 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    if not Path(args.out).exists():  # an existing one must be an empty directory: the split says so
-        writable_dir(args.out)
+    input_files(args.inputs)  # every input a binlog (one line if not) before any output is made
+    out = Path(args.out)
+    check_output_dir(out, create=False)  # an existing one must be an empty directory
+    # The split is written beside its place (a temporary directory next to --out, which executors
+    # see as they would --out) and renamed into place once complete: an interrupted or failed
+    # split leaves nothing that `binlog inspect` would take for a whole output.
+    writable_dir(out.parent if str(out.parent) else ".")
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     started = time.perf_counter()
-    if args.no_spark:
-        result = split_local(args.inputs, args.out, config, max_size=args.max_binlog_size,
-                             chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
-        outputs = result.outputs
-        stats = result.stats
-        extra = (f"; {stats.incomplete} incomplete unit(s) not written" if stats.incomplete else "") + \
-                (f"; {stats.dropped_units} unit(s) of no binlog dropped" if stats.dropped_units else "")
-    else:
-        from dumpfilter.spark_jobs.session import get_session
-        from dumpfilter.spark_jobs.split_by_schema import split_spark
+    try:
+        if args.no_spark:
+            result = split_local(args.inputs, staging, config, max_size=args.max_binlog_size,
+                                 chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
+            outputs = result.outputs
+            stats = result.stats
+            extra = (f"; {stats.incomplete} incomplete unit(s) not written" if stats.incomplete else "") + \
+                    (f"; {stats.dropped_units} unit(s) of no binlog dropped" if stats.dropped_units else "")
+        else:
+            from dumpfilter.spark_jobs.session import get_session
+            from dumpfilter.spark_jobs.split_by_schema import split_spark
 
-        spark = get_session("dumpfilter-split", args.spark_master, spark_conf(args))
-        outputs = split_spark(spark, args.inputs, args.out, config, max_size=args.max_binlog_size,
-                              chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
-        extra = ""
+            spark = get_session("dumpfilter-split", args.spark_master, spark_conf(args))
+            outputs = split_spark(spark, args.inputs, staging, config, max_size=args.max_binlog_size,
+                                  chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
+            extra = ""
+        if out.exists():
+            out.rmdir()  # empty (checked above); a file written into it since makes this fail: nothing is lost
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     unmatched = warn_unmatched_maps(config, outputs)
     seconds = time.perf_counter() - started
     if not emit_json(args, {"out": str(args.out), "outputs": [dataclasses.asdict(s) for s in outputs],

@@ -53,6 +53,9 @@ def input_files(targets: list[str | os.PathLike]) -> list[Path]:
         seen.add(resolved)
     if not paths:
         raise BinlogError("no binlog files to read")
+    for path in paths:  # each one a binlog before any output is made (one line: file and offset)
+        with open_binlog(path) as stream:
+            read_format_description(stream, str(path))
     return paths
 
 

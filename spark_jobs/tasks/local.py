@@ -22,13 +22,14 @@ class SplitResult:
     chunks: int = 0
 
 
-def check_output_dir(out: str | os.PathLike) -> Path:
+def check_output_dir(out: str | os.PathLike, create: bool = True) -> Path:
     """The output directory must be new or empty: a split never mixes with older files."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         from dumpfilter.errors import DumpFilterError
         raise DumpFilterError(f"--out {out}: exists and is not an empty directory")
-    out.mkdir(parents=True, exist_ok=True)
+    if create:
+        out.mkdir(parents=True, exist_ok=True)
     return out
 
 

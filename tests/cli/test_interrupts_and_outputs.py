@@ -1,0 +1,126 @@
+"""Clean interrupts and whole outputs (issue #44 item 3): `split` writes beside its place and renames
+on success, so an interrupted or failed split leaves nothing; `split` and `experiment` refuse a
+missing input or a file that is only the binlog magic with one line and exit 2, before any
+directory is made; Ctrl-C during a Spark job ends with `dumpfilter: interrupted`, no py4j
+tracebacks."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dumpfilter.cli import app
+from dumpfilter.spark_jobs import session
+from dumpfilter.workload.generator import WorkloadSpec, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPOLOGY = ROOT / "dumpfilter" / "data" / "default_topology.toml"
+
+
+def dumpfilter(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dumpfilter", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def magic_only(tmp_path) -> Path:
+    path = tmp_path / "magic-bin.000001"
+    path.write_bytes(b"\xfebin")
+    return path
+
+
+@pytest.mark.parametrize("command", [
+    ("experiment", "--binlogs", "{missing}", "--topology", str(TOPOLOGY), "--no-spark", "--out", "report"),
+    ("experiment", "--binlogs", "{magic}", "--topology", str(TOPOLOGY), "--no-spark", "--out", "report"),
+    ("split", "{missing}", "--out", "report", "--no-spark"),
+    ("split", "{magic}", "--out", "report", "--no-spark"),
+], ids=["experiment-missing", "experiment-magic-only", "split-missing", "split-magic-only"])
+def test_a_bad_input_is_one_line_and_leaves_no_directory(tmp_path, magic_only, command):
+    run = dumpfilter(*(a.format(missing=tmp_path / "nonexistent", magic=magic_only) for a in command), cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dumpfilter: error:"), run.stderr
+    assert "nonexistent" in lines[0] or magic_only.name in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [magic_only.name]
+
+
+def test_an_interrupted_split_leaves_nothing(tmp_path, monkeypatch):
+    """The split is written in a temporary directory beside --out: interrupted after it wrote
+    part of its outputs, nothing is left (before, binlogs and index files cut at a clean
+    transaction were left in --out, which `binlog inspect` took for whole ones)."""
+    binlogs = tmp_path / "in"
+    binlogs.mkdir()
+    generate(WorkloadSpec(seed=2, transactions=200, max_binlog_size=60_000), binlogs)
+    from dumpfilter.cli.commands import split as split_command
+
+    real = split_command.split_local
+
+    def interrupted(inputs, out, config, **kwargs):
+        real(inputs, out, config, **kwargs)  # every output written, as far as a real interrupt would get
+        assert any(Path(out).iterdir())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(split_command, "split_local", interrupted)
+    monkeypatch.chdir(tmp_path)
+    assert app.main(["split", str(binlogs), "--out", "out", "--no-spark"]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    # An empty --out given by the user stays, empty; a whole split is renamed into it.
+    (tmp_path / "out").mkdir()
+    assert app.main(["split", str(binlogs), "--out", "out", "--no-spark"]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"] and not any((tmp_path / "out").iterdir())
+    monkeypatch.setattr(split_command, "split_local", real)
+    assert app.main(["split", str(binlogs), "--out", "out", "--no-spark"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]
+    assert any(p.name.endswith(".index") for p in (tmp_path / "out").iterdir())
+
+
+def test_py4j_noise_of_an_interrupt_is_dropped_and_nothing_else():
+    def record(exc: BaseException | None, path: str = "/x/py4j/java_gateway.py") -> logging.LogRecord:
+        info = (type(exc), exc, None) if exc is not None else None
+        return logging.LogRecord("root", logging.ERROR, path, 1, "Exception while sending command.", (), info)
+
+    reentrant = RuntimeError("reentrant call inside <_io.BufferedReader name=3>")
+    wrapped = ValueError("Error while sending or receiving")
+    wrapped.__context__ = reentrant
+    assert not session._interrupt_noise(record(KeyboardInterrupt()))
+    assert not session._interrupt_noise(record(wrapped))
+    assert session._interrupt_noise(record(ValueError("a real py4j failure")))
+    assert session._interrupt_noise(record(KeyboardInterrupt(), path="/x/dumpfilter/other.py"))
+    assert session._interrupt_noise(record(None))
+
+
+@pytest.mark.spark
+def test_ctrl_c_during_a_spark_split_is_one_line(tmp_path):
+    """Before: four py4j tracebacks (about 50 lines) before `dumpfilter: interrupted`."""
+    binlogs = tmp_path / "in"
+    binlogs.mkdir()
+    generate(WorkloadSpec(seed=5, transactions=40_000, max_binlog_size=8_000_000), binlogs)
+    process = subprocess.Popen([sys.executable, "-m", "dumpfilter", "split", str(binlogs), "--out", "out",
+                                "--spark-master", "local[1]", "--chunk-bytes", "1000000"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
+    try:
+        # Interrupted once its tasks write (a segment file in the staging directory beside --out).
+        deadline = time.monotonic() + 240
+        while process.poll() is None and time.monotonic() < deadline:
+            staging = [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+            if staging and any(staging[0].rglob("*")):
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "the split ended before it could be interrupted"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "py4j" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == "dumpfilter: interrupted"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
