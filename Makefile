@@ -14,6 +14,9 @@ STAMP  := $(VENV)/.installed
 CORE_SRC   := $(wildcard core/Cargo.toml core/Cargo.lock core/src/*.rs core/src/*/*.rs)
 CORE_STAMP := $(VENV)/.core-built
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+# setuptools warns at every editable install that the checkout's dumpfilter/ folder is the
+# package's name (it is the package): a wall of "!!" on the first `make demo`, about nothing.
+export PYTHONWARNINGS := ignore:Editable installation
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test test-fast lint clippy-component bench fuzz setup system-deps proto bytecode clean

@@ -146,7 +146,7 @@ def _status_row(s) -> dict:
     overhead = s.heartbeat_bytes + s.placeholder_bytes + s.empty_transaction_bytes
     return {
         # SHOW SLAVE HOSTS
-        "Server_id": s.server_id, "Host": s.hostname, "Channels": ",".join(repr(c) for c in s.channels),
+        "Server_id": s.server_id, "Host": s.hostname, "Channels": ",".join(channel_name(c) for c in s.channels),
         "Registered_at": s.registered_at,
         # the stream
         "Streaming": "Yes" if s.streaming else "No", "Skip_policy": s.skip_policy,
@@ -181,6 +181,12 @@ def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
     line = lambda values: "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"  # noqa: E731
     plural = "row" if len(rows) == 1 else "rows"
     return "\n".join([rule, line(columns), rule, *(line(r) for r in cells), rule, f"{len(rows)} {plural} in set"])
+
+
+def channel_name(channel: str) -> str:
+    """A channel as an operator reads it: its name, and `(default)` for the default channel (whose
+    name is the empty string: MySQL's tables show it as an empty cell)."""
+    return channel if channel else "(default)"
 
 
 def _cell(value) -> str:

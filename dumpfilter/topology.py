@@ -114,6 +114,7 @@ class MasterSource:
     files: tuple[Path, ...] = ()
     options: dict = field(default_factory=dict)
     policy: Path | None = None
+    where: str = ""   # "FILE:LINE" of the key that named it, for the errors found when it is read
 
 
 @dataclass(frozen=True)
@@ -197,14 +198,16 @@ def _master(master: dict, where: _Locator, base: Path) -> tuple[MasterSource | N
     if key == "binlogs":
         if not isinstance(value, str) or not value:
             fail("master.binlogs", "must be the path of a directory of binlog files")
-        return MasterSource("directory", directory=base / value, policy=policy_path), unknown
+        return MasterSource("directory", directory=base / value, policy=policy_path,
+                            where=where.table("master", key)), unknown
     if key == "files":
         if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
             fail("master.files", "must be a non-empty list of binlog file paths, in order")
         names = [Path(v).name for v in value]
         if len(set(names)) != len(names):
             fail("master.files", "two files have the same name; the master serves them from one directory")
-        return MasterSource("files", files=tuple(base / v for v in value), policy=policy_path), unknown
+        return MasterSource("files", files=tuple(base / v for v in value), policy=policy_path,
+                            where=where.table("master", key)), unknown
     allowed = _WORKLOAD_KEYS if key == "workload" else _MARIADB_KEYS
     if not isinstance(value, dict):
         fail(f"master.{key}", f"must be a table ([master.{key}])")

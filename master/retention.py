@@ -106,8 +106,8 @@ class SeriesRetention:
         self.forced += len(plan.forced)
         for name, server_ids in plan.forced.items():
             log.warning("retention: purged %s, which server_id %s still read: the series is over --max-series-bytes "
-                        "%d without it; %s gets error 1236 naming it", name, ", ".join(map(str, server_ids)),
-                        self.limits.max_bytes, "they get" if len(server_ids) > 1 else "it")
+                        "%d without it; %s error 1236 naming it", name, ", ".join(map(str, server_ids)),
+                        self.limits.max_bytes, "they get" if len(server_ids) > 1 else "it gets")
         return plan.names
 
     def _readers(self) -> dict[str, list[int]]:

@@ -191,10 +191,12 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
     if mode == "auto":
         mode = "rich" if sys.stderr.isatty() else "plain"
     out_bytes = _bytes_written(written)
-    pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% less" if stats.bytes_in else ""
+    pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% smaller" if stats.bytes_in else ""
+    # (what, in, kept, not kept): an emptied transaction is written as its empty frame, one left
+    # out is not written at all.
     rows = [
         ("files", f"{stats.files_in}", f"{len(written)} written", ""),
-        ("events", f"{stats.events_in}", f"{stats.events_out}", f"{max(stats.events_in - stats.events_out, 0)}"),
+        ("events", f"{stats.events_in}", f"{stats.events_out}", f"{max(stats.events_in - stats.events_out, 0)} dropped"),
         ("transactions", f"{stats.transactions_in}", f"{stats.kept} whole, {stats.partial} partial",
          f"{stats.emptied} emptied, {stats.skipped} left out"),
         ("bytes", _mb(stats.bytes_in), f"{_mb(out_bytes)} written", pct),
@@ -204,7 +206,7 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
         from rich.table import Table
 
         table = Table(title=f"dumpfilter filter ({flavor} replica rules, {elapsed:.2f} s)")
-        for column in ("", "in", "kept", "skipped"):
+        for column in ("", "in", "kept", "not kept"):
             table.add_column(column)
         for row in rows:
             table.add_row(*row)
@@ -217,7 +219,7 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
         return
     print(f"rules ({flavor} replica): {rules_text}", file=sys.stderr)
     for name, before, kept, skipped in rows:
-        print(f"{name}: {before} in, kept {kept}" + (f", skipped {skipped}" if skipped else ""), file=sys.stderr)
+        print(f"{name}: {before} in, kept {kept}" + (f"; {skipped}" if skipped else ""), file=sys.stderr)
     if stats.unparsed_statements:
         print(f"unparsed statements kept: {stats.unparsed_statements}", file=sys.stderr)
     if assumed:

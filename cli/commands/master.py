@@ -505,7 +505,7 @@ def _source_line(source: dict) -> str:
 
 
 def change_filter_command(args: argparse.Namespace) -> int:
-    from dumpfilter.cli.master_client import MasterClient
+    from dumpfilter.cli.master_client import MasterClient, channel_name
 
     with MasterClient.from_args(args) as client:
         result = client.change_filter(args.server_id, args.statement, timeout=args.wait)
@@ -521,7 +521,7 @@ def change_filter_command(args: argparse.Namespace) -> int:
         # render() lists every type; the empty ones say nothing here
         rules = re.sub(r",? ?REPLICATE_\w+ = \(\)", "", effective["change_replication_filter"])
         rules = rules.replace("FILTER,", "FILTER") if not rules.endswith("FILTER") else "(no filter rules)"
-        print(f"  channel {channel!r}: {rules}")
+        print(f"  channel {channel_name(channel)}: {rules}")
         if effective["policy_allow"]:
             print(f"    master policy allows: {', '.join(effective['policy_allow'])}")
     return 0

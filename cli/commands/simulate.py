@@ -21,7 +21,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "simulate", help="master + slaves over gRPC: bytes saved by master-side filtering, per slave",
         description="Runs the topology (default: a built-in one with 4 slaves over a generated 6-schema "
-                    "workload), prints a table and writes report.json, report.csv and report.png under --out.")
+                    "workload), prints a table and writes report.json, report.csv, report.png (bytes per slave), "
+                    "timeline.png (bytes sent over the run) and a self-contained report.html under --out.")
     parser.add_argument("--topology", metavar="FILE", help="topology TOML (see --print-default-topology)")
     add_out_dir(parser, "report directory (default out/simulate)", default="out/simulate")
     add_json_option(parser, "the summary (report.json's document, the verdict and the files written)")

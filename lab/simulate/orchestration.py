@@ -82,7 +82,7 @@ def plan_streams(topology: Topology, relay_root: Path, *, everything: bool) -> l
 def run_simulation(topology: Topology | None, out: Path | None = None, *, verify: bool = False,
                    mariadb: bool = False, console: Console | None = None, progress: bool = True,
                    keep_work: Path | None = None, listen: str = DEFAULT_LISTEN) -> SimulationResult:
-    """Run the whole simulation; writes report.json/csv/png under `out` when given. `keep_work`
+    """Run the whole simulation; writes report.json/csv/png, timeline.png and report.html under `out` when given. `keep_work`
     keeps the binlog and relay logs in that directory instead of a temporary one. `listen`: the
     master's gRPC address (HOST:PORT; port 0, the default, picks a free port)."""
     console = console or Console()
@@ -307,8 +307,9 @@ def print_verification(verifications: list[SlaveVerification], console: Console)
     for v in verifications:
         if v.ok:
             policies = ", ".join(f"{p} {n}" for p, n in v.compared.items())
-            console.print(f"verify {v.slave}: ok ({v.transactions} transactions of the full stream; "
-                          f"matched per policy: {policies})")
+            # Per policy the transactions received (the others were skipped, as slave-side filtering skips them).
+            console.print(f"verify {v.slave}: ok ({v.transactions} transactions; received, each as slave-side "
+                          f"filtering keeps it: {policies})")
             continue
         console.print(f"[red]verify {v.slave}: {v.total_differences} difference(s)[/]")
         for d in v.differences:

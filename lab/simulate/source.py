@@ -43,19 +43,23 @@ class PreparedSource:
         return out
 
 
+def _at(source: MasterSource) -> str:
+    return f"{source.where}: " if source.where else ""
+
+
 def prepare_source(source: MasterSource | None, work: Path, *, log=print) -> PreparedSource:
     source = source or MasterSource("workload", options=dict(DEFAULT_WORKLOAD))
     if source.kind == "directory":
         directory = Path(source.directory)
         if not directory.is_dir():
-            raise SourceError(f"master.binlogs: {directory} is not a directory")
+            raise SourceError(f"{_at(source)}master.binlogs: {directory} is not a directory")
         return _prepared(directory, f"directory {directory}")
     if source.kind == "files":
         directory = work / "binlog"
         _fresh(directory)
         for path in source.files:
             if not Path(path).is_file():
-                raise SourceError(f"master.files: {path} is not a file")
+                raise SourceError(f"{_at(source)}master.files: {path} is not a file")
             os.symlink(Path(path).resolve(), directory / Path(path).name)
         names = [Path(p).name for p in source.files]
         write_index(directory / f"{_series_base(names[0])}.index", names)
