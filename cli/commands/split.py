@@ -5,6 +5,7 @@ The rules for which binlog an event goes to are in docs/split.md."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     # The split is written beside its place (a temporary directory next to --out, which executors
     # see as they would --out) and renamed into place once complete: an interrupted or failed
     # split leaves nothing that `binlog inspect` would take for a whole output.
-    writable_dir(out.parent if str(out.parent) else ".")
+    made = not out.exists()
+    writable_dir(out)  # made (with its parents) and proved writable: an error names --out
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     started = time.perf_counter()
     try:
@@ -58,9 +60,13 @@ def run(args: argparse.Namespace) -> int:
             outputs = split_spark(spark, args.inputs, staging, config, max_size=args.max_binlog_size,
                                   chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
             extra = ""
-        if out.exists():
-            out.rmdir()  # empty (checked above); a file written into it since makes this fail: nothing is lost
+        out.rmdir()  # empty (checked above); a file written into it since makes this fail: nothing is lost
         os.replace(staging, out)
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     unmatched = warn_unmatched_maps(config, outputs)
