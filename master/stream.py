@@ -430,8 +430,11 @@ class SlaveStream(RuleHits, StatementAnswers):
                     decider.hits, decider.schema_kept = Counter(), set()
                     decider.at = order_key(unit_start(unit))  # the schema as it was just before
                     decider.parses = unit.parses  # each statement parsed once for every group
-                    answer = unit.results[state.key] = (state.txn_filter.filter(unit.txn), decider.hits,
-                                                        frozenset(decider.schema_kept))
+                    try:
+                        filtered = state.txn_filter.filter(unit.txn)
+                    except MalformedEventError as exc:  # a rows event without its own Table_map
+                        raise exc.in_file(self.pos[0]) from None
+                    answer = unit.results[state.key] = (filtered, decider.hits, frozenset(decider.schema_kept))
         return answer
 
     # -- sending ----------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from dumpfilter.codec import BinlogWriter, Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
-from dumpfilter.errors import BinlogError, TruncatedBinlogError
+from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import (ANSWER_EMPTY, ANSWER_KEEP, F_HAS_FDE, F_MARIADB_GTID,
@@ -174,6 +174,8 @@ class BinlogFilter:
                 self._walk(stream, path)
             except (OSError, EOFError) as exc:
                 raise BinlogError(f"read error: {exc}", path=str(path)) from None
+            except MalformedEventError as exc:  # found by the TransactionFilter, which knows no file
+                raise exc.in_file(str(path)) from None
         self.stats.files_in += 1
 
     def _walk(self, stream, path: Path) -> None:

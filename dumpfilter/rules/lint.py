@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.errors import MalformedEventError
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
@@ -171,7 +172,10 @@ class Linter:
 
     def feed(self, file: str, txn: Transaction) -> None:
         self._recorder.decisions.clear()
-        self.tfilter.filter(txn)  # the engine decides (and its own model replays the DDL)
+        try:
+            self.tfilter.filter(txn)  # the engine decides (and its own model replays the DDL)
+        except MalformedEventError as exc:
+            raise exc.in_file(file) from None
         if txn.kind == CONTROL:
             if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
                 self._table_ids.clear()

@@ -15,6 +15,7 @@ from dumpfilter.codec.constants import (
     STMT_END_F,
 )
 from dumpfilter.codec.encode import build_event, query_body
+from dumpfilter.errors import MalformedEventError
 from dumpfilter.codec.payload import repack_payload
 from dumpfilter.codec.transactions import CONTROL, statement_verb
 from dumpfilter.rules.decider import Decider
@@ -135,6 +136,7 @@ class TransactionFilter:
                 self.reset()
             return FilterResult(PASSED, list(txn.events), size, len(txn.events))
         events = txn.events
+        self.table_ids.clear()  # a transaction's rows are mapped by its own Table_maps only
         query = lone_statement(events)
         if query is not None:
             if self.lone_statement_kept(query):
@@ -224,8 +226,15 @@ class TransactionFilter:
             elif event.is_rows:
                 content_in += 1
                 flags = event.rows_flags
-                # A rows event whose Table_map was never seen is kept: fail open, never drop silently.
-                if self.table_ids.get(event.table_id, True):
+                # Its table is the Table_map of its own statement (a replica forgets every map at
+                # the statement's end, STMT_END_F, and at the transaction's). A rows event without
+                # one there would be routed by a map an earlier transaction left: one table's rows
+                # sent as another's. Refused, as the replica's applier refuses it (error 1032/1146).
+                kept_rows = self.table_ids.get(event.table_id)
+                if kept_rows is None:
+                    raise MalformedEventError(f"{event.type_name} event for table id {event.table_id} has no "
+                                              "Table_map in its statement", offset=event.pos)
+                if kept_rows:
                     content_kept += 1
                     kept.append(event)
                     last_kept_rows = len(kept) - 1
@@ -238,6 +247,7 @@ class TransactionFilter:
                 if flags & STMT_END_F:
                     last_kept_rows = None
                     annotations = []
+                    self.table_ids.clear()
             elif t == EventType.TRANSACTION_PAYLOAD:
                 inner, inner_in, inner_kept = self._filter_events(event.payload_events())
                 content_in += inner_in

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dumpfilter.errors import MalformedEventError
 from dumpfilter.spark_jobs.tasks.chunks import (DEFAULT_CHUNK_BYTES, input_files, plan_chunks, query_statements,
                                                read_units, source_header)
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE
@@ -45,7 +46,10 @@ def split_local(targets: list[str | os.PathLike], out: str | os.PathLike, config
     outputs = OutputSet(out, header, max_size)
     for chunk, start in zip(chunks, starts):
         router.start_chunk(start)  # the state a reader of the whole stream has here (as Spark's tasks)
-        for txn in read_units(chunk, verify_checksums=verify_checksums):
-            for name, events in router.route(txn):
-                outputs.add(name, events)
+        try:
+            for txn in read_units(chunk, verify_checksums=verify_checksums):
+                for name, events in router.route(txn):
+                    outputs.add(name, events)
+        except MalformedEventError as exc:  # found by a TransactionFilter, which knows no file
+            raise exc.in_file(chunk.path) from None
     return SplitResult(outputs.close(), router.stats, len(paths), len(chunks))

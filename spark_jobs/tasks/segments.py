@@ -21,6 +21,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dumpfilter.errors import MalformedEventError
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader, read_units
 from dumpfilter.spark_jobs.tasks.output import OutputSummary, series_writer, summarize
@@ -104,9 +105,11 @@ def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_d
                 if segment is None:
                     segment = segments[name] = _Segment(segment_stem(seg_dir, chunk_no, name))
                 segment.add(encode_unit(events), ordinal)
-    except BaseException:
+    except BaseException as exc:
         for segment in segments.values():
             segment.discard()
+        if isinstance(exc, MalformedEventError):  # found by a TransactionFilter, which knows no file
+            raise exc.in_file(chunk.path) from None
         raise
     for name, segment in segments.items():
         size = segment.close(str(segment_stem(seg_dir, chunk_no, name)))

@@ -192,6 +192,9 @@ impl Scanner {
                 if open.annotation || !declared {
                     break;
                 }
+                if statement_ends(buf, pos) {
+                    self.ids.clear(); // the applier releases the statement's maps here
+                }
             } else if t == ANNOTATE_ROWS || t == ROWS_QUERY {
                 open.annotation = true;
             } else if t != XID {
@@ -308,7 +311,13 @@ impl Scanner {
                     let id = buf.get(pos + 19..pos + 25);
                     let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
                     if open.annotation || !declared {
-                        open.fast = Fast::No; // rows of a Table_map outside this unit
+                        open.fast = Fast::No; // rows of a Table_map outside this unit, or this statement
+                    } else if statement_ends(buf, pos) {
+                        // A replica forgets a statement's Table_maps at its STMT_END_F: a later
+                        // rows event naming one of those ids has no map (a crafted stream would
+                        // route one table's rows by another's name), and goes to the reference
+                        // path, which refuses it.
+                        self.ids.clear();
                     }
                 } else if t == TABLE_MAP {
                     let post = fmt.post_header_len(TABLE_MAP) as usize;
@@ -499,4 +508,9 @@ fn ends_unit(
 
 fn short(t: u8, pos: usize) -> ScanError {
     ScanError::binlog(format!("{} event too short", type_name(t)), pos as u64)
+}
+
+/// Whether the rows event at `pos` (6-byte table id: fast units only) ends its statement.
+fn statement_ends(buf: &[u8], pos: usize) -> bool {
+    u16_at(buf, pos + HEADER_LEN + 6).is_some_and(|f| f & STMT_END_F != 0)
 }
