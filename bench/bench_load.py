@@ -42,7 +42,7 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter.lab.sandbox import MariaDBServer
-from dumpfilter.slave.rewrite_db import rewrite_event
+from dumpfilter.codec.rename import rewrite_event
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -44,7 +44,7 @@ from dumpfilter.slave.config import Counters, SlaveConfig
 from dumpfilter.slave.apply import ApplyError, apply_relay, parse_mysql_url
 from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY, USER_KEY, LinkTimeoutError,
                                           MasterError, NetWatch, master_error, read_credential, say)
-from dumpfilter.slave.rewrite_db import event_renamer
+from dumpfilter.rules.renamer import event_renamer
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
     from dumpfilter.rules.decider import TableKeeps

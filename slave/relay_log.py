@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
-from dumpfilter.codec.constants import HEADER_LEN, MAGIC
+from dumpfilter.codec.constants import MAGIC
 from dumpfilter.codec.encode import build_event, rotate_body
 from dumpfilter.binlogs.files import read_index, write_index
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
@@ -489,11 +489,3 @@ class RelayLog:
                 self.file.close()
                 self.file = None
 
-
-def query_db_offsets(event: Event) -> tuple[int, int]:
-    """(offset, length) of a Query event's db inside `event.body`."""
-    body = event.raw
-    post = event.fmt.post_header_len(event.type_code)
-    db_len = body[HEADER_LEN + 8]
-    status_len = int.from_bytes(body[HEADER_LEN + 11 : HEADER_LEN + 13], "little")
-    return post + status_len, db_len

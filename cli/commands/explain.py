@@ -13,7 +13,8 @@ from dumpfilter.rules.assembly import RULE_OPTION_TYPES, channel_rules, startup_
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.ruleset import Settings, option_name
+from dumpfilter.rules.ruleset import RuleSet, Settings, option_name
+from dumpfilter.rules.renamer import renames
 
 BATCH_FILTER_KEYS = frozenset(option_name(rule_type).replace("-", "_") for rule_type in RULE_OPTION_TYPES)
 
@@ -44,9 +45,15 @@ def run(args: argparse.Namespace) -> int:
     if args.batch:
         return _run_batch(args)
     rules, settings = ruleset_from_args(args)
-    decision = decide(RuleEngine(rules, settings, schema=schema_from_args(args)), args.sql, args.table,
-                      args.current_db)
-    if not emit_json(args, decision.to_json()):
+    schema = schema_from_args(args)
+    decision = decide(RuleEngine(rules, settings, schema=schema), args.sql, args.table, args.current_db)
+    document = decision.to_json()
+    if renames(rules, settings):
+        # The engine names the tables as the replica's applier does (rewritten); `tables` says the
+        # master's, as a rule-less replica decides them, and `rewritten_tables` where the rows land.
+        master = decide(RuleEngine(RuleSet(), settings, schema=schema), args.sql, args.table, args.current_db)
+        document.update(tables=list(master.tables), rewritten_tables=list(decision.tables))
+    if not emit_json(args, document):
         print(decision)
     return 0
 

@@ -25,6 +25,8 @@ from dumpfilter.cli.output_paths import (
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.binlogs.sinks import FileSink, SeriesSink
 from dumpfilter.binlogs.filtering import FilterStats, filter_files
+from dumpfilter.binlogs.renaming import RenamingSink
+from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import TransactionFilter
 
@@ -52,6 +54,10 @@ def register(subparsers) -> None:
                              "(as replica-side filtering records it); drop: leave it out")
     parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                         help="do not check event CRC32s while reading")
+    parser.add_argument("--no-rewrite-db", dest="write_rewritten_names", action="store_false",
+                        help="write the master's database names as they are (for a replica that applies "
+                             "replicate-rewrite-db itself); by default the output carries the names the "
+                             "rules rewrite to, as mariadb-binlog --rewrite-db writes them")
     parser.add_argument("--basename", help="output series base name (default: the input's, e.g. mariadb-bin)")
     parser.add_argument("--max-binlog-size", type=int, default=1 << 30,
                         help="rotate output series files after this many bytes (default 1 GiB)")
@@ -110,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
         staging = Path(name)
         # Written through this descriptor (not truncated again), on a thread of its own.
         sink = FileSink(staging, fd=fd, write_behind=True)
+    renamer = event_renamer(engine, rules, settings) if args.write_rewritten_names else None
+    if renamer is not None:
+        effective = settings.semantics == "effective" and rules.effective_rewrite
+        sink = RenamingSink(sink, renamer, None if effective else [old for old, _new in rules.rewrite_db])
     started = time.perf_counter()
     try:
         stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True)

@@ -35,6 +35,7 @@ from dumpfilter.errors import MalformedEventError
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.renamer import applied_db
 from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
@@ -210,13 +211,13 @@ class Linter:
             return db
         if self.engine.settings.semantics == "effective":
             return self.engine.effective_rename(db, "")[0]
-        return self.engine.rewrite_db(db)[0]
+        return applied_db(self.engine, db)[0]  # folded under lower_case_table_names first (BUG#37656)
 
     def _replica_table(self, db: str, table: str) -> TableRef:
         if self.engine.settings.semantics == "effective":
             new_db, new_table, _ = self.engine.effective_rename(db, table)
             return (new_db, new_table)
-        return (self.engine.rewrite_db(db)[0], table)
+        return (applied_db(self.engine, db)[0], table)
 
     # ------------------------------------------------------------------ presence on the replica
     def _db_state(self, db: str) -> tuple[bool, Cause | None]:

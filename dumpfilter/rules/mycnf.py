@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.parse import OPTION_TYPES, StartupFilters, normalize_option_name
+from dumpfilter.rules.ruleset import REPLICATE_TYPES
 
 SERVER_GROUPS = ("mysqld", "mariadbd")
 MAX_INCLUDE_DEPTH = 10
@@ -35,9 +36,28 @@ def startup_filters_from_file(path: str | os.PathLike[str] | None, groups: Itera
     located = [*_located_options(path, groups)] if path else []
     if extra_file:
         located += _located_options(extra_file, groups)
+    located = [connection_option(key, value, where) for key, value, where in located]
     pairs = [(key, value) for key, value, where in located
              if check_replicate_option(key, value, where) and normalize_option_name(key)]
     return StartupFilters.from_options(pairs)
+
+
+def connection_option(key: str, value: str, where: str) -> tuple[str, str, str]:
+    """MariaDB's per-connection form `m1.replicate_ignore_table=a.t1` (multi-source: the filter of
+    the connection named m1, MDEV-8874) as the channel form WL#7361 spells `m1:a.t1`. Any other
+    prefixed option is refused naming its line: mysqld would apply it to that connection, and
+    dropping it would be silent."""
+    name = key.strip()
+    if "." not in name:
+        return key, value, where
+    prefix, _, option = name.partition(".")
+    prefix = prefix.strip().strip("'\"`")
+    normalized = normalize_option_name(option)
+    if not prefix or normalized is None or OPTION_TYPES[normalized] not in REPLICATE_TYPES:
+        raise RuleError(f"{where}: '{name}' is a per-connection option that is not a replicate-* filter "
+                        "(only replicate-do/ignore-db, -do/ignore-table, -wild-do/ignore-table and "
+                        "-rewrite-db take a connection name)")
+    return option, f"{prefix}:{value}", where
 
 
 def check_replicate_option(key: str, value: str, where: str) -> bool:

@@ -128,8 +128,37 @@ class FilterChange:
         return rules.replace(**dict(self.changes))
 
 
+_SET_GLOBAL = re.compile(r"\s*SET\s+(?:GLOBAL\s+|@@GLOBAL\.)(?:(?P<conn>'[^']*'|`[^`]*`|\w+)\s*\.\s*)?"
+                         r"(?P<name>[\w-]+)\s*=\s*(?P<value>.*?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def parse_set_global(text: str) -> FilterChange | None:
+    """MariaDB's dynamic filters: `SET GLOBAL replicate_do_db='a,b'`, and per connection
+    `SET GLOBAL m1.replicate_ignore_table='a.t1'` (or `'m1'.`): the listed type's rules replaced,
+    for that connection (a channel here). None when `text` is not a SET GLOBAL; RuleError for a
+    SET GLOBAL of anything but a replicate-* filter."""
+    match = _SET_GLOBAL.match(text)
+    if match is None:
+        return None
+    option = normalize_option_name(match["name"])
+    if option is None or OPTION_TYPES[option] not in REPLICATE_TYPES:
+        raise RuleError(f"SET GLOBAL {match['name']}: not a replicate-* filter variable")
+    rule_type = OPTION_TYPES[option]
+    raw = _unquote(match["value"])
+    values = tuple(parse_rewrite_option(v.strip()) if rule_type == "rewrite_db" else v.strip()
+                   for v in raw.split(",") if v.strip())
+    for value in values:
+        validate_rule(rule_type, value)
+    conn = match["conn"].strip("'`") if match["conn"] else None
+    return FilterChange(((rule_type, values),), channel=conn)
+
+
 def parse_filter_statement(text: str) -> FilterChange:
-    """A CHANGE REPLICATION FILTER, a WL#2516 `CHANGE MASTER ... TO DO=...` or `CHANGE BINLOG ... TO DO=...`."""
+    """A CHANGE REPLICATION FILTER, a WL#2516 `CHANGE MASTER ... TO DO=...` or `CHANGE BINLOG ... TO DO=...`,
+    or MariaDB's `SET GLOBAL [conn.]replicate_...='...'`."""
+    change = parse_set_global(text)
+    if change is not None:
+        return change
     if re.match(r"\s*CHANGE\s+BINLOG\b", text, re.IGNORECASE):
         return parse_change_binlog(text)
     if re.match(r"\s*CHANGE\s+(MASTER|REPLICATION\s+SOURCE)\b", text, re.IGNORECASE):

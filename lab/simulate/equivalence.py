@@ -26,7 +26,7 @@ from dumpfilter.topology import SlaveSpec
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
-from dumpfilter.slave.rewrite_db import event_renamer
+from dumpfilter.rules.renamer import event_renamer
 from dumpfilter import skip_policy
 
 MAX_LISTED = 20  # differences listed per slave; all are counted

@@ -44,7 +44,10 @@ class ReplicaCount:
         last = None  # the last event whose log_pos the replica moves to, unless one noted follows
         noted = _NOTED
         for event in events:
-            if event.type_code in noted:
+            if event.type_code == EventType.STOP:  # never counted: the tail before it (stop_tail)
+                yield from self.stop_tail(last, event, batch)
+                last = None
+            elif event.type_code in noted:
                 if self._note(event):
                     last = None
             else:
@@ -59,6 +62,22 @@ class ReplicaCount:
                     self._note(event)
                     yield event
                 self.pos = end
+
+    def stop_tail(self, last: Event | None, stop: Event, batch) -> list[Event]:
+        """A Stop event (the primary shut down) is never counted by a replica's IO thread (slave.cc
+        queue_event: not even mi->master_log_pos), so a replica filtering for itself ends where the
+        Stop starts. One behind a skipped stretch is brought there first, as at a caught-up end;
+        past the Stop there is nothing more to count (its file ends there). When the batch goes on
+        into a later file, that file's Rotate moves the replica instead."""
+        if last is not None:
+            self._moved(last)
+        start = stop.log_pos - stop.size if stop.log_pos > stop.size else 0
+        here = batch.position is not None and batch.position[0] == self.file
+        tail = self.tail(self.file, start, batch.gtid_state) if here and start > self.pos else []
+        for event in tail:
+            self._note(event)
+        self.pos = max(self.pos, stop.log_pos)
+        return [*tail, stop]
 
     def _moved(self, event: Event) -> None:
         if event.log_pos:

@@ -36,6 +36,7 @@ from dumpfilter.binlogs.gtid_start import BinlogStatus, GtidState, binlog_gtid_p
 from dumpfilter import skip_policy
 from dumpfilter.master.grpc_server import parse_listen
 from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused
+from dumpfilter.rules.renamer import replica_names
 from dumpfilter.master.mysql_protocol.dump import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -501,13 +502,14 @@ class _Connection:
         policy = skip_policy.named(slave.reg.skip_policy if slave else skip_policy.DEFAULT)
         count = ReplicaCount(self.service.binlog_dir, policy, file=file,
                              pos=start[1] if start else 4, gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id)
+        names = replica_names(lambda: slave and slave.state, file=file, pos=start[1] if start else 4, server_id=facts.server_id)
         try:
             send(frame(b"\x00" + rotate))
             batch = first
             while True:
-                data = b"".join(frame(b"\x00" + e.raw) for e in count.events(batch, replica_events(
+                data = b"".join(frame(b"\x00" + e.raw) for e in count.events(batch, names.events(replica_events(
                     batch.events, policy, annotate=annotate, fmt=fmt, server_id=facts.server_id,
-                    end=batch.position[1] if batch.position else None, heartbeats_v2=heartbeats_v2)))
+                    end=batch.position[1] if batch.position else None, heartbeats_v2=heartbeats_v2))))
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:

@@ -15,7 +15,7 @@ from dumpfilter.rules import RuleEngine, Settings
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.parse import apply_changes
 from dumpfilter.rules.ruleset import RuleSet
-from dumpfilter.slave.rewrite_db import event_renamer
+from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.topology import load_topology
 from tests.rules.test_lint_cases import Build
 

@@ -1,0 +1,90 @@
+"""Which names a replica's applier uses for the master's: `lower_case_table_names` folds the
+incoming name first (set_thd_db, Table_map_log_event::do_apply_event; BUG#37656), then
+replicate-rewrite-db renames it (Rpl_filter::get_rewrite_db), or under effective semantics the
+WL#2516 REWRITE patterns. `event_renamer` writes those names into events, through the codec's one
+rewriter (dumpfilter.codec.rename): for the MySQL-protocol endpoint's replicas, `filter`'s
+output and `slave run`'s relay log alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from dumpfilter.codec import Event
+from dumpfilter.codec.rename import PositionKeeper, rewrite_event
+from dumpfilter.rules.ruleset import RuleSet, Settings
+
+if TYPE_CHECKING:
+    from dumpfilter.rules.evaluate import RuleEngine
+
+
+def applied_db(engine: RuleEngine, db: str) -> tuple[str, bool]:
+    """The database a replica's applier uses for the master's `db`: lower-cased first under
+    lower_case_table_names (MySQL: 1 or 2, MariaDB: 1), then rewritten. (name, renamed by a rule)."""
+    return engine.rewrite_db(engine.names.incoming(db))
+
+
+def applied_table(engine: RuleEngine, db: str, table: str) -> tuple[str, str]:
+    """Where a table's rows land on the replica: (db, table) after folding and rewriting."""
+    if engine.settings.semantics == "effective":
+        new_db, new_table, _ = engine.effective_rename(db, table)
+        return new_db, new_table
+    return applied_db(engine, db)[0], engine.names.incoming(table)
+
+
+def renames(rules: RuleSet, settings: Settings) -> bool:
+    """Whether these rules rename anything a replica applies."""
+    return bool(rules.rewrite_db) or (bool(rules.effective_rewrite) and settings.semantics == "effective")
+
+
+def event_renamer(engine: RuleEngine, rules: RuleSet, settings: Settings) -> Callable[[Event], Event] | None:
+    """What a replica with these rules renames in the events it applies: replicate-rewrite-db
+    (after lower_case_table_names' folding), or under effective semantics WL#2516 REWRITE patterns
+    (which include the rewrite-db rules); None when it renames nothing. A name no rule renames is
+    left as the master wrote it (the replica folds it itself)."""
+    if not renames(rules, settings):
+        return None
+    if bool(rules.effective_rewrite) and settings.semantics == "effective":
+        rename = engine.effective_rename
+        return lambda event: rewrite_event(event, lambda db: (db, False), rename)
+
+    def rewrite(db: str) -> tuple[str, bool]:
+        return applied_db(engine, db)
+
+    return lambda event: rewrite_event(event, rewrite)
+
+
+class _NamedRules(Protocol):
+    """What a live stream's current rules offer (the master's SlaveState): its engine and rules."""
+
+    @property
+    def engine(self) -> RuleEngine: ...
+
+    @property
+    def rules(self) -> RuleSet: ...
+
+
+def live_renamer(current: Callable[[], _NamedRules | None]) -> Callable[[Event], Event]:
+    """A renamer that follows rules changed while a stream runs (`current()` gives the rules the
+    stream filters with now, None before it has any): each event is renamed as those rules say."""
+    held: list[object] = [None]
+    renamer: list[Callable[[Event], Event] | None] = [None]
+
+    def rename(event: Event) -> Event:
+        state = current()
+        if state is None:
+            return event
+        if held[0] is not state:
+            held[0] = state
+            renamer[0] = event_renamer(state.engine, state.rules, state.engine.settings)
+        chosen = renamer[0]
+        return event if chosen is None else chosen(event)
+
+    return rename
+
+
+def replica_names(current: Callable[[], _NamedRules | None], *, file: str, pos: int,
+                  server_id: int) -> PositionKeeper:
+    """The events of a real replica's dump from `file`:`pos` renamed as its registered rules (the
+    stream's current ones) rewrite, its counted position kept the master's (codec.rename)."""
+    return PositionKeeper(live_renamer(current), file=file, pos=pos, server_id=server_id)
