@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from dumpfilter.cli.app import main
 from dumpfilter.codec import BinlogReader, EventType
 from dumpfilter.codec.rename import PositionKeeper, rewrite_event
@@ -87,3 +89,30 @@ def test_the_position_keeper_brings_a_grown_count_back():
     # Names that do not grow leave the count the master's: nothing is added.
     same = PositionKeeper(lambda e: e, file="bin.000001", pos=4, server_id=1)
     assert len(list(same.events(events))) == len(events)
+
+
+@pytest.mark.grpc
+def test_master_and_slave_with_the_same_rewrite_rewrite_once(tmp_path, master_factory):
+    """`slave run` rewrites what it relays itself; the gRPC master sends the master's names (the
+    slave registers the same rules): with chained rules db1->db2, db2->db3 a name rewritten twice
+    would land in db3."""
+    from dumpfilter.codec import EventType
+    from dumpfilter.binlogs import TailingReader
+    from dumpfilter.rules.parse import StartupFilters
+    from dumpfilter.workload.generator import WorkloadSpec, generate
+    from tests.support.dump_helpers import run_slave
+
+    binlogs = tmp_path / "binlogs"
+    binlogs.mkdir()
+    generate(WorkloadSpec(seed=3, schemas=1, transactions=40, binlog_format="mixed"), binlogs)
+    _, address = master_factory(binlogs)
+    rules = StartupFilters.from_options([("replicate-rewrite-db", "db1->db2"),
+                                         ("replicate-rewrite-db", "db2->db3")]).global_rules
+    run_slave(address, tmp_path / "relay", 11, rules=rules)
+    maps, defaults = set(), set()
+    for _, event in TailingReader(tmp_path / "relay", follow=False):
+        if event.type_code == EventType.TABLE_MAP:
+            maps.add(event.table_map[1])
+        elif event.is_query and event.db:
+            defaults.add(event.db)
+    assert maps == {"db2"} and "db2" in defaults and "db3" not in defaults, (maps, defaults)
