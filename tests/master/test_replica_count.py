@@ -11,7 +11,7 @@ from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_BINLOG_
 from dumpfilter.codec.encode import build_event, format_description, mariadb_gtid_body
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.master.model import Batch
-from dumpfilter.master.mysql_protocol.positions import ReplicaCount
+from dumpfilter.master.endpoint.positions import ReplicaCount
 from dumpfilter.skip_policy import NAMES, named
 
 

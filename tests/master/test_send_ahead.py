@@ -15,7 +15,7 @@ import time
 import grpc
 import pytest
 
-from dumpfilter.master.send_ahead import OutputBudget, SendAhead
+from dumpfilter.master.stream.send_ahead import OutputBudget, SendAhead
 from tests.support.dump_helpers import run_slave
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter.codec import group_transactions, read_events
-from dumpfilter.master.flags import FlagWords, StatementWords, statement_decision
+from dumpfilter.master.decide.flags import FlagWords, StatementWords, statement_decision
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.rules.gate import Gate
 from dumpfilter.master.service import DumpService

@@ -17,7 +17,7 @@ from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from dumpfilter.rules.transaction_filter import lone_statement
 
 if TYPE_CHECKING:
-    from dumpfilter.master.columns import LazyUnits, PlanIndex
+    from dumpfilter.master.read.columns import LazyUnits, UnitIndex
 
 Pos = tuple[str, int]
 
@@ -137,7 +137,7 @@ class Segment:
     end: Pos
     at_end: bool          # reading stopped at the current end of the binlog
     error: BinlogError | None = None  # a corrupt event right after `end`
-    index: "PlanIndex | None" = None  # None: read unit by unit (the tests' reference reader)
+    index: "UnitIndex | None" = None  # None: read unit by unit (the tests' reference reader)
 
     @property
     def size(self) -> int:

@@ -171,7 +171,7 @@ class StatementWords:
       none carries an assumption and the statement parsed.
 
     Other statements are not remembered (`answer` decides them each time, rule group by rule
-    group, as `SlaveStream._lone_answer` did). Thrown away with the table flag words (a slave's
+    group, as `StatementAnswers.lone_answer` did). Thrown away with the table flag words (a slave's
     rules change, slaves come and go): an answer computed across that is not kept.
 
     But each rule group's own decision of a key is remembered across that (`_by_group`): a word

@@ -24,7 +24,7 @@ from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto,
 from dumpfilter.master.model import ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import MasterPolicy
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
-from dumpfilter.master.send_ahead import OUTPUT_BYTES, OutputBudget, SendAhead
+from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES, OutputBudget, SendAhead
 from dumpfilter.master.service import DumpService
 from dumpfilter.master.shares import CALLS, InFlight
 

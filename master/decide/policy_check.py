@@ -10,7 +10,7 @@ import struct
 
 from dumpfilter.codec.constants import EventType, HEADER_LEN
 from dumpfilter.rules.gate import Gate
-from dumpfilter.master.statement_answers import ROW_KEEP, ROW_PARTIAL, ROW_SLOW
+from dumpfilter.master.decide.statement_answers import ROW_KEEP, ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.policy_bound import shape
 
 _SIZE = struct.Struct("<I")

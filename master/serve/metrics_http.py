@@ -25,7 +25,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError
-from dumpfilter.master.metrics import registry_for, view_for
+from dumpfilter.master.serve.metrics import registry_for, view_for
 from dumpfilter.master.policy import OPEN
 from dumpfilter.master.service import DumpService
 

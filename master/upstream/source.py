@@ -44,10 +44,10 @@ import pymysql
 from dumpfilter.errors import DumpFilterError, RuleError
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
 from dumpfilter.codec.gtid import GtidSetError, MariadbGtidList, MysqlGtidSet
-from dumpfilter.master.mysql_protocol.mid_file import MidFileError, read_head, series_head
-from dumpfilter.master.mysql_protocol.dump import (
+from dumpfilter.master.upstream.mid_file import MidFileError, read_head, series_head
+from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     BINLOG_THROUGH_GTID,
