@@ -1,7 +1,7 @@
 """The dump service, free of gRPC: slave registrations (master.registry) and their streams
-(master.stream) over one binlog directory's shared segment cache. Every request is authorized
-here: a server_id belongs to the identity that registered it, and streams are counted per
-identity and in all."""
+(master.stream.slave_stream) over one binlog directory's shared segment cache (master.read.segments).
+Every request is authorized here: a server_id belongs to the identity that registered it, and
+streams are counted per identity and in all."""
 
 from __future__ import annotations
 

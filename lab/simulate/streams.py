@@ -1,4 +1,4 @@
-"""The gRPC edge of a simulation: one master (`master.grpc_server.create_server`) on a loopback
+"""The gRPC edge of a simulation: one master (`master.serve.grpc_server.create_server`) on a loopback
 port and `slave.node.Slave`s, each over its own real gRPC channel, each streaming from the first
 binlog file until it is caught up; a few worker threads run the streams (more threads than cores
 only fight over the GIL: they measure nothing). After each stream the master's own counters for

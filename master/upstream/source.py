@@ -280,7 +280,7 @@ class SourceReplicator:
 
     def status(self) -> dict:
         """The source's part of `master status` and the metrics (with the series' retention's
-        counters when `retention`, a master.retention.SeriesRetention, is set)."""
+        counters when `retention`, a master.upstream.retention.SeriesRetention, is set)."""
         retention = self.retention
         return {"source": str(self.url), "state": self.state, "since": self.since.isoformat(timespec="seconds"),
                 "switches": self.switches, "changed_at": self.changed_at.isoformat(timespec="seconds"),

@@ -1,4 +1,4 @@
-"""A live stream's new position over skipped transactions only waits (master.stream.POSITION_WAIT)
+"""A live stream's new position over skipped transactions only waits (master.stream.slave_stream.POSITION_WAIT)
 for the next kept data, which it goes with as one Heartbeat before it; at a wait of 0 each
 skipped transaction appended is a batch of its own (the old behaviour). No clock is asserted:
 with the wait at an hour, the first batch after the stream reported the end is the kept one."""

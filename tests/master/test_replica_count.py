@@ -1,4 +1,4 @@
-"""mysql_protocol/positions.ReplicaCount and skip_policy.replica_tail, event by event: what a real
+"""endpoint/positions.ReplicaCount and skip_policy.replica_tail, event by event: what a real
 replica counts of its stream, and what it is sent once caught up after a skipped tail (the real
 replicas' side is tests/master/test_replica_positions.py)."""
 

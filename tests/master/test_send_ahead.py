@@ -1,4 +1,4 @@
-"""The Dump handler's send-ahead (master.grpc_server.SendAhead): the stream's replies made on a
+"""The Dump handler's send-ahead (master.stream.send_ahead.SendAhead): the stream's replies made on a
 thread while grpc sends the one before, in order, at most DEPTH ahead, an error after the
 replies made before it, and the stream closed (its cleanup run) whenever the handler ends or
 the RPC is gone."""

@@ -1,4 +1,4 @@
-"""The statement flag words (master.flags.StatementWords): a GTID-and-one-statement unit is answered
+"""The statement flag words (master.decide.flags.StatementWords): a GTID-and-one-statement unit is answered
 once for every slave, and remembered by key only while nothing but the key can change the answer.
 The dump tests (test_fast_path's reference comparisons) check the answers against TransactionFilter
 for every workload; these check what is remembered, and what must not be."""
