@@ -8,7 +8,9 @@
 * every module opens with a docstring that says what it owns;
 * the compiled core is typed: dumpfilter/_core.pyi names everything `dumpfilter._core` exports,
   and the wheel carries it with py.typed (issue #29, item 5);
-* grpcio-tools is a build-time requirement only, imported by nothing outside proto/ (item 7).
+* grpcio-tools is a build-time requirement only, imported by nothing outside proto/ (item 7);
+* master/ is rooms (issue #46 goal 4): at most ten modules at its top, its sub-packages the named
+  set, SlaveStream without mixins, and no master class reading another object's private state.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ pub fn is_lone_heartbeat(buf: &[u8], u: &Unit) -> bool {
         && matches!(buf.get(u.start + 4), Some(&HEARTBEAT) | Some(&HEARTBEAT_V2))
 }
 
-/// Plans the relay of units[from..] of `buf` (the buffer they were scanned from; `tables` the
+/// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
 /// name ids of their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python;
 /// with `lone`, lone statements are copied too (see `lone_statement`).
 pub fn relay_ranges(

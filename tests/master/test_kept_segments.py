@@ -194,7 +194,7 @@ def test_a_segments_lone_statements_are_read_once_when_few(tmp_path, mapping, mo
 
 
 def test_passes_over_more_than_the_kept_budget_are_served_the_held_segments(tmp_path, mapping):  # noqa: F811
-    """Slaves reading the binlog one after another, with Plans worth twice the kept budget: the
+    """Slaves reading the binlog one after another, with unit lists worth twice the kept budget: the
     first kept are held (HELD_SHARE), so every later pass is served them instead of scanning
     them again. Letting the oldest kept go first (FIFO) let go of exactly what the next pass
     reached first: no pass was served a kept segment, and every one scanned the binlog again."""
