@@ -46,7 +46,7 @@ from pathlib import Path
 import grpc
 
 from bench.common import DATA_DIR, free_port, serve_master, stop_process, write_result
-from dumpfilter.master.segments import CACHE_BYTES, RESIDENT_BYTES
+from dumpfilter.master.read.segments import CACHE_BYTES, RESIDENT_BYTES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -46,7 +46,7 @@ from bench.bench_load import (Offsets, SlaveProc, SysbenchLoad, WriterLoad, filt
 from bench.common import serve_master, write_result
 from dumpfilter.lab.sandbox import MariaDBServer, diff_snapshots, replica_status, snapshot
 from dumpfilter.lab.sandbox.snapshot import Snapshot
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 

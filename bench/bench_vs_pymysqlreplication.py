@@ -53,7 +53,7 @@ def dumpfilter_in_process(master: Master, schema: str, relay_dir: Path) -> float
     libraries imported before the clock starts) to register, stream and write its relay log up
     to the end of the master's binlog."""
     from dumpfilter.rules.channels import StartupFilters
-    from dumpfilter.slave.client import Slave
+    from dumpfilter.slave.node import Slave
     from dumpfilter.slave.config import SlaveConfig
 
     rules = StartupFilters.from_options([("replicate-do-db", schema)]).for_channel("")

@@ -11,16 +11,16 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
 BOXES = {  # name: (x, y, w, h, label, colour)
     "binlog": (0.2, 8.2, 2.6, 1.0, "binlog files\n(master-bin.000001 ...)", "#e8e8e8"),
-    "source": (0.2, 6.6, 2.6, 1.0, "live primary\n(--source: mysql_protocol/source.py)", "#e8e8e8"),
+    "source": (0.2, 6.6, 2.6, 1.0, "live primary\n(--source: master/upstream/)", "#e8e8e8"),
     "core": (3.6, 8.2, 3.2, 1.0, "dumpfilter._core (core/, Rust)\nscan.rs: units, CRC, names", "#f4d6a0"),
-    "segments": (3.6, 6.6, 3.2, 1.0, "master/segments.py\nsegments: Plan, shared LRU", "#cfe2f3"),
-    "register": (7.6, 8.2, 3.4, 1.0, "Register (gRPC)\ngrpc_server.py -> registry.py", "#cfe2f3"),
-    "flags": (7.6, 6.6, 3.4, 1.0, "master/flags.py\nflag words: 1 bit per slave", "#cfe2f3"),
+    "segments": (3.6, 6.6, 3.2, 1.0, "master/read/segments.py\nsegments: UnitList, shared LRU", "#cfe2f3"),
+    "register": (7.6, 8.2, 3.4, 1.0, "Register (gRPC)\nserve/grpc_server.py -> registry.py", "#cfe2f3"),
+    "flags": (7.6, 6.6, 3.4, 1.0, "master/decide/flags.py\nflag words: 1 bit per slave", "#cfe2f3"),
     "rules": (7.6, 5.0, 3.4, 1.0, "dumpfilter/rules\nrpl_filter.cc semantics", "#d9ead3"),
-    "stream": (3.6, 5.0, 3.2, 1.0, "master/stream.py\none Dump: runs, skip policy", "#cfe2f3"),
-    "send": (3.6, 3.4, 3.2, 1.0, "_core Plan.send (send.rs)\nbytes + heartbeats", "#f4d6a0"),
+    "stream": (3.6, 5.0, 3.2, 1.0, "master/stream/slave_stream.py\none Dump: runs, skip policy", "#cfe2f3"),
+    "send": (3.6, 3.4, 3.2, 1.0, "_core UnitList.send (send.rs)\nbytes + heartbeats", "#f4d6a0"),
     "grpc": (0.2, 1.8, 3.0, 1.0, "Dump stream (gRPC)\nproto/dumpfilter/v1", "#cfe2f3"),
-    "mysql": (3.9, 1.8, 3.4, 1.0, "MySQL endpoint\nmaster/mysql_protocol/dump.py", "#cfe2f3"),
+    "mysql": (3.9, 1.8, 3.4, 1.0, "MySQL endpoint\nmaster/endpoint/dump.py", "#cfe2f3"),
     "slave": (0.2, 0.2, 3.0, 1.0, "slave/ (dumpfilter slave run)\nchecks, relay log", "#d0e0e3"),
     "replica": (3.9, 0.2, 3.4, 1.0, "real MariaDB / MySQL\nreplica (CHANGE MASTER TO)", "#e8e8e8"),
 }

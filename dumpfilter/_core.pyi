@@ -70,7 +70,7 @@ class UnitsResult(_Record):
 
 
 class ScanResult(_Record):
-    """`Plan.scan` and `Plan.scan_finish`: what `Scanner.units` says, the units kept in the Plan."""
+    """`UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the list."""
 
     @property
     def new_names(self) -> list[tuple[bytes, bytes]]: ...
@@ -84,7 +84,7 @@ class ScanResult(_Record):
     def error(self) -> _ScanError | None: ...
     @property
     def added(self) -> int:
-        """Units appended to the Plan."""
+        """Units appended to the UnitList."""
 
 
 class AssembleCounts(_Record):
@@ -138,8 +138,8 @@ class AssembleResult(_Record):
     def counts(self) -> AssembleCounts: ...
 
 
-class PlanUnit(_Record):
-    """`Plan.unit(k)`: a unit's record, offsets in its part's buffer."""
+class UnitEntry(_Record):
+    """`UnitList.unit(k)`: a unit's record, offsets in its part's buffer."""
 
     @property
     def part(self) -> int: ...
@@ -170,7 +170,7 @@ class PlanUnit(_Record):
 
 
 class SendResult(_Record):
-    """`Plan.send`: what one stream sends of a run of units (see send::send)."""
+    """`UnitList.send`: what one stream sends of a run of units (see send::send)."""
 
     @property
     def out(self) -> bytes: ...
@@ -206,7 +206,7 @@ class SendResult(_Record):
 
 
 class RelayResult(_Record):
-    """`relay_run`: the slave's relay run (see relay::relay_plan)."""
+    """`relay_run`: the slave's relay run (see relay::relay_ranges)."""
 
     @property
     def out(self) -> bytes: ...
@@ -272,8 +272,8 @@ class Scanner:
         of the events whose type's byte in `types` (256 bytes) is non-zero, and of every FDE."""
 
 
-class Plan:
-    """A segment of the master's binlog as every stream walks it (see send::Plan): the units of
+class UnitList:
+    """A segment of the master's binlog as every stream walks it (see send::UnitList): the units of
     one or more scans, with the read buffers they lie in."""
 
     def __init__(self) -> None: ...
@@ -283,7 +283,7 @@ class Plan:
     def scan(self, scanner: Scanner, buf: Buffer, off: int, base: int, file: str, limit: int = ...,
              at_eof: bool = False) -> ScanResult:
         """Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to
-        the plan, as one part read from the binlog file `file` at file offset `base` of buf[0],
+        the list, as one part read from the binlog file `file` at file offset `base` of buf[0],
         without handing the records to Python: what `Scanner.units` says of them, and how many
         were added; the records are read back with `unit(k)`. `buf`: bytes or a read-only
         contiguous buffer (a mapping opened PROT_READ)."""
@@ -292,7 +292,7 @@ class Plan:
         """`scan`, started on a thread of its own: the call returns at once, the GIL free, while
         the scan runs (the master scans the next segment while its stream sends this one). The
         scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
-        which waits for the scan and returns what `scan` returns. One scan at a time per Plan.
+        which waits for the scan and returns what `scan` returns. One scan at a time per UnitList.
         A buffer of at most 128 KB from `off` is scanned at once instead, without the GIL
         (`scans_inline`): a thread's start and join cost as much as its scan."""
     def scan_finish(self) -> ScanResult:
@@ -304,7 +304,7 @@ class Plan:
     @property
     def flags_any(self) -> int:
         """The OR of every unit's flags."""
-    def unit(self, k: int) -> PlanUnit:
+    def unit(self, k: int) -> UnitEntry:
         """Unit k's record, offsets in its part's buffer; IndexError out of range."""
     def tables(self, k: int) -> list[int]:
         """The name ids of unit k's Table_maps (fast units; empty for the others)."""
@@ -321,7 +321,7 @@ class Plan:
     def lone_queries(self, formats: list[tuple[int, int, int]]
                      ) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:
         """The units that are a complete GTID and one plain QUERY event (see
-        send::Plan::lone_query), in order: what the master's statement flag words answer, read
+        send::UnitList::lone_query), in order: what the master's statement flag words answer, read
         for a whole segment in one call, as (plain, others). `plain`: [(default database, unit
         indices as u32 LE bytes)], the units whose SQL is plain (`plain_statement`), grouped by
         their default database. `others`: [(k, default database, plain, SQL)], plain False, or
@@ -347,7 +347,7 @@ class FlagWords:
         """Whether slave bit `bit` keeps (db, table)."""
     def keep(self, names: list[tuple[str, str]], bit: int) -> bytes:
         """One byte per (db, table) of `names` (1: slave bit `bit` keeps it): a segment's keep
-        bytes for `Plan.rows`."""
+        bytes for `UnitList.rows`."""
     def word(self, db: str, table: str) -> bytes:
         """The whole word of (db, table) as little-endian bytes (the reference path's masks)."""
     def invalidate(self) -> None:
@@ -396,7 +396,7 @@ def hop(buf: Buffer, off: int) -> tuple[int, int]:
 
 def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
               lone: tuple[int, int] | None = None) -> RelayResult:
-    """The slave's relay run over the last `units` call of `scanner` (see relay::relay_plan):
+    """The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges):
     the bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
     (QUERY post-header length, checksum length) of the format in force, to copy lone statements
     too; None, to stop at them."""

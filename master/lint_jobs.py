@@ -164,7 +164,7 @@ class _Worker:
             if job.cancelled:
                 continue
             state, value = self._run(job.args)
-            job.owner._finished(job, state, value)
+            job.owner.finished(job, state, value)
             # Not kept while the next job is awaited: the job's owner is a master's LintJobs,
             # which holds that master (its registry, engines and segment cache) alive.
             job = state = value = None
@@ -296,7 +296,7 @@ class LintJobs:
             self.jobs_run += 1
         return []
 
-    def _finished(self, job: _Job, state: str, value) -> None:
+    def finished(self, job: _Job, state: str, value) -> None:
         if state == DONE:
             result = _Result(DONE, job.snapshot, warning_lines(value))
         else:

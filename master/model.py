@@ -11,7 +11,7 @@ from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 from dumpfilter.rules.gate import Gate
 from dumpfilter.sent import SentCounts
-from dumpfilter.master.units import Pos
+from dumpfilter.master.read.units import Pos
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,12 @@ from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter import skip_policy
-from dumpfilter.master.flags import FlagWords, SlaveDecider, StatementWords
+from dumpfilter.master.decide.flags import FlagWords, SlaveDecider, StatementWords
 from dumpfilter.master.lint_jobs import MAX_QUEUED, LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
 from dumpfilter.master.policy import OPEN, Identity, MasterPolicy
 from dumpfilter.rules.gate import UNRESTRICTED, Gate
-from dumpfilter.master.units import Pos
+from dumpfilter.master.read.units import Pos
 from dumpfilter.master.shares import LINT_JOBS, REGISTRATIONS, RULES, Shares, account
 
 MAX_SLAVES = 1024
@@ -96,7 +96,7 @@ class RegisteredSlave:
         self.position: Pos | None = None
         self.pending: list[PendingChange] = []
         self.lock = threading.Lock()
-        self.registered_at = dt.datetime.now(dt.timezone.utc)
+        self.registered_at = dt.datetime.now(dt.UTC)
 
     def rules_for(self, channel: str) -> RuleSet:
         return self.registry.rules_for(channel).replace(**self.extra)

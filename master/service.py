@@ -1,7 +1,7 @@
 """The dump service, free of gRPC: slave registrations (master.registry) and their streams
-(master.stream) over one binlog directory's shared segment cache. Every request is authorized
-here: a server_id belongs to the identity that registered it, and streams are counted per
-identity and in all."""
+(master.stream.slave_stream) over one binlog directory's shared segment cache (master.read.segments).
+Every request is authorized here: a server_id belongs to the identity that registered it, and
+streams are counted per identity and in all."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from dumpfilter.master.model import Batch
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
-from dumpfilter.master.schema_feed import schema_timeline
+from dumpfilter.master.read.schema_feed import schema_timeline
 from dumpfilter.master.shares import STREAMS
-from dumpfilter.master.segments import CACHE_BYTES, INDEX_BYTES, RESIDENT_BYTES, SEGMENT_BYTES, SegmentCache
-from dumpfilter.master.units import Pos
-from dumpfilter.master.stream import SlaveStream
+from dumpfilter.master.read.segments import CACHE_BYTES, INDEX_BYTES, RESIDENT_BYTES, SEGMENT_BYTES, SegmentCache
+from dumpfilter.master.read.units import Pos
+from dumpfilter.master.stream.slave_stream import SlaveStream
 
 # A batch ends once it holds this many bytes (after the unit that fills it), or at a segment's end.
 # 1 MiB: a stream's fixed costs per batch (the reply, grpc's send, the slave's check and relay

@@ -42,7 +42,7 @@ from dumpfilter.spark_jobs.tasks.output import OutputSummary  # noqa: E402
 from dumpfilter.spark_jobs.tasks.routing import (  # noqa: E402
     DEFAULT_UNASSIGNED, Router, SplitConfig, chunk_starts, config_from_maps,
 )
-from dumpfilter.spark_jobs.tasks.segments import ChunkSegments, OutputPlan, join_output, plan_outputs, write_chunk_segments  # noqa: E402
+from dumpfilter.spark_jobs.tasks.segments import ChunkSegments, JoinTask, join_output, join_tasks, write_chunk_segments  # noqa: E402
 
 
 
@@ -110,7 +110,7 @@ def route_chunks(sc, chunks: list[Chunk], config: SplitConfig, seg_dir: Path, *,
     return sc.parallelize(groups, len(groups)).mapPartitions(route).collect()
 
 
-def join_outputs(sc, plans: list[OutputPlan], seg_dir: Path, out: Path, header: SourceHeader,
+def join_outputs(sc, plans: list[JoinTask], seg_dir: Path, out: Path, header: SourceHeader,
                  max_size: int) -> list[OutputSummary]:
     """Stage 2: outputs in parallel; each task joins its outputs' segments into their final series
     under `out`."""
@@ -140,7 +140,7 @@ def split_spark(spark, targets: list, out, config: SplitConfig, *, max_size: int
     seg_dir = Path(tempfile.mkdtemp(prefix=".segments-", dir=out))
     try:
         results = route_chunks(sc, chunks, config, seg_dir, verify_checksums=verify_checksums)
-        return join_outputs(sc, plan_outputs(results), seg_dir, out, header, max_size)
+        return join_outputs(sc, join_tasks(results), seg_dir, out, header, max_size)
     finally:
         shutil.rmtree(seg_dir, ignore_errors=True)
 

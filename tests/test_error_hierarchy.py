@@ -12,7 +12,7 @@ import pytest
 import dumpfilter
 from dumpfilter import errors
 from dumpfilter.cli.app import main
-from dumpfilter.master.grpc_server import _status_for
+from dumpfilter.master.serve.grpc_server import _status_for
 
 
 def _all_error_classes() -> set[type]:

@@ -8,7 +8,9 @@
 * every module opens with a docstring that says what it owns;
 * the compiled core is typed: dumpfilter/_core.pyi names everything `dumpfilter._core` exports,
   and the wheel carries it with py.typed (issue #29, item 5);
-* grpcio-tools is a build-time requirement only, imported by nothing outside proto/ (item 7).
+* grpcio-tools is a build-time requirement only, imported by nothing outside proto/ (item 7);
+* master/ is rooms (issue #46 goal 4): at most ten modules at its top, its sub-packages the named
+  set, SlaveStream without mixins, and no master class reading another object's private state.
 """
 
 from __future__ import annotations
@@ -377,3 +379,87 @@ def test_row_codes_have_one_definition():
                  if name != "dumpfilter.codec.scanner" and written.search(path.read_text())]
     assert not offenders, offenders
     assert "pub const SKIP" not in (ROOT / "core/src/send.rs").read_text()
+
+
+# --- issue #46 goal 4: the master in rooms that show its architecture ----------------------------
+
+# master/'s sub-packages, each a room of the architecture (docs/architecture.md, "The master's rooms").
+MASTER_ROOMS = {
+    "decide",    # what each slave is sent of a unit: flag words, statement answers, rule hits
+    "read",      # the binlog read once for all slaves: units, windows, segments, the schema feed
+    "stream",    # one Dump call per slave (SlaveStream) and the Dump handler's read-ahead
+    "serve",     # the gRPC face and /metrics of `master serve`
+    "endpoint",  # the MySQL-protocol endpoint real replicas connect to
+    "upstream",  # the client of a live primary (`--source`) and the series it keeps
+    "protocol",  # the MySQL protocol both of those speak: framing, the replication commands
+}
+MAX_MASTER_MODULES = 10
+
+
+def test_the_master_is_rooms_with_few_modules_at_its_top():
+    master = ROOT / "master"
+    top = sorted(p.name for p in master.glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= MAX_MASTER_MODULES, f"master/ has {len(top)} top-level modules (at most " \
+                                           f"{MAX_MASTER_MODULES}): move some into a room: {top}"
+    folders = {p.name for p in master.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == MASTER_ROOMS, f"master/'s sub-packages differ from the named rooms: {folders ^ MASTER_ROOMS}"
+    for room in MASTER_ROOMS:
+        init = master / room / "__init__.py"
+        assert init.exists() and ast.get_docstring(ast.parse(init.read_text())), \
+            f"master/{room}/__init__.py must open with a docstring saying what the room owns"
+        assert not [p for p in (master / room).iterdir() if p.is_dir() and p.name != "__pycache__"], \
+            f"master/{room} has rooms of its own"
+
+
+def test_the_slave_stream_holds_its_collaborators_and_inherits_nothing():
+    """SlaveStream's answers for statements and its rule hits are objects it holds and calls with
+    what they need, not mixins reading its private attributes."""
+    from dumpfilter.master.stream.slave_stream import SlaveStream
+
+    assert SlaveStream.__bases__ == (object,)
+
+
+# Private attributes of another object the master may touch: pymysql's connection, which has no
+# public call to send a raw command (COM_BINLOG_DUMP, COM_REGISTER_SLAVE) or read a raw packet.
+FOREIGN_PRIVATE = {"_execute_command", "_read_packet", "_sock"}
+
+
+def _private_reads_of_others(tree: ast.AST) -> list[tuple[int, str]]:
+    """`x._name` where x is not self/cls, outside a class that sets `_name` on its own instances
+    (a classmethod building an instance of its own class may)."""
+    found = []
+
+    def own_privates(cls: ast.ClassDef) -> set[str]:
+        names = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+        return {n for n in names if n.startswith("_")}
+
+    def visit(node: ast.AST, allowed: set[str]) -> None:
+        if isinstance(node, ast.ClassDef):
+            allowed = own_privates(node)
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = node.value
+            if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")) \
+                    and node.attr not in allowed and node.attr not in FOREIGN_PRIVATE:
+                found.append((node.lineno, ast.unparse(node)))
+        for child in ast.iter_child_nodes(node):
+            visit(child, allowed)
+
+    visit(tree, set())
+    return found
+
+
+def test_no_master_module_reads_another_objects_private_state():
+    offenders = []
+    for name, path, tree in _production_trees():
+        if name.startswith("dumpfilter.master"):
+            offenders += [f"{path.relative_to(ROOT)}:{line}: {text}" for line, text in _private_reads_of_others(tree)]
+    assert not offenders, "private attributes read across objects in master/:\n" + "\n".join(offenders)
+
+
+def test_the_private_read_check_sees_one():
+    tree = ast.parse("class A:\n    def f(self, other):\n        return other._state\n"
+                     "class B:\n    def __init__(self):\n        self._state = 1\n")
+    assert _private_reads_of_others(tree) == [(3, "other._state")]

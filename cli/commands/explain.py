@@ -45,17 +45,23 @@ def run(args: argparse.Namespace) -> int:
     if args.batch:
         return _run_batch(args)
     rules, settings = ruleset_from_args(args)
-    schema = schema_from_args(args)
-    decision = decide(RuleEngine(rules, settings, schema=schema), args.sql, args.table, args.current_db)
-    document = decision.to_json()
-    if renames(rules, settings):
-        # The engine names the tables as the replica's applier does (rewritten); `tables` says the
-        # master's, as a rule-less replica decides them, and `rewritten_tables` where the rows land.
-        master = decide(RuleEngine(RuleSet(), settings, schema=schema), args.sql, args.table, args.current_db)
-        document.update(tables=list(master.tables), rewritten_tables=list(decision.tables))
+    engine = RuleEngine(rules, settings, schema=schema_from_args(args))
+    decision, document = explained(engine, args.sql, args.table, args.current_db)
     if not emit_json(args, document):
         print(decision)
     return 0
+
+
+def explained(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None) -> tuple[Decision, dict]:
+    """The decision and its JSON document. Where the rules rewrite, the engine names the tables as
+    the replica's applier does (rewritten): `tables` then says the master's, as a rule-less
+    replica decides them, and `rewritten_tables` where the rows land (single and batch mode alike)."""
+    decision = decide(engine, sql, table, current_db)
+    document = decision.to_json()
+    if renames(engine.rules, engine.settings):
+        master = decide(RuleEngine(RuleSet(), engine.settings, schema=engine.schema.copy()), sql, table, current_db)
+        document.update(tables=list(master.tables), rewritten_tables=list(decision.tables))
+    return decision, document
 
 
 def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None) -> Decision:
@@ -91,14 +97,14 @@ def _run_batch(args: argparse.Namespace) -> int:
         out = sink or sys.stdout
         for number, line in enumerate(stream, 1):
             if line.strip():
-                decision = _batch_decision(line, f"{path}:{number}", args, engines)
-                out.write(json.dumps(decision.to_json()) + "\n")
+                decision, document = _batch_decision(line, f"{path}:{number}", args, engines)
+                out.write(json.dumps(document) + "\n")
                 if out is not sys.stdout:
                     print(decision, flush=False)
     return 0
 
 
-def _batch_decision(line: str, where: str, args: argparse.Namespace, engines: dict) -> Decision:
+def _batch_decision(line: str, where: str, args: argparse.Namespace, engines: dict) -> tuple[Decision, dict]:
     try:
         request = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -119,10 +125,10 @@ def _batch_decision(line: str, where: str, args: argparse.Namespace, engines: di
     engine = _engine_for(request, where, args, engines)
     if "table" in request:
         try:
-            return decide(engine, None, request["table"], None)
+            return explained(engine, None, request["table"], None)
         except RuleError as exc:
             raise RuleError(f"--batch {where}: key 'table': {exc}") from None
-    return decide(engine, request["sql"], None, request.get("current_db"))
+    return explained(engine, request["sql"], None, request.get("current_db"))
 
 
 def _engine_for(request: dict, where: str, args: argparse.Namespace, engines: dict) -> RuleEngine:

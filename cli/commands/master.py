@@ -213,7 +213,7 @@ def _schema(args: argparse.Namespace):
 def _open_files_limit() -> None:
     """The soft limit on open files raised to the hard one, as mysqld raises its open_files_limit:
     every cached or kept segment of a closed binlog is a mapping holding a descriptor (up to
-    768, master/segments.py), besides each replica's socket, and a soft limit of 1024 (the usual
+    768, master/read/segments.py), besides each replica's socket, and a soft limit of 1024 (the usual
     default) would refuse replicas with EMFILE long before the master's own bounds."""
     import resource
 
@@ -226,8 +226,8 @@ def _open_files_limit() -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from dumpfilter.master.grpc_server import create_server
-    from dumpfilter.master.malloc_arenas import limit_arenas, steady_thresholds
+    from dumpfilter.master.serve.grpc_server import create_server
+    from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds
 
     limit_arenas()  # before any thread of the master's starts: its RSS stays flat (malloc_arenas.py)
     steady_thresholds()
@@ -255,7 +255,7 @@ def serve_command(args: argparse.Namespace) -> int:
         replicator.mirror.on_unit = master.service.watch.changed
     metrics = None
     if metrics_at is not None:
-        from dumpfilter.master.metrics_http import MetricsEndpoint
+        from dumpfilter.master.serve.metrics_http import MetricsEndpoint
 
         option, (metrics_host, metrics_port) = metrics_at
         try:
@@ -295,7 +295,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def _retention(args: argparse.Namespace, replicator, service):
     """--expire-logs-seconds / --max-series-bytes: the thread purging the series (started), or None."""
-    from dumpfilter.master.retention import RetentionLimits, SeriesRetention
+    from dumpfilter.master.upstream.retention import RetentionLimits, SeriesRetention
 
     limits = RetentionLimits(args.expire_logs_seconds, args.max_series_bytes)
     if replicator is None or not limits.active:
@@ -307,8 +307,8 @@ def _retention(args: argparse.Namespace, replicator, service):
 
 def _metrics_options(args: argparse.Namespace):
     """((the option, (host, port)) or None, the token or None), checked before anything starts."""
-    from dumpfilter.master.grpc_server import parse_listen
-    from dumpfilter.master.metrics_http import read_token
+    from dumpfilter.master.serve.grpc_server import parse_listen
+    from dumpfilter.master.serve.metrics_http import read_token
 
     if args.metrics_listen is not None:
         try:
@@ -333,8 +333,8 @@ def _source_replicator(args: argparse.Namespace):
             raise DumpFilterError("--source-file, --source-pos, --source-gtid, --source-password-file, "
                                   "--expire-logs-seconds and --max-series-bytes need --source")
         return None
-    from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-    from dumpfilter.master.mysql_protocol.source import SourceReplicator
+    from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
+    from dumpfilter.master.upstream.source import SourceReplicator
 
     if args.source_pos != 4 and (args.source_pos < 4 or not args.source_file):
         raise DumpFilterError(f"--source-pos {args.source_pos}: a start inside a file needs --source-file and a "
@@ -367,7 +367,7 @@ def _source_url(args: argparse.Namespace, text: str):
     from urllib.parse import urlsplit
 
     from dumpfilter.cli.process import scrub_argv
-    from dumpfilter.master.mysql_protocol.source import SourceURL
+    from dumpfilter.master.upstream.source import SourceURL
 
     url = SourceURL.parse(text)
     inline = urlsplit(text).password
@@ -404,9 +404,9 @@ def _mysql_options(args: argparse.Namespace):
         return None
     _mysql_limits(args)
     tls = _mysql_tls(args)
-    from dumpfilter.master.grpc_server import parse_listen
-    from dumpfilter.master.mysql_protocol import ReplicaMap
-    from dumpfilter.master.mysql_protocol.auth import RsaKeys
+    from dumpfilter.master.serve.grpc_server import parse_listen
+    from dumpfilter.master.endpoint import ReplicaMap
+    from dumpfilter.master.endpoint.auth import RsaKeys
 
     try:
         parse_listen(args.mysql_listen)
@@ -419,7 +419,7 @@ def _mysql_endpoint(args: argparse.Namespace, master, mysql):
     """The MySQL-protocol endpoint beside gRPC (--mysql-listen), over the same dump service."""
     if mysql is None:
         return None
-    from dumpfilter.master.mysql_protocol import MysqlEndpoint
+    from dumpfilter.master.endpoint import MysqlEndpoint
 
     replicas, tls, rsa_keys = mysql
     try:
@@ -434,13 +434,13 @@ def _mysql_endpoint(args: argparse.Namespace, master, mysql):
 
 
 def _mysql_tls(args: argparse.Namespace):
-    from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+    from dumpfilter.master.endpoint.tls import endpoint_tls
 
     return endpoint_tls(args.tls_cert, args.tls_key, args.tls_client_ca, args.mysql_require_secure_transport)
 
 
 def _mysql_limits(args: argparse.Namespace):
-    from dumpfilter.master.mysql_protocol.admission import EndpointLimits
+    from dumpfilter.master.endpoint.admission import EndpointLimits
 
     given = {dest: getattr(args, f"mysql_{dest}") for _, dest, *_ in _MYSQL_LIMITS}
     return EndpointLimits(**{dest: value for dest, value in given.items() if value is not None})

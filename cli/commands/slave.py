@@ -79,7 +79,7 @@ def register(subparsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from dumpfilter.cli.output_paths import readable_file, writable_dir
-    from dumpfilter.slave.client import Slave
+    from dumpfilter.slave.node import Slave
     from dumpfilter.slave.config import SlaveConfig
 
     tune_allocator()

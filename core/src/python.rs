@@ -12,15 +12,15 @@ use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 
 mod flag_words;
 mod functions;
-mod plan;
 mod results;
 mod scan_thread;
 mod scanner;
+mod unit_list;
 
 use flag_words::PyFlagWords;
 use functions::*;
-use plan::PyPlan;
 use scanner::PyScanner;
+use unit_list::PyUnitList;
 
 /// A str of UTF-8 bytes, undecodable bytes kept as surrogates (Python's "surrogateescape").
 fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, pyo3::types::PyString>> {
@@ -63,7 +63,7 @@ fn check_off(off: usize, len: usize) -> PyResult<()> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
-    m.add_class::<PyPlan>()?;
+    m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
     results::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;

@@ -1,4 +1,4 @@
-//! The slave's relay run: what `slave.client.Slave._receive` writes of a checked DumpBatch
+//! The slave's relay run: what `slave.node.Slave._receive` writes of a checked DumpBatch
 //! without an Event per unit. From a unit index on, the lone Heartbeats (the master's marks for
 //! skipped stretches: counted, never relayed) are passed over and the fast units whose tables
 //! the slave's own rules all keep are copied as they came, until a unit that needs Python (an
@@ -16,7 +16,7 @@ use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2};
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
 /// handed to Python).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct RelayPlan {
+pub struct RelayRun {
     /// The buffer ranges to write, in order (kept units that lie back to back make one range):
     /// the units' bytes as they came (no renumbering: a relay log keeps the master's coordinates).
     pub ranges: Vec<(usize, usize)>,
@@ -58,7 +58,7 @@ pub fn lone_statement(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Range<usiz
     ))
 }
 
-impl RelayPlan {
+impl RelayRun {
     /// Copies the ranges of `buf` into `out`, which holds exactly `self.bytes` bytes.
     pub fn fill(&self, buf: &[u8], out: &mut [u8]) {
         let mut at = 0;
@@ -76,18 +76,18 @@ pub fn is_lone_heartbeat(buf: &[u8], u: &Unit) -> bool {
         && matches!(buf.get(u.start + 4), Some(&HEARTBEAT) | Some(&HEARTBEAT_V2))
 }
 
-/// Plans the relay of units[from..] of `buf` (the buffer they were scanned from; `tables` the
+/// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
 /// name ids of their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python;
 /// with `lone`, lone statements are copied too (see `lone_statement`).
-pub fn relay_plan(
+pub fn relay_ranges(
     buf: &[u8],
     units: &[Unit],
     tables: &[u32],
     keep: &[u8],
     from: usize,
     lone: Option<LoneFormat>,
-) -> RelayPlan {
-    let mut plan = RelayPlan::default();
+) -> RelayRun {
+    let mut plan = RelayRun::default();
     let mut i = from;
     while i < units.len() {
         let u = &units[i];
@@ -130,14 +130,14 @@ mod tests {
     use super::*;
     use crate::scan::TRANSACTION;
 
-    /// A plan and the bytes it copies.
+    /// A relay run and the bytes it copies.
     struct Run {
-        plan: RelayPlan,
+        plan: RelayRun,
         out: Vec<u8>,
     }
 
     fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> Run {
-        let plan = relay_plan(buf, units, tables, keep, from, None);
+        let plan = relay_ranges(buf, units, tables, keep, from, None);
         let mut out = vec![0u8; plan.bytes as usize];
         plan.fill(buf, &mut out);
         Run { plan, out }

@@ -2,7 +2,7 @@
 //! batch: runs of units kept whole (one copy of their bytes), MariaDB units kept in part (whole
 //! statements dropped, see `assemble::partial`), and for each stretch of skipped units one
 //! Heartbeat event naming where the stretch ends, as `master`'s stream loop did unit run by unit
-//! run in Python. The segment (`Plan`) is built once from the scanner's records and shared by
+//! run in Python. The segment (`UnitList`) is built once from the scanner's records and shared by
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
 use crate::assemble::{partial, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
@@ -14,7 +14,7 @@ use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT};
 
 #[derive(Debug, Clone, Default)]
-pub struct PlanUnit {
+pub struct ListedUnit {
     pub part: u32,
     /// Offsets in the part's buffer.
     pub start: usize,
@@ -34,7 +34,7 @@ pub struct PlanUnit {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct PlanPart {
+pub struct ListPart {
     /// The binlog file the part was read from (a Heartbeat's body) and its offset of buf[0].
     pub file: Vec<u8>,
     pub base: u64,
@@ -42,9 +42,9 @@ pub struct PlanPart {
 
 /// A segment's units across its parts (one part per scanned read buffer).
 #[derive(Debug, Clone, Default)]
-pub struct Plan {
-    pub parts: Vec<PlanPart>,
-    pub units: Vec<PlanUnit>,
+pub struct UnitList {
+    pub parts: Vec<ListPart>,
+    pub units: Vec<ListedUnit>,
     pub tids: Vec<u32>,
     /// tid-style bounds per unit, (lo, hi) pairs, for `rows`.
     pub bounds: Vec<u32>,
@@ -53,11 +53,11 @@ pub struct Plan {
     pub flags_any: u32,
 }
 
-impl Plan {
+impl UnitList {
     /// Appends the units of one scan of a buffer (`tables` the scan's name ids).
     pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) {
         let part = self.parts.len() as u32;
-        self.parts.push(PlanPart {
+        self.parts.push(ListPart {
             file: file.to_vec(),
             base,
         });
@@ -77,7 +77,7 @@ impl Plan {
             self.bounds.extend_from_slice(&[lo, hi]);
             self.size += u.end.saturating_sub(u.start) as u64;
             self.flags_any |= u.flags;
-            self.units.push(PlanUnit {
+            self.units.push(ListedUnit {
                 part,
                 start: u.start,
                 end: u.end,
@@ -272,11 +272,11 @@ enum Owed<'a> {
     Unit(usize),
 }
 
-/// Walks plan.units[from..] with a stream's answers `row` (from `Plan::rows`) and keep bytes,
+/// Walks plan.units[from..] with a stream's answers `row` (from `UnitList::rows`) and keep bytes,
 /// assembling what it sends, until a unit it cannot handle, or the batch is full. `bufs` are
 /// the parts' buffers. Never panics: a unit or answer out of range ends the walk.
 pub fn send(
-    plan: &Plan,
+    plan: &UnitList,
     bufs: &[&[u8]],
     row: &[u8],
     keep: &[u8],
@@ -310,7 +310,7 @@ impl Sent {
 /// `send` without assembling: what it sends as `pieces` (see `Sent::fill`). The walk checks every
 /// range it records against its buffer, so `fill` cannot go out of bounds.
 pub fn walk(
-    plan: &Plan,
+    plan: &UnitList,
     bufs: &[&[u8]],
     row: &[u8],
     keep: &[u8],
@@ -475,7 +475,7 @@ impl Sent {
 }
 
 /// Adds units i..j to the read counters and their Table_maps to the name counts.
-fn count(plan: &Plan, i: usize, j: usize, s: &mut Sent) {
+fn count(plan: &UnitList, i: usize, j: usize, s: &mut Sent) {
     for u in &plan.units[i..j] {
         s.read_bytes += (u.end - u.start) as u64;
         s.read_events += u.events as u64;

@@ -12,7 +12,7 @@ use _core::assemble::{assemble, Options};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
-use _core::send::{send, walk, Plan, SendOptions};
+use _core::send::{send, walk, SendOptions, UnitList};
 
 struct Rng(u64);
 
@@ -297,9 +297,9 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         a.next
     );
     // One stream's send walk over the scanned units, with random answers.
-    let mut plan = Plan::default();
+    let mut plan = UnitList::default();
     plan.add(b"bin.000001", 0, &out.units, &out.tables);
-    // The per-unit reads the master makes of a Plan: in bounds, and what the scan said.
+    // The per-unit reads the master makes of a UnitList: in bounds, and what the scan said.
     for k in 0..=out.units.len() {
         let tables = plan.tables(k);
         assert!(
@@ -339,7 +339,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         query_post: rng.below(256),
         crc_len: 4 * rng.below(2),
     });
-    let run = _core::relay::relay_plan(data, &out.units, &out.tables, &keep, from, lone);
+    let run = _core::relay::relay_ranges(data, &out.units, &out.tables, &keep, from, lone);
     assert!(
         from <= run.next && run.next <= out.units.len(),
         "iteration {iteration}"
@@ -544,7 +544,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
     let data = synthetic(true, true);
     let mut scanner = Scanner::new(true);
     let out = scanner.units(&data, 4, 0, usize::MAX, true);
-    let mut plan = Plan::default();
+    let mut plan = UnitList::default();
     plan.add(b"bin.000001", 0, &out.units, &out.tables);
     // Tables t0..t11 of db1 (ten of them in fast units): keep the even ones.
     let keep: Vec<u8> = scanner
@@ -763,7 +763,7 @@ fn a_plan_answers_per_unit_as_the_scan_gave_them() {
     let mut scanner = Scanner::new(true);
     let out = scanner.units(&data, 4, 1000, usize::MAX, true);
     assert!(out.error.is_none());
-    let mut plan = Plan::default();
+    let mut plan = UnitList::default();
     plan.add(b"bin.000001", 1000, &out.units[..2], &out.tables);
     plan.add(b"bin.000001", 1000, &out.units[2..], &out.tables);
     assert_eq!(plan.units.len(), 5); // FDE, three transactions, the Rotate

@@ -32,7 +32,7 @@ F_STANDALONE = _core.F_STANDALONE
 # `assemble`'s answers for units that are not fast, decided in Python: written whole, or emptied.
 ANSWER_KEEP = _core.ANSWER_KEEP
 ANSWER_EMPTY = _core.ANSWER_EMPTY
-# A stream's answer per unit of a segment (`Plan.rows`, one byte each), defined once in the core
+# A stream's answer per unit of a segment (`UnitList.rows`, one byte each), defined once in the core
 # (assemble.rs): no table kept, some kept, every one kept (or none to decide), not a fast unit.
 ROW_SKIP = _core.ROW_SKIP
 ROW_PARTIAL = _core.ROW_PARTIAL
@@ -51,8 +51,8 @@ foreign_log_pos = _core.foreign_log_pos
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
 statements = _core.statements
 # A segment's units for the core's per-stream send walk (kept runs, partial units, heartbeats):
-# Scanner.scan_into(plan, ...) per read buffer, then rows(keep) and send(...) per stream.
-Plan = _core.Plan
+# Scanner.scan_into(unit_list, ...) per read buffer, then rows(keep) and send(...) per stream.
+UnitList = _core.UnitList
 # The Heartbeat event the master sends for (file, pos): heartbeat(file, pos, server_id, crc).
 heartbeat = _core.heartbeat
 _FDE = int(EventType.FORMAT_DESCRIPTION)
@@ -83,10 +83,10 @@ class UnitRecord(NamedTuple):
         return bool(self.flags & F_COMPLETE)
 
 
-def plan_record(plan: _core.Plan, k: int) -> tuple[int, UnitRecord]:
-    """Unit k of a Plan as (its part, its record); the record's tables bounds are those of the
-    plan's name ids (plan.tables(k) holds them)."""
-    u = plan.unit(k)
+def unit_record(unit_list: _core.UnitList, k: int) -> tuple[int, UnitRecord]:
+    """Unit k of a UnitList as (its part, its record); the record's tables bounds are those of the
+    unit_list's name ids (unit_list.tables(k) holds them)."""
+    u = unit_list.unit(k)
     return u.part, UnitRecord(u.start, u.end, u.events, KINDS[u.kind], u.flags, u.gtid_size, 0, 0, u.gtid_seq,
                               u.gtid_domain, u.gtid_server, u.last)
 
@@ -159,8 +159,8 @@ class UnitScan(NamedTuple):
     error: BinlogError | None
 
 
-class PlanScan(NamedTuple):
-    added: int           # units appended to the plan
+class UnitListScan(NamedTuple):
+    added: int           # units appended to the unit_list
     stop: int
     events: int
     last_rotate: int
@@ -188,7 +188,7 @@ class Scanner:
 
     @property
     def core(self) -> _core.Scanner:
-        """The compiled scanner (its last `units` call is what Plan.add takes)."""
+        """The compiled scanner (its last `units` call is what UnitList.add takes)."""
         return self._core
 
     @property
@@ -217,26 +217,26 @@ class Scanner:
         return UnitScan(UnitRecords(r.packed), memoryview(r.tables).cast("I"), r.stop, r.events, r.last_rotate,
                         None if r.error is None else _error(r.error, self.path))
 
-    def scan_into(self, plan: _core.Plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
-                  at_eof: bool = False) -> PlanScan:
-        """`units`, with the units appended to `plan` (a `Plan`, as part `file` at file offset
-        `base` of buf[0]) instead of handed to Python: read them back with plan.unit(k)."""
-        return self._plan_scan(plan.scan(self._core, buf, off, base, file, limit, at_eof))
+    def scan_into(self, unit_list: _core.UnitList, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+                  at_eof: bool = False) -> UnitListScan:
+        """`units`, with the units appended to `unit_list` (a `UnitList`, as part `file` at file offset
+        `base` of buf[0]) instead of handed to Python: read them back with unit_list.unit(k)."""
+        return self._list_scan(unit_list.scan(self._core, buf, off, base, file, limit, at_eof))
 
-    def scan_start(self, plan: _core.Plan, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+    def scan_start(self, unit_list: _core.UnitList, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
                    at_eof: bool = False) -> None:
-        """`scan_into`, run on a thread of its own: returns at once; `scan_finish(plan)` waits
-        for it and returns its PlanScan. The scanner takes no other call in between. A buffer
+        """`scan_into`, run on a thread of its own: returns at once; `scan_finish(unit_list)` waits
+        for it and returns its UnitListScan. The scanner takes no other call in between. A buffer
         of at most 128 KB from `off` (a live binlog's tail) is scanned at once instead, without
-        the GIL: a thread's start and join cost as much (`plan.scans_inline` counts them)."""
-        plan.scan_start(self._core, buf, off, base, file, limit, at_eof)
+        the GIL: a thread's start and join cost as much (`unit_list.scans_inline` counts them)."""
+        unit_list.scan_start(self._core, buf, off, base, file, limit, at_eof)
 
-    def scan_finish(self, plan: _core.Plan) -> PlanScan:
-        return self._plan_scan(plan.scan_finish())
+    def scan_finish(self, unit_list: _core.UnitList) -> UnitListScan:
+        return self._list_scan(unit_list.scan_finish())
 
-    def _plan_scan(self, r: _core.ScanResult) -> PlanScan:
+    def _list_scan(self, r: _core.ScanResult) -> UnitListScan:
         self._add_names(r.new_names)
-        return PlanScan(r.added, r.stop, r.events, r.last_rotate, None if r.error is None else _error(r.error, self.path))
+        return UnitListScan(r.added, r.stop, r.events, r.last_rotate, None if r.error is None else _error(r.error, self.path))
 
     def _add_names(self, new_names: list[tuple[bytes, bytes]]) -> None:
         """The (db, table) names the core interned since its last call, decoded, by name id."""

@@ -13,9 +13,9 @@ from typing import Any
 
 import grpc
 
-from dumpfilter.master.grpc_server import MasterServer, create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
-from dumpfilter.slave.client import Slave as _InternalSlave
+from dumpfilter.master.serve.grpc_server import MasterServer, create_server
+from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
+from dumpfilter.slave.node import Slave as _InternalSlave
 from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.slave.relay_log import RelayInfo
 from dumpfilter.topology import SlaveSpec

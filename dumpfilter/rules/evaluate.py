@@ -54,7 +54,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         self._folded = 0          # timeline log entries folded into self.triggers
         self._counting = True     # False while folding: those decisions are not the stream's
         # Set when a decision read the schema model or the trigger knowledge: its answer may differ at
-        # another position, so it must not be remembered by statement (master.flags.StatementWords).
+        # another position, so it must not be remembered by statement (master.decide.flags.StatementWords).
         self.consulted = False
         self.derived_ignored: set[str] = set()
         self._table_decisions: dict[tuple[str, str], Decision] = {}

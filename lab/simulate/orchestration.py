@@ -21,7 +21,7 @@ from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_top
 from dumpfilter.lab.simulate.lint_process import LintProcess
 from dumpfilter.lab.simulate.real_replicas import replica_verdict
 from dumpfilter.lab.simulate.report import print_report, write_report
-from dumpfilter.lab.simulate.streams import EVERYTHING, MAIN, POLICY, WORKERS, StreamPlan, StreamResult, run_streams
+from dumpfilter.lab.simulate.streams import EVERYTHING, MAIN, POLICY, WORKERS, StreamJob, StreamResult, run_streams
 from dumpfilter.lab.simulate.source import PreparedSource, prepare_source
 from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slaves
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
@@ -65,17 +65,17 @@ def _free_ids(used: set[int]):
         candidate += 1
 
 
-def plan_streams(topology: Topology, relay_root: Path, *, everything: bool) -> list[StreamPlan]:
+def plan_streams(topology: Topology, relay_root: Path, *, everything: bool) -> list[StreamJob]:
     used = {s.server_id for s in topology.slaves}
     ids = _free_ids(used)
     plans = []
     if everything:
-        plans.append(StreamPlan("(everything)", EVERYTHING, next(ids), DEFAULT_SKIP_POLICY, relay_root / "_everything"))
+        plans.append(StreamJob("(everything)", EVERYTHING, next(ids), DEFAULT_SKIP_POLICY, relay_root / "_everything"))
     for i, spec in enumerate(topology.slaves):
-        plans.append(StreamPlan(spec.name, MAIN, spec.server_id, spec.skip_policy, relay_root / f"{i}-main", spec))
+        plans.append(StreamJob(spec.name, MAIN, spec.server_id, spec.skip_policy, relay_root / f"{i}-main", spec))
         for policy in topology.experiment.skip_policies:
             if policy != spec.skip_policy:
-                plans.append(StreamPlan(spec.name, POLICY, next(ids), policy, relay_root / f"{i}-{policy}", spec))
+                plans.append(StreamJob(spec.name, POLICY, next(ids), policy, relay_root / f"{i}-{policy}", spec))
     return plans
 
 
@@ -125,7 +125,7 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
 def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify: bool, console: Console,
          show_progress: bool, listen: str = DEFAULT_LISTEN) -> tuple[list[StreamResult], float]:
     """Every stream's result, and the seconds the master took to serve them all."""
-    from dumpfilter.master.grpc_server import create_server
+    from dumpfilter.master.serve.grpc_server import create_server
 
     if relay_root.exists():
         shutil.rmtree(relay_root)
@@ -149,9 +149,9 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
             variants = [p for p in plans if p.role == POLICY]
             variant_task = progress.add_task(f"{len(variants)} skip-policy variants", total=total * len(variants)) \
                 if variants else None
-            variant_done: dict[StreamPlan, int] = {}
+            variant_done: dict[StreamJob, int] = {}
 
-            def on_progress(plan: StreamPlan, file: str, pos: int) -> None:
+            def on_progress(plan: StreamJob, file: str, pos: int) -> None:
                 covered = offsets.get(file, 0) + pos
                 if plan.role == POLICY:
                     variant_done[plan] = covered

@@ -25,7 +25,7 @@ def run_real_replicas(master, specs: list[SlaveSpec], *, timeout: float = 60.0,
     real = [spec for spec in specs if spec.kind == "mariadb"]
     if not real:
         return {}
-    from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+    from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 
     ids = {spec.name: REAL_SERVER_ID_BASE + i for i, spec in enumerate(real)}
     mapped = {ids[spec.name]: dataclasses.replace(spec, server_id=ids[spec.name]) for spec in real}

@@ -1,5 +1,5 @@
-"""The gRPC edge of a simulation: one master (`master.grpc_server.create_server`) on a loopback
-port and `slave.client.Slave`s, each over its own real gRPC channel, each streaming from the first
+"""The gRPC edge of a simulation: one master (`master.serve.grpc_server.create_server`) on a loopback
+port and `slave.node.Slave`s, each over its own real gRPC channel, each streaming from the first
 binlog file until it is caught up; a few worker threads run the streams (more threads than cores
 only fight over the GIL: they measure nothing). After each stream the master's own counters for
 that slave are read over the Stats RPC. `StreamStop` ends every stream early (Ctrl-C): each
@@ -23,7 +23,7 @@ from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import SlaveSpec
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.slave.client import Slave
+from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
 
 MAIN, EVERYTHING, POLICY = "main", "everything", "policy"
@@ -54,7 +54,7 @@ class _Stopped(Exception):
 
 
 @dataclass(frozen=True)
-class StreamPlan:
+class StreamJob:
     """One Dump stream: a topology slave with its own skip policy (`main`), the same slave with
     another skip policy (`policy`), or a slave with no rules that receives everything
     (`everything`: the slave-side filtering baseline)."""
@@ -69,7 +69,7 @@ class StreamPlan:
 
 @dataclass
 class StreamResult:
-    plan: StreamPlan
+    plan: StreamJob
     wall_seconds: float = 0.0
     counters: dict = field(default_factory=dict)   # the slave's own counts (slave.config.Counters)
     stats: dict = field(default_factory=dict)      # the master's counts for this server_id (Stats RPC)
@@ -145,8 +145,8 @@ def _stats(address: str, server_id: int, user: str = "", password: str = "") -> 
     return out
 
 
-def run_streams(address: str, plans: list[StreamPlan], *,
-                on_progress: Callable[[StreamPlan, str, int], None] | None = None,
+def run_streams(address: str, plans: list[StreamJob], *,
+                on_progress: Callable[[StreamJob, str, int], None] | None = None,
                 concurrency: int = WORKERS, first_file: str = "", stop: StreamStop | None = None,
                 binlog_bytes: int = 0) -> list[StreamResult]:
     """Run every plan to caught-up, `concurrency` at a time; results in plan order. A stream that

@@ -8,7 +8,7 @@ datadir, never port 3306):
   MariaDB replica started with the slave's rules as `--replicate-*` options (slave-side filtering,
   what the server itself does);
 * per slave, a **dumpfilter target**: a fresh server fed by dumpfilter's master-side stream, i.e. an
-  in-process dumpfilter master tailing the primary's live binlog directory and a `slave.client.Slave`
+  in-process dumpfilter master tailing the primary's live binlog directory and a `slave.node.Slave`
   registering the slave's rules and executing its relay log with `--apply` (mariadb-binlog | mariadb).
 
 The seed is loaded everywhere without being replicated (`SET sql_log_bin=0` on the primary, directly
@@ -236,7 +236,7 @@ def _relay_gtid_at(replica: MariaDBServer, relay_file: str, relay_pos: int) -> s
 
 def _apply_failure_gtid(relay_dir: Path, files: list[str], end_pos: int, line: int) -> str | None:
     """The GTID whose statement failed when --apply ran `mariadb-binlog files | mariadb`: decode the
-    same files with the same arguments as slave.client.apply_relay, so line numbers match, and take
+    same files with the same arguments as slave.node.apply_relay, so line numbers match, and take
     the last GTID comment at or before the failing line."""
     tool = find_binary("mariadb-binlog")
     if tool is None or not files:
@@ -385,7 +385,7 @@ class Verification:
 
     # -- the run ------------------------------------------------------------------------------
     def run(self) -> RunResult:
-        from dumpfilter.master.grpc_server import create_server
+        from dumpfilter.master.serve.grpc_server import create_server
 
         started = time.monotonic()
         slots = self._slots()
@@ -453,7 +453,7 @@ class Verification:
 
     def _dumpfilter_outcome(self, slot: _Slot, address: str, relay_dir: Path):
         from dumpfilter.slave.apply import ApplyError
-        from dumpfilter.slave.client import Slave
+        from dumpfilter.slave.node import Slave
         from dumpfilter.slave.config import SlaveConfig
 
         spec = slot.spec
@@ -482,7 +482,7 @@ class Verification:
         real = [slot for slot in slots if slot.spec.kind == "mariadb"]
         if not real:
             return None
-        from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+        from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 
         specs = {slot.real.server_id: dataclasses.replace(slot.spec, server_id=slot.real.server_id,
                                                           rules=slot.master_rules, settings=slot.settings)

@@ -129,7 +129,7 @@ def read_segment(seg_dir: str | os.PathLike, chunk_no: int, name: str, units: in
 
 
 @dataclass(frozen=True)
-class OutputPlan:
+class JoinTask:
     """What one join task needs: the output's (chunk_no, units) segments in chunk order and every
     incident as (chunk_no, ordinal, bytes)."""
 
@@ -139,8 +139,8 @@ class OutputPlan:
     bytes: int = 0
 
 
-def plan_outputs(results: list[ChunkSegments]) -> list[OutputPlan]:
-    """One plan per output that got at least one unit, largest first (so that the scheduler
+def join_tasks(results: list[ChunkSegments]) -> list[JoinTask]:
+    """One join task per output that got at least one unit, largest first (so that the scheduler
     starts the longest joins first)."""
     results = sorted(results, key=lambda r: r.chunk_no)
     incidents = tuple((r.chunk_no, ordinal, data) for r in results for ordinal, data in r.incidents)
@@ -150,11 +150,11 @@ def plan_outputs(results: list[ChunkSegments]) -> list[OutputPlan]:
         for name, (units, size) in r.outputs.items():
             segments.setdefault(name, []).append((r.chunk_no, units))
             sizes[name] = sizes.get(name, 0) + size
-    plans = [OutputPlan(name, tuple(segs), incidents, sizes[name]) for name, segs in segments.items()]
+    plans = [JoinTask(name, tuple(segs), incidents, sizes[name]) for name, segs in segments.items()]
     return sorted(plans, key=lambda p: (-p.bytes, p.name))
 
 
-def join_output(plan: OutputPlan, seg_dir: str | os.PathLike, out: str | os.PathLike, header: SourceHeader,
+def join_output(plan: JoinTask, seg_dir: str | os.PathLike, out: str | os.PathLike, header: SourceHeader,
                 max_size: int = DEFAULT_MAX_BINLOG_SIZE) -> OutputSummary:
     """Write one output's final series from its segments (see the module docstring)."""
     writer = series_writer(out, plan.name, header, max_size)
@@ -213,7 +213,7 @@ def split_by_segments(targets: list, out: str | os.PathLike, config: SplitConfig
         results = [write_chunk_segments(chunk, chunk_no, config, seg_dir, verify_checksums=verify_checksums,
                                         router=router)
                    for chunk_no, chunk in enumerate(plan_chunks(paths, chunk_bytes))]
-        summaries = [join_output(plan, seg_dir, out, header, max_size) for plan in plan_outputs(results)]
+        summaries = [join_output(plan, seg_dir, out, header, max_size) for plan in join_tasks(results)]
     finally:
         shutil.rmtree(seg_dir, ignore_errors=True)
     return sorted(summaries, key=lambda s: s.name)

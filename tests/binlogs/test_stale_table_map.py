@@ -98,7 +98,7 @@ def test_the_master_refuses_the_stream_with_data_loss(tmp_path, master_factory):
     statement to the reference path, which refuses it: the stream ends with DATA_LOSS naming the
     file and offset, the secret rows never sent."""
     from dumpfilter.rules.parse import StartupFilters
-    from dumpfilter.slave.client import Slave
+    from dumpfilter.slave.node import Slave
     from dumpfilter.slave.config import SlaveConfig
 
     path, offset = craft(tmp_path)

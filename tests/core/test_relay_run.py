@@ -1,5 +1,5 @@
 """The slave's compiled relay run (core relay_run through Scanner.relay_run) against the
-per-unit Python loop it replaced in slave.client.Slave._receive: from any unit index, the same
+per-unit Python loop it replaced in slave.node.Slave._receive: from any unit index, the same
 lone Heartbeats passed over, the same fast units kept whole copied as they came, given the
 format the same lone statements (a MariaDB GTID and one QUERY, read by codec.event.query_text)
 copied with their texts, and the same stopping unit; on every real fixture binlog and on

@@ -1,7 +1,7 @@
-"""`Plan.scan_start` / `Plan.scan_finish`: a Plan's scan on a thread of the core's (the master's
+"""`UnitList.scan_start` / `UnitList.scan_finish`: a UnitList's scan on a thread of the core's (the master's
 read ahead), or at once for a small buffer (a live binlog's tail). The units are those of
-`Plan.scan` (tests/core/test_scanner_differential.py compares both with the reference); here,
-the rules of use: one scan under way per Plan, the scanner busy until it is finished, and a Plan
+`UnitList.scan` (tests/core/test_scanner_differential.py compares both with the reference); here,
+the rules of use: one scan under way per UnitList, the scanner busy until it is finished, and a UnitList
 dropped with its scan under way."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import mmap
 
 import pytest
 
-from dumpfilter._core import Plan
+from dumpfilter._core import UnitList
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.workload.generator import WorkloadSpec, generate
 
@@ -23,7 +23,7 @@ def binlog(tmp_path_factory) -> bytes:
 
 
 def test_a_threaded_scan_gives_the_plan_a_plain_scan_gives(binlog):
-    plain, threaded = Plan(), Plan()
+    plain, threaded = UnitList(), UnitList()
     reference = Scanner("a")
     want = reference.scan_into(plain, binlog, 4, 0, "a", at_eof=True)
     scanner = Scanner("a")
@@ -37,10 +37,10 @@ def test_a_threaded_scan_gives_the_plan_a_plain_scan_gives(binlog):
 
 def test_a_small_buffer_is_scanned_at_once_and_a_large_one_on_a_thread(binlog):
     """A live binlog's tail is a few KB per wake: a thread started and joined for it cost more
-    than its scan, on the path from a commit to the replicas. Either way the Plan is the same."""
+    than its scan, on the path from a commit to the replicas. Either way the UnitList is the same."""
     small = binlog[:100_000]  # (cut inside a unit: the scan stops before it)
     for buf, inline in ((small, 1), (binlog, 0)):
-        plain, started = Plan(), Plan()
+        plain, started = UnitList(), UnitList()
         want = Scanner("a").scan_into(plain, buf, 4, 0, "a")
         scanner = Scanner("a")
         scanner.scan_start(started, buf, 4, 0, "a")
@@ -53,16 +53,16 @@ def test_a_small_buffer_is_scanned_at_once_and_a_large_one_on_a_thread(binlog):
 
 
 def test_one_scan_at_a_time_and_the_scanner_busy_until_it_is_finished(binlog):
-    plan, scanner = Plan(), Scanner("a")
+    plan, scanner = UnitList(), Scanner("a")
     with pytest.raises(RuntimeError, match="no scan under way"):
         plan.scan_finish()
     scanner.scan_start(plan, binlog, 4, 0, "a", limit=100_000)
-    with pytest.raises(RuntimeError, match="under way on this Plan"):
+    with pytest.raises(RuntimeError, match="under way on this UnitList"):
         scanner.scan_start(plan, binlog, 4, 0, "a")
     with pytest.raises(RuntimeError, match="scanner is busy"):
         scanner.units(binlog, 4, 0)
     with pytest.raises(RuntimeError, match="scanner is busy"):
-        scanner.scan_into(Plan(), binlog, 4, 0, "a")
+        scanner.scan_into(UnitList(), binlog, 4, 0, "a")
     first = scanner.scan_finish(plan)
     assert 0 < first.stop < len(binlog)
     # The scanner's state came back: the next scan goes on from where the first stopped.
@@ -72,7 +72,7 @@ def test_one_scan_at_a_time_and_the_scanner_busy_until_it_is_finished(binlog):
 
 
 def test_a_bad_offset_or_a_writable_buffer_is_refused_before_any_thread(binlog):
-    plan, scanner = Plan(), Scanner("a")
+    plan, scanner = UnitList(), Scanner("a")
     with pytest.raises(ValueError, match="past the buffer"):
         scanner.scan_start(plan, binlog, len(binlog) + 1, 0, "a")
     with pytest.raises(ValueError, match="read-only"):
@@ -82,14 +82,14 @@ def test_a_bad_offset_or_a_writable_buffer_is_refused_before_any_thread(binlog):
 
 
 def test_a_plan_dropped_with_its_scan_under_way_waits_for_it(binlog, tmp_path):
-    """The scan reads the buffer the Plan holds (here a mapping): dropping the Plan joins the
+    """The scan reads the buffer the UnitList holds (here a mapping): dropping the UnitList joins the
     thread before the buffer is let go, so the mapping can then be closed."""
     path = tmp_path / "b"
     path.write_bytes(binlog)
     with open(path, "rb") as f:
         mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
     for _ in range(20):
-        plan = Plan()
+        plan = UnitList()
         Scanner("b").scan_start(plan, mapped, 4, 0, "b", at_eof=True)
         with pytest.raises(BufferError):
             mapped.close()  # exported to the scan

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from dumpfilter.codec import BinlogWriter, Event
 from dumpfilter.errors import BinlogError
-from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID, Plan,
-                                      Scanner, plan_record)
+from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID, UnitList,
+                                      Scanner, unit_record)
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from tests.codec.test_properties import binlogs
 from tests.core import reference_scanner as ref
@@ -68,12 +68,12 @@ def _described(rec, raw: bytes, tables, gtid_fields, base: int) -> tuple:
 
 
 def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = None, threaded: bool = False):
-    """`core_units` through the master's path: each scan appended to a Plan (`scan_into`, or
+    """`core_units` through the master's path: each scan appended to a UnitList (`scan_into`, or
     with `threaded` on a thread of its own through `scan_start` and `scan_finish`, as
-    SegmentReader feeds it) and every unit read back from the Plan (`unit`, `tables`, `gtid`,
-    `end`); the Plan's whole-segment answers (size, flags, GTID sources) checked on the way."""
+    SegmentReader feeds it) and every unit read back from the UnitList (`unit`, `tables`, `gtid`,
+    `end`); the UnitList's whole-segment answers (size, flags, GTID sources) checked on the way."""
     scanner = Scanner("<test>", verify_checksums=verify)
-    plan = Plan()
+    plan = UnitList()
     out, error = [], None
     buf, base, at = b"", 4, 4
     sizes = iter(chunks or [len(data)])
@@ -94,7 +94,7 @@ def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
         if scan.added:
             bases.append(base)
         for k in range(first, len(plan)):
-            part, rec = plan_record(plan, k)
+            part, rec = unit_record(plan, k)
             assert part == len(bases) - 1
             raw = buf[rec.start : rec.end]
             tables = [scanner.names[i] for i in plan.tables(k)] if rec.fast else None

@@ -38,7 +38,7 @@ with atheris.instrument_imports(include=["dumpfilter"]):
     from dumpfilter.rules.parse import StartupFilters, parse_filter_statement
     from dumpfilter.rules.ruleset import RuleSet, Settings
     from dumpfilter.rules.transaction_filter import TransactionFilter
-    from dumpfilter.master.grpc_server import registration_from_proto
+    from dumpfilter.master.serve.grpc_server import registration_from_proto
     from dumpfilter.master.service import DumpService
 
 ENGINES = [RuleEngine(RuleSet(do_db=("db1",)), Settings(flavor="mariadb")),

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint
-from dumpfilter.master.mysql_protocol.auth import Account, Authenticator, Conversation, RsaKeys
-from dumpfilter.master.mysql_protocol.handshake import is_ssl_request, parse_handshake_response
-from dumpfilter.master.mysql_protocol.packets import ConnectionClosed, PacketStream, ProtocolError
-from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint
+from dumpfilter.master.endpoint.auth import Account, Authenticator, Conversation, RsaKeys
+from dumpfilter.master.endpoint.handshake import is_ssl_request, parse_handshake_response
+from dumpfilter.master.protocol.packets import ConnectionClosed, PacketStream, ProtocolError
+from dumpfilter.master.endpoint.tls import endpoint_tls
 from dumpfilter.master.policy import MYSQL_AUTH_PLUGINS
 from dumpfilter.rules.policy_gates import PLAIN, Secret
 from dumpfilter.workload.generator import WorkloadSpec, generate

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from tests.fuzz.fuzz_support import FUZZ, TARGET_TIMEOUT
-from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.serve.grpc_server import create_server
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(TARGET_TIMEOUT)]
 BAD = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)

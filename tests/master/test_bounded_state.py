@@ -10,9 +10,9 @@ import gc
 from pathlib import Path
 
 from dumpfilter.master.model import Registration
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.retention import RetentionLimits, SeriesRetention
-from dumpfilter.master.segments import CACHE_SEGMENTS, SegmentCache
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.retention import RetentionLimits, SeriesRetention
+from dumpfilter.master.read.segments import CACHE_SEGMENTS, SegmentCache
 from dumpfilter.master.service import DumpService
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.master.test_mapped_segments import mapping  # noqa: F401 - the fixture: every closed file mapped

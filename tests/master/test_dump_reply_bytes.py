@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.master.grpc_server import _dump_reply_bytes
+from dumpfilter.master.serve.grpc_server import _dump_reply_bytes
 from dumpfilter.v1 import dump_pb2
 
 pieces = st.lists(st.one_of(st.binary(max_size=300),

@@ -16,7 +16,7 @@ from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.codec import fix_transaction_length
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
 from dumpfilter.codec.rename import rewrite_event
-from dumpfilter.slave.client import split_events
+from dumpfilter.slave.node import split_events
 
 from tests.support.dump_helpers import relay_units, run_slave
 

@@ -19,8 +19,8 @@ from dumpfilter.binlogs import TailingReader
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.transaction_filter import TransactionFilter
-from dumpfilter.master.flags import StatementWords
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.decide.flags import StatementWords
+from dumpfilter.master.read.segments import SegmentCache
 from tests.oracles.master import ReferenceSegmentCache, reference_service
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.service import DumpService
@@ -180,15 +180,15 @@ def test_fast_path_decides_row_units_without_transaction_filter(row_workload, mo
 
 
 def test_scanned_segments_are_sent_by_the_core_in_one_call_per_batch(row_workload, monkeypatch):
-    """Segments read by the scanner carry the core's Plan: every fast run, partial unit and
-    heartbeat of a stream goes through Plan.send (production has no other run loop), and the
+    """Segments read by the scanner carry the core's UnitList: every fast run, partial unit and
+    heartbeat of a stream goes through UnitList.send (production has no other run loop), and the
     heartbeats it builds are the master's own (same bytes as the reference path's, which
     _assert_same checks)."""
-    from dumpfilter.master.columns import PlanIndex
+    from dumpfilter.master.read.columns import UnitIndex
 
     svc = DumpService(row_workload)
     seg = svc.segments.get((sorted(p.name for p in row_workload.iterdir() if p.name[-1].isdigit())[0], 4))
-    assert isinstance(seg.index, PlanIndex) and seg.index.plan is not None
+    assert isinstance(seg.index, UnitIndex) and seg.index.unit_list is not None
     regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
             Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(do_db=("db2",))),))]
     fast = _dump(row_workload, regs, True)
@@ -198,9 +198,9 @@ def test_scanned_segments_are_sent_by_the_core_in_one_call_per_batch(row_workloa
 
 
 def test_statement_units_join_the_core_runs_under_the_heartbeat_policy(row_workload, monkeypatch):
-    """DDL units kept whole or skipped go out in the core's runs (Plan.send), decided once per rule
+    """DDL units kept whole or skipped go out in the core's runs (UnitList.send), decided once per rule
     group when the slave's row is made: the per-unit Python path (_unit) sees control units only."""
-    from dumpfilter.master.stream import SlaveStream
+    from dumpfilter.master.stream.slave_stream import SlaveStream
 
     slow_units = []
     original = SlaveStream._unit
@@ -332,7 +332,7 @@ def test_segment_reader_reports_corruption_like_the_reference(tmp_path):
 
 # -- the slave's fast receive ---------------------------------------------------------------------------
 def _slave_run(address: str, relay_dir: Path, server_id: int, fast: bool, crash_at: int | None = None, **options):
-    from dumpfilter.slave.client import SimulatedCrash, Slave
+    from dumpfilter.slave.node import SimulatedCrash, Slave
     from dumpfilter.slave.config import SlaveConfig
 
     config = SlaveConfig(master=address, server_id=server_id, relay_dir=relay_dir, until_caught_up=True,

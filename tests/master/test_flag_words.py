@@ -8,7 +8,7 @@ import threading
 import time
 
 from dumpfilter import _core
-from dumpfilter.master.flags import FlagWords
+from dumpfilter.master.decide.flags import FlagWords
 from dumpfilter.rules.gate import Gate
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet

@@ -17,7 +17,7 @@ import grpc
 import pytest
 
 from dumpfilter.errors import BinlogError, DumpFilterError, PositionError
-from dumpfilter.slave.client import Slave
+from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from tests.support.dump_helpers import relay_units, run_slave
@@ -26,7 +26,7 @@ from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 
-# The slave's error for each status (slave.client._master_error mirrors the master's mapping).
+# The slave's error for each status (slave.node._master_error mirrors the master's mapping).
 DATA_LOSS, OUT_OF_RANGE = BinlogError, PositionError
 NEXT = "master-bin.000009"  # reached only across a rotation: after every file of the workload
 
@@ -114,7 +114,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def healthy_units(workload_dir, tmp_path_factory):
     """What a slave relays of the whole workload, from a master over the untouched directory."""
-    from dumpfilter.master.grpc_server import create_server
+    from dumpfilter.master.serve.grpc_server import create_server
 
     master, port = create_server(workload_dir, "127.0.0.1:0")
     try:

@@ -220,7 +220,7 @@ def test_lint_jobs_per_identity(guarded):
 
 
 def test_requests_above_the_size_limit_are_refused(guarded):
-    from dumpfilter.master.grpc_server import MAX_REQUEST_BYTES
+    from dumpfilter.master.serve.grpc_server import MAX_REQUEST_BYTES
 
     master, stub = guarded()
     big = dump_pb2.RegisterRequest(server_id=1, hostname="h" * (MAX_REQUEST_BYTES + 1))

@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 
 from dumpfilter.errors import PositionError
-from dumpfilter.master import columns as columns_module
-from dumpfilter.master import segments as segments_module
+from dumpfilter.master.read import columns as columns_module
+from dumpfilter.master.read import segments as segments_module
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
@@ -178,7 +178,7 @@ def test_a_settled_directory_is_one_stat_a_visit_and_a_removal_is_still_seen(tmp
 
 
 def test_a_segments_lone_statements_are_read_once_when_few(tmp_path, mapping, monkeypatch):  # noqa: F811
-    """`PlanIndex.lone_queries` is kept with its segment (every registration asks again for every
+    """`UnitIndex.lone_queries` is kept with its segment (every registration asks again for every
     segment its stream reaches); one whose texts are many is read each time instead."""
     _binlog(tmp_path)
     _, cache = _streamed(tmp_path, REGS[:2])
@@ -194,7 +194,7 @@ def test_a_segments_lone_statements_are_read_once_when_few(tmp_path, mapping, mo
 
 
 def test_passes_over_more_than_the_kept_budget_are_served_the_held_segments(tmp_path, mapping):  # noqa: F811
-    """Slaves reading the binlog one after another, with Plans worth twice the kept budget: the
+    """Slaves reading the binlog one after another, with unit lists worth twice the kept budget: the
     first kept are held (HELD_SHARE), so every later pass is served them instead of scanning
     them again. Letting the oldest kept go first (FIFO) let go of exactly what the next pass
     reached first: no pass was served a kept segment, and every one scanned the binlog again."""

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.binlogs import watch as watch_module
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
 from dumpfilter.slave.relay_log import RelayInfo
 
 from tests.support.mysql_replicas import point_at, wait_applied

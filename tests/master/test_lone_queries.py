@@ -1,5 +1,5 @@
-"""The core's bulk read of a segment's GTID-and-one-statement units (`PlanIndex.lone_queries`,
-`_core.Plan.lone_queries`) against the per-unit Python read it replaces (`Unit.lone_text`): the
+"""The core's bulk read of a segment's GTID-and-one-statement units (`UnitIndex.lone_queries`,
+`_core.UnitList.lone_queries`) against the per-unit Python read it replaces (`Unit.lone_text`): the
 same units, the same default database and SQL text, on every real fixture binlog, on generated
 binlogs of both flavors, on hypothesis binlogs (undecodable bytes included) and whatever the
 segment size; and the core's `plain` classification of those texts against `plain_statement`."""
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.codec.test_properties import binlogs, written
@@ -33,7 +33,7 @@ def _parts_with_fde(index) -> set[int]:
 
 
 def _listed(index) -> list[tuple[int, str, bool | None, str | None]]:
-    """`PlanIndex.lone_queries` unit by unit: (k, db, plain, SQL), SQL None for a plain one.
+    """`UnitIndex.lone_queries` unit by unit: (k, db, plain, SQL), SQL None for a plain one.
     Each plain group is one database's, in ascending unit order, and no unit is listed twice."""
     plain, others = index.lone_queries()
     out = [(k, db, p, sql) for k, db, p, sql in others]

@@ -1,4 +1,4 @@
-"""The master limits glibc malloc's arenas (master/malloc_arenas.py): with the limit set, sixteen
+"""The master limits glibc malloc's arenas (master/serve/malloc_arenas.py): with the limit set, sixteen
 threads that allocate share at most ARENAS arenas; without it glibc makes one per thread (up to
 eight per CPU). Arenas are counted in malloc_info's report, in a process of its own each time."""
 
@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from dumpfilter.master.malloc_arenas import ARENAS
+from dumpfilter.master.serve.malloc_arenas import ARENAS
 
 COUNT = """
 import ctypes, sys, threading
-from dumpfilter.master.malloc_arenas import limit_arenas
+from dumpfilter.master.serve.malloc_arenas import limit_arenas
 if sys.argv[1] == "limit" and not limit_arenas():
     sys.exit("not set")
 go = threading.Barrier(17)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.codec import group_transactions, read_events
-from dumpfilter.master import windows
+from dumpfilter.master.read import windows
 from dumpfilter.master.model import ChannelSpec, Registration
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
@@ -186,7 +186,7 @@ def test_a_plan_reads_bytes_or_read_only_mappings_only(tmp_path):
     """The core scans a part without the GIL and reads it again later: a buffer that could
     change meanwhile (a bytearray, a writable mapping) is refused; a read-only mapping is read
     as the same bytes are."""
-    from dumpfilter.codec.scanner import Plan, Scanner
+    from dumpfilter.codec.scanner import UnitList, Scanner
 
     generate(WorkloadSpec(seed=3, transactions=50), tmp_path)
     path = tmp_path / _files(tmp_path)[0]
@@ -196,8 +196,8 @@ def test_a_plan_reads_bytes_or_read_only_mappings_only(tmp_path):
         read_only = mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)
     for buf in (bytearray(data), writable):
         with pytest.raises(ValueError, match="read-only"):
-            Scanner(str(path)).scan_into(Plan(), buf, 4, 0, path.name, at_eof=True)
-    by_bytes, by_map = Plan(), Plan()
+            Scanner(str(path)).scan_into(UnitList(), buf, 4, 0, path.name, at_eof=True)
+    by_bytes, by_map = UnitList(), UnitList()
     a = Scanner(str(path)).scan_into(by_bytes, data, 4, 0, path.name, at_eof=True)
     b = Scanner(str(path)).scan_into(by_map, read_only, 4, 0, path.name, at_eof=True)
     assert a == b and a.added > 0

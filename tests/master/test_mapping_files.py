@@ -22,8 +22,8 @@ import pytest
 
 from dumpfilter.binlogs.series import BinlogSeriesWriter
 from dumpfilter.codec.constants import EventType
-from dumpfilter.master.segments import SegmentCache
-from dumpfilter.master.windows import MappingFiles
+from dumpfilter.master.read.segments import SegmentCache
+from dumpfilter.master.read.windows import MappingFiles
 from dumpfilter.workload.generator import WorkloadSpec, _Generator
 from tests.support.dump_helpers import run_slave
 

@@ -18,7 +18,7 @@ from dumpfilter.binlogs import TailingReader
 from dumpfilter.cli.app import main
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.rules.ruleset import RuleSet
-from dumpfilter.slave.client import Slave
+from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
 from tests.conftest import skip_or_fail
 from tests.support.dump_helpers import relay_units, run_slave

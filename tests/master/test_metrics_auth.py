@@ -204,7 +204,7 @@ def test_metrics_connections_are_bounded(workload_dir):
     import threading
     import time
 
-    from dumpfilter.master.metrics_http import MAX_CONNECTIONS, MetricsEndpoint
+    from dumpfilter.master.serve.metrics_http import MAX_CONNECTIONS, MetricsEndpoint
     from dumpfilter.master.service import DumpService
 
     def handlers() -> int:

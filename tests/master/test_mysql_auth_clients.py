@@ -18,9 +18,9 @@ import mysql.connector
 import pymysql
 import pytest
 
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint
-from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint
+from dumpfilter.master.endpoint.tls import endpoint_tls
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.conftest import skip_or_fail
 from tests.support.tls_helpers import make_pki

@@ -12,9 +12,9 @@ import struct
 import pymysql
 import pytest
 
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint
-from dumpfilter.master.mysql_protocol.packets import PacketStream
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint
+from dumpfilter.master.protocol.packets import PacketStream
 
 from tests.support.mysql_replicas import point_at, wait_applied, wait_io_error
 from tests.support.waiting import wait_for

@@ -12,9 +12,9 @@ import pytest
 
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.lab.sandbox import diff_snapshots, make_replica, snapshot, wait_caught_up
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.metrics import registry_for
-from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.serve.metrics import registry_for
+from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 from dumpfilter.lab.verify import builtin_paths
 from dumpfilter.lab.verify.against_replicas import _run_script
 from dumpfilter.lab.verify.sqlscript import split_statements

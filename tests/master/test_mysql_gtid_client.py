@@ -95,8 +95,8 @@ def test_a_tagged_set_starts_after_the_tagged_gtids_it_holds(shared_fixtures, tm
 
 
 def test_tagged_sets_decode_and_a_foreign_format_is_one_protocol_error():
-    from dumpfilter.master.mysql_protocol.dump import decode_gtid_set
-    from dumpfilter.master.mysql_protocol.packets import ProtocolError
+    from dumpfilter.master.endpoint.dump import decode_gtid_set
+    from dumpfilter.master.protocol.packets import ProtocolError
 
     text = f"{UUID_96}:1-13,{UUID_96}:mytag:1-2:5"
     assert decode_gtid_set(MysqlGtidSet.parse(text).encode()) == text

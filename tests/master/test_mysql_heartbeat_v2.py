@@ -21,13 +21,9 @@ from dumpfilter.codec.encode import format_description, heartbeat_v2
 from dumpfilter.codec.event import Event
 from dumpfilter.codec.gtid import MysqlGtidSet
 from dumpfilter.codec.reader import read_events
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
-from dumpfilter.master.mysql_protocol.dump import (
-    BINLOG_THROUGH_GTID,
-    COM_BINLOG_DUMP_GTID,
-    USE_HEARTBEAT_EVENT_V2,
-    widened,
-)
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror, MirrorError
+from dumpfilter.master.endpoint.dump import widened
+from dumpfilter.master.protocol.commands import BINLOG_THROUGH_GTID, COM_BINLOG_DUMP_GTID, USE_HEARTBEAT_EVENT_V2
 from tests.support.master_command import free_port, serve_master, stop_master
 
 pytestmark = pytest.mark.timeout(120)

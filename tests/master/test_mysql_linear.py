@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused
+from dumpfilter.master.endpoint.admission import Admission, EndpointLimits, Refused
 from dumpfilter.master.rate_limited_log import ProblemLog
-from dumpfilter.master.mysql_protocol.packets import PacketStream, PacketTooLarge, ReadTimeout
-from dumpfilter.master.mysql_protocol.queries import (
+from dumpfilter.master.protocol.packets import PacketStream, PacketTooLarge, ReadTimeout
+from dumpfilter.master.endpoint.queries import (
     ER_OUT_OF_RESOURCES,
     ER_TOO_LONG_IDENT,
     QueryError,
@@ -181,7 +181,7 @@ def test_an_identity_holds_at_most_its_share_of_the_sessions(tmp_path):
     """MySQL's max_user_connections: one identity cannot take every session of the endpoint; its
     share is max_connections over the policy's sections, or its own `max_sessions`; [default]'s
     users are one account."""
-    from dumpfilter.master.mysql_protocol.admission import ER_TOO_MANY_USER_CONNECTIONS
+    from dumpfilter.master.endpoint.admission import ER_TOO_MANY_USER_CONNECTIONS
     from dumpfilter.master.policy import MasterPolicy
 
     policy_file = tmp_path / "policy.toml"

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dumpfilter.master.mysql_protocol.server import _Connection
+from dumpfilter.master.endpoint.server import _Connection
 
 HIGH = 1500
 

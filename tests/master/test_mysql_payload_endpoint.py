@@ -24,7 +24,7 @@ from dumpfilter.codec.gtid import with_transaction_length
 from dumpfilter.codec.packing import encode_lenenc
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import group_transactions
-from dumpfilter.master.mysql_protocol.dump import BINLOG_DUMP_NON_BLOCK, COM_BINLOG_DUMP
+from dumpfilter.master.protocol.commands import BINLOG_DUMP_NON_BLOCK, COM_BINLOG_DUMP
 from tests.support.master_command import free_port, serve_master, stop_master
 
 pytestmark = pytest.mark.timeout(120)

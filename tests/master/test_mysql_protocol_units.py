@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymysql._auth import scramble_native_password
 
-from dumpfilter.master.mysql_protocol.dump import (
+from dumpfilter.master.endpoint.dump import (
     decode_gtid_set,
     encode_gtid_set,
     parse_binlog_dump,
     parse_binlog_dump_gtid,
     parse_register_slave,
 )
-from dumpfilter.master.mysql_protocol.handshake import native_password_matches, new_scramble, parse_handshake_response
-from dumpfilter.master.mysql_protocol.packets import MAX_PAYLOAD, PacketStream, ProtocolError, Reader
-from dumpfilter.master.mysql_protocol.queries import QueryError, ServerFacts, Session, _like
+from dumpfilter.master.endpoint.handshake import native_password_matches, new_scramble, parse_handshake_response
+from dumpfilter.master.protocol.packets import MAX_PAYLOAD, PacketStream, ProtocolError, Reader
+from dumpfilter.master.endpoint.queries import QueryError, ServerFacts, Session, _like
 
 FACTS = ServerFacts(server_id=7, server_uuid="3e11fa47-71ca-11e1-9e33-c80aa9429562", version="10.11.19-MariaDB-log",
                     checksum="CRC32")
@@ -161,7 +161,7 @@ def test_events_reach_a_real_replica_in_a_form_it_takes():
     from dumpfilter.codec import EventType, read_events
     from dumpfilter.codec.constants import LOG_EVENT_SKIP_REPLICATION_F
     from dumpfilter.codec.encode import build_event, format_description, mariadb_gtid_body, query_body
-    from dumpfilter.master.mysql_protocol.dump import replica_events
+    from dumpfilter.master.endpoint.dump import replica_events
     from dumpfilter.skip_policy import PLACEHOLDER_SQL, named
 
     fde = format_description("10.11.19-MariaDB-log")
@@ -231,7 +231,7 @@ def test_ed25519_account_keys_match_rfc8032_for_32_byte_passwords(password, nonc
     derivation, which cryptography implements independently."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from dumpfilter.master.mysql_protocol.auth import ed25519_public_key
+    from dumpfilter.master.endpoint.auth import ed25519_public_key
 
     key = Ed25519PrivateKey.from_private_bytes(password)
     assert ed25519_public_key(password) == key.public_key().public_bytes_raw()
@@ -242,7 +242,7 @@ def test_ed25519_account_keys_match_rfc8032_for_32_byte_passwords(password, nonc
 def test_caching_sha2_fast_auth_matches_what_pymysql_sends(password, nonce):
     from pymysql._auth import scramble_caching_sha2
 
-    from dumpfilter.master.mysql_protocol.auth import sha2_digest, sha2_fast_matches
+    from dumpfilter.master.endpoint.auth import sha2_digest, sha2_fast_matches
 
     response = scramble_caching_sha2(password.encode("utf-8"), nonce)
     assert sha2_fast_matches(sha2_digest(password.encode("utf-8")), nonce, response)
@@ -267,7 +267,7 @@ def test_policy_mysql_auth_is_checked(tmp_path, value, message):
 def test_unknown_names_take_one_identity_path_each_time():
     """A decoy's plugins come from the policy's own identities, the same for a name every time
     (so retrying a name tells nothing), and no answer passes it."""
-    from dumpfilter.master.mysql_protocol.auth import Authenticator, RsaKeys
+    from dumpfilter.master.endpoint.auth import Authenticator, RsaKeys
 
     auth = Authenticator(RsaKeys())
     sets = [("caching_sha2_password",), ("mysql_native_password",)]

@@ -13,11 +13,11 @@ import time
 import pytest
 
 from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, snapshot, wait_caught_up
-from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.serve.grpc_server import create_server
 from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError
-from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL, _file_for_gtid
+from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror, MirrorError
+from dumpfilter.master.upstream.source import SourceReplicator, SourceURL, _file_for_gtid
 
 from tests.support.dump_helpers import run_slave
 from tests.support.mysql_replicas import converge, point_at

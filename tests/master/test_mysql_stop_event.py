@@ -12,8 +12,8 @@ from dumpfilter.codec import BinlogReader, EventType
 from dumpfilter.lab.sandbox import diff_snapshots, make_replica, replica_status, snapshot, wait_caught_up
 from dumpfilter.lab.verify.against_replicas import _run_script
 from dumpfilter.lab.verify.sqlscript import split_statements
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 
 from tests.support.mysql_replicas import point_at, wait_applied
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.lab.sandbox import replica_status
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint
-from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint
+from dumpfilter.master.endpoint.tls import endpoint_tls
 from tests.conftest import skip_or_fail
 from tests.support.mysql_replicas import converge, point_at, wait_applied
 from tests.support.tls_helpers import make_pki

@@ -17,7 +17,7 @@ import pymysql
 import pytest
 
 from dumpfilter.errors import AccessDeniedError, RuleError
-from dumpfilter.master.mysql_protocol.auth import Account, Authenticator, Conversation, RsaKeys
+from dumpfilter.master.endpoint.auth import Account, Authenticator, Conversation, RsaKeys
 from dumpfilter.master.policy import MasterPolicy
 from dumpfilter.rules.policy_gates import NATIVE_HASH, PBKDF2, PLAIN, Secret, hash_password
 
@@ -141,8 +141,8 @@ def test_the_right_password_in_clear_over_a_plain_connection_says_so():
 def test_real_clients_log_in_with_hashed_passwords(tmp_path):
     """pymysql over --mysql-listen: mysql_native_password checked against MySQL's own '*' hash, and
     caching_sha2_password (full authentication over RSA, then the fast path) against PBKDF2."""
-    from dumpfilter.master.grpc_server import create_server
-    from dumpfilter.master.mysql_protocol import MysqlEndpoint
+    from dumpfilter.master.serve.grpc_server import create_server
+    from dumpfilter.master.endpoint import MysqlEndpoint
     from dumpfilter.workload.generator import WorkloadSpec, generate
 
     binlogs = tmp_path / "binlogs"

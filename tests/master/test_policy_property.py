@@ -16,7 +16,7 @@ from dumpfilter.binlogs import TailingReader
 from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.constants import STMT_END_F
-from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.serve.grpc_server import create_server
 from dumpfilter.master.policy import MasterPolicy, PolicyEntry
 from dumpfilter.rules.policy_gates import PLAIN, Secret
 from dumpfilter.rules.gate import Gate
@@ -111,7 +111,7 @@ def test_nothing_forbidden_reaches_the_identitys_stream(drawn_list):
 @pytest.mark.grpc
 def test_a_statement_the_bound_cannot_analyse_is_not_sent_and_is_counted(tmp_path):
     """Counted under MASTER_POLICY_UNANALYSED (besides MASTER_POLICY) in Stats and the metrics."""
-    from dumpfilter.master.metrics import registry_for
+    from dumpfilter.master.serve.metrics import registry_for
     from tests.support.policy_grammar import Drawn
 
     unreadable = "LOAD DATA INFILE '/tmp/x' INTO TABLE shop.t1 (id) SET c = (SELECT pw FROM secret.s1 LIMIT 1)"

@@ -1,4 +1,4 @@
-"""A live stream's new position over skipped transactions only waits (master.stream.POSITION_WAIT)
+"""A live stream's new position over skipped transactions only waits (master.stream.slave_stream.POSITION_WAIT)
 for the next kept data, which it goes with as one Heartbeat before it; at a wait of 0 each
 skipped transaction appended is a batch of its own (the old behaviour). No clock is asserted:
 with the wait at an hour, the first batch after the stream reported the end is the kept one."""
@@ -13,7 +13,7 @@ import pytest
 
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.codec import EventType, group_transactions
-from dumpfilter.master import stream as stream_module
+from dumpfilter.master.stream.slave_stream import slave_stream as stream_module
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, TransactionFilter

@@ -1,4 +1,4 @@
-"""The segment cache reads the next segment ahead (`SegmentCache._start_ahead`): its scan runs on
+"""The segment cache reads the next segment ahead (`SegmentCache.start_ahead`): its scan runs on
 a thread of the core's while the stream sends the segment it has. Segments, batches and stats
 are those of a cache that does not read ahead; the reads started ahead are the ones the next
 gets take; a read that fails ahead fails, the same way, at the get that takes it; and the reads
@@ -12,8 +12,8 @@ import pytest
 
 from dumpfilter.codec import EventType, read_events
 from dumpfilter.errors import BinlogError
-from dumpfilter.master import segments
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.read import segments
+from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 from tests.master.test_fast_path import _files, _segments
 from tests.master.test_mapped_segments import REGS, _dump

@@ -1,4 +1,4 @@
-"""mysql_protocol/positions.ReplicaCount and skip_policy.replica_tail, event by event: what a real
+"""endpoint/positions.ReplicaCount and skip_policy.replica_tail, event by event: what a real
 replica counts of its stream, and what it is sent once caught up after a skipped tail (the real
 replicas' side is tests/master/test_replica_positions.py)."""
 
@@ -11,7 +11,7 @@ from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_BINLOG_
 from dumpfilter.codec.encode import build_event, format_description, mariadb_gtid_body
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.master.model import Batch
-from dumpfilter.master.mysql_protocol.positions import ReplicaCount
+from dumpfilter.master.endpoint.positions import ReplicaCount
 from dumpfilter.skip_policy import NAMES, named
 
 

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from dumpfilter.lab.sandbox import diff_snapshots, make_replica, replica_status, snapshot
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 
 from tests.support.mysql_replicas import point_at, wait_applied
 

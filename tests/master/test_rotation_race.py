@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 from dumpfilter.codec import EventType, read_events
-from dumpfilter.master import segment_reader, windows
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.read import segment_reader
+from dumpfilter.master.read import windows
+from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.workload.generator import WorkloadSpec, generate
 
 

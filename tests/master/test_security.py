@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.support.dump_helpers import run_slave
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.serve.grpc_server import create_server
 from tests.support.tls_helpers import make_pki
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]

@@ -8,8 +8,8 @@ import os
 import time
 
 from dumpfilter.binlogs import binlog_paths
-from dumpfilter.master import segments
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.read import segments
+from dumpfilter.master.read.segments import SegmentCache
 
 
 def _series(directory, names):

@@ -1,4 +1,4 @@
-"""The Dump handler's send-ahead (master.grpc_server.SendAhead): the stream's replies made on a
+"""The Dump handler's send-ahead (master.stream.send_ahead.SendAhead): the stream's replies made on a
 thread while grpc sends the one before, in order, at most DEPTH ahead, an error after the
 replies made before it, and the stream closed (its cleanup run) whenever the handler ends or
 the RPC is gone."""
@@ -15,7 +15,7 @@ import time
 import grpc
 import pytest
 
-from dumpfilter.master.send_ahead import OutputBudget, SendAhead
+from dumpfilter.master.stream.send_ahead import OutputBudget, SendAhead
 from tests.support.dump_helpers import run_slave
 
 

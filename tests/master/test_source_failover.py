@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, snapshot, wait_caught_up
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
 from dumpfilter.rules.ruleset import Settings
 from tests.support.dump_helpers import run_slave
 from tests.support.master_command import free_port, master_status, serve_master, stop_master

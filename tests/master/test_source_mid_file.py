@@ -13,11 +13,11 @@ from hypothesis import given, settings, strategies as st
 
 from dumpfilter.cli.app import main
 from dumpfilter.lab.sandbox import diff_snapshots, find_binary, snapshot
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint, ReplicaMap
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.mysql_protocol.mid_file import FILLER_MAX, MidFileError, series_head
-from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.mid_file import FILLER_MAX, MidFileError, series_head
+from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
 from dumpfilter.codec import EventType, read_events
 from dumpfilter.codec.constants import LOG_EVENT_IGNORABLE_F
 from dumpfilter.codec.encode import format_description

@@ -28,11 +28,11 @@ from dumpfilter.codec.gtid import MysqlGtidSet
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.codec.transactions import group_transactions
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.mysql_protocol.mid_file import series_head
-from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.mid_file import series_head
+from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
 from tests.master.test_source_mysql_primary import EXECUTED, GTID_57, TAGGED, Primary, _complete, _setup, pki  # noqa: F401
 from tests.support.source_checks import assert_positions_refused, dump_by_gtid
 from tests.support.waiting import wait_for

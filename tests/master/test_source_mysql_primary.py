@@ -14,11 +14,11 @@ import shutil
 import pytest
 
 from dumpfilter.codec.reader import read_events
-from dumpfilter.master.grpc_server import create_server
-from dumpfilter.master.mysql_protocol import MysqlEndpoint
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.mysql_protocol.source import SourceReplicator, SourceURL
-from dumpfilter.master.mysql_protocol.tls import endpoint_tls
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.endpoint import MysqlEndpoint
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
+from dumpfilter.master.endpoint.tls import endpoint_tls
 from tests.conftest import skip_or_fail
 from tests.support.tls_helpers import make_pki
 from tests.support.waiting import wait_for

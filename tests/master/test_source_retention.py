@@ -20,10 +20,10 @@ from dumpfilter.codec import EventType
 from dumpfilter.errors import PositionError
 from dumpfilter.lab.sandbox import find_binary
 from dumpfilter.master.model import Registration
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror
-from dumpfilter.master.retention import RetentionLimits, SeriesRetention, plan_purge
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
+from dumpfilter.master.upstream.retention import RetentionLimits, SeriesRetention, choose_purge
 from dumpfilter.master.service import DumpService
-from dumpfilter.slave.client import Slave, SlaveConfig
+from dumpfilter.slave.node import Slave, SlaveConfig
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from tests.support.dump_helpers import run_slave
 from tests.support.master_command import free_port, master_status, serve_master, stop_master
@@ -142,7 +142,7 @@ def test_plan_purge(readers, over, expected):
     names = ["a", "b", "c", "d"]
     sizes = dict.fromkeys(names, 100)
     limits = RetentionLimits(expire_seconds=None if over else 10, max_bytes=250 if over else None)
-    plan = plan_purge(names, sizes, dict.fromkeys(names, 0.0), readers, limits, now=100.0)
+    plan = choose_purge(names, sizes, dict.fromkeys(names, 0.0), readers, limits, now=100.0)
     assert plan.names == expected
     assert plan.forced == {name: ids for name, ids in readers.items() if name in expected}
 
@@ -158,7 +158,7 @@ def test_plan_purge_keeps_what_it_must(files, cap, expiry):
     mtimes = {n: 0.0 if old else 99.0 for n, (_, old, _) in zip(names, files)}
     readers = {n: [7] for n, (_, _, read) in zip(names, files) if read}
     limits = RetentionLimits(expire_seconds=10 if expiry else None, max_bytes=cap)
-    plan = plan_purge(names, sizes, mtimes, readers, limits, now=100.0)
+    plan = choose_purge(names, sizes, mtimes, readers, limits, now=100.0)
     assert plan.names == names[:len(plan.names)] and len(plan.names) < len(names)
     assert set(plan.forced) == {n for n in plan.names if n in readers}
     kept = names[len(plan.names):]

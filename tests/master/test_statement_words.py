@@ -1,4 +1,4 @@
-"""The statement flag words (master.flags.StatementWords): a GTID-and-one-statement unit is answered
+"""The statement flag words (master.decide.flags.StatementWords): a GTID-and-one-statement unit is answered
 once for every slave, and remembered by key only while nothing but the key can change the answer.
 The dump tests (test_fast_path's reference comparisons) check the answers against TransactionFilter
 for every workload; these check what is remembered, and what must not be."""
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter.codec import group_transactions, read_events
-from dumpfilter.master.flags import FlagWords, StatementWords, statement_decision
+from dumpfilter.master.decide.flags import FlagWords, StatementWords, statement_decision
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.rules.gate import Gate
 from dumpfilter.master.service import DumpService

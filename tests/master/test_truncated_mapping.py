@@ -16,13 +16,13 @@ from dumpfilter.workload.generator import WorkloadSpec, generate
 PRELUDE = """
 import mmap, os, sys
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.master import windows
+from dumpfilter.master.read import windows
 windows.Window.MAP_MIN = 0  # every closed file mapped, however small
 directory = sys.argv[1]
 """
 
 CACHE = """
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.read.segments import SegmentCache
 cache = SegmentCache(directory, read_ahead=False)
 first = cache.file_names()[0]
 seg = cache.get((first, 4))
@@ -37,7 +37,7 @@ print("units", n, len(seg.units), "error", seg.error)
 """
 
 PAST_UNITS = """
-from dumpfilter.master.segments import SegmentCache
+from dumpfilter.master.read.segments import SegmentCache
 cache = SegmentCache(directory, read_ahead=False, segment_bytes=20_000)
 first = cache.file_names()[0]
 seg = cache.get((first, 4))

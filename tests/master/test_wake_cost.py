@@ -15,7 +15,7 @@ from dumpfilter.codec import EventType
 from dumpfilter.master import service as service_module
 from dumpfilter.master.model import Registration
 from dumpfilter.master.service import DumpService
-from dumpfilter.master.stream import SlaveStream
+from dumpfilter.master.stream.slave_stream import SlaveStream
 from dumpfilter.workload import WorkloadSpec, generate
 
 from tests.support.waiting import wait_for

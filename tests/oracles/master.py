@@ -1,5 +1,5 @@
 """The master's reference reader: segments read an Event per event through TailingReader and
-TransactionGrouper, with no core Plan. A stream over them goes unit by unit (every unit through
+TransactionGrouper, with no core UnitList. A stream over them goes unit by unit (every unit through
 TransactionFilter: `SlaveStream._fast_runs` finds no index to run on), the reference the core's
 runs are compared against."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dumpfilter.codec import TransactionGrouper
 from dumpfilter.errors import BinlogError, PositionError
 from dumpfilter.binlogs import TailingReader
-from dumpfilter.master.segments import SegmentCache
-from dumpfilter.master.units import Pos, Segment, Unit, unit_end
+from dumpfilter.master.read.segments import SegmentCache
+from dumpfilter.master.read.units import Pos, Segment, Unit, unit_end
 from dumpfilter.master.service import DumpService
 
 

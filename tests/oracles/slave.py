@@ -8,7 +8,7 @@ import types
 
 from dumpfilter.codec import TransactionGrouper
 from dumpfilter.codec.scanner import unit_events
-from dumpfilter.slave.client import Slave, scan_batch
+from dumpfilter.slave.node import Slave, scan_batch
 
 
 def _receive(self: Slave, blob: bytes) -> TransactionGrouper:

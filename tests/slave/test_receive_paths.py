@@ -17,7 +17,7 @@ import pytest
 from dumpfilter import _core
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.rules.ruleset import RuleSet
-from dumpfilter.slave.client import Slave
+from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.slave.info_file import read_info
 from dumpfilter.v1 import dump_pb2

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("grpc", "google.protobuf", "dumpfilter.v1.dump_pb2", "dumpfilter.rules.evaluate", "dumpfilter.rules.schema",
-         "dumpfilter.slave.client")
+         "dumpfilter.slave.node")
 
 
 def dumpfilter(*args: str, importtime: bool = False) -> subprocess.CompletedProcess:
@@ -85,7 +85,7 @@ def test_the_process_entry_keeps_the_exit_status(tmp_path):
 
 _AT_DUMP = """
 import sys
-from dumpfilter.slave import client
+from dumpfilter.slave import node as client
 
 ENGINE = ("dumpfilter.rules.evaluate", "dumpfilter.rules.schema", "dumpfilter.rules.statements",
           "dumpfilter.rules.transaction_filter")

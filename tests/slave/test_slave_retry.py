@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.slave.client import Slave
+from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
@@ -88,7 +88,7 @@ def test_final_errors_are_not_retried(tmp_path, workload_dir, master_factory):
 
 
 def test_slave_reaches_a_master_that_comes_up_while_it_retries(tmp_path, workload_dir):
-    from dumpfilter.master.grpc_server import create_server
+    from dumpfilter.master.serve.grpc_server import create_server
 
     port = _free_port()
     slave, told = _slave(tmp_path, f"127.0.0.1:{port}", connect_retry=0.2, connect_timeout=30)

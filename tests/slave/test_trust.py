@@ -14,7 +14,7 @@ from dumpfilter.binlogs import TailingReader
 from dumpfilter.binlogs.files import write_index
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.slave.client import Slave
+from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.slave.metrics import registry_for
 from dumpfilter.slave.status import status_fields
@@ -125,7 +125,7 @@ def test_a_slave_that_never_saw_the_ddl_keeps_the_masters_drop_trigger(tmp_path,
 def test_without_the_masters_marks_the_same_stream_is_a_disagreement(tmp_path, master_factory, monkeypatch):
     """The marks are what the slave honours: a master that does not send them (an older one) gets
     the error, naming the first UPDATE and its position, and nothing of that batch is committed."""
-    from dumpfilter.master import stream as stream_module
+    from dumpfilter.master.stream.slave_stream import slave_stream as stream_module
 
     path, schema = _schema_case(tmp_path / "binlogs")
     monkeypatch.setattr(stream_module.SlaveStream, "_batch", _unmarked(stream_module.SlaveStream._batch))
@@ -256,7 +256,7 @@ def test_a_statement_inside_a_compressed_payload_is_marked_by_its_payload():
     from dumpfilter.codec import EventType, TransactionGrouper
     from dumpfilter.codec import encode as enc
     from dumpfilter.codec.packing import encode_lenenc
-    from dumpfilter.master.flags import schema_marks
+    from dumpfilter.master.decide.flags import schema_marks
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 

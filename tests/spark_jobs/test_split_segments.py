@@ -14,7 +14,7 @@ from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, read_un
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.output import OutputSet
 from dumpfilter.spark_jobs.tasks.routing import Router, SplitConfig, config_from_maps
-from dumpfilter.spark_jobs.tasks.segments import plan_outputs, split_by_segments, write_chunk_segments
+from dumpfilter.spark_jobs.tasks.segments import join_tasks, split_by_segments, write_chunk_segments
 from dumpfilter.spark_jobs.split_by_schema import balanced_groups, split_spark, task_groups
 from tests.oracles.split import ReferenceOutputSet
 from tests.spark_jobs.helpers import check_series, same_tree
@@ -153,7 +153,7 @@ def test_chunk_tasks_return_counts_and_incidents_only(tmp_path, workloads):
     src = workloads["row-mariadb"]
     chunks = plan_chunks(input_files([src]), 15_000)
     results = [write_chunk_segments(c, i, SplitConfig(), tmp_path) for i, c in enumerate(chunks)]
-    plans = plan_outputs(results)
+    plans = join_tasks(results)
     assert [p.bytes for p in plans] == sorted((p.bytes for p in plans), reverse=True)
     units = sum(n for r in results for n, _ in r.outputs.values())
     assert units == sum(n for p in plans for _, n in p.segments)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dumpfilter.codec import group_transactions
 from dumpfilter.binlogs import TailingReader
-from dumpfilter.slave.client import Slave
+from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.workload.generator import WorkloadSpec, generate
-from dumpfilter.master.grpc_server import create_server
+from dumpfilter.master.serve.grpc_server import create_server
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pymysql
 
 from dumpfilter.codec.gtid import MysqlGtidSet
-from dumpfilter.master.mysql_protocol.dump import BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID, COM_BINLOG_DUMP_GTID
+from dumpfilter.master.protocol.commands import BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID, COM_BINLOG_DUMP_GTID
 
 HEARTBEATS = (27, 41)  # HEARTBEAT_LOG_EVENT, HEARTBEAT_LOG_EVENT_V2
 

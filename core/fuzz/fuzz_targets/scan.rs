@@ -11,7 +11,7 @@ use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::sql::plain_statement;
-use _core::send::{send, Plan, SendOptions};
+use _core::send::{send, UnitList, SendOptions};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, rest)) = data.split_first() else {
@@ -51,7 +51,7 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let a = assemble(&buf, &out.units, &out.tables, &keep, &answers, 0, 4, &opt);
     assert!(a.next <= out.units.len());
-    let mut plan = Plan::default();
+    let mut plan = UnitList::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
     for k in 0..out.units.len() {

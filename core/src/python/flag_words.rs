@@ -69,7 +69,7 @@ impl PyFlagWords {
     }
 
     /// One byte per (db, table) of `names` (1: slave bit `bit` keeps it): a segment's keep
-    /// bytes for `Plan.rows`.
+    /// bytes for `UnitList.rows`.
     fn keep<'py>(
         slf: &Bound<'py, Self>,
         names: &Bound<'py, PyList>,

@@ -89,7 +89,7 @@ pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
     py.detach(|| hops::hop(buf, off))
 }
 
-/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_plan): the
+/// The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges): the
 /// bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
 /// (QUERY post-header length, checksum length) of the format in force, to copy lone statements
 /// too; None, to stop at them.
@@ -108,7 +108,7 @@ pub(super) fn relay_run<'py>(
         query_post,
         crc_len,
     });
-    let p = py.detach(|| relay::relay_plan(buf, units, tables, keep, start, lone));
+    let p = py.detach(|| relay::relay_ranges(buf, units, tables, keep, start, lone));
     // One copy, straight into the bytes object handed to Python.
     let out = PyBytes::new_with(py, p.bytes as usize, |dst| {
         p.fill(buf, dst);

@@ -83,14 +83,14 @@ record! {
 }
 
 record! {
-    /// `Plan.scan` and `Plan.scan_finish`: what `Scanner.units` says, the units kept in the Plan.
+    /// `UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.
     ScanResult = "ScanResult" {
         new_names: Py<PyList>,
         stop: usize,
         events: u64,
         last_rotate: i64,
         error: Option<Py<PyTuple>>,
-        /// Units appended to the Plan.
+        /// Units appended to the UnitList.
         added: usize,
     }
 }
@@ -130,8 +130,8 @@ record! {
 }
 
 record! {
-    /// `Plan.unit(k)`: a unit's record, offsets in its part's buffer.
-    PlanUnit = "PlanUnit" {
+    /// `UnitList.unit(k)`: a unit's record, offsets in its part's buffer.
+    UnitEntry = "UnitEntry" {
         part: u32,
         start: usize,
         end: usize,
@@ -151,7 +151,7 @@ record! {
 }
 
 record! {
-    /// `Plan.send`: what one stream sends of a run of units (see send::send).
+    /// `UnitList.send`: what one stream sends of a run of units (see send::send).
     SendResult = "SendResult" {
         out: Py<PyBytes>,
         /// The first unit not handled.
@@ -175,7 +175,7 @@ record! {
 }
 
 record! {
-    /// `relay_run`: the slave's relay run (see relay::relay_plan).
+    /// `relay_run`: the slave's relay run (see relay::relay_ranges).
     RelayResult = "RelayResult" {
         out: Py<PyBytes>,
         /// The first unit not handled.
@@ -197,7 +197,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanResult>()?;
     m.add_class::<AssembleCounts>()?;
     m.add_class::<AssembleResult>()?;
-    m.add_class::<PlanUnit>()?;
+    m.add_class::<UnitEntry>()?;
     m.add_class::<SendResult>()?;
     m.add_class::<RelayResult>()?;
     Ok(())

@@ -1,5 +1,5 @@
-//! What lets a Plan read a buffer while Python goes on: the buffer held (`Held`), and a scan
-//! moved to a thread of its own (`ScanJob`) until `Plan.scan_finish` joins it (`Pending`).
+//! What lets a UnitList read a buffer while Python goes on: the buffer held (`Held`), and a scan
+//! moved to a thread of its own (`ScanJob`) until `UnitList.scan_finish` joins it (`Pending`).
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -12,7 +12,7 @@ use crate::scan::{self, Scanner};
 /// What a scan thread returns: the scanner's state, handed back, and the units it found.
 pub(super) type Scanned = (Scanner, scan::ScanOut);
 
-/// A scan started by `Plan.scan_start`: its thread (or, when no thread could be started, its
+/// A scan started by `UnitList.scan_start`: its thread (or, when no thread could be started, its
 /// result, made at once), the buffer it reads, held until the thread is joined, and where the
 /// units go.
 pub(super) struct Pending {
@@ -40,9 +40,9 @@ impl Pending {
     }
 }
 
-/// A buffer a Plan reads after the call that handed it over: a bytes object, or any object
+/// A buffer a UnitList reads after the call that handed it over: a bytes object, or any object
 /// exporting read-only contiguous bytes (the master maps closed binlog files rather than
-/// copying them). Held, a mapping cannot be closed or resized under the Plan: Python refuses
+/// copying them). Held, a mapping cannot be closed or resized under the UnitList: Python refuses
 /// while it is exported. A writable buffer is refused: it could change under a scan that runs
 /// without the GIL.
 pub(super) enum Held {
@@ -58,7 +58,7 @@ impl Held {
         let view = PyBuffer::<u8>::get(obj)?;
         if !view.is_c_contiguous() || !view.readonly() {
             return Err(PyValueError::new_err(
-                "a Plan reads bytes or a read-only contiguous buffer (a mapping opened PROT_READ)",
+                "a UnitList reads bytes or a read-only contiguous buffer (a mapping opened PROT_READ)",
             ));
         }
         Ok(Held::View(view))
@@ -68,7 +68,7 @@ impl Held {
         match self {
             Held::Bytes(b) => b.as_bytes(py),
             // SAFETY: the export is held as long as self: the memory stays valid and in place,
-            // and the object is read-only or not written while it is a Plan's part.
+            // and the object is read-only or not written while it is a UnitList's part.
             Held::View(v) => unsafe {
                 std::slice::from_raw_parts(v.buf_ptr() as *const u8, v.len_bytes())
             },
@@ -77,7 +77,7 @@ impl Held {
 }
 
 /// A scan moved to a thread: the scanner's state and the buffer's address (held by the
-/// Plan's `Pending` until the thread is joined).
+/// UnitList's `Pending` until the thread is joined).
 pub(super) struct ScanJob {
     pub(super) scanner: Scanner,
     pub(super) at: usize,
@@ -91,7 +91,7 @@ pub(super) struct ScanJob {
 impl ScanJob {
     pub(super) fn run(mut self) -> Scanned {
         // SAFETY: the Pending that holds the buffer's export (or bytes object) outlives this
-        // thread: scan_finish and the Plan's Drop join it before letting the buffer go.
+        // thread: scan_finish and the UnitList's Drop join it before letting the buffer go.
         let data = unsafe { std::slice::from_raw_parts(self.at as *const u8, self.len) };
         let out = self
             .scanner

@@ -14,7 +14,7 @@ use crate::scan::{self, Scanner, UNIT_WORDS};
 #[pyclass(module = "dumpfilter._core", name = "Scanner")]
 pub(super) struct PyScanner {
     pub(super) inner: Scanner,
-    /// Its state is on a scan thread (`Plan.scan_start`) until `Plan.scan_finish`.
+    /// Its state is on a scan thread (`UnitList.scan_start`) until `UnitList.scan_finish`.
     pub(super) away: bool,
     pub(super) names_sent: usize,
     /// The last `units` call's units and tables, for `assemble`.
@@ -23,11 +23,11 @@ pub(super) struct PyScanner {
 }
 
 impl PyScanner {
-    /// Refuses a call while the scanner's state is on a scan thread (`Plan.scan_start`).
+    /// Refuses a call while the scanner's state is on a scan thread (`UnitList.scan_start`).
     pub(super) fn here(&self) -> PyResult<()> {
         if self.away {
             return Err(PyRuntimeError::new_err(
-                "the scanner is busy: a Plan.scan_start has no scan_finish yet",
+                "the scanner is busy: a UnitList.scan_start has no scan_finish yet",
             ));
         }
         Ok(())

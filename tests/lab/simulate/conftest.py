@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from dumpfilter.slave import client as slave_client
+from dumpfilter.slave import node as slave_client
 from dumpfilter.lab.simulate import load_default_topology, run_simulation
 
 HEARTBEAT_LOG_EVENT = 27

@@ -25,7 +25,7 @@ from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto,
 from dumpfilter.master.model import ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import MasterPolicy
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
-from dumpfilter.master.send_ahead import OUTPUT_BYTES, OutputBudget, SendAhead
+from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES, OutputBudget, SendAhead
 from dumpfilter.master.service import DumpService
 from dumpfilter.master.shares import CALLS, InFlight
 
@@ -442,7 +442,7 @@ def certificate_date_problems(pem: bytes, now: datetime.datetime | None = None) 
         cert = x509.load_pem_x509_certificate(pem)
     except ValueError:
         return []  # grpc says what is wrong with a certificate it cannot read
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    now = now or datetime.datetime.now(datetime.UTC)
     if cert.not_valid_after_utc < now:
         days = (now - cert.not_valid_after_utc).days
         return [f"the certificate expired on {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC ({days} day(s) ago): "

@@ -11,7 +11,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from dumpfilter.master.mysql_protocol.packets import (
+from dumpfilter.master.protocol.packets import (
     CLIENT_CONNECT_ATTRS,
     CLIENT_CONNECT_WITH_DB,
     CLIENT_FOUND_ROWS,

@@ -1,22 +1,50 @@
-"""A stream's rule hits: the replicate-* rules each decision counted, into the slave's stats and
-its channel's P_S COUNTER rows, whether the decision was a unit's own (`_unit`), a statement
-answered for a run, or the Table_maps the core ran (its tally, folded per segment reader)."""
+"""A stream's rule hits (RuleHits, held by master.stream.slave_stream.SlaveStream): the replicate-*
+rules each decision counted, into the slave's stats and its channel's P_S COUNTER rows, whether the
+decision was a unit's own (the stream's `_unit`), a statement answered for a run, or the Table_maps
+the core ran (its tally, folded per segment reader)."""
 
 from __future__ import annotations
 
 import bisect
 from collections import Counter
 
-from dumpfilter.master.flags import ASSUMED_DECISIONS
+from dumpfilter.master.decide.flags import ASSUMED_DECISIONS
 
 
 class RuleHits:
-    """The rule-hit bookkeeping of SlaveStream (its `slave`, `occurrences`, `_tally`,
-    `_unit_hits` and `_group_hits`)."""
+    """One stream's rule-hit bookkeeping, for its registered slave: what the stream hands it (a
+    unit's hits, a run's statement units, the core's Table_map tally) is counted into the slave's
+    stats and P_S counters. The stream reads `unit_hits` and `group_hits` to know whether a run
+    has statement hits to count; StatementAnswers fills them (`for_segment`)."""
 
-    def _statement_hits(self, start: int, end: int) -> None:
-        """The rule hits of the statement units in the run [start, end) (decided in `_row`)."""
-        unit_hits = self._unit_hits
+    __slots__ = ("slave", "occurrences", "unit_hits", "group_hits", "_tally")
+
+    def __init__(self, slave):
+        self.slave = slave
+        # Table_maps whose rule hits are not counted yet (folded from the tally, counted by `flush`).
+        self.occurrences: Counter = Counter()
+        self.unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
+        self.group_hits: list[tuple] = []  # the same for groups of units answered alike: (indices, hits)
+        self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
+
+    def for_segment(self) -> tuple[dict[int, Counter], list[tuple]]:
+        """Fresh records of a segment's statement hits (`unit_hits`, `group_hits`), for its row's
+        answers to fill."""
+        self.unit_hits, self.group_hits = {}, []
+        return self.unit_hits, self.group_hits
+
+    def tally_for(self, names: list) -> bytearray:
+        """The core's Table_map tally for a run over a segment with these name ids (a u32 per name
+        id): kept while the names are the same, the one before folded first."""
+        tally = self._tally
+        if tally is None or tally[0] is not names or len(tally[1]) < 4 * len(names):
+            self._fold_tally()
+            tally = self._tally = (names, bytearray(4 * len(names)))
+        return tally[1]
+
+    def statements(self, start: int, end: int) -> None:
+        """The rule hits of the statement units in the run [start, end) (answered with the row)."""
+        unit_hits = self.unit_hits
         passed = [k for k in unit_hits if start <= k < end]
         # Units answered alike share one Counter (the statement flag words' answer for their
         # database): each distinct one is added once, times the units that carry it.
@@ -28,14 +56,14 @@ class RuleHits:
                 same[id(hits)] = [hits, 1]
             else:
                 seen[1] += 1
-        for ks, hits in self._group_hits:  # ascending unit indices
+        for ks, hits in self.group_hits:  # ascending unit indices
             n = bisect.bisect_left(ks, end) - bisect.bisect_left(ks, start)
             if n:
                 same.setdefault(id(hits), [hits, 0])[1] += n
         for hits, n in same.values():
-            self._add_hits(hits if n == 1 else Counter({name: count * n for name, count in hits.items()}))
+            self.add(hits if n == 1 else Counter({name: count * n for name, count in hits.items()}))
 
-    def _add_hits(self, hits: Counter) -> None:
+    def add(self, hits: Counter) -> None:
         """A decision's rule hits into the slave's stats and its channel's P_S counters."""
         stats = self.slave.stats
         stats.rule_hits.update(hits)
@@ -54,7 +82,7 @@ class RuleHits:
             if count:
                 occurrences[names[nid]] += count
 
-    def _flush_hits(self) -> None:
+    def flush(self) -> None:
         """Rule hits of the Table_maps decided in runs: what SlaveDecider.table_kept counts per
         Table_map (the engine's COUNTER names, MASTER_POLICY when the policy refused it), added
         to the stats and P_S counters as the reference path adds its per-unit hits."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -19,17 +18,16 @@ from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter.rules.transaction_filter import KEPT, PARTIAL
 from dumpfilter import skip_policy
-from dumpfilter.master.flags import schema_marks
+from dumpfilter.master.decide.flags import schema_marks
 from dumpfilter.master.model import Batch
-from dumpfilter.master.policy_check import guard_row
+from dumpfilter.master.decide.policy_check import guard_row
 from dumpfilter.master.registry import RegisteredSlave, StreamHandle
-from dumpfilter.master.schema_feed import order_key, unit_start
-from dumpfilter.master.columns import LazyUnits
-from dumpfilter.master.gtid_skip import KnownMariaDB, gtid_filter
-from dumpfilter.master.rule_hits import RuleHits
+from dumpfilter.master.read.columns import LazyUnits
+from dumpfilter.master.decide.gtid_skip import KnownMariaDB, gtid_filter
+from dumpfilter.master.decide.rule_hits import RuleHits
 from dumpfilter.codec.scanner import ROW_SLOW
-from dumpfilter.master.statement_answers import StatementAnswers
-from dumpfilter.master.units import Pos, Segment, Unit
+from dumpfilter.master.decide.statement_answers import StatementAnswers
+from dumpfilter.master.read.units import Pos, Segment, Unit
 
 if TYPE_CHECKING:
     from dumpfilter.master.service import DumpService
@@ -46,9 +44,11 @@ BATCH_SEGMENTS = 4  # a batch not full goes on over segments (#30: one each doub
 POSITION_WAIT = 0.25
 
 
-class SlaveStream(RuleHits, StatementAnswers):
+class SlaveStream:
     """One Dump call: walks shared segments, filters each unit for this slave, applies its skip
-    policy and cuts batches at transaction boundaries."""
+    policy and cuts batches at transaction boundaries. What the rules answer for the units that
+    are not fast is asked of `answers` (StatementAnswers), and every rule hit is counted by
+    `hits` (RuleHits): collaborators it holds, called with what they need."""
 
     def __init__(self, service: DumpService, slave: RegisteredSlave, handle: StreamHandle, start: Pos | None,
                  gtid_state: str | None, heartbeat_period: float, is_active: Callable[[], bool]):
@@ -78,15 +78,13 @@ class SlaveStream(RuleHits, StatementAnswers):
         self.pending_hb: Pos | None = None
         self.changed_at: Pos | None = None
         # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
-        # unit by unit; `occurrences` are Table_maps whose rule hits are not counted yet.
+        # unit by unit.
         self.gtid_limits: dict[int, int] | None = self.skip_known.limits if isinstance(self.skip_known, KnownMariaDB) else None
         self.gtid_wanted = state.mysql if state is not None else None  # a MySQL GTID start's set
-        self.occurrences: Counter = Counter()
         self._states: tuple | None = None
-        self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
-        self._unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
-        self._group_hits: list[tuple] = []  # the same for groups of units answered alike: (indices, hits)
-        self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (_statement_answers)
+        self.hits = RuleHits(slave)  # the rule hits of every decision, into the slave's stats
+        self.answers = StatementAnswers(service, slave, self.policy, self.hits)  # the units that are not fast
+        self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (StatementAnswers.row)
         self._quiet: tuple | None = None  # (position, file size, listing_changes) of a look that found the end
         self.looks = self.quiet_wakes = 0  # segment reads asked for; looks answered by a stat (`_look`)
 
@@ -223,7 +221,7 @@ class SlaveStream(RuleHits, StatementAnswers):
         return self.pos[1] == 4 and self.pos[0] > end[0] and not (self.svc.binlog_dir / self.pos[0]).exists()
 
     def _boundary(self) -> None:
-        self._flush_hits()  # counted under the rules they were decided with
+        self.hits.flush()  # counted under the rules they were decided with
         at = self.svc.apply_pending(self.slave, self.pos)
         if at is not None:
             self.changed_at = at
@@ -266,9 +264,9 @@ class SlaveStream(RuleHits, StatementAnswers):
             return
         if gtid_event is not None:
             self.tracker.add(gtid_event)
-        result, hits, schema_kept = self._result(unit)
+        result, hits, schema_kept = self.answers.result(unit)
         if hits:
-            self._add_hits(hits)
+            self.hits.add(hits)
         if result.outcome in (KEPT, PARTIAL):
             events = result.events if result.outcome == KEPT else self.policy.partial(txn.events, result.events)
             self._flush_heartbeat()
@@ -295,7 +293,7 @@ class SlaveStream(RuleHits, StatementAnswers):
         """This slave's answer for each unit of `seg`, one byte per unit: ROW_KEEP (every table
         kept), ROW_SKIP (none), ROW_PARTIAL, or ROW_SLOW (not a fast unit), computed by the core from this
         slave's flag words; cached per segment and flag-word generation. None for a segment
-        without a PlanIndex (the tests' reference reader): every unit through `_unit`."""
+        without a UnitIndex (the tests' reference reader): every unit through `_unit`."""
         index = seg.index
         if index is None or self.fmt is None:
             return None
@@ -308,7 +306,7 @@ class SlaveStream(RuleHits, StatementAnswers):
                 return None
             rows = index.rows_for(lambda names: words.keep(names, self.slave.bit))
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
-            rows = (self._statement_answers(seg, guard_row(seg, rows[0], self.slave.gate)), rows[1])
+            rows = (self.answers.row(seg, guard_row(seg, rows[0], self.slave.gate)), rows[1])
             states = self._states = (seg, words.generation, *rows)
         return states[2]
 
@@ -327,7 +325,7 @@ class SlaveStream(RuleHits, StatementAnswers):
     def _fast_runs(self, seg: Segment, i: int) -> int:
         """Handle fast units from `i` on without an Event or a TransactionFilter call per unit:
         runs kept whole, MariaDB units kept in part, and stretches skipped under the heartbeat
-        policy (one Heartbeat each), assembled by the core in one call (`Plan.send`) up to the
+        policy (one Heartbeat each), assembled by the core in one call (`UnitList.send`) up to the
         end of the batch. Stops at a unit that needs more (a statement partly kept, skipped under
         another policy, not a fast unit), when the batch is full (after the unit that fills it,
         as the reference path cuts), or when a ChangeFilter is pending. Returns the index of the
@@ -336,7 +334,7 @@ class SlaveStream(RuleHits, StatementAnswers):
         if row is None or row[i] == ROW_SLOW:  # not a fast unit: both walks stop there at once
             return i
         index = seg.index
-        plan = index.plan
+        unit_list = index.unit_list
         slave = self.slave
         if slave.pending:
             return i
@@ -344,13 +342,10 @@ class SlaveStream(RuleHits, StatementAnswers):
         pending = self._heartbeat_raw(self.pending_hb) if self.pending_hb is not None else None
         crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
         names = index.names
-        tally = self._tally
-        if tally is None or tally[0] is not names or len(tally[1]) < 4 * len(names):
-            self._fold_tally()
-            tally = self._tally = (names, bytearray(4 * len(names)))
-        sent = plan.send(row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes,
-                         self.policy.skips_as_heartbeat, self.policy.partial_as_kept, pending, self.master_server_id,
-                         crc, tally[1])
+        tally = self.hits.tally_for(names)
+        sent = unit_list.send(row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes,
+                              self.policy.skips_as_heartbeat, self.policy.partial_as_kept, pending, self.master_server_id,
+                              crc, tally)
         j = sent.next
         if j == i:
             return i
@@ -380,8 +375,9 @@ class SlaveStream(RuleHits, StatementAnswers):
         stats.events_read += read_events
         stats.bytes_read += read_bytes
         self.batch_units += end - start
-        if self._unit_hits or self._group_hits:
-            self._statement_hits(start, end)
+        hits = self.hits
+        if hits.unit_hits or hits.group_hits:
+            hits.statements(start, end)
         self._track_gtids(index, start, end)
         stats.events_sent += sent_events
         stats.bytes_sent += sent_bytes
@@ -415,27 +411,6 @@ class SlaveStream(RuleHits, StatementAnswers):
         self.slave.stats.events_skipped += max(0, events)
         self.slave.stats.bytes_skipped += max(0, size)
         self.batch_skipped += max(0, size)
-
-    def _result(self, unit: Unit):
-        """The slave's rule group's answer for a unit (FilterResult, rule hits, (sql, db) kept by the
-        schema model): computed by the first slave of the group that reaches it, then shared (the
-        Unit and its Events are shared through the segment cache)."""
-        state = self.slave.state
-        answer = unit.results.get(state.key)
-        if answer is None:
-            with self.svc.engine_lock(state.engine):
-                answer = unit.results.get(state.key)
-                if answer is None:
-                    decider = state.decider
-                    decider.hits, decider.schema_kept = Counter(), set()
-                    decider.at = order_key(unit_start(unit))  # the schema as it was just before
-                    decider.parses = unit.parses  # each statement parsed once for every group
-                    try:
-                        filtered = state.txn_filter.filter(unit.txn)
-                    except MalformedEventError as exc:  # a rows event without its own Table_map
-                        raise exc.in_file(self.pos[0]) from None
-                    answer = unit.results[state.key] = (filtered, decider.hits, frozenset(decider.schema_kept))
-        return answer
 
     # -- sending ----------------------------------------------------------------------------
     def _send(self, event: Event) -> None:
@@ -478,7 +453,7 @@ class SlaveStream(RuleHits, StatementAnswers):
 
     def _batch(self, caught_up: bool) -> Batch:
         self._flush_heartbeat()
-        self._flush_hits()
+        self.hits.flush()
         batch = Batch(self.parts, self.pos, self.batch_units, self.batch_skipped, caught_up,
                       False, self._gtid_text(), self.changed_at, self.schema_decided)
         self.parts, self.batch_bytes, self.batch_units, self.batch_skipped, self.schema_decided = [], 0, 0, 0, []

@@ -4,7 +4,7 @@ position share one segment, so each event is split, checked and grouped once, an
 fields cached on its Event are shared by every slave's filter.
 
 The cache (LRU, bounded in bytes, with its read ahead) lives here; the unit model in `units`, the
-reader in `segment_reader`, its file windows in `windows`, the Plan's columns in `columns`."""
+reader in `segment_reader`, its file windows in `windows`, the UnitList's columns in `columns`."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from pathlib import Path
 from dumpfilter.errors import PositionError
 from dumpfilter.binlogs.files import binlog_listing, file_size, served_paths
 from dumpfilter.binlogs.written import WrittenEnd
-from dumpfilter.master.segment_reader import SegmentReader, drive
-from dumpfilter.master.units import Pos, Segment
-from dumpfilter.master.windows import MappingFiles
+from dumpfilter.master.read.segment_reader import SegmentReader, drive
+from dumpfilter.master.read.units import Pos, Segment
+from dumpfilter.master.read.windows import MappingFiles
 
 # A segment is what one read hands every stream: its fixed Python cost (the file opened at the
-# position, the format read, the Plan and its index, each stream's answers, tallies and hit
+# position, the format read, the UnitList and its index, each stream's answers, tallies and hit
 # counts) is paid per segment, and only the stream's work on a segment overlaps the scan of the
 # next (read ahead), so larger segments cost less per byte: 4 MB had 18% less master CPU than
 # 1 MB on bench_dump's file, 8 MB about 10% less than 4 MB, and 12-16 MB 5-10% less again. But
@@ -35,7 +35,7 @@ SEGMENT_BYTES = 8 << 20
 CACHE_BYTES = 4 * SEGMENT_BYTES
 # Segments the cache holds at most, whatever their bytes. Streams at the binlog's end read a
 # segment per change they wake for, a few KB each under a steady write load, and each costs its
-# read buffer, Plan, index and names besides: bounded by bytes alone the cache held thousands
+# read buffer, UnitList, index and names besides: bounded by bytes alone the cache held thousands
 # (bench soak, 32 slaves: about 2,300 tail segments averaging 14 KB, 15 new ones a second).
 # 512 is half a minute of such tail reads; a slave further behind reads segments of its own.
 CACHE_SEGMENTS = 512
@@ -43,23 +43,23 @@ CACHE_SEGMENTS = 512
 # A segment the cache lets go stays known by its scan (issue #30): slaves in separate processes
 # drift apart, and a stream more than the cache behind another would scan every segment again
 # (eight slaves over a 256 MB binlog: eight scans of each segment). A segment of a file the server
-# has closed (mapped, Window) keeps its Plan (offsets, flags, tables and GTIDs per unit, about a
+# has closed (mapped, Window) keeps its UnitList (offsets, flags, tables and GTIDs per unit, about a
 # tenth of its bytes) and its mapping, whose pages are handed back (MADV_DONTNEED: out of the
 # master's RSS, still in the page cache): a stream that reaches it again maps nothing and scans
-# nothing, and touches only the pages of what it sends. Bounded by the Plans' estimated bytes and
+# nothing, and touches only the pages of what it sends. Bounded by the unit lists' estimated bytes and
 # by a count (each mapping holds a file descriptor). Of the master's memory this is the best
-# spent: a kept Plan (about 0.8 MB per 8 MB segment) saves a scan of its segment (about 4 ms) for
+# spent: a kept UnitList (about 0.8 MB per 8 MB segment) saves a scan of its segment (about 4 ms) for
 # every later pass, where a megabyte of kept pages (RESIDENT_BYTES) saves a few faults: with 40 MB
-# of Plans and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
+# of unit lists and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
 # with 96 MB and 40 MB, once (master CPU 3.3x one slave's -> 1.8x, peak RSS 300 -> 211 MB).
 INDEX_BYTES = 96 << 20
 INDEX_SEGMENTS = 256
-UNIT_INDEX_BYTES = 100  # a unit's Plan record, table ids and LazyUnits slot (measured: about 97)
+UNIT_INDEX_BYTES = 100  # a unit's UnitList record, table ids and LazyUnits slot (measured: about 97)
 # Which kept segments stay when the budget is full: slaves in separate processes read the binlog
 # one after another, each more than the cache behind the one before, every pass in the same
 # order. Letting the oldest kept go first (FIFO, as before) then lets go of exactly what the
-# next pass reaches first: over a binlog whose Plans exceed INDEX_BYTES (bench fanout_procs'
-# 648 MB, 78 segments of about 0.8 MB of Plan each), eight do-db slaves scanned every segment
+# next pass reaches first: over a binlog whose unit lists exceed INDEX_BYTES (bench fanout_procs'
+# 648 MB, 78 segments of about 0.8 MB of UnitList each), eight do-db slaves scanned every segment
 # eight times and were served nothing kept. So the first kept are held (HELD_SHARE of the
 # budget and of the count), and stay held while a stream has them back in the cache (their
 # place is theirs: another segment kept meanwhile does not take it); the rest of the budget
@@ -78,7 +78,7 @@ HELD_SHARE = 0.75
 # over such loops holds what the next pass reaches last (measured: no fewer faults than none
 # kept). The first kept are what every later pass reaches first, and keep their places while a
 # stream has them back in the cache (see HELD_SHARE). The master's RSS grows by up to the budget;
-# 40 MB (it was 96) leaves the room to Plans, worth far more per megabyte (see INDEX_BYTES):
+# 40 MB (it was 96) leaves the room to unit lists, worth far more per megabyte (see INDEX_BYTES):
 # over the 263 MB binlog eight do-db slaves cost the same master CPU with either.
 RESIDENT_BYTES = 40 << 20
 
@@ -97,8 +97,8 @@ class SegmentCache:
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
         self.mappings = MappingFiles()  # the open files their mappings share (and huge pages or not)
-        self.read_ahead = read_ahead  # see _start_ahead
-        self._ahead: OrderedDict[Pos, tuple] = OrderedDict()  # (steps, since): see _start_ahead
+        self.read_ahead = read_ahead  # see start_ahead
+        self._ahead: OrderedDict[Pos, tuple] = OrderedDict()  # (steps, since): see start_ahead
         self.cache_bytes = cache_bytes
         self.verify_checksums = verify_checksums
         self._cache: OrderedDict[Pos, Segment] = OrderedDict()
@@ -119,7 +119,7 @@ class SegmentCache:
         self.reads = 0   # segments read from disk
         self.hits = 0    # segments served from the cache (the kept ones too)
         self.kept_hits = 0  # of which segments let go and kept by their scan (INDEX_BYTES)
-        self.ahead_taken = 0  # segments whose read was started ahead (_start_ahead) and taken by a get
+        self.ahead_taken = 0  # segments whose read was started ahead (start_ahead) and taken by a get
         self._listing: tuple | None = None  # see file_names
         self._written = WrittenEnd()  # see end
 
@@ -224,7 +224,7 @@ class SegmentCache:
 
     def _ahead_of(self, seg: Segment) -> None:
         if self.read_ahead and seg.units and not seg.at_end and seg.error is None:
-            self._start_ahead(seg.end)
+            self.start_ahead(seg.end)
 
     # Reads started ahead and not yet taken: one per stream working through a segment, for as
     # many streams at different positions. With that many waiting no more start (a stream then
@@ -233,11 +233,11 @@ class SegmentCache:
     AHEAD_MAX = 2
     AHEAD_STALE = 2.0
 
-    def _start_ahead(self, start: Pos) -> None:
+    def start_ahead(self, start: Pos) -> None:
         """Starts reading the segment at `start`, where a segment just read ends (called by its
         reader as soon as its last scan fills it, and by `get` for a segment it hands out): the
         calling thread opens the file and maps or reads the window (a fraction of a
-        millisecond), and the core scans it on a thread of its own (`Plan.scan_start`, no GIL)
+        millisecond), and the core scans it on a thread of its own (`UnitList.scan_start`, no GIL)
         while the stream filters and sends the segment it has; the next `get(start)` adopts
         the scan. On two cores a one-slave stream's master CPU then overlaps the scan with the
         rest of its work. A read that fails here is dropped: the `get` reads again and meets
@@ -440,7 +440,7 @@ class SegmentCache:
         return drive(self._steps(start))
 
     def _steps(self, start: Pos):
-        """`_read` as a generator that pauses once a scan is under way (see `_start_ahead`)
+        """`_read` as a generator that pauses once a scan is under way (see `start_ahead`)
         and returns the segment."""
         file, pos = start
         if not os.path.lexists(self.path(file)):

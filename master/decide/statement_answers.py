@@ -1,7 +1,7 @@
 """A stream's answers for the units that are not fast (statements, DDL) in a segment's row
-(StatementAnswers, a part of master.stream.SlaveStream): a GTID-and-one-statement unit answered
-from the statement flag words shared by every slave, any other decided once for the slave's rule
-group."""
+(StatementAnswers, held by master.stream.slave_stream.SlaveStream): a GTID-and-one-statement unit
+answered from the statement flag words shared by every slave, any other decided once for the
+slave's rule group (`result`, which the stream's unit-by-unit path asks too)."""
 
 from __future__ import annotations
 
@@ -9,40 +9,47 @@ from collections import Counter
 
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.errors import MalformedEventError
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED
-from dumpfilter.master.flags import SCHEMA_DECISIONS
-from dumpfilter.master.schema_feed import order_key, unit_start
-from dumpfilter.master.units import Segment, Unit
+from dumpfilter.master.decide.flags import SCHEMA_DECISIONS
+from dumpfilter.master.read.schema_feed import order_key, unit_start
+from dumpfilter.master.read.units import Segment, Unit
 
 _LONE = "lone"  # Unit.results key of a GTID-and-one-statement unit's statement flag word
 
 
 class StatementAnswers:
-    """Needs the stream's `svc`, `slave`, `policy`, `_result` and its hit records."""
+    """One stream's answers for its slave's units that are not fast: from the dump service (`svc`:
+    its flag words, statement words and engine locks), for the registered `slave` under its skip
+    `policy`, with the rule hits of a row's answers recorded in `hits` (RuleHits)."""
 
-    def _statement_answers(self, seg: Segment, row: bytes) -> bytes:
+    __slots__ = ("svc", "slave", "policy", "hits")
+
+    def __init__(self, svc, slave, policy, hits):
+        self.svc, self.slave, self.policy, self.hits = svc, slave, policy, hits
+
+    def row(self, seg: Segment, row: bytes) -> bytes:
         """Units that are not fast (statements, DDL) joined to the runs: a unit kept as it came
         marked ROW_KEEP and a skipped one ROW_SKIP (sent as a heartbeat in a skipped stretch under the
         heartbeat policy; under the others the run stops there and `_unit` writes what the policy
-        sends). Only units kept in part stay ROW_SLOW. Their rule hits are counted as the stream
-        passes them (`_account_run`).
+        sends). Only units kept in part stay ROW_SLOW. Their rule hits are recorded in `hits` and
+        counted as the stream passes them (its `_account_run`).
 
         A GTID and one statement (under the heartbeat policy, where a skip needs no FilterResult)
         is answered from the statement flag words (`StatementWords`, one word for every slave);
-        any other unit is decided once for the slave's rule group (`_result`)."""
-        unit_hits = self._unit_hits = {}
-        group_hits = self._group_hits = []
+        any other unit is decided once for the slave's rule group (`result`)."""
+        unit_hits, group_hits = self.hits.for_segment()
         if ROW_SLOW not in row:
             return row
         out = bytearray(row)
         units = seg.units
         bit = self.slave.bit
         # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
-        # `_unit`, which needs `_result`'s FilterResult (deciding it twice otherwise).
+        # `_unit`, which needs `result`'s FilterResult (deciding it twice otherwise).
         heartbeat = self.policy.skips_as_heartbeat
         if heartbeat:  # the units read in bulk first, in tight loops (thousands per segment)
-            groups, singles = self._lone_answers(seg)
+            groups, singles = self.lone_answers(seg)
             for ks, (word, by_bit) in groups:
                 code = ROW_KEEP if word >> bit & 1 else ROW_SKIP
                 marked = [k for k in ks if out[k] == ROW_SLOW]  # all of them: a lone unit is never fast
@@ -65,7 +72,7 @@ class StatementAnswers:
             if heartbeat:  # not read in bulk (a part whose format changes)
                 unit = units[k]
                 text = unit.lone_text()
-                answer = self._lone_answer(unit, text) if text is not None else None
+                answer = self.lone_answer(unit, text) if text is not None else None
             hits = None
             if answer is not None:
                 word, by_bit = answer
@@ -73,7 +80,7 @@ class StatementAnswers:
                 if not (word >> bit & 1 and hits and SCHEMA_DECISIONS in hits):  # else `_unit` marks it
                     out[k] = ROW_KEEP if word >> bit & 1 else ROW_SKIP
             elif (unit := unit or units[k]).txn.kind != CONTROL and unit.txn.complete:
-                result, hits, schema_kept = self._result(unit)
+                result, hits, schema_kept = self.result(unit)
                 if result.outcome == KEPT and len(result.events) == unit.events and not schema_kept:
                     out[k] = ROW_KEEP
                 elif result.outcome in (EMPTIED, SKIPPED):
@@ -83,9 +90,9 @@ class StatementAnswers:
             k = out.find(ROW_SLOW, k + 1)
         return bytes(out)
 
-    def _lone_answers(self, seg: Segment) -> tuple[list, dict]:
-        """The statement flag answers (`_lone_answer`) of all the segment's GTID-and-one-statement
-        units: their texts read by the core in one call (`PlanIndex.lone_queries`), no Unit made
+    def lone_answers(self, seg: Segment) -> tuple[list, dict]:
+        """The statement flag answers (`lone_answer`) of all the segment's GTID-and-one-statement
+        units: their texts read by the core in one call (`UnitIndex.lone_queries`), no Unit made
         but on a miss, computed once per flag-word generation for every stream. Returned as
         (groups, singles): groups [(unit indices, answer)] of plain statements answered by their
         default database alone, singles {unit index: answer}."""
@@ -129,7 +136,7 @@ class StatementAnswers:
             index.lone_answers = (generation, (groups, singles))
         return groups, singles
 
-    def _lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
+    def lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
         """The statement flag word of a GTID-and-one-statement unit (bit i: slave i keeps it whole,
         else it is emptied) and the rule hits by bit: asked once per unit, whatever the number of
         slaves, and shared through the segment cache."""
@@ -143,3 +150,24 @@ class StatementAnswers:
                 words = statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
             answer = unit.results[_LONE] = (generation, words)
         return answer[1]
+
+    def result(self, unit: Unit):
+        """The slave's rule group's answer for a unit (FilterResult, rule hits, (sql, db) kept by the
+        schema model): computed by the first slave of the group that reaches it, then shared (the
+        Unit and its Events are shared through the segment cache)."""
+        state = self.slave.state
+        answer = unit.results.get(state.key)
+        if answer is None:
+            with self.svc.engine_lock(state.engine):
+                answer = unit.results.get(state.key)
+                if answer is None:
+                    decider = state.decider
+                    decider.hits, decider.schema_kept = Counter(), set()
+                    decider.at = order_key(unit_start(unit))  # the schema as it was just before
+                    decider.parses = unit.parses  # each statement parsed once for every group
+                    try:
+                        filtered = state.txn_filter.filter(unit.txn)
+                    except MalformedEventError as exc:  # a rows event without its own Table_map
+                        raise exc.in_file(unit.file) from None
+                    answer = unit.results[state.key] = (filtered, decider.hits, frozenset(decider.schema_kept))
+        return answer

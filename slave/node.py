@@ -1,6 +1,8 @@
-"""The slave: registers with a master over gRPC, streams filtered events, applies
-replicate-rewrite-db itself (WL#2387 keeps rewrite on the slave), writes relay logs, commits its
-master position after the relay data is durable, and optionally executes what it received."""
+"""The slave node, the whole of one slave: registers with a master over gRPC, streams filtered
+events, applies replicate-rewrite-db itself (WL#2387 keeps rewrite on the slave), writes relay logs,
+commits its master position after the relay data is durable, and optionally executes what it
+received. (Named `node`, not `client`: it is the slave process `dumpfilter slave run` runs, of which
+the gRPC client is one part.)"""
 
 from __future__ import annotations
 

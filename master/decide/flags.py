@@ -12,7 +12,7 @@ from dumpfilter.codec import EventType
 from dumpfilter.rules.decider import Decider, gate_statement, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine, parse_statement
-from dumpfilter.rules.gate import MASTER_POLICY, MASTER_POLICY_ANNOTATION, MASTER_POLICY_UNANALYSED, Gate
+from dumpfilter.rules.gate import MASTER_POLICY, MASTER_POLICY_ANNOTATION, Gate
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
@@ -171,7 +171,7 @@ class StatementWords:
       none carries an assumption and the statement parsed.
 
     Other statements are not remembered (`answer` decides them each time, rule group by rule
-    group, as `SlaveStream._lone_answer` did). Thrown away with the table flag words (a slave's
+    group, as `StatementAnswers.lone_answer` did). Thrown away with the table flag words (a slave's
     rules change, slaves come and go): an answer computed across that is not kept.
 
     But each rule group's own decision of a key is remembered across that (`_by_group`): a word

@@ -1,5 +1,5 @@
-"""A scanned segment's units as columns of the core's Plan (`Columns`), what the streams' run loop
-reads of them (`PlanIndex`), and the Units made from them on first use (`LazyUnits`)."""
+"""A scanned segment's units as columns of the core's UnitList (`Columns`), what the streams' run loop
+reads of them (`UnitIndex`), and the Units made from them on first use (`LazyUnits`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import uuid as uuidlib
 
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID
-from dumpfilter.codec.scanner import Plan, plan_record
+from dumpfilter.codec.scanner import UnitList, unit_record
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.binlogs.tail import confined_rotate_target
-from dumpfilter.master.units import UNIT_KINDS, Pos, Unit
-from dumpfilter.master.windows import mapping_cut_short
+from dumpfilter.master.read.units import UNIT_KINDS, Pos, Unit
+from dumpfilter.master.read.windows import mapping_cut_short
 
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
@@ -33,25 +33,25 @@ class Part:
 
 
 class Columns:
-    """A segment's units as the core's Plan holds them: per unit its offsets, events, flags,
-    GTID and Table_map name ids live in the Plan, nothing per unit in Python; a Unit is made from
+    """A segment's units as the core's UnitList holds them: per unit its offsets, events, flags,
+    GTID and Table_map name ids live in the UnitList, nothing per unit in Python; a Unit is made from
     them when a stream asks for one (LazyUnits)."""
 
     def __init__(self):
-        self.plan = Plan()
-        self.parts: list[Part] = []    # by the Plan's part index
+        self.unit_list = UnitList()
+        self.parts: list[Part] = []    # by the UnitList's part index
         self.names: list = []           # (db, table) by name id (the scanner's)
         self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
         self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
 
     def __len__(self) -> int:
-        return len(self.plan)
+        return len(self.unit_list)
 
     def unit(self, k: int) -> Unit:
         made = self.made.get(k)
         if made is not None:
             return made
-        p, rec = plan_record(self.plan, k)
+        p, rec = unit_record(self.unit_list, k)
         part = self.parts[p]
         raw = part.buf[rec.start : rec.end]
         pos = part.base + rec.start
@@ -59,8 +59,8 @@ class Columns:
         fmt = part.fmt if part.fmts is None else part.fmts[k - part.first]
         if rec.fast:
             names = self.names
-            return Unit.fast(raw, name, pos, fmt, rec.events, tuple([names[i] for i in self.plan.tables(k)]),
-                             self.plan.gtid(k), rec.gtid_size, self._mysql_gtid(part, rec, fmt))
+            return Unit.fast(raw, name, pos, fmt, rec.events, tuple([names[i] for i in self.unit_list.tables(k)]),
+                             self.unit_list.gtid(k), rec.gtid_size, self._mysql_gtid(part, rec, fmt))
         end_pos = (name, pos + len(raw))
         if rec.flags & F_ROTATE_END:
             at = rec.last - rec.start
@@ -69,13 +69,13 @@ class Columns:
         return Unit.lazy(raw, name, pos, fmt, rec.events, UNIT_KINDS[rec.kind], rec.complete, end_pos)
 
     def end_of(self, k: int) -> Pos | None:
-        """Unit k's end position from the Plan; None when it ends with a real Rotate."""
-        end = self.plan.end(k)
+        """Unit k's end position from the UnitList; None when it ends with a real Rotate."""
+        end = self.unit_list.end(k)
         return None if end is None else (self.parts[end[0]].file, end[1])
 
     def mysql_gtid(self, k: int) -> tuple | None:
         """Unit k's MySQL GTID (source uuid, tag, gno), else None."""
-        p, rec = plan_record(self.plan, k)
+        p, rec = unit_record(self.unit_list, k)
         part = self.parts[p]
         return self._mysql_gtid(part, rec, part.fmt if part.fmts is None else part.fmts[k - part.first])
 
@@ -95,14 +95,14 @@ class Columns:
 
 
 class _GtidColumn:
-    """Per unit, its MariaDB GTID ((domain, server_id), seq_no), else None: read from the Plan
+    """Per unit, its MariaDB GTID ((domain, server_id), seq_no), else None: read from the UnitList
     when a stream reads one (most are never read: a run's tracker update needs only its last
     GTID when the segment has one GTID source)."""
 
     __slots__ = ("_plan",)
 
-    def __init__(self, plan):
-        self._plan = plan
+    def __init__(self, unit_list):
+        self._plan = unit_list
 
     def __len__(self) -> int:
         return len(self._plan)
@@ -148,31 +148,31 @@ class _MysqlColumn:
         return (self._cols.mysql_gtid(k) for k in range(len(self._cols)))
 
 
-# `PlanIndex.lone_queries` kept with its segment up to this many bytes of unit indices and SQL
+# `UnitIndex.lone_queries` kept with its segment up to this many bytes of unit indices and SQL
 # text: a ROW segment's few DDL statements, not a DDL-heavy segment's megabytes of text. Not
-# counted in the kept segments' budget (INDEX_BYTES, their Plans): at most INDEX_SEGMENTS x this,
+# counted in the kept segments' budget (INDEX_BYTES, their unit lists): at most INDEX_SEGMENTS x this,
 # 4 MB, beside its 96 MB.
 LONE_KEPT_BYTES = 16 << 10
 
 
-class PlanIndex:
-    """What the streams' run loop reads of a scanned segment, all from the core's Plan (one call
+class UnitIndex:
+    """What the streams' run loop reads of a scanned segment, all from the core's UnitList (one call
     per question, none per unit): its size, the name ids' (db, table), each stream's answer
     bytes, the GTID columns."""
 
     def __init__(self, cols: Columns):
-        plan = self.plan = cols.plan
+        unit_list = self.unit_list = cols.unit_list
         self.names = cols.names
-        self.size = plan.size
-        self.gtids = _GtidColumn(plan)
+        self.size = unit_list.size
+        self.gtids = _GtidColumn(unit_list)
         # Whether the GTIDs share one (domain, server_id): then a run's last GTID is all a
         # stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
-        self.one_gtid_source = plan.gtid_sources() <= 1
-        self.mysql_gtids = _MysqlColumn(cols) if plan.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
+        self.one_gtid_source = unit_list.gtid_sources() <= 1
+        self.mysql_gtids = _MysqlColumn(cols) if unit_list.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
         self.lock = threading.Lock()
         self._parts = cols.parts
         # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
-        # filled once per generation by the first stream to ask (SlaveStream._lone_answers).
+        # filled once per generation by the first stream to ask (StatementAnswers.lone_answers).
         self.lone_answers: tuple[int, dict] | None = None
         self._lone_queries = None  # `lone_queries`' answer, when small enough to keep (LONE_KEPT_BYTES)
 
@@ -214,7 +214,7 @@ class PlanIndex:
                 formats.append((0, 0, 1 << 62))
             else:
                 formats.append((fmt.post_header_len(EventType.QUERY), fmt.checksum_len, first))
-        found = self.plan.lone_queries(formats)
+        found = self.unit_list.lone_queries(formats)
         plain, others = found
         if sum(len(ks) for _, ks in plain) + sum(len(sql) for _, _, _, sql in others) <= LONE_KEPT_BYTES:
             self._lone_queries = found
@@ -225,7 +225,7 @@ class PlanIndex:
         the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
         flag words), and those bytes."""
         keep = keep_of(self.names)
-        return self.plan.rows(keep), keep
+        return self.unit_list.rows(keep), keep
 
 
 class LazyUnits:
@@ -242,7 +242,7 @@ class LazyUnits:
     def __len__(self) -> int:
         return len(self._units)
 
-    def fresh(self) -> "LazyUnits":
+    def fresh(self) -> LazyUnits:
         """The same units, none made yet (a segment the cache keeps by its scan: the Units
         made, with their bytes and answers, are let go)."""
         return LazyUnits(self._cols)

@@ -1,24 +1,24 @@
-//! `_core.Plan`: a segment's unit list as every stream of the master walks it, with the read
+//! `_core.UnitList`: a segment's unit list as every stream of the master walks it, with the read
 //! buffers its units lie in; scanned into (on a thread, or not), read back unit by unit, and
-//! sent from per stream (`Plan.send`).
+//! sent from per stream (`UnitList.send`).
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
-use super::results::{PlanUnit, ScanResult, SendResult};
+use super::results::{ScanResult, SendResult, UnitEntry};
 use super::scan_thread::{Held, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::{check_off, error_tuple, text};
 use crate::scan::{self, Scanner};
-use crate::send::{self, Plan, SendOptions};
+use crate::send::{self, SendOptions, UnitList};
 use crate::sql;
 
-/// A segment of the master's binlog as every stream walks it (see send::Plan): the units of
+/// A segment of the master's binlog as every stream walks it (see send::UnitList): the units of
 /// one or more scans, with the read buffers they lie in.
-#[pyclass(module = "dumpfilter._core", name = "Plan")]
-pub(super) struct PyPlan {
-    plan: Plan,
+#[pyclass(module = "dumpfilter._core", name = "UnitList")]
+pub(super) struct PyUnitList {
+    list: UnitList,
     bufs: Vec<Held>,
     /// A scan under way on its own thread (`scan_start`), joined by `scan_finish`.
     pending: Option<Pending>,
@@ -34,9 +34,9 @@ pub(super) struct PyPlan {
 /// replicas, with nothing to overlap it with; a segment read ahead is megabytes.
 const INLINE_SCAN: usize = 128 << 10;
 
-impl Drop for PyPlan {
+impl Drop for PyUnitList {
     fn drop(&mut self) {
-        // A scan left running reads a buffer this Plan holds: it ends before the buffer goes.
+        // A scan left running reads a buffer this UnitList holds: it ends before the buffer goes.
         if let Some(Pending {
             run: Ok(thread), ..
         }) = self.pending.take()
@@ -46,17 +46,17 @@ impl Drop for PyPlan {
     }
 }
 
-impl PyPlan {
+impl PyUnitList {
     fn idle(&self) -> PyResult<()> {
         if self.pending.is_some() {
             return Err(PyRuntimeError::new_err(
-                "a scan is under way on this Plan (scan_start without scan_finish)",
+                "a scan is under way on this UnitList (scan_start without scan_finish)",
             ));
         }
         Ok(())
     }
 
-    /// A finished scan's units into the plan, as one part: what `scan` returns.
+    /// A finished scan's units into the list, as one part: what `scan` returns.
     fn adopt(
         &mut self,
         py: Python<'_>,
@@ -68,7 +68,7 @@ impl PyPlan {
     ) -> PyResult<ScanResult> {
         let added = out.units.len();
         if added > 0 {
-            self.plan
+            self.list
                 .add(file.as_bytes(), base, &out.units, &out.tables);
             self.bufs.push(held);
         }
@@ -84,11 +84,11 @@ impl PyPlan {
 }
 
 #[pymethods]
-impl PyPlan {
+impl PyUnitList {
     #[new]
     fn new() -> Self {
-        PyPlan {
-            plan: Plan::default(),
+        PyUnitList {
+            list: UnitList::default(),
             bufs: Vec::new(),
             pending: None,
             scans_inline: 0,
@@ -96,7 +96,7 @@ impl PyPlan {
     }
 
     /// Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to the
-    /// plan, as one part read from the binlog file `file` at file offset `base` of buf[0], without
+    /// list, as one part read from the binlog file `file` at file offset `base` of buf[0], without
     /// handing the records to Python: what `Scanner.units` says of them, and how many were added;
     /// the records are read back with `unit(k)`.
     #[allow(clippy::too_many_arguments)]
@@ -125,7 +125,7 @@ impl PyPlan {
     /// `scan`, started on a thread of its own: the call returns at once, the GIL free, while
     /// the scan runs (the master scans the next segment while its stream sends this one).
     /// The scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
-    /// which waits for the scan and returns what `scan` returns. One scan at a time per Plan.
+    /// which waits for the scan and returns what `scan` returns. One scan at a time per UnitList.
     /// A buffer of at most INLINE_SCAN bytes from `off` is scanned at once instead, without the
     /// GIL (counted in `scans_inline`).
     #[allow(clippy::too_many_arguments)]
@@ -198,7 +198,7 @@ impl PyPlan {
         }) = self.pending.take()
         else {
             return Err(PyRuntimeError::new_err(
-                "no scan under way (Plan.scan_start)",
+                "no scan under way (UnitList.scan_start)",
             ));
         };
         let done = Pending::wait(run, py);
@@ -211,29 +211,29 @@ impl PyPlan {
     }
 
     fn __len__(&self) -> usize {
-        self.plan.units.len()
+        self.list.units.len()
     }
 
     /// Bytes of all units.
     #[getter]
     fn size(&self) -> u64 {
-        self.plan.size
+        self.list.size
     }
 
     /// The OR of every unit's flags.
     #[getter]
     fn flags_any(&self) -> u32 {
-        self.plan.flags_any
+        self.list.flags_any
     }
 
     /// Unit k's record, offsets in its part's buffer; IndexError out of range.
-    fn unit(&self, k: usize) -> PyResult<PlanUnit> {
+    fn unit(&self, k: usize) -> PyResult<UnitEntry> {
         let u = self
-            .plan
+            .list
             .units
             .get(k)
             .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(k))?;
-        Ok(PlanUnit {
+        Ok(UnitEntry {
             part: u.part,
             start: u.start,
             end: u.end,
@@ -250,40 +250,40 @@ impl PyPlan {
 
     /// The name ids of unit k's Table_maps (fast units; empty for the others).
     fn tables(&self, k: usize) -> Vec<u32> {
-        self.plan.tables(k).to_vec()
+        self.list.tables(k).to_vec()
     }
 
     /// Unit k's end as (part, file offset), None when it ends with a real Rotate.
     fn end(&self, k: usize) -> Option<(u32, u64)> {
-        self.plan.end(k)
+        self.list.end(k)
     }
 
     /// Unit k's MariaDB GTID ((domain, server_id), seq_no), None without one.
     fn gtid(&self, k: usize) -> Option<((u32, u32), u64)> {
-        self.plan.gtid(k).map(|(d, s, q)| ((d, s), q))
+        self.list.gtid(k).map(|(d, s, q)| ((d, s), q))
     }
 
     /// `gtid(k)` for k in start..stop (clipped to the units).
     fn gtids(&self, start: usize, stop: usize) -> Vec<Option<((u32, u32), u64)>> {
-        let stop = stop.min(self.plan.units.len());
+        let stop = stop.min(self.list.units.len());
         (start.min(stop)..stop)
-            .map(|k| self.plan.gtid(k).map(|(d, s, q)| ((d, s), q)))
+            .map(|k| self.list.gtid(k).map(|(d, s, q)| ((d, s), q)))
             .collect()
     }
 
     /// How many distinct (domain, server_id) the MariaDB GTIDs have.
     fn gtid_sources(&self) -> usize {
-        self.plan.gtid_sources()
+        self.list.gtid_sources()
     }
 
     /// The indexes of the units from `start` on with any flag of `mask`.
     #[pyo3(signature = (mask, start = 0))]
     fn with_flags(&self, mask: u32, start: usize) -> Vec<usize> {
-        self.plan.with_flags(mask, start)
+        self.list.with_flags(mask, start)
     }
 
     /// The units that are a complete GTID and one plain QUERY event (see
-    /// send::Plan::lone_query), in order: what the master's statement flag words answer, read
+    /// send::UnitList::lone_query), in order: what the master's statement flag words answer, read
     /// for a whole segment in one call, as (plain, others). `plain`: [(default database, unit
     /// indices as u32 LE bytes)], the units whose SQL is plain (`plain_statement`), grouped by
     /// their default database, which alone keys their answer under database rules: no text and
@@ -300,7 +300,7 @@ impl PyPlan {
         let others = PyList::empty(py);
         // A segment's DDL names a few databases: a short list beats hashing.
         let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
-        for (k, u) in self.plan.units.iter().enumerate() {
+        for (k, u) in self.list.units.iter().enumerate() {
             let p = u.part as usize;
             let (Some(&(post, crc, from)), Some(buf)) = (formats.get(p), self.bufs.get(p)) else {
                 continue;
@@ -309,7 +309,7 @@ impl PyPlan {
                 continue;
             }
             let buf = buf.bytes(py);
-            if let Some((db, sql)) = self.plan.lone_query(k, buf, post, crc) {
+            if let Some((db, sql)) = self.list.lone_query(k, buf, post, crc) {
                 let (db, sql) = (&buf[db], &buf[sql]);
                 match sql::plain_statement(sql) {
                     Some(true) => {
@@ -336,7 +336,7 @@ impl PyPlan {
     /// One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its keep
     /// byte per name id (non-zero: kept).
     fn rows<'py>(&self, py: Python<'py>, keep: &[u8]) -> Bound<'py, PyBytes> {
-        let out = py.detach(|| self.plan.rows(keep));
+        let out = py.detach(|| self.list.rows(keep));
         PyBytes::new(py, &out)
     }
 
@@ -370,8 +370,8 @@ impl PyPlan {
             server_id,
             heartbeat_crc,
         };
-        let plan = &self.plan;
-        let s = py.detach(|| send::walk(plan, &bufs, row, keep, start, &opt));
+        let list = &self.list;
+        let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
         let out = filled_bytes(py, &s, &bufs)?;
         // SAFETY: the GIL is held and no Python code runs while the bytearray is borrowed.
         let tally = unsafe { counts.as_bytes_mut() };

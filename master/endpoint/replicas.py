@@ -20,7 +20,7 @@ class ReplicaMap:
     path: str = ""
 
     @classmethod
-    def load(cls, path: str | Path | None) -> "ReplicaMap":
+    def load(cls, path: str | Path | None) -> ReplicaMap:
         if path is None:
             return cls({}, {})
         topology = load_topology(path)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dumpfilter.master.mysql_protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
+from dumpfilter.master.protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
 from dumpfilter.rules.wildcards import like_to_regex
 
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193

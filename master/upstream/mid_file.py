@@ -28,8 +28,8 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError
-from dumpfilter.master.mysql_protocol.binlog_mirror import MirrorError
-from dumpfilter.master.mysql_protocol.dump import (
+from dumpfilter.master.upstream.binlog_mirror import MirrorError
+from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     COM_BINLOG_DUMP,

@@ -35,7 +35,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -44,10 +44,10 @@ import pymysql
 from dumpfilter.errors import DumpFilterError, RuleError
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
-from dumpfilter.master.mysql_protocol.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
+from dumpfilter.master.upstream.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
 from dumpfilter.codec.gtid import GtidSetError, MariadbGtidList, MysqlGtidSet
-from dumpfilter.master.mysql_protocol.mid_file import MidFileError, read_head, series_head
-from dumpfilter.master.mysql_protocol.dump import (
+from dumpfilter.master.upstream.mid_file import MidFileError, read_head, series_head
+from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     BINLOG_THROUGH_GTID,
@@ -80,7 +80,7 @@ class SourceURL:
     get_public_key: bool = False      # or ask the primary for it (MySQL's GET_SOURCE_PUBLIC_KEY=1)
 
     @classmethod
-    def parse(cls, text: str) -> "SourceURL":
+    def parse(cls, text: str) -> SourceURL:
         parts = urlsplit(text)
         shown = text.rsplit("@", 1)[-1]  # never the password in a message
         if parts.scheme != "mysql" or not parts.hostname:
@@ -107,7 +107,7 @@ class SourceURL:
                    options.get("ssl-ca") or None, options.get("ssl-cert") or None, options.get("ssl-key") or None,
                    options.get("public-key") or None, options.get("get-public-key", "0") in ("1", "true", "yes", "on"))
 
-    def connect(self) -> "pymysql.connections.Connection":
+    def connect(self) -> pymysql.connections.Connection:
         """A session to the primary: TLS as ssl-mode says; caching_sha2_password's full
         authentication over TLS, or without it by RSA with the pinned or (get-public-key) asked key."""
         tls = {}
@@ -280,7 +280,7 @@ class SourceReplicator:
 
     def status(self) -> dict:
         """The source's part of `master status` and the metrics (with the series' retention's
-        counters when `retention`, a master.retention.SeriesRetention, is set)."""
+        counters when `retention`, a master.upstream.retention.SeriesRetention, is set)."""
         retention = self.retention
         return {"source": str(self.url), "state": self.state, "since": self.since.isoformat(timespec="seconds"),
                 "switches": self.switches, "changed_at": self.changed_at.isoformat(timespec="seconds"),
@@ -520,7 +520,7 @@ class _PrimaryConnection(pymysql.connections.Connection):
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _describe(exc: BaseException) -> str:

@@ -11,8 +11,8 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
-from dumpfilter.master.segments import SegmentCache
-from dumpfilter.master.units import Pos, Unit
+from dumpfilter.master.read.segments import SegmentCache
+from dumpfilter.master.read.units import Pos, Unit
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from dumpfilter.errors import DumpFilterError, PositionError
 
-log = logging.getLogger("dumpfilter.master.retention")
+log = logging.getLogger("dumpfilter.master.upstream.retention")
 CHECK_EVERY = 1.0  # seconds between looks at the series (files are rotated by the primary)
 
 
@@ -32,13 +32,13 @@ class RetentionLimits:
 
 
 @dataclass(frozen=True)
-class PurgePlan:
+class PurgeChoice:
     names: list[str]                   # oldest first
     forced: dict[str, list[int]]       # file -> server_ids still reading it (--max-series-bytes forced it)
 
 
-def plan_purge(names: list[str], sizes: dict[str, int], mtimes: dict[str, float], readers: dict[str, list[int]],
-               limits: RetentionLimits, now: float) -> PurgePlan:
+def choose_purge(names: list[str], sizes: dict[str, int], mtimes: dict[str, float], readers: dict[str, list[int]],
+               limits: RetentionLimits, now: float) -> PurgeChoice:
     """Which files of the series (`names`, oldest first) go: expired ones up to the first a slave
     reads (`readers`: file -> server_ids positioned in it), then, while the series is over its
     cap, the oldest ones whoever reads them. The last file (being written) always stays."""
@@ -55,7 +55,7 @@ def plan_purge(names: list[str], sizes: dict[str, int], mtimes: dict[str, float]
             forced[name] = sorted(read_by)
         purge.append(name)
         total -= sizes[name]
-    return PurgePlan(purge, forced)
+    return PurgeChoice(purge, forced)
 
 
 class SeriesRetention:
@@ -95,7 +95,7 @@ class SeriesRetention:
         # so no file a stream has just started in is purged between the look and the purge.
         with self.service.lock:
             readers = self._readers()
-            plan = plan_purge(names, sizes, mtimes, readers, self.limits, self.clock())
+            plan = choose_purge(names, sizes, mtimes, readers, self.limits, self.clock())
             if not plan.names:
                 return []
             self._end_streams(plan.forced)
@@ -148,4 +148,4 @@ def _mtime(path) -> float:
         return 0.0
 
 
-__all__ = ["PurgePlan", "RetentionLimits", "SeriesRetention", "plan_purge"]
+__all__ = ["PurgeChoice", "RetentionLimits", "SeriesRetention", "choose_purge"]

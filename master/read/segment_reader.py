@@ -1,5 +1,5 @@
 """The one-pass segment reader: the compiled scanner over a binlog file's window, a segment's
-worth of whole units at a time, into the core's Plan (`SegmentReader`)."""
+worth of whole units at a time, into the core's UnitList (`SegmentReader`)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from dumpfilter.codec import Transaction, bad_magic
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
 from dumpfilter.codec.scanner import F_HAS_FDE, Scanner, unit_events
-from dumpfilter.codec.scanner import plan_record
+from dumpfilter.codec.scanner import unit_record
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.binlogs.files import open_regular
 from dumpfilter.binlogs.tail import confined_rotate_target
-from dumpfilter.master.columns import Columns, LazyUnits, Part, PlanIndex
-from dumpfilter.master.units import UNIT_KINDS, Pos, Segment, Unit, unit_end
-from dumpfilter.master.windows import Window
+from dumpfilter.master.read.columns import Columns, LazyUnits, Part, UnitIndex
+from dumpfilter.master.read.units import UNIT_KINDS, Pos, Segment, Unit, unit_end
+from dumpfilter.master.read.windows import Window
 
 if TYPE_CHECKING:
-    from dumpfilter.master.segments import SegmentCache
+    from dumpfilter.master.read.segments import SegmentCache
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 CHUNK = 1 << 20
@@ -30,7 +30,7 @@ class _Stop(Exception):
     """The segment is full."""
 
 
-def drive(steps) -> "Segment":
+def drive(steps) -> Segment:
     """Runs a segment read's generator (`SegmentCache._steps`) to its end: the segment."""
     while True:
         try:
@@ -43,12 +43,20 @@ class _Opener(TailingReader):
     """The reference reader's checks of a start position and its file order (a TailingReader
     that never follows), with the binlog listing the cache keeps (`SegmentCache.file_names`)."""
 
-    def __init__(self, cache: "SegmentCache", file: str, pos: int):
+    def __init__(self, cache: SegmentCache, file: str, pos: int):
         self._names = cache.file_names
         super().__init__(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
 
     def files(self) -> list[str]:
         return self._names()
+
+    def open_at(self, f, path, start: int):
+        """The file's splitter at `start`, the start position checked (TailingReader's own)."""
+        return self._open_at(f, path, start)
+
+    def next_file(self, name: str) -> str | None:
+        """The file after `name` in the listing, as TailingReader moves on to it."""
+        return self._next_file(name)
 
 
 class SegmentReader:
@@ -56,7 +64,7 @@ class SegmentReader:
     hops from header to header, checks CRCs, groups the units exactly as TransactionGrouper does
     and marks the common ROW transaction (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
     Rows}* XID`, every rows event after its own Table_map) as fast, with its tables and GTID.
-    The units go straight into the core's Plan (`Scanner.scan_start`, the scan on a thread of the
+    The units go straight into the core's UnitList (`Scanner.scan_start`, the scan on a thread of the
     core's, which a read ahead leaves running, see `steps`): Python sees no record per
     unit, never an event; a Unit (raw bytes plus what a decision needs, its Events made only when
     a slave's answer needs TransactionFilter) is made when a stream asks for it. Files, rotation,
@@ -113,7 +121,7 @@ class SegmentReader:
         units = LazyUnits(cols)
         end = units.end_of(len(units) - 1) if len(units) else start
         seg = Segment(start, units, end, at_end, error)
-        seg.index = PlanIndex(cols)
+        seg.index = UnitIndex(cols)
         return seg
 
     def _file(self, opener: TailingReader, name: str, start: int):
@@ -123,7 +131,7 @@ class SegmentReader:
         path = cache.directory / name
         scanner = self.scanner
         scanner.path = str(path)
-        plan = self.cols.plan
+        unit_list = self.cols.unit_list
         with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             if start > size:
@@ -131,7 +139,7 @@ class SegmentReader:
             chunk = max(CHUNK, cache.segment_bytes + (64 << 10))  # the segment and the unit that ends it
             # (made before the checks below read the file: a file it maps is read without read ahead)
             window = Window(f, str(path), max(start, 4), chunk, cache.mappings if cache.map_closed else None)
-            splitter = opener._open_at(f, path, start)  # checks the start position
+            splitter = opener.open_at(f, path, start)  # checks the start position
             fmt = splitter.fmt
             if fmt is not None:
                 scanner.load_format(fmt.raw)
@@ -148,7 +156,7 @@ class SegmentReader:
                 if not window.more():
                     if rotated_to:
                         return rotated_to
-                    newer = opener._next_file(name)
+                    newer = opener.next_file(name)
                     if newer is None or not window.left():
                         return newer if newer is not None and not window.left() else None
                     # The file ended inside a unit and a newer one exists. A writer (the server,
@@ -162,14 +170,14 @@ class SegmentReader:
                         # incomplete unit; a partial event is an error.
                         at_eof = True
                 buf, base = window.buf, window.base
-                scanner.scan_start(plan, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof)
+                scanner.scan_start(unit_list, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof)
                 yield
-                scan = scanner.scan_finish(plan)
+                scan = scanner.scan_finish(unit_list)
                 if (cache.read_ahead and scan.added and scan.error is None and scan.last_rotate < 0
-                        and plan.size >= cache.segment_bytes):
+                        and unit_list.size >= cache.segment_bytes):
                     # This scan fills the segment, which ends where it stopped: the next one's
-                    # scan starts now, before this one's bookkeeping (SegmentCache._start_ahead).
-                    cache._start_ahead((name, base + scan.stop))
+                    # scan starts now, before this one's bookkeeping (SegmentCache.start_ahead).
+                    cache.start_ahead((name, base + scan.stop))
                 fmt = self._add_units(scan.added, buf, base, name, fmt)
                 if scan.last_rotate >= 0:
                     at = scan.last_rotate
@@ -186,33 +194,33 @@ class SegmentReader:
                         left = window.left()
                         raise TruncatedBinlogError(f"file ends inside an event ({left} bytes left)",
                                                    path=str(path), offset=base + scan.stop)
-                    return rotated_to or opener._next_file(name)
+                    return rotated_to or opener.next_file(name)
 
     def _add_units(self, n: int, buf: bytes, base: int, name: str, fmt):
-        """Records the part the last scan added to the Plan (its `n` units, a fixed number of
+        """Records the part the last scan added to the UnitList (its `n` units, a fixed number of
         Python operations whatever n is, but for units holding an FDE, made now). Returns the
         format in force after them."""
         if not n:
             return fmt
         cols = self.cols
-        plan = cols.plan
-        first = len(plan) - n
+        unit_list = cols.unit_list
+        first = len(unit_list) - n
         cols.names = self.scanner.names
         start_fmt, fmts = fmt, None
-        if plan.flags_any & F_HAS_FDE:
-            with_fde = set(plan.with_flags(F_HAS_FDE, first))
+        if unit_list.flags_any & F_HAS_FDE:
+            with_fde = set(unit_list.with_flags(F_HAS_FDE, first))
             if with_fde:  # rare (relay logs, a new file's FDE): a format per unit of this part
                 fmts = []
                 for k in range(first, first + n):
                     fmts.append(fmt)
                     if k in with_fde:
-                        _, rec = plan_record(plan, k)
+                        _, rec = unit_record(unit_list, k)
                         unit = self._unit_with_fde(rec, buf[rec.start : rec.end], base + rec.start, name, fmt)
                         fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
                         cols.made[k] = unit
-        used = plan_record(plan, first + n - 1)[1].end
+        used = unit_record(unit_list, first + n - 1)[1].end
         cols.parts.append(Part(buf, name, base, first, start_fmt, fmts, self.scanner.checksum_len, used))
-        self.size = plan.size
+        self.size = unit_list.size
         return fmt
 
     def _unit_with_fde(self, rec, raw: bytes, pos: int, name: str, fmt) -> Unit:

@@ -1,5 +1,5 @@
 """The /metrics HTTP endpoint of `master serve`: where it listens, who a scraper is, and what it
-may see (master.metrics builds the view).
+may see (master.serve.metrics builds the view).
 
 - `--metrics-listen HOST:PORT` (or `--metrics-port N`, on 127.0.0.1) is chosen by the operator,
   apart from the gRPC port; it speaks HTTPS with the master's certificate when the master has one
@@ -25,7 +25,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError
-from dumpfilter.master.metrics import registry_for, view_for
+from dumpfilter.master.serve.metrics import registry_for, view_for
 from dumpfilter.master.policy import OPEN
 from dumpfilter.master.service import DumpService
 

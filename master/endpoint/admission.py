@@ -20,7 +20,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from dumpfilter.errors import InvalidArgumentError, ResourceExhaustedError
-from dumpfilter.master.mysql_protocol.packets import MAX_COMMAND_BYTES
+from dumpfilter.master.protocol.packets import MAX_COMMAND_BYTES
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.shares import SESSIONS, InFlight, Shares
 

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
 from dumpfilter.errors import InvalidArgumentError
-from dumpfilter.master.mysql_protocol.handshake import native_scramble_matches
+from dumpfilter.master.endpoint.handshake import native_scramble_matches
 from dumpfilter.master.policy import (
     CACHING_SHA2,
     DEFAULT_MYSQL_AUTH,

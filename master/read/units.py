@@ -17,7 +17,7 @@ from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 from dumpfilter.rules.transaction_filter import lone_statement
 
 if TYPE_CHECKING:
-    from dumpfilter.master.columns import LazyUnits, PlanIndex
+    from dumpfilter.master.read.columns import LazyUnits, UnitIndex
 
 Pos = tuple[str, int]
 
@@ -58,7 +58,7 @@ class Unit:
 
     @classmethod
     def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple | None,
-             gtid_end: int, mysql_gtid: tuple | None = None) -> "Unit":
+             gtid_end: int, mysql_gtid: tuple | None = None) -> Unit:
         unit = cls.__new__(cls)
         unit._txn = None
         unit.file, unit.end, unit.results = file, (file, pos + len(raw)), {}
@@ -69,7 +69,7 @@ class Unit:
         return unit
 
     @classmethod
-    def lazy(cls, raw: bytes, file: str, pos: int, fmt, events: int, kind: str, complete: bool, end: Pos) -> "Unit":
+    def lazy(cls, raw: bytes, file: str, pos: int, fmt, events: int, kind: str, complete: bool, end: Pos) -> Unit:
         """A unit that is not fast: its raw bytes, its Events made on first use."""
         unit = cls.__new__(cls)
         unit._txn = None
@@ -133,11 +133,11 @@ _U32 = struct.Struct("<I")
 @dataclass(eq=False)
 class Segment:
     start: Pos
-    units: "list[Unit] | LazyUnits"
+    units: list[Unit] | LazyUnits
     end: Pos
     at_end: bool          # reading stopped at the current end of the binlog
     error: BinlogError | None = None  # a corrupt event right after `end`
-    index: "PlanIndex | None" = None  # None: read unit by unit (the tests' reference reader)
+    index: UnitIndex | None = None  # None: read unit by unit (the tests' reference reader)
 
     @property
     def size(self) -> int:

@@ -34,16 +34,18 @@ from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import BinlogStatus, GtidState, binlog_gtid_pos, start_file
 from dumpfilter import skip_policy
-from dumpfilter.master.grpc_server import parse_listen
-from dumpfilter.master.mysql_protocol.admission import Admission, EndpointLimits, Refused
+from dumpfilter.master.serve.grpc_server import parse_listen
+from dumpfilter.master.endpoint.admission import Admission, EndpointLimits, Refused
 from dumpfilter.rules.renamer import replica_names
-from dumpfilter.master.mysql_protocol.dump import (
+from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     COM_BINLOG_DUMP,
     COM_BINLOG_DUMP_GTID,
     COM_REGISTER_SLAVE,
     USE_HEARTBEAT_EVENT_V2,
+)
+from dumpfilter.master.endpoint.dump import (
     DumpRequest,
     fake_rotate,
     parse_binlog_dump,
@@ -51,15 +53,15 @@ from dumpfilter.master.mysql_protocol.dump import (
     parse_register_slave,
     replica_events,
 )
-from dumpfilter.master.mysql_protocol.auth import Authenticator, Conversation, RsaKeys
-from dumpfilter.master.mysql_protocol.handshake import (
+from dumpfilter.master.endpoint.auth import Authenticator, Conversation, RsaKeys
+from dumpfilter.master.endpoint.handshake import (
     initial_handshake,
     is_ssl_request,
     new_scramble,
     parse_handshake_response,
 )
-from dumpfilter.master.mysql_protocol.positions import ReplicaCount
-from dumpfilter.master.mysql_protocol.packets import (
+from dumpfilter.master.endpoint.positions import ReplicaCount
+from dumpfilter.master.protocol.packets import (
     ConnectionClosed,
     PacketStream,
     PacketTooLarge,
@@ -69,9 +71,9 @@ from dumpfilter.master.mysql_protocol.packets import (
     err_packet,
     ok_packet,
 )
-from dumpfilter.master.mysql_protocol.queries import QueryError, ServerFacts, Session
-from dumpfilter.master.mysql_protocol.replicas import ReplicaMap
-from dumpfilter.master.mysql_protocol.tls import (
+from dumpfilter.master.endpoint.queries import QueryError, ServerFacts, Session
+from dumpfilter.master.endpoint.replicas import ReplicaMap
+from dumpfilter.master.endpoint.tls import (
     ER_SECURE_TRANSPORT_REQUIRED,
     SECURE_TRANSPORT_MESSAGE,
     EndpointTls,
@@ -121,8 +123,9 @@ class MysqlEndpoint:
         self.admission = Admission(self.limits, service.policy)
         self.problems = ProblemLog(log, "refused or broken connections")
         self.failed_logins = ProblemLog(log, "failed logins")
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
+        # Connection ids, and the lock over `connections`: each _Connection takes an id and adds itself.
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
         self.connections: set[_Connection] = set()
         self.errors_sent = 0
         self.binlog_status = BinlogStatus()  # SHOW BINARY LOG STATUS, remembered while the file does not grow
@@ -150,7 +153,7 @@ class MysqlEndpoint:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        with self._lock:
+        with self.lock:
             connections = list(self.connections)
         for conn in connections:
             conn.close()
@@ -189,7 +192,7 @@ class _Connection:
         self.service = endpoint.service
         self.peer = f"{address[0]}:{address[1]}"
         self.host = str(address[0])
-        self.id = next(endpoint._ids)
+        self.id = next(endpoint.ids)
         self.stream = PacketStream(sock)
         self.identity: Identity | None = None
         self.user = ""
@@ -210,7 +213,7 @@ class _Connection:
     # -- life of a connection ----------------------------------------------------------------
     def run(self) -> None:
         endpoint = self.endpoint
-        with endpoint._lock:
+        with endpoint.lock:
             endpoint.connections.add(self)
         try:
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -249,7 +252,7 @@ class _Connection:
             log.error("mysql connection %s from %s: internal error: %s: %s", self.id, self.peer, type(exc).__name__, exc)
             self._try_error(ER_UNKNOWN_ERROR, f"internal error: {type(exc).__name__}: {exc}")
         finally:
-            with endpoint._lock:
+            with endpoint.lock:
                 endpoint.connections.discard(self)
             try:
                 self.sock.close()
