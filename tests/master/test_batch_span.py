@@ -9,7 +9,7 @@ import math
 
 from dumpfilter.codec.constants import EventType
 
-from dumpfilter.master.stream.slave_stream import slave_stream as stream_module
+from dumpfilter.master.stream import slave_stream as stream_module
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.rules.ruleset import RuleSet
 from tests.master.test_kept_segments import SEGMENT_BYTES, _binlog, _streamed

@@ -13,7 +13,7 @@ import pytest
 
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.codec import EventType, group_transactions
-from dumpfilter.master.stream.slave_stream import slave_stream as stream_module
+from dumpfilter.master.stream import slave_stream as stream_module
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, TransactionFilter

@@ -125,7 +125,7 @@ def test_a_slave_that_never_saw_the_ddl_keeps_the_masters_drop_trigger(tmp_path,
 def test_without_the_masters_marks_the_same_stream_is_a_disagreement(tmp_path, master_factory, monkeypatch):
     """The marks are what the slave honours: a master that does not send them (an older one) gets
     the error, naming the first UPDATE and its position, and nothing of that batch is committed."""
-    from dumpfilter.master.stream.slave_stream import slave_stream as stream_module
+    from dumpfilter.master.stream import slave_stream as stream_module
 
     path, schema = _schema_case(tmp_path / "binlogs")
     monkeypatch.setattr(stream_module.SlaveStream, "_batch", _unmarked(stream_module.SlaveStream._batch))
