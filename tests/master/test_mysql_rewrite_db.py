@@ -117,3 +117,20 @@ def test_lower_case_table_names_folds_before_the_rewrite(mariadb_factory, tmp_pa
                     seed_primary="CREATE DATABASE B37656;", seed_replica="CREATE DATABASE bug37656;",
                     workload="USE B37656; CREATE TABLE T1 (a INT); INSERT INTO T1 VALUES (1), (2);", lctn=1)
     assert ("bug37656", "t1") in expected.tables
+
+
+def test_load_data_lands_where_the_rewrite_says(mariadb_factory, tmp_path):
+    """rpl_loaddata-like under STATEMENT: MariaDB logs LOAD DATA as Begin_load_query (the file's
+    bytes) and Execute_load_query (the statement, with its default database). The replica behind
+    the endpoint gets the Execute_load_query's database renamed and loads the rows where a replica
+    with the rule itself loads them."""
+    rows = tmp_path / "rows.txt"
+    rows.write_text("1\tone\n2\ttwo\n3\tthree\n")
+    rows.chmod(0o644)
+    tmp_path.chmod(0o755)
+    expected = _run(mariadb_factory, tmp_path, binlog_format="STATEMENT",
+                    rules=["replicate-rewrite-db=mysqltest_from->mysqltest_to"],
+                    seed_primary="CREATE DATABASE mysqltest_from;", seed_replica="CREATE DATABASE mysqltest_to;",
+                    workload="USE mysqltest_from; CREATE TABLE a (i INT PRIMARY KEY, v VARCHAR(20)); "
+                             f"LOAD DATA INFILE '{rows}' INTO TABLE a;")
+    assert expected.tables[("mysqltest_to", "a")].row_count == 3
