@@ -73,12 +73,7 @@ from dumpfilter.master.protocol.packets import (
 )
 from dumpfilter.master.endpoint.queries import QueryError, ServerFacts, Session
 from dumpfilter.master.endpoint.replicas import ReplicaMap
-from dumpfilter.master.endpoint.tls import (
-    ER_SECURE_TRANSPORT_REQUIRED,
-    SECURE_TRANSPORT_MESSAGE,
-    EndpointTls,
-    peer_common_name,
-)
+from dumpfilter.master.endpoint.tls import ER_SECURE_TRANSPORT_REQUIRED, SECURE_TRANSPORT_MESSAGE, EndpointTls, peer_common_name
 from dumpfilter.master.policy import Identity
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
 from dumpfilter.master.service import DumpService
@@ -225,8 +220,8 @@ class _Connection:
                 self._error(ER_CON_COUNT_ERROR, str(exc), "08004")
                 return
             if evicted is not None:  # its address's cap (--mysql-max-handshakes-per-host), or the one in all
-                endpoint.problems.warning("mysql connection from %s: the handshake cap was full: the oldest from %s "
-                                          "was closed to make room", self.peer, evicted)
+                endpoint.problems.warning("mysql connection from %s: the handshake cap was full: the oldest from %s was "
+                                          "closed to make room", self.peer, evicted)
             try:
                 authenticated = self._connect()
             finally:
@@ -312,8 +307,7 @@ class _Connection:
             return False
         self.auth_path = f"{outcome.plugin}/{outcome.path}"
         identity, reason = self._identity(response.user, outcome.ok)
-        if identity is None and outcome.reason:
-            reason = outcome.reason  # what the exchange found (a right password sent the wrong way)
+        reason = outcome.reason or reason  # what the exchange found (a right password sent the wrong way)
         if identity is None:
             endpoint.failed_logins.warning("mysql login failed: user %s from %s: %s", shown_user(response.user),
                                            self.peer, reason)

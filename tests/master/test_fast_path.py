@@ -245,7 +245,7 @@ def test_partial_units_under_placeholder_policy_take_the_reference_path(row_work
     assert any(all(e.type_code != EventType.QUERY for e in txn.events[1:]) for txn in calls)
 
 
-def _synth_binlog(directory: Path, flavor: str) -> None:
+def _synth_binlog(directory: Path, flavor: str, *, stale_map: bool = False) -> None:
     from dumpfilter.codec import encode as enc
     from dumpfilter.codec.constants import STMT_END_F
     from tests.support.filtering import Synth
@@ -255,7 +255,13 @@ def _synth_binlog(directory: Path, flavor: str) -> None:
     synth.rows_txn([[(1, "a", "t1")], [(2, "b", "t2")]])                # two statements
     synth.rows_txn([[(3, "b", "t3"), (4, "b", "t4")], [(1, "a", "t1")]])
     synth.rows_txn([[(1, "a", "t1"), (2, "b", "t2")]], rows_order=[1, 0])
-    # A statement whose rows use the Table_map of an earlier statement of the transaction.
+    if not stale_map:
+        synth.rows_txn([[(1, "a", "t1")]])
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "master-bin.000001").write_bytes(synth.bytes())
+        return
+    # A statement whose rows use the Table_map of an earlier statement of the transaction: a
+    # replica forgot that map at the earlier statement's STMT_END_F (issue #44 item 4).
     synth.rows_txn([[(1, "a", "t1")], [(2, "b", "t2")]])
     xid = synth.events.pop()
     rows_type = EventType.WRITE_ROWS_V1 if flavor == "mariadb" else EventType.WRITE_ROWS
@@ -286,6 +292,20 @@ def test_partly_kept_statement_takes_the_reference_path(tmp_path, monkeypatch, f
     mixed = [txn for txn in calls if sum(e.type_code == EventType.TABLE_MAP for e in txn.events) == 2
              and len({e.table_map[1] for e in txn.events if e.type_code == EventType.TABLE_MAP}) == 2]
     assert mixed, "the partly kept statement went through TransactionFilter"
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_rows_naming_an_earlier_statements_map_are_refused(tmp_path, flavor):
+    """The core's fast units forget a statement's table ids at its STMT_END_F: a later rows event
+    of the transaction naming one goes to the reference path, which refuses it (DATA_LOSS, file
+    and offset) instead of routing it by the map of another statement (another table)."""
+    from dumpfilter.errors import MalformedEventError
+
+    _synth_binlog(tmp_path, flavor, stale_map=True)
+    regs = [Registration(server_id=1, skip_policy="heartbeat", filters=(ChannelSpec(None, RuleSet(do_db=("b",))),))]
+    for fast in (True, False):
+        with pytest.raises(MalformedEventError, match="master-bin.000001 at byte [0-9]+: .* no Table_map"):
+            _dump(tmp_path, regs, fast, segment_bytes=200)
 
 
 def test_fast_path_on_the_grpc_workload_with_changes_at_boundaries(workload_dir, tmp_path):
