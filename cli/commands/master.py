@@ -474,11 +474,13 @@ def filters_command(args: argparse.Namespace) -> int:
 
 
 def _lint_cell(row: dict) -> str:
-    """'no break', 'N break(s)', or the job's state (pending, off, not run)."""
+    """'no break', 'N break(s)', or the job's state (pending, off, not run); '; keeps no table' after
+    it when a rule of the slave can match no table (`replicate-wild-do-table=db.`)."""
     if row["Lint"] != "done":
         return row["Lint"]
     breaks = [w for w in row["Lint_warnings"] if w.startswith("lint: a replica")]
-    return f"{len(breaks)} break(s)" if breaks else "no break"
+    empty = "; keeps no table" if any("keeps no table" in w for w in row["Lint_warnings"]) else ""
+    return (f"{len(breaks)} break(s)" if breaks else "no break") + empty
 
 
 def status_command(args: argparse.Namespace) -> int:
