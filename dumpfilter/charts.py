@@ -4,8 +4,8 @@
   the slave (kept bytes) plus what the skip policy adds (heartbeats, placeholders or empty
   transactions: the overhead); what a slave without master-side filtering receives is drawn once,
   as a reference line, since it is the same binlog for every slave.
-* `timeline_chart`: cumulative bytes sent against the master's binlog position, one line per
-  slave: where in the binlog the savings come from.
+* `timeline_chart`: MB/s sent against binlog time (the events' own timestamps), one line per
+  slave with its peak marked: when, in the primary's day, the bytes (and the savings) come.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
     and `bars`: a list of {`policy`, `sent`, `overhead`, `own`} (own: the slave's configured
     policy): each bar is the bytes sent, stacked as the skip policy's own events (overhead) over
     the rest (the kept events, with the framing a policy keeps of a skipped transaction). Returns
-    what was drawn, per bar: slave, policy, height in bytes and the label over it."""
+    what was drawn, per bar: slave, policy, height in bytes and the label over it. A slave's
+    `breaks` (lint's first predicted error, e.g. "1049 at master-bin.000001:355") marks it in red
+    under its name: a replica with its rules would stop, whatever it saves."""
     from matplotlib.patches import Patch
 
     plt = _pyplot()
@@ -77,7 +79,7 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
             if label:
                 ax.annotate(label, (x, total), ha="center", va="bottom", fontsize=7)
             drawn.append({"slave": slave["slave"], "policy": bar["policy"], "bytes": round(total * 1e6),
-                          "label": label})
+                          "label": label, "breaks": slave.get("breaks")})
     everything = [s["bytes_all"] / 1e6 for s in slaves if s.get("bytes_all")]
     if everything and max(everything) - min(everything) <= 1e-6 * max(everything):
         # The same binlog for every slave: one reference line, not one grey bar per slave.
@@ -90,7 +92,13 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
             if slave.get("bytes_all"):
                 ax.hlines(slave["bytes_all"] / 1e6, i - 0.45, i + 0.45, colors=REFERENCE_COLOR, linestyles="--")
                 top = max(top, slave["bytes_all"] / 1e6)
-    ax.set_xticks(range(len(slaves)), [s["slave"] for s in slaves], rotation=15 if len(slaves) > 4 else 0)
+    ax.set_xticks(range(len(slaves)), [s["slave"] + (f"\nlint: a replica stops ({s['breaks']})" if s.get("breaks")
+                                                      else "") for s in slaves],
+                  rotation=15 if len(slaves) > 4 else 0)
+    for tick, slave in zip(ax.get_xticklabels(), slaves):
+        if slave.get("breaks"):  # the slave whose rules lint says stop a replica: red, and said under its name
+            tick.set_color("#cf222e")
+            tick.set_fontweight("bold")
     ax.set_xlim(-0.6, len(slaves) - 0.4)
     ax.set_ylim(0, top * 1.22 or 1.0)
     ax.set_ylabel("MB sent to the slave")
@@ -105,23 +113,122 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
     return drawn
 
 
+TIMELINE_BINS = 60  # bins of binlog time across the chart: each is a whole number of seconds
+
+
+def rate_bins(points: Sequence[Sequence], start: int, width: int, count: int, end: int | None = None) -> list[float]:
+    """MB per second of binlog time in `count` bins of `width` seconds from `start` (the last one
+    ending after second `end`, when given: it may be longer): `points` are [position, cumulative
+    bytes sent, binlog time]; the bytes sent between two points are counted at the later point's
+    time (the binlog up to there was served), a point without a time at the last known one."""
+    bins = [0.0] * count
+    before, last_time = 0, None
+    for point in points:
+        sent, when = point[1], point[2] if len(point) > 2 else None
+        when = last_time if when is None else when
+        if when is not None:
+            k = min(max(int((when - start) // width), 0), count - 1)
+            bins[k] += sent - before
+            last_time = when
+        before = sent
+    last = width if end is None else end + 1 - (start + (count - 1) * width)
+    return [b / (width if k < count - 1 else max(last, 1)) / 1e6 for k, b in enumerate(bins)]
+
+
+def peak(rates: Sequence[float]) -> int | None:
+    """The bin of the highest rate (the first of equals), or None when nothing was sent."""
+    top = max(rates, default=0.0)
+    return rates.index(top) if top > 0 else None
+
+
+def _time_span(series: Sequence[dict], reference: Sequence[Sequence] | None) -> tuple[int, int] | None:
+    times = [p[2] for item in series for p in item["points"] if len(p) > 2 and p[2] is not None]
+    times += [p[2] for p in reference or () if len(p) > 2 and p[2] is not None]
+    return (min(times), max(times)) if times else None
+
+
 def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: str,
-                   reference: Sequence[tuple[int, int]] | None = None) -> None:
-    """`series`: dicts with `slave` and `points`, [(binlog position in bytes over the whole series,
-    cumulative bytes sent)]; `reference`: the same for a slave without master-side filtering."""
+                   reference: Sequence[Sequence] | None = None) -> dict:
+    """`series`: dicts with `slave`, `points` [(binlog position over the whole series, cumulative
+    bytes sent, binlog time)] and optionally `breaks` (lint says a replica with its rules stops:
+    marked in the legend); `reference`: the points of a slave without master-side filtering.
+
+    Drawn against binlog time (the events' timestamps, UTC): MB/s sent per bin of binlog seconds,
+    each series' peak marked. A binlog whose events carry no timestamp is drawn as cumulative bytes
+    against position instead. Returns what was drawn: the bins' start and width (seconds) and each
+    series' peak (time, MB/s)."""
+    span = _time_span(series, reference)
+    if span is None:
+        return _position_chart(series, path, title=title, reference=reference)
+    import datetime as dt
+
+    import matplotlib.dates as mdates
+
+    plt = _pyplot()
+    start, end = span
+    width = max(1, -(-(end - start + 1) // TIMELINE_BINS))
+    count = max(1, (end - start + 1) // width)  # the last bin takes the remainder: never a short, noisy one
+    xs = [dt.datetime.fromtimestamp(start + k * width, dt.UTC) for k in range(count)]
+    xs.append(dt.datetime.fromtimestamp(max(end + 1, start + count * width), dt.UTC))
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    drawn: dict = {"start": start, "width": width, "series": []}
+    lines = ([("without master-side filtering", reference, {"color": REFERENCE_COLOR, "linestyle": "--",
+                                                            "linewidth": 1.1}, False)] if reference else [])
+    lines += [(item["slave"] + ("  [lint: a replica stops]" if item.get("breaks") else ""), item["points"],
+               {"linewidth": 1.5}, bool(item.get("breaks"))) for item in series if item["points"]]
+    every = [(label, rate_bins(points, start, width, count, end), style, breaks)
+             for label, points, style, breaks in lines]
+    highest = max((max(rates) for _, rates, _, _ in every), default=0.0)
+    scale, unit = (1.0, "MB/s") if highest >= 1.0 else (1e3, "kB/s")  # a small binlog reads better in kB/s
+    top = 0.0
+    for label, rates, style, breaks in every:
+        shown = [r * scale for r in rates]
+        (line,) = ax.plot(xs, [*shown, shown[-1]], drawstyle="steps-post", label=label, **style)
+        k = peak(rates)
+        if k is None:
+            continue
+        at = xs[k] + dt.timedelta(seconds=width / 2)
+        top = max(top, shown[k])
+        ax.plot([at], [shown[k]], marker="v", markersize=7, color=line.get_color(),
+                markeredgecolor="#cf222e" if breaks else line.get_color())
+        ax.annotate(f"{shown[k]:.1f}", (at, shown[k]), xytext=(0, 6), textcoords="offset points", ha="center",
+                    fontsize=7, color=line.get_color())
+        drawn["series"].append({"slave": label, "peak_time": start + k * width, "peak_mb_s": rates[k]})
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_xlim(xs[0], xs[-1])
+    ax.set_xlabel(f"binlog time (UTC, the events' timestamps; {width} s bins)")
+    ax.set_ylabel(f"{unit} sent to the slave")
+    ax.set_ylim(0, top * 1.35 or 1.0)
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9, title="v: each line's peak",
+                  title_fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return drawn
+
+
+def _position_chart(series: Sequence[dict], path: str | os.PathLike, *, title: str,
+                    reference: Sequence[Sequence] | None = None) -> dict:
+    """Cumulative bytes sent against the master's binlog position: for a binlog without timestamps."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8.0, 4.8))
     if reference:
-        xs, ys = zip(*[(0, 0), *reference])
+        xs, ys = zip(*[(0, 0), *[(p[0], p[1]) for p in reference]])
         ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], color=REFERENCE_COLOR, linestyle="--", linewidth=1.2,
-                 label="without master-side filtering")
+                label="without master-side filtering")
     for item in series:
         points = item["points"]
         if not points:
             continue
-        xs, ys = zip(*[(0, 0), *points])
-        ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], linewidth=1.6, label=item["slave"])
-    ax.set_xlabel("master binlog position (MB, over all files)")
+        xs, ys = zip(*[(0, 0), *[(p[0], p[1]) for p in points]])
+        ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], linewidth=1.6,
+                label=item["slave"] + ("  [lint: a replica stops]" if item.get("breaks") else ""))
+    ax.set_xlabel("master binlog position (MB, over all files; the binlog has no timestamps)")
     ax.set_ylabel("cumulative MB sent to the slave")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
@@ -132,3 +239,4 @@ def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: st
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return {"start": None, "width": None, "series": []}

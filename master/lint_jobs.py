@@ -30,6 +30,7 @@ from dumpfilter.binlogs import binlog_paths
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.lint import new_linter
 from dumpfilter.rules.lint import Break
+from dumpfilter.rules.lint_rules import rule_warnings
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 
@@ -298,7 +299,9 @@ class LintJobs:
 
     def finished(self, job: _Job, state: str, value) -> None:
         if state == DONE:
-            result = _Result(DONE, job.snapshot, warning_lines(value))
+            # a rule that keeps no table (`db.`) first: the predictions alone would say "no break"
+            rules = job.args[1]
+            result = _Result(DONE, job.snapshot, [f"lint: {w}" for w in rule_warnings(rules)] + warning_lines(value))
         else:
             result = _Result(NOT_RUN, job.snapshot, [f"lint: not run: {value}"])
         with self.lock:

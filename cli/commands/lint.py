@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from dumpfilter.cli.options import add_binlog_inputs, add_json_option, emit_json
@@ -11,6 +12,7 @@ from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.cli.commands.filter import flavor_of, input_files
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.rules.lint import Break
+from dumpfilter.rules.lint_rules import rule_warnings
 from dumpfilter.rules.schema import load_schema
 
 
@@ -28,7 +30,8 @@ def register(subparsers) -> None:
                              "created on it outside replication): a dump file or a server's information_schema. "
                              "Default: --schema (or, without it, what the binlog creates)")
     parser.set_defaults(flavor=None)  # the server that wrote the binlog, as `filter` does
-    add_json_option(parser, '{"breaks": [{"file", "pos", "gtid", "errno", "message", "cause": {...}}]}')
+    add_json_option(parser, '{"breaks": [{"file", "pos", "gtid", "errno", "message", "cause": {...}}], '
+                            '"warnings": ["a rule that keeps no table ..."]}')
     parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                         help="do not check event CRC32s while reading")
     parser.set_defaults(func=run)
@@ -48,12 +51,16 @@ def run(args: argparse.Namespace) -> int:
     if args.flavor is None:
         args.flavor = flavor_of(paths[0])
     breaks = lint_paths(paths, args)
-    if not emit_json(args, {"breaks": [b.to_json() for b in breaks]}):
-        print_breaks(breaks)
+    # A rule that can match no table (`db.`) is accepted, as mysqld accepts it: said, not a break.
+    warnings = rule_warnings(ruleset_from_args(args)[0])
+    if not emit_json(args, {"breaks": [b.to_json() for b in breaks], "warnings": warnings}):
+        print_breaks(breaks, warnings)
     return 1 if breaks else 0
 
 
-def print_breaks(breaks: list[Break]) -> None:
+def print_breaks(breaks: list[Break], warnings: Sequence[str] = ()) -> None:
+    for warning in warnings:
+        print(f"warning: {warning}")
     if not breaks:
         print("no break predicted")
         return

@@ -147,6 +147,12 @@ def register(subparsers) -> None:
                        help="--source: start at the primary file a replica at this GTID position needs (a "
                             "MariaDB position, from its start; or a MySQL GTID set: in the file MySQL's dump thread "
                             "starts at, at the first transaction the set lacks)")
+    serve.add_argument("--source-failover-tries", type=int, default=3, metavar="N",
+                       help="--source given more than once: give the current source up after N failed "
+                            "reconnection tries in a row (waits of 0.2, 0.5, 1, 2, then 5 s before them; a try "
+                            "of a host that does not answer takes up to 5 s more) for the first other candidate "
+                            "that continues the series (default 3: about 2 s after a primary that refuses "
+                            "connections was lost)")
     serve.add_argument("--source-server-id", type=int, default=2387, metavar="N",
                        help="--source: the server_id the master registers with on the primary (default 2387)")
     serve.add_argument("--expire-logs-seconds", type=float, metavar="SECONDS",
@@ -329,9 +335,10 @@ def _source_replicator(args: argparse.Namespace):
     the series' first file on disk), or None."""
     if not args.source:
         if args.source_file or args.source_gtid or args.source_pos != 4 or args.source_password_file \
-                or args.expire_logs_seconds is not None or args.max_series_bytes is not None:
+                or args.expire_logs_seconds is not None or args.max_series_bytes is not None \
+                or args.source_failover_tries != 3:
             raise DumpFilterError("--source-file, --source-pos, --source-gtid, --source-password-file, "
-                                  "--expire-logs-seconds and --max-series-bytes need --source")
+                                  "--source-failover-tries, --expire-logs-seconds and --max-series-bytes need --source")
         return None
     from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
     from dumpfilter.master.upstream.source import SourceReplicator
@@ -341,6 +348,8 @@ def _source_replicator(args: argparse.Namespace):
                               "position of 4 or more (a transaction boundary of that file)")
     if args.source_file and args.source_gtid:
         raise DumpFilterError("--source-file and --source-gtid: give one start")
+    if args.source_failover_tries < 1:
+        raise DumpFilterError(f"--source-failover-tries {args.source_failover_tries}: must be 1 or more")
     for option, value in (("--expire-logs-seconds", args.expire_logs_seconds),
                           ("--max-series-bytes", args.max_series_bytes)):
         if value is not None and value <= 0:
@@ -349,7 +358,7 @@ def _source_replicator(args: argparse.Namespace):
     url = urls[0]
     replicator = SourceReplicator(urls, BinlogMirror(args.binlog_dir), server_id=args.source_server_id,
                                   start_file=args.source_file, start_gtid=args.source_gtid,
-                                  start_pos=args.source_pos)
+                                  start_pos=args.source_pos, failover_after=args.source_failover_tries)
     replicator.start()
     if not replicator.wait_ready(30):
         replicator.stop()
@@ -465,11 +474,13 @@ def filters_command(args: argparse.Namespace) -> int:
 
 
 def _lint_cell(row: dict) -> str:
-    """'no break', 'N break(s)', or the job's state (pending, off, not run)."""
+    """'no break', 'N break(s)', or the job's state (pending, off, not run); '; keeps no table' after
+    it when a rule of the slave can match no table (`replicate-wild-do-table=db.`)."""
     if row["Lint"] != "done":
         return row["Lint"]
     breaks = [w for w in row["Lint_warnings"] if w.startswith("lint: a replica")]
-    return f"{len(breaks)} break(s)" if breaks else "no break"
+    empty = "; keeps no table" if any("keeps no table" in w for w in row["Lint_warnings"]) else ""
+    return (f"{len(breaks)} break(s)" if breaks else "no break") + empty
 
 
 def status_command(args: argparse.Namespace) -> int:

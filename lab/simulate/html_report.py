@@ -9,8 +9,8 @@ import datetime as dt
 import html
 from pathlib import Path
 
-from dumpfilter.lab.simulate.report import (VERIFY_MEANING, row_cells, lint_explanation, summary_line,
-                                            throughput_line)
+from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_explanation, lint_fine, row_cells,
+                                            summary_line, throughput_line)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 1180px;
@@ -24,6 +24,7 @@ figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #d8dee
 figcaption { color: #57606a; font-size: 12px; }
 code { font-size: 12px; background: #f3f5f7; padding: 1px 3px; border-radius: 3px; }
 .ok { color: #1a7f37; font-weight: 600; } .bad { color: #cf222e; font-weight: 600; }
+tr.breaks td { background: #fff1f0; } tr.breaks td:first-child { border-left: 4px solid #cf222e; font-weight: 600; }
 """
 
 
@@ -35,15 +36,17 @@ def _mb(n) -> str:
     return "-" if n is None else f"{n / 1e6:.2f}"
 
 
-def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), cls: str = "") -> str:
+def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), cls: str = "",
+           row_classes: list[str] | None = None) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = []
-    for row in rows:
+    for n, row in enumerate(rows):
         cells = []
         for i, cell in enumerate(row):
             raw = cell if isinstance(cell, _Raw) else _e(cell)
             cells.append(f'<td class="num">{raw}</td>' if i in numeric else f"<td>{raw}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        mark = row_classes[n] if row_classes else ""
+        body.append((f'<tr class="{mark}">' if mark else "<tr>") + "".join(cells) + "</tr>")
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
@@ -74,6 +77,11 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
              f"{experiment['streams']} gRPC streams &middot; generated "
              f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>"]
     parts.append("<h2>Charts</h2>")
+    breaking = [row["slave"] for row in report["slaves"] if lint_breaks(row)]
+    if breaking:
+        parts.append(f'<p class="breaks-note"><span class="bad">lint: a replica with the rules of '
+                     f'{_e(", ".join(breaking))} would stop</span> (in red in the charts and the table below), '
+                     "however much it saves.</p>")
     for caption, path in charts.items():
         parts.append(_image(path, caption))
 
@@ -86,7 +94,7 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
     for row in report["slaves"]:
         c = row_cells(row)
         cells = [row["slave"], row["skip_policy"], c["without"], c["with"], c["saved"], c["saved_pct"], c["txns"],
-                 c["wall"], c["share"], _Raw(_flag(c["lint"], (row.get("lint") or {}).get("first") is None))]
+                 c["wall"], c["share"], _Raw(_flag(c["lint"], lint_fine(row)))]
         if real:
             verdict = row.get("real_replica_verdict")
             cells.append(_Raw(_flag(c["real"], verdict is None or verdict["ok"])))
@@ -95,7 +103,8 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
                                None: "-"}[row.get("verified")]))
         rows.append(cells)
     parts.append("<h2>Per slave</h2>")
-    parts.append(_table(headers, rows, numeric={2, 3, 4, 5, 6, 7, 8}, cls="slaves"))
+    parts.append(_table(headers, rows, numeric={2, 3, 4, 5, 6, 7, 8}, cls="slaves",
+                        row_classes=["breaks" if lint_breaks(row) else "" for row in report["slaves"]]))
     notes = [f"<li><b>{_e(row['slave'])}</b>: lint: {_e(lint_explanation(row))}</li>"
              for row in report["slaves"] if lint_explanation(row)]
     notes += [f"<li><b>{_e(row['slave'])}</b>: real MariaDB replica (server_id "

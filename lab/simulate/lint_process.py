@@ -20,18 +20,20 @@ from dumpfilter.errors import DumpFilterError
 
 def _lint(files: list[str], jobs: list[tuple]) -> list[dict]:
     from dumpfilter.binlogs.lint import lint_files
+    from dumpfilter.rules.lint_rules import rule_warnings
     from dumpfilter.rules.schema import load_schema
 
     out = []
     for rules, settings, replica_schema in jobs:  # replica_schema: the topology's source, or None
         model = load_schema(replica_schema, "replica_schema") if replica_schema is not None else None
         breaks = lint_files([Path(f) for f in files], rules, settings, replica_schema=model)
-        out.append({"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None})
+        out.append({"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None,
+                    "warnings": rule_warnings(rules)})  # a rule that keeps no table (`db.`)
     return out
 
 
 class LintProcess:
-    """Started at once; `results()` waits for it: one {"breaks", "first"} per (rules, settings, replica_schema)."""
+    """Started at once; `results()` waits for it: one {"breaks", "first", "warnings"} per (rules, settings, replica_schema)."""
 
     def __init__(self, files: list[Path], rule_sets: list[tuple]):
         self.keys = list(dict.fromkeys(rule_sets))

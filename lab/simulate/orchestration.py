@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
+from dumpfilter.binlogs.clock import BinlogClock, timed
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology, slave_gates
 from dumpfilter.lab.simulate.lint_process import LintProcess
@@ -199,6 +200,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
     everything = next((r for r in results if r.plan.role == EVERYTHING), None)
     checks = {v.slave: v for v in verifications}
     offsets = prepared.offsets()
+    clock = BinlogClock(prepared.files)  # the timeline's x axis: the binlog's event timestamps
     rows = []
     for spec in topology.slaves:
         # `dumpfilter lint`'s prediction for this slave: where a replica with its rules would stop.
@@ -236,7 +238,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
                          for r in results if r.plan.spec is spec},
             # per skip policy: the master's events kept for the slave, and what the policy adds
             "policy_bytes": {r.plan.skip_policy: _kept_and_overhead(r) for r in results if r.plan.spec is spec},
-            "timeline": _timeline(main, offsets),
+            "timeline": _timeline(main, offsets, clock),
             "verified": None if check is None else check.ok,
             "lint": lint,
             # kind = "mariadb": how a real MariaDB replica on the master's MySQL endpoint ended, and
@@ -245,6 +247,8 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
         })
         rows[-1]["real_replica_verdict"] = replica_verdict(rows[-1])
     streamed = sum(r.stats.get("bytes_read", 0) for r in results)
+    everything_timeline = None if everything is None else _timeline(everything, offsets, clock)
+    clock.close()
     return {
         # the master's total: binlog bytes read for every stream over the time it served them all
         "master": {"streams": len(results), "seconds": round(served_seconds, 3), "binlog_bytes_served": streamed,
@@ -258,7 +262,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
                            "events": everything.counters["events_received"],
                            "bytes": everything.counters["bytes_received"],
                            "wall_seconds": round(everything.wall_seconds, 4),
-                           "timeline": _timeline(everything, offsets)}},
+                           "timeline": everything_timeline}},
         "topology": {"path": topology.path,
                      "policy": str(topology.source.policy) if topology.source and topology.source.policy else None,
                      "slaves": [{"name": s.name, "server_id": s.server_id, "channel": s.channel,
@@ -293,14 +297,16 @@ def _kept_and_overhead(result: StreamResult) -> dict:
 MAX_TIMELINE_POINTS = 400
 
 
-def _timeline(result: StreamResult, offsets: dict[str, int]) -> list[list[int]]:
-    """[binlog position over all files, bytes received so far] after each batch (at most
-    MAX_TIMELINE_POINTS, evenly thinned; the last point is always kept)."""
-    points = [[offsets.get(file, 0) + pos, sent] for file, pos, sent in result.timeline if file in offsets]
-    if len(points) > MAX_TIMELINE_POINTS:
-        step = len(points) / MAX_TIMELINE_POINTS
-        points = [points[int(i * step)] for i in range(MAX_TIMELINE_POINTS - 1)] + [points[-1]]
-    return points
+def _timeline(result: StreamResult, offsets: dict[str, int], clock: BinlogClock) -> list[list]:
+    """[binlog position over all files, bytes received so far, binlog time] after each batch (at
+    most MAX_TIMELINE_POINTS, evenly thinned; the last point is always kept). The time is the
+    timestamp of the event at that position (dumpfilter.binlogs.clock: the primary's clock when it
+    ran the statement), the chart's x axis; None only for a binlog without timestamps."""
+    kept = [(file, pos, sent) for file, pos, sent in result.timeline if file in offsets]
+    if len(kept) > MAX_TIMELINE_POINTS:
+        step = len(kept) / MAX_TIMELINE_POINTS
+        kept = [kept[int(i * step)] for i in range(MAX_TIMELINE_POINTS - 1)] + [kept[-1]]
+    return [[offsets[file] + pos, sent, time] for (file, pos, sent), time in zip(kept, timed(kept, clock))]
 
 
 def print_verification(verifications: list[SlaveVerification], console: Console) -> None:

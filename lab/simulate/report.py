@@ -1,7 +1,8 @@
 """The simulation report: one row per slave (bytes and events without and with master-side
 filtering, the saving, transactions, wall time, throughput, bytes per skip policy), printed as a
 rich table and written as report.json, report.csv, two charts (report.png: bytes per slave and
-skip policy; timeline.png: cumulative bytes against binlog position) and report.html, which holds
+skip policy, the slave lint says breaks in red; timeline.png: MB/s sent against the binlog's event
+timestamps, peaks marked) and report.html, which holds
 all of it in one self-contained file."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rich.text import Text
 
 from dumpfilter.charts import policy_chart, timeline_chart
 from dumpfilter.errors import DumpFilterError
+from dumpfilter.rules.lint_rules import KEEPS_NO_TABLE
 from dumpfilter.topology import SKIP_POLICIES
 
 CSV_FIELDS = ["slave", "server_id", "channel", "semantics", "skip_policy", "events_all", "bytes_all", "events_sent",
@@ -36,30 +38,45 @@ VERIFY_MEANING = ("verify: the slave was sent exactly what slave-side filtering 
 
 
 def lint_cell(row: dict) -> str:
-    """`dumpfilter lint`'s prediction for one slave: 'no break', or the first break's errno and position."""
+    """`dumpfilter lint`'s prediction for one slave: 'no break', or the first break's errno and position;
+    '; keeps no table' after either when a rule of the slave can match no table (`db.`)."""
     lint = row.get("lint")
     if lint is None:
         return "-"
     first = lint["first"]
+    empty = "; keeps no table" if any(KEEPS_NO_TABLE in w for w in lint.get("warnings") or ()) else ""
     if not first:
-        return "no break"
+        return "no break" + empty
     more = f" (+{lint['breaks'] - 1} more)" if lint["breaks"] > 1 else ""
-    return f"{first['errno']} at {first['file']}:{first['pos']}{more}"
+    return f"{first['errno']} at {first['file']}:{first['pos']}{more}{empty}"
+
+
+def lint_breaks(row: dict) -> bool:
+    """Whether lint says a replica with this slave's rules stops."""
+    return bool((row.get("lint") or {}).get("first"))
+
+
+def lint_fine(row: dict) -> bool:
+    """No break predicted and no rule that keeps no table: nothing for the reader to look at."""
+    lint = row.get("lint") or {}
+    return not lint.get("first") and not any(KEEPS_NO_TABLE in w for w in lint.get("warnings") or ())
 
 
 def lint_explanation(row: dict) -> str | None:
     """Why lint says a replica with this slave's rules stops: the error, where, and the skipped event
-    it needed (None: no break predicted)."""
-    first = (row.get("lint") or {}).get("first")
+    it needed; and each rule that keeps no table (None: nothing to say)."""
+    lint = row.get("lint") or {}
+    first = lint.get("first")
+    said = "; ".join(lint.get("warnings") or ())
     if not first:
-        return None
+        return said or None
     gtid = f" (GTID {first['gtid']})" if first.get("gtid") else ""
     cause = first.get("cause") or {}
     why = (f"; the event it needs was skipped at {cause['file']}:{cause['pos']}: {cause.get('reason')}"
            if cause.get("file") else f"; {cause['reason']}" if cause.get("reason") else "")
     more = row["lint"]["breaks"] - 1
     return (f"a replica with these rules stops at {first['file']}:{first['pos']}{gtid} with error {first['errno']}: "
-            f"{first['message']}{why}" + (f" ({more} more predicted)" if more else ""))
+            f"{first['message']}{why}" + (f" ({more} more predicted)" if more else "") + (f"; {said}" if said else ""))
 
 
 def verify_cell(row: dict) -> str:
@@ -89,8 +106,11 @@ def summary_line(report: dict) -> str:
     if checked:
         failed = [r["slave"] for r in checked if not r["verified"]]
         parts.append(f"verify: {len(checked) - len(failed)} ok" + (f", FAILED: {', '.join(failed)}" if failed else ""))
-    breaking = [r["slave"] for r in rows if (r.get("lint") or {}).get("first")]
+    breaking = [r["slave"] for r in rows if lint_breaks(r)]
     parts.append("lint: " + (f"a replica would stop for {', '.join(breaking)}" if breaking else "no break predicted"))
+    empty = [r["slave"] for r in rows if "keeps no table" in lint_cell(r)]
+    if empty:
+        parts.append(f"a rule keeps no table for {', '.join(empty)}")
     real = [r for r in rows if r.get("real_replica_verdict")]
     if real:
         parts.append("real replicas: " + ", ".join(
@@ -163,7 +183,7 @@ def _blocks(report: dict, console: Console) -> None:
         grid.add_row("txns", f"{row['transactions_kept']} kept, {row['transactions_partial']} partial, "
                              f"{row['transactions_skipped']} skipped, {row['transactions_emptied']} emptied")
         grid.add_row("stream", f"{c['wall']} s, share {c['share']} MB/s")
-        grid.add_row("lint", "replica would stop: " + c["lint"] if (row.get("lint") or {}).get("first") else c["lint"])
+        grid.add_row("lint", "replica would stop: " + c["lint"] if lint_breaks(row) else c["lint"])
         if row.get("real_replica") is not None:
             grid.add_row("real replica", c["real"])
         if row.get("verified") is not None:
@@ -220,12 +240,14 @@ def write_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
         order = list(dict.fromkeys([*policies, row["skip_policy"]]))  # the same order in every group
         bars = [{"policy": p, "sent": detail[p]["bytes_sent"], "overhead": detail[p]["overhead_bytes"],
                  "own": p == row["skip_policy"]} for p in order if p in detail]
-        slaves.append({"slave": row["slave"], "bytes_all": row["bytes_all"], "bars": bars})
+        first = (row.get("lint") or {}).get("first")
+        slaves.append({"slave": row["slave"], "bytes_all": row["bytes_all"], "bars": bars,
+                       "breaks": f"error {first['errno']}" if first else None})
     policy_chart(slaves, bars_png, title=chart_title(report, "Bytes sent per slave and skip policy"))
     everything = report["experiment"].get("everything_stream") or {}
-    timeline_chart([{"slave": f"{r['slave']} ({r['skip_policy']})", "points": r.get("timeline") or []}
-                    for r in report["slaves"]], timeline_png,
-                   title=chart_title(report, "Cumulative bytes sent against the master's binlog position"),
+    timeline_chart([{"slave": f"{r['slave']} ({r['skip_policy']})", "points": r.get("timeline") or [],
+                     "breaks": lint_breaks(r)} for r in report["slaves"]], timeline_png,
+                   title=chart_title(report, "Bytes per second sent against binlog time"),
                    reference=everything.get("timeline"))
 
 
@@ -262,5 +284,6 @@ def write_report(report: dict, out: Path) -> list[Path]:
             writer.writerow(flat)
     draw_charts(report, paths[2], paths[3])
     write_html(report, paths[4], charts={"Bytes per slave and skip policy": paths[2],
-                                         "Cumulative bytes against binlog position": paths[3]})
+                                         "MB/s sent against binlog time (the events' timestamps), peaks marked":
+                                         paths[3]})
     return paths

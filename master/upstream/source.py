@@ -7,7 +7,8 @@ reconnects with backoff and resumes after the last complete transaction. When th
 grow (a full disk, a quota, a file size limit: `SeriesFull`) it says so once, stops taking from
 the primary, retries with backoff and resumes by itself from the series' last whole transaction
 once a write succeeds; slaves are served what the series holds meanwhile. With several --source
-candidates, a primary that stays unreachable (FAILOVER_AFTER tries) gives way to the first other
+candidates, a primary that stays unreachable (FAILOVER_AFTER tries, or `master serve
+--source-failover-tries`) gives way to the first other
 candidate whose binlog continues the series' GTID position (MariaDB's gtid_strict_mode check on
 the dump refuses a diverged one), read by GTID from there into a new file of the series.
 
@@ -61,7 +62,7 @@ log = logging.getLogger("dumpfilter.master.source")
 HEARTBEAT_PERIOD = 1.0      # asked of the primary, so a dead connection shows within a few seconds
 READ_TIMEOUT = 5.0
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0)
-FAILOVER_AFTER = 3  # failed tries of the current source before another candidate is asked
+FAILOVER_AFTER = 3  # failed tries of the current source before another candidate is asked (default)
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 CR_AUTH_PLUGIN_ERR = 2061  # a MySQL client's "Authentication requires secure connection"
 
@@ -134,9 +135,13 @@ class SourceReplicator:
     """A thread that keeps `mirror` up to date with the primary."""
 
     def __init__(self, url: SourceURL | list[SourceURL], mirror: BinlogMirror, *, server_id: int = 2387,
-                 start_file: str | None = None, start_gtid: str | None = None, start_pos: int = 4):
+                 start_file: str | None = None, start_gtid: str | None = None, start_pos: int = 4,
+                 failover_after: int = FAILOVER_AFTER):
         # The candidates (--source, repeated), in order; `current` is the one read.
         self.urls = list(url) if isinstance(url, (list, tuple)) else [url]
+        if failover_after < 1:
+            raise DumpFilterError(f"--source-failover-tries {failover_after}: must be 1 or more")
+        self.failover_after = failover_after  # failed tries in a row before the other candidates are asked
         self.current = 0
         self.mirror, self.server_id = mirror, server_id
         self.switches, self.changed_at = 0, _now()
@@ -217,7 +222,7 @@ class SourceReplicator:
                 if not self.stop_event.is_set():
                     log.warning("source %s: %s; reconnecting", self.url, self.last_error)
                 lost += 1
-                if lost >= FAILOVER_AFTER and len(self.urls) > 1 and not self.stop_event.is_set():
+                if lost >= self.failover_after and len(self.urls) > 1 and not self.stop_event.is_set():
                     self._failover()
                     lost = 0
             finally:

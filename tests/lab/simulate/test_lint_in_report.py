@@ -20,15 +20,17 @@ def test_each_slave_row_carries_lints_prediction(default_run, capsys):
     files = [str(Path(source["directory"]) / name) for name in source["files"]]
     checked = 0
     for row in result.report["slaves"]:
-        assert set(row["lint"]) == {"breaks", "first"}
+        assert set(row["lint"]) == {"breaks", "first", "warnings"}
         if row["semantics"] != "mysql" or not all(r.startswith("replicate-") and ":" not in r for r in row["rules"]):
             continue  # rules the command line spells differently (channels, CHANGE statements)
         capsys.readouterr()
         code = main(["lint", *files, *[f"--{r}" for r in row["rules"]], "--flavor", row["flavor"], "--json"])
-        breaks = json.loads(capsys.readouterr().out)["breaks"]
+        said = json.loads(capsys.readouterr().out)
+        breaks = said["breaks"]
         assert code == (1 if breaks else 0)
         assert row["lint"]["breaks"] == len(breaks)
         assert row["lint"]["first"] == (breaks[0] if breaks else None)
+        assert row["lint"]["warnings"] == said["warnings"]
         assert lint_cell(row) == ("no break" if not breaks else f"{breaks[0]['errno']} at "
                                   f"{breaks[0]['file']}:{breaks[0]['pos']}" + (f" (+{len(breaks) - 1} more)"
                                                                                if len(breaks) > 1 else ""))
