@@ -283,6 +283,8 @@ class LintJobs:
         self.closed = False
         self.jobs_run = 0  # for tests and Stats: first looks handed to the worker (rule sets linted)
         self.looks = 0     # every look handed to the worker
+        self.bytes_read = 0  # the binlog bytes the looks read (each once, but for a unit a look stopped inside)
+        self.largest_look = 0  # the most one look read (about --lint-max-mb at most)
         self.wake = threading.Event()
         self.stopped = threading.Event()
         self.watch: DirectoryWatch | None = None
@@ -388,6 +390,8 @@ class LintJobs:
                     told.append(f"lint: not run: {follower.reason}")
             elif state == DONE and isinstance(value, Look):
                 follower.started = True
+                self.bytes_read += value.read
+                self.largest_look = max(self.largest_look, value.read)
                 follower.state = DONE
                 follower.position = value.position or follower.position
                 follower.seen = job.seen if value.caught_up else None

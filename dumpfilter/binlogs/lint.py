@@ -49,6 +49,9 @@ def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema
     return new_linter(rules, settings, schema, replica_schema).feed_all(units(paths, verify_checksums))
 
 
+MIN_CHUNK = 1 << 16
+
+
 @dataclass
 class Look:
     """What one `FollowingLint.look` read: `position` is the end of the last whole unit fed (None
@@ -78,7 +81,7 @@ class FollowingLint:
 
     def look(self, files: Sequence[tuple[str | Path, int]], budget: int, keep: int = 5) -> Look:
         """Read on through `files` ((path, size) in binlog order, each read only up to its size) for
-        about `budget` bytes (the unit that passes it is finished). The last file may end inside a unit or
+        about `budget` bytes (at most a 64 KiB chunk more, and the unit that passes it is finished). The last file may end inside a unit or
         an event being written: the look stops before it, and the next one starts there. A file left
         behind (a later one exists) is read to its end; what it ends inside is fed as lint_files does."""
         paths = [(Path(p), size) for p, size in files]
@@ -124,8 +127,10 @@ class FollowingLint:
             grouper = TransactionGrouper()
             offset = start
             try:
+                # Chunks no larger than the budget (above 64 KiB): a look reads about its budget.
+                chunk = min(self.chunk_size, max(budget, MIN_CHUNK))
                 while offset < size:
-                    data = stream.read(min(self.chunk_size, size - offset))
+                    data = stream.read(min(chunk, size - offset))
                     if not data:
                         break
                     offset += len(data)
