@@ -161,8 +161,10 @@ def _status_row(s) -> dict:
         "Transactions_skipped": s.transactions_skipped,
         "Heartbeats": s.heartbeats, "Placeholders": s.placeholders, "Empty_transactions": s.empty_transactions,
         "Rule_hits": dict(sorted(s.rule_hits.items())),
-        # lint at Register (issue #17): where a replica with these rules would stop
+        # lint (issues #17, #44): where a replica with these rules would stop, following the binlog
         "Lint": s.lint_state, "Lint_warnings": list(s.lint_warnings),
+        "Lint_position": _pos(s.lint_position) if s.HasField("lint_position") and s.lint_position.file else "",
+        "Lint_breaks": s.lint_breaks,
     }
 
 

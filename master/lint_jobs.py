@@ -1,125 +1,124 @@
-"""Lint at Register (issue #17) as a background job: `dumpfilter lint`'s predictions for each
-registered slave, computed off the Register path and handed to the slave when ready.
+"""Lint at Register that follows the live binlog (issues #17, #44): `dumpfilter lint`'s predictions for
+each registered slave, computed off the Register path and kept up to date as the binlog grows.
 
-Register never waits for lint. It asks `LintJobs.request()`, which answers at once from the cache
-when these rules were already linted over the binlog as it is now, and otherwise queues one job per
-distinct rule set (slaves with equal rules and settings share it). The jobs run one at a time in
-one worker process (a niced child), so a long lint takes neither the GIL nor the Register
-threads from the streams. The predictions reach the slave:
-  - in the Register reply, when the cache already holds them;
-  - else on its Dump stream, in the `warnings` of the first batch after the job ends;
-  - and always in Stats (`master status`): `lint_state` and `lint_warnings`.
+Register never waits for lint. It asks `LintJobs.request()`, which answers at once when another
+slave with these rules is already followed, and otherwise starts following them: one follower per
+distinct rule set (slaves with equal rules and settings share it). Its first look reads the binlog
+from its start, when it holds at most `--lint-max-mb` MiB; from then on, each change of the binlog
+directory (the master's DirectoryWatch) queues one more look, which reads only the whole units
+written since the last one, at most `--lint-max-mb` MiB of them (a look that stops there is
+followed by another). The looks run one at a time in one worker process (a niced child, which
+keeps each follower's Linter: its schema models, never the binlog), so lint takes neither the GIL
+nor the Register threads from the streams. The predictions reach the slave:
+  - in the Register reply, when its rules are already followed;
+  - else on its Dump stream, in the `warnings` of the first batch after they are found (a break
+    found later too);
+  - and always in Stats (`master status`): `lint_state`, `lint_warnings`, how far lint has read
+    (`lint_position`) and how many breaks it found (`lint_breaks`);
+  - a break found, or a lint that failed, is also one WARNING line in the master's log.
 """
 
 from __future__ import annotations
 
 import atexit
+import itertools
+import logging
 import os
 import pickle
 import subprocess
 import sys
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.codec import BinlogReader, group_transactions
-from dumpfilter.errors import BinlogError, DumpFilterError, ResourceExhaustedError
+from dumpfilter.errors import DumpFilterError, ResourceExhaustedError
 from dumpfilter.binlogs import binlog_paths
-from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.binlogs.lint import new_linter
+from dumpfilter.binlogs.lint import FollowingLint, Look, new_linter
+from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 
-# Lint reads the whole binlog (about 2 MB per CPU second): above this many bytes it is not run at
-# Register and the warning says so. `master serve --lint-max-mb` sets it; 0 turns lint off.
-LINT_MAX_BYTES = 64 << 20
-LINT_WARNINGS = 5        # predictions told per slave; the rest are counted
-MAX_QUEUED = 64          # distinct rule sets waiting for the worker; more are told "not run"
-                         # (each identity its share of them: master.shares)
-MAX_CACHED = 256         # rule sets whose last result is kept
+log = logging.getLogger("dumpfilter.master.lint")
 
-OFF, PENDING, DONE, NOT_RUN = "off", "pending", "done", "not run"
+MiB = 1 << 20
+# The most one look of lint reads (about 2 MB per CPU second): the first look reads the whole
+# binlog, so a binlog holding more is not linted at Register (the warning says so); each later look
+# reads what was appended since, at most this much, and the next look goes on from there.
+# `master serve --lint-max-mb` sets it; 0 turns lint off.
+LINT_MAX_BYTES = 64 * MiB
+LINT_WARNINGS = 5        # predictions told per slave; the rest are counted
+MAX_QUEUED = 64          # rule sets waiting for their first look; more are told "not run"
+                         # (each identity its share of them: master.shares)
+MAX_FOLLOWED = 256       # rule sets followed at once (each one Linter in the worker process)
+FOLLOW_EVERY = 0.5       # seconds: the binlog's changes are looked at at most this often
+
+OFF, PENDING, DONE, NOT_RUN, FAILED = "off", "pending", "done", "not run", "failed"
+LOST = "lost"  # the worker process does not hold the follower (it was restarted): start it again
 
 
 # -- the worker process -------------------------------------------------------------------------
-class _Bounded:
-    """A binlog file read only up to the size it had when the job was queued: a live server may
-    be writing past it."""
-
-    def __init__(self, stream, size: int):
-        self.stream, self.left = stream, size
-
-    def read(self, n: int = -1) -> bytes:
-        n = self.left if n is None or n < 0 else min(n, self.left)
-        data = self.stream.read(n) if n else b""
-        self.left -= len(data)
-        return data
-
-
-def lint_snapshot(files: list[tuple[str, int]], rules: RuleSet, settings: Settings, schema: SchemaModel | None,
-                  replica_schema: SchemaModel | None = None, verify_checksums: bool = True) -> list[Break]:
-    """`dumpfilter.binlogs.lint.lint_files` over each file's first `size` bytes. The last file may end
-    inside an event being written: lint stops there, as a tailing reader waits there."""
-    linter = new_linter(rules, settings, schema, replica_schema)
-    for i, (path, size) in enumerate(files):
-        name = Path(path).name
-        try:
-            with open_binlog(path) as stream:
-                reader = BinlogReader(_Bounded(stream, size), str(path), verify_checksums=verify_checksums)
-                for txn in group_transactions(reader):
-                    linter.feed(name, txn)
-        except BinlogError:
-            if i < len(files) - 1:
-                raise
-            break
-    return linter.breaks
-
-
 def _serve() -> None:
-    """The worker process's main loop (`python -m <this module>`): a job, pickled, on stdin; its
-    result, pickled, on stdout; until stdin closes (the master ended)."""
+    """The worker process's main loop (`python -m <this module>`): a message, pickled, on stdin;
+    its reply, pickled, on stdout; until stdin closes (the master ended). A message is
+    (followers to drop, look or None); a look is (follower id, the linter's arguments on its first
+    look else None, [(path, size)...], budget)."""
     try:
         os.nice(10)  # the streams come first
     except OSError:
         pass
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the result pipe
+    followers: dict[int, FollowingLint] = {}
     while True:
         try:
-            args = pickle.load(stdin)
+            drops, look = pickle.load(stdin)
         except (EOFError, OSError, pickle.UnpicklingError):
             return
-        try:
-            reply = (DONE, lint_snapshot(*args))
-        except DumpFilterError as exc:
-            reply = (NOT_RUN, str(exc))
-        except Exception as exc:  # lint's own bug: told as a warning, never a failed Register
-            reply = (NOT_RUN, f"{type(exc).__name__}: {exc}")
+        for fid in drops:
+            followers.pop(fid, None)
+        reply: tuple[str, object] = (DONE, None)
+        if look is not None:
+            fid, first, files, budget = look
+            try:
+                if first is not None:
+                    rules, settings, schema, replica_schema, verify_checksums = first
+                    followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
+                                                   verify_checksums=verify_checksums)
+                following = followers.get(fid)
+                reply = (LOST, None) if following is None else (DONE, following.look(files, budget, LINT_WARNINGS))
+            except DumpFilterError as exc:
+                followers.pop(fid, None)
+                reply = (NOT_RUN, str(exc))
+            except Exception as exc:  # lint's own bug: told as a warning, never a failed Register
+                followers.pop(fid, None)
+                reply = (NOT_RUN, f"{type(exc).__name__}: {exc}")
         pickle.dump(reply, stdout)
         stdout.flush()
 
 
 @dataclass(eq=False)
 class _Job:
+    """One look of one follower."""
     owner: LintJobs
-    key: tuple
-    args: tuple
-    snapshot: tuple = ()
+    follower: _Follower
+    look: tuple          # (follower id, first-look arguments or None, files, budget)
+    seen: tuple | None   # the binlog's end (last file, size) when it was queued
     cancelled: bool = False
-    account: str = ""   # the identity account that queued it (master.shares)
 
 
 class _Worker:
-    """The one worker process of this Python process, fed from a bounded queue by one thread. A
-    plain `python -m` child (not multiprocessing): it never re-imports the caller's main script.
-    A job nobody waits for any more is taken out of the queue (`drop`), freeing its place."""
+    """The one worker process of this Python process, fed from a queue by one thread. A plain
+    `python -m` child (not multiprocessing): it never re-imports the caller's main script. A job
+    nobody waits for any more is taken out of the queue (`drop`), freeing its place; a follower
+    nobody follows any more is dropped from the worker with the next message (`forget`)."""
 
     def __init__(self):
         self.queued: deque[_Job] = deque()
+        self.forgotten: list[int] = []
         self.ready = threading.Condition()
         self.proc: subprocess.Popen | None = None
         self.thread = threading.Thread(target=self._dispatch, name="lint-dispatch", daemon=True)
@@ -130,20 +129,28 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
 
-    def _run(self, args: tuple) -> tuple[str, object]:
+    def _run(self, message: tuple) -> tuple[str, object]:
         if self.proc is None or self.proc.poll() is not None:
-            self._start()
+            try:
+                self._start()
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                self.proc = None
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                return FAILED, f"the lint worker process cannot be started ({sys.executable}: {why})"
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         try:
-            pickle.dump(args, self.proc.stdin)
+            pickle.dump(message, self.proc.stdin)
             self.proc.stdin.flush()
             return pickle.load(self.proc.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self.stop()
-            return NOT_RUN, f"the lint worker process ended ({type(exc).__name__})"
+            return FAILED, f"the lint worker process ended ({type(exc).__name__})"
 
-    def put(self, job: _Job) -> bool:
+    def put(self, job: _Job, bounded: bool = True) -> bool:
+        """Queues a look; a first look (`bounded`) only while fewer than MAX_QUEUED wait (a later
+        look is bounded by its follower: one at a time each)."""
         with self.ready:
-            if len(self.queued) >= MAX_QUEUED:
+            if bounded and sum(1 for j in self.queued if j.look[1] is not None) >= MAX_QUEUED:
                 return False
             self.queued.append(job)
             self.ready.notify()
@@ -156,18 +163,32 @@ class _Worker:
             except ValueError:
                 pass  # already taken by the worker: it ends on its own
 
+    def forget(self, fid: int) -> None:
+        with self.ready:
+            self.forgotten.append(fid)
+            self.ready.notify()
+
     def _dispatch(self) -> None:
         while True:
             with self.ready:
-                while not self.queued:
+                while not self.queued and not self.forgotten:
                     self.ready.wait()
-                job = self.queued.popleft()
-            if job.cancelled:
+                job = self.queued.popleft() if self.queued else None
+                drops, self.forgotten = self.forgotten, []
+            if job is None or job.cancelled:
+                if drops and self.proc is not None and self.proc.poll() is None:
+                    self._run((drops, None))  # a worker started anew holds none of them
                 continue
-            state, value = self._run(job.args)
-            job.owner.finished(job, state, value)
-            # Not kept while the next job is awaited: the job's owner is a master's LintJobs,
-            # which holds that master (its registry, engines and segment cache) alive.
+            try:
+                state, value = self._run((drops, job.look))
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
+                log.exception("lint: a look failed")
+                state, value = FAILED, f"{type(exc).__name__}: {exc}"
+            try:
+                job.owner.finished(job, state, value)
+            except Exception:  # noqa: BLE001 - as above
+                log.exception("lint: a look's result was lost")
+            # Not kept while the next job is awaited: the job's owner is a master's LintJobs.
             job = state = value = None
 
     def stop(self) -> None:
@@ -179,6 +200,7 @@ class _Worker:
 
 _WORKER: _Worker | None = None
 _WORKER_LOCK = threading.Lock()
+_FOLLOWER_IDS = itertools.count(1)  # unique in this process: every master's followers share the worker
 
 
 def _worker() -> _Worker:
@@ -189,37 +211,67 @@ def _worker() -> _Worker:
         return _WORKER
 
 
-# -- one master's jobs --------------------------------------------------------------------------
-@dataclass
-class _Result:
-    state: str
-    snapshot: tuple = ()
-    warnings: list[str] = field(default_factory=list)
+# -- one master's followers ----------------------------------------------------------------------
+@dataclass(eq=False)
+class _Follower:
+    """Lint of one rule set over this master's binlog, as far as it has read."""
+    key: tuple
+    first: tuple                     # the worker's Linter arguments (sent with the first look)
+    account: str = ""                # the identity account that started it (master.shares)
+    fid: int = field(default_factory=lambda: next(_FOLLOWER_IDS))
+    state: str = PENDING
+    position: tuple[str, int] | None = None  # how far lint has read: the end of its last whole unit
+    seen: tuple | None = None        # the binlog's end its last look reached (None: look again)
+    breaks: list[Break] = field(default_factory=list)  # the first LINT_WARNINGS found
+    found: int = 0                   # every break found
+    reason: str = ""                 # why not run, or failed
+    job: _Job | None = None          # its look queued or running
+    started: bool = False            # the worker holds its Linter
+
+    def warnings(self) -> list[str]:
+        if self.state == DONE:
+            # a rule that keeps no table (`db.`) first: the predictions alone would say "no break"
+            return [f"lint: {w}" for w in rule_warnings(self.first[0])] + warning_lines(self.breaks, self.found)
+        return [f"lint: {self.state}: {self.reason}"] if self.reason else []
 
 
 @dataclass
 class _Sub:
     key: tuple
-    delivered: bool = False
+    delivered: bool = False  # its warnings were told (Register reply or a batch)
+    told: int = 0            # breaks told
 
 
-def warning_lines(breaks: list[Break]) -> list[str]:
-    """One warning per predicted break (the first LINT_WARNINGS), as `slave run` prints them."""
-    out = []
-    for b in breaks[:LINT_WARNINGS]:
-        cause = b.cause
-        why = (f"; the event it needs was skipped at {cause.file}:{cause.pos} by {cause.rule}"
-               if cause is not None and cause.file else f"; {cause.rule}" if cause is not None else "")
-        gtid = f" (GTID {b.gtid})" if b.gtid else ""
-        out.append(f"lint: a replica with these filters would stop at {b.file}:{b.pos}{gtid} with error "
-                   f"{b.errno}: {b.message}{why}")
-    if len(breaks) > LINT_WARNINGS:
-        out.append(f"lint: {len(breaks) - LINT_WARNINGS} more predicted break(s): run `dumpfilter lint`")
+@dataclass(frozen=True)
+class LintStatus:
+    """A slave's lint for Stats: its state, warnings, how far lint has read and the breaks found."""
+    state: str
+    warnings: list[str] = field(default_factory=list)
+    position: tuple[str, int] | None = None
+    breaks: int = 0
+
+
+def _break_line(b: Break) -> str:
+    cause = b.cause
+    why = (f"; the event it needs was skipped at {cause.file}:{cause.pos} by {cause.rule}"
+           if cause is not None and cause.file else f"; {cause.rule}" if cause is not None else "")
+    gtid = f" (GTID {b.gtid})" if b.gtid else ""
+    return (f"lint: a replica with these filters would stop at {b.file}:{b.pos}{gtid} with error "
+            f"{b.errno}: {b.message}{why}")
+
+
+def warning_lines(breaks: list[Break], found: int | None = None, start: int = 0) -> list[str]:
+    """One warning per predicted break (the first LINT_WARNINGS of `found`), as `slave run` prints
+    them; from the `start`th on (those not yet told)."""
+    found = len(breaks) if found is None else found
+    out = [_break_line(b) for b in breaks[start:LINT_WARNINGS]]
+    if found > LINT_WARNINGS:
+        out.append(f"lint: {found - LINT_WARNINGS} more predicted break(s): run `dumpfilter lint`")
     return out
 
 
 class LintJobs:
-    """Register-time lint for one master: a cache by rule set and the slaves waiting on it."""
+    """Lint for one master: a follower per registered rule set and the slaves that share it."""
 
     def __init__(self, binlog_dir: Path, max_bytes: int = LINT_MAX_BYTES, schema: SchemaModel | None = None,
                  verify_checksums: bool = True):
@@ -228,119 +280,210 @@ class LintJobs:
         self.schema = schema
         self.verify_checksums = verify_checksums
         self.lock = threading.Lock()
-        self.results: OrderedDict[tuple, _Result] = OrderedDict()  # by (rules, settings, replica schema)
-        self.running: dict[tuple, _Job] = {}
+        self.followers: dict[tuple, _Follower] = {}  # by (rules, settings, replica schema)
         self.subs: dict[int, _Sub] = {}
         self.closed = False
-        self.jobs_run = 0  # for tests and Stats: jobs handed to the worker
+        self.jobs_run = 0  # for tests and Stats: first looks handed to the worker (rule sets linted)
+        self.looks = 0     # every look handed to the worker
+        self.bytes_read = 0  # the binlog bytes the looks read (each once, but for a unit a look stopped inside)
+        self.largest_look = 0  # the most one look read (about --lint-max-mb at most)
+        self.wake = threading.Event()
+        self.stopped = threading.Event()
+        self.watch: DirectoryWatch | None = None
+        self.thread: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
         return self.max_bytes > 0
 
-    def _snapshot(self) -> tuple[tuple[str, int], ...] | str:
+    def follow(self, watch: DirectoryWatch) -> None:
+        """Look again whenever the binlog directory changes (the master's watch)."""
+        self.watch = watch
+
+    def _snapshot(self) -> list[tuple[str, int]] | str:
         """The binlog as it is now ((path, size) per file), or why it cannot be linted."""
         try:
             paths = binlog_paths(self.binlog_dir)
             # Regular files only: an index naming a FIFO or a device must not block the worker.
-            if not paths or not all(p.is_file() and not p.is_symlink() for p in paths):
-                return ""
-            return tuple((str(p), p.stat().st_size) for p in paths)
-        except (DumpFilterError, OSError):
-            return ""
+            if not all(p.is_file() and not p.is_symlink() for p in paths):
+                return "the binlog index names a file that is not a regular file"
+            return [(str(p), p.stat().st_size) for p in paths]
+        except (DumpFilterError, OSError) as exc:
+            return f"the binlog cannot be listed ({exc})"
 
     def request(self, server_id: int, rules: RuleSet, settings: Settings, account: str = "",
                 check: Callable[[int], None] | None = None,
                 replica_schema: SchemaModel | None = None) -> list[str]:
-        """Called by Register: the warnings to put in its reply now (cached predictions, or why
-        lint is not run); otherwise queues the job and answers []. The job the server_id's former
-        rules queued is dropped when no other slave waits for it. `check(n)` raises
-        ResourceExhaustedError when `account`, with n jobs queued, may queue no more: the
-        Register is not refused for it (lint is advice), the reply says lint was not run.
-        `replica_schema`: the slave's own starting schema (RegisterRequest.replica_schema), else
-        the master's --schema."""
+        """Called by Register: the warnings to put in its reply now (the followed rule set's
+        predictions so far, or why lint is not run); otherwise starts following these rules and
+        answers []. The follower of the server_id's former rules is dropped when no other slave
+        shares it. `check(n)` raises ResourceExhaustedError when `account`, with n first looks
+        queued, may queue no more: the Register is not refused for it (lint is advice), the reply
+        says lint was not run. `replica_schema`: the slave's own starting schema
+        (RegisterRequest.replica_schema), else the master's --schema."""
         if not self.enabled:
             self.forget(server_id)
             return []
-        snapshot = self._snapshot()
-        if not snapshot:
-            return []
-        total = sum(size for _, size in snapshot)
-        if total > self.max_bytes:
-            return [f"lint: not run at Register (the binlog holds {total / 1e6:.0f} MB, above "
-                    f"{self.max_bytes / 1e6:.0f} MB; see `master serve --lint-max-mb`): run `dumpfilter lint` on it"]
         key = (rules, settings, replica_schema.key() if replica_schema is not None else None)
         with self.lock:
             old = self.subs.get(server_id)
             sub = self.subs[server_id] = _Sub(key)
             if old is not None and old.key != key:
                 self._drop_unwanted(old.key)
-            done = self.results.get(key)
-            if done is not None and done.state != PENDING and done.snapshot == snapshot:
-                self.results.move_to_end(key)
-                sub.delivered = True
-                return list(done.warnings)
-            if key in self.running:  # another slave with these rules is being linted: share it
+            follower = self.followers.get(key)
+            if follower is not None and follower.state == DONE:
+                sub.delivered, sub.told = True, follower.found
+                return follower.warnings()
+            if follower is not None and follower.state == PENDING:  # being linted for another slave: shared
                 return []
-            try:
-                if check is not None:
-                    check(sum(1 for job in self.running.values() if job.account == account))
-            except ResourceExhaustedError as exc:
+            if follower is not None:  # not run or failed before: tried again
+                self._unfollow(follower)
+            follower = self.followers[key] = _Follower(key, (rules, settings, self.schema, replica_schema,
+                                                             self.verify_checksums), account)
+            why = self._start(follower, check)
+            if why:
+                follower.state, follower.reason = NOT_RUN, why
                 sub.delivered = True
-                return [f"lint: not run at Register: {exc}"]
-            job = _Job(self, key, ([(p, s) for p, s in snapshot], rules, settings, self.schema, replica_schema,
-                                   self.verify_checksums), snapshot, account=account)
-            if not _worker().put(job):
-                sub.delivered = True
-                return [f"lint: not run at Register: {MAX_QUEUED} lint jobs are already queued"]
-            self.running[key] = job
-            self.jobs_run += 1
+                return [f"lint: not run at Register: {why}"]
+        self._ensure_thread()
         return []
 
+    def _start(self, follower: _Follower, check: Callable[[int], None] | None = None) -> str:
+        """Under self.lock: queues the follower's first look; '' or why it cannot be."""
+        snapshot = self._snapshot()
+        if isinstance(snapshot, str):
+            return snapshot
+        total = sum(size for _, size in snapshot)
+        if total > self.max_bytes:
+            return (f"the binlog holds {total / MiB:.1f} MiB, above {self.max_bytes / MiB:g} MiB "
+                    "(see `master serve --lint-max-mb`): run `dumpfilter lint` on it")
+        if sum(1 for f in self.followers.values() if f.state in (PENDING, DONE)) > MAX_FOLLOWED:
+            return f"lint already follows {MAX_FOLLOWED} rule sets"
+        try:
+            if check is not None:
+                check(sum(1 for f in self.followers.values()
+                          if f.account == follower.account and f.state == PENDING and f.job is not None))
+        except ResourceExhaustedError as exc:
+            return str(exc)
+        follower.state, follower.position, follower.seen = PENDING, None, None
+        follower.breaks, follower.found, follower.started = [], 0, False
+        job = _Job(self, follower, (follower.fid, follower.first, snapshot, self.max_bytes), _end(snapshot))
+        if not _worker().put(job):
+            return f"{MAX_QUEUED} lint jobs are already queued"
+        follower.job = job
+        self.jobs_run += 1
+        self.looks += 1
+        return ""
+
     def finished(self, job: _Job, state: str, value) -> None:
-        if state == DONE:
-            # a rule that keeps no table (`db.`) first: the predictions alone would say "no break"
-            rules = job.args[1]
-            result = _Result(DONE, job.snapshot, [f"lint: {w}" for w in rule_warnings(rules)] + warning_lines(value))
-        else:
-            result = _Result(NOT_RUN, job.snapshot, [f"lint: not run: {value}"])
+        """The worker's answer to a look (the dispatch thread)."""
+        follower = job.follower
+        told: list[str] = []
         with self.lock:
-            if self.running.get(job.key) is job:
-                del self.running[job.key]
+            if follower.job is job:
+                follower.job = None
+            if self.closed or self.followers.get(follower.key) is not follower or job.cancelled:
+                return
+            ids = sorted(server_id for server_id, sub in self.subs.items() if sub.key == follower.key)
+            if state == LOST:  # the worker was started anew: read from the start again
+                why = self._start(follower)
+                if why:
+                    follower.state, follower.reason = NOT_RUN, f"the lint worker was restarted and {why}"
+                    told.append(f"lint: not run: {follower.reason}")
+            elif state == DONE and isinstance(value, Look):
+                follower.started = True
+                self.bytes_read += value.read
+                self.largest_look = max(self.largest_look, value.read)
+                follower.state = DONE
+                follower.position = value.position or follower.position
+                follower.seen = job.seen if value.caught_up else None
+                known = follower.found
+                follower.found += value.found
+                follower.breaks += value.breaks[:max(0, LINT_WARNINGS - len(follower.breaks))]
+                # Logged once each: the breaks told in full, and the count beyond them once.
+                told += [_break_line(b) for b in follower.breaks[known:]]
+                if known <= LINT_WARNINGS < follower.found:
+                    told.append("lint: more predicted breaks follow: run `dumpfilter lint`")
+            else:
+                follower.state = FAILED if state == FAILED else NOT_RUN
+                follower.reason = str(value)
+                told.append(f"lint: {follower.state}: {follower.reason}")
+                if follower.started:
+                    _worker().forget(follower.fid)
+                    follower.started = False
+        self.wake.set()  # the binlog may have grown while it was read
+        who = ",".join(str(i) for i in ids) or "-"
+        for line in told:
+            log.warning("server_id %s: %s", who, line)
+
+    def _ensure_thread(self) -> None:
+        """The follow thread, started with the first follower: at each change of the binlog
+        directory (at most every FOLLOW_EVERY seconds), a look for each follower the binlog grew past."""
+        with self.lock:
+            if self.thread is not None or self.closed:
+                return
+            self.thread = threading.Thread(target=self._follow, name="lint-follow", daemon=True)
+        if self.watch is not None:
+            self.watch.add(self.wake)
+        self.thread.start()
+
+    def _follow(self) -> None:
+        while True:
+            self.wake.wait()
             if self.closed:
                 return
-            self.results[job.key] = result
-            self.results.move_to_end(job.key)
-            while len(self.results) > MAX_CACHED:
-                self.results.popitem(last=False)
+            self.wake.clear()
+            try:
+                self.look()
+            except Exception:  # noqa: BLE001 - the thread must outlive any one look
+                log.exception("lint: following the binlog failed")
+            if self.stopped.wait(FOLLOW_EVERY):
+                return
 
-    def status(self, server_id: int) -> tuple[str, list[str]]:
-        """(lint_state, warnings) of a slave, for Stats."""
+    def look(self) -> int:
+        """Queues a look for each follower whose binlog grew since its last one; how many."""
+        snapshot = self._snapshot()
+        if isinstance(snapshot, str):
+            return 0
+        end = _end(snapshot)
+        queued = 0
+        with self.lock:
+            for follower in self.followers.values():
+                if self.closed or follower.state != DONE or follower.job is not None or follower.seen == end:
+                    continue
+                job = _Job(self, follower, (follower.fid, None, snapshot, self.max_bytes), end)
+                _worker().put(job, bounded=False)
+                follower.job = job
+                self.looks += 1
+                queued += 1
+        return queued
+
+    def status(self, server_id: int) -> LintStatus:
+        """A slave's lint, for Stats."""
         if not self.enabled:
-            return OFF, []
+            return LintStatus(OFF)
         with self.lock:
             sub = self.subs.get(server_id)
-            if sub is None:
-                return OFF, []
-            if sub.key in self.running:
-                return PENDING, []
-            done = self.results.get(sub.key)
-        if done is None:
-            return NOT_RUN, []
-        return done.state, list(done.warnings)
+            follower = self.followers.get(sub.key) if sub is not None else None
+            if follower is None:
+                return LintStatus(OFF if sub is None else NOT_RUN)
+            return LintStatus(follower.state, follower.warnings(), follower.position, follower.found)
 
     def take(self, server_id: int) -> list[str]:
-        """The slave's warnings once, the first time they are ready and not yet told (the Dump
-        stream puts them in its next batch)."""
-        sub = self.subs.get(server_id)
-        if sub is None or sub.delivered:
-            return []
+        """The slave's warnings not yet told: all of them the first time they are ready, then the
+        breaks found since (the Dump stream puts them in its next batch)."""
         with self.lock:
-            if sub.key in self.running:
+            sub = self.subs.get(server_id)
+            follower = self.followers.get(sub.key) if sub is not None else None
+            if sub is None or follower is None or follower.state == PENDING:
                 return []
-            done = self.results.get(sub.key)
-            sub.delivered = True
-        return list(done.warnings) if done is not None else []
+            if not sub.delivered:
+                sub.delivered, sub.told = True, follower.found
+                return follower.warnings()
+            if follower.state != DONE or follower.found <= sub.told:
+                return []
+            told, sub.told = sub.told, follower.found
+            return warning_lines(follower.breaks, follower.found, told)
 
     def forget(self, server_id: int) -> None:
         with self.lock:
@@ -349,24 +492,38 @@ class LintJobs:
                 self._drop_unwanted(old.key)
 
     def _drop_unwanted(self, key: tuple) -> None:
-        """Under self.lock: the job of `key` leaves the queue when no slave waits for it."""
-        job = self.running.get(key)
-        if job is None or any(sub.key == key for sub in self.subs.values()):
-            return
-        del self.running[key]
-        job.cancelled = True
-        _worker().drop(job)
+        """Under self.lock: the follower of `key` ends when no slave shares it."""
+        follower = self.followers.get(key)
+        if follower is not None and not any(sub.key == key for sub in self.subs.values()):
+            self._unfollow(follower)
+
+    def _unfollow(self, follower: _Follower) -> None:
+        """Under self.lock: its look leaves the queue, the worker drops its Linter."""
+        if self.followers.get(follower.key) is follower:
+            del self.followers[follower.key]
+        job, follower.job = follower.job, None
+        if job is not None:
+            job.cancelled = True
+            _worker().drop(job)
+        if follower.started or job is not None:
+            _worker().forget(follower.fid)
 
     def close(self) -> None:
-        """Queued jobs of this master are dropped; a running one ends on its own."""
+        """Queued looks of this master are dropped; a running one ends on its own."""
         with self.lock:
             self.closed = True
-            for job in self.running.values():
-                job.cancelled = True
-                if _WORKER is not None:
-                    _WORKER.drop(job)
-            self.running.clear()
+            for follower in list(self.followers.values()):
+                self._unfollow(follower)
             self.subs.clear()
+        self.stopped.set()
+        self.wake.set()
+        if self.watch is not None:
+            self.watch.discard(self.wake)
+
+
+def _end(snapshot: list[tuple[str, int]]) -> tuple | None:
+    """The binlog's end in a snapshot: its last file's name and size."""
+    return (Path(snapshot[-1][0]).name, snapshot[-1][1]) if snapshot else None
 
 
 if __name__ == "__main__":

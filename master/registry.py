@@ -129,8 +129,8 @@ class SlaveRegistry:
         self._group_counter = itertools.count()
         # Each identity's share of registrations, streams, calls and lint jobs (master.shares).
         self.shares = Shares(policy, {REGISTRATIONS: MAX_SLAVES, RULES: MAX_RULES_TOTAL, LINT_JOBS: MAX_QUEUED})
-        # Lint at Register (issue #17): a background job per distinct rule set, up to `lint_bytes`
-        # of binlog (0: off); Register only asks, and never waits.
+        # Lint from Register on (issues #17, #44): a background follower per distinct rule set, each
+        # look reading at most `lint_bytes` of binlog (0: off); Register only asks, and never waits.
         self.lint = LintJobs(binlog_dir, lint_bytes, schema)
 
 

@@ -44,6 +44,7 @@ class DumpService(SlaveRegistry):
         # Streams at the binlog's end wait for its next change here (inotify; the safety-net
         # poll only where inotify is unavailable): no stream sleeps on a timer while a slave waits.
         self.watch = DirectoryWatch(self.binlog_dir, safety_poll=safety_poll)
+        self.lint.follow(self.watch)  # lint follows the binlog as it grows (master.lint_jobs)
         self.batch_bytes = batch_bytes
         # CRC32s are checked as the binlog is read (MySQL's source_verify_checksum=ON); off, a
         # corrupt event body reaches the slaves, whose receivers check what they get.

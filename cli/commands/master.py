@@ -108,9 +108,12 @@ def register(subparsers) -> None:
                        help="the master's schema before its binlog (mysqldump --no-data file or a server): "
                             "multi-table UPDATE decisions use its columns and triggers")
     serve.add_argument("--lint-max-mb", type=float, default=LINT_MAX_BYTES / (1 << 20), metavar="MB",
-                       help="lint each new slave's rules over the binlog in the background when it holds at most "
-                            "this many MiB; the predictions reach the slave in its Register reply or stream and "
-                            "`master status` (default %(default)g; 0: off)")
+                       help="lint each new slave's rules over the binlog in the background, and follow the "
+                            "binlog as it grows: the most one look reads, in MiB (the first reads the whole "
+                            "binlog, so a larger one is not linted at Register; each later one what was appended "
+                            "since, going on in the next look); the predictions reach the slave in its Register "
+                            "reply or stream, `master status` (`no break up to FILE:POS`) and the log "
+                            "(default %(default)g; 0: off)")
     serve.add_argument("--binlog-huge-pages", action="store_true",
                        help="map closed binlog files asking for 2 MB pages: what is read from disk stays in the "
                             "page cache in 2 MB folios, and every later pass of a slave over it takes one page fault "
@@ -474,13 +477,19 @@ def filters_command(args: argparse.Namespace) -> int:
 
 
 def _lint_cell(row: dict) -> str:
-    """'no break', 'N break(s)', or the job's state (pending, off, not run); '; keeps no table' after
-    it when a rule of the slave can match no table (`replicate-wild-do-table=db.`)."""
-    if row["Lint"] != "done":
-        return row["Lint"]
-    breaks = [w for w in row["Lint_warnings"] if w.startswith("lint: a replica")]
+    """'no break up to FILE:POS', 'N break(s) up to FILE:POS' (lint follows the binlog: how far it
+    has read), 'failed: REASON', or the state (pending, off, not run); '; keeps no table' after it
+    when a rule of the slave can match no table (`replicate-wild-do-table=db.`)."""
+    state = row["Lint"]
+    if state == "failed":
+        reason = next((w[len("lint: failed: "):] for w in row["Lint_warnings"] if w.startswith("lint: failed: ")), "")
+        return f"failed: {reason}" if reason else state
+    if state != "done":
+        return state
+    up_to = f" up to {row['Lint_position']}" if row.get("Lint_position") else ""
+    breaks = row.get("Lint_breaks", 0)
     empty = "; keeps no table" if any("keeps no table" in w for w in row["Lint_warnings"]) else ""
-    return (f"{len(breaks)} break(s)" if breaks else "no break") + empty
+    return (f"{breaks} break(s){up_to}" if breaks else f"no break{up_to}") + empty
 
 
 def status_command(args: argparse.Namespace) -> int:

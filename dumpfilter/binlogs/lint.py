@@ -4,10 +4,16 @@ lint is set up (`lint`, `verify`, `simulate`'s lint column, the master's lint at
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import gzip
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter.codec import BinlogReader, Transaction, group_transactions
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.reader import DEFAULT_CHUNK, EventSplitter
+from dumpfilter.codec.transactions import TransactionGrouper
+from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
@@ -41,3 +47,111 @@ def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema
     """Every break a replica with `rules` would meet in `paths` (schemas: see `new_linter`). Without
     either schema, tables the binlog never created are taken to exist."""
     return new_linter(rules, settings, schema, replica_schema).feed_all(units(paths, verify_checksums))
+
+
+MIN_CHUNK = 1 << 16
+
+
+@dataclass
+class Look:
+    """What one `FollowingLint.look` read: `position` is the end of the last whole unit fed (None
+    before the first), `breaks` the first `keep` breaks it found and `found` how many it found,
+    `read` the bytes it read, `caught_up` whether it reached the end of the files it was given."""
+
+    position: tuple[str, int] | None
+    breaks: list[Break]
+    found: int
+    read: int
+    caught_up: bool
+
+
+class FollowingLint:
+    """Lint over a binlog that grows: each `look` feeds the Linter only the whole units written since
+    the last one, from where that one stopped. Memory: the Linter's schema models and the one unit
+    being read (never the binlog, never the breaks beyond those a look hands back)."""
+
+    def __init__(self, linter: Linter, *, verify_checksums: bool = True, chunk_size: int = DEFAULT_CHUNK):
+        self.linter = linter
+        self.verify_checksums = verify_checksums
+        self.chunk_size = chunk_size
+        self.file: str | None = None          # the file being read
+        self.pos = 0                          # the end of its last whole unit fed (0: not opened)
+        self.fmt: FormatDescription | None = None  # its format, to resume past its Format_description
+        self.position: tuple[str, int] | None = None  # how far lint has read: the end of its last whole unit
+
+    def look(self, files: Sequence[tuple[str | Path, int]], budget: int, keep: int = 5) -> Look:
+        """Read on through `files` ((path, size) in binlog order, each read only up to its size) for
+        about `budget` bytes (at most a 64 KiB chunk more, and the unit that passes it is finished). The last file may end inside a unit or
+        an event being written: the look stops before it, and the next one starts there. A file left
+        behind (a later one exists) is read to its end; what it ends inside is fed as lint_files does."""
+        paths = [(Path(p), size) for p, size in files]
+        names = [p.name for p, _ in paths]
+        if not paths:
+            return Look(self.position, [], 0, 0, True)
+        if self.file is None:
+            self.file, self.pos, self.fmt = names[0], 0, None
+        if self.file not in names:
+            raise BinlogError(f"{self.file} left the binlog index before lint read it to its end")
+        i = names.index(self.file)
+        read = 0
+        before = len(self.linter.breaks)
+        caught_up = False
+        while True:
+            path, size = paths[i]
+            last = i == len(paths) - 1
+            reached = self.pos >= size
+            if not reached:
+                n, reached = self._read(path, size, budget - read, final=not last)
+                read += n
+            if last or self.pos < size:
+                caught_up = last and reached
+                break
+            if read >= budget:
+                break
+            i += 1
+            self.file, self.pos, self.fmt = names[i], 0, None
+        found = self.linter.breaks[before:]
+        del self.linter.breaks[before:]
+        return Look(self.position, found[:keep], len(found), read, caught_up)
+
+    def _read(self, path: Path, size: int, budget: int, final: bool) -> tuple[int, bool]:
+        """Feeds the whole units of `path` from self.pos up to `size`; stops after the chunk that
+        passes `budget` once a unit was fed. Returns the bytes read and whether they reached `size`
+        (the bytes after self.pos then are a unit still being written: read, not yet fed)."""
+        name = path.name
+        start = self.pos
+        with open_binlog(path) as stream:
+            if start:
+                stream.seek(start)
+            splitter = EventSplitter(str(path), verify_checksums=self.verify_checksums, start=start, fmt=self.fmt)
+            grouper = TransactionGrouper()
+            offset = start
+            try:
+                # Chunks no larger than the budget (above 64 KiB): a look reads about its budget.
+                chunk = min(self.chunk_size, max(budget, MIN_CHUNK))
+                while offset < size:
+                    data = stream.read(min(chunk, size - offset))
+                    if not data:
+                        break
+                    offset += len(data)
+                    splitter.feed(data)
+                    for event in splitter.events():
+                        for txn in grouper.push(event):
+                            self._feed(name, txn)
+                    if offset - start >= budget and self.pos > start and offset < size:
+                        return offset - start, False
+                if final:
+                    splitter.close()  # a partial event in a file left behind: truncated
+                    for txn in grouper.flush():
+                        self._feed(name, txn)
+                    self.pos = size
+                    self.position = (name, size)
+            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                raise BinlogError(f"read error: {exc}", path=str(path)) from None
+        return offset - start, offset >= size
+
+    def _feed(self, name: str, txn: Transaction) -> None:
+        self.linter.feed(name, txn)
+        self.pos = txn.end_pos
+        self.position = (name, self.pos)
+        self.fmt = txn.events[-1].fmt

@@ -302,9 +302,12 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                 transactions_skipped=s.transactions_skipped, rule_hits=dict(s.rule_hits),
                 skip_policy=slave.reg.skip_policy, kept_bytes=s.kept_bytes, hostname=slave.reg.hostname,
                 registered_at=slave.registered_at.isoformat(), channels=list(slave.registry.channels))
-            state, lint = self.service.lint.status(slave.server_id)
-            reply.slaves[-1].lint_state = state
-            reply.slaves[-1].lint_warnings.extend(lint)
+            lint = self.service.lint.status(slave.server_id)
+            row = reply.slaves[-1]
+            row.lint_state, row.lint_breaks = lint.state, lint.breaks
+            row.lint_warnings.extend(lint.warnings)
+            if lint.position is not None:
+                row.lint_position.CopyFrom(dump_pb2.Position(file=lint.position[0], pos=lint.position[1]))
         source = self.service.source
         if source is not None:
             status = source.status()

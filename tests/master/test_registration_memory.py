@@ -12,7 +12,6 @@ import grpc
 import pytest
 
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.master import lint_jobs
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
 
@@ -34,11 +33,10 @@ def _retained() -> int:
     return min(looks)
 
 
-def test_re_registering_a_server_id_retains_bounded_memory(workload_dir, master_factory, monkeypatch):
-    # Lint stays on (each new rule set queues a job); its result cache is bounded by MAX_CACHED,
-    # made small here so that it is full before the measurement starts. Database and table rules
+def test_re_registering_a_server_id_retains_bounded_memory(workload_dir, master_factory):
+    # Lint stays on (each new rule set starts a follower); a follower ends with the last
+    # registration using its rules, so the re-registrations leave one. Database and table rules
     # only: wild rules would fill Python's own `re` cache (512 patterns) as they go.
-    monkeypatch.setattr(lint_jobs, "MAX_CACHED", 4)
     master, address = master_factory(workload_dir)
     with grpc.insecure_channel(address) as channel:
         stub = dump_pb2_grpc.DumpFilterStub(channel)
@@ -74,7 +72,7 @@ def test_re_registering_a_server_id_retains_bounded_memory(workload_dir, master_
     service = master.service
     # Only the live registration's engine, rule group and lock are left.
     assert len(service._engines) == 1 and len(service._group_ids) == 1 and len(service.group_locks) == 1
-    assert len(service.lint.running) <= 1
+    assert len(service.lint.followers) <= 1 and len(service.lint.subs) == 1
 
 
 def test_pending_changes_of_one_slave_are_bounded(workload_dir):
