@@ -71,16 +71,15 @@ def test_simulates_lint_cell_and_explanation_say_it():
 
 def test_master_status_lint_cell_says_it():
     from dumpfilter.cli.commands.master import _lint_cell
-    from dumpfilter.master.lint_jobs import LintJobs, _Job
+    from dumpfilter.master.lint_jobs import DONE, _Follower
 
-    jobs = LintJobs("/nonexistent")
-    job = _Job(jobs, ("k",), ([], RuleSet(wild_do_table=("shop.",)), None, None, None, True))
-    jobs.running[("k",)] = job
-    jobs.finished(job, "done", [])
-    warnings = jobs.results[("k",)].warnings
+    follower = _Follower(("k",), (RuleSet(wild_do_table=("shop.",)), None, None, None, True))
+    follower.state = DONE
+    warnings = follower.warnings()
     assert warnings == ["lint: replicate-wild-do-table=shop. keeps no table: did you mean `shop.%`?"]
-    assert _lint_cell({"Lint": "done", "Lint_warnings": warnings}) == "no break; keeps no table"
-    assert _lint_cell({"Lint": "done", "Lint_warnings": []}) == "no break"
+    row = {"Lint": "done", "Lint_warnings": warnings, "Lint_position": "master-bin.000001:4", "Lint_breaks": 0}
+    assert _lint_cell(row) == "no break up to master-bin.000001:4; keeps no table"
+    assert _lint_cell({**row, "Lint_warnings": []}) == "no break up to master-bin.000001:4"
 
 
 @pytest.mark.grpc
