@@ -277,6 +277,10 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         empty_keep: rng.below(2) == 0,
         commit_body: b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0COMMIT",
         whole_only: rng.below(4) == 0,
+        limit: if rng.below(2) == 0 { u64::MAX } else { rng.next() >> 44 },
+        fresh: rng.below(2) == 0,
+        gtids: rng.below(2) == 0,
+        query_post: if rng.below(2) == 0 { None } else { Some(13) },
     };
     let from = rng.below(out.units.len() + 1);
     // Random answers for the units that are not fast (keep whole, empty, or unknown).

@@ -45,6 +45,9 @@ crc32 = _core.crc32
 payload_bytes = _core.payload_bytes
 # Renumbers whole events in a bytearray in place for an output offset: (last timestamp, FDE offsets).
 renumber = _core.renumber
+# (kind, qualifier or None, table) of a single-table DML statement's bytes as the core's assembly
+# keys it (rules.statement_keys), or None where the Python parser decides it.
+statement_key = _core.statement_key
 # Whether a file's first bytes hold another server's log_pos values (a relay log).
 foreign_log_pos = _core.foreign_log_pos
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
@@ -244,14 +247,20 @@ class Scanner:
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,
-                 answers: bytes | None = None) -> _core.AssembleResult:
+                 answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
+                 gtids: bool = False, query_post: int | None = None,
+                 stmt_keep: bytes | None = None) -> _core.AssembleResult:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer): the bytes, the next unit index, the output offset, the counts; see
         the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
         `answers`: a byte per unit, ANSWER_KEEP or ANSWER_EMPTY for units that are not fast
-        and were decided in Python (anything else stops the assembly there)."""
+        and were decided in Python (anything else stops the assembly there, or tries the unit's
+        statement keys). `limit`: stop before writing a unit at or past this output offset
+        (`full`; `fresh`: the file has no unit yet). `gtids`: report the GTID events written.
+        `query_post` (the format's QUERY post-header length): statement units are decided by
+        their statements' keys, `stmt_keep` one byte per key id (rules.statement_keys)."""
         return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body,
-                                   whole_only, answers)
+                                   whole_only, answers, limit, fresh, gtids, query_post, stmt_keep)
 
     def slow_units(self) -> memoryview:
         """The indices (u32) of the last `units` call's units that are not fast."""

@@ -164,7 +164,7 @@ class TransactionFilter:
         """`lone_statement_kept` from the Query's text and default database."""
         if framing_statement(sql):
             return True
-        return self.decider.decide_statement(sql, current_db).apply
+        return self.decider.statement_kept(sql, current_db)
 
     # -- event by event -------------------------------------------------------------------
     def _filter_events(self, events: list[Event]) -> tuple[list[Event], int, int]:
@@ -255,7 +255,7 @@ class TransactionFilter:
         return fix_transaction_length(self._empty_transaction(txn))
 
     def _statement_kept(self, event: Event) -> bool:
-        return self.decider.decide_statement(event.sql, event.db).apply
+        return self.decider.statement_kept(event.sql, event.db)
 
     def _empty_transaction(self, txn: Transaction) -> list[Event]:
         """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty
