@@ -67,7 +67,13 @@ pub struct Options<'a> {
 
 impl Options<'_> {
     /// The options of a plain assembly: no limit, no GTIDs reported, no statement keys.
-    pub fn plain(base: u64, renumber: bool, crc: bool, empty_keep: bool, commit_body: &[u8]) -> Options<'_> {
+    pub fn plain(
+        base: u64,
+        renumber: bool,
+        crc: bool,
+        empty_keep: bool,
+        commit_body: &[u8],
+    ) -> Options<'_> {
         Options {
             base,
             renumber,
@@ -170,7 +176,18 @@ pub fn assemble(
     opt: &Options,
 ) -> Assembly {
     let mut keys = Keys::default();
-    assemble_statements(buf, units, tables, keep, answers, from, out_pos, opt, &mut keys, &[])
+    assemble_statements(
+        buf,
+        units,
+        tables,
+        keep,
+        answers,
+        from,
+        out_pos,
+        opt,
+        &mut keys,
+        &[],
+    )
 }
 
 /// `assemble`, with the statement units (a GTID, Queries with their context events, an XID or
@@ -246,7 +263,10 @@ pub fn assemble_statements(
                         Walked::No => break,
                     }
                     by_keys = true;
-                    (walk.kept == walk.content, walk.kept == 0 && walk.content > 0)
+                    (
+                        walk.kept == walk.content,
+                        walk.kept == 0 && walk.content > 0,
+                    )
                 }
             }
         };

@@ -81,6 +81,9 @@ SHAPES = [
     ("db", "INSERT INTO $x$ (a) VALUES (1)"),
     ("db", "UPDATE set SET a=1"),
     ("db", "DELETE FROM `` WHERE 1"),
+    ("db", "UPDATE FROM.t SET a=1"),              # a reserved word: the fast form and the full parser differ
+    ("db", "UPDATE FROM SET a=1"),
+    ("db", "UPDATE `FROM` SET a=1"),
 ]
 
 
