@@ -210,11 +210,9 @@ pub fn assemble_statements(
     // Room for every byte left in the buffer from the first unit on: a fast unit's output is
     // never longer than the unit (an emptied one loses at least a Table_map and its rows for the
     // COMMIT it gains), so the output is not copied again at each doubling of its capacity (an
-    // emptied DDL shorter than a COMMIT may still make it grow, as before).
-    let room = units
-        .get(from)
-        .map_or(0, |u| buf.len().saturating_sub(u.start));
-    let mut out = Vec::with_capacity(room);
+    // emptied DDL shorter than a COMMIT may still make it grow, as before). Reserved at the first
+    // unit handled: a call that stops at once (a unit Python takes) allocates nothing.
+    let mut out: Vec<u8> = Vec::new();
     let mut counts = Counts::default();
     let mut i = from;
     let mut need_keys = false;
@@ -276,6 +274,9 @@ pub fn assemble_statements(
         {
             full = true;
             break; // something to write, and the file is full: the caller rotates
+        }
+        if out.capacity() == 0 {
+            out.reserve(buf.len().saturating_sub(u.start));
         }
         let written_at = out.len() as u64;
         // A unit decided by keys and done: count the keys' uses.

@@ -194,6 +194,7 @@ class BinlogFilter:
         to the TransactionFilter as Events."""
         name = str(path)
         scanner = Scanner(name, verify_checksums=self.verify_checksums)
+        self.statement_keys.restart()  # key ids are the scanner's: a new file's start again
         magic = stream.read(4)
         if magic != MAGIC:
             if len(magic) < 4:
@@ -248,10 +249,11 @@ class BinlogFilter:
                         if slow is None:
                             slow = scanner.slow_units()
                         answers, answered_to = self._lone_answers(units, slow, buf, base, fmt, i)
-                    # Statement units (a GTID, Queries, an XID) are tried by their statements' keys.
-                    by_keys = keys.enabled and not fast and direct.renumber_positions
-                    # (The assembly stops at once at a unit not fast and not answered.)
-                    if fast or by_keys or (i < answered_to and answers[i] != _UNANSWERED):
+                    # Statement units (a GTID, Queries, an XID) are decided by their statements' keys.
+                    by_keys = keys.enabled and direct.renumber_positions
+                    # (The assembly stops at once at a unit not fast, not answered and not keyed.)
+                    if fast or (i < answered_to and answers[i] != _UNANSWERED) or (
+                            by_keys and units.may_hold_statements(i)):
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
                             buf, i, self._keep.for_names(scanner.names), direct.position, base, direct.renumber_positions,

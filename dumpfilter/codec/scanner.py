@@ -136,6 +136,15 @@ class UnitRecords:
             return None
         return w[k] + w[k + 3], w[k + 1]
 
+    def may_hold_statements(self, i: int) -> bool:
+        """Whether unit i may be a statement unit the core decides by its statements' keys (a
+        complete transaction or statement with a GTID, no Transaction_payload): worth an
+        assembly call; the core walks its events to tell."""
+        w2 = self._words[8 * i + 2]
+        flags = w2 >> 40
+        return ((w2 >> 32) & 0xFF) != _CONTROL_KIND and flags & F_COMPLETE != 0 and flags & _ANY_GTID != 0 \
+            and flags & F_PAYLOAD == 0
+
     def lone_control(self, i: int) -> int | None:
         """The offset of unit i when it is a control unit of one event (a Heartbeat, a Rotate,
         ...: the caller reads its type), else None."""
@@ -144,6 +153,8 @@ class UnitRecords:
 
 
 _LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
+_ANY_GTID = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID
+_CONTROL_KIND = KINDS.index("control")
 
 
 def _record(words: tuple) -> UnitRecord:

@@ -39,6 +39,13 @@ class StatementKeeps:
         self.statements = 0     # statements answered by key
         self.units = 0          # statement units written from keys
 
+    def restart(self) -> None:
+        """A new scanner (the next input file): its key ids start again, so do the answers (the
+        counters go on)."""
+        self._keep.clear()
+        self._decisions.clear()
+        self._bytes = b""
+
     def keep_bytes(self) -> bytes:
         """One byte per key id, as the core's assembly takes them."""
         if self._bytes is None:
