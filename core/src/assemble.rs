@@ -275,8 +275,8 @@ pub fn assemble_statements(
             full = true;
             break; // something to write, and the file is full: the caller rotates
         }
-        if out.capacity() == 0 {
-            out.reserve(buf.len().saturating_sub(u.start));
+        if out.capacity() == 0 && (all || (mariadb && opt.renumber && !opt.whole_only)) {
+            out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
         }
         let written_at = out.len() as u64;
         // A unit decided by keys and done: count the keys' uses.
