@@ -14,6 +14,12 @@ same process on the same input, never an absolute threshold:
 (d) `dumpfilter filter` as a whole command (a process: interpreter start and imports included) vs
     the compiled header hop with every event's CRC32 checked, over the same file (issue #30 goal
     4, target >= 0.8x).
+(e) MIXED (issue #43): a sysbench-like binlog a sandbox MariaDB writes with binlog_format=MIXED
+    (bench/mixed_binlog.py; DUMPFILTER_MIXED_MB, default 220: diagnostic below 500 MB), one
+    schema of eight kept: `filter FILE -o` and `filter DIR --out` as commands vs
+    `mariadb-binlog --database` (target >= 3x), run in turn in the same rounds.
+(f) ROW `filter DIR --out OUTDIR` vs `filter FILE -o OUT` as commands over the same bytes
+    (issue #43 goal 4: within 10%, ratio >= 0.9x).
 Results: a table on stdout and bench/results/filter.json.
 """
 
@@ -279,12 +285,76 @@ def bench_command(tmp: Path, path: Path | None = None) -> dict:
             "command_s": round(command_s, 3), "ratio": round(hop_s / command_s, 3)}
 
 
+def _commands(tmp: Path, path: Path, keep: str) -> dict:
+    """`filter FILE -o` and `filter DIR --out` (DIR holding only `path`) as argument lists."""
+    import sys
+
+    directory = tmp / f"in-{path.stem}"
+    if not directory.exists():
+        directory.mkdir()
+        os.symlink(path, directory / path.name)
+    base = [sys.executable, "-m", "dumpfilter", "filter"]
+    rules = [f"--replicate-do-db={keep}", "--summary", "none"]
+    return {"file": [*base, str(path), "-o", str(tmp / "cmd.out"), *rules],
+            "dir": [*base, str(directory), "--out", str(tmp / "cmd-out-dir"), *rules]}
+
+
+def _run_command(argv: list[str]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    out_dir = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
+    if out_dir is not None and out_dir.exists():
+        shutil.rmtree(out_dir)
+    subprocess.run(argv, check=True, cwd=root)
+
+
+def bench_mixed(tmp: Path) -> dict:
+    """(e) Issue #43: the statement path on a real MariaDB MIXED binlog, as whole commands."""
+    from bench.mixed_binlog import mixed_binlog
+    from dumpfilter.lab.sandbox.server import mariadb_available
+
+    tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
+    if not mariadb_available() or tool is None:
+        return {"skipped": "needs mariadbd and mariadb-binlog"}
+    path = mixed_binlog(int(os.environ.get("DUMPFILTER_MIXED_MB", "220")))
+    size = path.stat().st_size
+    argv = _commands(tmp, path, "sbtest1")
+
+    def tool_run():
+        with open(os.devnull, "wb") as null:
+            subprocess.run([tool, "--no-defaults", "--database=sbtest1", str(path)], stdout=null, check=True)
+
+    best = interleaved({"file": lambda: _run_command(argv["file"]), "dir": lambda: _run_command(argv["dir"]),
+                        "tool": tool_run})
+    file_s, dir_s, tool_s = best["file"][0], best["dir"][0], best["tool"][0]
+    # Where the statements were decided: by key in the core, or by the Python parser (a diagnostic run).
+    eng = engine([("replicate-do-db", "sbtest1")])
+    stats = run_filter(path, eng, tmp / "mixed.out", verify=True)
+    with open(path, "rb") as f:
+        statements = sum(1 for e in BinlogReader(f) if e.is_query and e.sql not in ("BEGIN", "COMMIT"))
+    return {"file_mb": round(size / 1e6, 1), "diagnostic": size < 500e6, "statements": statements,
+            "by_key": stats.statements_by_key, "keys_decided": stats.statement_keys,
+            "python_share": round(1 - stats.statements_by_key / statements, 5) if statements else None,
+            "filter_o_s": round(file_s, 3), "filter_out_s": round(dir_s, 3), "mariadb_binlog_s": round(tool_s, 3),
+            "o_vs_mariadb_binlog": round(tool_s / file_s, 2), "out_vs_mariadb_binlog": round(tool_s / dir_s, 2)}
+
+
+def bench_out_dir(tmp: Path) -> dict:
+    """(f) Issue #43 goal 4: `--out DIR` on the compiled path, against `-o FILE`, on ROW."""
+    path = row_file(target_mb())
+    argv = _commands(tmp, path, "db3")
+    best = interleaved({"file": lambda: _run_command(argv["file"]), "dir": lambda: _run_command(argv["dir"])})
+    file_s, dir_s = best["file"][0], best["dir"][0]
+    return {"file_mb": round(path.stat().st_size / 1e6, 1), "filter_o_s": round(file_s, 3),
+            "filter_out_s": round(dir_s, 3), "ratio": round(file_s / dir_s, 3)}
+
+
 def main() -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
         tmp = Path(tmp)
         results = {"row_do_db": bench_row(tmp), "wild_rules": bench_wild(tmp), "statement": bench_statement(tmp),
-                   "command_vs_hop_crc": bench_command(tmp)}
+                   "command_vs_hop_crc": bench_command(tmp), "mixed": bench_mixed(tmp), "out_dir": bench_out_dir(tmp)}
     r, w, s, c = results["row_do_db"], results["wild_rules"], results["statement"], results["command_vs_hop_crc"]
+    m, o = results["mixed"], results["out_dir"]
     rows = [
         ("(a) ROW do-db vs minimal loop", f"{r['vs_baseline']:.2f}x (CRC verified: {r['vs_baseline_verify_crc']:.2f}x)",
          ">= 0.5x", f"{r['file_mb']} MB, {r['filter_mb_per_s']} MB/s"),
@@ -296,6 +366,13 @@ def main() -> dict:
          f"{s['statements']} statements; no rules {s['no_rules_statements_per_s']:,}/s"),
         ("(d) `dumpfilter filter` command vs hop + CRC32", f"{c['ratio']:.2f}x", ">= 0.8x",
          f"{c['file_mb']} MB: command {c['command_s']} s, compiled hop with per-event CRC32 {c['hop_crc_s']} s"),
+        ("(e) MIXED do-db vs mariadb-binlog --database", "skipped" if "skipped" in m else
+         f"-o {m['o_vs_mariadb_binlog']:.2f}x, --out {m['out_vs_mariadb_binlog']:.2f}x", ">= 3x",
+         m.get("skipped") or f"{m['file_mb']} MB{' (diagnostic: < 500 MB)' if m['diagnostic'] else ''}: "
+         f"-o {m['filter_o_s']} s, --out {m['filter_out_s']} s, mariadb-binlog {m['mariadb_binlog_s']} s; "
+         f"{m['python_share']:.2%} of {m['statements']} statements to Python"),
+        ("(f) ROW --out DIR vs -o FILE", f"{o['ratio']:.2f}x", ">= 0.9x",
+         f"{o['file_mb']} MB: -o {o['filter_o_s']} s, --out {o['filter_out_s']} s"),
     ]
     width = max(len(a) for a, *_ in rows)
     print(f"{'benchmark':<{width}}  {'result':<34}  {'target':<12}  detail")

@@ -26,6 +26,11 @@ F_STANDALONE: Final[int]
 # `Scanner.assemble`'s answers for units that are not fast, decided in Python.
 ANSWER_KEEP: Final[int]
 ANSWER_EMPTY: Final[int]
+# `statement_key`'s kinds (stmt.rs): INSERT, REPLACE, UPDATE, DELETE.
+KIND_INSERT: Final[int]
+KIND_REPLACE: Final[int]
+KIND_UPDATE: Final[int]
+KIND_DELETE: Final[int]
 ROW_SKIP: Final[int]
 ROW_PARTIAL: Final[int]
 ROW_KEEP: Final[int]
@@ -136,6 +141,28 @@ class AssembleResult(_Record):
         """The output offset after `out`."""
     @property
     def counts(self) -> AssembleCounts: ...
+    @property
+    def need_keys(self) -> bool:
+        """Stopped at a statement unit with a key whose answer is not given: decide the keys
+        (`new_keys`, and any other not answered yet) and call again."""
+    @property
+    def new_keys(self) -> list[tuple[int, bytes, bytes]]:
+        """The statement keys met for the first time: (key id, default database, statement)."""
+    @property
+    def key_uses(self) -> list[tuple[int, int]]:
+        """(key id, statements answered by it) for the keys used."""
+    @property
+    def statement_units(self) -> int:
+        """Statement units decided by their keys."""
+    @property
+    def statements(self) -> int:
+        """Statements decided by their keys."""
+    @property
+    def full(self) -> bool:
+        """Stopped at `limit`: start the next file and call again."""
+    @property
+    def gtids(self) -> bytes:
+        """Offsets in `out` of the GTID events a series' next GTID state needs, packed u64."""
 
 
 class UnitEntry(_Record):
@@ -258,11 +285,18 @@ class Scanner:
         the error that stopped it, if any."""
     def assemble(self, buf: Buffer, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, whole_only: bool = False,
-                 answers: bytes | None = None) -> AssembleResult:
+                 answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
+                 gtids: bool = False, query_post: int | None = None,
+                 stmt_keep: bytes | None = None) -> AssembleResult:
         """What a filter keeps of the last `units` call's units from index `start` on, for a sink
         that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the buffer
-        that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown. Returns
-        the bytes, the next unit index, the output offset after them and the counts."""
+        that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown.
+        `limit`: stop before writing a unit once the output offset reaches it (a series' file
+        size; `fresh`: the file has no unit yet, its first is written anyway); `gtids`: report
+        the GTID events written; `query_post` (the QUERY post-header length): decide statement
+        units by their statements' keys, `stmt_keep` holding one byte per key id (0 dropped, 1
+        kept, else unknown). Returns the bytes, the next unit index, the output offset after
+        them, the counts, and what the statement keys did."""
     def slow_units(self) -> bytes:
         """The indices of the last `units` call's units that are not fast, as packed u32: what
         Python decides itself (statements, DDL, control events) before handing the rest to
@@ -384,6 +418,9 @@ def renumber(buf: bytearray, start: int, stop: int, base: int, crc: bool) -> tup
 def plain_statement(sql: bytes) -> bool | None:
     """`rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
     answer (text with non-ASCII bytes or a leading comment; see sql::plain_statement)."""
+def statement_key(sql: bytes) -> tuple[int, bytes | None, bytes] | None:
+    """The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
+    stmt::dml_shape): (kind, qualifier or None, table), or None where Python's parser decides."""
 
 
 def foreign_log_pos(buf: Buffer, off: int) -> bool:

@@ -7,7 +7,9 @@
 
 use crate::hops::statements;
 use crate::le::u32_at;
-use crate::scan::{Unit, F_FAST, F_MARIADB_GTID};
+use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
+use crate::sql::query_ranges;
+use crate::stmt::{dml_shape, framing, Keys};
 use crate::types::*;
 
 /// Per-outcome counters, in the order Python's FilterStats adds them.
@@ -26,6 +28,20 @@ pub struct Assembly {
     pub next: usize,
     pub out_pos: u64,
     pub counts: Counts,
+    /// The assembly stopped at a statement unit with a key whose answer is not given (a new key,
+    /// queued in `Keys::new`): Python decides it and calls again.
+    pub need_keys: bool,
+    /// (key id, statements answered by it) for the keys used.
+    pub key_uses: Vec<(u32, u64)>,
+    /// Statement units and statements decided by their keys.
+    pub statement_units: u64,
+    pub statements: u64,
+    /// Stopped at `Options::limit`: the caller starts the next file and calls again.
+    pub full: bool,
+    /// With `Options::gtids`: offsets in `out` of the GTID events a series' next GTID state needs
+    /// (every MySQL one; for MariaDB the last of each (domain, server_id), in the order the pairs
+    /// first appear: Gtid_list keeps the last seq_no of each pair, in insertion order).
+    pub gtids: Vec<u64>,
 }
 
 pub struct Options<'a> {
@@ -37,6 +53,40 @@ pub struct Options<'a> {
     pub commit_body: &'a [u8],
     /// Only units kept whole (a slave relaying what its own rules keep): stop at any other.
     pub whole_only: bool,
+    /// Stop before writing a unit once the output offset has reached this (a series' file size
+    /// limit: the caller rotates and goes on); u64::MAX: none.
+    pub limit: u64,
+    /// The output file holds no unit yet: its first unit is written whatever `limit` says (a
+    /// series' file takes one unit even when its framing alone passes the limit).
+    pub fresh: bool,
+    /// Report the GTID events written (`Assembly::gtids`), for a series' next file.
+    pub gtids: bool,
+    /// Statement units decided by key (the QUERY post-header length), None: off.
+    pub query_post: Option<usize>,
+}
+
+impl Options<'_> {
+    /// The options of a plain assembly: no limit, no GTIDs reported, no statement keys.
+    pub fn plain(
+        base: u64,
+        renumber: bool,
+        crc: bool,
+        empty_keep: bool,
+        commit_body: &[u8],
+    ) -> Options<'_> {
+        Options {
+            base,
+            renumber,
+            crc,
+            empty_keep,
+            commit_body,
+            whole_only: false,
+            limit: u64::MAX,
+            fresh: false,
+            gtids: false,
+            query_post: None,
+        }
+    }
 }
 
 /// Gives every event of buf[start..stop] (whole events, back to back, to be written at output
@@ -122,19 +172,55 @@ pub fn assemble(
     keep: &[u8],
     answers: &[u8],
     from: usize,
+    out_pos: u64,
+    opt: &Options,
+) -> Assembly {
+    let mut keys = Keys::default();
+    assemble_statements(
+        buf,
+        units,
+        tables,
+        keep,
+        answers,
+        from,
+        out_pos,
+        opt,
+        &mut keys,
+        &[],
+    )
+}
+
+/// `assemble`, with the statement units (a GTID, Queries with their context events, an XID or
+/// COMMIT) that `answers` leaves open decided by their statements' keys when
+/// `opt.query_post` is given: `keys` interns them, `stmt_keep` holds one byte per key id (0
+/// dropped, 1 kept, else not known: the assembly stops there with `need_keys`).
+#[allow(clippy::too_many_arguments)]
+pub fn assemble_statements(
+    buf: &[u8],
+    units: &[Unit],
+    tables: &[u32],
+    keep: &[u8],
+    answers: &[u8],
+    from: usize,
     mut out_pos: u64,
     opt: &Options,
+    keys: &mut Keys,
+    stmt_keep: &[u8],
 ) -> Assembly {
     // Room for every byte left in the buffer from the first unit on: a fast unit's output is
     // never longer than the unit (an emptied one loses at least a Table_map and its rows for the
     // COMMIT it gains), so the output is not copied again at each doubling of its capacity (an
-    // emptied DDL shorter than a COMMIT may still make it grow, as before).
-    let room = units
-        .get(from)
-        .map_or(0, |u| buf.len().saturating_sub(u.start));
-    let mut out = Vec::with_capacity(room);
+    // emptied DDL shorter than a COMMIT may still make it grow, as before). Reserved at the first
+    // unit handled: a call that stops at once (a unit Python takes) allocates nothing.
+    let mut out: Vec<u8> = Vec::new();
     let mut counts = Counts::default();
     let mut i = from;
+    let mut need_keys = false;
+    let mut full = false;
+    let mut uses: Vec<u64> = Vec::new();
+    let (mut statement_units, mut statements_done) = (0u64, 0u64);
+    let mut walk = StatementWalk::default();
+    let mut gtids = GtidsWritten::default();
     'units: while i < units.len() {
         let u = &units[i];
         if u.end > buf.len() {
@@ -143,6 +229,7 @@ pub fn assemble(
         let mariadb = u.flags & F_MARIADB_GTID != 0;
         let size = (u.end - u.start) as u64;
         let source_pos = opt.base + u.start as u64;
+        let mut by_keys = false;
         let (all, none) = if u.flags & F_FAST != 0 {
             if u.tables_hi as usize > tables.len() || u.tables_lo > u.tables_hi {
                 break;
@@ -161,10 +248,57 @@ pub fn assemble(
             match answers.get(i) {
                 Some(&ANSWER_KEEP) => (true, false),
                 Some(&ANSWER_EMPTY) if u.gtid_size > 0 => (false, true),
-                _ => break,
+                _ => {
+                    let Some(query_post) = opt.query_post else {
+                        break;
+                    };
+                    match walk.run(buf, u, query_post, opt.crc, keys, stmt_keep) {
+                        Walked::Decided => {}
+                        Walked::NeedKeys => {
+                            need_keys = true;
+                            break;
+                        }
+                        Walked::No => break,
+                    }
+                    by_keys = true;
+                    (
+                        walk.kept == walk.content,
+                        walk.kept == 0 && walk.content > 0,
+                    )
+                }
             }
         };
+        if (all || opt.empty_keep || !none)
+            && out_pos >= opt.limit
+            && (!out.is_empty() || !opt.fresh)
+        {
+            full = true;
+            break; // something to write, and the file is full: the caller rotates
+        }
+        if out.capacity() == 0 && (all || (mariadb && opt.renumber && !opt.whole_only)) {
+            out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
+        }
+        let written_at = out.len() as u64;
+        // A unit decided by keys and done: count the keys' uses.
+        macro_rules! keys_used {
+            () => {
+                if by_keys {
+                    statement_units += 1;
+                    statements_done += walk.content;
+                    for id in &walk.used {
+                        let id = *id as usize;
+                        if uses.len() <= id {
+                            uses.resize(id + 1, 0);
+                        }
+                        uses[id] += 1;
+                    }
+                }
+            };
+        }
         if all {
+            if opt.gtids && u.gtid_size > 0 {
+                gtids.add(u, written_at);
+            }
             if opt.renumber && out_pos != source_pos {
                 push_renumbered(&mut out, buf, u.start, u.end, out_pos, opt.crc);
             } else {
@@ -174,6 +308,7 @@ pub fn assemble(
             counts.kept[0] += 1;
             counts.kept[1] += u.events as u64;
             counts.kept[2] += size;
+            keys_used!();
             i += 1;
             continue;
         }
@@ -186,6 +321,7 @@ pub fn assemble(
                 counts.skipped[0] += 1;
                 counts.skipped[1] += u.events as u64;
                 counts.skipped[2] += size;
+                keys_used!();
                 i += 1;
                 continue;
             }
@@ -194,21 +330,36 @@ pub fn assemble(
             else {
                 break;
             };
+            if opt.gtids {
+                gtids.add(u, written_at);
+            }
             out_pos += written;
             counts.emptied[0] += 1;
             counts.emptied[1] += u.events as u64;
             counts.emptied[2] += size;
             counts.emptied[3] += written;
+            keys_used!();
             i += 1;
             continue;
         }
-        // Partly kept: whole statements dropped, when each statement's tables get one answer.
-        let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
-        let Some((joined, events_out)) =
-            partial(buf, u.start, u.end, gtid_end, u.events, ids, keep)
-        else {
-            break;
+        // Partly kept: whole statements dropped, when each statement's tables get one answer
+        // (or, in a statement unit, each Query's key).
+        let (joined, events_out) = if by_keys {
+            let mut joined = Vec::with_capacity(u.end - u.start);
+            for (a, b) in &walk.parts {
+                joined.extend_from_slice(&buf[*a..*b]);
+            }
+            (joined, walk.events_out)
+        } else {
+            let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
+            let Some(p) = partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) else {
+                break;
+            };
+            p
         };
+        if opt.gtids {
+            gtids.add(u, written_at);
+        }
         let before = out.len();
         push_renumbered(&mut out, &joined, 0, joined.len(), out_pos, opt.crc);
         let written = (out.len() - before) as u64;
@@ -218,13 +369,173 @@ pub fn assemble(
         counts.partial[2] += size;
         counts.partial[3] += events_out;
         counts.partial[4] += written;
+        keys_used!();
         i += 1;
     }
+    let key_uses = uses
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(id, n)| (id as u32, *n))
+        .collect();
     Assembly {
         out,
         next: i,
         out_pos,
         counts,
+        need_keys,
+        key_uses,
+        statement_units,
+        statements: statements_done,
+        full,
+        gtids: gtids.finish(),
+    }
+}
+
+/// The GTID events an assembly wrote, for `Assembly::gtids`.
+#[derive(Default)]
+struct GtidsWritten {
+    /// (offset, MariaDB (domain, server_id) or None) in order written.
+    seen: Vec<(u64, Option<(u32, u32)>)>,
+}
+
+impl GtidsWritten {
+    fn add(&mut self, u: &Unit, at: u64) {
+        let mariadb = u.flags & F_MARIADB_GTID != 0;
+        self.seen
+            .push((at, mariadb.then_some((u.gtid_domain, u.gtid_server))));
+    }
+
+    fn finish(self) -> Vec<u64> {
+        let mut last: std::collections::HashMap<(u32, u32), usize> = Default::default();
+        for (k, (_, pair)) in self.seen.iter().enumerate() {
+            if let Some(p) = pair {
+                last.insert(*p, k);
+            }
+        }
+        let mut out = Vec::new();
+        let mut placed: std::collections::HashSet<(u32, u32)> = Default::default();
+        for (at, pair) in &self.seen {
+            match pair {
+                None => out.push(*at),
+                Some(p) => {
+                    if placed.insert(*p) {
+                        out.push(self.seen[last[p]].0);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+enum Walked {
+    /// Every Query answered: `kept` of `content`, the kept byte ranges in `parts`.
+    Decided,
+    /// A key whose answer is not given (new keys queued in `Keys::new`).
+    NeedKeys,
+    /// Not a statement unit the core decides: Python takes it.
+    No,
+}
+
+/// One statement unit's walk: TransactionFilter._filter_events for a unit of a GTID, Queries
+/// with their context events (Intvar, Rand, User_var: kept or dropped with the Query after
+/// them) and an XID, each Query's answer read from its key.
+#[derive(Default)]
+struct StatementWalk {
+    parts: Vec<(usize, usize)>,
+    used: Vec<u32>,
+    content: u64,
+    kept: u64,
+    events_out: u64,
+    scratch: Vec<u8>,
+}
+
+impl StatementWalk {
+    fn keep(&mut self, a: usize, b: usize, events: u64) {
+        self.events_out += events;
+        match self.parts.last_mut() {
+            Some(last) if last.1 == a => last.1 = b,
+            _ => self.parts.push((a, b)),
+        }
+    }
+
+    fn run(
+        &mut self,
+        buf: &[u8],
+        u: &Unit,
+        query_post: usize,
+        crc: bool,
+        keys: &mut Keys,
+        stmt_keep: &[u8],
+    ) -> Walked {
+        self.parts.clear();
+        self.used.clear();
+        (self.content, self.kept, self.events_out) = (0, 0, 0);
+        let gtid = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID;
+        if u.flags & F_COMPLETE == 0 || u.flags & gtid == 0 || u.gtid_size == 0 || u.events < 2 {
+            return Walked::No;
+        }
+        let crc_len = if crc { 4 } else { 0 };
+        let gtid_end = u.start + u.gtid_size as usize;
+        self.keep(u.start, gtid_end, 1);
+        let mut at = gtid_end;
+        let mut pending: Option<(usize, u64)> = None; // context events waiting for their Query
+        let mut unknown = false;
+        while at < u.end {
+            let Some(size) = u32_at(buf, at + 9).map(|s| s as usize) else {
+                return Walked::No;
+            };
+            if size < HEADER_LEN || at + size > u.end {
+                return Walked::No;
+            }
+            let nxt = at + size;
+            match buf[at + 4] {
+                INTVAR | RAND | USER_VAR => {
+                    let (from, n) = pending.unwrap_or((at, 0));
+                    pending = Some((from, n + 1));
+                }
+                QUERY => {
+                    let Some((db, sql)) = query_ranges(&buf[..nxt], at, query_post, crc_len) else {
+                        return Walked::No;
+                    };
+                    let (db, sql) = (&buf[db], &buf[sql]);
+                    let (from, n) = pending.take().unwrap_or((at, 0));
+                    if let Some(shape) = dml_shape(sql) {
+                        let id = keys.id(db, sql, &shape, &mut self.scratch);
+                        self.content += 1;
+                        self.used.push(id);
+                        match stmt_keep.get(id as usize) {
+                            Some(1) => {
+                                self.kept += 1;
+                                self.keep(from, nxt, n + 1);
+                            }
+                            Some(0) => {}
+                            _ => unknown = true,
+                        }
+                    } else if framing(sql) == Some(true) {
+                        self.keep(from, nxt, n + 1);
+                    } else {
+                        return Walked::No;
+                    }
+                }
+                XID => {
+                    if pending.is_some() {
+                        return Walked::No;
+                    }
+                    self.keep(at, nxt, 1);
+                }
+                _ => return Walked::No,
+            }
+            at = nxt;
+        }
+        if pending.is_some() {
+            return Walked::No;
+        }
+        if unknown {
+            return Walked::NeedKeys;
+        }
+        Walked::Decided
     }
 }
 

@@ -12,6 +12,7 @@ pub mod relay;
 pub mod scan;
 pub mod send;
 pub mod sql;
+pub mod stmt;
 pub mod types;
 
 #[cfg(feature = "python")]

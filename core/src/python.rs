@@ -73,6 +73,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hop, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
+    m.add_function(wrap_pyfunction!(statement_key, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
@@ -80,6 +81,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
     m.add("ANSWER_KEEP", assemble::ANSWER_KEEP)?;
     m.add("ANSWER_EMPTY", assemble::ANSWER_EMPTY)?;
+    m.add("KIND_INSERT", crate::stmt::KIND_INSERT)?;
+    m.add("KIND_REPLACE", crate::stmt::KIND_REPLACE)?;
+    m.add("KIND_UPDATE", crate::stmt::KIND_UPDATE)?;
+    m.add("KIND_DELETE", crate::stmt::KIND_DELETE)?;
     m.add("ROW_SKIP", assemble::ROW_SKIP)?;
     m.add("ROW_PARTIAL", assemble::ROW_PARTIAL)?;
     m.add("ROW_KEEP", assemble::ROW_KEEP)?;

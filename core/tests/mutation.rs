@@ -8,11 +8,12 @@
 use std::panic;
 use std::path::Path;
 
-use _core::assemble::{assemble, Options};
+use _core::assemble::{assemble, assemble_statements, Options};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::send::{send, walk, SendOptions, UnitList};
+use _core::stmt::Keys;
 
 struct Rng(u64);
 
@@ -277,6 +278,14 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         empty_keep: rng.below(2) == 0,
         commit_body: b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0COMMIT",
         whole_only: rng.below(4) == 0,
+        limit: if rng.below(2) == 0 {
+            u64::MAX
+        } else {
+            rng.next() >> 44
+        },
+        fresh: rng.below(2) == 0,
+        gtids: rng.below(2) == 0,
+        query_post: if rng.below(2) == 0 { None } else { Some(13) },
     };
     let from = rng.below(out.units.len() + 1);
     // Random answers for the units that are not fast (keep whole, empty, or unknown).
@@ -295,6 +304,30 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         a.next >= from && a.next <= out.units.len(),
         "iteration {iteration}: assemble stopped at {}",
         a.next
+    );
+    // The statement path over the same units, with random answers per statement key (issue #43).
+    let mut keys = Keys::default();
+    let stmt_keep: Vec<u8> = (0..64).map(|_| rng.below(3) as u8).collect();
+    let sopt = Options {
+        query_post: Some(13),
+        ..opt
+    };
+    let s = assemble_statements(
+        &data[..out.stop.max(start)],
+        &out.units,
+        &out.tables,
+        &keep,
+        &answers,
+        from,
+        rng.next() >> 40,
+        &sopt,
+        &mut keys,
+        &stmt_keep,
+    );
+    assert!(
+        s.next >= from && s.next <= out.units.len() && s.gtids.len() as u64 <= s.out.len() as u64,
+        "iteration {iteration}: assemble_statements stopped at {}",
+        s.next
     );
     // One stream's send walk over the scanned units, with random answers.
     let mut plan = UnitList::default();

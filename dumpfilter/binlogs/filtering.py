@@ -33,10 +33,10 @@ import io
 import os
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.codec import BinlogWriter, Event, EventType, Transaction, bad_magic, fix_transaction_length
+from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
@@ -47,6 +47,7 @@ from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.rules.decider import TableKeeps
+from dumpfilter.rules.statement_keys import StatementKeeps
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
 from dumpfilter.binlogs.background import ReadAhead
@@ -56,6 +57,7 @@ from dumpfilter.codec.encode import COMMIT_BODY
 _U32 = struct.Struct("<I")
 _QUERY = int(EventType.QUERY)
 FAST_CHUNK = 4 << 20
+_PATH_COUNTERS = ("statements_by_key", "statement_keys")
 _UNANSWERED = 3  # `_lone_answers`: a unit the assembly must stop at (any byte but the two answers)
 
 
@@ -80,6 +82,11 @@ class FilterStats:
     events_out: int = 0
     bytes_out: int = 0     # bytes of events passed to the sink (file framing it adds not counted)
     unparsed_statements: int = 0
+    # How the statements were decided (issue #43), a diagnostic of the path taken, not of what
+    # was decided (so not in `as_dict`, which the paths' equivalence tests compare): statements
+    # the compiled assembly answered by their keys, and keys decided in Python (each once).
+    statements_by_key: int = field(default=0, compare=False)
+    statement_keys: int = field(default=0, compare=False)
 
     def add(self, outcome: str, events_in: int, bytes_in: int, events_out: int, bytes_out: int) -> None:
         self.events_in += events_in
@@ -118,7 +125,7 @@ class FilterStats:
         self.add(result.outcome, result.events_in, result.bytes_in, len(result.events), result.bytes_out)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k not in _PATH_COUNTERS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,6 +144,7 @@ class BinlogFilter:
         self.read_ahead = read_ahead  # a plain file's next chunk read on a thread (background.ReadAhead)
         self.stats = FilterStats()
         self._keep = TableKeeps(tfilter.decider)  # by the scanner's name id of a Table_map
+        self.statement_keys = StatementKeeps(tfilter.decider)  # by the core's statement key id
 
     # -- a unit as Events, through TransactionFilter ------------------------------------------
     def _unit(self, txn: Transaction) -> None:
@@ -166,6 +174,8 @@ class BinlogFilter:
         for path in paths:
             self.filter_file(Path(path))
         self.stats.unparsed_statements = self.tfilter.decider.unparsed
+        self.stats.statements_by_key = self.statement_keys.statements
+        self.stats.statement_keys = self.statement_keys.keys_decided
         return self.stats
 
     def filter_file(self, path: Path) -> None:
@@ -186,6 +196,7 @@ class BinlogFilter:
         to the TransactionFilter as Events."""
         name = str(path)
         scanner = Scanner(name, verify_checksums=self.verify_checksums)
+        self.statement_keys.restart()  # key ids are the scanner's: a new file's start again
         magic = stream.read(4)
         if magic != MAGIC:
             if len(magic) < 4:
@@ -209,7 +220,9 @@ class BinlogFilter:
         name = str(path)
         empty_keep = self.tfilter.empty_transactions != "drop"
         fmt: FormatDescription | None = None
-        direct: BinlogWriter | None = None
+        direct_ok = False  # the sink has begun: the assembly may write into its direct writer
+        sink = self.sink
+        keys = self.statement_keys
         buf, base = b"", 4  # base: the file offset of buf[0]
         want = FAST_CHUNK
         if ahead is not None:
@@ -231,24 +244,41 @@ class BinlogFilter:
             i, n = 0, len(units)
             slow, answers, answered_to = None, None, 0
             while i < n:
-                if direct is not None and fmt is not None and direct.fmt.checksum_len == fmt.checksum_len:
+                direct = sink.direct_writer() if direct_ok and fmt is not None else None
+                if direct is not None and direct.fmt.checksum_len == fmt.checksum_len:
                     fast = units.is_fast(i)
                     if not fast and i >= answered_to and direct.renumber_positions:
                         if slow is None:
                             slow = scanner.slow_units()
                         answers, answered_to = self._lone_answers(units, slow, buf, base, fmt, i)
-                    # (The assembly stops at once at a unit not fast and not answered.)
-                    if fast or (i < answered_to and answers[i] != _UNANSWERED):
+                    # Statement units (a GTID, Queries, an XID) are decided by their statements' keys.
+                    by_keys = keys.enabled and direct.renumber_positions
+                    # (The assembly stops at once at a unit not fast, not answered and not keyed.)
+                    if fast or (i < answered_to and answers[i] != _UNANSWERED) or (
+                            by_keys and units.may_hold_statements(i)):
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
                             buf, i, self._keep.for_names(scanner.names), direct.position, base, direct.renumber_positions,
-                            fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers)
+                            fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers,
+                            limit=sink.direct_limit, fresh=sink.direct_fresh(), gtids=sink.direct_gtids,
+                            query_post=fmt.post_header_len(_QUERY) if by_keys else None,
+                            stmt_keep=keys.keep_bytes() if by_keys else None)
+                        if done.new_keys:
+                            keys.learn(done.new_keys)
                         nxt = done.next
                         if nxt > i:
+                            if done.key_uses:
+                                keys.used(done.key_uses, done.statement_units, done.statements)
                             direct.out.write(done.out)
                             direct.position = done.out_pos
                             direct.events_written += self.stats.add_assembled(done.counts)
+                            sink.direct_written(done.out, done.gtids)
                             i = nxt
+                            continue
+                        if done.need_keys:
+                            continue  # its keys are decided now: again
+                        if done.full:
+                            sink.direct_rotate()  # the next unit starts the next file
                             continue
                 rec = units[i]
                 i += 1
@@ -260,7 +290,7 @@ class BinlogFilter:
                     self._keep.clear()
                     if self.sink.begin_file(events[0], path):
                         self._consumed_control(events[0])
-                        direct = self.sink.direct_writer()
+                        direct_ok = True
                         continue
                 self._unit(Transaction(rec.kind, events, rec.complete))
             if scan.error is not None:

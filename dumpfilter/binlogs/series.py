@@ -75,6 +75,7 @@ class BinlogSeriesWriter:
         self.number = first_number
         self._file = None
         self.writer: BinlogWriter | None = None
+        self._framed_at = 0  # the current file's offset after its framing
         self.bytes_written = 0
 
     def _set_fde(self, fde: Event) -> None:
@@ -114,7 +115,13 @@ class BinlogSeriesWriter:
         else:
             self.writer.write_previous_gtids(self.gtids.mysql)
         self.names.append(name)
+        self._framed_at = self.writer.position
         write_index(self.directory / f"{self.basename}.index", self.names)
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the current file holds its framing only (no unit yet)."""
+        return self.writer is not None and self.writer.position == self._framed_at
 
     def _finish_file(self, next_name: str | None) -> None:
         if self.writer is None:
@@ -131,13 +138,20 @@ class BinlogSeriesWriter:
         self._finish_file(self._name(self.number))
         self._open()
 
+    def rotate(self) -> None:
+        """End the current file with a Rotate and open the next (a caller that writes units into
+        `writer` itself and found it full: what `writer_for_unit` does before a unit)."""
+        self._rotate()
+
     def writer_for_unit(self) -> BinlogWriter:
         """The writer the next unit goes to: opens the first file, or rotates when the current
         one has reached max_size (units are never split across files). A caller writing the
         unit into it itself also passes the unit to `track_gtid`."""
         if self.writer is None:
             self._open()
-        elif self.writer.position >= self.max_size:
+        elif self.writer.position >= self.max_size and not self.fresh:
+            # (A file that holds no unit yet, opened by `rotate`, takes this one whatever its
+            # framing's size: as a file opened here does.)
             self._rotate()
         return self.writer
 

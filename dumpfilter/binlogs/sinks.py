@@ -47,8 +47,28 @@ class Sink:
         raise NotImplementedError
 
     def direct_writer(self) -> BinlogWriter | None:
-        """A writer the fast path may write into directly (no rotation to watch), if any."""
+        """The writer the compiled assembly may write into directly now, if any. A sink whose
+        files rotate also says where (`direct_limit`, `direct_fresh`, `direct_rotate`) and is
+        told what was written (`direct_written`)."""
         return None
+
+    # The output offset at which the current file takes no more units (None: no limit).
+    direct_limit: int | None = None
+    # Whether the sink needs the GTID events the assembly writes (`direct_written`).
+    direct_gtids = False
+
+    def direct_fresh(self) -> bool:
+        """Whether the direct writer's file holds no unit yet (its first unit goes in whatever
+        `direct_limit` says)."""
+        return False
+
+    def direct_written(self, out: bytes, gtids: bytes) -> None:
+        """The assembly wrote `out` into the direct writer; `gtids` packs (u64) the offsets in
+        `out` of the GTID events the sink asked for."""
+
+    def direct_rotate(self) -> None:
+        """The assembly stopped at `direct_limit`: the next unit starts the next file."""
+        raise NotImplementedError
 
     def write_raw(self, raw: bytes | memoryview, count: int, source_pos: int) -> None:
         """Write `count` whole events given as one byte range that came from input offset
@@ -239,6 +259,30 @@ class SeriesSink(Sink, _RawWriterMixin):
         series = self._series()
         self._write_raw_into(series.writer_for_unit(), raw, count, source_pos)
         series.track_gtid(raw)
+
+    # The compiled assembly writes into the current series file (issue #43): rotation at
+    # max_size on a unit boundary, GTIDs tracked for the next file's state, as write_raw does.
+    direct_gtids = True
+
+    @property
+    def direct_limit(self) -> int:  # type: ignore[override]
+        return self.max_size
+
+    def direct_writer(self) -> BinlogWriter | None:
+        # The file in progress (None before the first unit or after a format change: the unit
+        # that opens the next file goes through write_raw / write).
+        return self.series.writer if self.series is not None else None
+
+    def direct_fresh(self) -> bool:
+        return self.series is not None and self.series.fresh
+
+    def direct_written(self, out: bytes, gtids: bytes) -> None:
+        track = self.series.track_gtid
+        for at in memoryview(gtids).cast("Q"):
+            track(out, at)
+
+    def direct_rotate(self) -> None:
+        self.series.rotate()
 
     def close(self) -> list[Path]:
         if self._closed is None:

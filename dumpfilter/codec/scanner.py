@@ -46,6 +46,9 @@ crc32 = _core.crc32
 payload_bytes = _core.payload_bytes
 # Renumbers whole events in a bytearray in place for an output offset: (last timestamp, FDE offsets).
 renumber = _core.renumber
+# (kind, qualifier or None, table) of a single-table DML statement's bytes as the core's assembly
+# keys it (rules.statement_keys), or None where the Python parser decides it.
+statement_key = _core.statement_key
 # Whether a file's first bytes hold another server's log_pos values (a relay log).
 foreign_log_pos = _core.foreign_log_pos
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
@@ -134,6 +137,15 @@ class UnitRecords:
             return None
         return w[k] + w[k + 3], w[k + 1]
 
+    def may_hold_statements(self, i: int) -> bool:
+        """Whether unit i may be a statement unit the core decides by its statements' keys (a
+        complete transaction or statement with a GTID, no Transaction_payload): worth an
+        assembly call; the core walks its events to tell."""
+        w2 = self._words[8 * i + 2]
+        flags = w2 >> 40
+        return ((w2 >> 32) & 0xFF) != _CONTROL_KIND and flags & F_COMPLETE != 0 and flags & _ANY_GTID != 0 \
+            and flags & F_PAYLOAD == 0
+
     def lone_control(self, i: int) -> int | None:
         """The offset of unit i when it is a control unit of one event (a Heartbeat, a Rotate,
         ...: the caller reads its type), else None."""
@@ -142,6 +154,8 @@ class UnitRecords:
 
 
 _LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
+_ANY_GTID = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID
+_CONTROL_KIND = KINDS.index("control")
 
 
 def _record(words: tuple[int, ...]) -> UnitRecord:
@@ -245,14 +259,20 @@ class Scanner:
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,
-                 answers: bytes | None = None) -> _core.AssembleResult:
+                 answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
+                 gtids: bool = False, query_post: int | None = None,
+                 stmt_keep: bytes | None = None) -> _core.AssembleResult:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer): the bytes, the next unit index, the output offset, the counts; see
         the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
         `answers`: a byte per unit, ANSWER_KEEP or ANSWER_EMPTY for units that are not fast
-        and were decided in Python (anything else stops the assembly there)."""
+        and were decided in Python (anything else stops the assembly there, or tries the unit's
+        statement keys). `limit`: stop before writing a unit at or past this output offset
+        (`full`; `fresh`: the file has no unit yet). `gtids`: report the GTID events written.
+        `query_post` (the format's QUERY post-header length): statement units are decided by
+        their statements' keys, `stmt_keep` one byte per key id (rules.statement_keys)."""
         return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body,
-                                   whole_only, answers)
+                                   whole_only, answers, limit, fresh, gtids, query_post, stmt_keep)
 
     def slow_units(self) -> memoryview:
         """The indices (u32) of the last `units` call's units that are not fast."""

@@ -46,6 +46,26 @@ class Decider(ABC):
         """`decide_table(db, table).apply`, on the per-row-event path."""
         return self.decide_table(db, table).apply
 
+    def statement_kept(self, sql: str, current_db: str | None) -> bool:
+        """`decide_statement(sql, current_db).apply`, on the per-statement path (an
+        implementation may answer it faster, never differently: issue #43)."""
+        return self.decide_statement(sql, current_db).apply
+
+    # Whether a single-table DML statement's decision is a function of its key alone (kind,
+    # default database, its one updated table: `rules.statement_keys`), with nothing else done
+    # by a decision but counting: each key is then decided once (`decide_statement_key`) and
+    # every statement it answers accounted (`account`).
+    keys_statements: bool = False
+
+    def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
+        """The decision of the key of `sql` (one of its statements), without the accounting
+        `decide_statement` does (see `account`). Asked only when `keys_statements`."""
+        return self.decide_statement(sql, current_db)
+
+    def account(self, decision: Decision, times: int) -> None:  # noqa: B027 - an optional hook
+        """`times` statements answered by `decision` from their key: what `decide_statement`
+        would have done besides answering (rule-hit counters)."""
+
     def annotation_kept(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
         """Whether an Annotate_rows / Rows_query text goes with its kept rows (`tables`: the
         Table_maps after it). Rules never drop one; a policy gate may."""

@@ -13,7 +13,8 @@ from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo
 from dumpfilter.rules.statement_parser import names_ref
-from dumpfilter.rules.statements import statement_tables
+from dumpfilter.codec.transactions import statement_verb
+from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
 from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, Decision, Names, Step,
                                          db_list_check, decision_from, like_index, lower_tables, merge_steps,
@@ -64,6 +65,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         self._statements: dict[tuple[str, str | None], tuple[Decision, StatementInfo, StatementInfo | None] | None] = {}
         self._table_steps: dict[str, Step] = {}
         self._db_steps: dict[tuple[str | None, str], Step] = {}  # see db_ok
+        self._plain: dict[str | None, Decision] = {}  # see statement_kept
         self._compile()
 
     # ------------------------------------------------------------------ compile
@@ -216,6 +218,51 @@ class RuleEngine(EffectiveSemantics, Decider):
         return decision_from(table_step, key, counted + db_step.counted)
 
     # ------------------------------------------------------------------ statement events
+    def statement_kept(self, sql: str, current_db: str | None) -> bool:
+        """`decide_statement(...).apply`, reading only what the rules need (issue #43): with
+        database rules alone (`databases_only`), rpl_filter.cc checks a plain INSERT, REPLACE or
+        DELETE against the Query's default database only (db_ok; the tables it names are never
+        looked at, even `INSERT INTO other_db.t`: the cross-database quirk of replicate-do-db), so
+        such a statement is answered by its default database without being parsed. Its rule hits
+        are counted as its decision counts them. (Not UPDATE, which may be a multi-table UPDATE,
+        nor DDL, which the schema model replays.)"""
+        if (self.databases_only and self.timeline is None and statement_verb(sql) in _DATABASE_ONLY_VERBS
+                and plain_statement(sql)):
+            known = self._plain.get(current_db)
+            if known is None:
+                known = self.decide_statement(sql, current_db)
+                if len(self._plain) >= _BY_DATABASE_MAX:
+                    self._plain.clear()
+                self._plain[current_db] = known
+                return known.apply
+            if self._counting:
+                self.account(known, 1)
+            return known.apply
+        return self.decide_statement(sql, current_db).apply
+
+    @property
+    def keys_statements(self) -> bool:  # type: ignore[override]
+        """A statement key decides alike every statement it stands for: the standard semantics
+        without derived tables (whose ignore set grows with the stream), in stream order."""
+        return self._rules_alone and self.timeline is None
+
+    def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
+        saved = self._counting
+        self._counting = False
+        try:
+            return self.decide_statement(sql, current_db)
+        finally:
+            self._counting = saved
+
+    def account(self, decision: Decision, times: int) -> None:
+        """`times` statements answered by `decision`: its assumption and rule hits counted (what
+        `_account_statement` does for a statement that is not DDL)."""
+        if decision.assumption is not None:
+            self.assumed += times
+        counters = self.counters
+        for name in decision.counted:
+            counters[name] += times
+
     def decide_statement(self, sql: str, current_db: str | None, at: Any = None,
                          parses: dict[tuple[str, str], StatementInfo] | None = None) -> Decision:
         """A Query event with default database `current_db` (None: the source had none). `at`: its
@@ -529,6 +576,8 @@ _BY_DATABASE_MAX = 4096  # remembered statement answers per engine (no table rul
 _STATEMENT_LEN = 2048
 _STATEMENTS_MAX = 4096
 _READS_STATE = frozenset({Kind.UPDATE_MULTI, Kind.DROP_TRIGGER})
+# statement_kept: the plain statements decided by their default database without a parse.
+_DATABASE_ONLY_VERBS = frozenset({"INSERT", "REPLACE", "DELETE"})
 
 
 def parse_statement(sql: str, default_db: str, parses: dict[tuple[str, str], StatementInfo] | None) -> StatementInfo:

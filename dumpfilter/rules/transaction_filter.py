@@ -169,7 +169,7 @@ class TransactionFilter:
         """`lone_statement_kept` from the Query's text and default database."""
         if framing_statement(sql):
             return True
-        return self.decider.decide_statement(sql, current_db).apply
+        return self.decider.statement_kept(sql, current_db)
 
     # -- event by event -------------------------------------------------------------------
     def _filter_events(self, events: list[Event]) -> tuple[list[Event], int, int]:
@@ -271,7 +271,7 @@ class TransactionFilter:
     def _statement_kept(self, event: Event) -> bool:
         sql = event.sql
         assert sql is not None  # a Query event's text is never None
-        return self.decider.decide_statement(sql, event.db).apply
+        return self.decider.statement_kept(sql, event.db)
 
     def _empty_transaction(self, txn: Transaction) -> list[Event]:
         """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty

@@ -45,6 +45,10 @@ fuzz_target!(|data: &[u8]| {
         empty_keep: control & 32 != 0,
         commit_body: b"COMMIT",
         whole_only: control & 64 != 0,
+        limit: u64::MAX,
+        fresh: false,
+        gtids: control & 1 != 0,
+        query_post: None,
     };
     let answers: Vec<u8> = (0..out.units.len())
         .map(|i| ((control as usize) + i) as u8 % 3)
@@ -66,7 +70,7 @@ fuzz_target!(|data: &[u8]| {
         query_post: (control >> 3) as usize,
         crc_len: 4 * (control & 2) as usize / 2,
     });
-    let run = _core::relay::relay_plan(&buf, &out.units, &out.tables, &keep, 0, lone);
+    let run = _core::relay::relay_ranges(&buf, &out.units, &out.tables, &keep, 0, lone);
     assert!(run.next <= out.units.len() && run.lone.iter().all(|(db, sql)| db.end < sql.start));
     let pending = [7u8; 20];
     let sopt = SendOptions {

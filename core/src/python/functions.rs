@@ -77,6 +77,13 @@ pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
     sql::plain_statement(sql)
 }
 
+/// The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
+/// stmt::dml_shape): (kind, qualifier or None, table), or None where Python's parser decides.
+#[pyfunction]
+pub(super) fn statement_key(sql: &[u8]) -> Option<(u8, Option<Vec<u8>>, Vec<u8>)> {
+    crate::stmt::dml_shape(sql).map(|s| (s.kind, s.db, s.table))
+}
+
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
 #[pyfunction]
 pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {

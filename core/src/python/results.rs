@@ -126,6 +126,20 @@ record! {
         /// The output offset after `out`.
         out_pos: u64,
         counts: Py<AssembleCounts>,
+        /// Stopped at a statement unit with a key whose answer is not given: decide the keys
+        /// (`new_keys`, and any other not answered yet) and call again.
+        need_keys: bool,
+        /// The statement keys met for the first time: (key id, default database, statement).
+        new_keys: Py<PyList>,
+        /// (key id, statements answered by it) for the keys used.
+        key_uses: Py<PyList>,
+        /// Statement units and statements decided by their keys.
+        statement_units: u64,
+        statements: u64,
+        /// Stopped at `limit`: start the next file and call again.
+        full: bool,
+        /// Offsets in `out` of the GTID events a series' next GTID state needs, packed u64.
+        gtids: Py<PyBytes>,
     }
 }
 

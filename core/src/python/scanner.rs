@@ -9,6 +9,7 @@ use super::results::{AssembleCounts, AssembleResult, UnitsResult};
 use super::{check_off, error_tuple};
 use crate::assemble;
 use crate::scan::{self, Scanner, UNIT_WORDS};
+use crate::stmt;
 
 /// Scanner state across the buffers of one stream: the format in force and interned names.
 #[pyclass(module = "dumpfilter._core", name = "Scanner")]
@@ -20,6 +21,8 @@ pub(super) struct PyScanner {
     /// The last `units` call's units and tables, for `assemble`.
     pub(super) last_units: Vec<scan::Unit>,
     pub(super) last_tables: Vec<u32>,
+    /// The statement keys interned by `assemble` (see stmt::Keys), kept across buffers.
+    pub(super) stmt_keys: stmt::Keys,
 }
 
 impl PyScanner {
@@ -55,6 +58,7 @@ impl PyScanner {
             names_sent: 0,
             last_units: Vec::new(),
             last_tables: Vec::new(),
+            stmt_keys: stmt::Keys::default(),
         }
     }
 
@@ -155,11 +159,15 @@ impl PyScanner {
     /// What a filter keeps of the last `units` call's units from index `start` on, for a sink
     /// that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the
     /// buffer that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown.
-    /// Returns the bytes, the next unit index, the output offset after them and the counts.
+    /// `limit`: stop before writing a unit once the output offset reaches it (a series' file
+    /// size; `fresh`: the file has no unit yet, its first is written anyway); `gtids`: report the GTID events written; `query_post` (the QUERY post-header
+    /// length): decide statement units by their statements' keys, `stmt_keep` holding one byte
+    /// per key id (0 dropped, 1 kept, else unknown). Returns the bytes, the next unit index, the
+    /// output offset after them, the counts, and what the statement keys did.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None))]
+    #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None, limit = None, fresh = false, gtids = false, query_post = None, stmt_keep = None))]
     fn assemble(
-        &self,
+        &mut self,
         py: Python<'_>,
         buf: &[u8],
         start: usize,
@@ -172,8 +180,14 @@ impl PyScanner {
         commit_body: &[u8],
         whole_only: bool,
         answers: Option<&[u8]>,
+        limit: Option<u64>,
+        fresh: bool,
+        gtids: bool,
+        query_post: Option<usize>,
+        stmt_keep: Option<&[u8]>,
     ) -> PyResult<AssembleResult> {
         let answers = answers.unwrap_or(&[]);
+        let stmt_keep = stmt_keep.unwrap_or(&[]);
         let opt = assemble::Options {
             base,
             renumber,
@@ -181,10 +195,17 @@ impl PyScanner {
             empty_keep,
             commit_body,
             whole_only,
+            limit: limit.unwrap_or(u64::MAX),
+            fresh,
+            gtids,
+            query_post,
         };
-        let (units, tables) = (&self.last_units, &self.last_tables);
-        let a = py
-            .detach(|| assemble::assemble(buf, units, tables, keep, answers, start, out_pos, &opt));
+        let (units, tables, keys) = (&self.last_units, &self.last_tables, &mut self.stmt_keys);
+        let a = py.detach(|| {
+            assemble::assemble_statements(
+                buf, units, tables, keep, answers, start, out_pos, &opt, keys, stmt_keep,
+            )
+        });
         let [kept, kept_events, kept_bytes] = a.counts.kept;
         let [partial, partial_events_in, partial_bytes_in, partial_events_out, partial_bytes_out] =
             a.counts.partial;
@@ -207,11 +228,32 @@ impl PyScanner {
             skipped_events_in,
             skipped_bytes_in,
         };
+        let new_keys = PyList::empty(py);
+        for k in self.stmt_keys.new.drain(..) {
+            new_keys.append((k.id, PyBytes::new(py, &k.db), PyBytes::new(py, &k.sql)))?;
+        }
+        let key_uses = PyList::empty(py);
+        for (id, n) in &a.key_uses {
+            key_uses.append((*id, *n))?;
+        }
+        let gtid_bytes = PyBytes::new_with(py, a.gtids.len() * 8, |b| {
+            for (place, g) in b.chunks_exact_mut(8).zip(&a.gtids) {
+                place.copy_from_slice(&g.to_le_bytes());
+            }
+            Ok(())
+        })?;
         Ok(AssembleResult {
             out: PyBytes::new(py, &a.out).unbind(),
             next: a.next,
             out_pos: a.out_pos,
             counts: Py::new(py, counts)?,
+            need_keys: a.need_keys,
+            new_keys: new_keys.unbind(),
+            key_uses: key_uses.unbind(),
+            statement_units: a.statement_units,
+            statements: a.statements,
+            full: a.full,
+            gtids: gtid_bytes.unbind(),
         })
     }
 

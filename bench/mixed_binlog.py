@@ -1,0 +1,92 @@
+"""A sysbench-like MIXED binlog written by a real MariaDB (lab.sandbox): `oltp_write_only`'s
+transaction (two UPDATEs, a DELETE, an INSERT of the deleted id) over `schemas` schemas named
+sbtest1..N, each with `tables` tables sbtest1..M, sent by client threads whose default database is
+their schema, as `sysbench --mysql-db=sbtestN` sends them. MariaDB logs these deterministic
+statements as Query events under binlog_format=MIXED: the shape the statement path is measured on
+(issue #43). Cached under bench/data/ (`mixed_binlog(mb)`); `python -m bench.mixed_binlog MB`
+writes one."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import string
+import sys
+import threading
+import time
+from pathlib import Path
+
+from bench.common import DATA_DIR
+
+_ALPHA = string.digits
+_BATCH = 8  # transactions per round trip
+
+
+def _c(rng: random.Random, groups: int) -> str:
+    """sysbench's c/pad values: groups of 11 digits joined by '-'."""
+    return "-".join("".join(rng.choice(_ALPHA) for _ in range(11)) for _ in range(groups))
+
+
+def _client(port: int, schema: str, tables: int, rows: int, transactions: int, seed: int) -> None:
+    import pymysql
+    from pymysql.constants import CLIENT
+
+    rng = random.Random(seed)
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="root", database=schema, autocommit=True,
+                           client_flag=CLIENT.MULTI_STATEMENTS)
+    with conn, conn.cursor() as cur:
+        for done in range(0, transactions, _BATCH):
+            batch = []
+            for _ in range(min(_BATCH, transactions - done)):
+                t = f"sbtest{rng.randint(1, tables)}"
+                a, b, d = (rng.randint(1, rows) for _ in range(3))
+                batch.append(f"BEGIN; UPDATE {t} SET k=k+1 WHERE id={a}; "
+                             f"UPDATE {t} SET c='{_c(rng, 10)}' WHERE id={b}; "
+                             f"DELETE FROM {t} WHERE id={d}; "
+                             f"INSERT INTO {t} (id, k, c, pad) VALUES ({d}, {rng.randint(1, rows)}, "
+                             f"'{_c(rng, 10)}', '{_c(rng, 5)}'); COMMIT")
+            cur.execute("; ".join(batch))  # one round trip for a few transactions
+            while cur.nextset():
+                pass
+
+
+def mixed_binlog(mb: int = 220, schemas: int = 8, tables: int = 4, rows: int = 2000, threads: int = 8) -> Path:
+    """One MIXED binlog file of about `mb` MB (generated once, under bench/data/)."""
+    from dumpfilter.lab.sandbox.server import MariaDBServer
+
+    directory = DATA_DIR / f"mixed-sysbench-{schemas}s-{mb}mb"
+    done = directory / "DONE"
+    if done.exists():
+        return directory / json.loads(done.read_text())["file"]
+    directory.mkdir(parents=True, exist_ok=True)
+    # About 820 bytes of binlog per transaction (GTID, four Queries, XID): measured.
+    per_thread = int(mb * 1e6 / 820 / threads) + 1
+    started = time.perf_counter()
+    with MariaDBServer("mixed", server_id=1, binlog_format="MIXED",
+                       options=["--max-binlog-size=1073741824", "--sync-binlog=0",
+                                "--innodb-flush-log-at-trx-commit=0"]) as server:
+        setup = []
+        for s in range(1, schemas + 1):
+            setup.append(f"CREATE DATABASE sbtest{s}")
+            for t in range(1, tables + 1):
+                setup.append(f"CREATE TABLE sbtest{s}.sbtest{t} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL "
+                             "DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))")
+                values = ",".join(f"({i},{i},'','')" for i in range(1, rows + 1))
+                setup.append(f"INSERT INTO sbtest{s}.sbtest{t} VALUES {values}")
+        server.execute(setup)
+        workers = [threading.Thread(target=_client, args=(server.port, f"sbtest{1 + k % schemas}", tables, rows,
+                                                          per_thread, k)) for k in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        server.flush_logs()
+        source = server.binlog_files()[0]
+        shutil.copy(source, directory / source.name)
+    done.write_text(json.dumps({"file": source.name, "seconds": round(time.perf_counter() - started, 1)}))
+    return directory / source.name
+
+
+if __name__ == "__main__":
+    print(mixed_binlog(int(sys.argv[1]) if len(sys.argv) > 1 else 220))

@@ -1,0 +1,493 @@
+//! Statement keys: what a Query's decision reads, extracted from its bytes in the core's one pass
+//! (issue #43). A statement-logged binlog (MariaDB's default MIXED format, sysbench's shapes) is
+//! made of single-table DML: `INSERT|REPLACE [INTO] t (...)`, `UPDATE t SET ...`, `DELETE FROM t
+//! WHERE ...`. For those the rule engine's decision is a function of (kind, default database,
+//! the one updated table) alone, so each such key is decided once in Python and answered here
+//! for every statement that shares it.
+//!
+//! The recogniser takes exactly the shapes `rules.statements._fast_path` takes with its anchored
+//! regexes (the DML forms), and answers the same (kind, table) where it answers at all; anything
+//! else (non-ASCII text, comments, subqueries, RETURNING, a name that is a keyword, DDL, a
+//! multi-table UPDATE) is `None`: the Python parser decides that statement (its unit, in fact).
+//! The regexes are greedy without possessive quantifiers, so where their first choice fails they
+//! backtrack into other readings; the recogniser follows the first choice only and gives up where
+//! it fails, which is always safe (the tests in tests/core/test_statement_keys.py hold it equal to
+//! the Python parser on every statement of the suite and on generated ones).
+
+use std::collections::HashMap;
+
+pub const KIND_INSERT: u8 = 1;
+pub const KIND_REPLACE: u8 = 2;
+pub const KIND_UPDATE: u8 = 3;
+pub const KIND_DELETE: u8 = 4;
+
+/// A recognised single-table DML statement: its kind and its one updated table, unquoted
+/// (`db` None: unqualified, the default database's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    pub kind: u8,
+    pub db: Option<Vec<u8>>,
+    pub table: Vec<u8>,
+}
+
+/// Python's `str.isspace()` over ASCII, which is what the regexes' `\s` matches in ASCII text.
+#[inline]
+fn space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
+}
+
+/// `\b`'s word characters in ASCII text.
+#[inline]
+fn word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// `[A-Za-z0-9_$]`: an unquoted name's characters in `_NAME`.
+#[inline]
+fn name_char(b: u8) -> bool {
+    word(b) || b == b'$'
+}
+
+/// A name as read: its raw text (quotes included) and the name.
+type Name<'a> = (&'a [u8], Vec<u8>);
+
+struct Cursor<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Skips `\s*`; returns how many bytes.
+    fn spaces(&mut self) -> usize {
+        let from = self.at;
+        while self.at < self.s.len() && space(self.s[self.at]) {
+            self.at += 1;
+        }
+        self.at - from
+    }
+
+    /// The maximal run of `[A-Za-z0-9_$]` here (maybe empty), not consumed.
+    fn token(&self) -> &'a [u8] {
+        let mut end = self.at;
+        while end < self.s.len() && name_char(self.s[end]) {
+            end += 1;
+        }
+        &self.s[self.at..end]
+    }
+
+    /// The keyword `kw` here followed by a `\b` (consumed), as `KW\b` matches.
+    fn keyword(&mut self, kw: &[u8]) -> bool {
+        let end = self.at + kw.len();
+        if end <= self.s.len()
+            && self.s[self.at..end].eq_ignore_ascii_case(kw)
+            && !self.s.get(end).is_some_and(|b| word(*b))
+        {
+            self.at = end;
+            return true;
+        }
+        false
+    }
+
+    /// `_NAME`: a backquoted name (doubled backquotes inside) or an unquoted one, greedy: the
+    /// raw text (quotes included) and the name.
+    fn name(&mut self) -> Option<(&'a [u8], Vec<u8>)> {
+        let s = self.s;
+        let from = self.at;
+        if s.get(from) == Some(&b'`') {
+            let mut i = from + 1;
+            let mut name = Vec::new();
+            loop {
+                match s.get(i) {
+                    None => return None,
+                    Some(b'`') if s.get(i + 1) == Some(&b'`') => {
+                        name.push(b'`');
+                        i += 2;
+                    }
+                    Some(b'`') => break,
+                    Some(&b) => {
+                        name.push(b);
+                        i += 1;
+                    }
+                }
+            }
+            if name.is_empty() {
+                return None;
+            }
+            self.at = i + 1;
+            return Some((&s[from..i + 1], name));
+        }
+        let t = self.token();
+        if t.is_empty() {
+            return None;
+        }
+        self.at += t.len();
+        Some((t, t.to_vec()))
+    }
+
+    /// `_QNAME`: a name, then `\s*.\s*name` when a dot follows. None when the dot has no name
+    /// after it (the regex would backtrack into another reading: left to Python).
+    fn qname(&mut self) -> Option<(Name<'a>, Option<Name<'a>>)> {
+        let first = self.name()?;
+        let save = self.at;
+        self.spaces();
+        if self.s.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            self.spaces();
+            let second = self.name()?;
+            return Some((first, Some(second)));
+        }
+        self.at = save;
+        Some((first, None))
+    }
+}
+
+/// `_NEEDS_PARSER` (`\bSELECT\b|/\*|#|--|\bRETURNING\b`, case-insensitive) anywhere in the text.
+fn needs_parser(sql: &[u8]) -> bool {
+    let mut i = 0;
+    while i < sql.len() {
+        let b = sql[i];
+        if b == b'#'
+            || (b == b'/' && sql.get(i + 1) == Some(&b'*'))
+            || (b == b'-' && sql.get(i + 1) == Some(&b'-'))
+        {
+            return true;
+        }
+        if word(b) {
+            let from = i;
+            while i < sql.len() && word(sql[i]) {
+                i += 1;
+            }
+            let w = &sql[from..i];
+            if w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"RETURNING") {
+                return true;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Reserved words a statement's table name may be mistaken for (see `dml_shape`).
+const RESERVED: &[&[u8]] = &[
+    b"FROM",
+    b"WHERE",
+    b"SET",
+    b"ORDER",
+    b"LIMIT",
+    b"JOIN",
+    b"SELECT",
+    b"VALUES",
+    b"VALUE",
+    b"INTO",
+    b"IGNORE",
+    b"LOW_PRIORITY",
+    b"QUICK",
+    b"DELAYED",
+    b"HIGH_PRIORITY",
+    b"UPDATE",
+    b"DELETE",
+    b"INSERT",
+    b"REPLACE",
+    b"TABLE",
+    b"ON",
+    b"USING",
+    b"LEFT",
+    b"RIGHT",
+    b"INNER",
+    b"CROSS",
+    b"STRAIGHT_JOIN",
+    b"NATURAL",
+    b"GROUP",
+    b"HAVING",
+    b"UNION",
+    b"AS",
+    b"WITH",
+    b"PARTITION",
+    b"DEFAULT",
+    b"KEY",
+    b"RETURNING",
+    b"DUPLICATE",
+];
+
+fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
+    words.iter().any(|w| t.eq_ignore_ascii_case(w))
+}
+
+/// The single-table DML shape of `sql`, as `rules.statements._fast_path` reads it; None where it
+/// does not read one, or where the core is not sure to read it alike (see the module's doc).
+pub fn dml_shape(sql: &[u8]) -> Option<Shape> {
+    // Python's Unicode rules (case folding, `\s`, `\b`) bite only on non-ASCII text.
+    if !sql.is_ascii() || needs_parser(sql) {
+        return None;
+    }
+    let mut c = Cursor { s: sql, at: 0 };
+    c.spaces();
+    let verb = c.token();
+    let kind = if verb.eq_ignore_ascii_case(b"INSERT") {
+        KIND_INSERT
+    } else if verb.eq_ignore_ascii_case(b"REPLACE") {
+        KIND_REPLACE
+    } else if verb.eq_ignore_ascii_case(b"UPDATE") {
+        KIND_UPDATE
+    } else if verb.eq_ignore_ascii_case(b"DELETE") {
+        KIND_DELETE
+    } else {
+        return None;
+    };
+    c.at += verb.len();
+    let mods: &[&[u8]] = match kind {
+        KIND_UPDATE => &[b"LOW_PRIORITY", b"IGNORE"],
+        KIND_DELETE => &[b"LOW_PRIORITY", b"QUICK", b"IGNORE"],
+        _ => &[b"LOW_PRIORITY", b"DELAYED", b"HIGH_PRIORITY", b"IGNORE"],
+    };
+    // `(?:\s+MODIFIER)*\s+`: every modifier word, each after blanks.
+    loop {
+        if c.spaces() == 0 {
+            return None;
+        }
+        let t = c.token();
+        if !t.is_empty() && one_of(t, mods) {
+            c.at += t.len();
+            continue;
+        }
+        break;
+    }
+    match kind {
+        KIND_INSERT | KIND_REPLACE => {
+            // `(?:INTO\s+)?`: INTO must have blanks after it (else the regex reads it as the table).
+            let t = c.token();
+            if t.eq_ignore_ascii_case(b"INTO") {
+                c.at += t.len();
+                if c.spaces() == 0 {
+                    return None;
+                }
+            }
+        }
+        KIND_DELETE => {
+            let t = c.token();
+            if !t.eq_ignore_ascii_case(b"FROM") {
+                return None;
+            }
+            c.at += t.len();
+            if c.spaces() == 0 {
+                return None;
+            }
+        }
+        _ => {}
+    }
+    let ((raw, first), second) = c.qname()?;
+    // What follows the table.
+    let ends = match kind {
+        KIND_INSERT | KIND_REPLACE => {
+            c.spaces();
+            c.s.get(c.at) == Some(&b'(')
+                || c.keyword(b"VALUES")
+                || c.keyword(b"VALUE")
+                || c.keyword(b"SET")
+        }
+        KIND_UPDATE => c.spaces() > 0 && c.keyword(b"SET"),
+        _ => {
+            c.spaces();
+            let rest = &c.s[c.at..];
+            let tail = rest.strip_prefix(b";").unwrap_or(rest);
+            tail.iter().all(|b| space(*b))
+                || c.keyword(b"WHERE")
+                || c.keyword(b"ORDER")
+                || c.keyword(b"LIMIT")
+        }
+    };
+    if !ends {
+        return None;
+    }
+    // An unqualified first name that is one of these words is not taken for a table.
+    if second.is_none() && one_of(raw, &[b"INTO", b"VALUES", b"VALUE", b"SET", b"SELECT"]) {
+        return None;
+    }
+    // A reserved word as an unquoted name is a syntax error on the server, so no binlog holds
+    // one; the fast forms and the full parser read such text differently (`UPDATE FROM.t SET`):
+    // left to Python, where it keeps today's answer.
+    if one_of(raw, RESERVED)
+        || second
+            .as_ref()
+            .is_some_and(|(raw2, _)| one_of(raw2, RESERVED))
+    {
+        return None;
+    }
+    let second = second.map(|(_, name)| name);
+    Some(match second {
+        Some(table) => Shape {
+            kind,
+            db: Some(first),
+            table,
+        },
+        None => Shape {
+            kind,
+            db: None,
+            table: first,
+        },
+    })
+}
+
+/// `transaction_filter.framing_statement` for the texts the core answers: ASCII, opening with a
+/// letter (no blank or comment first), whose first word is BEGIN, COMMIT, ROLLBACK, SAVEPOINT,
+/// XA or RELEASE. None where Python must answer (a leading blank, comment or parenthesis, or
+/// non-ASCII text); Some(false) for any other text opening with a letter.
+pub fn framing(sql: &[u8]) -> Option<bool> {
+    let first = *sql.first()?;
+    if !sql.is_ascii() || !first.is_ascii_alphabetic() {
+        return None;
+    }
+    let end = sql
+        .iter()
+        .position(|b| !(b.is_ascii_alphabetic() || *b == b'_'))
+        .unwrap_or(sql.len());
+    let verb = &sql[..end];
+    Some(one_of(
+        verb,
+        &[
+            b"BEGIN",
+            b"COMMIT",
+            b"ROLLBACK",
+            b"SAVEPOINT",
+            b"XA",
+            b"RELEASE",
+        ],
+    ))
+}
+
+/// A key met for the first time: its id, and the statement it was met in (default database,
+/// text), for Python to decide.
+#[derive(Debug, Clone)]
+pub struct NewKey {
+    pub id: u32,
+    pub db: Vec<u8>,
+    pub sql: Vec<u8>,
+}
+
+/// The keys interned so far (kept across buffers and files), by their bytes.
+#[derive(Debug, Default)]
+pub struct Keys {
+    map: HashMap<Vec<u8>, u32>,
+    /// Keys interned since Python last took them.
+    pub new: Vec<NewKey>,
+}
+
+impl Keys {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The id of the key of (default database `db`, statement `sql` of shape `shape`), interned
+    /// (and queued in `new`) the first time.
+    pub fn id(&mut self, db: &[u8], sql: &[u8], shape: &Shape, scratch: &mut Vec<u8>) -> u32 {
+        scratch.clear();
+        scratch.push(shape.kind);
+        match &shape.db {
+            Some(q) => {
+                scratch.push(1);
+                scratch.extend_from_slice(&(q.len() as u32).to_le_bytes());
+                scratch.extend_from_slice(q);
+            }
+            None => scratch.push(0),
+        }
+        scratch.extend_from_slice(&(shape.table.len() as u32).to_le_bytes());
+        scratch.extend_from_slice(&shape.table);
+        scratch.extend_from_slice(db);
+        if let Some(id) = self.map.get(scratch.as_slice()) {
+            return *id;
+        }
+        let id = self.map.len() as u32;
+        self.map.insert(scratch.clone(), id);
+        self.new.push(NewKey {
+            id,
+            db: db.to_vec(),
+            sql: sql.to_vec(),
+        });
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(sql: &str) -> Option<(u8, Option<String>, String)> {
+        dml_shape(sql.as_bytes()).map(|s| {
+            (
+                s.kind,
+                s.db.map(|d| String::from_utf8(d).unwrap()),
+                String::from_utf8(s.table).unwrap(),
+            )
+        })
+    }
+
+    #[test]
+    fn sysbench_shapes() {
+        assert_eq!(
+            shape("UPDATE sbtest1 SET k=k+1 WHERE id=5"),
+            Some((KIND_UPDATE, None, "sbtest1".into()))
+        );
+        assert_eq!(
+            shape("DELETE FROM sbtest1 WHERE id=5"),
+            Some((KIND_DELETE, None, "sbtest1".into()))
+        );
+        assert_eq!(
+            shape("INSERT INTO db.`t``x` (id) VALUES (1)"),
+            Some((KIND_INSERT, Some("db".into()), "t`x".into()))
+        );
+        assert_eq!(
+            shape("replace low_priority t values(1)"),
+            Some((KIND_REPLACE, None, "t".into()))
+        );
+        assert_eq!(
+            shape("DELETE FROM t ;  "),
+            Some((KIND_DELETE, None, "t".into()))
+        );
+    }
+
+    #[test]
+    fn declines_what_python_must_read() {
+        for sql in [
+            "INSERT INTO t SELECT 1",
+            "UPDATE t1, t2 SET a=1",
+            "UPDATE t1 JOIN t2 ON 1 SET a=1",
+            "INSERT INTO t VALUES (1) # x",
+            "DELETE FROM t USING t, u",
+            "INSERT INTO values (1)",
+            "INSERT INTO tSET x=1",
+            "INSERT INTO t(a) VALUES ('é')",
+            "UPDATE `t`SET a=1",
+            "DELETE FROM t RETURNING a",
+            "INSERT INTO a. (x)",
+            "CREATE TABLE t (a int)",
+        ] {
+            assert_eq!(shape(sql), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn framing_words() {
+        assert_eq!(framing(b"COMMIT"), Some(true));
+        assert_eq!(framing(b"XA END 'x'"), Some(true));
+        assert_eq!(framing(b"CREATE TABLE t (a int)"), Some(false));
+        assert_eq!(framing(b" COMMIT"), None);
+        assert_eq!(framing(b"/*x*/COMMIT"), None);
+    }
+
+    #[test]
+    fn keys_are_interned_once() {
+        let mut keys = Keys::default();
+        let mut scratch = Vec::new();
+        let s = dml_shape(b"UPDATE t SET a=1").unwrap();
+        let a = keys.id(b"db", b"UPDATE t SET a=1", &s, &mut scratch);
+        let b = keys.id(b"db", b"UPDATE t SET a=2", &s, &mut scratch);
+        let c = keys.id(b"db2", b"UPDATE t SET a=2", &s, &mut scratch);
+        assert_eq!((a, b, c), (0, 0, 1));
+        assert_eq!(keys.new.len(), 2);
+    }
+}

@@ -1,0 +1,79 @@
+"""Statement keys (issue #43): one consumer's answer per statement key the compiled core interns,
+the form its assembly decides statement-logged transactions from.
+
+The core reads, in its one pass, what a single-table DML statement's decision reads: its kind,
+the Query's default database and the one table it updates (`_core.statement_key`; exactly what
+`rules.statements.statement_tables` answers for those shapes, and nothing where it is not sure).
+Under a decider whose statement decisions are a function of that key (`Decider.keys_statements`),
+each key is decided once, from the first statement met with it (`Decider.decide_statement_key`),
+and every statement it answers is accounted (`Decider.account`): the rule-hit counters come out
+as if each had been decided on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dumpfilter.rules.decider import Decider
+from dumpfilter.rules.decisions import Decision
+
+_UNKNOWN = 2  # the core's keep byte for a key not answered yet
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
+
+
+class StatementKeeps:
+    """The keep byte per key id (1 kept, 0 dropped) and each key's decision, for one decider.
+    `enabled`: whether the decider's statements may be answered by key at all."""
+
+    __slots__ = ("_decider", "enabled", "_keep", "_bytes", "_decisions", "keys_decided", "statements", "units")
+
+    def __init__(self, decider: Decider):
+        self._decider = decider
+        self.enabled = decider.keys_statements
+        self._keep = bytearray()
+        self._bytes: bytes | None = b""
+        self._decisions: list[Decision | None] = []
+        self.keys_decided = 0   # keys decided in Python (each once)
+        self.statements = 0     # statements answered by key
+        self.units = 0          # statement units written from keys
+
+    def restart(self) -> None:
+        """A new scanner (the next input file): its key ids start again, so do the answers (the
+        counters go on)."""
+        self._keep.clear()
+        self._decisions.clear()
+        self._bytes = b""
+
+    def keep_bytes(self) -> bytes:
+        """One byte per key id, as the core's assembly takes them."""
+        if self._bytes is None:
+            self._bytes = bytes(self._keep)
+        return self._bytes
+
+    def learn(self, new_keys: Iterable[tuple[int, bytes, bytes]]) -> None:
+        """Decide the keys the core met for the first time: (key id, default database, the
+        statement it was met in)."""
+        decide = self._decider.decide_statement_key
+        for key_id, db, sql in new_keys:
+            if len(self._keep) <= key_id:
+                grow = key_id + 1 - len(self._keep)
+                self._keep.extend(bytes([_UNKNOWN]) * grow)
+                self._decisions.extend([None] * grow)
+            decision = decide(_text(sql), _text(db))
+            self._decisions[key_id] = decision
+            self._keep[key_id] = 1 if decision.apply else 0
+            self.keys_decided += 1
+        self._bytes = None
+
+    def used(self, key_uses: Iterable[tuple[int, int]], units: int, statements: int) -> None:
+        """Account the statements an assembly answered: (key id, how many) per key."""
+        account = self._decider.account
+        decisions = self._decisions
+        for key_id, times in key_uses:
+            decision = decisions[key_id]
+            assert decision is not None  # the core uses only keys it handed to `learn` first
+            account(decision, times)
+        self.units += units
+        self.statements += statements

@@ -1,0 +1,183 @@
+"""The compiled statement keys (issue #43, core/src/stmt.rs) against the Python parser: wherever
+`_core.statement_key` reads a (kind, table) it is the kind and the one updated table that
+`rules.statements.statement_tables` gives (and the full parser, without its fast forms), on every
+statement of the rule vectors, of the real fixture binlogs, of generated workloads and of
+hypothesis-built text; and it reads enough of a sysbench-like workload (at most 1% left to
+Python)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dumpfilter import _core
+from dumpfilter.codec import BinlogReader
+from dumpfilter.codec.scanner import statement_key
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.statements import _statement_tables, statement_tables
+from dumpfilter.workload import WorkloadSpec, generate
+
+KINDS = {_core.KIND_INSERT: Kind.INSERT, _core.KIND_REPLACE: Kind.REPLACE, _core.KIND_UPDATE: Kind.UPDATE,
+         _core.KIND_DELETE: Kind.DELETE}
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def check(sql: str, db: str | None) -> bool:
+    """Asserts the core's key of `sql` agrees with both Python parsers; True when it gave one."""
+    key = statement_key(sql.encode("utf-8", "surrogateescape"))
+    if key is None:
+        return False
+    kind, qualifier, table = key
+    want = ((_text(qualifier) if qualifier is not None else (db or "")), _text(table))
+    for info in (statement_tables(sql, db), _statement_tables(sql, db, fast_forms=False)):
+        assert info.parse_ok, sql
+        assert info.kind is KINDS[kind], (sql, info.kind, kind)
+        assert info.updated == (want,), (sql, info.updated, want)
+        assert not info.exempt_from_table_rules, sql
+    return True
+
+
+def _vectors() -> list[tuple[str | None, str]]:
+    path = Path(__file__).resolve().parents[1] / "rules" / "test_evaluate_semantics.py"
+    spec = importlib.util.spec_from_file_location("_semantics_vectors", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [(case[3], case[4]) for case in module.STATEMENT_CASES]
+
+
+SHAPES = [
+    ("db", "UPDATE sbtest1 SET k=k+1 WHERE id=5023"),
+    ("db", "UPDATE sbtest1 SET c='1-2' WHERE id=7"),
+    ("db", "DELETE FROM sbtest1 WHERE id=881"),
+    ("db", "INSERT INTO sbtest1 (id, k, c, pad) VALUES (881, 460, 'a', 'b')"),
+    ("db", "insert ignore into `we``ird`.`t 1` values (1)"),
+    ("db", "REPLACE LOW_PRIORITY INTO d . t SET a=1"),
+    ("db", "INSERT t VALUE(1)"),
+    ("", "DELETE QUICK IGNORE FROM t;\n"),
+    ("db", "DELETE FROM t ORDER BY a LIMIT 1"),
+    ("db", "UPDATE LOW_PRIORITY IGNORE x.y SET a=1"),
+    ("db", "INSERT IGNORE (a) VALUES (1)"),       # IGNORE read as the table by the regex: left to Python
+    ("db", "INSERT INTO tSET x=1"),               # the regex backtracks into `t`: left to Python
+    ("db", "INSERT INTO `t`VALUES(1)"),
+    ("db", "UPDATE `t`SET a=1"),
+    ("db", "INSERT INTO values (1)"),
+    ("db", "UPDATE t1, t2 SET t1.a=1"),
+    ("db", "UPDATE t1 JOIN t2 ON t1.a=t2.a SET t1.b=1"),
+    ("db", "DELETE t1 FROM t1 JOIN t2"),
+    ("db", "INSERT INTO t SELECT * FROM u"),
+    ("db", "INSERT INTO t VALUES (1) /* x */"),
+    ("db", "DELETE FROM t RETURNING a"),
+    ("db", "INSERT INTO t VALUES ('é')"),
+    ("db", "\x1cINSERT\x0bINTO\x1ft\x0c(a) VALUES (1)"),
+    ("db", "INSERT INTO a. (x)"),
+    ("db", "INSERT INTO $x$ (a) VALUES (1)"),
+    ("db", "UPDATE set SET a=1"),
+    ("db", "DELETE FROM `` WHERE 1"),
+    ("db", "UPDATE FROM.t SET a=1"),              # a reserved word: the fast form and the full parser differ
+    ("db", "UPDATE FROM SET a=1"),
+    ("db", "UPDATE `FROM` SET a=1"),
+]
+
+
+def test_sysbench_shapes_are_keyed():
+    keyed = [sql for db, sql in SHAPES[:10] if check(sql, db)]
+    assert keyed == [sql for _, sql in SHAPES[:10]]
+
+
+@pytest.mark.parametrize("db,sql", SHAPES)
+def test_hand_picked_shapes_agree(db, sql):
+    check(sql, db)
+
+
+def test_rule_vectors_agree():
+    vectors = _vectors()
+    assert len(vectors) > 50
+    keyed = sum(check(sql, db) for db, sql in vectors)
+    assert keyed > 10  # the vectors' plain DML is read
+
+
+def _queries(path: Path):
+    with open(path, "rb") as f:
+        try:
+            for event in BinlogReader(f):
+                if event.is_query and event.sql is not None:
+                    yield event.db, event.sql
+        except DumpFilterError:
+            return
+
+
+def test_real_fixture_binlogs_agree(shared_fixtures):
+    seen = keyed = 0
+    for path in sorted(p for p in shared_fixtures.rglob("*") if p.is_file() and not p.suffix in (".md", ".json",
+                                                                                                  ".index", ".txt")):
+        for db, sql in _queries(path):
+            seen += 1
+            keyed += check(sql, db)
+    assert seen > 100 and keyed > 0
+
+
+@pytest.mark.parametrize("flavor", ["mariadb", "mysql"])
+def test_workload_statements_are_keyed(tmp_path, flavor):
+    """At most 1% of a generated statement workload's DML is left to the Python parser."""
+    spec = WorkloadSpec(seed=43, schemas=4, tables_per_schema=3, transactions=1500, binlog_format="statement",
+                        flavor=flavor, ddl_share=0.02, cross_db_share=0.3)
+    path = generate(spec, tmp_path, "b")[0]
+    dml = keyed = 0
+    for db, sql in _queries(path):
+        if sql.split(None, 1)[0].upper() in ("INSERT", "REPLACE", "UPDATE", "DELETE"):
+            dml += 1
+            keyed += check(sql, db)
+    assert dml > 1000
+    assert keyed >= 0.99 * dml, (keyed, dml)
+
+
+# -- generated statements: the DML grammar the regexes read, with its edges -----------------------
+_spaces = st.sampled_from([" ", "  ", "\t", "\n", "\x0b", "\x1c", " \r\n "])
+_maybe_spaces = st.one_of(st.just(""), _spaces)
+_case = st.sampled_from([str.upper, str.lower, str.title])
+_word = st.sampled_from(["t", "sbtest1", "T_2", "x$y", "$", "9a", "INTO", "VALUES", "VALUE", "SET", "SELECT",
+                         "IGNORE", "FROM", "WHERE", "LOW_PRIORITY", "QUICK", "DELAYED", "é", "tSET", "values1"])
+_quoted = st.text(st.sampled_from("ab`. $é"), min_size=0, max_size=5).map(lambda s: "`" + s.replace("`", "``") + "`")
+_name = st.one_of(_word, _quoted, st.from_regex(r"[A-Za-z0-9_$]{1,6}", fullmatch=True))
+
+
+@st.composite
+def _statements(draw):
+    verb = draw(st.sampled_from(["INSERT", "REPLACE", "UPDATE", "DELETE"]))
+    parts = [draw(_maybe_spaces), draw(_case)(verb)]
+    modifiers = {"UPDATE": ["LOW_PRIORITY", "IGNORE"], "DELETE": ["LOW_PRIORITY", "QUICK", "IGNORE"]}.get(
+        verb, ["LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE"])
+    for modifier in draw(st.lists(st.sampled_from(modifiers), max_size=2)):
+        parts += [draw(_spaces), draw(_case)(modifier)]
+    if verb == "DELETE" or draw(st.booleans()):
+        parts += [draw(_spaces), draw(_case)("FROM" if verb == "DELETE" else "INTO")]
+    parts += [draw(_spaces), draw(_name)]
+    if draw(st.booleans()):
+        parts += [draw(_maybe_spaces), ".", draw(_maybe_spaces), draw(_name)]
+    parts.append(draw(_maybe_spaces))
+    parts.append(draw(st.sampled_from(["(a) VALUES (1)", "VALUES (1)", "VALUE(1)", "SET a=1", "WHERE id=1",
+                                       "ORDER BY a", "LIMIT 1", ";", "; ", "", "WHERE a=(SELECT 1)", "# c",
+                                       "-- c", "/* c */", "RETURNING a", "JOIN u SET a=1", ", u SET a=1",
+                                       "SETx", "VALUESx", "WHERE$", "USING t, u"])))
+    parts.append(draw(st.sampled_from(["", " WHERE k='#'", " WHERE k='--'", "\n"])))
+    return "".join(parts)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_statements(), st.sampled_from(["db", "", "d`b"]))
+def test_generated_statements_agree(sql, db):
+    check(sql, db)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=60), st.sampled_from(["db", ""]))
+def test_any_text_agrees(sql, db):
+    check(sql, db)
