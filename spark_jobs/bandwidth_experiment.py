@@ -15,9 +15,9 @@ import csv
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # `spark-submit spark_jobs/bandwidth_experiment.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+# `spark-submit spark_jobs/bandwidth_experiment.py` runs this file as a script, with a Python where dumpfilter is
+# installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
+# the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts, count_chunk, merge_counts  # noqa: E402
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
 

@@ -26,9 +26,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-if __package__ in (None, ""):  # `spark-submit spark_jobs/split_by_schema.py`: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+# `spark-submit spark_jobs/split_by_schema.py` runs this file as a script, with a Python where dumpfilter is
+# installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
+# the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE  # noqa: E402
 from dumpfilter.codec import Event  # noqa: E402
 from dumpfilter.codec.format_description import FormatDescription  # noqa: E402

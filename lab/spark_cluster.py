@@ -1,0 +1,146 @@
+"""A real Spark standalone cluster on loopback: pyspark's own `spark-class` Master and Workers.
+
+What the tests and `make bench` submit `split` and `experiment` to with `--spark-master
+spark://127.0.0.1:PORT`: one Master and N Workers, each a JVM of its own started from the jars
+pyspark ships (no Spark distribution needed), every port on 127.0.0.1, logs and work directories
+under one temporary directory, and every process stopped by its PID on exit (a worker's executors
+are its children, in its process group).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from dumpfilter.errors import DumpFilterError
+
+
+class ClusterError(DumpFilterError):
+    """The standalone cluster did not come up (its log's last line says why)."""
+
+
+def spark_home() -> Path:
+    """pyspark's installed tree: its `bin/spark-class` and `jars/` are a Spark distribution's."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class StandaloneCluster:
+    """`with StandaloneCluster(workers=2) as cluster:` ... `cluster.url` is the master's URL.
+
+    Each worker offers `cores` cores and `memory` of executor memory. The Master's web UI (its
+    JSON at `/json/`) is how readiness is known: every worker registered and ALIVE."""
+
+    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g", *, start_timeout: float = 120.0,
+                 directory: str | os.PathLike | None = None):
+        self.workers, self.cores, self.memory = workers, cores, memory
+        self.start_timeout = start_timeout
+        self._own_dir = directory is None
+        self.dir = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dumpfilter-spark-"))
+        self.port, self.ui_port = _free_port(), _free_port()
+        self.processes: list[subprocess.Popen] = []
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def _env(self) -> dict[str, str]:
+        home = spark_home()
+        env = dict(os.environ)
+        env.update({"SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.dir / "logs"),
+                    "SPARK_WORKER_DIR": str(self.dir / "work"), "SPARK_NO_DAEMONIZE": "1"})
+        return env
+
+    def _spawn(self, name: str, *args: str) -> None:
+        log = open(self.dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process, in stop()
+        proc = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], env=self._env(),
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        proc.log = log  # type: ignore[attr-defined]
+        self.processes.append(proc)
+
+    def status(self) -> dict:
+        """The Master's own view (its web UI's JSON): workers, cores, running applications."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as reply:
+            return json.load(reply)
+
+    def alive_workers(self) -> int:
+        try:
+            return int(self.status().get("aliveworkers", 0))
+        except (OSError, ValueError):
+            return 0
+
+    def start(self) -> StandaloneCluster:
+        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                    "--port", str(self.port), "--webui-port", str(self.ui_port))
+        for k in range(self.workers):
+            work = self.dir / f"worker-{k}"
+            work.mkdir(exist_ok=True)
+            self._spawn(f"worker-{k}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                        "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(_free_port()),
+                        "--port", str(_free_port()), "--work-dir", str(work), self.url)
+        deadline = time.monotonic() + self.start_timeout
+        while self.alive_workers() < self.workers:
+            dead = [p for p in self.processes if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                why = self._last_line(self.processes.index(dead[0]) if dead else 0)
+                self.stop()
+                raise ClusterError(f"Spark standalone cluster did not start ({self.alive_workers()} of "
+                                   f"{self.workers} workers alive): {why}")
+            time.sleep(0.2)
+        return self
+
+    def _last_line(self, index: int) -> str:
+        names = ["master", *(f"worker-{k}" for k in range(self.workers))]
+        try:
+            lines = (self.dir / f"{names[index]}.log").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "no log"
+        return lines[-1] if lines else "empty log"
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
+    def stop(self) -> None:
+        """SIGTERM to each process group (a worker's executors with it), SIGKILL to what stays."""
+        for proc in reversed(self.processes):
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for proc in reversed(self.processes):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            proc.log.close()  # type: ignore[attr-defined]
+        self.processes.clear()
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> StandaloneCluster:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
