@@ -370,6 +370,13 @@ class UnitList:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
         until a unit it cannot handle or the batch is full (see send::send). The units'
         Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place)."""
+    def count(self, row: bytes, keep: bytes, start: int, skip_ok: bool, partial_ok: bool, pending: int,
+              server_id: int, heartbeat_crc: bool
+              ) -> tuple[int, list[int], list[int], list[int], int, bool]:
+        """`send`'s walk to the end of the list, counted, never assembled: (next, [kept, partial,
+        skipped], [sent_bytes, sent_events, read_bytes, read_events], [heartbeats,
+        heartbeat_bytes], pending unit or -1, pending_done); `pending`: the size of a Heartbeat
+        still owed (0: none)."""
 
 
 class FlagWords:

@@ -14,6 +14,14 @@ For every slave of a topology and every unit of a chunk: the events and bytes a 
   event that is sent, or once the stream has read the whole binlog (a stretch ending one file
   without a Rotate goes before the next file's FDE: the same one heartbeat).
 
+The chunk is scanned once, whatever the number of slaves, by the compiled scanner into the core's
+UnitList (the master's own unit index); each slave's answer per unit comes from its keep byte per
+table name (`TableKeeps`, the seam `filter` uses) through `UnitList.rows`, and `UnitList.count`
+walks it as the master's `UnitList.send` does, counting, never copying. Only what the core leaves
+(control events, statements, a partial MySQL transaction, skips under the placeholder and
+empty-transaction policies, a restricted gate's annotated units) goes through TransactionFilter,
+one unit at a time.
+
 Heartbeat stretches can cross chunk boundaries: `merge_counts` joins them again, so the totals do
 not depend on how files were cut.
 """
@@ -22,16 +30,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
+from dumpfilter.codec.constants import CHECKSUM_CRC32
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.charts import saved_percent
 from dumpfilter.codec.transactions import CONTROL
-from dumpfilter.rules.decider import gated
+from dumpfilter.rules.decider import TableKeeps, gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter import skip_policy
 from dumpfilter.sent import SentCounts
-from dumpfilter.spark_jobs.tasks.chunks import Chunk, read_units
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
 
@@ -78,7 +89,11 @@ class _SlaveCounter:
 
     def __init__(self, name: str, rules, settings, policy_name: str, gate, chunk: Chunk, crc_len: int):
         self.filter = TransactionFilter(gated(RuleEngine(rules, settings), gate), empty_transactions=KEEP)
+        self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
+        # A gate that reads statement texts (a restricted policy) sends an annotated unit by the
+        # reference path (master/decide/policy_check.py): every unit of this slave goes that way.
+        self.compiled = not self.filter.decider.checks_annotations
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
         self.pending = False
@@ -108,6 +123,36 @@ class _SlaveCounter:
         c.events_skipped += max(0, events)
         c.bytes_skipped += max(0, size)
 
+    def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool) -> int:
+        """Units i.. of `units` as the master's `UnitList.send` walks them (one call, counted);
+        returns the first unit the walk left to `unit`."""
+        c = self.out.counts
+        if row[i] == ROW_SLOW:
+            return i
+        if row[i] == ROW_SKIP and self.policy.skips_as_heartbeat and not self.sent_any and not self.pending:
+            self.out.leading_skip = True
+        owed = self.out.heartbeat_size if self.pending else 0
+        nxt, (kept, partial, skipped), (sent_bytes, sent_events, read_bytes, read_events), (hbs, hb_bytes), \
+            pending_unit, pending_done = units.count(row, keep, i, self.policy.skips_as_heartbeat,
+                                                     self.policy.partial_as_kept, owed, 0, crc)
+        c.events_read += read_events
+        c.bytes_read += read_bytes
+        c.heartbeats += hbs
+        c.heartbeat_bytes += hb_bytes
+        c.events_sent += sent_events + hbs
+        c.bytes_sent += sent_bytes + hb_bytes
+        c.kept_events += sent_events
+        c.kept_bytes += sent_bytes
+        c.transactions_kept += kept
+        c.transactions_partial += partial
+        c.transactions_skipped += skipped
+        c.events_skipped += read_events - sent_events
+        c.bytes_skipped += read_bytes - sent_bytes
+        if kept or partial:
+            self.sent_any = True
+        self.pending = pending_unit >= 0 or (self.pending and not pending_done)
+        return nxt
+
     def unit(self, txn: Transaction) -> None:
         c = self.out.counts
         c.events_read += len(txn.events)
@@ -116,6 +161,7 @@ class _SlaveCounter:
             event = txn.events[0]
             if event.type_code == EventType.FORMAT_DESCRIPTION:
                 self.filter.reset()
+                self.keeps.clear()
             if event.type_code in _NOT_FORWARDED:
                 return
             c.kept_events += 1
@@ -154,17 +200,72 @@ class _SlaveCounter:
 
 def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
     """Counts of every slave (`dumpfilter.topology.SlaveSpec`-like: name, rules, settings,
-    skip_policy) over one chunk; `gates`: each slave's master-policy gate (None: unbounded)."""
+    skip_policy) over one chunk; `gates`: each slave's master-policy gate (None: unbounded).
+    One scan of the chunk for all slaves; per slave, one compiled walk per run of units the core
+    handles (see the module's docstring)."""
     gates = list(gates) if gates is not None else [None] * len(slaves)
-    counters = None
-    for txn in read_units(chunk, verify_checksums=verify_checksums):
+    scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
+    counters: list[_SlaveCounter] | None = None
+    fmt = None
+    for fmt_before, buf, base, units, n in chunk_buffers(chunk, scanner):
         if counters is None:
-            crc_len = txn.events[0].fmt.checksum_len if txn.events[0].fmt is not None else 0
-            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)
+            fmt = fmt_before
+            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, scanner.checksum_len)
                         for s, gate in zip(slaves, gates)]
-        for counter in counters:
-            counter.unit(txn)
+        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
     return [counter.finish() for counter in counters or ()]
+
+
+def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf, base: int, names, fmt):
+    """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
+    rest one unit at a time, in order per slave (a Format_description resets a slave's filter and
+    keep bytes before what follows it is decided). Returns the format in force after the buffer."""
+    # The units the core leaves to Python (never fast), as Transactions made once for all slaves,
+    # each decoded with the format in force where it stands.
+    made: dict[int, Transaction] = {}
+    current = fmt
+    crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
+    def txn(k: int) -> Transaction:
+        found = made.get(k)
+        if found is None:
+            u = units.unit(k)
+            events, _ = unit_events(bytes(buf[u.start:u.end]), base + u.start, format_at(k))
+            found = made[k] = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
+        return found
+
+    # The format changes only at a Format_description: (unit index, format after it), in order.
+    fdes = [k for k in units.with_flags(_core.F_HAS_FDE, 0) if k < n]
+    after: list[tuple[int, object]] = []
+    for k in fdes:
+        u = units.unit(k)
+        _, current = unit_events(bytes(buf[u.start:u.end]), base + u.start, current)
+        after.append((k, current))
+
+    def format_at(k: int):
+        found = fmt
+        for at, f in after:
+            if at >= k:
+                break
+            found = f
+        return found
+
+    crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
+    after_index = set(fdes)
+    for counter in counters:
+        i, row, keep = 0, None, b""
+        while i < n:
+            if counter.compiled:
+                if row is None:
+                    keep = counter.keeps.for_names(names)
+                    row = units.rows(keep)
+                i = counter.run(units, row, keep, i, crc)
+                if i >= n:
+                    break
+            counter.unit(txn(i))
+            if i in after_index:
+                row = None  # the keeps were cleared: answers again for what follows
+            i += 1
+    return current
 
 
 def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[SlaveCounts]:

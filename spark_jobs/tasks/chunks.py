@@ -15,13 +15,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dumpfilter.codec import BinlogReader, Event, EventType, Transaction, TransactionGrouper, read_format_description
+from dumpfilter import _core
+from dumpfilter.codec import (BinlogReader, Event, EventType, Transaction, TransactionGrouper, bad_magic,
+                              read_format_description)
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC
+from dumpfilter.codec.scanner import Scanner
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, QUERY_EVENT_TYPES
-from dumpfilter.errors import BinlogError
+from dumpfilter.errors import BinlogError, TruncatedBinlogError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.binlogs import binlog_paths, open_binlog
 
 DEFAULT_CHUNK_BYTES = 64 << 20
+READ_BYTES = 8 << 20  # one read buffer of `chunk_buffers`: one compiled scan
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,53 @@ def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Trans
         for event in reader:
             yield from grouper.push(event)
         yield from grouper.flush()
+
+
+def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescription | None, bytes, int, _core.UnitList, int]]:
+    """The chunk's bytes a read buffer at a time, each scanned once by the compiled `scanner` into
+    a UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
+    chunk, the buffer, its file offset, the UnitList, how many units it holds). A unit cut by the
+    buffer's end is read again with the next one; the chunk's last buffer is scanned to its end
+    (`at_eof`: a unit the input ends inside comes out incomplete). Memory: one buffer, whatever the
+    chunk's size. A malformed event raises its one line (file and offset) after the units before it."""
+    with open_binlog(chunk.path) as stream:
+        fmt = None
+        if chunk.start > 4:
+            fde, fmt = read_format_description(stream, chunk.path)
+            scanner.load_format(fde.raw, 4)
+            stream.seek(chunk.start)
+            pos = chunk.start
+        else:
+            magic = stream.read(4)
+            if magic != MAGIC:
+                if len(magic) < 4:
+                    raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
+                                               path=chunk.path, offset=0)
+                raise bad_magic(chunk.path)
+            pos = 4
+        carry = b""
+        want = READ_BYTES
+        while True:
+            left = None if chunk.end is None else chunk.end - pos - len(carry)
+            size = want if left is None else max(0, min(want, left))
+            data = stream.read(size) if size else b""
+            eof = len(data) < size or size == 0 or (left is not None and len(data) >= left)
+            buf = carry + data if carry else data
+            units = _core.UnitList()
+            scan = scanner.scan_into(units, buf, 0, pos, chunk.name, at_eof=eof)
+            yield fmt, buf, pos, units, scan.added
+            if scan.error is not None:
+                raise scan.error
+            # A unit longer than the buffer: read more at once next time.
+            want = READ_BYTES if scan.stop else want * 2
+            carry, pos = buf[scan.stop:], pos + scan.stop
+            if eof:
+                break
+        if carry:
+            n = len(carry)
+            msg = (f"event size {int.from_bytes(carry[9:13], 'little')} runs past the end of the file ({n} bytes left)"
+                   if n >= HEADER_LEN else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
+            raise TruncatedBinlogError(msg, path=chunk.path, offset=pos)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions, UnitList};
 use crate::sql;
 
+/// `UnitList.count`'s answer (see there).
+type WalkCounts = (usize, [u64; 3], [u64; 4], [u64; 2], i64, bool);
+
 /// A segment of the master's binlog as every stream walks it (see send::UnitList): the units of
 /// one or more scans, with the read buffers they lie in.
 #[pyclass(module = "dumpfilter._core", name = "UnitList")]
@@ -396,6 +399,48 @@ impl PyUnitList {
             pending_unit: s.pending.map_or(-1i64, |k| k as i64),
             pending_done: s.pending_done,
         })
+    }
+
+    /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
+    /// what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
+    /// the size of a Heartbeat the caller still owes (0: none). Returns (next, kept, partial,
+    /// skipped, sent_bytes, sent_events, read_bytes, read_events, heartbeats, heartbeat_bytes,
+    /// pending_unit or -1, pending_done).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (row, keep, start, skip_ok, partial_ok, pending, server_id, heartbeat_crc))]
+    fn count(
+        &self,
+        py: Python<'_>,
+        row: &[u8],
+        keep: &[u8],
+        start: usize,
+        skip_ok: bool,
+        partial_ok: bool,
+        pending: usize,
+        server_id: u32,
+        heartbeat_crc: bool,
+    ) -> WalkCounts {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let owed = vec![0u8; pending];
+        let opt = SendOptions {
+            batch_bytes: 0,
+            limit: u64::MAX,
+            skip_ok,
+            partial_ok,
+            pending: (pending > 0).then_some(owed.as_slice()),
+            server_id,
+            heartbeat_crc,
+        };
+        let list = &self.list;
+        let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
+        (
+            s.next,
+            [s.kept, s.partial, s.skipped],
+            [s.sent_bytes, s.sent_events, s.read_bytes, s.read_events],
+            [s.heartbeats, s.heartbeat_bytes],
+            s.pending.map_or(-1i64, |k| k as i64),
+            s.pending_done,
+        )
     }
 }
 

@@ -1,0 +1,112 @@
+"""`experiment` counts on the compiled walk (issue #40, goals 1 and 3): one scan of a chunk for every
+slave, each slave's answers from its keep bytes (`UnitList.rows`) walked by the core as the
+master's `UnitList.send` walks them (`UnitList.count`), and only the units the core leaves (control
+events, statements, rare shapes) through TransactionFilter. The counts equal the Python
+reference's (tests/support/experiment_reference.py: every unit through TransactionFilter) on
+every real fixture binlog and on generated workloads of each format and flavor, for random rules,
+skip policies and chunk cuts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.codec import group_transactions, read_events
+from dumpfilter.codec.scanner import Scanner
+from dumpfilter.spark_jobs.tasks import bandwidth
+from dumpfilter.spark_jobs.tasks.bandwidth import merge_counts
+from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
+from dumpfilter.topology import parse_topology
+from dumpfilter.workload import WorkloadSpec, generate
+from tests.support import experiment_reference
+
+POLICIES = ("heartbeat", "placeholder", "empty-transaction")
+RULES = ["replicate-do-db=db1", "replicate-do-db=db2", "replicate-ignore-db=db3", "replicate-do-table=db1.t1",
+         "replicate-ignore-table=db2.t2", "replicate-wild-do-table=db%.t1", "replicate-wild-ignore-table=db1.%",
+         "replicate-do-db=test", "replicate-wild-do-table=sbtest%.%", "replicate-ignore-db=mysql",
+         "replicate-do-db=sakila", "replicate-wild-ignore-table=%.sbtest1"]
+
+
+def _topology(slaves: list[tuple[list[str], str]]):
+    text = ""
+    for k, (rules, policy) in enumerate(slaves):
+        rule_text = ", ".join(f'"{r}"' for r in rules)
+        text += f'[[slaves]]\nname = "s{k}"\nserver_id = {k + 2}\nrules = [{rule_text}]\nskip_policy = "{policy}"\n'
+    return parse_topology(text)
+
+
+def _counts(module, paths, topology, chunk_bytes):
+    chunks = plan_chunks(input_files(paths), chunk_bytes)
+    parts = [p for chunk in chunks for p in module.count_chunk(chunk, topology.slaves)]
+    return [t.as_row() for t in merge_counts(parts, [s.name for s in topology.slaves])]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("compiled-experiment")
+    out = {}
+    for k, (fmt, flavor) in enumerate([("row", "mariadb"), ("row", "mysql"), ("mixed", "mariadb"),
+                                       ("statement", "mysql")]):
+        spec = WorkloadSpec(seed=40 + k, schemas=3, tables_per_schema=2, transactions=400, binlog_format=fmt,
+                            flavor=flavor, max_binlog_size=50_000)
+        generate(spec, root / f"{fmt}-{flavor}", "master-bin")
+        out[f"{fmt}-{flavor}"] = root / f"{fmt}-{flavor}"
+    return out
+
+
+slave_sets = st.lists(st.tuples(st.lists(st.sampled_from(RULES), max_size=3, unique=True), st.sampled_from(POLICIES)),
+                      min_size=1, max_size=5)
+
+
+@pytest.mark.fixtures
+def test_real_binlogs_count_as_the_reference(shared_fixtures):
+    paths = sorted(p for p in shared_fixtures.rglob("*") if p.is_file() and not p.name.endswith(".md"))
+    assert len(paths) >= 15
+    topology = _topology([([], "heartbeat"), (["replicate-do-db=test"], "placeholder"),
+                          (["replicate-wild-do-table=sbtest%.%", "replicate-do-db=db1"], "heartbeat"),
+                          (["replicate-ignore-db=mysql"], "empty-transaction"),
+                          (["replicate-wild-ignore-table=%.sbtest1"], "heartbeat")])
+    for path in paths:
+        for chunk_bytes in (None, 20_000):
+            assert _counts(bandwidth, [path], topology, chunk_bytes) == \
+                _counts(experiment_reference, [path], topology, chunk_bytes), (path.name, chunk_bytes)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(slaves=slave_sets, workload=st.sampled_from(["row-mariadb", "row-mysql", "mixed-mariadb", "statement-mysql"]),
+       chunk_bytes=st.sampled_from([None, 7_000, 30_000]))
+def test_random_slaves_count_as_the_reference(generated, slaves, workload, chunk_bytes):
+    topology = _topology(slaves)
+    src = [generated[workload]]
+    assert _counts(bandwidth, src, topology, chunk_bytes) == _counts(experiment_reference, src, topology, chunk_bytes)
+
+
+def test_one_scan_for_every_slave_and_python_only_for_what_the_core_leaves(generated, monkeypatch):
+    """Work bound: the chunk is scanned the same number of times for 1 slave and for 16, and the
+    per-unit Python path sees, per slave, only the units that are not fast (control events and
+    DDL here: a ROW workload's transactions are fast)."""
+    src = generated["row-mariadb"]
+    scans, per_unit = [], []
+    real_scan, real_unit = Scanner.scan_into, bandwidth._SlaveCounter.unit
+    monkeypatch.setattr(Scanner, "scan_into", lambda self, *a, **k: scans.append(1) or real_scan(self, *a, **k))
+    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: per_unit.append(1) or real_unit(self, txn))
+    units = slow = 0  # the units the core does not decide from tables: control events and DDL here
+    for path in input_files([src]):
+        data = path.read_bytes()
+        records = Scanner(str(path)).units(data, 4, 0, at_eof=True).units
+        units += len(records)
+        slow += sum(not records.is_fast(i) for i in range(len(records)))
+        assert len(records) == len(list(group_transactions(read_events(data))))
+    assert slow < units / 10
+    seen = []
+    for n in (1, 16):
+        scans.clear()
+        per_unit.clear()
+        topology = _topology([([RULES[k % 7]], "heartbeat") for k in range(n)])
+        _counts(bandwidth, [src], topology, None)
+        seen.append(len(scans))
+        assert len(per_unit) <= n * slow, (len(per_unit), n, slow)
+    assert seen[0] == seen[1] > 0
