@@ -28,7 +28,7 @@ not depend on how files were cut.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
@@ -202,8 +202,19 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     """Counts of every slave (`dumpfilter.topology.SlaveSpec`-like: name, rules, settings,
     skip_policy) over one chunk; `gates`: each slave's master-policy gate (None: unbounded).
     One scan of the chunk for all slaves; per slave, one compiled walk per run of units the core
-    handles (see the module's docstring)."""
+    handles (see the module's docstring). Slaves alike in all that decides what they are sent
+    (rules, settings, gate, skip policy) are counted once: the same walk would give each of them
+    the same counts."""
     gates = list(gates) if gates is not None else [None] * len(slaves)
+    alike: dict[tuple, int] = {}
+    distinct = []
+    which = []
+    for spec, gate in zip(slaves, gates):
+        key = (repr(spec.rules), repr(spec.settings), gate, spec.skip_policy)
+        if key not in alike:
+            alike[key] = len(distinct)
+            distinct.append((spec, gate))
+        which.append(alike[key])
     scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
     counters: list[_SlaveCounter] | None = None
     fmt = None
@@ -211,9 +222,12 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
         if counters is None:
             fmt = fmt_before
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, scanner.checksum_len)
-                        for s, gate in zip(slaves, gates)]
+                        for s, gate in distinct]
         fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
-    return [counter.finish() for counter in counters or ()]
+    if counters is None:
+        return []
+    done = [counter.finish() for counter in counters]
+    return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
 
 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf, base: int, names, fmt):

@@ -10,6 +10,8 @@ and gzipped files are never cut.
 
 from __future__ import annotations
 
+import io
+import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -138,19 +140,20 @@ def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Trans
         yield from grouper.flush()
 
 
-def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescription | None, bytes, int, _core.UnitList, int]]:
-    """The chunk's bytes a read buffer at a time, each scanned once by the compiled `scanner` into
-    a UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
-    chunk, the buffer, its file offset, the UnitList, how many units it holds). A unit cut by the
-    buffer's end is read again with the next one; the chunk's last buffer is scanned to its end
-    (`at_eof`: a unit the input ends inside comes out incomplete). Memory: one buffer, whatever the
-    chunk's size. A malformed event raises its one line (file and offset) after the units before it."""
+def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int]]:
+    """The chunk's bytes a buffer at a time, each scanned once by the compiled `scanner` into a
+    UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
+    chunk, the buffer, its file offset, the UnitList, how many units it holds). A plain file is
+    mapped, and its buffers are views of the mapping (no byte copied; the kernel's pages are
+    reclaimable); a compressed one is read. A unit cut by a buffer's end starts the next buffer;
+    the chunk's last buffer is scanned to its end (`at_eof`: a unit the input ends inside comes
+    out incomplete). Memory: one buffer (or its mapped pages), whatever the chunk's size. A
+    malformed event raises its one line (file and offset) after the units before it."""
     with open_binlog(chunk.path) as stream:
         fmt = None
         if chunk.start > 4:
             fde, fmt = read_format_description(stream, chunk.path)
             scanner.load_format(fde.raw, 4)
-            stream.seek(chunk.start)
             pos = chunk.start
         else:
             magic = stream.read(4)
@@ -160,29 +163,71 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescri
                                                path=chunk.path, offset=0)
                 raise bad_magic(chunk.path)
             pos = 4
-        carry = b""
+        if isinstance(stream, io.BufferedReader):
+            source: _Source = _Mapped(stream, chunk.end)
+        else:
+            source = _Read(stream, chunk.end)
         want = READ_BYTES
         while True:
-            left = None if chunk.end is None else chunk.end - pos - len(carry)
-            size = want if left is None else max(0, min(want, left))
-            data = stream.read(size) if size else b""
-            eof = len(data) < size or size == 0 or (left is not None and len(data) >= left)
-            buf = carry + data if carry else data
+            buf, eof = source.take(pos, want)
             units = _core.UnitList()
             scan = scanner.scan_into(units, buf, 0, pos, chunk.name, at_eof=eof)
             yield fmt, buf, pos, units, scan.added
             if scan.error is not None:
                 raise scan.error
-            # A unit longer than the buffer: read more at once next time.
+            # A unit longer than the buffer: take more at once next time.
             want = READ_BYTES if scan.stop else want * 2
-            carry, pos = buf[scan.stop:], pos + scan.stop
+            pos += scan.stop
             if eof:
+                if scan.stop < len(buf):
+                    rest = bytes(buf[scan.stop:])
+                    n = len(rest)
+                    msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file "
+                           f"({n} bytes left)" if n >= HEADER_LEN
+                           else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
+                    raise TruncatedBinlogError(msg, path=chunk.path, offset=pos)
                 break
-        if carry:
-            n = len(carry)
-            msg = (f"event size {int.from_bytes(carry[9:13], 'little')} runs past the end of the file ({n} bytes left)"
-                   if n >= HEADER_LEN else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
-            raise TruncatedBinlogError(msg, path=chunk.path, offset=pos)
+
+
+Buffer = bytes | memoryview
+
+
+class _Source:
+    def take(self, pos: int, want: int) -> tuple[Buffer, bool]:
+        """Bytes [pos, pos + want) of the chunk (fewer at its end) and whether they reach it."""
+        raise NotImplementedError
+
+
+class _Mapped(_Source):
+    """A plain file, mapped once: each buffer a view of the mapping. The mapping is closed when the
+    last view (a UnitList holds its buffer) is gone."""
+
+    def __init__(self, stream, end: int | None):
+        size = os.fstat(stream.fileno()).st_size
+        self.end = size if end is None else min(end, size)
+        self.view = memoryview(mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ)) if size else memoryview(b"")
+
+    def take(self, pos: int, want: int) -> tuple[Buffer, bool]:
+        stop = min(self.end, pos + want)
+        return self.view[pos:stop], stop >= self.end
+
+
+class _Read(_Source):
+    """A compressed stream, read forward: what the last scan left is joined to the next read."""
+
+    def __init__(self, stream, end: int | None):
+        self.stream, self.end = stream, end
+        self.buf, self.at = b"", 0  # self.buf holds the stream's bytes from offset self.at
+
+    def take(self, pos: int, want: int) -> tuple[Buffer, bool]:
+        rest = self.buf[pos - self.at:] if self.buf else b""
+        size = max(0, want - len(rest))
+        if self.end is not None:
+            size = max(0, min(size, self.end - pos - len(rest)))
+        data = self.stream.read(size) if size else b""
+        self.buf, self.at = (rest + data if rest else data), pos
+        eof = len(data) < size or size == 0
+        return self.buf, eof
 
 
 @dataclass(frozen=True)
