@@ -271,15 +271,18 @@ impl PyScanner {
 
     /// Walks buf[off..]: returns (offsets, stop, error), `offsets` packing u64 buffer offsets of
     /// the events whose type's byte in `types` (256 bytes) is non-zero, and of every FDE.
+    /// `buf`: any object with the buffer protocol (bytes, a memoryview of a mapping).
     fn walk<'py>(
         &mut self,
         py: Python<'py>,
-        buf: &[u8],
+        buf: Bound<'py, PyAny>,
         off: usize,
         base: u64,
         types: &[u8],
     ) -> PyResult<Bound<'py, PyTuple>> {
         self.here()?;
+        let held = super::scan_thread::Held::new(&buf)?;
+        let buf = held.bytes(py);
         check_off(off, buf.len())?;
         let mut mask = [false; 256];
         for (m, t) in mask.iter_mut().zip(types) {

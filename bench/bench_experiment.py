@@ -1,0 +1,114 @@
+"""Benchmark (issue #40, goal 3): `dumpfilter experiment --no-spark` for 8 and 64 slaves against one
+`dumpfilter filter` pass over the same real binlog, each command a process of its own, in the same
+run, interleaved. Writes bench/results/experiment.json.
+
+    .venv/bin/python -m bench experiment      (DUMPFILTER_EXPERIMENT_MB, default 520;
+                                               DUMPFILTER_BENCH_REPEAT, default 3)
+
+The input is a real MariaDB binlog series (bench_fanout_procs.real_binlog: small transactions in
+db1..db8). The slave sets:
+- 8: `replicate-do-db=dbN`, one per schema;
+- 64 alike: eight slaves per schema with the same rules (counted once each: see
+  spark_jobs/tasks/bandwidth.py);
+- 64 distinct: each slave its schema plus a `replicate-ignore-table` of its own, so that no two
+  slaves are alike: 64 walks.
+Times are whole commands (interpreter and imports included) and, beside them, the same less the
+start-up of `dumpfilter --version`, measured in the same run. CPU and peak RSS come from each
+process's own rusage (os.wait4). Ratios are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.bench_fanout_procs import real_binlog
+from bench.common import write_result
+
+CMD = [sys.executable, "-m", "dumpfilter"]
+
+
+def _run(args: list[str]) -> dict:
+    """One command as a process of its own: wall time, CPU time and peak RSS from its rusage."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([*CMD, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:3])} exited with {proc.returncode}: {err[-1500:]}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}
+
+
+def _topology(path: Path, n: int, distinct: bool) -> Path:
+    lines = []
+    for i in range(n):
+        db = f"db{i % 8 + 1}"
+        rules = [f'"replicate-do-db={db}"'] + ([f'"replicate-ignore-table={db}.not_there_{i}"'] if distinct else [])
+        lines.append(f'[[slaves]]\nname = "s{i}"\nserver_id = {i + 2}\nrules = [{", ".join(rules)}]\n')
+    path.write_text("".join(lines))
+    return path
+
+
+def main() -> dict:
+    mb = int(os.environ.get("DUMPFILTER_EXPERIMENT_MB", "520"))
+    repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "3"))
+    binlogs = real_binlog(mb)
+    files = sorted(p for p in binlogs.iterdir() if p.name[-6:].isdigit())
+    size = sum(p.stat().st_size for p in files)
+    work = Path(tempfile.mkdtemp(prefix="bench-experiment-"))
+    try:
+        runs = {
+            "start": ["--version"],
+            "filter": ["filter", str(binlogs), "--replicate-do-db=db1", "--out", str(work / "filtered")],
+        }
+        for name, n, distinct in (("experiment_8", 8, False), ("experiment_64_alike", 64, False),
+                                  ("experiment_64_distinct", 64, True)):
+            runs[name] = ["experiment", "--no-spark", "--binlogs", str(binlogs), "--topology",
+                          str(_topology(work / f"{name}.toml", n, distinct)), "--out", str(work / name)]
+        got: dict[str, list[dict]] = {name: [] for name in runs}
+        for _ in range(repeat):  # interleaved: a slow moment of the machine hits every command
+            for name, args in runs.items():
+                for out in ("filtered", name):
+                    shutil.rmtree(work / out, ignore_errors=True)
+                got[name].append(_run(args))
+        best = {name: min(r["wall_s"] for r in rs) for name, rs in got.items()}
+        start = best["start"]
+        result = {"binlog_mb": round(size / 1e6, 1), "files": len(files), "repeat": repeat,
+                  "loadavg_1min": round(os.getloadavg()[0], 2), "interpreter_start_s": round(start, 3)}
+        for name, rs in got.items():
+            if name == "start":
+                continue
+            result[name] = {"best_wall_s": round(best[name], 3), "best_less_start_s": round(best[name] - start, 3),
+                            "median_wall_s": round(statistics.median(r["wall_s"] for r in rs), 3),
+                            "cpu_s": round(min(r["cpu_s"] for r in rs), 3),
+                            "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rs), 1)}
+        f = result["filter"]["best_less_start_s"]
+        result["filter_mb_per_s"] = round(size / 1e6 / max(f, 1e-9), 1)
+        for name in ("experiment_8", "experiment_64_alike", "experiment_64_distinct"):
+            result[f"{name}_vs_filter"] = round(result[name]["best_less_start_s"] / max(f, 1e-9), 2)
+            result[f"{name}_vs_filter_whole_commands"] = round(best[name] / best["filter"], 2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{'binlog':34} {result['binlog_mb']} MB in {result['files']} files (real MariaDB); "
+          f"interpreter start {result['interpreter_start_s']} s")
+    for name in ("filter", "experiment_8", "experiment_64_alike", "experiment_64_distinct"):
+        r = result[name]
+        print(f"{name:34} {r['best_wall_s']:.3f} s whole, {r['best_less_start_s']:.3f} s less start, "
+              f"cpu {r['cpu_s']:.2f} s, peak RSS {r['peak_rss_mb']} MB")
+    for name in ("experiment_8", "experiment_64_alike", "experiment_64_distinct"):
+        print(f"{name + ' / filter':34} {result[f'{name}_vs_filter']}x "
+              f"(whole commands {result[f'{name}_vs_filter_whole_commands']}x)")
+    write_result("experiment", result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
