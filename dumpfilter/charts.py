@@ -45,6 +45,9 @@ def saved_label(bytes_all: int, bytes_sent: int) -> str:
     return "" if percent is None else f"{-percent:+.1f}%"
 
 
+CHART_MAX_INCHES = 22.0
+
+
 def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str) -> list[dict]:
     """`slaves`: dicts with `slave`, `bytes_all` (what it would get without master-side filtering)
     and `bars`: a list of {`policy`, `sent`, `overhead`, `own`} (own: the slave's configured
@@ -59,7 +62,9 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
     policies = list(dict.fromkeys(bar["policy"] for s in slaves for bar in s["bars"]))
     most = max((len(s["bars"]) for s in slaves), default=1)
     width = 0.8 / max(most, 1)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.7 * len(slaves) + 2.5), 4.8))
+    # Wider with more slaves, up to a bound: 64 slaves at 1.7 inches each made a 12 000-pixel PNG
+    # that took longer to draw than the experiment took to count.
+    fig, ax = plt.subplots(figsize=(min(CHART_MAX_INCHES, max(6.0, 1.7 * len(slaves) + 2.5)), 4.8))
     top = 0.0
     drawn = []
     for i, slave in enumerate(slaves):
@@ -77,7 +82,8 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
             top = max(top, total)
             label = saved_label(slave.get("bytes_all") or 0, bar["sent"])
             if label:
-                ax.annotate(label, (x, total), ha="center", va="bottom", fontsize=7)
+                ax.annotate(label, (x, total), ha="center", va="bottom", fontsize=7 if len(slaves) <= 16 else 5,
+                            rotation=0 if len(slaves) <= 16 else 90)
             drawn.append({"slave": slave["slave"], "policy": bar["policy"], "bytes": round(total * 1e6),
                           "label": label, "breaks": slave.get("breaks")})
     everything = [s["bytes_all"] / 1e6 for s in slaves if s.get("bytes_all")]
@@ -94,7 +100,8 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
                 top = max(top, slave["bytes_all"] / 1e6)
     ax.set_xticks(range(len(slaves)), [s["slave"] + (f"\nlint: a replica stops ({s['breaks']})" if s.get("breaks")
                                                       else "") for s in slaves],
-                  rotation=15 if len(slaves) > 4 else 0)
+                  rotation=90 if len(slaves) > 16 else 15 if len(slaves) > 4 else 0,
+                  fontsize=6 if len(slaves) > 16 else None)
     for tick, slave in zip(ax.get_xticklabels(), slaves):
         if slave.get("breaks"):  # the slave whose rules lint says stop a replica: red, and said under its name
             tick.set_color("#cf222e")

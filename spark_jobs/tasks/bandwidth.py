@@ -84,11 +84,31 @@ class ChunkCounts:
     heartbeat_size: int = 0
 
 
+_ENGINES: dict[tuple[str, str], RuleEngine] = {}
+_ENGINES_MAX = 1024
+
+
+def _engine(rules, settings) -> RuleEngine:
+    """The rule engine of `rules` under `settings`, one per process for every chunk it counts under
+    mysql semantics, where a table's answer depends on the rules alone (the engine caches it: a
+    table is decided once per process, not once per chunk). Effective semantics replays the
+    schema: a new engine per chunk."""
+    if settings.semantics != "mysql":
+        return RuleEngine(rules, settings)
+    key = (repr(rules), repr(settings))
+    engine = _ENGINES.get(key)
+    if engine is None:
+        if len(_ENGINES) >= _ENGINES_MAX:
+            _ENGINES.clear()
+        engine = _ENGINES[key] = RuleEngine(rules, settings)
+    return engine
+
+
 class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules, settings, policy_name: str, gate, chunk: Chunk, crc_len: int):
-        self.filter = TransactionFilter(gated(RuleEngine(rules, settings), gate), empty_transactions=KEEP)
+        self.filter = TransactionFilter(gated(_engine(rules, settings), gate), empty_transactions=KEEP)
         self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
         # A gate that reads statement texts (a restricted policy) sends an annotated unit by the
