@@ -370,6 +370,12 @@ class UnitList:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
         until a unit it cannot handle or the batch is full (see send::send). The units'
         Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place)."""
+    def time_cuts(self, seconds: int) -> list[tuple[int, int]]:
+        """(first unit, bucket) for each run of units whose first event's timestamp // `seconds`
+        is the same bucket."""
+    def table_bytes(self, names: int) -> tuple[list[int], int, int]:
+        """(bytes of each name id's Table_map and Rows events, the fast units' other bytes, the
+        bytes of the units that are not fast)."""
     def count(self, row: bytes, keep: bytes, start: int, skip_ok: bool, partial_ok: bool, pending: int,
               server_id: int, heartbeat_crc: bool
               ) -> tuple[int, list[int], list[int], list[int], int, bool]:

@@ -247,3 +247,39 @@ def _position_chart(series: Sequence[dict], path: str | os.PathLike, *, title: s
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return {"start": None, "width": None, "series": []}
+
+
+HOURLY_SLAVES = 8  # lines drawn: the slaves sent the most (every slave stays in the table)
+
+
+def hourly_chart(rows: Sequence[dict], path: str | os.PathLike, *, title: str) -> dict:
+    """`rows`: dicts with `slave`, `hour_epoch`, `bytes_all` and `bytes_sent` (experiment's
+    by-hour table). MB sent per hour of binlog time (UTC), one line per slave, for the
+    HOURLY_SLAVES slaves sent the most, and what a slave without master-side filtering would be
+    sent as a dashed reference. Returns what was drawn: the hours and each line's slave."""
+    import datetime as dt
+
+    plt = _pyplot()
+    hours = sorted({r["hour_epoch"] for r in rows})
+    by_slave: dict[str, dict[int, int]] = {}
+    everything: dict[int, int] = {}
+    for r in rows:
+        by_slave.setdefault(r["slave"], {})[r["hour_epoch"]] = r["bytes_sent"]
+        everything[r["hour_epoch"]] = max(everything.get(r["hour_epoch"], 0), r["bytes_all"])
+    top = sorted(by_slave, key=lambda name: -sum(by_slave[name].values()))[:HOURLY_SLAVES]
+    xs = [dt.datetime.fromtimestamp(h, dt.UTC) for h in hours]
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    marker = "o" if len(hours) < 48 else None
+    ax.plot(xs, [everything.get(h, 0) / 1e6 for h in hours], color=REFERENCE_COLOR, linestyle="--", marker=marker,
+            label="without master-side filtering")
+    for name in top:
+        ax.plot(xs, [by_slave[name].get(h, 0) / 1e6 for h in hours], marker=marker, label=name)
+    ax.set_ylabel("MB sent in the hour")
+    ax.set_xlabel("hour of binlog time (UTC)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return {"hours": hours, "slaves": top}

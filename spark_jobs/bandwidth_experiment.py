@@ -18,7 +18,9 @@ from pathlib import Path
 # `spark-submit spark_jobs/bandwidth_experiment.py` runs this file as a script, with a Python where dumpfilter is
 # installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
-from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts, count_chunk, merge_counts  # noqa: E402
+from dumpfilter.spark_jobs.tasks.bandwidth import (  # noqa: E402
+    FRAMING, OTHER, ChunkCounts, SlaveCounts, count_chunk, merge_counts, merge_hours, merge_tables,
+)
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
 
 COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "events_all", "bytes_all",
@@ -28,16 +30,64 @@ COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "ev
            "events_skipped", "bytes_skipped"]
 
 
+def count_parts_local(chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+    """Every slave's counts per chunk, in this process (`gates`: each slave's master-policy gate,
+    `dumpfilter.topology.slave_gates`; None: none)."""
+    return [part for chunk in chunks for part in count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)]
+
+
+def count_parts_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+    """The same, a Spark task per chunk; only the counts travel to the driver."""
+    rdd = spark.sparkContext.parallelize(chunks, max(1, len(chunks)))
+    return rdd.flatMap(lambda chunk: count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)).collect()
+
+
 def count_local(chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
-    """`gates`: each slave's master-policy gate (`dumpfilter.topology.slave_gates`; None: none)."""
-    parts = [part for chunk in chunks for part in count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)]
+    parts = count_parts_local(chunks, slaves, gates, verify_checksums=verify_checksums)
     return merge_counts(parts, [s.name for s in slaves])
 
 
 def count_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
-    rdd = spark.sparkContext.parallelize(chunks, max(1, len(chunks)))
-    parts = rdd.flatMap(lambda chunk: count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)).collect()
+    parts = count_parts_spark(spark, chunks, slaves, gates, verify_checksums=verify_checksums)
     return merge_counts(parts, [s.name for s in slaves])
+
+
+HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent"]
+TABLE_COLUMNS = ["slave", "table", "bytes_all", "bytes_sent"]
+REST = "(framing, control events, statements, skip-policy events)"
+
+
+def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]]) -> list[dict]:
+    """One row per slave and hour of binlog time: what it reads and is sent in that hour."""
+    import datetime as dt
+
+    return [{"slave": name, "hour_utc": dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d %H:00"),
+             "hour_epoch": hour, "bytes_all": read, "bytes_sent": sent}
+            for name in names for hour, (read, sent) in hours[name].items()]
+
+
+def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[str, str], int]) -> list[dict]:
+    """One row per slave and table, the largest first: the bytes of the table's Table_map and
+    Rows events in the binlog, and those sent to the slave (all of them if its rules, under its
+    gate, keep the table; none otherwise), then one row for the rest of what it is sent (the
+    transactions' framing, control events, statements, what its skip policy adds), so that a
+    slave's rows add up to its bytes sent."""
+    from dumpfilter.rules.decider import gated
+    from dumpfilter.rules.evaluate import RuleEngine
+
+    named = sorted(((t, b) for t, b in tables.items() if t not in (FRAMING, OTHER)), key=lambda tb: (-tb[1], tb[0]))
+    rest_all = tables.get(FRAMING, 0) + tables.get(OTHER, 0)
+    rows = []
+    for slave, gate, counts in zip(topology.slaves, gates, totals):
+        decider = gated(RuleEngine(slave.rules, slave.settings), gate)
+        sent_tables = 0
+        for (db, table), size in named:
+            sent = size if decider.table_kept(db, table) else 0
+            sent_tables += sent
+            rows.append({"slave": slave.name, "table": f"{db}.{table}", "bytes_all": size, "bytes_sent": sent})
+        rows.append({"slave": slave.name, "table": REST, "bytes_all": rest_all,
+                     "bytes_sent": counts.bytes_sent - sent_tables})
+    return rows
 
 
 def rows_for(topology, totals: list[SlaveCounts]) -> list[dict]:
@@ -89,12 +139,47 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     files = input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs)
     chunks = plan_chunks(files, chunk_bytes)
     if spark is None:
-        totals = count_local(chunks, topology.slaves, gates, verify_checksums=verify_checksums)
+        parts = count_parts_local(chunks, topology.slaves, gates, verify_checksums=verify_checksums)
     else:
-        totals = count_spark(spark, chunks, topology.slaves, gates, verify_checksums=verify_checksums)
+        parts = count_parts_spark(spark, chunks, topology.slaves, gates, verify_checksums=verify_checksums)
+    names = [s.name for s in topology.slaves]
+    totals = merge_counts(parts, names)
     rows = rows_for(topology, totals)
     source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"
-    return rows, write_report(rows, Path(out), fmt, source=f"{source}, {len(files)} file(s)")
+    out = Path(out)
+    paths = write_report(rows, out, fmt, source=f"{source}, {len(files)} file(s)")
+    paths += write_breakdowns(hour_rows(names, merge_hours(parts, names)),
+                              table_rows(topology, gates, totals, merge_tables(parts)), out, fmt)
+    return rows, paths
+
+
+def _write_table(rows: list[dict], columns: list[str], path: Path, fmt: str) -> Path:
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = path.with_suffix(".parquet")
+        pq.write_table(pa.Table.from_pylist(rows), path)
+        return path
+    path = path.with_suffix(".csv")
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def write_breakdowns(hours: list[dict], tables: list[dict], out: Path, fmt: str = "csv") -> list[Path]:
+    """bandwidth_by_hour and bandwidth_by_table (CSV or Parquet), and bandwidth_by_hour.png: MB
+    sent per hour of binlog time, per slave (the eight that are sent the most)."""
+    from dumpfilter.charts import hourly_chart
+
+    paths = [_write_table(hours, HOUR_COLUMNS, out / "bandwidth_by_hour", fmt),
+             _write_table(tables, TABLE_COLUMNS, out / "bandwidth_by_table", fmt)]
+    chart = out / "bandwidth_by_hour.png"
+    hourly_chart(hours, chart, title="MB sent per hour of binlog time, per slave")
+    paths.append(chart)
+    return paths
 
 
 def print_table(rows: list[dict], out=None) -> None:

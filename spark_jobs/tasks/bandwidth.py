@@ -28,7 +28,7 @@ not depend on how files were cut.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
@@ -82,6 +82,16 @@ class ChunkCounts:
     leading_skip: bool = False  # the chunk opens inside a skipped stretch (nothing sent before it)
     trailing_skip: bool = False  # the chunk ends with a stretch whose heartbeat it counted
     heartbeat_size: int = 0
+    # Hour of binlog time (its first second, UTC epoch) -> [bytes read, bytes sent] in it.
+    by_hour: dict[int, list[int]] = field(default_factory=dict)
+    # The chunk's bytes by "db.table" (its Table_map and Rows events), the same dict for every
+    # slave of the chunk; FRAMING and OTHER hold the rest (see tally::table_bytes).
+    tables: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+HOUR = 3600
+FRAMING = ("", "(transaction framing)")  # the fast units' GTID, BEGIN, annotations and XID
+OTHER = ("", "(statements, DDL, control events)")  # the units that are not fast
 
 
 _ENGINES: dict[tuple[str, str], RuleEngine] = {}
@@ -215,6 +225,8 @@ class _SlaveCounter:
             c.events_sent += 1
             c.bytes_sent += self.out.heartbeat_size
             self.out.trailing_skip = True
+            if self.out.by_hour:  # sent in the last hour the chunk reached
+                self.out.by_hour[max(self.out.by_hour)][1] += self.out.heartbeat_size
         return self.out
 
 
@@ -285,21 +297,78 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
 
     crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
     after_index = set(fdes)
+    # Runs of units in one hour of binlog time: each slave is walked hour by hour, so that what it
+    # reads and is sent is known per hour (a Heartbeat counts in the hour it is sent).
+    hours = units.time_cuts(HOUR) or [(0, -1)]
+    bounds = [(a, b, hour) for (a, hour), (b, _) in zip(hours, [*hours[1:], (n, 0)])]
+    table_bytes, framing, other = units.table_bytes(len(names))
+    tables = counters[0].out.tables if counters else {}
+    for k, size in enumerate(table_bytes):
+        if size:
+            tables[names[k]] = tables.get(names[k], 0) + size
+    tables[FRAMING] = tables.get(FRAMING, 0) + framing
+    tables[OTHER] = tables.get(OTHER, 0) + other
     for counter in counters:
-        i, row, keep = 0, None, b""
-        while i < n:
-            if counter.compiled:
-                if row is None:
-                    keep = counter.keeps.for_names(names)
-                    row = units.rows(keep)
-                i = counter.run(units, row, keep, i, crc)
-                if i >= n:
-                    break
-            counter.unit(txn(i))
-            if i in after_index:
-                row = None  # the keeps were cleared: answers again for what follows
-            i += 1
+        counter.out.tables = tables
+        c = counter.out.counts
+        row, keep = None, b""
+        for start, stop, hour in bounds:
+            read, sent = c.bytes_read, c.bytes_sent
+            i, cut = start, None
+            while i < stop:
+                if counter.compiled:
+                    if row is None:
+                        keep = counter.keeps.for_names(names)
+                        row, cut = units.rows(keep), None
+                    if cut is None:  # the walk ends with the hour: its answers end there
+                        cut = row if stop == n else row[:stop]
+                    i = counter.run(units, cut, keep, i, crc)
+                    if i >= stop:
+                        break
+                counter.unit(txn(i))
+                if i in after_index:
+                    row = None  # the keeps were cleared: answers again for what follows
+                i += 1
+            if hour >= 0:
+                got = counter.out.by_hour.setdefault(hour * HOUR, [0, 0])
+                got[0] += c.bytes_read - read
+                got[1] += c.bytes_sent - sent
     return current
+
+
+def merge_hours(parts: list[ChunkCounts], slave_names: list[str]) -> dict[str, dict[int, list[int]]]:
+    """Per slave, hour (UTC epoch of its first second) -> [bytes read, bytes sent], over every
+    chunk; a stretch joined across chunks is one Heartbeat (as `merge_counts` joins it), taken off
+    the hour the earlier chunk counted it in. The hours add up to the slave's totals."""
+    out: dict[str, dict[int, list[int]]] = {name: {} for name in slave_names}
+    previous: dict[str, ChunkCounts] = {}
+    for part in sorted(parts, key=lambda p: (p.file_index, p.start)):
+        name = part.counts.slave
+        hours = out[name]
+        for hour, (read, sent) in part.by_hour.items():
+            got = hours.setdefault(hour, [0, 0])
+            got[0] += read
+            got[1] += sent
+        before = previous.get(name)
+        if (before is not None and before.file_index == part.file_index and before.trailing_skip
+                and part.leading_skip and before.by_hour):
+            hours[max(before.by_hour)][1] -= part.heartbeat_size
+        previous[name] = part
+    return {name: dict(sorted(hours.items())) for name, hours in out.items()}
+
+
+def merge_tables(parts: list[ChunkCounts]) -> dict[tuple[str, str], int]:
+    """Bytes by (db, table) over every chunk (each chunk's once, whatever its number of slaves)."""
+    out: dict[tuple[str, str], int] = {}
+    seen = set()
+    for part in parts:
+        key = (part.file_index, part.start)
+        if key in seen:
+            continue
+        seen.add(key)
+        for table, size in part.tables.items():
+            out[table] = out.get(table, 0) + size
+    return out
 
 
 def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[SlaveCounts]:

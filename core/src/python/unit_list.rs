@@ -401,6 +401,21 @@ impl PyUnitList {
         })
     }
 
+    /// (first unit, bucket) for each run of units whose binlog time falls in one `seconds` bucket
+    /// (see tally::time_cuts).
+    fn time_cuts(&self, py: Python<'_>, seconds: u32) -> Vec<(usize, u32)> {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        crate::tally::time_cuts(&self.list, &bufs, seconds)
+    }
+
+    /// (bytes per name id of `names` ids, the fast units' framing bytes, the other units' bytes):
+    /// see tally::table_bytes.
+    fn table_bytes(&self, py: Python<'_>, names: usize) -> (Vec<u64>, u64, u64) {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let list = &self.list;
+        py.detach(|| crate::tally::table_bytes(list, &bufs, names))
+    }
+
     /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
     /// what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
     /// the size of a Heartbeat the caller still owes (0: none). Returns (next, kept, partial,
