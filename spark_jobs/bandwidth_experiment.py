@@ -129,28 +129,78 @@ def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = ""
     return [table_path, chart]
 
 
+MAX_CANDIDATES = 64
+LINT_MAX_MB = 64
+CANDIDATE_COLUMNS = ["rank", "candidate", "skip_policy", "rules", "bytes_all", "bytes_sent", "bytes_saved",
+                     "saving_pct", "events_sent", "lint"]
+
+
 def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv",
-                   chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True):
+                   chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
+                   candidates=None, lint_max_mb: float = LINT_MAX_MB, ranking: list | None = None):
     """Count (with Spark when a session is given) and write the report; returns (rows, paths). Each
-    slave is bounded by the topology's master policy (`master.policy`), as the master bounds it."""
+    slave is bounded by the topology's master policy (`master.policy`), as the master bounds it.
+    `candidates` (a Topology whose slaves are candidate rule sets, at most MAX_CANDIDATES) are
+    counted in the same pass and ranked by bytes saved (candidates.csv), each with lint's verdict
+    when the binlog is at most `lint_max_mb` MB; `ranking`, a list, receives the ranked rows."""
+    from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.topology import slave_gates
 
     gates = slave_gates(topology)
     files = input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs)
     chunks = plan_chunks(files, chunk_bytes)
+    slaves, names = list(topology.slaves), [s.name for s in topology.slaves]
+    extra = list(candidates.slaves) if candidates is not None else []
+    if len(extra) > MAX_CANDIDATES:
+        raise InvalidArgumentError(f"--candidates: {len(extra)} rule sets; at most {MAX_CANDIDATES} are counted in one pass")
+    clash = sorted(set(names) & {c.name for c in extra})
+    if clash:
+        raise InvalidArgumentError(f"--candidates: {clash[0]!r} names a slave of the topology too; name it apart")
+    every, every_gates = slaves + extra, gates + (slave_gates(candidates) if extra else [])
     if spark is None:
-        parts = count_parts_local(chunks, topology.slaves, gates, verify_checksums=verify_checksums)
+        parts = count_parts_local(chunks, every, every_gates, verify_checksums=verify_checksums)
     else:
-        parts = count_parts_spark(spark, chunks, topology.slaves, gates, verify_checksums=verify_checksums)
-    names = [s.name for s in topology.slaves]
-    totals = merge_counts(parts, names)
-    rows = rows_for(topology, totals)
+        parts = count_parts_spark(spark, chunks, every, every_gates, verify_checksums=verify_checksums)
+    totals = merge_counts(parts, [s.name for s in every])
+    rows = rows_for(topology, totals[:len(slaves)])
     source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"
     out = Path(out)
     paths = write_report(rows, out, fmt, source=f"{source}, {len(files)} file(s)")
-    paths += write_breakdowns(hour_rows(names, merge_hours(parts, names)),
-                              table_rows(topology, gates, totals, merge_tables(parts)), out, fmt)
+    mine = [p for p in parts if p.counts.slave in set(names)]
+    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names)),
+                              table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts)), out, fmt)
+    if extra:
+        ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums)
+        paths.append(_write_table(ranked, CANDIDATE_COLUMNS, out / "candidates", fmt))
+        if ranking is not None:
+            ranking.extend(ranked)
     return rows, paths
+
+
+def candidate_rows(candidates, totals: list[SlaveCounts], files, lint_max_mb: float,
+                   verify_checksums: bool = True) -> list[dict]:
+    """The candidates, the one that saves the most bytes first, each with lint's verdict: would a
+    replica with these rules stop (its first break), within `lint_max_mb` MB of binlog (lint
+    replays every unit in Python: past the bound it says so rather than take minutes)."""
+    from dumpfilter.binlogs.lint import lint_files
+
+    size_mb = sum(Path(f).stat().st_size for f in files) / 1e6
+    rows = []
+    for spec, counts in zip(candidates, totals):
+        if size_mb > lint_max_mb:
+            verdict = f"not run: {size_mb:.0f} MB of binlog > --lint-max-mb {lint_max_mb:g}"
+        else:
+            breaks = lint_files(files, spec.rules, spec.settings, verify_checksums=verify_checksums)
+            verdict = "no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}"
+        row = counts.as_row()
+        rows.append({"candidate": spec.name, "skip_policy": spec.skip_policy, "rules": "; ".join(spec.rule_text),
+                     "bytes_all": row["bytes_all"], "bytes_sent": row["bytes_sent"],
+                     "bytes_saved": row["saving_bytes"], "saving_pct": row["saving_pct"],
+                     "events_sent": row["events_sent"], "lint": verdict})
+    rows.sort(key=lambda r: (-r["bytes_saved"], r["candidate"]))
+    for rank, row in enumerate(rows, 1):
+        row["rank"] = rank
+    return [{key: row[key] for key in CANDIDATE_COLUMNS} for row in rows]
 
 
 def _write_table(rows: list[dict], columns: list[str], path: Path, fmt: str) -> Path:
@@ -190,6 +240,14 @@ def print_table(rows: list[dict], out=None) -> None:
               f"{row['bytes_sent'] / 1e6:>9.2f} {row['saving_pct']:>7.1f}% {row['events_sent']:>12}", file=out)
 
 
+def print_ranking(ranked: list[dict], out=None) -> None:
+    out = out or sys.stdout
+    print(f"{'rank':>4} {'candidate':<16} {'MB sent':>9} {'saving':>8}  lint", file=out)
+    for row in ranked:
+        print(f"{row['rank']:>4} {row['candidate']:<16} {row['bytes_sent'] / 1e6:>9.2f} {row['saving_pct']:>7.1f}%  "
+              f"{row['lint']}", file=out)
+
+
 def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--binlogs", required=True, metavar="DIR", help="binlog directory (or one file)")
     parser.add_argument("--topology", required=True, metavar="FILE", help="topology TOML (dumpfilter/topology.py)")
@@ -197,6 +255,12 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", dest="fmt", choices=("csv", "parquet"), default="csv")
     parser.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES, metavar="BYTES",
                         help="read files larger than this in chunks (0: whole files)")
+    parser.add_argument("--candidates", metavar="FILE",
+                        help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, at most "
+                             f"{MAX_CANDIDATES}) counted in the same pass and ranked by bytes saved in "
+                             "candidates.csv, each with lint's verdict")
+    parser.add_argument("--lint-max-mb", type=float, default=LINT_MAX_MB, metavar="MB",
+                        help="lint the candidates only over a binlog of at most this size (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -215,9 +279,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         topology = load_topology(args.topology)
+        candidates = load_topology(args.candidates) if args.candidates else None
         spark = get_session("dumpfilter-experiment", args.spark_master)
         rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
-                                     chunk_bytes=args.chunk_bytes or None)
+                                     chunk_bytes=args.chunk_bytes or None, candidates=candidates,
+                                     lint_max_mb=args.lint_max_mb)
     except DumpFilterError as exc:
         print(f"bandwidth_experiment: error: {exc}", file=sys.stderr)
         return 2

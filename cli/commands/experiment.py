@@ -12,7 +12,8 @@ from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_topology
-from dumpfilter.spark_jobs.bandwidth_experiment import add_experiment_arguments, print_table, run_experiment
+from dumpfilter.spark_jobs.bandwidth_experiment import (add_experiment_arguments, print_ranking, print_table,
+                                                        run_experiment)
 
 
 def register(subparsers) -> None:
@@ -28,10 +29,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
+    candidates = load_topology(args.candidates) if args.candidates else None
     input_files([args.binlogs])  # every input a binlog (one line if not) before any output is made
     out = Path(args.out)
     made = not out.exists()
     writable_dir(out)  # before Spark starts, not after the job
+    ranking: list[dict] = []
     try:
         spark = None
         if not args.no_spark:
@@ -39,12 +42,17 @@ def run(args: argparse.Namespace) -> int:
 
             spark = get_session("dumpfilter-experiment", args.spark_master, spark_conf(args))
         rows, paths = run_experiment(args.binlogs, topology, out, spark=spark, fmt=args.fmt,
-                                     chunk_bytes=args.chunk_bytes or None)
+                                     chunk_bytes=args.chunk_bytes or None, candidates=candidates,
+                                     lint_max_mb=args.lint_max_mb, ranking=ranking)
     except BaseException:
         if made:  # the report directory this run made goes with it: no empty or partial report left
             shutil.rmtree(out, ignore_errors=True)
         raise
-    if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths]}):
+    if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths],
+                            **({"candidates": ranking} if candidates is not None else {})}):
         print_table(rows)
+        if ranking:
+            print("candidates, the most bytes saved first:")
+            print_ranking(ranking)
         print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -1,0 +1,90 @@
+"""`experiment --candidates FILE` (issue #40, goal 6): up to 64 candidate rule sets counted in the
+same single pass as the topology's slaves, ranked by bytes saved, each with lint's verdict. A
+candidate's counts are those it gets as a slave of its own; the pass scans each chunk once."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from dumpfilter.cli.app import main as dumpfilter_main
+from dumpfilter.codec.scanner import Scanner
+from dumpfilter.spark_jobs.bandwidth_experiment import run_experiment
+from dumpfilter.topology import parse_topology
+from dumpfilter.workload import WorkloadSpec, generate
+
+TOPOLOGY = '[[slaves]]\nname = "db1"\nserver_id = 2\nrules = ["replicate-do-db=db1"]\n'
+CANDIDATES = [("c-db2", ["replicate-do-db=db2"]), ("c-ign3", ["replicate-ignore-db=db3"]),
+              ("c-t1", ["replicate-wild-do-table=%.t1"]), ("c-none", ["replicate-do-db=nothing_here"]),
+              ("c-all", [])]
+
+
+def _candidates_text(cands) -> str:
+    return "".join(f'[[slaves]]\nname = "{n}"\nserver_id = {10 + k}\nrules = [{", ".join(repr(r) for r in rules)}]\n'
+                   .replace("'", '"') for k, (n, rules) in enumerate(cands))
+
+
+@pytest.fixture(scope="module")
+def binlogs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cands")
+    generate(WorkloadSpec(seed=21, schemas=3, tables_per_schema=2, transactions=500, binlog_format="row",
+                          flavor="mariadb", max_binlog_size=40_000), root, "master-bin")
+    return root
+
+
+def test_candidates_rank_by_bytes_saved_and_equal_their_own_runs(tmp_path, binlogs, monkeypatch):
+    scans = []
+    real = Scanner.scan_into
+    monkeypatch.setattr(Scanner, "scan_into", lambda self, *a, **k: scans.append(1) or real(self, *a, **k))
+    ranking: list[dict] = []
+    run_experiment(binlogs, parse_topology(TOPOLOGY), tmp_path / "out",
+                   candidates=parse_topology(_candidates_text(CANDIDATES)), ranking=ranking)
+    with_candidates = len(scans)
+    scans.clear()
+    run_experiment(binlogs, parse_topology(TOPOLOGY), tmp_path / "alone")
+    assert with_candidates == len(scans) > 0  # one pass, whatever the number of candidates
+    assert [r["rank"] for r in ranking] == list(range(1, len(CANDIDATES) + 1))
+    saved = [r["bytes_saved"] for r in ranking]
+    assert saved == sorted(saved, reverse=True) and ranking[0]["candidate"] == "c-none"
+    assert ranking[-1]["candidate"] == "c-all" and ranking[-1]["bytes_saved"] == 0
+    for row in ranking:  # each candidate counted as a slave of its own would be
+        rules = next(r for n, r in CANDIDATES if n == row["candidate"])
+        own, _ = run_experiment(binlogs, parse_topology(_candidates_text([(row["candidate"], rules)])),
+                                tmp_path / row["candidate"])
+        assert (own[0]["bytes_sent"], own[0]["events_sent"]) == (row["bytes_sent"], row["events_sent"])
+    lint = {r["candidate"]: r["lint"] for r in ranking}
+    assert lint["c-all"] == "no break"
+    assert lint["c-t1"].startswith("a replica stops:") and "error 1049" in lint["c-t1"]  # its CREATE DATABASE is filtered
+    with open(tmp_path / "out" / "candidates.csv", newline="") as f:
+        assert [r["candidate"] for r in csv.DictReader(f)] == [r["candidate"] for r in ranking]
+
+
+def test_lint_past_its_bound_says_so(tmp_path, binlogs):
+    ranking: list[dict] = []
+    run_experiment(binlogs, parse_topology(TOPOLOGY), tmp_path / "out", lint_max_mb=0.001,
+                   candidates=parse_topology(_candidates_text(CANDIDATES[:1])), ranking=ranking)
+    assert ranking[0]["lint"].startswith("not run:") and "--lint-max-mb" in ranking[0]["lint"]
+
+
+def test_the_command_line(tmp_path, binlogs, capsys):
+    (tmp_path / "t.toml").write_text(TOPOLOGY)
+    (tmp_path / "c.toml").write_text(_candidates_text(CANDIDATES))
+    code = dumpfilter_main(["experiment", "--no-spark", "--binlogs", str(binlogs), "--topology", str(tmp_path / "t.toml"),
+                            "--candidates", str(tmp_path / "c.toml"), "--out", str(tmp_path / "o"), "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [c["candidate"] for c in out["candidates"]][0] == "c-none" and len(out["candidates"]) == 5
+
+
+def test_too_many_candidates_or_a_clash_is_one_line(tmp_path, binlogs, capsys):
+    (tmp_path / "t.toml").write_text(TOPOLOGY)
+    (tmp_path / "many.toml").write_text(_candidates_text([(f"c{k}", []) for k in range(65)]))
+    (tmp_path / "clash.toml").write_text(_candidates_text([("db1", [])]))
+    for name, needle in (("many", "at most 64"), ("clash", "'db1' names a slave of the topology too")):
+        code = dumpfilter_main(["experiment", "--no-spark", "--binlogs", str(binlogs), "--topology",
+                                str(tmp_path / "t.toml"), "--candidates", str(tmp_path / f"{name}.toml"),
+                                "--out", str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert code == 2 and needle in err and "Traceback" not in err
