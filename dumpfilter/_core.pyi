@@ -364,12 +364,19 @@ class UnitList:
     def rows(self, keep: bytes) -> bytes:
         """One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its
         keep byte per name id (non-zero: kept)."""
+    def statement_units(self, formats: list[tuple[int, int, int]]) -> tuple[list[tuple[int, bytes, bytes, bytes]], int]:
+        """The statement units by key (stmt_units::StmtUnits), read once for every stream: ([(key
+        id, key bytes, default database, first statement)], the units the keys decide)."""
+    def statement_rows(self, row: bytes, keep: bytes) -> bytes:
+        """`row` with its ROW_SLOW statement units answered from a keep byte per key id."""
     def send(self, row: bytes, keep: bytes, start: int, batch_bytes: int, limit: int, skip_ok: bool,
              partial_ok: bool, pending: bytes | None, server_id: int, heartbeat_crc: bool,
-             counts: bytearray) -> SendResult:
+             counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
         until a unit it cannot handle or the batch is full (see send::send). The units'
-        Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place)."""
+        Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place);
+        with `stmt_keep` (a keep byte per statement key id) statement units kept in part are cut
+        at statements, and their statements tallied per key id into `stmt_counts`."""
 
 
 class FlagWords:

@@ -13,6 +13,7 @@ pub mod scan;
 pub mod send;
 pub mod sql;
 pub mod stmt;
+pub mod stmt_units;
 pub mod types;
 
 #[cfg(feature = "python")]
