@@ -444,3 +444,13 @@ def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
     the bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
     (QUERY post-header length, checksum length) of the format in force, to copy lone statements
     too; None, to stop at them."""
+
+
+StatementRelay = tuple[bytes, int, int, int, int, int, bool, list[tuple[int, bytes, bytes]], list[tuple[int, int]], int]
+
+
+def relay_statements(scanner: Scanner, buf: Buffer, start: int, formats: tuple[int, int],
+                     stmt_keep: bytes) -> StatementRelay:
+    """The slave's relay run over the statement units of the last `units` call of `scanner` from
+    `start` on (see relay_stmt::relay_statements): (bytes, next unit, units, events, bytes,
+    heartbeats, need_keys, new keys [(id, db, sql)], key uses [(id, times)], statements)."""

@@ -9,6 +9,7 @@ pub mod hops;
 pub mod le;
 pub mod payload;
 pub mod relay;
+pub mod relay_stmt;
 pub mod scan;
 pub mod send;
 pub mod sql;

@@ -185,7 +185,7 @@ impl StmtUnits {
 
 /// A piece as read: its key's shape and the Query's (db, sql) ranges (None: always kept),
 /// its range and events.
-type Read = (
+pub(crate) type Read = (
     Option<crate::stmt::Shape>,
     usize,
     usize,
@@ -199,7 +199,7 @@ type Read = (
 /// before its Query, single-table DML Queries (keyed) or framing ones (kept), XIDs); None
 /// otherwise, and for a lone statement (two events).
 #[allow(clippy::too_many_arguments)]
-fn walk(
+pub(crate) fn walk(
     buf: &[u8],
     start: usize,
     end: usize,
