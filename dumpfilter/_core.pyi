@@ -446,11 +446,11 @@ def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
     too; None, to stop at them."""
 
 
-StatementRelay = tuple[bytes, int, int, int, int, int, bool, list[tuple[int, bytes, bytes]], list[tuple[int, int]], int]
+_StatementRelay = tuple[bytes, int, int, int, int, int, bool, list[tuple[int, bytes, bytes]], list[tuple[int, int]], int]
 
 
 def relay_statements(scanner: Scanner, buf: Buffer, start: int, formats: tuple[int, int],
-                     stmt_keep: bytes) -> StatementRelay:
+                     stmt_keep: bytes) -> _StatementRelay:
     """The slave's relay run over the statement units of the last `units` call of `scanner` from
     `start` on (see relay_stmt::relay_statements): (bytes, next unit, units, events, bytes,
     heartbeats, need_keys, new keys [(id, db, sql)], key uses [(id, times)], statements)."""

@@ -50,7 +50,7 @@ from dumpfilter.rules.renamer import event_renamer
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
     from dumpfilter.rules.decider import TableKeeps
-    from dumpfilter.rules.statement_keys import StatementKeeps
+    from dumpfilter.slave.statement_relay import StatementRelay
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 
@@ -434,10 +434,11 @@ class Slave:
                     i = run.next
                     if i == n:
                         break
-            if raw_ok and self.after_unit is None and fmt is not None and self._statement_keeps.enabled:
+            if raw_ok and self.after_unit is None and fmt is not None and self._statement_relay.keeps.enabled:
                 # Statement units (MIXED/STATEMENT) the slave's own rules keep whole, by their
                 # statements' keys (decided once each): written as they came (issue #43).
-                i = self._relay_statements(blob, i, fmt)
+                i, written = self._statement_relay.run(self._scanner, self.relay, c, blob, i, fmt)
+                self.units_written += written
                 if i == n:
                     break
             lone = units.lone_statement(i, crc_len) if raw_ok else None
@@ -484,32 +485,11 @@ class Slave:
         return grouper
 
     @functools.cached_property
-    def _statement_keeps(self) -> StatementKeeps:
-        """The slave's own answer per statement key its scanner interns (issue #43)."""
-        from dumpfilter.rules.statement_keys import StatementKeeps
+    def _statement_relay(self) -> StatementRelay:
+        """The statement units the slave's own rules keep whole, relayed by key (issue #43)."""
+        from dumpfilter.slave.statement_relay import StatementRelay
 
-        return StatementKeeps(self.engine)
-
-    def _relay_statements(self, blob: bytes, i: int, fmt) -> int:
-        """The statement units from `i` on that the slave's own rules keep whole (and the
-        Heartbeats between them), written as they came; the index of the first unit not
-        written. A key met for the first time is decided (once) and the run goes on."""
-        keeps = self._statement_keeps
-        c = self.counters
-        while True:
-            (out, nxt, units, events, size, heartbeats, need_keys, new_keys, key_uses,
-             statements) = self._scanner.relay_statements(blob, i, fmt, keeps.keep_bytes())
-            if out:
-                self.relay.write_raw(out)
-            keeps.learn(new_keys)
-            keeps.used(key_uses, units, statements)
-            c.heartbeats += heartbeats
-            c.events_relayed += events
-            c.bytes_relayed += size
-            self.units_written += units
-            i = nxt
-            if not need_keys:
-                return i
+        return StatementRelay(self.engine)
 
     @functools.cached_property
     def _table_keeps(self) -> TableKeeps:

@@ -290,7 +290,7 @@ class Scanner:
         return _core.relay_run(self._core, buf, start, keep, formats)
 
     def relay_statements(self, buf: bytes, start: int, fmt: FormatDescription,
-                         stmt_keep: bytes) -> _core.StatementRelay:
+                         stmt_keep: bytes) -> _core._StatementRelay:
         """A slave's relay run over the statement units of the last `units` call from `start` on
         (issue #43): those whose every statement `stmt_keep` keeps (a byte per statement key id)
         and the lone Heartbeats between them, copied as they came; see relay_stmt. Returns (bytes,

@@ -118,7 +118,7 @@ def test_statement_units_are_relayed_by_key(tmp_path, fmt):
     finally:
         TransactionFilter.filter = original
     slave.relay.close()
-    keeps = slave._statement_keeps
+    keeps = slave._statement_relay.keeps
     assert keeps.units > 200 and keeps.keys_decided < keeps.units
     assert not [t for t in calls if any(e.is_query and e.sql.startswith(("INSERT", "UPDATE", "DELETE"))
                                         for e in t.events)], "a statement unit went through TransactionFilter"
