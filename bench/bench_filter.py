@@ -307,15 +307,16 @@ def _run_command(argv: list[str]) -> None:
     subprocess.run(argv, check=True, cwd=root)
 
 
-def bench_mixed(tmp: Path) -> dict:
-    """(e) Issue #43: the statement path on a real MariaDB MIXED binlog, as whole commands."""
+def bench_mixed(tmp: Path, fmt: str = "MIXED") -> dict:
+    """(e) Issue #43: the statement path on a real MariaDB MIXED binlog, as whole commands; (g) the
+    same on the STATEMENT binlog of the same workload (`fmt`)."""
     from bench.mixed_binlog import mixed_binlog
     from dumpfilter.lab.sandbox.server import mariadb_available
 
     tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
     if not mariadb_available() or tool is None:
         return {"skipped": "needs mariadbd and mariadb-binlog"}
-    path = mixed_binlog(int(os.environ.get("DUMPFILTER_MIXED_MB", "220")))
+    path = mixed_binlog(int(os.environ.get("DUMPFILTER_MIXED_MB", "220")), fmt=fmt)
     size = path.stat().st_size
     argv = _commands(tmp, path, "sbtest1")
 
@@ -328,7 +329,7 @@ def bench_mixed(tmp: Path) -> dict:
     file_s, dir_s, tool_s = best["file"][0], best["dir"][0], best["tool"][0]
     # Where the statements were decided: by key in the core, or by the Python parser (a diagnostic run).
     eng = engine([("replicate-do-db", "sbtest1")])
-    stats = run_filter(path, eng, tmp / "mixed.out", verify=True)
+    stats = run_filter(path, eng, tmp / f"{fmt.lower()}.out", verify=True)
     with open(path, "rb") as f:
         statements = sum(1 for e in BinlogReader(f) if e.is_query and e.sql not in ("BEGIN", "COMMIT"))
     return {"file_mb": round(size / 1e6, 1), "diagnostic": size < 500e6, "statements": statements,
@@ -352,9 +353,18 @@ def main() -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
         tmp = Path(tmp)
         results = {"row_do_db": bench_row(tmp), "wild_rules": bench_wild(tmp), "statement": bench_statement(tmp),
-                   "command_vs_hop_crc": bench_command(tmp), "mixed": bench_mixed(tmp), "out_dir": bench_out_dir(tmp)}
+                   "command_vs_hop_crc": bench_command(tmp), "mixed": bench_mixed(tmp), "out_dir": bench_out_dir(tmp),
+                   "statement_format": bench_mixed(tmp, "STATEMENT")}
     r, w, s, c = results["row_do_db"], results["wild_rules"], results["statement"], results["command_vs_hop_crc"]
     m, o = results["mixed"], results["out_dir"]
+
+    def by_statements(label: str, m: dict) -> tuple[str, str, str, str]:
+        return (label, "skipped" if "skipped" in m else
+                f"-o {m['o_vs_mariadb_binlog']:.2f}x, --out {m['out_vs_mariadb_binlog']:.2f}x", ">= 3x",
+                m.get("skipped") or f"{m['file_mb']} MB{' (diagnostic: < 500 MB)' if m['diagnostic'] else ''}: "
+                f"-o {m['filter_o_s']} s, --out {m['filter_out_s']} s, mariadb-binlog {m['mariadb_binlog_s']} s; "
+                f"{m['python_share']:.2%} of {m['statements']} statements to Python")
+
     rows = [
         ("(a) ROW do-db vs minimal loop", f"{r['vs_baseline']:.2f}x (CRC verified: {r['vs_baseline_verify_crc']:.2f}x)",
          ">= 0.5x", f"{r['file_mb']} MB, {r['filter_mb_per_s']} MB/s"),
@@ -366,13 +376,10 @@ def main() -> dict:
          f"{s['statements']} statements; no rules {s['no_rules_statements_per_s']:,}/s"),
         ("(d) `dumpfilter filter` command vs hop + CRC32", f"{c['ratio']:.2f}x", ">= 0.8x",
          f"{c['file_mb']} MB: command {c['command_s']} s, compiled hop with per-event CRC32 {c['hop_crc_s']} s"),
-        ("(e) MIXED do-db vs mariadb-binlog --database", "skipped" if "skipped" in m else
-         f"-o {m['o_vs_mariadb_binlog']:.2f}x, --out {m['out_vs_mariadb_binlog']:.2f}x", ">= 3x",
-         m.get("skipped") or f"{m['file_mb']} MB{' (diagnostic: < 500 MB)' if m['diagnostic'] else ''}: "
-         f"-o {m['filter_o_s']} s, --out {m['filter_out_s']} s, mariadb-binlog {m['mariadb_binlog_s']} s; "
-         f"{m['python_share']:.2%} of {m['statements']} statements to Python"),
+        by_statements("(e) MIXED do-db vs mariadb-binlog --database", m),
         ("(f) ROW --out DIR vs -o FILE", f"{o['ratio']:.2f}x", ">= 0.9x",
          f"{o['file_mb']} MB: -o {o['filter_o_s']} s, --out {o['filter_out_s']} s"),
+        by_statements("(g) STATEMENT do-db vs mariadb-binlog --database", results["statement_format"]),
     ]
     width = max(len(a) for a, *_ in rows)
     print(f"{'benchmark':<{width}}  {'result':<34}  {'target':<12}  detail")

@@ -1,10 +1,12 @@
-"""A sysbench-like MIXED binlog written by a real MariaDB (lab.sandbox): `oltp_write_only`'s
+"""A sysbench-like MIXED (or STATEMENT, or ROW) binlog written by a real MariaDB (lab.sandbox): `oltp_write_only`'s
 transaction (two UPDATEs, a DELETE, an INSERT of the deleted id) over `schemas` schemas named
 sbtest1..N, each with `tables` tables sbtest1..M, sent by client threads whose default database is
 their schema, as `sysbench --mysql-db=sbtestN` sends them. MariaDB logs these deterministic
 statements as Query events under binlog_format=MIXED: the shape the statement path is measured on
-(issue #43). Cached under bench/data/ (`mixed_binlog(mb)`); `python -m bench.mixed_binlog MB`
-writes one."""
+(issue #43); under binlog_format=STATEMENT every statement is a Query (MySQL 5.x's default), under
+ROW the same transactions are Table_maps and rows (the baseline the statement path is compared
+with). Cached under bench/data/ (`mixed_binlog(mb)`, `mixed_binlog(mb, fmt="STATEMENT")`);
+`python -m bench.mixed_binlog MB [FORMAT]` writes one."""
 
 from __future__ import annotations
 
@@ -51,19 +53,24 @@ def _client(port: int, schema: str, tables: int, rows: int, transactions: int, s
                 pass
 
 
-def mixed_binlog(mb: int = 220, schemas: int = 8, tables: int = 4, rows: int = 2000, threads: int = 8) -> Path:
-    """One MIXED binlog file of about `mb` MB (generated once, under bench/data/)."""
+def mixed_binlog(mb: int = 220, schemas: int = 8, tables: int = 4, rows: int = 2000, threads: int = 8,
+                 fmt: str = "MIXED") -> Path:
+    """One binlog file of about `mb` MB in binlog_format `fmt` (MIXED, STATEMENT or ROW; generated
+    once, under bench/data/ as FORMAT-sysbench-...)."""
     from dumpfilter.lab.sandbox.server import MariaDBServer
 
-    directory = DATA_DIR / f"mixed-sysbench-{schemas}s-{mb}mb"
+    fmt = fmt.upper()
+    if fmt not in ("MIXED", "STATEMENT", "ROW"):
+        raise ValueError(f"binlog_format must be MIXED, STATEMENT or ROW, not {fmt!r}")
+    directory = DATA_DIR / f"{fmt.lower()}-sysbench-{schemas}s-{mb}mb"
     done = directory / "DONE"
     if done.exists():
         return directory / json.loads(done.read_text())["file"]
     directory.mkdir(parents=True, exist_ok=True)
-    # About 820 bytes of binlog per transaction (GTID, four Queries, XID): measured.
+    # About 820 bytes of binlog per transaction (GTID, four Queries, XID): measured (MIXED).
     per_thread = int(mb * 1e6 / 820 / threads) + 1
     started = time.perf_counter()
-    with MariaDBServer("mixed", server_id=1, binlog_format="MIXED",
+    with MariaDBServer(fmt.lower(), server_id=1, binlog_format=fmt,
                        options=["--max-binlog-size=1073741824", "--sync-binlog=0",
                                 "--innodb-flush-log-at-trx-commit=0"]) as server:
         setup = []
@@ -89,4 +96,4 @@ def mixed_binlog(mb: int = 220, schemas: int = 8, tables: int = 4, rows: int = 2
 
 
 if __name__ == "__main__":
-    print(mixed_binlog(int(sys.argv[1]) if len(sys.argv) > 1 else 220))
+    print(mixed_binlog(int(sys.argv[1]) if len(sys.argv) > 1 else 220, fmt=sys.argv[2] if len(sys.argv) > 2 else "MIXED"))

@@ -364,12 +364,19 @@ class UnitList:
     def rows(self, keep: bytes) -> bytes:
         """One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its
         keep byte per name id (non-zero: kept)."""
+    def statement_units(self, formats: list[tuple[int, int, int]]) -> tuple[list[tuple[int, bytes, bytes, bytes]], int]:
+        """The statement units by key (stmt_units::StmtUnits), read once for every stream: ([(key
+        id, key bytes, default database, first statement)], the units the keys decide)."""
+    def statement_rows(self, row: bytes, keep: bytes) -> bytes:
+        """`row` with its ROW_SLOW statement units answered from a keep byte per key id."""
     def send(self, row: bytes, keep: bytes, start: int, batch_bytes: int, limit: int, skip_ok: bool,
              partial_ok: bool, pending: bytes | None, server_id: int, heartbeat_crc: bool,
-             counts: bytearray) -> SendResult:
+             counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
         until a unit it cannot handle or the batch is full (see send::send). The units'
-        Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place)."""
+        Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place);
+        with `stmt_keep` (a keep byte per statement key id) statement units kept in part are cut
+        at statements, and their statements tallied per key id into `stmt_counts`."""
     def time_cuts(self, seconds: int) -> list[tuple[int, int]]:
         """(first unit, bucket) for each run of units whose first event's timestamp // `seconds`
         is the same bucket."""
@@ -377,7 +384,7 @@ class UnitList:
         """(bytes of each name id's Table_map and Rows events, the fast units' other bytes, the
         bytes of the units that are not fast)."""
     def count(self, row: bytes, keep: bytes, start: int, skip_ok: bool, partial_ok: bool, pending: int,
-              server_id: int, heartbeat_crc: bool
+              server_id: int, heartbeat_crc: bool, stmt_keep: bytes | None = None
               ) -> tuple[int, list[int], list[int], list[int], int, bool]:
         """`send`'s walk to the end of the list, counted, never assembled: (next, [kept, partial,
         skipped], [sent_bytes, sent_events, read_bytes, read_events], [heartbeats,
@@ -450,3 +457,13 @@ def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
     the bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
     (QUERY post-header length, checksum length) of the format in force, to copy lone statements
     too; None, to stop at them."""
+
+
+_StatementRelay = tuple[bytes, int, int, int, int, int, bool, list[tuple[int, bytes, bytes]], list[tuple[int, int]], int]
+
+
+def relay_statements(scanner: Scanner, buf: Buffer, start: int, formats: tuple[int, int],
+                     stmt_keep: bytes) -> _StatementRelay:
+    """The slave's relay run over the statement units of the last `units` call of `scanner` from
+    `start` on (see relay_stmt::relay_statements): (bytes, next unit, units, events, bytes,
+    heartbeats, need_keys, new keys [(id, db, sql)], key uses [(id, times)], statements)."""

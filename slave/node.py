@@ -50,6 +50,7 @@ from dumpfilter.rules.renamer import event_renamer
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
     from dumpfilter.rules.decider import TableKeeps
+    from dumpfilter.slave.statement_relay import StatementRelay
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 
@@ -433,6 +434,13 @@ class Slave:
                     i = run.next
                     if i == n:
                         break
+            if raw_ok and self.after_unit is None and fmt is not None and self._statement_relay.keeps.enabled:
+                # Statement units (MIXED/STATEMENT) the slave's own rules keep whole, by their
+                # statements' keys (decided once each): written as they came (issue #43).
+                i, written = self._statement_relay.run(self._scanner, self.relay, c, blob, i, fmt)
+                self.units_written += written
+                if i == n:
+                    break
             lone = units.lone_statement(i, crc_len) if raw_ok else None
             if lone is not None:
                 # A MariaDB GTID and one Query (DDL, standalone groups): its text decoded straight
@@ -475,6 +483,13 @@ class Slave:
                 self._event(event, grouper)
         self.fmt = fmt
         return grouper
+
+    @functools.cached_property
+    def _statement_relay(self) -> StatementRelay:
+        """The statement units the slave's own rules keep whole, relayed by key (issue #43)."""
+        from dumpfilter.slave.statement_relay import StatementRelay
+
+        return StatementRelay(self.engine)
 
     @functools.cached_property
     def _table_keeps(self) -> TableKeeps:

@@ -9,10 +9,12 @@ pub mod hops;
 pub mod le;
 pub mod payload;
 pub mod relay;
+pub mod relay_stmt;
 pub mod scan;
 pub mod send;
 pub mod sql;
 pub mod stmt;
+pub mod stmt_units;
 pub mod tally;
 pub mod types;
 

@@ -12,6 +12,7 @@ use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 
 mod flag_words;
 mod functions;
+mod relay_stmt;
 mod results;
 mod scan_thread;
 mod scanner;
@@ -76,6 +77,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(statement_key, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
+    m.add_function(wrap_pyfunction!(relay_stmt::relay_statements, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

@@ -11,6 +11,7 @@ use std::ops::Range;
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
 use crate::sql::query_ranges;
+use crate::stmt_units::StmtUnits;
 use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT};
 
 #[derive(Debug, Clone, Default)]
@@ -227,6 +228,9 @@ pub struct SendOptions<'a> {
     pub pending: Option<&'a [u8]>,
     pub server_id: u32,
     pub heartbeat_crc: bool,
+    /// The segment's statement units by key and the stream's keep byte per key id: units
+    /// kept in part are cut at statements (`stmt_units::StmtUnits::partial`).
+    pub stmts: Option<(&'a StmtUnits, &'a [u8])>,
 }
 
 /// A stretch of what a call sends, in order (`Sent::pieces`): bytes of a part's buffer (kept
@@ -264,6 +268,8 @@ pub struct Sent {
     pub pending_done: bool,
     /// Table_map occurrences per name id over the units handled (their rule hits).
     pub name_counts: Vec<u32>,
+    /// Statements per key id over the statement units handled (their rule hits).
+    pub key_counts: Vec<u32>,
 }
 
 enum Owed<'a> {
@@ -319,6 +325,7 @@ pub fn walk(
 ) -> Sent {
     let mut s = Sent {
         name_counts: vec![0; keep.len()],
+        key_counts: vec![0; opt.stmts.map_or(0, |(_, k)| k.len())],
         ..Default::default()
     };
     let n = row.len().min(plan.units.len());
@@ -384,6 +391,7 @@ pub fn walk(
                 s.kept += (j - i) as u64;
                 batch += took;
                 count(plan, i, j, &mut s);
+                count_keys(opt, i, j, &mut s);
                 i = j;
                 if batch >= opt.limit {
                     break;
@@ -400,19 +408,27 @@ pub fn walk(
                 owed = Owed::Unit(j - 1);
                 s.skipped += (j - i) as u64;
                 count(plan, i, j, &mut s);
+                count_keys(opt, i, j, &mut s);
                 i = j;
             }
             PARTIAL if opt.partial_ok => {
-                if unit.flags & F_MARIADB_GTID == 0 || unit.lo > unit.hi {
+                if unit.flags & F_MARIADB_GTID == 0 {
                     break; // MySQL: the GTID's transaction_length must be rewritten
                 }
-                let Some(ids) = plan.tids.get(unit.lo as usize..unit.hi as usize) else {
-                    break;
+                let cut = if unit.lo == u32::MAX {
+                    // A statement unit: cut at its statements by their keys.
+                    opt.stmts.and_then(|(st, kb)| st.partial(i, buf, kb))
+                } else if unit.lo > unit.hi {
+                    None
+                } else {
+                    plan.tids
+                        .get(unit.lo as usize..unit.hi as usize)
+                        .and_then(|ids| {
+                            let gtid_end = unit.start + unit.gtid_size as usize;
+                            partial(buf, unit.start, unit.end, gtid_end, unit.events, ids, keep)
+                        })
                 };
-                let gtid_end = unit.start + unit.gtid_size as usize;
-                let Some((bytes, events)) =
-                    partial(buf, unit.start, unit.end, gtid_end, unit.events, ids, keep)
-                else {
+                let Some((bytes, events)) = cut else {
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);
@@ -422,6 +438,7 @@ pub fn walk(
                 s.partial += 1;
                 batch += bytes.len() as u64;
                 count(plan, i, i + 1, &mut s);
+                count_keys(opt, i, i + 1, &mut s);
                 i += 1;
                 if batch >= opt.limit {
                     break;
@@ -471,6 +488,13 @@ impl Sent {
         }
         self.pieces.push(Piece::Own { start, end });
         self.out_len += end - start;
+    }
+}
+
+/// Adds the statement keys of units i..j to the key counts.
+fn count_keys(opt: &SendOptions, i: usize, j: usize, s: &mut Sent) {
+    if let Some((st, _)) = opt.stmts {
+        st.count(i, j, &mut s.key_counts);
     }
 }
 

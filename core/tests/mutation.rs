@@ -406,6 +406,16 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         (0..out.units.len()).map(|_| rng.below(5) as u8).collect()
     };
     let pending = [0u8; 23];
+    let sbuf = &data[..out.stop.max(start)];
+    let st = _core::stmt_units::StmtUnits::build(
+        &plan,
+        &[sbuf],
+        &[(rng.below(40), 4 * rng.below(2), 0)],
+    );
+    let mut srow = row.clone();
+    let skeep: Vec<u8> = (0..st.keys.len()).map(|_| rng.below(3) as u8).collect();
+    st.rows(&mut srow, &skeep);
+    let row = srow;
     let sopt = SendOptions {
         batch_bytes: rng.next() >> 50,
         limit: rng.next() >> 48,
@@ -418,6 +428,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         },
         server_id: 1,
         heartbeat_crc: rng.below(2) == 0,
+        stmts: Some((&st, &skeep)),
     };
     let sent_from = rng.below(out.units.len() + 1);
     let sent = send(
@@ -595,6 +606,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
         pending: None,
         server_id: 9,
         heartbeat_crc: true,
+        stmts: None,
     };
     // From the first transaction on (unit 0 is the FDE, a control unit the caller sends).
     let sent = send(&plan, &[&data], &row, &keep, 1, &opt);

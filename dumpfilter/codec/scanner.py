@@ -289,6 +289,15 @@ class Scanner:
         formats = None if lone is None else (lone.post_header_len(EventType.QUERY), lone.checksum_len)
         return _core.relay_run(self._core, buf, start, keep, formats)
 
+    def relay_statements(self, buf: bytes, start: int, fmt: FormatDescription,
+                         stmt_keep: bytes) -> _core._StatementRelay:
+        """A slave's relay run over the statement units of the last `units` call from `start` on
+        (issue #43): those whose every statement `stmt_keep` keeps (a byte per statement key id)
+        and the lone Heartbeats between them, copied as they came; see relay_stmt. Returns (bytes,
+        next unit, units, events, bytes, heartbeats, need_keys, new keys, key uses, statements)."""
+        formats = (fmt.post_header_len(EventType.QUERY), fmt.checksum_len)
+        return _core.relay_statements(self._core, buf, start, formats, stmt_keep)
+
     def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`
         (256 bytes), and of every FDE; where the walk stopped; the error that stopped it."""

@@ -246,6 +246,14 @@ class RuleEngine(EffectiveSemantics, Decider):
         without derived tables (whose ignore set grows with the stream), in stream order."""
         return self._rules_alone and self.timeline is None
 
+    @property
+    def keys_statements_if_pure(self) -> bool:
+        """`keys_statements` on a schema timeline too (the master's engines): there a key's
+        decision stands for every statement of that key, at any position, when it read neither
+        the schema model nor the trigger knowledge (`consulted` stays False) and made no
+        assumption; the caller checks that after each key's decision."""
+        return self._rules_alone
+
     def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
         saved = self._counting
         self._counting = False

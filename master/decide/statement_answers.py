@@ -24,10 +24,11 @@ class StatementAnswers:
     its flag words, statement words and engine locks), for the registered `slave` under its skip
     `policy`, with the rule hits of a row's answers recorded in `hits` (RuleHits)."""
 
-    __slots__ = ("svc", "slave", "policy", "hits")
+    __slots__ = ("svc", "slave", "policy", "hits", "counts")
 
-    def __init__(self, svc, slave, policy, hits):
+    def __init__(self, svc, slave, policy, hits, counts=None):
         self.svc, self.slave, self.policy, self.hits = svc, slave, policy, hits
+        self.counts = counts  # StatementPathCounts: `python_units` counts the units `result` decides
 
     def row(self, seg: Segment, row: bytes) -> bytes:
         """Units that are not fast (statements, DDL) joined to the runs: a unit kept as it came
@@ -156,6 +157,8 @@ class StatementAnswers:
         schema model): computed by the first slave of the group that reaches it, then shared (the
         Unit and its Events are shared through the segment cache)."""
         state = self.slave.state
+        if self.counts is not None:
+            self.counts.python_units += 1
         answer = unit.results.get(state.key)
         if answer is None:
             with self.svc.engine_lock(state.engine):

@@ -18,6 +18,10 @@ from dumpfilter.master.read.windows import mapping_cut_short
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
 
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
+
+
 class Part:
     """One scan's worth of a segment's units: the read buffer they lie in, its file and file
     offset, where the part's units start in the segment, the format in force (per unit only
@@ -175,6 +179,7 @@ class UnitIndex:
         # filled once per generation by the first stream to ask (StatementAnswers.lone_answers).
         self.lone_answers: tuple[int, dict] | None = None
         self._lone_queries = None  # `lone_queries`' answer, when small enough to keep (LONE_KEPT_BYTES)
+        self._statement_units: tuple | None = None  # `statement_units`' answer
 
     def cut_short(self) -> TruncatedBinlogError | None:
         """The error for the segment's readers when a file it maps was truncated since it was
@@ -201,6 +206,16 @@ class UnitIndex:
         every segment a stream reaches: the words are made anew, the units are the same)."""
         if self._lone_queries is not None:
             return self._lone_queries
+        formats = self._formats()
+        found = self.unit_list.lone_queries(formats)
+        plain, others = found
+        if sum(len(ks) for _, ks in plain) + sum(len(sql) for _, _, _, sql in others) <= LONE_KEPT_BYTES:
+            self._lone_queries = found
+        return found
+
+    def _formats(self) -> list[tuple[int, int, int]]:
+        """Per part (its format's QUERY post-header length, its checksum length, the first unit the
+        format is in force for), as the core's `lone_queries` and `statement_units` take them."""
         formats = []
         for part in self._parts:
             fmt, fmts, first = part.fmt, part.fmts, part.first
@@ -214,10 +229,21 @@ class UnitIndex:
                 formats.append((0, 0, 1 << 62))
             else:
                 formats.append((fmt.post_header_len(EventType.QUERY), fmt.checksum_len, first))
-        found = self.unit_list.lone_queries(formats)
-        plain, others = found
-        if sum(len(ks) for _, ks in plain) + sum(len(sql) for _, _, _, sql in others) <= LONE_KEPT_BYTES:
-            self._lone_queries = found
+        return formats
+
+    def statement_units(self) -> tuple[list[tuple[int, bytes, str, str]], int]:
+        """The segment's statement units by key (issue #43), read by the core once for every
+        stream: ([(key id, the key's bytes, default database, the first statement met with
+        it)], the units the keys decide). A stream answers the keys (master.decide.statement_keys)
+        and the core the units (`UnitList.statement_rows`, `UnitList.send`)."""
+        found = self._statement_units
+        if found is None:
+            with self.lock:
+                found = self._statement_units
+                if found is None:
+                    keys, units = self.unit_list.statement_units(self._formats())
+                    found = self._statement_units = ([(i, key, _text(db), _text(sql)) for i, key, db, sql in keys],
+                                                     units)
         return found
 
     def rows_for(self, keep_of) -> tuple[bytes, bytes]:

@@ -27,6 +27,7 @@ from dumpfilter.master.decide.gtid_skip import KnownMariaDB, gtid_filter
 from dumpfilter.master.decide.rule_hits import RuleHits
 from dumpfilter.codec.scanner import ROW_SLOW
 from dumpfilter.master.decide.statement_answers import StatementAnswers
+from dumpfilter.master.decide.statement_keys import StatementPathCounts, StreamStatementKeys
 from dumpfilter.master.read.units import Pos, Segment, Unit
 
 if TYPE_CHECKING:
@@ -83,7 +84,11 @@ class SlaveStream:
         self.gtid_wanted = state.mysql if state is not None else None  # a MySQL GTID start's set
         self._states: tuple | None = None
         self.hits = RuleHits(slave)  # the rule hits of every decision, into the slave's stats
-        self.answers = StatementAnswers(service, slave, self.policy, self.hits)  # the units that are not fast
+        # What this stream did with its statement units (read by tests and `bench`): a fresh count
+        # per stream, on the slave.
+        counts = slave.statement_path = StatementPathCounts()
+        self.answers = StatementAnswers(service, slave, self.policy, self.hits, counts)  # the units that are not fast
+        self.keys = StreamStatementKeys(service, slave, counts)  # statement units answered by key
         self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (StatementAnswers.row)
         self._quiet: tuple | None = None  # (position, file size, listing_changes) of a look that found the end
         self.looks = self.quiet_wakes = 0  # segment reads asked for; looks answered by a stat (`_look`)
@@ -302,12 +307,16 @@ class SlaveStream:
         if states is None or states[0] is not seg or states[1] != words.generation:
             if self.skip_known is not None and self._holds_known_gtids(index):
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
-                self._states = (seg, words.generation, None, None)
+                self._states = (seg, words.generation, None, None, None)
                 return None
-            rows = index.rows_for(lambda names: words.keep(names, self.slave.bit))
+            row, keep = index.rows_for(lambda names: words.keep(names, self.slave.bit))
+            # Statement units answered by their statements' keys, in the core (issue #43).
+            by_keys = self.keys.keep_for(index)
+            if by_keys is not None:
+                row = index.unit_list.statement_rows(row, by_keys[0])
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
-            rows = (self.answers.row(seg, guard_row(seg, rows[0], self.slave.gate)), rows[1])
-            states = self._states = (seg, words.generation, *rows)
+            row = self.answers.row(seg, guard_row(seg, row, self.slave.gate))
+            states = self._states = (seg, words.generation, row, keep, by_keys)
         return states[2]
 
     def _holds_known_gtids(self, index) -> bool:
@@ -343,9 +352,13 @@ class SlaveStream:
         crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
         names = index.names
         tally = self.hits.tally_for(names)
+        by_keys = self._states[4]
+        key_tally = bytearray(4 * len(by_keys[1])) if by_keys is not None else None
         sent = unit_list.send(row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes,
                               self.policy.skips_as_heartbeat, self.policy.partial_as_kept, pending, self.master_server_id,
-                              crc, tally)
+                              crc, tally, by_keys[0] if by_keys is not None else None, key_tally)
+        if key_tally is not None and any(key_tally):
+            self.keys.account(by_keys[1], key_tally, self.hits)
         j = sent.next
         if j == i:
             return i

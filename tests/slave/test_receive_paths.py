@@ -75,7 +75,7 @@ def assert_same(tmp_path: Path, data: bytes, name: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize("flavor", ["mariadb", "mysql"])
-@pytest.mark.parametrize("fmt", ["row", "mixed"])
+@pytest.mark.parametrize("fmt", ["row", "mixed", "statement"])
 def test_generated_binlogs(tmp_path, flavor, fmt):
     paths = generate(WorkloadSpec(seed=11, transactions=1500, binlog_format=fmt, flavor=flavor, ddl_share=0.08,
                                   max_binlog_size=150_000), tmp_path / "binlog")
@@ -94,3 +94,32 @@ def test_real_fixture_binlogs(tmp_path, shared_fixtures):
         assert_same(tmp_path, data, path.name, seed)
         checked += 1
     assert checked >= 5
+
+
+@pytest.mark.parametrize("fmt", ["mixed", "statement"])
+def test_statement_units_are_relayed_by_key(tmp_path, fmt):
+    """A statement-logged stream the slave's rules keep is written by the compiled statement run
+    (issue #43): its statements answered per key (each key decided once), none through the
+    slave's TransactionFilter, and the relay log is the reference path's."""
+    from dumpfilter.rules.transaction_filter import TransactionFilter
+
+    paths = generate(WorkloadSpec(seed=5, transactions=400, binlog_format=fmt, flavor="mariadb", ddl_share=0.0,
+                                  max_binlog_size=1 << 30), tmp_path / "binlog")
+    stream = batches(paths[0].read_bytes(), paths[0].name, random.Random(1))
+    relay = tmp_path / "fast"
+    slave = Slave(SlaveConfig(master="127.0.0.1:1", server_id=9, relay_dir=relay, rules=RuleSet(),
+                              relay_log_size=400_000, on_disagreement="warn"))
+    calls = []
+    original = TransactionFilter.filter
+    try:
+        TransactionFilter.filter = lambda self, txn: calls.append(txn) or original(self, txn)
+        for batch in stream:
+            slave._batch(batch)
+    finally:
+        TransactionFilter.filter = original
+    slave.relay.close()
+    keeps = slave._statement_relay.keeps
+    assert keeps.units > 200 and keeps.keys_decided < keeps.units
+    assert not [t for t in calls if any(e.is_query and e.sql.startswith(("INSERT", "UPDATE", "DELETE"))
+                                        for e in t.events)], "a statement unit went through TransactionFilter"
+    assert receive(tmp_path / "fast2", RuleSet(), True, stream) == receive(tmp_path / "slow", RuleSet(), False, stream)

@@ -81,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
         pending: (control & 8 != 0).then_some(&pending[..]),
         server_id: 1,
         heartbeat_crc: control & 16 != 0,
+        stmts: None,
     };
     let sent = send(&plan, &[&buf[..out.stop]], &row, &keep, 0, &sopt);
     assert!(sent.next <= out.units.len());

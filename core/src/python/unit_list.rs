@@ -13,6 +13,7 @@ use super::{check_off, error_tuple, text};
 use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions, UnitList};
 use crate::sql;
+use crate::stmt_units::StmtUnits;
 
 /// `UnitList.count`'s answer (see there).
 type WalkCounts = (usize, [u64; 3], [u64; 4], [u64; 2], i64, bool);
@@ -28,6 +29,8 @@ pub(super) struct PyUnitList {
     /// Scans `scan_start` ran at once on the calling thread, their bytes at most INLINE_SCAN.
     #[pyo3(get)]
     scans_inline: u64,
+    /// The statement units by key, read once for every stream (`statement_units`).
+    stmts: std::sync::OnceLock<StmtUnits>,
 }
 
 /// The bytes below which `scan_start` scans at once, on the calling thread (without the GIL),
@@ -95,6 +98,7 @@ impl PyUnitList {
             bufs: Vec::new(),
             pending: None,
             scans_inline: 0,
+            stmts: std::sync::OnceLock::new(),
         }
     }
 
@@ -343,11 +347,54 @@ impl PyUnitList {
         PyBytes::new(py, &out)
     }
 
+    /// The statement units by key (see stmt_units::StmtUnits), read on the first call for every
+    /// stream (`formats` as `lone_queries` takes them; later calls' are not read): (the keys,
+    /// [(key id, key bytes, default database, the first statement met with it)], the units
+    /// decided by keys). Only after the list's scans are done.
+    fn statement_units<'py>(
+        &self,
+        py: Python<'py>,
+        formats: Vec<(usize, usize, usize)>,
+    ) -> PyResult<(Bound<'py, PyList>, usize)> {
+        self.idle()?;
+        let st = match self.stmts.get() {
+            Some(st) => st,
+            None => {
+                let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+                let list = &self.list;
+                let built = py.detach(|| StmtUnits::build(list, &bufs, &formats));
+                let _ = self.stmts.set(built);
+                self.stmts.get().expect("set above")
+            }
+        };
+        let keys = PyList::empty(py);
+        for (k, key) in st.keys.iter().enumerate() {
+            keys.append((
+                key.id,
+                PyBytes::new(py, &st.key_bytes[k]),
+                PyBytes::new(py, &key.db),
+                PyBytes::new(py, &key.sql),
+            ))?;
+        }
+        Ok((keys, st.units))
+    }
+
+    /// `row` (from `rows`) with the statement units it leaves ROW_SLOW answered from one stream's
+    /// keep byte per key id (see stmt_units::StmtUnits::rows); `row` itself without
+    /// `statement_units` called first.
+    fn statement_rows<'py>(&self, py: Python<'py>, row: &[u8], keep: &[u8]) -> Bound<'py, PyBytes> {
+        let mut out = row.to_vec();
+        if let Some(st) = self.stmts.get() {
+            st.rows(&mut out, keep);
+        }
+        PyBytes::new(py, &out)
+    }
+
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
     /// until a unit it cannot handle or the batch is full (see send::send). The units'
     /// Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc, counts))]
+    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc, counts, stmt_keep = None, stmt_counts = None))]
     fn send<'py>(
         &self,
         py: Python<'py>,
@@ -362,6 +409,8 @@ impl PyUnitList {
         server_id: u32,
         heartbeat_crc: bool,
         counts: &Bound<'py, PyByteArray>,
+        stmt_keep: Option<&[u8]>,
+        stmt_counts: Option<&Bound<'py, PyByteArray>>,
     ) -> PyResult<SendResult> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let opt = SendOptions {
@@ -372,17 +421,20 @@ impl PyUnitList {
             pending,
             server_id,
             heartbeat_crc,
+            stmts: match (self.stmts.get(), stmt_keep) {
+                (Some(st), Some(k)) => Some((st, k)),
+                _ => None,
+            },
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
         let out = filled_bytes(py, &s, &bufs)?;
         // SAFETY: the GIL is held and no Python code runs while the bytearray is borrowed.
         let tally = unsafe { counts.as_bytes_mut() };
-        for (slot, c) in tally.chunks_exact_mut(4).zip(&s.name_counts) {
-            if *c != 0 {
-                let old = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
-                slot.copy_from_slice(&old.wrapping_add(*c).to_le_bytes());
-            }
+        add_counts(tally, &s.name_counts);
+        if let Some(key_tally) = stmt_counts {
+            // SAFETY: as above.
+            add_counts(unsafe { key_tally.as_bytes_mut() }, &s.key_counts);
         }
         Ok(SendResult {
             out,
@@ -420,9 +472,10 @@ impl PyUnitList {
     /// what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
     /// the size of a Heartbeat the caller still owes (0: none). Returns (next, kept, partial,
     /// skipped, sent_bytes, sent_events, read_bytes, read_events, heartbeats, heartbeat_bytes,
-    /// pending_unit or -1, pending_done).
+    /// pending_unit or -1, pending_done). `stmt_keep`: a keep byte per statement key id, for
+    /// statement units kept in part (cut at statements), after `statement_units`.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, skip_ok, partial_ok, pending, server_id, heartbeat_crc))]
+    #[pyo3(signature = (row, keep, start, skip_ok, partial_ok, pending, server_id, heartbeat_crc, stmt_keep = None))]
     fn count(
         &self,
         py: Python<'_>,
@@ -434,6 +487,7 @@ impl PyUnitList {
         pending: usize,
         server_id: u32,
         heartbeat_crc: bool,
+        stmt_keep: Option<&[u8]>,
     ) -> WalkCounts {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let owed = vec![0u8; pending];
@@ -445,6 +499,10 @@ impl PyUnitList {
             pending: (pending > 0).then_some(owed.as_slice()),
             server_id,
             heartbeat_crc,
+            stmts: match (self.stmts.get(), stmt_keep) {
+                (Some(st), Some(k)) => Some((st, k)),
+                _ => None,
+            },
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
@@ -456,6 +514,16 @@ impl PyUnitList {
             s.pending.map_or(-1i64, |k| k as i64),
             s.pending_done,
         )
+    }
+}
+
+/// Adds `counts` to the u32 LE slots of `tally`.
+fn add_counts(tally: &mut [u8], counts: &[u32]) {
+    for (slot, c) in tally.chunks_exact_mut(4).zip(counts) {
+        if *c != 0 {
+            let old = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+            slot.copy_from_slice(&old.wrapping_add(*c).to_le_bytes());
+        }
     }
 }
 

@@ -1,0 +1,326 @@
+//! The master's statement units by key (issue #43): a segment's statement-logged transactions (a
+//! GTID, Queries with their context events, an XID or COMMIT: MariaDB's default MIXED format,
+//! MySQL 5.x STATEMENT) read once for every stream of the master, each Query's key (kind,
+//! default database, table: `stmt::dml_shape`) interned per segment, each statement's byte range
+//! kept; a stream then answers them from its keep byte per key id (`StmtUnits::rows`) and sends
+//! them whole, skipped or cut at statements (`StmtUnits::partial`) in `send::walk`, as
+//! `assemble::StatementWalk` does for `filter`: no Python per unit.
+
+use crate::le::u32_at;
+use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
+use crate::send::UnitList;
+use crate::sql::query_ranges;
+use crate::stmt::{dml_shape, framing, Keys, NewKey};
+use crate::types::{HEADER_LEN, INTVAR, QUERY, RAND, USER_VAR, XID};
+
+/// Key id of a piece every consumer keeps (the GTID, a framing Query, the XID).
+pub const ALWAYS: u32 = u32::MAX;
+
+/// One piece of a statement unit: a Query with the context events before it (kept or dropped
+/// with it), or a piece always kept; its bytes in its part's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub key: u32,
+    pub start: usize,
+    pub end: usize,
+    pub events: u32,
+}
+
+/// The statement units of a segment (one `UnitList`), by key.
+#[derive(Debug, Default)]
+pub struct StmtUnits {
+    /// Per unit, (lo, hi) into `pieces`; lo == u32::MAX: not a statement unit decided by keys.
+    pub bounds: Vec<(u32, u32)>,
+    pub pieces: Vec<Piece>,
+    /// The keys met, with the statement each was first met in (for Python to decide), and
+    /// each one's bytes (what the key is, across segments).
+    pub keys: Vec<NewKey>,
+    pub key_bytes: Vec<Vec<u8>>,
+    /// Units decided by keys.
+    pub units: usize,
+}
+
+impl StmtUnits {
+    /// Reads every unit of `list` that is not fast (`bufs` its parts' buffers; `formats` per part
+    /// (QUERY post-header length, checksum length, the first unit the format is in force for), as
+    /// `UnitList.lone_queries` takes them). A lone statement (a GTID and one Query) is left to the
+    /// statement flag words.
+    pub fn build(list: &UnitList, bufs: &[&[u8]], formats: &[(usize, usize, usize)]) -> StmtUnits {
+        let mut keys = Keys::default();
+        let mut scratch = Vec::new();
+        let mut key_bytes = Vec::new();
+        let mut s = StmtUnits {
+            bounds: Vec::with_capacity(list.units.len()),
+            ..Default::default()
+        };
+        for (k, u) in list.units.iter().enumerate() {
+            let lo = s.pieces.len();
+            let p = u.part as usize;
+            let ok = match (formats.get(p), bufs.get(p)) {
+                (Some(&(post, crc, from)), Some(buf)) if k >= from && u.end <= buf.len() => walk(
+                    buf,
+                    u.start,
+                    u.end,
+                    u.flags,
+                    u.gtid_size,
+                    u.events,
+                    post,
+                    crc,
+                )
+                .map(|pieces| {
+                    for (key, start, end, events, db, sql) in pieces {
+                        let key = match (key, db, sql) {
+                            (Some(shape), Some(db), Some(sql)) => {
+                                let known = keys.len();
+                                let id = keys.id(&buf[db], &buf[sql], &shape, &mut scratch);
+                                if keys.len() > known {
+                                    key_bytes.push(scratch.clone());
+                                }
+                                id
+                            }
+                            _ => ALWAYS,
+                        };
+                        s.pieces.push(Piece {
+                            key,
+                            start,
+                            end,
+                            events,
+                        });
+                    }
+                })
+                .is_some(),
+                _ => false,
+            };
+            if ok {
+                s.units += 1;
+                s.bounds.push((lo as u32, s.pieces.len() as u32));
+            } else {
+                s.pieces.truncate(lo);
+                s.bounds.push((u32::MAX, u32::MAX));
+            }
+        }
+        s.keys = std::mem::take(&mut keys.new);
+        s.key_bytes = key_bytes;
+        s
+    }
+
+    fn of(&self, k: usize) -> Option<&[Piece]> {
+        let &(lo, hi) = self.bounds.get(k)?;
+        if lo == u32::MAX {
+            return None;
+        }
+        self.pieces.get(lo as usize..hi as usize)
+    }
+
+    /// One stream's answers for the statement units that `row` leaves to Python (ROW_SLOW), from
+    /// its keep byte per key id (1 kept, 0 dropped; anything else, or none: left as it is):
+    /// ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none kept) or ROW_PARTIAL.
+    pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
+        use crate::assemble::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
+        for (k, code) in row.iter_mut().enumerate() {
+            if *code != ROW_SLOW {
+                continue;
+            }
+            let Some(pieces) = self.of(k) else {
+                continue;
+            };
+            let (mut content, mut kept) = (0u32, 0u32);
+            let mut known = true;
+            for p in pieces.iter().filter(|p| p.key != ALWAYS) {
+                content += 1;
+                match keep.get(p.key as usize) {
+                    Some(1) => kept += 1,
+                    Some(0) => {}
+                    _ => known = false,
+                }
+            }
+            if !known {
+                continue;
+            }
+            *code = if kept == content {
+                ROW_KEEP
+            } else if kept == 0 {
+                ROW_SKIP
+            } else {
+                ROW_PARTIAL
+            };
+        }
+    }
+
+    /// Unit k without its dropped statements: the bytes, as they were (positions not
+    /// renumbered, as `assemble::partial` gives a fast unit's), and the events left. None when
+    /// unit k is not a statement unit by keys, or a key's answer is not given.
+    pub fn partial(&self, k: usize, buf: &[u8], keep: &[u8]) -> Option<(Vec<u8>, u64)> {
+        let pieces = self.of(k)?;
+        let mut out = Vec::new();
+        let mut events = 0u64;
+        for p in pieces {
+            let kept = p.key == ALWAYS
+                || match keep.get(p.key as usize)? {
+                    1 => true,
+                    0 => false,
+                    _ => return None,
+                };
+            if kept {
+                out.extend_from_slice(buf.get(p.start..p.end)?);
+                events += p.events as u64;
+            }
+        }
+        Some((out, events))
+    }
+
+    /// Adds the key uses of units i..j to `counts` (one per key id).
+    pub fn count(&self, i: usize, j: usize, counts: &mut [u32]) {
+        for k in i..j {
+            if let Some(pieces) = self.of(k) {
+                for p in pieces {
+                    if let Some(c) = counts.get_mut(p.key as usize) {
+                        *c += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A piece as read: its key's shape and the Query's (db, sql) ranges (None: always kept),
+/// its range and events.
+pub(crate) type Read = (
+    Option<crate::stmt::Shape>,
+    usize,
+    usize,
+    u32,
+    Option<std::ops::Range<usize>>,
+    Option<std::ops::Range<usize>>,
+);
+
+/// The pieces of the unit buf[start..end] when it is a complete statement unit the keys decide
+/// (what `assemble::StatementWalk::run` takes: a GTID, then Intvar/Rand/User_var events each
+/// before its Query, single-table DML Queries (keyed) or framing ones (kept), XIDs); None
+/// otherwise, and for a lone statement (two events).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn walk(
+    buf: &[u8],
+    start: usize,
+    end: usize,
+    flags: u32,
+    gtid_size: u32,
+    events: u32,
+    query_post: usize,
+    crc_len: usize,
+) -> Option<Vec<Read>> {
+    let gtid = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID;
+    if flags & F_FAST != 0
+        || flags & F_COMPLETE == 0
+        || flags & gtid == 0
+        || gtid_size == 0
+        || events < 3
+        || start + gtid_size as usize > end
+    {
+        return None;
+    }
+    let gtid_end = start + gtid_size as usize;
+    let mut out: Vec<Read> = vec![(None, start, gtid_end, 1, None, None)];
+    let mut at = gtid_end;
+    let mut pending: Option<(usize, u32)> = None;
+    let mut content = 0;
+    while at < end {
+        let size = u32_at(buf, at + 9)? as usize;
+        if size < HEADER_LEN || at + size > end {
+            return None;
+        }
+        let nxt = at + size;
+        match buf[at + 4] {
+            INTVAR | RAND | USER_VAR => {
+                let (from, n) = pending.unwrap_or((at, 0));
+                pending = Some((from, n + 1));
+            }
+            QUERY => {
+                let (db, sql) = query_ranges(&buf[..nxt], at, query_post, crc_len)?;
+                let (from, n) = pending.take().unwrap_or((at, 0));
+                if let Some(shape) = dml_shape(&buf[sql.clone()]) {
+                    content += 1;
+                    out.push((Some(shape), from, nxt, n + 1, Some(db), Some(sql)));
+                } else if framing(&buf[sql]) == Some(true) && n == 0 {
+                    out.push((None, from, nxt, 1, None, None));
+                } else {
+                    return None;
+                }
+            }
+            XID => {
+                if pending.is_some() {
+                    return None;
+                }
+                out.push((None, at, nxt, 1, None, None));
+            }
+            _ => return None,
+        }
+        at = nxt;
+    }
+    if pending.is_some() || content == 0 {
+        return None;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assemble::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
+
+    fn event(t: u8, body: &[u8]) -> Vec<u8> {
+        let mut e = vec![0u8; HEADER_LEN];
+        e[4] = t;
+        let size = (HEADER_LEN + body.len()) as u32;
+        e[9..13].copy_from_slice(&size.to_le_bytes());
+        e.extend_from_slice(body);
+        e
+    }
+
+    fn query(db: &str, sql: &str) -> Vec<u8> {
+        let mut body = vec![0u8; 13];
+        body[8] = db.len() as u8;
+        body.extend_from_slice(db.as_bytes());
+        body.push(0);
+        body.extend_from_slice(sql.as_bytes());
+        event(QUERY, &body)
+    }
+
+    #[test]
+    fn a_statement_unit_by_keys() {
+        let mut buf = event(162, &[0u8; 13]); // a MariaDB GTID
+        let g = buf.len();
+        buf.extend(query("db1", "UPDATE t SET a=1"));
+        buf.extend(event(INTVAR, &[0u8; 9]));
+        buf.extend(query("db1", "INSERT INTO u VALUES (1)"));
+        buf.extend(event(XID, &[0u8; 8]));
+        let mut list = UnitList::default();
+        let unit = crate::scan::Unit {
+            start: 0,
+            end: buf.len(),
+            events: 5,
+            flags: F_COMPLETE | F_MARIADB_GTID,
+            gtid_size: g as u32,
+            ..Default::default()
+        };
+        list.add(b"f", 0, &[unit], &[]);
+        let s = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
+        assert_eq!((s.units, s.keys.len()), (1, 2));
+        for (keep, code, events) in [
+            (&[1u8, 1][..], ROW_KEEP, 5),
+            (&[0, 0], ROW_SKIP, 2),
+            (&[1, 0], ROW_PARTIAL, 3),
+        ] {
+            let mut row = vec![ROW_SLOW];
+            s.rows(&mut row, keep);
+            assert_eq!(row[0], code);
+            assert_eq!(s.partial(0, &buf, keep).unwrap().1, events);
+        }
+        let mut row = vec![ROW_SLOW];
+        s.rows(&mut row, &[1]);
+        assert_eq!(row[0], ROW_SLOW, "a key without an answer");
+        let mut counts = vec![0u32; 2];
+        s.count(0, 1, &mut counts);
+        assert_eq!(counts, vec![1, 1]);
+    }
+}

@@ -1,0 +1,95 @@
+"""One stream's keep byte per statement key of a segment (issue #43, StreamStatementKeys, held by
+master.stream.slave_stream.SlaveStream): the statement units of a MIXED/STATEMENT binlog, read
+once for every stream by the core (`UnitIndex.statement_units`: each single-table DML Query's
+key, kind, default database and table), are answered from one decision per key per slave through
+the rules' one seam (`rules.decider.gated` and `Decider.decide_statement_key`, the form `filter`'s
+StatementKeys asks), then sent by the core (`UnitList.send`) with no Python per unit; the rule
+hits of the statements sent come back as a tally per key id (`account`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from dumpfilter.rules.decider import gated
+from dumpfilter.rules.decisions import Decision
+
+_UNKNOWN = 2  # the core's keep byte for a key it may not answer
+
+
+@dataclass
+class StatementPathCounts:
+    """What one stream did with its statement units (tests, `bench`): units answered from keys
+    (per segment read), units decided in Python (TransactionFilter, through StatementAnswers),
+    keys decided in Python (each once per slave)."""
+
+    key_units: int = 0
+    python_units: int = 0
+    keys_decided: int = 0
+
+
+class StreamStatementKeys:
+    """One stream's answers per statement key: `keep_for` gives a segment's keep bytes (1 kept, 0
+    dropped, by the segment's key id), each key decided once for the slave (by its bytes, across
+    segments) while its rule engine and gate stay the same."""
+
+    __slots__ = ("svc", "slave", "counts", "_group", "_known")
+
+    def __init__(self, svc, slave, counts: StatementPathCounts):
+        self.svc, self.slave, self.counts = svc, slave, counts
+        self._group: tuple | None = None  # (engine, gate) the answers in `_known` are of
+        self._known: dict[bytes, tuple[int, Decision, tuple[str, ...]]] = {}
+
+    def keep_for(self, index) -> tuple[bytes, list] | None:
+        """(keep byte per key id, (decision, rule hits) per key id) for the segment of `index`, or
+        None where its units go on to Python: no statement unit decided by keys, or the slave's
+        decisions are not a function of the key (`Decider.keys_statements`: a schema timeline,
+        derived tables, a policy gate that reads the statement's text)."""
+        statement_units = getattr(index, "statement_units", None)
+        if statement_units is None:  # the tests' reference reader
+            return None
+        keys, units = statement_units()
+        if not units:
+            return None
+        state, gate = self.slave.state, self.slave.gate
+        engine = state.engine
+        decider = gated(engine, gate)
+        # The master's engines share the series' schema timeline: a key's decision is kept for
+        # every statement of the key only when it was pure (see `RuleEngine.keys_statements_if_pure`).
+        if not (decider.keys_statements or (decider is engine and engine.keys_statements_if_pure)):
+            return None
+        if self._group != (engine, gate):
+            self._group, self._known = (engine, gate), {}
+        keep = bytearray(len(keys))
+        decided = [None] * len(keys)
+        known = self._known
+        for key_id, key, db, sql in keys:
+            answer = known.get(key)
+            if answer is None:
+                with self.svc.engine_lock(engine):
+                    engine.consulted = False
+                    decision = decider.decide_statement_key(sql, db)
+                    pure = not engine.consulted and decision.assumption is None
+                # An impure key (_UNKNOWN) leaves its units to Python, decided at their position.
+                answer = known[key] = (1 if decision.apply else 0) if pure else _UNKNOWN, decision, decision.counted
+                self.counts.keys_decided += 1
+            keep[key_id] = answer[0]
+            decided[key_id] = answer
+        self.counts.key_units += units
+        return bytes(keep), decided
+
+    def account(self, decided: list, tally: bytearray, hits) -> None:
+        """The statements a send answered by key (`tally`: a u32 per key id), into the rule hits
+        (`hits`: RuleHits) and the engine's counters, as each decision would have counted them."""
+        counts = memoryview(tally).cast("I").tolist()
+        engine = self.slave.state.engine
+        total: Counter = Counter()
+        for key_id, times in enumerate(counts):
+            if times:
+                _, decision, counted = decided[key_id]
+                for name in counted:
+                    total[name] += times
+                with self.svc.engine_lock(engine):
+                    engine.account(decision, times)
+        if total:
+            hits.add(total)

@@ -1,0 +1,43 @@
+"""The slave's relay of statement units by key (issue #43, StatementRelay, held by
+slave.node.Slave): the statement units (a GTID, single-table DML Queries, an XID) of a MIXED or
+STATEMENT stream that the slave's own rules keep whole are written to the relay log as they came,
+by the core (`_core.relay_statements`), each statement answered from its key's keep byte
+(`rules.statement_keys.StatementKeeps`: each key decided once, every statement accounted in the
+rule engine's counters), without an Event or a TransactionFilter per unit. A unit with a
+statement the rules drop, or any other unit, ends the run: the slave's Python path takes it."""
+
+from __future__ import annotations
+
+from dumpfilter.rules.statement_keys import StatementKeeps
+
+
+class StatementRelay:
+    """One slave's statement relay: its keep bytes per key of its scanner (which lives as long as
+    the slave, as do the key ids)."""
+
+    __slots__ = ("keeps",)
+
+    def __init__(self, engine):
+        self.keeps = StatementKeeps(engine)
+
+    def run(self, scanner, relay, counters, blob: bytes, i: int, fmt) -> tuple[int, int]:
+        """Writes the statement units of the scanner's last scan (of `blob`) from `i` on that the
+        rules keep whole, and the Heartbeats between them (counted), to `relay`; a key met for
+        the first time is decided and the run goes on. Returns (the first unit not written, the
+        units written)."""
+        keeps = self.keeps
+        written = 0
+        while True:
+            (out, nxt, units, events, size, heartbeats, need_keys, new_keys, key_uses,
+             statements) = scanner.relay_statements(blob, i, fmt, keeps.keep_bytes())
+            if out:
+                relay.write_raw(out)
+            keeps.learn(new_keys)
+            keeps.used(key_uses, units, statements)
+            counters.heartbeats += heartbeats
+            counters.events_relayed += events
+            counters.bytes_relayed += size
+            written += units
+            i = nxt
+            if not need_keys:
+                return i, written
