@@ -138,7 +138,9 @@ class MappingFiles:
                 if kept is not None:  # grown: a new mapping, whole; the old one goes with its views
                     self._let_go(key)
                 kept = self._map_whole(fd, path, key, st.st_size)
-        return memoryview(kept[0])[start:end]
+            # (the view made under the lock: once it exists the mapping cannot be closed by
+            # another thread letting it go)
+            return memoryview(kept[0])[start:end]
 
     def _map_whole(self, fd: int, path: str, key: tuple[int, int], size: int) -> tuple[mmap.mmap, str]:
         """Under the lock: the whole file mapped, kept in the table (the bound applied, and files
