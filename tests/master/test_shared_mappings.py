@@ -137,3 +137,70 @@ def test_a_file_replaced_under_its_name_is_mapped_anew_and_its_old_readers_keep_
     assert bytes(old.buf[: old.used]) == old_bytes[old.base : old.base + old.used]
     # Mapping another file looks at the table: the replaced file's first mapping was let go.
     assert list(cache.mappings.whole_mappings()).count(names[0]) == 1
+
+
+# -- the shared index: a later stream decides from the kept scans and reads only what it sends ----
+
+PAGE = mmap.PAGESIZE
+
+
+def _present_pages(path: Path) -> tuple[int, int]:
+    """(pages present, pages) in this process's page tables for its one whole mapping of `path`
+    (/proc/self/maps for the address, /proc/self/pagemap's present bit, 63)."""
+    size = path.stat().st_size
+    with open("/proc/self/maps") as f:
+        lines = [line.split() for line in f if line.rstrip().endswith(str(path))]
+    spans = [tuple(int(x, 16) for x in line[0].split("-")) for line in lines if int(line[2], 16) == 0]
+    lo, hi = next((lo, hi) for lo, hi in spans if hi - lo >= size)  # the whole file's mapping
+    pages = -(-size // PAGE)
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek(lo // PAGE * 8)
+        entries = f.read(pages * 8)
+    present = sum(1 for k in range(pages) if int.from_bytes(entries[8 * k : 8 * k + 8], "little") >> 63)
+    return present, pages
+
+
+@pytest.mark.skipif(not Path("/proc/self/pagemap").exists(), reason="reads /proc/self/pagemap (Linux)")
+def test_a_later_stream_skipping_everything_touches_none_of_the_pages_it_skips(tmp_path, made):
+    """Streams far apart (the cache holds one segment): the first, keeping everything, scans each
+    segment once, and the cache keeps its scan. Its page entries are then cleared; a second
+    stream whose rules keep nothing of the binlog decides every unit from the kept scans
+    (UnitList.rows, the send walk over their records, a heartbeat per skipped stretch) and sets
+    entries for almost none of the file's pages. Before one mapping per file (#42), each kept
+    segment had its own mapping: there was no file mapping to look at."""
+    from dumpfilter.master.model import ChannelSpec, Registration
+    from dumpfilter.master.service import DumpService
+    from dumpfilter.rules.ruleset import RuleSet
+
+    generate(WorkloadSpec(seed=44, schemas=2, transactions=2_000, flavor="mariadb", ddl_share=0.0,
+                          cross_db_share=0.0, max_binlog_size=1 << 30), tmp_path)
+    name = _files(tmp_path)[0]
+    path = tmp_path / name
+    svc = DumpService(tmp_path, segment_bytes=64_000, cache_bytes=1)
+    svc.segments.read_ahead = False
+    regs = [Registration(server_id=1), Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(do_db=("nosuch",))),))]
+    for reg in regs:
+        svc.register(reg)
+
+    def stream(server_id: int) -> int:
+        sent = 0
+        for b in svc.stream(server_id, start=(name, 4)):
+            sent += sum(len(part) for part in b.parts)
+            if b.caught_up:
+                return sent
+        return sent
+
+    assert stream(1) >= path.stat().st_size - 4096
+    reads = svc.segments.reads
+    present, pages = _present_pages(path)
+    assert present == pages  # the first pass touched every page
+    whole = svc.segments.mappings._whole
+    assert len(whole) == 1
+    next(iter(whole.values()))[0].madvise(mmap.MADV_DONTNEED)  # its entries cleared (the pages stay cached)
+    assert _present_pages(path)[0] == 0
+    stream(2)
+    assert svc.segments.reads == reads  # every segment from its kept scan
+    present, _ = _present_pages(path)
+    # The file's first units (FDE, the schemas' CREATEs) are read; fault-around maps up to 16
+    # pages around each touch. A stream that read what it skips would set them all.
+    assert present <= 64, f"{present} of {pages} pages touched by a stream that sends nothing"
