@@ -1,32 +1,27 @@
-"""Fan-out in the production configuration (`python -m bench fanout_procs`, issue #30 goals 2 and
-3): `dumpfilter master serve` as a process of its own over a real MariaDB's ROW binlog several
-times the master's segment cache, and `slave run` processes over real gRPC, started
-DUMPFILTER_FANOUT_STAGGER (0.5) s apart so that their streams drift apart as they do in
-production. Three runs, each with a fresh master:
-  1 slave    no rules (keeps everything): the baseline;
-  8 slaves   --replicate-do-db db1 .. db8, one each (together they are sent what the one is);
-  64 slaves  --replicate-do-db db1 .. db8, eight slaves each.
+"""Fan-out in the production configuration (`python -m bench fanout_procs`, issue #42): `dumpfilter
+master serve` as a process of its own over a real MariaDB's ROW binlog several times the master's
+segment cache, and `slave run --until-caught-up` processes over real gRPC. Four runs (RUN_KINDS,
+DUMPFILTER_FANOUT_SLAVES), each with a fresh master:
+  1    one slave with no rules (keeps everything): the baseline;
+  8    --replicate-do-db db1 .. db8, one each, started together (together they are sent what the one is);
+  8s   the same eight started DUMPFILTER_FANOUT_STAGGER (0.5) s apart, so that their streams drift apart;
+  64   --replicate-do-db db1 .. db8, eight slaves each, started together.
 Master CPU is its utime + stime from /proc from before the first slave starts until the last one
-is caught up and gone, peak RSS its VmHWM, MB sent the sum of the slaves' bytes_sent (Stats),
-segment scans the master's dumpfilter_segment_scans counter. The 1- and 8-slave runs are made
-DUMPFILTER_BENCH_REPEAT (2) times, interleaved, the 64-slave run once; the run with the least
-master CPU is kept (the machine is shared: CPU time too grows with the load).
-All of it is measured for each state of the binlog in the page cache (DUMPFILTER_FANOUT_PAGE_CACHE,
-default "small,huge,cold"; the 64-slave run in the first only), since the pages' folios decide
-what a pass costs the master in faults: "small", in the page cache in 4 KB folios, as a server's
-small appends leave it; "huge", in 2 MB folios, as --binlog-huge-pages leaves what it reads;
-"cold", out of it, read from disk by the master (see PAGE_CACHE_STATES).
-Reported: cpu_ratio_8_vs_1 (goal <= 1.3) from the least CPU of each count, and the same from the
-medians (this machine's CPU time for one run varies by 20% from run to run: the median is the
-steadier figure once there are three or more), cpu_per_mb_ratio_64_vs_8 (goal <= 1.3), peak RSS
-(goal < 300 MB in every run), and the binlog against all the binlog pages the master may hold
-(its segment cache and its kept pages' budget: the issue asks for at least 5x). Figures go to
-bench/results/fanout_procs.json.
+is caught up and gone; its private memory is RssAnon sampled every 50 ms through the run (VmHWM,
+also reported, counts the binlog pages it maps, which are the page cache's); MB sent is the sum
+of the slaves' bytes_sent (Stats), segment scans the master's dumpfilter_segment_scans counter.
+Each run but 64 is made DUMPFILTER_BENCH_REPEAT (2) times, interleaved; the run with the least
+master CPU is kept and the medians are reported too (the machine is shared: CPU time grows with
+the load). The goals are printed beside the floor measured in the same run: the CPU time of one
+bare pass that maps the binlog afresh and touches each 4 KB page (what a master whose streams each
+map the file pay per stream). The page cache's state (DUMPFILTER_FANOUT_PAGE_CACHE, default
+"small": 4 KB folios, as a server's appends leave them; "huge" and "cold" on request, see
+PAGE_CACHE_STATES). Figures go to bench/results/fanout_procs.json.
 
-The binlog (DUMPFILTER_FANOUT_PROCS_MB, default 640: at least 5x all the binlog pages the master
-may hold, its 32 MB segment cache and its 40 MB of kept pages; 256 was 2x them when those were 96 MB)
-is written once by a sandbox MariaDB primary (ROW, files of 100 MB) taking small transactions
-in eight schemas at once from stored procedures, and kept under bench/data/."""
+The binlog (DUMPFILTER_FANOUT_PROCS_MB, default 520: bench/data/fanout-mariadb-520mb, about 7x all
+the binlog pages the master keeps in its caches) is written once by a sandbox MariaDB primary (ROW,
+files of 100 MB) taking small transactions in eight schemas at once from stored procedures, and
+kept under bench/data/."""
 
 from __future__ import annotations
 
@@ -161,6 +156,54 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _rss_anon_mb(pid: int) -> float:
+    """The process's private memory now (RssAnon: its heap, not the file pages it maps)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class _AnonSampler(threading.Thread):
+    """Samples a process's RssAnon every SAMPLE_S seconds until stopped; `peak` is the most seen.
+    (VmHWM counts the binlog pages the master maps too, which are the page cache's.)"""
+
+    SAMPLE_S = 0.05
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self._done = pid, 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            try:
+                self.peak = max(self.peak, _rss_anon_mb(self.pid))
+            except OSError:
+                return
+            self._done.wait(self.SAMPLE_S)
+
+    def stop(self) -> float:
+        self._done.set()
+        self.join()
+        return self.peak
+
+
+def touch_pass_s(binlog_dir: Path) -> float:
+    """The floor a pass over the binlog's pages sets (issue #42): the CPU time of one bare pass that
+    maps each file afresh and reads a byte of every 4 KB page, then unmaps it. A master whose
+    streams each map the file anew pays this once per stream; one that shares its mappings, once."""
+    t0 = time.thread_time()
+    for path in _binlog_files(binlog_dir):
+        with open(path, "rb") as f:
+            m = mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ)
+        try:
+            for offset in range(0, len(m), 4096):
+                m[offset]
+        finally:
+            m.close()
+    return time.thread_time() - t0
+
+
 def _metric(port: int, name: str) -> int | None:
     """A counter of the master's /metrics (None: not there)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
@@ -177,6 +220,8 @@ def run(binlog_dir: Path, rules: list[tuple[str, ...]], stagger: float) -> dict:
     master, address, _ = serve_master(binlog_dir, "--metrics-port", str(metrics_port), *MASTER_ARGS,
                                       log=workdir / "master.log")
     procs: list[subprocess.Popen] = []
+    sampler = _AnonSampler(master.pid)
+    sampler.start()
     try:
         cpu0 = _cpu(master.pid)
         started = time.perf_counter()
@@ -196,6 +241,7 @@ def run(binlog_dir: Path, rules: list[tuple[str, ...]], stagger: float) -> dict:
         seconds = time.perf_counter() - started
         cpu1 = _cpu(master.pid)
         rss = _peak_rss_mb(master.pid)
+        anon = sampler.stop()
         with grpc.insecure_channel(address) as channel:
             stats = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(), timeout=30).slaves
             sent = sum(s.bytes_sent for s in stats)
@@ -203,6 +249,7 @@ def run(binlog_dir: Path, rules: list[tuple[str, ...]], stagger: float) -> dict:
         hits = _metric(metrics_port, "dumpfilter_segment_hits_total")
         kept_hits = _metric(metrics_port, "dumpfilter_segment_kept_hits_total")
     finally:
+        sampler.stop()
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
@@ -213,7 +260,7 @@ def run(binlog_dir: Path, rules: list[tuple[str, ...]], stagger: float) -> dict:
     return {"slaves": len(rules), "master_cpu_s": round(cpu, 2),
             "master_sys_s": round(cpu1[1] - cpu0[1], 2), "master_minor_faults": cpu1[2] - cpu0[2], "mb_sent": round(sent / 1e6, 1),
             "master_cpu_ms_per_mb_sent": round(1000 * cpu / max(sent / 1e6, 1e-9), 2),
-            "master_peak_rss_mb": round(rss, 1), "seconds": round(seconds, 1), "segment_scans": scans,
+            "master_peak_rss_mb": round(rss, 1), "master_peak_rss_anon_mb": round(anon, 1), "seconds": round(seconds, 1), "segment_scans": scans,
             "segment_hits": hits, "segment_kept_hits": kept_hits}
 
 
@@ -265,68 +312,107 @@ def _huge_folios(binlog_dir: Path) -> None:
             m.close()
 
 
-def measure(binlog_dir: Path, counts: list[int], repeat: int, stagger: float, state: str) -> dict:
-    """The runs for one page-cache state: each count DUMPFILTER_BENCH_REPEAT times, interleaved
-    (counts above 8 once), the page cache put in `state` first (before every run for `cold`:
-    a run reads the binlog back)."""
-    runs: dict[int, dict] = {}
-    cpus: dict[int, list[float]] = {}
+# The runs (DUMPFILTER_FANOUT_SLAVES, default all four), each with a master of its own:
+#   1    one slave keeping everything: the baseline;
+#   8    eight --replicate-do-db slaves (db1..db8) started together (issue #42 goal 1);
+#   8s   the same eight started STAGGER (0.5) s apart (goal 2);
+#   64   64 do-db slaves, eight per schema, started together (goal 3: CPU per MB sent).
+RUN_KINDS = ("1", "8", "8s", "64")
+GOAL_RATIO = 1.3
+GOAL_ANON_MB = 300
+
+
+def _rules(kind: str) -> list[tuple[str, ...]]:
+    count = int(kind.rstrip("s"))
+    return [()] if count == 1 else [("--replicate-do-db", f"db{n % SCHEMAS + 1}") for n in range(count)]
+
+
+def measure(binlog_dir: Path, kinds: list[str], repeat: int, stagger: float, state: str) -> dict:
+    """The runs for one page-cache state: each kind DUMPFILTER_BENCH_REPEAT times, interleaved
+    (64 once), the page cache put in `state` first (before every run for `cold`: a run reads the
+    binlog back). The run with the least master CPU is kept, and the medians are reported too."""
+    runs: dict[str, dict] = {}
+    cpus: dict[str, list[float]] = {}
     if state in ("small", "huge"):  # a run leaves the folios it found
         (_small_folios if state == "small" else _huge_folios)(binlog_dir)
-    for attempt in range(repeat):  # interleaved; the run with the least master CPU is kept
-        for count in counts:
-            if count > 8 and attempt:  # 64 slaves take a minute: once
+    for attempt in range(repeat):
+        for kind in kinds:
+            if kind == "64" and attempt:  # 64 slaves take a while: once
                 continue
             if state == "cold":
                 _evict(binlog_dir)
                 time.sleep(SETTLE_S)
-            rules = [()] if count == 1 else [("--replicate-do-db", f"db{n % SCHEMAS + 1}") for n in range(count)]
-            got = run(binlog_dir, rules, stagger)
-            print(f"{state:5} {count:3} slaves: {got}", flush=True)
-            cpus.setdefault(count, []).append(got["master_cpu_s"])
-            if count not in runs or got["master_cpu_s"] < runs[count]["master_cpu_s"]:
-                runs[count] = got
-    result: dict = {"runs": {str(k): v for k, v in runs.items()}}
-    if 1 in runs and 8 in runs:
-        result["cpu_ratio_8_vs_1"] = round(runs[8]["master_cpu_s"] / max(runs[1]["master_cpu_s"], 1e-9), 2)
-        result["cpu_ratio_8_vs_1_median"] = round(
-            statistics.median(cpus[8]) / max(statistics.median(cpus[1]), 1e-9), 2)
-        result["master_cpu_s_all"] = {"1": cpus[1], "8": cpus[8]}
-        result["master_minor_faults_8_vs_1"] = [runs[8]["master_minor_faults"], runs[1]["master_minor_faults"]]
-    if 8 in runs and 64 in runs:
-        result["cpu_per_mb_ratio_64_vs_8"] = round(
-            runs[64]["master_cpu_ms_per_mb_sent"] / max(runs[8]["master_cpu_ms_per_mb_sent"], 1e-9), 2)
-    result["master_peak_rss_mb"] = max(r["master_peak_rss_mb"] for r in runs.values())  # of the runs kept
+            got = run(binlog_dir, _rules(kind), stagger if kind.endswith("s") else 0.0)
+            print(f"{state:5} {kind:>3} slaves: {got}", flush=True)
+            cpus.setdefault(kind, []).append(got["master_cpu_s"])
+            if kind not in runs or got["master_cpu_s"] < runs[kind]["master_cpu_s"]:
+                runs[kind] = got
+    result: dict = {"runs": runs, "master_cpu_s_all": cpus}
+    if "1" in runs:
+        one, one_median = runs["1"]["master_cpu_s"], statistics.median(cpus["1"])
+        for kind in ("8", "8s"):
+            if kind in runs:
+                result[f"cpu_ratio_{kind}_vs_1"] = round(runs[kind]["master_cpu_s"] / max(one, 1e-9), 2)
+                result[f"cpu_ratio_{kind}_vs_1_median"] = round(statistics.median(cpus[kind]) / max(one_median, 1e-9), 2)
+        if "64" in runs:
+            result["cpu_per_mb_ratio_64_vs_1"] = round(
+                runs["64"]["master_cpu_ms_per_mb_sent"] / max(runs["1"]["master_cpu_ms_per_mb_sent"], 1e-9), 2)
+    result["master_peak_rss_anon_mb"] = max(r["master_peak_rss_anon_mb"] for r in runs.values())
+    result["master_peak_rss_mb"] = max(r["master_peak_rss_mb"] for r in runs.values())
     return result
 
 
+def _goals(state: str, got: dict, floor_s: float) -> list[str]:
+    """The issue's goals beside what this run measured and the floor of a bare touch pass."""
+    lines = []
+    one = got["runs"].get("1", {}).get("master_cpu_s")
+    for kind, what in (("8", "8 do-db slaves together / 1 keep-all"), ("8s", "8 do-db slaves 0.5 s apart / 1 keep-all")):
+        key = f"cpu_ratio_{kind}_vs_1"
+        if key in got:
+            met = "met" if got[key] <= GOAL_RATIO else "NOT met"
+            lines.append(f"{state} goal {what}: {got[key]} (median {got[key + '_median']}) <= {GOAL_RATIO}: {met}")
+    if "cpu_per_mb_ratio_64_vs_1" in got:
+        r = got["cpu_per_mb_ratio_64_vs_1"]
+        lines.append(f"{state} goal 64 do-db slaves, CPU per MB sent / 1 keep-all's: {r} <= {GOAL_RATIO}: "
+                     f"{'met' if r <= GOAL_RATIO else 'NOT met'}")
+    anon = got["master_peak_rss_anon_mb"]
+    lines.append(f"{state} goal master RssAnon peak (sampled): {anon} MB < {GOAL_ANON_MB}: "
+                 f"{'met' if anon < GOAL_ANON_MB else 'NOT met'}")
+    if one:
+        lines.append(f"{state} floor: a bare touch pass (fresh mapping, 4 KB pages) {floor_s:.3f} s = "
+                     f"{floor_s / one:.2f} of one slave's master CPU; 7 more such passes would make 8 vs 1 "
+                     f">= {1 + 7 * floor_s / one:.2f}")
+    return lines
+
+
 def main() -> dict:
-    mb = int(os.environ.get("DUMPFILTER_FANOUT_PROCS_MB", "640"))
+    mb = int(os.environ.get("DUMPFILTER_FANOUT_PROCS_MB", "520"))
     stagger = float(os.environ.get("DUMPFILTER_FANOUT_STAGGER", "0.5"))
-    counts = [int(c) for c in os.environ.get("DUMPFILTER_FANOUT_SLAVES", "1,8,64").split(",")]
-    states = os.environ.get("DUMPFILTER_FANOUT_PAGE_CACHE", ",".join(PAGE_CACHE_STATES)).split(",")
-    unknown = sorted(set(states) - set(PAGE_CACHE_STATES))
+    kinds = os.environ.get("DUMPFILTER_FANOUT_SLAVES", ",".join(RUN_KINDS)).split(",")
+    states = os.environ.get("DUMPFILTER_FANOUT_PAGE_CACHE", "small").split(",")
+    unknown = sorted(set(states) - set(PAGE_CACHE_STATES)) + sorted(set(kinds) - set(RUN_KINDS))
     if unknown:
-        raise SystemExit(f"DUMPFILTER_FANOUT_PAGE_CACHE: unknown state(s) {', '.join(unknown)} "
-                         f"(known: {', '.join(PAGE_CACHE_STATES)})")
+        raise SystemExit(f"DUMPFILTER_FANOUT_PAGE_CACHE / _SLAVES: unknown {', '.join(unknown)} "
+                         f"(known: {', '.join(PAGE_CACHE_STATES)}; {', '.join(RUN_KINDS)})")
     binlog_dir = real_binlog(mb)
     size = sum(p.stat().st_size for p in _binlog_files(binlog_dir))
     load = os.getloadavg()[0]
     repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+    _small_folios(binlog_dir)
+    floor_s = min(touch_pass_s(binlog_dir) for _ in range(3))  # in the same run as the goals
     result = {"binlog_mb": round(size / 1e6, 1), "cache_mb": round(CACHE_BYTES / 1e6, 1),
               "binlog_vs_page_caches": round(size / (CACHE_BYTES + RESIDENT_BYTES), 2),
+              "touch_pass_s": round(floor_s, 3),
               "stagger_s": stagger, "loadavg_1min_at_start": round(load, 2), "master_args": list(MASTER_ARGS),
               "page_cache": {}}
     for n, state in enumerate(states):  # the 64-slave run in the first state only
-        result["page_cache"][state] = measure(binlog_dir, counts if n == 0 else [c for c in counts if c <= 8],
+        result["page_cache"][state] = measure(binlog_dir, kinds if n == 0 else [k for k in kinds if k != "64"],
                                               repeat, stagger, state)
-    for key in ("binlog_mb", "cache_mb", "binlog_vs_page_caches"):
+    for key in ("binlog_mb", "cache_mb", "binlog_vs_page_caches", "touch_pass_s", "loadavg_1min_at_start"):
         print(f"{key:34} {result[key]}")
     for state, got in result["page_cache"].items():
-        for key in ("cpu_ratio_8_vs_1", "cpu_ratio_8_vs_1_median", "master_minor_faults_8_vs_1",
-                    "cpu_per_mb_ratio_64_vs_8", "master_peak_rss_mb"):
-            if key in got:
-                print(f"{state + ' ' + key:34} {got[key]}")
+        for line in _goals(state, got, floor_s):
+            print(line)
     write_result("fanout_procs", result)
     return result
 

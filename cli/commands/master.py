@@ -121,6 +121,10 @@ def register(subparsers) -> None:
                             "about a third less CPU than over 4 KB pages). Off by default: on a VM that hands its "
                             "free memory back to the host (free page reporting), the first touch of each 2 MB page "
                             "read into such memory costs more than it saves")
+    serve.add_argument("--binlog-map-per-segment", action="store_true",
+                       help="map each segment of a closed binlog file on its own, as before issue #42, instead of "
+                            "one mapping per file shared by every stream (for comparisons: every stream's pass "
+                            "then sets the file's page-table entries again)")
     serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
@@ -259,6 +263,7 @@ def serve_command(args: argparse.Namespace) -> int:
         raise
     master.service.source = replicator  # its state in `master status` and the metrics
     master.service.segments.mappings.huge_pages = args.binlog_huge_pages
+    master.service.segments.mappings.shared = not args.binlog_map_per_segment
     retention = _retention(args, replicator, master.service)
     if replicator is not None:  # each transaction it writes wakes the streams at once
         replicator.mirror.on_unit = master.service.watch.changed

@@ -57,7 +57,7 @@ class Columns:
             return made
         p, rec = unit_record(self.unit_list, k)
         part = self.parts[p]
-        raw = part.buf[rec.start : rec.end]
+        raw = bytes(part.buf[rec.start : rec.end])  # (a view's slice is a view: the Unit's are bytes)
         pos = part.base + rec.start
         name = part.file
         fmt = part.fmt if part.fmts is None else part.fmts[k - part.first]
@@ -89,12 +89,12 @@ class Columns:
             return None
         buf, start = part.buf, rec.start
         if flags & F_MYSQL_GTID:
-            sid = buf[start + 20 : start + 36]
+            sid = bytes(buf[start + 20 : start + 36])
             source = self.sources.get(sid)
             if source is None:
                 source = self.sources[sid] = str(uuidlib.UUID(bytes=sid))
             return source, "", _I64.unpack_from(buf, start + 36)[0]
-        info = Event(buf[start : start + rec.gtid_size], part.base + start, fmt).gtid_info
+        info = Event(bytes(buf[start : start + rec.gtid_size]), part.base + start, fmt).gtid_info
         return info.source, info.tag, info.gno
 
 

@@ -182,7 +182,7 @@ class SegmentReader:
                 if scan.last_rotate >= 0:
                     at = scan.last_rotate
                     end = at + _TYPE_SIZE.unpack_from(buf, at)[1] - scanner.checksum_len
-                    rotated_to = confined_rotate_target(buf[at + 27 : end].decode("utf-8", "surrogateescape"),
+                    rotated_to = confined_rotate_target(bytes(buf[at + 27 : end]).decode("utf-8", "surrogateescape"),
                                                         str(path), base + at)
                 if scan.error is not None:
                     raise scan.error
@@ -215,7 +215,7 @@ class SegmentReader:
                     fmts.append(fmt)
                     if k in with_fde:
                         _, rec = unit_record(unit_list, k)
-                        unit = self._unit_with_fde(rec, buf[rec.start : rec.end], base + rec.start, name, fmt)
+                        unit = self._unit_with_fde(rec, bytes(buf[rec.start : rec.end]), base + rec.start, name, fmt)
                         fmt = unit.txn.events[-1].fmt if unit.txn.events else fmt
                         cols.made[k] = unit
         used = unit_record(unit_list, first + n - 1)[1].end

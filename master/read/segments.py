@@ -20,7 +20,7 @@ from dumpfilter.binlogs.files import binlog_listing, file_size, served_paths
 from dumpfilter.binlogs.written import WrittenEnd
 from dumpfilter.master.read.segment_reader import SegmentReader, drive
 from dumpfilter.master.read.units import Pos, Segment
-from dumpfilter.master.read.windows import MappingFiles
+from dumpfilter.master.read.windows import MappingFiles, shared_view
 
 # A segment is what one read hands every stream: its fixed Python cost (the file opened at the
 # position, the format read, the UnitList and its index, each stream's answers, tallies and hit
@@ -300,7 +300,7 @@ class SegmentCache:
         INDEX_BYTES); one read (not mapped) or cut by an error is dropped."""
         parts = getattr(seg.index, "parts", None)
         if self.index_bytes <= 0 or not parts or seg.error is not None or \
-                not all(hasattr(part.buf, "madvise") for part in parts):  # mapped (Window), not read
+                not all(hasattr(part.buf, "madvise") or shared_view(part.buf) for part in parts):  # mapped, not read
             return
         files = frozenset(part.file for part in parts)
         if self._files_may_be_gone():
@@ -360,8 +360,8 @@ class SegmentCache:
     def _stays_resident(self, seg: Segment) -> bool:
         """Under the lock: whether a kept segment's pages stay in the master's RSS, counted in
         RESIDENT_BYTES: yes while there is room (see there), else the caller hands them back."""
-        if seg.start in self._resident:
-            return True
+        if seg.start in self._resident or all(shared_view(part.buf) for part in seg.index.parts):
+            return True  # (a view's pages are the file's one mapping's, counted nowhere: see MappingFiles)
         size = seg.size
         if self._resident_bytes + size > self.resident_bytes:
             return False

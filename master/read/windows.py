@@ -1,5 +1,6 @@
 """The bytes of one binlog file a segment scans (`Window`): a file the server has closed is mapped
-read-only, one still in use is read; the open files its mappings share (`MappingFiles`)."""
+read-only, one still in use is read; the mappings, one per closed file for the whole master, that
+every segment's window is a view into (`MappingFiles`)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def mapping_cut_short(buf, base: int, used: int) -> int | None:
     batch) and gives its readers this error instead. A truncation in the moment between the look
     and the touch still faults: closed files are not truncated by the servers (see
     `_closed_by_server`), only by hand."""
-    file_size = getattr(buf, "size", None)  # an mmap's; bytes read have none
+    owner = getattr(buf, "obj", buf)  # a view's mapping (MappingFiles.view)
+    file_size = getattr(owner, "size", None)  # an mmap's; bytes read have none
     if file_size is None:
         return None
     try:
@@ -61,6 +63,15 @@ def mapping_cut_short(buf, base: int, used: int) -> int | None:
 _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 
 
+_MMAP = mmap.mmap  # the type (tests count the mappings made by patching mmap.mmap)
+
+
+def shared_view(buf) -> bool:
+    """Whether `buf` is a view into a mapping the master shares (MappingFiles.view): its pages are
+    never handed back one segment at a time (MADV_DONTNEED would clear them for every stream)."""
+    return isinstance(buf, memoryview) and isinstance(buf.obj, _MMAP)
+
+
 def _advise(fd: int, advice: str) -> None:
     """posix_fadvise over the whole file, where there is one."""
     if hasattr(os, "posix_fadvise"):
@@ -79,14 +90,110 @@ class MappingFiles:
     in 2 MB folios (tests/master/test_mapping_files.py: none of a 75 MB binlog's 2 MB regions in
     one folio mapping each segment's own descriptor, all but its first with one shared). (Shared
     without the advice, the read ahead grew its folios too, and on this machine that alone cost
-    what the option costs: see above.)"""
+    what the option costs: see above.)
+
+    By default (`shared`) there is ONE mapping of each closed file for the whole master (issue
+    #42), made of a description of its own the first time a segment reaches the file, and every
+    segment's window is a view into it (`view`): a page's page-table entry is set once, by the
+    first stream to touch it, and every later stream at any position reads through it. With a
+    mapping per segment each mapping began with no entries, and a slave's pass over a segment
+    the cache had let go took a fault per 64 KB (fault-around) to set them again, and its
+    unmapping cleared them: eight do-db slaves over a 514 MB binlog in 4 KB folios paid the
+    file's entries eight times, about 52 ms a pass. A shared mapping's pages are the page
+    cache's (RssFile, not the master's private memory), so what is mapped is bounded by files
+    and bytes (SHARED_FILES, SHARED_BYTES), not by RSS.
+    Lifetime: the table lets go of a file's mapping when the file is purged (`forget`), is gone
+    from the directory or replaced under its name (looked at whenever another file is mapped),
+    or by the bound; the views the segments hold keep the mapping alive (a view is an export of
+    the mmap, which cannot be unmapped while one exists), so a segment read before a purge or a
+    replacement reads the bytes it scanned, never another file's pages, and the mapping goes
+    with its last view. A file that grew past its mapping (not a closed file's way) is mapped
+    again, whole."""
 
     MAX = 8
+    SHARED_FILES = 64
+    SHARED_BYTES = 16 << 30  # address space, not memory: the pages are the page cache's
 
-    def __init__(self, huge_pages: bool = False):
+    def __init__(self, huge_pages: bool = False, shared: bool = True):
         self.huge_pages = huge_pages
+        self.shared = shared
         self._files: OrderedDict[tuple[int, int], tuple[int, str]] = OrderedDict()  # (dev, ino) -> (fd, name)
+        # (dev, ino) -> (whole-file mapping, name): see `view`
+        self._whole: OrderedDict[tuple[int, int], tuple[mmap.mmap, str]] = OrderedDict()
+        self._whole_bytes = 0
+        self.mapped_files = 0  # whole-file mappings made (a file mapped again after it was let go counts again)
         self._lock = threading.Lock()
+
+    def view(self, fd: int, path: str, start: int, end: int):
+        """Bytes `start` to `end` of the closed file `fd` is open on: a view into the master's one
+        mapping of that file (made now, of `path` opened anew, if there is none; through `fd` if
+        `path` names another file by now)."""
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        with self._lock:
+            kept = self._whole.get(key)
+            if kept is not None and len(kept[0]) >= end:
+                self._whole.move_to_end(key)
+            else:
+                if kept is not None:  # grown: a new mapping, whole; the old one goes with its views
+                    self._let_go(key)
+                kept = self._map_whole(fd, path, key, st.st_size)
+            # (the view made under the lock: once it exists the mapping cannot be closed by
+            # another thread letting it go)
+            return memoryview(kept[0])[start:end]
+
+    def _map_whole(self, fd: int, path: str, key: tuple[int, int], size: int) -> tuple[mmap.mmap, str]:
+        """Under the lock: the whole file mapped, kept in the table (the bound applied, and files
+        gone or replaced since let go)."""
+        own = None
+        try:
+            own = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+            st = os.fstat(own)
+            if (st.st_dev, st.st_ino) != key:
+                os.close(own)
+                own = None
+        except OSError:
+            own = None
+        try:  # mmap keeps a duplicate of the descriptor: its own description, read ahead and all
+            whole = mmap.mmap(own if own is not None else fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        finally:
+            if own is not None:
+                os.close(own)
+        if self.huge_pages and _MADV_HUGEPAGE is not None:
+            try:
+                whole.madvise(_MADV_HUGEPAGE)
+            except OSError:  # a kernel without transparent huge pages
+                pass
+        self.mapped_files += 1
+        directory = os.path.dirname(path)
+        for old, (_, name) in list(self._whole.items()):  # deleted or replaced since: let go
+            try:
+                now = os.stat(os.path.join(directory, name))
+                gone = (now.st_dev, now.st_ino) != old
+            except OSError:
+                gone = True
+            if gone:
+                self._let_go(old)
+        kept = self._whole[key] = (whole, os.path.basename(path))
+        self._whole_bytes += size
+        while len(self._whole) > 1 and (len(self._whole) > self.SHARED_FILES or self._whole_bytes > self.SHARED_BYTES):
+            self._let_go(next(iter(self._whole)))
+        return kept
+
+    def _let_go(self, key: tuple[int, int]) -> None:
+        """Under the lock: the table's mapping of file `key` let go (unmapped now if no view holds
+        it, else with its last view)."""
+        whole, _ = self._whole.pop(key)
+        self._whole_bytes -= len(whole)
+        try:
+            whole.close()
+        except BufferError:  # views hold it: it goes with the last of them
+            pass
+
+    def whole_mappings(self) -> dict[str, int]:
+        """The files the table maps now, with the bytes each mapping covers."""
+        with self._lock:
+            return {name: len(whole) for whole, name in self._whole.values()}
 
     def map(self, fd: int, path: str, length: int, offset: int) -> mmap.mmap:
         """A read-only shared mapping of `length` bytes at `offset` of the file `fd` is open on,
@@ -143,11 +250,15 @@ class MappingFiles:
         with self._lock:
             for key in [k for k, (_, name) in self._files.items() if name in names]:
                 os.close(self._files.pop(key)[0])
+            for key in [k for k, (_, name) in self._whole.items() if name in names]:
+                self._let_go(key)
 
     def close(self) -> None:
         with self._lock:
             while self._files:
                 os.close(self._files.popitem()[1][0])
+            while self._whole:
+                self._let_go(next(iter(self._whole)))
 
     def __del__(self):
         try:
@@ -201,7 +312,11 @@ class Window:
         at = self.base + self.off
         lo = at - at % mmap.ALLOCATIONGRANULARITY
         try:
-            self.buf = self.mappings.map(fd, self.path, min(size, end + self.chunk) - lo, lo)
+            if self.mappings.shared:  # a view into the master's one mapping of the file
+                lo = at
+                self.buf = self.mappings.view(fd, self.path, lo, min(size, end + self.chunk))
+            else:
+                self.buf = self.mappings.map(fd, self.path, min(size, end + self.chunk) - lo, lo)
         except OSError:  # a file system without mmap: read from here on
             self.mapped = False
             self.f.seek(end)
