@@ -124,10 +124,29 @@ class _SlaveCounter:
         # A gate that reads statement texts (a restricted policy) sends an annotated unit by the
         # reference path (master/decide/policy_check.py): every unit of this slave goes that way.
         self.compiled = not self.filter.decider.checks_annotations
+        # Statement keys (issue #43): answered once per key when the decider's answer is a function
+        # of the key alone (`keys_statements`); else statement units go the per-unit way.
+        self.by_key = self.compiled and self.filter.decider.keys_statements
+        self.key_answers: dict[bytes, int] = {}
+
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
         self.pending = False
         self.sent_any = False
+
+    def statement_keep(self, keys) -> bytes | None:
+        """This slave's keep byte per statement key id of a UnitList (`UnitList.statement_units`' keys)."""
+        if not self.by_key or not keys:
+            return None
+        decider, known = self.filter.decider, self.key_answers
+        keep = bytearray(len(keys))
+        for key_id, key, db, sql in keys:
+            answer = known.get(key)
+            if answer is None:
+                answer = known[key] = 1 if decider.decide_statement_key(_text(sql), _text(db) if db else None).apply \
+                    else 0
+            keep[key_id] = answer
+        return bytes(keep)
 
     def _send(self, events) -> int:
         c = self.out.counts
@@ -153,7 +172,8 @@ class _SlaveCounter:
         c.events_skipped += max(0, events)
         c.bytes_skipped += max(0, size)
 
-    def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool) -> int:
+    def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool,
+            stmt_keep: bytes | None = None) -> int:
         """Units i.. of `units` as the master's `UnitList.send` walks them (one call, counted);
         returns the first unit the walk left to `unit`."""
         c = self.out.counts
@@ -164,7 +184,7 @@ class _SlaveCounter:
         owed = self.out.heartbeat_size if self.pending else 0
         nxt, (kept, partial, skipped), (sent_bytes, sent_events, read_bytes, read_events), (hbs, hb_bytes), \
             pending_unit, pending_done = units.count(row, keep, i, self.policy.skips_as_heartbeat,
-                                                     self.policy.partial_as_kept, owed, 0, crc)
+                                                     self.policy.partial_as_kept, owed, 0, crc, stmt_keep)
         c.events_read += read_events
         c.bytes_read += read_bytes
         c.heartbeats += hbs
@@ -228,6 +248,10 @@ class _SlaveCounter:
             if self.out.by_hour:  # sent in the last hour the chunk reached
                 self.out.by_hour[max(self.out.by_hour)][1] += self.out.heartbeat_size
         return self.out
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
 
 
 def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
@@ -302,6 +326,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     hours = units.time_cuts(HOUR) or [(0, -1)]
     bounds = [(a, b, hour) for (a, hour), (b, _) in zip(hours, [*hours[1:], (n, 0)])]
     table_bytes, framing, other = units.table_bytes(len(names))
+    # The statement units by key, read once for every slave (the format in force from the unit
+    # after the buffer's last Format_description, or from its start).
+    if current is None:
+        formats = [(0, 0, 1 << 62)]
+    else:
+        formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
+    keys, _ = units.statement_units(formats)
     tables = counters[0].out.tables if counters else {}
     for k, size in enumerate(table_bytes):
         if size:
@@ -311,7 +342,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for counter in counters:
         counter.out.tables = tables
         c = counter.out.counts
-        row, keep = None, b""
+        row, keep, stmt_keep = None, b"", counter.statement_keep(keys)
         for start, stop, hour in bounds:
             read, sent = c.bytes_read, c.bytes_sent
             i, cut = start, None
@@ -320,9 +351,11 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
                     if row is None:
                         keep = counter.keeps.for_names(names)
                         row, cut = units.rows(keep), None
+                        if stmt_keep is not None:
+                            row = units.statement_rows(row, stmt_keep)
                     if cut is None:  # the walk ends with the hour: its answers end there
                         cut = row if stop == n else row[:stop]
-                    i = counter.run(units, cut, keep, i, crc)
+                    i = counter.run(units, cut, keep, i, crc, stmt_keep)
                     if i >= stop:
                         break
                 counter.unit(txn(i))
