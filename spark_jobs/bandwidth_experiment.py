@@ -240,6 +240,13 @@ def print_table(rows: list[dict], out=None) -> None:
               f"{row['bytes_sent'] / 1e6:>9.2f} {row['saving_pct']:>7.1f}% {row['events_sent']:>12}", file=out)
 
 
+def chunk_bytes_for(given: int | None, *, spark: bool) -> int | None:
+    """--chunk-bytes as given (0: whole files), else the default for where the counting runs."""
+    if given is not None:
+        return given or None
+    return DEFAULT_CHUNK_BYTES if spark else None
+
+
 def print_ranking(ranked: list[dict], out=None) -> None:
     out = out or sys.stdout
     print(f"{'rank':>4} {'candidate':<16} {'MB sent':>9} {'saving':>8}  lint", file=out)
@@ -253,8 +260,9 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", required=True, metavar="FILE", help="topology TOML (dumpfilter/topology.py)")
     parser.add_argument("--out", default="experiment-out", metavar="DIR", help="report directory (default %(default)s)")
     parser.add_argument("--format", dest="fmt", choices=("csv", "parquet"), default="csv")
-    parser.add_argument("--chunk-bytes", type=int, default=DEFAULT_CHUNK_BYTES, metavar="BYTES",
-                        help="read files larger than this in chunks (0: whole files)")
+    parser.add_argument("--chunk-bytes", type=int, default=None, metavar="BYTES",
+                        help=f"read files larger than this in chunks (0: whole files; default {DEFAULT_CHUNK_BYTES >> 20} MB "
+                             "on Spark, whole files with --no-spark: one process gains nothing from cuts)")
     parser.add_argument("--candidates", metavar="FILE",
                         help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, at most "
                              f"{MAX_CANDIDATES}) counted in the same pass and ranked by bytes saved in "
@@ -282,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         candidates = load_topology(args.candidates) if args.candidates else None
         spark = get_session("dumpfilter-experiment", args.spark_master)
         rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
-                                     chunk_bytes=args.chunk_bytes or None, candidates=candidates,
+                                     chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=True), candidates=candidates,
                                      lint_max_mb=args.lint_max_mb)
     except DumpFilterError as exc:
         print(f"bandwidth_experiment: error: {exc}", file=sys.stderr)

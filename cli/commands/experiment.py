@@ -12,8 +12,8 @@ from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_topology
-from dumpfilter.spark_jobs.bandwidth_experiment import (add_experiment_arguments, print_ranking, print_table,
-                                                        run_experiment)
+from dumpfilter.spark_jobs.bandwidth_experiment import (add_experiment_arguments, chunk_bytes_for, print_ranking,
+                                                        print_table, run_experiment)
 
 
 def register(subparsers) -> None:
@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
             spark = get_session("dumpfilter-experiment", args.spark_master, spark_conf(args))
         rows, paths = run_experiment(args.binlogs, topology, out, spark=spark, fmt=args.fmt,
-                                     chunk_bytes=args.chunk_bytes or None, candidates=candidates,
+                                     chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=spark is not None),
+                                     candidates=candidates,
                                      lint_max_mb=args.lint_max_mb, ranking=ranking)
     except BaseException:
         if made:  # the report directory this run made goes with it: no empty or partial report left

@@ -25,7 +25,7 @@ NO_DIR_HERE = "/proc/dumpfilter-no-such-dir"  # mkdir fails there, even for root
 # Options naming a path that a command reads, or a directory it keeps its state or scratch work
 # in (not results): these are not output options. A new path option must be listed here or follow
 # the convention.
-READ_PATHS = {"--batch", "--binlogs", "--defaults-extra-file", "--defaults-file", "--metrics-token-file", "--mysql-rsa-key",
+READ_PATHS = {"--batch", "--binlogs", "--candidates", "--defaults-extra-file", "--defaults-file", "--metrics-token-file", "--mysql-rsa-key",
               "--policy", "--replica-schema", "--replicas", "--schema", "--seed", "--source-password-file",
               "--ssl-ca", "--ssl-cert", "--ssl-key", "--tls-cert", "--tls-client-ca", "--tls-key", "--topology",
               "--workload"}
