@@ -11,6 +11,7 @@ pub mod payload;
 pub mod relay;
 pub mod scan;
 pub mod send;
+pub mod split;
 pub mod sql;
 pub mod stmt;
 pub mod types;
