@@ -11,11 +11,19 @@ use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::types::*;
 
-/// What `route` wrote: per output its bytes and each unit's end (plus that output's base).
+/// A piece of an output's bytes: a range of the buffer, or bytes of a partly kept unit.
+pub enum Piece {
+    Range(usize, usize),
+    Owned(Vec<u8>),
+}
+
+/// What `route` wrote: per output its pieces, byte count and each unit's end (plus that output's
+/// base); `fill` copies an output's pieces into its bytes once.
 pub struct Routed {
     /// The first unit not handled (Python routes it).
     pub next: usize,
-    pub outs: Vec<Vec<u8>>,
+    pub outs: Vec<Vec<Piece>>,
+    pub sizes: Vec<usize>,
     pub ends: Vec<Vec<u64>>,
     /// Units written to two outputs or more among the `counted` ones.
     pub multi: u64,
@@ -46,7 +54,8 @@ pub fn route(
     from: usize,
 ) -> Routed {
     let n = keeps.len();
-    let mut outs: Vec<Vec<u8>> = vec![Vec::new(); n];
+    let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
+    let mut sizes: Vec<usize> = vec![0; n];
     let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
     let mut copies: Vec<Copy> = Vec::with_capacity(n);
     let (mut multi, mut none) = (0u64, 0u64);
@@ -83,11 +92,20 @@ pub fn route(
         let (mut written, mut counted_n) = (0, 0);
         for (o, copy) in copies.drain(..).enumerate() {
             match copy {
-                Copy::Whole => outs[o].extend_from_slice(&buf[u.start..u.end]),
-                Copy::Part(bytes) => outs[o].extend_from_slice(&bytes),
+                Copy::Whole => {
+                    sizes[o] += u.end - u.start;
+                    match outs[o].last_mut() {
+                        Some(Piece::Range(_, b)) if *b == u.start => *b = u.end, // a run of units
+                        _ => outs[o].push(Piece::Range(u.start, u.end)),
+                    }
+                }
+                Copy::Part(bytes) => {
+                    sizes[o] += bytes.len();
+                    outs[o].push(Piece::Owned(bytes));
+                }
                 Copy::Nothing => continue,
             }
-            ends[o].push(bases.get(o).copied().unwrap_or(0) + outs[o].len() as u64);
+            ends[o].push(bases.get(o).copied().unwrap_or(0) + sizes[o] as u64);
             written += 1;
             if counted.get(o).copied().unwrap_or(true) {
                 counted_n += 1;
@@ -100,9 +118,23 @@ pub fn route(
     Routed {
         next: i,
         outs,
+        sizes,
         ends,
         multi,
         none,
+    }
+}
+
+/// Copies one output's pieces into `dst` (its size).
+pub fn fill(buf: &[u8], pieces: &[Piece], dst: &mut [u8]) {
+    let mut at = 0;
+    for piece in pieces {
+        let src = match piece {
+            Piece::Range(a, b) => &buf[*a..*b],
+            Piece::Owned(bytes) => &bytes[..],
+        };
+        dst[at..at + src.len()].copy_from_slice(src);
+        at += src.len();
     }
 }
 
@@ -190,7 +222,10 @@ mod tests {
     fn gtid_marks_keep_every_mysql_gtid() {
         let mut buf = event(GTID, 1, &[0; 20]);
         buf.extend(event(GTID, 1, &[0; 20]));
-        assert_eq!(gtid_marks(&buf, 0, buf.len()), vec![0, (HEADER_LEN + 20) as u64]);
+        assert_eq!(
+            gtid_marks(&buf, 0, buf.len()),
+            vec![0, (HEADER_LEN + 20) as u64]
+        );
     }
 
     #[test]
@@ -198,6 +233,6 @@ mod tests {
         let units = vec![Unit::default()];
         let r = route(&[], &units, &[], &[&[1u8][..]], &[true], &[0], 0);
         assert_eq!(r.next, 0);
-        assert!(r.outs[0].is_empty());
+        assert!(r.outs[0].is_empty() && r.sizes[0] == 0);
     }
 }
