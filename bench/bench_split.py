@@ -1,8 +1,8 @@
 """Benchmark of `dumpfilter split` (issue #40), three parts, each a ratio measured in the same run:
 
 1. `split --no-spark` of the real MariaDB ROW binlog bench/data/fanout-mariadb-520mb (db1..db8):
-   MB/s, and the ratio to one `filter` pass over the same file (--replicate-do-db=db3 into one
-   file), the two run alternately; the same on bench/data/mixed-sysbench-8s-220mb (real MIXED,
+   MB/s, and the ratio to one `filter --out DIR` pass over the same files (--replicate-do-db=db3,
+   the compiled assembly into a numbered series), the two run alternately; the same on bench/data/mixed-sysbench-8s-220mb (real MIXED,
    diagnostic: < 500 MB, and its statement units are routed in Python).
 2. Spark local[N] (default 2) against `--no-spark` on a 2 GB series (4 files: the fanout file
    copied under new names by `series_2gb`, once, into bench/data/split-series-2gb), on a warm
@@ -57,33 +57,36 @@ def _wait_done(directory: Path, timeout: float = 3600) -> list[Path]:
 
 
 def series_2gb(copies: int = 4) -> Path:
-    """bench/data/split-series-2gb: the fanout file copied `copies` times as mariadb-bin.000001..,
-    with its index and a DONE file (made once; the copies are the same events under new names)."""
+    """bench/data/split-series-2gb: the fanout series (6 files, 526 MB) copied `copies` times
+    under new names (mariadb-bin.000001 ..), with its index and a DONE file; made once. The
+    copies repeat the same events (and GTIDs): split routes and writes them all the same."""
     directory = DATA / "split-series-2gb"
     if (directory / "DONE").exists():
         return directory
-    source = _wait_done(FANOUT)[0]
+    sources = _wait_done(FANOUT)
     directory.mkdir(parents=True, exist_ok=True)
-    names = [f"mariadb-bin.{i:06d}" for i in range(1, copies + 1)]
-    for name in names:
+    names = []
+    for k in range(copies * len(sources)):
+        name = f"mariadb-bin.{k + 1:06d}"
+        names.append(name)
         if not (directory / name).exists():
-            shutil.copyfile(source, directory / f".{name}.tmp")
+            shutil.copyfile(sources[k % len(sources)], directory / f".{name}.tmp")
             os.replace(directory / f".{name}.tmp", directory / name)
     (directory / "mariadb-bin.index").write_text("".join(f"./{n}\n" for n in names))
-    (directory / "DONE").write_text(json.dumps({"source": source.name, "copies": copies}))
+    (directory / "DONE").write_text(json.dumps({"source": FANOUT.name, "copies": copies}))
     return directory
 
 
 def _filter_pass(paths: list[Path], out: Path):
     from dumpfilter.binlogs.filtering import filter_files
-    from dumpfilter.binlogs.sinks import FileSink
+    from dumpfilter.binlogs.sinks import SeriesSink
     from dumpfilter.rules import RuleEngine, Settings
     from dumpfilter.rules.parse import StartupFilters
     from dumpfilter.rules.transaction_filter import TransactionFilter
 
     engine = RuleEngine(StartupFilters.from_options([("replicate-do-db", "db3")]).for_channel(""),
                         Settings(flavor="mariadb"))
-    return filter_files(paths, TransactionFilter(engine), FileSink(out))
+    return filter_files(paths, TransactionFilter(engine), SeriesSink(out, "mariadb-bin"))
 
 
 def bench_no_spark(directory: Path, work: Path, repeat: int, label: str) -> dict:
@@ -93,17 +96,17 @@ def bench_no_spark(directory: Path, work: Path, repeat: int, label: str) -> dict
     split_s, filter_s, loads = [], [], []
     for _ in range(repeat):
         shutil.rmtree(work / "split", ignore_errors=True)
-        (work / "filtered.bin").unlink(missing_ok=True)
+        shutil.rmtree(work / "filtered", ignore_errors=True)
         loads.append(round(os.getloadavg()[0], 2))
         t0 = time.perf_counter()
         split_local(paths, work / "split", SplitConfig())
         split_s.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        _filter_pass(paths, work / "filtered.bin")
+        _filter_pass(paths, work / "filtered")
         filter_s.append(time.perf_counter() - t0)
     outputs = len(list((work / "split").glob("*.index")))
     shutil.rmtree(work / "split", ignore_errors=True)
-    (work / "filtered.bin").unlink(missing_ok=True)
+    shutil.rmtree(work / "filtered", ignore_errors=True)
     best_split, best_filter = min(split_s), min(filter_s)
     result = {
         "input": directory.name, "input_bytes": size, "outputs": outputs, "label": label,

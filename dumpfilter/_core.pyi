@@ -437,3 +437,13 @@ def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
     the bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
     (QUERY post-header length, checksum length) of the format in force, to copy lone statements
     too; None, to stop at them."""
+
+def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],
+                bases: list[int]) -> tuple[int, list[tuple[bytearray, bytes]], int, int]:
+    """Split's routing walk over the last `units` call of `scanner` (see split::route): the next
+    unit index, per output (its copies back to back, packed u64 unit ends offset by its base),
+    units written to two counted outputs or more, units no output keeps."""
+
+def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
+    """Offsets (packed u64) of the GTID events of buf[start:stop] a series' next GTID state
+    needs (see split::gtid_marks)."""
