@@ -439,10 +439,11 @@ def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
     too; None, to stop at them."""
 
 def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],
-                bases: list[int]) -> tuple[int, list[tuple[bytearray, bytes]], int, int]:
+                bases: list[int]) -> tuple[int, list[tuple[bytearray, bytes, bytes]], int, int]:
     """Split's routing walk over the last `units` call of `scanner` (see split::route): the next
     unit index, per output (its copies back to back, packed u64 unit ends offset by its base),
-    units written to two counted outputs or more, units no output keeps."""
+    units written to two counted outputs or more, units no output keeps; each output's packed
+    u64 GTID marks (see gtid_marks) come third."""
 
 def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
     """Offsets (packed u64) of the GTID events of buf[start:stop] a series' next GTID state

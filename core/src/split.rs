@@ -25,6 +25,9 @@ pub struct Routed {
     pub outs: Vec<Vec<Piece>>,
     pub sizes: Vec<usize>,
     pub ends: Vec<Vec<u64>>,
+    /// Per output, the GTID events its next series file's state needs (`gtid_marks` of its
+    /// bytes, from the unit records: every unit here opens with a MariaDB GTID).
+    pub marks: Vec<Vec<u64>>,
     /// Units written to two outputs or more among the `counted` ones.
     pub multi: u64,
     /// Units no output keeps anything of.
@@ -36,6 +39,9 @@ enum Copy {
     Part(Vec<u8>),
     Nothing,
 }
+
+/// A GTID event written: its offset, and its MariaDB (domain, server_id) (None: MySQL).
+type Seen = (u64, Option<(u32, u32)>);
 
 const ROUTED: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
 
@@ -57,6 +63,7 @@ pub fn route(
     let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
     let mut sizes: Vec<usize> = vec![0; n];
     let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut pairs: Vec<Vec<Seen>> = vec![Vec::new(); n];
     let mut copies: Vec<Copy> = Vec::with_capacity(n);
     let (mut multi, mut none) = (0u64, 0u64);
     let mut i = from;
@@ -91,6 +98,7 @@ pub fn route(
         }
         let (mut written, mut counted_n) = (0, 0);
         for (o, copy) in copies.drain(..).enumerate() {
+            pairs[o].push((sizes[o] as u64, Some((u.gtid_domain, u.gtid_server))));
             match copy {
                 Copy::Whole => {
                     sizes[o] += u.end - u.start;
@@ -103,7 +111,10 @@ pub fn route(
                     sizes[o] += bytes.len();
                     outs[o].push(Piece::Owned(bytes));
                 }
-                Copy::Nothing => continue,
+                Copy::Nothing => {
+                    pairs[o].pop();
+                    continue;
+                }
             }
             ends[o].push(bases.get(o).copied().unwrap_or(0) + sizes[o] as u64);
             written += 1;
@@ -120,6 +131,7 @@ pub fn route(
         outs,
         sizes,
         ends,
+        marks: pairs.into_iter().map(last_of_each_pair).collect(),
         multi,
         none,
     }
@@ -145,7 +157,7 @@ pub fn fill(buf: &[u8], pieces: &[Piece], dst: &mut [u8]) {
 /// event that does not fit.
 pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
     let stop = stop.min(buf.len());
-    let mut seen: Vec<(u64, Option<(u32, u32)>)> = Vec::new();
+    let mut seen: Vec<Seen> = Vec::new();
     let mut at = start;
     while at + HEADER_LEN <= stop {
         let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
@@ -162,6 +174,12 @@ pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
         }
         at += size;
     }
+    last_of_each_pair(seen)
+}
+
+/// The offsets of `seen` (offset, MariaDB (domain, server_id) or None for MySQL) a GTID state
+/// needs: every MySQL one, and the last of each MariaDB pair, placed where the pair first appears.
+fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
     let mut last: std::collections::HashMap<(u32, u32), u64> = Default::default();
     for (at, pair) in &seen {
         if let Some(p) = pair {

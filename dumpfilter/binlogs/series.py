@@ -194,11 +194,12 @@ class BinlogSeriesWriter:
         if self.writer is not None:
             self._write_run(buf, run, unit)
 
-    def write_run(self, buf: bytearray, ends: Sequence[int]) -> None:
+    def write_run(self, buf: bytearray, ends: Sequence[int], marks: bytes | None = None) -> None:
         """`write_units` without a Python step per unit (split's compiled path, issue #40): the
         units where a file rotates are found by bisection over `ends`, and the GTID events the
         next file's state needs are found by the core (`gtid_marks`) once per piece written.
-        The same bytes as `write_units`."""
+        `marks`: those GTID events' offsets in `buf` when the caller has them (split's routing
+        walk), used when the whole run goes into one file. The same bytes as `write_units`."""
         if not self.renumber_positions:
             raise ValueError("write_run renumbers positions: a series copying log_pos takes Events")
         n = len(ends)
@@ -225,10 +226,10 @@ class BinlogSeriesWriter:
             run = unit
             self._rotate()
             j = k + 1
-        self._write_piece(buf, run, ends[-1])
+        self._write_piece(buf, run, ends[-1], marks if run == 0 else None)
 
-    def _write_piece(self, buf: bytearray, start: int, stop: int) -> None:
-        for at in memoryview(core_gtid_marks(buf, start, stop)).cast("Q"):
+    def _write_piece(self, buf: bytearray, start: int, stop: int, marks: bytes | None = None) -> None:
+        for at in memoryview(core_gtid_marks(buf, start, stop) if marks is None else marks).cast("Q"):
             self.track_gtid(buf, at)
         self._write_run(buf, start, stop)
 

@@ -142,7 +142,8 @@ class OutputKeeps:
 # ------------------------------------------------------------------------------------ the walk
 class Deliver:
     """Where a chunk's routed units go: `run(name, data, ends)` a run of units from the core
-    (`ends` packed u64, offset by `base(name)`), `unit(name, events)` one unit routed in Python
+    (`ends` packed u64, offset by `base(name)`; `marks` the GTID events
+    a series' next state needs, as `gtid_marks` finds them), `unit(name, events)` one unit routed in Python
     (`ALL` for every output). `ordinal` counts the chunk's units before the current one."""
 
     ordinal = 0
@@ -150,7 +151,7 @@ class Deliver:
     def base(self, name: str) -> int:
         return 0
 
-    def run(self, name: str, data: bytearray, ends: memoryview) -> None:
+    def run(self, name: str, data: bytearray, ends: memoryview, marks: bytes | None = None) -> None:
         raise NotImplementedError
 
     def unit(self, name: str, events: list) -> None:
@@ -250,9 +251,9 @@ def _core_run(scanner: Scanner, buf: bytes, i: int, keep_arrays: list[bytes], ke
         stats = router.stats
         stats.units += nxt - i
         stats.split += multi
-        for out_name, (data, ends) in zip(names, outs):
+        for out_name, (data, ends, marks) in zip(names, outs):
             if data and out_name is not None:
-                deliver.run(out_name, data, memoryview(ends).cast("Q"))
+                deliver.run(out_name, data, memoryview(ends).cast("Q"), marks)
         if keeps.by_maps:
             stats.unassigned_units += len(outs[-1][1]) // 8
             if router.config.unassigned is None:

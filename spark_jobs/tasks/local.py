@@ -37,8 +37,8 @@ class _ToOutputs(Deliver):
     def __init__(self, outputs: OutputSet):
         self.outputs = outputs
 
-    def run(self, name: str, data: bytearray, ends) -> None:
-        self.outputs.add_run(name, data, ends)
+    def run(self, name: str, data: bytearray, ends, marks: bytes | None = None) -> None:
+        self.outputs.add_run(name, data, ends, marks)
 
     def unit(self, name: str, events: list) -> None:
         self.outputs.add(name, events)

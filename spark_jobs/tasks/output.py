@@ -102,12 +102,12 @@ class OutputSet:
         output.append(data)
         output.units += 1
 
-    def add_run(self, name: str, data: bytearray, ends) -> None:
+    def add_run(self, name: str, data: bytearray, ends, marks: bytes | None = None) -> None:
         """Units from the core's routing walk, back to back in `data` (unit i ends at ends[i];
         renumbered in place)."""
         output = self._output(name)
         output.flush()
-        output.writer.write_run(data, ends)
+        output.writer.write_run(data, ends, marks)
         output.units += len(ends)
 
     def close(self) -> list[OutputSummary]:

@@ -139,7 +139,7 @@ class _ToSegments(Deliver):
         segment = self.segments.get(name)
         return segment.end if segment is not None else 0
 
-    def run(self, name: str, data: bytearray, ends: memoryview) -> None:
+    def run(self, name: str, data: bytearray, ends: memoryview, marks: bytes | None = None) -> None:
         self._segment(name).add_run(data, ends, self.ordinal)
 
     def unit(self, name: str, events: list) -> None:

@@ -115,3 +115,23 @@ def test_write_run_writes_what_write_units_writes(units_and_header, tmp_path_fac
             b += 1
         written[name] = {p.name: p.read_bytes() for p in writer.close()}
     assert written["run"] == written["units"]
+
+
+def test_the_walks_gtid_marks_are_the_cores_marks_of_its_bytes(row_series):
+    """The GTID events a run's output needs for its next file's state, as the routing walk reports
+    them, are those `gtid_marks` finds in the run's bytes (what write_run uses when a run rotates)."""
+    from dumpfilter.codec.scanner import gtid_marks, split_route
+
+    data = row_series[0].read_bytes()
+    scanner = Scanner(str(row_series[0]))
+    scan = scanner.units(data, 4, 4, at_eof=True)
+    dbs = sorted({db for db, _ in scanner.names})
+    keeps = [bytes(db == d for d, _ in scanner.names) for db in dbs]
+    i, checked = 0, 0
+    while i < len(scan.units):
+        nxt, outs, _, _ = split_route(scanner.core, data, i, keeps, [True] * len(keeps), [0] * len(keeps))
+        for out, _ends, marks in outs:
+            assert marks == gtid_marks(out, 0, len(out))
+            checked += bool(out)
+        i = max(nxt, i + 1)
+    assert checked > 3

@@ -19,7 +19,7 @@ fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> 
 /// Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
 /// keep byte per name id for each output; `counted`: the outputs counted as written for
 /// `multi`; `bases`: each output's offset added to its unit ends). Returns (next unit index,
-/// [(bytearray, packed u64 unit ends)] per output, units written to two counted outputs or more,
+/// [(bytearray, packed u64 unit ends, packed u64 GTID marks of the bytearray)] per output, units written to two counted outputs or more,
 /// units no output keeps).
 #[pyfunction]
 #[pyo3(signature = (scanner, buf, start, keeps, counted, bases))]
@@ -32,18 +32,27 @@ pub(super) fn split_route<'py>(
     keeps: Vec<Bound<'py, PyBytes>>,
     counted: Vec<bool>,
     bases: Vec<u64>,
-) -> PyResult<(usize, Vec<(Py<PyByteArray>, Py<PyBytes>)>, u64, u64)> {
+) -> PyResult<(
+    usize,
+    Vec<(Py<PyByteArray>, Py<PyBytes>, Py<PyBytes>)>,
+    u64,
+    u64,
+)> {
     let keep_slices: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
     let (units, tables) = (&scanner.last_units, &scanner.last_tables);
     let r = py.detach(|| split::route(buf, units, tables, &keep_slices, &counted, &bases, start));
     let mut outs = Vec::with_capacity(r.outs.len());
-    for ((pieces, size), ends) in r.outs.iter().zip(&r.sizes).zip(&r.ends) {
+    for (((pieces, size), ends), marks) in r.outs.iter().zip(&r.sizes).zip(&r.ends).zip(&r.marks) {
         // One copy, straight into the bytearray the series writer renumbers in place.
         let out = PyByteArray::new_with(py, *size, |dst| {
             split::fill(buf, pieces, dst);
             Ok(())
         })?;
-        outs.push((out.unbind(), packed(py, ends)?.unbind()));
+        outs.push((
+            out.unbind(),
+            packed(py, ends)?.unbind(),
+            packed(py, marks)?.unbind(),
+        ));
     }
     Ok((r.next, outs, r.multi, r.none))
 }
