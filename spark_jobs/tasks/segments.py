@@ -70,14 +70,16 @@ class _Segment:
             self.buf = bytearray()
 
     def add_run(self, data: bytearray, ends: memoryview, ordinal: int) -> None:
-        """A run of units from the core's routing walk (`ends` already offset by `end`)."""
-        self.buf += data
-        self.ends.frombytes(ends.cast("B"))
-        self.ordinals.extend(ordinals(ordinal, len(ends)))
-        if len(self.buf) >= SEGMENT_FLUSH_BYTES:
+        """A run of units from the core's routing walk (`ends` already offset by `end`): written
+        to the file as it is, after what is buffered (not copied into the buffer)."""
+        if self.buf:
             self.file.write(self.buf)
             self.size += len(self.buf)
             self.buf = bytearray()
+        self.file.write(data)
+        self.size += len(data)
+        self.ends.frombytes(ends.cast("B"))
+        self.ordinals.extend(ordinals(ordinal, len(ends)))
 
     @property
     def end(self) -> int:
@@ -152,7 +154,8 @@ class _ToSegments(Deliver):
 def read_segment(seg_dir: str | os.PathLike, chunk_no: int, name: str, units: int) -> tuple[bytearray, array, array]:
     stem = str(segment_stem(seg_dir, chunk_no, name))
     with open(stem + ".seg", "rb") as f:
-        buf = bytearray(f.read())
+        buf = bytearray(os.fstat(f.fileno()).st_size)  # read into the buffer renumbered in place: no copy
+        f.readinto(buf)
     index = array("q")
     with open(stem + ".idx", "rb") as f:
         index.frombytes(f.read())
