@@ -1,16 +1,17 @@
-"""Benchmark: the Spark split (local[N], default 2 cores) of >= 4 binlog files against the
-single-process split (`--no-spark`) of the same files, in the same run; checks that every run's
-output is byte-identical and writes bench/results/split.json.
+"""Benchmark of `dumpfilter split` (issue #40), three parts, each a ratio measured in the same run:
 
-    .venv/bin/python -m bench.bench_split [--transactions N] [--files N] [--repeat N] [--cores N]
-                                          [--chunk-bytes BYTES] [--keep-input DIR]
+1. `split --no-spark` of the real MariaDB ROW binlog bench/data/fanout-mariadb-520mb (db1..db8):
+   MB/s, and the ratio to one `filter --out DIR` pass over the same files (--replicate-do-db=db3,
+   the compiled assembly into a numbered series), the two run alternately; the same on bench/data/mixed-sysbench-8s-220mb (real MIXED,
+   diagnostic: < 500 MB, and its statement units are routed in Python).
+2. Spark local[N] (default 2) against `--no-spark` on a 2 GB series (4 files: the fanout file
+   copied under new names by `series_2gb`, once, into bench/data/split-series-2gb), on a warm
+   session; the session's start is reported apart. Outputs are checked identical.
+3. (`--generated`) the former benchmark: 4 generated ROW files, Spark against one process.
 
-The two splits alternate, `--repeat` times each (default 3); best-of and median are reported,
-with the load average before each run: on a 2-core machine shared with other work only runs on
-an idle machine mean anything. The Spark time is measured on a warm session: the session is
-started and a first small job run before timing (that start-up is reported separately, as a
-cluster would already be up). The first timed Spark run also warms the Python workers (imports);
-best-of therefore reflects a warm session. The ratio is reported, never asserted.
+    .venv/bin/python -m bench.bench_split [--repeat N] [--cores N] [--skip-spark] [--generated]
+
+Writes bench/results/split.json. The ratios are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -34,11 +35,163 @@ from dumpfilter.workload import WorkloadSpec, generate  # noqa: E402
 from dumpfilter.spark_jobs.tasks.local import split_local  # noqa: E402
 from dumpfilter.spark_jobs.tasks.routing import SplitConfig  # noqa: E402
 
+DATA = ROOT / "bench" / "data"
+FANOUT = DATA / "fanout-mariadb-520mb"
+MIXED = DATA / "mixed-sysbench-8s-220mb"
+
 
 def _same(a: Path, b: Path) -> bool:
     names = sorted(p.name for p in a.iterdir())
     return names == sorted(p.name for p in b.iterdir()) and all(
         (a / n).read_bytes() == (b / n).read_bytes() for n in names)
+
+
+def _wait_done(directory: Path, timeout: float = 3600) -> list[Path]:
+    """The binlog files of a bench-made directory, once its DONE file is there."""
+    deadline = time.monotonic() + timeout
+    while not (directory / "DONE").exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{directory}: no DONE file")
+        time.sleep(5)
+    return sorted(p for p in directory.iterdir() if p.name[-6:].isdigit() and p.is_file())
+
+
+def series_2gb(copies: int = 4) -> Path:
+    """bench/data/split-series-2gb: the fanout series (6 files, 526 MB) copied `copies` times
+    under new names (mariadb-bin.000001 ..), with its index and a DONE file; made once. The
+    copies repeat the same events (and GTIDs): split routes and writes them all the same."""
+    directory = DATA / "split-series-2gb"
+    if (directory / "DONE").exists():
+        return directory
+    sources = _wait_done(FANOUT)
+    directory.mkdir(parents=True, exist_ok=True)
+    names = []
+    for k in range(copies * len(sources)):
+        name = f"mariadb-bin.{k + 1:06d}"
+        names.append(name)
+        if not (directory / name).exists():
+            shutil.copyfile(sources[k % len(sources)], directory / f".{name}.tmp")
+            os.replace(directory / f".{name}.tmp", directory / name)
+    (directory / "mariadb-bin.index").write_text("".join(f"./{n}\n" for n in names))
+    (directory / "DONE").write_text(json.dumps({"source": FANOUT.name, "copies": copies}))
+    return directory
+
+
+def _filter_pass(paths: list[Path], out: Path):
+    from dumpfilter.binlogs.filtering import filter_files
+    from dumpfilter.binlogs.sinks import SeriesSink
+    from dumpfilter.rules import RuleEngine, Settings
+    from dumpfilter.rules.parse import StartupFilters
+    from dumpfilter.rules.transaction_filter import TransactionFilter
+
+    engine = RuleEngine(StartupFilters.from_options([("replicate-do-db", "db3")]).for_channel(""),
+                        Settings(flavor="mariadb"))
+    return filter_files(paths, TransactionFilter(engine), SeriesSink(out, "mariadb-bin"))
+
+
+def bench_no_spark(directory: Path, work: Path, repeat: int, label: str) -> dict:
+    """split --no-spark against one filter pass over the same files, alternately."""
+    paths = _wait_done(directory)
+    size = sum(p.stat().st_size for p in paths)
+    split_s, filter_s, loads = [], [], []
+    for _ in range(repeat):
+        shutil.rmtree(work / "split", ignore_errors=True)
+        shutil.rmtree(work / "filtered", ignore_errors=True)
+        loads.append(round(os.getloadavg()[0], 2))
+        t0 = time.perf_counter()
+        split_local(paths, work / "split", SplitConfig())
+        split_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        _filter_pass(paths, work / "filtered")
+        filter_s.append(time.perf_counter() - t0)
+    outputs = len(list((work / "split").glob("*.index")))
+    shutil.rmtree(work / "split", ignore_errors=True)
+    shutil.rmtree(work / "filtered", ignore_errors=True)
+    best_split, best_filter = min(split_s), min(filter_s)
+    result = {
+        "input": directory.name, "input_bytes": size, "outputs": outputs, "label": label,
+        "split_best_s": round(best_split, 3), "split_mb_per_s": round(size / 1e6 / best_split, 1),
+        "filter_best_s": round(best_filter, 3), "filter_mb_per_s": round(size / 1e6 / best_filter, 1),
+        "split_vs_filter_best_of": round(best_filter / best_split, 2),
+        "split_vs_filter_median": round(statistics.median(f / s for f, s in zip(filter_s, split_s)), 2),
+        "split_runs_s": [round(x, 3) for x in split_s], "filter_runs_s": [round(x, 3) for x in filter_s],
+        "load_1min": loads,
+    }
+    print(f"{directory.name} ({label}): split --no-spark {best_split:.2f}s = {result['split_mb_per_s']} MB/s "
+          f"({outputs} outputs), one filter pass {best_filter:.2f}s; split/filter speed "
+          f"{result['split_vs_filter_best_of']}x (loads {loads})", flush=True)
+    return result
+
+
+def bench_spark_series(work: Path, cores: int, repeat: int) -> dict:
+    """Spark local[cores] against --no-spark on the 2 GB series (warm session)."""
+    src = series_2gb()
+    paths = _wait_done(src)
+    size = sum(p.stat().st_size for p in paths)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from dumpfilter.spark_jobs.session import get_session
+    from dumpfilter.spark_jobs.split_by_schema import split_spark
+
+    t0 = time.perf_counter()
+    spark = get_session("bench-split", f"local[{cores}]", {"spark.ui.enabled": "false",
+                                                          "spark.executor.memory": "512m"})
+    spark.sparkContext.parallelize(range(cores), cores).map(lambda x: x).collect()  # warm workers
+    session_s = time.perf_counter() - t0
+    runs = []
+    try:
+        for i in range(repeat):
+            for d in ("local", "spark"):
+                shutil.rmtree(work / d, ignore_errors=True)
+            load = os.getloadavg()[0]
+            t0 = time.perf_counter()
+            split_local(paths, work / "local", SplitConfig())
+            local_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            split_spark(spark, paths, work / "spark", SplitConfig())
+            spark_s = time.perf_counter() - t0
+            same = _same(work / "local", work / "spark")
+            runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
+                         "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2), "identical": same})
+            print(f"2 GB series run {i + 1}: --no-spark {local_s:.2f}s ({size / 1e6 / local_s:.0f} MB/s), "
+                  f"Spark local[{cores}] {spark_s:.2f}s ({size / 1e6 / spark_s:.0f} MB/s), ratio "
+                  f"{local_s / spark_s:.2f}, load {load:.2f}, identical {same}", flush=True)
+    finally:
+        spark.stop()
+        for d in ("local", "spark"):
+            shutil.rmtree(work / d, ignore_errors=True)
+    best_local = min(r["single_process_s"] for r in runs)
+    best_spark = min(r["spark_s"] for r in runs)
+    return {"input": src.name, "input_files": len(paths), "input_bytes": size, "cores": cores,
+            "single_process_best_s": best_local, "spark_best_s": best_spark,
+            "ratio_best_of": round(best_local / best_spark, 2),
+            "ratio_median": round(statistics.median(r["ratio"] for r in runs), 2),
+            "spark_session_start_s": round(session_s, 2), "executor_memory": "512m",
+            "identical_output": all(r["identical"] for r in runs), "runs": runs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--skip-spark", action="store_true", help="parts 1 only")
+    parser.add_argument("--generated", action="store_true", help="also part 3 (generated files)")
+    args = parser.parse_args(argv if argv is not None else [])
+    work = Path(tempfile.mkdtemp(prefix="bench-split-"))
+    result: dict = {"command": "python -m bench.bench_split " + " ".join(argv or []),
+                    "cpu_count": os.cpu_count(), "python": platform.python_version()}
+    try:
+        result["no_spark_fanout"] = bench_no_spark(FANOUT, work, args.repeat, "real MariaDB ROW, 8 schemas")
+        result["no_spark_mixed"] = bench_no_spark(MIXED, work, args.repeat, "real MariaDB MIXED, diagnostic: < 500 MB")
+        if not args.skip_spark:
+            result["spark_2gb_series"] = bench_spark_series(work, args.cores, args.repeat)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.generated:
+        generated_main(["--repeat", str(args.repeat), "--cores", str(args.cores)])
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "split.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if result.get("spark_2gb_series", {}).get("identical_output", True) else 1
 
 
 def _inputs(args, work: Path) -> tuple[list[Path], float]:
@@ -61,7 +214,7 @@ def _inputs(args, work: Path) -> tuple[list[Path], float]:
     return paths, time.perf_counter() - t0
 
 
-def main(argv: list[str] | None = None) -> int:
+def generated_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--transactions", type=int, default=120_000)
     parser.add_argument("--files", type=int, default=4)
@@ -127,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "split.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "split_generated.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
     print(f"Spark local[{args.cores}] vs single process, best of {args.repeat}: "
           f"{best_local:.2f}s / {best_spark:.2f}s = {result['ratio_best_of']}x "
@@ -136,4 +289,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

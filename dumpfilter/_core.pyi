@@ -467,3 +467,15 @@ def relay_statements(scanner: Scanner, buf: Buffer, start: int, formats: tuple[i
     """The slave's relay run over the statement units of the last `units` call of `scanner` from
     `start` on (see relay_stmt::relay_statements): (bytes, next unit, units, events, bytes,
     heartbeats, need_keys, new keys [(id, db, sql)], key uses [(id, times)], statements)."""
+
+
+def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],
+                bases: list[int]) -> tuple[int, list[tuple[bytearray, bytes, bytes]], int, int]:
+    """Split's routing walk over the last `units` call of `scanner` (see split::route): the next
+    unit index, per output (its copies back to back, packed u64 unit ends offset by its base),
+    units written to two counted outputs or more, units no output keeps; each output's packed
+    u64 GTID marks (see gtid_marks) come third."""
+
+def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
+    """Offsets (packed u64) of the GTID events of buf[start:stop] a series' next GTID state
+    needs (see split::gtid_marks)."""

@@ -12,6 +12,7 @@ pub mod relay;
 pub mod relay_stmt;
 pub mod scan;
 pub mod send;
+pub mod split;
 pub mod sql;
 pub mod stmt;
 pub mod stmt_units;

@@ -16,6 +16,7 @@ mod relay_stmt;
 mod results;
 mod scan_thread;
 mod scanner;
+mod split;
 mod unit_list;
 
 use flag_words::PyFlagWords;
@@ -78,6 +79,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(relay_stmt::relay_statements, m)?)?;
+    m.add_function(wrap_pyfunction!(split::split_route, m)?)?;
+    m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

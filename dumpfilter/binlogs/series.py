@@ -10,6 +10,7 @@ place (`renumber`) before they go to the file in one write. Both give the same b
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from dumpfilter.codec import BinlogWriter, Event, EventType, FormatDescription, GtidTracker, fix_transaction_length
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
+from dumpfilter.codec.scanner import gtid_marks as core_gtid_marks
 from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter.codec.writer import fde_for_new_file
 from dumpfilter.binlogs.files import write_index
@@ -191,6 +193,45 @@ class BinlogSeriesWriter:
             unit = end
         if self.writer is not None:
             self._write_run(buf, run, unit)
+
+    def write_run(self, buf: bytearray, ends: Sequence[int], marks: bytes | None = None) -> None:
+        """`write_units` without a Python step per unit (split's compiled path, issue #40): the
+        units where a file rotates are found by bisection over `ends`, and the GTID events the
+        next file's state needs are found by the core (`gtid_marks`) once per piece written.
+        `marks`: those GTID events' offsets in `buf` when the caller has them (split's routing
+        walk), used when the whole run goes into one file. The same bytes as `write_units`."""
+        if not self.renumber_positions:
+            raise ValueError("write_run renumbers positions: a series copying log_pos takes Events")
+        n = len(ends)
+        if not n:
+            return
+        run, j = 0, 0  # start of the bytes not yet written; the next unit to check for rotation
+        if self.writer is None:
+            self._open()
+            j = 1  # the first unit of a new file is never checked (write_units)
+        while j < n:
+            # Unit k (k >= 1) starts at ends[k - 1]; it rotates when the file would reach max_size.
+            threshold = self.max_size - self.writer.position + run
+            if j == 0:
+                if threshold > 0:
+                    j = 1
+                    continue
+                k = 0
+            else:
+                k = bisect.bisect_left(ends, threshold, j - 1) + 1
+            if k >= n:
+                break
+            unit = ends[k - 1] if k else 0
+            self._write_piece(buf, run, unit)
+            run = unit
+            self._rotate()
+            j = k + 1
+        self._write_piece(buf, run, ends[-1], marks if run == 0 else None)
+
+    def _write_piece(self, buf: bytearray, start: int, stop: int, marks: bytes | None = None) -> None:
+        for at in memoryview(core_gtid_marks(buf, start, stop) if marks is None else marks).cast("Q"):
+            self.track_gtid(buf, at)
+        self._write_run(buf, start, stop)
 
     def change_format(self, fde: Event) -> None:
         """Later units go to a new file opened with this FDE (an input file whose event format

@@ -49,6 +49,10 @@ renumber = _core.renumber
 # (kind, qualifier or None, table) of a single-table DML statement's bytes as the core's assembly
 # keys it (rules.statement_keys), or None where the Python parser decides it.
 statement_key = _core.statement_key
+# Split's routing walk over a scanner's last units (one copy per output, issue #40), and the GTID
+# events of a run of whole units a series' next GTID state needs (packed u64 offsets).
+split_route = _core.split_route
+gtid_marks = _core.gtid_marks
 # Whether a file's first bytes hold another server's log_pos values (a relay log).
 foreign_log_pos = _core.foreign_log_pos
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.

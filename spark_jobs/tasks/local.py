@@ -1,5 +1,5 @@
-"""The single-process split (`dumpfilter split --no-spark`): every chunk in input order, each unit
-routed and written at once. The Spark job computes the same thing in parallel."""
+"""The single-process split (`dumpfilter split --no-spark`): every chunk in input order, on the
+compiled scan (tasks.compiled), each run of units written at once. The Spark job computes the same thing in parallel."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.errors import MalformedEventError
-from dumpfilter.spark_jobs.tasks.chunks import (DEFAULT_CHUNK_BYTES, input_files, plan_chunks, query_statements,
-                                               read_units, source_header)
+from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, query_statements, source_header
+from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, plan_chunks_compiled, route_chunk
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE
 from dumpfilter.spark_jobs.tasks.output import OutputSet, OutputSummary
 from dumpfilter.spark_jobs.tasks.routing import Router, RouteStats, SplitConfig, chunk_starts
@@ -34,22 +33,32 @@ def check_output_dir(out: str | os.PathLike, create: bool = True) -> Path:
     return out
 
 
+class _ToOutputs(Deliver):
+    def __init__(self, outputs: OutputSet):
+        self.outputs = outputs
+
+    def run(self, name: str, data: bytearray, ends, marks: bytes | None = None) -> None:
+        self.outputs.add_run(name, data, ends, marks)
+
+    def unit(self, name: str, events: list) -> None:
+        self.outputs.add(name, events)
+
+
 def split_local(targets: list[str | os.PathLike], out: str | os.PathLike, config: SplitConfig, *,
                 max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = DEFAULT_CHUNK_BYTES,
                 verify_checksums: bool = True) -> SplitResult:
     out = check_output_dir(out)
     paths = input_files(targets)
     header = source_header(paths)
-    chunks = plan_chunks(paths, chunk_bytes)
+    # One process reads every file in order, in bounded buffers, whatever the cuts: they change
+    # nothing written (as on Spark), so the files are read whole, without a walk to find them.
+    chunks = plan_chunks_compiled(paths, None)
     starts = chunk_starts(config, (query_statements(c, verify_checksums=verify_checksums) for c in chunks))
     router = Router(config)
     outputs = OutputSet(out, header, max_size)
+    keeps = OutputKeeps(router)
+    deliver = _ToOutputs(outputs)
     for chunk, start in zip(chunks, starts):
         router.start_chunk(start)  # the state a reader of the whole stream has here (as Spark's tasks)
-        try:
-            for txn in read_units(chunk, verify_checksums=verify_checksums):
-                for name, events in router.route(txn):
-                    outputs.add(name, events)
-        except MalformedEventError as exc:  # found by a TransactionFilter, which knows no file
-            raise exc.in_file(chunk.path) from None
+        route_chunk(chunk, router, keeps, deliver, verify_checksums=verify_checksums)
     return SplitResult(outputs.close(), router.stats, len(paths), len(chunks))

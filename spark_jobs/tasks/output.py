@@ -65,7 +65,7 @@ class _Pending:
 
     def flush(self) -> None:
         if self.ends:
-            self.writer.write_units(self.buf, self.ends)
+            self.writer.write_run(self.buf, self.ends)
             self.buf = bytearray()
             self.ends = []
 
@@ -101,6 +101,14 @@ class OutputSet:
         output = self._output(name)
         output.append(data)
         output.units += 1
+
+    def add_run(self, name: str, data: bytearray, ends, marks: bytes | None = None) -> None:
+        """Units from the core's routing walk, back to back in `data` (unit i ends at ends[i];
+        renumbered in place)."""
+        output = self._output(name)
+        output.flush()
+        output.writer.write_run(data, ends, marks)
+        output.units += len(ends)
 
     def close(self) -> list[OutputSummary]:
         summaries = []

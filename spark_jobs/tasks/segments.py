@@ -21,9 +21,9 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.errors import MalformedEventError
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
-from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader, read_units
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader
+from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, ordinals, route_chunk
 from dumpfilter.spark_jobs.tasks.output import OutputSummary, series_writer, summarize
 from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitConfig
 
@@ -69,6 +69,22 @@ class _Segment:
             self.size += len(self.buf)
             self.buf = bytearray()
 
+    def add_run(self, data: bytearray, ends: memoryview, ordinal: int) -> None:
+        """A run of units from the core's routing walk (`ends` already offset by `end`): written
+        to the file as it is, after what is buffered (not copied into the buffer)."""
+        if self.buf:
+            self.file.write(self.buf)
+            self.size += len(self.buf)
+            self.buf = bytearray()
+        self.file.write(data)
+        self.size += len(data)
+        self.ends.frombytes(ends.cast("B"))
+        self.ordinals.extend(ordinals(ordinal, len(ends)))
+
+    @property
+    def end(self) -> int:
+        return self.size + len(self.buf)
+
     def discard(self) -> None:
         self.file.close()
         os.unlink(self.tmp + ".seg")
@@ -93,35 +109,53 @@ def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_d
     router = router or Router(config)
     router.start_chunk(start)
     result = ChunkSegments(chunk_no)
-    segments: dict[str, _Segment] = {}
-    ordinal = -1
+    deliver = _ToSegments(seg_dir, chunk_no, result)
     try:
-        for ordinal, txn in enumerate(read_units(chunk, verify_checksums=verify_checksums)):
-            for name, events in router.route(txn):
-                if name == ALL:
-                    result.incidents.append((ordinal, encode_unit(events)))
-                    continue
-                segment = segments.get(name)
-                if segment is None:
-                    segment = segments[name] = _Segment(segment_stem(seg_dir, chunk_no, name))
-                segment.add(encode_unit(events), ordinal)
-    except BaseException as exc:
-        for segment in segments.values():
+        units = route_chunk(chunk, router, OutputKeeps(router), deliver, verify_checksums=verify_checksums)
+    except BaseException:
+        for segment in deliver.segments.values():
             segment.discard()
-        if isinstance(exc, MalformedEventError):  # found by a TransactionFilter, which knows no file
-            raise exc.in_file(chunk.path) from None
         raise
+    segments = deliver.segments
     for name, segment in segments.items():
         size = segment.close(str(segment_stem(seg_dir, chunk_no, name)))
         result.outputs[name] = (len(segment.ends), size)
-    result.units = ordinal + 1
+    result.units = units
     return result
+
+
+class _ToSegments(Deliver):
+    """A chunk's routed units into its segment files (incidents into the result)."""
+
+    def __init__(self, seg_dir, chunk_no: int, result: ChunkSegments):
+        self.seg_dir, self.chunk_no, self.result = seg_dir, chunk_no, result
+        self.segments: dict[str, _Segment] = {}
+
+    def _segment(self, name: str) -> _Segment:
+        segment = self.segments.get(name)
+        if segment is None:
+            segment = self.segments[name] = _Segment(segment_stem(self.seg_dir, self.chunk_no, name))
+        return segment
+
+    def base(self, name: str) -> int:
+        segment = self.segments.get(name)
+        return segment.end if segment is not None else 0
+
+    def run(self, name: str, data: bytearray, ends: memoryview, marks: bytes | None = None) -> None:
+        self._segment(name).add_run(data, ends, self.ordinal)
+
+    def unit(self, name: str, events: list) -> None:
+        if name == ALL:
+            self.result.incidents.append((self.ordinal, encode_unit(events)))
+        else:
+            self._segment(name).add(encode_unit(events), self.ordinal)
 
 
 def read_segment(seg_dir: str | os.PathLike, chunk_no: int, name: str, units: int) -> tuple[bytearray, array, array]:
     stem = str(segment_stem(seg_dir, chunk_no, name))
     with open(stem + ".seg", "rb") as f:
-        buf = bytearray(f.read())
+        buf = bytearray(os.fstat(f.fileno()).st_size)  # read into the buffer renumbered in place: no copy
+        f.readinto(buf)
     index = array("q")
     with open(stem + ".idx", "rb") as f:
         index.frombytes(f.read())
@@ -167,13 +201,13 @@ def join_output(plan: JoinTask, seg_dir: str | os.PathLike, out: str | os.PathLi
         count = segments.get(chunk_no)
         if count is None:
             for _, data in incidents[chunk_no]:
-                writer.write_units(bytearray(data), (len(data),))
+                writer.write_run(bytearray(data), (len(data),))
             continue
         buf, ends, ordinals = read_segment(seg_dir, chunk_no, plan.name, count)
         units += count
         chunk_incidents = incidents.get(chunk_no)
         if not chunk_incidents:
-            writer.write_units(buf, ends)
+            writer.write_run(buf, ends)
             continue
         _write_merged(writer, buf, ends, ordinals, chunk_incidents)
     return summarize(plan.name, writer.close(), units)
@@ -187,10 +221,10 @@ def _write_merged(writer: BinlogSeriesWriter, buf: bytearray, ends, ordinals, in
         while j < len(ends) and ordinals[j] < ordinal:
             j += 1
         if j > i:
-            writer.write_units(bytearray(buf[start : ends[j - 1]]), [e - start for e in ends[i:j]])
+            writer.write_run(bytearray(buf[start : ends[j - 1]]), [e - start for e in ends[i:j]])
             start, i = ends[j - 1], j
         if data:
-            writer.write_units(bytearray(data), (len(data),))
+            writer.write_run(bytearray(data), (len(data),))
 
 
 def split_by_segments(targets: list, out: str | os.PathLike, config: SplitConfig, *,
@@ -201,7 +235,8 @@ def split_by_segments(targets: list, out: str | os.PathLike, config: SplitConfig
     import shutil
     import tempfile
 
-    from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, source_header
+    from dumpfilter.spark_jobs.tasks.chunks import input_files, source_header
+    from dumpfilter.spark_jobs.tasks.compiled import plan_chunks_compiled as plan_chunks
     from dumpfilter.spark_jobs.tasks.local import check_output_dir
 
     out = check_output_dir(out)

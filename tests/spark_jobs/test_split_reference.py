@@ -30,7 +30,12 @@ WORKLOADS = {
                                     binlog_format="row", flavor="mariadb", max_binlog_size=50_000),
     "gen-mixed-mysql": WorkloadSpec(seed=47, schemas=4, tables_per_schema=2, transactions=700,
                                     binlog_format="mixed", flavor="mysql", max_binlog_size=50_000),
+    # Issue #40: ROW transactions over several schemas (copies cut per schema, partly kept units).
+    "gen-row-mariadb-cross": WorkloadSpec(seed=48, schemas=3, tables_per_schema=2, transactions=600,
+                                          binlog_format="row", flavor="mariadb", max_binlog_size=40_000,
+                                          cross_db_share=0.5, statements_per_transaction=3),
 }
+SCHEMA_FILE = Path(__file__).parent / "data" / "split_schema.sql"
 
 # name -> (command, inputs, options). Inputs are paths under the real fixtures, or a workload name.
 CASES = {
@@ -55,6 +60,14 @@ CASES = {
     "split-gen-mixed-mysql-map": ("split", ["gen-mixed-mysql"],
                                   ["--map", "low=db1%", "--map", "low=db2%",
                                    "--map", "high=replicate-wild-do-table=db3.%", "--max-binlog-size", "20000"]),
+    "split-gen-row-mariadb-cross": ("split", ["gen-row-mariadb-cross"], ["--max-binlog-size", "9000",
+                                                                         "--chunk-bytes", "15000"]),
+    "split-gen-row-mariadb-cross-map": ("split", ["gen-row-mariadb-cross"],
+                                        ["--map", "a=db1%", "--map", "b=replicate-wild-ignore-table=db1.%",
+                                         "--map", "b=replicate-ignore-table=db2.t2", "--schema", str(SCHEMA_FILE),
+                                         "--max-binlog-size", "12000", "--chunk-bytes", "25000"]),
+    "split-gen-row-mariadb-cross-map-drop": ("split", ["gen-row-mariadb-cross"],
+                                             ["--map", "x=db2%", "--unassigned", "", "--chunk-bytes", "0"]),
     "filter-real-mariadb-statement": ("filter", ["mariadb-operator-mariadb-poc/domain_id_0"],
                                       ["--replicate-wild-do-table", "sbtest%.%", "--max-binlog-size", "30000"]),
     "filter-real-mysql-row": ("filter", ["osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32"],

@@ -1,0 +1,73 @@
+//! `_core.split_route` and `_core.gtid_marks`: split's routing walk over a scanner's last units
+//! and the GTID events a series' next state needs (see split.rs).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes};
+
+use super::scanner::PyScanner;
+use crate::split;
+
+fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, words.len() * 8, |b| {
+        for (place, w) in b.chunks_exact_mut(8).zip(words) {
+            place.copy_from_slice(&w.to_le_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
+/// keep byte per name id for each output; `counted`: the outputs counted as written for
+/// `multi`; `bases`: each output's offset added to its unit ends). Returns (next unit index,
+/// [(bytearray, packed u64 unit ends, packed u64 GTID marks of the bytearray)] per output, units written to two counted outputs or more,
+/// units no output keeps).
+#[pyfunction]
+#[pyo3(signature = (scanner, buf, start, keeps, counted, bases))]
+#[allow(clippy::type_complexity)]
+pub(super) fn split_route<'py>(
+    py: Python<'py>,
+    scanner: PyRef<'py, PyScanner>,
+    buf: &[u8],
+    start: usize,
+    keeps: Vec<Bound<'py, PyBytes>>,
+    counted: Vec<bool>,
+    bases: Vec<u64>,
+) -> PyResult<(
+    usize,
+    Vec<(Py<PyByteArray>, Py<PyBytes>, Py<PyBytes>)>,
+    u64,
+    u64,
+)> {
+    let keep_slices: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
+    let (units, tables) = (&scanner.last_units, &scanner.last_tables);
+    let r = py.detach(|| split::route(buf, units, tables, &keep_slices, &counted, &bases, start));
+    let mut outs = Vec::with_capacity(r.outs.len());
+    for (((pieces, size), ends), marks) in r.outs.iter().zip(&r.sizes).zip(&r.ends).zip(&r.marks) {
+        // One copy, straight into the bytearray the series writer renumbers in place.
+        let out = PyByteArray::new_with(py, *size, |dst| {
+            split::fill(buf, pieces, dst);
+            Ok(())
+        })?;
+        outs.push((
+            out.unbind(),
+            packed(py, ends)?.unbind(),
+            packed(py, marks)?.unbind(),
+        ));
+    }
+    Ok((r.next, outs, r.multi, r.none))
+}
+
+/// Offsets (packed u64) of the GTID events of buf[start..stop] (a bytearray: the series
+/// writer's block) a series' next GTID state needs.
+#[pyfunction]
+pub(super) fn gtid_marks<'py>(
+    py: Python<'py>,
+    buf: &Bound<'py, PyByteArray>,
+    start: usize,
+    stop: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: the GIL is held and no Python code runs during the call, so no one can resize or
+    // write the bytearray while it is borrowed.
+    let marks = split::gtid_marks(unsafe { buf.as_bytes() }, start, stop);
+    packed(py, &marks)
+}

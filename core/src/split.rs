@@ -1,0 +1,256 @@
+//! Split's routing walk (issue #40): the fast MariaDB ROW units of one scanned buffer cut into
+//! one copy per output in a single pass, each output's keep bytes indexed by the scanner's name
+//! ids (the decisions stay in Python: rules.decider.TableKeeps). A copy is the unit whole, the
+//! unit without its statements whose tables the output does not keep (`assemble::partial`), or
+//! nothing; bytes as the source holds them (the series writer renumbers them), as split's
+//! `encode_unit` of the reference path's events gives them. Also the GTID events a series'
+//! next GTID state needs from a run of whole units (`gtid_marks`).
+
+use crate::assemble::partial;
+use crate::le::u32_at;
+use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::types::*;
+
+/// A piece of an output's bytes: a range of the buffer, or bytes of a partly kept unit.
+pub enum Piece {
+    Range(usize, usize),
+    Owned(Vec<u8>),
+}
+
+/// What `route` wrote: per output its pieces, byte count and each unit's end (plus that output's
+/// base); `fill` copies an output's pieces into its bytes once.
+pub struct Routed {
+    /// The first unit not handled (Python routes it).
+    pub next: usize,
+    pub outs: Vec<Vec<Piece>>,
+    pub sizes: Vec<usize>,
+    pub ends: Vec<Vec<u64>>,
+    /// Per output, the GTID events its next series file's state needs (`gtid_marks` of its
+    /// bytes, from the unit records: every unit here opens with a MariaDB GTID).
+    pub marks: Vec<Vec<u64>>,
+    /// Units written to two outputs or more among the `counted` ones.
+    pub multi: u64,
+    /// Units no output keeps anything of.
+    pub none: u64,
+}
+
+enum Copy {
+    Whole,
+    Part(Vec<u8>),
+    Nothing,
+}
+
+/// A GTID event written: its offset, and its MariaDB (domain, server_id) (None: MySQL).
+type Seen = (u64, Option<(u32, u32)>);
+
+const ROUTED: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
+
+/// Routes units[from..] while each is a complete fast MariaDB unit with at least one Table_map
+/// whose name ids every keep answers (0 or 1) and whose copies need no STMT_END_F moved: the
+/// units Python's Router would cut with TransactionFilter(empty_transactions=DROP). A MySQL unit
+/// (transaction_length, BEGIN's default database), a unit without tables (it goes to the
+/// unassigned output) or anything else stops the walk there.
+pub fn route(
+    buf: &[u8],
+    units: &[Unit],
+    tables: &[u32],
+    keeps: &[&[u8]],
+    counted: &[bool],
+    bases: &[u64],
+    from: usize,
+) -> Routed {
+    let n = keeps.len();
+    let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
+    let mut sizes: Vec<usize> = vec![0; n];
+    let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut pairs: Vec<Vec<Seen>> = vec![Vec::new(); n];
+    let mut copies: Vec<Copy> = Vec::with_capacity(n);
+    let (mut multi, mut none) = (0u64, 0u64);
+    let mut i = from;
+    'units: while i < units.len() {
+        let u = &units[i];
+        let (lo, hi) = (u.tables_lo as usize, u.tables_hi as usize);
+        if u.flags & ROUTED != ROUTED || u.end > buf.len() || lo >= hi || hi > tables.len() {
+            break;
+        }
+        let ids = &tables[lo..hi];
+        let gtid_end = u.start + u.gtid_size as usize;
+        copies.clear();
+        for keep in keeps {
+            let (mut all, mut nothing) = (true, true);
+            for id in ids {
+                match keep.get(*id as usize) {
+                    Some(0) => all = false,
+                    Some(1) => nothing = false,
+                    _ => break 'units,
+                }
+            }
+            copies.push(if all {
+                Copy::Whole
+            } else if nothing {
+                Copy::Nothing
+            } else {
+                match partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) {
+                    Some((bytes, _)) => Copy::Part(bytes),
+                    None => break 'units, // a statement partly kept: its STMT_END_F moves
+                }
+            });
+        }
+        let (mut written, mut counted_n) = (0, 0);
+        for (o, copy) in copies.drain(..).enumerate() {
+            pairs[o].push((sizes[o] as u64, Some((u.gtid_domain, u.gtid_server))));
+            match copy {
+                Copy::Whole => {
+                    sizes[o] += u.end - u.start;
+                    match outs[o].last_mut() {
+                        Some(Piece::Range(_, b)) if *b == u.start => *b = u.end, // a run of units
+                        _ => outs[o].push(Piece::Range(u.start, u.end)),
+                    }
+                }
+                Copy::Part(bytes) => {
+                    sizes[o] += bytes.len();
+                    outs[o].push(Piece::Owned(bytes));
+                }
+                Copy::Nothing => {
+                    pairs[o].pop();
+                    continue;
+                }
+            }
+            ends[o].push(bases.get(o).copied().unwrap_or(0) + sizes[o] as u64);
+            written += 1;
+            if counted.get(o).copied().unwrap_or(true) {
+                counted_n += 1;
+            }
+        }
+        multi += (counted_n > 1) as u64;
+        none += (written == 0) as u64;
+        i += 1;
+    }
+    Routed {
+        next: i,
+        outs,
+        sizes,
+        ends,
+        marks: pairs.into_iter().map(last_of_each_pair).collect(),
+        multi,
+        none,
+    }
+}
+
+/// Copies one output's pieces into `dst` (its size).
+pub fn fill(buf: &[u8], pieces: &[Piece], dst: &mut [u8]) {
+    let mut at = 0;
+    for piece in pieces {
+        let src = match piece {
+            Piece::Range(a, b) => &buf[*a..*b],
+            Piece::Owned(bytes) => &bytes[..],
+        };
+        dst[at..at + src.len()].copy_from_slice(src);
+        at += src.len();
+    }
+}
+
+/// Offsets in buf[start..stop] (whole events back to back) of the GTID events a series' next
+/// GTID state needs, in the order the series writer's tracker takes them: every MySQL GTID
+/// event, and of MariaDB's the last of each (domain, server_id), placed where the pair first
+/// appears (a Gtid_list keeps the last seq_no of each pair, in insertion order). Stops at an
+/// event that does not fit.
+pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
+    let stop = stop.min(buf.len());
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut at = start;
+    while at + HEADER_LEN <= stop {
+        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
+        if size < HEADER_LEN || at + size > stop {
+            break;
+        }
+        let t = buf[at + 4];
+        if t == MARIADB_GTID {
+            let server = u32_at(buf, at + 5).unwrap_or(0);
+            let domain = u32_at(buf, at + HEADER_LEN + 8).unwrap_or(0);
+            seen.push((at as u64, Some((domain, server))));
+        } else if matches!(t, GTID | ANONYMOUS_GTID | GTID_TAGGED) {
+            seen.push((at as u64, None));
+        }
+        at += size;
+    }
+    last_of_each_pair(seen)
+}
+
+/// The offsets of `seen` (offset, MariaDB (domain, server_id) or None for MySQL) a GTID state
+/// needs: every MySQL one, and the last of each MariaDB pair, placed where the pair first appears.
+fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
+    let mut last: std::collections::HashMap<(u32, u32), u64> = Default::default();
+    for (at, pair) in &seen {
+        if let Some(p) = pair {
+            last.insert(*p, *at);
+        }
+    }
+    let mut placed: std::collections::HashSet<(u32, u32)> = Default::default();
+    let mut out = Vec::with_capacity(seen.len().min(last.len() + 16));
+    for (at, pair) in seen {
+        match pair {
+            None => out.push(at),
+            Some(p) => {
+                if placed.insert(p) {
+                    out.push(last[&p]);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(t: u8, server: u32, body: &[u8]) -> Vec<u8> {
+        let size = (HEADER_LEN + body.len()) as u32;
+        let mut e = vec![0u8; HEADER_LEN];
+        e[4] = t;
+        e[5..9].copy_from_slice(&server.to_le_bytes());
+        e[9..13].copy_from_slice(&size.to_le_bytes());
+        e.extend_from_slice(body);
+        e
+    }
+
+    fn mariadb_gtid(server: u32, seq: u64, domain: u32) -> Vec<u8> {
+        let mut body = seq.to_le_bytes().to_vec();
+        body.extend_from_slice(&domain.to_le_bytes());
+        body.push(0);
+        event(MARIADB_GTID, server, &body)
+    }
+
+    #[test]
+    fn gtid_marks_keep_the_last_of_each_pair_where_it_first_appears() {
+        let mut buf = Vec::new();
+        let mut offsets = Vec::new();
+        for (server, seq, domain) in [(1, 5, 0), (2, 3, 0), (1, 6, 0), (1, 1, 7)] {
+            offsets.push(buf.len() as u64);
+            buf.extend(mariadb_gtid(server, seq, domain));
+            buf.extend(event(XID, server, &[0; 8]));
+        }
+        let marks = gtid_marks(&buf, 0, buf.len());
+        assert_eq!(marks, vec![offsets[2], offsets[1], offsets[3]]);
+        assert_eq!(gtid_marks(&buf, 0, buf.len() - 1).len(), 3); // the last XID does not fit
+    }
+
+    #[test]
+    fn gtid_marks_keep_every_mysql_gtid() {
+        let mut buf = event(GTID, 1, &[0; 20]);
+        buf.extend(event(GTID, 1, &[0; 20]));
+        assert_eq!(
+            gtid_marks(&buf, 0, buf.len()),
+            vec![0, (HEADER_LEN + 20) as u64]
+        );
+    }
+
+    #[test]
+    fn route_stops_at_a_unit_it_does_not_take() {
+        let units = vec![Unit::default()];
+        let r = route(&[], &units, &[], &[&[1u8][..]], &[true], &[0], 0);
+        assert_eq!(r.next, 0);
+        assert!(r.outs[0].is_empty() && r.sizes[0] == 0);
+    }
+}

@@ -1,0 +1,137 @@
+"""Split on the compiled scan (issue #40): the work it leaves to Python is bounded (only the units
+the core does not take go through Router.route, no event of a chunk's cut search reaches Python),
+and its two new byte paths give the reference paths' bytes (BinlogSeriesWriter.write_run against
+write_units; the core's cuts against chunks.gtid_boundaries). The outputs themselves are pinned by
+test_split_reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.binlogs.series import BinlogSeriesWriter, encode_unit
+from dumpfilter.codec import BinlogReader
+from dumpfilter.codec.scanner import Scanner
+from dumpfilter.spark_jobs.tasks import compiled
+from dumpfilter.spark_jobs.tasks.chunks import gtid_boundaries, input_files, plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.tasks.local import split_local
+from dumpfilter.spark_jobs.tasks.routing import Router, config_from_maps
+from dumpfilter.workload import WorkloadSpec, generate
+
+SPEC = WorkloadSpec(seed=40, schemas=3, tables_per_schema=2, transactions=400, binlog_format="row",
+                    flavor="mariadb", max_binlog_size=30_000, cross_db_share=0.3)
+
+
+@pytest.fixture(scope="module")
+def row_series(tmp_path_factory) -> list[Path]:
+    return generate(SPEC, tmp_path_factory.mktemp("row"), "master-bin")
+
+
+def _slow_units(paths: list[Path]) -> int:
+    """Units the scanner does not mark fast (control events, DDL groups, ...), counted by the core."""
+    n = 0
+    for path in paths:
+        data = path.read_bytes()
+        scan = Scanner(str(path)).units(data, 4, 4, at_eof=True)
+        n += sum(not scan.units.is_fast(i) for i in range(len(scan.units)))
+    return n
+
+
+@pytest.mark.parametrize("maps", [[], ["a=db1%", "b=replicate-wild-ignore-table=db1.%"]])
+def test_only_units_the_core_does_not_take_are_routed_in_python(row_series, tmp_path, monkeypatch, maps):
+    calls = []
+    route = Router.route
+    monkeypatch.setattr(Router, "route", lambda self, txn: calls.append(txn) or route(self, txn))
+    result = split_local(row_series, tmp_path / "out", config_from_maps(maps))
+    units = sum(1 for p in row_series for _ in read_units(plan_chunks([p], None)[0]))
+    slow = _slow_units(row_series)
+    assert result.stats.units == units > 10 * slow
+    # Each routed in Python is a unit the core does not take, or a fast one whose copies cut a
+    # statement's Table_maps apart (a statement over two schemas): few.
+    assert slow <= len(calls) <= slow + units // 20
+
+
+def test_the_cut_search_hands_no_event_to_python(row_series, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("an event walked in Python")
+
+    monkeypatch.setattr(BinlogReader, "walk", refuse)
+    monkeypatch.setattr(BinlogReader, "__iter__", refuse)
+    assert compiled.gtid_cuts(row_series[0], 4000)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1000, 4000, 12_345, 29_000, 1 << 20])
+def test_the_cores_cuts_are_the_reference_cuts(row_series, shared_fixtures, chunk_bytes, monkeypatch):
+    monkeypatch.setattr(compiled, "READ_BYTES", 7000)  # several read buffers per file
+    files = [*row_series, *input_files([shared_fixtures / "mariadb-operator-mariadb-poc/domain_id_0"])]
+    for path in files:
+        assert compiled.gtid_cuts(path, chunk_bytes) == gtid_boundaries(path, chunk_bytes), path
+    assert compiled.plan_chunks_compiled(files, chunk_bytes) == plan_chunks(files, chunk_bytes)
+
+
+def test_a_run_read_in_small_buffers_writes_the_same_files(row_series, tmp_path, monkeypatch):
+    split_local(row_series, tmp_path / "a", config_from_maps([]))
+    monkeypatch.setattr(compiled, "READ_BYTES", 3000)  # units cut across buffers, read again
+    split_local(row_series, tmp_path / "b", config_from_maps([]))
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert all((tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in names)
+
+
+@pytest.fixture(scope="module")
+def units_and_header(row_series):
+    paths = row_series[:2]
+    units = [encode_unit(txn.events) for p in paths for txn in read_units(plan_chunks([p], None)[0])
+             if txn.complete and txn.kind != "control"]
+    return units, source_header(paths)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), max_size=st.integers(200, 20_000))
+def test_write_run_writes_what_write_units_writes(units_and_header, tmp_path_factory, data, max_size):
+    """Any units, any cut into blocks, any file size: the same series byte for byte."""
+    units, header = units_and_header
+    lo = data.draw(st.integers(0, len(units) - 1))
+    hi = data.draw(st.integers(lo, min(len(units), lo + 120)))
+    blocks = data.draw(st.lists(st.integers(1, 30), min_size=1, max_size=8))
+    root = tmp_path_factory.mktemp("runs")
+    written = {}
+    for name, method in (("units", "write_units"), ("run", "write_run")):
+        writer = BinlogSeriesWriter(root / name, "x-bin", header.fde, max_size=max_size,
+                                    start_state=header.start_state)
+        at, b = lo, 0
+        while at < hi:
+            block = units[at : at + blocks[b % len(blocks)]]
+            buf = bytearray(b"".join(block))
+            ends, end = [], 0
+            for unit in block:
+                end += len(unit)
+                ends.append(end)
+            getattr(writer, method)(buf, ends)
+            at += len(block)
+            b += 1
+        written[name] = {p.name: p.read_bytes() for p in writer.close()}
+    assert written["run"] == written["units"]
+
+
+def test_the_walks_gtid_marks_are_the_cores_marks_of_its_bytes(row_series):
+    """The GTID events a run's output needs for its next file's state, as the routing walk reports
+    them, are those `gtid_marks` finds in the run's bytes (what write_run uses when a run rotates)."""
+    from dumpfilter.codec.scanner import gtid_marks, split_route
+
+    data = row_series[0].read_bytes()
+    scanner = Scanner(str(row_series[0]))
+    scan = scanner.units(data, 4, 4, at_eof=True)
+    dbs = sorted({db for db, _ in scanner.names})
+    keeps = [bytes(db == d for d, _ in scanner.names) for db in dbs]
+    i, checked = 0, 0
+    while i < len(scan.units):
+        nxt, outs, _, _ = split_route(scanner.core, data, i, keeps, [True] * len(keeps), [0] * len(keeps))
+        for out, _ends, marks in outs:
+            assert marks == gtid_marks(out, 0, len(out))
+            checked += bool(out)
+        i = max(nxt, i + 1)
+    assert checked > 3
