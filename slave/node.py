@@ -28,7 +28,7 @@ from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_proto
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
-from dumpfilter.skip_policy import is_placeholder
+from dumpfilter.skip_policy import Placeholder, is_placeholder
 from dumpfilter.slave.filter_view import filters_in_force
 from dumpfilter.slave.info_file import read_json, write_json_atomic
 from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog
@@ -434,7 +434,7 @@ class Slave:
                     i = run.next
                     if i == n:
                         break
-            if raw_ok and self.after_unit is None and fmt is not None and self._statement_relay.keeps.enabled:
+            if raw_ok and self.after_unit is None and fmt is not None and self._statement_relay is not None:
                 # Statement units (MIXED/STATEMENT) the slave's own rules keep whole, by their
                 # statements' keys (decided once each): written as they came (issue #43).
                 i, written = self._statement_relay.run(self._scanner, self.relay, c, blob, i, fmt)
@@ -485,11 +485,14 @@ class Slave:
         return grouper
 
     @functools.cached_property
-    def _statement_relay(self) -> StatementRelay:
-        """The statement units the slave's own rules keep whole, relayed by key (issue #43)."""
+    def _statement_relay(self) -> StatementRelay | None:
+        """The statement units the slave's own rules keep whole, relayed by key (issue #43); None
+        where its rules do not decide statements by key, and under the placeholder policy (its
+        placeholders are RAND events, which the run would take for a statement's context)."""
         from dumpfilter.slave.statement_relay import StatementRelay
 
-        return StatementRelay(self.engine)
+        relay = StatementRelay(self.engine)
+        return relay if relay.keeps.enabled and self.config.skip_policy != Placeholder.name else None
 
     @functools.cached_property
     def _table_keeps(self) -> TableKeeps:

@@ -118,6 +118,7 @@ def test_statement_units_are_relayed_by_key(tmp_path, fmt):
     finally:
         TransactionFilter.filter = original
     slave.relay.close()
+    assert slave._statement_relay is not None
     keeps = slave._statement_relay.keeps
     assert keeps.units > 200 and keeps.keys_decided < keeps.units
     assert not [t for t in calls if any(e.is_query and e.sql.startswith(("INSERT", "UPDATE", "DELETE"))
