@@ -35,9 +35,8 @@ from dumpfilter.codec.format_description import FormatDescription  # noqa: E402
 from dumpfilter.rules.options import add_schema_option, schema_from_args  # noqa: E402
 from dumpfilter.rules.ruleset import Settings  # noqa: E402
 from dumpfilter.spark_jobs.tasks.chunks import (  # noqa: E402
-    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, query_statements, source_header,
+    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, query_statements, source_header,
 )
-from dumpfilter.spark_jobs.tasks.compiled import plan_chunks_compiled  # noqa: E402
 from dumpfilter.spark_jobs.tasks.local import check_output_dir  # noqa: E402
 from dumpfilter.spark_jobs.tasks.output import OutputSummary  # noqa: E402
 from dumpfilter.spark_jobs.tasks.routing import (  # noqa: E402
@@ -136,7 +135,7 @@ def split_spark(spark, targets: list, out, config: SplitConfig, *, max_size: int
     out = check_output_dir(out).resolve()
     paths = input_files(targets)
     header = source_header(paths)
-    chunks = plan_chunks_compiled(paths, chunk_bytes)  # cut by the core's walk (no event reaches Python)
+    chunks = plan_chunks(paths, chunk_bytes)  # cut by the core's walk (no event reaches Python)
     sc = spark.sparkContext
     seg_dir = Path(tempfile.mkdtemp(prefix=".segments-", dir=out))
     try:

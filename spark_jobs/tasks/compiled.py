@@ -3,7 +3,7 @@ by the core (`Scanner.units`), its fast MariaDB ROW units cut into every output'
 (`_core.split_route`, one keep array per output from the rules' seam, `TableKeeps`), and only the
 units the core does not take (statements, DDL, control events, MySQL units, partly kept
 statements) routed in Python by `routing.Router`, as before. Chunk cuts are found by the core's
-walk with a GTID type mask (`gtid_cuts`), reading the file in bounded buffers.
+walk with a GTID type mask (`chunks.gtid_boundaries`), over a mapping of the file.
 
 The bytes each output gets are those the reference path's `encode_unit` gives (positions not yet
 final: the series writer renumbers them), so the outputs are the same files.
@@ -11,18 +11,15 @@ final: the series writer renumbers them), so the outputs are the same files.
 
 from __future__ import annotations
 
-import bisect
 import io
-import os
 import struct
 from array import array
 from collections.abc import Callable
-from pathlib import Path
 
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Transaction, bad_magic, read_format_description
-from dumpfilter.codec.constants import GTID_EVENT_TYPES, HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
-from dumpfilter.codec.scanner import Scanner, split_route, type_mask, unit_events
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
+from dumpfilter.codec.scanner import Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.decider import TableKeeps
 from dumpfilter.rules.schema import is_schema_statement
@@ -31,62 +28,9 @@ from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_bi
 
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
 _U32 = struct.Struct("<I")
-_GTID_MASK = type_mask(GTID_EVENT_TYPES)
 
 
 # ------------------------------------------------------------------------------------ chunk cuts
-def gtid_cuts(path: str | os.PathLike, chunk_bytes: int) -> list[int]:
-    """`chunks.gtid_boundaries` by the core: the offset of the first GTID event at or after each
-    multiple of `chunk_bytes`, the file read in READ_BYTES buffers (no event reaches Python).
-    Empty when the file is small, gzipped or has no GTID events."""
-    path = Path(path)
-    if path.suffix == ".gz" or path.stat().st_size <= chunk_bytes:
-        return []
-    cuts: list[int] = []
-    next_cut = chunk_bytes
-    scanner = Scanner(str(path), verify_checksums=False)
-    with open(path, "rb") as stream:
-        if stream.read(4) != MAGIC:
-            raise bad_magic(str(path))
-        base = 4
-        while True:
-            # Events before next_cut need only be hopped over: start reading near the cut once the
-            # format is known (the walk reads the FDE at offset 4 from the first buffer).
-            stream.seek(base)
-            buf = stream.read(READ_BYTES)
-            if not buf:
-                break
-            offsets, stop, err = scanner.walk(buf, 0, base, _GTID_MASK)
-            # (Offsets of GTID events and FDEs, ascending: one bisection per cut, not a step per event.)
-            k = bisect.bisect_left(offsets, next_cut - base)
-            while k < len(offsets):
-                off = offsets[k]
-                if buf[off + 4] in _GTID_TYPES:
-                    pos = base + off
-                    cuts.append(pos)
-                    next_cut = (pos // chunk_bytes + 1) * chunk_bytes
-                    k = bisect.bisect_left(offsets, next_cut - base, k + 1)
-                else:
-                    k += 1
-            if err is not None or stop == 0:
-                break  # a malformed or cut event: the chunk's own read reports it
-            base += stop
-    return cuts
-
-
-_GTID_TYPES = frozenset(int(t) for t in GTID_EVENT_TYPES)
-
-
-def plan_chunks_compiled(paths: list[Path], chunk_bytes: int | None) -> list[Chunk]:
-    """`chunks.plan_chunks` with the cuts found by the core."""
-    chunks: list[Chunk] = []
-    for index, path in enumerate(paths):
-        cuts = gtid_cuts(path, chunk_bytes) if chunk_bytes else []
-        starts, ends = [0, *cuts], [*cuts, None]
-        chunks.extend(Chunk(index, str(path), start, end) for start, end in zip(starts, ends))
-    return chunks
-
-
 # ------------------------------------------------------------------------------------ keeps
 class OutputKeeps:
     """One keep array per output the core routes to, by the scanner's name ids (restarted with

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, query_statements, source_header
-from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, plan_chunks_compiled, route_chunk
+from dumpfilter.spark_jobs.tasks.chunks import plan_chunks
+from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, route_chunk
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE
 from dumpfilter.spark_jobs.tasks.output import OutputSet, OutputSummary
 from dumpfilter.spark_jobs.tasks.routing import Router, RouteStats, SplitConfig, chunk_starts
@@ -52,7 +53,7 @@ def split_local(targets: list[str | os.PathLike], out: str | os.PathLike, config
     header = source_header(paths)
     # One process reads every file in order, in bounded buffers, whatever the cuts: they change
     # nothing written (as on Spark), so the files are read whole, without a walk to find them.
-    chunks = plan_chunks_compiled(paths, None)
+    chunks = plan_chunks(paths, None)
     starts = chunk_starts(config, (query_statements(c, verify_checksums=verify_checksums) for c in chunks))
     router = Router(config)
     outputs = OutputSet(out, header, max_size)

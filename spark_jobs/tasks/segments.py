@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
-from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader, plan_chunks
 from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, ordinals, route_chunk
 from dumpfilter.spark_jobs.tasks.output import OutputSummary, series_writer, summarize
 from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitConfig
@@ -236,7 +236,6 @@ def split_by_segments(targets: list, out: str | os.PathLike, config: SplitConfig
     import tempfile
 
     from dumpfilter.spark_jobs.tasks.chunks import input_files, source_header
-    from dumpfilter.spark_jobs.tasks.compiled import plan_chunks_compiled as plan_chunks
     from dumpfilter.spark_jobs.tasks.local import check_output_dir
 
     out = check_output_dir(out)

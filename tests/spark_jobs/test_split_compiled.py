@@ -13,10 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter.binlogs.series import BinlogSeriesWriter, encode_unit
-from dumpfilter.codec import BinlogReader
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.spark_jobs.tasks import compiled
-from dumpfilter.spark_jobs.tasks.chunks import gtid_boundaries, input_files, plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, read_units, source_header
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.routing import Router, config_from_maps
 from dumpfilter.workload import WorkloadSpec, generate
@@ -52,24 +51,6 @@ def test_only_units_the_core_does_not_take_are_routed_in_python(row_series, tmp_
     # Each routed in Python is a unit the core does not take, or a fast one whose copies cut a
     # statement's Table_maps apart (a statement over two schemas): few.
     assert slow <= len(calls) <= slow + units // 20
-
-
-def test_the_cut_search_hands_no_event_to_python(row_series, monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("an event walked in Python")
-
-    monkeypatch.setattr(BinlogReader, "walk", refuse)
-    monkeypatch.setattr(BinlogReader, "__iter__", refuse)
-    assert compiled.gtid_cuts(row_series[0], 4000)
-
-
-@pytest.mark.parametrize("chunk_bytes", [1000, 4000, 12_345, 29_000, 1 << 20])
-def test_the_cores_cuts_are_the_reference_cuts(row_series, shared_fixtures, chunk_bytes, monkeypatch):
-    monkeypatch.setattr(compiled, "READ_BYTES", 7000)  # several read buffers per file
-    files = [*row_series, *input_files([shared_fixtures / "mariadb-operator-mariadb-poc/domain_id_0"])]
-    for path in files:
-        assert compiled.gtid_cuts(path, chunk_bytes) == gtid_boundaries(path, chunk_bytes), path
-    assert compiled.plan_chunks_compiled(files, chunk_bytes) == plan_chunks(files, chunk_bytes)
 
 
 def test_a_run_read_in_small_buffers_writes_the_same_files(row_series, tmp_path, monkeypatch):
