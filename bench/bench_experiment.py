@@ -33,6 +33,8 @@ from bench.mixed_binlog import mixed_binlog
 from bench.common import write_result
 
 CMD = [sys.executable, "-m", "dumpfilter"]
+NAMES = ("experiment_8", "experiment_8_no_charts", "experiment_64_alike", "experiment_64_alike_no_charts",
+         "experiment_64_distinct", "experiment_64_distinct_no_charts")
 
 
 def _run(args: list[str]) -> dict:
@@ -74,6 +76,9 @@ def main() -> dict:
                                   ("experiment_64_distinct", 64, True)):
             runs[name] = ["experiment", "--no-spark", "--binlogs", str(binlogs), "--topology",
                           str(_topology(work / f"{name}.toml", n, distinct)), "--out", str(work / name)]
+        # The same without the charts (matplotlib's import and drawing: a second or more).
+        for name in ("experiment_8", "experiment_64_alike", "experiment_64_distinct"):
+            runs[f"{name}_no_charts"] = [*runs[name], "--no-charts"]
         got: dict[str, list[dict]] = {name: [] for name in runs}
         for _ in range(repeat):  # interleaved: a slow moment of the machine hits every command
             for name, args in runs.items():
@@ -93,18 +98,18 @@ def main() -> dict:
                             "peak_rss_mb": round(max(r["peak_rss_mb"] for r in rs), 1)}
         f = result["filter"]["best_less_start_s"]
         result["filter_mb_per_s"] = round(size / 1e6 / max(f, 1e-9), 1)
-        for name in ("experiment_8", "experiment_64_alike", "experiment_64_distinct"):
+        for name in NAMES:
             result[f"{name}_vs_filter"] = round(result[name]["best_less_start_s"] / max(f, 1e-9), 2)
             result[f"{name}_vs_filter_whole_commands"] = round(best[name] / best["filter"], 2)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{'binlog':34} {result['binlog_mb']} MB in {result['files']} files (real MariaDB); "
           f"interpreter start {result['interpreter_start_s']} s")
-    for name in ("filter", "experiment_8", "experiment_64_alike", "experiment_64_distinct"):
+    for name in ("filter", "experiment_8", "experiment_8_no_charts", "experiment_64_alike", "experiment_64_distinct"):
         r = result[name]
         print(f"{name:34} {r['best_wall_s']:.3f} s whole, {r['best_less_start_s']:.3f} s less start, "
               f"cpu {r['cpu_s']:.2f} s, peak RSS {r['peak_rss_mb']} MB")
-    for name in ("experiment_8", "experiment_64_alike", "experiment_64_distinct"):
+    for name in NAMES:
         print(f"{name + ' / filter':34} {result[f'{name}_vs_filter']}x "
               f"(whole commands {result[f'{name}_vs_filter_whole_commands']}x)")
     result["mixed"] = _mixed(repeat)

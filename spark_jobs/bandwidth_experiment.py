@@ -100,7 +100,7 @@ def rows_for(topology, totals: list[SlaveCounts]) -> list[dict]:
     return rows
 
 
-def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = "") -> list[Path]:
+def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = "", charts: bool = True) -> list[Path]:
     from dumpfilter.charts import policy_chart
 
     out.mkdir(parents=True, exist_ok=True)
@@ -116,6 +116,8 @@ def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = ""
             writer = csv.DictWriter(f, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(rows)
+    if not charts:
+        return [table_path]
     chart = out / "bandwidth.png"
     binlog_bytes = max((row["bytes_all"] for row in rows), default=0)
     # One bar per slave: the bytes it is sent (the table's `bytes_sent`), the skip policy's own
@@ -137,12 +139,14 @@ CANDIDATE_COLUMNS = ["rank", "candidate", "skip_policy", "rules", "bytes_all", "
 
 def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv",
                    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
-                   candidates=None, lint_max_mb: float = LINT_MAX_MB, ranking: list | None = None):
+                   candidates=None, lint_max_mb: float = LINT_MAX_MB, ranking: list | None = None,
+                   charts: bool = True):
     """Count (with Spark when a session is given) and write the report; returns (rows, paths). Each
     slave is bounded by the topology's master policy (`master.policy`), as the master bounds it.
     `candidates` (a Topology whose slaves are candidate rule sets, at most MAX_CANDIDATES) are
     counted in the same pass and ranked by bytes saved (candidates.csv), each with lint's verdict
-    when the binlog is at most `lint_max_mb` MB; `ranking`, a list, receives the ranked rows."""
+    when the binlog is at most `lint_max_mb` MB; `ranking`, a list, receives the ranked rows.
+    `charts` False: the tables only (matplotlib takes longer to draw than the counting takes)."""
     from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.topology import slave_gates
 
@@ -165,10 +169,11 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     rows = rows_for(topology, totals[:len(slaves)])
     source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"
     out = Path(out)
-    paths = write_report(rows, out, fmt, source=f"{source}, {len(files)} file(s)")
+    paths = write_report(rows, out, fmt, source=f"{source}, {len(files)} file(s)", charts=charts)
     mine = [p for p in parts if p.counts.slave in set(names)]
     paths += write_breakdowns(hour_rows(names, merge_hours(mine, names)),
-                              table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts)), out, fmt)
+                              table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts)), out, fmt,
+                              charts)
     if extra:
         ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums)
         paths.append(_write_table(ranked, CANDIDATE_COLUMNS, out / "candidates", fmt))
@@ -219,13 +224,16 @@ def _write_table(rows: list[dict], columns: list[str], path: Path, fmt: str) -> 
     return path
 
 
-def write_breakdowns(hours: list[dict], tables: list[dict], out: Path, fmt: str = "csv") -> list[Path]:
+def write_breakdowns(hours: list[dict], tables: list[dict], out: Path, fmt: str = "csv",
+                     charts: bool = True) -> list[Path]:
     """bandwidth_by_hour and bandwidth_by_table (CSV or Parquet), and bandwidth_by_hour.png: MB
     sent per hour of binlog time, per slave (the eight that are sent the most)."""
     from dumpfilter.charts import hourly_chart
 
     paths = [_write_table(hours, HOUR_COLUMNS, out / "bandwidth_by_hour", fmt),
              _write_table(tables, TABLE_COLUMNS, out / "bandwidth_by_table", fmt)]
+    if not charts:
+        return paths
     chart = out / "bandwidth_by_hour.png"
     hourly_chart(hours, chart, title="MB sent per hour of binlog time, per slave")
     paths.append(chart)
@@ -267,6 +275,8 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, at most "
                              f"{MAX_CANDIDATES}) counted in the same pass and ranked by bytes saved in "
                              "candidates.csv, each with lint's verdict")
+    parser.add_argument("--no-charts", dest="charts", action="store_false",
+                        help="write the tables only, no PNG (a scripted run: drawing takes longer than counting)")
     parser.add_argument("--lint-max-mb", type=float, default=LINT_MAX_MB, metavar="MB",
                         help="lint the candidates only over a binlog of at most this size (default %(default)s)")
 
@@ -291,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = get_session("dumpfilter-experiment", args.spark_master)
         rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
                                      chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=True), candidates=candidates,
-                                     lint_max_mb=args.lint_max_mb)
+                                     lint_max_mb=args.lint_max_mb, charts=args.charts)
     except DumpFilterError as exc:
         print(f"bandwidth_experiment: error: {exc}", file=sys.stderr)
         return 2

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         rows, paths = run_experiment(args.binlogs, topology, out, spark=spark, fmt=args.fmt,
                                      chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=spark is not None),
                                      candidates=candidates,
-                                     lint_max_mb=args.lint_max_mb, ranking=ranking)
+                                     lint_max_mb=args.lint_max_mb, ranking=ranking,
+                                     charts=args.charts)
     except BaseException:
         if made:  # the report directory this run made goes with it: no empty or partial report left
             shutil.rmtree(out, ignore_errors=True)

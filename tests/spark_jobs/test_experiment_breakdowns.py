@@ -112,3 +112,9 @@ def test_parquet_breakdowns(tmp_path, hours_long):
     table = pq.read_table(tmp_path / "out" / "bandwidth_by_table.parquet").to_pylist()
     hours = pq.read_table(tmp_path / "out" / "bandwidth_by_hour.parquet").to_pylist()
     assert {r["slave"] for r in table} == {r["slave"] for r in hours} == {"all", "db1", "not-t1-ph", "db2-empty"}
+
+
+def test_no_charts_writes_the_tables_only(tmp_path, hours_long):
+    rows, paths = run_experiment(hours_long, parse_topology(TOPOLOGY), tmp_path / "out", charts=False)
+    assert sorted(p.name for p in paths) == ["bandwidth.csv", "bandwidth_by_hour.csv", "bandwidth_by_table.csv"]
+    assert not list((tmp_path / "out").glob("*.png")) and len(rows) == 4
