@@ -105,7 +105,7 @@ def main() -> dict:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{'binlog':34} {result['binlog_mb']} MB in {result['files']} files (real MariaDB); "
           f"interpreter start {result['interpreter_start_s']} s")
-    for name in ("filter", "experiment_8", "experiment_8_no_charts", "experiment_64_alike", "experiment_64_distinct"):
+    for name in ("filter", *NAMES):
         r = result[name]
         print(f"{name:34} {r['best_wall_s']:.3f} s whole, {r['best_less_start_s']:.3f} s less start, "
               f"cpu {r['cpu_s']:.2f} s, peak RSS {r['peak_rss_mb']} MB")
