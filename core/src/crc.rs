@@ -164,7 +164,12 @@ impl Run {
     #[inline]
     pub fn add(&mut self, end: usize) {
         let t = tables();
-        match t.xpow.get(RUN_MAX - 1 - end.wrapping_sub(self.start)) {
+        // checked: an event past the run's reach (or before its start) spoils the run; a wrapping
+        // subtraction here panicked in debug builds.
+        match (RUN_MAX - 1)
+            .checked_sub(end.wrapping_sub(self.start))
+            .and_then(|i| t.xpow.get(i))
+        {
             Some(p) if self.fits(end) => self.sum ^= *p,
             _ => self.spoiled = true,
         }
