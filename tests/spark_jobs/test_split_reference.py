@@ -34,6 +34,13 @@ WORKLOADS = {
     "gen-row-mariadb-cross": WorkloadSpec(seed=48, schemas=3, tables_per_schema=2, transactions=600,
                                           binlog_format="row", flavor="mariadb", max_binlog_size=40_000,
                                           cross_db_share=0.5, statements_per_transaction=3),
+    # Issue #40: MariaDB's default MIXED format and STATEMENT, statement units routed by their keys.
+    "gen-mixed-mariadb": WorkloadSpec(seed=49, schemas=3, tables_per_schema=2, transactions=600,
+                                      binlog_format="mixed", flavor="mariadb", max_binlog_size=40_000,
+                                      cross_db_share=0.4, statements_per_transaction=3),
+    "gen-statement-mariadb": WorkloadSpec(seed=50, schemas=3, tables_per_schema=2, transactions=500,
+                                          binlog_format="statement", flavor="mariadb", max_binlog_size=30_000,
+                                          cross_db_share=0.3, statements_per_transaction=2),
 }
 SCHEMA_FILE = Path(__file__).parent / "data" / "split_schema.sql"
 
@@ -68,6 +75,18 @@ CASES = {
                                          "--max-binlog-size", "12000", "--chunk-bytes", "25000"]),
     "split-gen-row-mariadb-cross-map-drop": ("split", ["gen-row-mariadb-cross"],
                                              ["--map", "x=db2%", "--unassigned", "", "--chunk-bytes", "0"]),
+    "split-gen-mixed-mariadb": ("split", ["gen-mixed-mariadb"], ["--max-binlog-size", "15000",
+                                                                 "--chunk-bytes", "20000"]),
+    "split-gen-mixed-mariadb-effective": ("split", ["gen-mixed-mariadb"], ["--filter-semantics", "effective"]),
+    "split-gen-mixed-mariadb-map": ("split", ["gen-mixed-mariadb"],
+                                    ["--map", "a=db1%", "--map", "b=replicate-wild-ignore-table=db1.%",
+                                     "--map", "b=replicate-ignore-table=db2.t2", "--max-binlog-size", "12000"]),
+    "split-gen-mixed-mariadb-map-do-db": ("split", ["gen-mixed-mariadb"],
+                                          ["--map", "d=replicate-do-db=db2", "--map", "t=db3.t1",
+                                           "--unassigned", "", "--flavor", "mariadb"]),
+    "split-gen-statement-mariadb": ("split", ["gen-statement-mariadb"], ["--chunk-bytes", "10000"]),
+    "split-gen-statement-mariadb-map": ("split", ["gen-statement-mariadb"],
+                                        ["--map", "x=replicate-ignore-db=db1", "--map", "y=db2.%"]),
     "filter-real-mariadb-statement": ("filter", ["mariadb-operator-mariadb-poc/domain_id_0"],
                                       ["--replicate-wild-do-table", "sbtest%.%", "--max-binlog-size", "30000"]),
     "filter-real-mysql-row": ("filter", ["osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32"],
