@@ -4,11 +4,15 @@
 //! unit without its statements whose tables the output does not keep (`assemble::partial`), or
 //! nothing; bytes as the source holds them (the series writer renumbers them), as split's
 //! `encode_unit` of the reference path's events gives them. Also the GTID events a series'
-//! next GTID state needs from a run of whole units (`gtid_marks`).
+//! next GTID state needs from a run of whole units (`gtid_marks`). Statement units (MariaDB's
+//! default MIXED format: a GTID, Queries with their context events, an XID) are routed the same
+//! way by their statements' keys (`StmtRoute`), each key answered once per output in Python.
 
 use crate::assemble::partial;
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::stmt::Keys;
+use crate::stmt_units::{self, ALWAYS};
 use crate::types::*;
 
 /// A piece of an output's bytes: a range of the buffer, or bytes of a partly kept unit.
@@ -45,11 +49,123 @@ type Seen = (u64, Option<(u32, u32)>);
 
 const ROUTED: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
 
+/// A keep byte of an output for a statement key: kept, not kept, not answered yet (Python learns
+/// the key and calls again); any other value: Python routes the unit (by schema, a statement of
+/// no default database goes to the unassigned output, which the walk does not write).
+pub const KEY_DROP: u8 = 0;
+pub const KEY_KEEP: u8 = 1;
+pub const KEY_UNKNOWN: u8 = 2;
+
+/// Statement units routed by their keys: the scanner's keys (interned across its buffers), one
+/// keep byte per key id for each output, and the format's QUERY post-header and checksum length.
+pub struct StmtRoute<'a> {
+    pub keys: &'a mut Keys,
+    pub keeps: Vec<&'a [u8]>,
+    pub query_post: usize,
+    pub crc_len: usize,
+    /// Key ids below this one are answered in every output's keep bytes (by schema, a key may
+    /// make a new output: the outputs are known only once the key is answered).
+    pub known: u32,
+    /// Whether a framing Query (BEGIN, COMMIT) may be copied as it is. By schema it may not:
+    /// Python gives a copy's framing the output's schema as default database (`_retarget`).
+    pub framing: bool,
+    /// The walk stopped at a key some output has no answer for yet.
+    pub need_keys: bool,
+    pieces: Vec<(u32, usize, usize)>,
+    scratch: Vec<u8>,
+}
+
+impl<'a> StmtRoute<'a> {
+    pub fn new(
+        keys: &'a mut Keys,
+        keeps: Vec<&'a [u8]>,
+        known: u32,
+        query_post: usize,
+        crc_len: usize,
+        framing: bool,
+    ) -> Self {
+        StmtRoute {
+            keys,
+            keeps,
+            query_post,
+            crc_len,
+            known,
+            framing,
+            need_keys: false,
+            pieces: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Each output's copy of statement unit `u` (as TransactionFilter(empty_transactions=DROP)
+    /// cuts it: the GTID and XID always, each Query with its context events by its key's answer,
+    /// nothing when no Query is kept), or false when Python must route it.
+    fn copies(&mut self, buf: &[u8], u: &Unit, copies: &mut Vec<Copy>) -> bool {
+        let Some(read) = stmt_units::walk(
+            buf,
+            u.start,
+            u.end,
+            u.flags,
+            u.gtid_size,
+            u.events,
+            self.query_post,
+            self.crc_len,
+        ) else {
+            return false;
+        };
+        self.pieces.clear();
+        for (shape, start, end, _, db, sql) in read {
+            let key = match (shape, db, sql) {
+                (Some(shape), Some(db), Some(sql)) => {
+                    self.keys.id(&buf[db], &buf[sql], &shape, &mut self.scratch)
+                }
+                _ if !self.framing && buf[start + 4] == QUERY => return false,
+                _ => ALWAYS,
+            };
+            if key != ALWAYS && key >= self.known {
+                self.need_keys = true;
+                return false;
+            }
+            self.pieces.push((key, start, end));
+        }
+        for keep in &self.keeps {
+            let (mut all, mut nothing) = (true, true);
+            for &(key, _, _) in self.pieces.iter().filter(|p| p.0 != ALWAYS) {
+                match keep.get(key as usize).copied() {
+                    Some(KEY_DROP) => all = false,
+                    Some(KEY_KEEP) => nothing = false,
+                    Some(KEY_UNKNOWN) | None => {
+                        self.need_keys = true;
+                        return false;
+                    }
+                    Some(_) => return false,
+                }
+            }
+            copies.push(if all {
+                Copy::Whole
+            } else if nothing {
+                Copy::Nothing
+            } else {
+                let mut bytes = Vec::with_capacity(u.end - u.start);
+                for &(key, a, b) in &self.pieces {
+                    if key == ALWAYS || keep.get(key as usize) == Some(&KEY_KEEP) {
+                        bytes.extend_from_slice(&buf[a..b]);
+                    }
+                }
+                Copy::Part(bytes)
+            });
+        }
+        true
+    }
+}
+
 /// Routes units[from..] while each is a complete fast MariaDB unit with at least one Table_map
 /// whose name ids every keep answers (0 or 1) and whose copies need no STMT_END_F moved: the
 /// units Python's Router would cut with TransactionFilter(empty_transactions=DROP). A MySQL unit
 /// (transaction_length, BEGIN's default database), a unit without tables (it goes to the
-/// unassigned output) or anything else stops the walk there.
+/// unassigned output) or anything else stops the walk there; with `stmt`, statement units by
+/// their keys too (`StmtRoute::copies`).
+#[allow(clippy::too_many_arguments)]
 pub fn route(
     buf: &[u8],
     units: &[Unit],
@@ -58,6 +174,7 @@ pub fn route(
     counted: &[bool],
     bases: &[u64],
     from: usize,
+    mut stmt: Option<&mut StmtRoute>,
 ) -> Routed {
     let n = keeps.len();
     let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
@@ -69,32 +186,46 @@ pub fn route(
     let mut i = from;
     'units: while i < units.len() {
         let u = &units[i];
-        let (lo, hi) = (u.tables_lo as usize, u.tables_hi as usize);
-        if u.flags & ROUTED != ROUTED || u.end > buf.len() || lo >= hi || hi > tables.len() {
+        copies.clear();
+        if u.end > buf.len() {
             break;
         }
-        let ids = &tables[lo..hi];
-        let gtid_end = u.start + u.gtid_size as usize;
-        copies.clear();
-        for keep in keeps {
-            let (mut all, mut nothing) = (true, true);
-            for id in ids {
-                match keep.get(*id as usize) {
-                    Some(0) => all = false,
-                    Some(1) => nothing = false,
-                    _ => break 'units,
-                }
+        let by_keys = u.flags & ROUTED != ROUTED;
+        if by_keys {
+            let taken = match stmt.as_deref_mut() {
+                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, u, &mut copies),
+                None => false,
+            };
+            if !taken {
+                break;
             }
-            copies.push(if all {
-                Copy::Whole
-            } else if nothing {
-                Copy::Nothing
-            } else {
-                match partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) {
-                    Some((bytes, _)) => Copy::Part(bytes),
-                    None => break 'units, // a statement partly kept: its STMT_END_F moves
+        } else {
+            let (lo, hi) = (u.tables_lo as usize, u.tables_hi as usize);
+            if lo >= hi || hi > tables.len() {
+                break;
+            }
+            let ids = &tables[lo..hi];
+            let gtid_end = u.start + u.gtid_size as usize;
+            for keep in keeps {
+                let (mut all, mut nothing) = (true, true);
+                for id in ids {
+                    match keep.get(*id as usize) {
+                        Some(0) => all = false,
+                        Some(1) => nothing = false,
+                        _ => break 'units,
+                    }
                 }
-            });
+                copies.push(if all {
+                    Copy::Whole
+                } else if nothing {
+                    Copy::Nothing
+                } else {
+                    match partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) {
+                        Some((bytes, _)) => Copy::Part(bytes),
+                        None => break 'units, // a statement partly kept: its STMT_END_F moves
+                    }
+                });
+            }
         }
         let (mut written, mut counted_n) = (0, 0);
         for (o, copy) in copies.drain(..).enumerate() {
@@ -249,7 +380,7 @@ mod tests {
     #[test]
     fn route_stops_at_a_unit_it_does_not_take() {
         let units = vec![Unit::default()];
-        let r = route(&[], &units, &[], &[&[1u8][..]], &[true], &[0], 0);
+        let r = route(&[], &units, &[], &[&[1u8][..]], &[true], &[0], 0, None);
         assert_eq!(r.next, 0);
         assert!(r.outs[0].is_empty() && r.sizes[0] == 0);
     }

@@ -1,8 +1,10 @@
 """Split on the compiled scan (issue #40): a chunk read a few MB at a time, each buffer scanned once
 by the core (`Scanner.units`), its fast MariaDB ROW units cut into every output's copy in one walk
-(`_core.split_route`, one keep array per output from the rules' seam, `TableKeeps`), and only the
-units the core does not take (statements, DDL, control events, MySQL units, partly kept
-statements) routed in Python by `routing.Router`, as before. Chunk cuts are found by the core's
+(`_core.split_route`, one keep array per output from the rules' seam, `TableKeeps`), its MariaDB
+statement units (MIXED, STATEMENT: a GTID, single-table DML Queries, an XID) in the same walk by
+their statements' keys (one keep byte per key for each output, each key answered once here, as
+`filter` answers them), and only the units the core does not take (DDL, control events, MySQL
+units, statements the core cannot key) routed in Python by `routing.Router`, as before. Chunk cuts are found by the core's
 walk with a GTID type mask (`chunks.gtid_boundaries`), over a mapping of the file.
 
 The bytes each output gets are those the reference path's `encode_unit` gives (positions not yet
@@ -18,7 +20,7 @@ from collections.abc import Callable
 
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Transaction, bad_magic, read_format_description
-from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES, EventType
 from dumpfilter.codec.scanner import Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.decider import TableKeeps
@@ -28,14 +30,24 @@ from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_bi
 
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
 _U32 = struct.Struct("<I")
+_QUERY = int(EventType.QUERY)
+# A statement key's keep byte for an output (core/src/split.rs): kept, dropped, or routed in Python.
+_KEY_DROP, _KEY_KEEP, _KEY_PYTHON = 0, 1, 3
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
 
 
 # ------------------------------------------------------------------------------------ chunk cuts
 # ------------------------------------------------------------------------------------ keeps
 class OutputKeeps:
     """One keep array per output the core routes to, by the scanner's name ids (restarted with
-    each scanner). By schema: a table goes to its database's output. By --map: each map's rule
-    engine, and the rest (what no map keeps) for the unassigned output, through TableKeeps."""
+    each scanner), and one per output by the scanner's statement key ids. By schema: a table goes
+    to its database's output, a keyed statement to its default database's (MySQL's statement
+    rule; WL#2516's effective semantics route by the tables, retargeting copies: Python). By
+    --map: each map's rule engine, and the rest (what no map keeps) for the unassigned output,
+    through TableKeeps and each engine's key decision."""
 
     def __init__(self, router: Router):
         self.router = router
@@ -43,27 +55,52 @@ class OutputKeeps:
         self.names: list[str | None] = []
         self._tables: list[TableKeeps] = []
         self._schemas: dict[str, bytearray] = {}
+        self._stmt_schemas: dict[str, bytearray] = {}  # by schema: each output's statement keep bytes
+        self._stmt: list[bytearray] = []               # by maps: the same, per map and the rest
+        self._keys = 0
+        self._learned: list[tuple[int, bytes, bytes]] = []
         self._seen = 0
         self._cache: list[bytes] | None = None
+        self._stmt_cache: list[bytes] | None = None
         if self.by_maps:
             engines = router._engines
             self._tables = [TableKeeps(e) for e in engines] + [TableKeeps(_NoMapDecider(engines))]
             self.names = [m.name for m in router.config.maps] + [router.config.unassigned]
+            self._stmt = [bytearray() for _ in self.names]
+            self.by_keys = all(e.keys_statements for e in engines)
+        else:
+            self.by_keys = router.semantics == "mysql"
         self.counted = [True] * len(router.config.maps) + [router.config.unassigned is not None]
 
     def restart(self) -> None:
-        """A new scanner: its name ids start again."""
+        """A new scanner: its name ids and statement key ids start again."""
+        self._learned = []
         self.clear()
         self._schemas.clear()
+        self._stmt_schemas.clear()
         self._seen = 0
         self._cache = None
         if not self.by_maps:
             self.names, self.counted = [], []
 
     def clear(self) -> None:
-        """Answers that may have changed (the schema model took DDL): asked again."""
+        """Answers that may have changed (the schema model took DDL): asked again (the tables'
+        when the core meets them, the statement keys' now: the core hands each key over once)."""
         for keeps in self._tables:
             keeps.clear()
+        for keep in (*self._stmt, *self._stmt_schemas.values()):
+            keep.clear()
+        self._keys = 0
+        self._stmt_cache = None
+        learned, self._learned = self._learned, []
+        self.learn(learned)
+
+    def _add_schema(self, db: str) -> None:
+        self._schemas[db] = bytearray(self._seen)  # 0 for every earlier name
+        self._stmt_schemas[db] = bytearray(self._keys)
+        self.names.append(schema_binlog_name(db))
+        self.counted.append(True)
+        self._cache = self._stmt_cache = None
 
     def for_names(self, names: list[tuple[str, str]]) -> list[bytes]:
         if self.by_maps:
@@ -73,14 +110,50 @@ class OutputKeeps:
         for index in range(self._seen, len(names)):
             db = names[index][0]
             if db not in self._schemas:
-                self._schemas[db] = bytearray(index)  # 0 for every earlier name
-                self.names.append(schema_binlog_name(db))
-                self.counted.append(True)
+                self._add_schema(db)
+                self._schemas[db].extend(bytes(index - len(self._schemas[db])))
             for schema, keep in self._schemas.items():
                 keep.append(schema == db)
         self._seen = len(names)
         self._cache = [bytes(k) for k in self._schemas.values()]
         return self._cache
+
+    @property
+    def known_keys(self) -> int:
+        """Statement key ids below this one are answered."""
+        return self._keys
+
+    def for_keys(self) -> list[bytes]:
+        """Each output's keep byte per statement key id, as `split_route` takes them."""
+        if self._stmt_cache is None:
+            keeps = self._stmt if self.by_maps else self._stmt_schemas.values()
+            self._stmt_cache = [bytes(k) for k in keeps]
+        return self._stmt_cache
+
+    def learn(self, new_keys: list[tuple[int, bytes, bytes]]) -> None:
+        """Answer the keys the core met first: (key id, default database, a statement of it)."""
+        self._learned.extend(new_keys)
+        for key_id, db_raw, sql_raw in new_keys:
+            sql, db = _text(sql_raw), _text(db_raw) or None
+            if self.by_maps:
+                kept = [e.decide_statement_key(sql, db).apply for e in self.router._engines]
+                answers = [*kept, not any(kept)]
+                for keep, answer in zip(self._stmt, answers):
+                    keep.extend(bytes(key_id - len(keep)))
+                    keep.append(_KEY_KEEP if answer else _KEY_DROP)
+            else:
+                schemas = self.router.route_of(sql, db).schemas
+                # A statement of no schema goes to the unassigned output, which Python writes.
+                target = next(iter(schemas)) if len(schemas) == 1 else None
+                if target is not None and target not in self._schemas:
+                    self._add_schema(target)
+                for schema, keep in self._stmt_schemas.items():
+                    keep.extend(bytes(key_id - len(keep)))
+                    keep.append(_KEY_PYTHON if target is None else _KEY_KEEP if schema == target else _KEY_DROP)
+            self._keys = max(self._keys, key_id + 1)
+        self._stmt_cache = None
+        if not self.by_maps:
+            self._cache = None
 
 
 # ------------------------------------------------------------------------------------ the walk
@@ -154,10 +227,11 @@ def _walk(stream, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Del
         scan = scanner.units(buf, 0, base, at_eof=eof)
         units = scan.units
         i, n = 0, len(units)
-        keep_arrays = keeps.for_names(scanner.names)
+        by_keys = keeps.by_keys and fmt is not None
+        stmt = (fmt.post_header_len(_QUERY), fmt.checksum_len) if by_keys else None
         while i < n:
-            if units.is_fast(i):
-                i = _core_run(scanner, buf, i, keep_arrays, keeps, router, deliver, ordinal)
+            if units.is_fast(i) or (by_keys and units.may_hold_statements(i)):
+                i = _core_run(scanner, buf, i, keeps, router, deliver, ordinal, stmt)
                 if i >= n:
                     break
             rec = units[i]
@@ -166,8 +240,9 @@ def _walk(stream, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Del
             for out_name, copy in route_unit(Transaction(rec.kind, events, rec.complete)):
                 deliver.unit(out_name, copy)
             if by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.sql) for e in events):
-                keeps.clear()  # the schema model took DDL: the tables' answers are asked again
-                keep_arrays = keeps.for_names(scanner.names)
+                keeps.clear()  # the schema model took DDL: the answers are asked again
+            if not by_keys and keeps.by_keys and fmt is not None:  # the file's FDE: its format is known now
+                by_keys, stmt = True, (fmt.post_header_len(_QUERY), fmt.checksum_len)
             i += 1
         ordinal += n
         if scan.error is not None:
@@ -184,13 +259,25 @@ def _walk(stream, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Del
     return ordinal
 
 
-def _core_run(scanner: Scanner, buf: bytes, i: int, keep_arrays: list[bytes], keeps: OutputKeeps, router: Router,
-              deliver: Deliver, ordinal: int) -> int:
-    """The core's walk from unit i: each output's run delivered; returns the next unit index."""
-    names = keeps.names
+def _core_run(scanner: Scanner, buf: bytes, i: int, keeps: OutputKeeps, router: Router, deliver: Deliver,
+              ordinal: int, stmt: tuple[int, int] | None) -> int:
+    """The core's walk from unit i: each output's run delivered; returns the next unit index.
+    `stmt`: (QUERY post-header length, checksum length) to route statement units by their keys."""
     deliver.ordinal = ordinal + i
-    nxt, outs, multi, none = split_route(scanner.core, buf, i, keep_arrays, keeps.counted,
-                                         [deliver.base(o) if o is not None else 0 for o in names])
+    while True:
+        keep_arrays = keeps.for_names(scanner.names)
+        names = keeps.names
+        bases = [deliver.base(o) if o is not None else 0 for o in names]
+        if stmt is None:
+            nxt, outs, multi, none, need_keys, new_keys = split_route(scanner.core, buf, i, keep_arrays,
+                                                                      keeps.counted, bases)
+        else:
+            nxt, outs, multi, none, need_keys, new_keys = split_route(
+                scanner.core, buf, i, keep_arrays, keeps.counted, bases, keeps.for_keys(), keeps.known_keys, *stmt)
+        if new_keys:
+            keeps.learn(new_keys)
+        if nxt > i or not (need_keys and new_keys):
+            break  # (stopped for keys just answered: again, from the same unit)
     if nxt > i:
         stats = router.stats
         stats.units += nxt - i

@@ -110,9 +110,71 @@ def test_the_walks_gtid_marks_are_the_cores_marks_of_its_bytes(row_series):
     keeps = [bytes(db == d for d, _ in scanner.names) for db in dbs]
     i, checked = 0, 0
     while i < len(scan.units):
-        nxt, outs, _, _ = split_route(scanner.core, data, i, keeps, [True] * len(keeps), [0] * len(keeps))
+        nxt, outs, *_ = split_route(scanner.core, data, i, keeps, [True] * len(keeps), [0] * len(keeps))
         for out, _ends, marks in outs:
             assert marks == gtid_marks(out, 0, len(out))
             checked += bool(out)
         i = max(nxt, i + 1)
     assert checked > 3
+
+
+# ------------------------------------------------------------------------ statement units by key
+MIXED = WorkloadSpec(seed=41, schemas=3, tables_per_schema=2, transactions=500, binlog_format="mixed",
+                     flavor="mariadb", max_binlog_size=30_000, cross_db_share=0.3, statements_per_transaction=3)
+_DML = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+@pytest.fixture(scope="module")
+def mixed_series(tmp_path_factory) -> list[Path]:
+    return generate(MIXED, tmp_path_factory.mktemp("mixed"), "master-bin")
+
+
+def _statement_units(paths: list[Path]) -> int:
+    """Units of a GTID, DML Queries and an XID: what the core routes by its statements' keys."""
+    from dumpfilter.codec.transactions import statement_verb
+    n = 0
+    for path in paths:
+        for txn in read_units(plan_chunks([path], None)[0]):
+            queries = [e for e in txn.events if e.is_query]
+            n += bool(queries) and txn.complete and all(statement_verb(e.sql) in _DML for e in queries) \
+                and not any(e.is_rows for e in txn.events)
+    return n
+
+
+@pytest.mark.parametrize("maps", [[], ["a=db1%", "b=replicate-wild-ignore-table=db1.%", "c=replicate-do-db=db3"]])
+def test_statement_units_are_routed_by_their_keys_not_in_python(mixed_series, tmp_path, monkeypatch, maps):
+    calls = []
+    route = Router.route
+    monkeypatch.setattr(Router, "route", lambda self, txn: calls.append(txn) or route(self, txn))
+    result = split_local(mixed_series, tmp_path / "out", config_from_maps(maps))
+    statements = _statement_units(mixed_series)
+    assert statements > result.stats.units // 3  # the workload is mostly statement units
+    # Python routes the rest (control events, DDL, statements of no default database), not them.
+    assert len(calls) <= result.stats.units - statements + statements // 20
+
+
+_RULES = ["replicate-do-db=db1", "replicate-ignore-db=db2", "replicate-wild-do-table=db%.t1",
+          "replicate-do-table=db3.t2", "replicate-wild-ignore-table=db1.%", "db2%", "db3.t1"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(maps=st.lists(st.sampled_from(_RULES), max_size=3), effective=st.booleans(), small=st.booleans(),
+       unassigned=st.booleans())
+def test_routing_by_keys_writes_what_python_routing_writes(mixed_series, tmp_path_factory, monkeypatch,
+                                                           maps, effective, small, unassigned):
+    """The same files whether statement units are routed by the core's keys or by Router."""
+    from dumpfilter.rules.ruleset import Settings
+    settings_ = Settings(semantics="effective" if effective else "mysql")
+    config = config_from_maps([f"m{i}={r}" for i, r in enumerate(maps)], settings_,
+                              "unassigned" if unassigned else None)
+    out = tmp_path_factory.mktemp("by-keys")
+    with monkeypatch.context() as m:
+        if small:
+            m.setattr(compiled, "READ_BYTES", 5000)  # keys met across buffers, units read again
+        split_local(mixed_series, out / "a", config)
+        core_route = compiled.split_route
+        m.setattr(compiled, "split_route", lambda *args: core_route(*args[:6]))  # no statement keys
+        split_local(mixed_series, out / "b", config)
+    names = sorted(p.name for p in (out / "a").iterdir())
+    assert names == sorted(p.name for p in (out / "b").iterdir())
+    assert all((out / "a" / n).read_bytes() == (out / "b" / n).read_bytes() for n in names)

@@ -2,7 +2,7 @@
 //! and the GTID events a series' next state needs (see split.rs).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
+use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::scanner::PyScanner;
 use crate::split;
@@ -18,29 +18,63 @@ fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> 
 
 /// Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
 /// keep byte per name id for each output; `counted`: the outputs counted as written for
-/// `multi`; `bases`: each output's offset added to its unit ends). Returns (next unit index,
-/// [(bytearray, packed u64 unit ends, packed u64 GTID marks of the bytearray)] per output, units written to two counted outputs or more,
-/// units no output keeps).
+/// `multi`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
+/// byte per statement key id for each output, split::KEY_*; ids from `stmt_known` on not
+/// answered yet) and `query_post` (the format's QUERY
+/// post-header length), statement units are routed by their keys too, interned by the scanner.
+/// Returns (next unit index, [(bytearray, packed u64 unit ends, packed u64 GTID marks of the
+/// bytearray)] per output, units written to two counted outputs or more, units no output keeps,
+/// whether the walk stopped at a key not answered yet, the keys new since the last call as
+/// (id, default database, statement)).
 #[pyfunction]
-#[pyo3(signature = (scanner, buf, start, keeps, counted, bases))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, stmt_known = 0, query_post = 0, crc_len = 0, framing = false))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub(super) fn split_route<'py>(
     py: Python<'py>,
-    scanner: PyRef<'py, PyScanner>,
+    mut scanner: PyRefMut<'py, PyScanner>,
     buf: &[u8],
     start: usize,
     keeps: Vec<Bound<'py, PyBytes>>,
     counted: Vec<bool>,
     bases: Vec<u64>,
+    stmt_keeps: Option<Vec<Bound<'py, PyBytes>>>,
+    stmt_known: u32,
+    query_post: usize,
+    crc_len: usize,
+    framing: bool,
 ) -> PyResult<(
     usize,
     Vec<(Py<PyByteArray>, Py<PyBytes>, Py<PyBytes>)>,
     u64,
     u64,
+    bool,
+    Bound<'py, PyList>,
 )> {
+    scanner.here()?;
     let keep_slices: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
-    let (units, tables) = (&scanner.last_units, &scanner.last_tables);
-    let r = py.detach(|| split::route(buf, units, tables, &keep_slices, &counted, &bases, start));
+    let s = &mut *scanner;
+    let (units, tables, keys) = (&s.last_units, &s.last_tables, &mut s.stmt_keys);
+    let mut stmt = stmt_keeps.as_ref().map(|k| {
+        let slices = k.iter().map(|b| b.as_bytes()).collect();
+        split::StmtRoute::new(keys, slices, stmt_known, query_post, crc_len, framing)
+    });
+    let r = py.detach(|| {
+        split::route(
+            buf,
+            units,
+            tables,
+            &keep_slices,
+            &counted,
+            &bases,
+            start,
+            stmt.as_mut(),
+        )
+    });
+    let need_keys = stmt.map(|st| st.need_keys).unwrap_or(false);
+    let new_keys = PyList::empty(py);
+    for k in s.stmt_keys.new.drain(..) {
+        new_keys.append((k.id, PyBytes::new(py, &k.db), PyBytes::new(py, &k.sql)))?;
+    }
     let mut outs = Vec::with_capacity(r.outs.len());
     for (((pieces, size), ends), marks) in r.outs.iter().zip(&r.sizes).zip(&r.ends).zip(&r.marks) {
         // One copy, straight into the bytearray the series writer renumbers in place.
@@ -54,7 +88,7 @@ pub(super) fn split_route<'py>(
             packed(py, marks)?.unbind(),
         ));
     }
-    Ok((r.next, outs, r.multi, r.none))
+    Ok((r.next, outs, r.multi, r.none, need_keys, new_keys))
 }
 
 /// Offsets (packed u64) of the GTID events of buf[start..stop] (a bytearray: the series
