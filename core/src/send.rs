@@ -194,6 +194,18 @@ impl UnitList {
         heartbeat(&part.file, part.base + u.end as u64, server_id, crc, out);
         out.len() - before
     }
+
+    /// The size of the Heartbeat `heartbeat(k, ..)` appends, without making it.
+    pub fn heartbeat_len(&self, k: usize, crc: bool) -> usize {
+        match self
+            .units
+            .get(k)
+            .and_then(|u| self.parts.get(u.part as usize))
+        {
+            Some(part) => HEADER_LEN + part.file.len() + if crc { 4 } else { 0 },
+            None => 0,
+        }
+    }
 }
 
 /// Appends a Heartbeat event for position (file, pos).
@@ -231,6 +243,9 @@ pub struct SendOptions<'a> {
     /// The segment's statement units by key and the stream's keep byte per key id: units
     /// kept in part are cut at statements (`stmt_units::StmtUnits::partial`).
     pub stmts: Option<(&'a StmtUnits, &'a [u8])>,
+    /// Count only (`experiment`): what would be sent, its bytes and events and Heartbeats, with
+    /// nothing assembled (no pieces, no Heartbeat bytes) and no Table_map or key tallies.
+    pub count_only: bool,
 }
 
 /// A stretch of what a call sends, in order (`Sent::pieces`): bytes of a part's buffer (kept
@@ -339,10 +354,13 @@ pub fn walk(
         let size = match *owed {
             Owed::None => return,
             Owed::Given(raw) => {
-                s.own_piece(raw);
+                if !opt.count_only {
+                    s.own_piece(raw);
+                }
                 s.pending_done = true;
                 raw.len()
             }
+            Owed::Unit(k) if opt.count_only => plan.heartbeat_len(k, opt.heartbeat_crc),
             Owed::Unit(k) => {
                 let start = s.own.len();
                 let size = plan.heartbeat(k, opt.server_id, opt.heartbeat_crc, &mut s.own);
@@ -386,12 +404,13 @@ pub fn walk(
                 if j == i {
                     break;
                 }
-                s.buf_piece(unit.part, unit.start, at);
+                if !opt.count_only {
+                    s.buf_piece(unit.part, unit.start, at);
+                }
                 s.sent_bytes += took;
                 s.kept += (j - i) as u64;
                 batch += took;
-                count(plan, i, j, &mut s);
-                count_keys(opt, i, j, &mut s);
+                count(plan, i, j, opt, &mut s);
                 i = j;
                 if batch >= opt.limit {
                     break;
@@ -407,8 +426,7 @@ pub fn walk(
                 }
                 owed = Owed::Unit(j - 1);
                 s.skipped += (j - i) as u64;
-                count(plan, i, j, &mut s);
-                count_keys(opt, i, j, &mut s);
+                count(plan, i, j, opt, &mut s);
                 i = j;
             }
             PARTIAL if opt.partial_ok => {
@@ -432,13 +450,14 @@ pub fn walk(
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);
-                s.own_piece(&bytes);
+                if !opt.count_only {
+                    s.own_piece(&bytes);
+                }
                 s.sent_bytes += bytes.len() as u64;
                 s.sent_events += events;
                 s.partial += 1;
                 batch += bytes.len() as u64;
-                count(plan, i, i + 1, &mut s);
-                count_keys(opt, i, i + 1, &mut s);
+                count(plan, i, i + 1, opt, &mut s);
                 i += 1;
                 if batch >= opt.limit {
                     break;
@@ -491,15 +510,19 @@ impl Sent {
     }
 }
 
-/// Adds the statement keys of units i..j to the key counts.
-fn count_keys(opt: &SendOptions, i: usize, j: usize, s: &mut Sent) {
+/// Adds units i..j to the read counters, and (unless counting only) their Table_maps to the
+/// name counts and their statements to the key counts.
+fn count(plan: &UnitList, i: usize, j: usize, opt: &SendOptions, s: &mut Sent) {
+    if opt.count_only {
+        for u in &plan.units[i..j] {
+            s.read_bytes += (u.end - u.start) as u64;
+            s.read_events += u.events as u64;
+        }
+        return;
+    }
     if let Some((st, _)) = opt.stmts {
         st.count(i, j, &mut s.key_counts);
     }
-}
-
-/// Adds units i..j to the read counters and their Table_maps to the name counts.
-fn count(plan: &UnitList, i: usize, j: usize, s: &mut Sent) {
     for u in &plan.units[i..j] {
         s.read_bytes += (u.end - u.start) as u64;
         s.read_events += u.events as u64;

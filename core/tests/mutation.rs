@@ -429,6 +429,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         server_id: 1,
         heartbeat_crc: rng.below(2) == 0,
         stmts: Some((&st, &skeep)),
+        count_only: false,
     };
     let sent_from = rng.below(out.units.len() + 1);
     let sent = send(
@@ -458,6 +459,54 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     assert_eq!(
         filled, sent.out,
         "iteration {iteration}: pieces differ from send's bytes"
+    );
+    // Counting only (`experiment`) stops where sending stops, with the same counters.
+    let counted = walk(
+        &plan,
+        &bufs,
+        &row,
+        &keep,
+        sent_from,
+        &SendOptions {
+            count_only: true,
+            ..sopt
+        },
+    );
+    assert_eq!(
+        (counted.next, counted.pending, counted.pending_done),
+        (pieces.next, pieces.pending, pieces.pending_done),
+        "iteration {iteration}: counting stops elsewhere"
+    );
+    assert_eq!(
+        [
+            counted.kept,
+            counted.partial,
+            counted.skipped,
+            counted.heartbeats
+        ],
+        [
+            pieces.kept,
+            pieces.partial,
+            pieces.skipped,
+            pieces.heartbeats
+        ],
+    );
+    assert_eq!(
+        [
+            counted.sent_bytes,
+            counted.sent_events,
+            counted.heartbeat_bytes
+        ],
+        [
+            pieces.sent_bytes,
+            pieces.sent_events,
+            pieces.heartbeat_bytes
+        ],
+        "iteration {iteration}: counted bytes differ from sent bytes"
+    );
+    assert_eq!(
+        (counted.read_bytes, counted.read_events),
+        (pieces.read_bytes, pieces.read_events)
     );
     if data.len() > 8 {
         let body = rng.below(data.len());
@@ -607,6 +656,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
         server_id: 9,
         heartbeat_crc: true,
         stmts: None,
+        count_only: false,
     };
     // From the first transaction on (unit 0 is the FDE, a control unit the caller sends).
     let sent = send(&plan, &[&data], &row, &keep, 1, &opt);

@@ -425,6 +425,7 @@ impl PyUnitList {
                 (Some(st), Some(k)) => Some((st, k)),
                 _ => None,
             },
+            count_only: false,
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
@@ -503,6 +504,7 @@ impl PyUnitList {
                 (Some(st), Some(k)) => Some((st, k)),
                 _ => None,
             },
+            count_only: true,
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
