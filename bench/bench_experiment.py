@@ -3,7 +3,8 @@
 run, interleaved. Writes bench/results/experiment.json.
 
     .venv/bin/python -m bench experiment      (DUMPFILTER_EXPERIMENT_MB, default 520;
-                                               DUMPFILTER_BENCH_REPEAT, default 3)
+                                               DUMPFILTER_BENCH_REPEAT, default 3;
+                                               DUMPFILTER_EXPERIMENT_SPARK=0 skips the Spark part)
 
 The input is a real MariaDB binlog series (bench_fanout_procs.real_binlog: small transactions in
 db1..db8). The slave sets:
@@ -13,7 +14,8 @@ db1..db8). The slave sets:
 - 64 distinct: each slave its schema plus a `replicate-ignore-table` of its own, so that no two
   slaves are alike: 64 walks.
 Times are whole commands (interpreter and imports included) and, beside them, the same less the
-start-up of `dumpfilter --version`, measured in the same run. CPU and peak RSS come from each
+start-up of `dumpfilter --version`, measured in the same run. Then Spark local[2] against one
+process on the 2 GB series (goal 4; `_spark_series`). CPU and peak RSS come from each
 process's own rusage (os.wait4). Ratios are reported, never asserted.
 """
 
@@ -116,8 +118,59 @@ def main() -> dict:
     m = result["mixed"]
     print(f"{'MIXED (diagnostic: ' + str(m['binlog_mb']) + ' MB)':34} filter {m['filter_s']:.3f} s, experiment 8 slaves "
           f"{m['experiment_8_s']:.3f} s (less start): {m['experiment_8_vs_filter']}x")
+    if os.environ.get("DUMPFILTER_EXPERIMENT_SPARK", "1") != "0":
+        result["spark_2gb_series"] = sp = _spark_series(repeat)
+        print(f"{'Spark local[2], 2 GB series':34} session start {sp['spark_session_start_s']} s apart; best "
+              f"--no-spark {sp['single_process_best_s']} s, Spark {sp['spark_best_s']} s: "
+              f"{sp['ratio_best_of']}x, counts equal {sp['counts_equal']}")
     write_result("experiment", result)
     return result
+
+
+def _spark_series(repeat: int, cores: int = 2) -> dict:
+    """Issue #40 goal 4 for `experiment`: its counting (8 do-db slaves) on the 2 GB series
+    (bench_split.series_2gb: the fanout set 4 times, 24 files), in this process with whole files
+    against Spark local[cores] over 64 MiB chunks, on a warm session whose start is reported
+    apart, alternately; the counts must be equal. In process, as bench_split's Spark part."""
+    from bench.bench_split import series_2gb
+    from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
+    from dumpfilter.spark_jobs.session import get_session
+    from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks
+    from dumpfilter.topology import load_topology, slave_gates
+
+    files = input_files([series_2gb()])
+    size = sum(Path(f).stat().st_size for f in files)
+    work = Path(tempfile.mkdtemp(prefix="bench-experiment-spark-"))
+    try:
+        topology = load_topology(_topology(work / "t.toml", 8, False))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    slaves, gates = list(topology.slaves), slave_gates(topology)
+    t0 = time.perf_counter()
+    spark = get_session("bench-experiment", f"local[{cores}]", {"spark.ui.enabled": "false",
+                                                               "spark.executor.memory": "512m"})
+    spark.sparkContext.parallelize(range(cores), cores).map(lambda x: x).collect()  # warm workers
+    session_s = time.perf_counter() - t0
+    runs, equal = [], True
+    try:
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            local = count_local(plan_chunks(files, None), slaves, gates)
+            local_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            spread = count_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES), slaves, gates)
+            spark_s = time.perf_counter() - t0
+            equal = equal and local == spread
+            runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
+                         "ratio": round(local_s / spark_s, 2), "load_1min": round(os.getloadavg()[0], 2)})
+    finally:
+        spark.stop()
+    best_local, best_spark = min(r["single_process_s"] for r in runs), min(r["spark_s"] for r in runs)
+    return {"binlog_mb": round(size / 1e6, 1), "files": len(files), "slaves": len(slaves), "runs": runs,
+            "single_process_best_s": best_local, "spark_best_s": best_spark,
+            "ratio_best_of": round(best_local / best_spark, 2), "counts_equal": equal,
+            "spark_session_start_s": round(session_s, 2), "executor_memory": "512m",
+            "single_process_mb_per_s": round(size / 1e6 / best_local), "spark_mb_per_s": round(size / 1e6 / best_spark)}
 
 
 def _mixed(repeat: int) -> dict:

@@ -22,12 +22,16 @@ from dumpfilter.master.read.schema_feed import schema_timeline
 from dumpfilter.master.shares import STREAMS
 from dumpfilter.master.read.segments import CACHE_BYTES, INDEX_BYTES, RESIDENT_BYTES, SEGMENT_BYTES, SegmentCache
 from dumpfilter.master.read.units import Pos
+from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES
 from dumpfilter.master.stream.slave_stream import SlaveStream
 
 # A batch ends once it holds this many bytes (after the unit that fills it), or at a segment's end.
 # 1 MiB: a stream's fixed costs per batch (the reply, grpc's send, the slave's check and relay
 # write) stay small beside its bytes; at 256 KiB the one-slave bench took about 0.1 s longer.
 BATCH_BYTES = 1 << 20
+# With many streams each one's batches are smaller, so that all their replies in flight fit the
+# output budget (see DumpService.reply_bytes), but never smaller than this.
+MIN_BATCH_BYTES = 128 << 10
 
 
 class DumpService(SlaveRegistry):
@@ -46,6 +50,7 @@ class DumpService(SlaveRegistry):
         self.watch = DirectoryWatch(self.binlog_dir, safety_poll=safety_poll)
         self.lint.follow(self.watch)  # lint follows the binlog as it grows (master.lint_jobs)
         self.batch_bytes = batch_bytes
+        self.live_streams = 0  # streams running now (`stream`'s generators entered and not ended)
         # CRC32s are checked as the binlog is read (MySQL's source_verify_checksum=ON); off, a
         # corrupt event body reaches the slaves, whose receivers check what they get.
         # `segments`: a cache to read through instead (the tests' reference reader).
@@ -105,13 +110,26 @@ class DumpService(SlaveRegistry):
                 self.words.invalidate()  # the flag words only depend on (bit, engine, gate)
                 self._release()  # the channel's engine it streamed before
         self.watch.add(handle.wake)
+        with self.lock:
+            self.live_streams += 1
         try:
             yield from SlaveStream(self, slave, handle, start, gtid_state, heartbeat_period, is_active).run()
         finally:
             self.watch.discard(handle.wake)
             with self.lock:
+                self.live_streams -= 1
                 if slave.stream is handle:
                     slave.stream = None
+
+    def reply_bytes(self) -> int:
+        """A stream's batch limit now: `batch_bytes` while the streams are few; with many, the
+        output budget (send_ahead.OUTPUT_BYTES) shared so that every stream's reply fits it twice
+        (one made ahead, one in grpc's hands), and never under MIN_BATCH_BYTES. A stream that
+        holds no reply always makes its next (OutputBudget), so 64 slaves started together held
+        64 replies of 1 MiB and grpc's copies of them: the master's private memory passed 300 MB
+        (bench fanout_procs). Up to 24 streams keep 1 MiB batches."""
+        share = OUTPUT_BYTES // (2 * max(self.live_streams, 1))
+        return min(self.batch_bytes, max(MIN_BATCH_BYTES, share))
 
     def wake(self, server_id: int) -> None:
         """Wake the stream of `server_id` if it waits (its call ended: it looks at is_active now)."""

@@ -74,6 +74,7 @@ class SlaveStream:
         self.master_server_id = 0
         self.parts: list[bytes] = []
         self.batch_bytes = 0
+        self.limit = service.reply_bytes()  # this batch's bytes (fewer with many streams: DumpService.reply_bytes)
         self.batch_units = 0
         self.batch_skipped = self.batch_segments = 0  # (the segments the batch spans: BATCH_SEGMENTS)
         self.pending_hb: Pos | None = None
@@ -119,7 +120,7 @@ class SlaveStream:
                     self._unit(units[i])
                     j = i + 1
                 i = j
-                if self.batch_bytes >= svc.batch_bytes:
+                if self.batch_bytes >= self.limit:
                     yield self._batch(False)
                     last_sent = time.monotonic()
                     if self.handle.cancelled:
@@ -354,7 +355,7 @@ class SlaveStream:
         tally = self.hits.tally_for(names)
         by_keys = self._states[4]
         key_tally = bytearray(4 * len(by_keys[1])) if by_keys is not None else None
-        sent = unit_list.send(row, self._states[3], i, self.batch_bytes, self.svc.batch_bytes,
+        sent = unit_list.send(row, self._states[3], i, self.batch_bytes, self.limit,
                               self.policy.skips_as_heartbeat, self.policy.partial_as_kept, pending, self.master_server_id,
                               crc, tally, by_keys[0] if by_keys is not None else None, key_tally)
         if key_tally is not None and any(key_tally):
@@ -471,6 +472,7 @@ class SlaveStream:
                       False, self._gtid_text(), self.changed_at, self.schema_decided)
         self.parts, self.batch_bytes, self.batch_units, self.batch_skipped, self.schema_decided = [], 0, 0, 0, []
         self.changed_at, self.batch_segments = None, 0
+        self.limit = self.svc.reply_bytes()
         return batch
 
     def _idle_heartbeat(self, caught_up: bool) -> Batch:
