@@ -142,7 +142,74 @@ impl<'a> Cursor<'a> {
 }
 
 /// `_NEEDS_PARSER` (`\bSELECT\b|/\*|#|--|\bRETURNING\b`, case-insensitive) anywhere in the text.
+/// Read eight bytes at a time (a statement's text is most of a MIXED binlog's bytes, and this
+/// reads all of it): a `#`, `/*` or `--` answers at once; a word is looked at only around a `c`
+/// or a `g` (any case), which SELECT and RETURNING hold, so every word equal to one of them is
+/// met (`needs_parser_bytes`, byte by byte, is the reference the tests hold it to).
 fn needs_parser(sql: &[u8]) -> bool {
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    let mut i = 0;
+    while i + 9 <= sql.len() {
+        let v = u64::from_le_bytes(sql[i..i + 8].try_into().expect("8 bytes"));
+        let w = u64::from_le_bytes(sql[i + 1..i + 9].try_into().expect("8 bytes"));
+        if bytes_eq(v, b'#')
+            | (bytes_eq(v, b'-') & bytes_eq(w, b'-'))
+            | (bytes_eq(v, b'/') & bytes_eq(w, b'*'))
+            != 0
+        {
+            return true;
+        }
+        // `| 0x20` folds only C onto c (and G onto g): no other byte differs from them in bit 5 alone.
+        let folded = v | CASE;
+        let mut letters = bytes_eq(folded, b'c') | bytes_eq(folded, b'g');
+        while letters != 0 {
+            let at = i + (letters.trailing_zeros() / 8) as usize;
+            if parser_word_at(sql, at) {
+                return true;
+            }
+            letters &= letters - 1;
+        }
+        i += 8;
+    }
+    for at in i..sql.len() {
+        let b = sql[at];
+        if b == b'#'
+            || (b == b'/' && sql.get(at + 1) == Some(&b'*'))
+            || (b == b'-' && sql.get(at + 1) == Some(&b'-'))
+            || (matches!(b | 0x20, b'c' | b'g') && parser_word_at(sql, at))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The high bit of each byte of `v` that equals `b`, and no other bit (no carry crosses bytes).
+#[inline]
+fn bytes_eq(v: u64, b: u8) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = v ^ (0x0101_0101_0101_0101u64 * b as u64);
+    !(((x & LOW7) + LOW7) | x | LOW7)
+}
+
+/// Whether the word (maximal run of `\w` bytes) holding sql[at] is SELECT or RETURNING.
+#[inline]
+fn parser_word_at(sql: &[u8], at: usize) -> bool {
+    let mut from = at;
+    while from > 0 && word(sql[from - 1]) {
+        from -= 1;
+    }
+    let mut to = at + 1;
+    while to < sql.len() && word(sql[to]) {
+        to += 1;
+    }
+    let w = &sql[from..to];
+    w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"RETURNING")
+}
+
+/// `needs_parser` byte by byte: the reference it is tested against.
+#[cfg(test)]
+fn needs_parser_bytes(sql: &[u8]) -> bool {
     let mut i = 0;
     while i < sql.len() {
         let b = sql[i];
@@ -415,6 +482,80 @@ impl Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn needs_parser_reads_as_the_byte_by_byte_reference() {
+        // Texts of pieces that hold or nearly hold what sends a statement to the parser, at
+        // every offset against the eight-byte blocks; every text is held to the reference.
+        let pieces: &[&[u8]] = &[
+            b"select",
+            b"SELECT",
+            b"SeLeCt",
+            b"selec",
+            b"selects",
+            b"xselect",
+            b"returning",
+            b"RETURNING",
+            b"returnin",
+            b"_returning",
+            b"-",
+            b"--",
+            b"/",
+            b"/*",
+            b"*",
+            b"#",
+            b" ",
+            b"\t",
+            b"'",
+            b"`",
+            b"c",
+            b"C",
+            b"g",
+            b"G",
+            b"1",
+            b"a",
+            b"$",
+            b"_",
+            b"=",
+            b"(",
+            b".",
+            b"\n",
+            b"sbtest1",
+            b"k=k+1",
+            b"0123456789-",
+            b"WHERE id=5",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (mut hits, mut texts) = (0, 0);
+        for _ in 0..200_000 {
+            let mut text = Vec::new();
+            for _ in 0..next(12) {
+                text.extend_from_slice(pieces[next(pieces.len())]);
+            }
+            let want = needs_parser_bytes(&text);
+            assert_eq!(
+                needs_parser(&text),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+            hits += want as u32;
+            texts += 1;
+        }
+        assert!(
+            hits > 1000 && hits < texts - 1000,
+            "both answers met: {hits} of {texts}"
+        );
+        for text in [&b"INSERT INTO sbtest1 (id, k, c, pad) VALUES (0, 5, '83868641912-28773972837-60736120486', '67847967377')"[..], b"UPDATE t SET c='a--' WHERE id=1", b"UPDATE t SET a=1 RETURNING"] {
+            assert_eq!(needs_parser(text), needs_parser_bytes(text));
+        }
+    }
 
     fn shape(sql: &str) -> Option<(u8, Option<String>, String)> {
         dml_shape(sql.as_bytes()).map(|s| {
