@@ -254,8 +254,8 @@ fn candidate(flags: u32, gtid_size: u32, events: u32) -> bool {
 
 /// A piece as read: its key's shape and the Query's (db, sql) ranges (None: always kept),
 /// its range and events.
-pub(crate) type Read = (
-    Option<crate::stmt::Shape>,
+pub(crate) type Read<'a> = (
+    Option<crate::stmt::Shape<'a>>,
     usize,
     usize,
     u32,
@@ -277,7 +277,7 @@ pub(crate) fn walk(
     events: u32,
     query_post: usize,
     crc_len: usize,
-) -> Option<Vec<Read>> {
+) -> Option<Vec<Read<'_>>> {
     if !candidate(flags, gtid_size, events) || start + gtid_size as usize > end {
         return None;
     }
