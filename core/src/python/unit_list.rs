@@ -76,14 +76,12 @@ impl PyUnitList {
         held: Held,
         file: &str,
         base: u64,
-        ahead: Option<Ahead>,
     ) -> PyResult<ScanResult> {
         let added = out.units.len();
         if added > 0 {
-            // Built ahead for the list's first part only: a second part leaves it to
-            // `statement_units`, which reads every part.
-            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) =
-                if self.bufs.is_empty() { ahead } else { None };
+            // Built ahead for the list's first part only (`scan_finish`): a second part leaves
+            // it to `statement_units`, which reads every part.
+            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
             self.list
                 .add(file.as_bytes(), base, &out.units, &out.tables);
             self.bufs.push(held);
@@ -138,7 +136,7 @@ impl PyUnitList {
         check_off(off, data.len())?;
         let inner = &mut scanner.inner;
         let out = py.detach(|| inner.units(data, off, base, limit, at_eof));
-        self.adopt(py, &mut scanner, out, held, file, base, None)
+        self.adopt(py, &mut scanner, out, held, file, base)
     }
 
     /// `scan`, started on a thread of its own: the call returns at once, the GIL free, while
@@ -230,7 +228,12 @@ impl PyUnitList {
         s.away = false;
         let (inner, out, ahead) = done?;
         s.inner = inner;
-        self.adopt(py, &mut s, out, held, &file, base, ahead)
+        let first = self.bufs.is_empty();
+        let scanned = self.adopt(py, &mut s, out, held, &file, base)?;
+        if first && scanned.added > 0 {
+            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = ahead;
+        }
+        Ok(scanned)
     }
 
     /// Whether `statement_units` took the statement units the scan thread built (see there).
