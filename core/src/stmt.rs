@@ -154,9 +154,10 @@ impl<'a> Cursor<'a> {
 
 /// `_NEEDS_PARSER` (`\bSELECT\b|/\*|#|--|\bRETURNING\b`, case-insensitive) anywhere in the text.
 /// Read sixteen bytes at a time (SSE2, x86_64's baseline), else eight (a statement's text is
-/// most of a MIXED binlog's bytes, and this reads all of it): a `#`, `/*` or `--` answers at once; a word is looked at only around a `c`
-/// or a `g` (any case), which SELECT and RETURNING hold, so every word equal to one of them is
-/// met (`needs_parser_bytes`, byte by byte, is the reference the tests hold it to).
+/// most of a MIXED binlog's bytes, and this reads all of it): a `#`, `/*` or `--` answers at
+/// once; a word is looked at only around a `c` or a `g` (any case), which SELECT and RETURNING
+/// hold, so every word equal to one of them is met (the tests hold it to
+/// `needs_parser_reference`, byte by byte).
 #[cfg(target_arch = "x86_64")]
 fn needs_parser(sql: &[u8]) -> bool {
     use std::arch::x86_64::*;
@@ -263,34 +264,6 @@ fn parser_word_at(sql: &[u8], at: usize) -> bool {
     }
     let w = &sql[from..to];
     w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"RETURNING")
-}
-
-/// `needs_parser` byte by byte: the reference it is tested against.
-#[cfg(test)]
-fn needs_parser_bytes(sql: &[u8]) -> bool {
-    let mut i = 0;
-    while i < sql.len() {
-        let b = sql[i];
-        if b == b'#'
-            || (b == b'/' && sql.get(i + 1) == Some(&b'*'))
-            || (b == b'-' && sql.get(i + 1) == Some(&b'-'))
-        {
-            return true;
-        }
-        if word(b) {
-            let from = i;
-            while i < sql.len() && word(sql[i]) {
-                i += 1;
-            }
-            let w = &sql[from..i];
-            if w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"RETURNING") {
-                return true;
-            }
-            continue;
-        }
-        i += 1;
-    }
-    false
 }
 
 /// Reserved words a statement's table name may be mistaken for (see `dml_shape`).
@@ -592,6 +565,85 @@ impl Keys {
 mod tests {
     use super::*;
 
+    /// `needs_parser` as first written: every word taken whole and compared.
+    fn needs_parser_reference(sql: &[u8]) -> bool {
+        let mut i = 0;
+        while i < sql.len() {
+            let b = sql[i];
+            if b == b'#'
+                || (b == b'/' && sql.get(i + 1) == Some(&b'*'))
+                || (b == b'-' && sql.get(i + 1) == Some(&b'-'))
+            {
+                return true;
+            }
+            if word(b) {
+                let from = i;
+                while i < sql.len() && word(sql[i]) {
+                    i += 1;
+                }
+                let w = &sql[from..i];
+                if w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"RETURNING") {
+                    return true;
+                }
+                continue;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    #[test]
+    fn the_cue_scan_finds_what_the_word_scan_finds() {
+        let parts: &[&[u8]] = &[
+            b"select",
+            b"SeLeCt",
+            b"returning",
+            b"RETURNING",
+            b"xselect",
+            b"selectx",
+            b"s",
+            b"r",
+            b"_select",
+            b"select_",
+            b"1select",
+            b"-",
+            b"--",
+            b"/",
+            b"/*",
+            b"*/",
+            b"#",
+            b" ",
+            b"(",
+            b"'",
+            b"sbtest1",
+            b"re",
+            b"sel",
+            b"9",
+            b"\t",
+            b"ect",
+            b"turning",
+        ];
+        let mut seed = 0x2387_u64;
+        for _ in 0..200_000 {
+            let mut sql = Vec::new();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let mut x = seed;
+            for _ in 0..(x % 7) {
+                x /= 7;
+                sql.extend_from_slice(parts[(x % parts.len() as u64) as usize]);
+                x /= parts.len() as u64;
+            }
+            assert_eq!(
+                needs_parser(&sql),
+                needs_parser_reference(&sql),
+                "{:?}",
+                String::from_utf8_lossy(&sql)
+            );
+        }
+    }
+
     #[test]
     fn reserved_answers_as_one_of() {
         let mut met = 0;
@@ -675,7 +727,7 @@ mod tests {
             for _ in 0..next(12) {
                 text.extend_from_slice(pieces[next(pieces.len())]);
             }
-            let want = needs_parser_bytes(&text);
+            let want = needs_parser_reference(&text);
             assert_eq!(
                 needs_parser(&text),
                 want,
@@ -690,7 +742,7 @@ mod tests {
             "both answers met: {hits} of {texts}"
         );
         for text in [&b"INSERT INTO sbtest1 (id, k, c, pad) VALUES (0, 5, '83868641912-28773972837-60736120486', '67847967377')"[..], b"UPDATE t SET c='a--' WHERE id=1", b"UPDATE t SET a=1 RETURNING"] {
-            assert_eq!(needs_parser(text), needs_parser_bytes(text));
+            assert_eq!(needs_parser(text), needs_parser_reference(text));
         }
     }
 

@@ -101,6 +101,20 @@ _NEEDS_PARSER = lazy_compile(r"\bSELECT\b|/\*|#|--|\bRETURNING\b", re.IGNORECASE
 _INSERT_SKIP_WORDS = frozenset({"INTO", "VALUES", "VALUE", "SET", "SELECT"})
 
 
+def _dml_needs_parser(sql: str) -> bool:
+    """`_NEEDS_PARSER.search(sql)`, looked for first as plain substrings where the text is ASCII
+    (then IGNORECASE folds nothing else into SELECT or RETURNING): a statement holding none of
+    them cannot match. A bulk INSERT of 2 000 sysbench rows (392 KB, the first statement of its
+    key in a real MIXED binlog) took the regex 21 ms, its word boundaries tested by Unicode rules
+    at every character; the substrings take 1.4 ms."""
+    if sql.isascii():
+        upper = sql.upper()
+        if "SELECT" not in upper and "RETURNING" not in upper and "/*" not in sql and "#" not in sql \
+                and "--" not in sql:
+            return False
+    return _NEEDS_PARSER.search(sql) is not None
+
+
 def _fast_path(sql: str, default: str) -> StatementInfo | None:
     # DDL first when the text opens with its letter: what the DDL forms read cannot match the DML
     # forms (which need INSERT/REPLACE/UPDATE/DELETE first), so the answer is the same either way.
@@ -116,7 +130,7 @@ def _fast_path(sql: str, default: str) -> StatementInfo | None:
         first, second = match.group(2), match.group(3)
         if second is None and first.upper() in _INSERT_SKIP_WORDS:
             return None
-        if _NEEDS_PARSER.search(sql):  # subqueries or comments: let the full parser list the read tables
+        if _dml_needs_parser(sql):  # subqueries or comments: let the full parser list the read tables
             return None
         if kind is Kind.INSERT and match.group(1).upper() == "REPLACE":
             kind = Kind.REPLACE
@@ -146,6 +160,8 @@ _BALANCED = lazy_compile(r"""(?:[^'"`]++|`(?:[^`]++|``)*+`|'(?:[^'\\]++|''|\\.)*
 
 
 def _needs_parser(sql: str) -> bool:
+    """Whether a DDL text the DDL fast forms matched holds a comment, a SELECT or a LIKE (the full
+    parser decides those)."""
     if "/*" in sql or "*/" in sql or "#" in sql or "--" in sql:
         return True
     upper = sql.upper()
