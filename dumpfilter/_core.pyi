@@ -322,13 +322,15 @@ class UnitList:
         were added; the records are read back with `unit(k)`. `buf`: bytes or a read-only
         contiguous buffer (a mapping opened PROT_READ)."""
     def scan_start(self, scanner: Scanner, buf: Buffer, off: int, base: int, file: str, limit: int = ...,
-                   at_eof: bool = False) -> None:
+                   at_eof: bool = False, statements: bool = False) -> None:
         """`scan`, started on a thread of its own: the call returns at once, the GIL free, while
         the scan runs (the master scans the next segment while its stream sends this one). The
         scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
         which waits for the scan and returns what `scan` returns. One scan at a time per UnitList.
         A buffer of at most 128 KB from `off` is scanned at once instead, without the GIL
-        (`scans_inline`): a thread's start and join cost as much as its scan."""
+        (`scans_inline`): a thread's start and join cost as much as its scan. `statements`: when
+        this is the list's first part, the thread then reads its statement units too (what
+        `statement_units` would read; taken there, see `statements_ahead`)."""
     def scan_finish(self) -> ScanResult:
         """Waits for the scan `scan_start` began and adds its units: returns what `scan` returns."""
     def __len__(self) -> int: ...
@@ -366,7 +368,12 @@ class UnitList:
         keep byte per name id (non-zero: kept)."""
     def statement_units(self, formats: list[tuple[int, int, int]]) -> tuple[list[tuple[int, bytes, bytes, bytes]], int]:
         """The statement units by key (stmt_units::StmtUnits), read once for every stream: ([(key
-        id, key bytes, default database, first statement)], the units the keys decide)."""
+        id, key bytes, default database, first statement)], the units the keys decide). The scan
+        thread's build (`scan_start(statements=True)`) is taken when the list is that one part
+        and `formats` the format it read under; otherwise they are read now."""
+    @property
+    def statements_ahead(self) -> bool:
+        """Whether `statement_units` took the statement units its scan thread built."""
     def statement_rows(self, row: bytes, keep: bytes) -> bytes:
         """`row` with its ROW_SLOW statement units answered from a keep byte per key id."""
     def send(self, row: bytes, keep: bytes, start: int, batch_bytes: int, limit: int, skip_ok: bool,

@@ -7,7 +7,7 @@
 //! `assemble::StatementWalk` does for `filter`: no Python per unit.
 
 use crate::le::u32_at;
-use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
+use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
 use crate::send::UnitList;
 use crate::sql::query_ranges;
 use crate::stmt::{dml_shape, framing, Keys, NewKey};
@@ -46,62 +46,50 @@ impl StmtUnits {
     /// `UnitList.lone_queries` takes them). A lone statement (a GTID and one Query) is left to the
     /// statement flag words.
     pub fn build(list: &UnitList, bufs: &[&[u8]], formats: &[(usize, usize, usize)]) -> StmtUnits {
-        let mut keys = Keys::default();
-        let mut scratch = Vec::new();
-        let mut key_bytes = Vec::new();
-        let mut s = StmtUnits {
-            bounds: Vec::with_capacity(list.units.len()),
-            ..Default::default()
-        };
+        let mut b = Builder::new(list.units.len());
         for (k, u) in list.units.iter().enumerate() {
-            let lo = s.pieces.len();
             let p = u.part as usize;
-            let ok = match (formats.get(p), bufs.get(p)) {
-                (Some(&(post, crc, from)), Some(buf)) if k >= from && u.end <= buf.len() => walk(
+            match (formats.get(p), bufs.get(p)) {
+                (Some(&(post, crc, from)), Some(buf)) if k >= from => b.unit(
                     buf,
-                    u.start,
-                    u.end,
-                    u.flags,
-                    u.gtid_size,
-                    u.events,
+                    (u.start, u.end, u.flags, u.gtid_size, u.events),
                     post,
                     crc,
-                )
-                .map(|pieces| {
-                    for (key, start, end, events, db, sql) in pieces {
-                        let key = match (key, db, sql) {
-                            (Some(shape), Some(db), Some(sql)) => {
-                                let known = keys.len();
-                                let id = keys.id(&buf[db], &buf[sql], &shape, &mut scratch);
-                                if keys.len() > known {
-                                    key_bytes.push(scratch.clone());
-                                }
-                                id
-                            }
-                            _ => ALWAYS,
-                        };
-                        s.pieces.push(Piece {
-                            key,
-                            start,
-                            end,
-                            events,
-                        });
-                    }
-                })
-                .is_some(),
-                _ => false,
-            };
-            if ok {
-                s.units += 1;
-                s.bounds.push((lo as u32, s.pieces.len() as u32));
-            } else {
-                s.pieces.truncate(lo);
-                s.bounds.push((u32::MAX, u32::MAX));
+                ),
+                _ => b.none(),
             }
         }
-        s.keys = std::mem::take(&mut keys.new);
-        s.key_bytes = key_bytes;
-        s
+        b.finish()
+    }
+
+    /// `build` over one scan's units (`scan::Units`, in `buf`) as they would be a UnitList's
+    /// first part under `format` (QUERY post-header length, checksum length, the first unit
+    /// the format is in force for): the same StmtUnits as `build` gives for a UnitList of that
+    /// one part with `formats` = [format]. What the scan thread builds ahead (`UnitList.scan_start`).
+    pub fn build_part(units: &[Unit], buf: &[u8], format: (usize, usize, usize)) -> StmtUnits {
+        let (post, crc, from) = format;
+        let mut b = Builder::new(units.len());
+        for (k, u) in units.iter().enumerate() {
+            if k >= from {
+                b.unit(
+                    buf,
+                    (u.start, u.end, u.flags, u.gtid_size, u.events),
+                    post,
+                    crc,
+                );
+            } else {
+                b.none();
+            }
+        }
+        b.finish()
+    }
+
+    /// Whether any of `units` may be a statement unit by keys (`walk`'s first checks): a scan
+    /// without one (a ROW binlog's) needs no build ahead.
+    pub fn may_hold(units: &[Unit]) -> bool {
+        units
+            .iter()
+            .any(|u| candidate(u.flags, u.gtid_size, u.events))
     }
 
     fn of(&self, k: usize) -> Option<&[Piece]> {
@@ -183,10 +171,91 @@ impl StmtUnits {
     }
 }
 
+/// `StmtUnits::build`'s state: the units read so far, the keys interned.
+struct Builder {
+    keys: Keys,
+    scratch: Vec<u8>,
+    key_bytes: Vec<Vec<u8>>,
+    s: StmtUnits,
+}
+
+impl Builder {
+    fn new(units: usize) -> Self {
+        Builder {
+            keys: Keys::default(),
+            scratch: Vec::new(),
+            key_bytes: Vec::new(),
+            s: StmtUnits {
+                bounds: Vec::with_capacity(units),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The next unit: not a statement unit by keys.
+    fn none(&mut self) {
+        self.s.bounds.push((u32::MAX, u32::MAX));
+    }
+
+    /// The next unit, (start, end, flags, gtid_size, events) in `buf`.
+    fn unit(
+        &mut self,
+        buf: &[u8],
+        (start, end, flags, gtid_size, events): (usize, usize, u32, u32, u32),
+        post: usize,
+        crc: usize,
+    ) {
+        if end > buf.len() {
+            return self.none();
+        }
+        let Some(pieces) = walk(buf, start, end, flags, gtid_size, events, post, crc) else {
+            return self.none();
+        };
+        let lo = self.s.pieces.len();
+        for (key, start, end, events, db, sql) in pieces {
+            let key = match (key, db, sql) {
+                (Some(shape), Some(db), Some(sql)) => {
+                    let known = self.keys.len();
+                    let id = self.keys.id(&buf[db], &buf[sql], &shape, &mut self.scratch);
+                    if self.keys.len() > known {
+                        self.key_bytes.push(self.scratch.clone());
+                    }
+                    id
+                }
+                _ => ALWAYS,
+            };
+            self.s.pieces.push(Piece {
+                key,
+                start,
+                end,
+                events,
+            });
+        }
+        self.s.units += 1;
+        self.s.bounds.push((lo as u32, self.s.pieces.len() as u32));
+    }
+
+    fn finish(mut self) -> StmtUnits {
+        self.s.keys = std::mem::take(&mut self.keys.new);
+        self.s.key_bytes = self.key_bytes;
+        self.s
+    }
+}
+
+/// `walk`'s checks of a unit's record before it reads a byte.
+fn candidate(flags: u32, gtid_size: u32, events: u32) -> bool {
+    let gtid = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID;
+    flags & F_FAST == 0
+        && flags & F_COMPLETE != 0
+        && flags & gtid != 0
+        && gtid_size != 0
+        && events >= 3
+}
+
 /// A piece as read: its key's shape and the Query's (db, sql) ranges (None: always kept),
 /// its range and events.
-pub(crate) type Read = (
-    Option<crate::stmt::Shape>,
+pub(crate) type Read<'a> = (
+    Option<crate::stmt::Shape<'a>>,
     usize,
     usize,
     u32,
@@ -208,15 +277,8 @@ pub(crate) fn walk(
     events: u32,
     query_post: usize,
     crc_len: usize,
-) -> Option<Vec<Read>> {
-    let gtid = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID;
-    if flags & F_FAST != 0
-        || flags & F_COMPLETE == 0
-        || flags & gtid == 0
-        || gtid_size == 0
-        || events < 3
-        || start + gtid_size as usize > end
-    {
+) -> Option<Vec<Read<'_>>> {
+    if !candidate(flags, gtid_size, events) || start + gtid_size as usize > end {
         return None;
     }
     let gtid_end = start + gtid_size as usize;

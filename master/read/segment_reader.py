@@ -70,6 +70,12 @@ class SegmentReader:
     a slave's answer needs TransactionFilter) is made when a stream asks for it. Files, rotation,
     the end of what is written and errors follow TailingReader."""
 
+    # The scan thread reads the segment's statement units too (MIXED, STATEMENT binlogs: each
+    # Query's key, `UnitIndex.statement_units`), after its scan: for a segment read ahead, while
+    # the streams send the one before, off their path. Nothing is built where no unit may be a
+    # statement unit (a ROW binlog's segment).
+    STATEMENTS_AHEAD = True
+
     def __init__(self, cache: SegmentCache, start: Pos):
         self.cache = cache
         self.start = start
@@ -170,7 +176,8 @@ class SegmentReader:
                         # incomplete unit; a partial event is an error.
                         at_eof = True
                 buf, base = window.buf, window.base
-                scanner.scan_start(unit_list, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof)
+                scanner.scan_start(unit_list, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof,
+                                   self.STATEMENTS_AHEAD)
                 yield
                 scan = scanner.scan_finish(unit_list)
                 if (cache.read_ahead and scan.added and scan.error is None and scan.last_rotate < 0

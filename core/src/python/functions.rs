@@ -81,7 +81,8 @@ pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
 /// stmt::dml_shape): (kind, qualifier or None, table), or None where Python's parser decides.
 #[pyfunction]
 pub(super) fn statement_key(sql: &[u8]) -> Option<(u8, Option<Vec<u8>>, Vec<u8>)> {
-    crate::stmt::dml_shape(sql).map(|s| (s.kind, s.db, s.table))
+    crate::stmt::dml_shape(sql)
+        .map(|s| (s.kind, s.db.map(|d| d.into_owned()), s.table.into_owned()))
 }
 
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.

@@ -7,10 +7,19 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::scanner::PyScanner;
-use crate::scan::{self, Scanner};
+use crate::scan::{self, Scanner, F_HAS_FDE};
+use crate::stmt_units::StmtUnits;
+use crate::types::QUERY;
 
-/// What a scan thread returns: the scanner's state, handed back, and the units it found.
-pub(super) type Scanned = (Scanner, scan::ScanOut);
+/// What a scan thread returns: the scanner's state, handed back, the units it found, and their
+/// statement units when it built them (`ScanJob::statements`).
+pub(super) type Scanned = (Scanner, scan::ScanOut, Option<Ahead>);
+
+/// The statement units of a scan's units, built on its thread (`StmtUnits::build_part`), with
+/// the format they were read under: (QUERY post-header length, checksum length, the first unit
+/// that format is in force for). `UnitList.statement_units` takes them when the list is that one
+/// part and its caller's formats are that one.
+pub(super) type Ahead = ((usize, usize, usize), StmtUnits);
 
 /// A scan started by `UnitList.scan_start`: its thread (or, when no thread could be started, its
 /// result, made at once), the buffer it reads, held until the thread is joined, and where the
@@ -86,6 +95,9 @@ pub(super) struct ScanJob {
     pub(super) base: u64,
     pub(super) limit: usize,
     pub(super) at_eof: bool,
+    /// Build the statement units of the units found (the list's first part) after the scan,
+    /// on this thread: the master's streams then find them read (see `Ahead`).
+    pub(super) statements: bool,
 }
 
 impl ScanJob {
@@ -96,6 +108,29 @@ impl ScanJob {
         let out = self
             .scanner
             .units(data, self.off, self.base, self.limit, self.at_eof);
-        (self.scanner, out)
+        let ahead = if self.statements {
+            statements_ahead(&self.scanner, &out, data)
+        } else {
+            None
+        };
+        (self.scanner, out, ahead)
     }
+}
+
+/// The statement units of a scan's units read as a UnitList's first part, when any may be one:
+/// under the format the scanner holds after the scan, from the unit after the last one holding
+/// an FDE (what the master's `UnitIndex._formats` gives for such a part; where it gives another,
+/// `UnitList.statement_units` builds them anew).
+fn statements_ahead(scanner: &Scanner, out: &scan::ScanOut, data: &[u8]) -> Option<Ahead> {
+    if !StmtUnits::may_hold(&out.units) {
+        return None;
+    }
+    let fmt = scanner.fmt.as_ref()?;
+    let from = out
+        .units
+        .iter()
+        .rposition(|u| u.flags & F_HAS_FDE != 0)
+        .map_or(0, |k| k + 1);
+    let format = (fmt.post_header_len(QUERY) as usize, fmt.checksum_len, from);
+    Some((format, StmtUnits::build_part(&out.units, data, format)))
 }

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use super::results::{ScanResult, SendResult, UnitEntry};
-use super::scan_thread::{Held, Pending, ScanJob};
+use super::scan_thread::{Ahead, Held, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::{check_off, error_tuple, text};
 use crate::scan::{self, Scanner};
@@ -31,6 +31,11 @@ pub(super) struct PyUnitList {
     scans_inline: u64,
     /// The statement units by key, read once for every stream (`statement_units`).
     stmts: std::sync::OnceLock<StmtUnits>,
+    /// The first part's statement units as its scan thread built them (`scan_start`'s
+    /// `statements`), until `statement_units` takes them (or builds anew: see there).
+    ahead: std::sync::Mutex<Option<Ahead>>,
+    /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
+    took_ahead: std::sync::atomic::AtomicBool,
 }
 
 /// The bytes below which `scan_start` scans at once, on the calling thread (without the GIL),
@@ -74,6 +79,9 @@ impl PyUnitList {
     ) -> PyResult<ScanResult> {
         let added = out.units.len();
         if added > 0 {
+            // Built ahead for the list's first part only (`scan_finish`): a second part leaves
+            // it to `statement_units`, which reads every part.
+            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
             self.list
                 .add(file.as_bytes(), base, &out.units, &out.tables);
             self.bufs.push(held);
@@ -99,6 +107,8 @@ impl PyUnitList {
             pending: None,
             scans_inline: 0,
             stmts: std::sync::OnceLock::new(),
+            ahead: std::sync::Mutex::new(None),
+            took_ahead: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -134,9 +144,11 @@ impl PyUnitList {
     /// The scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
     /// which waits for the scan and returns what `scan` returns. One scan at a time per UnitList.
     /// A buffer of at most INLINE_SCAN bytes from `off` is scanned at once instead, without the
-    /// GIL (counted in `scans_inline`).
+    /// GIL (counted in `scans_inline`). `statements`: when this is the list's first part, the
+    /// thread then builds its statement units too (see `statement_units`), which a segment read
+    /// ahead has ready before a stream asks (no build when no unit may be one).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
+    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false, statements = false))]
     fn scan_start(
         &mut self,
         py: Python<'_>,
@@ -147,6 +159,7 @@ impl PyUnitList {
         file: &str,
         limit: usize,
         at_eof: bool,
+        statements: bool,
     ) -> PyResult<()> {
         self.idle()?;
         let mut s = scanner.try_borrow_mut()?;
@@ -164,6 +177,7 @@ impl PyUnitList {
             base,
             limit,
             at_eof,
+            statements: statements && self.bufs.is_empty(),
         };
         let run = if len - off <= INLINE_SCAN {
             self.scans_inline += 1;
@@ -212,9 +226,20 @@ impl PyUnitList {
         let scanner = scanner.bind(py);
         let mut s = scanner.try_borrow_mut()?;
         s.away = false;
-        let (inner, out) = done?;
+        let (inner, out, ahead) = done?;
         s.inner = inner;
-        self.adopt(py, &mut s, out, held, &file, base)
+        let first = self.bufs.is_empty();
+        let scanned = self.adopt(py, &mut s, out, held, &file, base)?;
+        if first && scanned.added > 0 {
+            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = ahead;
+        }
+        Ok(scanned)
+    }
+
+    /// Whether `statement_units` took the statement units the scan thread built (see there).
+    #[getter]
+    fn statements_ahead(&self) -> bool {
+        self.took_ahead.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn __len__(&self) -> usize {
@@ -350,7 +375,9 @@ impl PyUnitList {
     /// The statement units by key (see stmt_units::StmtUnits), read on the first call for every
     /// stream (`formats` as `lone_queries` takes them; later calls' are not read): (the keys,
     /// [(key id, key bytes, default database, the first statement met with it)], the units
-    /// decided by keys). Only after the list's scans are done.
+    /// decided by keys). Only after the list's scans are done. The scan thread's build
+    /// (`scan_start`'s `statements`) is taken when the list is its one part and `formats` is the
+    /// format it read under (`statements_ahead` then true); otherwise they are read now.
     fn statement_units<'py>(
         &self,
         py: Python<'py>,
@@ -360,9 +387,19 @@ impl PyUnitList {
         let st = match self.stmts.get() {
             Some(st) => st,
             None => {
-                let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-                let list = &self.list;
-                let built = py.detach(|| StmtUnits::build(list, &bufs, &formats));
+                let ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let built = match ahead {
+                    Some((format, st)) if self.bufs.len() == 1 && formats == [format] => {
+                        self.took_ahead
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                        st
+                    }
+                    _ => {
+                        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+                        let list = &self.list;
+                        py.detach(|| StmtUnits::build(list, &bufs, &formats))
+                    }
+                };
                 let _ = self.stmts.set(built);
                 self.stmts.get().expect("set above")
             }
