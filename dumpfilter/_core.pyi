@@ -422,6 +422,11 @@ class FlagWords:
 
 def heartbeat(file: str, pos: int, server_id: int, crc: bool) -> bytes:
     """A Heartbeat event for (file, pos), as the master sends one (see send::heartbeat)."""
+def replica_frames(events: bytes, seq: int, annotate: bool, master_pos: int, counted: int
+                   ) -> tuple[bytes, int, int | None, list[tuple[int, int]], int, int] | None:
+    """A batch's events framed for a real replica (replica::frame): None where the batch needs the
+    per-event way, else (packets, next sequence id, the replica's moved position or None,
+    [(GTID domain, highest seq_no)], master position, counted position)."""
 
 
 def crc32(data: Buffer) -> int:

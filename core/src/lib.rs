@@ -10,6 +10,7 @@ pub mod le;
 pub mod payload;
 pub mod relay;
 pub mod relay_stmt;
+pub mod replica;
 pub mod scan;
 pub mod send;
 pub mod split;

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dumpfilter._core import replica_frames
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.codec.encode import build_event, heartbeat_v2
@@ -160,6 +161,43 @@ def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=Non
             sent = heartbeat_v2(sent.heartbeat_file, widened(sent.log_pos, end), fmt=fmt, server_id=sent.server_id)
         if sent is not None:
             yield sent
+
+
+def replica_packets(batch, stream, count, names, *, policy: SkipPolicy, annotate: bool, fmt, server_id: int,
+                    heartbeats_v2: bool, renaming: bool) -> bytes:
+    """A batch as the packets a real replica reads, taking `stream`'s sequence ids: its events as
+    `replica_events` gives them, renamed by `names` (a PositionKeeper) and counted by `count` (a
+    ReplicaCount, which adds a caught-up batch's tail), each behind a 0x00 byte. Framed by the
+    core (`framed_batch`) where every event goes as it is: nothing `renaming`, no policy event
+    made anew for the replica, no heartbeat v2, not the caught-up batch."""
+    if (not renaming and not heartbeats_v2 and not batch.caught_up
+            and type(policy).for_replica is SkipPolicy.for_replica):
+        framed = framed_batch(batch.events, seq=stream.seq, annotate=annotate, count=count, names=names)
+        if framed is not None:
+            data, stream.seq = framed
+            return data
+    return b"".join(stream.frame(b"\x00" + e.raw) for e in count.events(batch, names.events(replica_events(
+        batch.events, policy, annotate=annotate, fmt=fmt, server_id=server_id,
+        end=batch.position[1] if batch.position else None, heartbeats_v2=heartbeats_v2))))
+
+
+def framed_batch(events: bytes, *, seq: int, annotate: bool, count, names) -> tuple[bytes, int] | None:
+    """A batch's packets made in one core call (`_core.replica_frames`) and the next sequence
+    id, with the counters of `count` (a ReplicaCount) and `names` (a PositionKeeper) moved as
+    their per-event `events` move them. None where the batch needs that per-event way: a
+    Rotate, a Format_description, a Stop, a Gtid_list, an event split over packets, or a count
+    that would pass the master's position (`names` then sends a position reset). The caller
+    (`replica_packets`) checks the rest. Over a real MariaDB MIXED binlog the per-event way cost the master
+    about 0.85 s of CPU in 1.3 s (231 000 Events made, asked of the policy and framed)."""
+    got = replica_frames(events, seq, annotate, names.master_pos, names.counted)
+    if got is None:
+        return None
+    packets, seq, moved, gtids, master_pos, counted = got
+    if counted > master_pos:
+        return None
+    names.master_pos, names.counted = master_pos, counted
+    count.framed(moved, gtids)
+    return packets, seq
 
 
 def widened(log_pos: int, near: int | None) -> int:

@@ -63,6 +63,14 @@ class ReplicaCount:
                     yield event
                 self.pos = end
 
+    def framed(self, moved: int | None, gtids: list[tuple[int, int]]) -> None:
+        """What `events` counts of a batch the core framed (`dump.framed_batch`): the position it
+        moved to, if any, and the highest sequence number of each domain's GTIDs sent."""
+        if moved is not None:
+            self.pos = moved
+        for domain, seq in gtids:
+            self._has(domain, seq)
+
     def stop_tail(self, last: Event | None, stop: Event, batch) -> list[Event]:
         """A Stop event (the primary shut down) is never counted by a replica's IO thread (slave.cc
         queue_event: not even mi->master_log_pos), so a replica filtering for itself ends where the

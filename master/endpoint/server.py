@@ -36,7 +36,7 @@ from dumpfilter.binlogs.gtid_start import BinlogStatus, GtidState, binlog_gtid_p
 from dumpfilter import skip_policy
 from dumpfilter.master.serve.grpc_server import parse_listen
 from dumpfilter.master.endpoint.admission import Admission, EndpointLimits, Refused
-from dumpfilter.rules.renamer import replica_names
+from dumpfilter.rules.renamer import renames, replica_names
 from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -51,7 +51,7 @@ from dumpfilter.master.endpoint.dump import (
     parse_binlog_dump,
     parse_binlog_dump_gtid,
     parse_register_slave,
-    replica_events,
+    replica_packets,
 )
 from dumpfilter.master.endpoint.auth import Authenticator, Conversation, RsaKeys
 from dumpfilter.master.endpoint.handshake import (
@@ -504,9 +504,10 @@ class _Connection:
             send(frame(b"\x00" + rotate))
             batch = first
             while True:
-                data = b"".join(frame(b"\x00" + e.raw) for e in count.events(batch, names.events(replica_events(
-                    batch.events, policy, annotate=annotate, fmt=fmt, server_id=facts.server_id,
-                    end=batch.position[1] if batch.position else None, heartbeats_v2=heartbeats_v2))))
+                state = slave.state if slave else None
+                data = replica_packets(batch, self.stream, count, names, policy=policy, annotate=annotate, fmt=fmt,
+                                       server_id=facts.server_id, heartbeats_v2=heartbeats_v2,
+                                       renaming=state is not None and renames(state.rules, state.engine.settings))
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:

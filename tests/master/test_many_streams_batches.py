@@ -5,7 +5,7 @@ master's private memory went past 300 MB (issue #42, bench fanout_procs)."""
 
 from __future__ import annotations
 
-from dumpfilter.master.registry import Registration
+from dumpfilter.master.model import Registration
 from dumpfilter.master.service import BATCH_BYTES, MIN_BATCH_BYTES, DumpService
 from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES
 from dumpfilter.workload.generator import WorkloadSpec, generate

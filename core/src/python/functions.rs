@@ -10,6 +10,7 @@ use super::scanner::PyScanner;
 use super::text;
 use crate::assemble;
 use crate::relay;
+use crate::replica;
 use crate::send;
 use crate::{crc, hops, payload, sql};
 
@@ -135,4 +136,35 @@ pub(super) fn relay_run<'py>(
         heartbeats: p.heartbeats,
         lone: texts.unbind(),
     })
+}
+
+/// A batch's events framed for a real replica (see replica::frame): None where the batch needs
+/// the per-event way, else (packets, next sequence id, the replica's moved position or None,
+/// [(GTID domain, highest seq_no)], master position, counted position).
+#[allow(clippy::type_complexity)]
+#[pyfunction]
+pub(super) fn replica_frames<'py>(
+    py: Python<'py>,
+    events: &[u8],
+    seq: u8,
+    annotate: bool,
+    master_pos: u64,
+    counted: u64,
+) -> Option<(
+    Bound<'py, PyBytes>,
+    u8,
+    Option<u64>,
+    Vec<(u32, u64)>,
+    u64,
+    u64,
+)> {
+    let f = py.detach(|| replica::frame(events, seq, annotate, master_pos, counted))?;
+    Some((
+        PyBytes::new(py, &f.packets),
+        f.seq,
+        f.moved,
+        f.gtids,
+        f.master_pos,
+        f.counted,
+    ))
 }
