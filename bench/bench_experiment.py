@@ -158,7 +158,7 @@ def _spark_series(repeat: int, cores: int = 2) -> dict:
             local = count_local(plan_chunks(files, None), slaves, gates)
             local_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            spread = count_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES), slaves, gates)
+            spread = count_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES, workers=cores), slaves, gates)
             spark_s = time.perf_counter() - t0
             equal = equal and local == spread
             runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),

@@ -152,7 +152,10 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
 
     gates = slave_gates(topology)
     files = input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs)
-    chunks = plan_chunks(files, chunk_bytes)
+    # Spark with the default chunk size: raised to a fair share of the input per core (a series
+    # of many files is read whole, no cut looked for); an explicit size is used as given.
+    workers = spark.sparkContext.defaultParallelism if spark is not None and chunk_bytes == DEFAULT_CHUNK_BYTES else None
+    chunks = plan_chunks(files, chunk_bytes, workers=workers)
     slaves, names = list(topology.slaves), [s.name for s in topology.slaves]
     extra = list(candidates.slaves) if candidates is not None else []
     if len(extra) > MAX_CANDIDATES:

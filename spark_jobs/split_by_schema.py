@@ -77,12 +77,14 @@ def balanced_groups(items: list, sizes: list[int], groups: int) -> list[list]:
     return [[items[i] for i in sorted(part)] for part in dealt if part]
 
 
-def task_groups(items: list, sizes: list[int], cores: int, per_core: int = 4) -> list[list]:
-    """Few items (at most `per_core` per core): one balanced group per core. Many: one item per
-    task, and Spark's scheduler balances them."""
-    if len(items) <= per_core * cores:
+def task_groups(items: list, sizes: list[int], cores: int, per_core: int | None = None) -> list[list]:
+    """One item per task, largest first: Spark's scheduler hands the next task to the first free
+    core, which balances the stage whatever else runs on the machine (groups dealt in advance, one
+    per core, left a core idle when the other was slowed down). With `per_core`, as before: few
+    items (at most `per_core` per core) dealt onto one group per core (`balanced_groups`)."""
+    if per_core is not None and len(items) <= per_core * cores:
         return balanced_groups(items, sizes, cores)
-    return [[item] for item in items]
+    return [[items[i]] for i in sorted(range(len(items)), key=lambda i: -sizes[i])]
 
 
 def _chunk_size(chunk: Chunk) -> int:
@@ -135,8 +137,10 @@ def split_spark(spark, targets: list, out, config: SplitConfig, *, max_size: int
     out = check_output_dir(out).resolve()
     paths = input_files(targets)
     header = source_header(paths)
-    chunks = plan_chunks(paths, chunk_bytes)  # cut by the core's walk (no event reaches Python)
     sc = spark.sparkContext
+    # Cut by the core's walk (no event reaches Python); with the default size, at a fair share of
+    # the input per core at least (a series of many files is read a file per task, uncut).
+    chunks = plan_chunks(paths, chunk_bytes, workers=sc.defaultParallelism if chunk_bytes == DEFAULT_CHUNK_BYTES else None)
     seg_dir = Path(tempfile.mkdtemp(prefix=".segments-", dir=out))
     try:
         results = route_chunks(sc, chunks, config, seg_dir, verify_checksums=verify_checksums)
