@@ -134,7 +134,7 @@ def _spark_series(repeat: int, cores: int = 2) -> dict:
     apart, alternately; the counts must be equal. In process, as bench_split's Spark part."""
     from bench.bench_split import series_2gb
     from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
-    from dumpfilter.spark_jobs.session import get_session
+    from dumpfilter.spark_jobs.session import get_session, warm_workers
     from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks
     from dumpfilter.topology import load_topology, slave_gates
 
@@ -149,7 +149,7 @@ def _spark_series(repeat: int, cores: int = 2) -> dict:
     t0 = time.perf_counter()
     spark = get_session("bench-experiment", f"local[{cores}]", {"spark.ui.enabled": "false",
                                                                "spark.executor.memory": "512m"})
-    spark.sparkContext.parallelize(range(cores), cores).map(lambda x: x).collect()  # warm workers
+    warm_workers(spark.sparkContext)  # a Python worker per core, the tasks' modules imported
     session_s = time.perf_counter() - t0
     runs, equal = [], True
     try:

@@ -129,13 +129,13 @@ def bench_spark_series(work: Path, cores: int, repeat: int) -> dict:
     paths = _wait_done(src)
     size = sum(p.stat().st_size for p in paths)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from dumpfilter.spark_jobs.session import get_session
+    from dumpfilter.spark_jobs.session import get_session, warm_workers
     from dumpfilter.spark_jobs.split_by_schema import split_spark
 
     t0 = time.perf_counter()
     spark = get_session("bench-split", f"local[{cores}]", {"spark.ui.enabled": "false",
                                                           "spark.executor.memory": "512m"})
-    spark.sparkContext.parallelize(range(cores), cores).map(lambda x: x).collect()  # warm workers
+    warm_workers(spark.sparkContext)  # a Python worker per core, the tasks' modules imported
     session_s = time.perf_counter() - t0
     runs = []
     try:

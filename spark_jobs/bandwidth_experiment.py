@@ -37,9 +37,22 @@ def count_parts_local(chunks, slaves, gates=None, *, verify_checksums: bool = Tr
 
 
 def count_parts_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
-    """The same, a Spark task per chunk; only the counts travel to the driver."""
-    rdd = spark.sparkContext.parallelize(chunks, max(1, len(chunks)))
-    return rdd.flatMap(lambda chunk: count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)).collect()
+    """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
+    (`task_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
+    the counts travel to the driver."""
+    from dumpfilter.spark_jobs.split_by_schema import _chunk_size, task_groups
+
+    if not chunks:
+        return []
+    sc = spark.sparkContext
+    groups = task_groups(list(chunks), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+
+    def count(parts):
+        for part in parts:
+            for chunk in part:
+                yield from count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
+
+    return sc.parallelize(groups, len(groups)).mapPartitions(count).collect()
 
 
 def count_local(chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
