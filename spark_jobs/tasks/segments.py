@@ -16,6 +16,7 @@ exactly the units, in exactly the order, that the single-process split writes: s
 
 from __future__ import annotations
 
+import contextlib
 import os
 from array import array
 from dataclasses import dataclass, field
@@ -254,7 +255,16 @@ def join_output(plan: JoinTask, seg_dir: str | os.PathLike, out: str | os.PathLi
             continue
         buf, ends, ordinals = read_segment(seg_dir, chunk_no, plan.name, count)
         _write_merged(writer, buf, ends, ordinals, chunk_incidents)
-    return summarize(plan.name, writer.close(), units)
+    summary = summarize(plan.name, writer.close(), units)
+    # The output is written: its segments go now, in this task (removing 2 GB of segments took
+    # the driver 0.6 s, alone, after the join; here each task removes its own, in parallel). A
+    # task that fails before this point leaves them for its retry; the driver removes the rest.
+    for chunk_no in segments:
+        stem = str(segment_stem(seg_dir, chunk_no, plan.name))
+        for suffix in (".seg", ".idx"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stem + suffix)
+    return summary
 
 
 def _write_merged(writer: BinlogSeriesWriter, buf: bytearray, ends, ordinals, incidents) -> None:
