@@ -286,7 +286,8 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", dest="fmt", choices=("csv", "parquet"), default="csv")
     parser.add_argument("--chunk-bytes", type=int, default=None, metavar="BYTES",
                         help=f"read files larger than this in chunks (0: whole files; default {DEFAULT_CHUNK_BYTES >> 20} MB "
-                             "on Spark, whole files with --no-spark: one process gains nothing from cuts)")
+                             "on Spark, raised to the input's size over 4 tasks per core; whole files with "
+                             "--no-spark: one process gains nothing from cuts)")
     parser.add_argument("--candidates", metavar="FILE",
                         help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, at most "
                              f"{MAX_CANDIDATES}) counted in the same pass and ranked by bytes saved in "
