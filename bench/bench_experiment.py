@@ -132,9 +132,10 @@ def _spark_series(repeat: int, cores: int = 2) -> dict:
     (bench_split.series_2gb: the fanout set 4 times, 24 files), in this process with whole files
     against Spark local[cores] over 64 MiB chunks, on a warm session whose start is reported
     apart, alternately; the counts must be equal. In process, as bench_split's Spark part."""
-    from bench.bench_split import series_2gb
+    from bench.bench_split import cpu_figures, series_2gb
+    from bench.common import spark_cpu
     from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
-    from dumpfilter.spark_jobs.session import get_session
+    from dumpfilter.spark_jobs.session import get_session, warm_workers
     from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks
     from dumpfilter.topology import load_topology, slave_gates
 
@@ -149,26 +150,29 @@ def _spark_series(repeat: int, cores: int = 2) -> dict:
     t0 = time.perf_counter()
     spark = get_session("bench-experiment", f"local[{cores}]", {"spark.ui.enabled": "false",
                                                                "spark.executor.memory": "512m"})
-    spark.sparkContext.parallelize(range(cores), cores).map(lambda x: x).collect()  # warm workers
+    warm_workers(spark.sparkContext)  # a Python worker per core, the tasks' modules imported
     session_s = time.perf_counter() - t0
     runs, equal = [], True
     try:
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            load = os.getloadavg()[0]
+            t0, c0 = time.perf_counter(), time.process_time()
             local = count_local(plan_chunks(files, None), slaves, gates)
-            local_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            spread = count_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES), slaves, gates)
-            spark_s = time.perf_counter() - t0
+            local_s, local_cpu = time.perf_counter() - t0, time.process_time() - c0
+            t0, c0 = time.perf_counter(), spark_cpu(spark)
+            spread = count_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES, workers=cores), slaves, gates)
+            spark_s, cpu = time.perf_counter() - t0, spark_cpu(spark) - c0
             equal = equal and local == spread
             runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
-                         "ratio": round(local_s / spark_s, 2), "load_1min": round(os.getloadavg()[0], 2)})
+                         "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2),
+                         **cpu_figures(local_cpu, cpu, cores)})
     finally:
         spark.stop()
     best_local, best_spark = min(r["single_process_s"] for r in runs), min(r["spark_s"] for r in runs)
     return {"binlog_mb": round(size / 1e6, 1), "files": len(files), "slaves": len(slaves), "runs": runs,
             "single_process_best_s": best_local, "spark_best_s": best_spark,
             "ratio_best_of": round(best_local / best_spark, 2), "counts_equal": equal,
+            "ratio_bound_free_cores_best": max(r["ratio_bound_free_cores"] for r in runs),
             "spark_session_start_s": round(session_s, 2), "executor_memory": "512m",
             "single_process_mb_per_s": round(size / 1e6 / best_local), "spark_mb_per_s": round(size / 1e6 / best_spark)}
 

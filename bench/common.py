@@ -95,3 +95,32 @@ def stop_process(proc: subprocess.Popen | None) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) used so far by process `root` and every live descendant (the
+    Spark driver JVM, its PySpark daemon and Python workers), from /proc; 0 where there is none."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def spark_cpu(spark) -> float:
+    """This process's CPU and its Spark session's (driver JVM, Python workers) so far."""
+    return time.process_time() + tree_cpu_s(spark.sparkContext._gateway.proc.pid)

@@ -102,8 +102,24 @@ def gtid_boundaries(path: str | os.PathLike, chunk_bytes: int) -> list[int]:
                 view.release()
 
 
-def plan_chunks(paths: list[Path], chunk_bytes: int | None = DEFAULT_CHUNK_BYTES) -> list[Chunk]:
-    """The chunks of `paths`, in input order. `chunk_bytes` None (or 0) keeps every file whole."""
+TASKS_PER_WORKER = 4  # a fair share of the input: enough tasks per core to balance them
+
+
+def fair_chunk_bytes(paths: list[Path], chunk_bytes: int, workers: int) -> int:
+    """`chunk_bytes`, raised to a fair share of the input (its size over `TASKS_PER_WORKER` tasks
+    per worker): a series of many files is read a whole file per task, without finding a cut (a
+    walk over every event header of the file, in the driver), while a big file is still cut for
+    every worker to have work."""
+    total = sum(Path(p).stat().st_size for p in paths)
+    return max(chunk_bytes, -(-total // (TASKS_PER_WORKER * max(1, workers))))
+
+
+def plan_chunks(paths: list[Path], chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, *,
+                workers: int | None = None) -> list[Chunk]:
+    """The chunks of `paths`, in input order. `chunk_bytes` None (or 0) keeps every file whole.
+    `workers` (Spark's parallelism): cut at `fair_chunk_bytes` instead (never finer)."""
+    if chunk_bytes and workers:
+        chunk_bytes = fair_chunk_bytes(paths, chunk_bytes, workers)
     chunks: list[Chunk] = []
     for index, path in enumerate(paths):
         cuts = gtid_boundaries(path, chunk_bytes) if chunk_bytes else []

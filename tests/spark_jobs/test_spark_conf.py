@@ -41,6 +41,16 @@ def test_conf_comes_last_and_wins(monkeypatch):
     assert session.session_settings("local[2]")[1]["spark.driver.host"] == "127.0.0.1"
 
 
+def test_a_local_driver_jvm_compiles_with_c1_only(monkeypatch):
+    """Local mode: the driver JVM (the executor too) runs on C1 (its C2 compiler cost up to a third
+    of a job's CPU on 2 cores); a cluster's driver is left as it is; --spark-conf still wins."""
+    monkeypatch.delenv("SPARK_MASTER", raising=False)
+    assert session.session_settings("local[2]")[1]["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert "spark.driver.extraJavaOptions" not in session.session_settings("spark://127.0.0.1:7077")[1]
+    mine = {"spark.driver.extraJavaOptions": "-Xss4m"}
+    assert session.session_settings("local[2]", mine)[1]["spark.driver.extraJavaOptions"] == "-Xss4m"
+
+
 class _Builder:
     """SparkSession.builder's chain, recording each call."""
 

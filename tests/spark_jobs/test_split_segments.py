@@ -169,7 +169,9 @@ def test_balanced_groups():
     assert max(loads) - min(loads) <= 2
     assert all(g == sorted(g) for g in groups)
     assert balanced_groups(["x"], [1], 4) == [["x"]]
-    assert task_groups(items, sizes, 1, per_core=2) == [[x] for x in items]
+    assert task_groups(items, sizes, 2) == groups  # one task per core
+    assert task_groups(items, sizes, 1, per_core=2) == balanced_groups(items, sizes, 2)
+    assert task_groups(items, sizes, 4, per_core=2) == [[x] for x in "acegfdb"]  # more tasks than items: largest first
 
 
 @pytest.mark.spark
@@ -183,9 +185,9 @@ def test_spark_split_with_incidents_equals_single_process(spark, tmp_path, chunk
 
 
 @pytest.mark.spark
-def test_spark_split_many_chunks_one_task_each(spark, workloads, tmp_path):
+def test_spark_split_many_chunks_per_task(spark, workloads, tmp_path):
     src = workloads["row-mariadb"]
-    assert len(plan_chunks(input_files([src]), 3_000)) > 8  # more than 4 per core: a task per chunk
+    assert len(plan_chunks(input_files([src]), 3_000)) > 8  # many chunks, dealt onto a task per core
     local = split_local([src], tmp_path / "local", SplitConfig(), max_size=25_000, chunk_bytes=None)
     summaries = split_spark(spark, [src], tmp_path / "spark", SplitConfig(), max_size=25_000, chunk_bytes=3_000)
     assert summaries == local.outputs
@@ -205,3 +207,35 @@ def test_a_failed_chunk_task_leaves_no_segment(workloads, tmp_path):
     with pytest.raises(BinlogError):  # a CRC mismatch, or an impossible event size
         write_chunk_segments(chunk, 0, SplitConfig(), tmp_path / "seg")
     assert list((tmp_path / "seg").iterdir()) == []
+
+
+@pytest.mark.parametrize("block_bytes", [1, 700, 5_000])
+def test_join_in_blocks_writes_the_same_bytes(workloads, tmp_path, block_bytes):
+    """The join reads, renumbers and writes a segment a block at a time into one buffer: any block
+    size (one unit per block, units longer than the block, blocks across rotations) gives the
+    single process's files."""
+    src = workloads["row-mariadb"]
+    local = split_local([src], tmp_path / "local", SplitConfig(), max_size=25_000, chunk_bytes=None)
+    assert any(len(s.files) > 1 for s in local.outputs)  # rotations inside the joined segments
+    out = tmp_path / f"seg-{block_bytes}"
+    summaries = split_by_segments([src], out, SplitConfig(), max_size=25_000, chunk_bytes=15_000,
+                                  block_bytes=block_bytes)
+    assert summaries == local.outputs
+    same_tree(tmp_path / "local", out)
+
+
+def test_plan_chunks_for_workers_cuts_only_past_a_fair_share(workloads, tmp_path):
+    """With Spark's parallelism given, a file is cut only past a fair share of the input (its size
+    over 4 tasks per worker), never finer than `chunk_bytes`: a series of many files is read a
+    whole file per task, a file holding most of the input is still cut."""
+    from dumpfilter.spark_jobs.tasks.chunks import fair_chunk_bytes
+
+    paths = input_files([workloads["row-mariadb"]])
+    total = sum(p.stat().st_size for p in paths)
+    assert len(paths) > 1 and max(p.stat().st_size for p in paths) > 2_000
+    share = fair_chunk_bytes(paths, 2_000, 1)
+    assert share == max(2_000, -(-total // 4))
+    assert len(plan_chunks(paths, 2_000)) > len(plan_chunks(paths, 2_000, workers=1)) >= len(paths)
+    assert plan_chunks(paths, 2_000, workers=1) == plan_chunks(paths, share)
+    assert plan_chunks(paths, 2_000, workers=10**6) == plan_chunks(paths, 2_000)  # never finer
+    assert plan_chunks(paths, None, workers=2) == plan_chunks(paths, None)
