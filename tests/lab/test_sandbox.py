@@ -101,6 +101,19 @@ def test_server_starts_and_answers(mariadb_factory):
         srv.execute("SELEC nonsense")
 
 
+def test_restart_keeps_the_datadir_and_runs_the_step_while_down(mariadb_factory):
+    srv = mariadb_factory("restarted")
+    srv.execute(["CREATE DATABASE kept", "CREATE TABLE kept.t (id INT PRIMARY KEY)", "INSERT INTO kept.t VALUES (7)"])
+    port, pid = srv.port, srv.pid
+    seen = []
+    srv.restart(lambda: seen.append((srv.running, sorted(f.name for f in srv.binlog_files()))))
+    assert seen and seen[0][0] is False and seen[0][1], seen  # down, its binlog files in place
+    assert srv.running and srv.port == port and srv.pid != pid
+    assert srv.query("SELECT id FROM kept.t") == [{"id": 7}]
+    # The server opens a new binlog file after the ones it was down with.
+    assert len(srv.binlog_files()) == len(seen[0][1]) + 1
+
+
 def test_replicate_do_db_snapshot(replicated):
     primary, replica = replicated
     sp, sr = snapshot(primary), snapshot(replica)
