@@ -17,9 +17,9 @@ from dumpfilter.codec.scanner import UnitList
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.read import columns, segment_reader
 from dumpfilter.master.read.segments import SegmentCache
-from dumpfilter.master.service import DumpService
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
+from tests.master.test_statement_keys_stream import _dump
 
 ROW_SLOW = 3
 
@@ -118,21 +118,7 @@ def test_streams_send_the_same_with_and_without_the_build_ahead(tmp_path, monkey
     for ahead in (False, True):
         monkeypatch.setattr(segment_reader.SegmentReader, "STATEMENTS_AHEAD", ahead)
         taken.clear()
-        svc = DumpService(tmp_path, segment_bytes=30_000, batch_bytes=64 << 10)
-        for reg in regs:
-            svc.register(reg)
-        out = {}
-        for reg in regs:
-            batches = []
-            for b in svc.stream(reg.server_id):
-                batches.append((b"".join(b.parts), b.position, b.transactions, b.skipped_bytes, b.caught_up))
-                if b.caught_up:
-                    break
-            rows, _ = svc.list_filters(reg.server_id)
-            slave = svc.slaves[reg.server_id]
-            out[reg.server_id] = (batches, slave.stats, [(r["FILTER_NAME"], r["COUNTER"]) for r in rows],
-                                  slave.statement_path)
-        svc.shutdown()
+        out = _dump(tmp_path, regs, True, segment_bytes=30_000, batch_bytes=64 << 10)
         runs[ahead] = (out, any(taken), sum(taken), len(taken))
     (plain, plain_taken, _, _), (ahead_out, _, n_taken, n_asked) = runs[False], runs[True]
     assert not plain_taken
