@@ -1,6 +1,6 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
-//! the assembly, a stream's send walk, the slave's relay run, the payload decoders and the DDL
+//! the assembly, a stream's send walk (and its count mode), the replica framing, the slave's relay run, the payload decoders and the DDL
 //! text classifier. A crash is a panic on input.
 #![no_main]
 
@@ -10,8 +10,8 @@ use _core::assemble::{assemble, Options};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
+use _core::send::{send, SendOptions, UnitList};
 use _core::sql::plain_statement;
-use _core::send::{send, UnitList, SendOptions};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, rest)) = data.split_first() else {
@@ -82,6 +82,7 @@ fuzz_target!(|data: &[u8]| {
         server_id: 1,
         heartbeat_crc: control & 16 != 0,
         stmts: None,
+        count_only: false,
     };
     let sent = send(&plan, &[&buf[..out.stop]], &row, &keep, 0, &sopt);
     assert!(sent.next <= out.units.len());
@@ -89,6 +90,26 @@ fuzz_target!(|data: &[u8]| {
         sent.sent_bytes + sent.heartbeat_bytes,
         sent.out.len() as u64
     );
+    // Counting only (`experiment`) answers as sending does.
+    let counted = _core::send::walk(
+        &plan,
+        &[&buf[..out.stop]],
+        &row,
+        &keep,
+        0,
+        &SendOptions {
+            count_only: true,
+            ..sopt
+        },
+    );
+    assert_eq!(
+        (counted.next, counted.sent_bytes, counted.heartbeat_bytes),
+        (sent.next, sent.sent_bytes, sent.heartbeat_bytes)
+    );
+    // Any bytes as a batch framed for a real replica: whole packets, or None.
+    if let Some(f) = _core::replica::frame(rest, control, control & 1 != 0, 4, 4) {
+        assert!(f.packets.len() <= rest.len() + rest.len() / 19 * 5);
+    }
     let _ = statements(&buf, 4, buf.len());
     let mask = [true; 256];
     let (_, stop, _) = Scanner::new(verify).walk(&buf, 4, 0, &mask);
