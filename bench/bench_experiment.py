@@ -15,7 +15,8 @@ db1..db8). The slave sets:
   slaves are alike: 64 walks.
 Times are whole commands (interpreter and imports included) and, beside them, the same less the
 start-up of `dumpfilter --version`, measured in the same run. Then Spark local[2] against one
-process on the 2 GB series (goal 4; `_spark_series`). CPU and peak RSS come from each
+process on the 2 GB series, then a real standalone cluster of two one-core workers (goal 4;
+`_spark_series`). CPU and peak RSS come from each
 process's own rusage (os.wait4). Ratios are reported, never asserted.
 """
 
@@ -120,22 +121,24 @@ def main() -> dict:
           f"{m['experiment_8_s']:.3f} s (less start): {m['experiment_8_vs_filter']}x")
     if os.environ.get("DUMPFILTER_EXPERIMENT_SPARK", "1") != "0":
         result["spark_2gb_series"] = sp = _spark_series(repeat)
-        print(f"{'Spark local[2], 2 GB series':34} session start {sp['spark_session_start_s']} s apart; best "
-              f"--no-spark {sp['single_process_best_s']} s, Spark {sp['spark_best_s']} s: "
-              f"{sp['ratio_best_of']}x, counts equal {sp['counts_equal']}")
+        result["spark_2gb_series_cluster"] = _spark_series(repeat, cluster=True)
+        for sp in (result["spark_2gb_series"], result["spark_2gb_series_cluster"]):
+            print(f"Spark, 2 GB series, {sp['where']}: session start {sp['spark_session_start_s']} s apart "
+                  f"(cluster start {sp.get('cluster_start_s', '-')} s); best --no-spark {sp['single_process_best_s']} s, "
+                  f"Spark {sp['spark_best_s']} s: {sp['ratio_best_of']}x, counts equal {sp['counts_equal']}")
     write_result("experiment", result)
     return result
 
 
-def _spark_series(repeat: int, cores: int = 2) -> dict:
+def _spark_series(repeat: int, cores: int = 2, cluster: bool = False) -> dict:
     """Issue #40 goal 4 for `experiment`: its counting (8 do-db slaves) on the 2 GB series
     (bench_split.series_2gb: the fanout set 4 times, 24 files), in this process with whole files
-    against Spark local[cores] over 64 MiB chunks, on a warm session whose start is reported
-    apart, alternately; the counts must be equal. In process, as bench_split's Spark part."""
+    against Spark over 64 MiB chunks, `local[cores]` or (`cluster`) a real standalone cluster of
+    `cores` one-core workers, on a warm session whose start is reported apart, alternately; the
+    counts must be equal. In process, as bench_split's Spark part."""
     from bench.bench_split import cpu_figures, series_2gb
-    from bench.common import spark_cpu
+    from bench.common import spark_bench_session
     from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
-    from dumpfilter.spark_jobs.session import get_session, warm_workers
     from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks
     from dumpfilter.topology import load_topology, slave_gates
 
@@ -147,33 +150,26 @@ def _spark_series(repeat: int, cores: int = 2) -> dict:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     slaves, gates = list(topology.slaves), slave_gates(topology)
-    t0 = time.perf_counter()
-    spark = get_session("bench-experiment", f"local[{cores}]", {"spark.ui.enabled": "false",
-                                                               "spark.executor.memory": "512m"})
-    warm_workers(spark.sparkContext)  # a Python worker per core, the tasks' modules imported
-    session_s = time.perf_counter() - t0
     runs, equal = [], True
-    try:
+    with spark_bench_session("bench-experiment", cores, cluster) as (spark, spark_cpu, start):
         for _ in range(repeat):
             load = os.getloadavg()[0]
             t0, c0 = time.perf_counter(), time.process_time()
             local = count_local(plan_chunks(files, None), slaves, gates)
             local_s, local_cpu = time.perf_counter() - t0, time.process_time() - c0
-            t0, c0 = time.perf_counter(), spark_cpu(spark)
+            t0, c0 = time.perf_counter(), spark_cpu()
             spread = count_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES, workers=cores), slaves, gates)
-            spark_s, cpu = time.perf_counter() - t0, spark_cpu(spark) - c0
+            spark_s, cpu = time.perf_counter() - t0, spark_cpu() - c0
             equal = equal and local == spread
             runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
                          "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2),
                          **cpu_figures(local_cpu, cpu, cores)})
-    finally:
-        spark.stop()
     best_local, best_spark = min(r["single_process_s"] for r in runs), min(r["spark_s"] for r in runs)
     return {"binlog_mb": round(size / 1e6, 1), "files": len(files), "slaves": len(slaves), "runs": runs,
             "single_process_best_s": best_local, "spark_best_s": best_spark,
             "ratio_best_of": round(best_local / best_spark, 2), "counts_equal": equal,
             "ratio_bound_free_cores_best": max(r["ratio_bound_free_cores"] for r in runs),
-            "spark_session_start_s": round(session_s, 2), "executor_memory": "512m",
+            **start, "executor_memory": "512m",
             "single_process_mb_per_s": round(size / 1e6 / best_local), "spark_mb_per_s": round(size / 1e6 / best_spark)}
 
 

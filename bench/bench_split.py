@@ -6,7 +6,9 @@
    diagnostic: < 500 MB, and its statement units are routed in Python).
 2. Spark local[N] (default 2) against `--no-spark` on a 2 GB series (4 files: the fanout file
    copied under new names by `series_2gb`, once, into bench/data/split-series-2gb), on a warm
-   session; the session's start is reported apart. Outputs are checked identical.
+   session; the session's start is reported apart. Outputs are checked identical. Then the same
+   on a real standalone cluster (pyspark's own Master and N one-core Workers on loopback,
+   bench.common.spark_bench_session), the cluster's start reported apart too.
 3. (`--generated`) the former benchmark: 4 generated ROW files, Spark against one process.
 
     .venv/bin/python -m bench.bench_split [--repeat N] [--cores N] [--skip-spark] [--generated]
@@ -123,58 +125,52 @@ def bench_no_spark(directory: Path, work: Path, repeat: int, label: str) -> dict
     return result
 
 
-def bench_spark_series(work: Path, cores: int, repeat: int) -> dict:
-    """Spark local[cores] against --no-spark on the 2 GB series (warm session)."""
+def bench_spark_series(work: Path, cores: int, repeat: int, cluster: bool = False) -> dict:
+    """Spark against --no-spark on the 2 GB series (warm session): `local[cores]`, or (`cluster`)
+    a real standalone cluster of `cores` one-core workers on loopback."""
     src = series_2gb()
     paths = _wait_done(src)
     size = sum(p.stat().st_size for p in paths)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from bench.common import spark_cpu
-    from dumpfilter.spark_jobs.session import get_session, warm_workers
+    from bench.common import spark_bench_session
     from dumpfilter.spark_jobs.split_by_schema import split_spark
 
-    t0 = time.perf_counter()
-    spark = get_session("bench-split", f"local[{cores}]", {"spark.ui.enabled": "false",
-                                                          "spark.executor.memory": "512m"})
-    warm_workers(spark.sparkContext)  # a Python worker per core, the tasks' modules imported
-    session_s = time.perf_counter() - t0
     runs = []
-    try:
-        for i in range(repeat):
+    with spark_bench_session("bench-split", cores, cluster) as (spark, spark_cpu, start):
+        try:
+            for i in range(repeat):
+                for d in ("local", "spark"):
+                    shutil.rmtree(work / d, ignore_errors=True)
+                load = os.getloadavg()[0]
+                # The first of the two runs to write leaves its 2 GB in the page cache: the second
+                # one's writes then reclaim pages (Spark, second: 6.0-6.5 s of CPU instead of 4.0),
+                # so the order alternates.
+                for which in (("local", "spark") if i % 2 == 0 else ("spark", "local")):
+                    if which == "local":
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        split_local(paths, work / "local", SplitConfig())
+                        local_s, local_cpu = time.perf_counter() - t0, time.process_time() - c0
+                    else:
+                        t0, c0 = time.perf_counter(), spark_cpu()
+                        split_spark(spark, paths, work / "spark", SplitConfig())
+                        spark_s, cpu = time.perf_counter() - t0, spark_cpu() - c0
+                same = _same(work / "local", work / "spark")
+                runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
+                             "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2), "identical": same,
+                             "first": "local" if i % 2 == 0 else "spark", **cpu_figures(local_cpu, cpu, cores)})
+                print(f"2 GB series run {i + 1}: --no-spark {local_s:.2f}s ({size / 1e6 / local_s:.0f} MB/s), "
+                      f"Spark {start['where']} {spark_s:.2f}s ({size / 1e6 / spark_s:.0f} MB/s), ratio "
+                      f"{local_s / spark_s:.2f}, load {load:.2f}, identical {same}; CPU {local_cpu:.2f}s against "
+                      f"{cpu:.2f}s (ratio on {cores} free cores at most {runs[-1]['ratio_bound_free_cores']})", flush=True)
+        finally:
             for d in ("local", "spark"):
                 shutil.rmtree(work / d, ignore_errors=True)
-            load = os.getloadavg()[0]
-            # The first of the two runs to write leaves its 2 GB in the page cache: the second
-            # one's writes then reclaim pages (Spark, second: 6.0-6.5 s of CPU instead of 4.0),
-            # so the order alternates.
-            for which in (("local", "spark") if i % 2 == 0 else ("spark", "local")):
-                if which == "local":
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    split_local(paths, work / "local", SplitConfig())
-                    local_s, local_cpu = time.perf_counter() - t0, time.process_time() - c0
-                else:
-                    t0, c0 = time.perf_counter(), spark_cpu(spark)
-                    split_spark(spark, paths, work / "spark", SplitConfig())
-                    spark_s, cpu = time.perf_counter() - t0, spark_cpu(spark) - c0
-            same = _same(work / "local", work / "spark")
-            runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
-                         "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2), "identical": same,
-                         "first": "local" if i % 2 == 0 else "spark", **cpu_figures(local_cpu, cpu, cores)})
-            print(f"2 GB series run {i + 1}: --no-spark {local_s:.2f}s ({size / 1e6 / local_s:.0f} MB/s), "
-                  f"Spark local[{cores}] {spark_s:.2f}s ({size / 1e6 / spark_s:.0f} MB/s), ratio "
-                  f"{local_s / spark_s:.2f}, load {load:.2f}, identical {same}; CPU {local_cpu:.2f}s against "
-                  f"{cpu:.2f}s (ratio on {cores} free cores at most {runs[-1]['ratio_bound_free_cores']})", flush=True)
-    finally:
-        spark.stop()
-        for d in ("local", "spark"):
-            shutil.rmtree(work / d, ignore_errors=True)
     best_local = min(r["single_process_s"] for r in runs)
     best_spark = min(r["spark_s"] for r in runs)
     return {"input": src.name, "input_files": len(paths), "input_bytes": size, "cores": cores,
             "single_process_best_s": best_local, "spark_best_s": best_spark,
             "ratio_best_of": round(best_local / best_spark, 2),
             "ratio_median": round(statistics.median(r["ratio"] for r in runs), 2),
-            "spark_session_start_s": round(session_s, 2), "executor_memory": "512m",
+            **start, "executor_memory": "512m",
             "ratio_bound_free_cores_best": max(r["ratio_bound_free_cores"] for r in runs),
             "identical_output": all(r["identical"] for r in runs), "runs": runs}
 
@@ -202,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         result["no_spark_mixed"] = bench_no_spark(MIXED, work, args.repeat, "real MariaDB MIXED, diagnostic: < 500 MB")
         if not args.skip_spark:
             result["spark_2gb_series"] = bench_spark_series(work, args.cores, args.repeat)
+            result["spark_2gb_series_cluster"] = bench_spark_series(work, args.cores, args.repeat, cluster=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.generated:
@@ -209,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "split.json").write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if result.get("spark_2gb_series", {}).get("identical_output", True) else 1
+    same = all(result.get(k, {}).get("identical_output", True) for k in ("spark_2gb_series", "spark_2gb_series_cluster"))
+    return 0 if same else 1
 
 
 def _inputs(args, work: Path) -> tuple[list[Path], float]:

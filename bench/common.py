@@ -3,6 +3,7 @@ results files; `dumpfilter master serve` as a process of its own on free loopbac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -124,3 +125,35 @@ def tree_cpu_s(root: int) -> float:
 def spark_cpu(spark) -> float:
     """This process's CPU and its Spark session's (driver JVM, Python workers) so far."""
     return time.process_time() + tree_cpu_s(spark.sparkContext._gateway.proc.pid)
+
+
+@contextlib.contextmanager
+def spark_bench_session(app: str, cores: int, cluster: bool = False):
+    """A warm Spark session for a bench's Spark part: `local[cores]`, or (`cluster`) a real
+    standalone cluster on loopback, pyspark's own Master and `cores` Workers of one core and 512m
+    each (lab.spark_cluster). Yields (spark, cpu, start) where `cpu()` is the CPU so far of this
+    process, the driver JVM, its Python workers and, on the cluster, the Master's, the Workers' and
+    their executors'; `start` has the cluster's and the session's start, in seconds, apart."""
+    from dumpfilter.lab.spark_cluster import StandaloneCluster
+    from dumpfilter.spark_jobs.session import get_session, warm_workers
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with contextlib.ExitStack() as stack:
+        start: dict = {"where": f"local[{cores}]"}
+        master, pids = f"local[{cores}]", []
+        if cluster:
+            t0 = time.perf_counter()
+            standalone = stack.enter_context(StandaloneCluster(workers=cores, cores=1, memory="512m"))
+            start.update(where=f"standalone cluster, {cores} workers x 1 core, 512m",
+                         cluster_start_s=round(time.perf_counter() - t0, 2))
+            master, pids = standalone.url, standalone.pids()
+        t0 = time.perf_counter()
+        spark = get_session(app, master, {"spark.ui.enabled": "false", "spark.executor.memory": "512m"})
+        stack.callback(spark.stop)
+        warm_workers(spark.sparkContext)  # a Python worker per core, the tasks' modules imported
+        start["spark_session_start_s"] = round(time.perf_counter() - t0, 2)
+
+        def cpu() -> float:
+            return spark_cpu(spark) + sum(tree_cpu_s(pid) for pid in pids)
+
+        yield spark, cpu, start

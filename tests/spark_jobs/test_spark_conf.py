@@ -41,14 +41,20 @@ def test_conf_comes_last_and_wins(monkeypatch):
     assert session.session_settings("local[2]")[1]["spark.driver.host"] == "127.0.0.1"
 
 
-def test_a_local_driver_jvm_compiles_with_c1_only(monkeypatch):
-    """Local mode: the driver JVM (the executor too) runs on C1 (its C2 compiler cost up to a third
-    of a job's CPU on 2 cores); a cluster's driver is left as it is; --spark-conf still wins."""
+def test_the_jvms_compile_with_c1_only(monkeypatch):
+    """The driver JVM (in local mode the executor too) runs on C1 (its C2 compiler cost up to a
+    third of a job's CPU on 2 cores); on a cluster each executor is a JVM of its own and runs on C1
+    too; --spark-conf still wins."""
     monkeypatch.delenv("SPARK_MASTER", raising=False)
-    assert session.session_settings("local[2]")[1]["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
-    assert "spark.driver.extraJavaOptions" not in session.session_settings("spark://127.0.0.1:7077")[1]
-    mine = {"spark.driver.extraJavaOptions": "-Xss4m"}
+    c1 = "-XX:TieredStopAtLevel=1"
+    local = session.session_settings("local[2]")[1]
+    assert local["spark.driver.extraJavaOptions"] == c1
+    assert "spark.executor.extraJavaOptions" not in local  # no executor JVM of its own
+    cluster = session.session_settings("spark://127.0.0.1:7077")[1]
+    assert cluster["spark.driver.extraJavaOptions"] == c1 and cluster["spark.executor.extraJavaOptions"] == c1
+    mine = {"spark.driver.extraJavaOptions": "-Xss4m", "spark.executor.extraJavaOptions": "-Xss8m"}
     assert session.session_settings("local[2]", mine)[1]["spark.driver.extraJavaOptions"] == "-Xss4m"
+    assert session.session_settings("spark://h:7077", mine)[1]["spark.executor.extraJavaOptions"] == "-Xss8m"
 
 
 class _Builder:
