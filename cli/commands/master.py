@@ -264,6 +264,7 @@ def serve_command(args: argparse.Namespace) -> int:
     master.service.source = replicator  # its state in `master status` and the metrics
     master.service.segments.mappings.huge_pages = args.binlog_huge_pages
     master.service.segments.mappings.shared = not args.binlog_map_per_segment
+    threading.Thread(target=master.service.warm_up, name="warm-up", daemon=True).start()
     retention = _retention(args, replicator, master.service)
     if replicator is not None:  # each transaction it writes wakes the streams at once
         replicator.mirror.on_unit = master.service.watch.changed

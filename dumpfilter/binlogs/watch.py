@@ -161,6 +161,11 @@ class DirectoryWatch:
         binlog, so that a change made after that look is not missed."""
         with self._lock:
             self._waiters.add(wake)
+        self.start()
+
+    def start(self) -> None:
+        """Puts the watch in place now if it is not yet (the first `add` does it otherwise: a
+        master does it at start, so that its first slave does not wait for inotify's import)."""
         with self._start_lock:
             if not self._started:
                 self._started = True

@@ -39,11 +39,22 @@ def hop_to_end(f, start: int, size: int) -> int:
 class WrittenEnd:
     """`of(path)`: the written end of a binlog file, remembered per file so that a growing live
     file is hopped only over what was added since the last call (a stat and a short read per
-    call while it does not grow)."""
+    call while it does not grow). `note` tells it of an event boundary a reader found (the end
+    of the units a segment's scan read), so that the first `of` hops from there, not over the
+    whole file: the first stream to reach the end of a 220 MB file read all of it again (0.1 s)."""
 
     def __init__(self) -> None:
         self._known: tuple[Path, int, int, int] | None = None  # (path, inode, size, end)
+        self._boundary: tuple[Path, int, int] | None = None  # (path, inode, an event boundary)
         self._lock = threading.Lock()
+
+    def note(self, path: Path, inode: int, boundary: int) -> None:
+        """`boundary` is where an event of the file `path` (inode `inode`) starts or the file's
+        written bytes end: a hop of it may start there."""
+        with self._lock:
+            known = self._boundary
+            if known is None or known[0] != path or known[1] != inode or known[2] < boundary:
+                self._boundary = (path, inode, boundary)
 
     def of(self, path: Path) -> int:
         with open_regular(path) as f:  # never a FIFO's block, one line for what cannot be read
@@ -51,12 +62,14 @@ class WrittenEnd:
             size = st.st_size
             if size <= 4:
                 return size  # not even the magic yet: nothing written past it
-            known = self._known
+            known, noted = self._known, self._boundary
             start = 4
             if known is not None and known[0] == path and known[1] == st.st_ino and known[3] <= size:
                 if known[2] == size:
                     return known[3]
                 start = known[3]
+            if noted is not None and noted[0] == path and noted[1] == st.st_ino and start < noted[2] <= size:
+                start = noted[2]
             end = hop_to_end(f, start, size)
         with self._lock:
             self._known = (path, st.st_ino, size, end)

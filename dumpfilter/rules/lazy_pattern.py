@@ -14,8 +14,11 @@ class LazyPattern(Generic[AnyStr]):
     `search`, `sub`, `pattern`...) compiles it, and each attribute is then kept on the instance,
     so that later look-ups cost what they cost on the compiled pattern itself."""
 
+    made: list[LazyPattern[Any]] = []  # every one made (module constants: a bounded number), see compile_all
+
     def __init__(self, pattern: AnyStr, flags: int = 0) -> None:
         self._source: tuple[AnyStr, int] = (pattern, flags)
+        LazyPattern.made.append(self)
 
     if TYPE_CHECKING:  # what callers use, typed as re.Pattern's (at run time: __getattr__)
         def match(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
@@ -49,6 +52,13 @@ class LazyPattern(Generic[AnyStr]):
 
     def __repr__(self) -> str:
         return f"LazyPattern({self._source[0]!r}, {self._source[1]!r})"
+
+
+def compile_all() -> int:
+    """Compiles every pattern made so far that is not compiled yet (a long-running master does it
+    once at start, off its first client's path); returns how many it compiled."""
+    todo = [p for p in LazyPattern.made if not p.is_compiled]
+    return len([pattern.compiled for pattern in todo])
 
 
 def lazy_compile(pattern: AnyStr, flags: int = 0) -> LazyPattern[AnyStr]:

@@ -139,7 +139,8 @@ class SegmentReader:
         scanner.path = str(path)
         unit_list = self.cols.unit_list
         with open_regular(path) as f:
-            size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            size = st.st_size
             if start > size:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
             chunk = max(CHUNK, cache.segment_bytes + (64 << 10))  # the segment and the unit that ends it
@@ -185,6 +186,8 @@ class SegmentReader:
                     # This scan fills the segment, which ends where it stopped: the next one's
                     # scan starts now, before this one's bookkeeping (SegmentCache.start_ahead).
                     cache.start_ahead((name, base + scan.stop))
+                if scan.error is None:
+                    cache.written.note(path, st.st_ino, base + scan.stop)  # a unit's end: an event boundary
                 fmt = self._add_units(scan.added, buf, base, name, fmt)
                 if scan.last_rotate >= 0:
                     at = scan.last_rotate

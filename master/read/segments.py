@@ -121,7 +121,7 @@ class SegmentCache:
         self.kept_hits = 0  # of which segments let go and kept by their scan (INDEX_BYTES)
         self.ahead_taken = 0  # segments whose read was started ahead (start_ahead) and taken by a get
         self._listing: tuple | None = None  # see file_names
-        self._written = WrittenEnd()  # see end
+        self.written = WrittenEnd()  # see end; the segments' reads note where their units end
 
     def path(self, name: str) -> str:
         """The path of binlog file `name` in the directory (a listed name: no separator in it)."""
@@ -163,7 +163,7 @@ class SegmentCache:
         names = self.file_names()  # a last file the index names but is missing: no end (1236)
         if not names:
             raise names.problem or PositionError(f"no binlog files in {self.directory}")
-        return names[-1], self._written.of(self.directory / names[-1])
+        return names[-1], self.written.of(self.directory / names[-1])
 
     def bytes_between(self, start: Pos, end: Pos) -> int:
         """Master binlog bytes from `start` to `end` (for how far behind a slave is)."""

@@ -41,3 +41,49 @@ def test_a_file_without_its_magic_yet(tmp_path):
     path = tmp_path / "master-bin.000001"
     path.write_bytes(b"\xfebi")
     assert WrittenEnd().of(path) == 3
+
+
+def test_a_noted_boundary_is_where_the_hop_starts(binlog_copy):
+    """`note` (a segment's read found the units before `boundary`): `of` hops from there, so the
+    bytes before it are not read again. Here they are overwritten with zeros, which a hop from
+    the start stops at (an "event" of size 0): only a hop from the noted boundary finds the end."""
+    path = binlog_copy / "master-bin.000008"
+    ends = _ends(path)
+    boundary = ends[len(ends) // 2]
+    data = bytearray(path.read_bytes())
+    data[4:boundary] = bytes(boundary - 4)
+    path.write_bytes(data)
+    inode = path.stat().st_ino
+    assert WrittenEnd().of(path) == 4  # the zeros are nothing complete
+    written_end = WrittenEnd()
+    written_end.note(path, inode, boundary)
+    written_end.note(path, inode, boundary - 1)  # an earlier boundary does not move it back
+    assert written_end.of(path) == len(data)
+    other = WrittenEnd()
+    other.note(path, inode + 1, boundary)  # another file that had this name: not this one's boundary
+    assert other.of(path) == 4
+    past = WrittenEnd()
+    past.note(path, inode, len(data) + 100)  # past the size (a file cut shorter since): not used
+    assert past.of(path) == 4
+
+
+def test_a_stream_that_read_a_file_leaves_its_end_known(binlog_copy):
+    """After a master's stream has read a file through the segment cache, the file's written end
+    is where the last scan stopped: `end()` hops over nothing already read."""
+    from dumpfilter.master.service import DumpService
+
+    service = DumpService(binlog_copy)
+    try:
+        names = service.segments.file_names()
+        last = names[-1]
+        pos = (names[0], 4)
+        while True:
+            seg = service.segments.get(pos)
+            if seg.at_end or seg.end == pos:
+                break
+            pos = seg.end
+        noted = service.segments.written._boundary
+        assert noted is not None and noted[0] == binlog_copy / last
+        assert noted[2] == _ends(binlog_copy / last)[-1] == service.segments.end()[1]
+    finally:
+        service.shutdown()
