@@ -30,6 +30,7 @@ from dumpfilter.master.stream.slave_stream import SlaveStream
 # 1 MiB: a stream's fixed costs per batch (the reply, grpc's send, the slave's check and relay
 # write) stay small beside its bytes; at 256 KiB the one-slave bench took about 0.1 s longer.
 BATCH_BYTES = 1 << 20
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 # With many streams each one's batches are smaller, so that all their replies in flight fit the
 # output budget (see DumpService.reply_bytes), but never smaller than this.
 MIN_BATCH_BYTES = 128 << 10
@@ -52,6 +53,7 @@ class DumpService(SlaveRegistry):
         self.lint.follow(self.watch)  # lint follows the binlog as it grows (master.lint_jobs)
         self.batch_bytes = batch_bytes
         self.live_streams = 0  # streams running now (`stream`'s generators entered and not ended)
+        self.cpus = CPUS  # see crowded
         # CRC32s are checked as the binlog is read (MySQL's source_verify_checksum=ON); off, a
         # corrupt event body reaches the slaves, whose receivers check what they get.
         # `segments`: a cache to read through instead (the tests' reference reader).
@@ -144,6 +146,14 @@ class DumpService(SlaveRegistry):
         (bench fanout_procs). Up to 24 streams keep 1 MiB batches."""
         share = OUTPUT_BYTES // (2 * max(self.live_streams, 1))
         return min(self.batch_bytes, max(MIN_BATCH_BYTES, share))
+
+    def crowded(self) -> bool:
+        """More streams run than the master has CPUs: a stream's replies are then made by its
+        handler between its sends, not ahead on a thread of its own (SendAhead's lent mode). The
+        other streams keep the CPUs busy while one sends, and each reply made ahead cost two
+        thread switches under the GIL: with 64 slaves on 2 CPUs, a fifth of the master's CPU went
+        to switching threads (perf: finish_task_switch, futex waits)."""
+        return self.live_streams > self.cpus
 
     def wake(self, server_id: int) -> None:
         """Wake the stream of `server_id` if it waits (its call ended: it looks at is_active now)."""

@@ -321,7 +321,9 @@ def _alias(expr: str) -> tuple[str, str | None]:
     head = expr[:before].rstrip()
     if len(head) == before:
         return expr, None  # no whitespace before the word: it is part of the expression
-    if head[-2:].upper() == "AS" and len(head) > 2 and head[-3].isspace() and head[:-2].strip():
+    if head[-2:].upper() == "AS" and len(head) > 2 and head[-3].isspace():
+        if not head[:-2].strip():
+            return expr, None  # ` AS word`: the regex took the AS, and its expression is empty
         head = head[:-2]
     head = head.strip()
     if head and not head.endswith(("(", ",")) and head.count("(") == head.count(")"):

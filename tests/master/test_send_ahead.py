@@ -195,3 +195,33 @@ def test_a_live_stream_is_run_by_the_handler_until_it_falls_behind():
     assert ahead.handled == 6
     ahead.close()
     assert closed.is_set() and not ahead._thread.is_alive()
+
+
+def test_with_more_streams_than_cpus_the_handler_makes_each_reply(workload_dir, tmp_path):
+    """DumpService.crowded (more live streams than CPUs): each Dump handler makes its stream's
+    replies itself, between its sends, instead of a thread of the stream's own ahead of it (two
+    thread switches under the GIL per reply; the other streams keep the CPUs busy). The slaves
+    relay exactly what they relay from an uncrowded master."""
+    from dumpfilter.master.serve.grpc_server import create_server
+    from tests.support.dump_helpers import relay_units
+
+    relayed = {}
+    for cpus in (64, 0):  # 0: every stream is one too many
+        master, port = create_server(workload_dir, "127.0.0.1:0", batch_bytes=16 << 10)  # several replies
+        master.service.cpus = cpus
+        servicer = master.servicer
+        decisions: list[bool] = []
+        made_by_handler = servicer._made_by_handler
+        servicer._made_by_handler = lambda reply: decisions.append(made_by_handler(reply)) or decisions[-1]
+        try:
+            relay = tmp_path / f"relay-{cpus}"
+            run_slave(f"127.0.0.1:{port}", relay, 7)
+            relayed[cpus] = relay_units(relay)
+        finally:
+            master.stop(1.0)
+        assert len(decisions) >= 3, "the workload fits too few replies to tell"
+        if cpus:
+            assert decisions[:-1] == [False] * (len(decisions) - 1)  # made ahead until caught up
+        else:
+            assert all(decisions)
+    assert relayed[0] == relayed[64] and relayed[0]
