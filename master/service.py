@@ -79,8 +79,8 @@ class DumpService(SlaveRegistry):
         compile_all()
         try:
             self.segments.end()
-        except DumpFilterError:
-            pass  # no binlog yet, or a bad one: the streams say so
+        except (DumpFilterError, OSError, ValueError):
+            pass  # no binlog yet, or a bad one, or unreadable: the streams say so, each to its slave
 
     def stats(self, server_id: int = 0, caller: Identity | None = None) -> list[tuple[RegisteredSlave, Pos, int]]:
         """(slave, binlog end, bytes behind) for one or every slave `caller` may see."""

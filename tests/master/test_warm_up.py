@@ -24,3 +24,17 @@ def test_warm_up_does_the_first_streams_one_time_work(binlog_copy):
         assert known[3] == service.segments.end()[1]
     finally:
         service.shutdown()
+
+
+def test_warm_up_over_a_bad_binlog_leaves_it_to_the_streams(tmp_path):
+    """A directory whose last binlog is not one (or that the index names but is missing): the
+    warm-up raises nothing (it runs on a thread of its own; each stream tells its slave)."""
+    (tmp_path / "master-bin.index").write_text("./master-bin.000001\n./master-bin.000002\n")
+    (tmp_path / "master-bin.000001").write_bytes(b"not a binlog at all")
+    service = DumpService(tmp_path)
+    try:
+        service.warm_up()  # master-bin.000002 is missing
+        (tmp_path / "master-bin.000002").write_bytes(b"\xfebin" + b"\x00" * 40)
+        service.warm_up()  # a magic, then no complete event
+    finally:
+        service.shutdown()
