@@ -152,14 +152,16 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// `_NEEDS_PARSER` (`\bSELECT\b|/\*|#|--|\bRETURNING\b`, case-insensitive) anywhere in the text.
-/// Read sixteen bytes at a time (SSE2, x86_64's baseline), else eight (a statement's text is
-/// most of a MIXED binlog's bytes, and this reads all of it): a `#`, `/*` or `--` answers at
-/// once; a word is looked at only around a `c` or a `g` (any case), which SELECT and RETURNING
-/// hold, so every word equal to one of them is met (the tests hold it to
-/// `needs_parser_reference`, byte by byte).
+/// Whether the core leaves this statement's text to Python: a byte outside ASCII (Python's
+/// Unicode rules bite there: case folding, `\s`, `\b`), or `_NEEDS_PARSER` (`\bSELECT\b|/\*|#|--|
+/// \bRETURNING\b`, case-insensitive) anywhere in the text. One pass, sixteen bytes at a time
+/// (SSE2, x86_64's baseline), else eight (a statement's text is most of a MIXED binlog's bytes,
+/// and this reads all of it; the ASCII check was a second pass over it): a high bit, `#`, `/*` or
+/// `--` answers at once; a word is looked at only around a `c` or a `g` (any case), which SELECT
+/// and RETURNING hold, so every word equal to one of them is met (the tests hold it to
+/// `needs_python_reference`, byte by byte).
 #[cfg(target_arch = "x86_64")]
-fn needs_parser(sql: &[u8]) -> bool {
+fn needs_python(sql: &[u8]) -> bool {
     use std::arch::x86_64::*;
     let mut i = 0;
     // SAFETY: SSE2 is in every x86_64 CPU; each load reads 16 bytes of `sql`, at i and i + 1
@@ -179,10 +181,15 @@ fn needs_parser(sql: &[u8]) -> bool {
                 _mm_and_si128(_mm_cmpeq_epi8(v, dash), _mm_cmpeq_epi8(w, dash)),
                 _mm_and_si128(_mm_cmpeq_epi8(v, slash), _mm_cmpeq_epi8(w, star)),
             );
-            if _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, hash), pairs)) != 0 {
+            // (a byte's high bit is its sign: movemask of `v` itself finds one outside ASCII)
+            if _mm_movemask_epi8(_mm_or_si128(
+                v,
+                _mm_or_si128(_mm_cmpeq_epi8(v, hash), pairs),
+            )) != 0
+            {
                 return true;
             }
-            // `| 0x20` folds only C onto c (and G onto g), as in needs_parser_from.
+            // `| 0x20` folds only C onto c (and G onto g), as in needs_python_from.
             let folded = _mm_or_si128(v, case);
             let mut letters = _mm_movemask_epi8(_mm_or_si128(
                 _mm_cmpeq_epi8(folded, c),
@@ -197,21 +204,22 @@ fn needs_parser(sql: &[u8]) -> bool {
             i += 16;
         }
     }
-    needs_parser_from(sql, i)
+    needs_python_from(sql, i)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn needs_parser(sql: &[u8]) -> bool {
-    needs_parser_from(sql, 0)
+fn needs_python(sql: &[u8]) -> bool {
+    needs_python_from(sql, 0)
 }
 
-/// `needs_parser` from sql[i] on, eight bytes at a time, then byte by byte.
-fn needs_parser_from(sql: &[u8], mut i: usize) -> bool {
+/// `needs_python` from sql[i] on, eight bytes at a time, then byte by byte.
+fn needs_python_from(sql: &[u8], mut i: usize) -> bool {
     const CASE: u64 = 0x2020_2020_2020_2020;
     while i + 9 <= sql.len() {
         let v = u64::from_le_bytes(sql[i..i + 8].try_into().expect("8 bytes"));
         let w = u64::from_le_bytes(sql[i + 1..i + 9].try_into().expect("8 bytes"));
-        if bytes_eq(v, b'#')
+        if (v & 0x8080_8080_8080_8080)
+            | bytes_eq(v, b'#')
             | (bytes_eq(v, b'-') & bytes_eq(w, b'-'))
             | (bytes_eq(v, b'/') & bytes_eq(w, b'*'))
             != 0
@@ -232,7 +240,8 @@ fn needs_parser_from(sql: &[u8], mut i: usize) -> bool {
     }
     for at in i..sql.len() {
         let b = sql[at];
-        if b == b'#'
+        if b >= 0x80
+            || b == b'#'
             || (b == b'/' && sql.get(at + 1) == Some(&b'*'))
             || (b == b'-' && sql.get(at + 1) == Some(&b'-'))
             || (matches!(b | 0x20, b'c' | b'g') && parser_word_at(sql, at))
@@ -341,7 +350,7 @@ fn reserved(t: &[u8]) -> bool {
 /// does not read one, or where the core is not sure to read it alike (see the module's doc).
 pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
     // Python's Unicode rules (case folding, `\s`, `\b`) bite only on non-ASCII text.
-    if !sql.is_ascii() || needs_parser(sql) {
+    if needs_python(sql) {
         return None;
     }
     let mut c = Cursor { s: sql, at: 0 };
@@ -565,8 +574,11 @@ impl Keys {
 mod tests {
     use super::*;
 
-    /// `needs_parser` as first written: every word taken whole and compared.
-    fn needs_parser_reference(sql: &[u8]) -> bool {
+    /// `needs_python` as first written: the ASCII check, then every word taken whole and compared.
+    fn needs_python_reference(sql: &[u8]) -> bool {
+        if !sql.is_ascii() {
+            return true;
+        }
         let mut i = 0;
         while i < sql.len() {
             let b = sql[i];
@@ -622,6 +634,9 @@ mod tests {
             b"\t",
             b"ect",
             b"turning",
+            "\u{e9}".as_bytes(),
+            b"\x80",
+            b"\xff",
         ];
         let mut seed = 0x2387_u64;
         for _ in 0..200_000 {
@@ -636,8 +651,8 @@ mod tests {
                 x /= parts.len() as u64;
             }
             assert_eq!(
-                needs_parser(&sql),
-                needs_parser_reference(&sql),
+                needs_python(&sql),
+                needs_python_reference(&sql),
                 "{:?}",
                 String::from_utf8_lossy(&sql)
             );
@@ -673,7 +688,7 @@ mod tests {
     }
 
     #[test]
-    fn needs_parser_reads_as_the_byte_by_byte_reference() {
+    fn needs_python_reads_as_the_byte_by_byte_reference() {
         // Texts of pieces that hold or nearly hold what sends a statement to the parser, at
         // every offset against the eight-byte blocks; every text is held to the reference.
         let pieces: &[&[u8]] = &[
@@ -713,6 +728,10 @@ mod tests {
             b"k=k+1",
             b"0123456789-",
             b"WHERE id=5",
+            "\u{e9}".as_bytes(),
+            "\u{17f}".as_bytes(),
+            b"\x80",
+            b"\xfe",
         ];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |n: usize| {
@@ -727,9 +746,9 @@ mod tests {
             for _ in 0..next(12) {
                 text.extend_from_slice(pieces[next(pieces.len())]);
             }
-            let want = needs_parser_reference(&text);
+            let want = needs_python_reference(&text);
             assert_eq!(
-                needs_parser(&text),
+                needs_python(&text),
                 want,
                 "{:?}",
                 String::from_utf8_lossy(&text)
@@ -742,7 +761,7 @@ mod tests {
             "both answers met: {hits} of {texts}"
         );
         for text in [&b"INSERT INTO sbtest1 (id, k, c, pad) VALUES (0, 5, '83868641912-28773972837-60736120486', '67847967377')"[..], b"UPDATE t SET c='a--' WHERE id=1", b"UPDATE t SET a=1 RETURNING"] {
-            assert_eq!(needs_parser(text), needs_parser_reference(text));
+            assert_eq!(needs_python(text), needs_python_reference(text));
         }
     }
 
