@@ -1,0 +1,220 @@
+"""Lint at the compiled core's speed (issue #40 goal 6): binlog files scanned once by the core
+(`UnitList`, the same one-pass unit scan `filter`, `experiment` and `split` use), and only the
+units that may matter decoded and fed to each rule set's `rules.lint.Linter`, whatever the number
+of rule sets (`experiment --candidates`: one scan, each needed unit decoded once).
+
+A unit the Linter is not fed is one whose feed would neither change its state nor break:
+- a fast ROW unit (`GTID [BEGIN] {Annotate|Table_map|Rows}* XID`) whose every Table_map names a
+  table that is *safe*: skipped by the rules, or present on the replica (`Linter._table_state`
+  of its replica name). The Linter reads only Table_maps of such a unit, and a present table
+  never breaks (row events carry their own column count).
+- a statement unit the core keys (a GTID, single-table DML Queries with their context events,
+  framing Queries, an XID: `stmt_units.rs`) whose every key is safe: skipped by the rules (when
+  the engine decides statements by key), or naming a present table (replica name, after
+  rewrite-db) with nothing read besides, with no temporary table anywhere on the primary, and,
+  for INSERT/REPLACE, no column count or list to check (the replica's model has no columns for
+  it and no skipped ALTER changed its count).
+A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models
+act on DDL only), so the safe bits stay right across such units; every other unit (DDL, control
+events, units with statements the core does not key, MySQL units) is fed, and after it the
+safe bits are computed again (`_Lint.refresh`). Safety is asked once per table name and per key
+of a buffer (a keep byte each), and the core answers per unit in bulk (`UnitList.rows`,
+`UnitList.statement_rows`): Python loops only over the units fed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dumpfilter import _core
+from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.codec import Transaction
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.reader import bad_magic
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, unit_events
+from dumpfilter.errors import TruncatedBinlogError
+from dumpfilter.rules.lint import Break, Linter
+from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.statements import statement_tables
+
+READ_BYTES = 4 << 20  # one read buffer
+_QUERY = int(EventType.QUERY)
+_DML = (Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE)
+# ROW_SKIP (nothing to feed) -> 0, any other answer -> 1.
+_NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
+
+
+@dataclass
+class LintScanStats:
+    """What one scan did: `scans` files read (each once, whatever the number of linters),
+    `units` units the core found, `decoded` units decoded in Python (once each, for every linter
+    that needs them), `fed` units fed per linter."""
+
+    scans: int = 0
+    units: int = 0
+    decoded: int = 0
+    fed: list[int] | None = None
+
+
+class _Lint:
+    """One Linter's safe bits: per table name id of the file's scanner, per statement key (by its
+    bytes, across buffers), forgotten when the Linter's state may have changed."""
+
+    def __init__(self, linter: Linter):
+        self.linter = linter
+        self.names: bytearray = bytearray()   # 1: unsafe, by name id
+        self.key_cache: dict[bytes, int] = {}
+        self.need = b""
+        self.fed = 0
+
+    def forget(self) -> None:
+        self.names = bytearray()
+        self.key_cache.clear()
+
+    # -------------------------------------------------------------- safety
+    def _table_safe(self, db: str, table: str) -> bool:
+        linter = self.linter
+        if not linter.engine.decide_table(db, table).apply:
+            return True
+        return linter._table_state(linter._replica_table(db, table))[0]
+
+    def _key_safe(self, db: str, sql: str) -> bool:
+        linter = self.linter
+        if linter.primary.temps:
+            return False  # a temporary table may shadow the key's table (per session): the Linter tells
+        engine = linter.engine
+        if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
+            return True   # skipped: a DML statement the replica skips changes nothing
+        primary = statement_tables(sql, db)
+        replica_db = linter._replica_db(db)
+        replica = statement_tables(sql, replica_db) if replica_db != db else primary
+        for info in (primary, replica):
+            if not info.parse_ok or info.kind not in _DML or info.read or len(info.updated) != 1 or info.temporary:
+                return False
+        if replica.kind is not primary.kind:
+            return False
+        ref = replica.updated[0]
+        if not linter._table_state(ref)[0]:
+            return False
+        if primary.kind in (Kind.INSERT, Kind.REPLACE):
+            # `_insert_shape` finds nothing to check only without the replica's columns and count delta.
+            return linter.replica.model.columns(*ref) is None and not linter.column_delta.get(ref)
+        return True
+
+    def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
+                keys: Sequence[tuple[int, bytes, bytes, bytes]], start: int) -> None:
+        """The unsafe bytes for every name and key of this buffer, and which units from `start` on
+        the Linter must be fed (`need`, one byte per unit)."""
+        have = len(self.names)
+        if have < len(names):
+            self.names.extend(0 if self._table_safe(db, table) else 1 for db, table in names[have:])
+        cache = self.key_cache
+        keep = bytearray(len(keys))
+        for key_id, key, db, sql in keys:
+            bad = cache.get(key)
+            if bad is None:
+                bad = cache[key] = 0 if self._key_safe(_text(db), _text(sql)) else 1
+            keep[key_id] = bad
+        row = units.statement_rows(units.rows(bytes(self.names)), bytes(keep))
+        self.need = row.translate(_NEED)
+
+
+def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
+              stats: LintScanStats | None = None) -> list[list[Break]]:
+    """Feed every Linter of `linters` the binlog files `paths` in order, from one scan by the
+    compiled core: each Linter is fed the units that may change its state or break (see the
+    module's doc), each such unit decoded once. Returns each Linter's breaks, as `feed_all`
+    over every unit gives them."""
+    lints = [_Lint(linter) for linter in linters]
+    stats = stats if stats is not None else LintScanStats()
+    for path in paths:
+        _lint_file(Path(path), lints, verify_checksums, stats)
+    stats.fed = [lint.fed for lint in lints]
+    return [linter.breaks for linter in linters]
+
+
+def _lint_file(path: Path, lints: list[_Lint], verify_checksums: bool, stats: LintScanStats) -> None:
+    name = path.name
+    stats.scans += 1
+    scanner = Scanner(str(path), verify_checksums=verify_checksums)
+    for lint in lints:
+        lint.forget()  # name ids start again with the scanner
+    fmt: FormatDescription | None = None
+    with open_binlog(path) as stream:
+        magic = stream.read(4)
+        if magic != MAGIC:
+            if len(magic) < 4:
+                raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
+                                           path=str(path), offset=0)
+            raise bad_magic(str(path))
+        base, rest, want = 4, b"", READ_BYTES
+        while True:
+            data = stream.read(want)
+            eof = len(data) < want
+            buf = rest + data if rest else data
+            units = UnitList()
+            scan = scanner.scan_into(units, buf, 0, base, name, at_eof=eof)
+            stats.units += scan.added
+            fmt = _lint_units(units, scan.added, buf, base, name, fmt, scanner.names, lints, stats)
+            if scan.error is not None:
+                raise scan.error
+            want = READ_BYTES if scan.stop else want * 2
+            rest, base = buf[scan.stop:], base + scan.stop
+            if eof:
+                break
+    if rest:
+        left = len(rest)
+        msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({left} bytes left)"
+               if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
+        raise TruncatedBinlogError(msg, path=str(path), offset=base)
+
+
+def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: FormatDescription | None,
+                names: list[tuple[str, str]], lints: list[_Lint], stats: LintScanStats) -> FormatDescription | None:
+    """The `n` units of one buffer: each Linter fed the units it needs, in order. Returns the format
+    in force after them."""
+    if not n:
+        return fmt
+    # The statement units' format: the one after the buffer's last Format_description (the units
+    # before it are not keyed: fed), else the one in force.
+    fdes = [k for k in units.with_flags(_core.F_HAS_FDE, 0) if k < n]
+    current = fmt
+    for k in fdes:
+        u = units.unit(k)
+        _, current = unit_events(bytes(buf[u.start:u.end]), base + u.start, current)
+    if current is None:
+        formats = [(0, 0, 1 << 62)]
+    else:
+        formats = [(current.post_header_len(_QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
+    keys, _ = units.statement_units(formats)
+    # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
+    structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
+    for lint in lints:
+        lint.refresh(units, names, keys, 0)
+    k = 0
+    while k < n:
+        nxt = min((at for at in (lint.need.find(1, k) for lint in lints) if 0 <= at < n), default=n)
+        if nxt >= n:
+            break
+        k = nxt
+        u = units.unit(k)
+        events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
+        txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
+        stats.decoded += 1
+        changes = structural[k] == ROW_SLOW
+        for lint in lints:
+            if lint.need[k]:
+                lint.linter.feed(name, txn)
+                lint.fed += 1
+                if changes:
+                    lint.forget()
+                    lint.refresh(units, names, keys, k + 1)
+        k += 1
+    return fmt
