@@ -1,0 +1,235 @@
+"""Issue #40 goal 6: lint over the compiled core's one-pass scan (binlogs/lint_scan.py) feeds the
+Linter only the units that may change its state or break, and finds the breaks, byte for byte,
+that the Linter finds fed every unit (tests/oracles/lint.py): on every real fixture binlog, on the
+lint case vectors, and on generated workloads under many rule sets. Several rule sets
+(`experiment --candidates`) are linted over one scan, each needed unit decoded once."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.binlogs.lint import lint_files, lint_many, new_linter
+from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.rules.lint import Linter
+from dumpfilter.rules import RuleEngine
+from dumpfilter.rules.parse import StartupFilters
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
+from tests.master.test_fast_path import SCHEMAS, _rules
+from tests.oracles.lint import reference_feed, reference_lint
+from tests.rules.test_lint_cases import CASES, SEEDED, _build
+
+# Rule sets met in the fixtures (sakila, test, mysql, ...) and generic ones, under both semantics.
+FIXTURE_RULES = [
+    (RuleSet(), Settings()),
+    (RuleSet(do_db=("sakila",)), Settings()),
+    (RuleSet(do_db=("test",)), Settings(flavor="mariadb")),
+    (RuleSet(ignore_db=("test", "sakila")), Settings()),
+    (RuleSet(ignore_table=("sakila.actor", "test.t1")), Settings()),
+    (RuleSet(wild_do_table=("sakila.f%", "test.%")), Settings()),
+    (RuleSet(wild_ignore_table=("%.t%",)), Settings(flavor="mariadb")),
+    (RuleSet(rewrite_db=(("sakila", "s2"), ("test", "t2")), do_db=("s2", "t2")), Settings()),
+    (RuleSet(do_db=("sakila", "test")), Settings(semantics="effective")),
+    (RuleSet(do_table=("sakila.film",)), Settings(track_derived_tables=True)),
+]
+
+
+def _outcome(run):
+    try:
+        return run()
+    except DumpFilterError as exc:
+        return (type(exc).__name__, str(exc))
+
+
+def _fixture_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
+
+
+@pytest.mark.fixtures
+def test_every_real_fixture_binlog_lints_as_the_linter_fed_every_unit(shared_fixtures):
+    files = _fixture_files(shared_fixtures)
+    assert len(files) == 15
+    breaks = 0
+    for path in files:
+        for rules, rule_settings in FIXTURE_RULES:
+            want = _outcome(lambda: reference_lint([path], rules, rule_settings))
+            got = _outcome(lambda: lint_files([path], rules, rule_settings))
+            assert got == want, (path.name, rules, rule_settings)
+            breaks += len(want) if isinstance(want, list) else 0
+    assert breaks  # the fixtures hold breaks for some of these rule sets: the comparison bites
+
+
+@pytest.mark.fixtures
+def test_fixture_candidates_in_one_scan(shared_fixtures):
+    """All of FIXTURE_RULES as candidates over each fixture: one scan per file, each rule set's
+    breaks those of its Linter fed every unit."""
+    for path in _fixture_files(shared_fixtures):
+        if path.suffix == ".gz" or "checksum" in path.name:
+            continue
+        stats = LintScanStats()
+        try:
+            got = lint_many([path], FIXTURE_RULES, stats=stats)
+        except DumpFilterError:
+            continue  # a fixture no lint reads (compared above, error for error)
+        assert stats.scans == 1
+        for (rules, rule_settings), found in zip(FIXTURE_RULES, got):
+            assert found == reference_lint([path], rules, rule_settings), (path.name, rules)
+
+
+def _case_linter(options, flavor="mariadb", schema: SchemaModel | None = None) -> Linter:
+    pairs = [tuple(o.split("=", 1)) for o in options]
+    engine = RuleEngine(StartupFilters.from_options(pairs).for_channel(""), Settings(flavor=flavor),
+                        schema=schema.copy() if schema is not None else None)
+    return Linter(engine, schema, flavor=flavor, schema_complete=schema is not None)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("seeded", [False, True])
+def test_lint_case_vectors(tmp_path, case, seeded):
+    """Each lint case (tests/rules/test_lint_cases.py), with and without a starting schema: the
+    same breaks through the scan as through the Linter fed every unit."""
+    _, options, statements, _, _ = case
+    path = _build([s for s in statements if s[0] != "USE"]).write(tmp_path / "bin.000001")
+    schema = SchemaModel.from_sql(SEEDED) if seeded else None
+    want = reference_feed([path], _case_linter(options, schema=schema))
+    assert lint_scan([path], [_case_linter(options, schema=schema)])[0] == want
+
+
+def _more_rules(draw) -> tuple[RuleSet, Settings]:
+    kind = draw(st.sampled_from(["drawn", "rewrite", "effective", "ignore_table", "derived"]))
+    dbs = tuple(draw(st.lists(st.sampled_from(SCHEMAS), min_size=1, max_size=3, unique=True)))
+    if kind == "rewrite":
+        return RuleSet(rewrite_db=((dbs[0], "re"),), do_db=("re", *dbs[1:])), Settings()
+    if kind == "effective":
+        return _rules(draw), Settings(semantics="effective")
+    if kind == "ignore_table":
+        return RuleSet(ignore_table=tuple(f"{db}.t{draw(st.sampled_from(['1', '2']))}" for db in dbs)), Settings()
+    if kind == "derived":
+        return _rules(draw), Settings(track_derived_tables=True)
+    return _rules(draw), Settings(flavor=draw(st.sampled_from(["mysql", "mariadb"])))
+
+
+@st.composite
+def _workloads(draw):
+    spec = WorkloadSpec(seed=draw(st.integers(0, 10_000)), schemas=len(SCHEMAS), tables_per_schema=2,
+                        transactions=draw(st.integers(30, 250)),
+                        binlog_format=draw(st.sampled_from(["row", "statement", "mixed"])),
+                        flavor=draw(st.sampled_from(FLAVORS)), cross_db_share=draw(st.sampled_from([0.0, 0.3, 0.8])),
+                        ddl_share=draw(st.sampled_from([0.0, 0.05, 0.2])),
+                        max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])))
+    rule_sets = [_more_rules(draw) for _ in range(draw(st.integers(1, 4)))]
+    return spec, rule_sets
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_workloads())
+def test_generated_workloads_lint_as_the_linter_fed_every_unit(tmp_path_factory, workload):
+    spec, rule_sets = workload
+    paths = generate(spec, tmp_path_factory.mktemp("binlog"))
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, stats=stats)
+    assert stats.scans == len(paths)
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        assert found == reference_lint(paths, rules, rule_settings), (rules, rule_settings)
+        assert lint_files(paths, rules, rule_settings) == found
+
+
+def _row_workload(tmp_path: Path) -> list[Path]:
+    spec = WorkloadSpec(seed=7, schemas=4, tables_per_schema=3, transactions=2_000, binlog_format="row",
+                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.3)
+    return generate(spec, tmp_path)
+
+
+def test_a_row_binlog_is_mostly_not_fed(tmp_path):
+    """ROW units whose tables are all present on the replica (every rule set here keeps or skips
+    them without a break) are never decoded: what is fed is the DDL and control units."""
+    paths = _row_workload(tmp_path)
+    rule_sets = [(RuleSet(), Settings(flavor="mariadb")), (RuleSet(do_db=("db1",)), Settings(flavor="mariadb")),
+                 (RuleSet(ignore_table=("db2.t1",)), Settings(flavor="mariadb"))]
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, stats=stats)
+    assert stats.units > 2_000
+    assert stats.fed is not None and max(stats.fed) < 100, stats  # the DDL (4 databases, 12 tables) and control
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        assert found == reference_lint(paths, rules, rule_settings)
+
+
+def test_a_break_on_every_row_unit_feeds_them_all(tmp_path):
+    """The other side: a replica that lacks a kept table (its CREATE skipped under do-db's
+    default-database rule) is fed each unit naming it, and breaks on each, as the Linter fed
+    every unit does."""
+    spec = WorkloadSpec(seed=3, schemas=2, tables_per_schema=1, transactions=300, binlog_format="row",
+                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.0)
+    paths = generate(spec, tmp_path)
+    rules, rule_settings = RuleSet(wild_do_table=("db1.%",), ignore_db=("db1",)), Settings(flavor="mariadb")
+    stats = LintScanStats()
+    found = lint_many(paths, [(rules, rule_settings)], stats=stats)[0]
+    assert found == reference_lint(paths, rules, rule_settings)
+
+
+def test_candidates_share_one_scan_and_one_decode(tmp_path):
+    """Eight rule sets over one scan: each file read once, each unit decoded at most once, and a
+    unit every candidate needs fed to each of them."""
+    spec = WorkloadSpec(seed=11, schemas=4, tables_per_schema=2, transactions=400, binlog_format="mixed",
+                        flavor="mariadb", ddl_share=0.05, cross_db_share=0.3, max_binlog_size=40_000)
+    paths = generate(spec, tmp_path)
+    assert len(paths) > 1
+    rule_sets = [(RuleSet(do_db=(db,)), Settings(flavor="mariadb")) for db in SCHEMAS] + \
+                [(RuleSet(ignore_db=(db,)), Settings(flavor="mariadb")) for db in SCHEMAS]
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, stats=stats)
+    assert stats.scans == len(paths)
+    assert stats.fed is not None and len(stats.fed) == 8
+    assert max(stats.fed) <= stats.decoded <= stats.units
+    assert stats.decoded < sum(stats.fed)  # shared units were decoded once for several candidates
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        assert found == reference_lint(paths, rules, rule_settings)
+
+
+def test_candidate_rows_lint_every_candidate(tmp_path):
+    """experiment's ranking: each candidate's verdict is the first break lint_files finds."""
+    from dumpfilter.spark_jobs.bandwidth_experiment import candidate_rows
+    from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts
+    from dumpfilter.topology import parse_topology
+
+    spec = WorkloadSpec(seed=5, schemas=4, tables_per_schema=2, transactions=200, binlog_format="statement",
+                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.5)
+    paths = generate(spec, tmp_path)
+    text = "".join(f'[[slaves]]\nname = "c{i}"\nserver_id = {10 + i}\nrules = ["replicate-do-db=db{i}"]\n\n'
+                   for i in range(1, 5))
+    candidates = parse_topology(text).slaves
+    rows = candidate_rows(candidates, [SlaveCounts(slave=c.name) for c in candidates], paths, 1024)
+    by_name = {row["candidate"]: row["lint"] for row in rows}
+    stopped = 0
+    for spec_ in candidates:
+        breaks = reference_lint(paths, spec_.rules, spec_.settings)
+        want = "no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}"
+        assert by_name[spec_.name] == want
+        stopped += bool(breaks)
+    assert stopped  # cross-database statements under do-db: some candidate stops
+
+
+def test_gzip_input_reads_as_the_reader_reads_it(tmp_path):
+    paths = _row_workload(tmp_path)
+    packed = tmp_path / "gz"
+    packed.mkdir()
+    gz = []
+    for path in paths:
+        target = packed / (path.name + ".gz")
+        target.write_bytes(gzip.compress(path.read_bytes()))
+        gz.append(target)
+    rules, rule_settings = RuleSet(ignore_db=("db1",)), Settings(flavor="mariadb")
+    assert lint_files(gz, rules, rule_settings) == reference_lint(gz, rules, rule_settings)
+
+
+def test_new_linter_is_the_one_setup():
+    # lint_many builds its linters as lint_files does (the same engine, flavor, schema handling).
+    linter = new_linter(RuleSet(), Settings(flavor="mariadb"))
+    assert linter.idempotent_ddl and not linter.schema_complete
