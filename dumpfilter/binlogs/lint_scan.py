@@ -32,11 +32,13 @@ from dumpfilter import _core
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
+from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import bad_magic
-from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.rules.lint import Break, Linter
+from dumpfilter.rules.lint_sql import insert_column_list
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import statement_tables
 
@@ -45,6 +47,13 @@ _QUERY = int(EventType.QUERY)
 _DML = (Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE)
 # ROW_SKIP (nothing to feed) -> 0, any other answer -> 1.
 _NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
+# A key's class for one Linter: safe, unsafe (its units are fed), or an INSERT/REPLACE whose column
+# list or count `_insert_shape` checks against the replica's columns (each statement looked at).
+_SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
+_QUOTES = ("`", "'", '"')
+_LISTS_KEPT = 10_000  # column-list texts remembered per Linter
+_MISSING = object()
+_Shape = tuple[int, bytes | None, bytes]
 
 
 def _text(raw: bytes) -> str:
@@ -55,12 +64,14 @@ def _text(raw: bytes) -> str:
 class LintScanStats:
     """What one scan did: `scans` files read (each once, whatever the number of linters),
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
-    that needs them), `fed` units fed per linter."""
+    that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
+    looked at per linter (fed only when one fails)."""
 
     scans: int = 0
     units: int = 0
     decoded: int = 0
     fed: list[int] | None = None
+    checked: list[int] | None = None
 
 
 class _Lint:
@@ -71,12 +82,22 @@ class _Lint:
         self.linter = linter
         self.names: bytearray = bytearray()   # 1: unsafe, by name id
         self.key_cache: dict[bytes, int] = {}
-        self.need = b""
+        # _COLUMNS keys: (the replica's columns, whether a list-less INSERT's count matches).
+        self.shapes: dict[tuple[str, str], tuple[tuple[str, ...], bool]] = {}   # by (db, sql)
+        self.by_shape: dict[tuple[str, _Shape], int] = {}                       # class by (db, statement key)
+        self.shape_of: dict[tuple[str, _Shape], tuple[tuple[str, ...], bool]] = {}
+        self.lists: dict[str, list[str] | None] = {}
+        self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
+        self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
         self.fed = 0
+        self.checked = 0
 
     def forget(self) -> None:
         self.names = bytearray()
         self.key_cache.clear()
+        self.shapes.clear()
+        self.by_shape.clear()
+        self.shape_of.clear()
 
     # -------------------------------------------------------------- safety
     def _table_safe(self, db: str, table: str) -> bool:
@@ -85,45 +106,114 @@ class _Lint:
             return True
         return linter._table_state(linter._replica_table(db, table))[0]
 
-    def _key_safe(self, db: str, sql: str) -> bool:
+    def _key_class(self, db: str, sql: str) -> int:
         linter = self.linter
         if linter.primary.temps:
-            return False  # a temporary table may shadow the key's table (per session): the Linter tells
+            return _UNSAFE  # a temporary table may shadow the key's table (per session): the Linter tells
         engine = linter.engine
         if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
-            return True   # skipped: a DML statement the replica skips changes nothing
+            return _SAFE   # skipped: a DML statement the replica skips changes nothing
         primary = statement_tables(sql, db)
         replica_db = linter._replica_db(db)
         replica = statement_tables(sql, replica_db) if replica_db != db else primary
         for info in (primary, replica):
             if not info.parse_ok or info.kind not in _DML or info.read or len(info.updated) != 1 or info.temporary:
-                return False
+                return _UNSAFE
         if replica.kind is not primary.kind:
-            return False
+            return _UNSAFE
         ref = replica.updated[0]
         if not linter._table_state(ref)[0]:
-            return False
+            return _UNSAFE
         if primary.kind in (Kind.INSERT, Kind.REPLACE):
-            # `_insert_shape` finds nothing to check only without the replica's columns and count delta.
-            return linter.replica.model.columns(*ref) is None and not linter.column_delta.get(ref)
+            replica_columns = linter.replica.model.columns(*ref)
+            if replica_columns is None:
+                # `_insert_shape` finds nothing to check without the replica's columns and count delta.
+                return _UNSAFE if linter.column_delta.get(ref) else _SAFE
+            primary_columns = linter.primary.model.columns(*primary.updated[0])
+            # Without a list the primary's column count is the values' (unknown: the Linter counts them).
+            self.shapes[(db, sql)] = (replica_columns, primary_columns is not None
+                                      and len(primary_columns) == len(replica_columns))
+            return _COLUMNS
+        return _SAFE
+
+    def cleared(self, k: int, buf, start: int, end: int, fmt: FormatDescription | None) -> bool:
+        """Whether unit k, a keyed unit with INSERT columns to check, checks out (then not fed)."""
+        if not (self.check and self.check[k]) or fmt is None:
+            return False
+        self.checked += 1
+        at = start
+        while at < end:
+            size = int.from_bytes(buf[at + 9:at + 13], "little")
+            if buf[at + 4] == _QUERY:
+                text = query_text(buf, at, at + size, fmt)
+                if text is None:
+                    return False
+                db, sql = text
+                shape = statement_key(sql.encode("utf-8", "surrogateescape"))
+                if shape is not None and not self._statement_safe(db, sql, shape):
+                    return False
+            at += size
         return True
 
+    def _statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
+        key = (db, shape)
+        cls = self.by_shape.get(key)
+        if cls is None:
+            cls = self.by_shape[key] = self._key_class(db, sql)
+            if cls == _COLUMNS:
+                self.shape_of[key] = self.shapes[(db, sql)]
+        if cls != _COLUMNS:
+            return cls == _SAFE
+        replica_columns, count_ok = self.shape_of[key]
+        listed = self._listed(sql)
+        if listed is None:
+            return True  # INSERT ... SET, or text `_insert_shape` does not follow
+        if listed:
+            return all(column.lower() in replica_columns for column in listed)
+        return count_ok
+
+    def _listed(self, sql: str) -> list[str] | None:
+        """`insert_column_list(sql)`, read off the text up to its first `)` when nothing there is
+        quoted (a keyed statement holds no comment: the tokens there are the whole text's)."""
+        cut = sql.find(")")
+        head = sql[:cut + 1] if cut >= 0 else sql
+        if any(q in head for q in _QUOTES):
+            return insert_column_list(sql)
+        found = self.lists.get(head, _MISSING)
+        if found is _MISSING:
+            found = insert_column_list(head)
+            if found is None:
+                found = insert_column_list(sql)
+            if len(self.lists) < _LISTS_KEPT:
+                self.lists[head] = found
+        return found  # type: ignore[return-value]
+
     def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
-                keys: Sequence[tuple[int, bytes, bytes, bytes]], start: int) -> None:
-        """The unsafe bytes for every name and key of this buffer, and which units from `start` on
-        the Linter must be fed (`need`, one byte per unit)."""
+                keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
+        """The unsafe bytes for every name and key of this buffer, and which units the Linter
+        must be fed (`need`) or have their INSERTs looked at (`check`), one byte per unit."""
         have = len(self.names)
         if have < len(names):
             self.names.extend(0 if self._table_safe(db, table) else 1 for db, table in names[have:])
         cache = self.key_cache
-        keep = bytearray(len(keys))
+        bad = bytearray(len(keys))
+        columns = bytearray(len(keys))
         for key_id, key, db, sql in keys:
-            bad = cache.get(key)
-            if bad is None:
-                bad = cache[key] = 0 if self._key_safe(_text(db), _text(sql)) else 1
-            keep[key_id] = bad
-        row = units.statement_rows(units.rows(bytes(self.names)), bytes(keep))
-        self.need = row.translate(_NEED)
+            cls = cache.get(key)
+            if cls is None:
+                cls = cache[key] = self._key_class(_text(db), _text(sql))
+            bad[key_id] = cls == _UNSAFE
+            columns[key_id] = cls == _COLUMNS
+        need = units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED)
+        self.check = b""
+        if any(columns):
+            # Keyed units with no unsafe key but a key whose INSERTs have columns to check.
+            looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
+            check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
+            if any(check):
+                self.check = check
+                need = (int.from_bytes(need, "little") | int.from_bytes(check, "little")).to_bytes(len(need), "little")
+        self.need = need
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
@@ -137,6 +227,7 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
     for path in paths:
         _lint_file(Path(path), lints, verify_checksums, stats)
     stats.fed = [lint.fed for lint in lints]
+    stats.checked = [lint.checked for lint in lints]
     return [linter.breaks for linter in linters]
 
 
@@ -197,7 +288,7 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
     # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
     structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
     for lint in lints:
-        lint.refresh(units, names, keys, 0)
+        lint.refresh(units, names, keys)
     k = 0
     while k < n:
         nxt = min((at for at in (lint.need.find(1, k) for lint in lints) if 0 <= at < n), default=n)
@@ -205,16 +296,17 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
             break
         k = nxt
         u = units.unit(k)
-        events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
-        txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
-        stats.decoded += 1
-        changes = structural[k] == ROW_SLOW
-        for lint in lints:
-            if lint.need[k]:
+        fed = [lint for lint in lints if lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt)]
+        if fed:
+            events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
+            txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
+            stats.decoded += 1
+            changes = structural[k] == ROW_SLOW
+            for lint in fed:
                 lint.linter.feed(name, txn)
                 lint.fed += 1
                 if changes:
                     lint.forget()
-                    lint.refresh(units, names, keys, k + 1)
+                    lint.refresh(units, names, keys)
         k += 1
     return fmt

@@ -102,6 +102,34 @@ def test_lint_case_vectors(tmp_path, case, seeded):
     assert lint_scan([path], [_case_linter(options, schema=schema)])[0] == want
 
 
+# Keyed DML whose answer the Linter reads off state the keys do not show: a temporary table of the
+# session, an INSERT's column list or count against the replica's columns.
+SESSION_CASES = [
+    ("temporary-shadow", ["replicate-do-db=a"],
+     [("CREATE TABLE a.tmp (id INT)", "a"), ("CREATE TEMPORARY TABLE a.tmp (id INT)", "b"),
+      ("INSERT INTO tmp VALUES (1)", "a"), ("UPDATE tmp SET id = 2", "a")]),
+    ("temporary-missing", ["replicate-do-db=a"],
+     [("CREATE TEMPORARY TABLE a.tmp (id INT)", "b"), ("INSERT INTO tmp VALUES (1)", "a"),
+      ("DELETE FROM tmp WHERE id = 1", "a")]),
+    ("insert-list-after-skipped-alter", ["replicate-do-db=a"],
+     [("CREATE TABLE a.t (id INT, v INT)", "a"), ("ALTER TABLE a.t ADD COLUMN w INT", "b"),
+      ("UPDATE t SET v = 1", "a"), ("INSERT INTO t (id, w) VALUES (1, 2)", "a"), ("INSERT INTO t VALUES (1, 2, 3)", "a"),
+      ("REPLACE INTO t (id, v) VALUES (1, 2)", "a")]),
+    ("rewrite-then-qualified-dml", ["replicate-rewrite-db=a->ra", "replicate-do-db=ra"],
+     [("CREATE DATABASE ra", ""), ("CREATE TABLE t (id INT)", "a"), ("INSERT INTO t VALUES (1)", "a"),
+      ("UPDATE a.t SET id = 2", "a"), ("DELETE FROM ra.t", "a")]),
+]
+
+
+@pytest.mark.parametrize("case", SESSION_CASES, ids=[c[0] for c in SESSION_CASES])
+def test_keyed_statements_that_break(tmp_path, case):
+    _, options, statements = case
+    path = _build(statements).write(tmp_path / "bin.000001")
+    want = reference_feed([path], _case_linter(options))
+    assert want, "each of these cases breaks"
+    assert lint_scan([path], [_case_linter(options)])[0] == want
+
+
 def _more_rules(draw) -> tuple[RuleSet, Settings]:
     kind = draw(st.sampled_from(["drawn", "rewrite", "effective", "ignore_table", "derived"]))
     dbs = tuple(draw(st.lists(st.sampled_from(SCHEMAS), min_size=1, max_size=3, unique=True)))
@@ -233,3 +261,39 @@ def test_new_linter_is_the_one_setup():
     # lint_many builds its linters as lint_files does (the same engine, flavor, schema handling).
     linter = new_linter(RuleSet(), Settings(flavor="mariadb"))
     assert linter.idempotent_ddl and not linter.schema_complete
+
+
+@pytest.mark.parametrize("fmt", ["row", "mixed"])
+def test_malformed_input_fails_as_the_reader_fails(tmp_path, fmt):
+    """A CRC mismatch, a file cut inside an event, a bad magic: the same error, the same words."""
+    data = generate(WorkloadSpec(seed=1, transactions=200, binlog_format=fmt, flavor="mariadb"), tmp_path / "src")[0] \
+        .read_bytes()
+    cases = {"flip": data[:5000] + bytes([data[5000] ^ 0x40]) + data[5001:], "cut": data[:-7], "cut-more": data[:-40],
+             "magic": b"xxxx" + data[4:], "short": data[:2]}
+    rules, rule_settings = RuleSet(), Settings(flavor="mariadb")
+    for name, raw in cases.items():
+        path = tmp_path / f"{name}.000001"
+        path.write_bytes(raw)
+        want = _outcome(lambda: reference_lint([path], rules, rule_settings))
+        assert isinstance(want, tuple), name
+        assert _outcome(lambda: lint_files([path], rules, rule_settings)) == want
+
+
+def test_inserts_with_column_lists_are_looked_at_not_fed(tmp_path):
+    """Keyed INSERTs into tables whose columns the replica's model knows: their column lists are
+    read off the texts (each list parsed once) and the units are not fed, unless a list names a
+    column the replica lacks (its ALTER skipped), which breaks as the Linter fed every unit says."""
+    statements = [("CREATE TABLE a.t (id INT, v INT)", "a"), ("CREATE TABLE a.u (id INT, v INT)", "a")]
+    statements += [(f"INSERT INTO t (id, v) VALUES ({i}, {i})", "a") for i in range(200)]
+    statements += [(f"INSERT INTO u VALUES ({i}, {i})", "a") for i in range(100)]
+    statements += [("ALTER TABLE a.t ADD COLUMN w INT", "b"), ("INSERT INTO t (id, v) VALUES (1, 1)", "a"),
+                   ("INSERT INTO t (`id`, w) VALUES (1, 1)", "a"), ("INSERT INTO t (id, w) VALUES (2, 2)", "a"),
+                   ("INSERT INTO t VALUES (3, 3, 3)", "a"), ("INSERT INTO u (id) VALUES (4)", "a")]
+    path = _build(statements).write(tmp_path / "bin.000001")
+    options = ["replicate-do-db=a"]
+    want = reference_feed([path], _case_linter(options))
+    assert [b.errno for b in want] == [1054, 1054, 1136]
+    stats = LintScanStats()
+    assert lint_scan([path], [_case_linter(options)], stats=stats)[0] == want
+    assert stats.checked is not None and stats.checked[0] >= 300
+    assert stats.fed is not None and stats.fed[0] < 20, stats
