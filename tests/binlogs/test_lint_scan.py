@@ -131,8 +131,12 @@ def test_keyed_statements_that_break(tmp_path, case):
 
 
 def _more_rules(draw) -> tuple[RuleSet, Settings]:
-    kind = draw(st.sampled_from(["drawn", "rewrite", "effective", "ignore_table", "derived"]))
+    kind = draw(st.sampled_from(["drawn", "rewrite", "effective", "ignore_table", "derived", "wild_tables"]))
     dbs = tuple(draw(st.lists(st.sampled_from(SCHEMAS), min_size=1, max_size=3, unique=True)))
+    if kind == "wild_tables":
+        # 'db.' LIKE 'db.t1' is false: CREATE DATABASE skipped, its tables' rows kept: breaks after DDL.
+        return RuleSet(wild_do_table=tuple(f"{db}.t{draw(st.sampled_from(['1', '0%']))}" for db in dbs)), \
+            Settings(flavor=draw(st.sampled_from(["mysql", "mariadb"])))
     if kind == "rewrite":
         return RuleSet(rewrite_db=((dbs[0], "re"),), do_db=("re", *dbs[1:])), Settings()
     if kind == "effective":
@@ -153,20 +157,27 @@ def _workloads(draw):
                         ddl_share=draw(st.sampled_from([0.0, 0.05, 0.2])),
                         max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])))
     rule_sets = [_more_rules(draw) for _ in range(draw(st.integers(1, 4)))]
-    return spec, rule_sets
+    # A starting schema (complete: what it lacks is absent) and a replica's own, sometimes.
+    schema = draw(st.sampled_from([None, "CREATE DATABASE db1; CREATE TABLE db1.t1 (id INT PRIMARY KEY, v INT);",
+                                   "CREATE DATABASE db2; CREATE TABLE db2.t0 (id INT PRIMARY KEY, v INT, w INT);"]))
+    replica = draw(st.sampled_from([None, "CREATE DATABASE db3; CREATE TABLE db3.t1 (id INT PRIMARY KEY);"]))
+    return spec, rule_sets, schema, replica
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_workloads())
 def test_generated_workloads_lint_as_the_linter_fed_every_unit(tmp_path_factory, workload):
-    spec, rule_sets = workload
+    spec, rule_sets, schema_sql, replica_sql = workload
     paths = generate(spec, tmp_path_factory.mktemp("binlog"))
+    schema = SchemaModel.from_sql(schema_sql) if schema_sql else None
+    replica = SchemaModel.from_sql(replica_sql) if replica_sql else None
     stats = LintScanStats()
-    got = lint_many(paths, rule_sets, stats=stats)
+    got = lint_many(paths, rule_sets, schema, replica_schema=replica, stats=stats)
     assert stats.scans == len(paths)
     for (rules, rule_settings), found in zip(rule_sets, got):
-        assert found == reference_lint(paths, rules, rule_settings), (rules, rule_settings)
-        assert lint_files(paths, rules, rule_settings) == found
+        want = reference_lint(paths, rules, rule_settings, schema, replica_schema=replica)
+        assert found == want, (rules, rule_settings)
+        assert lint_files(paths, rules, rule_settings, schema, replica_schema=replica) == found
 
 
 def _row_workload(tmp_path: Path) -> list[Path]:
@@ -189,17 +200,30 @@ def test_a_row_binlog_is_mostly_not_fed(tmp_path):
         assert found == reference_lint(paths, rules, rule_settings)
 
 
+@pytest.mark.parametrize("fmt", ["row", "mixed", "statement"])
+def test_the_safe_bits_follow_the_ddl(tmp_path, fmt):
+    """A skipped CREATE DATABASE makes every later unit of its tables break: the safe bits asked at
+    the buffer's start (the database assumed there) are asked again after each DDL unit."""
+    paths = generate(WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=200, binlog_format=fmt),
+                     tmp_path)
+    rules, rule_settings = RuleSet(wild_do_table=("db1.t1",)), Settings(flavor="mariadb")
+    want = reference_lint(paths, rules, rule_settings)
+    assert len(want) > 10
+    assert lint_files(paths, rules, rule_settings) == want
+
+
 def test_a_break_on_every_row_unit_feeds_them_all(tmp_path):
-    """The other side: a replica that lacks a kept table (its CREATE skipped under do-db's
-    default-database rule) is fed each unit naming it, and breaks on each, as the Linter fed
+    """The other side: a replica that lacks a kept table (its database's CREATE skipped: 'db1.'
+    LIKE 'db1.t0' is false) is fed each unit naming it, and breaks on each, as the Linter fed
     every unit does."""
     spec = WorkloadSpec(seed=3, schemas=2, tables_per_schema=1, transactions=300, binlog_format="row",
                         flavor="mariadb", ddl_share=0.0, cross_db_share=0.0)
     paths = generate(spec, tmp_path)
-    rules, rule_settings = RuleSet(wild_do_table=("db1.%",), ignore_db=("db1",)), Settings(flavor="mariadb")
+    rules, rule_settings = RuleSet(wild_do_table=("db1.t0",)), Settings(flavor="mariadb")
     stats = LintScanStats()
     found = lint_many(paths, [(rules, rule_settings)], stats=stats)[0]
     assert found == reference_lint(paths, rules, rule_settings)
+    assert len(found) > 100 and stats.fed is not None and stats.fed[0] >= len(found)
 
 
 def test_candidates_share_one_scan_and_one_decode(tmp_path):
