@@ -214,12 +214,12 @@ def test_the_safe_bits_follow_the_ddl(tmp_path, fmt):
 
 def test_a_break_on_every_row_unit_feeds_them_all(tmp_path):
     """The other side: a replica that lacks a kept table (its database's CREATE skipped: 'db1.'
-    LIKE 'db1.t0' is false) is fed each unit naming it, and breaks on each, as the Linter fed
+    LIKE 'db1.t1' is false) is fed each unit naming it, and breaks on each, as the Linter fed
     every unit does."""
-    spec = WorkloadSpec(seed=3, schemas=2, tables_per_schema=1, transactions=300, binlog_format="row",
-                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.0)
+    spec = WorkloadSpec(seed=3, schemas=2, tables_per_schema=2, transactions=300, binlog_format="row",
+                        flavor="mariadb", cross_db_share=0.0)
     paths = generate(spec, tmp_path)
-    rules, rule_settings = RuleSet(wild_do_table=("db1.t0",)), Settings(flavor="mariadb")
+    rules, rule_settings = RuleSet(wild_do_table=("db1.t1",)), Settings(flavor="mariadb")
     stats = LintScanStats()
     found = lint_many(paths, [(rules, rule_settings)], stats=stats)[0]
     assert found == reference_lint(paths, rules, rule_settings)
