@@ -150,12 +150,13 @@ class _Lint:
                     return False
                 db, sql = text
                 shape = statement_key(sql.encode("utf-8", "surrogateescape"))
-                if shape is not None and not self._statement_safe(db, sql, shape):
+                if shape is not None and not self.statement_safe(db, sql, shape):
                     return False
             at += size
         return True
 
-    def _statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
+    def statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
+        """Whether the keyed DML statement `sql` (default database `db`) neither breaks nor changes state."""
         key = (db, shape)
         cls = self.by_shape.get(key)
         if cls is None:
@@ -267,6 +268,24 @@ def _lint_file(path: Path, lints: list[_Lint], verify_checksums: bool, stats: Li
         raise TruncatedBinlogError(msg, path=str(path), offset=base)
 
 
+_GTIDS = _core.F_MARIADB_GTID | _core.F_MYSQL_GTID | _core.F_TAGGED_GTID
+
+
+def _lone_dml(buf, u, fmt: FormatDescription | None) -> tuple[str, str, _Shape] | None:
+    """(default database, SQL, statement key) when unit `u` is a complete GTID and one Query that
+    the core keys (single-table DML), else None."""
+    if fmt is None or u.events != 2 or not u.gtid_size or u.flags & _core.F_COMPLETE == 0 or u.flags & _GTIDS == 0:
+        return None
+    at = u.start + u.gtid_size
+    if at + HEADER_LEN > u.end or buf[at + 4] != _QUERY:
+        return None
+    text = query_text(buf, at, u.end, fmt)
+    if text is None:
+        return None
+    shape = statement_key(text[1].encode("utf-8", "surrogateescape"))
+    return None if shape is None else (text[0], text[1], shape)
+
+
 def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: FormatDescription | None,
                 names: list[tuple[str, str]], lints: list[_Lint], stats: LintScanStats) -> FormatDescription | None:
     """The `n` units of one buffer: each Linter fed the units it needs, in order. Returns the format
@@ -296,12 +315,19 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
             break
         k = nxt
         u = units.unit(k)
-        fed = [lint for lint in lints if lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt)]
+        lone = _lone_dml(buf, u, fmt) if structural[k] == ROW_SLOW else None
+        if lone is not None:
+            # A GTID and one keyed DML Query (a MyISAM table's statement, a standalone group): it
+            # changes no state, and is fed only to the Linters for which it may break.
+            fed = [lint for lint in lints if not lint.statement_safe(*lone)]
+            changes = False
+        else:
+            fed = [lint for lint in lints if lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt)]
+            changes = structural[k] == ROW_SLOW
         if fed:
             events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
             txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
             stats.decoded += 1
-            changes = structural[k] == ROW_SLOW
             for lint in fed:
                 lint.linter.feed(name, txn)
                 lint.fed += 1

@@ -321,3 +321,23 @@ def test_inserts_with_column_lists_are_looked_at_not_fed(tmp_path):
     assert lint_scan([path], [_case_linter(options)], stats=stats)[0] == want
     assert stats.checked is not None and stats.checked[0] >= 300
     assert stats.fed is not None and stats.fed[0] < 20, stats
+
+
+def test_lone_dml_statements_are_fed_only_when_they_may_break(tmp_path):
+    """A GTID and one single-table DML Query (a MyISAM table's statement, a standalone group) is
+    not a keyed unit: it is read off its text, fed only when it may break, and changes no state."""
+    build = _build([("CREATE TABLE a.t (id INT, v INT)", "a"), ("CREATE TABLE a.n (id INT)", "b")])
+    for i in range(300):
+        build.q(f"INSERT INTO t (id, v) VALUES ({i}, {i})", "a", ddl=True)
+        build.q(f"UPDATE t SET v = {i} WHERE id = {i}", "a", ddl=True)
+    build.q("ALTER TABLE a.t ADD COLUMN w INT", "b")
+    build.q("INSERT INTO t (id, w) VALUES (1, 1)", "a", ddl=True)
+    build.q("DELETE FROM n WHERE id = 1", "a", ddl=True)
+    build.q("INSERT INTO t VALUES (1, 1, 1)", "a", ddl=True)
+    path = build.write(tmp_path / "bin.000001")
+    options = ["replicate-do-db=a"]
+    want = reference_feed([path], _case_linter(options))
+    assert [b.errno for b in want] == [1054, 1146, 1136]
+    stats = LintScanStats()
+    assert lint_scan([path], [_case_linter(options)], stats=stats)[0] == want
+    assert stats.fed is not None and stats.fed[0] < 20, stats
