@@ -91,6 +91,7 @@ class _Lint:
         self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
         self.fed = 0
         self.checked = 0
+        self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
 
     def forget(self) -> None:
         self.names = bytearray()
@@ -308,9 +309,24 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
     structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
     for lint in lints:
         lint.refresh(units, names, keys)
+        lint.horizon = -1
+    # After a unit that may change a Linter's state, its safe bits are asked again only once the
+    # next `window` units are fed as they come (a run of DDL costs what the Linter alone costs,
+    # not a refresh per DDL unit): each refresh is paid for by that many units.
+    window = 16 + (len(names) + len(keys)) // 8
     k = 0
     while k < n:
-        nxt = min((at for at in (lint.need.find(1, k) for lint in lints) if 0 <= at < n), default=n)
+        nxt = n
+        for lint in lints:
+            if lint.horizon >= k:
+                nxt = k
+                continue
+            if lint.horizon >= 0:
+                lint.refresh(units, names, keys)
+                lint.horizon = -1
+            at = lint.need.find(1, k)
+            if 0 <= at < nxt:
+                nxt = at
         if nxt >= n:
             break
         k = nxt
@@ -319,10 +335,11 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
         if lone is not None:
             # A GTID and one keyed DML Query (a MyISAM table's statement, a standalone group): it
             # changes no state, and is fed only to the Linters for which it may break.
-            fed = [lint for lint in lints if not lint.statement_safe(*lone)]
+            fed = [lint for lint in lints if (lint.horizon >= k or lint.need[k]) and not lint.statement_safe(*lone)]
             changes = False
         else:
-            fed = [lint for lint in lints if lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt)]
+            fed = [lint for lint in lints if lint.horizon >= k
+                   or (lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt))]
             changes = structural[k] == ROW_SLOW
         if fed:
             events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
@@ -333,6 +350,6 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
                 lint.fed += 1
                 if changes:
                     lint.forget()
-                    lint.refresh(units, names, keys)
+                    lint.horizon = k + window
         k += 1
     return fmt
