@@ -65,13 +65,15 @@ class LintScanStats:
     """What one scan did: `scans` files read (each once, whatever the number of linters),
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
     that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
-    looked at per linter (fed only when one fails)."""
+    looked at per linter (fed only when one fails), `refreshes` how often each linter's safe bits
+    were asked (once per buffer, and once per window of units after a state change)."""
 
     scans: int = 0
     units: int = 0
     decoded: int = 0
     fed: list[int] | None = None
     checked: list[int] | None = None
+    refreshes: list[int] | None = None
 
 
 class _Lint:
@@ -92,6 +94,7 @@ class _Lint:
         self.fed = 0
         self.checked = 0
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
+        self.refreshes = 0
 
     def forget(self) -> None:
         self.names = bytearray()
@@ -194,6 +197,7 @@ class _Lint:
                 keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
         """The unsafe bytes for every name and key of this buffer, and which units the Linter
         must be fed (`need`) or have their INSERTs looked at (`check`), one byte per unit."""
+        self.refreshes += 1
         have = len(self.names)
         if have < len(names):
             self.names.extend(0 if self._table_safe(db, table) else 1 for db, table in names[have:])
@@ -230,6 +234,7 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
         _lint_file(Path(path), lints, verify_checksums, stats)
     stats.fed = [lint.fed for lint in lints]
     stats.checked = [lint.checked for lint in lints]
+    stats.refreshes = [lint.refreshes for lint in lints]
     return [linter.breaks for linter in linters]
 
 

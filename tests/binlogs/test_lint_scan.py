@@ -341,3 +341,17 @@ def test_lone_dml_statements_are_fed_only_when_they_may_break(tmp_path):
     stats = LintScanStats()
     assert lint_scan([path], [_case_linter(options)], stats=stats)[0] == want
     assert stats.fed is not None and stats.fed[0] < 20, stats
+
+
+def test_a_ddl_dense_binlog_asks_the_safe_bits_once_per_window(tmp_path):
+    """Three units in ten DDL: the units after each are fed as they come, and the safe bits are
+    asked again only once a window of units (at least 16) is past, not after every DDL unit."""
+    paths = generate(WorkloadSpec(seed=4, schemas=4, tables_per_schema=4, transactions=3_000, binlog_format="mixed",
+                                  flavor="mariadb", ddl_share=0.3), tmp_path)
+    rule_sets = [(RuleSet(do_db=("db1",)), Settings(flavor="mariadb")), (RuleSet(), Settings(flavor="mariadb"))]
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, stats=stats)
+    assert stats.refreshes is not None
+    assert max(stats.refreshes) <= stats.units // 16 + 2 * stats.scans
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        assert found == reference_lint(paths, rules, rule_settings)
