@@ -4,22 +4,26 @@ units that may matter decoded and fed to each rule set's `rules.lint.Linter`, wh
 of rule sets (`experiment --candidates`: one scan, each needed unit decoded once).
 
 A unit the Linter is not fed is one whose feed would neither change its state nor break:
-- a fast ROW unit (`GTID [BEGIN] {Annotate|Table_map|Rows}* XID`) whose every Table_map names a
-  table that is *safe*: skipped by the rules, or present on the replica (`Linter._table_state`
-  of its replica name). The Linter reads only Table_maps of such a unit, and a present table
-  never breaks (row events carry their own column count).
+- a fast ROW unit (`GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`) whose every Table_map
+  names a *safe* table: skipped by the rules, or present on the replica (`Linter._table_state` of
+  its replica name). The Linter reads only the Table_maps of such a unit, and a present table never
+  breaks (row events carry their own column count).
 - a statement unit the core keys (a GTID, single-table DML Queries with their context events,
   framing Queries, an XID: `stmt_units.rs`) whose every key is safe: skipped by the rules (when
   the engine decides statements by key), or naming a present table (replica name, after
-  rewrite-db) with nothing read besides, with no temporary table anywhere on the primary, and,
-  for INSERT/REPLACE, no column count or list to check (the replica's model has no columns for
-  it and no skipped ALTER changed its count).
-A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models
-act on DDL only), so the safe bits stay right across such units; every other unit (DDL, control
-events, units with statements the core does not key, MySQL units) is fed, and after it the
-safe bits are computed again (`_Lint.refresh`). Safety is asked once per table name and per key
-of a buffer (a keep byte each), and the core answers per unit in bulk (`UnitList.rows`,
-`UnitList.statement_rows`): Python loops only over the units fed.
+  rewrite-db) with nothing read besides, with no temporary table on the primary, and, for
+  INSERT/REPLACE, nothing for `_insert_shape` to check (the replica's model has no columns for the
+  table and no skipped ALTER changed its count). Where the replica's columns are known, the unit's
+  INSERT texts are looked at (`_Lint.cleared`: each distinct column list parsed once) and the unit
+  is fed only when one may break.
+- a lone keyed DML statement (a GTID and one Query), looked at the same way.
+A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act
+on DDL only), so the safe bits stay right across such units. Every other unit (DDL, control
+events, statements the core does not key) is fed, and after it the next units are fed as they come
+until a window of them is past, then the safe bits are asked again (`_Lint.refresh`): a run of DDL
+costs what the Linter alone costs. Safety is asked once per table name and per key of a buffer (a
+keep byte each), and the core answers per unit in bulk (`UnitList.rows`, `UnitList.statement_rows`):
+Python loops only over the units fed or looked at.
 """
 
 from __future__ import annotations
