@@ -203,8 +203,8 @@ def candidate_rows(candidates, totals: list[SlaveCounts], files, lint_max_mb: fl
     """The candidates, the one that saves the most bytes first, each with lint's verdict: would a
     replica with these rules stop (its first break), within `lint_max_mb` MB of binlog. Every
     candidate is linted over one compiled scan (binlogs.lint.lint_many: each unit a candidate's
-    Linter needs decoded once); past the bound it says so rather than take minutes where most
-    units need Python (a STATEMENT binlog whose INSERTs a candidate keeps)."""
+    Linter needs decoded once, a candidate fed no more once it breaks); past the bound it says so
+    rather than take minutes where most units need Python (a DDL-dense binlog)."""
     from dumpfilter.binlogs.lint import lint_many
 
     size_mb = sum(Path(f).stat().st_size for f in files) / 1e6
@@ -212,7 +212,7 @@ def candidate_rows(candidates, totals: list[SlaveCounts], files, lint_max_mb: fl
         verdicts = [f"not run: {size_mb:.0f} MB of binlog > --lint-max-mb {lint_max_mb:g}"] * len(candidates)
     else:
         found = lint_many(files, [(spec.rules, spec.settings) for spec in candidates],
-                          verify_checksums=verify_checksums)
+                          verify_checksums=verify_checksums, first_break=True)
         verdicts = ["no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}"
                     for breaks in found]
     rows = []

@@ -99,6 +99,8 @@ class _Lint:
         self.checked = 0
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
         self.refreshes = 0
+        self.first_break = False  # fed no more once it has a break
+        self.done = False
 
     def forget(self) -> None:
         self.names = bytearray()
@@ -227,14 +229,20 @@ class _Lint:
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
-              stats: LintScanStats | None = None) -> list[list[Break]]:
+              stats: LintScanStats | None = None, first_break: bool = False) -> list[list[Break]]:
     """Feed every Linter of `linters` the binlog files `paths` in order, from one scan by the
     compiled core: each Linter is fed the units that may change its state or break (see the
     module's doc), each such unit decoded once. Returns each Linter's breaks, as `feed_all`
-    over every unit gives them."""
+    over every unit gives them. `first_break`: a Linter is fed no more once it has a break (the
+    first break is all a verdict needs: where the replica stops), and the scan stops once every
+    Linter has one; the breaks then are the first ones of the unit the replica stops in."""
     lints = [_Lint(linter) for linter in linters]
     stats = stats if stats is not None else LintScanStats()
+    for lint in lints:
+        lint.first_break = first_break
     for path in paths:
+        if all(lint.done for lint in lints):
+            break
         _lint_file(Path(path), lints, verify_checksums, stats)
     stats.fed = [lint.fed for lint in lints]
     stats.checked = [lint.checked for lint in lints]
@@ -265,6 +273,8 @@ def _lint_file(path: Path, lints: list[_Lint], verify_checksums: bool, stats: Li
             scan = scanner.scan_into(units, buf, 0, base, name, at_eof=eof)
             stats.units += scan.added
             fmt = _lint_units(units, scan.added, buf, base, name, fmt, scanner.names, lints, stats)
+            if all(lint.done for lint in lints):
+                return
             if scan.error is not None:
                 raise scan.error
             want = READ_BYTES if scan.stop else want * 2
@@ -300,7 +310,8 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
                 names: list[tuple[str, str]], lints: list[_Lint], stats: LintScanStats) -> FormatDescription | None:
     """The `n` units of one buffer: each Linter fed the units it needs, in order. Returns the format
     in force after them."""
-    if not n:
+    lints = [lint for lint in lints if not lint.done]
+    if not n or not lints:
         return fmt
     # The statement units' format: the one after the buffer's last Format_description (the units
     # before it are not keyed: fed), else the one in force.
@@ -360,5 +371,11 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
                 if changes:
                     lint.forget()
                     lint.horizon = k + window
+                if lint.first_break and lint.linter.breaks:
+                    lint.done = True
+            if any(lint.done for lint in fed):
+                lints = [lint for lint in lints if not lint.done]
+                if not lints:
+                    return fmt
         k += 1
     return fmt

@@ -355,3 +355,24 @@ def test_a_ddl_dense_binlog_asks_the_safe_bits_once_per_window(tmp_path):
     assert max(stats.refreshes) <= stats.units // 16 + 2 * stats.scans
     for (rules, rule_settings), found in zip(rule_sets, got):
         assert found == reference_lint(paths, rules, rule_settings)
+
+
+def test_first_break_stops_each_candidate_and_then_the_scan(tmp_path):
+    """experiment's verdicts need each candidate's first break only: a candidate is fed no more
+    once it breaks, and the scan stops once every candidate has broken (later files unread)."""
+    spec = WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=600, binlog_format="mixed",
+                        flavor="mariadb", max_binlog_size=20_000)
+    paths = generate(spec, tmp_path)
+    breaking = [(RuleSet(wild_do_table=(f"db{i}.t1",)), Settings(flavor="mariadb")) for i in (1, 2)]
+    rule_sets = [*breaking, (RuleSet(), Settings(flavor="mariadb"))]
+    every = [reference_lint(paths, rules, rule_settings) for rules, rule_settings in rule_sets]
+    assert all(len(found) > 1 for found in every[:2]) and not every[2]
+    stats = LintScanStats()
+    first = lint_many(paths, rule_sets, stats=stats, first_break=True)
+    for found, want in zip(first, every):
+        assert found == want[:len(found)] and bool(found) == bool(want)
+    assert stats.scans == len(paths)  # the keep-all candidate never breaks: read to the end
+    stats = LintScanStats()
+    first = lint_many(paths, breaking, stats=stats, first_break=True)
+    assert [found[0] for found in first] == [want[0] for want in every[:2]]
+    assert stats.scans < len(paths)
