@@ -301,6 +301,9 @@ def test_malformed_input_fails_as_the_reader_fails(tmp_path, fmt):
         want = _outcome(lambda: reference_lint([path], rules, rule_settings))
         assert isinstance(want, tuple), name
         assert _outcome(lambda: lint_files([path], rules, rule_settings)) == want
+        # Without the CRC checks the flipped bit is read as it is, by both.
+        want = _outcome(lambda: reference_lint([path], rules, rule_settings, verify_checksums=False))
+        assert _outcome(lambda: lint_files([path], rules, rule_settings, verify_checksums=False)) == want, name
 
 
 def test_inserts_with_column_lists_are_looked_at_not_fed(tmp_path):
