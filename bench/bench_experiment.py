@@ -4,7 +4,8 @@ run, interleaved. Writes bench/results/experiment.json.
 
     .venv/bin/python -m bench experiment      (DUMPFILTER_EXPERIMENT_MB, default 520;
                                                DUMPFILTER_BENCH_REPEAT, default 3;
-                                               DUMPFILTER_EXPERIMENT_SPARK=0 skips the Spark part)
+                                               DUMPFILTER_EXPERIMENT_SPARK=0 skips the Spark part,
+                                               DUMPFILTER_EXPERIMENT_LINT=0 the lint part)
 
 The input is a real MariaDB binlog series (bench_fanout_procs.real_binlog: small transactions in
 db1..db8). The slave sets:
@@ -119,6 +120,12 @@ def main() -> dict:
     m = result["mixed"]
     print(f"{'MIXED (diagnostic: ' + str(m['binlog_mb']) + ' MB)':34} filter {m['filter_s']:.3f} s, experiment 8 slaves "
           f"{m['experiment_8_s']:.3f} s (less start): {m['experiment_8_vs_filter']}x")
+    if os.environ.get("DUMPFILTER_EXPERIMENT_LINT", "1") != "0":
+        result["lint"] = lint_part(repeat)
+        for name, r in result["lint"]["commands"].items():
+            print(f"{name:34} {r['best_less_start_s']:.3f} s less start, cpu {r['cpu_s']:.2f} s")
+        for name, ratio in result["lint"]["ratios"].items():
+            print(f"{name:34} {ratio}x")
     if os.environ.get("DUMPFILTER_EXPERIMENT_SPARK", "1") != "0":
         result["spark_2gb_series"] = sp = _spark_series(repeat)
         result["spark_2gb_series_cluster"] = _spark_series(repeat, cluster=True)
@@ -171,6 +178,65 @@ def _spark_series(repeat: int, cores: int = 2, cluster: bool = False) -> dict:
             "ratio_bound_free_cores_best": max(r["ratio_bound_free_cores"] for r in runs),
             **start, "executor_memory": "512m",
             "single_process_mb_per_s": round(size / 1e6 / best_local), "spark_mb_per_s": round(size / 1e6 / best_spark)}
+
+
+def lint_part(repeat: int) -> dict:
+    """Issue #40 goal 6: `dumpfilter lint` (one compiled scan, binlogs/lint_scan.py) against
+    `filter` with the same rules over the same binlog, on the real ROW series (do-db=db1) and the
+    real MIXED binlog (do-db=sbtest1, where most statement units are skipped by key and the kept
+    ones mostly break), and `experiment --candidates` with 8 candidates (lint on: one scan for
+    all) against the same experiment without candidates, on the ROW series. Whole commands less
+    the interpreter's start, interleaved; CPU from each process's rusage."""
+    binlogs, mixed = real_binlog(int(os.environ.get("DUMPFILTER_EXPERIMENT_MB", "520"))), mixed_binlog()
+    work = Path(tempfile.mkdtemp(prefix="bench-experiment-lint-"))
+    try:
+        topology = _topology(work / "t.toml", 8, False)
+        candidates = work / "c.toml"
+        candidates.write_text("".join(f'[[slaves]]\nname = "c{i}"\nserver_id = {100 + i}\n'
+                                      f'rules = ["replicate-do-db=db{i % 8 + 1}", "replicate-ignore-table=db{i % 8 + 1}.t{i % 3}"]\n'
+                                      for i in range(8)))
+        experiment = ["experiment", "--no-spark", "--no-charts", "--binlogs", str(binlogs), "--topology", str(topology)]
+        runs = {"start": ["--version"],
+                "filter_row": ["filter", str(binlogs), "--replicate-do-db=db1", "--out", str(work / "f")],
+                "lint_row": ["lint", str(binlogs), "--replicate-do-db=db1"],
+                "filter_mixed": ["filter", str(mixed), "--replicate-do-db=sbtest1", "-o", str(work / "m.bin")],
+                "lint_mixed": ["lint", str(mixed), "--replicate-do-db=sbtest1"],
+                "experiment_8": [*experiment, "--out", str(work / "e")],
+                "experiment_8_candidates_8": [*experiment, "--out", str(work / "ec"), "--candidates", str(candidates)]}
+        got: dict[str, list[dict]] = {name: [] for name in runs}
+        for _ in range(repeat):
+            for name, args in runs.items():
+                shutil.rmtree(work / "f", ignore_errors=True)
+                got[name].append(_run_any(args))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    start = min(r["wall_s"] for r in got["start"])
+    commands = {name: {"best_less_start_s": round(min(r["wall_s"] for r in rs) - start, 3),
+                       "cpu_s": round(min(r["cpu_s"] for r in rs), 3)} for name, rs in got.items() if name != "start"}
+
+    def ratio(a: str, b: str, what: str) -> float:
+        return round(commands[a][what] / max(commands[b][what], 1e-9), 2)
+
+    pairs = {"lint_row / filter_row": ("lint_row", "filter_row"),
+             "lint_mixed / filter_mixed": ("lint_mixed", "filter_mixed"),
+             "experiment 8 candidates / none": ("experiment_8_candidates_8", "experiment_8")}
+    # CPU first: the wall times of commands this short move with the machine's load.
+    return {"loadavg_1min": round(os.getloadavg()[0], 2), "commands": commands,
+            "ratios": {f"{name} (CPU)": ratio(a, b, "cpu_s") for name, (a, b) in pairs.items()}
+            | {f"{name} (wall less start)": ratio(a, b, "best_less_start_s") for name, (a, b) in pairs.items()}}
+
+
+def _run_any(args: list[str]) -> dict:
+    """`_run` for a command whose exit status says something (lint: 1 when a break is predicted)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([*CMD, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        raise RuntimeError(f"{' '.join(args[:3])} exited with {code}: {err[-1500:]}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def _mixed(repeat: int) -> dict:

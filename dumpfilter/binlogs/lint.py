@@ -15,6 +15,7 @@ from dumpfilter.codec.reader import DEFAULT_CHUNK, EventSplitter
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -45,8 +46,24 @@ def units(paths: Iterable[Path], verify_checksums: bool = True) -> Iterator[tupl
 def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema: SchemaModel | None = None, *,
                replica_schema: SchemaModel | None = None, verify_checksums: bool = True) -> list[Break]:
     """Every break a replica with `rules` would meet in `paths` (schemas: see `new_linter`). Without
-    either schema, tables the binlog never created are taken to exist."""
-    return new_linter(rules, settings, schema, replica_schema).feed_all(units(paths, verify_checksums))
+    either schema, tables the binlog never created are taken to exist. One compiled scan; only the
+    units that may matter are decoded and fed to the Linter (binlogs.lint_scan): the breaks
+    `Linter.feed_all` gives over every unit."""
+    return lint_scan(paths, [new_linter(rules, settings, schema, replica_schema)],
+                     verify_checksums=verify_checksums)[0]
+
+
+def lint_many(paths: Iterable[Path], rule_sets: Sequence[tuple[RuleSet, Settings]],
+              schema: SchemaModel | None = None, *, replica_schema: SchemaModel | None = None,
+              verify_checksums: bool = True, stats: LintScanStats | None = None,
+              first_break: bool = False) -> list[list[Break]]:
+    """`lint_files` for several rule sets over one scan of `paths` (`experiment --candidates`): each
+    unit some rule set's Linter needs is decoded once and fed to each one that needs it. Returns
+    the breaks per rule set, in order; `stats` counts the scans, units decoded and units fed.
+    `first_break`: each rule set linted only up to its first break (its breaks start as
+    `lint_files`' do), the scan ended once each has one."""
+    linters = [new_linter(rules, settings, schema, replica_schema) for rules, settings in rule_sets]
+    return lint_scan(paths, linters, verify_checksums=verify_checksums, stats=stats, first_break=first_break)
 
 
 MIN_CHUNK = 1 << 16

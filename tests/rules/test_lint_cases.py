@@ -85,7 +85,23 @@ def lint(build: Build, options, *, schema: SchemaModel | None = None, flavor=Non
                         schema=(schema or SchemaModel()).copy())
     linter = Linter(engine, schema, flavor=flavor, schema_complete=schema is not None)
     units = group_transactions(BinlogReader(io.BytesIO(build.bytes()), "bin.000001"))
-    return linter.feed_all(("bin.000001", txn) for txn in units), build
+    breaks = linter.feed_all(("bin.000001", txn) for txn in units)
+    _same_through_the_scan(build, breaks, lambda: Linter(
+        RuleEngine(StartupFilters.from_options(options).for_channel(""), Settings(flavor=flavor),
+                   schema=(schema or SchemaModel()).copy()), schema, flavor=flavor, schema_complete=schema is not None))
+    return breaks, build
+
+
+def _same_through_the_scan(build: Build, breaks, make_linter) -> None:
+    """The breaks `lint_files` finds (the compiled scan, binlogs/lint_scan.py) are these."""
+    import tempfile
+    from pathlib import Path
+
+    from dumpfilter.binlogs.lint_scan import lint_scan
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = build.write(Path(tmp) / "bin.000001")
+        assert lint_scan([path], [make_linter()])[0] == breaks
 
 
 SEEDED = "CREATE DATABASE a; CREATE DATABASE b; CREATE TABLE a.t (id INT PRIMARY KEY, v INT);"

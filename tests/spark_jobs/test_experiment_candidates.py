@@ -43,8 +43,14 @@ def test_candidates_rank_by_bytes_saved_and_equal_their_own_runs(tmp_path, binlo
                    candidates=parse_topology(_candidates_text(CANDIDATES)), ranking=ranking)
     with_candidates = len(scans)
     scans.clear()
+    run_experiment(binlogs, parse_topology(TOPOLOGY), tmp_path / "one", candidates=parse_topology(
+        _candidates_text(CANDIDATES[:1])))
+    with_one = len(scans)
+    scans.clear()
     run_experiment(binlogs, parse_topology(TOPOLOGY), tmp_path / "alone")
-    assert with_candidates == len(scans) > 0  # one pass, whatever the number of candidates
+    files = [p for p in binlogs.iterdir() if p.name[-1].isdigit()]
+    # One counting pass, whatever the number of candidates, and one lint scan of each file for all of them.
+    assert with_candidates == with_one == len(scans) + len(files) > len(files)
     assert [r["rank"] for r in ranking] == list(range(1, len(CANDIDATES) + 1))
     saved = [r["bytes_saved"] for r in ranking]
     assert saved == sorted(saved, reverse=True) and ranking[0]["candidate"] == "c-none"

@@ -1,0 +1,381 @@
+"""Lint at the compiled core's speed (issue #40 goal 6): binlog files scanned once by the core
+(`UnitList`, the same one-pass unit scan `filter`, `experiment` and `split` use), and only the
+units that may matter decoded and fed to each rule set's `rules.lint.Linter`, whatever the number
+of rule sets (`experiment --candidates`: one scan, each needed unit decoded once).
+
+A unit the Linter is not fed is one whose feed would neither change its state nor break:
+- a fast ROW unit (`GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`) whose every Table_map
+  names a *safe* table: skipped by the rules, or present on the replica (`Linter._table_state` of
+  its replica name). The Linter reads only the Table_maps of such a unit, and a present table never
+  breaks (row events carry their own column count).
+- a statement unit the core keys (a GTID, single-table DML Queries with their context events,
+  framing Queries, an XID: `stmt_units.rs`) whose every key is safe: skipped by the rules (when
+  the engine decides statements by key), or naming a present table (replica name, after
+  rewrite-db) with nothing read besides, with no temporary table on the primary, and, for
+  INSERT/REPLACE, nothing for `_insert_shape` to check (the replica's model has no columns for the
+  table and no skipped ALTER changed its count). Where the replica's columns are known, the unit's
+  INSERT texts are looked at (`_Lint.cleared`: each distinct column list parsed once) and the unit
+  is fed only when one may break.
+- a lone keyed DML statement (a GTID and one Query), looked at the same way.
+A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act
+on DDL only), so the safe bits stay right across such units. Every other unit (DDL, control
+events, statements the core does not key) is fed, and after it the next units are fed as they come
+until a window of them is past, then the safe bits are asked again (`_Lint.refresh`): a run of DDL
+costs what the Linter alone costs. Safety is asked once per table name and per key of a buffer (a
+keep byte each), and the core answers per unit in bulk (`UnitList.rows`, `UnitList.statement_rows`):
+Python loops only over the units fed or looked at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dumpfilter import _core
+from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.codec import Transaction
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
+from dumpfilter.codec.event import query_text
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.reader import bad_magic
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
+from dumpfilter.errors import TruncatedBinlogError
+from dumpfilter.rules.lint import Break, Linter
+from dumpfilter.rules.lint_sql import insert_column_list
+from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.statements import statement_tables
+
+READ_BYTES = 4 << 20  # one read buffer
+_QUERY = int(EventType.QUERY)
+_DML = (Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE)
+# ROW_SKIP (nothing to feed) -> 0, any other answer -> 1.
+_NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
+# A key's class for one Linter: safe, unsafe (its units are fed), or an INSERT/REPLACE whose column
+# list or count `_insert_shape` checks against the replica's columns (each statement looked at).
+_SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
+_QUOTES = ("`", "'", '"')
+_LISTS_KEPT = 10_000  # column-list texts remembered per Linter
+_MISSING = object()
+_Shape = tuple[int, bytes | None, bytes]
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
+
+
+@dataclass
+class LintScanStats:
+    """What one scan did: `scans` files read (each once, whatever the number of linters),
+    `units` units the core found, `decoded` units decoded in Python (once each, for every linter
+    that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
+    looked at per linter (fed only when one fails), `refreshes` how often each linter's safe bits
+    were asked (once per buffer, and once per window of units after a state change)."""
+
+    scans: int = 0
+    units: int = 0
+    decoded: int = 0
+    fed: list[int] | None = None
+    checked: list[int] | None = None
+    refreshes: list[int] | None = None
+
+
+class _Lint:
+    """One Linter's safe bits: per table name id of the file's scanner, per statement key (by its
+    bytes, across buffers), forgotten when the Linter's state may have changed."""
+
+    def __init__(self, linter: Linter):
+        self.linter = linter
+        self.names: bytearray = bytearray()   # 1: unsafe, by name id
+        self.key_cache: dict[bytes, int] = {}
+        # _COLUMNS keys: (the replica's columns, whether a list-less INSERT's count matches).
+        self.shapes: dict[tuple[str, str], tuple[tuple[str, ...], bool]] = {}   # by (db, sql)
+        self.by_shape: dict[tuple[str, _Shape], int] = {}                       # class by (db, statement key)
+        self.shape_of: dict[tuple[str, _Shape], tuple[tuple[str, ...], bool]] = {}
+        self.lists: dict[str, list[str] | None] = {}
+        self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
+        self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
+        self.fed = 0
+        self.checked = 0
+        self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
+        self.refreshes = 0
+        self.first_break = False  # fed no more once it has a break
+        self.done = False
+
+    def forget(self) -> None:
+        self.names = bytearray()
+        self.key_cache.clear()
+        self.shapes.clear()
+        self.by_shape.clear()
+        self.shape_of.clear()
+
+    # -------------------------------------------------------------- safety
+    def _table_safe(self, db: str, table: str) -> bool:
+        linter = self.linter
+        if not linter.engine.decide_table(db, table).apply:
+            return True
+        return linter._table_state(linter._replica_table(db, table))[0]
+
+    def _key_class(self, db: str, sql: str) -> int:
+        linter = self.linter
+        if linter.primary.temps:
+            return _UNSAFE  # a temporary table may shadow the key's table (per session): the Linter tells
+        engine = linter.engine
+        if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
+            return _SAFE   # skipped: a DML statement the replica skips changes nothing
+        primary = statement_tables(sql, db)
+        replica_db = linter._replica_db(db)
+        replica = statement_tables(sql, replica_db) if replica_db != db else primary
+        for info in (primary, replica):
+            if not info.parse_ok or info.kind not in _DML or info.read or len(info.updated) != 1 or info.temporary:
+                return _UNSAFE
+        if replica.kind is not primary.kind:
+            return _UNSAFE
+        ref = replica.updated[0]
+        if not linter._table_state(ref)[0]:
+            return _UNSAFE
+        if primary.kind in (Kind.INSERT, Kind.REPLACE):
+            replica_columns = linter.replica.model.columns(*ref)
+            if replica_columns is None:
+                # `_insert_shape` finds nothing to check without the replica's columns and count delta.
+                return _UNSAFE if linter.column_delta.get(ref) else _SAFE
+            primary_columns = linter.primary.model.columns(*primary.updated[0])
+            # Without a list the primary's column count is the values' (unknown: the Linter counts them).
+            self.shapes[(db, sql)] = (replica_columns, primary_columns is not None
+                                      and len(primary_columns) == len(replica_columns))
+            return _COLUMNS
+        return _SAFE
+
+    def cleared(self, k: int, buf, start: int, end: int, fmt: FormatDescription | None) -> bool:
+        """Whether unit k, a keyed unit with INSERT columns to check, checks out (then not fed)."""
+        if not (self.check and self.check[k]) or fmt is None:
+            return False
+        self.checked += 1
+        at = start
+        while at < end:
+            size = int.from_bytes(buf[at + 9:at + 13], "little")
+            if buf[at + 4] == _QUERY:
+                text = query_text(buf, at, at + size, fmt)
+                if text is None:
+                    return False
+                db, sql = text
+                shape = statement_key(sql.encode("utf-8", "surrogateescape"))
+                if shape is not None and not self.statement_safe(db, sql, shape):
+                    return False
+            at += size
+        return True
+
+    def statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
+        """Whether the keyed DML statement `sql` (default database `db`) neither breaks nor changes state."""
+        key = (db, shape)
+        cls = self.by_shape.get(key)
+        if cls is None:
+            cls = self.by_shape[key] = self._key_class(db, sql)
+            if cls == _COLUMNS:
+                self.shape_of[key] = self.shapes[(db, sql)]
+        if cls != _COLUMNS:
+            return cls == _SAFE
+        replica_columns, count_ok = self.shape_of[key]
+        listed = self._listed(sql)
+        if listed is None:
+            return True  # INSERT ... SET, or text `_insert_shape` does not follow
+        if listed:
+            return all(column.lower() in replica_columns for column in listed)
+        return count_ok
+
+    def _listed(self, sql: str) -> list[str] | None:
+        """`insert_column_list(sql)`, read off the text up to its first `)` when nothing there is
+        quoted (a keyed statement holds no comment: the tokens there are the whole text's)."""
+        cut = sql.find(")")
+        head = sql[:cut + 1] if cut >= 0 else sql
+        if any(q in head for q in _QUOTES):
+            return insert_column_list(sql)
+        found = self.lists.get(head, _MISSING)
+        if found is _MISSING:
+            found = insert_column_list(head)
+            if found is None:
+                found = insert_column_list(sql)
+            if len(self.lists) < _LISTS_KEPT:
+                self.lists[head] = found
+        return found  # type: ignore[return-value]
+
+    def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
+                keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
+        """The unsafe bytes for every name and key of this buffer, and which units the Linter
+        must be fed (`need`) or have their INSERTs looked at (`check`), one byte per unit."""
+        self.refreshes += 1
+        have = len(self.names)
+        if have < len(names):
+            self.names.extend(0 if self._table_safe(db, table) else 1 for db, table in names[have:])
+        cache = self.key_cache
+        bad = bytearray(len(keys))
+        columns = bytearray(len(keys))
+        for key_id, key, db, sql in keys:
+            cls = cache.get(key)
+            if cls is None:
+                cls = cache[key] = self._key_class(_text(db), _text(sql))
+            bad[key_id] = cls == _UNSAFE
+            columns[key_id] = cls == _COLUMNS
+        need = units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED)
+        self.check = b""
+        if any(columns):
+            # Keyed units with no unsafe key but a key whose INSERTs have columns to check.
+            looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
+            check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
+            if any(check):
+                self.check = check
+                need = (int.from_bytes(need, "little") | int.from_bytes(check, "little")).to_bytes(len(need), "little")
+        self.need = need
+
+
+def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
+              stats: LintScanStats | None = None, first_break: bool = False) -> list[list[Break]]:
+    """Feed every Linter of `linters` the binlog files `paths` in order, from one scan by the
+    compiled core: each Linter is fed the units that may change its state or break (see the
+    module's doc), each such unit decoded once. Returns each Linter's breaks, as `feed_all`
+    over every unit gives them. `first_break`: a Linter is fed no more once it has a break (the
+    first break is all a verdict needs: where the replica stops), and the scan stops once every
+    Linter has one; the breaks then are the first ones of the unit the replica stops in."""
+    lints = [_Lint(linter) for linter in linters]
+    stats = stats if stats is not None else LintScanStats()
+    for lint in lints:
+        lint.first_break = first_break
+    for path in paths:
+        if all(lint.done for lint in lints):
+            break
+        _lint_file(Path(path), lints, verify_checksums, stats)
+    stats.fed = [lint.fed for lint in lints]
+    stats.checked = [lint.checked for lint in lints]
+    stats.refreshes = [lint.refreshes for lint in lints]
+    return [linter.breaks for linter in linters]
+
+
+def _lint_file(path: Path, lints: list[_Lint], verify_checksums: bool, stats: LintScanStats) -> None:
+    name = path.name
+    stats.scans += 1
+    scanner = Scanner(str(path), verify_checksums=verify_checksums)
+    for lint in lints:
+        lint.forget()  # name ids start again with the scanner
+    fmt: FormatDescription | None = None
+    with open_binlog(path) as stream:
+        magic = stream.read(4)
+        if magic != MAGIC:
+            if len(magic) < 4:
+                raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
+                                           path=str(path), offset=0)
+            raise bad_magic(str(path))
+        base, rest, want = 4, b"", READ_BYTES
+        while True:
+            data = stream.read(want)
+            eof = len(data) < want
+            buf = rest + data if rest else data
+            units = UnitList()
+            scan = scanner.scan_into(units, buf, 0, base, name, at_eof=eof)
+            stats.units += scan.added
+            fmt = _lint_units(units, scan.added, buf, base, name, fmt, scanner.names, lints, stats)
+            if all(lint.done for lint in lints):
+                return
+            if scan.error is not None:
+                raise scan.error
+            want = READ_BYTES if scan.stop else want * 2
+            rest, base = buf[scan.stop:], base + scan.stop
+            if eof:
+                break
+    if rest:
+        left = len(rest)
+        msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({left} bytes left)"
+               if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
+        raise TruncatedBinlogError(msg, path=str(path), offset=base)
+
+
+_GTIDS = _core.F_MARIADB_GTID | _core.F_MYSQL_GTID | _core.F_TAGGED_GTID
+
+
+def _lone_dml(buf, u, fmt: FormatDescription | None) -> tuple[str, str, _Shape] | None:
+    """(default database, SQL, statement key) when unit `u` is a complete GTID and one Query that
+    the core keys (single-table DML), else None."""
+    if fmt is None or u.events != 2 or not u.gtid_size or u.flags & _core.F_COMPLETE == 0 or u.flags & _GTIDS == 0:
+        return None
+    at = u.start + u.gtid_size
+    if at + HEADER_LEN > u.end or buf[at + 4] != _QUERY:
+        return None
+    text = query_text(buf, at, u.end, fmt)
+    if text is None:
+        return None
+    shape = statement_key(text[1].encode("utf-8", "surrogateescape"))
+    return None if shape is None else (text[0], text[1], shape)
+
+
+def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: FormatDescription | None,
+                names: list[tuple[str, str]], lints: list[_Lint], stats: LintScanStats) -> FormatDescription | None:
+    """The `n` units of one buffer: each Linter fed the units it needs, in order. Returns the format
+    in force after them."""
+    lints = [lint for lint in lints if not lint.done]
+    if not n or not lints:
+        return fmt
+    # The statement units' format: the one after the buffer's last Format_description (the units
+    # before it are not keyed: fed), else the one in force.
+    fdes = [k for k in units.with_flags(_core.F_HAS_FDE, 0) if k < n]
+    current = fmt
+    for k in fdes:
+        u = units.unit(k)
+        _, current = unit_events(bytes(buf[u.start:u.end]), base + u.start, current)
+    if current is None:
+        formats = [(0, 0, 1 << 62)]
+    else:
+        formats = [(current.post_header_len(_QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
+    keys, _ = units.statement_units(formats)
+    # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
+    structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
+    for lint in lints:
+        lint.refresh(units, names, keys)
+        lint.horizon = -1
+    # After a unit that may change a Linter's state, its safe bits are asked again only once the
+    # next `window` units are fed as they come (a run of DDL costs what the Linter alone costs,
+    # not a refresh per DDL unit): each refresh is paid for by that many units.
+    window = 16 + (len(names) + len(keys)) // 8
+    k = 0
+    while k < n:
+        nxt = n
+        for lint in lints:
+            if lint.horizon >= k:
+                nxt = k
+                continue
+            if lint.horizon >= 0:
+                lint.refresh(units, names, keys)
+                lint.horizon = -1
+            at = lint.need.find(1, k)
+            if 0 <= at < nxt:
+                nxt = at
+        if nxt >= n:
+            break
+        k = nxt
+        u = units.unit(k)
+        lone = _lone_dml(buf, u, fmt) if structural[k] == ROW_SLOW else None
+        if lone is not None:
+            # A GTID and one keyed DML Query (a MyISAM table's statement, a standalone group): it
+            # changes no state, and is fed only to the Linters for which it may break.
+            fed = [lint for lint in lints if (lint.horizon >= k or lint.need[k]) and not lint.statement_safe(*lone)]
+            changes = False
+        else:
+            fed = [lint for lint in lints if lint.horizon >= k
+                   or (lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt))]
+            changes = structural[k] == ROW_SLOW
+        if fed:
+            events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
+            txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
+            stats.decoded += 1
+            for lint in fed:
+                lint.linter.feed(name, txn)
+                lint.fed += 1
+                if changes:
+                    lint.forget()
+                    lint.horizon = k + window
+                if lint.first_break and lint.linter.breaks:
+                    lint.done = True
+            if any(lint.done for lint in fed):
+                lints = [lint for lint in lints if not lint.done]
+                if not lints:
+                    return fmt
+        k += 1
+    return fmt

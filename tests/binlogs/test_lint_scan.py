@@ -1,0 +1,381 @@
+"""Issue #40 goal 6: lint over the compiled core's one-pass scan (binlogs/lint_scan.py) feeds the
+Linter only the units that may change its state or break, and finds the breaks, byte for byte,
+that the Linter finds fed every unit (tests/oracles/lint.py): on every real fixture binlog, on the
+lint case vectors, and on generated workloads under many rule sets. Several rule sets
+(`experiment --candidates`) are linted over one scan, each needed unit decoded once."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dumpfilter.binlogs.lint import lint_files, lint_many, new_linter
+from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.rules.lint import Linter
+from dumpfilter.rules import RuleEngine
+from dumpfilter.rules.parse import StartupFilters
+from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
+from tests.master.test_fast_path import SCHEMAS, _rules
+from tests.oracles.lint import reference_feed, reference_lint
+from tests.rules.test_lint_cases import CASES, SEEDED, _build
+
+# Rule sets met in the fixtures (sakila, test, mysql, ...) and generic ones, under both semantics.
+FIXTURE_RULES = [
+    (RuleSet(), Settings()),
+    (RuleSet(do_db=("sakila",)), Settings()),
+    (RuleSet(do_db=("test",)), Settings(flavor="mariadb")),
+    (RuleSet(ignore_db=("test", "sakila")), Settings()),
+    (RuleSet(ignore_table=("sakila.actor", "test.t1")), Settings()),
+    (RuleSet(wild_do_table=("sakila.f%", "test.%")), Settings()),
+    (RuleSet(wild_ignore_table=("%.t%",)), Settings(flavor="mariadb")),
+    (RuleSet(rewrite_db=(("sakila", "s2"), ("test", "t2")), do_db=("s2", "t2")), Settings()),
+    (RuleSet(do_db=("sakila", "test")), Settings(semantics="effective")),
+    (RuleSet(do_table=("sakila.film",)), Settings(track_derived_tables=True)),
+]
+
+
+def _outcome(run):
+    try:
+        return run()
+    except DumpFilterError as exc:
+        return (type(exc).__name__, str(exc))
+
+
+def _fixture_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
+
+
+@pytest.mark.fixtures
+def test_every_real_fixture_binlog_lints_as_the_linter_fed_every_unit(shared_fixtures):
+    files = _fixture_files(shared_fixtures)
+    assert len(files) == 15
+    breaks = 0
+    for path in files:
+        for rules, rule_settings in FIXTURE_RULES:
+            want = _outcome(lambda: reference_lint([path], rules, rule_settings))
+            got = _outcome(lambda: lint_files([path], rules, rule_settings))
+            assert got == want, (path.name, rules, rule_settings)
+            breaks += len(want) if isinstance(want, list) else 0
+    assert breaks  # the fixtures hold breaks for some of these rule sets: the comparison bites
+
+
+@pytest.mark.fixtures
+def test_fixture_candidates_in_one_scan(shared_fixtures):
+    """All of FIXTURE_RULES as candidates over each fixture: one scan per file, each rule set's
+    breaks those of its Linter fed every unit."""
+    for path in _fixture_files(shared_fixtures):
+        if path.suffix == ".gz" or "checksum" in path.name:
+            continue
+        stats = LintScanStats()
+        try:
+            got = lint_many([path], FIXTURE_RULES, stats=stats)
+        except DumpFilterError:
+            continue  # a fixture no lint reads (compared above, error for error)
+        assert stats.scans == 1
+        for (rules, rule_settings), found in zip(FIXTURE_RULES, got):
+            assert found == reference_lint([path], rules, rule_settings), (path.name, rules)
+
+
+def _case_linter(options, flavor="mariadb", schema: SchemaModel | None = None) -> Linter:
+    pairs = [tuple(o.split("=", 1)) for o in options]
+    engine = RuleEngine(StartupFilters.from_options(pairs).for_channel(""), Settings(flavor=flavor),
+                        schema=schema.copy() if schema is not None else None)
+    return Linter(engine, schema, flavor=flavor, schema_complete=schema is not None)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("seeded", [False, True])
+def test_lint_case_vectors(tmp_path, case, seeded):
+    """Each lint case (tests/rules/test_lint_cases.py), with and without a starting schema: the
+    same breaks through the scan as through the Linter fed every unit."""
+    _, options, statements, _, _ = case
+    path = _build([s for s in statements if s[0] != "USE"]).write(tmp_path / "bin.000001")
+    schema = SchemaModel.from_sql(SEEDED) if seeded else None
+    want = reference_feed([path], _case_linter(options, schema=schema))
+    assert lint_scan([path], [_case_linter(options, schema=schema)])[0] == want
+
+
+# Keyed DML whose answer the Linter reads off state the keys do not show: a temporary table of the
+# session, an INSERT's column list or count against the replica's columns.
+SESSION_CASES = [
+    ("temporary-shadow", ["replicate-do-db=a"],
+     [("CREATE TABLE a.tmp (id INT)", "a"), ("CREATE TEMPORARY TABLE a.tmp (id INT)", "b"),
+      ("INSERT INTO tmp VALUES (1)", "a"), ("UPDATE tmp SET id = 2", "a")]),
+    ("temporary-missing", ["replicate-do-db=a"],
+     [("CREATE TEMPORARY TABLE a.tmp (id INT)", "b"), ("INSERT INTO tmp VALUES (1)", "a"),
+      ("DELETE FROM tmp WHERE id = 1", "a")]),
+    ("insert-list-after-skipped-alter", ["replicate-do-db=a"],
+     [("CREATE TABLE a.t (id INT, v INT)", "a"), ("ALTER TABLE a.t ADD COLUMN w INT", "b"),
+      ("UPDATE t SET v = 1", "a"), ("INSERT INTO t (id, w) VALUES (1, 2)", "a"), ("INSERT INTO t VALUES (1, 2, 3)", "a"),
+      ("REPLACE INTO t (id, v) VALUES (1, 2)", "a")]),
+    ("rewrite-then-qualified-dml", ["replicate-rewrite-db=a->ra", "replicate-do-db=ra"],
+     [("CREATE DATABASE ra", ""), ("CREATE TABLE t (id INT)", "a"), ("INSERT INTO t VALUES (1)", "a"),
+      ("UPDATE a.t SET id = 2", "a"), ("DELETE FROM ra.t", "a")]),
+]
+
+
+@pytest.mark.parametrize("case", SESSION_CASES, ids=[c[0] for c in SESSION_CASES])
+def test_keyed_statements_that_break(tmp_path, case):
+    _, options, statements = case
+    path = _build(statements).write(tmp_path / "bin.000001")
+    want = reference_feed([path], _case_linter(options))
+    assert want, "each of these cases breaks"
+    assert lint_scan([path], [_case_linter(options)])[0] == want
+
+
+def _more_rules(draw) -> tuple[RuleSet, Settings]:
+    kind = draw(st.sampled_from(["drawn", "rewrite", "effective", "ignore_table", "derived", "wild_tables"]))
+    dbs = tuple(draw(st.lists(st.sampled_from(SCHEMAS), min_size=1, max_size=3, unique=True)))
+    if kind == "wild_tables":
+        # 'db.' LIKE 'db.t1' is false: CREATE DATABASE skipped, its tables' rows kept: breaks after DDL.
+        return RuleSet(wild_do_table=tuple(f"{db}.t{draw(st.sampled_from(['1', '0%']))}" for db in dbs)), \
+            Settings(flavor=draw(st.sampled_from(["mysql", "mariadb"])))
+    if kind == "rewrite":
+        return RuleSet(rewrite_db=((dbs[0], "re"),), do_db=("re", *dbs[1:])), Settings()
+    if kind == "effective":
+        return _rules(draw), Settings(semantics="effective")
+    if kind == "ignore_table":
+        return RuleSet(ignore_table=tuple(f"{db}.t{draw(st.sampled_from(['1', '2']))}" for db in dbs)), Settings()
+    if kind == "derived":
+        return _rules(draw), Settings(track_derived_tables=True)
+    return _rules(draw), Settings(flavor=draw(st.sampled_from(["mysql", "mariadb"])))
+
+
+@st.composite
+def _workloads(draw):
+    spec = WorkloadSpec(seed=draw(st.integers(0, 10_000)), schemas=len(SCHEMAS), tables_per_schema=2,
+                        transactions=draw(st.integers(30, 250)),
+                        binlog_format=draw(st.sampled_from(["row", "statement", "mixed"])),
+                        flavor=draw(st.sampled_from(FLAVORS)), cross_db_share=draw(st.sampled_from([0.0, 0.3, 0.8])),
+                        ddl_share=draw(st.sampled_from([0.0, 0.05, 0.2])),
+                        max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])))
+    rule_sets = [_more_rules(draw) for _ in range(draw(st.integers(1, 4)))]
+    # A starting schema (complete: what it lacks is absent) and a replica's own, sometimes.
+    schema = draw(st.sampled_from([None, "CREATE DATABASE db1; CREATE TABLE db1.t1 (id INT PRIMARY KEY, v INT);",
+                                   "CREATE DATABASE db2; CREATE TABLE db2.t0 (id INT PRIMARY KEY, v INT, w INT);"]))
+    replica = draw(st.sampled_from([None, "CREATE DATABASE db3; CREATE TABLE db3.t1 (id INT PRIMARY KEY);"]))
+    return spec, rule_sets, schema, replica
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_workloads())
+def test_generated_workloads_lint_as_the_linter_fed_every_unit(tmp_path_factory, workload):
+    spec, rule_sets, schema_sql, replica_sql = workload
+    paths = generate(spec, tmp_path_factory.mktemp("binlog"))
+    schema = SchemaModel.from_sql(schema_sql) if schema_sql else None
+    replica = SchemaModel.from_sql(replica_sql) if replica_sql else None
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, schema, replica_schema=replica, stats=stats)
+    assert stats.scans == len(paths)
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        want = reference_lint(paths, rules, rule_settings, schema, replica_schema=replica)
+        assert found == want, (rules, rule_settings)
+        assert lint_files(paths, rules, rule_settings, schema, replica_schema=replica) == found
+
+
+def _row_workload(tmp_path: Path) -> list[Path]:
+    spec = WorkloadSpec(seed=7, schemas=4, tables_per_schema=3, transactions=2_000, binlog_format="row",
+                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.3)
+    return generate(spec, tmp_path)
+
+
+def test_a_row_binlog_is_mostly_not_fed(tmp_path):
+    """ROW units whose tables are all present on the replica (every rule set here keeps or skips
+    them without a break) are never decoded: what is fed is the DDL and control units."""
+    paths = _row_workload(tmp_path)
+    rule_sets = [(RuleSet(), Settings(flavor="mariadb")), (RuleSet(do_db=("db1",)), Settings(flavor="mariadb")),
+                 (RuleSet(ignore_table=("db2.t1",)), Settings(flavor="mariadb"))]
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, stats=stats)
+    assert stats.units > 2_000
+    assert stats.fed is not None and max(stats.fed) < 100, stats  # the DDL (4 databases, 12 tables) and control
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        assert found == reference_lint(paths, rules, rule_settings)
+
+
+@pytest.mark.parametrize("fmt", ["row", "mixed", "statement"])
+def test_the_safe_bits_follow_the_ddl(tmp_path, fmt):
+    """A skipped CREATE DATABASE makes every later unit of its tables break: the safe bits asked at
+    the buffer's start (the database assumed there) are asked again after each DDL unit."""
+    paths = generate(WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=200, binlog_format=fmt),
+                     tmp_path)
+    rules, rule_settings = RuleSet(wild_do_table=("db1.t1",)), Settings(flavor="mariadb")
+    want = reference_lint(paths, rules, rule_settings)
+    assert len(want) > 10
+    assert lint_files(paths, rules, rule_settings) == want
+
+
+def test_a_break_on_every_row_unit_feeds_them_all(tmp_path):
+    """The other side: a replica that lacks a kept table (its database's CREATE skipped: 'db1.'
+    LIKE 'db1.t1' is false) is fed each unit naming it, and breaks on each, as the Linter fed
+    every unit does."""
+    spec = WorkloadSpec(seed=3, schemas=2, tables_per_schema=2, transactions=300, binlog_format="row",
+                        flavor="mariadb", cross_db_share=0.0)
+    paths = generate(spec, tmp_path)
+    rules, rule_settings = RuleSet(wild_do_table=("db1.t1",)), Settings(flavor="mariadb")
+    stats = LintScanStats()
+    found = lint_many(paths, [(rules, rule_settings)], stats=stats)[0]
+    assert found == reference_lint(paths, rules, rule_settings)
+    assert len(found) > 100 and stats.fed is not None and stats.fed[0] >= len(found)
+
+
+def test_candidates_share_one_scan_and_one_decode(tmp_path):
+    """Eight rule sets over one scan: each file read once, each unit decoded at most once, and a
+    unit every candidate needs fed to each of them."""
+    spec = WorkloadSpec(seed=11, schemas=4, tables_per_schema=2, transactions=400, binlog_format="mixed",
+                        flavor="mariadb", ddl_share=0.05, cross_db_share=0.3, max_binlog_size=40_000)
+    paths = generate(spec, tmp_path)
+    assert len(paths) > 1
+    rule_sets = [(RuleSet(do_db=(db,)), Settings(flavor="mariadb")) for db in SCHEMAS] + \
+                [(RuleSet(ignore_db=(db,)), Settings(flavor="mariadb")) for db in SCHEMAS]
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, stats=stats)
+    assert stats.scans == len(paths)
+    assert stats.fed is not None and len(stats.fed) == 8
+    assert max(stats.fed) <= stats.decoded <= stats.units
+    assert stats.decoded < sum(stats.fed)  # shared units were decoded once for several candidates
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        assert found == reference_lint(paths, rules, rule_settings)
+
+
+def test_candidate_rows_lint_every_candidate(tmp_path):
+    """experiment's ranking: each candidate's verdict is the first break lint_files finds."""
+    from dumpfilter.spark_jobs.bandwidth_experiment import candidate_rows
+    from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts
+    from dumpfilter.topology import parse_topology
+
+    spec = WorkloadSpec(seed=5, schemas=4, tables_per_schema=2, transactions=200, binlog_format="statement",
+                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.5)
+    paths = generate(spec, tmp_path)
+    text = "".join(f'[[slaves]]\nname = "c{i}"\nserver_id = {10 + i}\nrules = ["replicate-do-db=db{i}"]\n\n'
+                   for i in range(1, 5))
+    candidates = parse_topology(text).slaves
+    rows = candidate_rows(candidates, [SlaveCounts(slave=c.name) for c in candidates], paths, 1024)
+    by_name = {row["candidate"]: row["lint"] for row in rows}
+    stopped = 0
+    for spec_ in candidates:
+        breaks = reference_lint(paths, spec_.rules, spec_.settings)
+        want = "no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}"
+        assert by_name[spec_.name] == want
+        stopped += bool(breaks)
+    assert stopped  # cross-database statements under do-db: some candidate stops
+
+
+def test_gzip_input_reads_as_the_reader_reads_it(tmp_path):
+    paths = _row_workload(tmp_path)
+    packed = tmp_path / "gz"
+    packed.mkdir()
+    gz = []
+    for path in paths:
+        target = packed / (path.name + ".gz")
+        target.write_bytes(gzip.compress(path.read_bytes()))
+        gz.append(target)
+    rules, rule_settings = RuleSet(ignore_db=("db1",)), Settings(flavor="mariadb")
+    assert lint_files(gz, rules, rule_settings) == reference_lint(gz, rules, rule_settings)
+
+
+def test_new_linter_is_the_one_setup():
+    # lint_many builds its linters as lint_files does (the same engine, flavor, schema handling).
+    linter = new_linter(RuleSet(), Settings(flavor="mariadb"))
+    assert linter.idempotent_ddl and not linter.schema_complete
+
+
+@pytest.mark.parametrize("fmt", ["row", "mixed"])
+def test_malformed_input_fails_as_the_reader_fails(tmp_path, fmt):
+    """A CRC mismatch, a file cut inside an event, a bad magic: the same error, the same words."""
+    data = generate(WorkloadSpec(seed=1, transactions=200, binlog_format=fmt, flavor="mariadb"), tmp_path / "src")[0] \
+        .read_bytes()
+    cases = {"flip": data[:5000] + bytes([data[5000] ^ 0x40]) + data[5001:], "cut": data[:-7], "cut-more": data[:-40],
+             "magic": b"xxxx" + data[4:], "short": data[:2]}
+    rules, rule_settings = RuleSet(), Settings(flavor="mariadb")
+    for name, raw in cases.items():
+        path = tmp_path / f"{name}.000001"
+        path.write_bytes(raw)
+        want = _outcome(lambda: reference_lint([path], rules, rule_settings))
+        assert isinstance(want, tuple), name
+        assert _outcome(lambda: lint_files([path], rules, rule_settings)) == want
+        # Without the CRC checks the flipped bit is read as it is, by both.
+        want = _outcome(lambda: reference_lint([path], rules, rule_settings, verify_checksums=False))
+        assert _outcome(lambda: lint_files([path], rules, rule_settings, verify_checksums=False)) == want, name
+
+
+def test_inserts_with_column_lists_are_looked_at_not_fed(tmp_path):
+    """Keyed INSERTs into tables whose columns the replica's model knows: their column lists are
+    read off the texts (each list parsed once) and the units are not fed, unless a list names a
+    column the replica lacks (its ALTER skipped), which breaks as the Linter fed every unit says."""
+    statements = [("CREATE TABLE a.t (id INT, v INT)", "a"), ("CREATE TABLE a.u (id INT, v INT)", "a")]
+    statements += [(f"INSERT INTO t (id, v) VALUES ({i}, {i})", "a") for i in range(200)]
+    statements += [(f"INSERT INTO u VALUES ({i}, {i})", "a") for i in range(100)]
+    statements += [("ALTER TABLE a.t ADD COLUMN w INT", "b"), ("INSERT INTO t (id, v) VALUES (1, 1)", "a"),
+                   ("INSERT INTO t (`id`, w) VALUES (1, 1)", "a"), ("INSERT INTO t (id, w) VALUES (2, 2)", "a"),
+                   ("INSERT INTO t VALUES (3, 3, 3)", "a"), ("INSERT INTO u (id) VALUES (4)", "a")]
+    path = _build(statements).write(tmp_path / "bin.000001")
+    options = ["replicate-do-db=a"]
+    want = reference_feed([path], _case_linter(options))
+    assert [b.errno for b in want] == [1054, 1054, 1136]
+    stats = LintScanStats()
+    assert lint_scan([path], [_case_linter(options)], stats=stats)[0] == want
+    assert stats.checked is not None and stats.checked[0] >= 250
+    assert stats.fed is not None and stats.fed[0] < 60, stats  # the DDL and the units just after it
+
+
+def test_lone_dml_statements_are_fed_only_when_they_may_break(tmp_path):
+    """A GTID and one single-table DML Query (a MyISAM table's statement, a standalone group) is
+    not a keyed unit: it is read off its text, fed only when it may break, and changes no state."""
+    build = _build([("CREATE TABLE a.t (id INT, v INT)", "a"), ("CREATE TABLE a.n (id INT)", "b")])
+    for i in range(300):
+        build.q(f"INSERT INTO t (id, v) VALUES ({i}, {i})", "a", ddl=True)
+        build.q(f"UPDATE t SET v = {i} WHERE id = {i}", "a", ddl=True)
+    build.q("ALTER TABLE a.t ADD COLUMN w INT", "b")
+    build.q("INSERT INTO t (id, w) VALUES (1, 1)", "a", ddl=True)
+    build.q("DELETE FROM n WHERE id = 1", "a", ddl=True)
+    build.q("INSERT INTO t VALUES (1, 1, 1)", "a", ddl=True)
+    path = build.write(tmp_path / "bin.000001")
+    options = ["replicate-do-db=a"]
+    want = reference_feed([path], _case_linter(options))
+    assert [b.errno for b in want] == [1054, 1146, 1136]
+    stats = LintScanStats()
+    assert lint_scan([path], [_case_linter(options)], stats=stats)[0] == want
+    assert stats.fed is not None and stats.fed[0] < 20, stats
+
+
+def test_a_ddl_dense_binlog_asks_the_safe_bits_once_per_window(tmp_path):
+    """Three units in ten DDL: the units after each are fed as they come, and the safe bits are
+    asked again only once a window of units (at least 16) is past, not after every DDL unit."""
+    paths = generate(WorkloadSpec(seed=4, schemas=4, tables_per_schema=4, transactions=3_000, binlog_format="mixed",
+                                  flavor="mariadb", ddl_share=0.3), tmp_path)
+    rule_sets = [(RuleSet(do_db=("db1",)), Settings(flavor="mariadb")), (RuleSet(), Settings(flavor="mariadb"))]
+    stats = LintScanStats()
+    got = lint_many(paths, rule_sets, stats=stats)
+    assert stats.refreshes is not None
+    assert max(stats.refreshes) <= stats.units // 16 + 2 * stats.scans
+    for (rules, rule_settings), found in zip(rule_sets, got):
+        assert found == reference_lint(paths, rules, rule_settings)
+
+
+def test_first_break_stops_each_candidate_and_then_the_scan(tmp_path):
+    """experiment's verdicts need each candidate's first break only: a candidate is fed no more
+    once it breaks, and the scan stops once every candidate has broken (later files unread)."""
+    spec = WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=600, binlog_format="mixed",
+                        flavor="mariadb", max_binlog_size=20_000)
+    paths = generate(spec, tmp_path)
+    breaking = [(RuleSet(wild_do_table=(f"db{i}.t1",)), Settings(flavor="mariadb")) for i in (1, 2)]
+    rule_sets = [*breaking, (RuleSet(), Settings(flavor="mariadb"))]
+    every = [reference_lint(paths, rules, rule_settings) for rules, rule_settings in rule_sets]
+    assert all(len(found) > 1 for found in every[:2]) and not every[2]
+    stats = LintScanStats()
+    first = lint_many(paths, rule_sets, stats=stats, first_break=True)
+    for found, want in zip(first, every):
+        assert found == want[:len(found)] and bool(found) == bool(want)
+    assert stats.scans == len(paths)  # the keep-all candidate never breaks: read to the end
+    stats = LintScanStats()
+    first = lint_many(paths, breaking, stats=stats, first_break=True)
+    assert [found[0] for found in first] == [want[0] for want in every[:2]]
+    assert stats.scans < len(paths)
