@@ -349,12 +349,33 @@ def bench_out_dir(tmp: Path) -> dict:
             "filter_out_s": round(dir_s, 3), "ratio": round(file_s / dir_s, 3)}
 
 
+def verify_workload_keys() -> dict:
+    """(h) Issue #43 goal 1 on `verify`'s built-in workloads (lab/verify/data: the seed and the
+    sharp-edge script): of their statements (USE, BEGIN, COMMIT and SET aside), how many the
+    core keys, read as a statement-logged binlog holds them (`_core.statement_key` on each
+    statement's text). The sharp edges are the corners by design (multi-table UPDATE and DELETE,
+    INSERT ... SELECT, triggers, DDL): what the core must not guess goes to the parser."""
+    from dumpfilter import _core
+    from dumpfilter.lab.verify import builtin_paths
+    from dumpfilter.lab.verify.sqlscript import split_statements
+
+    _topology, workload, seed = builtin_paths()
+    out = {}
+    for name, path in (("seed", seed), ("sharp_edges", workload)):
+        texts = [st.sql for st in split_statements(path.read_text())]
+        texts = [t for t in texts if t.split() and t.split()[0].upper() not in ("USE", "BEGIN", "COMMIT", "SET")]
+        keyed = sum(_core.statement_key(t.encode("utf-8", "surrogateescape")) is not None for t in texts)
+        out[name] = {"statements": len(texts), "by_key": keyed,
+                     "python_share": round(1 - keyed / len(texts), 4) if texts else None}
+    return out
+
+
 def main() -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
         tmp = Path(tmp)
         results = {"row_do_db": bench_row(tmp), "wild_rules": bench_wild(tmp), "statement": bench_statement(tmp),
                    "command_vs_hop_crc": bench_command(tmp), "mixed": bench_mixed(tmp), "out_dir": bench_out_dir(tmp),
-                   "statement_format": bench_mixed(tmp, "STATEMENT")}
+                   "statement_format": bench_mixed(tmp, "STATEMENT"), "verify_workloads": verify_workload_keys()}
     r, w, s, c = results["row_do_db"], results["wild_rules"], results["statement"], results["command_vs_hop_crc"]
     m, o = results["mixed"], results["out_dir"]
 
@@ -380,6 +401,9 @@ def main() -> dict:
         ("(f) ROW --out DIR vs -o FILE", f"{o['ratio']:.2f}x", ">= 0.9x",
          f"{o['file_mb']} MB: -o {o['filter_o_s']} s, --out {o['filter_out_s']} s"),
         by_statements("(g) STATEMENT do-db vs mariadb-binlog --database", results["statement_format"]),
+        *[(f"(h) verify's {name} statements to Python", f"{v['python_share']:.1%}", "(corners)",
+           f"{v['by_key']} of {v['statements']} keyed by the core; the rest need the parser")
+          for name, v in results["verify_workloads"].items()],
     ]
     width = max(len(a) for a, *_ in rows)
     print(f"{'benchmark':<{width}}  {'result':<34}  {'target':<12}  detail")
