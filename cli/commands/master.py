@@ -264,7 +264,6 @@ def serve_command(args: argparse.Namespace) -> int:
     master.service.source = replicator  # its state in `master status` and the metrics
     master.service.segments.mappings.huge_pages = args.binlog_huge_pages
     master.service.segments.mappings.shared = not args.binlog_map_per_segment
-    threading.Thread(target=master.service.warm_up, name="warm-up", daemon=True).start()
     retention = _retention(args, replicator, master.service)
     if replicator is not None:  # each transaction it writes wakes the streams at once
         replicator.mirror.on_unit = master.service.watch.changed
@@ -290,6 +289,8 @@ def serve_command(args: argparse.Namespace) -> int:
     if metrics is not None:
         print(f"dumpfilter master: metrics on {metrics.url}", file=sys.stderr, flush=True)
     endpoint = _mysql_endpoint(args, master, mysql)
+    # Once every port listens (a client may connect at once): what the first slave would pay.
+    threading.Thread(target=master.service.warm_up, name="warm-up", daemon=True).start()
     # Wait in turns, not in one blocking wait: the kernel may deliver SIGTERM to any thread (grpc's,
     # inotify's), and then nothing interrupts the main thread's wait for Python to run the handler,
     # which only the main thread runs. Each turn lets it run; the master then drains at once.

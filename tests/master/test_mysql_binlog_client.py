@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from tests.conftest import skip_or_fail
-from tests.support.master_command import free_port, serve_master, stop_master
+from tests.support.master_command import free_port, serve_master, stop_master, wait_mysql_endpoint
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -31,6 +31,7 @@ def test_mariadb_binlog_raw_reads_the_endpoint(shared_fixtures, tmp_path):
     (served / "mariadb-bin.index").write_text("".join(f"./{n}\n" for n in names))
     port = free_port()
     proc, _address = serve_master(served, "--mysql-listen", f"127.0.0.1:{port}")
+    wait_mysql_endpoint(proc)  # mariadb-binlog connects once
     out = tmp_path / "out"
     out.mkdir()
     # --stop-never with a server_id of its own: the endpoint registers every dump's server_id, and

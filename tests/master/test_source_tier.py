@@ -11,7 +11,7 @@ import shutil
 import pymysql
 import pytest
 
-from tests.support.master_command import free_port, master_status, serve_master, stop_master
+from tests.support.master_command import free_port, master_status, serve_master, stop_master, wait_mysql_endpoint
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -47,6 +47,7 @@ def test_each_tier_keeps_the_series_byte_for_byte(shared_fixtures, tmp_path, nam
     procs = []
     try:
         procs.append(serve_master(up, "--mysql-listen", f"127.0.0.1:{ports[0]}")[0])
+        wait_mysql_endpoint(procs[-1])
         # The endpoint lists the served files as a primary's SHOW BINARY LOGS does (a --source
         # downstream starts from the first).
         conn = pymysql.connect(host="127.0.0.1", port=ports[0], user="tier", password="x")
@@ -83,6 +84,7 @@ def test_source_gtid_from_a_dumpfilter_starts_at_the_file_the_state_needs(shared
     procs = []
     try:
         procs.append(serve_master(up, "--mysql-listen", f"127.0.0.1:{up_port}")[0])
+        wait_mysql_endpoint(procs[-1])
         conn = pymysql.connect(host="127.0.0.1", port=up_port, user="tier", password="x")
         with conn.cursor() as cur:
             answers = []

@@ -33,6 +33,17 @@ def serve_master(binlog_dir, *args: str, prefix=(), **popen) -> tuple[subprocess
     raise AssertionError(f"master serve ended ({proc.returncode}): {''.join(lines)}")
 
 
+def wait_mysql_endpoint(proc: subprocess.Popen) -> None:
+    """Reads `serve_master`'s process on until its --mysql-listen endpoint listens: it starts after
+    gRPC's "serving", and a client that connects once (pymysql, mariadb-binlog) would race it.
+    What it reads is added to `proc.head`."""
+    for line in proc.stderr:
+        proc.head += line
+        if "MySQL protocol for real replicas" in line:
+            return
+    raise AssertionError(f"master serve ended before its MySQL endpoint listened: {proc.head}")
+
+
 def master_status(address: str) -> str:
     """What `dumpfilter master status --master ADDRESS` prints (it must succeed)."""
     run = subprocess.run([sys.executable, "-m", "dumpfilter", "master", "status", "--master", address],
