@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 
 from dumpfilter.skip_policy import NAMES as SKIP_POLICIES
@@ -29,16 +28,6 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def preload() -> threading.Thread:
-    """Imports matplotlib on a thread of its own, now, so that the import (about a third of a
-    second) runs while the caller counts: `experiment`'s scans and walks run in the core without
-    the GIL. A chart drawn later imports nothing (an import still under way is waited for, by
-    Python's import lock)."""
-    thread = threading.Thread(target=_pyplot, name="matplotlib-import", daemon=True)
-    thread.start()
-    return thread
 
 
 def _color(policy: str, index: int) -> str:

@@ -163,10 +163,6 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.topology import slave_gates
 
-    if charts:
-        from dumpfilter.charts import preload
-
-        preload()  # matplotlib's import, while the binlog is counted
     gates = slave_gates(topology)
     files = input_files([binlogs] if isinstance(binlogs, (str, Path)) else binlogs)
     # Spark with the default chunk size: raised to a fair share of the input per core (a series

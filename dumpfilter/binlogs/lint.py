@@ -11,11 +11,10 @@ from pathlib import Path
 
 from dumpfilter.codec import BinlogReader, Transaction, group_transactions
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.reader import DEFAULT_CHUNK, EventSplitter
-from dumpfilter.codec.transactions import TransactionGrouper
+from dumpfilter.codec.reader import DEFAULT_CHUNK
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
+from dumpfilter.binlogs.lint_scan import FollowScan, LintScanStats, lint_scan
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -91,6 +90,7 @@ class FollowingLint:
         self.linter = linter
         self.verify_checksums = verify_checksums
         self.chunk_size = chunk_size
+        self._scan = FollowScan(linter, verify_checksums)
         self.file: str | None = None          # the file being read
         self.pos = 0                          # the end of its last whole unit fed (0: not opened)
         self.fmt: FormatDescription | None = None  # its format, to resume past its Format_description
@@ -112,6 +112,7 @@ class FollowingLint:
         i = names.index(self.file)
         read = 0
         before = len(self.linter.breaks)
+        self._scan.cap, self._scan.dropped = (before, keep), 0
         caught_up = False
         while True:
             path, size = paths[i]
@@ -129,46 +130,24 @@ class FollowingLint:
             self.file, self.pos, self.fmt = names[i], 0, None
         found = self.linter.breaks[before:]
         del self.linter.breaks[before:]
-        return Look(self.position, found[:keep], len(found), read, caught_up)
+        return Look(self.position, found[:keep], len(found) + self._scan.dropped, read, caught_up)
 
     def _read(self, path: Path, size: int, budget: int, final: bool) -> tuple[int, bool]:
-        """Feeds the whole units of `path` from self.pos up to `size`; stops after the chunk that
+        """Feeds the whole units of `path` from self.pos up to `size` (binlogs.lint_scan.FollowScan:
+        the compiled scan, only the units that may matter decoded); stops after the chunk that
         passes `budget` once a unit was fed. Returns the bytes read and whether they reached `size`
         (the bytes after self.pos then are a unit still being written: read, not yet fed)."""
         name = path.name
         start = self.pos
-        with open_binlog(path) as stream:
-            if start:
-                stream.seek(start)
-            splitter = EventSplitter(str(path), verify_checksums=self.verify_checksums, start=start, fmt=self.fmt)
-            grouper = TransactionGrouper()
-            offset = start
-            try:
-                # Chunks no larger than the budget (above 64 KiB): a look reads about its budget.
-                chunk = min(self.chunk_size, max(budget, MIN_CHUNK))
-                while offset < size:
-                    data = stream.read(min(chunk, size - offset))
-                    if not data:
-                        break
-                    offset += len(data)
-                    splitter.feed(data)
-                    for event in splitter.events():
-                        for txn in grouper.push(event):
-                            self._feed(name, txn)
-                    if offset - start >= budget and self.pos > start and offset < size:
-                        return offset - start, False
-                if final:
-                    splitter.close()  # a partial event in a file left behind: truncated
-                    for txn in grouper.flush():
-                        self._feed(name, txn)
-                    self.pos = size
-                    self.position = (name, size)
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                raise BinlogError(f"read error: {exc}", path=str(path)) from None
-        return offset - start, offset >= size
-
-    def _feed(self, name: str, txn: Transaction) -> None:
-        self.linter.feed(name, txn)
-        self.pos = txn.end_pos
-        self.position = (name, self.pos)
-        self.fmt = txn.events[-1].fmt
+        # Chunks no larger than the budget (above 64 KiB): a look reads about its budget.
+        chunk = min(self.chunk_size, max(budget, MIN_CHUNK))
+        try:
+            read, reached, pos, fmt = self._scan.read(path, start, size, self.fmt, budget, chunk, final)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise BinlogError(f"read error: {exc}", path=str(path)) from None
+        if final and reached:  # a file left behind, read to its end: what it ended inside was fed
+            pos = size
+        if pos > start:
+            self.pos, self.fmt = pos, fmt
+            self.position = (name, pos)
+        return read, reached

@@ -379,3 +379,85 @@ def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: 
                     return fmt
         k += 1
     return fmt
+
+
+class FollowScan:
+    """`lint_scan` for a binlog that grows (`binlogs.lint.FollowingLint`, the master's lint at
+    Register): one Linter fed, a span of a file at a time, from where the last span's whole units
+    ended, with the format in force there. The span's units are found by the same compiled scan,
+    and only those that may matter are decoded and fed."""
+
+    def __init__(self, linter: Linter, verify_checksums: bool = True):
+        self.lint = _Lint(linter)
+        self.verify_checksums = verify_checksums
+        self.stats = LintScanStats()
+        # (the Linter's breaks before this look, how many of the look's to keep): the rest are
+        # counted in `dropped` and let go after each buffer, so that a look over a binlog where
+        # most units break holds `keep` breaks, not one per unit (FollowingLint.look)
+        self.cap: tuple[int, int] | None = None
+        self.dropped = 0
+
+    def _trim(self) -> None:
+        if self.cap is None:
+            return
+        breaks, (before, keep) = self.lint.linter.breaks, self.cap
+        extra = len(breaks) - before - keep
+        if extra > 0:  # between units: a unit's own later statements read its break (Linter.feed)
+            self.dropped += extra
+            del breaks[before + keep:]
+
+    def read(self, path: Path, start: int, size: int, fmt: FormatDescription | None, budget: int, chunk: int,
+             final: bool) -> tuple[int, bool, int, FormatDescription | None]:
+        """Feeds the whole units of `path` from `start` (0: the file's start; else the end of a
+        whole unit, with `fmt` the format in force there) up to `size`, in reads of `chunk` bytes,
+        stopping after the read that passes `budget` once a unit was fed. `final`: the file is left
+        behind (a later one exists): what it ends inside is fed as `lint_files` does, a partial
+        event is an error. Returns (bytes read, whether they reached `size`, the end of the last
+        whole unit, the format in force there)."""
+        name = path.name
+        lint, stats = self.lint, self.stats
+        scanner = Scanner(str(path), verify_checksums=self.verify_checksums)
+        lint.forget()  # name ids start again with the scanner
+        pos = start
+        with open_binlog(path) as stream:
+            offset = start
+            if start == 0:
+                magic = stream.read(min(4, size))
+                offset = len(magic)
+                if len(magic) < 4:
+                    if final:
+                        raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
+                                                   path=str(path), offset=0)
+                    return offset, offset >= size, pos, fmt
+                if magic != MAGIC:
+                    raise bad_magic(str(path))
+            else:
+                stream.seek(start)
+                if fmt is not None:
+                    scanner.load_format(fmt.raw)
+            base, rest = offset, b""
+            while offset < size:
+                data = stream.read(min(chunk, size - offset))
+                if not data:
+                    break
+                offset += len(data)
+                eof = offset >= size
+                buf = rest + data if rest else data
+                units = UnitList()
+                scan = scanner.scan_into(units, buf, 0, base, name, at_eof=final and eof)
+                stats.units += scan.added
+                fmt = _lint_units(units, scan.added, buf, base, name, fmt, scanner.names, [lint], stats)
+                self._trim()
+                if scan.added:
+                    pos = base + scan.stop
+                if scan.error is not None:
+                    raise scan.error
+                rest, base = buf[scan.stop:], base + scan.stop
+                if offset - start >= budget and pos > start and offset < size:
+                    return offset - start, False, pos, fmt
+        if final and rest:
+            left = len(rest)
+            msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({left} bytes left)"
+                   if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
+            raise TruncatedBinlogError(msg, path=str(path), offset=base)
+        return offset - start, offset >= size, pos, fmt

@@ -118,19 +118,3 @@ def test_no_charts_writes_the_tables_only(tmp_path, hours_long):
     rows, paths = run_experiment(hours_long, parse_topology(TOPOLOGY), tmp_path / "out", charts=False)
     assert sorted(p.name for p in paths) == ["bandwidth.csv", "bandwidth_by_hour.csv", "bandwidth_by_table.csv"]
     assert not list((tmp_path / "out").glob("*.png")) and len(rows) == 4
-
-
-def test_matplotlib_is_imported_on_a_thread_of_its_own():
-    """`charts.preload` (run_experiment with charts starts it before counting): matplotlib's
-    import runs on a thread while the binlog is counted, with the Agg backend the charts draw
-    with. In a fresh interpreter: this one may have imported it already."""
-    import subprocess
-    import sys
-
-    code = ("import sys, threading; from dumpfilter.charts import preload\n"
-            "assert 'matplotlib' not in sys.modules\n"
-            "t = preload(); assert t is not threading.current_thread() and t.daemon; t.join()\n"
-            "import matplotlib; print('matplotlib.pyplot' in sys.modules, matplotlib.get_backend().lower())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "agg"]
