@@ -61,7 +61,7 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for key, value in settings.items():
         builder = builder.config(key, value)
-    logging.getLogger().addFilter(_interrupt_noise)  # also while the session starts (PySpark's handler)
+    drop_interrupt_noise()  # also while the session starts (PySpark's handler)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     quiet_interrupts(spark.sparkContext)
@@ -74,7 +74,7 @@ def quiet_interrupts(sc) -> None:
     is inside a call to it: py4j refuses the reentrant call, and it and the interrupted call each
     log a traceback (four of them, about 50 lines, before `dumpfilter: interrupted`). Here the
     cancel goes on a thread of its own (py4j gives each thread its own connection), and what py4j
-    logs once the interrupt has come is dropped (py4j logs through the root logger)."""
+    logs once the interrupt has come is dropped (PY4J_LOGGERS)."""
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -89,6 +89,21 @@ def quiet_interrupts(sc) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, handler)
+
+
+# Where py4j logs: the root logger (java_gateway's logging.exception calls) and its own named
+# loggers. A logger's filter sees only the records made on it, not those its children pass up,
+# so each one gets the filter: clientserver's "Exception occurred while shutting down connection"
+# (a BrokenPipeError after the interrupt) came through on its own logger, with two tracebacks.
+PY4J_LOGGERS = ("", "py4j", "py4j.java_gateway", "py4j.clientserver", "py4j.protocol")
+
+
+def drop_interrupt_noise() -> None:
+    """`_interrupt_noise` on every logger py4j logs through (once each)."""
+    for name in PY4J_LOGGERS:
+        logger = logging.getLogger(name)
+        if _interrupt_noise not in logger.filters:
+            logger.addFilter(_interrupt_noise)
 
 
 def _interrupt_noise(record: logging.LogRecord) -> bool:

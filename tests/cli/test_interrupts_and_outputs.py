@@ -96,6 +96,31 @@ def test_py4j_noise_of_an_interrupt_is_dropped_and_nothing_else():
     assert session._interrupt_noise(record(None))
 
 
+def test_py4j_noise_on_its_own_loggers_is_dropped_too(monkeypatch):
+    """py4j's clientserver logs on its own logger ("py4j.clientserver"), whose records the root
+    logger's filter never sees (a CI run printed its two tracebacks after a Ctrl-C): a session
+    puts the filter on each of py4j's loggers (`drop_interrupt_noise`)."""
+    import py4j.clientserver  # noqa: F401 - its logger, as a session has it
+
+    broken = BrokenPipeError(32, "Broken pipe")
+    broken.__context__ = KeyboardInterrupt()
+    record = logging.getLogger("py4j.clientserver").makeRecord(
+        "py4j.clientserver", logging.ERROR, "/x/py4j/clientserver.py", 504,
+        "Exception occurred while shutting down connection", (), (BrokenPipeError, broken, None))
+    logger = logging.getLogger("py4j.clientserver")
+    for name in session.PY4J_LOGGERS:
+        mine = [f for f in logging.getLogger(name).filters if f is not session._interrupt_noise]
+        monkeypatch.setattr(logging.getLogger(name), "filters", mine)  # as before any session
+    assert logger.filter(record)  # before: nothing on this logger drops it
+    session.drop_interrupt_noise()  # what get_session does
+    session.drop_interrupt_noise()  # (once each)
+    assert logger.filters.count(session._interrupt_noise) == 1
+    assert not logger.filter(record)
+    other = logger.makeRecord("py4j.clientserver", logging.ERROR, "/x/py4j/clientserver.py", 504, "a real failure",
+                              (), (ValueError, ValueError("x"), None))
+    assert logger.filter(other)
+
+
 @pytest.mark.spark
 def test_ctrl_c_during_a_spark_split_is_one_line(tmp_path):
     """Before: four py4j tracebacks (about 50 lines) before `dumpfilter: interrupted`."""
