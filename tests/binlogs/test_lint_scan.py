@@ -23,8 +23,10 @@ from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.master.test_fast_path import SCHEMAS, _rules
+from tests.core.test_scanner_differential import fixture_files
 from tests.oracles.lint import reference_feed, reference_lint
 from tests.rules.test_lint_cases import CASES, SEEDED, _build
+from tests.support.following_lint import follow_revealed
 
 # Rule sets met in the fixtures (sakila, test, mysql, ...) and generic ones, under both semantics.
 FIXTURE_RULES = [
@@ -48,13 +50,9 @@ def _outcome(run):
         return (type(exc).__name__, str(exc))
 
 
-def _fixture_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
-
-
 @pytest.mark.fixtures
 def test_every_real_fixture_binlog_lints_as_the_linter_fed_every_unit(shared_fixtures):
-    files = _fixture_files(shared_fixtures)
+    files = fixture_files(shared_fixtures)
     assert len(files) == 15
     breaks = 0
     for path in files:
@@ -70,7 +68,7 @@ def test_every_real_fixture_binlog_lints_as_the_linter_fed_every_unit(shared_fix
 def test_fixture_candidates_in_one_scan(shared_fixtures):
     """All of FIXTURE_RULES as candidates over each fixture: one scan per file, each rule set's
     breaks those of its Linter fed every unit."""
-    for path in _fixture_files(shared_fixtures):
+    for path in fixture_files(shared_fixtures):
         if path.suffix == ".gz" or "checksum" in path.name:
             continue
         stats = LintScanStats()
@@ -381,29 +379,11 @@ def test_first_break_stops_each_candidate_and_then_the_scan(tmp_path):
     assert stats.scans < len(paths)
 
 
+
 def _follow(paths: list[Path], linter: Linter, reveals: list[int], budget: int, chunk: int) -> tuple[list, tuple]:
-    """FollowingLint over `paths` revealed up to each of `reveals` bytes (cut anywhere: inside
-    events and units, at file ends), looking on with `budget` until caught up each time: (its
-    breaks, its position)."""
-    from dumpfilter.binlogs.lint import FollowingLint
-
-    sizes = [p.stat().st_size for p in paths]
-    following = FollowingLint(linter, chunk_size=chunk)
-    found: list = []
-    for shown in [*sorted(reveals), sum(sizes)]:
-        files, left = [], shown
-        for path, size in zip(paths, sizes):
-            if left <= 0:
-                break
-            files.append((path, min(size, left)))
-            left -= size
-        while True:
-            look = following.look(files, budget, keep=10**6)
-            found += look.breaks
-            if look.caught_up:
-                break
+    """`follow_revealed`: (its breaks, the follower's position)."""
+    found, following, _read = follow_revealed(paths, linter, reveals, budget, chunk)
     return found, following.position
-
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_workloads(), st.lists(st.floats(0, 1), max_size=12), st.sampled_from([1, 3000, 20_000, 1 << 30]),
@@ -429,7 +409,7 @@ def test_following_lint_resumes_as_the_linter_fed_every_unit(tmp_path_factory, w
 def test_following_lint_over_the_real_fixture_binlogs(shared_fixtures):
     """The same over every real fixture binlog, revealed in eleven steps, in looks of 4 KiB."""
     breaks = 0
-    for path in _fixture_files(shared_fixtures):
+    for path in fixture_files(shared_fixtures):
         for rules, rule_settings in FIXTURE_RULES:
             want = _outcome(lambda: reference_lint([path], rules, rule_settings))
             size = path.stat().st_size

@@ -157,29 +157,15 @@ def test_following_lint_finds_what_lint_finds_over_the_whole_binlog(workload_dir
     units, at file ends) with tiny looks finds the breaks lint_files finds over the whole."""
     import random
 
-    from dumpfilter.binlogs.lint import FollowingLint, new_linter
+    from dumpfilter.binlogs.lint import new_linter
+    from tests.support.following_lint import follow_revealed
 
     paths = binlog_paths(workload_dir)
     sizes = [p.stat().st_size for p in paths]
     rules, settings = RuleSet(wild_do_table=("db1.t%",)), Settings(flavor="mariadb")
     expected = lint_files(paths, rules, settings)
-    following = FollowingLint(new_linter(rules, settings), chunk_size=4096)
-    found = []
-    rng = random.Random(44)
-    read = 0
-    for shown in [*sorted(rng.sample(range(sum(sizes)), 150)), sum(sizes)]:
-        files, left = [], shown
-        for path, size in zip(paths, sizes):
-            if left <= 0:
-                break
-            files.append((path, min(size, left)))
-            left -= size
-        while True:
-            look = following.look(files, 20_000, keep=10**6)
-            found += look.breaks
-            read += look.read
-            if look.caught_up:
-                break
+    reveals = random.Random(44).sample(range(sum(sizes)), 150)
+    found, following, read = follow_revealed(paths, new_linter(rules, settings), reveals, 20_000, 4096)
     assert found == expected
     assert following.position == (paths[-1].name, sizes[-1])
     assert not following.linter.breaks  # handed back, never kept
