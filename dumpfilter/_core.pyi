@@ -26,11 +26,13 @@ F_STANDALONE: Final[int]
 # `Scanner.assemble`'s answers for units that are not fast, decided in Python.
 ANSWER_KEEP: Final[int]
 ANSWER_EMPTY: Final[int]
-# `statement_key`'s kinds (stmt.rs): INSERT, REPLACE, UPDATE, DELETE.
+# `statement_key`'s kinds (stmt.rs): INSERT, REPLACE, UPDATE, DELETE, and INSERT/REPLACE ... SELECT.
 KIND_INSERT: Final[int]
 KIND_REPLACE: Final[int]
 KIND_UPDATE: Final[int]
 KIND_DELETE: Final[int]
+KIND_INSERT_SELECT: Final[int]
+KIND_REPLACE_SELECT: Final[int]
 ROW_SKIP: Final[int]
 ROW_PARTIAL: Final[int]
 ROW_KEEP: Final[int]

@@ -72,7 +72,8 @@ _SOURCE_KEYS = ("binlogs", "files", "workload", "mariadb")
 _WORKLOAD_KEYS: dict[str, type | tuple] = {
     "seed": int, "schemas": int, "tables_per_schema": int, "transactions": int, "binlog_format": str,
     "ddl_share": (int, float), "cross_db_share": (int, float), "flavor": str, "rows_per_statement": int,
-    "statements_per_transaction": int, "max_binlog_size": int, "server_id": int, "schema_prefix": str}
+    "statements_per_transaction": int, "max_binlog_size": int, "server_id": int, "schema_prefix": str,
+    "insert_select_share": (int, float)}
 _MARIADB_KEYS: dict[str, type | tuple] = {"seed": int, "schemas": int, "transactions": int}
 _EXPERIMENT_KEYS = {"master_vs_slave", "skip_policies"}
 
@@ -223,7 +224,7 @@ def _master(master: dict, where: _Locator, base: Path) -> tuple[MasterSource | N
     for option in ("transactions", "schemas", "tables_per_schema", "seed", "max_binlog_size"):
         if option in value and value[option] < (0 if option in ("seed", "transactions") else 1):
             fail(f"{table}.{option}", f"{value[option]!r} is out of range", table)
-    for option in ("ddl_share", "cross_db_share"):
+    for option in ("ddl_share", "cross_db_share", "insert_select_share"):
         if option in value and not 0 <= value[option] <= 1:
             fail(f"{table}.{option}", f"{value[option]!r} is not a share between 0 and 1", table)
     if key == "workload":

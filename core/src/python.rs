@@ -91,6 +91,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("KIND_REPLACE", crate::stmt::KIND_REPLACE)?;
     m.add("KIND_UPDATE", crate::stmt::KIND_UPDATE)?;
     m.add("KIND_DELETE", crate::stmt::KIND_DELETE)?;
+    m.add("KIND_INSERT_SELECT", crate::stmt::KIND_INSERT_SELECT)?;
+    m.add("KIND_REPLACE_SELECT", crate::stmt::KIND_REPLACE_SELECT)?;
     m.add("ROW_SKIP", assemble::ROW_SKIP)?;
     m.add("ROW_PARTIAL", assemble::ROW_PARTIAL)?;
     m.add("ROW_KEEP", assemble::ROW_KEEP)?;

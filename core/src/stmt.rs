@@ -9,6 +9,9 @@
 //! regexes (the DML forms), and answers the same (kind, table) where it answers at all; anything
 //! else (non-ASCII text, comments, subqueries, RETURNING, a name that is a keyword, DDL, a
 //! multi-table UPDATE) is `None`: the Python parser decides that statement (its unit, in fact).
+//! One shape goes further than the fast forms: an INSERT or REPLACE whose text holds SELECT (a
+//! source query, a subquery) is keyed by its target alone (KIND_INSERT_SELECT), where Python
+//! takes the full parser, whose updated list is that target too.
 //! The regexes are greedy without possessive quantifiers, so where their first choice fails they
 //! backtrack into other readings; the recogniser follows the first choice only and gives up where
 //! it fails, which is always safe (the tests in tests/core/test_statement_keys.py hold it equal to
@@ -21,6 +24,12 @@ pub const KIND_INSERT: u8 = 1;
 pub const KIND_REPLACE: u8 = 2;
 pub const KIND_UPDATE: u8 = 3;
 pub const KIND_DELETE: u8 = 4;
+/// INSERT ... SELECT and REPLACE ... SELECT (a SELECT anywhere in an INSERT's text: a source
+/// query, a subquery in VALUES or SET). Decided as INSERT and REPLACE are (only the target is an
+/// updated table in `rpl_filter.cc`'s tables_ok; the read tables are not `updating`), but keyed
+/// apart: what reads other tables is not what `lint` may clear by a VALUES key's verdict.
+pub const KIND_INSERT_SELECT: u8 = 5;
+pub const KIND_REPLACE_SELECT: u8 = 6;
 
 /// A recognised single-table DML statement: its kind and its one updated table, unquoted
 /// (`db` None: unqualified, the default database's). The names borrow the statement's text
@@ -252,6 +261,34 @@ fn needs_python_from(sql: &[u8], mut i: usize) -> bool {
     false
 }
 
+/// Whether every cue `needs_python` found in `sql` is a SELECT word: ASCII text with no `#`,
+/// `/*`, `--` or RETURNING word. Read only for an INSERT whose text met a cue (rare: byte by byte).
+fn cues_are_selects(sql: &[u8]) -> bool {
+    if !sql.is_ascii() {
+        return false;
+    }
+    let mut i = 0;
+    while i < sql.len() {
+        let b = sql[i];
+        let next = sql.get(i + 1).copied();
+        if b == b'#' || (b == b'/' && next == Some(b'*')) || (b == b'-' && next == Some(b'-')) {
+            return false;
+        }
+        if word(b) {
+            let from = i;
+            while i < sql.len() && word(sql[i]) {
+                i += 1;
+            }
+            if sql[from..i].eq_ignore_ascii_case(b"RETURNING") {
+                return false;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The high bit of each byte of `v` that equals `b`, and no other bit (no carry crosses bytes).
 #[inline]
 fn bytes_eq(v: u64, b: u8) -> u64 {
@@ -350,9 +387,7 @@ fn reserved(t: &[u8]) -> bool {
 /// does not read one, or where the core is not sure to read it alike (see the module's doc).
 pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
     // Python's Unicode rules (case folding, `\s`, `\b`) bite only on non-ASCII text.
-    if needs_python(sql) {
-        return None;
-    }
+    let cue = needs_python(sql);
     let mut c = Cursor { s: sql, at: 0 };
     c.spaces();
     let verb = c.token();
@@ -367,6 +402,14 @@ pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
     } else {
         return None;
     };
+    // An INSERT's SELECT (a source query or a subquery) reads tables but updates only the target,
+    // which is read before any SELECT: keyed apart (KIND_INSERT_SELECT), the rest of the text
+    // unread. Comments, RETURNING and non-ASCII text still go to Python; so does a SELECT in an
+    // UPDATE or DELETE (a multi-table form may hide behind it).
+    let selects = cue && matches!(kind, KIND_INSERT | KIND_REPLACE);
+    if cue && !(selects && cues_are_selects(sql)) {
+        return None;
+    }
     c.at += verb.len();
     let mods: &[&[u8]] = match kind {
         KIND_UPDATE => &[b"LOW_PRIORITY", b"IGNORE"],
@@ -417,6 +460,7 @@ pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
                 || c.keyword(b"VALUES")
                 || c.keyword(b"VALUE")
                 || c.keyword(b"SET")
+                || (selects && c.keyword(b"SELECT"))
         }
         KIND_UPDATE => c.spaces() > 0 && c.keyword(b"SET"),
         _ => {
@@ -443,6 +487,11 @@ pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
         return None;
     }
     let second = second.map(|(_, name)| name);
+    let kind = match kind {
+        KIND_INSERT if selects => KIND_INSERT_SELECT,
+        KIND_REPLACE if selects => KIND_REPLACE_SELECT,
+        k => k,
+    };
     Some(match second {
         Some(table) => Shape {
             kind,

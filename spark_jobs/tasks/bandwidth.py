@@ -274,10 +274,10 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
     counters: list[_SlaveCounter] | None = None
     fmt = None
-    for fmt_before, buf, base, units, n in chunk_buffers(chunk, scanner):
+    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner):
         if counters is None:
             fmt = fmt_before
-            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, scanner.checksum_len)
+            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)
                         for s, gate in distinct]
         fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
     if counters is None:

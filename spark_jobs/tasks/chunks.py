@@ -174,15 +174,21 @@ def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Trans
         yield from grouper.flush()
 
 
-def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int]]:
+def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int, int]]:
     """The chunk's bytes a buffer at a time, each scanned once by the compiled `scanner` into a
     UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
-    chunk, the buffer, its file offset, the UnitList, how many units it holds). A plain file is
-    mapped, and its buffers are views of the mapping (no byte copied; the kernel's pages are
-    reclaimable); a compressed one is read. A unit cut by a buffer's end starts the next buffer;
-    the chunk's last buffer is scanned to its end (`at_eof`: a unit the input ends inside comes
-    out incomplete). Memory: one buffer (or its mapped pages), whatever the chunk's size. A
-    malformed event raises its one line (file and offset) after the units before it."""
+    chunk, the buffer, its file offset, the UnitList, how many units it holds, the scanner's
+    checksum length after it). A plain file is mapped, and its buffers are views of the mapping
+    (no byte copied; the kernel's pages are reclaimable); a compressed one is read. A unit cut by
+    a buffer's end starts the next buffer; the chunk's last buffer is scanned to its end
+    (`at_eof`: a unit the input ends inside comes out incomplete). A malformed event raises its
+    one line (file and offset) after the units before it.
+
+    The next buffer is scanned on the core's thread (`Scanner.scan_start`, without the GIL) while
+    the caller works on the one before: on two cores an experiment's 64 slaves are counted while
+    the scan reads on. So the caller must not call `scanner` between two items; its `names` may be
+    read (they grow only here, when a scan is finished). Memory: two buffers (or their mapped
+    pages), whatever the chunk's size."""
     with open_binlog(chunk.path) as stream:
         fmt = None
         if chunk.start > 4:
@@ -201,26 +207,39 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescri
             source: _Source = _Mapped(stream, chunk.end)
         else:
             source = _Read(stream, chunk.end)
-        want = READ_BYTES
-        while True:
-            buf, eof = source.take(pos, want)
+
+        def start(at: int, want: int) -> tuple[Buffer, bool, _core.UnitList]:
+            buf, eof = source.take(at, want)
             units = _core.UnitList()
-            scan = scanner.scan_into(units, buf, 0, pos, chunk.name, at_eof=eof)
-            yield fmt, buf, pos, units, scan.added
-            if scan.error is not None:
-                raise scan.error
-            # A unit longer than the buffer: take more at once next time.
-            want = READ_BYTES if scan.stop else want * 2
-            pos += scan.stop
-            if eof:
-                if scan.stop < len(buf):
+            scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof)
+            return buf, eof, units
+
+        want = READ_BYTES
+        pending: tuple[Buffer, bool, _core.UnitList] | None = start(pos, want)
+        try:
+            while pending is not None:
+                buf, eof, units = pending
+                pending = None
+                scan = scanner.scan_finish(units)
+                crc_len = scanner.checksum_len
+                # A unit longer than the buffer: take more at once next time.
+                want = READ_BYTES if scan.stop else want * 2
+                if scan.error is None and not eof:
+                    pending = start(pos + scan.stop, want)
+                yield fmt, buf, pos, units, scan.added, crc_len
+                if scan.error is not None:
+                    raise scan.error
+                pos += scan.stop
+                if eof and scan.stop < len(buf):
                     rest = bytes(buf[scan.stop:])
                     n = len(rest)
                     msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file "
                            f"({n} bytes left)" if n >= HEADER_LEN
                            else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
                     raise TruncatedBinlogError(msg, path=chunk.path, offset=pos)
-                break
+        finally:
+            if pending is not None:  # the caller stopped early: the scan under way gives the scanner back
+                scanner.scan_finish(pending[2])
 
 
 Buffer = bytes | memoryview

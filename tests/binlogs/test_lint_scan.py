@@ -153,7 +153,8 @@ def _workloads(draw):
                         binlog_format=draw(st.sampled_from(["row", "statement", "mixed"])),
                         flavor=draw(st.sampled_from(FLAVORS)), cross_db_share=draw(st.sampled_from([0.0, 0.3, 0.8])),
                         ddl_share=draw(st.sampled_from([0.0, 0.05, 0.2])),
-                        max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])))
+                        max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])),
+                        insert_select_share=draw(st.sampled_from([0.0, 0.3])))
     rule_sets = [_more_rules(draw) for _ in range(draw(st.integers(1, 4)))]
     # A starting schema (complete: what it lacks is absent) and a replica's own, sometimes.
     schema = draw(st.sampled_from([None, "CREATE DATABASE db1; CREATE TABLE db1.t1 (id INT PRIMARY KEY, v INT);",
@@ -228,7 +229,8 @@ def test_candidates_share_one_scan_and_one_decode(tmp_path):
     """Eight rule sets over one scan: each file read once, each unit decoded at most once, and a
     unit every candidate needs fed to each of them."""
     spec = WorkloadSpec(seed=11, schemas=4, tables_per_schema=2, transactions=400, binlog_format="mixed",
-                        flavor="mariadb", ddl_share=0.05, cross_db_share=0.3, max_binlog_size=40_000)
+                        flavor="mariadb", ddl_share=0.05, cross_db_share=0.3, max_binlog_size=40_000,
+                        insert_select_share=0.25)
     paths = generate(spec, tmp_path)
     assert len(paths) > 1
     rule_sets = [(RuleSet(do_db=(db,)), Settings(flavor="mariadb")) for db in SCHEMAS] + \
@@ -250,7 +252,7 @@ def test_candidate_rows_lint_every_candidate(tmp_path):
     from dumpfilter.topology import parse_topology
 
     spec = WorkloadSpec(seed=5, schemas=4, tables_per_schema=2, transactions=200, binlog_format="statement",
-                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.5)
+                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.5, insert_select_share=0.25)
     paths = generate(spec, tmp_path)
     text = "".join(f'[[slaves]]\nname = "c{i}"\nserver_id = {10 + i}\nrules = ["replicate-do-db=db{i}"]\n\n'
                    for i in range(1, 5))

@@ -83,7 +83,7 @@ def binlogs(tmp_path_factory) -> dict:
             # Several input files: each file's scanner numbers its statement keys afresh.
             spec = WorkloadSpec(seed=4343, schemas=4, tables_per_schema=3, transactions=700, binlog_format=fmt,
                                 flavor=flavor, ddl_share=0.05, cross_db_share=0.3, statements_per_transaction=3,
-                                max_binlog_size=60_000)
+                                max_binlog_size=60_000, insert_select_share=0.25)
             made[flavor, fmt] = generate(spec, tmp_path_factory.mktemp(f"{flavor}-{fmt}"), "b")
     return made
 
@@ -127,7 +127,8 @@ def test_at_most_one_statement_in_a_hundred_is_decided_in_python(tmp_path, rules
     schema's DDL at its start): each key is decided once, and what the core cannot read (here the
     DDL) goes to Python. On the code before issue #43 every statement was decided in Python."""
     spec = WorkloadSpec(seed=4344, schemas=4, tables_per_schema=3, transactions=1500, binlog_format="statement",
-                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.3, statements_per_transaction=3)
+                        flavor="mariadb", ddl_share=0.0, cross_db_share=0.3, statements_per_transaction=3,
+                        insert_select_share=0.25)
     path = generate(spec, tmp_path / "in", "b")[0]
     engine = Counting(_rules(rules), Settings(flavor="mariadb"))
     stats = filter_files([path], TransactionFilter(engine), FileSink(tmp_path / "o.bin"))

@@ -23,7 +23,7 @@ from dumpfilter.rules.statements import _statement_tables, statement_tables
 from dumpfilter.workload import WorkloadSpec, generate
 
 KINDS = {_core.KIND_INSERT: Kind.INSERT, _core.KIND_REPLACE: Kind.REPLACE, _core.KIND_UPDATE: Kind.UPDATE,
-         _core.KIND_DELETE: Kind.DELETE}
+         _core.KIND_DELETE: Kind.DELETE, _core.KIND_INSERT_SELECT: Kind.INSERT, _core.KIND_REPLACE_SELECT: Kind.REPLACE}
 
 
 def _text(raw: bytes) -> str:
@@ -73,6 +73,17 @@ SHAPES = [
     ("db", "UPDATE t1 JOIN t2 ON t1.a=t2.a SET t1.b=1"),
     ("db", "DELETE t1 FROM t1 JOIN t2"),
     ("db", "INSERT INTO t SELECT * FROM u"),
+    ("db", "INSERT INTO a.t (x) SELECT x FROM b.u JOIN c.v ON u.id = v.id"),
+    ("db", "REPLACE INTO t SELECT * FROM u"),
+    ("db", "INSERT INTO t VALUES ((SELECT max(a) FROM u))"),
+    ("db", "INSERT INTO t SET a=(SELECT 1)"),
+    ("db", "INSERT INTO t (SELECT 1)"),
+    ("db", "INSERT INTO t SELECT * FROM u -- c"),
+    ("db", "INSERT INTO t SELECT * FROM u RETURNING a"),
+    ("db", "INSERT INTO t WITH w AS (SELECT 1) SELECT * FROM w"),
+    ("db", "INSERT SELECT * FROM u"),
+    ("db", "UPDATE t SET a=(SELECT 1)"),
+    ("db", "DELETE FROM t WHERE a IN (SELECT b FROM u)"),
     ("db", "INSERT INTO t VALUES (1) /* x */"),
     ("db", "DELETE FROM t RETURNING a"),
     ("db", "INSERT INTO t VALUES ('é')"),
@@ -90,6 +101,20 @@ SHAPES = [
 def test_sysbench_shapes_are_keyed():
     keyed = [sql for db, sql in SHAPES[:10] if check(sql, db)]
     assert keyed == [sql for _, sql in SHAPES[:10]]
+
+
+def test_insert_select_is_keyed_by_its_target():
+    """An INSERT's SELECT (a source query, a subquery) leaves the target the one updated table: keyed,
+    apart from the plain INSERT's key; comments, RETURNING and a CTE before the SELECT are not."""
+    keyed = {sql: statement_key(sql.encode()) for db, sql in SHAPES if check(sql, db)}
+    assert keyed["INSERT INTO a.t (x) SELECT x FROM b.u JOIN c.v ON u.id = v.id"] == (_core.KIND_INSERT_SELECT, b"a", b"t")
+    assert keyed["REPLACE INTO t SELECT * FROM u"] == (_core.KIND_REPLACE_SELECT, None, b"t")
+    for sql in ("INSERT INTO t VALUES ((SELECT max(a) FROM u))", "INSERT INTO t SET a=(SELECT 1)", "INSERT INTO t (SELECT 1)"):
+        assert keyed[sql][0] == _core.KIND_INSERT_SELECT
+    for sql in ("INSERT INTO t SELECT * FROM u -- c", "INSERT INTO t SELECT * FROM u RETURNING a",
+                "INSERT INTO t WITH w AS (SELECT 1) SELECT * FROM w", "UPDATE t SET a=(SELECT 1)",
+                "DELETE FROM t WHERE a IN (SELECT b FROM u)"):
+        assert sql not in keyed
 
 
 @pytest.mark.parametrize("db,sql", SHAPES)
@@ -128,7 +153,7 @@ def test_real_fixture_binlogs_agree(shared_fixtures):
 def test_workload_statements_are_keyed(tmp_path, flavor):
     """At most 1% of a generated statement workload's DML is left to the Python parser."""
     spec = WorkloadSpec(seed=43, schemas=4, tables_per_schema=3, transactions=1500, binlog_format="statement",
-                        flavor=flavor, ddl_share=0.02, cross_db_share=0.3)
+                        flavor=flavor, ddl_share=0.02, cross_db_share=0.3, insert_select_share=0.25)
     path = generate(spec, tmp_path, "b")[0]
     dml = keyed = 0
     for db, sql in _queries(path):
@@ -166,7 +191,9 @@ def _statements(draw):
     parts.append(draw(st.sampled_from(["(a) VALUES (1)", "VALUES (1)", "VALUE(1)", "SET a=1", "WHERE id=1",
                                        "ORDER BY a", "LIMIT 1", ";", "; ", "", "WHERE a=(SELECT 1)", "# c",
                                        "-- c", "/* c */", "RETURNING a", "JOIN u SET a=1", ", u SET a=1",
-                                       "SETx", "VALUESx", "WHERE$", "USING t, u"])))
+                                       "SETx", "VALUESx", "WHERE$", "USING t, u", "SELECT * FROM u",
+                                       "SELECT a FROM u JOIN v", "(a) SELECT 1", "SELECTx", "(SELECT 1)",
+                                       "VALUES ((SELECT 1))", "SELECT 1 RETURNING a", "WITH w AS (SELECT 1) SELECT 1"])))
     parts.append(draw(st.sampled_from(["", " WHERE k='#'", " WHERE k='--'", "\n"])))
     return "".join(parts)
 

@@ -66,7 +66,7 @@ def test_statement_units_are_answered_by_key_in_the_core(tmp_path, fmt, flavor):
     does: its GTID's transaction_length would have to be rewritten), and the bytes are the
     reference path's."""
     generate(WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=300, binlog_format=fmt,
-                          flavor=flavor, cross_db_share=0.3), tmp_path)
+                          flavor=flavor, cross_db_share=0.3, insert_select_share=0.25), tmp_path)
     regs = [Registration(server_id=i + 1, filters=(ChannelSpec(None, rules),)) for i, rules in enumerate(RULES)]
     counts = _same(tmp_path, regs, segment_bytes=20_000)
     for sid, c in counts.items():
@@ -97,7 +97,8 @@ def _scenarios(draw):
                         binlog_format=draw(st.sampled_from(["statement", "mixed"])),
                         flavor=draw(st.sampled_from(FLAVORS)), cross_db_share=draw(st.sampled_from([0.0, 0.3, 0.8])),
                         ddl_share=draw(st.sampled_from([0.0, 0.05])),
-                        max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])))
+                        max_binlog_size=draw(st.sampled_from([20_000, 1 << 30])),
+                        insert_select_share=draw(st.sampled_from([0.0, 0.3])))
     regs = [Registration(server_id=sid, skip_policy=draw(st.sampled_from(SKIP_POLICIES)),
                          filters=(ChannelSpec(None, _rules(draw)),))
             for sid in range(1, draw(st.integers(1, 4)) + 1)]

@@ -36,8 +36,9 @@ def binlogs(tmp_path_factory):
 
 def test_candidates_rank_by_bytes_saved_and_equal_their_own_runs(tmp_path, binlogs, monkeypatch):
     scans = []
-    real = Scanner.scan_into
+    real, real_finish = Scanner.scan_into, Scanner.scan_finish  # a scan is either (chunk_buffers: the latter)
     monkeypatch.setattr(Scanner, "scan_into", lambda self, *a, **k: scans.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(Scanner, "scan_finish", lambda self, *a, **k: scans.append(1) or real_finish(self, *a, **k))
     ranking: list[dict] = []
     run_experiment(binlogs, parse_topology(TOPOLOGY), tmp_path / "out",
                    candidates=parse_topology(_candidates_text(CANDIDATES)), ranking=ranking)

@@ -90,8 +90,8 @@ def test_one_scan_for_every_slave_and_python_only_for_what_the_core_leaves(gener
     DDL here: a ROW workload's transactions are fast)."""
     src = generated["row-mariadb"]
     scans, per_unit = [], []
-    real_scan, real_unit = Scanner.scan_into, bandwidth._SlaveCounter.unit
-    monkeypatch.setattr(Scanner, "scan_into", lambda self, *a, **k: scans.append(1) or real_scan(self, *a, **k))
+    real_scan, real_unit = Scanner.scan_finish, bandwidth._SlaveCounter.unit  # chunk_buffers' scans end there
+    monkeypatch.setattr(Scanner, "scan_finish", lambda self, *a, **k: scans.append(1) or real_scan(self, *a, **k))
     monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: per_unit.append(1) or real_unit(self, txn))
     units = slow = 0  # the units the core does not decide from tables: control events and DDL here
     for path in input_files([src]):
@@ -137,3 +137,33 @@ def test_statement_units_are_walked_by_their_keys(generated, monkeypatch):
         _counts(bandwidth, [src], topology, None)
         assert len(per_unit) <= n * others, (workload, len(per_unit), units, others)
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("workload", ["row-mariadb", "mixed-mariadb", "statement-mysql"])
+def test_buffers_scanned_ahead_count_as_the_reference(generated, workload, monkeypatch):
+    """chunk_buffers scans the next buffer on the core's thread while the slaves count the one
+    before: with buffers of a few units (units cut across buffers, the scanner's names growing
+    between them) the counts stay the reference's."""
+    from dumpfilter.spark_jobs.tasks import chunks as chunk_module
+
+    monkeypatch.setattr(chunk_module, "READ_BYTES", 2_000)
+    topology = _topology([([RULES[k]], POLICIES[k % 3]) for k in range(7)])
+    src = [generated[workload]]
+    assert _counts(bandwidth, src, topology, None) == _counts(experiment_reference, src, topology, None)
+
+
+def test_a_caller_that_stops_early_gets_the_scanner_back(generated, monkeypatch):
+    """Stopping after the first buffer (an error in the caller) waits for the scan under way: the
+    scanner answers again at once, and reads on where that scan ended."""
+    from dumpfilter.spark_jobs.tasks import chunks as chunk_module
+
+    monkeypatch.setattr(chunk_module, "READ_BYTES", 2_000)
+    chunk = plan_chunks(input_files([generated["row-mariadb"]]), None)[0]
+    scanner = Scanner(chunk.path)
+    buffers = chunk_module.chunk_buffers(chunk, scanner)
+    _fmt, buf, base, _units, n, _crc = next(buffers)
+    assert n > 0
+    buffers.close()  # the second buffer's scan was under way
+    assert scanner.checksum_len in (0, 4)
+    again = scanner.units(Path(chunk.path).read_bytes(), 4, 0, at_eof=True)
+    assert again.error is None and again.stop > 0

@@ -109,7 +109,8 @@ def binlogs(tmp_path_factory):
     for name, spec in {"row": WorkloadSpec(seed=46, schemas=3, tables_per_schema=2, transactions=260,
                                            binlog_format="row", flavor="mariadb", max_binlog_size=30_000),
                        "mixed": WorkloadSpec(seed=47, schemas=3, tables_per_schema=2, transactions=260,
-                                             binlog_format="mixed", flavor="mysql", max_binlog_size=30_000)}.items():
+                                             binlog_format="mixed", flavor="mysql", max_binlog_size=30_000,
+                                             insert_select_share=0.25)}.items():
         generate(spec, root / name, "master-bin")
         _append_heartbeat(sorted((root / name).glob("master-bin.0*"))[-1])
         out[name] = root / name

@@ -120,7 +120,8 @@ def test_the_walks_gtid_marks_are_the_cores_marks_of_its_bytes(row_series):
 
 # ------------------------------------------------------------------------ statement units by key
 MIXED = WorkloadSpec(seed=41, schemas=3, tables_per_schema=2, transactions=500, binlog_format="mixed",
-                     flavor="mariadb", max_binlog_size=30_000, cross_db_share=0.3, statements_per_transaction=3)
+                     flavor="mariadb", max_binlog_size=30_000, cross_db_share=0.3, statements_per_transaction=3,
+                     insert_select_share=0.25)
 _DML = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
