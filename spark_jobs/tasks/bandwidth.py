@@ -121,6 +121,7 @@ class _SlaveCounter:
         self.filter = TransactionFilter(gated(_engine(rules, settings), gate), empty_transactions=KEEP)
         self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
+        self.policy_name = policy_name
         # A gate that reads statement texts (a restricted policy) sends an annotated unit by the
         # reference path (master/decide/policy_check.py): every unit of this slave goes that way.
         self.compiled = not self.filter.decider.checks_annotations
@@ -237,6 +238,25 @@ class _SlaveCounter:
             self._send(events)
             self.policy.tally(c, events, skipped=True)
 
+    def run_key(self, i: int, stop: int, keep: bytes, stmt_keep: bytes | None) -> tuple:
+        """All that decides `run` from unit i to `stop`: the keep bytes per name and per statement
+        key, the skip policy, and where the stream stands (a heartbeat owed, sent yet, a leading
+        skip). Slaves with the same key are counted alike by that run (`_walk` runs it once)."""
+        return (i, stop, keep, stmt_keep, self.policy_name, self.pending, self.sent_any, self.out.leading_skip)
+
+    def counted(self) -> list[int]:
+        c = self.out.counts
+        return [getattr(c, name) for name in _COUNTED]
+
+    def replay(self, deltas: list[int], state: tuple[bool, bool, bool]) -> None:
+        """What a run with this slave's `run_key` did to its counts (`counted` deltas) and to its
+        stream's state, done again."""
+        c = self.out.counts
+        for name, delta in zip(_COUNTED, deltas):
+            if delta:
+                setattr(c, name, getattr(c, name) + delta)
+        self.pending, self.sent_any, self.out.leading_skip = state
+
     def finish(self) -> ChunkCounts:
         if self.pending:  # flushed before the next file's FDE, or once the whole binlog is read: counted here
             c = self.out.counts
@@ -248,6 +268,9 @@ class _SlaveCounter:
             if self.out.by_hour:  # sent in the last hour the chunk reached
                 self.out.by_hour[max(self.out.by_hour)][1] += self.out.heartbeat_size
         return self.out
+
+
+_COUNTED = tuple(f.name for f in fields(SlaveCounts) if f.type in ("int", int))
 
 
 def _text(raw: bytes) -> str:
@@ -339,34 +362,55 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             tables[names[k]] = tables.get(names[k], 0) + size
     tables[FRAMING] = tables.get(FRAMING, 0) + framing
     tables[OTHER] = tables.get(OTHER, 0) + other
+    # Runs of units that slaves answer alike (`_SlaveCounter.run_key`: 64 candidate rule sets that
+    # differ only in tables the run does not name) are walked once: what the first one's walk did
+    # is done again for the others.
+    runs: dict[tuple, tuple] = {}
     for counter in counters:
         counter.out.tables = tables
-        c = counter.out.counts
-        row, keep, stmt_keep = None, b"", counter.statement_keep(keys)
-        for start, stop, hour in bounds:
-            read, sent = c.bytes_read, c.bytes_sent
-            i, cut = start, None
-            while i < stop:
-                if counter.compiled:
+        _walk(counter, units, n, bounds, names, counter.statement_keep(keys), crc, txn, after_index, runs)
+    return current
+
+
+def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds, names, stmt_keep: bytes | None, crc: bool,
+          txn, after_index: set[int], runs: dict[tuple, tuple]) -> None:
+    """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
+    first, and recorded there), the rest one unit at a time."""
+    c = counter.out.counts
+    keep, row = None, None
+    for start, stop, hour in bounds:
+        read, sent = c.bytes_read, c.bytes_sent
+        i, cut = start, None
+        while i < stop:
+            if counter.compiled:
+                if keep is None:
+                    keep, row, cut = counter.keeps.for_names(names), None, None
+                key = counter.run_key(i, stop, keep, stmt_keep)
+                done = runs.get(key)
+                if done is not None:
+                    i = done[0]
+                    counter.replay(*done[1:])
+                else:
                     if row is None:
-                        keep = counter.keeps.for_names(names)
-                        row, cut = units.rows(keep), None
+                        row = units.rows(keep)
                         if stmt_keep is not None:
                             row = units.statement_rows(row, stmt_keep)
                     if cut is None:  # the walk ends with the hour: its answers end there
                         cut = row if stop == n else row[:stop]
+                    before = counter.counted()
                     i = counter.run(units, cut, keep, i, crc, stmt_keep)
-                    if i >= stop:
-                        break
-                counter.unit(txn(i))
-                if i in after_index:
-                    row = None  # the keeps were cleared: answers again for what follows
-                i += 1
-            if hour >= 0:
-                got = counter.out.by_hour.setdefault(hour * HOUR, [0, 0])
-                got[0] += c.bytes_read - read
-                got[1] += c.bytes_sent - sent
-    return current
+                    runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
+                                 (counter.pending, counter.sent_any, counter.out.leading_skip))
+                if i >= stop:
+                    break
+            counter.unit(txn(i))
+            if i in after_index:
+                keep = None  # the keeps were cleared: answers again for what follows
+            i += 1
+        if hour >= 0:
+            got = counter.out.by_hour.setdefault(hour * HOUR, [0, 0])
+            got[0] += c.bytes_read - read
+            got[1] += c.bytes_sent - sent
 
 
 def merge_hours(parts: list[ChunkCounts], slave_names: list[str]) -> dict[str, dict[int, list[int]]]:
