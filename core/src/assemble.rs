@@ -612,13 +612,32 @@ pub fn partial(
         return None;
     }
     let stmts = statements(buf, gtid_end, end)?;
+    let (parts, events_out) = partial_parts(start, end, gtid_end, events, ids, keep, &stmts)?;
+    let mut joined = Vec::with_capacity(end - start);
+    for (a, b) in parts {
+        joined.extend_from_slice(&buf[a..b]);
+    }
+    Some((joined, events_out))
+}
+
+/// `partial`'s cut as byte ranges of the buffer, in order, and the events left, from the unit's
+/// statements (`hops::statements` of its body, which its caller may have kept from before).
+pub fn partial_parts(
+    start: usize,
+    end: usize,
+    gtid_end: usize,
+    events: u32,
+    ids: &[u32],
+    keep: &[u8],
+    stmts: &[(usize, u32, u32)],
+) -> Option<(Vec<(usize, usize)>, u64)> {
     let mut parts: Vec<(usize, usize)> = Vec::with_capacity(stmts.len() + 2);
     let (mut at, mut t0) = (gtid_end, 0usize);
     let mut events_out = events as u64;
     parts.push((start, gtid_end));
-    for (stmt_end, n, t1) in &stmts {
+    for (stmt_end, n, t1) in stmts {
         let t1 = *t1 as usize;
-        if t1 == t0 || t1 > ids.len() {
+        if t1 == t0 || t1 > ids.len() || *stmt_end > end {
             return None; // a statement without its own Table_map
         }
         let k = keep_of(keep, ids[t0]);
@@ -635,11 +654,7 @@ pub fn partial(
         t0 = t1;
     }
     parts.push((at, end));
-    let mut joined = Vec::with_capacity(end - start);
-    for (a, b) in parts {
-        joined.extend_from_slice(&buf[a..b]);
-    }
-    Some((joined, events_out))
+    Some((parts, events_out))
 }
 
 /// A stream's answer per unit (`rows`), the one definition of these codes: Python reads them

@@ -5,8 +5,12 @@
 //! run in Python. The segment (`UnitList`) is built once from the scanner's records and shared by
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
-use crate::assemble::{partial, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
+use crate::assemble::{
+    partial_parts, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP,
+};
+use crate::hops::statements;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
@@ -52,11 +56,17 @@ pub struct UnitList {
     /// Bytes of all units, and the OR of their flags (which rare shapes the segment holds).
     pub size: u64,
     pub flags_any: u32,
+    /// Per unit, its statements once a stream or slave kept part of it (`unit_statements`).
+    statements: OnceLock<Box<[UnitStatements]>>,
 }
+
+/// A fast unit's statements (`hops::statements` of its body), read once.
+type UnitStatements = OnceLock<Option<Box<[(usize, u32, u32)]>>>;
 
 impl UnitList {
     /// Appends the units of one scan of a buffer (`tables` the scan's name ids).
     pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) {
+        self.statements = OnceLock::new(); // made again, for every unit, when asked
         let part = self.parts.len() as u32;
         self.parts.push(ListPart {
             file: file.to_vec(),
@@ -94,6 +104,26 @@ impl UnitList {
                 gtid_server: u.gtid_server,
             });
         }
+    }
+
+    /// The statements of fast unit k's body (after its GTID) in `buf`, its part's bytes, read
+    /// the first time any stream or slave keeps part of it and kept with the list: the others
+    /// cut it from them without reading its events again (64 slaves of a schema, each ignoring
+    /// some of its tables, read each unit's events once, not once each). None where the body
+    /// does not cut into statements (see `hops::statements`).
+    pub fn unit_statements(&self, k: usize, buf: &[u8]) -> Option<&[(usize, u32, u32)]> {
+        let u = self.units.get(k)?;
+        let body = u.start + u.gtid_size as usize;
+        if body > u.end || u.end > buf.len() {
+            return None;
+        }
+        let cells = self
+            .statements
+            .get_or_init(|| (0..self.units.len()).map(|_| OnceLock::new()).collect());
+        cells
+            .get(k)?
+            .get_or_init(|| statements(buf, body, u.end).map(Vec::into_boxed_slice))
+            .as_deref()
     }
 
     /// The name ids of unit k's Table_maps (empty for a unit that is not fast, or out of range).
@@ -246,6 +276,12 @@ pub struct SendOptions<'a> {
     /// Count only (`experiment`): what would be sent, its bytes and events and Heartbeats, with
     /// nothing assembled (no pieces, no Heartbeat bytes) and no Table_map or key tallies.
     pub count_only: bool,
+}
+
+/// A unit kept in part: its kept bytes (a statement unit's) or their ranges in its buffer.
+enum Cut {
+    Bytes(Vec<u8>),
+    Parts(Vec<(usize, usize)>),
 }
 
 /// A stretch of what a call sends, in order (`Sent::pieces`): bytes of a part's buffer (kept
@@ -433,9 +469,12 @@ pub fn walk(
                 if unit.flags & F_MARIADB_GTID == 0 {
                     break; // MySQL: the GTID's transaction_length must be rewritten
                 }
+                // A statement unit is cut at its statements by their keys; a row unit at its
+                // statements (read once for every stream: `unit_statements`) by its tables.
                 let cut = if unit.lo == u32::MAX {
-                    // A statement unit: cut at its statements by their keys.
-                    opt.stmts.and_then(|(st, kb)| st.partial(i, buf, kb))
+                    opt.stmts
+                        .and_then(|(st, kb)| st.partial(i, buf, kb))
+                        .map(|(bytes, events)| (Cut::Bytes(bytes), events))
                 } else if unit.lo > unit.hi {
                     None
                 } else {
@@ -443,20 +482,37 @@ pub fn walk(
                         .get(unit.lo as usize..unit.hi as usize)
                         .and_then(|ids| {
                             let gtid_end = unit.start + unit.gtid_size as usize;
-                            partial(buf, unit.start, unit.end, gtid_end, unit.events, ids, keep)
+                            let stmts = plan.unit_statements(i, buf)?;
+                            partial_parts(
+                                unit.start,
+                                unit.end,
+                                gtid_end,
+                                unit.events,
+                                ids,
+                                keep,
+                                stmts,
+                            )
                         })
+                        .map(|(parts, events)| (Cut::Parts(parts), events))
                 };
-                let Some((bytes, events)) = cut else {
+                let Some((cut, events)) = cut else {
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);
+                let len = match &cut {
+                    Cut::Bytes(bytes) => bytes.len() as u64,
+                    Cut::Parts(parts) => parts.iter().map(|(a, b)| (b - a) as u64).sum(),
+                };
                 if !opt.count_only {
-                    s.own_piece(&bytes);
+                    match cut {
+                        Cut::Bytes(bytes) => s.own_piece(&bytes),
+                        Cut::Parts(parts) => s.own_parts(buf, &parts),
+                    }
                 }
-                s.sent_bytes += bytes.len() as u64;
+                s.sent_bytes += len;
                 s.sent_events += events;
                 s.partial += 1;
-                batch += bytes.len() as u64;
+                batch += len;
                 count(plan, i, i + 1, opt, &mut s);
                 i += 1;
                 if batch >= opt.limit {
@@ -492,6 +548,15 @@ impl Sent {
     fn own_piece(&mut self, bytes: &[u8]) {
         let start = self.own.len();
         self.own.extend_from_slice(bytes);
+        self.own_range(start);
+    }
+
+    /// The ranges `parts` of `buf`, joined, as the next piece.
+    fn own_parts(&mut self, buf: &[u8], parts: &[(usize, usize)]) {
+        let start = self.own.len();
+        for &(a, b) in parts {
+            self.own.extend_from_slice(&buf[a..b]);
+        }
         self.own_range(start);
     }
 
