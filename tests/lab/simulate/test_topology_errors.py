@@ -30,6 +30,7 @@ CASES = [
      "<topology>:3: master.workload.transactions: 'many' is not an int"),
     ('[master.workload]\nbinlog_format = "rows"\n' + SLAVE, "<topology>:2: master.workload.binlog_format:"),
     ('[master.workload]\ncross_db_share = 2\n' + SLAVE, "<topology>:2: master.workload.cross_db_share:"),
+    ('[master.workload]\ninsert_select_share = -0.5\n' + SLAVE, "<topology>:2: master.workload.insert_select_share:"),
     ('[master.workload]\ncolour = 1\n' + SLAVE, "<topology>:2: master.workload.colour: unknown key"),
     ('[master.mariadb]\ntransactions = true\n' + SLAVE, "<topology>:2: master.mariadb.transactions:"),
     (SLAVE + '[experiment]\nskip_policies = ["heartbeat", "teleport"]\n',
