@@ -849,9 +849,29 @@ mod tests {
     }
 
     #[test]
+    fn insert_select_by_its_target() {
+        assert_eq!(
+            shape("INSERT INTO t SELECT 1"),
+            Some((KIND_INSERT_SELECT, None, "t".into()))
+        );
+        assert_eq!(
+            shape("REPLACE INTO d.t (a) SELECT a FROM u JOIN v"),
+            Some((KIND_REPLACE_SELECT, Some("d".into()), "t".into()))
+        );
+        assert_eq!(
+            shape("INSERT INTO t VALUES ((SELECT max(a) FROM u))"),
+            Some((KIND_INSERT_SELECT, None, "t".into()))
+        );
+    }
+
+    #[test]
     fn declines_what_python_must_read() {
         for sql in [
-            "INSERT INTO t SELECT 1",
+            "INSERT INTO t SELECT 1 -- x",
+            "INSERT INTO t SELECT 1 RETURNING a",
+            "INSERT INTO t WITH w AS (SELECT 1) SELECT * FROM w",
+            "UPDATE t SET a=(SELECT 1)",
+            "DELETE FROM t WHERE a IN (SELECT b FROM u)",
             "UPDATE t1, t2 SET a=1",
             "UPDATE t1 JOIN t2 ON 1 SET a=1",
             "INSERT INTO t VALUES (1) # x",
