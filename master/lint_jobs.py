@@ -124,15 +124,18 @@ class _Worker:
         self.forgotten: list[int] = []
         self.ready = threading.Condition()
         self.proc: subprocess.Popen | None = None
+        self.closed = False  # the process exits: no worker is started again, no look run
         self.thread = threading.Thread(target=self._dispatch, name="lint-dispatch", daemon=True)
         self.thread.start()
-        atexit.register(self.stop)
+        atexit.register(self.close)
 
     def _start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
 
     def _run(self, message: tuple) -> tuple[str, object]:
+        if self.closed:
+            return FAILED, "the master is shutting down"
         if self.proc is None or self.proc.poll() is not None:
             try:
                 self._start()
@@ -140,12 +143,17 @@ class _Worker:
                 self.proc = None
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 return FAILED, f"the lint worker process cannot be started ({sys.executable}: {why})"
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        # One reference for the whole exchange: `close` (at exit, on another thread) may take
+        # self.proc away and kill the worker meanwhile; the exchange then fails as a worker that
+        # ended does, instead of raising in this thread (a traceback as the master exits).
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return FAILED, "the lint worker process ended"
         try:
-            pickle.dump(message, self.proc.stdin)
-            self.proc.stdin.flush()
-            return pickle.load(self.proc.stdout)
-        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            pickle.dump(message, proc.stdin)
+            proc.stdin.flush()
+            return pickle.load(proc.stdout)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
             self.stop()
             return FAILED, f"the lint worker process ended ({type(exc).__name__})"
 
@@ -179,13 +187,15 @@ class _Worker:
                 job = self.queued.popleft() if self.queued else None
                 drops, self.forgotten = self.forgotten, []
             if job is None or job.cancelled:
-                if drops and self.proc is not None and self.proc.poll() is None:
+                proc = self.proc
+                if drops and proc is not None and proc.poll() is None:
                     self._run((drops, None))  # a worker started anew holds none of them
                 continue
             try:
                 state, value = self._run((drops, job.look))
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
-                log.exception("lint: a look failed")
+                if not self.closed:
+                    log.exception("lint: a look failed")
                 state, value = FAILED, f"{type(exc).__name__}: {exc}"
             try:
                 job.owner.finished(job, state, value)
@@ -199,6 +209,11 @@ class _Worker:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(5)
+
+    def close(self) -> None:
+        """At exit: the worker killed, and none started again by a look still queued."""
+        self.closed = True
+        self.stop()
 
 
 _WORKER: _Worker | None = None

@@ -1,0 +1,30 @@
+"""The lint worker at the master's exit (a CI run printed "Exception in thread lint-dispatch" and a
+traceback as a master shut down): the exit's `close` kills the worker process while the dispatch
+thread may be in an exchange with it. Whatever the moment, the exchange fails as a worker that
+ended does (FAILED, one line), and no worker is started again after `close`."""
+
+from __future__ import annotations
+
+from dumpfilter.master import lint_jobs
+
+
+def test_an_exchange_with_a_worker_whose_pipe_is_gone_fails_without_raising():
+    worker = lint_jobs._Worker()
+    try:
+        state, _ = worker._run(([], None))  # a worker started, answering a message with nothing to do
+        assert state != lint_jobs.FAILED
+        proc = worker.proc
+        assert proc is not None and proc.stdin is not None
+        proc.stdin.close()  # as the exit's kill leaves it mid-exchange: writing raises ValueError
+        state, why = worker._run(([], None))
+        assert state == lint_jobs.FAILED and "ended" in why
+    finally:
+        worker.close()
+
+
+def test_after_close_no_worker_is_started_again():
+    worker = lint_jobs._Worker()
+    worker.close()
+    state, why = worker._run(([], None))
+    assert state == lint_jobs.FAILED and "shutting down" in why
+    assert worker.proc is None
