@@ -35,7 +35,7 @@ from pathlib import Path
 
 from dumpfilter.errors import DumpFilterError, ResourceExhaustedError
 from dumpfilter.binlogs import binlog_paths
-from dumpfilter.binlogs.lint import FollowingLint, Look, new_linter
+from dumpfilter.binlogs.lint import FollowingLint, Look, look_together, new_linter
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
@@ -58,6 +58,7 @@ MAX_QUEUED = 64          # rule sets waiting for their first look; more are told
                          # (each identity its share of them: master.shares)
 MAX_FOLLOWED = 256       # rule sets followed at once (each one Linter in the worker process)
 FOLLOW_EVERY = 0.5       # seconds: the binlog's changes are looked at at most this often
+TOGETHER = 64            # looks handed to the worker in one message (read together where they can)
 
 OFF, PENDING, DONE, NOT_RUN, FAILED = "off", "pending", "done", "not run", "failed"
 LOST = "lost"  # the worker process does not hold the follower (it was restarted): start it again
@@ -66,9 +67,9 @@ LOST = "lost"  # the worker process does not hold the follower (it was restarted
 # -- the worker process -------------------------------------------------------------------------
 def _serve() -> None:
     """The worker process's main loop (`python -m <this module>`): a message, pickled, on stdin;
-    its reply, pickled, on stdout; until stdin closes (the master ended). A message is
-    (followers to drop, look or None); a look is (follower id, the linter's arguments on its first
-    look else None, [(path, size)...], budget)."""
+    its replies, pickled, on stdout; until stdin closes (the master ended). A message is
+    (followers to drop, [look...]); a look is (follower id, the linter's arguments on its first
+    look else None, [(path, size)...], budget); the reply is [(state, value)...], one per look."""
     try:
         os.nice(10)  # the streams come first
     except OSError:
@@ -78,29 +79,48 @@ def _serve() -> None:
     followers: dict[int, FollowingLint] = {}
     while True:
         try:
-            drops, look = pickle.load(stdin)
-        except (EOFError, OSError, pickle.UnpicklingError):
+            drops, looks = pickle.load(stdin)
+        except (EOFError, OSError, pickle.UnpicklingError, TypeError, ValueError):
             return
         for fid in drops:
             followers.pop(fid, None)
-        reply: tuple[str, object] = (DONE, None)
-        if look is not None:
-            fid, first, files, budget = look
-            try:
-                if first is not None:
-                    rules, settings, schema, replica_schema, verify_checksums = first
-                    followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
-                                                   verify_checksums=verify_checksums)
-                following = followers.get(fid)
-                reply = (LOST, None) if following is None else (DONE, following.look(files, budget, LINT_WARNINGS))
-            except DumpFilterError as exc:
-                followers.pop(fid, None)
-                reply = (NOT_RUN, str(exc))
-            except Exception as exc:  # lint's own bug: told as a warning, never a failed Register
-                followers.pop(fid, None)
-                reply = (NOT_RUN, f"{type(exc).__name__}: {exc}")
-        pickle.dump(reply, stdout)
+        pickle.dump(_looks(followers, looks), stdout)
         stdout.flush()
+
+
+def _looks(followers: dict[int, FollowingLint], looks: list[tuple]) -> list[tuple[str, object]]:
+    """One message's looks, answered in order. Each follower is made on its first look; followers
+    at the same place of the same binlog read it together (`look_together`: one read and one
+    compiled scan for every rule set, each unit decoded once for those that need it), so that
+    slaves registering together, and the follow thread's looks after the binlog grew, cost one
+    pass whatever the number of rule sets."""
+    replies: list[tuple[str, object]] = [(LOST, None)] * len(looks)
+    groups: dict[tuple, list[int]] = {}
+    for n, (fid, first, files, budget) in enumerate(looks):
+        try:
+            if first is not None:
+                rules, settings, schema, replica_schema, verify_checksums = first
+                followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
+                                               verify_checksums=verify_checksums)
+        except Exception as exc:  # a rule set lint cannot set up: told as a warning
+            followers.pop(fid, None)
+            replies[n] = (NOT_RUN, str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}")
+            continue
+        following = followers.get(fid)
+        if following is not None:  # else LOST: the worker was started anew
+            groups.setdefault((following.place(), tuple(files), budget), []).append(n)
+    for (_, files, budget), members in groups.items():
+        fids = [looks[n][0] for n in members]
+        try:
+            got = look_together([followers[fid] for fid in fids], files, budget, LINT_WARNINGS)
+            for n, look in zip(members, got):
+                replies[n] = (DONE, look)
+        except Exception as exc:  # the binlog's error (or lint's own bug): told as a warning, never a failed Register
+            why = str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}"
+            for n, fid in zip(members, fids):
+                followers.pop(fid, None)
+                replies[n] = (NOT_RUN, why)
+    return replies
 
 
 @dataclass(eq=False)
@@ -133,29 +153,34 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
 
-    def _run(self, message: tuple) -> tuple[str, object]:
+    def _run(self, message: tuple, n: int) -> list[tuple[str, object]]:
+        """One message's exchange with the worker: its n replies, or n failures."""
         if self.closed:
-            return FAILED, "the master is shutting down"
+            return [(FAILED, "the master is shutting down")] * n
         if self.proc is None or self.proc.poll() is not None:
             try:
                 self._start()
             except (OSError, ValueError, subprocess.SubprocessError) as exc:
                 self.proc = None
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                return FAILED, f"the lint worker process cannot be started ({sys.executable}: {why})"
+                return [(FAILED, f"the lint worker process cannot be started ({sys.executable}: {why})")] * n
         # One reference for the whole exchange: `close` (at exit, on another thread) may take
         # self.proc away and kill the worker meanwhile; the exchange then fails as a worker that
         # ended does, instead of raising in this thread (a traceback as the master exits).
         proc = self.proc
         if proc is None or proc.stdin is None or proc.stdout is None:
-            return FAILED, "the lint worker process ended"
+            return [(FAILED, "the lint worker process ended")] * n
         try:
             pickle.dump(message, proc.stdin)
             proc.stdin.flush()
-            return pickle.load(proc.stdout)
+            replies = pickle.load(proc.stdout)
         except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
             self.stop()
-            return FAILED, f"the lint worker process ended ({type(exc).__name__})"
+            return [(FAILED, f"the lint worker process ended ({type(exc).__name__})")] * n
+        if not isinstance(replies, list) or len(replies) != n:
+            self.stop()
+            return [(FAILED, "the lint worker process answered out of turn")] * n
+        return replies
 
     def put(self, job: _Job, bounded: bool = True) -> bool:
         """Queues a look; a first look (`bounded`) only while fewer than MAX_QUEUED wait (a later
@@ -179,30 +204,54 @@ class _Worker:
             self.forgotten.append(fid)
             self.ready.notify()
 
+    def _take(self) -> list[_Job]:
+        """Under self.ready: the next job and the queued ones that can read with it (the same
+        binlog, from the same first file, with the same budget), at most TOGETHER, out of the
+        queue; all of them are handed the newest binlog snapshot among theirs (a look reads on to
+        the end it is given: a snapshot newer than its own only reads further)."""
+        first = self.queued.popleft()
+        if first.cancelled:
+            return [first]
+        jobs, rest = [first], deque()
+        files, budget = first.look[2], first.look[3]
+        while self.queued:
+            job = self.queued.popleft()
+            if (len(jobs) < TOGETHER and not job.cancelled and job.look[3] == budget and job.look[2] and files
+                    and job.look[2][0][0] == files[0][0]):
+                jobs.append(job)
+            else:
+                rest.append(job)
+        self.queued = rest
+        return jobs
+
     def _dispatch(self) -> None:
         while True:
             with self.ready:
                 while not self.queued and not self.forgotten:
                     self.ready.wait()
-                job = self.queued.popleft() if self.queued else None
+                jobs = self._take() if self.queued else []
                 drops, self.forgotten = self.forgotten, []
-            if job is None or job.cancelled:
+            jobs = [job for job in jobs if not job.cancelled]
+            if not jobs:
                 proc = self.proc
                 if drops and proc is not None and proc.poll() is None:
-                    self._run((drops, None))  # a worker started anew holds none of them
+                    self._run((drops, []), 0)  # a worker started anew holds none of them
                 continue
+            newest = max((job.look[2] for job in jobs), key=lambda files: (len(files), files[-1][1] if files else 0))
+            looks = [(job.look[0], job.look[1], newest, job.look[3]) for job in jobs]
             try:
-                state, value = self._run((drops, job.look))
+                replies = self._run((drops, looks), len(jobs))
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
                 if not self.closed:
                     log.exception("lint: a look failed")
-                state, value = FAILED, f"{type(exc).__name__}: {exc}"
-            try:
-                job.owner.finished(job, state, value)
-            except Exception:  # noqa: BLE001 - as above
-                log.exception("lint: a look's result was lost")
-            # Not kept while the next job is awaited: the job's owner is a master's LintJobs.
-            job = state = value = None
+                replies = [(FAILED, f"{type(exc).__name__}: {exc}")] * len(jobs)
+            for job, (state, value) in zip(jobs, replies):
+                try:
+                    job.owner.finished(job, state, value)
+                except Exception:  # noqa: BLE001 - as above
+                    log.exception("lint: a look's result was lost")
+            # Not kept while the next jobs are awaited: a job's owner is a master's LintJobs.
+            jobs = replies = looks = state = value = None
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -303,7 +352,8 @@ class LintJobs:
         self.closed = False
         self.jobs_run = 0  # for tests and Stats: first looks handed to the worker (rule sets linted)
         self.looks = 0     # every look handed to the worker
-        self.bytes_read = 0  # the binlog bytes the looks read (each once, but for a unit a look stopped inside)
+        self.bytes_read = 0  # the binlog bytes the looks read (each once, but for a unit a look stopped inside;
+                             # a read shared by looks together once)
         self.largest_look = 0  # the most one look read (about --lint-max-mb at most)
         self.wake = threading.Event()
         self.stopped = threading.Event()
@@ -400,6 +450,8 @@ class LintJobs:
         with self.lock:
             if follower.job is job:
                 follower.job = None
+            if state == DONE and isinstance(value, Look) and value.reader == 0:  # a read shared by looks: once
+                self.bytes_read += value.read
             if self.closed or self.followers.get(follower.key) is not follower or job.cancelled:
                 return
             ids = sorted(server_id for server_id, sub in self.subs.items() if sub.key == follower.key)
@@ -410,7 +462,6 @@ class LintJobs:
                     told.append(f"lint: not run: {follower.reason}")
             elif state == DONE and isinstance(value, Look):
                 follower.started = True
-                self.bytes_read += value.read
                 self.largest_look = max(self.largest_look, value.read)
                 follower.state = DONE
                 follower.position = value.position or follower.position

@@ -14,7 +14,7 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import DEFAULT_CHUNK
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.binlogs.lint_scan import FollowScan, LintScanStats, lint_scan
+from dumpfilter.binlogs.lint_scan import FollowScan, LintScanStats, follow_read, lint_scan
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -72,13 +72,16 @@ MIN_CHUNK = 1 << 16
 class Look:
     """What one `FollowingLint.look` read: `position` is the end of the last whole unit fed (None
     before the first), `breaks` the first `keep` breaks it found and `found` how many it found,
-    `read` the bytes it read, `caught_up` whether it reached the end of the files it was given."""
+    `read` the bytes it read, `caught_up` whether it reached the end of the files it was given;
+    looks that read together (`look_together`) share `read`: `reader` is this one's place among
+    them (0 for the first, which counts the bytes for all)."""
 
     position: tuple[str, int] | None
     breaks: list[Break]
     found: int
     read: int
     caught_up: bool
+    reader: int = 0
 
 
 class FollowingLint:
@@ -96,58 +99,88 @@ class FollowingLint:
         self.fmt: FormatDescription | None = None  # its format, to resume past its Format_description
         self.position: tuple[str, int] | None = None  # how far lint has read: the end of its last whole unit
 
+    def place(self) -> tuple:
+        """Where the next look starts and how it reads: FollowingLints at the same place look
+        together (`look_together`)."""
+        return self.file, self.pos, self.verify_checksums, self.chunk_size
+
     def look(self, files: Sequence[tuple[str | Path, int]], budget: int, keep: int = 5) -> Look:
         """Read on through `files` ((path, size) in binlog order, each read only up to its size) for
         about `budget` bytes (at most a 64 KiB chunk more, and the unit that passes it is finished). The last file may end inside a unit or
         an event being written: the look stops before it, and the next one starts there. A file left
         behind (a later one exists) is read to its end; what it ends inside is fed as lint_files does."""
-        paths = [(Path(p), size) for p, size in files]
-        names = [p.name for p, _ in paths]
-        if not paths:
-            return Look(self.position, [], 0, 0, True)
-        if self.file is None:
-            self.file, self.pos, self.fmt = names[0], 0, None
-        if self.file not in names:
-            raise BinlogError(f"{self.file} left the binlog index before lint read it to its end")
-        i = names.index(self.file)
-        read = 0
-        before = len(self.linter.breaks)
-        self._scan.cap, self._scan.dropped = (before, keep), 0
-        caught_up = False
-        while True:
-            path, size = paths[i]
-            last = i == len(paths) - 1
-            reached = self.pos >= size
-            if not reached:
-                n, reached = self._read(path, size, budget - read, final=not last)
-                read += n
-            if last or self.pos < size:
-                caught_up = last and reached
-                break
-            if read >= budget:
-                break
-            i += 1
-            self.file, self.pos, self.fmt = names[i], 0, None
-        found = self.linter.breaks[before:]
-        del self.linter.breaks[before:]
-        return Look(self.position, found[:keep], len(found) + self._scan.dropped, read, caught_up)
+        return look_together([self], files, budget, keep)[0]
 
-    def _read(self, path: Path, size: int, budget: int, final: bool) -> tuple[int, bool]:
-        """Feeds the whole units of `path` from self.pos up to `size` (binlogs.lint_scan.FollowScan:
-        the compiled scan, only the units that may matter decoded); stops after the chunk that
-        passes `budget` once a unit was fed. Returns the bytes read and whether they reached `size`
-        (the bytes after self.pos then are a unit still being written: read, not yet fed)."""
-        name = path.name
-        start = self.pos
-        # Chunks no larger than the budget (above 64 KiB): a look reads about its budget.
-        chunk = min(self.chunk_size, max(budget, MIN_CHUNK))
-        try:
-            read, reached, pos, fmt = self._scan.read(path, start, size, self.fmt, budget, chunk, final)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise BinlogError(f"read error: {exc}", path=str(path)) from None
-        if final and reached:  # a file left behind, read to its end: what it ended inside was fed
-            pos = size
-        if pos > start:
-            self.pos, self.fmt = pos, fmt
-            self.position = (name, pos)
-        return read, reached
+
+def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str | Path, int]], budget: int,
+                  keep: int = 5) -> list[Look]:
+    """`FollowingLint.look` for several at the same `place()`, in one read of the binlog: each unit
+    scanned once and decoded once for all the Linters that need it (the master's lint at Register,
+    where slaves that register together have their rule sets linted together). Returns each one's
+    Look, in order. On an error every one of them stops where the error was found."""
+    lead = followings[0]
+    if any(f.place() != lead.place() for f in followings):
+        raise ValueError("look_together: the FollowingLints are not at the same place")
+    paths = [(Path(p), size) for p, size in files]
+    names = [p.name for p, _ in paths]
+    if not paths:
+        return [Look(f.position, [], 0, 0, True, n) for n, f in enumerate(followings)]
+    if lead.file is None:
+        _move(followings, names[0])
+    if lead.file not in names:
+        raise BinlogError(f"{lead.file} left the binlog index before lint read it to its end")
+    i = names.index(lead.file)
+    read = 0
+    befores = [len(f.linter.breaks) for f in followings]
+    for f, before in zip(followings, befores):
+        f._scan.cap, f._scan.dropped = (before, keep), 0
+    caught_up = False
+    while True:
+        path, size = paths[i]
+        last = i == len(paths) - 1
+        reached = lead.pos >= size
+        if not reached:
+            n, reached = _read(followings, path, size, budget - read, final=not last)
+            read += n
+        if last or lead.pos < size:
+            caught_up = last and reached
+            break
+        if read >= budget:
+            break
+        i += 1
+        _move(followings, names[i])
+    looks = []
+    for n, (f, before) in enumerate(zip(followings, befores)):
+        found = f.linter.breaks[before:]
+        del f.linter.breaks[before:]
+        looks.append(Look(f.position, found[:keep], len(found) + f._scan.dropped, read, caught_up, n))
+    return looks
+
+
+def _move(followings: Sequence[FollowingLint], name: str) -> None:
+    for f in followings:
+        f.file, f.pos, f.fmt = name, 0, None
+
+
+def _read(followings: Sequence[FollowingLint], path: Path, size: int, budget: int, final: bool) -> tuple[int, bool]:
+    """Feeds the whole units of `path` from their place up to `size` (binlogs.lint_scan.follow_read:
+    the compiled scan, only the units that may matter decoded); stops after the chunk that
+    passes `budget` once a unit was fed. Returns the bytes read and whether they reached `size`
+    (the bytes after the place then are a unit still being written: read, not yet fed)."""
+    lead = followings[0]
+    name = path.name
+    start = lead.pos
+    # Chunks no larger than the budget (above 64 KiB): a look reads about its budget.
+    chunk = min(lead.chunk_size, max(budget, MIN_CHUNK))
+    try:
+        read, reached, pos, fmt = follow_read([f._scan for f in followings], path, start, size, lead.fmt, budget,
+                                              chunk, final)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise BinlogError(f"read error: {exc}", path=str(path)) from None
+    if final and reached:  # a file left behind, read to its end: what it ended inside was fed
+        pos = size
+    if pos > start:
+        for f in followings:
+            f.pos, f.fmt = pos, fmt
+            f.position = (name, pos)
+    return read, reached

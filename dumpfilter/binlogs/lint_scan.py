@@ -28,7 +28,7 @@ Python loops only over the units fed or looked at.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,41 +251,87 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
 
 
 def _lint_file(path: Path, lints: list[_Lint], verify_checksums: bool, stats: LintScanStats) -> None:
-    name = path.name
     stats.scans += 1
-    scanner = Scanner(str(path), verify_checksums=verify_checksums)
+    _feed(path, lints, Scanner(str(path), verify_checksums=verify_checksums), 0, 1 << 62, None, 1 << 62,
+          READ_BYTES, True, stats)
+
+
+def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size: int, fmt: FormatDescription | None,
+          budget: int, chunk: int, final: bool, stats: LintScanStats,
+          after: Callable[[], None] | None = None) -> tuple[int, bool, int, FormatDescription | None]:
+    """Feeds each Linter of `lints` the whole units of `path` from `start` (0: the file's start;
+    else the end of a whole unit, with `fmt` the format in force there) up to `size` bytes (or
+    its end), in reads of `chunk` bytes, stopping after the read that passes `budget` once a unit
+    was fed, or once every Linter is done (`first_break`): one read and one compiled scan for all
+    of them, each unit some Linter needs decoded once (`_lint_units`); `after()` after each read.
+    `final`: what the file ends inside is an error (the file is left behind: `lint_files`, or a
+    later file exists). Returns (bytes read, whether they reached `size` or the end, the end of
+    the last whole unit, the format in force there)."""
+    name = path.name
     for lint in lints:
         lint.forget()  # name ids start again with the scanner
-    fmt: FormatDescription | None = None
+    pos = start
     with open_binlog(path) as stream:
-        magic = stream.read(4)
-        if magic != MAGIC:
+        offset = start
+        if start == 0:
+            magic = stream.read(min(4, size))
+            offset = len(magic)
             if len(magic) < 4:
-                raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
-                                           path=str(path), offset=0)
-            raise bad_magic(str(path))
-        base, rest, want = 4, b"", READ_BYTES
-        while True:
-            data = stream.read(want)
-            eof = len(data) < want
-            buf = rest + data if rest else data
+                if final:
+                    raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
+                                               path=str(path), offset=0)
+                return offset, offset >= size, pos, fmt
+            if magic != MAGIC:
+                raise bad_magic(str(path))
+        else:
+            stream.seek(start)
+            if fmt is not None:
+                scanner.load_format(fmt.raw)
+        # One buffer for the whole read: each read lands after the unit the last one ended inside
+        # (`have` bytes, moved to the front), so no read allocates or joins (a fresh buffer per read
+        # cost as much as the scan: its page faults and the copy). A unit larger than the buffer
+        # doubles it, and the reads, so that it is scanned a bounded number of times.
+        base, have, eof, step = offset, 0, False, chunk
+        buf = bytearray(2 * chunk)
+        while offset < size and not eof:
+            want = min(step, size - offset)
+            if have + want > len(buf):
+                grown = bytearray(max(2 * len(buf), have + want))
+                grown[:have] = buf[:have]
+                buf = grown
+            got = stream.readinto(memoryview(buf)[have:have + want])
+            offset += got
+            eof = offset >= size or got < want  # a short read: the file's end
+            n = have + got
+            # Read-only, as the core asks of what a UnitList scans: the buffer is written again only
+            # after this read's UnitList is gone and the view released (a view the core still held
+            # would refuse the release: BufferError, never a silent overwrite).
+            view = memoryview(buf)[:n].toreadonly()
             units = UnitList()
-            scan = scanner.scan_into(units, buf, 0, base, name, at_eof=eof)
+            scan = scanner.scan_into(units, view, 0, base, name, at_eof=final and eof)
             stats.units += scan.added
-            fmt = _lint_units(units, scan.added, buf, base, name, fmt, scanner.names, lints, stats)
+            fmt = _lint_units(units, scan.added, view, base, name, fmt, scanner.names, lints, stats)
+            if after is not None:
+                after()
+            if scan.added:
+                pos = base + scan.stop
             if all(lint.done for lint in lints):
-                return
+                return offset - start, eof, pos, fmt
             if scan.error is not None:
                 raise scan.error
-            want = READ_BYTES if scan.stop else want * 2
-            rest, base = buf[scan.stop:], base + scan.stop
-            if eof:
-                break
-    if rest:
-        left = len(rest)
-        msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({left} bytes left)"
-               if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
+            have, base = n - scan.stop, base + scan.stop
+            step = chunk if scan.stop else 2 * step  # a read that ended no unit: the next reads twice as far
+            del units
+            view.release()
+            buf[:have] = buf[scan.stop:n]
+            if offset - start >= budget and pos > start and not eof:
+                return offset - start, False, pos, fmt
+    if final and have:
+        rest = bytes(buf[:have])
+        msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({have} bytes left)"
+               if have >= HEADER_LEN else f"file ends inside an event header ({have} of {HEADER_LEN} bytes)")
         raise TruncatedBinlogError(msg, path=str(path), offset=base)
+    return offset - start, eof, pos, fmt
 
 
 _GTIDS = _core.F_MARIADB_GTID | _core.F_MYSQL_GTID | _core.F_TAGGED_GTID
@@ -385,7 +431,8 @@ class FollowScan:
     """`lint_scan` for a binlog that grows (`binlogs.lint.FollowingLint`, the master's lint at
     Register): one Linter fed, a span of a file at a time, from where the last span's whole units
     ended, with the format in force there. The span's units are found by the same compiled scan,
-    and only those that may matter are decoded and fed."""
+    and only those that may matter are decoded and fed. Several FollowScans at the same place read
+    a span together (`follow_read`): one read and one scan for all of them."""
 
     def __init__(self, linter: Linter, verify_checksums: bool = True):
         self.lint = _Lint(linter)
@@ -408,56 +455,29 @@ class FollowScan:
 
     def read(self, path: Path, start: int, size: int, fmt: FormatDescription | None, budget: int, chunk: int,
              final: bool) -> tuple[int, bool, int, FormatDescription | None]:
-        """Feeds the whole units of `path` from `start` (0: the file's start; else the end of a
-        whole unit, with `fmt` the format in force there) up to `size`, in reads of `chunk` bytes,
-        stopping after the read that passes `budget` once a unit was fed. `final`: the file is left
-        behind (a later one exists): what it ends inside is fed as `lint_files` does, a partial
-        event is an error. Returns (bytes read, whether they reached `size`, the end of the last
-        whole unit, the format in force there)."""
-        name = path.name
-        lint, stats = self.lint, self.stats
-        scanner = Scanner(str(path), verify_checksums=self.verify_checksums)
-        lint.forget()  # name ids start again with the scanner
-        pos = start
-        with open_binlog(path) as stream:
-            offset = start
-            if start == 0:
-                magic = stream.read(min(4, size))
-                offset = len(magic)
-                if len(magic) < 4:
-                    if final:
-                        raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
-                                                   path=str(path), offset=0)
-                    return offset, offset >= size, pos, fmt
-                if magic != MAGIC:
-                    raise bad_magic(str(path))
-            else:
-                stream.seek(start)
-                if fmt is not None:
-                    scanner.load_format(fmt.raw)
-            base, rest = offset, b""
-            while offset < size:
-                data = stream.read(min(chunk, size - offset))
-                if not data:
-                    break
-                offset += len(data)
-                eof = offset >= size
-                buf = rest + data if rest else data
-                units = UnitList()
-                scan = scanner.scan_into(units, buf, 0, base, name, at_eof=final and eof)
-                stats.units += scan.added
-                fmt = _lint_units(units, scan.added, buf, base, name, fmt, scanner.names, [lint], stats)
-                self._trim()
-                if scan.added:
-                    pos = base + scan.stop
-                if scan.error is not None:
-                    raise scan.error
-                rest, base = buf[scan.stop:], base + scan.stop
-                if offset - start >= budget and pos > start and offset < size:
-                    return offset - start, False, pos, fmt
-        if final and rest:
-            left = len(rest)
-            msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({left} bytes left)"
-                   if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
-            raise TruncatedBinlogError(msg, path=str(path), offset=base)
-        return offset - start, offset >= size, pos, fmt
+        """`follow_read` for this one."""
+        return follow_read([self], path, start, size, fmt, budget, chunk, final)
+
+
+def follow_read(scans: Sequence[FollowScan], path: Path, start: int, size: int, fmt: FormatDescription | None,
+                budget: int, chunk: int, final: bool) -> tuple[int, bool, int, FormatDescription | None]:
+    """Feeds each FollowScan's Linter the whole units of `path` from `start` up to `size`, in reads
+    of `chunk` bytes, stopping after the read that passes `budget` once a unit was fed (`_feed`):
+    one read and one compiled scan for all of them. `final`: the file is left behind (a later one
+    exists): what it ends inside is fed as `lint_files` does, a partial event is an error.
+    Returns (bytes read, whether they reached `size`, the end of the last whole unit, the format
+    in force there)."""
+    stats = LintScanStats()
+
+    def trim() -> None:
+        for each in scans:
+            each._trim()
+
+    try:
+        return _feed(path, [scan.lint for scan in scans], Scanner(str(path), verify_checksums=scans[0].verify_checksums),
+                     start, size, fmt, budget, chunk, final, stats, trim)
+    finally:
+        for each in scans:
+            each.stats.scans += 1
+            each.stats.units += stats.units
+            each.stats.decoded += stats.decoded

@@ -26,7 +26,7 @@ from tests.master.test_fast_path import SCHEMAS, _rules
 from tests.core.test_scanner_differential import fixture_files
 from tests.oracles.lint import reference_feed, reference_lint
 from tests.rules.test_lint_cases import CASES, SEEDED, _build
-from tests.support.following_lint import follow_revealed
+from tests.support.following_lint import follow_revealed, follow_revealed_together
 
 # Rule sets met in the fixtures (sakila, test, mysql, ...) and generic ones, under both semantics.
 FIXTURE_RULES = [
@@ -405,6 +405,44 @@ def test_following_lint_resumes_as_the_linter_fed_every_unit(tmp_path_factory, w
                             budget, chunk)
     assert got == want, (rules, rule_settings)
     assert position == (paths[-1].name, paths[-1].stat().st_size)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_workloads(), st.lists(st.floats(0, 1), max_size=8), st.sampled_from([1, 3000, 1 << 30]),
+       st.sampled_from([512, 1 << 20]))
+def test_looks_read_together_find_what_each_finds_alone(tmp_path_factory, workload, cuts, budget, chunk):
+    """The master's lint worker reads the binlog once for every rule set at the same place
+    (`look_together`: slaves that register together, and the looks after the binlog grew): each
+    rule set's breaks and position are those of its Linter fed every unit, as a look of its own
+    finds them, and the shared looks read the bytes one rule set's looks read."""
+    spec, rule_sets, schema_sql, replica_sql = workload
+    rule_sets = [*rule_sets, (RuleSet(), Settings(flavor=spec.flavor))]  # and a slave that keeps everything
+    paths = generate(spec, tmp_path_factory.mktemp("binlog"))
+    schema = SchemaModel.from_sql(schema_sql) if schema_sql else None
+    replica = SchemaModel.from_sql(replica_sql) if replica_sql else None
+    total = sum(p.stat().st_size for p in paths)
+    reveals = [int(c * total) for c in cuts]
+    linters = [new_linter(rules, rule_settings, schema, replica) for rules, rule_settings in rule_sets]
+    got, followings, read = follow_revealed_together(paths, linters, reveals, budget, chunk)
+    _alone, _following, read_alone = follow_revealed(paths, new_linter(*rule_sets[0], schema, replica), reveals,
+                                                     budget, chunk)
+    assert read == read_alone
+    for (rules, rule_settings), found, following in zip(rule_sets, got, followings):
+        assert found == reference_lint(paths, rules, rule_settings, schema, replica_schema=replica), rules
+        assert following.position == (paths[-1].name, paths[-1].stat().st_size)
+
+
+def test_looks_together_must_start_at_one_place(tmp_path):
+    """Followers at different places cannot share a read: refused, not read wrong."""
+    from dumpfilter.binlogs.lint import FollowingLint, look_together
+
+    paths = generate(WorkloadSpec(seed=4, transactions=50, flavor="mariadb"), tmp_path)
+    rules, rule_settings = RuleSet(wild_do_table=("db1.t%",)), Settings(flavor="mariadb")
+    files = [(p, p.stat().st_size) for p in paths]
+    ahead, behind = (FollowingLint(new_linter(rules, rule_settings)) for _ in range(2))
+    ahead.look(files, 1 << 30)
+    with pytest.raises(ValueError, match="same place"):
+        look_together([ahead, behind], files, 1 << 30)
 
 
 @pytest.mark.fixtures

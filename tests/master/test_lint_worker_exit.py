@@ -11,12 +11,12 @@ from dumpfilter.master import lint_jobs
 def test_an_exchange_with_a_worker_whose_pipe_is_gone_fails_without_raising():
     worker = lint_jobs._Worker()
     try:
-        state, _ = worker._run(([], None))  # a worker started, answering a message with nothing to do
-        assert state != lint_jobs.FAILED
+        assert worker._run(([], []), 0) == []  # a worker started, answering a message with nothing to do
+        assert worker.proc is not None and worker.proc.poll() is None
         proc = worker.proc
         assert proc is not None and proc.stdin is not None
         proc.stdin.close()  # as the exit's kill leaves it mid-exchange: writing raises ValueError
-        state, why = worker._run(([], None))
+        [(state, why)] = worker._run(([], []), 1)
         assert state == lint_jobs.FAILED and "ended" in why
     finally:
         worker.close()
@@ -25,6 +25,6 @@ def test_an_exchange_with_a_worker_whose_pipe_is_gone_fails_without_raising():
 def test_after_close_no_worker_is_started_again():
     worker = lint_jobs._Worker()
     worker.close()
-    state, why = worker._run(([], None))
+    [(state, why)] = worker._run(([], []), 1)
     assert state == lint_jobs.FAILED and "shutting down" in why
     assert worker.proc is None

@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from dumpfilter.binlogs import binlog_paths
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.master import lint_jobs
@@ -103,9 +104,9 @@ def test_a_burst_of_registrations_returns_at_once_and_lints_each_rule_set_once(t
     held = threading.Event()
     run = lint_jobs._Worker._run
 
-    def held_run(self, args):
+    def held_run(self, message, n):
         held.wait(120)
-        return run(self, args)
+        return run(self, message, n)
 
     monkeypatch.setattr(lint_jobs._Worker, "_run", held_run)
     master, address = master_factory(tmp_path)
@@ -140,6 +141,11 @@ def test_a_burst_of_registrations_returns_at_once_and_lints_each_rule_set_once(t
     with grpc.insecure_channel(address) as channel:
         states = {_lint(_stub(channel), 100 + i, wait=120)[0] for i in range(16)}
     assert states == {"done"}
+    # The first rule set's look was taken alone (the worker held it); the three queued behind it
+    # were read together: two passes over the binlog, not four (issue #42: a slave's lint at
+    # Register must not cost the master a pass of its own).
+    size = sum(p.stat().st_size for p in binlog_paths(tmp_path))
+    assert lint.bytes_read == 2 * size, (lint.bytes_read, size)
 
 
 def test_lint_off_and_too_big(tmp_path, master_factory):

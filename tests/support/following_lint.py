@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dumpfilter.binlogs.lint import FollowingLint
+from dumpfilter.binlogs.lint import FollowingLint, look_together
 from dumpfilter.rules.lint import Linter
 
 
@@ -14,9 +14,18 @@ def follow_revealed(paths: list[Path], linter: Linter, reveals: list[int], budge
     """FollowingLint over `paths` revealed up to each of `reveals` bytes, then wholly (cut
     anywhere: inside events and units, at file ends), looking on with `budget` until caught up
     each time: (the breaks it handed back, the follower, the bytes its looks read)."""
+    [found], [following], read = follow_revealed_together(paths, [linter], reveals, budget, chunk)
+    return found, following, read
+
+
+def follow_revealed_together(paths: list[Path], linters: list[Linter], reveals: list[int], budget: int,
+                             chunk: int) -> tuple[list[list], list[FollowingLint], int]:
+    """`follow_revealed` for several Linters whose looks read together (`look_together`, as the
+    master's lint worker runs the looks of slaves that registered together): (each one's breaks,
+    the followers, the bytes their shared looks read)."""
     sizes = [p.stat().st_size for p in paths]
-    following = FollowingLint(linter, chunk_size=chunk)
-    found: list = []
+    followings = [FollowingLint(linter, chunk_size=chunk) for linter in linters]
+    found: list[list] = [[] for _ in linters]
     read = 0
     for shown in [*sorted(reveals), sum(sizes)]:
         files, left = [], shown
@@ -26,9 +35,12 @@ def follow_revealed(paths: list[Path], linter: Linter, reveals: list[int], budge
             files.append((path, min(size, left)))
             left -= size
         while True:
-            look = following.look(files, budget, keep=10**6)
-            found += look.breaks
-            read += look.read
-            if look.caught_up:
+            looks = look_together(followings, files, budget, keep=10**6)
+            assert [look.reader for look in looks] == list(range(len(looks)))
+            assert len({(look.read, look.caught_up, look.position) for look in looks}) == 1
+            for mine, look in zip(found, looks):
+                mine += look.breaks
+            read += looks[0].read
+            if looks[0].caught_up:
                 break
-    return found, following, read
+    return found, followings, read
