@@ -36,6 +36,7 @@ from pathlib import Path
 from dumpfilter.errors import DumpFilterError, ResourceExhaustedError
 from dumpfilter.binlogs import binlog_paths
 from dumpfilter.binlogs.lint import FollowingLint, Look, look_together, new_linter
+from dumpfilter.binlogs.scan_index import ScanIndex
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
@@ -77,6 +78,7 @@ def _serve() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the result pipe
     followers: dict[int, FollowingLint] = {}
+    index = ScanIndex()  # the closed files' scans, for every rule set linted after the first
     while True:
         try:
             drops, looks = pickle.load(stdin)
@@ -84,11 +86,12 @@ def _serve() -> None:
             return
         for fid in drops:
             followers.pop(fid, None)
-        pickle.dump(_looks(followers, looks), stdout)
+        pickle.dump(_looks(followers, looks, index), stdout)
         stdout.flush()
 
 
-def _looks(followers: dict[int, FollowingLint], looks: list[tuple]) -> list[tuple[str, object]]:
+def _looks(followers: dict[int, FollowingLint], looks: list[tuple],
+           index: ScanIndex | None = None) -> list[tuple[str, object]]:
     """One message's looks, answered in order. Each follower is made on its first look; followers
     at the same place of the same binlog read it together (`look_together`: one read and one
     compiled scan for every rule set, each unit decoded once for those that need it), so that
@@ -101,7 +104,7 @@ def _looks(followers: dict[int, FollowingLint], looks: list[tuple]) -> list[tupl
             if first is not None:
                 rules, settings, schema, replica_schema, verify_checksums = first
                 followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
-                                               verify_checksums=verify_checksums)
+                                               verify_checksums=verify_checksums, index=index)
         except Exception as exc:  # a rule set lint cannot set up: told as a warning
             followers.pop(fid, None)
             replies[n] = (NOT_RUN, str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}")
@@ -355,6 +358,7 @@ class LintJobs:
         self.bytes_read = 0  # the binlog bytes the looks read (each once, but for a unit a look stopped inside;
                              # a read shared by looks together once)
         self.largest_look = 0  # the most one look read (about --lint-max-mb at most)
+        self.bytes_scanned = 0  # of bytes_read, those read and scanned, not taken from the worker's kept scans
         self.wake = threading.Event()
         self.stopped = threading.Event()
         self.watch: DirectoryWatch | None = None
@@ -452,6 +456,7 @@ class LintJobs:
                 follower.job = None
             if state == DONE and isinstance(value, Look) and value.reader == 0:  # a read shared by looks: once
                 self.bytes_read += value.read
+                self.bytes_scanned += value.scanned
             if self.closed or self.followers.get(follower.key) is not follower or job.cancelled:
                 return
             ids = sorted(server_id for server_id, sub in self.subs.items() if sub.key == follower.key)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from dumpfilter.codec import BinlogReader, Event
+from dumpfilter.codec import BinlogReader, Event, EventType
 from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
@@ -28,6 +28,21 @@ MAX_INDEX_BYTES = 16 << 20  # an index of 16 MiB names ~600 000 files
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
                 (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+# Flags of the FDE's common header: set while the server writes the file, cleared in place when
+# it closes it (the FDE's CRC is computed without it, so the clearing needs no new CRC).
+_FDE_FLAGS_AT = 4 + 17
+_BINLOG_IN_USE_F = 0x1
+
+
+def closed_by_server(fd: int) -> bool:
+    """Whether the file's FDE is there and says the server closed the file: it is neither
+    written nor truncated again (a crash recovery truncates only the file left in use), so a
+    mapping of it never faults (SIGBUS) but on a truncation by hand."""
+    head = os.pread(fd, _FDE_FLAGS_AT + 2, 0)
+    return (len(head) == _FDE_FLAGS_AT + 2 and head[8] == EventType.FORMAT_DESCRIPTION
+            and not head[_FDE_FLAGS_AT] & _BINLOG_IN_USE_F)
 
 
 def _not_regular(mode: int, path, what: str) -> BinlogError:

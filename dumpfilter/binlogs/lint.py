@@ -15,6 +15,7 @@ from dumpfilter.codec.reader import DEFAULT_CHUNK
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.lint_scan import FollowScan, LintScanStats, follow_read, lint_scan
+from dumpfilter.binlogs.scan_index import ScanIndex
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -74,7 +75,8 @@ class Look:
     before the first), `breaks` the first `keep` breaks it found and `found` how many it found,
     `read` the bytes it read, `caught_up` whether it reached the end of the files it was given;
     looks that read together (`look_together`) share `read`: `reader` is this one's place among
-    them (0 for the first, which counts the bytes for all)."""
+    them (0 for the first, which counts the bytes for all); `scanned` what of `read` was read and
+    scanned (the rest came from kept scans: binlogs.scan_index)."""
 
     position: tuple[str, int] | None
     breaks: list[Break]
@@ -82,6 +84,7 @@ class Look:
     read: int
     caught_up: bool
     reader: int = 0
+    scanned: int = 0
 
 
 class FollowingLint:
@@ -89,11 +92,12 @@ class FollowingLint:
     the last one, from where that one stopped. Memory: the Linter's schema models and the one unit
     being read (never the binlog, never the breaks beyond those a look hands back)."""
 
-    def __init__(self, linter: Linter, *, verify_checksums: bool = True, chunk_size: int = DEFAULT_CHUNK):
+    def __init__(self, linter: Linter, *, verify_checksums: bool = True, chunk_size: int = DEFAULT_CHUNK,
+                 index: ScanIndex | None = None):
         self.linter = linter
         self.verify_checksums = verify_checksums
         self.chunk_size = chunk_size
-        self._scan = FollowScan(linter, verify_checksums)
+        self._scan = FollowScan(linter, verify_checksums, index)
         self.file: str | None = None          # the file being read
         self.pos = 0                          # the end of its last whole unit fed (0: not opened)
         self.fmt: FormatDescription | None = None  # its format, to resume past its Format_description
@@ -102,7 +106,7 @@ class FollowingLint:
     def place(self) -> tuple:
         """Where the next look starts and how it reads: FollowingLints at the same place look
         together (`look_together`)."""
-        return self.file, self.pos, self.verify_checksums, self.chunk_size
+        return self.file, self.pos, self.verify_checksums, self.chunk_size, id(self._scan.index)
 
     def look(self, files: Sequence[tuple[str | Path, int]], budget: int, keep: int = 5) -> Look:
         """Read on through `files` ((path, size) in binlog order, each read only up to its size) for
@@ -132,6 +136,7 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
     i = names.index(lead.file)
     read = 0
     befores = [len(f.linter.breaks) for f in followings]
+    scanned = lead._scan.stats.bytes_scanned
     for f, before in zip(followings, befores):
         f._scan.cap, f._scan.dropped = (before, keep), 0
     caught_up = False
@@ -149,11 +154,12 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
             break
         i += 1
         _move(followings, names[i])
+    scanned = lead._scan.stats.bytes_scanned - scanned
     looks = []
     for n, (f, before) in enumerate(zip(followings, befores)):
         found = f.linter.breaks[before:]
         del f.linter.breaks[before:]
-        looks.append(Look(f.position, found[:keep], len(found) + f._scan.dropped, read, caught_up, n))
+        looks.append(Look(f.position, found[:keep], len(found) + f._scan.dropped, read, caught_up, n, scanned))
     return looks
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.scan_index import KeptScan, ScanIndex
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
 from dumpfilter.codec.event import query_text
@@ -70,11 +71,13 @@ class LintScanStats:
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
     that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
     looked at per linter (fed only when one fails), `refreshes` how often each linter's safe bits
-    were asked (once per buffer, and once per window of units after a state change)."""
+    were asked (once per buffer, and once per window of units after a state change),
+    `bytes_scanned` the bytes read and scanned."""
 
     scans: int = 0
     units: int = 0
     decoded: int = 0
+    bytes_scanned: int = 0  # read and scanned (a file's kept scan is neither: binlogs.scan_index)
     fed: list[int] | None = None
     checked: list[int] | None = None
     refreshes: list[int] | None = None
@@ -276,6 +279,7 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
         if start == 0:
             magic = stream.read(min(4, size))
             offset = len(magic)
+            stats.bytes_scanned += offset
             if len(magic) < 4:
                 if final:
                     raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
@@ -301,6 +305,7 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
                 buf = grown
             got = stream.readinto(memoryview(buf)[have:have + want])
             offset += got
+            stats.bytes_scanned += got
             eof = offset >= size or got < want  # a short read: the file's end
             n = have + got
             # Read-only, as the core asks of what a UnitList scans: the buffer is written again only
@@ -332,6 +337,35 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
                if have >= HEADER_LEN else f"file ends inside an event header ({have} of {HEADER_LEN} bytes)")
         raise TruncatedBinlogError(msg, path=str(path), offset=base)
     return offset - start, eof, pos, fmt
+
+
+def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, final: bool, stats: LintScanStats,
+               after: Callable[[], None]) -> tuple[int, bool, int, FormatDescription | None]:
+    """`_feed` from the file's start over its kept scan (binlogs.scan_index): each Linter fed the
+    units it needs out of the file's mapping, nothing read or scanned again."""
+    name = path.name
+    for lint in lints:
+        lint.forget()  # name ids: the kept scan's
+    pos, fmt = 0, None
+    for k, part in enumerate(kept.parts):
+        stats.units += part.n
+        fmt = _lint_units(part.units, part.n, part.view, part.base, name, fmt, kept.names, lints, stats)
+        after()
+        if part.n:
+            pos = part.base + part.stop
+        covered = part.base + len(part.view)
+        if all(lint.done for lint in lints):
+            return covered, covered >= kept.size, pos, fmt
+        if part.error is not None:
+            raise part.error
+        if covered >= budget and pos > 0 and k + 1 < len(kept.parts):
+            return covered, False, pos, fmt
+    if final and kept.rest:
+        rest = bytes(kept.whole[kept.size - kept.rest:])
+        msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({kept.rest} bytes left)"
+               if kept.rest >= HEADER_LEN else f"file ends inside an event header ({kept.rest} of {HEADER_LEN} bytes)")
+        raise TruncatedBinlogError(msg, path=str(path), offset=kept.size - kept.rest)
+    return kept.size, True, pos, fmt
 
 
 _GTIDS = _core.F_MARIADB_GTID | _core.F_MYSQL_GTID | _core.F_TAGGED_GTID
@@ -434,9 +468,10 @@ class FollowScan:
     and only those that may matter are decoded and fed. Several FollowScans at the same place read
     a span together (`follow_read`): one read and one scan for all of them."""
 
-    def __init__(self, linter: Linter, verify_checksums: bool = True):
+    def __init__(self, linter: Linter, verify_checksums: bool = True, index: ScanIndex | None = None):
         self.lint = _Lint(linter)
         self.verify_checksums = verify_checksums
+        self.index = index  # whole closed files' scans, kept for every reader from their start
         self.stats = LintScanStats()
         # (the Linter's breaks before this look, how many of the look's to keep): the rest are
         # counted in `dropped` and let go after each buffer, so that a look over a binlog where
@@ -473,11 +508,20 @@ def follow_read(scans: Sequence[FollowScan], path: Path, start: int, size: int, 
         for each in scans:
             each._trim()
 
+    lead = scans[0]
     try:
-        return _feed(path, [scan.lint for scan in scans], Scanner(str(path), verify_checksums=scans[0].verify_checksums),
+        made = lead.index.scans if lead.index is not None else 0
+        kept = (lead.index.get(path, size, lead.verify_checksums, final, chunk)
+                if lead.index is not None and start == 0 else None)
+        if kept is not None:
+            if lead.index is not None and lead.index.scans > made:  # scanned now, out of the mapping
+                stats.bytes_scanned += size
+            return _feed_kept(path, kept, [scan.lint for scan in scans], budget, final, stats, trim)
+        return _feed(path, [scan.lint for scan in scans], Scanner(str(path), verify_checksums=lead.verify_checksums),
                      start, size, fmt, budget, chunk, final, stats, trim)
     finally:
         for each in scans:
-            each.stats.scans += 1
+            each.stats.scans += 1 if stats.bytes_scanned else 0
             each.stats.units += stats.units
             each.stats.decoded += stats.decoded
+            each.stats.bytes_scanned += stats.bytes_scanned

@@ -9,23 +9,7 @@ import os
 import threading
 from collections import OrderedDict
 
-from dumpfilter.codec import EventType
-
-_FDE = int(EventType.FORMAT_DESCRIPTION)
-
-
-# Flags of the FDE's common header: set while the server writes the file, cleared in place when
-# it closes it (the FDE's CRC is computed without it, so the clearing needs no new CRC).
-_FDE_FLAGS_AT = 4 + 17
-_BINLOG_IN_USE_F = 0x1
-
-
-def _closed_by_server(fd: int) -> bool:
-    """Whether the file's FDE is there and says the server closed the file: it is neither
-    written nor truncated again (a crash recovery truncates only the file left in use)."""
-    head = os.pread(fd, _FDE_FLAGS_AT + 2, 0)
-    return len(head) == _FDE_FLAGS_AT + 2 and head[8] == _FDE and not head[_FDE_FLAGS_AT] & _BINLOG_IN_USE_F
-
+from dumpfilter.binlogs.files import closed_by_server
 
 def mapping_cut_short(buf, base: int, used: int) -> int | None:
     """The size of the file `buf` maps (from file offset `base`) when the file was truncated
@@ -36,7 +20,7 @@ def mapping_cut_short(buf, base: int, used: int) -> int | None:
     whoever holds a mapping looks before touching it (SegmentCache.get, SlaveStream after each
     batch) and gives its readers this error instead. A truncation in the moment between the look
     and the touch still faults: closed files are not truncated by the servers (see
-    `_closed_by_server`), only by hand."""
+    `closed_by_server`), only by hand."""
     owner = getattr(buf, "obj", buf)  # a view's mapping (MappingFiles.view)
     file_size = getattr(owner, "size", None)  # an mmap's; bytes read have none
     if file_size is None:
@@ -290,7 +274,7 @@ class Window:
             if huge:  # (before the first read: its read ahead would leave small folios, and a mark
                 # in them from which the mapping's read ahead would go on in small ones)
                 _advise(fd, "POSIX_FADV_RANDOM")
-            self.mapped = _closed_by_server(fd)
+            self.mapped = closed_by_server(fd)
             if huge and not self.mapped:
                 _advise(fd, "POSIX_FADV_NORMAL")  # read, with read ahead
         self.buf, self.off, self.base = b"", 0, start

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dumpfilter.binlogs import scan_index
 from dumpfilter.binlogs.lint import lint_files, lint_many, new_linter
 from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
 from dumpfilter.errors import DumpFilterError
@@ -430,6 +431,108 @@ def test_looks_read_together_find_what_each_finds_alone(tmp_path_factory, worklo
     for (rules, rule_settings), found, following in zip(rule_sets, got, followings):
         assert found == reference_lint(paths, rules, rule_settings, schema, replica_schema=replica), rules
         assert following.position == (paths[-1].name, paths[-1].stat().st_size)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_workloads(), st.lists(st.floats(0, 1), max_size=4), st.sampled_from([3000, 1 << 30]),
+       st.sampled_from([4096, 1 << 20]), st.booleans())
+def test_rule_sets_linted_from_kept_scans_find_what_a_read_finds(tmp_path_factory, monkeypatch, workload, cuts,
+                                                                  budget, chunk, cut_last):
+    """The master's lint worker keeps the compiled scan of each whole closed file (ScanIndex): a
+    rule set linted later is fed out of the file's mapping from the kept unit lists, never reading
+    or scanning the file again, and finds what the Linter fed every unit finds, whatever the
+    budget and the reveals; a file whose end is cut inside a unit is followed as before."""
+    monkeypatch.setattr(scan_index, "MIN_FILE_BYTES", 0)  # generated files are small
+    spec, rule_sets, schema_sql, replica_sql = workload
+    paths = generate(spec, tmp_path_factory.mktemp("binlog"))
+    whole = paths
+    if cut_last:  # a last file that ends inside a unit (a server's crash): followed up to its last whole unit
+        whole = generate(spec, tmp_path_factory.mktemp("whole"))  # the same bytes, uncut, for the reference
+        with open(paths[-1], "r+b") as f:
+            f.truncate(paths[-1].stat().st_size - 7)
+    schema = SchemaModel.from_sql(schema_sql) if schema_sql else None
+    replica = SchemaModel.from_sql(replica_sql) if replica_sql else None
+    total = sum(p.stat().st_size for p in paths)
+    reveals = [int(c * total) for c in cuts]
+    index = scan_index.ScanIndex()
+    for rules, rule_settings in rule_sets:
+        [got], [following], _ = follow_revealed_together(paths, [new_linter(rules, rule_settings, schema, replica)],
+                                                         reveals, budget, chunk, index)
+        want = reference_lint(whole, rules, rule_settings, schema, replica_schema=replica)
+        end = following.position
+        want = [b for b in want if (b.file, b.pos) < end or b.file != end[0]]  # none in the cut unit
+        assert got == want, rules
+        [alone], [single], _ = follow_revealed_together(paths, [new_linter(rules, rule_settings, schema, replica)],
+                                                        reveals, budget, chunk)
+        assert alone == got and single.position == following.position
+    # The reveals are the same for every rule set: a file the first read whole from its start, the
+    # others read from its kept scan (one read whole as the snapshot's last file and as one left
+    # behind is kept twice: what its end holds is read differently).
+    if index.scans:
+        assert index.hits >= len(rule_sets) - 1
+
+
+def test_a_kept_scan_is_let_go_with_its_file(tmp_path, monkeypatch):
+    """A kept scan maps its file: a purged or replaced file's scan is let go at the next look, so
+    that no deleted binlog stays mapped (its disk space held), and the new file is scanned anew."""
+    import os
+
+    from dumpfilter.binlogs.lint import FollowingLint
+
+    monkeypatch.setattr(scan_index, "MIN_FILE_BYTES", 0)
+    paths = generate(WorkloadSpec(seed=6, transactions=400, flavor="mariadb", max_binlog_size=40_000), tmp_path)
+    assert len(paths) >= 3
+    rules, rule_settings = RuleSet(do_db=("db1",)), Settings(flavor="mariadb")
+    index = scan_index.ScanIndex()
+
+    def lint_all() -> list:
+        following = FollowingLint(new_linter(rules, rule_settings), index=index)
+        look = following.look([(p, p.stat().st_size) for p in paths if p.exists()], 1 << 30, keep=10**6)
+        assert look.caught_up
+        return look.breaks
+
+    def mapped_deleted() -> list[str]:
+        return [line for line in Path("/proc/self/maps").read_text().splitlines()
+                if str(tmp_path) in line and "(deleted)" in line]
+
+    lint_all()
+    assert index.scans == len(paths) and len(index.kept) == len(paths)
+    lint_all()
+    assert index.hits == len(paths)  # the second rule set read nothing
+    os.unlink(paths[0])  # purged
+    replaced = paths[1].read_bytes()
+    paths[1].unlink()
+    paths[1].write_bytes(replaced)  # the same bytes under a new inode
+    lint_all()
+    assert len(index.kept) == len(paths) - 1 and index.scans == len(paths) + 1
+    import gc
+
+    gc.collect()
+    assert not mapped_deleted()
+
+
+def test_the_master_lints_a_rule_set_registered_later_from_its_kept_scans(tmp_path, master_factory):
+    """Issue #42: a slave registering with rules of its own, after another's were linted, costs
+    the lint worker no pass over the binlog's closed files: they are fed from the kept scans."""
+    import grpc
+
+    from tests.master.test_register_lint import _lint, _register, _stub
+
+    paths = generate(WorkloadSpec(seed=8, transactions=5000, flavor="mariadb", max_binlog_size=1_200_000), tmp_path)
+    sizes = [p.stat().st_size for p in paths]
+    assert any(size >= scan_index.MIN_FILE_BYTES for size in sizes)
+    master, address = master_factory(tmp_path)
+    lint = master.service.lint
+    with grpc.insecure_channel(address) as channel:
+        _register(_stub(channel), 5, "db1.%")
+        assert _lint(_stub(channel), 5, wait=120)[0] == "done"
+        first = lint.bytes_scanned
+        _register(_stub(channel), 6, "db2.%")
+        assert _lint(_stub(channel), 6, wait=120)[0] == "done"
+    total = sum(sizes)
+    assert first == total and lint.bytes_read == 2 * total
+    small = sum(size for size in sizes if size < scan_index.MIN_FILE_BYTES)  # read again: no mapping pays for them
+    assert lint.bytes_scanned == total + small, "the second rule set read or scanned a closed file again"
 
 
 def test_looks_together_must_start_at_one_place(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dumpfilter.binlogs.lint import FollowingLint, look_together
+from dumpfilter.binlogs.scan_index import ScanIndex
 from dumpfilter.rules.lint import Linter
 
 
@@ -19,14 +20,16 @@ def follow_revealed(paths: list[Path], linter: Linter, reveals: list[int], budge
 
 
 def follow_revealed_together(paths: list[Path], linters: list[Linter], reveals: list[int], budget: int,
-                             chunk: int) -> tuple[list[list], list[FollowingLint], int]:
+                             chunk: int, index: ScanIndex | None = None) -> tuple[list[list], list[FollowingLint], int]:
     """`follow_revealed` for several Linters whose looks read together (`look_together`, as the
-    master's lint worker runs the looks of slaves that registered together): (each one's breaks,
-    the followers, the bytes their shared looks read)."""
+    master's lint worker runs the looks of slaves that registered together), with the worker's
+    kept scans (`index`) or without: (each one's breaks, the followers, the bytes their shared
+    looks read)."""
     sizes = [p.stat().st_size for p in paths]
-    followings = [FollowingLint(linter, chunk_size=chunk) for linter in linters]
+    followings = [FollowingLint(linter, chunk_size=chunk, index=index) for linter in linters]
     found: list[list] = [[] for _ in linters]
     read = 0
+    before = None
     for shown in [*sorted(reveals), sum(sizes)]:
         files, left = [], shown
         for path, size in zip(paths, sizes):
@@ -43,4 +46,6 @@ def follow_revealed_together(paths: list[Path], linters: list[Linter], reveals: 
             read += looks[0].read
             if looks[0].caught_up:
                 break
+            assert looks[0].read or looks[0].position != before, "a look that neither read nor moved on"
+            before = looks[0].position
     return found, followings, read
