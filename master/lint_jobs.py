@@ -92,11 +92,8 @@ def _serve() -> None:
 
 def _looks(followers: dict[int, FollowingLint], looks: list[tuple],
            index: ScanIndex | None = None) -> list[tuple[str, object]]:
-    """One message's looks, answered in order. Each follower is made on its first look; followers
-    at the same place of the same binlog read it together (`look_together`: one read and one
-    compiled scan for every rule set, each unit decoded once for those that need it), so that
-    slaves registering together, and the follow thread's looks after the binlog grew, cost one
-    pass whatever the number of rule sets."""
+    """One message's looks, answered in order; each follower made on its first look. Followers at
+    one place of one binlog read it together (`look_together`: one read and scan for all)."""
     replies: list[tuple[str, object]] = [(LOST, None)] * len(looks)
     groups: dict[tuple, list[int]] = {}
     for n, (fid, first, files, budget) in enumerate(looks):
@@ -208,10 +205,9 @@ class _Worker:
             self.ready.notify()
 
     def _take(self) -> list[_Job]:
-        """Under self.ready: the next job and the queued ones that can read with it (the same
-        binlog, from the same first file, with the same budget), at most TOGETHER, out of the
-        queue; all of them are handed the newest binlog snapshot among theirs (a look reads on to
-        the end it is given: a snapshot newer than its own only reads further)."""
+        """Under self.ready: the next job and up to TOGETHER queued ones that can read with it
+        (same first file, same budget), out of the queue; `_dispatch` hands them all the newest
+        snapshot among theirs (a newer snapshot than a look's own only reads further)."""
         first = self.queued.popleft()
         if first.cancelled:
             return [first]
