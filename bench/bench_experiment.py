@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from bench.bench_fanout_procs import real_binlog
+from bench.bench_filter import tiled_row_file
 from bench.mixed_binlog import mixed_binlog
 from bench.common import write_result
 
@@ -198,10 +199,13 @@ def lint_part(repeat: int) -> dict:
     """Issue #40 goal 6: `dumpfilter lint` (one compiled scan, binlogs/lint_scan.py) against
     `filter` with the same rules over the same binlog, on the real ROW series (do-db=db1) and the
     real MIXED binlog (do-db=sbtest1, where most statement units are skipped by key and the kept
-    ones mostly break), and `experiment --candidates` with 8 candidates (lint on: one scan for
-    all) against the same experiment without candidates, on the ROW series. Whole commands less
-    the interpreter's start, interleaved; CPU from each process's rusage."""
+    ones mostly break), and on `bench dump`'s generated 530 MB ROW file, where a scratch table is
+    made or dropped every fifty units or so (DDL churn: each DDL unit is fed to the Linter, and
+    only the tables it touched are asked again), and `experiment --candidates` with 8 candidates
+    (lint on: one scan for all) against the same experiment without candidates, on the ROW series.
+    Whole commands less the interpreter's start, interleaved; CPU from each process's rusage."""
     binlogs, mixed = real_binlog(int(os.environ.get("DUMPFILTER_EXPERIMENT_MB", "520"))), mixed_binlog()
+    churn = tiled_row_file(520)
     work = Path(tempfile.mkdtemp(prefix="bench-experiment-lint-"))
     try:
         topology = _topology(work / "t.toml", 8, False)
@@ -215,6 +219,8 @@ def lint_part(repeat: int) -> dict:
                 "lint_row": ["lint", str(binlogs), "--replicate-do-db=db1"],
                 "filter_mixed": ["filter", str(mixed), "--replicate-do-db=sbtest1", "-o", str(work / "m.bin")],
                 "lint_mixed": ["lint", str(mixed), "--replicate-do-db=sbtest1"],
+                "filter_ddl_churn": ["filter", str(churn), "--replicate-do-db=db1", "-o", str(work / "d.bin")],
+                "lint_ddl_churn": ["lint", str(churn), "--replicate-do-db=db1"],
                 "experiment_8": [*experiment, "--out", str(work / "e")],
                 "experiment_8_candidates_8": [*experiment, "--out", str(work / "ec"), "--candidates", str(candidates)]}
         got: dict[str, list[dict]] = {name: [] for name in runs}
@@ -233,6 +239,7 @@ def lint_part(repeat: int) -> dict:
 
     pairs = {"lint_row / filter_row": ("lint_row", "filter_row"),
              "lint_mixed / filter_mixed": ("lint_mixed", "filter_mixed"),
+             "lint_ddl_churn / filter_ddl_churn": ("lint_ddl_churn", "filter_ddl_churn"),
              "experiment 8 candidates / none": ("experiment_8_candidates_8", "experiment_8")}
     # CPU first: the wall times of commands this short move with the machine's load.
     return {"loadavg_1min": round(os.getloadavg()[0], 2), "commands": commands,

@@ -16,7 +16,8 @@ Each run but 64 is made DUMPFILTER_BENCH_REPEAT (2) times, interleaved; the run 
 master CPU is kept and the medians are reported too (the machine is shared: CPU time grows with
 the load). The goals are printed beside the floor measured in the same run: the CPU time of one
 bare pass that maps the binlog afresh and touches each 4 KB page (what a master whose streams each
-map the file pay per stream). The page cache's state (DUMPFILTER_FANOUT_PAGE_CACHE, default
+map the file pay per stream), and what a bare gRPC server costs to stream as many bytes to one
+client and to eight (bench.grpc_floor). The page cache's state (DUMPFILTER_FANOUT_PAGE_CACHE, default
 "small": 4 KB folios, as a server's appends leave them; "huge" and "cold" on request, see
 PAGE_CACHE_STATES). Figures go to bench/results/fanout_procs.json.
 
@@ -43,6 +44,7 @@ from pathlib import Path
 import grpc
 
 from bench.common import DATA_DIR, free_port, serve_master, stop_process, write_result
+from bench.grpc_floor import floor_cpu
 from dumpfilter.master.read.segments import CACHE_BYTES, RESIDENT_BYTES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
@@ -397,8 +399,9 @@ def measure(binlog_dir: Path, kinds: list[str], repeat: int, stagger: float, sta
     return result
 
 
-def _goals(state: str, got: dict, floor_s: float) -> list[str]:
-    """The issue's goals beside what this run measured and the floor of a bare touch pass."""
+def _goals(state: str, got: dict, floor_s: float, transport: dict[int, float]) -> list[str]:
+    """The issue's goals beside what this run measured, the floor of a bare touch pass, and what
+    bare gRPC costs (bench.grpc_floor) to stream the binlog's bytes to one client and to eight."""
     lines = []
     one = got["runs"].get("1", {}).get("master_cpu_s")
     for kind, what in (("8", "8 do-db slaves together / 1 keep-all"), ("8s", "8 do-db slaves 0.5 s apart / 1 keep-all")):
@@ -421,6 +424,9 @@ def _goals(state: str, got: dict, floor_s: float) -> list[str]:
         lines.append(f"{state} floor: a bare touch pass (fresh mapping, 4 KB pages) {floor_s:.3f} s = "
                      f"{floor_s / one:.2f} of one slave's master CPU; 7 more such passes would make 8 vs 1 "
                      f">= {1 + 7 * floor_s / one:.2f}")
+        lines.append(f"{state} floor: bare gRPC, the binlog's bytes to 1 client {transport[1]:.2f} s of server CPU, "
+                     f"to 8 together {transport[8]:.2f} s: the transport alone makes 8 vs 1 "
+                     f"{1 + (transport[8] - transport[1]) / one:.2f}; the rest is the master's own")
     return lines
 
 
@@ -439,18 +445,21 @@ def main() -> dict:
     repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
     _small_folios(binlog_dir)
     floor_s = min(touch_pass_s(binlog_dir) for _ in range(3))  # in the same run as the goals
+    transport = floor_cpu(size >> 20, [1, 8], repeat)
     result = {"binlog_mb": round(size / 1e6, 1), "cache_mb": round(CACHE_BYTES / 1e6, 1),
               "binlog_vs_page_caches": round(size / (CACHE_BYTES + RESIDENT_BYTES), 2),
               "touch_pass_s": round(floor_s, 3),
+              "bare_grpc_cpu_1_client_s": round(transport[1], 3), "bare_grpc_cpu_8_clients_s": round(transport[8], 3),
               "stagger_s": stagger, "loadavg_1min_at_start": round(load, 2), "master_args": list(MASTER_ARGS),
               "page_cache": {}}
     for n, state in enumerate(states):  # the 64-slave run in the first state only
         result["page_cache"][state] = measure(binlog_dir, kinds if n == 0 else [k for k in kinds if k != "64"],
                                               repeat, stagger, state)
-    for key in ("binlog_mb", "cache_mb", "binlog_vs_page_caches", "touch_pass_s", "loadavg_1min_at_start"):
+    for key in ("binlog_mb", "cache_mb", "binlog_vs_page_caches", "touch_pass_s", "bare_grpc_cpu_1_client_s",
+                "bare_grpc_cpu_8_clients_s", "loadavg_1min_at_start"):
         print(f"{key:34} {result[key]}")
     for state, got in result["page_cache"].items():
-        for line in _goals(state, got, floor_s):
+        for line in _goals(state, got, floor_s, transport):
             print(line)
     write_result("fanout_procs", result)
     return result

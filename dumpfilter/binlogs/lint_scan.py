@@ -19,9 +19,12 @@ A unit the Linter is not fed is one whose feed would neither change its state no
 - a lone keyed DML statement (a GTID and one Query), looked at the same way.
 A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act
 on DDL only), so the safe bits stay right across such units. Every other unit (DDL, control
-events, statements the core does not key) is fed, and after it the next units are fed as they come
-until a window of them is past, then the safe bits are asked again (`_Lint.refresh`): a run of DDL
-costs what the Linter alone costs. Safety is asked once per table name and per key of a buffer (a
+events, statements the core does not key) is fed. After a DDL unit whose changes stay with the
+tables it names (`Linter.touched`: CREATE/ALTER/DROP/RENAME TABLE, indexes, triggers, views), only
+those tables' bits are asked again (`_Lint.invalidate`); after one that may have changed more (a
+database, a temporary table, a text not parsed) the next units are fed as they come until a window
+of them is past, then every bit is asked again (`_Lint.refresh`): a run of DDL costs what the
+Linter alone costs. Safety is asked once per table name and per key of a buffer (a
 keep byte each), and the core answers per unit in bulk (`UnitList.rows`, `UnitList.statement_rows`):
 Python loops only over the units fed or looked at.
 """
