@@ -258,15 +258,18 @@ class LazyUnits:
     """A segment's units, each made on first use and then shared by every stream (their
     per-rule-group answers live on them)."""
 
-    __slots__ = ("_cols", "_units", "_lock")
+    __slots__ = ("_cols", "_units", "_n", "_lock")
 
     def __init__(self, cols: Columns):
         self._cols = cols
-        self._units: list[Unit | None] = [None] * len(cols)
+        # The Units made, by index: few (the units the core's walk leaves to Python), so a dict, not
+        # a slot per unit made afresh each time a stream takes the segment back from the kept.
+        self._units: dict[int, Unit] = {}
+        self._n = len(cols)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._units)
+        return self._n
 
     def fresh(self) -> LazyUnits:
         """The same units, none made yet (a segment the cache keeps by its scan: the Units
@@ -274,24 +277,32 @@ class LazyUnits:
         return LazyUnits(self._cols)
 
     def __bool__(self) -> bool:
-        return bool(self._units)
+        return self._n > 0
+
+    def _index(self, k: int) -> int:
+        n = self._n
+        if not -n <= k < n:
+            raise IndexError("unit index out of range")
+        return k if k >= 0 else n + k
 
     def __getitem__(self, k: int) -> Unit:
-        unit = self._units[k]
+        k = self._index(k)
+        unit = self._units.get(k)
         if unit is None:
             with self._lock:
-                unit = self._units[k]
+                unit = self._units.get(k)
                 if unit is None:
-                    unit = self._units[k] = self._cols.unit(k if k >= 0 else len(self._units) + k)
+                    unit = self._units[k] = self._cols.unit(k)
         return unit
 
     def __iter__(self):
-        return (self[k] for k in range(len(self._units)))
+        return (self[k] for k in range(self._n))
 
     def end_of(self, k: int) -> Pos:
         """Unit k's end position, without making the Unit unless it ends with a real Rotate."""
-        unit = self._units[k]
+        k = self._index(k)
+        unit = self._units.get(k)
         if unit is not None:
             return unit.end
-        end = self._cols.end_of(k if k >= 0 else len(self._units) + k)
+        end = self._cols.end_of(k)
         return end if end is not None else self[k].end

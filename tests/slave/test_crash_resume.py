@@ -55,7 +55,10 @@ def test_twenty_random_crashes_lose_and_duplicate_nothing(workload_dir, master_f
 
 def test_sigkill_of_a_slave_process(tmp_path, master_factory):
     binlog = tmp_path / "binlog"
-    generate(WorkloadSpec(seed=3, transactions=40_000, max_binlog_size=4 << 20), binlog)
+    # Big enough that the slave is still running when it is killed: 40,000 transactions were
+    # relayed whole within 0.1-0.4 s of its first relay-log.info once the master got faster, and
+    # the kill came 0.05-0.3 s after it; 80,000 take 0.14-0.44 s, and the kill comes within 0.1 s.
+    generate(WorkloadSpec(seed=3, transactions=80_000, max_binlog_size=4 << 20), binlog)
     master, address = master_factory(binlog)
     root = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address, "--server-id", "81",
@@ -66,7 +69,7 @@ def test_sigkill_of_a_slave_process(tmp_path, master_factory):
     deadline = time.monotonic() + 60
     while not info.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(random.Random(5).uniform(0.05, 0.3))
+    time.sleep(random.Random(5).uniform(0.02, 0.1))
     killed = proc.poll() is None
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
