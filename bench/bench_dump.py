@@ -26,23 +26,17 @@ from pathlib import Path
 
 import grpc
 
-from bench.common import row_binlog, target_mb, write_result
+from bench.common import process_cpu_s, row_binlog, target_mb, write_result
 
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
-CLK = os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK  # utime + stime
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -99,10 +93,10 @@ def scenario(binlog_dir: Path, dbs: list[str], extra: tuple[str, ...] = ()) -> d
     workdir = Path(tempfile.mkdtemp(prefix="bench-dump-"))
     master = Master(binlog_dir, extra)
     try:
-        cpu0 = _cpu_seconds(master.proc.pid)
+        cpu0 = process_cpu_s(master.proc.pid)
         slaves0 = _children_cpu()
         seconds, ended = run_slaves(master, dbs, workdir)
-        cpu = _cpu_seconds(master.proc.pid) - cpu0
+        cpu = process_cpu_s(master.proc.pid) - cpu0
         slaves_cpu = _children_cpu() - slaves0
         rss = _peak_rss_mb(master.proc.pid)
         stats = master.stats()

@@ -60,6 +60,12 @@ def best_of(fn, repeat: int = 3) -> tuple[float, object]:
     return best, result
 
 
+def process_cpu_s(pid: int) -> float:
+    """A live process's CPU seconds so far (utime + stime, from /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

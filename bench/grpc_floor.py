@@ -9,7 +9,6 @@ gRPC itself adds when one slave becomes eight; the master's own figures are read
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -17,11 +16,10 @@ from concurrent import futures
 
 import grpc
 
-from bench.common import free_port
+from bench.common import free_port, process_cpu_s
 
 REPLY = b"x" * (1 << 20)
 SERVICE, METHOD = "bench.Floor", "Stream"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _serve(port: int) -> None:
@@ -48,12 +46,6 @@ def _client(port: int, replies: int) -> None:
         raise SystemExit(f"received {got} bytes of {replies * (len(REPLY) + 1)}")
 
 
-def _cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
 def floor_cpu(mb: int, clients: list[int], repeat: int = 2) -> dict[int, float]:
     """The server's least CPU seconds to stream `mb` MiB in all, split over each count of client
     processes started together."""
@@ -66,13 +58,13 @@ def floor_cpu(mb: int, clients: list[int], repeat: int = 2) -> dict[int, float]:
             raise RuntimeError("the bare gRPC server did not start")
         for _ in range(repeat):
             for n in clients:
-                before = _cpu(server.pid)
+                before = process_cpu_s(server.pid)
                 procs = [subprocess.Popen([sys.executable, "-m", "bench.grpc_floor", "client", str(port), str(mb // n)])
                          for _ in range(n)]
                 if any(proc.wait() != 0 for proc in procs):
                     raise RuntimeError("a bare gRPC client failed")
                 time.sleep(0.2)  # the last replies' completions
-                best[n] = min(best.get(n, float("inf")), _cpu(server.pid) - before)
+                best[n] = min(best.get(n, float("inf")), process_cpu_s(server.pid) - before)
     finally:
         server.kill()
         server.wait()

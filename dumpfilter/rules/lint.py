@@ -312,7 +312,7 @@ class Linter:
                 # `updated`): anything may have changed.
                 self.touched = None
                 return
-            for db, table in (*info.updated, *(ref for pair in info.renames for ref in pair)):
+            for db, table in info.updated:  # (a RENAME TABLE's `updated` holds both names of each pair)
                 if self.schema_complete and not (db in self.replica.model.databases and db in self.primary.model.databases):
                     self.touched = None  # the first table of a database the schema lacks makes the database present
                     return
