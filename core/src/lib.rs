@@ -5,6 +5,7 @@ pub mod assemble;
 pub mod crc;
 pub mod flags;
 pub mod format;
+pub mod heartbeat;
 pub mod hops;
 pub mod le;
 pub mod payload;

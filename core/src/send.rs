@@ -8,6 +8,7 @@
 use crate::assemble::{
     partial_parts, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP,
 };
+use crate::heartbeat::Heartbeats;
 use crate::hops::statements;
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -16,7 +17,7 @@ use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
 use crate::sql::query_ranges;
 use crate::stmt_units::StmtUnits;
-use crate::types::{is_gtid, HEADER_LEN, HEARTBEAT};
+use crate::types::{is_gtid, HEADER_LEN};
 
 #[derive(Debug, Clone, Default)]
 pub struct ListedUnit {
@@ -211,18 +212,29 @@ impl UnitList {
         rows(&self.tids, &self.bounds, keep)
     }
 
-    /// The Heartbeat event for the end of unit k (MySQL's Binlog_sender::send_heartbeat_event:
-    /// timestamp 0, the master's server_id, log_pos = the position, the file name as its body,
-    /// a CRC32 when the binlog has them).
-    pub fn heartbeat(&self, k: usize, server_id: u32, crc: bool, out: &mut Vec<u8>) -> usize {
-        let (Some(u), before) = (self.units.get(k), out.len()) else {
+    /// The Heartbeat event for the end of unit k (see heartbeat::heartbeat), made by `made`,
+    /// which is replaced by one for unit k's file when it was made for another part.
+    fn heartbeat(
+        &self,
+        k: usize,
+        server_id: u32,
+        crc: bool,
+        made: &mut Option<(u32, Heartbeats)>,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let Some(u) = self.units.get(k) else {
             return 0;
         };
         let Some(part) = self.parts.get(u.part as usize) else {
             return 0;
         };
-        heartbeat(&part.file, part.base + u.end as u64, server_id, crc, out);
-        out.len() - before
+        if !matches!(made, Some((p, _)) if *p == u.part) {
+            *made = Some((u.part, Heartbeats::new(&part.file, server_id, crc)));
+        }
+        match made {
+            Some((_, maker)) => maker.append(part.base + u.end as u64, out),
+            None => 0,
+        }
     }
 
     /// The size of the Heartbeat `heartbeat(k, ..)` appends, without making it.
@@ -235,23 +247,6 @@ impl UnitList {
             Some(part) => HEADER_LEN + part.file.len() + if crc { 4 } else { 0 },
             None => 0,
         }
-    }
-}
-
-/// Appends a Heartbeat event for position (file, pos).
-pub fn heartbeat(file: &[u8], pos: u64, server_id: u32, crc: bool, out: &mut Vec<u8>) {
-    let at = out.len();
-    let size = HEADER_LEN + file.len() + if crc { 4 } else { 0 };
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.push(HEARTBEAT);
-    out.extend_from_slice(&server_id.to_le_bytes());
-    out.extend_from_slice(&(size as u32).to_le_bytes());
-    out.extend_from_slice(&(pos as u32).to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(file);
-    if crc {
-        let c = crc32fast::hash(&out[at..]);
-        out.extend_from_slice(&c.to_le_bytes());
     }
 }
 
@@ -413,7 +408,8 @@ pub fn walk(
     };
     let mut batch = opt.batch_bytes;
     let mut i = from;
-    let flush = |owed: &mut Owed, s: &mut Sent, batch: &mut u64| {
+    let mut made = None; // the Heartbeats of the last unit's part (its file)
+    let mut flush = |owed: &mut Owed, s: &mut Sent, batch: &mut u64| {
         let size = match *owed {
             Owed::None => return,
             Owed::Given(raw) => {
@@ -426,7 +422,8 @@ pub fn walk(
             Owed::Unit(k) if opt.count_only => plan.heartbeat_len(k, opt.heartbeat_crc),
             Owed::Unit(k) => {
                 let start = s.own.len();
-                let size = plan.heartbeat(k, opt.server_id, opt.heartbeat_crc, &mut s.own);
+                let size =
+                    plan.heartbeat(k, opt.server_id, opt.heartbeat_crc, &mut made, &mut s.own);
                 s.own_range(start);
                 size
             }

@@ -667,7 +667,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
         let u = &out.units[k];
         if row[k] == 2 {
             if let Some(j) = owed.take() {
-                _core::send::heartbeat(
+                _core::heartbeat::heartbeat(
                     b"bin.000001",
                     out.units[j].end as u64,
                     9,

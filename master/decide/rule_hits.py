@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
+from itertools import compress
 
 from dumpfilter.master.decide.flags import ASSUMED_DECISIONS
 
@@ -78,9 +79,10 @@ class RuleHits:
         self._tally = None
         names, counts = tally
         occurrences = self.occurrences
-        for nid, count in enumerate(memoryview(counts).cast("I").tolist()):
-            if count:
-                occurrences[names[nid]] += count
+        get = occurrences.get  # (a Counter's += calls __missing__ in Python for each new name)
+        counted = memoryview(counts).cast("I").tolist()
+        for name, count in zip(compress(names, counted), filter(None, counted)):
+            occurrences[name] = get(name, 0) + count
 
     def flush(self) -> None:
         """Rule hits of the Table_maps decided in runs: what SlaveDecider.table_kept counts per

@@ -149,6 +149,36 @@ def row_workload(tmp_path_factory) -> Path:
     return directory
 
 
+def _dump_until(directory: Path, regs: list[Registration], fast: bool, batches: int, **kwargs) -> dict:
+    """Each slave's stream ended by its caller (the generator closed) after `batches` batches, none of
+    them caught up: its stats and P_S counters then."""
+    svc = DumpService(directory, **kwargs) if fast else reference_service(directory, **kwargs)
+    for reg in regs:
+        svc.register(reg)
+    out = {}
+    for reg in regs:
+        stream = svc.stream(reg.server_id)
+        for _ in range(batches):
+            assert not next(stream).caught_up, "the test needs a stream ended before it caught up"
+        stream.close()
+        rows, _ = svc.list_filters(reg.server_id)
+        out[reg.server_id] = (svc.slaves[reg.server_id].stats, [(r["FILTER_NAME"], r["COUNTER"]) for r in rows])
+    return out
+
+
+def test_a_stream_ended_early_has_counted_every_rule_hit(row_workload):
+    """The fast path folds the Table_maps it ran into the slave's rule hits at most every
+    HITS_EVERY seconds (and at the end of the binlog); a stream whose caller goes away before
+    either has still counted every one, as the reference path counts them unit by unit."""
+    regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
+            Registration(server_id=2, filters=(ChannelSpec(None, RuleSet(wild_ignore_table=("db2.t%",))),))]
+    slow = _dump_until(row_workload, regs, False, 5, batch_bytes=3_000)
+    fast = _dump_until(row_workload, regs, True, 5, batch_bytes=3_000)
+    for sid in (1, 2):
+        assert sum(slow[sid][0].rule_hits.values()) > 0
+        assert fast[sid] == slow[sid], f"server_id {sid}: stats or P_S counters differ"
+
+
 def _count_filter_calls(monkeypatch) -> list:
     calls = []
     original = TransactionFilter.filter

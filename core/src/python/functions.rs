@@ -11,10 +11,10 @@ use super::text;
 use crate::assemble;
 use crate::relay;
 use crate::replica;
-use crate::send;
+
 use crate::{crc, hops, payload, sql};
 
-/// A Heartbeat event for (file, pos), as the master sends one (see send::heartbeat).
+/// A Heartbeat event for (file, pos), as the master sends one (see heartbeat::heartbeat).
 #[pyfunction]
 pub(super) fn heartbeat<'py>(
     py: Python<'py>,
@@ -24,7 +24,7 @@ pub(super) fn heartbeat<'py>(
     crc: bool,
 ) -> Bound<'py, PyBytes> {
     let mut out = Vec::with_capacity(file.len() + 23);
-    send::heartbeat(file.as_bytes(), pos, server_id, crc, &mut out);
+    crate::heartbeat::heartbeat(file.as_bytes(), pos, server_id, crc, &mut out);
     PyBytes::new(py, &out)
 }
 
