@@ -324,7 +324,7 @@ class UnitList:
         were added; the records are read back with `unit(k)`. `buf`: bytes or a read-only
         contiguous buffer (a mapping opened PROT_READ)."""
     def scan_start(self, scanner: Scanner, buf: Buffer, off: int, base: int, file: str, limit: int = ...,
-                   at_eof: bool = False, statements: bool = False) -> None:
+                   at_eof: bool = False, statements: bool = False, unit_statements: bool = False) -> None:
         """`scan`, started on a thread of its own: the call returns at once, the GIL free, while
         the scan runs (the master scans the next segment while its stream sends this one). The
         scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
@@ -332,7 +332,11 @@ class UnitList:
         A buffer of at most 128 KB from `off` is scanned at once instead, without the GIL
         (`scans_inline`): a thread's start and join cost as much as its scan. `statements`: when
         this is the list's first part, the thread then reads its statement units too (what
-        `statement_units` would read; taken there, see `statements_ahead`)."""
+        `statement_units` would read; taken there, see `statements_ahead`). `unit_statements`: it
+        also reads the statements of the units with two or more Table_maps (those a slave's table
+        rules may keep in part), which `send` and `count` then cut without reading them."""
+    unit_statements_ahead: int
+    """Units whose statements a scan's thread read (`scan_start(unit_statements=True)`)."""
     def scan_finish(self) -> ScanResult:
         """Waits for the scan `scan_start` began and adds its units: returns what `scan` returns."""
     def __len__(self) -> int: ...

@@ -59,15 +59,52 @@ pub struct UnitList {
     pub flags_any: u32,
     /// Per unit, its statements once a stream or slave kept part of it (`unit_statements`).
     statements: OnceLock<Box<[UnitStatements]>>,
+    /// Bytes and events before each unit, for walks that count only (`experiment`): made the first
+    /// time one asks.
+    sums: OnceLock<Sums>,
+}
+
+/// `UnitList::sums`: entry k of `bytes` (`events`) holds the bytes (events) of units 0..k; the
+/// greatest end of each part's units; whether every unit's range is in order.
+#[derive(Debug, Clone, Default)]
+struct Sums {
+    bytes: Box<[u64]>,
+    events: Box<[u64]>,
+    part_end: Box<[usize]>,
+    sound: bool,
 }
 
 /// A fast unit's statements (`hops::statements` of its body), read once.
 type UnitStatements = OnceLock<Option<Box<[(usize, u32, u32)]>>>;
 
+/// The statements of a scan's units that may be kept in part, by their index in the scan.
+pub type PartStatements = Vec<(usize, Option<Box<[(usize, u32, u32)]>>)>;
+
+/// The statements (`hops::statements`) of the fast units of one scan of `buf` whose Table_maps
+/// are two or more (only those can be kept in part), read while their bytes are still in the
+/// caches: on the scan's own thread, for a caller whose slaves' table rules will cut units
+/// (`experiment`). Read later, unit by unit, each waited on memory (a fifth of the counting's
+/// CPU for 64 slaves each ignoring its own tables).
+pub fn part_statements(buf: &[u8], units: &[Unit]) -> PartStatements {
+    units
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.flags & F_FAST != 0 && u.tables_hi >= u.tables_lo.saturating_add(2))
+        .map(|(k, u)| {
+            let body = u.start + u.gtid_size as usize;
+            let read = (body <= u.end)
+                .then(|| statements(buf, body, u.end))
+                .flatten();
+            (k, read.map(Vec::into_boxed_slice))
+        })
+        .collect()
+}
+
 impl UnitList {
     /// Appends the units of one scan of a buffer (`tables` the scan's name ids).
     pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) {
         self.statements = OnceLock::new(); // made again, for every unit, when asked
+        self.sums = OnceLock::new();
         let part = self.parts.len() as u32;
         self.parts.push(ListPart {
             file: file.to_vec(),
@@ -125,6 +162,47 @@ impl UnitList {
             .get(k)?
             .get_or_init(|| statements(buf, body, u.end).map(Vec::into_boxed_slice))
             .as_deref()
+    }
+
+    fn sums(&self) -> &Sums {
+        self.sums.get_or_init(|| {
+            let n = self.units.len();
+            let (mut bytes, mut events) = (Vec::with_capacity(n + 1), Vec::with_capacity(n + 1));
+            let mut part_end = vec![0usize; self.parts.len()];
+            let (mut b, mut e, mut sound) = (0u64, 0u64, true);
+            for u in &self.units {
+                bytes.push(b);
+                events.push(e);
+                b += u.end.saturating_sub(u.start) as u64;
+                e += u.events as u64;
+                sound &= u.start <= u.end;
+                match part_end.get_mut(u.part as usize) {
+                    Some(end) => *end = (*end).max(u.end),
+                    None => sound = false,
+                }
+            }
+            bytes.push(b);
+            events.push(e);
+            Sums {
+                bytes: bytes.into_boxed_slice(),
+                events: events.into_boxed_slice(),
+                part_end: part_end.into_boxed_slice(),
+                sound,
+            }
+        })
+    }
+
+    /// Unit statements read ahead (`part_statements`, for units from `first` on), set into the
+    /// list's cells where none is read yet.
+    pub fn preset_statements(&self, first: usize, read: PartStatements) {
+        let cells = self
+            .statements
+            .get_or_init(|| (0..self.units.len()).map(|_| OnceLock::new()).collect());
+        for (k, stmts) in read {
+            if let Some(cell) = cells.get(first + k) {
+                let _ = cell.set(stmts);
+            }
+        }
     }
 
     /// The name ids of unit k's Table_maps (empty for a unit that is not fast, or out of range).
@@ -396,6 +474,11 @@ pub fn walk(
     from: usize,
     opt: &SendOptions,
 ) -> Sent {
+    if opt.count_only && opt.limit == u64::MAX {
+        if let Some(s) = walk_counting(plan, bufs, row, keep, from, opt) {
+            return s;
+        }
+    }
     let mut s = Sent {
         name_counts: vec![0; keep.len()],
         key_counts: vec![0; opt.stmts.map_or(0, |(_, k)| k.len())],
@@ -490,35 +573,7 @@ pub fn walk(
                 i = j;
             }
             PARTIAL if opt.partial_ok => {
-                if unit.flags & F_MARIADB_GTID == 0 {
-                    break; // MySQL: the GTID's transaction_length must be rewritten
-                }
-                // A statement unit is cut at its statements by their keys; a row unit at its
-                // statements (read once for every stream: `unit_statements`) by its tables.
-                let cut = if unit.lo == u32::MAX {
-                    opt.stmts
-                        .and_then(|(st, kb)| st.partial(i, buf, kb))
-                        .map(|(bytes, events)| (Cut::Bytes(bytes), events))
-                } else if unit.lo > unit.hi {
-                    None
-                } else {
-                    plan.tids
-                        .get(unit.lo as usize..unit.hi as usize)
-                        .and_then(|ids| {
-                            let gtid_end = unit.start + unit.gtid_size as usize;
-                            let stmts = plan.unit_statements(i, buf)?;
-                            partial_parts(
-                                unit.start,
-                                unit.end,
-                                gtid_end,
-                                unit.events,
-                                ids,
-                                keep,
-                                stmts,
-                            )
-                        })
-                        .map(|(parts, events)| (Cut::Parts(parts), events))
-                };
+                let cut = cut(plan, i, buf, keep, opt);
                 let Some((cut, events)) = cut else {
                     break;
                 };
@@ -551,6 +606,132 @@ pub fn walk(
         s.pending = Some(k);
     }
     s
+}
+
+/// Unit i (of `buf`, its part's bytes) kept in part: its kept bytes and events, or None where it
+/// cannot be cut (a MySQL unit, whose GTID's transaction_length would have to be rewritten; a
+/// statement of a row unit partly kept, or without its own Table_map).
+fn cut(
+    plan: &UnitList,
+    i: usize,
+    buf: &[u8],
+    keep: &[u8],
+    opt: &SendOptions,
+) -> Option<(Cut, u64)> {
+    let unit = plan.units.get(i)?;
+    if unit.flags & F_MARIADB_GTID == 0 {
+        return None; // MySQL: the GTID's transaction_length must be rewritten
+    }
+    // A statement unit is cut at its statements by their keys; a row unit at its statements
+    // (read once for every stream: `unit_statements`) by its tables.
+    if unit.lo == u32::MAX {
+        let (st, kb) = opt.stmts?;
+        let (bytes, events) = st.partial(i, buf, kb)?;
+        return Some((Cut::Bytes(bytes), events));
+    }
+    let ids = plan.tids.get(unit.lo as usize..unit.hi as usize)?;
+    let gtid_end = unit.start + unit.gtid_size as usize;
+    let stmts = plan.unit_statements(i, buf)?;
+    let (parts, events) = partial_parts(
+        unit.start,
+        unit.end,
+        gtid_end,
+        unit.events,
+        ids,
+        keep,
+        stmts,
+    )?;
+    Some((Cut::Parts(parts), events))
+}
+
+/// `walk` for a caller that counts only and sets no batch limit (`experiment`'s `UnitList.count`),
+/// from the list's sums: a run of units kept or skipped whole costs its answer bytes, not a read
+/// of each unit's record (64 slaves each walked every unit). The same counts as `walk`; None
+/// where the list's units do not all lie in order inside the given buffers (`walk` then stops
+/// at the first that does not).
+fn walk_counting(
+    plan: &UnitList,
+    bufs: &[&[u8]],
+    row: &[u8],
+    keep: &[u8],
+    from: usize,
+    opt: &SendOptions,
+) -> Option<Sent> {
+    let sums = plan.sums();
+    let inside = sums
+        .part_end
+        .iter()
+        .enumerate()
+        .all(|(p, end)| bufs.get(p).is_some_and(|b| *end <= b.len()));
+    if !sums.sound || !inside {
+        return None;
+    }
+    let between = |i: usize, j: usize| {
+        (
+            sums.bytes[j] - sums.bytes[i],
+            sums.events[j] - sums.events[i],
+        )
+    };
+    let mut s = Sent::default();
+    let n = row.len().min(plan.units.len());
+    let (mut given, mut owed) = (opt.pending.map(<[u8]>::len), None::<usize>);
+    let flush = |s: &mut Sent, given: &mut Option<usize>, owed: &mut Option<usize>| {
+        let size = match (given.take(), owed.take()) {
+            (Some(len), _) => {
+                s.pending_done = true;
+                len
+            }
+            (None, Some(k)) => plan.heartbeat_len(k, opt.heartbeat_crc),
+            (None, None) => return,
+        };
+        s.heartbeats += 1;
+        s.heartbeat_bytes += size as u64;
+    };
+    let mut i = from.min(n);
+    while i < n {
+        let answer = row[i];
+        let j = match answer {
+            KEEP | SKIP => i + row[i..n].iter().position(|a| *a != answer).unwrap_or(n - i),
+            _ => i + 1,
+        };
+        match answer {
+            KEEP => {
+                flush(&mut s, &mut given, &mut owed);
+                let (bytes, events) = between(i, j);
+                s.sent_bytes += bytes;
+                s.sent_events += events;
+                s.kept += (j - i) as u64;
+            }
+            SKIP if opt.skip_ok => {
+                if given.take().is_some() {
+                    s.pending_done = true;
+                }
+                owed = Some(j - 1);
+                s.skipped += (j - i) as u64;
+            }
+            PARTIAL if opt.partial_ok => {
+                let buf = bufs[plan.units[i].part as usize];
+                let Some((cut, events)) = cut(plan, i, buf, keep, opt) else {
+                    break;
+                };
+                flush(&mut s, &mut given, &mut owed);
+                s.sent_bytes += match &cut {
+                    Cut::Bytes(bytes) => bytes.len() as u64,
+                    Cut::Parts(parts) => parts.iter().map(|(a, b)| (b - a) as u64).sum(),
+                };
+                s.sent_events += events;
+                s.partial += 1;
+            }
+            _ => break,
+        }
+        let (bytes, events) = between(i, j);
+        s.read_bytes += bytes;
+        s.read_events += events;
+        i = j;
+    }
+    s.next = i;
+    s.pending = owed;
+    Some(s)
 }
 
 impl Sent {

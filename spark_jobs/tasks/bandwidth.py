@@ -297,7 +297,12 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
     counters: list[_SlaveCounter] | None = None
     fmt = None
-    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner):
+    # Slaves whose table rules (or effective patterns, or a master policy) may keep a unit of
+    # several tables in part: its statements are read on the scan's thread, while its bytes are
+    # in the caches, not one unit at a time on this one.
+    cuts = any(s.rules.table_rules_on or s.rules.effective_do or s.rules.effective_ignore or gate is not None
+               for s, gate in distinct)
+    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=cuts):
         if counters is None:
             fmt = fmt_before
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)

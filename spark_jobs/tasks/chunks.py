@@ -174,7 +174,8 @@ def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Trans
         yield from grouper.flush()
 
 
-def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int, int]]:
+def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: bool = False
+                  ) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int, int]]:
     """The chunk's bytes a buffer at a time, each scanned once by the compiled `scanner` into a
     UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
     chunk, the buffer, its file offset, the UnitList, how many units it holds, the scanner's
@@ -188,7 +189,8 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescri
     the caller works on the one before: on two cores an experiment's 64 slaves are counted while
     the scan reads on. So the caller must not call `scanner` between two items; its `names` may be
     read (they grow only here, when a scan is finished). Memory: two buffers (or their mapped
-    pages), whatever the chunk's size."""
+    pages), whatever the chunk's size. `unit_statements`: the scan's thread also reads the
+    statements of the units that table rules may keep in part (`Scanner.scan_start`)."""
     with open_binlog(chunk.path) as stream:
         fmt = None
         if chunk.start > 4:
@@ -211,7 +213,7 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner) -> Iterator[tuple[FormatDescri
         def start(at: int, want: int) -> tuple[Buffer, bool, _core.UnitList]:
             buf, eof = source.take(at, want)
             units = _core.UnitList()
-            scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof)
+            scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof, unit_statements=unit_statements)
             return buf, eof, units
 
         want = READ_BYTES

@@ -192,3 +192,44 @@ def test_slaves_whose_answers_agree_are_walked_once(generated, workload, monkeyp
         assert {**row, "slave": ""} == {**alone[k % 2], "slave": ""}
     assert walks_alone > 0
     assert len(runs) < 2 * walks_alone, (len(runs), walks_alone)  # 14 slaves, about 2 slaves' walks
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 9_000])
+def test_statements_read_on_the_scan_thread_cut_as_the_reference(generated, chunk_bytes, monkeypatch):
+    """Slaves with table rules keep units of several tables in part: the statements of such units
+    are read on the scan's thread (`unit_statements`), while their bytes are in the caches, and
+    cut there as the reference cuts them. Slaves with database rules alone do not ask for them."""
+    from dumpfilter.spark_jobs.tasks import chunks as chunk_module
+
+    monkeypatch.setattr(chunk_module, "READ_BYTES", 4_000)
+    lists = []
+    real = bandwidth.chunk_buffers
+
+    def recorded(*args, **kwargs):
+        for item in real(*args, **kwargs):
+            lists.append(item[3])
+            yield item
+
+    monkeypatch.setattr(bandwidth, "chunk_buffers", recorded)
+    by_python = []
+    real_unit = bandwidth._SlaveCounter.unit
+    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: by_python.append(txn) or real_unit(self, txn))
+    src = [generated["row-mariadb"]]
+    cutting = _topology([(["replicate-ignore-table=db1.t1"], "heartbeat"),
+                         (["replicate-wild-do-table=db2.t2", "replicate-do-table=db1.t2"], "placeholder"),
+                         (["replicate-do-db=db3"], "heartbeat")])
+    rows = _counts(bandwidth, src, cutting, chunk_bytes)
+    assert rows == _counts(experiment_reference, src, cutting, chunk_bytes)
+    assert rows[0]["transactions_partial"] > 0, "the workload holds no unit kept in part"
+    assert sum(units.unit_statements_ahead for units in lists) > 0
+    # The units cut from the statements read ahead are cut by the core, not left to Python: as
+    # many go to Python as when each unit's statements are read where it is cut.
+    ahead = len(by_python)
+    by_python.clear()
+    monkeypatch.setattr(bandwidth, "chunk_buffers", lambda *a, **kw: recorded(*a, **{**kw, "unit_statements": False}))
+    assert _counts(bandwidth, src, cutting, chunk_bytes) == rows
+    assert len(by_python) == ahead
+    lists.clear()
+    monkeypatch.setattr(bandwidth, "chunk_buffers", recorded)
+    assert _counts(bandwidth, src, _topology([(["replicate-do-db=db1"], "heartbeat")]), chunk_bytes)
+    assert lists and sum(units.unit_statements_ahead for units in lists) == 0

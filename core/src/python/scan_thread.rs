@@ -8,12 +8,19 @@ use pyo3::types::PyBytes;
 
 use super::scanner::PyScanner;
 use crate::scan::{self, Scanner, F_HAS_FDE};
+use crate::send::{part_statements, PartStatements};
 use crate::stmt_units::StmtUnits;
 use crate::types::QUERY;
 
-/// What a scan thread returns: the scanner's state, handed back, the units it found, and their
-/// statement units when it built them (`ScanJob::statements`).
-pub(super) type Scanned = (Scanner, scan::ScanOut, Option<Ahead>);
+/// What a scan thread returns: the scanner's state, handed back, the units it found, their
+/// statement units when it built them (`ScanJob::statements`), and the statements of the units
+/// that may be kept in part when it read them (`ScanJob::unit_statements`).
+pub(super) type Scanned = (
+    Scanner,
+    scan::ScanOut,
+    Option<Ahead>,
+    Option<PartStatements>,
+);
 
 /// The statement units of a scan's units, built on its thread (`StmtUnits::build_part`), with
 /// the format they were read under: (QUERY post-header length, checksum length, the first unit
@@ -98,6 +105,8 @@ pub(super) struct ScanJob {
     /// Build the statement units of the units found (the list's first part) after the scan,
     /// on this thread: the master's streams then find them read (see `Ahead`).
     pub(super) statements: bool,
+    /// Read the statements of the units that may be kept in part (`send::part_statements`).
+    pub(super) unit_statements: bool,
 }
 
 impl ScanJob {
@@ -113,7 +122,10 @@ impl ScanJob {
         } else {
             None
         };
-        (self.scanner, out, ahead)
+        let stmts = self
+            .unit_statements
+            .then(|| part_statements(data, &out.units));
+        (self.scanner, out, ahead, stmts)
     }
 }
 

@@ -36,6 +36,9 @@ pub(super) struct PyUnitList {
     ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
     took_ahead: std::sync::atomic::AtomicBool,
+    /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
+    #[pyo3(get)]
+    unit_statements_ahead: usize,
 }
 
 /// The bytes below which `scan_start` scans at once, on the calling thread (without the GIL),
@@ -109,6 +112,7 @@ impl PyUnitList {
             stmts: std::sync::OnceLock::new(),
             ahead: std::sync::Mutex::new(None),
             took_ahead: std::sync::atomic::AtomicBool::new(false),
+            unit_statements_ahead: 0,
         }
     }
 
@@ -147,8 +151,10 @@ impl PyUnitList {
     /// GIL (counted in `scans_inline`). `statements`: when this is the list's first part, the
     /// thread then builds its statement units too (see `statement_units`), which a segment read
     /// ahead has ready before a stream asks (no build when no unit may be one).
+    /// `unit_statements`: the thread also reads the statements of the units that may be kept
+    /// in part (see send::part_statements).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false, statements = false))]
+    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false, statements = false, unit_statements = false))]
     fn scan_start(
         &mut self,
         py: Python<'_>,
@@ -160,6 +166,7 @@ impl PyUnitList {
         limit: usize,
         at_eof: bool,
         statements: bool,
+        unit_statements: bool,
     ) -> PyResult<()> {
         self.idle()?;
         let mut s = scanner.try_borrow_mut()?;
@@ -178,6 +185,7 @@ impl PyUnitList {
             limit,
             at_eof,
             statements: statements && self.bufs.is_empty(),
+            unit_statements,
         };
         let run = if len - off <= INLINE_SCAN {
             self.scans_inline += 1;
@@ -226,10 +234,15 @@ impl PyUnitList {
         let scanner = scanner.bind(py);
         let mut s = scanner.try_borrow_mut()?;
         s.away = false;
-        let (inner, out, ahead) = done?;
+        let (inner, out, ahead, stmts) = done?;
         s.inner = inner;
         let first = self.bufs.is_empty();
+        let before = self.list.units.len();
         let scanned = self.adopt(py, &mut s, out, held, &file, base)?;
+        if let Some(stmts) = stmts {
+            self.unit_statements_ahead += stmts.len();
+            self.list.preset_statements(before, stmts);
+        }
         if first && scanned.added > 0 {
             *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = ahead;
         }
