@@ -632,9 +632,46 @@ pub fn partial_parts(
     stmts: &[(usize, u32, u32)],
 ) -> Option<(Vec<(usize, usize)>, u64)> {
     let mut parts: Vec<(usize, usize)> = Vec::with_capacity(stmts.len() + 2);
+    let events_out = cut_ranges(start, end, gtid_end, events, ids, keep, stmts, |a, b| {
+        parts.push((a, b))
+    })?;
+    Some((parts, events_out))
+}
+
+/// `partial_parts`' bytes and events, for a caller that counts only (nothing allocated).
+pub fn partial_size(
+    start: usize,
+    end: usize,
+    gtid_end: usize,
+    events: u32,
+    ids: &[u32],
+    keep: &[u8],
+    stmts: &[(usize, u32, u32)],
+) -> Option<(u64, u64)> {
+    let mut size = 0u64;
+    let events_out = cut_ranges(start, end, gtid_end, events, ids, keep, stmts, |a, b| {
+        size += (b - a) as u64
+    })?;
+    Some((size, events_out))
+}
+
+/// The one definition of a unit's cut: hands `range` each kept byte range in order and returns
+/// the events left, or None (after some ranges, which the caller then drops) where the unit
+/// cannot be cut.
+#[allow(clippy::too_many_arguments)]
+fn cut_ranges(
+    start: usize,
+    end: usize,
+    gtid_end: usize,
+    events: u32,
+    ids: &[u32],
+    keep: &[u8],
+    stmts: &[(usize, u32, u32)],
+    mut range: impl FnMut(usize, usize),
+) -> Option<u64> {
     let (mut at, mut t0) = (gtid_end, 0usize);
     let mut events_out = events as u64;
-    parts.push((start, gtid_end));
+    range(start, gtid_end);
     for (stmt_end, n, t1) in stmts {
         let t1 = *t1 as usize;
         if t1 == t0 || t1 > ids.len() || *stmt_end > end {
@@ -646,15 +683,15 @@ pub fn partial_parts(
             return None; // a partly kept statement: its STMT_END_F would move
         }
         if k == Some(true) {
-            parts.push((at, *stmt_end));
+            range(at, *stmt_end);
         } else {
             events_out -= (*n as u64).min(events_out);
         }
         at = *stmt_end;
         t0 = t1;
     }
-    parts.push((at, end));
-    Some((parts, events_out))
+    range(at, end);
+    Some(events_out)
 }
 
 /// A stream's answer per unit (`rows`), the one definition of these codes: Python reads them

@@ -6,7 +6,7 @@
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
 use crate::assemble::{
-    partial_parts, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP,
+    partial_parts, partial_size, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP,
 };
 use crate::heartbeat::Heartbeats;
 use crate::hops::statements;
@@ -644,6 +644,35 @@ fn cut(
     Some((Cut::Parts(parts), events))
 }
 
+/// `cut`'s bytes and events, nothing assembled (a row unit's ranges are summed, not gathered).
+fn cut_size(
+    plan: &UnitList,
+    i: usize,
+    buf: &[u8],
+    keep: &[u8],
+    opt: &SendOptions,
+) -> Option<(u64, u64)> {
+    let unit = plan.units.get(i)?;
+    if unit.lo == u32::MAX || unit.flags & F_MARIADB_GTID == 0 {
+        return cut(plan, i, buf, keep, opt).map(|(cut, events)| match cut {
+            Cut::Bytes(bytes) => (bytes.len() as u64, events),
+            Cut::Parts(parts) => (parts.iter().map(|(a, b)| (b - a) as u64).sum(), events),
+        });
+    }
+    let ids = plan.tids.get(unit.lo as usize..unit.hi as usize)?;
+    let gtid_end = unit.start + unit.gtid_size as usize;
+    let stmts = plan.unit_statements(i, buf)?;
+    partial_size(
+        unit.start,
+        unit.end,
+        gtid_end,
+        unit.events,
+        ids,
+        keep,
+        stmts,
+    )
+}
+
 /// `walk` for a caller that counts only and sets no batch limit (`experiment`'s `UnitList.count`),
 /// from the list's sums: a run of units kept or skipped whole costs its answer bytes, not a read
 /// of each unit's record (64 slaves each walked every unit). The same counts as `walk`; None
@@ -711,14 +740,11 @@ fn walk_counting(
             }
             PARTIAL if opt.partial_ok => {
                 let buf = bufs[plan.units[i].part as usize];
-                let Some((cut, events)) = cut(plan, i, buf, keep, opt) else {
+                let Some((bytes, events)) = cut_size(plan, i, buf, keep, opt) else {
                     break;
                 };
                 flush(&mut s, &mut given, &mut owed);
-                s.sent_bytes += match &cut {
-                    Cut::Bytes(bytes) => bytes.len() as u64,
-                    Cut::Parts(parts) => parts.iter().map(|(a, b)| (b - a) as u64).sum(),
-                };
+                s.sent_bytes += bytes;
                 s.sent_events += events;
                 s.partial += 1;
             }
