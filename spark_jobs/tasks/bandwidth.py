@@ -299,15 +299,21 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     fmt = None
     # Slaves whose table rules (or effective patterns, or a master policy) may keep a unit of
     # several tables in part: its statements are read on the scan's thread, while its bytes are
-    # in the caches, not one unit at a time on this one.
-    cuts = any(s.rules.table_rules_on or s.rules.effective_do or s.rules.effective_ignore or gate is not None
-               for s, gate in distinct)
-    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=cuts):
+    # in the caches, not one unit at a time on this one. But only while units are kept in part:
+    # rules naming tables the binlog does not hold cut nothing, and reading every unit's
+    # statements would then only slow the scan the counting waits for. (The scan of the next
+    # buffer starts before this one is counted: it follows what the one before found.)
+    cuts = [any(s.rules.table_rules_on or s.rules.effective_do or s.rules.effective_ignore or gate is not None
+                for s, gate in distinct)]
+    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0]):
         if counters is None:
             fmt = fmt_before
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)
                         for s, gate in distinct]
+            may_cut = cuts[0]
+        partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
+        cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
     if counters is None:
         return []
     done = [counter.finish() for counter in counters]

@@ -14,7 +14,7 @@ import bisect
 import io
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,7 +174,7 @@ def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Trans
         yield from grouper.flush()
 
 
-def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: bool = False
+def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[], bool] | bool = False
                   ) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int, int]]:
     """The chunk's bytes a buffer at a time, each scanned once by the compiled `scanner` into a
     UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
@@ -189,8 +189,9 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: bool = Fal
     the caller works on the one before: on two cores an experiment's 64 slaves are counted while
     the scan reads on. So the caller must not call `scanner` between two items; its `names` may be
     read (they grow only here, when a scan is finished). Memory: two buffers (or their mapped
-    pages), whatever the chunk's size. `unit_statements`: the scan's thread also reads the
-    statements of the units that table rules may keep in part (`Scanner.scan_start`)."""
+    pages), whatever the chunk's size. `unit_statements` (or what it returns when each scan
+    starts): the scan's thread also reads the statements of the units that table rules may keep
+    in part (`Scanner.scan_start`)."""
     with open_binlog(chunk.path) as stream:
         fmt = None
         if chunk.start > 4:
@@ -213,7 +214,8 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: bool = Fal
         def start(at: int, want: int) -> tuple[Buffer, bool, _core.UnitList]:
             buf, eof = source.take(at, want)
             units = _core.UnitList()
-            scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof, unit_statements=unit_statements)
+            read = unit_statements() if callable(unit_statements) else unit_statements
+            scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof, unit_statements=read)
             return buf, eof, units
 
         want = READ_BYTES

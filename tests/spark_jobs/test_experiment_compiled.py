@@ -233,3 +233,11 @@ def test_statements_read_on_the_scan_thread_cut_as_the_reference(generated, chun
     monkeypatch.setattr(bandwidth, "chunk_buffers", recorded)
     assert _counts(bandwidth, src, _topology([(["replicate-do-db=db1"], "heartbeat")]), chunk_bytes)
     assert lists and sum(units.unit_statements_ahead for units in lists) == 0
+    # Table rules that cut nothing (tables the binlog does not hold): read ahead only until a
+    # counted buffer shows it (the first two scans of a chunk start before any of its buffers is
+    # counted).
+    lists.clear()
+    nothing_cut = _topology([(["replicate-ignore-table=db1.not_there"], "heartbeat")])
+    assert _counts(bandwidth, src, nothing_cut, chunk_bytes) == _counts(experiment_reference, src, nothing_cut, chunk_bytes)
+    chunks = len(plan_chunks(input_files(src), chunk_bytes))
+    assert sum(1 for units in lists if units.unit_statements_ahead) <= 2 * chunks < len(lists)
