@@ -187,24 +187,30 @@ class SlaveStream:
         watch = self.svc.watch
         generation = watch.listing_changes  # read before the file's size: a change after either is seen next time
         file = self.pos[0]
-        try:
-            size = os.stat(self.svc.segments.path(file)).st_size
-        except OSError:
-            size = None
         quiet = self._quiet
-        if quiet is not None and generation is not None and quiet == (self.pos, size, generation):
+        if quiet is not None and generation is not None and quiet == (self.pos, self._size(file), generation):
             self.quiet_wakes += 1
             return Segment(self.pos, [], self.pos, at_end=True)
         self._quiet = None
         seg = self.svc.segments.get(self.pos)
         self.looks += 1
-        if generation is not None and seg.at_end and seg.error is None and seg.end == (file, size) and \
-                self._in_last_file(file):
-            # Every byte there was before the read is behind the stream, and no later file was
-            # listed: only a write to this file or a change of the listing can bring it more. (A
-            # segment from the cache was read earlier: its at_end alone says nothing of now.)
-            self._quiet = (seg.end, size, generation)
+        # The file's size is read after the read (only for a segment that reached the end of what
+        # was written: a stream catching up stats no file per segment). Files only grow: a size
+        # equal to the segment's end after the read was its end before it too.
+        if generation is not None and seg.at_end and seg.error is None and seg.end[0] == file:
+            size = self._size(file)
+            if seg.end == (file, size) and self._in_last_file(file):
+                # Every byte there was before the read is behind the stream, and no later file was
+                # listed: only a write to this file or a change of the listing can bring it more. (A
+                # segment from the cache was read earlier: its at_end alone says nothing of now.)
+                self._quiet = (seg.end, size, generation)
         return seg
+
+    def _size(self, file: str) -> int | None:
+        try:
+            return os.stat(self.svc.segments.path(file)).st_size
+        except OSError:
+            return None
 
     def _in_last_file(self, file: str) -> bool:
         try:

@@ -136,3 +136,23 @@ def test_a_segment_from_the_cache_read_before_the_file_grew_is_no_reason_to_wait
         svc.shutdown()
         for thread in threads:
             thread.join(30)
+
+
+def test_a_stream_catching_up_stats_no_file_per_segment(tmp_path, monkeypatch):
+    """Only a look that reaches the end of what is written reads its file's size (for the next
+    wake's check): a stream catching up over many segments stats none of the files it passes."""
+    generate(WorkloadSpec(seed=12, transactions=600, flavor="mariadb", max_binlog_size=60_000), tmp_path)
+    sizes: list[str] = []
+    real = SlaveStream._size
+    monkeypatch.setattr(SlaveStream, "_size", lambda self, file: sizes.append(file) or real(self, file))
+    looks: list[int] = []
+    real_look = SlaveStream._look
+    monkeypatch.setattr(SlaveStream, "_look", lambda self: looks.append(1) or real_look(self))
+    svc = DumpService(tmp_path, segment_bytes=4_000)
+    svc.register(Registration(server_id=1))
+    for batch in svc.stream(1, heartbeat_period=HOURS):
+        if batch.caught_up:
+            break
+    files = len([p for p in tmp_path.iterdir() if p.name[-1].isdigit()])
+    assert files > 2 and len(looks) > 4 * files
+    assert len(sizes) <= 2, sizes  # the last file's end, once or twice
