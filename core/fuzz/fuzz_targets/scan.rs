@@ -1,6 +1,6 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
-//! the assembly, a stream's send walk (and its count mode), the replica framing, the slave's relay run, the payload decoders and the DDL
+//! the assembly, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders and the DDL
 //! text classifier. A crash is a panic on input.
 #![no_main]
 
@@ -106,6 +106,10 @@ fuzz_target!(|data: &[u8]| {
         (counted.next, counted.sent_bytes, counted.heartbeat_bytes),
         (sent.next, sent.sent_bytes, sent.heartbeat_bytes)
     );
+    // The statements a scan thread reads ahead are those the list reads when asked.
+    for (k, read) in _core::send::part_statements(&buf[..out.stop], &out.units) {
+        assert_eq!(read.as_deref(), plan.unit_statements(k, &buf[..out.stop]));
+    }
     // Any bytes as a batch framed for a real replica: whole packets, or None.
     if let Some(f) = _core::replica::frame(rest, control, control & 1 != 0, 4, 4) {
         assert!(f.packets.len() <= rest.len() + rest.len() / 19 * 5);
