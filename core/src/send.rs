@@ -5,9 +5,7 @@
 //! run in Python. The segment (`UnitList`) is built once from the scanner's records and shared by
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
-use crate::assemble::{
-    partial_parts, partial_size, rows, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP,
-};
+use crate::assemble::{rows, UnitCut, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
 use crate::heartbeat::Heartbeats;
 use crate::hops::statements;
 use std::ops::Range;
@@ -205,6 +203,20 @@ impl UnitList {
         }
     }
 
+    /// Fast unit k (of `buf`, its part's bytes) to cut at its statements; None where they do
+    /// not cut (see `hops::statements`) or its records do not add up.
+    fn unit_cut<'a>(&'a self, k: usize, buf: &[u8]) -> Option<UnitCut<'a>> {
+        let u = self.units.get(k)?;
+        Some(UnitCut {
+            start: u.start,
+            end: u.end,
+            gtid_end: u.start + u.gtid_size as usize,
+            events: u.events,
+            ids: self.tids.get(u.lo as usize..u.hi as usize)?,
+            stmts: self.unit_statements(k, buf)?,
+        })
+    }
+
     /// The name ids of unit k's Table_maps (empty for a unit that is not fast, or out of range).
     pub fn tables(&self, k: usize) -> &[u32] {
         match self.units.get(k) {
@@ -351,10 +363,22 @@ pub struct SendOptions<'a> {
     pub count_only: bool,
 }
 
-/// A unit kept in part: its kept bytes (a statement unit's) or their ranges in its buffer.
+/// A unit kept in part: its kept bytes (a statement unit's), their ranges in its buffer, or
+/// (counting only) their size.
 enum Cut {
     Bytes(Vec<u8>),
     Parts(Vec<(usize, usize)>),
+    Size(u64),
+}
+
+impl Cut {
+    fn len(&self) -> u64 {
+        match self {
+            Cut::Bytes(bytes) => bytes.len() as u64,
+            Cut::Parts(parts) => parts.iter().map(|(a, b)| (b - a) as u64).sum(),
+            Cut::Size(size) => *size,
+        }
+    }
 }
 
 /// A stretch of what a call sends, in order (`Sent::pieces`): bytes of a part's buffer (kept
@@ -578,15 +602,11 @@ pub fn walk(
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);
-                let len = match &cut {
-                    Cut::Bytes(bytes) => bytes.len() as u64,
-                    Cut::Parts(parts) => parts.iter().map(|(a, b)| (b - a) as u64).sum(),
-                };
-                if !opt.count_only {
-                    match cut {
-                        Cut::Bytes(bytes) => s.own_piece(&bytes),
-                        Cut::Parts(parts) => s.own_parts(buf, &parts),
-                    }
+                let len = cut.len();
+                match cut {
+                    Cut::Bytes(bytes) if !opt.count_only => s.own_piece(&bytes),
+                    Cut::Parts(parts) if !opt.count_only => s.own_parts(buf, &parts),
+                    _ => {}
                 }
                 s.sent_bytes += len;
                 s.sent_events += events;
@@ -629,48 +649,13 @@ fn cut(
         let (bytes, events) = st.partial(i, buf, kb)?;
         return Some((Cut::Bytes(bytes), events));
     }
-    let ids = plan.tids.get(unit.lo as usize..unit.hi as usize)?;
-    let gtid_end = unit.start + unit.gtid_size as usize;
-    let stmts = plan.unit_statements(i, buf)?;
-    let (parts, events) = partial_parts(
-        unit.start,
-        unit.end,
-        gtid_end,
-        unit.events,
-        ids,
-        keep,
-        stmts,
-    )?;
-    Some((Cut::Parts(parts), events))
-}
-
-/// `cut`'s bytes and events, nothing assembled (a row unit's ranges are summed, not gathered).
-fn cut_size(
-    plan: &UnitList,
-    i: usize,
-    buf: &[u8],
-    keep: &[u8],
-    opt: &SendOptions,
-) -> Option<(u64, u64)> {
-    let unit = plan.units.get(i)?;
-    if unit.lo == u32::MAX || unit.flags & F_MARIADB_GTID == 0 {
-        return cut(plan, i, buf, keep, opt).map(|(cut, events)| match cut {
-            Cut::Bytes(bytes) => (bytes.len() as u64, events),
-            Cut::Parts(parts) => (parts.iter().map(|(a, b)| (b - a) as u64).sum(), events),
-        });
+    let unit_cut = plan.unit_cut(i, buf)?;
+    if opt.count_only {
+        let (size, events) = unit_cut.size(keep)?;
+        return Some((Cut::Size(size), events));
     }
-    let ids = plan.tids.get(unit.lo as usize..unit.hi as usize)?;
-    let gtid_end = unit.start + unit.gtid_size as usize;
-    let stmts = plan.unit_statements(i, buf)?;
-    partial_size(
-        unit.start,
-        unit.end,
-        gtid_end,
-        unit.events,
-        ids,
-        keep,
-        stmts,
-    )
+    let (parts, events) = unit_cut.parts(keep)?;
+    Some((Cut::Parts(parts), events))
 }
 
 /// `walk` for a caller that counts only and sets no batch limit (`experiment`'s `UnitList.count`),
@@ -740,11 +725,11 @@ fn walk_counting(
             }
             PARTIAL if opt.partial_ok => {
                 let buf = bufs[plan.units[i].part as usize];
-                let Some((bytes, events)) = cut_size(plan, i, buf, keep, opt) else {
+                let Some((cut, events)) = cut(plan, i, buf, keep, opt) else {
                     break;
                 };
                 flush(&mut s, &mut given, &mut owed);
-                s.sent_bytes += bytes;
+                s.sent_bytes += cut.len();
                 s.sent_events += events;
                 s.partial += 1;
             }
