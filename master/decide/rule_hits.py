@@ -18,10 +18,14 @@ class RuleHits:
     stats and P_S counters. The stream reads `unit_hits` and `group_hits` to know whether a run
     has statement hits to count; StatementAnswers fills them (`for_segment`)."""
 
-    __slots__ = ("slave", "occurrences", "unit_hits", "group_hits", "_tally")
+    __slots__ = ("slave", "state", "occurrences", "unit_hits", "group_hits", "_tally")
 
     def __init__(self, slave):
         self.slave = slave
+        # The rules the stream decides with (the slave's state when it started, and after each
+        # filter change it applies, `SlaveStream._boundary`): a stream that ends because another
+        # replaced it folds what it ran under its own rules and channel, not the newer stream's.
+        self.state = slave.state
         # Table_maps whose rule hits are not counted yet (folded from the tally, counted by `flush`).
         self.occurrences: Counter = Counter()
         self.unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
@@ -93,7 +97,7 @@ class RuleHits:
         if not occurrences:
             return
         self.occurrences = Counter()
-        state = self.slave.state
+        state = self.state
         decider, engine, gate = state.decider, state.engine, self.slave.gate
         hits: Counter = Counter()
         counters = engine.counters
@@ -113,7 +117,7 @@ class RuleHits:
 
     def _count_filter_hits(self, hits: Counter) -> None:
         """P_S COUNTER of the slave's channel rows."""
-        channel = self.slave.registry.channels.get(self.slave.state.channel)
+        channel = self.slave.registry.channels.get(self.state.channel)
         if channel is None:
             return
         for name, n in hits.items():

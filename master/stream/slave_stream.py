@@ -247,6 +247,7 @@ class SlaveStream:
     def _boundary(self) -> None:
         self.hits.flush()  # counted under the rules they were decided with
         at = self.svc.apply_pending(self.slave, self.pos)
+        self.hits.state = self.slave.state  # the rules decided with from here
         if at is not None:
             self.changed_at = at
 

@@ -493,3 +493,34 @@ def test_fast_dump_equals_reference_dump_on_every_real_binlog(shared_fixtures, t
         fast_units += sum(u.raw is not None for u in cache.get((name, 4)).units)
     assert fast_units > 0  # the fast path really ran on some of them
     assert unfinished == ["mysql-bin.aurora-padding"]
+
+
+def test_a_stream_replaced_from_another_channel_counts_its_hits_under_its_own(row_workload):
+    """A slave's stream on one channel replaced by its stream on another: what the first decided
+    since it last folded its rule hits is counted under its own channel's rules and P_S rows when
+    it ends, as the reference path counted each unit when it decided it."""
+    from dumpfilter.errors import StreamReplacedError
+
+    reg = Registration(server_id=1, channels=("a", "b"),
+                       filters=(ChannelSpec("a", RuleSet(do_db=("db1",))),
+                                ChannelSpec("b", RuleSet(ignore_table=("db2.t1",)))))
+
+    def run(fast: bool):
+        svc = DumpService(row_workload, batch_bytes=3_000) if fast else \
+            reference_service(row_workload, batch_bytes=3_000)
+        svc.register(reg)
+        first = svc.stream(1, channel="a")
+        for _ in range(5):
+            assert not next(first).caught_up
+        second = svc.stream(1, channel="b")
+        next(second)
+        with pytest.raises(StreamReplacedError):
+            for _ in range(50):  # the batch under way ends first
+                next(first)
+        second.close()
+        rows, _ = svc.list_filters(1)
+        return svc.slaves[1].stats, sorted((r["CHANNEL_NAME"], r["FILTER_NAME"], r["COUNTER"]) for r in rows)
+
+    slow, fast = run(False), run(True)
+    assert any(name == "a" and counter > 0 for name, _, counter in slow[1])
+    assert fast == slow
