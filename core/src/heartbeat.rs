@@ -106,12 +106,8 @@ impl Heartbeats {
     }
 
     /// The size of what `append` appends.
-    pub fn len(&self) -> usize {
+    pub fn size(&self) -> usize {
         self.template.len() + if self.tables.is_some() { 4 } else { 0 }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 }
 
@@ -150,7 +146,7 @@ mod tests {
                 heartbeat(&file, pos, server_id, crc, &mut whole);
                 assert_eq!(maker.append(pos, &mut fast), whole.len() - 1);
                 assert_eq!(fast, whole, "pos {pos} name {name_len} crc {crc}");
-                assert_eq!(maker.len(), whole.len() - 1);
+                assert_eq!(maker.size(), whole.len() - 1);
             }
         }
     }

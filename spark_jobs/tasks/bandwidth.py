@@ -303,14 +303,14 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     # rules naming tables the binlog does not hold cut nothing, and reading every unit's
     # statements would then only slow the scan the counting waits for. (The scan of the next
     # buffer starts before this one is counted: it follows what the one before found.)
-    cuts = [any(s.rules.table_rules_on or s.rules.effective_do or s.rules.effective_ignore or gate is not None
-                for s, gate in distinct)]
+    may_cut = any(s.rules.table_rules_on or s.rules.effective_do or s.rules.effective_ignore or gate is not None
+                  for s, gate in distinct)
+    cuts = [may_cut]
     for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0]):
         if counters is None:
             fmt = fmt_before
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)
                         for s, gate in distinct]
-            may_cut = cuts[0]
         partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
