@@ -19,6 +19,7 @@ Writes bench/results/split.json. The ratios are reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -42,10 +43,10 @@ FANOUT = DATA / "fanout-mariadb-520mb"
 MIXED = DATA / "mixed-sysbench-8s-220mb"
 
 
-def _same(a: Path, b: Path) -> bool:
-    names = sorted(p.name for p in a.iterdir())
-    return names == sorted(p.name for p in b.iterdir()) and all(
-        (a / n).read_bytes() == (b / n).read_bytes() for n in names)
+def _digest(directory: Path) -> dict[str, str]:
+    """Each output file's SHA-256, by name: two runs' outputs are compared by these, so that the
+    first run's output can be removed before the second writes (see bench_spark_series)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in directory.iterdir()}
 
 
 def _wait_done(directory: Path, timeout: float = 3600) -> list[Path]:
@@ -100,9 +101,11 @@ def bench_no_spark(directory: Path, work: Path, repeat: int, label: str) -> dict
         shutil.rmtree(work / "split", ignore_errors=True)
         shutil.rmtree(work / "filtered", ignore_errors=True)
         loads.append(round(os.getloadavg()[0], 2))
+        os.sync()  # no dirty page of the run before (see bench_spark_series); not timed
         t0 = time.perf_counter()
         split_local(paths, work / "split", SplitConfig())
         split_s.append(time.perf_counter() - t0)
+        os.sync()
         t0 = time.perf_counter()
         _filter_pass(paths, work / "filtered")
         filter_s.append(time.perf_counter() - t0)
@@ -141,10 +144,14 @@ def bench_spark_series(work: Path, cores: int, repeat: int, cluster: bool = Fals
                 for d in ("local", "spark"):
                     shutil.rmtree(work / d, ignore_errors=True)
                 load = os.getloadavg()[0]
-                # The first of the two runs to write leaves its 2 GB in the page cache: the second
-                # one's writes then reclaim pages (Spark, second: 6.0-6.5 s of CPU instead of 4.0),
-                # so the order alternates.
+                # Each run writes its 2 GB with the other's output gone and no dirty page left: on
+                # this VM, page-cache pages that a run's writes take beside another run's 2 GB (not
+                # freed by it) cost 2-4x the system time to fill (perf: copy_folio_from_iter_atomic
+                # 41% of the run), whichever ran second (Spark second: 6.9-9.5 s of CPU, first:
+                # 3.5 s; `--no-spark` second: 3.5-4.0 s, first: 2.0-2.9 s). The order still alternates.
+                digests = {}
                 for which in (("local", "spark") if i % 2 == 0 else ("spark", "local")):
+                    os.sync()  # not timed
                     if which == "local":
                         t0, c0 = time.perf_counter(), time.process_time()
                         split_local(paths, work / "local", SplitConfig())
@@ -153,7 +160,9 @@ def bench_spark_series(work: Path, cores: int, repeat: int, cluster: bool = Fals
                         t0, c0 = time.perf_counter(), spark_cpu()
                         split_spark(spark, paths, work / "spark", SplitConfig())
                         spark_s, cpu = time.perf_counter() - t0, spark_cpu() - c0
-                same = _same(work / "local", work / "spark")
+                    digests[which] = _digest(work / which)
+                    shutil.rmtree(work / which, ignore_errors=True)
+                same = bool(digests["local"]) and digests["local"] == digests["spark"]
                 runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
                              "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2), "identical": same,
                              "first": "local" if i % 2 == 0 else "spark", **cpu_figures(local_cpu, cpu, cores)})
@@ -268,7 +277,7 @@ def generated_main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             split_spark(spark, [src], work / "spark", config, chunk_bytes=chunk_bytes)
             spark_s = time.perf_counter() - t0
-            same = _same(work / "local", work / "spark")
+            same = _digest(work / "local") == _digest(work / "spark")
             identical &= same
             runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
                          "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2), "identical": same})

@@ -372,6 +372,8 @@ class UnitList:
     def rows(self, keep: bytes) -> bytes:
         """One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its
         keep byte per name id (non-zero: kept)."""
+    def rows_many(self, keeps: list[bytes]) -> list[bytes]:
+        """`rows` for many slaves (their keep bytes), in order, over one read of the units."""
     def statement_units(self, formats: list[tuple[int, int, int]]) -> tuple[list[tuple[int, bytes, bytes, bytes]], int]:
         """The statement units by key (stmt_units::StmtUnits), read once for every stream: ([(key
         id, key bytes, default database, first statement)], the units the keys decide). The scan

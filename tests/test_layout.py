@@ -364,7 +364,7 @@ def test_unit_records_are_decoded_only_in_the_codec():
 
 
 def test_row_codes_have_one_definition():
-    """A stream's answer codes per unit are the core's (assemble.rs), read in Python from the
+    """A stream's answer codes per unit are the core's (rows.rs), read in Python from the
     module; nobody writes their numbers."""
     from dumpfilter import _core
     from dumpfilter.codec import scanner

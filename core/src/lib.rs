@@ -12,6 +12,7 @@ pub mod payload;
 pub mod relay;
 pub mod relay_stmt;
 pub mod replica;
+pub mod rows;
 pub mod scan;
 pub mod send;
 pub mod split;

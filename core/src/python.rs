@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::assemble;
+use crate::rows;
 use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 
 mod flag_words;
@@ -93,10 +94,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("KIND_DELETE", crate::stmt::KIND_DELETE)?;
     m.add("KIND_INSERT_SELECT", crate::stmt::KIND_INSERT_SELECT)?;
     m.add("KIND_REPLACE_SELECT", crate::stmt::KIND_REPLACE_SELECT)?;
-    m.add("ROW_SKIP", assemble::ROW_SKIP)?;
-    m.add("ROW_PARTIAL", assemble::ROW_PARTIAL)?;
-    m.add("ROW_KEEP", assemble::ROW_KEEP)?;
-    m.add("ROW_SLOW", assemble::ROW_SLOW)?;
+    m.add("ROW_SKIP", rows::ROW_SKIP)?;
+    m.add("ROW_PARTIAL", rows::ROW_PARTIAL)?;
+    m.add("ROW_KEEP", rows::ROW_KEEP)?;
+    m.add("ROW_SLOW", rows::ROW_SLOW)?;
     m.add("F_ROTATE_END", scan::F_ROTATE_END)?;
     m.add("F_HAS_FDE", scan::F_HAS_FDE)?;
     m.add("F_MARIADB_GTID", scan::F_MARIADB_GTID)?;

@@ -5,9 +5,10 @@
 //! run in Python. The segment (`UnitList`) is built once from the scanner's records and shared by
 //! every stream; per stream there is only its answer byte per unit (`rows`) and this walk.
 
-use crate::assemble::{rows, UnitCut, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
+use crate::assemble::UnitCut;
 use crate::heartbeat::Heartbeats;
 use crate::hops::statements;
+use crate::rows::{rows, rows_many, ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -297,9 +298,14 @@ impl UnitList {
         Some((at + db.start..at + db.end, at + sql.start..at + sql.end))
     }
 
-    /// One stream's answer byte per unit from its keep byte per name id (see assemble::rows).
+    /// One stream's answer byte per unit from its keep byte per name id (see rows::rows).
     pub fn rows(&self, keep: &[u8]) -> Vec<u8> {
         rows(&self.tids, &self.bounds, keep)
+    }
+
+    /// `rows` for many slaves at once (see rows::rows_many).
+    pub fn rows_many(&self, keeps: &[&[u8]]) -> Vec<Vec<u8>> {
+        rows_many(&self.tids, &self.bounds, keeps)
     }
 
     /// The Heartbeat event for the end of unit k (see heartbeat::heartbeat), made by `made`,
@@ -705,7 +711,7 @@ fn walk_counting(
     while i < n {
         let answer = row[i];
         let j = match answer {
-            KEEP | SKIP => i + row[i..n].iter().position(|a| *a != answer).unwrap_or(n - i),
+            KEEP | SKIP => run_end(&row[..n], i),
             _ => i + 1,
         };
         match answer {
@@ -743,6 +749,28 @@ fn walk_counting(
     s.next = i;
     s.pending = owed;
     Some(s)
+}
+
+/// The end of the run of equal answers that starts at `i` (the first index after it whose answer
+/// differs, or the row's length), read eight answers at a time: 64 slaves' counting walks each
+/// read every answer byte of a segment.
+fn run_end(row: &[u8], i: usize) -> usize {
+    let answer = row[i];
+    let pattern = u64::from_ne_bytes([answer; 8]);
+    let mut j = i + 1;
+    while j + 8 <= row.len() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&row[j..j + 8]);
+        let differs = u64::from_le_bytes(word) ^ pattern;
+        if differs != 0 {
+            return j + (differs.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    j + row[j..]
+        .iter()
+        .position(|a| *a != answer)
+        .unwrap_or(row.len() - j)
 }
 
 impl Sent {

@@ -104,7 +104,7 @@ impl StmtUnits {
     /// its keep byte per key id (1 kept, 0 dropped; anything else, or none: left as it is):
     /// ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none kept) or ROW_PARTIAL.
     pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
-        use crate::assemble::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
+        use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
         for (k, code) in row.iter_mut().enumerate() {
             if *code != ROW_SLOW {
                 continue;
@@ -328,7 +328,7 @@ pub(crate) fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assemble::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
+    use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
 
     fn event(t: u8, body: &[u8]) -> Vec<u8> {
         let mut e = vec![0u8; HEADER_LEN];

@@ -400,6 +400,15 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
             .len()
             <= out.units.len()
     );
+    // Many slaves answered at once answer as each alone (`experiment`'s rows).
+    let other: Vec<u8> = (0..rng.below(keep.len() + 2))
+        .map(|_| rng.below(3) as u8)
+        .collect();
+    assert_eq!(
+        plan.rows_many(&[&keep, &other]),
+        vec![plan.rows(&keep), plan.rows(&other)],
+        "iteration {iteration}"
+    );
     let row: Vec<u8> = if rng.below(2) == 0 {
         plan.rows(&keep)
     } else {
@@ -639,7 +648,7 @@ fn renumbering_sets_end_offsets_and_fresh_crcs() {
 
 #[test]
 fn rows_answer_per_unit() {
-    use _core::assemble::rows;
+    use _core::rows::rows;
     // units: not fast; no tables; tables 0,1 (kept, not); tables 1 (not); tables 0 (kept); unknown id
     let tids = [0u32, 1, 1, 0, 9];
     let bounds = [u32::MAX, 0, 0, 0, 0, 2, 2, 3, 3, 4, 4, 5];

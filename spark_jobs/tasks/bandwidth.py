@@ -16,8 +16,8 @@ For every slave of a topology and every unit of a chunk: the events and bytes a 
 
 The chunk is scanned once, whatever the number of slaves, by the compiled scanner into the core's
 UnitList (the master's own unit index); each slave's answer per unit comes from its keep byte per
-table name (`TableKeeps`, the seam `filter` uses) through `UnitList.rows`, and `UnitList.count`
-walks it as the master's `UnitList.send` does, counting, never copying. Only what the core leaves
+table name (`TableKeeps`, the seam `filter` uses) through `UnitList.rows_many` (every slave's at
+once), and `UnitList.count` walks it as the master's `UnitList.send` does, counting, never copying. Only what the core leaves
 (control events, statements, a partial MySQL transaction, skips under the placeholder and
 empty-transaction policies, a restricted gate's annotated units) goes through TransactionFilter,
 one unit at a time.
@@ -377,16 +377,21 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # differ only in tables the run does not name) are walked once: what the first one's walk did
     # is done again for the others.
     runs: dict[tuple, tuple] = {}
+    # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
+    # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
+    keeps = list(dict.fromkeys(c.keeps.for_names(names) for c in counters if c.compiled))
+    rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     for counter in counters:
         counter.out.tables = tables
-        _walk(counter, units, n, bounds, names, counter.statement_keep(keys), crc, txn, after_index, runs)
+        _walk(counter, units, n, bounds, names, counter.statement_keep(keys), crc, txn, after_index, runs, rows)
     return current
 
 
 def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds, names, stmt_keep: bytes | None, crc: bool,
-          txn, after_index: set[int], runs: dict[tuple, tuple]) -> None:
+          txn, after_index: set[int], runs: dict[tuple, tuple], rows: dict[bytes, bytes]) -> None:
     """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
-    first, and recorded there), the rest one unit at a time."""
+    first, and recorded there), the rest one unit at a time. `rows`: answers already made, by
+    keep bytes."""
     c = counter.out.counts
     keep, row = None, None
     for start, stop, hour in bounds:
@@ -403,7 +408,7 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds, names, 
                     counter.replay(*done[1:])
                 else:
                     if row is None:
-                        row = units.rows(keep)
+                        row = rows.get(keep) or units.rows(keep)
                         if stmt_keep is not None:
                             row = units.statement_rows(row, stmt_keep)
                     if cut is None:  # the walk ends with the hour: its answers end there

@@ -385,6 +385,14 @@ impl PyUnitList {
         PyBytes::new(py, &out)
     }
 
+    /// `rows` for many slaves (their keep bytes), over one read of the units (see
+    /// rows::rows_many): a list of answer bytes, in order.
+    fn rows_many<'py>(&self, py: Python<'py>, keeps: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
+        let refs: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
+        let out = py.detach(|| self.list.rows_many(&refs));
+        PyList::new(py, out.iter().map(|row| PyBytes::new(py, row)))
+    }
+
     /// The statement units by key (see stmt_units::StmtUnits), read on the first call for every
     /// stream (`formats` as `lone_queries` takes them; later calls' are not read): (the keys,
     /// [(key id, key bytes, default database, the first statement met with it)], the units
