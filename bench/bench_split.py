@@ -165,11 +165,13 @@ def bench_spark_series(work: Path, cores: int, repeat: int, cluster: bool = Fals
                 same = bool(digests["local"]) and digests["local"] == digests["spark"]
                 runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),
                              "ratio": round(local_s / spark_s, 2), "load_1min": round(load, 2), "identical": same,
-                             "first": "local" if i % 2 == 0 else "spark", **cpu_figures(local_cpu, cpu, cores)})
+                             "first": "local" if i % 2 == 0 else "spark", **cpu_figures(local_s, local_cpu, cpu, cores)})
                 print(f"2 GB series run {i + 1}: --no-spark {local_s:.2f}s ({size / 1e6 / local_s:.0f} MB/s), "
                       f"Spark {start['where']} {spark_s:.2f}s ({size / 1e6 / spark_s:.0f} MB/s), ratio "
                       f"{local_s / spark_s:.2f}, load {load:.2f}, identical {same}; CPU {local_cpu:.2f}s against "
-                      f"{cpu:.2f}s (ratio on {cores} free cores at most {runs[-1]['ratio_bound_free_cores']})", flush=True)
+                      f"{cpu:.2f}s (ratio on {cores} free cores at most {runs[-1]['ratio_bound_free_cores']}; the one "
+                      f"process keeps {runs[-1]['single_process_cores']} cores busy, so no spread over {cores} "
+                      f"could pass {runs[-1]['ratio_bound_any_spread']})", flush=True)
         finally:
             for d in ("local", "spark"):
                 shutil.rmtree(work / d, ignore_errors=True)
@@ -184,12 +186,17 @@ def bench_spark_series(work: Path, cores: int, repeat: int, cluster: bool = Fals
             "identical_output": all(r["identical"] for r in runs), "runs": runs}
 
 
-def cpu_figures(local_cpu: float, spark_cpu_s: float, cores: int) -> dict:
+def cpu_figures(local_s: float, local_cpu: float, spark_cpu_s: float, cores: int) -> dict:
     """What the CPU says whatever the load: the one process's CPU, Spark's (this process, the JVM
     and the Python workers), and the ratio Spark could reach at most on `cores` free cores (its
-    CPU spread evenly over them, no wait)."""
+    CPU spread evenly over them, no wait). Also the cores the one process itself keeps busy (its
+    CPU over its time: its scan runs on a thread of its own) and so the most that any spread of
+    the same work over `cores` cores could gain on it, whatever its overhead: `cores` over that."""
+    busy = local_cpu / local_s if local_s else None
     return {"single_process_cpu_s": round(local_cpu, 2), "spark_cpu_s": round(spark_cpu_s, 2),
-            "ratio_bound_free_cores": round(local_cpu / (spark_cpu_s / cores), 2) if spark_cpu_s else None}
+            "ratio_bound_free_cores": round(local_cpu / (spark_cpu_s / cores), 2) if spark_cpu_s else None,
+            "single_process_cores": round(busy, 2) if busy else None,
+            "ratio_bound_any_spread": round(cores / busy, 2) if busy else None}
 
 
 def main(argv: list[str] | None = None) -> int:

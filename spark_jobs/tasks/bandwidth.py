@@ -90,6 +90,7 @@ class ChunkCounts:
 
 
 HOUR = 3600
+MANY_SLAVES = 16  # distinct slaves past which a chunk is scanned in half-size buffers (`count_chunk`)
 FRAMING = ("", "(transaction framing)")  # the fast units' GTID, BEGIN, annotations and XID
 OTHER = ("", "(statements, DDL, control events)")  # the units that are not fast
 
@@ -306,7 +307,12 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     may_cut = any(s.rules.table_rules_on or s.rules.effective_do or s.rules.effective_ignore or gate is not None
                   for s, gate in distinct)
     cuts = [may_cut]
-    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0]):
+    # Every slave's walk reads each unit's record and answer of a buffer: with many slaves, half
+    # a buffer keeps them in the caches from one slave's walk to the next (64 slaves answering 64
+    # ways: 10% faster with 4 MiB buffers than with 8; 8 slaves: 5% slower).
+    divide = 1 if len(distinct) <= MANY_SLAVES else 2
+    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0],
+                                                                  divide=divide):
         if counters is None:
             fmt = fmt_before
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)

@@ -174,7 +174,8 @@ def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Trans
         yield from grouper.flush()
 
 
-def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[], bool] | bool = False
+def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[], bool] | bool = False,
+                  divide: int = 1
                   ) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int, int]]:
     """The chunk's bytes a buffer at a time, each scanned once by the compiled `scanner` into a
     UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
@@ -191,7 +192,7 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
     read (they grow only here, when a scan is finished). Memory: two buffers (or their mapped
     pages), whatever the chunk's size. `unit_statements` (or what it returns when each scan
     starts): the scan's thread also reads the statements of the units that table rules may keep
-    in part (`Scanner.scan_start`)."""
+    in part (`Scanner.scan_start`). `divide`: buffers of READ_BYTES // divide (more for a longer unit)."""
     with open_binlog(chunk.path) as stream:
         fmt = None
         if chunk.start > 4:
@@ -218,7 +219,8 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
             scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof, unit_statements=read)
             return buf, eof, units
 
-        want = READ_BYTES
+        read_bytes = max(READ_BYTES // max(divide, 1), 1)
+        want = read_bytes
         pending: tuple[Buffer, bool, _core.UnitList] | None = start(pos, want)
         try:
             while pending is not None:
@@ -227,7 +229,7 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
                 scan = scanner.scan_finish(units)
                 crc_len = scanner.checksum_len
                 # A unit longer than the buffer: take more at once next time.
-                want = READ_BYTES if scan.stop else want * 2
+                want = read_bytes if scan.stop else want * 2
                 if scan.error is None and not eof:
                     pending = start(pos + scan.stop, want)
                 yield fmt, buf, pos, units, scan.added, crc_len

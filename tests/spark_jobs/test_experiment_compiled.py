@@ -8,6 +8,7 @@ skip policies and chunk cuts."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,36 @@ def test_statements_read_on_the_scan_thread_cut_as_the_reference(generated, chun
     assert _counts(bandwidth, src, nothing_cut, chunk_bytes) == _counts(experiment_reference, src, nothing_cut, chunk_bytes)
     chunks = len(plan_chunks(input_files(src), chunk_bytes))
     assert sum(1 for units in lists if units.unit_statements_ahead) <= 2 * chunks < len(lists)
+
+
+def test_many_slaves_scan_half_buffers_and_count_as_the_reference(generated, monkeypatch):
+    """Past MANY_SLAVES distinct slaves a chunk is scanned in buffers of half the size (each
+    slave's walk then finds the buffer's units in the caches); the counts stay the reference's."""
+    from dumpfilter.spark_jobs.tasks import chunks as chunk_module
+
+    monkeypatch.setattr(chunk_module, "READ_BYTES", 8_000)
+    buffers: list[int] = []
+    real = bandwidth.chunk_buffers
+
+    def recorded(*args, **kwargs):
+        for item in real(*args, **kwargs):
+            buffers.append(len(item[1]))
+            yield item
+
+    monkeypatch.setattr(bandwidth, "chunk_buffers", recorded)
+    src = [generated["row-mariadb"]]
+    tables = [f"db{d}.t{t}" for d in (1, 2, 3) for t in (0, 1)]
+    few = _topology([([f"replicate-ignore-table={t}"], "heartbeat") for t in tables])
+    many = _topology([([f"replicate-ignore-table={t}", f"replicate-ignore-table={u}"], "heartbeat")
+                      for t in tables for u in tables if t <= u] + [(["replicate-do-db=db1"], "heartbeat")] * 2)
+    assert len(few.slaves) <= bandwidth.MANY_SLAVES < len({repr(s.rules) for s in many.slaves})
+    for topology in (few, many):
+        buffers.clear()
+        assert _counts(bandwidth, src, topology, None) == _counts(experiment_reference, src, topology, None)
+        if topology is few:
+            few_buffers = list(buffers)
+    many_buffers = buffers
+    # Most buffers are whole (the others end a chunk, or hold a unit longer than the size).
+    assert Counter(few_buffers).most_common(1)[0][0] == 8_000
+    assert Counter(many_buffers).most_common(1)[0][0] == 4_000
+    assert len(many_buffers) > 1.5 * len(few_buffers)
