@@ -58,6 +58,16 @@ fuzz_target!(|data: &[u8]| {
     let mut plan = UnitList::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
+    // Many slaves at once answer as each alone.
+    let other: Vec<u8> = keep.iter().map(|k| k ^ (control & 1)).collect();
+    assert_eq!(
+        plan.rows_many(&[&keep, &other, &keep[..keep.len() / 2]]),
+        vec![
+            row.clone(),
+            plan.rows(&other),
+            plan.rows(&keep[..keep.len() / 2])
+        ]
+    );
     for k in 0..out.units.len() {
         if let Some((db, sql)) =
             plan.lone_query(k, &buf, (control >> 3) as usize, 4 * (control & 1) as usize)
