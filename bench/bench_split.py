@@ -46,7 +46,11 @@ MIXED = DATA / "mixed-sysbench-8s-220mb"
 def _digest(directory: Path) -> dict[str, str]:
     """Each output file's SHA-256, by name: two runs' outputs are compared by these, so that the
     first run's output can be removed before the second writes (see bench_spark_series)."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in directory.iterdir()}
+    digests = {}
+    for p in directory.iterdir():
+        with open(p, "rb") as f:
+            digests[p.name] = hashlib.file_digest(f, "sha256").hexdigest()
+    return digests
 
 
 def _wait_done(directory: Path, timeout: float = 3600) -> list[Path]:
