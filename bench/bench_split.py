@@ -223,6 +223,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     if args.generated:
         generated_main(["--repeat", str(args.repeat), "--cores", str(args.cores)])
+    fanout = result["no_spark_fanout"]["split_mb_per_s"]  # issue #40 goals 2 and 4
+    print(f"goal: split --no-spark {fanout} MB/s >= 400 MB/s: {'met' if fanout >= 400 else 'NOT met'}")
+    for key in ("spark_2gb_series", "spark_2gb_series_cluster"):
+        if key in result:
+            sp = result[key]
+            print(f"goal: Spark {sp['where']} / one process {sp['ratio_best_of']}x >= 1.6x: "
+                  f"{'met' if sp['ratio_best_of'] >= 1.6 else 'NOT met'} (at most "
+                  f"{sp['ratio_bound_free_cores_best']}x with Spark's CPU on free cores)")
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "split.json").write_text(json.dumps(result, indent=2) + "\n")
