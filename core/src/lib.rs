@@ -3,6 +3,7 @@
 
 pub mod assemble;
 pub mod crc;
+pub mod facts;
 pub mod flags;
 pub mod format;
 pub mod heartbeat;

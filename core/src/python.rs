@@ -77,6 +77,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
     m.add_function(wrap_pyfunction!(statement_key, m)?)?;
+    m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(replica_frames, m)?)?;

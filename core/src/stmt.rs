@@ -371,7 +371,7 @@ const RESERVED_AT: [u32; 16] = {
 };
 
 /// `one_of(t, RESERVED)`, most names let go by their length and first letter.
-fn reserved(t: &[u8]) -> bool {
+pub(crate) fn reserved(t: &[u8]) -> bool {
     let Some(&first) = t.first() else {
         return false;
     };

@@ -197,7 +197,10 @@ class SchemaModel:
         self.databases.add(table[0])
         if table in self._columns and _IF_NOT_EXISTS.search(sql):
             return  # logged, but the existing table is left as it is
-        if _SELECT.search(sql):
+        if info.columns is not None:  # read by the core (rules.statement_facts)
+            self._pending.pop(table, None)
+            self._columns[table] = info.columns
+        elif _SELECT.search(sql):
             columns = _create_columns(sql, default, self)
             self._pending.pop(table, None)
             self._columns[table] = columns
@@ -240,11 +243,16 @@ class SchemaModel:
                     self.triggers[key] = Trigger(trig.db, trig.name, new, trig.timing, trig.event, trig.writes)
 
     def _create_trigger(self, info: StatementInfo, sql: str) -> None:
+        assert info.trigger is not None  # statement_tables names a CREATE TRIGGER's trigger
+        if info.trigger_def is not None:  # read by the core (rules.statement_facts)
+            timing, event, writes = info.trigger_def
+            db, name = info.trigger
+            self.triggers[(db, name)] = Trigger(db, name, info.updated[0], timing, event, writes)
+            return
         match = re.search(r"\b(BEFORE|AFTER)\s+(INSERT|UPDATE|DELETE)\s+ON\b", sql, re.IGNORECASE)
         body = re.search(r"\bFOR\s+EACH\s+ROW\b", sql, re.IGNORECASE)
         if match is None or body is None:
             return
-        assert info.trigger is not None  # statement_tables names a CREATE TRIGGER's trigger
         db, name = info.trigger
         self.triggers[(db, name)] = Trigger(db, name, info.updated[0], match.group(1).upper(),
                                             match.group(2).upper(), _body_writes(sql[body.end():], db))

@@ -67,6 +67,11 @@ class StatementInfo:
     set_columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
     # The body of CREATE TRIGGER (from FOR EACH ROW on), for the tables it writes.
     body: str = ""
+    # What the compiled facts (rules.statement_facts) read for the schema model; None where the
+    # model reads the text itself: CREATE TABLE's column names (lower-cased), and CREATE
+    # TRIGGER's (timing, event, the (table, event) its body writes, or None: not followed).
+    columns: tuple[str, ...] | None = None
+    trigger_def: tuple[str, str, tuple[tuple[TableRef, str], ...] | None] | None = None
 
     @property
     def has_tables(self) -> bool:

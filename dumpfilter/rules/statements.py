@@ -10,15 +10,9 @@ from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.lazy_pattern import lazy_compile
 
 from dumpfilter.rules.sqltokens import LexError, tokenize
-from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef, _INFO_DEFAULTS
+from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statement_facts import core_info
 from dumpfilter.rules.statement_parser import _Statement, _TRANSACTION_WORDS, _Unparsed, _guess_kind
-
-
-
-
-
-
-
 
 
 _DATABASE_WORD = lazy_compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
@@ -37,12 +31,6 @@ def plain_statement(sql: str) -> bool:
     if verb in ("CREATE", "ALTER", "DROP"):
         return _DATABASE_WORD.search(sql) is None
     return verb not in _MAY_NOT_BE_PLAIN and verb not in _TRANSACTION_WORDS
-
-
-
-
-
-
 
 
 def statement_tables(sql: str, default_db: str | None) -> StatementInfo:
@@ -65,8 +53,15 @@ def _statement_tables_cached(sql: str, default_db: str) -> StatementInfo:
     return _statement_tables(sql, default_db)
 
 
-def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = True) -> StatementInfo:
+def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = True,
+                      compiled: bool = True) -> StatementInfo:
+    """`fast_forms=False`: the full parser alone; `compiled=False`: the Python forms and parser
+    without the core's facts (tests compare them)."""
     default = default_db or ""
+    if fast_forms and compiled:
+        info = core_info(sql, default)
+        if info is not None:
+            return info
     if fast_forms:
         fast = _fast_path(sql, default)
         if fast is not None:
@@ -116,13 +111,8 @@ def _dml_needs_parser(sql: str) -> bool:
 
 
 def _fast_path(sql: str, default: str) -> StatementInfo | None:
-    # DDL first when the text opens with its letter: what the DDL forms read cannot match the DML
-    # forms (which need INSERT/REPLACE/UPDATE/DELETE first), so the answer is the same either way.
-    ddl_tried = sql[:1] in "CcDd"
-    if ddl_tried:
-        fast = _fast_ddl(sql, default)
-        if fast is not None:
-            return fast
+    """The DML forms, for the text the core's facts leave (non-ASCII text: Python's Unicode rules
+    for case, spaces and word boundaries are these regexes' own)."""
     for kind, form in _FAST_FORMS:
         match = form.match(sql)
         if match is None:
@@ -136,98 +126,8 @@ def _fast_path(sql: str, default: str) -> StatementInfo | None:
             kind = Kind.REPLACE
         table = (_unquote(first), _unquote(second)) if second else (default, _unquote(first))
         return StatementInfo(kind, updated=(table,))
-    return None if ddl_tried else _fast_ddl(sql, default)
-
-
-# DDL a workload repeats with distinct names (scratch tables): DROP TABLE [IF EXISTS] list and
-# CREATE [TEMPORARY] TABLE [IF NOT EXISTS] t (...) with no LIKE or SELECT. ASCII only (no Unicode case
-# folding or spaces to mirror), no comments, quotes balanced (else the lexer's error decides): anything
-# else goes to the full parser, which answers the same for these shapes (tests/rules hold them equal).
-_DDL_FLAGS = re.IGNORECASE | re.ASCII
-_PNAME = r"(?:`(?:[^`]++|``)++`|[A-Za-z0-9_$]++)"  # possessive: a doubled backquote stays a pair, as in the lexer
-_PQNAME = rf"({_PNAME})(?:\s*\.\s*({_PNAME}))?"
-# The first name's parts are groups 3 and 4; group 5 holds the rest of the list (`, name`...).
-_FAST_DROP = lazy_compile(
-    rf"\s*DROP\s+(TEMPORARY\s+)?(?:TABLES?|SEQUENCE)\s+(IF\s+EXISTS\s+)?"
-    rf"{_PQNAME}((?:\s*,\s*{_PNAME}(?:\s*\.\s*{_PNAME})?)*)\s*;?\s*\Z", _DDL_FLAGS)
-_FAST_CREATE = lazy_compile(
-    rf"\s*CREATE\s+(TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_PQNAME}\s*\(", _DDL_FLAGS)
-_QNAME_RE = lazy_compile(_PQNAME, _DDL_FLAGS)
-_DDL_NEEDS_PARSER = lazy_compile(r"\b(?:SELECT|LIKE)\b", _DDL_FLAGS)
-# The lexer's view of a CREATE TABLE's column list: quoted runs closed, backslash pairs in strings.
-_BALANCED = lazy_compile(r"""(?:[^'"`]++|`(?:[^`]++|``)*+`|'(?:[^'\\]++|''|\\.)*+'|"(?:[^"\\]++|""|\\.)*+")*+\Z""",
-                       re.DOTALL)
-
-
-def _needs_parser(sql: str) -> bool:
-    """Whether a DDL text the DDL fast forms matched holds a comment, a SELECT or a LIKE (the full
-    parser decides those)."""
-    if "/*" in sql or "*/" in sql or "#" in sql or "--" in sql:
-        return True
-    upper = sql.upper()
-    return ("SELECT" in upper or "LIKE" in upper) and _DDL_NEEDS_PARSER.search(sql) is not None
-
-
-def _fast_ddl(sql: str, default: str) -> StatementInfo | None:
-    if not sql.isascii():
-        return None
-    first_char = sql[:1]  # an anchored form cannot match text opening with another letter
-    if first_char not in "Cc" and (match := _FAST_DROP.match(sql)) is not None:
-        if _needs_parser(sql):
-            return None
-        first, second = match.group(3, 4)
-        tables: tuple[tuple[str, str], ...] = ((_unquote(first), _unquote(second)) if second
-                                               else (default, _unquote(first)),)
-        if match.group(5):
-            tables += tuple((_unquote(first), _unquote(second)) if second else (default, _unquote(first))
-                            for first, second in _QNAME_RE.findall(match.group(5)))
-        return _fast_info(Kind.DROP_TABLE, tables, match.group(1) is not None, match.group(2) is not None)
-    if first_char not in "Dd" and (match := _FAST_CREATE.match(sql)) is not None:
-        if _needs_parser(sql) or _BALANCED.match(sql, match.end()) is None:
-            return None
-        first, second = match.group(2, 3)
-        table = (_unquote(first), _unquote(second)) if second else (default, _unquote(first))
-        return _fast_info(Kind.CREATE_TABLE, (table,), match.group(1) is not None, False)
     return None
-
-
-def _fast_info(kind: Kind, updated: tuple[TableRef, ...], temporary: bool, if_exists: bool) -> StatementInfo:
-    """StatementInfo(kind, updated=..., temporary=..., if_exists=...) without the keyword check."""
-    info = _new_info(StatementInfo)
-    attrs = info.__dict__
-    attrs.update(_INFO_DEFAULTS)
-    attrs["kind"], attrs["updated"], attrs["temporary"], attrs["if_exists"] = kind, updated, temporary, if_exists
-    return info
-
-
-_new_info = object.__new__
 
 
 def _unquote(name: str) -> str:
     return name[1:-1].replace("``", "`") if name[0] == "`" else name
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -7,6 +7,8 @@ with the reference lexer under the full parser.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -149,7 +151,8 @@ TRICKY_STATEMENTS = [
 
 @pytest.mark.parametrize("sql,expected", TRICKY_STATEMENTS, ids=[s for s, _ in TRICKY_STATEMENTS])
 def test_tricky_statements(sql, expected):
-    assert statement_tables(sql, "db") == expected
+    # (the core's facts add what the schema model reads: CREATE TABLE's columns)
+    assert dataclasses.replace(statement_tables(sql, "db"), columns=None, trigger_def=None) == expected
     assert _full_parser(sql, "db") == expected
 
 

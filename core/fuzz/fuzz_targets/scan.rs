@@ -1,12 +1,13 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
-//! the assembly, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders and the DDL
-//! text classifier. A crash is a panic on input.
+//! the assembly, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
+//! text classifier and the statement facts. A crash is a panic on input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use _core::assemble::{assemble, Options};
+use _core::facts::facts;
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
@@ -19,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
     };
     // A binlog: the magic, then the input (the first byte picks the options).
     let _ = plain_statement(rest); // any bytes as a statement's text
+    let _ = facts(rest); // and as the statement facts' input
     let mut buf = b"\xfebin".to_vec();
     buf.extend_from_slice(rest);
     let verify = control & 1 != 0;

@@ -3,7 +3,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
 use super::results::RelayResult;
 use super::scanner::PyScanner;
@@ -167,4 +167,37 @@ pub(super) fn replica_frames<'py>(
         f.master_pos,
         f.counted,
     ))
+}
+
+/// A statement's facts (see facts::facts) for `rules.statement_facts`: (kind, updated, read,
+/// temporary, if_exists, db_name, renames, trigger, refs as ((db, table), alias), set_columns,
+/// targets, columns, trigger_def as (timing, event, writes)); names are bytes, a name's
+/// database None where the statement does not give it. None where Python's parser reads it.
+#[pyfunction]
+pub(super) fn statement_facts<'py>(
+    py: Python<'py>,
+    sql: &[u8],
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    use pyo3::IntoPyObjectExt;
+    let Some(f) = crate::facts::facts(sql) else {
+        return Ok(None);
+    };
+    let refs: Vec<_> = f.refs.into_iter().map(|r| (r.table, r.alias)).collect();
+    let trigger_def = f.trigger_def.map(|d| (d.timing, d.event, d.writes));
+    let fields = [
+        f.kind.into_bound_py_any(py)?,
+        f.updated.into_bound_py_any(py)?,
+        f.read.into_bound_py_any(py)?,
+        f.temporary.into_bound_py_any(py)?,
+        f.if_exists.into_bound_py_any(py)?,
+        f.db_name.into_bound_py_any(py)?,
+        f.renames.into_bound_py_any(py)?,
+        f.trigger.into_bound_py_any(py)?,
+        refs.into_bound_py_any(py)?,
+        f.set_columns.into_bound_py_any(py)?,
+        f.targets.into_bound_py_any(py)?,
+        f.columns.into_bound_py_any(py)?,
+        trigger_def.into_bound_py_any(py)?,
+    ];
+    Ok(Some(PyTuple::new(py, fields)?))
 }

@@ -1,0 +1,135 @@
+"""The compiled statement facts (issue #43, core/src/facts): a StatementInfo built from what the
+core reads of a DDL or multi-table statement, with the parser's own rules over those parts
+applied here: the default database, which reference a SET column or DELETE target names
+(`_resolve_targets`), WL#40's rename list, the tables read (`_read_tables`' exclusions). None
+where the core leaves the statement to the Python parser (`rules.statements`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from dumpfilter import _core
+from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
+from dumpfilter.rules.statement_parser import _Unparsed, _resolve_targets, names_ref, rename_tables
+
+Name = tuple[bytes | None, bytes]        # (database or None, name), as the core gives them
+Ref = tuple[Name, bytes | None]          # a table reference and its alias
+Namer = Callable[..., TableRef]          # a Name under the default (or a given) database
+
+
+def core_info(sql: str, default: str) -> StatementInfo | None:
+    """The StatementInfo of `sql` under default database `default`, from the core's facts."""
+    try:
+        raw = sql.encode("ascii")  # the core reads ASCII text only: the rest is Python's at once
+    except UnicodeEncodeError:
+        return None
+    facts = _core.statement_facts(raw)
+    if facts is None:
+        return None
+    (kind_name, updated, read, temporary, if_exists, db_name, renames, trigger, refs, set_columns, targets,
+     columns, trigger_def) = facts
+    kind = Kind(kind_name)
+
+    def name(ref: Name, db: str = default) -> TableRef:
+        return (ref[0].decode() if ref[0] is not None else db, ref[1].decode())
+
+    if refs and kind in (Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE_MULTI):
+        return _multi(kind, refs, set_columns, targets, bool(read), name, default)
+    if kind is Kind.CREATE_TRIGGER:
+        trigger_ref = name(trigger)
+        table = name(updated[0], trigger_ref[0])  # the trigger's table lives in the trigger's schema
+        timing, event, writes = trigger_def
+        return StatementInfo(kind, updated=(table,), trigger=trigger_ref,
+                             trigger_def=(timing, event, _writes(writes, trigger_ref[0], name)))
+    tables = tuple(name(ref) for ref in updated)
+    if kind is Kind.RENAME_TABLE:
+        pairs = tuple((name(old), name(new)) for old, new in renames)
+        return StatementInfo(kind, updated=rename_tables(pairs), renames=pairs)
+    if kind in (Kind.CREATE_DB, Kind.DROP_DB):
+        return StatementInfo(kind, db_statement_name=db_name.decode(), if_exists=if_exists)
+    if kind is Kind.DROP_TRIGGER:
+        return StatementInfo(kind, trigger=name(trigger), if_exists=if_exists)
+    if kind is Kind.CREATE_TABLE:
+        if refs:  # CREATE ... SELECT: its FROM tables, less the new one (`_read_tables`)
+            reads = _reads([(name(t), alias.decode() if alias else None, t[0] is None) for t, alias in refs],
+                           exclude=tables)
+        else:  # LIKE s: the source as named
+            reads = tuple(name(ref) for ref in read)
+        return StatementInfo(kind, updated=tables, read=reads, temporary=temporary,
+                             columns=tuple(c.decode() for c in columns) if columns is not None else None)
+    return StatementInfo(kind, updated=tables, temporary=temporary, if_exists=if_exists)
+
+
+def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[tuple[list[bytes] | None, bytes]],
+           targets: Sequence[list[bytes]], lists_reads: bool, name: Namer, default: str) -> StatementInfo | None:
+    """UPDATE (multi-table, or one table with an alias) and multi-table DELETE: `_update`,
+    `_delete`. The core lists reads only where the text holds SELECT, FROM or JOIN."""
+    joined = tuple((name(table), (alias.decode(),) if alias else ()) for table, alias in refs)
+    qualifiers: list[tuple[str, ...] | None]
+    if kind is Kind.DELETE_MULTI:
+        qualifiers = [tuple(part.decode() for part in target) for target in targets]
+        columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
+    else:
+        columns = tuple((tuple(p.decode() for p in q) if q is not None else None, c.decode()) for q, c in set_columns)
+        qualifiers = [qualifier for qualifier, _ in columns]
+    try:
+        chosen = _resolve_targets(joined, qualifiers)
+    except _Unparsed:  # no reference named: the parser gives up too
+        return StatementInfo(Kind.OTHER, parse_ok=False)
+    updated = tuple(key for key, _ in chosen)
+    aliases = {alias.decode() for _, alias in refs if alias}
+    for qualifier in qualifiers if kind is Kind.DELETE_MULTI else ():
+        # A DELETE target sqlglot lists as a table read (one naming no reference, or naming a
+        # qualified one by its bare name) lands in the read list where sqlglot's tree puts it:
+        # the parser's to list.
+        assert qualifier is not None  # (a DELETE target always has its parts)
+        target = (qualifier[0] if len(qualifier) == 2 else default, qualifier[-1])
+        if not any(names_ref(ref, qualifier) for ref in joined) or not (
+                target in updated or (len(qualifier) == 1 and qualifier[0] in aliases)):
+            return None
+    reads: tuple[TableRef, ...] = ()
+    if lists_reads:  # sqlglot's tables of the whole statement
+        listed = [(name(table), alias.decode() if alias else None, table[0] is None) for table, alias in refs]
+        reads = _reads(listed, exclude=updated)
+    multi = kind is Kind.UPDATE_MULTI
+    return StatementInfo(kind, updated=updated, read=reads, joined=joined if multi else (),
+                         set_columns=columns if multi else ())
+
+
+def _reads(listed: Sequence[tuple[TableRef, str | None, bool]], exclude: Sequence[TableRef]) -> tuple[TableRef, ...]:
+    """`_read_tables`' answer over the tables sqlglot finds, in order: (table, alias or None,
+    whether its name had no database). A table named by another's alias (no database, no alias
+    of its own) is that alias, not a table."""
+    aliases = {alias for _, alias, _ in listed if alias}
+    found: list[TableRef] = []
+    for table, alias, bare in listed:
+        if table in exclude or table in found or (bare and table[1] in aliases and not alias):
+            continue
+        found.append(table)
+    return tuple(found)
+
+
+def _writes(writes: Sequence[tuple[Name, str]] | None, trigger_db: str, name: Namer) -> tuple[tuple[TableRef, str], ...] | None:
+    """A trigger body's (table, event) writes, unqualified names in the trigger's database,
+    repeats dropped (`schema._body_writes`)."""
+    if writes is None:
+        return None
+    out: list[tuple[TableRef, str]] = []
+    for table, event in writes:
+        entry = (name(table, trigger_db), event)
+        if entry not in out:
+            out.append(entry)
+    return tuple(out)
+
+
+def parser_reads(sql: str, default: str) -> bool:
+    """Whether the Python parser reads `sql` (neither the statement key nor the facts do), or the
+    schema model may parse its text: a CREATE TABLE whose column list the core did not read (LIKE
+    copies its source's). Issue #43's share, in `bench filter` and the tests."""
+    if _core.statement_key(sql.encode("utf-8", "surrogateescape")) is not None:
+        return False
+    info = core_info(sql, default)
+    if info is None:
+        return True
+    return info.kind is Kind.CREATE_TABLE and info.columns is None and not info.temporary \
+        and " LIKE " not in f" {sql.upper()} ".replace("(", " ")
