@@ -41,9 +41,20 @@ pub struct Shape<'a> {
     pub table: Cow<'a, [u8]>,
 }
 
+/// A backquoted name's text (between its quotes) with each doubled backquote made one.
+pub(crate) fn undouble(inner: &[u8]) -> Vec<u8> {
+    let mut name = Vec::with_capacity(inner.len());
+    let mut j = 0;
+    while j < inner.len() {
+        name.push(inner[j]);
+        j += if inner[j] == b'`' { 2 } else { 1 };
+    }
+    name
+}
+
 /// Python's `str.isspace()` over ASCII, which is what the regexes' `\s` matches in ASCII text.
 #[inline]
-fn space(b: u8) -> bool {
+pub(crate) fn space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
 }
 
@@ -124,13 +135,7 @@ impl<'a> Cursor<'a> {
             self.at = i + 1;
             let inner = &s[from + 1..i];
             let name = if doubled {
-                let mut name = Vec::with_capacity(inner.len());
-                let mut j = 0;
-                while j < inner.len() {
-                    name.push(inner[j]);
-                    j += if inner[j] == b'`' { 2 } else { 1 };
-                }
-                Cow::Owned(name)
+                Cow::Owned(undouble(inner))
             } else {
                 Cow::Borrowed(inner)
             };

@@ -62,15 +62,7 @@ pub fn create(cur: &mut Cur) -> Option<Facts> {
             cur.if_exists();
             create_table(cur, temporary)
         }
-        b"INDEX" => {
-            cur.identifier()?;
-            if !cur.skip_to(b"ON") {
-                return None;
-            }
-            let mut f = Facts::new("CREATE_INDEX");
-            f.updated.push(cur.qname()?);
-            Some(f)
-        }
+        b"INDEX" => index(cur, "CREATE_INDEX"),
         b"TRIGGER" => create_trigger(cur),
         _ => None,
     }
@@ -436,6 +428,17 @@ fn trim(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
+/// CREATE or DROP INDEX name ... ON table: the table.
+fn index(cur: &mut Cur, kind: &'static str) -> Option<Facts> {
+    cur.identifier()?;
+    if !cur.skip_to(b"ON") {
+        return None;
+    }
+    let mut f = Facts::new(kind);
+    f.updated.push(cur.qname()?);
+    Some(f)
+}
+
 pub fn alter(cur: &mut Cur) -> Option<Facts> {
     cur.skip_modifiers(CREATE_MODIFIERS);
     let obj = upper(cur.word()?);
@@ -462,15 +465,7 @@ pub fn drop(cur: &mut Cur) -> Option<Facts> {
             return Some(f);
         }
         b"TABLE" | b"TABLES" | b"SEQUENCE" => Facts::new("DROP_TABLE"),
-        b"INDEX" => {
-            cur.identifier()?;
-            if !cur.skip_to(b"ON") {
-                return None;
-            }
-            let mut f = Facts::new("DROP_INDEX");
-            f.updated.push(cur.qname()?);
-            return Some(f);
-        }
+        b"INDEX" => return index(cur, "DROP_INDEX"),
         b"TRIGGER" => {
             let mut f = Facts::new("DROP_TRIGGER");
             f.if_exists = cur.if_exists();

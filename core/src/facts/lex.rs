@@ -20,11 +20,7 @@ pub struct Tok {
     pub end: usize,
 }
 
-/// Python's `\s` over ASCII text.
-#[inline]
-pub fn space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
-}
+pub(crate) use crate::stmt::space;
 
 #[inline]
 fn word_char(b: u8) -> bool {
@@ -133,13 +129,7 @@ impl<'a> Cur<'a> {
         if !inner.windows(2).any(|w| w == b"``") {
             return Cow::Borrowed(inner);
         }
-        let mut name = Vec::with_capacity(inner.len());
-        let mut j = 0;
-        while j < inner.len() {
-            name.push(inner[j]);
-            j += if inner[j] == b'`' { 2 } else { 1 };
-        }
-        Cow::Owned(name)
+        Cow::Owned(crate::stmt::undouble(inner))
     }
 
     /// Whether token `i` is the keyword `kw` (a word, any case).
