@@ -376,7 +376,30 @@ def verify_workload_keys() -> dict:
         out[name] = {"statements": len(texts), "to_python": len(python),
                      "python_share": round(len(python) / len(texts), 4) if texts else None,
                      "left_to_python": [t[:80] for t in python]}
+    out["read_us"] = _facts_against_parser([t for v in (workload, seed) for t in
+                                            [st.sql for st in split_statements(v.read_text())]])
     return out
+
+
+def _facts_against_parser(texts: list[str]) -> dict:
+    """A diagnostic (in process): microseconds to read one of the scripts' DDL and multi-table
+    statements through the core's facts, and through the Python parser (best of 5)."""
+    from dumpfilter.rules.statement_facts import core_info
+    from dumpfilter.rules.statements import _statement_tables
+
+    shapes = [t for t in texts if core_info(t, "a") is not None and t.split()[0].upper() not in ("INSERT", "REPLACE")]
+    times = {}
+    for label, read in (("facts", lambda t: core_info(t, "a")),
+                        ("parser", lambda t: _statement_tables(t, "a", compiled=False))):
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(20):
+                for text in shapes:
+                    read(text)
+            best = min(best, time.perf_counter() - start)
+        times[label] = round(best / (20 * len(shapes)) * 1e6, 1) if shapes else None
+    return {"statements": len(shapes), **times}
 
 
 def main() -> dict:
@@ -386,6 +409,7 @@ def main() -> dict:
                    "command_vs_hop_crc": bench_command(tmp), "mixed": bench_mixed(tmp), "out_dir": bench_out_dir(tmp),
                    "statement_format": bench_mixed(tmp, "STATEMENT"), "verify_workloads": verify_workload_keys()}
     r, w, s, c = results["row_do_db"], results["wild_rules"], results["statement"], results["command_vs_hop_crc"]
+    us = results["verify_workloads"]["read_us"]
     m, o = results["mixed"], results["out_dir"]
 
     def by_statements(label: str, m: dict) -> tuple[str, str, str, str]:
@@ -414,7 +438,10 @@ def main() -> dict:
            f"{v['to_python']} of {v['statements']} (DDL, triggers and multi-table statements read by the "
            "core's statement facts)" + (" (the seed is loaded on every server: no binlog holds it)"
                                         if name == "seed" else ""))
-          for name, v in results["verify_workloads"].items()],
+          for name, v in results["verify_workloads"].items() if name != "read_us"],
+        ("(h) one DDL/multi-table statement read: facts vs parser",
+         f"{us['parser'] / us['facts']:.1f}x" if us["facts"] else "n/a", "diagnostic",
+         f"in process, {us['statements']} statements: core facts {us['facts']} us, Python parser {us['parser']} us"),
     ]
     width = max(len(a) for a, *_ in rows)
     print(f"{'benchmark':<{width}}  {'result':<34}  {'target':<12}  detail")

@@ -20,7 +20,20 @@ fuzz_target!(|data: &[u8]| {
     };
     // A binlog: the magic, then the input (the first byte picks the options).
     let _ = plain_statement(rest); // any bytes as a statement's text
-    let _ = facts(rest); // and as the statement facts' input
+    let _ = facts(rest); // and as the statement facts' input, after each verb they read
+    let verbs: [&[u8]; 8] = [
+        b"CREATE ",
+        b"UPDATE ",
+        b"DELETE ",
+        b"DROP ",
+        b"ALTER ",
+        b"RENAME ",
+        b"TRUNCATE ",
+        b"CREATE TRIGGER t AFTER INSERT ON t FOR EACH ROW ",
+    ];
+    let mut text = verbs[control as usize % verbs.len()].to_vec();
+    text.extend_from_slice(rest);
+    let _ = facts(&text);
     let mut buf = b"\xfebin".to_vec();
     buf.extend_from_slice(rest);
     let verify = control & 1 != 0;
