@@ -36,6 +36,7 @@ SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, 
                           Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER})
 
 _WRITE_WORDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
+MAX_WRITES_PER_STATEMENT = 8  # a trigger body's write words before one `;` (core/src/facts/ddl.rs)
 _NOT_A_WRITE_BEFORE = frozenset({"KEY", "FOR", "ON", "DUPLICATE"})  # ON DUPLICATE KEY UPDATE, FOR UPDATE, ON DELETE
 
 
@@ -434,7 +435,12 @@ def _body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...]
         tokens = tokenize(body)
     except LexError:
         return None
-    writes: list[tuple[TableRef, str]] = []
+    # Each write word's statement runs to the next `;`: found once, from the end back.
+    ends = [len(body)] * (len(tokens) + 1)
+    for index in range(len(tokens) - 1, -1, -1):
+        token = tokens[index]
+        ends[index] = token.start if token.kind == "punct" and token.value == ";" else ends[index + 1]
+    words: list[int] = []
     for index, token in enumerate(tokens):
         if token.kind != "word":
             continue
@@ -446,15 +452,25 @@ def _body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...]
         previous = tokens[index - 1].value.upper() if index and tokens[index - 1].kind == "word" else ""
         if previous in _NOT_A_WRITE_BEFORE:
             continue
-        end = next((t.start for t in tokens[index + 1:] if t.kind == "punct" and t.value == ";"), len(body))
-        piece = re.sub(r"\bEND\s*$", "", body[token.start:end].strip(), flags=re.IGNORECASE)
+        words.append(index)
+    # More write words than MAX_WRITES_PER_STATEMENT before one `;`: no body statement holds them,
+    # and parsing each from there to the `;` would cost the body's length each time (a hostile
+    # CREATE TRIGGER). Not followed.
+    run = 0
+    for k, index in enumerate(words):
+        run = run + 1 if k and ends[words[k - 1]] == ends[index] else 1
+        if run > MAX_WRITES_PER_STATEMENT:
+            return None
+    writes: dict[tuple[TableRef, str], None] = {}  # in body order, each once
+    for index in words:
+        token = tokens[index]
+        piece = re.sub(r"\bEND\s*$", "", body[token.start:ends[index]].strip(), flags=re.IGNORECASE)
         info = statement_tables(piece, trigger_db)
         if not info.parse_ok:
             return None
         for ref in info.updated:
             for event in _FIRES.get(info.kind, ("UPDATE",)):
-                if (ref, event) not in writes:
-                    writes.append((ref, event))
+                writes[(ref, event)] = None
     return tuple(writes)
 
 

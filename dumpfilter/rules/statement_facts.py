@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from dumpfilter import _core
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
-from dumpfilter.rules.statement_parser import _Unparsed, _resolve_targets, names_ref, rename_tables
+from dumpfilter.rules.statement_parser import _Unparsed, _resolve_targets, ref_names, rename_tables
 
 Name = tuple[bytes | None, bytes]        # (database or None, name), as the core gives them
 Ref = tuple[Name, bytes | None]          # a table reference and its alias
@@ -78,13 +78,14 @@ def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[tuple[list[byt
         return StatementInfo(Kind.OTHER, parse_ok=False)
     updated = tuple(key for key, _ in chosen)
     aliases = {alias.decode() for _, alias in refs if alias}
+    named = {names for ref in joined for names in ref_names(ref)}
     for qualifier in qualifiers if kind is Kind.DELETE_MULTI else ():
         # A DELETE target sqlglot lists as a table read (one naming no reference, or naming a
         # qualified one by its bare name) lands in the read list where sqlglot's tree puts it:
         # the parser's to list.
         assert qualifier is not None  # (a DELETE target always has its parts)
         target = (qualifier[0] if len(qualifier) == 2 else default, qualifier[-1])
-        if not any(names_ref(ref, qualifier) for ref in joined) or not (
+        if qualifier not in named or not (
                 target in updated or (len(qualifier) == 1 and qualifier[0] in aliases)):
             return None
     reads: tuple[TableRef, ...] = ()
@@ -101,11 +102,12 @@ def _reads(listed: Sequence[tuple[TableRef, str | None, bool]], exclude: Sequenc
     whether its name had no database). A table named by another's alias (no database, no alias
     of its own) is that alias, not a table."""
     aliases = {alias for _, alias, _ in listed if alias}
-    found: list[TableRef] = []
+    excluded = set(exclude)
+    found: dict[TableRef, None] = {}  # in order, each once
     for table, alias, bare in listed:
-        if table in exclude or table in found or (bare and table[1] in aliases and not alias):
+        if table in excluded or (bare and table[1] in aliases and not alias):
             continue
-        found.append(table)
+        found[table] = None
     return tuple(found)
 
 
@@ -114,11 +116,7 @@ def _writes(writes: Sequence[tuple[Name, str]] | None, trigger_db: str, name: Na
     repeats dropped (`schema._body_writes`)."""
     if writes is None:
         return None
-    out: list[tuple[TableRef, str]] = []
-    for table, event in writes:
-        entry = (name(table, trigger_db), event)
-        if entry not in out:
-            out.append(entry)
+    out = {(name(table, trigger_db), event): None for table, event in writes}  # in order, each once
     return tuple(out)
 
 

@@ -357,3 +357,35 @@ def test_generated_statements_agree(sql, db):
 @given(st.text(st.sampled_from("CREATEDROPUPDATLJOINS ,.()`'=;*abt\n"), max_size=60), st.sampled_from(["db", ""]))
 def test_any_text_agrees(sql, db):
     check(sql, db)
+
+
+# -- hostile text: work stays linear in the statement's length ---------------------------------------
+def _trigger(n: int, sep: str) -> str:
+    body = sep.join(f"INSERT INTO t{i} VALUES (1)" for i in range(n))
+    return f"CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW BEGIN {body} END"
+
+
+@pytest.mark.parametrize("n,sep,followed", [(8, " ", True), (9, " ", False), (20, "; ", True), (4000, " ", False)])
+def test_a_body_statement_holding_more_writes_than_one_statement_can_is_not_followed(n, sep, followed):
+    """Both readings cut at MAX_WRITES_PER_STATEMENT write words before one `;` (each would be
+    read from its word to the `;`: quadratic in a hostile body)."""
+    from dumpfilter.rules.schema import MAX_WRITES_PER_STATEMENT, _body_writes
+
+    sql = _trigger(n, sep)
+    writes = core_info(sql, "db").trigger_def[2]
+    body = sql[sql.index("ROW") + 3:]
+    assert _body_writes(body, "db") == writes
+    assert (writes is not None) is followed
+    if followed:
+        assert len(writes) == n
+        assert n <= MAX_WRITES_PER_STATEMENT or sep == "; "
+
+
+def test_a_join_of_thousands_is_read_in_linear_work():
+    """A multi-table UPDATE and DELETE of 20 000 references (the server refuses past 61, so no
+    binlog holds one): answered from the facts, the targets resolved with sets, not by pairs."""
+    refs = ", ".join(f"d.t{i}" for i in range(20_000))
+    update = core_info(f"UPDATE {refs} SET " + ", ".join(f"t{i}.v = 1" for i in range(0, 20_000, 2)), "d")
+    assert update.kind is Kind.UPDATE_MULTI and len(update.joined) == 20_000 and len(update.updated) == 10_000
+    delete = core_info(f"DELETE {', '.join(f'd.t{i}' for i in range(0, 20_000, 2))} FROM {refs} WHERE t0.a = 1", "d")
+    assert delete.kind is Kind.DELETE_MULTI and len(delete.updated) == 10_000

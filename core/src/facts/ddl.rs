@@ -366,7 +366,16 @@ fn body_writes(cur: &Cur, from: usize) -> Option<Option<Vec<(QName, &'static str
         }
         from += 2;
     }
-    let mut writes = Vec::new();
+    // Each write word's statement runs to the next `;`: found once, from the end back.
+    let mut ends = vec![sql.len(); cur.toks.len() + 1];
+    for j in (from..cur.toks.len()).rev() {
+        ends[j] = if cur.is_punct_at(j, b';') {
+            cur.toks[j].start
+        } else {
+            ends[j + 1]
+        };
+    }
+    let mut words = Vec::new();
     for i in from..cur.toks.len() {
         let t = cur.toks[i];
         if t.kind != Kind::Word {
@@ -388,9 +397,26 @@ fn body_writes(cur: &Cur, from: usize) -> Option<Option<Vec<(QName, &'static str
         {
             continue;
         }
-        let end = (i + 1..cur.toks.len())
-            .find(|&j| cur.is_punct_at(j, b';'))
-            .map_or(sql.len(), |j| cur.toks[j].start);
+        words.push(i);
+    }
+    // More write words than MAX_WRITES_PER_STATEMENT before one `;`: no body statement holds
+    // them, and reading each from there to the `;` would cost the body's length each time.
+    // Not followed (so says schema._body_writes too).
+    let mut run = 0;
+    for (k, &i) in words.iter().enumerate() {
+        run = if k > 0 && ends[words[k - 1]] == ends[i] {
+            run + 1
+        } else {
+            1
+        };
+        if run > MAX_WRITES_PER_STATEMENT {
+            return Some(None);
+        }
+    }
+    let mut writes = Vec::new();
+    for i in words {
+        let t = cur.toks[i];
+        let end = ends[i];
         let mut piece = trim(&sql[t.start..end]);
         // `\bEND\s*$`: a body's closing END after its last statement.
         if piece.len() >= 3 && piece[piece.len() - 3..].eq_ignore_ascii_case(b"END") {
@@ -415,6 +441,10 @@ fn body_writes(cur: &Cur, from: usize) -> Option<Option<Vec<(QName, &'static str
     }
     Some(Some(writes))
 }
+
+/// The most write words (INSERT, REPLACE, UPDATE, DELETE) a trigger body's statement may hold
+/// before its `;` for the body to be followed (schema.MAX_WRITES_PER_STATEMENT).
+pub const MAX_WRITES_PER_STATEMENT: usize = 8;
 
 fn trim(s: &[u8]) -> &[u8] {
     let start = s

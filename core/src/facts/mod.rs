@@ -10,7 +10,7 @@
 //! comment, a subquery, a shape sqlglot reads otherwise), `facts` is None and Python parses it;
 //! tests/core/test_statement_facts.py holds every answer here to the parser's.
 
-mod ddl;
+pub mod ddl;
 pub mod lex;
 pub mod refs;
 
@@ -459,6 +459,34 @@ mod tests {
         let call =
             facts(b"CREATE TRIGGER tr BEFORE DELETE ON t FOR EACH ROW CALL p()").expect("read");
         assert_eq!(call.trigger_def.expect("defined").writes, None);
+    }
+
+    #[test]
+    fn a_body_statement_with_more_write_words_than_any_statement_holds_is_not_followed() {
+        let body = |n: usize, sep: &str| {
+            let stmts: Vec<String> = (0..n)
+                .map(|i| format!("INSERT INTO t{i} VALUES (1)"))
+                .collect();
+            format!(
+                "CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW BEGIN {} END",
+                stmts.join(sep)
+            )
+        };
+        let writes = |sql: String| {
+            facts(sql.as_bytes())
+                .expect("read")
+                .trigger_def
+                .expect("defined")
+                .writes
+        };
+        // One statement per `;`: each read, however many.
+        assert_eq!(writes(body(3000, "; ")).expect("followed").len(), 3000);
+        // Up to the cap before one `;`, each read (as the Python reading does: to the `;`).
+        let under = writes(body(ddl::MAX_WRITES_PER_STATEMENT, " ")).expect("followed");
+        assert_eq!(under.len(), ddl::MAX_WRITES_PER_STATEMENT);
+        // Past it, not followed: 3000 of them would each be read to the end of the body.
+        assert_eq!(writes(body(ddl::MAX_WRITES_PER_STATEMENT + 1, " ")), None);
+        assert_eq!(writes(body(3000, " ")), None);
     }
 
     #[test]
