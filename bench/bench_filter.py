@@ -36,6 +36,7 @@ from pathlib import Path
 
 from bench.common import DATA_DIR, row_binlog, target_mb, write_result
 from dumpfilter.codec import BinlogReader
+from dumpfilter.errors import DumpFilterError
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.rules import RuleEngine, Settings
 from dumpfilter.binlogs.sinks import FileSink, renumbered
@@ -376,9 +377,33 @@ def verify_workload_keys() -> dict:
         out[name] = {"statements": len(texts), "to_python": len(python),
                      "python_share": round(len(python) / len(texts), 4) if texts else None,
                      "left_to_python": [t[:80] for t in python]}
+    out["real_binlogs"] = _fixture_statements(parser_reads)
     out["read_us"] = _facts_against_parser([t for v in (workload, seed) for t in
                                             [st.sql for st in split_statements(v.read_text())]])
     return out
+
+
+def _fixture_statements(parser_reads) -> dict:
+    """The same count over the 15 real servers' binlogs in ../shared/fixtures/real_binlogs
+    (MySQL 5.6-9.x, MariaDB 10.x-11.x), where they are beside the checkout."""
+    root = next((p / "shared" / "fixtures" / "real_binlogs" for p in Path(__file__).resolve().parents
+                 if (p / "shared" / "fixtures" / "real_binlogs").is_dir()), None)
+    if root is None:
+        return {"skipped": "no ../shared/fixtures/real_binlogs"}
+    statements, python = 0, []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix not in (".md", ".json", ".index",
+                                                                                         ".txt")):
+        with open(path, "rb") as f:
+            try:
+                for e in BinlogReader(f):
+                    if e.is_query and e.sql is not None and e.sql not in ("BEGIN", "COMMIT"):
+                        statements += 1
+                        if parser_reads(e.sql, e.db or ""):
+                            python.append(e.sql[:80])
+            except DumpFilterError:
+                continue  # (a fixture cut short on purpose: its statements up to there count)
+    return {"statements": statements, "to_python": len(python),
+            "python_share": round(len(python) / statements, 4) if statements else None, "left_to_python": python}
 
 
 def _facts_against_parser(texts: list[str]) -> dict:
@@ -409,7 +434,7 @@ def main() -> dict:
                    "command_vs_hop_crc": bench_command(tmp), "mixed": bench_mixed(tmp), "out_dir": bench_out_dir(tmp),
                    "statement_format": bench_mixed(tmp, "STATEMENT"), "verify_workloads": verify_workload_keys()}
     r, w, s, c = results["row_do_db"], results["wild_rules"], results["statement"], results["command_vs_hop_crc"]
-    us = results["verify_workloads"]["read_us"]
+    us, fx = results["verify_workloads"]["read_us"], results["verify_workloads"]["real_binlogs"]
     m, o = results["mixed"], results["out_dir"]
 
     def by_statements(label: str, m: dict) -> tuple[str, str, str, str]:
@@ -438,7 +463,10 @@ def main() -> dict:
            f"{v['to_python']} of {v['statements']} (DDL, triggers and multi-table statements read by the "
            "core's statement facts)" + (" (the seed is loaded on every server: no binlog holds it)"
                                         if name == "seed" else ""))
-          for name, v in results["verify_workloads"].items() if name != "read_us"],
+          for name, v in results["verify_workloads"].items() if name in ("sharp_edges", "seed")],
+        ("(h) real servers' binlogs (fixtures) statements to Python",
+         "skipped" if "skipped" in fx else f"{fx['python_share']:.1%}", "<= 1%",
+         fx.get("skipped") or f"{fx['to_python']} of {fx['statements']} Query statements (BEGIN/COMMIT aside)"),
         ("(h) one DDL/multi-table statement read: facts vs parser",
          f"{us['parser'] / us['facts']:.1f}x" if us["facts"] else "n/a", "diagnostic",
          f"in process, {us['statements']} statements: core facts {us['facts']} us, Python parser {us['parser']} us"),

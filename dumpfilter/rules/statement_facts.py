@@ -19,11 +19,7 @@ Namer = Callable[..., TableRef]          # a Name under the default (or a given)
 
 def core_info(sql: str, default: str) -> StatementInfo | None:
     """The StatementInfo of `sql` under default database `default`, from the core's facts."""
-    try:
-        raw = sql.encode("ascii")  # the core reads ASCII text only: the rest is Python's at once
-    except UnicodeEncodeError:
-        return None
-    facts = _core.statement_facts(raw)
+    facts = _core.statement_facts(sql.encode("utf-8", "surrogateescape"))  # (as the binlog holds it)
     if facts is None:
         return None
     (kind_name, updated, read, temporary, if_exists, db_name, renames, trigger, refs, set_columns, targets,

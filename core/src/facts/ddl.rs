@@ -87,8 +87,10 @@ fn create_table(cur: &mut Cur, temporary: bool) -> Option<Facts> {
             }
         }
         Some(select) => {
-            // One SELECT over named tables; a join, a union or a subquery is sqlglot's to read.
-            if (select + 1..cur.toks.len()).any(|i| cur.is_word_at(i, b"SELECT"))
+            // One SELECT over named tables; a join, a union or a subquery is sqlglot's to read
+            // (and loose text: `_read_tables` searches the raw text).
+            if cur.loose
+                || (select + 1..cur.toks.len()).any(|i| cur.is_word_at(i, b"SELECT"))
                 || [b"JOIN".as_slice(), b"UNION", b"STRAIGHT_JOIN", b"WITH"]
                     .iter()
                     .any(|w| cur.has_word(w))
@@ -268,6 +270,9 @@ fn word_in(cur: &Cur, i: usize, words: &[&[u8]]) -> bool {
 /// FOR EACH ROW body: the trigger, its table (in the trigger's database when unqualified) and
 /// its definition (read exactly where the schema model's patterns find it, or not at all).
 fn create_trigger(cur: &mut Cur) -> Option<Facts> {
+    if cur.loose {
+        return None; // the model's patterns search the raw text
+    }
     cur.if_exists();
     let trigger = cur.qname()?;
     let timing_at = cur.at;

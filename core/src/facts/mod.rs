@@ -79,6 +79,7 @@ pub fn facts(sql: &[u8]) -> Option<Facts> {
             b"REPLACE",
             b"UPDATE",
             b"DELETE",
+            b"LOAD",
             b"CREATE",
             b"ALTER",
             b"DROP",
@@ -102,8 +103,10 @@ pub fn facts(sql: &[u8]) -> Option<Facts> {
             .push((shape.db.map(|d| d.into_owned()), shape.table.into_owned()));
         return Some(f);
     }
-    let toks = lex::tokens(sql)?;
+    let lexed = lex::tokens(sql)?;
+    let toks = lexed.toks;
     let mut cur = Cur::new(sql, &toks);
+    cur.loose = lexed.loose;
     if toks.first().map(|t| t.end - t.start) != Some(verb.len()) {
         return None; // `CREATE_x ...`: no verb of these
     }
@@ -112,6 +115,7 @@ pub fn facts(sql: &[u8]) -> Option<Facts> {
     match verb.as_slice() {
         b"UPDATE" => update(&mut cur),
         b"DELETE" => delete(&mut cur),
+        b"LOAD" => load(&mut cur),
         b"CREATE" => ddl::create(&mut cur),
         b"ALTER" => ddl::alter(&mut cur),
         b"DROP" => ddl::drop(&mut cur),
@@ -156,7 +160,7 @@ fn lists_reads(sql: &[u8]) -> bool {
 
 /// Multi-table UPDATE (and a single-table one the key does not read, with an alias): `_update`.
 fn update(cur: &mut Cur) -> Option<Facts> {
-    if cur.has_word(b"SELECT") || cur.has_word(b"WITH") {
+    if cur.loose || cur.has_word(b"SELECT") || cur.has_word(b"WITH") {
         return None; // a subquery's tables are sqlglot's to list
     }
     // LOW_PRIORITY, IGNORE: sqlglot reads them as a table's name (its read list is the parser's).
@@ -233,7 +237,7 @@ fn set_columns(cur: &Cur, from: usize) -> Vec<SetColumn> {
 
 /// DELETE: `_delete`, its three forms.
 fn delete(cur: &mut Cur) -> Option<Facts> {
-    if cur.has_word(b"SELECT") || cur.has_word(b"WITH") {
+    if cur.loose || cur.has_word(b"SELECT") || cur.has_word(b"WITH") {
         return None;
     }
     if cur.is(b"LOW_PRIORITY") || cur.is(b"QUICK") || cur.is(b"IGNORE") {
@@ -301,6 +305,20 @@ fn delete(cur: &mut Cur) -> Option<Facts> {
     Some(f)
 }
 
+/// LOAD DATA ... INTO TABLE t ...: `_load`, the table after the first INTO TABLE.
+fn load(cur: &mut Cur) -> Option<Facts> {
+    while cur.at < cur.toks.len() && !(cur.is(b"INTO") && cur.is_word_at(cur.at + 1, b"TABLE")) {
+        cur.at += 1;
+    }
+    if cur.at >= cur.toks.len() {
+        return None;
+    }
+    cur.at += 2;
+    let mut f = Facts::new("LOAD_DATA");
+    f.updated.push(cur.qname()?);
+    Some(f)
+}
+
 fn ends_single_delete(cur: &Cur) -> bool {
     cur.is(b"WHERE")
         || cur.is(b"ORDER")
@@ -351,7 +369,7 @@ fn raw_cut(sql: &[u8], from: usize) -> Option<usize> {
 
 /// Tokens as the lexer gives them (tests).
 pub fn lexed(sql: &[u8]) -> Option<Vec<Tok>> {
-    lex::tokens(sql)
+    lex::tokens(sql).map(|l| l.toks)
 }
 
 #[cfg(test)]
