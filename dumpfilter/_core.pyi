@@ -466,8 +466,9 @@ def statement_key(sql: bytes) -> tuple[int, bytes | None, bytes] | None:
 def statement_facts(sql: bytes) -> tuple[Any, ...] | None:
     """What the rule engine reads of a DDL or multi-table statement (see facts::facts): (kind,
     updated, read, temporary, if_exists, db_name, renames, trigger, refs as ((db, table), alias),
-    set_columns, targets, columns, trigger_def as (timing, event, writes)); names are bytes, a
-    name's database None where the text gives none. None where Python's parser reads it."""
+    set_columns, targets, columns, trigger_def as (timing, event, writes), target as (object,
+    db, name)); names are bytes, a name's database None where the text gives none. None where
+    Python's parser reads it."""
 
 
 def foreign_log_pos(buf: Buffer, off: int) -> bool:

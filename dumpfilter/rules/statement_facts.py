@@ -23,7 +23,7 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
     if facts is None:
         return None
     (kind_name, updated, read, temporary, if_exists, db_name, renames, trigger, refs, set_columns, targets,
-     columns, trigger_def) = facts
+     columns, trigger_def, target) = facts
     kind = Kind(kind_name)
 
     def name(ref: Name, db: str = default) -> TableRef:
@@ -43,6 +43,11 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
         return StatementInfo(kind, updated=rename_tables(pairs), renames=pairs)
     if kind in (Kind.CREATE_DB, Kind.DROP_DB):
         return StatementInfo(kind, db_statement_name=db_name.decode(), if_exists=if_exists)
+    if kind is Kind.ALTER_DB:
+        return StatementInfo(kind, db_statement_name=db_name.decode() if db_name is not None else None)
+    if kind in (Kind.ACCOUNT, Kind.ROUTINE):
+        what = (target[0], *name(target[1])) if target is not None else None
+        return StatementInfo(kind, updated=tables, target=what)
     if kind is Kind.DROP_TRIGGER:
         return StatementInfo(kind, trigger=name(trigger), if_exists=if_exists)
     if kind is Kind.CREATE_TABLE:

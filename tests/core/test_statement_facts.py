@@ -96,12 +96,23 @@ SHAPES = [
     ("db", "ALTER TABLE t COMMENT = 'é', ADD x INT"), ("db", "RENAME TABLE a /* x */ TO b"),
     ("db", "LOAD DATA INFILE 'big_file.dat' INTO TABLE `t3` FIELDS TERMINATED BY '\\t' ENCLOSED BY '' (`a`)"),
     ("db", "LOAD DATA LOCAL INFILE '/tmp/é.csv' REPLACE INTO TABLE d.t IGNORE 1 LINES"),
+    # accounts, routines, views' names (WL#2516 reads the database of what they change)
+    ("db", "CREATE USER 'u'@'%' IDENTIFIED BY 'p'"), ("db", "DROP USER IF EXISTS u"), ("db", "RENAME USER a TO b"),
+    ("db", "ALTER USER 'u'@'localhost' PASSWORD EXPIRE"), ("db", "GRANT SELECT, INSERT ON d.t TO 'u'@'%'"),
+    ("db", "GRANT ALL ON t TO u"), ("db", "GRANT SELECT ON d.* TO u"), ("db", "REVOKE SELECT (a) ON TABLE d.t FROM u"),
+    ("db", "GRANT EXECUTE ON PROCEDURE d.p TO u"), ("db", "GRANT r1 TO u"),
+    ("db", "CREATE DEFINER=`root`@`%` PROCEDURE d.p(IN x INT) BEGIN INSERT INTO t VALUES (x); END"),
+    ("db", "CREATE FUNCTION f RETURNS STRING SONAME 'udf.so'"), ("db", "CREATE AGGREGATE FUNCTION g RETURNS INT SONAME 'g.so'"),
+    ("db", "DROP EVENT IF EXISTS d.e"), ("db", "CREATE SERVER s FOREIGN DATA WRAPPER mysql OPTIONS (HOST 'h')"),
+    ("db", "DROP TABLESPACE ts"), ("db", "CALL d.p(1, 'é')"), ("db", "CALL p"),
+    ("db", "DROP VIEW IF EXISTS v1, d.v2"), ("db", "ALTER VIEW d.v AS SELECT 1"),
+    ("db", "ALTER DATABASE d CHARACTER SET utf8mb4"), ("db", "ALTER DATABASE CHARACTER SET utf8mb4"),
 ]
 # What the core leaves to Python: comments, non-ASCII text, an unclosed quote, views, sqlglot's
 # corners (a `t.*` delete target; a WHERE word in a string, where the parser cuts the references).
 LEFT_TO_PYTHON = [
     ("db", "DROP TABLE t -- c"), ("db", "CREATE TABLE `t (a INT)"), ("db", "CREATE TABLE t (a INT) /* c"),
-    ("db", "CREATE TABLE é (a INT)"), ("db", "CREATE TABLE `é` (a INT)"), ("db", "DROP VIEW v"),
+    ("db", "CREATE TABLE é (a INT)"), ("db", "CREATE TABLE `é` (a INT)"),
     ("db", "CREATE VIEW v AS SELECT 1"), ("db", "/*!40000 DROP TABLE t */"), ("db", "DROP TABLE t /* é */"),
     # loose text (a comment, a string outside ASCII) where the parser's reading searches the raw text
     ("db", "UPDATE t1 JOIN t2 ON t1.a = t2.a SET t1.b = 1 /* c */"),
@@ -177,7 +188,8 @@ _case = st.sampled_from([str.upper, str.lower, str.title])
 _bare = st.sampled_from(["t", "t1", "T_2", "x$y", "a", "b", "db", "key", "where", "order", "set", "on", "left",
                          "join", "using", "values", "select", "from", "as", "end", "new", "é"])
 _quoted = st.text(st.sampled_from("ab`. $;,()'"), min_size=1, max_size=5).map(lambda s: "`" + s.replace("`", "``") + "`")
-_ident = st.one_of(_bare, _bare, _quoted)
+_plain = st.sampled_from(["t", "t1", "T_2", "x$y", "a", "b", "db", "end", "new", "9a"])
+_ident = st.one_of(_plain, _plain, _plain, _bare, _quoted)  # mostly names the core reads
 
 
 @st.composite
@@ -248,7 +260,7 @@ def _sql(draw):
 
     shape = draw(st.sampled_from(["update", "delete_from", "delete_using", "create", "create_select",
                                   "create_like", "trigger", "drop", "alter", "rename", "database", "index",
-                                  "truncate", "load"]))
+                                  "truncate", "load", "object"]))
     if shape == "update":
         kw("UPDATE")
         for modifier in draw(st.lists(st.sampled_from(["LOW_PRIORITY", "IGNORE"]), max_size=2)):
@@ -356,6 +368,25 @@ def _sql(draw):
         say(draw(_ident))
         kw("ON")
         say(draw(_qname()), "(a)")
+    elif shape == "object":
+        name = draw(_qname())
+        say(draw(st.sampled_from([
+            f"CREATE {draw(st.sampled_from(['', 'DEFINER=`root`@`%` ', 'DEFINER=CURRENT_USER() ']))}"
+            f"{draw(st.sampled_from(['PROCEDURE', 'FUNCTION', 'EVENT', 'PACKAGE BODY']))} "
+            f"{draw(st.sampled_from(['', 'IF NOT EXISTS ']))}{name}() BEGIN INSERT INTO x VALUES (1); END",
+            f"CREATE {draw(st.sampled_from(['', 'AGGREGATE ']))}FUNCTION {name} RETURNS STRING SONAME 'x.so'",
+            f"{draw(st.sampled_from(['DROP', 'ALTER']))} {draw(st.sampled_from(['PROCEDURE', 'FUNCTION', 'EVENT', 'USER', 'ROLE', 'SERVER', 'TABLESPACE', 'RESOURCE GROUP', 'LOGFILE GROUP']))} "
+            f"{draw(st.sampled_from(['', 'IF EXISTS ']))}{name}",
+            f"CREATE USER {name} IDENTIFIED BY 'p'", f"RENAME {draw(st.sampled_from(['USER', 'ROLE']))} {name} TO u2",
+            f"{draw(st.sampled_from(['GRANT', 'REVOKE']))} {draw(st.sampled_from(['ALL', 'SELECT, INSERT', 'SELECT (a)', 'r1']))}"
+            f" {draw(st.sampled_from(['ON *.*', 'ON d.*', 'ON ' + name, 'ON TABLE ' + name, 'ON PROCEDURE ' + name, '']))}"
+            f" {draw(st.sampled_from(['TO', 'FROM']))} 'u'@'%'",
+            f"CALL {name}{draw(st.sampled_from(['', '()', '(1, x)']))}",
+            f"DROP VIEW {draw(st.sampled_from(['', 'IF EXISTS ']))}{name}{draw(st.sampled_from(['', ', v2']))}",
+            f"ALTER VIEW {name} AS SELECT 1",
+            f"ALTER {draw(st.sampled_from(['DATABASE', 'SCHEMA']))} {draw(st.sampled_from(['', name + ' ']))}"
+            f"{draw(st.sampled_from(['CHARACTER SET utf8mb4', 'DEFAULT COLLATE x', 'READ ONLY 1', 'UPGRADE DATA DIRECTORY NAME']))}",
+        ])))
     elif shape == "load":
         kw("LOAD DATA")
         say(draw(st.sampled_from(["", "LOCAL", "LOW_PRIORITY"])), "INFILE", draw(st.sampled_from(["'f'", "'é'"])))

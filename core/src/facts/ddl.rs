@@ -3,7 +3,7 @@
 //! TABLE's column names and a trigger's timing, event and the tables its body writes.
 
 use super::lex::{Cur, Kind, QName};
-use super::{one_of, raw_word, refs, Facts, TriggerDef};
+use super::{objects, one_of, raw_word, refs, Facts, TriggerDef};
 
 const CREATE_MODIFIERS: &[&[u8]] = &[
     b"OR",
@@ -64,7 +64,8 @@ pub fn create(cur: &mut Cur) -> Option<Facts> {
         }
         b"INDEX" => index(cur, "CREATE_INDEX"),
         b"TRIGGER" => create_trigger(cur),
-        _ => None,
+        b"VIEW" => None, // its query's tables are sqlglot's to list
+        other => objects::without_tables(cur, other),
     }
 }
 
@@ -478,8 +479,11 @@ pub fn alter(cur: &mut Cur) -> Option<Facts> {
     cur.skip_modifiers(CREATE_MODIFIERS);
     let obj = upper(cur.word()?);
     cur.at += 1;
-    if !matches!(obj.as_slice(), b"TABLE" | b"SEQUENCE") {
-        return None;
+    match obj.as_slice() {
+        b"TABLE" | b"SEQUENCE" => {}
+        b"DATABASE" | b"SCHEMA" => return objects::alter_db(cur),
+        b"VIEW" => return objects::alter_view(cur),
+        other => return objects::without_tables(cur, other),
     }
     cur.if_exists();
     // ALTER TABLE t RENAME TO u: the new name is not in the table list.
@@ -508,18 +512,19 @@ pub fn drop(cur: &mut Cur) -> Option<Facts> {
             f.trigger = Some(cur.qname()?);
             return Some(f);
         }
-        _ => return None,
+        b"VIEW" => return objects::drop_view(cur),
+        other => return objects::without_tables(cur, other),
     };
     f.temporary = temporary;
     f.if_exists = cur.if_exists();
-    f.updated.push(cur.qname()?);
-    while cur.accept_punct(b',') {
-        f.updated.push(cur.qname()?);
-    }
+    f.updated = cur.name_list()?;
     Some(f)
 }
 
 pub fn rename(cur: &mut Cur) -> Option<Facts> {
+    if cur.is(b"USER") || cur.is(b"ROLE") {
+        return objects::without_tables(cur, b"USER");
+    }
     if !(cur.accept(b"TABLE") || cur.accept(b"TABLES")) {
         return None;
     }

@@ -246,6 +246,15 @@ impl<'a> Cur<'a> {
         Some((None, first))
     }
 
+    /// `name_list`: qualified names separated by commas.
+    pub fn name_list(&mut self) -> Option<Vec<QName>> {
+        let mut names = vec![self.qname()?];
+        while self.accept_punct(b',') {
+            names.push(self.qname()?);
+        }
+        Some(names)
+    }
+
     /// `skip_if_exists`: IF EXISTS (true) or IF NOT EXISTS (false), skipped.
     pub fn if_exists(&mut self) -> bool {
         if self.is(b"IF") && self.is_word_at(self.at + 1, b"EXISTS") {

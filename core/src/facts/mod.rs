@@ -12,6 +12,7 @@
 
 pub mod ddl;
 pub mod lex;
+mod objects;
 pub mod refs;
 
 use lex::{Cur, Kind, QName, Tok};
@@ -52,6 +53,9 @@ pub struct Facts {
     /// CREATE TABLE's column names (lower-cased), where the core reads them all.
     pub columns: Option<Vec<Vec<u8>>>,
     pub trigger_def: Option<TriggerDef>,
+    /// The object a statement without a table list changes (WL#2516 needs its database):
+    /// (object type, its name: a database None for the default one).
+    pub target: Option<(&'static str, QName)>,
 }
 
 impl Facts {
@@ -85,6 +89,9 @@ pub fn facts(sql: &[u8]) -> Option<Facts> {
             b"DROP",
             b"RENAME",
             b"TRUNCATE",
+            b"GRANT",
+            b"REVOKE",
+            b"CALL",
         ],
     ) {
         return None;
@@ -121,6 +128,8 @@ pub fn facts(sql: &[u8]) -> Option<Facts> {
         b"DROP" => ddl::drop(&mut cur),
         b"RENAME" => ddl::rename(&mut cur),
         b"TRUNCATE" => ddl::truncate(&mut cur),
+        b"GRANT" | b"REVOKE" => objects::grant(&mut cur),
+        b"CALL" => objects::call(&mut cur),
         _ => None,
     }
 }

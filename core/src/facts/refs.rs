@@ -73,21 +73,36 @@ fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
     words.iter().any(|w| t.eq_ignore_ascii_case(w))
 }
 
+/// The references read so far, and where a parenthesised join stands.
+struct State {
+    refs: Vec<Ref>,
+    /// Inside a parenthesised join.
+    grouped: bool,
+    /// A parenthesised join was read: nothing may follow it. sqlglot lists the tables of a
+    /// statement breadth first, so a table after one would come before the tables of its inner
+    /// joins in the parser's read list.
+    group_closed: bool,
+}
+
 /// The references in tokens [cur.at, end): None unless all of them are read.
 pub fn references(cur: &mut Cur, end: usize) -> Option<Vec<Ref>> {
     // sqlglot reads `(a JOIN b ON ...) JOIN c` otherwise than MySQL: left to it.
     if cur.is_punct_at(cur.at, b'(') {
         return None;
     }
-    let mut refs = Vec::new();
-    list(cur, end, &mut refs)?;
-    (cur.at == end && !refs.is_empty()).then_some(refs)
+    let mut st = State {
+        refs: Vec::new(),
+        grouped: false,
+        group_closed: false,
+    };
+    list(cur, end, &mut st)?;
+    (cur.at == end && !st.refs.is_empty()).then_some(st.refs)
 }
 
 /// `item (, item)*` up to `end` or an unmatched `)`.
-fn list(cur: &mut Cur, end: usize, refs: &mut Vec<Ref>) -> Option<()> {
+fn list(cur: &mut Cur, end: usize, st: &mut State) -> Option<()> {
     loop {
-        item(cur, end, refs)?;
+        item(cur, end, st)?;
         if cur.at < end && cur.accept_punct(b',') {
             continue;
         }
@@ -96,10 +111,11 @@ fn list(cur: &mut Cur, end: usize, refs: &mut Vec<Ref>) -> Option<()> {
 }
 
 /// A factor and its joins.
-fn item(cur: &mut Cur, end: usize, refs: &mut Vec<Ref>) -> Option<()> {
-    factor(cur, end, refs)?;
+fn item(cur: &mut Cur, end: usize, st: &mut State) -> Option<()> {
+    factor(cur, end, st, false)?;
     while cur.at < end && join(cur) {
-        factor(cur, end, refs)?;
+        let was_closed = st.group_closed;
+        factor(cur, end, st, true)?;
         if cur.at < end && cur.accept(b"ON") {
             condition(cur, end)?;
         } else if cur.at < end && cur.accept(b"USING") {
@@ -107,6 +123,10 @@ fn item(cur: &mut Cur, end: usize, refs: &mut Vec<Ref>) -> Option<()> {
                 return None;
             }
             close(cur, end)?;
+        } else if st.grouped || st.group_closed != was_closed {
+            // A join in parentheses, or the parentheses' own, without its condition: sqlglot
+            // does not read it.
+            return None;
         }
     }
     Some(())
@@ -137,20 +157,24 @@ fn join(cur: &mut Cur) -> bool {
     false
 }
 
-/// A name with its alias, or a parenthesised list of references.
-fn factor(cur: &mut Cur, end: usize, refs: &mut Vec<Ref>) -> Option<()> {
-    if cur.at >= end {
+/// A name with its alias, or (`after_join`) a parenthesised join: `JOIN (a JOIN b ON ...) ON
+/// ...`, the last factor, not nested.
+fn factor(cur: &mut Cur, end: usize, st: &mut State, after_join: bool) -> Option<()> {
+    if cur.at >= end || st.group_closed {
         return None;
     }
     if cur.accept_punct(b'(') {
-        // `(a JOIN b ON ...)`: a join in parentheses. A lone table or a list in them, or
-        // parentheses doubled, sqlglot reads otherwise: left to it.
-        if cur.is_punct_at(cur.at, b'(') {
+        // A lone table or a list in parentheses, parentheses doubled or nested, or after a
+        // comma: sqlglot reads them otherwise, or not at all. Left to it.
+        if !after_join || st.grouped || cur.is_punct_at(cur.at, b'(') {
             return None;
         }
-        let before = refs.len();
-        item(cur, end, refs)?;
-        return (refs.len() >= before + 2 && cur.accept_punct(b')')).then_some(());
+        let before = st.refs.len();
+        st.grouped = true;
+        item(cur, end, st)?;
+        st.grouped = false;
+        st.group_closed = true;
+        return (st.refs.len() >= before + 2 && cur.accept_punct(b')')).then_some(());
     }
     let table = cur.qname()?;
     if cur.is_punct_at(cur.at, b'.') {
@@ -171,7 +195,7 @@ fn factor(cur: &mut Cur, end: usize, refs: &mut Vec<Ref>) -> Option<()> {
             }
         }
     }
-    refs.push(Ref { table, alias });
+    st.refs.push(Ref { table, alias });
     Some(())
 }
 

@@ -171,7 +171,8 @@ pub(super) fn replica_frames<'py>(
 
 /// A statement's facts (see facts::facts) for `rules.statement_facts`: (kind, updated, read,
 /// temporary, if_exists, db_name, renames, trigger, refs as ((db, table), alias), set_columns,
-/// targets, columns, trigger_def as (timing, event, writes)); names are bytes, a name's
+/// targets, columns, trigger_def as (timing, event, writes), target as (object, db, name));
+/// names are bytes, a name's
 /// database None where the statement does not give it. None where Python's parser reads it.
 #[pyfunction]
 pub(super) fn statement_facts<'py>(
@@ -198,6 +199,7 @@ pub(super) fn statement_facts<'py>(
         f.targets.into_bound_py_any(py)?,
         f.columns.into_bound_py_any(py)?,
         trigger_def.into_bound_py_any(py)?,
+        f.target.into_bound_py_any(py)?,
     ];
     Ok(Some(PyTuple::new(py, fields)?))
 }
