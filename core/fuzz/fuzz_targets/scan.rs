@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     // A binlog: the magic, then the input (the first byte picks the options).
     let _ = plain_statement(rest); // any bytes as a statement's text
     let _ = facts(rest); // and as the statement facts' input, after each verb they read
-    let verbs: [&[u8]; 8] = [
+    let verbs: [&[u8]; 12] = [
         b"CREATE ",
         b"UPDATE ",
         b"DELETE ",
@@ -30,6 +30,10 @@ fuzz_target!(|data: &[u8]| {
         b"RENAME ",
         b"TRUNCATE ",
         b"CREATE TRIGGER t AFTER INSERT ON t FOR EACH ROW ",
+        b"GRANT ",
+        b"CALL ",
+        b"LOAD DATA ",
+        b"UPDATE a JOIN (b JOIN c ON x) ON y ",
     ];
     let mut text = verbs[control as usize % verbs.len()].to_vec();
     text.extend_from_slice(rest);
