@@ -36,7 +36,7 @@ SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, 
                           Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER})
 
 _WRITE_WORDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
-MAX_WRITES_PER_STATEMENT = 8  # a trigger body's write words before one `;` (core/src/facts/ddl.rs)
+MAX_WRITES_PER_STATEMENT = 8  # a trigger body's write words before one `;` (core/src/facts/trigger.rs)
 _NOT_A_WRITE_BEFORE = frozenset({"KEY", "FOR", "ON", "DUPLICATE"})  # ON DUPLICATE KEY UPDATE, FOR UPDATE, ON DELETE
 
 
