@@ -52,8 +52,7 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
         return StatementInfo(kind, trigger=name(trigger), if_exists=if_exists)
     if kind is Kind.CREATE_TABLE:
         if refs:  # CREATE ... SELECT: its FROM tables, less the new one (`_read_tables`)
-            reads = _reads([(name(t), alias.decode() if alias else None, t[0] is None) for t, alias in refs],
-                           exclude=tables)
+            reads = _reads(refs, name, exclude=tables)
         else:  # LIKE s: the source as named
             reads = tuple(name(ref) for ref in read)
         return StatementInfo(kind, updated=tables, read=reads, temporary=temporary,
@@ -78,7 +77,7 @@ def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[tuple[list[byt
     except _Unparsed:  # no reference named: the parser gives up too
         return StatementInfo(Kind.OTHER, parse_ok=False)
     updated = tuple(key for key, _ in chosen)
-    aliases = {alias.decode() for _, alias in refs if alias}
+    aliases = {alias.decode() for _, alias in refs if alias}  # (the delete targets' check)
     named = {names for ref in joined for names in ref_names(ref)}
     for qualifier in qualifiers if kind is Kind.DELETE_MULTI else ():
         # A DELETE target sqlglot lists as a table read (one naming no reference, or naming a
@@ -91,22 +90,21 @@ def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[tuple[list[byt
             return None
     reads: tuple[TableRef, ...] = ()
     if lists_reads:  # sqlglot's tables of the whole statement
-        listed = [(name(table), alias.decode() if alias else None, table[0] is None) for table, alias in refs]
-        reads = _reads(listed, exclude=updated)
+        reads = _reads(refs, name, exclude=updated)
     multi = kind is Kind.UPDATE_MULTI
     return StatementInfo(kind, updated=updated, read=reads, joined=joined if multi else (),
                          set_columns=columns if multi else ())
 
 
-def _reads(listed: Sequence[tuple[TableRef, str | None, bool]], exclude: Sequence[TableRef]) -> tuple[TableRef, ...]:
-    """`_read_tables`' answer over the tables sqlglot finds, in order: (table, alias or None,
-    whether its name had no database). A table named by another's alias (no database, no alias
-    of its own) is that alias, not a table."""
-    aliases = {alias for _, alias, _ in listed if alias}
+def _reads(refs: Sequence[Ref], name: Namer, exclude: Sequence[TableRef]) -> tuple[TableRef, ...]:
+    """`_read_tables`' answer over the references, the tables sqlglot finds, in order. One named
+    by another's alias (no database, no alias of its own) is that alias, not a table."""
+    aliases = {alias for _, alias in refs if alias}
     excluded = set(exclude)
     found: dict[TableRef, None] = {}  # in order, each once
-    for table, alias, bare in listed:
-        if table in excluded or (bare and table[1] in aliases and not alias):
+    for ref, alias in refs:
+        table = name(ref)
+        if table in excluded or (ref[0] is None and ref[1] in aliases and not alias):
             continue
         found[table] = None
     return tuple(found)
