@@ -16,6 +16,14 @@ nor the Register threads from the streams. The predictions reach the slave:
   - and always in Stats (`master status`): `lint_state`, `lint_warnings`, how far lint has read
     (`lint_position`) and how many breaks it found (`lint_breaks`);
   - a break found, or a lint that failed, is also one WARNING line in the master's log.
+
+The worker process may die (killed, out of memory): the master starts it again at once, in one
+WARNING line, and every rule set reads on from its last position. After each look that moved on,
+the worker hands back its follower as it stands (`FollowingLint.checkpoint`: its Linter, pickled)
+and the master keeps it; a worker started anew is given it with the follower's next look. A look
+the worker died in is queued again from there (its breaks were never told, so none is told twice);
+a rule set whose looks end the worker MAX_CRASHES times in a row fails. How far behind the live end
+of the binlog each rule set is (bytes and files) is in Stats and /metrics.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import itertools
 import logging
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -62,7 +71,10 @@ FOLLOW_EVERY = 0.5       # seconds: the binlog's changes are looked at at most t
 TOGETHER = 64            # looks handed to the worker in one message (read together where they can)
 
 OFF, PENDING, DONE, NOT_RUN, FAILED = "off", "pending", "done", "not run", "failed"
-LOST = "lost"  # the worker process does not hold the follower (it was restarted): start it again
+LOST = "lost"  # the worker process does not hold the follower (it was restarted): resume it
+ENDED = "ended"  # the worker process ended during this look: queued again, from the last checkpoint
+MAX_CRASHES = 3  # looks of one rule set in a row the worker ended in: then it fails
+WATCH_EVERY = 1.0  # seconds: how often an idle worker is checked for having ended
 
 
 # -- the worker process -------------------------------------------------------------------------
@@ -70,7 +82,8 @@ def _serve() -> None:
     """The worker process's main loop (`python -m <this module>`): a message, pickled, on stdin;
     its replies, pickled, on stdout; until stdin closes (the master ended). A message is
     (followers to drop, [look...]); a look is (follower id, the linter's arguments on its first
-    look else None, [(path, size)...], budget); the reply is [(state, value)...], one per look."""
+    look, its checkpoint when this process does not hold it, else None, [(path, size)...],
+    budget); the reply is [(state, value)...], one per look."""
     try:
         os.nice(10)  # the streams come first
     except OSError:
@@ -92,13 +105,16 @@ def _serve() -> None:
 
 def _looks(followers: dict[int, FollowingLint], looks: list[tuple],
            index: ScanIndex | None = None) -> list[tuple[str, object]]:
-    """One message's looks, answered in order; each follower made on its first look. Followers at
-    one place of one binlog read it together (`look_together`: one read and scan for all)."""
+    """One message's looks, answered in order; each follower made on its first look, or made again
+    from its checkpoint. Followers at one place of one binlog read it together (`look_together`:
+    one read and scan for all). A look that moved its follower on hands back its checkpoint."""
     replies: list[tuple[str, object]] = [(LOST, None)] * len(looks)
     groups: dict[tuple, list[int]] = {}
     for n, (fid, first, files, budget) in enumerate(looks):
         try:
-            if first is not None:
+            if isinstance(first, bytes):  # a worker started anew: the follower as it stood
+                followers[fid] = FollowingLint.resume(first, index)
+            elif first is not None:
                 rules, settings, schema, replica_schema, verify_checksums = first
                 followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
                                                verify_checksums=verify_checksums, index=index)
@@ -112,8 +128,12 @@ def _looks(followers: dict[int, FollowingLint], looks: list[tuple],
     for (_, files, budget), members in groups.items():
         fids = [looks[n][0] for n in members]
         try:
-            got = look_together([followers[fid] for fid in fids], files, budget, LINT_WARNINGS)
-            for n, look in zip(members, got):
+            followings = [followers[fid] for fid in fids]
+            places = [(f.file, f.pos) for f in followings]
+            got = look_together(followings, files, budget, LINT_WARNINGS)
+            for n, following, place, look in zip(members, followings, places, got):
+                if (following.file, following.pos) != place or looks[n][1] is not None:
+                    look.checkpoint = following.checkpoint()
                 replies[n] = (DONE, look)
         except Exception as exc:  # the binlog's error (or lint's own bug): told as a warning, never a failed Register
             why = str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}"
@@ -137,7 +157,13 @@ class _Worker:
     """The one worker process of this Python process, fed from a queue by one thread. A plain
     `python -m` child (not multiprocessing): it never re-imports the caller's main script. A job
     nobody waits for any more is taken out of the queue (`drop`), freeing its place; a follower
-    nobody follows any more is dropped from the worker with the next message (`forget`)."""
+    nobody follows any more is dropped from the worker with the next message (`forget`).
+
+    A worker process that ended (killed, out of memory) is started again: at once when it ended
+    while idle (the dispatch thread looks every WATCH_EVERY seconds), or when it ended during an
+    exchange (its looks are answered ENDED: their owners queue them again). Either way one WARNING
+    line, and `restarts` counts it. `held`: the followers the running process holds; a look of
+    any other is sent with the follower's checkpoint (a process started anew holds none)."""
 
     def __init__(self):
         self.queued: deque[_Job] = deque()
@@ -145,6 +171,10 @@ class _Worker:
         self.ready = threading.Condition()
         self.proc: subprocess.Popen | None = None
         self.closed = False  # the process exits: no worker is started again, no look run
+        self.held: set[int] = set()   # follower ids the running worker process holds
+        self.answered = False         # the running worker process answered a message
+        self.sending: list[int] = []  # follower ids of the looks being exchanged (for the restart's line)
+        self.restarts = 0             # worker processes started again after one ended
         self.thread = threading.Thread(target=self._dispatch, name="lint-dispatch", daemon=True)
         self.thread.start()
         atexit.register(self.close)
@@ -152,12 +182,48 @@ class _Worker:
     def _start(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
+        self.held, self.answered = set(), False
+
+    def _restart(self, ended: subprocess.Popen, during: str) -> str:
+        """The worker process `ended` (it exited, or was killed): a new one is started, in one WARNING
+        line; '' or why it cannot be."""
+        try:
+            code = ended.wait(1)  # its pipe's end was seen: its exit is at hand
+            how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
+                   else f"exited with status {code}")
+        except subprocess.TimeoutExpired:  # alive, but its pipes are gone or it answered out of turn
+            ended.kill()
+            try:
+                ended.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            how = "stopped answering"
+        resume = len(self.held | set(self.sending))
+        self.proc = None
+        if self.closed:
+            return "the master is shutting down"
+        self.restarts += 1
+        try:
+            self._start()
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self.proc = None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            why = f"the lint worker process cannot be started ({sys.executable}: {why})"
+            log.warning("lint: the worker process %s %s, and %s", how, during, why)
+            return why
+        log.warning("lint: the worker process %s %s; started again (%d restart(s)): %d rule set(s) read on "
+                    "from their last positions", how, during, self.restarts, resume)
+        return ""
 
     def _run(self, message: tuple, n: int) -> list[tuple[str, object]]:
-        """One message's exchange with the worker: its n replies, or n failures."""
+        """One message's exchange with the worker: its n replies, or n failures (ENDED: the worker
+        process ended during it, and was started again)."""
         if self.closed:
             return [(FAILED, "the master is shutting down")] * n
-        if self.proc is None or self.proc.poll() is not None:
+        if self.proc is not None and self.proc.poll() is not None:  # ended since it last answered
+            if self._restart(self.proc, "while idle"):
+                self.proc = None
+        if self.proc is None:
             try:
                 self._start()
             except (OSError, ValueError, subprocess.SubprocessError) as exc:
@@ -175,11 +241,16 @@ class _Worker:
             proc.stdin.flush()
             replies = pickle.load(proc.stdout)
         except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
-            self.stop()
-            return [(FAILED, f"the lint worker process ended ({type(exc).__name__})")] * n
-        if not isinstance(replies, list) or len(replies) != n:
-            self.stop()
-            return [(FAILED, "the lint worker process answered out of turn")] * n
+            replies = f"the lint worker process ended ({type(exc).__name__})"
+        else:
+            if not isinstance(replies, list) or len(replies) != n:
+                replies = "the lint worker process answered out of turn"
+        if isinstance(replies, str):
+            if self.closed or self.proc is not proc:
+                return [(FAILED, replies)] * n
+            self._restart(proc, f"during a look of {n} rule set(s)" if n else "during an exchange")
+            return [(ENDED, replies)] * n
+        self.answered = True
         return replies
 
     def put(self, job: _Job, bounded: bool = True) -> bool:
@@ -223,11 +294,25 @@ class _Worker:
         self.queued = rest
         return jobs
 
+    def _watch(self) -> None:
+        """Idle: a worker process that answered before and has ended since is started again now."""
+        proc = self.proc
+        if proc is not None and self.answered and not self.closed and proc.poll() is not None:
+            self._restart(proc, "while idle")
+
+    def _first(self, job: _Job) -> object:
+        """What the worker needs to make the job's follower: its first-look arguments, its checkpoint
+        when the running process does not hold it (started anew), else None."""
+        fid, first = job.look[0], job.look[1]
+        if first is None and fid not in self.held:
+            return job.follower.checkpoint or None  # none: the worker answers LOST, the owner starts it again
+        return first
+
     def _dispatch(self) -> None:
         while True:
             with self.ready:
-                while not self.queued and not self.forgotten:
-                    self.ready.wait()
+                if not self.queued and not self.forgotten:
+                    self.ready.wait(WATCH_EVERY)
                 jobs = self._take() if self.queued else []
                 drops, self.forgotten = self.forgotten, []
             jobs = [job for job in jobs if not job.cancelled]
@@ -235,16 +320,30 @@ class _Worker:
                 proc = self.proc
                 if drops and proc is not None and proc.poll() is None:
                     self._run((drops, []), 0)  # a worker started anew holds none of them
+                self.held.difference_update(drops)
+                try:
+                    self._watch()
+                except Exception:  # noqa: BLE001 - the thread must outlive any one restart
+                    log.exception("lint: the worker process could not be started again")
                 continue
+            if self.proc is not None and self.proc.poll() is not None and not self.closed:
+                self._restart(self.proc, "while idle")  # before the looks are made: none is held now
             newest = max((job.look[2] for job in jobs), key=lambda files: (len(files), files[-1][1] if files else 0))
-            looks = [(job.look[0], job.look[1], newest, job.look[3]) for job in jobs]
+            looks = [(job.look[0], self._first(job), newest, job.look[3]) for job in jobs]
+            self.held.difference_update(drops)
+            self.sending = [job.look[0] for job in jobs]
             try:
                 replies = self._run((drops, looks), len(jobs))
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
                 if not self.closed:
                     log.exception("lint: a look failed")
                 replies = [(FAILED, f"{type(exc).__name__}: {exc}")] * len(jobs)
+            self.sending = []
             for job, (state, value) in zip(jobs, replies):
+                if state == DONE:
+                    self.held.add(job.look[0])
+                else:
+                    self.held.discard(job.look[0])
                 try:
                     job.owner.finished(job, state, value)
                 except Exception:  # noqa: BLE001 - as above
@@ -293,6 +392,8 @@ class _Follower:
     reason: str = ""                 # why not run, or failed
     job: _Job | None = None          # its look queued or running
     started: bool = False            # the worker holds its Linter
+    checkpoint: bytes = b""          # the follower as it stood after its last look (FollowingLint.checkpoint)
+    crashes: int = 0                 # its looks in a row the worker process ended in
 
     def warnings(self) -> list[str]:
         if self.state == DONE:
@@ -435,6 +536,7 @@ class LintJobs:
             return str(exc)
         follower.state, follower.position, follower.seen = PENDING, None, None
         follower.breaks, follower.found, follower.started = [], 0, False
+        follower.checkpoint, follower.crashes = b"", 0
         job = _Job(self, follower, (follower.fid, follower.first, snapshot, self.max_bytes), _end(snapshot))
         if not _worker().put(job):
             return f"{MAX_QUEUED} lint jobs are already queued"
@@ -456,13 +558,30 @@ class LintJobs:
             if self.closed or self.followers.get(follower.key) is not follower or job.cancelled:
                 return
             ids = sorted(server_id for server_id, sub in self.subs.items() if sub.key == follower.key)
-            if state == LOST:  # the worker was started anew: read from the start again
+            if state == ENDED and follower.crashes + 1 >= MAX_CRASHES:
+                follower.crashes += 1
+                follower.state = FAILED
+                follower.reason = (f"{value}: the worker process ended during {follower.crashes} looks in a row "
+                                   f"of these rules, from {_where(follower.position)}")
+                told.append(f"lint: {follower.state}: {follower.reason}")
+                follower.started = False
+            elif state == ENDED or (state == LOST and (follower.checkpoint or job.look[1] is not None)):
+                # The worker process ended (during this look, or before it): the look is queued again
+                # and reads on from the follower's checkpoint, the breaks it found were never told.
+                follower.crashes += state == ENDED
+                follower.started = False
+                again = _Job(self, follower, job.look, job.seen)
+                follower.job = again
+                _worker().put(again, bounded=False)
+            elif state == LOST:  # the worker does not hold it and there is no checkpoint: read from the start again
                 why = self._start(follower)
                 if why:
                     follower.state, follower.reason = NOT_RUN, f"the lint worker was restarted and {why}"
                     told.append(f"lint: not run: {follower.reason}")
             elif state == DONE and isinstance(value, Look):
                 follower.started = True
+                follower.crashes = 0
+                follower.checkpoint = value.checkpoint or follower.checkpoint
                 self.largest_look = max(self.largest_look, value.read)
                 follower.state = DONE
                 follower.position = value.position or follower.position
@@ -589,6 +708,10 @@ class LintJobs:
         self.wake.set()
         if self.watch is not None:
             self.watch.discard(self.wake)
+
+
+def _where(position: tuple[str, int] | None) -> str:
+    return f"{position[0]}:{position[1]}" if position is not None else "the binlog's start"
 
 
 def _end(snapshot: list[tuple[str, int]]) -> tuple | None:

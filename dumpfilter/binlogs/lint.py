@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Iterable, Iterator, Sequence
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,7 @@ class Look:
     caught_up: bool
     reader: int = 0
     scanned: int = 0
+    checkpoint: bytes = b""  # the follower as it stands after this look (`FollowingLint.checkpoint`), when it moved on
 
 
 class FollowingLint:
@@ -102,6 +104,22 @@ class FollowingLint:
         self.pos = 0                          # the end of its last whole unit fed (0: not opened)
         self.fmt: FormatDescription | None = None  # its format, to resume past its Format_description
         self.position: tuple[str, int] | None = None  # how far lint has read: the end of its last whole unit
+
+    def checkpoint(self) -> bytes:
+        """The follower as it stands, pickled: where its next look starts, the format in force there and
+        its Linter (the schema models lint has built up to `position`). `resume` makes it again, in
+        another process (the master's lint worker started anew after it died): it reads on from here,
+        and finds what this one would have found. The scan's safe bits are not kept (asked again)."""
+        return pickle.dumps((self.linter, self.verify_checksums, self.chunk_size, self.file, self.pos, self.fmt,
+                             self.position), protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def resume(cls, checkpoint: bytes, index: ScanIndex | None = None) -> FollowingLint:
+        """The follower a `checkpoint` was taken of, reading on with `index` (this process's kept scans)."""
+        linter, verify_checksums, chunk_size, file, pos, fmt, position = pickle.loads(checkpoint)
+        following = cls(linter, verify_checksums=verify_checksums, chunk_size=chunk_size, index=index)
+        following.file, following.pos, following.fmt, following.position = file, pos, fmt, position
+        return following
 
     def place(self) -> tuple:
         """Where the next look starts and how it reads: FollowingLints at the same place look
