@@ -27,12 +27,17 @@ class ReplicaCount:
     Gtid_lists it was sent (`events`)."""
 
     def __init__(self, binlog_dir: Path, policy: SkipPolicy, *, file: str, pos: int, gtid_state: str | None, fmt,
-                 server_id: int):
+                 server_id: int, records_gtids: bool = True):
         self.binlog_dir, self.policy, self.fmt, self.server_id = binlog_dir, policy, fmt, server_id
+        # A replica's SQL thread records the skipped tail's GTIDs from a Gtid_list flagged
+        # FLAG_IGN_GTIDS (see `tail`); a client that did not register as a replica is sent the
+        # list without them (its flag word read as a count fails python-mysql-replication).
+        self.records_gtids = records_gtids
         self.file, self.pos = file, pos
         self.has: dict[int, int] = {}  # domain -> the highest sequence number the replica has
         for domain, _server, seq in _mariadb_gtids(gtid_state or ""):
             self._has(domain, seq)
+        self.walked: tuple[str, int, str] | None = None  # (file, end, GTID state) where the last batch ended
 
     def _has(self, domain: int, seq: int) -> None:
         if seq > self.has.get(domain, -1):
@@ -48,6 +53,11 @@ class ReplicaCount:
                 yield from self.stop_tail(last, event, batch)
                 last = None
             elif event.type_code in noted:
+                if event.type_code == EventType.ROTATE:
+                    if last is not None:
+                        self._moved(last)
+                        last = None
+                    yield from self.rotate_tail(event, batch)
                 if self._note(event):
                     last = None
             else:
@@ -62,6 +72,37 @@ class ReplicaCount:
                     self._note(event)
                     yield event
                 self.pos = end
+
+    def rotate_tail(self, rotate: Event, batch) -> list[Event]:
+        """A Rotate taking the replica out of its file after a stretch the rules skipped there: the
+        GTIDs of that stretch, as at a caught-up end (`tail`), before it. Without them a MariaDB
+        replica's gtid_slave_pos stayed at its last kept transaction while the primary's
+        gtid_binlog_pos was past the skipped ones, for good: the next file's Gtid_list is not
+        recorded, and a replica repointed at the primary by slave_pos got them again. The Rotate is
+        the file's own (it ends the file, where the stretch ends: this batch's state), or an
+        artificial one naming the next file after a Stop or nothing (the stretch ended with the
+        batch before: `walked`)."""
+        if self.fmt is None or self.fmt.flavor != "mariadb" or not self.records_gtids or rotate.rotate[1] == self.file:
+            return []
+        if rotate.log_pos and rotate.log_pos > rotate.size:
+            end, here = rotate.log_pos - rotate.size, batch.position
+            state = batch.gtid_state if here is not None and here[0] == self.file else None
+        else:
+            end, state = (self.walked[1], self.walked[2]) if self.walked and self.walked[0] == self.file else (0, None)
+        if state is None or end <= self.pos:
+            return []
+        tail = self.tail(self.file, end, state)
+        if not any(MariadbGtidList.decode(e.body).gtids for e in tail if e.type_code == EventType.MARIADB_GTID_LIST):
+            return []  # nothing skipped the replica lacks: its position moves with the Rotate
+        for event in tail:
+            self._note(event)
+        return tail
+
+    def after(self, batch) -> None:
+        """Where `batch` (sent, however it was framed) left the stream: an artificial Rotate in
+        the next batch is read against it (`rotate_tail`)."""
+        if batch.position is not None:
+            self.walked = (batch.position[0], batch.position[1], batch.gtid_state or "")
 
     def framed(self, moved: int | None, gtids: list[tuple[int, int]]) -> None:
         """What `events` counts of a batch the core framed (`dump.framed_batch`): the position it
@@ -117,7 +158,7 @@ class ReplicaCount:
         GTID state (the last GTID per domain and server it walked past, sent or not)."""
         flavor = self.fmt.flavor if self.fmt is not None else "mysql"
         skipped: dict[tuple[int, int], int] = {}
-        if flavor == "mariadb":
+        if flavor == "mariadb" and self.records_gtids:
             last: dict[int, tuple[int, int]] = {}  # within a domain, sequence numbers grow
             for domain, server, seq in _mariadb_gtids(walked):
                 if seq > last.get(domain, (0, -1))[1]:
@@ -143,3 +184,22 @@ def _mariadb_gtids(text: str) -> Iterator[tuple[int, int, int]]:
         fields = part.split("-")
         if len(fields) == 3 and all(f.isdigit() for f in fields):
             yield int(fields[0]), int(fields[1]), int(fields[2])
+
+
+class WithoutHeartbeats(SkipPolicy):
+    """`policy` for a client that set no @master_heartbeat_period (mariadb-binlog, CDC readers):
+    a server sends such a client no heartbeat (sql_repl.cc sends them only at the period the
+    client asked for), and mariadb-binlog cannot read one ("Found invalid event in binary log").
+    A skipped stretch is then only a hole in the positions, which these clients follow."""
+
+    def __init__(self, policy: SkipPolicy):
+        self.policy = policy
+        self.name = policy.name  # type: ignore[misc]
+
+    def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
+        if event.type_code in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
+            return None
+        return self.policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=end, server_id=server_id)
+
+    def replica_tail(self, **kwargs) -> list[Event]:  # type: ignore[override]
+        return self.policy.replica_tail(**kwargs)

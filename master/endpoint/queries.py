@@ -49,6 +49,8 @@ class ServerFacts:
     binary_logs: Callable[[], list[tuple[str, int]]] = list  # SHOW BINARY LOGS: (name, size) per file
     # SHOW BINARY LOG STATUS: (file, position, MySQL's executed set or None), or None
     binlog_status: Callable[[], tuple[str, int, object] | None] = lambda: None
+    # @@binlog_row_metadata as the served Table_maps show it (row_metadata.py); None: not known
+    row_metadata: Callable[[], str | None] = lambda: None
     extra: dict[str, str | int] = field(default_factory=dict)
 
     def system_variables(self) -> dict[str, str | int]:
@@ -66,6 +68,9 @@ class ServerFacts:
             "net_write_timeout": 60, "net_read_timeout": 30, "transaction_isolation": "REPEATABLE-READ",
             "tx_isolation": "REPEATABLE-READ", "read_only": 1, "license": "GPL", "skip_replication": 0,
         }
+        row_metadata = self.row_metadata()
+        if row_metadata is not None:
+            values["binlog_row_metadata"] = row_metadata
         values.update(self.extra)
         return values
 

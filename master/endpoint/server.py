@@ -8,6 +8,7 @@ the other connections go on."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import select
@@ -60,7 +61,8 @@ from dumpfilter.master.endpoint.handshake import (
     new_scramble,
     parse_handshake_response,
 )
-from dumpfilter.master.endpoint.positions import ReplicaCount
+from dumpfilter.master.endpoint.positions import ReplicaCount, WithoutHeartbeats
+from dumpfilter.master.endpoint.row_metadata import binlog_row_metadata
 from dumpfilter.master.protocol.packets import (
     ConnectionClosed,
     PacketStream,
@@ -96,6 +98,7 @@ LINGER_SECONDS, LINGER_BYTES = 2.0, 64 << 20  # what a closing connection still 
 DEFAULT_VERSION = "10.11.0-MariaDB-dumpfilter-log"
 SEND_TIMEOUT = 60.0        # a replica that takes nothing for this long is disconnected
 NO_HEARTBEAT = 3600.0      # the replica asked for no heartbeats: one an hour keeps the stream honest
+IGNORED_BYTES = 1 << 20    # what a dumping client may send (and have dropped) before it is disconnected
 _COMMANDS = {0x00: "COM_SLEEP", 0x04: "COM_FIELD_LIST", 0x05: "COM_CREATE_DB", 0x06: "COM_DROP_DB",
              0x08: "COM_SHUTDOWN", 0x09: "COM_STATISTICS", 0x0A: "COM_PROCESS_INFO", 0x0C: "COM_PROCESS_KILL",
              0x11: "COM_CHANGE_USER", 0x13: "COM_TABLE_DUMP", 0x16: "COM_STMT_PREPARE", 0x17: "COM_STMT_EXECUTE",
@@ -124,6 +127,7 @@ class MysqlEndpoint:
         self.connections: set[_Connection] = set()
         self.errors_sent = 0
         self.binlog_status = BinlogStatus()  # SHOW BINARY LOG STATUS, remembered while the file does not grow
+        self._row_metadata: tuple[tuple, str | None] = ((), None)  # (newest file, its size if none found), answer
         endpoint = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -174,11 +178,29 @@ class MysqlEndpoint:
             binary_logs=lambda: [(p.name, file_size(p, 0)) for p in served_paths(self.service.binlog_dir)],
             gtid_at=lambda file, pos: binlog_gtid_pos(served_paths(self.service.binlog_dir), file, pos),
             binlog_status=lambda: self.binlog_status.of(served_paths(self.service.binlog_dir)),
+            row_metadata=self.row_metadata,
             extra={"max_allowed_packet": limits.max_packet, "wait_timeout": round(limits.wait_timeout),
                    "connect_timeout": round(limits.connect_timeout), "max_connections": limits.max_connections,
                    "have_ssl": "YES" if self.tls.offered else "DISABLED",
                    "require_secure_transport": "ON" if self.tls.require_secure_transport else "OFF",
                    "default_authentication_plugin": "caching_sha2_password"})
+
+
+    def row_metadata(self) -> str | None:
+        """@@binlog_row_metadata as the served binlog shows it, looked for again only when the
+        newest file changed (or grew, while no Table_map was found)."""
+        try:
+            paths = served_paths(self.service.binlog_dir)
+        except (DumpFilterError, OSError):
+            return None
+        if not paths:
+            return None
+        key, value = self._row_metadata
+        if key and key[0] == paths[-1].name and (value is not None or key[1] == file_size(paths[-1], 0)):
+            return value
+        value = binlog_row_metadata(paths)
+        self._row_metadata = ((paths[-1].name, file_size(paths[-1], 0)), value)
+        return value
 
 
 class _Connection:
@@ -193,6 +215,11 @@ class _Connection:
         self.user = ""
         self.session: Session | None = None
         self.registered: dict[int, str] = {}  # server_id -> reported host
+        self.reported: set[int] = set()        # server_ids this connection sent COM_REGISTER_SLAVE for
+        self.why = ""                          # why the endpoint ends the connection (logged once at its end)
+        self.why_warns = False                 # ... and whether it was the endpoint's doing
+        self.dumping = False                   # a dump command was read
+        self.ignored = 0                       # bytes a dumping client sent, dropped (see _active)
         self.closed = False
         self.cipher: str | None = None         # the TLS cipher, once the client asked for TLS
         self.certificate_name: str | None = None
@@ -253,9 +280,16 @@ class _Connection:
                 self.sock.close()
             except OSError:
                 pass
+            if self.identity is not None:  # one line for every authenticated connection, saying why it ends
+                # at WARNING where the endpoint ended a dump (an error, a replaced stream), else at INFO
+                say = endpoint.problems.warning if self.dumping and self.why_warns else log.info
+                say("mysql connection %s from %s (user %s) ended: %s", self.id, self.peer, shown_user(self.user),
+                    self.why or "the client closed it")
 
     def _error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
         self.endpoint.errors_sent += 1
+        self.why = f"error {code} sent: {message if len(message) <= 200 else message[:200] + '...'}"
+        self.why_warns = True
         log.info("mysql connection %s from %s (user %s): error %s: %s", self.id, self.peer, shown_user(self.user), code,
                  message if len(message) <= 500 else message[:500] + "...")
         self.stream.write(err_packet(code, message, sqlstate))
@@ -294,7 +328,12 @@ class _Connection:
             account = endpoint.auth.account(self.service.policy, response.user)
             talk = Conversation(self.stream.write, lambda: self.stream.read(limit=limit, deadline=deadline))
             outcome = endpoint.auth.authenticate(talk, account, response.plugin, response.auth_response, scramble,
-                                                 secure=self.cipher is not None)
+                                                 secure=self.cipher is not None, address=self.host)
+        except ResourceExhaustedError as exc:  # the login guard: too many failures lately, or its checks are full
+            endpoint.failed_logins.warning("mysql login refused: user %s from %s: %s", shown_user(self.user), self.peer,
+                                           exc)
+            self._try_error(exc.mysql_errno or ER_CON_COUNT_ERROR, str(exc))
+            return False
         except ReadTimeout:
             if not self.closed:  # not made room for a newcomer (admission)
                 endpoint.problems.warning("mysql connection %s from %s: no handshake within connect_timeout (%gs): "
@@ -363,6 +402,7 @@ class _Connection:
                 return
             command, body = payload[0], payload[1:]
             if command == COM_QUIT:
+                self.why = "the client sent COM_QUIT"
                 return
             try:
                 if command == COM_QUERY:
@@ -433,6 +473,7 @@ class _Connection:
             code, sqlstate = _code_for(exc)
             self._error(code, str(exc), sqlstate)
             return
+        self.reported.add(reg.server_id)
         self.stream.write(ok_packet())
 
     def _registration(self, server_id: int, host: str) -> None:
@@ -452,6 +493,7 @@ class _Connection:
                  "; ".join(e.rules.render() for e in result.effective))
 
     def _dump(self, request: DumpRequest) -> None:
+        self.dumping = True
         session, facts = self.session, self.session.facts
         gtid_state = None
         if request.gtid_set is not None:
@@ -469,11 +511,41 @@ class _Connection:
             period = int(float(period_ns)) / 1e9 if period_ns else 0.0
         except ValueError:
             period = 0.0
+        server_id = request.server_id
         try:
-            if request.server_id not in self.registered:
-                self._registration(request.server_id, self.peer.rpartition(":")[0])
+            if server_id == 0:
+                server_id = self._unregistered()
+            elif server_id not in self.registered:
+                self._registration(server_id, self.peer.rpartition(":")[0])
+        except DumpFilterError as exc:
+            code, sqlstate = _code_for(exc)
+            self._error(code, str(exc), sqlstate)
+            return
+        mine = self.service.slaves.get(server_id)
+        try:
+            self._stream(request, server_id, gtid_state, checksum, period)
+        finally:
+            if server_id != request.server_id and self.service.slaves.get(server_id) is mine:
+                self.service.unregister(server_id)  # (unless a replica took its server_id meanwhile)
+
+    def _unregistered(self) -> int:
+        """A dump with server_id 0 (`mariadb-binlog --read-from-remote-server` without
+        --stop-never): one that does not register, as a server serves it (sql_repl.cc: a zero
+        server_id replaces no other dump). It streams under a server_id of its own, the highest
+        free one, registered for the dump alone with the rules `--replicas` gives its user."""
+        taken = self.service.slaves
+        server_id = next(i for i in range(0xFFFFFFFF, 0, -1) if i not in taken)
+        reg = self.endpoint.replicas.registration(0, self.user, self.peer.rpartition(":")[0])
+        self.service.register(dataclasses.replace(reg, server_id=server_id), self.identity)
+        log.info("mysql connection %s from %s (user %r): a dump with server_id 0 (one that does not register) "
+                 "streams as server_id %s", self.id, self.peer, self.user, server_id)
+        return server_id
+
+    def _stream(self, request: DumpRequest, server_id: int, gtid_state: str | None, checksum, period: float) -> None:
+        session, facts = self.session, self.session.facts
+        try:
             file, start = self._start(request, gtid_state)
-            batches = self.service.stream(request.server_id, start=start,
+            batches = self.service.stream(server_id, start=start,
                                           gtid_state=gtid_state if gtid_state else None,
                                           heartbeat_period=period if period > 0 else NO_HEARTBEAT,
                                           is_active=self._active, caller=self.identity)
@@ -484,7 +556,7 @@ class _Connection:
             code, sqlstate = _code_for(exc)
             self._error(code, str(exc) if not isinstance(exc, OSError) else f"cannot read the binlog: {exc}", sqlstate)
             return
-        log.info("mysql replica server_id %s: dump from %s:%s%s", request.server_id, file, start[1] if start else 4,
+        log.info("mysql replica server_id %s: dump from %s:%s%s", server_id, file, start[1] if start else 4,
                  f" (GTID state {gtid_state!r})" if gtid_state is not None else "")
         mariadb = session.has_user_var("mariadb_slave_capability")  # flag 0x02 means one thing to each
         annotate = mariadb and bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
@@ -495,10 +567,13 @@ class _Connection:
         rotate = fake_rotate(file, start[1] if start else 4, fmt=None if str(checksum).upper() == "NONE" else fmt,
                              server_id=facts.server_id)
         frame, send = self.stream.frame, self.stream.send_raw
-        slave = self.service.slaves.get(request.server_id)
+        slave = self.service.slaves.get(server_id)
         policy = skip_policy.named(slave.reg.skip_policy if slave else skip_policy.DEFAULT)
-        count = ReplicaCount(self.service.binlog_dir, policy, file=file,
-                             pos=start[1] if start else 4, gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id)
+        if period <= 0:
+            policy = WithoutHeartbeats(policy)
+        count = ReplicaCount(self.service.binlog_dir, policy, file=file, pos=start[1] if start else 4,
+                             gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id,
+                             records_gtids=request.server_id in self.reported)
         names = replica_names(lambda: slave and slave.state, file=file, pos=start[1] if start else 4, server_id=facts.server_id)
         try:
             send(frame(b"\x00" + rotate))
@@ -508,20 +583,24 @@ class _Connection:
                 data = replica_packets(batch, self.stream, count, names, policy=policy, annotate=annotate, fmt=fmt,
                                        server_id=facts.server_id, heartbeats_v2=heartbeats_v2,
                                        renaming=state is not None and renames(state.rules, state.engine.settings))
+                count.after(batch)
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:
                     send(frame(eof_packet()))
+                    self.why = "a non-blocking dump (BINLOG_DUMP_NON_BLOCK) reached the end of the binlog"
                     return
                 batch = next(batches)
         except StopIteration:
             if self.service.shutting_down:
                 self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress")
+            elif not self.why:
+                self.why = "the client closed it during its dump"
         except ConnectionClosed:
-            log.info("mysql replica server_id %s from %s disconnected", request.server_id, self.peer)
+            self.why = "the client closed it during its dump (a send failed)"
         except StreamReplacedError:
-            log.info("mysql replica server_id %s from %s: stream replaced by a newer connection", request.server_id,
-                     self.peer)
+            self.why = f"its dump was replaced by a newer connection with server_id {server_id}"
+            self.why_warns = True
         except DumpFilterError as exc:
             code, sqlstate = _code_for(exc)
             self._try_error(code, str(exc))
@@ -558,7 +637,12 @@ class _Connection:
             pass
 
     def _active(self) -> bool:
-        """False once the replica closed its side (a dumping replica sends nothing)."""
+        """False once the client closed its side. A server's dump thread reads nothing from its
+        client, so what a dumping client sends anyway is taken and dropped, not taken for a close:
+        python-mysql-replication's MariaDB dump request is one byte longer than its header says
+        (its header counts 14 bytes of 15), and this stray byte ended every such dump, the socket
+        closed with it unread (a reset: the client retried forever). Past IGNORED_BYTES the
+        client is disconnected. Over TLS a record cannot be peeked at: anything read ends it."""
         if self.closed:
             return False
         # poll, not select: select() takes no descriptor past FD_SETSIZE (1024), and a master
@@ -566,9 +650,27 @@ class _Connection:
         poller = select.poll()
         try:
             poller.register(self.sock, select.POLLIN | select.POLLPRI)
-            return not poller.poll(0)
+            ready = poller.poll(0)
         except (OSError, ValueError):
             return False
+        if not ready:
+            return True
+        if ready[0][1] & (select.POLLERR | select.POLLNVAL) or isinstance(self.sock, ssl.SSLSocket):
+            return False
+        try:
+            data = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        self.ignored += len(data)
+        if not data:
+            return False
+        if self.ignored > IGNORED_BYTES:
+            self.why = f"it sent {self.ignored} bytes during its dump (a dump reads none; at most {IGNORED_BYTES})"
+            self.why_warns = True
+            return False
+        return True
 
 
 def _fmt_of(service: DumpService, file: str):
