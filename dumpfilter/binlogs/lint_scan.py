@@ -177,7 +177,7 @@ class _Lint:
                 return _UNSAFE
         if replica.kind is not primary.kind:
             return _UNSAFE
-        ref = replica.updated[0]
+        ref = linter.replica_ref(replica.updated[0])
         if not linter._table_state(ref)[0]:
             return _UNSAFE
         if primary.kind in (Kind.INSERT, Kind.REPLACE):

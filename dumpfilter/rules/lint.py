@@ -27,7 +27,7 @@ What the server does, and this module follows:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
@@ -144,7 +144,13 @@ class Linter:
         self.schema_complete = schema_complete or replica_schema is not None
         start = schema if schema is not None else SchemaModel()
         self.primary = _Side(start.copy())
-        self.replica = _Side((replica_schema if replica_schema is not None else start).copy())
+        # A replica that lower-cases the names it is sent (MariaDB lower_case_table_names=1, MySQL 8's
+        # 1 and 2: set_thd_db, Table_map_log_event::do_apply_event, the parser's table names) holds
+        # and opens every database and table lower-cased (rpl_row/stm_lcase_tblnames, BUG#37656):
+        # its side of the replay is kept in those names.
+        self.fold = engine.names.lower_incoming
+        replica_start = replica_schema if replica_schema is not None else start
+        self.replica = _Side(replica_start.folded() if self.fold else replica_start.copy())
         self._start = ("--replica-schema", "the replica's starting schema") if replica_schema is not None \
             else ("--schema", "the starting schema")
         self._recorder = _Recorder(engine)
@@ -221,8 +227,24 @@ class Linter:
     def _replica_table(self, db: str, table: str) -> TableRef:
         if self.engine.settings.semantics == "effective":
             new_db, new_table, _ = self.engine.effective_rename(db, table)
-            return (new_db, new_table)
-        return (applied_db(self.engine, db)[0], table)
+            return self.replica_ref((new_db, new_table))
+        return self.replica_ref((applied_db(self.engine, db)[0], table))
+
+    def replica_ref(self, ref: TableRef) -> TableRef:
+        """A table as the replica names it: lower-cased when it folds names (`fold`)."""
+        return (ref[0].lower(), ref[1].lower()) if self.fold else ref
+
+    def replica_info(self, info: StatementInfo) -> StatementInfo:
+        """A statement's tables and database as the replica names them (`fold`)."""
+        if not self.fold:
+            return info
+        ref = self.replica_ref
+        return replace(
+            info, updated=tuple(map(ref, info.updated)), read=tuple(map(ref, info.read)),
+            db_statement_name=info.db_statement_name.lower() if info.db_statement_name else info.db_statement_name,
+            renames=tuple((ref(old), ref(new)) for old, new in info.renames),
+            trigger=(info.trigger[0].lower(), info.trigger[1]) if info.trigger else info.trigger,
+            joined=tuple((ref(table), aliases) for table, aliases in info.joined))
 
     # ------------------------------------------------------------------ presence on the replica
     def _db_state(self, db: str) -> tuple[bool, Cause | None]:
@@ -264,7 +286,7 @@ class Linter:
         thread = event.query.thread_id
         replica_db = self._replica_db(db)
         primary_info = statement_tables(sql, db)
-        replica_info = statement_tables(sql, replica_db) if replica_db != db else primary_info
+        replica_info = self.replica_info(statement_tables(sql, replica_db) if replica_db != db else primary_info)
         if self.touched is not None:
             self._touch(sql, primary_info, replica_info)
         if not decision.apply:
@@ -437,7 +459,7 @@ class Linter:
             # The primary ran it: had the replica the database where the primary had none (its own
             # starting schema, a DROP it skipped), the replica stops.
             if self._replica_holds_db(name) and not if_not_exists(sql) and (
-                    name in self.extra_dbs or not _holds_db(self.primary.model, name)):
+                    name in self.extra_dbs or not _holds_db(self.primary.model, primary_info.db_statement_name or name)):
                 return 1007, f"Can't create database '{name}'; database exists", \
                     self.extra_dbs.get(name) or self._start_cause(f"database '{name}' is in")
             return None
