@@ -4,6 +4,8 @@ rules it asks for, which server_ids it may use, and how many streams it may hold
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 import stat
@@ -11,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter.errors import AccessDeniedError
+from dumpfilter.master.login_guard import LoginGuard
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.policy_gates import PLAIN, Fail, Secret, owner_of, read_policy, slave_gate
+from dumpfilter.rules.policy_gates import NATIVE_HASH, PBKDF2, PLAIN, Fail, Secret, owner_of, read_policy, slave_gate
 
 log = logging.getLogger("dumpfilter.master.policy")
 
@@ -62,6 +65,26 @@ class Identity:
 OPEN = Identity("", None, admin=True)
 
 
+class AuthenticationError(AccessDeniedError):
+    """Credentials the policy refuses (gRPC's UNAUTHENTICATED; MySQL's 1045, as its parent). A
+    wrong password and a name the policy does not know get the same words; `reason` says which,
+    for the master's log only. PERMISSION_DENIED stays for a known identity asking for what its
+    policy forbids."""
+
+    grpc_code = "UNAUTHENTICATED"
+
+    def __init__(self, user: str, password_used: bool, reason: str):
+        super().__init__(f"access denied for identity {user[:64]!r} (using password: "
+                         f"{'YES' if password_used else 'NO'})")
+        self.reason = reason
+
+
+def is_expensive(secret: Secret | None) -> bool:
+    """Whether checking a password against `secret` costs real CPU (a PBKDF2 hash: about 0.2 s
+    at `hash-password`'s 600,000 iterations), and so runs in the login guard's pool."""
+    return secret is not None and secret.kind == PBKDF2
+
+
 class MasterPolicy:
     """Parsed policy TOML:
 
@@ -94,6 +117,11 @@ class MasterPolicy:
     def __init__(self, entries: dict[str, PolicyEntry], default: PolicyEntry | None):
         self.entries = entries
         self.default = default
+        self.logins = LoginGuard()   # failed logins of every face: back-off, check pool, counts
+        self._key = os.urandom(32)   # picks decoys; keys the proved-password cache
+        # identity -> (the secret, a keyed hash of the password a check proved against it): the
+        # same password again skips the expensive check (every gRPC call carries it)
+        self._proven: dict[str, tuple[Secret, bytes]] = {}
 
     @classmethod
     def load(cls, path: str | Path) -> MasterPolicy:
@@ -108,30 +136,72 @@ class MasterPolicy:
         _warn_readable_secrets(entries, default, path)
         return cls(entries, default)
 
-    def authenticate(self, user: str, password: str, certificate_name: str | None = None) -> Identity:
+    def authenticate(self, user: str, password: str, certificate_name: str | None = None,
+                     address: str = "") -> Identity:
         """The caller's identity. An mTLS client certificate authenticates by itself (its CN is
         the identity; a user claim that differs is refused); else the password must match the
-        identity's, when it has one."""
-        return self._identity(user, certificate_name, password)
+        identity's, when it has one. A name the policy does not know (and no [default]) is
+        checked against a decoy's secret, as costly as an identity's, and refused in the same
+        words (AuthenticationError). Password checks go through the login guard: `address`
+        (the caller's, "" when unknown) and the name back off after failures (LoginThrottled)."""
+        if certificate_name is not None:
+            return self._identity(user, certificate_name)
+        entry = self.entries.get(user) if user else None
+        if entry is None and self.default is not None:
+            return self._identity(user, None)
+        secret = entry.secret if entry is not None else None if not user else self.decoy(user)[1]
+        if entry is not None and secret is None:
+            return self._identity(user, None)   # an identity without a password
+        guard = self.logins
+        guard.admit(address, user)
+        given = password.encode("utf-8", "surrogateescape")
+        ok = secret is not None and (entry is not None and self._proved_before(user, secret, given) or
+                                     guard.check(lambda: secret.matches(given), is_expensive(secret), address, user))
+        if not ok or entry is None:
+            guard.failed(address, user, known=entry is not None)
+            reason = "no user name" if not user else "wrong password" if entry is not None else \
+                "not in the master policy, which has no [default]"
+            raise AuthenticationError(user, bool(password), reason)
+        guard.succeeded(address, user)
+        if is_expensive(secret):
+            self._proven[user] = (secret, self._keyed(given))
+        return self._identity(user, None)
+
+    def _keyed(self, password: bytes) -> bytes:
+        return hmac.new(self._key, password, hashlib.sha256).digest()
+
+    def _proved_before(self, user: str, secret: Secret, given: bytes) -> bool:
+        proven = self._proven.get(user)
+        return proven is not None and proven[0] == secret and hmac.compare_digest(proven[1], self._keyed(given))
+
+    def decoy(self, name: str) -> tuple[tuple[str, ...], Secret]:
+        """What a name the policy does not know is checked as: (MySQL endpoint plugins, a secret
+        nobody knows) shaped like one of the policy's identities (the same kind of hash, as many
+        PBKDF2 iterations), picked by a keyed hash of the name, so the same name takes the same
+        path and time every time, as MySQL's mock accounts do."""
+        entries = [self.entries[n] for n in sorted(self.entries)]
+        if not entries:
+            return DEFAULT_MYSQL_AUTH, Secret(PLAIN, os.urandom(16).hex())
+        pick = int.from_bytes(hmac.new(self._key, name.encode("utf-8", "surrogateescape"),
+                                       hashlib.sha256).digest()[:4], "big")
+        entry = entries[pick % len(entries)]
+        return entry.mysql_auth, _dummy_like(entry.secret)
 
     def proven(self, user: str, certificate_name: str | None = None) -> Identity:
         """The identity of a caller whose password an exchange already proved (the MySQL
         endpoint's plugins check it against the secret themselves)."""
-        return self._identity(user, certificate_name, None)
+        return self._identity(user, certificate_name)
 
-    def _identity(self, user: str, certificate_name: str | None, password: str | None) -> Identity:
+    def _identity(self, user: str, certificate_name: str | None) -> Identity:
         if certificate_name is not None:
-            if user and user != certificate_name:
+            if user and user != certificate_name:   # the certificate's identity asks for another's rights
                 raise AccessDeniedError(f"user {user!r} does not match the client certificate ({certificate_name!r})")
             user = certificate_name
         entry = self.entries.get(user) if user else None
         if entry is None:
             if self.default is None:
-                raise AccessDeniedError(f"identity {user!r} is not in the master policy and there is no [default]")
+                raise AuthenticationError(user, False, "not in the master policy, which has no [default]")
             entry = self.default
-        elif certificate_name is None and password is not None and entry.secret is not None and \
-                not entry.secret.matches(password.encode("utf-8", "surrogateescape")):
-            raise AccessDeniedError(f"wrong password for identity {user!r}")
         return Identity(user, entry, admin=entry.admin)
 
     def owner_of(self, server_id: int) -> str | None:
@@ -144,6 +214,16 @@ class MasterPolicy:
 
     def gate_for(self, user: str, password: str, server_id: int) -> Gate:
         return self.gate_for_identity(self.authenticate(user, password), server_id)
+
+
+def _dummy_like(secret: Secret | None) -> Secret:
+    """A secret no password matches, that costs what checking `secret` costs."""
+    if secret is not None and secret.kind == PBKDF2:
+        iterations = secret.value.split("$")[1]
+        return Secret(PBKDF2, f"pbkdf2_sha256${iterations}${os.urandom(16).hex()}${os.urandom(32).hex()}")
+    if secret is not None and secret.kind == NATIVE_HASH:
+        return Secret(NATIVE_HASH, "*" + os.urandom(20).hex().upper())
+    return Secret(PLAIN, os.urandom(16).hex())
 
 
 def _entry(name: str, body: dict, grant, fail: Fail, is_default: bool = False) -> PolicyEntry:

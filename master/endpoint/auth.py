@@ -10,8 +10,14 @@ caching_sha2_password, after MySQL's sql/auth/sha2_password.cc:
   plain connection it asks for the server's RSA public key (0x02) unless it has it, and sends
   RSA-OAEP(password + NUL, XORed with the nonce).
 A wrong password, or a name the policy does not know, takes the same path and gets the same
-error (1045): an unknown name is answered as a decoy identity, whose plugin is picked from the
-policy's own by a keyed hash of the name (MySQL's mock accounts do the same)."""
+error (1045) in the same time: an unknown name is answered as a decoy identity, whose plugins and
+kind of secret (a PBKDF2 hash's iterations too) are one of the policy's identities', picked by a
+keyed hash of the name (MySQL's mock accounts do the same; MasterPolicy.decoy).
+
+Every exchange of a policy's identity goes through the policy's login guard (master.login_guard):
+an address or a name that failed too often lately is refused before the exchange (1129, no
+password checked), and the expensive checks (PBKDF2, ed25519's key derivation) run in its pool,
+off the connection threads."""
 
 from __future__ import annotations
 
@@ -28,15 +34,16 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
 from dumpfilter.errors import InvalidArgumentError
 from dumpfilter.master.endpoint.handshake import native_scramble_matches
+from dumpfilter.master.login_guard import LoginGuard
 from dumpfilter.master.policy import (
     CACHING_SHA2,
-    DEFAULT_MYSQL_AUTH,
     ED25519,
     MYSQL_AUTH_PLUGINS,
     NATIVE,
     MasterPolicy,
+    is_expensive,
 )
-from dumpfilter.rules.policy_gates import PLAIN, Secret
+from dumpfilter.rules.policy_gates import Secret
 
 # caching_sha2_password's one-byte messages after 0x01 (AuthMoreData), and the client's key request
 FAST_AUTH_SUCCESS, PERFORM_FULL_AUTHENTICATION, REQUEST_PUBLIC_KEY = b"\x03", b"\x04", b"\x02"
@@ -136,12 +143,14 @@ class RsaKeys:
 @dataclass(frozen=True)
 class Account:
     """Who the exchange checks: `secret` None means the identity has none (any answer passes);
-    `decoy` an unknown name, which no answer passes."""
+    `decoy` an unknown name, which no answer passes; `guard` the policy's login guard (None on
+    an open master)."""
 
     name: str
     plugins: tuple[str, ...]
     secret: Secret | None
     decoy: bool = False
+    guard: LoginGuard | None = None
 
 
 @dataclass(frozen=True)
@@ -161,15 +170,13 @@ class Conversation:
 
 
 class Authenticator:
-    """The endpoint's authentication state: the RSA keys, the caching_sha2_password cache
-    (identity -> SHA256(SHA256(password)), filled by full authentications) and the key that
-    picks decoy plugins."""
+    """The endpoint's authentication state: the RSA keys and the caching_sha2_password cache
+    (identity -> SHA256(SHA256(password)), filled by full authentications)."""
 
     def __init__(self, rsa_keys: RsaKeys):
         self.rsa = rsa_keys
         self._cache: dict[str, tuple[bytes, Secret]] = {}   # identity -> (digest, the secret it was proved against)
         self._lock = threading.Lock()
-        self._decoy_key = os.urandom(32)
         self.counts: dict[tuple[str, str, bool], int] = {}   # (plugin, path, ok) -> logins
 
     def account(self, policy: MasterPolicy | None, user: str) -> Account:
@@ -179,16 +186,11 @@ class Authenticator:
             return Account(user, MYSQL_AUTH_PLUGINS, None)
         entry = policy.entries.get(user) if user else None
         if entry is not None:
-            return Account(user, entry.mysql_auth, entry.secret)
+            return Account(user, entry.mysql_auth, entry.secret, guard=policy.logins)
         if policy.default is not None:
-            return Account(user, policy.default.mysql_auth, None)
-        return self.decoy(user, [e.mysql_auth for e in policy.entries.values()])
-
-    def decoy(self, name: str, plugin_sets: list[tuple[str, ...]]) -> Account:
-        sets = sorted(set(plugin_sets)) or [DEFAULT_MYSQL_AUTH]
-        pick = int.from_bytes(hmac.new(self._decoy_key, name.encode("utf-8", "surrogateescape"),
-                                       hashlib.sha256).digest()[:4], "big")
-        return Account(name, sets[pick % len(sets)], Secret(PLAIN, os.urandom(16).hex()), decoy=True)
+            return Account(user, policy.default.mysql_auth, None, guard=policy.logins)
+        plugins, secret = policy.decoy(user)
+        return Account(user, plugins, secret, decoy=True, guard=policy.logins)
 
     def forget(self) -> None:
         with self._lock:
@@ -196,9 +198,24 @@ class Authenticator:
 
     # -- the exchange -------------------------------------------------------------------------
     def authenticate(self, talk: Conversation, account: Account, client_plugin: str, first: bytes,
-                     scramble: bytes, secure: bool) -> Outcome:
+                     scramble: bytes, secure: bool, address: str = "") -> Outcome:
         """Run the exchange after the client's Handshake Response (`first`, made by
-        `client_plugin` for the handshake's caching_sha2_password nonce `scramble`)."""
+        `client_plugin` for the handshake's caching_sha2_password nonce `scramble`), from
+        `address`. LoginThrottled (before any packet) when the login guard refuses the address
+        or the name; ChecksBusy when its check pool is full."""
+        guard = account.guard
+        if guard is not None:
+            guard.admit(address, account.name)
+        outcome = self._exchange(talk, account, client_plugin, first, scramble, secure, address)
+        if guard is not None:
+            if outcome.ok:
+                guard.succeeded(address, account.name)
+            else:
+                guard.failed(address, account.name, known=not account.decoy)
+        return outcome
+
+    def _exchange(self, talk: Conversation, account: Account, client_plugin: str, first: bytes, scramble: bytes,
+                  secure: bool, address: str) -> Outcome:
         if client_plugin == CACHING_SHA2 and CACHING_SHA2 in account.plugins:
             plugin, response = CACHING_SHA2, first
         else:
@@ -210,14 +227,20 @@ class Authenticator:
             talk.send(b"\xfe" + plugin.encode() + b"\0" + nonce + (b"" if plugin == ED25519 else b"\0"))
             scramble = nonce
             response = talk.read()
-        outcome = self._check(talk, account, plugin, response, scramble, secure)
+        outcome = self._check(talk, account, plugin, response, scramble, secure, address)
         key = (outcome.plugin, outcome.path, outcome.ok)
         with self._lock:
             self.counts[key] = self.counts.get(key, 0) + 1
         return outcome
 
+    def _verify(self, account: Account, check, expensive: bool, address: str) -> bool:
+        """`check()`, through the login guard (its pool when expensive) when there is one."""
+        if account.guard is None:
+            return bool(check())
+        return account.guard.check(check, expensive, address, account.name)
+
     def _check(self, talk: Conversation, account: Account, plugin: str, response: bytes, nonce: bytes,
-               secure: bool) -> Outcome:
+               secure: bool, address: str) -> Outcome:
         secret = account.secret
         if plugin == NATIVE:
             stage2 = None if secret is None else secret.native_stage2()
@@ -225,9 +248,11 @@ class Authenticator:
             ok = secret is None or (stage2 is not None and native_scramble_matches(stage2, nonce, response))
             return Outcome(ok and not account.decoy, plugin, "scramble", bool(response))
         if plugin == ED25519:
-            ok = secret is None or (secret.clear is not None and self._ed25519(secret.clear, nonce, response))
+            clear = None if secret is None else secret.clear
+            ok = secret is None or (clear is not None and self._verify(
+                account, lambda: self._ed25519(clear, nonce, response), True, address))
             return Outcome(ok and not account.decoy, plugin, "signature", bool(response))
-        return self._caching_sha2(talk, account, secret, response, nonce, secure)
+        return self._caching_sha2(talk, account, secret, response, nonce, secure, address)
 
     def _ed25519(self, password: bytes, nonce: bytes, signature: bytes) -> bool:
         if len(signature) != 64:
@@ -239,9 +264,10 @@ class Authenticator:
         return True
 
     def _caching_sha2(self, talk: Conversation, account: Account, secret: Secret | None, response: bytes,
-                      nonce: bytes, secure: bool) -> Outcome:
+                      nonce: bytes, secure: bool, address: str) -> Outcome:
         if response in (b"", b"\0"):   # no password given (MySQL's "Case 5")
-            ok = not account.decoy and (secret is None or secret.matches(b""))
+            ok = secret is None or self._verify(account, lambda: secret.matches(b""), is_expensive(secret), address)
+            ok = ok and not account.decoy
             return Outcome(ok, CACHING_SHA2, "none", False)
         if secret is None:             # an identity without a password: the client's answer is not checked
             talk.send(b"\x01" + FAST_AUTH_SUCCESS)
@@ -271,13 +297,15 @@ class Authenticator:
             # on a plain connection, or garbage, decrypts to nothing and fails as a wrong password
             # would (the client is told no more); the log says when it was the right one in clear.
             given = xor_cycle(plain, nonce[:20]).split(b"\0", 1)[0] if plain is not None else None
-            if given is None and not account.decoy:
+            if given is None:   # (checked for a decoy too: it takes the time a known name takes)
                 clear = packet.split(b"\0", 1)[0]
-                if 0 < len(clear) <= MAX_PASSWORD and secret.matches(clear):
+                if 0 < len(clear) <= MAX_PASSWORD and self._verify(
+                        account, lambda: secret.matches(clear), is_expensive(secret), address) and not account.decoy:
                     return Outcome(False, CACHING_SHA2, path, True, reason=(
                         "the right password, sent in clear over a connection without TLS (refused as MySQL "
                         "refuses it: use TLS, or let the client ask for the server's RSA key)"))
-        ok = given is not None and len(given) <= MAX_PASSWORD and secret.matches(given) and not account.decoy
+        ok = given is not None and len(given) <= MAX_PASSWORD and self._verify(
+            account, lambda: secret.matches(given), is_expensive(secret), address) and not account.decoy
         if ok:
             with self._lock:
                 self._cache[account.name] = (sha2_digest(given), secret)

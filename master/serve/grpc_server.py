@@ -22,6 +22,7 @@ from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumen
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
+from dumpfilter.master.login_guard import ChecksBusy, LoginThrottled
 from dumpfilter.master.model import ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import MasterPolicy
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
@@ -144,6 +145,16 @@ def _metadata(context) -> dict[str, str]:
     return {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
 
 
+def _peer_address(context) -> str:
+    """The caller's address from grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"); the
+    whole peer for another transport (a unix socket)."""
+    peer = context.peer() or ""
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        return rest.rsplit(":", 1)[0].strip("[]")
+    return peer
+
+
 def _certificate_name(context) -> str | None:
     """The verified client certificate's common name (only set when the server requires client
     certificates: grpc fills the auth context from the verified peer)."""
@@ -205,11 +216,16 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         user, password = meta.get(USER_KEY, ""), meta.get(PASSWORD_KEY, "")
         if not user and credentials is not None and credentials.user:
             user, password = credentials.user, credentials.password
+        policy = self.service.policy
         try:
-            return self.service.authenticate(user, password, _certificate_name(context))
-        except AccessDeniedError as exc:  # a WARNING an operator sees, rate-limited against floods
-            self.failed_logins.warning("grpc login failed: user %s from %s: %s", shown_user(user),
-                                       context.peer(), str(exc)[:200])
+            if policy is None:
+                return self.service.authenticate(user, password, _certificate_name(context))
+            # The login guard backs off per address and identity; expensive checks run in its pool.
+            return policy.authenticate(user, password, _certificate_name(context), address=_peer_address(context))
+        except (AccessDeniedError, LoginThrottled, ChecksBusy) as exc:  # a WARNING, rate-limited against floods
+            refused = not isinstance(exc, AccessDeniedError)
+            self.failed_logins.warning("grpc login %s: user %s from %s: %s", "refused" if refused else "failed",
+                                       shown_user(user), context.peer(), str(getattr(exc, "reason", exc))[:200])
             raise
 
     @_mapped
@@ -313,6 +329,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             lint = self.service.lint.status(slave.server_id)
             row = reply.slaves[-1]
             row.lint_state, row.lint_breaks = lint.state, lint.breaks
+            row.lint_behind_bytes, row.lint_behind_files = lint.behind_bytes, lint.behind_files
             row.lint_warnings.extend(lint.warnings)
             if lint.position is not None:
                 row.lint_position.CopyFrom(dump_pb2.Position(file=lint.position[0], pos=lint.position[1]))

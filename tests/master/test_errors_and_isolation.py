@@ -121,7 +121,7 @@ def test_policy_keeps_a_slave_inside_its_schemas(workload_dir, master_factory, t
         for user, password in (("ana", "wrong"), ("mallory", "")):
             code, _ = _code(lambda: stub.Register(dump_pb2.RegisterRequest(
                 server_id=42, credentials=dump_pb2.Credentials(user=user, password=password)), timeout=5))
-            assert code == grpc.StatusCode.PERMISSION_DENIED
+            assert code == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_duplicate_server_id_replaces_the_old_stream(stub):

@@ -257,28 +257,33 @@ def _first_packet(sock: socket.socket) -> bytes:
 
 def test_failed_logins_are_warnings_rate_limited_and_open_identities_are_named(served):
     """Item 10: failed logins were logged at INFO, below the default level; an identity without
-    a password (anyone may claim it) was not mentioned at start."""
-    assert _error(lambda: _login(served.port, user="nobody\nforged line", password="x"))[0] == 1045
+    a password (anyone may claim it) was not mentioned at start. (Issue #62: the flood comes from
+    another address than the replica's, whose address and name the login guard's back-off then
+    refuses without a check, 1129; those refusals are lines of the same rate-limited kind.)"""
+    assert _error(lambda: _login(served.port, user="nobody\nforged line", password="x", host=HOSTILE_HOST))[0] \
+        == 1045
     attempts = 1
+    codes = []
     for _ in range(60):
-        assert _error(lambda: _login(served.port, password="wrong-pw-1"))[0] == 1045
+        codes.append(_error(lambda: _login(served.port, password="wrong-pw-1", host=HOSTILE_HOST))[0])
         attempts += 1
+    assert codes[0] == 1045 and set(codes) == {1045, 1129}, codes
     def summed_up() -> bool:
         nonlocal attempts
         if "more failed logins not logged" in served.master.log_text():
             return True
-        _error(lambda: _login(served.port, password="wrong-pw-1"))
+        _error(lambda: _login(served.port, password="wrong-pw-1", host=HOSTILE_HOST))
         attempts += 1
         return False
 
     assert wait_for(summed_up, PROBE_TIMEOUT, every=0.5), "the flood of failed logins was not summed up"
     log = served.master.log_text()
-    lines = [line for line in log.splitlines() if "mysql login failed" in line]
+    lines = [line for line in log.splitlines() if "mysql login failed" in line or "mysql login refused" in line]
     assert "wrong-pw-1" not in log, "a password was logged"
     assert not any(line.startswith("forged line") for line in log.splitlines()), "a user name forged a log line"
-    assert any("user 'nobody\\nforged line' from 127.0.0.1:" in line and "not in the master policy" in line
+    assert any(f"user 'nobody\\nforged line' from {HOSTILE_HOST}:" in line and "not in the master policy" in line
                for line in lines), lines
-    assert any("user 'repl' from 127.0.0.1:" in line and "wrong password" in line for line in lines), lines
+    assert any(f"user 'repl' from {HOSTILE_HOST}:" in line and "wrong password" in line for line in lines), lines
     assert len(lines) < attempts, "every failed login of the flood was logged"
     summed = sum(int(n) for n in re.findall(r"\((\d+) more failed logins not logged", log))
     assert len(lines) + summed <= attempts and summed > 0

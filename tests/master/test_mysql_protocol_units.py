@@ -264,14 +264,23 @@ def test_policy_mysql_auth_is_checked(tmp_path, value, message):
         MasterPolicy.load(path)
 
 
-def test_unknown_names_take_one_identity_path_each_time():
-    """A decoy's plugins come from the policy's own identities, the same for a name every time
-    (so retrying a name tells nothing), and no answer passes it."""
+def test_unknown_names_take_one_identity_path_each_time(tmp_path):
+    """A decoy's plugins and kind of secret come from the policy's own identities, the same for a
+    name every time (so retrying a name tells nothing), and no answer passes it."""
     from dumpfilter.master.endpoint.auth import Authenticator, RsaKeys
+    from dumpfilter.master.policy import MasterPolicy
+    from dumpfilter.rules.policy_gates import PBKDF2, PLAIN, hash_password
 
+    path = tmp_path / "policy.toml"
+    path.write_text(f'[slave.a]\npassword = "x"\nallow = []\nmysql_auth = ["caching_sha2_password"]\n\n'
+                    f'[slave.b]\npassword = "y"\nallow = []\nmysql_auth = ["mysql_native_password"]\n\n'
+                    f'[slave.c]\npassword_hash = "{hash_password("z", iterations=1234)}"\nallow = []\n')
+    policy = MasterPolicy.load(path)
     auth = Authenticator(RsaKeys())
-    sets = [("caching_sha2_password",), ("mysql_native_password",)]
-    picks = {auth.decoy(f"user{i}", sets).plugins for i in range(64)}
-    assert picks == set(sets)
-    assert all(auth.decoy("someone", sets).plugins == auth.decoy("someone", sets).plugins for _ in range(5))
-    assert auth.decoy("someone", sets).decoy
+    picks = {auth.account(policy, f"user{i}").plugins for i in range(64)}
+    assert picks == {("caching_sha2_password",), ("mysql_native_password",), ("caching_sha2_password",)}
+    shapes = {(a.secret.kind, a.secret.value.split("$")[1] if a.secret.kind == PBKDF2 else "")
+              for a in (auth.account(policy, f"user{i}") for i in range(64))}
+    assert shapes == {(PLAIN, ""), (PBKDF2, "1234")}   # as costly to check as the identity it mimics
+    assert all(auth.account(policy, "someone").plugins == auth.account(policy, "someone").plugins for _ in range(5))
+    assert auth.account(policy, "someone").decoy

@@ -89,8 +89,9 @@ def test_hashed_passwords_authenticate_the_grpc_side(tmp_path):
     assert policy.authenticate("n", "nat-pw").name == "n"
     assert policy.authenticate("p", "pb-pw").name == "p"
     for user, wrong in (("n", "pb-pw"), ("p", "nat-pw"), ("p", "")):
-        with pytest.raises(AccessDeniedError, match="wrong password"):
+        with pytest.raises(AccessDeniedError, match="access denied") as info:
             policy.authenticate(user, wrong)
+        assert info.value.reason == "wrong password"
 
 
 @pytest.mark.parametrize("value", ["*1234", "sha256$x", "pbkdf2_sha256$0$00$00", 42])

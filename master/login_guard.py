@@ -1,0 +1,263 @@
+"""Failed logins, for every face of the master (gRPC, the MySQL endpoint): the failures in a row of
+each source address and of each identity name, the back-off that follows them (MySQL's
+connection_control and max_connect_errors), the small pool where expensive password checks run
+off the serving threads, and the counts /metrics shows.
+
+The back-off, per key (an address; an identity name; the pair of both, as connection_control
+counts user@host), a name the policy does not know tracked as a known one is, so the back-off
+tells nothing about which names exist:
+- the first FREE_FAILURES failures in a row cost nothing more;
+- each further one makes the key wait before its next check: FIRST_DELAY seconds, doubling up to
+  MAX_DELAY; a login arriving before then is refused without a check (RESOURCE_EXHAUSTED, MySQL's
+  ER_HOST_IS_BLOCKED), so no thread sleeps and a flood costs no CPU;
+- BLOCK_AFTER failures in a row refuse the key for BLOCK_SECONDS; after that it has one try before
+  the next block;
+- a success clears its pair and its address, and remembers the address as one the identity proved
+  itself from: there only the pair's back-off applies, so a flood from elsewhere, against the
+  name or from the slave's own address under other names, cannot lock the slave out (a flood
+  from its address under its name does: that is the pair's back-off).
+An IPv6 address counts by its /64 (what one host is usually given)."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import threading
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dumpfilter.errors import ResourceExhaustedError
+
+FREE_FAILURES = 3          # connection_control_failed_connections_threshold's default
+FIRST_DELAY = 1.0          # connection_control_min_connection_delay's default (1000 ms)
+MAX_DELAY = 30.0
+BLOCK_AFTER = 10           # failures in a row, then refused for BLOCK_SECONDS (max_connect_errors, for a while)
+BLOCK_SECONDS = 300.0
+FORGET_AFTER = 3600.0      # a key with no failure for this long starts afresh
+MAX_KEYS = 4096            # keys of each kind remembered; the least recently failed are forgotten
+MAX_ADDRESS_LABELS = 256   # addresses with series of their own in /metrics; later ones count as "other"
+TRUSTED_PER_IDENTITY = 16  # addresses an identity proved itself from, remembered per identity
+# Expensive checks (PBKDF2, ed25519's key derivation) run on this many threads of their own, at
+# most CHECK_QUEUE more waiting (beyond: refused at once, RESOURCE_EXHAUSTED): a flood of
+# password guesses takes at most this much CPU from the streams.
+CHECK_WORKERS = max(1, min(4, (os.cpu_count() or 2) // 4))
+CHECK_QUEUE = 8
+OTHER = "other"            # the address label of the addresses past MAX_ADDRESS_LABELS
+ER_HOST_IS_BLOCKED = 1129
+
+
+class LoginThrottled(ResourceExhaustedError):
+    """A login refused without a check: its address or its identity failed too often lately."""
+
+    mysql_errno = ER_HOST_IS_BLOCKED
+
+
+class ChecksBusy(ResourceExhaustedError):
+    """A login refused without a check: the password check pool's queue is full."""
+
+    mysql_errno = ER_HOST_IS_BLOCKED
+
+
+def address_key(address: str) -> str:
+    """The key of a source address: itself for IPv4 (and IPv4-mapped IPv6), its /64 for IPv6."""
+    try:
+        ip = ipaddress.ip_address(address.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+@dataclass
+class _Key:
+    failures: int = 0
+    not_before: float = 0.0
+    last: float = 0.0
+
+
+class _Backoff:
+    """The failures in a row of one kind of key, at most MAX_KEYS of them (callers hold the lock)."""
+
+    def __init__(self) -> None:
+        self.keys: OrderedDict[str, _Key] = OrderedDict()
+
+    def wait(self, key: str, now: float) -> float:
+        state = self.keys.get(key)
+        return 0.0 if state is None else max(0.0, state.not_before - now)
+
+    def failed(self, key: str, now: float) -> None:
+        state = self.keys.pop(key, None) or _Key()
+        if now - state.last > FORGET_AFTER:
+            state = _Key()
+        state.failures += 1
+        state.last = now
+        n = state.failures
+        if n >= BLOCK_AFTER:
+            state.failures = BLOCK_AFTER - 1   # once the block ends: one try, then the next block
+            state.not_before = now + BLOCK_SECONDS
+        elif n > FREE_FAILURES:
+            state.not_before = now + min(MAX_DELAY, FIRST_DELAY * 2 ** (n - FREE_FAILURES - 1))
+        self.keys[key] = state
+        while len(self.keys) > MAX_KEYS:
+            self.keys.popitem(last=False)
+
+    def cleared(self, key: str) -> None:
+        self.keys.pop(key, None)
+
+    def states(self, now: float) -> Counter:
+        """How many keys wait before their next check ("delayed") and how many are "blocked"."""
+        out: Counter = Counter()
+        for state in self.keys.values():
+            if state.not_before > now:
+                out["blocked" if state.failures >= BLOCK_AFTER - 1 else "delayed"] += 1
+        return out
+
+
+class CheckPool:
+    """At most `workers` threads run expensive checks; callers wait for theirs. Checks of an
+    identity from an address it proved itself from go first. More than `queue` waiting: ChecksBusy."""
+
+    def __init__(self, workers: int = CHECK_WORKERS, queue: int = CHECK_QUEUE):
+        self.workers, self.queue = workers, queue
+        self._cond = threading.Condition()
+        self._waiting: tuple[deque, deque] = (deque(), deque())   # (trusted, others)
+        self._threads = 0
+        self.running = 0
+        self.most_running = 0
+        self.ran = 0
+
+    @property
+    def waiting(self) -> int:
+        return sum(map(len, self._waiting))
+
+    def run(self, check: Callable[[], bool], trusted: bool = False) -> bool:
+        job: dict = {"check": check, "done": threading.Event()}
+        with self._cond:
+            if self.waiting >= self.queue:
+                raise ChecksBusy(f"too many password checks waiting ({self.queue}): try again later")
+            self._waiting[0 if trusted else 1].append(job)
+            if self._threads < self.workers:
+                self._threads += 1
+                threading.Thread(target=self._work, name=f"login-check-{self._threads}", daemon=True).start()
+            self._cond.notify()
+        job["done"].wait()
+        if "error" in job:
+            raise job["error"]
+        return job["result"]
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not any(self._waiting):
+                    self._cond.wait()
+                job = (self._waiting[0] or self._waiting[1]).popleft()
+                self.running += 1
+                self.most_running = max(self.most_running, self.running)
+            try:
+                job["result"] = bool(job["check"]())
+            except Exception as exc:  # handed to the caller, raised on its thread
+                job["error"] = exc
+            finally:
+                with self._cond:
+                    self.running -= 1
+                    self.ran += 1
+                job["done"].set()
+
+
+class LoginGuard:
+    """The failed logins of one master, shared by its faces. `admit` before a check, `check` to
+    run it, then `failed` or `succeeded`."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, pool: CheckPool | None = None):
+        self.clock = clock
+        self.pool = pool or CheckPool()
+        self._lock = threading.Lock()
+        self._addresses, self._identities, self._pairs = _Backoff(), _Backoff(), _Backoff()
+        self._trusted: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
+        self.failed_by_identity: Counter = Counter()   # identity (known ones; "" for names the policy lacks)
+        self.failed_by_address: Counter = Counter()    # address key, or OTHER
+        self.refused: Counter = Counter()              # logins refused without a check, by the key that
+        #                                                 waits ("address" / "identity" / "pair") or "busy"
+        self.checks: Counter = Counter()               # checks run, by "pool" / "inline"
+
+    def trusted(self, address: str, name: str) -> bool:
+        with self._lock:
+            return address_key(address) in self._trusted.get(name, ())
+
+    def admit(self, address: str, name: str) -> None:
+        """LoginThrottled when the pair must wait before its next check, or, from an address the
+        name has not proved itself from, the address or the name."""
+        key = address_key(address) if address else ""
+        with self._lock:
+            now = self.clock()
+            waits = [(self._pairs.wait(f"{key}\0{name}", now), "pair")]
+            if key not in self._trusted.get(name, ()):
+                waits += [(self._addresses.wait(key, now), "address") if key else (0.0, "address"),
+                          (self._identities.wait(name, now), "identity")]
+            wait, why = max(waits)
+            if wait:
+                self.refused[why] += 1
+        if wait:
+            where = {"pair": f"as this identity from {key}", "address": f"from {key}",
+                     "identity": "as this identity"}[why]
+            raise LoginThrottled(f"access denied: too many failed logins {where}; no password is checked for "
+                                 f"{math.ceil(wait)} s more")
+
+    def check(self, check: Callable[[], bool], expensive: bool, address: str = "", name: str = "") -> bool:
+        """Run `check` (a password comparison): in the pool when it is expensive."""
+        if not expensive:
+            with self._lock:
+                self.checks["inline"] += 1
+            return bool(check())
+        try:
+            ok = self.pool.run(check, trusted=bool(address) and self.trusted(address, name))
+        except ChecksBusy:
+            with self._lock:
+                self.refused["busy"] += 1
+            raise
+        with self._lock:
+            self.checks["pool"] += 1
+        return ok
+
+    def failed(self, address: str, name: str, known: bool) -> None:
+        key = address_key(address) if address else ""
+        with self._lock:
+            now = self.clock()
+            self.failed_by_identity[name if known else ""] += 1
+            if key:
+                label = key if key in self.failed_by_address or len(self.failed_by_address) < MAX_ADDRESS_LABELS \
+                    else OTHER
+                self.failed_by_address[label] += 1
+                self._addresses.failed(key, now)
+            self._identities.failed(name, now)
+            self._pairs.failed(f"{key}\0{name}", now)
+
+    def succeeded(self, address: str, name: str) -> None:
+        key = address_key(address) if address else ""
+        with self._lock:
+            self._pairs.cleared(f"{key}\0{name}")
+            if key:
+                self._addresses.cleared(key)
+                mine = self._trusted.pop(name, None) or OrderedDict()
+                mine.pop(key, None)
+                mine[key] = None
+                while len(mine) > TRUSTED_PER_IDENTITY:
+                    mine.popitem(last=False)
+                self._trusted[name] = mine
+                while len(self._trusted) > MAX_KEYS:
+                    self._trusted.popitem(last=False)
+
+    def snapshot(self) -> dict:
+        """The counts /metrics shows, taken under the lock."""
+        with self._lock:
+            now = self.clock()
+            return {"by_identity": dict(self.failed_by_identity), "by_address": dict(self.failed_by_address),
+                    "refused": dict(self.refused), "checks": dict(self.checks),
+                    "addresses": dict(self._addresses.states(now)), "identities": dict(self._identities.states(now)),
+                    "pairs": dict(self._pairs.states(now))}

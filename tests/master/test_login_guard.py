@@ -1,0 +1,126 @@
+"""The login guard (issue #62 goal 1) on its own, its clock held still or moved by hand: the
+back-off of an address, an identity and their pair (free failures, a growing delay, then a block
+that ends), the trusted address of an identity, and the check pool's bound. Counts and states
+only, never durations."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from dumpfilter.master.login_guard import (
+    BLOCK_AFTER,
+    BLOCK_SECONDS,
+    FIRST_DELAY,
+    FREE_FAILURES,
+    MAX_DELAY,
+    CheckPool,
+    ChecksBusy,
+    LoginGuard,
+    LoginThrottled,
+    address_key,
+)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _attempts(guard: LoginGuard, address: str, name: str, n: int, known: bool = True) -> int:
+    """`n` wrong-password logins; how many were checked (the rest were refused unchecked)."""
+    checked = 0
+    for _ in range(n):
+        try:
+            guard.admit(address, name)
+        except LoginThrottled:
+            continue
+        checked += 1
+        guard.failed(address, name, known)
+    return checked
+
+
+def test_failures_earn_a_growing_delay_then_a_block_that_ends():
+    clock = Clock()
+    guard = LoginGuard(clock)
+    assert _attempts(guard, "10.0.0.1", "app", 100) == FREE_FAILURES + 1   # the clock holds still
+    assert guard.refused["pair"] + guard.refused["address"] + guard.refused["identity"] == 100 - FREE_FAILURES - 1
+    clock.now += FIRST_DELAY
+    assert _attempts(guard, "10.0.0.1", "app", 10) == 1                     # the delay passed: one more check
+    checked = FREE_FAILURES + 2
+    while checked < BLOCK_AFTER:                                           # the delays double; then the block
+        clock.now += MAX_DELAY
+        checked += _attempts(guard, "10.0.0.1", "app", 1)
+    assert guard.snapshot()["pairs"] == {"blocked": 1} and guard.snapshot()["addresses"] == {"blocked": 1}
+    clock.now += BLOCK_SECONDS - 1
+    assert _attempts(guard, "10.0.0.1", "app", 5) == 0
+    clock.now += 2
+    assert _attempts(guard, "10.0.0.1", "app", 5) == 1                      # one try, then blocked again
+    assert guard.failed_by_identity == {"app": BLOCK_AFTER + 1}
+    assert guard.failed_by_address == {"10.0.0.1": BLOCK_AFTER + 1}
+
+
+def test_a_name_the_policy_lacks_backs_off_as_a_known_one_and_counts_apart():
+    guard = LoginGuard(Clock())
+    assert _attempts(guard, "10.0.0.1", "app", 20) == _attempts(guard, "10.0.0.2", "nobody", 20, known=False)
+    assert guard.failed_by_identity == {"app": FREE_FAILURES + 1, "": FREE_FAILURES + 1}
+
+
+def test_a_flood_cannot_lock_an_identity_out_of_the_address_it_proved_itself_from():
+    guard = LoginGuard(Clock())
+    guard.succeeded("10.0.0.9", "app")                       # the slave's host
+    for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):     # an attacker's hosts, against the slave's name
+        _attempts(guard, address, "app", 30)
+    _attempts(guard, "10.0.0.9", "other", 30)                # and from the slave's host, under another name
+    with pytest.raises(LoginThrottled):
+        guard.admit("10.0.0.4", "app")                       # the name waits, elsewhere
+    with pytest.raises(LoginThrottled):
+        guard.admit("10.0.0.9", "third")                     # the address waits, for other names
+    guard.admit("10.0.0.9", "app")                           # the slave gets its check
+    assert guard.trusted("10.0.0.9", "app") and not guard.trusted("10.0.0.1", "app")
+
+
+def test_ipv6_addresses_count_by_their_64():
+    assert address_key("2001:db8:1:2::5") == address_key("2001:db8:1:2:ffff::1") == "2001:db8:1:2::/64"
+    assert address_key("::ffff:127.0.0.1") == "127.0.0.1"
+    guard = LoginGuard(Clock())
+    checked = sum(_attempts(guard, f"2001:db8:1:2::{i:x}", f"name{i}", 1) for i in range(1, 30))
+    assert checked == FREE_FAILURES + 1
+
+
+def test_the_check_pool_runs_at_most_its_workers_and_refuses_past_its_queue():
+    pool = CheckPool(workers=2, queue=3)
+    release = threading.Event()
+    results, errors = [], []
+
+    def slow() -> bool:
+        release.wait(30)
+        return True
+
+    def caller():
+        try:
+            results.append(pool.run(slow))
+        except ChecksBusy as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=caller) for _ in range(2)]
+    for t in threads:
+        t.start()
+    while pool.running < 2:
+        release.wait(0.01)
+    more = [threading.Thread(target=caller) for _ in range(3)]
+    for t in more:
+        t.start()
+    while pool.waiting < 3:
+        release.wait(0.01)
+    with pytest.raises(ChecksBusy):
+        pool.run(slow)                                        # the queue is full: refused at once, unchecked
+    release.set()
+    for t in threads + more:
+        t.join(30)
+    assert results == [True] * 5 and not errors
+    assert pool.most_running == 2 and pool.ran == 5
