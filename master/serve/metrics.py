@@ -83,6 +83,7 @@ class DumpServiceCollector:
         yield from (events, hits, behind, connected, registered)
         yield from self._segments()
         yield from self._source()
+        yield from self._logins()
         yield from self._shares(rows)
 
     def _segments(self):
@@ -133,6 +134,44 @@ class DumpServiceCollector:
                                         labels=["source"])
             current.add_metric([status["source"]], 1)
             yield current
+
+    def _logins(self):
+        """Failed logins on every face (master.login_guard, issue #62): by identity (`identity=""`:
+        names the policy does not know) and by address, the logins refused without a check, the
+        checks run, and the keys backing off. To an administrator; an identity sees its own row."""
+        policy, viewer = self.service.policy, self.viewer
+        if policy is None or viewer is None:
+            return
+        counts = policy.logins.snapshot()
+        by_identity = CounterMetricFamily("dumpfilter_failed_logins_by_identity",
+                                          "Failed logins (gRPC and the MySQL endpoint) by identity; \"\" for "
+                                          "names the policy does not know", labels=["identity"])
+        for name, n in sorted(counts["by_identity"].items()):
+            if viewer.admin or name == viewer.name:
+                by_identity.add_metric([name], n)
+        yield by_identity
+        if not viewer.admin:
+            return
+        by_address = CounterMetricFamily("dumpfilter_failed_logins_by_address",
+                                         "Failed logins by source address (an IPv6 one by its /64; \"other\" past "
+                                         "the first 256 addresses)", labels=["address"])
+        for address, n in sorted(counts["by_address"].items()):
+            by_address.add_metric([address], n)
+        refused = CounterMetricFamily("dumpfilter_logins_refused_unchecked",
+                                      "Logins refused without a password check: the key backing off (address, "
+                                      "identity, pair) or busy (the check pool's queue was full)", labels=["reason"])
+        for reason in ("address", "identity", "pair", "busy"):
+            refused.add_metric([reason], counts["refused"].get(reason, 0))
+        checks = CounterMetricFamily("dumpfilter_login_checks", "Password checks run: in the bounded pool "
+                                     "(PBKDF2, ed25519) or inline (cheap ones)", labels=["where"])
+        for where in ("pool", "inline"):
+            checks.add_metric([where], counts["checks"].get(where, 0))
+        backing_off = GaugeMetricFamily("dumpfilter_login_backoff_keys", "Keys waiting before their next password "
+                                        "check (delayed) or refused for a while (blocked)", labels=["key", "state"])
+        for key in ("addresses", "identities", "pairs"):
+            for state in ("delayed", "blocked"):
+                backing_off.add_metric([key, state], counts[key].get(state, 0))
+        yield from (by_address, refused, checks, backing_off)
 
     @staticmethod
     def _add(label: str, values, rule_hits, families, events, hits, behind) -> None:
