@@ -8,10 +8,8 @@ the other connections go on."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
-import select
 import socket
 import socketserver
 import ssl
@@ -19,40 +17,28 @@ import threading
 import time
 import uuid
 from contextlib import ExitStack
-from pathlib import Path
 
 from dumpfilter.codec import read_format_description
 from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.errors import (
     AccessDeniedError,
     DumpFilterError,
-    PositionError,
     ResourceExhaustedError,
-    ShuttingDownError,
-    StreamReplacedError,
 )
 from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.files import file_size
-from dumpfilter.binlogs.gtid_start import BinlogStatus, GtidState, binlog_gtid_pos, start_file
-from dumpfilter import skip_policy
+from dumpfilter.binlogs.gtid_start import BinlogStatus, binlog_gtid_pos
 from dumpfilter.master.serve.grpc_server import parse_listen
 from dumpfilter.master.endpoint.admission import Admission, EndpointLimits, Refused
-from dumpfilter.rules.renamer import renames, replica_names
 from dumpfilter.master.protocol.commands import (
-    BINLOG_DUMP_NON_BLOCK,
-    BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     COM_BINLOG_DUMP,
     COM_BINLOG_DUMP_GTID,
     COM_REGISTER_SLAVE,
-    USE_HEARTBEAT_EVENT_V2,
 )
 from dumpfilter.master.endpoint.dump import (
-    DumpRequest,
-    fake_rotate,
     parse_binlog_dump,
     parse_binlog_dump_gtid,
     parse_register_slave,
-    replica_packets,
 )
 from dumpfilter.master.endpoint.auth import Authenticator, Conversation, RsaKeys
 from dumpfilter.master.endpoint.handshake import (
@@ -61,7 +47,7 @@ from dumpfilter.master.endpoint.handshake import (
     new_scramble,
     parse_handshake_response,
 )
-from dumpfilter.master.endpoint.positions import ReplicaCount, WithoutHeartbeats
+from dumpfilter.master.endpoint.dumping import ER_ACCESS_DENIED_ERROR, ER_CON_COUNT_ERROR, Dumping, code_for
 from dumpfilter.master.endpoint.row_metadata import binlog_row_metadata
 from dumpfilter.master.protocol.packets import (
     ConnectionClosed,
@@ -69,7 +55,6 @@ from dumpfilter.master.protocol.packets import (
     PacketTooLarge,
     ProtocolError,
     ReadTimeout,
-    eof_packet,
     err_packet,
     ok_packet,
 )
@@ -83,22 +68,16 @@ from dumpfilter.master.service import DumpService
 log = logging.getLogger("dumpfilter.master.mysql")
 
 COM_QUIT, COM_INIT_DB, COM_QUERY, COM_PING = 0x01, 0x02, 0x03, 0x0E
-ER_CON_COUNT_ERROR = 1040
 ER_HANDSHAKE_ERROR = 1043
-ER_ACCESS_DENIED_ERROR = 1045
 ER_UNKNOWN_COM_ERROR = 1047
-ER_SERVER_SHUTDOWN = 1053
 ER_UNKNOWN_ERROR = 1105
 ER_NET_PACKET_TOO_LARGE = 1153
-ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_MALFORMED_PACKET = 1835
 ER_CLIENT_INTERACTION_TIMEOUT = 4031  # MySQL 8.0.24+: sent before closing a session idle past wait_timeout
 HANDSHAKE_BYTES = 64 << 10            # a handshake response is a few hundred bytes
 LINGER_SECONDS, LINGER_BYTES = 2.0, 64 << 20  # what a closing connection still reads (see _linger)
 DEFAULT_VERSION = "10.11.0-MariaDB-dumpfilter-log"
 SEND_TIMEOUT = 60.0        # a replica that takes nothing for this long is disconnected
-NO_HEARTBEAT = 3600.0      # the replica asked for no heartbeats: one an hour keeps the stream honest
-IGNORED_BYTES = 1 << 20    # what a dumping client may send (and have dropped) before it is disconnected
 _COMMANDS = {0x00: "COM_SLEEP", 0x04: "COM_FIELD_LIST", 0x05: "COM_CREATE_DB", 0x06: "COM_DROP_DB",
              0x08: "COM_SHUTDOWN", 0x09: "COM_STATISTICS", 0x0A: "COM_PROCESS_INFO", 0x0C: "COM_PROCESS_KILL",
              0x11: "COM_CHANGE_USER", 0x13: "COM_TABLE_DUMP", 0x16: "COM_STMT_PREPARE", 0x17: "COM_STMT_EXECUTE",
@@ -203,7 +182,7 @@ class MysqlEndpoint:
         return value
 
 
-class _Connection:
+class _Connection(Dumping):
     def __init__(self, endpoint: MysqlEndpoint, sock: socket.socket, address):
         self.endpoint, self.sock = endpoint, sock
         self.service = endpoint.service
@@ -470,7 +449,7 @@ class _Connection:
         try:
             self._registration(reg.server_id, reg.host or self.peer.rpartition(":")[0])
         except DumpFilterError as exc:
-            code, sqlstate = _code_for(exc)
+            code, sqlstate = code_for(exc)
             self._error(code, str(exc), sqlstate)
             return
         self.reported.add(reg.server_id)
@@ -492,133 +471,6 @@ class _Connection:
         log.info("mysql replica server_id %s (%s, user %r) registered: %s", server_id, host, self.user,
                  "; ".join(e.rules.render() for e in result.effective))
 
-    def _dump(self, request: DumpRequest) -> None:
-        self.dumping = True
-        session, facts = self.session, self.session.facts
-        gtid_state = None
-        if request.gtid_set is not None:
-            gtid_state = request.gtid_set
-        elif session.has_user_var("slave_connect_state"):
-            # MariaDB: MASTER_USE_GTID sets @slave_connect_state; the file and position are ignored.
-            gtid_state = session.user_var("slave_connect_state") or ""
-        checksum = session.user_var("master_binlog_checksum") or session.user_var("source_binlog_checksum")
-        if facts.checksum == "CRC32" and not checksum:
-            self._error(ER_MASTER_FATAL_ERROR_READING_BINLOG, "Slave can not handle replication events with the "
-                        "checksum that master is configured to log")
-            return
-        period_ns = session.user_var("master_heartbeat_period") or session.user_var("source_heartbeat_period")
-        try:
-            period = int(float(period_ns)) / 1e9 if period_ns else 0.0
-        except ValueError:
-            period = 0.0
-        server_id = request.server_id
-        try:
-            if server_id == 0:
-                server_id = self._unregistered()
-            elif server_id not in self.registered:
-                self._registration(server_id, self.peer.rpartition(":")[0])
-        except DumpFilterError as exc:
-            code, sqlstate = _code_for(exc)
-            self._error(code, str(exc), sqlstate)
-            return
-        mine = self.service.slaves.get(server_id)
-        try:
-            self._stream(request, server_id, gtid_state, checksum, period)
-        finally:
-            if server_id != request.server_id and self.service.slaves.get(server_id) is mine:
-                self.service.unregister(server_id)  # (unless a replica took its server_id meanwhile)
-
-    def _unregistered(self) -> int:
-        """A dump with server_id 0 (`mariadb-binlog --read-from-remote-server` without
-        --stop-never): one that does not register, as a server serves it (sql_repl.cc: a zero
-        server_id replaces no other dump). It streams under a server_id of its own, the highest
-        free one, registered for the dump alone with the rules `--replicas` gives its user."""
-        taken = self.service.slaves
-        server_id = next(i for i in range(0xFFFFFFFF, 0, -1) if i not in taken)
-        reg = self.endpoint.replicas.registration(0, self.user, self.peer.rpartition(":")[0])
-        self.service.register(dataclasses.replace(reg, server_id=server_id), self.identity)
-        log.info("mysql connection %s from %s (user %r): a dump with server_id 0 (one that does not register) "
-                 "streams as server_id %s", self.id, self.peer, self.user, server_id)
-        return server_id
-
-    def _stream(self, request: DumpRequest, server_id: int, gtid_state: str | None, checksum, period: float) -> None:
-        session, facts = self.session, self.session.facts
-        try:
-            file, start = self._start(request, gtid_state)
-            batches = self.service.stream(server_id, start=start,
-                                          gtid_state=gtid_state if gtid_state else None,
-                                          heartbeat_period=period if period > 0 else NO_HEARTBEAT,
-                                          is_active=self._active, caller=self.identity)
-            first = next(batches)
-        except StopIteration:
-            return
-        except (DumpFilterError, OSError) as exc:
-            code, sqlstate = _code_for(exc)
-            self._error(code, str(exc) if not isinstance(exc, OSError) else f"cannot read the binlog: {exc}", sqlstate)
-            return
-        log.info("mysql replica server_id %s: dump from %s:%s%s", server_id, file, start[1] if start else 4,
-                 f" (GTID state {gtid_state!r})" if gtid_state is not None else "")
-        mariadb = session.has_user_var("mariadb_slave_capability")  # flag 0x02 means one thing to each
-        annotate = mariadb and bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
-        heartbeats_v2 = not mariadb and bool(request.flags & USE_HEARTBEAT_EVENT_V2)
-        fmt = _fmt_of(self.service, file)
-        # A client that asked for no checksums ('NONE', as mariadb-binlog does) gets the fake Rotate
-        # without one, as a server sends it; the binlog's own events keep theirs (their FDE says so).
-        rotate = fake_rotate(file, start[1] if start else 4, fmt=None if str(checksum).upper() == "NONE" else fmt,
-                             server_id=facts.server_id)
-        frame, send = self.stream.frame, self.stream.send_raw
-        slave = self.service.slaves.get(server_id)
-        policy = skip_policy.named(slave.reg.skip_policy if slave else skip_policy.DEFAULT)
-        if period <= 0:
-            policy = WithoutHeartbeats(policy)
-        count = ReplicaCount(self.service.binlog_dir, policy, file=file, pos=start[1] if start else 4,
-                             gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id,
-                             records_gtids=request.server_id in self.reported)
-        names = replica_names(lambda: slave and slave.state, file=file, pos=start[1] if start else 4, server_id=facts.server_id)
-        try:
-            send(frame(b"\x00" + rotate))
-            batch = first
-            while True:
-                state = slave.state if slave else None
-                data = replica_packets(batch, self.stream, count, names, policy=policy, annotate=annotate, fmt=fmt,
-                                       server_id=facts.server_id, heartbeats_v2=heartbeats_v2,
-                                       renaming=state is not None and renames(state.rules, state.engine.settings))
-                count.after(batch)
-                if data:
-                    send(data)
-                if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:
-                    send(frame(eof_packet()))
-                    self.why = "a non-blocking dump (BINLOG_DUMP_NON_BLOCK) reached the end of the binlog"
-                    return
-                batch = next(batches)
-        except StopIteration:
-            if self.service.shutting_down:
-                self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress")
-            elif not self.why:
-                self.why = "the client closed it during its dump"
-        except ConnectionClosed:
-            self.why = "the client closed it during its dump (a send failed)"
-        except StreamReplacedError:
-            self.why = f"its dump was replaced by a newer connection with server_id {server_id}"
-            self.why_warns = True
-        except DumpFilterError as exc:
-            code, sqlstate = _code_for(exc)
-            self._try_error(code, str(exc))
-        finally:
-            batches.close()
-
-    def _start(self, request: DumpRequest, gtid_state: str | None) -> tuple[str, tuple[str, int] | None]:
-        """(the file the fake Rotate names, the service's start position)."""
-        if gtid_state is not None:
-            if not gtid_state.strip():
-                return self.service.segments.first_file(), None
-            return start_file(served_paths(self.service.binlog_dir), GtidState.parse(gtid_state)).name, None
-        if not request.file:
-            return self.service.segments.first_file(), None  # an empty name: the first binlog
-        if request.pos < 4:
-            raise PositionError(f"position {request.pos} in '{request.file}' is before the first event (4)")
-        return request.file, (request.file, request.pos)
-
     def _linger(self) -> None:
         """Before closing after a last ERR packet: stop sending, then take and drop what the
         client still sends (the rest of an oversized command, its next command), for at most
@@ -635,65 +487,3 @@ class _Connection:
                 taken += len(chunk)
         except OSError:
             pass
-
-    def _active(self) -> bool:
-        """False once the client closed its side. A server's dump thread reads nothing from its
-        client, so what a dumping client sends anyway is taken and dropped, not taken for a close:
-        python-mysql-replication's MariaDB dump request is one byte longer than its header says
-        (its header counts 14 bytes of 15), and this stray byte ended every such dump, the socket
-        closed with it unread (a reset: the client retried forever). Past IGNORED_BYTES the
-        client is disconnected. Over TLS a record cannot be peeked at: anything read ends it."""
-        if self.closed:
-            return False
-        # poll, not select: select() takes no descriptor past FD_SETSIZE (1024), and a master
-        # holding more (replicas, mapped binlogs) took every replica for gone (ValueError).
-        poller = select.poll()
-        try:
-            poller.register(self.sock, select.POLLIN | select.POLLPRI)
-            ready = poller.poll(0)
-        except (OSError, ValueError):
-            return False
-        if not ready:
-            return True
-        if ready[0][1] & (select.POLLERR | select.POLLNVAL) or isinstance(self.sock, ssl.SSLSocket):
-            return False
-        try:
-            data = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        self.ignored += len(data)
-        if not data:
-            return False
-        if self.ignored > IGNORED_BYTES:
-            self.why = f"it sent {self.ignored} bytes during its dump (a dump reads none; at most {IGNORED_BYTES})"
-            self.why_warns = True
-            return False
-        return True
-
-
-def _fmt_of(service: DumpService, file: str):
-    path = Path(service.binlog_dir) / file
-    try:
-        with open_binlog(path) as f:
-            return read_format_description(f, str(path))[1]
-    except (DumpFilterError, OSError):
-        return None
-
-
-def _code_for(exc: BaseException) -> tuple[int, str]:
-    """MySQL error codes for the service's exceptions: the class's own `mysql_errno` when the error
-    hierarchy names one (1236 for positions, 1045 for access), else the nearest server error."""
-    errno = getattr(exc, "mysql_errno", None)
-    if errno == ER_ACCESS_DENIED_ERROR:
-        return errno, "28000"
-    if errno is not None:
-        return errno, "HY000"
-    if isinstance(exc, ResourceExhaustedError):
-        return ER_CON_COUNT_ERROR, "08004"
-    if isinstance(exc, ShuttingDownError):
-        return ER_SERVER_SHUTDOWN, "08S01"
-    # A corrupt binlog, rules that do not compile, anything else the dump cannot get past: the
-    # replica's IO thread stops on 1236 with the message, as on a server's unreadable binlog.
-    return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"
