@@ -11,6 +11,7 @@ import datetime
 import logging
 import threading
 import time
+import urllib.parse
 from concurrent import futures
 from pathlib import Path
 
@@ -148,7 +149,7 @@ def _metadata(context) -> dict[str, str]:
 def _peer_address(context) -> str:
     """The caller's address from grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"); the
     whole peer for another transport (a unix socket)."""
-    peer = context.peer() or ""
+    peer = urllib.parse.unquote(context.peer() or "")   # grpc writes an IPv6 one as "ipv6:%5B::1%5D:5000"
     kind, _, rest = peer.partition(":")
     if kind in ("ipv4", "ipv6"):
         return rest.rsplit(":", 1)[0].strip("[]")
