@@ -165,6 +165,8 @@ def _status_row(s) -> dict:
         "Lint": s.lint_state, "Lint_warnings": list(s.lint_warnings),
         "Lint_position": _pos(s.lint_position) if s.HasField("lint_position") and s.lint_position.file else "",
         "Lint_breaks": s.lint_breaks,
+        # issue #62: how far behind the live end of the binlog lint is
+        "Lint_behind_bytes": s.lint_behind_bytes, "Lint_behind_files": s.lint_behind_files,
     }
 
 

@@ -14,7 +14,8 @@ nor the Register threads from the streams. The predictions reach the slave:
   - else on its Dump stream, in the `warnings` of the first batch after they are found (a break
     found later too);
   - and always in Stats (`master status`): `lint_state`, `lint_warnings`, how far lint has read
-    (`lint_position`) and how many breaks it found (`lint_breaks`);
+    (`lint_position`), how far that is behind the live end of the binlog (`lint_behind_bytes`,
+    `lint_behind_files`) and how many breaks it found (`lint_breaks`); /metrics has them per rule set;
   - a break found, or a lint that failed, is also one WARNING line in the master's log.
 
 The worker process may die (killed, out of memory): the master starts it again at once, in one
@@ -28,24 +29,18 @@ of the binlog each rule set is (bytes and files) is in Stats and /metrics.
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import logging
-import os
-import pickle
-import signal
-import subprocess
-import sys
 import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.errors import DumpFilterError, ResourceExhaustedError
 from dumpfilter.binlogs import binlog_paths
-from dumpfilter.binlogs.lint import FollowingLint, Look, look_together, new_linter
-from dumpfilter.binlogs.scan_index import ScanIndex
+from dumpfilter.binlogs.lint import Look
+from dumpfilter.binlogs.lint_worker import (DONE, ENDED, FAILED, LINT_WARNINGS, LOST, MAX_QUEUED, NOT_RUN,  # noqa: F401
+                                            Job as _Job, Worker as _Worker, restarts, worker as _worker)
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
@@ -63,317 +58,14 @@ MiB = 1 << 20
 # MiB while every unit went through Python (about 2 MB per CPU second).
 # `master serve --lint-max-mb` sets it; 0 turns lint off.
 LINT_MAX_BYTES = 1024 * MiB
-LINT_WARNINGS = 5        # predictions told per slave; the rest are counted
-MAX_QUEUED = 64          # rule sets waiting for their first look; more are told "not run"
-                         # (each identity its share of them: master.shares)
 MAX_FOLLOWED = 256       # rule sets followed at once (each one Linter in the worker process)
 FOLLOW_EVERY = 0.5       # seconds: the binlog's changes are looked at at most this often
-TOGETHER = 64            # looks handed to the worker in one message (read together where they can)
+MAX_CRASHES = 3          # looks of one rule set in a row the worker ended in: then it fails
 
-OFF, PENDING, DONE, NOT_RUN, FAILED = "off", "pending", "done", "not run", "failed"
-LOST = "lost"  # the worker process does not hold the follower (it was restarted): resume it
-ENDED = "ended"  # the worker process ended during this look: queued again, from the last checkpoint
-MAX_CRASHES = 3  # looks of one rule set in a row the worker ended in: then it fails
-WATCH_EVERY = 1.0  # seconds: how often an idle worker is checked for having ended
+OFF, PENDING = "off", "pending"  # and the worker's answers: DONE, NOT_RUN, FAILED, LOST, ENDED
 
 
-# -- the worker process -------------------------------------------------------------------------
-def _serve() -> None:
-    """The worker process's main loop (`python -m <this module>`): a message, pickled, on stdin;
-    its replies, pickled, on stdout; until stdin closes (the master ended). A message is
-    (followers to drop, [look...]); a look is (follower id, the linter's arguments on its first
-    look, its checkpoint when this process does not hold it, else None, [(path, size)...],
-    budget); the reply is [(state, value)...], one per look."""
-    try:
-        os.nice(10)  # the streams come first
-    except OSError:
-        pass
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing else may write to the result pipe
-    followers: dict[int, FollowingLint] = {}
-    index = ScanIndex()  # the closed files' scans, for every rule set linted after the first
-    while True:
-        try:
-            drops, looks = pickle.load(stdin)
-        except (EOFError, OSError, pickle.UnpicklingError, TypeError, ValueError):
-            return
-        for fid in drops:
-            followers.pop(fid, None)
-        pickle.dump(_looks(followers, looks, index), stdout)
-        stdout.flush()
-
-
-def _looks(followers: dict[int, FollowingLint], looks: list[tuple],
-           index: ScanIndex | None = None) -> list[tuple[str, object]]:
-    """One message's looks, answered in order; each follower made on its first look, or made again
-    from its checkpoint. Followers at one place of one binlog read it together (`look_together`:
-    one read and scan for all). A look that moved its follower on hands back its checkpoint."""
-    replies: list[tuple[str, object]] = [(LOST, None)] * len(looks)
-    groups: dict[tuple, list[int]] = {}
-    for n, (fid, first, files, budget) in enumerate(looks):
-        try:
-            if isinstance(first, bytes):  # a worker started anew: the follower as it stood
-                followers[fid] = FollowingLint.resume(first, index)
-            elif first is not None:
-                rules, settings, schema, replica_schema, verify_checksums = first
-                followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
-                                               verify_checksums=verify_checksums, index=index)
-        except Exception as exc:  # a rule set lint cannot set up: told as a warning
-            followers.pop(fid, None)
-            replies[n] = (NOT_RUN, str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}")
-            continue
-        following = followers.get(fid)
-        if following is not None:  # else LOST: the worker was started anew
-            groups.setdefault((following.place(), tuple(files), budget), []).append(n)
-    for (_, files, budget), members in groups.items():
-        fids = [looks[n][0] for n in members]
-        try:
-            followings = [followers[fid] for fid in fids]
-            places = [(f.file, f.pos) for f in followings]
-            got = look_together(followings, files, budget, LINT_WARNINGS)
-            for n, following, place, look in zip(members, followings, places, got):
-                if (following.file, following.pos) != place or looks[n][1] is not None:
-                    look.checkpoint = following.checkpoint()
-                replies[n] = (DONE, look)
-        except Exception as exc:  # the binlog's error (or lint's own bug): told as a warning, never a failed Register
-            why = str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}"
-            for n, fid in zip(members, fids):
-                followers.pop(fid, None)
-                replies[n] = (NOT_RUN, why)
-    return replies
-
-
-@dataclass(eq=False)
-class _Job:
-    """One look of one follower."""
-    owner: LintJobs
-    follower: _Follower
-    look: tuple          # (follower id, first-look arguments or None, files, budget)
-    seen: tuple | None   # the binlog's end (last file, size) when it was queued
-    cancelled: bool = False
-
-
-class _Worker:
-    """The one worker process of this Python process, fed from a queue by one thread. A plain
-    `python -m` child (not multiprocessing): it never re-imports the caller's main script. A job
-    nobody waits for any more is taken out of the queue (`drop`), freeing its place; a follower
-    nobody follows any more is dropped from the worker with the next message (`forget`).
-
-    A worker process that ended (killed, out of memory) is started again: at once when it ended
-    while idle (the dispatch thread looks every WATCH_EVERY seconds), or when it ended during an
-    exchange (its looks are answered ENDED: their owners queue them again). Either way one WARNING
-    line, and `restarts` counts it. `held`: the followers the running process holds; a look of
-    any other is sent with the follower's checkpoint (a process started anew holds none)."""
-
-    def __init__(self):
-        self.queued: deque[_Job] = deque()
-        self.forgotten: list[int] = []
-        self.ready = threading.Condition()
-        self.proc: subprocess.Popen | None = None
-        self.closed = False  # the process exits: no worker is started again, no look run
-        self.held: set[int] = set()   # follower ids the running worker process holds
-        self.answered = False         # the running worker process answered a message
-        self.sending: list[int] = []  # follower ids of the looks being exchanged (for the restart's line)
-        self.restarts = 0             # worker processes started again after one ended
-        self.thread = threading.Thread(target=self._dispatch, name="lint-dispatch", daemon=True)
-        self.thread.start()
-        atexit.register(self.close)
-
-    def _start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        self.held, self.answered = set(), False
-
-    def _restart(self, ended: subprocess.Popen, during: str) -> str:
-        """The worker process `ended` (it exited, or was killed): a new one is started, in one WARNING
-        line; '' or why it cannot be."""
-        try:
-            code = ended.wait(1)  # its pipe's end was seen: its exit is at hand
-            how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
-                   else f"exited with status {code}")
-        except subprocess.TimeoutExpired:  # alive, but its pipes are gone or it answered out of turn
-            ended.kill()
-            try:
-                ended.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-            how = "stopped answering"
-        resume = len(self.held | set(self.sending))
-        self.proc = None
-        if self.closed:
-            return "the master is shutting down"
-        self.restarts += 1
-        try:
-            self._start()
-        except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            self.proc = None
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            why = f"the lint worker process cannot be started ({sys.executable}: {why})"
-            log.warning("lint: the worker process %s %s, and %s", how, during, why)
-            return why
-        log.warning("lint: the worker process %s %s; started again (%d restart(s)): %d rule set(s) read on "
-                    "from their last positions", how, during, self.restarts, resume)
-        return ""
-
-    def _run(self, message: tuple, n: int) -> list[tuple[str, object]]:
-        """One message's exchange with the worker: its n replies, or n failures (ENDED: the worker
-        process ended during it, and was started again)."""
-        if self.closed:
-            return [(FAILED, "the master is shutting down")] * n
-        if self.proc is not None and self.proc.poll() is not None:  # ended since it last answered
-            if self._restart(self.proc, "while idle"):
-                self.proc = None
-        if self.proc is None:
-            try:
-                self._start()
-            except (OSError, ValueError, subprocess.SubprocessError) as exc:
-                self.proc = None
-                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                return [(FAILED, f"the lint worker process cannot be started ({sys.executable}: {why})")] * n
-        # One reference for the whole exchange: `close` (at exit, on another thread) may take
-        # self.proc away and kill the worker meanwhile; the exchange then fails as a worker that
-        # ended does, instead of raising in this thread (a traceback as the master exits).
-        proc = self.proc
-        if proc is None or proc.stdin is None or proc.stdout is None:
-            return [(FAILED, "the lint worker process ended")] * n
-        try:
-            pickle.dump(message, proc.stdin)
-            proc.stdin.flush()
-            replies = pickle.load(proc.stdout)
-        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
-            replies = f"the lint worker process ended ({type(exc).__name__})"
-        else:
-            if not isinstance(replies, list) or len(replies) != n:
-                replies = "the lint worker process answered out of turn"
-        if isinstance(replies, str):
-            if self.closed or self.proc is not proc:
-                return [(FAILED, replies)] * n
-            self._restart(proc, f"during a look of {n} rule set(s)" if n else "during an exchange")
-            return [(ENDED, replies)] * n
-        self.answered = True
-        return replies
-
-    def put(self, job: _Job, bounded: bool = True) -> bool:
-        """Queues a look; a first look (`bounded`) only while fewer than MAX_QUEUED wait (a later
-        look is bounded by its follower: one at a time each)."""
-        with self.ready:
-            if bounded and sum(1 for j in self.queued if j.look[1] is not None) >= MAX_QUEUED:
-                return False
-            self.queued.append(job)
-            self.ready.notify()
-            return True
-
-    def drop(self, job: _Job) -> None:
-        with self.ready:
-            try:
-                self.queued.remove(job)
-            except ValueError:
-                pass  # already taken by the worker: it ends on its own
-
-    def forget(self, fid: int) -> None:
-        with self.ready:
-            self.forgotten.append(fid)
-            self.ready.notify()
-
-    def _take(self) -> list[_Job]:
-        """Under self.ready: the next job and up to TOGETHER queued ones that can read with it
-        (same first file, same budget), out of the queue; `_dispatch` hands them all the newest
-        snapshot among theirs (a newer snapshot than a look's own only reads further)."""
-        first = self.queued.popleft()
-        if first.cancelled:
-            return [first]
-        jobs, rest = [first], deque()
-        files, budget = first.look[2], first.look[3]
-        while self.queued:
-            job = self.queued.popleft()
-            if (len(jobs) < TOGETHER and not job.cancelled and job.look[3] == budget and job.look[2] and files
-                    and job.look[2][0][0] == files[0][0]):
-                jobs.append(job)
-            else:
-                rest.append(job)
-        self.queued = rest
-        return jobs
-
-    def _watch(self) -> None:
-        """Idle: a worker process that answered before and has ended since is started again now."""
-        proc = self.proc
-        if proc is not None and self.answered and not self.closed and proc.poll() is not None:
-            self._restart(proc, "while idle")
-
-    def _first(self, job: _Job) -> object:
-        """What the worker needs to make the job's follower: its first-look arguments, its checkpoint
-        when the running process does not hold it (started anew), else None."""
-        fid, first = job.look[0], job.look[1]
-        if first is None and fid not in self.held:
-            return job.follower.checkpoint or None  # none: the worker answers LOST, the owner starts it again
-        return first
-
-    def _dispatch(self) -> None:
-        while True:
-            with self.ready:
-                if not self.queued and not self.forgotten:
-                    self.ready.wait(WATCH_EVERY)
-                jobs = self._take() if self.queued else []
-                drops, self.forgotten = self.forgotten, []
-            jobs = [job for job in jobs if not job.cancelled]
-            if not jobs:
-                proc = self.proc
-                if drops and proc is not None and proc.poll() is None:
-                    self._run((drops, []), 0)  # a worker started anew holds none of them
-                self.held.difference_update(drops)
-                try:
-                    self._watch()
-                except Exception:  # noqa: BLE001 - the thread must outlive any one restart
-                    log.exception("lint: the worker process could not be started again")
-                continue
-            if self.proc is not None and self.proc.poll() is not None and not self.closed:
-                self._restart(self.proc, "while idle")  # before the looks are made: none is held now
-            newest = max((job.look[2] for job in jobs), key=lambda files: (len(files), files[-1][1] if files else 0))
-            looks = [(job.look[0], self._first(job), newest, job.look[3]) for job in jobs]
-            self.held.difference_update(drops)
-            self.sending = [job.look[0] for job in jobs]
-            try:
-                replies = self._run((drops, looks), len(jobs))
-            except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
-                if not self.closed:
-                    log.exception("lint: a look failed")
-                replies = [(FAILED, f"{type(exc).__name__}: {exc}")] * len(jobs)
-            self.sending = []
-            for job, (state, value) in zip(jobs, replies):
-                if state == DONE:
-                    self.held.add(job.look[0])
-                else:
-                    self.held.discard(job.look[0])
-                try:
-                    job.owner.finished(job, state, value)
-                except Exception:  # noqa: BLE001 - as above
-                    log.exception("lint: a look's result was lost")
-            # Not kept while the next jobs are awaited: a job's owner is a master's LintJobs.
-            jobs = replies = looks = state = value = None
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-
-    def close(self) -> None:
-        """At exit: the worker killed, and none started again by a look still queued."""
-        self.closed = True
-        self.stop()
-
-
-_WORKER: _Worker | None = None
-_WORKER_LOCK = threading.Lock()
 _FOLLOWER_IDS = itertools.count(1)  # unique in this process: every master's followers share the worker
-
-
-def _worker() -> _Worker:
-    global _WORKER
-    with _WORKER_LOCK:
-        if _WORKER is None:
-            _WORKER = _Worker()
-        return _WORKER
 
 
 # -- one master's followers ----------------------------------------------------------------------
@@ -411,11 +103,35 @@ class _Sub:
 
 @dataclass(frozen=True)
 class LintStatus:
-    """A slave's lint for Stats: its state, warnings, how far lint has read and the breaks found."""
+    """A slave's lint for Stats: its state, warnings, how far lint has read, the breaks found, and
+    how far behind the live end of the binlog it is: the bytes not yet read and the files after the
+    one it is in (every file before its first look)."""
     state: str
     warnings: list[str] = field(default_factory=list)
     position: tuple[str, int] | None = None
     breaks: int = 0
+    behind_bytes: int = 0
+    behind_files: int = 0
+
+
+@dataclass(frozen=True)
+class RuleSetLint:
+    """One followed rule set, for /metrics: `rule_set` its id (the same while it is followed, a
+    worker restart included), the slaves that share it, and its LintStatus."""
+    rule_set: int
+    server_ids: tuple[int, ...]
+    status: LintStatus
+
+
+def behind(position: tuple[str, int] | None, snapshot: list[tuple[str, int]]) -> tuple[int, int]:
+    """(bytes, files) from `position` to the end of the binlog `snapshot` ((path, size) per file):
+    the rest of its file and every later file; the whole binlog when lint has not read a unit yet,
+    or its file left the index."""
+    names = [Path(path).name for path, _ in snapshot]
+    if position is None or position[0] not in names:
+        return sum(size for _, size in snapshot), len(snapshot)
+    i = names.index(position[0])
+    return max(0, snapshot[i][1] - position[1]) + sum(size for _, size in snapshot[i + 1:]), len(snapshot) - 1 - i
 
 
 def _break_line(b: Break) -> str:
@@ -651,12 +367,35 @@ class LintJobs:
         """A slave's lint, for Stats."""
         if not self.enabled:
             return LintStatus(OFF)
+        snapshot = self._snapshot()  # the live end, before the follower is read: lag is never understated
         with self.lock:
             sub = self.subs.get(server_id)
             follower = self.followers.get(sub.key) if sub is not None else None
             if follower is None:
                 return LintStatus(OFF if sub is None else NOT_RUN)
-            return LintStatus(follower.state, follower.warnings(), follower.position, follower.found)
+            return self._status(follower, snapshot)
+
+    def _status(self, follower: _Follower, snapshot: list[tuple[str, int]] | str) -> LintStatus:
+        """Under self.lock."""
+        lag = behind(follower.position, snapshot) if not isinstance(snapshot, str) else (0, 0)
+        return LintStatus(follower.state, follower.warnings(), follower.position, follower.found, *lag)
+
+    def rule_sets(self) -> list[RuleSetLint]:
+        """Every followed rule set's lint, for /metrics (one listing of the binlog for all)."""
+        if not self.enabled:
+            return []
+        snapshot = self._snapshot()
+        with self.lock:
+            ids: dict[tuple, list[int]] = {}
+            for server_id, sub in self.subs.items():
+                ids.setdefault(sub.key, []).append(server_id)
+            return [RuleSetLint(f.fid, tuple(sorted(ids.get(key, ()))), self._status(f, snapshot))
+                    for key, f in self.followers.items()]
+
+    @staticmethod
+    def worker_restarts() -> int:
+        """Times this process's lint worker was started again after it ended (every master's)."""
+        return restarts()
 
     def take(self, server_id: int) -> list[str]:
         """The slave's warnings not yet told: all of them the first time they are ready, then the
@@ -717,7 +456,3 @@ def _where(position: tuple[str, int] | None) -> str:
 def _end(snapshot: list[tuple[str, int]]) -> tuple | None:
     """The binlog's end in a snapshot: its last file's name and size."""
     return (Path(snapshot[-1][0]).name, snapshot[-1][1]) if snapshot else None
-
-
-if __name__ == "__main__":
-    _serve()

@@ -492,11 +492,21 @@ def _lint_cell(row: dict) -> str:
         reason = next((w[len("lint: failed: "):] for w in row["Lint_warnings"] if w.startswith("lint: failed: ")), "")
         return f"failed: {reason}" if reason else state
     if state != "done":
-        return state
+        return state + (_lag(row) if state == "pending" else "")
     up_to = f" up to {row['Lint_position']}" if row.get("Lint_position") else ""
     breaks = row.get("Lint_breaks", 0)
     empty = "; keeps no table" if any("keeps no table" in w for w in row["Lint_warnings"]) else ""
-    return (f"{breaks} break(s){up_to}" if breaks else f"no break{up_to}") + empty
+    return (f"{breaks} break(s){up_to}" if breaks else f"no break{up_to}") + _lag(row) + empty
+
+
+def _lag(row: dict) -> str:
+    """'; N bytes (M files) behind' while lint has not read to the live end of the binlog (issue #62:
+    `done` read as caught up while lint was 95 MB behind), else ''."""
+    lag, files = row.get("Lint_behind_bytes", 0), row.get("Lint_behind_files", 0)
+    if not lag:
+        return ""
+    size = f"{lag / (1 << 20):.1f} MiB" if lag >= 1 << 20 else f"{lag} bytes"
+    return f"; {size} ({files} file{'' if files == 1 else 's'}) behind" if files else f"; {size} behind"
 
 
 def status_command(args: argparse.Namespace) -> int:

@@ -330,6 +330,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             lint = self.service.lint.status(slave.server_id)
             row = reply.slaves[-1]
             row.lint_state, row.lint_breaks = lint.state, lint.breaks
+            row.lint_behind_bytes, row.lint_behind_files = lint.behind_bytes, lint.behind_files
             row.lint_warnings.extend(lint.warnings)
             if lint.position is not None:
                 row.lint_position.CopyFrom(dump_pb2.Position(file=lint.position[0], pos=lint.position[1]))

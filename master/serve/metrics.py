@@ -85,6 +85,7 @@ class DumpServiceCollector:
         yield from self._source()
         yield from self._logins()
         yield from self._shares(rows)
+        yield from self._lint(rows)
 
     def _segments(self):
         """The shared segment cache: segments scanned, and segments served without a scan."""
@@ -215,6 +216,71 @@ class DumpServiceCollector:
                     limit.add_metric([name, resource], cap)
         yield use
         yield limit
+
+    def _lint(self, rows):
+        """Lint at Register (master.lint_jobs, issue #62) per followed rule set (`rule_set`: its id; which
+        slaves share it in dumpfilter_lint_rule_set_slave): its position, how far behind the live end of
+        the binlog it is, its state and breaks, for the rule sets of slaves the viewer may see; the
+        others' lag and states summed into `rule_set=""`. And the lint worker's restarts."""
+        lint = self.service.lint
+        seen = {slave.server_id for slave, _end, _behind in rows if self._sees(slave)}
+        offset = GaugeMetricFamily("dumpfilter_lint_position_offset_bytes",
+                                   "Where lint has read to in its binlog file (the end of its last whole unit)",
+                                   labels=["rule_set"])
+        number = GaugeMetricFamily("dumpfilter_lint_position_file_number",
+                                   "The sequence number of the binlog file lint is in (master-bin.000002: 2)",
+                                   labels=["rule_set"])
+        lag = GaugeMetricFamily("dumpfilter_lint_behind_bytes", "Binlog bytes lint has not read yet, up to the live end",
+                                labels=["rule_set"])
+        files = GaugeMetricFamily("dumpfilter_lint_behind_files", "Binlog files after the one lint is in",
+                                  labels=["rule_set"])
+        state = GaugeMetricFamily("dumpfilter_lint_state", "Rule sets in each lint state (1 or 0 for a named one)",
+                                  labels=["rule_set", "state"])
+        breaks = GaugeMetricFamily("dumpfilter_lint_breaks", "Breaks lint predicted up to its position",
+                                   labels=["rule_set"])
+        shared = GaugeMetricFamily("dumpfilter_lint_rule_set_slave", "1 for each slave of a rule set", labels=["rule_set", "slave"])
+        hidden, hidden_lag, hidden_files, hidden_breaks = Counter(), 0, 0, 0
+        for one in sorted(lint.rule_sets(), key=lambda r: r.rule_set):
+            status = one.status
+            mine = [server_id for server_id in one.server_ids if server_id in seen]
+            if not mine:
+                hidden[status.state] += 1
+                hidden_lag += status.behind_bytes
+                hidden_files += status.behind_files
+                hidden_breaks += status.breaks
+                continue
+            label = str(one.rule_set)
+            if status.position is not None:
+                offset.add_metric([label], status.position[1])
+                n = _file_number(status.position[0])
+                if n is not None:
+                    number.add_metric([label], n)
+            lag.add_metric([label], status.behind_bytes)
+            files.add_metric([label], status.behind_files)
+            breaks.add_metric([label], status.breaks)
+            for name in _LINT_STATES:
+                state.add_metric([label, name], status.state == name)
+            for server_id in mine:
+                shared.add_metric([label, str(server_id)], 1)
+        if hidden:
+            lag.add_metric([HIDDEN], hidden_lag)
+            files.add_metric([HIDDEN], hidden_files)
+            breaks.add_metric([HIDDEN], hidden_breaks)
+            for name in _LINT_STATES:
+                state.add_metric([HIDDEN, name], hidden[name])
+        restarts = CounterMetricFamily("dumpfilter_lint_worker_restarts",
+                                       "Times the lint worker process was started again after it ended")
+        restarts.add_metric([], lint.worker_restarts())
+        yield from (offset, number, lag, files, state, breaks, shared, restarts)
+
+
+_LINT_STATES = ("pending", "done", "not run", "failed")
+
+
+def _file_number(name: str) -> int | None:
+    """A binlog file's sequence number (master-bin.000002: 2), None for a name without one."""
+    tail = name.rpartition(".")[2]
+    return int(tail) if tail.isdigit() else None
 
 
 def registry_for(service: DumpService, viewer: Identity | None = OPEN) -> CollectorRegistry:

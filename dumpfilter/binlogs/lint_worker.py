@@ -1,0 +1,347 @@
+"""The lint worker of the master's lint at Register (master.lint_jobs): one niced child process
+(`python -m` this module) that holds each followed rule set's FollowingLint and runs their looks,
+and the dispatch thread that feeds it from a queue. It takes neither the GIL nor the Register
+threads from the streams.
+
+A worker process that ends (killed, out of memory) is started again, in one WARNING line
+(`Worker.restarts` counts them): at once when it ended while idle, or when it ended during an
+exchange, whose looks are answered ENDED so that their owners queue them again. A process started
+anew holds no follower: each follower's next look carries its checkpoint (the follower as it stood
+after its last look that moved on, handed back with that look's answer), and it reads on from
+there, so no break is found, or told, twice."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.binlogs.lint import FollowingLint, look_together, new_linter
+from dumpfilter.binlogs.scan_index import ScanIndex
+
+log = logging.getLogger("dumpfilter.master.lint")
+
+LINT_WARNINGS = 5        # predictions told per slave; the rest are counted
+MAX_QUEUED = 64          # rule sets waiting for their first look; more are told "not run"
+                         # (each identity its share of them: master.shares)
+TOGETHER = 64            # looks handed to the worker in one message (read together where they can)
+WATCH_EVERY = 1.0        # seconds: how often an idle worker is checked for having ended
+
+DONE, NOT_RUN, FAILED = "done", "not run", "failed"
+LOST = "lost"  # the worker process does not hold the follower (it was restarted): resume it
+ENDED = "ended"  # the worker process ended during this look: queued again, from the last checkpoint
+
+
+# -- the worker process -------------------------------------------------------------------------
+def _serve() -> None:
+    """The worker process's main loop (`python -m <this module>`): a message, pickled, on stdin;
+    its replies, pickled, on stdout; until stdin closes (the master ended). A message is
+    (followers to drop, [look...]); a look is (follower id, the linter's arguments on its first
+    look, its checkpoint when this process does not hold it, else None, [(path, size)...],
+    budget); the reply is [(state, value)...], one per look."""
+    try:
+        os.nice(10)  # the streams come first
+    except OSError:
+        pass
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing else may write to the result pipe
+    followers: dict[int, FollowingLint] = {}
+    index = ScanIndex()  # the closed files' scans, for every rule set linted after the first
+    while True:
+        try:
+            drops, looks = pickle.load(stdin)
+        except (EOFError, OSError, pickle.UnpicklingError, TypeError, ValueError):
+            return
+        for fid in drops:
+            followers.pop(fid, None)
+        pickle.dump(_looks(followers, looks, index), stdout)
+        stdout.flush()
+
+
+def _looks(followers: dict[int, FollowingLint], looks: list[tuple],
+           index: ScanIndex | None = None) -> list[tuple[str, object]]:
+    """One message's looks, answered in order; each follower made on its first look, or made again
+    from its checkpoint. Followers at one place of one binlog read it together (`look_together`:
+    one read and scan for all). A look that moved its follower on hands back its checkpoint."""
+    replies: list[tuple[str, object]] = [(LOST, None)] * len(looks)
+    groups: dict[tuple, list[int]] = {}
+    for n, (fid, first, files, budget) in enumerate(looks):
+        try:
+            if isinstance(first, bytes):  # a worker started anew: the follower as it stood
+                followers[fid] = FollowingLint.resume(first, index)
+            elif first is not None:
+                rules, settings, schema, replica_schema, verify_checksums = first
+                followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
+                                               verify_checksums=verify_checksums, index=index)
+        except Exception as exc:  # a rule set lint cannot set up: told as a warning
+            followers.pop(fid, None)
+            replies[n] = (NOT_RUN, str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}")
+            continue
+        following = followers.get(fid)
+        if following is not None:  # else LOST: the worker was started anew
+            groups.setdefault((following.place(), tuple(files), budget), []).append(n)
+    for (_, files, budget), members in groups.items():
+        fids = [looks[n][0] for n in members]
+        try:
+            followings = [followers[fid] for fid in fids]
+            places = [(f.file, f.pos) for f in followings]
+            got = look_together(followings, files, budget, LINT_WARNINGS)
+            for n, following, place, look in zip(members, followings, places, got):
+                if (following.file, following.pos) != place or looks[n][1] is not None:
+                    look.checkpoint = following.checkpoint()
+                replies[n] = (DONE, look)
+        except Exception as exc:  # the binlog's error (or lint's own bug): told as a warning, never a failed Register
+            why = str(exc) if isinstance(exc, DumpFilterError) else f"{type(exc).__name__}: {exc}"
+            for n, fid in zip(members, fids):
+                followers.pop(fid, None)
+                replies[n] = (NOT_RUN, why)
+    return replies
+
+
+@dataclass(eq=False)
+class Job:
+    """One look of one follower."""
+    owner: Any           # its master's LintJobs: `finished(job, state, value)` takes the answer
+    follower: Any        # the follower looked at (its `checkpoint`: what a worker started anew is given)
+    look: tuple          # (follower id, first-look arguments or None, files, budget)
+    seen: tuple | None   # the binlog's end (last file, size) when it was queued
+    cancelled: bool = False
+
+
+class Worker:
+    """The one worker process of this Python process, fed from a queue by one thread. A plain
+    `python -m` child (not multiprocessing): it never re-imports the caller's main script. A job
+    nobody waits for any more is taken out of the queue (`drop`), freeing its place; a follower
+    nobody follows any more is dropped from the worker with the next message (`forget`).
+
+    A worker process that ended (killed, out of memory) is started again: at once when it ended
+    while idle (the dispatch thread looks every WATCH_EVERY seconds), or when it ended during an
+    exchange (its looks are answered ENDED: their owners queue them again). Either way one WARNING
+    line, and `restarts` counts it. `held`: the followers the running process holds; a look of
+    any other is sent with the follower's checkpoint (a process started anew holds none)."""
+
+    def __init__(self):
+        self.queued: deque[Job] = deque()
+        self.forgotten: list[int] = []
+        self.ready = threading.Condition()
+        self.proc: subprocess.Popen | None = None
+        self.closed = False  # the process exits: no worker is started again, no look run
+        self.held: set[int] = set()   # follower ids the running worker process holds
+        self.answered = False         # the running worker process answered a message
+        self.sending: list[int] = []  # follower ids of the looks being exchanged (for the restart's line)
+        self.restarts = 0             # worker processes started again after one ended
+        self.thread = threading.Thread(target=self._dispatch, name="lint-dispatch", daemon=True)
+        self.thread.start()
+        atexit.register(self.close)
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        self.held, self.answered = set(), False
+
+    def _restart(self, ended: subprocess.Popen, during: str) -> str:
+        """The worker process `ended` (it exited, or was killed): a new one is started, in one WARNING
+        line; '' or why it cannot be."""
+        try:
+            code = ended.wait(1)  # its pipe's end was seen: its exit is at hand
+            how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
+                   else f"exited with status {code}")
+        except subprocess.TimeoutExpired:  # alive, but its pipes are gone or it answered out of turn
+            ended.kill()
+            try:
+                ended.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            how = "stopped answering"
+        resume = len(self.held | set(self.sending))
+        self.proc = None
+        if self.closed:
+            return "the master is shutting down"
+        self.restarts += 1
+        try:
+            self._start()
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self.proc = None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            why = f"the lint worker process cannot be started ({sys.executable}: {why})"
+            log.warning("lint: the worker process %s %s, and %s", how, during, why)
+            return why
+        log.warning("lint: the worker process %s %s; started again (%d restart(s)): %d rule set(s) read on "
+                    "from their last positions", how, during, self.restarts, resume)
+        return ""
+
+    def _run(self, message: tuple, n: int) -> list[tuple[str, object]]:
+        """One message's exchange with the worker: its n replies, or n failures (ENDED: the worker
+        process ended during it, and was started again)."""
+        if self.closed:
+            return [(FAILED, "the master is shutting down")] * n
+        if self.proc is not None and self.proc.poll() is not None:  # ended since it last answered
+            if self._restart(self.proc, "while idle"):
+                self.proc = None
+        if self.proc is None:
+            try:
+                self._start()
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                self.proc = None
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                return [(FAILED, f"the lint worker process cannot be started ({sys.executable}: {why})")] * n
+        # One reference for the whole exchange: `close` (at exit, on another thread) may take
+        # self.proc away and kill the worker meanwhile; the exchange then fails as a worker that
+        # ended does, instead of raising in this thread (a traceback as the master exits).
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return [(FAILED, "the lint worker process ended")] * n
+        try:
+            pickle.dump(message, proc.stdin)
+            proc.stdin.flush()
+            replies = pickle.load(proc.stdout)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+            replies = f"the lint worker process ended ({type(exc).__name__})"
+        else:
+            if not isinstance(replies, list) or len(replies) != n:
+                replies = "the lint worker process answered out of turn"
+        if isinstance(replies, str):
+            if self.closed or self.proc is not proc:
+                return [(FAILED, replies)] * n
+            self._restart(proc, f"during a look of {n} rule set(s)" if n else "during an exchange")
+            return [(ENDED, replies)] * n
+        self.answered = True
+        return replies
+
+    def put(self, job: Job, bounded: bool = True) -> bool:
+        """Queues a look; a first look (`bounded`) only while fewer than MAX_QUEUED wait (a later
+        look is bounded by its follower: one at a time each)."""
+        with self.ready:
+            if bounded and sum(1 for j in self.queued if j.look[1] is not None) >= MAX_QUEUED:
+                return False
+            self.queued.append(job)
+            self.ready.notify()
+            return True
+
+    def drop(self, job: Job) -> None:
+        with self.ready:
+            try:
+                self.queued.remove(job)
+            except ValueError:
+                pass  # already taken by the worker: it ends on its own
+
+    def forget(self, fid: int) -> None:
+        with self.ready:
+            self.forgotten.append(fid)
+            self.ready.notify()
+
+    def _take(self) -> list[Job]:
+        """Under self.ready: the next job and up to TOGETHER queued ones that can read with it
+        (same first file, same budget), out of the queue; `_dispatch` hands them all the newest
+        snapshot among theirs (a newer snapshot than a look's own only reads further)."""
+        first = self.queued.popleft()
+        if first.cancelled:
+            return [first]
+        jobs, rest = [first], deque()
+        files, budget = first.look[2], first.look[3]
+        while self.queued:
+            job = self.queued.popleft()
+            if (len(jobs) < TOGETHER and not job.cancelled and job.look[3] == budget and job.look[2] and files
+                    and job.look[2][0][0] == files[0][0]):
+                jobs.append(job)
+            else:
+                rest.append(job)
+        self.queued = rest
+        return jobs
+
+    def _watch(self) -> None:
+        """Idle: a worker process that answered before and has ended since is started again now."""
+        proc = self.proc
+        if proc is not None and self.answered and not self.closed and proc.poll() is not None:
+            self._restart(proc, "while idle")
+
+    def _first(self, job: Job) -> object:
+        """What the worker needs to make the job's follower: its first-look arguments, its checkpoint
+        when the running process does not hold it (started anew), else None."""
+        fid, first = job.look[0], job.look[1]
+        if first is None and fid not in self.held:
+            return job.follower.checkpoint or None  # none: the worker answers LOST, the owner starts it again
+        return first
+
+    def _dispatch(self) -> None:
+        while True:
+            with self.ready:
+                if not self.queued and not self.forgotten:
+                    self.ready.wait(WATCH_EVERY)
+                jobs = self._take() if self.queued else []
+                drops, self.forgotten = self.forgotten, []
+            jobs = [job for job in jobs if not job.cancelled]
+            if not jobs:
+                proc = self.proc
+                if drops and proc is not None and proc.poll() is None:
+                    self._run((drops, []), 0)  # a worker started anew holds none of them
+                self.held.difference_update(drops)
+                try:
+                    self._watch()
+                except Exception:  # noqa: BLE001 - the thread must outlive any one restart
+                    log.exception("lint: the worker process could not be started again")
+                continue
+            if self.proc is not None and self.proc.poll() is not None and not self.closed:
+                self._restart(self.proc, "while idle")  # before the looks are made: none is held now
+            newest = max((job.look[2] for job in jobs), key=lambda files: (len(files), files[-1][1] if files else 0))
+            looks = [(job.look[0], self._first(job), newest, job.look[3]) for job in jobs]
+            self.held.difference_update(drops)
+            self.sending = [job.look[0] for job in jobs]
+            try:
+                replies = self._run((drops, looks), len(jobs))
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
+                if not self.closed:
+                    log.exception("lint: a look failed")
+                replies = [(FAILED, f"{type(exc).__name__}: {exc}")] * len(jobs)
+            self.sending = []
+            for job, (state, value) in zip(jobs, replies):
+                if state == DONE:
+                    self.held.add(job.look[0])
+                else:
+                    self.held.discard(job.look[0])
+                try:
+                    job.owner.finished(job, state, value)
+                except Exception:  # noqa: BLE001 - as above
+                    log.exception("lint: a look's result was lost")
+            # Not kept while the next jobs are awaited: a job's owner is a master's LintJobs.
+            jobs = replies = looks = state = value = None
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+
+    def close(self) -> None:
+        """At exit: the worker killed, and none started again by a look still queued."""
+        self.closed = True
+        self.stop()
+
+
+_WORKER: Worker | None = None
+_WORKER_LOCK = threading.Lock()
+def worker() -> Worker:
+    """This process's lint worker (one for every master in it), made on first use."""
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = Worker()
+        return _WORKER
+
+
+def restarts() -> int:
+    """Times this process's lint worker was started again after it ended (0: none made yet)."""
+    return _WORKER.restarts if _WORKER is not None else 0
+
+
+if __name__ == "__main__":
+    _serve()
