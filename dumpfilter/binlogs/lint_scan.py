@@ -380,10 +380,7 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
             have, base = n - scan.stop, base + scan.stop
             step = chunk if scan.stop else 2 * step  # a read that ended no unit: the next reads twice as far
             del units
-            if _released(view):
-                buf[:have] = buf[scan.stop:n]
-            else:
-                buf = _fresh(buf, scan.stop, n)
+            buf = _reuse(view, buf, scan.stop, n)
             if offset - start >= budget and pos > start and not eof:
                 return offset - start, False, pos, fmt
     if final and have:
@@ -394,26 +391,19 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
     return offset - start, eof, pos, fmt
 
 
-def _released(view: memoryview) -> bool:
-    """Whether this read's view let go of the buffer. It may not: a frame that outlived its call
-    still holds the read's UnitList (the core's export of the view) when a reference cycle keeps
-    that frame. sqlglot's parser keeps the ParseError it raises (`Parser.errors`), whose traceback's
-    frames hold the parser: a statement the core declines to Python and sqlglot cannot parse (`DELETE
-    t1.* FROM t1, t2`) leaves that cycle, and its frames reach back (`f_back`) to `_lint_units`'s,
-    with the UnitList among its locals, until the cycle collector runs."""
+def _reuse(view: memoryview, buf: bytearray, stop: int, n: int) -> bytearray:
+    """`buf` with the unit the read ended inside (`buf[stop:n]`) moved to its front once the read's
+    view let go of it; else a fresh buffer, the old one left to what still views it: a frame kept by a
+    reference cycle (sqlglot's parse error of a statement the core declines, `DELETE t1.* FROM t1, t2`,
+    whose traceback reaches back to `_lint_units`) holding the read's UnitList, the core's export."""
     try:
         view.release()
     except BufferError:
-        return False
-    return True
-
-
-def _fresh(buf: bytearray, stop: int, n: int) -> bytearray:
-    """A new read buffer holding the unit the last read ended inside (`buf[stop:n]`), the old one
-    left to whatever still views it (never written again: the core's view of it stays true)."""
-    fresh = bytearray(len(buf))
-    fresh[:n - stop] = buf[stop:n]
-    return fresh
+        fresh = bytearray(len(buf))
+        fresh[:n - stop] = buf[stop:n]
+        return fresh
+    buf[:n - stop] = buf[stop:n]
+    return buf
 
 
 def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, final: bool, stats: LintScanStats,

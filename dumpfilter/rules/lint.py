@@ -27,7 +27,7 @@ What the server does, and this module follows:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
@@ -36,6 +36,7 @@ from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import applied_db
+from dumpfilter.rules.lcase import folded_info, folded_ref, folded_schema
 from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
@@ -144,13 +145,11 @@ class Linter:
         self.schema_complete = schema_complete or replica_schema is not None
         start = schema if schema is not None else SchemaModel()
         self.primary = _Side(start.copy())
-        # A replica that lower-cases the names it is sent (MariaDB lower_case_table_names=1, MySQL 8's
-        # 1 and 2: set_thd_db, Table_map_log_event::do_apply_event, the parser's table names) holds
-        # and opens every database and table lower-cased (rpl_row/stm_lcase_tblnames, BUG#37656):
-        # its side of the replay is kept in those names.
+        # A replica that lower-cases the names it is sent (BUG#37656, rpl_row/stm_lcase_tblnames) holds
+        # and opens every database and table lower-cased: its side of the replay is kept so.
         self.fold = engine.names.lower_incoming
         replica_start = replica_schema if replica_schema is not None else start
-        self.replica = _Side(replica_start.folded() if self.fold else replica_start.copy())
+        self.replica = _Side(folded_schema(replica_start) if self.fold else replica_start.copy())
         self._start = ("--replica-schema", "the replica's starting schema") if replica_schema is not None \
             else ("--schema", "the starting schema")
         self._recorder = _Recorder(engine)
@@ -232,19 +231,7 @@ class Linter:
 
     def replica_ref(self, ref: TableRef) -> TableRef:
         """A table as the replica names it: lower-cased when it folds names (`fold`)."""
-        return (ref[0].lower(), ref[1].lower()) if self.fold else ref
-
-    def replica_info(self, info: StatementInfo) -> StatementInfo:
-        """A statement's tables and database as the replica names them (`fold`)."""
-        if not self.fold:
-            return info
-        ref = self.replica_ref
-        return replace(
-            info, updated=tuple(map(ref, info.updated)), read=tuple(map(ref, info.read)),
-            db_statement_name=info.db_statement_name.lower() if info.db_statement_name else info.db_statement_name,
-            renames=tuple((ref(old), ref(new)) for old, new in info.renames),
-            trigger=(info.trigger[0].lower(), info.trigger[1]) if info.trigger else info.trigger,
-            joined=tuple((ref(table), aliases) for table, aliases in info.joined))
+        return folded_ref(ref) if self.fold else ref
 
     # ------------------------------------------------------------------ presence on the replica
     def _db_state(self, db: str) -> tuple[bool, Cause | None]:
@@ -286,7 +273,8 @@ class Linter:
         thread = event.query.thread_id
         replica_db = self._replica_db(db)
         primary_info = statement_tables(sql, db)
-        replica_info = self.replica_info(statement_tables(sql, replica_db) if replica_db != db else primary_info)
+        replica_info = statement_tables(sql, replica_db) if replica_db != db else primary_info
+        replica_info = folded_info(replica_info) if self.fold else replica_info
         if self.touched is not None:
             self._touch(sql, primary_info, replica_info)
         if not decision.apply:

@@ -143,20 +143,6 @@ class SchemaModel:
         return SchemaModel(set(self.databases), dict(self.triggers), self.source, dict(self._columns),
                            dict(self._pending))
 
-    def folded(self) -> SchemaModel:
-        """A copy with every database and table name lower-cased: the schema of a replica with
-        lower_case_table_names=1, which stores and opens names lower-cased (BUG#37656: a master's
-        `BUG_37656.T1` is `bug_37656.t1` there)."""
-        def ref(key: TableRef) -> TableRef:
-            return (key[0].lower(), key[1].lower())
-
-        triggers = {(key[0].lower(), key[1]): Trigger(trig.db.lower(), trig.name, ref(trig.table), trig.timing, trig.event,
-                                      None if trig.writes is None else tuple((ref(t), e) for t, e in trig.writes))
-                    for key, trig in self.triggers.items()}
-        return SchemaModel({db.lower() for db in self.databases}, triggers, self.source,
-                           {ref(key): cols for key, cols in self._columns.items()},
-                           {ref(key): ops for key, ops in self._pending.items()})
-
     @property
     def tables(self) -> dict[TableRef, tuple[str, ...] | None]:
         """Every table with its column list (resolving what is still pending)."""
