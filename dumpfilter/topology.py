@@ -50,11 +50,11 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError, RuleError
+from dumpfilter.rules import toml_text
 from dumpfilter.rules.assembly import channel_rules, merge_startup
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -148,10 +148,7 @@ def load_topology(path: str | os.PathLike) -> Topology:
 
 
 def parse_topology(text: str, name: str = "<topology>") -> Topology:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise TopologyError(f"{name}: not valid TOML: {exc}") from None
+    data = toml_text.loads(text, name, TopologyError)
     where = _Locator(text, name)
     base = Path(name).parent if name != "<topology>" else Path(".")
     unknown = set(data) - {"master", "slaves", "experiment"}

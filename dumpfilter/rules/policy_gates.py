@@ -20,13 +20,13 @@ import hashlib
 import hmac
 import os
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from dumpfilter.errors import AccessDeniedError, RuleError
+from dumpfilter.rules import toml_text
 from dumpfilter.rules.gate import Gate
 
 MAX_SERVER_ID = 0xFFFFFFFF
@@ -168,9 +168,9 @@ def read_policy(path: str | Path) -> PolicyText:
     """The policy file at `path`, read strictly (one RuleError line for the first mistake)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"policy file {path}: {exc}") from None
+    data = toml_text.loads(text, f"policy file {path}", RuleError)
     where = Where(path, text)
     for section in data:
         if section not in ("slave", "default"):
@@ -178,6 +178,11 @@ def read_policy(path: str | Path) -> PolicyText:
         if not isinstance(data[section], dict):
             raise RuleError(f"{where.at(section)}: [{section}] must be a table")
     bodies: dict[str, dict[str, Any]] = dict(data.get("slave", {}))
+    if "" in bodies:
+        # No client presents an empty name (the master reads one as no identity at all): the
+        # section would grant nothing to anyone, its rights meant for someone else.
+        raise RuleError(f'{where.at("")}: [slave.""]: an identity needs a name (no client can present an '
+                        "empty one); [default] is the section for clients the policy does not name")
     default = data.get("default")
     half = PolicyText(where, bodies, default, {}, None)
     grants = {name: _grant(body, half.fail_for(name)) for name, body in bodies.items()}
@@ -198,6 +203,10 @@ def _grant(body: Any, fail: Fail) -> Grant:
     unknown = [key for key in body if key not in SHARED_KEYS and key not in MASTER_KEYS]
     if unknown:
         fail(unknown[0], f"unknown key {unknown[0]!r} (known: {', '.join(SHARED_KEYS + MASTER_KEYS)})")
+    streams = body.get("max_streams")
+    if isinstance(streams, int) and not isinstance(streams, bool) and streams == 0:
+        fail("max_streams", "max_streams = 0 would refuse every Dump stream of this identity: leave it out "
+                            "(its share of the master's --max-streams), or write allow = [] to serve it nothing")
     if "allow" not in body:
         # An identity for authentication only would be served nothing without a word (#41).
         fail(None, "has no allow: it would receive nothing; write allow = [\"%.%\"] for everything, or "
