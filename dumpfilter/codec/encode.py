@@ -10,6 +10,7 @@ from dumpfilter.codec.constants import (
     CHECKSUM_CRC32,
     CHECKSUM_OFF,
     HEADER_LEN,
+    LOG_EVENT_ARTIFICIAL_F,
     EventType,
 )
 from dumpfilter.codec.event import HEADER, Event
@@ -120,6 +121,16 @@ def xid_body(xid: int) -> bytes:
 
 def rotate_body(next_name: str, position: int = 4) -> bytes:
     return struct.pack("<Q", position) + next_name.encode()
+
+
+def artificial_rotate(file: str, pos: int, *, fmt: FormatDescription | None, server_id: int) -> Event:
+    """The Rotate a dump thread sends whenever it opens a binlog file (MariaDB's
+    `fake_rotate_event`, MySQL's `Binlog_sender::fake_rotate_event`): timestamp 0, log_pos 0,
+    LOG_EVENT_ARTIFICIAL_F, the position and the file. A replica's IO thread takes its master
+    file from it: without one, a file that ended without a Rotate (a crash) leaves the replica in
+    the old file, and the first heartbeat naming the new one stops it (error 1623)."""
+    return build_event(EventType.ROTATE, rotate_body(file, pos), fmt=fmt, server_id=server_id, timestamp=0,
+                       log_pos=0, flags=LOG_EVENT_ARTIFICIAL_F)
 
 
 def mysql_gtid_body(source: str | None, gno: int, *, last_committed: int = 0, sequence_number: int = 1,

@@ -432,9 +432,14 @@ class MariaDBServer:
                 self._proc.kill()
                 self._proc.wait(10)
 
-    def restart(self, while_down: Callable[[], None] | None = None) -> MariaDBServer:
+    def restart(self, while_down: Callable[[], None] | None = None, *, crash: bool = False) -> MariaDBServer:
         """Stops the server and starts it again on the same datadir and port; `while_down` runs
-        in between (a bench puts binlog files of its own in place of the server's)."""
+        in between (a bench puts binlog files of its own in place of the server's). With `crash`
+        the server is killed with SIGKILL, as a crash ends it: its last binlog file ends without
+        a Rotate or a Stop."""
+        if crash and self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(10)
         self._kill()
         if while_down is not None:
             while_down()

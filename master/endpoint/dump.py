@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 from dumpfilter._core import replica_frames
 from dumpfilter.codec import Event, EventType
-from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F
-from dumpfilter.codec.encode import build_event, heartbeat_v2
+from dumpfilter.codec.encode import artificial_rotate, heartbeat_v2
 from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
 from dumpfilter.codec.reader import batch_events
 from dumpfilter.skip_policy import SkipPolicy
@@ -129,12 +128,10 @@ def encode_gtid_set(text: str) -> bytes:
 
 
 def fake_rotate(file: str, pos: int, *, fmt, server_id: int) -> bytes:
-    """The artificial Rotate a dump thread sends first: timestamp 0, log_pos 0, LOG_EVENT_ARTIFICIAL_F,
-    the start position and file; a CRC when the binlog carries them (the replica announced it
-    handles them, else the dump was refused)."""
-    body = struct.pack("<Q", pos) + file.encode("utf-8")
-    return build_event(EventType.ROTATE, body, fmt=fmt, server_id=server_id, timestamp=0, log_pos=0,
-                       flags=LOG_EVENT_ARTIFICIAL_F).raw
+    """The artificial Rotate a dump thread sends first, naming the start position and file; a CRC
+    when the binlog carries them (the replica announced it handles them, else the dump was
+    refused). The stream sends one at every later file it enters without a real Rotate."""
+    return artificial_rotate(file, pos, fmt=fmt, server_id=server_id).raw
 
 
 def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=None, server_id: int = 0,

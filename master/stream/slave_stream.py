@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from dumpfilter.codec import Event, EventType, GtidTracker, read_format_description
 from dumpfilter.codec.constants import CHECKSUM_CRC32
+from dumpfilter.codec.encode import artificial_rotate
 from dumpfilter.codec.scanner import heartbeat
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, MalformedEventError, PositionError, StreamReplacedError
@@ -72,6 +73,7 @@ class SlaveStream:
             if not (service.binlog_dir / file).exists():  # purged since the caller checked its name
                 raise PositionError(f"binlog file {file[:256]!r} is not in the binlog index (purged or never written)")
             slave.position = self.pos
+        self.walk_file = self.pos[0]  # the file of the unit walked last (`_entered`)
         self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
         self.is_active = is_active
         self.tracker = GtidTracker()
@@ -254,6 +256,8 @@ class SlaveStream:
     # -- one unit ---------------------------------------------------------------------------
     def _unit(self, unit: Unit) -> None:
         slave, stats = self.slave, self.slave.stats
+        if unit.file != self.walk_file:
+            self._entered(unit.file)
         txn = unit.txn
         stats.events_read += len(txn.events)
         stats.bytes_read += unit.size
@@ -435,6 +439,21 @@ class SlaveStream:
                 self.tracker.mariadb.gtids.update((index.gtids[i - 1],))
             else:
                 self.tracker.mariadb.gtids.update(index.gtids[start:i])
+
+    def _entered(self, file: str) -> None:
+        """The walk enters the next file. The first unit of a file is its Format_description,
+        never a fast unit, so every walk meets a new file here. When no Rotate named the file (the
+        last one ended with a Stop, or with nothing at all: the server crashed, or was killed),
+        the slave is sent an artificial Rotate to it first, as a server's dump thread sends one
+        whenever it opens a file (sql_repl.cc, rpl_binlog_sender.cc): a replica's IO thread takes
+        its master file from Rotates alone, and refuses a heartbeat naming any other (error
+        1623). A heartbeat owed for the old file's skipped tail goes before it."""
+        self.walk_file = file
+        if self.pos[0] == file:  # a real Rotate named it
+            return
+        self._flush_heartbeat()
+        self._send(artificial_rotate(file, 4, fmt=self.fmt, server_id=self.master_server_id))
+        self.pos = self.slave.position = (file, 4)
 
     def _advance(self, unit: Unit) -> None:
         self.pos = unit.end

@@ -82,6 +82,10 @@ class ChunkCounts:
     leading_skip: bool = False  # the chunk opens inside a skipped stretch (nothing sent before it)
     trailing_skip: bool = False  # the chunk ends with a stretch whose heartbeat it counted
     heartbeat_size: int = 0
+    # The chunk's last unit ends with a real Rotate. A file whose last chunk does not (a Stop, or
+    # nothing: a crash) is followed by the artificial Rotate the master's stream sends as it
+    # enters the next file (SlaveStream._rotate_into): `merge_counts` counts it.
+    rotate_end: bool = False
     # Hour of binlog time (its first second, UTC epoch) -> [bytes read, bytes sent] in it.
     by_hour: dict[int, list[int]] = field(default_factory=dict)
     # The chunk's bytes by "db.table" (its Table_map and Rows events), the same dict for every
@@ -297,6 +301,7 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
         which.append(alike[key])
     scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
     counters: list[_SlaveCounter] | None = None
+    rotate_end = False
     fmt = None
     # Slaves whose table rules (or effective patterns, or a master policy) may keep a unit of
     # several tables in part: its statements are read on the scan's thread, while its bytes are
@@ -320,9 +325,13 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
         partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
+        if n:
+            rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
     if counters is None:
         return []
     done = [counter.finish() for counter in counters]
+    for part in done:
+        part.rotate_end = rotate_end
     return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
 
 
@@ -452,8 +461,16 @@ def merge_hours(parts: list[ChunkCounts], slave_names: list[str]) -> dict[str, d
         if (before is not None and before.file_index == part.file_index and before.trailing_skip
                 and part.leading_skip and before.by_hour):
             hours[max(before.by_hour)][1] -= part.heartbeat_size
+        if before is not None and part.file_index > before.file_index and not before.rotate_end and part.by_hour:
+            hours[min(part.by_hour)][1] += _artificial_rotate_size(part)  # sent as the file is entered
         previous[name] = part
     return {name: dict(sorted(hours.items())) for name, hours in out.items()}
+
+
+def _artificial_rotate_size(part: ChunkCounts) -> int:
+    """The artificial Rotate to the file a chunk opens: a heartbeat's header and name (and CRC),
+    and the 8-byte position."""
+    return part.heartbeat_size + 8
 
 
 def merge_tables(parts: list[ChunkCounts]) -> dict[tuple[str, str], int]:
@@ -482,6 +499,13 @@ def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[Slave
         previous = None
         for part in chunks:
             totals[name].add(part.counts)
+            if previous is not None and part.file_index > previous.file_index and not previous.rotate_end:
+                t = totals[name]
+                size = _artificial_rotate_size(part)
+                t.events_sent += 1
+                t.bytes_sent += size
+                t.kept_events += 1
+                t.kept_bytes += size
             if (previous is not None and previous.file_index == part.file_index and previous.trailing_skip
                     and part.leading_skip):
                 t = totals[name]

@@ -24,6 +24,8 @@ from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 from dumpfilter.topology import TopologyError, load_topology, parse_topology, slave_gates
 from dumpfilter.workload import WorkloadSpec, generate
 
+from tests.support.file_ends import series_with_every_end
+
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
 
 POLICIES = ("heartbeat", "placeholder", "empty-transaction")
@@ -114,6 +116,10 @@ def binlogs(tmp_path_factory):
         generate(spec, root / name, "master-bin")
         _append_heartbeat(sorted((root / name).glob("master-bin.0*"))[-1])
         out[name] = root / name
+    # Files ending with a Rotate, a Stop, or nothing (a crash): the stream enters each file that no
+    # Rotate named with an artificial one (issue #61), and experiment counts it.
+    series_with_every_end(out["row"], root / "ends")
+    out["ends"] = root / "ends"
     return out
 
 
@@ -130,7 +136,7 @@ def _append_heartbeat(path) -> None:
         f.write(hb.raw)
 
 
-@pytest.mark.parametrize("workload", ["row", "mixed"])
+@pytest.mark.parametrize("workload", ["row", "mixed", "ends"])
 def test_experiment_counts_what_simulate_streams(tmp_path, binlogs, workload):
     """`dumpfilter experiment --no-spark` on the topology simulate runs: per slave and skip policy,
     the same events and bytes sent, heartbeats and placeholders as the slave received, and the
