@@ -134,7 +134,7 @@ class Topology:
     unknown_master_keys: tuple[tuple[str, str], ...] = ()  # (key, "file:line") left to the command
 
 
-def load_topology(path: str | os.PathLike) -> Topology:
+def load_topology(path: str | os.PathLike, *, by_user: bool = False) -> Topology:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -144,10 +144,12 @@ def load_topology(path: str | os.PathLike) -> Topology:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise TopologyError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                             f"{exc.start})") from None
-    return parse_topology(text, str(path))
+    return parse_topology(text, str(path), by_user=by_user)
 
 
-def parse_topology(text: str, name: str = "<topology>") -> Topology:
+def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False) -> Topology:
+    """`by_user` (`master serve --replicas`): a slave may be named by its `user` alone (server_id 0:
+    none), as long as no other slave names that user."""
     data = toml_text.loads(text, name, TopologyError)
     where = _Locator(text, name)
     base = Path(name).parent if name != "<topology>" else Path(".")
@@ -161,11 +163,21 @@ def parse_topology(text: str, name: str = "<topology>") -> Topology:
     entries = data.get("slaves")
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         raise TopologyError(f"{where.top('slaves')}: needs at least one [[slaves]] table")
-    slaves = [_slave(entry, i, where, base) for i, entry in enumerate(entries)]
+    slaves = [_slave(entry, i, where, base, by_user) for i, entry in enumerate(entries)]
+    users: dict[str, list[int]] = {}
+    for i, slave in enumerate(slaves):
+        users.setdefault(slave.user, []).append(i)
+    for i, slave in enumerate(slaves):
+        if not slave.server_id and len(users[slave.user]) > 1:  # a user named twice maps no replica
+            other = next(j for j in users[slave.user] if j != i)
+            raise TopologyError(f"{where.slave(i, 'user')}: slaves.user {slave.user!r} is also slave #{other + 1}'s: "
+                                "a replica named by its user alone needs a user of its own (or give its server_id)")
     for attr in ("name", "server_id"):
         seen: dict = {}
         for i, slave in enumerate(slaves):
             value = getattr(slave, attr)
+            if attr == "server_id" and not value:
+                continue  # (by_user: named by its user)
             if value in seen:
                 raise TopologyError(f"{where.slave(i, attr)}: slaves.{attr} {value!r} is already used by slave "
                                     f"#{seen[value] + 1}")
@@ -256,7 +268,7 @@ def _experiment(experiment, where: _Locator) -> ExperimentSpec:
     return ExperimentSpec(master_vs_slave, tuple(dict.fromkeys(policies)))
 
 
-def _slave(entry: dict, index: int, where: _Locator, base: Path = Path(".")) -> SlaveSpec:
+def _slave(entry: dict, index: int, where: _Locator, base: Path = Path("."), by_user: bool = False) -> SlaveSpec:
     def fail(key: str, message: str):
         raise TopologyError(f"{where.slave(index, key)}: slaves.{key}: {message}")
 
@@ -268,10 +280,11 @@ def _slave(entry: dict, index: int, where: _Locator, base: Path = Path(".")) -> 
     name = entry["name"]
     if not isinstance(name, str) or not name.strip():
         fail("name", "must be a non-empty string")
-    if "server_id" not in entry:
-        fail("server_id", f"missing for slave {name!r}")
-    server_id = entry["server_id"]
-    if not isinstance(server_id, int) or isinstance(server_id, bool) or not 1 <= server_id <= 0xFFFFFFFF:
+    if "server_id" not in entry and not (by_user and isinstance(entry.get("user"), str) and entry["user"]):
+        fail("server_id", f"missing for slave {name!r}" + (" (give it, or the replica's user)" if by_user else ""))
+    server_id = entry.get("server_id", 0)
+    if not isinstance(server_id, int) or isinstance(server_id, bool) or not (
+            1 <= server_id <= 0xFFFFFFFF or (server_id == 0 and "server_id" not in entry)):
         fail("server_id", f"{server_id!r} is not an integer in 1..4294967295")
     choices = {"filter_semantics": (SEMANTICS, "mysql"), "skip_policy": (SKIP_POLICIES, DEFAULT_SKIP_POLICY),
                "flavor": (FLAVORS, "mysql"), "kind": (KINDS, "dumpfilter")}

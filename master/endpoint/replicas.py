@@ -23,13 +23,13 @@ class ReplicaMap:
     def load(cls, path: str | Path | None) -> ReplicaMap:
         if path is None:
             return cls({}, {})
-        topology = load_topology(path)
+        topology = load_topology(path, by_user=True)  # an entry may name its replica by `user` alone
         users: dict[str, list[SlaveSpec]] = {}
         for spec in topology.slaves:
             if spec.user:
                 users.setdefault(spec.user, []).append(spec)
         # A user maps a replica only when one entry names it: otherwise the server_id must decide.
-        return cls({s.server_id: s for s in topology.slaves},
+        return cls({s.server_id: s for s in topology.slaves if s.server_id},
                    {user: specs[0] for user, specs in users.items() if len(specs) == 1}, str(path))
 
     def spec_for(self, server_id: int, user: str) -> SlaveSpec | None:
