@@ -4,8 +4,9 @@
 * `dumpfilter_binlog(**workload)`: a generated binlog directory under the test's tmp_path;
 * `dumpfilter_master(binlog_dir, **options)`: a started `Master` (gRPC on a free loopback port);
 * `dumpfilter_slave(master, rules, **options)`: a `Slave` of it (call `catch_up()` or `start()`);
-* `dumpfilter_replica(master, rules, **options)`: a started real MariaDB `Replica` behind the
-  master's MySQL endpoint (the master needs `mysql_listen="127.0.0.1:0"`); the test is skipped,
+* `dumpfilter_replica(master, rules, port=None, **options)`: a started real MariaDB `Replica` behind
+  the master's MySQL endpoint (the master needs `mysql_listen="127.0.0.1:0"`, or a port of your
+  choosing); the test is skipped,
   saying why, where `mariadbd` is not installed.
 
 Each is a factory; whatever it made is stopped when the test ends, passed, failed or interrupted
@@ -102,17 +103,18 @@ def dumpfilter_slave() -> Iterator[Callable[..., Slave]]:
 
 @pytest.fixture
 def dumpfilter_replica() -> Iterator[Callable[..., Replica]]:
-    """Factory: `dumpfilter_replica(master, ["replicate-do-db=db1"], server_id=..., gtid=True)` ->
-    a started real MariaDB `Replica` of `master` (started with `mysql_listen`), stopped by process
-    id when the test ends. Skips the test where MariaDB is not installed."""
+    """Factory: `dumpfilter_replica(master, ["replicate-do-db=db1"], server_id=..., gtid=True,
+    port=...)` -> a started real MariaDB `Replica` of `master` (started with `mysql_listen`), its
+    server on loopback `port` (default: a free one), stopped by process id when the test ends.
+    Skips the test where MariaDB is not installed."""
     from dumpfilter.harness import Replica
 
     if not Replica.available():
         pytest.skip(MARIADB_MISSING)
     replicas: list[Replica] = []
 
-    def make(master: Master, rules: Any = None, **options: Any) -> Replica:
-        replica = Replica(master, rules, **options)
+    def make(master: Master, rules: Any = None, *, port: int | None = None, **options: Any) -> Replica:
+        replica = Replica(master, rules, port=port, **options)
         replicas.append(replica)
         return replica.start()
 

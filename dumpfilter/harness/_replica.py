@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from dumpfilter.errors import DumpFilterError, ExternalError
+from dumpfilter.errors import DumpFilterError, ExternalError, InvalidArgumentError
 from dumpfilter.harness._master import Master
 from dumpfilter.harness._rules import Rules
 from dumpfilter.lab.sandbox import MariaDBServer, mariadb_available, replica_status, snapshot
@@ -25,7 +25,8 @@ class ReplicaError(ExternalError):
 class Replica:
     """A MariaDB replica of `master` (started with `mysql_listen`) under `rules`, which the master
     applies for it (its server_id is mapped to them). `gtid`: start with MASTER_USE_GTID=slave_pos
-    (else from the first binlog file at position 4). Needs `mariadbd` (see `available()`).
+    (else from the first binlog file at position 4). `port`: the loopback port its server listens
+    on (default: a free one). Needs `mariadbd` (see `available()`).
 
         with Master(binlog_dir, mysql_listen="127.0.0.1:0") as master, \\
                 Replica(master, ["replicate-do-db=db1"]) as replica:
@@ -35,7 +36,10 @@ class Replica:
 
     def __init__(self, master: Master, rules: Rules | Sequence[str] | str | None = None, *,
                  server_id: int | None = None, name: str = "replica", user: str = "repl", password: str = "",
-                 gtid: bool = True):
+                 gtid: bool = True, port: int | None = None):
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise InvalidArgumentError(f"Replica port {port!r}: must be a TCP port, 1..65535")
+        self.requested_port = port
         self.master = master
         self.rules = rules
         self.server_id = server_id if server_id is not None else next(_SERVER_IDS)
@@ -56,7 +60,7 @@ class Replica:
             raise DumpFilterError("a Replica needs a master started with mysql_listen=\"127.0.0.1:0\"")
         self.master.map_replica(self.server_id, self.rules, name=self.name)
         server = self.server = MariaDBServer(self.name[:40].replace("/", "_"), server_id=self.server_id,
-                                             log_bin=False)
+                                             log_bin=False, port=self.requested_port)
         try:
             server.start()
             start = "MASTER_USE_GTID=slave_pos" if self.gtid else \

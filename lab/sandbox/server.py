@@ -215,6 +215,7 @@ class MariaDBServer:
         tmp_root: str | os.PathLike | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 15.0,
+        port: int | None = None,
     ) -> None:
         if not name or "/" in name:
             raise ValueError(f"bad server name {name!r}")
@@ -231,6 +232,7 @@ class MariaDBServer:
         self.repl_password = REPL_PASSWORD
         self.root: Path | None = None
         self.port: int | None = None
+        self.chosen_port = port  # None: a free loopback port, picked at each start
         self._proc: subprocess.Popen | None = None
         self._socket_dir: Path | None = None
         self.start_seconds: float | None = None
@@ -289,13 +291,13 @@ class MariaDBServer:
             key = template_key([install_db, mariadbd], settings)
             copy_fresh_datadir(self.datadir, key, lambda root: self._install(install_db, root))
             for attempt in range(3):
-                self.port = _free_port()
+                self.port = self.chosen_port or _free_port()
                 self._launch(mariadbd)
                 try:
                     self._wait_ready()
                     break
                 except ServerStartError:
-                    if attempt < 2 and self._port_clash():
+                    if attempt < 2 and self.chosen_port is None and self._port_clash():
                         continue  # someone grabbed the port between probe and bind
                     raise
             with self.connect() as conn, conn.cursor() as cur:
