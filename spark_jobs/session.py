@@ -11,6 +11,7 @@ setting, e.g. the ports a firewall or a shared machine needs fixed: `spark.ui.po
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import signal
@@ -49,6 +50,30 @@ def session_settings(master: str | None = None, conf: dict[str, str] | None = No
     return master, settings
 
 
+def on_loopback(master: str | None) -> bool:
+    """Whether the session's JVM should bind loopback (SPARK_LOCAL_IP=127.0.0.1): local mode, or a
+    standalone master on loopback (`spark://127.0.0.1:7077`, `spark://localhost:7077`, each host of
+    a `spark://h1:p1,h2:p2` list). Without it, where the machine's hostname resolves to a loopback
+    address, Spark warns and picks another interface's address for the driver."""
+    if not master:
+        return False
+    if master.startswith("local"):
+        return True
+    if not master.startswith("spark://"):
+        return False
+    hosts = [part.rpartition(":")[0] or part for part in master[len("spark://"):].split(",")]
+    return all(_loopback_host(host.strip("[]")) for host in hosts)
+
+
+def _loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: the cluster is wherever it resolves, and Spark's choice stands
+
+
 def get_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None):
     from pyspark.sql import SparkSession
 
@@ -57,7 +82,7 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    if master and master.startswith("local"):
+    if on_loopback(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for key, value in settings.items():
         builder = builder.config(key, value)
