@@ -1,0 +1,166 @@
+"""A legitimate slave's stream during a login flood (`python -m bench flood`, issue #62 goal 1):
+`dumpfilter master serve` as a process of its own (a policy whose identity's password is a PBKDF2
+hash at `master hash-password`'s 600,000 iterations; lint off), a real `dumpfilter slave run
+--until-caught-up` process over gRPC from 127.0.0.1, alone, then while a flood process sends
+wrong-password Registers for the slave's identity from [::1] on 8 threads without pause (the
+issue's attacker sent about 10 a second). Prints the slave's MB/s alone and during the flood, their
+ratio (goal: >= 0.8), and what the master's login guard did (checks run, logins refused unchecked,
+from /metrics). The binlog is bench/common's ROW binlog of DUMPFILTER_FLOOD_MB (default
+DUMPFILTER_BENCH_MB, 500) MB; under 500 MB the figures are a diagnostic. Results go to
+bench/results/flood.json."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from bench.common import BENCH_DIR, free_port, row_binlog, stop_process, target_mb, write_result
+
+ROOT = BENCH_DIR.parent
+THREADS = 8
+TOKEN = "bench-flood-metrics-token"
+
+
+def flood(address: str, stop_file: str) -> None:
+    """The attacker (a process of its own): THREADS threads of wrong-password Registers for the
+    identity `app` until `stop_file` exists; prints how many were sent and how each was answered."""
+    import grpc
+
+    from dumpfilter.master.serve.grpc_server import PASSWORD_KEY, USER_KEY
+    from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+
+    answers: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def one(n: int) -> None:
+        with grpc.insecure_channel(address) as channel:
+            stub = dump_pb2_grpc.DumpFilterStub(channel)
+            i = 0
+            while not os.path.exists(stop_file):
+                i += 1
+                try:
+                    stub.Register(dump_pb2.RegisterRequest(server_id=900 + n),
+                                  metadata=((USER_KEY, "app"), (PASSWORD_KEY, f"guess-{n}-{i}")), timeout=30)
+                    code = "OK"
+                except grpc.RpcError as exc:
+                    code = exc.code().name
+                with lock:
+                    answers[code] = answers.get(code, 0) + 1
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(" ".join(f"{k}={v}" for k, v in sorted(answers.items())), flush=True)
+
+
+def _serve(binlog_dir: Path, policy: Path, token: Path, log: Path) -> tuple[subprocess.Popen, int, str]:
+    grpc_port, metrics_port = free_port(), free_port()
+    with open(log, "ab") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
+                                 "--listen", f"[::]:{grpc_port}", "--policy", str(policy), "--lint-max-mb", "0",
+                                 "--metrics-listen", f"127.0.0.1:{metrics_port}", "--metrics-token-file", str(token)],
+                                cwd=ROOT, stderr=err)
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dumpfilter master exited: {log.read_text()[-2000:]}")
+        try:
+            _scrape(url)
+            return proc, grpc_port, url
+        except OSError:
+            time.sleep(0.2)
+    stop_process(proc)
+    raise RuntimeError("dumpfilter master did not start")
+
+
+def _scrape(url: str) -> dict[str, float]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        text = reply.read().decode()
+    return {m[0]: float(m[1]) for m in re.findall(r"^(dumpfilter_\w*login\w*(?:\{[^}]*\})?) (\S+)$", text, re.M)}
+
+
+def _slave(port: int, relay: Path, server_id: int) -> float:
+    """Seconds `slave run --until-caught-up` took, from its start to its exit."""
+    shutil.rmtree(relay, ignore_errors=True)
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", f"127.0.0.1:{port}",
+                           "--user", "app", "--password", "app-pw", "--server-id", str(server_id),
+                           "--relay-log-dir", str(relay), "--until-caught-up"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1800)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"slave run failed ({done.returncode}): {done.stderr[-2000:]}")
+    return seconds
+
+
+def _run(binlog_dir: Path, tmp: Path, flooded: bool) -> dict:
+    from dumpfilter.rules.policy_gates import hash_password
+
+    policy, token = tmp / "policy.toml", tmp / "token"
+    policy.write_text(f'[slave.app]\npassword_hash = "{hash_password("app-pw")}"\nallow = ["%.%"]\n')
+    policy.chmod(0o600)
+    token.write_text(TOKEN + "\n")
+    proc, port, url = _serve(binlog_dir, policy, token, tmp / "master.log")
+    attacker, stop_file = None, tmp / "stop-flood"
+    stop_file.unlink(missing_ok=True)
+    try:
+        if flooded:
+            attacker = subprocess.Popen([sys.executable, "-m", "bench.bench_flood", "--flood", f"[::1]:{port}",
+                                         str(stop_file)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 60   # until the flood's first checks ran
+            while _scrape(url).get('dumpfilter_login_checks_total{where="pool"}', 0) < 1:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the flood did not start")
+                time.sleep(0.1)
+        seconds = _slave(port, tmp / "relay", 7)
+        counts = _scrape(url)
+    finally:
+        stop_file.touch()
+        answers = attacker.communicate(timeout=120)[0].strip() if attacker is not None else ""
+        stop_process(proc)
+    return {"seconds": round(seconds, 3), "flood_answers": answers,
+            "checks_in_pool": counts.get('dumpfilter_login_checks_total{where="pool"}', 0),
+            "refused_unchecked": sum(v for k, v in counts.items() if k.startswith("dumpfilter_logins_refused_unchecked")),
+            "failed_logins": sum(v for k, v in counts.items()
+                                 if k.startswith("dumpfilter_failed_logins_by_identity"))}
+
+
+def main() -> None:
+    mb = int(os.environ.get("DUMPFILTER_FLOOD_MB", target_mb()))
+    binlog = row_binlog(mb)
+    size = sum(p.stat().st_size for p in binlog.parent.glob("bench-bin.0*"))
+    with tempfile.TemporaryDirectory(prefix="bench-flood-") as tmp_name:
+        tmp = Path(tmp_name)
+        _run(binlog.parent, tmp, flooded=False)             # warm-up: the binlog into the page cache
+        alone = _run(binlog.parent, tmp, flooded=False)
+        during = _run(binlog.parent, tmp, flooded=True)
+    mb_s_alone, mb_s_flood = size / 1e6 / alone["seconds"], size / 1e6 / during["seconds"]
+    ratio = mb_s_flood / mb_s_alone
+    label = "" if size >= 500e6 else f"  (DIAGNOSTIC: a {size / 1e6:.0f} MB binlog, under 500 MB)"
+    print(f"binlog {size / 1e6:.0f} MB; slave run --until-caught-up, process start to exit{label}")
+    print(f"  alone:        {alone['seconds']:.2f} s  {mb_s_alone:.0f} MB/s")
+    print(f"  during flood: {during['seconds']:.2f} s  {mb_s_flood:.0f} MB/s   ratio {ratio:.2f} (goal >= 0.8)")
+    print(f"  flood ({THREADS} threads from [::1], wrong passwords for 'app', PBKDF2 600000): {during['flood_answers']}; "
+          f"master ran {during['checks_in_pool']:.0f} checks, refused {during['refused_unchecked']:.0f} unchecked")
+    write_result("flood", {"binlog_bytes": size, "diagnostic": size < 500e6, "alone": alone, "during_flood": during,
+                           "mb_s_alone": round(mb_s_alone, 1), "mb_s_flood": round(mb_s_flood, 1),
+                           "ratio": round(ratio, 3)})
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--flood":
+        flood(sys.argv[2], sys.argv[3])
+    else:
+        main()
