@@ -19,12 +19,11 @@ nor the Register threads from the streams. The predictions reach the slave:
   - a break found, or a lint that failed, is also one WARNING line in the master's log.
 
 The worker process may die (killed, out of memory): the master starts it again at once, in one
-WARNING line, and every rule set reads on from its last position. After each look that moved on,
-the worker hands back its follower as it stands (`FollowingLint.checkpoint`: its Linter, pickled)
-and the master keeps it; a worker started anew is given it with the follower's next look. A look
-the worker died in is queued again from there (its breaks were never told, so none is told twice);
-a rule set whose looks end the worker MAX_CRASHES times in a row fails. How far behind the live end
-of the binlog each rule set is (bytes and files) is in Stats and /metrics.
+WARNING line, and every rule set reads on from its last position (binlogs.lint_worker: from its
+last checkpoint, read silently up to the position told). A look the worker died in is queued
+again (its breaks were never told, so none is told twice); a rule set whose looks end the worker
+MAX_CRASHES times in a row fails. How far behind the live end of the binlog each rule set is
+(bytes and files) is in Stats and /metrics.
 """
 
 from __future__ import annotations
@@ -39,7 +38,8 @@ from pathlib import Path
 from dumpfilter.errors import DumpFilterError, ResourceExhaustedError
 from dumpfilter.binlogs import binlog_paths
 from dumpfilter.binlogs.lint import Look
-from dumpfilter.binlogs.lint_worker import (DONE, ENDED, FAILED, LINT_WARNINGS, LOST, MAX_QUEUED, NOT_RUN,  # noqa: F401
+from dumpfilter.binlogs.lint_worker import (CHECKPOINT_BYTES, DONE, ENDED, FAILED, LINT_WARNINGS, LOST,  # noqa: F401
+                                            MAX_QUEUED, NOT_RUN,
                                             Job as _Job, Worker as _Worker, restarts, worker as _worker)
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.rules.lint import Break
@@ -84,7 +84,7 @@ class _Follower:
     reason: str = ""                 # why not run, or failed
     job: _Job | None = None          # its look queued or running
     started: bool = False            # the worker holds its Linter
-    checkpoint: bytes = b""          # the follower as it stood after its last look (FollowingLint.checkpoint)
+    checkpoint: bytes = b""          # the follower as it stood at its last checkpoint (FollowingLint.checkpoint)
     crashes: int = 0                 # its looks in a row the worker process ended in
 
     def warnings(self) -> list[str]:
@@ -162,6 +162,7 @@ class LintJobs:
         self.max_bytes = max_bytes
         self.schema = schema
         self.verify_checksums = verify_checksums
+        self.checkpoint_bytes = CHECKPOINT_BYTES  # read between a rule set's checkpoints (binlogs.lint_worker)
         self.lock = threading.Lock()
         self.followers: dict[tuple, _Follower] = {}  # by (rules, settings, replica schema)
         self.subs: dict[int, _Sub] = {}
@@ -281,19 +282,16 @@ class LintJobs:
                                    f"of these rules, from {_where(follower.position)}")
                 told.append(f"lint: {follower.state}: {follower.reason}")
                 follower.started = False
-            elif state == ENDED or (state == LOST and (follower.checkpoint or job.look[1] is not None)):
-                # The worker process ended (during this look, or before it): the look is queued again
-                # and reads on from the follower's checkpoint, the breaks it found were never told.
-                follower.crashes += state == ENDED
+            elif state == LOST:  # not made again (no binlog file listed yet): with the next look
+                follower.started, follower.seen = False, None
+            elif state == ENDED:
+                # The worker process ended during this look: the look is queued again and the worker
+                # makes the follower again (binlogs.lint_worker); what it found was never told.
+                follower.crashes += 1
                 follower.started = False
                 again = _Job(self, follower, job.look, job.seen)
                 follower.job = again
                 _worker().put(again, bounded=False)
-            elif state == LOST:  # the worker does not hold it and there is no checkpoint: read from the start again
-                why = self._start(follower)
-                if why:
-                    follower.state, follower.reason = NOT_RUN, f"the lint worker was restarted and {why}"
-                    told.append(f"lint: not run: {follower.reason}")
             elif state == DONE and isinstance(value, Look):
                 follower.started = True
                 follower.crashes = 0

@@ -128,14 +128,17 @@ def fresh_worker():
     lint_jobs._worker().stop()
 
 
+@pytest.mark.parametrize("checkpoints", ["none", "each look"])
 @pytest.mark.parametrize("point", ["idle", "look", "result"])
 def test_a_killed_lint_worker_comes_back_and_every_rule_set_reads_on(
-        point, tmp_path, master_factory, caplog, monkeypatch, fresh_worker):
+        point, checkpoints, tmp_path, master_factory, caplog, monkeypatch, fresh_worker):
+    """`checkpoints`: none taken yet (the worker started anew reads silently from the start up to
+    the position told), or one after each look (it reads on from there)."""
     caplog.set_level(logging.WARNING, logger="dumpfilter.master.lint")
     first, whole, third = _stages()
     binlog_dir = tmp_path / "binlog"
     binlog_dir.mkdir()
-    _binlog(binlog_dir, whole)
+    _binlog(binlog_dir, first)
     hold_dir = tmp_path / "hold"
     if point == "result":  # every worker of this test behind the relay (restarted ones too)
         hold_dir.mkdir()
@@ -144,11 +147,16 @@ def test_a_killed_lint_worker_comes_back_and_every_rule_set_reads_on(
         wrapper.chmod(0o755)
         monkeypatch.setattr(sys, "executable", str(wrapper))
     master, address = master_factory(binlog_dir)
+    master.service.lint.checkpoint_bytes = 1 if checkpoints == "each look" else 1 << 40
     worker = fresh_worker
     with grpc.insecure_channel(address) as channel:
         stub = dump_pb2_grpc.DumpFilterStub(channel)
         for server_id, value in ((5, "shop.t%"), (6, "shop.t%"), (7, "shop.%"), (8, "shop.t1")):
             _register(stub, server_id, value)
+        for server_id in (5, 7, 8):  # nothing breaks yet
+            assert wait_for(lambda: _at(stub, server_id, FILE, len(first)), give_up=60), _stats(stub, server_id)
+        with open(binlog_dir / FILE, "ab") as f:  # then the two breaks: a second look of each rule set
+            f.write(whole[len(first):])
         for server_id in (5, 7, 8):
             assert wait_for(lambda: _at(stub, server_id, FILE, len(whole)), give_up=60), _stats(stub, server_id)
         before = {server_id: _stats(stub, server_id) for server_id in (5, 6, 7, 8)}
@@ -204,6 +212,35 @@ def test_a_killed_lint_worker_comes_back_and_every_rule_set_reads_on(
         monkeypatch.undo()
     metrics = registry_for(master.service)
     assert metrics.get_sample_value("dumpfilter_lint_worker_restarts_total") == restarts + 1
+    assert [bool(f.checkpoint) for f in master.service.lint.followers.values()] == [checkpoints == "each look"] * 3
+
+
+def test_a_follower_made_again_reads_silently_from_its_checkpoint_to_the_position_told(tmp_path):
+    """The worker's side of a restart, in this process: a follower checkpointed at the first stage,
+    told up to the whole first file, made again in a worker started anew: its next look tells only
+    the break after that position, and counts no other."""
+    from dumpfilter.binlogs import lint_worker
+
+    first, whole, third = _stages()
+    one, two = tmp_path / FILE, tmp_path / SECOND
+    one.write_bytes(whole)
+    two.write_bytes(third)
+    args = (RuleSet(wild_do_table=("shop.t%",)), Settings(flavor="mariadb"), None, None, True)
+    followers: dict = {}
+    [(state, look)] = lint_worker._looks(followers, [(1, args, [(str(one), len(first))], 1 << 30, None, 1)])
+    assert state == "done" and look.checkpoint and look.found == 0
+    checkpoint = look.checkpoint
+    [(state, look)] = lint_worker._looks(followers, [(1, None, [(str(one), len(whole))], 1 << 30, None, 1 << 40)])
+    assert look.found == 2 and not look.checkpoint and look.position == (FILE, len(whole))
+    files = [(str(one), len(whole)), (str(two), len(third))]
+    for made_from in (checkpoint, args):  # its checkpoint; or, before one was taken, from the start
+        [(state, look)] = lint_worker._looks({}, [(1, made_from, files, 1 << 30, (FILE, len(whole)), 1 << 40)])
+        assert state == "done" and look.found == 1 and look.position == (SECOND, len(third))
+        [b] = look.breaks
+        assert (b.file, b.errno) == (SECOND, 1146)
+    # A position told whose file left the index: not run, saying so.
+    [(state, why)] = lint_worker._looks({}, [(1, checkpoint, files[1:], 1 << 30, (FILE, len(whole)), 1 << 40)])
+    assert state == "not run" and f"{FILE} left the binlog index" in why
 
 
 def test_a_rule_set_whose_looks_end_the_worker_fails_after_a_few(tmp_path, master_factory, caplog, monkeypatch,
