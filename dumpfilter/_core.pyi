@@ -15,6 +15,10 @@ UNIT_WORDS: Final[int]
 F_FAST: Final[int]
 F_COMPLETE: Final[int]
 F_ROTATE_END: Final[int]
+SKIP_STOP: Final[int]
+SKIP_HEARTBEAT: Final[int]
+SKIP_PLACEHOLDER: Final[int]
+SKIP_EMPTY: Final[int]
 F_HAS_FDE: Final[int]
 F_MARIADB_GTID: Final[int]
 F_MYSQL_GTID: Final[int]
@@ -227,6 +231,16 @@ class SendResult(_Record):
     @property
     def heartbeat_bytes(self) -> int: ...
     @property
+    def skip_units(self) -> int:
+        """Skipped units sent in their skip policy's form (placeholders, empty transactions)."""
+    @property
+    def skip_events(self) -> int: ...
+    @property
+    def skip_bytes(self) -> int: ...
+    @property
+    def placeholders(self) -> int:
+        """Of `skip_events`, the RAND placeholders."""
+    @property
     def pending_unit(self) -> int:
         """The unit whose end a Heartbeat is still owed for, -1 for none."""
     @property
@@ -384,12 +398,12 @@ class UnitList:
         """Whether `statement_units` took the statement units its scan thread built."""
     def statement_rows(self, row: bytes, keep: bytes) -> bytes:
         """`row` with its ROW_SLOW statement units answered from a keep byte per key id."""
-    def send(self, row: bytes, keep: bytes, start: int, batch_bytes: int, limit: int, skip_ok: bool,
+    def send(self, row: bytes, keep: bytes, start: int, batch_bytes: int, limit: int, skip: int,
              partial_ok: bool, pending: bytes | None, server_id: int, heartbeat_crc: bool,
              counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
-        until a unit it cannot handle or the batch is full (see send::send). The units'
-        Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place);
+        until a unit it cannot handle or the batch is full (see send::send); `skip` (SKIP_*) says
+        what a skipped unit becomes (a skip policy's `walk_skip`). The units' Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place);
         with `stmt_keep` (a keep byte per statement key id) statement units kept in part are cut
         at statements, and their statements tallied per key id into `stmt_counts`."""
     def time_cuts(self, seconds: int) -> list[tuple[int, int]]:
@@ -398,13 +412,10 @@ class UnitList:
     def table_bytes(self, names: int) -> tuple[list[int], int, int]:
         """(bytes of each name id's Table_map and Rows events, the fast units' other bytes, the
         bytes of the units that are not fast)."""
-    def count(self, row: bytes, keep: bytes, start: int, skip_ok: bool, partial_ok: bool, pending: int,
-              server_id: int, heartbeat_crc: bool, stmt_keep: bytes | None = None
-              ) -> tuple[int, list[int], list[int], list[int], int, bool]:
-        """`send`'s walk to the end of the list, counted, never assembled: (next, [kept, partial,
-        skipped], [sent_bytes, sent_events, read_bytes, read_events], [heartbeats,
-        heartbeat_bytes], pending unit or -1, pending_done); `pending`: the size of a Heartbeat
-        still owed (0: none)."""
+    def count(self, row: bytes, keep: bytes, start: int, skip: int, partial_ok: bool, pending: int,
+              server_id: int, heartbeat_crc: bool, stmt_keep: bytes | None = None) -> SendResult:
+        """`send`'s walk to the end of the list, counted, never assembled (`out` is empty);
+        `pending`: the size of a Heartbeat still owed (0: none)."""
 
 
 class FlagWords:

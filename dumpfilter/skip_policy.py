@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from typing import ClassVar
 
+from dumpfilter._core import SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_STOP
 from dumpfilter.codec import Event, EventType, fix_transaction_length
 from dumpfilter.codec.constants import (HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_BINLOG_IN_USE_F,
                                         LOG_EVENT_SKIP_REPLICATION_F)
@@ -63,6 +64,9 @@ class SkipPolicy:
     # (the core's partial_ok). Where False, the unit goes the per-unit way (`skipped`, `partial`).
     skips_as_heartbeat: ClassVar[bool] = False
     partial_as_kept: ClassVar[bool] = True
+    # What the core's send walk makes of a skipped unit (`_core.SKIP_*`): it makes this policy's
+    # form for the MariaDB units it can (skip_forms.rs), and stops at any other for `skipped`.
+    walk_skip: ClassVar[int] = SKIP_STOP
 
     def partial(self, events: list[Event], kept: list[Event]) -> list[Event]:
         """What a transaction of `events` kept in part (`kept`) is sent as."""
@@ -78,6 +82,10 @@ class SkipPolicy:
         bytes) what this policy added to `sent` (a partial transaction's, or a skipped one's);
         returns those bytes. Every byte sent for a skipped transaction is the policy's."""
         return 0
+
+    def tally_walk(self, counts, walked) -> None:
+        """Counts in `counts` what the core's walk sent in this policy's form (`walked`, a
+        `_core.SendResult`: its skip_units, skip_bytes, placeholders), as `tally` counts them."""
 
     def relayed(self, txn, result, reference) -> list[Event] | None:
         """What a slave's relay log holds for a transaction `txn` its filters skip (FilterResult
@@ -134,6 +142,7 @@ class Heartbeat(SkipPolicy):
 
     name = "heartbeat"
     skips_as_heartbeat = True
+    walk_skip = SKIP_HEARTBEAT
 
 
 class Placeholder(SkipPolicy):
@@ -142,6 +151,7 @@ class Placeholder(SkipPolicy):
 
     name = "placeholder"
     partial_as_kept = False
+    walk_skip = SKIP_PLACEHOLDER
 
     def partial(self, events: list[Event], kept: list[Event]) -> list[Event]:
         return _with_placeholders(events, {e.pos: e for e in kept})
@@ -155,6 +165,10 @@ class Placeholder(SkipPolicy):
         added = sum(e.size for e in (sent if skipped else holes))
         counts.placeholder_bytes += added
         return added
+
+    def tally_walk(self, counts, walked) -> None:
+        counts.placeholders += walked.placeholders
+        counts.placeholder_bytes += walked.skip_bytes
 
     def relayed(self, txn, result, reference) -> list[Event] | None:
         """The framing (the slave drops the placeholders), or the empty transaction when the
@@ -173,6 +187,7 @@ class EmptyTransaction(SkipPolicy):
     a skipped unit without a GTID joins a skipped stretch (a heartbeat)."""
 
     name = "empty-transaction"
+    walk_skip = SKIP_EMPTY
 
     def skipped(self, events: list[Event], result) -> list[Event] | None:
         return result.events if result.outcome == _rules().EMPTIED else None
@@ -184,6 +199,10 @@ class EmptyTransaction(SkipPolicy):
         counts.empty_transactions += 1
         counts.empty_transaction_bytes += added
         return added
+
+    def tally_walk(self, counts, walked) -> None:
+        counts.empty_transactions += walked.skip_units
+        counts.empty_transaction_bytes += walked.skip_bytes
 
     def relayed(self, txn, result, reference) -> list[Event] | None:
         return result.events if result.outcome == _rules().EMPTIED else None

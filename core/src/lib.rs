@@ -16,6 +16,7 @@ pub mod replica;
 pub mod rows;
 pub mod scan;
 pub mod send;
+pub mod skip_forms;
 pub mod split;
 pub mod sql;
 pub mod stmt;

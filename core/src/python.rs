@@ -99,6 +99,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ROW_PARTIAL", rows::ROW_PARTIAL)?;
     m.add("ROW_KEEP", rows::ROW_KEEP)?;
     m.add("ROW_SLOW", rows::ROW_SLOW)?;
+    m.add("SKIP_STOP", crate::skip_forms::SKIP_STOP)?;
+    m.add("SKIP_HEARTBEAT", crate::skip_forms::SKIP_HEARTBEAT)?;
+    m.add("SKIP_PLACEHOLDER", crate::skip_forms::SKIP_PLACEHOLDER)?;
+    m.add("SKIP_EMPTY", crate::skip_forms::SKIP_EMPTY)?;
     m.add("F_ROTATE_END", scan::F_ROTATE_END)?;
     m.add("F_HAS_FDE", scan::F_HAS_FDE)?;
     m.add("F_MARIADB_GTID", scan::F_MARIADB_GTID)?;

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
+use crate::skip_forms::{self, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
 use crate::sql::query_ranges;
 use crate::stmt_units::StmtUnits;
 use crate::types::{is_gtid, HEADER_LEN};
@@ -351,9 +352,11 @@ pub struct SendOptions<'a> {
     /// that fills it, as the reference path cuts).
     pub batch_bytes: u64,
     pub limit: u64,
-    /// The heartbeat skip policy: skipped units become one Heartbeat per stretch. Otherwise
-    /// a skipped unit ends the call (the caller's reference path sends what its policy says).
-    pub skip_ok: bool,
+    /// What a skipped unit becomes (`skip_forms::SKIP_*`): one Heartbeat per skipped stretch,
+    /// the unit's placeholders or its empty transaction, or (SKIP_STOP, or a unit the walk
+    /// cannot make that form of) the end of the call, where the caller's per-unit way sends what
+    /// its policy says.
+    pub skip: u8,
     /// Units kept in part may be sent as kept statements (not under the placeholder policy).
     pub partial_ok: bool,
     /// A Heartbeat the caller still owes (a stretch skipped before this call), sent before the
@@ -416,6 +419,12 @@ pub struct Sent {
     pub read_events: u64,
     pub heartbeats: u64,
     pub heartbeat_bytes: u64,
+    /// Skipped units sent in their skip policy's form (placeholders, empty transactions), and
+    /// the events and bytes of those forms, of which `placeholders` RAND placeholders.
+    pub skip_units: u64,
+    pub skip_events: u64,
+    pub skip_bytes: u64,
+    pub placeholders: u64,
     /// The unit whose end a Heartbeat is still owed for, if any.
     pub pending: Option<usize>,
     /// Whether the caller's pending Heartbeat was sent or replaced.
@@ -504,7 +513,7 @@ pub fn walk(
     from: usize,
     opt: &SendOptions,
 ) -> Sent {
-    if opt.count_only && opt.limit == u64::MAX {
+    if opt.count_only && opt.limit == u64::MAX && opt.skip <= SKIP_HEARTBEAT {
         if let Some(s) = walk_counting(plan, bufs, row, keep, from, opt) {
             return s;
         }
@@ -589,7 +598,7 @@ pub fn walk(
                     break;
                 }
             }
-            SKIP if opt.skip_ok => {
+            SKIP if opt.skip == SKIP_HEARTBEAT => {
                 let mut j = i;
                 while j < n && row[j] == SKIP {
                     j += 1;
@@ -601,6 +610,63 @@ pub fn walk(
                 s.skipped += (j - i) as u64;
                 count(plan, i, j, opt, &mut s);
                 i = j;
+            }
+            SKIP => {
+                // The placeholder and empty-transaction policies: the unit's own form, after the
+                // Heartbeat still owed for a stretch before it (as the per-unit way flushes it).
+                let mariadb = unit.flags & F_MARIADB_GTID != 0;
+                let crc = opt.heartbeat_crc;
+                let Some(form) = skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, None)
+                else {
+                    break;
+                };
+                flush(&mut owed, &mut s, &mut batch);
+                if !opt.count_only {
+                    let start = s.own.len();
+                    skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, Some(&mut s.own));
+                    s.own_range(start);
+                }
+                s.skip_units += 1;
+                s.skip_events += form.events;
+                s.skip_bytes += form.bytes;
+                s.placeholders += form.placeholders;
+                s.skipped += 1;
+                batch += form.bytes;
+                count(plan, i, i + 1, opt, &mut s);
+                i += 1;
+                if batch >= opt.limit {
+                    break;
+                }
+            }
+            PARTIAL if opt.skip == SKIP_PLACEHOLDER => {
+                // Kept in part under the placeholder policy: the kept statements as they are,
+                // every other event a placeholder (MariaDB units: a MySQL GTID's
+                // transaction_length would change).
+                let Some(kept) = placeholder_kept(plan, i, buf, keep, opt) else {
+                    break;
+                };
+                let crc = opt.heartbeat_crc;
+                let Some(form) = skip_forms::with_placeholders(unit, buf, &kept, crc, None) else {
+                    break;
+                };
+                flush(&mut owed, &mut s, &mut batch);
+                if !opt.count_only {
+                    let start = s.own.len();
+                    skip_forms::with_placeholders(unit, buf, &kept, crc, Some(&mut s.own));
+                    s.own_range(start);
+                }
+                s.sent_bytes += form.kept_bytes;
+                s.sent_events += form.kept_events;
+                s.skip_events += form.events;
+                s.skip_bytes += form.bytes;
+                s.placeholders += form.placeholders;
+                s.partial += 1;
+                batch += form.bytes + form.kept_bytes;
+                count(plan, i, i + 1, opt, &mut s);
+                i += 1;
+                if batch >= opt.limit {
+                    break;
+                }
             }
             PARTIAL if opt.partial_ok => {
                 let cut = cut(plan, i, buf, keep, opt);
@@ -632,6 +698,27 @@ pub fn walk(
         s.pending = Some(k);
     }
     s
+}
+
+/// The byte ranges of unit i (of `buf`) a stream keeps in part, for the placeholder policy: a
+/// statement unit's kept pieces, a row unit's kept statements; None where it cannot be cut (a
+/// MySQL unit, a statement partly kept).
+fn placeholder_kept(
+    plan: &UnitList,
+    i: usize,
+    buf: &[u8],
+    keep: &[u8],
+    opt: &SendOptions,
+) -> Option<Vec<(usize, usize)>> {
+    let unit = plan.units.get(i)?;
+    if unit.flags & F_MARIADB_GTID == 0 {
+        return None;
+    }
+    if unit.lo == u32::MAX {
+        let (st, kb) = opt.stmts?;
+        return st.kept_ranges(i, kb);
+    }
+    plan.unit_cut(i, buf)?.parts(keep).map(|(parts, _)| parts)
 }
 
 /// Unit i (of `buf`, its part's bytes) kept in part: its kept bytes and events, or None where it
@@ -722,7 +809,7 @@ fn walk_counting(
                 s.sent_events += events;
                 s.kept += (j - i) as u64;
             }
-            SKIP if opt.skip_ok => {
+            SKIP if opt.skip == SKIP_HEARTBEAT => {
                 if given.take().is_some() {
                     s.pending_done = true;
                 }

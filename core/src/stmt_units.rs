@@ -157,6 +157,25 @@ impl StmtUnits {
         Some((out, events))
     }
 
+    /// The byte ranges of unit k's pieces a stream keeps (its framing, and the statements whose
+    /// key it keeps), in order: what the placeholder policy sends as they are
+    /// (`skip_forms::with_placeholders`). None where a key has no answer.
+    pub fn kept_ranges(&self, k: usize, keep: &[u8]) -> Option<Vec<(usize, usize)>> {
+        let mut ranges = Vec::new();
+        for p in self.of(k)? {
+            let kept = p.key == ALWAYS
+                || match keep.get(p.key as usize)? {
+                    1 => true,
+                    0 => false,
+                    _ => return None,
+                };
+            if kept {
+                ranges.push((p.start, p.end));
+            }
+        }
+        Some(ranges)
+    }
+
     /// Adds the key uses of units i..j to `counts` (one per key id).
     pub fn count(&self, i: usize, j: usize, counts: &mut [u32]) {
         for k in i..j {

@@ -433,7 +433,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         } else {
             rng.next() >> 48
         },
-        skip_ok: rng.below(2) == 0,
+        skip: rng.below(4) as u8,
         partial_ok: rng.below(2) == 0,
         pending: if rng.below(2) == 0 {
             Some(&pending[..])
@@ -461,7 +461,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     );
     assert!(sent.pending.is_none_or(|k| k < sent.next));
     assert_eq!(
-        sent.sent_bytes + sent.heartbeat_bytes,
+        sent.sent_bytes + sent.heartbeat_bytes + sent.skip_bytes,
         sent.out.len() as u64
     );
     // The binding's way (the master's): the walk's pieces filled into a buffer of out_len bytes.
@@ -509,12 +509,20 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         [
             counted.sent_bytes,
             counted.sent_events,
-            counted.heartbeat_bytes
+            counted.heartbeat_bytes,
+            counted.skip_units,
+            counted.skip_events,
+            counted.skip_bytes,
+            counted.placeholders
         ],
         [
             pieces.sent_bytes,
             pieces.sent_events,
-            pieces.heartbeat_bytes
+            pieces.heartbeat_bytes,
+            pieces.skip_units,
+            pieces.skip_events,
+            pieces.skip_bytes,
+            pieces.placeholders
         ],
         "iteration {iteration}: counted bytes differ from sent bytes"
     );
@@ -673,7 +681,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
     let opt = SendOptions {
         batch_bytes: 0,
         limit: u64::MAX,
-        skip_ok: true,
+        skip: _core::skip_forms::SKIP_HEARTBEAT,
         partial_ok: true,
         pending: None,
         server_id: 9,

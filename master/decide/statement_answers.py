@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from dumpfilter._core import SKIP_STOP
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import MalformedEventError
@@ -46,9 +47,11 @@ class StatementAnswers:
         out = bytearray(row)
         units = seg.units
         bit = self.slave.bit
-        # Only where a skip is a heartbeat: under the other policies a skipped unit goes on to
-        # `_unit`, which needs `result`'s FilterResult (deciding it twice otherwise).
-        heartbeat = self.policy.skips_as_heartbeat
+        # Where the core's walk makes what the policy sends of a skipped unit (a heartbeat, its
+        # placeholders, its empty transaction: every policy's `walk_skip`). A unit it cannot make
+        # that of (a MySQL unit under the placeholder or empty-transaction policy) goes on to
+        # `_unit`, which decides it again for its FilterResult.
+        heartbeat = self.policy.walk_skip != SKIP_STOP
         if heartbeat:  # the units read in bulk first, in tight loops (thousands per segment)
             groups, singles = self.lone_answers(seg)
             for ks, (word, by_bit) in groups:

@@ -379,7 +379,7 @@ class SlaveStream:
         by_keys = self._states[4]
         key_tally = bytearray(4 * len(by_keys[1])) if by_keys is not None else None
         sent = unit_list.send(row, self._states[3], i, self.batch_bytes, self.limit,
-                              self.policy.skips_as_heartbeat, self.policy.partial_as_kept, pending, self.master_server_id,
+                              self.policy.walk_skip, self.policy.partial_as_kept, pending, self.master_server_id,
                               crc, tally, by_keys[0] if by_keys is not None else None, key_tally)
         if key_tally is not None and any(key_tally):
             self.keys.account(by_keys[1], key_tally, self.hits)
@@ -398,8 +398,10 @@ class SlaveStream:
             self.pending_hb = end_of(sent.pending_unit)
         stats.heartbeats += sent.heartbeats
         stats.heartbeat_bytes += sent.heartbeat_bytes
-        stats.events_sent += sent.heartbeats
-        stats.bytes_sent += sent.heartbeat_bytes
+        stats.events_sent += sent.heartbeats + sent.skip_events
+        stats.bytes_sent += sent.heartbeat_bytes + sent.skip_bytes
+        if sent.skip_bytes:  # units sent in the policy's form: its placeholders or empty transactions
+            self.policy.tally_walk(stats, sent)
         self._account_run(index, i, j, end_of, sent.read_events, sent.read_bytes, sent.sent_events, sent.sent_bytes,
                           sent.kept, sent.partial, sent.skipped)
         return j

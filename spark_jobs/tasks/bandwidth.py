@@ -188,26 +188,26 @@ class _SlaveCounter:
         if row[i] == ROW_SKIP and self.policy.skips_as_heartbeat and not self.sent_any and not self.pending:
             self.out.leading_skip = True
         owed = self.out.heartbeat_size if self.pending else 0
-        nxt, (kept, partial, skipped), (sent_bytes, sent_events, read_bytes, read_events), (hbs, hb_bytes), \
-            pending_unit, pending_done = units.count(row, keep, i, self.policy.skips_as_heartbeat,
-                                                     self.policy.partial_as_kept, owed, 0, crc, stmt_keep)
-        c.events_read += read_events
-        c.bytes_read += read_bytes
-        c.heartbeats += hbs
-        c.heartbeat_bytes += hb_bytes
-        c.events_sent += sent_events + hbs
-        c.bytes_sent += sent_bytes + hb_bytes
-        c.kept_events += sent_events
-        c.kept_bytes += sent_bytes
-        c.transactions_kept += kept
-        c.transactions_partial += partial
-        c.transactions_skipped += skipped
-        c.events_skipped += read_events - sent_events
-        c.bytes_skipped += read_bytes - sent_bytes
-        if kept or partial:
+        r = units.count(row, keep, i, self.policy.walk_skip, self.policy.partial_as_kept, owed, 0, crc, stmt_keep)
+        c.events_read += r.read_events
+        c.bytes_read += r.read_bytes
+        c.heartbeats += r.heartbeats
+        c.heartbeat_bytes += r.heartbeat_bytes
+        c.events_sent += r.sent_events + r.heartbeats + r.skip_events
+        c.bytes_sent += r.sent_bytes + r.heartbeat_bytes + r.skip_bytes
+        c.kept_events += r.sent_events
+        c.kept_bytes += r.sent_bytes
+        c.transactions_kept += r.kept
+        c.transactions_partial += r.partial
+        c.transactions_skipped += r.skipped
+        c.events_skipped += r.read_events - r.sent_events
+        c.bytes_skipped += r.read_bytes - r.sent_bytes
+        if r.skip_bytes:
+            self.policy.tally_walk(c, r)
+        if r.kept or r.partial or r.skip_units:
             self.sent_any = True
-        self.pending = pending_unit >= 0 or (self.pending and not pending_done)
-        return nxt
+        self.pending = r.pending_unit >= 0 or (self.pending and not r.pending_done)
+        return r.next
 
     def unit(self, txn: Transaction) -> None:
         c = self.out.counts

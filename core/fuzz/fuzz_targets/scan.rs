@@ -105,7 +105,7 @@ fuzz_target!(|data: &[u8]| {
     let sopt = SendOptions {
         batch_bytes: 0,
         limit: if control & 128 != 0 { 100 } else { u64::MAX },
-        skip_ok: control & 2 != 0,
+        skip: (control & 2 != 0) as u8 + 2 * (control & 32 != 0) as u8,
         partial_ok: control & 4 != 0,
         pending: (control & 8 != 0).then_some(&pending[..]),
         server_id: 1,

@@ -181,6 +181,12 @@ record! {
         read_events: u64,
         heartbeats: u64,
         heartbeat_bytes: u64,
+        /// Skipped units sent in their skip policy's form (placeholders, empty transactions), the
+        /// events and bytes of those forms, and of those events the RAND placeholders.
+        skip_units: u64,
+        skip_events: u64,
+        skip_bytes: u64,
+        placeholders: u64,
         /// The unit whose end a Heartbeat is still owed for, -1 for none.
         pending_unit: i64,
         /// Whether the caller's pending Heartbeat was sent or replaced.

@@ -15,9 +15,6 @@ use crate::send::{self, SendOptions, UnitList};
 use crate::sql;
 use crate::stmt_units::StmtUnits;
 
-/// `UnitList.count`'s answer (see there).
-type WalkCounts = (usize, [u64; 3], [u64; 4], [u64; 2], i64, bool);
-
 /// A segment of the master's binlog as every stream walks it (see send::UnitList): the units of
 /// one or more scans, with the read buffers they lie in.
 #[pyclass(module = "dumpfilter._core", name = "UnitList")]
@@ -452,7 +449,7 @@ impl PyUnitList {
     /// until a unit it cannot handle or the batch is full (see send::send). The units'
     /// Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip_ok, partial_ok, pending, server_id, heartbeat_crc, counts, stmt_keep = None, stmt_counts = None))]
+    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip, partial_ok, pending, server_id, heartbeat_crc, counts, stmt_keep = None, stmt_counts = None))]
     fn send<'py>(
         &self,
         py: Python<'py>,
@@ -461,7 +458,7 @@ impl PyUnitList {
         start: usize,
         batch_bytes: u64,
         limit: u64,
-        skip_ok: bool,
+        skip: u8,
         partial_ok: bool,
         pending: Option<&[u8]>,
         server_id: u32,
@@ -474,7 +471,7 @@ impl PyUnitList {
         let opt = SendOptions {
             batch_bytes,
             limit,
-            skip_ok,
+            skip,
             partial_ok,
             pending,
             server_id,
@@ -495,21 +492,7 @@ impl PyUnitList {
             // SAFETY: as above.
             add_counts(unsafe { key_tally.as_bytes_mut() }, &s.key_counts);
         }
-        Ok(SendResult {
-            out,
-            next: s.next,
-            kept: s.kept,
-            partial: s.partial,
-            skipped: s.skipped,
-            sent_bytes: s.sent_bytes,
-            sent_events: s.sent_events,
-            read_bytes: s.read_bytes,
-            read_events: s.read_events,
-            heartbeats: s.heartbeats,
-            heartbeat_bytes: s.heartbeat_bytes,
-            pending_unit: s.pending.map_or(-1i64, |k| k as i64),
-            pending_done: s.pending_done,
-        })
+        Ok(send_result(out, &s))
     }
 
     /// (first unit, bucket) for each run of units whose binlog time falls in one `seconds` bucket
@@ -534,26 +517,26 @@ impl PyUnitList {
     /// pending_unit or -1, pending_done). `stmt_keep`: a keep byte per statement key id, for
     /// statement units kept in part (cut at statements), after `statement_units`.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, skip_ok, partial_ok, pending, server_id, heartbeat_crc, stmt_keep = None))]
+    #[pyo3(signature = (row, keep, start, skip, partial_ok, pending, server_id, heartbeat_crc, stmt_keep = None))]
     fn count(
         &self,
         py: Python<'_>,
         row: &[u8],
         keep: &[u8],
         start: usize,
-        skip_ok: bool,
+        skip: u8,
         partial_ok: bool,
         pending: usize,
         server_id: u32,
         heartbeat_crc: bool,
         stmt_keep: Option<&[u8]>,
-    ) -> WalkCounts {
+    ) -> SendResult {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let owed = vec![0u8; pending];
         let opt = SendOptions {
             batch_bytes: 0,
             limit: u64::MAX,
-            skip_ok,
+            skip,
             partial_ok,
             pending: (pending > 0).then_some(owed.as_slice()),
             server_id,
@@ -566,14 +549,30 @@ impl PyUnitList {
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
-        (
-            s.next,
-            [s.kept, s.partial, s.skipped],
-            [s.sent_bytes, s.sent_events, s.read_bytes, s.read_events],
-            [s.heartbeats, s.heartbeat_bytes],
-            s.pending.map_or(-1i64, |k| k as i64),
-            s.pending_done,
-        )
+        send_result(PyBytes::new(py, b"").unbind(), &s)
+    }
+}
+
+/// A walk's outcome as Python reads it (`send`: `out` its bytes; `count`: empty).
+fn send_result(out: Py<PyBytes>, s: &send::Sent) -> SendResult {
+    SendResult {
+        out,
+        next: s.next,
+        kept: s.kept,
+        partial: s.partial,
+        skipped: s.skipped,
+        sent_bytes: s.sent_bytes,
+        sent_events: s.sent_events,
+        read_bytes: s.read_bytes,
+        read_events: s.read_events,
+        heartbeats: s.heartbeats,
+        heartbeat_bytes: s.heartbeat_bytes,
+        skip_units: s.skip_units,
+        skip_events: s.skip_events,
+        skip_bytes: s.skip_bytes,
+        placeholders: s.placeholders,
+        pending_unit: s.pending.map_or(-1i64, |k| k as i64),
+        pending_done: s.pending_done,
     }
 }
 

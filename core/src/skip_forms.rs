@@ -1,0 +1,322 @@
+//! What a skip policy sends in place of a skipped unit, made by the send walk
+//! (`send::walk`) as it passes the unit: under the heartbeat policy one Heartbeat per skipped
+//! stretch (`heartbeat.rs`); under the placeholder policy the unit's own framing with every other
+//! event as a RAND placeholder; under the empty-transaction policy its GTID closed by a COMMIT.
+//! `dumpfilter/skip_policy.py` says what each policy is; these are the same bytes its
+//! `Placeholder.skipped` and `EmptyTransaction.skipped` (through TransactionFilter's empty
+//! transaction) make, for the MariaDB units the walk can make them for. Any other unit ends the
+//! walk, and the caller's per-unit way sends what its policy says.
+
+use crate::le::u32_at;
+use crate::scan::F_COMPLETE;
+use crate::send::ListedUnit;
+use crate::types::{
+    HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE, MARIADB_GTID, QUERY, RAND, XID,
+};
+
+/// How a walk treats a skipped unit (`SendOptions::skip`); exported to Python as `_core.SKIP_*`,
+/// the value each `SkipPolicy` passes.
+pub const SKIP_STOP: u8 = 0; // it ends the walk: the caller sends what its policy says
+pub const SKIP_HEARTBEAT: u8 = 1; // joins a skipped stretch, one Heartbeat before what is sent next
+pub const SKIP_PLACEHOLDER: u8 = 2; // framing kept, every other event a RAND placeholder
+pub const SKIP_EMPTY: u8 = 3; // the GTID with an empty body, closed by COMMIT
+
+/// LOG_EVENT_SKIP_REPLICATION_F: MaxScale binlogfilter's placeholders carry it.
+const SKIP_REPLICATION_F: u16 = 0x8000;
+/// A RAND placeholder's body: the replaced event's size and type, as two u64 seeds.
+const RAND_BODY: usize = 16;
+/// The COMMIT Query closing an emptied group: post-header (thread_id 1, exec_time 0, no
+/// database, error 0, no status variables), the empty database's NUL, the text.
+const COMMIT_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00COMMIT";
+
+/// What a unit is sent as under its skip policy: the policy's bytes and events (all of a skipped
+/// unit's, as `SkipPolicy.tally` counts them; of a unit kept in part, its placeholders), of
+/// those the RAND placeholders, and the master events sent as they are of a unit kept in part.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Form {
+    pub bytes: u64,
+    pub events: u64,
+    pub placeholders: u64,
+    pub kept_bytes: u64,
+    pub kept_events: u64,
+}
+
+/// The form of skipped unit `u` (its bytes `buf[u.start..u.end]`) under `skip`, appended to
+/// `out` unless `out` is None (counting); None where the walk cannot make it: not a complete
+/// MariaDB unit (a MySQL GTID's transaction_length would have to be rewritten), a standalone or
+/// DDL group (its GTID's flags are rewritten), a statement unit under the placeholder policy
+/// (which of its Queries are framing is the statement reader's to say), or bytes that do not
+/// hop as events.
+pub fn skipped(
+    u: &ListedUnit,
+    mariadb: bool,
+    buf: &[u8],
+    skip: u8,
+    crc: bool,
+    out: Option<&mut Vec<u8>>,
+) -> Option<Form> {
+    if !mariadb || u.flags & F_COMPLETE == 0 {
+        return None;
+    }
+    let raw = buf.get(u.start..u.end)?;
+    if *raw.get(4)? != MARIADB_GTID {
+        return None;
+    }
+    match skip {
+        SKIP_EMPTY => empty(raw, u32_at(raw, 9)? as usize, crc, out),
+        // A row unit, or a lone statement (a GTID and one Query, never a framing one): only its
+        // GTID and XID are framing. A statement unit's framing Queries are its keys' to say
+        // (`with_placeholders`).
+        SKIP_PLACEHOLDER if u.lo != u32::MAX || u.events == 2 => {
+            placeholders(raw, u.start, &[], true, crc, out)
+        }
+        _ => None,
+    }
+}
+
+/// Unit `u` kept in part under the placeholder policy: the events inside `kept` (ranges of
+/// `buf`, in order) and its framing as they are, every other event a placeholder.
+pub fn with_placeholders(
+    u: &ListedUnit,
+    buf: &[u8],
+    kept: &[(usize, usize)],
+    crc: bool,
+    out: Option<&mut Vec<u8>>,
+) -> Option<Form> {
+    if u.flags & F_COMPLETE == 0 {
+        return None;
+    }
+    let raw = buf.get(u.start..u.end)?;
+    placeholders(raw, u.start, kept, false, crc, out)
+}
+
+/// The GTID as it is, then the COMMIT that closes it, dated and numbered as the GTID (the
+/// synthesised statement has no master position of its own: TransactionFilter's
+/// `_empty_transaction`).
+fn empty(raw: &[u8], gtid_size: usize, crc: bool, out: Option<&mut Vec<u8>>) -> Option<Form> {
+    let gtid = raw.get(..gtid_size)?;
+    let flags2 = *gtid.get(HEADER_LEN + 12)?;
+    let crc_len = if crc { 4 } else { 0 };
+    if gtid_size < HEADER_LEN + 13 + crc_len {
+        return None;
+    }
+    let commit = HEADER_LEN + COMMIT_BODY.len() + crc_len;
+    if let Some(out) = out {
+        let standalone = MARIADB_FL_STANDALONE | MARIADB_FL_DDL;
+        if flags2 & standalone != 0 {
+            // A filtered DDL becomes an ordinary empty group closed by COMMIT: a standalone GTID
+            // would make the applier take the COMMIT for a second group, and FL_DDL would make
+            // parallel replication serialise around a statement that is gone.
+            let at = out.len();
+            out.extend_from_slice(&gtid[..gtid_size - crc_len]);
+            out[at + HEADER_LEN + 12] = flags2 & !standalone;
+            seal(out, at, crc);
+        } else {
+            out.extend_from_slice(gtid);
+        }
+        let at = out.len();
+        out.extend_from_slice(&gtid[..4]); // timestamp
+        out.push(QUERY);
+        out.extend_from_slice(&gtid[5..9]); // server_id
+        out.extend_from_slice(&(commit as u32).to_le_bytes());
+        out.extend_from_slice(&gtid[13..17]); // log_pos
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(COMMIT_BODY);
+        seal(out, at, crc);
+    }
+    Some(Form {
+        bytes: (gtid_size + commit) as u64,
+        events: 2,
+        ..Form::default()
+    })
+}
+
+/// The unit (`raw`, at `base` in its buffer) with its GTID, its XID and the events inside
+/// `kept` (ranges of the buffer, in order) as they are, every other event a RAND of the same
+/// log_pos: timestamp 0, server_id 0, LOG_EVENT_SKIP_REPLICATION_F, the event's size and type
+/// as seeds (skip_policy.placeholder). A MariaDB GTID has no transaction_length to rewrite.
+/// `skipped`: every byte is the policy's (a skipped unit), else only the placeholders'.
+fn placeholders(
+    raw: &[u8],
+    base: usize,
+    kept: &[(usize, usize)],
+    skipped: bool,
+    crc: bool,
+    mut out: Option<&mut Vec<u8>>,
+) -> Option<Form> {
+    let rand = HEADER_LEN + RAND_BODY + if crc { 4 } else { 0 };
+    let mut form = Form::default();
+    let (mut p, mut r) = (0, 0);
+    while p < raw.len() {
+        let size = u32_at(raw, p + 9)? as usize;
+        let kind = *raw.get(p + 4)?;
+        let event = raw.get(p..p.checked_add(size)?)?;
+        if size < HEADER_LEN {
+            return None;
+        }
+        let at = base + p;
+        while r < kept.len() && kept[r].1 <= at {
+            r += 1;
+        }
+        let inside = kept.get(r).is_some_and(|&(a, b)| a <= at && at + size <= b);
+        if kind == MARIADB_GTID || kind == XID || inside {
+            if let Some(out) = out.as_deref_mut() {
+                out.extend_from_slice(event);
+            }
+            if skipped {
+                form.bytes += size as u64;
+                form.events += 1;
+            } else {
+                form.kept_bytes += size as u64;
+                form.kept_events += 1;
+            }
+        } else {
+            if let Some(out) = out.as_deref_mut() {
+                let at = out.len();
+                out.extend_from_slice(&0u32.to_le_bytes());
+                out.push(RAND);
+                out.extend_from_slice(&0u32.to_le_bytes());
+                out.extend_from_slice(&(rand as u32).to_le_bytes());
+                out.extend_from_slice(&event[13..17]); // log_pos
+                out.extend_from_slice(&SKIP_REPLICATION_F.to_le_bytes());
+                out.extend_from_slice(&(size as u64).to_le_bytes());
+                out.extend_from_slice(&u64::from(kind).to_le_bytes());
+                seal(out, at, crc);
+            }
+            form.bytes += rand as u64;
+            form.events += 1;
+            form.placeholders += 1;
+        }
+        p += size;
+    }
+    Some(form)
+}
+
+/// The CRC32 of out[at..], appended when the binlog carries them.
+fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
+    if crc {
+        let c = crc32fast::hash(&out[at..]);
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::F_COMPLETE;
+
+    fn event(kind: u8, body: &[u8], log_pos: u32, crc: bool) -> Vec<u8> {
+        let size = HEADER_LEN + body.len() + if crc { 4 } else { 0 };
+        let mut e = Vec::new();
+        e.extend_from_slice(&7u32.to_le_bytes());
+        e.push(kind);
+        e.extend_from_slice(&9u32.to_le_bytes());
+        e.extend_from_slice(&(size as u32).to_le_bytes());
+        e.extend_from_slice(&log_pos.to_le_bytes());
+        e.extend_from_slice(&0u16.to_le_bytes());
+        e.extend_from_slice(body);
+        seal(&mut e, 0, crc);
+        e
+    }
+
+    fn unit(flags2: u8, crc: bool) -> (Vec<u8>, ListedUnit) {
+        let mut gtid_body = vec![0u8; 19];
+        gtid_body[12] = flags2;
+        let mut raw = event(MARIADB_GTID, &gtid_body, 100, crc);
+        let gtid_size = raw.len();
+        raw.extend(event(19, &[1; 30], 150, crc));
+        raw.extend(event(30, &[2; 40], 210, crc));
+        raw.extend(event(XID, &[3; 8], 240, crc));
+        let u = ListedUnit {
+            start: 0,
+            end: raw.len(),
+            events: 4,
+            flags: F_COMPLETE,
+            gtid_size: gtid_size as u32,
+            lo: 0,
+            hi: 1,
+            ..Default::default()
+        };
+        (raw, u)
+    }
+
+    #[test]
+    fn an_empty_transaction_is_the_gtid_and_a_commit_of_its_log_pos() {
+        for crc in [false, true] {
+            let (raw, u) = unit(0, crc);
+            let mut out = Vec::new();
+            let form = skipped(&u, true, &raw, SKIP_EMPTY, crc, Some(&mut out)).unwrap();
+            assert_eq!(form.bytes as usize, out.len());
+            assert_eq!(form.events, 2);
+            assert_eq!(&out[..u.gtid_size as usize], &raw[..u.gtid_size as usize]);
+            let commit = &out[u.gtid_size as usize..];
+            assert_eq!(commit[4], QUERY);
+            assert_eq!(u32_at(commit, 13), Some(100));
+            assert_eq!(&commit[5..9], &raw[5..9]);
+            assert!(commit.windows(6).any(|w| w == b"COMMIT"));
+            if crc {
+                assert_eq!(crc32fast::hash(commit), crate::crc::RESIDUE);
+            }
+            assert_eq!(
+                skipped(&u, true, &raw, SKIP_EMPTY, crc, None),
+                Some(form),
+                "counting gives the same sizes"
+            );
+        }
+    }
+
+    #[test]
+    fn placeholders_keep_the_framing_and_replace_the_rest() {
+        let (raw, u) = unit(0, true);
+        let mut out = Vec::new();
+        let form = skipped(&u, true, &raw, SKIP_PLACEHOLDER, true, Some(&mut out)).unwrap();
+        assert_eq!((form.events, form.placeholders), (4, 2));
+        assert_eq!(form.bytes as usize, out.len());
+        let rand = &out[u.gtid_size as usize..u.gtid_size as usize + 39];
+        assert_eq!(rand[4], RAND);
+        assert_eq!(u32_at(rand, 13), Some(150));
+        assert_eq!(crc32fast::hash(rand), crate::crc::RESIDUE);
+        assert!(out.ends_with(&raw[raw.len() - 31..]), "the XID as it was");
+    }
+
+    #[test]
+    fn what_the_walk_cannot_make_is_left_to_the_caller() {
+        let (raw, u) = unit(0, false);
+        assert_eq!(skipped(&u, false, &raw, SKIP_EMPTY, false, None), None);
+        let statement = ListedUnit {
+            lo: u32::MAX,
+            ..u.clone()
+        };
+        assert_eq!(
+            skipped(&statement, true, &raw, SKIP_PLACEHOLDER, false, None),
+            None
+        );
+        let cut = &raw[..raw.len() - 3];
+        assert_eq!(skipped(&u, true, cut, SKIP_PLACEHOLDER, false, None), None);
+    }
+
+    #[test]
+    fn a_ddl_empty_transaction_is_an_ordinary_group() {
+        let (raw, u) = unit(MARIADB_FL_STANDALONE | MARIADB_FL_DDL, true);
+        let mut out = Vec::new();
+        let form = skipped(&u, true, &raw, SKIP_EMPTY, true, Some(&mut out)).unwrap();
+        let gtid = &out[..u.gtid_size as usize];
+        assert_eq!(gtid[HEADER_LEN + 12], 0);
+        assert_eq!(crc32fast::hash(gtid), crate::crc::RESIDUE);
+        assert_eq!(form.bytes as usize, out.len());
+    }
+
+    #[test]
+    fn kept_in_part_the_kept_events_stay() {
+        let (raw, u) = unit(0, false);
+        let table_map = (u.gtid_size as usize, u.gtid_size as usize + 49);
+        let mut out = Vec::new();
+        let form = with_placeholders(&u, &raw, &[table_map], false, Some(&mut out)).unwrap();
+        assert_eq!((form.placeholders, form.kept_events), (1, 3));
+        assert_eq!((form.bytes + form.kept_bytes) as usize, out.len());
+        assert_eq!(
+            &out[table_map.0..table_map.1],
+            &raw[table_map.0..table_map.1]
+        );
+    }
+}
