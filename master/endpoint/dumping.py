@@ -139,7 +139,6 @@ class Dumping:
                 data = replica_packets(batch, self.stream, count, names, policy=policy, annotate=annotate, fmt=fmt,
                                        server_id=facts.server_id, heartbeats_v2=heartbeats_v2,
                                        renaming=state is not None and renames(state.rules, state.engine.settings))
-                count.after(batch)
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:

@@ -13,6 +13,8 @@ from dumpfilter.codec import Event, EventType, read_format_description
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.binlogs import open_binlog
+from dumpfilter.binlogs.files import file_size
+from dumpfilter.binlogs.gtid_start import file_gtid_list, gtid_position
 from dumpfilter.skip_policy import SkipPolicy
 
 # The events counted one by one; of the others, only a batch's last moves the count.
@@ -37,7 +39,7 @@ class ReplicaCount:
         self.has: dict[int, int] = {}  # domain -> the highest sequence number the replica has
         for domain, _server, seq in _mariadb_gtids(gtid_state or ""):
             self._has(domain, seq)
-        self.walked: tuple[str, int, str] | None = None  # (file, end, GTID state) where the last batch ended
+        self.stop_at: tuple[str, int] | None = None  # where a Stop began whose tail the next Rotate sends
 
     def _has(self, domain: int, seq: int) -> None:
         if seq > self.has.get(domain, -1):
@@ -57,7 +59,7 @@ class ReplicaCount:
                     if last is not None:
                         self._moved(last)
                         last = None
-                    yield from self.rotate_tail(event, batch)
+                    yield from self.rotate_tail(event)
                 if self._note(event):
                     last = None
             else:
@@ -73,36 +75,38 @@ class ReplicaCount:
                     yield event
                 self.pos = end
 
-    def rotate_tail(self, rotate: Event, batch) -> list[Event]:
-        """A Rotate taking the replica out of its file after a stretch the rules skipped there: the
-        GTIDs of that stretch, as at a caught-up end (`tail`), before it. Without them a MariaDB
-        replica's gtid_slave_pos stayed at its last kept transaction while the primary's
+    def rotate_tail(self, rotate: Event) -> list[Event]:
+        """A Rotate taking a MariaDB replica out of its file after a stretch the rules skipped
+        there: the GTIDs of that stretch, as at a caught-up end (`tail`), before it. Without them
+        the replica's gtid_slave_pos stayed at its last kept transaction while the primary's
         gtid_binlog_pos was past the skipped ones, for good: the next file's Gtid_list is not
-        recorded, and a replica repointed at the primary by slave_pos got them again. The Rotate is
-        the file's own (it ends the file, where the stretch ends: this batch's state), or an
-        artificial one naming the next file after a Stop or nothing (the stretch ended with the
-        batch before: `walked`)."""
-        if self.fmt is None or self.fmt.flavor != "mariadb" or not self.records_gtids or rotate.rotate[1] == self.file:
+        recorded, and a replica repointed at the primary by slave_pos got them again. The stretch
+        ends where the file's own Rotate starts, or where the file ends (an artificial Rotate
+        after a Stop or nothing); the GTID state there is the next file's Gtid_list (a batch
+        may go on into that file: its own state is past it)."""
+        if self.fmt is None or self.fmt.flavor != "mariadb" or not self.records_gtids:
             return []
-        if rotate.log_pos and rotate.log_pos > rotate.size:
-            end, here = rotate.log_pos - rotate.size, batch.position
-            state = batch.gtid_state if here is not None and here[0] == self.file else None
-        else:
-            end, state = (self.walked[1], self.walked[2]) if self.walked and self.walked[0] == self.file else (0, None)
-        if state is None or end <= self.pos:
+        pos, file = rotate.rotate
+        if file == self.file:
             return []
-        tail = self.tail(self.file, end, state)
+        try:
+            if rotate.log_pos > rotate.size:
+                end = rotate.log_pos - rotate.size
+            elif self.stop_at is not None and self.stop_at[0] == self.file:
+                end = self.stop_at[1]
+            else:
+                end = file_size(self.binlog_dir / self.file, 0)
+            listed = file_gtid_list(self.binlog_dir / file)
+        except (DumpFilterError, OSError, ValueError):
+            return []
+        if end <= self.pos or not isinstance(listed, MariadbGtidList):
+            return []
+        tail = self.tail(self.file, end, gtid_position(listed.gtids))
         if not any(MariadbGtidList.decode(e.body).gtids for e in tail if e.type_code == EventType.MARIADB_GTID_LIST):
             return []  # nothing skipped the replica lacks: its position moves with the Rotate
         for event in tail:
             self._note(event)
         return tail
-
-    def after(self, batch) -> None:
-        """Where `batch` (sent, however it was framed) left the stream: an artificial Rotate in
-        the next batch is read against it (`rotate_tail`)."""
-        if batch.position is not None:
-            self.walked = (batch.position[0], batch.position[1], batch.gtid_state or "")
 
     def framed(self, moved: int | None, gtids: list[tuple[int, int]]) -> None:
         """What `events` counts of a batch the core framed (`dump.framed_batch`): the position it
@@ -122,7 +126,10 @@ class ReplicaCount:
             self._moved(last)
         start = stop.log_pos - stop.size if stop.log_pos > stop.size else 0
         here = batch.position is not None and batch.position[0] == self.file
-        tail = self.tail(self.file, start, batch.gtid_state) if here and start > self.pos else []
+        if not here:  # the next file's Rotate sends the tail, with the state the Stop left (rotate_tail)
+            self.stop_at = (self.file, start)
+            return [stop]
+        tail = self.tail(self.file, start, batch.gtid_state) if start > self.pos else []
         for event in tail:
             self._note(event)
         self.pos = max(self.pos, stop.log_pos)
