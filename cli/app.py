@@ -15,6 +15,7 @@ import os
 import sys
 
 from dumpfilter.cli.options import Parser, check_outputs
+from dumpfilter.cli.process import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 from dumpfilter.errors import EXIT_CODE, DumpFilterError
 
 # The cyclic garbage collector's first threshold, raised from CPython's 700 allocations: the
@@ -103,9 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
-    argv = mysqld_spelling(sys.argv[1:] if argv is None else list(argv))
-    args = build_parser(argv).parse_args(argv)
+    # `kill PID` ends a command as Ctrl-C does: its cleanup runs, one line, exit 143. The daemons
+    # (`master serve`, `slave run`) put their own handler in place: SIGTERM drains them.
+    restore = sigterm_as_interrupt()
     try:
+        argv = mysqld_spelling(sys.argv[1:] if argv is None else list(argv))
+        args = build_parser(argv).parse_args(argv)
         check_outputs(args)  # a --json FILE that cannot be written is told before any work
         return int(args.func(args) or 0)
     except DumpFilterError as exc:
@@ -114,9 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `dumpfilter binlog inspect big.bin | head`
         sys.stderr.close()
         return 0
+    except Terminated:
+        print("dumpfilter: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("dumpfilter: interrupted", file=sys.stderr)
         return 130
+    finally:
+        restore()
 
 
 def run() -> None:

@@ -1,8 +1,41 @@
-"""What a command sets up in its own process: glibc malloc's thresholds for `slave run` (fixed for
-the large buffers a received stream makes and drops by the hundred), and a password scrubbed
-from the command line `ps` shows."""
+"""What a command sets up in its own process: SIGTERM taken as Ctrl-C is (`Terminated`), glibc
+malloc's thresholds for `slave run` (fixed for the large buffers a received stream makes and drops
+by the hundred), and a password scrubbed from the command line `ps` shows."""
 
 from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+# What a shell reports for a process SIGTERM ended (128 + the signal's number).
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread where Ctrl-C raises KeyboardInterrupt: every cleanup an
+    interrupt runs (each `finally`, `except KeyboardInterrupt` and `except BaseException`) runs for
+    it too, so `kill PID` leaves no more behind than Ctrl-C does (issue #62)."""
+
+
+def _terminate(_signum: int, _frame: Any) -> None:
+    # A second SIGTERM during the cleanup the first one started is not let cut it short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated
+
+
+def sigterm_as_interrupt() -> Callable[[], None]:
+    """SIGTERM raises `Terminated` in the main thread from now on, where it would end the process
+    at once (its default); returns what puts the previous handler back. Elsewhere (not the main
+    thread, SIGTERM ignored or handled already): nothing changes."""
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is not signal.SIG_DFL:
+            return lambda: None
+        signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread of the main interpreter
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 # glibc serves a block of 128 KiB or more with a mapping of its own (the threshold then rises
 # with the blocks freed, up to 32 MiB) and hands the top of its heap back to the kernel beyond

@@ -10,13 +10,18 @@
   saying why, where `mariadbd` is not installed.
 
 Each is a factory; whatever it made is stopped when the test ends, passed, failed or interrupted
-(Ctrl-C: pytest tears fixtures down before it exits), each in its own `finally`, replicas first,
-then slaves, then masters. MariaDB servers run in their own process group and are stopped by
+(Ctrl-C: pytest tears fixtures down before it exits; SIGTERM too, taken as Ctrl-C while one of
+these fixtures is alive, pytest then ending by the signal once torn down), each in its own
+`finally`, replicas first, then slaves, then masters. MariaDB servers run in their own process group and are stopped by
 process id. The harness is imported when a fixture is first used, never at pytest's start.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +48,50 @@ def _stop_all(items: list[Any], stop: Callable[[Any], None]) -> None:
             first = first or exc
     if first is not None:
         raise first
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a test that holds one of these fixtures: pytest's own Ctrl-C path (fixtures
+    torn down, the session finished), then the process ends by the signal (`_die_by_sigterm`)."""
+
+
+_alive = 0
+_previous_sigterm: Any = None
+
+
+def _on_sigterm(_signum: int, _frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one does not cut the teardown short
+    atexit.register(_die_by_sigterm)
+    raise _Terminated("SIGTERM")
+
+
+def _die_by_sigterm() -> None:
+    """The status a supervisor expects of a process SIGTERM ended (143 in a shell)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _sigterm_tears_down() -> Iterator[None]:
+    """While a fixture lives, SIGTERM (left at its default, which ends pytest with no teardown: the
+    slaves' relay directories and the servers' data stayed) raises in the main thread as Ctrl-C
+    does; the previous handler is back once the last one is torn down."""
+    global _alive, _previous_sigterm
+    installed = False
+    if _alive == 0:
+        with contextlib.suppress(ValueError):  # not the main thread: left as it is
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                _previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+                installed = True
+    if installed or _alive:
+        _alive += 1
+    try:
+        yield
+    finally:
+        if installed or _alive:
+            _alive -= 1
+            if _alive == 0 and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                signal.signal(signal.SIGTERM, _previous_sigterm)
 
 
 @pytest.fixture
@@ -75,10 +124,11 @@ def dumpfilter_master() -> Iterator[Callable[..., Master]]:
         masters.append(master)
         return master.start()
 
-    try:
-        yield make
-    finally:
-        _stop_all(masters, lambda master: master.stop())
+    with _sigterm_tears_down():
+        try:
+            yield make
+        finally:
+            _stop_all(masters, lambda master: master.stop())
 
 
 @pytest.fixture
@@ -95,10 +145,11 @@ def dumpfilter_slave() -> Iterator[Callable[..., Slave]]:
         slaves.append(slave)
         return slave
 
-    try:
-        yield make
-    finally:
-        _stop_all(slaves, lambda slave: slave.close())
+    with _sigterm_tears_down():
+        try:
+            yield make
+        finally:
+            _stop_all(slaves, lambda slave: slave.close())
 
 
 @pytest.fixture
@@ -118,7 +169,8 @@ def dumpfilter_replica() -> Iterator[Callable[..., Replica]]:
         replicas.append(replica)
         return replica.start()
 
-    try:
-        yield make
-    finally:
-        _stop_all(replicas, lambda replica: replica.stop())
+    with _sigterm_tears_down():
+        try:
+            yield make
+        finally:
+            _stop_all(replicas, lambda replica: replica.stop())

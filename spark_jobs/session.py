@@ -7,10 +7,13 @@ run directly (`python -m spark_jobs...`, `dumpfilter split`), it takes `--spark-
 `conf` (the commands' repeatable `--spark-conf KEY=VALUE`) is applied last, so it can pin any
 setting, e.g. the ports a firewall or a shared machine needs fixed: `spark.ui.port`,
 `spark.driver.port`, `spark.blockManager.port` (`session_settings` computes it all without Spark).
+The session's JVM runs in a process group of its own and is stopped (`stop_session`) before the
+command's process ends, interrupted or not: nothing of it outlives the command.
 """
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
 import logging
 import os
@@ -87,10 +90,91 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
     for key, value in settings.items():
         builder = builder.config(key, value)
     drop_interrupt_noise()  # also while the session starts (PySpark's handler)
+    _launch_own_gateway(app_name, master, settings)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     quiet_interrupts(spark.sparkContext)
+    if spark not in _TO_STOP:
+        _TO_STOP.append(spark)
+        atexit.register(stop_session, spark)
     return spark
+
+
+# Sessions get_session started, stopped at the latest when the interpreter exits.
+_TO_STOP: list = []
+# Seconds the JVM is given to stop the session and exit before it is killed.
+STOP_GRACE = 60.0
+
+
+def _launch_own_gateway(app_name: str, master: str | None, settings: dict[str, str]) -> None:
+    """PySpark's JVM, launched as PySpark would (spark-submit with the same settings) but in a
+    process group of its own. Ctrl-C at a terminal goes to the whole foreground group: the session's
+    Python workers, which the JVM starts, died of it in the middle of their tasks, and the JVM
+    printed each lost task with its Java stack trace after `dumpfilter: interrupted`. In a group of
+    its own the JVM and its workers hear only what the command tells them (`stop_session`). Under
+    spark-submit (its JVM is there already) or with a gateway up: nothing to do."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if under_spark_submit() or SparkContext._gateway is not None:
+        return
+    spark_conf = SparkConf(loadDefaults=False).setAppName(app_name)
+    if master:
+        spark_conf.setMaster(master)
+    for key, value in settings.items():
+        spark_conf.set(key, value)
+    SparkContext._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs={"start_new_session": True}))
+
+
+def stop_session(spark, grace: float = STOP_GRACE) -> None:
+    """Stop the session and end its JVM, waiting for it: quietly (its log off first, so a stage cut
+    short prints no Java stack trace), its jobs cancelled, the JVM told to exit by the end of its
+    standard input (as PySpark arranges it), and killed after `grace` seconds. Safe to call twice,
+    or after the JVM is gone."""
+    from pyspark import SparkContext
+
+    if spark in _TO_STOP:
+        _TO_STOP.remove(spark)
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+
+    def quietly_stop() -> None:
+        # A thread of its own: py4j gives it a connection of its own, where the main thread's may
+        # be cut in the middle of a call by the interrupt.
+        with _suppressed():
+            sc = spark.sparkContext
+            sc.setLogLevel("OFF")
+            sc.cancelAllJobs()
+            spark.stop()
+
+    stopper = threading.Thread(target=quietly_stop, name="spark-stop", daemon=True)
+    stopper.start()
+    stopper.join(grace)
+    if proc is None:  # under spark-submit: its JVM is spark-submit's own to end
+        return
+    with _suppressed():
+        gateway.close()
+    with SparkContext._lock:
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+    with _suppressed():
+        proc.stdin.close()  # the gateway's JVM exits at the end of its standard input
+    try:
+        proc.wait(grace)
+    except Exception:  # noqa: BLE001 - still there after the grace: it goes
+        proc.kill()
+        proc.wait()
+
+
+class _suppressed:
+    """Any error of a call into a stopping or stopped JVM, dropped (there is nothing left to stop)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        return kind is not None and issubclass(kind, Exception)
 
 
 def quiet_interrupts(sc) -> None:
@@ -114,6 +198,17 @@ def quiet_interrupts(sc) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, handler)
+    # SIGTERM, where the command takes it as an interrupt (dumpfilter.cli.process): the same cancel,
+    # then the command's own handler (which raises). Where SIGTERM ends the process (its default),
+    # it is left so.
+    previous = signal.getsignal(signal.SIGTERM)
+    if callable(previous) and not getattr(previous, "spark_cancels", False):
+        def on_sigterm(signum, frame):
+            threading.Thread(target=cancel, name="spark-cancel", daemon=True).start()
+            previous(signum, frame)
+
+        on_sigterm.spark_cancels = True  # type: ignore[attr-defined]
+        signal.signal(signal.SIGTERM, on_sigterm)
 
 
 # Where py4j logs: the root logger (java_gateway's logging.exception calls) and its own named
