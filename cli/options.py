@@ -73,11 +73,18 @@ class _Unparsed(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with `--json X` read as `--json` and then the argument X when X taken as --json's
+    """argparse without abbreviated long options, and with `--json X` read as `--json` and then the argument X when X taken as --json's
     FILE leaves the command without a required argument (`lint --json a.bin`, `master change-filter
     --json "CHANGE ..."`): an optional value must not swallow what the command needs."""
 
     _trying = False
+
+    def __init__(self, *args, **kwargs):
+        # No abbreviated long options (`experiment --binlog` taken for `--binlogs`): a prefix that
+        # means one option today means another once an option is added. Sub-commands' parsers are
+        # made of this class too (argparse's add_parser takes the parent's class).
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def parse_args(self, args=None, namespace=None):
         args = list(sys.argv[1:] if args is None else args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NoReturn
@@ -65,7 +66,33 @@ def parse_option(name: str, value: str) -> tuple[str | None, str, RuleValue]:
         channel, value = value.split(":", 1)
     rule = parse_rewrite_option(value) if rule_type == "rewrite_db" else value
     validate_rule(rule_type, rule)
+    if option in COMMA_WARNED and isinstance(rule, str):
+        warn_comma(option, rule)
     return channel, rule_type, rule
+
+
+# The options whose value is one database name, where `a,b` is read as a list by many a user (issue #60).
+COMMA_WARNED = ("replicate-do-db", "replicate-ignore-db")
+_comma_warned: set[tuple[str, str]] = set()
+
+
+def comma_warning(option: str, value: str) -> str | None:
+    """The warning for a comma inside a one-database option's value, or None."""
+    if "," not in value:
+        return None
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    repeated = " ".join(f"--{option}={name}" for name in names)
+    return (f"--{option}={value}: MySQL takes '{value}' as one database name (a comma does not separate "
+            f"names); for several databases repeat the option: {repeated}")
+
+
+def warn_comma(option: str, value: str) -> None:
+    """`comma_warning`'s line on stderr, once per option and value in a process (mysqld accepts the
+    value silently; the rules keep what it keeps)."""
+    text = comma_warning(option, value)
+    if text is not None and (option, value) not in _comma_warned:
+        _comma_warned.add((option, value))
+        print(f"dumpfilter: warning: {text}", file=sys.stderr, flush=True)
 
 
 def parse_rewrite_option(value: str) -> tuple[str, str]:
