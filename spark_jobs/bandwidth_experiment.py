@@ -147,7 +147,7 @@ def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = ""
 MAX_CANDIDATES = 64
 LINT_MAX_MB = 1024  # one compiled scan for every candidate (binlogs.lint_scan)
 CANDIDATE_COLUMNS = ["rank", "candidate", "skip_policy", "rules", "bytes_all", "bytes_sent", "bytes_saved",
-                     "saving_pct", "events_sent", "lint"]
+                     "saving_pct", "events_sent", "lint", "diverges"]
 
 
 def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv",
@@ -201,28 +201,33 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
 def candidate_rows(candidates, totals: list[SlaveCounts], files, lint_max_mb: float,
                    verify_checksums: bool = True) -> list[dict]:
     """The candidates, the one that saves the most bytes first, each with lint's verdict: would a
-    replica with these rules stop (its first break), within `lint_max_mb` MB of binlog. Every
-    candidate is linted over one compiled scan (binlogs.lint.lint_many: each unit a candidate's
-    Linter needs decoded once, a candidate fed no more once it breaks); past the bound it says so
-    rather than take minutes where most units need Python (a DDL-dense binlog)."""
+    replica with these rules stop (its first break), within `lint_max_mb` MB of binlog, and how many
+    writes it would silently get wrong before then (`diverges`: rules.lint_divergence; None when lint
+    did not run). A candidate that silently diverges ranks after every one that does not, whatever it
+    saves: its bytes are saved by losing writes. Every candidate is linted over one compiled scan
+    (binlogs.lint.lint_many: each unit a candidate's Linter needs decoded once, a candidate fed no more
+    once it breaks); past the bound it says so rather than take minutes where most units need Python
+    (a DDL-dense binlog)."""
     from dumpfilter.binlogs.lint import lint_many
 
     size_mb = sum(Path(f).stat().st_size for f in files) / 1e6
+    diverges: list[int | None] = [None] * len(candidates)
     if size_mb > lint_max_mb:
         verdicts = [f"not run: {size_mb:.0f} MB of binlog > --lint-max-mb {lint_max_mb:g}"] * len(candidates)
     else:
         found = lint_many(files, [(spec.rules, spec.settings) for spec in candidates],
                           verify_checksums=verify_checksums, first_break=True)
-        verdicts = ["no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}"
-                    for breaks in found]
+        diverges = [breaks.divergence.writes for breaks in found]
+        verdicts = [("no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}")
+                    + (f"; diverges: {n} writes" if n else "") for breaks, n in zip(found, diverges)]
     rows = []
-    for spec, counts, verdict in zip(candidates, totals, verdicts):
+    for spec, counts, verdict, n in zip(candidates, totals, verdicts, diverges):
         row = counts.as_row()
         rows.append({"candidate": spec.name, "skip_policy": spec.skip_policy, "rules": "; ".join(spec.rule_text),
                      "bytes_all": row["bytes_all"], "bytes_sent": row["bytes_sent"],
                      "bytes_saved": row["saving_bytes"], "saving_pct": row["saving_pct"],
-                     "events_sent": row["events_sent"], "lint": verdict})
-    rows.sort(key=lambda r: (-r["bytes_saved"], r["candidate"]))
+                     "events_sent": row["events_sent"], "lint": verdict, "diverges": n})
+    rows.sort(key=lambda r: (bool(r["diverges"]), -r["bytes_saved"], r["candidate"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
     return [{key: row[key] for key in CANDIDATE_COLUMNS} for row in rows]

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                             **({"candidates": ranking} if candidates is not None else {})}):
         print_table(rows)
         if ranking:
-            print("candidates, the most bytes saved first:")
+            print("candidates, the most bytes saved first (one that silently diverges after every one that does not):")
             print_ranking(ranking)
         print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -1,5 +1,6 @@
 """`dumpfilter lint BINLOG...`: predict, from the binlog alone, where a replica with these rules would stop
-(dumpfilter.rules.lint does the replay; this module parses options, reads the files and prints)."""
+and which writes it would silently get wrong (dumpfilter.rules.lint does the replay, rules.lint_divergence
+the divergence; this module parses options, reads the files and prints)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,14 @@ from dumpfilter.rules.schema import load_schema
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "lint", help="predict where a replica with these rules would stop (1146, 1049, 1136, ...) and why",
+        "lint", help="predict where a replica with these rules would stop (1146, 1049, 1136, ...) and why, "
+                     "and the writes it would silently get wrong",
         description="Replays the binlog as the primary saw it and as a replica with these rules would, and "
                     "reports each kept statement or row event that needs an object the replica lacks, with the "
-                    "skipped event that caused it. Exit 0: no break; 1: a break is predicted; 2: bad input.")
+                    "skipped event that caused it; and, per rule, the writes the replica silently gets wrong (a "
+                    "statement judged by its default database where its table's database judges otherwise: "
+                    "skipped though the rules keep its table, or applied to a table they do not keep), with the "
+                    "cause and the fix. Exit 0: no break; 1: a break is predicted; 2: bad input.")
     add_binlog_inputs(parser, "BINLOG")
     add_rule_options(parser)
     add_schema_option(parser)
@@ -31,7 +36,9 @@ def register(subparsers) -> None:
                              "Default: --schema (or, without it, what the binlog creates)")
     parser.set_defaults(flavor=None)  # the server that wrote the binlog, as `filter` does
     add_json_option(parser, '{"breaks": [{"file", "pos", "gtid", "errno", "message", "cause": {...}}], '
-                            '"warnings": ["a rule that keeps no table ..."]}')
+                            '"divergence": {"writes": N, "rules": [{"rule", "kind": "lost"|"applied", "writes", '
+                            '"cause", "fix", "first": [{"file", "pos", "gtid", "default_db", "tables", '
+                            '"statement"}]}]}, "warnings": ["a rule that keeps no table ..."]}')
     parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                         help="do not check event CRC32s while reading")
     parser.set_defaults(func=run)
@@ -53,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
     breaks = lint_paths(paths, args)
     # A rule that can match no table (`db.`) is accepted, as mysqld accepts it: said, not a break.
     warnings = rule_warnings(ruleset_from_args(args)[0])
-    if not emit_json(args, {"breaks": [b.to_json() for b in breaks], "warnings": warnings}):
+    divergence = getattr(breaks, "divergence", None)
+    if not emit_json(args, {"breaks": [b.to_json() for b in breaks],
+                            "divergence": divergence.to_json() if divergence is not None else None,
+                            "warnings": warnings}):
         print_breaks(breaks, warnings)
     return 1 if breaks else 0
 
@@ -63,7 +73,11 @@ def print_breaks(breaks: list[Break], warnings: Sequence[str] = ()) -> None:
         print(f"warning: {warning}")
     if not breaks:
         print("no break predicted")
-        return
-    print(f"{len(breaks)} break(s) predicted; a replica with these rules stops at the first:")
-    for number, item in enumerate(breaks, 1):
-        print(f"{number}. {item}")
+    else:
+        print(f"{len(breaks)} break(s) predicted; a replica with these rules stops at the first:")
+        for number, item in enumerate(breaks, 1):
+            print(f"{number}. {item}")
+    divergence = getattr(breaks, "divergence", None)
+    if divergence is not None:  # beside the stops: the writes it silently gets wrong (up to its first stop)
+        for line in divergence.lines():
+            print(line)

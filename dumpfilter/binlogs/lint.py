@@ -19,6 +19,7 @@ from dumpfilter.binlogs.lint_scan import FollowScan, LintScanStats, follow_read,
 from dumpfilter.binlogs.scan_index import ScanIndex
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
+from dumpfilter.rules.lint_divergence import Breaks
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 
@@ -45,8 +46,9 @@ def units(paths: Iterable[Path], verify_checksums: bool = True) -> Iterator[tupl
 
 
 def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema: SchemaModel | None = None, *,
-               replica_schema: SchemaModel | None = None, verify_checksums: bool = True) -> list[Break]:
-    """Every break a replica with `rules` would meet in `paths` (schemas: see `new_linter`). Without
+               replica_schema: SchemaModel | None = None, verify_checksums: bool = True) -> Breaks:
+    """Every break a replica with `rules` would meet in `paths` (schemas: see `new_linter`), carrying
+    the writes it would silently get wrong (`.divergence`: rules.lint_divergence). Without
     either schema, tables the binlog never created are taken to exist. One compiled scan; only the
     units that may matter are decoded and fed to the Linter (binlogs.lint_scan): the breaks
     `Linter.feed_all` gives over every unit."""
@@ -57,7 +59,7 @@ def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema
 def lint_many(paths: Iterable[Path], rule_sets: Sequence[tuple[RuleSet, Settings]],
               schema: SchemaModel | None = None, *, replica_schema: SchemaModel | None = None,
               verify_checksums: bool = True, stats: LintScanStats | None = None,
-              first_break: bool = False) -> list[list[Break]]:
+              first_break: bool = False) -> list[Breaks]:
     """`lint_files` for several rule sets over one scan of `paths` (`experiment --candidates`): each
     unit some rule set's Linter needs is decoded once and fed to each one that needs it. Returns
     the breaks per rule set, in order; `stats` counts the scans, units decoded and units fed.

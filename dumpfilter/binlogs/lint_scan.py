@@ -1,32 +1,29 @@
-"""Lint at the compiled core's speed (issue #40 goal 6): binlog files scanned once by the core
-(`UnitList`, the same one-pass unit scan `filter`, `experiment` and `split` use), and only the
-units that may matter decoded and fed to each rule set's `rules.lint.Linter`, whatever the number
-of rule sets (`experiment --candidates`: one scan, each needed unit decoded once).
+"""Lint at the compiled core's speed (issue #40 goal 6): binlog files scanned once by the core (`UnitList`,
+the same one-pass unit scan `filter`, `experiment` and `split` use), and only the units that may matter
+decoded and fed to each rule set's `rules.lint.Linter`, whatever the number of rule sets (`experiment
+--candidates`: one scan, each needed unit decoded once).
 
 A unit the Linter is not fed is one whose feed would neither change its state nor break:
-- a fast ROW unit (`GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`) whose every Table_map
-  names a *safe* table: skipped by the rules, or present on the replica (`Linter._table_state` of
-  its replica name). The Linter reads only the Table_maps of such a unit, and a present table never
-  breaks (row events carry their own column count).
-- a statement unit the core keys (a GTID, single-table DML Queries with their context events,
-  framing Queries, an XID: `stmt_units.rs`) whose every key is safe: skipped by the rules (when
-  the engine decides statements by key), or naming a present table (replica name, after
-  rewrite-db) with nothing read besides, with no temporary table on the primary, and, for
-  INSERT/REPLACE, nothing for `_insert_shape` to check (the replica's model has no columns for the
-  table and no skipped ALTER changed its count). Where the replica's columns are known, the unit's
-  INSERT texts are looked at (`_Lint.cleared`: each distinct column list parsed once) and the unit
-  is fed only when one may break.
-- a lone keyed DML statement (a GTID and one Query), looked at the same way.
-A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act
-on DDL only), so the safe bits stay right across such units. Every other unit (DDL, control
-events, statements the core does not key) is fed. After a DDL unit whose changes stay with the
-tables it names (`Linter.touched`: CREATE/ALTER/DROP/RENAME TABLE, indexes, triggers, views), only
-those tables' bits are asked again (`_Lint.invalidate`); after one that may have changed more (a
-database, a temporary table, a text not parsed) the next units are fed as they come until a window
-of them is past, then every bit is asked again (`_Lint.refresh`): a run of DDL costs what the
-Linter alone costs. Safety is asked once per table name and per key of a buffer (a
-keep byte each), and the core answers per unit in bulk (`UnitList.rows`, `UnitList.statement_rows`):
-Python loops only over the units fed or looked at.
+- a fast ROW unit (`GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`) whose every Table_map names a
+  *safe* table: skipped by the rules, or present on the replica (`Linter._table_state` of its replica name).
+  The Linter reads only the Table_maps of such a unit, and a present table never breaks (row events carry
+  their own column count).
+- a statement unit the core keys (GTID, single-table DML Queries and their context events, framing Queries, XID:
+  `stmt_units.rs`) whose every key is safe: skipped by the rules (when the engine decides statements by key;
+  unless `rules.lint_divergence` says it diverges), or naming a present table (replica name, after rewrite-db)
+  with nothing read besides, with no temporary table on the primary, and, for INSERT/REPLACE, nothing for
+  `_insert_shape` to check (the replica's model has no columns for the table and no skipped ALTER changed its
+  count). Where the replica's columns are known, the unit's INSERT texts are looked at (`_Lint.cleared`: each
+  distinct column list parsed once) and the unit is fed only when one may break. Lone keyed DML likewise.
+A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act on DDL
+only), so the safe bits stay right across such units. Every other unit (DDL, control events, statements the
+core does not key) is fed. After a DDL unit whose changes stay with the tables it names (`Linter.touched`:
+CREATE/ALTER/DROP/RENAME TABLE, indexes, triggers, views), only those tables' bits are asked again
+(`_Lint.invalidate`); after one that may have changed more (a database, a temporary table, a text not parsed)
+the next units are fed as they come until a window of them is past, then every bit is asked again
+(`_Lint.refresh`): a run of DDL costs what the Linter alone costs. Safety is asked once per table name and per
+key of a buffer (a keep byte each), and the core answers per unit in bulk (`UnitList.rows`,
+`UnitList.statement_rows`): Python loops only over the units fed or looked at.
 """
 
 from __future__ import annotations
@@ -45,7 +42,8 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import bad_magic
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
 from dumpfilter.errors import TruncatedBinlogError
-from dumpfilter.rules.lint import Break, Linter
+from dumpfilter.rules.lint import Linter
+from dumpfilter.rules.lint_divergence import Breaks, may_diverge
 from dumpfilter.rules.lint_sql import insert_column_list
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import statement_tables
@@ -168,6 +166,8 @@ class _Lint:
         if linter.primary.temps:
             return _UNSAFE  # a temporary table may shadow the key's table (per session): the Linter tells
         engine = linter.engine
+        if may_diverge(engine, sql, db, primary):
+            return _UNSAFE  # judged by its default database otherwise than its table's: a silent divergence
         if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
             return _SAFE   # skipped: a DML statement the replica skips changes nothing
         replica_db = linter._replica_db(db)
@@ -285,7 +285,7 @@ class _Lint:
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
-              stats: LintScanStats | None = None, first_break: bool = False) -> list[list[Break]]:
+              stats: LintScanStats | None = None, first_break: bool = False) -> list[Breaks]:
     """Feed every Linter of `linters` the binlog files `paths` in order, from one scan by the
     compiled core: each Linter is fed the units that may change its state or break (see the
     module's doc), each such unit decoded once. Returns each Linter's breaks, as `feed_all`

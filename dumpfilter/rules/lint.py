@@ -37,6 +37,7 @@ from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import applied_db
 from dumpfilter.rules.lcase import folded_info, folded_ref, folded_schema
+from dumpfilter.rules.lint_divergence import Breaks, Divergence
 from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
@@ -167,7 +168,7 @@ class Linter:
         self.column_delta: dict[TableRef, int | None] = {}
         # Temporary tables whose CREATE the replica skipped: (master thread id, db, table) -> cause.
         self.temp_causes: dict[tuple[int, str, str], Cause | None] = {}
-        self.breaks: list[Break] = []
+        self.breaks = Breaks(Divergence(engine.rules))  # and the writes that silently diverge
         self._table_ids: dict[int, tuple[str, str, bool]] = {}
         # What the statements fed since a caller set a set() here may have changed: the table names
         # (lower case) whose presence, shape or triggers they touched; None once one may have
@@ -213,7 +214,6 @@ class Linter:
                 if decision.apply and not failed:
                     failed = self._table_map(file, txn, event, db, table)
 
-    # ------------------------------------------------------------------ names
     def _replica_db(self, db: str) -> str:
         """The default database the replica's applier uses: rewrite-db applies to it, never to qualified
         names inside the statement text (rpl_filter.cc get_rewrite_db on the event's db)."""
@@ -282,6 +282,8 @@ class Linter:
                 Cause(file, outer.pos, decision.rule or "rule", f"skipped, {decision.reason}")
             self._skipped(sql, primary_info, replica_info, thread, cause)
             self._observe(self.primary, sql, db, primary_info, thread)
+            if decision is not _NOT_APPLIED:
+                self.breaks.divergence.note(self, file, txn.gtid, outer.pos, sql, db, primary_info, decision, thread)
             return False
         problem = self._check(sql, primary_info, replica_info, thread)
         if problem is not None:
@@ -293,6 +295,7 @@ class Linter:
             self._observe(self.primary, sql, db, primary_info, thread)
             return True
         self._kept(sql, replica_info, thread)
+        self.breaks.divergence.note(self, file, txn.gtid, outer.pos, sql, db, primary_info, decision, thread)
         if primary_info.kind is Kind.CREATE_TABLE and not primary_info.temporary and primary_info.updated \
                 and replica_info.updated and primary_info.updated[0] != replica_info.updated[0] \
                 and not self.replica.model.knows(*primary_info.updated[0]):
@@ -550,7 +553,6 @@ class Linter:
             return None
         return 1136, "Column count doesn't match value count at row 1", self.shape_causes.get(ref)
 
-    # ------------------------------------------------------------------ a Table_map event
     def _table_map(self, file: str, txn: Transaction, event: Event, db: str, table: str) -> bool:
         ref = self._replica_table(db, table)
         present, cause = self._table_state(ref)

@@ -265,7 +265,7 @@ def test_candidate_rows_lint_every_candidate(tmp_path):
     for spec_ in candidates:
         breaks = reference_lint(paths, spec_.rules, spec_.settings)
         want = "no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}"
-        assert by_name[spec_.name] == want
+        assert by_name[spec_.name].split("; diverges: ")[0] == want  # (the writes it diverges on: issue #60)
         stopped += bool(breaks)
     assert stopped  # cross-database statements under do-db: some candidate stops
 

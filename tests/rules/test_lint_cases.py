@@ -254,7 +254,8 @@ def test_cli_json_and_exit_codes(tmp_path, capsys):
     assert set(report["breaks"][0]["cause"]) >= {"file", "pos", "rule"}
     assert report["breaks"][0]["cause"]["rule"] == "replicate-wild-do-table"
     assert main(["lint", str(path), "--replicate-wild-do-table=d.%", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"breaks": [], "warnings": []}
+    assert json.loads(capsys.readouterr().out) == {"breaks": [], "divergence": {"writes": 0, "rules": []},
+                                                   "warnings": []}
     assert main(["lint", str(path), "--replicate-wild-do-table=d.t%"]) == 1
     text = capsys.readouterr().out
     assert "error 1049: Unknown database 'd'" in text and "cause: bin.000001:" in text
