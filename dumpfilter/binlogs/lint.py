@@ -89,6 +89,7 @@ class Look:
     reader: int = 0
     scanned: int = 0
     checkpoint: bytes = b""  # the follower as it stands after this look (`FollowingLint.checkpoint`), when it moved on
+    diverges: int = 0  # writes a replica with these rules silently gets wrong, up to `position` (rules.lint_divergence)
 
 
 class FollowingLint:
@@ -179,7 +180,8 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
     for n, (f, before) in enumerate(zip(followings, befores)):
         found = f.linter.breaks[before:]
         del f.linter.breaks[before:]
-        looks.append(Look(f.position, found[:keep], len(found) + f._scan.dropped, read, caught_up, n, scanned))
+        looks.append(Look(f.position, found[:keep], len(found) + f._scan.dropped, read, caught_up, n, scanned,
+                          diverges=f.linter.breaks.divergence.writes))
     return looks
 
 
