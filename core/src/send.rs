@@ -616,14 +616,23 @@ pub fn walk(
                 // Heartbeat still owed for a stretch before it (as the per-unit way flushes it).
                 let mariadb = unit.flags & F_MARIADB_GTID != 0;
                 let crc = opt.heartbeat_crc;
-                let Some(form) = skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, None)
+                let framing = match opt.stmts {
+                    Some((st, kb)) if opt.skip == SKIP_PLACEHOLDER && unit.lo == u32::MAX => {
+                        st.kept_ranges(i, kb)
+                    }
+                    _ => None,
+                };
+                let framing = framing.as_deref();
+                let Some(form) =
+                    skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, framing, None)
                 else {
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);
                 if !opt.count_only {
                     let start = s.own.len();
-                    skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, Some(&mut s.own));
+                    let out = Some(&mut s.own);
+                    skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, framing, out);
                     s.own_range(start);
                 }
                 s.skip_units += 1;

@@ -46,13 +46,15 @@ pub struct Form {
 /// MariaDB unit (a MySQL GTID's transaction_length would have to be rewritten), a standalone or
 /// DDL group (its GTID's flags are rewritten), a statement unit under the placeholder policy
 /// (which of its Queries are framing is the statement reader's to say), or bytes that do not
-/// hop as events.
+/// hop as events. `framing`: a statement unit's framing pieces (ranges of `buf`, from its keys:
+/// `StmtUnits::kept_ranges`), for the placeholder policy.
 pub fn skipped(
     u: &ListedUnit,
     mariadb: bool,
     buf: &[u8],
     skip: u8,
     crc: bool,
+    framing: Option<&[(usize, usize)]>,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
     if !mariadb || u.flags & F_COMPLETE == 0 {
@@ -64,12 +66,15 @@ pub fn skipped(
     }
     match skip {
         SKIP_EMPTY => empty(raw, u32_at(raw, 9)? as usize, crc, out),
-        // A row unit, or a lone statement (a GTID and one Query, never a framing one): only its
-        // GTID and XID are framing. A statement unit's framing Queries are its keys' to say
-        // (`with_placeholders`).
-        SKIP_PLACEHOLDER if u.lo != u32::MAX || u.events == 2 => {
-            placeholders(raw, u.start, &[], true, crc, out)
-        }
+        // A statement unit's framing Queries are its keys' to say; of a row unit, or a lone
+        // statement (a GTID and one Query, never a framing one), only the GTID and XID frame it.
+        SKIP_PLACEHOLDER => match framing {
+            Some(kept) => placeholders(raw, u.start, kept, true, crc, out),
+            None if u.lo != u32::MAX || u.events == 2 => {
+                placeholders(raw, u.start, &[], true, crc, out)
+            }
+            None => None,
+        },
         _ => None,
     }
 }
@@ -245,7 +250,7 @@ mod tests {
         for crc in [false, true] {
             let (raw, u) = unit(0, crc);
             let mut out = Vec::new();
-            let form = skipped(&u, true, &raw, SKIP_EMPTY, crc, Some(&mut out)).unwrap();
+            let form = skipped(&u, true, &raw, SKIP_EMPTY, crc, None, Some(&mut out)).unwrap();
             assert_eq!(form.bytes as usize, out.len());
             assert_eq!(form.events, 2);
             assert_eq!(&out[..u.gtid_size as usize], &raw[..u.gtid_size as usize]);
@@ -258,7 +263,7 @@ mod tests {
                 assert_eq!(crc32fast::hash(commit), crate::crc::RESIDUE);
             }
             assert_eq!(
-                skipped(&u, true, &raw, SKIP_EMPTY, crc, None),
+                skipped(&u, true, &raw, SKIP_EMPTY, crc, None, None),
                 Some(form),
                 "counting gives the same sizes"
             );
@@ -269,7 +274,7 @@ mod tests {
     fn placeholders_keep_the_framing_and_replace_the_rest() {
         let (raw, u) = unit(0, true);
         let mut out = Vec::new();
-        let form = skipped(&u, true, &raw, SKIP_PLACEHOLDER, true, Some(&mut out)).unwrap();
+        let form = skipped(&u, true, &raw, SKIP_PLACEHOLDER, true, None, Some(&mut out)).unwrap();
         assert_eq!((form.events, form.placeholders), (4, 2));
         assert_eq!(form.bytes as usize, out.len());
         let rand = &out[u.gtid_size as usize..u.gtid_size as usize + 39];
@@ -282,24 +287,30 @@ mod tests {
     #[test]
     fn what_the_walk_cannot_make_is_left_to_the_caller() {
         let (raw, u) = unit(0, false);
-        assert_eq!(skipped(&u, false, &raw, SKIP_EMPTY, false, None), None);
+        assert_eq!(
+            skipped(&u, false, &raw, SKIP_EMPTY, false, None, None),
+            None
+        );
         let statement = ListedUnit {
             lo: u32::MAX,
             ..u.clone()
         };
         assert_eq!(
-            skipped(&statement, true, &raw, SKIP_PLACEHOLDER, false, None),
+            skipped(&statement, true, &raw, SKIP_PLACEHOLDER, false, None, None),
             None
         );
         let cut = &raw[..raw.len() - 3];
-        assert_eq!(skipped(&u, true, cut, SKIP_PLACEHOLDER, false, None), None);
+        assert_eq!(
+            skipped(&u, true, cut, SKIP_PLACEHOLDER, false, None, None),
+            None
+        );
     }
 
     #[test]
     fn a_ddl_empty_transaction_is_an_ordinary_group() {
         let (raw, u) = unit(MARIADB_FL_STANDALONE | MARIADB_FL_DDL, true);
         let mut out = Vec::new();
-        let form = skipped(&u, true, &raw, SKIP_EMPTY, true, Some(&mut out)).unwrap();
+        let form = skipped(&u, true, &raw, SKIP_EMPTY, true, None, Some(&mut out)).unwrap();
         let gtid = &out[..u.gtid_size as usize];
         assert_eq!(gtid[HEADER_LEN + 12], 0);
         assert_eq!(crc32fast::hash(gtid), crate::crc::RESIDUE);

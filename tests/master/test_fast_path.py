@@ -266,18 +266,34 @@ def test_each_statement_is_parsed_once_whatever_the_number_of_rule_groups(row_wo
     assert parsed and len(parsed) == len(set(parsed)), "a statement was parsed again for another rule group"
 
 
+@pytest.fixture(scope="module")
+def mixed_mariadb_workload(tmp_path_factory) -> Path:
+    """MariaDB MIXED: statement units by key (some with several statements), lone DDL, row units."""
+    directory = tmp_path_factory.mktemp("mixed")
+    generate(WorkloadSpec(seed=13, schemas=4, transactions=800, binlog_format="mixed", flavor="mariadb",
+                          cross_db_share=0.4, ddl_share=0.05, max_binlog_size=40_000), directory)
+    return directory
+
+
 @pytest.mark.parametrize("policy", ["placeholder", "empty-transaction"])
-def test_skipped_and_partial_units_under_every_policy_are_made_by_the_walk(row_workload, monkeypatch, policy):
+@pytest.mark.parametrize("workload", ["row_workload", "mixed_mariadb_workload"])
+def test_skipped_and_partial_units_under_every_policy_are_made_by_the_walk(request, monkeypatch, policy, workload):
     """The core's send walk makes what the placeholder and empty-transaction policies send of a
-    MariaDB unit skipped or kept in part (skip_forms.rs), byte for byte what the reference path
-    sends: no row unit goes through TransactionFilter (issue #57: no slow twin per policy)."""
-    regs = [Registration(server_id=1, skip_policy=policy, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),))]
-    fast = _assert_same(row_workload, regs)
-    stats = fast[1][1]
-    assert stats.transactions_partial > 0 and stats.transactions_skipped > 0
-    assert (stats.placeholders if policy == "placeholder" else stats.empty_transactions) > 0
+    MariaDB unit skipped or kept in part (skip_forms.rs): row units, statement units by key and
+    lone DDL alike, byte for byte what the reference path sends, and none of them goes through
+    TransactionFilter (issue #57: no slow twin per policy)."""
+    directory = request.getfixturevalue(workload)
+    regs = [Registration(server_id=1, skip_policy=policy, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),
+            Registration(server_id=2, skip_policy=policy,
+                         filters=(ChannelSpec(None, RuleSet(wild_do_table=("db2.t1", "db3.%"))),))]
+    fast = _assert_same(directory, regs)
+    for sid in (1, 2):
+        stats = fast[sid][1]
+        assert stats.transactions_skipped > 0
+        assert (stats.placeholders if policy == "placeholder" else stats.empty_transactions) > 0
+    assert fast[2][1].transactions_partial > 0
     calls = _count_filter_calls(monkeypatch)
-    _dump(row_workload, regs, True)
+    _dump(directory, regs, True)
     assert not [txn for txn in calls if txn.kind != "control"]
 
 
