@@ -19,7 +19,8 @@ from pathlib import Path
 # installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.spark_jobs.tasks.bandwidth import (  # noqa: E402
-    FRAMING, OTHER, ChunkCounts, SlaveCounts, count_chunk, merge_counts, merge_hours, merge_tables,
+    FRAMING, OTHER, UNATTRIBUTED, ChunkCounts, SlaveCounts, count_chunk, merge_counts, merge_hours, merge_statements,
+    merge_tables,
 )
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
 
@@ -67,7 +68,7 @@ def count_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = T
 
 HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent"]
 TABLE_COLUMNS = ["slave", "table", "bytes_all", "bytes_sent"]
-REST = "(framing, control events, statements, skip-policy events)"
+REST = "(transaction framing, control events, skip-policy events)"
 
 
 def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]]) -> list[dict]:
@@ -79,25 +80,63 @@ def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]]) -> list[
             for name in names for hour, (read, sent) in hours[name].items()]
 
 
-def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[str, str], int]) -> list[dict]:
-    """One row per slave and table, the largest first: the bytes of the table's Table_map and
-    Rows events in the binlog, and those sent to the slave (all of them if its rules, under its
-    gate, keep the table; none otherwise), then one row for the rest of what it is sent (the
-    transactions' framing, control events, statements, what its skip policy adds), so that a
-    slave's rows add up to its bytes sent."""
+def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[str, str], int],
+               statements: dict[tuple, list] | None = None) -> list[dict]:
+    """One row per slave and table, the largest first: the bytes in the binlog that write the
+    table, and those sent to the slave; then UNATTRIBUTED (the statements that update no table
+    the parser names: SET, database statements, what it cannot parse) and one row for the rest
+    (REST: the transactions' framing, control events, what the slave's skip policy adds), so
+    that a slave's rows add up to its bytes sent.
+
+    A table's bytes: its Table_map and Rows events (sent if the slave's rules, under its gate,
+    keep the table), and each statement that updates it, with its context events (INTVAR,
+    RAND, USER_VAR): sent if the rules apply the statement (as rpl_filter.cc decides it: by the
+    default database under database rules, so `USE logs; UPDATE crm.t` is not sent to a slave
+    with replicate-do-db=crm). A statement that updates several tables (a multi-table UPDATE or
+    DELETE, RENAME TABLE, DROP TABLE t1, t2) is split evenly between them, the bytes a division
+    leaves going to the first. Statements are decided per group (default database, kind,
+    updated tables: `bandwidth.merge_statements`) by one statement of the group, as the master
+    decides a statement key once."""
     from dumpfilter.rules.decider import gated
     from dumpfilter.rules.evaluate import RuleEngine
 
-    named = sorted(((t, b) for t, b in tables.items() if t not in (FRAMING, OTHER)), key=lambda tb: (-tb[1], tb[0]))
+    statements = statements or {}
+    all_bytes: dict[tuple[str, str], int] = {t: b for t, b in tables.items() if t not in (FRAMING, OTHER)}
+    shares: list[tuple[tuple, str, int, list[tuple[tuple[str, str], int]]]] = []  # group, text, bytes, split
+    unattributed = 0
+    for group, (size, sql) in statements.items():
+        updated = group[2]
+        if not updated:
+            shares.append((group, sql, size, []))
+            unattributed += size
+            continue
+        each, left = divmod(size, len(updated))
+        split = [(t, each + (left if k == 0 else 0)) for k, t in enumerate(updated)]
+        shares.append((group, sql, size, split))
+        for t, b in split:
+            all_bytes[t] = all_bytes.get(t, 0) + b
+    named = sorted(all_bytes.items(), key=lambda tb: (-tb[1], tb[0]))
     rest_all = tables.get(FRAMING, 0) + tables.get(OTHER, 0)
     rows = []
     for slave, gate, counts in zip(topology.slaves, gates, totals):
         decider = gated(RuleEngine(slave.rules, slave.settings), gate)
-        sent_tables = 0
+        sent_by: dict[tuple[str, str], int] = {t: b for t, b in tables.items()
+                                               if t not in (FRAMING, OTHER) and decider.table_kept(*t)}
+        sent_unattributed = 0
+        for (db, _, _, _), sql, size, split in shares:
+            if not decider.decide_statement_key(sql, db or None).apply:
+                continue
+            if not split:
+                sent_unattributed += size
+            for t, b in split:
+                sent_by[t] = sent_by.get(t, 0) + b
+        sent_tables = sum(sent_by.values()) + sent_unattributed
         for (db, table), size in named:
-            sent = size if decider.table_kept(db, table) else 0
-            sent_tables += sent
-            rows.append({"slave": slave.name, "table": f"{db}.{table}", "bytes_all": size, "bytes_sent": sent})
+            rows.append({"slave": slave.name, "table": f"{db}.{table}", "bytes_all": size,
+                         "bytes_sent": sent_by.get((db, table), 0)})
+        if statements:
+            rows.append({"slave": slave.name, "table": UNATTRIBUTED[1], "bytes_all": unattributed,
+                         "bytes_sent": sent_unattributed})
         rows.append({"slave": slave.name, "table": REST, "bytes_all": rest_all,
                      "bytes_sent": counts.bytes_sent - sent_tables})
     return rows
@@ -188,7 +227,8 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     paths = write_report(rows, out, fmt, source=f"{source}, {len(files)} file(s)", charts=charts)
     mine = [p for p in parts if p.counts.slave in set(names)]
     paths += write_breakdowns(hour_rows(names, merge_hours(mine, names)),
-                              table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts)), out, fmt,
+                              table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts),
+                                         merge_statements(parts)), out, fmt,
                               charts)
     if extra:
         ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums)

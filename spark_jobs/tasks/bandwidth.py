@@ -43,6 +43,9 @@ from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, Transaction
 from dumpfilter import skip_policy
 from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
+from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
+    FRAMING, OTHER, UNATTRIBUTED, _unit_tables, _unit_tables_fast,
+)
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
 
@@ -89,14 +92,16 @@ class ChunkCounts:
     # Hour of binlog time (its first second, UTC epoch) -> [bytes read, bytes sent] in it.
     by_hour: dict[int, list[int]] = field(default_factory=dict)
     # The chunk's bytes by "db.table" (its Table_map and Rows events), the same dict for every
-    # slave of the chunk; FRAMING and OTHER hold the rest (see tally::table_bytes).
+    # slave of the chunk; FRAMING, OTHER and UNATTRIBUTED hold the rest (see `_unit_tables`).
     tables: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The chunk's statements (and their context events) by what decides and names them:
+    # (default database, kind, updated tables) -> [bytes, one statement's text]; the same dict
+    # for every slave of the chunk (see `statement_bytes`).
+    statements: dict[tuple, list] = field(default_factory=dict)
 
 
 HOUR = 3600
 MANY_SLAVES = 16  # distinct slaves past which a chunk is scanned in half-size buffers (`count_chunk`)
-FRAMING = ("", "(transaction framing)")  # the fast units' GTID, BEGIN, annotations and XID
-OTHER = ("", "(statements, DDL, control events)")  # the units that are not fast
 
 
 _ENGINES: dict[tuple[str, str], RuleEngine] = {}
@@ -344,12 +349,14 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     made: dict[int, Transaction] = {}
     current = fmt
     crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
-    def txn(k: int) -> Transaction:
+    def txn(k: int, keep: bool = True) -> Transaction:
         found = made.get(k)
         if found is None:
             u = units.unit(k)
             events, _ = unit_events(bytes(buf[u.start:u.end]), base + u.start, format_at(k))
-            found = made[k] = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
+            found = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
+            if keep:
+                made[k] = found
         return found
 
     # The format changes only at a Format_description: (unit index, format after it), in order.
@@ -387,7 +394,18 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         if size:
             tables[names[k]] = tables.get(names[k], 0) + size
     tables[FRAMING] = tables.get(FRAMING, 0) + framing
-    tables[OTHER] = tables.get(OTHER, 0) + other
+    if other:
+        statements = counters[0].out.statements if counters else {}
+        fast = set(units.with_flags(_core.F_FAST, 0))
+        for k in range(n):
+            if k not in fast:
+                u = units.unit(k)
+                if u.kind == 0:
+                    tables[OTHER] = tables.get(OTHER, 0) + (u.end - u.start)
+                elif not _unit_tables_fast(buf, u.start, u.end, format_at(k), tables, statements):
+                    _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
+    for counter in counters:
+        counter.out.statements = counters[0].out.statements
     # Runs of units that slaves answer alike (`_SlaveCounter.run_key`: 64 candidate rule sets that
     # differ only in tables the run does not name) are walked once: what the first one's walk did
     # is done again for the others.
@@ -484,6 +502,25 @@ def merge_tables(parts: list[ChunkCounts]) -> dict[tuple[str, str], int]:
         seen.add(key)
         for table, size in part.tables.items():
             out[table] = out.get(table, 0) + size
+    return out
+
+
+def merge_statements(parts: list[ChunkCounts]) -> dict[tuple, list]:
+    """The statements by (default database, kind, updated tables, text or "") over every chunk
+    (each chunk's once): [bytes, one statement's text]."""
+    out: dict[tuple, list] = {}
+    seen = set()
+    for part in parts:
+        key = (part.file_index, part.start)
+        if key in seen:
+            continue
+        seen.add(key)
+        for group, (size, sql) in part.statements.items():
+            got = out.get(group)
+            if got is None:
+                out[group] = [size, sql]
+            else:
+                got[0] += size
     return out
 
 

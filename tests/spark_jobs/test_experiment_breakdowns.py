@@ -1,7 +1,7 @@
 """What `experiment` reports beside its totals (issue #40, goal 6): bytes by hour of binlog time
 and by `schema.table`, per slave, as CSV or Parquet, with a chart. The hours add up to each slave's
-totals, whatever the chunk cuts; a table's bytes are those of its Table_map and Rows events, as
-the codec reads them event by event; a slave's table rows add up to what it is sent."""
+totals, whatever the chunk cuts; a table's bytes are those of its Table_map and Rows events and
+of the statements that update it, as the codec reads them event by event; a slave's table rows add up to what it is sent."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from dumpfilter.codec import EventType, group_transactions, read_events
 from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.rules.statements import statement_tables
 from dumpfilter.spark_jobs.bandwidth_experiment import run_experiment
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import parse_topology
@@ -78,6 +79,10 @@ def _reference(src):
                     tables[names[e.raw[HEADER_LEN:HEADER_LEN + 6]]] += e.size
                 elif e.type_code in _ROWS:
                     tables[names[e.raw[HEADER_LEN:HEADER_LEN + 6]]] += e.size
+                elif e.is_query:  # a statement's bytes go to the one table it updates (issue #60: the DDL here)
+                    updated = statement_tables(e.sql, e.db).updated
+                    if len(updated) == 1:
+                        tables["{0}.{1}".format(*updated[0])] += e.size
     return dict(hours), dict(tables)
 
 
