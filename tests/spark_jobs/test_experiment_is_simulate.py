@@ -12,12 +12,10 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rich.console import Console
 
 from dumpfilter.cli.app import main as dumpfilter_main
 from dumpfilter.codec import EventType
 from dumpfilter.codec.encode import build_event
-from dumpfilter.lab.simulate import run_simulation
 from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
@@ -25,6 +23,7 @@ from dumpfilter.topology import TopologyError, load_topology, parse_topology, sl
 from dumpfilter.workload import WorkloadSpec, generate
 
 from tests.support.file_ends import series_with_every_end
+from tests.support.simulated import assert_same, simulated
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
 
@@ -70,38 +69,6 @@ def _write(tmp_path, binlogs, slaves=SLAVES, policies=POLICIES):
     return path
 
 
-def _simulated(topology) -> dict[str, dict]:
-    """Per slave: what it received over gRPC (events, bytes, heartbeats) and the master's counts."""
-    result = run_simulation(topology, None, progress=False, console=Console(file=None, quiet=True))
-    out = {}
-    for stream in result.streams:
-        c, s = stream.counters, stream.stats
-        out[stream.plan.label] = {"events_sent": c["events_received"], "bytes_sent": c["bytes_received"],
-                                  "heartbeats": c["heartbeats"], "placeholders": c["placeholders"],
-                                  **{k: s.get(k, 0) for k in MASTER_COUNTS}}
-    return out
-
-
-# The master's counts (Stats RPC) that no idle heartbeat after the caught-up batch can move.
-MASTER_COUNTS = ("events_read", "bytes_read", "events_skipped", "bytes_skipped", "placeholder_bytes",
-                 "empty_transactions", "empty_transaction_bytes", "transactions_kept", "transactions_partial",
-                 "transactions_skipped")
-
-
-def _counted(row) -> dict:
-    keys = ("events_sent", "bytes_sent", "heartbeats", "placeholders", *MASTER_COUNTS)
-    named = {**row, "events_read": row["events_all"], "bytes_read": row["bytes_all"]}  # the report's names
-    return {k: named[k] for k in keys}
-
-
-def _assert_same(simulated: dict[str, dict], rows: list[dict]) -> None:
-    assert {r["slave"] for r in rows} == set(simulated)
-    differ = {r["slave"]: (simulated[r["slave"]], _counted(r)) for r in rows if _counted(r) != simulated[r["slave"]]}
-    assert not differ, "experiment differs from simulate:\n" + "\n".join(
-        f"{name}: " + ", ".join(f"{k} simulate {a[k]} experiment {b[k]}" for k in a if a[k] != b[k])
-        for name, (a, b) in differ.items())
-
-
 @pytest.fixture(scope="module")
 def binlogs(tmp_path_factory):
     """A ROW binlog (MariaDB) and a MIXED one (MySQL), several files each, both with a Heartbeat
@@ -142,12 +109,12 @@ def test_experiment_counts_what_simulate_streams(tmp_path, binlogs, workload):
     the same events and bytes sent, heartbeats and placeholders as the slave received, and the
     master's own counts of what it read, skipped and sent in place of what it skipped."""
     path = _write(tmp_path, binlogs[workload])
-    simulated = _simulated(load_topology(path))
+    streams = simulated(load_topology(path))
     out = tmp_path / "experiment.json"
     assert dumpfilter_main(["experiment", "--binlogs", str(binlogs[workload]), "--topology", str(path), "--no-spark",
                             "--out", str(tmp_path / "out"), "--json", str(out), "--chunk-bytes", "9000"]) == 0
     rows = json.loads(out.read_text())["slaves"]
-    _assert_same(simulated, rows)
+    assert_same(streams, rows)
     by_name = {r["slave"]: r for r in rows}
     # the policy bounds: a db1.% identity with no rules is sent less than one allowed everything
     assert by_name["sales/heartbeat"]["bytes_sent"] < by_name["ops/heartbeat"]["bytes_sent"]
@@ -159,10 +126,10 @@ def test_spark_experiment_counts_what_simulate_streams(tmp_path, spark, binlogs)
     """The Spark job's counts (files cut into many chunks) are the master's too."""
     path = _write(tmp_path, binlogs["mixed"], SLAVES[:4])
     topology = load_topology(path)
-    simulated = _simulated(topology)
+    streams = simulated(topology)
     totals = count_spark(spark, plan_chunks(input_files([binlogs["mixed"]]), 6000), topology.slaves,
                          slave_gates(topology))
-    _assert_same(simulated, [{**t.as_row()} for t in totals])
+    assert_same(streams, [{**t.as_row()} for t in totals])
 
 
 rule_sets = st.lists(st.sampled_from([
@@ -177,9 +144,9 @@ def test_random_rules_count_the_same(tmp_path, binlogs, rules, user, workload):
     slaves = [("random", user, rules)]
     path = _write(tmp_path, binlogs[workload], slaves)
     topology = load_topology(path)
-    simulated = _simulated(topology)
+    streams = simulated(topology)
     totals = count_local(plan_chunks(input_files([binlogs[workload]]), None), topology.slaves, slave_gates(topology))
-    _assert_same(simulated, [t.as_row() for t in totals])
+    assert_same(streams, [t.as_row() for t in totals])
 
 
 def test_one_counter_type_for_the_master_and_experiment():
