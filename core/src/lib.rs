@@ -16,6 +16,7 @@ pub mod replica;
 pub mod rows;
 pub mod scan;
 pub mod send;
+pub mod sent;
 pub mod skip_forms;
 pub mod split;
 pub mod sql;
@@ -23,6 +24,7 @@ pub mod stmt;
 pub mod stmt_units;
 pub mod tally;
 pub mod types;
+pub mod unit_list;
 
 #[cfg(feature = "python")]
 mod python;

@@ -13,10 +13,12 @@ use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 
 mod flag_words;
 mod functions;
+mod held;
 mod relay_stmt;
 mod results;
 mod scan_thread;
 mod scanner;
+mod sent;
 mod split;
 mod unit_list;
 

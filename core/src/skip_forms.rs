@@ -9,10 +9,10 @@
 
 use crate::le::u32_at;
 use crate::scan::F_COMPLETE;
-use crate::send::ListedUnit;
 use crate::types::{
     HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE, MARIADB_GTID, QUERY, RAND, XID,
 };
+use crate::unit_list::ListedUnit;
 
 /// How a walk treats a skipped unit (`SendOptions::skip`); exported to Python as `_core.SKIP_*`,
 /// the value each `SkipPolicy` passes.

@@ -8,10 +8,10 @@
 
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
-use crate::send::UnitList;
 use crate::sql::query_ranges;
 use crate::stmt::{dml_shape, framing, Keys, NewKey};
 use crate::types::{HEADER_LEN, INTVAR, QUERY, RAND, USER_VAR, XID};
+use crate::unit_list::UnitList;
 
 /// Key id of a piece every consumer keeps (the GTID, a framing Query, the XID).
 pub const ALWAYS: u32 = u32::MAX;

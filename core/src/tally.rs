@@ -4,8 +4,8 @@
 //! Rows event's table id are read; never a row image.
 
 use crate::le::u32_at;
-use crate::send::UnitList;
 use crate::types::{is_rows, HEADER_LEN, TABLE_MAP};
+use crate::unit_list::UnitList;
 
 /// (first unit, bucket) for each run of units whose first event's timestamp divided by `seconds`
 /// is the same bucket. A unit whose timestamp is 0 (an artificial event) joins the run before it.

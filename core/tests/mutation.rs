@@ -12,8 +12,9 @@ use _core::assemble::{assemble, assemble_statements, Options};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
-use _core::send::{send, walk, SendOptions, UnitList};
+use _core::send::{send, walk, SendOptions};
 use _core::stmt::Keys;
+use _core::unit_list::UnitList;
 
 struct Rng(u64);
 
@@ -532,7 +533,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     );
     // The statements a scan thread reads ahead are those the list reads when asked.
     let sbuf = &data[..out.stop.max(start)];
-    for (k, read) in _core::send::part_statements(sbuf, &out.units) {
+    for (k, read) in _core::unit_list::part_statements(sbuf, &out.units) {
         assert_eq!(
             read.as_deref(),
             plan.unit_statements(k, sbuf),

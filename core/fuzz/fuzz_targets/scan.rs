@@ -11,7 +11,8 @@ use _core::facts::facts;
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
-use _core::send::{send, SendOptions, UnitList};
+use _core::send::{send, SendOptions};
+use _core::unit_list::UnitList;
 use _core::sql::plain_statement;
 
 fuzz_target!(|data: &[u8]| {
@@ -136,7 +137,7 @@ fuzz_target!(|data: &[u8]| {
         (sent.next, sent.sent_bytes, sent.heartbeat_bytes)
     );
     // The statements a scan thread reads ahead are those the list reads when asked.
-    for (k, read) in _core::send::part_statements(&buf[..out.stop], &out.units) {
+    for (k, read) in _core::unit_list::part_statements(&buf[..out.stop], &out.units) {
         assert_eq!(read.as_deref(), plan.unit_statements(k, &buf[..out.stop]));
     }
     // Any bytes as a batch framed for a real replica: whole packets, or None.

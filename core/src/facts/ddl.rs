@@ -2,7 +2,7 @@
 //! for databases, tables, indexes and triggers, step by step (a trigger's definition in
 //! `trigger`); and for the schema model, CREATE TABLE's column names.
 
-use super::lex::{Cur, Kind};
+use super::lex::{upper, Cur, Kind};
 use super::{objects, one_of, refs, Facts};
 
 const CREATE_MODIFIERS: &[&[u8]] = &[
@@ -41,10 +41,6 @@ const CONSTRAINT_WORDS: &[&[u8]] = &[
     b"PERIOD",
     b"SYSTEM",
 ];
-
-pub(super) fn upper(w: &[u8]) -> Vec<u8> {
-    w.to_ascii_uppercase()
-}
 
 pub fn create(cur: &mut Cur) -> Option<Facts> {
     cur.skip_modifiers(CREATE_MODIFIERS);

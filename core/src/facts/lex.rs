@@ -22,6 +22,11 @@ pub struct Tok {
 
 pub(crate) use crate::stmt::space;
 
+/// A word upper-cased (ASCII), as the parser compares keywords and object kinds.
+pub(super) fn upper(w: &[u8]) -> Vec<u8> {
+    w.to_ascii_uppercase()
+}
+
 #[inline]
 fn word_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$'

@@ -2,8 +2,7 @@
 //! tables its body writes (`_create_trigger` of rules.statement_parser, then the model's
 //! `_create_trigger` and `_body_writes`), read exactly where those find them, or not at all.
 
-use super::ddl::upper;
-use super::lex::{Cur, Kind, QName};
+use super::lex::{upper, Cur, Kind, QName};
 use super::{one_of, raw_word, Facts, TriggerDef};
 
 /// CREATE TRIGGER [IF NOT EXISTS] [db.]name {BEFORE|AFTER} {INSERT|UPDATE|DELETE} ON table

@@ -1,16 +1,15 @@
-//! What lets a UnitList read a buffer while Python goes on: the buffer held (`Held`), and a scan
-//! moved to a thread of its own (`ScanJob`) until `UnitList.scan_finish` joins it (`Pending`).
+//! What lets a UnitList read a buffer while Python goes on: a scan moved to a thread of its own
+//! (`ScanJob`) until `UnitList.scan_finish` joins it (`Pending`), its buffer held (`held::Held`).
 
-use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 
+use super::held::Held;
 use super::scanner::PyScanner;
 use crate::scan::{self, Scanner, F_HAS_FDE};
-use crate::send::{part_statements, PartStatements};
 use crate::stmt_units::StmtUnits;
 use crate::types::QUERY;
+use crate::unit_list::{part_statements, PartStatements};
 
 /// What a scan thread returns: the scanner's state, handed back, the units it found, their
 /// statement units when it built them (`ScanJob::statements`), and the statements of the units
@@ -56,42 +55,6 @@ impl Pending {
     }
 }
 
-/// A buffer a UnitList reads after the call that handed it over: a bytes object, or any object
-/// exporting read-only contiguous bytes (the master maps closed binlog files rather than
-/// copying them). Held, a mapping cannot be closed or resized under the UnitList: Python refuses
-/// while it is exported. A writable buffer is refused: it could change under a scan that runs
-/// without the GIL.
-pub(super) enum Held {
-    Bytes(Py<PyBytes>),
-    View(PyBuffer<u8>),
-}
-
-impl Held {
-    pub(super) fn new(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if let Ok(bytes) = obj.cast::<PyBytes>() {
-            return Ok(Held::Bytes(bytes.clone().unbind()));
-        }
-        let view = PyBuffer::<u8>::get(obj)?;
-        if !view.is_c_contiguous() || !view.readonly() {
-            return Err(PyValueError::new_err(
-                "a UnitList reads bytes or a read-only contiguous buffer (a mapping opened PROT_READ)",
-            ));
-        }
-        Ok(Held::View(view))
-    }
-
-    pub(super) fn bytes<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
-        match self {
-            Held::Bytes(b) => b.as_bytes(py),
-            // SAFETY: the export is held as long as self: the memory stays valid and in place,
-            // and the object is read-only or not written while it is a UnitList's part.
-            Held::View(v) => unsafe {
-                std::slice::from_raw_parts(v.buf_ptr() as *const u8, v.len_bytes())
-            },
-        }
-    }
-}
-
 /// A scan moved to a thread: the scanner's state and the buffer's address (held by the
 /// UnitList's `Pending` until the thread is joined).
 pub(super) struct ScanJob {
@@ -105,7 +68,7 @@ pub(super) struct ScanJob {
     /// Build the statement units of the units found (the list's first part) after the scan,
     /// on this thread: the master's streams then find them read (see `Ahead`).
     pub(super) statements: bool,
-    /// Read the statements of the units that may be kept in part (`send::part_statements`).
+    /// Read the statements of the units that may be kept in part (`unit_list::part_statements`).
     pub(super) unit_statements: bool,
 }
 

@@ -281,7 +281,7 @@ impl PyScanner {
         types: &[u8],
     ) -> PyResult<Bound<'py, PyTuple>> {
         self.here()?;
-        let held = super::scan_thread::Held::new(&buf)?;
+        let held = super::held::Held::new(&buf)?;
         let buf = held.bytes(py);
         check_off(off, buf.len())?;
         let mut mask = [false; 256];

@@ -6,16 +6,19 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
 
+use super::held::Held;
 use super::results::{ScanResult, SendResult, UnitEntry};
-use super::scan_thread::{Ahead, Held, Pending, ScanJob};
+use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
+use super::sent::{add_counts, filled_bytes, send_result};
 use super::{check_off, error_tuple, text};
 use crate::scan::{self, Scanner};
-use crate::send::{self, SendOptions, UnitList};
+use crate::send::{self, SendOptions};
 use crate::sql;
 use crate::stmt_units::StmtUnits;
+use crate::unit_list::UnitList;
 
-/// A segment of the master's binlog as every stream walks it (see send::UnitList): the units of
+/// A segment of the master's binlog as every stream walks it (see unit_list::UnitList): the units of
 /// one or more scans, with the read buffers they lie in.
 #[pyclass(module = "dumpfilter._core", name = "UnitList")]
 pub(super) struct PyUnitList {
@@ -149,7 +152,7 @@ impl PyUnitList {
     /// thread then builds its statement units too (see `statement_units`), which a segment read
     /// ahead has ready before a stream asks (no build when no unit may be one).
     /// `unit_statements`: the thread also reads the statements of the units that may be kept
-    /// in part (see send::part_statements).
+    /// in part (see unit_list::part_statements).
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false, statements = false, unit_statements = false))]
     fn scan_start(
@@ -325,7 +328,7 @@ impl PyUnitList {
     }
 
     /// The units that are a complete GTID and one plain QUERY event (see
-    /// send::UnitList::lone_query), in order: what the master's statement flag words answer, read
+    /// unit_list::UnitList::lone_query), in order: what the master's statement flag words answer, read
     /// for a whole segment in one call, as (plain, others). `plain`: [(default database, unit
     /// indices as u32 LE bytes)], the units whose SQL is plain (`plain_statement`), grouped by
     /// their default database, which alone keys their answer under database rules: no text and
@@ -552,63 +555,3 @@ impl PyUnitList {
         send_result(PyBytes::new(py, b"").unbind(), &s)
     }
 }
-
-/// A walk's outcome as Python reads it (`send`: `out` its bytes; `count`: empty).
-fn send_result(out: Py<PyBytes>, s: &send::Sent) -> SendResult {
-    SendResult {
-        out,
-        next: s.next,
-        kept: s.kept,
-        partial: s.partial,
-        skipped: s.skipped,
-        sent_bytes: s.sent_bytes,
-        sent_events: s.sent_events,
-        read_bytes: s.read_bytes,
-        read_events: s.read_events,
-        heartbeats: s.heartbeats,
-        heartbeat_bytes: s.heartbeat_bytes,
-        skip_units: s.skip_units,
-        skip_events: s.skip_events,
-        skip_bytes: s.skip_bytes,
-        placeholders: s.placeholders,
-        pending_unit: s.pending.map_or(-1i64, |k| k as i64),
-        pending_done: s.pending_done,
-    }
-}
-
-/// Adds `counts` to the u32 LE slots of `tally`.
-fn add_counts(tally: &mut [u8], counts: &[u32]) {
-    for (slot, c) in tally.chunks_exact_mut(4).zip(counts) {
-        if *c != 0 {
-            let old = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
-            slot.copy_from_slice(&old.wrapping_add(*c).to_le_bytes());
-        }
-    }
-}
-
-/// A new bytes object holding what a walk sends (`Sent::fill`), its kept bytes copied straight
-/// into it, without the GIL (a Vec assembled first, then copied into the bytes, cost a second
-/// full copy of everything sent: about 4 ms per do-db slave's pass over a 263 MB binlog).
-fn filled_bytes(py: Python<'_>, s: &send::Sent, bufs: &[&[u8]]) -> PyResult<Py<PyBytes>> {
-    let len = s.out_len;
-    // SAFETY: PyBytes_FromStringAndSize(NULL, len) returns a new, uninitialised bytes object of
-    // `len` bytes (or NULL with an exception set), which no other code can see until it is
-    // handed back below; its buffer is written once, in full, before that.
-    unsafe {
-        let obj =
-            pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
-        let bytes: Bound<'_, PyBytes> =
-            Bound::from_owned_ptr_or_err(py, obj)?.cast_into_unchecked();
-        let dst = Dst(pyo3::ffi::PyBytes_AsString(bytes.as_ptr()) as *mut u8, len);
-        py.detach(|| {
-            let dst = dst;
-            s.fill(bufs, std::slice::from_raw_parts_mut(dst.0, dst.1))
-        });
-        Ok(bytes.unbind())
-    }
-}
-
-/// A bytes object's buffer handed to the fill without the GIL (see `filled_bytes`).
-struct Dst(*mut u8, usize);
-// SAFETY: the buffer belongs to a bytes object no other thread can reach while it is filled.
-unsafe impl Send for Dst {}

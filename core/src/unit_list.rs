@@ -1,0 +1,345 @@
+//! A segment's units across its parts (one part per scanned read buffer), built once from the
+//! scanner's records and shared by every stream of the master: each unit's place and flags, its
+//! Table_maps' name ids, and what is read of the units once for all streams (their statements,
+//! the sums counting walks read). Per stream there is only its answer byte per unit (`rows`) and
+//! the walk over the list (`send::walk`).
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use crate::assemble::UnitCut;
+use crate::heartbeat::Heartbeats;
+use crate::hops::statements;
+use crate::le::u32_at;
+use crate::rows::{rows, rows_many};
+use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
+use crate::sql::query_ranges;
+use crate::types::{is_gtid, HEADER_LEN};
+
+#[derive(Debug, Clone, Default)]
+pub struct ListedUnit {
+    pub part: u32,
+    /// Offsets in the part's buffer.
+    pub start: usize,
+    pub end: usize,
+    pub events: u32,
+    pub flags: u32,
+    pub gtid_size: u32,
+    /// Its Table_maps' name ids are tids[lo..hi]; lo = u32::MAX for a unit that is not fast.
+    pub lo: u32,
+    pub hi: u32,
+    /// The rest of the scanner's record (see scan::Unit), for the units Python makes objects of.
+    pub kind: u8,
+    pub last: usize,
+    pub gtid_seq: u64,
+    pub gtid_domain: u32,
+    pub gtid_server: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListPart {
+    /// The binlog file the part was read from (a Heartbeat's body) and its offset of buf[0].
+    pub file: Vec<u8>,
+    pub base: u64,
+}
+
+/// A segment's units across its parts (one part per scanned read buffer).
+#[derive(Debug, Clone, Default)]
+pub struct UnitList {
+    pub parts: Vec<ListPart>,
+    pub units: Vec<ListedUnit>,
+    pub tids: Vec<u32>,
+    /// tid-style bounds per unit, (lo, hi) pairs, for `rows`.
+    pub bounds: Vec<u32>,
+    /// Bytes of all units, and the OR of their flags (which rare shapes the segment holds).
+    pub size: u64,
+    pub flags_any: u32,
+    /// Per unit, its statements once a stream or slave kept part of it (`unit_statements`).
+    statements: OnceLock<Box<[UnitStatements]>>,
+    /// Bytes and events before each unit, for walks that count only (`experiment`): made the first
+    /// time one asks.
+    sums: OnceLock<Sums>,
+}
+
+/// `UnitList::sums`: entry k of `bytes` (`events`) holds the bytes (events) of units 0..k; the
+/// greatest end of each part's units; whether every unit's range is in order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sums {
+    pub(crate) bytes: Box<[u64]>,
+    pub(crate) events: Box<[u64]>,
+    pub(crate) part_end: Box<[usize]>,
+    pub(crate) sound: bool,
+}
+
+/// A fast unit's statements (`hops::statements` of its body), read once.
+type UnitStatements = OnceLock<Option<Box<[(usize, u32, u32)]>>>;
+
+/// The statements of a scan's units that may be kept in part, by their index in the scan.
+pub type PartStatements = Vec<(usize, Option<Box<[(usize, u32, u32)]>>)>;
+
+/// The statements (`hops::statements`) of the fast units of one scan of `buf` whose Table_maps
+/// are two or more (only those can be kept in part), read while their bytes are still in the
+/// caches: on the scan's own thread, for a caller whose slaves' table rules will cut units
+/// (`experiment`). Read later, unit by unit, each waited on memory (a fifth of the counting's
+/// CPU for 64 slaves each ignoring its own tables).
+pub fn part_statements(buf: &[u8], units: &[Unit]) -> PartStatements {
+    units
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.flags & F_FAST != 0 && u.tables_hi >= u.tables_lo.saturating_add(2))
+        .map(|(k, u)| {
+            let body = u.start + u.gtid_size as usize;
+            let read = (body <= u.end)
+                .then(|| statements(buf, body, u.end))
+                .flatten();
+            (k, read.map(Vec::into_boxed_slice))
+        })
+        .collect()
+}
+
+impl UnitList {
+    /// Appends the units of one scan of a buffer (`tables` the scan's name ids).
+    pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) {
+        self.statements = OnceLock::new(); // made again, for every unit, when asked
+        self.sums = OnceLock::new();
+        let part = self.parts.len() as u32;
+        self.parts.push(ListPart {
+            file: file.to_vec(),
+            base,
+        });
+        let off = self.tids.len() as u32;
+        self.tids.extend_from_slice(tables);
+        self.units.reserve(units.len());
+        self.bounds.reserve(2 * units.len());
+        for u in units {
+            let fast = u.flags & F_FAST != 0
+                && u.tables_lo <= u.tables_hi
+                && u.tables_hi as usize <= tables.len();
+            let (lo, hi) = if fast {
+                (u.tables_lo + off, u.tables_hi + off)
+            } else {
+                (u32::MAX, u32::MAX)
+            };
+            self.bounds.extend_from_slice(&[lo, hi]);
+            self.size += u.end.saturating_sub(u.start) as u64;
+            self.flags_any |= u.flags;
+            self.units.push(ListedUnit {
+                part,
+                start: u.start,
+                end: u.end,
+                events: u.events,
+                flags: u.flags,
+                gtid_size: u.gtid_size,
+                lo,
+                hi,
+                kind: u.kind,
+                last: u.last,
+                gtid_seq: u.gtid_seq,
+                gtid_domain: u.gtid_domain,
+                gtid_server: u.gtid_server,
+            });
+        }
+    }
+
+    /// The statements of fast unit k's body (after its GTID) in `buf`, its part's bytes, read
+    /// the first time any stream or slave keeps part of it and kept with the list: the others
+    /// cut it from them without reading its events again (64 slaves of a schema, each ignoring
+    /// some of its tables, read each unit's events once, not once each). None where the body
+    /// does not cut into statements (see `hops::statements`).
+    pub fn unit_statements(&self, k: usize, buf: &[u8]) -> Option<&[(usize, u32, u32)]> {
+        let u = self.units.get(k)?;
+        let body = u.start + u.gtid_size as usize;
+        if body > u.end || u.end > buf.len() {
+            return None;
+        }
+        let cells = self
+            .statements
+            .get_or_init(|| (0..self.units.len()).map(|_| OnceLock::new()).collect());
+        cells
+            .get(k)?
+            .get_or_init(|| statements(buf, body, u.end).map(Vec::into_boxed_slice))
+            .as_deref()
+    }
+
+    pub(crate) fn sums(&self) -> &Sums {
+        self.sums.get_or_init(|| {
+            let n = self.units.len();
+            let (mut bytes, mut events) = (Vec::with_capacity(n + 1), Vec::with_capacity(n + 1));
+            let mut part_end = vec![0usize; self.parts.len()];
+            let (mut b, mut e, mut sound) = (0u64, 0u64, true);
+            for u in &self.units {
+                bytes.push(b);
+                events.push(e);
+                b += u.end.saturating_sub(u.start) as u64;
+                e += u.events as u64;
+                sound &= u.start <= u.end;
+                match part_end.get_mut(u.part as usize) {
+                    Some(end) => *end = (*end).max(u.end),
+                    None => sound = false,
+                }
+            }
+            bytes.push(b);
+            events.push(e);
+            Sums {
+                bytes: bytes.into_boxed_slice(),
+                events: events.into_boxed_slice(),
+                part_end: part_end.into_boxed_slice(),
+                sound,
+            }
+        })
+    }
+
+    /// Unit statements read ahead (`part_statements`, for units from `first` on), set into the
+    /// list's cells where none is read yet.
+    pub fn preset_statements(&self, first: usize, read: PartStatements) {
+        let cells = self
+            .statements
+            .get_or_init(|| (0..self.units.len()).map(|_| OnceLock::new()).collect());
+        for (k, stmts) in read {
+            if let Some(cell) = cells.get(first + k) {
+                let _ = cell.set(stmts);
+            }
+        }
+    }
+
+    /// Fast unit k (of `buf`, its part's bytes) to cut at its statements; None where they do
+    /// not cut (see `hops::statements`) or its records do not add up.
+    pub(crate) fn unit_cut<'a>(&'a self, k: usize, buf: &[u8]) -> Option<UnitCut<'a>> {
+        let u = self.units.get(k)?;
+        Some(UnitCut {
+            start: u.start,
+            end: u.end,
+            gtid_end: u.start + u.gtid_size as usize,
+            events: u.events,
+            ids: self.tids.get(u.lo as usize..u.hi as usize)?,
+            stmts: self.unit_statements(k, buf)?,
+        })
+    }
+
+    /// The name ids of unit k's Table_maps (empty for a unit that is not fast, or out of range).
+    pub fn tables(&self, k: usize) -> &[u32] {
+        match self.units.get(k) {
+            Some(u) if u.lo != u32::MAX => {
+                self.tids.get(u.lo as usize..u.hi as usize).unwrap_or(&[])
+            }
+            _ => &[],
+        }
+    }
+
+    /// Unit k's end as (part, file offset); None for a unit that ends with a real Rotate (its
+    /// end is where the Rotate points: the caller reads it) or out of range.
+    pub fn end(&self, k: usize) -> Option<(u32, u64)> {
+        let u = self.units.get(k)?;
+        if u.flags & F_ROTATE_END != 0 {
+            return None;
+        }
+        let part = self.parts.get(u.part as usize)?;
+        Some((u.part, part.base + u.end as u64))
+    }
+
+    /// Unit k's MariaDB GTID as (domain, server_id, seq_no), None without one.
+    pub fn gtid(&self, k: usize) -> Option<(u32, u32, u64)> {
+        let u = self.units.get(k)?;
+        (u.flags & F_MARIADB_GTID != 0).then_some((u.gtid_domain, u.gtid_server, u.gtid_seq))
+    }
+
+    /// How many distinct (domain, server_id) the units' MariaDB GTIDs have.
+    pub fn gtid_sources(&self) -> usize {
+        let mut seen = std::collections::HashSet::new();
+        let mut last = None;
+        for u in &self.units {
+            if u.flags & F_MARIADB_GTID == 0 {
+                continue;
+            }
+            let source = (u.gtid_domain, u.gtid_server);
+            if last == Some(source) {
+                continue; // the common case: a run of one source, no search
+            }
+            last = Some(source);
+            seen.insert(source);
+        }
+        seen.len()
+    }
+
+    /// The indexes of the units from `from` on with any of `mask`'s flags.
+    pub fn with_flags(&self, mask: u32, from: usize) -> Vec<usize> {
+        let from = from.min(self.units.len());
+        (from..self.units.len())
+            .filter(|&k| self.units[k].flags & mask != 0)
+            .collect()
+    }
+
+    /// Where unit k's default database and SQL text lie in `buf` (its part's buffer) when the
+    /// unit is a complete GTID and one plain QUERY event (DDL, MariaDB's standalone groups: what
+    /// the master's statement flag words answer), read as `codec.event.query_text` reads them
+    /// (`query_post` the format's QUERY post-header length, `crc_len` its checksum length);
+    /// None for any other unit, or lengths that do not add up.
+    pub fn lone_query(
+        &self,
+        k: usize,
+        buf: &[u8],
+        query_post: usize,
+        crc_len: usize,
+    ) -> Option<(Range<usize>, Range<usize>)> {
+        let u = self.units.get(k)?;
+        if u.flags & F_FAST != 0 || u.flags & F_COMPLETE == 0 || u.kind == CONTROL || u.events != 2
+        {
+            return None;
+        }
+        let raw = buf.get(u.start..u.end)?;
+        if !is_gtid(*raw.get(4)?) {
+            return None;
+        }
+        let q = u32_at(raw, 9)? as usize; // the GTID event's size: where the QUERY starts
+        let (db, sql) = query_ranges(raw, q, query_post, crc_len)?;
+        let at = u.start;
+        Some((at + db.start..at + db.end, at + sql.start..at + sql.end))
+    }
+
+    /// One stream's answer byte per unit from its keep byte per name id (see rows::rows).
+    pub fn rows(&self, keep: &[u8]) -> Vec<u8> {
+        rows(&self.tids, &self.bounds, keep)
+    }
+
+    /// `rows` for many slaves at once (see rows::rows_many).
+    pub fn rows_many(&self, keeps: &[&[u8]]) -> Vec<Vec<u8>> {
+        rows_many(&self.tids, &self.bounds, keeps)
+    }
+
+    /// The Heartbeat event for the end of unit k (see heartbeat::heartbeat), made by `made`,
+    /// which is replaced by one for unit k's file when it was made for another part.
+    pub(crate) fn heartbeat(
+        &self,
+        k: usize,
+        server_id: u32,
+        crc: bool,
+        made: &mut Option<(u32, Heartbeats)>,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let Some(u) = self.units.get(k) else {
+            return 0;
+        };
+        let Some(part) = self.parts.get(u.part as usize) else {
+            return 0;
+        };
+        if !matches!(made, Some((p, _)) if *p == u.part) {
+            *made = Some((u.part, Heartbeats::new(&part.file, server_id, crc)));
+        }
+        match made {
+            Some((_, maker)) => maker.append(part.base + u.end as u64, out),
+            None => 0,
+        }
+    }
+
+    /// The size of the Heartbeat `heartbeat(k, ..)` appends, without making it.
+    pub fn heartbeat_len(&self, k: usize, crc: bool) -> usize {
+        match self
+            .units
+            .get(k)
+            .and_then(|u| self.parts.get(u.part as usize))
+        {
+            Some(part) => HEADER_LEN + part.file.len() + if crc { 4 } else { 0 },
+            None => 0,
+        }
+    }
+}
