@@ -24,33 +24,44 @@ from dumpfilter.errors import EXIT_CODE, DumpFilterError
 # a sixth of the master's read time. Set by the command (the application), never by the library.
 GC_GEN0_THRESHOLD = 50_000
 
-# Sub-command modules, in the order `dumpfilter --help` lists them.
-COMMAND_MODULES = (
-    "dumpfilter.cli.commands.binlog",
-    "dumpfilter.cli.commands.filter",
-    "dumpfilter.cli.commands.explain",
-    "dumpfilter.cli.commands.lint",
-    "dumpfilter.cli.commands.master",
-    "dumpfilter.cli.commands.slave",
-    "dumpfilter.cli.commands.simulate",
-    "dumpfilter.cli.commands.split",
-    "dumpfilter.cli.commands.experiment",
-    "dumpfilter.cli.commands.verify",
-)
+# The sub-commands, in the order `dumpfilter --help` lists them: name -> (module, one-line help).
+# A command's module is imported only when that command runs or its --help is asked: the others
+# are listed by name and help alone (every module together is about 300 ms of imports: rich, the
+# lint and Spark planners, the master's jobs). Each module's `register` gives its parser the same
+# help (tests/cli/test_startup_imports.py compares them).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "binlog": ("dumpfilter.cli.commands.binlog", "read binlog files"),
+    "filter": ("dumpfilter.cli.commands.filter",
+               "filter binlog files offline with replicate-* rules into a valid binlog"),
+    "explain": ("dumpfilter.cli.commands.explain",
+                "decide one statement or table against filter rules and say which rule decided"),
+    "lint": ("dumpfilter.cli.commands.lint",
+             "predict where a replica with these rules would stop (1146, 1049, 1136, ...) and why, "
+             "and the writes it would silently get wrong"),
+    "master": ("dumpfilter.cli.commands.master", "run the master-side dump service (gRPC)"),
+    "slave": ("dumpfilter.cli.commands.slave", "run a filtering slave, or show its status"),
+    "simulate": ("dumpfilter.cli.commands.simulate",
+                 "master + slaves over gRPC: bytes saved by master-side filtering, per slave"),
+    "split": ("dumpfilter.cli.commands.split",
+              "split binlogs into one binlog per schema or per --map rule set (Spark or --no-spark)"),
+    "experiment": ("dumpfilter.cli.commands.experiment",
+                   "bytes master-side filtering would send each slave of a topology (Spark)"),
+    "verify": ("dumpfilter.cli.commands.verify", "prove master-side filtering against real MariaDB replicas"),
+}
+COMMAND_MODULES = tuple(module for module, _help in COMMANDS.values())
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """The package's own version string: no importlib.metadata (about 20 ms of imports, the
+    installed metadata's files read); tests/cli/test_startup_imports.py checks it against the
+    installed metadata and pyproject.toml."""
+    from dumpfilter import __version__
 
-    try:
-        return version("dumpfilter")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0.1.0 (not installed)"
+    return __version__
 
 
 class _VersionAction(argparse.Action):
-    """`--version`, with the installed version looked up only when asked (importlib.metadata costs
-    about 40 ms of every command's start)."""
+    """`--version`: the version and exit, before any command is parsed."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
         super().__init__(option_strings, dest, default=default, nargs=0,
@@ -61,9 +72,17 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def _command_named(argv: list[str]) -> str | None:
+    """The sub-command `argv` names: its first word that is not an option (the top level takes no
+    option with a value), None without one (`--version`, `--help`)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given the arguments, only the named command's module is imported (the others
-    cost a quarter of a second of imports); every command's without one (`--help`, a typo)."""
+    """The parser. Given the arguments, only the named command's module is imported and registers
+    its parser; every other command is a placeholder with its name and help (for `dumpfilter
+    --help`, `--version`, a typo's "invalid choice"). Without arguments (the tests, the docs'
+    checks): every command's module and full parser."""
     parser = Parser(
         prog="dumpfilter",
         description="Master-side replication filter simulator for MySQL and MariaDB (WL#2387).",
@@ -71,13 +90,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    wanted = next((arg for arg in argv or () if not arg.startswith("-")), None)
-    modules = [name for name in COMMAND_MODULES if name.rpartition(".")[2] == wanted] or COMMAND_MODULES
-    for name in modules:
+    wanted = None if argv is None else _command_named(argv)
+    for name, (module_name, help_text) in COMMANDS.items():
+        if argv is not None and name != wanted:
+            subparsers.add_parser(name, help=help_text, add_help=False)
+            continue
         try:
-            module = importlib.import_module(name)
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name == name:  # that command is not built yet
+            if exc.name == module_name:  # that command is not built yet
                 continue
             raise
         module.register(subparsers)

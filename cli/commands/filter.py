@@ -13,22 +13,18 @@ import sys
 import time
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from dumpfilter.cli.options import (
     add_binlog_inputs, add_json_option, add_out_dir, add_output_file, deprecated, emit_json, json_on_stdout,
 )
-from dumpfilter.codec import read_format_description
-from dumpfilter.errors import BinlogError
-from dumpfilter.binlogs import binlog_paths, open_binlog
 from dumpfilter.cli.output_paths import (
     OutputError, is_stream, refuse_input_as_output, temp_beside, writable_dir, writable_file,
 )
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
-from dumpfilter.binlogs.sinks import FileSink, SeriesSink
-from dumpfilter.binlogs.filtering import FilterStats, filter_files
-from dumpfilter.binlogs.renaming import RenamingSink
-from dumpfilter.rules.renamer import event_renamer
-from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import TransactionFilter
+
+if TYPE_CHECKING:  # imported where the filter runs: `filter --help` starts without the codec and the engine
+    from dumpfilter.binlogs.filtering import FilterStats
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.\d{6,}(\.gz)?$")
 
@@ -70,6 +66,9 @@ def register(subparsers) -> None:
 
 
 def input_files(targets: list[str]) -> list[Path]:
+    from dumpfilter.binlogs import binlog_paths
+    from dumpfilter.errors import BinlogError
+
     paths: list[Path] = []
     for target in targets:
         paths.extend(binlog_paths(target))
@@ -80,12 +79,22 @@ def input_files(targets: list[str]) -> list[Path]:
 
 def flavor_of(path: Path) -> str:
     """'mariadb' when the first FDE's server version says MariaDB, else 'mysql'."""
+    from dumpfilter.binlogs import open_binlog
+    from dumpfilter.codec import read_format_description
+
     with open_binlog(path) as stream:
         _, fmt = read_format_description(stream, str(path))
     return fmt.flavor
 
 
 def run(args: argparse.Namespace) -> int:
+    from dumpfilter.binlogs.filtering import filter_files
+    from dumpfilter.binlogs.renaming import RenamingSink
+    from dumpfilter.binlogs.sinks import FileSink, SeriesSink
+    from dumpfilter.rules.evaluate import RuleEngine
+    from dumpfilter.rules.renamer import event_renamer
+    from dumpfilter.rules.transaction_filter import TransactionFilter
+
     paths = input_files(args.files)
     if args.flavor is None:
         args.flavor = flavor_of(paths[0])

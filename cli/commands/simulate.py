@@ -9,12 +9,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, add_out_dir, emit_json
 from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.topology import load_topology
+
+if TYPE_CHECKING:  # rich is imported where the report is printed: `simulate --help` starts without it
+    from rich.console import Console
 
 
 def register(subparsers) -> None:
@@ -46,6 +48,8 @@ def consoles() -> tuple[Console, Console]:
     """(stdout, stderr) consoles: the results on stdout, progress bars and log lines on stderr. A
     width comes from the terminal, else from COLUMNS, else (piped or captured: make demo | tee, CI
     logs) 132; the table is laid out for it (one block per slave when the table is wider)."""
+    from rich.console import Console
+
     width = None if os.environ.get("COLUMNS", "").isdigit() else 132
     out, err = Console(), Console(stderr=True)
     if not out.is_terminal and width:
