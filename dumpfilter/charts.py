@@ -49,11 +49,23 @@ CHART_MAX_INCHES = 22.0
 
 
 def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str) -> list[dict]:
+    """`policy_figure`, saved as a PNG at `path`; returns what was drawn."""
+    plt = _pyplot()
+    fig, drawn = policy_figure(slaves, title=title)
+    fig.savefig(path, dpi=CHART_DPI)
+    plt.close(fig)
+    return drawn
+
+
+CHART_DPI = 110
+
+
+def policy_figure(slaves: Sequence[dict], *, title: str):
     """`slaves`: dicts with `slave`, `bytes_all` (what it would get without master-side filtering)
     and `bars`: a list of {`policy`, `sent`, `overhead`, `own`} (own: the slave's configured
     policy): each bar is the bytes sent, stacked as the skip policy's own events (overhead) over
     the rest (the kept events, with the framing a policy keeps of a skipped transaction). Returns
-    what was drawn, per bar: slave, policy, height in bytes and the label over it. A slave's
+    (the figure, what was drawn), per bar: slave, policy, height in bytes and the label over it. A slave's
     `breaks` (lint's first predicted error, e.g. "1049 at master-bin.000001:355") marks it in red
     under its name: a replica with its rules would stop, whatever it saves."""
     from matplotlib.patches import Patch
@@ -98,10 +110,7 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
             if slave.get("bytes_all"):
                 ax.hlines(slave["bytes_all"] / 1e6, i - 0.45, i + 0.45, colors=REFERENCE_COLOR, linestyles="--")
                 top = max(top, slave["bytes_all"] / 1e6)
-    ax.set_xticks(range(len(slaves)), [s["slave"] + (f"\nlint: a replica stops ({s['breaks']})" if s.get("breaks")
-                                                      else "") for s in slaves],
-                  rotation=90 if len(slaves) > 16 else 15 if len(slaves) > 4 else 0,
-                  fontsize=6 if len(slaves) > 16 else None)
+    ax.set_xticks(range(len(slaves)), [tick_label(s) for s in slaves])
     for tick, slave in zip(ax.get_xticklabels(), slaves):
         if slave.get("breaks"):  # the slave whose rules lint says stop a replica: red, and said under its name
             tick.set_color("#cf222e")
@@ -114,10 +123,48 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
     handles += [Patch(facecolor="#bbbbbb", edgecolor="black", label="kept events (outlined: the slave's own policy)"),
                 Patch(facecolor="#dddddd", hatch="///", edgecolor="white", label="skip-policy overhead")]
     ax.legend(handles=handles, fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return drawn
+    fig.set_dpi(CHART_DPI)  # measured as it is saved
+    fit_tick_labels(fig, ax, [s["slave"] + (f" [stops: {s['breaks']}]" if s.get("breaks") else "") for s in slaves])
+    return fig, drawn
+
+
+def tick_label(slave: dict) -> str:
+    """A slave's x label: its name, and under it lint's verdict when a replica with its rules stops."""
+    return slave["slave"] + (f"\nlint: a replica stops ({slave['breaks']})" if slave.get("breaks") else "")
+
+
+def _overlapping(boxes) -> bool:
+    """Whether two of the boxes (in display pixels, in the ticks' order) share any area."""
+    return any(a.x1 > b.x0 + 0.5 and b.x1 > a.x0 + 0.5 and a.y1 > b.y0 + 0.5 and b.y1 > a.y0 + 0.5
+               for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+TICK_SIZES = (9.0, 8.0, 7.0, 6.0, 5.0, 4.0)
+
+
+def fit_tick_labels(fig, ax, short: Sequence[str]) -> None:
+    """Lay the x tick labels out so that no two overlap, as the renderer measures them: level,
+    then upright, each at the largest font size that fits (the layout tightened after each try,
+    since a taller label narrows the axes), and last on one line each (`short`), upright."""
+    labels = ax.get_xticklabels()
+    upright = TICK_SIZES if len(labels) <= 16 else TICK_SIZES[3:]  # many slaves: small from the start
+    tries = [(0, size, False) for size in TICK_SIZES if len(labels) <= 8] + \
+        [(90, size, False) for size in upright] + [(90, size, True) for size in TICK_SIZES[2:]]
+    shortened = False
+    for rotation, size, one_line in tries:
+        if one_line and not shortened:  # the same ticks, one line each: their colours and weights stay
+            looks = [(label.get_color(), label.get_fontweight()) for label in labels]
+            ax.set_xticks(ax.get_xticks(), list(short))
+            for label, (color, weight) in zip(ax.get_xticklabels(), looks):
+                label.set_color(color)
+                label.set_fontweight(weight)
+            shortened = True
+        ax.tick_params(axis="x", labelrotation=rotation, labelsize=size)
+        fig.tight_layout()  # lays the ticks out, as a draw would, without drawing the bars
+        renderer = fig.canvas.get_renderer()
+        labels = ax.get_xticklabels()
+        if not _overlapping([label.get_window_extent(renderer) for label in labels if label.get_text()]):
+            return
 
 
 TIMELINE_BINS = 60  # bins of binlog time across the chart: each is a whole number of seconds
