@@ -301,32 +301,69 @@ HOURLY_SLAVES = 8  # lines drawn: the slaves sent the most (every slave stays in
 
 def hourly_chart(rows: Sequence[dict], path: str | os.PathLike, *, title: str) -> dict:
     """`rows`: dicts with `slave`, `hour_epoch`, `bytes_all` and `bytes_sent` (experiment's
-    by-hour table). MB sent per hour of binlog time (UTC), one line per slave, for the
+    by-hour table), and optionally `from_epoch` and `to_epoch`: the first and last second of the
+    hour that the binlog holds (its own time range: a two-minute binlog is drawn over its two
+    minutes, not over the hour, nor over years as an axis around one point is). MB sent per hour
+    of binlog time (UTC), each hour a step over its seconds, one line per slave for the
     HOURLY_SLAVES slaves sent the most, and what a slave without master-side filtering would be
-    sent as a dashed reference. Returns what was drawn: the hours and each line's slave."""
+    sent as a dashed reference. Returns what was drawn: the hours, their edges (epoch seconds),
+    each line's slave and heights (bytes per hour)."""
     import datetime as dt
 
     plt = _pyplot()
     hours = sorted({r["hour_epoch"] for r in rows})
     by_slave: dict[str, dict[int, int]] = {}
     everything: dict[int, int] = {}
+    begins: dict[int, int] = {}
+    ends: dict[int, int] = {}
     for r in rows:
-        by_slave.setdefault(r["slave"], {})[r["hour_epoch"]] = r["bytes_sent"]
-        everything[r["hour_epoch"]] = max(everything.get(r["hour_epoch"], 0), r["bytes_all"])
+        hour = r["hour_epoch"]
+        by_slave.setdefault(r["slave"], {})[hour] = r["bytes_sent"]
+        everything[hour] = max(everything.get(hour, 0), r["bytes_all"])
+        begins[hour] = max(hour, int(r.get("from_epoch") or hour))
+        ends[hour] = min(hour + 3600, int(r["to_epoch"]) + 1 if r.get("to_epoch") is not None else hour + 3600)
     top = sorted(by_slave, key=lambda name: -sum(by_slave[name].values()))[:HOURLY_SLAVES]
-    xs = [dt.datetime.fromtimestamp(h, dt.UTC) for h in hours]
+    drawn: dict = {"hours": hours, "edges": [], "slaves": top, "lines": {}}
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
-    marker = "o" if len(hours) < 48 else None
-    ax.plot(xs, [everything.get(h, 0) / 1e6 for h in hours], color=REFERENCE_COLOR, linestyle="--", marker=marker,
-            label="without master-side filtering")
-    for name in top:
-        ax.plot(xs, [by_slave[name].get(h, 0) / 1e6 for h in hours], marker=marker, label=name)
+    if hours:
+        # every hour between the first and the last (an hour without events is 0), within the binlog's range
+        every = list(range(hours[0], hours[-1] + 1, 3600)) if len(hours) > 1 and \
+            (hours[-1] - hours[0]) // 3600 < 24 * 92 else hours
+        start, end = begins[hours[0]], max(ends[hours[-1]], begins[hours[0]] + 1)
+        edges = [start, *every[1:], end]
+        drawn["edges"] = edges
+        xs = [dt.datetime.fromtimestamp(e, dt.UTC) for e in edges]
+
+        def line(values: dict[int, int], label: str, **style) -> list[int]:
+            heights = [values.get(h, 0) for h in every]
+            shown = [b / 1e6 for b in heights]
+            ax.plot(xs, [*shown, shown[-1]], drawstyle="steps-post", label=label, **style)
+            return heights
+
+        drawn["lines"]["without master-side filtering"] = line(everything, "without master-side filtering",
+                                                              color=REFERENCE_COLOR, linestyle="--")
+        for name in top:
+            drawn["lines"][name] = line(by_slave[name], name, linewidth=1.5)
+        import matplotlib.dates as mdates
+
+        # whole seconds at least; the ticks say the time of day (the date is in the axis label)
+        locator = mdates.SecondLocator() if end - start <= 10 else mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        formats = ["%Y", "%b", "%b %d", "%H:%M", "%H:%M", "%H:%M:%S"]
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, show_offset=False, formats=formats,
+                                                                 zero_formats=formats))
+        ax.set_xlim(xs[0], xs[-1])
+        seconds = end - start
+        took = (f"{seconds} s" if seconds < 120 else f"{seconds // 60} min {seconds % 60} s" if seconds < 7200
+                else f"{seconds / 3600:.1f} h")
+        ax.set_xlabel(f"binlog time (UTC) from {xs[0]:%Y-%m-%d %H:%M:%S} to {xs[-1]:%Y-%m-%d %H:%M:%S}: {took}, "
+                      f"in {len(every)} hour(s); each step is its hour's bytes")
     ax.set_ylabel("MB sent in the hour")
-    ax.set_xlabel("hour of binlog time (UTC)")
+    ax.set_ylim(0, max(everything.values(), default=0) / 1e6 * 1.3 or 1.0)  # the legend above the lines
+    ax.grid(alpha=0.3)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
-    fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=CHART_DPI)
     plt.close(fig)
-    return {"hours": hours, "slaves": top}
+    return drawn

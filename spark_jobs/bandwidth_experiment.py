@@ -66,17 +66,23 @@ def count_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = T
     return merge_counts(parts, [s.name for s in slaves])
 
 
-HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent"]
+HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
 TABLE_COLUMNS = ["slave", "table", "bytes_all", "bytes_sent"]
 REST = "(transaction framing, control events, skip-policy events)"
 
 
-def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]]) -> list[dict]:
-    """One row per slave and hour of binlog time: what it reads and is sent in that hour."""
+def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
+              span: tuple[int, int] | None = None) -> list[dict]:
+    """One row per slave and hour of binlog time: what it reads and is sent in that hour, and the
+    first and last second of the hour the binlog holds (`span`: its first and last event time,
+    binlogs.time_span; the whole hour without it): the by-hour chart's x axis."""
     import datetime as dt
 
+    first, last = span or (None, None)
     return [{"slave": name, "hour_utc": dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d %H:00"),
-             "hour_epoch": hour, "bytes_all": read, "bytes_sent": sent}
+             "hour_epoch": hour, "bytes_all": read, "bytes_sent": sent,
+             "from_epoch": hour if first is None or first < hour else min(first, hour + 3599),
+             "to_epoch": hour + 3599 if last is None or last > hour + 3599 else max(last, hour)}
             for name in names for hour, (read, sent) in hours[name].items()]
 
 
@@ -199,6 +205,7 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     counted in the same pass and ranked by bytes saved (candidates.csv), each with lint's verdict
     when the binlog is at most `lint_max_mb` MB; `ranking`, a list, receives the ranked rows.
     `charts` False: the tables only (matplotlib takes longer to draw than the counting takes)."""
+    from dumpfilter.binlogs.time_span import time_span
     from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.topology import slave_gates
 
@@ -226,7 +233,7 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     out = Path(out)
     paths = write_report(rows, out, fmt, source=f"{source}, {len(files)} file(s)", charts=charts)
     mine = [p for p in parts if p.counts.slave in set(names)]
-    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names)),
+    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), time_span(files)),
                               table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts),
                                          merge_statements(parts)), out, fmt,
                               charts)
