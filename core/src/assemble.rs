@@ -5,12 +5,13 @@
 //! path (TransactionFilter + BinlogWriter) writes them. The decision per table comes from a keep
 //! array indexed by the scanner's name ids; the rules that fill it stay in Python.
 
-use crate::hops::statements;
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
 use crate::sql::query_ranges;
-use crate::stmt::{dml_shape, framing, Keys};
+use crate::stmt::{dml_shape, framing};
+use crate::stmt_keys::Keys;
 use crate::types::*;
+use crate::unit_cut::{keep_of, partial};
 
 /// Per-outcome counters, in the order Python's FilterStats adds them.
 #[derive(Debug, Default, Clone, Copy)]
@@ -145,14 +146,6 @@ pub fn push_renumbered(
     out.extend_from_slice(&buf[start..end]);
     let stop = out.len();
     renumber(out, first, stop, out_pos, crc);
-}
-
-fn keep_of(keep: &[u8], id: u32) -> Option<bool> {
-    match keep.get(id as usize) {
-        Some(0) => Some(false),
-        Some(1) => Some(true),
-        _ => None,
-    }
 }
 
 /// A unit that is not fast, decided by Python (`answers`): written whole.
@@ -593,97 +586,4 @@ fn push_emptied(
         out.extend_from_slice(&c.to_le_bytes());
     }
     Some(gsize + csize)
-}
-
-/// A fast unit buf[start..end] (GTID ending at `gtid_end`, `events` events, `ids` the name ids
-/// of its Table_maps) without its statements whose tables are not kept, when every statement
-/// has its own Table_maps and they all get one answer (so no STMT_END_F has to move): the
-/// bytes, as they were (positions not renumbered), and the events left. None otherwise.
-pub fn partial(
-    buf: &[u8],
-    start: usize,
-    end: usize,
-    gtid_end: usize,
-    events: u32,
-    ids: &[u32],
-    keep: &[u8],
-) -> Option<(Vec<u8>, u64)> {
-    if end > buf.len() || gtid_end > end || start > gtid_end {
-        return None;
-    }
-    let stmts = statements(buf, gtid_end, end)?;
-    let cut = UnitCut {
-        start,
-        end,
-        gtid_end,
-        events,
-        ids,
-        stmts: &stmts,
-    };
-    let (parts, events_out) = cut.parts(keep)?;
-    let mut joined = Vec::with_capacity(end - start);
-    for (a, b) in parts {
-        joined.extend_from_slice(&buf[a..b]);
-    }
-    Some((joined, events_out))
-}
-
-/// A fast unit to cut at its statements: its bounds in its buffer, where its GTID ends, its
-/// events, its Table_maps' name ids and its statements (`hops::statements` of its body, which
-/// the caller may have kept from before).
-pub struct UnitCut<'a> {
-    pub start: usize,
-    pub end: usize,
-    pub gtid_end: usize,
-    pub events: u32,
-    pub ids: &'a [u32],
-    pub stmts: &'a [(usize, u32, u32)],
-}
-
-impl UnitCut<'_> {
-    /// `partial`'s cut as byte ranges of the buffer, in order, and the events left.
-    pub fn parts(&self, keep: &[u8]) -> Option<(Vec<(usize, usize)>, u64)> {
-        let mut parts: Vec<(usize, usize)> = Vec::with_capacity(self.stmts.len() + 2);
-        let events = self.ranges(keep, |a, b| parts.push((a, b)))?;
-        Some((parts, events))
-    }
-
-    /// The cut's bytes and events, for a caller that counts only (nothing allocated).
-    pub fn size(&self, keep: &[u8]) -> Option<(u64, u64)> {
-        let mut size = 0u64;
-        let events = self.ranges(keep, |a, b| size += (b - a) as u64)?;
-        Some((size, events))
-    }
-
-    /// The one definition of the cut: hands `range` each kept byte range in order and returns
-    /// the events left, or None (after some ranges, which the caller then drops) where the unit
-    /// cannot be cut.
-    fn ranges(&self, keep: &[u8], mut range: impl FnMut(usize, usize)) -> Option<u64> {
-        let (mut at, mut t0) = (self.gtid_end, 0usize);
-        let mut events_out = self.events as u64;
-        range(self.start, self.gtid_end);
-        for (stmt_end, n, t1) in self.stmts {
-            let t1 = *t1 as usize;
-            if t1 == t0 || t1 > self.ids.len() || *stmt_end > self.end {
-                return None; // a statement without its own Table_map
-            }
-            let k = keep_of(keep, self.ids[t0]);
-            k?;
-            if self.ids[t0 + 1..t1]
-                .iter()
-                .any(|id| keep_of(keep, *id) != k)
-            {
-                return None; // a partly kept statement: its STMT_END_F would move
-            }
-            if k == Some(true) {
-                range(at, *stmt_end);
-            } else {
-                events_out -= (*n as u64).min(events_out);
-            }
-            at = *stmt_end;
-            t0 = t1;
-        }
-        range(at, self.end);
-        Some(events_out)
-    }
 }

@@ -21,9 +21,12 @@ pub mod skip_forms;
 pub mod split;
 pub mod sql;
 pub mod stmt;
+pub mod stmt_cues;
+pub mod stmt_keys;
 pub mod stmt_units;
 pub mod tally;
 pub mod types;
+pub mod unit_cut;
 pub mod unit_list;
 
 #[cfg(feature = "python")]

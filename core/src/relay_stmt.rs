@@ -1,13 +1,13 @@
 //! The slave's relay run over statement units (issue #43): a MIXED/STATEMENT stream's kept
 //! transactions (a GTID, Queries, an XID) copied to the relay log as they came, without an Event
-//! per unit, when the slave's own rules keep every statement by its key (`stmt::Keys`, decided
+//! per unit, when the slave's own rules keep every statement by its key (`stmt_keys::Keys`, decided
 //! once per key in Python: `rules.statement_keys.StatementKeeps`), as `relay::relay_ranges` copies
 //! the fast units whose tables they keep. A unit with a statement its rules drop (a disagreement
 //! the slave's check reports) or any other unit ends the run: Python takes it.
 
 use crate::relay::{is_lone_heartbeat, RelayRun};
 use crate::scan::Unit;
-use crate::stmt::Keys;
+use crate::stmt_keys::Keys;
 use crate::stmt_units::walk;
 
 /// A statement relay run: the run (`RelayRun`: ranges, counts; `lone` unused), whether it stopped

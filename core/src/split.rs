@@ -1,19 +1,19 @@
 //! Split's routing walk (issue #40): the fast MariaDB ROW units of one scanned buffer cut into
 //! one copy per output in a single pass, each output's keep bytes indexed by the scanner's name
 //! ids (the decisions stay in Python: rules.decider.TableKeeps). A copy is the unit whole, the
-//! unit without its statements whose tables the output does not keep (`assemble::partial`), or
+//! unit without its statements whose tables the output does not keep (`unit_cut::partial`), or
 //! nothing; bytes as the source holds them (the series writer renumbers them), as split's
 //! `encode_unit` of the reference path's events gives them. Also the GTID events a series'
 //! next GTID state needs from a run of whole units (`gtid_marks`). Statement units (MariaDB's
 //! default MIXED format: a GTID, Queries with their context events, an XID) are routed the same
 //! way by their statements' keys (`StmtRoute`), each key answered once per output in Python.
 
-use crate::assemble::partial;
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
-use crate::stmt::Keys;
+use crate::stmt_keys::Keys;
 use crate::stmt_units::{self, ALWAYS};
 use crate::types::*;
+use crate::unit_cut::partial;
 
 /// A piece of an output's bytes: a range of the buffer, or bytes of a partly kept unit.
 pub enum Piece {

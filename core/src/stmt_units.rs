@@ -9,7 +9,8 @@
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
 use crate::sql::query_ranges;
-use crate::stmt::{dml_shape, framing, Keys, NewKey};
+use crate::stmt::{dml_shape, framing};
+use crate::stmt_keys::{Keys, NewKey};
 use crate::types::{HEADER_LEN, INTVAR, QUERY, RAND, USER_VAR, XID};
 use crate::unit_list::UnitList;
 
@@ -136,7 +137,7 @@ impl StmtUnits {
     }
 
     /// Unit k without its dropped statements: the bytes, as they were (positions not
-    /// renumbered, as `assemble::partial` gives a fast unit's), and the events left. None when
+    /// renumbered, as `unit_cut::partial` gives a fast unit's), and the events left. None when
     /// unit k is not a statement unit by keys, or a key's answer is not given.
     pub fn partial(&self, k: usize, buf: &[u8], keep: &[u8]) -> Option<(Vec<u8>, u64)> {
         let pieces = self.of(k)?;

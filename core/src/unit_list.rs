@@ -7,7 +7,6 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use crate::assemble::UnitCut;
 use crate::heartbeat::Heartbeats;
 use crate::hops::statements;
 use crate::le::u32_at;
@@ -15,6 +14,7 @@ use crate::rows::{rows, rows_many};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
 use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN};
+use crate::unit_cut::UnitCut;
 
 #[derive(Debug, Clone, Default)]
 pub struct ListedUnit {

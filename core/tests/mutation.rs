@@ -13,7 +13,7 @@ use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::send::{send, walk, SendOptions};
-use _core::stmt::Keys;
+use _core::stmt_keys::Keys;
 use _core::unit_list::UnitList;
 
 struct Rng(u64);

@@ -9,7 +9,7 @@ use super::results::{AssembleCounts, AssembleResult, UnitsResult};
 use super::{check_off, error_tuple};
 use crate::assemble;
 use crate::scan::{self, Scanner, UNIT_WORDS};
-use crate::stmt;
+use crate::stmt_keys;
 
 /// Scanner state across the buffers of one stream: the format in force and interned names.
 #[pyclass(module = "dumpfilter._core", name = "Scanner")]
@@ -21,8 +21,8 @@ pub(super) struct PyScanner {
     /// The last `units` call's units and tables, for `assemble`.
     pub(super) last_units: Vec<scan::Unit>,
     pub(super) last_tables: Vec<u32>,
-    /// The statement keys interned by `assemble` (see stmt::Keys), kept across buffers.
-    pub(super) stmt_keys: stmt::Keys,
+    /// The statement keys interned by `assemble` (see stmt_keys::Keys), kept across buffers.
+    pub(super) stmt_keys: stmt_keys::Keys,
 }
 
 impl PyScanner {
@@ -58,7 +58,7 @@ impl PyScanner {
             names_sent: 0,
             last_units: Vec::new(),
             last_tables: Vec::new(),
-            stmt_keys: stmt::Keys::default(),
+            stmt_keys: stmt_keys::Keys::default(),
         }
     }
 
