@@ -11,6 +11,8 @@
 * grpcio-tools is a build-time requirement only, imported by nothing outside proto/ (item 7);
 * master/ is rooms (issue #46 goal 4): at most ten modules at its top, its sub-packages the named
   set, SlaveStream without mixins, and no master class reading another object's private state.
+* the Rust core's modules (core/src) without circles through their `crate::`/`super::` paths, and
+  none over MAX_LINES lines (issue #57 goal 7).
 """
 
 from __future__ import annotations
@@ -463,3 +465,180 @@ def test_the_private_read_check_sees_one():
     tree = ast.parse("class A:\n    def f(self, other):\n        return other._state\n"
                      "class B:\n    def __init__(self):\n        self._state = 1\n")
     assert _private_reads_of_others(tree) == [(3, "other._state")]
+
+
+# --- issue #57 goal 7: the Rust core's modules without circles, none over MAX_LINES ----------------
+
+CORE_SRC = ROOT / "core" / "src"
+
+
+def rust_modules(src: Path = CORE_SRC) -> dict[str, Path]:
+    """core/src's modules by path (`send`, `facts::ddl`; lib.rs is `crate`), one per file."""
+    out = {}
+    for path in sorted(src.rglob("*.rs")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "mod":
+            parts.pop()
+        out["::".join(parts) if parts != ["lib"] else "crate"] = path
+    return out
+
+
+def _rust_code(text: str) -> str:
+    """Rust source without its comments, string and char literals (a path in a doc is no use)."""
+    import re
+
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r'b?r(#*)".*?"\1', '""', text, flags=re.S)
+    text = re.sub(r'b?"(?:\\.|[^"\\])*"', '""', text, flags=re.S)
+    return re.sub(r"b?'(?:\\.|[^'\\])'", "' '", text)
+
+
+def _use_paths(tree: str) -> list[list[str]]:
+    """The paths a use tree names: `a::{b, c::{d, e}}` gives a::b, a::c::d, a::c::e."""
+    tree = tree.replace(" ", "").replace("\n", "")
+    depth, start = 0, None
+    for i, ch in enumerate(tree):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+    if start is None:
+        return [[p for p in tree.split("::") if p and p != "*"]]
+    prefix = [p for p in tree[:start].split("::") if p]
+    inner, items, depth, item = tree[start + 1:tree.rindex("}")], [], 0, ""
+    for ch in inner + ",":
+        if ch == "," and depth == 0:
+            if item:
+                items.append(item)
+            item = ""
+            continue
+        depth += (ch == "{") - (ch == "}")
+        item += ch
+    return [prefix + sub for it in items for sub in _use_paths(it)]
+
+
+def _inline_modules(code: str) -> list[tuple[int, int, str]]:
+    """The inline `mod name { ... }` blocks of a module's code: (start, end, name)."""
+    import re
+
+    blocks = []
+    for m in re.finditer(r"\bmod\s+(\w+)\s*\{", code):
+        depth = 0
+        for k in range(m.end() - 1, len(code)):
+            depth += (code[k] == "{") - (code[k] == "}")
+            if depth == 0:
+                blocks.append((m.start(), k, m.group(1)))
+                break
+    return blocks
+
+
+def rust_uses(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The other core modules `name` names through `crate::`, `super::` or `self::`, in its use
+    lines and in paths written inline (in an inline `mod tests { ... }`, `super` is the file's
+    module). A module's own `mod` children, which it names bare, are its parts, not counted; a
+    child naming its parent (`super::Facts`) is."""
+    import re
+
+    code = _rust_code(path.read_text())
+    inline = _inline_modules(code)
+    paths = []  # (offset, parts)
+    for m in re.finditer(r"\buse\s+((?:crate|super|self)::[^;]*);", code):
+        paths += [(m.start(), parts) for parts in _use_paths(m.group(1))]
+    bare = re.sub(r"\buse\s+[^;]*;", lambda m: " " * len(m.group(0)), code)
+    paths += [(m.start(), m.group(0).split("::"))
+              for m in re.finditer(r"(?<![\w$])(?:crate|super|self)(?:::\w+)+", bare)]
+    found = set()
+    for at, parts in paths:
+        here = [] if name == "crate" else name.split("::")
+        here = here + [n for start, end, n in inline if start <= at <= end]
+        if parts[0] == "crate":
+            full = parts[1:]
+        else:
+            while parts and parts[0] in ("self", "super"):
+                here = here[:-1] if parts[0] == "super" else here
+                parts = parts[1:]
+            full = here + parts
+        full = [p for p in full if p != "self"]
+        for n in range(len(full), -1, -1):
+            target = "::".join(full[:n]) or "crate"
+            if target in modules:
+                if target != name:
+                    found.add(target)
+                break
+    return found
+
+
+def rust_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more modules (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    groups = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def rust_graph(src: Path = CORE_SRC) -> dict[str, set[str]]:
+    modules = rust_modules(src)
+    return {name: rust_uses(name, path, modules) for name, path in modules.items()}
+
+
+def test_rust_modules_have_no_circles():
+    """core/src's modules point one way (issue #57 goal 7): no module reaches, through others,
+    back to itself (UnitList once lived in send.rs, which stmt_units.rs both used and served)."""
+    cycles = rust_cycles(rust_graph())
+    assert not cycles, "Rust modules in circles (move the shared piece down into a module of its own):\n" \
+        + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_rust_modules_are_not_longer_than_a_newcomer_can_hold():
+    long = [f"{path.relative_to(ROOT)}: {n} lines" for path in rust_modules().values()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES]
+    assert not long, f"Rust modules over {MAX_LINES} lines (split where their responsibilities part):\n" \
+        + "\n".join(long)
+
+
+def test_the_rust_circle_check_sees_one(tmp_path):
+    """The checks above can fail: a circle through a use group, a child's `super::` and an
+    inline path is found, a one-way chain is not, and comments and strings name nothing."""
+    (tmp_path / "lib.rs").write_text("pub mod a;\npub mod b;\npub mod c;\npub mod d;\npub mod le;\n")
+    (tmp_path / "le.rs").write_text("#[cfg(test)]\nmod tests {\n    use super::*;\n}\n")
+    (tmp_path / "a.rs").write_text("use crate::{le, b::{self, Thing}};\n// crate::d::x\n")
+    (tmp_path / "b.rs").write_text('pub fn f() -> u32 { crate::c::g() }\nconst S: &str = "crate::d::x";\n')
+    (tmp_path / "c.rs").write_text("pub fn g() -> u32 { 1 }\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "mod.rs").write_text("mod e;\npub fn h() {}\n")
+    (tmp_path / "d" / "e.rs").write_text("use super::h;\nuse crate::a::X;\n")
+    graph = rust_graph(tmp_path)
+    assert graph["a"] == {"le", "b"} and graph["b"] == {"c"} and graph["le"] == set() and graph["d::e"] == {"d", "a"}
+    assert rust_cycles(graph) == []
+    (tmp_path / "c.rs").write_text("use crate::d::e::Y;\npub fn g() -> u32 { 1 }\n")
+    assert rust_cycles(rust_graph(tmp_path)) == [["a", "b", "c", "d::e"]]
