@@ -9,6 +9,7 @@ import datetime as dt
 import html
 from pathlib import Path
 
+from dumpfilter.lab.simulate.breakdowns import html_sections
 from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_explanation, lint_fine, row_cells,
                                             summary_line, throughput_line)
 
@@ -131,6 +132,8 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
             prow.append(cells)
         parts.append("<h2>Bytes sent per skip policy (MB)</h2>")
         parts.append(_table(["slave", *policies], prow, numeric=set(range(1, len(policies) + 1)), cls="policies"))
+
+    parts.append(html_sections(report))  # the bytes by table, every stream's time
 
     topology = report.get("topology") or {}
     if topology:

@@ -114,6 +114,7 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
         verifications = _verify(topology, results) if verify else []
         lints = linting.results()
         report = build_report(topology, prepared, results, verifications, lints, served)
+        report["by_table"] = bytes_by_table(topology, prepared.files)
         paths = write_report(report, out) if out is not None else []
         return SimulationResult(report, paths, verifications, results)
     finally:
@@ -238,6 +239,8 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
                          for r in results if r.plan.spec is spec},
             # per skip policy: the master's events kept for the slave, and what the policy adds
             "policy_bytes": {r.plan.skip_policy: _kept_and_overhead(r) for r in results if r.plan.spec is spec},
+            # per skip policy: the seconds its stream took (the own policy's is wall_seconds)
+            "policy_seconds": {r.plan.skip_policy: round(r.wall_seconds, 4) for r in results if r.plan.spec is spec},
             "timeline": _timeline(main, offsets, clock),
             "verified": None if check is None else check.ok,
             "lint": lint,
@@ -271,8 +274,34 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
                                  "skip_policy": s.skip_policy, "user": s.user, "rules": list(s.rule_text),
                                  "effective_rules": _rule_lines(s.rules)} for s in topology.slaves]},
         "slaves": rows,
+        "streams": stream_times(results),
         "verify": [v.to_json() for v in verifications] if verifications else None,
     }
+
+
+def bytes_by_table(topology: Topology, files) -> list[dict]:
+    """Per slave and table, the bytes in the binlog that write it and those sent to the slave,
+    then the statements that name no table and the framing and control row: `experiment`'s
+    counting (spark_jobs.bandwidth_experiment.table_rows, one pass in this process over every
+    slave), the same figures `experiment` writes in bandwidth_by_table (statements attributed to
+    the tables they update, split evenly between several)."""
+    from dumpfilter.spark_jobs.bandwidth_experiment import count_parts_local, table_rows
+    from dumpfilter.spark_jobs.tasks.bandwidth import merge_counts, merge_statements, merge_tables
+    from dumpfilter.spark_jobs.tasks.chunks import plan_chunks
+
+    slaves, gates = list(topology.slaves), slave_gates(topology)
+    parts = count_parts_local(plan_chunks([Path(f) for f in files], None), slaves, gates)
+    totals = merge_counts(parts, [s.name for s in slaves])
+    return table_rows(topology, gates, totals, merge_tables(parts), merge_statements(parts))
+
+
+def stream_times(results: list[StreamResult]) -> list[dict]:
+    """Every stream's time (each slave's own-policy stream, its other skip policies', the
+    rule-less one): where the simulation's time went."""
+    return [{"slave": r.plan.label if r.plan.role != EVERYTHING else "(everything)", "role": r.plan.role,
+             "skip_policy": r.plan.skip_policy, "wall_seconds": round(r.wall_seconds, 4),
+             "bytes_read": r.stats.get("bytes_read", 0), "bytes_sent": r.counters.get("bytes_received", 0)}
+            for r in results]
 
 
 def _rule_lines(rules) -> list[str]:

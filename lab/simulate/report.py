@@ -282,8 +282,10 @@ def write_report(report: dict, out: Path) -> list[Path]:
             flat["lint_breaks"] = (row.get("lint") or {}).get("breaks", "")
             flat["real_replica"] = real_replica_cell(row) if row.get("real_replica") is not None else ""
             writer.writerow(flat)
+    from dumpfilter.lab.simulate.breakdowns import write_csvs
+
     draw_charts(report, paths[2], paths[3])
     write_html(report, paths[4], charts={"Bytes per slave and skip policy": paths[2],
                                          "MB/s sent against binlog time (the events' timestamps), peaks marked":
                                          paths[3]})
-    return paths
+    return paths + write_csvs(report, out)

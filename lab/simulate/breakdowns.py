@@ -1,0 +1,70 @@
+"""What the simulation report shows beside its per-slave rows (issue #60, goals 2 and 4): the
+bytes by table (experiment's counting: each slave's top tables, then the statements that name no
+table and the framing and control row) and every stream's time, as CSV rows and HTML sections."""
+
+from __future__ import annotations
+
+import csv
+import html
+from pathlib import Path
+
+TOP_TABLES = 10
+TABLE_FIELDS = ["slave", "table", "bytes_all", "bytes_sent"]
+STREAM_FIELDS = ["slave", "role", "skip_policy", "wall_seconds", "bytes_read", "bytes_sent"]
+
+
+def top_tables(report: dict, slave: str, count: int = TOP_TABLES) -> list[dict]:
+    """A slave's `count` largest tables (by bytes in the binlog), then its rows that are no table
+    (statements naming none, framing and control events): together with the rest, its bytes."""
+    mine = [r for r in report.get("by_table") or () if r["slave"] == slave]
+    named = [r for r in mine if not r["table"].startswith("(")]
+    return named[:count] + [r for r in mine if r["table"].startswith("(")]
+
+
+def write_csvs(report: dict, out: Path) -> list[Path]:
+    """report_by_table.csv (every slave's every table) and report_streams.csv (every stream's time)."""
+    paths = []
+    for name, fields, rows in (("report_by_table.csv", TABLE_FIELDS, report.get("by_table")),
+                               ("report_streams.csv", STREAM_FIELDS, report.get("streams"))):
+        if rows is None:
+            continue
+        path = out / name
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+        paths.append(path)
+    return paths
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _mb(n) -> str:
+    return f"{n / 1e6:.2f}"
+
+
+def html_sections(report: dict) -> str:
+    """The bytes by table (a table per slave: its top tables, then the rows that are no table)
+    and every stream's time, as HTML."""
+    parts = []
+    if report.get("by_table"):
+        parts.append("<h2>Bytes by table</h2><p class=\"meta\">Each table's Table_map and Rows events and the "
+                     "statements that update it (with their context events; split evenly between the tables a "
+                     "statement updates), sent as each slave's rules decide; the transactions' framing and the "
+                     f"control events in a row of their own. The {TOP_TABLES} largest tables per slave; "
+                     "report_by_table.csv holds every one.</p>")
+        for slave in dict.fromkeys(r["slave"] for r in report["by_table"]):
+            rows = "".join(f"<tr><td>{_e(r['table'])}</td><td class=\"num\">{_mb(r['bytes_all'])}</td>"
+                           f"<td class=\"num\">{_mb(r['bytes_sent'])}</td></tr>" for r in top_tables(report, slave))
+            parts.append(f"<h3>{_e(slave)}</h3><table class=\"by-table\"><thead><tr><th>table</th>"
+                         "<th>MB in the binlog</th><th>MB sent</th></tr></thead><tbody>" + rows + "</tbody></table>")
+    if report.get("streams"):
+        rows = "".join(f"<tr><td>{_e(s['slave'])}</td><td>{_e(s['role'])}</td><td>{_e(s['skip_policy'])}</td>"
+                       f"<td class=\"num\">{s['wall_seconds']:.2f}</td><td class=\"num\">{_mb(s['bytes_sent'])}</td>"
+                       "</tr>" for s in sorted(report["streams"], key=lambda s: -s["wall_seconds"]))
+        parts.append("<h2>Where the time went: every stream</h2><table class=\"streams\"><thead><tr><th>slave</th>"
+                     "<th>stream</th><th>skip policy</th><th>wall s</th><th>MB sent</th></tr></thead><tbody>"
+                     + rows + "</tbody></table>")
+    return "\n".join(parts)
