@@ -12,8 +12,8 @@ use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::send::{send, SendOptions};
-use _core::unit_list::UnitList;
 use _core::sql::plain_statement;
+use _core::unit_list::UnitList;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, rest)) = data.split_first() else {
