@@ -193,8 +193,11 @@ def _bytes_written(written: list[Path]) -> int:
 
 
 def summary_document(stats: FilterStats, written: list[Path], elapsed: float, *, flavor: str, assumed: int) -> dict:
-    """The summary --json writes: the counters, the output files and their bytes, the seconds."""
-    return stats.as_dict() | {"output_files": [str(p) for p in written], "output_file_bytes": _bytes_written(written),
+    """The summary --json writes: the counters, the output files and their bytes, the seconds.
+    `transactions_skipped` counts the transactions the rules keep nothing of, in the master's word
+    (its Transactions_skipped); `emptied` and `skipped` say how they were written (as an empty
+    transaction, or left out)."""
+    return stats.as_dict() | {"transactions_skipped": stats.emptied + stats.skipped, "output_files": [str(p) for p in written], "output_file_bytes": _bytes_written(written),
                               "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed}
 
 
@@ -211,13 +214,15 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
         mode = "rich" if sys.stderr.isatty() else "plain"
     out_bytes = _bytes_written(written)
     pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% smaller" if stats.bytes_in else ""
-    # (what, in, kept, not kept): an emptied transaction is written as its empty frame, one left
-    # out is not written at all.
+    # (what, in, kept, not kept): a transaction the rules keep nothing of is "skipped" (the master's
+    # word), written as its empty frame (--empty-transactions keep) or left out.
+    forms = [f"{n} {form}" for n, form in ((stats.emptied, "written as empty transactions"),
+                                           (stats.skipped, "left out")) if n]
+    skipped = f"{stats.emptied + stats.skipped} skipped" + (f" ({', '.join(forms)})" if forms else "")
     rows = [
         ("files", f"{stats.files_in}", f"{len(written)} written", ""),
         ("events", f"{stats.events_in}", f"{stats.events_out}", f"{max(stats.events_in - stats.events_out, 0)} dropped"),
-        ("transactions", f"{stats.transactions_in}", f"{stats.kept} whole, {stats.partial} partial",
-         f"{stats.emptied} emptied, {stats.skipped} left out"),
+        ("transactions", f"{stats.transactions_in}", f"{stats.kept} whole, {stats.partial} partial", skipped),
         ("bytes", _mb(stats.bytes_in), f"{_mb(out_bytes)} written", pct),
     ]
     if mode == "rich":
@@ -237,8 +242,8 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
             console.print(f"{assumed} decision(s) assumed what the schema model lacks (explain says which)")
         return
     print(f"rules ({flavor} replica): {rules_text}", file=sys.stderr)
-    for name, before, kept, skipped in rows:
-        print(f"{name}: {before} in, kept {kept}" + (f"; {skipped}" if skipped else ""), file=sys.stderr)
+    for name, before, kept, not_kept in rows:
+        print(f"{name}: {before} in, kept {kept}" + (f"; {not_kept}" if not_kept else ""), file=sys.stderr)
     if stats.unparsed_statements:
         print(f"unparsed statements kept: {stats.unparsed_statements}", file=sys.stderr)
     if assumed:

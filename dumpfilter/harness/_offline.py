@@ -16,7 +16,7 @@ from dumpfilter.harness._rules import Rules, as_rules
 from dumpfilter.harness._types import Decision, EventDecision, LintBreak, LintResult, TransactionExplanation
 from dumpfilter.rules.decisions import Decision as _EngineDecision
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import TransactionFilter, framing_statement
+from dumpfilter.rules.transaction_filter import EMPTIED, SKIPPED, TransactionFilter, framing_statement
 from dumpfilter.workload import WorkloadSpec, generate
 
 PathLike = str | os.PathLike[str]
@@ -101,13 +101,16 @@ def explain(rules: Rules | Sequence[str] | str | None = None, *, sql: str | None
 def explain_binlog(binlog: PathLike | Sequence[PathLike], rules: Rules | Sequence[str] | str | None = None, *,
                    schema: PathLike | None = None) -> Iterator[TransactionExplanation]:
     """Every transaction of `binlog` under `rules`, in order: its outcome as `dumpfilter filter`
-    (and the master) decide it, and the decision on each statement and Table_map in it."""
+    (and the master) decide it -- "skipped" where the rules keep nothing, as the master's
+    `transactions_skipped` counts it -- and the decision on each statement and Table_map in it."""
     paths = _paths(binlog)
     rules = as_rules(rules)
     engine = RuleEngine(rules._ruleset, rules.settings_for(_flavor(paths[0])), schema=_schema(schema, "schema"))
     tfilter = TransactionFilter(engine)
     for file, txn in units(paths):
         outcome = tfilter.filter(txn).outcome
+        if outcome == EMPTIED:  # nothing kept: "skipped", the master's word (its Transactions_skipped)
+            outcome = SKIPPED
         decisions = []
         for event in txn.events:
             if event.type_code == EventType.TABLE_MAP:

@@ -42,6 +42,6 @@ def simulate(topology: str | os.PathLike[str] | None = None, *, out: str | os.Pa
             events_all=row["events_all"], bytes_all=row["bytes_all"], events_sent=row["events_sent"],
             bytes_sent=row["bytes_sent"], saved_bytes=row["saved_bytes"],
             transactions_kept=row["transactions_kept"], transactions_partial=row["transactions_partial"],
-            transactions_skipped=row["transactions_skipped"], transactions_emptied=row["transactions_emptied"],
+            transactions_skipped=row["transactions_skipped"], empty_transactions=row["empty_transactions"],
             verified=row["verified"], lint_breaks=int(lint.get("breaks", 0)), bytes_per_skip_policy=dict(row["policies"])))
     return Simulation(tuple(rows), result.ok, tuple(result.paths), result.report)

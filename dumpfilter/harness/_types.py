@@ -4,6 +4,7 @@ author can compare, print and keep them without touching the engine's own classe
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,9 @@ class EventDecision:
 @dataclass(frozen=True)
 class TransactionExplanation:
     """One transaction of a binlog under these rules: where it starts, its GTID, the outcome
-    ("kept", "partial", "emptied", "skipped" or "control" for events never filtered), and the
-    decisions that made it, in order."""
+    ("kept", "partial", "skipped" -- the rules keep nothing of it, what the master's
+    `Received.transactions_skipped` counts; "emptied" in earlier versions -- or "control" for events never
+    filtered), and the decisions that made it, in order."""
 
     file: str
     pos: int
@@ -127,8 +129,10 @@ class TransactionExplanation:
 @dataclass(frozen=True)
 class SimulatedSlave:
     """One slave's row of a simulation: bytes and events it would get without master-side
-    filtering (`*_all`) and with it (`*_sent`), the saving, the transactions, the verification
-    (None: not asked) and lint's predicted breaks."""
+    filtering (`*_all`) and with it (`*_sent`), the saving, the transactions (`transactions_skipped`:
+    those the rules keep nothing of, as the master counts them; `empty_transactions`: the empty
+    GTID transactions its skip policy sent in their stead, as `Received` names them), the
+    verification (None: not asked) and lint's predicted breaks."""
 
     name: str
     server_id: int
@@ -141,10 +145,18 @@ class SimulatedSlave:
     transactions_kept: int
     transactions_partial: int
     transactions_skipped: int
-    transactions_emptied: int
+    empty_transactions: int
     verified: bool | None
     lint_breaks: int
     bytes_per_skip_policy: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def transactions_emptied(self) -> int:
+        """Deprecated: `empty_transactions` (one name with `Received` and the master's stats). An
+        "emptied" transaction is a skipped one: `transactions_skipped` counts them all."""
+        warnings.warn("SimulatedSlave.transactions_emptied is deprecated: use empty_transactions",
+                      DeprecationWarning, stacklevel=2)
+        return self.empty_transactions
 
 
 @dataclass(frozen=True)

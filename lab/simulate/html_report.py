@@ -89,7 +89,7 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
     verified = any(row.get("verified") is not None for row in report["slaves"])
     real = any(row.get("real_replica") is not None for row in report["slaves"])
     headers = ["slave", "skip policy", "without MB (events)", "with MB (events)", "saved MB", "saved %",
-               "txns kept/partial/skipped/emptied", "wall s", "share MB/s", "lint: replica would stop"] + \
+               "txns kept/partial/skipped", "wall s", "share MB/s", "lint: replica would stop"] + \
         (["real replica"] if real else []) + (["verify"] if verified else [])
     rows = []
     for row in report["slaves"]:

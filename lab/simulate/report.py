@@ -29,7 +29,7 @@ from dumpfilter.topology import SKIP_POLICIES
 CSV_FIELDS = ["slave", "server_id", "channel", "semantics", "skip_policy", "events_all", "bytes_all", "events_sent",
               "bytes_sent", "kept_bytes", "heartbeats", "heartbeat_bytes", "placeholders", "placeholder_bytes",
               "empty_transactions", "empty_transaction_bytes", "saved_bytes", "saved_percent", "transactions_kept",
-              "transactions_partial", "transactions_skipped", "transactions_emptied", "wall_seconds",
+              "transactions_partial", "transactions_skipped", "wall_seconds",
               "stream_mb_s"] + [f"bytes_{p}" for p in SKIP_POLICIES] + ["verified", "lint_breaks", "real_replica"]
 
 VERIFY_MEANING = ("verify: the slave was sent exactly what slave-side filtering of the full stream keeps (a slave "
@@ -137,11 +137,19 @@ def row_cells(row: dict) -> dict:
         "with": f"{_mb(row['bytes_sent'])} ({row['events_sent']})",
         "saved": _mb(row["saved_bytes"]),
         "saved_pct": "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
-        "txns": f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}"
-                f"/{row['transactions_emptied']}",
+        "txns": f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}",
         "wall": f"{row['wall_seconds']:.2f}", "share": f"{row['stream_mb_s']:.1f}", "lint": lint_cell(row),
         "real": real_replica_cell(row), "verify": verify_cell(row),
     }
+
+
+def transactions_text(row: dict) -> str:
+    """A slave's transactions in the master's words: kept, partial, skipped (the rules keep nothing
+    of them), and the empty transactions its skip policy sent for the skipped ones, if any."""
+    text = (f"{row['transactions_kept']} kept, {row['transactions_partial']} partial, "
+            f"{row['transactions_skipped']} skipped")
+    empty = row.get("empty_transactions") or 0
+    return text + (f" (as {empty} empty transactions)" if empty else "")
 
 
 _STYLE = {"ok": "green", "FAILED": "bold red"}
@@ -153,7 +161,7 @@ def _table(report: dict) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for header, justify in (("slave", "left"), ("policy", "left"), ("without MB\n(events)", "right"),
                             ("with MB\n(events)", "right"), ("saved\nMB", "right"), ("saved\n%", "right"),
-                            ("txns kept/partial\n/skipped/emptied", "right"), ("wall\ns", "right"),
+                            ("txns kept/\npartial/skipped", "right"), ("wall\ns", "right"),
                             ("share\nMB/s", "right"), ("lint: replica\nwould stop", "left")):
         table.add_column(header, justify=justify, no_wrap=True)
     if real:
@@ -180,8 +188,7 @@ def _blocks(report: dict, console: Console) -> None:
         grid.add_row("sent", f"{_mb(row['bytes_sent'])} of {_mb(row['bytes_all'])} MB ({row['events_sent']} of "
                              f"{row['events_all']} events) with master-side filtering")
         grid.add_row("saved", f"{c['saved']} MB, {c['saved_pct']}%")
-        grid.add_row("txns", f"{row['transactions_kept']} kept, {row['transactions_partial']} partial, "
-                             f"{row['transactions_skipped']} skipped, {row['transactions_emptied']} emptied")
+        grid.add_row("txns", transactions_text(row))
         grid.add_row("stream", f"{c['wall']} s, share {c['share']} MB/s")
         grid.add_row("lint", "replica would stop: " + c["lint"] if lint_breaks(row) else c["lint"])
         if row.get("real_replica") is not None:
