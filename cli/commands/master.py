@@ -60,9 +60,13 @@ _MYSQL_LIMITS = [
 ]
 
 
-def register(subparsers) -> None:
-    from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
+# master.lint_jobs.LINT_MAX_BYTES in MiB, written out: the client commands (`master status`,
+# `filters`, `change-filter`) start without the lint planner (tests/cli/test_startup_imports.py
+# checks the two agree).
+LINT_MAX_MB = 1024
 
+
+def register(subparsers) -> None:
     parser = subparsers.add_parser("master", help="run the master-side dump service (gRPC)")
     sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
     sub.required = True
@@ -107,7 +111,7 @@ def register(subparsers) -> None:
     serve.add_argument("--schema", metavar="FILE|mysql://USER@HOST:PORT",
                        help="the master's schema before its binlog (mysqldump --no-data file or a server): "
                             "multi-table UPDATE decisions use its columns and triggers")
-    serve.add_argument("--lint-max-mb", type=float, default=LINT_MAX_BYTES / (1 << 20), metavar="MB",
+    serve.add_argument("--lint-max-mb", type=float, default=float(LINT_MAX_MB), metavar="MB",
                        help="lint each new slave's rules over the binlog in the background, and follow the "
                             "binlog as it grows: the most one look reads, in MiB (the first reads the whole "
                             "binlog, so a larger one is not linted at Register; each later one what was appended "

@@ -111,3 +111,15 @@ def test_the_named_command_parses_in_full():
     with pytest.raises(SystemExit) as exc:
         build_parser(["filtr"]).parse_args(["filtr"])
     assert exc.value.code == 2
+
+
+def test_the_master_client_commands_start_without_the_master():
+    """`master status` (and its siblings) are gRPC clients: their parser's --lint-max-mb default is
+    written out in the command module, not imported with the lint planner; the two agree."""
+    from dumpfilter.cli.commands.master import LINT_MAX_MB
+    from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
+
+    assert LINT_MAX_MB * (1 << 20) == LINT_MAX_BYTES
+    modules = imported("master", "status", "--help")
+    assert "dumpfilter.cli.commands.master" in modules
+    assert _loaded(modules, HEAVY) == []
