@@ -149,6 +149,7 @@ class Dumping:
         except StopIteration:
             if self.service.shutting_down:
                 self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress")
+                self.why_warns = False  # the operator stopped the master: not a problem of the dump
             elif not self.why:
                 self.why = "the client closed it during its dump"
         except ConnectionClosed:
@@ -159,6 +160,8 @@ class Dumping:
         except DumpFilterError as exc:
             code, sqlstate = code_for(exc)
             self._try_error(code, str(exc))
+            if code == ER_SERVER_SHUTDOWN:
+                self.why_warns = False
         finally:
             batches.close()
 

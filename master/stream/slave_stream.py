@@ -135,7 +135,7 @@ class SlaveStream:
                     j = i + 1
                 i = j
                 if self.batch_bytes >= self.limit:
-                    yield self._batch(False)
+                    yield self._batch(False, cut=True)
                     last_sent = time.monotonic()
                     if self.handle.cancelled:
                         break
@@ -150,7 +150,7 @@ class SlaveStream:
                 if caught_up and seg.error is None and self._position_may_wait(reported_end_at, last_sent):
                     pass  # sent with the next kept data, or by the wait below once POSITION_WAIT is over
                 elif caught_up or seg.at_end or seg.error is not None or self.batch_segments >= BATCH_SEGMENTS:
-                    yield self._batch(caught_up)
+                    yield self._batch(caught_up, cut=not (caught_up or seg.at_end or seg.error is not None))
                     last_sent = time.monotonic()
                     if caught_up:
                         reported_end_at = self.pos
@@ -505,8 +505,13 @@ class SlaveStream:
         stats.events_sent += 1
         stats.bytes_sent += size
 
-    def _batch(self, caught_up: bool) -> Batch:
-        self._flush_heartbeat()
+    def _batch(self, caught_up: bool, *, cut: bool = False) -> Batch:
+        """The batch made so far. One `cut` where the stream goes on (full, or BATCH_SEGMENTS
+        segments) leaves the heartbeat of a skipped stretch still under way owed: it goes once, at
+        the stretch's end, wherever the batches are cut, as MySQL's dump thread sends one per
+        stretch (and as `experiment` counts it); the batch's position says where the stream is."""
+        if not cut:
+            self._flush_heartbeat()
         now = time.monotonic()
         if caught_up or now - self.hits_at >= HITS_EVERY:
             self.hits.flush()

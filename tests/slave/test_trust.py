@@ -143,8 +143,8 @@ def test_without_the_masters_marks_the_same_stream_is_a_disagreement(tmp_path, m
 
 
 def _unmarked(batch):
-    def without_marks(self, caught_up):
-        out = batch(self, caught_up)
+    def without_marks(self, caught_up, **kwargs):
+        out = batch(self, caught_up, **kwargs)
         out.schema_decided = []
         return out
     return without_marks

@@ -23,7 +23,7 @@ from dumpfilter.topology import TopologyError, load_topology, parse_topology, sl
 from dumpfilter.workload import WorkloadSpec, generate
 
 from tests.support.file_ends import series_with_every_end
-from tests.support.simulated import assert_same, simulated
+from tests.support.simulated import assert_same, experiment_rows, simulated
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
 
@@ -169,3 +169,24 @@ def test_a_slave_the_policy_refuses_is_an_error(tmp_path):
     with pytest.raises(TopologyError, match="no \\[default\\]"):
         slave_gates(load_topology(path))
     assert slave_gates(parse_topology('[[slaves]]\nname = "x"\nserver_id = 7\n')) == [None]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_skipped_stretches_across_batch_edges_count_the_same(tmp_path, binlogs, monkeypatch, policy):
+    """Segments of 1.5 KB and batches of 2 KB: skipped stretches cross batch edges, as a stretch
+    longer than BATCH_SEGMENTS segments does on a large binlog. A stretch costs one heartbeat
+    wherever the master cuts its batches (issue #57: on a 514 MB binlog experiment counted 8 to 10
+    heartbeats fewer than the real streams carried, one per batch edge inside a stretch)."""
+    from dumpfilter.master.read.segments import SegmentCache
+    from dumpfilter.master.service import DumpService
+
+    monkeypatch.setattr(DumpService, "reply_bytes", lambda self: 2_000)
+    real_init = SegmentCache.__init__
+    monkeypatch.setattr(SegmentCache, "__init__", lambda self, directory, **kw: real_init(
+        self, directory, **{**kw, "segment_bytes": 1_500}))
+    slaves = [("do1", "ops", ["replicate-do-db=db1"]), ("t1", "ops", ["replicate-do-table=db2.t1"])]
+    path = _write(tmp_path, binlogs["row"], slaves, (policy,))
+    topology = load_topology(path)
+    streams = simulated(topology)
+    assert_same(streams, experiment_rows([binlogs["row"]], topology.slaves, None, slave_gates(topology)))
+    assert_same(streams, experiment_rows([binlogs["row"]], topology.slaves, 9_000, slave_gates(topology)))
