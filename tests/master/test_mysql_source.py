@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from dumpfilter.lab.sandbox import diff_snapshots, find_binary, make_replica, snapshot, wait_caught_up
+from dumpfilter.lab.sandbox import (diff_snapshots, find_binary, make_replica, replica_status, snapshot,
+                                    wait_caught_up)
 from dumpfilter.master.serve.grpc_server import create_server
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
@@ -20,12 +21,18 @@ from dumpfilter.master.upstream.binlog_mirror import BinlogMirror, MirrorError
 from dumpfilter.master.upstream.source import SourceReplicator, SourceURL, _file_for_gtid
 
 from tests.support.dump_helpers import run_slave
-from tests.support.mysql_replicas import converge, point_at
+from tests.support.mysql_replicas import converge, point_at, wait_applied
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 
 RULES = {71: ["replicate-ignore-db=s2"], 72: ["replicate-do-db=s2", "replicate-do-db=s3"]}
+# Real replicas behind --mysql-listen: server_id -> (its rules' reference, skip policy, GTID mode). Each
+# rule set under every skip policy, GTID and file/position mode (issue #61: after the kill -9 the
+# series' file ends without a Rotate, and the next file begins with transactions rules skip).
+REPLICAS = {71: (71, "heartbeat", True), 72: (72, "heartbeat", False), 74: (71, "placeholder", False),
+            75: (72, "placeholder", True), 76: (71, "empty-transaction", True), 77: (72, "empty-transaction", False)}
+POSITIONS = ("Master_Log_File", "Read_Master_Log_Pos", "Relay_Master_Log_File", "Exec_Master_Log_Pos")
 GRPC_RULES = ["replicate-wild-ignore-table=s3.%"]  # dumpfilter's own slave (server_id 73)
 
 
@@ -54,7 +61,7 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
     primary = mariadb_factory("primary-source", options=["--innodb-flush-log-at-trx-commit=1", "--sync-binlog=1"])
     references = {sid: mariadb_factory(f"reference-{sid}", log_bin=False, options=["--" + r for r in rules])
                   for sid, rules in RULES.items()}
-    real = {sid: mariadb_factory(f"real-{sid}", server_id=sid, log_bin=False) for sid in RULES}
+    real = {sid: mariadb_factory(f"real-{sid}", server_id=sid, log_bin=False) for sid in REPLICAS}
     references[73] = mariadb_factory("reference-73", log_bin=False, options=["--" + r for r in GRPC_RULES])
     target = mariadb_factory("target-73", log_bin=False)
     primary.execute([f"CREATE DATABASE s{i}" for i in (1, 2, 3)])
@@ -64,7 +71,8 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
         make_replica(primary, reference)
     topology = tmp_path / "replicas.toml"
     topology.write_text("".join(f'[[slaves]]\nname = "r{sid}"\nserver_id = {sid}\nflavor = "mariadb"\n'
-                                f"rules = {rules!r}\n\n".replace("'", '"') for sid, rules in RULES.items()))
+                                f'skip_policy = "{policy}"\n' + f"rules = {RULES[of]!r}\n\n".replace("'", '"')
+                                for sid, (of, policy, _gtid) in REPLICAS.items()))
     local = tmp_path / "series"
     url = SourceURL.parse(f"mysql://{primary.repl_user}:{primary.repl_password}@127.0.0.1:{primary.port}")
     replicator = SourceReplicator(url, BinlogMirror(local))
@@ -90,8 +98,8 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
 
     thread = threading.Thread(target=writer)
     try:
-        point_at(real[71], endpoint.port, gtid=True)
-        point_at(real[72], endpoint.port, gtid=False, log_file=replicator.mirror.files()[0])
+        for sid, (_of, _policy, gtid) in REPLICAS.items():
+            point_at(real[sid], endpoint.port, gtid=gtid, log_file=replicator.mirror.files()[0])
         thread.start()
 
         def more_written(n: int) -> bool:  # the writer's progress: states, not seconds
@@ -107,8 +115,19 @@ def test_source_primary_to_real_replicas(mariadb_factory, tmp_path):
         thread.join()
         for reference in references.values():
             assert wait_caught_up(primary, reference, timeout=60).caught_up
-        for sid in RULES:
-            assert converge(references[sid], real[sid]) == [], f"server_id {sid}"
+        for sid, (of, policy, gtid) in REPLICAS.items():
+            assert converge(references[of], real[sid]) == [], f"server_id {sid} ({policy}, GTID {gtid})"
+        # ... and stand where a replica filtering for itself stands (the primary's file and offsets)
+        deadline = time.monotonic() + 30
+        while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for sid, (of, policy, gtid) in REPLICAS.items():
+            state = wait_applied(real[sid], service=master.service, server_id=sid, timeout=60)
+            truth = replica_status(references[of])
+            print(f"server_id {sid} ({policy}, {'GTID' if gtid else 'file/position'}): "
+                  + ", ".join(f"{k} {state[k]}" for k in (*POSITIONS, "Slave_IO_Running", "Slave_SQL_Running",
+                                                          "Last_IO_Errno", "Last_SQL_Errno", "Gtid_IO_Pos")))
+            assert {k: state[k] for k in POSITIONS} == {k: truth[k] for k in POSITIONS}, f"server_id {sid}"
         # dumpfilter's own slave, from the same series, applying its relay log to `target`
         deadline = time.monotonic() + 30
         while replicator.mirror.safe != primary.master_position() and time.monotonic() < deadline:

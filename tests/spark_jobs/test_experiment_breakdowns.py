@@ -82,7 +82,7 @@ def _reference(src):
                 elif e.is_query:  # a statement's bytes go to the one table it updates (issue #60: the DDL here)
                     updated = statement_tables(e.sql, e.db).updated
                     if len(updated) == 1:
-                        tables["{0}.{1}".format(*updated[0])] += e.size
+                        tables[f"{updated[0][0]}.{updated[0][1]}"] += e.size
     return dict(hours), dict(tables)
 
 
