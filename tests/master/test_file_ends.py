@@ -160,6 +160,8 @@ def test_real_replicas_follow_a_primary_whose_files_end_every_way(mariadb_factor
         assert truth_at["Master_Log_File"] == primary.master_position()[0]
         for sid, replica in replicas.items():
             state = wait_applied(replica, service=master.service, server_id=sid, timeout=90)
+            print(f"{binlog_format} server_id {sid} {REPLICAS[sid]}: "
+                  + ", ".join(f"{k} {state[k]}" for k in (*POSITIONS, "Last_IO_Errno", "Last_SQL_Errno", "Gtid_IO_Pos")))
             assert diff_snapshots(expected, snapshot(replica)) == [], sid
             assert {k: state[k] for k in POSITIONS} == truth_at, f"server_id {sid} {REPLICAS[sid]}"
     finally:
