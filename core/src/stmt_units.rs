@@ -140,41 +140,42 @@ impl StmtUnits {
     /// renumbered, as `unit_cut::partial` gives a fast unit's), and the events left. None when
     /// unit k is not a statement unit by keys, or a key's answer is not given.
     pub fn partial(&self, k: usize, buf: &[u8], keep: &[u8]) -> Option<(Vec<u8>, u64)> {
-        let pieces = self.of(k)?;
         let mut out = Vec::new();
         let mut events = 0u64;
-        for p in pieces {
-            let kept = p.key == ALWAYS
-                || match keep.get(p.key as usize)? {
-                    1 => true,
-                    0 => false,
-                    _ => return None,
-                };
-            if kept {
-                out.extend_from_slice(buf.get(p.start..p.end)?);
-                events += p.events as u64;
-            }
+        for p in self.kept_pieces(k, keep)? {
+            out.extend_from_slice(buf.get(p.start..p.end)?);
+            events += p.events as u64;
         }
         Some((out, events))
     }
 
-    /// The byte ranges of unit k's pieces a stream keeps (its framing, and the statements whose
-    /// key it keeps), in order: what the placeholder policy sends as they are
-    /// (`skip_forms::with_placeholders`). None where a key has no answer.
+    /// The byte ranges of unit k's pieces a stream keeps, in order: what the placeholder policy
+    /// sends as they are (`skip_forms::with_placeholders`).
     pub fn kept_ranges(&self, k: usize, keep: &[u8]) -> Option<Vec<(usize, usize)>> {
-        let mut ranges = Vec::new();
+        Some(
+            self.kept_pieces(k, keep)?
+                .iter()
+                .map(|p| (p.start, p.end))
+                .collect(),
+        )
+    }
+
+    /// Unit k's pieces a stream keeps (its framing, and the statements whose key it keeps), in
+    /// order; None when unit k is not a statement unit by keys, or a key's answer is not given.
+    fn kept_pieces(&self, k: usize, keep: &[u8]) -> Option<Vec<Piece>> {
+        let mut kept = Vec::new();
         for p in self.of(k)? {
-            let kept = p.key == ALWAYS
+            let keeps = p.key == ALWAYS
                 || match keep.get(p.key as usize)? {
                     1 => true,
                     0 => false,
                     _ => return None,
                 };
-            if kept {
-                ranges.push((p.start, p.end));
+            if keeps {
+                kept.push(*p);
             }
         }
-        Some(ranges)
+        Some(kept)
     }
 
     /// Adds the key uses of units i..j to `counts` (one per key id).
