@@ -269,6 +269,9 @@ class RelayResult(_Record):
     @property
     def lone(self) -> list[tuple[str, str]]:
         """[(default database, SQL)] of the lone statements copied."""
+    @property
+    def placeholders(self) -> int:
+        """Placeholders dropped from the placeholder policy's units relayed as their framing."""
 
 
 class Scanner:

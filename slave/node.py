@@ -416,8 +416,9 @@ class Slave:
         while i < n:
             raw_ok = self.rename is None and self.relay.file is not None and grouper.current is None
             if raw_ok and self.after_unit is None:
-                # In bulk (the compiled relay run): lone Heartbeats counted and passed over, fast
-                # units the slave's own rules keep whole and lone statements (see below) written
+                # In bulk (the compiled relay run): lone Heartbeats counted and passed over, the
+                # placeholder policy's units for skipped ones written as their framing (GTID,
+                # XID), fast units the slave's own rules keep whole and lone statements (see below) written
                 # as they came, up to the first unit that needs the code below. The lone
                 # statements' texts come back for the slave's own check, in order: the keep
                 # answers the run used were fixed before it (per table name, for the batch), so
@@ -428,6 +429,7 @@ class Slave:
                         self.relay.write_raw(run.out)
                     self.trust.lone_run(run.lone, blob, units, i)
                     c.heartbeats += run.heartbeats
+                    c.placeholders += run.placeholders  # a placeholder unit's framing relayed without them
                     c.events_relayed += run.events
                     c.bytes_relayed += run.bytes
                     self.units_written += run.units

@@ -9,9 +9,10 @@
 
 use std::ops::Range;
 
+use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::sql::query_ranges;
-use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2};
+use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, RAND, XID};
 
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
 /// handed to Python).
@@ -28,6 +29,8 @@ pub struct RelayRun {
     pub bytes: u64,
     /// Lone Heartbeat units passed over.
     pub heartbeats: u64,
+    /// Placeholders dropped from the units relayed (`placeholder_unit`).
+    pub placeholders: u64,
     /// The lone statements copied: their (default database, SQL) ranges in the buffer.
     pub lone: Vec<(Range<usize>, Range<usize>)>,
 }
@@ -76,6 +79,55 @@ pub fn is_lone_heartbeat(buf: &[u8], u: &Unit) -> bool {
         && matches!(buf.get(u.start + 4), Some(&HEARTBEAT) | Some(&HEARTBEAT_V2))
 }
 
+/// A placeholder unit's framing ranges in its buffer and the placeholders it drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaceholderUnit {
+    pub gtid: (usize, usize),
+    pub xid: (usize, usize),
+    pub holes: u64,
+}
+
+/// LOG_EVENT_SKIP_REPLICATION_F, which the master's placeholders carry (skip_policy.placeholder).
+const SKIP_REPLICATION_F: u16 = 0x8000;
+
+/// A MariaDB unit the placeholder policy sent for a skipped one: its GTID, RAND placeholders
+/// (server_id 0, LOG_EVENT_SKIP_REPLICATION_F: `skip_policy.is_placeholder`) and its XID. The
+/// slave relays its framing without them (`Placeholder.relayed`): the GTID's and the XID's
+/// ranges in `buf`, and the placeholders dropped. None for any other unit.
+pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
+    const MARIADB: u32 = F_MARIADB_GTID | F_COMPLETE;
+    if u.flags & MARIADB != MARIADB || u.kind == CONTROL || u.events < 3 {
+        return None;
+    }
+    let raw = buf.get(u.start..u.end)?;
+    let gtid = u32_at(raw, 9)? as usize;
+    if *raw.get(4)? != MARIADB_GTID || gtid < HEADER_LEN {
+        return None;
+    }
+    let (mut p, mut holes) = (gtid, 0u64);
+    while p < raw.len() {
+        let size = u32_at(raw, p + 9)? as usize;
+        if size < HEADER_LEN || p + size > raw.len() {
+            return None;
+        }
+        let kind = *raw.get(p + 4)?;
+        if p + size == raw.len() {
+            return (kind == XID && holes > 0).then_some(PlaceholderUnit {
+                gtid: (u.start, u.start + gtid),
+                xid: (u.start + p, u.end),
+                holes,
+            });
+        }
+        let flags = u16::from_le_bytes([*raw.get(p + 17)?, *raw.get(p + 18)?]);
+        if kind != RAND || u32_at(raw, p + 5)? != 0 || flags & SKIP_REPLICATION_F == 0 {
+            return None;
+        }
+        holes += 1;
+        p += size;
+    }
+    None
+}
+
 /// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
 /// name ids of their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python;
 /// with `lone`, lone statements are copied too (see `lone_statement`).
@@ -96,6 +148,20 @@ pub fn relay_ranges(
         }
         if is_lone_heartbeat(buf, u) {
             plan.heartbeats += 1;
+            i += 1;
+            continue;
+        }
+        if let Some(PlaceholderUnit { gtid, xid, holes }) = placeholder_unit(buf, u) {
+            for (lo, hi) in [gtid, xid] {
+                match plan.ranges.last_mut() {
+                    Some(last) if last.1 == lo => last.1 = hi,
+                    _ => plan.ranges.push((lo, hi)),
+                }
+                plan.bytes += (hi - lo) as u64;
+            }
+            plan.units += 1;
+            plan.events += 2;
+            plan.placeholders += holes;
             i += 1;
             continue;
         }

@@ -99,7 +99,7 @@ def assert_same_runs(stream: bytes, rng: random.Random, fmt=None) -> tuple[int, 
             while i < len(units):
                 got = scanner.relay_run(stream, i, keep, lone)
                 want = reference_run(stream, units, tables, keep, i, lone)
-                assert tuple(got) == want, (i, tuple(got)[1:], want[1:])
+                assert tuple(got)[:7] == want and got.placeholders == 0, (i, tuple(got)[1:], want[1:])
                 relayed, heartbeats, statements = relayed + got.units, heartbeats + got.heartbeats, statements + len(got.lone)
                 i = got.next + 1  # the unit the run stopped at goes to Python
             if n == 0 and lone is not None or fmt is None:
@@ -161,7 +161,7 @@ def test_a_stream_of_only_heartbeats_and_kept_units_is_one_run():
     scanner = Scanner("<test>")
     scan = scanner.units(stream, 0, 0, at_eof=True)
     first_fast = next(i for i, rec in enumerate(scan.units) if rec.fast)
-    out, nxt, relayed, events, size, heartbeats, _ = scanner.relay_run(stream, first_fast,
+    out, nxt, relayed, events, size, heartbeats, _, _ = scanner.relay_run(stream, first_fast,
                                                                        b"\x01" * len(scanner.names))
     rest = list(scan.units)[nxt:]
     assert all(rec.kind == "control" for rec in rest)  # only the file's end (Rotate, Stop) is left

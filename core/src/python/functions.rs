@@ -135,6 +135,7 @@ pub(super) fn relay_run<'py>(
         bytes: p.bytes,
         heartbeats: p.heartbeats,
         lone: texts.unbind(),
+        placeholders: p.placeholders,
     })
 }
 

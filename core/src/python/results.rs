@@ -208,6 +208,8 @@ record! {
         heartbeats: u64,
         /// [(default database, SQL)] of the lone statements copied.
         lone: Py<PyList>,
+        /// Placeholders dropped from the units relayed.
+        placeholders: u64,
     }
 }
 
