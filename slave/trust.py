@@ -37,7 +37,6 @@ ERROR, WARN = "error", "warn"
 ON_DISAGREEMENT = (ERROR, WARN)
 WARNINGS_TOLD = 10  # disagreements printed per run under `warn`; the rest are counted only
 _LOG_POS = struct.Struct("<I")
-_HEARTBEATS = (int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2))
 
 
 class DisagreementError(DumpFilterError):
@@ -126,8 +125,9 @@ class MasterTrust:
     def lone_run(self, texts: list, blob: bytes, units, start: int) -> None:
         """The lone statements of a compiled relay run from unit `start` (their texts, in order),
         each checked. The unit of one the check drops is found again for its position: a run
-        copies fast units, Heartbeats and lone statements only, so the lone ones are its units
-        that are neither fast nor a Heartbeat (walked only then: a faithful master never pays)."""
+        copies fast units, Heartbeats, placeholder units (three events or more) and lone
+        statements (two events), so the lone ones are its units of two events that are not fast
+        (walked only then: a faithful master never pays)."""
         k, seen = start, 0
         for n, (db, sql) in enumerate(texts):
             if self.check.lone_text_kept(sql, db) or self.suspended:
@@ -135,7 +135,7 @@ class MasterTrust:
             while True:
                 rec = units[k]
                 k += 1
-                if not rec.fast and not (rec.events == 1 and blob[rec.start + 4] in _HEARTBEATS):
+                if not rec.fast and rec.events == 2:
                     seen += 1
                     if seen > n:
                         break

@@ -299,3 +299,20 @@ def test_a_statement_inside_a_compressed_payload_is_marked_by_its_payload():
         else:
             with pytest.raises(DisagreementError, match=f"bin.000001:{payload.log_pos - payload.size}"):
                 trust.unit(unit)
+
+
+def test_a_disagreement_after_placeholder_units_names_its_own_position(tmp_path, master_factory):
+    """Under the placeholder policy a relay run also copies the placeholder units of skipped
+    transactions (their framing): the lone statement the slave's check drops after them is found
+    again by its own position, not a placeholder unit's."""
+    build = Build("mariadb").q("CREATE DATABASE db1")
+    build.rows("db3", "t", 1).rows("db3", "t", 2)  # skipped by the master: placeholder units
+    build.q("CREATE DATABASE db2")                 # kept by the master, dropped by the slave's check
+    path = _write(build, tmp_path / "binlogs")
+    _, address = master_factory(tmp_path / "binlogs")
+    slave = _slave(address, tmp_path / "relay", RuleSet(do_db=("db1",)), register_rules=RuleSet(do_db=("db1", "db2")),
+                   skip_policy="placeholder")
+    with pytest.raises(DisagreementError) as caught:
+        slave.run()
+    at = next(e.pos for e in events_of(path.read_bytes()) if e.is_query and e.sql == "CREATE DATABASE db2")
+    assert f"the master sent `CREATE DATABASE db2` at master-bin.000001:{at} " in str(caught.value)
