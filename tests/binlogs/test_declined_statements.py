@@ -195,7 +195,9 @@ def test_experiment_counts_and_lints_them(env, tmp_path, capsys):
         status, _ = truth[name]
         assert status.caught_up, status.describe()
         line = next(line for line in out.splitlines() if f" c-{name} " in f" {line} ")
-        assert line.rstrip().endswith("no break"), out
+        # the stops lint predicts (none: the real replica caught up); a silent divergence it may
+        # add after a ';' is another question (tests/rules/test_lint_divergence_real_replica.py)
+        assert line.rstrip().split(";")[0].endswith("no break"), out
 
 
 @pytest.mark.grpc
