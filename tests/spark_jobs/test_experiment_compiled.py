@@ -196,19 +196,20 @@ def test_slaves_whose_answers_agree_are_walked_once(generated, workload, monkeyp
     a buffer whose units all go the compiled way, the first one's walk is done again for the
     others (`_SlaveCounter.signature`). The counts stay the streams', and the compiled walks
     are those of the distinct answers, not of the slaves."""
-    runs = []
-    real_run = bandwidth._SlaveCounter.run
-    monkeypatch.setattr(bandwidth._SlaveCounter, "run", lambda self, *a: runs.append(self.out.counts.slave) or real_run(self, *a))
     base = [(["replicate-do-db=db1"], "heartbeat"), (["replicate-ignore-db=db2"], "placeholder")]
     variants = [([*rules, f"replicate-ignore-table=db9.not_there_{k}"], policy)
                 for k in range(6) for rules, policy in base]
     src = [generated[workload]]
+    streamed = _streamed(src[0], base + variants)  # before the spy: simulate counts by table with the same walk
+    runs = []
+    real_run = bandwidth._SlaveCounter.run
+    monkeypatch.setattr(bandwidth._SlaveCounter, "run", lambda self, *a: runs.append(self.out.counts.slave) or real_run(self, *a))
     alone = _counts(bandwidth, src, _topology(base), None)
     walks_alone = len(runs)
     runs.clear()
     topology = _topology(base + variants)
     together = _counts(bandwidth, src, topology, None)
-    assert_same(_streamed(src[0], base + variants), together)
+    assert_same(streamed, together)
     for k, row in enumerate(together[2:]):  # each variant is counted as its base rule set is
         assert {**row, "slave": ""} == {**alone[k % 2], "slave": ""}
     assert walks_alone > 0
@@ -223,6 +224,12 @@ def test_statements_read_on_the_scan_thread_cut_as_their_streams(generated, chun
     from dumpfilter.spark_jobs.tasks import chunks as chunk_module
 
     monkeypatch.setattr(chunk_module, "READ_BYTES", 4_000)
+    cutting_slaves = [(["replicate-ignore-table=db1.t1"], "heartbeat"),
+                      (["replicate-wild-do-table=db2.t2", "replicate-do-table=db1.t2"], "placeholder"),
+                      (["replicate-do-db=db3"], "heartbeat")]
+    nothing_cut_slaves = [(["replicate-ignore-table=db1.not_there"], "heartbeat")]
+    # the real streams first, before the spies (simulate counts by table with the same walk)
+    streamed = {id(s): _streamed(generated["row-mariadb"], s) for s in (cutting_slaves, nothing_cut_slaves)}
     lists = []
     real = bandwidth.chunk_buffers
 
@@ -236,12 +243,9 @@ def test_statements_read_on_the_scan_thread_cut_as_their_streams(generated, chun
     real_unit = bandwidth._SlaveCounter.unit
     monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: by_python.append(txn) or real_unit(self, txn))
     src = [generated["row-mariadb"]]
-    cutting_slaves = [(["replicate-ignore-table=db1.t1"], "heartbeat"),
-                      (["replicate-wild-do-table=db2.t2", "replicate-do-table=db1.t2"], "placeholder"),
-                      (["replicate-do-db=db3"], "heartbeat")]
     cutting = _topology(cutting_slaves)
     rows = _counts(bandwidth, src, cutting, chunk_bytes)
-    assert_same(_streamed(src[0], cutting_slaves), rows)
+    assert_same(streamed[id(cutting_slaves)], rows)
     assert rows[0]["transactions_partial"] > 0, "the workload holds no unit kept in part"
     assert sum(units.unit_statements_ahead for units in lists) > 0
     # The units cut from the statements read ahead are cut by the core, not left to Python: as
@@ -259,9 +263,8 @@ def test_statements_read_on_the_scan_thread_cut_as_their_streams(generated, chun
     # counted buffer shows it (the first two scans of a chunk start before any of its buffers is
     # counted).
     lists.clear()
-    nothing_cut_slaves = [(["replicate-ignore-table=db1.not_there"], "heartbeat")]
     nothing_cut = _topology(nothing_cut_slaves)
-    assert_same(_streamed(src[0], nothing_cut_slaves), _counts(bandwidth, src, nothing_cut, chunk_bytes))
+    assert_same(streamed[id(nothing_cut_slaves)], _counts(bandwidth, src, nothing_cut, chunk_bytes))
     chunks = len(plan_chunks(input_files(src), chunk_bytes))
     assert sum(1 for units in lists if units.unit_statements_ahead) <= 2 * chunks < len(lists)
 
