@@ -17,6 +17,7 @@ def gtid_filter(state: GtidState | None) -> Callable[[Event], bool] | None:
         wanted = state.mysql
         return lambda event: not event.gtid_info.anonymous and (
             event.gtid_info.source, event.gtid_info.tag, event.gtid_info.gno) in wanted
+    assert state.limits is not None, "GtidState.parse gives MariaDB's limits or a MySQL set"
     return KnownMariaDB(state.limits)
 
 

@@ -99,13 +99,13 @@ class Reader:
         return self.take(1, what)[0]
 
     def u16(self, what: str) -> int:
-        return struct.unpack("<H", self.take(2, what))[0]
+        return int.from_bytes(self.take(2, what), "little")
 
     def u32(self, what: str) -> int:
-        return struct.unpack("<I", self.take(4, what))[0]
+        return int.from_bytes(self.take(4, what), "little")
 
     def u64(self, what: str) -> int:
-        return struct.unpack("<Q", self.take(8, what))[0]
+        return int.from_bytes(self.take(8, what), "little")
 
     def lenenc(self, what: str) -> int:
         first = self.u8(what)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F
+from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.event import query_text
 from dumpfilter.errors import BinlogError
 from dumpfilter.codec.scanner import unit_events
@@ -18,8 +19,16 @@ from dumpfilter.rules.transaction_filter import lone_statement
 
 if TYPE_CHECKING:
     from dumpfilter.master.read.columns import LazyUnits, UnitIndex
+    from dumpfilter.rules.statement_info import StatementInfo
 
 Pos = tuple[str, int]
+TableName = tuple[str, str]  # (db, table) of a Table_map
+MariaGtid = tuple[tuple[int, int], int]  # ((domain, server_id), seq) of a MariaDB GTID
+MysqlGtid = tuple[str, str, int]  # (source uuid, tag, gno) of a MySQL GTID
+StatementCut = tuple[int, int, int]  # see Unit.statements
+# Unit.results: per rule group (its key), the answer its first slave computed; values differ by key
+# (master.decide.statement_answers): a cache shared by every stream, read back by its writer.
+Results = dict[object, Any]
 
 UNIT_KINDS = {"control": CONTROL, "transaction": TRANSACTION, "statement": STATEMENT}  # the core's kind codes
 
@@ -37,28 +46,31 @@ class Unit:
     __slots__ = ("_txn", "file", "end", "results", "raw", "pos", "fmt", "events", "tables", "_statements", "gtid",
                  "gtid_end", "nbytes", "mysql_gtid", "is_fast", "_kind", "_complete", "_parses")
 
-    def __init__(self, txn: Transaction | None, file: str, end: Pos, results: dict | None = None):
+    def __init__(self, txn: Transaction | None, file: str, end: Pos, results: Results | None = None) -> None:
         self._txn = txn
         self.file = file
         self.end = end
-        self.results = {} if results is None else results
+        self.results: Results = {} if results is None else results
         self.events = len(txn.events) if txn is not None else 0
         self.nbytes = txn.size if txn is not None else 0
         self.raw: bytes | None = None      # fast units only, from here on
         self.pos = 0
-        self.fmt = None
-        self.tables: tuple = ()            # (db, table) of each Table_map, in order (fast units)
-        self._statements: tuple | None = None  # see `statements`
-        self.gtid: tuple | None = None     # ((domain, server_id), seq) of a MariaDB GTID
-        self.mysql_gtid: tuple | None = None  # (source uuid, tag, gno) of a MySQL GTID
+        self.fmt: FormatDescription | None = None
+        self.tables: tuple[TableName, ...] = ()         # (db, table) of each Table_map, in order (fast units)
+        self._statements: tuple[StatementCut, ...] | None | _Unset = None  # see `statements`
+        self.gtid: MariaGtid | None = None
+        self.mysql_gtid: MysqlGtid | None = None
         self.gtid_end = 0                  # size of the GTID event
         self.is_fast = False
+        self._kind: str
+        self._complete: bool
         self._kind, self._complete = (txn.kind, txn.complete) if txn is not None else (TRANSACTION, True)
-        self._parses: dict | None = None   # see `parses`
+        self._parses: dict[tuple[str, str | None], StatementInfo] | None = None  # see `parses`
 
     @classmethod
-    def fast(cls, raw: bytes, file: str, pos: int, fmt, events: int, tables: tuple, gtid: tuple | None,
-             gtid_end: int, mysql_gtid: tuple | None = None) -> Unit:
+    def fast(cls, raw: bytes, file: str, pos: int, fmt: FormatDescription | None, events: int,
+             tables: tuple[TableName, ...], gtid: MariaGtid | None, gtid_end: int,
+             mysql_gtid: MysqlGtid | None = None) -> Unit:
         unit = cls.__new__(cls)
         unit._txn = None
         unit.file, unit.end, unit.results = file, (file, pos + len(raw)), {}
@@ -69,7 +81,7 @@ class Unit:
         return unit
 
     @classmethod
-    def lazy(cls, raw: bytes, file: str, pos: int, fmt, events: int, kind: str, complete: bool, end: Pos) -> Unit:
+    def lazy(cls, raw: bytes, file: str, pos: int, fmt: FormatDescription | None, events: int, kind: str, complete: bool, end: Pos) -> Unit:
         """A unit that is not fast: its raw bytes, its Events made on first use."""
         unit = cls.__new__(cls)
         unit._txn = None
@@ -80,19 +92,21 @@ class Unit:
         return unit
 
     @property
-    def statements(self) -> tuple | None:
+    def statements(self) -> tuple[StatementCut, ...] | None:
         """(end offset in raw, events, index in `tables` after its Table_maps) per statement
         (ended by STMT_END_F), or None when the unit does not cut into whole statements (rows
         of an earlier statement's Table_map, or a statement left open). Fast units only; found
         on first use, as only units that some slave keeps in part need it."""
         statements = self._statements
-        if statements is _UNSET:
-            found = core_statements(self.raw, self.gtid_end, len(self.raw))
+        if isinstance(statements, _Unset):
+            raw = self.raw
+            assert raw is not None, "only fast units (raw bytes) leave their statements unset"
+            found = core_statements(raw, self.gtid_end, len(raw))
             statements = self._statements = tuple(found) if found is not None else None
         return statements
 
     @property
-    def parses(self) -> dict:
+    def parses(self) -> dict[tuple[str, str | None], StatementInfo]:
         """(sql, default db) -> StatementInfo: the unit's statements as parsed for the first rule
         group that decided them, reused by the others (each event parsed once, whatever the
         number of slaves); it lives as long as the unit stays in the segment cache."""
@@ -108,15 +122,22 @@ class Unit:
         if raw is None:
             txn = self.txn
             query = lone_statement(txn.events) if txn.kind != CONTROL and txn.complete else None
-            return (query.db, query.sql) if query is not None else None
-        if self.events != 2 or not self._complete or self._kind == CONTROL or raw[4] not in GTID_EVENT_TYPES:
+            if query is None:
+                return None
+            fields = query.query
+            return fields.db, fields.sql
+        fmt = self.fmt
+        if (self.events != 2 or not self._complete or self._kind == CONTROL or raw[4] not in GTID_EVENT_TYPES
+                or fmt is None):
             return None
-        return query_text(raw, _U32.unpack_from(raw, 9)[0], len(raw), self.fmt)
+        start: int = _U32.unpack_from(raw, 9)[0]
+        return query_text(raw, start, len(raw), fmt)
 
     @property
     def txn(self) -> Transaction:
         txn = self._txn
         if txn is None:
+            assert self.raw is not None, "a unit is made from its Transaction or its raw bytes"
             events, _ = unit_events(self.raw, self.pos, self.fmt)
             txn = self._txn = Transaction(self._kind, events, self._complete)
         return txn
@@ -126,7 +147,11 @@ class Unit:
         return self.nbytes
 
 
-_UNSET = object()
+class _Unset:
+    """A fast unit's statements not yet looked for (None: looked for, not whole statements)."""
+
+
+_UNSET: Final = _Unset()
 _U32 = struct.Struct("<I")
 
 
