@@ -6,11 +6,13 @@ import grpc
 
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
 from dumpfilter.v1 import dump_pb2
+from dumpfilter.v1.dump_pb2_grpc import DumpFilterStub
 
 _NAMES = tuple(filter_name(rule_type) for rule_type in REPLICATE_TYPES)
 
 
-def filters_in_force(stub, server_id: int, channel: str, metadata, timeout: float | None) -> dict[str, str] | None:
+def filters_in_force(stub: DumpFilterStub, server_id: int, channel: str, metadata: list[tuple[str, str]],
+                     timeout: float | None) -> dict[str, str] | None:
     """FILTER_NAME -> rule text of `channel`'s rows in the master's ListFilters for this slave
     (performance_schema.replication_applier_filters), every REPLICATE_* name present ("" for none);
     None when the master cannot say (an older master, or one going away).

@@ -10,6 +10,7 @@ import os
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 from dumpfilter.errors import PositionError
 
@@ -20,7 +21,7 @@ SYNCED = "relay-log.info.synced"  # the last relay-log.info made durable itself 
 _READ_TRIES = 5
 
 
-def info_text(data: dict) -> bytes:
+def info_text(data: dict[str, Any]) -> bytes:
     """relay-log.info's text: the fields as JSON, sorted, one a line, after a "check" field
     holding the CRC32 of everything after it. Rewritten in place (`write_in_place`), the file
     can hold a version cut short by a crash, or be read in the middle of a write: the check
@@ -31,7 +32,7 @@ def info_text(data: dict) -> bytes:
     return b'{"check": "%08x",' % zlib.crc32(body) + body
 
 
-def parse_info(text: bytes) -> dict:
+def parse_info(text: bytes) -> dict[str, Any]:
     """The fields of a whole relay-log.info text (ValueError for any other). A text without a
     check (written before it had one) is taken as it is."""
     data = json.loads(text)
@@ -70,7 +71,7 @@ def write_atomic(path: Path, text: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     # json.dumps then one write: the same text as json.dump, without a write per token.
     write_atomic(path, json.dumps(data, indent=1, sort_keys=True, default=str).encode())
 
@@ -83,14 +84,15 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        data: dict[str, Any] = json.loads(path.read_text())  # the JSON object this module wrote
     except FileNotFoundError:
         return None
+    return data
 
 
-def _read_whole(path: Path, tries: int) -> dict | None:
+def _read_whole(path: Path, tries: int) -> dict[str, Any] | None:
     error: Exception | None = None
     for attempt in range(tries):
         if attempt:
@@ -104,7 +106,7 @@ def _read_whole(path: Path, tries: int) -> dict | None:
     raise ValueError(str(error))
 
 
-def read_info(directory: Path) -> dict | None:
+def read_info(directory: Path) -> dict[str, Any] | None:
     """relay-log.info's fields (None: there is none, a slave that never started). One that is
     not a whole version (cut short by a crash, see info_text) gives the last checkpoint's,
     which names only durable relay bytes too."""

@@ -3,8 +3,16 @@ scrape time, totals over every run of this relay directory (as `slave status` sh
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily
+
+if TYPE_CHECKING:
+    from dumpfilter.slave.node import Slave
 
 # (counter of slave.config.Counters, metric name, help)
 _COUNTERS = (
@@ -23,10 +31,10 @@ _COUNTERS = (
 
 
 class SlaveCollector:
-    def __init__(self, slave):
+    def __init__(self, slave: Slave) -> None:
         self.slave = slave
 
-    def collect(self):
+    def collect(self) -> Iterator[CounterMetricFamily]:
         slave = self.slave
         earlier, counters = slave._earlier_stats, slave.counters
         label = str(slave.config.server_id)
@@ -36,12 +44,12 @@ class SlaveCollector:
             yield family
 
 
-def registry_for(slave) -> CollectorRegistry:
+def registry_for(slave: Slave) -> CollectorRegistry:
     registry = CollectorRegistry()
     registry.register(SlaveCollector(slave))
     return registry
 
 
-def serve_metrics(slave, port: int, addr: str = "127.0.0.1"):
+def serve_metrics(slave: Slave, port: int, addr: str = "127.0.0.1") -> tuple[WSGIServer, threading.Thread]:
     """Start the /metrics HTTP endpoint; returns (server, thread) from prometheus_client."""
     return start_http_server(port, addr=addr, registry=registry_for(slave))

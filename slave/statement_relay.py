@@ -8,7 +8,16 @@ statement the rules drop, or any other unit, ends the run: the slave's Python pa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dumpfilter.rules.statement_keys import StatementKeeps
+
+if TYPE_CHECKING:
+    from dumpfilter.codec.format_description import FormatDescription
+    from dumpfilter.codec.scanner import Scanner
+    from dumpfilter.rules.decider import Decider
+    from dumpfilter.slave.config import Counters
+    from dumpfilter.slave.relay_log import RelayLog
 
 
 class StatementRelay:
@@ -17,10 +26,11 @@ class StatementRelay:
 
     __slots__ = ("keeps",)
 
-    def __init__(self, engine):
+    def __init__(self, engine: Decider) -> None:
         self.keeps = StatementKeeps(engine)
 
-    def run(self, scanner, relay, counters, blob: bytes, i: int, fmt) -> tuple[int, int]:
+    def run(self, scanner: Scanner, relay: RelayLog, counters: Counters, blob: bytes, i: int,
+            fmt: FormatDescription) -> tuple[int, int]:
         """Writes the statement units of the scanner's last scan (of `blob`) from `i` on that the
         rules keep whole, and the Heartbeats between them (counted), to `relay`; a key met for
         the first time is decided and the run goes on. Returns (the first unit not written, the

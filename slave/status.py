@@ -13,11 +13,16 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from dumpfilter.errors import BinlogError, ChecksumError, PositionError, RuleError
 from dumpfilter.slave.info_file import read_json
 from dumpfilter.slave.relay_log import APPLY_INFO, BASENAME, RelayInfo
+
+if TYPE_CHECKING:
+    from dumpfilter.slave.config import SlaveConfig
+    from dumpfilter.v1.dump_pb2 import DumpBatch
 
 # MySQL's error numbers for what ends a replica's threads (include/mysqld_error.h,
 # errmsg-utf8.txt), so that a replication engineer reads them as from SHOW SLAVE STATUS.
@@ -69,7 +74,7 @@ def sql_errno(message: str) -> int:
     return int(match.group(1)) if match else ER_SLAVE_RELAY_LOG_READ_FAILURE
 
 
-def mark_running(info: RelayInfo, relay_dir: Path, config) -> None:
+def mark_running(info: RelayInfo, relay_dir: Path, config: SlaveConfig) -> None:
     """The slave's threads start (START SLAVE): a running pid, the connection settings, errors kept
     until the threads succeed (as MySQL keeps Last_IO_Error until the IO thread reconnects)."""
     info.pid = os.getpid()
@@ -88,7 +93,7 @@ def mark_stopped(info: RelayInfo, relay_dir: Path) -> None:
     info.save(relay_dir)
 
 
-def note_batch(info: RelayInfo, batch, events: bytes) -> None:
+def note_batch(info: RelayInfo, batch: DumpBatch, events: bytes) -> None:
     """A batch was relayed (called before the info is saved with its position): the IO thread is
     connected, its error is cleared; the first event's timestamp dates what the master sent
     (`events`: the batch's events, read once by the caller)."""
@@ -149,7 +154,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def status_fields(relay_dir: Path, *, now: float | None = None) -> dict:
+def status_fields(relay_dir: Path, *, now: float | None = None) -> dict[str, object]:
     """SHOW SLAVE STATUS fields that apply, in MySQL's order, then MariaDB's and dumpfilter's own."""
     relay_dir = Path(relay_dir)
     info = RelayInfo.load(relay_dir)
@@ -172,6 +177,7 @@ def status_fields(relay_dir: Path, *, now: float | None = None) -> dict:
     else:
         io_state = "Queueing master event to the relay log"
     now = time.time() if now is None else now
+    behind: str | int
     if not running or not info.connected:
         behind = "NULL"  # MySQL: NULL while the threads are not running
     elif info.caught_up or not info.master_timestamp:

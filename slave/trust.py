@@ -28,10 +28,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from dumpfilter.codec import EventType
+from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, PASSED, TransactionFilter, is_framing
+
+if TYPE_CHECKING:
+    from dumpfilter.codec.scanner import UnitRecords
+    from dumpfilter.rules.decider import Decider
+    from dumpfilter.slave.config import Counters
+    from dumpfilter.v1.dump_pb2 import DumpBatch
 
 ERROR, WARN = "error", "warn"
 ON_DISAGREEMENT = (ERROR, WARN)
@@ -56,7 +63,8 @@ class MasterTrust:
     of the slave's rule `engine` (its rules, its schema model); `counters` gets `check_disagreements` and
     `master_schema_kept`; `note(text)` is the last disagreement's text; `say` prints."""
 
-    def __init__(self, engine, mode: str, counters, note: Callable[[str], None], say: Callable[[str], None]):
+    def __init__(self, engine: Decider, mode: str, counters: Counters, note: Callable[[str], None],
+                 say: Callable[[str], None]) -> None:
         if mode not in ON_DISAGREEMENT:
             raise ValueError(f"on_disagreement must be one of {ON_DISAGREEMENT}, not {mode!r}")
         self.check = TransactionFilter(engine, empty_transactions=KEEP)
@@ -68,7 +76,7 @@ class MasterTrust:
         self.told = 0
 
     # -- the stream around the events ----------------------------------------------------------
-    def batch(self, batch, start_file: str) -> None:
+    def batch(self, batch: DumpBatch, start_file: str) -> None:
         """A batch arrives; `start_file` is the master file the stream stands in before it ("":
         not known yet, a first start from the first file)."""
         self.file, self.end_file = start_file or None, batch.position.file
@@ -88,13 +96,13 @@ class MasterTrust:
         if self.file is None and not rotates:
             self.file = self.end_file or None
 
-    def control(self, event) -> None:
+    def control(self, event: Event) -> None:
         """A control event the relay log does not copy: a real Rotate names the next file."""
         if event.type_code == EventType.ROTATE:
             self.file = event.rotate[1]
 
     # -- the check ----------------------------------------------------------------------------
-    def unit(self, unit) -> None:
+    def unit(self, unit: Transaction) -> None:
         """A transaction or statement group, as the master sent it (the slave relays it so)."""
         result = self.check.filter(unit)  # always: the check's schema model replays the DDL it sees
         if self.suspended or result.outcome in (KEPT, PASSED):
@@ -111,7 +119,7 @@ class MasterTrust:
             elif event.pos not in kept:
                 self._dropped(event, gtid)
 
-    def lone(self, kept: bool, db: str, sql: str, blob: bytes, units, k: int) -> None:
+    def lone(self, kept: bool, db: str, sql: str, blob: bytes, units: UnitRecords, k: int) -> None:
         """A GTID-and-one-statement unit the slave wrote from its bytes (unit `k` of `units`, a
         scan of `blob`): `kept` is the check's answer for its text."""
         if kept or self.suspended:
@@ -122,7 +130,7 @@ class MasterTrust:
         self._judge(end, pos, f"`{_short(sql)}` (default database {db!r})" if db else f"`{_short(sql)}`",
                     f"{rec.gtid_domain}-{rec.gtid_server}-{rec.gtid_seq}")
 
-    def lone_run(self, texts: list, blob: bytes, units, start: int) -> None:
+    def lone_run(self, texts: list[tuple[str, str]], blob: bytes, units: UnitRecords, start: int) -> None:
         """The lone statements of a compiled relay run from unit `start` (their texts, in order),
         each checked. The unit of one the check drops is found again for its position: a run
         copies fast units, Heartbeats, placeholder units (three events or more) and lone
@@ -142,7 +150,7 @@ class MasterTrust:
             self.lone(False, db, sql, blob, units, k - 1)
 
     # -- one event the check drops -----------------------------------------------------------
-    def _dropped(self, event, gtid: str | None, at=None) -> None:
+    def _dropped(self, event: Event, gtid: str | None, at: Event | None = None) -> None:
         if event.is_query and not is_framing(event):
             db = event.db
             what = f"`{_short(event.sql or '')}`" + (f" (default database {db!r})" if db else "")
