@@ -3,7 +3,7 @@ values, shared by the master's servicer and the slave client."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from dumpfilter.errors import InvalidArgumentError, RuleError
 from dumpfilter.v1 import dump_pb2
@@ -63,9 +63,11 @@ def skip_policy_from_proto(value: int) -> str:
     return skip_policy.named(name).name
 
 
-def skip_policy_to_proto(name: str) -> int:
+def skip_policy_to_proto(name: str) -> dump_pb2.SkipPolicy:
     """A policy's name as its SkipPolicy number."""
-    return dump_pb2.SkipPolicy.Value("SKIP_POLICY_" + skip_policy.named(name).name.upper().replace("-", "_"))
+    # (the stubs type EnumTypeWrapper.Value as a plain int; the number is one of SkipPolicy's)
+    number = dump_pb2.SkipPolicy.Value("SKIP_POLICY_" + skip_policy.named(name).name.upper().replace("-", "_"))
+    return cast("dump_pb2.SkipPolicy", number)
 
 
 def schema_to_proto(model: SchemaModel) -> dump_pb2.ReplicaSchema:
