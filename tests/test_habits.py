@@ -3,7 +3,7 @@ checks' configuration is the project's own. The tools themselves run in `make li
 checks that they are wired in and configured as agreed:
 
 * the test extra installs ruff and mypy (a fresh machine gets them from `make setup`);
-* mypy is strict on the lowest layers, dumpfilter/codec and dumpfilter/rules (every flag of
+* mypy is strict on every package listed in STRICT_PACKAGES (every flag of
   `--strict` that is a per-module option, spelled out: python/mypy#11401);
 * ruff's configuration exists, with at least its default rules;
 * the Makefile's `test` target runs `lint`, and `lint` runs ruff, mypy and clippy with -D warnings.
@@ -25,7 +25,16 @@ STRICT_FLAGS = ("disallow_any_generics", "disallow_subclassing_any", "disallow_u
                 "disallow_untyped_defs", "disallow_incomplete_defs", "check_untyped_defs",
                 "disallow_untyped_decorators", "warn_return_any", "warn_unused_ignores",
                 "no_implicit_reexport", "strict_equality", "extra_checks")
-STRICT_MODULES = ("dumpfilter.codec", "dumpfilter.codec.*", "dumpfilter.rules", "dumpfilter.rules.*")
+# Each package (or module) typed strictly: its path in [tool.mypy] files, its module name (a package
+# under typecheck/dumpfilter/ is named as installed: typecheck/dumpfilter/cli is dumpfilter.cli).
+STRICT_PACKAGES = (
+    ("dumpfilter/codec", "dumpfilter.codec"),
+    ("dumpfilter/rules", "dumpfilter.rules"),
+    ("dumpfilter/harness", "dumpfilter.harness"),
+    ("dumpfilter/workload", "dumpfilter.workload"),
+)
+STRICT_MODULES = tuple(name for path, module in STRICT_PACKAGES
+                       for name in ([module] if path.endswith(".py") else [module, f"{module}.*"]))
 
 
 def _requirement_names(specs: list[str]) -> set[str]:
@@ -43,12 +52,15 @@ def test_the_test_extra_installs_the_checkers():
     assert {"ruff", "mypy"} <= _requirement_names(PYPROJECT["project"]["optional-dependencies"]["test"])
 
 
-def test_mypy_is_strict_on_codec_and_rules():
+def test_mypy_is_strict_on_every_package_made_strict():
     mypy = PYPROJECT["tool"]["mypy"]
     assert mypy["python_version"] == "3.11"
-    assert {"dumpfilter/codec", "dumpfilter/rules"} <= set(mypy["files"])
-    strict = [o for o in mypy.get("overrides", []) if set(STRICT_MODULES) <= set(o["module"])]
-    assert strict, f"no [[tool.mypy.overrides]] for {STRICT_MODULES}"
+    unchecked = [path for path, _ in STRICT_PACKAGES if path not in mypy["files"]]
+    assert not unchecked, f"[tool.mypy] files lacks {unchecked}"
+    strict = [o for o in mypy.get("overrides", []) if "dumpfilter.codec" in o["module"]]
+    assert strict, "no [[tool.mypy.overrides]] for dumpfilter.codec"
+    lenient = [name for name in STRICT_MODULES if name not in strict[0]["module"]]
+    assert not lenient, f"the strict override lacks {lenient}"
     missing = [flag for flag in STRICT_FLAGS if strict[0].get(flag) is not True]
     assert not missing, f"the strict override lacks {missing}"
     # `strict = true` in an override would turn the flags on for every module (python/mypy#11401)

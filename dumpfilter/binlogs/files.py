@@ -125,7 +125,7 @@ class BinlogFile:
         return self.path.name
 
 
-class Listing(list):
+class Listing(list[str]):
     """The names of a binlog directory's files in order, those its index names but that are
     missing included (a reader that reaches one stops with error 1236, as MySQL's dump thread
     does: "could not open log file"). `problem`, when set, is why the listing stops early (the

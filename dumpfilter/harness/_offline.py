@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter.binlogs.files import binlog_paths, open_binlog
 from dumpfilter.binlogs.lint import lint_files, units
@@ -18,6 +19,10 @@ from dumpfilter.rules.decisions import Decision as _EngineDecision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import EMPTIED, SKIPPED, TransactionFilter, framing_statement
 from dumpfilter.workload import WorkloadSpec, generate
+
+if TYPE_CHECKING:  # imported where used: the schema reader loads sqlglot
+    from dumpfilter.rules.lint import Break
+    from dumpfilter.rules.schema import SchemaModel
 
 PathLike = str | os.PathLike[str]
 
@@ -49,7 +54,7 @@ def _flavor(path: Path) -> str:
     return fmt.flavor
 
 
-def _schema(source: PathLike | None, what: str):
+def _schema(source: PathLike | None, what: str) -> SchemaModel | None:
     if source is None:
         return None
     from dumpfilter.rules.schema import load_schema
@@ -71,7 +76,7 @@ def lint(binlog: PathLike | Sequence[PathLike], rules: Rules | Sequence[str] | s
     return LintResult(tuple(_break(b) for b in breaks))
 
 
-def _break(item) -> LintBreak:
+def _break(item: Break) -> LintBreak:
     cause = item.cause
     return LintBreak(item.file, item.pos, item.gtid, item.errno, item.message, item.statement,
                      cause.file if cause else None, cause.pos if cause else None, cause.rule if cause else "",
@@ -95,6 +100,7 @@ def explain(rules: Rules | Sequence[str] | str | None = None, *, sql: str | None
         if not dot:
             raise RuleError(f"explain: table {table!r} is not of the form db.table")
         return _decision(engine.decide_table(db, name))
+    assert sql is not None  # exactly one of sql= and table= (checked above)
     return _decision(engine.decide_statement(sql, current_db))
 
 
@@ -117,7 +123,7 @@ def explain_binlog(binlog: PathLike | Sequence[PathLike], rules: Rules | Sequenc
                 _, db, name = event.table_map
                 decisions.append(EventDecision(event.pos, f"table: {db}.{name}",
                                                _decision(engine.decide_table(db, name))))
-            elif event.is_query and not framing_statement(event.sql or ""):
+            elif event.is_query and not framing_statement(sql := event.sql or ""):
                 decisions.append(EventDecision(event.pos, f"statement: {event.sql}",
-                                               _decision(engine.decide_statement(event.sql, event.db))))
+                                               _decision(engine.decide_statement(sql, event.db))))
         yield TransactionExplanation(file, txn.start_pos, txn.gtid, outcome, tuple(decisions))

@@ -60,8 +60,8 @@ def master_stats(address: str, server_id: int, user: str = "", password: str = "
     metadata = [("dumpfilter-user", user), ("dumpfilter-password", password)] if user else None
     try:
         with grpc.insecure_channel(address) as channel:
-            reply = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(server_id=server_id),
-                                                                timeout=timeout, metadata=metadata)
+            stub = dump_pb2_grpc.DumpFilterStub(channel)  # type: ignore[no-untyped-call]  # generated, unannotated
+            reply = stub.Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=timeout, metadata=metadata)
     except grpc.RpcError:
         return {}
     mine = [s for s in reply.slaves if s.server_id == server_id]
@@ -100,7 +100,7 @@ class StoppableSlave(_InternalSlave):
         self._open = super()._channel()
         return self._open
 
-    def _batch(self, batch) -> None:
+    def _batch(self, batch: dump_pb2.DumpBatch) -> None:
         if self.stopping.is_set():
             raise _Stopped
         super()._batch(batch)

@@ -6,6 +6,7 @@ and statements always match the data a server replaying the binlog holds."""
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 from collections.abc import Iterator
@@ -65,7 +66,13 @@ class _Table:
     next_id: int = 1
 
 
-def _row_image(row_id: int, value: int) -> bytes:
+# One row a statement changes: (id, before, after); None where the row is not (an insert's
+# before, a delete's after).
+Change = tuple[int, int | None, int | None]
+
+
+def _row_image(row_id: int, value: int | None) -> bytes:
+    assert value is not None, "a row image of a row that is there (an insert's after, a delete's before)"
     return b"\x00" + struct.pack("<ii", row_id, value)  # null bitmap (no NULLs), id, v
 
 
@@ -120,12 +127,12 @@ class _Generator:
                 self.tables.append(table)
                 yield self.ddl(TABLE_DDL.format(table=table.name), db)
 
-    def change(self, table: _Table) -> tuple[str, list[tuple]]:
+    def change(self, table: _Table) -> tuple[str, list[Change]]:
         """One random statement's effect on `table`: (verb, [(id, before, after)])."""
         rng = self.rng
         n = self.spec.rows_per_statement
         verb = rng.choice(("insert", "insert", "update", "delete")) if table.rows else "insert"
-        changes = []
+        changes: list[Change] = []
         if verb == "insert":
             for _ in range(n):
                 row_id, value = table.next_id, rng.randrange(1_000_000)
@@ -144,7 +151,7 @@ class _Generator:
                     changes.append((row_id, before, None))
         return verb, changes
 
-    def statement_sql(self, table: _Table, verb: str, changes: list[tuple], qualified: bool) -> str:
+    def statement_sql(self, table: _Table, verb: str, changes: list[Change], qualified: bool) -> str:
         name = f"`{table.db}`.`{table.name}`" if qualified else f"`{table.name}`"
         if verb == "insert":
             if (changes[0][0] * 2654435761) % 1000 < self.spec.insert_select_share * 1000:
@@ -156,7 +163,7 @@ class _Generator:
         cases = " ".join(f"WHEN {i} THEN {a}" for i, _, a in changes)
         return f"UPDATE {name} SET v = CASE id {cases} END WHERE id IN ({ids})"
 
-    def rows_events(self, table: _Table, verb: str, changes: list[tuple], *, last: bool) -> list[Event]:
+    def rows_events(self, table: _Table, verb: str, changes: list[Change], *, last: bool) -> list[Event]:
         v1 = self.spec.flavor == "mariadb"
         type_code = {("insert", True): EventType.WRITE_ROWS_V1, ("insert", False): EventType.WRITE_ROWS,
                      ("update", True): EventType.UPDATE_ROWS_V1, ("update", False): EventType.UPDATE_ROWS,
@@ -210,7 +217,7 @@ class _Generator:
                 yield self.dml_transaction()
 
 
-def generate(spec: WorkloadSpec, directory: str | Path, basename: str = "master-bin") -> list[Path]:
+def generate(spec: WorkloadSpec, directory: str | os.PathLike[str], basename: str = "master-bin") -> list[Path]:
     """Write the workload as `<basename>.000001`, ... and `<basename>.index` in `directory`."""
     gen = _Generator(spec)
     initial = gen.event(EventType.MARIADB_GTID_LIST, b"\0" * 6) if spec.flavor == "mariadb" else None
