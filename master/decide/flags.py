@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from dumpfilter import _core
-from dumpfilter.codec import EventType
+from dumpfilter.codec import Event, EventType
 from dumpfilter.rules.decider import Decider, gate_statement, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine, parse_statement
 from dumpfilter.rules.gate import MASTER_POLICY, MASTER_POLICY_ANNOTATION, Gate
-from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
 
@@ -26,6 +26,13 @@ SCHEMA_DECISIONS = "SCHEMA_DECISIONS"
 _PLAIN = object()  # StatementWords' key kind for a `plain_statement` (rules without table rules)
 _TEXT = object()   # a rule group's key kind for a statement remembered by its text (see `_group_key`)
 
+Hits = Counter[str]  # rule hits by rule name
+# A statement flag word (bit i: slave i keeps it) and the rule hits by bit (shared: read only).
+WordAnswer = tuple[int, dict[int, Hits]]
+OrderKey = tuple[int, str, int]  # a unit's position key (master.read.schema_feed.order_key)
+Parses = dict[tuple[str, str], StatementInfo]  # a unit's parse memo (Unit.parses)
+Members = list[tuple[int, RuleEngine, Gate]]  # (bit, rule engine, policy gate) of each slave
+
 
 class FlagWords:
     """One word per (db, table): bit i set when slave i keeps the table (its rules AND its policy).
@@ -34,7 +41,7 @@ class FlagWords:
     per table, slaves with equal rules evaluating once. Thrown away whenever a slave's rules change
     or slaves come and go (a word computed across that is not kept)."""
 
-    def __init__(self, members: Callable[[], list[tuple[int, RuleEngine, Gate]]]):
+    def __init__(self, members: Callable[[], Members]) -> None:
         self._members = members
         self._core = _core.FlagWords(self._compute)
 
@@ -78,12 +85,12 @@ class SlaveDecider(Decider):
     statements by its rule engine, both ANDed with the master policy (rules.decider's gate_*);
     rule hits collected."""
 
-    def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate):
+    def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate) -> None:
         self.words, self.bit, self.engine, self.gate = words, bit, engine, gate
         self.checks_annotations = gate.restricted
-        self.hits: Counter = Counter()
-        self.at = None       # the position key of the unit being decided (set by the stream)
-        self.parses = None   # that unit's parse memo, shared by every rule group (set by the stream)
+        self.hits: Hits = Counter()
+        self.at: OrderKey | None = None  # the position key of the unit being decided (set by the stream)
+        self.parses: Parses | None = None  # that unit's parse memo, shared by every rule group (set by the stream)
         # (sql, default db) of the statements of that unit kept by a decision that read the schema
         # model (reset by the stream with `hits`): the stream marks their events for the slave.
         self.schema_kept: set[tuple[str, str | None]] = set()
@@ -105,7 +112,7 @@ class SlaveDecider(Decider):
     def invalidate(self) -> None:
         self.engine.invalidate()
 
-    def annotation_kept(self, sql: str, tables: list[tuple[str, str]]) -> bool:
+    def annotation_kept(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
         """An Annotate_rows / Rows_query text goes with its rows only if the policy allows every
         table it names (TransactionFilter asks once its statement's Table_maps are read)."""
         if not self.gate.restricted or self.gate.annotation_allowed(sql, tables):
@@ -123,8 +130,8 @@ class SlaveDecider(Decider):
         return decision
 
 
-def statement_decision(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None, at, parses
-                       ) -> tuple[Decision, tuple[str, ...]]:
+def statement_decision(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None, at: OrderKey | None,
+                       parses: Parses | None) -> tuple[Decision, tuple[str, ...]]:
     """A slave's decision of a statement: its rule engine's, ANDed with the master policy; with the
     rule hits the slave counts for it (the engine's, ASSUMED_DECISIONS, SCHEMA_DECISIONS, MASTER_POLICY)."""
     engine.consulted = False
@@ -140,7 +147,8 @@ def statement_decision(engine: RuleEngine, gate: Gate, sql: str, current_db: str
     return gated, counted
 
 
-def schema_marks(file: str, events: list, schema_kept: frozenset) -> list[tuple[str, int]]:
+def schema_marks(file: str, events: list[Event], schema_kept: frozenset[tuple[str, str | None]]
+                 ) -> list[tuple[str, int]]:
     """(file, end position: the header's log_pos, as the slave reads it) of the Query events among
     `events` kept by a decision that read the schema model (`schema_kept`: their (sql, default db),
     SlaveDecider.schema_kept). A statement inside a Transaction_payload (MySQL compression: inner
@@ -149,7 +157,7 @@ def schema_marks(file: str, events: list, schema_kept: frozenset) -> list[tuple[
         return []
     marks = []
     for e in events:
-        inner = e.payload_events() if e.type_code == EventType.TRANSACTION_PAYLOAD else (e,)
+        inner: Sequence[Event] = e.payload_events() if e.type_code == EventType.TRANSACTION_PAYLOAD else (e,)
         if any(i.is_query and (i.sql, i.db) in schema_kept for i in inner):
             marks.append((file, e.log_pos))
     return marks
@@ -186,34 +194,34 @@ class StatementWords:
 
     MAX = 65536  # remembered keys; cleared when full
 
-    def __init__(self, members: Callable[[], list[tuple[int, RuleEngine, Gate]]], words: FlagWords,
-                 lock_of: Callable[[RuleEngine], threading.Lock]):
+    def __init__(self, members: Callable[[], Members], words: FlagWords,
+                 lock_of: Callable[[RuleEngine], threading.Lock]) -> None:
         self._members = members
         self._words = words
         self._lock_of = lock_of
         self._lock = threading.Lock()
-        self._answers: dict[tuple, tuple[int, dict[int, Counter]]] = {}
+        self._answers: dict[tuple[object, ...], WordAnswer] = {}
         self._generation = words.generation
-        self._group: tuple[list, bool] | None = None  # (members, every one decides by databases alone)
+        self._group: tuple[Members, bool] | None = None  # (members, every one decides by databases alone)
         # (engine, gate) -> {group key: (kept, rule hits)}: each rule group's decisions, kept across
         # generations while the group has a member (see the class's doc)
-        self._by_group: dict[tuple[RuleEngine, Gate], dict[tuple, tuple[bool, Counter]]] = {}
+        self._by_group: dict[tuple[RuleEngine, Gate], dict[tuple[object, ...], tuple[bool, Hits]]] = {}
         self.computed = 0  # keys decided (misses), for tests
         self.decided = 0   # rule-group decisions made (not found in `_by_group`), for tests
 
-    def known(self, sql: str, current_db: str | None) -> tuple[int, dict[int, Counter]] | None:
+    def known(self, sql: str, current_db: str | None) -> WordAnswer | None:
         """The remembered answer of a plain statement (`plain_statement`, keyed without a parse)
         when every slave's rules are database rules; None otherwise (ask `answer`)."""
         return self.known_plain(current_db) if plain_statement(sql) else None
 
-    def known_plain(self, current_db: str | None) -> tuple[int, dict[int, Counter]] | None:
+    def known_plain(self, current_db: str | None) -> WordAnswer | None:
         """`known` for a statement already found plain (by the core, `_core.plain_statement`)."""
         group = self._group
         if group is None or self._generation != self._words.generation or not group[1]:
             return None
         return self._answers.get((_PLAIN, current_db))
 
-    def answer(self, sql: str, current_db: str | None, at, parses: dict) -> tuple[int, dict[int, Counter]]:
+    def answer(self, sql: str, current_db: str | None, at: OrderKey | None, parses: Parses) -> WordAnswer:
         """(word, rule hits by bit, shared: read only) for a GTID-and-one-statement unit at position
         `at` (its parse memo `parses`, shared by every rule group)."""
         generation = self._words.generation
@@ -234,7 +242,8 @@ class StatementWords:
         if framing_statement(sql):  # kept by every slave, no rule asked (TransactionFilter.lone_statement_kept)
             return sum(1 << bit for bit, _, _ in members), {}
         plain = plain_statement(sql)
-        info = None
+        info: StatementInfo | None = None
+        key: tuple[object, ...]
         if databases_only and plain:
             key, by_database, parse_ok = (_PLAIN, current_db), True, True  # no parse needed to tell the key
         else:
@@ -245,8 +254,9 @@ class StatementWords:
         known = self._answers.get(key)
         if known is not None:
             return known
-        word, hits, pure = 0, {}, parse_ok
-        decided: dict[tuple[RuleEngine, Gate], tuple[bool, Counter]] = {}
+        word, pure = 0, parse_ok
+        hits: dict[int, Hits] = {}
+        decided: dict[tuple[RuleEngine, Gate], tuple[bool, Hits]] = {}
         for bit, engine, gate in members:
             rule_group = (engine, gate)
             answer = decided.get(rule_group)
@@ -286,7 +296,8 @@ class StatementWords:
         return known
 
 
-def _group_key(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None, plain: bool, info) -> tuple:
+def _group_key(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None, plain: bool,
+               info: StatementInfo | None) -> tuple[object, ...]:
     """What one rule group's decision of a statement is remembered by (StatementWords._by_group):
     for a group whose rules decide by databases alone (and no policy restriction), a plain
     statement by its default database and any other one but a multi-table UPDATE by (kind, the
@@ -296,6 +307,7 @@ def _group_key(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None,
     if engine.databases_only and not gate.restricted:
         if plain:
             return (_PLAIN, current_db)
+        assert info is not None, "StatementWords.answer parses a statement that is not plain first"
         if info.kind is not Kind.UPDATE_MULTI:
             return (info.kind, info.db_statement_name, current_db)
     return (_TEXT, sql, current_db)

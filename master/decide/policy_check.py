@@ -7,19 +7,28 @@ their annotation: it is only a comment for mysqlbinlog and SHOW BINLOG EVENTS)."
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from dumpfilter.codec.constants import EventType, HEADER_LEN
 from dumpfilter.rules.gate import Gate
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.policy_bound import shape
 
+if TYPE_CHECKING:
+    from dumpfilter.master.read.columns import UnitIndex
+    from dumpfilter.master.read.units import Segment, Unit
+
 _SIZE = struct.Struct("<I")
 _ANNOTATIONS = (int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY))
 _ROWS_QUERY = int(EventType.ROWS_QUERY)
 _TABLE_MAP = int(EventType.TABLE_MAP)
 
+# (text shape, the (db, table) of the Table_maps after it) of each annotation of a fast unit
+Annotations = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
-def guard_row(seg, row: bytes, gate: Gate) -> bytes:
+
+def guard_row(seg: Segment, row: bytes, gate: Gate) -> bytes:
     """`row` (a slave's answer per unit of `seg`) with every fast unit it keeps, whole or in part,
     that carries a text `gate` refuses turned ROW_SLOW. A unit's texts are read once per segment for
     every gate (kept on the segment's index, in their `shape`: their literals blanked), a gate's
@@ -27,13 +36,13 @@ def guard_row(seg, row: bytes, gate: Gate) -> bytes:
     if not gate.restricted or (ROW_KEEP not in row and ROW_PARTIAL not in row):
         return row
     index = seg.index
-    texts = getattr(index, "policy_texts", None)
+    assert index is not None, "a row of fast units is a scanned segment's (SlaveStream._row)"
+    texts = index.policy_texts
     if texts is None:
         texts = index.policy_texts = {}
     verdicts = _VERDICTS.get(gate)
     if verdicts is None or len(verdicts) > _VERDICTS_MAX:
         verdicts = _VERDICTS[gate] = {}
-    units = seg.units
     read = _reader(index)
     out = None
     for k, code in enumerate(row):
@@ -41,7 +50,7 @@ def guard_row(seg, row: bytes, gate: Gate) -> bytes:
             continue
         found = texts.get(k)
         if found is None:
-            found = texts[k] = read(k) if read is not None else annotations(units[k])
+            found = texts[k] = read(k)
         if not found:
             continue
         refused = verdicts.get(found)
@@ -56,32 +65,30 @@ def guard_row(seg, row: bytes, gate: Gate) -> bytes:
 
 # Per gate: a unit's (text shape, Table_maps) pairs -> refused. Gates are few (one per policy
 # identity) and the pairs of a workload few; cleared past _VERDICTS_MAX.
-_VERDICTS: dict[Gate, dict] = {}
+_VERDICTS: dict[Gate, dict[Annotations, bool]] = {}
 _VERDICTS_MAX = 1 << 16
 
 
-def _reader(index):
-    """`annotations` of unit k read straight from the segment's columns (its record and its part's
-    buffer), no Unit made: None for an index without columns (the tests' reference reader)."""
-    unit_list, parts, names = getattr(index, "unit_list", None), getattr(index, "parts", None), index.names
-    if unit_list is None or parts is None:
-        return None
+def _reader(index: UnitIndex) -> Callable[[int], Annotations]:
+    """`unit_annotations` of unit k read straight from the segment's columns (its record and its part's
+    buffer), no Unit made."""
+    unit_list, parts, names = index.unit_list, index.parts, index.names
     size_at = _SIZE.unpack_from
     entry, tables_of = unit_list.unit, unit_list.tables
 
-    def read(k: int) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    def read(k: int) -> Annotations:
         u = entry(k)
         part = parts[u.part]
         buf = part.buf
         fmt = part.fmt if part.fmts is None else part.fmts[k - part.first]
         crc = fmt.checksum_len if fmt is not None else 0
         at, end = u.start, u.end
-        found: list[tuple[str, list]] = []
+        found: list[tuple[str, list[tuple[str, str]]]] = []
         ids = None
         t = 0
         while at + HEADER_LEN <= end:
             kind = buf[at + 4]
-            size = size_at(buf, at + 9)[0]
+            size: int = size_at(buf, at + 9)[0]
             if size < HEADER_LEN:
                 break
             if kind in _ANNOTATIONS:
@@ -100,17 +107,18 @@ def _reader(index):
     return read
 
 
-def annotations(unit) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
-    """(text shape, the (db, table) of the Table_maps after it) of each annotation of a fast unit."""
+def unit_annotations(unit: Unit) -> Annotations:
+    """(text shape, the (db, table) of the Table_maps after it) of each annotation of a fast unit, read
+    from a Unit (the reference `_reader` is held to)."""
     raw, tables = unit.raw, unit.tables
     if raw is None:
         return ()
     crc = unit.fmt.checksum_len if unit.fmt is not None else 0
-    found: list[tuple[str, list]] = []
+    found: list[tuple[str, list[tuple[str, str]]]] = []
     at, t, end = 0, 0, len(raw)
     while at + HEADER_LEN <= end:
         kind = raw[at + 4]
-        size = _SIZE.unpack_from(raw, at + 9)[0]
+        size: int = _SIZE.unpack_from(raw, at + 9)[0]
         if size < HEADER_LEN:
             break
         if kind in _ANNOTATIONS:

@@ -7,9 +7,18 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
+from collections.abc import Sequence
 from itertools import compress
+from typing import TYPE_CHECKING
 
-from dumpfilter.master.decide.flags import ASSUMED_DECISIONS
+from dumpfilter.master.decide.flags import ASSUMED_DECISIONS, Hits
+
+if TYPE_CHECKING:
+    from dumpfilter.master.read.units import TableName
+    from dumpfilter.master.registry import RegisteredSlave
+
+# Rule hits of units answered alike: (their ascending unit indices, the hits they share).
+GroupHits = list[tuple[Sequence[int], Hits]]
 
 
 class RuleHits:
@@ -20,25 +29,25 @@ class RuleHits:
 
     __slots__ = ("slave", "state", "occurrences", "unit_hits", "group_hits", "_tally")
 
-    def __init__(self, slave):
+    def __init__(self, slave: RegisteredSlave) -> None:
         self.slave = slave
         # The rules the stream decides with (the slave's state when it started, and after each
         # filter change it applies, `SlaveStream._boundary`): a stream that ends because another
         # replaced it folds what it ran under its own rules and channel, not the newer stream's.
         self.state = slave.state
         # Table_maps whose rule hits are not counted yet (folded from the tally, counted by `flush`).
-        self.occurrences: Counter = Counter()
-        self.unit_hits: dict[int, Counter] = {}  # rule hits of the current segment's statement units in runs
-        self.group_hits: list[tuple] = []  # the same for groups of units answered alike: (indices, hits)
-        self._tally: tuple | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
+        self.occurrences: Counter[TableName] = Counter()
+        self.unit_hits: dict[int, Hits] = {}  # rule hits of the current segment's statement units in runs
+        self.group_hits: GroupHits = []  # the same for groups of units answered alike: (indices, hits)
+        self._tally: tuple[list[TableName], bytearray] | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
 
-    def for_segment(self) -> tuple[dict[int, Counter], list[tuple]]:
+    def for_segment(self) -> tuple[dict[int, Hits], GroupHits]:
         """Fresh records of a segment's statement hits (`unit_hits`, `group_hits`), for its row's
         answers to fill."""
         self.unit_hits, self.group_hits = {}, []
         return self.unit_hits, self.group_hits
 
-    def tally_for(self, names: list) -> bytearray:
+    def tally_for(self, names: list[TableName]) -> bytearray:
         """The core's Table_map tally for a run over a segment with these name ids (a u32 per name
         id): kept while the names are the same, the one before folded first."""
         tally = self._tally
@@ -53,22 +62,22 @@ class RuleHits:
         passed = [k for k in unit_hits if start <= k < end]
         # Units answered alike share one Counter (the statement flag words' answer for their
         # database): each distinct one is added once, times the units that carry it.
-        same: dict[int, list] = {}
+        same: dict[int, tuple[Hits, list[int]]] = {}  # id(hits) -> (hits, [units that carry it])
         for k in passed:
             hits = unit_hits.pop(k)
             seen = same.get(id(hits))
             if seen is None:
-                same[id(hits)] = [hits, 1]
+                same[id(hits)] = (hits, [1])
             else:
-                seen[1] += 1
+                seen[1][0] += 1
         for ks, hits in self.group_hits:  # ascending unit indices
             n = bisect.bisect_left(ks, end) - bisect.bisect_left(ks, start)
             if n:
-                same.setdefault(id(hits), [hits, 0])[1] += n
-        for hits, n in same.values():
+                same.setdefault(id(hits), (hits, [0]))[1][0] += n
+        for hits, (n,) in same.values():
             self.add(hits if n == 1 else Counter({name: count * n for name, count in hits.items()}))
 
-    def add(self, hits: Counter) -> None:
+    def add(self, hits: Hits) -> None:
         """A decision's rule hits into the slave's stats and its channel's P_S counters."""
         stats = self.slave.stats
         stats.rule_hits.update(hits)
@@ -98,8 +107,9 @@ class RuleHits:
             return
         self.occurrences = Counter()
         state = self.state
+        assert state is not None, "hits are counted by a stream, of a slave with its state"
         decider, engine, gate = state.decider, state.engine, self.slave.gate
-        hits: Counter = Counter()
+        hits: Hits = Counter()
         counters = engine.counters
         for (db, table), count in occurrences.items():
             counted = engine.decide_table(db, table).counted
@@ -115,9 +125,11 @@ class RuleHits:
             self.slave.stats.rule_hits.update(hits)
             self._count_filter_hits(hits)
 
-    def _count_filter_hits(self, hits: Counter) -> None:
+    def _count_filter_hits(self, hits: Hits) -> None:
         """P_S COUNTER of the slave's channel rows."""
-        channel = self.slave.registry.channels.get(self.state.channel)
+        state = self.state
+        assert state is not None, "hits are counted by a stream, of a slave with its state"
+        channel = self.slave.registry.channels.get(state.channel)
         if channel is None:
             return
         for name, n in hits.items():

@@ -6,6 +6,7 @@ slave's rule group (`result`, which the stream's unit-by-unit path asks too)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from dumpfilter._core import SKIP_STOP
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
@@ -13,9 +14,21 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import MalformedEventError
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED
-from dumpfilter.master.decide.flags import SCHEMA_DECISIONS
+from dumpfilter.rules.transaction_filter import FilterResult
+from dumpfilter.master.decide.flags import SCHEMA_DECISIONS, Hits, WordAnswer
+from dumpfilter.master.decide.rule_hits import RuleHits
+from dumpfilter.master.decide.statement_keys import StatementPathCounts
 from dumpfilter.master.read.schema_feed import order_key, unit_start
+from dumpfilter.master.read.columns import LoneAnswers
 from dumpfilter.master.read.units import Segment, Unit
+
+if TYPE_CHECKING:
+    from dumpfilter.master.registry import RegisteredSlave
+    from dumpfilter.master.service import DumpService
+    from dumpfilter.skip_policy import SkipPolicy
+
+# A rule group's answer for a unit: its FilterResult, rule hits, (sql, db) kept by the schema model.
+GroupAnswer = tuple[FilterResult, Hits, frozenset[tuple[str, str | None]]]
 
 _LONE = "lone"  # Unit.results key of a GTID-and-one-statement unit's statement flag word
 
@@ -27,7 +40,8 @@ class StatementAnswers:
 
     __slots__ = ("svc", "slave", "policy", "hits", "counts")
 
-    def __init__(self, svc, slave, policy, hits, counts=None):
+    def __init__(self, svc: DumpService, slave: RegisteredSlave, policy: SkipPolicy, hits: RuleHits,
+                 counts: StatementPathCounts | None = None) -> None:
         self.svc, self.slave, self.policy, self.hits = svc, slave, policy, hits
         self.counts = counts  # StatementPathCounts: `python_units` counts the units `result` decides
 
@@ -94,16 +108,16 @@ class StatementAnswers:
             k = out.find(ROW_SLOW, k + 1)
         return bytes(out)
 
-    def lone_answers(self, seg: Segment) -> tuple[list, dict]:
+    def lone_answers(self, seg: Segment) -> LoneAnswers:
         """The statement flag answers (`lone_answer`) of all the segment's GTID-and-one-statement
         units: their texts read by the core in one call (`UnitIndex.lone_queries`), no Unit made
         but on a miss, computed once per flag-word generation for every stream. Returned as
         (groups, singles): groups [(unit indices, answer)] of plain statements answered by their
         default database alone, singles {unit index: answer}."""
         index = seg.index
-        lone_queries = getattr(index, "lone_queries", None)
-        if lone_queries is None:  # the reference reader's segments: unit by unit
+        if index is None:  # the reference reader's segments: unit by unit
             return [], {}
+        lone_queries = index.lone_queries
         generation = self.svc.words.generation
         done = index.lone_answers
         if done is not None and done[0] == generation:
@@ -116,16 +130,19 @@ class StatementAnswers:
             known_plain = statement_words.known_plain
             units = seg.units
 
-            def answer(k: int, db: str, sql: str | None):
+            def answer(k: int, db: str, sql: str | None) -> WordAnswer:
                 unit = units[k]
                 if sql is None:  # a plain statement's text, read only on a miss
-                    sql = unit.lone_text()[1]
+                    text = unit.lone_text()
+                    assert text is not None, "the core found this unit a GTID and one statement"
+                    sql = text[1]
                 return statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
 
             plain, others = lone_queries()
-            groups, singles = [], {}
-            for db, ks in plain:
-                ks = memoryview(ks).cast("I")
+            groups: list[tuple[memoryview[int], WordAnswer]] = []
+            singles: dict[int, WordAnswer] = {}
+            for db, packed in plain:
+                ks = memoryview(packed).cast("I")
                 for i, k in enumerate(ks):
                     words = known_plain(db)  # known once the first is answered, under database rules
                     if words is not None:
@@ -140,11 +157,11 @@ class StatementAnswers:
             index.lone_answers = (generation, (groups, singles))
         return groups, singles
 
-    def lone_answer(self, unit: Unit, text: tuple[str, str]) -> tuple[int, dict[int, Counter]]:
+    def lone_answer(self, unit: Unit, text: tuple[str, str]) -> WordAnswer:
         """The statement flag word of a GTID-and-one-statement unit (bit i: slave i keeps it whole,
         else it is emptied) and the rule hits by bit: asked once per unit, whatever the number of
         slaves, and shared through the segment cache."""
-        answer = unit.results.get(_LONE)
+        answer: tuple[int, WordAnswer] | None = unit.results.get(_LONE)
         if answer is None or answer[0] != self.svc.words.generation:
             generation = self.svc.words.generation
             db, sql = text
@@ -155,14 +172,15 @@ class StatementAnswers:
             answer = unit.results[_LONE] = (generation, words)
         return answer[1]
 
-    def result(self, unit: Unit):
+    def result(self, unit: Unit) -> GroupAnswer:
         """The slave's rule group's answer for a unit (FilterResult, rule hits, (sql, db) kept by the
         schema model): computed by the first slave of the group that reaches it, then shared (the
         Unit and its Events are shared through the segment cache)."""
         state = self.slave.state
+        assert state is not None, "a stream's slave has its state"
         if self.counts is not None:
             self.counts.python_units += 1
-        answer = unit.results.get(state.key)
+        answer: GroupAnswer | None = unit.results.get(state.key)
         if answer is None:
             with self.svc.engine_lock(state.engine):
                 answer = unit.results.get(state.key)

@@ -10,11 +10,23 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.gate import Gate
 
-_UNKNOWN = 2  # the core's keep byte for a key it may not answer
+if TYPE_CHECKING:
+    from dumpfilter.master.decide.rule_hits import RuleHits
+    from dumpfilter.master.read.columns import UnitIndex
+    from dumpfilter.master.registry import RegisteredSlave
+    from dumpfilter.master.service import DumpService
+
+# A key's answer for one slave: its keep code (KEEP_KEEP, KEEP_DROP, KEEP_PYTHON), its decision and
+# the rule hits it counts.
+KeyAnswer = tuple[int, Decision, tuple[str, ...]]
 
 
 @dataclass
@@ -35,33 +47,31 @@ class StreamStatementKeys:
 
     __slots__ = ("svc", "slave", "counts", "_group", "_known")
 
-    def __init__(self, svc, slave, counts: StatementPathCounts):
+    def __init__(self, svc: DumpService, slave: RegisteredSlave, counts: StatementPathCounts) -> None:
         self.svc, self.slave, self.counts = svc, slave, counts
-        self._group: tuple | None = None  # (engine, gate) the answers in `_known` are of
-        self._known: dict[bytes, tuple[int, Decision, tuple[str, ...]]] = {}
+        self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) the answers in `_known` are of
+        self._known: dict[bytes, KeyAnswer] = {}
 
-    def keep_for(self, index) -> tuple[bytes, list] | None:
+    def keep_for(self, index: UnitIndex) -> tuple[bytes, list[KeyAnswer | None]] | None:
         """(keep byte per key id, (decision, rule hits) per key id) for the segment of `index`, or
         None where its units go on to Python: no statement unit decided by keys, or the slave's
         decisions are not a function of the key (`Decider.keys_statements`: a schema timeline,
         derived tables, a policy gate that reads the statement's text)."""
-        statement_units = getattr(index, "statement_units", None)
-        if statement_units is None:  # the tests' reference reader
-            return None
-        keys, units = statement_units()
+        keys, units = index.statement_units()
         if not units:
             return None
         state, gate = self.slave.state, self.slave.gate
+        assert state is not None, "a stream's slave has its state"
         engine = state.engine
         decider = gated(engine, gate)
         # The master's engines share the series' schema timeline: a key's decision is kept for
         # every statement of the key only when it was pure (see `RuleEngine.keys_statements_if_pure`).
-        if not (decider.keys_statements or (decider is engine and engine.keys_statements_if_pure)):
+        if not (decider.keys_statements or (decider is engine and state.engine.keys_statements_if_pure)):
             return None
         if self._group != (engine, gate):
             self._group, self._known = (engine, gate), {}
         keep = bytearray(len(keys))
-        decided = [None] * len(keys)
+        decided: list[KeyAnswer | None] = [None] * len(keys)
         known = self._known
         for key_id, key, db, sql in keys:
             answer = known.get(key)
@@ -70,23 +80,28 @@ class StreamStatementKeys:
                     engine.consulted = False
                     decision = decider.decide_statement_key(sql, db)
                     pure = not engine.consulted and decision.assumption is None
-                # An impure key (_UNKNOWN) leaves its units to Python, decided at their position.
-                answer = known[key] = (1 if decision.apply else 0) if pure else _UNKNOWN, decision, decision.counted
+                # An impure key (KEEP_PYTHON) leaves its units to Python, decided at their position.
+                kept = KEEP_KEEP if decision.apply else KEEP_DROP
+                answer = known[key] = kept if pure else KEEP_PYTHON, decision, decision.counted
                 self.counts.keys_decided += 1
             keep[key_id] = answer[0]
             decided[key_id] = answer
         self.counts.key_units += units
         return bytes(keep), decided
 
-    def account(self, decided: list, tally: bytearray, hits) -> None:
+    def account(self, decided: list[KeyAnswer | None], tally: bytearray, hits: RuleHits) -> None:
         """The statements a send answered by key (`tally`: a u32 per key id), into the rule hits
         (`hits`: RuleHits) and the engine's counters, as each decision would have counted them."""
         counts = memoryview(tally).cast("I").tolist()
-        engine = self.slave.state.engine
-        total: Counter = Counter()
+        state = self.slave.state
+        assert state is not None, "a stream's slave has its state"
+        engine = state.engine
+        total: Counter[str] = Counter()
         for key_id, times in enumerate(counts):
             if times:
-                _, decision, counted = decided[key_id]
+                answer = decided[key_id]
+                assert answer is not None, "the core sends by key only the keys `keep_for` answered"
+                _, decision, counted = answer
                 for name in counted:
                     total[name] += times
                 with self.svc.engine_lock(engine):

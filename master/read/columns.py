@@ -6,14 +6,21 @@ from __future__ import annotations
 import struct
 import threading
 import uuid as uuidlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, overload
 
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID
-from dumpfilter.codec.scanner import UnitList, unit_record
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.scanner import UnitList, UnitRecord, unit_record
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.binlogs.tail import confined_rotate_target
-from dumpfilter.master.read.units import UNIT_KINDS, Pos, Unit
-from dumpfilter.master.read.windows import mapping_cut_short
+from dumpfilter.master.read.units import UNIT_KINDS, MariaGtid, MysqlGtid, Pos, TableName, Unit
+from dumpfilter.master.read.windows import ReadBuffer, mapping_cut_short
+
+if TYPE_CHECKING:
+    from dumpfilter.master.decide.flags import WordAnswer
+    from dumpfilter.master.decide.policy_check import Annotations
 
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
@@ -29,8 +36,8 @@ class Part:
 
     __slots__ = ("buf", "file", "base", "first", "fmt", "fmts", "crc", "used")
 
-    def __init__(self, buf: bytes, file: str, base: int, first: int, fmt, fmts: list | None, crc: int,
-                 used: int | None = None):
+    def __init__(self, buf: ReadBuffer, file: str, base: int, first: int, fmt: FormatDescription | None,
+                 fmts: list[FormatDescription | None] | None, crc: int, used: int | None = None) -> None:
         self.buf, self.file, self.base, self.first = buf, file, base, first
         self.fmt, self.fmts, self.crc = fmt, fmts, crc
         self.used = len(buf) if used is None else used  # where its last unit ends in buf
@@ -41,10 +48,10 @@ class Columns:
     GTID and Table_map name ids live in the UnitList, nothing per unit in Python; a Unit is made from
     them when a stream asks for one (LazyUnits)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.unit_list = UnitList()
         self.parts: list[Part] = []    # by the UnitList's part index
-        self.names: list = []           # (db, table) by name id (the scanner's)
+        self.names: list[TableName] = []        # (db, table) by name id (the scanner's)
         self.made: dict[int, Unit] = {}  # units made eagerly (holding an FDE)
         self.sources: dict[bytes, str] = {}  # MySQL GTID source uuids, decoded once
 
@@ -77,13 +84,13 @@ class Columns:
         end = self.unit_list.end(k)
         return None if end is None else (self.parts[end[0]].file, end[1])
 
-    def mysql_gtid(self, k: int) -> tuple | None:
+    def mysql_gtid(self, k: int) -> MysqlGtid | None:
         """Unit k's MySQL GTID (source uuid, tag, gno), else None."""
         p, rec = unit_record(self.unit_list, k)
         part = self.parts[p]
         return self._mysql_gtid(part, rec, part.fmt if part.fmts is None else part.fmts[k - part.first])
 
-    def _mysql_gtid(self, part: Part, rec, fmt) -> tuple | None:
+    def _mysql_gtid(self, part: Part, rec: UnitRecord, fmt: FormatDescription | None) -> MysqlGtid | None:
         flags = rec.flags
         if flags & F_MARIADB_GTID or not flags & (F_MYSQL_GTID | F_TAGGED_GTID):
             return None
@@ -93,7 +100,8 @@ class Columns:
             source = self.sources.get(sid)
             if source is None:
                 source = self.sources[sid] = str(uuidlib.UUID(bytes=sid))
-            return source, "", _I64.unpack_from(buf, start + 36)[0]
+            gno: int = _I64.unpack_from(buf, start + 36)[0]
+            return source, "", gno
         info = Event(bytes(buf[start : start + rec.gtid_size]), part.base + start, fmt).gtid_info
         return info.source, info.tag, info.gno
 
@@ -105,13 +113,18 @@ class _GtidColumn:
 
     __slots__ = ("_plan",)
 
-    def __init__(self, unit_list):
+    def __init__(self, unit_list: UnitList) -> None:
         self._plan = unit_list
 
     def __len__(self) -> int:
         return len(self._plan)
 
-    def __getitem__(self, k):
+    @overload
+    def __getitem__(self, k: int) -> MariaGtid | None: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[MariaGtid | None]: ...
+
+    def __getitem__(self, k: int | slice) -> MariaGtid | None | list[MariaGtid | None]:
         n = len(self._plan)
         if isinstance(k, slice):
             start, stop, step = k.indices(n)
@@ -123,7 +136,7 @@ class _GtidColumn:
             raise IndexError(k)
         return self._plan.gtid(k)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[MariaGtid | None]:
         return iter(self._plan.gtids(0, len(self._plan)))
 
 
@@ -132,13 +145,18 @@ class _MysqlColumn:
 
     __slots__ = ("_cols",)
 
-    def __init__(self, cols: Columns):
+    def __init__(self, cols: Columns) -> None:
         self._cols = cols
 
     def __len__(self) -> int:
         return len(self._cols)
 
-    def __getitem__(self, k):
+    @overload
+    def __getitem__(self, k: int) -> MysqlGtid | None: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[MysqlGtid | None]: ...
+
+    def __getitem__(self, k: int | slice) -> MysqlGtid | None | list[MysqlGtid | None]:
         n = len(self._cols)
         if isinstance(k, slice):
             return [self._cols.mysql_gtid(i) for i in range(*k.indices(n))]
@@ -148,7 +166,7 @@ class _MysqlColumn:
             raise IndexError(k)
         return self._cols.mysql_gtid(k)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[MysqlGtid | None]:
         return (self._cols.mysql_gtid(k) for k in range(len(self._cols)))
 
 
@@ -158,13 +176,22 @@ class _MysqlColumn:
 # 4 MB, beside its 96 MB.
 LONE_KEPT_BYTES = 16 << 10
 
+# UnitIndex.lone_queries: (plain [(default database, unit indices as u32 bytes)], others
+# [(k, default database, plain, SQL)])
+LoneQueries = tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]
+# UnitIndex.statement_units: ([(key id, the key's bytes, default database, first statement)], units)
+StatementUnits = tuple[list[tuple[int, bytes, str, str]], int]
+# StatementAnswers.lone_answers: (groups [(unit indices, answer)], singles {unit index: answer}), an
+# answer being a statement flag word and its rule hits by bit (master.decide.flags.WordAnswer)
+LoneAnswers = tuple[list[tuple["memoryview[int]", "WordAnswer"]], dict[int, "WordAnswer"]]
+
 
 class UnitIndex:
     """What the streams' run loop reads of a scanned segment, all from the core's UnitList (one call
     per question, none per unit): its size, the name ids' (db, table), each stream's answer
     bytes, the GTID columns."""
 
-    def __init__(self, cols: Columns):
+    def __init__(self, cols: Columns) -> None:
         unit_list = self.unit_list = cols.unit_list
         self.names = cols.names
         self.size = unit_list.size
@@ -177,9 +204,11 @@ class UnitIndex:
         self._parts = cols.parts
         # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
         # filled once per generation by the first stream to ask (StatementAnswers.lone_answers).
-        self.lone_answers: tuple[int, dict] | None = None
-        self._lone_queries = None  # `lone_queries`' answer, when small enough to keep (LONE_KEPT_BYTES)
-        self._statement_units: tuple | None = None  # `statement_units`' answer
+        self.lone_answers: tuple[int, LoneAnswers] | None = None
+        self._lone_queries: LoneQueries | None = None  # `lone_queries`' answer, when small enough to keep (LONE_KEPT_BYTES)
+        self._statement_units: StatementUnits | None = None  # `statement_units`' answer
+        # A unit's annotations as the policy check reads them (master.decide.policy_check.guard_row)
+        self.policy_texts: dict[int, Annotations] | None = None
 
     def cut_short(self) -> TruncatedBinlogError | None:
         """The error for the segment's readers when a file it maps was truncated since it was
@@ -195,7 +224,7 @@ class UnitIndex:
     def parts(self) -> list[Part]:
         return self._parts
 
-    def lone_queries(self) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:
+    def lone_queries(self) -> LoneQueries:
         """The units made of a GTID and one plain QUERY event, in one core call: the units
         `Unit.lone_text` answers, but for those before an FDE that changes the format inside a
         part (a new file's first units; left to `Unit.lone_text`). As (plain, others): plain
@@ -231,7 +260,7 @@ class UnitIndex:
                 formats.append((fmt.post_header_len(EventType.QUERY), fmt.checksum_len, first))
         return formats
 
-    def statement_units(self) -> tuple[list[tuple[int, bytes, str, str]], int]:
+    def statement_units(self) -> StatementUnits:
         """The segment's statement units by key (issue #43), read by the core once for every
         stream: ([(key id, the key's bytes, default database, the first statement met with
         it)], the units the keys decide). A stream answers the keys (master.decide.statement_keys)
@@ -246,7 +275,7 @@ class UnitIndex:
                                                      units)
         return found
 
-    def rows_for(self, keep_of) -> tuple[bytes, bytes]:
+    def rows_for(self, keep_of: Callable[[list[TableName]], bytes]) -> tuple[bytes, bytes]:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
         the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
         flag words), and those bytes."""
@@ -295,7 +324,7 @@ class LazyUnits:
                     unit = self._units[k] = self._cols.unit(k)
         return unit
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Unit]:
         return (self[k] for k in range(self._n))
 
     def end_of(self, k: int) -> Pos:

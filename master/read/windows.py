@@ -8,10 +8,17 @@ import mmap
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
+from typing import BinaryIO
 
 from dumpfilter.binlogs.files import closed_by_server
 
-def mapping_cut_short(buf, base: int, used: int) -> int | None:
+# A window's bytes: read (bytes), a view into the master's one mapping of a closed file
+# (MappingFiles.view) or a mapping of its own (MappingFiles.map).
+ReadBuffer = bytes | memoryview | mmap.mmap
+
+
+def mapping_cut_short(buf: ReadBuffer, base: int, used: int) -> int | None:
     """The size of the file `buf` maps (from file offset `base`) when the file was truncated
     since, to less than the `used` bytes of the mapping its units lie in, else None (also for a
     buffer read, not mapped). Bytes mapped past the units are never touched: a --source series
@@ -21,12 +28,11 @@ def mapping_cut_short(buf, base: int, used: int) -> int | None:
     batch) and gives its readers this error instead. A truncation in the moment between the look
     and the touch still faults: closed files are not truncated by the servers (see
     `closed_by_server`), only by hand."""
-    owner = getattr(buf, "obj", buf)  # a view's mapping (MappingFiles.view)
-    file_size = getattr(owner, "size", None)  # an mmap's; bytes read have none
-    if file_size is None:
+    owner = buf.obj if isinstance(buf, memoryview) else buf  # a view's mapping (MappingFiles.view)
+    if not isinstance(owner, _MMAP):  # bytes read
         return None
     try:
-        size = file_size()  # fstat of the mapping's own descriptor: the file's size now
+        size = owner.size()  # fstat of the mapping's own descriptor: the file's size now
     except (OSError, ValueError):
         return None
     return size if size < base + used else None
@@ -50,7 +56,7 @@ _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 _MMAP = mmap.mmap  # the type (tests count the mappings made by patching mmap.mmap)
 
 
-def shared_view(buf) -> bool:
+def shared_view(buf: ReadBuffer) -> bool:
     """Whether `buf` is a view into a mapping the master shares (MappingFiles.view): its pages are
     never handed back one segment at a time (MADV_DONTNEED would clear them for every stream)."""
     return isinstance(buf, memoryview) and isinstance(buf.obj, _MMAP)
@@ -98,7 +104,7 @@ class MappingFiles:
     SHARED_FILES = 64
     SHARED_BYTES = 16 << 30  # address space, not memory: the pages are the page cache's
 
-    def __init__(self, huge_pages: bool = False, shared: bool = True):
+    def __init__(self, huge_pages: bool = False, shared: bool = True) -> None:
         self.huge_pages = huge_pages
         self.shared = shared
         self._files: OrderedDict[tuple[int, int], tuple[int, str]] = OrderedDict()  # (dev, ino) -> (fd, name)
@@ -108,7 +114,7 @@ class MappingFiles:
         self.mapped_files = 0  # whole-file mappings made (a file mapped again after it was let go counts again)
         self._lock = threading.Lock()
 
-    def view(self, fd: int, path: str, start: int, end: int):
+    def view(self, fd: int, path: str, start: int, end: int) -> memoryview:
         """Bytes `start` to `end` of the closed file `fd` is open on: a view into the master's one
         mapping of that file (made now, of `path` opened anew, if there is none; through `fd` if
         `path` names another file by now)."""
@@ -227,14 +233,14 @@ class MappingFiles:
             os.close(self._files.popitem(last=False)[1][0])
         return kept
 
-    def forget(self, names) -> None:
+    def forget(self, names: Iterable[str]) -> None:
         """Closes the descriptions of files `names` (purged: an open one would hold its space;
         the mappings made of it hold their own until they go)."""
-        names = set(names)
+        gone = set(names)
         with self._lock:
-            for key in [k for k, (_, name) in self._files.items() if name in names]:
+            for key in [k for k, (_, name) in self._files.items() if name in gone]:
                 os.close(self._files.pop(key)[0])
-            for key in [k for k, (_, name) in self._whole.items() if name in names]:
+            for key in [k for k, (_, name) in self._whole.items() if name in gone]:
                 self._let_go(key)
 
     def close(self) -> None:
@@ -244,7 +250,7 @@ class MappingFiles:
             while self._whole:
                 self._let_go(next(iter(self._whole)))
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:  # noqa: BLE001 - at interpreter exit
@@ -265,11 +271,11 @@ class Window:
 
     MAP_MIN = 1 << 20
 
-    def __init__(self, f, path: str, start: int, chunk: int, mappings: MappingFiles | None):
+    def __init__(self, f: BinaryIO, path: str, start: int, chunk: int, mappings: MappingFiles | None) -> None:
         self.f, self.path, self.chunk, self.mappings = f, path, chunk, mappings
         fd = f.fileno()
         self.mapped = mappings is not None and os.fstat(fd).st_size - start >= self.MAP_MIN
-        if self.mapped:
+        if mappings is not None and self.mapped:
             huge = mappings.huge_pages
             if huge:  # (before the first read: its read ahead would leave small folios, and a mark
                 # in them from which the mapping's read ahead would go on in small ones)
@@ -277,7 +283,8 @@ class Window:
             self.mapped = closed_by_server(fd)
             if huge and not self.mapped:
                 _advise(fd, "POSIX_FADV_NORMAL")  # read, with read ahead
-        self.buf, self.off, self.base = b"", 0, start
+        self.buf: ReadBuffer = b""
+        self.off, self.base = 0, start
 
     def more(self) -> bool:
         """Extends the window by up to `chunk` bytes of the file; False at what is written."""
@@ -285,7 +292,7 @@ class Window:
             data = self.f.read(self.chunk)
             if not data:
                 return False
-            rest = self.buf[self.off:]
+            rest = bytes(self.buf[self.off:])  # (bytes already, but after a mapping the file system refused)
             self.buf, self.base, self.off = rest + data if rest else data, self.base + self.off, 0
             return True
         fd = self.f.fileno()
@@ -295,12 +302,14 @@ class Window:
             return False
         at = self.base + self.off
         lo = at - at % mmap.ALLOCATIONGRANULARITY
+        mappings = self.mappings
+        assert mappings is not None, "a window is mapped only with mappings"
         try:
-            if self.mappings.shared:  # a view into the master's one mapping of the file
+            if mappings.shared:  # a view into the master's one mapping of the file
                 lo = at
-                self.buf = self.mappings.view(fd, self.path, lo, min(size, end + self.chunk))
+                self.buf = mappings.view(fd, self.path, lo, min(size, end + self.chunk))
             else:
-                self.buf = self.mappings.map(fd, self.path, min(size, end + self.chunk) - lo, lo)
+                self.buf = mappings.map(fd, self.path, min(size, end + self.chunk) - lo, lo)
         except OSError:  # a file system without mmap: read from here on
             self.mapped = False
             self.f.seek(end)

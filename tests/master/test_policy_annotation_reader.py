@@ -30,7 +30,7 @@ def test_the_column_reader_reads_what_each_unit_holds(tmp_path, fmt):
         for k in range(len(seg.units)):
             if not seg.index.unit_list.unit(k).flags & F_FAST:  # the check reads fast units only
                 continue
-            expected = policy_check.annotations(seg.units[k])
+            expected = policy_check.unit_annotations(seg.units[k])
             assert read(k) == expected, (seg.start, k)
             read_units += 1
             texts += len(expected)
