@@ -32,6 +32,8 @@ STRICT_PACKAGES = (
     ("dumpfilter/rules", "dumpfilter.rules"),
     ("dumpfilter/harness", "dumpfilter.harness"),
     ("dumpfilter/workload", "dumpfilter.workload"),
+    ("typecheck/dumpfilter/master/decide", "dumpfilter.master.decide"),
+    ("typecheck/dumpfilter/master/protocol", "dumpfilter.master.protocol"),
 )
 STRICT_MODULES = tuple(name for path, module in STRICT_PACKAGES
                        for name in ([module] if path.endswith(".py") else [module, f"{module}.*"]))
