@@ -11,6 +11,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
+from dumpfilter.master.read.columns import LazyUnits
 from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.master.read.units import Pos, Unit
 
@@ -32,7 +33,8 @@ def unit_start(unit: Unit) -> Pos:
 def schema_timeline(segments: SegmentCache, start: SchemaModel | None) -> SchemaTimeline:
     """The series' timeline: `model_at(order_key(P))` is the schema just before P."""
 
-    def feed(resume: tuple[Pos, int] | None, until) -> Iterator[tuple]:
+    def feed(resume: tuple[Pos, int] | None, until: tuple[int, str, int]
+             ) -> Iterator[tuple[tuple[int, str, int] | None, str | None, str | None, tuple[Pos, int]]]:
         # `resume` is (a segment's start, the index of its next unit): streams read the cache by
         # segment start, so the feed reads the same segments and hits the cache as they do.
         seg_start, index = resume if resume is not None else ((segments.first_file(), 4), 0)
@@ -63,7 +65,7 @@ def schema_timeline(segments: SegmentCache, start: SchemaModel | None) -> Schema
                 yield None, None, None, (seg_start, 0)
                 return
             # The next segment starts where a stream goes next: the end of this one's last unit.
-            seg_start, index = units.end_of(n - 1) if hasattr(units, "end_of") else units[n - 1].end, 0
+            seg_start, index = units.end_of(n - 1) if isinstance(units, LazyUnits) else units[n - 1].end, 0
             yield None, None, None, (seg_start, 0)
 
     return SchemaTimeline(start, feed)

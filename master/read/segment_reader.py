@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
-from dumpfilter.codec import Transaction, bad_magic
+from dumpfilter.codec import EventSplitter, Transaction, bad_magic
+from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
 from dumpfilter.codec.scanner import F_HAS_FDE, Scanner, unit_events
-from dumpfilter.codec.scanner import unit_record
+from dumpfilter.codec.scanner import UnitRecord, unit_record
 from dumpfilter.binlogs import TailingReader
-from dumpfilter.binlogs.files import open_regular
+from dumpfilter.binlogs.files import Listing, open_regular
 from dumpfilter.binlogs.tail import confined_rotate_target
 from dumpfilter.master.read.columns import Columns, LazyUnits, Part, UnitIndex
 from dumpfilter.master.read.units import UNIT_KINDS, Pos, Segment, Unit, unit_end
-from dumpfilter.master.read.windows import Window
+from dumpfilter.master.read.windows import ReadBuffer, Window
 
 if TYPE_CHECKING:
     from dumpfilter.master.read.segments import SegmentCache
@@ -25,32 +28,36 @@ if TYPE_CHECKING:
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
 CHUNK = 1 << 20
 
+# A segment read as a generator: it pauses (yields) after each scan it starts, and returns the segment.
+Steps = Generator[None, None, Segment]
+
 
 class _Stop(Exception):
     """The segment is full."""
 
 
-def drive(steps) -> Segment:
+def drive(steps: Steps) -> Segment:
     """Runs a segment read's generator (`SegmentCache._steps`) to its end: the segment."""
     while True:
         try:
             next(steps)
         except StopIteration as done:
-            return done.value
+            seg: Segment = done.value
+            return seg
 
 
 class _Opener(TailingReader):
     """The reference reader's checks of a start position and its file order (a TailingReader
     that never follows), with the binlog listing the cache keeps (`SegmentCache.file_names`)."""
 
-    def __init__(self, cache: SegmentCache, file: str, pos: int):
+    def __init__(self, cache: SegmentCache, file: str, pos: int) -> None:
         self._names = cache.file_names
         super().__init__(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
 
-    def files(self) -> list[str]:
+    def files(self) -> Listing:
         return self._names()
 
-    def open_at(self, f, path, start: int):
+    def open_at(self, f: BinaryIO, path: Path, start: int) -> EventSplitter:
         """The file's splitter at `start`, the start position checked (TailingReader's own)."""
         return self._open_at(f, path, start)
 
@@ -76,7 +83,7 @@ class SegmentReader:
     # statement unit (a ROW binlog's segment).
     STATEMENTS_AHEAD = True
 
-    def __init__(self, cache: SegmentCache, start: Pos):
+    def __init__(self, cache: SegmentCache, start: Pos) -> None:
         self.cache = cache
         self.start = start
         self.cols = Columns()
@@ -90,13 +97,13 @@ class SegmentReader:
     def read(self) -> Segment:
         return drive(self.steps())
 
-    def steps(self):
+    def steps(self) -> Steps:
         """`read` as a generator: it pauses after each scan it starts (the core scans on a
         thread of its own meanwhile) and returns the segment."""
         cache, start = self.cache, self.start
         file, pos = start
         at_end = False
-        error = None
+        error: BinlogError | None = None
         cols = self.cols
         try:
             # Validates the start file and position exactly as the reference reader does.
@@ -130,7 +137,7 @@ class SegmentReader:
         seg.index = UnitIndex(cols)
         return seg
 
-    def _file(self, opener: TailingReader, name: str, start: int):
+    def _file(self, opener: _Opener, name: str, start: int) -> Generator[None, None, str | None]:
         """Read one file from `start` (a generator, see `steps`); returns the file to continue
         with, or None at the end of what is written. Raises _Stop when the segment is full."""
         cache = self.cache
@@ -157,7 +164,7 @@ class SegmentReader:
                 if magic != MAGIC:
                     raise bad_magic(str(path))
                 start = 4
-            rotated_to = None
+            rotated_to: str | None = None
             while True:
                 at_eof = False
                 if not window.more():
@@ -177,8 +184,9 @@ class SegmentReader:
                         # incomplete unit; a partial event is an error.
                         at_eof = True
                 buf, base = window.buf, window.base
-                scanner.scan_start(unit_list, buf, window.off, base, name, cache.segment_bytes - self.size, at_eof,
-                                   self.STATEMENTS_AHEAD)
+                # (the core reads any buffer, a mapping too: codec.scanner's signature says bytes)
+                scanner.scan_start(unit_list, buf, window.off, base, name,  # type: ignore[arg-type]
+                                   cache.segment_bytes - self.size, at_eof, self.STATEMENTS_AHEAD)
                 yield
                 scan = scanner.scan_finish(unit_list)
                 if (cache.read_ahead and scan.added and scan.error is None and scan.last_rotate < 0
@@ -206,7 +214,8 @@ class SegmentReader:
                                                    path=str(path), offset=base + scan.stop)
                     return rotated_to or opener.next_file(name)
 
-    def _add_units(self, n: int, buf: bytes, base: int, name: str, fmt):
+    def _add_units(self, n: int, buf: ReadBuffer, base: int, name: str, fmt: FormatDescription | None
+                   ) -> FormatDescription | None:
         """Records the part the last scan added to the UnitList (its `n` units, a fixed number of
         Python operations whatever n is, but for units holding an FDE, made now). Returns the
         format in force after them."""
@@ -216,7 +225,8 @@ class SegmentReader:
         unit_list = cols.unit_list
         first = len(unit_list) - n
         cols.names = self.scanner.names
-        start_fmt, fmts = fmt, None
+        start_fmt = fmt
+        fmts: list[FormatDescription | None] | None = None
         if unit_list.flags_any & F_HAS_FDE:
             with_fde = set(unit_list.with_flags(F_HAS_FDE, first))
             if with_fde:  # rare (relay logs, a new file's FDE): a format per unit of this part
@@ -233,7 +243,7 @@ class SegmentReader:
         self.size = unit_list.size
         return fmt
 
-    def _unit_with_fde(self, rec, raw: bytes, pos: int, name: str, fmt) -> Unit:
+    def _unit_with_fde(self, rec: UnitRecord, raw: bytes, pos: int, name: str, fmt: FormatDescription | None) -> Unit:
         """A unit holding a Format_description event: its Events are made now, each with the
         format in force where it stands."""
         events, fmt = unit_events(raw, pos, fmt, path=self.scanner.path)

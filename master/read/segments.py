@@ -13,14 +13,16 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 
 from dumpfilter.errors import PositionError
-from dumpfilter.binlogs.files import binlog_listing, file_size, served_paths
+from dumpfilter.binlogs.files import Listing, binlog_listing, file_size, served_paths
 from dumpfilter.binlogs.written import WrittenEnd
-from dumpfilter.master.read.segment_reader import SegmentReader, drive
+from dumpfilter.master.read.columns import LazyUnits, Part
+from dumpfilter.master.read.segment_reader import SegmentReader, Steps, drive
 from dumpfilter.master.read.units import Pos, Segment
-from dumpfilter.master.read.windows import MappingFiles, shared_view
+from dumpfilter.master.read.windows import MappingFiles, own_mapping, shared_view
 
 # A segment is what one read hands every stream: its fixed Python cost (the file opened at the
 # position, the format read, the UnitList and its index, each stream's answers, tallies and hit
@@ -90,7 +92,7 @@ class SegmentCache:
     def __init__(self, directory: str | Path, *, segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES,
                  verify_checksums: bool = True, map_closed: bool = True, read_ahead: bool = True,
                  cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES,
-                 resident_bytes: int = RESIDENT_BYTES):
+                 resident_bytes: int = RESIDENT_BYTES) -> None:
         self.directory = Path(directory)
         self._dir = str(self.directory)  # for `path`: a str joined per segment visit, not pathlib
         self.cache_segments = cache_segments
@@ -98,36 +100,37 @@ class SegmentCache:
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
         self.mappings = MappingFiles()  # the open files their mappings share (and huge pages or not)
         self.read_ahead = read_ahead  # see start_ahead
-        self._ahead: OrderedDict[Pos, tuple] = OrderedDict()  # (steps, since): see start_ahead
+        self._ahead: OrderedDict[Pos, tuple[Steps, float]] = OrderedDict()  # (steps, since): see start_ahead
         self.cache_bytes = cache_bytes
         self.verify_checksums = verify_checksums
         self._cache: OrderedDict[Pos, Segment] = OrderedDict()
         self._cached_bytes = 0
         self.index_bytes = index_bytes
-        self._kept: OrderedDict[Pos, tuple[Segment, int, frozenset]] = OrderedDict()  # see INDEX_BYTES
+        self._kept: OrderedDict[Pos, tuple[Segment, int, frozenset[str]]] = OrderedDict()  # see INDEX_BYTES
         self._kept_bytes = 0
         self._kept_files: dict[str, int] = {}  # the files the kept segments map, each with their count
-        self._checked_dir: tuple | None = None  # see _files_may_be_gone
+        self._checked_dir: _StatKey | None = None  # see _files_may_be_gone
         self.resident_bytes = resident_bytes
         self._resident: OrderedDict[Pos, int] = OrderedDict()  # kept ones not handed back: their bytes
         self._resident_bytes = 0
         self._held: dict[Pos, int] = {}  # the kept segments' held places, see HELD_SHARE: their cost
         self._held_bytes = 0
-        self._placed_files: dict[Pos, frozenset] = {}  # the files of every segment with a place (held or resident)
+        self._placed_files: dict[Pos, frozenset[str]] = {}  # the files of every segment with a place (held or resident)
         self._inflight: dict[Pos, threading.Event] = {}
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
         self.hits = 0    # segments served from the cache (the kept ones too)
         self.kept_hits = 0  # of which segments let go and kept by their scan (INDEX_BYTES)
         self.ahead_taken = 0  # segments whose read was started ahead (start_ahead) and taken by a get
-        self._listing: tuple | None = None  # see file_names
+        # see file_names: (the directory's stat, each index file's (name, stat), the listing)
+        self._listing: tuple[_StatKey, tuple[tuple[str, _StatKey], ...], Listing] | None = None
         self.written = WrittenEnd()  # see end; the segments' reads note where their units end
 
     def path(self, name: str) -> str:
         """The path of binlog file `name` in the directory (a listed name: no separator in it)."""
         return f"{self._dir}/{name}"
 
-    def file_names(self) -> list[str]:
+    def file_names(self) -> Listing:
         """The binlog files' names, as `binlog_listing` lists them (a Listing: the index's names).
         The listing is made again only when the directory's entries or an index file changed
         (their stat): a stat or two per segment read instead of reading the index and checking
@@ -142,7 +145,7 @@ class SegmentCache:
                 return cached[2]
             indexes = tuple((p.name, _stat_key(p)) for p in sorted(directory.glob("*.index")))
         except OSError:
-            dir_key = indexes = None
+            dir_key = None
         names = binlog_listing(directory)
         self._listing = None
         if dir_key is not None:
@@ -195,7 +198,7 @@ class SegmentCache:
                 if waiter is None:
                     waiter = self._inflight[start] = threading.Event()
                     ahead = self._ahead.pop(start, None)
-                    steps = ahead[0] if ahead is not None else None
+                    steps: Steps | None = ahead[0] if ahead is not None else None
                     self.ahead_taken += steps is not None
                     break
             waiter.wait()  # another stream is reading this segment; then look again
@@ -209,6 +212,7 @@ class SegmentCache:
                 return self.get(start)
             self._ahead_of(seg)
             return seg
+        assert waiter is not None  # (made above: this thread reads the segment)
         try:
             seg = drive(steps if steps is not None else self._steps(start))
             # The next scan first: storing may evict a segment, whose unmapping the scan
@@ -253,7 +257,7 @@ class SegmentCache:
             old.close()
         if full:
             return
-        steps = None
+        steps: Steps | None = None
         try:
             steps = self._steps(start)
             next(steps)  # to the scan's start
@@ -268,10 +272,11 @@ class SegmentCache:
                     self._ahead[start] = (steps, time.monotonic())
             waiter.set()
 
-    def _stale_ahead(self) -> list:
+    def _stale_ahead(self) -> list[Steps]:
         """Takes out the reads ahead left AHEAD_STALE seconds or more (under the lock); the
         caller closes them (their scans joined) outside it."""
-        now, stale = time.monotonic(), []
+        now = time.monotonic()
+        stale: list[Steps] = []
         while self._ahead:
             start, (steps, since) = next(iter(self._ahead.items()))
             if now - since < self.AHEAD_STALE:
@@ -298,9 +303,10 @@ class SegmentCache:
     def _keep(self, seg: Segment) -> None:
         """Under the lock: a segment let go kept by its scan, its mapped pages handed back (see
         INDEX_BYTES); one read (not mapped) or cut by an error is dropped."""
-        parts = getattr(seg.index, "parts", None)
-        if self.index_bytes <= 0 or not parts or seg.error is not None or \
-                not all(hasattr(part.buf, "madvise") or shared_view(part.buf) for part in parts):  # mapped, not read
+        units, index = seg.units, seg.index
+        parts = index.parts if index is not None else None
+        if self.index_bytes <= 0 or not parts or seg.error is not None or not isinstance(units, LazyUnits) or \
+                not all(own_mapping(part.buf) or shared_view(part.buf) for part in parts):  # mapped, not read
             return
         files = frozenset(part.file for part in parts)
         if self._files_may_be_gone():
@@ -315,7 +321,7 @@ class SegmentCache:
         if not self._stays_resident(seg) and not _hand_back(seg):
             self._release(start)
             return
-        seg.units = seg.units.fresh()  # the Units made (their bytes, answers) go
+        seg.units = units.fresh()  # the Units made (their bytes, answers) go
         self._kept[start] = (seg, cost, files)
         self._kept_bytes += cost
         for name in files:
@@ -329,7 +335,7 @@ class SegmentCache:
                 break
             self._drop_kept(victim)
 
-    def _hold_place(self, start: Pos, cost: int, files: frozenset) -> None:
+    def _hold_place(self, start: Pos, cost: int, files: frozenset[str]) -> None:
         """Under the lock: a held place for the segment at `start` while HELD_SHARE of the budget
         has room (see there); one it has already is kept, at its cost now."""
         held = self._held
@@ -360,17 +366,18 @@ class SegmentCache:
     def _stays_resident(self, seg: Segment) -> bool:
         """Under the lock: whether a kept segment's pages stay in the master's RSS, counted in
         RESIDENT_BYTES: yes while there is room (see there), else the caller hands them back."""
-        if seg.start in self._resident or all(shared_view(part.buf) for part in seg.index.parts):
+        parts = _parts(seg)
+        if seg.start in self._resident or all(shared_view(part.buf) for part in parts):
             return True  # (a view's pages are the file's one mapping's, counted nowhere: see MappingFiles)
         size = seg.size
         if self._resident_bytes + size > self.resident_bytes:
             return False
         self._resident[seg.start] = size
         self._resident_bytes += size
-        self._placed_files.setdefault(seg.start, frozenset(part.file for part in seg.index.parts))
+        self._placed_files.setdefault(seg.start, frozenset(part.file for part in parts))
         return True
 
-    def _drop_kept(self, start: Pos, release: bool = True) -> tuple[Segment, int, frozenset]:
+    def _drop_kept(self, start: Pos, release: bool = True) -> tuple[Segment, int, frozenset[str]]:
         """Under the lock: the kept segment at `start` out of the kept ones; `release`: its places
         (held, resident) given up too, else they stay its own (taken back into the cache)."""
         kept = self._kept.pop(start)
@@ -419,17 +426,17 @@ class SegmentCache:
         for start in [s for s, files in self._placed_files.items() if files & names]:
             self._release(start)  # the places of segments in the cache now
 
-    def forget(self, files) -> int:
+    def forget(self, files: Iterable[str]) -> int:
         """Drops the cached and kept segments, and the reads started ahead, that begin in `files` (purged
         by retention): a segment of a closed file maps it, and would hold the deleted file's
         pages (its disk space, the master's RSS) until the LRU reached it. Returns how many."""
-        files = set(files)
+        names = set(files)
         with self._lock:
-            gone = [start for start in self._cache if start[0] in files]
+            gone = [start for start in self._cache if start[0] in names]
             for start in gone:
                 self._cached_bytes -= self._cache.pop(start).size
-            self._forget(files)  # and the kept ones (INDEX_BYTES) in them
-            ahead = [self._ahead.pop(start)[0] for start in list(self._ahead) if start[0] in files]
+            self._forget(names)  # and the kept ones (INDEX_BYTES) in them
+            ahead = [self._ahead.pop(start)[0] for start in list(self._ahead) if start[0] in names]
         for steps in ahead:
             steps.close()  # (its scan joined, outside the lock)
         return len(gone) + len(ahead)
@@ -439,7 +446,7 @@ class SegmentCache:
         corrupt event. A unit still being written at the end is left for the next read."""
         return drive(self._steps(start))
 
-    def _steps(self, start: Pos):
+    def _steps(self, start: Pos) -> Steps:
         """`_read` as a generator that pauses once a scan is under way (see `start_ahead`)
         and returns the segment."""
         file, pos = start
@@ -450,7 +457,7 @@ class SegmentCache:
             return Segment(start, [], start, at_end=True)
         return (yield from self._reader(start))
 
-    def _reader(self, start: Pos):
+    def _reader(self, start: Pos) -> Steps:
         """The steps of one segment's read (SegmentReader's; the tests' reference reader's)."""
         return SegmentReader(self, start).steps()
 
@@ -462,9 +469,12 @@ class SegmentCache:
 def _hand_back(seg: Segment) -> bool:
     """A mapped segment's pages out of the master's RSS (MADV_DONTNEED: they stay in the page
     cache, and a later touch maps them again). False where that failed."""
-    for part in seg.index.parts:
+    for part in _parts(seg):
+        buf = part.buf
         try:
-            part.buf.madvise(mmap.MADV_DONTNEED)
+            if not own_mapping(buf):  # a view into the master's one mapping (see _keep)
+                raise ValueError("not a mapping of its own")
+            buf.madvise(mmap.MADV_DONTNEED)
         except (OSError, ValueError):  # closed, or a kernel without it
             return False
     return True
@@ -473,6 +483,16 @@ def _hand_back(seg: Segment) -> bool:
 _SETTLED_NS = 1_000_000_000  # see SegmentCache.file_names
 
 
-def _stat_key(path: Path) -> tuple[int, int, int, int]:
+def _parts(seg: Segment) -> list[Part]:
+    """The parts of a segment kept by its scan (one the reference reader made has none)."""
+    index = seg.index
+    assert index is not None, "only scanned segments are kept (SegmentCache._keep)"
+    return index.parts
+
+
+_StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, device)
+
+
+def _stat_key(path: str | Path) -> _StatKey:
     st = os.stat(path)
     return st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev

@@ -65,7 +65,7 @@ class Unit:
         self._kind: str
         self._complete: bool
         self._kind, self._complete = (txn.kind, txn.complete) if txn is not None else (TRANSACTION, True)
-        self._parses: dict[tuple[str, str | None], StatementInfo] | None = None  # see `parses`
+        self._parses: dict[tuple[str, str], StatementInfo] | None = None  # see `parses`
 
     @classmethod
     def fast(cls, raw: bytes, file: str, pos: int, fmt: FormatDescription | None, events: int,
@@ -106,7 +106,7 @@ class Unit:
         return statements
 
     @property
-    def parses(self) -> dict[tuple[str, str | None], StatementInfo]:
+    def parses(self) -> dict[tuple[str, str], StatementInfo]:
         """(sql, default db) -> StatementInfo: the unit's statements as parsed for the first rule
         group that decided them, reused by the others (each event parsed once, whatever the
         number of slaves); it lives as long as the unit stays in the segment cache."""

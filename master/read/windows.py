@@ -9,7 +9,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import BinaryIO
+from typing import BinaryIO, TypeGuard
 
 from dumpfilter.binlogs.files import closed_by_server
 
@@ -54,6 +54,11 @@ _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 
 
 _MMAP = mmap.mmap  # the type (tests count the mappings made by patching mmap.mmap)
+
+
+def own_mapping(buf: ReadBuffer) -> TypeGuard[mmap.mmap]:
+    """Whether `buf` is a mapping of its own (MappingFiles.map), not bytes read or a shared view."""
+    return isinstance(buf, _MMAP)
 
 
 def shared_view(buf: ReadBuffer) -> bool:
