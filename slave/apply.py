@@ -7,7 +7,9 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, TypedDict
 from urllib.parse import unquote, urlparse
 
 from dumpfilter.errors import ExternalError
@@ -17,7 +19,15 @@ class ApplyError(ExternalError):
     """--apply could not execute the relay log on the target server."""
 
 
-def parse_mysql_url(url: str) -> dict:
+class Target(TypedDict):
+    """The server --apply executes on, as a mysql:// URL names it."""
+    user: str
+    password: str
+    host: str
+    port: int
+
+
+def parse_mysql_url(url: str) -> Target:
     """mysql://USER[:PASSWORD]@HOST[:PORT][/]"""
     parsed = urlparse(url)
     if parsed.scheme not in ("mysql", "mariadb") or not parsed.hostname:
@@ -35,7 +45,7 @@ def _tool(*names: str) -> str:
     raise ApplyError(f"--apply needs {' or '.join(names)} on PATH")
 
 
-def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int, target: dict) -> None:
+def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int, target: Target) -> None:
     decoder = [_tool("mariadb-binlog", "mysqlbinlog"), "--no-defaults"]
     if start_pos > 4:
         decoder.append(f"--start-position={start_pos}")
@@ -48,22 +58,29 @@ def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int,
     dec = subprocess.Popen(decoder, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     cli = subprocess.Popen(client, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     # stderr of both is drained in threads so that neither blocks on a full pipe.
+    # Popen made each with a pipe (stdout=/stdin=/stderr=PIPE), so none is None
+    assert dec.stdout is not None and dec.stderr is not None and cli.stdin is not None and cli.stderr is not None
+    dec_out, cli_in = dec.stdout, cli.stdin
     errs: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda k=k, f=f: errs.__setitem__(k, f.read()), daemon=True)
+
+    def drain(key: str, pipe: IO[bytes]) -> None:
+        errs[key] = pipe.read()
+
+    readers = [threading.Thread(target=drain, args=(k, f), daemon=True)
                for k, f in (("dec", dec.stderr), ("cli", cli.stderr))]
     for reader in readers:
         reader.start()
     try:
-        for line in replica_thread_sql(dec.stdout):
-            cli.stdin.write(line)
+        for line in replica_thread_sql(dec_out):
+            cli_in.write(line)
     except BrokenPipeError:
         pass  # the client stopped at an error: its exit status and stderr say which
     finally:
         try:
-            cli.stdin.close()
+            cli_in.close()
         except BrokenPipeError:
             pass
-        dec.stdout.close()
+        dec_out.close()
     cli.wait()
     dec.wait()
     for reader in readers:
@@ -96,7 +113,7 @@ def _exit_text(tool: str, status: int) -> str:
 _DROP_TRIGGER = re.compile(rb"^(\s*DROP\s+(?:DEFINER\s*=\s*\S+\s+)?TRIGGER\s+)(?!IF\s+EXISTS\b)", re.IGNORECASE)
 
 
-def replica_thread_sql(lines):
+def replica_thread_sql(lines: Iterable[bytes]) -> Iterator[bytes]:
     """The decoded relay log, as the replica SQL thread would execute it rather than a client.
 
     One difference matters: a replica SQL thread executes `DROP TRIGGER t` of a trigger that does not

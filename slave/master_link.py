@@ -54,18 +54,18 @@ class LinkTimeoutError(grpc.RpcError):
 class NetWatch:
     """Cancels a Dump call that waits longer than `timeout` for its next batch."""
 
-    def __init__(self, call, timeout: float | None):
+    def __init__(self, call: grpc.RpcContext, timeout: float | None):
         self.call, self.timeout = call, timeout
         self.waiting_since: float | None = None
         self.fired = False
         self._stop = threading.Event()
         if timeout:
-            threading.Thread(target=self._run, name="slave-net-watch", daemon=True).start()
+            threading.Thread(target=self._run, args=(timeout,), name="slave-net-watch", daemon=True).start()
 
-    def _run(self) -> None:
-        while not self._stop.wait(min(1.0, self.timeout / 4)):
+    def _run(self, timeout: float) -> None:
+        while not self._stop.wait(min(1.0, timeout / 4)):
             since = self.waiting_since
-            if since is not None and time.monotonic() - since > self.timeout:
+            if since is not None and time.monotonic() - since > timeout:
                 self.fired = True
                 self.call.cancel()
                 return
@@ -92,7 +92,7 @@ def master_error(exc: grpc.RpcError) -> DumpFilterError:
     return MasterError(code.name, details)
 
 
-def read_credential(path, what: str) -> bytes:
+def read_credential(path: str | Path, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:

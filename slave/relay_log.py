@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import MAGIC
@@ -45,7 +47,7 @@ IDLE_COMMIT_INTERVAL = 1.0
 CHECKPOINT_INTERVAL = 1.0
 
 
-def _writeback_starter():
+def _writeback_starter() -> Callable[[int, int], int] | None:
     """Linux's sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE), which starts writing a file's
     dirty pages out and returns without waiting for them (RocksDB's bytes_per_sync does the
     same): the next fsync then finds little left to write, above all the one the end of the
@@ -59,7 +61,12 @@ def _writeback_starter():
         return None
     call.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
     call.restype = ctypes.c_int
-    return lambda fd, end: call(fd, 0, end, _SYNC_FILE_RANGE_WRITE)
+
+    def start(fd: int, end: int) -> int:
+        result: int = call(fd, 0, end, _SYNC_FILE_RANGE_WRITE)  # restype c_int
+        return result
+
+    return start
 
 
 _SYNC_FILE_RANGE_WRITE = 2
@@ -81,9 +88,9 @@ class RelayInfo:
     relay_pos: int = 0
     channel: str = ""
     skip_policy: str = DEFAULT_SKIP_POLICY
-    filters: dict = field(default_factory=dict)     # FILTER_NAME -> rule text, as the master applies them
-    policy_allow: list = field(default_factory=list)
-    stats: dict = field(default_factory=dict)       # counters summed over every run of this slave
+    filters: dict[str, str] = field(default_factory=dict)  # FILTER_NAME -> rule text, as the master applies them
+    policy_allow: list[str] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)  # counters summed over every run of this slave
     last_error: str = ""                            # Last_IO_Error
     # The threads' state and errors, for `slave status` (slave/status.py writes them).
     pid: int = 0
@@ -119,7 +126,7 @@ class RelayInfo:
     def save(self, directory: Path) -> None:
         write_atomic(directory / INFO, info_text(self.snapshot()))
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """The fields as relay-log.info holds them, taken now (what `save` writes; the committer
         writes it later). Shallow: the dicts and lists held are replaced, never changed in place,
         by the code that sets them (asdict's deep copy cost more than the fsyncs)."""
@@ -167,8 +174,8 @@ class Committer:
         self._idle = False  # every hand-over waiting is idle (see IDLE_COMMIT_INTERVAL)
         self.commits = 0   # relay-log.info writes done (a test and the bench look)
         self._cond = threading.Condition()
-        self._pending: tuple[int, dict] | None = None
-        self._retired: list = []  # closed relay files (file objects) to fsync and close, see retire
+        self._pending: tuple[int, dict[str, Any]] | None = None
+        self._retired: list[BinaryIO] = []  # closed relay files (file objects) to fsync and close, see retire
         self._busy = False
         self._closing = False
         self._error: BaseException | None = None
@@ -181,7 +188,7 @@ class Committer:
         # its snapshot was taken for).
         self.owner: RelayInfo | None = None
 
-    def submit(self, fd: int, data: dict, now: bool = False, idle: bool = False) -> None:
+    def submit(self, fd: int, data: dict[str, Any], now: bool = False, idle: bool = False) -> None:
         with self._cond:
             self._raise()
             if not (now and not idle and self._pending is None and not self._retired and not self._busy):
@@ -205,7 +212,7 @@ class Committer:
                     self._unsynced = True
                 self._wake()  # the thread checkpoints it in time
 
-    def retire(self, file) -> None:
+    def retire(self, file: BinaryIO) -> None:
         """A relay file the slave has finished (rotation): the thread fsyncs and closes it
         before it writes the next relay-log.info, which names the next file. The receiving
         thread goes on at once: a rotation used to wait here for the disk (a drain, then an
@@ -246,7 +253,7 @@ class Committer:
             if thread is not None:
                 thread.join()
 
-    def _commit(self, fd: int, data: dict) -> None:
+    def _commit(self, fd: int, data: dict[str, Any]) -> None:
         """The relay file's fsync, then the next relay-log.info written over the last in place,
         not fsync'd itself (see CHECKPOINT_INTERVAL): a live slave's batch waits for one disk
         flush. A version of the info that reaches the disk names relay bytes that were on disk
@@ -318,7 +325,7 @@ class Committer:
                 # to report.
                 # Whole pages only: a page under writeback stalls the next write into it.
                 fd, data = writeback
-                if data.get("relay_pos", 0) >= 2 * _PAGE:
+                if start_writeback is not None and data.get("relay_pos", 0) >= 2 * _PAGE:  # (None: no writeback)
                     start_writeback(fd, data["relay_pos"] // _PAGE * _PAGE - _PAGE)
                 continue
             try:
@@ -370,7 +377,7 @@ class RelayLog:
         self.server_id = server_id
         self.index = self.directory / f"{BASENAME}.index"
         self.names: list[str] = []
-        self.file = None
+        self.file: BinaryIO | None = None
         self.fde: Event | None = None
         self.position = 0
         self.committer = Committer(self.directory / INFO, commit_interval)
@@ -427,16 +434,21 @@ class RelayLog:
         """A master FDE: opens the first file, or a new file when the format changes."""
         if self.file is None:
             self._open_new(fde)
-        elif not _same_format(fde, self.fde):
-            self._rotate(fde)
+        else:
+            assert self.fde is not None  # an open relay file begins with its FDE
+            if not _same_format(fde, self.fde):
+                self._rotate(fde)
 
     def write(self, events: list[Event]) -> None:
+        file = self.file
+        assert file is not None  # opened by the first format_event
         for event in events:
-            self.file.write(event.raw)
+            file.write(event.raw)
             self.position += event.size
 
     def write_raw(self, raw: bytes) -> None:
         """Whole events given as one byte range (kept as the master sent them)."""
+        assert self.file is not None  # opened by the first format_event
         self.file.write(raw)
         self.position += len(raw)
 
@@ -459,6 +471,7 @@ class RelayLog:
         self.committer.drain()
 
     def _rotate(self, fde: Event | None = None) -> None:
+        assert self.file is not None and self.fde is not None  # only an open relay file rotates
         fde = fde or self.fde
         next_name = f"{BASENAME}.{int(self.current.rsplit('.', 1)[1]) + 1:06d}"
         rotate = build_event(EventType.ROTATE, rotate_body(next_name), fmt=self.fde.fmt, server_id=self.server_id,
