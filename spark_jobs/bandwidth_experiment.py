@@ -67,8 +67,8 @@ def count_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = T
 
 
 HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
-TABLE_COLUMNS = ["slave", "table", "bytes_all", "bytes_sent"]
-REST = "(transaction framing, control events, skip-policy events)"
+TABLE_COLUMNS = ["slave", "table", "bytes_all", "bytes_payload", "bytes_envelope", "bytes_sent"]
+REST = "(framing of transactions that write no table, control events, skip-policy events)"
 
 
 def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
@@ -94,20 +94,31 @@ def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[st
     (REST: the transactions' framing, control events, what the slave's skip policy adds), so
     that a slave's rows add up to its bytes sent.
 
-    A table's bytes: its Table_map and Rows events (sent if the slave's rules, under its gate,
-    keep the table), and each statement that updates it, with its context events (INTVAR,
-    RAND, USER_VAR): sent if the rules apply the statement (as rpl_filter.cc decides it: by the
-    default database under database rules, so `USE logs; UPDATE crm.t` is not sent to a slave
-    with replicate-do-db=crm). A statement that updates several tables (a multi-table UPDATE or
-    DELETE, RENAME TABLE, DROP TABLE t1, t2) is split evenly between them, the bytes a division
-    leaves going to the first. Statements are decided per group (default database, kind,
-    updated tables: `bandwidth.merge_statements`) by one statement of the group, as the master
-    decides a statement key once."""
+    A table's bytes (`bytes_all` = `bytes_payload` + `bytes_envelope`): its payload, its Table_map
+    and Rows events (sent if the slave's rules, under its gate, keep the table) and each statement
+    that updates it, with its context events (INTVAR, RAND, USER_VAR): sent if the rules apply the
+    statement (as rpl_filter.cc decides it: by the default database under database rules, so
+    `USE logs; UPDATE crm.t` is not sent to a slave with replicate-do-db=crm); and its envelope,
+    its share of the GTID, BEGIN, annotations and XID/COMMIT of the transactions that write it
+    (sent only because of those writes: `statement_tables.share_envelope`), sent where the write
+    that brought it is. A statement that updates several tables (a multi-table UPDATE or DELETE,
+    RENAME TABLE, DROP TABLE t1, t2), and a transaction's envelope, are split evenly between them,
+    the bytes a division leaves going to the first. Statements are decided per group (default
+    database, kind, updated tables: `bandwidth.merge_statements`) by one statement of the group,
+    as the master decides a statement key once. The REST row's bytes: the control events (as
+    `bytes_payload`) and the envelopes of the transactions that write no table (`bytes_envelope`);
+    its `bytes_sent` is the rest of what the slave is sent (with what its skip policy adds)."""
     from dumpfilter.rules.decider import gated
     from dumpfilter.rules.evaluate import RuleEngine
 
     statements = statements or {}
-    all_bytes: dict[tuple[str, str], int] = {t: b for t, b in tables.items() if t not in (FRAMING, OTHER)}
+    all_bytes: dict[tuple[str, str], int] = {t: b for t, b in tables.items()
+                                             if t not in (FRAMING, OTHER) and len(t) == 2}
+    envelopes: dict[tuple, int] = {t: b for t, b in tables.items() if len(t) == 3}  # (ENVELOPE, table, group)
+    envelope_of: dict[tuple[str, str], int] = {}
+    for (_, t, _), b in envelopes.items():
+        envelope_of[t] = envelope_of.get(t, 0) + b
+    payload_of = dict(all_bytes)
     shares: list[tuple[tuple, str, int, list[tuple[tuple[str, str], int]]]] = []  # group, text, bytes, split
     unattributed = 0
     for group, (size, sql) in statements.items():
@@ -120,30 +131,41 @@ def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[st
         split = [(t, each + (left if k == 0 else 0)) for k, t in enumerate(updated)]
         shares.append((group, sql, size, split))
         for t, b in split:
-            all_bytes[t] = all_bytes.get(t, 0) + b
+            payload_of[t] = payload_of.get(t, 0) + b
+    for t in envelope_of.keys() | payload_of.keys():
+        all_bytes[t] = payload_of.get(t, 0) + envelope_of.get(t, 0)
     named = sorted(all_bytes.items(), key=lambda tb: (-tb[1], tb[0]))
     rest_all = tables.get(FRAMING, 0) + tables.get(OTHER, 0)
     rows = []
     for slave, gate, counts in zip(topology.slaves, gates, totals):
         decider = gated(RuleEngine(slave.rules, slave.settings), gate)
         sent_by: dict[tuple[str, str], int] = {t: b for t, b in tables.items()
-                                               if t not in (FRAMING, OTHER) and decider.table_kept(*t)}
+                                               if t not in (FRAMING, OTHER) and len(t) == 2
+                                               and decider.table_kept(*t)}
         sent_unattributed = 0
-        for (db, _, _, _), sql, size, split in shares:
-            if not decider.decide_statement_key(sql, db or None).apply:
+        applied: set[tuple] = set()
+        for group, sql, size, split in shares:
+            if not decider.decide_statement_key(sql, group[0] or None).apply:
                 continue
+            applied.add(group)
             if not split:
                 sent_unattributed += size
             for t, b in split:
                 sent_by[t] = sent_by.get(t, 0) + b
+        for (_, t, group), b in envelopes.items():  # sent where the write that brought it is
+            if (group in applied) if group is not None else decider.table_kept(*t):
+                sent_by[t] = sent_by.get(t, 0) + b
         sent_tables = sum(sent_by.values()) + sent_unattributed
         for (db, table), size in named:
             rows.append({"slave": slave.name, "table": f"{db}.{table}", "bytes_all": size,
+                         "bytes_payload": payload_of.get((db, table), 0),
+                         "bytes_envelope": envelope_of.get((db, table), 0),
                          "bytes_sent": sent_by.get((db, table), 0)})
         if statements:
             rows.append({"slave": slave.name, "table": UNATTRIBUTED[1], "bytes_all": unattributed,
-                         "bytes_sent": sent_unattributed})
+                         "bytes_payload": unattributed, "bytes_envelope": 0, "bytes_sent": sent_unattributed})
         rows.append({"slave": slave.name, "table": REST, "bytes_all": rest_all,
+                     "bytes_payload": tables.get(OTHER, 0), "bytes_envelope": tables.get(FRAMING, 0),
                      "bytes_sent": counts.bytes_sent - sent_tables})
     return rows
 

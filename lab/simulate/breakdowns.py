@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 
 TOP_TABLES = 10
-TABLE_FIELDS = ["slave", "table", "bytes_all", "bytes_sent"]
+TABLE_FIELDS = ["slave", "table", "bytes_all", "bytes_payload", "bytes_envelope", "bytes_sent"]
 STREAM_FIELDS = ["slave", "role", "skip_policy", "wall_seconds", "bytes_read", "bytes_sent"]
 
 
@@ -50,16 +50,20 @@ def html_sections(report: dict) -> str:
     and every stream's time, as HTML."""
     parts = []
     if report.get("by_table"):
-        parts.append("<h2>Bytes by table</h2><p class=\"meta\">Each table's Table_map and Rows events and the "
-                     "statements that update it (with their context events; split evenly between the tables a "
-                     "statement updates), sent as each slave's rules decide; the transactions' framing and the "
-                     f"control events in a row of their own. The {TOP_TABLES} largest tables per slave; "
-                     "report_by_table.csv holds every one.</p>")
+        parts.append("<h2>Bytes by table</h2><p class=\"meta\">Each table's payload, its Table_map and Rows "
+                     "events and the statements that update it (with their context events; split evenly between "
+                     "the tables a statement updates), and its envelope, its share of the GTID, BEGIN, annotations "
+                     "and XID/COMMIT of the transactions that write it (split evenly between the tables each one "
+                     "writes), sent as each slave's rules decide; the control events and the framing of "
+                     f"transactions that write no table in a row of their own. The {TOP_TABLES} largest tables "
+                     "per slave; report_by_table.csv holds every one, payload and envelope apart.</p>")
         for slave in dict.fromkeys(r["slave"] for r in report["by_table"]):
             rows = "".join(f"<tr><td>{_e(r['table'])}</td><td class=\"num\">{_mb(r['bytes_all'])}</td>"
+                           f"<td class=\"num\">{_mb(r.get('bytes_envelope', 0))}</td>"
                            f"<td class=\"num\">{_mb(r['bytes_sent'])}</td></tr>" for r in top_tables(report, slave))
             parts.append(f"<h3>{_e(slave)}</h3><table class=\"by-table\"><thead><tr><th>table</th>"
-                         "<th>MB in the binlog</th><th>MB sent</th></tr></thead><tbody>" + rows + "</tbody></table>")
+                         "<th>MB in the binlog</th><th>of which envelope MB</th><th>MB sent</th></tr></thead><tbody>"
+                         + rows + "</tbody></table>")
     if report.get("streams"):
         rows = "".join(f"<tr><td>{_e(s['slave'])}</td><td>{_e(s['role'])}</td><td>{_e(s['skip_policy'])}</td>"
                        f"<td class=\"num\">{s['wall_seconds']:.2f}</td><td class=\"num\">{_mb(s['bytes_sent'])}</td>"

@@ -44,7 +44,7 @@ from dumpfilter import skip_policy
 from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
-    FRAMING, OTHER, UNATTRIBUTED, _unit_tables, _unit_tables_fast,
+    FRAMING, OTHER, UNATTRIBUTED, _unit_tables, _unit_tables_fast, fast_envelopes,
 )
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
@@ -393,7 +393,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for k, size in enumerate(table_bytes):
         if size:
             tables[names[k]] = tables.get(names[k], 0) + size
-    tables[FRAMING] = tables.get(FRAMING, 0) + framing
+    fast_envelopes(units, n, buf, names, table_bytes, framing, tables)  # each transaction's envelope to its tables
     if other:
         statements = counters[0].out.statements if counters else {}
         fast = set(units.with_flags(_core.F_FAST, 0))
