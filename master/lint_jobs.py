@@ -16,7 +16,9 @@ nor the Register threads from the streams. The predictions reach the slave:
   - and always in Stats (`master status`): `lint_state`, `lint_warnings`, how far lint has read
     (`lint_position`), how far that is behind the live end of the binlog (`lint_behind_bytes`,
     `lint_behind_files`) and how many breaks it found (`lint_breaks`); /metrics has them per rule set;
-  - a break found, or a lint that failed, is also one WARNING line in the master's log.
+  - a break found, or a lint that failed, is also one WARNING line in the master's log;
+  - writes a replica with these rules would silently get wrong (rules.lint_divergence) are one more
+    warning (with their count so far) wherever the breaks are told, and one WARNING line when first found.
 
 The worker process may die (killed, out of memory): the master starts it again at once, in one
 WARNING line, and every rule set reads on from its last position (binlogs.lint_worker: from its
@@ -86,11 +88,13 @@ class _Follower:
     started: bool = False            # the worker holds its Linter
     checkpoint: bytes = b""          # the follower as it stood at its last checkpoint (FollowingLint.checkpoint)
     crashes: int = 0                 # its looks in a row the worker process ended in
+    diverges: int = 0                # writes a replica with these rules silently gets wrong, up to `position`
 
     def warnings(self) -> list[str]:
         if self.state == DONE:
             # a rule that keeps no table (`db.`) first: the predictions alone would say "no break"
-            return [f"lint: {w}" for w in rule_warnings(self.first[0])] + warning_lines(self.breaks, self.found)
+            return ([f"lint: {w}" for w in rule_warnings(self.first[0])] + warning_lines(self.breaks, self.found)
+                    + ([divergence_line(self.diverges, self.position)] if self.diverges else []))
         return [f"lint: {self.state}: {self.reason}"] if self.reason else []
 
 
@@ -99,6 +103,7 @@ class _Sub:
     key: tuple
     delivered: bool = False  # its warnings were told (Register reply or a batch)
     told: int = 0            # breaks told
+    told_diverges: bool = False  # its divergence line was told
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,7 @@ class LintStatus:
     breaks: int = 0
     behind_bytes: int = 0
     behind_files: int = 0
+    diverges: int = 0
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,14 @@ def _break_line(b: Break) -> str:
     gtid = f" (GTID {b.gtid})" if b.gtid else ""
     return (f"lint: a replica with these filters would stop at {b.file}:{b.pos}{gtid} with error "
             f"{b.errno}: {b.message}{why}")
+
+
+def divergence_line(writes: int, position: tuple[str, int] | None) -> str:
+    """The warning for the writes lint found a replica with these rules silently gets wrong
+    (rules.lint_divergence: a statement judged by its default database otherwise than its tables)."""
+    upto = f" up to {position[0]}:{position[1]}" if position else ""
+    return (f"lint: {writes} write(s){upto} would silently diverge on a replica with these filters (it never "
+            "stops for them): run `dumpfilter lint` for the rule, the cause and the fix")
 
 
 def warning_lines(breaks: list[Break], found: int | None = None, start: int = 0) -> list[str]:
@@ -218,7 +232,7 @@ class LintJobs:
                 self._drop_unwanted(old.key)
             follower = self.followers.get(key)
             if follower is not None and follower.state == DONE:
-                sub.delivered, sub.told = True, follower.found
+                sub.delivered, sub.told, sub.told_diverges = True, follower.found, bool(follower.diverges)
                 return follower.warnings()
             if follower is not None and follower.state == PENDING:  # being linted for another slave: shared
                 return []
@@ -253,7 +267,7 @@ class LintJobs:
             return str(exc)
         follower.state, follower.position, follower.seen = PENDING, None, None
         follower.breaks, follower.found, follower.started = [], 0, False
-        follower.checkpoint, follower.crashes = b"", 0
+        follower.checkpoint, follower.crashes, follower.diverges = b"", 0, 0
         job = _Job(self, follower, (follower.fid, follower.first, snapshot, self.max_bytes), _end(snapshot))
         if not _worker().put(job):
             return f"{MAX_QUEUED} lint jobs are already queued"
@@ -307,6 +321,9 @@ class LintJobs:
                 told += [_break_line(b) for b in follower.breaks[known:]]
                 if known <= LINT_WARNINGS < follower.found:
                     told.append("lint: more predicted breaks follow: run `dumpfilter lint`")
+                if value.diverges and not follower.diverges:  # logged once, when first found
+                    told.append(divergence_line(value.diverges, follower.position))
+                follower.diverges = max(follower.diverges, value.diverges)  # the Linter's count so far
             else:
                 follower.state = FAILED if state == FAILED else NOT_RUN
                 follower.reason = str(value)
@@ -376,7 +393,8 @@ class LintJobs:
     def _status(self, follower: _Follower, snapshot: list[tuple[str, int]] | str) -> LintStatus:
         """Under self.lock."""
         lag = behind(follower.position, snapshot) if not isinstance(snapshot, str) else (0, 0)
-        return LintStatus(follower.state, follower.warnings(), follower.position, follower.found, *lag)
+        return LintStatus(follower.state, follower.warnings(), follower.position, follower.found, *lag,
+                          diverges=follower.diverges)
 
     def rule_sets(self) -> list[RuleSetLint]:
         """Every followed rule set's lint, for /metrics (one listing of the binlog for all)."""
@@ -404,12 +422,15 @@ class LintJobs:
             if sub is None or follower is None or follower.state == PENDING:
                 return []
             if not sub.delivered:
-                sub.delivered, sub.told = True, follower.found
+                sub.delivered, sub.told, sub.told_diverges = True, follower.found, bool(follower.diverges)
                 return follower.warnings()
-            if follower.state != DONE or follower.found <= sub.told:
+            diverged = follower.state == DONE and follower.diverges > 0 and not sub.told_diverges
+            if follower.state != DONE or (follower.found <= sub.told and not diverged):
                 return []
             told, sub.told = sub.told, follower.found
-            return warning_lines(follower.breaks, follower.found, told)
+            sub.told_diverges = sub.told_diverges or diverged
+            return warning_lines(follower.breaks, follower.found, told) + (
+                [divergence_line(follower.diverges, follower.position)] if diverged else [])
 
     def forget(self, server_id: int) -> None:
         with self.lock:
