@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from dumpfilter.codec.checksum import crc_ok, crc_ok_in
 from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
@@ -206,6 +206,12 @@ class EventSplitter:
             raise TruncatedBinlogError(msg, path=self.name, offset=self._pos)
 
 
+class Readable(Protocol):
+    """What BinlogReader reads from: a binary stream's `read` (a file, or a view of part of one)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class BinlogReader:
     """Iterates the events of one binlog file read from a file-like object, chunk by chunk.
 
@@ -213,7 +219,7 @@ class BinlogReader:
     taken from `fmt` (read the FDE first with `read_format_description`).
     """
 
-    def __init__(self, stream: BinaryIO, name: str = "<binlog>", *, verify_checksums: bool = True,
+    def __init__(self, stream: Readable, name: str = "<binlog>", *, verify_checksums: bool = True,
                  chunk_size: int = DEFAULT_CHUNK, start: int = 0, fmt: FormatDescription | None = None):
         self.stream = stream
         self.splitter = EventSplitter(name, verify_checksums=verify_checksums, start=start, fmt=fmt)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from dumpfilter import _core
 
@@ -14,6 +14,9 @@ from dumpfilter.codec.constants import HEADER_LEN, EventType
 from dumpfilter.errors import BinlogError, ChecksumError
 from dumpfilter.codec.event import HEADER, Event
 from dumpfilter.codec.format_description import FormatDescription
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # bytes, or a view of a mapped file (the core reads either)
 
 UNIT = struct.Struct("<8Q")
 assert UNIT.size == _core.UNIT_WORDS * 8
@@ -241,7 +244,7 @@ class Scanner:
         `base` of buf[0]) instead of handed to Python: read them back with unit_list.unit(k)."""
         return self._list_scan(unit_list.scan(self._core, buf, off, base, file, limit, at_eof))
 
-    def scan_start(self, unit_list: _core.UnitList, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+    def scan_start(self, unit_list: _core.UnitList, buf: Buffer, off: int, base: int, file: str, limit: int = 1 << 62,
                    at_eof: bool = False, statements: bool = False, unit_statements: bool = False) -> None:
         """`scan_into`, run on a thread of its own: returns at once; `scan_finish(unit_list)` waits
         for it and returns its UnitListScan. The scanner takes no other call in between. A buffer
@@ -306,7 +309,7 @@ class Scanner:
         formats = (fmt.post_header_len(EventType.QUERY), fmt.checksum_len)
         return _core.relay_statements(self._core, buf, start, formats, stmt_keep)
 
-    def walk(self, buf: bytes, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
+    def walk(self, buf: Buffer, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`
         (256 bytes), and of every FDE; where the walk stopped; the error that stopped it."""
         packed, stop, err = self._core.walk(buf, off, base, types)

@@ -184,8 +184,7 @@ class SegmentReader:
                         # incomplete unit; a partial event is an error.
                         at_eof = True
                 buf, base = window.buf, window.base
-                # (the core reads any buffer, a mapping too: codec.scanner's signature says bytes)
-                scanner.scan_start(unit_list, buf, window.off, base, name,  # type: ignore[arg-type]
+                scanner.scan_start(unit_list, buf, window.off, base, name,
                                    cache.segment_bytes - self.size, at_eof, self.STATEMENTS_AHEAD)
                 yield
                 scan = scanner.scan_finish(unit_list)
