@@ -22,6 +22,7 @@ from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter import skip_policy
 from dumpfilter.master.decide.flags import FlagWords, SlaveDecider, StatementWords
+from dumpfilter.master.decide.statement_keys import StatementPathCounts
 from dumpfilter.master.lint_jobs import MAX_QUEUED, LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
 from dumpfilter.master.policy import OPEN, Identity, MasterPolicy
@@ -97,6 +98,7 @@ class RegisteredSlave:
         self.pending: list[PendingChange] = []
         self.lock = threading.Lock()
         self.registered_at = dt.datetime.now(dt.UTC)
+        self.statement_path: StatementPathCounts | None = None  # its stream's (SlaveStream), for tests and bench
 
     def rules_for(self, channel: str) -> RuleSet:
         return self.registry.rules_for(channel).replace(**self.extra)

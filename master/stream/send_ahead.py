@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Generator, Iterator, Sequence, Sized
+from typing import Generic, TypeVar
+
+# A reply: (the message, its pieces of bytes, which the budget counts)
+ReplyT = TypeVar("ReplyT", bound="tuple[object, Sequence[Sized]]")
 
 
 class OutputBudget:
@@ -16,12 +21,12 @@ class OutputBudget:
     each (queued, in the thread's hands, in grpc's): 64 slaves that read slowly held 64 x 4 MB,
     over the master's 300 MB (bench fanout_procs)."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
         self._cond = threading.Condition()
 
-    def take(self, n: int, go, holding: bool) -> bool:
+    def take(self, n: int, go: Callable[[], bool], holding: Callable[[], bool]) -> bool:
         """Waits, if the stream is `holding` replies not sent, for room for `n` bytes while
         `go()`; False when it stopped waiting."""
         with self._cond:
@@ -42,7 +47,13 @@ class OutputBudget:
 OUTPUT_BYTES = 48 << 20  # the Dump replies in flight, see OutputBudget
 
 
-class SendAhead:
+class _Mark:
+    """A mark the thread queues besides replies (SendAhead._END, SendAhead._PARKED)."""
+
+    __slots__ = ()
+
+
+class SendAhead(Generic[ReplyT]):
     """Makes a stream's next replies while grpc sends the one before: a thread runs the stream
     (the binlog read, the scan, the decisions, the protobuf reply) up to DEPTH replies ahead of
     the Dump handler, which waits in each send until flow control lets it out (MySQL's dump
@@ -62,12 +73,13 @@ class SendAhead:
     only adds two thread switches per reply, while the other streams keep the CPUs busy."""
 
     DEPTH = 2
-    _END = object()
-    _PARKED = object()  # queued after a caught-up reply: the handler runs the stream from here
+    _END = _Mark()
+    _PARKED = _Mark()  # queued after a caught-up reply: the handler runs the stream from here
 
-    def __init__(self, replies, name: str, is_active=lambda: True, budget: OutputBudget | None = None,
-                 at_end=lambda reply: False):
-        self._queue: queue.Queue = queue.Queue(self.DEPTH)
+    def __init__(self, replies: Generator[ReplyT, None, None], name: str,
+                 is_active: Callable[[], bool] = lambda: True, budget: OutputBudget | None = None,
+                 at_end: Callable[[ReplyT], bool] = lambda reply: False) -> None:
+        self._queue: queue.Queue[ReplyT | _Raised | _Mark] = queue.Queue(self.DEPTH)
         # (reply, parts): the parts' bytes are taken from `budget` when made, given back once sent
         self._budget = budget
         self._taken = self._given = 0  # written by the thread and by the handler, one each
@@ -83,7 +95,7 @@ class SendAhead:
         self._thread = threading.Thread(target=self._run, args=(replies,), name=name, daemon=True)
         self._thread.start()
 
-    def _run(self, replies) -> None:
+    def _run(self, replies: Generator[ReplyT, None, None]) -> None:
         budget = self._budget
         try:
             for reply in replies:
@@ -125,7 +137,7 @@ class SendAhead:
     def _going(self) -> bool:
         return not self._stop.is_set() and self._active()
 
-    def _put(self, item) -> bool:
+    def _put(self, item: ReplyT | _Raised | _Mark) -> bool:
         while self._going():
             try:
                 self._queue.put(item, timeout=0.1)
@@ -134,7 +146,7 @@ class SendAhead:
                 pass
         return False
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[ReplyT]:
         while True:
             try:
                 item = self._queue.get(timeout=0.1)
@@ -143,16 +155,16 @@ class SendAhead:
                 if self._finished.is_set() and self._queue.empty():
                     return
                 continue
-            if item is self._END:
-                return
-            if type(item) is _Raised:
+            if isinstance(item, _Raised):
                 raise item.exc
-            if item is self._PARKED:
-                # The thread waits, its stream at the binlog's end: run it here until a reply
+            if isinstance(item, _Mark):
+                if item is self._END:
+                    return
+                # _PARKED. The thread waits, its stream at the binlog's end: run it here until a reply
                 # that is not (its error, or its end, is this handler's at once).
                 while not self._stop.is_set():
                     reply = next(self._replies, self._END)
-                    if reply is self._END:
+                    if isinstance(reply, _Mark):  # the stream's end
                         return
                     self.handled += 1
                     yield reply
@@ -194,5 +206,5 @@ class SendAhead:
 class _Raised:
     __slots__ = ("exc",)
 
-    def __init__(self, exc: Exception):
+    def __init__(self, exc: Exception) -> None:
         self.exc = exc

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from dumpfilter.codec import Event, EventType, GtidTracker, read_format_description
+from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.codec.encode import artificial_rotate
 from dumpfilter.codec.scanner import heartbeat
@@ -23,13 +24,13 @@ from dumpfilter.master.decide.flags import schema_marks
 from dumpfilter.master.model import Batch
 from dumpfilter.master.decide.policy_check import guard_row
 from dumpfilter.master.registry import RegisteredSlave, StreamHandle
-from dumpfilter.master.read.columns import LazyUnits
+from dumpfilter.master.read.columns import LazyUnits, UnitIndex
 from dumpfilter.master.decide.gtid_skip import KnownMariaDB, gtid_filter
 from dumpfilter.master.decide.rule_hits import RuleHits
 from dumpfilter.codec.scanner import ROW_SLOW
 from dumpfilter.master.decide.statement_answers import StatementAnswers
-from dumpfilter.master.decide.statement_keys import StatementPathCounts, StreamStatementKeys
-from dumpfilter.master.read.units import Pos, Segment, Unit
+from dumpfilter.master.decide.statement_keys import KeyAnswer, StatementPathCounts, StreamStatementKeys
+from dumpfilter.master.read.units import MariaGtid, Pos, Segment, Unit
 
 if TYPE_CHECKING:
     from dumpfilter.master.service import DumpService
@@ -49,6 +50,18 @@ POSITION_WAIT = 0.25
 # and the stream's end. Folded at every batch (about 1 MiB), they were a tenth of a do-db
 # stream's CPU over a binlog of eight schemas (py-spy: a decision per table name per batch).
 HITS_EVERY = 0.25
+
+
+class _RowState(NamedTuple):
+    """A segment's answers for this stream (SlaveStream._row), good while the flag words' generation
+    holds: its row, the keep byte per table name, the statement keys' keep bytes and answers. The
+    three are None for a segment that goes unit by unit (it holds GTIDs the slave has)."""
+
+    seg: Segment
+    generation: int
+    row: bytes | None
+    keep: bytes | None
+    by_keys: tuple[bytes, list[KeyAnswer | None]] | None
 
 
 class SlaveStream:
@@ -77,7 +90,7 @@ class SlaveStream:
         self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
         self.is_active = is_active
         self.tracker = GtidTracker()
-        self.fmt = None
+        self.fmt: FormatDescription | None = None
         self.master_server_id = 0
         self.parts: list[bytes] = []
         self.batch_bytes = 0
@@ -90,7 +103,7 @@ class SlaveStream:
         # unit by unit.
         self.gtid_limits: dict[int, int] | None = self.skip_known.limits if isinstance(self.skip_known, KnownMariaDB) else None
         self.gtid_wanted = state.mysql if state is not None else None  # a MySQL GTID start's set
-        self._states: tuple | None = None
+        self._states: _RowState | None = None
         self.hits = RuleHits(slave)  # the rule hits of every decision, into the slave's stats
         self.hits_at = time.monotonic()  # when they were last folded into them (HITS_EVERY)
         # What this stream did with its statement units (read by tests and `bench`): a fresh count
@@ -99,7 +112,7 @@ class SlaveStream:
         self.answers = StatementAnswers(service, slave, self.policy, self.hits, counts)  # the units that are not fast
         self.keys = StreamStatementKeys(service, slave, counts)  # statement units answered by key
         self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (StatementAnswers.row)
-        self._quiet: tuple | None = None  # (position, file size, listing_changes) of a look that found the end
+        self._quiet: tuple[Pos, int | None, int] | None = None  # (position, file size, listing_changes) of a look that found the end
         self.looks = self.quiet_wakes = 0  # segment reads asked for; looks answered by a stat (`_look`)
 
     def run(self) -> Iterator[Batch]:
@@ -171,7 +184,8 @@ class SlaveStream:
             # keeps it, a mapped one is unmapped now, not once the next one's pages are in (eight
             # streams spread over the binlog each held two).
             svc.segments.done_with(seg)
-            units = seg = self._states = None
+            self._states = None
+            del units, seg
             seg = self._look()
 
     def _position_may_wait(self, reported_end_at: Pos | None, last_sent: float) -> bool:
@@ -266,7 +280,9 @@ class SlaveStream:
             event = txn.events[0]
             t = event.type_code
             if t == EventType.FORMAT_DESCRIPTION:
-                slave.state.txn_filter.reset()
+                state = slave.state
+                assert state is not None, "a stream's slave has its state"
+                state.txn_filter.reset()
                 self.fmt = event.fmt
                 self.master_server_id = event.server_id
             elif t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
@@ -309,13 +325,13 @@ class SlaveStream:
         else:
             stats.transactions_skipped += 1
             self._skipped(len(txn.events), unit.size)
-            events = self.policy.skipped(txn.events, result)
-            if events is None:  # a skipped stretch: one heartbeat before what is sent next
+            instead = self.policy.skipped(txn.events, result)
+            if instead is None:  # a skipped stretch: one heartbeat before what is sent next
                 self.pending_hb = unit.end
             else:
                 self._flush_heartbeat()
-                self._send_all(events)
-                self.policy.tally(stats, events, skipped=True)
+                self._send_all(instead)
+                self.policy.tally(stats, instead, skipped=True)
         self._advance(unit)
 
     def _row(self, seg: Segment) -> bytes | None:
@@ -328,10 +344,10 @@ class SlaveStream:
             return None
         words = self.svc.words
         states = self._states
-        if states is None or states[0] is not seg or states[1] != words.generation:
+        if states is None or states.seg is not seg or states.generation != words.generation:
             if self.skip_known is not None and self._holds_known_gtids(index):
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
-                self._states = (seg, words.generation, None, None, None)
+                self._states = _RowState(seg, words.generation, None, None, None)
                 return None
             row, keep = index.rows_for(lambda names: words.keep(names, self.slave.bit))
             # Statement units answered by their statements' keys, in the core (issue #43).
@@ -340,10 +356,10 @@ class SlaveStream:
                 row = index.unit_list.statement_rows(row, by_keys[0])
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
             row = self.answers.row(seg, guard_row(seg, row, self.slave.gate))
-            states = self._states = (seg, words.generation, row, keep, by_keys)
-        return states[2]
+            states = self._states = _RowState(seg, words.generation, row, keep, by_keys)
+        return states.row
 
-    def _holds_known_gtids(self, index) -> bool:
+    def _holds_known_gtids(self, index: UnitIndex) -> bool:
         """Whether a segment may hold GTIDs this slave's start state already has (or GTIDs of the
         other flavor, which the state's predicate judges unit by unit)."""
         limits, wanted = self.gtid_limits, self.gtid_wanted
@@ -366,7 +382,8 @@ class SlaveStream:
         row = self._row(seg)
         if row is None or row[i] == ROW_SLOW:  # not a fast unit: both walks stop there at once
             return i
-        index = seg.index
+        index, states = seg.index, self._states
+        assert index is not None and states is not None and states.keep is not None  # (a row: `_row` made it)
         unit_list = index.unit_list
         slave = self.slave
         if slave.pending:
@@ -376,12 +393,12 @@ class SlaveStream:
         crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
         names = index.names
         tally = self.hits.tally_for(names)
-        by_keys = self._states[4]
+        by_keys = states.by_keys
         key_tally = bytearray(4 * len(by_keys[1])) if by_keys is not None else None
-        sent = unit_list.send(row, self._states[3], i, self.batch_bytes, self.limit,
+        sent = unit_list.send(row, states.keep, i, self.batch_bytes, self.limit,
                               self.policy.walk_skip, self.policy.partial_as_kept, pending, self.master_server_id,
                               crc, tally, by_keys[0] if by_keys is not None else None, key_tally)
-        if key_tally is not None and any(key_tally):
+        if by_keys is not None and key_tally is not None and any(key_tally):
             self.keys.account(by_keys[1], key_tally, self.hits)
         j = sent.next
         if j == i:
@@ -406,7 +423,7 @@ class SlaveStream:
                           sent.kept, sent.partial, sent.skipped)
         return j
 
-    def _account_run(self, index, start: int, end: int, end_of, read_events: int, read_bytes: int, sent_events: int,
+    def _account_run(self, index: UnitIndex, start: int, end: int, end_of: Callable[[int], Pos], read_events: int, read_bytes: int, sent_events: int,
                      sent_bytes: int, kept: int, partial: int, skipped: int) -> None:
         """Count units [start, end) handled as one run (sent bytes are master events sent as
         themselves) and move the stream's position past them."""
@@ -429,18 +446,20 @@ class SlaveStream:
         self.batch_skipped += read_bytes - sent_bytes
         self.pos = self.slave.position = end_of(end - 1)
 
-    def _track_gtids(self, index, start: int, i: int) -> None:
+    def _track_gtids(self, index: UnitIndex, start: int, i: int) -> None:
         """The GTIDs of units start..i-1 into the stream's tracker."""
-        if index.mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
+        mysql_gtids = index.mysql_gtids
+        if mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
             add = self.tracker.mysql.add
-            for g in index.mysql_gtids[start:i]:
+            for g in mysql_gtids[start:i]:
                 if g is not None:
                     add(g[0], g[2], g[1])
-        elif index.gtids[i - 1] is not None:  # MariaDB units (MySQL Anonymous_GTID units have none)
+        elif (last := index.gtids[i - 1]) is not None:  # MariaDB units (MySQL Anonymous_GTID units have none)
             if index.one_gtid_source:
-                self.tracker.mariadb.gtids.update((index.gtids[i - 1],))
+                self.tracker.mariadb.gtids.update((last,))
             else:
-                self.tracker.mariadb.gtids.update(index.gtids[start:i])
+                # (a run's units are fast or lone statement units: each has its MariaDB GTID)
+                self.tracker.mariadb.gtids.update(cast("list[MariaGtid]", index.gtids[start:i]))
 
     def _entered(self, file: str) -> None:
         """The walk enters the next file. The first unit of a file is its Format_description,
@@ -471,7 +490,7 @@ class SlaveStream:
         """Queue one master event sent as itself (kept bytes)."""
         self.slave.stats.kept_bytes += self._send_all((event,))
 
-    def _send_all(self, events) -> int:
+    def _send_all(self, events: Sequence[Event]) -> int:
         """Queue events; returns their bytes. Which are kept and which the skip policy's (its
         `tally`) is the caller's to count."""
         stats = self.slave.stats
