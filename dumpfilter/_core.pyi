@@ -512,11 +512,16 @@ def relay_statements(scanner: Scanner, buf: Buffer, start: int, formats: tuple[i
 
 
 def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],
-                bases: list[int]) -> tuple[int, list[tuple[bytearray, bytes, bytes]], int, int]:
+                bases: list[int], stmt_keeps: list[bytes] | None = None, stmt_known: int = 0,
+                query_post: int = 0, crc_len: int = 0, framing: bool = False
+                ) -> tuple[int, list[tuple[bytearray, bytes, bytes]], int, int, bool, list[tuple[int, bytes, bytes]]]:
     """Split's routing walk over the last `units` call of `scanner` (see split::route): the next
     unit index, per output (its copies back to back, packed u64 unit ends offset by its base),
     units written to two counted outputs or more, units no output keeps; each output's packed
-    u64 GTID marks (see gtid_marks) come third."""
+    u64 GTID marks (see gtid_marks) come third. With `stmt_keeps` (a keep byte per statement key
+    id for each output; ids from `stmt_known` on not answered yet) statement units are routed by
+    their keys too: then whether the walk stopped at a key not answered yet, and the keys new
+    since the last call [(id, default database, statement)]."""
 
 def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
     """Offsets (packed u64) of the GTID events of buf[start:stop] a series' next GTID state
