@@ -110,6 +110,8 @@ bench: system-deps setup
 	@command -v sysbench >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  $(SUDO) apt-get install -y -qq sysbench >/dev/null; } || echo "no sysbench: bench load uses its own writer"
 	PATH="/usr/sbin:$$PATH" $(PY) -m bench
+	@# experiment against simulate's real streams on binlogs over 500 MB (too slow for CI: tests/large)
+	PATH="/usr/sbin:$$PATH" DUMPFILTER_LARGE=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/large
 
 # The compiled core's cargo fuzz target, for FUZZ_SECONDS (cargo-fuzz needs nightly features:
 # RUSTC_BOOTSTRAP lets the one stable toolchain here build them).
