@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
+from typing import BinaryIO
 
 
 class _Worker:
@@ -18,13 +20,13 @@ class _Worker:
     result and catches its own errors."""
 
     def __init__(self, name: str, depth: int):
-        self._jobs: deque = deque()
+        self._jobs: deque[tuple[Callable[..., object] | None, tuple[object, ...]]] = deque()
         self._queued = threading.Semaphore(0)
         self._free = threading.Semaphore(depth)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, fn, *args) -> None:
+    def submit(self, fn: Callable[..., object] | None, *args: object) -> None:
         self._free.acquire()
         self._jobs.append((fn, args))
         self._queued.release()
@@ -63,7 +65,7 @@ class ReadAhead:
 
     def __init__(self, fd: int):
         self._fd = fd
-        self._results: deque = deque()
+        self._results: deque[bytes | Exception] = deque()
         self._ready = threading.Semaphore(0)
         self._worker = _Worker("dumpfilter-read-ahead", depth=2)
 
@@ -71,6 +73,7 @@ class ReadAhead:
         self._worker.submit(self._read, offset, size)
 
     def _read(self, offset: int, size: int) -> None:
+        result: bytes | Exception
         try:
             result = pread_full(self._fd, size, offset)
         except Exception as exc:  # noqa: BLE001 - raised in the caller's thread by take()
@@ -94,7 +97,7 @@ class ReadAhead:
 _IOV_MAX = 1024  # the buffers one writev takes at most (Linux's IOV_MAX)
 
 
-def _write_all(fd: int, pieces: list) -> None:
+def _write_all(fd: int, pieces: list[bytes]) -> None:
     """Every piece written, in order, by writev (the pieces are not joined: no copy of them)."""
     for first in range(0, len(pieces), _IOV_MAX):
         views = [memoryview(p) for p in pieces[first : first + _IOV_MAX]]
@@ -115,16 +118,16 @@ class WriteBehind:
     closes the file. The first error of a write on the thread (OSError: ENOSPC, EPIPE...) stops
     the writes after it and is raised by the next `write` or by `close`."""
 
-    def __init__(self, file, *, batch: int = 1 << 20, depth: int = 4):
+    def __init__(self, file: BinaryIO, *, batch: int = 1 << 20, depth: int = 4):
         self._file = file
         self._fd = file.fileno()
         self._batch = batch
-        self._pieces: list = []
+        self._pieces: list[bytes] = []
         self._size = 0
         self._worker: _Worker | None = _Worker("dumpfilter-write-behind", depth)
         self._error: Exception | None = None
 
-    def write(self, data) -> int:
+    def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._error is not None:
             raise self._error
         if self._worker is None:
@@ -143,7 +146,7 @@ class WriteBehind:
             pieces, self._pieces, self._size = self._pieces, [], 0
             self._worker.submit(self._write, pieces)
 
-    def _write(self, pieces: list) -> None:
+    def _write(self, pieces: list[bytes]) -> None:
         if self._error is None:
             try:
                 _write_all(self._fd, pieces)

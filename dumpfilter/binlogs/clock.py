@@ -58,7 +58,7 @@ class BinlogClock:
     def __enter__(self) -> BinlogClock:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -10,10 +10,10 @@ import gzip
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from dumpfilter.codec import BinlogReader, Event, EventType
 from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError
@@ -45,33 +45,33 @@ def closed_by_server(fd: int) -> bool:
             and not head[_FDE_FLAGS_AT] & _BINLOG_IN_USE_F)
 
 
-def _not_regular(mode: int, path, what: str) -> BinlogError:
+def _not_regular(mode: int, path: str | os.PathLike[str], what: str) -> BinlogError:
     kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
     return BinlogError(f"is {kind}, not {what}", path=str(path))
 
 
-def file_error(exc: OSError, path, what: str = "a binlog file") -> DumpFilterError:
+def file_error(exc: OSError, path: str | os.PathLike[str], what: str = "a binlog file") -> DumpFilterError:
     """One line for an OSError met opening, listing or reading a file of a binlog directory: a
     BinlogError (the stream that meets it stops, as MySQL's dump thread does with error 1236),
     but for a process out of file descriptors, which a retry may get past."""
-    path = str(path)
+    name = str(path)
     code = exc.errno
     if code in (errno.EMFILE, errno.ENFILE):
-        return ExternalError(f"{path}: cannot open: too many open files (the process's limit: ulimit -n)")
+        return ExternalError(f"{name}: cannot open: too many open files (the process's limit: ulimit -n)")
     if code == errno.ENOENT:
-        return BinlogError("no such file", path=path)
+        return BinlogError("no such file", path=name)
     if code in (errno.EACCES, errno.EPERM):
-        return BinlogError("permission denied", path=path)
+        return BinlogError("permission denied", path=name)
     if code == errno.ELOOP:
-        return BinlogError("too many levels of symbolic links (a symlink loop)", path=path)
+        return BinlogError("too many levels of symbolic links (a symlink loop)", path=name)
     if code == errno.EISDIR:
-        return BinlogError(f"is a directory, not {what}", path=path)
+        return BinlogError(f"is a directory, not {what}", path=name)
     if code == errno.ENXIO:
-        return BinlogError(f"is a socket or a device, not {what}", path=path)
-    return BinlogError(f"cannot read: {exc.strerror or exc}", path=path)
+        return BinlogError(f"is a socket or a device, not {what}", path=name)
+    return BinlogError(f"cannot read: {exc.strerror or exc}", path=name)
 
 
-def open_regular(path: str | os.PathLike, what: str = "a binlog file") -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], what: str = "a binlog file") -> BinaryIO:
     """A buffered binary reader over `path` if it is a regular file (or a symlink to one), else a
     one-line error (`file_error`). A device is never opened (its type is checked first) and a
     FIFO never blocks (O_NONBLOCK, and the type checked again on the open descriptor)."""
@@ -95,15 +95,17 @@ def open_regular(path: str | os.PathLike, what: str = "a binlog file") -> Binary
         raise
 
 
-def open_binlog(path: str | os.PathLike) -> BinaryIO:
+def open_binlog(path: str | os.PathLike[str]) -> BinaryIO:
     """A binary stream over a binlog file; `.gz` files are decompressed on the fly."""
     path = Path(path)
     f = open_regular(path)
     if path.suffix != ".gz":
         return f
     stream = gzip.GzipFile(fileobj=f, mode="rb")
-    stream.myfileobj = f  # closed with the GzipFile, as when gzip opens the file itself
-    return stream
+    # closed with the GzipFile, as when gzip opens the file itself (typeshed types the attribute as
+    # the FileIO gzip opens; any binary file closes the same way)
+    stream.myfileobj = f  # type: ignore[assignment]
+    return cast(BinaryIO, stream)  # a binary reader; typeshed's GzipFile is not a typing.BinaryIO
 
 
 @dataclass
@@ -132,7 +134,7 @@ class Listing(list[str]):
     index's first bad line, an unreadable index or directory): a reader that needs a file past
     the last name meets it."""
 
-    def __init__(self, names=(), problem: DumpFilterError | None = None):
+    def __init__(self, names: Iterable[str] = (), problem: DumpFilterError | None = None):
         super().__init__(names)
         self.problem = problem
 
@@ -186,7 +188,7 @@ def _read_index_bytes(index_path: Path) -> bytes:
     return data
 
 
-def index_listing(index_path: str | os.PathLike) -> Listing:
+def index_listing(index_path: str | os.PathLike[str]) -> Listing:
     """The files an index names, each in the index's directory, up to its first bad line (its
     `problem`). Each line stands for the file of that name in the index's directory, whatever
     directory it names (MySQL writes `./name` or an absolute path): a copied or moved binlog
@@ -218,7 +220,7 @@ def index_listing(index_path: str | os.PathLike) -> Listing:
     return Listing(names)
 
 
-def read_index(index_path: str | os.PathLike) -> list[Path]:
+def read_index(index_path: str | os.PathLike[str]) -> list[Path]:
     """Files named by an index file, in the index's directory (see `index_listing`); a bad line
     or an unreadable index is a BinlogError."""
     listing = index_listing(index_path)
@@ -227,7 +229,7 @@ def read_index(index_path: str | os.PathLike) -> list[Path]:
     return [Path(index_path).parent / name for name in listing]
 
 
-def write_index(index_path: str | os.PathLike, names: list[str]) -> None:
+def write_index(index_path: str | os.PathLike[str], names: list[str]) -> None:
     """Write an index file atomically, in the server's `./name` form."""
     index_path = Path(index_path)
     tmp = index_path.with_suffix(index_path.suffix + ".tmp")
@@ -235,13 +237,13 @@ def write_index(index_path: str | os.PathLike, names: list[str]) -> None:
     os.replace(tmp, index_path)
 
 
-def binlog_listing(directory: str | os.PathLike) -> Listing:
+def binlog_listing(directory: str | os.PathLike[str]) -> Listing:
     """A directory's binlog files in order, never raising (see `Listing`): from its single
     `.index` file when there is one, else every regular `name.NNNNNN` file by number."""
     directory = Path(directory)
     try:
-        with os.scandir(directory) as entries:
-            entries = list(entries)
+        with os.scandir(directory) as scan:
+            entries = list(scan)
     except OSError as exc:
         return Listing(problem=file_error(exc, directory, "a binlog directory"))
     indexes = sorted(e.name for e in entries if e.name.endswith(".index"))
@@ -265,7 +267,7 @@ def binlog_listing(directory: str | os.PathLike) -> Listing:
     return Listing(name for _, _, name in sorted(numbered))
 
 
-def binlog_paths(target: str | os.PathLike) -> list[Path]:
+def binlog_paths(target: str | os.PathLike[str]) -> list[Path]:
     """The binlog files a path stands for: a file itself, or a directory's files in order (from
     its single `.index` file when there is one, else every `name.NNNNNN` file by number). Files
     the index names that do not exist are left out; a bad index line is a BinlogError."""
@@ -278,7 +280,7 @@ def binlog_paths(target: str | os.PathLike) -> list[Path]:
     return [target / name for name in listing if (target / name).exists()]
 
 
-def served_paths(directory: str | os.PathLike) -> list[Path]:
+def served_paths(directory: str | os.PathLike[str]) -> list[Path]:
     """For the master: a directory's binlog files that exist, in order, up to its index's first
     bad line (a stream meets that line's error only when it reads past the files before it, see
     `Listing`). Raises only when nothing at all is listed."""
@@ -289,7 +291,7 @@ def served_paths(directory: str | os.PathLike) -> list[Path]:
     return [directory / name for name in listing if (directory / name).exists()]
 
 
-def file_size(path: str | os.PathLike, default: int | None = None) -> int:
+def file_size(path: str | os.PathLike[str], default: int | None = None) -> int:
     """A file's size; `default`, or a one-line error (`file_error`), when it cannot be stat'ed."""
     try:
         return os.stat(path).st_size

@@ -46,7 +46,7 @@ class GtidState:
             raise PositionError(f"GTID state {text!r} is neither 'domain-server-seq,...' nor 'uuid:1-5,...'") from None
         return cls(text, limits=limits)
 
-    def covers(self, before_file) -> bool:
+    def covers(self, before_file: MariadbGtidList | MysqlGtidSet | None) -> bool:
         """True when the replica has every GTID logged before a file whose GTID list is
         `before_file` (a MariadbGtidList or MysqlGtidSet; None when the file has none)."""
         if before_file is None:
@@ -134,7 +134,8 @@ class BinlogStatus:
 
     def __init__(self) -> None:
         self._written = WrittenEnd()
-        self._known: tuple[tuple, tuple[str, int, MysqlGtidSet]] | None = None  # ((path, inode, size), answer)
+        # ((path, inode, size), answer)
+        self._known: tuple[tuple[Path, int, int], tuple[str, int, MysqlGtidSet]] | None = None
 
     def of(self, paths: list[Path]) -> tuple[str, int, MysqlGtidSet | None] | None:
         if not paths:
@@ -158,9 +159,8 @@ def _mysql_executed(path: Path) -> tuple[str, int, MysqlGtidSet]:
     try:
         with open_binlog(path) as stream:
             for event in BinlogReader(stream, str(path), chunk_size=1 << 20):
-                if event.type_code == EventType.PREVIOUS_GTIDS:
-                    executed = MysqlGtidSet({key: [list(iv) for iv in ivs]
-                                             for key, ivs in event.gtid_set.intervals.items()})
+                if event.type_code == EventType.PREVIOUS_GTIDS and isinstance(previous := event.gtid_set, MysqlGtidSet):
+                    executed = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in previous.intervals.items()})
                 for unit in grouper.push(event):
                     info = unit.gtid_event.gtid_info if unit.gtid_event is not None else None
                     if unit.complete and info is not None and info.flavor == "mysql" and not info.anonymous:

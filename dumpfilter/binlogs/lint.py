@@ -124,7 +124,7 @@ class FollowingLint:
         following.file, following.pos, following.fmt, following.position = file, pos, fmt, position
         return following
 
-    def place(self) -> tuple:
+    def place(self) -> tuple[str | None, int, bool, int, int]:
         """Where the next look starts and how it reads: FollowingLints at the same place look
         together (`look_together`)."""
         return self.file, self.pos, self.verify_checksums, self.chunk_size, id(self._scan.index)

@@ -48,6 +48,16 @@ ENDED = "ended"  # the worker process ended during this look: queued again, from
 # reads again (silently) at most this much per rule set, together where they are at one place.
 CHECKPOINT_BYTES = 256 << 20
 
+# The pickled messages (see `_serve`): a binlog's files as (path, size); a look as a Job holds it
+# (follower id, first-look arguments or None, files, budget) and as the worker takes it (the same,
+# the first-look arguments or a checkpoint, the position to replay to, the bytes between
+# checkpoints); a message (followers to drop, looks); a reply (state, value) per look.
+Files = list[tuple[str, int]]
+JobLook = tuple[int, Any, Files, int]
+Look = tuple[int, Any, Files, int, Any, int]
+Message = tuple[list[int], list[Look]]
+Reply = tuple[str, object]
+
 
 # -- the worker process -------------------------------------------------------------------------
 def _serve() -> None:
@@ -78,16 +88,16 @@ def _serve() -> None:
         stdout.flush()
 
 
-def _looks(followers: dict[int, FollowingLint], looks: list[tuple], index: ScanIndex | None = None,
-           since: dict[int, int] | None = None) -> list[tuple[str, object]]:
+def _looks(followers: dict[int, FollowingLint], looks: list[Look], index: ScanIndex | None = None,
+           since: dict[int, int] | None = None) -> list[Reply]:
     """One message's looks, answered in order; each follower made on its first look, or made again
     (from its checkpoint, or from the start) and read silently up to where the master told it
     (a replay). Followers at one place of one binlog read it together (`look_together`: one read
     and scan for all). A look after which its follower read `every` bytes since its last
     checkpoint hands back a new one."""
     since = {} if since is None else since
-    replies: list[tuple[str, object]] = [(LOST, None)] * len(looks)
-    replays: dict[tuple, list[int]] = {}
+    replies: list[Reply] = [(LOST, None)] * len(looks)
+    replays: dict[tuple[object, tuple[Any, ...]], list[int]] = {}
     for n, (fid, first, files, _budget, replay_to, _every) in enumerate(looks):
         try:
             if isinstance(first, bytes):  # a worker started anew: the follower as it stood
@@ -116,16 +126,16 @@ def _looks(followers: dict[int, FollowingLint], looks: list[tuple], index: ScanI
             for n, fid in zip(members, fids):
                 followers.pop(fid, None)
                 replies[n] = (NOT_RUN, _why(exc))
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple[object, tuple[tuple[str, int], ...], int], list[int]] = {}
     for n, (fid, _first, files, budget, _replay_to, _every) in enumerate(looks):
         following = followers.get(fid)
         if following is not None and replies[n][0] == LOST:  # else LOST: the worker was started anew
             groups.setdefault((following.place(), tuple(files), budget), []).append(n)
-    for (_, files, budget), members in groups.items():
+    for (_, group_files, budget), members in groups.items():
         fids = [looks[n][0] for n in members]
         try:
             followings = [followers[fid] for fid in fids]
-            got = look_together(followings, files, budget, LINT_WARNINGS)
+            got = look_together(followings, group_files, budget, LINT_WARNINGS)
             for n, fid, following, look in zip(members, fids, followings, got):
                 since[fid] = since.get(fid, 0) + look.read
                 every = looks[n][5]
@@ -157,8 +167,8 @@ class Job:
     """One look of one follower."""
     owner: Any           # its master's LintJobs: `finished(job, state, value)` takes the answer
     follower: Any        # the follower looked at (its `checkpoint`: what a worker started anew is given)
-    look: tuple          # (follower id, first-look arguments or None, files, budget)
-    seen: tuple | None   # the binlog's end (last file, size) when it was queued
+    look: JobLook        # (follower id, first-look arguments or None, files, budget)
+    seen: tuple[str, int] | None  # the binlog's end (last file, size) when it was queued
     cancelled: bool = False
 
 
@@ -174,11 +184,11 @@ class Worker:
     line, and `restarts` counts it. `held`: the followers the running process holds; a look of
     any other is sent with the follower's checkpoint (a process started anew holds none)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.queued: deque[Job] = deque()
         self.forgotten: list[int] = []
         self.ready = threading.Condition()
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.closed = False  # the process exits: no worker is started again, no look run
         self.held: set[int] = set()   # follower ids the running worker process holds
         self.answered = False         # the running worker process answered a message
@@ -193,7 +203,7 @@ class Worker:
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         self.held, self.answered = set(), False
 
-    def _restart(self, ended: subprocess.Popen, during: str) -> str:
+    def _restart(self, ended: subprocess.Popen[bytes], during: str) -> str:
         """The worker process `ended` (it exited, or was killed): a new one is started, in one WARNING
         line; '' or why it cannot be."""
         try:
@@ -224,7 +234,7 @@ class Worker:
                     "from their last positions", how, during, self.restarts, resume)
         return ""
 
-    def _run(self, message: tuple, n: int) -> list[tuple[str, object]]:
+    def _run(self, message: Message, n: int) -> list[Reply]:
         """One message's exchange with the worker: its n replies, or n failures (ENDED: the worker
         process ended during it, and was started again)."""
         if self.closed:
@@ -248,7 +258,7 @@ class Worker:
         try:
             pickle.dump(message, proc.stdin)
             proc.stdin.flush()
-            replies = pickle.load(proc.stdout)
+            replies: list[Reply] | str = pickle.load(proc.stdout)
         except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
             replies = f"the lint worker process ended ({type(exc).__name__})"
         else:
@@ -291,7 +301,7 @@ class Worker:
         first = self.queued.popleft()
         if first.cancelled:
             return [first]
-        jobs, rest = [first], deque()
+        jobs, rest = [first], deque[Job]()
         files, budget = first.look[2], first.look[3]
         while self.queued:
             job = self.queued.popleft()
@@ -309,7 +319,7 @@ class Worker:
         if proc is not None and self.answered and not self.closed and proc.poll() is not None:
             self._restart(proc, "while idle")
 
-    def _message(self, job: Job, files: list) -> tuple:
+    def _message(self, job: Job, files: Files) -> Look:
         """The job's look as the worker takes it: with what it needs to make the follower (its first-look
         arguments; its checkpoint, or those arguments, and the position told up to, when the running
         process does not hold it: started anew), and the bytes between checkpoints."""
@@ -338,30 +348,33 @@ class Worker:
                 except Exception:  # noqa: BLE001 - the thread must outlive any one restart
                     log.exception("lint: the worker process could not be started again")
                 continue
-            if self.proc is not None and self.proc.poll() is not None and not self.closed:
-                self._restart(self.proc, "while idle")  # before the looks are made: none is held now
-            newest = max((job.look[2] for job in jobs), key=lambda files: (len(files), files[-1][1] if files else 0))
-            looks = [self._message(job, newest) for job in jobs]
-            self.held.difference_update(drops)
-            self.sending = [job.look[0] for job in jobs]
+            self._exchange(jobs, drops)
+            jobs = []  # not kept while the next jobs are awaited: a job's owner is a master's LintJobs
+
+    def _exchange(self, jobs: list[Job], drops: list[int]) -> None:
+        """The jobs' looks sent, their answers handed to their owners."""
+        if self.proc is not None and self.proc.poll() is not None and not self.closed:
+            self._restart(self.proc, "while idle")  # before the looks are made: none is held now
+        newest = max((job.look[2] for job in jobs), key=lambda files: (len(files), files[-1][1] if files else 0))
+        looks = [self._message(job, newest) for job in jobs]
+        self.held.difference_update(drops)
+        self.sending = [job.look[0] for job in jobs]
+        try:
+            replies = self._run((drops, looks), len(jobs))
+        except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
+            if not self.closed:
+                log.exception("lint: a look failed")
+            replies = [(FAILED, f"{type(exc).__name__}: {exc}")] * len(jobs)
+        self.sending = []
+        for job, (state, value) in zip(jobs, replies):
+            if state == DONE:
+                self.held.add(job.look[0])
+            else:
+                self.held.discard(job.look[0])
             try:
-                replies = self._run((drops, looks), len(jobs))
-            except Exception as exc:  # noqa: BLE001 - the thread must outlive any one job
-                if not self.closed:
-                    log.exception("lint: a look failed")
-                replies = [(FAILED, f"{type(exc).__name__}: {exc}")] * len(jobs)
-            self.sending = []
-            for job, (state, value) in zip(jobs, replies):
-                if state == DONE:
-                    self.held.add(job.look[0])
-                else:
-                    self.held.discard(job.look[0])
-                try:
-                    job.owner.finished(job, state, value)
-                except Exception:  # noqa: BLE001 - as above
-                    log.exception("lint: a look's result was lost")
-            # Not kept while the next jobs are awaited: a job's owner is a master's LintJobs.
-            jobs = replies = looks = state = value = None
+                job.owner.finished(job, state, value)
+            except Exception:  # noqa: BLE001 - as above
+                log.exception("lint: a look's result was lost")
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None

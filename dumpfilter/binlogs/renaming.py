@@ -57,8 +57,8 @@ class RenamingSink(Sink):
                     return
         self.inner.write_raw(raw, count, source_pos)
 
-    def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
-        return self.inner.write_gtid_commit(gtid_raw, fmt, source_pos)  # type: ignore[attr-defined]
+    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
+        return self.inner.write_gtid_commit(gtid_raw, fmt, source_pos)
 
     def direct_writer(self) -> BinlogWriter | None:
         return None  # every write goes through the renaming

@@ -61,12 +61,17 @@ class KeptScan:
         return sum(part.n for part in self.parts)
 
 
+# A kept scan's file and how it was scanned: (path, device, inode, size, mtime_ns, verify_checksums,
+# final, chunk).
+ScanKey = tuple[str, int, int, int, int, bool, bool, int]
+
+
 class ScanIndex:
     """Kept scans by file (name, inode, size, modification time) and how they were scanned."""
 
     def __init__(self, budget: int = INDEX_BYTES):
         self.budget = budget
-        self.kept: OrderedDict[tuple, KeptScan] = OrderedDict()
+        self.kept: OrderedDict[ScanKey, KeptScan] = OrderedDict()
         self.cost = 0
         self.scans = 0  # files scanned and kept
         self.hits = 0   # later readers served from a kept scan
@@ -109,7 +114,7 @@ class ScanIndex:
             self.cost += cost
         return kept
 
-    def _drop(self, key: tuple) -> None:
+    def _drop(self, key: ScanKey) -> None:
         kept = self.kept.pop(key)
         self.cost -= kept.units * UNIT_BYTES
 

@@ -15,6 +15,7 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from dumpfilter.codec import BinlogWriter, Event, EventType, FormatDescription, GtidTracker, fix_transaction_length
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
@@ -40,7 +41,7 @@ def encode_unit(events: Sequence[Event]) -> bytes:
     return b"".join(event.raw for event in fix_transaction_length(events))
 
 
-def renumber(buf: bytearray, start: int, stop: int, base: int, crc_len: int, fmt) -> int:
+def renumber(buf: bytearray, start: int, stop: int, base: int, crc_len: int, fmt: FormatDescription) -> int:
     """Give every event in `buf[start:stop]` (whole events, back to back, to be written at file
     offset `base`) its end offset as log_pos, except where log_pos is 0, and recompute the CRC of
     each event whose log_pos changed; in place. Returns the last non-zero timestamp (0: none)."""
@@ -60,7 +61,7 @@ class BinlogSeriesWriter:
     `renumber_positions` off (copying a relay log, whose log_pos are the source's) is for the
     Event path only. `change_format(fde)` starts a new file with another FDE."""
 
-    def __init__(self, directory: str | os.PathLike, basename: str, fde: Event, *,
+    def __init__(self, directory: str | os.PathLike[str], basename: str, fde: Event, *,
                  max_size: int = DEFAULT_MAX_BINLOG_SIZE, start_state: Event | None = None, first_number: int = 1,
                  renumber_positions: bool = True):
         self.directory = Path(directory)
@@ -75,7 +76,7 @@ class BinlogSeriesWriter:
         self._pending_gtids: list[bytes] = []  # GTID events not yet added to self.gtids
         self.names: list[str] = []
         self.number = first_number
-        self._file = None
+        self._file: BinaryIO | None = None
         self.writer: BinlogWriter | None = None
         self._framed_at = 0  # the current file's offset after its framing
         self.bytes_written = 0
@@ -98,7 +99,7 @@ class BinlogSeriesWriter:
             add(Event(raw, 0, fmt))
         self._pending_gtids.clear()
 
-    def track_gtid(self, buf, at: int = 0) -> None:
+    def track_gtid(self, buf: bytes | bytearray | memoryview, at: int = 0) -> None:
         """Count the unit starting at `buf[at]` into the GTID state of the next files, if it opens
         with a GTID event (kept as bytes, decoded when a file needs the state)."""
         if buf[at + 4] in _GTID_TYPES:
@@ -106,19 +107,25 @@ class BinlogSeriesWriter:
             if len(self._pending_gtids) >= _GTID_DRAIN:
                 self._drain_gtids()
 
-    def _open(self) -> None:
+    def _open(self) -> BinlogWriter:
         self._drain_gtids()
         name = self._name(self.number)
-        self._file = open(self.directory / name, "wb")
-        self.writer = BinlogWriter(self._file, fde_for_new_file(self.fde, first=not self.names),
-                                   renumber_positions=self.renumber_positions)
+        self._file = file = open(self.directory / name, "wb")
+        self.writer = writer = BinlogWriter(file, fde_for_new_file(self.fde, first=not self.names),
+                                            renumber_positions=self.renumber_positions)
         if self.flavor == "mariadb":
-            self.writer.write_gtid_list(self.gtids.mariadb)
+            writer.write_gtid_list(self.gtids.mariadb)
         else:
-            self.writer.write_previous_gtids(self.gtids.mysql)
+            writer.write_previous_gtids(self.gtids.mysql)
         self.names.append(name)
-        self._framed_at = self.writer.position
+        self._framed_at = writer.position
         write_index(self.directory / f"{self.basename}.index", self.names)
+        return writer
+
+    def _current(self) -> tuple[BinlogWriter, BinaryIO]:
+        """The open file's writer and file (a unit is written after `_open`)."""
+        assert self.writer is not None and self._file is not None, "no series file is open"
+        return self.writer, self._file
 
     @property
     def fresh(self) -> bool:
@@ -128,10 +135,11 @@ class BinlogSeriesWriter:
     def _finish_file(self, next_name: str | None) -> None:
         if self.writer is None:
             return
+        writer, file = self._current()
         if next_name:
-            self.writer.rotate(next_name)
-        self.bytes_written += self.writer.position
-        self._file.close()
+            writer.rotate(next_name)
+        self.bytes_written += writer.position
+        file.close()
         self._file = None
         self.writer = None
 
@@ -150,12 +158,12 @@ class BinlogSeriesWriter:
         one has reached max_size (units are never split across files). A caller writing the
         unit into it itself also passes the unit to `track_gtid`."""
         if self.writer is None:
-            self._open()
-        elif self.writer.position >= self.max_size and not self.fresh:
+            return self._open()
+        if self.writer.position >= self.max_size and not self.fresh:
             # (A file that holds no unit yet, opened by `rotate`, takes this one whatever its
             # framing's size: as a file opened here does.)
             self._rotate()
-        return self.writer
+        return self._current()[0]
 
     def write_transaction(self, events: Sequence[Event]) -> None:
         if not events:
@@ -165,11 +173,11 @@ class BinlogSeriesWriter:
 
     def _write_run(self, buf: bytearray, start: int, stop: int) -> None:
         if stop > start:
-            writer = self.writer
+            writer, file = self._current()
             ts = renumber(buf, start, stop, writer.position, self.fmt.checksum_len, self.fmt)
             if ts:
                 writer.last_timestamp = ts
-            self._file.write(memoryview(buf)[start:stop])
+            file.write(memoryview(buf)[start:stop])
             writer.position += stop - start
 
     def write_units(self, buf: bytearray, ends: Sequence[int]) -> None:
@@ -211,7 +219,7 @@ class BinlogSeriesWriter:
             j = 1  # the first unit of a new file is never checked (write_units)
         while j < n:
             # Unit k (k >= 1) starts at ends[k - 1]; it rotates when the file would reach max_size.
-            threshold = self.max_size - self.writer.position + run
+            threshold = self.max_size - self._current()[0].position + run
             if j == 0:
                 if threshold > 0:
                     j = 1
@@ -252,5 +260,5 @@ class BinlogSeriesWriter:
     def __enter__(self) -> BinlogSeriesWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from dumpfilter.codec import BinlogWriter, Event, EventType
 from dumpfilter.codec.encode import COMMIT_BODY, commit_closing, set_log_pos_in
@@ -22,7 +23,7 @@ from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, FILE_FRAMING_TYPE
 
 # ---------------------------------------------------------------------------------------------
 # sinks
-def looks_like_relay_log(path: str | os.PathLike, probe: int = 1 << 20) -> bool:
+def looks_like_relay_log(path: str | os.PathLike[str], probe: int = 1 << 20) -> bool:
     """Whether a file's log_pos values are another server's coordinates (a relay log).
 
     A server's own binlog has log_pos = the event's end offset (or 0: artificial events,
@@ -75,11 +76,16 @@ class Sink:
         `source_pos`. Renumbers log_pos like BinlogWriter."""
         raise NotImplementedError
 
+    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
+        """An emptied MariaDB group from input offset `source_pos`: its GTID event `gtid_raw` and
+        a COMMIT Query, renumbered like `write_raw`. Returns the bytes written."""
+        raise NotImplementedError
+
     def close(self) -> list[Path]:
         raise NotImplementedError
 
 
-def renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
+def renumbered(raw: bytes | bytearray | memoryview, out_pos: int, checksum: bool) -> bytearray:
     """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
     starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event. The core
     renumbers; an FDE inside (a relay log's) gets the same treatment here."""
@@ -94,10 +100,13 @@ def renumbered(raw, out_pos: int, checksum: bool) -> bytearray:
 class _RawWriterMixin:
     """Byte-range writes into a BinlogWriter: same log_pos rule, no Event object per event."""
 
-    def _write_gtid_commit_into(self, writer: BinlogWriter, gtid_raw, fmt, source_pos: int) -> int:
+    def _write_gtid_commit_into(self, writer: BinlogWriter, gtid_raw: bytes | bytearray | memoryview,
+                                fmt: FormatDescription, source_pos: int) -> int:
         """An emptied MariaDB group: its GTID and a COMMIT Query, renumbered and checksummed in
         one go (the commonest output of a selective filter, so it is done without the generic
         loop). Returns the bytes written."""
+        gsize: int
+        log_pos: int
         _, _, _, gsize, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
         crc = fmt.checksum_len > 0
         csize = HEADER.size + len(COMMIT_BODY) + fmt.checksum_len
@@ -115,7 +124,8 @@ class _RawWriterMixin:
         writer.events_written += 2
         return gsize + csize
 
-    def _write_raw_into(self, writer: BinlogWriter, raw, count: int, source_pos: int) -> None:
+    def _write_raw_into(self, writer: BinlogWriter, raw: bytes | bytearray | memoryview, count: int,
+                        source_pos: int) -> None:
         out_pos = writer.position
         if writer.renumber_positions and out_pos != source_pos:
             raw = renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
@@ -131,7 +141,7 @@ class FileSink(Sink, _RawWriterMixin):
     Later FDEs (a second input file, or a relay log's source FDE) are written where they occur,
     as they are in relay logs; their `created` field tells readers nothing was reset."""
 
-    def __init__(self, path: str | os.PathLike, *, renumber_positions: bool | None = None, fd: int | None = None,
+    def __init__(self, path: str | os.PathLike[str], *, renumber_positions: bool | None = None, fd: int | None = None,
                  write_behind: bool = False):
         """`fd`: a descriptor open for writing on `path`, a new empty file (a staging file), which
         the sink then owns: written through as it is, not opened again. Opening it again with
@@ -141,7 +151,7 @@ class FileSink(Sink, _RawWriterMixin):
         self.path = Path(path)
         self.forced_renumber = renumber_positions
         self.writer: BinlogWriter | None = None
-        self._file = None
+        self._file: WriteBehind | BinaryIO | None = None
         self._fd = fd
         self._write_behind = write_behind
 
@@ -155,24 +165,28 @@ class FileSink(Sink, _RawWriterMixin):
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             file = open(self.path, "wb", buffering=buffering)
-        self._file = WriteBehind(file) if self._write_behind else file
-        self.writer = BinlogWriter(self._file, fde, renumber_positions=renumber)
+        self._file = out = WriteBehind(file) if self._write_behind else file
+        self.writer = BinlogWriter(out, fde, renumber_positions=renumber)
         return True
 
     @property
     def renumber_positions(self) -> bool:  # type: ignore[override]
         return self.writer.renumber_positions if self.writer else True
 
+    def _begun(self) -> BinlogWriter:
+        assert self.writer is not None, "FileSink: a write before begin_file"
+        return self.writer
+
     def write(self, events: Sequence[Event]) -> None:
-        writer = self.writer
+        writer = self._begun()
         for event in events:
             writer.write(event)
 
-    def write_raw(self, raw, count, source_pos) -> None:
-        self._write_raw_into(self.writer, raw, count, source_pos)
+    def write_raw(self, raw: bytes | bytearray | memoryview, count: int, source_pos: int) -> None:
+        self._write_raw_into(self._begun(), raw, count, source_pos)
 
-    def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
-        return self._write_gtid_commit_into(self.writer, gtid_raw, fmt, source_pos)
+    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
+        return self._write_gtid_commit_into(self._begun(), gtid_raw, fmt, source_pos)
 
     def direct_writer(self) -> BinlogWriter | None:
         return self.writer
@@ -187,7 +201,7 @@ class FileSink(Sink, _RawWriterMixin):
         return [self.path]
 
 
-def _format_key(fmt: FormatDescription) -> tuple:
+def _format_key(fmt: FormatDescription) -> tuple[object, ...]:
     return fmt.checksum_alg, fmt.post_header_lens, fmt.flavor
 
 
@@ -201,7 +215,7 @@ class SeriesSink(Sink, _RawWriterMixin):
     An input file whose format differs (another checksum setting or server) starts a new output
     file with its own FDE."""
 
-    def __init__(self, directory: str | os.PathLike, basename: str, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE,
+    def __init__(self, directory: str | os.PathLike[str], basename: str, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE,
                  renumber_positions: bool | None = None):
         self.directory = Path(directory)
         self.basename = basename
@@ -225,13 +239,16 @@ class SeriesSink(Sink, _RawWriterMixin):
             self._renumber = self.forced_renumber if self.forced_renumber is not None else \
                 not looks_like_relay_log(path)
             return True
-        if self.series is not None and _format_key(fde.fmt) != _format_key(self._fde.fmt):
-            self.series.change_format(fde)
-            self._fde = fde
+        if self.series is not None:
+            assert fde.fmt is not None and self._fde.fmt is not None  # an FDE is read with its own format
+            if _format_key(fde.fmt) != _format_key(self._fde.fmt):
+                self.series.change_format(fde)
+                self._fde = fde
         return True
 
     def _series(self) -> BinlogSeriesWriter:
         if self.series is None:
+            assert self._fde is not None, "SeriesSink: a write before begin_file"
             self.series = BinlogSeriesWriter(self.directory, self.basename, self._fde, max_size=self.max_size,
                                              start_state=self._start_state, renumber_positions=self._renumber)
         return self.series
@@ -247,12 +264,12 @@ class SeriesSink(Sink, _RawWriterMixin):
         self._waiting_state = False
         self._series().write_transaction(events)
 
-    def write_gtid_commit(self, gtid_raw, fmt, source_pos) -> int:
+    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
         raw = bytes(gtid_raw) + _commit_event(gtid_raw, fmt)
         self.write_raw(raw, 2, source_pos)
         return len(raw)
 
-    def write_raw(self, raw, count, source_pos) -> None:
+    def write_raw(self, raw: bytes | bytearray | memoryview, count: int, source_pos: int) -> None:
         # Rotation and GTID tracking as in BinlogSeriesWriter.write_transaction, so that both
         # routes produce the same files.
         self._waiting_state = False
@@ -276,13 +293,17 @@ class SeriesSink(Sink, _RawWriterMixin):
     def direct_fresh(self) -> bool:
         return self.series is not None and self.series.fresh
 
+    def _direct_series(self) -> BinlogSeriesWriter:
+        assert self.series is not None, "SeriesSink: the assembly wrote with no direct writer"
+        return self.series
+
     def direct_written(self, out: bytes, gtids: bytes) -> None:
-        track = self.series.track_gtid
+        track = self._direct_series().track_gtid
         for at in memoryview(gtids).cast("Q"):
             track(out, at)
 
     def direct_rotate(self) -> None:
-        self.series.rotate()
+        self._direct_series().rotate()
 
     def close(self) -> list[Path]:
         if self._closed is None:

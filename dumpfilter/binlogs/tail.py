@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from dumpfilter.codec import Event, EventSplitter, EventType, read_format_description
+from dumpfilter.codec import Event, EventSplitter, EventType, FormatDescription, read_format_description
 from dumpfilter.codec.checksum import crc_ok
 from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
 from dumpfilter.codec.event import HEADER
@@ -22,7 +23,7 @@ CHUNK = 1 << 20
 MAX_PROBE = 1 << 16
 
 
-def _looks_like_event(head: bytes, fmt, start: int) -> bool:
+def _looks_like_event(head: bytes, fmt: FormatDescription, start: int) -> bool:
     """Whether bytes read at a requested start position begin a real event: a known type, a sane
     size, and either a matching CRC (when it is wholly there) or a log_pos that ends it."""
     if len(head) < HEADER_LEN:
@@ -82,7 +83,7 @@ class TailingReader:
     it is yielded only when the read starts at the file's beginning.
     """
 
-    def __init__(self, directory: str | os.PathLike, start_file: str | None = None, start_pos: int = 4, *,
+    def __init__(self, directory: str | os.PathLike[str], start_file: str | None = None, start_pos: int = 4, *,
                  follow: bool = True, poll_interval: float = 0.05, verify_checksums: bool = True,
                  sleep: Callable[[float], None] = time.sleep):
         self.directory = Path(directory)
@@ -126,7 +127,7 @@ class TailingReader:
             self.sleep(self.poll_interval)
         return True
 
-    def _open_at(self, f, path: Path, start: int) -> EventSplitter:
+    def _open_at(self, f: BinaryIO, path: Path, start: int) -> EventSplitter:
         """A splitter positioned at `start`. Starting mid-file, the FDE at offset 4 is read first
         so that later events are decoded with their file's format."""
         if start <= 4:
@@ -140,7 +141,7 @@ class TailingReader:
         f.seek(start)
         return EventSplitter(str(path), verify_checksums=self.verify_checksums, start=start, fmt=fmt)
 
-    def _read_file(self, name: str, start: int):
+    def _read_file(self, name: str, start: int) -> Generator[tuple[str, Event], None, str | None]:
         """Yield the events of one file; return the name of the file to continue with, or None."""
         path = self.directory / name
         with open_regular(path) as f:

@@ -5,7 +5,7 @@ what the binlog holds (two minutes, not the hour they fall in)."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from dumpfilter.binlogs.files import open_binlog
@@ -15,7 +15,7 @@ _MAGIC = 4
 FIRST_EVENTS = 64  # events of the first file looked at for the earliest timestamp
 
 
-def _stamps(path: Path, limit: int | None = None):
+def _stamps(path: Path, limit: int | None = None) -> Iterator[int]:
     """The non-zero timestamps of a file's events in order (at most `limit` events read); stops
     quietly at a header that cannot start an event (a truncated or damaged tail)."""
     block = 1 << 20

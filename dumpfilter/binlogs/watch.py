@@ -28,7 +28,7 @@ class _Inotify:
     128 instances per user by default, shared by every process of that user, and watches are
     cheap). Its thread reads the events and wakes the watches of the directory they name."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         from inotify_simple import INotify, flags  # a thin ctypes wrapper of inotify(7)
 
         self.flags = flags
@@ -47,7 +47,7 @@ class _Inotify:
 
     def add(self, watch: DirectoryWatch) -> int:
         with self.lock:
-            wd = self.fd.add_watch(str(watch.directory), self.mask)  # the same directory twice: the same wd
+            wd: int = self.fd.add_watch(str(watch.directory), self.mask)  # the same directory twice: the same wd
             self.watches.setdefault(wd, set()).add(watch)
             return wd
 
@@ -138,7 +138,7 @@ class DirectoryWatch:
     """The waiters of one binlog directory: each brings its own threading.Event (`add`), which
     every change of the directory sets. The inotify watch starts with the first waiter."""
 
-    def __init__(self, directory: str | os.PathLike, *, safety_poll: float = SAFETY_POLL):
+    def __init__(self, directory: str | os.PathLike[str], *, safety_poll: float = SAFETY_POLL):
         self.directory = Path(directory)
         self.safety_poll = safety_poll
         self.changes = 0  # changes seen (inotify's events and `changed()` calls)

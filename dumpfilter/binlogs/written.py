@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import BinaryIO
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import open_regular
@@ -17,7 +18,7 @@ from dumpfilter.codec.constants import HEADER_LEN
 CHUNK = 1 << 20
 
 
-def hop_to_end(f, start: int, size: int) -> int:
+def hop_to_end(f: BinaryIO, start: int, size: int) -> int:
     """The offset after the last complete event of the open file `f` from `start` (an event
     boundary) up to `size`. Reads at most CHUNK bytes at a time: the compiled hop walks the headers
     of a chunk; an event larger than a chunk is stepped over by its size, without being read."""

@@ -77,7 +77,7 @@ def query_body(sql: str, db: str = "", *, thread_id: int = 1, exec_time: int = 0
 COMMIT_BODY = query_body("COMMIT", "")  # the COMMIT closing an emptied group (TransactionFilter)
 
 
-def commit_closing(gtid_raw: bytes, *, log_pos: int, checksum: bool) -> bytes:
+def commit_closing(gtid_raw: bytes | bytearray | memoryview, *, log_pos: int, checksum: bool) -> bytes:
     """The COMMIT Query event that closes the emptied group of the GTID event `gtid_raw`, as
     TransactionFilter._empty_transaction builds it: the GTID's timestamp and server id, this
     `log_pos`, a CRC when `checksum`."""

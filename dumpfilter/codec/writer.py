@@ -5,7 +5,7 @@ input byte for byte."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import Protocol
 
 from dumpfilter.codec import gtid as gtids
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -47,6 +47,12 @@ def fix_transaction_length(events: Sequence[Event]) -> list[Event]:
     return events
 
 
+class Output(Protocol):
+    """What a BinlogWriter writes into: a binary file, or one written behind (binlogs.background)."""
+
+    def write(self, data: bytes | bytearray | memoryview, /) -> int: ...
+
+
 class BinlogWriter:
     """Writes one binlog file to a binary stream.
 
@@ -55,7 +61,7 @@ class BinlogWriter:
     to copy relay logs, whose log_pos are the source server's coordinates.
     """
 
-    def __init__(self, out: BinaryIO, fde: Event, *, renumber_positions: bool = True):
+    def __init__(self, out: Output, fde: Event, *, renumber_positions: bool = True):
         self.out = out
         self.renumber_positions = renumber_positions
         self.fmt: FormatDescription = FormatDescription.parse(fde.raw)
