@@ -15,6 +15,7 @@ import io
 import mmap
 import os
 from collections.abc import Callable, Iterator
+from typing import BinaryIO
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ class Chunk:
         return Path(self.path).name
 
 
-def input_files(targets: list[str | os.PathLike]) -> list[Path]:
+def input_files(targets: list[str | os.PathLike[str]]) -> list[Path]:
     """Every binlog file the command-line arguments stand for, in order (a directory stands for
     its series, see `dumpfilter.binlogs.binlog_paths`). A file named twice is an error."""
     paths: list[Path] = []
@@ -68,7 +69,7 @@ def input_files(targets: list[str | os.PathLike]) -> list[Path]:
     return paths
 
 
-def gtid_boundaries(path: str | os.PathLike, chunk_bytes: int) -> list[int]:
+def gtid_boundaries(path: str | os.PathLike[str], chunk_bytes: int) -> list[int]:
     """Offsets of the first GTID event at or after each multiple of `chunk_bytes` (the cut
     points), found by the compiled walk (header to header over one mapping of the file, in the
     core: no event reaches Python). Empty when the file is small, gzipped or has no GTID events."""
@@ -132,9 +133,9 @@ def plan_chunks(paths: list[Path], chunk_bytes: int | None = DEFAULT_CHUNK_BYTES
 class _Limited:
     """A read-only view of a stream that ends at byte `end` of the file."""
 
-    def __init__(self, stream, position: int, end: int | None):
+    def __init__(self, stream: BinaryIO, position: int, end: int | None):
         self.stream = stream
-        self.left = None if end is None else end - position
+        self.left: int | None = None if end is None else end - position
 
     def read(self, size: int = -1) -> bytes:
         if self.left is None:
@@ -146,7 +147,7 @@ class _Limited:
         return data
 
 
-def _reader(stream, chunk: Chunk, verify_checksums: bool) -> BinlogReader:
+def _reader(stream: BinaryIO, chunk: Chunk, verify_checksums: bool) -> BinlogReader:
     if chunk.start <= 4:
         return BinlogReader(_Limited(stream, 0, chunk.end), chunk.path, verify_checksums=verify_checksums)
     _, fmt = read_format_description(stream, chunk.path)
@@ -160,7 +161,8 @@ def query_statements(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator
     which hands out no other event."""
     with open_binlog(chunk.path) as stream:
         for cursor in _reader(stream, chunk, verify_checksums).walk(types=QUERY_EVENT_TYPES):
-            yield cursor.sql, cursor.db
+            query = cursor.query  # (the walk hands out Query events only)
+            yield query.sql, query.db
 
 
 def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Transaction]:
@@ -261,7 +263,7 @@ class _Mapped(_Source):
     """A plain file, mapped once: each buffer a view of the mapping. The mapping is closed when the
     last view (a UnitList holds its buffer) is gone."""
 
-    def __init__(self, stream, end: int | None):
+    def __init__(self, stream: BinaryIO, end: int | None):
         size = os.fstat(stream.fileno()).st_size
         self.end = size if end is None else min(end, size)
         self.view = memoryview(mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ)) if size else memoryview(b"")
@@ -274,7 +276,7 @@ class _Mapped(_Source):
 class _Read(_Source):
     """A compressed stream, read forward: what the last scan left is joined to the next read."""
 
-    def __init__(self, stream, end: int | None):
+    def __init__(self, stream: BinaryIO, end: int | None):
         self.stream, self.end = stream, end
         self.buf, self.at = b"", 0  # self.buf holds the stream's bytes from offset self.at
 
@@ -299,7 +301,9 @@ class SourceHeader:
 
     @property
     def fmt(self) -> FormatDescription:
-        return self.fde.fmt
+        fmt = self.fde.fmt
+        assert fmt is not None  # source_header reads the FDE with its own format
+        return fmt
 
 
 BINLOG_IN_USE_F = 0x0001
@@ -309,14 +313,14 @@ def source_header(paths: list[Path]) -> SourceHeader:
     """Read the first file's header, and check that every file has the same event format: the
     outputs carry a single FDE, so events from files whose post-header lengths or checksum
     setting differ could not be written under it."""
-    first_fde: Event | None = None
+    first: tuple[Event, FormatDescription] | None = None
     for path in paths:
         with open_binlog(path) as stream:
             fde, fmt = read_format_description(stream, str(path))
-        if first_fde is None:
-            first_fde = Event(fde.raw, 4, fmt)
+        if first is None:
+            first = Event(fde.raw, 4, fmt), fmt
             continue
-        ref = first_fde.fmt
+        ref = first[1]
         if (fmt.checksum_alg, fmt.post_header_lens, fmt.flavor) != (ref.checksum_alg, ref.post_header_lens, ref.flavor):
             raise BinlogError(f"event format differs from {paths[0].name} ({fmt.server_version}, checksum "
                               f"{fmt.checksum_alg} vs {ref.server_version}, checksum {ref.checksum_alg}); "
@@ -330,5 +334,7 @@ def source_header(paths: list[Path]) -> SourceHeader:
             if event.type_code not in (EventType.FORMAT_DESCRIPTION, EventType.BINLOG_CHECKPOINT,
                                        EventType.START_ENCRYPTION):
                 break
+    assert first is not None  # (paths: input_files' list, never empty)
+    first_fde, first_fmt = first
     fde = first_fde.with_header(flags=first_fde.flags & ~BINLOG_IN_USE_F)
-    return SourceHeader(Event(fde.raw, 4, first_fde.fmt), start_state)
+    return SourceHeader(Event(fde.raw, 4, first_fmt), start_state)

@@ -17,9 +17,10 @@ import io
 import struct
 from array import array
 from collections.abc import Callable
+from typing import BinaryIO
 
 from dumpfilter.binlogs import open_binlog
-from dumpfilter.codec import Transaction, bad_magic, read_format_description
+from dumpfilter.codec import Event, Transaction, bad_magic, read_format_description
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES, EventType
 from dumpfilter.codec.scanner import Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
@@ -65,7 +66,7 @@ class OutputKeeps:
         if self.by_maps:
             engines = router._engines
             self._tables = [TableKeeps(e) for e in engines] + [TableKeeps(_NoMapDecider(engines))]
-            self.names = [m.name for m in router.config.maps] + [router.config.unassigned]
+            self.names = [*(m.name for m in router.config.maps), router.config.unassigned]
             self._stmt = [bytearray() for _ in self.names]
             self.by_keys = all(e.keys_statements for e in engines)
         else:
@@ -171,7 +172,7 @@ class Deliver:
     def run(self, name: str, data: bytearray, ends: memoryview, marks: bytes | None = None) -> None:
         raise NotImplementedError
 
-    def unit(self, name: str, events: list) -> None:
+    def unit(self, name: str, events: list[Event]) -> None:
         raise NotImplementedError
 
 
@@ -188,7 +189,7 @@ def route_chunk(chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Deliv
         raise exc.in_file(name) from None
 
 
-def _walk(stream, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Deliver,
+def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Deliver,
           verify_checksums: bool) -> int:
     name = chunk.path
     scanner = Scanner(name, verify_checksums=verify_checksums)
@@ -212,7 +213,7 @@ def _walk(stream, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Del
     buf = b""
     want = READ_BYTES
     ordinal = 0
-    route_unit: Callable = router.route
+    route_unit: Callable[[Transaction], list[tuple[str, list[Event]]]] = router.route
     by_maps = keeps.by_maps
     while True:
         size = want if end is None else min(want, end - base - (0 if rereads else len(buf)))
@@ -228,7 +229,7 @@ def _walk(stream, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Del
         units = scan.units
         i, n = 0, len(units)
         by_keys = keeps.by_keys and fmt is not None
-        stmt = (fmt.post_header_len(_QUERY), fmt.checksum_len) if by_keys else None
+        stmt = (fmt.post_header_len(_QUERY), fmt.checksum_len) if by_keys and fmt is not None else None
         while i < n:
             if units.is_fast(i) or (by_keys and units.may_hold_statements(i)):
                 i = _core_run(scanner, buf, i, keeps, router, deliver, ordinal, stmt)
@@ -239,7 +240,7 @@ def _walk(stream, chunk: Chunk, router: Router, keeps: OutputKeeps, deliver: Del
             deliver.ordinal = ordinal + i
             for out_name, copy in route_unit(Transaction(rec.kind, events, rec.complete)):
                 deliver.unit(out_name, copy)
-            if by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.sql) for e in events):
+            if by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.query.sql) for e in events):
                 keeps.clear()  # the schema model took DDL: the answers are asked again
             if not by_keys and keeps.by_keys and fmt is not None:  # the file's FDE: its format is known now
                 by_keys, stmt = True, (fmt.post_header_len(_QUERY), fmt.checksum_len)
@@ -292,7 +293,7 @@ def _core_run(scanner: Scanner, buf: bytes, i: int, keeps: OutputKeeps, router: 
     return nxt
 
 
-def ordinals(ordinal: int, count: int) -> array:
+def ordinals(ordinal: int, count: int) -> array[int]:
     """`count` units' ordinals in a segment index: a run from the core holds no incident (a
     control unit always stops it), so its units may share the ordinal of its first."""
     return array("q", [ordinal]) * count

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dumpfilter.codec import Event
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, query_statements, source_header
 from dumpfilter.spark_jobs.tasks.chunks import plan_chunks
 from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, route_chunk
@@ -23,7 +24,7 @@ class SplitResult:
     chunks: int = 0
 
 
-def check_output_dir(out: str | os.PathLike, create: bool = True) -> Path:
+def check_output_dir(out: str | os.PathLike[str], create: bool = True) -> Path:
     """The output directory must be new or empty: a split never mixes with older files."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -38,14 +39,14 @@ class _ToOutputs(Deliver):
     def __init__(self, outputs: OutputSet):
         self.outputs = outputs
 
-    def run(self, name: str, data: bytearray, ends, marks: bytes | None = None) -> None:
+    def run(self, name: str, data: bytearray, ends: memoryview, marks: bytes | None = None) -> None:
         self.outputs.add_run(name, data, ends, marks)
 
-    def unit(self, name: str, events: list) -> None:
+    def unit(self, name: str, events: list[Event]) -> None:
         self.outputs.add(name, events)
 
 
-def split_local(targets: list[str | os.PathLike], out: str | os.PathLike, config: SplitConfig, *,
+def split_local(targets: list[str | os.PathLike[str]], out: str | os.PathLike[str], config: SplitConfig, *,
                 max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = DEFAULT_CHUNK_BYTES,
                 verify_checksums: bool = True) -> SplitResult:
     out = check_output_dir(out)

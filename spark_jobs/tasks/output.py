@@ -13,6 +13,7 @@ with every incident in input order whatever else it holds.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def binlog_basename(name: str) -> str:
     return f"{name}-bin"
 
 
-def series_writer(directory: str | os.PathLike, name: str, header: SourceHeader,
+def series_writer(directory: str | os.PathLike[str], name: str, header: SourceHeader,
                   max_size: int = DEFAULT_MAX_BINLOG_SIZE) -> BinlogSeriesWriter:
     """The series of output `name` under `directory`, opened with the source's FDE and GTID state."""
     return BinlogSeriesWriter(directory, binlog_basename(name), header.fde, max_size=max_size,
@@ -74,7 +75,7 @@ class OutputSet:
     """Open series by output name; `add(name, events)` (or `add_raw(name, encode_unit(events))`)
     in input order, then `close()`. Each output's units are buffered and written in blocks."""
 
-    def __init__(self, directory: str | os.PathLike, header: SourceHeader, max_size: int = DEFAULT_MAX_BINLOG_SIZE):
+    def __init__(self, directory: str | os.PathLike[str], header: SourceHeader, max_size: int = DEFAULT_MAX_BINLOG_SIZE):
         self.directory = Path(directory)
         self.header = header
         self.max_size = max_size
@@ -102,7 +103,7 @@ class OutputSet:
         output.append(data)
         output.units += 1
 
-    def add_run(self, name: str, data: bytearray, ends, marks: bytes | None = None) -> None:
+    def add_run(self, name: str, data: bytearray, ends: Sequence[int], marks: bytes | None = None) -> None:
         """Units from the core's routing walk, back to back in `data` (unit i ends at ends[i];
         renumbered in place)."""
         output = self._output(name)

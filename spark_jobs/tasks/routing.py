@@ -43,7 +43,7 @@ from dumpfilter.rules.schema import SchemaModel, is_schema_statement
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import DROP, TransactionFilter
-from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
+from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
 
 ALL = "*"  # the routing key of events every output gets (INCIDENT)
 DEFAULT_UNASSIGNED = "unassigned"
@@ -189,6 +189,7 @@ def with_default_db(event: Event, db: str) -> Event:
     raw = event.raw[: event.size - event.checksum_len]
     old_len = raw[HEADER_LEN + 8]
     status_len = _U16.unpack_from(raw, HEADER_LEN + 11)[0]
+    assert event.fmt is not None  # a Query event read from a binlog has its format
     db_start = HEADER_LEN + event.fmt.post_header_len(event.type_code) + status_len
     new = db.encode("utf-8", "surrogateescape")
     if len(new) > 255:
@@ -246,7 +247,7 @@ def chunk_starts(config: SplitConfig, statements: Iterable[Iterable[tuple[str, s
     if not config.maps:
         return [None for _ in statements]
     router = Router(config)
-    starts = []
+    starts: list[ChunkStart | None] = []
     for chunk_statements in statements:
         starts.append(router.snapshot())
         for sql, db in chunk_statements:
@@ -264,7 +265,7 @@ class ChunkStart:
     model where the chunk starts, and each map engine's trigger knowledge there (picklable)."""
 
     schema: SchemaModel
-    triggers: tuple[tuple[frozenset, dict], ...]
+    triggers: tuple[tuple[frozenset[TriggerKey], dict[TriggerKey, TableRef]], ...]
 
 
 @dataclass
@@ -330,12 +331,12 @@ class Router:
         return sorted(named, key=lambda item: item[0])
 
     # -- the schema model ---------------------------------------------------------------------
-    def replay(self, events) -> None:
+    def replay(self, events: Iterable[Event]) -> None:
         """The DDL of one unit into the stream's model (only statements that can change it are
         parsed: CREATE, ALTER, DROP, RENAME)."""
         for event in events:
-            if event.type_code in QUERY_EVENT_TYPES and is_schema_statement(event.sql):
-                self.schema.observe(event.sql, event.db)
+            if event.type_code in QUERY_EVENT_TYPES and is_schema_statement(event.query.sql):
+                self.schema.observe(event.query.sql, event.query.db)
 
     def snapshot(self) -> ChunkStart:
         return ChunkStart(self.schema.copy(), tuple(e.triggers.snapshot() for e in self._engines))
@@ -387,8 +388,8 @@ class Router:
             if t == EventType.TABLE_MAP:
                 schemas.add(event.table_map[1])
             elif event.is_query:
-                if statement_verb(event.sql) not in _FRAMING_VERBS:
-                    schemas.update(self.route_of(event.sql, event.db).schemas or (None,))
+                if statement_verb(event.query.sql) not in _FRAMING_VERBS:
+                    schemas.update(self.route_of(event.query.sql, event.query.db).schemas or (None,))
             elif t == EventType.TRANSACTION_PAYLOAD:
                 schemas.update(self._schemas(event.payload_events()))
         return schemas
@@ -402,7 +403,7 @@ class Router:
         out = []
         for event in events:
             if event.type_code in QUERY_EVENT_TYPES and event.db and event.db != schema:
-                sql = event.sql
+                sql = event.query.sql
                 if statement_verb(sql) in _FRAMING_VERBS:
                     event, changed = with_default_db(event, schema), True
                 else:
@@ -417,6 +418,6 @@ def _has_content(events: list[Event]) -> bool:
     for event in events:
         if event.type_code in (EventType.TABLE_MAP, EventType.TRANSACTION_PAYLOAD) or event.is_rows:
             return True
-        if event.is_query and statement_verb(event.sql) not in _FRAMING_VERBS:
+        if event.is_query and statement_verb(event.query.sql) not in _FRAMING_VERBS:
             return True
     return False

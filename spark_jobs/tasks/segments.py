@@ -22,6 +22,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dumpfilter.codec import Event
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader, plan_chunks
 from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, ordinals, route_chunk
@@ -31,7 +32,7 @@ from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitCo
 SEGMENT_FLUSH_BYTES = 4 << 20
 
 
-def segment_stem(seg_dir: str | os.PathLike, chunk_no: int, name: str) -> Path:
+def segment_stem(seg_dir: str | os.PathLike[str], chunk_no: int, name: str) -> Path:
     return Path(seg_dir) / f"{chunk_no:06d}.{name}"
 
 
@@ -102,7 +103,7 @@ class _Segment:
         return self.size
 
 
-def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_dir: str | os.PathLike, *,
+def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_dir: str | os.PathLike[str], *,
                          verify_checksums: bool = True, router: Router | None = None,
                          start: ChunkStart | None = None) -> ChunkSegments:
     """Route one chunk's units into segment files under `seg_dir` (see the module docstring),
@@ -128,7 +129,7 @@ def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_d
 class _ToSegments(Deliver):
     """A chunk's routed units into its segment files (incidents into the result)."""
 
-    def __init__(self, seg_dir, chunk_no: int, result: ChunkSegments):
+    def __init__(self, seg_dir: str | os.PathLike[str], chunk_no: int, result: ChunkSegments):
         self.seg_dir, self.chunk_no, self.result = seg_dir, chunk_no, result
         self.segments: dict[str, _Segment] = {}
 
@@ -145,7 +146,7 @@ class _ToSegments(Deliver):
     def run(self, name: str, data: bytearray, ends: memoryview, marks: bytes | None = None) -> None:
         self._segment(name).add_run(data, ends, self.ordinal)
 
-    def unit(self, name: str, events: list) -> None:
+    def unit(self, name: str, events: list[Event]) -> None:
         if name == ALL:
             self.result.incidents.append((self.ordinal, encode_unit(events)))
         else:
@@ -155,7 +156,7 @@ class _ToSegments(Deliver):
 JOIN_BLOCK_BYTES = 1 << 20  # the join renumbers and writes a segment this much at a time
 
 
-def read_index(seg_dir: str | os.PathLike, chunk_no: int, name: str, units: int) -> tuple[array, array]:
+def read_index(seg_dir: str | os.PathLike[str], chunk_no: int, name: str, units: int) -> tuple[array[int], array[int]]:
     """A segment's unit ends (offsets in the segment) and ordinals."""
     index = array("q")
     with open(str(segment_stem(seg_dir, chunk_no, name)) + ".idx", "rb") as f:
@@ -163,7 +164,7 @@ def read_index(seg_dir: str | os.PathLike, chunk_no: int, name: str, units: int)
     return index[:units], index[units:]
 
 
-def read_segment(seg_dir: str | os.PathLike, chunk_no: int, name: str, units: int) -> tuple[bytearray, array, array]:
+def read_segment(seg_dir: str | os.PathLike[str], chunk_no: int, name: str, units: int) -> tuple[bytearray, array[int], array[int]]:
     """A whole segment (its bytes, unit ends and ordinals)."""
     with open(str(segment_stem(seg_dir, chunk_no, name)) + ".seg", "rb") as f:
         buf = bytearray(os.fstat(f.fileno()).st_size)
@@ -182,7 +183,7 @@ class _Blocks:
         self.size = size
         self.buf = bytearray(size)
 
-    def write(self, writer: BinlogSeriesWriter, path: str, ends: array) -> None:
+    def write(self, writer: BinlogSeriesWriter, path: str, ends: array[int]) -> None:
         import numpy as np
 
         n = len(ends)
@@ -230,7 +231,7 @@ def join_tasks(results: list[ChunkSegments]) -> list[JoinTask]:
     return sorted(plans, key=lambda p: (-p.bytes, p.name))
 
 
-def join_output(plan: JoinTask, seg_dir: str | os.PathLike, out: str | os.PathLike, header: SourceHeader,
+def join_output(plan: JoinTask, seg_dir: str | os.PathLike[str], out: str | os.PathLike[str], header: SourceHeader,
                 max_size: int = DEFAULT_MAX_BINLOG_SIZE, *, block_bytes: int = JOIN_BLOCK_BYTES) -> OutputSummary:
     """Write one output's final series from its segments (see the module docstring), a segment
     `block_bytes` at a time (on unit boundaries; a longer unit is a block of its own)."""
@@ -267,7 +268,8 @@ def join_output(plan: JoinTask, seg_dir: str | os.PathLike, out: str | os.PathLi
     return summary
 
 
-def _write_merged(writer: BinlogSeriesWriter, buf: bytearray, ends, ordinals, incidents) -> None:
+def _write_merged(writer: BinlogSeriesWriter, buf: bytearray, ends: array[int], ordinals: array[int],
+                  incidents: list[tuple[int, bytes]]) -> None:
     """The units of a segment with a chunk's incidents in between, by ordinal (rare: slow is fine)."""
     start, i = 0, 0  # byte offset and index of the first unit not yet written
     for ordinal, data in [*incidents, (float("inf"), b"")]:
@@ -281,7 +283,7 @@ def _write_merged(writer: BinlogSeriesWriter, buf: bytearray, ends, ordinals, in
             writer.write_run(bytearray(data), (len(data),))
 
 
-def split_by_segments(targets: list, out: str | os.PathLike, config: SplitConfig, *,
+def split_by_segments(targets: list[str | os.PathLike[str]], out: str | os.PathLike[str], config: SplitConfig, *,
                       max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = None,
                       verify_checksums: bool = True, block_bytes: int = JOIN_BLOCK_BYTES) -> list[OutputSummary]:
     """Both stages of the Spark job in this process, chunk by chunk then output by output: what
