@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
-    # `kill PID` ends a command as Ctrl-C does: its cleanup runs, one line, exit 143. The daemons
-    # (`master serve`, `slave run`) put their own handler in place: SIGTERM drains them.
+    # `kill PID` ends a command as Ctrl-C does: its cleanup runs, one line, exit 143. `master
+    # serve` puts its own handler in place for both signals (they drain it), then raises as they do.
     restore = sigterm_as_interrupt()
     try:
         argv = mysqld_spelling(sys.argv[1:] if argv is None else list(argv))

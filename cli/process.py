@@ -18,7 +18,8 @@ class Terminated(KeyboardInterrupt):
     it too, so `kill PID` leaves no more behind than Ctrl-C does (issue #62)."""
 
 
-def _terminate(_signum: int, _frame: Any) -> None:
+def terminate(_signum: int, _frame: Any) -> None:
+    """The SIGTERM handler: `Terminated` raised in the main thread, a second SIGTERM ignored."""
     # A second SIGTERM during the cleanup the first one started is not let cut it short.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated
@@ -32,7 +33,7 @@ def sigterm_as_interrupt() -> Callable[[], None]:
         previous = signal.getsignal(signal.SIGTERM)
         if previous is not signal.SIG_DFL:
             return lambda: None
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, terminate)
     except ValueError:  # not the main thread of the main interpreter
         return lambda: None
     return lambda: signal.signal(signal.SIGTERM, previous)

@@ -10,6 +10,7 @@ import sys
 import threading
 
 from dumpfilter.cli.options import add_json_option, emit_json
+from dumpfilter.cli.process import Terminated
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 
@@ -283,11 +284,17 @@ def serve_command(args: argparse.Namespace) -> int:
             master.stop(0)
             raise DumpFilterError(f"{option}: cannot listen on {metrics_host}:{metrics_port}: "
                                   f"{getattr(exc, 'strerror', None) or exc}") from None
-    # SIGTERM drains from the moment "serving" is printed (a supervisor may stop the master while
-    # its --mysql-listen endpoint is still starting): the handlers come first.
+    # SIGTERM and SIGINT drain from the moment "serving" is printed (a supervisor may stop the
+    # master while its --mysql-listen endpoint is still starting): the handlers come first.
     stop = threading.Event()
+    received: list[int] = []
+
+    def stopping(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, stopping)
     host = args.listen.rpartition(":")[0]
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
     if metrics is not None:
@@ -310,7 +317,9 @@ def serve_command(args: argparse.Namespace) -> int:
         retention.stop()
     if replicator is not None:
         replicator.stop()
-    return 0
+    # Drained, it ends as every command ends at that signal (cli.app): one line, exit 143 for
+    # SIGTERM, 130 for SIGINT (issue #62).
+    raise Terminated if received[0] == signal.SIGTERM else KeyboardInterrupt
 
 
 def _retention(args: argparse.Namespace, replicator, service):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dumpfilter.cli.options import add_json_option, emit_json
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
-from dumpfilter.cli.process import tune_allocator
+from dumpfilter.cli.process import terminate, tune_allocator
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter import skip_policy
@@ -110,7 +110,9 @@ def run_command(args: argparse.Namespace) -> int:
             raise DumpFilterError(f"--metrics-port {args.metrics_port}: cannot listen on "
                                   f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None
         print(f"dumpfilter slave: metrics on 127.0.0.1:{server.server_port}/metrics", file=sys.stderr, flush=True)
-    signal.signal(signal.SIGTERM, _stop)  # `kill` ends the slave as Ctrl-C does: state recorded, summary printed
+    # `kill` ends the slave as Ctrl-C does, whatever SIGTERM's handler was: its stop recorded, the
+    # summary printed, then `dumpfilter: terminated` and exit 143 (130 and `interrupted` for Ctrl-C).
+    signal.signal(signal.SIGTERM, terminate)
     try:
         return slave.run()
     finally:
@@ -133,10 +135,6 @@ def _seconds(text: str) -> float:
     if not 0 <= value <= 3600:  # NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
     return value
-
-
-def _stop(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def summary_line(slave) -> str:

@@ -48,6 +48,6 @@ def test_a_sigterm_taken_by_another_thread_stops_the_master(workload_dir):
             pytest.fail("master serve ignored a SIGTERM its main thread did not receive")
     finally:
         stderr = stop_master(proc) if proc.poll() is None else proc.head + proc.stderr.read()
-    assert proc.returncode == 0, stderr
+    assert proc.returncode == 143, stderr  # drained, then as every command ends at SIGTERM
     assert "shutting down, draining streams" in stderr and "Traceback" not in stderr, stderr
 

@@ -1,5 +1,5 @@
 """A real `dumpfilter master serve` process for the tests: started on a free loopback port (its
-address once it says it serves), stopped with SIGTERM (it must end by itself, status 0)."""
+address once it says it serves), stopped with SIGTERM (it must drain and end by itself, status 143)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def master_status(address: str) -> str:
 
 
 def stop_master(proc: subprocess.Popen) -> str:
-    """SIGTERM; the master must end by itself, with status 0. Returns all it printed."""
+    """SIGTERM; the master must drain and end by itself, with status 143 (128 + SIGTERM, as every
+    command ends at SIGTERM). Returns all it printed."""
     proc.send_signal(signal.SIGTERM)
     try:  # read its stderr meanwhile: a master whose pipe filled up would wait on the test
         _out, rest = proc.communicate(timeout=30)
@@ -61,5 +62,5 @@ def stop_master(proc: subprocess.Popen) -> str:
         proc.kill()
         _out, rest = proc.communicate()
         raise AssertionError(f"master serve did not end within 30 s of SIGTERM: {proc.head}{rest}") from None
-    assert proc.returncode == 0, proc.head + rest
+    assert proc.returncode == 143, proc.head + rest
     return proc.head + rest
