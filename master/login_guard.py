@@ -16,7 +16,9 @@ tells nothing about which names exist:
   itself from: there only the pair's back-off applies, so a flood from elsewhere, against the
   name or from the slave's own address under other names, cannot lock the slave out (a flood
   from its address under its name does: that is the pair's back-off).
-An IPv6 address counts by its /64 (what one host is usually given)."""
+An IPv6 address counts by its /64 (what one host is usually given).
+
+The constants below are the defaults; the policy file's [login] table sets each (LoginLimits)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ import threading
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, NoReturn
 
 from dumpfilter.errors import ResourceExhaustedError
 
@@ -61,6 +64,60 @@ class ChecksBusy(ResourceExhaustedError):
     mysql_errno = ER_HOST_IS_BLOCKED
 
 
+@dataclass(frozen=True)
+class LoginLimits:
+    """The back-off's thresholds, as the policy file's [login] table gives them:
+
+        [login]
+        free_failures = 3      # failures in a row that cost nothing more
+        first_delay = 1.0      # seconds the next check then waits, doubling at each failure...
+        max_delay = 30.0       #   ...up to this
+        block_after = 10       # failures in a row that refuse the key for block_seconds
+        block_seconds = 300.0
+        forget_after = 3600.0  # a key with no failure for this long starts afresh
+    """
+
+    free_failures: int = FREE_FAILURES
+    first_delay: float = FIRST_DELAY
+    max_delay: float = MAX_DELAY
+    block_after: int = BLOCK_AFTER
+    block_seconds: float = BLOCK_SECONDS
+    forget_after: float = FORGET_AFTER
+
+    @classmethod
+    def from_table(cls, table: Any, fail: Callable[[str | None, str], NoReturn]) -> LoginLimits:
+        """The limits a [login] table sets (the defaults for the keys it leaves out); `fail(key,
+        message)` for the first mistake (an unknown key, a value of the wrong kind or range)."""
+        if not isinstance(table, dict):
+            fail(None, "must be a table")
+        known = [f.name for f in fields(cls)]
+        unknown = [key for key in table if key not in known]
+        if unknown:
+            fail(unknown[0], f"unknown key {unknown[0]!r} (known: {', '.join(known)})")
+        values: dict[str, Any] = {}
+        for key, value in table.items():
+            if key in ("free_failures", "block_after"):
+                least = 0 if key == "free_failures" else 1
+                if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= 1_000_000:
+                    fail(key, f"{key} must be a whole number from {least} to 1000000, not {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 31_536_000:
+                fail(key, f"{key} must be a number of seconds more than 0 and at most 31536000 (a year), "
+                          f"not {value!r}")
+            values[key] = value
+        limits = cls(**values)
+        if limits.block_after <= limits.free_failures:
+            fail("block_after", f"block_after ({limits.block_after}) must be more than free_failures "
+                                f"({limits.free_failures}): the failures after the free ones back off, then block")
+        if limits.first_delay > limits.max_delay:
+            fail("first_delay" if "first_delay" in table else "max_delay",
+                 f"first_delay ({limits.first_delay:g} s) must be at most max_delay ({limits.max_delay:g} s)")
+        if limits.forget_after < max(limits.block_seconds, limits.max_delay):
+            fail("forget_after", f"forget_after ({limits.forget_after:g} s) must be at least block_seconds "
+                                 f"({limits.block_seconds:g} s) and max_delay ({limits.max_delay:g} s): a key "
+                                 "forgotten sooner would start afresh as its wait ends")
+        return limits
+
+
 def address_key(address: str) -> str:
     """The key of a source address: itself for IPv4 (and IPv4-mapped IPv6), its /64 for IPv6."""
     try:
@@ -84,7 +141,8 @@ class _Key:
 class _Backoff:
     """The failures in a row of one kind of key, at most MAX_KEYS of them (callers hold the lock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: LoginLimits) -> None:
+        self.limits = limits
         self.keys: OrderedDict[str, _Key] = OrderedDict()
 
     def wait(self, key: str, now: float) -> float:
@@ -92,17 +150,19 @@ class _Backoff:
         return 0.0 if state is None else max(0.0, state.not_before - now)
 
     def failed(self, key: str, now: float) -> None:
+        limits = self.limits
         state = self.keys.pop(key, None) or _Key()
-        if now - state.last > FORGET_AFTER:
+        if now - state.last > limits.forget_after:
             state = _Key()
         state.failures += 1
         state.last = now
         n = state.failures
-        if n >= BLOCK_AFTER:
-            state.failures = BLOCK_AFTER - 1   # once the block ends: one try, then the next block
-            state.not_before = now + BLOCK_SECONDS
-        elif n > FREE_FAILURES:
-            state.not_before = now + min(MAX_DELAY, FIRST_DELAY * 2 ** (n - FREE_FAILURES - 1))
+        if n >= limits.block_after:
+            state.failures = limits.block_after - 1   # once the block ends: one try, then the next block
+            state.not_before = now + limits.block_seconds
+        elif n > limits.free_failures:
+            doublings = min(n - limits.free_failures - 1, 64)   # 2 ** 64 s is past any max_delay
+            state.not_before = now + min(limits.max_delay, limits.first_delay * 2 ** doublings)
         self.keys[key] = state
         while len(self.keys) > MAX_KEYS:
             self.keys.popitem(last=False)
@@ -115,7 +175,7 @@ class _Backoff:
         out: Counter = Counter()
         for state in self.keys.values():
             if state.not_before > now:
-                out["blocked" if state.failures >= BLOCK_AFTER - 1 else "delayed"] += 1
+                out["blocked" if state.failures >= self.limits.block_after - 1 else "delayed"] += 1
         return out
 
 
@@ -174,11 +234,13 @@ class LoginGuard:
     """The failed logins of one master, shared by its faces. `admit` before a check, `check` to
     run it, then `failed` or `succeeded`."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, pool: CheckPool | None = None):
+    def __init__(self, clock: Callable[[], float] = time.monotonic, pool: CheckPool | None = None,
+                 limits: LoginLimits | None = None):
         self.clock = clock
         self.pool = pool or CheckPool()
+        self.limits = limits or LoginLimits()
         self._lock = threading.Lock()
-        self._addresses, self._identities, self._pairs = _Backoff(), _Backoff(), _Backoff()
+        self._addresses, self._identities, self._pairs = (_Backoff(self.limits) for _ in range(3))
         self._trusted: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
         self.failed_by_identity: Counter = Counter()   # identity (known ones; "" for names the policy lacks)
         self.failed_by_address: Counter = Counter()    # address key, or OTHER

@@ -11,9 +11,10 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
-from dumpfilter.errors import AccessDeniedError
-from dumpfilter.master.login_guard import LoginGuard
+from dumpfilter.errors import AccessDeniedError, RuleError
+from dumpfilter.master.login_guard import LoginGuard, LoginLimits
 from dumpfilter.rules.gate import Gate
 from dumpfilter.rules.policy_gates import NATIVE_HASH, PBKDF2, PLAIN, Fail, Secret, owner_of, read_policy, slave_gate
 
@@ -110,14 +111,19 @@ class MasterPolicy:
         [default]                         # identities not listed; omit it to refuse them
         allow = []
 
+        [login]                           # optional: the failed-login back-off's thresholds
+        block_after = 10                  #   (master.login_guard.LoginLimits; each key defaults
+                                          #   to MySQL's figure)
+
     A server_id belongs to the identity that registered it: only that identity may register it
     again; only it or an admin may Dump it, change its filters, unregister it or see it.
     """
 
-    def __init__(self, entries: dict[str, PolicyEntry], default: PolicyEntry | None):
+    def __init__(self, entries: dict[str, PolicyEntry], default: PolicyEntry | None,
+                 login: LoginLimits | None = None):
         self.entries = entries
         self.default = default
-        self.logins = LoginGuard()   # failed logins of every face: back-off, check pool, counts
+        self.logins = LoginGuard(limits=login)   # failed logins of every face: back-off, check pool, counts
         self._key = os.urandom(32)   # picks decoys; keys the proved-password cache
         # identity -> (the secret, a keyed hash of the password a check proved against it): the
         # same password again skips the expensive check (every gRPC call carries it)
@@ -132,9 +138,14 @@ class MasterPolicy:
         if text.default is not None and text.default_grant is not None:
             default = _entry("default", text.default, text.default_grant, text.fail_for("default", True),
                              is_default=True)
+        login = None
+        if text.login is not None:
+            def fail(key: str | None, message: str) -> NoReturn:
+                raise RuleError(f"{text.where.at('login', key)}: [login] {message}")
+            login = LoginLimits.from_table(text.login, fail)
         _warn_open_doors(entries, default, path)
         _warn_readable_secrets(entries, default, path)
-        return cls(entries, default)
+        return cls(entries, default, login)
 
     def authenticate(self, user: str, password: str, certificate_name: str | None = None,
                      address: str = "") -> Identity:

@@ -12,6 +12,8 @@ slave's gate here, the same way.
 
     [default]                     # identities not listed; omit it to refuse them
     allow = []
+
+    [login]                       # the master's failed-login back-off (master/login_guard.py)
 """
 
 from __future__ import annotations
@@ -155,6 +157,7 @@ class PolicyText:
     default: dict[str, Any] | None           # [default]'s body
     grants: dict[str, Grant]
     default_grant: Grant | None
+    login: dict[str, Any] | None = None      # [login]'s body: only the master reads it (master/login_guard.py)
 
     def fail_for(self, name: str, is_default: bool = False) -> Fail:
         section = "default" if is_default else f"slave.{name}"
@@ -173,8 +176,9 @@ def read_policy(path: str | Path) -> PolicyText:
     data = toml_text.loads(text, f"policy file {path}", RuleError)
     where = Where(path, text)
     for section in data:
-        if section not in ("slave", "default"):
-            raise RuleError(f"{where.at(section)}: unknown section [{section}] (known: [slave.NAME], [default])")
+        if section not in ("slave", "default", "login"):
+            raise RuleError(f"{where.at(section)}: unknown section [{section}] (known: [slave.NAME], [default], "
+                            "[login])")
         if not isinstance(data[section], dict):
             raise RuleError(f"{where.at(section)}: [{section}] must be a table")
     bodies: dict[str, dict[str, Any]] = dict(data.get("slave", {}))
@@ -194,7 +198,7 @@ def read_policy(path: str | Path) -> PolicyText:
                 raise RuleError(f"{where.at(name, 'server_ids')}: server_id {server_id} is listed by both "
                                 f"[slave.{owners[server_id]}] and [slave.{name}]: a server_id belongs to one identity")
             owners[server_id] = name
-    return PolicyText(where, bodies, default, grants, default_grant)
+    return PolicyText(where, bodies, default, grants, default_grant, data.get("login"))
 
 
 def _grant(body: Any, fail: Fail) -> Grant:
