@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 from dumpfilter.errors import DumpFilterError, PositionError, ResourceExhaustedError, ShuttingDownError
@@ -105,7 +105,7 @@ class DumpService(SlaveRegistry):
     # -- Dump -------------------------------------------------------------------------------
     def stream(self, server_id: int, *, channel: str = "", start: Pos | None = None, gtid_state: str | None = None,
                heartbeat_period: float = 1.0, is_active: Callable[[], bool] = lambda: True,
-               caller: Identity | None = None) -> Iterator[Batch]:
+               caller: Identity | None = None) -> Generator[Batch, None, None]:
         """Batches of whole transactions from `start` (or from the first file, skipping what
         `gtid_state` contains) until cancelled. Errors before the first batch are raised from the
         first next()."""

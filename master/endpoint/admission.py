@@ -15,7 +15,7 @@ session."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
@@ -121,7 +121,7 @@ class Admission:
                 self._handshaking.pop(host, None)
 
     @contextmanager
-    def session(self, identity: Identity | None):
+    def session(self, identity: Identity | None) -> Iterator[None]:
         """The `with` block of an authenticated session of `identity`: Refused past
         max_connections in all, or past the identity's share of them."""
         with ExitStack() as stack:
@@ -133,7 +133,8 @@ class Admission:
             try:
                 stack.enter_context(self._per_identity.hold(identity))
             except ResourceExhaustedError as exc:
-                raise Refused(f"User {identity.name!r} already has more than 'max_user_connections' active "
+                name = identity.name if identity is not None else ""  # (a limit is an identity's)
+                raise Refused(f"User {name!r} already has more than 'max_user_connections' active "
                               f"connections ({exc})", ER_TOO_MANY_USER_CONNECTIONS) from None
             yield
 

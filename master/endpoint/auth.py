@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,9 +85,10 @@ _D = -121665 * pow(121666, _P - 2, _P) % _P
 _BY = 4 * pow(5, _P - 2, _P) % _P
 _BX = 15112221349535400772501151409588531511454012693041857206046113283949847762202
 _BASE = (_BX, _BY, 1, _BX * _BY % _P)
+_Point = tuple[int, int, int, int]  # (X, Y, Z, T)
 
 
-def _add(p, q):
+def _add(p: _Point, q: _Point) -> _Point:
     a = (p[1] - p[0]) * (q[1] - q[0]) % _P
     b = (p[1] + p[0]) * (q[1] + q[0]) % _P
     c = 2 * p[3] * q[3] * _D % _P
@@ -95,7 +97,7 @@ def _add(p, q):
     return e * f % _P, g * h % _P, f * g % _P, e * h % _P
 
 
-def _scalar_mult(k: int, point):
+def _scalar_mult(k: int, point: _Point) -> _Point:
     result = (0, 1, 1, 0)
     while k:
         if k & 1:
@@ -105,7 +107,7 @@ def _scalar_mult(k: int, point):
     return result
 
 
-def _encode_point(point) -> bytes:
+def _encode_point(point: _Point) -> bytes:
     zinv = pow(point[2], _P - 2, _P)
     x, y = point[0] * zinv % _P, point[1] * zinv % _P
     return (y | ((x & 1) << 255)).to_bytes(32, "little")
@@ -165,7 +167,7 @@ class Outcome:
 class Conversation:
     """The packets of one exchange: `send` frames a payload, `read` returns the client's next one."""
 
-    def __init__(self, send, read):
+    def __init__(self, send: Callable[[bytes], None], read: Callable[[], bytes]) -> None:
         self.send, self.read = send, read
 
 
@@ -233,7 +235,7 @@ class Authenticator:
             self.counts[key] = self.counts.get(key, 0) + 1
         return outcome
 
-    def _verify(self, account: Account, check, expensive: bool, address: str) -> bool:
+    def _verify(self, account: Account, check: Callable[[], bool], expensive: bool, address: str) -> bool:
         """`check()`, through the login guard (its pool when expensive) when there is one."""
         if account.guard is None:
             return bool(check())
@@ -285,6 +287,7 @@ class Authenticator:
             return Outcome(True, CACHING_SHA2, "fast", True)
         talk.send(b"\x01" + PERFORM_FULL_AUTHENTICATION)
         packet = talk.read()
+        given: bytes | None
         if secure:
             given, path = packet.split(b"\0", 1)[0], "full-tls"
         else:
@@ -306,7 +309,7 @@ class Authenticator:
                         "refuses it: use TLS, or let the client ask for the server's RSA key)"))
         ok = given is not None and len(given) <= MAX_PASSWORD and self._verify(
             account, lambda: secret.matches(given), is_expensive(secret), address) and not account.decoy
-        if ok:
+        if ok and given is not None:  # (ok only with a password given)
             with self._lock:
                 self._cache[account.name] = (sha2_digest(given), secret)
         return Outcome(ok, CACHING_SHA2, path, True)

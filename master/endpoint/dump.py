@@ -11,15 +11,22 @@ import struct
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dumpfilter._core import replica_frames
 from dumpfilter.codec import Event, EventType
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.rename import PositionKeeper
 from dumpfilter.codec.encode import artificial_rotate, heartbeat_v2
 from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
 from dumpfilter.codec.reader import batch_events
 from dumpfilter.skip_policy import SkipPolicy
 from dumpfilter.master.protocol.commands import BINLOG_THROUGH_GTID
-from dumpfilter.master.protocol.packets import ProtocolError, Reader
+from dumpfilter.master.protocol.packets import PacketStream, ProtocolError, Reader
+
+if TYPE_CHECKING:
+    from dumpfilter.master.endpoint.positions import ReplicaCount
+    from dumpfilter.master.model import Batch
 
 
 @dataclass(frozen=True)
@@ -127,14 +134,15 @@ def encode_gtid_set(text: str) -> bytes:
     return struct.pack("<Q", len(sids)) + b"".join(sids)
 
 
-def fake_rotate(file: str, pos: int, *, fmt, server_id: int) -> bytes:
+def fake_rotate(file: str, pos: int, *, fmt: FormatDescription | None, server_id: int) -> bytes:
     """The artificial Rotate a dump thread sends first, naming the start position and file; a CRC
     when the binlog carries them (the replica announced it handles them, else the dump was
     refused). The stream sends one at every later file it enters without a real Rotate."""
     return artificial_rotate(file, pos, fmt=fmt, server_id=server_id).raw
 
 
-def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=None, server_id: int = 0,
+def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt: FormatDescription | None = None,
+                   server_id: int = 0,
                    end: int | None = None, heartbeats_v2: bool = False) -> Iterator[Event]:
     """Each event of a batch in the form a real replica can take (sent as a packet each, behind
     a 0x00 byte): Annotate_rows only to replicas that asked for them (MariaDB's dump thread
@@ -160,8 +168,9 @@ def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt=Non
             yield sent
 
 
-def replica_packets(batch, stream, count, names, *, policy: SkipPolicy, annotate: bool, fmt, server_id: int,
-                    heartbeats_v2: bool, renaming: bool) -> bytes:
+def replica_packets(batch: Batch, stream: PacketStream, count: ReplicaCount, names: PositionKeeper, *, policy: SkipPolicy,
+                    annotate: bool, fmt: FormatDescription | None, server_id: int, heartbeats_v2: bool,
+                    renaming: bool) -> bytes:
     """A batch as the packets a real replica reads, taking `stream`'s sequence ids: its events as
     `replica_events` gives them, renamed by `names` (a PositionKeeper) and counted by `count` (a
     ReplicaCount, which adds a caught-up batch's tail), each behind a 0x00 byte. Framed by the
@@ -178,7 +187,8 @@ def replica_packets(batch, stream, count, names, *, policy: SkipPolicy, annotate
         end=batch.position[1] if batch.position else None, heartbeats_v2=heartbeats_v2))))
 
 
-def framed_batch(events: bytes, *, seq: int, annotate: bool, count, names) -> tuple[bytes, int] | None:
+def framed_batch(events: bytes, *, seq: int, annotate: bool, count: ReplicaCount, names: PositionKeeper
+                 ) -> tuple[bytes, int] | None:
     """A batch's packets made in one core call (`_core.replica_frames`) and the next sequence
     id, with the counters of `count` (a ReplicaCount) and `names` (a PositionKeeper) moved as
     their per-event `events` move them. None where the batch needs that per-event way: a
@@ -205,7 +215,7 @@ def widened(log_pos: int, near: int | None) -> int:
     return near - ((near - log_pos) & 0xFFFFFFFF)
 
 
-def _start_of(event) -> int | None:
+def _start_of(event: Event) -> int | None:
     """Where `event` starts in the master's binlog (a heartbeat: the position it names)."""
     if event.type_code == EventType.HEARTBEAT:
         return event.log_pos

@@ -12,11 +12,13 @@ import select
 import socket
 import ssl
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter import skip_policy
 from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter.codec import read_format_description
+from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.errors import (
     DumpFilterError,
     PositionError,
@@ -35,6 +37,12 @@ from dumpfilter.master.protocol.packets import ConnectionClosed, eof_packet
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules.renamer import renames, replica_names
 
+if TYPE_CHECKING:
+    from dumpfilter.master.endpoint.queries import Session
+    from dumpfilter.master.endpoint.server import MysqlEndpoint
+    from dumpfilter.master.policy import Identity
+    from dumpfilter.master.protocol.packets import PacketStream
+
 log = logging.getLogger("dumpfilter.master.mysql")
 
 ER_CON_COUNT_ERROR = 1040
@@ -48,9 +56,38 @@ IGNORED_BYTES = 1 << 20    # what a dumping client may send (and have dropped) b
 class Dumping:
     """The dump commands of a `server._Connection` (which holds the session, socket and service)."""
 
+    # What the connection holds and these commands use (server._Connection sets them).
+    endpoint: MysqlEndpoint
+    service: DumpService
+    sock: socket.socket
+    stream: PacketStream
+    session: Session | None
+    identity: Identity | None
+    peer: str
+    user: str
+    id: int
+    registered: dict[int, str]
+    reported: set[int]
+    why: str
+    why_warns: bool
+    dumping: bool
+    ignored: int
+    closed: bool
+
+    if TYPE_CHECKING:  # the connection's own (server._Connection)
+        def _error(self, code: int, message: str, sqlstate: str = "HY000") -> None: ...
+        def _try_error(self, code: int, message: str, sqlstate: str = "HY000") -> None: ...
+        def _registration(self, server_id: int, host: str) -> None: ...
+
+    def _session(self) -> Session:
+        session = self.session
+        assert session is not None, "a command is read after the handshake made the session"
+        return session
+
     def _dump(self, request: DumpRequest) -> None:
         self.dumping = True
-        session, facts = self.session, self.session.facts
+        session = self._session()
+        facts = session.facts
         gtid_state = None
         if request.gtid_set is not None:
             gtid_state = request.gtid_set
@@ -97,8 +134,10 @@ class Dumping:
                  "streams as server_id %s", self.id, self.peer, self.user, server_id)
         return server_id
 
-    def _stream(self, request: DumpRequest, server_id: int, gtid_state: str | None, checksum, period: float) -> None:
-        session, facts = self.session, self.session.facts
+    def _stream(self, request: DumpRequest, server_id: int, gtid_state: str | None, checksum: str | None,
+                period: float) -> None:
+        session = self._session()
+        facts = session.facts
         try:
             file, start = self._start(request, gtid_state)
             batches = self.service.stream(server_id, start=start,
@@ -130,7 +169,7 @@ class Dumping:
         count = ReplicaCount(self.service.binlog_dir, policy, file=file, pos=start[1] if start else 4,
                              gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id,
                              records_gtids=request.server_id in self.reported)
-        names = replica_names(lambda: slave and slave.state, file=file, pos=start[1] if start else 4, server_id=facts.server_id)
+        names = replica_names(lambda: slave.state if slave is not None else None, file=file, pos=start[1] if start else 4, server_id=facts.server_id)
         try:
             send(frame(b"\x00" + rotate))
             batch = first
@@ -214,7 +253,7 @@ class Dumping:
         return True
 
 
-def _fmt_of(service: DumpService, file: str):
+def _fmt_of(service: DumpService, file: str) -> FormatDescription | None:
     path = Path(service.binlog_dir) / file
     try:
         with open_binlog(path) as f:
@@ -226,7 +265,7 @@ def _fmt_of(service: DumpService, file: str):
 def code_for(exc: BaseException) -> tuple[int, str]:
     """MySQL error codes for the service's exceptions: the class's own `mysql_errno` when the error
     hierarchy names one (1236 for positions, 1045 for access), else the nearest server error."""
-    errno = getattr(exc, "mysql_errno", None)
+    errno = exc.mysql_errno if isinstance(exc, DumpFilterError) else None
     if errno == ER_ACCESS_DENIED_ERROR:
         return errno, "28000"
     if errno is not None:

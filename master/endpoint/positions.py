@@ -8,14 +8,19 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter.codec import Event, EventType, read_format_description
+from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import file_gtid_list, gtid_position
 from dumpfilter.skip_policy import SkipPolicy
+
+if TYPE_CHECKING:
+    from dumpfilter.master.model import Batch
 
 # The events counted one by one; of the others, only a batch's last moves the count.
 _NOTED = frozenset({EventType.ROTATE, EventType.MARIADB_GTID, EventType.MARIADB_GTID_LIST, EventType.HEARTBEAT,
@@ -28,8 +33,8 @@ class ReplicaCount:
     log_pos 0 moves nothing. Also the MariaDB GTIDs it has: its connect state, the GTIDs and
     Gtid_lists it was sent (`events`)."""
 
-    def __init__(self, binlog_dir: Path, policy: SkipPolicy, *, file: str, pos: int, gtid_state: str | None, fmt,
-                 server_id: int, records_gtids: bool = True):
+    def __init__(self, binlog_dir: Path, policy: SkipPolicy, *, file: str, pos: int, gtid_state: str | None,
+                 fmt: FormatDescription | None, server_id: int, records_gtids: bool = True) -> None:
         self.binlog_dir, self.policy, self.fmt, self.server_id = binlog_dir, policy, fmt, server_id
         # A replica's SQL thread records the skipped tail's GTIDs from a Gtid_list flagged
         # FLAG_IGN_GTIDS (see `tail`); a client that did not register as a replica is sent the
@@ -45,7 +50,7 @@ class ReplicaCount:
         if seq > self.has.get(domain, -1):
             self.has[domain] = seq
 
-    def events(self, batch, events: Iterable[Event]) -> Iterator[Event]:
+    def events(self, batch: Batch, events: Iterable[Event]) -> Iterator[Event]:
         """A batch's events as the replica is sent them, passed through; when the batch is caught
         up past what the replica counts, the skip policy's `replica_tail` after them."""
         last = None  # the last event whose log_pos the replica moves to, unless one noted follows
@@ -116,7 +121,7 @@ class ReplicaCount:
         for domain, seq in gtids:
             self._has(domain, seq)
 
-    def stop_tail(self, last: Event | None, stop: Event, batch) -> list[Event]:
+    def stop_tail(self, last: Event | None, stop: Event, batch: Batch) -> list[Event]:
         """A Stop event (the primary shut down) is never counted by a replica's IO thread (slave.cc
         queue_event: not even mi->master_log_pos), so a replica filtering for itself ends where the
         Stop starts. One behind a skipped stretch is brought there first, as at a caught-up end;
@@ -160,7 +165,7 @@ class ReplicaCount:
         self._moved(event)
         return True
 
-    def tail(self, file: str, end: int, walked: str) -> list:
+    def tail(self, file: str, end: int, walked: str) -> list[Event]:
         """The skip policy's events for a skipped tail ending at `end`; `walked` is the stream's
         GTID state (the last GTID per domain and server it walked past, sent or not)."""
         flavor = self.fmt.flavor if self.fmt is not None else "mysql"
@@ -175,7 +180,7 @@ class ReplicaCount:
         return self.policy.replica_tail(flavor=flavor, file=file, end=end, gtids=skipped, fmt=self.fmt,
                             server_id=self.server_id, fde=None if flavor == "mariadb" else self._fde(file))
 
-    def _fde(self, file: str):
+    def _fde(self, file: str) -> Event | None:
         path = self.binlog_dir / file
         try:
             with open_binlog(path) as f:
@@ -199,7 +204,7 @@ class WithoutHeartbeats(SkipPolicy):
     client asked for), and mariadb-binlog cannot read one ("Found invalid event in binary log").
     A skipped stretch is then only a hole in the positions, which these clients follow."""
 
-    def __init__(self, policy: SkipPolicy):
+    def __init__(self, policy: SkipPolicy) -> None:
         self.policy = policy
         self.name = policy.name  # type: ignore[misc]
 
@@ -208,5 +213,7 @@ class WithoutHeartbeats(SkipPolicy):
             return None
         return self.policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=end, server_id=server_id)
 
-    def replica_tail(self, **kwargs) -> list[Event]:  # type: ignore[override]
-        return self.policy.replica_tail(**kwargs)
+    def replica_tail(self, *, flavor: str, file: str, end: int, gtids: dict[tuple[int, int], int],
+                     fmt: FormatDescription | None, server_id: int, fde: Event | None = None) -> list[Event]:
+        return self.policy.replica_tail(flavor=flavor, file=file, end=end, gtids=gtids, fmt=fmt, server_id=server_id,
+                                        fde=fde)

@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from dumpfilter.master.protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
 from dumpfilter.rules.wildcards import like_to_regex
@@ -83,6 +84,7 @@ _VALUE = re.compile(r"""\s*(?P<value>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.)*"|-?\d
                         |@@(?:(?:GLOBAL|SESSION)\.)?[\w$]+|@`?[\w$.]+`?|DEFAULT|[\w$]+)\s*(?:,|$)""", re.I | re.X)
 _VAR = re.compile(r"@@(?:(GLOBAL|SESSION|LOCAL)\.)?([\w$]+)$", re.I)
 _USER_VAR = re.compile(r"@(?!@)`?([\w$.]+)`?$")
+_V = TypeVar("_V")
 _GTID_POS = re.compile(r"binlog_gtid_pos\s*\(\s*'((?:[^'\\]|\\.)*)'\s*,\s*(\d+)\s*\)$", re.I)
 
 
@@ -132,7 +134,7 @@ class Session:
         if token.startswith("@@"):
             return str(self._system(token))
         if token.startswith("@"):
-            return self.user_var(_USER_VAR.match(token).group(1))
+            return self.user_var(_user_var_name(token))
         return token
 
     def _set(self, rest: str) -> None:
@@ -153,13 +155,13 @@ class Session:
                                  "42000")
             parsed = self._value(value.group("value"))
             if item.group("user"):
-                self._remember(self.user_vars, _USER_VAR.match(item.group("user")).group(1).lower(), parsed)
+                self._remember(self.user_vars, _user_var_name(item.group("user")).lower(), parsed)
             else:
                 # Session variables are accepted and remembered (SET skip_replication=1, sql_mode...).
                 self._remember(self.session_vars, item.group("sys").lower(), "" if parsed is None else parsed)
             at = value.end()
 
-    def _remember(self, store: dict, name: str, value) -> None:
+    def _remember(self, store: dict[str, _V], name: str, value: _V) -> None:
         """Keep a variable, within NAME_LEN and the session's SESSION_BYTES: a client cannot
         make the master hold more for it than a replica ever sets."""
         if len(name) > NAME_LEN:
@@ -251,11 +253,16 @@ class Session:
         mysql = status is not None and status[2] is not None
         columns = [("File", TYPE_VAR_STRING), ("Position", TYPE_LONGLONG), ("Binlog_Do_DB", TYPE_VAR_STRING),
                    ("Binlog_Ignore_DB", TYPE_VAR_STRING)] + ([("Executed_Gtid_Set", TYPE_VAR_STRING)] if mysql else [])
-        rows = [] if status is None else [[status[0], status[1], "", ""] + ([str(status[2])] if mysql else [])]
+        rows: list[list[str | int | None]] = []
+        if status is not None:
+            row: list[str | int | None] = [status[0], status[1], "", ""]
+            if mysql:
+                row.append(str(status[2]))
+            rows.append(row)
         return text_result_set(columns, rows)
 
 
-def _like_matcher(pattern: str) -> Callable[[str], bool]:
+def _like_matcher(pattern: str) -> Callable[[str], object]:
     """SQL LIKE, case-insensitive as SHOW VARIABLES compares: % any run, _ one character, \\
     escapes. A naive `.*x.*x.*y` regex tries every split of the name between its `.*`s (twelve
     `%` took 53 s); `like_to_regex` keeps each segment at its leftmost place: linear in the name.
@@ -266,11 +273,18 @@ def _like_matcher(pattern: str) -> Callable[[str], bool]:
     return re.compile(like_to_regex(pattern), re.I | re.S).fullmatch
 
 
+def _user_var_name(token: str) -> str:
+    """The name in a user variable's token (`@name`, `@`name``: what _SET_ITEM and _VALUE take as one)."""
+    match = _USER_VAR.match(token)
+    assert match is not None, token
+    return match.group(1)
+
+
 def _like(pattern: str, name: str) -> bool:
     return bool(_like_matcher(pattern)(name))
 
 
-def _size(name: str, value) -> int:
+def _size(name: str, value: object) -> int:
     return len(name) + len(str(value)) if value is not None else len(name)
 
 
@@ -278,7 +292,8 @@ def _strip_comments(text: str) -> str:
     """`/* ... */` comments replaced by a space, each ending at the first `*/` after it; an
     unterminated one is left as it is. One pass (a lazy regex rescans the rest of the text from
     every `/*` when no `*/` follows: 80 000 of them took 52 s)."""
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     while (start := text.find("/*", at)) >= 0:
         end = text.find("*/", start + 2)
         if end < 0:

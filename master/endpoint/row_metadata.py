@@ -48,7 +48,9 @@ def binlog_row_metadata(paths: Iterable[Path], budget: int = LOOK_BYTES) -> str 
                 reader = BinlogReader(f, str(path), verify_checksums=False)
                 for cursor in reader.walk(_TYPES):
                     event = cursor.detach()
-                    id_len = 4 if event.fmt.post_header_len(EventType.TABLE_MAP) == 6 else 6
+                    fmt = event.fmt
+                    assert fmt is not None, "a reader's events carry the format in force"
+                    id_len = 4 if fmt.post_header_len(EventType.TABLE_MAP) == 6 else 6
                     return table_map_metadata(event.raw[HEADER_LEN:len(event.raw) - event.checksum_len], id_len)
                 budget -= reader.position
         except (DumpFilterError, OSError, ValueError, IndexError):

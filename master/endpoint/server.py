@@ -106,7 +106,7 @@ class MysqlEndpoint:
         self.connections: set[_Connection] = set()
         self.errors_sent = 0
         self.binlog_status = BinlogStatus()  # SHOW BINARY LOG STATUS, remembered while the file does not grow
-        self._row_metadata: tuple[tuple, str | None] = ((), None)  # (newest file, its size if none found), answer
+        self._row_metadata: tuple[tuple[str, int] | tuple[()], str | None] = ((), None)  # (newest file, its size if none found), answer
         endpoint = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -153,7 +153,7 @@ class MysqlEndpoint:
         return ServerFacts(
             server_id=server_id, server_uuid=str(uuid.uuid5(uuid.NAMESPACE_OID, f"dumpfilter-master-{server_id}")),
             version=version, checksum="CRC32" if fmt is None or fmt.checksum_alg == CHECKSUM_CRC32 else "NONE",
-            gtid_mode="ON" if mysql and fmt.version >= (5, 6, 0) else "OFF",
+            gtid_mode="ON" if mysql and fmt is not None and fmt.version >= (5, 6, 0) else "OFF",
             binary_logs=lambda: [(p.name, file_size(p, 0)) for p in served_paths(self.service.binlog_dir)],
             gtid_at=lambda file, pos: binlog_gtid_pos(served_paths(self.service.binlog_dir), file, pos),
             binlog_status=lambda: self.binlog_status.of(served_paths(self.service.binlog_dir)),
@@ -183,7 +183,7 @@ class MysqlEndpoint:
 
 
 class _Connection(Dumping):
-    def __init__(self, endpoint: MysqlEndpoint, sock: socket.socket, address):
+    def __init__(self, endpoint: MysqlEndpoint, sock: socket.socket, address: tuple[object, ...]) -> None:
         self.endpoint, self.sock = endpoint, sock
         self.service = endpoint.service
         self.peer = f"{address[0]}:{address[1]}"
@@ -339,10 +339,11 @@ class _Connection(Dumping):
         """The client sent an SSL Request: the TLS handshake (within the connect deadline), then
         the rest of the connection phase inside it, sequence ids going on."""
         tls = self.endpoint.tls
-        if not tls.offered:
+        context = tls.context
+        if context is None:  # (not tls.offered)
             raise ProtocolError("the client asked for TLS, which this endpoint does not offer (the master has no "
                                 "--tls-cert)")
-        wrapped = tls.context.wrap_socket(self.sock, server_side=True, do_handshake_on_connect=False)
+        wrapped = context.wrap_socket(self.sock, server_side=True, do_handshake_on_connect=False)
         self.sock = self.stream.sock = wrapped
         try:
             wrapped.settimeout(max(0.001, deadline - time.monotonic()))
@@ -353,7 +354,7 @@ class _Connection(Dumping):
         except (ssl.SSLError, OSError) as exc:
             raise ProtocolError(f"TLS handshake failed: {getattr(exc, 'reason', None) or exc}") from None
         self.cipher = (wrapped.cipher() or ("",))[0]
-        self.session.status.update(Ssl_cipher=self.cipher, Ssl_version=wrapped.version() or "")
+        self._session().status.update(Ssl_cipher=self.cipher, Ssl_version=wrapped.version() or "")
         if tls.client_certificates:
             self.certificate_name = peer_common_name(wrapped)
 
@@ -438,7 +439,7 @@ class _Connection(Dumping):
     def _query(self, body: bytes) -> None:
         sql = body.decode("utf-8", "replace")
         try:
-            packets = self.session.answer(sql)
+            packets = self._session().answer(sql)
         except QueryError as exc:
             self._error(exc.code, exc.message, exc.sqlstate)
             return
@@ -460,7 +461,9 @@ class _Connection(Dumping):
         that server_id: a reconnecting replica keeps its rules (ChangeFilter's too) and counters."""
         service = self.service
         existing = service.slaves.get(server_id)
-        if existing is not None and existing.owner == self.identity.name:
+        identity = self.identity
+        assert identity is not None, "commands are read once the login made the identity"
+        if existing is not None and existing.owner == identity.name:
             self.registered[server_id] = host
             return
         reg = self.endpoint.replicas.registration(server_id, self.user, host)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from dumpfilter.errors import InvalidArgumentError
 
@@ -60,5 +61,7 @@ def endpoint_tls(cert: str | Path | None, key: str | Path | None, client_ca: str
 def peer_common_name(sock: ssl.SSLSocket) -> str | None:
     """The verified client certificate's CN (None without one)."""
     cert = sock.getpeercert() or {}
-    names = [value for rdn in cert.get("subject", ()) for key, value in rdn if key == "commonName"]
+    # (the subject is a tuple of RDNs, each of (key, value) pairs: the stubs type every field alike)
+    subject = cast("tuple[tuple[tuple[str, str], ...], ...]", cert.get("subject", ()))
+    names = [value for rdn in subject for key, value in rdn if key == "commonName"]
     return names[0] if names else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Sequence
 
 MAX_PAYLOAD = 0xFFFFFF  # a packet of exactly this length says "more of the payload follows"
 # A replica's commands are small (the largest is COM_BINLOG_DUMP_GTID with its GTID set: 16 bytes
@@ -158,7 +159,7 @@ def column_definition(name: str, column_type: int = TYPE_VAR_STRING, length: int
             + b"\x0c" + struct.pack("<HIBHB", charset, length, column_type, 0, 0) + b"\0\0")
 
 
-def text_result_set(columns: list[tuple[str, int]], rows: list[list[str | int | None]]) -> list[bytes]:
+def text_result_set(columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[str | int | None]]) -> list[bytes]:
     """The packets of a text result set (column count, definitions, EOF, rows, EOF): the client
     did not get CLIENT_DEPRECATE_EOF, so both EOF packets are sent."""
     packets = [lenenc_int(len(columns))]
