@@ -20,6 +20,13 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterable
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark loads with the first session
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
 
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
@@ -77,7 +84,7 @@ def _loopback_host(host: str) -> bool:
         return False  # a name: the cluster is wherever it resolves, and Spark's choice stands
 
 
-def get_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None):
+def get_session(app_name: str, master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -101,7 +108,7 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
 
 
 # Sessions get_session started, stopped at the latest when the interpreter exits.
-_TO_STOP: list = []
+_TO_STOP: list[SparkSession] = []
 # Seconds the JVM is given to stop the session and exit before it is killed.
 STOP_GRACE = 60.0
 
@@ -125,10 +132,12 @@ def _launch_own_gateway(app_name: str, master: str | None, settings: dict[str, s
         spark_conf.setMaster(master)
     for key, value in settings.items():
         spark_conf.set(key, value)
-    SparkContext._ensure_initialized(gateway=launch_gateway(spark_conf, popen_kwargs={"start_new_session": True}))
+    # (pyspark.java_gateway has no annotations)
+    gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
-def stop_session(spark, grace: float = STOP_GRACE) -> None:
+def stop_session(spark: SparkSession, grace: float = STOP_GRACE) -> None:
     """Stop the session and end its JVM, waiting for it: quietly (its log off first, so a stage cut
     short prints no Java stack trace), its jobs cancelled, the JVM told to exit by the end of its
     standard input (as PySpark arranges it), and killed after `grace` seconds. Safe to call twice,
@@ -154,7 +163,7 @@ def stop_session(spark, grace: float = STOP_GRACE) -> None:
     stopper = threading.Thread(target=quietly_stop, name="spark-stop", daemon=True)
     stopper.start()
     stopper.join(grace)
-    if proc is None:  # under spark-submit: its JVM is spark-submit's own to end
+    if proc is None or gateway is None:  # under spark-submit: its JVM is spark-submit's own to end
         return
     with _suppressed():
         gateway.close()
@@ -174,14 +183,15 @@ def stop_session(spark, grace: float = STOP_GRACE) -> None:
 class _suppressed:
     """Any error of a call into a stopping or stopped JVM, dropped (there is nothing left to stop)."""
 
-    def __enter__(self):
+    def __enter__(self) -> _suppressed:
         return self
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
         return kind is not None and issubclass(kind, Exception)
 
 
-def quiet_interrupts(sc) -> None:
+def quiet_interrupts(sc: SparkContext) -> None:
     """Ctrl-C during a job: its Spark jobs are cancelled and the command ends with its one line.
     PySpark's own SIGINT handler calls into the JVM from the signal handler, while the main thread
     is inside a call to it: py4j refuses the reentrant call, and it and the interrupted call each
@@ -197,7 +207,7 @@ def quiet_interrupts(sc) -> None:
         except Exception:  # noqa: BLE001 - the JVM may be gone already: nothing left to cancel
             pass
 
-    def handler(_signum, _frame):
+    def handler(_signum: int, _frame: FrameType | None) -> None:
         threading.Thread(target=cancel, name="spark-cancel", daemon=True).start()
         raise KeyboardInterrupt
 
@@ -207,7 +217,7 @@ def quiet_interrupts(sc) -> None:
     # it is left so.
     previous = signal.getsignal(signal.SIGTERM)
     if callable(previous) and not getattr(previous, "spark_cancels", False):
-        def on_sigterm(signum, frame):
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
             threading.Thread(target=cancel, name="spark-cancel", daemon=True).start()
             previous(signum, frame)
 
@@ -247,11 +257,11 @@ def _interrupt_noise(record: logging.LogRecord) -> bool:
 WARM_MODULES = ("numpy", "dumpfilter.spark_jobs.tasks.segments", "dumpfilter.spark_jobs.tasks.bandwidth")
 
 
-def warm_workers(sc, modules=WARM_MODULES) -> list[int]:
+def warm_workers(sc: SparkContext, modules: Iterable[str] = WARM_MODULES) -> list[int]:
     """A warm session: one task per core, held long enough for each to get a Python worker of its
     own, imports what the jobs' tasks import (a fresh worker's first task spent about 0.15-0.3 s on
     it). Returns the workers' PIDs."""
-    def load(_):
+    def load(_: int) -> int:
         import importlib
         import time
 

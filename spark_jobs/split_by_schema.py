@@ -20,11 +20,18 @@ a directory every executor sees (local mode, or a shared file system on a cluste
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO, TypeVar
+
+if TYPE_CHECKING:  # pyspark: on the driver and in its workers only
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
 # `spark-submit spark_jobs/split_by_schema.py` runs this file as a script, with a Python where dumpfilter is
 # installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
@@ -40,7 +47,7 @@ from dumpfilter.spark_jobs.tasks.chunks import (  # noqa: E402
 from dumpfilter.spark_jobs.tasks.local import check_output_dir  # noqa: E402
 from dumpfilter.spark_jobs.tasks.output import OutputSummary  # noqa: E402
 from dumpfilter.spark_jobs.tasks.routing import (  # noqa: E402
-    DEFAULT_UNASSIGNED, Router, SplitConfig, chunk_starts, config_from_maps,
+    DEFAULT_UNASSIGNED, ChunkStart, Router, SplitConfig, chunk_starts, config_from_maps,
 )
 from dumpfilter.spark_jobs.tasks.segments import ChunkSegments, JoinTask, join_output, join_tasks, write_chunk_segments  # noqa: E402
 
@@ -63,7 +70,10 @@ class _Header:
         return SourceHeader(Event(self.fde, 4, fmt), state)
 
 
-def balanced_groups(items: list, sizes: list[int], groups: int) -> list[list]:
+_Item = TypeVar("_Item")
+
+
+def balanced_groups(items: list[_Item], sizes: list[int], groups: int) -> list[list[_Item]]:
     """`items` dealt onto `groups` lists, largest first onto the least loaded (LPT), each list in
     the items' order: with one task per core no task waits for a free core, and no core idles
     while one task finishes a long tail of small items."""
@@ -77,7 +87,7 @@ def balanced_groups(items: list, sizes: list[int], groups: int) -> list[list]:
     return [[items[i] for i in sorted(part)] for part in dealt if part]
 
 
-def task_groups(items: list, sizes: list[int], cores: int, per_core: int = 1) -> list[list]:
+def task_groups(items: list[_Item], sizes: list[int], cores: int, per_core: int = 1) -> list[list[_Item]]:
     """`per_core` tasks per core, the items dealt largest first onto the least loaded
     (`balanced_groups`). Few tasks: a PySpark task costs about 30 ms of the JVM's and the Python
     worker's time (on 2 cores, 24 one-file tasks cost more than the imbalance of whole files
@@ -90,19 +100,19 @@ def _chunk_size(chunk: Chunk) -> int:
     return end - chunk.start
 
 
-def route_chunks(sc, chunks: list[Chunk], config: SplitConfig, seg_dir: Path, *,
+def route_chunks(sc: SparkContext, chunks: list[Chunk], config: SplitConfig, seg_dir: Path, *,
                  verify_checksums: bool = True) -> list[ChunkSegments]:
     """Stage 1: chunks (and files) in parallel; each task routes its chunks' units into segment
     files under `seg_dir` and returns what each chunk wrote (small: counts and incidents). The
     driver's first pass over the DDL gives each chunk the schema model it starts from (map mode)."""
-    seg_dir = str(seg_dir)
+    segments = str(seg_dir)
     starts = chunk_starts(config, (query_statements(c, verify_checksums=verify_checksums) for c in chunks))
 
-    def route(parts):
+    def route(parts: Iterable[list[tuple[int, Chunk, ChunkStart | None]]]) -> Iterator[ChunkSegments]:
         router = Router(config)
         for part in parts:
             for chunk_no, chunk, start in part:
-                yield write_chunk_segments(chunk, chunk_no, config, seg_dir, verify_checksums=verify_checksums,
+                yield write_chunk_segments(chunk, chunk_no, config, segments, verify_checksums=verify_checksums,
                                            router=router, start=start)
 
     items = [(i, chunk, start) for i, (chunk, start) in enumerate(zip(chunks, starts))]
@@ -110,39 +120,40 @@ def route_chunks(sc, chunks: list[Chunk], config: SplitConfig, seg_dir: Path, *,
     return sc.parallelize(groups, len(groups)).mapPartitions(route).collect()
 
 
-def join_outputs(sc, plans: list[JoinTask], seg_dir: Path, out: Path, header: SourceHeader,
+def join_outputs(sc: SparkContext, plans: list[JoinTask], seg_dir: Path, out: Path, header: SourceHeader,
                  max_size: int) -> list[OutputSummary]:
     """Stage 2: outputs in parallel; each task joins its outputs' segments into their final series
     under `out`."""
     if not plans:
         return []
     shipped = _Header.of(header)
-    seg_dir, out = str(seg_dir), str(out)
+    segments, out_dir = str(seg_dir), str(out)
 
-    def join(parts):
+    def join(parts: Iterable[list[JoinTask]]) -> Iterator[OutputSummary]:
         loaded = shipped.load()
         for part in parts:
             for plan in part:
-                yield join_output(plan, seg_dir, out, loaded, max_size)
+                yield join_output(plan, segments, out_dir, loaded, max_size)
 
     groups = task_groups(plans, [p.bytes for p in plans], sc.defaultParallelism)
     summaries = sc.parallelize(groups, len(groups)).mapPartitions(join).collect()
     return sorted(summaries, key=lambda s: s.name)
 
 
-def split_spark(spark, targets: list, out, config: SplitConfig, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE,
+def split_spark(spark: SparkSession, targets: list[str | os.PathLike[str]], out: str | os.PathLike[str],
+                config: SplitConfig, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE,
                 chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True) -> list[OutputSummary]:
-    out = check_output_dir(out).resolve()
+    out_dir = check_output_dir(out).resolve()
     paths = input_files(targets)
     header = source_header(paths)
     sc = spark.sparkContext
     # Cut by the core's walk (no event reaches Python); with the default size, at a fair share of
     # the input per core at least (a series of many files is read a file per task, uncut).
     chunks = plan_chunks(paths, chunk_bytes, workers=sc.defaultParallelism if chunk_bytes == DEFAULT_CHUNK_BYTES else None)
-    seg_dir = Path(tempfile.mkdtemp(prefix=".segments-", dir=out))
+    seg_dir = Path(tempfile.mkdtemp(prefix=".segments-", dir=out_dir))
     try:
         results = route_chunks(sc, chunks, config, seg_dir, verify_checksums=verify_checksums)
-        return join_outputs(sc, join_tasks(results), seg_dir, out, header, max_size)
+        return join_outputs(sc, join_tasks(results), seg_dir, out_dir, header, max_size)
     finally:
         shutil.rmtree(seg_dir, ignore_errors=True)
 
@@ -195,13 +206,13 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
                             schema_from_args(args) if args.schema else None)
 
 
-def print_summary(outputs: list[OutputSummary], out=None) -> None:
+def print_summary(outputs: list[OutputSummary], out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     for s in outputs:
         print(f"{s.name}-bin: {len(s.files)} file(s), {s.units} unit(s), {s.bytes} bytes", file=out)
 
 
-def warn_unmatched_maps(config: SplitConfig, outputs: list[OutputSummary], out=sys.stderr) -> list[str]:
+def warn_unmatched_maps(config: SplitConfig, outputs: list[OutputSummary], out: TextIO = sys.stderr) -> list[str]:
     """A --map whose rules kept nothing writes no binlog; say so rather than leave it missing."""
     written = {s.name for s in outputs}
     missing = [m.name for m in config.maps if m.name not in written]
