@@ -27,9 +27,14 @@ F_ANONYMOUS_GTID: Final[int]
 F_UNKNOWN_NON_IGNORABLE: Final[int]
 F_PAYLOAD: Final[int]
 F_STANDALONE: Final[int]
-# `Scanner.assemble`'s answers for units that are not fast, decided in Python.
-ANSWER_KEEP: Final[int]
-ANSWER_EMPTY: Final[int]
+# The keep vocabulary (keep.rs): the byte every compiled walk reads per table name id, per statement
+# key id, and per unit answered beforehand (`Scanner.assemble`'s `answers`). Not kept; kept; not
+# answered yet (a walk reading statement keys stops with `need_keys`: answer its new keys, call
+# again); not the walk's to decide (it stops at the unit, Python decides it).
+KEEP_DROP: Final[int]
+KEEP_KEEP: Final[int]
+KEEP_ASK: Final[int]
+KEEP_PYTHON: Final[int]
 # `statement_key`'s kinds (stmt.rs): INSERT, REPLACE, UPDATE, DELETE, and INSERT/REPLACE ... SELECT.
 KIND_INSERT: Final[int]
 KIND_REPLACE: Final[int]
@@ -309,12 +314,12 @@ class Scanner:
                  stmt_keep: bytes | None = None) -> AssembleResult:
         """What a filter keeps of the last `units` call's units from index `start` on, for a sink
         that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the buffer
-        that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown.
+        that call scanned. `keep` holds one keep byte (KEEP_*) per name id.
         `limit`: stop before writing a unit once the output offset reaches it (a series' file
         size; `fresh`: the file has no unit yet, its first is written anyway); `gtids`: report
         the GTID events written; `query_post` (the QUERY post-header length): decide statement
-        units by their statements' keys, `stmt_keep` holding one byte per key id (0 dropped, 1
-        kept, else unknown). Returns the bytes, the next unit index, the output offset after
+        units by their statements' keys, `stmt_keep` holding one keep byte per key id (KEEP_DROP,
+        KEEP_KEEP, else not answered: `need_keys`). Returns the bytes, the next unit index, the output offset after
         them, the counts, and what the statement keys did."""
     def slow_units(self) -> bytes:
         """The indices of the last `units` call's units that are not fast, as packed u32: what
@@ -387,8 +392,8 @@ class UnitList:
         None where Python must tell. `formats` gives per part (its format's QUERY post-header
         length, its checksum length, the first unit the format is in force for)."""
     def rows(self, keep: bytes) -> bytes:
-        """One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its
-        keep byte per name id (non-zero: kept)."""
+        """One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
+        from its keep byte per name id (any byte but KEEP_DROP: kept)."""
     def rows_many(self, keeps: list[bytes]) -> list[bytes]:
         """`rows` for many slaves (their keep bytes), in order, over one read of the units."""
     def statement_units(self, formats: list[tuple[int, int, int]]) -> tuple[list[tuple[int, bytes, bytes, bytes]], int]:

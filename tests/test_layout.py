@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -382,6 +383,87 @@ def test_row_codes_have_one_definition():
     assert not offenders, offenders
     assert "pub const SKIP" not in (ROOT / "core/src/send.rs").read_text()
 
+
+
+# --- issue #57 goal 1: one keep vocabulary, the core's -------------------------------------------
+
+# A name a module would give a keep code of its own (`_KEY_DROP`, `_UNKNOWN`, `_UNANSWERED`, ...).
+_KEEP_CODE_NAME = re.compile(r"^(?:_*(?:KEEP|KEY|ANSWER)_[A-Z_]+|_+(?:UNKNOWN|UNANSWERED|ASK))$")
+# An expression that is a keep buffer or a keep answer: what a keep code is written into or read from.
+_KEEP_BUFFER = re.compile(r"keep|answer|known", re.I)
+
+
+def _keep_literal(node: ast.AST) -> bool:
+    """An int literal where a keep byte goes: bare, a branch of an if-expression, in a list."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.IfExp):
+        return _keep_literal(node.body) or _keep_literal(node.orelse)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return any(_keep_literal(e) for e in node.elts)
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        return _keep_literal(node.elt)
+    return False
+
+
+def keep_code_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """Where a module writes a keep code's number itself: a keep-code name assigned an int, an int
+    written into (or appended to) a keep buffer, a keep byte compared with an int."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names = [e for e in (t.elts if isinstance(t, ast.Tuple) else [t]) if isinstance(e, ast.Name)]
+                named = any(_KEEP_CODE_NAME.match(n.id) for n in names)
+                into = isinstance(t, ast.Subscript) and _KEEP_BUFFER.search(ast.unparse(t.value))
+                if (named or into) and _keep_literal(node.value):
+                    found.append((node.lineno, ast.unparse(node)))
+                    break
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("append", "extend", "insert") and _KEEP_BUFFER.search(ast.unparse(node.func.value))
+              and any(_keep_literal(a) for a in node.args)):
+            found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            sides = [node.left, node.comparators[0]]
+            if (any(isinstance(s, ast.Constant) and type(s.value) is int for s in sides)
+                    and any(isinstance(s, ast.Subscript) and _KEEP_BUFFER.search(ast.unparse(s.value)) for s in sides)):
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_keep_codes_have_one_definition():
+    """The keep byte every compiled walk reads (per table name id, per statement key id, per unit
+    answered beforehand) is the core's (keep.rs), exported as `_core.KEEP_*`: no module of
+    dumpfilter/, master/, slave/, spark_jobs/, lab/ or cli/ writes its numbers (issue #57 goal 1)."""
+    from dumpfilter import _core
+
+    codes = [_core.KEEP_DROP, _core.KEEP_KEEP, _core.KEEP_ASK, _core.KEEP_PYTHON]
+    assert len(set(codes)) == 4 and all(isinstance(c, int) and 0 <= c < 256 for c in codes)
+    assert not hasattr(_core, "ANSWER_KEEP") and not hasattr(_core, "ANSWER_EMPTY")  # one vocabulary
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {text}" for _, path in source_modules()
+                 for line, text in keep_code_literals(ast.parse(path.read_text()))]
+    assert not offenders, "keep codes written as numbers (use _core.KEEP_*):\n" + "\n".join(offenders)
+    rust = [p.relative_to(ROOT) for p in (ROOT / "core/src").rglob("*.rs")
+            if p.name != "keep.rs" and re.search(r"pub const (KEY|KEEP|ANSWER)_\w+: u8", p.read_text())]
+    assert not rust, f"keep codes defined outside core/src/keep.rs: {rust}"
+
+
+def test_the_keep_code_check_sees_each_form():
+    """The check above must be able to fail: each way the codes were written before issue #57."""
+    bad = '''
+_KEY_DROP, _KEY_KEEP, _KEY_PYTHON = 0, 1, 3
+_UNKNOWN = 2
+_UNANSWERED: int = 3
+def f(keep, answers, known, names, kept):
+    keep.extend([1 if kept(n) else 0 for n in names])
+    answers[0] = 2 if kept else 0
+    keep.append(1)
+    return known[0] == 1
+'''
+    assert sorted(line for line, _ in keep_code_literals(ast.parse(bad))) == [2, 3, 4, 6, 7, 8, 9]
+    fine = "from dumpfilter.codec.scanner import KEEP_KEEP\nUNKNOWN = 0\ndef f(keep):\n    return keep[0] == KEEP_KEEP\n"
+    assert keep_code_literals(ast.parse(fine)) == []
 
 # --- issue #46 goal 4: the master in rooms that show its architecture ----------------------------
 

@@ -5,6 +5,7 @@
 //! path (TransactionFilter + BinlogWriter) writes them. The decision per table comes from a keep
 //! array indexed by the scanner's name ids; the rules that fill it stay in Python.
 
+use crate::keep::{self, Keep, KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
 use crate::sql::query_ranges;
@@ -148,15 +149,11 @@ pub fn push_renumbered(
     renumber(out, first, stop, out_pos, crc);
 }
 
-/// A unit that is not fast, decided by Python (`answers`): written whole.
-pub const ANSWER_KEEP: u8 = 2;
-/// A unit that is not fast, decided by Python (`answers`): emptied (or skipped, as `empty_keep`).
-pub const ANSWER_EMPTY: u8 = 0;
-
 /// Assembles units[from..] until one needs Python. `answers` holds one byte per unit for the
 /// units that are not fast and that Python decided beforehand (a GTID and one statement: DDL,
-/// MariaDB's standalone groups): ANSWER_KEEP writes it whole, ANSWER_EMPTY as the emptied group
-/// (MariaDB only, as for fast units); any other byte, or none, stops there.
+/// MariaDB's standalone groups), in the keep vocabulary (keep.rs): KEEP_KEEP writes it whole,
+/// KEEP_DROP as the emptied group (MariaDB only, as for fast units); any other byte
+/// (KEEP_PYTHON), or none, stops there.
 #[allow(clippy::too_many_arguments)]
 pub fn assemble(
     buf: &[u8],
@@ -185,8 +182,8 @@ pub fn assemble(
 
 /// `assemble`, with the statement units (a GTID, Queries with their context events, an XID or
 /// COMMIT) that `answers` leaves open decided by their statements' keys when
-/// `opt.query_post` is given: `keys` interns them, `stmt_keep` holds one byte per key id (0
-/// dropped, 1 kept, else not known: the assembly stops there with `need_keys`).
+/// `opt.query_post` is given: `keys` interns them, `stmt_keep` holds one byte per key id
+/// (KEEP_DROP, KEEP_KEEP, else not known: the assembly stops there with `need_keys`).
 #[allow(clippy::too_many_arguments)]
 pub fn assemble_statements(
     buf: &[u8],
@@ -239,8 +236,8 @@ pub fn assemble_statements(
             (all, none)
         } else {
             match answers.get(i) {
-                Some(&ANSWER_KEEP) => (true, false),
-                Some(&ANSWER_EMPTY) if u.gtid_size > 0 => (false, true),
+                Some(&KEEP_KEEP) => (true, false),
+                Some(&KEEP_DROP) if u.gtid_size > 0 => (false, true),
                 _ => {
                     let Some(query_post) = opt.query_post else {
                         break;
@@ -498,13 +495,13 @@ impl StatementWalk {
                         let id = keys.id(db, sql, &shape, &mut self.scratch);
                         self.content += 1;
                         self.used.push(id);
-                        match stmt_keep.get(id as usize) {
-                            Some(1) => {
+                        match keep::at(stmt_keep, id as usize) {
+                            Keep::Keep => {
                                 self.kept += 1;
                                 self.keep(from, nxt, n + 1);
                             }
-                            Some(0) => {}
-                            _ => unknown = true,
+                            Keep::Drop => {}
+                            Keep::Ask | Keep::Python => unknown = true,
                         }
                     } else if framing(sql) == Some(true) {
                         self.keep(from, nxt, n + 1);

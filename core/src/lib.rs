@@ -8,6 +8,7 @@ pub mod flags;
 pub mod format;
 pub mod heartbeat;
 pub mod hops;
+pub mod keep;
 pub mod le;
 pub mod payload;
 pub mod relay;

@@ -7,7 +7,6 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::assemble;
 use crate::rows;
 use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 
@@ -89,8 +88,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;
-    m.add("ANSWER_KEEP", assemble::ANSWER_KEEP)?;
-    m.add("ANSWER_EMPTY", assemble::ANSWER_EMPTY)?;
+    m.add("KEEP_DROP", crate::keep::KEEP_DROP)?;
+    m.add("KEEP_KEEP", crate::keep::KEEP_KEEP)?;
+    m.add("KEEP_ASK", crate::keep::KEEP_ASK)?;
+    m.add("KEEP_PYTHON", crate::keep::KEEP_PYTHON)?;
     m.add("KIND_INSERT", crate::stmt::KIND_INSERT)?;
     m.add("KIND_REPLACE", crate::stmt::KIND_REPLACE)?;
     m.add("KIND_UPDATE", crate::stmt::KIND_UPDATE)?;

@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::sql::query_ranges;
@@ -174,7 +175,10 @@ pub fn relay_ranges(
             let Some(ids) = tables.get(u.tables_lo as usize..u.tables_hi as usize) else {
                 break;
             };
-            if !ids.iter().all(|id| keep.get(*id as usize) == Some(&1)) {
+            if !ids
+                .iter()
+                .all(|id| keep.get(*id as usize) == Some(&KEEP_KEEP))
+            {
                 break;
             }
         }

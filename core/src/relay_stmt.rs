@@ -5,6 +5,7 @@
 //! the fast units whose tables they keep. A unit with a statement its rules drop (a disagreement
 //! the slave's check reports) or any other unit ends the run: Python takes it.
 
+use crate::keep::{self, Keep};
 use crate::relay::{is_lone_heartbeat, RelayRun};
 use crate::scan::Unit;
 use crate::stmt_keys::Keys;
@@ -21,7 +22,7 @@ pub struct StmtRelay {
 }
 
 /// The statement units from `from` on whose every statement `stmt_keep` keeps (one byte per key
-/// id of `keys`: 1 kept), and the lone Heartbeats between them, up to the first other unit.
+/// id of `keys`: KEEP_KEEP kept), and the lone Heartbeats between them, up to the first other unit.
 #[allow(clippy::too_many_arguments)]
 pub fn relay_statements(
     buf: &[u8],
@@ -67,10 +68,10 @@ pub fn relay_statements(
             }
         }
         for id in &ids {
-            match stmt_keep.get(*id as usize) {
-                Some(1) => {}
-                Some(0) => break 'units,
-                _ => {
+            match keep::at(stmt_keep, *id as usize) {
+                Keep::Keep => {}
+                Keep::Drop => break 'units,
+                Keep::Ask | Keep::Python => {
                     out.need_keys = true;
                     break 'units;
                 }

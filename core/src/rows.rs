@@ -1,6 +1,8 @@
 //! A slave's answer per unit of a segment (the ROW_ codes), from its keep byte per table name:
 //! one slave at a time (`rows`), or many at once over one read of the units (`rows_many`).
 
+use crate::keep::KEEP_DROP;
+
 /// A stream's answer per unit (`rows`), the one definition of these codes: Python reads them
 /// from the module (`_core.ROW_SKIP`, ...), `send::walk` acts on them.
 pub const ROW_SKIP: u8 = 0; // no table kept
@@ -11,7 +13,7 @@ pub const ROW_SLOW: u8 = 3; // not a fast unit, or a table whose answer is not g
 /// One slave's answer per unit of a segment, one byte each: ROW_SKIP, ROW_PARTIAL, ROW_KEEP or
 /// ROW_SLOW. `bounds` holds (lo, hi) per unit into `tids` (name ids of
 /// the fast units' Table_maps), lo = u32::MAX for a unit that is not fast; `keep` one byte per
-/// name id (non-zero: kept). What the master's stream (`SlaveStream._row`) works from.
+/// name id (any byte but KEEP_DROP: kept). What the master's stream (`SlaveStream._row`) works from.
 pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
     bounds
         .chunks_exact(2)
@@ -23,7 +25,7 @@ pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
             let (mut all, mut any) = (true, false);
             for id in &tids[lo..hi] {
                 match keep.get(*id as usize) {
-                    Some(0) => all = false,
+                    Some(&KEEP_DROP) => all = false,
                     Some(_) => any = true,
                     None => return ROW_SLOW,
                 }
@@ -60,7 +62,7 @@ pub fn rows_many(tids: &[u32], bounds: &[u32], keeps: &[&[u8]]) -> Vec<Vec<u8>> 
         for (s, keep) in group.iter().enumerate() {
             for (id, k) in keep.iter().enumerate() {
                 known[id] |= 1 << s;
-                if *k != 0 {
+                if *k != KEEP_DROP {
                     kept[id] |= 1 << s;
                 }
             }

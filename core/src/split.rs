@@ -8,6 +8,7 @@
 //! default MIXED format: a GTID, Queries with their context events, an XID) are routed the same
 //! way by their statements' keys (`StmtRoute`), each key answered once per output in Python.
 
+use crate::keep::{self, Keep, KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::stmt_keys::Keys;
@@ -48,13 +49,6 @@ enum Copy {
 type Seen = (u64, Option<(u32, u32)>);
 
 const ROUTED: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
-
-/// A keep byte of an output for a statement key: kept, not kept, not answered yet (Python learns
-/// the key and calls again); any other value: Python routes the unit (by schema, a statement of
-/// no default database goes to the unassigned output, which the walk does not write).
-pub const KEY_DROP: u8 = 0;
-pub const KEY_KEEP: u8 = 1;
-pub const KEY_UNKNOWN: u8 = 2;
 
 /// Statement units routed by their keys: the scanner's keys (interned across its buffers), one
 /// keep byte per key id for each output, and the format's QUERY post-header and checksum length.
@@ -131,14 +125,16 @@ impl<'a> StmtRoute<'a> {
         for keep in &self.keeps {
             let (mut all, mut nothing) = (true, true);
             for &(key, _, _) in self.pieces.iter().filter(|p| p.0 != ALWAYS) {
-                match keep.get(key as usize).copied() {
-                    Some(KEY_DROP) => all = false,
-                    Some(KEY_KEEP) => nothing = false,
-                    Some(KEY_UNKNOWN) | None => {
+                // KEEP_PYTHON: Python routes the unit (by schema, a statement of no default
+                // database goes to the unassigned output, which the walk does not write).
+                match keep::at(keep, key as usize) {
+                    Keep::Drop => all = false,
+                    Keep::Keep => nothing = false,
+                    Keep::Ask => {
                         self.need_keys = true;
                         return false;
                     }
-                    Some(_) => return false,
+                    Keep::Python => return false,
                 }
             }
             copies.push(if all {
@@ -148,7 +144,7 @@ impl<'a> StmtRoute<'a> {
             } else {
                 let mut bytes = Vec::with_capacity(u.end - u.start);
                 for &(key, a, b) in &self.pieces {
-                    if key == ALWAYS || keep.get(key as usize) == Some(&KEY_KEEP) {
+                    if key == ALWAYS || keep.get(key as usize) == Some(&KEEP_KEEP) {
                         bytes.extend_from_slice(&buf[a..b]);
                     }
                 }
@@ -160,7 +156,7 @@ impl<'a> StmtRoute<'a> {
 }
 
 /// Routes units[from..] while each is a complete fast MariaDB unit with at least one Table_map
-/// whose name ids every keep answers (0 or 1) and whose copies need no STMT_END_F moved: the
+/// whose name ids every keep answers (KEEP_DROP or KEEP_KEEP) and whose copies need no STMT_END_F moved: the
 /// units Python's Router would cut with TransactionFilter(empty_transactions=DROP). A MySQL unit
 /// (transaction_length, BEGIN's default database), a unit without tables (it goes to the
 /// unassigned output) or anything else stops the walk there; with `stmt`, statement units by
@@ -210,8 +206,8 @@ pub fn route(
                 let (mut all, mut nothing) = (true, true);
                 for id in ids {
                     match keep.get(*id as usize) {
-                        Some(0) => all = false,
-                        Some(1) => nothing = false,
+                        Some(&KEEP_DROP) => all = false,
+                        Some(&KEEP_KEEP) => nothing = false,
                         _ => break 'units,
                     }
                 }

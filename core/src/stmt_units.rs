@@ -6,6 +6,7 @@
 //! them whole, skipped or cut at statements (`StmtUnits::partial`) in `send::walk`, as
 //! `assemble::StatementWalk` does for `filter`: no Python per unit.
 
+use crate::keep::{self, Keep};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
 use crate::sql::query_ranges;
@@ -102,7 +103,7 @@ impl StmtUnits {
     }
 
     /// One stream's answers for the statement units that `row` leaves to Python (ROW_SLOW), from
-    /// its keep byte per key id (1 kept, 0 dropped; anything else, or none: left as it is):
+    /// its keep byte per key id (KEEP_KEEP, KEEP_DROP; anything else, or none: left as it is):
     /// ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none kept) or ROW_PARTIAL.
     pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
         use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
@@ -117,10 +118,10 @@ impl StmtUnits {
             let mut known = true;
             for p in pieces.iter().filter(|p| p.key != ALWAYS) {
                 content += 1;
-                match keep.get(p.key as usize) {
-                    Some(1) => kept += 1,
-                    Some(0) => {}
-                    _ => known = false,
+                match keep::at(keep, p.key as usize) {
+                    Keep::Keep => kept += 1,
+                    Keep::Drop => {}
+                    Keep::Ask | Keep::Python => known = false,
                 }
             }
             if !known {
@@ -166,10 +167,10 @@ impl StmtUnits {
         let mut kept = Vec::new();
         for p in self.of(k)? {
             let keeps = p.key == ALWAYS
-                || match keep.get(p.key as usize)? {
-                    1 => true,
-                    0 => false,
-                    _ => return None,
+                || match keep::at(keep, p.key as usize) {
+                    Keep::Keep => true,
+                    Keep::Drop => false,
+                    Keep::Ask | Keep::Python => return None,
                 };
             if keeps {
                 kept.push(*p);

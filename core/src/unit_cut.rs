@@ -4,12 +4,14 @@
 //! walk sends its ranges or counts their size.
 
 use crate::hops::statements;
+use crate::keep::{KEEP_DROP, KEEP_KEEP};
 
-/// A name id's keep byte: Some(kept) for 0 or 1, None for any other answer (or out of range).
+/// A name id's keep byte: Some(kept) for KEEP_DROP or KEEP_KEEP, None for any other answer (or
+/// out of range).
 pub(crate) fn keep_of(keep: &[u8], id: u32) -> Option<bool> {
     match keep.get(id as usize) {
-        Some(0) => Some(false),
-        Some(1) => Some(true),
+        Some(&KEEP_DROP) => Some(false),
+        Some(&KEEP_KEEP) => Some(true),
         _ => None,
     }
 }

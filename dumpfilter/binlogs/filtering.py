@@ -41,7 +41,7 @@ from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import (ANSWER_EMPTY, ANSWER_KEEP, F_HAS_FDE, F_MARIADB_GTID,
+from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON,
                                       Scanner, unit_events)
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
@@ -58,7 +58,6 @@ _U32 = struct.Struct("<I")
 _QUERY = int(EventType.QUERY)
 FAST_CHUNK = 4 << 20
 _PATH_COUNTERS = ("statements_by_key", "statement_keys")
-_UNANSWERED = 3  # `_lone_answers`: a unit the assembly must stop at (any byte but the two answers)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,7 +253,7 @@ class BinlogFilter:
                     # Statement units (a GTID, Queries, an XID) are decided by their statements' keys.
                     by_keys = keys.enabled and direct.renumber_positions
                     # (The assembly stops at once at a unit not fast, not answered and not keyed.)
-                    if fast or (i < answered_to and answers[i] != _UNANSWERED) or (
+                    if fast or (i < answered_to and answers[i] != KEEP_PYTHON) or (
                             by_keys and units.may_hold_statements(i)):
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
@@ -312,9 +311,9 @@ class BinlogFilter:
         """The answers of the units that are not fast from unit `start` on, up to the first one
         that is not a MariaDB GTID and one Query (DDL, standalone groups): each decided by the
         TransactionFilter in stream order (so the schema model replays as before), kept whole
-        (ANSWER_KEEP) or emptied (ANSWER_EMPTY), for the assembly to write in bulk. Returns
+        (KEEP_KEEP) or emptied (KEEP_DROP), the others KEEP_PYTHON, for the assembly to write in bulk. Returns
         (one byte per unit of the scan, the index the answers stop at)."""
-        answers = bytearray([_UNANSWERED]) * len(units)
+        answers = bytearray([KEEP_PYTHON]) * len(units)
         lone_kept = self.tfilter.lone_text_kept
         crc_len = fmt.checksum_len
         stop = len(units)
@@ -327,7 +326,7 @@ class BinlogFilter:
             if text is None:  # Query_compressed, or malformed (an error raised in order by the per-unit path)
                 stop = i
                 break
-            answers[i] = ANSWER_KEEP if lone_kept(text[1], text[0]) else ANSWER_EMPTY
+            answers[i] = KEEP_KEEP if lone_kept(text[1], text[0]) else KEEP_DROP
         return bytes(answers), stop
 
     def _fast_unit(self, rec, buf, base: int, fmt, tables, names) -> bool:
@@ -335,7 +334,7 @@ class BinlogFilter:
         (so no STMT_END_F has to move): written whole, without its dropped statements, or as
         the emptied group, exactly as the reference path writes it. False: not decided here."""
         known = self._keep.for_names(names)
-        keeps = [known[i] == 1 for i in tables[rec.tables_lo : rec.tables_hi]]
+        keeps = [known[i] == KEEP_KEEP for i in tables[rec.tables_lo : rec.tables_hi]]
         start, end = rec.start, rec.end
         gtid_end = start + rec.gtid_size
         mariadb = bool(rec.flags & F_MARIADB_GTID)

@@ -32,9 +32,14 @@ F_ANONYMOUS_GTID = _core.F_ANONYMOUS_GTID
 F_UNKNOWN_NON_IGNORABLE = _core.F_UNKNOWN_NON_IGNORABLE
 F_PAYLOAD = _core.F_PAYLOAD
 F_STANDALONE = _core.F_STANDALONE
-# `assemble`'s answers for units that are not fast, decided in Python: written whole, or emptied.
-ANSWER_KEEP = _core.ANSWER_KEEP
-ANSWER_EMPTY = _core.ANSWER_EMPTY
+# The keep vocabulary (the core's keep.rs): the byte each compiled walk reads per table name id, per
+# statement key id, and per unit answered beforehand (`assemble`'s `answers`): not kept, kept, not
+# answered yet (the walk stops with `need_keys`: answer its new keys and call again), and not the
+# walk's to decide (it stops there and Python decides the unit itself).
+KEEP_DROP = _core.KEEP_DROP
+KEEP_KEEP = _core.KEEP_KEEP
+KEEP_ASK = _core.KEEP_ASK
+KEEP_PYTHON = _core.KEEP_PYTHON
 # A stream's answer per unit of a segment (`UnitList.rows`, one byte each), defined once in the core
 # (assemble.rs): no table kept, some kept, every one kept (or none to decide), not a fast unit.
 ROW_SKIP = _core.ROW_SKIP
@@ -276,9 +281,9 @@ class Scanner:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer): the bytes, the next unit index, the output offset, the counts; see
         the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
-        `answers`: a byte per unit, ANSWER_KEEP or ANSWER_EMPTY for units that are not fast
-        and were decided in Python (anything else stops the assembly there, or tries the unit's
-        statement keys). `limit`: stop before writing a unit at or past this output offset
+        `answers`: a byte per unit, KEEP_KEEP (written whole) or KEEP_DROP (emptied) for units
+        that are not fast and were decided in Python (anything else, KEEP_PYTHON, stops the
+        assembly there, or tries the unit's statement keys). `limit`: stop before writing a unit at or past this output offset
         (`full`; `fresh`: the file has no unit yet). `gtids`: report the GTID events written.
         `query_post` (the format's QUERY post-header length): statement units are decided by
         their statements' keys, `stmt_keep` one byte per key id (rules.statement_keys)."""

@@ -15,6 +15,7 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.gate import (
     ALLOWED,
@@ -143,8 +144,8 @@ def gated(rules: Decider, gate: Gate | None) -> Decider:
 
 
 class TableKeeps:
-    """One consumer's keep byte per table name a scanner has interned (by name id: 1 kept, 0
-    not), the form the core's bulk walks take (`assemble`, `relay_run`): each name asked of the
+    """One consumer's keep byte per table name a scanner has interned (by name id: KEEP_KEEP,
+    KEEP_DROP), the form the core's bulk walks take (`assemble`, `relay_run`): each name asked of the
     decider once, until `clear` (a Format_description event, for a decider whose table answers
     may change with it)."""
 
@@ -160,7 +161,7 @@ class TableKeeps:
         keep = self._keep
         if len(keep) < len(names):
             table_kept = self._decider.table_kept
-            keep.extend([1 if table_kept(*names[i]) else 0 for i in range(len(keep), len(names))])
+            keep.extend([KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP for i in range(len(keep), len(names))])
             self._bytes = None
         if self._bytes is None:
             self._bytes = bytes(keep)

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
-
-_UNKNOWN = 2  # the core's keep byte for a key not answered yet
 
 
 def _text(raw: bytes) -> str:
@@ -24,7 +23,7 @@ def _text(raw: bytes) -> str:
 
 
 class StatementKeeps:
-    """The keep byte per key id (1 kept, 0 dropped) and each key's decision, for one decider.
+    """The keep byte per key id (KEEP_KEEP, KEEP_DROP; KEEP_ASK not answered yet) and each key's decision, for one decider.
     `enabled`: whether the decider's statements may be answered by key at all."""
 
     __slots__ = ("_decider", "enabled", "_keep", "_bytes", "_decisions", "keys_decided", "statements", "units")
@@ -59,11 +58,11 @@ class StatementKeeps:
         for key_id, db, sql in new_keys:
             if len(self._keep) <= key_id:
                 grow = key_id + 1 - len(self._keep)
-                self._keep.extend(bytes([_UNKNOWN]) * grow)
+                self._keep.extend(bytes([KEEP_ASK]) * grow)
                 self._decisions.extend([None] * grow)
             decision = decide(_text(sql), _text(db))
             self._decisions[key_id] = decision
-            self._keep[key_id] = 1 if decision.apply else 0
+            self._keep[key_id] = KEEP_KEEP if decision.apply else KEEP_DROP
             self.keys_decided += 1
         self._bytes = None
 

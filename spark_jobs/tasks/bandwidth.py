@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.charts import saved_percent
 from dumpfilter.codec.transactions import CONTROL
@@ -154,8 +154,8 @@ class _SlaveCounter:
         for key_id, key, db, sql in keys:
             answer = known.get(key)
             if answer is None:
-                answer = known[key] = 1 if decider.decide_statement_key(_text(sql), _text(db) if db else None).apply \
-                    else 0
+                kept = decider.decide_statement_key(_text(sql), _text(db) if db else None).apply
+                answer = known[key] = KEEP_KEEP if kept else KEEP_DROP
             keep[key_id] = answer
         return bytes(keep)
 

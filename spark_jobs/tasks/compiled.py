@@ -22,7 +22,7 @@ from typing import BinaryIO
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Event, Transaction, bad_magic, read_format_description
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES, EventType
-from dumpfilter.codec.scanner import Scanner, split_route, unit_events
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.decider import TableKeeps
 from dumpfilter.rules.schema import is_schema_statement
@@ -32,8 +32,6 @@ from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_bi
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
 _U32 = struct.Struct("<I")
 _QUERY = int(EventType.QUERY)
-# A statement key's keep byte for an output (core/src/split.rs): kept, dropped, or routed in Python.
-_KEY_DROP, _KEY_KEEP, _KEY_PYTHON = 0, 1, 3
 
 
 def _text(raw: bytes) -> str:
@@ -141,7 +139,7 @@ class OutputKeeps:
                 answers = [*kept, not any(kept)]
                 for keep, answer in zip(self._stmt, answers):
                     keep.extend(bytes(key_id - len(keep)))
-                    keep.append(_KEY_KEEP if answer else _KEY_DROP)
+                    keep.append(KEEP_KEEP if answer else KEEP_DROP)
             else:
                 schemas = self.router.route_of(sql, db).schemas
                 # A statement of no schema goes to the unassigned output, which Python writes.
@@ -150,7 +148,7 @@ class OutputKeeps:
                     self._add_schema(target)
                 for schema, keep in self._stmt_schemas.items():
                     keep.extend(bytes(key_id - len(keep)))
-                    keep.append(_KEY_PYTHON if target is None else _KEY_KEEP if schema == target else _KEY_DROP)
+                    keep.append(KEEP_PYTHON if target is None else KEEP_KEEP if schema == target else KEEP_DROP)
             self._keys = max(self._keys, key_id + 1)
         self._stmt_cache = None
         if not self.by_maps:

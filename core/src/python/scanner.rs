@@ -158,11 +158,11 @@ impl PyScanner {
 
     /// What a filter keeps of the last `units` call's units from index `start` on, for a sink
     /// that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the
-    /// buffer that call scanned. `keep` holds one byte per name id: 0 skip, 1 keep, 2 unknown.
+    /// buffer that call scanned. `keep` holds one keep byte per name id (keep.rs).
     /// `limit`: stop before writing a unit once the output offset reaches it (a series' file
     /// size; `fresh`: the file has no unit yet, its first is written anyway); `gtids`: report the GTID events written; `query_post` (the QUERY post-header
     /// length): decide statement units by their statements' keys, `stmt_keep` holding one byte
-    /// per key id (0 dropped, 1 kept, else unknown). Returns the bytes, the next unit index, the
+    /// per key id (KEEP_DROP, KEEP_KEEP, else unknown). Returns the bytes, the next unit index, the
     /// output offset after them, the counts, and what the statement keys did.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None, limit = None, fresh = false, gtids = false, query_post = None, stmt_keep = None))]

@@ -19,7 +19,7 @@ fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> 
 /// Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
 /// keep byte per name id for each output; `counted`: the outputs counted as written for
 /// `multi`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
-/// byte per statement key id for each output, split::KEY_*; ids from `stmt_known` on not
+/// byte per statement key id for each output, the keep vocabulary, keep.rs; ids from `stmt_known` on not
 /// answered yet) and `query_post` (the format's QUERY
 /// post-header length), statement units are routed by their keys too, interned by the scanner.
 /// Returns (next unit index, [(bytearray, packed u64 unit ends, packed u64 GTID marks of the

@@ -378,8 +378,8 @@ impl PyUnitList {
         PyTuple::new(py, [groups.into_any(), others.into_any()])
     }
 
-    /// One stream's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast) from its keep
-    /// byte per name id (non-zero: kept).
+    /// One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
+    /// from its keep byte per name id (any byte but KEEP_DROP: kept).
     fn rows<'py>(&self, py: Python<'py>, keep: &[u8]) -> Bound<'py, PyBytes> {
         let out = py.detach(|| self.list.rows(keep));
         PyBytes::new(py, &out)
