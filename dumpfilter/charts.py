@@ -201,6 +201,58 @@ def _time_span(series: Sequence[dict], reference: Sequence[Sequence] | None) -> 
     return (min(times), max(times)) if times else None
 
 
+REFERENCE_LABEL = "without master-side filtering"
+LINT_TAG = "  [lint: a replica stops]"
+TIMELINE_FIELDS = ["series", "lint_breaks", "bin_start_epoch", "bin_start_utc", "bin_seconds", "mb_s", "peak",
+                   "binlog_position", "bytes_sent_total"]
+
+
+def _timeline_lines(series: Sequence[dict], reference: Sequence[Sequence] | None) -> list[tuple]:
+    """(name, points, breaks) of every line `timeline_chart` draws, in its order: the reference first."""
+    lines = [(REFERENCE_LABEL, reference, False)] if reference else []
+    return lines + [(item["slave"], item["points"], bool(item.get("breaks"))) for item in series if item["points"]]
+
+
+def timeline_bins(series: Sequence[dict], reference: Sequence[Sequence] | None = None) -> dict | None:
+    """What `timeline_chart` draws against binlog time: the bins (`start`, `width` seconds, `count`,
+    the span's `end`) and each line's MB/s per bin ([(name, rates, breaks)]); None for a binlog
+    without timestamps (drawn against position)."""
+    span = _time_span(series, reference)
+    if span is None:
+        return None
+    start, end = span
+    width = max(1, -(-(end - start + 1) // TIMELINE_BINS))
+    count = max(1, (end - start + 1) // width)  # the last bin takes the remainder: never a short, noisy one
+    return {"start": start, "end": end, "width": width, "count": count,
+            "lines": [(name, rate_bins(points, start, width, count, end), breaks)
+                      for name, points, breaks in _timeline_lines(series, reference)]}
+
+
+def timeline_rows(series: Sequence[dict], reference: Sequence[Sequence] | None = None) -> list[dict]:
+    """Everything `timeline_chart` draws, as rows for the CSV beside it (TIMELINE_FIELDS): per line
+    and bin its MB/s (`peak`: the bin its peak mark is on); for a binlog without timestamps, per line
+    and point the binlog position and the bytes sent up to it."""
+    import datetime as dt
+
+    bins = timeline_bins(series, reference)
+    rows = []
+    if bins is None:
+        for name, points, breaks in _timeline_lines(series, reference):
+            rows += [{"series": name, "lint_breaks": breaks, "binlog_position": p[0], "bytes_sent_total": p[1]}
+                     for p in [(0, 0), *points]]
+        return rows
+    start, width, count = bins["start"], bins["width"], bins["count"]
+    for name, rates, breaks in bins["lines"]:
+        top = peak(rates)
+        for k, rate in enumerate(rates):
+            at = start + k * width
+            rows.append({"series": name, "lint_breaks": breaks, "bin_start_epoch": at,
+                         "bin_start_utc": dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S"),
+                         "bin_seconds": width if k < count - 1 else bins["end"] + 1 - at, "mb_s": rate,
+                         "peak": k == top})
+    return rows
+
+
 def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: str,
                    reference: Sequence[Sequence] | None = None) -> dict:
     """`series`: dicts with `slave`, `points` [(binlog position over the whole series, cumulative
@@ -210,34 +262,32 @@ def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: st
     Drawn against binlog time (the events' timestamps, UTC): MB/s sent per bin of binlog seconds,
     each series' peak marked. A binlog whose events carry no timestamp is drawn as cumulative bytes
     against position instead. Returns what was drawn: the bins' start and width (seconds) and each
-    series' peak (time, MB/s)."""
-    span = _time_span(series, reference)
-    if span is None:
+    series' peak (time, MB/s), and `lines`: each line drawn, as matplotlib holds it (its label and
+    y values, in the unit of the axis: `unit`). `timeline_rows` gives the same figures for the CSV."""
+    bins = timeline_bins(series, reference)
+    if bins is None:
         return _position_chart(series, path, title=title, reference=reference)
     import datetime as dt
 
     import matplotlib.dates as mdates
 
     plt = _pyplot()
-    start, end = span
-    width = max(1, -(-(end - start + 1) // TIMELINE_BINS))
-    count = max(1, (end - start + 1) // width)  # the last bin takes the remainder: never a short, noisy one
+    start, end, width, count = bins["start"], bins["end"], bins["width"], bins["count"]
     xs = [dt.datetime.fromtimestamp(start + k * width, dt.UTC) for k in range(count)]
     xs.append(dt.datetime.fromtimestamp(max(end + 1, start + count * width), dt.UTC))
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
     drawn: dict = {"start": start, "width": width, "series": []}
-    lines = ([("without master-side filtering", reference, {"color": REFERENCE_COLOR, "linestyle": "--",
-                                                            "linewidth": 1.1}, False)] if reference else [])
-    lines += [(item["slave"] + ("  [lint: a replica stops]" if item.get("breaks") else ""), item["points"],
-               {"linewidth": 1.5}, bool(item.get("breaks"))) for item in series if item["points"]]
-    every = [(label, rate_bins(points, start, width, count, end), style, breaks)
-             for label, points, style, breaks in lines]
+    reference_style = {"color": REFERENCE_COLOR, "linestyle": "--", "linewidth": 1.1}
+    every = [(name + (LINT_TAG if breaks else ""), rates, reference_style if name == REFERENCE_LABEL and reference
+              and k == 0 else {"linewidth": 1.5}, breaks) for k, (name, rates, breaks) in enumerate(bins["lines"])]
     highest = max((max(rates) for _, rates, _, _ in every), default=0.0)
     scale, unit = (1.0, "MB/s") if highest >= 1.0 else (1e3, "kB/s")  # a small binlog reads better in kB/s
+    drawn["unit"], drawn["lines"] = unit, []
     top = 0.0
     for label, rates, style, breaks in every:
         shown = [r * scale for r in rates]
         (line,) = ax.plot(xs, [*shown, shown[-1]], drawstyle="steps-post", label=label, **style)
+        drawn["lines"].append({"label": line.get_label(), "y": [float(y) for y in line.get_ydata()][:-1]})
         k = peak(rates)
         if k is None:
             continue
@@ -271,17 +321,15 @@ def _position_chart(series: Sequence[dict], path: str | os.PathLike, *, title: s
     """Cumulative bytes sent against the master's binlog position: for a binlog without timestamps."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8.0, 4.8))
-    if reference:
-        xs, ys = zip(*[(0, 0), *[(p[0], p[1]) for p in reference]])
-        ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], color=REFERENCE_COLOR, linestyle="--", linewidth=1.2,
-                label="without master-side filtering")
-    for item in series:
-        points = item["points"]
-        if not points:
-            continue
+    drawn: dict = {"start": None, "width": None, "series": [], "unit": "MB", "lines": []}
+    for k, (name, points, breaks) in enumerate(_timeline_lines(series, reference)):
         xs, ys = zip(*[(0, 0), *[(p[0], p[1]) for p in points]])
-        ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], linewidth=1.6,
-                label=item["slave"] + ("  [lint: a replica stops]" if item.get("breaks") else ""))
+        style = ({"color": REFERENCE_COLOR, "linestyle": "--", "linewidth": 1.2} if reference and k == 0
+                 else {"linewidth": 1.6})
+        (line,) = ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], label=name + (LINT_TAG if breaks else ""),
+                          **style)
+        drawn["lines"].append({"label": line.get_label(), "x": [float(x) for x in line.get_xdata()],
+                               "y": [float(y) for y in line.get_ydata()]})
     ax.set_xlabel("master binlog position (MB, over all files; the binlog has no timestamps)")
     ax.set_ylabel("cumulative MB sent to the slave")
     ax.set_xlim(left=0)
@@ -293,7 +341,7 @@ def _position_chart(series: Sequence[dict], path: str | os.PathLike, *, title: s
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return {"start": None, "width": None, "series": []}
+    return drawn
 
 
 HOURLY_SLAVES = 8  # lines drawn: the slaves sent the most (every slave stays in the table)

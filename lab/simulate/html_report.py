@@ -10,7 +10,7 @@ import html
 from pathlib import Path
 
 from dumpfilter.lab.simulate.breakdowns import html_sections
-from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_explanation, lint_fine, row_cells,
+from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_diverges, lint_explanation, lint_fine, row_cells,
                                             summary_line, throughput_line)
 
 _CSS = """
@@ -83,6 +83,11 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
         parts.append(f'<p class="breaks-note"><span class="bad">lint: a replica with the rules of '
                      f'{_e(", ".join(breaking))} would stop</span> (in red in the charts and the table below), '
                      "however much it saves.</p>")
+    diverging = [f"{row['slave']} ({lint_diverges(row)} writes)" for row in report["slaves"] if lint_diverges(row)]
+    if diverging:
+        parts.append(f'<p class="breaks-note"><span class="bad">lint: a replica with the rules of '
+                     f'{_e(", ".join(diverging))} would silently diverge</span> (writes it gets wrong without '
+                     "stopping: see the notes below the table).</p>")
     for caption, path in charts.items():
         parts.append(_image(path, caption))
 

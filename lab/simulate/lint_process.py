@@ -28,12 +28,15 @@ def _lint(files: list[str], jobs: list[tuple]) -> list[dict]:
         model = load_schema(replica_schema, "replica_schema") if replica_schema is not None else None
         breaks = lint_files([Path(f) for f in files], rules, settings, replica_schema=model)
         out.append({"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None,
-                    "warnings": rule_warnings(rules)})  # a rule that keeps no table (`db.`)
+                    "warnings": rule_warnings(rules),  # a rule that keeps no table (`db.`)
+                    # the writes a replica with these rules silently gets wrong (rules.lint_divergence)
+                    "diverges": breaks.divergence.writes, "divergence": breaks.divergence.to_json(),
+                    "divergence_lines": breaks.divergence.lines()})
     return out
 
 
 class LintProcess:
-    """Started at once; `results()` waits for it: one {"breaks", "first", "warnings"} per (rules, settings, replica_schema)."""
+    """Started at once; `results()` waits for it: one {"breaks", "first", "warnings", "diverges", "divergence", "divergence_lines"} per (rules, settings, replica_schema)."""
 
     def __init__(self, files: list[Path], rule_sets: list[tuple]):
         self.keys = list(dict.fromkeys(rule_sets))

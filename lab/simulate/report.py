@@ -21,7 +21,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from dumpfilter.charts import policy_chart, timeline_chart
+from dumpfilter.charts import TIMELINE_FIELDS, policy_chart, timeline_chart, timeline_rows
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.lint_rules import KEEPS_NO_TABLE
 from dumpfilter.topology import SKIP_POLICIES
@@ -30,7 +30,8 @@ CSV_FIELDS = ["slave", "server_id", "channel", "semantics", "skip_policy", "even
               "bytes_sent", "kept_bytes", "heartbeats", "heartbeat_bytes", "placeholders", "placeholder_bytes",
               "empty_transactions", "empty_transaction_bytes", "saved_bytes", "saved_percent", "transactions_kept",
               "transactions_partial", "transactions_skipped", "wall_seconds",
-              "stream_mb_s"] + [f"bytes_{p}" for p in SKIP_POLICIES] + ["verified", "lint_breaks", "real_replica"]
+              "stream_mb_s"] + [f"bytes_{p}" for p in SKIP_POLICIES] + ["verified", "lint_breaks", "lint_diverges",
+                                                                                     "real_replica"]
 
 VERIFY_MEANING = ("verify: the slave was sent exactly what slave-side filtering of the full stream keeps (a slave "
                   "whose rules break a replica breaks it alike either way); lint: where a replica with these rules "
@@ -39,16 +40,24 @@ VERIFY_MEANING = ("verify: the slave was sent exactly what slave-side filtering 
 
 def lint_cell(row: dict) -> str:
     """`dumpfilter lint`'s prediction for one slave: 'no break', or the first break's errno and position;
-    '; keeps no table' after either when a rule of the slave can match no table (`db.`)."""
+    '; diverges: N writes' after either when lint finds writes a replica with these rules silently
+    gets wrong (as `experiment --candidates` shows them); '; keeps no table' when a rule of the
+    slave can match no table (`db.`)."""
     lint = row.get("lint")
     if lint is None:
         return "-"
     first = lint["first"]
     empty = "; keeps no table" if any(KEEPS_NO_TABLE in w for w in lint.get("warnings") or ()) else ""
+    diverges = f"; diverges: {lint['diverges']} writes" if lint.get("diverges") else ""
     if not first:
-        return "no break" + empty
+        return "no break" + diverges + empty
     more = f" (+{lint['breaks'] - 1} more)" if lint["breaks"] > 1 else ""
-    return f"{first['errno']} at {first['file']}:{first['pos']}{more}{empty}"
+    return f"{first['errno']} at {first['file']}:{first['pos']}{more}{diverges}{empty}"
+
+
+def lint_diverges(row: dict) -> int:
+    """The writes lint says a replica with this slave's rules silently gets wrong (0: none)."""
+    return int((row.get("lint") or {}).get("diverges") or 0)
 
 
 def lint_breaks(row: dict) -> bool:
@@ -57,17 +66,18 @@ def lint_breaks(row: dict) -> bool:
 
 
 def lint_fine(row: dict) -> bool:
-    """No break predicted and no rule that keeps no table: nothing for the reader to look at."""
+    """No break, no divergence predicted and no rule that keeps no table: nothing for the reader to look at."""
     lint = row.get("lint") or {}
-    return not lint.get("first") and not any(KEEPS_NO_TABLE in w for w in lint.get("warnings") or ())
+    return not lint.get("first") and not lint.get("diverges") and not any(KEEPS_NO_TABLE in w for w in lint.get("warnings") or ())
 
 
 def lint_explanation(row: dict) -> str | None:
     """Why lint says a replica with this slave's rules stops: the error, where, and the skipped event
-    it needed; and each rule that keeps no table (None: nothing to say)."""
+    it needed; the writes it silently gets wrong (per rule: how many, the cause, the fix); and each
+    rule that keeps no table (None: nothing to say)."""
     lint = row.get("lint") or {}
     first = lint.get("first")
-    said = "; ".join(lint.get("warnings") or ())
+    said = "; ".join([*(lint.get("warnings") or ()), *_divergence_texts(lint)])
     if not first:
         return said or None
     gtid = f" (GTID {first['gtid']})" if first.get("gtid") else ""
@@ -77,6 +87,19 @@ def lint_explanation(row: dict) -> str | None:
     more = row["lint"]["breaks"] - 1
     return (f"a replica with these rules stops at {first['file']}:{first['pos']}{gtid} with error {first['errno']}: "
             f"{first['message']}{why}" + (f" ({more} more predicted)" if more else "") + (f"; {said}" if said else ""))
+
+
+def _divergence_texts(lint: dict) -> list[str]:
+    """One text per rule and way lint's divergence groups (`rules.lint_divergence.Divergence.to_json`)."""
+    out = []
+    for group in (lint.get("divergence") or {}).get("rules") or ():
+        what = "skipped, though the rules keep every table it writes" if group["kind"] == "lost" else \
+            "applied to a table the rules do not keep"
+        first = group["first"][0] if group.get("first") else None
+        at = f", first at {first['file']}:{first['pos']}" if first else ""
+        out.append(f"{group['writes']} write(s) silently diverge ({group['rule']}: {what}{at}; it never stops "
+                   f"for them): {group['cause']}; fix: {group['fix']}")
+    return out
 
 
 def verify_cell(row: dict) -> str:
@@ -108,6 +131,9 @@ def summary_line(report: dict) -> str:
         parts.append(f"verify: {len(checked) - len(failed)} ok" + (f", FAILED: {', '.join(failed)}" if failed else ""))
     breaking = [r["slave"] for r in rows if lint_breaks(r)]
     parts.append("lint: " + (f"a replica would stop for {', '.join(breaking)}" if breaking else "no break predicted"))
+    diverging = [f"{r['slave']} ({lint_diverges(r)} writes)" for r in rows if lint_diverges(r)]
+    if diverging:
+        parts.append(f"silent divergence for {', '.join(diverging)}")
     empty = [r["slave"] for r in rows if "keeps no table" in lint_cell(r)]
     if empty:
         parts.append(f"a rule keeps no table for {', '.join(empty)}")
@@ -251,11 +277,17 @@ def write_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
         slaves.append({"slave": row["slave"], "bytes_all": row["bytes_all"], "bars": bars,
                        "breaks": f"error {first['errno']}" if first else None})
     policy_chart(slaves, bars_png, title=chart_title(report, "Bytes sent per slave and skip policy"))
+    series, reference = timeline_series(report)
+    timeline_chart(series, timeline_png, title=chart_title(report, "Bytes per second sent against binlog time"),
+                   reference=reference)
+
+
+def timeline_series(report: dict) -> tuple[list[dict], list | None]:
+    """The lines of timeline.png (each slave's stream, the rule-less stream's as the reference):
+    what the chart draws and timeline.csv holds."""
     everything = report["experiment"].get("everything_stream") or {}
-    timeline_chart([{"slave": f"{r['slave']} ({r['skip_policy']})", "points": r.get("timeline") or [],
-                     "breaks": lint_breaks(r)} for r in report["slaves"]], timeline_png,
-                   title=chart_title(report, "Bytes per second sent against binlog time"),
-                   reference=everything.get("timeline"))
+    return ([{"slave": f"{r['slave']} ({r['skip_policy']})", "points": r.get("timeline") or [],
+              "breaks": lint_breaks(r)} for r in report["slaves"]], everything.get("timeline"))
 
 
 def draw_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
@@ -277,7 +309,8 @@ def write_report(report: dict, out: Path) -> list[Path]:
     from dumpfilter.lab.simulate.html_report import write_html
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "report.json", out / "report.csv", out / "report.png", out / "timeline.png", out / "report.html"]
+    paths = [out / "report.json", out / "report.csv", out / "report.png", out / "timeline.png", out / "report.html",
+             out / "timeline.csv"]
     paths[0].write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
     with open(paths[1], "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -287,8 +320,13 @@ def write_report(report: dict, out: Path) -> list[Path]:
             for policy in SKIP_POLICIES:
                 flat[f"bytes_{policy}"] = row["policies"].get(policy, "")
             flat["lint_breaks"] = (row.get("lint") or {}).get("breaks", "")
+            flat["lint_diverges"] = (row.get("lint") or {}).get("diverges", "")
             flat["real_replica"] = real_replica_cell(row) if row.get("real_replica") is not None else ""
             writer.writerow(flat)
+    with open(paths[5], "w", newline="") as f:  # everything timeline.png draws
+        writer = csv.DictWriter(f, fieldnames=TIMELINE_FIELDS)
+        writer.writeheader()
+        writer.writerows(timeline_rows(*timeline_series(report)))
     from dumpfilter.lab.simulate.breakdowns import write_csvs
 
     draw_charts(report, paths[2], paths[3])

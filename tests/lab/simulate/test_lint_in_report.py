@@ -20,7 +20,7 @@ def test_each_slave_row_carries_lints_prediction(default_run, capsys):
     files = [str(Path(source["directory"]) / name) for name in source["files"]]
     checked = 0
     for row in result.report["slaves"]:
-        assert set(row["lint"]) == {"breaks", "first", "warnings"}
+        assert set(row["lint"]) == {"breaks", "first", "warnings", "diverges", "divergence", "divergence_lines"}
         if row["semantics"] != "mysql" or not all(r.startswith("replicate-") and ":" not in r for r in row["rules"]):
             continue  # rules the command line spells differently (channels, CHANGE statements)
         capsys.readouterr()
@@ -31,8 +31,10 @@ def test_each_slave_row_carries_lints_prediction(default_run, capsys):
         assert row["lint"]["breaks"] == len(breaks)
         assert row["lint"]["first"] == (breaks[0] if breaks else None)
         assert row["lint"]["warnings"] == said["warnings"]
+        assert row["lint"]["diverges"] == said["divergence"]["writes"]  # the writes it silently gets wrong
+        diverges = f"; diverges: {said['divergence']['writes']} writes" if said["divergence"]["writes"] else ""
         assert lint_cell(row) == ("no break" if not breaks else f"{breaks[0]['errno']} at "
                                   f"{breaks[0]['file']}:{breaks[0]['pos']}" + (f" (+{len(breaks) - 1} more)"
-                                                                               if len(breaks) > 1 else ""))
+                                                                               if len(breaks) > 1 else "")) + diverges
         checked += 1
     assert checked >= 2

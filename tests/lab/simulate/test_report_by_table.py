@@ -71,3 +71,50 @@ def test_simulate_reports_bytes_by_table_and_every_streams_time(tmp_path, mixed_
         assert row["policy_seconds"][row["skip_policy"]] == row["wall_seconds"]
     assert [r["slave"] for r in _csv(out / "report_streams.csv")] == [s["slave"] for s in streams]
     assert "Where the time went" in page
+
+
+def test_simulate_shows_divergence_wherever_it_shows_lint_and_the_timeline_in_a_csv(tmp_path, mixed_binlogs):
+    """Issue #60, goals 1 and 3: a slave with replicate-do-db=crm silently skips `USE logs; UPDATE
+    crm.t` (it never stops): simulate's lint cell, its explanation (cause and fix), the summary,
+    report.csv and report.html say so, with `dumpfilter lint`'s count; timeline.csv holds every
+    line timeline.png draws, bin by bin, as matplotlib holds it."""
+    from dumpfilter.binlogs import binlog_paths
+    from dumpfilter.binlogs.lint import lint_files
+    from dumpfilter.charts import LINT_TAG, timeline_chart
+    from dumpfilter.lab.simulate.report import lint_cell, print_report, summary_line, timeline_series
+    from dumpfilter.rules.ruleset import RuleSet, Settings
+
+    text = f'[master]\nbinlogs = "{mixed_binlogs}"\n\n[experiment]\nskip_policies = ["heartbeat"]\n' + TOPOLOGY
+    out = tmp_path / "report"
+    result = run_simulation(parse_topology(text), out, progress=False, console=Console(file=None, quiet=True))
+    report = result.report
+    want = lint_files(binlog_paths(mixed_binlogs), RuleSet(do_db=("crm",)), Settings(flavor="mariadb"))
+    assert want.divergence.writes > 0  # (its CREATE TABLE crm.t, run with no default database, breaks it too)
+    rows = {row["slave"]: row for row in report["slaves"]}
+    assert rows["crm-db"]["lint"]["diverges"] == want.divergence.writes
+    assert rows["crm-wild"]["lint"]["diverges"] == rows["all"]["lint"]["diverges"] == 0
+    assert lint_cell(rows["crm-db"]).endswith(f"; diverges: {want.divergence.writes} writes")
+    assert "diverges" not in lint_cell(rows["crm-wild"])
+    console = Console(record=True, width=4000)
+    print_report(report, console)
+    printed = console.export_text()
+    said = [line for line in printed.splitlines() if line.startswith("lint crm-db:")]
+    assert len(said) == 1 and f"{want.divergence.writes} write(s) silently diverge" in said[0]
+    assert "--replicate-wild-do-table=crm.%" in said[0]  # the fix
+    assert f"silent divergence for crm-db ({want.divergence.writes} writes)" in summary_line(report)
+    assert {r["slave"]: r["lint_diverges"] for r in _csv(out / "report.csv")} == \
+        {"all": "0", "crm-db": str(want.divergence.writes), "crm-wild": "0"}
+    page = (out / "report.html").read_text()
+    assert "would silently diverge" in page and "replicate-wild-do-table=crm.%" in page
+
+    # timeline.csv: every line the chart draws, each bin's value
+    drawn = timeline_chart(*timeline_series(report)[:1], tmp_path / "t.png", title="t",
+                           reference=timeline_series(report)[1])
+    scale = 1.0 if drawn["unit"] == "MB/s" else 1e3
+    table = _csv(out / "timeline.csv")
+    assert len(drawn["lines"]) == 4  # the rule-less stream and the three slaves
+    for line in drawn["lines"]:
+        name = line["label"].removesuffix(LINT_TAG)
+        mine = [r for r in table if r["series"] == name]
+        assert [float(r["mb_s"]) * scale for r in mine] == pytest.approx(line["y"], rel=1e-9, abs=1e-12), name
+    assert {r["series"] for r in table} == {line["label"].removesuffix(LINT_TAG) for line in drawn["lines"]}

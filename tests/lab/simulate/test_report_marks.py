@@ -49,6 +49,38 @@ def test_a_binlog_without_timestamps_is_drawn_against_position(tmp_path):
     assert drawn["start"] is None and (tmp_path / "t.png").exists()
 
 
+@pytest.mark.parametrize("stamped", [True, False])
+def test_every_line_the_timeline_draws_is_in_its_rows(tmp_path, stamped):
+    """timeline.csv's rows (`charts.timeline_rows`) hold every line timeline.png draws, point by
+    point as matplotlib holds it: MB/s per bin against binlog time, or cumulative bytes against
+    position for a binlog without timestamps (issue #60, goal 3)."""
+    start = 1_700_000_000
+    def at(k):
+        return start + k if stamped else None
+    series = [{"slave": "steady", "points": [[k * 100, k * 1000, at(k)] for k in range(1, 90)]},
+              {"slave": "bursty", "points": [[k * 100, k * 1000 + (9_000 if k > 40 else 0), at(k)] for k in range(1, 90)],
+               "breaks": True},
+              {"slave": "nothing", "points": []}]
+    reference = [[k * 100, k * 2000, at(k)] for k in range(1, 90)]
+    drawn = charts.timeline_chart(series, tmp_path / "t.png", title="t", reference=reference)
+    rows = charts.timeline_rows(series, reference)
+    assert set(rows[0]) <= set(charts.TIMELINE_FIELDS)
+    assert [line["label"] for line in drawn["lines"]] == \
+        [charts.REFERENCE_LABEL, "steady", "bursty" + charts.LINT_TAG]
+    for line in drawn["lines"]:
+        name = line["label"].removesuffix(charts.LINT_TAG)
+        mine = [r for r in rows if r["series"] == name]
+        assert all(r["lint_breaks"] == line["label"].endswith(charts.LINT_TAG) for r in mine)
+        if stamped:
+            scale = 1.0 if drawn["unit"] == "MB/s" else 1e3
+            assert [r["mb_s"] * scale for r in mine] == pytest.approx(line["y"])
+            assert sum(r["peak"] for r in mine) == 1
+        else:
+            assert [r["binlog_position"] / 1e6 for r in mine] == pytest.approx(line["x"])
+            assert [r["bytes_sent_total"] / 1e6 for r in mine] == pytest.approx(line["y"])
+    assert {r["series"] for r in rows} == {"without master-side filtering", "steady", "bursty"}
+
+
 @pytest.mark.grpc
 @pytest.mark.timeout(300)
 def test_the_simulate_report_marks_the_breaking_slave_and_times_the_timeline(default_run):
