@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import open_binlog
@@ -60,6 +61,10 @@ _QUOTES = ("`", "'", '"')
 _LISTS_KEPT = 10_000  # column-list texts remembered per Linter
 _MISSING = object()
 _Shape = tuple[int, bytes | None, bytes]
+
+# The bytes a scan reads units from (a read buffer, or a view of it).
+Buffer = bytes | bytearray | memoryview
+_K = TypeVar("_K")
 
 
 def _text(raw: bytes) -> str:
@@ -101,8 +106,8 @@ class _Lint:
         # and the keys (`key_cache`) and shapes (`by_shape`) by the tables their class read (None:
         # by no table alone, asked again after any change).
         self.ids_by_table: dict[str, list[int]] = {}
-        self.key_tables: dict[str | None, set] = {}
-        self.shape_tables: dict[str | None, set] = {}
+        self.key_tables: dict[str | None, set[bytes]] = {}
+        self.shape_tables: dict[str | None, set[tuple[str, _Shape]]] = {}
         self._read: set[str] | None = set()  # the tables the `_key_class` being asked reads
         self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
         self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
@@ -138,11 +143,13 @@ class _Lint:
                 if bits[nid] != bit:
                     bits[nid] = bit
                     flipped = True
-        for by_table, cache in ((self.key_tables, self.key_cache), (self.shape_tables, self.by_shape)):
-            for table in (*touched, None):
-                for key in by_table.pop(table, ()):
-                    cache.pop(key, None)
-                    self.shape_of.pop(key, None)
+        for table_or_none in (*touched, None):
+            for key in self.key_tables.pop(table_or_none, ()):
+                self.key_cache.pop(key, None)
+        for table_or_none in (*touched, None):
+            for shape in self.shape_tables.pop(table_or_none, ()):
+                self.by_shape.pop(shape, None)
+                self.shape_of.pop(shape, None)
         if not flipped:
             cache = self.key_cache
             flipped = any(key not in cache for _, key, _, _ in keys)
@@ -192,7 +199,7 @@ class _Lint:
             return _COLUMNS
         return _SAFE
 
-    def cleared(self, k: int, buf, start: int, end: int, fmt: FormatDescription | None) -> bool:
+    def cleared(self, k: int, buf: Buffer, start: int, end: int, fmt: FormatDescription | None) -> bool:
         """Whether unit k, a keyed unit with INSERT columns to check, checks out (then not fed)."""
         if not (self.check and self.check[k]) or fmt is None:
             return False
@@ -246,7 +253,7 @@ class _Lint:
                 self.lists[head] = found
         return found  # type: ignore[return-value]
 
-    def _depends(self, by_table: dict[str | None, set], key) -> None:
+    def _depends(self, by_table: dict[str | None, set[_K]], key: _K) -> None:
         """`key`'s class (just asked) filed under the tables it was read from."""
         for table in (None,) if self._read is None else self._read:
             by_table.setdefault(table, set()).add(key)
@@ -356,7 +363,9 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
                 grown = bytearray(max(2 * len(buf), have + want))
                 grown[:have] = buf[:have]
                 buf = grown
-            got = stream.readinto(memoryview(buf)[have:have + want])
+            # open_binlog's streams are buffered readers (BufferedReader, GzipFile): typing.BinaryIO
+            # lacks their readinto
+            got = stream.readinto(memoryview(buf)[have:have + want])  # type: ignore[attr-defined]
             offset += got
             stats.bytes_scanned += got
             eof = offset >= size or got < want  # a short read: the file's end
@@ -438,7 +447,7 @@ def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, 
 _GTIDS = _core.F_MARIADB_GTID | _core.F_MYSQL_GTID | _core.F_TAGGED_GTID
 
 
-def _lone_dml(buf, u, fmt: FormatDescription | None) -> tuple[str, str, _Shape] | None:
+def _lone_dml(buf: Buffer, u: _core.UnitEntry, fmt: FormatDescription | None) -> tuple[str, str, _Shape] | None:
     """(default database, SQL, statement key) when unit `u` is a complete GTID and one Query that
     the core keys (single-table DML), else None."""
     if fmt is None or u.events != 2 or not u.gtid_size or u.flags & _core.F_COMPLETE == 0 or u.flags & _GTIDS == 0:
@@ -453,8 +462,8 @@ def _lone_dml(buf, u, fmt: FormatDescription | None) -> tuple[str, str, _Shape] 
     return None if shape is None else (text[0], text[1], shape)
 
 
-def _lint_units(units: UnitList, n: int, buf: bytes, base: int, name: str, fmt: FormatDescription | None,
-                names: list[tuple[str, str]], lints: list[_Lint], stats: LintScanStats) -> FormatDescription | None:
+def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt: FormatDescription | None,
+                names: list[tuple[str, str]], lints: Sequence[_Lint], stats: LintScanStats) -> FormatDescription | None:
     """The `n` units of one buffer: each Linter fed the units it needs, in order. Returns the format
     in force after them."""
     lints = [lint for lint in lints if not lint.done]
