@@ -12,8 +12,10 @@ import logging
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent import futures
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -24,8 +26,9 @@ from dumpfilter.rules.ruleset import Settings
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
 from dumpfilter.master.login_guard import ChecksBusy, LoginThrottled
-from dumpfilter.master.model import ChannelSpec, Effective, Registration
-from dumpfilter.master.policy import MasterPolicy
+from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
+from dumpfilter.master.policy import Identity, MasterPolicy
+from dumpfilter.master.read.units import Pos
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
 from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES, OutputBudget, SendAhead
 from dumpfilter.master.service import DumpService
@@ -52,6 +55,11 @@ _SEMANTICS = {dump_pb2.FILTER_SEMANTICS_UNSPECIFIED: "mysql", dump_pb2.FILTER_SE
 
 # DumpBatch.events on the wire: field 1, length-delimited.
 _EVENTS_KEY = bytes([1 << 3 | 2])
+# A Dump reply as the stream makes it: the DumpBatch without its events, and the events' pieces.
+DumpReply = tuple[dump_pb2.DumpBatch, list[bytes]]
+_Servicer = TypeVar("_Servicer")
+_Request = TypeVar("_Request")
+_Reply = TypeVar("_Reply")
 
 
 def _varint(n: int) -> bytes:
@@ -63,7 +71,7 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _dump_reply_bytes(reply: tuple) -> bytes:
+def _dump_reply_bytes(reply: DumpReply) -> bytes:
     """A Dump reply's wire bytes, made on grpc's thread rather than the stream's: the events
     (a batch's pieces, about a megabyte) are copied once, straight into them, beside the other
     fields as protobuf serializes them. A reader takes the fields in any order. Through
@@ -75,12 +83,12 @@ def _dump_reply_bytes(reply: tuple) -> bytes:
     return b"".join((_EVENTS_KEY, _varint(size), *parts, message.SerializeToString()))
 
 
-def _add_dump_filter(servicer, server) -> None:
+def _add_dump_filter(servicer: DumpFilterServicer, server: grpc.Server) -> None:
     """The DumpFilter service's handlers, made from its descriptor as the generated
     add_DumpFilterServicer_to_server makes them, except that Dump's replies are serialized by
     `_dump_reply_bytes`."""
     service = dump_pb2.DESCRIPTOR.services_by_name["DumpFilter"]
-    handlers = {}
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in service.methods:
         if method.client_streaming:
             raise TypeError(f"{method.full_name}: client streaming is not handled here")
@@ -93,7 +101,7 @@ def _add_dump_filter(servicer, server) -> None:
     server.add_registered_method_handlers(service.full_name, handlers)
 
 
-def registration_from_proto(req) -> Registration:
+def registration_from_proto(req: dump_pb2.RegisterRequest) -> Registration:
     specs = []
     for f in req.filters:
         channel = f.channel if f.HasField("channel") else None
@@ -108,15 +116,19 @@ def registration_from_proto(req) -> Registration:
                         schema_from_proto(req.replica_schema) if req.HasField("replica_schema") else None)
 
 
-def effective_to_proto(items: list[Effective]) -> list:
+def effective_to_proto(items: list[Effective]) -> list[dump_pb2.EffectiveFilters]:
     return [dump_pb2.EffectiveFilters(channel=e.channel, rules=rules_to_proto(e.rules),
                                       change_replication_filter=e.rules.render(),
                                       policy_allow=list(e.gate.allow), policy_restricted=e.gate.restricted)
             for e in items]
 
 
-def _position(pos) -> dump_pb2.Position | None:
-    return dump_pb2.Position(file=pos[0], pos=pos[1]) if pos else None
+def _position(pos: Pos | None) -> dump_pb2.Position | None:
+    return _position_of(pos) if pos else None
+
+
+def _position_of(pos: Pos) -> dump_pb2.Position:
+    return dump_pb2.Position(file=pos[0], pos=pos[1])
 
 
 def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
@@ -128,10 +140,11 @@ def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
 
 
-def _mapped(method):
+def _mapped(method: Callable[[_Servicer, _Request, grpc.ServicerContext], _Reply]
+            ) -> Callable[[_Servicer, _Request, grpc.ServicerContext], _Reply]:
     """Run a unary handler; any exception ends the RPC with its mapped status."""
     @functools.wraps(method)
-    def wrapper(self, request, context):
+    def wrapper(self: _Servicer, request: _Request, context: grpc.ServicerContext) -> _Reply:
         try:
             return method(self, request, context)
         except Exception as exc:
@@ -142,11 +155,11 @@ def _mapped(method):
     return wrapper
 
 
-def _metadata(context) -> dict[str, str]:
+def _metadata(context: grpc.ServicerContext) -> dict[str, str]:
     return {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
 
 
-def _peer_address(context) -> str:
+def _peer_address(context: grpc.ServicerContext) -> str:
     """The caller's address from grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"); the
     whole peer for another transport (a unix socket)."""
     peer = urllib.parse.unquote(context.peer() or "")   # grpc writes an IPv6 one as "ipv6:%5B::1%5D:5000"
@@ -156,10 +169,11 @@ def _peer_address(context) -> str:
     return peer
 
 
-def _certificate_name(context) -> str | None:
+def _certificate_name(context: grpc.ServicerContext) -> str | None:
     """The verified client certificate's common name (only set when the server requires client
     certificates: grpc fills the auth context from the verified peer)."""
-    auth = context.auth_context() or {}
+    # (grpc gives each property as a list of values: the stubs say one bytes value)
+    auth = cast("Mapping[str, list[bytes]]", context.auth_context() or {})
     if auth.get("transport_security_type") != [b"ssl"]:
         return None
     names = auth.get("x509_common_name") or ()
@@ -172,30 +186,30 @@ class _StallWatch:
     marks a stream while one of its batches is being sent (grpc returns from the send once flow
     control lets the batch out); one thread looks at the marks."""
 
-    def __init__(self, timeout: float | None):
+    def __init__(self, timeout: float | None) -> None:
         self.timeout = timeout
-        self._sending: dict[int, tuple[float, object, int]] = {}
+        self._sending: dict[int, tuple[float, grpc.ServicerContext, int]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.cancelled = 0
         if timeout:
-            threading.Thread(target=self._run, name="dump-stall-watch", daemon=True).start()
+            threading.Thread(target=self._run, args=(timeout,), name="dump-stall-watch", daemon=True).start()
 
-    def sending(self, token: int, context, server_id: int) -> None:
+    def sending(self, token: int, context: grpc.ServicerContext, server_id: int) -> None:
         if self.timeout:
             self._sending[token] = (time.monotonic() + self.timeout, context, server_id)
 
     def sent(self, token: int) -> None:
         self._sending.pop(token, None)
 
-    def _run(self) -> None:
-        while not self._stop.wait(min(1.0, self.timeout / 4)):
+    def _run(self, timeout: float) -> None:
+        while not self._stop.wait(min(1.0, timeout / 4)):
             now = time.monotonic()
             for token, (deadline, context, server_id) in list(self._sending.items()):
                 if now >= deadline and self._sending.pop(token, None) is not None:
                     self.cancelled += 1
                     log.warning("server_id %s: the slave took no batch for %.0fs; stream ended", server_id,
-                                self.timeout)
+                                timeout)
                     context.cancel()
 
     def stop(self) -> None:
@@ -203,14 +217,14 @@ class _StallWatch:
 
 
 class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
-    def __init__(self, service: DumpService, stall_timeout: float | None = STALL_TIMEOUT):
+    def __init__(self, service: DumpService, stall_timeout: float | None = STALL_TIMEOUT) -> None:
         self.service = service
         self.stalls = _StallWatch(stall_timeout)
         self.calls = InFlight(service.shares, CALLS)  # Register/ChangeFilter/Unregister in flight, per identity
         self.failed_logins = ProblemLog(log, "failed gRPC logins")
         self.output = OutputBudget(OUTPUT_BYTES)
 
-    def _caller(self, context, credentials=None):
+    def _caller(self, context: grpc.ServicerContext, credentials: dump_pb2.Credentials | None = None) -> Identity:
         """Authenticate the call: mTLS certificate, else the metadata user/password, else (for
         Register) the request's own credentials."""
         meta = _metadata(context)
@@ -230,14 +244,14 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             raise
 
     @_mapped
-    def Register(self, request, context):
+    def Register(self, request: dump_pb2.RegisterRequest, context: grpc.ServicerContext) -> dump_pb2.RegisterReply:
         caller = self._caller(context, request.credentials)
         with self.calls.hold(caller):
             result = self.service.register(registration_from_proto(request), caller)
         return dump_pb2.RegisterReply(server_id=result.server_id, effective=effective_to_proto(result.effective),
                                       warnings=result.warnings, replaced=result.replaced)
 
-    def Dump(self, request, context):
+    def Dump(self, request: dump_pb2.DumpRequest, context: grpc.ServicerContext) -> Iterator[DumpReply]:
         token = id(context)
         try:
             caller = self._caller(context)
@@ -269,7 +283,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             self.stalls.sent(token)
             ahead.close()
 
-    def _made_by_handler(self, reply) -> bool:
+    def _made_by_handler(self, reply: DumpReply) -> bool:
         """Whether the Dump handler makes the replies after `reply` itself, between its sends
         (SendAhead's lent mode), rather than a thread of the stream's own ahead of it: once the
         stream is at the binlog's end (a live batch goes to the socket without a hand-over), and
@@ -277,7 +291,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         CPU 12.7 s instead of 13.6-14.7 s, 8 slaves' 1.15 s instead of 1.29 s)."""
         return reply[0].caught_up or self.service.crowded()
 
-    def _replies(self, batches, server_id: int):
+    def _replies(self, batches: Generator[Batch, None, None], server_id: int) -> Generator[DumpReply, None, None]:
         """(DumpBatch without its events, the events' pieces): see `_dump_reply_bytes`."""
         lint = self.service.lint  # its predictions ride on the first batch after they are ready
         try:
@@ -288,13 +302,14 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                                           gtid_state=batch.gtid_state,
                                           filter_changed_at=_position(batch.filter_changed_at),
                                           warnings=lint.take(server_id),
-                                          schema_decided=[_position(p) for p in batch.schema_decided]),
+                                          schema_decided=[_position_of(p) for p in batch.schema_decided]),
                        batch.parts)
         finally:
             batches.close()
 
     @_mapped
-    def ChangeFilter(self, request, context):
+    def ChangeFilter(self, request: dump_pb2.ChangeFilterRequest, context: grpc.ServicerContext
+                     ) -> dump_pb2.ChangeFilterReply:
         remaining = context.time_remaining()
         timeout = None if remaining is None else max(0.0, remaining - 0.05)
         caller = self._caller(context)
@@ -306,13 +321,14 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                                           effective=effective_to_proto(effective))
 
     @_mapped
-    def ListFilters(self, request, context):
+    def ListFilters(self, request: dump_pb2.ListFiltersRequest, context: grpc.ServicerContext
+                    ) -> dump_pb2.ListFiltersReply:
         rows, global_rows = self.service.list_filters(request.server_id, caller=self._caller(context))
         return dump_pb2.ListFiltersReply(filters=[_filter_row(r) for r in rows],
                                          global_filters=[_filter_row(r) for r in global_rows])
 
     @_mapped
-    def Stats(self, request, context):
+    def Stats(self, request: dump_pb2.StatsRequest, context: grpc.ServicerContext) -> dump_pb2.StatsReply:
         reply = dump_pb2.StatsReply()
         for slave, end, behind in self.service.stats(request.server_id, caller=self._caller(context)):
             s = slave.stats
@@ -344,13 +360,14 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         return reply
 
     @_mapped
-    def Unregister(self, request, context):
+    def Unregister(self, request: dump_pb2.UnregisterRequest, context: grpc.ServicerContext
+                   ) -> dump_pb2.UnregisterReply:
         caller = self._caller(context)
         with self.calls.hold(caller):
             return dump_pb2.UnregisterReply(stream_ended=self.service.unregister(request.server_id, caller=caller))
 
 
-def _filter_row(row: dict) -> dump_pb2.FilterRow:
+def _filter_row(row: dict[str, Any]) -> dump_pb2.FilterRow:
     since = row.get("ACTIVE_SINCE")
     return dump_pb2.FilterRow(server_id=row["server_id"], channel_name=row.get("CHANNEL_NAME", ""),
                               filter_name=row["FILTER_NAME"], filter_rule=row["FILTER_RULE"],
@@ -362,7 +379,7 @@ class MasterServer:
     """A running master: the gRPC server, its dump service and health servicer."""
 
     def __init__(self, server: grpc.Server, service: DumpService, health_servicer: health.HealthServicer, port: int,
-                 servicer: DumpFilterServicer | None = None):
+                 servicer: DumpFilterServicer | None = None) -> None:
         self.server, self.service, self.health, self.port = server, service, health_servicer, port
         self.servicer = servicer
 
@@ -405,7 +422,7 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
                   tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
                   tls_client_ca: str | Path | None = None, max_streams: int = 64,
                   max_streams_per_identity: int | None = None, stall_timeout: float | None = STALL_TIMEOUT,
-                  max_calls: int = MAX_CALLS, **service_options) -> tuple[MasterServer, int]:
+                  max_calls: int = MAX_CALLS, **service_options: Any) -> tuple[MasterServer, int]:
     """A started master serving `binlog_dir` on `listen`; returns (MasterServer, bound port).
     `tls_client_ca` turns on mTLS: clients must present a certificate signed by it, whose CN is
     their policy identity."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 
 ARENAS = 2
 _M_ARENA_MAX = -8  # malloc.h
@@ -23,7 +24,7 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 MMAP_THRESHOLD, TRIM_THRESHOLD = 4 << 20, 8 << 20
 
 
-def _mallopt():
+def _mallopt() -> Callable[[int, int], int] | None:
     """glibc's mallopt, or None (musl, macOS)."""
     try:
         mallopt = ctypes.CDLL(None).mallopt

@@ -11,14 +11,23 @@ resources (master.shares) is shown to administrators, and to an identity for its
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 
 from dumpfilter.master.policy import OPEN, Identity
 from dumpfilter.master.service import DumpService
 from dumpfilter.master.shares import REGISTRATIONS, RULES, STREAMS, account
+
+if TYPE_CHECKING:
+    from dumpfilter.master.read.units import Pos
+    from dumpfilter.master.registry import RegisteredSlave
+
+    Rows = list[tuple[RegisteredSlave, Pos, int]]  # DumpService.stats: (slave, binlog end, bytes behind)
 
 _COUNTERS = (
     ("bytes_read", "dumpfilter_binlog_bytes_read_total", "Master binlog bytes this slave's stream read"),
@@ -42,15 +51,15 @@ def view_for(service: DumpService, identity: Identity | None) -> Identity | None
 
 
 class DumpServiceCollector:
-    def __init__(self, service: DumpService, viewer: Identity | None = OPEN):
+    def __init__(self, service: DumpService, viewer: Identity | None = OPEN) -> None:
         self.service = service
         self.viewer = viewer  # OPEN or an admin: every slave; an identity: its own; None: none by name
 
-    def _sees(self, slave) -> bool:
+    def _sees(self, slave: RegisteredSlave) -> bool:
         viewer = self.viewer
         return viewer is not None and (viewer.admin or slave.owner == viewer.name)
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         rows = self.service.stats()
         families = {attr: CounterMetricFamily(name, doc, labels=["slave"]) for attr, name, doc in _COUNTERS}
         events = CounterMetricFamily("dumpfilter_events_total", "Events by decision", labels=["slave", "decision"])
@@ -61,8 +70,8 @@ class DumpServiceCollector:
         connected = GaugeMetricFamily("dumpfilter_connected_slaves", "Slaves with a running Dump stream")
         registered = GaugeMetricFamily("dumpfilter_registered_slaves", "Registered slaves")
         streaming, hidden_slaves = 0, 0
-        hidden: Counter = Counter()
-        hidden_hits: Counter = Counter()
+        hidden: Counter[str] = Counter()
+        hidden_hits: Counter[str] = Counter()
         for slave, _end, bytes_behind in rows:
             stats = slave.stats
             streaming += slave.stream is not None
@@ -87,7 +96,7 @@ class DumpServiceCollector:
         yield from self._shares(rows)
         yield from self._lint(rows)
 
-    def _segments(self):
+    def _segments(self) -> Iterator[Metric]:
         """The shared segment cache: segments scanned, and segments served without a scan."""
         segments = self.service.segments
         scans = CounterMetricFamily("dumpfilter_segment_scans", "Binlog segments scanned (read, CRCs checked, grouped)")
@@ -99,7 +108,7 @@ class DumpServiceCollector:
         kept.add_metric([], segments.kept_hits)
         yield from (scans, hits, kept)
 
-    def _source(self):
+    def _source(self) -> Iterator[Metric]:
         """`master serve --source`: whether the series can grow, and how often it could not."""
         source = self.service.source
         if source is None:
@@ -136,7 +145,7 @@ class DumpServiceCollector:
             current.add_metric([status["source"]], 1)
             yield current
 
-    def _logins(self):
+    def _logins(self) -> Iterator[Metric]:
         """Failed logins on every face (master.login_guard, issue #62): by identity (`identity=""`:
         names the policy does not know) and by address, the logins refused without a check, the
         checks run, and the keys backing off. To an administrator; an identity sees its own row."""
@@ -175,7 +184,9 @@ class DumpServiceCollector:
         yield from (by_address, refused, checks, backing_off)
 
     @staticmethod
-    def _add(label: str, values, rule_hits, families, events, hits, behind) -> None:
+    def _add(label: str, values: Mapping[str, int], rule_hits: Mapping[str, int],
+             families: dict[str, CounterMetricFamily], events: CounterMetricFamily, hits: CounterMetricFamily,
+             behind: GaugeMetricFamily) -> None:
         for attr, family in families.items():
             family.add_metric([label], values.get(attr, 0))
         for decision in ("read", "sent", "filtered"):
@@ -184,7 +195,7 @@ class DumpServiceCollector:
             hits.add_metric([label, name], count)
         behind.add_metric([label], values.get("behind", 0))
 
-    def _shares(self, rows):
+    def _shares(self, rows: Rows) -> Iterator[Metric]:
         """Use and limit of each identity's shares (master.shares), for the identities the viewer
         may see: every one for an administrator, its own for an identity."""
         viewer = self.viewer
@@ -217,7 +228,7 @@ class DumpServiceCollector:
         yield use
         yield limit
 
-    def _lint(self, rows):
+    def _lint(self, rows: Rows) -> Iterator[Metric]:
         """Lint at Register (master.lint_jobs, issue #62) per followed rule set (`rule_set`: its id; which
         slaves share it in dumpfilter_lint_rule_set_slave): its position, how far behind the live end of
         the binlog it is, its state and breaks, for the rule sets of slaves the viewer may see; the
@@ -239,7 +250,8 @@ class DumpServiceCollector:
         breaks = GaugeMetricFamily("dumpfilter_lint_breaks", "Breaks lint predicted up to its position",
                                    labels=["rule_set"])
         shared = GaugeMetricFamily("dumpfilter_lint_rule_set_slave", "1 for each slave of a rule set", labels=["rule_set", "slave"])
-        hidden, hidden_lag, hidden_files, hidden_breaks = Counter(), 0, 0, 0
+        hidden: Counter[str] = Counter()
+        hidden_lag, hidden_files, hidden_breaks = 0, 0, 0
         for one in sorted(lint.rule_sets(), key=lambda r: r.rule_set):
             status = one.status
             mine = [server_id for server_id in one.server_ids if server_id in seen]

@@ -18,7 +18,9 @@ import logging
 import socket
 import ssl
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, cast
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -26,13 +28,17 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError
 from dumpfilter.master.serve.metrics import registry_for, view_for
-from dumpfilter.master.policy import OPEN
+from dumpfilter.master.policy import OPEN, Identity
 from dumpfilter.master.service import DumpService
 
 log = logging.getLogger("dumpfilter.master")
 REQUEST_TIMEOUT = 10.0  # a scraper that stalls its TLS handshake or its request is dropped after this
 MAX_CONNECTIONS = 16    # connections served at once (a thread each); more are closed unanswered
 _PEER_CN = "dumpfilter.peer_cn"
+# WSGI's call (PEP 3333): the request's environ, start_response(status, headers)
+_Environ = dict[str, Any]
+_StartResponse = Callable[[str, list[tuple[str, str]]], object]
+_Request = socket.socket | tuple[bytes, socket.socket]  # (socketserver's)
 
 
 class _Server(ThreadingMixIn, WSGIServer):
@@ -43,7 +49,7 @@ class _Server(ThreadingMixIn, WSGIServer):
         super().server_activate()
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
-    def process_request(self, request, client_address) -> None:
+    def process_request(self, request: _Request, client_address: Any) -> None:
         """A thread per connection, at most MAX_CONNECTIONS: a scraper that opens more (or holds
         them open) cannot make the master start threads without bound."""
         if not self.slots.acquire(blocking=False):
@@ -55,13 +61,13 @@ class _Server(ThreadingMixIn, WSGIServer):
             self.slots.release()
             raise
 
-    def process_request_thread(self, request, client_address) -> None:
+    def process_request_thread(self, request: _Request, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.slots.release()
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: _Request, client_address: Any) -> None:
         """A broken client (a failed handshake, a reset) is one debug line, never a traceback."""
         log.debug("metrics: a request from %s failed", client_address, exc_info=True)
 
@@ -78,15 +84,17 @@ class _Handler(WSGIRequestHandler):
         if isinstance(self.connection, ssl.SSLSocket):
             self.connection.do_handshake()  # here, on the request's thread: never on the accepting one
 
-    def get_environ(self) -> dict:
+    def get_environ(self) -> dict[str, str]:
         environ = super().get_environ()
         cert = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
-        names = [value for rdn in (cert or {}).get("subject", ()) for key, value in rdn if key == "commonName"]
+        # (the subject is a tuple of RDNs, each of (key, value) pairs: the stubs type every field alike)
+        subject = cast("tuple[tuple[tuple[str, str], ...], ...]", (cert or {}).get("subject", ()))
+        names = [value for rdn in subject for key, value in rdn if key == "commonName"]
         if names:
             environ[_PEER_CN] = names[0]
         return environ
 
-    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's signature
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's signature
         pass
 
 
@@ -95,7 +103,7 @@ class MetricsEndpoint:
 
     def __init__(self, service: DumpService, host: str, port: int, *, token: bytes | None = None,
                  tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
-                 tls_client_ca: str | Path | None = None):
+                 tls_client_ca: str | Path | None = None) -> None:
         self.service, self.token = service, token
         bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
         self.httpd = make_server(bare, port, self._app, _Server6 if ":" in bare else _Server, handler_class=_Handler)
@@ -118,7 +126,7 @@ class MetricsEndpoint:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def _viewer(self, environ):
+    def _viewer(self, environ: _Environ) -> tuple[Identity | None, str | None]:
         """(viewer, None) or (None, the refusal's status line)."""
         header = environ.get("HTTP_AUTHORIZATION", "")
         if self.token is not None and header:
@@ -137,7 +145,7 @@ class MetricsEndpoint:
             return None, "401 Unauthorized"
         return view_for(self.service, None), None
 
-    def _app(self, environ, start_response):
+    def _app(self, environ: _Environ, start_response: _StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "/") not in ("/metrics", "/metrics/"):
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found: the metrics are at /metrics\n"]

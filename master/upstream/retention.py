@@ -14,8 +14,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter.errors import DumpFilterError, PositionError
+
+if TYPE_CHECKING:
+    from dumpfilter.master.service import DumpService
+    from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
 
 log = logging.getLogger("dumpfilter.master.upstream.retention")
 CHECK_EVERY = 1.0  # seconds between looks at the series (files are rotated by the primary)
@@ -45,10 +51,11 @@ def choose_purge(names: list[str], sizes: dict[str, int], mtimes: dict[str, floa
     total = sum(sizes.values())
     purge: list[str] = []
     forced: dict[str, list[int]] = {}
+    expire, cap = limits.expire_seconds, limits.max_bytes
     for name in names[:-1]:
         read_by = readers.get(name)
-        expired = bool(limits.expire_seconds) and mtimes[name] < now - limits.expire_seconds
-        over = bool(limits.max_bytes) and total > limits.max_bytes
+        expired = expire is not None and bool(expire) and mtimes[name] < now - expire
+        over = cap is not None and bool(cap) and total > cap
         if not (over or (expired and not read_by)):
             break
         if read_by:
@@ -61,7 +68,8 @@ def choose_purge(names: list[str], sizes: dict[str, int], mtimes: dict[str, floa
 class SeriesRetention:
     """A thread that applies `limits` to `mirror`'s series, which `service` serves."""
 
-    def __init__(self, mirror, service, limits: RetentionLimits, *, clock: Callable[[], float] = time.time):
+    def __init__(self, mirror: BinlogMirror, service: DumpService, limits: RetentionLimits, *,
+                 clock: Callable[[], float] = time.time) -> None:
         self.mirror, self.service, self.limits, self.clock = mirror, service, limits, clock
         self.purged_files = 0
         self.purged_bytes = 0
@@ -134,14 +142,14 @@ class SeriesRetention:
                             "find next log"), "purged")
 
 
-def _size(path) -> int:
+def _size(path: str | Path) -> int:
     try:
         return os.stat(path).st_size
     except OSError:
         return 0
 
 
-def _mtime(path) -> float:
+def _mtime(path: str | Path) -> float:
     try:
         return os.stat(path).st_mtime
     except OSError:
