@@ -34,6 +34,7 @@ STRICT_PACKAGES = (
     ("dumpfilter/workload", "dumpfilter.workload"),
     ("typecheck/dumpfilter/master/decide", "dumpfilter.master.decide"),
     ("typecheck/dumpfilter/master/protocol", "dumpfilter.master.protocol"),
+    ("typecheck/dumpfilter/master/serve", "dumpfilter.master.serve"),
     ("typecheck/dumpfilter/master/endpoint", "dumpfilter.master.endpoint"),
     ("typecheck/dumpfilter/master/stream", "dumpfilter.master.stream"),
     ("typecheck/dumpfilter/master/read", "dumpfilter.master.read"),
