@@ -19,6 +19,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import IO, Any
 
 from dumpfilter.errors import DumpFilterError
 
@@ -37,7 +38,8 @@ def spark_home() -> Path:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
+        return port
 
 
 class StandaloneCluster:
@@ -47,13 +49,14 @@ class StandaloneCluster:
     JSON at `/json/`) is how readiness is known: every worker registered and ALIVE."""
 
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g", *, start_timeout: float = 120.0,
-                 directory: str | os.PathLike | None = None):
+                 directory: str | os.PathLike[str] | None = None):
         self.workers, self.cores, self.memory = workers, cores, memory
         self.start_timeout = start_timeout
         self._own_dir = directory is None
         self.dir = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dumpfilter-spark-"))
         self.port, self.ui_port = _free_port(), _free_port()
-        self.processes: list[subprocess.Popen] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self._logs: list[IO[bytes]] = []  # each process's log file, closed with it in stop()
 
     @property
     def url(self) -> str:
@@ -71,13 +74,14 @@ class StandaloneCluster:
         proc = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], env=self._env(),
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-        proc.log = log  # type: ignore[attr-defined]
         self.processes.append(proc)
+        self._logs.append(log)
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The Master's own view (its web UI's JSON): workers, cores, running applications."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as reply:
-            return json.load(reply)
+            status: dict[str, Any] = json.load(reply)  # a JSON object
+        return status
 
     def alive_workers(self) -> int:
         try:
@@ -125,7 +129,7 @@ class StandaloneCluster:
                     os.killpg(proc.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-        for proc in reversed(self.processes):
+        for proc, log in zip(reversed(self.processes), reversed(self._logs)):
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
@@ -134,13 +138,14 @@ class StandaloneCluster:
                 except ProcessLookupError:
                     pass
                 proc.wait()
-            proc.log.close()  # type: ignore[attr-defined]
+            log.close()
         self.processes.clear()
+        self._logs.clear()
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> StandaloneCluster:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

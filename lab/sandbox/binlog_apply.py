@@ -25,7 +25,7 @@ class BinlogApplyError(SandboxError):
 
 def apply_binlog(
     server: MariaDBServer,
-    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     extra_args: Sequence[str] = (),
     *,
     timeout: float = 600.0,
@@ -95,7 +95,7 @@ def _locate(sql_path: Path, line_no: int, max_lines: int = 12) -> str:
     while last < len(lines) - 1 and not _ends_statement(lines[last]):
         last += 1
     stmt = lines[first:last + 1]
-    decoded = []  # "### INSERT INTO ..." pseudo-SQL printed by mariadb-binlog -v
+    decoded: list[str] = []  # "### INSERT INTO ..." pseudo-SQL printed by mariadb-binlog -v
     j = last + 1
     while j < len(lines) and lines[j].startswith("###") and len(decoded) < 12:
         decoded.append(lines[j])

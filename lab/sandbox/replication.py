@@ -96,6 +96,8 @@ def make_replica(
         if not files:
             raise SandboxError(f"primary {primary.name} has no binlog files")
         log_file = files[0].name
+    if primary.port is None:
+        raise SandboxError(f"primary {primary.name} is not running")
     replica.execute([
         "STOP SLAVE",
         "RESET SLAVE ALL",

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 
@@ -76,7 +77,7 @@ class ServerStartError(SandboxError):
     """mariadb-install-db or mariadbd failed; the message carries the log tail."""
 
 
-def find_binary(name: str, basedir: str | os.PathLike | None = None) -> str | None:
+def find_binary(name: str, basedir: str | os.PathLike[str] | None = None) -> str | None:
     """Path of a MariaDB program (`mariadbd`, `mariadb`, ...) or None.
 
     With `basedir`, only <basedir>/{sbin,bin} are searched; otherwise PATH, then
@@ -102,12 +103,12 @@ def find_binary(name: str, basedir: str | os.PathLike | None = None) -> str | No
     return None
 
 
-def mariadb_available(basedir: str | os.PathLike | None = None) -> bool:
+def mariadb_available(basedir: str | os.PathLike[str] | None = None) -> bool:
     """True when mariadbd, mariadb-install-db, mariadb and mariadb-binlog are all found."""
     return all(find_binary(n, basedir) for n in _BINARY_NAMES)
 
 
-def _require_binary(name: str, basedir) -> str:
+def _require_binary(name: str, basedir: str | os.PathLike[str] | None) -> str:
     path = find_binary(name, basedir)
     if path is None:
         where = f"under {basedir}" if basedir else "on PATH"
@@ -118,7 +119,8 @@ def _require_binary(name: str, basedir) -> str:
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
+        return port
 
 
 # --- tracking and cleanup -------------------------------------------------------------
@@ -153,7 +155,7 @@ def stop_servers(servers: Iterable[MariaDBServer], keep: bool = False) -> list[s
 atexit.register(stop_all_servers)
 
 
-def _sigterm_handler(signum, frame):
+def _sigterm_handler(signum: int, frame: FrameType | None) -> None:
     prev = _PREVIOUS_SIGTERM
     stop_all_servers()
     if callable(prev):
@@ -211,8 +213,8 @@ class MariaDBServer:
         log_bin: bool = True,
         binlog_format: str = "ROW",
         options: Sequence[str] = (),
-        basedir: str | os.PathLike | None = None,
-        tmp_root: str | os.PathLike | None = None,
+        basedir: str | os.PathLike[str] | None = None,
+        tmp_root: str | os.PathLike[str] | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 15.0,
         port: int | None = None,
@@ -233,7 +235,7 @@ class MariaDBServer:
         self.root: Path | None = None
         self.port: int | None = None
         self.chosen_port = port  # None: a free loopback port, picked at each start
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._socket_dir: Path | None = None
         self.start_seconds: float | None = None
 
@@ -344,6 +346,7 @@ class MariaDBServer:
             )
 
     def _launch(self, mariadbd: str) -> None:
+        root = self._need_root()
         self.error_log.unlink(missing_ok=True)
         cmd = [
             mariadbd,
@@ -352,9 +355,9 @@ class MariaDBServer:
             f"--port={self.port}",
             "--bind-address=127.0.0.1",
             f"--socket={self.socket_path}",
-            f"--pid-file={self.root / 'mariadbd.pid'}",
+            f"--pid-file={root / 'mariadbd.pid'}",
             f"--log-error={self.error_log}",
-            f"--tmpdir={self.root / 'tmp'}",
+            f"--tmpdir={root / 'tmp'}",
             f"--server-id={self.server_id}",
             f"--relay-log={self.datadir / 'relay-bin'}",
             f"--relay-log-index={self.datadir / 'relay-bin.index'}",
@@ -372,7 +375,7 @@ class MariaDBServer:
                     f"--binlog-format={self.binlog_format}", "--sync-binlog=0"]
         cmd += self.options
         self.command = cmd
-        with open(self.root / "mariadbd.stderr", "ab") as stderr:
+        with open(root / "mariadbd.stderr", "ab") as stderr:
             self._proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
@@ -388,8 +391,10 @@ class MariaDBServer:
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
         last_exc: Exception | None = None
+        proc, port = self._proc, self.port
+        assert proc is not None and port is not None  # _launch started it on its port
         while True:
-            rc = self._proc.poll()
+            rc = proc.poll()
             if rc is not None:
                 raise ServerStartError(
                     f"mariadbd {self.name} exited with {rc} during startup; "
@@ -398,7 +403,7 @@ class MariaDBServer:
             import pymysql  # on first use: simulate without a real server never loads it (nor cryptography)
 
             try:
-                pymysql.connect(host="127.0.0.1", port=self.port, user="root",
+                pymysql.connect(host="127.0.0.1", port=port, user="root",
                                 connect_timeout=2).close()
                 return
             except pymysql.err.OperationalError as exc:
@@ -417,7 +422,7 @@ class MariaDBServer:
         return "Address already in use" in text or "Bind on TCP/IP port" in text
 
     def _send_signal(self, sig: int) -> None:
-        if self.running:
+        if self.running and self._proc is not None:
             try:
                 self._proc.send_signal(sig)
             except ProcessLookupError:
@@ -468,19 +473,19 @@ class MariaDBServer:
             self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # SQL helpers
     def connect(self, db: str | None = None, *, dict_cursor: bool = False,
-                **kwargs) -> pymysql.connections.Connection:
+                **kwargs: Any) -> pymysql.connections.Connection[Any]:
         """New autocommit pymysql connection as root over TCP."""
         import pymysql.cursors
 
         if not self.running:
             raise SandboxError(f"server {self.name} is not running")
-        params = dict(host="127.0.0.1", port=self.port, user="root", database=db,
-                      autocommit=True, charset="utf8mb4", connect_timeout=5)
+        params: dict[str, Any] = dict(host="127.0.0.1", port=self.port, user="root", database=db,
+                                      autocommit=True, charset="utf8mb4", connect_timeout=5)
         if dict_cursor:
             params["cursorclass"] = pymysql.cursors.DictCursor
         params.update(kwargs)
@@ -493,7 +498,7 @@ class MariaDBServer:
             for stmt in statements:
                 cur.execute(stmt)
 
-    def query(self, sql: str, args: Any = None, db: str | None = None) -> list[dict]:
+    def query(self, sql: str, args: Any = None, db: str | None = None) -> list[dict[str, Any]]:
         """Rows of one statement as dicts."""
         with self.connect(db, dict_cursor=True) as conn, conn.cursor() as cur:
             cur.execute(sql, args)

@@ -10,10 +10,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 from .server import MariaDBServer
+
+if TYPE_CHECKING:
+    import pymysql
 
 __all__ = ["SYSTEM_SCHEMAS", "Snapshot", "TableSnapshot", "diff_snapshots", "snapshot"]
 
@@ -125,7 +128,7 @@ def snapshot(
     return Snapshot(label=server.name, schemas=tuple(names), tables=tables)
 
 
-def _table_snapshot(conn, schema: str, table: str, max_rows: int) -> TableSnapshot:
+def _table_snapshot(conn: pymysql.connections.Connection[Any], schema: str, table: str, max_rows: int) -> TableSnapshot:
     fq = f"{_q(schema)}.{_q(table)}"
     with conn.cursor() as cur:
         cur.execute(f"SHOW CREATE TABLE {fq}")
@@ -191,6 +194,7 @@ def _row_diffs(a: TableSnapshot, b: TableSnapshot, la: str, lb: str, limit: int)
                 continue
             keytxt = ", ".join(f"{c}={v}" for c, v in zip(a.key_columns, key))
             if rb is None:
+                assert ra is not None  # (a key of a's or b's, and the two differ)
                 out.append(f"  row only on {la}: {_fmt_row(cols, ra)}")
             elif ra is None:
                 out.append(f"  row only on {lb}: {_fmt_row(cols, rb)}")
@@ -241,6 +245,7 @@ def diff_snapshots(
         ta, tb = at.get(key), bt.get(key)
         if tb is None:
             if key[0] in b_schemas:  # whole-schema absence already reported
+                assert ta is not None  # (a key of a's or b's)
                 out.append(f"table {name}: missing on {lb} ({ta.row_count} rows on {la})")
             continue
         if ta is None:

@@ -4,6 +4,8 @@
 `sqlscript` splits workload scripts; `data/` holds the built-in sharp-edge workload and topology.
 """
 
+from importlib.resources.abc import Traversable
+
 from dumpfilter.lab.verify.against_replicas import (
     DIFFERENT,
     FORMATS,
@@ -22,7 +24,7 @@ __all__ = ["DIFFERENT", "FORMATS", "IDENTICAL", "NO_REFERENCE", "Outcome", "Pair
            "Verification", "VerifyError", "builtin_paths", "no_reference_reason", "verify"]
 
 
-def builtin_paths():
+def builtin_paths() -> tuple[Traversable, Traversable, Traversable]:
     """(topology, workload, seed) paths of the built-in sharp-edge verification."""
     from importlib.resources import files
 

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.codec import EventType, read_events
 from dumpfilter.errors import DumpFilterError
@@ -55,6 +56,11 @@ from dumpfilter.lab.sandbox import (
 )
 from dumpfilter.lab.sandbox.server import find_binary
 from dumpfilter.lab.verify.sqlscript import Statement, split_statements
+
+if TYPE_CHECKING:
+    from dumpfilter.master.endpoint import MysqlEndpoint
+    from dumpfilter.master.serve.grpc_server import MasterServer
+    from dumpfilter.slave.node import Slave
 
 FORMATS = ("ROW", "STATEMENT", "MIXED")
 
@@ -115,10 +121,10 @@ class PairResult:
     tables: list[TableRow] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    master_stats: dict = field(default_factory=dict)
+    master_stats: dict[str, int | float] = field(default_factory=dict)
     # `dumpfilter lint`'s prediction for this slave, from the primary's binlog alone (first break first).
     lint: Outcome | None = None
-    lint_breaks: list[dict] = field(default_factory=list)
+    lint_breaks: list[dict[str, object]] = field(default_factory=list)
     # kind = "mariadb": a real MariaDB replica of the master's MySQL endpoint, the third side.
     real_replica: Outcome | None = None
 
@@ -142,7 +148,7 @@ class RunResult:
         compared = [p for p in self.pairs if p.verdict != NO_REFERENCE]
         return bool(compared) and all(p.passed for p in compared)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"binlog_format": self.binlog_format, "statements": self.statements,
                 "primary_position": list(self.primary_position), "passed": self.passed,
                 "seconds": round(self.seconds, 2), "kept": self.kept,
@@ -422,7 +428,8 @@ class Verification:
             kept = self._stop_all()
             if self.keep:
                 kept.append(f"relay logs: {relay_root}")
-                tmp._finalizer.detach()  # leave the directory in place
+                # leave the directory in place (TemporaryDirectory's finalizer is private, and untyped)
+                tmp._finalizer.detach()  # type: ignore[attr-defined]
             else:
                 tmp.cleanup()
         return RunResult(self.binlog_format, len(self.workload), position, pairs, time.monotonic() - started, kept)
@@ -439,7 +446,7 @@ class Verification:
                            _gtid_at(primary, status.relay_master_log_file, status.exec_master_log_pos))
         return Outcome(False, status.last_io_errno, status.describe())
 
-    def _lint_outcome(self, slot: _Slot, primary: MariaDBServer) -> tuple[Outcome, list[dict]]:
+    def _lint_outcome(self, slot: _Slot, primary: MariaDBServer) -> tuple[Outcome, list[dict[str, object]]]:
         """`dumpfilter lint` on the primary's binlog files with the slave's rules: its first predicted
         break as an Outcome (to set beside the reference replica's), and every break as JSON."""
         from dumpfilter.binlogs.lint import lint_files
@@ -451,15 +458,16 @@ class Verification:
         first = breaks[0]
         return Outcome(False, first.errno, first.message, first.gtid), [b.to_json() for b in breaks]
 
-    def _dumpfilter_outcome(self, slot: _Slot, address: str, relay_dir: Path):
+    def _dumpfilter_outcome(self, slot: _Slot, address: str, relay_dir: Path) -> tuple[Slave, Outcome]:
         from dumpfilter.slave.apply import ApplyError
         from dumpfilter.slave.node import Slave
         from dumpfilter.slave.config import SlaveConfig
 
-        spec = slot.spec
+        spec, target = slot.spec, slot.target
+        assert target is not None  # every slave's target server is started (_start_all)
         config = SlaveConfig(master=address, server_id=spec.server_id, relay_dir=relay_dir, rules=slot.master_rules,
                              settings=slot.settings, channel=spec.channel, skip_policy=spec.skip_policy,
-                             until_caught_up=True, apply_url=f"mysql://root@127.0.0.1:{slot.target.port}",
+                             until_caught_up=True, apply_url=f"mysql://root@127.0.0.1:{target.port}",
                              connect_retry=0, schema=self.schema, on_disagreement="warn",
                              replica_schema=slot.replica_model)
         slave = Slave(config)
@@ -475,21 +483,24 @@ class Verification:
             return slave, Outcome(False, int(match.group(1)), match.group(4).strip(), gtid)
         return slave, Outcome(True)
 
-    def _real_replicas(self, slots: list[_Slot], master):
+    def _real_replicas(self, slots: list[_Slot], master: MasterServer) -> MysqlEndpoint | None:
         """kind = "mariadb": the master's MySQL endpoint, and each such slave's target server a real
         replica of it (CHANGE MASTER TO, MASTER_USE_GTID=slave_pos), its rules mapped to the
         target's server_id. None when the topology has no such slave."""
-        real = [slot for slot in slots if slot.spec.kind == "mariadb"]
+        real = [(slot, slot.real) for slot in slots if slot.spec.kind == "mariadb"]
         if not real:
             return None
         from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 
-        specs = {slot.real.server_id: dataclasses.replace(slot.spec, server_id=slot.real.server_id,
+        specs: dict[int, SlaveSpec] = {}
+        for slot, server in real:
+            assert server is not None  # a kind = "mariadb" slave's real replica is started (_start_all)
+            specs[server.server_id] = dataclasses.replace(slot.spec, server_id=server.server_id,
                                                           rules=slot.master_rules, settings=slot.settings)
-                 for slot in real}
         endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap(specs, {}))
-        for slot in real:
-            slot.real.execute([
+        for _, server in real:
+            assert server is not None
+            server.execute([
                 "STOP SLAVE", "RESET SLAVE ALL",
                 f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, MASTER_USER='repl', "
                 "MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
@@ -497,17 +508,19 @@ class Verification:
         self.progress(f"{len(real)} real MariaDB replica(s) on the master's MySQL endpoint (port {endpoint.port})")
         return endpoint
 
-    def _real_replica_outcome(self, slot: _Slot, primary: MariaDBServer, master) -> Outcome:
+    def _real_replica_outcome(self, slot: _Slot, primary: MariaDBServer, master: MasterServer) -> Outcome:
         """A real replica of the MySQL endpoint: caught up once the master streamed it the whole
         binlog and its SQL thread executed everything it read; or where its SQL thread stopped."""
-        sid = slot.real.server_id
+        real = slot.real
+        assert real is not None  # (a kind = "mariadb" slave's, see _real_replicas)
+        sid = real.server_id
         deadline = time.monotonic() + self.timeout
         stable = 0
         while True:
-            status = replica_status(slot.real)
+            status = replica_status(real)
             if status.get("Last_SQL_Errno"):
                 return Outcome(False, int(status["Last_SQL_Errno"]), str(status.get("Last_SQL_Error") or ""),
-                               _relay_gtid_at(slot.real, str(status.get("Relay_Log_File") or ""),
+                               _relay_gtid_at(real, str(status.get("Relay_Log_File") or ""),
                                               int(status.get("Relay_Log_Pos") or 0)))
             if status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno"):
                 return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
@@ -528,17 +541,20 @@ class Verification:
                                             f"{self.timeout:.0f}s")
             time.sleep(0.3)
 
-    def _pair(self, slot: _Slot, primary: MariaDBServer, address: str, relay_root: Path, master) -> PairResult:
+    def _pair(self, slot: _Slot, primary: MariaDBServer, address: str, relay_root: Path,
+              master: MasterServer) -> PairResult:
         spec = slot.spec
         self.progress(f"slave {spec.name}: comparing")
         result = PairResult(spec.name, spec.server_id, list(spec.rule_text) or spec.rules.option_lines(),
                             slot.master_rules.option_lines(), NO_REFERENCE, notes=list(slot.notes))
         if slot.reason is None:
+            assert slot.replica is not None  # a slave with a reference has its reference replica (_start_all)
             result.reference = self._reference_outcome(primary, slot.replica)
         if spec.kind == "mariadb":
             result.real_replica = self._real_replica_outcome(slot, primary, master)
             result.notes.append("also verified: a real MariaDB replica on the master's MySQL endpoint")
-        slave, result.dumpfilter = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
+        slave, outcome = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
+        result.dumpfilter = outcome
         master_slave = master.service.slaves.get(spec.server_id)
         if master_slave is not None:
             result.master_stats = {k: v for k, v in dataclasses.asdict(master_slave.stats).items()
@@ -551,26 +567,28 @@ class Verification:
         if slot.reason is not None:
             result.reason = slot.reason
             return result
-        result.lint, result.lint_breaks = self._lint_outcome(slot, primary)
-        if not result.reference.same_stop(result.lint) and not (result.reference.caught_up is False
-                                                                 and not result.reference.errno):
-            result.differences.append(f"lint predicted {result.lint.describe()}"
-                                      f"{': ' + result.lint.error if result.lint.error else ''}; "
-                                      f"the reference replica {result.reference.describe()}")
-        ref_snap = snapshot(slot.replica)
-        df_snap = snapshot(slot.target)
+        reference, replica, target = result.reference, slot.replica, slot.target
+        assert reference is not None and replica is not None and target is not None  # (see above)
+        lint, result.lint_breaks = self._lint_outcome(slot, primary)
+        result.lint = lint
+        if not reference.same_stop(lint) and not (reference.caught_up is False and not reference.errno):
+            result.differences.append(f"lint predicted {lint.describe()}"
+                                      f"{': ' + lint.error if lint.error else ''}; "
+                                      f"the reference replica {reference.describe()}")
+        ref_snap = snapshot(replica)
+        df_snap = snapshot(target)
         result.tables = _table_rows(ref_snap, df_snap)
         result.differences += diff_snapshots(ref_snap, df_snap)
-        if not result.reference.same_stop(result.dumpfilter):
-            result.differences.insert(0, f"reference replica {result.reference.describe()}"
-                                         f"{': ' + result.reference.error if result.reference.error else ''}; "
-                                         f"dumpfilter {result.dumpfilter.describe()}"
-                                         f"{': ' + result.dumpfilter.error if result.dumpfilter.error else ''}")
+        if not reference.same_stop(outcome):
+            result.differences.insert(0, f"reference replica {reference.describe()}"
+                                         f"{': ' + reference.error if reference.error else ''}; "
+                                         f"dumpfilter {outcome.describe()}"
+                                         f"{': ' + outcome.error if outcome.error else ''}")
         if slot.real is not None and result.real_replica is not None:
             real_snap = snapshot(slot.real)
             result.differences += [f"real replica on the MySQL endpoint: {d}" for d in diff_snapshots(ref_snap, real_snap)]
-            if not result.reference.same_stop(result.real_replica):
-                result.differences.insert(0, f"reference replica {result.reference.describe()}; real replica on the "
+            if not reference.same_stop(result.real_replica):
+                result.differences.insert(0, f"reference replica {reference.describe()}; real replica on the "
                                              f"MySQL endpoint {result.real_replica.describe()}"
                                              f"{': ' + result.real_replica.error if result.real_replica.error else ''}")
         result.verdict = DIFFERENT if result.differences else IDENTICAL
@@ -588,6 +606,6 @@ def _table_rows(ref: Snapshot, df: Snapshot) -> list[TableRow]:
 
 
 def verify(topology: Topology, workload: str, *, seed: str = "", formats: Sequence[str] = ("ROW",),
-           **kwargs) -> list[RunResult]:
+           **kwargs: Any) -> list[RunResult]:
     """Run the verification once per binlog format (fresh servers each time)."""
     return [Verification(topology, workload, seed=seed, binlog_format=fmt, **kwargs).run() for fmt in formats]

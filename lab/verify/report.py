@@ -4,6 +4,10 @@ that is not identical, and the JSON document --json writes (as_json)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from dumpfilter.lab.verify.against_replicas import DIFFERENT, IDENTICAL, NO_REFERENCE, RunResult
 
@@ -14,11 +18,11 @@ def overall_passed(runs: Sequence[RunResult]) -> bool:
     return bool(runs) and all(run.passed for run in runs)
 
 
-def as_json(runs: Sequence[RunResult]) -> dict:
+def as_json(runs: Sequence[RunResult]) -> dict[str, Any]:
     return {"passed": overall_passed(runs), "pairs": verdict_counts(runs), "runs": [run.as_dict() for run in runs]}
 
 
-def print_report(runs: Sequence[RunResult], console=None, *, max_lines: int = 40) -> None:
+def print_report(runs: Sequence[RunResult], console: Console | None = None, *, max_lines: int = 40) -> None:
     from rich.console import Console
     from rich.table import Table
 
