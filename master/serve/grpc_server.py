@@ -162,7 +162,12 @@ def _metadata(context: grpc.ServicerContext) -> dict[str, str]:
 def _peer_address(context: grpc.ServicerContext) -> str:
     """The caller's address from grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"); the
     whole peer for another transport (a unix socket)."""
-    peer = urllib.parse.unquote(context.peer() or "")   # grpc writes an IPv6 one as "ipv6:%5B::1%5D:5000"
+    return _address_of_peer(context.peer() or "")
+
+
+@functools.lru_cache(maxsize=4096)   # read once per connection: a refused login's path is short (issue #62)
+def _address_of_peer(peer: str) -> str:
+    peer = urllib.parse.unquote(peer)   # grpc writes an IPv6 one as "ipv6:%5B::1%5D:5000"
     kind, _, rest = peer.partition(":")
     if kind in ("ipv4", "ipv6"):
         return rest.rsplit(":", 1)[0].strip("[]")
