@@ -39,6 +39,17 @@ STRICT_PACKAGES = (
     ("typecheck/dumpfilter/master/stream", "dumpfilter.master.stream"),
     ("typecheck/dumpfilter/master/read", "dumpfilter.master.read"),
     ("typecheck/dumpfilter/slave", "dumpfilter.slave"),
+    ("typecheck/dumpfilter/lab/sandbox", "dumpfilter.lab.sandbox"),
+    ("typecheck/dumpfilter/lab/verify", "dumpfilter.lab.verify"),
+    ("typecheck/dumpfilter/lab/spark_cluster.py", "dumpfilter.lab.spark_cluster"),
+    ("typecheck/dumpfilter/spark_jobs/session.py", "dumpfilter.spark_jobs.session"),
+    ("typecheck/dumpfilter/spark_jobs/split_by_schema.py", "dumpfilter.spark_jobs.split_by_schema"),
+    ("typecheck/dumpfilter/spark_jobs/tasks/chunks.py", "dumpfilter.spark_jobs.tasks.chunks"),
+    ("typecheck/dumpfilter/spark_jobs/tasks/compiled.py", "dumpfilter.spark_jobs.tasks.compiled"),
+    ("typecheck/dumpfilter/spark_jobs/tasks/local.py", "dumpfilter.spark_jobs.tasks.local"),
+    ("typecheck/dumpfilter/spark_jobs/tasks/output.py", "dumpfilter.spark_jobs.tasks.output"),
+    ("typecheck/dumpfilter/spark_jobs/tasks/routing.py", "dumpfilter.spark_jobs.tasks.routing"),
+    ("typecheck/dumpfilter/spark_jobs/tasks/segments.py", "dumpfilter.spark_jobs.tasks.segments"),
 )
 STRICT_MODULES = tuple(name for path, module in STRICT_PACKAGES
                        for name in ([module] if path.endswith(".py") else [module, f"{module}.*"]))
