@@ -22,10 +22,10 @@ import hashlib
 import hmac
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from dumpfilter.errors import AccessDeniedError, RuleError
 from dumpfilter.rules import toml_text
@@ -229,7 +229,16 @@ def _grant(body: Any, fail: Fail) -> Grant:
     return Grant(tuple(allow), tuple(server_ids), secret_of(body, fail))
 
 
-def owner_of(grants: dict[str, Grant], server_id: int) -> str | None:
+class Granted(Protocol):
+    """What `owner_of` and `slave_gate` read of a section: a Grant, or the master's PolicyEntry."""
+
+    @property
+    def allow(self) -> tuple[str, ...]: ...
+    @property
+    def server_ids(self) -> tuple[int, ...]: ...
+
+
+def owner_of(grants: Mapping[str, Granted], server_id: int) -> str | None:
     """The identity whose `server_ids` list names `server_id`, if any."""
     for name, grant in grants.items():
         if server_id in grant.server_ids:
@@ -237,7 +246,7 @@ def owner_of(grants: dict[str, Grant], server_id: int) -> str | None:
     return None
 
 
-def slave_gate(identity: str, grant: Grant | None, server_id: int, owner: str | None) -> Gate:
+def slave_gate(identity: str, grant: Granted | None, server_id: int, owner: str | None) -> Gate:
     """The gate of a slave registering `server_id` as `identity`, whose section (or [default]) is
     `grant` (None: not in the policy); `owner` is the identity whose `server_ids` name
     `server_id`. AccessDeniedError when the master refuses it."""
