@@ -328,7 +328,7 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
-        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
+        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt, chunk.path)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
@@ -340,7 +340,8 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
 
 
-def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf, base: int, names, fmt):
+def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf, base: int, names, fmt,
+                 path: str | None = None):
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
     rest one unit at a time, in order per slave (a Format_description resets a slave's filter and
     keep bytes before what follows it is decided). Returns the format in force after the buffer."""
@@ -393,7 +394,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for k, size in enumerate(table_bytes):
         if size:
             tables[names[k]] = tables.get(names[k], 0) + size
-    fast_envelopes(units, n, buf, names, table_bytes, framing, tables)  # each transaction's envelope to its tables
+    fast_envelopes(units, n, buf, names, table_bytes, framing, tables, path)  # each transaction's envelope to its tables
     if other:
         statements = counters[0].out.statements if counters else {}
         fast = set(units.with_flags(_core.F_FAST, 0))

@@ -6,6 +6,9 @@ by spark_jobs.tasks.bandwidth, per chunk)."""
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import struct
 
 from dumpfilter import _core
@@ -112,59 +115,99 @@ _ROWS = frozenset([*range(20, 26), *range(30, 33), 39, *range(166, 172)])  # cor
 _TABLE_MAP = int(EventType.TABLE_MAP)
 
 
+_NOT_ENVELOPE = frozenset({_TABLE_MAP, *_ROWS})
+_ENVELOPE_TYPES = bytes(0 if t in _NOT_ENVELOPE else 1 for t in range(256))  # for Scanner.walk
+_U32 = struct.Struct("<I")
+
+
 def fast_envelopes(units: _core.UnitList, n: int, buf, names: list, by_name: list[int], framing: int,
-                   tables: dict) -> None:
+                   tables: dict, path: str | None = None) -> None:
     """The envelopes of the fast units among the first `n` of `units` (row-logged transactions:
-    `UnitList.table_bytes` gave each name id's Table_map and Rows bytes, `by_name`, and `framing`,
-    the rest of every fast unit) shared between the tables each one writes (`share_envelope`); the
-    envelope of a fast unit that writes no table into FRAMING. A unit that writes one table gives it
-    all of its bytes but that table's events: summed per table, its size less the table's bytes
-    (less those of the units of several tables, which are read event by event here)."""
-    single = [0] * len(names)  # bytes of the units that write only name id i
-    several = [0] * len(names)  # name id i's Table_map and Rows bytes in units of several tables
+    `UnitList.table_bytes` gave `framing`, every byte of them but their Table_map and Rows events)
+    shared between the tables each one writes (`share_envelope`: its Table_maps' names, in order);
+    the envelope of a fast unit that writes no table stays in FRAMING. A unit's envelope, its
+    events but its Table_maps and Rows, is found by one compiled walk of the buffer for those
+    events (`Scanner.walk`, with the format of `path`, the file the buffer is of), or header by
+    header where that walk cannot be made."""
+    fast = [k for k in units.with_flags(_core.F_FAST, 0) if k < n]
+    offsets = _envelope_offsets(units, fast, buf, path)
+    if offsets is not None:  # the envelope bytes before each offset: a unit's are two lookups
+        size_at = _U32.unpack_from
+        before = list(itertools.accumulate((size_at(buf, at + 9)[0] for at in offsets), initial=0))
+        where = bisect.bisect_left
+    # Per list of tables (a unit's Table_maps' names): its units' envelopes split as
+    # `share_envelope` splits each, summed: (the even shares, the remainders to the first).
+    by_tables: dict[tuple[int, ...], list[int]] = {}
     attributed = 0
-    head = _EVENT_HEAD.unpack_from
-    for k in units.with_flags(_core.F_FAST, 0):
-        if k >= n:
-            continue
-        ids = units.tables(k)
-        if not ids:
-            continue
-        first = ids[0]
+    for k in fast:
         u = units.unit(k)
-        if all(i == first for i in ids):
-            single[first] += u.end - u.start
+        if offsets is None:
+            envelope = _unit_envelope(buf, u.start, u.end)
+        else:
+            envelope = before[where(offsets, u.end)] - before[where(offsets, u.start)]
+        ids = tuple(units.tables(k))
+        if not ids or not envelope:
             continue
-        maps: dict[int, int] = {}
-        payload = dict.fromkeys(ids, 0)
-        m, at = 0, u.start
-        while at + HEADER_LEN <= u.end:
-            _, code, _, size, _ = head(buf, at)
-            if size < HEADER_LEN or at + size > u.end:
-                break
-            if code == _TABLE_MAP or code in _ROWS:
-                tid = int.from_bytes(bytes(buf[at + HEADER_LEN:at + HEADER_LEN + 6]), "little")
-                if code == _TABLE_MAP:
-                    name = ids[m] if m < len(ids) else None
-                    m += 1
-                    if name is not None:
-                        maps[tid] = name
-                else:
-                    name = maps.get(tid)
-                if name is not None:
-                    payload[name] += size
-            at += size
-        envelope = u.end - u.start - sum(payload.values())
-        for i, size in payload.items():
-            several[i] += size
-        share_envelope(tables, envelope, {names[i]: None for i in payload})
+        got = by_tables.get(ids)
+        if got is None:
+            got = by_tables[ids] = [0, 0, len(dict.fromkeys(ids))]
+        each, left = divmod(envelope, got[2])
+        got[0] += each
+        got[1] += left
         attributed += envelope
-    for i, size in enumerate(single):
-        if size:
-            envelope = size - (by_name[i] - several[i])
-            share_envelope(tables, envelope, {names[i]: None})
-            attributed += envelope
+    for ids, (each, left, _) in by_tables.items():
+        for m, i in enumerate(dict.fromkeys(ids)):
+            key = (ENVELOPE, names[i], None)
+            tables[key] = tables.get(key, 0) + each + (left if m == 0 else 0)
     tables[FRAMING] = tables.get(FRAMING, 0) + framing - attributed
+
+
+def _envelope_offsets(units: _core.UnitList, fast: list[int], buf, path: str | None):
+    """The buffer offsets of every event of `buf` from its first fast unit on but Table_maps and
+    Rows, in order (an array of u64), or None where the compiled walk cannot read the buffer."""
+    from array import array
+
+    raw = _fde_raw(path) if fast and path else b""
+    if not raw:
+        return None
+    scanner = _core.Scanner(False)
+    if scanner.load_fde(raw, 4) is not None:
+        return None
+    found, _, error = scanner.walk(buf, units.unit(fast[0]).start, 0, _ENVELOPE_TYPES)
+    if error is not None:
+        return None
+    offsets = array("Q")
+    offsets.frombytes(found)
+    return offsets
+
+
+@functools.lru_cache(maxsize=8)
+def _fde_raw(path: str) -> bytes:
+    """The Format_description event of the binlog file `path` (b"" where it cannot be read)."""
+    from dumpfilter.binlogs import open_binlog
+    from dumpfilter.codec import read_format_description
+    from dumpfilter.errors import DumpFilterError
+
+    try:
+        with open_binlog(path) as stream:
+            fde, _ = read_format_description(stream, str(path))
+        return bytes(fde.raw)
+    except (DumpFilterError, OSError):
+        return b""
+
+
+def _unit_envelope(buf, start: int, end: int) -> int:
+    """The bytes of the events of buf[start:end] but its Table_maps and Rows, header by header."""
+    head = _EVENT_HEAD.unpack_from
+    envelope, at = 0, start
+    while at + HEADER_LEN <= end:
+        _, code, _, size, _ = head(buf, at)
+        if size < HEADER_LEN or at + size > end:
+            break
+        if code not in _NOT_ENVELOPE:
+            envelope += size
+        at += size
+    return envelope
 
 
 def _unit_tables(txn: Transaction, tables: dict, statements: dict) -> None:
