@@ -22,6 +22,7 @@ where the events are appended."""
 from __future__ import annotations
 
 import errno
+import io
 import os
 import struct
 import threading
@@ -67,7 +68,7 @@ class BinlogMirror:
         self.file: str | None = None
         self.offset = 0
         self.safe: tuple[str, int] | None = None  # end of the last complete unit
-        self._out = None
+        self._out: io.FileIO | None = None  # the file being written (unbuffered: a failed write is cut back at once)
         self._fmt: FormatDescription | None = None
         self._grouper = TransactionGrouper()
         self.events_written = 0
@@ -97,7 +98,7 @@ class BinlogMirror:
         indexes = sorted(self.dir.glob("*.index"))
         if indexes:
             return indexes[0]
-        return self.dir / f"{self.file.rsplit('.', 1)[0]}.index"
+        return self.dir / f"{self._name().rsplit('.', 1)[0]}.index"
 
     def files(self) -> list[str]:
         indexes = sorted(self.dir.glob("*.index"))
@@ -131,7 +132,7 @@ class BinlogMirror:
                     for _unit in grouper.push(event):
                         pass
                     if event.type_code == EventType.MARIADB_GTID_LIST:
-                        state = dict(event.gtid_set.gtids)
+                        state = dict(mariadb_gtid_list(event).gtids)
                     elif event.type_code == EventType.MARIADB_GTID:
                         state[(event.gtid_info.domain, event.server_id)] = event.gtid_info.gno
                     self._note_mysql_gtids(event)
@@ -162,7 +163,7 @@ class BinlogMirror:
         """A MySQL Previous_gtids joins the series' set; a GTID is held once its unit is whole."""
         kind = event.type_code
         if kind == EventType.PREVIOUS_GTIDS:
-            for (source, tag), intervals in event.gtid_set.intervals.items():
+            for (source, tag), intervals in mysql_gtid_set(event).intervals.items():
                 for start, end in intervals:
                     self.mysql_gtids.add_interval(source, start, end, tag)
         elif kind in (EventType.GTID, EventType.GTID_TAGGED):
@@ -198,7 +199,9 @@ class BinlogMirror:
         says it is: a heartbeat names where the primary skipped to (transactions the set holds), as
         does an event's log_pos (its end) where no heartbeat came first. At the series' end the
         replay is over and the events from there are written."""
-        file, end = self._replay
+        replay = self._replay
+        assert replay is not None, "a dump by GTID is replaying the series"
+        file, end = replay
         if self.file != file:
             return False
         if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
@@ -261,7 +264,7 @@ class BinlogMirror:
                 struct.unpack_from("<H", after, 17)[0] & LOG_EVENT_IGNORABLE_F):
             return 0
         try:
-            ours, theirs = Event(held, self.offset, self._fmt).gtid_set, Event(raw, self.offset, self._fmt).gtid_set
+            ours, theirs = mysql_gtid_set(Event(held, self.offset, self._fmt)), mysql_gtid_set(Event(raw, self.offset, self._fmt))
         except BinlogError:
             return 0
         return size if theirs.issubset(ours) else 0
@@ -323,12 +326,12 @@ class BinlogMirror:
             self._write_own(EventType.MARIADB_GTID_LIST, MariadbGtidList(dict(self.binlog_state)).encode(), self._fmt,
                             fde.server_id)
             self._head = False
-            self.safe = (self.file, self.offset)
+            self.safe = (self._name(), self.offset)
             return None
         if self._head or self._fmt is None:
             raise MirrorError(f"the new source sent event type {kind} before its Format_description")
         if kind == EventType.ROTATE:  # the source's next file: the series' next file
-            name = _next_name(self.file)
+            name = _next_name(self._name())
             self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), self._fmt,
                             struct.unpack_from("<I", raw, 5)[0])
             self.close()
@@ -360,7 +363,7 @@ class BinlogMirror:
             self._fmt = _file_fmt(path)
         self.safe = (file, self.offset)
 
-    def begin_inside(self, file: str, pos: int, head: bytes, state: dict | MysqlGtidSet) -> None:
+    def begin_inside(self, file: str, pos: int, head: bytes, state: dict[tuple[int, int], int] | MysqlGtidSet) -> None:
         """A new series starts inside the primary's `file` at `pos` (mid_file.series_head: the
         FDE, Gtid_list or Previous_gtids and fillers up to `pos`): the file is created with that
         head, and the primary's events from `pos` follow at their own offsets. `state` is the
@@ -380,13 +383,14 @@ class BinlogMirror:
         self.safe = (file, pos)
 
     def _open_new(self) -> None:
-        path = self.dir / self.file
+        file = self._name()
+        path = self.dir / file
         try:
             self._out = open(path, "wb", buffering=0)
         except OSError as exc:
             raise self._cannot_write(exc, path) from None
         self._write(MAGIC)
-        self._add_to_index(self.file)
+        self._add_to_index(file)
 
     def _add_to_index(self, file: str) -> None:
         with self.index_lock:
@@ -410,18 +414,20 @@ class BinlogMirror:
     def _write(self, data: bytes) -> None:
         """All of `data` at the end of the current file, or (a write failed) a MirrorError once
         the file is cut back to the end of its last whole unit."""
+        out = self._out
+        assert out is not None, "a file is open while events are written"
         try:
             view = memoryview(data)
             while view:
-                view = view[self._out.write(view):]
+                view = view[out.write(view):]
         except OSError as exc:
-            raise self._cannot_write(exc, self.dir / self.file) from None
+            raise self._cannot_write(exc, self.dir / self._name()) from None
 
     def _cannot_write(self, exc: OSError, path: Path) -> MirrorError:
         """Cuts the series back to its last whole unit (a shorter file is left as it is) and says
         where it ends: a `SeriesFull` when space returning cures the error, else a MirrorError."""
         self.close()
-        file, end = self.safe if self.safe is not None else (self.file, 4)
+        file, end = self.safe if self.safe is not None else (self._name(), 4)
         try:
             if (self.dir / file).stat().st_size > end:
                 os.truncate(self.dir / file, end)
@@ -449,9 +455,10 @@ class BinlogMirror:
             _heartbeat(raw, self._fmt)  # a malformed one is a broken stream
             return
         if self.translating:
-            raw = self._translated(raw)
-            if raw is None:
+            translated = self._translated(raw)
+            if translated is None:
                 return
+            raw = translated
             kind, log_pos = raw[4], struct.unpack_from("<I", raw, 13)[0]
         if kind == EventType.ROTATE and (flags & LOG_EVENT_ARTIFICIAL_F or log_pos == 0 or timestamp == 0):
             # The dump thread's own Rotate (start of the dump, a new file, a file that ended
@@ -485,7 +492,7 @@ class BinlogMirror:
         if kind == EventType.MARIADB_GTID:
             self._gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
         elif kind == EventType.MARIADB_GTID_LIST:  # the binlog state before this file, whole
-            self.binlog_state = dict(event.gtid_set.gtids)
+            self.binlog_state = dict(mariadb_gtid_list(event).gtids)
         if self._grouper.current is None:  # (readers take whole units: a unit's first events wait for the rest)
             self.safe = (self.file, self.offset)
             if self._gtid is not None:
@@ -500,7 +507,9 @@ class BinlogMirror:
 
     def _replay_from(self, name: str, pos: int) -> None:
         """The dump by GTID names where it starts (or, past a skipped tail, where it stands)."""
-        file, end = self._replay
+        replay = self._replay
+        assert replay is not None, "a dump by GTID is replaying the series"
+        file, end = replay
         if name == file and pos <= end:
             self.file, self.offset = name, pos
             if pos == end:
@@ -544,6 +553,26 @@ class BinlogMirror:
         if self._out is not None:
             self._out.close()
             self._out = None
+
+    def _name(self) -> str:
+        """The file being written (or last written)."""
+        file = self.file
+        assert file is not None, "the series has a file once a dump began"
+        return file
+
+
+def mariadb_gtid_list(event: Event) -> MariadbGtidList:
+    """The set a MariaDB Gtid_list event carries."""
+    found = event.gtid_set
+    assert isinstance(found, MariadbGtidList), f"event type {event.type_code} carries no Gtid_list"
+    return found
+
+
+def mysql_gtid_set(event: Event) -> MysqlGtidSet:
+    """The set a MySQL Previous_gtids event carries."""
+    found = event.gtid_set
+    assert isinstance(found, MysqlGtidSet), f"event type {event.type_code} carries no Previous_gtids"
+    return found
 
 
 def _check_name(file: str) -> None:

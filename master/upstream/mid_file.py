@@ -18,6 +18,7 @@ mysqlbinlog never filters type 28 out. dumpfilter groups it as a control event. 
 from __future__ import annotations
 
 import struct
+from typing import Protocol, cast
 
 import pymysql
 
@@ -28,7 +29,7 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError
-from dumpfilter.master.upstream.binlog_mirror import MirrorError
+from dumpfilter.master.upstream.binlog_mirror import MirrorError, mariadb_gtid_list, mysql_gtid_set
 from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -38,13 +39,37 @@ from dumpfilter.master.protocol.commands import (
 # One filler's largest size: far below any max_allowed_packet a replica runs with (16 MiB default).
 FILLER_MAX = 1 << 20
 
+MariadbState = dict[tuple[int, int], int]  # (domain, server_id) -> the last seq_no: MariaDB's binlog state
+
+
+class _Packet(Protocol):
+    def get_all_data(self) -> bytes: ...
+
+
+class _RawCommands(Protocol):
+    """What the binlog protocol asks of pymysql's connection beyond its public API (its stubs
+    leave these out): a command sent with its payload as it is, the next packet read whole."""
+
+    def _execute_command(self, command: int, sql: bytes) -> None: ...
+    def _read_packet(self) -> _Packet: ...
+
+
+def send_command(conn: pymysql.connections.Connection, command: int, payload: bytes) -> None:
+    """A replication command (COM_REGISTER_SLAVE, COM_BINLOG_DUMP...) on pymysql's connection."""
+    cast(_RawCommands, conn)._execute_command(command, payload)
+
+
+def read_packet(conn: pymysql.connections.Connection) -> bytes:
+    """The next packet's payload, whole (an ERR packet is raised as pymysql's MySQLError)."""
+    return cast(_RawCommands, conn)._read_packet().get_all_data()
+
 
 class MidFileError(MirrorError):
     """--source-pos names no transaction boundary of the file (or lies past its end)."""
 
 
 def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_id: int, *, mysql: bool = False,
-              lacking: MysqlGtidSet | None = None) -> tuple[bytes, dict | MysqlGtidSet, int]:
+              lacking: MysqlGtidSet | None = None) -> tuple[bytes, MariadbState | MysqlGtidSet, int]:
     """Reads the primary's `file` from its start up to `pos` (a non-blocking dump on `conn`, a
     session with @master_binlog_checksum set) and returns its Format_description as sent, the GTID
     state at `pos` (MariaDB's binlog state, or with `mysql` MySQL's executed set) and `pos`. `pos`
@@ -54,12 +79,16 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
     that is the file's first), or the end of the file's last whole unit when it lacks none."""
     where = f"--source-gtid in {file}" if lacking is not None else f"--source-file {file} --source-pos {pos}"
     flags = BINLOG_DUMP_NON_BLOCK if mysql else BINLOG_DUMP_NON_BLOCK | BINLOG_SEND_ANNOTATE_ROWS_EVENT
-    conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", 4, flags, server_id) + file.encode())
-    fde, fmt, grouper, gtid, held = None, None, TransactionGrouper(), None, 0
-    state: dict | MysqlGtidSet = MysqlGtidSet() if mysql else {}
+    send_command(conn, COM_BINLOG_DUMP, struct.pack("<IHI", 4, flags, server_id) + file.encode())
+    fde: bytes | None = None
+    fmt: FormatDescription | None = None
+    grouper, held = TransactionGrouper(), 0
+    gtid: tuple[int, int, int] | None = None  # MariaDB: (domain, server_id, seq_no)
+    mysql_gtid: tuple[str, int, str] | None = None  # MySQL: (source, gno, tag)
+    state: MariadbState | MysqlGtidSet = MysqlGtidSet() if mysql else {}
     offset = unit_start = 4
     while True:
-        data = conn._read_packet().get_all_data()
+        data = read_packet(conn)
         raw = data[1:]
         kind, log_pos, flags = (raw[4], *struct.unpack_from("<IH", raw, 13)) if len(raw) >= HEADER_LEN else (0, 0, 0)
         ended = data[:1] == b"\xfe" and len(data) < 9 or (
@@ -84,23 +113,23 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
             event = Event(raw, offset, fmt)
             grouper.push(event)
             if kind == EventType.MARIADB_GTID_LIST:
-                state = dict(event.gtid_set.gtids)
+                state = dict(mariadb_gtid_list(event).gtids)
             elif kind == EventType.MARIADB_GTID:
                 gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
             elif kind == EventType.PREVIOUS_GTIDS and mysql:
-                state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in event.gtid_set.intervals.items()})
+                state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in mysql_gtid_set(event).intervals.items()})
             elif kind in (EventType.GTID, EventType.GTID_TAGGED) and mysql:
-                gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
+                mysql_gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
         except BinlogError as exc:  # (a malformed set or GTID too: the decoders raise it as one)
             raise MidFileError(f"{where}: {file} at {offset}: {exc}") from None
         if lacking is not None and not was_open and grouper.current is not None and fde is not None and (
-                gtid is None or (gtid[0], gtid[2], gtid[1]) not in lacking):
+                mysql_gtid is None or (mysql_gtid[0], mysql_gtid[2], mysql_gtid[1]) not in lacking):
             return fde, state, offset if held else 4  # the first transaction the set lacks starts here
-        if grouper.current is None and gtid is not None:
-            if mysql:
-                state.add(*gtid)
-            else:
-                state[gtid[:2]] = gtid[2]
+        if grouper.current is None and mysql_gtid is not None and isinstance(state, MysqlGtidSet):
+            state.add(*mysql_gtid)
+            mysql_gtid, held = None, held + 1
+        elif grouper.current is None and gtid is not None and isinstance(state, dict):
+            state[gtid[:2]] = gtid[2]
             gtid, held = None, held + 1
         if not was_open and grouper.current is not None:
             unit_start = offset
@@ -117,7 +146,7 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
         offset = end
 
 
-def series_head(fde: bytes, state: dict | MysqlGtidSet, pos: int) -> bytes:
+def series_head(fde: bytes, state: MariadbState | MysqlGtidSet, pos: int) -> bytes:
     """The bytes the local file opens with, up to `pos`: MAGIC, the primary's FDE, a Gtid_list
     with `state` (MariaDB) or a Previous_gtids with it (a MysqlGtidSet), fillers. MidFileError
     when `pos` leaves no room for them."""
@@ -149,4 +178,4 @@ def series_head(fde: bytes, state: dict | MysqlGtidSet, pos: int) -> bytes:
     return bytes(out)
 
 
-__all__ = ["FILLER_MAX", "MidFileError", "read_head", "series_head"]
+__all__ = ["FILLER_MAX", "MariadbState", "MidFileError", "read_head", "read_packet", "send_command", "series_head"]

@@ -38,16 +38,19 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
+from pymysql.connections import Connection
+from pymysql.cursors import Cursor
 
 from dumpfilter.errors import DumpFilterError, RuleError
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
 from dumpfilter.master.upstream.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
 from dumpfilter.codec.gtid import GtidSetError, MariadbGtidList, MysqlGtidSet
-from dumpfilter.master.upstream.mid_file import MidFileError, read_head, series_head
+from dumpfilter.master.upstream.mid_file import MidFileError, read_head, read_packet, send_command, series_head
 from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -111,7 +114,7 @@ class SourceURL:
     def connect(self) -> pymysql.connections.Connection:
         """A session to the primary: TLS as ssl-mode says; caching_sha2_password's full
         authentication over TLS, or without it by RSA with the pinned or (get-public-key) asked key."""
-        tls = {}
+        tls: dict[str, Any] = {}  # pymysql's TLS arguments
         if self.ssl_mode == "DISABLED":
             tls["ssl_disabled"] = True
         elif self.ssl_mode != "PREFERRED":
@@ -160,7 +163,7 @@ class SourceReplicator:
         self.full_stalls = 0
         self._full_at: tuple[str, int] | None = None  # where the series ended when it filled up
         self.retention = None  # set by `master serve` with --expire-logs-seconds / --max-series-bytes
-        self._conn = None
+        self._conn: Connection[Cursor] | None = None
         self._thread = threading.Thread(target=self._run, name="source-replicator", daemon=True)
 
     def start(self) -> None:
@@ -172,7 +175,7 @@ class SourceReplicator:
         conn = self._conn
         if conn is not None:
             try:
-                conn._sock.shutdown(2)
+                conn._sock.shutdown(2)  # type: ignore[attr-defined]  # (pymysql's socket: its stubs leave it out)
             except Exception:
                 pass
         self._thread.join(10)
@@ -279,11 +282,13 @@ class SourceReplicator:
 
     def _grew(self) -> None:
         """A whole transaction past where the series filled up is written: space is back."""
-        log.warning("source %s: the series grows again after %s:%s", self.url, *self._full_at)
+        full_at = self._full_at
+        assert full_at is not None, "the series grew past where it filled up"
+        log.warning("source %s: the series grows again after %s:%s", self.url, *full_at)
         self._full_at = None
         self._set_state("streaming")
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The source's part of `master status` and the metrics (with the series' retention's
         counters when `retention`, a master.upstream.retention.SeriesRetention, is set)."""
         retention = self.retention
@@ -294,7 +299,7 @@ class SourceReplicator:
                 "purged_files": retention.purged_files if retention else 0,
                 "forced_purges": retention.forced if retention else 0}
 
-    def _open(self, url: SourceURL, gtid: str | None):
+    def _open(self, url: SourceURL, gtid: str | None) -> tuple[Connection[Cursor], bytes, tuple[str, int] | str]:
         """Connects to `url` and starts its dump: by GTID (`gtid`, with gtid_strict_mode, so a
         source whose binlog has diverged refuses with 1236), else at the series' position (the
         local file cut back to it). A MySQL primary with gtid_mode ON is read by GTID with the
@@ -302,7 +307,7 @@ class SourceReplicator:
         started)."""
         conn = url.connect()
         try:
-            mysql = "mariadb" not in conn.get_server_info().lower()
+            mysql = not _is_mariadb(conn)
             with conn.cursor() as cur:
                 by_mysql_gtid = mysql and self._mysql_by_gtid(cur)
                 if by_mysql_gtid and gtid is not None:
@@ -325,20 +330,20 @@ class SourceReplicator:
             if by_mysql_gtid:
                 return conn, *self._dump_mysql_gtid(conn)
             file, pos = ("", 4) if gtid is not None else self._start_position(conn)
-            conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
-                                  + struct.pack("<HII", 0, 0, 0))
-            conn._read_packet()
+            send_command(conn, COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
+                         + struct.pack("<HII", 0, 0, 0))
+            read_packet(conn)
             if gtid is None:
                 self.mirror.begin(file, pos)
-            conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", pos, BINLOG_SEND_ANNOTATE_ROWS_EVENT,
-                                                               self.server_id) + file.encode())
-            data = conn._read_packet().get_all_data()  # raises the source's ERR packet as a MySQLError
+            send_command(conn, COM_BINLOG_DUMP, struct.pack("<IHI", pos, BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+                                                            self.server_id) + file.encode())
+            data = read_packet(conn)  # raises the source's ERR packet as a MySQLError
         except BaseException:
             conn.close()
             raise
         return conn, data, (file, pos) if gtid is None else gtid
 
-    def _mysql_by_gtid(self, cur) -> bool:
+    def _mysql_by_gtid(self, cur: Cursor) -> bool:
         """Whether a MySQL primary is read by GTID: its gtid_mode is ON, and the series holds
         something or is not asked to start at a given file (--source-file, --source-gtid: a new
         series starts at a file's start, by position)."""
@@ -348,48 +353,50 @@ class SourceReplicator:
             return False
         return self.mirror.resume_position() is not None or not (self.start_file or self.start_gtid)
 
-    def _dump_mysql_gtid(self, conn) -> tuple[bytes, str]:
+    def _dump_mysql_gtid(self, conn: Connection[Cursor]) -> tuple[bytes, str]:
         """COM_BINLOG_DUMP_GTID, as a MySQL 8.4 replica sends it with SOURCE_AUTO_POSITION=1: no
         file name, position 4, its executed set (the series', or --source-gtid for a new series; in
         MySQL 8.3+'s tagged encoding when it holds tags), heartbeats v2. The mirror checks what is
         re-sent against the series. Returns (the first packet, where the dump started)."""
         executed = self.mirror.mysql_gtids
         encoded = executed.encode()
-        conn._execute_command(COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
-                              + struct.pack("<HII", 0, 0, 0))
-        conn._read_packet()
+        send_command(conn, COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
+                     + struct.pack("<HII", 0, 0, 0))
+        read_packet(conn)
         self.mirror.begin_gtid()
-        conn._execute_command(COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_THROUGH_GTID | USE_HEARTBEAT_EVENT_V2,
-                                                                self.server_id, 0)
-                              + struct.pack("<QI", 4, len(encoded)) + encoded)
-        data = conn._read_packet().get_all_data()  # raises the primary's ERR packet as a MySQLError
+        send_command(conn, COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_THROUGH_GTID | USE_HEARTBEAT_EVENT_V2,
+                                                             self.server_id, 0)
+                     + struct.pack("<QI", 4, len(encoded)) + encoded)
+        data = read_packet(conn)  # raises the primary's ERR packet as a MySQLError
         return data, f"GTID set '{executed}'"
 
     def _stream(self) -> None:
         target = self._switch_to
-        switching = target is not None
-        by_gtid = switching or self.mirror.translating
+        by_gtid = target is not None or self.mirror.translating
         try:
-            conn, data, at = self._open(self.urls[target] if switching else self.url,
+            conn, data, at = self._open(self.urls[target] if target is not None else self.url,
                                         self.mirror.gtid_position() if by_gtid else None)
         except pymysql.err.MySQLError as exc:
-            if switching and exc.args and exc.args[0] == 1236:  # it diverged since it was asked
+            if target is not None and exc.args and exc.args[0] == 1236:  # it diverged since it was asked
                 self._switch_to = None
                 raise DumpFilterError(f"source {self.urls[target]} refused the series' GTID position "
                                       f"{self.mirror.gtid_position()}: {_describe(exc)}") from None
             raise
         self._conn = conn
-        if switching:
+        if target is not None:
             self.current = target
             old = self.mirror.safe
             name = self.mirror.switch()  # a full disk here: the switch is made again at the next try
+            assert old is not None  # (a switch refuses a series without a file)
             self._switch_to = None
             self.switches, self.changed_at = self.switches + 1, _now()
             self._refused = set()
             log.warning("source: now %s, from the series' GTID position %s (after %s:%s); the series continues in %s",
                         self.url, at, *old, name)
         elif by_gtid:
-            self.mirror.begin(*self.mirror.safe)  # cut back to the last whole unit, as a file resume does
+            safe = self.mirror.safe
+            assert safe is not None, "a series read by GTID has a file"
+            self.mirror.begin(*safe)  # cut back to the last whole unit, as a file resume does
         self.connected.set()
         if self._full_at is None:
             self._set_state("streaming")
@@ -402,9 +409,9 @@ class SourceReplicator:
                 self._grew()
             if self.stop_event.is_set():
                 return
-            data = conn._read_packet().get_all_data()  # raises the primary's ERR packet as a MySQLError
+            data = read_packet(conn)  # raises the primary's ERR packet as a MySQLError
 
-    def _start_position(self, conn) -> tuple[str, int]:
+    def _start_position(self, conn: Connection[Cursor]) -> tuple[str, int]:
         resume = self.mirror.resume_position()
         if resume is not None:
             return resume
@@ -418,22 +425,22 @@ class SourceReplicator:
                     raise MirrorError(f"--source-file {self.start_file!r} is not among the primary's binary logs "
                                       f"({names[0]} .. {names[-1]})")
                 if self.start_pos > 4:
-                    return self._begin_inside(conn)
+                    return self._begin_inside(conn, self.start_file)
                 return self.start_file, 4
             if self.start_gtid is not None:
-                if "mariadb" not in conn.get_server_info().lower():
-                    return self._start_inside(self._mysql_file_for_gtid(), 0, True,
+                if not _is_mariadb(conn):
+                    return self._start_inside(self._mysql_file_for_gtid(self.start_gtid), 0, True,
                                               lacking=MysqlGtidSet.parse(self.start_gtid))
                 return _file_for_gtid(cur, names, self.start_gtid), 4
             return names[0], 4
 
-    def _begin_inside(self, conn) -> tuple[str, int]:
+    def _begin_inside(self, conn: Connection[Cursor], file: str) -> tuple[str, int]:
         """--source-pos P inside --source-file F: the primary's F is read up to P on a second
         session (P must end a whole transaction), and the series' F is created with its own head
         up to P (a MariaDB Gtid_list, or a MySQL Previous_gtids with the executed set at P); the
         dump continues from P."""
-        mysql = "mariadb" not in conn.get_server_info().lower()
-        return self._start_inside(self.start_file, self.start_pos, mysql)
+        mysql = not _is_mariadb(conn)
+        return self._start_inside(file, self.start_pos, mysql)
 
     def _start_inside(self, file: str, pos: int, mysql: bool, lacking: MysqlGtidSet | None = None) -> tuple[str, int]:
         """Reads the primary's `file` up to `pos` (or, `lacking`, up to the first transaction the
@@ -459,17 +466,18 @@ class SourceReplicator:
             return file, 4
         self.mirror.begin_inside(file, pos, head, state)
         log.info("source %s: the series starts inside %s at %s (%s %s)", self.url, file, pos,
-                 "executed GTID set" if mysql else "binlog state", state if mysql else MariadbGtidList(state))
+                 "executed GTID set" if mysql else "binlog state",
+                 state if isinstance(state, MysqlGtidSet) else MariadbGtidList(state))
         return file, pos
 
-    def _mysql_file_for_gtid(self) -> str:
+    def _mysql_file_for_gtid(self, gtid: str) -> str:
         """The file a MySQL primary's dump thread starts at for --source-gtid (the newest whose
         Previous_gtids the set covers; MySQL has no BINLOG_GTID_POS): the artificial Rotate that
         a COM_BINLOG_DUMP_GTID with the set begins with names it. The series starts in that file
         at the first transaction the set lacks (`_start_inside`); what follows is taken whole, the
         transactions the set holds after it included (a dump by position, as --source-pos)."""
         try:
-            encoded = MysqlGtidSet.parse(self.start_gtid).encode()
+            encoded = MysqlGtidSet.parse(gtid).encode()
         except GtidSetError as exc:
             raise MirrorError(f"--source-gtid: {exc} (a MySQL primary takes a MySQL GTID set)") from None
         conn = self.url.connect()
@@ -480,20 +488,20 @@ class SourceReplicator:
                 cur.execute("SELECT @master_binlog_checksum")
                 row = cur.fetchone()
             crc = 4 if row and row[0] and str(row[0]).upper() != "NONE" else 0
-            conn._execute_command(COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
-                                                                    self.server_id, 0)
-                                  + struct.pack("<QI", 4, len(encoded)) + encoded)
-            raw = conn._read_packet().get_all_data()[1:]
+            send_command(conn, COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
+                                                                 self.server_id, 0)
+                         + struct.pack("<QI", 4, len(encoded)) + encoded)
+            raw = read_packet(conn)[1:]
         finally:
             conn.close()
         if len(raw) < 27 + crc or raw[4] != 4:  # ROTATE_EVENT
-            raise MirrorError(f"--source-gtid: the primary's dump by GTID did not begin with a Rotate (type {raw[4:5]})")
+            raise MirrorError(f"--source-gtid: the primary's dump by GTID did not begin with a Rotate (type {raw[4:5]!r})")
         name = raw[27:len(raw) - crc].decode("utf-8", "replace")
-        log.info("source %s: --source-gtid %s starts at %s", self.url, self.start_gtid, name)
+        log.info("source %s: --source-gtid %s starts at %s", self.url, gtid, name)
         return name
 
 
-def _file_for_gtid(cur, names: list[str], gtid: str) -> str:
+def _file_for_gtid(cur: Cursor, names: list[str], gtid: str) -> str:
     """The newest primary file whose starting GTID position the state covers (MariaDB)."""
     state = GtidState.parse(gtid)
     if state.limits is None:
@@ -503,6 +511,7 @@ def _file_for_gtid(cur, names: list[str], gtid: str) -> str:
         row = cur.fetchone()
         text = (row[0] or "") if row else ""
         before = GtidState.parse(text) if text.strip() else GtidState("", limits={})
+        assert before.limits is not None, "BINLOG_GTID_POS answers a MariaDB GTID position"
         if all(seq <= state.limits.get(domain, -1) for domain, seq in before.limits.items()):
             return name
     raise MirrorError(f"--source-gtid {gtid!r}: the primary's binary logs no longer hold every transaction after it "
@@ -516,12 +525,18 @@ class _PrimaryConnection(pymysql.connections.Connection):
 
     may_ask_key = False
 
-    def write_packet(self, payload):
-        if payload == b"\x02" and not self._secure and not self.may_ask_key and not self.server_public_key:
+    def write_packet(self, payload: bytes) -> None:
+        secure = self._secure  # type: ignore[attr-defined]  # (pymysql's own state: its stubs leave it out)
+        if payload == b"\x02" and not secure and not self.may_ask_key and not self.server_public_key:
             raise pymysql.err.OperationalError(CR_AUTH_PLUGIN_ERR, "Authentication plugin 'caching_sha2_password' "
                                                "reported error: Authentication requires secure connection (use "
                                                "ssl-mode, public-key=PATH or get-public-key=1 in the --source URL)")
         return super().write_packet(payload)
+
+
+def _is_mariadb(conn: Connection[Cursor]) -> bool:
+    info: str = conn.get_server_info()  # type: ignore[no-untyped-call]  # (pymysql's stubs leave it untyped)
+    return "mariadb" in info.lower()
 
 
 def _now() -> datetime:
