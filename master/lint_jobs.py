@@ -48,6 +48,7 @@ from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.statement_info import TableRef
 
 log = logging.getLogger("dumpfilter.master.lint")
 
@@ -67,6 +68,11 @@ MAX_CRASHES = 3          # looks of one rule set in a row the worker ended in: t
 OFF, PENDING = "off", "pending"  # and the worker's answers: DONE, NOT_RUN, FAILED, LOST, ENDED
 
 
+# A followed rule set: (rules, settings, the replica schema's key); and the worker's Linter arguments
+# for it (rules, settings, the master's --schema, the replica schema, verify checksums).
+SchemaKey = tuple[tuple[str, ...], tuple[tuple[TableRef, tuple[str, ...] | None], ...]]  # SchemaModel.key()
+FollowerKey = tuple[RuleSet, Settings, SchemaKey | None]
+LinterArgs = tuple[RuleSet, Settings, SchemaModel | None, SchemaModel | None, bool]
 _FOLLOWER_IDS = itertools.count(1)  # unique in this process: every master's followers share the worker
 
 
@@ -74,13 +80,13 @@ _FOLLOWER_IDS = itertools.count(1)  # unique in this process: every master's fol
 @dataclass(eq=False)
 class _Follower:
     """Lint of one rule set over this master's binlog, as far as it has read."""
-    key: tuple
-    first: tuple                     # the worker's Linter arguments (sent with the first look)
+    key: FollowerKey
+    first: LinterArgs                # the worker's Linter arguments (sent with the first look)
     account: str = ""                # the identity account that started it (master.shares)
     fid: int = field(default_factory=lambda: next(_FOLLOWER_IDS))
     state: str = PENDING
     position: tuple[str, int] | None = None  # how far lint has read: the end of its last whole unit
-    seen: tuple | None = None        # the binlog's end its last look reached (None: look again)
+    seen: tuple[str, int] | None = None  # the binlog's end its last look reached (None: look again)
     breaks: list[Break] = field(default_factory=list)  # the first LINT_WARNINGS found
     found: int = 0                   # every break found
     reason: str = ""                 # why not run, or failed
@@ -100,7 +106,7 @@ class _Follower:
 
 @dataclass
 class _Sub:
-    key: tuple
+    key: FollowerKey
     delivered: bool = False  # its warnings were told (Register reply or a batch)
     told: int = 0            # breaks told
     told_diverges: bool = False  # its divergence line was told
@@ -178,7 +184,7 @@ class LintJobs:
         self.verify_checksums = verify_checksums
         self.checkpoint_bytes = CHECKPOINT_BYTES  # read between a rule set's checkpoints (binlogs.lint_worker)
         self.lock = threading.Lock()
-        self.followers: dict[tuple, _Follower] = {}  # by (rules, settings, replica schema)
+        self.followers: dict[FollowerKey, _Follower] = {}  # by (rules, settings, replica schema)
         self.subs: dict[int, _Sub] = {}
         self.closed = False
         self.jobs_run = 0  # for tests and Stats: first looks handed to the worker (rule sets linted)
@@ -276,9 +282,9 @@ class LintJobs:
         self.looks += 1
         return ""
 
-    def finished(self, job: _Job, state: str, value) -> None:
+    def finished(self, job: _Job, state: str, value: object) -> None:
         """The worker's answer to a look (the dispatch thread)."""
-        follower = job.follower
+        follower: _Follower = job.follower
         told: list[str] = []
         with self.lock:
             if follower.job is job:
@@ -402,7 +408,7 @@ class LintJobs:
             return []
         snapshot = self._snapshot()
         with self.lock:
-            ids: dict[tuple, list[int]] = {}
+            ids: dict[FollowerKey, list[int]] = {}
             for server_id, sub in self.subs.items():
                 ids.setdefault(sub.key, []).append(server_id)
             return [RuleSetLint(f.fid, tuple(sorted(ids.get(key, ()))), self._status(f, snapshot))
@@ -438,7 +444,7 @@ class LintJobs:
             if old is not None:
                 self._drop_unwanted(old.key)
 
-    def _drop_unwanted(self, key: tuple) -> None:
+    def _drop_unwanted(self, key: FollowerKey) -> None:
         """Under self.lock: the follower of `key` ends when no slave shares it."""
         follower = self.followers.get(key)
         if follower is not None and not any(sub.key == key for sub in self.subs.values()):
@@ -472,6 +478,6 @@ def _where(position: tuple[str, int] | None) -> str:
     return f"{position[0]}:{position[1]}" if position is not None else "the binlog's start"
 
 
-def _end(snapshot: list[tuple[str, int]]) -> tuple | None:
+def _end(snapshot: list[tuple[str, int]]) -> tuple[str, int] | None:
     """The binlog's end in a snapshot: its last file's name and size."""
     return (Path(snapshot[-1][0]).name, snapshot[-1][1]) if snapshot else None

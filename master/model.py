@@ -81,5 +81,5 @@ class Batch:
 class SlaveStats(SentCounts):
     """The sent counts `experiment` computes too (dumpfilter.sent), and the master's own."""
 
-    rule_hits: Counter = field(default_factory=Counter)
+    rule_hits: Counter[str] = field(default_factory=Counter)
     assumed_decisions: int = 0   # statement decisions that assumed what the schema model lacks

@@ -11,12 +11,13 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from dumpfilter.errors import AccessDeniedError, RuleError
 from dumpfilter.master.login_guard import LoginGuard, LoginLimits
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.policy_gates import NATIVE_HASH, PBKDF2, PLAIN, Fail, Secret, owner_of, read_policy, slave_gate
+from dumpfilter.rules.policy_gates import (NATIVE_HASH, PBKDF2, PLAIN, Fail, Grant, Secret, owner_of, read_policy,
+                                           slave_gate)
 
 log = logging.getLogger("dumpfilter.master.policy")
 
@@ -168,7 +169,7 @@ class MasterPolicy:
         given = password.encode("utf-8", "surrogateescape")
         ok = secret is not None and (entry is not None and self._proved_before(user, secret, given) or
                                      guard.check(lambda: secret.matches(given), is_expensive(secret), address, user))
-        if not ok or entry is None:
+        if not ok or entry is None or secret is None:
             guard.failed(address, user, known=entry is not None)
             reason = "no user name" if not user else "wrong password" if entry is not None else \
                 "not in the master policy, which has no [default]"
@@ -237,7 +238,7 @@ def _dummy_like(secret: Secret | None) -> Secret:
     return Secret(PLAIN, os.urandom(16).hex())
 
 
-def _entry(name: str, body: dict, grant, fail: Fail, is_default: bool = False) -> PolicyEntry:
+def _entry(name: str, body: dict[str, Any], grant: Grant, fail: Fail, is_default: bool = False) -> PolicyEntry:
     """A section's entry: its grant (read by rules.policy_gates) and the keys only the master uses."""
     admin = body.get("admin", False)
     caps = {key: body.get(key) for key in _CAPS}
@@ -269,7 +270,7 @@ def _entry(name: str, body: dict, grant, fail: Fail, is_default: bool = False) -
 _CAPS = ("max_streams", "max_registrations", "max_rules", "max_calls", "max_lint_jobs", "max_sessions")
 
 
-def _warn_open_doors(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path) -> None:
+def _warn_open_doors(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path: str | Path) -> None:
     """One WARNING line per identity that any client can claim: an entry without a password
     (only an mTLS client certificate would still prove it), and a [default], which takes every
     name not listed."""
@@ -283,7 +284,7 @@ def _warn_open_doors(entries: dict[str, PolicyEntry], default: PolicyEntry | Non
                     path)
 
 
-def _warn_readable_secrets(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path) -> None:
+def _warn_readable_secrets(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path: str | Path) -> None:
     """One WARNING line when a policy file that others may read holds passwords in clear."""
     clear = [name for name, entry in entries.items() if entry.secret is not None and entry.secret.kind == PLAIN]
     if not clear:

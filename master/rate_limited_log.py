@@ -27,7 +27,7 @@ class ProblemLog:
         self._lock = threading.Lock()
         self.count = 0
 
-    def warning(self, message: str, *args) -> None:
+    def warning(self, message: str, *args: object) -> None:
         with self._lock:
             self.count += 1
             now = self.clock()

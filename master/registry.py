@@ -9,6 +9,7 @@ import itertools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dumpfilter.errors import (AccessDeniedError, ChangeTimeoutError, DumpFilterError,
                                ResourceExhaustedError, RuleError, StreamReplacedError, UnknownSlaveError)
@@ -23,7 +24,8 @@ from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter import skip_policy
 from dumpfilter.master.decide.flags import FlagWords, SlaveDecider, StatementWords
 from dumpfilter.master.decide.statement_keys import StatementPathCounts
-from dumpfilter.master.lint_jobs import MAX_QUEUED, LintJobs
+from dumpfilter.binlogs.lint_worker import MAX_QUEUED
+from dumpfilter.master.lint_jobs import LintJobs
 from dumpfilter.master.model import Effective, Registration, RegisterResult, SlaveStats
 from dumpfilter.master.policy import OPEN, Identity, MasterPolicy
 from dumpfilter.rules.gate import UNRESTRICTED, Gate
@@ -79,7 +81,7 @@ class SlaveState:
 class RegisteredSlave:
     """One registered server_id: its registration, rules per channel, policy gate, flag bit and stats."""
 
-    def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict, gate: Gate, bit: int,
+    def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict[str, Any], gate: Gate, bit: int,
                  identity: Identity = OPEN):
         self.reg = reg
         self.identity = identity    # the identity that registered this server_id
@@ -126,7 +128,7 @@ class SlaveRegistry:
         self._engines: dict[tuple[RuleSet, Settings], RuleEngine] = {}
         self.group_locks: dict[int, threading.Lock] = {}
         self.statement_words = StatementWords(self._members, self.words, self.engine_lock)
-        self._group_ids: dict[tuple, int] = {}
+        self._group_ids: dict[tuple[RuleSet, Settings, Gate], int] = {}
         # Never reused: a cached unit's answer under a released group's key is never read again.
         self._group_counter = itertools.count()
         # Each identity's share of registrations, streams, calls and lint jobs (master.shares).
@@ -202,9 +204,10 @@ class SlaveRegistry:
                 mine = account(caller)
                 self.shares.check(caller, REGISTRATIONS, sum(1 for s in self.slaves.values() if s.account == mine))
                 used = {s.bit for s in self.slaves.values()}
-                bit = next((b for b in range(MAX_SLAVES) if b not in used), None)
-                if bit is None:
+                free = next((b for b in range(MAX_SLAVES) if b not in used), None)
+                if free is None:
                     raise ResourceExhaustedError(f"too many slaves registered (at most {MAX_SLAVES})")
+                bit = free
             slave = RegisteredSlave(reg, registry, extra, gate, bit, identity=caller)
             # A reconnecting slave's last position holds its file until its new Dump reads on:
             # retention keeps what a registered slave reads, and its Dump comes after this Register.
@@ -275,10 +278,10 @@ class SlaveRegistry:
         groups = {(state.rules, slave.reg.settings, slave.gate) for state, slave in states}
         for key in [k for k, engine in self._engines.items() if id(engine) not in live]:
             del self._engines[key]
-        for key in [k for k in self.group_locks if k not in live]:
-            del self.group_locks[key]
-        for key in [k for k in self._group_ids if k not in groups]:
-            del self._group_ids[key]
+        for engine_id in [k for k in self.group_locks if k not in live]:
+            del self.group_locks[engine_id]
+        for group in [k for k in self._group_ids if k not in groups]:
+            del self._group_ids[group]
 
     def _members(self) -> list[tuple[int, RuleEngine, Gate]]:
         return [(s.bit, s.state.engine, s.gate) for s in list(self.slaves.values()) if s.state is not None]
@@ -379,7 +382,8 @@ class SlaveRegistry:
         return position if pending else None
 
     # -- ListFilters, Stats ----------------------------------------------------------------
-    def list_filters(self, server_id: int = 0, caller: Identity | None = None) -> tuple[list[dict], list[dict]]:
+    def list_filters(self, server_id: int = 0, caller: Identity | None = None
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         slaves = self._visible(server_id, caller)
         rows, global_rows = [], []
         for slave in slaves:
@@ -405,6 +409,6 @@ def _count(rules: RuleSet) -> int:
     return sum(len(getattr(rules, rule_type)) for rule_type in ALL_TYPES)
 
 
-def rule_count(registry: FilterRegistry, extra: dict) -> int:
+def rule_count(registry: FilterRegistry, extra: dict[str, Any]) -> int:
     """The rules a registration holds: each channel's, with the global (effective_*, binlog_*) ones."""
     return sum(_count(registry.rules_for(name).replace(**extra)) for name in registry.channels)

@@ -13,6 +13,7 @@ Going past a limit is a `ResourceExhaustedError` (RESOURCE_EXHAUSTED) naming the
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from dumpfilter.errors import ResourceExhaustedError
@@ -87,7 +88,7 @@ class InFlight:
         self.used: dict[str, int] = {}
 
     @contextmanager
-    def hold(self, identity: Identity | None):
+    def hold(self, identity: Identity | None) -> Iterator[None]:
         key = account(identity)
         with self._lock:
             used = self.used.get(key, 0)
