@@ -11,8 +11,8 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import Iterator
-from typing import TextIO
+from collections.abc import Iterator, Sequence
+from typing import IO, Any, NoReturn
 
 from dumpfilter.cli.output_paths import OutputError, atomic_output, is_stream, writable_file
 
@@ -49,17 +49,17 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 
 
 # -- the output convention -----------------------------------------------------------------
-def add_out_dir(parser, help: str, **kwargs) -> argparse.Action:
+def add_out_dir(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> argparse.Action:
     """`--out DIR`: the directory a command writes its results into."""
     return parser.add_argument("--out", metavar="DIR", help=help, **kwargs)
 
 
-def add_output_file(parser, help: str, **kwargs) -> argparse.Action:
+def add_output_file(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> argparse.Action:
     """`-o/--output FILE`: the one file a command writes."""
     return parser.add_argument("-o", "--output", metavar="FILE", help=help, **kwargs)
 
 
-def add_json_option(parser, what: str) -> argparse.Action:
+def add_json_option(parser: argparse.ArgumentParser, what: str) -> argparse.Action:
     """`--json [FILE]`: `what` (the machine-readable result) as JSON on stdout instead of the human
     output, or written to FILE while the human output still goes to stdout."""
     return parser.add_argument(
@@ -79,14 +79,16 @@ class Parser(argparse.ArgumentParser):
 
     _trying = False
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         # No abbreviated long options (`experiment --binlog` taken for `--binlogs`): a prefix that
         # means one option today means another once an option is added. Sub-commands' parsers are
         # made of this class too (argparse's add_parser takes the parent's class).
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
-    def parse_args(self, args=None, namespace=None):
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        # (typeshed's overloads give a namespace of any class; this parser is only asked for its own)
         args = list(sys.argv[1:] if args is None else args)
         alternative = _json_without_value(args)
         if alternative is not None:
@@ -100,7 +102,7 @@ class Parser(argparse.ArgumentParser):
                     Parser._trying = False
         return super().parse_args(args, namespace)  # neither parses: argparse's own message
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         if Parser._trying:
             raise _Unparsed(message)
         super().error(message)
@@ -143,7 +145,7 @@ def json_on_stdout(args: argparse.Namespace) -> bool:
 
 
 @contextlib.contextmanager
-def json_sink(args: argparse.Namespace) -> Iterator[TextIO | None]:
+def json_sink(args: argparse.Namespace) -> Iterator[IO[str] | None]:
     """Where --json goes: None without it, stdout for `--json` / `--json -`, else FILE (written whole
     or not at all)."""
     target = getattr(args, "json", None)
@@ -164,7 +166,7 @@ def _is_stdout(path: str) -> bool:
         return False
 
 
-def emit_json(args: argparse.Namespace, document) -> bool:
+def emit_json(args: argparse.Namespace, document: object) -> bool:
     """Write `document` (one line) where --json says; True when it took stdout (the human output is then left out)."""
     with json_sink(args) as out:
         if out is not None:

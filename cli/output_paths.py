@@ -9,6 +9,7 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from dumpfilter.errors import InvalidArgumentError
 
@@ -17,7 +18,7 @@ class OutputError(InvalidArgumentError):
     """An output path that cannot be written, or that would overwrite an input."""
 
 
-def temp_beside(directory: str | os.PathLike, prefix: str, suffix: str = "") -> tuple[int, str]:
+def temp_beside(directory: str | os.PathLike[str], prefix: str, suffix: str = "") -> tuple[int, str]:
     """A new file of its own (O_EXCL, mode 0600) in `directory`: (descriptor, path), as
     tempfile.mkstemp makes one. Not tempfile's: it imports shutil, random, bz2 and lzma, a
     fifth of the offline `filter` command's start."""
@@ -43,7 +44,7 @@ def _cannot_write(directory: Path) -> str | None:
     return None
 
 
-def writable_dir(path: str | os.PathLike, option: str = "--out") -> Path:
+def writable_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """Create DIR (and its parents) and prove a file can be written in it."""
     directory = Path(path)
     reason = _cannot_write(directory)
@@ -52,7 +53,7 @@ def writable_dir(path: str | os.PathLike, option: str = "--out") -> Path:
     return directory
 
 
-def readable_file(path: str | os.PathLike, option: str) -> Path:
+def readable_file(path: str | os.PathLike[str], option: str) -> Path:
     """FILE exists, is not a directory and can be opened for reading."""
     target = Path(path)
     try:
@@ -63,7 +64,7 @@ def readable_file(path: str | os.PathLike, option: str) -> Path:
     return target
 
 
-def existing_dir(path: str | os.PathLike, option: str) -> Path:
+def existing_dir(path: str | os.PathLike[str], option: str) -> Path:
     """DIR is a directory when it exists (a command that reads it says itself what a missing one means)."""
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
@@ -71,7 +72,7 @@ def existing_dir(path: str | os.PathLike, option: str) -> Path:
     return directory
 
 
-def is_stream(path: str | os.PathLike) -> bool:
+def is_stream(path: str | os.PathLike[str]) -> bool:
     """A device or pipe, or a link into /proc such as /dev/stdout (which is a regular file when stdout
     was redirected to one): written in place as it comes, never replaced by a renamed file."""
     target = Path(path)
@@ -80,7 +81,7 @@ def is_stream(path: str | os.PathLike) -> bool:
     return target.exists() and not target.is_file() and not target.is_dir()
 
 
-def writable_file(path: str | os.PathLike, option: str = "--out") -> Path:
+def writable_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """The parent directory of FILE can take a new file (the file itself is written later, atomically),
     or FILE is a stream (is_stream), opened when written."""
     target = Path(path)
@@ -100,8 +101,8 @@ def _binlog_stem(path: Path) -> str:
     return stem if dot and number.isdigit() else path.name
 
 
-def refuse_input_as_output(inputs: Iterable[str | os.PathLike], *, file: str | os.PathLike | None = None,
-                           directory: str | os.PathLike | None = None, basename: str | None = None,
+def refuse_input_as_output(inputs: Iterable[str | os.PathLike[str]], *, file: str | os.PathLike[str] | None = None,
+                           directory: str | os.PathLike[str] | None = None, basename: str | None = None,
                            option: str = "-o") -> None:
     """An output may not be an input: the same file (also through a link), or a binlog of the same
     directory and base name (`mysql-bin.000002` beside an input `mysql-bin.000001`, or a series
@@ -109,12 +110,14 @@ def refuse_input_as_output(inputs: Iterable[str | os.PathLike], *, file: str | o
     for item in inputs:
         source = Path(item)
         real = source.resolve()
+        out_stem: str | None
         if file is not None:
             out = Path(file)
             if real == out.resolve() or (out.exists() and os.path.samefile(out, source)):
                 raise OutputError(f"{option} {out}: is the input {source}; write the output elsewhere")
             out_dir, out_stem = out.resolve().parent, _binlog_stem(out)
         else:
+            assert directory is not None, "refuse_input_as_output: give file= or directory="
             out_dir, out_stem = Path(directory).resolve(), basename
         if real.parent == out_dir and _binlog_stem(real) == out_stem:
             raise OutputError(f"{option} {file or directory}: has the directory and base name ({out_stem}) of the "
@@ -122,7 +125,7 @@ def refuse_input_as_output(inputs: Iterable[str | os.PathLike], *, file: str | o
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, mode: str = "wb") -> Iterator:
+def atomic_output(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary file beside PATH; on success it replaces PATH, on any error it is removed
     and an existing PATH is left as it was. A stream (is_stream) is written in place."""
     target = Path(path)

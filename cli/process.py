@@ -36,7 +36,11 @@ def sigterm_as_interrupt() -> Callable[[], None]:
         signal.signal(signal.SIGTERM, terminate)
     except ValueError:  # not the main thread of the main interpreter
         return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 # glibc serves a block of 128 KiB or more with a mapping of its own (the threshold then rises
 # with the blocks freed, up to 32 MiB) and hands the top of its heap back to the kernel beyond
