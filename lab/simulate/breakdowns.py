@@ -7,13 +7,14 @@ from __future__ import annotations
 import csv
 import html
 from pathlib import Path
+from typing import Any
 
 TOP_TABLES = 10
 TABLE_FIELDS = ["slave", "table", "bytes_all", "bytes_payload", "bytes_envelope", "bytes_sent"]
 STREAM_FIELDS = ["slave", "role", "skip_policy", "wall_seconds", "bytes_read", "bytes_sent"]
 
 
-def top_tables(report: dict, slave: str, count: int = TOP_TABLES) -> list[dict]:
+def top_tables(report: dict[str, Any], slave: str, count: int = TOP_TABLES) -> list[dict[str, Any]]:
     """A slave's `count` largest tables (by bytes in the binlog), then its rows that are no table
     (statements naming none, framing and control events): together with the rest, its bytes."""
     mine = [r for r in report.get("by_table") or () if r["slave"] == slave]
@@ -21,7 +22,7 @@ def top_tables(report: dict, slave: str, count: int = TOP_TABLES) -> list[dict]:
     return named[:count] + [r for r in mine if r["table"].startswith("(")]
 
 
-def write_csvs(report: dict, out: Path) -> list[Path]:
+def write_csvs(report: dict[str, Any], out: Path) -> list[Path]:
     """report_by_table.csv (every slave's every table) and report_streams.csv (every stream's time)."""
     paths = []
     for name, fields, rows in (("report_by_table.csv", TABLE_FIELDS, report.get("by_table")),
@@ -37,15 +38,15 @@ def write_csvs(report: dict, out: Path) -> list[Path]:
     return paths
 
 
-def _e(value) -> str:
+def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _mb(n) -> str:
+def _mb(n: float) -> str:
     return f"{n / 1e6:.2f}"
 
 
-def html_sections(report: dict) -> str:
+def html_sections(report: dict[str, Any]) -> str:
     """The bytes by table (a table per slave: its top tables, then the rows that are no table)
     and every stream's time, as HTML."""
     parts = []

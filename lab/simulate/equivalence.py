@@ -14,19 +14,27 @@ then drops, so GTID events are compared by their GTID (and type), every other ev
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.codec import Event, EventType, TransactionGrouper
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
-from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter.rules.renamer import event_renamer
+
+if TYPE_CHECKING:
+    from dumpfilter.rules.gate import Gate
+
+    # One slave to verify: its spec, its relay log per skip policy, what its own check dropped per
+    # policy, and the master policy's gate for it (verify_slaves).
+    Check = tuple[SlaveSpec, dict[str, Path], dict[str, int] | None, Gate | None]
 from dumpfilter import skip_policy
 
 MAX_LISTED = 20  # differences listed per slave; all are counted
@@ -38,7 +46,7 @@ class Difference:
     transaction: str   # GTID, or "end_log_pos N" for a unit without one
     problem: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"policy": self.policy, "transaction": self.transaction, "problem": self.problem}
 
 
@@ -46,7 +54,7 @@ class Difference:
 class SlaveVerification:
     slave: str
     transactions: int = 0                 # transactions of the full stream compared
-    compared: dict = field(default_factory=dict)   # policy -> transactions received and matched
+    compared: dict[str, int] = field(default_factory=dict)   # policy -> transactions received and matched
     differences: list[Difference] = field(default_factory=list)
     total_differences: int = 0
 
@@ -59,13 +67,13 @@ class SlaveVerification:
         if len(self.differences) < MAX_LISTED:
             self.differences.append(difference)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"slave": self.slave, "ok": self.ok, "transactions": self.transactions, "compared": self.compared,
                 "total_differences": self.total_differences,
                 "differences": [d.to_json() for d in self.differences]}
 
 
-def relay_transactions(relay_dir: Path) -> Iterator:
+def relay_transactions(relay_dir: Path) -> Iterator[Transaction]:
     """The transactions of a relay log, in order (bounded memory), each event placed at its
     MASTER position. A relay log keeps the master's log_pos in every header, but a reader's
     `pos` is the relay file offset; TransactionFilter frames an empty transaction with the
@@ -85,15 +93,15 @@ def relay_transactions(relay_dir: Path) -> Iterator:
     yield from grouper.flush()
 
 
-def _key(txn) -> str:
+def _key(txn: Transaction) -> str:
     gtid = txn.gtid_event
     if gtid is not None and not gtid.gtid_info.anonymous:
-        return gtid.gtid
+        return gtid.gtid_info.text
     return f"end_log_pos {txn.events[-1].log_pos}"
 
 
-def _norm(events) -> tuple:
-    out = []
+def _norm(events: Iterable[Event]) -> tuple[object, ...]:
+    out: list[object] = []
     for e in events:
         if e.type_code in GTID_EVENT_TYPES and e.type_code != EventType.MARIADB_GTID:
             out.append(("gtid", e.type_code, e.gtid))  # transaction_length differs: see the docstring
@@ -102,7 +110,7 @@ def _norm(events) -> tuple:
     return tuple(out)
 
 
-def _describe(events) -> str:
+def _describe(events: list[Event]) -> str:
     names = [e.type_name for e in events]
     return f"{len(events)} events ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
 
@@ -111,7 +119,8 @@ class _Check:
     """One slave's side of the single pass over the full stream: its reference filter and the
     heads of the relay logs it received (one per skip policy)."""
 
-    def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None, gate):
+    def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None,
+                 gate: Gate | None) -> None:
         self.result = SlaveVerification(spec.name)
         engine = RuleEngine(spec.rules, spec.settings)
         # The slave's rules ANDed with the master policy's gate for its identity, as the master composes them.
@@ -124,7 +133,7 @@ class _Check:
             if count:
                 self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))
 
-    def feed(self, txn) -> None:
+    def feed(self, txn: Transaction) -> None:
         result, reference = self.result, self.reference
         outcome = reference.filter(txn)  # resets its table-id cache at FDEs, as a replica does
         if txn.kind == CONTROL:
@@ -132,6 +141,7 @@ class _Check:
         result.transactions += 1
         key = _key(txn)
         for policy, stream in self.streams.items():
+            expected: list[Event] | None
             if outcome.outcome in (KEPT, PARTIAL):
                 expected = outcome.events
             else:
@@ -165,7 +175,7 @@ class _Check:
         return self.result
 
 
-def verify_slaves(full_relay: Path, checks: list[tuple]) -> list[SlaveVerification]:
+def verify_slaves(full_relay: Path, checks: Iterable[Check]) -> list[SlaveVerification]:
     """Each (spec, received, slave_check_dropped, gate) of `checks`: every relay log in `received`
     (skip policy -> relay dir of that slave's stream) against slave-side filtering of `full_relay`
     with `spec`'s rules (ANDed with the master policy's `gate`, when there is one). One pass over the
@@ -178,6 +188,6 @@ def verify_slaves(full_relay: Path, checks: list[tuple]) -> list[SlaveVerificati
 
 
 def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
-                 slave_check_dropped: dict[str, int] | None = None, gate=None) -> SlaveVerification:
+                 slave_check_dropped: dict[str, int] | None = None, gate: Gate | None = None) -> SlaveVerification:
     """`verify_slaves` for one slave."""
     return verify_slaves(full_relay, [(spec, received, slave_check_dropped, gate)])[0]

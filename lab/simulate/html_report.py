@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 from dumpfilter.lab.simulate.breakdowns import html_sections
 from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_diverges, lint_explanation, lint_fine, row_cells,
@@ -29,15 +31,15 @@ tr.breaks td { background: #fff1f0; } tr.breaks td:first-child { border-left: 4p
 """
 
 
-def _e(value) -> str:
+def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def _mb(n) -> str:
+def _mb(n: float | None) -> str:
     return "-" if n is None else f"{n / 1e6:.2f}"
 
 
-def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), cls: str = "",
+def _table(headers: list[str], rows: list[list[Any]], numeric: Collection[int] = frozenset(), cls: str = "",
            row_classes: list[str] | None = None) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = []
@@ -67,7 +69,7 @@ def _image(path: Path, caption: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
-def render_html(report: dict, charts: dict[str, Path]) -> str:
+def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
     source, experiment = report["source"], report["experiment"]
     title = f"dumpfilter simulate: {source['description']}"
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
@@ -170,7 +172,7 @@ def render_html(report: dict, charts: dict[str, Path]) -> str:
     return "\n".join(parts)
 
 
-def write_html(report: dict, path: Path, charts: dict[str, Path]) -> Path:
+def write_html(report: dict[str, Any], path: Path, charts: dict[str, Path]) -> Path:
     path = Path(path)
     path.write_text(render_html(report, charts), encoding="utf-8")
     return path

@@ -14,11 +14,18 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.errors import DumpFilterError
 
+if TYPE_CHECKING:
+    from dumpfilter.rules.ruleset import RuleSet, Settings
 
-def _lint(files: list[str], jobs: list[tuple]) -> list[dict]:
+    # One rule set to lint: a slave's rules, settings and replica_schema (the topology's source, or None).
+    LintKey = tuple[RuleSet, Settings, str | None]
+
+
+def _lint(files: list[str], jobs: list[LintKey]) -> list[dict[str, Any]]:
     from dumpfilter.binlogs.lint import lint_files
     from dumpfilter.rules.lint_rules import rule_warnings
     from dumpfilter.rules.schema import load_schema
@@ -38,17 +45,20 @@ def _lint(files: list[str], jobs: list[tuple]) -> list[dict]:
 class LintProcess:
     """Started at once; `results()` waits for it: one {"breaks", "first", "warnings", "diverges", "divergence", "divergence_lines"} per (rules, settings, replica_schema)."""
 
-    def __init__(self, files: list[Path], rule_sets: list[tuple]):
+    def __init__(self, files: list[Path], rule_sets: list[LintKey]) -> None:
         self.keys = list(dict.fromkeys(rule_sets))
         self.proc = subprocess.Popen([sys.executable, "-c", f"import {__name__} as m; m._main()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      start_new_session=True)
+        stdin = self.proc.stdin
+        assert stdin is not None  # (stdin=PIPE)
         try:
-            pickle.dump(([str(f) for f in files], self.keys), self.proc.stdin)
-            self.proc.stdin.close()
+            pickle.dump(([str(f) for f in files], self.keys), stdin)
+            stdin.close()
         except OSError:
             pass  # the child died at once: results() says so
 
-    def results(self) -> dict[tuple, dict]:
+    def results(self) -> dict[LintKey, dict[str, Any]]:
+        assert self.proc.stdout is not None  # (stdout=PIPE)
         try:
             state, value = pickle.load(self.proc.stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
@@ -63,13 +73,15 @@ class LintProcess:
             self.proc.kill()
         self.proc.wait()
         with contextlib.suppress(OSError):
-            self.proc.stdout.close()
+            if self.proc.stdout is not None:  # (stdout=PIPE)
+                self.proc.stdout.close()
 
 
 def _main() -> None:
     files, jobs = pickle.load(sys.stdin.buffer)
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the result pipe
+    reply: tuple[str, object]
     try:
         reply = ("ok", _lint(files, jobs))
     except DumpFilterError as exc:

@@ -9,9 +9,11 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
@@ -26,6 +28,10 @@ from dumpfilter.lab.simulate.streams import EVERYTHING, MAIN, POLICY, WORKERS, S
 from dumpfilter.lab.simulate.source import PreparedSource, prepare_source
 from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slaves
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
+
+if TYPE_CHECKING:
+    from dumpfilter.lab.simulate.lint_process import LintKey
+    from dumpfilter.rules.ruleset import RuleSet
 
 DEFAULT_TOPOLOGY = "default_topology.toml"
 DEFAULT_LISTEN = "127.0.0.1:0"  # the master's gRPC address: loopback, a free port
@@ -42,7 +48,7 @@ def load_default_topology() -> Topology:
 
 @dataclass
 class SimulationResult:
-    report: dict
+    report: dict[str, Any]
     paths: list[Path] = field(default_factory=list)
     verifications: list[SlaveVerification] = field(default_factory=list)
     streams: list[StreamResult] = field(default_factory=list)
@@ -58,7 +64,7 @@ class SimulationResult:
                 if row.get("real_replica_verdict") and not row["real_replica_verdict"]["ok"]]
 
 
-def _free_ids(used: set[int]):
+def _free_ids(used: set[int]) -> Iterator[int]:
     candidate = max(used) + 1
     while True:
         if candidate not in used and candidate <= 0xFFFFFFFF:
@@ -156,6 +162,7 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
             def on_progress(plan: StreamJob, file: str, pos: int) -> None:
                 covered = offsets.get(file, 0) + pos
                 if plan.role == POLICY:
+                    assert variant_task is not None  # (a POLICY plan is one of the variants)
                     variant_done[plan] = covered
                     progress.update(variant_task, completed=sum(variant_done.values()))
                 else:
@@ -195,8 +202,8 @@ def _verify(topology: Topology, results: list[StreamResult]) -> list[SlaveVerifi
 
 
 def build_report(topology: Topology, prepared: PreparedSource, results: list[StreamResult],
-                 verifications: list[SlaveVerification], lints: dict[tuple, dict] | None = None,
-                 served_seconds: float = 0.0) -> dict:
+                 verifications: list[SlaveVerification], lints: dict[LintKey, dict[str, Any]] | None = None,
+                 served_seconds: float = 0.0) -> dict[str, Any]:
     """`lints`: `dumpfilter lint`'s prediction per (rules, settings, replica_schema) (lint_process)."""
     everything = next((r for r in results if r.plan.role == EVERYTHING), None)
     checks = {v.slave: v for v in verifications}
@@ -279,7 +286,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
     }
 
 
-def bytes_by_table(topology: Topology, files) -> list[dict]:
+def bytes_by_table(topology: Topology, files: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Per slave and table, the bytes in the binlog that write it and those sent to the slave,
     then the statements that name no table and the framing and control row: `experiment`'s
     counting (spark_jobs.bandwidth_experiment.table_rows, one pass in this process over every
@@ -295,7 +302,7 @@ def bytes_by_table(topology: Topology, files) -> list[dict]:
     return table_rows(topology, gates, totals, merge_tables(parts), merge_statements(parts))
 
 
-def stream_times(results: list[StreamResult]) -> list[dict]:
+def stream_times(results: list[StreamResult]) -> list[dict[str, Any]]:
     """Every stream's time (each slave's own-policy stream, its other skip policies', the
     rule-less one): where the simulation's time went."""
     return [{"slave": r.plan.label if r.plan.role != EVERYTHING else "(everything)", "role": r.plan.role,
@@ -304,7 +311,7 @@ def stream_times(results: list[StreamResult]) -> list[dict]:
             for r in results]
 
 
-def _rule_lines(rules) -> list[str]:
+def _rule_lines(rules: RuleSet) -> list[str]:
     """The rules of a slave after options, my.cnf and CHANGE statements were combined, one per line."""
     lines = list(rules.option_lines())
     lines += [f"DO='{p}'" for p in rules.effective_do] + [f"IGNORE='{p}'" for p in rules.effective_ignore]
@@ -312,7 +319,7 @@ def _rule_lines(rules) -> list[str]:
     return lines
 
 
-def _kept_and_overhead(result: StreamResult) -> dict:
+def _kept_and_overhead(result: StreamResult) -> dict[str, int]:
     """Bytes the slave received, split into the master's events kept for it and the skip policy's
     own events: heartbeats as the slave received them (the master's count also holds idle
     heartbeats put on the stream after the slave's last read), placeholders and empty
@@ -326,7 +333,7 @@ def _kept_and_overhead(result: StreamResult) -> dict:
 MAX_TIMELINE_POINTS = 400
 
 
-def _timeline(result: StreamResult, offsets: dict[str, int], clock: BinlogClock) -> list[list]:
+def _timeline(result: StreamResult, offsets: dict[str, int], clock: BinlogClock) -> list[list[int | None]]:
     """[binlog position over all files, bytes received so far, binlog time] after each batch (at
     most MAX_TIMELINE_POINTS, evenly thinned; the last point is always kept). The time is the
     timestamp of the event at that position (dumpfilter.binlogs.clock: the primary's clock when it

@@ -12,15 +12,21 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.lab.sandbox import MariaDBServer, replica_status, snapshot
 from dumpfilter.topology import SlaveSpec
 
+if TYPE_CHECKING:
+    from dumpfilter.master.serve.grpc_server import MasterServer
+    from dumpfilter.master.service import DumpService
+
 REAL_SERVER_ID_BASE = 3_000_000  # the real replicas' server_ids: apart from the topology's
 
 
-def run_real_replicas(master, specs: list[SlaveSpec], *, timeout: float = 60.0,
-                      log=lambda message: None) -> dict[str, dict]:
+def run_real_replicas(master: MasterServer, specs: list[SlaveSpec], *, timeout: float = 60.0,
+                      log: Callable[[str], None] = lambda message: None) -> dict[str, dict[str, Any]]:
     """{slave name: outcome} for every spec of kind "mariadb" (none: {} and nothing started)."""
     real = [spec for spec in specs if spec.kind == "mariadb"]
     if not real:
@@ -31,7 +37,7 @@ def run_real_replicas(master, specs: list[SlaveSpec], *, timeout: float = 60.0,
     mapped = {ids[spec.name]: dataclasses.replace(spec, server_id=ids[spec.name]) for spec in real}
     endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap(mapped, {}))
     servers: dict[str, MariaDBServer] = {}
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     try:
         log(f"{len(real)} real MariaDB replica(s) on the master's MySQL endpoint (port {endpoint.port})")
         for spec in real:
@@ -50,7 +56,7 @@ def run_real_replicas(master, specs: list[SlaveSpec], *, timeout: float = 60.0,
     return out
 
 
-def _failing_transaction(server: MariaDBServer, status: dict) -> dict:
+def _failing_transaction(server: MariaDBServer, status: dict[str, Any]) -> dict[str, Any]:
     """{"gtid", "event_file", "event_pos"}: the transaction the SQL thread stopped in, from the
     replica's relay log (its GTID event, and where that transaction starts in master coordinates)."""
     try:
@@ -68,10 +74,10 @@ def _failing_transaction(server: MariaDBServer, status: dict) -> dict:
     return {}
 
 
-def _outcome(service, server: MariaDBServer, server_id: int, timeout: float) -> dict:
+def _outcome(service: DumpService, server: MariaDBServer, server_id: int, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     stable = 0
-    result = {"server_id": server_id, "caught_up": False, "errno": 0, "error": ""}
+    result: dict[str, Any] = {"server_id": server_id, "caught_up": False, "errno": 0, "error": ""}
     while True:
         status = replica_status(server)
         if status.get("Last_SQL_Errno") or (status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno")):
@@ -117,7 +123,7 @@ def _outcome(service, server: MariaDBServer, server_id: int, timeout: float) -> 
     return result
 
 
-def replica_verdict(row: dict) -> dict | None:
+def replica_verdict(row: dict[str, Any]) -> dict[str, Any] | None:
     """How a slave's real replica ended beside lint's prediction and its own stream: {"ok", "text"}.
     It agrees when it caught up where lint predicts no break, having been sent the bytes the slave's
     gRPC stream was sent (the same filtered stream), or stopped where lint predicts the first break:

@@ -13,6 +13,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Literal
 
 from rich import box
 from rich.console import Console
@@ -24,7 +25,7 @@ from rich.text import Text
 from dumpfilter.charts import TIMELINE_FIELDS, policy_chart, timeline_chart, timeline_rows
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.lint_rules import KEEPS_NO_TABLE
-from dumpfilter.topology import SKIP_POLICIES
+from dumpfilter.skip_policy import NAMES as SKIP_POLICIES
 
 CSV_FIELDS = ["slave", "server_id", "channel", "semantics", "skip_policy", "events_all", "bytes_all", "events_sent",
               "bytes_sent", "kept_bytes", "heartbeats", "heartbeat_bytes", "placeholders", "placeholder_bytes",
@@ -38,7 +39,7 @@ VERIFY_MEANING = ("verify: the slave was sent exactly what slave-side filtering 
                   "would stop applying them")
 
 
-def lint_cell(row: dict) -> str:
+def lint_cell(row: dict[str, Any]) -> str:
     """`dumpfilter lint`'s prediction for one slave: 'no break', or the first break's errno and position;
     '; diverges: N writes' after either when lint finds writes a replica with these rules silently
     gets wrong (as `experiment --candidates` shows them); '; keeps no table' when a rule of the
@@ -55,23 +56,23 @@ def lint_cell(row: dict) -> str:
     return f"{first['errno']} at {first['file']}:{first['pos']}{more}{diverges}{empty}"
 
 
-def lint_diverges(row: dict) -> int:
+def lint_diverges(row: dict[str, Any]) -> int:
     """The writes lint says a replica with this slave's rules silently gets wrong (0: none)."""
     return int((row.get("lint") or {}).get("diverges") or 0)
 
 
-def lint_breaks(row: dict) -> bool:
+def lint_breaks(row: dict[str, Any]) -> bool:
     """Whether lint says a replica with this slave's rules stops."""
     return bool((row.get("lint") or {}).get("first"))
 
 
-def lint_fine(row: dict) -> bool:
+def lint_fine(row: dict[str, Any]) -> bool:
     """No break, no divergence predicted and no rule that keeps no table: nothing for the reader to look at."""
     lint = row.get("lint") or {}
     return not lint.get("first") and not lint.get("diverges") and not any(KEEPS_NO_TABLE in w for w in lint.get("warnings") or ())
 
 
-def lint_explanation(row: dict) -> str | None:
+def lint_explanation(row: dict[str, Any]) -> str | None:
     """Why lint says a replica with this slave's rules stops: the error, where, and the skipped event
     it needed; the writes it silently gets wrong (per rule: how many, the cause, the fix); and each
     rule that keeps no table (None: nothing to say)."""
@@ -89,7 +90,7 @@ def lint_explanation(row: dict) -> str | None:
             f"{first['message']}{why}" + (f" ({more} more predicted)" if more else "") + (f"; {said}" if said else ""))
 
 
-def _divergence_texts(lint: dict) -> list[str]:
+def _divergence_texts(lint: dict[str, Any]) -> list[str]:
     """One text per rule and way lint's divergence groups (`rules.lint_divergence.Divergence.to_json`)."""
     out = []
     for group in (lint.get("divergence") or {}).get("rules") or ():
@@ -102,16 +103,16 @@ def _divergence_texts(lint: dict) -> list[str]:
     return out
 
 
-def verify_cell(row: dict) -> str:
+def verify_cell(row: dict[str, Any]) -> str:
     return {True: "ok", False: "FAILED", None: "-"}[row.get("verified")]
 
 
-def real_replica_cell(row: dict) -> str:
+def real_replica_cell(row: dict[str, Any]) -> str:
     verdict = row.get("real_replica_verdict")
     return "-" if verdict is None else verdict["text"]
 
 
-def throughput_line(report: dict) -> str | None:
+def throughput_line(report: dict[str, Any]) -> str | None:
     """The master's total throughput, and what a stream's share of it means."""
     master = report.get("master") or {}
     if not master.get("mb_s"):
@@ -121,7 +122,7 @@ def throughput_line(report: dict) -> str | None:
             f"a time in this process; 'share MB/s' is one stream's part of that while it ran beside the others")
 
 
-def summary_line(report: dict) -> str:
+def summary_line(report: dict[str, Any]) -> str:
     """One line: how many slaves verified, how many lint says would stop, how the real replicas ended."""
     rows = report["slaves"]
     parts = [f"{len(rows)} slave(s)"]
@@ -144,7 +145,7 @@ def summary_line(report: dict) -> str:
     return "summary: " + "; ".join(parts)
 
 
-def _real_short(row: dict) -> str:
+def _real_short(row: dict[str, Any]) -> str:
     outcome, verdict = row["real_replica"], row["real_replica_verdict"]
     what = "caught up" if outcome.get("caught_up") else (
         f"stopped with {outcome.get('errno') or 'no error'}" + (f" in GTID {outcome['gtid']}" if outcome.get("gtid")
@@ -156,7 +157,7 @@ def _mb(n: int | None) -> str:
     return "-" if n is None else f"{n / 1e6:.2f}"
 
 
-def row_cells(row: dict) -> dict:
+def row_cells(row: dict[str, Any]) -> dict[str, Any]:
     """The figures of one slave's row, as text (the table, the blocks and report.html show the same)."""
     return {
         "without": f"{_mb(row['bytes_all'])} ({row['events_all']})" if row["bytes_all"] is not None else "-",
@@ -169,7 +170,7 @@ def row_cells(row: dict) -> dict:
     }
 
 
-def transactions_text(row: dict) -> str:
+def transactions_text(row: dict[str, Any]) -> str:
     """A slave's transactions in the master's words: kept, partial, skipped (the rules keep nothing
     of them), and the empty transactions its skip policy sent for the skipped ones, if any."""
     text = (f"{row['transactions_kept']} kept, {row['transactions_partial']} partial, "
@@ -181,14 +182,16 @@ def transactions_text(row: dict) -> str:
 _STYLE = {"ok": "green", "FAILED": "bold red"}
 
 
-def _table(report: dict) -> Table:
+def _table(report: dict[str, Any]) -> Table:
     verified = any(row["verified"] is not None for row in report["slaves"])
     real = any(row.get("real_replica") is not None for row in report["slaves"])
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for header, justify in (("slave", "left"), ("policy", "left"), ("without MB\n(events)", "right"),
-                            ("with MB\n(events)", "right"), ("saved\nMB", "right"), ("saved\n%", "right"),
-                            ("txns kept/\npartial/skipped", "right"), ("wall\ns", "right"),
-                            ("share\nMB/s", "right"), ("lint: replica\nwould stop", "left")):
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("slave", "left"), ("policy", "left"), ("without MB\n(events)", "right"),
+        ("with MB\n(events)", "right"), ("saved\nMB", "right"), ("saved\n%", "right"),
+        ("txns kept/\npartial/skipped", "right"), ("wall\ns", "right"),
+        ("share\nMB/s", "right"), ("lint: replica\nwould stop", "left"))
+    for header, justify in columns:
         table.add_column(header, justify=justify, no_wrap=True)
     if real:
         table.add_column("real replica", no_wrap=True)
@@ -204,7 +207,7 @@ def _table(report: dict) -> Table:
     return table
 
 
-def _blocks(report: dict, console: Console) -> None:
+def _blocks(report: dict[str, Any], console: Console) -> None:
     """One block per slave, for a terminal too narrow for the table: every figure, nothing cut."""
     for row in report["slaves"]:
         c = row_cells(row)
@@ -225,7 +228,7 @@ def _blocks(report: dict, console: Console) -> None:
         console.print(Padding(grid, (0, 0, 0, 2), expand=False))
 
 
-def print_report(report: dict, console: Console | None = None) -> None:
+def print_report(report: dict[str, Any], console: Console | None = None) -> None:
     """The per-slave figures in one table when it fits the console's width, else one block per
     slave; then why each predicted break happens, the master's throughput and the bytes per skip
     policy."""
@@ -259,13 +262,13 @@ def print_report(report: dict, console: Console | None = None) -> None:
         console.print(ptable)
 
 
-def chart_title(report: dict, what: str) -> str:
+def chart_title(report: dict[str, Any], what: str) -> str:
     source = report["source"]
     return (f"{what}\n{source['description']}\n({source['bytes'] / 1e6:.2f} MB of binlog in "
             f"{len(source['files'])} file(s))")
 
 
-def write_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
+def write_charts(report: dict[str, Any], bars_png: Path, timeline_png: Path) -> None:
     policies = report["experiment"]["skip_policies"]
     slaves = []
     for row in report["slaves"]:
@@ -282,7 +285,7 @@ def write_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
                    reference=reference)
 
 
-def timeline_series(report: dict) -> tuple[list[dict], list | None]:
+def timeline_series(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[list[Any]] | None]:
     """The lines of timeline.png (each slave's stream, the rule-less stream's as the reference):
     what the chart draws and timeline.csv holds."""
     everything = report["experiment"].get("everything_stream") or {}
@@ -290,7 +293,7 @@ def timeline_series(report: dict) -> tuple[list[dict], list | None]:
               "breaks": lint_breaks(r)} for r in report["slaves"]], everything.get("timeline"))
 
 
-def draw_charts(report: dict, bars_png: Path, timeline_png: Path) -> None:
+def draw_charts(report: dict[str, Any], bars_png: Path, timeline_png: Path) -> None:
     """`write_charts` in a child Python: matplotlib would add some 30 MB to this process's peak
     that it never gives back, for two PNGs."""
     proc = subprocess.run([sys.executable, "-c", f"import {__name__} as m; m._draw_charts_child()"],
@@ -305,7 +308,7 @@ def _draw_charts_child() -> None:
     write_charts(report, Path(bars_png), Path(timeline_png))
 
 
-def write_report(report: dict, out: Path) -> list[Path]:
+def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     from dumpfilter.lab.simulate.html_report import write_html
 
     out.mkdir(parents=True, exist_ok=True)

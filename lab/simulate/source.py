@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.binlogs import binlog_paths, write_index
@@ -47,9 +49,10 @@ def _at(source: MasterSource) -> str:
     return f"{source.where}: " if source.where else ""
 
 
-def prepare_source(source: MasterSource | None, work: Path, *, log=print) -> PreparedSource:
+def prepare_source(source: MasterSource | None, work: Path, *, log: Callable[[str], None] = print) -> PreparedSource:
     source = source or MasterSource("workload", options=dict(DEFAULT_WORKLOAD))
     if source.kind == "directory":
+        assert source.directory is not None  # (the topology names the directory of such a source)
         directory = Path(source.directory)
         if not directory.is_dir():
             raise SourceError(f"{_at(source)}master.binlogs: {directory} is not a directory")
@@ -156,7 +159,7 @@ def mariadb_workload(seed: int = 1, schemas: int = 6, transactions: int = 1500) 
     return sql
 
 
-def _from_mariadb(options: dict, work: Path, log) -> PreparedSource:
+def _from_mariadb(options: dict[str, Any], work: Path, log: Callable[[str], None]) -> PreparedSource:
     from dumpfilter.lab.sandbox import MariaDBServer, SandboxError, mariadb_available
 
     if not mariadb_available():
