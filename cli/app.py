@@ -13,6 +13,8 @@ import gc
 import importlib
 import os
 import sys
+from collections.abc import Sequence
+from typing import NoReturn
 
 from dumpfilter.cli.options import Parser, check_outputs
 from dumpfilter.cli.process import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
@@ -63,11 +65,13 @@ def _version() -> str:
 class _VersionAction(argparse.Action):
     """`--version`: the version and exit, before any command is parsed."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, default: object = argparse.SUPPRESS,
+                 help: str | None = None) -> None:
         super().__init__(option_strings, dest, default=default, nargs=0,
                          help=help or "show program's version number and exit")
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> NoReturn:
         print(f"dumpfilter {_version()}")
         parser.exit()
 
@@ -108,7 +112,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def mysqld_spelling(argv: list[str]) -> list[str]:
     """Options as mysqld reads them: `--replicate_do_db` is `--replicate-do-db` (my_getopt treats
     '_' and '-' in an option name alike). Only the name changes, never a value (`--x_y=a_b`)."""
-    out = []
+    out: list[str] = []
     for i, arg in enumerate(argv):
         if arg == "--":
             return out + argv[i:]

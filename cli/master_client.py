@@ -9,16 +9,24 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     import grpc
+    from google.protobuf.message import Message
+
+    from dumpfilter.v1 import dump_pb2
 
 # Credentials ride as call metadata on the RPCs that carry no Credentials message (the master's
 # policy file decides what an identity may do; Register still sends them in its request).
 USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
+
+
+# A row of the operator calls' answers, as JSON and the tables print it.
+Row = dict[str, Any]
 
 
 def add_connection_options(parser: argparse.ArgumentParser, *, master_required: bool = True) -> None:
@@ -79,13 +87,15 @@ class MasterClient:
         from dumpfilter.v1 import dump_pb2_grpc
 
         self.channel = open_channel(self.master, self.ssl_ca, self.ssl_cert, self.ssl_key)
-        self.stub = dump_pb2_grpc.DumpFilterStub(self.channel)
+        # (generated without annotations: its calls are looked up by name in `_call`)
+        self.stub = dump_pb2_grpc.DumpFilterStub(self.channel)  # type: ignore[no-untyped-call]
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.channel.close()
 
-    def _call(self, method: str, request, timeout: float | None = None):
+    def _call(self, method: str, request: Message, timeout: float | None = None) -> Any:
+        """The reply of the RPC `method` (the message dump.proto declares for it)."""
         import grpc
 
         from dumpfilter.slave.master_link import master_error
@@ -97,7 +107,7 @@ class MasterClient:
             raise master_error(exc) from None
 
     # -- the three operator calls ----------------------------------------------------------
-    def list_filters(self, server_id: int = 0) -> dict[str, list[dict]]:
+    def list_filters(self, server_id: int = 0) -> dict[str, list[Row]]:
         """performance_schema.replication_applier_filters and _global_filters, one row per slave and channel."""
         from dumpfilter.v1 import dump_pb2
 
@@ -105,11 +115,11 @@ class MasterClient:
         return {"replication_applier_filters": [_filter_row(r, counter=True) for r in reply.filters],
                 "replication_applier_global_filters": [_filter_row(r, counter=False) for r in reply.global_filters]}
 
-    def status(self, server_id: int = 0) -> list[dict]:
+    def status(self, server_id: int = 0) -> list[Row]:
         """SHOW SLAVE HOSTS plus each slave's stream counters."""
         return self.status_and_source(server_id)[0]
 
-    def status_and_source(self, server_id: int = 0) -> tuple[list[dict], dict | None]:
+    def status_and_source(self, server_id: int = 0) -> tuple[list[Row], Row | None]:
         """`status`, and the state of the live primary a `master serve --source` keeps its series
         from (SourceStatus's fields), else None."""
         from dumpfilter.v1 import dump_pb2
@@ -120,7 +130,7 @@ class MasterClient:
             return rows, None
         return rows, {f.name: getattr(reply.source, f.name) for f in reply.source.DESCRIPTOR.fields}
 
-    def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> dict:
+    def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> Row:
         from dumpfilter.v1 import dump_pb2
 
         reply = self._call("ChangeFilter", dump_pb2.ChangeFilterRequest(server_id=server_id,
@@ -134,15 +144,15 @@ class MasterClient:
                                "policy_allow": list(e.policy_allow)} for e in reply.effective]}
 
 
-def _filter_row(row, *, counter: bool) -> dict:
-    out = {"SERVER_ID": row.server_id, "CHANNEL_NAME": row.channel_name, "FILTER_NAME": row.filter_name,
+def _filter_row(row: dump_pb2.FilterRow, *, counter: bool) -> Row:
+    out: Row = {"SERVER_ID": row.server_id, "CHANNEL_NAME": row.channel_name, "FILTER_NAME": row.filter_name,
            "FILTER_RULE": row.filter_rule, "CONFIGURED_BY": row.configured_by, "ACTIVE_SINCE": row.active_since}
     if counter:
         out["COUNTER"] = row.counter
     return out
 
 
-def _status_row(s) -> dict:
+def _status_row(s: dump_pb2.SlaveStats) -> Row:
     overhead = s.heartbeat_bytes + s.placeholder_bytes + s.empty_transaction_bytes
     return {
         # SHOW SLAVE HOSTS
@@ -170,11 +180,11 @@ def _status_row(s) -> dict:
     }
 
 
-def _pos(p) -> str:
+def _pos(p: dump_pb2.Position) -> str:
     return f"{p.file}:{p.pos}"
 
 
-def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
+def format_table(rows: Sequence[Mapping[str, object]], columns: list[str] | None = None) -> str:
     """Rows as the mysql client prints a result set (+---+ borders); "Empty set" for none."""
     if not rows:
         return "Empty set"
@@ -182,7 +192,10 @@ def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
     cells = [[_cell(r.get(c, "")) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    line = lambda values: "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"  # noqa: E731
+
+    def line(values: list[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"
+
     plural = "row" if len(rows) == 1 else "rows"
     return "\n".join([rule, line(columns), rule, *(line(r) for r in cells), rule, f"{len(rows)} {plural} in set"])
 
@@ -193,7 +206,7 @@ def channel_name(channel: str) -> str:
     return channel if channel else "(default)"
 
 
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, dict):
         return ",".join(f"{k}={v}" for k, v in value.items())
     return str(value)

@@ -12,7 +12,7 @@ import io
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from dumpfilter.cli.output_paths import OutputError, atomic_output, is_stream, writable_file
 
@@ -49,17 +49,17 @@ def spark_conf(args: argparse.Namespace) -> dict[str, str]:
 
 
 # -- the output convention -----------------------------------------------------------------
-def add_out_dir(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> argparse.Action:
+def add_out_dir(parser: argparse._ActionsContainer, help: str, **kwargs: Any) -> argparse.Action:
     """`--out DIR`: the directory a command writes its results into."""
     return parser.add_argument("--out", metavar="DIR", help=help, **kwargs)
 
 
-def add_output_file(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> argparse.Action:
+def add_output_file(parser: argparse._ActionsContainer, help: str, **kwargs: Any) -> argparse.Action:
     """`-o/--output FILE`: the one file a command writes."""
     return parser.add_argument("-o", "--output", metavar="FILE", help=help, **kwargs)
 
 
-def add_json_option(parser: argparse.ArgumentParser, what: str) -> argparse.Action:
+def add_json_option(parser: argparse._ActionsContainer, what: str) -> argparse.Action:
     """`--json [FILE]`: `what` (the machine-readable result) as JSON on stdout instead of the human
     output, or written to FILE while the human output still goes to stdout."""
     return parser.add_argument(
@@ -106,6 +106,12 @@ class Parser(argparse.ArgumentParser):
         if Parser._trying:
             raise _Unparsed(message)
         super().error(message)
+
+
+if TYPE_CHECKING:
+    # What `add_subparsers()` returns and each command's `register` is given (typeshed's name;
+    # the sub-commands' parsers are of the top parser's class).
+    Subparsers = argparse._SubParsersAction[Parser]
 
 
 def _json_without_value(args: list[str]) -> list[str] | None:

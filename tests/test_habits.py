@@ -32,6 +32,7 @@ STRICT_PACKAGES = (
     ("dumpfilter/rules", "dumpfilter.rules"),
     ("dumpfilter/harness", "dumpfilter.harness"),
     ("dumpfilter/workload", "dumpfilter.workload"),
+    ("typecheck/dumpfilter/cli", "dumpfilter.cli"),
     ("typecheck/dumpfilter/master/decide", "dumpfilter.master.decide"),
     ("typecheck/dumpfilter/master/protocol", "dumpfilter.master.protocol"),
     ("typecheck/dumpfilter/master/upstream", "dumpfilter.master.upstream"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, add_out_dir, json_sink
 from dumpfilter.codec import Event, EventType
@@ -13,8 +14,11 @@ from dumpfilter.binlogs import BinlogFile, binlog_paths
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.workload.generator import FLAVORS, FORMATS
 
+if TYPE_CHECKING:
+    from dumpfilter.cli.options import Subparsers
 
-def register(subparsers) -> None:
+
+def register(subparsers: Subparsers) -> None:
     binlog = subparsers.add_parser("binlog", help="read binlog files")
     sub = binlog.add_subparsers(dest="binlog_command", metavar="ACTION")
     sub.required = True
@@ -51,9 +55,9 @@ def register(subparsers) -> None:
     gen.set_defaults(func=run_generate)
 
 
-def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict:
+def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict[str, object]:
     """The inspect fields of one event; `table_names` maps table ids seen so far to (db, table)."""
-    row = {"pos": event.pos, "type": event.type_name, "size": event.size, "log_pos": event.log_pos,
+    row: dict[str, object] = {"pos": event.pos, "type": event.type_name, "size": event.size, "log_pos": event.log_pos,
            "db": None, "table": None, "sql": None, "gtid": None}
     t = event.type_code
     if event.is_query:
@@ -65,8 +69,8 @@ def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict:
         row.update(db=db, table=table, table_id=table_id)
     elif event.is_rows:
         row["table_id"] = event.table_id
-        db, table = table_names.get(event.table_id, (None, None))
-        row.update(db=db, table=table)
+        names: tuple[str | None, str | None] = table_names.get(event.table_id, (None, None))
+        row.update(db=names[0], table=names[1])
     elif event.is_gtid:
         row["gtid"] = event.gtid
     elif t in (EventType.ANNOTATE_ROWS, EventType.ROWS_QUERY):
@@ -81,7 +85,7 @@ def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict:
     return row
 
 
-def _text_line(row: dict) -> str:
+def _text_line(row: dict[str, object]) -> str:
     parts = [f"{row['pos']:>10}", f"{row['type']:<22}", f"size={row['size']:<7}", f"log_pos={row['log_pos']}"]
     if row.get("gtid") is not None:
         parts.append(f"gtid={row['gtid']}")
@@ -92,7 +96,7 @@ def _text_line(row: dict) -> str:
     elif row.get("db") is not None:
         parts.append(f"db={row['db']!r}")
     if row.get("sql") is not None:
-        sql = " ".join(row["sql"].split())
+        sql = " ".join(str(row["sql"]).split())
         parts.append(sql[:80] + ("…" if len(sql) > 80 else ""))
     if row.get("next"):
         parts.append(f"next={row['next']}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, spark_conf
 from dumpfilter.cli.output_paths import writable_dir
@@ -15,8 +16,11 @@ from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import (add_experiment_arguments, chunk_bytes_for, print_ranking,
                                                         print_table, run_experiment)
 
+if TYPE_CHECKING:
+    from dumpfilter.cli.options import Subparsers
 
-def register(subparsers) -> None:
+
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "experiment", help="bytes master-side filtering would send each slave of a topology (Spark)",
         description="Writes bandwidth.csv (or .parquet) and bandwidth.png under --out. The topology "
@@ -34,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     made = not out.exists()
     writable_dir(out)  # before Spark starts, not after the job
-    ranking: list[dict] = []
+    ranking: list[dict[str, Any]] = []
     try:
         spark = None
         if not args.no_spark:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.cli.options import add_json_option, emit_json, json_sink
 from dumpfilter.cli.output_paths import readable_file
@@ -16,10 +17,13 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings, option_name
 from dumpfilter.rules.renamer import renames
 
+if TYPE_CHECKING:
+    from dumpfilter.cli.options import Subparsers
+
 BATCH_FILTER_KEYS = frozenset(option_name(rule_type).replace("-", "_") for rule_type in RULE_OPTION_TYPES)
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "explain", help="decide one statement or table against filter rules and say which rule decided",
         description="Prints apply or skip and the rule and step that decided, e.g. "
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def explained(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None) -> tuple[Decision, dict]:
+def explained(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None) -> tuple[Decision, dict[str, Any]]:
     """The decision and its JSON document. Where the rules rewrite, the engine names the tables as
     the replica's applier does (rewritten): `tables` then says the master's, as a rule-less
     replica decides them, and `rewritten_tables` where the rows land (single and batch mode alike)."""
@@ -70,6 +74,7 @@ def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: s
         if not dot:
             raise RuleError(f"--table: {table!r} is not of the form db.table")
         return engine.decide_table(db, name)
+    assert sql is not None  # exactly one of sql and table: the callers check
     return engine.decide_statement(sql, current_db)
 
 
@@ -79,9 +84,9 @@ def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: s
 # line's; each setting a line leaves out comes from the command line too.
 
 _RULE_KEYS = ("filters", "change_replication_filter", "defaults_file")
-_SETTING_KEYS = {"channel": str, "filter_semantics": str, "flavor": str, "lower_case_table_names": int,
+_SETTING_KEYS: dict[str, type | tuple[type, ...]] = {"channel": str, "filter_semantics": str, "flavor": str, "lower_case_table_names": int,
                  "track_derived_tables": bool, "schema": (str, type(None))}
-_EVENT_KEYS = {"sql": str, "table": str, "current_db": (str, type(None)), "binlog_format": str}
+_EVENT_KEYS: dict[str, type | tuple[type, ...]] = {"sql": str, "table": str, "current_db": (str, type(None)), "binlog_format": str}
 BATCH_KEYS = frozenset(_RULE_KEYS) | frozenset(_SETTING_KEYS) | frozenset(_EVENT_KEYS)
 
 
@@ -89,7 +94,7 @@ def _run_batch(args: argparse.Namespace) -> int:
     path = args.batch
     if path != "-":
         readable_file(path, "--batch")
-    engines: dict[tuple, RuleEngine] = {}
+    engines: dict[tuple[str, str], RuleEngine] = {}
     stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
     # The decisions are JSON lines on stdout (the batch's own output); --json FILE writes them there
     # instead and prints the human lines.
@@ -104,7 +109,8 @@ def _run_batch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch_decision(line: str, where: str, args: argparse.Namespace, engines: dict) -> tuple[Decision, dict]:
+def _batch_decision(line: str, where: str, args: argparse.Namespace,
+                    engines: dict[tuple[str, str], RuleEngine]) -> tuple[Decision, dict[str, Any]]:
     try:
         request = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -131,7 +137,8 @@ def _batch_decision(line: str, where: str, args: argparse.Namespace, engines: di
     return explained(engine, request["sql"], None, request.get("current_db"))
 
 
-def _engine_for(request: dict, where: str, args: argparse.Namespace, engines: dict) -> RuleEngine:
+def _engine_for(request: dict[str, Any], where: str, args: argparse.Namespace,
+                engines: dict[tuple[str, str], RuleEngine]) -> RuleEngine:
     """One compiled engine per distinct (rules, channel, settings) in a batch."""
     settings = {key: request.get(key, getattr(args, key)) for key in _SETTING_KEYS}
     own = {key: request[key] for key in _RULE_KEYS if key in request}
@@ -164,12 +171,12 @@ def _engine_for(request: dict, where: str, args: argparse.Namespace, engines: di
     return engine
 
 
-def _filter_options(filters, where: str) -> list[tuple[str, str]]:
+def _filter_options(filters: object, where: str) -> list[tuple[str, str]]:
     """`{"replicate_do_db": ["db1"]}` -> [("replicate-do-db", "db1")]; a string where a list is expected is an
     error (it would otherwise be taken character by character)."""
     if not isinstance(filters, dict):
         raise RuleError(f"--batch {where}: key 'filters': expected an object of option -> list of rules")
-    options = []
+    options: list[tuple[str, str]] = []
     for name, values in filters.items():
         if name not in BATCH_FILTER_KEYS:
             raise RuleError(f"--batch {where}: unknown filter key {name!r} in 'filters' "
@@ -178,7 +185,7 @@ def _filter_options(filters, where: str) -> list[tuple[str, str]]:
     return options
 
 
-def _string_list(values, key: str, where: str) -> list[str]:
+def _string_list(values: object, key: str, where: str) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(value, str) for value in values):
         got = "a string" if isinstance(values, str) else type(values).__name__
         raise RuleError(f"--batch {where}: key {key!r}: expected a list of strings, got {got}")

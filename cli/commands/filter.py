@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter.cli.options import (
     add_binlog_inputs, add_json_option, add_out_dir, add_output_file, deprecated, emit_json, json_on_stdout,
@@ -24,12 +24,14 @@ from dumpfilter.cli.output_paths import (
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 
 if TYPE_CHECKING:  # imported where the filter runs: `filter --help` starts without the codec and the engine
+    from dumpfilter.cli.options import Subparsers
     from dumpfilter.binlogs.filtering import FilterStats
+    from dumpfilter.binlogs.sinks import Sink
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.\d{6,}(\.gz)?$")
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "filter", help="filter binlog files offline with replicate-* rules into a valid binlog",
         description="Keeps what a replica with these rules would apply: whole transactions, or in ROW "
@@ -104,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     out, option, series = _target(args, paths)
     # Never over an input, never a partial output over an existing file: the output is written
     # beside its place (a temporary file or directory) and renamed into it once complete.
+    sink: Sink
+    staging: Path | None
     if series:
         match = _NUMBERED.match(paths[0].name)
         basename = args.basename or (match["base"] if match else paths[0].stem or "filtered-bin")
@@ -192,7 +196,7 @@ def _bytes_written(written: list[Path]) -> int:
     return sum(p.stat().st_size for p in written if p.exists())
 
 
-def summary_document(stats: FilterStats, written: list[Path], elapsed: float, *, flavor: str, assumed: int) -> dict:
+def summary_document(stats: FilterStats, written: list[Path], elapsed: float, *, flavor: str, assumed: int) -> dict[str, Any]:
     """The summary --json writes: the counters, the output files and their bytes, the seconds.
     `transactions_skipped` counts the transactions the rules keep nothing of, in the master's word
     (its Transactions_skipped); `emptied` and `skipped` say how they were written (as an empty

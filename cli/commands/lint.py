@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_binlog_inputs, add_json_option, emit_json
 from dumpfilter.binlogs.lint import lint_files
@@ -16,8 +17,11 @@ from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
 from dumpfilter.rules.schema import load_schema
 
+if TYPE_CHECKING:
+    from dumpfilter.cli.options import Subparsers
 
-def register(subparsers) -> None:
+
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "lint", help="predict where a replica with these rules would stop (1146, 1049, 1136, ...) and why, "
                      "and the writes it would silently get wrong",

@@ -8,11 +8,30 @@ import re
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, emit_json
 from dumpfilter.cli.process import Terminated
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from dumpfilter.cli.options import Subparsers
+    from dumpfilter.cli.master_client import Row
+    from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
+    from dumpfilter.master.endpoint.admission import EndpointLimits
+    from dumpfilter.master.endpoint.auth import RsaKeys
+    from dumpfilter.master.endpoint.tls import EndpointTls
+    from dumpfilter.master.serve.grpc_server import MasterServer
+    from dumpfilter.master.service import DumpService
+    from dumpfilter.master.upstream.retention import SeriesRetention
+    from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
+    from dumpfilter.rules.schema import SchemaModel
+
+    # --mysql-listen's settings, checked before anything starts: the replica map, TLS, the RSA keys.
+    MysqlOptions = tuple[ReplicaMap, EndpointTls, RsaKeys]
 
 
 SOURCE_PASSWORD_ENV = "DUMPFILTER_SOURCE_PASSWORD"
@@ -41,7 +60,7 @@ def size_type(text: str) -> int:
 
 
 # --mysql-* limits of the MySQL endpoint: (option, EndpointLimits field, type, help)
-_MYSQL_LIMITS = [
+_MYSQL_LIMITS: list[tuple[str, str, Callable[[str], object], str, str]] = [
     ("--mysql-connect-timeout", "connect_timeout", float, "SECONDS",
      "close a socket that has not finished the handshake and authenticated within this many seconds, however "
      "slowly it sends (MySQL's connect_timeout; default 10)"),
@@ -67,7 +86,7 @@ _MYSQL_LIMITS = [
 LINT_MAX_MB = 1024
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("master", help="run the master-side dump service (gRPC)")
     sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
     sub.required = True
@@ -222,7 +241,7 @@ def register(subparsers) -> None:
     hashed.set_defaults(func=hash_password_command)
 
 
-def _schema(args: argparse.Namespace):
+def _schema(args: argparse.Namespace) -> SchemaModel | None:
     from dumpfilter.rules.options import schema_from_args
 
     return schema_from_args(args) if args.schema else None
@@ -266,7 +285,9 @@ def serve_command(args: argparse.Namespace) -> int:
         if replicator is not None:
             replicator.stop()
         raise
-    master.service.source = replicator  # its state in `master status` and the metrics
+    # its state in `master status` and the metrics (DumpService declares `source = None` untyped
+    # yet: this ignore goes, as warn_unused_ignores will say, once master/service.py types it)
+    master.service.source = replicator  # type: ignore[assignment]
     master.service.segments.mappings.huge_pages = args.binlog_huge_pages
     master.service.segments.mappings.shared = not args.binlog_map_per_segment
     retention = _retention(args, replicator, master.service)
@@ -322,19 +343,22 @@ def serve_command(args: argparse.Namespace) -> int:
     raise Terminated if received[0] == signal.SIGTERM else KeyboardInterrupt
 
 
-def _retention(args: argparse.Namespace, replicator, service):
+def _retention(args: argparse.Namespace, replicator: SourceReplicator | None,
+               service: DumpService) -> SeriesRetention | None:
     """--expire-logs-seconds / --max-series-bytes: the thread purging the series (started), or None."""
     from dumpfilter.master.upstream.retention import RetentionLimits, SeriesRetention
 
     limits = RetentionLimits(args.expire_logs_seconds, args.max_series_bytes)
     if replicator is None or not limits.active:
         return None
-    replicator.retention = SeriesRetention(replicator.mirror, service, limits)
-    replicator.retention.start()
-    return replicator.retention
+    # (SourceReplicator declares `retention = None` untyped yet: this ignore goes, as
+    # warn_unused_ignores will say, once master/upstream/source.py types it)
+    replicator.retention = retention = SeriesRetention(replicator.mirror, service, limits)  # type: ignore[assignment]
+    retention.start()
+    return retention
 
 
-def _metrics_options(args: argparse.Namespace):
+def _metrics_options(args: argparse.Namespace) -> tuple[tuple[str, tuple[str, int]] | None, bytes | None]:
     """((the option, (host, port)) or None, the token or None), checked before anything starts."""
     from dumpfilter.master.serve.grpc_server import parse_listen
     from dumpfilter.master.serve.metrics_http import read_token
@@ -353,7 +377,7 @@ def _metrics_options(args: argparse.Namespace):
     return at, read_token(args.metrics_token_file) if args.metrics_token_file else None
 
 
-def _source_replicator(args: argparse.Namespace):
+def _source_replicator(args: argparse.Namespace) -> SourceReplicator | None:
     """--source: the thread that replicates the live primary into --binlog-dir (started, with
     the series' first file on disk), or None."""
     if not args.source:
@@ -390,7 +414,7 @@ def _source_replicator(args: argparse.Namespace):
     return replicator
 
 
-def _source_url(args: argparse.Namespace, text: str):
+def _source_url(args: argparse.Namespace, text: str) -> SourceURL:
     """--source with its password: from --source-password-file, the URL (then scrubbed from the
     command line, with a warning) or DUMPFILTER_SOURCE_PASSWORD, in that order. MYSQL_PWD, which
     MySQL 8.0 deprecates, is not read: it is meant for the operator's own client and server."""
@@ -422,7 +446,7 @@ def _source_url(args: argparse.Namespace, text: str):
     return dataclasses.replace(url, password=os.environ.get(SOURCE_PASSWORD_ENV, ""))
 
 
-def _mysql_options(args: argparse.Namespace):
+def _mysql_options(args: argparse.Namespace) -> MysqlOptions | None:
     """--mysql-listen, --replicas, the --mysql-* limits, TLS and the RSA key, checked before
     anything starts: (the replica map, the TLS settings, the RSA keys), or None."""
     if not args.mysql_listen:
@@ -447,7 +471,7 @@ def _mysql_options(args: argparse.Namespace):
     return ReplicaMap.load(args.replicas), tls, RsaKeys(args.mysql_rsa_key)
 
 
-def _mysql_endpoint(args: argparse.Namespace, master, mysql):
+def _mysql_endpoint(args: argparse.Namespace, master: MasterServer, mysql: MysqlOptions | None) -> MysqlEndpoint | None:
     """The MySQL-protocol endpoint beside gRPC (--mysql-listen), over the same dump service."""
     if mysql is None:
         return None
@@ -465,13 +489,13 @@ def _mysql_endpoint(args: argparse.Namespace, master, mysql):
     return endpoint
 
 
-def _mysql_tls(args: argparse.Namespace):
+def _mysql_tls(args: argparse.Namespace) -> EndpointTls:
     from dumpfilter.master.endpoint.tls import endpoint_tls
 
     return endpoint_tls(args.tls_cert, args.tls_key, args.tls_client_ca, args.mysql_require_secure_transport)
 
 
-def _mysql_limits(args: argparse.Namespace):
+def _mysql_limits(args: argparse.Namespace) -> EndpointLimits:
     from dumpfilter.master.endpoint.admission import EndpointLimits
 
     given = {dest: getattr(args, f"mysql_{dest}") for _, dest, *_ in _MYSQL_LIMITS}
@@ -496,11 +520,11 @@ def filters_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lint_cell(row: dict) -> str:
+def _lint_cell(row: Row) -> str:
     """'no break up to FILE:POS', 'N break(s) up to FILE:POS' (lint follows the binlog: how far it
     has read), 'failed: REASON', or the state (pending, off, not run); '; keeps no table' after it
     when a rule of the slave can match no table (`replicate-wild-do-table=db.`)."""
-    state = row["Lint"]
+    state: str = row["Lint"]
     if state == "failed":
         reason = next((w[len("lint: failed: "):] for w in row["Lint_warnings"] if w.startswith("lint: failed: ")), "")
         return f"failed: {reason}" if reason else state
@@ -512,7 +536,7 @@ def _lint_cell(row: dict) -> str:
     return (f"{breaks} break(s){up_to}" if breaks else f"no break{up_to}") + _lag(row) + empty
 
 
-def _lag(row: dict) -> str:
+def _lag(row: Row) -> str:
     """'; N bytes (M files) behind' while lint has not read to the live end of the binlog (issue #62:
     `done` read as caught up while lint was 95 MB behind), else ''."""
     lag, files = row.get("Lint_behind_bytes", 0), row.get("Lint_behind_files", 0)
@@ -542,7 +566,7 @@ def status_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _source_line(source: dict) -> str:
+def _source_line(source: Row) -> str:
     """`master status`'s line on --source: where from, its state and since when."""
     state = {"full": "FULL: the series cannot grow (a full disk or a file size limit), slaves served what it holds"
              }.get(source["state"], source["state"])

@@ -16,10 +16,11 @@ from dumpfilter.cli.output_paths import writable_dir
 from dumpfilter.topology import load_topology
 
 if TYPE_CHECKING:  # rich is imported where the report is printed: `simulate --help` starts without it
+    from dumpfilter.cli.options import Subparsers
     from rich.console import Console
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "simulate", help="master + slaves over gRPC: bytes saved by master-side filtering, per slave",
         description="Runs the topology (default: a built-in one with 4 slaves over a generated 6-schema "

@@ -7,6 +7,7 @@ import argparse
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, emit_json
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
@@ -17,8 +18,13 @@ from dumpfilter import skip_policy
 from dumpfilter.cli.commands.master import port_type
 from dumpfilter.slave.relay_log import DEFAULT_COMMIT_INTERVAL
 
+if TYPE_CHECKING:
+    from dumpfilter.cli.options import Subparsers
+    from dumpfilter.rules.schema import SchemaModel
+    from dumpfilter.slave.node import Slave
 
-def register(subparsers) -> None:
+
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("slave", help="run a filtering slave, or show its status")
     sub = parser.add_subparsers(dest="slave_command", metavar="SUBCOMMAND")
     sub.required = True
@@ -119,7 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(summary_line(slave), file=sys.stderr, flush=True)
 
 
-def _replica_schema(source: str | None):
+def _replica_schema(source: str | None) -> SchemaModel | None:
     if not source:
         return None  # the rule engine's modules load later (see Slave.engine)
     from dumpfilter.rules.schema import load_schema
@@ -137,7 +143,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def summary_line(slave) -> str:
+def summary_line(slave: Slave) -> str:
     """One line when `slave run` ends, however it ends: this run's counters and where it stands."""
     c, info = slave.counters, slave.info
     where = f"{info.master_file}:{info.master_pos}" if info.master_file else "no position yet"

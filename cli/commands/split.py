@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, spark_conf
 from dumpfilter.cli.output_paths import writable_dir
@@ -19,8 +20,11 @@ from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.spark_jobs.tasks.local import check_output_dir, split_local
 from dumpfilter.spark_jobs.split_by_schema import add_split_arguments, config_from_args, print_summary, warn_unmatched_maps
 
+if TYPE_CHECKING:
+    from dumpfilter.cli.options import Subparsers
 
-def register(subparsers) -> None:
+
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "split", help="split binlogs into one binlog per schema or per --map rule set (Spark or --no-spark)",
         description="Writes <name>-bin.index and <name>-bin.000001, ... per output under --out. Every "

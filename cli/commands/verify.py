@@ -7,9 +7,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, emit_json
 from dumpfilter.errors import DumpFilterError
+
+if TYPE_CHECKING:
+    from dumpfilter.rules.ruleset import RuleSet
+    from dumpfilter.cli.options import Subparsers
 
 
 def _formats(values: list[str] | None, builtin: bool) -> list[str]:
@@ -30,7 +35,7 @@ def _formats(values: list[str] | None, builtin: bool) -> list[str]:
     return out
 
 
-def register(subparsers) -> None:
+def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "verify", help="prove master-side filtering against real MariaDB replicas",
         description="Starts a MariaDB primary, per slave a real replica with the slave's --replicate-* options "
@@ -58,10 +63,10 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _master_rules(values: list[str]) -> dict:
+def _master_rules(values: list[str]) -> dict[str, RuleSet]:
     from dumpfilter.rules.parse import StartupFilters
 
-    by_slave: dict[str, list] = {}
+    by_slave: dict[str, list[tuple[str, str]]] = {}
     for value in values:
         name, sep, option = value.partition(":")
         key, eq, rule = option.partition("=")
@@ -77,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from dumpfilter.lab.verify.report import as_json, overall_passed, print_report
 
     if args.builtin:
-        topology_path, workload_path, seed_path = builtin_paths()
+        # (the package's own data directory: resources on the file system)
+        topology_path, workload_path, seed_path = (Path(str(path)) for path in builtin_paths())
         workload_path = args.workload or workload_path
         seed_path = args.seed or seed_path
     else:
