@@ -9,9 +9,13 @@ tells nothing about which names exist:
 - the first FREE_FAILURES failures in a row cost nothing more;
 - each further one makes the key wait before its next check: FIRST_DELAY seconds, doubling up to
   MAX_DELAY; a login arriving before then is refused without a check (RESOURCE_EXHAUSTED, MySQL's
-  ER_HOST_IS_BLOCKED), so no thread sleeps and a flood costs no CPU;
+  ER_HOST_IS_BLOCKED);
 - BLOCK_AFTER failures in a row refuse the key for BLOCK_SECONDS; after that it has one try before
   the next block;
+- a refusal without a check has its answer held up to HOLD_SECONDS (no longer than its key still
+  waits), as connection_control holds a failing login's answer, on at most HOLD_SLOTS sleeping
+  threads at once (beyond them: answered at once): a client that retries at once, as a flood does,
+  makes about one try a second per slot instead of hundreds, and a held refusal costs no CPU;
 - a success clears its pair and its address, and remembers the address as one the identity proved
   itself from: there only the pair's back-off applies, so a flood from elsewhere, against the
   name or from the slave's own address under other names, cannot lock the slave out (a flood
@@ -49,6 +53,10 @@ TRUSTED_PER_IDENTITY = 16  # addresses an identity proved itself from, remembere
 # password guesses takes at most this much CPU from the streams.
 CHECK_WORKERS = max(1, min(4, (os.cpu_count() or 2) // 4))
 CHECK_QUEUE = 8
+# A refusal without a check is answered after up to HOLD_SECONDS, on at most HOLD_SLOTS threads at
+# once (the gRPC face adds them to its pool, so a held refusal never takes a stream's thread).
+HOLD_SECONDS = 1.0
+HOLD_SLOTS = 16
 OTHER = "other"            # the address label of the addresses past MAX_ADDRESS_LABELS
 ER_HOST_IS_BLOCKED = 1129
 
@@ -76,6 +84,7 @@ class LoginLimits:
         block_after = 10       # failures in a row that refuse the key for block_seconds
         block_seconds = 300.0
         forget_after = 3600.0  # a key with no failure for this long starts afresh
+        hold_seconds = 1.0     # a refusal without a check is answered after up to this long (0: at once)
     """
 
     free_failures: int = FREE_FAILURES
@@ -84,6 +93,7 @@ class LoginLimits:
     block_after: int = BLOCK_AFTER
     block_seconds: float = BLOCK_SECONDS
     forget_after: float = FORGET_AFTER
+    hold_seconds: float = HOLD_SECONDS
 
     @classmethod
     def from_table(cls, table: Any, fail: Callable[[str | None, str], NoReturn]) -> LoginLimits:
@@ -101,6 +111,9 @@ class LoginLimits:
                 least = 0 if key == "free_failures" else 1
                 if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= 1_000_000:
                     fail(key, f"{key} must be a whole number from {least} to 1000000, not {value!r}")
+            elif key == "hold_seconds":
+                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 60:
+                    fail(key, f"hold_seconds must be a number of seconds from 0 to 60, not {value!r}")
             elif isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 31_536_000:
                 fail(key, f"{key} must be a number of seconds more than 0 and at most 31536000 (a year), "
                           f"not {value!r}")
@@ -239,8 +252,11 @@ class LoginGuard:
     run it, then `failed` or `succeeded`."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, pool: CheckPool | None = None,
-                 limits: LoginLimits | None = None):
-        self.clock = clock
+                 limits: LoginLimits | None = None, sleep: Callable[[float], object] = time.sleep,
+                 hold_slots: int = HOLD_SLOTS):
+        self.clock, self.sleep = clock, sleep
+        self._holds = threading.BoundedSemaphore(hold_slots)
+        self.held = 0                                  # refusals whose answer was held
         self.pool = pool or CheckPool()
         self.limits = limits or LoginLimits()
         self._lock = threading.Lock()
@@ -272,8 +288,23 @@ class LoginGuard:
         if wait:
             where = {"pair": f"as this identity from {key}", "address": f"from {key}",
                      "identity": "as this identity"}[why]
-            raise LoginThrottled(f"access denied: too many failed logins {where}; no password is checked for "
-                                 f"{math.ceil(wait)} s more")
+            refusal = LoginThrottled(f"access denied: too many failed logins {where}; no password is checked for "
+                                     f"{math.ceil(wait)} s more")
+            self.hold(wait)
+            raise refusal
+
+    def hold(self, wait: float) -> None:
+        """Hold a refusal's answer for up to `hold_seconds` (no longer than `wait`), when one of
+        the hold slots is free; else return at once. The thread sleeps: no CPU."""
+        seconds = min(wait, self.limits.hold_seconds)
+        if seconds <= 0 or not self._holds.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                self.held += 1
+            self.sleep(seconds)
+        finally:
+            self._holds.release()
 
     def check(self, check: Callable[[], bool], expensive: bool, address: str = "", name: str = "") -> bool:
         """Run `check` (a password comparison): in the pool when it is expensive."""
@@ -286,6 +317,7 @@ class LoginGuard:
         except ChecksBusy:
             with self._lock:
                 self.refused["busy"] += 1
+            self.hold(self.limits.hold_seconds)
             raise
         with self._lock:
             self.checks["pool"] += 1
@@ -326,4 +358,4 @@ class LoginGuard:
             return {"by_identity": dict(self.failed_by_identity), "by_address": dict(self.failed_by_address),
                     "refused": dict(self.refused), "checks": dict(self.checks),
                     "addresses": dict(self._addresses.states(now)), "identities": dict(self._identities.states(now)),
-                    "pairs": dict(self._pairs.states(now))}
+                    "pairs": dict(self._pairs.states(now)), "held": self.held}

@@ -25,7 +25,7 @@ from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumen
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
-from dumpfilter.master.login_guard import ChecksBusy, LoginThrottled
+from dumpfilter.master.login_guard import HOLD_SLOTS, ChecksBusy, LoginThrottled
 from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.read.units import Pos
@@ -444,9 +444,10 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     # The sync server gives each RPC a pool thread for its whole life: size the pool for the
     # streams, the counted calls, and two more for health checks, Stats and refusals. The
     # service refuses streams beyond max_streams and each identity's calls beyond its share
-    # (RESOURCE_EXHAUSTED), so no identity holds the threads the others need.
+    # (RESOURCE_EXHAUSTED), so no identity holds the threads the others need. The login guard's
+    # held refusals (at most HOLD_SLOTS sleeping at once) have threads of their own.
     # grpc.so_reuseport off: a second master on the same port fails instead of sharing it.
-    threads = max_streams + max_calls + 2
+    threads = max_streams + max_calls + 2 + HOLD_SLOTS
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dump"),
                          maximum_concurrent_rpcs=threads,
                          options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)])

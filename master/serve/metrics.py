@@ -176,12 +176,15 @@ class DumpServiceCollector:
                                      "(PBKDF2, ed25519) or inline (cheap ones)", labels=["where"])
         for where in ("pool", "inline"):
             checks.add_metric([where], counts["checks"].get(where, 0))
+        held = CounterMetricFamily("dumpfilter_logins_refused_held", "Refusals without a check whose answer was "
+                                   "held (up to [login] hold_seconds, on the guard's few hold slots)")
+        held.add_metric([], counts["held"])
         backing_off = GaugeMetricFamily("dumpfilter_login_backoff_keys", "Keys waiting before their next password "
                                         "check (delayed) or refused for a while (blocked)", labels=["key", "state"])
         for key in ("addresses", "identities", "pairs"):
             for state in ("delayed", "blocked"):
                 backing_off.add_metric([key, state], counts[key].get(state, 0))
-        yield from (by_address, refused, checks, backing_off)
+        yield from (by_address, refused, checks, held, backing_off)
 
     @staticmethod
     def _add(label: str, values: Mapping[str, int], rule_hits: Mapping[str, int],

@@ -23,6 +23,9 @@ POLICY = """
 [slave.repl]
 password = "s3cret"
 allow = ["%.%"]
+
+[login]
+hold_seconds = 0   # the flood below wants each refusal at once, not held (master.login_guard)
 """
 
 

@@ -43,10 +43,10 @@ def test_without_a_login_table_the_limits_are_the_old_constants(tmp_path):
 
 def test_a_login_table_sets_each_threshold(tmp_path):
     text = IDENTITY + ("[login]\nfree_failures = 0\nfirst_delay = 0.5\nmax_delay = 8\nblock_after = 5\n"
-                       "block_seconds = 60\nforget_after = 120\n")
+                       "block_seconds = 60\nforget_after = 120\nhold_seconds = 0\n")
     limits = MasterPolicy.load(_policy(tmp_path, text)).logins.limits
     assert limits == LoginLimits(free_failures=0, first_delay=0.5, max_delay=8, block_after=5, block_seconds=60,
-                                 forget_after=120)
+                                 forget_after=120, hold_seconds=0)
     partly = MasterPolicy.load(_policy(tmp_path, IDENTITY + "[login]\nblock_seconds = 900\n")).logins.limits
     assert partly == LoginLimits(block_seconds=900)
 
@@ -94,7 +94,9 @@ BAD = [
     ("first_delay = 60", 2, "first_delay (60 s) must be at most max_delay (30 s)"),
     ("forget_after = 60", 2, "forget_after (60 s) must be at least block_seconds (300 s)"),
     ("block_secs = 5", 2, "unknown key 'block_secs' (known: free_failures, first_delay, max_delay, block_after, "
-                          "block_seconds, forget_after)"),
+                          "block_seconds, forget_after, hold_seconds)"),
+    ("hold_seconds = 61", 2, "hold_seconds must be a number of seconds from 0 to 60, not 61"),
+    ("hold_seconds = -0.5", 2, "hold_seconds must be a number of seconds from 0 to 60, not -0.5"),
 ]
 
 
