@@ -4,8 +4,8 @@ hash at `master hash-password`'s 600,000 iterations; lint off), a real `dumpfilt
 --until-caught-up` process over gRPC from 127.0.0.1, alone, then while a flood process sends
 wrong-password Registers for the slave's identity from [::1] on 8 threads without pause (the
 issue's attacker sent about 10 a second). Prints the slave's MB/s alone and during the flood, their
-ratio (goal: >= 0.8), and what the master's login guard did (checks run, logins refused unchecked,
-from /metrics). The binlog is bench/common's ROW binlog of DUMPFILTER_FLOOD_MB (default
+ratio (goal: >= 0.8), and what the master's login guard did (checks run, logins refused unchecked
+and how many of those were held, from /metrics), with the load average. The binlog is bench/common's ROW binlog of DUMPFILTER_FLOOD_MB (default
 DUMPFILTER_BENCH_MB, 500) MB; under 500 MB the figures are a diagnostic. Results go to
 bench/results/flood.json."""
 
@@ -133,6 +133,7 @@ def _run(binlog_dir: Path, tmp: Path, flooded: bool) -> dict:
     return {"seconds": round(seconds, 3), "flood_answers": answers,
             "checks_in_pool": counts.get('dumpfilter_login_checks_total{where="pool"}', 0),
             "refused_unchecked": sum(v for k, v in counts.items() if k.startswith("dumpfilter_logins_refused_unchecked")),
+            "refusals_held": counts.get("dumpfilter_logins_refused_held_total", 0),
             "failed_logins": sum(v for k, v in counts.items()
                                  if k.startswith("dumpfilter_failed_logins_by_identity"))}
 
@@ -153,10 +154,12 @@ def main() -> None:
     print(f"  alone:        {alone['seconds']:.2f} s  {mb_s_alone:.0f} MB/s")
     print(f"  during flood: {during['seconds']:.2f} s  {mb_s_flood:.0f} MB/s   ratio {ratio:.2f} (goal >= 0.8)")
     print(f"  flood ({THREADS} threads from [::1], wrong passwords for 'app', PBKDF2 600000): {during['flood_answers']}; "
-          f"master ran {during['checks_in_pool']:.0f} checks, refused {during['refused_unchecked']:.0f} unchecked")
+          f"master ran {during['checks_in_pool']:.0f} checks, refused {during['refused_unchecked']:.0f} unchecked "
+          f"({during['refusals_held']:.0f} of them held)")
+    print(f"  load average at the end: {os.getloadavg()[0]:.1f} (2 cores; the figure needs a quiet machine)")
     write_result("flood", {"binlog_bytes": size, "diagnostic": size < 500e6, "alone": alone, "during_flood": during,
                            "mb_s_alone": round(mb_s_alone, 1), "mb_s_flood": round(mb_s_flood, 1),
-                           "ratio": round(ratio, 3)})
+                           "ratio": round(ratio, 3), "load_average": round(os.getloadavg()[0], 1)})
 
 
 if __name__ == "__main__":
