@@ -17,7 +17,7 @@ replica gets instead.
 from __future__ import annotations
 
 import struct
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from dumpfilter._core import SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_STOP
 from dumpfilter.codec import Event, EventType, fix_transaction_length
@@ -31,12 +31,31 @@ PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
 _QUERY_FIXED = HEADER_LEN + 13 + 1  # header, Query post-header, the empty database's NUL
 
 
-def _rules():
-    """The transaction filter's module, imported on first use: a slave starts (Register, Dump)
-    before its rule engine loads (tests/slave/test_slave_cli_startup.py)."""
-    from dumpfilter.rules import transaction_filter
+# The transaction filter's module is imported where it is used, not here: a slave starts (Register,
+# Dump) before its rule engine loads (tests/slave/test_slave_cli_startup.py).
+if TYPE_CHECKING:
+    from dumpfilter.codec import FormatDescription, Transaction
+    from dumpfilter.rules.transaction_filter import FilterResult, TransactionFilter
 
-    return transaction_filter
+
+class PolicyCounts(Protocol):
+    """The counters a policy's `tally` adds to (a stream's SlaveStats, an experiment's SlaveCounts)."""
+
+    placeholders: int
+    placeholder_bytes: int
+    empty_transactions: int
+    empty_transaction_bytes: int
+
+
+class WalkedForms(Protocol):
+    """What the core's send walk sent in a policy's form (a `_core.SendResult`)."""
+
+    @property
+    def skip_units(self) -> int: ...
+    @property
+    def skip_bytes(self) -> int: ...
+    @property
+    def placeholders(self) -> int: ...
 
 
 def placeholder(event: Event) -> Event:
@@ -72,22 +91,22 @@ class SkipPolicy:
         """What a transaction of `events` kept in part (`kept`) is sent as."""
         return kept
 
-    def skipped(self, events: list[Event], result) -> list[Event] | None:
+    def skipped(self, events: list[Event], result: FilterResult) -> list[Event] | None:
         """What a transaction of `events` skipped (FilterResult `result`: skipped or emptied) is
         sent as; None: nothing, the unit joins a skipped stretch (one heartbeat)."""
         return None
 
-    def tally(self, counts, sent: list[Event], *, skipped: bool) -> int:
+    def tally(self, counts: PolicyCounts, sent: list[Event], *, skipped: bool) -> int:
         """Counts in `counts` (SlaveStats, SlaveCounts: placeholders, empty_transactions and their
         bytes) what this policy added to `sent` (a partial transaction's, or a skipped one's);
         returns those bytes. Every byte sent for a skipped transaction is the policy's."""
         return 0
 
-    def tally_walk(self, counts, walked) -> None:
+    def tally_walk(self, counts: PolicyCounts, walked: WalkedForms) -> None:
         """Counts in `counts` what the core's walk sent in this policy's form (`walked`, a
         `_core.SendResult`: its skip_units, skip_bytes, placeholders), as `tally` counts them."""
 
-    def relayed(self, txn, result, reference) -> list[Event] | None:
+    def relayed(self, txn: Transaction, result: FilterResult, reference: TransactionFilter) -> list[Event] | None:
         """What a slave's relay log holds for a transaction `txn` its filters skip (FilterResult
         `result`; `reference`, the slave's own TransactionFilter, frames an empty transaction):
         None for nothing."""
@@ -100,7 +119,7 @@ class SkipPolicy:
         in the master's binlog."""
         return event
 
-    def replica_tail(self, *, flavor: str, file: str, end: int, gtids: dict[tuple[int, int], int], fmt,
+    def replica_tail(self, *, flavor: str, file: str, end: int, gtids: dict[tuple[int, int], int], fmt: FormatDescription | None,
                      server_id: int, fde: Event | None = None) -> list[Event]:
         """What a skipped stretch at the end of the binlog becomes for a real MySQL or MariaDB replica,
         once its stream is caught up there: the events that bring the replica's Read_Master_Log_Pos
@@ -156,24 +175,26 @@ class Placeholder(SkipPolicy):
     def partial(self, events: list[Event], kept: list[Event]) -> list[Event]:
         return _with_placeholders(events, {e.pos: e for e in kept})
 
-    def skipped(self, events: list[Event], result) -> list[Event]:
+    def skipped(self, events: list[Event], result: FilterResult) -> list[Event]:
         return _with_placeholders(events, {})
 
-    def tally(self, counts, sent: list[Event], *, skipped: bool) -> int:
+    def tally(self, counts: PolicyCounts, sent: list[Event], *, skipped: bool) -> int:
         holes = [e for e in sent if is_placeholder(e)]
         counts.placeholders += len(holes)
         added = sum(e.size for e in (sent if skipped else holes))
         counts.placeholder_bytes += added
         return added
 
-    def tally_walk(self, counts, walked) -> None:
+    def tally_walk(self, counts: PolicyCounts, walked: WalkedForms) -> None:
         counts.placeholders += walked.placeholders
         counts.placeholder_bytes += walked.skip_bytes
 
-    def relayed(self, txn, result, reference) -> list[Event] | None:
+    def relayed(self, txn: Transaction, result: FilterResult, reference: TransactionFilter) -> list[Event] | None:
         """The framing (the slave drops the placeholders), or the empty transaction when the
         framing is the GTID alone (a skipped DDL)."""
-        framing = [e for e in txn.events if _rules().is_framing(e)]
+        from dumpfilter.rules.transaction_filter import is_framing
+
+        framing = [e for e in txn.events if is_framing(e)]
         if len(framing) == 1 and framing[0].is_gtid:
             return reference.empty_transaction_events(txn)
         return framing or None
@@ -189,10 +210,12 @@ class EmptyTransaction(SkipPolicy):
     name = "empty-transaction"
     walk_skip = SKIP_EMPTY
 
-    def skipped(self, events: list[Event], result) -> list[Event] | None:
-        return result.events if result.outcome == _rules().EMPTIED else None
+    def skipped(self, events: list[Event], result: FilterResult) -> list[Event] | None:
+        from dumpfilter.rules.transaction_filter import EMPTIED
 
-    def tally(self, counts, sent: list[Event], *, skipped: bool) -> int:
+        return result.events if result.outcome == EMPTIED else None
+
+    def tally(self, counts: PolicyCounts, sent: list[Event], *, skipped: bool) -> int:
         if not skipped:
             return 0  # a partial transaction is sent as its kept events: nothing of the policy's
         added = sum(e.size for e in sent)
@@ -200,12 +223,14 @@ class EmptyTransaction(SkipPolicy):
         counts.empty_transaction_bytes += added
         return added
 
-    def tally_walk(self, counts, walked) -> None:
+    def tally_walk(self, counts: PolicyCounts, walked: WalkedForms) -> None:
         counts.empty_transactions += walked.skip_units
         counts.empty_transaction_bytes += walked.skip_bytes
 
-    def relayed(self, txn, result, reference) -> list[Event] | None:
-        return result.events if result.outcome == _rules().EMPTIED else None
+    def relayed(self, txn: Transaction, result: FilterResult, reference: TransactionFilter) -> list[Event] | None:
+        from dumpfilter.rules.transaction_filter import EMPTIED
+
+        return result.events if result.outcome == EMPTIED else None
 
     def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
         """The COMMIT closing an emptied transaction carries its GTID's log_pos (the filter has no
@@ -236,7 +261,8 @@ def named(name: str) -> SkipPolicy:
 def _with_placeholders(events: list[Event], kept: dict[int, Event]) -> list[Event]:
     """MaxScale style: kept events as kept, transaction framing as is, every other event
     replaced by a RAND placeholder with the original log_pos."""
-    is_framing = _rules().is_framing
+    from dumpfilter.rules.transaction_filter import is_framing
+
     out = []
     for event in events:
         if event.pos in kept:

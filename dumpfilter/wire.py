@@ -3,7 +3,7 @@ values, shared by the master's servicer and the slave client."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dumpfilter.errors import InvalidArgumentError, RuleError
 from dumpfilter.v1 import dump_pb2
@@ -23,8 +23,8 @@ def _type_name(enum_value: int) -> str:
     return name.removeprefix("REPLICATE_").lower()
 
 
-def rules_from_proto(rule_list) -> RuleSet:
-    values: dict[str, list] = {}
+def rules_from_proto(rule_list: dump_pb2.RuleList) -> RuleSet:
+    values: dict[str, list[Any]] = {}  # by rule type: names, or (from, to) pairs (PAIR_TYPES)
     for rule in rule_list.rules:
         if rule.type == dump_pb2.FILTER_TYPE_UNSPECIFIED:
             raise RuleError(f"filter rule {rule.value!r} has no type")
@@ -78,7 +78,7 @@ def schema_to_proto(model: SchemaModel) -> dump_pb2.ReplicaSchema:
     return out
 
 
-def schema_from_proto(message, field: str = "replica_schema") -> SchemaModel:
+def schema_from_proto(message: dump_pb2.ReplicaSchema, field: str = "replica_schema") -> SchemaModel:
     """A ReplicaSchema as a schema model; a field out of bounds is an InvalidArgumentError naming it."""
     if len(message.databases) > MAX_SCHEMA_TABLES or len(message.tables) > MAX_SCHEMA_TABLES:
         raise InvalidArgumentError(f"{field}: more than {MAX_SCHEMA_TABLES} databases or tables")
@@ -90,7 +90,7 @@ def schema_from_proto(message, field: str = "replica_schema") -> SchemaModel:
         return value
 
     databases = {name(db, f"databases[{i}]") for i, db in enumerate(message.databases)}
-    tables: dict = {}
+    tables: dict[tuple[str, str], tuple[str, ...] | None] = {}
     for i, table in enumerate(message.tables):
         key = (name(table.db, f"tables[{i}].db"), name(table.name, f"tables[{i}].name"))
         if len(table.columns) > MAX_COLUMNS:
