@@ -65,8 +65,8 @@ def _version() -> str:
 class _VersionAction(argparse.Action):
     """`--version`: the version and exit, before any command is parsed."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, default: object = argparse.SUPPRESS,
-                 help: str | None = None) -> None:
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: object = argparse.SUPPRESS, help: str | None = None) -> None:
         super().__init__(option_strings, dest, default=default, nargs=0,
                          help=help or "show program's version number and exit")
 

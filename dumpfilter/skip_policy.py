@@ -119,7 +119,8 @@ class SkipPolicy:
         in the master's binlog."""
         return event
 
-    def replica_tail(self, *, flavor: str, file: str, end: int, gtids: dict[tuple[int, int], int], fmt: FormatDescription | None,
+    def replica_tail(self, *, flavor: str, file: str, end: int, gtids: dict[tuple[int, int], int],
+                     fmt: FormatDescription | None,
                      server_id: int, fde: Event | None = None) -> list[Event]:
         """What a skipped stretch at the end of the binlog becomes for a real MySQL or MariaDB replica,
         once its stream is caught up there: the events that bring the replica's Read_Master_Log_Pos

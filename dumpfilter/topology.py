@@ -52,6 +52,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError, RuleError
 from dumpfilter.rules import toml_text
@@ -59,6 +60,10 @@ from dumpfilter.rules.assembly import channel_rules, merge_startup
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY, NAMES as SKIP_POLICIES
+
+if TYPE_CHECKING:  # loaded where a schema or a policy is read
+    from dumpfilter.rules.gate import Gate
+    from dumpfilter.rules.schema import SchemaModel
 
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
@@ -69,12 +74,12 @@ _SLAVE_KEYS = {"name", "server_id", "defaults_file", "rules", "change_replicatio
 KINDS = ("dumpfilter", "mariadb")
 _SOURCE_KEYS = ("binlogs", "files", "workload", "mariadb")
 # Built-in generator options (dumpfilter.workload.WorkloadSpec) and their TOML types.
-_WORKLOAD_KEYS: dict[str, type | tuple] = {
+_WORKLOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "seed": int, "schemas": int, "tables_per_schema": int, "transactions": int, "binlog_format": str,
     "ddl_share": (int, float), "cross_db_share": (int, float), "flavor": str, "rows_per_statement": int,
     "statements_per_transaction": int, "max_binlog_size": int, "server_id": int, "schema_prefix": str,
     "insert_select_share": (int, float)}
-_MARIADB_KEYS: dict[str, type | tuple] = {"seed": int, "schemas": int, "transactions": int}
+_MARIADB_KEYS: dict[str, type | tuple[type, ...]] = {"seed": int, "schemas": int, "transactions": int}
 _EXPERIMENT_KEYS = {"master_vs_slave", "skip_policies"}
 
 
@@ -96,7 +101,7 @@ class SlaveSpec:
     kind: str = "dumpfilter"
     replica_schema: str | None = None  # a file path (resolved) or a mysql:// URL; None: the master's schema
 
-    def replica_schema_model(self):
+    def replica_schema_model(self) -> SchemaModel | None:
         """The replica's starting schema as a model (read now), or None."""
         if self.replica_schema is None:
             return None
@@ -113,7 +118,7 @@ class MasterSource:
     kind: str = "workload"
     directory: Path | None = None
     files: tuple[Path, ...] = ()
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     policy: Path | None = None
     where: str = ""   # "FILE:LINE" of the key that named it, for the errors found when it is read
 
@@ -127,14 +132,14 @@ class ExperimentSpec:
 @dataclass(frozen=True)
 class Topology:
     slaves: tuple[SlaveSpec, ...]
-    master: dict = field(default_factory=dict)
+    master: dict[str, Any] = field(default_factory=dict)  # the [master] table, as TOML gives it
     path: str = "<topology>"
     source: MasterSource | None = None        # None: no source key under [master]
     experiment: ExperimentSpec = field(default_factory=ExperimentSpec)
     unknown_master_keys: tuple[tuple[str, str], ...] = ()  # (key, "file:line") left to the command
 
 
-def load_topology(path: str | os.PathLike, *, by_user: bool = False) -> Topology:
+def load_topology(path: str | os.PathLike[str], *, by_user: bool = False) -> Topology:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -173,7 +178,7 @@ def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False
             raise TopologyError(f"{where.slave(i, 'user')}: slaves.user {slave.user!r} is also slave #{other + 1}'s: "
                                 "a replica named by its user alone needs a user of its own (or give its server_id)")
     for attr in ("name", "server_id"):
-        seen: dict = {}
+        seen: dict[object, int] = {}
         for i, slave in enumerate(slaves):
             value = getattr(slave, attr)
             if attr == "server_id" and not value:
@@ -187,9 +192,10 @@ def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False
     return Topology(tuple(slaves), master, name, source, experiment, unknown_master)
 
 
-def _master(master: dict, where: _Locator, base: Path) -> tuple[MasterSource | None, tuple]:
+def _master(master: dict[str, Any], where: _Locator,
+            base: Path) -> tuple[MasterSource | None, tuple[tuple[str, str], ...]]:
     """The [master] keys simulate reads; others are returned with their location."""
-    def fail(key: str, message: str, table: str = "master"):
+    def fail(key: str, message: str, table: str = "master") -> NoReturn:
         raise TopologyError(f"{where.table(table, key.rpartition('.')[2])}: {key}: {message}")
 
     given = [key for key in _SOURCE_KEYS if key in master]
@@ -247,8 +253,8 @@ def _master(master: dict, where: _Locator, base: Path) -> tuple[MasterSource | N
     return MasterSource(key, options=dict(value), policy=policy_path), unknown
 
 
-def _experiment(experiment, where: _Locator) -> ExperimentSpec:
-    def fail(key: str, message: str):
+def _experiment(experiment: object, where: _Locator) -> ExperimentSpec:
+    def fail(key: str, message: str) -> NoReturn:
         raise TopologyError(f"{where.table('experiment', key)}: experiment.{key}: {message}")
 
     if not isinstance(experiment, dict):
@@ -268,8 +274,9 @@ def _experiment(experiment, where: _Locator) -> ExperimentSpec:
     return ExperimentSpec(master_vs_slave, tuple(dict.fromkeys(policies)))
 
 
-def _slave(entry: dict, index: int, where: _Locator, base: Path = Path("."), by_user: bool = False) -> SlaveSpec:
-    def fail(key: str, message: str):
+def _slave(entry: dict[str, Any], index: int, where: _Locator, base: Path = Path("."),
+           by_user: bool = False) -> SlaveSpec:
+    def fail(key: str, message: str) -> NoReturn:
         raise TopologyError(f"{where.slave(index, key)}: slaves.{key}: {message}")
 
     for key in entry:
@@ -359,7 +366,7 @@ def _slave(entry: dict, index: int, where: _Locator, base: Path = Path("."), by_
                      identity["user"], identity["password"], values["kind"], replica_schema)
 
 
-def slave_gates(topology: Topology) -> list:
+def slave_gates(topology: Topology) -> list[Gate | None]:
     """Each slave's master-policy gate (`rules.gate.Gate`), in slave order, as the master derives it
     from `master.policy` for the slave's `user`, `password` and `server_id` (rules/policy_gates.py);
     None for every slave when the topology names no policy. A slave the master would refuse is an
@@ -372,7 +379,7 @@ def slave_gates(topology: Topology) -> list:
     from dumpfilter.rules.policy_gates import PolicyGates
 
     gates = PolicyGates.load(policy)
-    out = []
+    out: list[Gate | None] = []
     for spec in topology.slaves:
         try:
             out.append(gates.gate_for_slave(spec.user, spec.password, spec.server_id))

@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def explained(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None) -> tuple[Decision, dict[str, Any]]:
+def explained(engine: RuleEngine, sql: str | None, table: str | None,
+              current_db: str | None) -> tuple[Decision, dict[str, Any]]:
     """The decision and its JSON document. Where the rules rewrite, the engine names the tables as
     the replica's applier does (rewritten): `tables` then says the master's, as a rule-less
     replica decides them, and `rewritten_tables` where the rows land (single and batch mode alike)."""
@@ -84,9 +85,11 @@ def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: s
 # line's; each setting a line leaves out comes from the command line too.
 
 _RULE_KEYS = ("filters", "change_replication_filter", "defaults_file")
-_SETTING_KEYS: dict[str, type | tuple[type, ...]] = {"channel": str, "filter_semantics": str, "flavor": str, "lower_case_table_names": int,
-                 "track_derived_tables": bool, "schema": (str, type(None))}
-_EVENT_KEYS: dict[str, type | tuple[type, ...]] = {"sql": str, "table": str, "current_db": (str, type(None)), "binlog_format": str}
+_SETTING_KEYS: dict[str, type | tuple[type, ...]] = {
+    "channel": str, "filter_semantics": str, "flavor": str, "lower_case_table_names": int,
+    "track_derived_tables": bool, "schema": (str, type(None))}
+_EVENT_KEYS: dict[str, type | tuple[type, ...]] = {"sql": str, "table": str, "current_db": (str, type(None)),
+                                                   "binlog_format": str}
 BATCH_KEYS = frozenset(_RULE_KEYS) | frozenset(_SETTING_KEYS) | frozenset(_EVENT_KEYS)
 
 

@@ -196,7 +196,8 @@ def _bytes_written(written: list[Path]) -> int:
     return sum(p.stat().st_size for p in written if p.exists())
 
 
-def summary_document(stats: FilterStats, written: list[Path], elapsed: float, *, flavor: str, assumed: int) -> dict[str, Any]:
+def summary_document(stats: FilterStats, written: list[Path], elapsed: float, *, flavor: str,
+                     assumed: int) -> dict[str, Any]:
     """The summary --json writes: the counters, the output files and their bytes, the seconds.
     `transactions_skipped` counts the transactions the rules keep nothing of, in the master's word
     (its Transactions_skipped); `emptied` and `skipped` say how they were written (as an empty
