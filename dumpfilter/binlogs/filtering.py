@@ -35,6 +35,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
@@ -53,6 +54,10 @@ from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED,
 from dumpfilter.binlogs.background import ReadAhead
 from dumpfilter.binlogs.sinks import FileSink, Sink
 from dumpfilter.codec.encode import COMMIT_BODY
+
+if TYPE_CHECKING:
+    from dumpfilter._core import AssembleCounts
+    from dumpfilter.codec.scanner import UnitRecord, UnitRecords
 
 _U32 = struct.Struct("<I")
 _QUERY = int(EventType.QUERY)
@@ -105,7 +110,7 @@ class FilterStats:
         elif outcome == SKIPPED:
             self.skipped += 1
 
-    def add_assembled(self, c) -> int:
+    def add_assembled(self, c: AssembleCounts) -> int:
         """The compiled assembly's counters (an AssembleCounts, see the core's assemble::Counts);
         returns the events it wrote."""
         events_out = c.kept_events + c.partial_events_out + 2 * c.emptied
@@ -123,7 +128,7 @@ class FilterStats:
     def add_result(self, result: FilterResult) -> None:
         self.add(result.outcome, result.events_in, result.bytes_in, len(result.events), result.bytes_out)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int]:
         return {k: v for k, v in self.__dict__.items() if k not in _PATH_COUNTERS}
 
 
@@ -169,7 +174,7 @@ class BinlogFilter:
         result = self.tfilter.filter(Transaction(CONTROL, [event]))
         self.stats.add_result(result)
 
-    def filter_paths(self, paths: Iterable[str | os.PathLike]) -> FilterStats:
+    def filter_paths(self, paths: Iterable[str | os.PathLike[str]]) -> FilterStats:
         for path in paths:
             self.filter_file(Path(path))
         self.stats.unparsed_statements = self.tfilter.decider.unparsed
@@ -187,7 +192,7 @@ class BinlogFilter:
                 raise exc.in_file(str(path)) from None
         self.stats.files_in += 1
 
-    def _walk(self, stream, path: Path) -> None:
+    def _walk(self, stream: BinaryIO, path: Path) -> None:
         """One pass of the compiled scanner over the file, a few MB at a time: it checks every
         event and hands back one record per unit. A fast unit (the common ROW transaction,
         `GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|Rows}* XID`) is decided from its
@@ -214,7 +219,8 @@ class BinlogFilter:
             if ahead is not None:
                 ahead.close()
 
-    def _chunks(self, stream, path: Path, scanner: Scanner, ahead: ReadAhead | None, rereads: bool) -> None:
+    def _chunks(self, stream: BinaryIO, path: Path, scanner: Scanner, ahead: ReadAhead | None,
+                rereads: bool) -> None:
         """`_walk`'s loop over the file's chunks, from offset 4."""
         name = str(path)
         empty_keep = self.tfilter.empty_transactions != "drop"
@@ -244,7 +250,7 @@ class BinlogFilter:
             slow, answers, answered_to = None, None, 0
             while i < n:
                 direct = sink.direct_writer() if direct_ok and fmt is not None else None
-                if direct is not None and direct.fmt.checksum_len == fmt.checksum_len:
+                if direct is not None and fmt is not None and direct.fmt.checksum_len == fmt.checksum_len:
                     fast = units.is_fast(i)
                     if not fast and i >= answered_to and direct.renumber_positions:
                         if slow is None:
@@ -253,7 +259,7 @@ class BinlogFilter:
                     # Statement units (a GTID, Queries, an XID) are decided by their statements' keys.
                     by_keys = keys.enabled and direct.renumber_positions
                     # (The assembly stops at once at a unit not fast, not answered and not keyed.)
-                    if fast or (i < answered_to and answers[i] != KEEP_PYTHON) or (
+                    if fast or (answers is not None and i < answered_to and answers[i] != KEEP_PYTHON) or (
                             by_keys and units.may_hold_statements(i)):
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
@@ -307,7 +313,8 @@ class BinlogFilter:
                    if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
             raise TruncatedBinlogError(msg, path=name, offset=base)
 
-    def _lone_answers(self, units, slow, buf, base: int, fmt, start: int) -> tuple[bytes, int]:
+    def _lone_answers(self, units: UnitRecords, slow: memoryview, buf: bytes, base: int, fmt: FormatDescription,
+                      start: int) -> tuple[bytes, int]:
         """The answers of the units that are not fast from unit `start` on, up to the first one
         that is not a MariaDB GTID and one Query (DDL, standalone groups): each decided by the
         TransactionFilter in stream order (so the schema model replays as before), kept whole
@@ -329,7 +336,8 @@ class BinlogFilter:
             answers[i] = KEEP_KEEP if lone_kept(text[1], text[0]) else KEEP_DROP
         return bytes(answers), stop
 
-    def _fast_unit(self, rec, buf, base: int, fmt, tables, names) -> bool:
+    def _fast_unit(self, rec: UnitRecord, buf: bytes, base: int, fmt: FormatDescription | None, tables: memoryview,
+                   names: list[tuple[str, str]]) -> bool:
         """A fast unit decided from its tables, when every statement's Table_maps get one answer
         (so no STMT_END_F has to move): written whole, without its dropped statements, or as
         the emptied group, exactly as the reference path writes it. False: not decided here."""
@@ -363,8 +371,8 @@ class BinlogFilter:
         self._finish_fast(buf, start, end, gtid_end, rec.events, dropped, any_kept, base + start, fmt, mariadb)
         return True
 
-    def _finish_fast(self, buf, start: int, end: int, gtid_end: int, n: int, dropped: list, any_kept: bool,
-                     source_pos: int, fmt, mariadb: bool) -> None:
+    def _finish_fast(self, buf: bytes, start: int, end: int, gtid_end: int, n: int,
+                     dropped: list[tuple[int, int, int]], any_kept: bool, source_pos: int, fmt: FormatDescription | None, mariadb: bool) -> None:
         """A complete fast unit [start, end) of `buf` (n events); `dropped` holds the byte
         ranges and event counts of its statements whose tables are not kept."""
         size = end - start
@@ -401,6 +409,7 @@ class BinlogFilter:
             return
         gtid_raw = buf[start:gtid_end]
         if mariadb and sink.renumber_positions:
+            assert fmt is not None  # a fast unit comes after its file's FDE
             # GTID (never standalone here) + the COMMIT Query the reference path builds.
             written = sink.write_gtid_commit(gtid_raw, fmt, source_pos)
             counts.add(EMPTIED, n, size, 2, written)
@@ -413,7 +422,7 @@ class BinlogFilter:
         counts.add(EMPTIED, n, size, len(framed), sum(e.size for e in framed))
 
 
-def filter_files(paths: Sequence[str | os.PathLike], tfilter: TransactionFilter, sink: Sink, *,
+def filter_files(paths: Sequence[str | os.PathLike[str]], tfilter: TransactionFilter, sink: Sink, *,
                  verify_checksums: bool = True, read_ahead: bool = False) -> FilterStats:
     """Filter `paths` in order into `sink` (closed at the end); returns the statistics.
     `read_ahead`: each plain file's next chunk is read on a thread of its own meanwhile."""
