@@ -39,6 +39,8 @@ from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.binlogs.files import file_size, read_index, write_index
 from dumpfilter.binlogs.gtid_start import gtid_position
+from dumpfilter.master.upstream.series_reads import (fde_size, file_fmt, file_server_id, mariadb_gtid_list,
+                                                     mysql_gtid_set)
 
 MAGIC = b"\xfebin"
 # Left in the series' directory by the first switch of source: from there on the series keeps its
@@ -190,7 +192,7 @@ class BinlogMirror:
         path = self.dir / file
         if path.exists() and path.stat().st_size > end:
             os.truncate(path, end)
-        self._fmt = _file_fmt(path)
+        self._fmt = file_fmt(path)
         self._replay = resume
 
     def _replayed(self, raw: bytes, kind: int, log_pos: int) -> bool:
@@ -215,7 +217,7 @@ class BinlogMirror:
         elif kind == EventType.FORMAT_DESCRIPTION and log_pos == 0:
             # The dump thread clears the FDE's log_pos when it skips the file's first transactions
             if self.offset == 4:  # (rpl_binlog_sender.cc): the FDE is still the file's first event.
-                self.offset += _fde_size(self.dir / file)
+                self.offset += fde_size(self.dir / file)
             self._fmt = FormatDescription.parse(raw)
         else:
             start = log_pos - len(raw) if log_pos else self.offset
@@ -289,10 +291,10 @@ class BinlogMirror:
         (self.dir / SWITCHED).touch()
         self.file, self.offset, self.translating = file, end, True
         if end > 4:
-            fmt = _file_fmt(path)
+            fmt = file_fmt(path)
             name = _next_name(file)
             self._out = open(path, "ab", buffering=0)
-            self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), fmt, _file_server_id(path))
+            self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), fmt, file_server_id(path))
             self.close()
             self.file = name
         self.offset, self._head, self._fmt = 4, True, None
@@ -360,7 +362,7 @@ class BinlogMirror:
             with open(path, "r+b") as f:
                 f.truncate(pos)
             self._out = open(path, "ab", buffering=0)  # unbuffered: a failed write is cut back at once
-            self._fmt = _file_fmt(path)
+            self._fmt = file_fmt(path)
         self.safe = (file, self.offset)
 
     def begin_inside(self, file: str, pos: int, head: bytes, state: dict[tuple[int, int], int] | MysqlGtidSet) -> None:
@@ -374,7 +376,7 @@ class BinlogMirror:
         self._open_new()
         self._write(head[4:])
         self.offset = pos
-        self._fmt = _file_fmt(self.dir / file)
+        self._fmt = file_fmt(self.dir / file)
         self._grouper, self._gtid, self._mysql_gtid = TransactionGrouper(), None, None
         if isinstance(state, MysqlGtidSet):
             self.mysql_gtids = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in state.intervals.items()})
@@ -561,20 +563,6 @@ class BinlogMirror:
         return file
 
 
-def mariadb_gtid_list(event: Event) -> MariadbGtidList:
-    """The set a MariaDB Gtid_list event carries."""
-    found = event.gtid_set
-    assert isinstance(found, MariadbGtidList), f"event type {event.type_code} carries no Gtid_list"
-    return found
-
-
-def mysql_gtid_set(event: Event) -> MysqlGtidSet:
-    """The set a MySQL Previous_gtids event carries."""
-    found = event.gtid_set
-    assert isinstance(found, MysqlGtidSet), f"event type {event.type_code} carries no Previous_gtids"
-    return found
-
-
 def _check_name(file: str) -> None:
     if not file or "/" in file or "\\" in file or "\0" in file or file in (".", "..") or "." not in file:
         raise MirrorError(f"the primary named binlog file {file[:100]!r}, which is not a plain binlog file name")
@@ -588,33 +576,11 @@ def _next_name(file: str) -> str:
     return f"{base}.{int(number) + 1:0{len(number)}d}"
 
 
-def _file_server_id(path: Path) -> int:
-    with open(path, "rb") as f:
-        head = f.read(4 + 19)
-    return struct.unpack_from("<I", head, 9)[0] if len(head) == 23 else 0
-
-
 def _heartbeat(raw: bytes, fmt: FormatDescription | None) -> tuple[str, int]:
     try:
         return Event(raw, 0, fmt).heartbeat
     except BinlogError as exc:
         raise MirrorError(f"the primary sent a malformed heartbeat: {exc}") from None
-
-
-def _fde_size(path: Path) -> int:
-    with open(path, "rb") as f:
-        head = f.read(4 + 19)
-    return struct.unpack_from("<I", head, 13)[0] if len(head) == 23 else 0
-
-
-def _file_fmt(path: Path) -> FormatDescription | None:
-    from dumpfilter.codec import read_format_description
-
-    try:
-        with open(path, "rb") as f:
-            return read_format_description(f, str(path))[1]
-    except (BinlogError, OSError):
-        return None
 
 
 __all__ = ["BinlogMirror", "MirrorError", "SeriesFull"]

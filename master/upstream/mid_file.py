@@ -29,7 +29,8 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError
-from dumpfilter.master.upstream.binlog_mirror import MirrorError, mariadb_gtid_list, mysql_gtid_set
+from dumpfilter.master.upstream.binlog_mirror import MirrorError
+from dumpfilter.master.upstream.series_reads import mariadb_gtid_list, mysql_gtid_set
 from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
