@@ -34,7 +34,7 @@ import threading
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, NoReturn
 
 from dumpfilter.errors import ResourceExhaustedError
@@ -187,13 +187,23 @@ class _Backoff:
     def cleared(self, key: str) -> None:
         self.keys.pop(key, None)
 
-    def states(self, now: float) -> Counter:
+    def states(self, now: float) -> Counter[str]:
         """How many keys wait before their next check ("delayed") and how many are "blocked"."""
-        out: Counter = Counter()
+        out: Counter[str] = Counter()
         for state in self.keys.values():
             if state.not_before > now:
                 out["blocked" if state.failures >= self.limits.block_after - 1 else "delayed"] += 1
         return out
+
+
+@dataclass(eq=False)
+class _CheckJob:
+    """One check waiting in a CheckPool, and its answer (or what it raised) once run."""
+
+    check: Callable[[], bool]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: bool | None = None  # None: the check ended without an answer (its thread was stopped)
+    error: Exception | None = None
 
 
 class CheckPool:
@@ -203,7 +213,7 @@ class CheckPool:
     def __init__(self, workers: int = CHECK_WORKERS, queue: int = CHECK_QUEUE):
         self.workers, self.queue = workers, queue
         self._cond = threading.Condition()
-        self._waiting: tuple[deque, deque] = (deque(), deque())   # (trusted, others)
+        self._waiting: tuple[deque[_CheckJob], deque[_CheckJob]] = (deque(), deque())   # (trusted, others)
         self._threads = 0
         self.running = 0
         self.most_running = 0
@@ -214,7 +224,7 @@ class CheckPool:
         return sum(map(len, self._waiting))
 
     def run(self, check: Callable[[], bool], trusted: bool = False) -> bool:
-        job: dict = {"check": check, "done": threading.Event()}
+        job = _CheckJob(check)
         with self._cond:
             if self.waiting >= self.queue:
                 raise ChecksBusy(f"too many password checks waiting ({self.queue}): try again later")
@@ -223,10 +233,12 @@ class CheckPool:
                 self._threads += 1
                 threading.Thread(target=self._work, name=f"login-check-{self._threads}", daemon=True).start()
             self._cond.notify()
-        job["done"].wait()
-        if "error" in job:
-            raise job["error"]
-        return job["result"]
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        if job.result is None:
+            raise RuntimeError("a password check ended without an answer")
+        return job.result
 
     def _work(self) -> None:
         while True:
@@ -237,14 +249,14 @@ class CheckPool:
                 self.running += 1
                 self.most_running = max(self.most_running, self.running)
             try:
-                job["result"] = bool(job["check"]())
+                job.result = bool(job.check())
             except Exception as exc:  # handed to the caller, raised on its thread
-                job["error"] = exc
+                job.error = exc
             finally:
                 with self._cond:
                     self.running -= 1
                     self.ran += 1
-                job["done"].set()
+                job.done.set()
 
 
 class LoginGuard:
@@ -262,11 +274,11 @@ class LoginGuard:
         self._lock = threading.Lock()
         self._addresses, self._identities, self._pairs = (_Backoff(self.limits) for _ in range(3))
         self._trusted: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
-        self.failed_by_identity: Counter = Counter()   # identity (known ones; "" for names the policy lacks)
-        self.failed_by_address: Counter = Counter()    # address key, or OTHER
-        self.refused: Counter = Counter()              # logins refused without a check, by the key that
+        self.failed_by_identity: Counter[str] = Counter()   # identity (known ones; "" for names the policy lacks)
+        self.failed_by_address: Counter[str] = Counter()    # address key, or OTHER
+        self.refused: Counter[str] = Counter()              # logins refused without a check, by the key that
         #                                                 waits ("address" / "identity" / "pair") or "busy"
-        self.checks: Counter = Counter()               # checks run, by "pool" / "inline"
+        self.checks: Counter[str] = Counter()               # checks run, by "pool" / "inline"
 
     def trusted(self, address: str, name: str) -> bool:
         with self._lock:
@@ -351,7 +363,7 @@ class LoginGuard:
                 while len(self._trusted) > MAX_KEYS:
                     self._trusted.popitem(last=False)
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """The counts /metrics shows, taken under the lock."""
         with self._lock:
             now = self.clock()
