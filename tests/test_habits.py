@@ -35,6 +35,7 @@ STRICT_PACKAGES = (
     ("typecheck/dumpfilter/cli", "dumpfilter.cli"),
     ("typecheck/dumpfilter/master/decide", "dumpfilter.master.decide"),
     ("typecheck/dumpfilter/master/protocol", "dumpfilter.master.protocol"),
+    ("typecheck/dumpfilter/master/login_guard.py", "dumpfilter.master.login_guard"),
     ("typecheck/dumpfilter/master/upstream", "dumpfilter.master.upstream"),
     ("typecheck/dumpfilter/master/__init__.py", "dumpfilter.master"),
     ("typecheck/dumpfilter/master/service.py", "dumpfilter.master.service"),
