@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 # `spark-submit spark_jobs/bandwidth_experiment.py` runs this file as a script, with a Python where dumpfilter is
 # installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.spark_jobs.tasks.bandwidth import (  # noqa: E402
-    FRAMING, OTHER, UNATTRIBUTED, ChunkCounts, SlaveCounts, count_chunk, merge_counts, merge_hours, merge_statements,
-    merge_tables,
+    ChunkCounts, SlaveCounts, count_chunk, merge_counts, merge_hours, merge_statements, merge_tables,
 )
-from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks  # noqa: E402
+from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, Chunk, input_files, plan_chunks  # noqa: E402
+from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: E402
+    FRAMING, OTHER, UNATTRIBUTED, StatementGroup, Statements, TableName, Tables,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dumpfilter.rules.gate import Gate
+    from dumpfilter.topology import SlaveSpec, Topology
 
 COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "events_all", "bytes_all",
            "events_sent", "bytes_sent", "saving_bytes", "saving_pct", "kept_events", "kept_bytes", "heartbeats",
@@ -31,13 +42,15 @@ COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "ev
            "events_skipped", "bytes_skipped"]
 
 
-def count_parts_local(chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+def count_parts_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None,
+                      *, verify_checksums: bool = True) -> list[ChunkCounts]:
     """Every slave's counts per chunk, in this process (`gates`: each slave's master-policy gate,
     `dumpfilter.topology.slave_gates`; None: none)."""
     return [part for chunk in chunks for part in count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)]
 
 
-def count_parts_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
+                      gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
     """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
     (`task_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
     the counts travel to the driver."""
@@ -48,7 +61,7 @@ def count_parts_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bo
     sc = spark.sparkContext
     groups = task_groups(list(chunks), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
 
-    def count(parts):
+    def count(parts: Iterable[list[Chunk]]) -> Iterator[ChunkCounts]:
         for part in parts:
             for chunk in part:
                 yield from count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
@@ -56,12 +69,14 @@ def count_parts_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bo
     return sc.parallelize(groups, len(groups)).mapPartitions(count).collect()
 
 
-def count_local(chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
+def count_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None, *,
+                verify_checksums: bool = True) -> list[SlaveCounts]:
     parts = count_parts_local(chunks, slaves, gates, verify_checksums=verify_checksums)
     return merge_counts(parts, [s.name for s in slaves])
 
 
-def count_spark(spark, chunks, slaves, gates=None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
+def count_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
+                gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
     parts = count_parts_spark(spark, chunks, slaves, gates, verify_checksums=verify_checksums)
     return merge_counts(parts, [s.name for s in slaves])
 
@@ -72,7 +87,7 @@ REST = "(framing of transactions that write no table, control events, skip-polic
 
 
 def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
-              span: tuple[int, int] | None = None) -> list[dict]:
+              span: tuple[int, int] | None = None) -> list[dict[str, Any]]:
     """One row per slave and hour of binlog time: what it reads and is sent in that hour, and the
     first and last second of the hour the binlog holds (`span`: its first and last event time,
     binlogs.time_span; the whole hour without it): the by-hour chart's x axis."""
@@ -86,8 +101,8 @@ def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
             for name in names for hour, (read, sent) in hours[name].items()]
 
 
-def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[str, str], int],
-               statements: dict[tuple, list] | None = None) -> list[dict]:
+def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[SlaveCounts], tables: Tables,
+               statements: Statements | None = None) -> list[dict[str, Any]]:
     """One row per slave and table, the largest first: the bytes in the binlog that write the
     table, and those sent to the slave; then UNATTRIBUTED (the statements that update no table
     the parser names: SET, database statements, what it cannot parse) and one row for the rest
@@ -112,14 +127,14 @@ def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[st
     from dumpfilter.rules.evaluate import RuleEngine
 
     statements = statements or {}
-    all_bytes: dict[tuple[str, str], int] = {t: b for t, b in tables.items()
-                                             if t not in (FRAMING, OTHER) and len(t) == 2}
-    envelopes: dict[tuple, int] = {t: b for t, b in tables.items() if len(t) == 3}  # (ENVELOPE, table, group)
-    envelope_of: dict[tuple[str, str], int] = {}
+    all_bytes: dict[TableName, int] = {t: b for t, b in tables.items() if t not in (FRAMING, OTHER) and len(t) == 2}
+    # (ENVELOPE, table, group)
+    envelopes: dict[tuple[str, TableName, StatementGroup | None], int] = {t: b for t, b in tables.items() if len(t) == 3}
+    envelope_of: dict[TableName, int] = {}
     for (_, t, _), b in envelopes.items():
         envelope_of[t] = envelope_of.get(t, 0) + b
     payload_of = dict(all_bytes)
-    shares: list[tuple[tuple, str, int, list[tuple[tuple[str, str], int]]]] = []  # group, text, bytes, split
+    shares: list[tuple[StatementGroup, str, int, list[tuple[TableName, int]]]] = []  # group, text, bytes, split
     unattributed = 0
     for group, (size, sql) in statements.items():
         updated = group[2]
@@ -139,11 +154,10 @@ def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[st
     rows = []
     for slave, gate, counts in zip(topology.slaves, gates, totals):
         decider = gated(RuleEngine(slave.rules, slave.settings), gate)
-        sent_by: dict[tuple[str, str], int] = {t: b for t, b in tables.items()
-                                               if t not in (FRAMING, OTHER) and len(t) == 2
-                                               and decider.table_kept(*t)}
+        sent_by: dict[TableName, int] = {t: b for t, b in tables.items()
+                                         if t not in (FRAMING, OTHER) and len(t) == 2 and decider.table_kept(*t)}
         sent_unattributed = 0
-        applied: set[tuple] = set()
+        applied: set[StatementGroup] = set()
         for group, sql, size, split in shares:
             if not decider.decide_statement_key(sql, group[0] or None).apply:
                 continue
@@ -152,8 +166,8 @@ def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[st
                 sent_unattributed += size
             for t, b in split:
                 sent_by[t] = sent_by.get(t, 0) + b
-        for (_, t, group), b in envelopes.items():  # sent where the write that brought it is
-            if (group in applied) if group is not None else decider.table_kept(*t):
+        for (_, t, brought_by), b in envelopes.items():  # sent where the write that brought it is
+            if (brought_by in applied) if brought_by is not None else decider.table_kept(*t):
                 sent_by[t] = sent_by.get(t, 0) + b
         sent_tables = sum(sent_by.values()) + sent_unattributed
         for (db, table), size in named:
@@ -170,7 +184,7 @@ def table_rows(topology, gates, totals: list[SlaveCounts], tables: dict[tuple[st
     return rows
 
 
-def rows_for(topology, totals: list[SlaveCounts]) -> list[dict]:
+def rows_for(topology: Topology, totals: list[SlaveCounts]) -> list[dict[str, Any]]:
     rows = []
     for slave, counts in zip(topology.slaves, totals):
         row = counts.as_row()
@@ -180,7 +194,7 @@ def rows_for(topology, totals: list[SlaveCounts]) -> list[dict]:
     return rows
 
 
-def write_report(rows: list[dict], out: Path, fmt: str = "csv", source: str = "", charts: bool = True) -> list[Path]:
+def write_report(rows: list[dict[str, Any]], out: Path, fmt: str = "csv", source: str = "", charts: bool = True) -> list[Path]:
     from dumpfilter.charts import policy_chart
 
     out.mkdir(parents=True, exist_ok=True)
@@ -217,10 +231,12 @@ CANDIDATE_COLUMNS = ["rank", "candidate", "skip_policy", "rules", "bytes_all", "
                      "saving_pct", "events_sent", "lint", "diverges"]
 
 
-def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv",
+def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology: Topology, out: Path, *,
+                   spark: SparkSession | None = None, fmt: str = "csv",
                    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
-                   candidates=None, lint_max_mb: float = LINT_MAX_MB, ranking: list | None = None,
-                   charts: bool = True):
+                   candidates: Topology | None = None, lint_max_mb: float = LINT_MAX_MB,
+                   ranking: list[dict[str, Any]] | None = None,
+                   charts: bool = True) -> tuple[list[dict[str, Any]], list[Path]]:
     """Count (with Spark when a session is given) and write the report; returns (rows, paths). Each
     slave is bounded by the topology's master policy (`master.policy`), as the master bounds it.
     `candidates` (a Topology whose slaves are candidate rule sets, at most MAX_CANDIDATES) are
@@ -244,7 +260,7 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     clash = sorted(set(names) & {c.name for c in extra})
     if clash:
         raise InvalidArgumentError(f"--candidates: {clash[0]!r} names a slave of the topology too; name it apart")
-    every, every_gates = slaves + extra, gates + (slave_gates(candidates) if extra else [])
+    every, every_gates = slaves + extra, gates + (slave_gates(candidates) if candidates is not None and extra else [])
     if spark is None:
         parts = count_parts_local(chunks, every, every_gates, verify_checksums=verify_checksums)
     else:
@@ -267,8 +283,8 @@ def run_experiment(binlogs, topology, out: Path, *, spark=None, fmt: str = "csv"
     return rows, paths
 
 
-def candidate_rows(candidates, totals: list[SlaveCounts], files, lint_max_mb: float,
-                   verify_checksums: bool = True) -> list[dict]:
+def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], files: Sequence[Path],
+                   lint_max_mb: float, verify_checksums: bool = True) -> list[dict[str, Any]]:
     """The candidates, the one that saves the most bytes first, each with lint's verdict: would a
     replica with these rules stop (its first break), within `lint_max_mb` MB of binlog, and how many
     writes it would silently get wrong before then (`diverges`: rules.lint_divergence; None when lint
@@ -302,7 +318,7 @@ def candidate_rows(candidates, totals: list[SlaveCounts], files, lint_max_mb: fl
     return [{key: row[key] for key in CANDIDATE_COLUMNS} for row in rows]
 
 
-def _write_table(rows: list[dict], columns: list[str], path: Path, fmt: str) -> Path:
+def _write_table(rows: list[dict[str, Any]], columns: list[str], path: Path, fmt: str) -> Path:
     if fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -318,7 +334,7 @@ def _write_table(rows: list[dict], columns: list[str], path: Path, fmt: str) -> 
     return path
 
 
-def write_breakdowns(hours: list[dict], tables: list[dict], out: Path, fmt: str = "csv",
+def write_breakdowns(hours: list[dict[str, Any]], tables: list[dict[str, Any]], out: Path, fmt: str = "csv",
                      charts: bool = True) -> list[Path]:
     """bandwidth_by_hour and bandwidth_by_table (CSV or Parquet), and bandwidth_by_hour.png: MB
     sent per hour of binlog time, per slave (the eight that are sent the most)."""
@@ -334,7 +350,7 @@ def write_breakdowns(hours: list[dict], tables: list[dict], out: Path, fmt: str 
     return paths
 
 
-def print_table(rows: list[dict], out=None) -> None:
+def print_table(rows: list[dict[str, Any]], out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     print(f"{'slave':<16} {'policy':<18} {'MB all':>9} {'MB sent':>9} {'saving':>8} {'events sent':>12}", file=out)
     for row in rows:
@@ -349,7 +365,7 @@ def chunk_bytes_for(given: int | None, *, spark: bool) -> int | None:
     return DEFAULT_CHUNK_BYTES if spark else None
 
 
-def print_ranking(ranked: list[dict], out=None) -> None:
+def print_ranking(ranked: list[dict[str, Any]], out: TextIO | None = None) -> None:
     out = out or sys.stdout
     print(f"{'rank':>4} {'candidate':<16} {'MB sent':>9} {'saving':>8}  lint", file=out)
     for row in ranked:

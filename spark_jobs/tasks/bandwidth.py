@@ -28,10 +28,12 @@ not depend on how files were cut.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter import _core
-from dumpfilter.codec import EventType, Transaction
+from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
@@ -44,8 +46,20 @@ from dumpfilter import skip_policy
 from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
-    FRAMING, OTHER, UNATTRIBUTED, _unit_tables, _unit_tables_fast, fast_envelopes,
+    FRAMING, OTHER, UNATTRIBUTED, Buffer, Statements, TableName, Tables, _unit_tables, _unit_tables_fast,
+    fast_envelopes,
 )
+
+if TYPE_CHECKING:
+    from dumpfilter.codec.format_description import FormatDescription
+    from dumpfilter.rules.gate import Gate
+    from dumpfilter.rules.ruleset import RuleSet, Settings
+    from dumpfilter.topology import SlaveSpec
+
+# All that decides a compiled run of one slave (`_SlaveCounter.run_key`), and what the run did:
+# (the next unit, the deltas of its counts, its stream's state after it).
+RunKey = tuple[int, int, bytes, "bytes | None", str, bool, bool, bool]
+RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
 
@@ -67,8 +81,8 @@ class SlaveCounts(SentCounts):
     def bytes_all(self) -> int:
         return self.bytes_read
 
-    def as_row(self) -> dict:
-        row = {f.name: getattr(self, f.name) for f in fields(self)}
+    def as_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         row["events_all"], row["bytes_all"] = self.events_all, self.bytes_all
         row["saving_bytes"] = self.bytes_all - self.bytes_sent
         row["saving_pct"] = saved_percent(self.bytes_all, self.bytes_sent) or 0.0  # as the chart labels it
@@ -93,11 +107,11 @@ class ChunkCounts:
     by_hour: dict[int, list[int]] = field(default_factory=dict)
     # The chunk's bytes by "db.table" (its Table_map and Rows events), the same dict for every
     # slave of the chunk; FRAMING, OTHER and UNATTRIBUTED hold the rest (see `_unit_tables`).
-    tables: dict[tuple[str, str], int] = field(default_factory=dict)
+    tables: Tables = field(default_factory=dict)
     # The chunk's statements (and their context events) by what decides and names them:
     # (default database, kind, updated tables) -> [bytes, one statement's text]; the same dict
     # for every slave of the chunk (see `statement_bytes`).
-    statements: dict[tuple, list] = field(default_factory=dict)
+    statements: Statements = field(default_factory=dict)
 
 
 HOUR = 3600
@@ -108,7 +122,7 @@ _ENGINES: dict[tuple[str, str], RuleEngine] = {}
 _ENGINES_MAX = 1024
 
 
-def _engine(rules, settings) -> RuleEngine:
+def _engine(rules: RuleSet, settings: Settings) -> RuleEngine:
     """The rule engine of `rules` under `settings`, one per process for every chunk it counts under
     mysql semantics, where a table's answer depends on the rules alone (the engine caches it: a
     table is decided once per process, not once per chunk). Effective semantics replays the
@@ -127,7 +141,8 @@ def _engine(rules, settings) -> RuleEngine:
 class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
-    def __init__(self, name: str, rules, settings, policy_name: str, gate, chunk: Chunk, crc_len: int):
+    def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
+                 crc_len: int) -> None:
         self.filter = TransactionFilter(gated(_engine(rules, settings), gate), empty_transactions=KEEP)
         self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
@@ -145,7 +160,7 @@ class _SlaveCounter:
         self.pending = False
         self.sent_any = False
 
-    def statement_keep(self, keys) -> bytes | None:
+    def statement_keep(self, keys: list[tuple[int, bytes, bytes, bytes]]) -> bytes | None:
         """This slave's keep byte per statement key id of a UnitList (`UnitList.statement_units`' keys)."""
         if not self.by_key or not keys:
             return None
@@ -159,7 +174,7 @@ class _SlaveCounter:
             keep[key_id] = answer
         return bytes(keep)
 
-    def _send(self, events) -> int:
+    def _send(self, events: list[Event]) -> int:
         c = self.out.counts
         if self.pending:
             c.heartbeats += 1
@@ -241,14 +256,14 @@ class _SlaveCounter:
             return
         c.transactions_skipped += 1
         self._skipped(len(txn.events), txn.size)
-        events = self.policy.skipped(txn.events, result)
-        if events is None:
+        sent_for_it = self.policy.skipped(txn.events, result)
+        if sent_for_it is None:
             self._skip_stretch()
         else:
-            self._send(events)
-            self.policy.tally(c, events, skipped=True)
+            self._send(sent_for_it)
+            self.policy.tally(c, sent_for_it, skipped=True)
 
-    def run_key(self, i: int, stop: int, keep: bytes, stmt_keep: bytes | None) -> tuple:
+    def run_key(self, i: int, stop: int, keep: bytes, stmt_keep: bytes | None) -> RunKey:
         """All that decides `run` from unit i to `stop`: the keep bytes per name and per statement
         key, the skip policy, and where the stream stands (a heartbeat owed, sent yet, a leading
         skip). Slaves with the same key are counted alike by that run (`_walk` runs it once)."""
@@ -287,7 +302,8 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
 
 
-def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None = None, *,
+                verify_checksums: bool = True) -> list[ChunkCounts]:
     """Counts of every slave (`dumpfilter.topology.SlaveSpec`-like: name, rules, settings,
     skip_policy) over one chunk; `gates`: each slave's master-policy gate (None: unbounded).
     One scan of the chunk for all slaves; per slave, one compiled walk per run of units the core
@@ -295,9 +311,9 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     (rules, settings, gate, skip policy) are counted once: the same walk would give each of them
     the same counts."""
     gates = list(gates) if gates is not None else [None] * len(slaves)
-    alike: dict[tuple, int] = {}
-    distinct = []
-    which = []
+    alike: dict[tuple[str, str, Gate | None, str], int] = {}
+    distinct: list[tuple[SlaveSpec, Gate | None]] = []
+    which: list[int] = []
     for spec, gate in zip(slaves, gates):
         key = (repr(spec.rules), repr(spec.settings), gate, spec.skip_policy)
         if key not in alike:
@@ -340,8 +356,9 @@ def count_chunk(chunk: Chunk, slaves, gates=None, *, verify_checksums: bool = Tr
     return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
 
 
-def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf, base: int, names, fmt,
-                 path: str | None = None):
+def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,
+                 names: list[TableName], fmt: FormatDescription | None,
+                 path: str | None = None) -> FormatDescription | None:
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
     rest one unit at a time, in order per slave (a Format_description resets a slave's filter and
     keep bytes before what follows it is decided). Returns the format in force after the buffer."""
@@ -362,13 +379,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
 
     # The format changes only at a Format_description: (unit index, format after it), in order.
     fdes = [k for k in units.with_flags(_core.F_HAS_FDE, 0) if k < n]
-    after: list[tuple[int, object]] = []
+    after: list[tuple[int, FormatDescription | None]] = []
     for k in fdes:
         u = units.unit(k)
         _, current = unit_events(bytes(buf[u.start:u.end]), base + u.start, current)
         after.append((k, current))
 
-    def format_at(k: int):
+    def format_at(k: int) -> FormatDescription | None:
         found = fmt
         for at, f in after:
             if at >= k:
@@ -410,7 +427,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Runs of units that slaves answer alike (`_SlaveCounter.run_key`: 64 candidate rule sets that
     # differ only in tables the run does not name) are walked once: what the first one's walk did
     # is done again for the others.
-    runs: dict[tuple, tuple] = {}
+    runs: dict[RunKey, RunDone] = {}
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
     keeps = list(dict.fromkeys(c.keeps.for_names(names) for c in counters if c.compiled))
@@ -421,8 +438,9 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     return current
 
 
-def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds, names, stmt_keep: bytes | None, crc: bool,
-          txn, after_index: set[int], runs: dict[tuple, tuple], rows: dict[bytes, bytes]) -> None:
+def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tuple[int, int, int]],
+          names: list[TableName], stmt_keep: bytes | None, crc: bool, txn: Callable[[int], Transaction],
+          after_index: set[int], runs: dict[RunKey, RunDone], rows: dict[bytes, bytes]) -> None:
     """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
     first, and recorded there), the rest one unit at a time. `rows`: answers already made, by
     keep bytes."""
@@ -492,10 +510,10 @@ def _artificial_rotate_size(part: ChunkCounts) -> int:
     return part.heartbeat_size + 8
 
 
-def merge_tables(parts: list[ChunkCounts]) -> dict[tuple[str, str], int]:
+def merge_tables(parts: list[ChunkCounts]) -> Tables:
     """Bytes by (db, table) over every chunk (each chunk's once, whatever its number of slaves)."""
-    out: dict[tuple[str, str], int] = {}
-    seen = set()
+    out: Tables = {}
+    seen: set[tuple[int, int]] = set()
     for part in parts:
         key = (part.file_index, part.start)
         if key in seen:
@@ -506,11 +524,11 @@ def merge_tables(parts: list[ChunkCounts]) -> dict[tuple[str, str], int]:
     return out
 
 
-def merge_statements(parts: list[ChunkCounts]) -> dict[tuple, list]:
+def merge_statements(parts: list[ChunkCounts]) -> Statements:
     """The statements by (default database, kind, updated tables, text or "") over every chunk
     (each chunk's once): [bytes, one statement's text]."""
-    out: dict[tuple, list] = {}
-    seen = set()
+    out: Statements = {}
+    seen: set[tuple[int, int]] = set()
     for part in parts:
         key = (part.file_index, part.start)
         if key in seen:

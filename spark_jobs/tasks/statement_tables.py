@@ -10,10 +10,13 @@ import bisect
 import functools
 import itertools
 import struct
+from array import array
+from typing import Any
 
 from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.codec.format_description import FormatDescription
 
 FRAMING = ("", "(transaction framing)")  # GTID, BEGIN, annotations, XID/COMMIT of a transaction that writes no table
 OTHER = ("", "(control events)")  # FDE, Gtid_list, Rotate, Binlog_checkpoint, Stop...: the control units
@@ -28,11 +31,22 @@ ENVELOPE = "(envelope)"
 # that group's statements: spark_jobs.bandwidth_experiment.table_rows).
 
 
-def envelope_key(table: tuple[str, str], group: tuple | None) -> tuple:
+TableName = tuple[str, str]  # (db, table); FRAMING, OTHER and UNATTRIBUTED are rows of this shape too
+# A group of statements, by what decides and names them: (default database, kind, the tables they
+# update, their text where they update none its parser names, else "").
+StatementGroup = tuple[str, str, tuple[TableName, ...], str]
+EnvelopeKey = tuple[str, TableName, StatementGroup | None]  # (ENVELOPE, table, group): see above
+TableKey = TableName | EnvelopeKey
+Tables = dict[TableKey, int]  # a chunk's bytes by table (and envelope share)
+Statements = dict[StatementGroup, list[Any]]  # a chunk's statements: group -> [bytes, one statement's text]
+Buffer = bytes | memoryview  # a chunk's buffer (tasks.chunks.chunk_buffers)
+
+
+def envelope_key(table: TableName, group: StatementGroup | None) -> EnvelopeKey:
     return (ENVELOPE, table, group)
 
 
-def share_envelope(tables: dict, envelope: int, written: dict) -> None:
+def share_envelope(tables: Tables, envelope: int, written: dict[TableName, StatementGroup | None]) -> None:
     """One transaction's `envelope` bytes split evenly between the tables it writes (`written`:
     table -> group, in the order first written; the bytes a division leaves go to the first, as
     a statement's are split), or into FRAMING when it writes none."""
@@ -57,7 +71,8 @@ _EVENT_HEAD = struct.Struct("<IBIII")  # timestamp, type, server id, size, log_p
 _QUERY_HEAD = struct.Struct("<IIBHH")  # thread id, exec time, db length, error code, status length
 
 
-def _unit_tables_fast(buf, start: int, end: int, fmt, tables: dict, statements: dict) -> bool:
+def _unit_tables_fast(buf: Buffer, start: int, end: int, fmt: FormatDescription | None, tables: Tables,
+                      statements: Statements) -> bool:
     """`_unit_tables` over the unit buf[start:end] read from its event headers, without Events:
     the GTID, XID, annotations and context events by their header, a Query's default database
     and text by its post-header, its tables by the core's key (`_core.statement_key`: a
@@ -68,7 +83,7 @@ def _unit_tables_fast(buf, start: int, end: int, fmt, tables: dict, statements: 
     post, crc = fmt.post_header_len(EventType.QUERY), fmt.checksum_len
     head, query = _EVENT_HEAD.unpack_from, _QUERY_HEAD.unpack_from
     framing = context = 0
-    found: list[tuple[tuple, int, bytes]] = []
+    found: list[tuple[StatementGroup, int, bytes]] = []
     at = start
     while at + HEADER_LEN <= end:
         _, code, _, size, _ = head(buf, at)
@@ -98,7 +113,7 @@ def _unit_tables_fast(buf, start: int, end: int, fmt, tables: dict, statements: 
         else:
             return False
         at += size
-    written: dict = {}
+    written: dict[TableName, StatementGroup | None] = {}
     for group, _, _ in found:
         written.setdefault(group[2][0], group)
     share_envelope(tables, framing + context, written)
@@ -120,8 +135,8 @@ _ENVELOPE_TYPES = bytes(0 if t in _NOT_ENVELOPE else 1 for t in range(256))  # f
 _U32 = struct.Struct("<I")
 
 
-def fast_envelopes(units: _core.UnitList, n: int, buf, names: list, by_name: list[int], framing: int,
-                   tables: dict, path: str | None = None) -> None:
+def fast_envelopes(units: _core.UnitList, n: int, buf: Buffer, names: list[TableName], by_name: list[int],
+                   framing: int, tables: Tables, path: str | None = None) -> None:
     """The envelopes of the fast units among the first `n` of `units` (row-logged transactions:
     `UnitList.table_bytes` gave `framing`, every byte of them but their Table_map and Rows events)
     shared between the tables each one writes (`share_envelope`: its Table_maps' names, in order);
@@ -162,18 +177,16 @@ def fast_envelopes(units: _core.UnitList, n: int, buf, names: list, by_name: lis
     tables[FRAMING] = tables.get(FRAMING, 0) + framing - attributed
 
 
-def _envelope_offsets(units: _core.UnitList, fast: list[int], buf, path: str | None):
+def _envelope_offsets(units: _core.UnitList, fast: list[int], buf: Buffer, path: str | None) -> array[int] | None:
     """The buffer offsets of every event of `buf` from its first fast unit on but Table_maps and
     Rows, in order (an array of u64), or None where the compiled walk cannot read the buffer."""
-    from array import array
-
-    raw = _fde_raw(path) if fast and path else b""
+    raw = _fde_raw(path) if indices and path else b""
     if not raw:
         return None
     scanner = _core.Scanner(False)
     if scanner.load_fde(raw, 4) is not None:
         return None
-    found, _, error = scanner.walk(buf, units.unit(fast[0]).start, 0, _ENVELOPE_TYPES)
+    found, _, error = scanner.walk(buf, units.unit(indices[0]).start, 0, _ENVELOPE_TYPES)
     if error is not None:
         return None
     offsets = array("Q")
@@ -196,7 +209,7 @@ def _fde_raw(path: str) -> bytes:
         return b""
 
 
-def _unit_envelope(buf, start: int, end: int) -> int:
+def _unit_envelope(buf: Buffer, start: int, end: int) -> int:
     """The bytes of the events of buf[start:end] but its Table_maps and Rows, header by header."""
     head = _EVENT_HEAD.unpack_from
     envelope, at = 0, start
@@ -210,7 +223,7 @@ def _unit_envelope(buf, start: int, end: int) -> int:
     return envelope
 
 
-def _unit_tables(txn: Transaction, tables: dict, statements: dict) -> None:
+def _unit_tables(txn: Transaction, tables: Tables, statements: Statements) -> None:
     """Where a unit that is not fast puts its bytes (a statement-logged transaction, DDL, a MIXED
     transaction of statements and rows): each Table_map and Rows event under its table, as
     `tally::table_bytes` counts a fast unit's; each statement with the context events before it
@@ -225,7 +238,7 @@ def _unit_tables(txn: Transaction, tables: dict, statements: dict) -> None:
 
     maps: dict[int, tuple[str, str]] = {}
     context = envelope = 0
-    written: dict = {}
+    written: dict[TableName, StatementGroup | None] = {}
     for e in txn.events:
         code = e.type_code
         if code in _FRAMING_EVENTS:
@@ -248,7 +261,7 @@ def _unit_tables(txn: Transaction, tables: dict, statements: dict) -> None:
                 info = statement_tables(sql, db or None)
                 updated = tuple(dict.fromkeys((t[0], t[1]) for t in info.updated))
                 if updated or len(statements) < STATEMENT_GROUPS_MAX:
-                    key: tuple = (db, str(info.kind), updated, "" if updated else sql)
+                    key: StatementGroup = (db, str(info.kind), updated, "" if updated else sql)
                 else:
                     key = (db, str(info.kind), (), "")
                 got = statements.get(key)
@@ -256,8 +269,8 @@ def _unit_tables(txn: Transaction, tables: dict, statements: dict) -> None:
                     statements[key] = [e.size + context, sql]
                 else:
                     got[0] += e.size + context
-                for table in updated:
-                    written.setdefault(table, key)
+                for written_table in updated:
+                    written.setdefault(written_table, key)
             context = 0
         else:
             envelope += e.size
