@@ -177,7 +177,7 @@ def fast_envelopes(units: _core.UnitList, n: int, buf: Buffer, names: list[Table
     tables[FRAMING] = tables.get(FRAMING, 0) + framing - attributed
 
 
-def _envelope_offsets(units: _core.UnitList, fast: list[int], buf: Buffer, path: str | None) -> array[int] | None:
+def _envelope_offsets(units: _core.UnitList, indices: list[int], buf: Buffer, path: str | None) -> array[int] | None:
     """The buffer offsets of every event of `buf` from its first fast unit on but Table_maps and
     Rows, in order (an array of u64), or None where the compiled walk cannot read the buffer."""
     raw = _fde_raw(path) if indices and path else b""
