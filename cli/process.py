@@ -58,6 +58,22 @@ MMAP_THRESHOLD = 64 << 20
 TRIM_THRESHOLD = 128 << 20
 
 
+def raise_open_files_limit() -> None:
+    """The soft limit on open files raised to the hard one, as mysqld raises its open_files_limit
+    (`master serve`): every cached or kept segment of a closed binlog is a mapping holding a
+    descriptor (up to 768, master/read/segments.py), besides each replica's socket, and a soft
+    limit of 1024 (the usual default) would refuse replicas with EMFILE long before the master's
+    own bounds."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
+        except (ValueError, OSError):
+            pass  # left as it is: the bounds still hold, with fewer replicas
+
+
 def tune_allocator() -> bool:
     """Sets the thresholds where the C library is glibc; whether it did (elsewhere: nothing)."""
     try:

@@ -11,7 +11,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, emit_json
-from dumpfilter.cli.process import Terminated
+from dumpfilter.cli.process import Terminated, raise_open_files_limit
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 
@@ -247,28 +247,13 @@ def _schema(args: argparse.Namespace) -> SchemaModel | None:
     return schema_from_args(args) if args.schema else None
 
 
-def _open_files_limit() -> None:
-    """The soft limit on open files raised to the hard one, as mysqld raises its open_files_limit:
-    every cached or kept segment of a closed binlog is a mapping holding a descriptor (up to
-    768, master/read/segments.py), besides each replica's socket, and a soft limit of 1024 (the usual
-    default) would refuse replicas with EMFILE long before the master's own bounds."""
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
-        except (ValueError, OSError):
-            pass  # left as it is: the bounds still hold, with fewer replicas
-
-
 def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.serve.grpc_server import create_server
     from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds
 
     limit_arenas()  # before any thread of the master's starts: its RSS stays flat (malloc_arenas.py)
     steady_thresholds()
-    _open_files_limit()
+    raise_open_files_limit()
     metrics_at, token = _metrics_options(args)
     mysql = _mysql_options(args)
     replicator = _source_replicator(args)

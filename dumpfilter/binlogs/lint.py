@@ -15,7 +15,8 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import DEFAULT_CHUNK
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.binlogs.lint_scan import FollowScan, LintScanStats, follow_read, lint_scan
+from dumpfilter.binlogs.lint_follow import FollowScan, follow_read
+from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
 from dumpfilter.binlogs.scan_index import ScanIndex
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
@@ -191,7 +192,7 @@ def _move(followings: Sequence[FollowingLint], name: str) -> None:
 
 
 def _read(followings: Sequence[FollowingLint], path: Path, size: int, budget: int, final: bool) -> tuple[int, bool]:
-    """Feeds the whole units of `path` from their place up to `size` (binlogs.lint_scan.follow_read:
+    """Feeds the whole units of `path` from their place up to `size` (binlogs.lint_follow.follow_read:
     the compiled scan, only the units that may matter decoded); stops after the chunk that
     passes `budget` once a unit was fed. Returns the bytes read and whether they reached `size`
     (the bytes after the place then are a unit still being written: read, not yet fed)."""

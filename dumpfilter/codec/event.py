@@ -98,7 +98,10 @@ def _decode_text(raw: bytes | bytearray | memoryview) -> str:
     return str(raw, "utf-8", "surrogateescape")
 
 
-def query_text(buf: bytes | bytearray | memoryview, start: int, end: int, fmt: FormatDescription) -> tuple[str, str] | None:
+Buffer = bytes | bytearray | memoryview  # bytes a compiled scan reads events from (a read, or a view of it)
+
+
+def query_text(buf: Buffer, start: int, end: int, fmt: FormatDescription) -> tuple[str, str] | None:
     """(default database, SQL text) of the QUERY event buf[start:end] without building an Event:
     what a bulk reader asks of each DDL. None for anything else (Query_compressed, lengths that do
     not add up): `Event.query` then decodes it, or says why it cannot."""
