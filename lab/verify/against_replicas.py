@@ -31,7 +31,6 @@ import dataclasses
 import os
 import re
 import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.codec import EventType, read_events
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import SlaveSpec, Topology
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -54,7 +52,7 @@ from dumpfilter.lab.sandbox import (
     snapshot,
     wait_caught_up,
 )
-from dumpfilter.lab.sandbox.server import find_binary
+from dumpfilter.lab.verify.failure_gtids import apply_failure_gtid, gtid_at, relay_gtid_at
 from dumpfilter.lab.verify.sqlscript import Statement, split_statements
 
 if TYPE_CHECKING:
@@ -70,8 +68,6 @@ NO_REFERENCE = "no reference"
 
 # "ERROR 1146 (42S02) at line 57: Table 'a.t9' doesn't exist" from the mariadb client (no --force).
 _CLIENT_ERROR = re.compile(r"ERROR (\d+) \(([0-9A-Z]{5})\)(?: at line (\d+))?: ?(.*)")
-# "#251122  5:30:01 server id 1  end_log_pos 1234 CRC32 0x0a1b2c3d 	GTID 0-1-17 ddl" (mariadb-binlog)
-_GTID_COMMENT = re.compile(r"^#.*\bGTID (\d+-\d+-\d+)\b")
 
 
 class VerifyError(DumpFilterError):
@@ -205,58 +201,6 @@ def _run_script(server: MariaDBServer, statements: Sequence[Statement], *, log_b
                         from None
     finally:
         conn.close()
-
-
-def _gtid_at(primary: MariaDBServer, file: str, pos: int) -> str | None:
-    """The GTID of the primary transaction that contains `file:pos` (the replica's Exec_Master_Log_Pos
-    after an SQL error is the start of the failed event group, i.e. its GTID event)."""
-    path = primary.binlog_dir / Path(file).name
-    if not path.exists():
-        return None
-    gtid = None
-    for event in read_events(path.read_bytes(), str(path)):
-        if event.pos > pos:
-            break
-        if event.type_code == EventType.MARIADB_GTID:
-            gtid = event.gtid
-    return gtid
-
-
-def _relay_gtid_at(replica: MariaDBServer, relay_file: str, relay_pos: int) -> str | None:
-    """The GTID of the group a stopped SQL thread failed in: the first GTID at or after its relay
-    log position (the start of the failed group). The primary's position cannot tell it for a
-    replica of a filtered stream: Exec_Master_Log_Pos stays at the end of the last group it
-    executed, and the skipped groups after it never reached it."""
-    path = replica.datadir / Path(relay_file).name
-    if not relay_file or not path.exists():
-        return None
-    try:
-        events = read_events(path.read_bytes(), str(path), verify_checksums=False)
-    except DumpFilterError:
-        return None  # a relay log being written may end inside an event
-    for event in events:
-        if event.pos >= relay_pos and event.type_code == EventType.MARIADB_GTID:
-            return event.gtid
-    return None
-
-
-def _apply_failure_gtid(relay_dir: Path, files: list[str], end_pos: int, line: int) -> str | None:
-    """The GTID whose statement failed when --apply ran `mariadb-binlog files | mariadb`: decode the
-    same files with the same arguments as slave.node.apply_relay, so line numbers match, and take
-    the last GTID comment at or before the failing line."""
-    tool = find_binary("mariadb-binlog")
-    if tool is None or not files:
-        return None
-    cmd = [tool, "--no-defaults", f"--stop-position={end_pos}", *(str(relay_dir / f) for f in files)]
-    text = subprocess.run(cmd, capture_output=True, check=False).stdout.decode("utf-8", "replace")
-    gtid = None
-    for number, text_line in enumerate(text.splitlines(), 1):
-        if number > line:
-            break
-        match = _GTID_COMMENT.match(text_line)
-        if match:
-            gtid = match.group(1)
-    return gtid
 
 
 @dataclass
@@ -428,8 +372,7 @@ class Verification:
             kept = self._stop_all()
             if self.keep:
                 kept.append(f"relay logs: {relay_root}")
-                # leave the directory in place (TemporaryDirectory's finalizer is private, and untyped)
-                tmp._finalizer.detach()  # type: ignore[attr-defined]
+                tmp._finalizer.detach()  # type: ignore[attr-defined]  # (private) the directory stays in place
             else:
                 tmp.cleanup()
         return RunResult(self.binlog_format, len(self.workload), position, pairs, time.monotonic() - started, kept)
@@ -443,7 +386,7 @@ class Verification:
             return Outcome(True)
         if status.last_sql_errno:
             return Outcome(False, status.last_sql_errno, status.last_sql_error,
-                           _gtid_at(primary, status.relay_master_log_file, status.exec_master_log_pos))
+                           gtid_at(primary, status.relay_master_log_file, status.exec_master_log_pos))
         return Outcome(False, status.last_io_errno, status.describe())
 
     def _lint_outcome(self, slot: _Slot, primary: MariaDBServer) -> tuple[Outcome, list[dict[str, object]]]:
@@ -463,11 +406,11 @@ class Verification:
         from dumpfilter.slave.node import Slave
         from dumpfilter.slave.config import SlaveConfig
 
-        spec, target = slot.spec, slot.target
-        assert target is not None  # every slave's target server is started (_start_all)
+        spec = slot.spec
+        assert slot.target is not None  # every slave's target server is started (_start_all)
         config = SlaveConfig(master=address, server_id=spec.server_id, relay_dir=relay_dir, rules=slot.master_rules,
                              settings=slot.settings, channel=spec.channel, skip_policy=spec.skip_policy,
-                             until_caught_up=True, apply_url=f"mysql://root@127.0.0.1:{target.port}",
+                             until_caught_up=True, apply_url=f"mysql://root@127.0.0.1:{slot.target.port}",
                              connect_retry=0, schema=self.schema, on_disagreement="warn",
                              replica_schema=slot.replica_model)
         slave = Slave(config)
@@ -479,7 +422,7 @@ class Verification:
             if not match:
                 return slave, Outcome(False, error=message)
             line = int(match.group(3) or 0)
-            gtid = _apply_failure_gtid(relay_dir, slave.relay.names, slave.info.relay_pos, line) if line else None
+            gtid = apply_failure_gtid(relay_dir, slave.relay.names, slave.info.relay_pos, line) if line else None
             return slave, Outcome(False, int(match.group(1)), match.group(4).strip(), gtid)
         return slave, Outcome(True)
 
@@ -487,19 +430,16 @@ class Verification:
         """kind = "mariadb": the master's MySQL endpoint, and each such slave's target server a real
         replica of it (CHANGE MASTER TO, MASTER_USE_GTID=slave_pos), its rules mapped to the
         target's server_id. None when the topology has no such slave."""
-        real = [(slot, slot.real) for slot in slots if slot.spec.kind == "mariadb"]
+        real = [(slot, slot.real) for slot in slots if slot.spec.kind == "mariadb" and slot.real is not None]
         if not real:
             return None
         from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 
-        specs: dict[int, SlaveSpec] = {}
-        for slot, server in real:
-            assert server is not None  # a kind = "mariadb" slave's real replica is started (_start_all)
-            specs[server.server_id] = dataclasses.replace(slot.spec, server_id=server.server_id,
-                                                          rules=slot.master_rules, settings=slot.settings)
+        specs = {server.server_id: dataclasses.replace(slot.spec, server_id=server.server_id,
+                                                       rules=slot.master_rules, settings=slot.settings)
+                 for slot, server in real}
         endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap(specs, {}))
         for _, server in real:
-            assert server is not None
             server.execute([
                 "STOP SLAVE", "RESET SLAVE ALL",
                 f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, MASTER_USER='repl', "
@@ -511,16 +451,15 @@ class Verification:
     def _real_replica_outcome(self, slot: _Slot, primary: MariaDBServer, master: MasterServer) -> Outcome:
         """A real replica of the MySQL endpoint: caught up once the master streamed it the whole
         binlog and its SQL thread executed everything it read; or where its SQL thread stopped."""
-        real = slot.real
-        assert real is not None  # (a kind = "mariadb" slave's, see _real_replicas)
-        sid = real.server_id
+        assert slot.real is not None  # (a kind = "mariadb" slave's, see _real_replicas)
+        sid = slot.real.server_id
         deadline = time.monotonic() + self.timeout
         stable = 0
         while True:
-            status = replica_status(real)
+            status = replica_status(slot.real)
             if status.get("Last_SQL_Errno"):
                 return Outcome(False, int(status["Last_SQL_Errno"]), str(status.get("Last_SQL_Error") or ""),
-                               _relay_gtid_at(real, str(status.get("Relay_Log_File") or ""),
+                               relay_gtid_at(slot.real, str(status.get("Relay_Log_File") or ""),
                                               int(status.get("Relay_Log_Pos") or 0)))
             if status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno"):
                 return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
@@ -541,8 +480,7 @@ class Verification:
                                             f"{self.timeout:.0f}s")
             time.sleep(0.3)
 
-    def _pair(self, slot: _Slot, primary: MariaDBServer, address: str, relay_root: Path,
-              master: MasterServer) -> PairResult:
+    def _pair(self, slot: _Slot, primary: MariaDBServer, address: str, relay_root: Path, master: MasterServer) -> PairResult:
         spec = slot.spec
         self.progress(f"slave {spec.name}: comparing")
         result = PairResult(spec.name, spec.server_id, list(spec.rule_text) or spec.rules.option_lines(),
@@ -553,8 +491,7 @@ class Verification:
         if spec.kind == "mariadb":
             result.real_replica = self._real_replica_outcome(slot, primary, master)
             result.notes.append("also verified: a real MariaDB replica on the master's MySQL endpoint")
-        slave, outcome = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
-        result.dumpfilter = outcome
+        slave, result.dumpfilter = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
         master_slave = master.service.slaves.get(spec.server_id)
         if master_slave is not None:
             result.master_stats = {k: v for k, v in dataclasses.asdict(master_slave.stats).items()
@@ -567,23 +504,22 @@ class Verification:
         if slot.reason is not None:
             result.reason = slot.reason
             return result
-        reference, replica, target = result.reference, slot.replica, slot.target
-        assert reference is not None and replica is not None and target is not None  # (see above)
-        lint, result.lint_breaks = self._lint_outcome(slot, primary)
-        result.lint = lint
-        if not reference.same_stop(lint) and not (reference.caught_up is False and not reference.errno):
-            result.differences.append(f"lint predicted {lint.describe()}"
-                                      f"{': ' + lint.error if lint.error else ''}; "
+        reference = result.reference
+        assert reference is not None and slot.replica is not None and slot.target is not None  # (see above)
+        result.lint, result.lint_breaks = self._lint_outcome(slot, primary)
+        if not reference.same_stop(result.lint) and not (reference.caught_up is False and not reference.errno):
+            result.differences.append(f"lint predicted {result.lint.describe()}"
+                                      f"{': ' + result.lint.error if result.lint.error else ''}; "
                                       f"the reference replica {reference.describe()}")
-        ref_snap = snapshot(replica)
-        df_snap = snapshot(target)
+        ref_snap = snapshot(slot.replica)
+        df_snap = snapshot(slot.target)
         result.tables = _table_rows(ref_snap, df_snap)
         result.differences += diff_snapshots(ref_snap, df_snap)
-        if not reference.same_stop(outcome):
+        if not reference.same_stop(result.dumpfilter):
             result.differences.insert(0, f"reference replica {reference.describe()}"
                                          f"{': ' + reference.error if reference.error else ''}; "
-                                         f"dumpfilter {outcome.describe()}"
-                                         f"{': ' + outcome.error if outcome.error else ''}")
+                                         f"dumpfilter {result.dumpfilter.describe()}"
+                                         f"{': ' + result.dumpfilter.error if result.dumpfilter.error else ''}")
         if slot.real is not None and result.real_replica is not None:
             real_snap = snapshot(slot.real)
             result.differences += [f"real replica on the MySQL endpoint: {d}" for d in diff_snapshots(ref_snap, real_snap)]

@@ -1,0 +1,69 @@
+"""Which GTID a failure happened in, for `dumpfilter verify`'s verdicts: a reference replica's SQL
+error (from the primary's binlog or the replica's relay log) and a failed --apply (from the line
+`mariadb-binlog | mariadb` stopped at)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from dumpfilter.codec import EventType, read_events
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.lab.sandbox import MariaDBServer
+from dumpfilter.lab.sandbox.server import find_binary
+
+# "#251122  5:30:01 server id 1  end_log_pos 1234 CRC32 0x0a1b2c3d 	GTID 0-1-17 ddl" (mariadb-binlog)
+_GTID_COMMENT = re.compile(r"^#.*\bGTID (\d+-\d+-\d+)\b")
+
+
+def gtid_at(primary: MariaDBServer, file: str, pos: int) -> str | None:
+    """The GTID of the primary transaction that contains `file:pos` (the replica's Exec_Master_Log_Pos
+    after an SQL error is the start of the failed event group, i.e. its GTID event)."""
+    path = primary.binlog_dir / Path(file).name
+    if not path.exists():
+        return None
+    gtid = None
+    for event in read_events(path.read_bytes(), str(path)):
+        if event.pos > pos:
+            break
+        if event.type_code == EventType.MARIADB_GTID:
+            gtid = event.gtid
+    return gtid
+
+
+def relay_gtid_at(replica: MariaDBServer, relay_file: str, relay_pos: int) -> str | None:
+    """The GTID of the group a stopped SQL thread failed in: the first GTID at or after its relay
+    log position (the start of the failed group). The primary's position cannot tell it for a
+    replica of a filtered stream: Exec_Master_Log_Pos stays at the end of the last group it
+    executed, and the skipped groups after it never reached it."""
+    path = replica.datadir / Path(relay_file).name
+    if not relay_file or not path.exists():
+        return None
+    try:
+        events = read_events(path.read_bytes(), str(path), verify_checksums=False)
+    except DumpFilterError:
+        return None  # a relay log being written may end inside an event
+    for event in events:
+        if event.pos >= relay_pos and event.type_code == EventType.MARIADB_GTID:
+            return event.gtid
+    return None
+
+
+def apply_failure_gtid(relay_dir: Path, files: list[str], end_pos: int, line: int) -> str | None:
+    """The GTID whose statement failed when --apply ran `mariadb-binlog files | mariadb`: decode the
+    same files with the same arguments as slave.node.apply_relay, so line numbers match, and take
+    the last GTID comment at or before the failing line."""
+    tool = find_binary("mariadb-binlog")
+    if tool is None or not files:
+        return None
+    cmd = [tool, "--no-defaults", f"--stop-position={end_pos}", *(str(relay_dir / f) for f in files)]
+    text = subprocess.run(cmd, capture_output=True, check=False).stdout.decode("utf-8", "replace")
+    gtid = None
+    for number, text_line in enumerate(text.splitlines(), 1):
+        if number > line:
+            break
+        match = _GTID_COMMENT.match(text_line)
+        if match:
+            gtid = match.group(1)
+    return gtid
