@@ -6,8 +6,9 @@ wrong-password Registers for the slave's identity from [::1] on 8 threads withou
 issue's attacker sent about 10 a second). Prints the slave's MB/s alone and during the flood, their
 ratio (goal: >= 0.8), and what the master's login guard did (checks run, logins refused unchecked
 and how many of those were held, from /metrics), with the load average. The binlog is bench/common's ROW binlog of DUMPFILTER_FLOOD_MB (default
-DUMPFILTER_BENCH_MB, 500) MB; under 500 MB the figures are a diagnostic. Results go to
-bench/results/flood.json."""
+DUMPFILTER_BENCH_MB, 500) MB; under 500 MB the figures are a diagnostic. DUMPFILTER_FLOOD_HOLD
+sets the policy's [login] hold_seconds (0: each refusal answered at once, as before issue #62's
+held refusals). Results go to bench/results/flood.json."""
 
 from __future__ import annotations
 
@@ -109,7 +110,9 @@ def _run(binlog_dir: Path, tmp: Path, flooded: bool) -> dict:
     from dumpfilter.rules.policy_gates import hash_password
 
     policy, token = tmp / "policy.toml", tmp / "token"
-    policy.write_text(f'[slave.app]\npassword_hash = "{hash_password("app-pw")}"\nallow = ["%.%"]\n')
+    hold = os.environ.get("DUMPFILTER_FLOOD_HOLD")   # [login] hold_seconds, for an A/B (default: the master's)
+    policy.write_text(f'[slave.app]\npassword_hash = "{hash_password("app-pw")}"\nallow = ["%.%"]\n'
+                      + (f"[login]\nhold_seconds = {float(hold)}\n" if hold else ""))
     policy.chmod(0o600)
     token.write_text(TOKEN + "\n")
     proc, port, url = _serve(binlog_dir, policy, token, tmp / "master.log")
