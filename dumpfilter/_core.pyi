@@ -47,16 +47,427 @@ ROW_PARTIAL: Final[int]
 ROW_KEEP: Final[int]
 ROW_SLOW: Final[int]
 
-# A scan's error: (kind, message, file offset), kind "binlog" or "checksum".
-_ScanError = tuple[str, str, int]
-
-
 class _Record:
-    """A named result that still reads as the tuple it replaced: len(), indexing, unpacking."""
+    """A named result (frozen; its fields by name) that still reads as the tuple it replaced:
+    len(), indexing, unpacking, equality with that tuple, hashing, pickling as that tuple."""
 
     def __len__(self) -> int: ...
     def __getitem__(self, index: int) -> Any: ...
     def __iter__(self) -> Iterator[Any]: ...
+    def __hash__(self) -> int: ...
+
+
+class ScanFault(_Record):
+    """The malformed event that stopped a scan."""
+
+    @property
+    def kind(self) -> str:
+        """"binlog" or "checksum"."""
+    @property
+    def message(self) -> str: ...
+    @property
+    def offset(self) -> int:
+        """Its file offset."""
+
+
+class TableName(_Record):
+    """A table name a scanner interned, as the binlog spells it."""
+
+    @property
+    def db(self) -> bytes: ...
+    @property
+    def table(self) -> bytes: ...
+
+
+class NewKey(_Record):
+    """A statement key met for the first time: its id, the default database and the statement."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def db(self) -> bytes: ...
+    @property
+    def sql(self) -> bytes: ...
+
+
+class KeyUse(_Record):
+    """A statement key a walk used, and the statements it answered."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def statements(self) -> int: ...
+
+
+class LoneText(_Record):
+    """A lone statement the slave's relay run copied."""
+
+    @property
+    def db(self) -> str: ...
+    @property
+    def sql(self) -> str: ...
+
+
+class WalkResult(_Record):
+    """`Scanner.walk`: the events of a buffer whose type was asked for."""
+
+    @property
+    def offsets(self) -> bytes:
+        """Packed u64 buffer offsets of the events asked for, and of every FDE."""
+    @property
+    def stop(self) -> int: ...
+    @property
+    def error(self) -> ScanFault | None: ...
+
+
+class UnitEnd(_Record):
+    """`UnitList.end(k)`: where unit k ends."""
+
+    @property
+    def part(self) -> int: ...
+    @property
+    def pos(self) -> int:
+        """File offset."""
+
+
+class LoneGroup(_Record):
+    """`UnitList.lone_queries`: the units of plain SQL of one default database."""
+
+    @property
+    def db(self) -> str: ...
+    @property
+    def units(self) -> bytes:
+        """Unit indices, u32 little-endian."""
+
+
+class LoneQuery(_Record):
+    """`UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None)."""
+
+    @property
+    def unit(self) -> int: ...
+    @property
+    def db(self) -> str: ...
+    @property
+    def plain(self) -> bool | None: ...
+    @property
+    def sql(self) -> str: ...
+
+
+class LoneQueries(_Record):
+    """`UnitList.lone_queries`: the lone-statement units of a segment."""
+
+    @property
+    def plain(self) -> list[LoneGroup]: ...
+    @property
+    def others(self) -> list[LoneQuery]: ...
+
+
+class StatementKey(_Record):
+    """A statement key of a segment: its id, key bytes, default database, first statement."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def key(self) -> bytes: ...
+    @property
+    def db(self) -> bytes: ...
+    @property
+    def sql(self) -> bytes: ...
+
+
+class StatementUnits(_Record):
+    """`UnitList.statement_units`: the keys, and the units they decide."""
+
+    @property
+    def keys(self) -> list[StatementKey]: ...
+    @property
+    def units(self) -> int: ...
+
+
+class TimeCut(_Record):
+    """`UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket."""
+
+    @property
+    def unit(self) -> int: ...
+    @property
+    def bucket(self) -> int: ...
+
+
+class TableBytes(_Record):
+    """`UnitList.table_bytes`."""
+
+    @property
+    def by_name(self) -> list[int]:
+        """Bytes of each name id's Table_map and Rows events."""
+    @property
+    def framing(self) -> int:
+        """The fast units' other bytes."""
+    @property
+    def other(self) -> int:
+        """The bytes of the units that are not fast."""
+
+
+class SendConfig:
+    """A stream's walk configuration for `UnitList.send` and `UnitList.count`: what a skipped unit
+    becomes (SKIP_*), whether units kept in part may be sent as kept statements, the master's
+    server id and the Heartbeats' checksum; for `send`, the bytes already in the batch and the
+    size at which it is full."""
+
+    def __init__(self, *, skip: int, partial_ok: bool, server_id: int, heartbeat_crc: bool,
+                 batch_bytes: int = 0, limit: int = ...) -> None: ...
+    @property
+    def skip(self) -> int: ...
+    @property
+    def partial_ok(self) -> bool: ...
+    @property
+    def server_id(self) -> int: ...
+    @property
+    def heartbeat_crc(self) -> bool: ...
+    @property
+    def batch_bytes(self) -> int: ...
+    @property
+    def limit(self) -> int: ...
+
+
+class DomainSeq(_Record):
+    """A GTID domain and its highest seq_no in a batch."""
+
+    @property
+    def domain(self) -> int: ...
+    @property
+    def seq_no(self) -> int: ...
+
+
+class ReplicaFrames(_Record):
+    """`replica_frames`: a batch's events framed for a real replica."""
+
+    @property
+    def packets(self) -> bytes: ...
+    @property
+    def seq(self) -> int:
+        """The next sequence id."""
+    @property
+    def moved(self) -> int | None:
+        """The replica's moved position, None when it did not move."""
+    @property
+    def gtids(self) -> list[DomainSeq]: ...
+    @property
+    def master_pos(self) -> int: ...
+    @property
+    def counted(self) -> int: ...
+
+
+class StatementEnd(_Record):
+    """`statements`: a statement of a fast unit's body."""
+
+    @property
+    def end(self) -> int:
+        """Offset after the statement."""
+    @property
+    def events(self) -> int: ...
+    @property
+    def tables(self) -> int:
+        """Table_maps so far."""
+
+
+class Renumbered(_Record):
+    """`renumber`: what the renumbered events leave to the caller."""
+
+    @property
+    def last_timestamp(self) -> int:
+        """The last non-zero timestamp."""
+    @property
+    def fdes(self) -> list[int]:
+        """Offsets of the FDEs left to the caller."""
+
+
+class StatementShape(_Record):
+    """`statement_key`: a statement's key shape."""
+
+    @property
+    def kind(self) -> int:
+        """KIND_*."""
+    @property
+    def db(self) -> bytes | None:
+        """The table's qualifier, None without one."""
+    @property
+    def table(self) -> bytes: ...
+
+
+class HopResult(_Record):
+    """`hop`: the events hopped and where the hop stopped."""
+
+    @property
+    def events(self) -> int: ...
+    @property
+    def stop(self) -> int: ...
+
+
+class StatementRelay(_Record):
+    """`relay_statements`: the slave's relay run over statement units (see relay_stmt)."""
+
+    @property
+    def out(self) -> bytes: ...
+    @property
+    def next(self) -> int:
+        """The first unit not handled."""
+    @property
+    def units(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def heartbeats(self) -> int: ...
+    @property
+    def need_keys(self) -> bool:
+        """Stopped at a key without an answer: answer `new_keys` and call again."""
+    @property
+    def new_keys(self) -> list[NewKey]: ...
+    @property
+    def key_uses(self) -> list[KeyUse]: ...
+    @property
+    def statements(self) -> int: ...
+
+
+class RouteOutput(_Record):
+    """One output of `split_route`."""
+
+    @property
+    def out(self) -> bytearray:
+        """Its copies back to back."""
+    @property
+    def ends(self) -> bytes:
+        """Packed u64 unit ends, offset by its base."""
+    @property
+    def gtid_marks(self) -> bytes:
+        """Packed u64 offsets of the GTID events a series' next GTID state needs."""
+
+
+class SplitRoute(_Record):
+    """`split_route`: split's routing walk (see split::route)."""
+
+    @property
+    def next(self) -> int:
+        """The first unit not handled."""
+    @property
+    def outputs(self) -> list[RouteOutput]: ...
+    @property
+    def multi(self) -> int:
+        """Units written to two counted outputs or more."""
+    @property
+    def none(self) -> int:
+        """Units no output keeps."""
+    @property
+    def need_keys(self) -> bool:
+        """Stopped at a key some output has no answer for yet."""
+    @property
+    def new_keys(self) -> list[NewKey]: ...
+
+
+class QualifiedName(_Record):
+    """A name as a statement gives it."""
+
+    @property
+    def db(self) -> bytes | None:
+        """Its database, None where the text gives none."""
+    @property
+    def name(self) -> bytes: ...
+
+
+class TableReference(_Record):
+    """A table reference of a multi-table statement, and its alias."""
+
+    @property
+    def table(self) -> QualifiedName: ...
+    @property
+    def alias(self) -> bytes | None: ...
+
+
+class Rename(_Record):
+    """RENAME TABLE's pair."""
+
+    @property
+    def old(self) -> QualifiedName: ...
+    @property
+    def new(self) -> QualifiedName: ...
+
+
+class SetColumn(_Record):
+    """A SET column of a multi-table UPDATE."""
+
+    @property
+    def qualifier(self) -> list[bytes] | None:
+        """Its qualifier's parts, None without one."""
+    @property
+    def column(self) -> bytes: ...
+
+
+class TriggerWrite(_Record):
+    """A table a trigger's body writes, and the event (no database: the trigger's)."""
+
+    @property
+    def table(self) -> QualifiedName: ...
+    @property
+    def event(self) -> str: ...
+
+
+class TriggerDefinition(_Record):
+    """A trigger's definition as the schema model keeps it."""
+
+    @property
+    def timing(self) -> str: ...
+    @property
+    def event(self) -> str: ...
+    @property
+    def writes(self) -> list[TriggerWrite] | None:
+        """In body order; None: a CALL or dynamic SQL could write more."""
+
+
+class ObjectTarget(_Record):
+    """The object a statement without a table list changes."""
+
+    @property
+    def object(self) -> str: ...
+    @property
+    def name(self) -> QualifiedName: ...
+
+
+class StatementFacts(_Record):
+    """`statement_facts`: what the rule engine reads of a DDL or multi-table statement."""
+
+    @property
+    def kind(self) -> str:
+        """The `rules.statement_info.Kind` value."""
+    @property
+    def updated(self) -> list[QualifiedName]: ...
+    @property
+    def read(self) -> list[QualifiedName]:
+        """In order (Python drops the updated ones, repeats, aliases)."""
+    @property
+    def temporary(self) -> bool: ...
+    @property
+    def if_exists(self) -> bool: ...
+    @property
+    def db_name(self) -> bytes | None: ...
+    @property
+    def renames(self) -> list[Rename]: ...
+    @property
+    def trigger(self) -> QualifiedName | None: ...
+    @property
+    def refs(self) -> list[TableReference]: ...
+    @property
+    def set_columns(self) -> list[SetColumn]: ...
+    @property
+    def targets(self) -> list[list[bytes]]:
+        """DELETE's targets, each as its name's parts."""
+    @property
+    def columns(self) -> list[bytes] | None:
+        """CREATE TABLE's column names (lower-cased), where the core reads them all."""
+    @property
+    def trigger_def(self) -> TriggerDefinition | None: ...
+    @property
+    def target(self) -> ObjectTarget | None: ...
 
 
 class UnitsResult(_Record):
@@ -69,8 +480,8 @@ class UnitsResult(_Record):
     def tables(self) -> bytes:
         """The fast units' Table_map name ids, u32 little-endian."""
     @property
-    def new_names(self) -> list[tuple[bytes, bytes]]:
-        """The (db, table) byte pairs interned since the last call (ids continue from before)."""
+    def new_names(self) -> list[TableName]:
+        """The names interned since the last call (ids continue from before)."""
     @property
     def stop(self) -> int:
         """Buffer offset after the last unit handed out."""
@@ -81,15 +492,15 @@ class UnitsResult(_Record):
     def last_rotate(self) -> int:
         """Buffer offset of the last real Rotate, -1 for none."""
     @property
-    def error(self) -> _ScanError | None:
-        """None, or (kind, message, offset) of the malformed event that stopped the scan."""
+    def error(self) -> ScanFault | None:
+        """None, or the malformed event that stopped the scan."""
 
 
 class ScanResult(_Record):
     """`UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the list."""
 
     @property
-    def new_names(self) -> list[tuple[bytes, bytes]]: ...
+    def new_names(self) -> list[TableName]: ...
     @property
     def stop(self) -> int: ...
     @property
@@ -97,7 +508,7 @@ class ScanResult(_Record):
     @property
     def last_rotate(self) -> int: ...
     @property
-    def error(self) -> _ScanError | None: ...
+    def error(self) -> ScanFault | None: ...
     @property
     def added(self) -> int:
         """Units appended to the UnitList."""
@@ -157,11 +568,11 @@ class AssembleResult(_Record):
         """Stopped at a statement unit with a key whose answer is not given: decide the keys
         (`new_keys`, and any other not answered yet) and call again."""
     @property
-    def new_keys(self) -> list[tuple[int, bytes, bytes]]:
-        """The statement keys met for the first time: (key id, default database, statement)."""
+    def new_keys(self) -> list[NewKey]:
+        """The statement keys met for the first time."""
     @property
-    def key_uses(self) -> list[tuple[int, int]]:
-        """(key id, statements answered by it) for the keys used."""
+    def key_uses(self) -> list[KeyUse]:
+        """The keys used, and the statements each answered."""
     @property
     def statement_units(self) -> int:
         """Statement units decided by their keys."""
@@ -272,8 +683,8 @@ class RelayResult(_Record):
     def heartbeats(self) -> int:
         """Lone Heartbeats passed over."""
     @property
-    def lone(self) -> list[tuple[str, str]]:
-        """[(default database, SQL)] of the lone statements copied."""
+    def lone(self) -> list[LoneText]:
+        """The lone statements copied."""
     @property
     def placeholders(self) -> int:
         """Placeholders dropped from the placeholder policy's units relayed as their framing."""
@@ -283,9 +694,9 @@ class Scanner:
     """Scanner state across the buffers of one stream: the format in force and interned names."""
 
     def __init__(self, verify: bool = True) -> None: ...
-    def load_fde(self, event: bytes, offset: int) -> _ScanError | None:
+    def load_fde(self, event: bytes, offset: int) -> ScanFault | None:
         """Adopts the format of the Format_description event `event` (read at file offset
-        `offset`); returns None, or an error tuple (kind, message, offset)."""
+        `offset`); returns None, or the error."""
     @property
     def has_format(self) -> bool: ...
     @property
@@ -325,9 +736,9 @@ class Scanner:
         """The indices of the last `units` call's units that are not fast, as packed u32: what
         Python decides itself (statements, DDL, control events) before handing the rest to
         `assemble`."""
-    def walk(self, buf: Buffer, off: int, base: int, types: bytes) -> tuple[bytes, int, _ScanError | None]:
-        """Walks buf[off..]: returns (offsets, stop, error), `offsets` packing u64 buffer offsets
-        of the events whose type's byte in `types` (256 bytes) is non-zero, and of every FDE."""
+    def walk(self, buf: Buffer, off: int, base: int, types: bytes) -> WalkResult:
+        """Walks buf[off..]: the offsets of the events whose type's byte in `types` (256 bytes)
+        is non-zero and of every FDE, where the walk stopped, and the error that stopped it."""
 
 
 class UnitList:
@@ -372,33 +783,32 @@ class UnitList:
         """Unit k's record, offsets in its part's buffer; IndexError out of range."""
     def tables(self, k: int) -> list[int]:
         """The name ids of unit k's Table_maps (fast units; empty for the others)."""
-    def end(self, k: int) -> tuple[int, int] | None:
-        """Unit k's end as (part, file offset), None when it ends with a real Rotate."""
+    def end(self, k: int) -> UnitEnd | None:
+        """Unit k's end (part, file offset), None when it ends with a real Rotate."""
     def gtid(self, k: int) -> tuple[tuple[int, int], int] | None:
-        """Unit k's MariaDB GTID ((domain, server_id), seq_no), None without one."""
+        """Unit k's MariaDB GTID as a GTID state's item ((domain, server_id), seq_no), None
+        without one: a pair on purpose, the (key, value) a state's dict is updated with."""
     def gtids(self, start: int, stop: int) -> list[tuple[tuple[int, int], int] | None]:
         """`gtid(k)` for k in start..stop (clipped to the units)."""
     def gtid_sources(self) -> int:
         """How many distinct (domain, server_id) the MariaDB GTIDs have."""
     def with_flags(self, mask: int, start: int = 0) -> list[int]:
         """The indexes of the units from `start` on with any flag of `mask`."""
-    def lone_queries(self, formats: list[tuple[int, int, int]]
-                     ) -> tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]:
+    def lone_queries(self, formats: list[tuple[int, int, int]]) -> LoneQueries:
         """The units that are a complete GTID and one plain QUERY event (see
-        send::UnitList::lone_query), in order: what the master's statement flag words answer, read
-        for a whole segment in one call, as (plain, others). `plain`: [(default database, unit
-        indices as u32 LE bytes)], the units whose SQL is plain (`plain_statement`), grouped by
-        their default database. `others`: [(k, default database, plain, SQL)], plain False, or
-        None where Python must tell. `formats` gives per part (its format's QUERY post-header
+        unit_list::UnitList::lone_query), in order: what the master's statement flag words
+        answer, read for a whole segment in one call. `plain`: a LoneGroup per default database
+        of the units whose SQL is plain (`plain_statement`). `others`: a LoneQuery per other
+        unit, plain False, or None where Python must tell. `formats` gives per part (its format's QUERY post-header
         length, its checksum length, the first unit the format is in force for)."""
     def rows(self, keep: bytes) -> bytes:
         """One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
         from its keep byte per name id (any byte but KEEP_DROP: kept)."""
     def rows_many(self, keeps: list[bytes]) -> list[bytes]:
         """`rows` for many slaves (their keep bytes), in order, over one read of the units."""
-    def statement_units(self, formats: list[tuple[int, int, int]]) -> tuple[list[tuple[int, bytes, bytes, bytes]], int]:
-        """The statement units by key (stmt_units::StmtUnits), read once for every stream: ([(key
-        id, key bytes, default database, first statement)], the units the keys decide). The scan
+    def statement_units(self, formats: list[tuple[int, int, int]]) -> StatementUnits:
+        """The statement units by key (stmt_units::StmtUnits), read once for every stream: a
+        StatementKey per key, and the units the keys decide. The scan
         thread's build (`scan_start(statements=True)`) is taken when the list is that one part
         and `formats` the format it read under; otherwise they are read now."""
     @property
@@ -406,24 +816,25 @@ class UnitList:
         """Whether `statement_units` took the statement units its scan thread built."""
     def statement_rows(self, row: bytes, keep: bytes) -> bytes:
         """`row` with its ROW_SLOW statement units answered from a keep byte per key id."""
-    def send(self, row: bytes, keep: bytes, start: int, batch_bytes: int, limit: int, skip: int,
-             partial_ok: bool, pending: bytes | None, server_id: int, heartbeat_crc: bool,
+    def send(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: bytes | None,
              counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
-        until a unit it cannot handle or the batch is full (see send::send); `skip` (SKIP_*) says
-        what a skipped unit becomes (a skip policy's `walk_skip`). The units' Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place);
+        until a unit it cannot handle or the batch is full (see send::send), walked as `config`
+        says; `pending`: the Heartbeat still owed, if any. The units' Table_maps are tallied per
+        name id into `counts` (a bytearray of u32, added to in place);
         with `stmt_keep` (a keep byte per statement key id) statement units kept in part are cut
         at statements, and their statements tallied per key id into `stmt_counts`."""
-    def time_cuts(self, seconds: int) -> list[tuple[int, int]]:
-        """(first unit, bucket) for each run of units whose first event's timestamp // `seconds`
-        is the same bucket."""
-    def table_bytes(self, names: int) -> tuple[list[int], int, int]:
-        """(bytes of each name id's Table_map and Rows events, the fast units' other bytes, the
-        bytes of the units that are not fast)."""
-    def count(self, row: bytes, keep: bytes, start: int, skip: int, partial_ok: bool, pending: int,
-              server_id: int, heartbeat_crc: bool, stmt_keep: bytes | None = None) -> SendResult:
-        """`send`'s walk to the end of the list, counted, never assembled (`out` is empty);
-        `pending`: the size of a Heartbeat still owed (0: none)."""
+    def time_cuts(self, seconds: int) -> list[TimeCut]:
+        """A TimeCut for each run of units whose first event's timestamp // `seconds` is the
+        same bucket."""
+    def table_bytes(self, names: int) -> TableBytes:
+        """Bytes of each name id's Table_map and Rows events, the fast units' other bytes, the
+        bytes of the units that are not fast."""
+    def count(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: int = 0,
+              stmt_keep: bytes | None = None) -> SendResult:
+        """`send`'s walk to the end of the list, counted, never assembled (`out` is empty;
+        `config`'s batch bytes and limit not read); `pending`: the size of a Heartbeat still owed
+        (0: none)."""
 
 
 class FlagWords:
@@ -449,11 +860,9 @@ class FlagWords:
 
 def heartbeat(file: str, pos: int, server_id: int, crc: bool) -> bytes:
     """A Heartbeat event for (file, pos), as the master sends one (see send::heartbeat)."""
-def replica_frames(events: bytes, seq: int, annotate: bool, master_pos: int, counted: int
-                   ) -> tuple[bytes, int, int | None, list[tuple[int, int]], int, int] | None:
+def replica_frames(events: bytes, seq: int, annotate: bool, master_pos: int, counted: int) -> ReplicaFrames | None:
     """A batch's events framed for a real replica (replica::frame): None where the batch needs the
-    per-event way, else (packets, next sequence id, the replica's moved position or None,
-    [(GTID domain, highest seq_no)], master position, counted position)."""
+    per-event way."""
 
 
 def crc32(data: Buffer) -> int:
@@ -464,38 +873,35 @@ def payload_bytes(body: Buffer, max_out: int = 1 << 30) -> bytes:
     """The inner events' bytes of a Transaction_payload event body; ValueError when malformed."""
 
 
-def statements(buf: Buffer, body: int, end: int) -> list[tuple[int, int, int]] | None:
-    """The statements of a fast unit's body buf[body:end] (see hops::statements): a list of
-    (end offset, events, Table_maps so far), or None for the reference path."""
+def statements(buf: Buffer, body: int, end: int) -> list[StatementEnd] | None:
+    """The statements of a fast unit's body buf[body:end] (see hops::statements), or None for the
+    reference path."""
 
 
-def renumber(buf: bytearray, start: int, stop: int, base: int, crc: bool) -> tuple[int, list[int]]:
+def renumber(buf: bytearray, start: int, stop: int, base: int, crc: bool) -> Renumbered:
     """Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
-    assemble::renumber); returns (last non-zero timestamp, offsets of FDEs left to the caller)."""
+    assemble::renumber)."""
 
 
 def plain_statement(sql: bytes) -> bool | None:
     """`rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
     answer (text with non-ASCII bytes or a leading comment; see sql::plain_statement)."""
-def statement_key(sql: bytes) -> tuple[int, bytes | None, bytes] | None:
+def statement_key(sql: bytes) -> StatementShape | None:
     """The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
-    stmt::dml_shape): (kind, qualifier or None, table), or None where Python's parser decides."""
+    stmt::dml_shape), or None where Python's parser decides."""
 
 
-def statement_facts(sql: bytes) -> tuple[Any, ...] | None:
-    """What the rule engine reads of a DDL or multi-table statement (see facts::facts): (kind,
-    updated, read, temporary, if_exists, db_name, renames, trigger, refs as ((db, table), alias),
-    set_columns, targets, columns, trigger_def as (timing, event, writes), target as (object,
-    db, name)); names are bytes, a name's database None where the text gives none. None where
-    Python's parser reads it."""
+def statement_facts(sql: bytes) -> StatementFacts | None:
+    """What the rule engine reads of a DDL or multi-table statement (see facts::facts); names are
+    bytes, a name's database None where the text gives none. None where Python's parser reads it."""
 
 
 def foreign_log_pos(buf: Buffer, off: int) -> bool:
     """Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log."""
 
 
-def hop(buf: Buffer, off: int) -> tuple[int, int]:
-    """The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop)."""
+def hop(buf: Buffer, off: int) -> HopResult:
+    """The benchmarks' compiled baseline: a bare header hop over buf[off:]."""
 
 
 def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
@@ -506,27 +912,23 @@ def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
     too; None, to stop at them."""
 
 
-_StatementRelay = tuple[bytes, int, int, int, int, int, bool, list[tuple[int, bytes, bytes]], list[tuple[int, int]], int]
-
-
 def relay_statements(scanner: Scanner, buf: Buffer, start: int, formats: tuple[int, int],
-                     stmt_keep: bytes) -> _StatementRelay:
+                     stmt_keep: bytes) -> StatementRelay:
     """The slave's relay run over the statement units of the last `units` call of `scanner` from
-    `start` on (see relay_stmt::relay_statements): (bytes, next unit, units, events, bytes,
-    heartbeats, need_keys, new keys [(id, db, sql)], key uses [(id, times)], statements)."""
+    `start` on (see relay_stmt::relay_statements); `formats`: (QUERY post-header length, checksum
+    length) of the format in force; `stmt_keep`: a keep byte per statement key id."""
 
 
 def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],
                 bases: list[int], stmt_keeps: list[bytes] | None = None, stmt_known: int = 0,
-                query_post: int = 0, crc_len: int = 0, framing: bool = False
-                ) -> tuple[int, list[tuple[bytearray, bytes, bytes]], int, int, bool, list[tuple[int, bytes, bytes]]]:
-    """Split's routing walk over the last `units` call of `scanner` (see split::route): the next
-    unit index, per output (its copies back to back, packed u64 unit ends offset by its base),
-    units written to two counted outputs or more, units no output keeps; each output's packed
-    u64 GTID marks (see gtid_marks) come third. With `stmt_keeps` (a keep byte per statement key
-    id for each output; ids from `stmt_known` on not answered yet) statement units are routed by
-    their keys too: then whether the walk stopped at a key not answered yet, and the keys new
-    since the last call [(id, default database, statement)]."""
+                query_post: int = 0, crc_len: int = 0, framing: bool = False) -> SplitRoute:
+    """Split's routing walk over the last `units` call of `scanner` (see split::route): `keeps`, a
+    keep byte per name id for each output; `counted`, the outputs counted for `multi`; `bases`,
+    each output's offset added to its unit ends. With `stmt_keeps` (a keep byte per statement key
+    id for each output, in the keep vocabulary; ids from `stmt_known` on not answered yet) and
+    `query_post` (the QUERY post-header length), statement units are routed by their keys too;
+    `framing`: a framing Query may be copied as it is."""
+
 
 def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
     """Offsets (packed u64) of the GTID events of buf[start:stop] a series' next GTID state

@@ -38,16 +38,15 @@ class StatementRelay:
         keeps = self.keeps
         written = 0
         while True:
-            (out, nxt, units, events, size, heartbeats, need_keys, new_keys, key_uses,
-             statements) = scanner.relay_statements(blob, i, fmt, keeps.keep_bytes())
-            if out:
-                relay.write_raw(out)
-            keeps.learn(new_keys)
-            keeps.used(key_uses, units, statements)
-            counters.heartbeats += heartbeats
-            counters.events_relayed += events
-            counters.bytes_relayed += size
-            written += units
-            i = nxt
-            if not need_keys:
+            run = scanner.relay_statements(blob, i, fmt, keeps.keep_bytes())
+            if run.out:
+                relay.write_raw(run.out)
+            keeps.learn(run.new_keys)
+            keeps.used(run.key_uses, run.units, run.statements)
+            counters.heartbeats += run.heartbeats
+            counters.events_relayed += run.events
+            counters.bytes_relayed += run.bytes
+            written += run.units
+            i = run.next
+            if not run.need_keys:
                 return i, written

@@ -465,6 +465,68 @@ def f(keep, answers, known, names, kept):
     fine = "from dumpfilter.codec.scanner import KEEP_KEEP\nUNKNOWN = 0\ndef f(keep):\n    return keep[0] == KEEP_KEEP\n"
     assert keep_code_literals(ast.parse(fine)) == []
 
+
+# --- issue #57 goal 4: named results across the FFI ----------------------------------------------
+
+# The one tuple result left on purpose: a MariaDB GTID as a GTID state's (key, value) item
+# ((domain, server_id), seq_no), which the master's GTID state is updated with as it is.
+TUPLE_RESULTS = {"UnitList.gtid", "UnitList.gtids"}
+
+
+def tuple_results(stub: ast.Module) -> list[str]:
+    """The functions, methods and properties of a stub whose result type holds a tuple (or an
+    alias of the module that is one), outside TUPLE_RESULTS."""
+    aliases = {n.targets[0].id for n in stub.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+               and "tuple[" in ast.unparse(n.value)}
+    found = []
+
+    def check(node: ast.AST, owner: str) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            name = f"{owner}{node.name}"
+            returns = ast.unparse(node.returns)
+            if name not in TUPLE_RESULTS and ("tuple[" in returns or any(re.search(rf"\b{a}\b", returns) for a in aliases)):
+                found.append(f"{name} -> {returns}")
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                check(item, f"{node.name}.")
+    for node in stub.body:
+        check(node, "")
+    return found
+
+
+def test_the_core_returns_named_records_not_tuples():
+    """No call or property of dumpfilter._core answers a tuple: each result is a typed record with
+    named fields (_core.pyi), a walk's configuration one typed value (SendConfig)."""
+    stub = ast.parse((ROOT / "dumpfilter" / "_core.pyi").read_text())
+    assert not tuple_results(stub), "tuple results in _core.pyi:\n" + "\n".join(tuple_results(stub))
+    from dumpfilter import _core
+
+    config = _core.SendConfig(skip=_core.SKIP_HEARTBEAT, partial_ok=True, server_id=7, heartbeat_crc=False)
+    assert (config.skip, config.server_id, config.batch_bytes) == (_core.SKIP_HEARTBEAT, 7, 0)
+    shape = _core.statement_key(b"UPDATE d.t SET a = 1")
+    assert shape is not None and (shape.kind, shape.db, shape.table) == (_core.KIND_UPDATE, b"d", b"t")
+    facts = _core.statement_facts(b"RENAME TABLE a.b TO c.d")
+    assert facts is not None and facts.renames[0].new.name == b"d" and "Rename(" in repr(facts.renames[0])
+
+
+def test_the_tuple_result_check_sees_each_form():
+    """The check above must be able to fail: a tuple result, one inside a list or a property, one
+    through an alias."""
+    bad = ast.parse('''
+_Pair = tuple[int, int]
+def hop(buf: bytes) -> tuple[int, int]: ...
+def pairs() -> list[tuple[int, int]] | None: ...
+def aliased() -> _Pair: ...
+class UnitList:
+    def end(self, k: int) -> tuple[int, int] | None: ...
+    def gtid(self, k: int) -> tuple[tuple[int, int], int] | None: ...
+    @property
+    def names(self) -> list[tuple[bytes, bytes]]: ...
+    def fine(self, formats: list[tuple[int, int]]) -> int: ...
+''')
+    assert [f.split(" ->")[0] for f in tuple_results(bad)] == ["hop", "pairs", "aliased", "UnitList.end",
+                                                               "UnitList.names"]
+
 # --- issue #46 goal 4: the master in rooms that show its architecture ----------------------------
 
 # master/'s sub-packages, each a room of the architecture (docs/architecture.md, "The master's rooms").

@@ -5,11 +5,12 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::PyBytes;
 
 use crate::rows;
 use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 
+mod facts;
 mod flag_words;
 mod functions;
 mod held;
@@ -39,20 +40,23 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, pyo3::types::
     }
 }
 
-/// A scan's error as Python sees it: None, or (kind, message, offset), kind "binlog" or "checksum".
-fn error_tuple<'py>(py: Python<'py>, e: Option<&ScanError>) -> PyResult<Option<Py<PyTuple>>> {
-    let Some(e) = e else {
-        return Ok(None);
-    };
+/// A scan's error as Python sees it: None, or a ScanFault, kind "binlog" or "checksum".
+fn scan_fault(e: Option<&ScanError>) -> Option<results::ScanFault> {
+    let e = e?;
     let kind = match e.kind {
         ErrorKind::Binlog => "binlog",
         ErrorKind::Checksum => "checksum",
     };
-    Ok(Some(
-        (kind, e.message.as_str(), e.offset)
-            .into_pyobject(py)?
-            .unbind(),
-    ))
+    Some(results::ScanFault {
+        kind,
+        message: e.message.clone(),
+        offset: e.offset,
+    })
+}
+
+/// `scan_fault` as a field of a result.
+fn error_field(py: Python<'_>, e: Option<&ScanError>) -> PyResult<Option<Py<results::ScanFault>>> {
+    scan_fault(e).map(|f| Py::new(py, f)).transpose()
 }
 
 fn check_off(off: usize, len: usize) -> PyResult<()> {
@@ -69,7 +73,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
+    m.add_class::<sent::SendConfig>()?;
     results::register(m)?;
+    facts::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
@@ -78,7 +84,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
     m.add_function(wrap_pyfunction!(statement_key, m)?)?;
-    m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(replica_frames, m)?)?;

@@ -45,8 +45,9 @@ def renumber(buf: bytearray, start: int, stop: int, base: int, crc_len: int, fmt
     """Give every event in `buf[start:stop]` (whole events, back to back, to be written at file
     offset `base`) its end offset as log_pos, except where log_pos is 0, and recompute the CRC of
     each event whose log_pos changed; in place. Returns the last non-zero timestamp (0: none)."""
-    last_ts, fdes = core_renumber(buf, start, stop, base, bool(crc_len))
-    for off in fdes:  # carries its own checksum setting: the codec's path
+    done = core_renumber(buf, start, stop, base, bool(crc_len))
+    last_ts = done.last_timestamp
+    for off in done.fdes:  # carries its own checksum setting: the codec's path
         end = off + _U32.unpack_from(buf, off + 9)[0]
         buf[off:end] = Event(bytes(buf[off:end]), 0, fmt).with_header(log_pos=end + base - start).raw
     return last_ts

@@ -90,8 +90,7 @@ def renumbered(raw: bytes | bytearray | memoryview, out_pos: int, checksum: bool
     starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event. The core
     renumbers; an FDE inside (a relay log's) gets the same treatment here."""
     buf = bytearray(raw)
-    _, fdes = core_renumber(buf, 0, len(buf), out_pos, checksum)
-    for start in fdes:
+    for start in core_renumber(buf, 0, len(buf), out_pos, checksum).fdes:
         size = HEADER.unpack_from(buf, start)[3]
         set_log_pos_in(buf, start, out_pos + start + size, checksum=checksum)
     return buf

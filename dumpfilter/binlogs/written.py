@@ -26,7 +26,7 @@ def hop_to_end(f: BinaryIO, start: int, size: int) -> int:
     while pos + HEADER_LEN <= size:
         f.seek(pos)
         buf = f.read(min(CHUNK, size - pos))
-        _, at = _core.hop(buf, 0)
+        at = _core.hop(buf, 0).stop
         if at:
             pos += at
             continue

@@ -193,10 +193,9 @@ class UnitListScan(NamedTuple):
     error: BinlogError | None
 
 
-def _error(err: tuple[str, str, int], path: str | None) -> BinlogError:
-    kind, message, offset = err
-    cls = ChecksumError if kind == "checksum" else BinlogError
-    return cls(message, path=path, offset=offset)
+def _error(err: _core.ScanFault, path: str | None) -> BinlogError:
+    cls = ChecksumError if err.kind == "checksum" else BinlogError
+    return cls(err.message, path=path, offset=err.offset)
 
 
 def _decode(raw: bytes) -> str:
@@ -268,10 +267,10 @@ class Scanner:
         self._add_names(r.new_names)
         return UnitListScan(r.added, r.stop, r.events, r.last_rotate, None if r.error is None else _error(r.error, self.path))
 
-    def _add_names(self, new_names: list[tuple[bytes, bytes]]) -> None:
+    def _add_names(self, new_names: list[_core.TableName]) -> None:
         """The (db, table) names the core interned since its last call, decoded, by name id."""
         if new_names:
-            self.names.extend((_decode(db), _decode(table)) for db, table in new_names)
+            self.names.extend((_decode(n.db), _decode(n.table)) for n in new_names)
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,
@@ -306,19 +305,18 @@ class Scanner:
         return _core.relay_run(self._core, buf, start, keep, formats)
 
     def relay_statements(self, buf: bytes, start: int, fmt: FormatDescription,
-                         stmt_keep: bytes) -> _core._StatementRelay:
+                         stmt_keep: bytes) -> _core.StatementRelay:
         """A slave's relay run over the statement units of the last `units` call from `start` on
         (issue #43): those whose every statement `stmt_keep` keeps (a byte per statement key id)
-        and the lone Heartbeats between them, copied as they came; see relay_stmt. Returns (bytes,
-        next unit, units, events, bytes, heartbeats, need_keys, new keys, key uses, statements)."""
+        and the lone Heartbeats between them, copied as they came; see relay_stmt."""
         formats = (fmt.post_header_len(EventType.QUERY), fmt.checksum_len)
         return _core.relay_statements(self._core, buf, start, formats, stmt_keep)
 
     def walk(self, buf: Buffer, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`
         (256 bytes), and of every FDE; where the walk stopped; the error that stopped it."""
-        packed, stop, err = self._core.walk(buf, off, base, types)
-        return memoryview(packed).cast("Q"), stop, None if err is None else _error(err, self.path)
+        w = self._core.walk(buf, off, base, types)
+        return memoryview(w.offsets).cast("Q"), w.stop, None if w.error is None else _error(w.error, self.path)
 
 
 def type_mask(types: Iterable[int] | None) -> bytes:

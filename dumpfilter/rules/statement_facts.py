@@ -12,8 +12,8 @@ from dumpfilter import _core
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statement_parser import _Unparsed, _resolve_targets, ref_names, rename_tables
 
-Name = tuple[bytes | None, bytes]        # (database or None, name), as the core gives them
-Ref = tuple[Name, bytes | None]          # a table reference and its alias
+Name = _core.QualifiedName              # (database or None, name), as the core gives them
+Ref = _core.TableReference               # a table reference and its alias
 Namer = Callable[..., TableRef]          # a Name under the default (or a given) database
 
 
@@ -22,62 +22,66 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
     facts = _core.statement_facts(sql.encode("utf-8", "surrogateescape"))  # (as the binlog holds it)
     if facts is None:
         return None
-    (kind_name, updated, read, temporary, if_exists, db_name, renames, trigger, refs, set_columns, targets,
-     columns, trigger_def, target) = facts
-    kind = Kind(kind_name)
+    kind = Kind(facts.kind)
+    refs, trigger, db_name, target = facts.refs, facts.trigger, facts.db_name, facts.target
 
     def name(ref: Name, db: str = default) -> TableRef:
-        return (ref[0].decode() if ref[0] is not None else db, ref[1].decode())
+        return (ref.db.decode() if ref.db is not None else db, ref.name.decode())
 
     if refs and kind in (Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE_MULTI):
-        return _multi(kind, refs, set_columns, targets, bool(read), name, default)
+        return _multi(kind, refs, facts.set_columns, facts.targets, bool(facts.read), name, default)
     if kind is Kind.CREATE_TRIGGER:
+        assert trigger is not None and facts.trigger_def is not None  # (the core reads both, or neither)
         trigger_ref = name(trigger)
-        table = name(updated[0], trigger_ref[0])  # the trigger's table lives in the trigger's schema
-        timing, event, writes = trigger_def
+        table = name(facts.updated[0], trigger_ref[0])  # the trigger's table lives in the trigger's schema
+        d = facts.trigger_def
         return StatementInfo(kind, updated=(table,), trigger=trigger_ref,
-                             trigger_def=(timing, event, _writes(writes, trigger_ref[0], name)))
-    tables = tuple(name(ref) for ref in updated)
+                             trigger_def=(d.timing, d.event, _writes(d.writes, trigger_ref[0], name)))
+    tables = tuple(name(ref) for ref in facts.updated)
     if kind is Kind.RENAME_TABLE:
-        pairs = tuple((name(old), name(new)) for old, new in renames)
+        pairs = tuple((name(r.old), name(r.new)) for r in facts.renames)
         return StatementInfo(kind, updated=rename_tables(pairs), renames=pairs)
     if kind in (Kind.CREATE_DB, Kind.DROP_DB):
-        return StatementInfo(kind, db_statement_name=db_name.decode(), if_exists=if_exists)
+        assert db_name is not None  # (CREATE and DROP DATABASE name one)
+        return StatementInfo(kind, db_statement_name=db_name.decode(), if_exists=facts.if_exists)
     if kind is Kind.ALTER_DB:
         return StatementInfo(kind, db_statement_name=db_name.decode() if db_name is not None else None)
     if kind in (Kind.ACCOUNT, Kind.ROUTINE):
-        what = (target[0], *name(target[1])) if target is not None else None
+        what = (target.object, *name(target.name)) if target is not None else None
         return StatementInfo(kind, updated=tables, target=what)
     if kind is Kind.DROP_TRIGGER:
-        return StatementInfo(kind, trigger=name(trigger), if_exists=if_exists)
+        assert trigger is not None  # (DROP TRIGGER names one)
+        return StatementInfo(kind, trigger=name(trigger), if_exists=facts.if_exists)
     if kind is Kind.CREATE_TABLE:
         if refs:  # CREATE ... SELECT: its FROM tables, less the new one (`_read_tables`)
             reads = _reads(refs, name, exclude=tables)
         else:  # LIKE s: the source as named
-            reads = tuple(name(ref) for ref in read)
-        return StatementInfo(kind, updated=tables, read=reads, temporary=temporary,
+            reads = tuple(name(ref) for ref in facts.read)
+        columns = facts.columns
+        return StatementInfo(kind, updated=tables, read=reads, temporary=facts.temporary,
                              columns=tuple(c.decode() for c in columns) if columns is not None else None)
-    return StatementInfo(kind, updated=tables, temporary=temporary, if_exists=if_exists)
+    return StatementInfo(kind, updated=tables, temporary=facts.temporary, if_exists=facts.if_exists)
 
 
-def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[tuple[list[bytes] | None, bytes]],
+def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[_core.SetColumn],
            targets: Sequence[list[bytes]], lists_reads: bool, name: Namer, default: str) -> StatementInfo | None:
     """UPDATE (multi-table, or one table with an alias) and multi-table DELETE: `_update`,
     `_delete`. The core lists reads only where the text holds SELECT, FROM or JOIN."""
-    joined = tuple((name(table), (alias.decode(),) if alias else ()) for table, alias in refs)
+    joined = tuple((name(r.table), (r.alias.decode(),) if r.alias else ()) for r in refs)
     qualifiers: list[tuple[str, ...] | None]
     if kind is Kind.DELETE_MULTI:
         qualifiers = [tuple(part.decode() for part in target) for target in targets]
         columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
     else:
-        columns = tuple((tuple(p.decode() for p in q) if q is not None else None, c.decode()) for q, c in set_columns)
+        columns = tuple((tuple(p.decode() for p in sc.qualifier) if sc.qualifier is not None else None,
+                         sc.column.decode()) for sc in set_columns)
         qualifiers = [qualifier for qualifier, _ in columns]
     try:
         chosen = _resolve_targets(joined, qualifiers)
     except _Unparsed:  # no reference named: the parser gives up too
         return StatementInfo(Kind.OTHER, parse_ok=False)
     updated = tuple(key for key, _ in chosen)
-    aliases = {alias.decode() for _, alias in refs if alias}  # (the delete targets' check)
+    aliases = {r.alias.decode() for r in refs if r.alias}  # (the delete targets' check)
     named = {names for ref in joined for names in ref_names(ref)}
     for qualifier in qualifiers if kind is Kind.DELETE_MULTI else ():
         # A DELETE target sqlglot lists as a table read (one naming no reference, or naming a
@@ -99,23 +103,24 @@ def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[tuple[list[byt
 def _reads(refs: Sequence[Ref], name: Namer, exclude: Sequence[TableRef]) -> tuple[TableRef, ...]:
     """`_read_tables`' answer over the references, the tables sqlglot finds, in order. One named
     by another's alias (no database, no alias of its own) is that alias, not a table."""
-    aliases = {alias for _, alias in refs if alias}
+    aliases = {r.alias for r in refs if r.alias}
     excluded = set(exclude)
     found: dict[TableRef, None] = {}  # in order, each once
-    for ref, alias in refs:
-        table = name(ref)
-        if table in excluded or (ref[0] is None and ref[1] in aliases and not alias):
+    for r in refs:
+        table = name(r.table)
+        if table in excluded or (r.table.db is None and r.table.name in aliases and not r.alias):
             continue
         found[table] = None
     return tuple(found)
 
 
-def _writes(writes: Sequence[tuple[Name, str]] | None, trigger_db: str, name: Namer) -> tuple[tuple[TableRef, str], ...] | None:
+def _writes(writes: Sequence[_core.TriggerWrite] | None, trigger_db: str, name: Namer
+            ) -> tuple[tuple[TableRef, str], ...] | None:
     """A trigger body's (table, event) writes, unqualified names in the trigger's database,
     repeats dropped (`schema._body_writes`)."""
     if writes is None:
         return None
-    out = {(name(table, trigger_db), event): None for table, event in writes}  # in order, each once
+    out = {(name(w.table, trigger_db), w.event): None for w in writes}  # in order, each once
     return tuple(out)
 
 

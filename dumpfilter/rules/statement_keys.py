@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from dumpfilter import _core
 from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
@@ -51,11 +52,12 @@ class StatementKeeps:
             self._bytes = bytes(self._keep)
         return self._bytes
 
-    def learn(self, new_keys: Iterable[tuple[int, bytes, bytes]]) -> None:
-        """Decide the keys the core met for the first time: (key id, default database, the
+    def learn(self, new_keys: Iterable[_core.NewKey]) -> None:
+        """Decide the keys the core met for the first time (key id, default database, the
         statement it was met in)."""
         decide = self._decider.decide_statement_key
-        for key_id, db, sql in new_keys:
+        for key in new_keys:
+            key_id, db, sql = key.id, key.db, key.sql
             if len(self._keep) <= key_id:
                 grow = key_id + 1 - len(self._keep)
                 self._keep.extend(bytes([KEEP_ASK]) * grow)
@@ -66,11 +68,12 @@ class StatementKeeps:
             self.keys_decided += 1
         self._bytes = None
 
-    def used(self, key_uses: Iterable[tuple[int, int]], units: int, statements: int) -> None:
+    def used(self, key_uses: Iterable[_core.KeyUse], units: int, statements: int) -> None:
         """Account the statements an assembly answered: (key id, how many) per key."""
         account = self._decider.account
         decisions = self._decisions
-        for key_id, times in key_uses:
+        for use in key_uses:
+            key_id, times = use.id, use.statements
             decision = decisions[key_id]
             assert decision is not None  # the core uses only keys it handed to `learn` first
             account(decision, times)

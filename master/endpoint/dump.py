@@ -199,7 +199,8 @@ def framed_batch(events: bytes, *, seq: int, annotate: bool, count: ReplicaCount
     got = replica_frames(events, seq, annotate, names.master_pos, names.counted)
     if got is None:
         return None
-    packets, seq, moved, gtids, master_pos, counted = got
+    packets, seq, moved, master_pos, counted = got.packets, got.seq, got.moved, got.master_pos, got.counted
+    gtids = [(g.domain, g.seq_no) for g in got.gtids]
     if counted > master_pos:
         return None
     names.master_pos, names.counted = master_pos, counted

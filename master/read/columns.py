@@ -270,9 +270,9 @@ class UnitIndex:
             with self.lock:
                 found = self._statement_units
                 if found is None:
-                    keys, units = self.unit_list.statement_units(self._formats())
-                    found = self._statement_units = ([(i, key, _text(db), _text(sql)) for i, key, db, sql in keys],
-                                                     units)
+                    read = self.unit_list.statement_units(self._formats())
+                    found = self._statement_units = ([(k.id, k.key, _text(k.db), _text(k.sql)) for k in read.keys],
+                                                     read.units)
         return found
 
     def rows_for(self, keep_of: Callable[[list[TableName]], bytes]) -> tuple[bytes, bytes]:

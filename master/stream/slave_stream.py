@@ -19,7 +19,7 @@ from dumpfilter.errors import DumpFilterError, MalformedEventError, PositionErro
 from dumpfilter.binlogs import open_binlog, served_paths
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter.rules.transaction_filter import KEPT, PARTIAL
-from dumpfilter import skip_policy
+from dumpfilter import _core, skip_policy
 from dumpfilter.master.decide.flags import schema_marks
 from dumpfilter.master.model import Batch
 from dumpfilter.master.decide.policy_check import guard_row
@@ -395,9 +395,11 @@ class SlaveStream:
         tally = self.hits.tally_for(names)
         by_keys = states.by_keys
         key_tally = bytearray(4 * len(by_keys[1])) if by_keys is not None else None
-        sent = unit_list.send(row, states.keep, i, self.batch_bytes, self.limit,
-                              self.policy.walk_skip, self.policy.partial_as_kept, pending, self.master_server_id,
-                              crc, tally, by_keys[0] if by_keys is not None else None, key_tally)
+        config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept,
+                                  server_id=self.master_server_id, heartbeat_crc=crc,
+                                  batch_bytes=self.batch_bytes, limit=self.limit)
+        sent = unit_list.send(row, states.keep, i, config, pending, tally,
+                              by_keys[0] if by_keys is not None else None, key_tally)
         if by_keys is not None and key_tally is not None and any(key_tally):
             self.keys.account(by_keys[1], key_tally, self.hits)
         j = sent.next

@@ -208,7 +208,9 @@ class _SlaveCounter:
         if row[i] == ROW_SKIP and self.policy.skips_as_heartbeat and not self.sent_any and not self.pending:
             self.out.leading_skip = True
         owed = self.out.heartbeat_size if self.pending else 0
-        r = units.count(row, keep, i, self.policy.walk_skip, self.policy.partial_as_kept, owed, 0, crc, stmt_keep)
+        config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept, server_id=0,
+                                  heartbeat_crc=crc)
+        r = units.count(row, keep, i, config, owed, stmt_keep)
         c.events_read += r.read_events
         c.bytes_read += r.read_bytes
         c.heartbeats += r.heartbeats

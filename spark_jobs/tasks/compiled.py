@@ -19,6 +19,7 @@ from array import array
 from collections.abc import Callable
 from typing import BinaryIO
 
+from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Event, Transaction, bad_magic, read_format_description
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES, EventType
@@ -57,7 +58,7 @@ class OutputKeeps:
         self._stmt_schemas: dict[str, bytearray] = {}  # by schema: each output's statement keep bytes
         self._stmt: list[bytearray] = []               # by maps: the same, per map and the rest
         self._keys = 0
-        self._learned: list[tuple[int, bytes, bytes]] = []
+        self._learned: list[_core.NewKey] = []
         self._seen = 0
         self._cache: list[bytes] | None = None
         self._stmt_cache: list[bytes] | None = None
@@ -129,10 +130,11 @@ class OutputKeeps:
             self._stmt_cache = [bytes(k) for k in keeps]
         return self._stmt_cache
 
-    def learn(self, new_keys: list[tuple[int, bytes, bytes]]) -> None:
+    def learn(self, new_keys: list[_core.NewKey]) -> None:
         """Answer the keys the core met first: (key id, default database, a statement of it)."""
         self._learned.extend(new_keys)
-        for key_id, db_raw, sql_raw in new_keys:
+        for key in new_keys:
+            key_id, db_raw, sql_raw = key.id, key.db, key.sql
             sql, db = _text(sql_raw), _text(db_raw) or None
             if self.by_maps:
                 kept = [e.decide_statement_key(sql, db).apply for e in self.router._engines]
@@ -268,26 +270,26 @@ def _core_run(scanner: Scanner, buf: bytes, i: int, keeps: OutputKeeps, router: 
         names = keeps.names
         bases = [deliver.base(o) if o is not None else 0 for o in names]
         if stmt is None:
-            nxt, outs, multi, none, need_keys, new_keys = split_route(scanner.core, buf, i, keep_arrays,
-                                                                      keeps.counted, bases)
+            routed = split_route(scanner.core, buf, i, keep_arrays, keeps.counted, bases)
         else:
-            nxt, outs, multi, none, need_keys, new_keys = split_route(
-                scanner.core, buf, i, keep_arrays, keeps.counted, bases, keeps.for_keys(), keeps.known_keys, *stmt)
-        if new_keys:
-            keeps.learn(new_keys)
-        if nxt > i or not (need_keys and new_keys):
+            routed = split_route(scanner.core, buf, i, keep_arrays, keeps.counted, bases, keeps.for_keys(),
+                                 keeps.known_keys, *stmt)
+        if routed.new_keys:
+            keeps.learn(routed.new_keys)
+        if routed.next > i or not (routed.need_keys and routed.new_keys):
             break  # (stopped for keys just answered: again, from the same unit)
+    nxt, outs = routed.next, routed.outputs
     if nxt > i:
         stats = router.stats
         stats.units += nxt - i
-        stats.split += multi
-        for out_name, (data, ends, marks) in zip(names, outs):
-            if data and out_name is not None:
-                deliver.run(out_name, data, memoryview(ends).cast("Q"), marks)
+        stats.split += routed.multi
+        for out_name, output in zip(names, outs):
+            if output.out and out_name is not None:
+                deliver.run(out_name, output.out, memoryview(output.ends).cast("Q"), output.gtid_marks)
         if keeps.by_maps:
-            stats.unassigned_units += len(outs[-1][1]) // 8
+            stats.unassigned_units += len(outs[-1].ends) // 8
             if router.config.unassigned is None:
-                stats.dropped_units += none
+                stats.dropped_units += routed.none
     return nxt
 
 

@@ -3,9 +3,12 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList};
 
-use super::results::RelayResult;
+use super::results::{
+    DomainSeq, HopResult, LoneText, RelayResult, Renumbered, ReplicaFrames, StatementEnd,
+    StatementShape,
+};
 use super::scanner::PyScanner;
 use super::text;
 use crate::assemble;
@@ -48,15 +51,25 @@ pub(super) fn payload_bytes<'py>(
     Ok(PyBytes::new(py, &data))
 }
 
-/// The statements of a fast unit's body buf[body:end] (see hops::statements): a list of
-/// (end offset, events, Table_maps so far), or None for the reference path.
+/// The statements of a fast unit's body buf[body:end] (see hops::statements): a StatementEnd
+/// each, or None for the reference path.
 #[pyfunction]
-pub(super) fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u32)>> {
-    hops::statements(buf, body, end)
+pub(super) fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<StatementEnd>> {
+    hops::statements(buf, body, end).map(|found| {
+        found
+            .into_iter()
+            .map(|(end, events, tables)| StatementEnd {
+                end,
+                events,
+                tables,
+            })
+            .collect()
+    })
 }
 
 /// Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
-/// assemble::renumber); returns (last non-zero timestamp, offsets of FDEs left to the caller).
+/// assemble::renumber); returns the last non-zero timestamp and the offsets of FDEs left to the
+/// caller.
 #[pyfunction]
 pub(super) fn renumber(
     buf: &Bound<'_, PyByteArray>,
@@ -64,11 +77,15 @@ pub(super) fn renumber(
     stop: usize,
     base: u64,
     crc: bool,
-) -> (u32, Vec<usize>) {
+) -> Renumbered {
     // SAFETY: the GIL is held and nothing else runs Python code during the call, so no one can
     // resize or read the bytearray while it is borrowed.
     let data = unsafe { buf.as_bytes_mut() };
-    assemble::renumber(data, start, stop, base, crc)
+    let (last_timestamp, fdes) = assemble::renumber(data, start, stop, base, crc);
+    Renumbered {
+        last_timestamp,
+        fdes,
+    }
 }
 
 /// `rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
@@ -79,11 +96,14 @@ pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
 }
 
 /// The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
-/// stmt::dml_shape): (kind, qualifier or None, table), or None where Python's parser decides.
+/// stmt::dml_shape), or None where Python's parser decides.
 #[pyfunction]
-pub(super) fn statement_key(sql: &[u8]) -> Option<(u8, Option<Vec<u8>>, Vec<u8>)> {
-    crate::stmt::dml_shape(sql)
-        .map(|s| (s.kind, s.db.map(|d| d.into_owned()), s.table.into_owned()))
+pub(super) fn statement_key(py: Python<'_>, sql: &[u8]) -> Option<StatementShape> {
+    crate::stmt::dml_shape(sql).map(|s| StatementShape {
+        kind: s.kind,
+        db: s.db.map(|d| PyBytes::new(py, &d).unbind()),
+        table: PyBytes::new(py, &s.table).unbind(),
+    })
 }
 
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
@@ -92,10 +112,12 @@ pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
     hops::foreign_log_pos(buf, off)
 }
 
-/// The benchmarks' compiled baseline: a bare header hop over buf[off:], (events, stop).
+/// The benchmarks' compiled baseline: a bare header hop over buf[off:], the events and where it
+/// stopped.
 #[pyfunction]
-pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> (u64, usize) {
-    py.detach(|| hops::hop(buf, off))
+pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> HopResult {
+    let (events, stop) = py.detach(|| hops::hop(buf, off));
+    HopResult { events, stop }
 }
 
 /// The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges): the
@@ -125,7 +147,10 @@ pub(super) fn relay_run<'py>(
     })?;
     let texts = PyList::empty(py);
     for (db, sql) in &p.lone {
-        texts.append((text(py, &buf[db.clone()])?, text(py, &buf[sql.clone()])?))?;
+        texts.append(LoneText {
+            db: text(py, &buf[db.clone()])?.unbind(),
+            sql: text(py, &buf[sql.clone()])?.unbind(),
+        })?;
     }
     Ok(RelayResult {
         out: out.unbind(),
@@ -140,67 +165,29 @@ pub(super) fn relay_run<'py>(
 }
 
 /// A batch's events framed for a real replica (see replica::frame): None where the batch needs
-/// the per-event way, else (packets, next sequence id, the replica's moved position or None,
-/// [(GTID domain, highest seq_no)], master position, counted position).
-#[allow(clippy::type_complexity)]
+/// the per-event way.
 #[pyfunction]
-pub(super) fn replica_frames<'py>(
-    py: Python<'py>,
+pub(super) fn replica_frames(
+    py: Python<'_>,
     events: &[u8],
     seq: u8,
     annotate: bool,
     master_pos: u64,
     counted: u64,
-) -> Option<(
-    Bound<'py, PyBytes>,
-    u8,
-    Option<u64>,
-    Vec<(u32, u64)>,
-    u64,
-    u64,
-)> {
-    let f = py.detach(|| replica::frame(events, seq, annotate, master_pos, counted))?;
-    Some((
-        PyBytes::new(py, &f.packets),
-        f.seq,
-        f.moved,
-        f.gtids,
-        f.master_pos,
-        f.counted,
-    ))
-}
-
-/// A statement's facts (see facts::facts) for `rules.statement_facts`: (kind, updated, read,
-/// temporary, if_exists, db_name, renames, trigger, refs as ((db, table), alias), set_columns,
-/// targets, columns, trigger_def as (timing, event, writes), target as (object, db, name));
-/// names are bytes, a name's
-/// database None where the statement does not give it. None where Python's parser reads it.
-#[pyfunction]
-pub(super) fn statement_facts<'py>(
-    py: Python<'py>,
-    sql: &[u8],
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    use pyo3::IntoPyObjectExt;
-    let Some(f) = crate::facts::facts(sql) else {
+) -> PyResult<Option<ReplicaFrames>> {
+    let Some(f) = py.detach(|| replica::frame(events, seq, annotate, master_pos, counted)) else {
         return Ok(None);
     };
-    let refs: Vec<_> = f.refs.into_iter().map(|r| (r.table, r.alias)).collect();
-    let trigger_def = f.trigger_def.map(|d| (d.timing, d.event, d.writes));
-    let fields = [
-        f.kind.into_bound_py_any(py)?,
-        f.updated.into_bound_py_any(py)?,
-        f.read.into_bound_py_any(py)?,
-        f.temporary.into_bound_py_any(py)?,
-        f.if_exists.into_bound_py_any(py)?,
-        f.db_name.into_bound_py_any(py)?,
-        f.renames.into_bound_py_any(py)?,
-        f.trigger.into_bound_py_any(py)?,
-        refs.into_bound_py_any(py)?,
-        f.set_columns.into_bound_py_any(py)?,
-        f.targets.into_bound_py_any(py)?,
-        f.columns.into_bound_py_any(py)?,
-        trigger_def.into_bound_py_any(py)?,
-        f.target.into_bound_py_any(py)?,
-    ];
-    Ok(Some(PyTuple::new(py, fields)?))
+    let gtids = PyList::empty(py);
+    for &(domain, seq_no) in &f.gtids {
+        gtids.append(DomainSeq { domain, seq_no })?;
+    }
+    Ok(Some(ReplicaFrames {
+        packets: PyBytes::new(py, &f.packets).unbind(),
+        seq: f.seq,
+        moved: f.moved,
+        gtids: gtids.unbind(),
+        master_pos: f.master_pos,
+        counted: f.counted,
+    }))
 }

@@ -1,17 +1,15 @@
 //! `_core.relay_statements`: the slave's relay run over statement units (see relay_stmt).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::PyBytes;
 
+use super::results::{key_uses, new_keys, StatementRelay};
 use super::scanner::PyScanner;
 use crate::relay_stmt;
 
 /// The slave's relay run over the statement units of the last `units` call of `scanner` from
 /// `start` on (see relay_stmt::relay_statements), `formats` (QUERY post-header length, checksum
-/// length) of the format in force, `stmt_keep` a byte per statement key id: (the bytes to relay,
-/// the next unit index, units, events, bytes, heartbeats, whether it stopped at a key without
-/// an answer, the keys met for the first time [(id, default database, statement)], the
-/// statements per key used [(id, times)], the statements).
+/// length) of the format in force, `stmt_keep` a keep byte per statement key id.
 #[pyfunction]
 pub(super) fn relay_statements<'py>(
     py: Python<'py>,
@@ -20,7 +18,7 @@ pub(super) fn relay_statements<'py>(
     start: usize,
     formats: (usize, usize),
     stmt_keep: &[u8],
-) -> PyResult<Bound<'py, PyTuple>> {
+) -> PyResult<StatementRelay> {
     let s = &mut *scanner;
     let (units, keys) = (&s.last_units, &mut s.stmt_keys);
     let r = py.detach(|| {
@@ -31,21 +29,16 @@ pub(super) fn relay_statements<'py>(
         p.fill(buf, dst);
         Ok(())
     })?;
-    let new_keys = PyList::empty(py);
-    for k in s.stmt_keys.new.drain(..) {
-        new_keys.append((k.id, PyBytes::new(py, &k.db), PyBytes::new(py, &k.sql)))?;
-    }
-    (
-        out,
-        p.next,
-        p.units,
-        p.events,
-        p.bytes,
-        p.heartbeats,
-        r.need_keys,
-        new_keys,
-        r.key_uses.clone(),
-        r.statements,
-    )
-        .into_pyobject(py)
+    Ok(StatementRelay {
+        out: out.unbind(),
+        next: p.next,
+        units: p.units,
+        events: p.events,
+        bytes: p.bytes,
+        heartbeats: p.heartbeats,
+        need_keys: r.need_keys,
+        new_keys: new_keys(py, &mut s.stmt_keys)?,
+        key_uses: key_uses(py, &r.key_uses)?,
+        statements: r.statements,
+    })
 }

@@ -3,8 +3,7 @@
 //! unpack it; new code reads the fields by name.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyIterator, PyList, PyTuple};
-use pyo3::IntoPyObjectExt;
+use pyo3::types::{PyBytes, PyList, PyString};
 
 /// A frozen pyclass `$name` (Python name `$py`) with a getter per field, and the tuple
 /// protocol over its fields in order.
@@ -18,8 +17,8 @@ macro_rules! record {
 
         impl $name {
             /// The fields in order, as a tuple.
-            fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-                PyTuple::new(py, [$((&self.$field).into_bound_py_any(py)?),*])
+            fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, ::pyo3::types::PyTuple>> {
+                ::pyo3::types::PyTuple::new(py, [$(::pyo3::IntoPyObjectExt::into_bound_py_any(&self.$field, py)?),*])
             }
         }
 
@@ -38,7 +37,7 @@ macro_rules! record {
                 self.fields(py)?.as_any().get_item(index)
             }
 
-            fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyIterator>> {
+            fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, ::pyo3::types::PyIterator>> {
                 self.fields(py)?.try_iter()
             }
 
@@ -48,6 +47,19 @@ macro_rules! record {
                     Ok(record) => self.fields(py)?.eq(record.get().fields(py)?),
                     Err(_) => self.fields(py)?.eq(other),
                 }
+            }
+
+            /// A record hashes as its fields' tuple (unhashable where a field is a list).
+            fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+                self.fields(py)?.hash()
+            }
+
+            /// Pickled as the tuple of its fields (what it replaced), for a process boundary.
+            fn __reduce__<'py>(
+                &self,
+                py: Python<'py>,
+            ) -> PyResult<(Bound<'py, ::pyo3::types::PyType>, (Bound<'py, ::pyo3::types::PyTuple>,))> {
+                Ok((py.get_type::<::pyo3::types::PyTuple>(), (self.fields(py)?,)))
             }
 
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -62,6 +74,8 @@ macro_rules! record {
     };
 }
 
+pub(super) use record;
+
 record! {
     /// `Scanner.units`: the units of buf[off:] and where the scan stopped.
     UnitsResult = "UnitsResult" {
@@ -69,7 +83,7 @@ record! {
         packed: Py<PyBytes>,
         /// The fast units' Table_map name ids, u32 little-endian.
         tables: Py<PyBytes>,
-        /// The (db, table) byte pairs interned since the last call (ids continue from before).
+        /// The names (TableName) interned since the last call (ids continue from before).
         new_names: Py<PyList>,
         /// Buffer offset after the last unit handed out.
         stop: usize,
@@ -77,8 +91,8 @@ record! {
         events: u64,
         /// Buffer offset of the last real Rotate, -1 for none.
         last_rotate: i64,
-        /// None, or (kind, message, offset) of the malformed event that stopped the scan.
-        error: Option<Py<PyTuple>>,
+        /// None, or the malformed event that stopped the scan.
+        error: Option<Py<ScanFault>>,
     }
 }
 
@@ -89,7 +103,7 @@ record! {
         stop: usize,
         events: u64,
         last_rotate: i64,
-        error: Option<Py<PyTuple>>,
+        error: Option<Py<ScanFault>>,
         /// Units appended to the UnitList.
         added: usize,
     }
@@ -129,9 +143,9 @@ record! {
         /// Stopped at a statement unit with a key whose answer is not given: decide the keys
         /// (`new_keys`, and any other not answered yet) and call again.
         need_keys: bool,
-        /// The statement keys met for the first time: (key id, default database, statement).
+        /// The statement keys met for the first time (NewKey).
         new_keys: Py<PyList>,
-        /// (key id, statements answered by it) for the keys used.
+        /// The keys used (KeyUse).
         key_uses: Py<PyList>,
         /// Statement units and statements decided by their keys.
         statement_units: u64,
@@ -206,11 +220,275 @@ record! {
         bytes: u64,
         /// Lone Heartbeats passed over.
         heartbeats: u64,
-        /// [(default database, SQL)] of the lone statements copied.
+        /// The lone statements copied (LoneText).
         lone: Py<PyList>,
         /// Placeholders dropped from the units relayed.
         placeholders: u64,
     }
+}
+
+record! {
+    /// The malformed event that stopped a scan: kind "binlog" or "checksum", the message, and
+    /// its file offset.
+    ScanFault = "ScanFault" {
+        kind: &'static str,
+        message: String,
+        offset: u64,
+    }
+}
+
+record! {
+    /// `Scanner.walk`: the events of a buffer whose type was asked for.
+    WalkResult = "WalkResult" {
+        /// Packed u64 buffer offsets of the events asked for, and of every FDE.
+        offsets: Py<PyBytes>,
+        /// Buffer offset where the walk stopped.
+        stop: usize,
+        error: Option<Py<ScanFault>>,
+    }
+}
+
+record! {
+    /// A table name a scanner interned: its database and table, as the binlog spells them.
+    TableName = "TableName" {
+        db: Py<PyBytes>,
+        table: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// A statement key met for the first time: its id, the default database and the statement
+    /// it was met in.
+    NewKey = "NewKey" {
+        id: u32,
+        db: Py<PyBytes>,
+        sql: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// A statement key used by a walk, and the statements it answered.
+    KeyUse = "KeyUse" {
+        id: u32,
+        statements: u64,
+    }
+}
+
+record! {
+    /// A lone statement the slave's relay run copied: its default database and SQL.
+    LoneText = "LoneText" {
+        db: Py<PyString>,
+        sql: Py<PyString>,
+    }
+}
+
+record! {
+    /// `UnitList.end(k)`: where unit k ends, its part and file offset.
+    UnitEnd = "UnitEnd" {
+        part: u32,
+        pos: u64,
+    }
+}
+
+record! {
+    /// `UnitList.lone_queries`: the units of plain SQL of one default database.
+    LoneGroup = "LoneGroup" {
+        db: Py<PyString>,
+        /// Unit indices, u32 little-endian.
+        units: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// `UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None).
+    LoneQuery = "LoneQuery" {
+        unit: usize,
+        db: Py<PyString>,
+        plain: Option<bool>,
+        sql: Py<PyString>,
+    }
+}
+
+record! {
+    /// `UnitList.lone_queries`: the lone-statement units of a segment.
+    LoneQueries = "LoneQueries" {
+        /// LoneGroup per default database, the units whose SQL is plain.
+        plain: Py<PyList>,
+        /// LoneQuery per other unit, in order.
+        others: Py<PyList>,
+    }
+}
+
+record! {
+    /// A statement key of a segment's statement units: its id, key bytes, default database and
+    /// the first statement met with it.
+    StatementKey = "StatementKey" {
+        id: u32,
+        key: Py<PyBytes>,
+        db: Py<PyBytes>,
+        sql: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// `UnitList.statement_units`: the keys (StatementKey), and the units they decide.
+    StatementUnits = "StatementUnits" {
+        keys: Py<PyList>,
+        units: usize,
+    }
+}
+
+record! {
+    /// `UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket.
+    TimeCut = "TimeCut" {
+        unit: usize,
+        bucket: u32,
+    }
+}
+
+record! {
+    /// `UnitList.table_bytes`: bytes by table name id and the rest.
+    TableBytes = "TableBytes" {
+        /// Bytes of each name id's Table_map and Rows events.
+        by_name: Vec<u64>,
+        /// The fast units' other bytes.
+        framing: u64,
+        /// The bytes of the units that are not fast.
+        other: u64,
+    }
+}
+
+record! {
+    /// A GTID domain and its highest seq_no in a batch (`ReplicaFrames.gtids`).
+    DomainSeq = "DomainSeq" {
+        domain: u32,
+        seq_no: u64,
+    }
+}
+
+record! {
+    /// `replica_frames`: a batch's events framed for a real replica.
+    ReplicaFrames = "ReplicaFrames" {
+        packets: Py<PyBytes>,
+        /// The next sequence id.
+        seq: u8,
+        /// The replica's moved position, None when it did not move.
+        moved: Option<u64>,
+        /// DomainSeq per GTID domain.
+        gtids: Py<PyList>,
+        master_pos: u64,
+        counted: u64,
+    }
+}
+
+record! {
+    /// `statements`: a statement of a fast unit's body.
+    StatementEnd = "StatementEnd" {
+        /// Offset after the statement.
+        end: usize,
+        events: u32,
+        /// Table_maps so far.
+        tables: u32,
+    }
+}
+
+record! {
+    /// `renumber`: what the renumbered events leave to the caller.
+    Renumbered = "Renumbered" {
+        /// The last non-zero timestamp.
+        last_timestamp: u32,
+        /// Offsets of the FDEs left to the caller.
+        fdes: Vec<usize>,
+    }
+}
+
+record! {
+    /// `statement_key`: a statement's key shape (KIND_*, qualifier or None, table).
+    StatementShape = "StatementShape" {
+        kind: u8,
+        db: Option<Py<PyBytes>>,
+        table: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// `hop`: the events hopped and where the hop stopped.
+    HopResult = "HopResult" {
+        events: u64,
+        stop: usize,
+    }
+}
+
+record! {
+    /// `relay_statements`: the slave's relay run over statement units (see relay_stmt).
+    StatementRelay = "StatementRelay" {
+        out: Py<PyBytes>,
+        /// The first unit not handled.
+        next: usize,
+        units: u64,
+        events: u64,
+        bytes: u64,
+        heartbeats: u64,
+        /// Stopped at a key without an answer: answer `new_keys` and call again.
+        need_keys: bool,
+        /// NewKey per key met for the first time.
+        new_keys: Py<PyList>,
+        /// KeyUse per key used.
+        key_uses: Py<PyList>,
+        statements: u64,
+    }
+}
+
+record! {
+    /// One output of `split_route`.
+    RouteOutput = "RouteOutput" {
+        /// Its copies back to back.
+        out: Py<pyo3::types::PyByteArray>,
+        /// Packed u64 unit ends, offset by its base.
+        ends: Py<PyBytes>,
+        /// Packed u64 offsets of the GTID events a series' next GTID state needs.
+        gtid_marks: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// `split_route`: split's routing walk (see split::route).
+    SplitRoute = "SplitRoute" {
+        /// The first unit not handled.
+        next: usize,
+        /// RouteOutput per output.
+        outputs: Py<PyList>,
+        /// Units written to two counted outputs or more.
+        multi: u64,
+        /// Units no output keeps.
+        none: u64,
+        /// Stopped at a key some output has no answer for yet.
+        need_keys: bool,
+        /// NewKey per key new since the last call.
+        new_keys: Py<PyList>,
+    }
+}
+
+/// The keys `keys` met for the first time since the last call (drained), as NewKey records.
+pub(super) fn new_keys(py: Python<'_>, keys: &mut crate::stmt_keys::Keys) -> PyResult<Py<PyList>> {
+    let list = PyList::empty(py);
+    for k in keys.new.drain(..) {
+        list.append(NewKey {
+            id: k.id,
+            db: PyBytes::new(py, &k.db).unbind(),
+            sql: PyBytes::new(py, &k.sql).unbind(),
+        })?;
+    }
+    Ok(list.unbind())
+}
+
+/// (key id, statements) pairs as KeyUse records.
+pub(super) fn key_uses(py: Python<'_>, uses: &[(u32, u64)]) -> PyResult<Py<PyList>> {
+    let list = PyList::empty(py);
+    for &(id, statements) in uses {
+        list.append(KeyUse { id, statements })?;
+    }
+    Ok(list.unbind())
 }
 
 /// Adds the result classes to the module (for isinstance checks and the stub's names).
@@ -222,5 +500,28 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<UnitEntry>()?;
     m.add_class::<SendResult>()?;
     m.add_class::<RelayResult>()?;
+    m.add_class::<ScanFault>()?;
+    m.add_class::<WalkResult>()?;
+    m.add_class::<TableName>()?;
+    m.add_class::<NewKey>()?;
+    m.add_class::<KeyUse>()?;
+    m.add_class::<LoneText>()?;
+    m.add_class::<UnitEnd>()?;
+    m.add_class::<LoneGroup>()?;
+    m.add_class::<LoneQuery>()?;
+    m.add_class::<LoneQueries>()?;
+    m.add_class::<StatementKey>()?;
+    m.add_class::<StatementUnits>()?;
+    m.add_class::<TimeCut>()?;
+    m.add_class::<TableBytes>()?;
+    m.add_class::<DomainSeq>()?;
+    m.add_class::<ReplicaFrames>()?;
+    m.add_class::<StatementEnd>()?;
+    m.add_class::<Renumbered>()?;
+    m.add_class::<StatementShape>()?;
+    m.add_class::<HopResult>()?;
+    m.add_class::<StatementRelay>()?;
+    m.add_class::<RouteOutput>()?;
+    m.add_class::<SplitRoute>()?;
     Ok(())
 }

@@ -3,10 +3,12 @@
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList};
 
-use super::results::{AssembleCounts, AssembleResult, UnitsResult};
-use super::{check_off, error_tuple};
+use super::results::{
+    AssembleCounts, AssembleResult, ScanFault, TableName, UnitsResult, WalkResult,
+};
+use super::{check_off, error_field, scan_fault};
 use crate::assemble;
 use crate::scan::{self, Scanner, UNIT_WORDS};
 use crate::stmt_keys;
@@ -40,7 +42,10 @@ impl PyScanner {
     pub(super) fn new_names<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let names = PyList::empty(py);
         for (db, table) in &self.inner.names[self.names_sent..] {
-            names.append((PyBytes::new(py, db), PyBytes::new(py, table)))?;
+            names.append(TableName {
+                db: PyBytes::new(py, db).unbind(),
+                table: PyBytes::new(py, table).unbind(),
+            })?;
         }
         self.names_sent = self.inner.names.len();
         Ok(names)
@@ -63,15 +68,12 @@ impl PyScanner {
     }
 
     /// Adopts the format of the Format_description event `event` (read at file offset `offset`);
-    /// returns None, or an error tuple (kind, message, offset).
-    fn load_fde(
-        &mut self,
-        py: Python<'_>,
-        event: &[u8],
-        offset: u64,
-    ) -> PyResult<Option<Py<PyTuple>>> {
+    /// returns None, or the error (a ScanFault).
+    fn load_fde(&mut self, event: &[u8], offset: u64) -> PyResult<Option<ScanFault>> {
         self.here()?;
-        error_tuple(py, self.inner.load_fde(event, offset).err().as_ref())
+        Ok(scan_fault(
+            self.inner.load_fde(event, offset).err().as_ref(),
+        ))
     }
 
     #[getter]
@@ -149,7 +151,7 @@ impl PyScanner {
             stop: out.stop,
             events: out.events,
             last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
-            error: error_tuple(py, out.error.as_ref())?,
+            error: error_field(py, out.error.as_ref())?,
         };
         self.last_units = out.units;
         self.last_tables = out.tables;
@@ -228,14 +230,8 @@ impl PyScanner {
             skipped_events_in,
             skipped_bytes_in,
         };
-        let new_keys = PyList::empty(py);
-        for k in self.stmt_keys.new.drain(..) {
-            new_keys.append((k.id, PyBytes::new(py, &k.db), PyBytes::new(py, &k.sql)))?;
-        }
-        let key_uses = PyList::empty(py);
-        for (id, n) in &a.key_uses {
-            key_uses.append((*id, *n))?;
-        }
+        let new_keys = super::results::new_keys(py, &mut self.stmt_keys)?;
+        let key_uses = super::results::key_uses(py, &a.key_uses)?;
         let gtid_bytes = PyBytes::new_with(py, a.gtids.len() * 8, |b| {
             for (place, g) in b.chunks_exact_mut(8).zip(&a.gtids) {
                 place.copy_from_slice(&g.to_le_bytes());
@@ -248,8 +244,8 @@ impl PyScanner {
             out_pos: a.out_pos,
             counts: Py::new(py, counts)?,
             need_keys: a.need_keys,
-            new_keys: new_keys.unbind(),
-            key_uses: key_uses.unbind(),
+            new_keys,
+            key_uses,
             statement_units: a.statement_units,
             statements: a.statements,
             full: a.full,
@@ -269,7 +265,7 @@ impl PyScanner {
         PyBytes::new(py, &packed)
     }
 
-    /// Walks buf[off..]: returns (offsets, stop, error), `offsets` packing u64 buffer offsets of
+    /// Walks buf[off..]: returns the offsets, where it stopped and the error; `offsets` packs u64 buffer offsets of
     /// the events whose type's byte in `types` (256 bytes) is non-zero, and of every FDE.
     /// `buf`: any object with the buffer protocol (bytes, a memoryview of a mapping).
     fn walk<'py>(
@@ -279,7 +275,7 @@ impl PyScanner {
         off: usize,
         base: u64,
         types: &[u8],
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<WalkResult> {
         self.here()?;
         let held = super::held::Held::new(&buf)?;
         let buf = held.bytes(py);
@@ -294,7 +290,10 @@ impl PyScanner {
         for o in offs {
             packed.extend_from_slice(&o.to_le_bytes());
         }
-        let error = error_tuple(py, err.as_ref())?;
-        (PyBytes::new(py, &packed), stop, error).into_pyobject(py)
+        Ok(WalkResult {
+            offsets: PyBytes::new(py, &packed).unbind(),
+            stop,
+            error: error_field(py, err.as_ref())?,
+        })
     }
 }

@@ -67,3 +67,52 @@ pub(super) fn filled_bytes(py: Python<'_>, s: &Sent, bufs: &[&[u8]]) -> PyResult
 struct Dst(*mut u8, usize);
 // SAFETY: the buffer belongs to a bytes object no other thread can reach while it is filled.
 unsafe impl Send for Dst {}
+
+/// A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
+/// send::SendOptions): what a skipped unit becomes (SKIP_*), whether units kept in part may be
+/// sent as kept statements, the master's server id and the Heartbeats' checksum, and for `send`
+/// the bytes already in the batch and the size at which it is full.
+#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "SendConfig")]
+pub(super) struct SendConfig {
+    pub(super) skip: u8,
+    pub(super) partial_ok: bool,
+    pub(super) server_id: u32,
+    pub(super) heartbeat_crc: bool,
+    pub(super) batch_bytes: u64,
+    pub(super) limit: u64,
+}
+
+#[pymethods]
+impl SendConfig {
+    #[new]
+    #[pyo3(signature = (*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX))]
+    fn new(
+        skip: u8,
+        partial_ok: bool,
+        server_id: u32,
+        heartbeat_crc: bool,
+        batch_bytes: u64,
+        limit: u64,
+    ) -> Self {
+        SendConfig {
+            skip,
+            partial_ok,
+            server_id,
+            heartbeat_crc,
+            batch_bytes,
+            limit,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SendConfig(skip={}, partial_ok={}, server_id={}, heartbeat_crc={}, batch_bytes={}, limit={})",
+            self.skip,
+            if self.partial_ok { "True" } else { "False" },
+            self.server_id,
+            if self.heartbeat_crc { "True" } else { "False" },
+            self.batch_bytes,
+            self.limit
+        )
+    }
+}

@@ -4,6 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
+use super::results::{new_keys, RouteOutput, SplitRoute};
+
 use super::scanner::PyScanner;
 use crate::split;
 
@@ -22,10 +24,9 @@ fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> 
 /// byte per statement key id for each output, the keep vocabulary, keep.rs; ids from `stmt_known` on not
 /// answered yet) and `query_post` (the format's QUERY
 /// post-header length), statement units are routed by their keys too, interned by the scanner.
-/// Returns (next unit index, [(bytearray, packed u64 unit ends, packed u64 GTID marks of the
-/// bytearray)] per output, units written to two counted outputs or more, units no output keeps,
-/// whether the walk stopped at a key not answered yet, the keys new since the last call as
-/// (id, default database, statement)).
+/// Returns a SplitRoute: the next unit index, a RouteOutput per output, units written to two
+/// counted outputs or more, units no output keeps, whether the walk stopped at a key not
+/// answered yet, the keys new since the last call.
 #[pyfunction]
 #[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, stmt_known = 0, query_post = 0, crc_len = 0, framing = false))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
@@ -42,14 +43,7 @@ pub(super) fn split_route<'py>(
     query_post: usize,
     crc_len: usize,
     framing: bool,
-) -> PyResult<(
-    usize,
-    Vec<(Py<PyByteArray>, Py<PyBytes>, Py<PyBytes>)>,
-    u64,
-    u64,
-    bool,
-    Bound<'py, PyList>,
-)> {
+) -> PyResult<SplitRoute> {
     scanner.here()?;
     let keep_slices: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
     let s = &mut *scanner;
@@ -71,24 +65,28 @@ pub(super) fn split_route<'py>(
         )
     });
     let need_keys = stmt.map(|st| st.need_keys).unwrap_or(false);
-    let new_keys = PyList::empty(py);
-    for k in s.stmt_keys.new.drain(..) {
-        new_keys.append((k.id, PyBytes::new(py, &k.db), PyBytes::new(py, &k.sql)))?;
-    }
-    let mut outs = Vec::with_capacity(r.outs.len());
+    let new_keys = new_keys(py, &mut s.stmt_keys)?;
+    let outs = PyList::empty(py);
     for (((pieces, size), ends), marks) in r.outs.iter().zip(&r.sizes).zip(&r.ends).zip(&r.marks) {
         // One copy, straight into the bytearray the series writer renumbers in place.
         let out = PyByteArray::new_with(py, *size, |dst| {
             split::fill(buf, pieces, dst);
             Ok(())
         })?;
-        outs.push((
-            out.unbind(),
-            packed(py, ends)?.unbind(),
-            packed(py, marks)?.unbind(),
-        ));
+        outs.append(RouteOutput {
+            out: out.unbind(),
+            ends: packed(py, ends)?.unbind(),
+            gtid_marks: packed(py, marks)?.unbind(),
+        })?;
     }
-    Ok((r.next, outs, r.multi, r.none, need_keys, new_keys))
+    Ok(SplitRoute {
+        next: r.next,
+        outputs: outs.unbind(),
+        multi: r.multi,
+        none: r.none,
+        need_keys,
+        new_keys,
+    })
 }
 
 /// Offsets (packed u64) of the GTID events of buf[start..stop] (a bytearray: the series

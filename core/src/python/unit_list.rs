@@ -4,14 +4,17 @@
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
-use super::results::{ScanResult, SendResult, UnitEntry};
+use super::results::{
+    LoneGroup, LoneQueries, LoneQuery, ScanResult, SendResult, StatementKey, StatementUnits,
+    TableBytes, TimeCut, UnitEnd, UnitEntry,
+};
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
-use super::sent::{add_counts, filled_bytes, send_result};
-use super::{check_off, error_tuple, text};
+use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
+use super::{check_off, error_field, text};
 use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions};
 use crate::sql;
@@ -94,7 +97,7 @@ impl PyUnitList {
             stop: out.stop,
             events: out.events,
             last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
-            error: error_tuple(py, out.error.as_ref())?,
+            error: error_field(py, out.error.as_ref())?,
             added,
         })
     }
@@ -298,12 +301,13 @@ impl PyUnitList {
         self.list.tables(k).to_vec()
     }
 
-    /// Unit k's end as (part, file offset), None when it ends with a real Rotate.
-    fn end(&self, k: usize) -> Option<(u32, u64)> {
-        self.list.end(k)
+    /// Unit k's end (its part and file offset), None when it ends with a real Rotate.
+    fn end(&self, k: usize) -> Option<UnitEnd> {
+        self.list.end(k).map(|(part, pos)| UnitEnd { part, pos })
     }
 
-    /// Unit k's MariaDB GTID ((domain, server_id), seq_no), None without one.
+    /// Unit k's MariaDB GTID as a GTID state's item ((domain, server_id), seq_no), None without
+    /// one: a pair, the (key, value) a state's dict is updated with, kept a tuple on purpose.
     fn gtid(&self, k: usize) -> Option<((u32, u32), u64)> {
         self.list.gtid(k).map(|(d, s, q)| ((d, s), q))
     }
@@ -329,11 +333,10 @@ impl PyUnitList {
 
     /// The units that are a complete GTID and one plain QUERY event (see
     /// unit_list::UnitList::lone_query), in order: what the master's statement flag words answer, read
-    /// for a whole segment in one call, as (plain, others). `plain`: [(default database, unit
-    /// indices as u32 LE bytes)], the units whose SQL is plain (`plain_statement`), grouped by
-    /// their default database, which alone keys their answer under database rules: no text and
-    /// no object per unit. `others`: [(k, default database, plain, SQL)], plain False, or None
-    /// where Python must tell. `formats` gives per part (its format's QUERY post-header length,
+    /// for a whole segment in one call. `plain`: a LoneGroup (default database, unit indices as
+    /// u32 LE bytes) per default database of the units whose SQL is plain (`plain_statement`),
+    /// which alone keys their answer under database rules: no text and no object per unit.
+    /// `others`: a LoneQuery per other unit, plain False, or None where Python must tell. `formats` gives per part (its format's QUERY post-header length,
     /// its checksum length, the first unit the format is in force for): the part's units before
     /// that one (an FDE inside the part changed the format) are left out, as is every other
     /// unit. Texts decode as UTF-8 with surrogateescape, as `codec.event.query_text` does.
@@ -341,7 +344,7 @@ impl PyUnitList {
         &self,
         py: Python<'py>,
         formats: Vec<(usize, usize, usize)>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    ) -> PyResult<LoneQueries> {
         let others = PyList::empty(py);
         // A segment's DDL names a few databases: a short list beats hashing.
         let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
@@ -367,15 +370,26 @@ impl PyUnitList {
                         };
                         plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
                     }
-                    verdict => others.append((k, text(py, db)?, verdict, text(py, sql)?))?,
+                    plain => others.append(LoneQuery {
+                        unit: k,
+                        db: text(py, db)?.unbind(),
+                        plain,
+                        sql: text(py, sql)?.unbind(),
+                    })?,
                 }
             }
         }
         let groups = PyList::empty(py);
         for (db, ks) in plain {
-            groups.append((text(py, db)?, PyBytes::new(py, &ks)))?;
+            groups.append(LoneGroup {
+                db: text(py, db)?.unbind(),
+                units: PyBytes::new(py, &ks).unbind(),
+            })?;
         }
-        PyTuple::new(py, [groups.into_any(), others.into_any()])
+        Ok(LoneQueries {
+            plain: groups.unbind(),
+            others: others.unbind(),
+        })
     }
 
     /// One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
@@ -394,16 +408,15 @@ impl PyUnitList {
     }
 
     /// The statement units by key (see stmt_units::StmtUnits), read on the first call for every
-    /// stream (`formats` as `lone_queries` takes them; later calls' are not read): (the keys,
-    /// [(key id, key bytes, default database, the first statement met with it)], the units
-    /// decided by keys). Only after the list's scans are done. The scan thread's build
+    /// stream (`formats` as `lone_queries` takes them; later calls' are not read): a StatementKey
+    /// per key, and the units decided by keys. Only after the list's scans are done. The scan thread's build
     /// (`scan_start`'s `statements`) is taken when the list is its one part and `formats` is the
     /// format it read under (`statements_ahead` then true); otherwise they are read now.
-    fn statement_units<'py>(
+    fn statement_units(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         formats: Vec<(usize, usize, usize)>,
-    ) -> PyResult<(Bound<'py, PyList>, usize)> {
+    ) -> PyResult<StatementUnits> {
         self.idle()?;
         let st = match self.stmts.get() {
             Some(st) => st,
@@ -427,14 +440,17 @@ impl PyUnitList {
         };
         let keys = PyList::empty(py);
         for (k, key) in st.keys.iter().enumerate() {
-            keys.append((
-                key.id,
-                PyBytes::new(py, &st.key_bytes[k]),
-                PyBytes::new(py, &key.db),
-                PyBytes::new(py, &key.sql),
-            ))?;
+            keys.append(StatementKey {
+                id: key.id,
+                key: PyBytes::new(py, &st.key_bytes[k]).unbind(),
+                db: PyBytes::new(py, &key.db).unbind(),
+                sql: PyBytes::new(py, &key.sql).unbind(),
+            })?;
         }
-        Ok((keys, st.units))
+        Ok(StatementUnits {
+            keys: keys.unbind(),
+            units: st.units,
+        })
     }
 
     /// `row` (from `rows`) with the statement units it leaves ROW_SLOW answered from one stream's
@@ -449,36 +465,32 @@ impl PyUnitList {
     }
 
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
-    /// until a unit it cannot handle or the batch is full (see send::send). The units'
-    /// Table_maps are tallied per name id into `counts` (a bytearray of u32, added to in place).
+    /// until a unit it cannot handle or the batch is full (see send::send), walked as `config`
+    /// says. The units' Table_maps are tallied per name id into `counts` (a bytearray of u32,
+    /// added to in place).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, batch_bytes, limit, skip, partial_ok, pending, server_id, heartbeat_crc, counts, stmt_keep = None, stmt_counts = None))]
+    #[pyo3(signature = (row, keep, start, config, pending, counts, stmt_keep = None, stmt_counts = None))]
     fn send<'py>(
         &self,
         py: Python<'py>,
         row: &[u8],
         keep: &[u8],
         start: usize,
-        batch_bytes: u64,
-        limit: u64,
-        skip: u8,
-        partial_ok: bool,
+        config: PyRef<'py, SendConfig>,
         pending: Option<&[u8]>,
-        server_id: u32,
-        heartbeat_crc: bool,
         counts: &Bound<'py, PyByteArray>,
         stmt_keep: Option<&[u8]>,
         stmt_counts: Option<&Bound<'py, PyByteArray>>,
     ) -> PyResult<SendResult> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let opt = SendOptions {
-            batch_bytes,
-            limit,
-            skip,
-            partial_ok,
+            batch_bytes: config.batch_bytes,
+            limit: config.limit,
+            skip: config.skip,
+            partial_ok: config.partial_ok,
             pending,
-            server_id,
-            heartbeat_crc,
+            server_id: config.server_id,
+            heartbeat_crc: config.heartbeat_crc,
             stmts: match (self.stmts.get(), stmt_keep) {
                 (Some(st), Some(k)) => Some((st, k)),
                 _ => None,
@@ -498,40 +510,45 @@ impl PyUnitList {
         Ok(send_result(out, &s))
     }
 
-    /// (first unit, bucket) for each run of units whose binlog time falls in one `seconds` bucket
-    /// (see tally::time_cuts).
-    fn time_cuts(&self, py: Python<'_>, seconds: u32) -> Vec<(usize, u32)> {
+    /// A TimeCut (first unit, bucket) for each run of units whose binlog time falls in one
+    /// `seconds` bucket (see tally::time_cuts).
+    fn time_cuts(&self, py: Python<'_>, seconds: u32) -> Vec<TimeCut> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         crate::tally::time_cuts(&self.list, &bufs, seconds)
+            .into_iter()
+            .map(|(unit, bucket)| TimeCut { unit, bucket })
+            .collect()
     }
 
-    /// (bytes per name id of `names` ids, the fast units' framing bytes, the other units' bytes):
-    /// see tally::table_bytes.
-    fn table_bytes(&self, py: Python<'_>, names: usize) -> (Vec<u64>, u64, u64) {
+    /// Bytes per name id of `names` ids, the fast units' framing bytes, the other units' bytes
+    /// (see tally::table_bytes).
+    fn table_bytes(&self, py: Python<'_>, names: usize) -> TableBytes {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let list = &self.list;
-        py.detach(|| crate::tally::table_bytes(list, &bufs, names))
+        let (by_name, framing, other) = py.detach(|| crate::tally::table_bytes(list, &bufs, names));
+        TableBytes {
+            by_name,
+            framing,
+            other,
+        }
     }
 
     /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
     /// what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
-    /// the size of a Heartbeat the caller still owes (0: none). Returns (next, kept, partial,
-    /// skipped, sent_bytes, sent_events, read_bytes, read_events, heartbeats, heartbeat_bytes,
-    /// pending_unit or -1, pending_done). `stmt_keep`: a keep byte per statement key id, for
-    /// statement units kept in part (cut at statements), after `statement_units`.
+    /// the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
+    /// are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
+    /// statement key id, for statement units kept in part (cut at statements), after
+    /// `statement_units`.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, skip, partial_ok, pending, server_id, heartbeat_crc, stmt_keep = None))]
+    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None))]
     fn count(
         &self,
         py: Python<'_>,
         row: &[u8],
         keep: &[u8],
         start: usize,
-        skip: u8,
-        partial_ok: bool,
+        config: PyRef<'_, SendConfig>,
         pending: usize,
-        server_id: u32,
-        heartbeat_crc: bool,
         stmt_keep: Option<&[u8]>,
     ) -> SendResult {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
@@ -539,11 +556,11 @@ impl PyUnitList {
         let opt = SendOptions {
             batch_bytes: 0,
             limit: u64::MAX,
-            skip,
-            partial_ok,
+            skip: config.skip,
+            partial_ok: config.partial_ok,
             pending: (pending > 0).then_some(owed.as_slice()),
-            server_id,
-            heartbeat_crc,
+            server_id: config.server_id,
+            heartbeat_crc: config.heartbeat_crc,
             stmts: match (self.stmts.get(), stmt_keep) {
                 (Some(st), Some(k)) => Some((st, k)),
                 _ => None,

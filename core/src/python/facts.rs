@@ -1,0 +1,209 @@
+//! `_core.statement_facts`: a statement's facts (see facts::facts) as named records, for
+//! `rules.statement_facts`. Names are bytes, a name's database None where the text gives none.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use super::results::record;
+use crate::facts::lex::QName;
+
+record! {
+    /// A name as the statement gives it: its database (None: not given) and the name.
+    QualifiedName = "QualifiedName" {
+        db: Option<Py<PyBytes>>,
+        name: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// A table reference of a multi-table statement and its alias.
+    TableReference = "TableReference" {
+        table: Py<QualifiedName>,
+        alias: Option<Py<PyBytes>>,
+    }
+}
+
+record! {
+    /// RENAME TABLE's pair.
+    Rename = "Rename" {
+        old: Py<QualifiedName>,
+        new: Py<QualifiedName>,
+    }
+}
+
+record! {
+    /// A SET column of a multi-table UPDATE: its qualifier's parts (None: none) and the column.
+    SetColumn = "SetColumn" {
+        qualifier: Option<Vec<Vec<u8>>>,
+        column: Py<PyBytes>,
+    }
+}
+
+record! {
+    /// A table a trigger's body writes, and the event (a table without a database is in the
+    /// trigger's).
+    TriggerWrite = "TriggerWrite" {
+        table: Py<QualifiedName>,
+        event: &'static str,
+    }
+}
+
+record! {
+    /// A trigger's definition as the schema model keeps it.
+    TriggerDefinition = "TriggerDefinition" {
+        timing: &'static str,
+        event: &'static str,
+        /// TriggerWrite in body order; None: a CALL or dynamic SQL could write more.
+        writes: Option<Py<PyList>>,
+    }
+}
+
+record! {
+    /// The object a statement without a table list changes: its type and name.
+    ObjectTarget = "ObjectTarget" {
+        object: &'static str,
+        name: Py<QualifiedName>,
+    }
+}
+
+record! {
+    /// `statement_facts`: what the rule engine reads of a DDL or multi-table statement.
+    StatementFacts = "StatementFacts" {
+        /// The `rules.statement_info.Kind` value.
+        kind: &'static str,
+        /// QualifiedName per table updated.
+        updated: Py<PyList>,
+        /// QualifiedName per table read, in order (Python drops the updated ones, repeats, aliases).
+        read: Py<PyList>,
+        temporary: bool,
+        if_exists: bool,
+        db_name: Option<Py<PyBytes>>,
+        /// Rename per pair.
+        renames: Py<PyList>,
+        trigger: Option<Py<QualifiedName>>,
+        /// TableReference per reference (multi-table UPDATE and DELETE, CREATE ... SELECT).
+        refs: Py<PyList>,
+        /// SetColumn per SET column.
+        set_columns: Py<PyList>,
+        /// DELETE's targets, each as its name's parts.
+        targets: Vec<Vec<Vec<u8>>>,
+        /// CREATE TABLE's column names (lower-cased), where the core reads them all.
+        columns: Option<Vec<Vec<u8>>>,
+        trigger_def: Option<Py<TriggerDefinition>>,
+        target: Option<Py<ObjectTarget>>,
+    }
+}
+
+fn bytes(py: Python<'_>, b: &[u8]) -> Py<PyBytes> {
+    PyBytes::new(py, b).unbind()
+}
+
+fn qname(py: Python<'_>, q: &QName) -> PyResult<Py<QualifiedName>> {
+    Py::new(
+        py,
+        QualifiedName {
+            db: q.0.as_deref().map(|d| bytes(py, d)),
+            name: bytes(py, &q.1),
+        },
+    )
+}
+
+fn qnames<'py>(py: Python<'py>, names: &[QName]) -> PyResult<Py<PyList>> {
+    let list = PyList::empty(py);
+    for q in names {
+        list.append(qname(py, q)?)?;
+    }
+    Ok(list.unbind())
+}
+
+/// A statement's facts (see facts::facts) for `rules.statement_facts`; None where Python's
+/// parser reads it.
+#[pyfunction]
+pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<StatementFacts>> {
+    let Some(f) = crate::facts::facts(sql) else {
+        return Ok(None);
+    };
+    let renames = PyList::empty(py);
+    for (old, new) in &f.renames {
+        let (old, new) = (qname(py, old)?, qname(py, new)?);
+        renames.append(Rename { old, new })?;
+    }
+    let refs = PyList::empty(py);
+    for r in &f.refs {
+        refs.append(TableReference {
+            table: qname(py, &r.table)?,
+            alias: r.alias.as_deref().map(|a| bytes(py, a)),
+        })?;
+    }
+    let set_columns = PyList::empty(py);
+    for (qualifier, column) in f.set_columns {
+        set_columns.append(SetColumn {
+            qualifier,
+            column: bytes(py, &column),
+        })?;
+    }
+    let trigger_def = match f.trigger_def {
+        Some(d) => {
+            let writes = match d.writes {
+                Some(ws) => {
+                    let list = PyList::empty(py);
+                    for (table, event) in &ws {
+                        list.append(TriggerWrite {
+                            table: qname(py, table)?,
+                            event,
+                        })?;
+                    }
+                    Some(list.unbind())
+                }
+                None => None,
+            };
+            let def = TriggerDefinition {
+                timing: d.timing,
+                event: d.event,
+                writes,
+            };
+            Some(Py::new(py, def)?)
+        }
+        None => None,
+    };
+    let target = match &f.target {
+        Some((object, name)) => Some(Py::new(
+            py,
+            ObjectTarget {
+                object,
+                name: qname(py, name)?,
+            },
+        )?),
+        None => None,
+    };
+    Ok(Some(StatementFacts {
+        kind: f.kind,
+        updated: qnames(py, &f.updated)?,
+        read: qnames(py, &f.read)?,
+        temporary: f.temporary,
+        if_exists: f.if_exists,
+        db_name: f.db_name.as_deref().map(|d| bytes(py, d)),
+        renames: renames.unbind(),
+        trigger: f.trigger.as_ref().map(|t| qname(py, t)).transpose()?,
+        refs: refs.unbind(),
+        set_columns: set_columns.unbind(),
+        targets: f.targets,
+        columns: f.columns,
+        trigger_def,
+        target,
+    }))
+}
+
+/// Adds the facts' classes to the module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<QualifiedName>()?;
+    m.add_class::<TableReference>()?;
+    m.add_class::<Rename>()?;
+    m.add_class::<SetColumn>()?;
+    m.add_class::<TriggerWrite>()?;
+    m.add_class::<TriggerDefinition>()?;
+    m.add_class::<ObjectTarget>()?;
+    m.add_class::<StatementFacts>()?;
+    m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
+    Ok(())
+}
