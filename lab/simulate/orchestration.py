@@ -110,6 +110,9 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
     linting = None
     try:
         prepared = prepare_source(source, work_dir, log=log.info)
+        # The bytes by table first: their count maps the binlog, and so does the master while it
+        # serves (a mapping that lasts until it is collected): one after the other, never both at once.
+        by_table = bytes_by_table(topology, prepared.files)
         # lint while the streams run, in a process of its own, once per distinct rule set
         linting = LintProcess(prepared.files, [(spec.rules, spec.settings, spec.replica_schema) for spec in topology.slaves])
         results, served = _run(topology, prepared, work_dir / "relay", verify, console, progress, listen)
@@ -120,7 +123,7 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
         verifications = _verify(topology, results) if verify else []
         lints = linting.results()
         report = build_report(topology, prepared, results, verifications, lints, served)
-        report["by_table"] = bytes_by_table(topology, prepared.files)
+        report["by_table"] = by_table
         paths = write_report(report, out) if out is not None else []
         return SimulationResult(report, paths, verifications, results)
     finally:
