@@ -14,7 +14,7 @@ then drops, so GTID events are compared by their GTID (and type), every other ev
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,7 +128,7 @@ class _ByKey(Decider):
         self.inner = inner
         self.checks_annotations = inner.checks_annotations
         self.by_key = inner.keys_statements
-        self.known: dict[tuple, bool] = {}
+        self.known: dict[tuple[Hashable, str | None], bool] = {}  # (statement key, default database)
 
     def decide_table(self, db: str, table: str) -> Decision:
         return self.inner.decide_table(db, table)
@@ -151,7 +151,7 @@ class _ByKey(Decider):
             kept = self.known[key] = self.inner.decide_statement_key(sql, current_db).apply
         return kept
 
-    def annotation_kept(self, sql: str, tables) -> bool:
+    def annotation_kept(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
         return self.inner.annotation_kept(sql, tables)
 
     def invalidate(self) -> None:
