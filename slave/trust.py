@@ -27,7 +27,7 @@ of the rules is stale: the check is off for the rest of the run, which says so o
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dumpfilter.codec import Event, EventType, Transaction
@@ -35,6 +35,7 @@ from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, PASSED, TransactionFilter, is_framing
 
 if TYPE_CHECKING:
+    from dumpfilter._core import LoneText
     from dumpfilter.codec.scanner import UnitRecords
     from dumpfilter.rules.decider import Decider
     from dumpfilter.slave.config import Counters
@@ -130,14 +131,15 @@ class MasterTrust:
         self._judge(end, pos, f"`{_short(sql)}` (default database {db!r})" if db else f"`{_short(sql)}`",
                     f"{rec.gtid_domain}-{rec.gtid_server}-{rec.gtid_seq}")
 
-    def lone_run(self, texts: list[tuple[str, str]], blob: bytes, units: UnitRecords, start: int) -> None:
+    def lone_run(self, texts: Sequence[LoneText], blob: bytes, units: UnitRecords, start: int) -> None:
         """The lone statements of a compiled relay run from unit `start` (their texts, in order),
         each checked. The unit of one the check drops is found again for its position: a run
         copies fast units, Heartbeats, placeholder units (three events or more) and lone
         statements (two events), so the lone ones are its units of two events that are not fast
         (walked only then: a faithful master never pays)."""
         k, seen = start, 0
-        for n, (db, sql) in enumerate(texts):
+        for n, text in enumerate(texts):
+            db, sql = text.db, text.sql
             if self.check.lone_text_kept(sql, db) or self.suspended:
                 continue
             while True:

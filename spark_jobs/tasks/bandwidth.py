@@ -399,7 +399,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     after_index = set(fdes)
     # Runs of units in one hour of binlog time: each slave is walked hour by hour, so that what it
     # reads and is sent is known per hour (a Heartbeat counts in the hour it is sent).
-    hours = units.time_cuts(HOUR) or [(0, -1)]
+    hours = [(cut.unit, cut.bucket) for cut in units.time_cuts(HOUR)] or [(0, -1)]
     bounds = [(a, b, hour) for (a, hour), (b, _) in zip(hours, [*hours[1:], (n, 0)])]
     table_bytes, framing, other = units.table_bytes(len(names))
     # The statement units by key, read once for every slave (the format in force from the unit
