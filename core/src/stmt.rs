@@ -67,6 +67,18 @@ fn name_char(b: u8) -> bool {
     word(b) || b == b'$'
 }
 
+/// An unquoted word MySQL's lexer may read as a number, not a name: digits only (`UPDATE 0 SET`
+/// is a syntax error: a name may begin with a digit but not be all digits), or a digit then an
+/// exponent or a hex/binary prefix (`1e5`, `0x1f`, `0b1`). Declined, so the general reader
+/// decides; `9a` stays a name.
+fn number_like(t: &[u8]) -> bool {
+    t.first().is_some_and(u8::is_ascii_digit)
+        && (t.iter().all(u8::is_ascii_digit)
+            || t[1..]
+                .iter()
+                .any(|b| matches!(b, b'e' | b'E' | b'x' | b'X' | b'b' | b'B')))
+}
+
 /// A name as read: its raw text (quotes included) and the name.
 type Name<'a> = (&'a [u8], Cow<'a, [u8]>);
 
@@ -139,7 +151,7 @@ impl<'a> Cursor<'a> {
             return Some((&s[from..i + 1], name));
         }
         let t = self.token();
-        if t.is_empty() {
+        if t.is_empty() || number_like(t) {
             return None;
         }
         self.at += t.len();

@@ -110,6 +110,16 @@ def _dml_needs_parser(sql: str) -> bool:
     return _NEEDS_PARSER.search(sql) is not None
 
 
+_NUMBER_LIKE = lazy_compile(r"[0-9](?:[0-9]*|.*[eExXbB].*)")
+
+
+def _number_like(name: str) -> bool:
+    """An unquoted word MySQL's lexer may read as a number: all digits, or a digit then an exponent
+    or a hex/binary prefix (the core's `number_like`, stmt.rs). A name may begin with a digit
+    (`9a`) but not be all digits."""
+    return _NUMBER_LIKE.fullmatch(name) is not None
+
+
 def _fast_path(sql: str, default: str) -> StatementInfo | None:
     """The DML forms, for the text the core's facts leave (non-ASCII text: Python's Unicode rules
     for case, spaces and word boundaries are these regexes' own)."""
@@ -120,6 +130,8 @@ def _fast_path(sql: str, default: str) -> StatementInfo | None:
         first, second = match.group(2), match.group(3)
         if second is None and first.upper() in _INSERT_SKIP_WORDS:
             return None
+        if _number_like(first) or (second is not None and _number_like(second)):
+            return None  # `UPDATE 0 SET ...`: MySQL reads a number there, not a name (the parser decides)
         if _dml_needs_parser(sql):  # subqueries or comments: let the full parser list the read tables
             return None
         if kind is Kind.INSERT and match.group(1).upper() == "REPLACE":

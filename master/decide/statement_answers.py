@@ -138,18 +138,20 @@ class StatementAnswers:
                     sql = text[1]
                 return statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
 
-            plain, others = lone_queries()
+            found = lone_queries()
             groups: list[tuple[memoryview[int], WordAnswer]] = []
             singles: dict[int, WordAnswer] = {}
-            for db, packed in plain:
-                ks = memoryview(packed).cast("I")
+            for group in found.plain:
+                db = group.db
+                ks = memoryview(group.units).cast("I")
                 for i, k in enumerate(ks):
                     words = known_plain(db)  # known once the first is answered, under database rules
                     if words is not None:
                         groups.append((ks[i:], words))
                         break
                     singles[k] = answer(k, db, None)
-            for k, db, plain_sql, sql in others:
+            for query in found.others:
+                k, db, plain_sql, sql = query.unit, query.db, query.plain, query.sql
                 if plain_sql is None:  # the core left it to Python (non-ASCII text, a leading comment)
                     plain_sql = plain_statement(sql)
                 words = known_plain(db) if plain_sql else None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, overload
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID
 from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter._core import LoneQueries
 from dumpfilter.codec.scanner import UnitList, UnitRecord, unit_record
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.binlogs.tail import confined_rotate_target
@@ -178,7 +179,6 @@ LONE_KEPT_BYTES = 16 << 10
 
 # UnitIndex.lone_queries: (plain [(default database, unit indices as u32 bytes)], others
 # [(k, default database, plain, SQL)])
-LoneQueries = tuple[list[tuple[str, bytes]], list[tuple[int, str, bool | None, str]]]
 # UnitIndex.statement_units: ([(key id, the key's bytes, default database, first statement)], units)
 StatementUnits = tuple[list[tuple[int, bytes, str, str]], int]
 # StatementAnswers.lone_answers: (groups [(unit indices, answer)], singles {unit index: answer}), an
@@ -237,8 +237,7 @@ class UnitIndex:
             return self._lone_queries
         formats = self._formats()
         found = self.unit_list.lone_queries(formats)
-        plain, others = found
-        if sum(len(ks) for _, ks in plain) + sum(len(sql) for _, _, _, sql in others) <= LONE_KEPT_BYTES:
+        if sum(len(g.units) for g in found.plain) + sum(len(q.sql) for q in found.others) <= LONE_KEPT_BYTES:
             self._lone_queries = found
         return found
 

@@ -12,6 +12,7 @@ from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.event import query_text
 from dumpfilter.errors import BinlogError
+from dumpfilter._core import StatementEnd
 from dumpfilter.codec.scanner import unit_events
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
@@ -25,7 +26,7 @@ Pos = tuple[str, int]
 TableName = tuple[str, str]  # (db, table) of a Table_map
 MariaGtid = tuple[tuple[int, int], int]  # ((domain, server_id), seq) of a MariaDB GTID
 MysqlGtid = tuple[str, str, int]  # (source uuid, tag, gno) of a MySQL GTID
-StatementCut = tuple[int, int, int]  # see Unit.statements
+StatementCut = StatementEnd  # see Unit.statements
 # Unit.results: per rule group (its key), the answer its first slave computed; values differ by key
 # (master.decide.statement_answers): a cache shared by every stream, read back by its writer.
 Results = dict[object, Any]

@@ -19,7 +19,7 @@ from dumpfilter.codec import BinlogReader
 from dumpfilter.codec.scanner import statement_key
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.statement_info import Kind
-from dumpfilter.rules.statements import _statement_tables, statement_tables
+from dumpfilter.rules.statements import _fast_path, _statement_tables, statement_tables
 from dumpfilter.workload import WorkloadSpec, generate
 
 KINDS = {_core.KIND_INSERT: Kind.INSERT, _core.KIND_REPLACE: Kind.REPLACE, _core.KIND_UPDATE: Kind.UPDATE,
@@ -141,7 +141,7 @@ def _queries(path: Path):
 
 def test_real_fixture_binlogs_agree(shared_fixtures):
     seen = keyed = 0
-    for path in sorted(p for p in shared_fixtures.rglob("*") if p.is_file() and not p.suffix in (".md", ".json",
+    for path in sorted(p for p in shared_fixtures.rglob("*") if p.is_file() and p.suffix not in (".md", ".json",
                                                                                                   ".index", ".txt")):
         for db, sql in _queries(path):
             seen += 1
@@ -208,3 +208,17 @@ def test_generated_statements_agree(sql, db):
 @given(st.text(max_size=60), st.sampled_from(["db", ""]))
 def test_any_text_agrees(sql, db):
     check(sql, db)
+
+
+@pytest.mark.parametrize("sql", ["UPDATE 0 SET a=1", "UPDATE db.12 SET a=1", "INSERT INTO 1e5 VALUES (1)",
+                                 "DELETE FROM 0x1f WHERE a=1", "REPLACE 0b1 VALUES (1)"])
+def test_a_number_where_a_name_goes_is_declined(sql):
+    """MySQL's lexer reads `0`, `1e5`, `0x1f` as numbers, never as a table (a name may begin with a
+    digit but not be all digits): neither the core's key nor the Python forms name a table for them,
+    so the parser decides (a Hypothesis example: the core keyed `UPDATE 0 SET a=1` as table `0`)."""
+    assert statement_key(sql.encode()) is None
+    assert _fast_path(sql, "db") is None
+
+
+def test_a_name_that_begins_with_a_digit_is_still_keyed():
+    assert check("UPDATE 9a SET a=1", "db")
