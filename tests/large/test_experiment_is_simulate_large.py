@@ -20,11 +20,10 @@ pytestmark = [pytest.mark.grpc, pytest.mark.mariadb, pytest.mark.timeout(3600),
 
 POLICIES = ("heartbeat", "placeholder", "empty-transaction")
 POLICY_FILE = '[slave.sales]\nallow = ["sbtest3.%"]\n\n[default]\nallow = ["%.%"]\n'
-# (name, user, rules): a do-db slave, a table slave, one that keeps nothing (the binlog is one
+# (name, user, rules): a do-db slave, one that keeps nothing (the binlog is one
 # skipped stretch), and an identity the master bounds to one schema, with rules of its own.
 SLAVES = [
     ("do-db", "", ["replicate-do-db=sbtest1"]),
-    ("do-table", "", ["replicate-do-table=sbtest2.sbtest1"]),
     ("nothing", "", ["replicate-do-db=absent"]),
     ("sales", "sales", ["replicate-wild-ignore-table=sbtest3.sbtest2"]),
 ]
