@@ -441,6 +441,19 @@ class SegmentCache:
             steps.close()  # (its scan joined, outside the lock)
         return len(gone) + len(ahead)
 
+    def close(self) -> None:
+        """Lets go of every segment (cached, kept, read ahead) and of the table's mappings of the
+        closed files (`MappingFiles.close`), as the master stops: a whole-file mapping would
+        otherwise stay in the process's RSS after the master is gone (`simulate --verify` reads
+        the relay logs after it). A view a stream still holds keeps its mapping until it goes.
+        The cache stays usable: a later `get` reads and maps again."""
+        with self._lock:
+            names = {start[0] for start in (*self._cache, *self._ahead)}
+            names.update(name for _, _, files in self._kept.values() for name in files)
+            names.update(name for files in self._placed_files.values() for name in files)
+        self.forget(names)
+        self.mappings.close()
+
     def _read(self, start: Pos) -> Segment:
         """Whole units from `start` until about `segment_bytes`, the end of what is written, or a
         corrupt event. A unit still being written at the end is left for the next read."""

@@ -390,13 +390,17 @@ class MasterServer:
 
     def stop(self, grace: float = 5.0) -> None:
         """Graceful shutdown: NOT_SERVING, streams asked to end after their current batch, then
-        the server drains in-flight RPCs for up to `grace` seconds."""
+        the server drains in-flight RPCs for up to `grace` seconds; then the segments and the
+        mappings of the closed binlog files are let go."""
         self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.service.shutdown()
         self.server.stop(grace).wait()
         if self.servicer is not None:
             self.servicer.stalls.stop()
+        # its mappings of the closed binlog files let go (they would stay in the RSS of a process
+        # that goes on after the master, as simulate --verify does)
+        self.service.segments.close()
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
