@@ -60,7 +60,8 @@ _SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
 _QUOTES = ("`", "'", '"')
 _LISTS_KEPT = 10_000  # column-list texts remembered per Linter
 _MISSING = object()
-_Shape = tuple[int, bytes | None, bytes]
+# `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
+_Shape = _core.StatementShape
 _K = TypeVar("_K")  # a class cache's key (`_depends`)
 
 

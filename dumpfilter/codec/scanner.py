@@ -242,7 +242,7 @@ class Scanner:
         return UnitScan(UnitRecords(r.packed), memoryview(r.tables).cast("I"), r.stop, r.events, r.last_rotate,
                         None if r.error is None else _error(r.error, self.path))
 
-    def scan_into(self, unit_list: _core.UnitList, buf: bytes, off: int, base: int, file: str, limit: int = 1 << 62,
+    def scan_into(self, unit_list: _core.UnitList, buf: Buffer, off: int, base: int, file: str, limit: int = 1 << 62,
                   at_eof: bool = False) -> UnitListScan:
         """`units`, with the units appended to `unit_list` (a `UnitList`, as part `file` at file offset
         `base` of buf[0]) instead of handed to Python: read them back with unit_list.unit(k)."""
