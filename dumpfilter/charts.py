@@ -11,9 +11,92 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from dumpfilter.skip_policy import NAMES as SKIP_POLICIES
+
+if TYPE_CHECKING:  # matplotlib is imported when a chart is drawn, never with this module
+    import datetime as dt
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
+    from numpy.typing import ArrayLike
+
+# A row of the report the charts read (a slave, a bar, a series, an hour): the simulate report's
+# and the experiment's dicts, built from report.json's and Spark's rows (read by key, as JSON).
+Row = Mapping[str, Any]
+# A timeline point as report.json holds it: [binlog position, cumulative bytes sent, binlog time
+# or None] (a 2-item point has no time).
+Point = Sequence[Any]
+
+
+class DrawnBar(TypedDict):
+    """`policy_chart`: one bar drawn."""
+
+    slave: str
+    policy: str
+    bytes: int     # the bar's height
+    label: str     # the saving printed over it ("" without `bytes_all`)
+    breaks: str | None
+
+
+class TimelineBins(TypedDict):
+    """`timeline_bins`: the bins of binlog time and each line's MB/s per bin."""
+
+    start: int
+    end: int
+    width: int
+    count: int
+    lines: list[tuple[str, list[float], bool]]   # (name, rates, breaks)
+
+
+class TimelineRow(TypedDict, total=False):
+    """A row of timeline.csv (TIMELINE_FIELDS): a bin's rate, or (no timestamps) a point's bytes."""
+
+    series: str
+    lint_breaks: bool
+    bin_start_epoch: int
+    bin_start_utc: str
+    bin_seconds: int
+    mb_s: float
+    peak: bool
+    binlog_position: int
+    bytes_sent_total: int
+
+
+class DrawnLine(TypedDict):
+    """A line as matplotlib holds it: its label and y values (and x, against position)."""
+
+    label: str
+    y: list[float]
+    x: NotRequired[list[float]]
+
+
+class DrawnPeak(TypedDict):
+    slave: str
+    peak_time: int
+    peak_mb_s: float
+
+
+class DrawnTimeline(TypedDict):
+    """`timeline_chart`: the bins' start and width (None against position), the peaks, the lines."""
+
+    start: int | None
+    width: int | None
+    series: list[DrawnPeak]
+    unit: str
+    lines: list[DrawnLine]
+
+
+class DrawnHours(TypedDict):
+    """`hourly_chart`: the hours, their edges (epoch seconds), the slaves drawn, each line's bytes."""
+
+    hours: list[int]
+    edges: list[int]
+    slaves: list[str]
+    lines: dict[str, list[int]]
 
 # One colour per skip policy (kept: solid; overhead: the same colour, hatched and lighter).
 POLICY_COLORS = dict(zip(SKIP_POLICIES, ("#2f7ebc", "#e07b39", "#3a9d5d")))  # in the policies' order
@@ -21,13 +104,28 @@ _FALLBACK = ("#7b5ea7", "#b8860b", "#c0392b")
 REFERENCE_COLOR = "#5f6b7a"
 
 
-def _pyplot():
+def _use_agg() -> None:
+    """matplotlib draws off-screen (PNG); called before each `import matplotlib.pyplot`."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    return plt
+
+# matplotlib's annotations take numbers where its units registry also takes datetimes (matplotlib.dates
+# converts them on a date axis): the date axes' x values and limits pass through these, unchanged.
+def _dates(values: Sequence[dt.datetime]) -> ArrayLike:
+    return cast("ArrayLike", values)
+
+
+def _date(value: dt.datetime) -> float:
+    return cast(float, value)
+
+
+def _floats(values: ArrayLike) -> list[float]:
+    """A line's x or y values (`Line2D.get_ydata()`), as floats."""
+    import numpy as np
+
+    return [float(v) for v in np.asarray(values, dtype=float)]
 
 
 def _color(policy: str, index: int) -> str:
@@ -48,9 +146,11 @@ def saved_label(bytes_all: int, bytes_sent: int) -> str:
 CHART_MAX_INCHES = 22.0
 
 
-def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str) -> list[dict]:
+def policy_chart(slaves: Sequence[Row], path: str | os.PathLike[str], *, title: str) -> list[DrawnBar]:
     """`policy_figure`, saved as a PNG at `path`; returns what was drawn."""
-    plt = _pyplot()
+    _use_agg()
+    import matplotlib.pyplot as plt
+
     fig, drawn = policy_figure(slaves, title=title)
     fig.savefig(path, dpi=CHART_DPI)
     plt.close(fig)
@@ -60,7 +160,7 @@ def policy_chart(slaves: Sequence[dict], path: str | os.PathLike, *, title: str)
 CHART_DPI = 110
 
 
-def policy_figure(slaves: Sequence[dict], *, title: str):
+def policy_figure(slaves: Sequence[Row], *, title: str) -> tuple[Figure, list[DrawnBar]]:
     """`slaves`: dicts with `slave`, `bytes_all` (what it would get without master-side filtering)
     and `bars`: a list of {`policy`, `sent`, `overhead`, `own`} (own: the slave's configured
     policy): each bar is the bytes sent, stacked as the skip policy's own events (overhead) over
@@ -68,9 +168,10 @@ def policy_figure(slaves: Sequence[dict], *, title: str):
     (the figure, what was drawn), per bar: slave, policy, height in bytes and the label over it. A slave's
     `breaks` (lint's first predicted error, e.g. "1049 at master-bin.000001:355") marks it in red
     under its name: a replica with its rules would stop, whatever it saves."""
+    _use_agg()
+    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    plt = _pyplot()
     policies = list(dict.fromkeys(bar["policy"] for s in slaves for bar in s["bars"]))
     most = max((len(s["bars"]) for s in slaves), default=1)
     width = 0.8 / max(most, 1)
@@ -78,7 +179,7 @@ def policy_figure(slaves: Sequence[dict], *, title: str):
     # that took longer to draw than the experiment took to count.
     fig, ax = plt.subplots(figsize=(min(CHART_MAX_INCHES, max(6.0, 1.7 * len(slaves) + 2.5)), 4.8))
     top = 0.0
-    drawn = []
+    drawn: list[DrawnBar] = []
     for i, slave in enumerate(slaves):
         bars = slave["bars"]
         start = i - width * (len(bars) - 1) / 2
@@ -128,12 +229,13 @@ def policy_figure(slaves: Sequence[dict], *, title: str):
     return fig, drawn
 
 
-def tick_label(slave: dict) -> str:
+def tick_label(slave: Row) -> str:
     """A slave's x label: its name, and under it lint's verdict when a replica with its rules stops."""
-    return slave["slave"] + (f"\nlint: a replica stops ({slave['breaks']})" if slave.get("breaks") else "")
+    name: str = slave["slave"]
+    return name + (f"\nlint: a replica stops ({slave['breaks']})" if slave.get("breaks") else "")
 
 
-def _overlapping(boxes) -> bool:
+def _overlapping(boxes: Sequence[Bbox]) -> bool:
     """Whether two of the boxes (in display pixels, in the ticks' order) share any area."""
     return any(a.x1 > b.x0 + 0.5 and b.x1 > a.x0 + 0.5 and a.y1 > b.y0 + 0.5 and b.y1 > a.y0 + 0.5
                for i, a in enumerate(boxes) for b in boxes[i + 1:])
@@ -142,7 +244,7 @@ def _overlapping(boxes) -> bool:
 TICK_SIZES = (9.0, 8.0, 7.0, 6.0, 5.0, 4.0)
 
 
-def fit_tick_labels(fig, ax, short: Sequence[str]) -> None:
+def fit_tick_labels(fig: Figure, ax: Axes, short: Sequence[str]) -> None:
     """Lay the x tick labels out so that no two overlap, as the renderer measures them: level,
     then upright, each at the largest font size that fits (the layout tightened after each try,
     since a taller label narrows the axes), and last on one line each (`short`), upright."""
@@ -161,7 +263,8 @@ def fit_tick_labels(fig, ax, short: Sequence[str]) -> None:
             shortened = True
         ax.tick_params(axis="x", labelrotation=rotation, labelsize=size)
         fig.tight_layout()  # lays the ticks out, as a draw would, without drawing the bars
-        renderer = fig.canvas.get_renderer()
+        # Agg's canvas (`_use_agg`) has one; matplotlib's backend_agg is unannotated, FigureCanvasBase lacks it
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
         labels = ax.get_xticklabels()
         if not _overlapping([label.get_window_extent(renderer) for label in labels if label.get_text()]):
             return
@@ -170,7 +273,7 @@ def fit_tick_labels(fig, ax, short: Sequence[str]) -> None:
 TIMELINE_BINS = 60  # bins of binlog time across the chart: each is a whole number of seconds
 
 
-def rate_bins(points: Sequence[Sequence], start: int, width: int, count: int, end: int | None = None) -> list[float]:
+def rate_bins(points: Sequence[Point], start: int, width: int, count: int, end: int | None = None) -> list[float]:
     """MB per second of binlog time in `count` bins of `width` seconds from `start` (the last one
     ending after second `end`, when given: it may be longer): `points` are [position, cumulative
     bytes sent, binlog time]; the bytes sent between two points are counted at the later point's
@@ -195,8 +298,8 @@ def peak(rates: Sequence[float]) -> int | None:
     return rates.index(top) if top > 0 else None
 
 
-def _time_span(series: Sequence[dict], reference: Sequence[Sequence] | None) -> tuple[int, int] | None:
-    times = [p[2] for item in series for p in item["points"] if len(p) > 2 and p[2] is not None]
+def _time_span(series: Sequence[Row], reference: Sequence[Point] | None) -> tuple[int, int] | None:
+    times: list[int] = [p[2] for item in series for p in item["points"] if len(p) > 2 and p[2] is not None]
     times += [p[2] for p in reference or () if len(p) > 2 and p[2] is not None]
     return (min(times), max(times)) if times else None
 
@@ -207,13 +310,13 @@ TIMELINE_FIELDS = ["series", "lint_breaks", "bin_start_epoch", "bin_start_utc", 
                    "binlog_position", "bytes_sent_total"]
 
 
-def _timeline_lines(series: Sequence[dict], reference: Sequence[Sequence] | None) -> list[tuple]:
+def _timeline_lines(series: Sequence[Row], reference: Sequence[Point] | None) -> list[tuple[str, Sequence[Point], bool]]:
     """(name, points, breaks) of every line `timeline_chart` draws, in its order: the reference first."""
-    lines = [(REFERENCE_LABEL, reference, False)] if reference else []
+    lines: list[tuple[str, Sequence[Point], bool]] = [(REFERENCE_LABEL, reference, False)] if reference else []
     return lines + [(item["slave"], item["points"], bool(item.get("breaks"))) for item in series if item["points"]]
 
 
-def timeline_bins(series: Sequence[dict], reference: Sequence[Sequence] | None = None) -> dict | None:
+def timeline_bins(series: Sequence[Row], reference: Sequence[Point] | None = None) -> TimelineBins | None:
     """What `timeline_chart` draws against binlog time: the bins (`start`, `width` seconds, `count`,
     the span's `end`) and each line's MB/s per bin ([(name, rates, breaks)]); None for a binlog
     without timestamps (drawn against position)."""
@@ -228,14 +331,14 @@ def timeline_bins(series: Sequence[dict], reference: Sequence[Sequence] | None =
                       for name, points, breaks in _timeline_lines(series, reference)]}
 
 
-def timeline_rows(series: Sequence[dict], reference: Sequence[Sequence] | None = None) -> list[dict]:
+def timeline_rows(series: Sequence[Row], reference: Sequence[Point] | None = None) -> list[TimelineRow]:
     """Everything `timeline_chart` draws, as rows for the CSV beside it (TIMELINE_FIELDS): per line
     and bin its MB/s (`peak`: the bin its peak mark is on); for a binlog without timestamps, per line
     and point the binlog position and the bytes sent up to it."""
     import datetime as dt
 
     bins = timeline_bins(series, reference)
-    rows = []
+    rows: list[TimelineRow] = []
     if bins is None:
         for name, points, breaks in _timeline_lines(series, reference):
             rows += [{"series": name, "lint_breaks": breaks, "binlog_position": p[0], "bytes_sent_total": p[1]}
@@ -253,8 +356,8 @@ def timeline_rows(series: Sequence[dict], reference: Sequence[Sequence] | None =
     return rows
 
 
-def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: str,
-                   reference: Sequence[Sequence] | None = None) -> dict:
+def timeline_chart(series: Sequence[Row], path: str | os.PathLike[str], *, title: str,
+                   reference: Sequence[Point] | None = None) -> DrawnTimeline:
     """`series`: dicts with `slave`, `points` [(binlog position over the whole series, cumulative
     bytes sent, binlog time)] and optionally `breaks` (lint says a replica with its rules stops:
     marked in the legend); `reference`: the points of a slave without master-side filtering.
@@ -271,12 +374,14 @@ def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: st
 
     import matplotlib.dates as mdates
 
-    plt = _pyplot()
+    _use_agg()
+    import matplotlib.pyplot as plt
+
     start, end, width, count = bins["start"], bins["end"], bins["width"], bins["count"]
     xs = [dt.datetime.fromtimestamp(start + k * width, dt.UTC) for k in range(count)]
     xs.append(dt.datetime.fromtimestamp(max(end + 1, start + count * width), dt.UTC))
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
-    drawn: dict = {"start": start, "width": width, "series": []}
+    drawn: DrawnTimeline = {"start": start, "width": width, "series": [], "unit": "", "lines": []}
     reference_style = {"color": REFERENCE_COLOR, "linestyle": "--", "linewidth": 1.1}
     every = [(name + (LINT_TAG if breaks else ""), rates, reference_style if name == REFERENCE_LABEL and reference
               and k == 0 else {"linewidth": 1.5}, breaks) for k, (name, rates, breaks) in enumerate(bins["lines"])]
@@ -286,22 +391,23 @@ def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: st
     top = 0.0
     for label, rates, style, breaks in every:
         shown = [r * scale for r in rates]
-        (line,) = ax.plot(xs, [*shown, shown[-1]], drawstyle="steps-post", label=label, **style)
-        drawn["lines"].append({"label": line.get_label(), "y": [float(y) for y in line.get_ydata()][:-1]})
+        (line,) = ax.plot(_dates(xs), [*shown, shown[-1]], drawstyle="steps-post", label=label, **style)
+        drawn["lines"].append({"label": str(line.get_label()), "y": _floats(line.get_ydata())[:-1]})
         k = peak(rates)
         if k is None:
             continue
         at = xs[k] + dt.timedelta(seconds=width / 2)
         top = max(top, shown[k])
-        ax.plot([at], [shown[k]], marker="v", markersize=7, color=line.get_color(),
+        ax.plot(_dates([at]), [shown[k]], marker="v", markersize=7, color=line.get_color(),
                 markeredgecolor="#cf222e" if breaks else line.get_color())
         ax.annotate(f"{shown[k]:.1f}", (at, shown[k]), xytext=(0, 6), textcoords="offset points", ha="center",
                     fontsize=7, color=line.get_color())
         drawn["series"].append({"slave": label, "peak_time": start + k * width, "peak_mb_s": rates[k]})
-    locator = mdates.AutoDateLocator()
+    # matplotlib.dates has no annotations (no .pyi): its classes' calls are untyped
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-    ax.set_xlim(xs[0], xs[-1])
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    ax.set_xlim(_date(xs[0]), _date(xs[-1]))
     ax.set_xlabel(f"binlog time (UTC, the events' timestamps; {width} s bins)")
     ax.set_ylabel(f"{unit} sent to the slave")
     ax.set_ylim(0, top * 1.35 or 1.0)
@@ -316,20 +422,22 @@ def timeline_chart(series: Sequence[dict], path: str | os.PathLike, *, title: st
     return drawn
 
 
-def _position_chart(series: Sequence[dict], path: str | os.PathLike, *, title: str,
-                    reference: Sequence[Sequence] | None = None) -> dict:
+def _position_chart(series: Sequence[Row], path: str | os.PathLike[str], *, title: str,
+                    reference: Sequence[Point] | None = None) -> DrawnTimeline:
     """Cumulative bytes sent against the master's binlog position: for a binlog without timestamps."""
-    plt = _pyplot()
+    _use_agg()
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8.0, 4.8))
-    drawn: dict = {"start": None, "width": None, "series": [], "unit": "MB", "lines": []}
+    drawn: DrawnTimeline = {"start": None, "width": None, "series": [], "unit": "MB", "lines": []}
     for k, (name, points, breaks) in enumerate(_timeline_lines(series, reference)):
         xs, ys = zip(*[(0, 0), *[(p[0], p[1]) for p in points]])
         style = ({"color": REFERENCE_COLOR, "linestyle": "--", "linewidth": 1.2} if reference and k == 0
                  else {"linewidth": 1.6})
         (line,) = ax.plot([x / 1e6 for x in xs], [y / 1e6 for y in ys], label=name + (LINT_TAG if breaks else ""),
                           **style)
-        drawn["lines"].append({"label": line.get_label(), "x": [float(x) for x in line.get_xdata()],
-                               "y": [float(y) for y in line.get_ydata()]})
+        drawn["lines"].append({"label": str(line.get_label()), "x": _floats(line.get_xdata()),
+                               "y": _floats(line.get_ydata())})
     ax.set_xlabel("master binlog position (MB, over all files; the binlog has no timestamps)")
     ax.set_ylabel("cumulative MB sent to the slave")
     ax.set_xlim(left=0)
@@ -347,7 +455,7 @@ def _position_chart(series: Sequence[dict], path: str | os.PathLike, *, title: s
 HOURLY_SLAVES = 8  # lines drawn: the slaves sent the most (every slave stays in the table)
 
 
-def hourly_chart(rows: Sequence[dict], path: str | os.PathLike, *, title: str) -> dict:
+def hourly_chart(rows: Sequence[Row], path: str | os.PathLike[str], *, title: str) -> DrawnHours:
     """`rows`: dicts with `slave`, `hour_epoch`, `bytes_all` and `bytes_sent` (experiment's
     by-hour table), and optionally `from_epoch` and `to_epoch`: the first and last second of the
     hour that the binlog holds (its own time range: a two-minute binlog is drawn over its two
@@ -358,8 +466,10 @@ def hourly_chart(rows: Sequence[dict], path: str | os.PathLike, *, title: str) -
     each line's slave and heights (bytes per hour)."""
     import datetime as dt
 
-    plt = _pyplot()
-    hours = sorted({r["hour_epoch"] for r in rows})
+    _use_agg()
+    import matplotlib.pyplot as plt
+
+    hours: list[int] = sorted({r["hour_epoch"] for r in rows})
     by_slave: dict[str, dict[int, int]] = {}
     everything: dict[int, int] = {}
     begins: dict[int, int] = {}
@@ -371,7 +481,7 @@ def hourly_chart(rows: Sequence[dict], path: str | os.PathLike, *, title: str) -
         begins[hour] = max(hour, int(r.get("from_epoch") or hour))
         ends[hour] = min(hour + 3600, int(r["to_epoch"]) + 1 if r.get("to_epoch") is not None else hour + 3600)
     top = sorted(by_slave, key=lambda name: -sum(by_slave[name].values()))[:HOURLY_SLAVES]
-    drawn: dict = {"hours": hours, "edges": [], "slaves": top, "lines": {}}
+    drawn: DrawnHours = {"hours": hours, "edges": [], "slaves": top, "lines": {}}
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
     if hours:
         # every hour between the first and the last (an hour without events is 0), within the binlog's range
@@ -382,10 +492,10 @@ def hourly_chart(rows: Sequence[dict], path: str | os.PathLike, *, title: str) -
         drawn["edges"] = edges
         xs = [dt.datetime.fromtimestamp(e, dt.UTC) for e in edges]
 
-        def line(values: dict[int, int], label: str, **style) -> list[int]:
+        def line(values: dict[int, int], label: str, **style: Any) -> list[int]:
             heights = [values.get(h, 0) for h in every]
             shown = [b / 1e6 for b in heights]
-            ax.plot(xs, [*shown, shown[-1]], drawstyle="steps-post", label=label, **style)
+            ax.plot(_dates(xs), [*shown, shown[-1]], drawstyle="steps-post", label=label, **style)
             return heights
 
         drawn["lines"]["without master-side filtering"] = line(everything, "without master-side filtering",
@@ -394,13 +504,15 @@ def hourly_chart(rows: Sequence[dict], path: str | os.PathLike, *, title: str) -
             drawn["lines"][name] = line(by_slave[name], name, linewidth=1.5)
         import matplotlib.dates as mdates
 
-        # whole seconds at least; the ticks say the time of day (the date is in the axis label)
-        locator = mdates.SecondLocator() if end - start <= 10 else mdates.AutoDateLocator()
+        # whole seconds at least; the ticks say the time of day (the date is in the axis label).
+        # matplotlib.dates has no annotations (no .pyi): its classes' calls are untyped
+        locator = (mdates.SecondLocator() if end - start <= 10  # type: ignore[no-untyped-call]
+                   else mdates.AutoDateLocator())  # type: ignore[no-untyped-call]
         ax.xaxis.set_major_locator(locator)
         formats = ["%Y", "%b", "%b %d", "%H:%M", "%H:%M", "%H:%M:%S"]
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, show_offset=False, formats=formats,
-                                                                 zero_formats=formats))
-        ax.set_xlim(xs[0], xs[-1])
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(  # type: ignore[no-untyped-call]
+            locator, show_offset=False, formats=formats, zero_formats=formats))
+        ax.set_xlim(_date(xs[0]), _date(xs[-1]))
         seconds = end - start
         took = (f"{seconds} s" if seconds < 120 else f"{seconds // 60} min {seconds % 60} s" if seconds < 7200
                 else f"{seconds / 3600:.1f} h")

@@ -43,6 +43,7 @@ STRICT_PACKAGES = (
     ("dumpfilter/pytest_plugin.py", "dumpfilter.pytest_plugin"),
     ("dumpfilter/data/__init__.py", "dumpfilter.data"),
     ("dumpfilter/binlogs", "dumpfilter.binlogs"),
+    ("dumpfilter/charts.py", "dumpfilter.charts"),
     ("typecheck/dumpfilter/master", "dumpfilter.master"),
     ("typecheck/dumpfilter/slave", "dumpfilter.slave"),
     ("typecheck/dumpfilter/lab", "dumpfilter.lab"),
