@@ -1,7 +1,7 @@
 # dumpfilter: every target does its own set-up on a fresh machine.
 #   make demo   run the main job (dumpfilter simulate --verify) on the built-in default
 #   make test   run the checks (make lint), then every test (unit, property, gRPC, Spark, real MariaDB)
-#   make lint   ruff, mypy (strict on dumpfilter/codec and dumpfilter/rules), cargo clippy -D warnings
+#   make lint   ruff, mypy (strict on every package), cargo clippy -D warnings
 #   make bench  run the benchmarks (ratios against same-process baselines)
 #   make fuzz   fuzz the compiled core's scanner for FUZZ_SECONDS (cargo fuzz)
 
