@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from dumpfilter.codec import Event, EventType, TransactionGrouper
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F, MAGIC
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import Scanner, unit_events
+from dumpfilter.codec.event import HEADER
+from dumpfilter.codec.scanner import F_UNKNOWN_NON_IGNORABLE, Scanner, unit_events
 from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.binlogs.files import binlog_listing
@@ -100,7 +101,7 @@ def relay_transactions(relay_dir: Path, start_file: str | None = None, start_pos
     yield from grouper.flush()
 
 
-_RELAY_CHUNK = 8 << 20
+_RELAY_CHUNK = 1 << 20  # (a chunk per relay log read at once: 8 MB ones held 75 MB more over five logs)
 _ROTATE = int(EventType.ROTATE)
 _GTID_TYPES = frozenset(int(t) for t in GTID_EVENT_TYPES)
 
@@ -124,60 +125,63 @@ class RelayUnit:
         return self._events
 
 
-def relay_units(relay_dir: Path) -> Iterator[RelayUnit]:
-    """The non-control units of a relay log, in order, as `relay_transactions` groups them, with
-    their keys: read by the compiled scanner a few MB at a time (no Event per event: reading and
-    grouping the relay logs event by event was half of --verify's time). A unit the scanner
-    cannot hand out whole (cut by the file's end, a framing event inside it, a malformed event)
-    and everything after it are read by `relay_transactions` from that unit's start instead,
-    whose answers (and errors) are the reference."""
-    directory = Path(relay_dir)
+class _Piece:
+    """What `_scanned` hands out: a unit the scanner found whole (`kind`, buf[start:end] at file
+    offset base + start, its last event at buf[last], `fmt` the format in force; a control unit's
+    `events` made), or, as the last piece, where the Python reader takes over (`fallback`)."""
+
+    __slots__ = ("kind", "buf", "start", "end", "base", "last", "fmt", "events", "fallback")
+
+    def __init__(self, kind: str, buf: bytes, start: int, end: int, base: int, last: int,
+                 fmt: FormatDescription | None, events: list[Event] | None = None,
+                 fallback: tuple[str | None, int] | None = None) -> None:
+        self.kind, self.buf, self.start, self.end, self.base, self.last = kind, buf, start, end, base, last
+        self.fmt, self.events, self.fallback = fmt, events, fallback
+
+
+def _scanned(directory: Path) -> Iterator[_Piece]:
+    """The units of a relay log's files, as the compiled scanner finds them a few MB at a time,
+    in the order `TailingReader` reads the files (a Rotate's target, else the listing's next). A
+    unit the scanner cannot hand out whole (cut by the file's end, a framing event inside it, an
+    unknown event the server would refuse, a malformed event) ends it: the last piece says where
+    `relay_transactions` takes over, whose answers (and errors) are the reference."""
     listing = binlog_listing(directory)
     if not listing or listing.problem is not None:
-        yield from _python_units(directory, None, 4)
+        yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(None, 4))
         return
     name: str | None = listing[0]
     fmt: FormatDescription | None = None
     while name is not None:
         path = directory / name
         if not path.is_file():
-            yield from _python_units(directory, name, 4)
+            yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, 4))
             return
         scanner = Scanner(str(path))
         rotated_to = None
         with open(path, "rb") as f:
             if f.read(4) != MAGIC:
-                yield from _python_units(directory, name, 4)
+                yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, 4))
                 return
             base, want = 4, _RELAY_CHUNK
             while True:
                 buf = f.read(want)
                 eof = len(buf) < want
                 scan = scanner.units(buf, 0, base, at_eof=eof)
-                view = memoryview(buf)
                 for rec in scan.units:
                     start, end = rec.start, rec.end
+                    if not rec.complete or rec.flags & F_UNKNOWN_NON_IGNORABLE:
+                        yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, base + start))
+                        return
                     if rec.kind == CONTROL:
                         events, fmt = unit_events(buf[start:end], base + start, fmt)
                         for event in events:
                             if event.type_code == _ROTATE and not event.flags & LOG_EVENT_ARTIFICIAL_F:
                                 rotated_to = _rotated_name(event, name)
+                        yield _Piece(CONTROL, buf, start, end, base, rec.last, fmt, events)
                         continue
-                    if not rec.complete:
-                        yield from _python_units(directory, name, base + start)
-                        return
-                    first = buf[start + 4]
-                    key = None
-                    if first in _GTID_TYPES:
-                        gtid = Event(buf[start:start + int.from_bytes(buf[start + 9:start + 13], "little")],
-                                     base + start, fmt)
-                        if not gtid.gtid_info.anonymous:
-                            key = gtid.gtid_info.text
-                    if key is None:
-                        key = f"end_log_pos {int.from_bytes(buf[rec.last + 13:rec.last + 17], 'little')}"
-                    yield RelayUnit(key, view[start:end], base + start, fmt)
+                    yield _Piece(rec.kind, buf, start, end, base, rec.last, fmt)
                 if scan.error is not None or (eof and scan.stop < len(buf)):
-                    yield from _python_units(directory, name, base + scan.stop)
+                    yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, base + scan.stop))
                     return
                 if eof:
                     break
@@ -187,10 +191,59 @@ def relay_units(relay_dir: Path) -> Iterator[RelayUnit]:
         name = rotated_to or binlog_listing(directory).next_after(directory, name)
 
 
-def _python_units(directory: Path, start_file: str | None, start_pos: int) -> Iterator[RelayUnit]:
-    for txn in relay_transactions(directory, start_file, start_pos):
-        if txn.kind != CONTROL:
-            yield RelayUnit(_key(txn), None, events=txn.events)
+def relay_units(relay_dir: Path) -> Iterator[RelayUnit]:
+    """The non-control units of a relay log, in order, as `relay_transactions` groups them, with
+    their keys: read by the compiled scanner (`_scanned`; no Event per event: reading and grouping
+    the relay logs event by event was half of --verify's time)."""
+    directory = Path(relay_dir)
+    for piece in _scanned(directory):
+        if piece.fallback is not None:
+            for txn in relay_transactions(directory, *piece.fallback):
+                if txn.kind != CONTROL:
+                    yield RelayUnit(_key(txn), None, events=txn.events)
+            return
+        if piece.kind == CONTROL:
+            continue
+        buf, start, fmt = piece.buf, piece.start, piece.fmt
+        key = None
+        if buf[start + 4] in _GTID_TYPES:
+            gtid = Event(buf[start:start + int.from_bytes(buf[start + 9:start + 13], "little")], piece.base + start, fmt)
+            if not gtid.gtid_info.anonymous:
+                key = gtid.gtid_info.text
+        if key is None:
+            key = f"end_log_pos {int.from_bytes(buf[piece.last + 13:piece.last + 17], 'little')}"
+        yield RelayUnit(key, memoryview(buf)[start:piece.end], piece.base + start, fmt)
+
+
+def scanned_transactions(relay_dir: Path) -> Iterator[Transaction]:
+    """`relay_transactions`, with the units found by the compiled scanner (`_scanned`) instead of
+    an event-by-event grouping: the same Transactions, kinds and master positions."""
+    directory = Path(relay_dir)
+    for piece in _scanned(directory):
+        if piece.fallback is not None:
+            yield from relay_transactions(directory, *piece.fallback)
+            return
+        if piece.kind == CONTROL:
+            assert piece.events is not None
+            for event in piece.events:  # (the relay log's own framing left out: see relay_transactions)
+                if event.type_code in FILE_FRAMING_TYPES and event.type_code != EventType.FORMAT_DESCRIPTION:
+                    continue
+                yield Transaction(CONTROL, [_at_master(event)])
+            continue
+        buf, fmt, at, end = piece.buf, piece.fmt, piece.start, piece.end
+        pos = piece.base
+        events = []
+        unpack = HEADER.unpack_from
+        while at < end:
+            header = unpack(buf, at)
+            size, log_pos = header[3], header[4]
+            events.append(Event(buf[at:at + size], max(0, log_pos - size) if log_pos else pos + at, fmt, header))
+            at += size
+        yield Transaction(piece.kind, events)
+
+
+def _at_master(event: Event) -> Event:
+    return Event(event.raw, max(0, event.log_pos - event.size), event.fmt) if event.log_pos else event
 
 
 def _key(txn: Transaction) -> str:
@@ -320,7 +373,7 @@ def verify_slaves(full_relay: Path, checks: Iterable[Check]) -> list[SlaveVerifi
     with `spec`'s rules (ANDed with the master policy's `gate`, when there is one). One pass over the
     full stream for every slave: it is read and grouped once."""
     states = [_Check(spec, received, dropped, gate) for spec, received, dropped, gate in checks]
-    for txn in relay_transactions(full_relay):
+    for txn in scanned_transactions(full_relay):
         for state in states:
             state.feed(txn)
     return [state.finish() for state in states]

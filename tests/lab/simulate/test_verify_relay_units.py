@@ -1,8 +1,9 @@
-"""--verify reads the received relay logs with the compiled scanner (`equivalence.relay_units`),
-handing the Python reader (`relay_transactions`) only what the scanner cannot hand out whole:
+"""--verify reads the relay logs with the compiled scanner (`equivalence.relay_units` for those
+received, `scanned_transactions` for the full stream), handing the Python reader
+(`relay_transactions`) only what the scanner cannot hand out whole:
 over real relay logs of every skip policy, flavour and format (a file ending inside a placeholder's
 GTID group among them), split over many files or cut inside a transaction, both give the same
-units, keys and bytes, in the same order."""
+units (kinds, keys, bytes, master positions), in the same order."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dumpfilter.codec.scanner import Scanner
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.lab.simulate import run_simulation, streams
 from dumpfilter.slave.config import SlaveConfig
-from dumpfilter.lab.simulate.equivalence import _key, relay_transactions, relay_units
+from dumpfilter.lab.simulate.equivalence import _key, relay_transactions, relay_units, scanned_transactions
 from dumpfilter.topology import parse_topology
 from tests.lab.simulate.test_simulate_verify import _toml
 
@@ -39,6 +40,7 @@ def test_relay_units_are_the_python_readers(tmp_path, monkeypatch, fmt, flavor, 
         relay = stream.plan.relay_dir
         files = max(files, len(binlog_listing(relay)))
         assert _units(relay) == _transactions(relay), relay
+        assert _grouped(scanned_transactions(relay)) == _grouped(relay_transactions(relay)), relay
         scanned += sum(u.raw is not None for u in relay_units(relay))
     assert scanned  # the scanner's path was taken
     assert files > 1 or relay_log_size == 64 << 20
@@ -54,6 +56,7 @@ def test_relay_units_are_the_python_readers(tmp_path, monkeypatch, fmt, flavor, 
     body = [u for u in units if u.kind != CONTROL][-1]
     last.write_bytes(data[:4 + body.last])
     assert _units(cut) == _transactions(cut)
+    assert _grouped(scanned_transactions(cut)) == _grouped(relay_transactions(cut))
     assert list(relay_units(cut))[-1].raw is None
 
 
@@ -63,3 +66,7 @@ def _units(relay) -> list[tuple[str, bytes]]:
 
 def _transactions(relay) -> list[tuple[str, bytes]]:
     return [(_key(t), b"".join(e.raw for e in t.events)) for t in relay_transactions(relay) if t.kind != CONTROL]
+
+
+def _grouped(transactions) -> list[tuple[str, bool, list[tuple[bytes, int]]]]:
+    return [(t.kind, t.complete, [(e.raw, e.pos) for e in t.events]) for t in transactions]
