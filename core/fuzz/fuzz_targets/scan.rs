@@ -13,6 +13,7 @@ use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::send::{send, SendOptions};
 use _core::sql::plain_statement;
+use _core::stmt::dml_shape;
 use _core::unit_list::UnitList;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
     // A binlog: the magic, then the input (the first byte picks the options).
     let _ = plain_statement(rest); // any bytes as a statement's text
     let _ = facts(rest); // and as the statement facts' input, after each verb they read
+    let _ = dml_shape(rest); // and as a statement key's (its names, numbers where names go)
     let verbs: [&[u8]; 12] = [
         b"CREATE ",
         b"UPDATE ",
