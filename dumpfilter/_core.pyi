@@ -193,6 +193,29 @@ class TimeCut(_Record):
     def bucket(self) -> int: ...
 
 
+class StatementTables(_Record):
+    """`UnitList.statement_tables`: the statement units' bytes by group of keys."""
+
+    @property
+    def payload(self) -> list[int]:
+        """Per group: its statements' bytes, with their context events."""
+    @property
+    def envelope(self) -> list[int]:
+        """Per group: its share of the envelopes of the units it first wrote its table in."""
+    @property
+    def framing(self) -> int:
+        """The envelopes of units that write no table."""
+    @property
+    def other(self) -> int:
+        """The control units' bytes."""
+    @property
+    def first(self) -> list[int]:
+        """Per key id: its first piece's index (units and statements in order); 2**64-1: not met."""
+    @property
+    def left(self) -> list[int]:
+        """The units not fast, not control, not decided by keys."""
+
+
 class TableBytes(_Record):
     """`UnitList.table_bytes`."""
 
@@ -830,6 +853,11 @@ class UnitList:
     def table_bytes(self, names: int) -> TableBytes:
         """Bytes of each name id's Table_map and Rows events, the fast units' other bytes, the
         bytes of the units that are not fast."""
+    def max_timestamp(self) -> int:
+        """The latest timestamp of the units' events (every header read; 0: none)."""
+    def statement_tables(self, group_of: list[int], table_of: list[int], n: int) -> StatementTables:
+        """The bytes of the statement units decided by keys among units[:n] by table, after
+        `statement_units`: `group_of` a group per key id, `table_of` a table id per group."""
     def count(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: int = 0,
               stmt_keep: bytes | None = None) -> SendResult:
         """`send`'s walk to the end of the list, counted, never assembled (`out` is empty;

@@ -271,7 +271,10 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     out = Path(out)
     paths = write_report(rows, out, fmt, source=f"{source}, {len(files)} file(s)", charts=charts)
     mine = [p for p in parts if p.counts.slave in set(names)]
-    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), time_span(files)),
+    # The binlog's last second, as the counting read it (the last file's latest event time): no
+    # second read of that file for it.
+    last = max((p.last_time for p in parts if p.file_index == len(files) - 1), default=0)
+    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), time_span(files, last or None)),
                               table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts),
                                          merge_statements(parts)), out, fmt,
                               charts)

@@ -4,6 +4,8 @@
 //! Rows event's table id are read; never a row image.
 
 use crate::le::u32_at;
+use crate::scan::{CONTROL, F_FAST};
+use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::{is_rows, HEADER_LEN, TABLE_MAP};
 use crate::unit_list::UnitList;
 
@@ -88,4 +90,234 @@ fn table_id(buf: &[u8], at: usize) -> Option<u64> {
             | (u64::from(b[4]) << 32)
             | (u64::from(b[5]) << 40),
     )
+}
+
+/// The latest timestamp of the events of `plan`'s units (every event header read; 0 for none):
+/// where a binlog's time ends (`experiment`'s by-hour chart), read while the buffers are in the
+/// caches rather than in a second read of the file.
+pub fn max_timestamp(plan: &UnitList, bufs: &[&[u8]]) -> u32 {
+    let mut latest = 0;
+    for u in &plan.units {
+        let Some(buf) = bufs.get(u.part as usize).filter(|b| u.end <= b.len()) else {
+            continue;
+        };
+        let mut at = u.start;
+        while at + HEADER_LEN <= u.end {
+            let len = u32_at(buf, at + 9).unwrap_or(0) as usize;
+            if len < HEADER_LEN || at + len > u.end {
+                break;
+            }
+            latest = latest.max(u32_at(buf, at).unwrap_or(0));
+            at += len;
+        }
+    }
+    latest
+}
+
+/// `statement_tables`' answer for units 0..n of a list: what the bytes of its statement units
+/// decided by keys (`StmtUnits`) go to, per group of keys (see there), and the units it leaves.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct StatementTables {
+    /// Per group: the bytes of its statements, each with the context events before it.
+    pub payload: Vec<u64>,
+    /// Per group: its share of the envelopes (GTID, framing Queries, XID) of the units whose
+    /// first write of its table it made.
+    pub envelope: Vec<u64>,
+    /// The envelopes of units that write no table (none here: a unit by keys holds a statement).
+    pub framing: u64,
+    /// The control units' bytes.
+    pub other: u64,
+    /// Per key id: the index of the first piece (in `StmtUnits::pieces` order, the units' and
+    /// their statements' order) of that key, u64::MAX where the key is not met in units 0..n.
+    pub first: Vec<u64>,
+    /// The units neither fast, nor control, nor decided by keys: read elsewhere (Python).
+    pub left: Vec<u32>,
+}
+
+/// The bytes of the statement units among units 0..n of `plan` by table, as `experiment`'s bytes
+/// by table count them (spark_jobs/tasks/statement_tables.py `_unit_tables`): each statement,
+/// with the context events before it, under its key's group (`group_of`: key id -> group, a
+/// group writing one table, `table_of`: group -> table id); each unit's envelope (its other
+/// pieces: GTID, BEGIN, XID or COMMIT) split evenly between the tables it writes in the order
+/// first written, each table's share under the group that first wrote it in the unit, the
+/// bytes a division leaves to the first. A key without a group leaves its unit to Python.
+pub fn statement_tables(
+    plan: &UnitList,
+    st: &StmtUnits,
+    group_of: &[u32],
+    table_of: &[u32],
+    n: usize,
+) -> StatementTables {
+    let groups = table_of.len();
+    let mut out = StatementTables {
+        payload: vec![0; groups],
+        envelope: vec![0; groups],
+        first: vec![u64::MAX; st.keys.len()],
+        ..Default::default()
+    };
+    let mut written: Vec<(u32, u32)> = Vec::new(); // (table, group) of one unit, in order
+    for (k, u) in plan.units.iter().enumerate().take(n) {
+        if u.flags & F_FAST != 0 {
+            continue;
+        }
+        if u.kind == CONTROL {
+            out.other += u.end.saturating_sub(u.start) as u64;
+            continue;
+        }
+        let Some(pieces) = pieces_of(st, k) else {
+            out.left.push(k as u32);
+            continue;
+        };
+        let known = pieces.iter().all(|p| {
+            p.key == ALWAYS
+                || group_of
+                    .get(p.key as usize)
+                    .is_some_and(|g| table_of.get(*g as usize).is_some())
+        });
+        if !known {
+            out.left.push(k as u32);
+            continue;
+        }
+        let lo = st.bounds[k].0 as u64;
+        let mut envelope = 0u64;
+        written.clear();
+        for (m, p) in pieces.iter().enumerate() {
+            let size = p.end.saturating_sub(p.start) as u64;
+            if p.key == ALWAYS {
+                envelope += size;
+                continue;
+            }
+            let g = group_of[p.key as usize];
+            out.payload[g as usize] += size;
+            if let Some(first) = out.first.get_mut(p.key as usize) {
+                *first = (*first).min(lo + m as u64);
+            }
+            let table = table_of[g as usize];
+            if !written.iter().any(|w| w.0 == table) {
+                written.push((table, g));
+            }
+        }
+        if written.is_empty() {
+            out.framing += envelope;
+            continue;
+        }
+        let each = envelope / written.len() as u64;
+        let left = envelope % written.len() as u64;
+        for (m, (_, g)) in written.iter().enumerate() {
+            out.envelope[*g as usize] += each + if m == 0 { left } else { 0 };
+        }
+    }
+    out
+}
+
+/// Unit k's pieces, where it is a statement unit decided by keys.
+fn pieces_of(st: &StmtUnits, k: usize) -> Option<&[crate::stmt_units::Piece]> {
+    let &(lo, hi) = st.bounds.get(k)?;
+    if lo == u32::MAX {
+        return None;
+    }
+    st.pieces.get(lo as usize..hi as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::{Unit, F_COMPLETE, F_MARIADB_GTID};
+    use crate::types::{INTVAR, QUERY, XID};
+
+    fn event(t: u8, body: &[u8]) -> Vec<u8> {
+        let mut e = vec![0u8; HEADER_LEN];
+        e[4] = t;
+        let size = (HEADER_LEN + body.len()) as u32;
+        e[9..13].copy_from_slice(&size.to_le_bytes());
+        e.extend_from_slice(body);
+        e
+    }
+
+    fn query(db: &str, sql: &str) -> Vec<u8> {
+        let mut body = vec![0u8; 13];
+        body[8] = db.len() as u8;
+        body.extend_from_slice(db.as_bytes());
+        body.push(0);
+        body.extend_from_slice(sql.as_bytes());
+        event(QUERY, &body)
+    }
+
+    /// A statement unit: GTID, BEGIN, the statements (an INTVAR before the second), XID.
+    fn unit(buf: &mut Vec<u8>, statements: &[&str]) -> (Unit, Vec<usize>) {
+        let start = buf.len();
+        buf.extend(event(162, &[0u8; 13]));
+        let gtid = buf.len() - start;
+        buf.extend(query("db1", "BEGIN"));
+        let mut sizes = Vec::new();
+        for (k, sql) in statements.iter().enumerate() {
+            let at = buf.len();
+            if k == 1 {
+                buf.extend(event(INTVAR, &[0u8; 9]));
+            }
+            buf.extend(query("db1", sql));
+            sizes.push(buf.len() - at);
+        }
+        buf.extend(event(XID, &[0u8; 8]));
+        let events = 3 + statements.len() as u32 + u32::from(statements.len() > 1);
+        let u = Unit {
+            start,
+            end: buf.len(),
+            events,
+            kind: 1,
+            flags: F_COMPLETE | F_MARIADB_GTID,
+            gtid_size: gtid as u32,
+            ..Default::default()
+        };
+        (u, sizes)
+    }
+
+    #[test]
+    fn statement_units_by_table_with_their_envelopes() {
+        let mut buf = Vec::new();
+        let (a, a_sizes) = unit(&mut buf, &["UPDATE t SET a=1", "INSERT INTO u VALUES (1)"]);
+        let (b, b_sizes) = unit(&mut buf, &["UPDATE t SET a=2", "UPDATE t SET a=3"]);
+        let control = Unit {
+            start: buf.len(),
+            end: buf.len() + 40,
+            events: 1,
+            kind: CONTROL,
+            ..Default::default()
+        };
+        buf.extend(event(4, &[0u8; 21])); // a Rotate
+        let mut list = UnitList::default();
+        list.add(b"f", 0, &[a.clone(), b.clone(), control], &[]);
+        let st = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
+        assert_eq!((st.units, st.keys.len()), (2, 2)); // UPDATE t, INSERT u
+                                                       // Key 0 (UPDATE t) in group 0 (table 0), key 1 (INSERT u) in group 1 (table 1).
+        let t = statement_tables(&list, &st, &[0, 1], &[0, 1], 3);
+        let envelope =
+            |u: &Unit, sizes: &[usize]| (u.end - u.start - sizes.iter().sum::<usize>()) as u64;
+        let (ea, eb) = (envelope(&a, &a_sizes), envelope(&b, &b_sizes));
+        assert_eq!(
+            t.payload,
+            vec![
+                (a_sizes[0] + b_sizes[0] + b_sizes[1]) as u64,
+                a_sizes[1] as u64
+            ]
+        );
+        assert_eq!(t.envelope, vec![ea / 2 + ea % 2 + eb, ea / 2]);
+        assert_eq!((t.framing, t.other, t.left.len()), (0, 40, 0));
+        assert_eq!(t.first, vec![2, 3]); // GTID, BEGIN, then the first statement of each key
+                                         // Both keys in one group of one table: unit a's envelope all to it.
+        let one = statement_tables(&list, &st, &[0, 0], &[0], 3);
+        assert_eq!(one.envelope, vec![ea + eb]);
+        assert_eq!(max_timestamp(&list, &[&buf]), 0);
+        let mut stamped = buf.clone();
+        let at = b.start + b.gtid_size as usize; // unit b's BEGIN
+        stamped[at..at + 4].copy_from_slice(&1000u32.to_le_bytes());
+        stamped[a.end - 27..a.end - 23].copy_from_slice(&7u32.to_le_bytes()); // unit a's XID
+        assert_eq!(max_timestamp(&list, &[&stamped]), 1000);
+        // A key without a group leaves its units to Python.
+        let left = statement_tables(&list, &st, &[0], &[0], 3);
+        assert_eq!(
+            (left.left, left.payload),
+            (vec![0], vec![(b_sizes[0] + b_sizes[1]) as u64])
+        );
+    }
 }

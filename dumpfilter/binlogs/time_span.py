@@ -39,15 +39,17 @@ def _stamps(path: Path, limit: int | None = None) -> Iterator[int]:
                 data, base = b"", at
 
 
-def time_span(files: Sequence[str | Path]) -> tuple[int, int] | None:
+def time_span(files: Sequence[str | Path], last: int | None = None) -> tuple[int, int] | None:
     """(first, last) event timestamp of the series, UTC epoch seconds: the earliest among the
-    first file's first FIRST_EVENTS events, the latest in the last file (every header read), or
-    None when no event carries a timestamp. An unreadable file gives no time, never an error."""
+    first file's first FIRST_EVENTS events, the latest in the last file (every header read, unless
+    the caller read them: `last`), or None when no event carries a timestamp. An unreadable file
+    gives no time, never an error."""
     if not files:
         return None
     try:
         first = min(_stamps(Path(files[0]), FIRST_EVENTS), default=None)
-        last = max(_stamps(Path(files[-1])), default=None)
+        if last is None:
+            last = max(_stamps(Path(files[-1])), default=None)
     except OSError:
         return None
     if first is None or last is None:

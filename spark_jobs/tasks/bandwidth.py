@@ -47,7 +47,7 @@ from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
     FRAMING, OTHER, UNATTRIBUTED, Buffer, Statements, TableName, Tables, _unit_tables, _unit_tables_fast,
-    fast_envelopes,
+    fast_envelopes, keyed_tables,
 )
 
 if TYPE_CHECKING:
@@ -103,6 +103,8 @@ class ChunkCounts:
     # nothing: a crash) is followed by the artificial Rotate the master's stream sends as it
     # enters the next file (SlaveStream._rotate_into): `merge_counts` counts it.
     rotate_end: bool = False
+    # The latest timestamp of the chunk's events (0: none): where the by-hour chart's time ends.
+    last_time: int = 0
     # Hour of binlog time (its first second, UTC epoch) -> [bytes read, bytes sent] in it.
     by_hour: dict[int, list[int]] = field(default_factory=dict)
     # The chunk's bytes by "db.table" (its Table_map and Rows events), the same dict for every
@@ -325,6 +327,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
     counters: list[_SlaveCounter] | None = None
     rotate_end = False
+    last_time = 0
     fmt = None
     # Slaves whose table rules (or effective patterns, or a master policy) may keep a unit of
     # several tables in part: its statements are read on the scan's thread, while its bytes are
@@ -350,11 +353,13 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
+            last_time = max(last_time, units.max_timestamp())
     if counters is None:
         return []
     done = [counter.finish() for counter in counters]
     for part in done:
         part.rotate_end = rotate_end
+        part.last_time = last_time
     return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
 
 
@@ -415,15 +420,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             tables[names[k]] = tables.get(names[k], 0) + size
     fast_envelopes(units, n, buf, names, table_bytes, framing, tables, path)  # each transaction's envelope to its tables
     if other:
+        # The statement units decided by keys by the core, once per buffer (`keyed_tables`); the
+        # rest (DDL, lone statements, statements the keys do not read) one unit at a time.
         statements = counters[0].out.statements if counters else {}
-        fast = set(units.with_flags(_core.F_FAST, 0))
-        for k in range(n):
-            if k not in fast:
-                u = units.unit(k)
-                if u.kind == 0:
-                    tables[OTHER] = tables.get(OTHER, 0) + (u.end - u.start)
-                elif not _unit_tables_fast(buf, u.start, u.end, format_at(k), tables, statements):
-                    _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
+        for k in keyed_tables(units, n, keys, tables, statements):
+            u = units.unit(k)
+            if not _unit_tables_fast(buf, u.start, u.end, format_at(k), tables, statements):
+                _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
     for counter in counters:
         counter.out.statements = counters[0].out.statements
     # Runs of units that slaves answer alike (`_SlaveCounter.run_key`: 64 candidate rule sets that

@@ -126,6 +126,69 @@ def _unit_tables_fast(buf: Buffer, start: int, end: int, fmt: FormatDescription 
     return True
 
 
+_NO_GROUP = (1 << 32) - 1  # a key id the core leaves to Python (`UnitList.statement_tables`)
+_NOT_MET = (1 << 64) - 1
+
+
+def _key_group(db: bytes, sql: bytes) -> StatementGroup | None:
+    """The group of the statements of one key (a statement of it, `sql`, under default database
+    `db`): as `_unit_tables_fast` groups each (default database, kind, the table it updates)."""
+    shape = _core.statement_key(sql)
+    if shape is None:
+        return None
+    kind, qualifier, table = shape
+    name = (_utf8(qualifier if qualifier is not None else db), _utf8(table))
+    return (_utf8(db), _KEY_KINDS.get(kind, str(kind)), (name,), "")
+
+
+def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], tables: Tables,
+                 statements: Statements) -> list[int]:
+    """`_unit_tables` for the units among the first `n` of `units` that the core reads: the
+    control units into OTHER, the statement units decided by keys (`UnitList.statement_units`'
+    `keys`, asked for first) into `statements` and their envelopes into `tables`, by the core in
+    one walk (`UnitList.statement_tables`) with each key's group made here once. Returns the
+    other units that are not fast, for `_unit_tables_fast` / `_unit_tables` one at a time."""
+    groups: dict[StatementGroup, int] = {}
+    names: dict[TableName, int] = {}
+    table_of: list[int] = []
+    group_of = [_NO_GROUP] * (max((k.id for k in keys), default=-1) + 1)
+    sql_of: dict[int, bytes] = {}
+    for key in keys:
+        group = _key_group(key.db, key.sql)
+        if group is None:
+            continue
+        g = groups.get(group)
+        if g is None:
+            g = groups[group] = len(groups)
+            table_of.append(names.setdefault(group[2][0], len(names)))
+        group_of[key.id] = g
+        sql_of[key.id] = key.sql
+    got = units.statement_tables(group_of, table_of, n)
+    # Each group's first statement, in the order the units hold them: the groups go into
+    # `statements` in that order, each with that statement's text (as one unit at a time does).
+    first: dict[int, tuple[int, int]] = {}
+    for key_id, at in enumerate(got.first):
+        g = group_of[key_id] if key_id < len(group_of) else _NO_GROUP
+        if at != _NOT_MET and g != _NO_GROUP and (g not in first or at < first[g][0]):
+            first[g] = (at, key_id)
+    by_id = list(groups)
+    for g, (_, key_id) in sorted(first.items(), key=lambda item: item[1]):
+        group = by_id[g]
+        found = statements.get(group)
+        if found is None:
+            statements[group] = [got.payload[g], _utf8(sql_of[key_id])]
+        else:
+            found[0] += got.payload[g]
+        if got.envelope[g]:
+            share = envelope_key(group[2][0], group)
+            tables[share] = tables.get(share, 0) + got.envelope[g]
+    if got.framing:
+        tables[FRAMING] = tables.get(FRAMING, 0) + got.framing
+    if got.other:
+        tables[OTHER] = tables.get(OTHER, 0) + got.other
+    return got.left
+
+
 _ROWS = frozenset([*range(20, 26), *range(30, 33), 39, *range(166, 172)])  # core/src/types.rs is_rows
 _TABLE_MAP = int(EventType.TABLE_MAP)
 

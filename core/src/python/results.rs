@@ -367,6 +367,46 @@ record! {
 }
 
 record! {
+    /// `UnitList.statement_tables`: the statement units' bytes by group of keys (see
+    /// tally::statement_tables).
+    StatementTables = "StatementTables" {
+        /// Per group: its statements' bytes, with their context events.
+        payload: Vec<u64>,
+        /// Per group: its share of the envelopes of the units it first wrote its table in.
+        envelope: Vec<u64>,
+        /// The envelopes of units that write no table.
+        framing: u64,
+        /// The control units' bytes.
+        other: u64,
+        /// Per key id: its first piece's index (units and statements in order), u64::MAX: not met.
+        first: Vec<u64>,
+        /// The units not fast, not control, not decided by keys.
+        left: Vec<u32>,
+    }
+}
+
+impl From<crate::tally::StatementTables> for StatementTables {
+    fn from(t: crate::tally::StatementTables) -> Self {
+        let crate::tally::StatementTables {
+            payload,
+            envelope,
+            framing,
+            other,
+            first,
+            left,
+        } = t;
+        StatementTables {
+            payload,
+            envelope,
+            framing,
+            other,
+            first,
+            left,
+        }
+    }
+}
+
+record! {
     /// `replica_frames`: a batch's events framed for a real replica.
     ReplicaFrames = "ReplicaFrames" {
         packets: Py<PyBytes>,
@@ -514,6 +554,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StatementUnits>()?;
     m.add_class::<TimeCut>()?;
     m.add_class::<TableBytes>()?;
+    m.add_class::<StatementTables>()?;
     m.add_class::<DomainSeq>()?;
     m.add_class::<ReplicaFrames>()?;
     m.add_class::<StatementEnd>()?;

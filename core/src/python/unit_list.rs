@@ -8,8 +8,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
 use super::results::{
-    LoneGroup, LoneQueries, LoneQuery, ScanResult, SendResult, StatementKey, StatementUnits,
-    TableBytes, TimeCut, UnitEnd, UnitEntry,
+    LoneGroup, LoneQueries, LoneQuery, ScanResult, SendResult, StatementKey, StatementTables,
+    StatementUnits, TableBytes, TimeCut, UnitEnd, UnitEntry,
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
@@ -531,6 +531,28 @@ impl PyUnitList {
             framing,
             other,
         }
+    }
+
+    /// The latest timestamp of the units' events (tally::max_timestamp).
+    fn max_timestamp(&self, py: Python<'_>) -> u32 {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let list = &self.list;
+        py.detach(|| crate::tally::max_timestamp(list, &bufs))
+    }
+
+    /// The statement units' bytes among units[..n] by group of keys, after `statement_units`
+    /// (tally::statement_tables): `group_of` a group per key id, `table_of` a table per group.
+    fn statement_tables(
+        &self,
+        py: Python<'_>,
+        group_of: Vec<u32>,
+        table_of: Vec<u32>,
+        n: usize,
+    ) -> StatementTables {
+        let (empty, list) = (StmtUnits::default(), &self.list);
+        let st = self.stmts.get().unwrap_or(&empty);
+        py.detach(|| crate::tally::statement_tables(list, st, &group_of, &table_of, n))
+            .into()
     }
 
     /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
