@@ -100,8 +100,11 @@ class KeyUse(_Record):
 
 
 class LoneText(_Record):
-    """A lone statement the slave's relay run copied."""
+    """A lone statement the slave's relay run copied whose text the slave's check reads."""
 
+    @property
+    def unit(self) -> int:
+        """The unit's index in the scan."""
     @property
     def db(self) -> str: ...
     @property
@@ -324,33 +327,6 @@ class HopResult(_Record):
     def events(self) -> int: ...
     @property
     def stop(self) -> int: ...
-
-
-class StatementRelay(_Record):
-    """`relay_statements`: the slave's relay run over statement units (see relay_stmt)."""
-
-    @property
-    def out(self) -> bytes: ...
-    @property
-    def next(self) -> int:
-        """The first unit not handled."""
-    @property
-    def units(self) -> int: ...
-    @property
-    def events(self) -> int: ...
-    @property
-    def bytes(self) -> int: ...
-    @property
-    def heartbeats(self) -> int: ...
-    @property
-    def need_keys(self) -> bool:
-        """Stopped at a key without an answer: answer `new_keys` and call again."""
-    @property
-    def new_keys(self) -> list[NewKey]: ...
-    @property
-    def key_uses(self) -> list[KeyUse]: ...
-    @property
-    def statements(self) -> int: ...
 
 
 class RouteOutput(_Record):
@@ -707,10 +683,20 @@ class RelayResult(_Record):
         """Lone Heartbeats passed over."""
     @property
     def lone(self) -> list[LoneText]:
-        """The lone statements copied."""
+        """The lone statements copied whose text the slave's check reads (framing words are not)."""
     @property
     def placeholders(self) -> int:
         """Placeholders dropped from the placeholder policy's units relayed as their framing."""
+    @property
+    def need_keys(self) -> bool:
+        """Stopped at a statement key without an answer: answer `new_keys` and call again."""
+    @property
+    def new_keys(self) -> list[NewKey]: ...
+    @property
+    def key_uses(self) -> list[KeyUse]: ...
+    @property
+    def statements(self) -> int:
+        """The keyed statements of the statement units relayed."""
 
 
 class Scanner:
@@ -932,19 +918,14 @@ def hop(buf: Buffer, off: int) -> HopResult:
     """The benchmarks' compiled baseline: a bare header hop over buf[off:]."""
 
 
-def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes,
-              lone: tuple[int, int] | None = None) -> RelayResult:
+def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes, lone: tuple[int, int] | None = None,
+              stmt_keep: bytes | None = None) -> RelayResult:
     """The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges):
-    the bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
-    (QUERY post-header length, checksum length) of the format in force, to copy lone statements
-    too; None, to stop at them."""
-
-
-def relay_statements(scanner: Scanner, buf: Buffer, start: int, formats: tuple[int, int],
-                     stmt_keep: bytes) -> StatementRelay:
-    """The slave's relay run over the statement units of the last `units` call of `scanner` from
-    `start` on (see relay_stmt::relay_statements); `formats`: (QUERY post-header length, checksum
-    length) of the format in force; `stmt_keep`: a keep byte per statement key id."""
+    the bytes to relay, the next unit index, the counts, the lone statements copied whose text the
+    slave's check reads, and the statement keys met and used. `lone`: (QUERY post-header length,
+    checksum length) of the format in force, to copy lone statements too; None, to stop at them.
+    `stmt_keep` (with `lone`): a keep byte per statement key id, to copy the statement units their
+    keys keep; the run stops with `need_keys` at a key without an answer."""
 
 
 def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],

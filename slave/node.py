@@ -28,7 +28,7 @@ from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES, Transaction
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_proto
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
-from dumpfilter.skip_policy import Placeholder, is_placeholder
+from dumpfilter.skip_policy import is_placeholder
 from dumpfilter.slave.filter_view import filters_in_force
 from dumpfilter.slave.info_file import read_json, write_json_atomic
 from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog
@@ -50,7 +50,7 @@ from dumpfilter.rules.renamer import event_renamer
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
     from dumpfilter.rules.decider import TableKeeps
-    from dumpfilter.slave.statement_relay import StatementRelay
+    from dumpfilter.rules.statement_keys import StatementKeeps
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 
@@ -419,29 +419,32 @@ class Slave:
             if raw_ok and self.after_unit is None:
                 # In bulk (the compiled relay run): lone Heartbeats counted and passed over, the
                 # placeholder policy's units for skipped ones written as their framing (GTID,
-                # XID), fast units the slave's own rules keep whole and lone statements (see below) written
-                # as they came, up to the first unit that needs the code below. The lone
-                # statements' texts come back for the slave's own check, in order: the keep
-                # answers the run used were fixed before it (per table name, for the batch), so
-                # checking them after the run's write (never committed if it fails) changes nothing.
-                run = self._scanner.relay_run(blob, i, self._keeps(), fmt)
-                if run.next > i:
+                # XID), fast units the slave's own rules keep whole, lone statements and (MIXED,
+                # STATEMENT) statement units its rules keep by their statements' keys (decided
+                # once each, issue #43) written as they came, up to the first unit that needs the
+                # code below; a key met for the first time is decided and the run goes on. The
+                # lone statements' texts come back for the slave's own check: the keep answers
+                # the run used were fixed before it (per table name, for the batch), so checking
+                # them after the run's write (never committed if it fails) changes nothing.
+                keeps = self._statement_keeps
+                while True:
+                    run = self._scanner.relay_run(blob, i, self._keeps(), fmt,
+                                                  None if keeps is None else keeps.keep_bytes())
                     if run.out:
                         self.relay.write_raw(run.out)
-                    self.trust.lone_run(run.lone, blob, units, i)
+                    if run.lone:
+                        self.trust.lone_run(run.lone, blob, units)
+                    if keeps is not None:
+                        keeps.learn(run.new_keys)
+                        keeps.used(run.key_uses, 0, run.statements)
                     c.heartbeats += run.heartbeats
                     c.placeholders += run.placeholders  # a placeholder unit's framing relayed without them
                     c.events_relayed += run.events
                     c.bytes_relayed += run.bytes
                     self.units_written += run.units
                     i = run.next
-                    if i == n:
+                    if not run.need_keys:
                         break
-            if raw_ok and self.after_unit is None and fmt is not None and self._statement_relay is not None:
-                # Statement units (MIXED/STATEMENT) the slave's own rules keep whole, by their
-                # statements' keys (decided once each): written as they came (issue #43).
-                i, written = self._statement_relay.run(self._scanner, self.relay, c, blob, i, fmt)
-                self.units_written += written
                 if i == n:
                     break
             lone = units.lone_statement(i, crc_len) if raw_ok else None
@@ -488,14 +491,14 @@ class Slave:
         return grouper
 
     @functools.cached_property
-    def _statement_relay(self) -> StatementRelay | None:
-        """The statement units the slave's own rules keep whole, relayed by key (issue #43); None
-        where its rules do not decide statements by key, and under the placeholder policy (its
-        placeholders are RAND events, which the run would take for a statement's context)."""
-        from dumpfilter.slave.statement_relay import StatementRelay
+    def _statement_keeps(self) -> StatementKeeps | None:
+        """The slave's own answer per statement key of its scanner (which lives as long as the
+        slave, as do the key ids), for the relay run's statement units (issue #43); None where
+        its rules do not decide statements by key."""
+        from dumpfilter.rules.statement_keys import StatementKeeps
 
-        relay = StatementRelay(self.engine)
-        return relay if relay.keeps.enabled and self.config.skip_policy != Placeholder.name else None
+        keeps = StatementKeeps(self.engine)
+        return keeps if keeps.enabled else None
 
     @functools.cached_property
     def _table_keeps(self) -> TableKeeps:

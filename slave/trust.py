@@ -131,25 +131,13 @@ class MasterTrust:
         self._judge(end, pos, f"`{_short(sql)}` (default database {db!r})" if db else f"`{_short(sql)}`",
                     f"{rec.gtid_domain}-{rec.gtid_server}-{rec.gtid_seq}")
 
-    def lone_run(self, texts: Sequence[LoneText], blob: bytes, units: UnitRecords, start: int) -> None:
-        """The lone statements of a compiled relay run from unit `start` (their texts, in order),
-        each checked. The unit of one the check drops is found again for its position: a run
-        copies fast units, Heartbeats, placeholder units (three events or more) and lone
-        statements (two events), so the lone ones are its units of two events that are not fast
-        (walked only then: a faithful master never pays)."""
-        k, seen = start, 0
-        for n, text in enumerate(texts):
-            db, sql = text.db, text.sql
-            if self.check.lone_text_kept(sql, db) or self.suspended:
+    def lone_run(self, texts: Sequence[LoneText], blob: bytes, units: UnitRecords) -> None:
+        """The lone statements of a compiled relay run (their unit index and texts; the run
+        hands back no framing word, which the check keeps whatever the rules), each checked."""
+        for text in texts:
+            if self.check.lone_text_kept(text.sql, text.db) or self.suspended:
                 continue
-            while True:
-                rec = units[k]
-                k += 1
-                if not rec.fast and rec.events == 2:
-                    seen += 1
-                    if seen > n:
-                        break
-            self.lone(False, db, sql, blob, units, k - 1)
+            self.lone(False, text.db, text.sql, blob, units, text.unit)
 
     # -- one event the check drops -----------------------------------------------------------
     def _dropped(self, event: Event, gtid: str | None, at: Event | None = None) -> None:

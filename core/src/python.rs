@@ -14,7 +14,6 @@ mod facts;
 mod flag_words;
 mod functions;
 mod held;
-mod relay_stmt;
 mod results;
 mod scan_thread;
 mod scanner;
@@ -87,7 +86,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(replica_frames, m)?)?;
-    m.add_function(wrap_pyfunction!(relay_stmt::relay_statements, m)?)?;
     m.add_function(wrap_pyfunction!(split::split_route, m)?)?;
     m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;

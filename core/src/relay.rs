@@ -1,19 +1,23 @@
 //! The slave's relay run: what `slave.node.Slave._receive` writes of a checked DumpBatch
 //! without an Event per unit. From a unit index on, the lone Heartbeats (the master's marks for
-//! skipped stretches: counted, never relayed) are passed over and the fast units whose tables
-//! the slave's own rules all keep are copied as they came, until a unit that needs Python (an
-//! FDE, a Rotate or another control event, a statement, a unit not kept whole, a table whose
-//! answer is not known yet). Asked to, a run also copies the lone statements (a MariaDB GTID
-//! and one plain QUERY: DDL, standalone groups), which the slave writes whole whatever its own
-//! check says, and hands their texts back for that check.
+//! skipped stretches: counted, never relayed) are passed over, the placeholder policy's units for
+//! skipped ones are relayed as their framing, and the units the slave's own rules keep whole are
+//! copied as they came: fast units by their tables, lone statements (a MariaDB GTID and one plain
+//! QUERY: DDL, standalone groups, the empty-transaction policy's emptied units), whose texts go
+//! back for the slave's own check (framing words need none), and statement units by their keys
+//! (`relay_stmt`). The run ends at the first unit that needs Python (an FDE, a Rotate or another
+//! control event, a unit not kept whole, an answer not known yet).
 
 use std::ops::Range;
 
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
+use crate::relay_stmt::{StatementKeeps, Step};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::skip_forms::is_placeholder;
 use crate::sql::query_ranges;
-use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, RAND, XID};
+use crate::stmt::framing;
+use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
 /// handed to Python).
@@ -32,8 +36,11 @@ pub struct RelayRun {
     pub heartbeats: u64,
     /// Placeholders dropped from the units relayed (`placeholder_unit`).
     pub placeholders: u64,
-    /// The lone statements copied: their (default database, SQL) ranges in the buffer.
-    pub lone: Vec<(Range<usize>, Range<usize>)>,
+    /// The lone statements copied whose text the slave's check reads (not framing words): the
+    /// unit's index and its (default database, SQL) ranges in the buffer.
+    pub lone: Vec<(usize, Range<usize>, Range<usize>)>,
+    /// The run stopped at a statement key without an answer (queued in `Keys::new`).
+    pub need_keys: bool,
 }
 
 /// The format a run reads lone statements with: its QUERY post-header length and checksum length.
@@ -88,9 +95,6 @@ pub struct PlaceholderUnit {
     pub holes: u64,
 }
 
-/// LOG_EVENT_SKIP_REPLICATION_F, which the master's placeholders carry (skip_policy.placeholder).
-const SKIP_REPLICATION_F: u16 = 0x8000;
-
 /// A MariaDB unit the placeholder policy sent for a skipped one: its GTID, RAND placeholders
 /// (server_id 0, LOG_EVENT_SKIP_REPLICATION_F: `skip_policy.is_placeholder`) and its XID. The
 /// slave relays its framing without them (`Placeholder.relayed`): the GTID's and the XID's
@@ -111,16 +115,14 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
         if size < HEADER_LEN || p + size > raw.len() {
             return None;
         }
-        let kind = *raw.get(p + 4)?;
         if p + size == raw.len() {
-            return (kind == XID && holes > 0).then_some(PlaceholderUnit {
+            return (*raw.get(p + 4)? == XID && holes > 0).then_some(PlaceholderUnit {
                 gtid: (u.start, u.start + gtid),
                 xid: (u.start + p, u.end),
                 holes,
             });
         }
-        let flags = u16::from_le_bytes([*raw.get(p + 17)?, *raw.get(p + 18)?]);
-        if kind != RAND || u32_at(raw, p + 5)? != 0 || flags & SKIP_REPLICATION_F == 0 {
+        if !is_placeholder(raw, p) {
             return None;
         }
         holes += 1;
@@ -130,8 +132,9 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
 }
 
 /// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
-/// name ids of their Table_maps, `keep` one byte per name id, 1 kept) until a unit needs Python;
-/// with `lone`, lone statements are copied too (see `lone_statement`).
+/// name ids of their Table_maps, `keep` one byte per name id, KEEP_KEEP kept) until a unit needs
+/// Python; with `lone` (the format in force), lone statements are copied too (see
+/// `lone_statement`), and with `stmts` as well the statement units their keys keep.
 pub fn relay_ranges(
     buf: &[u8],
     units: &[Unit],
@@ -139,6 +142,7 @@ pub fn relay_ranges(
     keep: &[u8],
     from: usize,
     lone: Option<LoneFormat>,
+    mut stmts: Option<&mut StatementKeeps>,
 ) -> RelayRun {
     let mut plan = RelayRun::default();
     let mut i = from;
@@ -166,12 +170,7 @@ pub fn relay_ranges(
             i += 1;
             continue;
         }
-        if u.flags & F_FAST == 0 {
-            match lone.and_then(|f| lone_statement(buf, u, f)) {
-                Some(texts) => plan.lone.push(texts),
-                None => break,
-            }
-        } else {
+        if u.flags & F_FAST != 0 {
             let Some(ids) = tables.get(u.tables_lo as usize..u.tables_hi as usize) else {
                 break;
             };
@@ -180,6 +179,28 @@ pub fn relay_ranges(
                 .all(|id| keep.get(*id as usize) == Some(&KEEP_KEEP))
             {
                 break;
+            }
+        } else {
+            let Some(f) = lone else {
+                break;
+            };
+            if let Some((db, sql)) = lone_statement(buf, u, f) {
+                // BEGIN, COMMIT, ...: the check keeps framing words whatever the rules.
+                if framing(&buf[sql.clone()]) != Some(true) {
+                    plan.lone.push((i, db, sql));
+                }
+            } else {
+                match stmts
+                    .as_deref_mut()
+                    .map(|s| s.unit(buf, u, f.query_post, f.crc_len))
+                {
+                    Some(Step::Kept) => {}
+                    Some(Step::NeedKeys) => {
+                        plan.need_keys = true;
+                        break;
+                    }
+                    Some(Step::Python) | None => break,
+                }
             }
         }
         match plan.ranges.last_mut() {
@@ -207,7 +228,7 @@ mod tests {
     }
 
     fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> Run {
-        let plan = relay_ranges(buf, units, tables, keep, from, None);
+        let plan = relay_ranges(buf, units, tables, keep, from, None, None);
         let mut out = vec![0u8; plan.bytes as usize];
         plan.fill(buf, &mut out);
         Run { plan, out }

@@ -23,6 +23,20 @@ pub const SKIP_EMPTY: u8 = 3; // the GTID with an empty body, closed by COMMIT
 
 /// LOG_EVENT_SKIP_REPLICATION_F: MaxScale binlogfilter's placeholders carry it.
 const SKIP_REPLICATION_F: u16 = 0x8000;
+
+/// Whether the event at buf[at..] is a placeholder (`skip_policy.is_placeholder`): a RAND of
+/// server_id 0 flagged LOG_EVENT_SKIP_REPLICATION_F. No server writes one (a source's
+/// server_id is never 0), so a reader of statement context (a real RAND before its Query)
+/// declines a unit that holds one.
+pub fn is_placeholder(buf: &[u8], at: usize) -> bool {
+    let flags = match (buf.get(at + 17), buf.get(at + 18)) {
+        (Some(lo), Some(hi)) => u16::from_le_bytes([*lo, *hi]),
+        _ => return false,
+    };
+    buf.get(at + 4) == Some(&RAND)
+        && u32_at(buf, at + 5) == Some(0)
+        && flags & SKIP_REPLICATION_F != 0
+}
 /// A RAND placeholder's body: the replaced event's size and type, as two u64 seeds.
 const RAND_BODY: usize = 16;
 /// The COMMIT Query closing an emptied group: post-header (thread_id 1, exec_time 0, no

@@ -9,6 +9,7 @@
 use crate::keep::{self, Keep};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
+use crate::skip_forms::is_placeholder;
 use crate::sql::query_ranges;
 use crate::stmt::{dml_shape, framing};
 use crate::stmt_keys::{Keys, NewKey};
@@ -315,6 +316,9 @@ pub(crate) fn walk(
         }
         let nxt = at + size;
         match buf[at + 4] {
+            // A placeholder (a RAND the master made in place of a skipped event) is no
+            // statement's context: the unit is one the placeholder policy kept in part.
+            RAND if is_placeholder(buf, at) => return None,
             INTVAR | RAND | USER_VAR => {
                 let (from, n) = pending.unwrap_or((at, 0));
                 pending = Some((from, n + 1));
@@ -406,5 +410,42 @@ mod tests {
         let mut counts = vec![0u32; 2];
         s.count(0, 1, &mut counts);
         assert_eq!(counts, vec![1, 1]);
+    }
+
+    #[test]
+    fn a_placeholder_is_no_statement_context() {
+        // A unit the placeholder policy kept in part: a real RAND is its Query's context, a
+        // placeholder (server_id 0, LOG_EVENT_SKIP_REPLICATION_F) stands for a skipped event.
+        let unit_with = |rand: Vec<u8>| {
+            let mut buf = event(162, &[0u8; 13]);
+            let g = buf.len();
+            buf.extend(rand);
+            buf.extend(query("db1", "UPDATE t SET a=RAND()"));
+            buf.extend(event(XID, &[0u8; 8]));
+            let events = 4;
+            walk(
+                &buf,
+                0,
+                buf.len(),
+                F_COMPLETE | F_MARIADB_GTID,
+                g as u32,
+                events,
+                13,
+                0,
+            )
+            .map(|p| p.len())
+        };
+        let mut real = event(RAND, &[0u8; 16]);
+        real[5] = 1; // server_id 1
+        assert_eq!(unit_with(real.clone()), Some(3));
+        let mut placeholder = event(RAND, &[0u8; 16]);
+        placeholder[17..19].copy_from_slice(&0x8000u16.to_le_bytes());
+        assert_eq!(unit_with(placeholder), None);
+        real[17..19].copy_from_slice(&0x8000u16.to_le_bytes());
+        assert_eq!(
+            unit_with(real),
+            Some(3),
+            "a server's own RAND may carry the flag"
+        );
     }
 }

@@ -373,14 +373,14 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         query_post: rng.below(256),
         crc_len: 4 * rng.below(2),
     });
-    let run = _core::relay::relay_ranges(data, &out.units, &out.tables, &keep, from, lone);
+    let run = _core::relay::relay_ranges(data, &out.units, &out.tables, &keep, from, lone, None);
     assert!(
         from <= run.next && run.next <= out.units.len(),
         "iteration {iteration}"
     );
     let taken = &out.units[from..run.next];
     assert!(
-        run.lone.iter().all(|(db, sql)| db.end < sql.start
+        run.lone.iter().all(|(_, db, sql)| db.end < sql.start
             && sql.end <= data.len()
             && taken
                 .iter()

@@ -293,24 +293,17 @@ class Scanner:
         """The indices (u32) of the last `units` call's units that are not fast."""
         return memoryview(self._core.slow_units()).cast("I")
 
-    def relay_run(self, buf: bytes, start: int, keep: bytes,
-                  lone: FormatDescription | None = None) -> _core.RelayResult:
+    def relay_run(self, buf: bytes, start: int, keep: bytes, lone: FormatDescription | None = None,
+                  stmt_keep: bytes | None = None) -> _core.RelayResult:
         """A slave's relay run over the last `units` call's units from index `start` on (buf:
         that call's buffer; `keep` one byte per name id, 1 kept): lone Heartbeats passed over,
-        fast units kept whole copied as they came and, given the format in force as `lone`, lone
-        statements (a MariaDB GTID and one plain QUERY) too, until a unit that needs Python:
-        the bytes, the next unit index, the counts and the lone statements' [(default database,
-        SQL)]; see relay::relay_plan."""
+        the placeholder policy's skipped units relayed as their framing, fast units kept whole
+        copied as they came and, given the format in force as `lone`, lone statements (a MariaDB
+        GTID and one plain QUERY) too, and with `stmt_keep` (a keep byte per statement key id)
+        the statement units their keys keep, until a unit that needs Python or a key without an
+        answer (`need_keys`); see relay::relay_ranges."""
         formats = None if lone is None else (lone.post_header_len(EventType.QUERY), lone.checksum_len)
-        return _core.relay_run(self._core, buf, start, keep, formats)
-
-    def relay_statements(self, buf: bytes, start: int, fmt: FormatDescription,
-                         stmt_keep: bytes) -> _core.StatementRelay:
-        """A slave's relay run over the statement units of the last `units` call from `start` on
-        (issue #43): those whose every statement `stmt_keep` keeps (a byte per statement key id)
-        and the lone Heartbeats between them, copied as they came; see relay_stmt."""
-        formats = (fmt.post_header_len(EventType.QUERY), fmt.checksum_len)
-        return _core.relay_statements(self._core, buf, start, formats, stmt_keep)
+        return _core.relay_run(self._core, buf, start, keep, formats, stmt_keep)
 
     def walk(self, buf: Buffer, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`

@@ -102,8 +102,31 @@ fuzz_target!(|data: &[u8]| {
         query_post: (control >> 3) as usize,
         crc_len: 4 * (control & 2) as usize / 2,
     });
-    let run = _core::relay::relay_ranges(&buf, &out.units, &out.tables, &keep, 0, lone);
-    assert!(run.next <= out.units.len() && run.lone.iter().all(|(db, sql)| db.end < sql.start));
+    // The statement units by key too: every key kept, or none answered yet.
+    let mut keys = _core::stmt_keys::Keys::default();
+    let stmt_keep = vec![_core::keep::KEEP_KEEP; 64];
+    let stmt_keep = if control & 64 != 0 {
+        &stmt_keep[..]
+    } else {
+        &[][..]
+    };
+    let mut stmts = _core::relay_stmt::StatementKeeps::new(&mut keys, stmt_keep);
+    let run = _core::relay::relay_ranges(
+        &buf,
+        &out.units,
+        &out.tables,
+        &keep,
+        0,
+        lone,
+        Some(&mut stmts),
+    );
+    assert!(
+        run.next <= out.units.len()
+            && run
+                .lone
+                .iter()
+                .all(|(k, db, sql)| *k < run.next && db.end < sql.start)
+    );
     let pending = [7u8; 20];
     let sopt = SendOptions {
         batch_bytes: 0,

@@ -6,13 +6,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::results::{
-    DomainSeq, HopResult, LoneText, RelayResult, Renumbered, ReplicaFrames, StatementEnd,
-    StatementShape,
+    key_uses, new_keys, DomainSeq, HopResult, LoneText, RelayResult, Renumbered, ReplicaFrames,
+    StatementEnd, StatementShape,
 };
 use super::scanner::PyScanner;
 use super::text;
 use crate::assemble;
 use crate::relay;
+use crate::relay_stmt::StatementKeeps;
 use crate::replica;
 
 use crate::{crc, hops, payload, sql};
@@ -121,33 +122,41 @@ pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> HopResult {
 }
 
 /// The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges): the
-/// bytes to relay, the next unit index, the counts, and the lone statements copied. `lone`:
-/// (QUERY post-header length, checksum length) of the format in force, to copy lone statements
-/// too; None, to stop at them.
+/// bytes to relay, the next unit index, the counts, the lone statements copied whose text the
+/// slave's check reads, and the statement keys met and used. `lone`: (QUERY post-header length,
+/// checksum length) of the format in force, to copy lone statements too; None, to stop at them.
+/// `stmt_keep` (with `lone`): a keep byte per statement key id of the scanner, to copy the
+/// statement units their keys keep; the run stops with `need_keys` at a key without an answer.
 #[pyfunction]
-#[pyo3(signature = (scanner, buf, start, keep, lone = None))]
+#[pyo3(signature = (scanner, buf, start, keep, lone = None, stmt_keep = None))]
 pub(super) fn relay_run<'py>(
     py: Python<'py>,
-    scanner: PyRef<'py, PyScanner>,
+    mut scanner: PyRefMut<'py, PyScanner>,
     buf: &[u8],
     start: usize,
     keep: &[u8],
     lone: Option<(usize, usize)>,
+    stmt_keep: Option<&[u8]>,
 ) -> PyResult<RelayResult> {
-    let (units, tables) = (&scanner.last_units, &scanner.last_tables);
+    let s = &mut *scanner;
+    let (units, tables) = (&s.last_units, &s.last_tables);
     let lone = lone.map(|(query_post, crc_len)| relay::LoneFormat {
         query_post,
         crc_len,
     });
-    let p = py.detach(|| relay::relay_ranges(buf, units, tables, keep, start, lone));
+    let mut stmts = stmt_keep.map(|k| StatementKeeps::new(&mut s.stmt_keys, k));
+    let p =
+        py.detach(|| relay::relay_ranges(buf, units, tables, keep, start, lone, stmts.as_mut()));
+    let (uses, statements) = stmts.map_or((Vec::new(), 0), |k| (k.key_uses(), k.statements));
     // One copy, straight into the bytes object handed to Python.
     let out = PyBytes::new_with(py, p.bytes as usize, |dst| {
         p.fill(buf, dst);
         Ok(())
     })?;
     let texts = PyList::empty(py);
-    for (db, sql) in &p.lone {
+    for (unit, db, sql) in &p.lone {
         texts.append(LoneText {
+            unit: *unit,
             db: text(py, &buf[db.clone()])?.unbind(),
             sql: text(py, &buf[sql.clone()])?.unbind(),
         })?;
@@ -161,6 +170,10 @@ pub(super) fn relay_run<'py>(
         heartbeats: p.heartbeats,
         lone: texts.unbind(),
         placeholders: p.placeholders,
+        need_keys: p.need_keys,
+        new_keys: new_keys(py, &mut s.stmt_keys)?,
+        key_uses: key_uses(py, &uses)?,
+        statements,
     })
 }
 

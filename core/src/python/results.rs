@@ -220,10 +220,18 @@ record! {
         bytes: u64,
         /// Lone Heartbeats passed over.
         heartbeats: u64,
-        /// The lone statements copied (LoneText).
+        /// The lone statements copied whose text the slave's check reads (LoneText).
         lone: Py<PyList>,
         /// Placeholders dropped from the units relayed.
         placeholders: u64,
+        /// Stopped at a statement key without an answer: answer `new_keys` and call again.
+        need_keys: bool,
+        /// NewKey per statement key met for the first time.
+        new_keys: Py<PyList>,
+        /// KeyUse per statement key used by the statement units relayed.
+        key_uses: Py<PyList>,
+        /// The keyed statements of the statement units relayed.
+        statements: u64,
     }
 }
 
@@ -277,6 +285,8 @@ record! {
 record! {
     /// A lone statement the slave's relay run copied: its default database and SQL.
     LoneText = "LoneText" {
+        /// The unit's index in the scan.
+        unit: usize,
         db: Py<PyString>,
         sql: Py<PyString>,
     }
@@ -359,14 +369,6 @@ record! {
 }
 
 record! {
-    /// A GTID domain and its highest seq_no in a batch (`ReplicaFrames.gtids`).
-    DomainSeq = "DomainSeq" {
-        domain: u32,
-        seq_no: u64,
-    }
-}
-
-record! {
     /// `UnitList.statement_tables`: the statement units' bytes by group of keys (see
     /// tally::statement_tables).
     StatementTables = "StatementTables" {
@@ -403,6 +405,14 @@ impl From<crate::tally::StatementTables> for StatementTables {
             first,
             left,
         }
+    }
+}
+
+record! {
+    /// A GTID domain and its highest seq_no in a batch (`ReplicaFrames.gtids`).
+    DomainSeq = "DomainSeq" {
+        domain: u32,
+        seq_no: u64,
     }
 }
 
@@ -456,26 +466,6 @@ record! {
     HopResult = "HopResult" {
         events: u64,
         stop: usize,
-    }
-}
-
-record! {
-    /// `relay_statements`: the slave's relay run over statement units (see relay_stmt).
-    StatementRelay = "StatementRelay" {
-        out: Py<PyBytes>,
-        /// The first unit not handled.
-        next: usize,
-        units: u64,
-        events: u64,
-        bytes: u64,
-        heartbeats: u64,
-        /// Stopped at a key without an answer: answer `new_keys` and call again.
-        need_keys: bool,
-        /// NewKey per key met for the first time.
-        new_keys: Py<PyList>,
-        /// KeyUse per key used.
-        key_uses: Py<PyList>,
-        statements: u64,
     }
 }
 
@@ -561,7 +551,6 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Renumbered>()?;
     m.add_class::<StatementShape>()?;
     m.add_class::<HopResult>()?;
-    m.add_class::<StatementRelay>()?;
     m.add_class::<RouteOutput>()?;
     m.add_class::<SplitRoute>()?;
     Ok(())
