@@ -1,0 +1,140 @@
+"""`experiment` on a statement-logged binlog does its per-unit work in the core (issue #57, goal 3):
+the bytes by table of the statement units the core decides by keys are tallied by the core
+(`UnitList.statement_tables`, each key's group made once in Python), and the binlog's last second
+is read off the counting's own buffers (`UnitList.max_timestamp`), not by a second header walk of
+the last file. On a real MariaDB's MIXED binlog (sysbench's write shapes, row-logged `UUID()`
+inserts, `USE logs; UPDATE crm.t`, `RAND()`) and MariaDB 11.8's own sysbench STATEMENT binlogs:
+only the units the keys do not read (DDL, control events) go the per-unit Python way, for the
+tables and for every slave's count under each skip policy; the bytes by table are those the
+per-unit way gives; the counts are those `simulate`'s real gRPC streams carried."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from dumpfilter import _core
+from dumpfilter.codec import group_transactions, read_events
+from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.spark_jobs.tasks import bandwidth, statement_tables
+from dumpfilter.spark_jobs.tasks.bandwidth import merge_statements, merge_tables
+from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
+from tests.spark_jobs.test_experiment_compiled import _streamed, _topology
+from tests.spark_jobs.test_experiment_statement_tables import _workload
+from tests.support.simulated import assert_same, experiment_rows
+
+POLICIES = ("heartbeat", "placeholder", "empty-transaction")
+DML = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+@pytest.fixture(scope="module")
+def mixed_binlogs(mariadb_factory, tmp_path_factory):
+    server = mariadb_factory("keyed-tables-mixed", binlog_format="MIXED")
+    server.execute(_workload(600))
+    server.flush_logs()
+    root = tmp_path_factory.mktemp("mixed")
+    for path in server.binlog_files()[:-1]:
+        shutil.copy(path, root / path.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def statement_binlogs(shared_fixtures, tmp_path_factory):
+    """MariaDB 11.8's sysbench STATEMENT binlogs (a copy of a public repository's test data)."""
+    root = tmp_path_factory.mktemp("statement")
+    for path in sorted((shared_fixtures / "mariadb-operator-mariadb-poc" / "domain_id_0").glob("mariadb-repl-bin.*")):
+        shutil.copy(path, root / path.name)
+    return root
+
+
+def _shapes(src) -> tuple[int, int, int]:
+    """(units, statement units, other units that are not row-logged: DDL, SET...), from the codec's
+    events: a statement unit holds DML statements and BEGIN/COMMIT only; control units count apart."""
+    units = keyed = others = 0
+    for path in input_files([src]):
+        for unit in group_transactions(read_events(path.read_bytes())):
+            units += 1
+            if unit.kind == CONTROL:
+                continue
+            texts = [(e.sql or "").strip().upper() for e in unit.events if e.is_query]
+            texts = [t for t in texts if t not in ("BEGIN", "COMMIT")]
+            if any(e.is_rows for e in unit.events):
+                continue  # row-logged: fast
+            if texts and all(t.startswith(DML) for t in texts):
+                keyed += 1
+            else:
+                others += 1
+    return units, keyed, others
+
+
+def _by_table(src, slaves, chunk_bytes):
+    parts = [p for chunk in plan_chunks(input_files([src]), chunk_bytes) for p in bandwidth.count_chunk(chunk, slaves)]
+    return merge_tables(parts), merge_statements(parts)
+
+
+def _one_unit_at_a_time(units, n, keys, tables, statements):
+    """`keyed_tables` leaving every unit that is not fast to the per-unit way (control units
+    counted as `_count_units` counted them before the core did)."""
+    left = []
+    for k in range(n):
+        u = units.unit(k)
+        if u.flags & _core.F_FAST:
+            continue
+        if u.kind == 0:
+            tables[statement_tables.OTHER] = tables.get(statement_tables.OTHER, 0) + (u.end - u.start)
+        else:
+            left.append(k)
+    return left
+
+
+@pytest.mark.parametrize("which", ["mixed", "statement"])
+@pytest.mark.parametrize("chunk_bytes", [None, 150_000])
+def test_statement_units_are_tallied_by_the_core(request, which, chunk_bytes, monkeypatch):
+    src = request.getfixturevalue(f"{which}_binlogs")
+    units, keyed, others = _shapes(src)
+    assert keyed > units / 2, (units, keyed)  # the premise: a statement-logged binlog
+    slaves = [(["replicate-do-db=crm" if which == "mixed" else "replicate-do-db=sbtest-repl"], p) for p in POLICIES]
+    slaves += [(["replicate-wild-do-table=crm.%"], p) for p in POLICIES]
+    topology = _topology(slaves)
+    streamed = _streamed(src, slaves)  # before the spies: simulate counts by table with the same walk
+    by_python, counted_by_python = [], []
+    real_fast, real_slow, real_unit = bandwidth._unit_tables_fast, bandwidth._unit_tables, bandwidth._SlaveCounter.unit
+    monkeypatch.setattr(bandwidth, "_unit_tables_fast", lambda *a: by_python.append(1) or real_fast(*a))
+    monkeypatch.setattr(bandwidth, "_unit_tables", lambda *a: by_python.append(1) or real_slow(*a))
+    monkeypatch.setattr(bandwidth._SlaveCounter, "unit",
+                        lambda self, txn: counted_by_python.append(self.policy_name) or real_unit(self, txn))
+    rows = experiment_rows([src], topology.slaves, chunk_bytes)
+    assert_same(streamed, rows)
+    # The per-unit Python way: the units the keys do not read, twice at most (the fast reader, then
+    # the event reader), never a statement unit (it took every one of them).
+    assert len(by_python) <= 2 * others, (len(by_python), others, keyed)
+    control = units - keyed - others  # and the row-logged ones, which never went this way
+    for policy in POLICIES:  # per slave, the units the core leaves: control events and DDL
+        assert counted_by_python.count(policy) <= 2 * (control + others), (policy, counted_by_python.count(policy))
+    mine = _by_table(src, topology.slaves, chunk_bytes)
+    monkeypatch.setattr(bandwidth, "keyed_tables", _one_unit_at_a_time)
+    by_python.clear()
+    assert _by_table(src, topology.slaves, chunk_bytes) == mine
+    assert len(by_python) >= keyed
+
+
+def test_the_last_second_comes_from_the_counting(mixed_binlogs, tmp_path, monkeypatch):
+    """The by-hour table's last second is the latest event time of the last file, read while it
+    is counted: the last file's headers are not walked again (`time_span` reads the first file's
+    first events only)."""
+    import csv
+
+    from dumpfilter.binlogs import time_span
+    from dumpfilter.spark_jobs.bandwidth_experiment import run_experiment
+
+    walks = []
+    real = time_span._stamps
+    monkeypatch.setattr(time_span, "_stamps", lambda path, limit=None: walks.append(limit) or real(path, limit))
+    run_experiment(mixed_binlogs, _topology([([], "placeholder")]), tmp_path / "out", charts=False)
+    assert None not in walks and walks
+    stamps = [e.timestamp for path in input_files([mixed_binlogs]) for e in read_events(path.read_bytes())
+              if e.timestamp]
+    with open(tmp_path / "out" / "bandwidth_by_hour.csv", newline="") as f:
+        hours = list(csv.DictReader(f))
+    assert max(int(h["to_epoch"]) for h in hours) == max(stamps)
