@@ -14,6 +14,7 @@ then drops, so GTID events are compared by their GTID (and type), every other ev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,14 +24,15 @@ from dumpfilter.codec import Event, EventType, TransactionGrouper
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F, MAGIC
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.event import HEADER
-from dumpfilter.codec.scanner import F_UNKNOWN_NON_IGNORABLE, Scanner, unit_events
+from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNORABLE, KEEP_DROP, KEEP_KEEP, KINDS,
+                                      Scanner, unit_events)
 from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.binlogs.files import binlog_listing
 from dumpfilter.binlogs.tail import _rotated_name
 from dumpfilter.topology import SlaveSpec
 from dumpfilter import _core
-from dumpfilter.rules.decider import Decider, gated
+from dumpfilter.rules.decider import Decider, TableKeeps, gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
@@ -64,6 +66,9 @@ class SlaveVerification:
     compared: dict[str, int] = field(default_factory=dict)   # policy -> transactions received and matched
     differences: list[Difference] = field(default_factory=list)
     total_differences: int = 0
+    # Of `transactions`, those the compiled core answered and those the Python reference filter did.
+    by_core: int = 0
+    by_python: int = 0
 
     @property
     def ok(self) -> bool:
@@ -230,16 +235,26 @@ def scanned_transactions(relay_dir: Path) -> Iterator[Transaction]:
                     continue
                 yield Transaction(CONTROL, [_at_master(event)])
             continue
-        buf, fmt, at, end = piece.buf, piece.fmt, piece.start, piece.end
-        pos = piece.base
-        events = []
-        unpack = HEADER.unpack_from
-        while at < end:
-            header = unpack(buf, at)
-            size, log_pos = header[3], header[4]
-            events.append(Event(buf[at:at + size], max(0, log_pos - size) if log_pos else pos + at, fmt, header))
-            at += size
-        yield Transaction(piece.kind, events)
+        yield from _unit_transactions(piece.kind, piece.buf, piece.start, piece.end, piece.base, piece.fmt)
+
+
+def _unit_transactions(kind: str, buf: bytes, start: int, end: int, base: int,
+                       fmt: FormatDescription | None) -> list[Transaction]:
+    """The whole unit buf[start:end] (file offset base + start) as `relay_transactions` groups it,
+    each event at its master position: a Transaction, or for a control unit one per event the
+    relay log's own framing does not account for."""
+    if kind == CONTROL:
+        events, _ = unit_events(buf[start:end], base + start, fmt)
+        return [Transaction(CONTROL, [_at_master(e)]) for e in events
+                if e.type_code not in FILE_FRAMING_TYPES or e.type_code == EventType.FORMAT_DESCRIPTION]
+    at, out = start, []
+    unpack = HEADER.unpack_from
+    while at < end:
+        header = unpack(buf, at)
+        size, log_pos = header[3], header[4]
+        out.append(Event(buf[at:at + size], max(0, log_pos - size) if log_pos else base + at, fmt, header))
+        at += size
+    return [Transaction(kind, out)]
 
 
 def _at_master(event: Event) -> Event:
@@ -361,6 +376,7 @@ class _Check:
                 result.add(Difference(policy, key, f"not received; slave-side filtering keeps {_describe(expected)}"))
 
     def finish(self) -> SlaveVerification:
+        self.result.by_python = self.result.transactions
         for policy, stream in self.streams.items():
             head = self.heads[policy]
             while head is not None:
@@ -372,8 +388,27 @@ class _Check:
 def verify_slaves(full_relay: Path, checks: Iterable[Check]) -> list[SlaveVerification]:
     """Each (spec, received, slave_check_dropped, gate) of `checks`: every relay log in `received`
     (skip policy -> relay dir of that slave's stream) against slave-side filtering of `full_relay`
-    with `spec`'s rules (ANDed with the master policy's `gate`, when there is one). One pass over the
-    full stream for every slave: it is read and grouped once."""
+    with `spec`'s rules (ANDed with the master policy's `gate`, when there is one). The compiled
+    way first (`_verify_compiled`: the slave's rules answer each unit through the core, the
+    Python reference filter only the units the core declines); a slave it cannot answer for (a
+    difference to describe, a relay log it cannot read whole, rules it does not take) is checked
+    transaction by transaction (`_verify_python`), which names each difference."""
+    checks = list(checks)
+    results: list[SlaveVerification | None] = [None] * len(checks)
+    compiled = [i for i, check in enumerate(checks) if _compilable(check)]
+    if compiled:
+        for i, found in zip(compiled, _verify_compiled(full_relay, [checks[i] for i in compiled])):
+            results[i] = found
+    rest = [i for i, found in enumerate(results) if found is None]
+    if rest:
+        for i, found in zip(rest, _verify_python(full_relay, [checks[i] for i in rest])):
+            results[i] = found
+    return [found for found in results if found is not None]
+
+
+def _verify_python(full_relay: Path, checks: list[Check]) -> list[SlaveVerification]:
+    """One pass over the full stream for every slave, transaction by transaction: it is read and
+    grouped once."""
     states = [_Check(spec, received, dropped, gate) for spec, received, dropped, gate in checks]
     for txn in scanned_transactions(full_relay):
         key = _key(txn) if txn.kind != CONTROL else None  # (its GTID decoded once, not once per slave)
@@ -386,3 +421,321 @@ def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
                  slave_check_dropped: dict[str, int] | None = None, gate: Gate | None = None) -> SlaveVerification:
     """`verify_slaves` for one slave."""
     return verify_slaves(full_relay, [(spec, received, slave_check_dropped, gate)])[0]
+
+
+# -- the compiled way --------------------------------------------------------------------------
+# The full stream's units are answered for each slave by the core from the slave's own rules (its
+# keep byte per table name, `UnitList.rows`; per statement key, `UnitList.statement_rows`): a run
+# of units every table of which the rules keep is what the slave relays byte for byte, whatever
+# its skip policy, and is compared with what it received as one byte range; a unit no table of
+# which they keep leaves nothing in a heartbeat stream's relay log. Every other unit (control
+# events, DDL, units kept in part, statements the keys do not read, a skipped unit under a policy
+# that relays a form of it) goes through the slave's Python reference filter, in stream order.
+# What a slave received is read as one byte string: its relay log's units back to back.
+
+_CHUNK = 8 << 20  # full-stream bytes scanned at once (a UnitList each)
+_ROW_KEEP, _ROW_SKIP = _core.ROW_KEEP, _core.ROW_SKIP
+_QUERY = int(EventType.QUERY)
+_HEARTBEAT = skip_policy.named("heartbeat").name
+
+
+class _Declined(Exception):
+    """The compiled way does not answer for a slave: the Python way does, transaction by transaction."""
+
+
+class _Chunk:
+    """One read of a relay file: its bytes at file offset `base`; the reader sets `stop` (where
+    its scan stopped) and `rotated_to` (a real Rotate's target) before the next read."""
+
+    __slots__ = ("name", "buf", "base", "eof", "new_file", "stop", "rotated_to")
+
+    def __init__(self, name: str, buf: bytes, base: int, eof: bool, new_file: bool) -> None:
+        self.name, self.buf, self.base, self.eof, self.new_file = name, buf, base, eof, new_file
+        self.stop = len(buf)
+        self.rotated_to: str | None = None
+
+
+def _relay_chunks(directory: Path, size: int = _CHUNK) -> Iterator[_Chunk]:
+    """A relay log's files in the order `TailingReader` reads them (a real Rotate's target, else
+    the listing's next), `size` bytes at a time from where the last scan stopped; _Declined where
+    the files are not all there or one ends inside an event."""
+    listing = binlog_listing(directory)
+    if not listing or listing.problem is not None:
+        raise _Declined
+    name: str | None = listing[0]
+    while name is not None:
+        path = directory / name
+        if not path.is_file():
+            raise _Declined
+        rotated_to: str | None = None
+        with open(path, "rb") as f:
+            if f.read(4) != MAGIC:
+                raise _Declined
+            base, want, new_file = 4, size, True
+            while True:
+                buf = f.read(want)
+                chunk = _Chunk(name, buf, base, len(buf) < want, new_file)
+                new_file = False
+                yield chunk
+                rotated_to = chunk.rotated_to or rotated_to
+                if chunk.eof:
+                    if chunk.stop < len(buf):
+                        raise _Declined  # a unit cut by the file's end
+                    break
+                want = size if chunk.stop else want * 2  # a unit longer than the chunk: more at once
+                base += chunk.stop
+                f.seek(base)
+        name = rotated_to or binlog_listing(directory).next_after(directory, name)
+
+
+def _rotate_target(buf: bytes, at: int, base: int, fmt: FormatDescription | None, name: str) -> str | None:
+    """The target of the Rotate at buf[at], None for an artificial one."""
+    event = Event(buf[at:at + int.from_bytes(buf[at + 9:at + 13], "little")], base + at, fmt)
+    return None if event.flags & LOG_EVENT_ARTIFICIAL_F else _rotated_name(event, name)
+
+
+def _received_spans(directory: Path) -> Iterator[tuple[bytes, int, int]]:
+    """The byte ranges of a received relay log's units that are not control units (the relay
+    log's own framing), in order, as (buffer, start, end): read by the compiled scanner."""
+    scanner = Scanner("<relay>")
+    fmt: FormatDescription | None = None
+    for chunk in _relay_chunks(directory, _RELAY_CHUNK):
+        buf, base = chunk.buf, chunk.base
+        if chunk.new_file:
+            scanner = Scanner(str(directory / chunk.name))
+        scan = scanner.units(buf, 0, base, at_eof=chunk.eof)
+        if scan.error is not None:
+            raise _Declined
+        start = end = -1
+        for rec in scan.units:
+            if not rec.complete or rec.flags & F_UNKNOWN_NON_IGNORABLE:
+                raise _Declined
+            if rec.kind != CONTROL:
+                if rec.start != end:
+                    if start >= 0:
+                        yield buf, start, end
+                    start = rec.start
+                end = rec.end
+            elif rec.flags & F_HAS_FDE:
+                fmt = unit_events(buf[rec.start:rec.end], base + rec.start, fmt)[1]
+        if start >= 0:
+            yield buf, start, end
+        if scan.last_rotate >= 0:
+            chunk.rotated_to = _rotate_target(buf, scan.last_rotate, base, fmt, chunk.name)
+        chunk.stop = scan.stop
+
+
+class _Received:
+    """What a slave received, as one byte string (`_received_spans`), matched in order."""
+
+    __slots__ = ("_spans", "_buf", "_at", "_end")
+
+    def __init__(self, directory: Path) -> None:
+        self._spans = _received_spans(directory)
+        self._buf, self._at, self._end = b"", 0, 0
+
+    def match(self, data: memoryview) -> bool:
+        """Whether the next len(data) bytes received are `data` (consumed)."""
+        n, at = len(data), 0
+        while at < n:
+            if self._at == self._end:
+                nxt = next(self._spans, None)
+                if nxt is None:
+                    return False
+                self._buf, self._at, self._end = nxt
+            k = min(n - at, self._end - self._at)
+            if not self._buf.startswith(data[at:at + k], self._at):
+                return False
+            self._at += k
+            at += k
+        return True
+
+    def finished(self) -> bool:
+        """Whether nothing more was received."""
+        return self._at == self._end and next(self._spans, None) is None
+
+
+def _compilable(check: Check) -> bool:
+    """Whether the compiled way takes a slave: its rules rename nothing and the master policy
+    restricts nothing for it (a gate bounds annotation texts and statements by their text)."""
+    spec, _received, _dropped, gate = check
+    if gate is not None and gate.restricted:
+        return False
+    engine = RuleEngine(spec.rules, spec.settings)
+    return event_renamer(engine, spec.rules, spec.settings) is None and not engine.checks_annotations
+
+
+class _SlaveWalk:
+    """One slave of the compiled way: its answers per unit, its Python reference for the units
+    the core declines, and what it received per skip policy."""
+
+    def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None) -> None:
+        self.result = SlaveVerification(spec.name)
+        self.result.compared = dict.fromkeys(received, 0)
+        for policy, count in (dropped or {}).items():
+            if count:
+                self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))
+        decider = _ByKey(RuleEngine(spec.rules, spec.settings))
+        self.reference = TransactionFilter(decider, empty_transactions=KEEP)
+        self.keeps = TableKeeps(decider)
+        self.keyed = decider.by_key
+        self.decide_key = decider.inner.decide_statement_key
+        self.key_answers: dict[tuple[bytes, bytes], int] = {}
+        self.received = {policy: _Received(path) for policy, path in received.items()}
+        self.policies = {policy: skip_policy.named(policy) for policy in received}
+        # Skipped units leave nothing in a heartbeat stream's relay log: answered by the core when
+        # every policy of the slave is heartbeat; else each goes to the reference for its form.
+        self.core_skips = all(p.name == _HEARTBEAT for p in self.policies.values())
+        self.tokens = re.compile(rb"(\x02+)|(\x00+)|(.)" if self.core_skips else rb"(\x02+)|(.)", re.S)
+        assert (_ROW_KEEP, _ROW_SKIP) == (2, 0)  # (the codes the pattern spells)
+        self.by_core = 0    # full-stream units the core answered
+        self.by_python = 0  # and those the reference filter did
+
+    def stmt_keep(self, keys: list[_core.StatementKey]) -> bytes:
+        """The keep byte per key id of a chunk's statement keys, each (key, default database)
+        decided once."""
+        out = bytearray(len(keys) and max(k.id for k in keys) + 1)
+        answers = self.key_answers
+        for key in keys:
+            found = answers.get((key.key, key.db))
+            if found is None:
+                decision = self.decide_key(key.sql.decode("utf-8", "surrogateescape"),
+                                           key.db.decode("utf-8", "surrogateescape"))
+                found = answers[(key.key, key.db)] = KEEP_KEEP if decision.apply else KEEP_DROP
+            out[key.id] = found
+        return bytes(out)
+
+    def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
+        """Units start..stop of a chunk (no Format_description before `stop` - 1)."""
+        units, buf = chunk.units, chunk.buf
+        row = units.rows(self.keeps.for_names(chunk.names))
+        if self.keyed and chunk.keys:
+            row = units.statement_rows(row, self.stmt_keep(chunk.keys))
+        view = memoryview(buf)
+        result, received = self.result, list(self.received.items())
+        for m in self.tokens.finditer(row, start, stop):
+            a, b = m.span()
+            if m.lastindex == 1:  # kept whole: the same bytes in every policy's relay log
+                data = view[units.unit(a).start:units.unit(b - 1).end]
+                for policy, stream in received:
+                    if not stream.match(data):
+                        raise _Declined
+                    result.compared[policy] += b - a
+                result.transactions += b - a
+                self.by_core += b - a
+            elif m.lastindex == 2 and self.core_skips:  # skipped: nothing relayed
+                result.transactions += b - a
+                self.by_core += b - a
+            else:
+                for txn in chunk.transactions(a):
+                    self.feed(txn)
+
+    def feed(self, txn: Transaction) -> None:
+        """A unit the core declined, as `_Check.feed` judges it."""
+        outcome = self.reference.filter(txn)
+        if txn.kind == CONTROL:
+            if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+                self.keeps.clear()
+                self.key_answers.clear()
+            return
+        self.result.transactions += 1
+        self.by_python += 1
+        for policy, stream in self.received.items():
+            expected: list[Event] | None
+            if outcome.outcome in (KEPT, PARTIAL):
+                expected = outcome.events
+            else:
+                expected = self.policies[policy].relayed(txn, outcome, self.reference)
+            if expected is None:
+                continue
+            if not stream.match(memoryview(b"".join([e.raw for e in expected]))):
+                raise _Declined
+            self.result.compared[policy] += 1
+
+    def finish(self) -> SlaveVerification:
+        if not all(stream.finished() for stream in self.received.values()):
+            raise _Declined
+        self.result.by_core, self.result.by_python = self.by_core, self.by_python
+        return self.result
+
+
+class _FullChunk:
+    """One chunk of the full stream as every slave walks it: its units (a UnitList), their
+    formats, the scanner's table names and the chunk's statement keys."""
+
+    def __init__(self, scanner: Scanner, chunk: _Chunk, fmt: FormatDescription | None, keyed: bool) -> None:
+        self.buf, self.base, self.names = chunk.buf, chunk.base, scanner.names
+        self.units = units = _core.UnitList()
+        scan = scanner.scan_into(units, chunk.buf, 0, chunk.base, chunk.name, at_eof=chunk.eof)
+        if scan.error is not None:
+            raise _Declined  # (the Python way reports it)
+        self.n, self.stop = scan.added, scan.stop
+        self.fmt_in = fmt
+        # The Format_description units, and the format after each: the slaves' walks stop there.
+        self.fdes: list[tuple[int, FormatDescription | None]] = []
+        for k in units.with_flags(F_HAS_FDE):
+            u = units.unit(k)
+            if u.kind == 0:
+                fmt = unit_events(chunk.buf[u.start:u.end], chunk.base + u.start, fmt)[1]
+                self.fdes.append((k, fmt))
+        self.fmt_out = fmt
+        self.keys: list[_core.StatementKey] = []
+        if keyed and fmt is not None:
+            first = self.fdes[-1][0] + 1 if self.fdes else 0
+            self.keys = units.statement_units([(fmt.post_header_len(_QUERY), fmt.checksum_len, first)]).keys
+        self.rotated_to = (_rotate_target(chunk.buf, scan.last_rotate, chunk.base, fmt, chunk.name)
+                           if scan.last_rotate >= 0 else None)
+
+    def fmt_at(self, k: int) -> FormatDescription | None:
+        fmt = self.fmt_in
+        for at, after in self.fdes:
+            if at >= k:
+                break
+            fmt = after
+        return fmt
+
+    def transactions(self, k: int) -> list[Transaction]:
+        """Unit k as `scanned_transactions` hands it out (a control unit: a Transaction per event
+        the relay log's own framing does not account for)."""
+        u = self.units.unit(k)
+        if not u.flags & F_COMPLETE or u.flags & F_UNKNOWN_NON_IGNORABLE:
+            raise _Declined  # (a unit the Python reader groups on: `relay_transactions`)
+        return _unit_transactions(KINDS[u.kind], self.buf, u.start, u.end, self.base, self.fmt_at(k))
+
+
+def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerification | None]:
+    """The compiled way for each slave of `checks` (`_compilable` ones), one pass over the full
+    stream: a SlaveVerification, or None where it declined (the Python way answers)."""
+    walks: list[_SlaveWalk | None] = [_SlaveWalk(spec, received, dropped) for spec, received, dropped, _ in checks]
+    try:
+        scanner = Scanner(str(full_relay))
+        fmt: FormatDescription | None = None
+        for chunk in _relay_chunks(Path(full_relay)):
+            if chunk.new_file:
+                scanner = Scanner(str(Path(full_relay) / chunk.name))
+            live = [w for w in walks if w is not None]
+            if not live:
+                break
+            full = _FullChunk(scanner, chunk, fmt, any(w.keyed for w in live))
+            cuts = [k + 1 for k, _ in full.fdes]
+            for i, walk in enumerate(walks):
+                if walk is None:
+                    continue
+                try:
+                    start = 0
+                    for stop in [*cuts, full.n]:
+                        if stop > start:
+                            walk.walk(full, start, stop)
+                        start = stop
+                except _Declined:
+                    walks[i] = None
+            fmt, chunk.stop, chunk.rotated_to = full.fmt_out, full.stop, full.rotated_to
+    except _Declined:
+        return [None] * len(walks)
+    results: list[SlaveVerification | None] = []
+    for walk in walks:
+        try:
+            results.append(None if walk is None else walk.finish())
+        except _Declined:
+            results.append(None)
+    return results

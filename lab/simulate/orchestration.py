@@ -120,9 +120,12 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
         if failed:
             raise DumpFilterError("; ".join(f"slave {r.plan.label!r} ({r.plan.skip_policy}): {r.error}"
                                             for r in failed))
+        started = time.perf_counter()
         verifications = _verify(topology, results) if verify else []
+        verified = time.perf_counter() - started if verify else None
         lints = linting.results()
         report = build_report(topology, prepared, results, verifications, lints, served)
+        report["master"]["verify_seconds"] = None if verified is None else round(verified, 3)
         report["by_table"] = by_table
         paths = write_report(report, out) if out is not None else []
         return SimulationResult(report, paths, verifications, results)

@@ -119,7 +119,9 @@ def throughput_line(report: dict[str, Any]) -> str | None:
         return None
     return (f"master: {master['binlog_bytes_served'] / 1e6:.1f} MB of binlog served to {master['streams']} streams in "
             f"{master['seconds']:.1f} s = {master['mb_s']:.1f} MB/s in total, {master['streams_at_once']} streams at "
-            f"a time in this process; 'share MB/s' is one stream's part of that while it ran beside the others")
+            f"a time in this process; 'share MB/s' is one stream's part of that while it ran beside the others"
+            + (f"; --verify then took {master['verify_seconds']:.1f} s" if master.get("verify_seconds") is not None
+               else ""))
 
 
 def summary_line(report: dict[str, Any]) -> str:
