@@ -15,6 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 from dumpfilter.errors import PositionError
 from dumpfilter.binlogs.files import Listing, binlog_listing, file_size, served_paths
@@ -367,8 +368,12 @@ class SegmentCache:
         """Under the lock: whether a kept segment's pages stay in the master's RSS, counted in
         RESIDENT_BYTES: yes while there is room (see there), else the caller hands them back."""
         parts = _parts(seg)
-        if seg.start in self._resident or all(shared_view(part.buf) for part in parts):
-            return True  # (a view's pages are the file's one mapping's, counted nowhere: see MappingFiles)
+        if seg.start in self._resident:
+            return True
+        # (A view's pages are the file's one mapping's, shared by every stream, but they count in
+        # the master's RSS as long as they stay mapped: a stream's pass over a 250 MB binlog held
+        # all of it. Handed back behind the streams like a mapping of its own, a stream that
+        # reaches them again maps them again from the page cache.)
         size = seg.size
         if self._resident_bytes + size > self.resident_bytes:
             return False
@@ -485,9 +490,18 @@ def _hand_back(seg: Segment) -> bool:
     for part in _parts(seg):
         buf = part.buf
         try:
-            if not own_mapping(buf):  # a view into the master's one mapping (see _keep)
-                raise ValueError("not a mapping of its own")
-            buf.madvise(mmap.MADV_DONTNEED)
+            if own_mapping(buf):
+                buf.madvise(mmap.MADV_DONTNEED)
+            elif isinstance(buf, memoryview) and shared_view(buf):
+                # A view into the master's one mapping of the file, which starts at offset 0: the
+                # whole pages of the view's file range (a page it shares with a neighbour stays).
+                page = mmap.PAGESIZE
+                lo = -(-part.base // page) * page
+                hi = (part.base + len(buf)) // page * page
+                if hi > lo:
+                    cast(mmap.mmap, buf.obj).madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            else:
+                raise ValueError("not mapped")
         except (OSError, ValueError):  # closed, or a kernel without it
             return False
     return True
