@@ -823,8 +823,18 @@ class UnitList:
     @property
     def statements_ahead(self) -> bool:
         """Whether `statement_units` took the statement units its scan thread built."""
-    def statement_rows(self, row: bytes, keep: bytes) -> bytes:
-        """`row` with its ROW_SLOW statement units answered from a keep byte per key id."""
+    def statement_rows(self, row: bytes, keep: bytes, gated: bytes | None = None,
+                       formats: list[tuple[int, int, int]] | None = None) -> bytes:
+        """`row` with its ROW_SLOW statement units answered from a keep byte per key id; under a
+        policy gate (`gated`: 1 per key whose KEEP_KEEP holds only for statements reaching its
+        table alone) a unit with another statement of such a key stays ROW_SLOW."""
+    def annotations_unshown(self, row: bytes, keep: bytes, names: list[tuple[str, str]],
+                            formats: list[tuple[int, int, int]]) -> list[int]:
+        """The units `row` keeps (whole or in part) whose Annotate_rows / Rows_query texts the core
+        cannot show reach only tables `keep` keeps: the ones the policy check reads."""
+    @staticmethod
+    def reaches_key_alone(sql: bytes) -> bool:
+        """Whether a statement reaches only its key's table (gate_reach::reaches_key_alone)."""
     def send(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: bytes | None,
              counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]

@@ -6,6 +6,7 @@ pub mod crc;
 pub mod facts;
 pub mod flags;
 pub mod format;
+pub mod gate_reach;
 pub mod heartbeat;
 pub mod hops;
 pub mod keep;

@@ -28,15 +28,21 @@ _TABLE_MAP = int(EventType.TABLE_MAP)
 Annotations = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
-def guard_row(seg: Segment, row: bytes, gate: Gate) -> bytes:
-    """`row` (a slave's answer per unit of `seg`) with every fast unit it keeps, whole or in part,
-    that carries a text `gate` refuses turned ROW_SLOW. A unit's texts are read once per segment for
-    every gate (kept on the segment's index, in their `shape`: their literals blanked), a gate's
-    answer once per distinct set of shapes and Table_maps (most units of a workload share a few)."""
+def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate) -> bytes:
+    """`row` (a slave's answer per unit of `seg`, `keep` its keep byte per table name: rules AND
+    gate) with every fast unit it keeps, whole or in part, that carries a text `gate` refuses
+    turned ROW_SLOW. The core first clears, with no Python per unit, the units whose texts are
+    single-table DML on a table the slave keeps (`UnitList.annotations_unshown`: most units of a
+    ROW binlog); only the others are read here, once per segment for every gate (kept on the
+    segment's index, in their `shape`: their literals blanked), a gate's answer once per distinct
+    set of shapes and Table_maps (most units of a workload share a few)."""
     if not gate.restricted or (ROW_KEEP not in row and ROW_PARTIAL not in row):
         return row
     index = seg.index
     assert index is not None, "a row of fast units is a scanned segment's (SlaveStream._row)"
+    unshown = index.unit_list.annotations_unshown(row, keep, index.names, index.formats())
+    if not unshown:
+        return row
     texts = index.policy_texts
     if texts is None:
         texts = index.policy_texts = {}
@@ -45,9 +51,7 @@ def guard_row(seg: Segment, row: bytes, gate: Gate) -> bytes:
         verdicts = _VERDICTS[gate] = {}
     read = _reader(index)
     out = None
-    for k, code in enumerate(row):
-        if code != ROW_KEEP and code != ROW_PARTIAL:
-            continue
+    for k in unshown:
         found = texts.get(k)
         if found is None:
             found = texts[k] = read(k)

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
-from dumpfilter.rules.decider import gated
+from dumpfilter.rules.decider import gate_table, gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
+from dumpfilter.rules.statements import statement_tables
 
 if TYPE_CHECKING:
     from dumpfilter.master.decide.rule_hits import RuleHits
@@ -27,6 +28,26 @@ if TYPE_CHECKING:
 # A key's answer for one slave: its keep code (KEEP_KEEP, KEEP_DROP, KEEP_PYTHON), its decision and
 # the rule hits it counts.
 KeyAnswer = tuple[int, Decision, tuple[str, ...]]
+# A segment's answers by key for one stream (`StreamStatementKeys.keep_for`): the keep byte per key
+# id, each key's answer, and under a policy gate a byte per key id, 1 where its KEEP_KEEP holds only
+# for statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`).
+KeyRows = tuple[bytes, list[KeyAnswer | None], bytes | None]
+_SELECT_KINDS = (5, 6)  # the core's KIND_INSERT_SELECT, KIND_REPLACE_SELECT: a key's first byte
+
+
+def _gated_key(key: bytes, sql: str, db: str, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
+    """A key its rules keep, under a restricted gate: KEEP_DROP with the gate's refusal when the
+    gate refuses its updated table (every statement of the key reaches it), KEEP_PYTHON for an
+    INSERT ... SELECT key (its statements read other tables), else KEEP_KEEP (for the statements
+    that reach that table alone: see `StreamStatementKeys.keep_for`); with the rule hits each
+    statement of the key counts (the gate's refusal adds MASTER_POLICY)."""
+    updated = statement_tables(sql, db).updated
+    if len(updated) != 1:  # not the core's shape after all: Python decides each statement
+        return KEEP_PYTHON, decision.counted
+    refused = gate_table(decision, gate, *updated[0])
+    if not refused.apply:
+        return KEEP_DROP, refused.counted
+    return (KEEP_PYTHON if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
 
 
 @dataclass
@@ -52,18 +73,26 @@ class StreamStatementKeys:
         self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) the answers in `_known` are of
         self._known: dict[bytes, KeyAnswer] = {}
 
-    def keep_for(self, index: UnitIndex) -> tuple[bytes, list[KeyAnswer | None]] | None:
-        """(keep byte per key id, (decision, rule hits) per key id) for the segment of `index`, or
-        None where its units go on to Python: no statement unit decided by keys, or the slave's
-        decisions are not a function of the key (`Decider.keys_statements`: a schema timeline,
-        derived tables, a policy gate that reads the statement's text)."""
+    def keep_for(self, index: UnitIndex) -> KeyRows | None:
+        """(keep byte per key id, (decision, rule hits) per key id, gated byte per key id or
+        None) for the segment of `index`, or None where its units go on to Python: no statement
+        unit decided by keys, or the slave's rules are not a function of the key
+        (`Decider.keys_statements`: a schema timeline, derived tables).
+
+        Under a restricted policy gate (WL#2387's master-controlled filter) a key's answer is its
+        rules' AND the gate's: a key whose updated table the gate refuses is dropped for every
+        statement of it (each one's reach holds that table); one it allows is kept for the
+        statements whose text reaches that table alone (the core tells them:
+        `UnitList.statement_rows`' `gated`, a 1 per such key), the others going to Python, which
+        reads their whole reach; an INSERT ... SELECT key, whose statements read other tables, is
+        Python's (KEEP_PYTHON)."""
         keys, units = index.statement_units()
         if not units:
             return None
         state, gate = self.slave.state, self.slave.gate
         assert state is not None, "a stream's slave has its state"
         engine = state.engine
-        decider = gated(engine, gate)
+        decider = gated(engine, gate) if not gate.restricted else engine  # the gate: `_gated_key`
         # The master's engines share the series' schema timeline: a key's decision is kept for
         # every statement of the key only when it was pure (see `RuleEngine.keys_statements_if_pure`).
         if not (decider.keys_statements or (decider is engine and state.engine.keys_statements_if_pure)):
@@ -72,6 +101,7 @@ class StreamStatementKeys:
             self._group, self._known = (engine, gate), {}
         keep = bytearray(len(keys))
         decided: list[KeyAnswer | None] = [None] * len(keys)
+        by_text = bytearray(len(keys)) if gate.restricted else None
         known = self._known
         for key_id, key, db, sql in keys:
             answer = known.get(key)
@@ -82,12 +112,17 @@ class StreamStatementKeys:
                     pure = not engine.consulted and decision.assumption is None
                 # An impure key (KEEP_PYTHON) leaves its units to Python, decided at their position.
                 kept = KEEP_KEEP if decision.apply else KEEP_DROP
-                answer = known[key] = kept if pure else KEEP_PYTHON, decision, decision.counted
+                code, counted = (kept if pure else KEEP_PYTHON), decision.counted
+                if gate.restricted and code == KEEP_KEEP:
+                    code, counted = _gated_key(key, sql, db, decision, gate)
+                answer = known[key] = code, decision, counted
                 self.counts.keys_decided += 1
             keep[key_id] = answer[0]
             decided[key_id] = answer
+            if by_text is not None and answer[0] == KEEP_KEEP:
+                by_text[key_id] = 1
         self.counts.key_units += units
-        return bytes(keep), decided
+        return bytes(keep), decided, None if by_text is None else bytes(by_text)
 
     def account(self, decided: list[KeyAnswer | None], tally: bytearray, hits: RuleHits) -> None:
         """The statements a send answered by key (`tally`: a u32 per key id), into the rule hits

@@ -241,6 +241,11 @@ class UnitIndex:
             self._lone_queries = found
         return found
 
+    def formats(self) -> list[tuple[int, int, int]]:
+        """`_formats`: what the core's calls on this segment's texts take (a gated stream's
+        `UnitList.statement_rows` and `annotations_unshown`)."""
+        return self._formats()
+
     def _formats(self) -> list[tuple[int, int, int]]:
         """Per part (its format's QUERY post-header length, its checksum length, the first unit the
         format is in force for), as the core's `lone_queries` and `statement_units` take them."""

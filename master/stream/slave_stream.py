@@ -29,7 +29,7 @@ from dumpfilter.master.decide.gtid_skip import KnownMariaDB, gtid_filter
 from dumpfilter.master.decide.rule_hits import RuleHits
 from dumpfilter.codec.scanner import ROW_SLOW
 from dumpfilter.master.decide.statement_answers import StatementAnswers
-from dumpfilter.master.decide.statement_keys import KeyAnswer, StatementPathCounts, StreamStatementKeys
+from dumpfilter.master.decide.statement_keys import KeyRows, StatementPathCounts, StreamStatementKeys
 from dumpfilter.master.read.units import MariaGtid, Pos, Segment, Unit
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class _RowState(NamedTuple):
     generation: int
     row: bytes | None
     keep: bytes | None
-    by_keys: tuple[bytes, list[KeyAnswer | None]] | None
+    by_keys: KeyRows | None
 
 
 class SlaveStream:
@@ -353,9 +353,11 @@ class SlaveStream:
             # Statement units answered by their statements' keys, in the core (issue #43).
             by_keys = self.keys.keep_for(index)
             if by_keys is not None:
-                row = index.unit_list.statement_rows(row, by_keys[0])
+                # (under a policy gate, a unit with a statement the core cannot show reaches only
+                # its key's table stays ROW_SLOW: Python reads its reach)
+                row = index.unit_list.statement_rows(row, by_keys[0], by_keys[2], index.formats())
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
-            row = self.answers.row(seg, guard_row(seg, row, self.slave.gate))
+            row = self.answers.row(seg, guard_row(seg, row, keep, self.slave.gate))
             states = self._states = _RowState(seg, words.generation, row, keep, by_keys)
         return states.row
 

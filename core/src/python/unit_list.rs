@@ -39,6 +39,12 @@ pub(super) struct PyUnitList {
     ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
     took_ahead: std::sync::atomic::AtomicBool,
+    /// Per statement piece (`stmts.pieces`), whether its text reaches its key's table alone
+    /// (gate_reach::reaches_key_alone), read the first time a gated stream asks (`statement_rows`).
+    alone: std::sync::OnceLock<Box<[bool]>>,
+    /// Per unit, what its Annotate_rows / Rows_query texts need a stream to keep
+    /// (gate_reach::annotation_needs), read the first time a gated stream keeps it.
+    annotation_needs: std::sync::OnceLock<Box<[AnnotationNeeds]>>,
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
     unit_statements_ahead: usize,
@@ -115,6 +121,8 @@ impl PyUnitList {
             stmts: std::sync::OnceLock::new(),
             ahead: std::sync::Mutex::new(None),
             took_ahead: std::sync::atomic::AtomicBool::new(false),
+            alone: std::sync::OnceLock::new(),
+            annotation_needs: std::sync::OnceLock::new(),
             unit_statements_ahead: 0,
         }
     }
@@ -455,13 +463,111 @@ impl PyUnitList {
 
     /// `row` (from `rows`) with the statement units it leaves ROW_SLOW answered from one stream's
     /// keep byte per key id (see stmt_units::StmtUnits::rows); `row` itself without
-    /// `statement_units` called first.
-    fn statement_rows<'py>(&self, py: Python<'py>, row: &[u8], keep: &[u8]) -> Bound<'py, PyBytes> {
+    /// `statement_units` called first. `gated` (a byte per key id, for a slave under a master
+    /// policy): where it is 1 the key's KEEP_KEEP holds only for statements whose text reaches
+    /// the key's table alone (gate_reach::reaches_key_alone, read once per segment for every
+    /// stream, by `formats` as `statement_units` takes them); a unit holding any other statement
+    /// of such a key is left ROW_SLOW (Python reads its reach).
+    #[pyo3(signature = (row, keep, gated = None, formats = None))]
+    fn statement_rows<'py>(
+        &self,
+        py: Python<'py>,
+        row: &[u8],
+        keep: &[u8],
+        gated: Option<&[u8]>,
+        formats: Option<Vec<(usize, usize, usize)>>,
+    ) -> Bound<'py, PyBytes> {
         let mut out = row.to_vec();
         if let Some(st) = self.stmts.get() {
             st.rows(&mut out, keep);
+            if let Some(gated) = gated.filter(|g| g.contains(&1)) {
+                let alone = self.alone.get_or_init(|| {
+                    let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+                    let list = &self.list;
+                    let formats = formats.unwrap_or_default();
+                    py.detach(|| pieces_alone(list, st, &bufs, &formats))
+                });
+                for (k, code) in out.iter_mut().enumerate() {
+                    if *code == row[k] {
+                        continue; // not answered by keys here
+                    }
+                    let Some(&(lo, hi)) = st.bounds.get(k) else {
+                        continue;
+                    };
+                    let doubtful = (lo as usize..hi as usize).any(|p| {
+                        let key = st.pieces[p].key as usize;
+                        key != crate::stmt_units::ALWAYS as usize
+                            && gated.get(key) == Some(&1)
+                            && keep.get(key) == Some(&crate::keep::KEEP_KEEP)
+                            && !alone[p]
+                    });
+                    if doubtful {
+                        *code = row[k];
+                    }
+                }
+            }
         }
         PyBytes::new(py, &out)
+    }
+
+    /// The units `row` (a gated stream's answers) keeps whole or in part (ROW_KEEP,
+    /// ROW_PARTIAL) whose Annotate_rows / Rows_query texts the core cannot show reach only tables
+    /// the stream keeps (see gate_reach::annotation_needs, read once per unit for every stream: `keep` by name id, `names` (db,
+    /// table) by name id, `formats` as `statement_units` takes them), in order: the ones Python
+    /// reads. A unit without such a text is never listed (a unit that is not fast has no
+    /// Table_maps here: one with such a text is listed).
+    fn annotations_unshown(
+        &self,
+        py: Python<'_>,
+        row: &[u8],
+        keep: &[u8],
+        names: Vec<(String, String)>,
+        formats: Vec<(usize, usize, usize)>,
+    ) -> Vec<usize> {
+        use crate::rows::{ROW_KEEP, ROW_PARTIAL};
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let names: Vec<(Vec<u8>, Vec<u8>)> = names
+            .into_iter()
+            .map(|(d, t)| (d.into_bytes(), t.into_bytes()))
+            .collect();
+        let list = &self.list;
+        let cache = self.annotation_needs.get_or_init(|| {
+            (0..list.units.len())
+                .map(|_| std::sync::OnceLock::new())
+                .collect()
+        });
+        py.detach(|| {
+            let mut out = Vec::new();
+            for (k, u) in list.units.iter().enumerate() {
+                if !matches!(row.get(k), Some(&ROW_KEEP) | Some(&ROW_PARTIAL)) {
+                    continue;
+                }
+                let needs = cache[k].get_or_init(|| {
+                    let part = u.part as usize;
+                    let (buf, &(_, crc, from)) = (bufs.get(part)?, formats.get(part)?);
+                    let bytes = buf.get(u.start..u.end).filter(|_| k >= from)?;
+                    crate::gate_reach::annotation_needs(bytes, crc, list.tables(k), &names)
+                });
+                let shown = needs.as_ref().is_some_and(|ids| {
+                    ids.iter().all(|id| {
+                        keep.get(*id as usize)
+                            .is_some_and(|b| *b != crate::keep::KEEP_DROP)
+                    })
+                });
+                if !shown {
+                    out.push(k);
+                }
+            }
+            out
+        })
+    }
+
+    /// Whether statement `sql` reaches only the table of its key (gate_reach::reaches_key_alone;
+    /// False where it has no key): what a gated stream answers by key (tests hold it to
+    /// rules.policy_bound).
+    #[staticmethod]
+    fn reaches_key_alone(sql: &[u8]) -> bool {
+        crate::gate_reach::text_reaches_key_alone(sql)
     }
 
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
@@ -560,9 +666,9 @@ impl PyUnitList {
     /// the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
     /// are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
     /// statement key id, for statement units kept in part (cut at statements), after
-    /// `statement_units`.
+    /// `statement_units`. `forms`: `skip_forms` (see count_forms::count_with_forms).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None))]
+    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None, forms = None))]
     fn count(
         &self,
         py: Python<'_>,
@@ -572,6 +678,7 @@ impl PyUnitList {
         config: PyRef<'_, SendConfig>,
         pending: usize,
         stmt_keep: Option<&[u8]>,
+        forms: Option<&[u8]>,
     ) -> SendResult {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let owed = vec![0u8; pending];
@@ -590,7 +697,69 @@ impl PyUnitList {
             count_only: true,
         };
         let list = &self.list;
-        let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
+        let s = py.detach(|| match forms {
+            Some(f) => crate::count_forms::count_with_forms(list, &bufs, row, keep, start, &opt, f),
+            None => send::walk(list, &bufs, row, keep, start, &opt),
+        });
         send_result(PyBytes::new(py, b"").unbind(), &s)
     }
+
+    /// Every unit's form if skipped whole under skip policy `skip` (count_forms::skip_forms), made
+    /// once for `count`'s `forms`, after `statement_units`.
+    fn skip_forms<'py>(&self, py: Python<'py>, skip: u8, crc: bool) -> Bound<'py, PyBytes> {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let (list, st) = (&self.list, self.stmts.get());
+        let forms = py.detach(|| crate::count_forms::skip_forms(list, &bufs, st, skip, crc));
+        PyBytes::new(py, &forms)
+    }
+}
+
+/// A unit's gate_reach::annotation_needs, read once.
+type AnnotationNeeds = std::sync::OnceLock<Option<Box<[u32]>>>;
+
+/// Per piece of `st`, whether its statement's text reaches its key's table alone (ALWAYS pieces
+/// and pieces not read: false).
+fn pieces_alone(
+    list: &UnitList,
+    st: &StmtUnits,
+    bufs: &[&[u8]],
+    formats: &[(usize, usize, usize)],
+) -> Box<[bool]> {
+    let mut alone = vec![false; st.pieces.len()];
+    for (k, &(lo, hi)) in st.bounds.iter().enumerate() {
+        if lo == u32::MAX {
+            continue;
+        }
+        let Some(u) = list.units.get(k) else { continue };
+        let (Some(buf), Some(&(post, crc, _))) =
+            (bufs.get(u.part as usize), formats.get(u.part as usize))
+        else {
+            continue;
+        };
+        let (lo, hi) = (lo as usize, hi as usize);
+        for (slot, piece) in alone[lo..hi].iter_mut().zip(&st.pieces[lo..hi]) {
+            if piece.key == crate::stmt_units::ALWAYS {
+                continue;
+            }
+            // The Query is the piece's last event (its context events come first).
+            let mut at = piece.start;
+            let mut last = None;
+            while at + crate::types::HEADER_LEN <= piece.end {
+                let Some(size) = crate::le::u32_at(buf, at + 9).map(|s| s as usize) else {
+                    break;
+                };
+                if size < crate::types::HEADER_LEN || at + size > piece.end {
+                    break;
+                }
+                last = Some((at, at + size));
+                at += size;
+            }
+            if let Some((q, end)) = last.filter(|_| at == piece.end) {
+                if let Some((_, sql)) = crate::sql::query_ranges(&buf[..end], q, post, crc) {
+                    *slot = crate::gate_reach::text_reaches_key_alone(&buf[sql]);
+                }
+            }
+        }
+    }
+    alone.into_boxed_slice()
 }
