@@ -432,8 +432,7 @@ class Slave:
                                                   None if keeps is None else keeps.keep_bytes())
                     if run.out:
                         self.relay.write_raw(run.out)
-                    if run.lone:
-                        self.trust.lone_run(run.lone, blob, units)
+                    self.trust.lone_run(run.lone, blob, units)
                     if keeps is not None:
                         keeps.learn(run.new_keys)
                         keeps.used(run.key_uses, 0, run.statements)
