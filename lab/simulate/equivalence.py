@@ -14,11 +14,12 @@ then drops, so GTID events are compared by their GTID (and type), every other ev
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from dumpfilter.codec import Event, EventType, TransactionGrouper
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F, MAGIC
@@ -494,32 +495,40 @@ def _rotate_target(buf: bytes, at: int, base: int, fmt: FormatDescription | None
     return None if event.flags & LOG_EVENT_ARTIFICIAL_F else _rotated_name(event, name)
 
 
+def _units_of(scan: _core.UnitsResult) -> np.ndarray[Any, np.dtype[np.uint64]]:
+    """A scan's unit records as rows of UNIT_WORDS words (word 0 start, 1 end, 2 events | kind
+    << 32 | flags << 40: see codec.scanner's `_record`)."""
+    return np.frombuffer(scan.packed, dtype="<u8").reshape(-1, _core.UNIT_WORDS)
+
+
+def _runs(mask: np.ndarray[Any, np.dtype[np.bool_]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The runs of True in `mask`: their first indices and the indices after them."""
+    edges = np.diff(np.concatenate(([0], mask.view(np.int8), [0])))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
 def _received_spans(directory: Path) -> Iterator[tuple[bytes, int, int]]:
     """The byte ranges of a received relay log's units that are not control units (the relay
-    log's own framing), in order, as (buffer, start, end): read by the compiled scanner."""
-    scanner = Scanner("<relay>")
+    log's own framing), in order, as (buffer, start, end): read by the compiled scanner, its
+    checksums not checked (the bytes are compared with the full stream's, which are)."""
+    scanner = _core.Scanner(False)
     fmt: FormatDescription | None = None
     for chunk in _relay_chunks(directory, _RELAY_CHUNK):
         buf, base = chunk.buf, chunk.base
         if chunk.new_file:
-            scanner = Scanner(str(directory / chunk.name))
-        scan = scanner.units(buf, 0, base, at_eof=chunk.eof)
+            scanner = _core.Scanner(False)
+        scan = scanner.units(buf, 0, base, 1 << 62, chunk.eof)
         if scan.error is not None:
             raise _Declined
-        start = end = -1
-        for rec in scan.units:
-            if not rec.complete or rec.flags & F_UNKNOWN_NON_IGNORABLE:
-                raise _Declined
-            if rec.kind != CONTROL:
-                if rec.start != end:
-                    if start >= 0:
-                        yield buf, start, end
-                    start = rec.start
-                end = rec.end
-            elif rec.flags & F_HAS_FDE:
-                fmt = unit_events(buf[rec.start:rec.end], base + rec.start, fmt)[1]
-        if start >= 0:
-            yield buf, start, end
+        words = _units_of(scan)
+        flags = words[:, 2] >> np.uint64(40)
+        if np.any(flags & np.uint64(F_COMPLETE) == 0) or np.any(flags & np.uint64(F_UNKNOWN_NON_IGNORABLE)):
+            raise _Declined
+        control = (words[:, 2] >> np.uint64(32)) & np.uint64(0xFF) == 0
+        for k in np.flatnonzero(control & (flags & np.uint64(F_HAS_FDE) != 0)).tolist():
+            fmt = unit_events(buf[int(words[k, 0]):int(words[k, 1])], base + int(words[k, 0]), fmt)[1]
+        lo, hi = _runs(~control)
+        yield from zip([buf] * len(lo), words[lo, 0].tolist(), words[hi - 1, 1].tolist())
         if scan.last_rotate >= 0:
             chunk.rotated_to = _rotate_target(buf, scan.last_rotate, base, fmt, chunk.name)
         chunk.stop = scan.stop
@@ -586,8 +595,6 @@ class _SlaveWalk:
         # Skipped units leave nothing in a heartbeat stream's relay log: answered by the core when
         # every policy of the slave is heartbeat; else each goes to the reference for its form.
         self.core_skips = all(p.name == _HEARTBEAT for p in self.policies.values())
-        self.tokens = re.compile(rb"(\x02+)|(\x00+)|(.)" if self.core_skips else rb"(\x02+)|(.)", re.S)
-        assert (_ROW_KEEP, _ROW_SKIP) == (2, 0)  # (the codes the pattern spells)
         self.by_core = 0    # full-stream units the core answered
         self.by_python = 0  # and those the reference filter did
 
@@ -606,28 +613,43 @@ class _SlaveWalk:
         return bytes(out)
 
     def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
-        """Units start..stop of a chunk (no Format_description before `stop` - 1)."""
-        units, buf = chunk.units, chunk.buf
+        """Units start..stop of a chunk (no Format_description before `stop` - 1): the runs kept
+        whole between two units the core declines compared at once, the declined ones fed."""
+        units = chunk.units
         row = units.rows(self.keeps.for_names(chunk.names))
         if self.keyed and chunk.keys:
             row = units.statement_rows(row, self.stmt_keep(chunk.keys))
-        view = memoryview(buf)
+        answers = np.frombuffer(row, dtype=np.uint8)[start:stop]
+        kept = answers == _ROW_KEEP
+        declined = ~kept
         result, received = self.result, list(self.received.items())
-        for m in self.tokens.finditer(row, start, stop):
-            a, b = m.span()
-            if m.lastindex == 1:  # kept whole: the same bytes in every policy's relay log
-                data = view[units.unit(a).start:units.unit(b - 1).end]
+        if self.core_skips:  # skipped: nothing relayed
+            skipped = answers == _ROW_SKIP
+            declined &= ~skipped
+            count = int(np.count_nonzero(skipped))
+            result.transactions += count
+            self.by_core += count
+        lo, hi = _runs(kept)
+        lo += start
+        hi += start
+        first, last = chunk.starts[lo].tolist(), chunk.ends[hi - 1].tolist()
+        cuts = np.searchsorted(lo, np.flatnonzero(declined) + start).tolist()
+        view = memoryview(chunk.buf)
+        done = 0  # runs compared
+        for k, cut in zip([*(np.flatnonzero(declined) + start).tolist(), None], [*cuts, len(lo)]):
+            if cut > done:  # the runs before unit k: what the slave relays of them, back to back
+                data = view[first[done]:last[done]] if cut == done + 1 else \
+                    memoryview(b"".join([view[a:b] for a, b in zip(first[done:cut], last[done:cut])]))
+                count = int((hi[done:cut] - lo[done:cut]).sum())
                 for policy, stream in received:
                     if not stream.match(data):
                         raise _Declined
-                    result.compared[policy] += b - a
-                result.transactions += b - a
-                self.by_core += b - a
-            elif m.lastindex == 2 and self.core_skips:  # skipped: nothing relayed
-                result.transactions += b - a
-                self.by_core += b - a
-            else:
-                for txn in chunk.transactions(a):
+                    result.compared[policy] += count
+                result.transactions += count
+                self.by_core += count
+                done = cut
+            if k is not None:
+                for txn in chunk.transactions(k):
                     self.feed(txn)
 
     def feed(self, txn: Transaction) -> None:
@@ -663,13 +685,21 @@ class _FullChunk:
     """One chunk of the full stream as every slave walks it: its units (a UnitList), their
     formats, the scanner's table names and the chunk's statement keys."""
 
-    def __init__(self, scanner: Scanner, chunk: _Chunk, fmt: FormatDescription | None, keyed: bool) -> None:
+    def __init__(self, scanner: Scanner, offsets: _core.Scanner, chunk: _Chunk, fmt: FormatDescription | None,
+                 keyed: bool) -> None:
         self.buf, self.base, self.names = chunk.buf, chunk.base, scanner.names
         self.units = units = _core.UnitList()
         scan = scanner.scan_into(units, chunk.buf, 0, chunk.base, chunk.name, at_eof=chunk.eof)
         if scan.error is not None:
             raise _Declined  # (the Python way reports it)
         self.n, self.stop = scan.added, scan.stop
+        # Every unit's start and end at once (the UnitList hands them out one unit a call): the
+        # same units found again by a scanner of their own, checksums checked once already.
+        again = offsets.units(chunk.buf, 0, chunk.base, 1 << 62, chunk.eof)
+        words = _units_of(again)
+        if len(words) != self.n or again.stop != self.stop:
+            raise _Declined
+        self.starts, self.ends = words[:, 0], words[:, 1]
         self.fmt_in = fmt
         # The Format_description units, and the format after each: the slaves' walks stop there.
         self.fdes: list[tuple[int, FormatDescription | None]] = []
@@ -708,15 +738,15 @@ def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerific
     stream: a SlaveVerification, or None where it declined (the Python way answers)."""
     walks: list[_SlaveWalk | None] = [_SlaveWalk(spec, received, dropped) for spec, received, dropped, _ in checks]
     try:
-        scanner = Scanner(str(full_relay))
+        scanner, offsets = Scanner(str(full_relay)), _core.Scanner(False)
         fmt: FormatDescription | None = None
         for chunk in _relay_chunks(Path(full_relay)):
             if chunk.new_file:
-                scanner = Scanner(str(Path(full_relay) / chunk.name))
+                scanner, offsets = Scanner(str(Path(full_relay) / chunk.name)), _core.Scanner(False)
             live = [w for w in walks if w is not None]
             if not live:
                 break
-            full = _FullChunk(scanner, chunk, fmt, any(w.keyed for w in live))
+            full = _FullChunk(scanner, offsets, chunk, fmt, any(w.keyed for w in live))
             cuts = [k + 1 for k, _ in full.fdes]
             for i, walk in enumerate(walks):
                 if walk is None:
