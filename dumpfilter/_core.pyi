@@ -855,10 +855,14 @@ class UnitList:
         """The bytes of the statement units decided by keys among units[:n] by table, after
         `statement_units`: `group_of` a group per key id, `table_of` a table id per group."""
     def count(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: int = 0,
-              stmt_keep: bytes | None = None) -> SendResult:
+              stmt_keep: bytes | None = None, forms: bytes | None = None) -> SendResult:
         """`send`'s walk to the end of the list, counted, never assembled (`out` is empty;
         `config`'s batch bytes and limit not read); `pending`: the size of a Heartbeat still owed
-        (0: none)."""
+        (0: none); `forms`: `skip_forms` under `config`'s policy, each skipped unit's form made
+        once for every slave (see count_forms.rs)."""
+    def skip_forms(self, skip: int, crc: bool) -> bytes:
+        """Every unit's form if skipped whole under skip policy `skip` (SKIP_PLACEHOLDER,
+        SKIP_EMPTY; `crc`: checksummed events), packed for `count`; after `statement_units`."""
 
 
 class FlagWords:

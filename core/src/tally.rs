@@ -1,11 +1,12 @@
 //! What a bandwidth experiment reports beside its totals, read off a UnitList in one pass each:
-//! where binlog time crosses a bucket (an hour: which units fall in it), and the bytes of each
-//! table's Table_map and Rows events (which tables cost the bandwidth). Only event headers and a
-//! Rows event's table id are read; never a row image.
+//! where binlog time crosses a bucket (an hour: which units fall in it), where it ends, the bytes
+//! of each table's Table_map and Rows events and of each statement unit's statements (which
+//! tables cost the bandwidth). Only event headers, a Rows event's table id and the statement
+//! units' pieces are read; never a row image.
 
 use crate::le::u32_at;
 use crate::scan::{CONTROL, F_FAST};
-use crate::stmt_units::{StmtUnits, ALWAYS};
+use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
 use crate::types::{is_rows, HEADER_LEN, TABLE_MAP};
 use crate::unit_list::UnitList;
 
@@ -211,7 +212,7 @@ pub fn statement_tables(
 }
 
 /// Unit k's pieces, where it is a statement unit decided by keys.
-fn pieces_of(st: &StmtUnits, k: usize) -> Option<&[crate::stmt_units::Piece]> {
+pub(crate) fn pieces_of(st: &StmtUnits, k: usize) -> Option<&[Piece]> {
     let &(lo, hi) = st.bounds.get(k)?;
     if lo == u32::MAX {
         return None;
@@ -220,7 +221,7 @@ fn pieces_of(st: &StmtUnits, k: usize) -> Option<&[crate::stmt_units::Piece]> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::scan::{Unit, F_COMPLETE, F_MARIADB_GTID};
     use crate::types::{INTVAR, QUERY, XID};
@@ -244,7 +245,7 @@ mod tests {
     }
 
     /// A statement unit: GTID, BEGIN, the statements (an INTVAR before the second), XID.
-    fn unit(buf: &mut Vec<u8>, statements: &[&str]) -> (Unit, Vec<usize>) {
+    pub(crate) fn unit(buf: &mut Vec<u8>, statements: &[&str]) -> (Unit, Vec<usize>) {
         let start = buf.len();
         buf.extend(event(162, &[0u8; 13]));
         let gtid = buf.len() - start;
@@ -288,8 +289,8 @@ mod tests {
         let mut list = UnitList::default();
         list.add(b"f", 0, &[a.clone(), b.clone(), control], &[]);
         let st = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
-        assert_eq!((st.units, st.keys.len()), (2, 2)); // UPDATE t, INSERT u
-                                                       // Key 0 (UPDATE t) in group 0 (table 0), key 1 (INSERT u) in group 1 (table 1).
+        // Keys: UPDATE t, INSERT u; key 0 in group 0 (table 0), key 1 in group 1 (table 1).
+        assert_eq!((st.units, st.keys.len()), (2, 2));
         let t = statement_tables(&list, &st, &[0, 1], &[0, 1], 3);
         let envelope =
             |u: &Unit, sizes: &[usize]| (u.end - u.start - sizes.iter().sum::<usize>()) as u64;
@@ -303,8 +304,9 @@ mod tests {
         );
         assert_eq!(t.envelope, vec![ea / 2 + ea % 2 + eb, ea / 2]);
         assert_eq!((t.framing, t.other, t.left.len()), (0, 40, 0));
-        assert_eq!(t.first, vec![2, 3]); // GTID, BEGIN, then the first statement of each key
-                                         // Both keys in one group of one table: unit a's envelope all to it.
+        // Pieces: GTID, BEGIN, then the first statement of each key.
+        assert_eq!(t.first, vec![2, 3]);
+        // Both keys in one group of one table: unit a's envelope all to it.
         let one = statement_tables(&list, &st, &[0, 0], &[0], 3);
         assert_eq!(one.envelope, vec![ea + eb]);
         assert_eq!(max_timestamp(&list, &[&buf]), 0);

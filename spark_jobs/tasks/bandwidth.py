@@ -17,10 +17,11 @@ For every slave of a topology and every unit of a chunk: the events and bytes a 
 The chunk is scanned once, whatever the number of slaves, by the compiled scanner into the core's
 UnitList (the master's own unit index); each slave's answer per unit comes from its keep byte per
 table name (`TableKeeps`, the seam `filter` uses) through `UnitList.rows_many` (every slave's at
-once), and `UnitList.count` walks it as the master's `UnitList.send` does, counting, never copying. Only what the core leaves
-(control events, statements, a partial MySQL transaction, skips under the placeholder and
-empty-transaction policies, a restricted gate's annotated units) goes through TransactionFilter,
-one unit at a time.
+once), and `UnitList.count` walks it as the master's `UnitList.send` does, counting, never copying
+(under the placeholder and empty-transaction policies each skipped unit's form made once per
+buffer for every slave: `UnitList.skip_forms`). Only what the core leaves (control events, DDL,
+a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
+annotated units) goes through TransactionFilter, one unit at a time.
 
 Heartbeat stretches can cross chunk boundaries: `merge_counts` joins them again, so the totals do
 not depend on how files were cut.
@@ -201,18 +202,25 @@ class _SlaveCounter:
         c.bytes_skipped += max(0, size)
 
     def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool,
-            stmt_keep: bytes | None = None) -> int:
+            stmt_keep: bytes | None = None, forms: dict[tuple[int, bool], bytes] | None = None) -> int:
         """Units i.. of `units` as the master's `UnitList.send` walks them (one call, counted);
-        returns the first unit the walk left to `unit`."""
+        returns the first unit the walk left to `unit`. `forms`: the buffer's skipped-unit forms
+        per (skip code, checksums) (`UnitList.skip_forms`), made by the first slave counted
+        under the placeholder or empty-transaction policy for every other."""
         c = self.out.counts
         if row[i] == ROW_SLOW:
             return i
         if row[i] == ROW_SKIP and self.policy.skips_as_heartbeat and not self.sent_any and not self.pending:
             self.out.leading_skip = True
         owed = self.out.heartbeat_size if self.pending else 0
-        config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept, server_id=0,
-                                  heartbeat_crc=crc)
-        r = units.count(row, keep, i, config, owed, stmt_keep)
+        skip = self.policy.walk_skip
+        config = _core.SendConfig(skip=skip, partial_ok=self.policy.partial_as_kept, server_id=0, heartbeat_crc=crc)
+        made = None
+        if forms is not None and skip in (_core.SKIP_PLACEHOLDER, _core.SKIP_EMPTY):
+            made = forms.get((skip, crc))
+            if made is None:
+                made = forms[(skip, crc)] = units.skip_forms(skip, crc)
+        r = units.count(row, keep, i, config, owed, stmt_keep, made)
         c.events_read += r.read_events
         c.bytes_read += r.read_bytes
         c.heartbeats += r.heartbeats
@@ -433,19 +441,21 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # differ only in tables the run does not name) are walked once: what the first one's walk did
     # is done again for the others.
     runs: dict[RunKey, RunDone] = {}
+    forms: dict[tuple[int, bool], bytes] = {}
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
     keeps = list(dict.fromkeys(c.keeps.for_names(names) for c in counters if c.compiled))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     for counter in counters:
         counter.out.tables = tables
-        _walk(counter, units, n, bounds, names, counter.statement_keep(keys), crc, txn, after_index, runs, rows)
+        _walk(counter, units, n, bounds, names, counter.statement_keep(keys), crc, txn, after_index, runs, rows, forms)
     return current
 
 
 def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tuple[int, int, int]],
           names: list[TableName], stmt_keep: bytes | None, crc: bool, txn: Callable[[int], Transaction],
-          after_index: set[int], runs: dict[RunKey, RunDone], rows: dict[bytes, bytes]) -> None:
+          after_index: set[int], runs: dict[RunKey, RunDone], rows: dict[bytes, bytes],
+          forms: dict[tuple[int, bool], bytes] | None = None) -> None:
     """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
     first, and recorded there), the rest one unit at a time. `rows`: answers already made, by
     keep bytes."""
@@ -471,7 +481,7 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
                     if cut is None:  # the walk ends with the hour: its answers end there
                         cut = row if stop == n else row[:stop]
                     before = counter.counted()
-                    i = counter.run(units, cut, keep, i, crc, stmt_keep)
+                    i = counter.run(units, cut, keep, i, crc, stmt_keep, forms)
                     runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
                                  (counter.pending, counter.sent_any, counter.out.leading_skip))
                 if i >= stop:

@@ -138,3 +138,45 @@ def test_the_last_second_comes_from_the_counting(mixed_binlogs, tmp_path, monkey
     with open(tmp_path / "out" / "bandwidth_by_hour.csv", newline="") as f:
         hours = list(csv.DictReader(f))
     assert max(int(h["to_epoch"]) for h in hours) == max(stamps)
+
+
+class _Spied:
+    """A UnitList whose `skip_forms` and `count` calls are recorded."""
+
+    def __init__(self, units, calls):
+        self._units, self._calls = units, calls
+
+    def __getattr__(self, name):
+        return getattr(self._units, name)
+
+    def skip_forms(self, skip, crc):
+        self._calls.append(("skip_forms", skip))
+        return self._units.skip_forms(skip, crc)
+
+    def count(self, row, keep, start, config, pending=0, stmt_keep=None, forms=None):
+        self._calls.append(("count", config.skip, forms is not None))
+        return self._units.count(row, keep, start, config, pending, stmt_keep, forms)
+
+
+def test_each_skipped_units_form_is_made_once_for_every_slave(mixed_binlogs, monkeypatch):
+    """Under the placeholder and empty-transaction policies the skipped units' forms of a buffer
+    are made once (`UnitList.skip_forms`) and every slave's counting walk reads them
+    (`UnitList.count`'s `forms`): the counts stay the streams'."""
+    slaves = [([f"replicate-do-db={db}"], p) for db in ("shop", "crm", "analytics", "logs")
+              for p in ("placeholder", "empty-transaction")]
+    streamed = _streamed(mixed_binlogs, slaves)
+    calls, buffers = [], []
+    real = bandwidth.chunk_buffers
+
+    def spied(*args, **kwargs):
+        for fmt, buf, base, units, n, crc_len in real(*args, **kwargs):
+            buffers.append(n)
+            yield fmt, buf, base, _Spied(units, calls), n, crc_len
+
+    monkeypatch.setattr(bandwidth, "chunk_buffers", spied)
+    assert_same(streamed, experiment_rows([mixed_binlogs], _topology(slaves).slaves, 150_000))
+    made = [c for c in calls if c[0] == "skip_forms"]
+    counted = [c for c in calls if c[0] == "count"]
+    assert counted and all(with_forms for _, _, with_forms in counted)
+    assert len(made) <= 2 * len(buffers) < len(counted), (len(made), len(buffers), len(counted))
+    assert {skip for _, skip in made} == {_core.SKIP_PLACEHOLDER, _core.SKIP_EMPTY}
