@@ -203,17 +203,18 @@ def top_tables(by_table: list[dict], slave: str = "all", n: int = 10) -> tuple[l
 
 
 def table_lines(top: list[dict], rest: dict) -> list[str]:
-    lines = [f"{'table':<28} {'MB':>8} {'share':>7} {'payload MB':>11} {'envelope MB':>12}"]
+    lines = [f"{'table':<28} {'bytes':>11} {'MB':>7} {'share':>7} {'payload MB':>11} {'envelope MB':>12}"]
     for r in [*top, rest]:
         name = "(framing, control)" if r is rest else r["table"]
-        lines.append(f"{name:<28} {r['bytes_all'] / 1e6:>8.2f} {r['share_pct']:>6.2f}% {r['bytes_payload'] / 1e6:>11.2f} "
-                     f"{r['bytes_envelope'] / 1e6:>12.2f}")
+        lines.append(f"{name:<28} {r['bytes_all']:>11} {r['bytes_all'] / 1e6:>7.2f} {r['share_pct']:>6.2f}% "
+                     f"{r['bytes_payload'] / 1e6:>11.2f} {r['bytes_envelope'] / 1e6:>12.2f}")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m bench.experimenter_question [MB]`; `python -m bench` calls it with no arguments."""
     mb = int(argv[0]) if argv else target_mb()
+    print(f"$ .venv/bin/python -m bench.experimenter_question {mb}    # the binlog is written once, then cached")
     binlogs, made = question_binlogs(mb)
     print(f"binlogs: {binlogs} ({len(made['files'])} files, {made['bytes'] / 1e6:.1f} MB, MIXED, written by MariaDB in "
           f"{made['seconds']:.0f} s: {made['sysbench_transactions']} sysbench transactions + "
@@ -229,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     top, rest = top_tables(answer["by_table"])
     print("\nRanked candidates (experiment --json's `candidates`):")
     print("\n".join(ranked))
-    print("\nBytes by schema.table (bandwidth_by_table.csv, slave `all`: the binlog's bytes), top 10:")
+    print("\nBytes by schema.table (bandwidth_by_table.csv, slave `all`: the binlog's bytes), top 10, and the row "
+          "of framing and control events:")
     print("\n".join(table_lines(top, rest)))
     path = write_result("experimenter_question", {
         "binlog": {**made, "directory": str(binlogs), "mb": round(made["bytes"] / 1e6, 1)},
