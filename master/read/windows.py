@@ -63,7 +63,9 @@ def own_mapping(buf: ReadBuffer) -> TypeGuard[mmap.mmap]:
 
 def shared_view(buf: ReadBuffer) -> bool:
     """Whether `buf` is a view into a mapping the master shares (MappingFiles.view): its pages are
-    never handed back one segment at a time (MADV_DONTNEED would clear them for every stream)."""
+    handed back (MADV_DONTNEED over the view's file range) only behind the streams, once its
+    segment has left the cache and the resident budget (SegmentCache._keep): a stream that reaches
+    them again maps them again from the page cache."""
     return isinstance(buf, memoryview) and isinstance(buf.obj, _MMAP)
 
 
@@ -96,7 +98,8 @@ class MappingFiles:
     unmapping cleared them: eight do-db slaves over a 514 MB binlog in 4 KB folios paid the
     file's entries eight times, about 52 ms a pass. A shared mapping's pages are the page
     cache's (RssFile, not the master's private memory), so what is mapped is bounded by files
-    and bytes (SHARED_FILES, SHARED_BYTES), not by RSS.
+    and bytes (SHARED_FILES, SHARED_BYTES); what stays in the master's RSS is bounded by the
+    segment cache, which hands a segment's pages back behind the streams (see `shared_view`).
     Lifetime: the table lets go of a file's mapping when the file is purged (`forget`), is gone
     from the directory or replaced under its name (looked at whenever another file is mapped),
     or by the bound; the views the segments hold keep the mapping alive (a view is an export of
