@@ -292,7 +292,8 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
     replica with these rules stop (its first break), within `lint_max_mb` MB of binlog, and how many
     writes it would silently get wrong before then (`diverges`: rules.lint_divergence; None when lint
     did not run). A candidate that silently diverges ranks after every one that does not, whatever it
-    saves: its bytes are saved by losing writes. Every candidate is linted over one compiled scan
+    saves: its bytes are saved by losing writes; one a replica stops for ranks after every one it
+    does not stop for (its saving lasts to the stop), and before those that diverge (a stop is loud). Every candidate is linted over one compiled scan
     (binlogs.lint.lint_many: each unit a candidate's Linter needs decoded once, a candidate fed no more
     once it breaks); past the bound it says so rather than take minutes where most units need Python
     (a DDL-dense binlog)."""
@@ -300,22 +301,24 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
 
     size_mb = sum(Path(f).stat().st_size for f in files) / 1e6
     diverges: list[int | None] = [None] * len(candidates)
+    stops = [False] * len(candidates)
     if size_mb > lint_max_mb:
         verdicts = [f"not run: {size_mb:.0f} MB of binlog > --lint-max-mb {lint_max_mb:g}"] * len(candidates)
     else:
         found = lint_many(files, [(spec.rules, spec.settings) for spec in candidates],
                           verify_checksums=verify_checksums, first_break=True)
         diverges = [breaks.divergence.writes for breaks in found]
+        stops = [bool(breaks) for breaks in found]
         verdicts = [("no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}")
                     + (f"; diverges: {n} writes" if n else "") for breaks, n in zip(found, diverges)]
     rows = []
-    for spec, counts, verdict, n in zip(candidates, totals, verdicts, diverges):
+    for spec, counts, verdict, n, stop in zip(candidates, totals, verdicts, diverges, stops):
         row = counts.as_row()
         rows.append({"candidate": spec.name, "skip_policy": spec.skip_policy, "rules": "; ".join(spec.rule_text),
                      "bytes_all": row["bytes_all"], "bytes_sent": row["bytes_sent"],
                      "bytes_saved": row["saving_bytes"], "saving_pct": row["saving_pct"],
-                     "events_sent": row["events_sent"], "lint": verdict, "diverges": n})
-    rows.sort(key=lambda r: (bool(r["diverges"]), -r["bytes_saved"], r["candidate"]))
+                     "events_sent": row["events_sent"], "lint": verdict, "diverges": n, "stops": stop})
+    rows.sort(key=lambda r: (bool(r["diverges"]), r["stops"], -r["bytes_saved"], r["candidate"]))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
     return [{key: row[key] for key in CANDIDATE_COLUMNS} for row in rows]
