@@ -7,6 +7,16 @@ Both sides are read from relay logs, which hold what a slave received (after its
 master coordinates. What a skip policy leaves in a relay log for a transaction slave-side
 filtering empties is part of the expectation: the policy says it (`SkipPolicy.relayed`).
 
+Two ways answer it, with the same verdicts. The compiled way (`_verify_compiled`) answers the
+full stream's units from each slave's own rules through the core (`UnitList.rows`, statement
+keys), compares the runs kept whole with what the slave received as byte ranges, and hands only
+the units the core declines to the slave's Python reference filter. The Python way
+(`_verify_python`) reads every relay log event by event (`relay_transactions`, this check's one
+reader of relay logs as Transactions) and filters each transaction of the full stream; it answers
+for a slave the compiled way does not take (replicate-rewrite-db, a master policy restricting it)
+or declines (a relay log it cannot read whole, a unit cut by a file's end, any difference: the
+Python way names each one).
+
 MySQL quirk: a MySQL GTID event carries `transaction_length`, the bytes of the transaction as
 the master sent it. Under the placeholder policy that count includes the placeholders the slave
 then drops, so GTID events are compared by their GTID (and type), every other event byte for byte.
@@ -107,136 +117,12 @@ def relay_transactions(relay_dir: Path, start_file: str | None = None, start_pos
     yield from grouper.flush()
 
 
+def _received_transactions(relay_dir: Path) -> Iterator[tuple[str, Transaction]]:
+    """The transactions a slave received (its relay log's, but its control units), each with its `_key`."""
+    return ((_key(txn), txn) for txn in relay_transactions(relay_dir) if txn.kind != CONTROL)
+
+
 _RELAY_CHUNK = 1 << 20  # (a chunk per relay log read at once: 8 MB ones held 75 MB more over five logs)
-_ROTATE = int(EventType.ROTATE)
-_GTID_TYPES = frozenset(int(t) for t in GTID_EVENT_TYPES)
-
-
-class RelayUnit:
-    """One unit of a received relay log as verify compares it: its key (`_key`), and either its
-    bytes as the compiled scanner found them (`raw`, at relay offset `pos`, in format `fmt`; its
-    Events made only when asked for) or the Events of a Transaction the Python reader grouped."""
-
-    __slots__ = ("key", "raw", "pos", "fmt", "_events")
-
-    def __init__(self, key: str, raw: memoryview | None, pos: int = 0, fmt: FormatDescription | None = None,
-                 events: list[Event] | None = None) -> None:
-        self.key, self.raw, self.pos, self.fmt, self._events = key, raw, pos, fmt, events
-
-    @property
-    def events(self) -> list[Event]:
-        if self._events is None:
-            assert self.raw is not None
-            self._events = unit_events(bytes(self.raw), self.pos, self.fmt)[0]
-        return self._events
-
-
-class _Piece:
-    """What `_scanned` hands out: a unit the scanner found whole (`kind`, buf[start:end] at file
-    offset base + start, its last event at buf[last], `fmt` the format in force; a control unit's
-    `events` made), or, as the last piece, where the Python reader takes over (`fallback`)."""
-
-    __slots__ = ("kind", "buf", "start", "end", "base", "last", "fmt", "events", "fallback")
-
-    def __init__(self, kind: str, buf: bytes, start: int, end: int, base: int, last: int,
-                 fmt: FormatDescription | None, events: list[Event] | None = None,
-                 fallback: tuple[str | None, int] | None = None) -> None:
-        self.kind, self.buf, self.start, self.end, self.base, self.last = kind, buf, start, end, base, last
-        self.fmt, self.events, self.fallback = fmt, events, fallback
-
-
-def _scanned(directory: Path) -> Iterator[_Piece]:
-    """The units of a relay log's files, as the compiled scanner finds them a few MB at a time,
-    in the order `TailingReader` reads the files (a Rotate's target, else the listing's next). A
-    unit the scanner cannot hand out whole (cut by the file's end, a framing event inside it, an
-    unknown event the server would refuse, a malformed event) ends it: the last piece says where
-    `relay_transactions` takes over, whose answers (and errors) are the reference."""
-    listing = binlog_listing(directory)
-    if not listing or listing.problem is not None:
-        yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(None, 4))
-        return
-    name: str | None = listing[0]
-    fmt: FormatDescription | None = None
-    while name is not None:
-        path = directory / name
-        if not path.is_file():
-            yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, 4))
-            return
-        scanner = Scanner(str(path))
-        rotated_to = None
-        with open(path, "rb") as f:
-            if f.read(4) != MAGIC:
-                yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, 4))
-                return
-            base, want = 4, _RELAY_CHUNK
-            while True:
-                buf = f.read(want)
-                eof = len(buf) < want
-                scan = scanner.units(buf, 0, base, at_eof=eof)
-                for rec in scan.units:
-                    start, end = rec.start, rec.end
-                    if not rec.complete or rec.flags & F_UNKNOWN_NON_IGNORABLE:
-                        yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, base + start))
-                        return
-                    if rec.kind == CONTROL:
-                        events, fmt = unit_events(buf[start:end], base + start, fmt)
-                        for event in events:
-                            if event.type_code == _ROTATE and not event.flags & LOG_EVENT_ARTIFICIAL_F:
-                                rotated_to = _rotated_name(event, name)
-                        yield _Piece(CONTROL, buf, start, end, base, rec.last, fmt, events)
-                        continue
-                    yield _Piece(rec.kind, buf, start, end, base, rec.last, fmt)
-                if scan.error is not None or (eof and scan.stop < len(buf)):
-                    yield _Piece(CONTROL, b"", 0, 0, 0, 0, None, fallback=(name, base + scan.stop))
-                    return
-                if eof:
-                    break
-                want = _RELAY_CHUNK if scan.stop else want * 2  # a unit longer than the chunk: more at once
-                f.seek(base + scan.stop)  # the unit cut at the chunk's end, read again
-                base += scan.stop
-        name = rotated_to or binlog_listing(directory).next_after(directory, name)
-
-
-def relay_units(relay_dir: Path) -> Iterator[RelayUnit]:
-    """The non-control units of a relay log, in order, as `relay_transactions` groups them, with
-    their keys: read by the compiled scanner (`_scanned`; no Event per event: reading and grouping
-    the relay logs event by event was half of --verify's time)."""
-    directory = Path(relay_dir)
-    for piece in _scanned(directory):
-        if piece.fallback is not None:
-            for txn in relay_transactions(directory, *piece.fallback):
-                if txn.kind != CONTROL:
-                    yield RelayUnit(_key(txn), None, events=txn.events)
-            return
-        if piece.kind == CONTROL:
-            continue
-        buf, start, fmt = piece.buf, piece.start, piece.fmt
-        key = None
-        if buf[start + 4] in _GTID_TYPES:
-            gtid = Event(buf[start:start + int.from_bytes(buf[start + 9:start + 13], "little")], piece.base + start, fmt)
-            if not gtid.gtid_info.anonymous:
-                key = gtid.gtid_info.text
-        if key is None:
-            key = f"end_log_pos {int.from_bytes(buf[piece.last + 13:piece.last + 17], 'little')}"
-        yield RelayUnit(key, memoryview(buf)[start:piece.end], piece.base + start, fmt)
-
-
-def scanned_transactions(relay_dir: Path) -> Iterator[Transaction]:
-    """`relay_transactions`, with the units found by the compiled scanner (`_scanned`) instead of
-    an event-by-event grouping: the same Transactions, kinds and master positions."""
-    directory = Path(relay_dir)
-    for piece in _scanned(directory):
-        if piece.fallback is not None:
-            yield from relay_transactions(directory, *piece.fallback)
-            return
-        if piece.kind == CONTROL:
-            assert piece.events is not None
-            for event in piece.events:  # (the relay log's own framing left out: see relay_transactions)
-                if event.type_code in FILE_FRAMING_TYPES and event.type_code != EventType.FORMAT_DESCRIPTION:
-                    continue
-                yield Transaction(CONTROL, [_at_master(event)])
-            continue
-        yield from _unit_transactions(piece.kind, piece.buf, piece.start, piece.end, piece.base, piece.fmt)
 
 
 def _unit_transactions(kind: str, buf: bytes, start: int, end: int, base: int,
@@ -337,7 +223,7 @@ class _Check:
         # The slave's rules ANDed with the master policy's gate for its identity, as the master composes them.
         self.reference = TransactionFilter(_ByKey(gated(engine, gate)), empty_transactions=KEEP)
         self.rename = event_renamer(engine, spec.rules, spec.settings)
-        self.streams = {policy: relay_units(path) for policy, path in received.items()}
+        self.streams = {policy: _received_transactions(path) for policy, path in received.items()}
         self.heads = {policy: next(it, None) for policy, it in self.streams.items()}
         self.result.compared = dict.fromkeys(received, 0)
         for policy, count in (dropped or {}).items():
@@ -362,14 +248,14 @@ class _Check:
             if expected is not None and self.rename is not None:
                 expected = [self.rename(e) for e in expected]
             head = self.heads[policy]
-            if head is not None and head.key == key:
+            if head is not None and head[0] == key:
                 self.heads[policy] = next(stream, None)
+                got = head[1].events
                 if expected is None:
-                    result.add(Difference(policy, key, f"received {_describe(head.events)}; slave-side filtering "
+                    result.add(Difference(policy, key, f"received {_describe(got)}; slave-side filtering "
                                                        "skips the whole transaction"))
-                elif (head.raw is None or head.raw != b"".join([e.raw for e in expected])) and \
-                        _norm(head.events) != _norm(expected):  # (the same bytes: the same events)
-                    result.add(Difference(policy, key, f"received {_describe(head.events)}; slave-side filtering "
+                elif _norm(got) != _norm(expected):
+                    result.add(Difference(policy, key, f"received {_describe(got)}; slave-side filtering "
                                                        f"keeps {_describe(expected)}"))
                 else:
                     result.compared[policy] += 1
@@ -381,7 +267,7 @@ class _Check:
         for policy, stream in self.streams.items():
             head = self.heads[policy]
             while head is not None:
-                self.result.add(Difference(policy, head.key, "received, but not in the full stream (or out of order)"))
+                self.result.add(Difference(policy, head[0], "received, but not in the full stream (or out of order)"))
                 head = next(stream, None)
         return self.result
 
@@ -411,7 +297,7 @@ def _verify_python(full_relay: Path, checks: list[Check]) -> list[SlaveVerificat
     """One pass over the full stream for every slave, transaction by transaction: it is read and
     grouped once."""
     states = [_Check(spec, received, dropped, gate) for spec, received, dropped, gate in checks]
-    for txn in scanned_transactions(full_relay):
+    for txn in relay_transactions(full_relay):
         key = _key(txn) if txn.kind != CONTROL else None  # (its GTID decoded once, not once per slave)
         for state in states:
             state.feed(txn, key)
@@ -725,7 +611,7 @@ class _FullChunk:
         return fmt
 
     def transactions(self, k: int) -> list[Transaction]:
-        """Unit k as `scanned_transactions` hands it out (a control unit: a Transaction per event
+        """Unit k as `relay_transactions` groups it (a control unit: a Transaction per event
         the relay log's own framing does not account for)."""
         u = self.units.unit(k)
         if not u.flags & F_COMPLETE or u.flags & F_UNKNOWN_NON_IGNORABLE:
