@@ -832,9 +832,6 @@ class UnitList:
                             formats: list[tuple[int, int, int]]) -> list[int]:
         """The units `row` keeps (whole or in part) whose Annotate_rows / Rows_query texts the core
         cannot show reach only tables `keep` keeps: the ones the policy check reads."""
-    @staticmethod
-    def reaches_key_alone(sql: bytes) -> bool:
-        """Whether a statement reaches only its key's table (gate_reach::reaches_key_alone)."""
     def send(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: bytes | None,
              counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
@@ -940,6 +937,11 @@ def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes, lone: tupl
     checksum length) of the format in force, to copy lone statements too; None, to stop at them.
     `stmt_keep` (with `lone`): a keep byte per statement key id, to copy the statement units their
     keys keep; the run stops with `need_keys` at a key without an answer."""
+
+
+def reaches_key_alone(sql: bytes) -> bool:
+    """Whether a statement reaches only its key's table (gate_reach::reaches_key_alone): what a
+    gated stream's key answers stand on."""
 
 
 def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],

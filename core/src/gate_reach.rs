@@ -5,9 +5,16 @@
 //! answer "not shown" far more often than `rules.policy_bound` would refuse: a text they do not
 //! clear goes to Python, which reads its whole reach.
 
+use std::sync::OnceLock;
+
+use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
+use crate::rows::{ROW_KEEP, ROW_PARTIAL};
+use crate::sql::query_ranges;
 use crate::stmt::{dml_shape, Shape, KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
+use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::HEADER_LEN;
+use crate::unit_list::UnitList;
 
 const ANNOTATE_ROWS: u8 = 160;
 const ROWS_QUERY: u8 = 29;
@@ -90,6 +97,21 @@ fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
     words.iter().any(|w| t.eq_ignore_ascii_case(w))
 }
 
+/// Bytes passed over outside strings and names: blanks, digits (a number names nothing; a name
+/// that starts with digits is read from its first letter), operators and punctuation that cannot
+/// make a name, a call, a comment (`dml_shape` has refused `--`, `/*` and `#`) or a second
+/// statement. `@` too: `@x` is read as the name `x` (a user variable names no table).
+const BORING: [bool; 256] = {
+    let mut t = [false; 256];
+    let set = b" \t\n\r\x0b\x0c0123456789,)+-*/=<>%!&|^~:?@";
+    let mut i = 0;
+    while i < set.len() {
+        t[set[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 fn ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
@@ -120,7 +142,14 @@ pub fn reaches_key_alone(sql: &[u8], shape: &Shape) -> bool {
     let n = sql.len();
     let mut i = 0;
     while i < n {
-        let b = sql[i];
+        // Blanks, digits and operators, most of a text outside its strings: passed over (the
+        // checks below read the gap between a name and what follows it).
+        while i < n && BORING[sql[i] as usize] {
+            i += 1;
+        }
+        let Some(&b) = sql.get(i) else {
+            break;
+        };
         match b {
             b'\\' | b'"' | b';' | b'#' | 0x80..=0xff => return false,
             b'\'' => {
@@ -201,24 +230,15 @@ pub fn reaches_key_alone(sql: &[u8], shape: &Shape) -> bool {
                     i += 1;
                 }
                 let w = &sql[start..i];
-                if one_of(w, REACHING_WORDS) {
+                if matches!(w[0] | 0x20, b's' | b'w' | b't' | b'n' | b'p')
+                    && one_of(w, REACHING_WORDS)
+                {
                     return false;
                 }
                 last = Some((w, false));
                 last_end = i;
             }
-            _ => {
-                if b == b'-' && sql.get(i + 1) == Some(&b'-')
-                    || b == b'/' && sql.get(i + 1) == Some(&b'*')
-                {
-                    return false;
-                }
-                if !b.is_ascii_whitespace() {
-                    last = None;
-                    last_end = i + 1;
-                }
-                i += 1;
-            }
+            _ => return false, // a byte no DML text needs here (`{`, a control byte, ...)
         }
     }
     true
@@ -241,7 +261,7 @@ pub fn annotation_needs(
     unit: &[u8],
     crc: usize,
     tids: &[u32],
-    names: &[(Vec<u8>, Vec<u8>)],
+    names: &[(String, String)],
 ) -> Option<Box<[u32]>> {
     let mut needs: Vec<u32> = Vec::new();
     // The annotation being read (its text) and the Table_maps after it so far.
@@ -282,7 +302,7 @@ pub fn annotation_needs(
 }
 
 /// The name id of the one table an annotation's text reaches, among the Table_maps after it.
-fn annotation_table(sql: &[u8], maps: &[u32], names: &[(Vec<u8>, Vec<u8>)]) -> Option<u32> {
+fn annotation_table(sql: &[u8], maps: &[u32], names: &[(String, String)]) -> Option<u32> {
     let shape = dml_shape(sql)?;
     if !reaches_key_alone(sql, &shape) {
         return None;
@@ -291,8 +311,8 @@ fn annotation_table(sql: &[u8], maps: &[u32], names: &[(Vec<u8>, Vec<u8>)]) -> O
     let mut found: Option<u32> = None;
     for &id in maps {
         let (d, tb) = name(id)?;
-        if tb.as_slice() != &*shape.table
-            || shape.db.as_deref().is_some_and(|db| db != d.as_slice())
+        if tb.as_bytes() != &*shape.table
+            || shape.db.as_deref().is_some_and(|db| db != d.as_bytes())
         {
             continue;
         }
@@ -304,6 +324,149 @@ fn annotation_table(sql: &[u8], maps: &[u32], names: &[(Vec<u8>, Vec<u8>)]) -> O
         }
     }
     found
+}
+
+/// A unit's `annotation_needs`, read once.
+type Needs = OnceLock<Option<Box<[u32]>>>;
+
+/// What a segment's gated streams read of its texts, once for all of them (held by the Python
+/// UnitList): per statement piece whether its text reaches its key's table alone, per unit what
+/// its annotations need (`annotation_needs`).
+#[derive(Debug, Default)]
+pub struct GateReads {
+    alone: OnceLock<Box<[bool]>>,
+    needs: OnceLock<Box<[Needs]>>,
+}
+
+impl GateReads {
+    /// `out` (a stream's `row` with its statement units answered by key: StmtUnits::rows) with
+    /// every unit answered there left as `row` had it (ROW_SLOW) when it holds a statement of a
+    /// key whose KEEP_KEEP holds only for texts that reach its table alone (`gated` 1) and whose
+    /// text is not shown to (`reaches_key_alone`). `bufs`: the parts' buffers; `formats` as
+    /// `UnitList.statement_units` takes them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn statement_rows(
+        &self,
+        list: &UnitList,
+        st: &StmtUnits,
+        bufs: &[&[u8]],
+        formats: &[(usize, usize, usize)],
+        row: &[u8],
+        out: &mut [u8],
+        keep: &[u8],
+        gated: &[u8],
+    ) {
+        if !gated.contains(&1) {
+            return;
+        }
+        let alone = self
+            .alone
+            .get_or_init(|| pieces_alone(list, st, bufs, formats));
+        for (k, code) in out.iter_mut().enumerate() {
+            if *code == row[k] {
+                continue; // not answered by keys here
+            }
+            let Some(&(lo, hi)) = st.bounds.get(k) else {
+                continue;
+            };
+            let doubtful = (lo as usize..hi as usize).any(|p| {
+                let key = st.pieces[p].key;
+                key != ALWAYS
+                    && gated.get(key as usize) == Some(&1)
+                    && keep.get(key as usize) == Some(&KEEP_KEEP)
+                    && !alone[p]
+            });
+            if doubtful {
+                *code = row[k];
+            }
+        }
+    }
+
+    /// The units `row` keeps whole or in part (ROW_KEEP, ROW_PARTIAL) whose Annotate_rows /
+    /// Rows_query texts are not shown to reach only tables `keep` keeps (`annotation_needs`, read
+    /// once per unit for every stream; `names` (db, table) by name id), in order. A unit without
+    /// such a text is never listed; one that is not fast (no Table_maps here) with one is.
+    pub fn annotations_unshown(
+        &self,
+        list: &UnitList,
+        bufs: &[&[u8]],
+        formats: &[(usize, usize, usize)],
+        names: &[(String, String)],
+        row: &[u8],
+        keep: &[u8],
+    ) -> Vec<usize> {
+        let cache = self
+            .needs
+            .get_or_init(|| (0..list.units.len()).map(|_| OnceLock::new()).collect());
+        let mut out = Vec::new();
+        for (k, u) in list.units.iter().enumerate() {
+            if !matches!(row.get(k), Some(&ROW_KEEP) | Some(&ROW_PARTIAL)) {
+                continue;
+            }
+            let needs = cache.get(k).and_then(|c| {
+                c.get_or_init(|| {
+                    let part = u.part as usize;
+                    let (buf, &(_, crc, from)) = (bufs.get(part)?, formats.get(part)?);
+                    let bytes = buf.get(u.start..u.end).filter(|_| k >= from)?;
+                    annotation_needs(bytes, crc, list.tables(k), names)
+                })
+                .as_ref()
+            });
+            let shown = needs.is_some_and(|ids| {
+                ids.iter()
+                    .all(|id| keep.get(*id as usize).is_some_and(|b| *b != KEEP_DROP))
+            });
+            if !shown {
+                out.push(k);
+            }
+        }
+        out
+    }
+}
+
+/// Per piece of `st`, whether its statement's text reaches its key's table alone (ALWAYS pieces
+/// and pieces not read: false).
+fn pieces_alone(
+    list: &UnitList,
+    st: &StmtUnits,
+    bufs: &[&[u8]],
+    formats: &[(usize, usize, usize)],
+) -> Box<[bool]> {
+    let mut alone = vec![false; st.pieces.len()];
+    for (k, &(lo, hi)) in st.bounds.iter().enumerate() {
+        let Some(u) = list.units.get(k).filter(|_| lo != u32::MAX) else {
+            continue;
+        };
+        let (Some(buf), Some(&(post, crc, _))) =
+            (bufs.get(u.part as usize), formats.get(u.part as usize))
+        else {
+            continue;
+        };
+        let (lo, hi) = (lo as usize, hi as usize);
+        for (slot, piece) in alone[lo..hi].iter_mut().zip(&st.pieces[lo..hi]) {
+            if piece.key == ALWAYS {
+                continue;
+            }
+            // The Query is the piece's last event (its context events come first).
+            let (mut at, mut last) = (piece.start, None);
+            while at + HEADER_LEN <= piece.end {
+                let Some(size) = u32_at(buf, at + 9).map(|s| s as usize) else {
+                    break;
+                };
+                if size < HEADER_LEN || at + size > piece.end {
+                    break;
+                }
+                last = Some((at, at + size));
+                at += size;
+            }
+            if let Some((q, end)) = last.filter(|_| at == piece.end) {
+                if let Some((_, sql)) = query_ranges(&buf[..end], q, post, crc) {
+                    *slot = text_reaches_key_alone(&buf[sql]);
+                }
+            }
+        }
+    }
+    alone.into_boxed_slice()
 }
 
 #[cfg(test)]

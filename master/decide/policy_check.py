@@ -16,6 +16,7 @@ from dumpfilter.codec.scanner import ROW_KEEP, ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.policy_bound import shape
 
 if TYPE_CHECKING:
+    from dumpfilter.master.decide.statement_keys import StatementPathCounts
     from dumpfilter.master.read.columns import UnitIndex
     from dumpfilter.master.read.units import Segment, Unit
 
@@ -28,14 +29,15 @@ _TABLE_MAP = int(EventType.TABLE_MAP)
 Annotations = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
-def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate) -> bytes:
+def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: StatementPathCounts | None = None) -> bytes:
     """`row` (a slave's answer per unit of `seg`, `keep` its keep byte per table name: rules AND
     gate) with every fast unit it keeps, whole or in part, that carries a text `gate` refuses
     turned ROW_SLOW. The core first clears, with no Python per unit, the units whose texts are
     single-table DML on a table the slave keeps (`UnitList.annotations_unshown`: most units of a
     ROW binlog); only the others are read here, once per segment for every gate (kept on the
     segment's index, in their `shape`: their literals blanked), a gate's answer once per distinct
-    set of shapes and Table_maps (most units of a workload share a few)."""
+    set of shapes and Table_maps (most units of a workload share a few). `counts`: its
+    `policy_text_units` counts the units read here."""
     if not gate.restricted or (ROW_KEEP not in row and ROW_PARTIAL not in row):
         return row
     index = seg.index
@@ -43,6 +45,8 @@ def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate) -> bytes:
     unshown = index.unit_list.annotations_unshown(row, keep, index.names, index.formats())
     if not unshown:
         return row
+    if counts is not None:
+        counts.policy_text_units += len(unshown)
     texts = index.policy_texts
     if texts is None:
         texts = index.policy_texts = {}

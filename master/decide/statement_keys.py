@@ -54,11 +54,15 @@ def _gated_key(key: bytes, sql: str, db: str, decision: Decision, gate: Gate) ->
 class StatementPathCounts:
     """What one stream did with its statement units (tests, `bench`): units answered from keys
     (per segment read), units decided in Python (TransactionFilter, through StatementAnswers),
-    keys decided in Python (each once per slave)."""
+    keys decided in Python (each once per slave), units whose annotations the policy check read
+    in Python."""
 
     key_units: int = 0
     python_units: int = 0
     keys_decided: int = 0
+    # Under a policy gate: fast units whose Annotate_rows / Rows_query texts Python read (the core
+    # could not show they name only kept tables: master.decide.policy_check.guard_row).
+    policy_text_units: int = 0
 
 
 class StreamStatementKeys:

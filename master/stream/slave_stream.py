@@ -357,7 +357,7 @@ class SlaveStream:
                 # its key's table stays ROW_SLOW: Python reads its reach)
                 row = index.unit_list.statement_rows(row, by_keys[0], by_keys[2], index.formats())
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
-            row = self.answers.row(seg, guard_row(seg, row, keep, self.slave.gate))
+            row = self.answers.row(seg, guard_row(seg, row, keep, self.slave.gate, self.keys.counts))
             states = self._states = _RowState(seg, words.generation, row, keep, by_keys)
         return states.row
 

@@ -8,16 +8,16 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
 use super::results::{
-    LoneGroup, LoneQueries, LoneQuery, ScanResult, SendResult, StatementKey, StatementTables,
-    StatementUnits, TableBytes, TimeCut, UnitEnd, UnitEntry,
+    LoneQueries, ScanResult, SendResult, StatementKey, StatementTables, StatementUnits, TableBytes,
+    TimeCut, UnitEnd, UnitEntry,
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
-use super::{check_off, error_field, text};
+use super::{check_off, error_field};
+use crate::gate_reach::GateReads;
 use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions};
-use crate::sql;
 use crate::stmt_units::StmtUnits;
 use crate::unit_list::UnitList;
 
@@ -39,12 +39,8 @@ pub(super) struct PyUnitList {
     ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
     took_ahead: std::sync::atomic::AtomicBool,
-    /// Per statement piece (`stmts.pieces`), whether its text reaches its key's table alone
-    /// (gate_reach::reaches_key_alone), read the first time a gated stream asks (`statement_rows`).
-    alone: std::sync::OnceLock<Box<[bool]>>,
-    /// Per unit, what its Annotate_rows / Rows_query texts need a stream to keep
-    /// (gate_reach::annotation_needs), read the first time a gated stream keeps it.
-    annotation_needs: std::sync::OnceLock<Box<[AnnotationNeeds]>>,
+    /// What gated streams read of the texts, once for all (`statement_rows`, `annotations_unshown`).
+    gate: GateReads,
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
     unit_statements_ahead: usize,
@@ -121,8 +117,7 @@ impl PyUnitList {
             stmts: std::sync::OnceLock::new(),
             ahead: std::sync::Mutex::new(None),
             took_ahead: std::sync::atomic::AtomicBool::new(false),
-            alone: std::sync::OnceLock::new(),
-            annotation_needs: std::sync::OnceLock::new(),
+            gate: GateReads::default(),
             unit_statements_ahead: 0,
         }
     }
@@ -353,51 +348,7 @@ impl PyUnitList {
         py: Python<'py>,
         formats: Vec<(usize, usize, usize)>,
     ) -> PyResult<LoneQueries> {
-        let others = PyList::empty(py);
-        // A segment's DDL names a few databases: a short list beats hashing.
-        let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
-        for (k, u) in self.list.units.iter().enumerate() {
-            let p = u.part as usize;
-            let (Some(&(post, crc, from)), Some(buf)) = (formats.get(p), self.bufs.get(p)) else {
-                continue;
-            };
-            if k < from {
-                continue;
-            }
-            let buf = buf.bytes(py);
-            if let Some((db, sql)) = self.list.lone_query(k, buf, post, crc) {
-                let (db, sql) = (&buf[db], &buf[sql]);
-                match sql::plain_statement(sql) {
-                    Some(true) => {
-                        let at = match plain.iter().position(|(d, _)| *d == db) {
-                            Some(at) => at,
-                            None => {
-                                plain.push((db, Vec::new()));
-                                plain.len() - 1
-                            }
-                        };
-                        plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
-                    }
-                    plain => others.append(LoneQuery {
-                        unit: k,
-                        db: text(py, db)?.unbind(),
-                        plain,
-                        sql: text(py, sql)?.unbind(),
-                    })?,
-                }
-            }
-        }
-        let groups = PyList::empty(py);
-        for (db, ks) in plain {
-            groups.append(LoneGroup {
-                db: text(py, db)?.unbind(),
-                units: PyBytes::new(py, &ks).unbind(),
-            })?;
-        }
-        Ok(LoneQueries {
-            plain: groups.unbind(),
-            others: others.unbind(),
-        })
+        super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats)
     }
 
     /// One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
@@ -463,11 +414,8 @@ impl PyUnitList {
 
     /// `row` (from `rows`) with the statement units it leaves ROW_SLOW answered from one stream's
     /// keep byte per key id (see stmt_units::StmtUnits::rows); `row` itself without
-    /// `statement_units` called first. `gated` (a byte per key id, for a slave under a master
-    /// policy): where it is 1 the key's KEEP_KEEP holds only for statements whose text reaches
-    /// the key's table alone (gate_reach::reaches_key_alone, read once per segment for every
-    /// stream, by `formats` as `statement_units` takes them); a unit holding any other statement
-    /// of such a key is left ROW_SLOW (Python reads its reach).
+    /// `statement_units` called first. `gated`, `formats`: a master policy's keys kept only for
+    /// texts that reach their table alone (see gate_reach::GateReads::statement_rows).
     #[pyo3(signature = (row, keep, gated = None, formats = None))]
     fn statement_rows<'py>(
         &self,
@@ -480,42 +428,20 @@ impl PyUnitList {
         let mut out = row.to_vec();
         if let Some(st) = self.stmts.get() {
             st.rows(&mut out, keep);
-            if let Some(gated) = gated.filter(|g| g.contains(&1)) {
-                let alone = self.alone.get_or_init(|| {
-                    let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-                    let list = &self.list;
-                    let formats = formats.unwrap_or_default();
-                    py.detach(|| pieces_alone(list, st, &bufs, &formats))
+            if let Some(gated) = gated {
+                let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+                let (list, gate, formats) = (&self.list, &self.gate, formats.unwrap_or_default());
+                py.detach(|| {
+                    gate.statement_rows(list, st, &bufs, &formats, row, &mut out, keep, gated)
                 });
-                for (k, code) in out.iter_mut().enumerate() {
-                    if *code == row[k] {
-                        continue; // not answered by keys here
-                    }
-                    let Some(&(lo, hi)) = st.bounds.get(k) else {
-                        continue;
-                    };
-                    let doubtful = (lo as usize..hi as usize).any(|p| {
-                        let key = st.pieces[p].key as usize;
-                        key != crate::stmt_units::ALWAYS as usize
-                            && gated.get(key) == Some(&1)
-                            && keep.get(key) == Some(&crate::keep::KEEP_KEEP)
-                            && !alone[p]
-                    });
-                    if doubtful {
-                        *code = row[k];
-                    }
-                }
             }
         }
         PyBytes::new(py, &out)
     }
 
-    /// The units `row` (a gated stream's answers) keeps whole or in part (ROW_KEEP,
-    /// ROW_PARTIAL) whose Annotate_rows / Rows_query texts the core cannot show reach only tables
-    /// the stream keeps (see gate_reach::annotation_needs, read once per unit for every stream: `keep` by name id, `names` (db,
-    /// table) by name id, `formats` as `statement_units` takes them), in order: the ones Python
-    /// reads. A unit without such a text is never listed (a unit that is not fast has no
-    /// Table_maps here: one with such a text is listed).
+    /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
+    /// cannot show name only tables `keep` keeps (gate_reach::GateReads::annotations_unshown:
+    /// `names` (db, table) by name id, `formats` as `statement_units` takes them), in order.
     fn annotations_unshown(
         &self,
         py: Python<'_>,
@@ -524,50 +450,9 @@ impl PyUnitList {
         names: Vec<(String, String)>,
         formats: Vec<(usize, usize, usize)>,
     ) -> Vec<usize> {
-        use crate::rows::{ROW_KEEP, ROW_PARTIAL};
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let names: Vec<(Vec<u8>, Vec<u8>)> = names
-            .into_iter()
-            .map(|(d, t)| (d.into_bytes(), t.into_bytes()))
-            .collect();
-        let list = &self.list;
-        let cache = self.annotation_needs.get_or_init(|| {
-            (0..list.units.len())
-                .map(|_| std::sync::OnceLock::new())
-                .collect()
-        });
-        py.detach(|| {
-            let mut out = Vec::new();
-            for (k, u) in list.units.iter().enumerate() {
-                if !matches!(row.get(k), Some(&ROW_KEEP) | Some(&ROW_PARTIAL)) {
-                    continue;
-                }
-                let needs = cache[k].get_or_init(|| {
-                    let part = u.part as usize;
-                    let (buf, &(_, crc, from)) = (bufs.get(part)?, formats.get(part)?);
-                    let bytes = buf.get(u.start..u.end).filter(|_| k >= from)?;
-                    crate::gate_reach::annotation_needs(bytes, crc, list.tables(k), &names)
-                });
-                let shown = needs.as_ref().is_some_and(|ids| {
-                    ids.iter().all(|id| {
-                        keep.get(*id as usize)
-                            .is_some_and(|b| *b != crate::keep::KEEP_DROP)
-                    })
-                });
-                if !shown {
-                    out.push(k);
-                }
-            }
-            out
-        })
-    }
-
-    /// Whether statement `sql` reaches only the table of its key (gate_reach::reaches_key_alone;
-    /// False where it has no key): what a gated stream answers by key (tests hold it to
-    /// rules.policy_bound).
-    #[staticmethod]
-    fn reaches_key_alone(sql: &[u8]) -> bool {
-        crate::gate_reach::text_reaches_key_alone(sql)
+        let (list, gate) = (&self.list, &self.gate);
+        py.detach(|| gate.annotations_unshown(list, &bufs, &formats, &names, row, keep))
     }
 
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
@@ -712,54 +597,4 @@ impl PyUnitList {
         let forms = py.detach(|| crate::count_forms::skip_forms(list, &bufs, st, skip, crc));
         PyBytes::new(py, &forms)
     }
-}
-
-/// A unit's gate_reach::annotation_needs, read once.
-type AnnotationNeeds = std::sync::OnceLock<Option<Box<[u32]>>>;
-
-/// Per piece of `st`, whether its statement's text reaches its key's table alone (ALWAYS pieces
-/// and pieces not read: false).
-fn pieces_alone(
-    list: &UnitList,
-    st: &StmtUnits,
-    bufs: &[&[u8]],
-    formats: &[(usize, usize, usize)],
-) -> Box<[bool]> {
-    let mut alone = vec![false; st.pieces.len()];
-    for (k, &(lo, hi)) in st.bounds.iter().enumerate() {
-        if lo == u32::MAX {
-            continue;
-        }
-        let Some(u) = list.units.get(k) else { continue };
-        let (Some(buf), Some(&(post, crc, _))) =
-            (bufs.get(u.part as usize), formats.get(u.part as usize))
-        else {
-            continue;
-        };
-        let (lo, hi) = (lo as usize, hi as usize);
-        for (slot, piece) in alone[lo..hi].iter_mut().zip(&st.pieces[lo..hi]) {
-            if piece.key == crate::stmt_units::ALWAYS {
-                continue;
-            }
-            // The Query is the piece's last event (its context events come first).
-            let mut at = piece.start;
-            let mut last = None;
-            while at + crate::types::HEADER_LEN <= piece.end {
-                let Some(size) = crate::le::u32_at(buf, at + 9).map(|s| s as usize) else {
-                    break;
-                };
-                if size < crate::types::HEADER_LEN || at + size > piece.end {
-                    break;
-                }
-                last = Some((at, at + size));
-                at += size;
-            }
-            if let Some((q, end)) = last.filter(|_| at == piece.end) {
-                if let Some((_, sql)) = crate::sql::query_ranges(&buf[..end], q, post, crc) {
-                    *slot = crate::gate_reach::text_reaches_key_alone(&buf[sql]);
-                }
-            }
-        }
-    }
-    alone.into_boxed_slice()
 }

@@ -1,0 +1,73 @@
+//! What the Python UnitList reads of its units' texts for the streams, beside the list itself
+//! (unit_list.rs): the lone queries every stream's statement flag words answer, and the test a
+//! gated stream's keys stand on (`reaches_key_alone`).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use super::held::Held;
+use super::results::{LoneGroup, LoneQueries, LoneQuery};
+use super::text;
+use crate::sql;
+use crate::unit_list::UnitList;
+
+/// `UnitList.lone_queries` (see there) over `list`, its parts' buffers `bufs`.
+pub(super) fn lone_queries(
+    py: Python<'_>,
+    list: &UnitList,
+    bufs: &[Held],
+    formats: &[(usize, usize, usize)],
+) -> PyResult<LoneQueries> {
+    let others = PyList::empty(py);
+    // A segment's DDL names a few databases: a short list beats hashing.
+    let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
+    for (k, u) in list.units.iter().enumerate() {
+        let p = u.part as usize;
+        let (Some(&(post, crc, from)), Some(buf)) = (formats.get(p), bufs.get(p)) else {
+            continue;
+        };
+        if k < from {
+            continue;
+        }
+        let buf = buf.bytes(py);
+        if let Some((db, sql)) = list.lone_query(k, buf, post, crc) {
+            let (db, sql) = (&buf[db], &buf[sql]);
+            match sql::plain_statement(sql) {
+                Some(true) => {
+                    let at = match plain.iter().position(|(d, _)| *d == db) {
+                        Some(at) => at,
+                        None => {
+                            plain.push((db, Vec::new()));
+                            plain.len() - 1
+                        }
+                    };
+                    plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
+                }
+                plain => others.append(LoneQuery {
+                    unit: k,
+                    db: text(py, db)?.unbind(),
+                    plain,
+                    sql: text(py, sql)?.unbind(),
+                })?,
+            }
+        }
+    }
+    let groups = PyList::empty(py);
+    for (db, ks) in plain {
+        groups.append(LoneGroup {
+            db: text(py, db)?.unbind(),
+            units: PyBytes::new(py, &ks).unbind(),
+        })?;
+    }
+    Ok(LoneQueries {
+        plain: groups.unbind(),
+        others: others.unbind(),
+    })
+}
+
+/// Whether statement `sql` reaches only its key's table (gate_reach::reaches_key_alone): what a
+/// gated stream's key answers stand on (tests hold it to rules.policy_bound).
+#[pyfunction]
+pub(super) fn reaches_key_alone(sql: &[u8]) -> bool {
+    crate::gate_reach::text_reaches_key_alone(sql)
+}

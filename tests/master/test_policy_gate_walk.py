@@ -1,0 +1,167 @@
+"""Issue #57 goal 3: a slave under a master policy is streamed by the compiled walk, as one without
+a policy is. Through a real gRPC master and a real slave, on binlogs real servers wrote (the shared
+fixtures): a gate that allows everything sends byte for byte what no gate sends, with every
+statement unit answered by key in the core and no Annotate_rows text read in Python; a narrower
+gate still sends nothing outside its `allow`, and the same bytes as the reference path
+(TransactionFilter per unit). The core's test of a statement text (`_core.reaches_key_alone`),
+which lets a key's gated answer stand for its statements, is held to rules.policy_bound."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from dumpfilter._core import reaches_key_alone
+from dumpfilter.binlogs import TailingReader
+from dumpfilter.codec import EventType
+from dumpfilter.master.model import ChannelSpec, Registration
+from dumpfilter.master.policy import MasterPolicy, PolicyEntry
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.master.service import DumpService
+from dumpfilter.rules.policy_bound import Reach, statement_reach
+from dumpfilter.rules.policy_gates import PLAIN, Secret
+from dumpfilter.rules.ruleset import RuleSet
+from dumpfilter.rules.sql_functions import NOT_STORED
+from dumpfilter.rules.statements import statement_tables
+from dumpfilter.rules.transaction_filter import framing_statement
+from tests.oracles.master import reference_service
+from tests.support.dump_helpers import relay_units, run_slave
+from tests.support.policy_grammar import statements
+
+pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
+
+ROOT = Path(__file__).resolve().parents[2]
+USER, PASSWORD = "app", "pw"
+SYSBENCH = ("mariadb-repl-bin.000005", "mariadb-repl-bin.000006", "mariadb-repl-bin.000007")
+
+
+def _policy(*allow: str) -> MasterPolicy:
+    return MasterPolicy({USER: PolicyEntry(USER, allow, Secret(PLAIN, PASSWORD))}, None)
+
+
+def _binlog_dir(fixtures: Path, tmp: Path, names: tuple[str, ...]) -> Path:
+    """The fixtures `names` in one directory, each under a binlog file name (name.NNNNNN)."""
+    directory = tmp / "binlog"
+    directory.mkdir()
+    for name in names:
+        target = name if re.search(r"\.\d{6}$", name) else f"{name.split('.')[0]}.000001"
+        shutil.copy(next(fixtures.rglob(name)), directory / target)
+    return directory
+
+
+def _stream(directory: Path, relay: Path, policy: MasterPolicy | None, server_id: int = 13):
+    """What a real slave receives from a real master (relay units), with the stream's statement
+    path counts and rule hits."""
+    master, port = create_server(directory, "127.0.0.1:0", policy=policy, lint_bytes=0)
+    try:
+        creds = {"user": USER, "password": PASSWORD} if policy is not None else {}
+        run_slave(f"127.0.0.1:{port}", relay, server_id, **creds)
+        slave = master.service.slaves[server_id]
+        counts, hits = slave.statement_path, dict(slave.stats.rule_hits)
+    finally:
+        master.stop(grace=1.0)
+    return relay_units(relay), counts, hits
+
+
+def _statements(relay: Path) -> list[tuple[str, str]]:
+    """(default database, text) of every Query a slave received but the framing ones."""
+    return [(e.query.db, e.sql) for _, e in TailingReader(relay, follow=False)
+            if e.type_code == EventType.QUERY and not framing_statement(e.sql)]
+
+
+@pytest.mark.fixtures
+def test_a_gate_that_allows_all_sends_what_no_gate_sends_by_key(shared_fixtures, tmp_path):
+    """MariaDB 11.8's STATEMENT binlogs of sysbench: every statement unit goes by key in the core
+    under the gate (none decided in Python: before, the gate sent them all to TransactionFilter),
+    and the slave receives the same bytes as without a policy."""
+    directory = _binlog_dir(shared_fixtures, tmp_path, SYSBENCH)
+    plain, _, _ = _stream(directory, tmp_path / "plain", None)
+    gated, counts, _ = _stream(directory, tmp_path / "gated", _policy("%.%"))
+    assert gated == plain and len(plain) > 200
+    assert counts.key_units > 0 and counts.python_units == 0, counts
+    assert counts.keys_decided < counts.key_units
+
+
+@pytest.mark.fixtures
+def test_a_narrower_gate_drops_refused_tables_by_key_and_sends_the_reference_bytes(shared_fixtures, tmp_path):
+    """allow = one table: the keys of the other tables are dropped by key (their units never reach
+    Python), only that table's statements arrive, and the batches are the reference path's."""
+    directory = _binlog_dir(shared_fixtures, tmp_path, SYSBENCH)
+    policy = _policy("sbtest-repl.sbtest1")
+    _, counts, hits = _stream(directory, tmp_path / "gated", policy)
+    received = _statements(tmp_path / "gated")
+    assert received and {tuple(statement_tables(sql, db).updated) for db, sql in received} == {
+        (("sbtest-repl", "sbtest1"),)}
+    assert counts.key_units > 0 and counts.python_units == 0, counts
+    assert hits.get("MASTER_POLICY", 0) > 0
+    reg = Registration(server_id=5, user=USER, password=PASSWORD, filters=(ChannelSpec(None, RuleSet()),))
+    fast, slow = DumpService(directory, policy=policy), reference_service(directory, policy=policy)
+    assert _batches(fast, reg) == _batches(slow, reg)
+
+
+def _batches(svc: DumpService, reg: Registration) -> list:
+    svc.register(reg)
+    out = []
+    for b in svc.stream(reg.server_id):
+        out.append((b.events, b.position, b.transactions, b.skipped_bytes, b.gtid_state))
+        if b.caught_up:
+            break
+    return out
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("name", ["mariadb-bin.000001", "mysql-bin.checksum-crc32"])
+def test_row_binlogs_under_a_gate_that_allows_all_read_no_annotation_in_python(shared_fixtures, tmp_path, name):
+    """ROW binlogs (MariaDB 10.5's with Annotate_rows texts, MySQL 5.7's): the same bytes as without
+    a policy; the core clears the annotations (they name the tables of their Table_maps), so the
+    policy check reads none in Python (before, it read every kept unit's)."""
+    directory = _binlog_dir(shared_fixtures, tmp_path, (name,))
+    plain, _, _ = _stream(directory, tmp_path / "plain", None)
+    gated, counts, _ = _stream(directory, tmp_path / "gated", _policy("%.%"))
+    assert gated == plain and plain
+    assert counts.policy_text_units == 0, counts
+
+
+@pytest.mark.fixtures
+def test_a_row_gate_sends_no_table_it_forbids(shared_fixtures, tmp_path):
+    """MySQL 5.7's ROW binlog of four schemas under allow = auth.%: only `auth` Table_maps arrive."""
+    directory = _binlog_dir(shared_fixtures, tmp_path, ("mysql-bin.checksum-crc32",))
+    _stream(directory, tmp_path / "gated", _policy("auth.%"))
+    maps = {e.table_map[1] for _, e in TailingReader(tmp_path / "gated", follow=False)
+            if e.type_code == EventType.TABLE_MAP}
+    assert maps == {"auth"}
+
+
+@settings(max_examples=500, deadline=None)
+@given(statements())
+def test_a_text_the_core_clears_reaches_its_table_alone(drawn):
+    """Where the core says a statement reaches only its key's table, the policy's bound reads the
+    same single table (its verdict is then the key's: `gate.table_allowed` of that table)."""
+    if reaches_key_alone(drawn.sql.encode()):
+        updated = statement_tables(drawn.sql, drawn.default_db).updated
+        assert len(updated) == 1, drawn
+        assert statement_reach(drawn.sql, drawn.default_db) == Reach(frozenset(updated)), drawn
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE t SET a = secret.f(1)", "UPDATE t SET a = f(1)", "UPDATE t SET a = NEXTVAL(s)",
+    "INSERT INTO t VALUES ((SELECT pw FROM secret.s))", "UPDATE t SET a = 1; DROP TABLE x",
+    "INSERT INTO t VALUES (t(1))", "UPDATE t SET a = 'x\\' WHERE b = secret.f()", "INSERT INTO t TABLE s",
+])
+def test_texts_that_reach_further_are_left_to_python(sql):
+    assert not reaches_key_alone(sql.encode())
+
+
+def test_the_cores_built_in_calls_cannot_be_stored_functions():
+    """The calls the core lets a cleared text make are all names no stored function can take."""
+    source = (ROOT / "core" / "src" / "gate_reach.rs").read_text()
+    block = source.split("const BUILTIN_CALLS", 1)[1].split("];", 1)[0]
+    names = re.findall(r'b"([A-Z_0-9]+)"', block)
+    assert names and set(names) <= NOT_STORED
+    for name in names:
+        assert reaches_key_alone(f"UPDATE t SET a = {name}(1)".encode())
+    assert not reaches_key_alone(b"UPDATE t SET a = MY_FUNC(1)")
