@@ -2,9 +2,11 @@
 master.stream.slave_stream.SlaveStream): the statement units of a MIXED/STATEMENT binlog, read
 once for every stream by the core (`UnitIndex.statement_units`: each single-table DML Query's
 key, kind, default database and table), are answered from one decision per key per slave through
-the rules' one seam (`rules.decider.gated` and `Decider.decide_statement_key`, the form `filter`'s
-StatementKeys asks), then sent by the core (`UnitList.send`) with no Python per unit; the rule
-hits of the statements sent come back as a tally per key id (`account`)."""
+the rules' one seam (`Decider.decide_statement_key`, the form `filter`'s StatementKeys asks) ANDed
+with the slave's master-policy gate (`rules.decider.gate_table` on the key's table, for the
+statements the core shows reach that table alone), then sent by the core (`UnitList.send`) with
+no Python per unit; the rule hits of the statements sent come back as a tally per key id
+(`account`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
-from dumpfilter.rules.decider import gate_table, gated
+from dumpfilter.rules.decider import gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
@@ -96,7 +98,7 @@ class StreamStatementKeys:
         state, gate = self.slave.state, self.slave.gate
         assert state is not None, "a stream's slave has its state"
         engine = state.engine
-        decider = gated(engine, gate) if not gate.restricted else engine  # the gate: `_gated_key`
+        decider = engine  # the gate is ANDed per key below (`_gated_key`)
         # The master's engines share the series' schema timeline: a key's decision is kept for
         # every statement of the key only when it was pure (see `RuleEngine.keys_statements_if_pure`).
         if not (decider.keys_statements or (decider is engine and state.engine.keys_statements_if_pure)):

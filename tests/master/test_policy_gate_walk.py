@@ -87,30 +87,43 @@ def test_a_gate_that_allows_all_sends_what_no_gate_sends_by_key(shared_fixtures,
 
 
 @pytest.mark.fixtures
-def test_a_narrower_gate_drops_refused_tables_by_key_and_sends_the_reference_bytes(shared_fixtures, tmp_path):
+def test_a_narrower_gate_drops_refused_tables_by_key(shared_fixtures, tmp_path):
     """allow = one table: the keys of the other tables are dropped by key (their units never reach
-    Python), only that table's statements arrive, and the batches are the reference path's."""
+    Python) and only that table's statements arrive."""
     directory = _binlog_dir(shared_fixtures, tmp_path, SYSBENCH)
-    policy = _policy("sbtest-repl.sbtest1")
-    _, counts, hits = _stream(directory, tmp_path / "gated", policy)
+    _, counts, hits = _stream(directory, tmp_path / "gated", _policy("sbtest-repl.sbtest1"))
     received = _statements(tmp_path / "gated")
     assert received and {tuple(statement_tables(sql, db).updated) for db, sql in received} == {
         (("sbtest-repl", "sbtest1"),)}
     assert counts.key_units > 0 and counts.python_units == 0, counts
     assert hits.get("MASTER_POLICY", 0) > 0
-    reg = Registration(server_id=5, user=USER, password=PASSWORD, filters=(ChannelSpec(None, RuleSet()),))
-    fast, slow = DumpService(directory, policy=policy), reference_service(directory, policy=policy)
-    assert _batches(fast, reg) == _batches(slow, reg)
 
 
-def _batches(svc: DumpService, reg: Registration) -> list:
+@pytest.mark.fixtures
+@pytest.mark.parametrize("allow", [("%.%",), ("sbtest-repl.sbtest1",)])
+@pytest.mark.parametrize("rules", [RuleSet(), RuleSet(do_db=("sbtest-repl",)),
+                                   RuleSet(wild_ignore_table=("sbtest-repl.sbtest2%",))])
+def test_gated_keys_send_and_count_as_the_reference_path(shared_fixtures, tmp_path, allow, rules):
+    """The batches, stats and P_S counters of a gated stream by key are the reference path's
+    (TransactionFilter per unit, the gate read from each statement's text)."""
+    directory = _binlog_dir(shared_fixtures, tmp_path, SYSBENCH)
+    policy = _policy(*allow)
+    reg = Registration(server_id=5, user=USER, password=PASSWORD, filters=(ChannelSpec(None, rules),))
+    svc = DumpService(directory, policy=policy)
+    assert _batches(svc, reg) == _batches(reference_service(directory, policy=policy), reg)
+    counts = svc.slaves[reg.server_id].statement_path
+    assert counts.key_units > 0 and counts.python_units == 0, counts
+
+
+def _batches(svc: DumpService, reg: Registration) -> tuple:
     svc.register(reg)
     out = []
     for b in svc.stream(reg.server_id):
         out.append((b.events, b.position, b.transactions, b.skipped_bytes, b.gtid_state))
         if b.caught_up:
             break
-    return out
+    rows, _ = svc.list_filters(reg.server_id)
+    return out, svc.slaves[reg.server_id].stats, [(r["FILTER_NAME"], r["COUNTER"]) for r in rows]
 
 
 @pytest.mark.fixtures
