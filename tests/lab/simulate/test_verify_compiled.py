@@ -18,7 +18,8 @@ from dumpfilter.binlogs.files import binlog_listing
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.lab.simulate import run_simulation
-from dumpfilter.lab.simulate.equivalence import _verify_compiled, _verify_python, verify_slaves
+from dumpfilter.lab.simulate.equivalence import _verify_python, verify_slaves
+from dumpfilter.lab.simulate.verify_compiled import _verify_compiled
 from dumpfilter.lab.simulate.streams import EVERYTHING
 from dumpfilter.topology import parse_topology
 

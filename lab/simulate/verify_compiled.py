@@ -1,0 +1,391 @@
+"""simulate --verify's compiled way (see `equivalence`): the full stream's units answered for each
+slave by the core from the slave's own rules, the runs kept whole compared with what the slave
+received as byte ranges, and only the units the core declines handed to the slave's Python
+reference filter. It declines a slave it cannot answer for, whose verdict the Python way gives.
+
+The full stream's units are answered by the core from each slave's rules (its keep byte per table
+name, `UnitList.rows`; per statement key, `UnitList.statement_rows`): a run of units every table
+of which the rules keep is what the slave relays byte for byte, whatever its skip policy, and is
+compared with what it received as one byte range; a unit no table of which they keep leaves
+nothing in the relay log of a policy that relays nothing for it (heartbeat). Every other unit
+(control events, DDL, units kept in part, statements the keys do not read, a skipped unit under a
+policy that relays a form of it) goes through the slave's Python reference filter, in stream
+order. What a slave received is read as one byte string: its relay log's units back to back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dumpfilter import _core, skip_policy
+from dumpfilter.binlogs.files import binlog_listing
+from dumpfilter.binlogs.tail import _rotated_name
+from dumpfilter.codec import Event, EventType
+from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
+from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNORABLE, KEEP_DROP, KEEP_KEEP, KINDS,
+                                      ROW_KEEP, ROW_SKIP, Scanner, UnitScan, unit_events)
+from dumpfilter.codec.transactions import CONTROL, Transaction
+from dumpfilter.lab.simulate.equivalence import Difference, SlaveVerification, _ByKey, _unit_transactions
+from dumpfilter.rules.decider import TableKeeps
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.renamer import event_renamer
+from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
+from dumpfilter.topology import SlaveSpec
+
+if TYPE_CHECKING:
+    from dumpfilter.lab.simulate.equivalence import Check
+
+_CHUNK = 8 << 20  # full-stream bytes scanned at once (a UnitList each)
+_RELAY_CHUNK = 1 << 20  # a received relay log's (8 MB ones held 75 MB more over five logs)
+_QUERY = int(EventType.QUERY)
+
+
+class _Declined(Exception):
+    """The compiled way does not answer for a slave: the Python way does, transaction by transaction."""
+
+
+class _Chunk:
+    """One read of a relay file: its bytes at file offset `base`; the reader sets `stop` (where
+    its scan stopped) and `rotated_to` (a real Rotate's target) before the next read."""
+
+    __slots__ = ("name", "buf", "base", "eof", "new_file", "stop", "rotated_to")
+
+    def __init__(self, name: str, buf: bytes, base: int, eof: bool, new_file: bool) -> None:
+        self.name, self.buf, self.base, self.eof, self.new_file = name, buf, base, eof, new_file
+        self.stop = len(buf)
+        self.rotated_to: str | None = None
+
+
+def _relay_chunks(directory: Path, size: int = _CHUNK) -> Iterator[_Chunk]:
+    """A relay log's files in the order `TailingReader` reads them (a real Rotate's target, else
+    the listing's next), `size` bytes at a time from where the last scan stopped; _Declined where
+    the files are not all there or one ends inside an event."""
+    listing = binlog_listing(directory)
+    if not listing or listing.problem is not None:
+        raise _Declined
+    name: str | None = listing[0]
+    while name is not None:
+        path = directory / name
+        if not path.is_file():
+            raise _Declined
+        rotated_to: str | None = None
+        with open(path, "rb") as f:
+            if f.read(4) != MAGIC:
+                raise _Declined
+            base, want, new_file = 4, size, True
+            while True:
+                buf = f.read(want)
+                chunk = _Chunk(name, buf, base, len(buf) < want, new_file)
+                new_file = False
+                yield chunk
+                rotated_to = chunk.rotated_to or rotated_to
+                if chunk.eof:
+                    if chunk.stop < len(buf):
+                        raise _Declined  # a unit cut by the file's end
+                    break
+                want = size if chunk.stop else want * 2  # a unit longer than the chunk: more at once
+                base += chunk.stop
+                f.seek(base)
+        name = rotated_to or binlog_listing(directory).next_after(directory, name)
+
+
+def _rotate_target(buf: bytes, at: int, base: int, fmt: FormatDescription | None, name: str) -> str | None:
+    """The target of the Rotate at buf[at], None for an artificial one."""
+    event = Event(buf[at:at + int.from_bytes(buf[at + 9:at + 13], "little")], base + at, fmt)
+    return None if event.flags & LOG_EVENT_ARTIFICIAL_F else _rotated_name(event, name)
+
+
+class _Columns:
+    """A scan's units as numpy columns (the codec's `UnitRecords.columns`)."""
+
+    __slots__ = ("starts", "ends", "control", "flags")
+
+    def __init__(self, scan: UnitScan) -> None:
+        starts, ends, kinds, flags = scan.units.columns()
+        self.starts, self.ends = np.asarray(starts), np.asarray(ends)
+        self.control = np.array([kind == CONTROL for kind in kinds], dtype=bool)
+        self.flags = np.array(flags, dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def _runs(mask: np.ndarray[Any, np.dtype[np.bool_]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The runs of True in `mask`: their first indices and the indices after them."""
+    edges = np.diff(np.concatenate(([0], mask.view(np.int8), [0])))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
+def _received_spans(directory: Path) -> Iterator[tuple[bytes, int, int]]:
+    """The byte ranges of a received relay log's units that are not control units (the relay
+    log's own framing), in order, as (buffer, start, end): read by the compiled scanner, its
+    checksums not checked (the bytes are compared with the full stream's, which are)."""
+    scanner = Scanner("<relay>", verify_checksums=False)
+    fmt: FormatDescription | None = None
+    for chunk in _relay_chunks(directory, _RELAY_CHUNK):
+        buf, base = chunk.buf, chunk.base
+        if chunk.new_file:
+            scanner = Scanner(str(directory / chunk.name), verify_checksums=False)
+        scan = scanner.units(buf, 0, base, at_eof=chunk.eof)
+        if scan.error is not None:
+            raise _Declined
+        units = _Columns(scan)
+        flags = units.flags
+        if np.any(flags & np.uint64(F_COMPLETE) == 0) or np.any(flags & np.uint64(F_UNKNOWN_NON_IGNORABLE)):
+            raise _Declined
+        for k in np.flatnonzero(units.control & (flags & np.uint64(F_HAS_FDE) != 0)).tolist():
+            start = int(units.starts[k])
+            fmt = unit_events(buf[start:int(units.ends[k])], base + start, fmt)[1]
+        lo, hi = _runs(~units.control)
+        yield from zip([buf] * len(lo), units.starts[lo].tolist(), units.ends[hi - 1].tolist())
+        if scan.last_rotate >= 0:
+            chunk.rotated_to = _rotate_target(buf, scan.last_rotate, base, fmt, chunk.name)
+        chunk.stop = scan.stop
+
+
+class _Received:
+    """What a slave received, as one byte string (`_received_spans`), matched in order."""
+
+    __slots__ = ("_spans", "_buf", "_at", "_end")
+
+    def __init__(self, directory: Path) -> None:
+        self._spans = _received_spans(directory)
+        self._buf, self._at, self._end = b"", 0, 0
+
+    def match(self, data: memoryview) -> bool:
+        """Whether the next len(data) bytes received are `data` (consumed)."""
+        n, at = len(data), 0
+        while at < n:
+            if self._at == self._end:
+                nxt = next(self._spans, None)
+                if nxt is None:
+                    return False
+                self._buf, self._at, self._end = nxt
+            k = min(n - at, self._end - self._at)
+            if not self._buf.startswith(data[at:at + k], self._at):
+                return False
+            self._at += k
+            at += k
+        return True
+
+    def finished(self) -> bool:
+        """Whether nothing more was received."""
+        return self._at == self._end and next(self._spans, None) is None
+
+
+def _relays_no_skip(policy: skip_policy.SkipPolicy) -> bool:
+    """Whether a policy's relay log holds nothing for a unit slave-side filtering skips (the base
+    policy's `relayed`, which heartbeat keeps)."""
+    return type(policy).relayed is skip_policy.SkipPolicy.relayed
+
+
+def _compilable(check: Check) -> bool:
+    """Whether the compiled way takes a slave: its rules rename nothing and the master policy
+    restricts nothing for it (a gate bounds annotation texts and statements by their text)."""
+    spec, _received, _dropped, gate = check
+    if gate is not None and gate.restricted:
+        return False
+    engine = RuleEngine(spec.rules, spec.settings)
+    return event_renamer(engine, spec.rules, spec.settings) is None and not engine.checks_annotations
+
+
+class _SlaveWalk:
+    """One slave of the compiled way: its answers per unit, its Python reference for the units
+    the core declines, and what it received per skip policy."""
+
+    def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None) -> None:
+        self.result = SlaveVerification(spec.name)
+        self.result.compared = dict.fromkeys(received, 0)
+        for policy, count in (dropped or {}).items():
+            if count:
+                self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))
+        decider = _ByKey(RuleEngine(spec.rules, spec.settings))
+        self.reference = TransactionFilter(decider, empty_transactions=KEEP)
+        self.keeps = TableKeeps(decider)
+        self.keyed = decider.by_key
+        self.decide_key = decider.inner.decide_statement_key
+        self.key_answers: dict[tuple[bytes, bytes], int] = {}
+        self.received = {policy: _Received(path) for policy, path in received.items()}
+        self.policies = {policy: skip_policy.named(policy) for policy in received}
+        # Skipped units leave nothing in a heartbeat stream's relay log: answered by the core when
+        # every policy of the slave is heartbeat; else each goes to the reference for its form.
+        self.core_skips = all(_relays_no_skip(p) for p in self.policies.values())
+        self.by_core = 0    # full-stream units the core answered
+        self.by_python = 0  # and those the reference filter did
+
+    def stmt_keep(self, keys: list[_core.StatementKey]) -> bytes:
+        """The keep byte per key id of a chunk's statement keys, each (key, default database)
+        decided once."""
+        out = bytearray(len(keys) and max(k.id for k in keys) + 1)
+        answers = self.key_answers
+        for key in keys:
+            found = answers.get((key.key, key.db))
+            if found is None:
+                decision = self.decide_key(key.sql.decode("utf-8", "surrogateescape"),
+                                           key.db.decode("utf-8", "surrogateescape"))
+                found = answers[(key.key, key.db)] = KEEP_KEEP if decision.apply else KEEP_DROP
+            out[key.id] = found
+        return bytes(out)
+
+    def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
+        """Units start..stop of a chunk (no Format_description before `stop` - 1): the runs kept
+        whole between two units the core declines compared at once, the declined ones fed."""
+        units = chunk.units
+        row = units.rows(self.keeps.for_names(chunk.names))
+        if self.keyed and chunk.keys:
+            row = units.statement_rows(row, self.stmt_keep(chunk.keys))
+        answers = np.frombuffer(row, dtype=np.uint8)[start:stop]
+        kept = answers == ROW_KEEP
+        declined = ~kept
+        result, received = self.result, list(self.received.items())
+        if self.core_skips:  # skipped: nothing relayed
+            skipped = answers == ROW_SKIP
+            declined &= ~skipped
+            count = int(np.count_nonzero(skipped))
+            result.transactions += count
+            self.by_core += count
+        lo, hi = _runs(kept)
+        lo += start
+        hi += start
+        first, last = chunk.starts[lo].tolist(), chunk.ends[hi - 1].tolist()
+        cuts = np.searchsorted(lo, np.flatnonzero(declined) + start).tolist()
+        view = memoryview(chunk.buf)
+        done = 0  # runs compared
+        for k, cut in zip([*(np.flatnonzero(declined) + start).tolist(), None], [*cuts, len(lo)]):
+            if cut > done:  # the runs before unit k: what the slave relays of them, back to back
+                data = view[first[done]:last[done]] if cut == done + 1 else \
+                    memoryview(b"".join([view[a:b] for a, b in zip(first[done:cut], last[done:cut])]))
+                count = int((hi[done:cut] - lo[done:cut]).sum())
+                for policy, stream in received:
+                    if not stream.match(data):
+                        raise _Declined
+                    result.compared[policy] += count
+                result.transactions += count
+                self.by_core += count
+                done = cut
+            if k is not None:
+                for txn in chunk.transactions(k):
+                    self.feed(txn)
+
+    def feed(self, txn: Transaction) -> None:
+        """A unit the core declined, as `_Check.feed` judges it."""
+        outcome = self.reference.filter(txn)
+        if txn.kind == CONTROL:
+            if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+                self.keeps.clear()
+                self.key_answers.clear()
+            return
+        self.result.transactions += 1
+        self.by_python += 1
+        for policy, stream in self.received.items():
+            expected: list[Event] | None
+            if outcome.outcome in (KEPT, PARTIAL):
+                expected = outcome.events
+            else:
+                expected = self.policies[policy].relayed(txn, outcome, self.reference)
+            if expected is None:
+                continue
+            if not stream.match(memoryview(b"".join([e.raw for e in expected]))):
+                raise _Declined
+            self.result.compared[policy] += 1
+
+    def finish(self) -> SlaveVerification:
+        if not all(stream.finished() for stream in self.received.values()):
+            raise _Declined
+        self.result.by_core, self.result.by_python = self.by_core, self.by_python
+        return self.result
+
+
+class _FullChunk:
+    """One chunk of the full stream as every slave walks it: its units (a UnitList), their
+    formats, the scanner's table names and the chunk's statement keys."""
+
+    def __init__(self, scanner: Scanner, offsets: Scanner, chunk: _Chunk, fmt: FormatDescription | None,
+                 keyed: bool) -> None:
+        self.buf, self.base, self.names = chunk.buf, chunk.base, scanner.names
+        self.units = units = _core.UnitList()
+        scan = scanner.scan_into(units, chunk.buf, 0, chunk.base, chunk.name, at_eof=chunk.eof)
+        if scan.error is not None:
+            raise _Declined  # (the Python way reports it)
+        self.n, self.stop = scan.added, scan.stop
+        # Every unit's start and end at once (the UnitList hands them out one unit a call): the
+        # same units found again by a scanner of their own, checksums checked once already.
+        again = offsets.units(chunk.buf, 0, chunk.base, at_eof=chunk.eof)
+        columns = _Columns(again)
+        if len(columns) != self.n or again.stop != self.stop:
+            raise _Declined
+        self.starts, self.ends = columns.starts, columns.ends
+        self.fmt_in = fmt
+        # The Format_description units, and the format after each: the slaves' walks stop there.
+        self.fdes: list[tuple[int, FormatDescription | None]] = []
+        for k in units.with_flags(F_HAS_FDE):
+            u = units.unit(k)
+            if u.kind == 0:
+                fmt = unit_events(chunk.buf[u.start:u.end], chunk.base + u.start, fmt)[1]
+                self.fdes.append((k, fmt))
+        self.fmt_out = fmt
+        self.keys: list[_core.StatementKey] = []
+        if keyed and fmt is not None:
+            first = self.fdes[-1][0] + 1 if self.fdes else 0
+            self.keys = units.statement_units([(fmt.post_header_len(_QUERY), fmt.checksum_len, first)]).keys
+        self.rotated_to = (_rotate_target(chunk.buf, scan.last_rotate, chunk.base, fmt, chunk.name)
+                           if scan.last_rotate >= 0 else None)
+
+    def fmt_at(self, k: int) -> FormatDescription | None:
+        fmt = self.fmt_in
+        for at, after in self.fdes:
+            if at >= k:
+                break
+            fmt = after
+        return fmt
+
+    def transactions(self, k: int) -> list[Transaction]:
+        """Unit k as `relay_transactions` groups it (a control unit: a Transaction per event
+        the relay log's own framing does not account for)."""
+        u = self.units.unit(k)
+        if not u.flags & F_COMPLETE or u.flags & F_UNKNOWN_NON_IGNORABLE:
+            raise _Declined  # (a unit the Python reader groups on: `relay_transactions`)
+        return _unit_transactions(KINDS[u.kind], self.buf, u.start, u.end, self.base, self.fmt_at(k))
+
+
+def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerification | None]:
+    """The compiled way for each slave of `checks` (`_compilable` ones), one pass over the full
+    stream: a SlaveVerification, or None where it declined (the Python way answers)."""
+    walks: list[_SlaveWalk | None] = [_SlaveWalk(spec, received, dropped) for spec, received, dropped, _ in checks]
+    try:
+        scanner, offsets = Scanner(str(full_relay)), Scanner(str(full_relay), verify_checksums=False)
+        fmt: FormatDescription | None = None
+        for chunk in _relay_chunks(Path(full_relay)):
+            if chunk.new_file:
+                path = str(Path(full_relay) / chunk.name)
+                scanner, offsets = Scanner(path), Scanner(path, verify_checksums=False)
+            live = [w for w in walks if w is not None]
+            if not live:
+                break
+            full = _FullChunk(scanner, offsets, chunk, fmt, any(w.keyed for w in live))
+            cuts = [k + 1 for k, _ in full.fdes]
+            for i, walk in enumerate(walks):
+                if walk is None:
+                    continue
+                try:
+                    start = 0
+                    for stop in [*cuts, full.n]:
+                        if stop > start:
+                            walk.walk(full, start, stop)
+                        start = stop
+                except _Declined:
+                    walks[i] = None
+            fmt, chunk.stop, chunk.rotated_to = full.fmt_out, full.stop, full.rotated_to
+    except _Declined:
+        return [None] * len(walks)
+    results: list[SlaveVerification | None] = []
+    for walk in walks:
+        try:
+            results.append(None if walk is None else walk.finish())
+        except _Declined:
+            results.append(None)
+    return results
