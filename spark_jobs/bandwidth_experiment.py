@@ -152,14 +152,19 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
     named = sorted(all_bytes.items(), key=lambda tb: (-tb[1], tb[0]))
     rest_all = tables.get(FRAMING, 0) + tables.get(OTHER, 0)
     rows = []
+    # The groups each rule set and gate applies, decided once for the slaves that share them.
+    applies: dict[tuple[str, str, Gate | None], list[bool]] = {}
     for slave, gate, counts in zip(topology.slaves, gates, totals):
         decider = gated(RuleEngine(slave.rules, slave.settings), gate)
         sent_by: dict[TableName, int] = {t: b for t, b in tables.items()
                                          if t not in (FRAMING, OTHER) and len(t) == 2 and decider.table_kept(*t)}
         sent_unattributed = 0
         applied: set[StatementGroup] = set()
-        for group, sql, size, split in shares:
-            if not decider.decide_statement_key(sql, group[0] or None).apply:
+        same = (repr(slave.rules), repr(slave.settings), gate)
+        if same not in applies:
+            applies[same] = [decider.decide_statement_key(sql, group[0] or None).apply for group, sql, _, _ in shares]
+        for (group, _, size, split), apply in zip(shares, applies[same]):
+            if not apply:
                 continue
             applied.add(group)
             if not split:

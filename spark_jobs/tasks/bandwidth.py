@@ -145,7 +145,7 @@ class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 crc_len: int) -> None:
+                 crc_len: int, key_answers: dict[bytes, int] | None = None) -> None:
         self.filter = TransactionFilter(gated(_engine(rules, settings), gate), empty_transactions=KEEP)
         self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
@@ -156,7 +156,8 @@ class _SlaveCounter:
         # Statement keys (issue #43): answered once per key when the decider's answer is a function
         # of the key alone (`keys_statements`); else statement units go the per-unit way.
         self.by_key = self.compiled and self.filter.decider.keys_statements
-        self.key_answers: dict[bytes, int] = {}
+        # Shared by the slaves whose rules and gate are the same (their skip policies differ).
+        self.key_answers: dict[bytes, int] = {} if key_answers is None else key_answers
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
@@ -351,10 +352,12 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     # ways: 10% faster with 4 MiB buffers than with 8; 8 slaves: 5% slower).
     divide = 1 if len(distinct) <= MANY_SLAVES else 2
     for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0],
-                                                                  divide=divide):
+                                                                  divide=divide, statements=True):
         if counters is None:
             fmt = fmt_before
-            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len)
+            answers: dict[tuple[str, str, Gate | None], dict[bytes, int]] = {}
+            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len,
+                                      answers.setdefault((repr(s.rules), repr(s.settings), gate), {}))
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt, chunk.path)
@@ -446,19 +449,27 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
     keeps = list(dict.fromkeys(c.keeps.for_names(names) for c in counters if c.compiled))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
+    # Each keep byte per key made once for the slaves that share their answers (`key_answers`).
+    stmt_keeps: dict[int, bytes | None] = {}
+    by_keys: dict[tuple[bytes, bytes], bytes] = {}
     for counter in counters:
         counter.out.tables = tables
-        _walk(counter, units, n, bounds, names, counter.statement_keep(keys), crc, txn, after_index, runs, rows, forms)
+        shared = id(counter.key_answers)
+        if shared not in stmt_keeps:
+            stmt_keeps[shared] = counter.statement_keep(keys)
+        _walk(counter, units, n, bounds, names, stmt_keeps[shared], crc, txn, after_index, runs, rows, forms, by_keys)
     return current
 
 
 def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tuple[int, int, int]],
           names: list[TableName], stmt_keep: bytes | None, crc: bool, txn: Callable[[int], Transaction],
           after_index: set[int], runs: dict[RunKey, RunDone], rows: dict[bytes, bytes],
-          forms: dict[tuple[int, bool], bytes] | None = None) -> None:
+          forms: dict[tuple[int, bool], bytes] | None = None,
+          by_keys: dict[tuple[bytes, bytes], bytes] | None = None) -> None:
     """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
     first, and recorded there), the rest one unit at a time. `rows`: answers already made, by
-    keep bytes."""
+    keep bytes; `by_keys`: by keep bytes and statement keep bytes (added to)."""
+    by_keys = {} if by_keys is None else by_keys
     c = counter.out.counts
     keep, row = None, None
     for start, stop, hour in bounds:
@@ -476,8 +487,9 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
                 else:
                     if row is None:
                         row = rows.get(keep) or units.rows(keep)
-                        if stmt_keep is not None:
-                            row = units.statement_rows(row, stmt_keep)
+                        if stmt_keep is not None:  # made once for the slaves that answer alike
+                            row = by_keys.get((keep, stmt_keep)) or by_keys.setdefault(
+                                (keep, stmt_keep), units.statement_rows(row, stmt_keep))
                     if cut is None:  # the walk ends with the hour: its answers end there
                         cut = row if stop == n else row[:stop]
                     before = counter.counted()

@@ -177,7 +177,7 @@ def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Trans
 
 
 def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[], bool] | bool = False,
-                  divide: int = 1
+                  divide: int = 1, statements: bool = False
                   ) -> Iterator[tuple[FormatDescription | None, Buffer, int, _core.UnitList, int, int]]:
     """The chunk's bytes a buffer at a time, each scanned once by the compiled `scanner` into a
     UnitList of its own (part `chunk.name`: a Heartbeat's body): (the format in force before the
@@ -194,7 +194,9 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
     read (they grow only here, when a scan is finished). Memory: two buffers (or their mapped
     pages), whatever the chunk's size. `unit_statements` (or what it returns when each scan
     starts): the scan's thread also reads the statements of the units that table rules may keep
-    in part (`Scanner.scan_start`). `divide`: buffers of READ_BYTES // divide (more for a longer unit)."""
+    in part (`Scanner.scan_start`). `divide`: buffers of READ_BYTES // divide (more for a longer unit).
+    `statements`: the scan's thread also reads the buffer's statement units by key, which
+    `UnitList.statement_units` then takes rather than reading them on the caller's thread."""
     with open_binlog(chunk.path) as stream:
         fmt = None
         if chunk.start > 4:
@@ -218,7 +220,7 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
             buf, eof = source.take(at, want)
             units = _core.UnitList()
             read = unit_statements() if callable(unit_statements) else unit_statements
-            scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof, unit_statements=read)
+            scanner.scan_start(units, buf, 0, at, chunk.name, at_eof=eof, unit_statements=read, statements=statements)
             return buf, eof, units
 
         read_bytes = max(READ_BYTES // max(divide, 1), 1)

@@ -130,9 +130,23 @@ _NO_GROUP = (1 << 32) - 1  # a key id the core leaves to Python (`UnitList.state
 _NOT_MET = (1 << 64) - 1
 
 
-def _key_group(db: bytes, sql: bytes) -> StatementGroup | None:
-    """The group of the statements of one key (a statement of it, `sql`, under default database
-    `db`): as `_unit_tables_fast` groups each (default database, kind, the table it updates)."""
+_GROUPS: dict[bytes, StatementGroup | None] = {}  # by key bytes (`StatementKey.key`), for every chunk
+_GROUPS_MAX = 1 << 16
+
+
+def _key_group(key: bytes, db: bytes, sql: bytes) -> StatementGroup | None:
+    """The group of the statements of one key (its bytes `key`; a statement of it, `sql`, under
+    default database `db`): as `_unit_tables_fast` groups each (default database, kind, the table
+    it updates). Made once per key and process."""
+    if key in _GROUPS:
+        return _GROUPS[key]
+    if len(_GROUPS) >= _GROUPS_MAX:
+        _GROUPS.clear()
+    group = _GROUPS[key] = _make_group(db, sql)
+    return group
+
+
+def _make_group(db: bytes, sql: bytes) -> StatementGroup | None:
     shape = _core.statement_key(sql)
     if shape is None:
         return None
@@ -154,7 +168,7 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     group_of = [_NO_GROUP] * (max((k.id for k in keys), default=-1) + 1)
     sql_of: dict[int, bytes] = {}
     for key in keys:
-        group = _key_group(key.db, key.sql)
+        group = _key_group(key.key, key.db, key.sql)
         if group is None:
             continue
         g = groups.get(group)
