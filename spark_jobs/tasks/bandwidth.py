@@ -451,23 +451,30 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     # Each keep byte per key made once for the slaves that share their answers (`key_answers`).
     stmt_keeps: dict[int, bytes | None] = {}
+    key_list = [(k.id, k.key, k.db, k.sql) for k in keys] if keys else []
+    for counter in counters:
+        shared = id(counter.key_answers)
+        if shared not in stmt_keeps:
+            stmt_keeps[shared] = counter.statement_keep(key_list)
+    # Runs are looked up and recorded only where two slaves could walk one alike.
+    signatures = [(c.keeps.for_names(names) if c.compiled else None, stmt_keeps[id(c.key_answers)], c.policy_name)
+                  for c in counters]
+    alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes], bytes] = {}
     for counter in counters:
         counter.out.tables = tables
-        shared = id(counter.key_answers)
-        if shared not in stmt_keeps:
-            stmt_keeps[shared] = counter.statement_keep(keys)
-        _walk(counter, units, n, bounds, names, stmt_keeps[shared], crc, txn, after_index, runs, rows, forms, by_keys)
+        _walk(counter, units, n, bounds, names, stmt_keeps[id(counter.key_answers)], crc, txn, after_index,
+              runs if alike else None, rows, forms, by_keys)
     return current
 
 
 def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tuple[int, int, int]],
           names: list[TableName], stmt_keep: bytes | None, crc: bool, txn: Callable[[int], Transaction],
-          after_index: set[int], runs: dict[RunKey, RunDone], rows: dict[bytes, bytes],
+          after_index: set[int], runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes],
           forms: dict[tuple[int, bool], bytes] | None = None,
           by_keys: dict[tuple[bytes, bytes], bytes] | None = None) -> None:
     """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
-    first, and recorded there), the rest one unit at a time. `rows`: answers already made, by
+    first, and recorded there, unless it is None), the rest one unit at a time. `rows`: answers already made, by
     keep bytes; `by_keys`: by keep bytes and statement keep bytes (added to)."""
     by_keys = {} if by_keys is None else by_keys
     c = counter.out.counts
@@ -479,8 +486,8 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
             if counter.compiled:
                 if keep is None:
                     keep, row, cut = counter.keeps.for_names(names), None, None
-                key = counter.run_key(i, stop, keep, stmt_keep)
-                done = runs.get(key)
+                key = None if runs is None else counter.run_key(i, stop, keep, stmt_keep)
+                done = None if runs is None or key is None else runs.get(key)
                 if done is not None:
                     i = done[0]
                     counter.replay(*done[1:])
@@ -492,10 +499,13 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
                                 (keep, stmt_keep), units.statement_rows(row, stmt_keep))
                     if cut is None:  # the walk ends with the hour: its answers end there
                         cut = row if stop == n else row[:stop]
-                    before = counter.counted()
-                    i = counter.run(units, cut, keep, i, crc, stmt_keep, forms)
-                    runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
-                                 (counter.pending, counter.sent_any, counter.out.leading_skip))
+                    if runs is None or key is None:
+                        i = counter.run(units, cut, keep, i, crc, stmt_keep, forms)
+                    else:
+                        before = counter.counted()
+                        i = counter.run(units, cut, keep, i, crc, stmt_keep, forms)
+                        runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
+                                     (counter.pending, counter.sent_any, counter.out.leading_skip))
                 if i >= stop:
                     break
             counter.unit(txn(i))

@@ -178,6 +178,7 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
         group_of[key.id] = g
         sql_of[key.id] = key.sql
     got = units.statement_tables(group_of, table_of, n)
+    payload, envelope = got.payload, got.envelope  # (each read of a field makes its list anew)
     # Each group's first statement, in the order the units hold them: the groups go into
     # `statements` in that order, each with that statement's text (as one unit at a time does).
     first: dict[int, tuple[int, int]] = {}
@@ -190,12 +191,12 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
         group = by_id[g]
         found = statements.get(group)
         if found is None:
-            statements[group] = [got.payload[g], _utf8(sql_of[key_id])]
+            statements[group] = [payload[g], _utf8(sql_of[key_id])]
         else:
-            found[0] += got.payload[g]
-        if got.envelope[g]:
+            found[0] += payload[g]
+        if envelope[g]:
             share = envelope_key(group[2][0], group)
-            tables[share] = tables.get(share, 0) + got.envelope[g]
+            tables[share] = tables.get(share, 0) + envelope[g]
     if got.framing:
         tables[FRAMING] = tables.get(FRAMING, 0) + got.framing
     if got.other:
