@@ -23,29 +23,30 @@ buffer for every slave: `UnitList.skip_forms`). Only what the core leaves (contr
 a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
 annotated units) goes through TransactionFilter, one unit at a time.
 
-Heartbeat stretches can cross chunk boundaries: `merge_counts` joins them again, so the totals do
+Heartbeat stretches can cross chunk boundaries: `merge_counts` (tasks.counts) joins them again, so the totals do
 not depend on how files were cut.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING
 
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
-from dumpfilter.charts import saved_percent
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import TableKeeps, gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter import skip_policy
-from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
+from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
+    ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
+)
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
     FRAMING, OTHER, UNATTRIBUTED, Buffer, Statements, TableName, Tables, _unit_tables, _unit_tables_fast,
     fast_envelopes, keyed_tables,
@@ -63,58 +64,6 @@ RunKey = tuple[int, int, bytes, "bytes | None", str, bool, bool, bool]
 RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
-
-
-@dataclass
-class SlaveCounts(SentCounts):
-    """One slave's totals (over one chunk, or merged over many): the master's sent counts, with
-    the slave's name and the master events kept for it (`kept_events`, as `kept_bytes` counts)."""
-
-    slave: str = ""
-    kept_events: int = 0
-
-    @property
-    def events_all(self) -> int:
-        """Everything a dump thread without master-side filtering goes through: what was read."""
-        return self.events_read
-
-    @property
-    def bytes_all(self) -> int:
-        return self.bytes_read
-
-    def as_row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
-        row["events_all"], row["bytes_all"] = self.events_all, self.bytes_all
-        row["saving_bytes"] = self.bytes_all - self.bytes_sent
-        row["saving_pct"] = saved_percent(self.bytes_all, self.bytes_sent) or 0.0  # as the chart labels it
-        return row
-
-
-@dataclass
-class ChunkCounts:
-    """One slave's counts over one chunk, with what is needed to join heartbeat stretches."""
-
-    file_index: int
-    start: int
-    counts: SlaveCounts
-    leading_skip: bool = False  # the chunk opens inside a skipped stretch (nothing sent before it)
-    trailing_skip: bool = False  # the chunk ends with a stretch whose heartbeat it counted
-    heartbeat_size: int = 0
-    # The chunk's last unit ends with a real Rotate. A file whose last chunk does not (a Stop, or
-    # nothing: a crash) is followed by the artificial Rotate the master's stream sends as it
-    # enters the next file (SlaveStream._rotate_into): `merge_counts` counts it.
-    rotate_end: bool = False
-    # The latest timestamp of the chunk's events (0: none): where the by-hour chart's time ends.
-    last_time: int = 0
-    # Hour of binlog time (its first second, UTC epoch) -> [bytes read, bytes sent] in it.
-    by_hour: dict[int, list[int]] = field(default_factory=dict)
-    # The chunk's bytes by "db.table" (its Table_map and Rows events), the same dict for every
-    # slave of the chunk; FRAMING, OTHER and UNATTRIBUTED hold the rest (see `_unit_tables`).
-    tables: Tables = field(default_factory=dict)
-    # The chunk's statements (and their context events) by what decides and names them:
-    # (default database, kind, updated tables) -> [bytes, one statement's text]; the same dict
-    # for every slave of the chunk (see `statement_bytes`).
-    statements: Statements = field(default_factory=dict)
 
 
 HOUR = 3600
@@ -516,95 +465,3 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
             got = counter.out.by_hour.setdefault(hour * HOUR, [0, 0])
             got[0] += c.bytes_read - read
             got[1] += c.bytes_sent - sent
-
-
-def merge_hours(parts: list[ChunkCounts], slave_names: list[str]) -> dict[str, dict[int, list[int]]]:
-    """Per slave, hour (UTC epoch of its first second) -> [bytes read, bytes sent], over every
-    chunk; a stretch joined across chunks is one Heartbeat (as `merge_counts` joins it), taken off
-    the hour the earlier chunk counted it in. The hours add up to the slave's totals."""
-    out: dict[str, dict[int, list[int]]] = {name: {} for name in slave_names}
-    previous: dict[str, ChunkCounts] = {}
-    for part in sorted(parts, key=lambda p: (p.file_index, p.start)):
-        name = part.counts.slave
-        hours = out[name]
-        for hour, (read, sent) in part.by_hour.items():
-            got = hours.setdefault(hour, [0, 0])
-            got[0] += read
-            got[1] += sent
-        before = previous.get(name)
-        if (before is not None and before.file_index == part.file_index and before.trailing_skip
-                and part.leading_skip and before.by_hour):
-            hours[max(before.by_hour)][1] -= part.heartbeat_size
-        if before is not None and part.file_index > before.file_index and not before.rotate_end and part.by_hour:
-            hours[min(part.by_hour)][1] += _artificial_rotate_size(part)  # sent as the file is entered
-        previous[name] = part
-    return {name: dict(sorted(hours.items())) for name, hours in out.items()}
-
-
-def _artificial_rotate_size(part: ChunkCounts) -> int:
-    """The artificial Rotate to the file a chunk opens: a heartbeat's header and name (and CRC),
-    and the 8-byte position."""
-    return part.heartbeat_size + 8
-
-
-def merge_tables(parts: list[ChunkCounts]) -> Tables:
-    """Bytes by (db, table) over every chunk (each chunk's once, whatever its number of slaves)."""
-    out: Tables = {}
-    seen: set[tuple[int, int]] = set()
-    for part in parts:
-        key = (part.file_index, part.start)
-        if key in seen:
-            continue
-        seen.add(key)
-        for table, size in part.tables.items():
-            out[table] = out.get(table, 0) + size
-    return out
-
-
-def merge_statements(parts: list[ChunkCounts]) -> Statements:
-    """The statements by (default database, kind, updated tables, text or "") over every chunk
-    (each chunk's once): [bytes, one statement's text]."""
-    out: Statements = {}
-    seen: set[tuple[int, int]] = set()
-    for part in parts:
-        key = (part.file_index, part.start)
-        if key in seen:
-            continue
-        seen.add(key)
-        for group, (size, sql) in part.statements.items():
-            got = out.get(group)
-            if got is None:
-                out[group] = [size, sql]
-            else:
-                got[0] += size
-    return out
-
-
-def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[SlaveCounts]:
-    """Sum chunk counts per slave, in `slave_names` order. A stretch that ends one chunk and opens
-    the next chunk of the same file is one heartbeat, not two."""
-    totals = {name: SlaveCounts(slave=name) for name in slave_names}
-    by_slave: dict[str, list[ChunkCounts]] = {name: [] for name in slave_names}
-    for part in parts:
-        by_slave[part.counts.slave].append(part)
-    for name, chunks in by_slave.items():
-        chunks.sort(key=lambda p: (p.file_index, p.start))
-        previous = None
-        for part in chunks:
-            totals[name].add(part.counts)
-            if previous is not None and part.file_index > previous.file_index and not previous.rotate_end:
-                t = totals[name]
-                size = _artificial_rotate_size(part)
-                t.events_sent += 1
-                t.bytes_sent += size
-                t.kept_events += 1
-                t.kept_bytes += size
-            if (previous is not None and previous.file_index == part.file_index and previous.trailing_skip
-                    and part.leading_skip):
-                t = totals[name]
-                t.heartbeats -= 1
-                t.heartbeat_bytes -= part.heartbeat_size
-                t.events_sent -= 1
-                t.bytes_sent -= part.heartbeat_size
-            previous = part
-    return [totals[name] for name in slave_names]
