@@ -5,6 +5,7 @@
 //! answer "not shown" far more often than `rules.policy_bound` would refuse: a text they do not
 //! clear goes to Python, which reads its whole reach.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
@@ -12,7 +13,7 @@ use crate::le::u32_at;
 use crate::rows::{ROW_KEEP, ROW_PARTIAL};
 use crate::sql::query_ranges;
 use crate::stmt::{dml_shape, Shape, KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
-use crate::stmt_units::{StmtUnits, ALWAYS};
+use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
 use crate::types::HEADER_LEN;
 use crate::unit_list::UnitList;
 
@@ -334,7 +335,9 @@ type Needs = OnceLock<Option<Box<[u32]>>>;
 /// its annotations need (`annotation_needs`).
 #[derive(Debug, Default)]
 pub struct GateReads {
-    alone: OnceLock<Box<[bool]>>,
+    /// Per piece: 0 not read yet, ALONE, NOT_ALONE (read only for the pieces a stream keeps by a
+    /// gated key: a do-db stream reads an eighth of a sysbench segment's).
+    alone: OnceLock<Box<[AtomicU8]>>,
     needs: OnceLock<Box<[Needs]>>,
 }
 
@@ -361,20 +364,33 @@ impl GateReads {
         }
         let alone = self
             .alone
-            .get_or_init(|| pieces_alone(list, st, bufs, formats));
+            .get_or_init(|| st.pieces.iter().map(|_| AtomicU8::new(0)).collect());
         for (k, code) in out.iter_mut().enumerate() {
             if *code == row[k] {
                 continue; // not answered by keys here
             }
-            let Some(&(lo, hi)) = st.bounds.get(k) else {
+            let (Some(&(lo, hi)), Some(u)) = (st.bounds.get(k), list.units.get(k)) else {
                 continue;
             };
+            let (buf, format) = (bufs.get(u.part as usize), formats.get(u.part as usize));
             let doubtful = (lo as usize..hi as usize).any(|p| {
-                let key = st.pieces[p].key;
-                key != ALWAYS
-                    && gated.get(key as usize) == Some(&1)
-                    && keep.get(key as usize) == Some(&KEEP_KEEP)
-                    && !alone[p]
+                let piece = &st.pieces[p];
+                let key = piece.key as usize;
+                if piece.key == ALWAYS
+                    || gated.get(key) != Some(&1)
+                    || keep.get(key) != Some(&KEEP_KEEP)
+                {
+                    return false;
+                }
+                let mut state = alone[p].load(Ordering::Relaxed);
+                if state == 0 {
+                    let read = buf
+                        .zip(format)
+                        .is_some_and(|(b, &(post, crc, _))| piece_alone(b, piece, post, crc));
+                    state = if read { ALONE } else { NOT_ALONE };
+                    alone[p].store(state, Ordering::Relaxed);
+                }
+                state != ALONE
             });
             if doubtful {
                 *code = row[k];
@@ -424,49 +440,29 @@ impl GateReads {
     }
 }
 
-/// Per piece of `st`, whether its statement's text reaches its key's table alone (ALWAYS pieces
-/// and pieces not read: false).
-fn pieces_alone(
-    list: &UnitList,
-    st: &StmtUnits,
-    bufs: &[&[u8]],
-    formats: &[(usize, usize, usize)],
-) -> Box<[bool]> {
-    let mut alone = vec![false; st.pieces.len()];
-    for (k, &(lo, hi)) in st.bounds.iter().enumerate() {
-        let Some(u) = list.units.get(k).filter(|_| lo != u32::MAX) else {
-            continue;
+const ALONE: u8 = 1;
+const NOT_ALONE: u8 = 2;
+
+/// Whether the statement of `piece` (its Query the piece's last event, after its context events;
+/// in `buf`, the QUERY post-header `post` and checksum `crc` bytes long) reaches its key's table
+/// alone; false where it cannot be read.
+fn piece_alone(buf: &[u8], piece: &Piece, post: usize, crc: usize) -> bool {
+    let (mut at, mut last) = (piece.start, None);
+    while at + HEADER_LEN <= piece.end {
+        let Some(size) = u32_at(buf, at + 9).map(|s| s as usize) else {
+            return false;
         };
-        let (Some(buf), Some(&(post, crc, _))) =
-            (bufs.get(u.part as usize), formats.get(u.part as usize))
-        else {
-            continue;
-        };
-        let (lo, hi) = (lo as usize, hi as usize);
-        for (slot, piece) in alone[lo..hi].iter_mut().zip(&st.pieces[lo..hi]) {
-            if piece.key == ALWAYS {
-                continue;
-            }
-            // The Query is the piece's last event (its context events come first).
-            let (mut at, mut last) = (piece.start, None);
-            while at + HEADER_LEN <= piece.end {
-                let Some(size) = u32_at(buf, at + 9).map(|s| s as usize) else {
-                    break;
-                };
-                if size < HEADER_LEN || at + size > piece.end {
-                    break;
-                }
-                last = Some((at, at + size));
-                at += size;
-            }
-            if let Some((q, end)) = last.filter(|_| at == piece.end) {
-                if let Some((_, sql)) = query_ranges(&buf[..end], q, post, crc) {
-                    *slot = text_reaches_key_alone(&buf[sql]);
-                }
-            }
+        if size < HEADER_LEN || at + size > piece.end {
+            return false;
         }
+        last = Some((at, at + size));
+        at += size;
     }
-    alone.into_boxed_slice()
+    let Some((q, end)) = last.filter(|_| at == piece.end) else {
+        return false;
+    };
+    query_ranges(&buf[..end], q, post, crc)
+        .is_some_and(|(_, sql)| text_reaches_key_alone(&buf[sql]))
 }
 
 #[cfg(test)]
