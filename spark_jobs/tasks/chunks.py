@@ -32,6 +32,7 @@ from dumpfilter.binlogs import binlog_paths, open_binlog
 DEFAULT_CHUNK_BYTES = 64 << 20
 _GTID_MASK = type_mask(GTID_EVENT_TYPES)
 READ_BYTES = 8 << 20  # one read buffer of `chunk_buffers`: one compiled scan
+WALK_BYTES = 8 << 20  # one window of `gtid_boundaries`' walk (its pages handed back behind it)
 
 
 @dataclass(frozen=True)
@@ -72,35 +73,64 @@ def input_files(targets: list[str | os.PathLike[str]]) -> list[Path]:
 def gtid_boundaries(path: str | os.PathLike[str], chunk_bytes: int) -> list[int]:
     """Offsets of the first GTID event at or after each multiple of `chunk_bytes` (the cut
     points), found by the compiled walk (header to header over one mapping of the file, in the
-    core: no event reaches Python). Empty when the file is small, gzipped or has no GTID events."""
+    core: no event reaches Python). Empty when the file is small, gzipped or has no GTID events.
+    The walk goes WALK_BYTES at a time and hands the pages behind it back (`_hand_back`): the
+    driver does not keep the whole file resident (issue #60)."""
     path = Path(path)
     if path.suffix == ".gz" or path.stat().st_size <= chunk_bytes:
         return []
     with open_binlog(path) as stream:
         with mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ) as mapped:
+            size = len(mapped)
             view = memoryview(mapped)
             try:
                 if bytes(view[:4]) != MAGIC:
                     raise bad_magic(str(path))
-                offsets, _, error = Scanner(str(path), verify_checksums=False).walk(view, 4, 0, _GTID_MASK)
-                if error is not None:
-                    raise error
+                scanner = Scanner(str(path), verify_checksums=False)
                 cuts: list[int] = []
-                k, n = 0, len(offsets)
                 next_cut = chunk_bytes
+                pos, want, released = 4, WALK_BYTES, 0
                 while True:
-                    k = bisect.bisect_left(offsets, next_cut, k)
-                    while k < n and view[offsets[k] + 4] not in GTID_EVENT_TYPES:
-                        k += 1  # a Format_description (the walk reports every one)
-                    if k >= n:
-                        break
-                    pos = offsets[k]
-                    cuts.append(pos)
-                    next_cut = (pos // chunk_bytes + 1) * chunk_bytes
-                offsets.release()
-                return cuts
+                    hi = min(size, pos + want)
+                    # A prefix of the mapping: offsets stay file offsets, as in one walk of it all.
+                    with view[:hi] as part:
+                        offsets, stop, error = scanner.walk(part, pos, 0, _GTID_MASK)
+                    try:
+                        k, n = 0, len(offsets)
+                        while True:
+                            k = bisect.bisect_left(offsets, next_cut, k)
+                            while k < n and view[offsets[k] + 4] not in GTID_EVENT_TYPES:
+                                k += 1  # a Format_description (the walk reports every one)
+                            if k >= n:
+                                break
+                            cuts.append(offsets[k])
+                            next_cut = (offsets[k] // chunk_bytes + 1) * chunk_bytes
+                    finally:
+                        offsets.release()
+                    if error is not None:
+                        raise error
+                    if hi >= size:
+                        return cuts
+                    # An event longer than the window: a wider one next time.
+                    want = WALK_BYTES if stop > pos else want * 2
+                    pos = stop
+                    released = _hand_back(mapped, released, pos)
             finally:
                 view.release()
+
+
+def _hand_back(mapped: mmap.mmap, released: int, upto: int) -> int:
+    """The whole pages of `mapped` in [released, upto) out of the process's RSS (MADV_DONTNEED:
+    they stay in the page cache, and a later touch maps them again, as master/read/segments.py
+    does for its mapping); returns how far pages are now handed back."""
+    hi = upto // mmap.PAGESIZE * mmap.PAGESIZE
+    if hi > released:
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, released, hi - released)
+        except OSError:  # a kernel without it: the pages stay, as before
+            return released
+        return hi
+    return released
 
 
 TASKS_PER_WORKER = 4  # a fair share of the input: enough tasks per core to balance them
@@ -263,14 +293,21 @@ class _Source:
 
 class _Mapped(_Source):
     """A plain file, mapped once: each buffer a view of the mapping. The mapping is closed when the
-    last view (a UnitList holds its buffer) is gone."""
+    last view (a UnitList holds its buffer) is gone. Each `take` hands back the pages before the
+    previous buffer (which the caller still reads while this one is scanned): a chunk keeps two
+    buffers resident, not every page it passed (issue #60)."""
 
     def __init__(self, stream: BinaryIO, end: int | None):
         size = os.fstat(stream.fileno()).st_size
         self.end = size if end is None else min(end, size)
-        self.view = memoryview(mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ)) if size else memoryview(b"")
+        self.mapped = mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ) if size else None
+        self.view = memoryview(self.mapped) if self.mapped is not None else memoryview(b"")
+        self.last, self.released = 0, 0
 
     def take(self, pos: int, want: int) -> tuple[Buffer, bool]:
+        if self.mapped is not None:
+            self.released = _hand_back(self.mapped, self.released, min(self.last, pos))
+        self.last = pos
         stop = min(self.end, pos + want)
         return self.view[pos:stop], stop >= self.end
 
