@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 # `spark-submit spark_jobs/bandwidth_experiment.py` runs this file as a script, with a Python where dumpfilter is
 # installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
-from dumpfilter.spark_jobs.tasks.bandwidth import (  # noqa: E402
-    ChunkCounts, SlaveCounts, count_chunk, merge_counts, merge_hours, merge_statements, merge_tables,
+from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk  # noqa: E402
+from dumpfilter.spark_jobs.tasks.counts import (  # noqa: E402
+    ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
 )
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, Chunk, input_files, plan_chunks  # noqa: E402
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: E402

@@ -299,7 +299,7 @@ def bytes_by_table(topology: Topology, files: Iterable[str | Path]) -> list[dict
     slave), the same figures `experiment` writes in bandwidth_by_table (statements attributed to
     the tables they update, split evenly between several)."""
     from dumpfilter.spark_jobs.bandwidth_experiment import count_parts_local, table_rows
-    from dumpfilter.spark_jobs.tasks.bandwidth import merge_counts, merge_statements, merge_tables
+    from dumpfilter.spark_jobs.tasks.counts import merge_counts, merge_statements, merge_tables
     from dumpfilter.spark_jobs.tasks.chunks import plan_chunks
 
     slaves, gates = list(topology.slaves), slave_gates(topology)
