@@ -63,6 +63,16 @@ class SeriesFull(MirrorError):
         self.end = end
 
 
+def _file_size_limit() -> int | None:
+    """This process's file size limit (RLIMIT_FSIZE's soft limit), or None where there is none."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no such limit
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 class BinlogMirror:
     def __init__(self, directory: str | Path):
         self.dir = Path(directory)
@@ -71,6 +81,7 @@ class BinlogMirror:
         self.offset = 0
         self.safe: tuple[str, int] | None = None  # end of the last complete unit
         self._out: io.FileIO | None = None  # the file being written (unbuffered: a failed write is cut back at once)
+        self._size_limit = _file_size_limit()
         self._fmt: FormatDescription | None = None
         self._grouper = TransactionGrouper()
         self.events_written = 0
@@ -419,6 +430,15 @@ class BinlogMirror:
         out = self._out
         assert out is not None, "a file is open while events are written"
         try:
+            if self._size_limit is not None and out.tell() + len(data) > self._size_limit:
+                # A file size limit (RLIMIT_FSIZE) is known before the write: past it, the kernel
+                # writes up to the limit and then fails (EFBIG), and until the cut back another
+                # reader of the file (mariadb-binlog) would find a torn event at its end. Refused
+                # whole, as the kernel would refuse it, so the file never holds one; read again
+                # first (`prlimit` may have raised it since).
+                self._size_limit = _file_size_limit()
+                if self._size_limit is not None and out.tell() + len(data) > self._size_limit:
+                    raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
             view = memoryview(data)
             while view:
                 view = view[out.write(view):]
