@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import resource
 import struct
 import threading
 from collections.abc import Callable
@@ -65,10 +66,6 @@ class SeriesFull(MirrorError):
 
 def _file_size_limit() -> int | None:
     """This process's file size limit (RLIMIT_FSIZE's soft limit), or None where there is none."""
-    try:
-        import resource
-    except ImportError:  # not POSIX: no such limit
-        return None
     soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     return None if soft == resource.RLIM_INFINITY else soft
 
@@ -431,11 +428,8 @@ class BinlogMirror:
         assert out is not None, "a file is open while events are written"
         try:
             if self._size_limit is not None and out.tell() + len(data) > self._size_limit:
-                # A file size limit (RLIMIT_FSIZE) is known before the write: past it, the kernel
-                # writes up to the limit and then fails (EFBIG), and until the cut back another
-                # reader of the file (mariadb-binlog) would find a torn event at its end. Refused
-                # whole, as the kernel would refuse it, so the file never holds one; read again
-                # first (`prlimit` may have raised it since).
+                # Past a file size limit the kernel writes up to it, then fails (EFBIG): a torn event
+                # for mariadb-binlog until the cut back. Refused whole (`prlimit` may raise it: read again).
                 self._size_limit = _file_size_limit()
                 if self._size_limit is not None and out.tell() + len(data) > self._size_limit:
                     raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
