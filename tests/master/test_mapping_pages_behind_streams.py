@@ -8,32 +8,16 @@ a second pass reads the same units again."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-import pytest
 
 from dumpfilter.master.read import windows
 from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.workload.generator import WorkloadSpec, generate
+from tests.support.smaps import needs_smaps, resident
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or not Path("/proc/self/smaps").is_file(),
-                                reason="reads /proc/self/smaps (Linux)")
+pytestmark = needs_smaps
 
 SEGMENT, CACHE, RESIDENT = 128 << 10, 256 << 10, 256 << 10
-
-
-def _resident(path: Path) -> int:
-    """Rss bytes of every mapping of `path` in this process."""
-    total, inside = 0, False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            first = line.split(None, 1)[0]
-            if "-" in first and not first.endswith(":"):  # a mapping's header line
-                inside = line.rstrip("\n").endswith(str(path))
-            elif inside and first == "Rss:":
-                total += int(line.split()[1]) * 1024
-    return total
 
 
 def _pass(cache: SegmentCache, name: str) -> list[tuple[object, int]]:
@@ -62,9 +46,9 @@ def test_a_streams_pass_leaves_no_more_of_the_mapping_resident_than_the_cache_ho
         first = _pass(cache, name)
         assert len(first) > 12
         assert cache.mappings.whole_mappings()[name] == size  # one shared mapping of the file
-        resident = _resident(path)
+        held = resident(path)
         # The cache, the resident budget, and a page at each segment's edge (a page two segments share stays).
-        assert 0 < resident <= CACHE + RESIDENT + SEGMENT + len(first) * 2 * 4096, (resident, size)
+        assert 0 < held <= CACHE + RESIDENT + SEGMENT + len(first) * 2 * 4096, (held, size)
         assert _pass(cache, name) == first  # a later pass maps the pages again
     finally:
         cache.close()

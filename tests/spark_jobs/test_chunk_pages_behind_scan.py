@@ -6,7 +6,6 @@ its buffers and while `gtid_boundaries` walks: the mapping's resident bytes are 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,25 +13,12 @@ import pytest
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.spark_jobs.tasks import chunks
 from dumpfilter.workload.generator import WorkloadSpec, generate
+from tests.support.smaps import needs_smaps, resident
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or not Path("/proc/self/smaps").is_file(),
-                                reason="reads /proc/self/smaps (Linux)")
+pytestmark = needs_smaps
 
 WINDOW = 128 << 10  # READ_BYTES / WALK_BYTES in these tests
 SLACK = 64 << 10
-
-
-def _resident(path: Path) -> int:
-    """Rss bytes of every mapping of `path` in this process (as tests/master/test_mapping_pages_behind_streams.py)."""
-    total, inside = 0, False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            first = line.split(None, 1)[0]
-            if "-" in first and not first.endswith(":"):  # a mapping's header line
-                inside = line.rstrip("\n").endswith(str(path))
-            elif inside and first == "Rss:":
-                total += int(line.split()[1]) * 1024
-    return total
 
 
 @pytest.fixture(scope="module")
@@ -51,12 +37,12 @@ def _buffers(path: Path) -> tuple[list[tuple[int, int, int]], int]:
     chunk = chunks.plan_chunks([path], None)[0]
     seen, most = [], 0
     for _fmt, buf, base, _units, n, _crc in chunks.chunk_buffers(chunk, Scanner(chunk.path)):
-        most = max(most, _resident(path))
+        most = max(most, resident(path))
         seen.append((base, len(buf), n))
     return seen, most
 
 
-def test_a_chunks_read_keeps_two_buffers_of_its_mapping_resident(binlog, monkeypatch):
+def test_a_chunks_read_keeps_two_buffers_of_its_mappingresident(binlog, monkeypatch):
     monkeypatch.setattr(chunks, "READ_BYTES", WINDOW)
     seen, most = _buffers(binlog)
     assert len(seen) > 16 and sum(n for *_, n in seen) > 1000
@@ -73,11 +59,11 @@ class _Watched(Scanner):
 
     def walk(self, buf, off, base, types):  # type: ignore[override]
         out = super().walk(buf, off, base, types)
-        _Watched.most = max(_Watched.most, _resident(Path(self.path)))
+        _Watched.most = max(_Watched.most, resident(Path(self.path)))
         return out
 
 
-def test_the_cut_walk_keeps_one_window_of_its_mapping_resident(binlog, monkeypatch):
+def test_the_cut_walk_keeps_one_window_of_its_mappingresident(binlog, monkeypatch):
     monkeypatch.setattr(chunks, "Scanner", _Watched)
     monkeypatch.setattr(chunks, "WALK_BYTES", WINDOW, raising=False)
     size = binlog.stat().st_size
