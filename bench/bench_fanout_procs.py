@@ -22,7 +22,9 @@ client and to eight (bench.grpc_floor). The page cache's state (DUMPFILTER_FANOU
 PAGE_CACHE_STATES). Figures go to bench/results/fanout_procs.json.
 
 The binlog (DUMPFILTER_FANOUT_PROCS_MB, default 520: bench/data/fanout-mariadb-520mb, about 7x all
-the binlog pages the master keeps in its caches) is written once by a sandbox MariaDB primary (ROW,
+the binlog pages the master keeps in its caches; or any directory of a real binlog over eight schemas,
+DUMPFILTER_FANOUT_PROCS_DIR, e.g. bench/data/row-sysbench-8s-500mb: 1 GB of sysbench ROW over
+sbtest1..sbtest8) is written once by a sandbox MariaDB primary (ROW,
 files of 100 MB) taking small transactions in eight schemas at once from stored procedures, and
 kept under bench/data/."""
 
@@ -357,9 +359,14 @@ GOAL_ANON_MB = 300
 LINT_WAIT_S = 300.0  # the most a run waits for the master's lint at Register to finish
 
 
+# The binlog's schemas' name before their number: db1..db8 in real_binlog's, sbtest1..sbtest8 in a
+# sysbench one (bench.mixed_binlog's, e.g. DUMPFILTER_FANOUT_PROCS_DIR=bench/data/row-sysbench-8s-500mb).
+SCHEMA_PREFIX = "db"
+
+
 def _rules(kind: str) -> list[tuple[str, ...]]:
     count = int(kind.rstrip("s"))
-    return [()] if count == 1 else [("--replicate-do-db", f"db{n % SCHEMAS + 1}") for n in range(count)]
+    return [()] if count == 1 else [("--replicate-do-db", f"{SCHEMA_PREFIX}{n % SCHEMAS + 1}") for n in range(count)]
 
 
 def measure(binlog_dir: Path, kinds: list[str], repeat: int, stagger: float, state: str) -> dict:
@@ -442,7 +449,11 @@ def main() -> dict:
     if unknown:
         raise SystemExit(f"DUMPFILTER_FANOUT_PAGE_CACHE / _SLAVES: unknown {', '.join(unknown)} "
                          f"(known: {', '.join(PAGE_CACHE_STATES)}; {', '.join(RUN_KINDS)})")
-    binlog_dir = real_binlog(mb)
+    given = os.environ.get("DUMPFILTER_FANOUT_PROCS_DIR")
+    binlog_dir = Path(given).resolve() if given else real_binlog(mb)
+    if "sysbench" in binlog_dir.name:
+        global SCHEMA_PREFIX
+        SCHEMA_PREFIX = "sbtest"
     size = sum(p.stat().st_size for p in _binlog_files(binlog_dir))
     load = os.getloadavg()[0]
     repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
