@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import cast
 from dataclasses import dataclass
 
+from dumpfilter import _core
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sql_functions import NOT_STORED, may_be_stored
@@ -67,6 +68,10 @@ _DML_QUERY_WORDS = _QUERY_WORDS | {"TABLE"}
 _SEQUENCE_CALLS = frozenset({"NEXTVAL", "LASTVAL", "SETVAL"})
 _BODY_VERBS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE", "SELECT", "WITH", "SET", "CALL"})
 _TRIGGER_ROWS = frozenset({"NEW", "OLD"})
+# Words that, after a body piece's statement verb, mean more than one statement (or a block's
+# end) in the piece: a server would refuse it, so the core's check of one statement is not asked.
+_NOT_ONE_STATEMENT = frozenset({"INSERT", "REPLACE", "DELETE", "SELECT", "WITH", "CALL", "BEGIN", "END", "ELSE",
+                                "ELSEIF", "THEN", "DO", "LOOP", "WHILE", "REPEAT", "UNTIL", "RETURN"})
 _RESERVED_MODIFIERS = frozenset({"LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY"})  # sqlglot reads none of them
 _CACHED_SQL_LEN = 4096
 
@@ -342,6 +347,11 @@ def _body(sql: str, tokens: list[Token], db: str, trigger: bool) -> tuple[set[Ta
     for piece, end in _pieces(sql, tokens):
         verb = next((i for i, t in enumerate(piece) if t.kind == "word" and t.value.upper() in _BODY_VERBS), None)
         names = set(rows)
+        alone = _key_alone(sql, piece, verb, end, db, rows) if verb is not None else None
+        if alone is not None:  # what comes before the statement is read as below
+            tables.add(alone)
+            piece = piece[:verb]
+            verb = None
         if verb is not None:
             tree = _parse(sql[piece[verb].start:end])
             if tree is None:
@@ -355,6 +365,32 @@ def _body(sql: str, tokens: list[Token], db: str, trigger: bool) -> tuple[set[Ta
             complete = False  # IF f(x) THEN ...
         tables |= _qualified(piece, names) | _sequences(piece, db)
     return tables, complete
+
+
+def _key_alone(sql: str, piece: list[Token], verb: int, end: int, db: str, rows: frozenset[str]) -> TableRef | None:
+    """The one table a body piece's statement reaches, where the core shows it reaches nothing
+    else (`_core.reaches_key_alone`, the check the master's walk makes of every statement text):
+    then sqlglot need not read it. A trigger's `NEW.c` / `OLD.c` name a column of the row, not a
+    table: they are read as `c`. None: the piece goes to sqlglot (the core declines whatever it is
+    not sure of)."""
+    after = [t.value.upper() for t in piece[verb + 1:] if t.kind == "word"]
+    if any(w in _NOT_ONE_STATEMENT or (w == "UPDATE" and before != "KEY") for before, w in zip(["", *after], after)):
+        return None  # another statement in the piece (`... END IF` without its `;`): sqlglot's to refuse
+    start = piece[verb].start
+    text, at = [], start
+    for i in range(verb, len(piece) - 2):
+        word, dot = piece[i], piece[i + 1]
+        if word.kind == "word" and word.value in rows and dot.kind == "punct" and dot.value == "." \
+                and dot.start == word.start + len(word.value):
+            text.append(sql[at:word.start])
+            at = dot.start + 1
+    text.append(sql[at:end])
+    raw = "".join(text).encode("utf-8", "surrogateescape")
+    shape = _core.statement_key(raw)
+    if shape is None or not _core.reaches_key_alone(raw):
+        return None
+    return (shape.db.decode("utf-8", "surrogateescape") if shape.db is not None else db,
+            shape.table.decode("utf-8", "surrogateescape"))
 
 
 def _pieces(sql: str, tokens: list[Token]) -> Iterator[tuple[list[Token], int]]:
