@@ -699,6 +699,21 @@ class RelayResult(_Record):
         """The keyed statements of the statement units relayed."""
 
 
+class Relayed:
+    """`relayed`: what a slave's relay logs hold of a run of the full stream's units (see
+    verify_forms::relayed)."""
+
+    @property
+    def data(self) -> list[bytes]:
+        """Per skip policy asked for, the bytes its relay log holds for the run, back to back."""
+    @property
+    def units(self) -> list[int]:
+        """Per skip policy, the units of the run that left something in its relay log."""
+    @property
+    def next(self) -> int:
+        """The first unit not answered (`stop` when every one was)."""
+
+
 class Scanner:
     """Scanner state across the buffers of one stream: the format in force and interned names."""
 
@@ -958,3 +973,12 @@ def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], c
 def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
     """Offsets (packed u64) of the GTID events of buf[start:stop] a series' next GTID state
     needs (see split::gtid_marks)."""
+
+
+def relayed(units: UnitList, row: bytes, start: int, stop: int, skips: bytes, crc: bool) -> Relayed:
+    """`simulate --verify`'s expectation of a slave's relay logs (see verify_forms::relayed): what
+    a slave with answers `row` (`UnitList.rows`, `statement_rows`) relays of units[start:stop]
+    under each skip policy of `skips` (SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY; `crc`:
+    checksummed events): kept units as they are, skipped ones as the policy's form the slave
+    relays (after `statement_units`, a statement unit's framing), until the first unit it cannot
+    answer under all of them."""

@@ -31,6 +31,7 @@ pub mod tally;
 pub mod types;
 pub mod unit_cut;
 pub mod unit_list;
+pub mod verify_forms;
 
 #[cfg(feature = "python")]
 mod python;

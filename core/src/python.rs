@@ -21,6 +21,7 @@ mod sent;
 mod split;
 mod unit_list;
 mod unit_list_reads;
+mod verify_forms;
 
 use flag_words::PyFlagWords;
 use functions::*;
@@ -73,6 +74,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
+    m.add_class::<verify_forms::Relayed>()?;
+    m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     m.add_class::<sent::SendConfig>()?;
     results::register(m)?;
     facts::register(m)?;

@@ -1,16 +1,20 @@
 """simulate --verify's compiled way (see `equivalence`): the full stream's units answered for each
-slave by the core from the slave's own rules, the runs kept whole compared with what the slave
-received as byte ranges, and only the units the core declines handed to the slave's Python
-reference filter. It declines a slave it cannot answer for, whose verdict the Python way gives.
+slave by the core from the slave's own rules, each run of units kept or skipped whole compared
+with what the slave received under each skip policy as one byte range, and only the units the
+core declines handed to the slave's Python reference filter. It declines a slave it cannot answer
+for, whose verdict the Python way gives.
 
 The full stream's units are answered by the core from each slave's rules (its keep byte per table
-name, `UnitList.rows`; per statement key, `UnitList.statement_rows`): a run of units every table
-of which the rules keep is what the slave relays byte for byte, whatever its skip policy, and is
-compared with what it received as one byte range; a unit no table of which they keep leaves
-nothing in the relay log of a policy that relays nothing for it (heartbeat). Every other unit
-(control events, DDL, units kept in part, statements the keys do not read, a skipped unit under a
-policy that relays a form of it) goes through the slave's Python reference filter, in stream
-order. What a slave received is read as one byte string: its relay log's units back to back."""
+name, `UnitList.rows`; per statement key, `UnitList.statement_rows`), and what each of its relay
+logs holds for a run of them is made by the core too (`_core.relayed`, core/src/verify_forms.rs):
+a unit every table of which the rules keep is relayed byte for byte, whatever the skip policy; a
+unit no table of which they keep leaves its policy's form as the slave relays it (nothing under
+heartbeat; the GTID and XID of the placeholder policy's unit; the empty transaction), made by the
+core's one maker of those forms (skip_forms.rs). Each run is compared at once with what the slave
+received. Every other unit (control events, DDL, units kept in part, statements the keys do not
+read, a form the core does not make: a MySQL GTID's, a skipped DDL's placeholder) goes through the
+slave's Python reference filter, in stream order. What a slave received is read as one byte
+string: its relay log's units back to back."""
 
 from __future__ import annotations
 
@@ -26,8 +30,9 @@ from dumpfilter.binlogs.tail import _rotated_name
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
 from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter._core import SKIP_HEARTBEAT, SKIP_STOP
 from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNORABLE, KEEP_DROP, KEEP_KEEP, KINDS,
-                                      ROW_KEEP, ROW_SKIP, Scanner, UnitScan, unit_events)
+                                      Scanner, UnitScan, unit_events)
 from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.lab.simulate.equivalence import Difference, SlaveVerification, _ByKey, _unit_transactions
 from dumpfilter.rules.decider import TableKeeps
@@ -177,12 +182,6 @@ class _Received:
         return self._at == self._end and next(self._spans, None) is None
 
 
-def _relays_no_skip(policy: skip_policy.SkipPolicy) -> bool:
-    """Whether a policy's relay log holds nothing for a unit slave-side filtering skips (the base
-    policy's `relayed`, which heartbeat keeps)."""
-    return type(policy).relayed is skip_policy.SkipPolicy.relayed
-
-
 def _compilable(check: Check) -> bool:
     """Whether the compiled way takes a slave: its rules rename nothing and the master policy
     restricts nothing for it (a gate bounds annotation texts and statements by their text)."""
@@ -211,9 +210,8 @@ class _SlaveWalk:
         self.key_answers: dict[tuple[bytes, bytes], int] = {}
         self.received = {policy: _Received(path) for policy, path in received.items()}
         self.policies = {policy: skip_policy.named(policy) for policy in received}
-        # Skipped units leave nothing in a heartbeat stream's relay log: answered by the core when
-        # every policy of the slave is heartbeat; else each goes to the reference for its form.
-        self.core_skips = all(_relays_no_skip(p) for p in self.policies.values())
+        # What each policy makes of a skipped unit (`_core.relayed` makes its relayed form).
+        self.skips = bytes(p.walk_skip for p in self.policies.values())
         self.by_core = 0    # full-stream units the core answered
         self.by_python = 0  # and those the reference filter did
 
@@ -232,44 +230,33 @@ class _SlaveWalk:
         return bytes(out)
 
     def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
-        """Units start..stop of a chunk (no Format_description before `stop` - 1): the runs kept
-        whole between two units the core declines compared at once, the declined ones fed."""
+        """Units start..stop of a chunk (no Format_description before `stop` - 1): each run the
+        core answers under every skip policy of the slave (units kept whole as they are, units
+        skipped whole as the form the policy relays: `_core.relayed`) compared at once with what
+        each relay log received, the unit that ends it fed to the reference."""
         units = chunk.units
         row = units.rows(self.keeps.for_names(chunk.names))
         if self.keyed and chunk.keys:
             row = units.statement_rows(row, self.stmt_keep(chunk.keys))
-        answers = np.frombuffer(row, dtype=np.uint8)[start:stop]
-        kept = answers == ROW_KEEP
-        declined = ~kept
+        fmt = chunk.fmt_at(start)
+        # Without a format, a skipped unit's form is not made: the reference takes it.
+        skips = self.skips if fmt is not None else bytes(s if s == SKIP_HEARTBEAT else SKIP_STOP for s in self.skips)
+        crc = fmt is not None and fmt.checksum_len > 0
         result, received = self.result, list(self.received.items())
-        if self.core_skips:  # skipped: nothing relayed
-            skipped = answers == ROW_SKIP
-            declined &= ~skipped
-            count = int(np.count_nonzero(skipped))
-            result.transactions += count
-            self.by_core += count
-        lo, hi = _runs(kept)
-        lo += start
-        hi += start
-        first, last = chunk.starts[lo].tolist(), chunk.ends[hi - 1].tolist()
-        cuts = np.searchsorted(lo, np.flatnonzero(declined) + start).tolist()
-        view = memoryview(chunk.buf)
-        done = 0  # runs compared
-        for k, cut in zip([*(np.flatnonzero(declined) + start).tolist(), None], [*cuts, len(lo)]):
-            if cut > done:  # the runs before unit k: what the slave relays of them, back to back
-                data = view[first[done]:last[done]] if cut == done + 1 else \
-                    memoryview(b"".join([view[a:b] for a, b in zip(first[done:cut], last[done:cut])]))
-                count = int((hi[done:cut] - lo[done:cut]).sum())
-                for policy, stream in received:
-                    if not stream.match(data):
+        k = start
+        while k < stop:
+            run = _core.relayed(units, row, k, stop, skips, crc)
+            if run.next > k:
+                for (policy, stream), data, count in zip(received, run.data, run.units):
+                    if not stream.match(memoryview(data)):
                         raise _Declined
                     result.compared[policy] += count
-                result.transactions += count
-                self.by_core += count
-                done = cut
-            if k is not None:
-                for txn in chunk.transactions(k):
+                result.transactions += run.next - k
+                self.by_core += run.next - k
+            if run.next < stop:
+                for txn in chunk.transactions(run.next):
                     self.feed(txn)
+            k = run.next + 1
 
     def feed(self, txn: Transaction) -> None:
         """A unit the core declined, as `_Check.feed` judges it."""
@@ -304,21 +291,13 @@ class _FullChunk:
     """One chunk of the full stream as every slave walks it: its units (a UnitList), their
     formats, the scanner's table names and the chunk's statement keys."""
 
-    def __init__(self, scanner: Scanner, offsets: Scanner, chunk: _Chunk, fmt: FormatDescription | None,
-                 keyed: bool) -> None:
+    def __init__(self, scanner: Scanner, chunk: _Chunk, fmt: FormatDescription | None, keyed: bool) -> None:
         self.buf, self.base, self.names = chunk.buf, chunk.base, scanner.names
         self.units = units = _core.UnitList()
         scan = scanner.scan_into(units, chunk.buf, 0, chunk.base, chunk.name, at_eof=chunk.eof)
         if scan.error is not None:
             raise _Declined  # (the Python way reports it)
         self.n, self.stop = scan.added, scan.stop
-        # Every unit's start and end at once (the UnitList hands them out one unit a call): the
-        # same units found again by a scanner of their own, checksums checked once already.
-        again = offsets.units(chunk.buf, 0, chunk.base, at_eof=chunk.eof)
-        columns = _Columns(again)
-        if len(columns) != self.n or again.stop != self.stop:
-            raise _Declined
-        self.starts, self.ends = columns.starts, columns.ends
         self.fmt_in = fmt
         # The Format_description units, and the format after each: the slaves' walks stop there.
         self.fdes: list[tuple[int, FormatDescription | None]] = []
@@ -357,16 +336,16 @@ def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerific
     stream: a SlaveVerification, or None where it declined (the Python way answers)."""
     walks: list[_SlaveWalk | None] = [_SlaveWalk(spec, received, dropped) for spec, received, dropped, _ in checks]
     try:
-        scanner, offsets = Scanner(str(full_relay)), Scanner(str(full_relay), verify_checksums=False)
+        scanner = Scanner(str(full_relay))
         fmt: FormatDescription | None = None
         for chunk in _relay_chunks(Path(full_relay)):
             if chunk.new_file:
                 path = str(Path(full_relay) / chunk.name)
-                scanner, offsets = Scanner(path), Scanner(path, verify_checksums=False)
+                scanner = Scanner(path)
             live = [w for w in walks if w is not None]
             if not live:
                 break
-            full = _FullChunk(scanner, offsets, chunk, fmt, any(w.keyed for w in live))
+            full = _FullChunk(scanner, chunk, fmt, any(w.keyed for w in live))
             cuts = [k + 1 for k, _ in full.fdes]
             for i, walk in enumerate(walks):
                 if walk is None:

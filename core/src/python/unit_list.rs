@@ -25,15 +25,15 @@ use crate::unit_list::UnitList;
 /// one or more scans, with the read buffers they lie in.
 #[pyclass(module = "dumpfilter._core", name = "UnitList")]
 pub(super) struct PyUnitList {
-    list: UnitList,
-    bufs: Vec<Held>,
+    pub(super) list: UnitList,
+    pub(super) bufs: Vec<Held>,
     /// A scan under way on its own thread (`scan_start`), joined by `scan_finish`.
     pending: Option<Pending>,
     /// Scans `scan_start` ran at once on the calling thread, their bytes at most INLINE_SCAN.
     #[pyo3(get)]
     scans_inline: u64,
     /// The statement units by key, read once for every stream (`statement_units`).
-    stmts: std::sync::OnceLock<StmtUnits>,
+    pub(super) stmts: std::sync::OnceLock<StmtUnits>,
     /// The first part's statement units as its scan thread built them (`scan_start`'s
     /// `statements`), until `statement_units` takes them (or builds anew: see there).
     ahead: std::sync::Mutex<Option<Ahead>>,

@@ -1,0 +1,43 @@
+//! `_core.relayed` (see verify_forms::relayed): what a slave's relay logs hold of a run of the
+//! full stream's units under its skip policies, for `simulate --verify`.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use super::unit_list::PyUnitList;
+
+/// `relayed`'s answer: per skip policy asked for, the bytes its relay log holds for the
+/// run and the units that left them; `next`, the first unit not answered.
+#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "Relayed")]
+pub(super) struct Relayed {
+    data: Py<PyList>,
+    units: Vec<u64>,
+    next: usize,
+}
+
+/// What a slave with answers `row` (from `UnitList.rows`, `statement_rows`) relays of
+/// units[start..stop] of `units` under each skip policy of `skips` (`SKIP_*`; `crc`: the events
+/// carry checksums), until the first unit it cannot answer under all of them (see
+/// verify_forms::relayed): `simulate --verify`'s expectation of its relay logs.
+#[pyfunction]
+#[pyo3(signature = (units, row, start, stop, skips, crc))]
+pub(super) fn relayed(
+    py: Python<'_>,
+    units: PyRef<'_, PyUnitList>,
+    row: &[u8],
+    start: usize,
+    stop: usize,
+    skips: &[u8],
+    crc: bool,
+) -> PyResult<Relayed> {
+    let bufs: Vec<&[u8]> = units.bufs.iter().map(|b| b.bytes(py)).collect();
+    let (list, st) = (&units.list, units.stmts.get());
+    let r =
+        py.detach(|| crate::verify_forms::relayed(list, &bufs, st, row, start, stop, skips, crc));
+    let data = PyList::new(py, r.out.iter().map(|out| PyBytes::new(py, out)))?;
+    Ok(Relayed {
+        data: data.unbind(),
+        units: r.units,
+        next: r.next,
+    })
+}

@@ -1,0 +1,277 @@
+//! `simulate --verify`'s expectation of a slave's relay logs, from the full stream's units and the
+//! slave's own answers per unit (`rows`, statement rows): a unit its rules keep whole is relayed
+//! as it is; a unit they skip whole leaves what its skip policy sends for it (`skip_forms`, the
+//! one maker of those forms) as the slave relays that (`relay::placeholder_unit`: a placeholder
+//! unit's framing, its placeholders dropped; an empty transaction as it came; nothing under the
+//! heartbeat policy). Any other unit (control events, a unit kept in part or not answered, a form
+//! the core does not make) ends the run: the caller's Python reference takes it.
+
+use crate::relay::placeholder_unit;
+use crate::rows::{ROW_KEEP, ROW_SKIP};
+use crate::scan::{Unit, F_MARIADB_GTID};
+use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
+use crate::stmt_units::{StmtUnits, ALWAYS};
+use crate::tally::pieces_of;
+use crate::unit_list::{ListedUnit, UnitList};
+
+/// What slaves of one rule set relay of a run of units, one entry per skip policy asked for.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Relayed {
+    /// The bytes each policy's relay log holds for the run, back to back.
+    pub out: Vec<Vec<u8>>,
+    /// Per policy, the units of the run that leave something in its relay log.
+    pub units: Vec<u64>,
+    /// The first unit not answered (`to` when every one was).
+    pub next: usize,
+}
+
+/// Unit `u` (index k) skipped whole under `skip`, as the slave relays it, appended to `out`;
+/// false where the core does not make it (`out` then as it was).
+fn relayed_form(
+    k: usize,
+    u: &ListedUnit,
+    buf: &[u8],
+    st: Option<&StmtUnits>,
+    skip: u8,
+    crc: bool,
+    out: &mut Vec<u8>,
+) -> bool {
+    let mariadb = u.flags & F_MARIADB_GTID != 0;
+    match skip {
+        SKIP_HEARTBEAT => true,
+        SKIP_EMPTY => {
+            let at = out.len();
+            let made = skip_forms::skipped(u, mariadb, buf, SKIP_EMPTY, crc, None, Some(out));
+            out.truncate(if made.is_some() { out.len() } else { at });
+            made.is_some()
+        }
+        SKIP_PLACEHOLDER => {
+            // A statement unit's framing is the pieces every stream keeps (count_forms::form).
+            let framing: Option<Vec<(usize, usize)>> = match st.and_then(|st| pieces_of(st, k)) {
+                Some(pieces) if u.lo == u32::MAX => Some(
+                    pieces
+                        .iter()
+                        .filter(|p| p.key == ALWAYS)
+                        .map(|p| (p.start, p.end))
+                        .collect(),
+                ),
+                _ => None,
+            };
+            let mut sent = Vec::new();
+            let Some(form) = skip_forms::skipped(
+                u,
+                mariadb,
+                buf,
+                SKIP_PLACEHOLDER,
+                crc,
+                framing.as_deref(),
+                Some(&mut sent),
+            ) else {
+                return false;
+            };
+            // The unit the master sent, as the slave's relay run reads it.
+            let unit = Unit {
+                start: 0,
+                end: sent.len(),
+                events: form.events as u32,
+                kind: u.kind,
+                flags: u.flags,
+                gtid_size: u.gtid_size,
+                ..Unit::default()
+            };
+            match placeholder_unit(&sent, &unit) {
+                Some(p) => {
+                    out.extend_from_slice(&sent[p.gtid.0..p.gtid.1]);
+                    out.extend_from_slice(&sent[p.xid.0..p.xid.1]);
+                    true
+                }
+                None => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// What a slave with answers `row` (one per unit of `plan`: ROW_KEEP, ROW_SKIP, ...) relays of
+/// units[from..to] under each skip policy of `skips` (`skip_forms::SKIP_*`; `crc`: the events
+/// carry checksums), until the first unit it cannot answer under every one of them. `st`: the
+/// list's statement units, whose framing a skipped statement unit keeps under the placeholder
+/// policy.
+#[allow(clippy::too_many_arguments)]
+pub fn relayed(
+    plan: &UnitList,
+    bufs: &[&[u8]],
+    st: Option<&StmtUnits>,
+    row: &[u8],
+    from: usize,
+    to: usize,
+    skips: &[u8],
+    crc: bool,
+) -> Relayed {
+    let mut r = Relayed {
+        out: vec![Vec::new(); skips.len()],
+        units: vec![0; skips.len()],
+        next: from,
+    };
+    let to = to.min(row.len()).min(plan.units.len());
+    let mut i = from;
+    while i < to {
+        let u = &plan.units[i];
+        let Some(buf) = bufs.get(u.part as usize) else {
+            break;
+        };
+        let Some(raw) = buf.get(u.start..u.end) else {
+            break;
+        };
+        match row[i] {
+            ROW_KEEP => {
+                for (out, n) in r.out.iter_mut().zip(r.units.iter_mut()) {
+                    out.extend_from_slice(raw);
+                    *n += 1;
+                }
+            }
+            ROW_SKIP => {
+                let marks: Vec<usize> = r.out.iter().map(Vec::len).collect();
+                let all = r
+                    .out
+                    .iter_mut()
+                    .zip(skips)
+                    .all(|(out, skip)| relayed_form(i, u, buf, st, *skip, crc, out));
+                if !all {
+                    for (out, at) in r.out.iter_mut().zip(marks) {
+                        out.truncate(at);
+                    }
+                    break;
+                }
+                for (n, skip) in r.units.iter_mut().zip(skips) {
+                    *n += u64::from(*skip != SKIP_HEARTBEAT);
+                }
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    r.next = i;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::{F_COMPLETE, TRANSACTION};
+    use crate::types::{HEADER_LEN, MARIADB_GTID, QUERY, XID};
+
+    fn event(kind: u8, body: &[u8], log_pos: u32) -> Vec<u8> {
+        let mut e = vec![0u8; HEADER_LEN];
+        e[4] = kind;
+        e[5..9].copy_from_slice(&7u32.to_le_bytes());
+        e[9..13].copy_from_slice(&((HEADER_LEN + body.len()) as u32).to_le_bytes());
+        e[13..17].copy_from_slice(&log_pos.to_le_bytes());
+        e.extend_from_slice(body);
+        e
+    }
+
+    /// Two row units (GTID, a Table_map, a Rows event, XID) and a lone statement, in one list.
+    fn list() -> (Vec<u8>, UnitList, usize) {
+        let mut buf = Vec::new();
+        let mut units = Vec::new();
+        for n in 0..3u32 {
+            let start = buf.len();
+            let gtid = event(MARIADB_GTID, &[0; 19], 100 * n + 10);
+            let gtid_size = gtid.len() as u32;
+            buf.extend(gtid);
+            let events = if n == 2 {
+                buf.extend(event(
+                    QUERY,
+                    b"\0\0\0\0\0\0\0\0\0\0\0\0\0DROP TABLE t",
+                    100 * n + 60,
+                ));
+                2
+            } else {
+                buf.extend(event(19, &[1; 12], 100 * n + 40));
+                buf.extend(event(30, &[2; 20], 100 * n + 70));
+                buf.extend(event(XID, &[3; 8], 100 * n + 90));
+                4
+            };
+            units.push(Unit {
+                start,
+                end: buf.len(),
+                events,
+                kind: TRANSACTION,
+                flags: F_COMPLETE | F_MARIADB_GTID | if n < 2 { crate::scan::F_FAST } else { 0 },
+                gtid_size,
+                tables_lo: n.min(1),
+                tables_hi: (n + 1).min(2),
+                ..Unit::default()
+            });
+        }
+        let mut plan = UnitList::default();
+        plan.add(b"f", 0, &units, &[0, 1]);
+        (buf, plan, units[1].start)
+    }
+
+    #[test]
+    fn kept_units_as_they_are_skipped_ones_as_each_policy_relays_them() {
+        let (buf, plan, second) = list();
+        let row = [ROW_KEEP, ROW_SKIP, ROW_SKIP];
+        let skips = [SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY];
+        let r = relayed(&plan, &[&buf], None, &row, 0, 3, &skips, false);
+        assert_eq!(
+            r.next, 2,
+            "a skipped DDL under the placeholder policy is the caller's"
+        );
+        assert_eq!(r.units, [1, 2, 2]);
+        let first = &buf[..second];
+        assert_eq!(r.out[0], first, "heartbeat: nothing for the skipped unit");
+        let gtid = &buf[second..second + 19 + HEADER_LEN];
+        let end = plan.units[1].end;
+        let xid = &buf[end - HEADER_LEN - 8..end];
+        assert_eq!(
+            r.out[1],
+            [first, gtid, xid].concat(),
+            "placeholder: its framing"
+        );
+        let mut empty = Vec::new();
+        skip_forms::skipped(
+            &plan.units[1],
+            true,
+            &buf,
+            SKIP_EMPTY,
+            false,
+            None,
+            Some(&mut empty),
+        )
+        .unwrap();
+        assert_eq!(
+            r.out[2],
+            [first, &empty[..]].concat(),
+            "empty-transaction: its GTID and a COMMIT"
+        );
+        let r = relayed(
+            &plan,
+            &[&buf],
+            None,
+            &row,
+            2,
+            3,
+            &[SKIP_HEARTBEAT, SKIP_EMPTY],
+            false,
+        );
+        assert_eq!((r.next, r.units.as_slice()), (3, &[0u64, 1][..]));
+        let r = relayed(
+            &plan,
+            &[&buf],
+            None,
+            &[ROW_KEEP, 1, ROW_KEEP],
+            0,
+            3,
+            &[SKIP_HEARTBEAT],
+            false,
+        );
+        assert_eq!(
+            (r.next, r.out[0].len()),
+            (1, second),
+            "a unit kept in part ends the run"
+        );
+    }
+}
