@@ -84,6 +84,9 @@ class RuleEngine(EffectiveSemantics, Decider):
         self._rewrite = [(names.db(old), new) for old, new in rules.rewrite_db]
         self.table_rules_on = rules.table_rules_on
         self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
+        # A statement key's decision is the rules' alone under either semantics (see keys_statements),
+        # but not with derived tables, whose ignore set grows with the stream.
+        self._keys_alone = not self.settings.track_derived_tables
         if self.settings.semantics == "effective":
             self._compile_effective()
         elif rules.effective_do or rules.effective_ignore or rules.effective_rewrite or rules.binlog_effective_do \
@@ -242,9 +245,21 @@ class RuleEngine(EffectiveSemantics, Decider):
 
     @property
     def keys_statements(self) -> bool:  # type: ignore[override]
-        """A statement key decides alike every statement it stands for: the standard semantics
-        without derived tables (whose ignore set grows with the stream), in stream order."""
-        return self._rules_alone and self.timeline is None
+        """A statement key decides alike every statement it stands for, without derived tables
+        (whose ignore set grows with the stream), in stream order. A keyed statement (single-table
+        INSERT, REPLACE, UPDATE, DELETE, INSERT ... SELECT: `_core.statement_key`) is decided
+        from the key alone under both semantics:
+        * standard: db_ok on the (rewritten) default database, tables_ok on the one updated table
+          (a single-table statement fires no prelocked-trigger check: that is MariaDB's
+          multi-table UPDATE, never keyed);
+        * effective (WL#2516): its effective object is the table it changes
+          (`effective_objects`: `info.updated`, the key's table qualified by the key's default
+          database), matched against DO/IGNORE and the binlog side's, then REWRITE of the key's
+          default database. Neither the trigger knowledge nor the schema model is read (only a
+          DROP TRIGGER's and a multi-table UPDATE's decisions read them, and they are not keyed),
+          so a trigger on the table, which writes other tables on the replica, does not change
+          the decision (docs/effective-semantics.md: the tables it changes)."""
+        return self._keys_alone and self.timeline is None
 
     @property
     def keys_statements_if_pure(self) -> bool:
@@ -252,7 +267,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         decision stands for every statement of that key, at any position, when it read neither
         the schema model nor the trigger knowledge (`consulted` stays False) and made no
         assumption; the caller checks that after each key's decision."""
-        return self._rules_alone
+        return self._keys_alone
 
     def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
         saved = self._counting
@@ -264,9 +279,12 @@ class RuleEngine(EffectiveSemantics, Decider):
 
     def account(self, decision: Decision, times: int) -> None:
         """`times` statements answered by `decision`: its assumption and rule hits counted (what
-        `_account_statement` does for a statement that is not DDL)."""
+        `_account_statement` does for a statement that is not DDL), and the unparsed count where
+        the decision was that of an unparsed statement (counted by the decision itself otherwise)."""
         if decision.assumption is not None:
             self.assumed += times
+            if decision.assumption.startswith(_UNPARSED):
+                self.unparsed += times
         counters = self.counters
         for name in decision.counted:
             counters[name] += times
@@ -423,7 +441,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         if not info.parse_ok and self.table_rules_on:
             self.unparsed += self._counting
             return Decision(True, "statement could not be parsed; kept (counted as unparsed, never dropped)",
-                            None, tables, counted + db_step.counted, "unparsed statement: its tables are unknown")
+                            None, tables, counted + db_step.counted, _UNPARSED + ": its tables are unknown")
         table_step = self._statement_table_check(info)
         if table_step is None or (table_step.ok and table_step.rule is None and db_step.rule):
             return decision_from(db_step, tables, counted)
@@ -584,6 +602,8 @@ _BY_DATABASE_MAX = 4096  # remembered statement answers per engine (no table rul
 _STATEMENT_LEN = 2048
 _STATEMENTS_MAX = 4096
 _READS_STATE = frozenset({Kind.UPDATE_MULTI, Kind.DROP_TRIGGER})
+# The start of the assumption of an unparsed statement's decision (both semantics): `account` counts it.
+_UNPARSED = "unparsed statement"
 # statement_kept: the plain statements decided by their default database without a parse.
 _DATABASE_ONLY_VERBS = frozenset({"INSERT", "REPLACE", "DELETE"})
 
