@@ -84,6 +84,16 @@ HELD_SHARE = 0.75
 # 40 MB (it was 96) leaves the room to unit lists, worth far more per megabyte (see INDEX_BYTES):
 # over the 263 MB binlog eight do-db slaves cost the same master CPU with either.
 RESIDENT_BYTES = 40 << 20
+# Slaves started together drift apart (each in its own process, at its own pace), often by more
+# than the cache: a segment it lets go is then reached again soon by a stream still behind it.
+# Handed back, every such stream faults its pages in again (a do-db stream touches most pages):
+# bench fanout_procs' 8 do-db slaves over 1 GB of sysbench ROW took 120,000-148,000 faults where
+# one keep-all slave took 33,000, and up to 1.6x its CPU. So a segment let go while a stream
+# (`SegmentCache.at`) is still before its end keeps its pages until the last such stream is done
+# with it, up to TRAIL_BYTES of them (beyond it they are handed back as before). They are the
+# binlog file's pages, shared with the page cache, not the master's private memory; RSS counts
+# them while they stay mapped.
+TRAIL_BYTES = 128 << 20
 
 
 class SegmentCache:
@@ -93,7 +103,7 @@ class SegmentCache:
     def __init__(self, directory: str | Path, *, segment_bytes: int = SEGMENT_BYTES, cache_bytes: int = CACHE_BYTES,
                  verify_checksums: bool = True, map_closed: bool = True, read_ahead: bool = True,
                  cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES,
-                 resident_bytes: int = RESIDENT_BYTES) -> None:
+                 resident_bytes: int = RESIDENT_BYTES, trail_bytes: int = TRAIL_BYTES) -> None:
         self.directory = Path(directory)
         self._dir = str(self.directory)  # for `path`: a str joined per segment visit, not pathlib
         self.cache_segments = cache_segments
@@ -118,6 +128,11 @@ class SegmentCache:
         self._held_bytes = 0
         self._placed_files: dict[Pos, frozenset[str]] = {}  # the files of every segment with a place (held or resident)
         self._inflight: dict[Pos, threading.Event] = {}
+        self.trail_bytes = trail_bytes  # see TRAIL_BYTES
+        self._readers: dict[int, Pos] = {}  # each stream's position (`at`), by the stream's id
+        self._trailing: dict[Pos, int] = {}  # let go with a stream behind: their bytes, not handed back
+        self._trailing_bytes = 0
+        self.trail_kept = 0  # segments let go whose pages stayed for a stream behind them
         self._lock = threading.Lock()
         self.reads = 0   # segments read from disk
         self.hits = 0    # segments served from the cache (the kept ones too)
@@ -319,7 +334,7 @@ class SegmentCache:
         start = seg.start
         cost = len(seg.units) * UNIT_INDEX_BYTES
         self._hold_place(start, cost, files)
-        if not self._stays_resident(seg) and not _hand_back(seg):
+        if not self._stays_resident(seg) and not self._trails(seg) and not _hand_back(seg):
             self._release(start)
             return
         seg.units = units.fresh()  # the Units made (their bytes, answers) go
@@ -382,6 +397,37 @@ class SegmentCache:
         self._placed_files.setdefault(seg.start, frozenset(part.file for part in parts))
         return True
 
+    def at(self, reader: object, pos: Pos | None) -> None:
+        """Stream `reader` reads from `pos` on (None: it is gone): see TRAIL_BYTES."""
+        with self._lock:
+            if pos is None:
+                self._readers.pop(id(reader), None)
+            else:
+                self._readers[id(reader)] = pos
+
+    def _trails(self, seg: Segment) -> bool:
+        """Under the lock: whether a segment let go keeps its pages for a stream still before its
+        end (see TRAIL_BYTES), within the budget; its place is given up once none is."""
+        start, end = seg.start, seg.end
+        behind = any(pos < end for pos in self._readers.values())
+        size = self._trailing.get(start)
+        if size is not None:
+            if behind:
+                return True
+            del self._trailing[start]
+            self._trailing_bytes -= size
+            if start not in self._held and start not in self._resident:
+                self._placed_files.pop(start, None)
+            return False
+        size = seg.size
+        if not behind or self._trailing_bytes + size > self.trail_bytes:
+            return False
+        self._trailing[start] = size
+        self._trailing_bytes += size
+        self._placed_files.setdefault(start, frozenset(part.file for part in _parts(seg)))
+        self.trail_kept += 1
+        return True
+
     def _drop_kept(self, start: Pos, release: bool = True) -> tuple[Segment, int, frozenset[str]]:
         """Under the lock: the kept segment at `start` out of the kept ones; `release`: its places
         (held, resident) given up too, else they stay its own (taken back into the cache)."""
@@ -399,6 +445,7 @@ class SegmentCache:
         """Under the lock: the held and resident places of the segment at `start` given up."""
         self._held_bytes -= self._held.pop(start, 0)
         self._resident_bytes -= self._resident.pop(start, 0)
+        self._trailing_bytes -= self._trailing.pop(start, 0)
         self._placed_files.pop(start, None)
 
     def _take_kept(self, start: Pos) -> Segment | None:
@@ -420,7 +467,7 @@ class SegmentCache:
         would stay in the master's RSS, uncounted, as long as it is kept)."""
         with self._lock:
             kept = self._kept.get(seg.start)
-            if kept is None or kept[0] is not seg or self._stays_resident(seg):
+            if kept is None or kept[0] is not seg or self._stays_resident(seg) or self._trails(seg):
                 return
         _hand_back(seg)
 

@@ -119,6 +119,7 @@ class SlaveStream:
         try:
             yield from self._run()
         finally:  # however the call ends (cancelled, replaced, an error): no rule hit is lost
+            self.svc.segments.at(self, None)  # no segment is kept for it any more (TRAIL_BYTES)
             self.hits.flush()
 
     def _run(self) -> Iterator[Batch]:
@@ -183,6 +184,7 @@ class SlaveStream:
             # The segment done with is let go before the next one is read: unless the cache
             # keeps it, a mapped one is unmapped now, not once the next one's pages are in (eight
             # streams spread over the binlog each held two).
+            svc.segments.at(self, self.pos)  # past it: its pages stay only for streams behind it
             svc.segments.done_with(seg)
             self._states = None
             del units, seg
@@ -208,7 +210,9 @@ class SlaveStream:
             self.quiet_wakes += 1
             return Segment(self.pos, [], self.pos, at_end=True)
         self._quiet = None
-        seg = self.svc.segments.get(self.pos)
+        segments = self.svc.segments
+        segments.at(self, self.pos)  # a segment let go before it keeps its pages for it (TRAIL_BYTES)
+        seg = segments.get(self.pos)
         self.looks += 1
         # The file's size is read after the read (only for a segment that reached the end of what
         # was written: a stream catching up stats no file per segment). Files only grow: a size
