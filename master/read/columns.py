@@ -186,6 +186,12 @@ StatementUnits = tuple[list[tuple[int, bytes, str, str]], int]
 LoneAnswers = tuple[list[tuple["memoryview[int]", "WordAnswer"]], dict[int, "WordAnswer"]]
 
 
+# Answer rows a segment keeps, one per distinct keep bytes (`UnitIndex.rows_for`): slaves with the
+# same rules (64 slaves over eight schemas: eight per schema) each had the core walk every unit of
+# every segment for the same row. A row is a byte per unit, a hundredth of its UnitList record.
+ROWS_KEPT = 8
+
+
 class UnitIndex:
     """What the streams' run loop reads of a scanned segment, all from the core's UnitList (one call
     per question, none per unit): its size, the name ids' (db, table), each stream's answer
@@ -202,6 +208,8 @@ class UnitIndex:
         self.mysql_gtids = _MysqlColumn(cols) if unit_list.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
         self.lock = threading.Lock()
         self._parts = cols.parts
+        self._rows: dict[bytes, bytes] = {}  # `rows_for`'s answers by keep bytes (ROWS_KEPT of them)
+        self.rows_made = 0  # answers the core made (`rows_for`; read by tests)
         # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
         # filled once per generation by the first stream to ask (StatementAnswers.lone_answers).
         self.lone_answers: tuple[int, LoneAnswers] | None = None
@@ -284,7 +292,14 @@ class UnitIndex:
         the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
         flag words), and those bytes."""
         keep = keep_of(self.names)
-        return self.unit_list.rows(keep), keep
+        rows = self._rows
+        row = rows.get(keep)
+        if row is None:
+            row = self.unit_list.rows(keep)
+            self.rows_made += 1
+            if len(rows) < ROWS_KEPT:
+                rows[keep] = row
+        return row, keep
 
 
 class LazyUnits:
