@@ -17,12 +17,44 @@ use crate::unit_list::{ListedUnit, UnitList};
 /// What slaves of one rule set relay of a run of units, one entry per skip policy asked for.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Relayed {
-    /// The bytes each policy's relay log holds for the run, back to back.
-    pub out: Vec<Vec<u8>>,
+    /// Per policy, the pieces its relay log holds for the run, in order: (part, start, end) of
+    /// a part's buffer, or of the policy's `forms` where part is FORMS.
+    pub pieces: Vec<Vec<(u32, usize, usize)>>,
+    /// Per policy, the forms of the skipped units, back to back.
+    pub forms: Vec<Vec<u8>>,
+    /// Per policy, the bytes of its pieces.
+    pub len: Vec<usize>,
     /// Per policy, the units of the run that leave something in its relay log.
     pub units: Vec<u64>,
     /// The first unit not answered (`to` when every one was).
     pub next: usize,
+}
+
+/// The part of a piece that lies in the policy's `forms`.
+pub const FORMS: u32 = u32::MAX;
+
+impl Relayed {
+    /// Policy p's bytes (its pieces, `bufs` the parts' buffers) into `out`, `len[p]` bytes long.
+    pub fn fill(&self, p: usize, bufs: &[&[u8]], out: &mut [u8]) {
+        let mut at = 0;
+        for &(part, a, b) in &self.pieces[p] {
+            let src = match part {
+                FORMS => &self.forms[p][a..b],
+                _ => &bufs[part as usize][a..b],
+            };
+            out[at..at + src.len()].copy_from_slice(src);
+            at += src.len();
+        }
+    }
+
+    /// Adds a piece to policy p's, joined to the last one where they meet.
+    fn push(&mut self, p: usize, part: u32, a: usize, b: usize) {
+        self.len[p] += b - a;
+        match self.pieces[p].last_mut() {
+            Some(last) if last.0 == part && last.2 == a => last.2 = b,
+            _ => self.pieces[p].push((part, a, b)),
+        }
+    }
 }
 
 /// Unit `u` (index k) skipped whole under `skip`, as the slave relays it, appended to `out`;
@@ -108,43 +140,52 @@ pub fn relayed(
     skips: &[u8],
     crc: bool,
 ) -> Relayed {
+    let n = skips.len();
     let mut r = Relayed {
-        out: vec![Vec::new(); skips.len()],
-        units: vec![0; skips.len()],
+        pieces: vec![Vec::new(); n],
+        forms: vec![Vec::new(); n],
+        len: vec![0; n],
+        units: vec![0; n],
         next: from,
     };
     let to = to.min(row.len()).min(plan.units.len());
     let mut i = from;
     while i < to {
         let u = &plan.units[i];
-        let Some(buf) = bufs.get(u.part as usize) else {
+        if bufs
+            .get(u.part as usize)
+            .and_then(|b| b.get(u.start..u.end))
+            .is_none()
+        {
             break;
-        };
-        let Some(raw) = buf.get(u.start..u.end) else {
-            break;
-        };
+        }
+        let buf = bufs[u.part as usize];
         match row[i] {
             ROW_KEEP => {
-                for (out, n) in r.out.iter_mut().zip(r.units.iter_mut()) {
-                    out.extend_from_slice(raw);
-                    *n += 1;
+                for p in 0..n {
+                    r.push(p, u.part, u.start, u.end);
+                    r.units[p] += 1;
                 }
             }
             ROW_SKIP => {
-                let marks: Vec<usize> = r.out.iter().map(Vec::len).collect();
+                let marks: Vec<usize> = r.forms.iter().map(Vec::len).collect();
                 let all = r
-                    .out
+                    .forms
                     .iter_mut()
                     .zip(skips)
                     .all(|(out, skip)| relayed_form(i, u, buf, st, *skip, crc, out));
                 if !all {
-                    for (out, at) in r.out.iter_mut().zip(marks) {
+                    for (out, at) in r.forms.iter_mut().zip(marks) {
                         out.truncate(at);
                     }
                     break;
                 }
-                for (n, skip) in r.units.iter_mut().zip(skips) {
-                    *n += u64::from(*skip != SKIP_HEARTBEAT);
+                for (p, at) in marks.into_iter().enumerate() {
+                    let end = r.forms[p].len();
+                    if end > at {
+                        r.push(p, FORMS, at, end);
+                    }
+                    r.units[p] += u64::from(skips[p] != SKIP_HEARTBEAT);
                 }
             }
             _ => break,
@@ -210,6 +251,13 @@ mod tests {
         (buf, plan, units[1].start)
     }
 
+    /// Policy p's bytes of `r`.
+    fn out(r: &Relayed, p: usize, buf: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; r.len[p]];
+        r.fill(p, &[buf], &mut out);
+        out
+    }
+
     #[test]
     fn kept_units_as_they_are_skipped_ones_as_each_policy_relays_them() {
         let (buf, plan, second) = list();
@@ -222,12 +270,16 @@ mod tests {
         );
         assert_eq!(r.units, [1, 2, 2]);
         let first = &buf[..second];
-        assert_eq!(r.out[0], first, "heartbeat: nothing for the skipped unit");
+        assert_eq!(
+            out(&r, 0, &buf),
+            first,
+            "heartbeat: nothing for the skipped unit"
+        );
         let gtid = &buf[second..second + 19 + HEADER_LEN];
         let end = plan.units[1].end;
         let xid = &buf[end - HEADER_LEN - 8..end];
         assert_eq!(
-            r.out[1],
+            out(&r, 1, &buf),
             [first, gtid, xid].concat(),
             "placeholder: its framing"
         );
@@ -243,7 +295,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            r.out[2],
+            out(&r, 2, &buf),
             [first, &empty[..]].concat(),
             "empty-transaction: its GTID and a COMMIT"
         );
@@ -269,7 +321,7 @@ mod tests {
             false,
         );
         assert_eq!(
-            (r.next, r.out[0].len()),
+            (r.next, out(&r, 0, &buf).len()),
             (1, second),
             "a unit kept in part ends the run"
         );

@@ -131,11 +131,11 @@ class UnitRecords:
     def kinds(self) -> list[str]:
         return [KINDS[(w >> 32) & 0xFF] for w in self._words[2::8].tolist()]
 
-    def columns(self) -> tuple[memoryview, memoryview, list[str], list[int]]:
-        """Every unit's start and end (strided u64 views, for numpy), kind and flags: for a
-        consumer that reads all the units at once."""
+    def columns(self) -> tuple[memoryview, memoryview, memoryview]:
+        """Every unit's start, end and `events | kind << 32 | flags << 40` word (strided u64
+        views, for numpy): for a consumer that reads all the units at once."""
         w = self._words
-        return w[0::8], w[1::8], self.kinds(), [x >> 40 for x in w[2::8].tolist()]
+        return w[0::8], w[1::8], w[2::8]
 
     # The record's fields straight from its words, without a UnitRecord (the layout is `_record`'s:
     # word 0 start, 1 end, 2 events | kind << 32 | flags << 40, 3 the GTID event's size, ...).

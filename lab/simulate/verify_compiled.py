@@ -110,10 +110,10 @@ class _Columns:
     __slots__ = ("starts", "ends", "control", "flags")
 
     def __init__(self, scan: UnitScan) -> None:
-        starts, ends, kinds, flags = scan.units.columns()
-        self.starts, self.ends = np.asarray(starts), np.asarray(ends)
-        self.control = np.array([kind == CONTROL for kind in kinds], dtype=bool)
-        self.flags = np.array(flags, dtype=np.uint64)
+        starts, ends, words = (np.asarray(c) for c in scan.units.columns())
+        self.starts, self.ends = starts, ends
+        self.control = (words >> np.uint64(32)) & np.uint64(0xFF) == KINDS.index(CONTROL)
+        self.flags = words >> np.uint64(40)
 
     def __len__(self) -> int:
         return len(self.starts)

@@ -34,7 +34,14 @@ pub(super) fn relayed(
     let (list, st) = (&units.list, units.stmts.get());
     let r =
         py.detach(|| crate::verify_forms::relayed(list, &bufs, st, row, start, stop, skips, crc));
-    let data = PyList::new(py, r.out.iter().map(|out| PyBytes::new(py, out)))?;
+    // Each policy's bytes copied once, straight into its bytes object.
+    let data = PyList::empty(py);
+    for (p, len) in r.len.iter().enumerate() {
+        data.append(PyBytes::new_with(py, *len, |out| {
+            r.fill(p, &bufs, out);
+            Ok(())
+        })?)?;
+    }
     Ok(Relayed {
         data: data.unbind(),
         units: r.units,
