@@ -25,6 +25,11 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from dumpfilter.lab.sandbox import MariaDBServer, find_binary, mariadb_available, stop_servers  # noqa: E402
+from tests.support.thread_altstack import install as _thread_altstacks  # noqa: E402
+
+# Before any thread starts: a thread that overflows its stack is reported by faulthandler with its
+# Python stack, not a bare "Segmentation fault" (tests/support/thread_altstack.py).
+_thread_altstacks()
 
 pytest_plugins = ["tests.support.grpc_fixtures"]
 
