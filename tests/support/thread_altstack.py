@@ -42,15 +42,20 @@ class _AltStack:
         self.buf = ctypes.create_string_buffer(STACK_BYTES)
         self.on = _libc.sigaltstack(ctypes.byref(_StackT(ctypes.addressof(self.buf), 0, STACK_BYTES)), None) == 0
 
-    def __del__(self) -> None:
+    def __del__(self, _ident: Any = threading.get_ident, _orphans: list[Any] = _orphans) -> None:
+        # (names bound at definition: at interpreter exit a daemon thread's state is cleared by the
+        # main thread, module globals possibly gone already)
         if not self.on:
             return
-        current = _StackT()
-        if threading.get_ident() != self.owner or _libc.sigaltstack(None, ctypes.byref(current)) != 0 \
-                or current.ss_sp != ctypes.addressof(self.buf):
-            _orphans.append(self.buf)  # not this thread's to let go: kept, never freed under it
-            return
-        _libc.sigaltstack(ctypes.byref(_StackT(None, _SS_DISABLE, 0)), None)
+        try:
+            current = _StackT()
+            if _ident() != self.owner or _libc.sigaltstack(None, ctypes.byref(current)) != 0 \
+                    or current.ss_sp != ctypes.addressof(self.buf):
+                _orphans.append(self.buf)  # not this thread's to let go: kept, never freed under it
+                return
+            _libc.sigaltstack(ctypes.byref(_StackT(None, _SS_DISABLE, 0)), None)
+        except Exception:  # noqa: BLE001 - at interpreter exit: the process is ending anyway
+            _orphans.append(self.buf)
 
 
 def _first_event(frame: Any, event: str, arg: Any) -> None:
