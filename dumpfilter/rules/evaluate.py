@@ -84,9 +84,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         self._rewrite = [(names.db(old), new) for old, new in rules.rewrite_db]
         self.table_rules_on = rules.table_rules_on
         self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
-        # A statement key's decision is the rules' alone under either semantics (see keys_statements),
-        # but not with derived tables, whose ignore set grows with the stream.
-        self._keys_alone = not self.settings.track_derived_tables
+        self._keys_alone = not self.settings.track_derived_tables  # see keys_statements
         if self.settings.semantics == "effective":
             self._compile_effective()
         elif rules.effective_do or rules.effective_ignore or rules.effective_rewrite or rules.binlog_effective_do \
@@ -245,33 +243,19 @@ class RuleEngine(EffectiveSemantics, Decider):
 
     @property
     def keys_statements(self) -> bool:  # type: ignore[override]
-        """A statement key decides alike every statement it stands for, without derived tables
-        (whose ignore set grows with the stream), in stream order. A keyed statement (single-table
-        INSERT, REPLACE, UPDATE, DELETE, INSERT ... SELECT: `_core.statement_key`) is decided
-        from the key alone under both semantics:
-        * standard: db_ok on the (rewritten) default database, tables_ok on the one updated table
-          (a single-table statement fires no prelocked-trigger check: that is MariaDB's
-          multi-table UPDATE, never keyed);
-        * effective (WL#2516): its effective object is the table it changes
-          (`effective_objects`: `info.updated`, the key's table qualified by the key's default
-          database), matched against DO/IGNORE and the binlog side's, then REWRITE of the key's
-          default database. Neither the trigger knowledge nor the schema model is read (only a
-          DROP TRIGGER's and a multi-table UPDATE's decisions read them, and they are not keyed),
-          so a trigger on the table, which writes other tables on the replica, does not change
-          the decision (docs/effective-semantics.md: the tables it changes)."""
+        """A statement key decides alike every statement it stands for (both semantics: why in
+        rules.statement_keys), without derived tables (their ignore set grows), in stream order."""
         return self._keys_alone and self.timeline is None
 
     @property
     def keys_statements_if_pure(self) -> bool:
-        """`keys_statements` on a schema timeline too (the master's engines): there a key's
-        decision stands for every statement of that key, at any position, when it read neither
-        the schema model nor the trigger knowledge (`consulted` stays False) and made no
-        assumption; the caller checks that after each key's decision."""
+        """`keys_statements` on a schema timeline too (the master's engines): there a key's decision
+        stands for all its statements, at any position, when it read neither the schema model nor the
+        trigger knowledge (`consulted` stays False) nor assumed; the caller checks that after each."""
         return self._keys_alone
 
     def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
-        saved = self._counting
-        self._counting = False
+        saved, self._counting = self._counting, False
         try:
             return self.decide_statement(sql, current_db)
         finally:
@@ -279,12 +263,10 @@ class RuleEngine(EffectiveSemantics, Decider):
 
     def account(self, decision: Decision, times: int) -> None:
         """`times` statements answered by `decision`: its assumption and rule hits counted (what
-        `_account_statement` does for a statement that is not DDL), and the unparsed count where
-        the decision was that of an unparsed statement (counted by the decision itself otherwise)."""
+        `_account_statement` does for a statement that is not DDL), an unparsed one's count too."""
         if decision.assumption is not None:
             self.assumed += times
-            if decision.assumption.startswith(_UNPARSED):
-                self.unparsed += times
+            self.unparsed += times if decision.assumption.startswith(_UNPARSED) else 0
         counters = self.counters
         for name in decision.counted:
             counters[name] += times
@@ -602,8 +584,7 @@ _BY_DATABASE_MAX = 4096  # remembered statement answers per engine (no table rul
 _STATEMENT_LEN = 2048
 _STATEMENTS_MAX = 4096
 _READS_STATE = frozenset({Kind.UPDATE_MULTI, Kind.DROP_TRIGGER})
-# The start of the assumption of an unparsed statement's decision (both semantics): `account` counts it.
-_UNPARSED = "unparsed statement"
+_UNPARSED = "unparsed statement"  # how an unparsed statement's assumption starts (both semantics: `account`)
 # statement_kept: the plain statements decided by their default database without a parse.
 _DATABASE_ONLY_VERBS = frozenset({"INSERT", "REPLACE", "DELETE"})
 

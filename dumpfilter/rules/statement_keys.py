@@ -7,7 +7,21 @@ the Query's default database and the one table it updates (`_core.statement_key`
 Under a decider whose statement decisions are a function of that key (`Decider.keys_statements`),
 each key is decided once, from the first statement met with it (`Decider.decide_statement_key`),
 and every statement it answers is accounted (`Decider.account`): the rule-hit counters come out
-as if each had been decided on its own."""
+as if each had been decided on its own.
+
+Why a rule engine's decision is the key's (`RuleEngine.keys_statements`), under both semantics:
+* standard (rpl_filter.cc): db_ok on the (rewritten) default database, tables_ok on the one
+  updated table; no trigger is looked at (MariaDB adds the tables fired triggers write for a
+  multi-table UPDATE only, never keyed);
+* effective (WL#2516, rules.effective): the effective object is the one table the statement
+  changes (`effective_objects`: the key's table, qualified by the key's default database),
+  matched against DO/IGNORE and the binlog side's, then REWRITE of the key's default database.
+  Neither reads the trigger knowledge or the schema model (a DROP TRIGGER's and a multi-table
+  UPDATE's decisions do: they are not keyed), so a trigger on the table, which writes other
+  tables on the replica, changes nothing: WL#2516 filters on the tables the statement changes
+  (docs/effective-semantics.md). On the master's schema timeline `consulted` is checked after
+  each key's decision all the same (master.decide.statement_keys). Not with derived tables
+  (WL#40): their ignore set grows with the stream."""
 
 from __future__ import annotations
 

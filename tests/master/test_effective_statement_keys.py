@@ -22,12 +22,15 @@ import pytest
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.cli.app import main
 from dumpfilter.master.model import ChannelSpec, Registration
+from dumpfilter.master.service import DumpService
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.transaction_filter import framing_statement
 from dumpfilter.slave.node import Slave
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
+from tests.master.test_policy_gate_walk import PASSWORD, SYSBENCH, USER, _batches, _binlog_dir, _policy
 from tests.master.test_statement_keys_stream import _same
+from tests.oracles.master import reference_service
 from tests.support.dump_helpers import relay_units, run_slave
 
 EFFECTIVE = Settings(semantics="effective")
@@ -243,3 +246,21 @@ def test_filter_effective_on_real_statement_fixtures(shared_fixtures, tmp_path, 
         keyed, each = _same_filter([work / name], work, options, capsys, monkeypatch)
         if name.startswith("mariadb-repl-bin"):
             assert each > 200 and keyed * 10 < each, (name, keyed, each)
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("allow", [("%.%",), ("sbtest-repl.sbtest1",)])
+@pytest.mark.parametrize("rules", [RuleSet(do_db=("sbtest-repl",)),
+                                   RuleSet(effective_do=("sbtest-repl.sbtest2",), effective_ignore=("%.%",))])
+def test_effective_gated_keys_send_and_count_as_the_reference_path(shared_fixtures, tmp_path, allow, rules):
+    """An effective slave under a master policy gate (its key answers ANDed with the gate's, as a
+    standard slave's): the batches, stats and P_S counters of the reference path on the real
+    sysbench STATEMENT fixtures, with the statement units answered by key."""
+    directory = _binlog_dir(shared_fixtures, tmp_path, SYSBENCH)
+    policy = _policy(*allow)
+    reg = Registration(server_id=5, user=USER, password=PASSWORD, filters=(ChannelSpec(None, rules),),
+                       settings=EFFECTIVE)
+    svc = DumpService(directory, policy=policy)
+    assert _batches(svc, reg) == _batches(reference_service(directory, policy=policy), reg)
+    counts = svc.slaves[reg.server_id].statement_path
+    assert counts.key_units > 0 and counts.python_units * 10 < counts.key_units, counts
