@@ -90,7 +90,8 @@ RESIDENT_BYTES = 40 << 20
 # bench fanout_procs' 8 do-db slaves over 1 GB of sysbench ROW took 120,000-148,000 faults where
 # one keep-all slave took 33,000, and up to 1.6x its CPU. So a segment let go while a stream
 # (`SegmentCache.at`) is still before its end keeps its pages until the last such stream is done
-# with it, up to TRAIL_BYTES of them (beyond it they are handed back as before). They are the
+# with it, up to TRAIL_BYTES of them: beyond it the oldest are handed back first (as before),
+# the newest having the most streams behind them. They are the
 # binlog file's pages, shared with the page cache, not the master's private memory; RSS counts
 # them while they stay mapped.
 TRAIL_BYTES = 128 << 20
@@ -420,9 +421,21 @@ class SegmentCache:
                 self._placed_files.pop(start, None)
             return False
         size = seg.size
-        if not behind or self._trailing_bytes + size > self.trail_bytes:
+        if not behind or size > self.trail_bytes:
             return False
-        self._trailing[start] = size
+        trailing = self._trailing
+        while self._trailing_bytes + size > self.trail_bytes:
+            # The oldest let go first: the fewest streams are still behind it (a stream behind
+            # a segment is behind every later one), and the one just let go has the most.
+            old, old_size = next(iter(trailing.items()))
+            del trailing[old]
+            self._trailing_bytes -= old_size
+            if old not in self._held and old not in self._resident:
+                self._placed_files.pop(old, None)
+            kept = self._kept.get(old)
+            if kept is not None and old not in self._resident:  # (in the cache it is let go again later)
+                _hand_back(kept[0])
+        trailing[start] = size
         self._trailing_bytes += size
         self._placed_files.setdefault(start, frozenset(part.file for part in _parts(seg)))
         self.trail_kept += 1
