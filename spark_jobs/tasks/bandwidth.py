@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 # All that decides a compiled run of one slave (`_SlaveCounter.run_key`), and what the run did:
 # (the next unit, the deltas of its counts, its stream's state after it).
-RunKey = tuple[int, int, bytes, "bytes | None", str, bool, bool, bool]
+RunKey = tuple[int, int, bytes, "bytes | None", str, bool, bool, bool, bool]
 RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
@@ -99,9 +99,11 @@ class _SlaveCounter:
         self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
-        # A gate that reads statement texts (a restricted policy) sends an annotated unit by the
-        # reference path (master/decide/policy_check.py): every unit of this slave goes that way.
-        self.compiled = not self.filter.decider.checks_annotations
+        # A gate that reads statement texts (a restricted policy) sends a unit whose Annotate_rows /
+        # Rows_query text it may refuse by the reference path (master/decide/policy_check.py): the
+        # units whose texts the core cannot show reach only kept tables go one at a time here.
+        self.guards = self.filter.decider.checks_annotations
+        self.compiled = True
         # Statement keys (issue #43): answered once per key when the decider's answer is a function
         # of the key alone (`keys_statements`); else statement units go the per-unit way.
         self.by_key = self.compiled and self.filter.decider.keys_statements
@@ -229,7 +231,8 @@ class _SlaveCounter:
         """All that decides `run` from unit i to `stop`: the keep bytes per name and per statement
         key, the skip policy, and where the stream stands (a heartbeat owed, sent yet, a leading
         skip). Slaves with the same key are counted alike by that run (`_walk` runs it once)."""
-        return (i, stop, keep, stmt_keep, self.policy_name, self.pending, self.sent_any, self.out.leading_skip)
+        return (i, stop, keep, stmt_keep, self.policy_name, self.guards, self.pending, self.sent_any,
+                self.out.leading_skip)
 
     def counted(self) -> list[int]:
         c = self.out.counts
@@ -406,14 +409,14 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         if shared not in stmt_keeps:
             stmt_keeps[shared] = counter.statement_keep(key_list)
     # Runs are looked up and recorded only where two slaves could walk one alike.
-    signatures = [(c.keeps.for_names(names) if c.compiled else None, stmt_keeps[id(c.key_answers)], c.policy_name)
-                  for c in counters]
+    signatures = [(c.keeps.for_names(names) if c.compiled else None, stmt_keeps[id(c.key_answers)], c.policy_name,
+                   c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
-    by_keys: dict[tuple[bytes, bytes], bytes] = {}
+    by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     for counter in counters:
         counter.out.tables = tables
         _walk(counter, units, n, bounds, names, stmt_keeps[id(counter.key_answers)], crc, txn, after_index,
-              runs if alike else None, rows, forms, by_keys)
+              runs if alike else None, rows, forms, by_keys, formats)
     return current
 
 
@@ -421,10 +424,12 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
           names: list[TableName], stmt_keep: bytes | None, crc: bool, txn: Callable[[int], Transaction],
           after_index: set[int], runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes],
           forms: dict[tuple[int, bool], bytes] | None = None,
-          by_keys: dict[tuple[bytes, bytes], bytes] | None = None) -> None:
+          by_keys: dict[tuple[bytes, bytes | None, bool], bytes] | None = None,
+          formats: list[tuple[int, int, int]] | None = None) -> None:
     """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
     first, and recorded there, unless it is None), the rest one unit at a time. `rows`: answers already made, by
-    keep bytes; `by_keys`: by keep bytes and statement keep bytes (added to)."""
+    keep bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`:
+    the buffer's, as `UnitList.statement_units` took them."""
     by_keys = {} if by_keys is None else by_keys
     c = counter.out.counts
     keep, row = None, None
@@ -441,11 +446,16 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
                     i = done[0]
                     counter.replay(*done[1:])
                 else:
-                    if row is None:
-                        row = rows.get(keep) or units.rows(keep)
-                        if stmt_keep is not None:  # made once for the slaves that answer alike
-                            row = by_keys.get((keep, stmt_keep)) or by_keys.setdefault(
-                                (keep, stmt_keep), units.statement_rows(row, stmt_keep))
+                    if row is None:  # made once for the slaves that answer alike
+                        made_row = by_keys.get((keep, stmt_keep, counter.guards))
+                        if made_row is None:
+                            made_row = rows.get(keep) or units.rows(keep)
+                            if stmt_keep is not None:
+                                made_row = units.statement_rows(made_row, stmt_keep)
+                            if counter.guards:
+                                made_row = _guarded(units, made_row, keep, names, formats or [(0, 0, 1 << 62)])
+                            by_keys[(keep, stmt_keep, counter.guards)] = made_row
+                        row = made_row
                     if cut is None:  # the walk ends with the hour: its answers end there
                         cut = row if stop == n else row[:stop]
                     if runs is None or key is None:
@@ -465,3 +475,17 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
             got = counter.out.by_hour.setdefault(hour * HOUR, [0, 0])
             got[0] += c.bytes_read - read
             got[1] += c.bytes_sent - sent
+
+
+def _guarded(units: _core.UnitList, row: bytes, keep: bytes, names: list[TableName],
+             formats: list[tuple[int, int, int]]) -> bytes:
+    """`row` with every unit it keeps, whole or in part, whose Annotate_rows / Rows_query texts the
+    core cannot show reach only tables `keep` keeps (`UnitList.annotations_unshown`, as the
+    master's guard_row asks it) turned ROW_SLOW: those go one at a time, where the gate reads them."""
+    unshown = units.annotations_unshown(row, keep, names, formats)
+    if not unshown:
+        return row
+    out = bytearray(row)
+    for k in unshown:
+        out[k] = ROW_SLOW
+    return bytes(out)
