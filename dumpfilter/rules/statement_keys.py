@@ -28,13 +28,35 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dumpfilter import _core
-from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP
-from dumpfilter.rules.decider import Decider
+from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
+from dumpfilter.rules.decider import Decider, gate_table
 from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.gate import Gate
+from dumpfilter.rules.statements import statement_tables
 
 
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
+
+
+_SELECT_KINDS = (_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT)  # a key's first byte
+
+
+def gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
+    """A key its rules keep (`decision`, from its first statement `sql`), under a restricted master
+    policy gate: KEEP_DROP with the gate's refusal when the gate refuses its updated table (every
+    statement of the key reaches it), KEEP_PYTHON for an INSERT ... SELECT key (its statements read
+    other tables) or a text not of the key's shape after all, else KEEP_KEEP, which holds for the
+    statements whose text reaches that table alone (`UnitList.statement_rows`' `gated`: the others
+    go to Python, which reads their whole reach); with the rule hits each statement of the key
+    counts (the gate's refusal adds MASTER_POLICY). The master's streams and `experiment` ask it."""
+    updated = statement_tables(sql, db).updated
+    if len(updated) != 1:
+        return KEEP_PYTHON, decision.counted
+    refused = gate_table(decision, gate, *updated[0])
+    if not refused.apply:
+        return KEEP_DROP, refused.counted
+    return (KEEP_PYTHON if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
 
 
 class StatementKeeps:

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
-from dumpfilter.rules.decider import gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.statements import statement_tables
+from dumpfilter.rules.statement_keys import gated_key
 
 if TYPE_CHECKING:
     from dumpfilter.master.decide.rule_hits import RuleHits
@@ -34,22 +33,6 @@ KeyAnswer = tuple[int, Decision, tuple[str, ...]]
 # id, each key's answer, and under a policy gate a byte per key id, 1 where its KEEP_KEEP holds only
 # for statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`).
 KeyRows = tuple[bytes, list[KeyAnswer | None], bytes | None]
-_SELECT_KINDS = (5, 6)  # the core's KIND_INSERT_SELECT, KIND_REPLACE_SELECT: a key's first byte
-
-
-def _gated_key(key: bytes, sql: str, db: str, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
-    """A key its rules keep, under a restricted gate: KEEP_DROP with the gate's refusal when the
-    gate refuses its updated table (every statement of the key reaches it), KEEP_PYTHON for an
-    INSERT ... SELECT key (its statements read other tables), else KEEP_KEEP (for the statements
-    that reach that table alone: see `StreamStatementKeys.keep_for`); with the rule hits each
-    statement of the key counts (the gate's refusal adds MASTER_POLICY)."""
-    updated = statement_tables(sql, db).updated
-    if len(updated) != 1:  # not the core's shape after all: Python decides each statement
-        return KEEP_PYTHON, decision.counted
-    refused = gate_table(decision, gate, *updated[0])
-    if not refused.apply:
-        return KEEP_DROP, refused.counted
-    return (KEEP_PYTHON if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
 
 
 @dataclass
@@ -120,7 +103,7 @@ class StreamStatementKeys:
                 kept = KEEP_KEEP if decision.apply else KEEP_DROP
                 code, counted = (kept if pure else KEEP_PYTHON), decision.counted
                 if gate.restricted and code == KEEP_KEEP:
-                    code, counted = _gated_key(key, sql, db, decision, gate)
+                    code, counted = gated_key(key, sql, db, decision, gate)
                 answer = known[key] = code, decision, counted
                 self.counts.keys_decided += 1
             keep[key_id] = answer[0]

@@ -39,7 +39,8 @@ from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
-from dumpfilter.rules.decider import TableKeeps, gated
+from dumpfilter.rules.decider import Gated, TableKeeps, gated
+from dumpfilter.rules.statement_keys import gated_key
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
 from dumpfilter import skip_policy
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 # (the next unit, the deltas of its counts, its stream's state after it).
 RunKey = tuple[int, int, bytes, "bytes | None", str, bool, bool, bool, bool]
 RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
+_GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `gated_keys` byte
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
 
@@ -104,9 +106,13 @@ class _SlaveCounter:
         # units whose texts the core cannot show reach only kept tables go one at a time here.
         self.guards = self.filter.decider.checks_annotations
         self.compiled = True
-        # Statement keys (issue #43): answered once per key when the decider's answer is a function
-        # of the key alone (`keys_statements`); else statement units go the per-unit way.
-        self.by_key = self.compiled and self.filter.decider.keys_statements
+        # Statement keys (issue #43): answered once per key when the rules' answer is a function of
+        # the key alone (`keys_statements`), ANDed with a restricting gate as the master does
+        # (`gated_key`); else statement units go the per-unit way.
+        self.gate = gate if gate is not None and gate.restricted else None
+        rules_decider = self.filter.decider.rules if isinstance(self.filter.decider, Gated) else self.filter.decider
+        self.by_key = rules_decider.keys_statements
+        self._rules_decider = rules_decider
         # Shared by the slaves whose rules and gate are the same (their skip policies differ).
         self.key_answers: dict[bytes, int] = {} if key_answers is None else key_answers
 
@@ -119,15 +125,26 @@ class _SlaveCounter:
         """This slave's keep byte per statement key id of a UnitList (`UnitList.statement_units`' keys)."""
         if not self.by_key or not keys:
             return None
-        decider, known = self.filter.decider, self.key_answers
+        decider, gate, known = self._rules_decider, self.gate, self.key_answers
         keep = bytearray(len(keys))
         for key_id, key, db, sql in keys:
             answer = known.get(key)
             if answer is None:
-                kept = decider.decide_statement_key(_text(sql), _text(db) if db else None).apply
-                answer = known[key] = KEEP_KEEP if kept else KEEP_DROP
+                text, default = _text(sql), _text(db) if db else None
+                decision = decider.decide_statement_key(text, default)
+                answer = KEEP_KEEP if decision.apply else KEEP_DROP
+                if gate is not None and answer == KEEP_KEEP:
+                    answer = gated_key(key, text, default, decision, gate)[0]
+                known[key] = answer
             keep[key_id] = answer
         return bytes(keep)
+
+    def gated_keys(self, stmt_keep: bytes) -> bytes | None:
+        """Under a restricting gate, a byte per key id: 1 where its KEEP_KEEP holds only for the
+        statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`)."""
+        if self.gate is None:
+            return None
+        return stmt_keep.translate(_GATED)
 
     def _send(self, events: list[Event]) -> int:
         c = self.out.counts
@@ -451,7 +468,8 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
                         if made_row is None:
                             made_row = rows.get(keep) or units.rows(keep)
                             if stmt_keep is not None:
-                                made_row = units.statement_rows(made_row, stmt_keep)
+                                made_row = units.statement_rows(made_row, stmt_keep, counter.gated_keys(stmt_keep),
+                                                                formats)
                             if counter.guards:
                                 made_row = _guarded(units, made_row, keep, names, formats or [(0, 0, 1 << 62)])
                             by_keys[(keep, stmt_keep, counter.guards)] = made_row
