@@ -262,6 +262,26 @@ def print_report(report: dict[str, Any], console: Console | None = None) -> None
         for row in report["slaves"]:
             ptable.add_row(row["slave"], *[_mb(row["policies"].get(p)) for p in policies])
         console.print(ptable)
+    times = stream_seconds(report)
+    if times:
+        order = list(dict.fromkeys(policy for by_policy in times.values() for policy in by_policy))
+        ttable = Table(title="Seconds per stream, every stream of this run", title_justify="left",
+                       box=box.SIMPLE_HEAD, pad_edge=False)
+        ttable.add_column("slave", no_wrap=True)
+        for policy in order:
+            ttable.add_column(policy, justify="right")
+        for slave, by_policy in times.items():
+            ttable.add_row(slave, *[f"{by_policy[p]:.2f}" if p in by_policy else "-" for p in order])
+        console.print(ttable)
+
+
+def stream_seconds(report: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each stream's wall seconds by slave and skip policy (its own policy's stream, its other
+    policies', the rule-less stream's): where `simulate`'s streaming time went."""
+    times: dict[str, dict[str, float]] = {}
+    for stream in report.get("streams") or []:
+        times.setdefault(stream["slave"], {})[stream["skip_policy"]] = stream["wall_seconds"]
+    return times
 
 
 def chart_title(report: dict[str, Any], what: str) -> str:

@@ -101,6 +101,12 @@ def test_simulate_shows_divergence_wherever_it_shows_lint_and_the_timeline_in_a_
     said = [line for line in printed.splitlines() if line.startswith("lint crm-db:")]
     assert len(said) == 1 and f"{want.divergence.writes} write(s) silently diverge" in said[0]
     assert "--replicate-wild-do-table=crm.%" in said[0]  # the fix
+    # every stream's seconds, the rule-less one's too, in its slave's row of the streams table
+    assert {s["slave"] for s in report["streams"]} == {*rows, "(everything)"}
+    table = printed[printed.index("Seconds per stream"):].splitlines()
+    for stream in report["streams"]:
+        line = next(t for t in table if t.strip().startswith(stream["slave"] + " "))
+        assert f"{stream['wall_seconds']:.2f}" in line.split(), (stream, line)
     assert f"silent divergence for crm-db ({want.divergence.writes} writes)" in summary_line(report)
     assert {r["slave"]: r["lint_diverges"] for r in _csv(out / "report.csv")} == \
         {"all": "0", "crm-db": str(want.divergence.writes), "crm-wild": "0"}
