@@ -28,10 +28,12 @@ key of a buffer (a keep byte each), and the core answers per unit in bulk (`Unit
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+import re
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import open_binlog
@@ -60,6 +62,9 @@ _SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
 _QUOTES = ("`", "'", '"')
 _LISTS_KEPT = 10_000  # column-list texts remembered per Linter
 _MISSING = object()
+# An INSERT/REPLACE word up to the first `)` anywhere in a buffer, lower-cased (a literal start): a
+# superset of the keyed INSERTs' heads (`_listed`); a head that does not check out sends its units alone.
+_HEADS = (re.compile(rb"insert\b[^)]{0,4096}\)?"), re.compile(rb"replace\b[^)]{0,4096}\)?"))
 # `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
 _Shape = _core.StatementShape
 _K = TypeVar("_K")  # a class cache's key (`_depends`)
@@ -74,7 +79,8 @@ class LintScanStats:
     """What one scan did: `scans` files read (each once, whatever the number of linters),
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
     that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
-    looked at per linter (fed only when one fails), `refreshes` how often each linter's safe bits
+    looked at one at a time per linter (fed only when one fails), `bulk` those cleared by the
+    INSERT heads of their buffer, read once (`_Heads`), `refreshes` how often each linter's safe bits
     were asked (once per buffer, and once per window of units after a state change),
     `bytes_scanned` the bytes read and scanned."""
 
@@ -84,6 +90,7 @@ class LintScanStats:
     bytes_scanned: int = 0  # read and scanned (a file's kept scan is neither: binlogs.scan_index)
     fed: list[int] | None = None
     checked: list[int] | None = None
+    bulk: list[int] | None = None  # keyed units whose INSERT heads checked out in their buffer's read, none alone
     refreshes: list[int] | None = None
 
 
@@ -109,6 +116,9 @@ class _Lint:
         self._read: set[str] | None = set()  # the tables the `_key_class` being asked reads
         self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
         self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
+        self.key_shapes: dict[bytes, tuple[tuple[str, ...], bool]] = {}  # a _COLUMNS key's (columns, count_ok)
+        self.heads: _Heads | None = None  # the INSERT heads of the buffer being fed (`_bulk_cleared`)
+        self.bulk = 0       # check units cleared by their buffer's heads, none looked at alone
         self.fed = 0
         self.checked = 0
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
@@ -119,6 +129,7 @@ class _Lint:
     def forget(self) -> None:
         self.names = bytearray()
         self.key_cache.clear()
+        self.key_shapes.clear()
         self.shapes.clear()
         self.by_shape.clear()
         self.shape_of.clear()
@@ -272,8 +283,11 @@ class _Lint:
         for key_id, key, db, sql in keys:
             cls = cache.get(key)
             if cls is None:
-                cls = cache[key] = self._key_class(_text(db), _text(sql))
+                db_text, sql_text = _text(db), _text(sql)
+                cls = cache[key] = self._key_class(db_text, sql_text)
                 self._depends(self.key_tables, key)
+                if cls == _COLUMNS:
+                    self.key_shapes[key] = self.shapes[(db_text, sql_text)]
             bad[key_id] = cls == _UNSAFE
             columns[key_id] = cls == _COLUMNS
         need = units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED)
@@ -282,10 +296,54 @@ class _Lint:
             # Keyed units with no unsafe key but a key whose INSERTs have columns to check.
             looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
+            if any(check) and self.heads is not None:
+                check = self._bulk_cleared(check, [self.key_shapes[key] for key_id, key, _, _ in keys if columns[key_id]])
             if any(check):
                 self.check = check
                 need = (int.from_bytes(need, "little") | int.from_bytes(check, "little")).to_bytes(len(need), "little")
         self.need = need
+
+    def _bulk_cleared(self, check: bytes, shapes: list[tuple[tuple[str, ...], bool]]) -> bytes:
+        """`check` less the units whose INSERT heads (`_Heads`: no quote, the list in every _COLUMNS key's
+        columns, or no list and every count matching) pass `statement_safe` whatever their keys."""
+        heads = self.heads
+        assert heads is not None  # (set by _lint_units)
+        allowed = set(shapes[0][0]).intersection(*(columns for columns, _ in shapes[1:]))
+        count_ok = all(ok for _, ok in shapes)
+        failing = [head for head in heads._positions() if not _head_passes(head, allowed, count_ok)]
+        kept = bytearray(len(check))
+        for k in (k for k in heads.units_holding(failing) if 0 <= k < len(check)):
+            kept[k] = check[k]
+        self.bulk += sum(check) - sum(kept)
+        return bytes(kept)
+
+
+def _head_passes(head: bytes, allowed: set[str], count_ok: bool) -> bool:
+    listed = None if not head.endswith(b")") or any(q in head for q in (b"`", b"'", b'"')) \
+        else insert_column_list(_text(head))
+    return listed is not None and (all(column.lower() in allowed for column in listed) if listed else count_ok)
+
+
+class _Heads:
+    """The INSERT/REPLACE heads (`_HEADS`) of one buffer by text, read once for every Linter."""
+
+    def __init__(self, units: UnitList, n: int, buf: Buffer):
+        self.units, self.n, self.buf = units, n, buf
+        self._found: dict[bytes, list[int]] | None = None
+        self._starts: list[int] | None = None
+
+    def _positions(self) -> dict[bytes, list[int]]:
+        if self._found is None:
+            low, self._found = bytes(self.buf).lower(), {}
+            for match in (m for pattern in _HEADS for m in pattern.finditer(low)):
+                self._found.setdefault(match.group(), []).append(match.start())
+        return self._found
+
+
+    def units_holding(self, heads: list[bytes]) -> set[int]:
+        starts = self._starts = self._starts or ([self.units.unit(k).start for k in range(self.n)] if heads else [])
+        found = self._positions()
+        return {bisect_right(starts, at) - 1 for head in heads for at in found[head]}
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
@@ -306,6 +364,7 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
         _lint_file(Path(path), lints, verify_checksums, stats)
     stats.fed = [lint.fed for lint in lints]
     stats.checked = [lint.checked for lint in lints]
+    stats.bulk = [lint.bulk for lint in lints]
     stats.refreshes = [lint.refreshes for lint in lints]
     return [linter.breaks for linter in linters]
 
@@ -479,7 +538,9 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
     keys, _ = units.statement_units(formats)
     # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
     structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
+    heads = _Heads(units, n, buf)
     for lint in lints:
+        lint.heads = heads
         lint.refresh(units, names, keys)
         lint.horizon = -1
     # After a unit that may change a Linter's state, its safe bits are asked again only once the
