@@ -439,9 +439,11 @@ def test_sessions_and_handshakes_are_counted_apart(counted):
                 return False
 
         assert wait_for(logged_in, PROBE_TIMEOUT, every=0.2), "the closed session's place was never let go"
-        # the oldest silent socket was closed to make room for the login above
+        # the oldest silent socket was closed to make room for the login above, or (a slow machine:
+        # the test ran past connect_timeout) by its deadline, with the handshake error first
         silent[0].settimeout(PROBE_TIMEOUT)
-        assert silent[0].recv(1) == b""
+        rest = silent[0].recv(1 << 16)
+        assert rest == b"" or b"connect_timeout" in rest, rest
     finally:
         for conn in sessions:
             conn.close()
