@@ -7,14 +7,16 @@ readers on. Cached under bench/data/ (`ddl_binlog(tenants)`); `python -m bench.d
 
 from __future__ import annotations
 
-import json
 import random
-import shutil
 import sys
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.common import DATA_DIR
+from bench.mixed_binlog import cached_binlog
+
+if TYPE_CHECKING:
+    from dumpfilter.lab.sandbox.server import MariaDBServer
 
 
 def _tenant(n: int, rng: random.Random) -> list[str]:
@@ -53,25 +55,12 @@ def _tenant(n: int, rng: random.Random) -> list[str]:
 
 def ddl_binlog(tenants: int = 2000) -> Path:
     """One binlog file of `tenants` tenants' schemas and migrations (MIXED, MariaDB's default)."""
-    from dumpfilter.lab.sandbox.server import MariaDBServer
-
-    directory = DATA_DIR / f"ddl-tenants-{tenants}"
-    done = directory / "DONE"
-    if done.exists():
-        return directory / json.loads(done.read_text())["file"]
-    directory.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
     rng = random.Random(tenants)
-    with MariaDBServer("ddl", server_id=1, binlog_format="MIXED",
-                       options=["--max-binlog-size=1073741824", "--sync-binlog=0",
-                                "--innodb-flush-log-at-trx-commit=0"]) as server:
+
+    def write(server: MariaDBServer) -> None:
         for n in range(tenants):
             server.execute(_tenant(n, rng))
-        server.flush_logs()
-        source = server.binlog_files()[0]
-        shutil.copy(source, directory / source.name)
-    done.write_text(json.dumps({"file": source.name, "seconds": round(time.perf_counter() - started, 1)}))
-    return directory / source.name
+    return cached_binlog(DATA_DIR / f"ddl-tenants-{tenants}", "MIXED", write)
 
 
 if __name__ == "__main__":

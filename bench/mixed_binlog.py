@@ -17,9 +17,14 @@ import string
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.common import DATA_DIR
+
+if TYPE_CHECKING:
+    from dumpfilter.lab.sandbox.server import MariaDBServer
 
 _ALPHA = string.digits
 _BATCH = 8  # transactions per round trip
@@ -57,22 +62,14 @@ def mixed_binlog(mb: int = 220, schemas: int = 8, tables: int = 4, rows: int = 2
                  fmt: str = "MIXED") -> Path:
     """One binlog file of about `mb` MB in binlog_format `fmt` (MIXED, STATEMENT or ROW; generated
     once, under bench/data/ as FORMAT-sysbench-...)."""
-    from dumpfilter.lab.sandbox.server import MariaDBServer
 
     fmt = fmt.upper()
     if fmt not in ("MIXED", "STATEMENT", "ROW"):
         raise ValueError(f"binlog_format must be MIXED, STATEMENT or ROW, not {fmt!r}")
-    directory = DATA_DIR / f"{fmt.lower()}-sysbench-{schemas}s-{mb}mb"
-    done = directory / "DONE"
-    if done.exists():
-        return directory / json.loads(done.read_text())["file"]
-    directory.mkdir(parents=True, exist_ok=True)
     # About 820 bytes of binlog per transaction (GTID, four Queries, XID): measured (MIXED).
     per_thread = int(mb * 1e6 / 820 / threads) + 1
-    started = time.perf_counter()
-    with MariaDBServer(fmt.lower(), server_id=1, binlog_format=fmt,
-                       options=["--max-binlog-size=1073741824", "--sync-binlog=0",
-                                "--innodb-flush-log-at-trx-commit=0"]) as server:
+
+    def write(server: MariaDBServer) -> None:
         setup = []
         for s in range(1, schemas + 1):
             setup.append(f"CREATE DATABASE sbtest{s}")
@@ -88,6 +85,24 @@ def mixed_binlog(mb: int = 220, schemas: int = 8, tables: int = 4, rows: int = 2
             w.start()
         for w in workers:
             w.join()
+    return cached_binlog(DATA_DIR / f"{fmt.lower()}-sysbench-{schemas}s-{mb}mb", fmt, write)
+
+
+def cached_binlog(directory: Path, fmt: str, write: Callable[[MariaDBServer], None]) -> Path:
+    """The binlog file a sandbox MariaDB (binlog_format `fmt`, one file of up to 1 GB, no syncs)
+    writes while `write` runs its statements, kept under `directory` once it is whole (a DONE
+    file names it): written once, then read from there."""
+    from dumpfilter.lab.sandbox.server import MariaDBServer
+
+    done = directory / "DONE"
+    if done.exists():
+        return directory / json.loads(done.read_text())["file"]
+    directory.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with MariaDBServer(directory.name, server_id=1, binlog_format=fmt,
+                       options=["--max-binlog-size=1073741824", "--sync-binlog=0",
+                                "--innodb-flush-log-at-trx-commit=0"]) as server:
+        write(server)
         server.flush_logs()
         source = server.binlog_files()[0]
         shutil.copy(source, directory / source.name)
