@@ -1,6 +1,6 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
-//! the assembly, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
+//! the assembly, verify's expected relay logs, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
 //! text classifier and the statement facts. A crash is a panic on input.
 #![no_main]
 
@@ -127,6 +127,23 @@ fuzz_target!(|data: &[u8]| {
                 .iter()
                 .all(|(k, db, sql)| *k < run.next && db.end < sql.start)
     );
+    // What verify expects a slave's relay logs to hold, under every skip policy at once.
+    let skips = [1u8, 2, 3];
+    let relayed = _core::verify_forms::relayed(
+        &plan,
+        &[&buf[..]],
+        None,
+        &row,
+        0,
+        row.len(),
+        &skips,
+        opt.crc,
+    );
+    assert!(relayed.next <= out.units.len() && relayed.pieces.len() == skips.len());
+    for (p, len) in relayed.len.iter().enumerate() {
+        let mut bytes = vec![0u8; *len];
+        relayed.fill(p, &[&buf[..]], &mut bytes);
+    }
     let pending = [7u8; 20];
     let sopt = SendOptions {
         batch_bytes: 0,
