@@ -47,6 +47,34 @@ class PolicyCounts(Protocol):
     empty_transaction_bytes: int
 
 
+class UnitCounts(PolicyCounts, Protocol):
+    """The counters `SkipPolicy.send_unit` adds to (dumpfilter.sent's SentCounts: a stream's
+    SlaveStats, an experiment's SlaveCounts)."""
+
+    kept_bytes: int
+    transactions_kept: int
+    transactions_partial: int
+    transactions_skipped: int
+
+
+class UnitSink(Protocol):
+    """Where `SkipPolicy.send_unit` sends: the master's stream queues bytes, experiment's counter
+    only counts them."""
+
+    def emit(self, events: list[Event]) -> int:
+        """Send `events` after the heartbeat a skipped stretch owes, if any; count them sent
+        (events_sent, bytes_sent); return their bytes."""
+        ...
+
+    def stretch(self) -> None:
+        """A skipped unit joins a skipped stretch: one heartbeat before what is sent next."""
+        ...
+
+    def skipped(self, events: int, size: int) -> None:
+        """Count events and bytes of the unit that were not sent as themselves."""
+        ...
+
+
 class WalkedForms(Protocol):
     """What the core's send walk sent in a policy's form (a `_core.SendResult`)."""
 
@@ -86,6 +114,34 @@ class SkipPolicy:
     # What the core's send walk makes of a skipped unit (`_core.SKIP_*`): it makes this policy's
     # form for the MariaDB units it can (skip_forms.rs), and stops at any other for `skipped`.
     walk_skip: ClassVar[int] = SKIP_STOP
+
+    def send_unit(self, txn: Transaction, result: FilterResult, counts: UnitCounts, sink: UnitSink) -> int:
+        """A transaction the compiled walk left (control units are not transactions), decided by
+        TransactionFilter (`result`), sent to `sink` as this policy says and counted in `counts`:
+        the one model of that step, run by the master's stream (master/stream/slave_stream.py)
+        and counted by `experiment` (spark_jobs/tasks/bandwidth.py). Returns the master events
+        kept (sent as themselves)."""
+        from dumpfilter.rules.transaction_filter import KEPT, PARTIAL
+
+        outcome = result.outcome
+        if outcome == KEPT or outcome == PARTIAL:
+            kept = result.events
+            events = kept if outcome == KEPT else self.partial(txn.events, kept)
+            sent = sink.emit(events)
+            counts.kept_bytes += sent - self.tally(counts, events, skipped=False)
+            counts.transactions_kept += outcome == KEPT
+            counts.transactions_partial += outcome == PARTIAL
+            sink.skipped(len(txn.events) - len(kept), txn.size - sum(e.size for e in kept))
+            return len(kept)
+        counts.transactions_skipped += 1
+        sink.skipped(len(txn.events), txn.size)
+        instead = self.skipped(txn.events, result)
+        if instead is None:
+            sink.stretch()
+        else:
+            sink.emit(instead)
+            self.tally(counts, instead, skipped=True)
+        return 0
 
     def partial(self, events: list[Event], kept: list[Event]) -> list[Event]:
         """What a transaction of `events` kept in part (`kept`) is sent as."""

@@ -98,6 +98,7 @@ class SlaveStream:
         self.batch_units = 0
         self.batch_skipped = self.batch_segments = 0  # (the segments the batch spans: BATCH_SEGMENTS)
         self.pending_hb: Pos | None = None
+        self.unit_end: Pos = ("", 0)  # where the unit `_unit` sends ends (a skipped stretch's heartbeat)
         self.changed_at: Pos | None = None
         # The run loop over fast units (see _fast_run): off when a GTID start has to be checked
         # unit by unit.
@@ -317,25 +318,9 @@ class SlaveStream:
         if hits:
             self.hits.add(hits)
         if result.outcome in (KEPT, PARTIAL):
-            events = result.events if result.outcome == KEPT else self.policy.partial(txn.events, result.events)
-            self._flush_heartbeat()
             self.schema_decided += schema_marks(unit.file, result.events, schema_kept)
-            sent = self._send_all(events)
-            stats.kept_bytes += sent - self.policy.tally(stats, events, skipped=False)
-            kept_bytes = sum(e.size for e in result.events)
-            stats.transactions_kept += result.outcome == KEPT
-            stats.transactions_partial += result.outcome == PARTIAL
-            self._skipped(len(txn.events) - len(result.events), unit.size - kept_bytes)
-        else:
-            stats.transactions_skipped += 1
-            self._skipped(len(txn.events), unit.size)
-            instead = self.policy.skipped(txn.events, result)
-            if instead is None:  # a skipped stretch: one heartbeat before what is sent next
-                self.pending_hb = unit.end
-            else:
-                self._flush_heartbeat()
-                self._send_all(instead)
-                self.policy.tally(stats, instead, skipped=True)
+        self.unit_end = unit.end
+        self.policy.send_unit(txn, result, stats, self)
         self._advance(unit)
 
     def _row(self, seg: Segment) -> bytes | None:
@@ -488,7 +473,15 @@ class SlaveStream:
         self.pos = unit.end
         self.slave.position = unit.end
 
-    def _skipped(self, events: int, size: int) -> None:
+    # -- the skip policy's sink (skip_policy.UnitSink) for a unit `_unit` decided ------------
+    def emit(self, events: list[Event]) -> int:
+        self._flush_heartbeat()
+        return self._send_all(events)
+
+    def stretch(self) -> None:
+        self.pending_hb = self.unit_end
+
+    def skipped(self, events: int, size: int) -> None:
         self.slave.stats.events_skipped += max(0, events)
         self.slave.stats.bytes_skipped += max(0, size)
         self.batch_skipped += max(0, size)

@@ -2,14 +2,15 @@
 
 For every slave of a topology and every unit of a chunk: the events and bytes a dump thread reads
 (everything) and what it sends with master-side filtering, counted as the master's stream
-(master/stream.py `_unit`) counts them, in the master's own counter type (dumpfilter.sent):
+(master/stream/slave_stream.py) counts them, in the master's own counter type (dumpfilter.sent):
 
 - the slave's rules ANDed with the master policy's gate for its identity (`gated`, as the master
   composes them), through the TransactionFilter every consumer shares;
 - control events (FDE, Gtid_list/Previous_GTIDs, Rotate, Stop, ...) are sent as they are, but
   for a Heartbeat written in the binlog, which the master reads and never forwards;
-- a partial or skipped transaction is sent as its skip policy says (dumpfilter.skip_policy: the
-  same objects the master's stream asks), and counted by the policy's `tally`;
+- a partial or skipped transaction the core leaves is sent as its skip policy says by the one
+  model of that step the master's stream runs too (`SkipPolicy.send_unit`), here into a sink that
+  counts and never copies;
 - a skipped stretch costs one HEARTBEAT event (body: the binlog file name), sent before the next
   event that is sent, or once the stream has read the whole binlog (a stretch ending one file
   without a Rotate goes before the next file's FDE: the same one heartbeat).
@@ -42,7 +43,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import Gated, TableKeeps, gated
 from dumpfilter.rules.statement_keys import gated_key
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
+from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter import skip_policy
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
@@ -146,7 +147,8 @@ class _SlaveCounter:
             return None
         return stmt_keep.translate(_GATED)
 
-    def _send(self, events: list[Event]) -> int:
+    # -- the skip policy's sink (skip_policy.UnitSink): sent bytes counted, never copied -----
+    def emit(self, events: list[Event]) -> int:
         c = self.out.counts
         if self.pending:
             c.heartbeats += 1
@@ -160,12 +162,12 @@ class _SlaveCounter:
         c.bytes_sent += size
         return size
 
-    def _skip_stretch(self) -> None:
+    def stretch(self) -> None:
         if not self.sent_any and not self.pending:
             self.out.leading_skip = True
         self.pending = True
 
-    def _skipped(self, events: int, size: int) -> None:
+    def skipped(self, events: int, size: int) -> None:
         c = self.out.counts
         c.events_skipped += max(0, events)
         c.bytes_skipped += max(0, size)
@@ -222,27 +224,9 @@ class _SlaveCounter:
             if event.type_code in _NOT_FORWARDED:
                 return
             c.kept_events += 1
-            c.kept_bytes += self._send(txn.events)
+            c.kept_bytes += self.emit(txn.events)
             return
-        result = self.filter.filter(txn)
-        if result.outcome in (KEPT, PARTIAL):
-            kept = result.events
-            events = kept if result.outcome == KEPT else self.policy.partial(txn.events, kept)
-            sent = self._send(events)
-            c.kept_bytes += sent - self.policy.tally(c, events, skipped=False)
-            c.kept_events += len(kept)
-            c.transactions_kept += result.outcome == KEPT
-            c.transactions_partial += result.outcome == PARTIAL
-            self._skipped(len(txn.events) - len(kept), txn.size - sum(e.size for e in kept))
-            return
-        c.transactions_skipped += 1
-        self._skipped(len(txn.events), txn.size)
-        sent_for_it = self.policy.skipped(txn.events, result)
-        if sent_for_it is None:
-            self._skip_stretch()
-        else:
-            self._send(sent_for_it)
-            self.policy.tally(c, sent_for_it, skipped=True)
+        c.kept_events += self.policy.send_unit(txn, self.filter.filter(txn), c, self)
 
     def run_key(self, i: int, stop: int, keep: bytes, stmt_keep: bytes | None) -> RunKey:
         """All that decides `run` from unit i to `stop`: the keep bytes per name and per statement
