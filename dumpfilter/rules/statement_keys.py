@@ -25,7 +25,8 @@ Why a rule engine's decision is the key's (`RuleEngine.keys_statements`), under 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from dumpfilter import _core
 from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
@@ -57,6 +58,70 @@ def gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Ga
     if not refused.apply:
         return KEEP_DROP, refused.counted
     return (KEEP_PYTHON if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
+
+
+class KeyAnswer(NamedTuple):
+    """A statement key's answer for one decider under one gate: its keep code (KEEP_KEEP,
+    KEEP_DROP, KEEP_PYTHON), its rules' decision, and the rule hits each statement of it counts."""
+
+    code: int
+    decision: Decision
+    counted: tuple[str, ...]
+
+
+# A key's decision from its first statement (text, default database) and whether it is the key's
+# alone (pure: the decider read no schema timeline for it).
+DecideKey = Callable[[str, "str | None"], "tuple[Decision, bool]"]
+
+
+class KeyAnswers:
+    """One decider's answer per statement key under a master policy gate, by the key's bytes (so
+    across segments and buffers, whose key ids differ), decided once from the first statement met
+    with it: its rules' decision (KEEP_PYTHON where it was not pure), ANDed with a restricting
+    gate (`gated_key`). The master's streams (master.decide.statement_keys) and `experiment`'s
+    counters (one for the slaves whose rules and gate are the same) keep their answers here."""
+
+    __slots__ = ("_decide", "gate", "_known", "decided")
+
+    def __init__(self, decide: DecideKey, gate: Gate | None) -> None:
+        self._decide = decide
+        self.gate = gate if gate is not None and gate.restricted else None
+        self._known: dict[bytes, KeyAnswer] = {}
+        self.decided = 0  # keys decided (each once)
+
+    def answer(self, key: bytes, sql: str, db: str | None) -> KeyAnswer:
+        found = self._known.get(key)
+        if found is not None:
+            return found
+        decision, pure = self._decide(sql, db)
+        code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
+        if not pure:  # its units decided in Python, at their position
+            code = KEEP_PYTHON
+        elif self.gate is not None and code == KEEP_KEEP:
+            code, counted = gated_key(key, sql, db, decision, self.gate)
+        answer = self._known[key] = KeyAnswer(code, decision, counted)
+        self.decided += 1
+        return answer
+
+    def keep(self, keys: Sequence[tuple[int, bytes, str | None, str]]) -> tuple[bytes, list[KeyAnswer | None]]:
+        """The keep byte per key id of a UnitList's keys ((key id, key bytes, default database,
+        first statement)), and each id's answer."""
+        keep = bytearray(len(keys))
+        answers: list[KeyAnswer | None] = [None] * len(keys)
+        answer = self.answer
+        for key_id, key, db, sql in keys:
+            found = answers[key_id] = answer(key, sql, db)
+            keep[key_id] = found.code
+        return bytes(keep), answers
+
+    def gated(self, keep: bytes) -> bytes | None:
+        """Under a restricting gate, a byte per key id of `keep` (`keep`'s result): 1 where its
+        KEEP_KEEP holds only for the statements whose text reaches the key's table alone
+        (`UnitList.statement_rows`' `gated`: the others go to Python, which reads their reach)."""
+        return None if self.gate is None else keep.translate(_GATED)
+
+
+_GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `KeyAnswers.gated` byte
 
 
 class StatementKeeps:

@@ -14,11 +14,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.statement_keys import gated_key
+from dumpfilter.rules.statement_keys import DecideKey, KeyAnswer, KeyAnswers
 
 if TYPE_CHECKING:
     from dumpfilter.master.decide.rule_hits import RuleHits
@@ -26,9 +25,6 @@ if TYPE_CHECKING:
     from dumpfilter.master.registry import RegisteredSlave
     from dumpfilter.master.service import DumpService
 
-# A key's answer for one slave: its keep code (KEEP_KEEP, KEEP_DROP, KEEP_PYTHON), its decision and
-# the rule hits it counts.
-KeyAnswer = tuple[int, Decision, tuple[str, ...]]
 # A segment's answers by key for one stream (`StreamStatementKeys.keep_for`): the keep byte per key
 # id, each key's answer, and under a policy gate a byte per key id, 1 where its KEEP_KEEP holds only
 # for statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`).
@@ -55,12 +51,12 @@ class StreamStatementKeys:
     dropped, by the segment's key id), each key decided once for the slave (by its bytes, across
     segments) while its rule engine and gate stay the same."""
 
-    __slots__ = ("svc", "slave", "counts", "_group", "_known")
+    __slots__ = ("svc", "slave", "counts", "_group", "_answers")
 
     def __init__(self, svc: DumpService, slave: RegisteredSlave, counts: StatementPathCounts) -> None:
         self.svc, self.slave, self.counts = svc, slave, counts
-        self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) the answers in `_known` are of
-        self._known: dict[bytes, KeyAnswer] = {}
+        self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) `_answers` are of
+        self._answers: KeyAnswers | None = None
 
     def keep_for(self, index: UnitIndex) -> KeyRows | None:
         """(keep byte per key id, (decision, rule hits) per key id, gated byte per key id or
@@ -81,37 +77,31 @@ class StreamStatementKeys:
         state, gate = self.slave.state, self.slave.gate
         assert state is not None, "a stream's slave has its state"
         engine = state.engine
-        decider = engine  # the gate is ANDed per key below (`_gated_key`)
         # The master's engines share the series' schema timeline: a key's decision is kept for
         # every statement of the key only when it was pure (see `RuleEngine.keys_statements_if_pure`).
-        if not (decider.keys_statements or (decider is engine and state.engine.keys_statements_if_pure)):
+        if not (engine.keys_statements or engine.keys_statements_if_pure):
             return None
-        if self._group != (engine, gate):
-            self._group, self._known = (engine, gate), {}
-        keep = bytearray(len(keys))
-        decided: list[KeyAnswer | None] = [None] * len(keys)
-        by_text = bytearray(len(keys)) if gate.restricted else None
-        known = self._known
-        for key_id, key, db, sql in keys:
-            answer = known.get(key)
-            if answer is None:
-                with self.svc.engine_lock(engine):
-                    engine.consulted = False
-                    decision = decider.decide_statement_key(sql, db)
-                    pure = not engine.consulted and decision.assumption is None
-                # An impure key (KEEP_PYTHON) leaves its units to Python, decided at their position.
-                kept = KEEP_KEEP if decision.apply else KEEP_DROP
-                code, counted = (kept if pure else KEEP_PYTHON), decision.counted
-                if gate.restricted and code == KEEP_KEEP:
-                    code, counted = gated_key(key, sql, db, decision, gate)
-                answer = known[key] = code, decision, counted
-                self.counts.keys_decided += 1
-            keep[key_id] = answer[0]
-            decided[key_id] = answer
-            if by_text is not None and answer[0] == KEEP_KEEP:
-                by_text[key_id] = 1
+        answers = self._answers
+        if answers is None or self._group != (engine, gate):
+            self._group, answers = (engine, gate), KeyAnswers(self._decider(engine), gate)
+            self._answers = answers
+        before = answers.decided
+        keep, decided = answers.keep(keys)
+        self.counts.keys_decided += answers.decided - before
         self.counts.key_units += units
-        return bytes(keep), decided, None if by_text is None else bytes(by_text)
+        return keep, decided, answers.gated(keep)
+
+    def _decider(self, engine: RuleEngine) -> DecideKey:
+        """A key's decision by `engine` (under the service's lock: the master's engines share
+        the series' schema timeline) and whether it was pure: the engine consulted no schema for
+        it and assumed nothing. An impure key (KEEP_PYTHON) leaves its units to Python, decided
+        at their position."""
+        def decide(sql: str, db: str | None) -> tuple[Decision, bool]:
+            with self.svc.engine_lock(engine):
+                engine.consulted = False
+                decision = engine.decide_statement_key(sql, db)
+                return decision, not engine.consulted and decision.assumption is None
+        return decide
 
     def account(self, decided: list[KeyAnswer | None], tally: bytearray, hits: RuleHits) -> None:
         """The statements a send answered by key (`tally`: a u32 per key id), into the rule hits

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import Gated, TableKeeps, gated
-from dumpfilter.rules.statement_keys import gated_key
+from dumpfilter.rules.statement_keys import KeyAnswers
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter import skip_policy
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 # (the next unit, the deltas of its counts, its stream's state after it).
 RunKey = tuple[int, int, bytes, "bytes | None", str, bool, bool, bool, bool]
 RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
-_GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `gated_keys` byte
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
 
@@ -97,7 +96,7 @@ class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 crc_len: int, key_answers: dict[bytes, int] | None = None) -> None:
+                 crc_len: int, shared: dict[tuple[str, str, Gate | None], KeyAnswers] | None = None) -> None:
         self.filter = TransactionFilter(gated(_engine(rules, settings), gate), empty_transactions=KEEP)
         self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
@@ -109,43 +108,30 @@ class _SlaveCounter:
         self.compiled = True
         # Statement keys (issue #43): answered once per key when the rules' answer is a function of
         # the key alone (`keys_statements`), ANDed with a restricting gate as the master does
-        # (`gated_key`); else statement units go the per-unit way.
-        self.gate = gate if gate is not None and gate.restricted else None
+        # (KeyAnswers); else statement units go the per-unit way. One KeyAnswers for the slaves
+        # whose rules and gate are the same (their skip policies differ): `shared`.
         rules_decider = self.filter.decider.rules if isinstance(self.filter.decider, Gated) else self.filter.decider
         self.by_key = rules_decider.keys_statements
-        self._rules_decider = rules_decider
-        # Shared by the slaves whose rules and gate are the same (their skip policies differ).
-        self.key_answers: dict[bytes, int] = {} if key_answers is None else key_answers
+        shared = {} if shared is None else shared
+        self.key_answers = shared.get((repr(rules), repr(settings), gate)) or shared.setdefault(
+            (repr(rules), repr(settings), gate),
+            KeyAnswers(lambda sql, db: (rules_decider.decide_statement_key(sql, db), True), gate))
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
         self.pending = False
         self.sent_any = False
 
-    def statement_keep(self, keys: list[tuple[int, bytes, bytes, bytes]]) -> bytes | None:
+    def statement_keep(self, keys: list[tuple[int, bytes, str | None, str]]) -> bytes | None:
         """This slave's keep byte per statement key id of a UnitList (`UnitList.statement_units`' keys)."""
         if not self.by_key or not keys:
             return None
-        decider, gate, known = self._rules_decider, self.gate, self.key_answers
-        keep = bytearray(len(keys))
-        for key_id, key, db, sql in keys:
-            answer = known.get(key)
-            if answer is None:
-                text, default = _text(sql), _text(db) if db else None
-                decision = decider.decide_statement_key(text, default)
-                answer = KEEP_KEEP if decision.apply else KEEP_DROP
-                if gate is not None and answer == KEEP_KEEP:
-                    answer = gated_key(key, text, default, decision, gate)[0]
-                known[key] = answer
-            keep[key_id] = answer
-        return bytes(keep)
+        return self.key_answers.keep(keys)[0]
 
     def gated_keys(self, stmt_keep: bytes) -> bytes | None:
         """Under a restricting gate, a byte per key id: 1 where its KEEP_KEEP holds only for the
         statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`)."""
-        if self.gate is None:
-            return None
-        return stmt_keep.translate(_GATED)
+        return self.key_answers.gated(stmt_keep)
 
     # -- the skip policy's sink (skip_policy.UnitSink): sent bytes counted, never copied -----
     def emit(self, events: list[Event]) -> int:
@@ -308,9 +294,8 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
                                                                   divide=divide, statements=True):
         if counters is None:
             fmt = fmt_before
-            answers: dict[tuple[str, str, Gate | None], dict[bytes, int]] = {}
-            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len,
-                                      answers.setdefault((repr(s.rules), repr(s.settings), gate), {}))
+            answers: dict[tuple[str, str, Gate | None], KeyAnswers] = {}
+            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt, chunk.path)
@@ -404,7 +389,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     # Each keep byte per key made once for the slaves that share their answers (`key_answers`).
     stmt_keeps: dict[int, bytes | None] = {}
-    key_list = [(k.id, k.key, k.db, k.sql) for k in keys] if keys else []
+    key_list = [(k.id, k.key, _text(k.db) if k.db else None, _text(k.sql)) for k in keys] if keys else []
     for counter in counters:
         shared = id(counter.key_answers)
         if shared not in stmt_keeps:
