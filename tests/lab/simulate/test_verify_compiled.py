@@ -47,6 +47,10 @@ rules = ["replicate-ignore-db=logs", "replicate-ignore-table=analytics.sbtest2"]
 """
 
 
+# The workload's DDL statements (CREATE DATABASE / TABLE): units the core hands to Python.
+DDL = sum(1 for stmt in _workload(500) if stmt.split(None, 1)[0].upper() in ("CREATE", "ALTER", "DROP"))
+
+
 @pytest.fixture(scope="module")
 def simulated(mariadb_factory, tmp_path_factory):
     """A verified simulation of the three slaves under every skip policy, its work kept."""
@@ -89,9 +93,11 @@ def test_the_core_answers_the_units_and_the_verdicts_stay(simulated, policies):
         assert found.ok and found.transactions > 500
         assert found.by_core + found.by_python == found.transactions
         # Kept and skipped units alike, under every skip policy (a skipped unit's placeholders or
-        # empty transaction made by the core): the Python filter takes only DDL and what the keys
-        # do not read.
-        assert found.by_python < found.transactions / 50, found
+        # empty transaction made by the core): the Python filter takes only the workload's DDL.
+        # (Not a share of the transactions: how many units MariaDB's binlog groups the workload's
+        # autocommit statements into varies from run to run, 647 to 656; CI's 647 made 13 DDL
+        # units 2.01%.)
+        assert found.by_python <= DDL, found
         for policy in policies:
             if policy != "heartbeat":  # every unit leaves something in its relay log
                 assert found.compared[policy] == found.transactions, found
