@@ -5,7 +5,6 @@
 //! what it cannot take (a unit kept in part, a form not made) by `send::walk` itself, unit by unit.
 
 use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
-use crate::scan::F_MARIADB_GTID;
 use crate::send::{self, SendOptions};
 use crate::sent::Sent;
 use crate::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
@@ -42,8 +41,7 @@ fn form(
         _ => None,
     };
     let buf = bufs.get(u.part as usize)?;
-    let mariadb = u.flags & F_MARIADB_GTID != 0;
-    let f = skip_forms::skipped(u, mariadb, buf, skip, crc, framing, None)?;
+    let f = skip_forms::skipped(u, buf, skip, crc, framing, None)?;
     Some((f.bytes, f.events, f.placeholders))
 }
 

@@ -191,7 +191,6 @@ pub fn walk(
             SKIP => {
                 // The placeholder and empty-transaction policies: the unit's own form, after the
                 // Heartbeat still owed for a stretch before it (as the per-unit way flushes it).
-                let mariadb = unit.flags & F_MARIADB_GTID != 0;
                 let crc = opt.heartbeat_crc;
                 let framing = match opt.stmts {
                     Some((st, kb)) if opt.skip == SKIP_PLACEHOLDER && unit.lo == u32::MAX => {
@@ -200,8 +199,7 @@ pub fn walk(
                     _ => None,
                 };
                 let framing = framing.as_deref();
-                let Some(form) =
-                    skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, framing, None)
+                let Some(form) = skip_forms::skipped(unit, buf, opt.skip, crc, framing, None)
                 else {
                     break;
                 };
@@ -209,7 +207,7 @@ pub fn walk(
                 if !opt.count_only {
                     let start = s.own.len();
                     let out = Some(&mut s.own);
-                    skip_forms::skipped(unit, mariadb, buf, opt.skip, crc, framing, out);
+                    skip_forms::skipped(unit, buf, opt.skip, crc, framing, out);
                     s.own_range(start);
                 }
                 s.skip_units += 1;

@@ -1,18 +1,25 @@
 //! What a skip policy sends in place of a skipped unit, made by the send walk
 //! (`send::walk`) as it passes the unit: under the heartbeat policy one Heartbeat per skipped
 //! stretch (`heartbeat.rs`); under the placeholder policy the unit's own framing with every other
-//! event as a RAND placeholder; under the empty-transaction policy its GTID closed by a COMMIT.
-//! `dumpfilter/skip_policy.py` says what each policy is; these are the same bytes its
-//! `Placeholder.skipped` and `EmptyTransaction.skipped` (through TransactionFilter's empty
-//! transaction) make, for the MariaDB units the walk can make them for. Any other unit ends the
-//! walk, and the caller's per-unit way sends what its policy says.
+//! event as a RAND placeholder; under the empty-transaction policy its GTID closed by a COMMIT
+//! (MariaDB) or by BEGIN and COMMIT/XID (MySQL). `dumpfilter/skip_policy.py` says what each policy
+//! is; these are the same bytes its `Placeholder.skipped` and `EmptyTransaction.skipped` (through
+//! TransactionFilter's empty transaction) make, for the units the walk can make them for: MariaDB
+//! units here, MySQL units (GTID and Anonymous_GTID, whose transaction_length is rewritten) in
+//! `skip_forms/mysql.rs`. Any other unit ends the walk, and the caller's per-unit way sends what
+//! its policy says.
 
 use crate::le::u32_at;
-use crate::scan::F_COMPLETE;
+use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
 use crate::types::{
-    HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE, MARIADB_GTID, QUERY, RAND, XID,
+    ANONYMOUS_GTID, GTID, HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE, MARIADB_GTID, QUERY,
+    RAND, XID,
 };
 use crate::unit_list::ListedUnit;
+
+mod mysql;
+
+pub use mysql::relayed_placeholders;
 
 /// How a walk treats a skipped unit (`SendOptions::skip`); exported to Python as `_core.SKIP_*`,
 /// the value each `SkipPolicy` passes.
@@ -40,8 +47,11 @@ pub fn is_placeholder(buf: &[u8], at: usize) -> bool {
 /// A RAND placeholder's body: the replaced event's size and type, as two u64 seeds.
 const RAND_BODY: usize = 16;
 /// The COMMIT Query closing an emptied group: post-header (thread_id 1, exec_time 0, no
-/// database, error 0, no status variables), the empty database's NUL, the text.
+/// database, error 0, no status variables), the empty database's NUL, the text
+/// (`encode.query_body("COMMIT", "")`).
 const COMMIT_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00COMMIT";
+/// The BEGIN Query opening a MySQL empty transaction whose unit has none of its own.
+const BEGIN_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00BEGIN";
 
 /// What a unit is sent as under its skip policy: the policy's bytes and events (all of a skipped
 /// unit's, as `SkipPolicy.tally` counts them; of a unit kept in part, its placeholders), of
@@ -56,27 +66,28 @@ pub struct Form {
 }
 
 /// The form of skipped unit `u` (its bytes `buf[u.start..u.end]`) under `skip`, appended to
-/// `out` unless `out` is None (counting); None where the walk cannot make it: not a complete
-/// MariaDB unit (a MySQL GTID's transaction_length would have to be rewritten), a standalone or
-/// DDL group (its GTID's flags are rewritten), a statement unit under the placeholder policy
-/// (which of its Queries are framing is the statement reader's to say), or bytes that do not
-/// hop as events. `framing`: a statement unit's framing pieces (ranges of `buf`, from its keys:
+/// `out` unless `out` is None (counting); None where the walk cannot make it: not a complete unit
+/// opened by a MariaDB GTID or a MySQL GTID / Anonymous_GTID (`mysql::skipped` says which MySQL
+/// units), a statement unit under the placeholder policy without its framing (which of its
+/// Queries are framing is the statement reader's to say), or bytes that do not hop as events.
+/// `framing`: a statement unit's framing pieces (ranges of `buf`, from its keys:
 /// `StmtUnits::kept_ranges`), for the placeholder policy.
 pub fn skipped(
     u: &ListedUnit,
-    mariadb: bool,
     buf: &[u8],
     skip: u8,
     crc: bool,
     framing: Option<&[(usize, usize)]>,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
-    if !mariadb || u.flags & F_COMPLETE == 0 {
+    if u.flags & F_COMPLETE == 0 {
         return None;
     }
     let raw = buf.get(u.start..u.end)?;
-    if *raw.get(4)? != MARIADB_GTID {
-        return None;
+    match *raw.get(4)? {
+        MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {}
+        GTID | ANONYMOUS_GTID => return mysql::skipped(u, raw, skip, crc, framing, out),
+        _ => return None,
     }
     match skip {
         SKIP_EMPTY => empty(raw, u32_at(raw, 9)? as usize, crc, out),
@@ -119,7 +130,7 @@ fn empty(raw: &[u8], gtid_size: usize, crc: bool, out: Option<&mut Vec<u8>>) -> 
     if gtid_size < HEADER_LEN + 13 + crc_len {
         return None;
     }
-    let commit = HEADER_LEN + COMMIT_BODY.len() + crc_len;
+    let commit = made_query_len(COMMIT_BODY, crc);
     if let Some(out) = out {
         let standalone = MARIADB_FL_STANDALONE | MARIADB_FL_DDL;
         if flags2 & standalone != 0 {
@@ -133,15 +144,7 @@ fn empty(raw: &[u8], gtid_size: usize, crc: bool, out: Option<&mut Vec<u8>>) -> 
         } else {
             out.extend_from_slice(gtid);
         }
-        let at = out.len();
-        out.extend_from_slice(&gtid[..4]); // timestamp
-        out.push(QUERY);
-        out.extend_from_slice(&gtid[5..9]); // server_id
-        out.extend_from_slice(&(commit as u32).to_le_bytes());
-        out.extend_from_slice(&gtid[13..17]); // log_pos
-        out.extend_from_slice(&0u16.to_le_bytes());
-        out.extend_from_slice(COMMIT_BODY);
-        seal(out, at, crc);
+        made_query(gtid, COMMIT_BODY, crc, out);
     }
     Some(Form {
         bytes: (gtid_size + commit) as u64,
@@ -211,6 +214,28 @@ fn placeholders(
     Some(form)
 }
 
+/// A Query the filter makes up (`body`: COMMIT_BODY, BEGIN_BODY), dated and numbered as the
+/// GTID event `gtid` (TransactionFilter's `_empty_transaction`: it has no master position of
+/// its own), appended to `out`; returns its size.
+fn made_query(gtid: &[u8], body: &[u8], crc: bool, out: &mut Vec<u8>) -> usize {
+    let size = made_query_len(body, crc);
+    let at = out.len();
+    out.extend_from_slice(&gtid[..4]); // timestamp
+    out.push(QUERY);
+    out.extend_from_slice(&gtid[5..9]); // server_id
+    out.extend_from_slice(&(size as u32).to_le_bytes());
+    out.extend_from_slice(&gtid[13..17]); // log_pos
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(body);
+    seal(out, at, crc);
+    size
+}
+
+/// The size of a `made_query` of `body`.
+fn made_query_len(body: &[u8], crc: bool) -> usize {
+    HEADER_LEN + body.len() + if crc { 4 } else { 0 }
+}
+
 /// The CRC32 of out[at..], appended when the binlog carries them.
 fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
     if crc {
@@ -250,7 +275,7 @@ mod tests {
             start: 0,
             end: raw.len(),
             events: 4,
-            flags: F_COMPLETE,
+            flags: F_COMPLETE | F_MARIADB_GTID,
             gtid_size: gtid_size as u32,
             lo: 0,
             hi: 1,
@@ -264,7 +289,7 @@ mod tests {
         for crc in [false, true] {
             let (raw, u) = unit(0, crc);
             let mut out = Vec::new();
-            let form = skipped(&u, true, &raw, SKIP_EMPTY, crc, None, Some(&mut out)).unwrap();
+            let form = skipped(&u, &raw, SKIP_EMPTY, crc, None, Some(&mut out)).unwrap();
             assert_eq!(form.bytes as usize, out.len());
             assert_eq!(form.events, 2);
             assert_eq!(&out[..u.gtid_size as usize], &raw[..u.gtid_size as usize]);
@@ -277,7 +302,7 @@ mod tests {
                 assert_eq!(crc32fast::hash(commit), crate::crc::RESIDUE);
             }
             assert_eq!(
-                skipped(&u, true, &raw, SKIP_EMPTY, crc, None, None),
+                skipped(&u, &raw, SKIP_EMPTY, crc, None, None),
                 Some(form),
                 "counting gives the same sizes"
             );
@@ -288,7 +313,7 @@ mod tests {
     fn placeholders_keep_the_framing_and_replace_the_rest() {
         let (raw, u) = unit(0, true);
         let mut out = Vec::new();
-        let form = skipped(&u, true, &raw, SKIP_PLACEHOLDER, true, None, Some(&mut out)).unwrap();
+        let form = skipped(&u, &raw, SKIP_PLACEHOLDER, true, None, Some(&mut out)).unwrap();
         assert_eq!((form.events, form.placeholders), (4, 2));
         assert_eq!(form.bytes as usize, out.len());
         let rand = &out[u.gtid_size as usize..u.gtid_size as usize + 39];
@@ -301,8 +326,12 @@ mod tests {
     #[test]
     fn what_the_walk_cannot_make_is_left_to_the_caller() {
         let (raw, u) = unit(0, false);
+        let unflagged = ListedUnit {
+            flags: F_COMPLETE,
+            ..u.clone()
+        };
         assert_eq!(
-            skipped(&u, false, &raw, SKIP_EMPTY, false, None, None),
+            skipped(&unflagged, &raw, SKIP_EMPTY, false, None, None),
             None
         );
         let statement = ListedUnit {
@@ -310,21 +339,18 @@ mod tests {
             ..u.clone()
         };
         assert_eq!(
-            skipped(&statement, true, &raw, SKIP_PLACEHOLDER, false, None, None),
+            skipped(&statement, &raw, SKIP_PLACEHOLDER, false, None, None),
             None
         );
         let cut = &raw[..raw.len() - 3];
-        assert_eq!(
-            skipped(&u, true, cut, SKIP_PLACEHOLDER, false, None, None),
-            None
-        );
+        assert_eq!(skipped(&u, cut, SKIP_PLACEHOLDER, false, None, None), None);
     }
 
     #[test]
     fn a_ddl_empty_transaction_is_an_ordinary_group() {
         let (raw, u) = unit(MARIADB_FL_STANDALONE | MARIADB_FL_DDL, true);
         let mut out = Vec::new();
-        let form = skipped(&u, true, &raw, SKIP_EMPTY, true, None, Some(&mut out)).unwrap();
+        let form = skipped(&u, &raw, SKIP_EMPTY, true, None, Some(&mut out)).unwrap();
         let gtid = &out[..u.gtid_size as usize];
         assert_eq!(gtid[HEADER_LEN + 12], 0);
         assert_eq!(crc32fast::hash(gtid), crate::crc::RESIDUE);

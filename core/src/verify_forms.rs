@@ -1,9 +1,10 @@
 //! `simulate --verify`'s expectation of a slave's relay logs, from the full stream's units and the
 //! slave's own answers per unit (`rows`, statement rows): a unit its rules keep whole is relayed
 //! as it is; a unit they skip whole leaves what its skip policy sends for it (`skip_forms`, the
-//! one maker of those forms) as the slave relays that (`relay::placeholder_unit`: a placeholder
-//! unit's framing, its placeholders dropped; an empty transaction as it came; nothing under the
-//! heartbeat policy). Any other unit (control events, a unit kept in part or not answered, a form
+//! one maker of those forms) as the slave relays that (`relay::placeholder_unit`: a MariaDB
+//! placeholder unit's framing, its placeholders dropped; a MySQL one's with its GTID's
+//! transaction_length counting what is left, `skip_forms::relayed_placeholders`; an empty
+//! transaction as it came; nothing under the heartbeat policy). Any other unit (control events, a unit kept in part or not answered, a form
 //! the core does not make) ends the run: the caller's Python reference takes it.
 
 use crate::relay::placeholder_unit;
@@ -73,7 +74,7 @@ fn relayed_form(
         SKIP_HEARTBEAT => true,
         SKIP_EMPTY => {
             let at = out.len();
-            let made = skip_forms::skipped(u, mariadb, buf, SKIP_EMPTY, crc, None, Some(out));
+            let made = skip_forms::skipped(u, buf, SKIP_EMPTY, crc, None, Some(out));
             out.truncate(if made.is_some() { out.len() } else { at });
             made.is_some()
         }
@@ -92,7 +93,6 @@ fn relayed_form(
             let mut sent = Vec::new();
             let Some(form) = skip_forms::skipped(
                 u,
-                mariadb,
                 buf,
                 SKIP_PLACEHOLDER,
                 crc,
@@ -101,6 +101,14 @@ fn relayed_form(
             ) else {
                 return false;
             };
+            if !mariadb {
+                // A MySQL unit: its framing with the GTID's transaction_length rewritten again
+                // (the slave's `_without_placeholders`).
+                let at = out.len();
+                let made = skip_forms::relayed_placeholders(&sent, crc, out);
+                out.truncate(if made.is_some() { out.len() } else { at });
+                return made.is_some();
+            }
             // The unit the master sent, as the slave's relay run reads it.
             let unit = Unit {
                 start: 0,
@@ -286,7 +294,6 @@ mod tests {
         let mut empty = Vec::new();
         skip_forms::skipped(
             &plan.units[1],
-            true,
             &buf,
             SKIP_EMPTY,
             false,

@@ -1,6 +1,6 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
-//! the assembly, verify's expected relay logs, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
+//! the assembly, verify's expected relay logs, each unit's skip forms, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
 //! text classifier and the statement facts. A crash is a panic on input.
 #![no_main]
 
@@ -12,6 +12,7 @@ use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::send::{send, SendOptions};
+use _core::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
 use _core::sql::plain_statement;
 use _core::stmt::dml_shape;
 use _core::unit_list::UnitList;
@@ -143,6 +144,20 @@ fuzz_target!(|data: &[u8]| {
     for (p, len) in relayed.len.iter().enumerate() {
         let mut bytes = vec![0u8; *len];
         relayed.fill(p, &[&buf[..]], &mut bytes);
+    }
+    // Every unit's skip forms (MariaDB and MySQL: a MySQL GTID's transaction_length rewritten),
+    // made or counted alike, and what a slave relays of a placeholder form.
+    for u in &plan.units {
+        for skip in [SKIP_PLACEHOLDER, SKIP_EMPTY] {
+            let mut made = Vec::new();
+            let form = skip_forms::skipped(u, &buf, skip, opt.crc, None, Some(&mut made));
+            assert_eq!(form, skip_forms::skipped(u, &buf, skip, opt.crc, None, None));
+            if let Some(form) = form {
+                assert_eq!(form.bytes, made.len() as u64);
+                let mut relayed = Vec::new();
+                let _ = skip_forms::relayed_placeholders(&made, opt.crc, &mut relayed);
+            }
+        }
     }
     let pending = [7u8; 20];
     let sopt = SendOptions {
