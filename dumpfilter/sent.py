@@ -1,11 +1,40 @@
 """What a slave's stream reads and sends, counted one way (`SentCounts`): by the master per
 registered slave (master/model.py's SlaveStats adds its rule hits), and by `experiment` per slave
 of a topology (spark_jobs/tasks/bandwidth.py adds the slave's name and the kept events). The skip
-policies' `tally` (dumpfilter.skip_policy) writes into it."""
+policies' `tally` (dumpfilter.skip_policy) writes into it; `add_walk` adds what one call of the
+core's send walk (`UnitList.send`, or `UnitList.count` counting it) read and sent."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Protocol
+
+
+class Walked(Protocol):
+    """What one call of the core's send walk did (a `_core.SendResult`)."""
+
+    @property
+    def read_events(self) -> int: ...
+    @property
+    def read_bytes(self) -> int: ...
+    @property
+    def sent_events(self) -> int: ...  # master events sent as themselves
+    @property
+    def sent_bytes(self) -> int: ...
+    @property
+    def heartbeats(self) -> int: ...
+    @property
+    def heartbeat_bytes(self) -> int: ...
+    @property
+    def skip_events(self) -> int: ...  # sent in the skip policy's form (its `tally_walk` counts them)
+    @property
+    def skip_bytes(self) -> int: ...
+    @property
+    def kept(self) -> int: ...
+    @property
+    def partial(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
 
 
 @dataclass
@@ -26,6 +55,22 @@ class SentCounts:
     transactions_kept: int = 0
     transactions_partial: int = 0
     transactions_skipped: int = 0
+
+    def add_walk(self, w: Walked) -> None:
+        """Adds what one call of the send walk read and sent (the skip policy's own counts are its
+        `tally_walk`'s)."""
+        self.events_read += w.read_events
+        self.bytes_read += w.read_bytes
+        self.heartbeats += w.heartbeats
+        self.heartbeat_bytes += w.heartbeat_bytes
+        self.events_sent += w.sent_events + w.heartbeats + w.skip_events
+        self.bytes_sent += w.sent_bytes + w.heartbeat_bytes + w.skip_bytes
+        self.kept_bytes += w.sent_bytes
+        self.transactions_kept += w.kept
+        self.transactions_partial += w.partial
+        self.transactions_skipped += w.skipped
+        self.events_skipped += w.read_events - w.sent_events
+        self.bytes_skipped += w.read_bytes - w.sent_bytes
 
     def add(self, other: SentCounts) -> None:
         """Adds `other`'s counts (every whole-number field both have) to these."""

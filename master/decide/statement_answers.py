@@ -50,7 +50,7 @@ class StatementAnswers:
         marked ROW_KEEP and a skipped one ROW_SKIP (sent as a heartbeat in a skipped stretch under the
         heartbeat policy; under the others the run stops there and `_unit` writes what the policy
         sends). Only units kept in part stay ROW_SLOW. Their rule hits are recorded in `hits` and
-        counted as the stream passes them (its `_account_run`).
+        counted as the stream passes them (its `_fast_runs`).
 
         A GTID and one statement (under the heartbeat policy, where a skip needs no FilterResult)
         is answered from the statement flag words (`StatementWords`, one word for every slave);

@@ -406,38 +406,17 @@ class SlaveStream:
         end_of = units.end_of if isinstance(units, LazyUnits) else (lambda k: units[k].end)
         if sent.pending_unit >= 0:
             self.pending_hb = end_of(sent.pending_unit)
-        stats.heartbeats += sent.heartbeats
-        stats.heartbeat_bytes += sent.heartbeat_bytes
-        stats.events_sent += sent.heartbeats + sent.skip_events
-        stats.bytes_sent += sent.heartbeat_bytes + sent.skip_bytes
+        stats.add_walk(sent)
         if sent.skip_bytes:  # units sent in the policy's form: its placeholders or empty transactions
             self.policy.tally_walk(stats, sent)
-        self._account_run(index, i, j, end_of, sent.read_events, sent.read_bytes, sent.sent_events, sent.sent_bytes,
-                          sent.kept, sent.partial, sent.skipped)
-        return j
-
-    def _account_run(self, index: UnitIndex, start: int, end: int, end_of: Callable[[int], Pos], read_events: int, read_bytes: int, sent_events: int,
-                     sent_bytes: int, kept: int, partial: int, skipped: int) -> None:
-        """Count units [start, end) handled as one run (sent bytes are master events sent as
-        themselves) and move the stream's position past them."""
-        stats = self.slave.stats
-        stats.events_read += read_events
-        stats.bytes_read += read_bytes
-        self.batch_units += end - start
+        self.batch_skipped += sent.read_bytes - sent.sent_bytes
+        self.batch_units += j - i
         hits = self.hits
         if hits.unit_hits or hits.group_hits:
-            hits.statements(start, end)
-        self._track_gtids(index, start, end)
-        stats.events_sent += sent_events
-        stats.bytes_sent += sent_bytes
-        stats.kept_bytes += sent_bytes
-        stats.transactions_kept += kept
-        stats.transactions_partial += partial
-        stats.transactions_skipped += skipped
-        stats.events_skipped += read_events - sent_events
-        stats.bytes_skipped += read_bytes - sent_bytes
-        self.batch_skipped += read_bytes - sent_bytes
-        self.pos = self.slave.position = end_of(end - 1)
+            hits.statements(i, j)
+        self._track_gtids(index, i, j)
+        self.pos = self.slave.position = end_of(j - 1)
+        return j
 
     def _track_gtids(self, index: UnitIndex, start: int, i: int) -> None:
         """The GTIDs of units start..i-1 into the stream's tracker."""

@@ -178,19 +178,8 @@ class _SlaveCounter:
             if made is None:
                 made = forms[(skip, crc)] = units.skip_forms(skip, crc)
         r = units.count(row, keep, i, config, owed, stmt_keep, made)
-        c.events_read += r.read_events
-        c.bytes_read += r.read_bytes
-        c.heartbeats += r.heartbeats
-        c.heartbeat_bytes += r.heartbeat_bytes
-        c.events_sent += r.sent_events + r.heartbeats + r.skip_events
-        c.bytes_sent += r.sent_bytes + r.heartbeat_bytes + r.skip_bytes
+        c.add_walk(r)
         c.kept_events += r.sent_events
-        c.kept_bytes += r.sent_bytes
-        c.transactions_kept += r.kept
-        c.transactions_partial += r.partial
-        c.transactions_skipped += r.skipped
-        c.events_skipped += r.read_events - r.sent_events
-        c.bytes_skipped += r.read_bytes - r.sent_bytes
         if r.skip_bytes:
             self.policy.tally_walk(c, r)
         if r.kept or r.partial or r.skip_units:
