@@ -8,7 +8,8 @@ in the same run (interleaved, best of DUMPFILTER_BENCH_REPEAT, default 2), and s
 
 With DUMPFILTER_SIMULATE_BINLOGS (a directory of binlogs, e.g. bench/data/mixed-sysbench-8s-250mb),
 it runs `simulate --verify` once on that binlog instead, with 4 slaves of sysbench rules each under
-the 3 skip policies (13 streams, `TOPOLOGY`), and gives every stream's time, the master's serving
+the 3 skip policies (13 streams, `TOPOLOGY`; with DUMPFILTER_SIMULATE_SLAVES=question, issue #60's
+four slaves on bench.experimenter_question's binlogs), and gives every stream's time, the master's serving
 time, verify's time and their ratio (issue #60 asks verify at most half the streaming time), and
 the peak RSS (issue #60 asks under 500 MB). Figures go to bench/results/simulate_binlogs.json.
 """
@@ -104,13 +105,50 @@ skip_policy = "placeholder"
 """
 
 
+# The slaves of issue #60's question (bench.experimenter_question's binlogs: shop, crm, analytics and
+# logs): keep crm by database and by table, drop logs (its own policy empty-transaction), and the
+# WL#2516 slave keeping shop. DUMPFILTER_SIMULATE_SLAVES=question picks them.
+QUESTION_SLAVES = """
+[[slaves]]
+name = "crm-db"
+server_id = 2
+rules = ["replicate-do-db=crm"]
+
+[[slaves]]
+name = "crm-wild"
+server_id = 3
+rules = ["replicate-wild-do-table=crm.%"]
+
+[[slaves]]
+name = "nologs"
+server_id = 4
+rules = ["replicate-ignore-db=logs"]
+skip_policy = "empty-transaction"
+
+[[slaves]]
+name = "shop-effective"
+server_id = 5
+rules = ["replicate-do-db=shop"]
+filter_semantics = "effective"
+skip_policy = "placeholder"
+"""
+
+
+def topology_text(binlogs: Path) -> str:
+    """`TOPOLOGY` on `binlogs`, or its [master] and [experiment] with `QUESTION_SLAVES`."""
+    text = TOPOLOGY.format(binlogs=binlogs.resolve())
+    if os.environ.get("DUMPFILTER_SIMULATE_SLAVES") == "question":
+        text = text[:text.index("[[slaves]]")] + QUESTION_SLAVES.lstrip()
+    return text
+
+
 def on_binlogs(binlogs: Path) -> dict:
     """simulate --verify on `binlogs` with `TOPOLOGY`: every stream's time, verify's, peak RSS."""
     load = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="bench-simulate-"))
     try:
         topology = work / "topology.toml"
-        topology.write_text(TOPOLOGY.format(binlogs=binlogs.resolve()))
+        topology.write_text(topology_text(binlogs))
         summary = work / "summary.json"
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "simulate", "--verify", "--no-progress",

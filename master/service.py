@@ -21,7 +21,7 @@ from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
 from dumpfilter.master.read.schema_feed import schema_timeline
 from dumpfilter.master.shares import STREAMS
-from dumpfilter.master.read.segments import CACHE_BYTES, INDEX_BYTES, RESIDENT_BYTES, SEGMENT_BYTES, SegmentCache
+from dumpfilter.master.read.segments import CACHE_BYTES, INDEX_BYTES, RESIDENT_BYTES, SEGMENT_BYTES, TRAIL_BYTES, SegmentCache
 from dumpfilter.master.read.units import Pos
 from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES
 from dumpfilter.master.stream.slave_stream import SlaveStream
@@ -42,7 +42,7 @@ class DumpService(SlaveRegistry):
                  verify_checksums: bool = True, schema: SchemaModel | None = None, segments: SegmentCache | None = None,
                  max_streams: int | None = None, max_streams_per_identity: int | None = None,
                  lint_bytes: int = LINT_MAX_BYTES, index_bytes: int = INDEX_BYTES,
-                 resident_bytes: int = RESIDENT_BYTES):
+                 resident_bytes: int = RESIDENT_BYTES, trail_bytes: int = TRAIL_BYTES):
         binlog_dir = Path(binlog_dir)
         if not binlog_dir.is_dir():
             raise PositionError(f"binlog directory {binlog_dir} does not exist")
@@ -59,7 +59,7 @@ class DumpService(SlaveRegistry):
         # `segments`: a cache to read through instead (the tests' reference reader).
         self.segments = segments if segments is not None else SegmentCache(
             self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, verify_checksums=verify_checksums,
-            index_bytes=index_bytes, resident_bytes=resident_bytes)
+            index_bytes=index_bytes, resident_bytes=resident_bytes, trail_bytes=trail_bytes)
         self.timeline = schema_timeline(self.segments, schema)
         self.shutting_down = False
         self.max_streams = max_streams                            # None: no limit

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 DEFAULT_TOPOLOGY = "default_topology.toml"
 DEFAULT_LISTEN = "127.0.0.1:0"  # the master's gRPC address: loopback, a free port
 log = logging.getLogger("dumpfilter.lab.simulate")
+SIMULATE_TRAIL_BYTES = 32 << 20  # the in-process master's pages kept behind its streams (`run_streams`)
 
 
 def default_topology_text() -> str:
@@ -149,8 +150,14 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
         raise TopologyError(f"{topology.path}: master.policy: {policy_path} is not a file")
     total = prepared.total_bytes
     offsets = prepared.offsets()
-    # lint_bytes=0: the master's Register-time lint would lint every rule set a second time
-    master, port = create_server(prepared.directory, listen, policy=policy_path, lint_bytes=0)
+    # lint_bytes=0: the master's Register-time lint would lint every rule set a second time.
+    # trail_bytes: a segment's pages kept for the streams still behind it (master.read.segments'
+    # TRAIL_BYTES) are the binlog's page-cache pages, counted in this process's RSS while mapped;
+    # its streams start together, in this one process, and one behind faults a handed-back page
+    # in from the page cache (no read). 256 MB of them was half of simulate's peak RSS on a 342 MB
+    # binlog (issue #60: under 500 MB).
+    master, port = create_server(prepared.directory, listen, policy=policy_path, lint_bytes=0,
+                                 trail_bytes=SIMULATE_TRAIL_BYTES)
     address = f"{listen.rpartition(':')[0]}:{port}"
     try:
         with Progress(TextColumn("{task.description:<28}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
