@@ -112,7 +112,8 @@ class SkipPolicy:
     skips_as_heartbeat: ClassVar[bool] = False
     partial_as_kept: ClassVar[bool] = True
     # What the core's send walk makes of a skipped unit (`_core.SKIP_*`): it makes this policy's
-    # form for the MariaDB units it can (skip_forms.rs), and stops at any other for `skipped`.
+    # form for the MariaDB and MySQL GTID units it can (skip_forms.rs, skip_forms/mysql.rs), and
+    # stops at any other (a transaction payload, a MySQL unit without a GTID) for `skipped`.
     walk_skip: ClassVar[int] = SKIP_STOP
 
     def send_unit(self, txn: Transaction, result: FilterResult, counts: UnitCounts, sink: UnitSink) -> int:

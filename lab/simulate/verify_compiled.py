@@ -12,7 +12,7 @@ unit no table of which they keep leaves its policy's form as the slave relays it
 heartbeat; the GTID and XID of the placeholder policy's unit; the empty transaction), made by the
 core's one maker of those forms (skip_forms.rs). Each run is compared at once with what the slave
 received. Every other unit (control events, DDL, units kept in part, statements the keys do not
-read, a form the core does not make: a MySQL GTID's, a skipped DDL's placeholder) goes through the
+read, a form the core does not make: a transaction payload's, a skipped DDL's placeholder) goes through the
 slave's Python reference filter, in stream order. What a slave received is read as one byte
 string: its relay log's units back to back."""
 
