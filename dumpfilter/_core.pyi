@@ -781,7 +781,8 @@ class UnitList:
         were added; the records are read back with `unit(k)`. `buf`: bytes or a read-only
         contiguous buffer (a mapping opened PROT_READ)."""
     def scan_start(self, scanner: Scanner, buf: Buffer, off: int, base: int, file: str, limit: int = ...,
-                   at_eof: bool = False, statements: bool = False, unit_statements: bool = False) -> None:
+                   at_eof: bool = False, statements: bool = False, unit_statements: bool = False,
+                   annotations: bool = False) -> None:
         """`scan`, started on a thread of its own: the call returns at once, the GIL free, while
         the scan runs (the master scans the next segment while its stream sends this one). The
         scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
@@ -791,7 +792,9 @@ class UnitList:
         this is the list's first part, the thread then reads its statement units too (what
         `statement_units` would read; taken there, see `statements_ahead`). `unit_statements`: it
         also reads the statements of the units with two or more Table_maps (those a slave's table
-        rules may keep in part), which `send` and `count` then cut without reading them."""
+        rules may keep in part), which `send` and `count` then cut without reading them.
+        `annotations`: it also reads what the units' Annotate_rows / Rows_query texts need of a
+        gated stream, which `annotations_unshown` then finds read."""
     unit_statements_ahead: int
     """Units whose statements a scan's thread read (`scan_start(unit_statements=True)`)."""
     def scan_finish(self) -> ScanResult:
@@ -847,6 +850,10 @@ class UnitList:
                             formats: list[tuple[int, int, int]]) -> list[int]:
         """The units `row` keeps (whole or in part) whose Annotate_rows / Rows_query texts the core
         cannot show reach only tables `keep` keeps: the ones the policy check reads."""
+    @property
+    def annotations_read_here(self) -> int:
+        """Units whose annotations `annotations_unshown` read itself, not found read ahead by a
+        scan thread (`scan_start(annotations=True)`)."""
     def send(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: bytes | None,
              counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]

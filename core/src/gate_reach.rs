@@ -5,12 +5,13 @@
 //! answer "not shown" far more often than `rules.policy_bound` would refuse: a text they do not
 //! clear goes to Python, which reads its whole reach.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::rows::{ROW_KEEP, ROW_PARTIAL};
+use crate::scan::{Unit, F_FAST};
 use crate::sql::query_ranges;
 use crate::stmt::{dml_shape, Shape, KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
 use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
@@ -258,11 +259,11 @@ pub fn text_reaches_key_alone(sql: &[u8]) -> bool {
 /// table is among those Table_maps, in the one database they give it when it is unqualified, as
 /// `rules.policy_bound.annotation_reach` resolves it; a master's keep bytes are rules AND gate, so
 /// a kept name is an allowed one. The same for every stream: read once per unit.
-pub fn annotation_needs(
+pub fn annotation_needs<N: AsRef<[u8]>>(
     unit: &[u8],
     crc: usize,
     tids: &[u32],
-    names: &[(String, String)],
+    names: &[(N, N)],
 ) -> Option<Box<[u32]>> {
     let mut needs: Vec<u32> = Vec::new();
     // The annotation being read (its text) and the Table_maps after it so far.
@@ -303,7 +304,7 @@ pub fn annotation_needs(
 }
 
 /// The name id of the one table an annotation's text reaches, among the Table_maps after it.
-fn annotation_table(sql: &[u8], maps: &[u32], names: &[(String, String)]) -> Option<u32> {
+fn annotation_table<N: AsRef<[u8]>>(sql: &[u8], maps: &[u32], names: &[(N, N)]) -> Option<u32> {
     let shape = dml_shape(sql)?;
     if !reaches_key_alone(sql, &shape) {
         return None;
@@ -312,8 +313,8 @@ fn annotation_table(sql: &[u8], maps: &[u32], names: &[(String, String)]) -> Opt
     let mut found: Option<u32> = None;
     for &id in maps {
         let (d, tb) = name(id)?;
-        if tb.as_bytes() != &*shape.table
-            || shape.db.as_deref().is_some_and(|db| db != d.as_bytes())
+        if tb.as_ref() != &*shape.table
+            || shape.db.as_deref().is_some_and(|db| db != d.as_ref())
         {
             continue;
         }
@@ -339,6 +340,44 @@ pub struct GateReads {
     /// gated key: a do-db stream reads an eighth of a sysbench segment's).
     alone: OnceLock<Box<[AtomicU8]>>,
     needs: OnceLock<Box<[Needs]>>,
+    /// What scan threads read ahead (`NeedsAhead`), with the first unit of the part each is of:
+    /// taken into `needs` when a stream first asks.
+    ahead: Mutex<Vec<(usize, NeedsAhead)>>,
+    /// Units whose `annotation_needs` a stream read itself, not found read ahead.
+    pub read_here: AtomicUsize,
+}
+
+/// The `annotation_needs` of a scan's units, read on its thread (`needs_ahead`) while the
+/// streams send the segment before, under the format the scanner holds after the scan: its
+/// checksum length `crc`, from unit `from` (of the scan's) on, after the last one holding an FDE.
+#[derive(Debug)]
+pub struct NeedsAhead {
+    crc: usize,
+    from: usize,
+    needs: Vec<Option<Box<[u32]>>>,
+}
+
+/// `annotation_needs` of units[from..] of one scan (`data` its buffer, `tables` its name ids,
+/// `names` its scanner's (db, table) by id), as `GateReads::annotations_unshown` reads each.
+pub fn needs_ahead<N: AsRef<[u8]>>(
+    units: &[Unit],
+    tables: &[u32],
+    data: &[u8],
+    crc: usize,
+    from: usize,
+    names: &[(N, N)],
+) -> NeedsAhead {
+    let needs = units
+        .iter()
+        .skip(from)
+        .map(|u| {
+            let fast = u.flags & F_FAST != 0 && u.tables_lo <= u.tables_hi;
+            let tids = tables.get(u.tables_lo as usize..u.tables_hi as usize);
+            let tids = tids.filter(|_| fast).unwrap_or(&[]);
+            annotation_needs(data.get(u.start..u.end)?, crc, tids, names)
+        })
+        .collect();
+    NeedsAhead { crc, from, needs }
 }
 
 impl GateReads {
@@ -398,6 +437,33 @@ impl GateReads {
         }
     }
 
+    /// Keeps what a scan thread read ahead (if it did) of the part whose first unit is `first`.
+    pub fn preset_needs(&mut self, first: usize, ahead: Option<NeedsAhead>) {
+        if let Some(ahead) = ahead.filter(|a| !a.needs.is_empty()) {
+            let parts = self.ahead.get_mut().unwrap_or_else(|e| e.into_inner());
+            parts.push((first, ahead));
+        }
+    }
+
+    /// One cell per unit of `list`, holding what was read ahead where the part's format
+    /// (`formats`, as `annotations_unshown` takes them) is the one it was read under.
+    fn take_ahead(&self, list: &UnitList, formats: &[(usize, usize, usize)]) -> Box<[Needs]> {
+        let mut cells: Vec<Needs> = (0..list.units.len()).map(|_| OnceLock::new()).collect();
+        let parts = std::mem::take(&mut *self.ahead.lock().unwrap_or_else(|e| e.into_inner()));
+        for (first, ahead) in parts {
+            let part = list.units.get(first).map(|u| u.part as usize);
+            let format = part.and_then(|p| formats.get(p));
+            if format.map(|&(_, crc, from)| (crc, from)) != Some((ahead.crc, first + ahead.from)) {
+                continue; // read under another format: read again, by the stream
+            }
+            let at = first + ahead.from;
+            for (cell, needs) in cells.iter_mut().skip(at).zip(ahead.needs) {
+                *cell = OnceLock::from(needs);
+            }
+        }
+        cells.into_boxed_slice()
+    }
+
     /// The units `row` keeps whole or in part (ROW_KEEP, ROW_PARTIAL) whose Annotate_rows /
     /// Rows_query texts are not shown to reach only tables `keep` keeps (`annotation_needs`, read
     /// once per unit for every stream; `names` (db, table) by name id), in order. A unit without
@@ -411,9 +477,7 @@ impl GateReads {
         row: &[u8],
         keep: &[u8],
     ) -> Vec<usize> {
-        let cache = self
-            .needs
-            .get_or_init(|| (0..list.units.len()).map(|_| OnceLock::new()).collect());
+        let cache = self.needs.get_or_init(|| self.take_ahead(list, formats));
         let mut out = Vec::new();
         for (k, u) in list.units.iter().enumerate() {
             if !matches!(row.get(k), Some(&ROW_KEEP) | Some(&ROW_PARTIAL)) {
@@ -421,6 +485,7 @@ impl GateReads {
             }
             let needs = cache.get(k).and_then(|c| {
                 c.get_or_init(|| {
+                    self.read_here.fetch_add(1, Ordering::Relaxed);
                     let part = u.part as usize;
                     let (buf, &(_, crc, from)) = (bufs.get(part)?, formats.get(part)?);
                     let bytes = buf.get(u.start..u.end).filter(|_| k >= from)?;

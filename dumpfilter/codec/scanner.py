@@ -255,7 +255,8 @@ class Scanner:
         return self._list_scan(unit_list.scan(self._core, buf, off, base, file, limit, at_eof))
 
     def scan_start(self, unit_list: _core.UnitList, buf: Buffer, off: int, base: int, file: str, limit: int = 1 << 62,
-                   at_eof: bool = False, statements: bool = False, unit_statements: bool = False) -> None:
+                   at_eof: bool = False, statements: bool = False, unit_statements: bool = False,
+                   annotations: bool = False) -> None:
         """`scan_into`, run on a thread of its own: returns at once; `scan_finish(unit_list)` waits
         for it and returns its UnitListScan. The scanner takes no other call in between. A buffer
         of at most 128 KB from `off` (a live binlog's tail) is scanned at once instead, without
@@ -263,8 +264,11 @@ class Scanner:
         `statements`: the thread also reads the statement units of the units it found when they
         are the list's first part (`unit_list.statement_units` then takes them ready).
         `unit_statements`: it also reads the statements of the units with two or more Table_maps,
-        which a slave's table rules may keep in part (read later, unit by unit, they wait on memory)."""
-        unit_list.scan_start(self._core, buf, off, base, file, limit, at_eof, statements, unit_statements)
+        which a slave's table rules may keep in part (read later, unit by unit, they wait on memory).
+        `annotations`: it also reads what the units' Annotate_rows / Rows_query texts need of a
+        master policy's gated stream (`unit_list.annotations_unshown` then finds them read)."""
+        unit_list.scan_start(self._core, buf, off, base, file, limit, at_eof, statements, unit_statements,
+                             annotations)
 
     def scan_finish(self, unit_list: _core.UnitList) -> UnitListScan:
         return self._list_scan(unit_list.scan_finish())

@@ -36,12 +36,15 @@ def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: Stateme
     single-table DML on a table the slave keeps (`UnitList.annotations_unshown`: most units of a
     ROW binlog); only the others are read here, once per segment for every gate (kept on the
     segment's index, in their `shape`: their literals blanked), a gate's answer once per distinct
-    set of shapes and Table_maps (most units of a workload share a few). `counts`: its
-    `policy_text_units` counts the units read here."""
+    set of shapes and Table_maps (most units of a workload share a few). The core's answers are
+    read ahead on the segment's scan thread where the streams keep most units (see
+    SegmentCache.texts_wanted). `counts`: its `policy_text_units` counts the units read here."""
     if not gate.restricted or (ROW_KEEP not in row and ROW_PARTIAL not in row):
         return row
     index = seg.index
     assert index is not None, "a row of fast units is a scanned segment's (SlaveStream._row)"
+    # (how many units a gated stream keeps: whether the next segments' scans read the texts ahead)
+    index.policy_demand = max(index.policy_demand, row.count(ROW_KEEP) + row.count(ROW_PARTIAL))
     unshown = index.unit_list.annotations_unshown(row, keep, index.names, index.formats())
     if not unshown:
         return row

@@ -217,6 +217,8 @@ class UnitIndex:
         self._statement_units: StatementUnits | None = None  # `statement_units`' answer
         # A unit's annotations as the policy check reads them (master.decide.policy_check.guard_row)
         self.policy_texts: dict[int, Annotations] | None = None
+        # The most units of this segment a gated stream kept (guard_row): SegmentCache.texts_wanted
+        self.policy_demand = 0
 
     def cut_short(self) -> TruncatedBinlogError | None:
         """The error for the segment's readers when a file it maps was truncated since it was

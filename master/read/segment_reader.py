@@ -184,8 +184,8 @@ class SegmentReader:
                         # incomplete unit; a partial event is an error.
                         at_eof = True
                 buf, base = window.buf, window.base
-                scanner.scan_start(unit_list, buf, window.off, base, name,
-                                   cache.segment_bytes - self.size, at_eof, self.STATEMENTS_AHEAD)
+                scanner.scan_start(unit_list, buf, window.off, base, name, cache.segment_bytes - self.size,
+                                   at_eof, self.STATEMENTS_AHEAD, annotations=cache.texts_wanted())
                 yield
                 scan = scanner.scan_finish(unit_list)
                 if (cache.read_ahead and scan.added and scan.error is None and scan.last_rotate < 0

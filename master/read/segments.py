@@ -115,6 +115,7 @@ class SegmentCache:
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
         self.mappings = MappingFiles()  # the open files their mappings share (and huge pages or not)
         self.read_ahead = read_ahead  # see start_ahead
+        self.annotations_ahead = False  # set by a master serving a policy (DumpService): see texts_wanted
         self._ahead: OrderedDict[Pos, tuple[Steps, float]] = OrderedDict()  # (steps, since): see start_ahead
         self.cache_bytes = cache_bytes
         self.verify_checksums = verify_checksums
@@ -245,6 +246,17 @@ class SegmentCache:
             with self._lock:
                 del self._inflight[start]
             waiter.set()
+
+    def texts_wanted(self, share: float = 0.5) -> bool:
+        """Whether a scan starting now reads its units' annotations for the policy check (guard_row),
+        off the stream's path: under a master policy, unless gated streams kept under `share` of the
+        segment stored last (it reads every unit's; a do-db stream needs an eighth: docs/performance.md)."""
+        with self._lock:
+            last = next(reversed(self._cache.values()), None) if self.annotations_ahead else None
+        index = last.index if last is not None else None
+        if index is None or not index.policy_demand:  # none yet, or not read by a gated stream
+            return self.annotations_ahead
+        return index.policy_demand >= share * len(index.unit_list)
 
     def _ahead_of(self, seg: Segment) -> None:
         if self.read_ahead and seg.units and not seg.at_end and seg.error is None:

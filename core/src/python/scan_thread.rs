@@ -6,19 +6,22 @@ use pyo3::prelude::*;
 
 use super::held::Held;
 use super::scanner::PyScanner;
+use crate::gate_reach::{needs_ahead, NeedsAhead};
 use crate::scan::{self, Scanner, F_HAS_FDE};
 use crate::stmt_units::StmtUnits;
 use crate::types::QUERY;
 use crate::unit_list::{part_statements, PartStatements};
 
 /// What a scan thread returns: the scanner's state, handed back, the units it found, their
-/// statement units when it built them (`ScanJob::statements`), and the statements of the units
-/// that may be kept in part when it read them (`ScanJob::unit_statements`).
+/// statement units when it built them (`ScanJob::statements`), the statements of the units
+/// that may be kept in part when it read them (`ScanJob::unit_statements`), and what their
+/// annotations need of a gated stream when it read that (`ScanJob::annotations`).
 pub(super) type Scanned = (
     Scanner,
     scan::ScanOut,
     Option<Ahead>,
     Option<PartStatements>,
+    Option<NeedsAhead>,
 );
 
 /// The statement units of a scan's units, built on its thread (`StmtUnits::build_part`), with
@@ -70,6 +73,9 @@ pub(super) struct ScanJob {
     pub(super) statements: bool,
     /// Read the statements of the units that may be kept in part (`unit_list::part_statements`).
     pub(super) unit_statements: bool,
+    /// Read what the units' Annotate_rows / Rows_query texts need of a gated stream
+    /// (`gate_reach::needs_ahead`): a master with a policy gate then finds them read.
+    pub(super) annotations: bool,
 }
 
 impl ScanJob {
@@ -88,8 +94,30 @@ impl ScanJob {
         let stmts = self
             .unit_statements
             .then(|| part_statements(data, &out.units));
-        (self.scanner, out, ahead, stmts)
+        let needs = if self.annotations {
+            annotations_ahead(&self.scanner, &out, data)
+        } else {
+            None
+        };
+        (self.scanner, out, ahead, stmts, needs)
     }
+}
+
+/// The first unit under the format the scanner holds after the scan: the one after the last
+/// unit holding an FDE (what the master's `UnitIndex._formats` gives for such a part).
+fn format_from(out: &scan::ScanOut) -> usize {
+    out.units
+        .iter()
+        .rposition(|u| u.flags & F_HAS_FDE != 0)
+        .map_or(0, |k| k + 1)
+}
+
+/// What the annotations of a scan's units need (`gate_reach::needs_ahead`), under the format
+/// the scanner holds after the scan; None without a format.
+fn annotations_ahead(scanner: &Scanner, out: &scan::ScanOut, data: &[u8]) -> Option<NeedsAhead> {
+    let crc = scanner.fmt.as_ref()?.checksum_len;
+    let from = format_from(out);
+    Some(needs_ahead(&out.units, &out.tables, data, crc, from, &scanner.names))
 }
 
 /// The statement units of a scan's units read as a UnitList's first part, when any may be one:
@@ -101,11 +129,7 @@ fn statements_ahead(scanner: &Scanner, out: &scan::ScanOut, data: &[u8]) -> Opti
         return None;
     }
     let fmt = scanner.fmt.as_ref()?;
-    let from = out
-        .units
-        .iter()
-        .rposition(|u| u.flags & F_HAS_FDE != 0)
-        .map_or(0, |k| k + 1);
+    let from = format_from(out);
     let format = (fmt.post_header_len(QUERY) as usize, fmt.checksum_len, from);
     Some((format, StmtUnits::build_part(&out.units, data, format)))
 }

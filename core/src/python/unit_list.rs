@@ -160,7 +160,7 @@ impl PyUnitList {
     /// `unit_statements`: the thread also reads the statements of the units that may be kept
     /// in part (see unit_list::part_statements).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false, statements = false, unit_statements = false))]
+    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false, statements = false, unit_statements = false, annotations = false))]
     fn scan_start(
         &mut self,
         py: Python<'_>,
@@ -173,6 +173,7 @@ impl PyUnitList {
         at_eof: bool,
         statements: bool,
         unit_statements: bool,
+        annotations: bool,
     ) -> PyResult<()> {
         self.idle()?;
         let mut s = scanner.try_borrow_mut()?;
@@ -192,6 +193,7 @@ impl PyUnitList {
             at_eof,
             statements: statements && self.bufs.is_empty(),
             unit_statements,
+            annotations,
         };
         let run = if len - off <= INLINE_SCAN {
             self.scans_inline += 1;
@@ -240,7 +242,7 @@ impl PyUnitList {
         let scanner = scanner.bind(py);
         let mut s = scanner.try_borrow_mut()?;
         s.away = false;
-        let (inner, out, ahead, stmts) = done?;
+        let (inner, out, ahead, stmts, needs) = done?;
         s.inner = inner;
         let first = self.bufs.is_empty();
         let before = self.list.units.len();
@@ -249,10 +251,18 @@ impl PyUnitList {
             self.unit_statements_ahead += stmts.len();
             self.list.preset_statements(before, stmts);
         }
+        self.gate.preset_needs(before, needs);
         if first && scanned.added > 0 {
             *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = ahead;
         }
         Ok(scanned)
+    }
+
+    /// Units whose annotations a gated stream read itself, not found read ahead by a scan
+    /// thread (`scan_start(annotations=True)`; see gate_reach::GateReads::annotations_unshown).
+    #[getter]
+    fn annotations_read_here(&self) -> usize {
+        self.gate.read_here.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether `statement_units` took the statement units the scan thread built (see there).
@@ -425,18 +435,8 @@ impl PyUnitList {
         gated: Option<&[u8]>,
         formats: Option<Vec<(usize, usize, usize)>>,
     ) -> Bound<'py, PyBytes> {
-        let mut out = row.to_vec();
-        if let Some(st) = self.stmts.get() {
-            st.rows(&mut out, keep);
-            if let Some(gated) = gated {
-                let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-                let (list, gate, formats) = (&self.list, &self.gate, formats.unwrap_or_default());
-                py.detach(|| {
-                    gate.statement_rows(list, st, &bufs, &formats, row, &mut out, keep, gated)
-                });
-            }
-        }
-        PyBytes::new(py, &out)
+        let (on, stmts) = ((&self.list, &self.bufs[..], &self.gate), self.stmts.get());
+        super::unit_list_reads::statement_rows(py, on, stmts, row, keep, gated, formats)
     }
 
     /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
@@ -450,9 +450,8 @@ impl PyUnitList {
         names: Vec<(String, String)>,
         formats: Vec<(usize, usize, usize)>,
     ) -> Vec<usize> {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let (list, gate) = (&self.list, &self.gate);
-        py.detach(|| gate.annotations_unshown(list, &bufs, &formats, &names, row, keep))
+        let on = (&self.list, &self.bufs[..], &self.gate);
+        super::unit_list_reads::annotations_unshown(py, on, row, keep, &names, &formats)
     }
 
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]

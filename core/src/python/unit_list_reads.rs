@@ -1,6 +1,7 @@
 //! What the Python UnitList reads of its units' texts for the streams, beside the list itself
-//! (unit_list.rs): the lone queries every stream's statement flag words answer, and the test a
-//! gated stream's keys stand on (`reaches_key_alone`).
+//! (unit_list.rs): the lone queries every stream's statement flag words answer, what a gated
+//! stream's statement units and annotations need (`statement_rows`, `annotations_unshown`), and
+//! the test a gated stream's keys stand on (`reaches_key_alone`).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -8,6 +9,8 @@ use pyo3::types::{PyBytes, PyList};
 use super::held::Held;
 use super::results::{LoneGroup, LoneQueries, LoneQuery};
 use super::text;
+use crate::gate_reach::GateReads;
+use crate::stmt_units::StmtUnits;
 use crate::sql;
 use crate::unit_list::UnitList;
 
@@ -63,6 +66,47 @@ pub(super) fn lone_queries(
         plain: groups.unbind(),
         others: others.unbind(),
     })
+}
+
+/// `UnitList.statement_rows` (see there) of `list`, its parts' buffers `bufs`, its statement
+/// units `stmts` (when read) and its gate reads `gate`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn statement_rows<'py>(
+    py: Python<'py>,
+    (list, bufs, gate): (&UnitList, &[Held], &GateReads),
+    stmts: Option<&StmtUnits>,
+    row: &[u8],
+    keep: &[u8],
+    gated: Option<&[u8]>,
+    formats: Option<Vec<(usize, usize, usize)>>,
+) -> Bound<'py, PyBytes> {
+    let mut out = row.to_vec();
+    if let Some(st) = stmts {
+        st.rows(&mut out, keep);
+        if let Some(gated) = gated {
+            let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
+            let formats = formats.unwrap_or_default();
+            py.detach(|| {
+                gate.statement_rows(list, st, &bufs, &formats, row, &mut out, keep, gated)
+            });
+        }
+    }
+    PyBytes::new(py, &out)
+}
+
+/// `UnitList.annotations_unshown` (see there) of `list` (its buffers `bufs`, its gate reads
+/// `gate`): what its scan threads read ahead (`scan_start(annotations=True)`) taken, the rest
+/// read here, without the GIL.
+pub(super) fn annotations_unshown(
+    py: Python<'_>,
+    (list, bufs, gate): (&UnitList, &[Held], &GateReads),
+    row: &[u8],
+    keep: &[u8],
+    names: &[(String, String)],
+    formats: &[(usize, usize, usize)],
+) -> Vec<usize> {
+    let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
+    py.detach(|| gate.annotations_unshown(list, &bufs, formats, names, row, keep))
 }
 
 /// Whether statement `sql` reaches only its key's table (gate_reach::reaches_key_alone): what a
