@@ -8,6 +8,7 @@ pub mod facts;
 pub mod flags;
 pub mod format;
 pub mod gate_reach;
+pub mod gate_reads;
 pub mod heartbeat;
 pub mod hops;
 pub mod keep;

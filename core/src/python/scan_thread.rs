@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 
 use super::held::Held;
 use super::scanner::PyScanner;
-use crate::gate_reach::{needs_ahead, NeedsAhead};
+use crate::gate_reads::{needs_ahead, NeedsAhead};
 use crate::scan::{self, Scanner, F_HAS_FDE};
 use crate::stmt_units::StmtUnits;
 use crate::types::QUERY;
@@ -74,7 +74,7 @@ pub(super) struct ScanJob {
     /// Read the statements of the units that may be kept in part (`unit_list::part_statements`).
     pub(super) unit_statements: bool,
     /// Read what the units' Annotate_rows / Rows_query texts need of a gated stream
-    /// (`gate_reach::needs_ahead`): a master with a policy gate then finds them read.
+    /// (`gate_reads::needs_ahead`): a master with a policy gate then finds them read.
     pub(super) annotations: bool,
 }
 
@@ -112,12 +112,19 @@ fn format_from(out: &scan::ScanOut) -> usize {
         .map_or(0, |k| k + 1)
 }
 
-/// What the annotations of a scan's units need (`gate_reach::needs_ahead`), under the format
+/// What the annotations of a scan's units need (`gate_reads::needs_ahead`), under the format
 /// the scanner holds after the scan; None without a format.
 fn annotations_ahead(scanner: &Scanner, out: &scan::ScanOut, data: &[u8]) -> Option<NeedsAhead> {
     let crc = scanner.fmt.as_ref()?.checksum_len;
     let from = format_from(out);
-    Some(needs_ahead(&out.units, &out.tables, data, crc, from, &scanner.names))
+    Some(needs_ahead(
+        &out.units,
+        &out.tables,
+        data,
+        crc,
+        from,
+        &scanner.names,
+    ))
 }
 
 /// The statement units of a scan's units read as a UnitList's first part, when any may be one:

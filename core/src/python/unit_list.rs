@@ -15,7 +15,7 @@ use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
 use super::{check_off, error_field};
-use crate::gate_reach::GateReads;
+use crate::gate_reads::GateReads;
 use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions};
 use crate::stmt_units::StmtUnits;
@@ -259,7 +259,7 @@ impl PyUnitList {
     }
 
     /// Units whose annotations a gated stream read itself, not found read ahead by a scan
-    /// thread (`scan_start(annotations=True)`; see gate_reach::GateReads::annotations_unshown).
+    /// thread (`scan_start(annotations=True)`; see gate_reads::GateReads::annotations_unshown).
     #[getter]
     fn annotations_read_here(&self) -> usize {
         self.gate.read_here.load(std::sync::atomic::Ordering::Relaxed)
@@ -425,7 +425,7 @@ impl PyUnitList {
     /// `row` (from `rows`) with the statement units it leaves ROW_SLOW answered from one stream's
     /// keep byte per key id (see stmt_units::StmtUnits::rows); `row` itself without
     /// `statement_units` called first. `gated`, `formats`: a master policy's keys kept only for
-    /// texts that reach their table alone (see gate_reach::GateReads::statement_rows).
+    /// texts that reach their table alone (see gate_reads::GateReads::statement_rows).
     #[pyo3(signature = (row, keep, gated = None, formats = None))]
     fn statement_rows<'py>(
         &self,
@@ -440,7 +440,7 @@ impl PyUnitList {
     }
 
     /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
-    /// cannot show name only tables `keep` keeps (gate_reach::GateReads::annotations_unshown:
+    /// cannot show name only tables `keep` keeps (gate_reads::GateReads::annotations_unshown:
     /// `names` (db, table) by name id, `formats` as `statement_units` takes them), in order.
     fn annotations_unshown(
         &self,

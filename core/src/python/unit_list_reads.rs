@@ -9,9 +9,9 @@ use pyo3::types::{PyBytes, PyList};
 use super::held::Held;
 use super::results::{LoneGroup, LoneQueries, LoneQuery};
 use super::text;
-use crate::gate_reach::GateReads;
-use crate::stmt_units::StmtUnits;
+use crate::gate_reads::GateReads;
 use crate::sql;
+use crate::stmt_units::StmtUnits;
 use crate::unit_list::UnitList;
 
 /// `UnitList.lone_queries` (see there) over `list`, its parts' buffers `bufs`.
