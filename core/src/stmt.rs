@@ -9,6 +9,10 @@
 //! regexes (the DML forms), and answers the same (kind, table) where it answers at all; anything
 //! else (non-ASCII text, comments, subqueries, RETURNING, a name that is a keyword, DDL, a
 //! multi-table UPDATE) is `None`: the Python parser decides that statement (its unit, in fact).
+//! Only where they stand outside the string literals: a value's text (`'José'`, `'a -- b'`,
+//! `'select'`) is no table and no clause to MySQL's lexer, so the key reads past it, where the
+//! fast forms' `_NEEDS_PARSER` search sends the whole text to the parser (which reads the same
+//! table: the tests hold them equal).
 //! One shape goes further than the fast forms: an INSERT or REPLACE whose text holds SELECT (a
 //! source query, a subquery) is keyed by its target alone (KIND_INSERT_SELECT), where Python
 //! takes the full parser, whose updated list is that target too.
@@ -21,7 +25,7 @@
 
 use std::borrow::Cow;
 
-use crate::stmt_cues::{cues_are_selects, needs_python, word};
+use crate::stmt_cues::{needs_python, outside_literals, word, Cues};
 
 pub const KIND_INSERT: u8 = 1;
 pub const KIND_REPLACE: u8 = 2;
@@ -249,8 +253,6 @@ pub(crate) fn reserved(t: &[u8]) -> bool {
 /// The single-table DML shape of `sql`, as `rules.statements._fast_path` reads it; None where it
 /// does not read one, or where the core is not sure to read it alike (see the module's doc).
 pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
-    // Python's Unicode rules (case folding, `\s`, `\b`) bite only on non-ASCII text.
-    let cue = needs_python(sql);
     let mut c = Cursor { s: sql, at: 0 };
     c.spaces();
     let verb = c.token();
@@ -265,14 +267,22 @@ pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
     } else {
         return None;
     };
+    // The cues, outside the string literals (whose text is a value, whatever it holds): a comment,
+    // RETURNING or a byte outside ASCII (Python's Unicode rules: case folding, `\s`, `\b`) there
+    // goes to Python, as does a literal the server may have ended elsewhere (`outside_literals`).
     // An INSERT's SELECT (a source query or a subquery) reads tables but updates only the target,
     // which is read before any SELECT: keyed apart (KIND_INSERT_SELECT), the rest of the text
-    // unread. Comments, RETURNING and non-ASCII text still go to Python; so does a SELECT in an
-    // UPDATE or DELETE (a multi-table form may hide behind it).
-    let selects = cue && matches!(kind, KIND_INSERT | KIND_REPLACE);
-    if cue && !(selects && cues_are_selects(sql)) {
-        return None;
-    }
+    // unread. A SELECT in an UPDATE or DELETE goes to Python (a multi-table form may hide behind it).
+    let cues = if needs_python(sql) {
+        outside_literals(sql)
+    } else {
+        Cues::Literal
+    };
+    let selects = match cues {
+        Cues::Literal => false,
+        Cues::Selects if matches!(kind, KIND_INSERT | KIND_REPLACE) => true,
+        _ => return None,
+    };
     c.at += verb.len();
     let mods: &[&[u8]] = match kind {
         KIND_UPDATE => &[b"LOW_PRIORITY", b"IGNORE"],
@@ -479,6 +489,19 @@ mod tests {
     }
 
     #[test]
+    fn literals_are_values() {
+        for (sql, kind) in [
+            ("INSERT INTO users (name) VALUES ('José')", KIND_INSERT),
+            ("UPDATE users SET note='ça va -- #' WHERE id=3", KIND_UPDATE),
+            ("DELETE FROM users WHERE note=\"/* select */\"", KIND_DELETE),
+            ("REPLACE users VALUES (_utf8mb4'日本', N'x', X'41', 'it''s', 'a\\nb')", KIND_REPLACE),
+            ("INSERT INTO users SELECT 'returning' FROM u", KIND_INSERT_SELECT),
+        ] {
+            assert_eq!(shape(sql), Some((kind, None, "users".into())), "{sql}");
+        }
+    }
+
+    #[test]
     fn declines_what_python_must_read() {
         for sql in [
             "INSERT INTO t SELECT 1 -- x",
@@ -492,7 +515,14 @@ mod tests {
             "DELETE FROM t USING t, u",
             "INSERT INTO values (1)",
             "INSERT INTO tSET x=1",
-            "INSERT INTO t(a) VALUES ('é')",
+            "INSERT INTO t(a) VALUES ('é') -- x",
+            "UPDATE t SET a='é' WHERE b=(SELECT 1)",
+            "UPDATE t SET a='O\\'Brien -- x'",
+            "UPDATE t SET a='\\'' WHERE b='#'",
+            "UPDATE t SET a='é\\n#'",
+            "UPDATE t SET a='unclosed #",
+            "UPDATE té SET a='#'",
+            "UPDATE `t#` SET a='x'",
             "UPDATE `t`SET a=1",
             "DELETE FROM t RETURNING a",
             "INSERT INTO a. (x)",

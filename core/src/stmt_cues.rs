@@ -1,7 +1,9 @@
-//! Which statement texts the core leaves to Python (`needs_python`): a byte outside ASCII, or
-//! a cue of `rules.statements._NEEDS_PARSER` (a SELECT or RETURNING word, a comment opener)
-//! anywhere in the text, found in one pass over it, sixteen or eight bytes at a time (a
-//! statement's text is most of a MIXED binlog's bytes). `stmt::dml_shape` asks it first.
+//! Which statement texts the core leaves to Python: `needs_python` finds a byte outside ASCII,
+//! or a cue of `rules.statements._NEEDS_PARSER` (a SELECT or RETURNING word, a comment opener),
+//! anywhere in the text, in one pass over it, sixteen or eight bytes at a time (a statement's
+//! text is most of a MIXED binlog's bytes); where it finds one, `outside_literals` reads the text
+//! again with its string literals skipped (UTF-8 values, a `'#'` or `'--'` in a value are no
+//! cue). `stmt::dml_shape` asks them first.
 
 /// `\b`'s word characters in ASCII text.
 #[inline]
@@ -109,32 +111,121 @@ fn needs_python_from(sql: &[u8], mut i: usize) -> bool {
     false
 }
 
-/// Whether every cue `needs_python` found in `sql` is a SELECT word: ASCII text with no `#`,
-/// `/*`, `--` or RETURNING word. Read only for an INSERT whose text met a cue (rare: byte by byte).
-pub(crate) fn cues_are_selects(sql: &[u8]) -> bool {
-    if !sql.is_ascii() {
-        return false;
-    }
+/// What the cues `needs_python` met in a text are once its string literals are skipped
+/// (`outside_literals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cues {
+    /// No cue, or every cue inside a string literal: the text reads as one without any.
+    Literal,
+    /// SELECT words outside the literals, and no other cue (an INSERT's source query).
+    Selects,
+    /// A cue the core does not read past: the Python parser reads the text.
+    Parser,
+}
+
+/// The cues of `sql` outside its string literals (`'...'`, `"..."`, with doubled quotes; the
+/// literals of `_utf8mb4'...'`, `N'...'`, `X'...'` are such literals after a word), read again
+/// after `needs_python` met one: a literal's text is a value to MySQL's lexer, whatever it holds
+/// (`#`, `--`, `/*`, SELECT, UTF-8 text), so it names no table and hides no clause. Outside the
+/// literals (backquoted names included) a cue or a byte outside ASCII is `Cues::Parser`, as in
+/// `needs_python`; so is a literal whose end is not the same under every reading the server may
+/// have had of it (`literal_end`), and an unclosed literal or backquoted name. A double-quoted
+/// literal is a name under ANSI_QUOTES: the same span, read without escapes, which
+/// `literal_end` holds equal.
+pub(crate) fn outside_literals(sql: &[u8]) -> Cues {
+    let n = sql.len();
+    let mut selects = false;
+    let mut name = false; // inside a backquoted name
     let mut i = 0;
-    while i < sql.len() {
+    while i < n {
         let b = sql[i];
-        let next = sql.get(i + 1).copied();
-        if b == b'#' || (b == b'/' && next == Some(b'*')) || (b == b'-' && next == Some(b'-')) {
-            return false;
-        }
-        if word(b) {
-            let from = i;
-            while i < sql.len() && word(sql[i]) {
+        match b {
+            b'`' => {
+                name = !name; // a doubled backquote closes and opens again: the same span
                 i += 1;
             }
-            if sql[from..i].eq_ignore_ascii_case(b"RETURNING") {
-                return false;
+            b'\'' | b'"' if !name => match literal_end(sql, i) {
+                Some(end) => i = end,
+                None => return Cues::Parser,
+            },
+            0x80..=0xff | b'#' => return Cues::Parser,
+            b'/' if sql.get(i + 1) == Some(&b'*') => return Cues::Parser,
+            b'-' if sql.get(i + 1) == Some(&b'-') => return Cues::Parser,
+            _ if word(b) => {
+                let from = i;
+                while i < n && word(sql[i]) {
+                    i += 1;
+                }
+                let w = &sql[from..i];
+                if w.eq_ignore_ascii_case(b"RETURNING") {
+                    return Cues::Parser;
+                }
+                selects |= w.eq_ignore_ascii_case(b"SELECT");
             }
-            continue;
+            _ => i += 1,
         }
-        i += 1;
     }
-    true
+    match (name, selects) {
+        (true, _) => Cues::Parser,
+        (false, true) => Cues::Selects,
+        (false, false) => Cues::Literal,
+    }
+}
+
+/// Just past the literal opening at sql[open] (a `'` or `"`; a doubled quote stays inside), where
+/// it ends both with backslash escapes (MySQL's default, and `rules.sqltokens`' reading) and
+/// without (NO_BACKSLASH_ESCAPES in the Query's sql_mode; a name under ANSI_QUOTES), or None where
+/// those differ (`'O\'Brien'`) or the literal is not closed. A backslash right after a byte
+/// outside ASCII is None too: in a client character set such as sjis, gbk or big5 it may be the
+/// second byte of a character, no escape (the bytes `' 0x95 \ \ '` are a character and an
+/// escaped quote in sjis: an unclosed literal); after an ASCII byte it starts a character in
+/// every character set a client may use. No byte of a character is a quote, so without a
+/// backslash a quote ends the literal under every reading.
+fn literal_end(sql: &[u8], open: usize) -> Option<usize> {
+    let q = sql[open];
+    let mut i = open + 1;
+    loop {
+        let stop = quote_or_backslash(sql, i, q)?;
+        if sql[stop] != q {
+            break; // a backslash: both readings, byte by byte
+        }
+        if sql.get(stop + 1) != Some(&q) {
+            return Some(stop + 1);
+        }
+        i = stop + 2;
+    }
+    let escaped = closing_quote(sql, open, true)?;
+    let plain = closing_quote(sql, open, false)?;
+    let trail = |w: &[u8]| w[0] >= 0x80 && w[1] == b'\\';
+    (escaped == plain && !sql[open + 1..plain].windows(2).any(trail)).then_some(plain + 1)
+}
+
+/// The closing quote of the literal opening at sql[open], read with or without backslash escapes.
+fn closing_quote(sql: &[u8], open: usize, escapes: bool) -> Option<usize> {
+    let q = sql[open];
+    let mut j = open + 1;
+    loop {
+        match *sql.get(j)? {
+            b'\\' if escapes => j += 2,
+            c if c == q && sql.get(j + 1) == Some(&q) => j += 2,
+            c if c == q => return Some(j),
+            _ => j += 1,
+        }
+    }
+}
+
+/// The first `q` or backslash of sql[from..], eight bytes at a time (a literal's text is most of
+/// a DML text's bytes).
+fn quote_or_backslash(sql: &[u8], mut i: usize, q: u8) -> Option<usize> {
+    while i + 8 <= sql.len() {
+        let v = u64::from_le_bytes(sql[i..i + 8].try_into().expect("8 bytes"));
+        let m = bytes_eq(v, q) | bytes_eq(v, b'\\');
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    (i..sql.len()).find(|&j| sql[j] == q || sql[j] == b'\\')
 }
 
 /// The high bit of each byte of `v` that equals `b`, and no other bit (no carry crosses bytes).
@@ -192,6 +283,117 @@ mod tests {
             i += 1;
         }
         false
+    }
+
+    /// `outside_literals` by its definition: every literal's span under both readings, byte by
+    /// byte (a doubled quote inside), then the cues of the text with the literals blanked.
+    fn outside_literals_reference(sql: &[u8]) -> Cues {
+        fn spans(sql: &[u8], escapes: bool) -> Option<Vec<(usize, usize)>> {
+            let (mut out, mut name, mut i) = (Vec::new(), false, 0);
+            while i < sql.len() {
+                let b = sql[i];
+                if b == b'`' {
+                    name = !name;
+                } else if !name && (b == b'\'' || b == b'"') {
+                    let mut j = i + 1;
+                    loop {
+                        let c = *sql.get(j)?;
+                        let doubled = c == b && sql.get(j + 1) == Some(&b);
+                        if (escapes && c == b'\\') || doubled {
+                            j += 2;
+                        } else if c == b {
+                            break;
+                        } else {
+                            j += 1;
+                        }
+                    }
+                    out.push((i, j));
+                    i = j;
+                }
+                i += 1;
+            }
+            (!name).then_some(out)
+        }
+        let (Some(escaped), Some(plain)) = (spans(sql, true), spans(sql, false)) else {
+            return Cues::Parser;
+        };
+        let mixed = |&(o, c): &(usize, usize)| sql[o..c].windows(2).any(|w| w[0] >= 0x80 && w[1] == b'\\');
+        if escaped != plain || escaped.iter().any(mixed) {
+            return Cues::Parser;
+        }
+        let mut text = sql.to_vec();
+        for &(o, c) in &escaped {
+            text[o..=c].fill(b' ');
+        }
+        let has = |p: &[u8]| text.windows(p.len()).any(|w| w == p);
+        if !text.is_ascii() || has(b"#") || has(b"--") || has(b"/*") {
+            return Cues::Parser;
+        }
+        let words: Vec<&[u8]> = text.split(|b| !word(*b)).collect();
+        if words.iter().any(|w| w.eq_ignore_ascii_case(b"RETURNING")) {
+            Cues::Parser
+        } else if words.iter().any(|w| w.eq_ignore_ascii_case(b"SELECT")) {
+            Cues::Selects
+        } else {
+            Cues::Literal
+        }
+    }
+
+    #[test]
+    fn outside_literals_reads_as_its_definition() {
+        let pieces: &[&[u8]] = &[
+            b"'", b"''", b"\"", b"`", b"\\", b"\\'", b"\\\\", b"\\\"", b"select", b"SELECT",
+            b"Returning", b"#", b"--", b"-", b"/*", b"/", b"*", b" ", b"x", b"_utf8mb4", b"N",
+            b"UPDATE t SET a=", b"INSERT INTO t VALUES (", b")", b",", b"abcdefghijkl",
+            "Jos\u{e9}".as_bytes(), "\u{e7}a va".as_bytes(), b"\x95", b"\xff",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (mut met, mut hidden) = ([0u32; 3], 0);
+        for _ in 0..300_000 {
+            let mut text = Vec::new();
+            for _ in 0..next(14) {
+                text.extend_from_slice(pieces[next(pieces.len())]);
+            }
+            let want = outside_literals_reference(&text);
+            assert_eq!(
+                outside_literals(&text),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+            met[want as usize] += 1;
+            hidden += (want == Cues::Literal && needs_python(&text)) as u32;
+        }
+        assert!(met.iter().all(|m| *m > 2000), "every answer met: {met:?}");
+        assert!(hidden > 1000, "cues inside literals met: {hidden}");
+    }
+
+    #[test]
+    fn literals_hide_their_cues() {
+        for (sql, want) in [
+            (&b"UPDATE t SET note='\xc3\xa7a va' WHERE id=3"[..], Cues::Literal),
+            (b"INSERT INTO t VALUES ('a -- b', \"#\", '/* x */', 'select', _utf8mb4'\xc3\xa9')", Cues::Literal),
+            (b"INSERT INTO t VALUES ('it''s', 'a\\nb', '{\\\"k\\\": 1}')", Cues::Literal),
+            (b"INSERT INTO t SELECT 'returning' FROM u", Cues::Selects),
+            (b"INSERT INTO t VALUES ('O\\'Brien -- x')", Cues::Parser),
+            (b"INSERT INTO t VALUES ('\x95\\\\')", Cues::Parser),
+            (b"INSERT INTO t VALUES ('\xc3\xa9 \\n')", Cues::Literal),
+            (b"INSERT INTO t VALUES ('a') -- 'b'", Cues::Parser),
+            (b"UPDATE `it's` SET a='#'", Cues::Literal),
+            (b"UPDATE `x#` SET a='b'", Cues::Parser),
+            (b"INSERT INTO t VALUES ('\xc3\xa9)", Cues::Parser),
+            (b"UPDATE t\xc3\xa9 SET a='b'", Cues::Parser),
+            (b"DELETE FROM t WHERE a='x' RETURNING a", Cues::Parser),
+        ] {
+            assert_eq!(outside_literals(sql), want, "{:?}", String::from_utf8_lossy(sql));
+            assert_eq!(outside_literals_reference(sql), want);
+        }
     }
 
     #[test]

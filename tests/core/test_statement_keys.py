@@ -1,9 +1,11 @@
 """The compiled statement keys (issue #43, core/src/stmt.rs) against the Python parser: wherever
 `_core.statement_key` reads a (kind, table) it is the kind and the one updated table that
-`rules.statements.statement_tables` gives (and the full parser, without its fast forms), on every
-statement of the rule vectors, of the real fixture binlogs, of generated workloads and of
-hypothesis-built text; and it reads enough of a sysbench-like workload (at most 1% left to
-Python)."""
+`rules.statements.statement_tables` gives (and the full parser, without its fast forms, and the
+Python forms without the core), on every statement of the rule vectors, of the real fixture
+binlogs, of generated workloads and of hypothesis-built text, string literals holding UTF-8 text,
+comment openers, SELECT words, quotes and backslashes included (issue #57: a literal is a value,
+the key reads past it); and it reads enough of a sysbench-like workload (at most 1% left to
+Python) and every literal-holding statement whose literals end alike under every sql_mode."""
 
 from __future__ import annotations
 
@@ -15,10 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter import _core
+from dumpfilter._core import reaches_key_alone
 from dumpfilter.codec import BinlogReader
 from dumpfilter.codec.scanner import statement_key
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.policy_bound import Reach, statement_reach
+from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statements import _fast_path, _statement_tables, statement_tables
 from dumpfilter.workload import WorkloadSpec, generate
 
@@ -37,7 +42,8 @@ def check(sql: str, db: str | None) -> bool:
         return False
     kind, qualifier, table = key
     want = ((_text(qualifier) if qualifier is not None else (db or "")), _text(table))
-    for info in (statement_tables(sql, db), _statement_tables(sql, db, fast_forms=False)):
+    for info in (statement_tables(sql, db), _statement_tables(sql, db, fast_forms=False),
+                 _statement_tables(sql, db, compiled=False)):
         assert info.parse_ok, sql
         assert info.kind is KINDS[kind], (sql, info.kind, kind)
         assert info.updated == (want,), (sql, info.updated, want)
@@ -222,3 +228,143 @@ def test_a_number_where_a_name_goes_is_declined(sql):
 
 def test_a_name_that_begins_with_a_digit_is_still_keyed():
     assert check("UPDATE 9a SET a=1", "db")
+
+
+# -- string literals: a value's text is no cue (issue #57) -------------------------------------------
+_pieces = st.sampled_from(["a", " ", "é", "日本", "😀", "ça va", "#", "--", "-- ", "/*", "*/", "select", "SELECT * FROM u",
+                           "returning", ";", "`", "'", '"', "\\n", "\\'", '\\"', "\\\\", "\\", ",", ")", "(",
+                           "secret.s1", "\n"])
+_prefix = st.sampled_from(["", "", "_utf8mb4", "N", "_binary ", "X"])
+
+
+@st.composite
+def _literal(draw, balanced: bool = False):
+    """A string literal: its text from `_pieces`, its own quote doubled, or (unless `balanced`) as
+    drawn, which may end it early or leave it open; without backslashes when `balanced`."""
+    quote = draw(st.sampled_from(["'", '"']))
+    text = "".join(draw(st.lists(_pieces, max_size=6)))
+    if balanced:
+        text = text.replace("\\", "")
+    if balanced or draw(st.booleans()):
+        text = text.replace(quote, quote * 2)
+    return draw(_prefix) + quote + text + quote
+
+
+_plain_name = st.sampled_from(["t", "sbtest1", "`t`", "db.t", "`d b`.`x y`", "`it's`", '`a"b`', "users"])
+_tails = st.sampled_from(["", "", " LIMIT 1", " -- c", " # c", " /* c */", " RETURNING a", " AND e IN (SELECT 1)",
+                          " AND f='open", " AND né=1", " AND `g", "\n"])
+
+
+@st.composite
+def _literal_statements(draw, balanced: bool = False):
+    """Single-table DML whose values are drawn literals; unless `balanced`, with names and a tail
+    outside them that may hold what sends a text to the parser."""
+    lit = lambda: draw(_literal(balanced))  # noqa: E731
+    name = draw(_plain_name) if balanced else draw(st.one_of(_plain_name, _name, st.just("`x#y`")))
+    form = draw(st.integers(0, 4))
+    if form == 0:
+        rows = ", ".join(f"({lit()}, {lit()})" for _ in range(draw(st.integers(1, 2))))
+        sql = f"INSERT INTO {name} (a, b) VALUES {rows}"
+        if draw(st.booleans()):
+            sql += f" ON DUPLICATE KEY UPDATE a={lit()}"
+    elif form == 1:
+        sql = f"REPLACE {name} SET a={lit()}, b={lit()}"
+    elif form == 2:
+        sql = f"UPDATE {name} SET a={lit()} WHERE c={lit()} AND d LIKE {lit()}"
+    elif form == 3:
+        sql = f"DELETE FROM {name} WHERE a={lit()} OR b={lit()}"
+    else:
+        sql = f"INSERT INTO {name} SELECT {lit()}, a FROM u WHERE b={lit()}"
+    return sql if balanced else sql + draw(_tails)
+
+
+def check_either_mode(sql: str, db: str) -> bool:
+    """`check`, or where the Python lexer (backslash escapes: the default sql_mode) leaves a
+    literal open, and the server could have logged the text only under NO_BACKSLASH_ESCAPES, the
+    parser's reading of it there (each backslash doubled: itself), which must give the same key. A
+    text that neither reading closes is one no server logs (a syntax error): not held to anything."""
+    if _lexes(sql):
+        return check(sql, db)
+    plain = sql.replace("\\", "\\\\")
+    key = statement_key(sql.encode("utf-8", "surrogateescape"))
+    if key is None or not _lexes(plain):
+        return False
+    assert statement_key(plain.encode("utf-8", "surrogateescape")) == key, sql
+    return check(plain, db)
+
+
+def _lexes(sql: str) -> bool:
+    try:
+        tokenize(sql)
+    except LexError:
+        return False
+    return True
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_literal_statements(), st.sampled_from(["db", ""]))
+def test_statements_with_literals_agree(sql, db):
+    """Whatever the literals hold and whatever stands outside them, a key the core reads is the
+    Python parser's."""
+    check_either_mode(sql, db)
+
+
+def test_a_literal_closed_only_without_escapes():
+    """No cue anywhere: the key reads the table before any literal, as it did before issue #57. The
+    full parser's lexer leaves `'\\'` open (parse_ok False: kept); a server logs this text only under
+    NO_BACKSLASH_ESCAPES, where it updates `t`, the key's table."""
+    sql = "REPLACE t SET a='', b='\\'"
+    assert not _statement_tables(sql, "db", fast_forms=False).parse_ok
+    assert check_either_mode(sql, "db")
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_literal_statements(balanced=True), st.sampled_from(["db", ""]))
+def test_literal_values_are_keyed(sql, db):
+    """Closed literals without backslashes, nothing outside them the key declines: every such
+    statement is keyed (before issue #57 a non-ASCII byte or cue inside a literal sent it to Python)."""
+    assert check(sql, db), sql
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO users (name) VALUES ('José')", "UPDATE t SET note='ça va' WHERE id=3",
+    "UPDATE t SET note='a -- b # c /* d */' WHERE id=3", "DELETE FROM t WHERE body=\"please select one\"",
+    "INSERT INTO t VALUES (_utf8mb4'日本', N'x', X'41', 'it''s', 'line\\nbreak', '{\\\"k\\\": 1}')",
+    "INSERT INTO t (a) VALUES ('select * from u where a=1 -- ')",
+])
+def test_values_in_literals_are_keyed(sql):
+    assert check(sql, "db")
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE t SET a='O\\'Brien -- x'",      # \' ends the literal under NO_BACKSLASH_ESCAPES only
+    "UPDATE t SET a='x\\' WHERE b='#'",     # where does the literal end? the sql_mode says
+    "UPDATE t SET a='é\\\\' WHERE b='#'",   # a backslash after a byte that may lead a gbk/sjis character
+    "UPDATE t SET a='#",                    # unclosed
+    "UPDATE t SET a='x' -- c", "UPDATE té SET a='#'", "UPDATE `x#` SET a='é'",
+    "UPDATE t SET a='x' WHERE b IN (SELECT 1)", "DELETE FROM t WHERE a='é' RETURNING a",
+])
+def test_what_literals_do_not_settle_is_declined(sql):
+    assert statement_key(sql.encode()) is None
+
+
+def test_python_parser_reads_a_query_inside_a_literal():
+    """The full parser asks sqlglot for read tables wherever SELECT stands in the text, a literal's
+    included: `'select * from u where a=1 -- '` makes it list `u` as read (its comment hides the
+    quote after it). MySQL reads no table there; the key (and so `statement_tables`) reads none."""
+    sql = "INSERT INTO t (a) VALUES ('select * from u where a=1 -- ')"
+    assert _statement_tables(sql, "db", fast_forms=False).read == (("db", "u"),)
+    assert statement_tables(sql, "db").read == ()
+    assert statement_key(sql.encode()) == (_core.KIND_INSERT, None, b"t")
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_literal_statements(), st.sampled_from(["db", ""]))
+def test_the_policy_gate_clears_only_texts_that_reach_their_table(sql, db):
+    """The master policy's check (`_core.reaches_key_alone`, core/src/gate_reach.rs) asks the key
+    first: where the key now reads past a literal and the check clears the text, the policy's own
+    bound (`rules.policy_bound`, literals blanked) reaches that one table, nothing else."""
+    if _lexes(sql) and reaches_key_alone(sql.encode("utf-8", "surrogateescape")):
+        updated = statement_tables(sql, db).updated
+        assert len(updated) == 1, sql
+        assert statement_reach(sql, db) == Reach(frozenset(updated)), sql
