@@ -400,7 +400,9 @@ def _create_columns_by_hand(sql: str) -> tuple[str, ...] | None:
     except LexError:
         return None
     start = next((i for i, t in enumerate(tokens) if t.kind == "punct" and t.value == "("), None)
-    if start is None or re.search(r"\b(SELECT|LIKE)\b", sql, re.IGNORECASE):
+    # A SELECT or LIKE word (CREATE ... SELECT, CREATE ... LIKE) is not read by hand; one inside a
+    # comment or a string is no such word (MySQL's comments do not nest: `/* a /* b */` is one).
+    if start is None or any(t.kind == "word" and t.value.upper() in ("SELECT", "LIKE") for t in tokens):
         return None
     names, depth, expecting = [], 0, True
     for token in tokens[start + 1:]:

@@ -79,7 +79,9 @@ fn create_table(cur: &mut Cur, temporary: bool) -> Option<Facts> {
     let select = (cur.at..cur.toks.len()).find(|&i| cur.is_word_at(i, b"SELECT"));
     match select {
         None => {
-            if paren {
+            // A LIKE word past the column list is no table definition MySQL takes (`LIKE s`
+            // comes right after the name): the columns are not read, as Python does not.
+            if paren && !cur.has_word(b"LIKE") {
                 f.columns = column_names(cur);
             }
         }
