@@ -144,7 +144,7 @@ def filter_seconds(path: Path, out: Path, runs: int = 3) -> float:
     return best
 
 
-def main(mb: int) -> None:
+def main(mb: int = 520) -> None:
     path = utf8_binlog(mb)
     keyed, dml = keyed_share(path)
     out = RESULTS_DIR / "utf8_binlog.out"
