@@ -494,8 +494,14 @@ mod tests {
             ("INSERT INTO users (name) VALUES ('José')", KIND_INSERT),
             ("UPDATE users SET note='ça va -- #' WHERE id=3", KIND_UPDATE),
             ("DELETE FROM users WHERE note=\"/* select */\"", KIND_DELETE),
-            ("REPLACE users VALUES (_utf8mb4'日本', N'x', X'41', 'it''s', 'a\\nb')", KIND_REPLACE),
-            ("INSERT INTO users SELECT 'returning' FROM u", KIND_INSERT_SELECT),
+            (
+                "REPLACE users VALUES (_utf8mb4'日本', N'x', X'41', 'it''s', 'a\\nb')",
+                KIND_REPLACE,
+            ),
+            (
+                "INSERT INTO users SELECT 'returning' FROM u",
+                KIND_INSERT_SELECT,
+            ),
         ] {
             assert_eq!(shape(sql), Some((kind, None, "users".into())), "{sql}");
         }

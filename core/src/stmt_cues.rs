@@ -317,7 +317,8 @@ mod tests {
         let (Some(escaped), Some(plain)) = (spans(sql, true), spans(sql, false)) else {
             return Cues::Parser;
         };
-        let mixed = |&(o, c): &(usize, usize)| sql[o..c].windows(2).any(|w| w[0] >= 0x80 && w[1] == b'\\');
+        let mixed =
+            |&(o, c): &(usize, usize)| sql[o..c].windows(2).any(|w| w[0] >= 0x80 && w[1] == b'\\');
         if escaped != plain || escaped.iter().any(mixed) {
             return Cues::Parser;
         }
@@ -342,10 +343,36 @@ mod tests {
     #[test]
     fn outside_literals_reads_as_its_definition() {
         let pieces: &[&[u8]] = &[
-            b"'", b"''", b"\"", b"`", b"\\", b"\\'", b"\\\\", b"\\\"", b"select", b"SELECT",
-            b"Returning", b"#", b"--", b"-", b"/*", b"/", b"*", b" ", b"x", b"_utf8mb4", b"N",
-            b"UPDATE t SET a=", b"INSERT INTO t VALUES (", b")", b",", b"abcdefghijkl",
-            "Jos\u{e9}".as_bytes(), "\u{e7}a va".as_bytes(), b"\x95", b"\xff",
+            b"'",
+            b"''",
+            b"\"",
+            b"`",
+            b"\\",
+            b"\\'",
+            b"\\\\",
+            b"\\\"",
+            b"select",
+            b"SELECT",
+            b"Returning",
+            b"#",
+            b"--",
+            b"-",
+            b"/*",
+            b"/",
+            b"*",
+            b" ",
+            b"x",
+            b"_utf8mb4",
+            b"N",
+            b"UPDATE t SET a=",
+            b"INSERT INTO t VALUES (",
+            b")",
+            b",",
+            b"abcdefghijkl",
+            "Jos\u{e9}".as_bytes(),
+            "\u{e7}a va".as_bytes(),
+            b"\x95",
+            b"\xff",
         ];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {
@@ -377,9 +404,18 @@ mod tests {
     #[test]
     fn literals_hide_their_cues() {
         for (sql, want) in [
-            (&b"UPDATE t SET note='\xc3\xa7a va' WHERE id=3"[..], Cues::Literal),
-            (b"INSERT INTO t VALUES ('a -- b', \"#\", '/* x */', 'select', _utf8mb4'\xc3\xa9')", Cues::Literal),
-            (b"INSERT INTO t VALUES ('it''s', 'a\\nb', '{\\\"k\\\": 1}')", Cues::Literal),
+            (
+                &b"UPDATE t SET note='\xc3\xa7a va' WHERE id=3"[..],
+                Cues::Literal,
+            ),
+            (
+                b"INSERT INTO t VALUES ('a -- b', \"#\", '/* x */', 'select', _utf8mb4'\xc3\xa9')",
+                Cues::Literal,
+            ),
+            (
+                b"INSERT INTO t VALUES ('it''s', 'a\\nb', '{\\\"k\\\": 1}')",
+                Cues::Literal,
+            ),
             (b"INSERT INTO t SELECT 'returning' FROM u", Cues::Selects),
             (b"INSERT INTO t VALUES ('O\\'Brien -- x')", Cues::Parser),
             (b"INSERT INTO t VALUES ('\x95\\\\')", Cues::Parser),
@@ -391,7 +427,12 @@ mod tests {
             (b"UPDATE t\xc3\xa9 SET a='b'", Cues::Parser),
             (b"DELETE FROM t WHERE a='x' RETURNING a", Cues::Parser),
         ] {
-            assert_eq!(outside_literals(sql), want, "{:?}", String::from_utf8_lossy(sql));
+            assert_eq!(
+                outside_literals(sql),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(sql)
+            );
             assert_eq!(outside_literals_reference(sql), want);
         }
     }
