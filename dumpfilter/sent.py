@@ -7,34 +7,10 @@ core's send walk (`UnitList.send`, or `UnitList.count` counting it) read and sen
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-
-class Walked(Protocol):
-    """What one call of the core's send walk did (a `_core.SendResult`)."""
-
-    @property
-    def read_events(self) -> int: ...
-    @property
-    def read_bytes(self) -> int: ...
-    @property
-    def sent_events(self) -> int: ...  # master events sent as themselves
-    @property
-    def sent_bytes(self) -> int: ...
-    @property
-    def heartbeats(self) -> int: ...
-    @property
-    def heartbeat_bytes(self) -> int: ...
-    @property
-    def skip_events(self) -> int: ...  # sent in the skip policy's form (its `tally_walk` counts them)
-    @property
-    def skip_bytes(self) -> int: ...
-    @property
-    def kept(self) -> int: ...
-    @property
-    def partial(self) -> int: ...
-    @property
-    def skipped(self) -> int: ...
+if TYPE_CHECKING:
+    from dumpfilter._core import SendResult
 
 
 @dataclass
@@ -56,7 +32,7 @@ class SentCounts:
     transactions_partial: int = 0
     transactions_skipped: int = 0
 
-    def add_walk(self, w: Walked) -> None:
+    def add_walk(self, w: SendResult) -> None:
         """Adds what one call of the send walk read and sent (the skip policy's own counts are its
         `tally_walk`'s)."""
         self.events_read += w.read_events

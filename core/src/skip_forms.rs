@@ -244,23 +244,29 @@ fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
     }
 }
 
+/// A test event of server_id 9 at `timestamp`, sealed (the MariaDB and MySQL forms' tests).
+#[cfg(test)]
+fn test_event(timestamp: u32, kind: u8, body: &[u8], log_pos: u32, crc: bool) -> Vec<u8> {
+    let size = HEADER_LEN + body.len() + if crc { 4 } else { 0 };
+    let mut e = Vec::new();
+    e.extend_from_slice(&timestamp.to_le_bytes());
+    e.push(kind);
+    e.extend_from_slice(&9u32.to_le_bytes());
+    e.extend_from_slice(&(size as u32).to_le_bytes());
+    e.extend_from_slice(&log_pos.to_le_bytes());
+    e.extend_from_slice(&0u16.to_le_bytes());
+    e.extend_from_slice(body);
+    seal(&mut e, 0, crc);
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scan::F_COMPLETE;
 
     fn event(kind: u8, body: &[u8], log_pos: u32, crc: bool) -> Vec<u8> {
-        let size = HEADER_LEN + body.len() + if crc { 4 } else { 0 };
-        let mut e = Vec::new();
-        e.extend_from_slice(&7u32.to_le_bytes());
-        e.push(kind);
-        e.extend_from_slice(&9u32.to_le_bytes());
-        e.extend_from_slice(&(size as u32).to_le_bytes());
-        e.extend_from_slice(&log_pos.to_le_bytes());
-        e.extend_from_slice(&0u16.to_le_bytes());
-        e.extend_from_slice(body);
-        seal(&mut e, 0, crc);
-        e
+        test_event(7, kind, body, log_pos, crc)
     }
 
     fn unit(flags2: u8, crc: bool) -> (Vec<u8>, ListedUnit) {
