@@ -262,9 +262,7 @@ impl PyUnitList {
     /// thread (`scan_start(annotations=True)`; see gate_reads::GateReads::annotations_unshown).
     #[getter]
     fn annotations_read_here(&self) -> usize {
-        self.gate
-            .read_here
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.gate.read_here()
     }
 
     /// Whether `statement_units` took the statement units the scan thread built (see there).
