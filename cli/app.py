@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from dumpfilter.cli.options import Parser, check_outputs
-from dumpfilter.cli.process import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+from dumpfilter.cli.process import EXIT_TERMINATED, Terminated, sigterm_as_interrupt, terminating
 from dumpfilter.errors import EXIT_CODE, DumpFilterError
 
 # The cyclic garbage collector's first threshold, raised from CPython's 700 allocations: the
@@ -137,18 +137,23 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser(argv).parse_args(argv)
         check_outputs(args)  # a --json FILE that cannot be written is told before any work
         return int(args.func(args) or 0)
-    except DumpFilterError as exc:
-        print(f"dumpfilter: error: {exc}", file=sys.stderr)
-        return EXIT_CODE
-    except BrokenPipeError:  # `dumpfilter binlog inspect big.bin | head`
-        sys.stderr.close()
-        return 0
     except Terminated:
         print("dumpfilter: terminated", file=sys.stderr)
         return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("dumpfilter: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if terminating():  # raised by the cleanup SIGTERM started, in place of `Terminated`
+            print("dumpfilter: terminated", file=sys.stderr)
+            return EXIT_TERMINATED
+        if isinstance(exc, BrokenPipeError):  # `dumpfilter binlog inspect big.bin | head`
+            sys.stderr.close()
+            return 0
+        if not isinstance(exc, DumpFilterError):
+            raise
+        print(f"dumpfilter: error: {exc}", file=sys.stderr)
+        return EXIT_CODE
     finally:
         restore()
 

@@ -18,11 +18,25 @@ class Terminated(KeyboardInterrupt):
     it too, so `kill PID` leaves no more behind than Ctrl-C does (issue #62)."""
 
 
+# Whether SIGTERM has come (`terminate` ran): the command is ending, whatever its cleanup raises.
+_terminating = False
+
+
 def terminate(_signum: int, _frame: Any) -> None:
     """The SIGTERM handler: `Terminated` raised in the main thread, a second SIGTERM ignored."""
+    global _terminating
+    _terminating = True
     # A second SIGTERM during the cleanup the first one started is not let cut it short.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise Terminated
+
+
+def terminating() -> bool:
+    """Whether SIGTERM has come. What a call the signal cut short raises afterwards replaces
+    `Terminated` on its way up: a Spark session's py4j connection, interrupted in the middle of an
+    answer, fails the next call made on it during the cleanup (`Py4JNetworkError: Answer from Java
+    side is empty`). The command still ends as terminated."""
+    return _terminating
 
 
 def sigterm_as_interrupt() -> Callable[[], None]:
@@ -34,6 +48,8 @@ def sigterm_as_interrupt() -> Callable[[], None]:
         if previous is not signal.SIG_DFL:
             return lambda: None
         signal.signal(signal.SIGTERM, terminate)
+        global _terminating
+        _terminating = False
     except ValueError:  # not the main thread of the main interpreter
         return lambda: None
 

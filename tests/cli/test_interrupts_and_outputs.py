@@ -149,3 +149,30 @@ def test_ctrl_c_during_a_spark_split_is_one_line(tmp_path):
     assert "Traceback" not in stderr and "py4j" not in stderr, stderr
     assert stderr.strip().splitlines()[-1] == "dumpfilter: interrupted"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_sigterm_whose_cleanup_raises_still_ends_as_terminated(tmp_path, monkeypatch):
+    """A call SIGTERM cut short can fail the cleanup's next call on the same connection (a Spark
+    session's py4j: `Answer from Java side is empty`), and that error replaces `Terminated` on its
+    way up. Before, the command ended with its traceback and exit 1."""
+    binlogs = tmp_path / "in"
+    binlogs.mkdir()
+    generate(WorkloadSpec(seed=2, transactions=50, max_binlog_size=60_000), binlogs)
+    from dumpfilter.cli.commands import split as split_command
+
+    def cut_short(inputs, out, config, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here, in the main thread
+        finally:
+            raise ConnectionError("Answer from Java side is empty")
+
+    monkeypatch.setattr(split_command, "split_local", cut_short)
+    monkeypatch.chdir(tmp_path)
+    assert app.main(["split", str(binlogs), "--out", "out", "--no-spark"]) == 143
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    # The next command in the same process is not taken for a terminated one.
+    monkeypatch.setattr(split_command, "split_local", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("x")))
+    with pytest.raises(ConnectionError):
+        app.main(["split", str(binlogs), "--out", "out", "--no-spark"])
