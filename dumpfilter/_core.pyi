@@ -79,17 +79,6 @@ class TableName(_Record):
     def table(self) -> bytes: ...
 
 
-class NewKey(_Record):
-    """A statement key met for the first time: its id, the default database and the statement."""
-
-    @property
-    def id(self) -> int: ...
-    @property
-    def db(self) -> bytes: ...
-    @property
-    def sql(self) -> bytes: ...
-
-
 class KeyUse(_Record):
     """A statement key a walk used, and the statements it answered."""
 
@@ -166,7 +155,9 @@ class LoneQueries(_Record):
 
 
 class StatementKey(_Record):
-    """A statement key of a segment: its id, key bytes, default database, first statement."""
+    """A statement key met for the first time (by a scanner's walk, or in a segment's statement
+    units): its id, its bytes (what the key is, across scanners and segments, whose ids differ),
+    the default database and the first statement met with it."""
 
     @property
     def id(self) -> int: ...
@@ -361,7 +352,7 @@ class SplitRoute(_Record):
     def need_keys(self) -> bool:
         """Stopped at a key some output has no answer for yet."""
     @property
-    def new_keys(self) -> list[NewKey]: ...
+    def new_keys(self) -> list[StatementKey]: ...
 
 
 class QualifiedName(_Record):
@@ -567,7 +558,7 @@ class AssembleResult(_Record):
         """Stopped at a statement unit with a key whose answer is not given: decide the keys
         (`new_keys`, and any other not answered yet) and call again."""
     @property
-    def new_keys(self) -> list[NewKey]:
+    def new_keys(self) -> list[StatementKey]:
         """The statement keys met for the first time."""
     @property
     def key_uses(self) -> list[KeyUse]:
@@ -691,7 +682,7 @@ class RelayResult(_Record):
     def need_keys(self) -> bool:
         """Stopped at a statement key without an answer: answer `new_keys` and call again."""
     @property
-    def new_keys(self) -> list[NewKey]: ...
+    def new_keys(self) -> list[StatementKey]: ...
     @property
     def key_uses(self) -> list[KeyUse]: ...
     @property

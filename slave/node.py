@@ -49,8 +49,7 @@ from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY
 from dumpfilter.rules.renamer import event_renamer
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
-    from dumpfilter.rules.decider import TableKeeps
-    from dumpfilter.rules.statement_keys import StatementKeeps
+    from dumpfilter.rules.keep_table import KeepTable
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 
@@ -426,14 +425,15 @@ class Slave:
                 # lone statements' texts come back for the slave's own check: the keep answers
                 # the run used were fixed before it (per table name, for the batch), so checking
                 # them after the run's write (never committed if it fails) changes nothing.
-                keeps = self._statement_keeps
+                keeps = self._keep_table
+                by_keys = keeps.keys_enabled
                 while True:
                     run = self._scanner.relay_run(blob, i, self._keeps(), fmt,
-                                                  None if keeps is None else keeps.keep_bytes())
+                                                  keeps.key_bytes() if by_keys else None)
                     if run.out:
                         self.relay.write_raw(run.out)
                     self.trust.lone_run(run.lone, blob, units)
-                    if keeps is not None:
+                    if by_keys:
                         keeps.learn(run.new_keys)
                         keeps.used(run.key_uses, 0, run.statements)
                     c.heartbeats += run.heartbeats
@@ -490,26 +490,18 @@ class Slave:
         return grouper
 
     @functools.cached_property
-    def _statement_keeps(self) -> StatementKeeps | None:
-        """The slave's own answer per statement key of its scanner (which lives as long as the
-        slave, as do the key ids), for the relay run's statement units (issue #43); None where
-        its rules do not decide statements by key."""
-        from dumpfilter.rules.statement_keys import StatementKeeps
+    def _keep_table(self) -> KeepTable:
+        """The slave's own answer for every table name and statement key its scanner has met (its
+        rules alone: never forgotten, a Format_description event does not change them; the
+        scanner and its key ids live as long as the slave); statement keys only where its rules
+        decide statements by key (issue #43)."""
+        from dumpfilter.rules.keep_table import KeepTable
 
-        keeps = StatementKeeps(self.engine)
-        return keeps if keeps.enabled else None
-
-    @functools.cached_property
-    def _table_keeps(self) -> TableKeeps:
-        """The slave's own answer for every table name the scanner has met (its rules alone: never
-        forgotten, a Format_description event does not change them)."""
-        from dumpfilter.rules.decider import TableKeeps
-
-        return TableKeeps(self.engine)
+        return KeepTable(self.engine)
 
     def _keeps(self) -> bytes:
         """One byte per name id, 1 kept, 0 not (the rules asked once per name)."""
-        return self._table_keeps.for_names(self._scanner.names)
+        return self._keep_table.tables(self._scanner.names)
 
     def _keeps_tables(self, tables: memoryview, rec: UnitRecord) -> bool:
         """Whether the slave's own rules keep every table of a fast unit."""

@@ -6,11 +6,13 @@ use std::collections::HashMap;
 
 use crate::stmt::Shape;
 
-/// A key met for the first time: its id, and the statement it was met in (default database,
-/// text), for Python to decide.
+/// A key met for the first time: its id, its bytes (what the key is, across scanners and
+/// segments, whose ids differ), and the statement it was met in (default database, text), for
+/// Python to decide.
 #[derive(Debug, Clone)]
 pub struct NewKey {
     pub id: u32,
+    pub key: Vec<u8>,
     pub db: Vec<u8>,
     pub sql: Vec<u8>,
 }
@@ -85,6 +87,7 @@ impl Keys {
         self.map.insert(scratch.clone(), id);
         self.new.push(NewKey {
             id,
+            key: scratch.clone(),
             db: db.to_vec(),
             sql: sql.to_vec(),
         });

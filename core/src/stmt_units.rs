@@ -35,10 +35,9 @@ pub struct StmtUnits {
     /// Per unit, (lo, hi) into `pieces`; lo == u32::MAX: not a statement unit decided by keys.
     pub bounds: Vec<(u32, u32)>,
     pub pieces: Vec<Piece>,
-    /// The keys met, with the statement each was first met in (for Python to decide), and
-    /// each one's bytes (what the key is, across segments).
+    /// The keys met, with their bytes and the statement each was first met in (for Python to
+    /// decide).
     pub keys: Vec<NewKey>,
-    pub key_bytes: Vec<Vec<u8>>,
     /// Units decided by keys.
     pub units: usize,
 }
@@ -198,7 +197,6 @@ impl StmtUnits {
 struct Builder {
     keys: Keys,
     scratch: Vec<u8>,
-    key_bytes: Vec<Vec<u8>>,
     s: StmtUnits,
 }
 
@@ -207,7 +205,6 @@ impl Builder {
         Builder {
             keys: Keys::default(),
             scratch: Vec::new(),
-            key_bytes: Vec::new(),
             s: StmtUnits {
                 bounds: Vec::with_capacity(units),
                 ..Default::default()
@@ -238,12 +235,7 @@ impl Builder {
         for (key, start, end, events, db, sql) in pieces {
             let key = match (key, db, sql) {
                 (Some(shape), Some(db), Some(sql)) => {
-                    let known = self.keys.len();
-                    let id = self.keys.id(&buf[db], &buf[sql], &shape, &mut self.scratch);
-                    if self.keys.len() > known {
-                        self.key_bytes.push(self.scratch.clone());
-                    }
-                    id
+                    self.keys.id(&buf[db], &buf[sql], &shape, &mut self.scratch)
                 }
                 _ => ALWAYS,
             };
@@ -260,7 +252,6 @@ impl Builder {
 
     fn finish(mut self) -> StmtUnits {
         self.s.keys = std::mem::take(&mut self.keys.new);
-        self.s.key_bytes = self.key_bytes;
         self.s
     }
 }

@@ -47,8 +47,7 @@ from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.rules.decider import TableKeeps
-from dumpfilter.rules.statement_keys import StatementKeeps
+from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
 from dumpfilter.binlogs.background import ReadAhead
@@ -147,14 +146,13 @@ class BinlogFilter:
         self.verify_checksums = verify_checksums
         self.read_ahead = read_ahead  # a plain file's next chunk read on a thread (background.ReadAhead)
         self.stats = FilterStats()
-        self._keep = TableKeeps(tfilter.decider)  # by the scanner's name id of a Table_map
-        self.statement_keys = StatementKeeps(tfilter.decider)  # by the core's statement key id
+        self.keeps = KeepTable(tfilter.decider)  # by the scanner's name id and statement key id
 
     # -- a unit as Events, through TransactionFilter ------------------------------------------
     def _unit(self, txn: Transaction) -> None:
         result = self.tfilter.filter(txn)
         if txn.kind == CONTROL and txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-            self._keep.clear()
+            self.keeps.forget_tables()
         self.stats.add_result(result)
         events = result.events
         if not events:
@@ -170,7 +168,7 @@ class BinlogFilter:
 
     def _consumed_control(self, event: Event) -> None:
         """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
-        self._keep.clear()
+        self.keeps.forget_tables()
         result = self.tfilter.filter(Transaction(CONTROL, [event]))
         self.stats.add_result(result)
 
@@ -178,8 +176,8 @@ class BinlogFilter:
         for path in paths:
             self.filter_file(Path(path))
         self.stats.unparsed_statements = self.tfilter.decider.unparsed
-        self.stats.statements_by_key = self.statement_keys.statements
-        self.stats.statement_keys = self.statement_keys.keys_decided
+        self.stats.statements_by_key = self.keeps.statements
+        self.stats.statement_keys = self.keeps.keys_decided
         return self.stats
 
     def filter_file(self, path: Path) -> None:
@@ -200,7 +198,7 @@ class BinlogFilter:
         to the TransactionFilter as Events."""
         name = str(path)
         scanner = Scanner(name, verify_checksums=self.verify_checksums)
-        self.statement_keys.restart()  # key ids are the scanner's: a new file's start again
+        self.keeps.restart_keys()  # key ids are the scanner's: a new file's start again
         magic = stream.read(4)
         if magic != MAGIC:
             if len(magic) < 4:
@@ -227,7 +225,7 @@ class BinlogFilter:
         fmt: FormatDescription | None = None
         direct_ok = False  # the sink has begun: the assembly may write into its direct writer
         sink = self.sink
-        keys = self.statement_keys
+        keys = self.keeps
         buf, base = b"", 4  # base: the file offset of buf[0]
         want = FAST_CHUNK
         if ahead is not None:
@@ -257,17 +255,17 @@ class BinlogFilter:
                             slow = scanner.slow_units()
                         answers, answered_to = self._lone_answers(units, slow, buf, base, fmt, i)
                     # Statement units (a GTID, Queries, an XID) are decided by their statements' keys.
-                    by_keys = keys.enabled and direct.renumber_positions
+                    by_keys = keys.keys_enabled and direct.renumber_positions
                     # (The assembly stops at once at a unit not fast, not answered and not keyed.)
                     if fast or (answers is not None and i < answered_to and answers[i] != KEEP_PYTHON) or (
                             by_keys and units.may_hold_statements(i)):
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
-                            buf, i, self._keep.for_names(scanner.names), direct.position, base, direct.renumber_positions,
+                            buf, i, keys.tables(scanner.names), direct.position, base, direct.renumber_positions,
                             fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers,
                             limit=sink.direct_limit, fresh=sink.direct_fresh(), gtids=sink.direct_gtids,
                             query_post=fmt.post_header_len(_QUERY) if by_keys else None,
-                            stmt_keep=keys.keep_bytes() if by_keys else None)
+                            stmt_keep=keys.key_bytes() if by_keys else None)
                         if done.new_keys:
                             keys.learn(done.new_keys)
                         nxt = done.next
@@ -292,7 +290,7 @@ class BinlogFilter:
                 raw = buf[rec.start : rec.end]
                 events, fmt = unit_events(raw, base + rec.start, fmt, path=name)
                 if rec.flags & F_HAS_FDE and rec.kind == CONTROL:
-                    self._keep.clear()
+                    self.keeps.forget_tables()
                     if self.sink.begin_file(events[0], path):
                         self._consumed_control(events[0])
                         direct_ok = True
@@ -341,7 +339,7 @@ class BinlogFilter:
         """A fast unit decided from its tables, when every statement's Table_maps get one answer
         (so no STMT_END_F has to move): written whole, without its dropped statements, or as
         the emptied group, exactly as the reference path writes it. False: not decided here."""
-        known = self._keep.for_names(names)
+        known = self.keeps.tables(names)
         keeps = [known[i] == KEEP_KEEP for i in tables[rec.tables_lo : rec.tables_hi]]
         start, end = rec.start, rec.end
         gtid_end = start + rec.gtid_size

@@ -55,7 +55,7 @@ payload_bytes = _core.payload_bytes
 # Renumbers whole events in a bytearray in place for an output offset: (last timestamp, FDE offsets).
 renumber = _core.renumber
 # (kind, qualifier or None, table) of a single-table DML statement's bytes as the core's assembly
-# keys it (rules.statement_keys), or None where the Python parser decides it.
+# keys it (rules.keep_table), or None where the Python parser decides it.
 statement_key = _core.statement_key
 # Split's routing walk over a scanner's last units (one copy per output, issue #40), and the GTID
 # events of a run of whole units a series' next GTID state needs (packed u64 offsets).
@@ -295,7 +295,7 @@ class Scanner:
         assembly there, or tries the unit's statement keys). `limit`: stop before writing a unit at or past this output offset
         (`full`; `fresh`: the file has no unit yet). `gtids`: report the GTID events written.
         `query_post` (the format's QUERY post-header length): statement units are decided by
-        their statements' keys, `stmt_keep` one byte per key id (rules.statement_keys)."""
+        their statements' keys, `stmt_keep` one byte per key id (rules.keep_table)."""
         return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body,
                                    whole_only, answers, limit, fresh, gtids, query_post, stmt_keep)
 

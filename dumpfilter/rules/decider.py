@@ -15,7 +15,6 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.gate import (
     ALLOWED,
@@ -53,7 +52,7 @@ class Decider(ABC):
         return self.decide_statement(sql, current_db).apply
 
     # Whether a single-table DML statement's decision is a function of its key alone (kind,
-    # default database, its one updated table: `rules.statement_keys`), with nothing else done
+    # default database, its one updated table: `rules.keep_table`), with nothing else done
     # by a decision but counting: each key is then decided once (`decide_statement_key`) and
     # every statement it answers accounted (`account`).
     keys_statements: bool = False
@@ -141,32 +140,3 @@ class Gated(Decider):
 def gated(rules: Decider, gate: Gate | None) -> Decider:
     """`rules` under `gate`: the rules themselves when there is no restriction."""
     return rules if gate is None or not gate.restricted else Gated(rules, gate)
-
-
-class TableKeeps:
-    """One consumer's keep byte per table name a scanner has interned (by name id: KEEP_KEEP,
-    KEEP_DROP), the form the core's bulk walks take (`assemble`, `relay_run`): each name asked of the
-    decider once, until `clear` (a Format_description event, for a decider whose table answers
-    may change with it)."""
-
-    __slots__ = ("_decider", "_keep", "_bytes")
-
-    def __init__(self, decider: Decider):
-        self._decider = decider
-        self._keep = bytearray()
-        self._bytes: bytes | None = None
-
-    def for_names(self, names: Sequence[tuple[str, str]]) -> bytes:
-        """The keep bytes of `names` (the scanner's list, which only grows)."""
-        keep = self._keep
-        if len(keep) < len(names):
-            table_kept = self._decider.table_kept
-            keep.extend([KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP for i in range(len(keep), len(names))])
-            self._bytes = None
-        if self._bytes is None:
-            self._bytes = bytes(keep)
-        return self._bytes
-
-    def clear(self) -> None:
-        self._keep.clear()
-        self._bytes = None

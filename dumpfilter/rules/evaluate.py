@@ -244,7 +244,7 @@ class RuleEngine(EffectiveSemantics, Decider):
     @property
     def keys_statements(self) -> bool:  # type: ignore[override]
         """A statement key decides alike every statement it stands for (both semantics: why in
-        rules.statement_keys), without derived tables (their ignore set grows), in stream order."""
+        rules.keep_table), without derived tables (their ignore set grows), in stream order."""
         return self._keys_alone and self.timeline is None
 
     @property

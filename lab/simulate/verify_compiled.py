@@ -31,11 +31,11 @@ from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter._core import SKIP_HEARTBEAT, SKIP_STOP
-from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNORABLE, KEEP_DROP, KEEP_KEEP, KINDS,
+from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNORABLE, KINDS,
                                       Scanner, UnitScan, unit_events)
 from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.lab.simulate.equivalence import Difference, SlaveVerification, _ByKey, _unit_transactions
-from dumpfilter.rules.decider import TableKeeps
+from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
@@ -202,12 +202,9 @@ class _SlaveWalk:
         for policy, count in (dropped or {}).items():
             if count:
                 self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))
-        decider = _ByKey(RuleEngine(spec.rules, spec.settings))
-        self.reference = TransactionFilter(decider, empty_transactions=KEEP)
-        self.keeps = TableKeeps(decider)
-        self.keyed = decider.by_key
-        self.decide_key = decider.inner.decide_statement_key
-        self.key_answers: dict[tuple[bytes, bytes], int] = {}
+        engine = RuleEngine(spec.rules, spec.settings)
+        self.reference = TransactionFilter(_ByKey(engine), empty_transactions=KEEP)
+        self.keeps = KeepTable(engine)
         self.received = {policy: _Received(path) for policy, path in received.items()}
         self.policies = {policy: skip_policy.named(policy) for policy in received}
         # What each policy makes of a skipped unit (`_core.relayed` makes its relayed form).
@@ -215,29 +212,15 @@ class _SlaveWalk:
         self.by_core = 0    # full-stream units the core answered
         self.by_python = 0  # and those the reference filter did
 
-    def stmt_keep(self, keys: list[_core.StatementKey]) -> bytes:
-        """The keep byte per key id of a chunk's statement keys, each (key, default database)
-        decided once."""
-        out = bytearray(len(keys) and max(k.id for k in keys) + 1)
-        answers = self.key_answers
-        for key in keys:
-            found = answers.get((key.key, key.db))
-            if found is None:
-                decision = self.decide_key(key.sql.decode("utf-8", "surrogateescape"),
-                                           key.db.decode("utf-8", "surrogateescape"))
-                found = answers[(key.key, key.db)] = KEEP_KEEP if decision.apply else KEEP_DROP
-            out[key.id] = found
-        return bytes(out)
-
     def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
         """Units start..stop of a chunk (no Format_description before `stop` - 1): each run the
         core answers under every skip policy of the slave (units kept whole as they are, units
         skipped whole as the form the policy relays: `_core.relayed`) compared at once with what
         each relay log received, the unit that ends it fed to the reference."""
         units = chunk.units
-        row = units.rows(self.keeps.for_names(chunk.names))
-        if self.keyed and chunk.keys:
-            row = units.statement_rows(row, self.stmt_keep(chunk.keys))
+        row = units.rows(self.keeps.tables(chunk.names))
+        if self.keeps.keys_enabled and chunk.keys:
+            row = units.statement_rows(row, self.keeps.rows(chunk.keys).keep)
         fmt = chunk.fmt_at(start)
         # Without a format, a skipped unit's form is not made: the reference takes it.
         skips = self.skips if fmt is not None else bytes(s if s == SKIP_HEARTBEAT else SKIP_STOP for s in self.skips)
@@ -263,8 +246,7 @@ class _SlaveWalk:
         outcome = self.reference.filter(txn)
         if txn.kind == CONTROL:
             if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                self.keeps.clear()
-                self.key_answers.clear()
+                self.keeps.forget_tables()
             return
         self.result.transactions += 1
         self.by_python += 1
@@ -345,7 +327,7 @@ def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerific
             live = [w for w in walks if w is not None]
             if not live:
                 break
-            full = _FullChunk(scanner, chunk, fmt, any(w.keyed for w in live))
+            full = _FullChunk(scanner, chunk, fmt, any(w.keeps.keys_enabled for w in live))
             cuts = [k + 1 for k, _ in full.fdes]
             for i, walk in enumerate(walks):
                 if walk is None:

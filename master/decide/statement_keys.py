@@ -14,22 +14,17 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dumpfilter.rules.decider import gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.statement_keys import DecideKey, KeyAnswer, KeyAnswers
+from dumpfilter.rules.keep_table import DecideKey, KeepTable, KeyAnswer, KeyRows
 
 if TYPE_CHECKING:
     from dumpfilter.master.decide.rule_hits import RuleHits
     from dumpfilter.master.read.columns import UnitIndex
     from dumpfilter.master.registry import RegisteredSlave
     from dumpfilter.master.service import DumpService
-
-# A segment's answers by key for one stream (`StreamStatementKeys.keep_for`): the keep byte per key
-# id, each key's answer, and under a policy gate a byte per key id, 1 where its KEEP_KEEP holds only
-# for statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`).
-KeyRows = tuple[bytes, list[KeyAnswer | None], bytes | None]
-
 
 @dataclass
 class StatementPathCounts:
@@ -56,7 +51,7 @@ class StreamStatementKeys:
     def __init__(self, svc: DumpService, slave: RegisteredSlave, counts: StatementPathCounts) -> None:
         self.svc, self.slave, self.counts = svc, slave, counts
         self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) `_answers` are of
-        self._answers: KeyAnswers | None = None
+        self._answers: KeepTable | None = None
 
     def keep_for(self, index: UnitIndex) -> KeyRows | None:
         """(keep byte per key id, (decision, rule hits) per key id, gated byte per key id or
@@ -83,13 +78,13 @@ class StreamStatementKeys:
             return None
         answers = self._answers
         if answers is None or self._group != (engine, gate):
-            self._group, answers = (engine, gate), KeyAnswers(self._decider(engine), gate)
-            self._answers = answers
-        before = answers.decided
-        keep, decided = answers.keep(keys)
-        self.counts.keys_decided += answers.decided - before
+            answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True)
+            self._group, self._answers = (engine, gate), answers
+        before = answers.keys_decided
+        rows = answers.rows(keys)
+        self.counts.keys_decided += answers.keys_decided - before
         self.counts.key_units += units
-        return keep, decided, answers.gated(keep)
+        return rows
 
     def _decider(self, engine: RuleEngine) -> DecideKey:
         """A key's decision by `engine` (under the service's lock: the master's engines share

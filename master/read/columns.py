@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, overload
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter._core import LoneQueries
+from dumpfilter._core import LoneQueries, StatementKey
 from dumpfilter.codec.scanner import UnitList, UnitRecord, unit_record
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.binlogs.tail import confined_rotate_target
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
 
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
 
 
 class Part:
@@ -179,8 +176,9 @@ LONE_KEPT_BYTES = 16 << 10
 
 # UnitIndex.lone_queries: (plain [(default database, unit indices as u32 bytes)], others
 # [(k, default database, plain, SQL)])
-# UnitIndex.statement_units: ([(key id, the key's bytes, default database, first statement)], units)
-StatementUnits = tuple[list[tuple[int, bytes, str, str]], int]
+# UnitIndex.statement_units: (the keys, their texts decoded only by the keep table that meets them
+# first: rules.keep_table; the units they decide)
+StatementUnits = tuple[list[StatementKey], int]
 # StatementAnswers.lone_answers: (groups [(unit indices, answer)], singles {unit index: answer}), an
 # answer being a statement flag word and its rule hits by bit (master.decide.flags.WordAnswer)
 LoneAnswers = tuple[list[tuple["memoryview[int]", "WordAnswer"]], dict[int, "WordAnswer"]]
@@ -276,8 +274,7 @@ class UnitIndex:
 
     def statement_units(self) -> StatementUnits:
         """The segment's statement units by key (issue #43), read by the core once for every
-        stream: ([(key id, the key's bytes, default database, the first statement met with
-        it)], the units the keys decide). A stream answers the keys (master.decide.statement_keys)
+        stream: (its keys, the units they decide). A stream answers the keys (master.decide.statement_keys)
         and the core the units (`UnitList.statement_rows`, `UnitList.send`)."""
         found = self._statement_units
         if found is None:
@@ -285,8 +282,7 @@ class UnitIndex:
                 found = self._statement_units
                 if found is None:
                     read = self.unit_list.statement_units(self._formats())
-                    found = self._statement_units = ([(k.id, k.key, _text(k.db), _text(k.sql)) for k in read.keys],
-                                                     read.units)
+                    found = self._statement_units = (read.keys, read.units)
         return found
 
     def rows_for(self, keep_of: Callable[[list[TableName]], bytes]) -> tuple[bytes, bytes]:

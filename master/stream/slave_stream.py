@@ -29,7 +29,8 @@ from dumpfilter.master.decide.gtid_skip import KnownMariaDB, gtid_filter
 from dumpfilter.master.decide.rule_hits import RuleHits
 from dumpfilter.codec.scanner import ROW_SLOW
 from dumpfilter.master.decide.statement_answers import StatementAnswers
-from dumpfilter.master.decide.statement_keys import KeyRows, StatementPathCounts, StreamStatementKeys
+from dumpfilter.master.decide.statement_keys import StatementPathCounts, StreamStatementKeys
+from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.master.read.units import MariaGtid, Pos, Segment, Unit
 
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ class SlaveStream:
             if by_keys is not None:
                 # (under a policy gate, a unit with a statement the core cannot show reaches only
                 # its key's table stays ROW_SLOW: Python reads its reach)
-                row = index.unit_list.statement_rows(row, by_keys[0], by_keys[2], index.formats())
+                row = index.unit_list.statement_rows(row, by_keys.keep, by_keys.gated, index.formats())
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
             row = self.answers.row(seg, guard_row(seg, row, keep, self.slave.gate, self.keys.counts))
             states = self._states = _RowState(seg, words.generation, row, keep, by_keys)
@@ -385,14 +386,14 @@ class SlaveStream:
         names = index.names
         tally = self.hits.tally_for(names)
         by_keys = states.by_keys
-        key_tally = bytearray(4 * len(by_keys[1])) if by_keys is not None else None
+        key_tally = bytearray(4 * len(by_keys.answers)) if by_keys is not None else None
         config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept,
                                   server_id=self.master_server_id, heartbeat_crc=crc,
                                   batch_bytes=self.batch_bytes, limit=self.limit)
         sent = unit_list.send(row, states.keep, i, config, pending, tally,
-                              by_keys[0] if by_keys is not None else None, key_tally)
+                              by_keys.keep if by_keys is not None else None, key_tally)
         if by_keys is not None and key_tally is not None and any(key_tally):
-            self.keys.account(by_keys[1], key_tally, self.hits)
+            self.keys.account(by_keys.answers, key_tally, self.hits)
         j = sent.next
         if j == i:
             return i

@@ -17,7 +17,7 @@ For every slave of a topology and every unit of a chunk: the events and bytes a 
 
 The chunk is scanned once, whatever the number of slaves, by the compiled scanner into the core's
 UnitList (the master's own unit index); each slave's answer per unit comes from its keep byte per
-table name (`TableKeeps`, the seam `filter` uses) through `UnitList.rows_many` (every slave's at
+table name and statement key (`KeepTable`, the one `filter` uses) through `UnitList.rows_many` (every slave's at
 once), and `UnitList.count` walks it as the master's `UnitList.send` does, counting, never copying
 (under the placeholder and empty-transaction policies each skipped unit's form made once per
 buffer for every slave: `UnitList.skip_forms`). Only what the core leaves (control events, DDL,
@@ -40,8 +40,8 @@ from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
-from dumpfilter.rules.decider import Gated, TableKeeps, gated
-from dumpfilter.rules.statement_keys import KeyAnswers
+from dumpfilter.rules.decider import gated
+from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter import skip_policy
@@ -96,9 +96,8 @@ class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 crc_len: int, shared: dict[tuple[str, str, Gate | None], KeyAnswers] | None = None) -> None:
+                 crc_len: int, shared: dict[tuple[str, str, Gate | None], KeepTable] | None = None) -> None:
         self.filter = TransactionFilter(gated(_engine(rules, settings), gate), empty_transactions=KEEP)
-        self.keeps = TableKeeps(self.filter.decider)
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
         # A gate that reads statement texts (a restricted policy) sends a unit whose Annotate_rows /
@@ -106,32 +105,23 @@ class _SlaveCounter:
         # units whose texts the core cannot show reach only kept tables go one at a time here.
         self.guards = self.filter.decider.checks_annotations
         self.compiled = True
-        # Statement keys (issue #43): answered once per key when the rules' answer is a function of
-        # the key alone (`keys_statements`), ANDed with a restricting gate as the master does
-        # (KeyAnswers); else statement units go the per-unit way. One KeyAnswers for the slaves
-        # whose rules and gate are the same (their skip policies differ): `shared`.
-        rules_decider = self.filter.decider.rules if isinstance(self.filter.decider, Gated) else self.filter.decider
-        self.by_key = rules_decider.keys_statements
+        # The keep table (per table name and, where the rules' answer is a function of the key
+        # alone, per statement key, ANDed with a restricting gate as the master does): one for
+        # the slaves whose rules and gate are the same (their skip policies differ), `shared`.
         shared = {} if shared is None else shared
-        self.key_answers = shared.get((repr(rules), repr(settings), gate)) or shared.setdefault(
-            (repr(rules), repr(settings), gate),
-            KeyAnswers(lambda sql, db: (rules_decider.decide_statement_key(sql, db), True), gate))
+        group = (repr(rules), repr(settings), gate)
+        self.keeps = shared.get(group) or shared.setdefault(group, KeepTable(self.filter.decider))
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
         self.pending = False
         self.sent_any = False
 
-    def statement_keep(self, keys: list[tuple[int, bytes, str | None, str]]) -> bytes | None:
-        """This slave's keep byte per statement key id of a UnitList (`UnitList.statement_units`' keys)."""
-        if not self.by_key or not keys:
+    def statement_keep(self, keys: list[_core.StatementKey]) -> KeyRows | None:
+        """This slave's answers per statement key id of a UnitList (`UnitList.statement_units`' keys)."""
+        if not self.keeps.keys_enabled or not keys:
             return None
-        return self.key_answers.keep(keys)[0]
-
-    def gated_keys(self, stmt_keep: bytes) -> bytes | None:
-        """Under a restricting gate, a byte per key id: 1 where its KEEP_KEEP holds only for the
-        statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`)."""
-        return self.key_answers.gated(stmt_keep)
+        return self.keeps.rows(keys)
 
     # -- the skip policy's sink (skip_policy.UnitSink): sent bytes counted, never copied -----
     def emit(self, events: list[Event]) -> int:
@@ -195,7 +185,7 @@ class _SlaveCounter:
             event = txn.events[0]
             if event.type_code == EventType.FORMAT_DESCRIPTION:
                 self.filter.reset()
-                self.keeps.clear()
+                self.keeps.forget_tables()
             if event.type_code in _NOT_FORWARDED:
                 return
             c.kept_events += 1
@@ -239,10 +229,6 @@ class _SlaveCounter:
 _COUNTED = tuple(f.name for f in fields(SlaveCounts) if f.type in ("int", int))
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
-
-
 def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None = None, *,
                 verify_checksums: bool = True) -> list[ChunkCounts]:
     """Counts of every slave (`dumpfilter.topology.SlaveSpec`-like: name, rules, settings,
@@ -283,7 +269,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
                                                                   divide=divide, statements=True):
         if counters is None:
             fmt = fmt_before
-            answers: dict[tuple[str, str, Gate | None], KeyAnswers] = {}
+            answers: dict[tuple[str, str, Gate | None], KeepTable] = {}
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
@@ -374,29 +360,28 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     forms: dict[tuple[int, bool], bytes] = {}
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
-    keeps = list(dict.fromkeys(c.keeps.for_names(names) for c in counters if c.compiled))
+    keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters if c.compiled))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
-    # Each keep byte per key made once for the slaves that share their answers (`key_answers`).
-    stmt_keeps: dict[int, bytes | None] = {}
-    key_list = [(k.id, k.key, _text(k.db) if k.db else None, _text(k.sql)) for k in keys] if keys else []
-    for counter in counters:
-        shared = id(counter.key_answers)
-        if shared not in stmt_keeps:
-            stmt_keeps[shared] = counter.statement_keep(key_list)
+    # Each slave's answers per statement key, made once for the slaves that share a keep table.
+    stmt_rows = {id(c.keeps): c.statement_keep(keys) for c in counters}
     # Runs are looked up and recorded only where two slaves could walk one alike.
-    signatures = [(c.keeps.for_names(names) if c.compiled else None, stmt_keeps[id(c.key_answers)], c.policy_name,
+    signatures = [(c.keeps.tables(names) if c.compiled else None, _keep_of(stmt_rows[id(c.keeps)]), c.policy_name,
                    c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     for counter in counters:
         counter.out.tables = tables
-        _walk(counter, units, n, bounds, names, stmt_keeps[id(counter.key_answers)], crc, txn, after_index,
+        _walk(counter, units, n, bounds, names, stmt_rows[id(counter.keeps)], crc, txn, after_index,
               runs if alike else None, rows, forms, by_keys, formats)
     return current
 
 
+def _keep_of(stmt: KeyRows | None) -> bytes | None:
+    return None if stmt is None else stmt.keep
+
+
 def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tuple[int, int, int]],
-          names: list[TableName], stmt_keep: bytes | None, crc: bool, txn: Callable[[int], Transaction],
+          names: list[TableName], stmt: KeyRows | None, crc: bool, txn: Callable[[int], Transaction],
           after_index: set[int], runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes],
           forms: dict[tuple[int, bool], bytes] | None = None,
           by_keys: dict[tuple[bytes, bytes | None, bool], bytes] | None = None,
@@ -406,6 +391,7 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
     keep bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`:
     the buffer's, as `UnitList.statement_units` took them."""
     by_keys = {} if by_keys is None else by_keys
+    stmt_keep = _keep_of(stmt)
     c = counter.out.counts
     keep, row = None, None
     for start, stop, hour in bounds:
@@ -414,7 +400,7 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
         while i < stop:
             if counter.compiled:
                 if keep is None:
-                    keep, row, cut = counter.keeps.for_names(names), None, None
+                    keep, row, cut = counter.keeps.tables(names), None, None
                 key = None if runs is None else counter.run_key(i, stop, keep, stmt_keep)
                 done = None if runs is None or key is None else runs.get(key)
                 if done is not None:
@@ -425,8 +411,8 @@ def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tu
                         made_row = by_keys.get((keep, stmt_keep, counter.guards))
                         if made_row is None:
                             made_row = rows.get(keep) or units.rows(keep)
-                            if stmt_keep is not None:
-                                made_row = units.statement_rows(made_row, stmt_keep, counter.gated_keys(stmt_keep),
+                            if stmt is not None:
+                                made_row = units.statement_rows(made_row, stmt.keep, stmt.gated,
                                                                 formats)
                             if counter.guards:
                                 made_row = _guarded(units, made_row, keep, names, formats or [(0, 0, 1 << 62)])

@@ -1,6 +1,6 @@
 """Split on the compiled scan (issue #40): a chunk read a few MB at a time, each buffer scanned once
 by the core (`Scanner.units`), its fast MariaDB ROW units cut into every output's copy in one walk
-(`_core.split_route`, one keep array per output from the rules' seam, `TableKeeps`), its MariaDB
+(`_core.split_route`, one keep array per output from the rules' seam, `KeepTable`), its MariaDB
 statement units (MIXED, STATEMENT: a GTID, single-table DML Queries, an XID) in the same walk by
 their statements' keys (one keep byte per key for each output, each key answered once here, as
 `filter` answers them), and only the units the core does not take (DDL, control events, MySQL
@@ -25,7 +25,7 @@ from dumpfilter.codec import Event, Transaction, bad_magic, read_format_descript
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES, EventType
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
-from dumpfilter.rules.decider import TableKeeps
+from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.schema import is_schema_statement
 from dumpfilter.spark_jobs.tasks.chunks import Chunk
 from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_binlog_name
@@ -47,24 +47,24 @@ class OutputKeeps:
     to its database's output, a keyed statement to its default database's (MySQL's statement
     rule; WL#2516's effective semantics route by the tables, retargeting copies: Python). By
     --map: each map's rule engine, and the rest (what no map keeps) for the unassigned output,
-    through TableKeeps and each engine's key decision."""
+    through each one's KeepTable."""
 
     def __init__(self, router: Router):
         self.router = router
         self.by_maps = bool(router.config.maps)
         self.names: list[str | None] = []
-        self._tables: list[TableKeeps] = []
+        self._tables: list[KeepTable] = []
         self._schemas: dict[str, bytearray] = {}
         self._stmt_schemas: dict[str, bytearray] = {}  # by schema: each output's statement keep bytes
         self._stmt: list[bytearray] = []               # by maps: the same, per map and the rest
         self._keys = 0
-        self._learned: list[_core.NewKey] = []
+        self._learned: list[_core.StatementKey] = []
         self._seen = 0
         self._cache: list[bytes] | None = None
         self._stmt_cache: list[bytes] | None = None
         if self.by_maps:
             engines = router._engines
-            self._tables = [TableKeeps(e) for e in engines] + [TableKeeps(_NoMapDecider(engines))]
+            self._tables = [KeepTable(e) for e in engines] + [KeepTable(_NoMapDecider(engines))]
             self.names = [*(m.name for m in router.config.maps), router.config.unassigned]
             self._stmt = [bytearray() for _ in self.names]
             self.by_keys = all(e.keys_statements for e in engines)
@@ -87,7 +87,7 @@ class OutputKeeps:
         """Answers that may have changed (the schema model took DDL): asked again (the tables'
         when the core meets them, the statement keys' now: the core hands each key over once)."""
         for keeps in self._tables:
-            keeps.clear()
+            keeps.forget_tables()
         for keep in (*self._stmt, *self._stmt_schemas.values()):
             keep.clear()
         self._keys = 0
@@ -104,7 +104,7 @@ class OutputKeeps:
 
     def for_names(self, names: list[tuple[str, str]]) -> list[bytes]:
         if self.by_maps:
-            return [k.for_names(names) for k in self._tables]
+            return [k.tables(names) for k in self._tables]
         if self._seen == len(names) and self._cache is not None:
             return self._cache
         for index in range(self._seen, len(names)):
@@ -130,20 +130,19 @@ class OutputKeeps:
             self._stmt_cache = [bytes(k) for k in keeps]
         return self._stmt_cache
 
-    def learn(self, new_keys: list[_core.NewKey]) -> None:
+    def learn(self, new_keys: list[_core.StatementKey]) -> None:
         """Answer the keys the core met first: (key id, default database, a statement of it)."""
         self._learned.extend(new_keys)
         for key in new_keys:
-            key_id, db_raw, sql_raw = key.id, key.db, key.sql
-            sql, db = _text(sql_raw), _text(db_raw) or None
+            key_id = key.id
             if self.by_maps:
-                kept = [e.decide_statement_key(sql, db).apply for e in self.router._engines]
+                kept = [t.answer(key).code == KEEP_KEEP for t in self._tables[:-1]]
                 answers = [*kept, not any(kept)]
                 for keep, answer in zip(self._stmt, answers):
                     keep.extend(bytes(key_id - len(keep)))
                     keep.append(KEEP_KEEP if answer else KEEP_DROP)
             else:
-                schemas = self.router.route_of(sql, db).schemas
+                schemas = self.router.route_of(_text(key.sql), _text(key.db) or None).schemas
                 # A statement of no schema goes to the unassigned output, which Python writes.
                 target = next(iter(schemas)) if len(schemas) == 1 else None
                 if target is not None and target not in self._schemas:

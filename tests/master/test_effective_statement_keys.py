@@ -158,8 +158,8 @@ def test_effective_slave_over_grpc_by_key_writes_the_per_statement_relay_log(mix
     keyed = master.service.slaves[41].statement_path
     assert keyed is not None and keyed.key_units > 0
     assert keyed.python_units * 10 < keyed.key_units, keyed
-    keeps = slave._statement_keeps
-    assert keeps is not None and keeps.statements > 100
+    keeps = slave._keep_table
+    assert keeps.keys_enabled and keeps.statements > 100
     assert len(per_event) * 10 < keeps.statements, (len(per_event), keeps.statements)
     by_key = (relay_units(tmp_path / "keys"), dict(slave.counters.__dict__), _p_s(master, 41),
               master.service.slaves[41].stats)

@@ -1,5 +1,5 @@
 """The seam for "is this kept" (rules/decider.py): one Decider type whose answers are Decisions,
-one composition of a slave's rules with the master policy's gate (Gated), and one keep-cache type."""
+one composition of a slave's rules with the master policy's gate (Gated)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.rules.decider import Decider, Gated, TableKeeps, gate_statement, gate_table, gated
+from dumpfilter.rules.decider import Decider, Gated, gate_statement, gate_table, gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import MASTER_POLICY, MASTER_POLICY_UNANALYSED, UNRESTRICTED, Gate
@@ -106,29 +106,3 @@ def test_a_decider_must_answer_with_decisions():
 
     with pytest.raises(TypeError):
         Half()  # type: ignore[abstract]  # decide_statement is not optional
-
-
-class Counting(Decider):
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, str]] = []
-
-    def decide_table(self, db: str, table: str) -> Decision:
-        self.asked.append((db, table))
-        return Decision(db == "db1", "db1 only")
-
-    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
-        return Decision(True, "all")
-
-
-def test_table_keeps_asks_each_name_once_until_cleared():
-    decider = Counting()
-    keeps = TableKeeps(decider)
-    names = [("db1", "a"), ("db2", "b")]
-    assert keeps.for_names(names) == b"\x01\x00"
-    names.append(("db1", "c"))
-    assert keeps.for_names(names) == b"\x01\x00\x01"
-    assert keeps.for_names(names) == b"\x01\x00\x01"
-    assert decider.asked == names
-    keeps.clear()
-    assert keeps.for_names(names) == b"\x01\x00\x01"
-    assert decider.asked == names + names

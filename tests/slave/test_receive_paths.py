@@ -118,8 +118,8 @@ def test_statement_units_are_relayed_by_key(tmp_path, fmt):
     finally:
         TransactionFilter.filter = original
     slave.relay.close()
-    keeps = slave._statement_keeps
-    assert keeps is not None
+    keeps = slave._keep_table
+    assert keeps.keys_enabled
     assert keeps.statements > 200 and keeps.keys_decided < keeps.statements
     assert not [t for t in calls if any(e.is_query and e.sql.startswith(("INSERT", "UPDATE", "DELETE"))
                                         for e in t.events)], "a statement unit went through TransactionFilter"
@@ -175,7 +175,7 @@ def test_statement_streams_of_every_skip_policy_are_relayed_by_the_run(master_fa
     slave = run_slave(address, tmp_path / "relay", 32, rules=rules, skip_policy=policy)
     statements = [e for e in by_python if e.is_query and not framing_statement(e.sql or "")
                   and e.sql.startswith(("INSERT", "UPDATE", "DELETE"))]
-    keeps = slave._statement_keeps
-    assert keeps is not None and keeps.statements > 100
+    keeps = slave._keep_table
+    assert keeps.keys_enabled and keeps.statements > 100
     assert len(statements) < keeps.statements // 10, (len(statements), keeps.statements)
     assert relay_units(tmp_path / "relay") == expected_units(binlog, rules, policy)

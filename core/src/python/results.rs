@@ -143,7 +143,7 @@ record! {
         /// Stopped at a statement unit with a key whose answer is not given: decide the keys
         /// (`new_keys`, and any other not answered yet) and call again.
         need_keys: bool,
-        /// The statement keys met for the first time (NewKey).
+        /// The statement keys met for the first time (StatementKey).
         new_keys: Py<PyList>,
         /// The keys used (KeyUse).
         key_uses: Py<PyList>,
@@ -226,7 +226,7 @@ record! {
         placeholders: u64,
         /// Stopped at a statement key without an answer: answer `new_keys` and call again.
         need_keys: bool,
-        /// NewKey per statement key met for the first time.
+        /// StatementKey per statement key met for the first time.
         new_keys: Py<PyList>,
         /// KeyUse per statement key used by the statement units relayed.
         key_uses: Py<PyList>,
@@ -261,16 +261,6 @@ record! {
     TableName = "TableName" {
         db: Py<PyBytes>,
         table: Py<PyBytes>,
-    }
-}
-
-record! {
-    /// A statement key met for the first time: its id, the default database and the statement
-    /// it was met in.
-    NewKey = "NewKey" {
-        id: u32,
-        db: Py<PyBytes>,
-        sql: Py<PyBytes>,
     }
 }
 
@@ -330,8 +320,9 @@ record! {
 }
 
 record! {
-    /// A statement key of a segment's statement units: its id, key bytes, default database and
-    /// the first statement met with it.
+    /// A statement key met for the first time (by a scanner's walk, or in a segment's statement
+    /// units): its id, its bytes (what the key is, across scanners and segments), the default
+    /// database and the first statement met with it.
     StatementKey = "StatementKey" {
         id: u32,
         key: Py<PyBytes>,
@@ -494,17 +485,18 @@ record! {
         none: u64,
         /// Stopped at a key some output has no answer for yet.
         need_keys: bool,
-        /// NewKey per key new since the last call.
+        /// StatementKey per key new since the last call.
         new_keys: Py<PyList>,
     }
 }
 
-/// The keys `keys` met for the first time since the last call (drained), as NewKey records.
+/// The keys `keys` met for the first time since the last call (drained), as StatementKey records.
 pub(super) fn new_keys(py: Python<'_>, keys: &mut crate::stmt_keys::Keys) -> PyResult<Py<PyList>> {
     let list = PyList::empty(py);
     for k in keys.new.drain(..) {
-        list.append(NewKey {
+        list.append(StatementKey {
             id: k.id,
+            key: PyBytes::new(py, &k.key).unbind(),
             db: PyBytes::new(py, &k.db).unbind(),
             sql: PyBytes::new(py, &k.sql).unbind(),
         })?;
@@ -533,7 +525,6 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScanFault>()?;
     m.add_class::<WalkResult>()?;
     m.add_class::<TableName>()?;
-    m.add_class::<NewKey>()?;
     m.add_class::<KeyUse>()?;
     m.add_class::<LoneText>()?;
     m.add_class::<UnitEnd>()?;

@@ -408,10 +408,10 @@ impl PyUnitList {
             }
         };
         let keys = PyList::empty(py);
-        for (k, key) in st.keys.iter().enumerate() {
+        for key in &st.keys {
             keys.append(StatementKey {
                 id: key.id,
-                key: PyBytes::new(py, &st.key_bytes[k]).unbind(),
+                key: PyBytes::new(py, &key.key).unbind(),
                 db: PyBytes::new(py, &key.db).unbind(),
                 sql: PyBytes::new(py, &key.sql).unbind(),
             })?;

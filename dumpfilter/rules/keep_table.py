@@ -1,0 +1,209 @@
+"""One decider's keep table (issue #57): its keep byte per table name and per statement key, each
+asked of the decider once, the form every compiled walk takes its answers in (`filter`'s assembly,
+the slave's relay run, `split`'s route per --map, `experiment`'s counters, `simulate`'s
+reference, the master's statement units). No consumer keeps answers of its own beside it.
+
+Tables: by the scanner's name id (`tables`), asked once per name until `forget_tables` (a
+Format_description event, for a decider whose table answers may change with it).
+
+Statement keys (issue #43): the core reads, in its one pass, what a single-table DML statement's
+decision reads: its kind, the Query's default database and the one table it updates (its key,
+`_core.StatementKey`; exactly what `rules.statements.statement_tables` answers for those shapes,
+and nothing where it is not sure). Under a decider whose statement decisions are a function of
+that key (`Decider.keys_statements`), each key is decided once by its bytes, from the first
+statement met with it (`Decider.decide_statement_key`), whatever scanner or segment met it (their
+ids differ); every statement it answers is accounted (`Decider.account`), so the rule-hit
+counters come out as if each had been decided on its own. The keys reach the table one way: a
+walk hands over the keys it met (`learn`, into the scanner's id space `key_bytes` answers, or
+`rows`, a segment's own), decoded only when the table has not met their bytes before.
+
+Why a rule engine's decision is the key's (`RuleEngine.keys_statements`), under both semantics:
+* standard (rpl_filter.cc): db_ok on the (rewritten) default database, tables_ok on the one
+  updated table; no trigger is looked at (MariaDB adds the tables fired triggers write for a
+  multi-table UPDATE only, never keyed);
+* effective (WL#2516, rules.effective): the effective object is the one table the statement
+  changes (`effective_objects`: the key's table, qualified by the key's default database),
+  matched against DO/IGNORE and the binlog side's, then REWRITE of the key's default database.
+  Neither reads the trigger knowledge or the schema model (a DROP TRIGGER's and a multi-table
+  UPDATE's decisions do: they are not keyed), so a trigger on the table, which writes other
+  tables on the replica, changes nothing: WL#2516 filters on the tables the statement changes
+  (docs/effective-semantics.md). On the master's schema timeline a key's decision is kept only
+  when it was pure (`DecideKey`'s flag; master.decide.statement_keys). Not with derived tables
+  (WL#40): their ignore set grows with the stream.
+
+Under a restricting master-policy gate (a `Gated` decider) a key's answer is its rules' ANDed with
+the gate's (`_gated_key`), as the master's streams send it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
+
+from dumpfilter import _core
+from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
+from dumpfilter.rules.decider import Decider, Gated, gate_table
+from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.gate import Gate
+from dumpfilter.rules.statements import statement_tables
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
+
+
+_SELECT_KINDS = (_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT)  # a key's first byte
+
+
+class KeyAnswer(NamedTuple):
+    """A statement key's answer: its keep code (KEEP_KEEP, KEEP_DROP, KEEP_PYTHON), its rules'
+    decision, and the rule hits each statement of it counts."""
+
+    code: int
+    decision: Decision
+    counted: tuple[str, ...]
+
+
+class KeyRows(NamedTuple):
+    """A segment's answers by its key ids (`KeepTable.rows`): the keep byte per key id, each id's
+    answer, and under a restricting gate a byte per key id, 1 where its KEEP_KEEP holds only for
+    the statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`:
+    the others go to Python, which reads their whole reach); else None."""
+
+    keep: bytes
+    answers: list[KeyAnswer | None]
+    gated: bytes | None
+
+
+# A key's decision from its first statement (text, default database) and whether it is the key's
+# alone (pure: the decider read no schema timeline for it).
+DecideKey = Callable[[str, "str | None"], "tuple[Decision, bool]"]
+
+_GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `KeyRows.gated` byte
+
+
+def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
+    """A key its rules keep (`decision`, from its first statement `sql`), under a restricted master
+    policy gate: KEEP_DROP with the gate's refusal when the gate refuses its updated table (every
+    statement of the key reaches it), KEEP_PYTHON for an INSERT ... SELECT key (its statements read
+    other tables) or a text not of the key's shape after all, else KEEP_KEEP, which holds for the
+    statements whose text reaches that table alone (`KeyRows.gated`); with the rule hits each
+    statement of the key counts (the gate's refusal adds MASTER_POLICY)."""
+    updated = statement_tables(sql, db).updated
+    if len(updated) != 1:
+        return KEEP_PYTHON, decision.counted
+    refused = gate_table(decision, gate, *updated[0])
+    if not refused.apply:
+        return KEEP_DROP, refused.counted
+    return (KEEP_PYTHON if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
+
+
+class KeepTable:
+    """One decider's keep bytes, per table name and per statement key (see the module's text).
+    `decide_key`: how a key is decided, where not by the rules' `decide_statement_key` alone (the
+    master's, under its engine lock, telling whether the answer was pure). `keys_enabled`: whether
+    statements may be answered by key at all (the rules' `keys_statements`, unless the caller says)."""
+
+    __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes",
+                 "_known", "_ids", "_id_answers", "_ids_bytes", "keys_decided", "statements", "units")
+
+    def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
+                 keys_enabled: bool | None = None) -> None:
+        self._decider = decider
+        rules = decider.rules if isinstance(decider, Gated) else decider
+        gate = decider.gate if isinstance(decider, Gated) else None
+        self.gate = gate if gate is not None and gate.restricted else None
+        self._account = rules.account
+        self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db), True))
+        self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
+        self._names = bytearray()
+        self._names_bytes: bytes | None = None
+        self._known: dict[bytes, KeyAnswer] = {}   # by key bytes: each key decided once
+        self._ids = bytearray()                    # the scanner's id space (`learn`): keep byte per id
+        self._id_answers: list[KeyAnswer | None] = []
+        self._ids_bytes: bytes | None = b""
+        self.keys_decided = 0   # keys decided (each once)
+        self.statements = 0     # statements answered by key (`used`)
+        self.units = 0          # statement units written from keys (`used`)
+
+    # -- tables -------------------------------------------------------------------------------
+    def tables(self, names: Sequence[tuple[str, str]]) -> bytes:
+        """The keep bytes of `names` by name id (the scanner's list, which only grows)."""
+        keep = self._names
+        if len(keep) < len(names):
+            table_kept = self._decider.table_kept
+            keep.extend([KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP for i in range(len(keep), len(names))])
+            self._names_bytes = None
+        if self._names_bytes is None:
+            self._names_bytes = bytes(keep)
+        return self._names_bytes
+
+    def forget_tables(self) -> None:
+        """A Format_description event: every table asked again."""
+        self._names.clear()
+        self._names_bytes = None
+
+    # -- statement keys -----------------------------------------------------------------------
+    def answer(self, key: _core.StatementKey) -> KeyAnswer:
+        """The answer of `key`, decided from its statement the first time its bytes are met."""
+        raw = key.key
+        found = self._known.get(raw)
+        if found is not None:
+            return found
+        sql, db = _text(key.sql), _text(key.db) or None
+        decision, pure = self._decide(sql, db)
+        code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
+        if not pure:  # its units decided in Python, at their position
+            code = KEEP_PYTHON
+        elif self.gate is not None and code == KEEP_KEEP:
+            code, counted = _gated_key(raw, sql, db, decision, self.gate)
+        found = self._known[raw] = KeyAnswer(code, decision, counted)
+        self.keys_decided += 1
+        return found
+
+    def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
+        """A segment's keys (ids from 0, its own id space) answered: `KeyRows`."""
+        size = max((k.id for k in keys), default=-1) + 1
+        keep = bytearray(size)
+        answers: list[KeyAnswer | None] = [None] * size
+        answer = self.answer
+        for key in keys:
+            found = answers[key.id] = answer(key)
+            keep[key.id] = found.code
+        return KeyRows(bytes(keep), answers, None if self.gate is None else bytes(keep.translate(_GATED)))
+
+    def learn(self, new_keys: Iterable[_core.StatementKey]) -> None:
+        """The keys a scanner's walk met for the first time, answered into its id space
+        (`key_bytes`); ids not met yet stay KEEP_ASK."""
+        ids, id_answers, answer = self._ids, self._id_answers, self.answer
+        for key in new_keys:
+            key_id = key.id
+            if len(ids) <= key_id:
+                grow = key_id + 1 - len(ids)
+                ids.extend(bytes([KEEP_ASK]) * grow)
+                id_answers.extend([None] * grow)
+            found = id_answers[key_id] = answer(key)
+            ids[key_id] = found.code
+        self._ids_bytes = None
+
+    def key_bytes(self) -> bytes:
+        """The keep byte per key id of the scanner's id space, as the core's walks take them."""
+        if self._ids_bytes is None:
+            self._ids_bytes = bytes(self._ids)
+        return self._ids_bytes
+
+    def restart_keys(self) -> None:
+        """A new scanner (the next input file): its key ids start again (the answers by key
+        bytes and the counters go on)."""
+        self._ids.clear()
+        self._id_answers.clear()
+        self._ids_bytes = b""
+
+    def used(self, key_uses: Iterable[_core.KeyUse], units: int, statements: int) -> None:
+        """Account the statements a walk answered by the scanner's key ids (`learn`'s)."""
+        account, id_answers = self._account, self._id_answers
+        for use in key_uses:
+            found = id_answers[use.id]
+            assert found is not None  # the core uses only keys it handed to `learn` first
+            account(found.decision, use.statements)
+        self.units += units
+        self.statements += statements

@@ -1,0 +1,114 @@
+"""The one keep table (rules/keep_table.py, issue #57): per table name and per statement key, each
+asked of the decider once; a key by its bytes whatever scanner or segment met it; a restricting
+gate ANDed in as the master sends; the statements a walk answered by key accounted."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from dumpfilter import _core
+from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
+from dumpfilter.rules.decider import Decider, gated
+from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.gate import MASTER_POLICY, Gate
+from dumpfilter.rules.keep_table import KeepTable
+from dumpfilter.rules.parse import StartupFilters
+
+
+class Key(NamedTuple):  # the fields of a _core.StatementKey
+    id: int
+    key: bytes
+    db: bytes
+    sql: bytes
+
+
+class Use(NamedTuple):  # the fields of a _core.KeyUse
+    id: int
+    statements: int
+
+
+def engine(*options: str) -> RuleEngine:
+    pairs = [tuple(option.removeprefix("--").split("=", 1)) for option in options]
+    return RuleEngine(StartupFilters.from_options(pairs).global_rules)
+
+
+class Counting(Decider):
+    keys_statements = True
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+        self.keys: list[tuple[str, str | None]] = []
+        self.accounted: list[tuple[bool, int]] = []
+
+    def decide_table(self, db: str, table: str) -> Decision:
+        self.asked.append((db, table))
+        return Decision(db == "db1", "db1 only")
+
+    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
+        return Decision(current_db == "db1", "db1 only")
+
+    def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
+        self.keys.append((sql, current_db))
+        return self.decide_statement(sql, current_db)
+
+    def account(self, decision: Decision, times: int) -> None:
+        self.accounted.append((decision.apply, times))
+
+
+def test_tables_are_asked_once_each_until_forgotten():
+    decider = Counting()
+    keeps = KeepTable(decider)
+    names = [("db1", "a"), ("db2", "b")]
+    assert keeps.tables(names) == bytes([KEEP_KEEP, KEEP_DROP])
+    names.append(("db1", "c"))
+    assert keeps.tables(names) == bytes([KEEP_KEEP, KEEP_DROP, KEEP_KEEP])
+    assert keeps.tables(names) == bytes([KEEP_KEEP, KEEP_DROP, KEEP_KEEP])
+    assert decider.asked == names
+    keeps.forget_tables()
+    assert keeps.tables(names) == bytes([KEEP_KEEP, KEEP_DROP, KEEP_KEEP])
+    assert decider.asked == names + names
+
+
+def test_a_key_is_decided_once_by_its_bytes_across_id_spaces():
+    decider = Counting()
+    keeps = KeepTable(decider)
+    assert keeps.keys_enabled
+    keeps.learn([Key(0, b"k-db1", b"db1", b"UPDATE t SET a=1"), Key(2, b"k-db2", b"db2", b"UPDATE t SET a=2")])
+    assert keeps.key_bytes() == bytes([KEEP_KEEP, KEEP_ASK, KEEP_DROP])
+    assert decider.keys == [("UPDATE t SET a=1", "db1"), ("UPDATE t SET a=2", "db2")]
+    keeps.used([Use(0, 5), Use(2, 3)], units=4, statements=8)
+    assert decider.accounted == [(True, 5), (False, 3)]
+    assert (keeps.units, keeps.statements, keeps.keys_decided) == (4, 8, 2)
+    # The next file's scanner: ids start again, the answers by bytes go on.
+    keeps.restart_keys()
+    assert keeps.key_bytes() == b""
+    keeps.learn([Key(0, b"k-db2", b"db2", b"UPDATE t SET a=9")])
+    assert keeps.key_bytes() == bytes([KEEP_DROP])
+    # A segment's own id space (the master, experiment, verify) shares the answers too.
+    rows = keeps.rows([Key(1, b"k-db1", b"db1", b"x"), Key(0, b"k-new", b"", b"UPDATE t SET a=3")])
+    assert rows.keep == bytes([KEEP_DROP, KEEP_KEEP]) and rows.gated is None
+    assert rows.answers[1] is not None and rows.answers[1].decision.apply
+    assert decider.keys[2:] == [("UPDATE t SET a=3", None)]  # an empty default database is none
+    assert keeps.keys_decided == 3
+
+
+def test_an_impure_key_goes_to_python():
+    keeps = KeepTable(Counting(), decide_key=lambda sql, db: (Decision(True, "r"), False), keys_enabled=True)
+    assert keeps.rows([Key(0, b"k", b"db1", b"UPDATE t SET a=1")]).keep == bytes([KEEP_PYTHON])
+
+
+def test_a_restricting_gate_is_anded_with_the_rules_answer():
+    rules = engine("--replicate-wild-do-table=%.%")
+    keeps = KeepTable(gated(rules, Gate(("shop.%",), restricted=True)))
+    assert keeps.keys_enabled == rules.keys_statements
+    update = bytes([_core.KIND_UPDATE])  # a key's first byte: its kind
+    rows = keeps.rows([Key(0, update + b"shop", b"shop", b"UPDATE t SET a=1"),
+                       Key(1, update + b"crm", b"crm", b"UPDATE t SET a=1"),
+                       Key(2, bytes([_core.KIND_INSERT_SELECT]) + b"shop", b"shop", b"INSERT INTO t SELECT * FROM u")])
+    assert rows.keep == bytes([KEEP_KEEP, KEEP_DROP, KEEP_PYTHON])
+    assert rows.gated == bytes([1, 0, 0])
+    assert rows.answers[1] is not None and MASTER_POLICY in rows.answers[1].counted
+    # Without a restriction the gate is no part of the answer.
+    plain = KeepTable(gated(rules, Gate(("shop.%",), restricted=False)))
+    assert plain.rows([Key(0, update + b"crm", b"crm", b"UPDATE t SET a=1")]).keep == bytes([KEEP_KEEP])
