@@ -70,7 +70,7 @@ class KeyRows(NamedTuple):
     the others go to Python, which reads their whole reach); else None."""
 
     keep: bytes
-    answers: list[KeyAnswer | None]
+    answers: list[KeyAnswer]
     gated: bytes | None
 
 
@@ -161,15 +161,12 @@ class KeepTable:
         return found
 
     def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
-        """A segment's keys (ids from 0, its own id space) answered: `KeyRows`."""
-        size = max((k.id for k in keys), default=-1) + 1
-        keep = bytearray(size)
-        answers: list[KeyAnswer | None] = [None] * size
-        answer = self.answer
-        for key in keys:
-            found = answers[key.id] = answer(key)
-            keep[key.id] = found.code
-        return KeyRows(bytes(keep), answers, None if self.gate is None else bytes(keep.translate(_GATED)))
+        """A segment's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
+        `UnitList.statement_units` gives them."""
+        known, answer = self._known, self.answer
+        answers = [known.get(k.key) or answer(k) for k in keys]
+        keep = bytes([a.code for a in answers])
+        return KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED))
 
     def learn(self, new_keys: Iterable[_core.StatementKey]) -> None:
         """The keys a scanner's walk met for the first time, answered into its id space

@@ -98,7 +98,7 @@ class StreamStatementKeys:
                 return decision, not engine.consulted and decision.assumption is None
         return decide
 
-    def account(self, decided: list[KeyAnswer | None], tally: bytearray, hits: RuleHits) -> None:
+    def account(self, decided: list[KeyAnswer], tally: bytearray, hits: RuleHits) -> None:
         """The statements a send answered by key (`tally`: a u32 per key id), into the rule hits
         (`hits`: RuleHits) and the engine's counters, as each decision would have counted them."""
         counts = memoryview(tally).cast("I").tolist()
@@ -109,7 +109,6 @@ class StreamStatementKeys:
         for key_id, times in enumerate(counts):
             if times:
                 answer = decided[key_id]
-                assert answer is not None, "the core sends by key only the keys `keep_for` answered"
                 _, decision, counted = answer
                 for name in counted:
                     total[name] += times

@@ -363,7 +363,10 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters if c.compiled))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     # Each slave's answers per statement key, made once for the slaves that share a keep table.
-    stmt_rows = {id(c.keeps): c.statement_keep(keys) for c in counters}
+    stmt_rows: dict[int, KeyRows | None] = {}
+    for counter in counters:
+        if id(counter.keeps) not in stmt_rows:
+            stmt_rows[id(counter.keeps)] = counter.statement_keep(keys)
     # Runs are looked up and recorded only where two slaves could walk one alike.
     signatures = [(c.keeps.tables(names) if c.compiled else None, _keep_of(stmt_rows[id(c.keeps)]), c.policy_name,
                    c.guards) for c in counters]
