@@ -56,7 +56,7 @@ const PREFETCH_AHEAD: usize = 8;
 
 /// Asks for the cache lines of `src` (at most 2 KB of it) ahead of the copy.
 #[inline]
-fn prefetch(src: &[u8]) {
+pub(crate) fn prefetch(src: &[u8]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -124,7 +124,11 @@ impl Sent {
 
     /// own[start..] (just appended) as the next piece.
     pub(crate) fn own_range(&mut self, start: usize) {
-        let end = self.own.len();
+        self.own_span(start, self.own.len());
+    }
+
+    /// own[start..end] as the next piece (joined to the last one where it follows it in `own`).
+    pub(crate) fn own_span(&mut self, start: usize, end: usize) {
         if let Some(Piece::Own { end: e, .. }) = self.pieces.last_mut() {
             if *e == start {
                 *e = end;
