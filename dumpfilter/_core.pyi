@@ -924,9 +924,11 @@ def renumber(buf: bytearray, start: int, stop: int, base: int, crc: bool) -> Ren
 def plain_statement(sql: bytes) -> bool | None:
     """`rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
     answer (text with non-ASCII bytes or a leading comment; see sql::plain_statement)."""
-def statement_key(sql: bytes) -> StatementShape | None:
+def statement_key(sql: bytes, escaped: bool = False) -> StatementShape | None:
     """The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
-    stmt::dml_shape), or None where Python's parser decides."""
+    stmt::dml_shape), or None where Python's parser decides. `escaped`: as the walk reads a Query
+    whose status variables say backslash escapes and a client character set in which a backslash
+    byte is always one."""
 
 
 def statement_facts(sql: bytes) -> StatementFacts | None:

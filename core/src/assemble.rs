@@ -8,8 +8,8 @@
 use crate::keep::{self, Keep, KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
-use crate::sql::query_ranges;
-use crate::stmt::{dml_shape, framing};
+use crate::sql::{query_literals, query_ranges};
+use crate::stmt::{dml_shape_read, framing};
 use crate::stmt_keys::Keys;
 use crate::types::*;
 use crate::unit_cut::{keep_of, partial};
@@ -491,7 +491,8 @@ impl StatementWalk {
                     };
                     let (db, sql) = (&buf[db], &buf[sql]);
                     let (from, n) = pending.take().unwrap_or((at, 0));
-                    if let Some(shape) = dml_shape(sql) {
+                    let literals = || query_literals(buf, at, query_post);
+                    if let Some(shape) = dml_shape_read(sql, literals) {
                         let id = keys.id(db, sql, &shape, &mut self.scratch);
                         self.content += 1;
                         self.used.push(id);

@@ -9,6 +9,7 @@ use crate::format::Format;
 use crate::le::u16_at;
 use crate::payload::mariadb_uncompress;
 use crate::scan::ScanError;
+pub use crate::stmt_cues::Literals;
 use crate::types::*;
 
 /// The default database and SQL text (ranges of `raw`, CRC excluded) of the plain QUERY event at
@@ -33,6 +34,81 @@ pub fn query_ranges(
         return None;
     }
     Some((db_start..db_start + db_len, db_start + db_len + 1..stop))
+}
+
+// The status variables read before the two that say how literals read (log_event.h,
+// Query_log_event's status block: each a code byte, then a value of a known size; MariaDB writes
+// its own after the common ones).
+const Q_FLAGS2: u8 = 0;
+const Q_SQL_MODE: u8 = 1;
+const Q_CATALOG: u8 = 2;
+const Q_AUTO_INCREMENT: u8 = 3;
+const Q_CHARSET: u8 = 4;
+const Q_TIME_ZONE: u8 = 5;
+const Q_CATALOG_NZ: u8 = 6;
+const Q_LC_TIME_NAMES: u8 = 7;
+const Q_CHARSET_DATABASE: u8 = 8;
+const Q_TABLE_MAP_FOR_UPDATE: u8 = 9;
+const Q_MASTER_DATA_WRITTEN: u8 = 10;
+const Q_INVOKER: u8 = 11;
+const Q_MICROSECONDS: u8 = 13;
+const Q_HRNOW: u8 = 128; // MariaDB
+const Q_XID: u8 = 129; // MariaDB
+/// sql_mode's NO_BACKSLASH_ESCAPES bit (MODE_NO_BACKSLASH_ESCAPES, 1 << 20), and ANSI_QUOTES
+/// (a double-quoted text is then a name, read without escapes: left to the reading of both).
+const MODE_NO_BACKSLASH_ESCAPES: u64 = 1 << 20;
+const MODE_ANSI_QUOTES: u64 = 1 << 2;
+
+/// Client character sets (by the collation id Q_CHARSET gives) whose every byte of a
+/// backslash's value is a backslash: latin1, ascii, binary, utf8mb3 and utf8mb4 (MySQL's and
+/// MariaDB's ids for their common collations). Any other id keeps the byte-wise caution.
+fn plain_backslash(collation: u16) -> bool {
+    matches!(collation,
+        5 | 8 | 11 | 15 | 31 | 33 | 45..=49 | 63 | 65 | 76 | 83 | 94 | 192..=247 | 255..=323
+        | 1057 | 1069 | 1070 | 1107)
+}
+
+/// `Literals` of the QUERY event at raw[q..] (`query_post` its post-header length).
+pub fn query_literals(raw: &[u8], q: usize, query_post: usize) -> Literals {
+    let Some(len) = u16_at(raw, q + HEADER_LEN + 11) else {
+        return Literals::Unknown;
+    };
+    let from = q + HEADER_LEN + query_post;
+    let Some(vars) = raw.get(from..from + len as usize) else {
+        return Literals::Unknown;
+    };
+    let (mut escapes, mut plain, mut i) = (None, false, 0);
+    while i < vars.len() && (escapes.is_none() || !plain) {
+        let code = vars[i];
+        let at = |k: usize| vars.get(i + 1 + k).copied().map(usize::from);
+        let size = match code {
+            Q_FLAGS2 | Q_AUTO_INCREMENT | Q_MASTER_DATA_WRITTEN => Some(4),
+            Q_SQL_MODE | Q_TABLE_MAP_FOR_UPDATE | Q_XID => Some(8),
+            Q_CATALOG => at(0).map(|n| n + 2),
+            Q_CHARSET => Some(6),
+            Q_TIME_ZONE | Q_CATALOG_NZ => at(0).map(|n| n + 1),
+            Q_LC_TIME_NAMES | Q_CHARSET_DATABASE => Some(2),
+            Q_INVOKER => at(0).and_then(|user| at(1 + user).map(|host| user + host + 2)),
+            Q_MICROSECONDS | Q_HRNOW => Some(3),
+            _ => None, // a code whose size is not known here: what follows is not read
+        };
+        let Some(size) = size.filter(|n| i + 1 + n <= vars.len()) else {
+            break;
+        };
+        let value = &vars[i + 1..i + 1 + size];
+        if code == Q_SQL_MODE {
+            let mode = u64::from_le_bytes(value.try_into().expect("8 bytes"));
+            escapes = Some(mode & (MODE_NO_BACKSLASH_ESCAPES | MODE_ANSI_QUOTES) == 0);
+        } else if code == Q_CHARSET {
+            plain = plain_backslash(u16::from_le_bytes([value[0], value[1]]));
+        }
+        i += 1 + size;
+    }
+    match (escapes, plain) {
+        (Some(true), true) => Literals::EscapedPlainBytes,
+        (Some(true), false) => Literals::Escaped,
+        _ => Literals::Unknown,
+    }
 }
 
 /// The SQL text of a Query (or Query_compressed, Execute_load_query) event, decompressed.
@@ -211,4 +287,116 @@ fn has_database_word(sql: &[u8]) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stmt_cues::{outside_literals, Cues};
+
+    /// A QUERY event (no checksum, post-header of 13 bytes) with status variables `vars`.
+    fn query(vars: &[u8]) -> Vec<u8> {
+        let mut e = vec![0u8; HEADER_LEN];
+        e[4] = QUERY;
+        e.extend_from_slice(&[0; 8]);
+        e.push(0); // db_len
+        e.extend_from_slice(&[0, 0]);
+        e.extend_from_slice(&(vars.len() as u16).to_le_bytes());
+        e.extend_from_slice(vars);
+        e.extend_from_slice(b"\0UPDATE t SET a=1");
+        e
+    }
+
+    fn vars(mode: u64, collation: u16) -> Vec<u8> {
+        let mut v = vec![Q_FLAGS2, 0, 0, 0, 0, Q_SQL_MODE];
+        v.extend_from_slice(&mode.to_le_bytes());
+        v.extend_from_slice(&[Q_CATALOG_NZ, 3, b's', b't', b'd', Q_CHARSET]);
+        v.extend_from_slice(&collation.to_le_bytes());
+        v.extend_from_slice(&[45, 0, 8, 0]);
+        v
+    }
+
+    #[test]
+    fn the_status_variables_say_how_literals_read() {
+        let strict = 1 << 21; // STRICT_TRANS_TABLES: no bearing on literals
+        for (vars, want) in [
+            (vars(strict, 45), Literals::EscapedPlainBytes), // utf8mb4_general_ci
+            (vars(0, 8), Literals::EscapedPlainBytes),       // latin1
+            (vars(strict, 13), Literals::Escaped), // sjis: a backslash may be a trail byte
+            (vars(strict, 2304), Literals::Escaped), // an id not known here
+            (vars(MODE_NO_BACKSLASH_ESCAPES, 45), Literals::Unknown),
+            (vars(MODE_ANSI_QUOTES | strict, 45), Literals::Unknown),
+            (vec![Q_FLAGS2, 0, 0, 0, 0], Literals::Unknown), // no sql_mode
+            (
+                vec![99, 1, 2, 3, Q_SQL_MODE, 0, 0, 0, 0, 0, 0, 0, 0],
+                Literals::Unknown,
+            ), // an unknown code first
+            (vec![Q_FLAGS2, 0, 0, Q_SQL_MODE], Literals::Unknown), // cut short
+        ] {
+            assert_eq!(query_literals(&query(&vars), 0, 13), want, "{vars:?}");
+        }
+        // The sql_mode alone (no charset before an unknown code): escapes, byte-wise caution.
+        let mut v = vec![Q_SQL_MODE];
+        v.extend_from_slice(&0u64.to_le_bytes());
+        v.push(200);
+        assert_eq!(query_literals(&query(&v), 0, 13), Literals::Escaped);
+        assert_eq!(
+            query_literals(&query(&v)[..HEADER_LEN + 12], 0, 13),
+            Literals::Unknown
+        );
+    }
+
+    #[test]
+    fn a_literal_is_read_as_the_query_says() {
+        use Literals::*;
+        for (sql, unknown, escaped, plain_bytes) in [
+            // Ends at another quote without escapes: read only where the Query says.
+            (
+                &b"INSERT INTO t VALUES ('O\\'Brien', '\xc3\xa9')"[..],
+                Cues::Parser,
+                Cues::Literal,
+                Cues::Literal,
+            ),
+            // A backslash after a byte outside ASCII: a trail byte in sjis, so only in utf8mb4 & co.
+            (
+                b"INSERT INTO t VALUES ('caf\xc3\xa9\\'s')",
+                Cues::Parser,
+                Cues::Parser,
+                Cues::Literal,
+            ),
+            (
+                b"INSERT INTO t VALUES ('\x95\\\\')",
+                Cues::Parser,
+                Cues::Parser,
+                Cues::Literal,
+            ),
+            // What escapes hide stays hidden; what is outside every literal is still a cue.
+            (
+                b"INSERT INTO t VALUES ('a\\' -- b')",
+                Cues::Parser,
+                Cues::Literal,
+                Cues::Literal,
+            ),
+            (
+                b"INSERT INTO t VALUES ('a\\') -- b",
+                Cues::Parser,
+                Cues::Parser,
+                Cues::Parser,
+            ),
+            (
+                b"INSERT INTO t VALUES ('a\\')",
+                Cues::Parser,
+                Cues::Parser,
+                Cues::Parser,
+            ), // unclosed
+        ] {
+            let got = [Unknown, Escaped, EscapedPlainBytes].map(|l| outside_literals(sql, l));
+            assert_eq!(
+                got,
+                [unknown, escaped, plain_bytes],
+                "{:?}",
+                String::from_utf8_lossy(sql)
+            );
+        }
+    }
 }

@@ -25,7 +25,7 @@
 
 use std::borrow::Cow;
 
-use crate::stmt_cues::{needs_python, outside_literals, word, Cues};
+use crate::stmt_cues::{needs_python, outside_literals, word, Cues, Literals};
 
 pub const KIND_INSERT: u8 = 1;
 pub const KIND_REPLACE: u8 = 2;
@@ -253,6 +253,12 @@ pub(crate) fn reserved(t: &[u8]) -> bool {
 /// The single-table DML shape of `sql`, as `rules.statements._fast_path` reads it; None where it
 /// does not read one, or where the core is not sure to read it alike (see the module's doc).
 pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
+    dml_shape_read(sql, || Literals::Unknown)
+}
+
+/// `dml_shape` of a Query's text whose string literals the server read as `literals` says (its
+/// status variables: `sql::query_literals`, read only for a text whose literals are read).
+pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option<Shape<'_>> {
     let mut c = Cursor { s: sql, at: 0 };
     c.spaces();
     let verb = c.token();
@@ -274,7 +280,7 @@ pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
     // which is read before any SELECT: keyed apart (KIND_INSERT_SELECT), the rest of the text
     // unread. A SELECT in an UPDATE or DELETE goes to Python (a multi-table form may hide behind it).
     let cues = if needs_python(sql) {
-        outside_literals(sql)
+        outside_literals(sql, literals())
     } else {
         Cues::Literal
     };

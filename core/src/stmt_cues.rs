@@ -5,6 +5,21 @@
 //! again with its string literals skipped (UTF-8 values, a `'#'` or `'--'` in a value are no
 //! cue). `stmt::dml_shape` asks them first.
 
+/// How the server read a Query's string literals, from its status variables
+/// (`sql::query_literals`): `Unknown` where they do not say (a literal is then read only where
+/// every reading ends it at the same quote: `literal_end`); `Escaped` where its sql_mode has
+/// backslash escapes on (MySQL's default: `'O\'Brien'` is one literal); `EscapedPlainBytes`
+/// where, besides, its client character set is one in which a backslash byte is always a
+/// backslash (never the second byte of a character, as it may be in sjis, cp932, gbk, big5 or
+/// gb18030).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Literals {
+    #[default]
+    Unknown,
+    Escaped,
+    EscapedPlainBytes,
+}
+
 /// `\b`'s word characters in ASCII text.
 #[inline]
 pub(crate) fn word(b: u8) -> bool {
@@ -132,7 +147,7 @@ pub(crate) enum Cues {
 /// have had of it (`literal_end`), and an unclosed literal or backquoted name. A double-quoted
 /// literal is a name under ANSI_QUOTES: the same span, read without escapes, which
 /// `literal_end` holds equal.
-pub(crate) fn outside_literals(sql: &[u8]) -> Cues {
+pub(crate) fn outside_literals(sql: &[u8], literals: Literals) -> Cues {
     let n = sql.len();
     let mut selects = false;
     let mut name = false; // inside a backquoted name
@@ -144,7 +159,7 @@ pub(crate) fn outside_literals(sql: &[u8]) -> Cues {
                 name = !name; // a doubled backquote closes and opens again: the same span
                 i += 1;
             }
-            b'\'' | b'"' if !name => match literal_end(sql, i) {
+            b'\'' | b'"' if !name => match literal_end(sql, i, literals) {
                 Some(end) => i = end,
                 None => return Cues::Parser,
             },
@@ -180,8 +195,9 @@ pub(crate) fn outside_literals(sql: &[u8]) -> Cues {
 /// second byte of a character, no escape (the bytes `' 0x95 \ \ '` are a character and an
 /// escaped quote in sjis: an unclosed literal); after an ASCII byte it starts a character in
 /// every character set a client may use. No byte of a character is a quote, so without a
-/// backslash a quote ends the literal under every reading.
-fn literal_end(sql: &[u8], open: usize) -> Option<usize> {
+/// backslash a quote ends the literal under every reading. Where the Query says how it was read
+/// (`Literals`, from its sql_mode and client character set), a literal is read that way alone.
+fn literal_end(sql: &[u8], open: usize, literals: Literals) -> Option<usize> {
     let q = sql[open];
     let mut i = open + 1;
     loop {
@@ -195,9 +211,15 @@ fn literal_end(sql: &[u8], open: usize) -> Option<usize> {
         i = stop + 2;
     }
     let escaped = closing_quote(sql, open, true)?;
-    let plain = closing_quote(sql, open, false)?;
     let trail = |w: &[u8]| w[0] >= 0x80 && w[1] == b'\\';
-    (escaped == plain && !sql[open + 1..plain].windows(2).any(trail)).then_some(plain + 1)
+    match literals {
+        Literals::EscapedPlainBytes => Some(escaped + 1),
+        Literals::Escaped => (!sql[open + 1..escaped].windows(2).any(trail)).then_some(escaped + 1),
+        Literals::Unknown => {
+            let plain = closing_quote(sql, open, false)?;
+            (escaped == plain && !sql[open + 1..plain].windows(2).any(trail)).then_some(plain + 1)
+        }
+    }
 }
 
 /// The closing quote of the literal opening at sql[open], read with or without backslash escapes.
@@ -389,7 +411,7 @@ mod tests {
             }
             let want = outside_literals_reference(&text);
             assert_eq!(
-                outside_literals(&text),
+                outside_literals(&text, Literals::Unknown),
                 want,
                 "{:?}",
                 String::from_utf8_lossy(&text)
@@ -428,7 +450,7 @@ mod tests {
             (b"DELETE FROM t WHERE a='x' RETURNING a", Cues::Parser),
         ] {
             assert_eq!(
-                outside_literals(sql),
+                outside_literals(sql, Literals::Unknown),
                 want,
                 "{:?}",
                 String::from_utf8_lossy(sql)

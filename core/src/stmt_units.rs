@@ -10,8 +10,8 @@ use crate::keep::{self, Keep};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
 use crate::skip_forms::is_placeholder;
-use crate::sql::query_ranges;
-use crate::stmt::{dml_shape, framing};
+use crate::sql::{query_literals, query_ranges};
+use crate::stmt::{dml_shape_read, framing};
 use crate::stmt_keys::{Keys, NewKey};
 use crate::types::{HEADER_LEN, INTVAR, QUERY, RAND, USER_VAR, XID};
 use crate::unit_list::UnitList;
@@ -317,7 +317,8 @@ pub(crate) fn walk(
             QUERY => {
                 let (db, sql) = query_ranges(&buf[..nxt], at, query_post, crc_len)?;
                 let (from, n) = pending.take().unwrap_or((at, 0));
-                if let Some(shape) = dml_shape(&buf[sql.clone()]) {
+                let literals = || query_literals(buf, at, query_post);
+                if let Some(shape) = dml_shape_read(&buf[sql.clone()], literals) {
                     content += 1;
                     out.push((Some(shape), from, nxt, n + 1, Some(db), Some(sql)));
                 } else if framing(&buf[sql]) == Some(true) && n == 0 {

@@ -83,3 +83,21 @@ def test_filter_answers_them_by_key(utf8_binlog, tmp_path, rules):
     # A unit with a declined statement is decided in Python whole (its five statements).
     assert stats.statements_by_key >= len(dml) - 5 * declined > len(dml) / 2, (stats.statements_by_key, declined)
     assert by_python <= 5 * declined + 20, (by_python, declined, stats.statements_by_key)
+
+
+@pytest.mark.parametrize("rules", [{"do_db": ["app1"]}], ids=str)
+def test_apostrophes_are_keyed_where_the_query_says_how_it_reads(utf8_binlog, tmp_path, rules):
+    """A Query's status variables say how the server read its literals: sql_mode without
+    NO_BACKSLASH_ESCAPES (MariaDB's default) and a utf8mb4 client, in which a backslash byte is
+    always a backslash. The walk then reads `'O\\'Brien'` as the server did, and keys the
+    statements the text alone leaves in doubt (before: every unit holding one went to Python)."""
+    engine = Counting(RuleSet(**rules), Settings(flavor="mariadb"))
+    stats = filter_files([utf8_binlog], TransactionFilter(engine), FileSink(tmp_path / "keys.bin"))
+    reference = PerStatement(RuleEngine(RuleSet(**rules), Settings(flavor="mariadb")))
+    filter_files([utf8_binlog], TransactionFilter(reference), FileSink(tmp_path / "ref.bin"))
+    assert (tmp_path / "keys.bin").read_bytes() == (tmp_path / "ref.bin").read_bytes()
+    dml = list(_dml(utf8_binlog))
+    declined = sum(_core.statement_key(sql.encode()) is None for _, sql in dml)
+    assert declined > 0  # the text alone leaves them in doubt
+    assert stats.statements_by_key == len(dml), (stats.statements_by_key, len(dml), declined)
+    assert engine.asked - stats.statement_keys <= 20  # the DDL

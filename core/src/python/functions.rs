@@ -97,10 +97,18 @@ pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
 }
 
 /// The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
-/// stmt::dml_shape), or None where Python's parser decides.
+/// stmt::dml_shape), or None where Python's parser decides. `escaped`: as the walk reads a Query
+/// whose status variables say backslash escapes and a client character set in which a backslash
+/// byte is always one (sql::Literals::EscapedPlainBytes).
 #[pyfunction]
-pub(super) fn statement_key(py: Python<'_>, sql: &[u8]) -> Option<StatementShape> {
-    crate::stmt::dml_shape(sql).map(|s| StatementShape {
+#[pyo3(signature = (sql, escaped = false))]
+pub(super) fn statement_key(py: Python<'_>, sql: &[u8], escaped: bool) -> Option<StatementShape> {
+    let literals = if escaped {
+        crate::sql::Literals::EscapedPlainBytes
+    } else {
+        crate::sql::Literals::Unknown
+    };
+    crate::stmt::dml_shape_read(sql, || literals).map(|s| StatementShape {
         kind: s.kind,
         db: s.db.map(|d| PyBytes::new(py, &d).unbind()),
         table: PyBytes::new(py, &s.table).unbind(),
