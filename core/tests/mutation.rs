@@ -151,12 +151,53 @@ fn synthetic(mariadb: bool, crc: bool) -> Vec<u8> {
     out
 }
 
+/// A placeholder: a RAND event whose seeds are the size and type of the event it stands for.
+fn rand(crc: bool) -> Vec<u8> {
+    let mut body = 60u64.to_le_bytes().to_vec();
+    body.extend_from_slice(&30u64.to_le_bytes());
+    event(13, &body, crc, 0)
+}
+
+/// `synthetic`, with every third transaction as the placeholder policy sends a skipped one (its
+/// framing, and a RAND for every other event: the scanner takes runs of them in a loop of their
+/// own) and a RAND before each DDL statement (inside a MariaDB standalone group).
+fn with_placeholders(mariadb: bool, crc: bool) -> Vec<u8> {
+    let data = synthetic(mariadb, crc);
+    let mut out = data[..4].to_vec();
+    let (mut at, mut k) = (4, 0);
+    let mut gtids = 0;
+    while at + 19 <= data.len() {
+        let size = u32::from_le_bytes(data[at + 9..at + 13].try_into().unwrap()) as usize;
+        let t = data[at + 4];
+        let event = &data[at..at + size];
+        if t == 162 || t == 33 {
+            gtids += 1;
+        }
+        let skipped = gtids % 3 == 2;
+        match t {
+            19 | 30 if skipped => out.extend(rand(crc)),
+            2 if event.windows(6).any(|w| w == b"CREATE") => {
+                out.extend(rand(crc));
+                out.extend_from_slice(event);
+            }
+            _ => out.extend_from_slice(event),
+        }
+        at += size;
+        k += 1;
+    }
+    assert!(k > 12 && at == data.len());
+    out
+}
+
 fn seeds() -> Vec<Vec<u8>> {
     let mut seeds = vec![
         synthetic(true, true),
         synthetic(true, false),
         synthetic(false, true),
         synthetic(false, false),
+        with_placeholders(true, true),
+        with_placeholders(true, false),
+        with_placeholders(false, true),
     ];
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/real_binlogs");
     if let Ok(dirs) = std::fs::read_dir(&root) {
@@ -613,6 +654,46 @@ fn synthetic_binlogs_group_as_expected() {
         assert_eq!(fast, 10, "mariadb={mariadb} crc={crc}");
         assert!(out.units[13].flags & _core::scan::F_ROTATE_END != 0);
         assert_eq!(scanner.names.len(), 10);
+    }
+}
+
+#[test]
+fn placeholder_units_group_as_the_general_path_groups_them() {
+    for (mariadb, crc) in [(true, true), (false, true), (true, false)] {
+        let data = with_placeholders(mariadb, crc);
+        let out = Scanner::new(true).units(&data, 4, 0, usize::MAX, true);
+        assert!(out.error.is_none());
+        // The RANDs' own loop runs where CRCs are checked a run at a time, or not at all; the
+        // general path, event by event, where they are checked one by one.
+        let mut one_by_one = Scanner::new(true);
+        one_by_one.batch_crc = false;
+        let general = one_by_one.units(&data, 4, 0, usize::MAX, true);
+        assert_eq!(
+            (&out.units, &out.tables, out.stop, out.events),
+            (
+                &general.units,
+                &general.tables,
+                general.stop,
+                general.events
+            ),
+            "mariadb={mariadb} crc={crc}"
+        );
+        assert_eq!(out.units.len(), 14);
+        let holes = |u: &_core::scan::Unit| {
+            let mut at = u.start;
+            let mut n = 0;
+            while at < u.end {
+                n += usize::from(data[at + 4] == 13);
+                at += u32::from_le_bytes(data[at + 9..at + 13].try_into().unwrap()) as usize;
+            }
+            n
+        };
+        let placeholder_units = out
+            .units
+            .iter()
+            .filter(|u| holes(u) == 3 && u.flags & _core::scan::F_FAST == 0)
+            .count();
+        assert!(placeholder_units >= 3, "{placeholder_units}");
     }
 }
 
