@@ -658,7 +658,9 @@ class RelayResult(_Record):
     """`relay_run`: the slave's relay run (see relay::relay_ranges)."""
 
     @property
-    def out(self) -> bytes: ...
+    def out(self) -> bytes | memoryview:
+        """The bytes to relay: the buffer given (all of it relayed), a view of one stretch of
+        it, or bytes (the stretches copied)."""
     @property
     def next(self) -> int:
         """The first unit not handled."""
@@ -944,7 +946,7 @@ def hop(buf: Buffer, off: int) -> HopResult:
     """The benchmarks' compiled baseline: a bare header hop over buf[off:]."""
 
 
-def relay_run(scanner: Scanner, buf: Buffer, start: int, keep: bytes, lone: tuple[int, int] | None = None,
+def relay_run(scanner: Scanner, buf: bytes, start: int, keep: bytes, lone: tuple[int, int] | None = None,
               stmt_keep: bytes | None = None) -> RelayResult:
     """The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges):
     the bytes to relay, the next unit index, the counts, the lone statements copied whose text the

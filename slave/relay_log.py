@@ -446,8 +446,9 @@ class RelayLog:
             file.write(event.raw)
             self.position += event.size
 
-    def write_raw(self, raw: bytes) -> None:
-        """Whole events given as one byte range (kept as the master sent them)."""
+    def write_raw(self, raw: bytes | memoryview) -> None:
+        """Whole events given as one byte range (kept as the master sent them; a view of the
+        batch's bytes where the relay run relays one stretch of them: no copy)."""
         assert self.file is not None  # opened by the first format_event
         self.file.write(raw)
         self.position += len(raw)

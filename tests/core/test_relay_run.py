@@ -202,3 +202,31 @@ def test_framing_words_are_not_handed_back(tmp_path):
     assert [(t.unit, t.sql) for t in run.lone] == [(first + 3, query_text(stream, units[first + 3].start
                                                                              + ddl.gtid_size, ddl.end + 3 * len(emptied),
                                                                              fmt)[1])]
+
+
+def test_a_batch_relayed_whole_is_handed_back_as_it_came(tmp_path):
+    """An empty-transaction stream's batch is kept units and emptied ones back to back: relayed
+    whole, the run hands back the batch itself, not a copy of it (about 1 MB a batch, issue #57
+    goal 3); relayed from a later unit on, a view of the batch's bytes."""
+    from dumpfilter.codec.encode import build_event, query_body
+    from dumpfilter.workload.generator import WorkloadSpec, generate
+
+    path = generate(WorkloadSpec(seed=3, transactions=60, binlog_format="mixed", flavor="mariadb", ddl_share=0.2,
+                                 max_binlog_size=1 << 30), tmp_path)[0]
+    data = path.read_bytes()
+    fmt = _format(data)
+    scan = Scanner("<test>").units(data, 4, 0, at_eof=True)
+    ddl = next(rec for rec in scan.units if rec.events == 2 and rec.flags & LONE == LONE)
+    emptied = data[ddl.start : ddl.start + ddl.gtid_size] + build_event(EventType.QUERY, query_body("COMMIT"),
+                                                                          fmt=fmt).raw
+    batch = emptied * 3 + data[ddl.start : ddl.end]
+    scanner = Scanner("<test>")
+    scanner.load_format(fmt.raw)
+    units = list(scanner.units(batch, 0, 0, at_eof=True).units)
+    keep = b"\x01" * len(scanner.names)
+    run = scanner.relay_run(batch, 0, keep, fmt)
+    assert (run.next, run.units, run.bytes) == (len(units), 4, len(batch))
+    assert run.out is batch
+    later = scanner.relay_run(batch, 1, keep, fmt)
+    assert isinstance(later.out, memoryview) and later.out.obj is batch
+    assert later.out == batch[len(emptied):]

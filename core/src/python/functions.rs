@@ -3,7 +3,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PySlice};
 
 use super::results::{
     key_uses, new_keys, DomainSeq, HopResult, LoneText, RelayResult, Renumbered, ReplicaFrames,
@@ -140,12 +140,13 @@ pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> HopResult {
 pub(super) fn relay_run<'py>(
     py: Python<'py>,
     mut scanner: PyRefMut<'py, PyScanner>,
-    buf: &[u8],
+    buf: &Bound<'py, PyBytes>,
     start: usize,
     keep: &[u8],
     lone: Option<(usize, usize)>,
     stmt_keep: Option<&[u8]>,
 ) -> PyResult<RelayResult> {
+    let data = buf.as_bytes();
     let s = &mut *scanner;
     let (units, tables) = (&s.last_units, &s.last_tables);
     let lone = lone.map(|(query_post, crc_len)| relay::LoneFormat {
@@ -154,19 +155,28 @@ pub(super) fn relay_run<'py>(
     });
     let mut stmts = stmt_keep.map(|k| StatementKeeps::new(&mut s.stmt_keys, k));
     let p =
-        py.detach(|| relay::relay_ranges(buf, units, tables, keep, start, lone, stmts.as_mut()));
+        py.detach(|| relay::relay_ranges(data, units, tables, keep, start, lone, stmts.as_mut()));
     let (uses, statements) = stmts.map_or((Vec::new(), 0), |k| (k.key_uses(), k.statements));
-    // One copy, straight into the bytes object handed to Python.
-    let out = PyBytes::new_with(py, p.bytes as usize, |dst| {
-        p.fill(buf, dst);
-        Ok(())
-    })?;
+    // What to relay: the buffer itself when the run relays all of it (an empty-transaction
+    // stream's batch: kept units and emptied ones back to back, about 1 MB each), a view of it
+    // for one stretch, else one copy of the stretches, straight into the bytes handed to Python.
+    let out = match p.ranges[..] {
+        [(0, hi)] if hi == data.len() => buf.clone().into_any(),
+        [(lo, hi)] => PyMemoryView::from(buf.as_any())?
+            .into_any()
+            .get_item(PySlice::new(py, lo as isize, hi as isize, 1))?,
+        _ => PyBytes::new_with(py, p.bytes as usize, |dst| {
+            p.fill(data, dst);
+            Ok(())
+        })?
+        .into_any(),
+    };
     let texts = PyList::empty(py);
     for (unit, db, sql) in &p.lone {
         texts.append(LoneText {
             unit: *unit,
-            db: text(py, &buf[db.clone()])?.unbind(),
-            sql: text(py, &buf[sql.clone()])?.unbind(),
+            db: text(py, &data[db.clone()])?.unbind(),
+            sql: text(py, &data[sql.clone()])?.unbind(),
         })?;
     }
     Ok(RelayResult {

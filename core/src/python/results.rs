@@ -211,7 +211,9 @@ record! {
 record! {
     /// `relay_run`: the slave's relay run (see relay::relay_ranges).
     RelayResult = "RelayResult" {
-        out: Py<PyBytes>,
+        /// The bytes to relay: the buffer given (all of it relayed), a memoryview of one
+        /// stretch of it, or bytes.
+        out: Py<PyAny>,
         /// The first unit not handled.
         next: usize,
         /// Units relayed (heartbeats not counted), their events and bytes.
