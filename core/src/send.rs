@@ -139,6 +139,7 @@ pub fn walk(
     let mut made = None; // the Heartbeats of the last unit's part (its file)
     let forms = opt.skip != SKIP_HEARTBEAT; // (skip forms are made: their units read ahead)
     let mut asked = from; // units before this one were asked for (`prefetch_form`)
+    let mut ranges = Vec::new(); // a unit's kept ranges, for its placeholders (reused)
     let mut flush = |owed: &mut Owed, s: &mut Sent, batch: &mut u64| {
         let size = match *owed {
             Owed::None => return,
@@ -232,11 +233,10 @@ pub fn walk(
                 let crc = opt.heartbeat_crc;
                 let framing = match opt.stmts {
                     Some((st, kb)) if opt.skip == SKIP_PLACEHOLDER && unit.lo == u32::MAX => {
-                        st.kept_ranges(i, kb)
+                        st.kept_ranges(i, kb, &mut ranges).map(|()| &ranges[..])
                     }
                     _ => None,
                 };
-                let framing = framing.as_deref();
                 // Made once, into `own`: the Heartbeat still owed goes after it there, and before
                 // it in the pieces (a form the walk cannot make leaves nothing behind).
                 let start = s.own.len();
@@ -266,13 +266,13 @@ pub fn walk(
                 // Kept in part under the placeholder policy: the kept statements as they are,
                 // every other event a placeholder (MariaDB units: a MySQL GTID's
                 // transaction_length would change).
-                let Some(kept) = placeholder_kept(plan, i, buf, keep, opt) else {
+                if placeholder_kept(plan, i, buf, keep, opt, &mut ranges).is_none() {
                     break;
-                };
+                }
                 let crc = opt.heartbeat_crc;
                 let start = s.own.len(); // (made once, as a skipped unit's form is)
                 let out = (!opt.count_only).then_some(&mut s.own);
-                let Some(form) = skip_forms::with_placeholders(unit, buf, &kept, crc, out) else {
+                let Some(form) = skip_forms::with_placeholders(unit, buf, &ranges, crc, out) else {
                     s.own.truncate(start);
                     break;
                 };
@@ -326,25 +326,27 @@ pub fn walk(
     s
 }
 
-/// The byte ranges of unit i (of `buf`) a stream keeps in part, for the placeholder policy: a
-/// statement unit's kept pieces, a row unit's kept statements; None where it cannot be cut (a
-/// MySQL unit, a statement partly kept).
+/// The byte ranges of unit i (of `buf`) a stream keeps in part, for the placeholder policy, into
+/// `out`: a statement unit's kept pieces, a row unit's kept statements; None where it cannot be
+/// cut (a MySQL unit, a statement partly kept).
 fn placeholder_kept(
     plan: &UnitList,
     i: usize,
     buf: &[u8],
     keep: &[u8],
     opt: &SendOptions,
-) -> Option<Vec<(usize, usize)>> {
+    out: &mut Vec<(usize, usize)>,
+) -> Option<()> {
     let unit = plan.units.get(i)?;
     if unit.flags & F_MARIADB_GTID == 0 {
         return None;
     }
     if unit.lo == u32::MAX {
         let (st, kb) = opt.stmts?;
-        return st.kept_ranges(i, kb);
+        return st.kept_ranges(i, kb, out);
     }
-    plan.unit_cut(i, buf)?.parts(keep).map(|(parts, _)| parts)
+    *out = plan.unit_cut(i, buf)?.parts(keep)?.0;
+    Some(())
 }
 
 /// Unit i (of `buf`, its part's bytes) kept in part: its kept bytes and events, or None where it
