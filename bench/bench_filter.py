@@ -421,7 +421,7 @@ def _facts_against_parser(texts: list[str]) -> dict:
     shapes = [t for t in texts if core_info(t, "a") is not None and t.split()[0].upper() not in ("INSERT", "REPLACE")]
     times = {}
     for label, read in (("facts", lambda t: core_info(t, "a")),
-                        ("parser", lambda t: _statement_tables(t, "a", compiled=False))):
+                        ("parser", lambda t: _statement_tables(t, "a", fast_forms=False))):
         best = float("inf")
         for _ in range(5):
             start = time.perf_counter()

@@ -82,10 +82,10 @@ def measure(name: str, statements: list[tuple[str, str]], *, policy: bool = Fals
         elif reader == "facts":
             prod = _timed(core_info, sample)
         else:
-            prod = _timed(lambda s, d: _statement_tables(s, d, compiled=False), sample)
+            prod = _timed(lambda s, d: _statement_tables(s, d, fast_forms=False), sample)
         row["production_us_per_kb"] = round(prod / sample_bytes * 1e9, 1) if sample_bytes else None
         if reader != "parser":
-            python = _timed(lambda s, d: _statement_tables(s, d, compiled=False), sample)
+            python = _timed(lambda s, d: _statement_tables(s, d, fast_forms=False), sample)
             row["python_parser_us_per_kb"] = round(python / sample_bytes * 1e9, 1) if sample_bytes else None
             # what the Python parser would add to a pass over the whole input
             row["python_parser_s_whole"] = round(python * len(texts) / len(sample), 3)

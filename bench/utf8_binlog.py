@@ -127,7 +127,7 @@ def reader_seconds(path: Path, n: int = 200_000) -> dict:
     core = time.perf_counter() - started
     started = time.perf_counter()
     for _, sql, db in texts:
-        _statement_tables(sql, db, compiled=False)
+        _statement_tables(sql, db, fast_forms=False)
     python = time.perf_counter() - started
     return {"statements": len(texts), "mb": round(sum(len(r) for r, _, _ in texts) / 1e6, 1), "keyed": keyed,
             "core_s": round(core, 3), "python_s": round(python, 2)}

@@ -1,5 +1,5 @@
 //! Which statement texts the core leaves to Python: `needs_python` finds a byte outside ASCII,
-//! or a cue of `rules.statements._NEEDS_PARSER` (a SELECT or RETURNING word, a comment opener),
+//! or a cue that needs the parser (a SELECT or RETURNING word, a comment opener),
 //! anywhere in the text, in one pass over it, sixteen or eight bytes at a time (a statement's
 //! text is most of a MIXED binlog's bytes); where it finds one, `outside_literals` reads the text
 //! again with its string literals skipped (UTF-8 values, a `'#'` or `'--'` in a value are no
@@ -27,7 +27,7 @@ pub(crate) fn word(b: u8) -> bool {
 }
 
 /// Whether the core leaves this statement's text to Python: a byte outside ASCII (Python's
-/// Unicode rules bite there: case folding, `\s`, `\b`), or `_NEEDS_PARSER` (`\bSELECT\b|/\*|#|--|
+/// Unicode rules bite there: case folding, `\s`, `\b`), or a cue (`\bSELECT\b|/\*|#|--|
 /// \bRETURNING\b`, case-insensitive) anywhere in the text. One pass, sixteen bytes at a time
 /// (SSE2, x86_64's baseline), else eight (a statement's text is most of a MIXED binlog's bytes,
 /// and this reads all of it; the ASCII check was a second pass over it): a high bit, `#`, `/*` or

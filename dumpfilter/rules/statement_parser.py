@@ -1,6 +1,6 @@
 """The full classification of a statement: its tokens, and sqlglot where joins and subqueries need
-a real parser, into its kind and the tables it updates and reads (what the fast forms of
-`statements` leave to it)."""
+a real parser, into its kind and the tables it updates and reads (what the core's statement
+key and facts leave to it: `statements`)."""
 
 from __future__ import annotations
 

@@ -53,19 +53,16 @@ def _statement_tables_cached(sql: str, default_db: str) -> StatementInfo:
     return _statement_tables(sql, default_db)
 
 
-def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = True,
-                      compiled: bool = True) -> StatementInfo:
-    """`fast_forms=False`: the full parser alone; `compiled=False`: the Python forms and parser
-    without the core's facts (tests compare them)."""
+def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = True) -> StatementInfo:
+    """The core's reading of the forms it reads (`core_info`: single-table DML, DDL and the
+    rest of its facts), where it reads the text plainly; else the full parser, the definition it
+    is held to (`fast_forms=False`: the parser alone, for the tests that hold them equal). One
+    reader per form in production (issue #57): a text the core declines is the parser's."""
     default = default_db or ""
-    if fast_forms and compiled:
+    if fast_forms:
         info = core_info(sql, default)
         if info is not None:
             return info
-    if fast_forms:
-        fast = _fast_path(sql, default)
-        if fast is not None:
-            return fast
     try:
         tokens = tokenize(sql)
     except LexError:
@@ -76,70 +73,3 @@ def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = Tr
         return _Statement(sql, tokens, default).classify()
     except _Unparsed:
         return StatementInfo(_guess_kind(tokens), parse_ok=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# Fast path: anchored regexes for single-table DML without subqueries (most statement events).
-
-_NAME = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
-_QNAME = rf"({_NAME})(?:\s*\.\s*({_NAME}))?"
-_FAST_FORMS = (
-    (Kind.INSERT, lazy_compile(
-        rf"\s*(INSERT|REPLACE)(?:\s+(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE))*\s+(?:INTO\s+)?{_QNAME}"
-        r"\s*(?:\(|VALUES?\b|SET\b)", re.IGNORECASE)),
-    (Kind.UPDATE, lazy_compile(rf"\s*(UPDATE)(?:\s+(?:LOW_PRIORITY|IGNORE))*\s+{_QNAME}\s+SET\b", re.IGNORECASE)),
-    (Kind.DELETE, lazy_compile(
-        rf"\s*(DELETE)(?:\s+(?:LOW_PRIORITY|QUICK|IGNORE))*\s+FROM\s+{_QNAME}\s*(?:;?\s*$|WHERE\b|ORDER\b|LIMIT\b)",
-        re.IGNORECASE)),
-)
-_NEEDS_PARSER = lazy_compile(r"\bSELECT\b|/\*|#|--|\bRETURNING\b", re.IGNORECASE)
-_INSERT_SKIP_WORDS = frozenset({"INTO", "VALUES", "VALUE", "SET", "SELECT"})
-
-
-def _dml_needs_parser(sql: str) -> bool:
-    """`_NEEDS_PARSER.search(sql)`, looked for first as plain substrings where the text is ASCII
-    (then IGNORECASE folds nothing else into SELECT or RETURNING): a statement holding none of
-    them cannot match. A bulk INSERT of 2 000 sysbench rows (392 KB, the first statement of its
-    key in a real MIXED binlog) took the regex 21 ms, its word boundaries tested by Unicode rules
-    at every character; the substrings take 1.4 ms."""
-    if sql.isascii():
-        upper = sql.upper()
-        if "SELECT" not in upper and "RETURNING" not in upper and "/*" not in sql and "#" not in sql \
-                and "--" not in sql:
-            return False
-    return _NEEDS_PARSER.search(sql) is not None
-
-
-_NUMBER_LIKE = lazy_compile(r"[0-9](?:[0-9]*|.*[eExXbB].*)")
-
-
-def _number_like(name: str) -> bool:
-    """An unquoted word MySQL's lexer may read as a number: all digits, or a digit then an exponent
-    or a hex/binary prefix (the core's `number_like`, stmt.rs). A name may begin with a digit
-    (`9a`) but not be all digits."""
-    return _NUMBER_LIKE.fullmatch(name) is not None
-
-
-def _fast_path(sql: str, default: str) -> StatementInfo | None:
-    """The DML forms, for the text the core's facts leave (non-ASCII text: Python's Unicode rules
-    for case, spaces and word boundaries are these regexes' own)."""
-    for kind, form in _FAST_FORMS:
-        match = form.match(sql)
-        if match is None:
-            continue
-        first, second = match.group(2), match.group(3)
-        if second is None and first.upper() in _INSERT_SKIP_WORDS:
-            return None
-        if _number_like(first) or (second is not None and _number_like(second)):
-            return None  # `UPDATE 0 SET ...`: MySQL reads a number there, not a name (the parser decides)
-        if _dml_needs_parser(sql):  # subqueries or comments: let the full parser list the read tables
-            return None
-        if kind is Kind.INSERT and match.group(1).upper() == "REPLACE":
-            kind = Kind.REPLACE
-        table = (_unquote(first), _unquote(second)) if second else (default, _unquote(first))
-        return StatementInfo(kind, updated=(table,))
-    return None
-
-
-def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name[0] == "`" else name

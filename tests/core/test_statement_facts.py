@@ -1,6 +1,6 @@
 """The compiled statement facts (issue #43, core/src/facts) against the Python parser: wherever the
 core reads a DDL or multi-table statement (`rules.statement_facts.core_info`), the StatementInfo
-it gives is the one the Python forms and parser give (`compiled=False`), on every statement of the
+it gives is the one the Python parser gives (`fast_forms=False`), on every statement of the
 rule vectors, of `verify`'s built-in workloads, of the real fixture binlogs and of hypothesis-built
 DDL, multi-table UPDATE and DELETE and triggers; the column names it reads are the schema model's
 (`_create_columns`), and a trigger's definition is the one the model reads from the text. And it
@@ -30,7 +30,7 @@ def check(sql: str, db: str | None) -> bool:
     info = core_info(sql, db or "")
     if info is None:
         return False
-    want = _statement_tables(sql, db, compiled=False)
+    want = _statement_tables(sql, db, fast_forms=False)
     assert _hints_off(info) == want, (sql, db, info, want)
     assert statement_tables(sql, db) == info
     if info.columns is not None:
@@ -135,7 +135,7 @@ def test_hand_picked_shapes_are_read_and_agree(db, sql):
 @pytest.mark.parametrize("db,sql", LEFT_TO_PYTHON)
 def test_what_the_core_is_not_sure_of_goes_to_python(db, sql):
     assert not check(sql, db)
-    assert core_info(sql, db) is None and statement_tables(sql, db) == _statement_tables(sql, db, compiled=False)
+    assert core_info(sql, db) is None and statement_tables(sql, db) == _statement_tables(sql, db, fast_forms=False)
 
 
 def test_create_select_is_read_where_the_core_names_its_columns():
