@@ -13,8 +13,8 @@ use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::send::{send, SendOptions};
 use _core::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
-use _core::sql::plain_statement;
-use _core::stmt::dml_shape;
+use _core::sql::{plain_statement, query_literals, Literals};
+use _core::stmt::{dml_shape, dml_shape_read};
 use _core::unit_list::UnitList;
 
 fuzz_target!(|data: &[u8]| {
@@ -25,6 +25,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = plain_statement(rest); // any bytes as a statement's text
     let _ = facts(rest); // and as the statement facts' input, after each verb they read
     let _ = dml_shape(rest); // and as a statement key's (its names, numbers where names go)
+    for literals in [Literals::Escaped, Literals::EscapedPlainBytes] {
+        let _ = dml_shape_read(rest, || literals); // read as a Query's status variables may say
+    }
+    let _ = query_literals(rest, 0, control as usize % 32); // and as a Query's status variables
     let verbs: [&[u8]; 12] = [
         b"CREATE ",
         b"UPDATE ",
