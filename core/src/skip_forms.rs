@@ -17,6 +17,7 @@ use crate::types::{
 };
 use crate::unit_list::ListedUnit;
 
+mod made_crc;
 mod mysql;
 
 pub use mysql::relayed_placeholders;
@@ -203,7 +204,7 @@ fn placeholders(
                 out.extend_from_slice(&SKIP_REPLICATION_F.to_le_bytes());
                 out.extend_from_slice(&(size as u64).to_le_bytes());
                 out.extend_from_slice(&u64::from(kind).to_le_bytes());
-                seal(out, at, crc);
+                seal_made(out, at, crc, Some(made_crc::rand()));
             }
             form.bytes += rand as u64;
             form.events += 1;
@@ -227,7 +228,7 @@ fn made_query(gtid: &[u8], body: &[u8], crc: bool, out: &mut Vec<u8>) -> usize {
     out.extend_from_slice(&gtid[13..17]); // log_pos
     out.extend_from_slice(&0u16.to_le_bytes());
     out.extend_from_slice(body);
-    seal(out, at, crc);
+    seal_made(out, at, crc, made_crc::query(body));
     size
 }
 
@@ -240,6 +241,17 @@ fn made_query_len(body: &[u8], crc: bool) -> usize {
 fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
     if crc {
         let c = crc32fast::hash(&out[at..]);
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+}
+
+/// `seal` for an event made from `template` (`made_crc`): its CRC from the template's tables.
+fn seal_made(out: &mut Vec<u8>, at: usize, crc: bool, template: Option<&made_crc::Template>) {
+    if crc {
+        let event = &out[at..];
+        let c = template
+            .and_then(|t| t.crc(event))
+            .unwrap_or_else(|| crc32fast::hash(event));
         out.extend_from_slice(&c.to_le_bytes());
     }
 }
