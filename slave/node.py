@@ -121,6 +121,10 @@ class Slave:
         self.units_written = 0
         self.caught_up = False
         self._scanner = Scanner("<stream>")
+        # A batch is about 1 MiB, the size from which the scanner checks CRC runs on a thread of
+        # its own: one thread started per batch, where the slave's other threads (the stream's
+        # receive, the relay's writes) already fill the second core.
+        self._scanner.core.pipeline_min = None
         self.effective: list[dump_pb2.EffectiveFilters] = []
         self._give_up_at: float | None = None  # --connect-timeout's deadline while the master has not answered
         self._told: set[str] = set()  # the master's warnings printed in this run
