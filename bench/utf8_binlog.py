@@ -11,7 +11,8 @@ declines it). Cached under bench/data/ as mixed-utf8-MBmb (`utf8_binlog(mb)`).
 
     .venv/bin/python -m bench.utf8_binlog [MB]
 
-prints the share of DML statements the core keys (`_core.statement_key`), the time of
+prints the share of DML statements the core keys by their text alone (`_core.statement_key`) and
+as `filter`'s walk keys them (each Query's status variables read too), the time of
 `dumpfilter filter --replicate-do-db=app1` over the file (best of 3), and the first 200,000 DML
 statements read by the core's key and by the Python reader alone; writes
 bench/results/utf8_binlog.json."""
@@ -104,6 +105,20 @@ def keyed_share(path: Path) -> tuple[int, int]:
     return keyed, dml
 
 
+def walk_keyed(path: Path, out: Path) -> int:
+    """DML statements `filter --replicate-do-db=app1`'s walk answered by key: it reads each
+    Query's literals as its status variables say (sql_mode, client character set), where
+    `keyed_share`'s text-only key reads only the literals every reading ends alike."""
+    from dumpfilter.binlogs.filtering import filter_files
+    from dumpfilter.binlogs.sinks import FileSink
+    from dumpfilter.rules.evaluate import RuleEngine
+    from dumpfilter.rules.ruleset import RuleSet, Settings
+    from dumpfilter.rules.transaction_filter import TransactionFilter
+
+    engine = RuleEngine(RuleSet(do_db=["app1"]), Settings(flavor="mariadb"))
+    return filter_files([path], TransactionFilter(engine), FileSink(out)).statements_by_key
+
+
 def reader_seconds(path: Path, n: int = 200_000) -> dict:
     """The first `n` DML statements of the binlog read by the core's key (a call each) and by the
     Python reader alone (`rules.statements` without the core: its forms decline a text with a cue
@@ -149,10 +164,12 @@ def main(mb: int = 520) -> None:
     keyed, dml = keyed_share(path)
     out = RESULTS_DIR / "utf8_binlog.out"
     seconds = filter_seconds(path, out)
+    by_walk = walk_keyed(path, out)
     out.unlink(missing_ok=True)
     size = path.stat().st_size
     result = {"binlog": str(path.relative_to(ROOT)), "bytes": size, "dml": dml, "keyed": keyed,
-              "keyed_share": round(keyed / dml, 4) if dml else None, "filter_seconds": round(seconds, 3),
+              "keyed_share": round(keyed / dml, 4) if dml else None, "walk_keyed": by_walk,
+              "walk_keyed_share": round(by_walk / dml, 4) if dml else None, "filter_seconds": round(seconds, 3),
               "filter_mb_s": round(size / 1e6 / seconds, 1), "readers": reader_seconds(path)}
     print(json.dumps(result, indent=1))
     write_result("utf8_binlog", result)
