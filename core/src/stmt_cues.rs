@@ -277,6 +277,17 @@ fn parser_word_at(sql: &[u8], at: usize) -> bool {
 mod tests {
     use super::*;
 
+    /// A number below `n` per call, from a xorshift generator seeded with `seed` (the tests' texts
+    /// drawn the same on every run).
+    fn draws(mut state: u64) -> impl FnMut(usize) -> usize {
+        move |n| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        }
+    }
+
     /// `needs_python` as first written: the ASCII check, then every word taken whole and compared.
     fn needs_python_reference(sql: &[u8]) -> bool {
         if !sql.is_ascii() {
@@ -396,13 +407,7 @@ mod tests {
             b"\x95",
             b"\xff",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = draws(0x2545_f491_4f6c_dd1du64);
         let (mut met, mut hidden) = ([0u32; 3], 0);
         for _ in 0..300_000 {
             let mut text = Vec::new();
@@ -560,13 +565,7 @@ mod tests {
             b"\x80",
             b"\xfe",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = draws(0x9e37_79b9_7f4a_7c15u64);
         let (mut hits, mut texts) = (0, 0);
         for _ in 0..200_000 {
             let mut text = Vec::new();

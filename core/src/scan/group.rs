@@ -210,10 +210,7 @@ impl Scanner {
             if runs {
                 self.run_add(buf, pos, nxt);
             }
-            open.unit.events += 1;
-            open.unit.end = nxt;
-            open.unit.last = pos;
-            open.unit.flags &= !F_ROTATE_END;
+            open.join(pos, nxt);
             taken += 1;
             pos = nxt;
             if t == XID {
@@ -254,10 +251,7 @@ impl Scanner {
             if runs {
                 self.run_add(buf, pos, nxt);
             }
-            open.unit.events += 1;
-            open.unit.end = nxt;
-            open.unit.last = pos;
-            open.unit.flags &= !F_ROTATE_END;
+            open.join(pos, nxt);
             taken += 1;
             pos = nxt;
         }
@@ -322,11 +316,8 @@ impl Scanner {
             return Ok(());
         }
         let open = cur.get_or_insert_with(|| Open::statement(pos));
-        open.unit.events += 1;
-        open.unit.end = nxt;
-        open.unit.last = pos;
+        open.join(pos, nxt);
         open.unit.flags |= extra;
-        open.unit.flags &= !F_ROTATE_END;
         self.follow_fast_shape(buf, pos, nxt, t, fmt, open);
         if ends_unit(buf, pos, nxt, t, fmt, open)? {
             if let Some(done) = cur.take() {
@@ -393,6 +384,15 @@ impl Scanner {
 }
 
 impl Open {
+    /// The event pos..nxt joins the unit: its last so far, and no Rotate ends the unit after it.
+    #[inline]
+    fn join(&mut self, pos: usize, nxt: usize) {
+        self.unit.events += 1;
+        self.unit.end = nxt;
+        self.unit.last = pos;
+        self.unit.flags &= !F_ROTATE_END;
+    }
+
     /// A unit that opens without a GTID (a statement, or old non-transactional rows), at `pos`.
     fn statement(pos: usize) -> Self {
         Open {
@@ -424,9 +424,7 @@ impl Open {
         real_rotate: bool,
         fmt_before: Option<Option<Arc<Format>>>,
     ) {
-        self.unit.events += 1;
-        self.unit.end = nxt;
-        self.unit.last = pos;
+        self.join(pos, nxt);
         self.fast = Fast::No;
         self.unit.flags |= extra;
         if t == FORMAT_DESCRIPTION {
@@ -437,8 +435,6 @@ impl Open {
         }
         if real_rotate {
             self.unit.flags |= F_ROTATE_END;
-        } else {
-            self.unit.flags &= !F_ROTATE_END;
         }
     }
 }
