@@ -35,7 +35,7 @@ from dumpfilter import _core
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sql_functions import NOT_STORED, may_be_stored
-from dumpfilter.rules.sqltokens import LexError, Token, tokenize
+from dumpfilter.rules.sqltokens import LexError, Token, lexes, tokenize
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
@@ -86,21 +86,13 @@ def statement_reach(sql: str, default_db: str | None) -> Reach | None:
     # Under NO_BACKSLASH_ESCAPES a backslash is itself, and 'x\' ends a string the default
     # reading goes on with (the event's sql_mode is not read here): the reach is that of both
     # readings, of those the lexer can split (the server split the text one of the two ways).
-    readings = [text for text in (sql, sql.replace("\\", "\\\\")) if _lexes(text)]
+    readings = [text for text in (sql, sql.replace("\\", "\\\\")) if lexes(text)]
     reaches = [_reach_of_shape(shape(text), default) for text in readings]
     if not reaches or None in reaches:
         return None
     complete = cast(list[Reach], reaches)  # no None among them: checked just above
     return Reach(frozenset().union(*(r.tables for r in complete)), frozenset().union(*(r.schemas for r in complete)),
                  any(r.default_schema for r in complete))
-
-
-def _lexes(sql: str) -> bool:
-    try:
-        tokenize(sql)
-    except LexError:
-        return False
-    return True
 
 
 def shape(sql: str) -> str:

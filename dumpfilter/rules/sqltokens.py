@@ -96,6 +96,15 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def lexes(text: str) -> bool:
+    """Whether `text` reads as tokens (no string, name or comment left open)."""
+    try:
+        tokenize(text)
+    except LexError:
+        return False
+    return True
+
+
 def _unescape(value: str, quote: str) -> str:
     """A string body's doubled quotes and backslash pairs (the other quote's doubling stays two characters)."""
     def replace(match: re.Match[str]) -> str:

@@ -176,11 +176,9 @@ def test_a_stream_of_only_heartbeats_and_kept_units_is_one_run():
                            if not (r.kind == "control" and r.events == 1 and stream[r.start + 4] in HEARTBEATS))
 
 
-def test_framing_words_are_not_handed_back(tmp_path):
-    """The empty-transaction policy's emptied units (a MariaDB GTID and a COMMIT) are relayed by
-    the run without their text coming back for the slave's check, which keeps framing words
-    whatever the rules (issue #57: a text per emptied unit cost the slave 1.4 s of its 4.7 s on a
-    250 MB MIXED binlog); a DDL's text still comes back, with its unit."""
+def _ddl_and_emptied(tmp_path):
+    """A generated MariaDB MIXED binlog's bytes and format, its first lone DDL unit, and an
+    emptied unit as the empty-transaction policy sends it (that DDL's GTID and a COMMIT)."""
     from dumpfilter.codec.encode import build_event, query_body
     from dumpfilter.workload.generator import WorkloadSpec, generate
 
@@ -192,6 +190,15 @@ def test_framing_words_are_not_handed_back(tmp_path):
     ddl = next(rec for rec in scan.units if rec.events == 2 and rec.flags & LONE == LONE)
     emptied = data[ddl.start : ddl.start + ddl.gtid_size] + build_event(EventType.QUERY, query_body("COMMIT"),
                                                                           fmt=fmt).raw
+    return data, fmt, ddl, emptied
+
+
+def test_framing_words_are_not_handed_back(tmp_path):
+    """The empty-transaction policy's emptied units (a MariaDB GTID and a COMMIT) are relayed by
+    the run without their text coming back for the slave's check, which keeps framing words
+    whatever the rules (issue #57: a text per emptied unit cost the slave 1.4 s of its 4.7 s on a
+    250 MB MIXED binlog); a DDL's text still comes back, with its unit."""
+    data, fmt, ddl, emptied = _ddl_and_emptied(tmp_path)
     stream = data[:ddl.start] + emptied * 3 + data[ddl.start : ddl.end]
     scanner = Scanner("<test>")
     units = list(scanner.units(stream, 4, 0, at_eof=True).units)
@@ -208,17 +215,7 @@ def test_a_batch_relayed_whole_is_handed_back_as_it_came(tmp_path):
     """An empty-transaction stream's batch is kept units and emptied ones back to back: relayed
     whole, the run hands back the batch itself, not a copy of it (about 1 MB a batch, issue #57
     goal 3); relayed from a later unit on, a view of the batch's bytes."""
-    from dumpfilter.codec.encode import build_event, query_body
-    from dumpfilter.workload.generator import WorkloadSpec, generate
-
-    path = generate(WorkloadSpec(seed=3, transactions=60, binlog_format="mixed", flavor="mariadb", ddl_share=0.2,
-                                 max_binlog_size=1 << 30), tmp_path)[0]
-    data = path.read_bytes()
-    fmt = _format(data)
-    scan = Scanner("<test>").units(data, 4, 0, at_eof=True)
-    ddl = next(rec for rec in scan.units if rec.events == 2 and rec.flags & LONE == LONE)
-    emptied = data[ddl.start : ddl.start + ddl.gtid_size] + build_event(EventType.QUERY, query_body("COMMIT"),
-                                                                          fmt=fmt).raw
+    data, fmt, ddl, emptied = _ddl_and_emptied(tmp_path)
     batch = emptied * 3 + data[ddl.start : ddl.end]
     scanner = Scanner("<test>")
     scanner.load_format(fmt.raw)

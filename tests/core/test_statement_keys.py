@@ -23,7 +23,7 @@ from dumpfilter.codec.scanner import statement_key
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.policy_bound import Reach, statement_reach
-from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter.rules.sqltokens import lexes
 from dumpfilter.rules.statements import _statement_tables, statement_tables
 from dumpfilter.workload import WorkloadSpec, generate
 
@@ -282,22 +282,14 @@ def check_either_mode(sql: str, db: str) -> bool:
     literal open, and the server could have logged the text only under NO_BACKSLASH_ESCAPES, the
     parser's reading of it there (each backslash doubled: itself), which must give the same key. A
     text that neither reading closes is one no server logs (a syntax error): not held to anything."""
-    if _lexes(sql):
+    if lexes(sql):
         return check(sql, db)
     plain = sql.replace("\\", "\\\\")
     key = statement_key(sql.encode("utf-8", "surrogateescape"))
-    if key is None or not _lexes(plain):
+    if key is None or not lexes(plain):
         return False
     assert statement_key(plain.encode("utf-8", "surrogateescape")) == key, sql
     return check(plain, db)
-
-
-def _lexes(sql: str) -> bool:
-    try:
-        tokenize(sql)
-    except LexError:
-        return False
-    return True
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -337,7 +329,7 @@ def test_a_key_read_as_the_query_says_is_the_parsers(sql, db):
     if either is not None:  # held to the parser by the tests above
         assert key == either, sql  # reading one way keys every text both readings key, alike
     elif key is not None:
-        assert _lexes(sql), sql
+        assert lexes(sql), sql
         assert check(sql, db, escaped=True)
 
 
@@ -387,7 +379,7 @@ def test_the_policy_gate_clears_only_texts_that_reach_their_table(sql, db):
     """The master policy's check (`_core.reaches_key_alone`, core/src/gate_reach.rs) asks the key
     first: where the key now reads past a literal and the check clears the text, the policy's own
     bound (`rules.policy_bound`, literals blanked) reaches that one table, nothing else."""
-    if _lexes(sql) and reaches_key_alone(sql.encode("utf-8", "surrogateescape")):
+    if lexes(sql) and reaches_key_alone(sql.encode("utf-8", "surrogateescape")):
         updated = statement_tables(sql, db).updated
         assert len(updated) == 1, sql
         assert statement_reach(sql, db) == Reach(frozenset(updated)), sql
