@@ -170,7 +170,9 @@ class KeepTable:
 
     def learn(self, new_keys: Iterable[_core.StatementKey]) -> None:
         """The keys a scanner's walk met for the first time, answered into its id space
-        (`key_bytes`); ids not met yet stay KEEP_ASK."""
+        (`key_bytes`); ids not met yet stay KEEP_ASK. Those walks (`assemble`, `relay_run`) take
+        keep or drop: a KEEP_PYTHON answer (a gate, an impure decision) would be asked for again
+        and again, so a table that can give one is for `rows` alone."""
         ids, id_answers, answer = self._ids, self._id_answers, self.answer
         for key in new_keys:
             key_id = key.id
@@ -179,6 +181,7 @@ class KeepTable:
                 ids.extend(bytes([KEEP_ASK]) * grow)
                 id_answers.extend([None] * grow)
             found = id_answers[key_id] = answer(key)
+            assert found.code != KEEP_PYTHON, "a walk that learns keys takes keep or drop answers only"
             ids[key_id] = found.code
         self._ids_bytes = None
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import pytest
+
 from dumpfilter import _core
 from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
 from dumpfilter.rules.decider import Decider, gated
@@ -96,6 +98,9 @@ def test_a_key_is_decided_once_by_its_bytes_across_id_spaces():
 def test_an_impure_key_goes_to_python():
     keeps = KeepTable(Counting(), decide_key=lambda sql, db: (Decision(True, "r"), False), keys_enabled=True)
     assert keeps.rows([Key(0, b"k", b"db1", b"UPDATE t SET a=1")]).keep == bytes([KEEP_PYTHON])
+    # A walk that learns keys would ask for a Python answer again and again: refused.
+    with pytest.raises(AssertionError):
+        keeps.learn([Key(0, b"k", b"db1", b"UPDATE t SET a=1")])
 
 
 def test_a_restricting_gate_is_anded_with_the_rules_answer():
