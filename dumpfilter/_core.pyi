@@ -29,8 +29,9 @@ F_PAYLOAD: Final[int]
 F_STANDALONE: Final[int]
 # The keep vocabulary (keep.rs): the byte every compiled walk reads per table name id, per statement
 # key id, and per unit answered beforehand (`Scanner.assemble`'s `answers`). Not kept; kept; not
-# answered yet (a walk reading statement keys stops with `need_keys`: answer its new keys, call
-# again); not the walk's to decide (it stops at the unit, Python decides it).
+# answered; not the walk's to decide. A walk stops at a unit with either of the last two: Python
+# decides it. Every walk asks up front: the statement units of its buffer are read first
+# (`Scanner.statement_units`, `UnitList.statement_units`), their keys answered, then walked.
 KEEP_DROP: Final[int]
 KEEP_KEEP: Final[int]
 KEEP_ASK: Final[int]
@@ -86,6 +87,20 @@ class KeyUse(_Record):
     def id(self) -> int: ...
     @property
     def statements(self) -> int: ...
+
+
+class KeysUsed(_Record):
+    """What a walk answered by statement keys (stmt_units::ByKeys)."""
+
+    @property
+    def uses(self) -> list[KeyUse]:
+        """Each key used, and the statements it answered."""
+    @property
+    def units(self) -> int:
+        """Statement units answered by their keys."""
+    @property
+    def statements(self) -> int:
+        """Statements answered by their keys."""
 
 
 class LoneText(_Record):
@@ -348,11 +363,6 @@ class SplitRoute(_Record):
     @property
     def none(self) -> int:
         """Units no output keeps."""
-    @property
-    def need_keys(self) -> bool:
-        """Stopped at a key some output has no answer for yet."""
-    @property
-    def new_keys(self) -> list[StatementKey]: ...
 
 
 class QualifiedName(_Record):
@@ -554,21 +564,8 @@ class AssembleResult(_Record):
     @property
     def counts(self) -> AssembleCounts: ...
     @property
-    def need_keys(self) -> bool:
-        """Stopped at a statement unit with a key whose answer is not given: decide the keys
-        (`new_keys`, and any other not answered yet) and call again."""
-    @property
-    def new_keys(self) -> list[StatementKey]:
-        """The statement keys met for the first time."""
-    @property
-    def key_uses(self) -> list[KeyUse]:
-        """The keys used, and the statements each answered."""
-    @property
-    def statement_units(self) -> int:
-        """Statement units decided by their keys."""
-    @property
-    def statements(self) -> int:
-        """Statements decided by their keys."""
+    def by_keys(self) -> KeysUsed:
+        """What the statement keys answered."""
     @property
     def full(self) -> bool:
         """Stopped at `limit`: start the next file and call again."""
@@ -681,15 +678,8 @@ class RelayResult(_Record):
     def placeholders(self) -> int:
         """Placeholders dropped from the placeholder policy's units relayed as their framing."""
     @property
-    def need_keys(self) -> bool:
-        """Stopped at a statement key without an answer: answer `new_keys` and call again."""
-    @property
-    def new_keys(self) -> list[StatementKey]: ...
-    @property
-    def key_uses(self) -> list[KeyUse]: ...
-    @property
-    def statements(self) -> int:
-        """The keyed statements of the statement units relayed."""
+    def by_keys(self) -> KeysUsed:
+        """What the statement keys answered (the statement units relayed)."""
 
 
 class Relayed:
@@ -738,17 +728,21 @@ class Scanner:
     def assemble(self, buf: Buffer, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, whole_only: bool = False,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 gtids: bool = False, query_post: int | None = None,
-                 stmt_keep: bytes | None = None) -> AssembleResult:
+                 gtids: bool = False, stmt_keep: bytes | None = None) -> AssembleResult:
         """What a filter keeps of the last `units` call's units from index `start` on, for a sink
         that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the buffer
         that call scanned. `keep` holds one keep byte (KEEP_*) per name id.
         `limit`: stop before writing a unit once the output offset reaches it (a series' file
         size; `fresh`: the file has no unit yet, its first is written anyway); `gtids`: report
-        the GTID events written; `query_post` (the QUERY post-header length): decide statement
-        units by their statements' keys, `stmt_keep` holding one keep byte per key id (KEEP_DROP,
-        KEEP_KEEP, else not answered: `need_keys`). Returns the bytes, the next unit index, the output offset after
-        them, the counts, and what the statement keys did."""
+        the GTID events written; `stmt_keep`: decide the statement units `statement_units` read
+        by their keys, one keep byte per key id (KEEP_DROP, KEEP_KEEP; else Python's). Returns the
+        bytes, the next unit index, the output offset after them, the counts, and what the
+        statement keys answered."""
+    def statement_units(self, buf: Buffer, start: int, query_post: int, crc_len: int) -> StatementUnits:
+        """Reads the statement units of the last `units` call's units from index `start` on
+        (`buf` the buffer it scanned; `query_post`, `crc_len`: the format in force), for the walks
+        that decide them by key (`assemble`, `relay_run`, `split_route`): their keys, ids from 0
+        for this scan, to be answered up front (`rules.keep_table.KeepTable.rows`)."""
     def slow_units(self) -> bytes:
         """The indices of the last `units` call's units that are not fast, as packed u32: what
         Python decides itself (statements, DDL, control events) before handing the rest to
@@ -950,10 +944,10 @@ def relay_run(scanner: Scanner, buf: bytes, start: int, keep: bytes, lone: tuple
               stmt_keep: bytes | None = None) -> RelayResult:
     """The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges):
     the bytes to relay, the next unit index, the counts, the lone statements copied whose text the
-    slave's check reads, and the statement keys met and used. `lone`: (QUERY post-header length,
+    slave's check reads, and what the statement keys answered. `lone`: (QUERY post-header length,
     checksum length) of the format in force, to copy lone statements too; None, to stop at them.
-    `stmt_keep` (with `lone`): a keep byte per statement key id, to copy the statement units their
-    keys keep; the run stops with `need_keys` at a key without an answer."""
+    `stmt_keep` (with `lone`): a keep byte per key id of the scanner's `statement_units`, to copy
+    the statement units whose every statement its keys keep."""
 
 
 def reaches_key_alone(sql: bytes) -> bool:
@@ -962,14 +956,12 @@ def reaches_key_alone(sql: bytes) -> bool:
 
 
 def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],
-                bases: list[int], stmt_keeps: list[bytes] | None = None, stmt_known: int = 0,
-                query_post: int = 0, crc_len: int = 0, framing: bool = False) -> SplitRoute:
+                bases: list[int], stmt_keeps: list[bytes] | None = None, framing: bool = False) -> SplitRoute:
     """Split's routing walk over the last `units` call of `scanner` (see split::route): `keeps`, a
     keep byte per name id for each output; `counted`, the outputs counted for `multi`; `bases`,
-    each output's offset added to its unit ends. With `stmt_keeps` (a keep byte per statement key
-    id for each output, in the keep vocabulary; ids from `stmt_known` on not answered yet) and
-    `query_post` (the QUERY post-header length), statement units are routed by their keys too;
-    `framing`: a framing Query may be copied as it is."""
+    each output's offset added to its unit ends. With `stmt_keeps` (a keep byte per key id of the
+    scanner's `statement_units` for each output, in the keep vocabulary), statement units are
+    routed by their keys too; `framing`: a framing Query may be copied as it is."""
 
 
 def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:

@@ -49,7 +49,7 @@ from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY
 from dumpfilter.rules.renamer import event_renamer
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
-    from dumpfilter.rules.keep_table import KeepTable
+    from dumpfilter.rules.keep_table import KeepTable, KeyRows
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 
@@ -417,37 +417,36 @@ class Slave:
         units, tables = scan.units, scan.tables
         i, n = 0, len(units)
         crc_len = self._scanner.checksum_len
+        stmt: KeyRows | None = None  # the batch's statement keys answered (under `stmt_fmt`)
+        stmt_fmt: FormatDescription | None = None
         while i < n:
             raw_ok = self.rename is None and self.relay.file is not None and grouper.current is None
             if raw_ok and self.after_unit is None:
                 # In bulk (the compiled relay run): lone Heartbeats counted and passed over, the
                 # placeholder policy's units for skipped ones written as their framing (GTID,
                 # XID), fast units the slave's own rules keep whole, lone statements and (MIXED,
-                # STATEMENT) statement units its rules keep by their statements' keys (decided
-                # once each, issue #43) written as they came, up to the first unit that needs the
-                # code below; a key met for the first time is decided and the run goes on. The
-                # lone statements' texts come back for the slave's own check: the keep answers
-                # the run used were fixed before it (per table name, for the batch), so checking
-                # them after the run's write (never committed if it fails) changes nothing.
+                # STATEMENT) statement units its rules keep by their statements' keys (the
+                # batch's keys answered up front, each decided once: issue #43) written as they
+                # came, up to the first unit that needs the code below. The lone statements'
+                # texts come back for the slave's own check: the keep answers the run used were
+                # fixed before it (per table name, for the batch), so checking them after the
+                # run's write (never committed if it fails) changes nothing.
                 keeps = self._keep_table
-                by_keys = keeps.keys_enabled
-                while True:
-                    run = self._scanner.relay_run(blob, i, self._keeps(), fmt,
-                                                  keeps.key_bytes() if by_keys else None)
-                    if run.out:
-                        self.relay.write_raw(run.out)
-                    self.trust.lone_run(run.lone, blob, units)
-                    if by_keys:
-                        keeps.learn(run.new_keys)
-                        keeps.used(run.key_uses, 0, run.statements)
-                    c.heartbeats += run.heartbeats
-                    c.placeholders += run.placeholders  # a placeholder unit's framing relayed without them
-                    c.events_relayed += run.events
-                    c.bytes_relayed += run.bytes
-                    self.units_written += run.units
-                    i = run.next
-                    if not run.need_keys:
-                        break
+                if keeps.keys_enabled and fmt is not None and (stmt is None or stmt_fmt is not fmt):
+                    stmt, stmt_fmt = keeps.rows(self._scanner.statement_units(blob, i, fmt)), fmt
+                run = self._scanner.relay_run(blob, i, self._keeps(), fmt,
+                                              None if stmt is None or stmt_fmt is not fmt else stmt.keep)
+                if run.out:
+                    self.relay.write_raw(run.out)
+                self.trust.lone_run(run.lone, blob, units)
+                if stmt is not None and run.by_keys.units:
+                    keeps.account(stmt, run.by_keys)
+                c.heartbeats += run.heartbeats
+                c.placeholders += run.placeholders  # a placeholder unit's framing relayed without them
+                c.events_relayed += run.events
+                c.bytes_relayed += run.bytes
+                self.units_written += run.units
+                i = run.next
                 if i == n:
                     break
             lone = units.lone_statement(i, crc_len) if raw_ok else None

@@ -5,12 +5,10 @@
 //! path (TransactionFilter + BinlogWriter) writes them. The decision per table comes from a keep
 //! array indexed by the scanner's name ids; the rules that fill it stay in Python.
 
-use crate::keep::{self, Keep, KEEP_DROP, KEEP_KEEP};
+use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
-use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
-use crate::sql::{query_literals, query_ranges};
-use crate::stmt::{dml_shape_read, framing};
-use crate::stmt_keys::Keys;
+use crate::scan::{Unit, F_FAST, F_MARIADB_GTID};
+use crate::stmt_units::ByKeys;
 use crate::types::*;
 use crate::unit_cut::{keep_of, partial};
 
@@ -30,14 +28,6 @@ pub struct Assembly {
     pub next: usize,
     pub out_pos: u64,
     pub counts: Counts,
-    /// The assembly stopped at a statement unit with a key whose answer is not given (a new key,
-    /// queued in `Keys::new`): Python decides it and calls again.
-    pub need_keys: bool,
-    /// (key id, statements answered by it) for the keys used.
-    pub key_uses: Vec<(u32, u64)>,
-    /// Statement units and statements decided by their keys.
-    pub statement_units: u64,
-    pub statements: u64,
     /// Stopped at `Options::limit`: the caller starts the next file and calls again.
     pub full: bool,
     /// With `Options::gtids`: offsets in `out` of the GTID events a series' next GTID state needs
@@ -63,8 +53,6 @@ pub struct Options<'a> {
     pub fresh: bool,
     /// Report the GTID events written (`Assembly::gtids`), for a series' next file.
     pub gtids: bool,
-    /// Statement units decided by key (the QUERY post-header length), None: off.
-    pub query_post: Option<usize>,
 }
 
 impl Options<'_> {
@@ -86,7 +74,6 @@ impl Options<'_> {
             limit: u64::MAX,
             fresh: false,
             gtids: false,
-            query_post: None,
         }
     }
 }
@@ -152,8 +139,10 @@ pub fn push_renumbered(
 /// Assembles units[from..] until one needs Python. `answers` holds one byte per unit for the
 /// units that are not fast and that Python decided beforehand (a GTID and one statement: DDL,
 /// MariaDB's standalone groups), in the keep vocabulary (keep.rs): KEEP_KEEP writes it whole,
-/// KEEP_DROP as the emptied group (MariaDB only, as for fast units); any other byte
-/// (KEEP_PYTHON), or none, stops there.
+/// KEEP_DROP as the emptied group (MariaDB only, as for fast units). The statement units (a
+/// GTID, Queries with their context events, an XID or COMMIT) that `answers` leaves open are
+/// decided by their statements' keys with `stmt` (the scan's statement units and the keys'
+/// answers, given up front); any other unit stops there.
 #[allow(clippy::too_many_arguments)]
 pub fn assemble(
     buf: &[u8],
@@ -162,40 +151,9 @@ pub fn assemble(
     keep: &[u8],
     answers: &[u8],
     from: usize,
-    out_pos: u64,
-    opt: &Options,
-) -> Assembly {
-    let mut keys = Keys::default();
-    assemble_statements(
-        buf,
-        units,
-        tables,
-        keep,
-        answers,
-        from,
-        out_pos,
-        opt,
-        &mut keys,
-        &[],
-    )
-}
-
-/// `assemble`, with the statement units (a GTID, Queries with their context events, an XID or
-/// COMMIT) that `answers` leaves open decided by their statements' keys when
-/// `opt.query_post` is given: `keys` interns them, `stmt_keep` holds one byte per key id
-/// (KEEP_DROP, KEEP_KEEP, else not known: the assembly stops there with `need_keys`).
-#[allow(clippy::too_many_arguments)]
-pub fn assemble_statements(
-    buf: &[u8],
-    units: &[Unit],
-    tables: &[u32],
-    keep: &[u8],
-    answers: &[u8],
-    from: usize,
     mut out_pos: u64,
     opt: &Options,
-    keys: &mut Keys,
-    stmt_keep: &[u8],
+    mut stmt: Option<&mut ByKeys>,
 ) -> Assembly {
     // Room for every byte left in the buffer from the first unit on: a fast unit's output is
     // never longer than the unit (an emptied one loses at least a Table_map and its rows for the
@@ -205,11 +163,7 @@ pub fn assemble_statements(
     let mut out: Vec<u8> = Vec::new();
     let mut counts = Counts::default();
     let mut i = from;
-    let mut need_keys = false;
     let mut full = false;
-    let mut uses: Vec<u64> = Vec::new();
-    let (mut statement_units, mut statements_done) = (0u64, 0u64);
-    let mut walk = StatementWalk::default();
     let mut gtids = GtidsWritten::default();
     'units: while i < units.len() {
         let u = &units[i];
@@ -239,22 +193,11 @@ pub fn assemble_statements(
                 Some(&KEEP_KEEP) => (true, false),
                 Some(&KEEP_DROP) if u.gtid_size > 0 => (false, true),
                 _ => {
-                    let Some(query_post) = opt.query_post else {
+                    let Some((content, kept)) = stmt.as_deref().and_then(|s| s.answer(i)) else {
                         break;
                     };
-                    match walk.run(buf, u, query_post, opt.crc, keys, stmt_keep) {
-                        Walked::Decided => {}
-                        Walked::NeedKeys => {
-                            need_keys = true;
-                            break;
-                        }
-                        Walked::No => break,
-                    }
                     by_keys = true;
-                    (
-                        walk.kept == walk.content,
-                        walk.kept == 0 && walk.content > 0,
-                    )
+                    (kept == content, kept == 0)
                 }
             }
         };
@@ -273,14 +216,8 @@ pub fn assemble_statements(
         macro_rules! keys_used {
             () => {
                 if by_keys {
-                    statement_units += 1;
-                    statements_done += walk.content;
-                    for id in &walk.used {
-                        let id = *id as usize;
-                        if uses.len() <= id {
-                            uses.resize(id + 1, 0);
-                        }
-                        uses[id] += 1;
+                    if let Some(s) = stmt.as_deref_mut() {
+                        s.used(i);
                     }
                 }
             };
@@ -334,12 +271,11 @@ pub fn assemble_statements(
         }
         // Partly kept: whole statements dropped, when each statement's tables get one answer
         // (or, in a statement unit, each Query's key).
-        let (joined, events_out) = if by_keys {
-            let mut joined = Vec::with_capacity(u.end - u.start);
-            for (a, b) in &walk.parts {
-                joined.extend_from_slice(&buf[*a..*b]);
-            }
-            (joined, walk.events_out)
+        let (joined, events_out) = if let (true, Some(s)) = (by_keys, stmt.as_deref()) {
+            let Some(p) = s.units.partial(i, buf, s.keep) else {
+                break;
+            };
+            p
         } else {
             let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
             let Some(p) = partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) else {
@@ -362,21 +298,11 @@ pub fn assemble_statements(
         keys_used!();
         i += 1;
     }
-    let key_uses = uses
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(id, n)| (id as u32, *n))
-        .collect();
     Assembly {
         out,
         next: i,
         out_pos,
         counts,
-        need_keys,
-        key_uses,
-        statement_units,
-        statements: statements_done,
         full,
         gtids: gtids.finish(),
     }
@@ -416,117 +342,6 @@ impl GtidsWritten {
             }
         }
         out
-    }
-}
-
-enum Walked {
-    /// Every Query answered: `kept` of `content`, the kept byte ranges in `parts`.
-    Decided,
-    /// A key whose answer is not given (new keys queued in `Keys::new`).
-    NeedKeys,
-    /// Not a statement unit the core decides: Python takes it.
-    No,
-}
-
-/// One statement unit's walk: TransactionFilter._filter_events for a unit of a GTID, Queries
-/// with their context events (Intvar, Rand, User_var: kept or dropped with the Query after
-/// them) and an XID, each Query's answer read from its key.
-#[derive(Default)]
-struct StatementWalk {
-    parts: Vec<(usize, usize)>,
-    used: Vec<u32>,
-    content: u64,
-    kept: u64,
-    events_out: u64,
-    scratch: Vec<u8>,
-}
-
-impl StatementWalk {
-    fn keep(&mut self, a: usize, b: usize, events: u64) {
-        self.events_out += events;
-        match self.parts.last_mut() {
-            Some(last) if last.1 == a => last.1 = b,
-            _ => self.parts.push((a, b)),
-        }
-    }
-
-    fn run(
-        &mut self,
-        buf: &[u8],
-        u: &Unit,
-        query_post: usize,
-        crc: bool,
-        keys: &mut Keys,
-        stmt_keep: &[u8],
-    ) -> Walked {
-        self.parts.clear();
-        self.used.clear();
-        (self.content, self.kept, self.events_out) = (0, 0, 0);
-        let gtid = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID;
-        if u.flags & F_COMPLETE == 0 || u.flags & gtid == 0 || u.gtid_size == 0 || u.events < 2 {
-            return Walked::No;
-        }
-        let crc_len = if crc { 4 } else { 0 };
-        let gtid_end = u.start + u.gtid_size as usize;
-        self.keep(u.start, gtid_end, 1);
-        let mut at = gtid_end;
-        let mut pending: Option<(usize, u64)> = None; // context events waiting for their Query
-        let mut unknown = false;
-        while at < u.end {
-            let Some(size) = u32_at(buf, at + 9).map(|s| s as usize) else {
-                return Walked::No;
-            };
-            if size < HEADER_LEN || at + size > u.end {
-                return Walked::No;
-            }
-            let nxt = at + size;
-            match buf[at + 4] {
-                INTVAR | RAND | USER_VAR => {
-                    let (from, n) = pending.unwrap_or((at, 0));
-                    pending = Some((from, n + 1));
-                }
-                QUERY => {
-                    let Some((db, sql)) = query_ranges(&buf[..nxt], at, query_post, crc_len) else {
-                        return Walked::No;
-                    };
-                    let (db, sql) = (&buf[db], &buf[sql]);
-                    let (from, n) = pending.take().unwrap_or((at, 0));
-                    let literals = || query_literals(buf, at, query_post);
-                    if let Some(shape) = dml_shape_read(sql, literals) {
-                        let id = keys.id(db, sql, &shape, &mut self.scratch);
-                        self.content += 1;
-                        self.used.push(id);
-                        match keep::at(stmt_keep, id as usize) {
-                            Keep::Keep => {
-                                self.kept += 1;
-                                self.keep(from, nxt, n + 1);
-                            }
-                            Keep::Drop => {}
-                            Keep::Ask | Keep::Python => unknown = true,
-                        }
-                    } else if framing(sql) == Some(true) {
-                        self.keep(from, nxt, n + 1);
-                    } else {
-                        return Walked::No;
-                    }
-                }
-                XID => {
-                    if pending.is_some() {
-                        return Walked::No;
-                    }
-                    self.keep(at, nxt, 1);
-                }
-                _ => return Walked::No,
-            }
-            at = nxt;
-        }
-        if pending.is_some() {
-            return Walked::No;
-        }
-        if unknown {
-            return Walked::NeedKeys;
-        }
-        Walked::Decided
     }
 }
 

@@ -8,8 +8,9 @@
 pub const KEEP_DROP: u8 = 0;
 /// Kept.
 pub const KEEP_KEEP: u8 = 1;
-/// Not answered yet: a walk that reads statement keys stops with `need_keys`; Python answers
-/// the keys it met (the call's `new_keys`) and calls again.
+/// Not answered: an id the walk was given no answer for (every walk takes its keys' answers
+/// up front, so only a short array or a hostile caller says it); the walk stops at the unit and
+/// Python decides it.
 pub const KEEP_ASK: u8 = 2;
 /// Not the walk's to decide: the walk stops at the unit and Python decides it itself (split: a
 /// statement routed by schema; `assemble`'s `answers`: a unit Python did not answer

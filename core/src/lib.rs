@@ -15,7 +15,6 @@ pub mod keep;
 pub mod le;
 pub mod payload;
 pub mod relay;
-pub mod relay_stmt;
 pub mod replica;
 pub mod rows;
 pub mod scan;

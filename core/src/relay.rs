@@ -4,19 +4,22 @@
 //! skipped ones are relayed as their framing, and the units the slave's own rules keep whole are
 //! copied as they came: fast units by their tables, lone statements (a MariaDB GTID and one plain
 //! QUERY: DDL, standalone groups, the empty-transaction policy's emptied units), whose texts go
-//! back for the slave's own check (framing words need none), and statement units by their keys
-//! (`relay_stmt`). The run ends at the first unit that needs Python (an FDE, a Rotate or another
-//! control event, a unit not kept whole, an answer not known yet).
+//! back for the slave's own check (framing words need none), and statement units (a MIXED or
+//! STATEMENT stream's transactions: a GTID, Queries with their context, an XID) whose every
+//! statement the slave's rules keep by its key (`stmt_units::ByKeys`, the keys answered up front
+//! in Python, once each: `rules.keep_table`). The run ends at the first unit that needs Python
+//! (an FDE, a Rotate or another control event, a unit not kept whole: a statement its rules drop
+//! is a disagreement the slave's check reports).
 
 use std::ops::Range;
 
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
-use crate::relay_stmt::{StatementKeeps, Step};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::skip_forms::is_placeholder;
 use crate::sql::query_ranges;
 use crate::stmt::framing;
+use crate::stmt_units::ByKeys;
 use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
@@ -39,8 +42,6 @@ pub struct RelayRun {
     /// The lone statements copied whose text the slave's check reads (not framing words): the
     /// unit's index and its (default database, SQL) ranges in the buffer.
     pub lone: Vec<(usize, Range<usize>, Range<usize>)>,
-    /// The run stopped at a statement key without an answer (queued in `Keys::new`).
-    pub need_keys: bool,
 }
 
 /// The format a run reads lone statements with: its QUERY post-header length and checksum length.
@@ -142,7 +143,7 @@ pub fn relay_ranges(
     keep: &[u8],
     from: usize,
     lone: Option<LoneFormat>,
-    mut stmts: Option<&mut StatementKeeps>,
+    mut stmts: Option<&mut ByKeys>,
 ) -> RelayRun {
     let mut plan = RelayRun::default();
     let mut i = from;
@@ -192,16 +193,12 @@ pub fn relay_ranges(
                     plan.lone.push((i, db, sql));
                 }
             } else {
-                match stmts
-                    .as_deref_mut()
-                    .map(|s| s.unit(buf, u, f.query_post, f.crc_len))
-                {
-                    Some(Step::Kept) => {}
-                    Some(Step::NeedKeys) => {
-                        plan.need_keys = true;
-                        break;
-                    }
-                    Some(Step::Python) | None => break,
+                let Some(s) = stmts.as_deref_mut() else {
+                    break;
+                };
+                match s.answer(i) {
+                    Some((content, kept)) if kept == content => s.used(i),
+                    _ => break,
                 }
             }
         }

@@ -6,13 +6,12 @@
 //! `encode_unit` of the reference path's events gives them. Also the GTID events a series'
 //! next GTID state needs from a run of whole units (`gtid_marks`). Statement units (MariaDB's
 //! default MIXED format: a GTID, Queries with their context events, an XID) are routed the same
-//! way by their statements' keys (`StmtRoute`), each key answered once per output in Python.
+//! way by their statements' keys (`StmtRoute`), each key answered up front per output in Python.
 
-use crate::keep::{self, Keep, KEEP_DROP, KEEP_KEEP};
+use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
-use crate::stmt_keys::Keys;
-use crate::stmt_units::{self, ALWAYS};
+use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
 use crate::unit_cut::partial;
 
@@ -50,102 +49,47 @@ type Seen = (u64, Option<(u32, u32)>);
 
 const ROUTED: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
 
-/// Statement units routed by their keys: the scanner's keys (interned across its buffers), one
-/// keep byte per key id for each output, and the format's QUERY post-header and checksum length.
+/// Statement units routed by their keys: the scan's statement units (`StmtUnits::build_part`),
+/// one keep byte per key id for each output (the keys answered up front), and whether a framing
+/// Query may be copied as it is.
 pub struct StmtRoute<'a> {
-    pub keys: &'a mut Keys,
+    pub units: &'a StmtUnits,
     pub keeps: Vec<&'a [u8]>,
-    pub query_post: usize,
-    pub crc_len: usize,
-    /// Key ids below this one are answered in every output's keep bytes (by schema, a key may
-    /// make a new output: the outputs are known only once the key is answered).
-    pub known: u32,
-    /// Whether a framing Query (BEGIN, COMMIT) may be copied as it is. By schema it may not:
-    /// Python gives a copy's framing the output's schema as default database (`_retarget`).
+    /// By schema it may not: Python gives a copy's framing the output's schema as default
+    /// database (`_retarget`).
     pub framing: bool,
-    /// The walk stopped at a key some output has no answer for yet.
-    pub need_keys: bool,
-    pieces: Vec<(u32, usize, usize)>,
-    scratch: Vec<u8>,
 }
 
-impl<'a> StmtRoute<'a> {
-    pub fn new(
-        keys: &'a mut Keys,
-        keeps: Vec<&'a [u8]>,
-        known: u32,
-        query_post: usize,
-        crc_len: usize,
-        framing: bool,
-    ) -> Self {
-        StmtRoute {
-            keys,
-            keeps,
-            query_post,
-            crc_len,
-            known,
-            framing,
-            need_keys: false,
-            pieces: Vec::new(),
-            scratch: Vec::new(),
-        }
-    }
-
-    /// Each output's copy of statement unit `u` (as TransactionFilter(empty_transactions=DROP)
+impl StmtRoute<'_> {
+    /// Each output's copy of statement unit k, `u` (as TransactionFilter(empty_transactions=DROP)
     /// cuts it: the GTID and XID always, each Query with its context events by its key's answer,
     /// nothing when no Query is kept), or false when Python must route it.
-    fn copies(&mut self, buf: &[u8], u: &Unit, copies: &mut Vec<Copy>) -> bool {
-        let Some(read) = stmt_units::walk(
-            buf,
-            u.start,
-            u.end,
-            u.flags,
-            u.gtid_size,
-            u.events,
-            self.query_post,
-            self.crc_len,
-        ) else {
+    fn copies(&self, buf: &[u8], k: usize, u: &Unit, copies: &mut Vec<Copy>) -> bool {
+        let Some(pieces) = self.units.of(k) else {
             return false;
         };
-        self.pieces.clear();
-        for (shape, start, end, _, db, sql) in read {
-            let key = match (shape, db, sql) {
-                (Some(shape), Some(db), Some(sql)) => {
-                    self.keys.id(&buf[db], &buf[sql], &shape, &mut self.scratch)
-                }
-                _ if !self.framing && buf[start + 4] == QUERY => return false,
-                _ => ALWAYS,
-            };
-            if key != ALWAYS && key >= self.known {
-                self.need_keys = true;
-                return false;
-            }
-            self.pieces.push((key, start, end));
+        if !self.framing
+            && pieces
+                .iter()
+                .any(|p| p.key == ALWAYS && buf.get(p.start + 4) == Some(&QUERY))
+        {
+            return false;
         }
         for keep in &self.keeps {
-            let (mut all, mut nothing) = (true, true);
-            for &(key, _, _) in self.pieces.iter().filter(|p| p.0 != ALWAYS) {
-                // KEEP_PYTHON: Python routes the unit (by schema, a statement of no default
-                // database goes to the unassigned output, which the walk does not write).
-                match keep::at(keep, key as usize) {
-                    Keep::Drop => all = false,
-                    Keep::Keep => nothing = false,
-                    Keep::Ask => {
-                        self.need_keys = true;
-                        return false;
-                    }
-                    Keep::Python => return false,
-                }
-            }
-            copies.push(if all {
+            // KEEP_PYTHON: Python routes the unit (by schema, a statement of no default
+            // database goes to the unassigned output, which the walk does not write).
+            let Some((content, kept)) = self.units.answer(k, keep) else {
+                return false;
+            };
+            copies.push(if kept == content {
                 Copy::Whole
-            } else if nothing {
+            } else if kept == 0 {
                 Copy::Nothing
             } else {
                 let mut bytes = Vec::with_capacity(u.end - u.start);
-                for &(key, a, b) in &self.pieces {
-                    if key == ALWAYS || keep.get(key as usize) == Some(&KEEP_KEEP) {
-                        bytes.extend_from_slice(&buf[a..b]);
+                for p in pieces {
+                    if p.key == ALWAYS || keep.get(p.key as usize) == Some(&KEEP_KEEP) {
+                        bytes.extend_from_slice(&buf[p.start..p.end]);
                     }
                 }
                 Copy::Part(bytes)
@@ -170,7 +114,7 @@ pub fn route(
     counted: &[bool],
     bases: &[u64],
     from: usize,
-    mut stmt: Option<&mut StmtRoute>,
+    stmt: Option<&StmtRoute>,
 ) -> Routed {
     let n = keeps.len();
     let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
@@ -188,8 +132,8 @@ pub fn route(
         }
         let by_keys = u.flags & ROUTED != ROUTED;
         if by_keys {
-            let taken = match stmt.as_deref_mut() {
-                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, u, &mut copies),
+            let taken = match stmt {
+                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, u, &mut copies),
                 None => false,
             };
             if !taken {

@@ -256,6 +256,7 @@ pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
 
 /// `dml_shape` of a Query's text whose string literals the server read as `literals` says (its
 /// status variables: `sql::query_literals`, read only for a text whose literals are read).
+#[inline]
 pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option<Shape<'_>> {
     let mut c = Cursor { s: sql, at: 0 };
     c.spaces();

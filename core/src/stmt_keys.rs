@@ -1,6 +1,7 @@
 //! Statement keys interned (`Keys`): each distinct (kind, updated table, default database) of
-//! the DML statements `stmt::dml_shape` recognises gets one id, kept across buffers and files,
-//! and each new one is queued with its statement for Python to decide once.
+//! the DML statements `stmt::dml_shape` recognises gets one id in the buffer read (a segment, a
+//! scan: `stmt_units::StmtUnits`), and each is listed with the statement it was first met in, for
+//! Python to answer up front (by the key's bytes, once across buffers: `rules.keep_table`).
 
 use std::collections::HashMap;
 
@@ -47,11 +48,11 @@ impl std::hash::Hasher for KeyHasher {
     }
 }
 
-/// The keys interned so far (kept across buffers and files), by their bytes.
+/// The keys interned so far, by their bytes.
 #[derive(Debug, Default)]
 pub struct Keys {
     map: HashMap<Vec<u8>, u32, std::hash::BuildHasherDefault<KeyHasher>>,
-    /// Keys interned since Python last took them.
+    /// Every key interned, in id order.
     pub new: Vec<NewKey>,
 }
 

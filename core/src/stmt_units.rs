@@ -3,8 +3,11 @@
 //! MySQL 5.x STATEMENT) read once for every stream of the master, each Query's key (kind,
 //! default database, table: `stmt::dml_shape`) interned per segment, each statement's byte range
 //! kept; a stream then answers them from its keep byte per key id (`StmtUnits::rows`) and sends
-//! them whole, skipped or cut at statements (`StmtUnits::partial`) in `send::walk`, as
-//! `assemble::StatementWalk` does for `filter`: no Python per unit.
+//! them whole, skipped or cut at statements (`StmtUnits::partial`) in `send::walk`: no Python per
+//! unit. Every compiled walk that decides statement units reads them here, and asks up front:
+//! the walk's buffer (a segment's UnitList, a scanner's last scan: `build_part`) is read once,
+//! its keys answered by the consumer's keep table, then walked with those answers (`ByKeys`:
+//! `filter`'s assembly, the slave's relay run; `split::StmtRoute` per output).
 
 use crate::keep::{self, Keep};
 use crate::le::u32_at;
@@ -94,7 +97,8 @@ impl StmtUnits {
             .any(|u| candidate(u.flags, u.gtid_size, u.events))
     }
 
-    fn of(&self, k: usize) -> Option<&[Piece]> {
+    /// Unit k's pieces; None when it is not a statement unit by keys.
+    pub fn of(&self, k: usize) -> Option<&[Piece]> {
         let &(lo, hi) = self.bounds.get(k)?;
         if lo == u32::MAX {
             return None;
@@ -182,6 +186,21 @@ impl StmtUnits {
         Some(())
     }
 
+    /// Unit k's answer from `keep` (a keep byte per key id): (statements, statements kept); None
+    /// when it is not a statement unit by keys, or a key's answer is neither keep nor drop.
+    pub fn answer(&self, k: usize, keep: &[u8]) -> Option<(u64, u64)> {
+        let (mut content, mut kept) = (0u64, 0u64);
+        for p in self.of(k)?.iter().filter(|p| p.key != ALWAYS) {
+            content += 1;
+            match keep::at(keep, p.key as usize) {
+                Keep::Keep => kept += 1,
+                Keep::Drop => {}
+                Keep::Ask | Keep::Python => return None,
+            }
+        }
+        Some((content, kept))
+    }
+
     /// Adds the key uses of units i..j to `counts` (one per key id).
     pub fn count(&self, i: usize, j: usize, counts: &mut [u32]) {
         for k in i..j {
@@ -196,18 +215,77 @@ impl StmtUnits {
     }
 }
 
+/// One walk's statement units and its consumer's keep byte per key id (KEEP_KEEP, KEEP_DROP:
+/// the keys answered up front, `StatementUnits.keys`), with the statements it answered by them
+/// (for the consumer's rule hits: `rules.keep_table.KeepTable.account`).
+pub struct ByKeys<'a> {
+    pub units: &'a StmtUnits,
+    pub keep: &'a [u8],
+    /// Statements answered per key id.
+    pub uses: Vec<u64>,
+    /// Statement units and statements answered.
+    pub units_done: u64,
+    pub statements: u64,
+}
+
+impl<'a> ByKeys<'a> {
+    pub fn new(units: &'a StmtUnits, keep: &'a [u8]) -> Self {
+        ByKeys {
+            units,
+            keep,
+            uses: Vec::new(),
+            units_done: 0,
+            statements: 0,
+        }
+    }
+
+    /// Unit k's answer (`StmtUnits::answer`).
+    pub fn answer(&self, k: usize) -> Option<(u64, u64)> {
+        self.units.answer(k, self.keep)
+    }
+
+    /// Unit k was written from its keys' answers: its statements counted per key.
+    pub fn used(&mut self, k: usize) {
+        let Some(pieces) = self.units.of(k) else {
+            return;
+        };
+        self.units_done += 1;
+        for p in pieces.iter().filter(|p| p.key != ALWAYS) {
+            let id = p.key as usize;
+            if self.uses.len() <= id {
+                self.uses.resize(id + 1, 0);
+            }
+            self.uses[id] += 1;
+            self.statements += 1;
+        }
+    }
+
+    /// (key id, statements) for each key used.
+    pub fn key_uses(&self) -> Vec<(u32, u64)> {
+        self.uses
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(id, n)| (id as u32, *n))
+            .collect()
+    }
+}
+
 /// `StmtUnits::build`'s state: the units read so far, the keys interned.
-struct Builder {
+struct Builder<'a> {
     keys: Keys,
     scratch: Vec<u8>,
+    /// One unit's pieces as `walk` reads them (reused: no allocation per unit).
+    reads: Vec<Read<'a>>,
     s: StmtUnits,
 }
 
-impl Builder {
+impl<'a> Builder<'a> {
     fn new(units: usize) -> Self {
         Builder {
             keys: Keys::default(),
             scratch: Vec::new(),
+            reads: Vec::new(),
             s: StmtUnits {
                 bounds: Vec::with_capacity(units),
                 ..Default::default()
@@ -223,7 +301,7 @@ impl Builder {
     /// The next unit, (start, end, flags, gtid_size, events) in `buf`.
     fn unit(
         &mut self,
-        buf: &[u8],
+        buf: &'a [u8],
         (start, end, flags, gtid_size, events): (usize, usize, u32, u32, u32),
         post: usize,
         crc: usize,
@@ -231,11 +309,16 @@ impl Builder {
         if end > buf.len() {
             return self.none();
         }
-        let Some(pieces) = walk(buf, start, end, flags, gtid_size, events, post, crc) else {
+        let mut reads = std::mem::take(&mut self.reads);
+        let read = walk(
+            buf, start, end, flags, gtid_size, events, post, crc, &mut reads,
+        );
+        if read.is_none() {
+            self.reads = reads;
             return self.none();
-        };
+        }
         let lo = self.s.pieces.len();
-        for (key, start, end, events, db, sql) in pieces {
+        for (key, start, end, events, db, sql) in reads.drain(..) {
             let key = match (key, db, sql) {
                 (Some(shape), Some(db), Some(sql)) => {
                     self.keys.id(&buf[db], &buf[sql], &shape, &mut self.scratch)
@@ -249,6 +332,7 @@ impl Builder {
                 events,
             });
         }
+        self.reads = reads;
         self.s.units += 1;
         self.s.bounds.push((lo as u32, self.s.pieces.len() as u32));
     }
@@ -280,13 +364,13 @@ pub(crate) type Read<'a> = (
     Option<std::ops::Range<usize>>,
 );
 
-/// The pieces of the unit buf[start..end] when it is a complete statement unit the keys decide
-/// (what `assemble::StatementWalk::run` takes: a GTID, then Intvar/Rand/User_var events each
+/// The pieces of the unit buf[start..end], into `out` (cleared first), when it is a complete
+/// statement unit the keys decide (a GTID, then Intvar/Rand/User_var events each
 /// before its Query, single-table DML Queries (keyed) or framing ones (kept), XIDs); None
 /// otherwise, and for a lone statement (two events).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn walk(
-    buf: &[u8],
+pub(crate) fn walk<'a>(
+    buf: &'a [u8],
     start: usize,
     end: usize,
     flags: u32,
@@ -294,12 +378,14 @@ pub(crate) fn walk(
     events: u32,
     query_post: usize,
     crc_len: usize,
-) -> Option<Vec<Read<'_>>> {
+    out: &mut Vec<Read<'a>>,
+) -> Option<()> {
     if !candidate(flags, gtid_size, events) || start + gtid_size as usize > end {
         return None;
     }
     let gtid_end = start + gtid_size as usize;
-    let mut out: Vec<Read> = vec![(None, start, gtid_end, 1, None, None)];
+    out.clear();
+    out.push((None, start, gtid_end, 1, None, None));
     let mut at = gtid_end;
     let mut pending: Option<(usize, u32)> = None;
     let mut content = 0;
@@ -343,7 +429,7 @@ pub(crate) fn walk(
     if pending.is_some() || content == 0 {
         return None;
     }
-    Some(out)
+    Some(())
 }
 
 #[cfg(test)]
@@ -418,6 +504,7 @@ mod tests {
             buf.extend(query("db1", "UPDATE t SET a=RAND()"));
             buf.extend(event(XID, &[0u8; 8]));
             let events = 4;
+            let mut pieces = Vec::new();
             walk(
                 &buf,
                 0,
@@ -427,8 +514,9 @@ mod tests {
                 events,
                 13,
                 0,
+                &mut pieces,
             )
-            .map(|p| p.len())
+            .map(|()| pieces.len())
         };
         let mut real = event(RAND, &[0u8; 16]);
         real[5] = 1; // server_id 1

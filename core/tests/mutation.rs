@@ -8,12 +8,12 @@
 use std::panic;
 use std::path::Path;
 
-use _core::assemble::{assemble, assemble_statements, Options};
+use _core::assemble::{assemble, Options};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
 use _core::send::{send, walk, SendOptions};
-use _core::stmt_keys::Keys;
+use _core::stmt_units::{ByKeys, StmtUnits};
 use _core::unit_list::UnitList;
 
 struct Rng(u64);
@@ -327,7 +327,6 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         },
         fresh: rng.below(2) == 0,
         gtids: rng.below(2) == 0,
-        query_post: if rng.below(2) == 0 { None } else { Some(13) },
     };
     let from = rng.below(out.units.len() + 1);
     // Random answers for the units that are not fast (keep whole, empty, or unknown).
@@ -341,6 +340,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         from,
         rng.next() >> 40,
         &opt,
+        None,
     );
     assert!(
         a.next >= from && a.next <= out.units.len(),
@@ -348,28 +348,33 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         a.next
     );
     // The statement path over the same units, with random answers per statement key (issue #43).
-    let mut keys = Keys::default();
-    let stmt_keep: Vec<u8> = (0..64).map(|_| rng.below(3) as u8).collect();
-    let sopt = Options {
-        query_post: Some(13),
-        ..opt
-    };
-    let s = assemble_statements(
-        &data[..out.stop.max(start)],
+    let buf = &data[..out.stop.max(start)];
+    let stmt = StmtUnits::build_part(&out.units, buf, (13, 4 * rng.below(2), from));
+    let stmt_keep: Vec<u8> = (0..stmt.keys.len()).map(|_| rng.below(4) as u8).collect();
+    let mut by_keys = ByKeys::new(&stmt, &stmt_keep);
+    let s = assemble(
+        buf,
         &out.units,
         &out.tables,
         &keep,
         &answers,
         from,
         rng.next() >> 40,
-        &sopt,
-        &mut keys,
-        &stmt_keep,
+        &opt,
+        Some(&mut by_keys),
     );
     assert!(
         s.next >= from && s.next <= out.units.len() && s.gtids.len() as u64 <= s.out.len() as u64,
-        "iteration {iteration}: assemble_statements stopped at {}",
+        "iteration {iteration}: assemble with statement keys stopped at {}",
         s.next
+    );
+    assert!(
+        by_keys.units_done as usize <= stmt.units
+            && by_keys
+                .key_uses()
+                .iter()
+                .all(|(id, _)| (*id as usize) < stmt.keys.len()),
+        "iteration {iteration}: keys used that the statement units do not hold"
     );
     // One stream's send walk over the scanned units, with random answers.
     let mut plan = UnitList::default();

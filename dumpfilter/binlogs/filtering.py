@@ -47,7 +47,7 @@ from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.rules.keep_table import KeepTable
+from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
 from dumpfilter.binlogs.background import ReadAhead
@@ -146,7 +146,7 @@ class BinlogFilter:
         self.verify_checksums = verify_checksums
         self.read_ahead = read_ahead  # a plain file's next chunk read on a thread (background.ReadAhead)
         self.stats = FilterStats()
-        self.keeps = KeepTable(tfilter.decider)  # by the scanner's name id and statement key id
+        self.keeps = KeepTable(tfilter.decider)  # by the scanner's name id, and each buffer's statement keys
 
     # -- a unit as Events, through TransactionFilter ------------------------------------------
     def _unit(self, txn: Transaction) -> None:
@@ -198,7 +198,6 @@ class BinlogFilter:
         to the TransactionFilter as Events."""
         name = str(path)
         scanner = Scanner(name, verify_checksums=self.verify_checksums)
-        self.keeps.restart_keys()  # key ids are the scanner's: a new file's start again
         magic = stream.read(4)
         if magic != MAGIC:
             if len(magic) < 4:
@@ -246,6 +245,7 @@ class BinlogFilter:
             units, tables = scan.units, scan.tables
             i, n = 0, len(units)
             slow, answers, answered_to = None, None, 0
+            stmt: KeyRows | None = None  # this buffer's statement keys, answered up front
             while i < n:
                 direct = sink.direct_writer() if direct_ok and fmt is not None else None
                 if direct is not None and fmt is not None and direct.fmt.checksum_len == fmt.checksum_len:
@@ -255,31 +255,27 @@ class BinlogFilter:
                             slow = scanner.slow_units()
                         answers, answered_to = self._lone_answers(units, slow, buf, base, fmt, i)
                     # Statement units (a GTID, Queries, an XID) are decided by their statements' keys.
-                    by_keys = keys.keys_enabled and direct.renumber_positions
+                    keyed = (keys.keys_enabled and direct.renumber_positions and units.may_hold_statements(i))
+                    if keyed and stmt is None:
+                        stmt = keys.rows(scanner.statement_units(buf, i, fmt))
                     # (The assembly stops at once at a unit not fast, not answered and not keyed.)
-                    if fast or (answers is not None and i < answered_to and answers[i] != KEEP_PYTHON) or (
-                            by_keys and units.may_hold_statements(i)):
+                    if fast or (answers is not None and i < answered_to and answers[i] != KEEP_PYTHON) or keyed:
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
                             buf, i, keys.tables(scanner.names), direct.position, base, direct.renumber_positions,
                             fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers,
                             limit=sink.direct_limit, fresh=sink.direct_fresh(), gtids=sink.direct_gtids,
-                            query_post=fmt.post_header_len(_QUERY) if by_keys else None,
-                            stmt_keep=keys.key_bytes() if by_keys else None)
-                        if done.new_keys:
-                            keys.learn(done.new_keys)
+                            stmt_keep=None if stmt is None else stmt.keep)
                         nxt = done.next
                         if nxt > i:
-                            if done.key_uses:
-                                keys.used(done.key_uses, done.statement_units, done.statements)
+                            if stmt is not None and done.by_keys.units:
+                                keys.account(stmt, done.by_keys)
                             direct.out.write(done.out)
                             direct.position = done.out_pos
                             direct.events_written += self.stats.add_assembled(done.counts)
                             sink.direct_written(done.out, done.gtids)
                             i = nxt
                             continue
-                        if done.need_keys:
-                            continue  # its keys are decided now: again
                         if done.full:
                             sink.direct_rotate()  # the next unit starts the next file
                             continue

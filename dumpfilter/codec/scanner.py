@@ -34,8 +34,8 @@ F_PAYLOAD = _core.F_PAYLOAD
 F_STANDALONE = _core.F_STANDALONE
 # The keep vocabulary (the core's keep.rs): the byte each compiled walk reads per table name id, per
 # statement key id, and per unit answered beforehand (`assemble`'s `answers`): not kept, kept, not
-# answered yet (the walk stops with `need_keys`: answer its new keys and call again), and not the
-# walk's to decide (it stops there and Python decides the unit itself).
+# answered, and not the walk's to decide (at either of the last two the walk stops and Python
+# decides the unit itself). Keys are answered up front: `statement_units`, then the walk.
 KEEP_DROP = _core.KEEP_DROP
 KEEP_KEEP = _core.KEEP_KEEP
 KEEP_ASK = _core.KEEP_ASK
@@ -285,8 +285,7 @@ class Scanner:
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
                  empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 gtids: bool = False, query_post: int | None = None,
-                 stmt_keep: bytes | None = None) -> _core.AssembleResult:
+                 gtids: bool = False, stmt_keep: bytes | None = None) -> _core.AssembleResult:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer): the bytes, the next unit index, the output offset, the counts; see
         the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
@@ -294,10 +293,16 @@ class Scanner:
         that are not fast and were decided in Python (anything else, KEEP_PYTHON, stops the
         assembly there, or tries the unit's statement keys). `limit`: stop before writing a unit at or past this output offset
         (`full`; `fresh`: the file has no unit yet). `gtids`: report the GTID events written.
-        `query_post` (the format's QUERY post-header length): statement units are decided by
-        their statements' keys, `stmt_keep` one byte per key id (rules.keep_table)."""
+        `stmt_keep`: the statement units `statement_units` read are decided by their statements'
+        keys, one byte per key id (rules.keep_table)."""
         return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body,
-                                   whole_only, answers, limit, fresh, gtids, query_post, stmt_keep)
+                                   whole_only, answers, limit, fresh, gtids, stmt_keep)
+
+    def statement_units(self, buf: bytes, start: int, fmt: FormatDescription) -> list[_core.StatementKey]:
+        """The keys of the last `units` call's statement units from index `start` on (buf: that
+        call's buffer; `fmt`: the format in force), ids from 0, for the walks that take their
+        answers up front (`assemble`, `relay_run`, `split_route`'s `stmt_keep`)."""
+        return self._core.statement_units(buf, start, fmt.post_header_len(EventType.QUERY), fmt.checksum_len).keys
 
     def slow_units(self) -> memoryview:
         """The indices (u32) of the last `units` call's units that are not fast."""
@@ -309,9 +314,9 @@ class Scanner:
         that call's buffer; `keep` one byte per name id, 1 kept): lone Heartbeats passed over,
         the placeholder policy's skipped units relayed as their framing, fast units kept whole
         copied as they came and, given the format in force as `lone`, lone statements (a MariaDB
-        GTID and one plain QUERY) too, and with `stmt_keep` (a keep byte per statement key id)
-        the statement units their keys keep, until a unit that needs Python or a key without an
-        answer (`need_keys`); see relay::relay_ranges."""
+        GTID and one plain QUERY) too, and with `stmt_keep` (a keep byte per key id of
+        `statement_units`) the statement units whose every statement its keys keep, until a unit
+        that needs Python; see relay::relay_ranges."""
         formats = None if lone is None else (lone.post_header_len(EventType.QUERY), lone.checksum_len)
         return _core.relay_run(self._core, buf, start, keep, formats, stmt_keep)
 

@@ -13,9 +13,11 @@ and nothing where it is not sure). Under a decider whose statement decisions are
 that key (`Decider.keys_statements`), each key is decided once by its bytes, from the first
 statement met with it (`Decider.decide_statement_key`), whatever scanner or segment met it (their
 ids differ); every statement it answers is accounted (`Decider.account`), so the rule-hit
-counters come out as if each had been decided on its own. The keys reach the table one way: a
-walk hands over the keys it met (`learn`, into the scanner's id space `key_bytes` answers, or
-`rows`, a segment's own), decoded only when the table has not met their bytes before.
+counters come out as if each had been decided on its own. The keys reach the table one way, the
+same for every walk: before it walks a buffer (a segment's UnitList, a scanner's last scan), its
+statement units are read and their keys answered up front (`rows`, in that buffer's own id
+space), each key's text decoded only when the table has not met its bytes before; the walk then
+reports the statements it answered (`account`).
 
 Why a rule engine's decision is the key's (`RuleEngine.keys_statements`), under both semantics:
 * standard (rpl_filter.cc): db_ok on the (rewritten) default database, tables_ok on the one
@@ -36,11 +38,11 @@ the gate's (`_gated_key`), as the master's streams send it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from dumpfilter import _core
-from dumpfilter.codec.scanner import KEEP_ASK, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
 from dumpfilter.rules.decider import Decider, Gated, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.gate import Gate
@@ -104,7 +106,7 @@ class KeepTable:
     statements may be answered by key at all (the rules' `keys_statements`, unless the caller says)."""
 
     __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes",
-                 "_known", "_ids", "_id_answers", "_ids_bytes", "keys_decided", "statements", "units")
+                 "_known", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None) -> None:
@@ -118,12 +120,9 @@ class KeepTable:
         self._names = bytearray()
         self._names_bytes: bytes | None = None
         self._known: dict[bytes, KeyAnswer] = {}   # by key bytes: each key decided once
-        self._ids = bytearray()                    # the scanner's id space (`learn`): keep byte per id
-        self._id_answers: list[KeyAnswer | None] = []
-        self._ids_bytes: bytes | None = b""
         self.keys_decided = 0   # keys decided (each once)
-        self.statements = 0     # statements answered by key (`used`)
-        self.units = 0          # statement units written from keys (`used`)
+        self.statements = 0     # statements answered by key (`account`)
+        self.units = 0          # statement units written from keys (`account`)
 
     # -- tables -------------------------------------------------------------------------------
     def tables(self, names: Sequence[tuple[str, str]]) -> bytes:
@@ -161,49 +160,18 @@ class KeepTable:
         return found
 
     def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
-        """A segment's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
-        `UnitList.statement_units` gives them."""
+        """A buffer's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
+        `UnitList.statement_units` and `Scanner.statement_units` give them."""
         known, answer = self._known, self.answer
         answers = [known.get(k.key) or answer(k) for k in keys]
         keep = bytes([a.code for a in answers])
         return KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED))
 
-    def learn(self, new_keys: Iterable[_core.StatementKey]) -> None:
-        """The keys a scanner's walk met for the first time, answered into its id space
-        (`key_bytes`); ids not met yet stay KEEP_ASK. Those walks (`assemble`, `relay_run`) take
-        keep or drop: a KEEP_PYTHON answer (a gate, an impure decision) would be asked for again
-        and again, so a table that can give one is for `rows` alone."""
-        ids, id_answers, answer = self._ids, self._id_answers, self.answer
-        for key in new_keys:
-            key_id = key.id
-            if len(ids) <= key_id:
-                grow = key_id + 1 - len(ids)
-                ids.extend(bytes([KEEP_ASK]) * grow)
-                id_answers.extend([None] * grow)
-            found = id_answers[key_id] = answer(key)
-            assert found.code != KEEP_PYTHON, "a walk that learns keys takes keep or drop answers only"
-            ids[key_id] = found.code
-        self._ids_bytes = None
-
-    def key_bytes(self) -> bytes:
-        """The keep byte per key id of the scanner's id space, as the core's walks take them."""
-        if self._ids_bytes is None:
-            self._ids_bytes = bytes(self._ids)
-        return self._ids_bytes
-
-    def restart_keys(self) -> None:
-        """A new scanner (the next input file): its key ids start again (the answers by key
-        bytes and the counters go on)."""
-        self._ids.clear()
-        self._id_answers.clear()
-        self._ids_bytes = b""
-
-    def used(self, key_uses: Iterable[_core.KeyUse], units: int, statements: int) -> None:
-        """Account the statements a walk answered by the scanner's key ids (`learn`'s)."""
-        account, id_answers = self._account, self._id_answers
-        for use in key_uses:
-            found = id_answers[use.id]
-            assert found is not None  # the core uses only keys it handed to `learn` first
-            account(found.decision, use.statements)
-        self.units += units
-        self.statements += statements
+    def account(self, rows: KeyRows, used: _core.KeysUsed) -> None:
+        """Account the statements a walk answered by `rows`' key ids (`used`: the walk's
+        `by_keys`), as each decision would have counted them."""
+        account, answers = self._account, rows.answers
+        for use in used.uses:
+            account(answers[use.id].decision, use.statements)
+        self.units += used.units
+        self.statements += used.statements

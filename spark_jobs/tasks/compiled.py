@@ -22,7 +22,7 @@ from typing import BinaryIO
 from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Event, Transaction, bad_magic, read_format_description
-from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES, EventType
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.keep_table import KeepTable
@@ -32,7 +32,6 @@ from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_bi
 
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
 _U32 = struct.Struct("<I")
-_QUERY = int(EventType.QUERY)
 
 
 def _text(raw: bytes) -> str:
@@ -43,11 +42,11 @@ def _text(raw: bytes) -> str:
 # ------------------------------------------------------------------------------------ keeps
 class OutputKeeps:
     """One keep array per output the core routes to, by the scanner's name ids (restarted with
-    each scanner), and one per output by the scanner's statement key ids. By schema: a table goes
-    to its database's output, a keyed statement to its default database's (MySQL's statement
-    rule; WL#2516's effective semantics route by the tables, retargeting copies: Python). By
-    --map: each map's rule engine, and the rest (what no map keeps) for the unassigned output,
-    through each one's KeepTable."""
+    each scanner), and one per output by the key ids of the buffer's statement units (answered up
+    front: `buffer_keys`, then `for_keys`). By schema: a table goes to its database's output, a
+    keyed statement to its default database's (MySQL's statement rule; WL#2516's effective
+    semantics route by the tables, retargeting copies: Python). By --map: each map's rule engine,
+    and the rest (what no map keeps) for the unassigned output, through each one's KeepTable."""
 
     def __init__(self, router: Router):
         self.router = router
@@ -55,52 +54,41 @@ class OutputKeeps:
         self.names: list[str | None] = []
         self._tables: list[KeepTable] = []
         self._schemas: dict[str, bytearray] = {}
-        self._stmt_schemas: dict[str, bytearray] = {}  # by schema: each output's statement keep bytes
-        self._stmt: list[bytearray] = []               # by maps: the same, per map and the rest
-        self._keys = 0
-        self._learned: list[_core.StatementKey] = []
         self._seen = 0
         self._cache: list[bytes] | None = None
-        self._stmt_cache: list[bytes] | None = None
+        self._keys: list[_core.StatementKey] = []
+        self._targets: dict[bytes, str | None] = {}  # by schema: a key's output, by its bytes
+        self._stmt: tuple[int, list[bytes]] | None = None  # (outputs when made, their keep bytes)
         if self.by_maps:
             engines = router._engines
             self._tables = [KeepTable(e) for e in engines] + [KeepTable(_NoMapDecider(engines))]
             self.names = [*(m.name for m in router.config.maps), router.config.unassigned]
-            self._stmt = [bytearray() for _ in self.names]
             self.by_keys = all(e.keys_statements for e in engines)
         else:
             self.by_keys = router.semantics == "mysql"
         self.counted = [True] * len(router.config.maps) + [router.config.unassigned is not None]
 
     def restart(self) -> None:
-        """A new scanner: its name ids and statement key ids start again."""
-        self._learned = []
+        """A new scanner: its name ids start again."""
         self.clear()
         self._schemas.clear()
-        self._stmt_schemas.clear()
         self._seen = 0
         self._cache = None
         if not self.by_maps:
             self.names, self.counted = [], []
 
     def clear(self) -> None:
-        """Answers that may have changed (the schema model took DDL): asked again (the tables'
-        when the core meets them, the statement keys' now: the core hands each key over once)."""
+        """Answers that may have changed (the schema model took DDL): the tables' asked again when
+        the core meets them (a key's answer is its rules' of the key alone: `keys_statements`)."""
         for keeps in self._tables:
             keeps.forget_tables()
-        for keep in (*self._stmt, *self._stmt_schemas.values()):
-            keep.clear()
-        self._keys = 0
-        self._stmt_cache = None
-        learned, self._learned = self._learned, []
-        self.learn(learned)
+        self._stmt = None
 
     def _add_schema(self, db: str) -> None:
         self._schemas[db] = bytearray(self._seen)  # 0 for every earlier name
-        self._stmt_schemas[db] = bytearray(self._keys)
         self.names.append(schema_binlog_name(db))
         self.counted.append(True)
-        self._cache = self._stmt_cache = None
+        self._cache = None
 
     def for_names(self, names: list[tuple[str, str]]) -> list[bytes]:
         if self.by_maps:
@@ -118,42 +106,50 @@ class OutputKeeps:
         self._cache = [bytes(k) for k in self._schemas.values()]
         return self._cache
 
-    @property
-    def known_keys(self) -> int:
-        """Statement key ids below this one are answered."""
-        return self._keys
-
-    def for_keys(self) -> list[bytes]:
-        """Each output's keep byte per statement key id, as `split_route` takes them."""
-        if self._stmt_cache is None:
-            keeps = self._stmt if self.by_maps else self._stmt_schemas.values()
-            self._stmt_cache = [bytes(k) for k in keeps]
-        return self._stmt_cache
-
-    def learn(self, new_keys: list[_core.StatementKey]) -> None:
-        """Answer the keys the core met first: (key id, default database, a statement of it)."""
-        self._learned.extend(new_keys)
-        for key in new_keys:
-            key_id = key.id
-            if self.by_maps:
-                kept = [t.answer(key).code == KEEP_KEEP for t in self._tables[:-1]]
-                answers = [*kept, not any(kept)]
-                for keep, answer in zip(self._stmt, answers):
-                    keep.extend(bytes(key_id - len(keep)))
-                    keep.append(KEEP_KEEP if answer else KEEP_DROP)
-            else:
-                schemas = self.router.route_of(_text(key.sql), _text(key.db) or None).schemas
-                # A statement of no schema goes to the unassigned output, which Python writes.
-                target = next(iter(schemas)) if len(schemas) == 1 else None
+    def buffer_keys(self, keys: list[_core.StatementKey]) -> None:
+        """A buffer's statement keys (`Scanner.statement_units`), answered up front: by schema,
+        each key's output made now (the outputs are known before the walk)."""
+        self._keys, self._stmt = keys, None
+        if not self.by_maps:
+            for key in keys:
+                target = self._target(key)
                 if target is not None and target not in self._schemas:
                     self._add_schema(target)
-                for schema, keep in self._stmt_schemas.items():
-                    keep.extend(bytes(key_id - len(keep)))
-                    keep.append(KEEP_PYTHON if target is None else KEEP_KEEP if schema == target else KEEP_DROP)
-            self._keys = max(self._keys, key_id + 1)
-        self._stmt_cache = None
-        if not self.by_maps:
-            self._cache = None
+
+    def _target(self, key: _core.StatementKey) -> str | None:
+        """By schema, the output of a key's statements (None: of no schema, or several, which
+        Python routes: a statement of no schema goes to the unassigned output)."""
+        raw = key.key
+        if raw not in self._targets:
+            schemas = self.router.route_of(_text(key.sql), _text(key.db) or None).schemas
+            self._targets[raw] = next(iter(schemas)) if len(schemas) == 1 else None
+        return self._targets[raw]
+
+    def for_keys(self) -> list[bytes]:
+        """Each output's keep byte per key id of the buffer's statement units, as `split_route`
+        takes them."""
+        if self._stmt is not None and self._stmt[0] == len(self.names):
+            return self._stmt[1]
+        keys = self._keys
+        if self.by_maps:
+            kept = [t.rows(keys).keep for t in self._tables[:-1]]
+            rest = bytes(KEEP_DROP if any(k[i] == KEEP_KEEP for k in kept) else KEEP_KEEP for i in range(len(keys)))
+            arrays = [*kept, rest]
+        else:
+            targets = [self._target(k) for k in keys]
+            dropped = bytes(KEEP_PYTHON if t is None else KEEP_DROP for t in targets)
+            by_target: dict[str, list[int]] = {}
+            for key_id, target in enumerate(targets):
+                if target is not None:
+                    by_target.setdefault(target, []).append(key_id)
+            arrays = []
+            for schema in self._schemas:
+                keep = bytearray(dropped)
+                for key_id in by_target.get(schema, ()):
+                    keep[key_id] = KEEP_KEEP
+                arrays.append(bytes(keep))
+        self._stmt = (len(self.names), arrays)
+        return arrays
 
 
 # ------------------------------------------------------------------------------------ the walk
@@ -227,10 +223,13 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
         scan = scanner.units(buf, 0, base, at_eof=eof)
         units = scan.units
         i, n = 0, len(units)
-        by_keys = keeps.by_keys and fmt is not None
-        stmt = (fmt.post_header_len(_QUERY), fmt.checksum_len) if by_keys and fmt is not None else None
+        stmt = False  # the buffer's statement units read, their keys answered (`buffer_keys`)
         while i < n:
-            if units.is_fast(i) or (by_keys and units.may_hold_statements(i)):
+            keyed = keeps.by_keys and fmt is not None and units.may_hold_statements(i)
+            if keyed and not stmt and fmt is not None:
+                keeps.buffer_keys(scanner.statement_units(buf, i, fmt))
+                stmt = True
+            if units.is_fast(i) or keyed:
                 i = _core_run(scanner, buf, i, keeps, router, deliver, ordinal, stmt)
                 if i >= n:
                     break
@@ -241,8 +240,6 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
                 deliver.unit(out_name, copy)
             if by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.query.sql) for e in events):
                 keeps.clear()  # the schema model took DDL: the answers are asked again
-            if not by_keys and keeps.by_keys and fmt is not None:  # the file's FDE: its format is known now
-                by_keys, stmt = True, (fmt.post_header_len(_QUERY), fmt.checksum_len)
             i += 1
         ordinal += n
         if scan.error is not None:
@@ -260,23 +257,15 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
 
 
 def _core_run(scanner: Scanner, buf: bytes, i: int, keeps: OutputKeeps, router: Router, deliver: Deliver,
-              ordinal: int, stmt: tuple[int, int] | None) -> int:
+              ordinal: int, stmt: bool) -> int:
     """The core's walk from unit i: each output's run delivered; returns the next unit index.
-    `stmt`: (QUERY post-header length, checksum length) to route statement units by their keys."""
+    `stmt`: route statement units by their keys (`OutputKeeps.buffer_keys` has this buffer's)."""
     deliver.ordinal = ordinal + i
-    while True:
-        keep_arrays = keeps.for_names(scanner.names)
-        names = keeps.names
-        bases = [deliver.base(o) if o is not None else 0 for o in names]
-        if stmt is None:
-            routed = split_route(scanner.core, buf, i, keep_arrays, keeps.counted, bases)
-        else:
-            routed = split_route(scanner.core, buf, i, keep_arrays, keeps.counted, bases, keeps.for_keys(),
-                                 keeps.known_keys, *stmt)
-        if routed.new_keys:
-            keeps.learn(routed.new_keys)
-        if routed.next > i or not (routed.need_keys and routed.new_keys):
-            break  # (stopped for keys just answered: again, from the same unit)
+    keep_arrays = keeps.for_names(scanner.names)
+    names = keeps.names
+    bases = [deliver.base(o) if o is not None else 0 for o in names]
+    routed = split_route(scanner.core, buf, i, keep_arrays, keeps.counted, bases,
+                         keeps.for_keys() if stmt else None)
     nxt, outs = routed.next, routed.outputs
     if nxt > i:
         stats = router.stats

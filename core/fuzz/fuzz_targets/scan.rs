@@ -75,13 +75,30 @@ fuzz_target!(|data: &[u8]| {
         limit: u64::MAX,
         fresh: false,
         gtids: control & 1 != 0,
-        query_post: None,
     };
     let answers: Vec<u8> = (0..out.units.len())
         .map(|i| ((control as usize) + i) as u8 % 3)
         .collect();
-    let a = assemble(&buf, &out.units, &out.tables, &keep, &answers, 0, 4, &opt);
-    assert!(a.next <= out.units.len());
+    // The statement units read up front (any post-header length, with or without CRC), their
+    // keys answered at random: the assembly decides them from those answers.
+    let format = ((control >> 3) as usize, 4 * (control & 2) as usize / 2, 0);
+    let stmt = _core::stmt_units::StmtUnits::build_part(&out.units, &buf, format);
+    let stmt_keep: Vec<u8> = (0..stmt.keys.len())
+        .map(|i| ((control as usize) + i) as u8 % 4)
+        .collect();
+    let mut by_keys = _core::stmt_units::ByKeys::new(&stmt, &stmt_keep);
+    let a = assemble(
+        &buf,
+        &out.units,
+        &out.tables,
+        &keep,
+        &answers,
+        0,
+        4,
+        &opt,
+        Some(&mut by_keys),
+    );
+    assert!(a.next <= out.units.len() && by_keys.key_uses().iter().all(|(id, _)| (*id as usize) < stmt.keys.len()));
     let mut plan = UnitList::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
@@ -107,15 +124,14 @@ fuzz_target!(|data: &[u8]| {
         query_post: (control >> 3) as usize,
         crc_len: 4 * (control & 2) as usize / 2,
     });
-    // The statement units by key too: every key kept, or none answered yet.
-    let mut keys = _core::stmt_keys::Keys::default();
-    let stmt_keep = vec![_core::keep::KEEP_KEEP; 64];
+    // The statement units by key too: every key kept, or none answered.
+    let all_kept = vec![_core::keep::KEEP_KEEP; stmt.keys.len()];
     let stmt_keep = if control & 64 != 0 {
-        &stmt_keep[..]
+        &all_kept[..]
     } else {
         &[][..]
     };
-    let mut stmts = _core::relay_stmt::StatementKeeps::new(&mut keys, stmt_keep);
+    let mut stmts = _core::stmt_units::ByKeys::new(&stmt, stmt_keep);
     let run = _core::relay::relay_ranges(
         &buf,
         &out.units,

@@ -6,15 +6,15 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PySlice};
 
 use super::results::{
-    key_uses, new_keys, DomainSeq, HopResult, LoneText, RelayResult, Renumbered, ReplicaFrames,
-    StatementEnd, StatementShape,
+    by_keys, DomainSeq, HopResult, LoneText, RelayResult, Renumbered, ReplicaFrames, StatementEnd,
+    StatementShape,
 };
 use super::scanner::PyScanner;
 use super::text;
 use crate::assemble;
 use crate::relay;
-use crate::relay_stmt::StatementKeeps;
 use crate::replica;
+use crate::stmt_units::ByKeys;
 
 use crate::{crc, hops, payload, sql};
 
@@ -133,8 +133,8 @@ pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> HopResult {
 /// bytes to relay, the next unit index, the counts, the lone statements copied whose text the
 /// slave's check reads, and the statement keys met and used. `lone`: (QUERY post-header length,
 /// checksum length) of the format in force, to copy lone statements too; None, to stop at them.
-/// `stmt_keep` (with `lone`): a keep byte per statement key id of the scanner, to copy the
-/// statement units their keys keep; the run stops with `need_keys` at a key without an answer.
+/// `stmt_keep` (with `lone`): a keep byte per key id of the scanner's `statement_units`, to copy
+/// the statement units whose every statement its keys keep.
 #[pyfunction]
 #[pyo3(signature = (scanner, buf, start, keep, lone = None, stmt_keep = None))]
 pub(super) fn relay_run<'py>(
@@ -153,10 +153,12 @@ pub(super) fn relay_run<'py>(
         query_post,
         crc_len,
     });
-    let mut stmts = stmt_keep.map(|k| StatementKeeps::new(&mut s.stmt_keys, k));
+    let mut stmts = match (stmt_keep, &s.last_stmt) {
+        (Some(k), Some(st)) => Some(ByKeys::new(st, k)),
+        _ => None,
+    };
     let p =
         py.detach(|| relay::relay_ranges(data, units, tables, keep, start, lone, stmts.as_mut()));
-    let (uses, statements) = stmts.map_or((Vec::new(), 0), |k| (k.key_uses(), k.statements));
     // What to relay: the buffer itself when the run relays all of it (an empty-transaction
     // stream's batch: kept units and emptied ones back to back, about 1 MB each), a view of it
     // for one stretch, else one copy of the stretches, straight into the bytes handed to Python.
@@ -188,10 +190,7 @@ pub(super) fn relay_run<'py>(
         heartbeats: p.heartbeats,
         lone: texts.unbind(),
         placeholders: p.placeholders,
-        need_keys: p.need_keys,
-        new_keys: new_keys(py, &mut s.stmt_keys)?,
-        key_uses: key_uses(py, &uses)?,
-        statements,
+        by_keys: by_keys(py, stmts.as_ref())?,
     })
 }
 

@@ -140,16 +140,8 @@ record! {
         /// The output offset after `out`.
         out_pos: u64,
         counts: Py<AssembleCounts>,
-        /// Stopped at a statement unit with a key whose answer is not given: decide the keys
-        /// (`new_keys`, and any other not answered yet) and call again.
-        need_keys: bool,
-        /// The statement keys met for the first time (StatementKey).
-        new_keys: Py<PyList>,
-        /// The keys used (KeyUse).
-        key_uses: Py<PyList>,
-        /// Statement units and statements decided by their keys.
-        statement_units: u64,
-        statements: u64,
+        /// What the statement keys answered.
+        by_keys: Py<KeysUsed>,
         /// Stopped at `limit`: start the next file and call again.
         full: bool,
         /// Offsets in `out` of the GTID events a series' next GTID state needs, packed u64.
@@ -226,14 +218,8 @@ record! {
         lone: Py<PyList>,
         /// Placeholders dropped from the units relayed.
         placeholders: u64,
-        /// Stopped at a statement key without an answer: answer `new_keys` and call again.
-        need_keys: bool,
-        /// StatementKey per statement key met for the first time.
-        new_keys: Py<PyList>,
-        /// KeyUse per statement key used by the statement units relayed.
-        key_uses: Py<PyList>,
-        /// The keyed statements of the statement units relayed.
-        statements: u64,
+        /// What the statement keys answered (the statement units relayed).
+        by_keys: Py<KeysUsed>,
     }
 }
 
@@ -270,6 +256,16 @@ record! {
     /// A statement key used by a walk, and the statements it answered.
     KeyUse = "KeyUse" {
         id: u32,
+        statements: u64,
+    }
+}
+
+record! {
+    /// What a walk answered by statement keys (stmt_units::ByKeys): KeyUse per key used, the
+    /// statement units and the statements.
+    KeysUsed = "KeysUsed" {
+        uses: Py<PyList>,
+        units: u64,
         statements: u64,
     }
 }
@@ -485,17 +481,16 @@ record! {
         multi: u64,
         /// Units no output keeps.
         none: u64,
-        /// Stopped at a key some output has no answer for yet.
-        need_keys: bool,
-        /// StatementKey per key new since the last call.
-        new_keys: Py<PyList>,
     }
 }
 
-/// The keys `keys` met for the first time since the last call (drained), as StatementKey records.
-pub(super) fn new_keys(py: Python<'_>, keys: &mut crate::stmt_keys::Keys) -> PyResult<Py<PyList>> {
+/// Keys as StatementKey records (their ids, bytes, and the statement each was first met in).
+pub(super) fn statement_keys(
+    py: Python<'_>,
+    keys: &[crate::stmt_keys::NewKey],
+) -> PyResult<Py<PyList>> {
     let list = PyList::empty(py);
-    for k in keys.new.drain(..) {
+    for k in keys {
         list.append(StatementKey {
             id: k.id,
             key: PyBytes::new(py, &k.key).unbind(),
@@ -506,13 +501,27 @@ pub(super) fn new_keys(py: Python<'_>, keys: &mut crate::stmt_keys::Keys) -> PyR
     Ok(list.unbind())
 }
 
-/// (key id, statements) pairs as KeyUse records.
-pub(super) fn key_uses(py: Python<'_>, uses: &[(u32, u64)]) -> PyResult<Py<PyList>> {
+/// What a walk answered by key, as a KeysUsed record (all zero without keys).
+pub(super) fn by_keys(
+    py: Python<'_>,
+    keys: Option<&crate::stmt_units::ByKeys>,
+) -> PyResult<Py<KeysUsed>> {
     let list = PyList::empty(py);
-    for &(id, statements) in uses {
-        list.append(KeyUse { id, statements })?;
+    let (mut units, mut statements) = (0, 0);
+    if let Some(k) = keys {
+        for (id, statements) in k.key_uses() {
+            list.append(KeyUse { id, statements })?;
+        }
+        (units, statements) = (k.units_done, k.statements);
     }
-    Ok(list.unbind())
+    Py::new(
+        py,
+        KeysUsed {
+            uses: list.unbind(),
+            units,
+            statements,
+        },
+    )
 }
 
 /// Adds the result classes to the module (for isinstance checks and the stub's names).
@@ -528,6 +537,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WalkResult>()?;
     m.add_class::<TableName>()?;
     m.add_class::<KeyUse>()?;
+    m.add_class::<KeysUsed>()?;
     m.add_class::<LoneText>()?;
     m.add_class::<UnitEnd>()?;
     m.add_class::<LoneGroup>()?;

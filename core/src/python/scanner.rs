@@ -6,12 +6,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use super::results::{
-    AssembleCounts, AssembleResult, ScanFault, TableName, UnitsResult, WalkResult,
+    statement_keys, AssembleCounts, AssembleResult, ScanFault, StatementUnits, TableName,
+    UnitsResult, WalkResult,
 };
 use super::{check_off, error_field, scan_fault};
 use crate::assemble;
 use crate::scan::{self, Scanner, UNIT_WORDS};
-use crate::stmt_keys;
+use crate::stmt_units::{ByKeys, StmtUnits};
 
 /// Scanner state across the buffers of one stream: the format in force and interned names.
 #[pyclass(module = "dumpfilter._core", name = "Scanner")]
@@ -23,8 +24,9 @@ pub(super) struct PyScanner {
     /// The last `units` call's units and tables, for `assemble`.
     pub(super) last_units: Vec<scan::Unit>,
     pub(super) last_tables: Vec<u32>,
-    /// The statement keys interned by `assemble` (see stmt_keys::Keys), kept across buffers.
-    pub(super) stmt_keys: stmt_keys::Keys,
+    /// The last `units` call's statement units (`statement_units`), for the walks that decide
+    /// them by key: `assemble`, `relay_run`, `split_route`.
+    pub(super) last_stmt: Option<StmtUnits>,
 }
 
 impl PyScanner {
@@ -63,7 +65,7 @@ impl PyScanner {
             names_sent: 0,
             last_units: Vec::new(),
             last_tables: Vec::new(),
-            stmt_keys: stmt_keys::Keys::default(),
+            last_stmt: None,
         }
     }
 
@@ -155,6 +157,31 @@ impl PyScanner {
         };
         self.last_units = out.units;
         self.last_tables = out.tables;
+        self.last_stmt = None;
+        Ok(result)
+    }
+
+    /// Reads the statement units of the last `units` call's units from index `start` on (`buf`
+    /// the buffer it scanned; `query_post`, `crc_len`: the format in force), for the walks that
+    /// decide them by key (see stmt_units::StmtUnits::build_part): their keys (StatementKey, ids
+    /// from 0 for this scan), to be answered up front and handed to the walk as a keep byte per
+    /// key id.
+    fn statement_units(
+        &mut self,
+        py: Python<'_>,
+        buf: &[u8],
+        start: usize,
+        query_post: usize,
+        crc_len: usize,
+    ) -> PyResult<StatementUnits> {
+        self.here()?;
+        let units = &self.last_units;
+        let st = py.detach(|| StmtUnits::build_part(units, buf, (query_post, crc_len, start)));
+        let result = StatementUnits {
+            keys: statement_keys(py, &st.keys)?,
+            units: st.units,
+        };
+        self.last_stmt = Some(st);
         Ok(result)
     }
 
@@ -162,12 +189,13 @@ impl PyScanner {
     /// that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the
     /// buffer that call scanned. `keep` holds one keep byte per name id (keep.rs).
     /// `limit`: stop before writing a unit once the output offset reaches it (a series' file
-    /// size; `fresh`: the file has no unit yet, its first is written anyway); `gtids`: report the GTID events written; `query_post` (the QUERY post-header
-    /// length): decide statement units by their statements' keys, `stmt_keep` holding one byte
-    /// per key id (KEEP_DROP, KEEP_KEEP, else unknown). Returns the bytes, the next unit index, the
-    /// output offset after them, the counts, and what the statement keys did.
+    /// size; `fresh`: the file has no unit yet, its first is written anyway); `gtids`: report
+    /// the GTID events written; `stmt_keep`: decide the statement units `statement_units` read
+    /// by their keys, one keep byte per key id (KEEP_DROP, KEEP_KEEP; else Python's). Returns the
+    /// bytes, the next unit index, the output offset after them, the counts, and the statements
+    /// answered by key.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None, limit = None, fresh = false, gtids = false, query_post = None, stmt_keep = None))]
+    #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None, limit = None, fresh = false, gtids = false, stmt_keep = None))]
     fn assemble(
         &mut self,
         py: Python<'_>,
@@ -185,11 +213,9 @@ impl PyScanner {
         limit: Option<u64>,
         fresh: bool,
         gtids: bool,
-        query_post: Option<usize>,
         stmt_keep: Option<&[u8]>,
     ) -> PyResult<AssembleResult> {
         let answers = answers.unwrap_or(&[]);
-        let stmt_keep = stmt_keep.unwrap_or(&[]);
         let opt = assemble::Options {
             base,
             renumber,
@@ -200,12 +226,23 @@ impl PyScanner {
             limit: limit.unwrap_or(u64::MAX),
             fresh,
             gtids,
-            query_post,
         };
-        let (units, tables, keys) = (&self.last_units, &self.last_tables, &mut self.stmt_keys);
+        let (units, tables) = (&self.last_units, &self.last_tables);
+        let mut stmt = match (stmt_keep, &self.last_stmt) {
+            (Some(k), Some(st)) => Some(ByKeys::new(st, k)),
+            _ => None,
+        };
         let a = py.detach(|| {
-            assemble::assemble_statements(
-                buf, units, tables, keep, answers, start, out_pos, &opt, keys, stmt_keep,
+            assemble::assemble(
+                buf,
+                units,
+                tables,
+                keep,
+                answers,
+                start,
+                out_pos,
+                &opt,
+                stmt.as_mut(),
             )
         });
         let [kept, kept_events, kept_bytes] = a.counts.kept;
@@ -230,8 +267,6 @@ impl PyScanner {
             skipped_events_in,
             skipped_bytes_in,
         };
-        let new_keys = super::results::new_keys(py, &mut self.stmt_keys)?;
-        let key_uses = super::results::key_uses(py, &a.key_uses)?;
         let gtid_bytes = PyBytes::new_with(py, a.gtids.len() * 8, |b| {
             for (place, g) in b.chunks_exact_mut(8).zip(&a.gtids) {
                 place.copy_from_slice(&g.to_le_bytes());
@@ -243,11 +278,7 @@ impl PyScanner {
             next: a.next,
             out_pos: a.out_pos,
             counts: Py::new(py, counts)?,
-            need_keys: a.need_keys,
-            new_keys,
-            key_uses,
-            statement_units: a.statement_units,
-            statements: a.statements,
+            by_keys: super::results::by_keys(py, stmt.as_ref())?,
             full: a.full,
             gtids: gtid_bytes.unbind(),
         })

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
-use super::results::{new_keys, RouteOutput, SplitRoute};
+use super::results::{RouteOutput, SplitRoute};
 
 use super::scanner::PyScanner;
 use crate::split;
@@ -21,37 +21,35 @@ fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> 
 /// Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
 /// keep byte per name id for each output; `counted`: the outputs counted as written for
 /// `multi`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
-/// byte per statement key id for each output, the keep vocabulary, keep.rs; ids from `stmt_known` on not
-/// answered yet) and `query_post` (the format's QUERY
-/// post-header length), statement units are routed by their keys too, interned by the scanner.
-/// Returns a SplitRoute: the next unit index, a RouteOutput per output, units written to two
-/// counted outputs or more, units no output keeps, whether the walk stopped at a key not
-/// answered yet, the keys new since the last call.
+/// byte per key id of the scanner's `statement_units` for each output, the keep vocabulary,
+/// keep.rs), statement units are routed by their keys too; `framing`: a framing Query may be
+/// copied as it is. Returns a SplitRoute: the next unit index, a RouteOutput per output, units
+/// written to two counted outputs or more, units no output keeps.
 #[pyfunction]
-#[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, stmt_known = 0, query_post = 0, crc_len = 0, framing = false))]
+#[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, framing = false))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub(super) fn split_route<'py>(
     py: Python<'py>,
-    mut scanner: PyRefMut<'py, PyScanner>,
+    scanner: PyRef<'py, PyScanner>,
     buf: &[u8],
     start: usize,
     keeps: Vec<Bound<'py, PyBytes>>,
     counted: Vec<bool>,
     bases: Vec<u64>,
     stmt_keeps: Option<Vec<Bound<'py, PyBytes>>>,
-    stmt_known: u32,
-    query_post: usize,
-    crc_len: usize,
     framing: bool,
 ) -> PyResult<SplitRoute> {
     scanner.here()?;
     let keep_slices: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
-    let s = &mut *scanner;
-    let (units, tables, keys) = (&s.last_units, &s.last_tables, &mut s.stmt_keys);
-    let mut stmt = stmt_keeps.as_ref().map(|k| {
-        let slices = k.iter().map(|b| b.as_bytes()).collect();
-        split::StmtRoute::new(keys, slices, stmt_known, query_post, crc_len, framing)
-    });
+    let (units, tables) = (&scanner.last_units, &scanner.last_tables);
+    let stmt = match (&stmt_keeps, &scanner.last_stmt) {
+        (Some(k), Some(st)) => Some(split::StmtRoute {
+            units: st,
+            keeps: k.iter().map(|b| b.as_bytes()).collect(),
+            framing,
+        }),
+        _ => None,
+    };
     let r = py.detach(|| {
         split::route(
             buf,
@@ -61,11 +59,9 @@ pub(super) fn split_route<'py>(
             &counted,
             &bases,
             start,
-            stmt.as_mut(),
+            stmt.as_ref(),
         )
     });
-    let need_keys = stmt.map(|st| st.need_keys).unwrap_or(false);
-    let new_keys = new_keys(py, &mut s.stmt_keys)?;
     let outs = PyList::empty(py);
     for (((pieces, size), ends), marks) in r.outs.iter().zip(&r.sizes).zip(&r.ends).zip(&r.marks) {
         // One copy, straight into the bytearray the series writer renumbers in place.
@@ -84,8 +80,6 @@ pub(super) fn split_route<'py>(
         outputs: outs.unbind(),
         multi: r.multi,
         none: r.none,
-        need_keys,
-        new_keys,
     })
 }
 

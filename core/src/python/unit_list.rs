@@ -8,8 +8,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
 use super::results::{
-    LoneQueries, ScanResult, SendResult, StatementKey, StatementTables, StatementUnits, TableBytes,
-    TimeCut, UnitEnd, UnitEntry,
+    statement_keys, LoneQueries, ScanResult, SendResult, StatementTables, StatementUnits,
+    TableBytes, TimeCut, UnitEnd, UnitEntry,
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
@@ -407,17 +407,8 @@ impl PyUnitList {
                 self.stmts.get().expect("set above")
             }
         };
-        let keys = PyList::empty(py);
-        for key in &st.keys {
-            keys.append(StatementKey {
-                id: key.id,
-                key: PyBytes::new(py, &key.key).unbind(),
-                db: PyBytes::new(py, &key.db).unbind(),
-                sql: PyBytes::new(py, &key.sql).unbind(),
-            })?;
-        }
         Ok(StatementUnits {
-            keys: keys.unbind(),
+            keys: statement_keys(py, &st.keys)?,
             units: st.units,
         })
     }
