@@ -205,14 +205,18 @@ def run_streams(address: str, plans: list[StreamJob], *,
 
     threads = [threading.Thread(target=worker, name=f"simulate-streams-{n}", daemon=True)
                for n in range(max(1, min(concurrency, len(plans))))]
-    for thread in threads:
-        thread.start()
     try:
+        # Started inside the try: a signal between two starts (the first stream already writing
+        # its relay log) must stop and join the streams started, or they write on into a work
+        # directory the caller is removing.
+        for thread in threads:
+            thread.start()
         for thread in threads:
             thread.join()
     except BaseException:  # Ctrl-C: each stream ends at its next batch (or failed attempt, see report)
         stop.set()
         for thread in threads:
-            thread.join()
+            if thread.ident is not None:  # started
+                thread.join()
         raise
     return results
