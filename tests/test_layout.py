@@ -527,6 +527,37 @@ class UnitList:
     assert [f.split(" ->")[0] for f in tuple_results(bad)] == ["hop", "pairs", "aliased", "UnitList.end",
                                                                "UnitList.names"]
 
+# --- issue #57 goal 1: one protocol for "the walk needs a decision" -----------------------------
+
+# What a walk that stopped to ask for keys and resume would hand back (the protocol that went).
+ASKING_BACK = {"need_keys", "new_keys"}
+
+
+def walks_that_ask_back(stub: ast.Module) -> list[str]:
+    """The records of a stub whose fields tell the caller to answer keys and call again."""
+    found = []
+    for node in stub.body:
+        if isinstance(node, ast.ClassDef):
+            found += [f"{node.name}.{item.name}" for item in node.body
+                      if isinstance(item, ast.FunctionDef) and item.name in ASKING_BACK]
+    return found
+
+
+def test_every_walk_takes_its_keys_answered_up_front():
+    """Every compiled walk takes its statement keys' answers before it walks (the buffer's
+    statement units read first: `UnitList.statement_units`, `Scanner.statement_units`), so no
+    result of the core asks the caller to answer new keys and call again."""
+    stub = ast.parse((ROOT / "dumpfilter" / "_core.pyi").read_text())
+    assert not walks_that_ask_back(stub), walks_that_ask_back(stub)
+    names = {n.name for n in stub.body if isinstance(n, ast.ClassDef)}
+    assert {"StatementUnits", "KeysUsed"} <= names
+
+
+def test_the_asking_back_check_sees_one():
+    bad = ast.parse("class Routed:\n    @property\n    def need_keys(self) -> bool: ...\n"
+                    "    @property\n    def next(self) -> int: ...\n")
+    assert walks_that_ask_back(bad) == ["Routed.need_keys"]
+
 # --- issue #46 goal 4: the master in rooms that show its architecture ----------------------------
 
 # master/'s sub-packages, each a room of the architecture (docs/architecture.md, "The master's rooms").
