@@ -28,14 +28,13 @@ F_UNKNOWN_NON_IGNORABLE: Final[int]
 F_PAYLOAD: Final[int]
 F_STANDALONE: Final[int]
 # The keep vocabulary (keep.rs): the byte every compiled walk reads per table name id, per statement
-# key id, and per unit answered beforehand (`Scanner.assemble`'s `answers`). Not kept; kept; not
-# answered; not the walk's to decide. A walk stops at a unit with either of the last two: Python
-# decides it. Every walk asks up front: the statement units of its buffer are read first
-# (`Scanner.statement_units`, `UnitList.statement_units`), their keys answered, then walked.
+# key id, and per unit answered beforehand (`Scanner.assemble`'s `answers`): drop, keep, ask (not
+# the walk's to decide: it stops at the unit and Python decides it). Every walk takes its answers
+# up front: the statement units of its buffer are read first (`Scanner.statement_units`,
+# `UnitList.statement_units`), their keys answered, then walked.
 KEEP_DROP: Final[int]
 KEEP_KEEP: Final[int]
 KEEP_ASK: Final[int]
-KEEP_PYTHON: Final[int]
 # `statement_key`'s kinds (stmt.rs): INSERT, REPLACE, UPDATE, DELETE, and INSERT/REPLACE ... SELECT.
 KIND_INSERT: Final[int]
 KIND_REPLACE: Final[int]
@@ -116,7 +115,8 @@ class LoneText(_Record):
 
 
 class WalkResult(_Record):
-    """`Scanner.walk`: the events of a buffer whose type was asked for."""
+    """`Scanner.walk`: the events of a buffer whose type was asked for (`schema_candidates`: the
+    Queries split's first pass hands Python)."""
 
     @property
     def offsets(self) -> bytes:
@@ -920,6 +920,11 @@ def renumber(buf: bytearray, start: int, stop: int, base: int, crc: bool) -> Ren
 def plain_statement(sql: bytes) -> bool | None:
     """`rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
     answer (text with non-ASCII bytes or a leading comment; see sql::plain_statement)."""
+def schema_candidates(scanner: Scanner, buf: Buffer, off: int, base: int) -> WalkResult:
+    """Split's first pass over buf[off:] (`base`: the file offset of buf[0]) with the stream's
+    scanner: `Scanner.walk` over the Query and Query_compressed events, handing out of them only
+    those Python must see (sql::query_for_python: the text may be a schema statement, or Python's
+    decoding may refuse the event), and every FDE."""
 def statement_key(sql: bytes, escaped: bool = False) -> StatementShape | None:
     """The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
     stmt::dml_shape), or None where Python's parser decides. `escaped`: as the walk reads a Query

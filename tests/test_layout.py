@@ -438,8 +438,9 @@ def test_keep_codes_have_one_definition():
     dumpfilter/, master/, slave/, spark_jobs/, lab/ or cli/ writes its numbers (issue #57 goal 1)."""
     from dumpfilter import _core
 
-    codes = [_core.KEEP_DROP, _core.KEEP_KEEP, _core.KEEP_ASK, _core.KEEP_PYTHON]
-    assert len(set(codes)) == 4 and all(isinstance(c, int) and 0 <= c < 256 for c in codes)
+    codes = [_core.KEEP_DROP, _core.KEEP_KEEP, _core.KEEP_ASK]  # drop / keep / ask, nothing else
+    assert not hasattr(_core, "KEEP_PYTHON")
+    assert len(set(codes)) == 3 and all(isinstance(c, int) and 0 <= c < 256 for c in codes)
     assert not hasattr(_core, "ANSWER_KEEP") and not hasattr(_core, "ANSWER_EMPTY")  # one vocabulary
     offenders = [f"{path.relative_to(ROOT)}:{line}: {text}" for _, path in source_modules()
                  for line, text in keep_code_literals(ast.parse(path.read_text()))]

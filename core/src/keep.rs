@@ -8,14 +8,12 @@
 pub const KEEP_DROP: u8 = 0;
 /// Kept.
 pub const KEEP_KEEP: u8 = 1;
-/// Not answered: an id the walk was given no answer for (every walk takes its keys' answers
-/// up front, so only a short array or a hostile caller says it); the walk stops at the unit and
-/// Python decides it.
+/// Ask: not the walk's to decide. The walk stops at the unit and Python decides it (a key its
+/// consumer answers in Python: an impure decision, a gated INSERT ... SELECT, a split statement of
+/// no one schema; a unit `assemble`'s `answers` leaves open, which the walk decides by its
+/// statement keys where it may). Every walk takes its answers up front, so a key id past the end
+/// of its array (a short array, a hostile caller) asks too.
 pub const KEEP_ASK: u8 = 2;
-/// Not the walk's to decide: the walk stops at the unit and Python decides it itself (split: a
-/// statement routed by schema; `assemble`'s `answers`: a unit Python did not answer
-/// beforehand, which the walk decides by its statement keys where it may, else stops at).
-pub const KEEP_PYTHON: u8 = 3;
 
 /// A keep byte read (`at`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,18 +21,15 @@ pub enum Keep {
     Drop,
     Keep,
     Ask,
-    Python,
 }
 
-/// The answer of id `id` in `keep`: an id past its end is not answered yet (`Ask`), a byte
-/// outside the vocabulary is Python's to decide.
+/// The answer of id `id` in `keep`: an id past its end, or a byte outside the vocabulary, asks.
 #[inline]
 pub fn at(keep: &[u8], id: usize) -> Keep {
     match keep.get(id) {
         Some(&KEEP_DROP) => Keep::Drop,
         Some(&KEEP_KEEP) => Keep::Keep,
-        None | Some(&KEEP_ASK) => Keep::Ask,
-        Some(_) => Keep::Python,
+        _ => Keep::Ask,
     }
 }
 
@@ -44,16 +39,9 @@ mod tests {
 
     #[test]
     fn reads_each_code() {
-        let keep = [KEEP_DROP, KEEP_KEEP, KEEP_ASK, KEEP_PYTHON, 9];
-        let read: Vec<Keep> = (0..6).map(|i| at(&keep, i)).collect();
-        let want = [
-            Keep::Drop,
-            Keep::Keep,
-            Keep::Ask,
-            Keep::Python,
-            Keep::Python,
-            Keep::Ask,
-        ];
+        let keep = [KEEP_DROP, KEEP_KEEP, KEEP_ASK, 9];
+        let read: Vec<Keep> = (0..5).map(|i| at(&keep, i)).collect();
+        let want = [Keep::Drop, Keep::Keep, Keep::Ask, Keep::Ask, Keep::Ask];
         assert_eq!(read, want);
     }
 }

@@ -86,6 +86,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hop, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(statement_key, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
@@ -99,7 +100,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("KEEP_DROP", crate::keep::KEEP_DROP)?;
     m.add("KEEP_KEEP", crate::keep::KEEP_KEEP)?;
     m.add("KEEP_ASK", crate::keep::KEEP_ASK)?;
-    m.add("KEEP_PYTHON", crate::keep::KEEP_PYTHON)?;
     m.add("KIND_INSERT", crate::stmt::KIND_INSERT)?;
     m.add("KIND_REPLACE", crate::stmt::KIND_REPLACE)?;
     m.add("KIND_UPDATE", crate::stmt::KIND_UPDATE)?;

@@ -76,7 +76,7 @@ impl StmtRoute<'_> {
             return false;
         }
         for keep in &self.keeps {
-            // KEEP_PYTHON: Python routes the unit (by schema, a statement of no default
+            // KEEP_ASK: Python routes the unit (by schema, a statement of no default
             // database goes to the unassigned output, which the walk does not write).
             let Some((content, kept)) = self.units.answer(k, keep) else {
                 return false;

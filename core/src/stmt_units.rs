@@ -125,7 +125,7 @@ impl StmtUnits {
                 match keep::at(keep, p.key as usize) {
                     Keep::Keep => kept += 1,
                     Keep::Drop => {}
-                    Keep::Ask | Keep::Python => known = false,
+                    Keep::Ask => known = false,
                 }
             }
             if !known {
@@ -177,7 +177,7 @@ impl StmtUnits {
                 || match keep::at(keep, p.key as usize) {
                     Keep::Keep => true,
                     Keep::Drop => false,
-                    Keep::Ask | Keep::Python => return None,
+                    Keep::Ask => return None,
                 };
             if keeps {
                 f(p);
@@ -195,7 +195,7 @@ impl StmtUnits {
             match keep::at(keep, p.key as usize) {
                 Keep::Keep => kept += 1,
                 Keep::Drop => {}
-                Keep::Ask | Keep::Python => return None,
+                Keep::Ask => return None,
             }
         }
         Some((content, kept))

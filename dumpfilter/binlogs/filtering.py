@@ -42,7 +42,7 @@ from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP_KEEP, KEEP_PYTHON,
+from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP_KEEP, KEEP_ASK,
                                       Scanner, unit_events)
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
@@ -259,7 +259,7 @@ class BinlogFilter:
                     if keyed and stmt is None:
                         stmt = keys.rows(scanner.statement_units(buf, i, fmt))
                     # (The assembly stops at once at a unit not fast, not answered and not keyed.)
-                    if fast or (answers is not None and i < answered_to and answers[i] != KEEP_PYTHON) or keyed:
+                    if fast or (answers is not None and i < answered_to and answers[i] != KEEP_ASK) or keyed:
                         # Fast units and answered statements in bulk: written by the compiled assembly.
                         done = scanner.assemble(
                             buf, i, keys.tables(scanner.names), direct.position, base, direct.renumber_positions,
@@ -312,9 +312,9 @@ class BinlogFilter:
         """The answers of the units that are not fast from unit `start` on, up to the first one
         that is not a MariaDB GTID and one Query (DDL, standalone groups): each decided by the
         TransactionFilter in stream order (so the schema model replays as before), kept whole
-        (KEEP_KEEP) or emptied (KEEP_DROP), the others KEEP_PYTHON, for the assembly to write in bulk. Returns
+        (KEEP_KEEP) or emptied (KEEP_DROP), the others KEEP_ASK, for the assembly to write in bulk. Returns
         (one byte per unit of the scan, the index the answers stop at)."""
-        answers = bytearray([KEEP_PYTHON]) * len(units)
+        answers = bytearray([KEEP_ASK]) * len(units)
         lone_kept = self.tfilter.lone_text_kept
         crc_len = fmt.checksum_len
         stop = len(units)

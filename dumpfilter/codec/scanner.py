@@ -33,13 +33,12 @@ F_UNKNOWN_NON_IGNORABLE = _core.F_UNKNOWN_NON_IGNORABLE
 F_PAYLOAD = _core.F_PAYLOAD
 F_STANDALONE = _core.F_STANDALONE
 # The keep vocabulary (the core's keep.rs): the byte each compiled walk reads per table name id, per
-# statement key id, and per unit answered beforehand (`assemble`'s `answers`): not kept, kept, not
-# answered, and not the walk's to decide (at either of the last two the walk stops and Python
-# decides the unit itself). Keys are answered up front: `statement_units`, then the walk.
+# statement key id, and per unit answered beforehand (`assemble`'s `answers`): drop, keep, ask (not
+# the walk's to decide: it stops there and Python decides the unit itself). Keys are answered up
+# front: `statement_units`, then the walk.
 KEEP_DROP = _core.KEEP_DROP
 KEEP_KEEP = _core.KEEP_KEEP
 KEEP_ASK = _core.KEEP_ASK
-KEEP_PYTHON = _core.KEEP_PYTHON
 # A stream's answer per unit of a segment (`UnitList.rows`, one byte each), defined once in the core
 # (assemble.rs): no table kept, some kept, every one kept (or none to decide), not a fast unit.
 ROW_SKIP = _core.ROW_SKIP
@@ -290,7 +289,7 @@ class Scanner:
         (buf: that call's buffer): the bytes, the next unit index, the output offset, the counts; see
         the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
         `answers`: a byte per unit, KEEP_KEEP (written whole) or KEEP_DROP (emptied) for units
-        that are not fast and were decided in Python (anything else, KEEP_PYTHON, stops the
+        that are not fast and were decided in Python (anything else, KEEP_ASK, stops the
         assembly there, or tries the unit's statement keys). `limit`: stop before writing a unit at or past this output offset
         (`full`; `fresh`: the file has no unit yet). `gtids`: report the GTID events written.
         `stmt_keep`: the statement units `statement_units` read are decided by their statements'
@@ -324,6 +323,13 @@ class Scanner:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`
         (256 bytes), and of every FDE; where the walk stopped; the error that stopped it."""
         w = self._core.walk(buf, off, base, types)
+        return memoryview(w.offsets).cast("Q"), w.stop, None if w.error is None else _error(w.error, self.path)
+
+    def schema_candidates(self, buf: Buffer, off: int, base: int) -> tuple[memoryview, int, BinlogError | None]:
+        """`walk` for split's first pass: the offsets of every FDE of buf[off:] and of its Query
+        events Python must see (the core's sql::query_for_python: the text may be a schema
+        statement, or its decoding may refuse it); every other event is only checked."""
+        w = _core.schema_candidates(self._core, buf, off, base)
         return memoryview(w.offsets).cast("Q"), w.stop, None if w.error is None else _error(w.error, self.path)
 
 

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from dumpfilter import _core
-from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK
 from dumpfilter.rules.decider import Decider, Gated, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.gate import Gate
@@ -57,7 +57,7 @@ _SELECT_KINDS = (_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT)  # a key's
 
 
 class KeyAnswer(NamedTuple):
-    """A statement key's answer: its keep code (KEEP_KEEP, KEEP_DROP, KEEP_PYTHON), its rules'
+    """A statement key's answer: its keep code (KEEP_KEEP, KEEP_DROP, KEEP_ASK), its rules'
     decision, and the rule hits each statement of it counts."""
 
     code: int
@@ -86,17 +86,17 @@ _GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `
 def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
     """A key its rules keep (`decision`, from its first statement `sql`), under a restricted master
     policy gate: KEEP_DROP with the gate's refusal when the gate refuses its updated table (every
-    statement of the key reaches it), KEEP_PYTHON for an INSERT ... SELECT key (its statements read
+    statement of the key reaches it), KEEP_ASK for an INSERT ... SELECT key (its statements read
     other tables) or a text not of the key's shape after all, else KEEP_KEEP, which holds for the
     statements whose text reaches that table alone (`KeyRows.gated`); with the rule hits each
     statement of the key counts (the gate's refusal adds MASTER_POLICY)."""
     updated = statement_tables(sql, db).updated
     if len(updated) != 1:
-        return KEEP_PYTHON, decision.counted
+        return KEEP_ASK, decision.counted
     refused = gate_table(decision, gate, *updated[0])
     if not refused.apply:
         return KEEP_DROP, refused.counted
-    return (KEEP_PYTHON if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
+    return (KEEP_ASK if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
 
 
 class KeepTable:
@@ -152,7 +152,7 @@ class KeepTable:
         decision, pure = self._decide(sql, db)
         code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
         if not pure:  # its units decided in Python, at their position
-            code = KEEP_PYTHON
+            code = KEEP_ASK
         elif self.gate is not None and code == KEEP_KEEP:
             code, counted = _gated_key(raw, sql, db, decision, self.gate)
         found = self._known[raw] = KeyAnswer(code, decision, counted)

@@ -65,7 +65,7 @@ class StreamStatementKeys:
         statements whose text reaches that table alone (the core tells them:
         `UnitList.statement_rows`' `gated`, a 1 per such key), the others going to Python, which
         reads their whole reach; an INSERT ... SELECT key, whose statements read other tables, is
-        Python's (KEEP_PYTHON)."""
+        Python's (KEEP_ASK)."""
         keys, units = index.statement_units()
         if not units:
             return None
@@ -89,7 +89,7 @@ class StreamStatementKeys:
     def _decider(self, engine: RuleEngine) -> DecideKey:
         """A key's decision by `engine` (under the service's lock: the master's engines share
         the series' schema timeline) and whether it was pure: the engine consulted no schema for
-        it and assumed nothing. An impure key (KEEP_PYTHON) leaves its units to Python, decided
+        it and assumed nothing. An impure key (KEEP_ASK) leaves its units to Python, decided
         at their position."""
         def decide(sql: str, db: str | None) -> tuple[Decision, bool]:
             with self.svc.engine_lock(engine):

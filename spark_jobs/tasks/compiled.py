@@ -23,7 +23,7 @@ from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Event, Transaction, bad_magic, read_format_description
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
-from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON, Scanner, split_route, unit_events
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.schema import is_schema_statement
@@ -137,7 +137,7 @@ class OutputKeeps:
             arrays = [*kept, rest]
         else:
             targets = [self._target(k) for k in keys]
-            dropped = bytes(KEEP_PYTHON if t is None else KEEP_DROP for t in targets)
+            dropped = bytes(KEEP_ASK if t is None else KEEP_DROP for t in targets)
             by_target: dict[str, list[int]] = {}
             for key_id, target in enumerate(targets):
                 if target is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from dumpfilter import _core
-from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_PYTHON
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK
 from dumpfilter.rules.decider import Decider, gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
@@ -99,7 +99,7 @@ def test_a_key_is_decided_once_by_its_bytes_across_id_spaces():
 
 def test_an_impure_key_goes_to_python():
     keeps = KeepTable(Counting(), decide_key=lambda sql, db: (Decision(True, "r"), False), keys_enabled=True)
-    assert keeps.rows([Key(0, b"k", b"db1", b"UPDATE t SET a=1")]).keep == bytes([KEEP_PYTHON])
+    assert keeps.rows([Key(0, b"k", b"db1", b"UPDATE t SET a=1")]).keep == bytes([KEEP_ASK])
 
 
 def test_a_restricting_gate_is_anded_with_the_rules_answer():
@@ -110,7 +110,7 @@ def test_a_restricting_gate_is_anded_with_the_rules_answer():
     rows = keeps.rows([Key(0, update + b"shop", b"shop", b"UPDATE t SET a=1"),
                        Key(1, update + b"crm", b"crm", b"UPDATE t SET a=1"),
                        Key(2, bytes([_core.KIND_INSERT_SELECT]) + b"shop", b"shop", b"INSERT INTO t SELECT * FROM u")])
-    assert rows.keep == bytes([KEEP_KEEP, KEEP_DROP, KEEP_PYTHON])
+    assert rows.keep == bytes([KEEP_KEEP, KEEP_DROP, KEEP_ASK])
     assert rows.gated == bytes([1, 0, 0])
     assert MASTER_POLICY in rows.answers[1].counted
     # Without a restriction the gate is no part of the answer.
