@@ -42,7 +42,7 @@ from dumpfilter.codec.format_description import FormatDescription  # noqa: E402
 from dumpfilter.rules.options import add_schema_option, schema_from_args  # noqa: E402
 from dumpfilter.rules.ruleset import Settings  # noqa: E402
 from dumpfilter.spark_jobs.tasks.chunks import (  # noqa: E402
-    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, query_statements, source_header,
+    DEFAULT_CHUNK_BYTES, Chunk, SourceHeader, input_files, plan_chunks, schema_statements, source_header,
 )
 from dumpfilter.spark_jobs.tasks.local import check_output_dir  # noqa: E402
 from dumpfilter.spark_jobs.tasks.output import OutputSummary  # noqa: E402
@@ -106,7 +106,7 @@ def route_chunks(sc: SparkContext, chunks: list[Chunk], config: SplitConfig, seg
     files under `seg_dir` and returns what each chunk wrote (small: counts and incidents). The
     driver's first pass over the DDL gives each chunk the schema model it starts from (map mode)."""
     segments = str(seg_dir)
-    starts = chunk_starts(config, (query_statements(c, verify_checksums=verify_checksums) for c in chunks))
+    starts = chunk_starts(config, (schema_statements(c, verify_checksums=verify_checksums) for c in chunks))
 
     def route(parts: Iterable[list[tuple[int, Chunk, ChunkStart | None]]]) -> Iterator[ChunkSegments]:
         router = Router(config)

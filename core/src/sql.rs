@@ -208,6 +208,88 @@ pub fn statement_verb(sql: &[u8]) -> &[u8] {
     &s[..end]
 }
 
+/// First words of statements that are certainly not CREATE, ALTER, DROP or RENAME (the verbs
+/// `rules.schema.is_schema_statement` takes). None is a prefix of those four, so no version
+/// comment after one (`SET/*!50000 ...*/`, which Python reads as SET joined to the comment's text)
+/// can make it one.
+const NOT_SCHEMA: [&[u8]; 29] = [
+    b"INSERT",
+    b"UPDATE",
+    b"DELETE",
+    b"REPLACE",
+    b"BEGIN",
+    b"COMMIT",
+    b"ROLLBACK",
+    b"SAVEPOINT",
+    b"RELEASE",
+    b"XA",
+    b"SET",
+    b"SELECT",
+    b"LOAD",
+    b"CALL",
+    b"DO",
+    b"USE",
+    b"TRUNCATE",
+    b"GRANT",
+    b"REVOKE",
+    b"FLUSH",
+    b"ANALYZE",
+    b"OPTIMIZE",
+    b"REPAIR",
+    b"LOCK",
+    b"UNLOCK",
+    b"WITH",
+    b"HANDLER",
+    b"START",
+    b"CHECK",
+];
+
+/// Whether `sql` may be a statement `rules.schema.is_schema_statement` accepts: false only when,
+/// past leading blanks, it opens with a word of NOT_SCHEMA (any case) followed by its end or an
+/// ASCII byte that cannot continue a name. Anything else (a comment or version comment first,
+/// another word, a byte outside ASCII) may be one: Python answers it. Split's first pass hands
+/// Python only these, so the statements it replays are exactly those it replayed before.
+pub fn may_be_schema_statement(sql: &[u8]) -> bool {
+    let start = sql.iter().position(|b| !is_space(*b)).unwrap_or(sql.len());
+    let s = &sql[start..];
+    let end = s
+        .iter()
+        .position(|b| !b.is_ascii_alphabetic())
+        .unwrap_or(s.len());
+    let ends = s
+        .get(end)
+        .is_none_or(|&b| b.is_ascii() && !b.is_ascii_alphanumeric() && b != b'_' && b != b'$');
+    !(ends && NOT_SCHEMA.iter().any(|w| s[..end].eq_ignore_ascii_case(w)))
+}
+
+/// Whether split's first pass must hand the Query or Query_compressed event buf[pos..nxt] (`t` its
+/// type, `fmt` the format in force) to Python: its text may be a schema statement
+/// (`may_be_schema_statement`), or Python's decoding (`Event.query`) may refuse it: a post-header,
+/// status variables or db name that run past the event, a compressed text that does not
+/// decompress. Those it refuses, Python reports (file and offset) as before.
+pub fn query_for_python(buf: &[u8], pos: usize, nxt: usize, t: u8, fmt: &Format) -> bool {
+    let buf = &buf[..nxt.min(buf.len())];
+    let Some(end) = nxt.checked_sub(fmt.checksum_len) else {
+        return true;
+    };
+    let (Some(&db_len), Some(status_len)) = (
+        buf.get(pos + HEADER_LEN + 8),
+        u16_at(buf, pos + HEADER_LEN + 11),
+    ) else {
+        return true;
+    };
+    let db_start = pos + HEADER_LEN + fmt.post_header_len(t) as usize + status_len as usize;
+    let sql_at = db_start + db_len as usize + 1;
+    if pos + HEADER_LEN + 13 > end || sql_at > end {
+        return true;
+    }
+    let sql = &buf[sql_at..end];
+    if t == QUERY_COMPRESSED {
+        return mariadb_uncompress(sql).map_or(true, |s| may_be_schema_statement(&s));
+    }
+    may_be_schema_statement(sql)
+}
+
 /// The second whitespace-separated token of the text (str.split()[1]), if any.
 fn second_token(sql: &[u8]) -> Option<&[u8]> {
     sql.split(|b| is_space(*b)).filter(|t| !t.is_empty()).nth(1)
@@ -314,6 +396,103 @@ mod tests {
         v.extend_from_slice(&collation.to_le_bytes());
         v.extend_from_slice(&[45, 0, 8, 0]);
         v
+    }
+
+    #[test]
+    fn only_a_statement_that_opens_with_a_certain_non_schema_word_is_passed_over() {
+        // Cases split at '|'. Passed over: a NOT_SCHEMA word, then its end or a byte no name has.
+        let over = b"BEGIN|COMMIT|insert into t values (1)| \n\t\x0b\x0c\rUPDATE t SET a=1|\x1c\x1fDELETE\n\
+            FROM t|SET @a=1|Set/*!50000 TINGS*/|XA START 'x'|REPLACE(|SELECT`a`|DO 1|INSERT";
+        // Python's: DDL, a comment or a blank Python skips first, a word that goes on, any other.
+        let python =
+            b"CREATE TABLE t (a int)|  alter table t add b int|DROP TABLE t|RENAME TABLE a TO b|\
+            /* x */ CREATE TABLE t (a int)|/*!40000 ALTER TABLE t DISABLE KEYS */|INSERTX|INSERT_x|\
+            INSERT$|SET1|INSERT\xc3\xa9|\xef\xbb\xbfINSERT|\xc2\xa0INSERT|-- c\nINSERT|#c\nINSERT|\
+            (SELECT 1)||   |CREATEX|OTHER";
+        for (cases, want) in [(&over[..], false), (&python[..], true)] {
+            for sql in cases.split(|b| *b == b'|') {
+                let shown = String::from_utf8_lossy(sql);
+                assert_eq!(may_be_schema_statement(sql), want, "{shown:?}");
+            }
+        }
+        // Else `W/*!50000 REST*/` could read as a schema verb once Python joins the comment in.
+        for verb in [&b"CREATE"[..], b"ALTER", b"DROP", b"RENAME"] {
+            assert!(!NOT_SCHEMA.iter().any(|w| verb.starts_with(w)));
+        }
+    }
+
+    /// A QUERY or QUERY_COMPRESSED event with 4 bytes of (unchecked) CRC: db `d`, text `sql`.
+    fn text_event(t: u8, sql: &[u8]) -> Vec<u8> {
+        let mut e = vec![0u8; HEADER_LEN];
+        e[4] = t;
+        e.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]); // db_len 1, no status variables
+        e.extend_from_slice(b"d\0");
+        e.extend_from_slice(sql);
+        e.extend_from_slice(&[0; 4]);
+        e
+    }
+
+    #[test]
+    fn a_query_goes_to_python_when_its_text_may_be_ddl_or_python_refuses_it() {
+        use std::io::Write;
+        let compressed = |sql: &[u8]| {
+            let mut z =
+                flate2::write::ZlibEncoder::new(vec![0x81, sql.len() as u8], Default::default());
+            z.write_all(sql).unwrap();
+            z.finish().unwrap()
+        };
+        let mut post = vec![0u8; 170];
+        (
+            post[QUERY as usize - 1],
+            post[QUERY_COMPRESSED as usize - 1],
+        ) = (13, 13);
+        let fmt = Format {
+            mariadb: true,
+            checksum_alg: Some(1),
+            checksum_len: 4,
+            post_header: post,
+            fast: false,
+        };
+        let at = |e: &[u8]| {
+            query_for_python(
+                &[b"prefix", e, b"next"].concat(),
+                6,
+                6 + e.len(),
+                e[4],
+                &fmt,
+            )
+        };
+        assert!(!at(&text_event(QUERY, b"BEGIN")));
+        assert!(at(&text_event(QUERY, b"CREATE TABLE t (a int)")));
+        assert!(!at(&text_event(
+            QUERY_COMPRESSED,
+            &compressed(b"INSERT INTO t VALUES (1)")
+        )));
+        assert!(at(&text_event(
+            QUERY_COMPRESSED,
+            &compressed(b"DROP TABLE t")
+        )));
+        // Python's decoding refuses these: they go to it, which says so (file and offset).
+        assert!(at(&text_event(QUERY_COMPRESSED, b"\x81\x05garbage")));
+        assert!(at(&text_event(
+            QUERY_COMPRESSED,
+            &compressed(b"INSERT")[..4]
+        )));
+        let mut long_db = text_event(QUERY, b"BEGIN");
+        long_db[HEADER_LEN + 8] = 9; // the db name runs into the CRC
+        let mut long_status = text_event(QUERY, b"BEGIN");
+        long_status[HEADER_LEN + 11] = 200;
+        let short_post = &text_event(QUERY, b"")[..HEADER_LEN + 14];
+        assert!(at(&long_db) && at(&long_status) && at(short_post));
+        // Without a CRC the same bytes read as BEGIN and 4 NULs: still passed over.
+        let (begin, no_crc) = (
+            text_event(QUERY, b"BEGIN"),
+            Format {
+                checksum_len: 0,
+                ..fmt.clone()
+            },
+        );
+        assert!(!query_for_python(&begin, 0, begin.len(), QUERY, &no_crc));
     }
 
     #[test]

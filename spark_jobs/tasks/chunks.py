@@ -24,8 +24,8 @@ from dumpfilter.codec import (BinlogReader, Event, EventType, Transaction, Trans
                               read_format_description)
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.codec.scanner import Scanner, type_mask
-from dumpfilter.codec.constants import GTID_EVENT_TYPES, QUERY_EVENT_TYPES
-from dumpfilter.errors import BinlogError, TruncatedBinlogError
+from dumpfilter.codec.constants import GTID_EVENT_TYPES
+from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.binlogs import binlog_paths, open_binlog
 
@@ -186,13 +186,39 @@ def _reader(stream: BinaryIO, chunk: Chunk, verify_checksums: bool) -> BinlogRea
                         start=chunk.start, fmt=fmt)
 
 
-def query_statements(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[tuple[str, str]]:
-    """(sql, default db) of the chunk's Query events, in order: the walk of split's first pass,
-    which hands out no other event."""
+def schema_statements(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[tuple[str, str]]:
+    """(sql, default db) of the chunk's Query events whose text may be a schema statement, in
+    order: split's first pass (`routing.chunk_starts` keeps those `is_schema_statement` accepts).
+    The compiled walk reads the chunk READ_BYTES at a time and hands out only those Queries
+    (`Scanner.schema_candidates`): a DML, BEGIN or COMMIT never reaches Python, yet every event is
+    checked as a whole read checks it (sizes, CRCs as `verify_checksums` says, one line with file
+    and offset)."""
+    scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
     with open_binlog(chunk.path) as stream:
-        for cursor in _reader(stream, chunk, verify_checksums).walk(types=QUERY_EVENT_TYPES):
-            query = cursor.query  # (the walk hands out Query events only)
-            yield query.sql, query.db
+        fmt, pos, source = _open_chunk(stream, chunk, scanner)
+        want = READ_BYTES
+        while True:
+            buf, eof = source.take(pos, want)
+            offsets, stop, error = scanner.schema_candidates(buf, 0, pos)
+            for at in offsets.tolist():
+                raw = bytes(buf[at : at + int.from_bytes(buf[at + 9 : at + 13], "little")])
+                if raw[4] == EventType.FORMAT_DESCRIPTION:  # (the walk has checked it)
+                    fmt = FormatDescription.parse(raw, path=chunk.path, offset=pos + at)
+                    continue
+                try:
+                    query = Event(raw, pos + at, fmt).query
+                except MalformedEventError as exc:
+                    raise exc.in_file(chunk.path) from None
+                yield query.sql, query.db
+            if error is not None:
+                raise error
+            if eof:
+                if stop < len(buf):
+                    raise _truncated(buf[stop:], chunk.path, pos + stop)
+                return
+            # An event longer than the buffer: take more at once next time.
+            want = READ_BYTES if stop else want * 2
+            pos += stop
 
 
 def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Transaction]:
@@ -228,23 +254,7 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
     `statements`: the scan's thread also reads the buffer's statement units by key, which
     `UnitList.statement_units` then takes rather than reading them on the caller's thread."""
     with open_binlog(chunk.path) as stream:
-        fmt = None
-        if chunk.start > 4:
-            fde, fmt = read_format_description(stream, chunk.path)
-            scanner.load_format(fde.raw, 4)
-            pos = chunk.start
-        else:
-            magic = stream.read(4)
-            if magic != MAGIC:
-                if len(magic) < 4:
-                    raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
-                                               path=chunk.path, offset=0)
-                raise bad_magic(chunk.path)
-            pos = 4
-        if isinstance(stream, io.BufferedReader):
-            source: _Source = _Mapped(stream, chunk.end)
-        else:
-            source = _Read(stream, chunk.end)
+        fmt, pos, source = _open_chunk(stream, chunk, scanner)
 
         def start(at: int, want: int) -> tuple[Buffer, bool, _core.UnitList]:
             buf, eof = source.take(at, want)
@@ -271,18 +281,42 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
                     raise scan.error
                 pos += scan.stop
                 if eof and scan.stop < len(buf):
-                    rest = bytes(buf[scan.stop:])
-                    n = len(rest)
-                    msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file "
-                           f"({n} bytes left)" if n >= HEADER_LEN
-                           else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
-                    raise TruncatedBinlogError(msg, path=chunk.path, offset=pos)
+                    raise _truncated(buf[scan.stop:], chunk.path, pos)
         finally:
             if pending is not None:  # the caller stopped early: the scan under way gives the scanner back
                 scanner.scan_finish(pending[2])
 
 
 Buffer = bytes | memoryview
+
+
+def _open_chunk(stream: BinaryIO, chunk: Chunk, scanner: Scanner) -> tuple[FormatDescription | None, int, _Source]:
+    """Where a compiled read of `chunk` starts: the format in force before it (None from the
+    file's start: its FDE is the first event read), loaded into `scanner`; the offset of its
+    first event (past the magic, checked); the source of its buffers."""
+    fmt = None
+    if chunk.start > 4:
+        fde, fmt = read_format_description(stream, chunk.path)
+        scanner.load_format(fde.raw, 4)
+        pos = chunk.start
+    else:
+        magic = stream.read(4)
+        if magic != MAGIC:
+            if len(magic) < 4:
+                raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
+                                           path=chunk.path, offset=0)
+            raise bad_magic(chunk.path)
+        pos = 4
+    source = _Mapped(stream, chunk.end) if isinstance(stream, io.BufferedReader) else _Read(stream, chunk.end)
+    return fmt, pos, source
+
+
+def _truncated(rest: Buffer, path: str, offset: int) -> TruncatedBinlogError:
+    """The error of a file whose last bytes `rest` (at `offset`) are not a whole event."""
+    n = len(rest)
+    msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({n} bytes left)"
+           if n >= HEADER_LEN else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
+    return TruncatedBinlogError(msg, path=path, offset=offset)
 
 
 class _Source:

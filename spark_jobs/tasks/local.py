@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.codec import Event
-from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, query_statements, source_header
+from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, schema_statements, source_header
 from dumpfilter.spark_jobs.tasks.chunks import plan_chunks
 from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, route_chunk
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE
@@ -55,7 +55,7 @@ def split_local(targets: list[str | os.PathLike[str]], out: str | os.PathLike[st
     # One process reads every file in order, in bounded buffers, whatever the cuts: they change
     # nothing written (as on Spark), so the files are read whole, without a walk to find them.
     chunks = plan_chunks(paths, None)
-    starts = chunk_starts(config, (query_statements(c, verify_checksums=verify_checksums) for c in chunks))
+    starts = chunk_starts(config, (schema_statements(c, verify_checksums=verify_checksums) for c in chunks))
     router = Router(config)
     outputs = OutputSet(out, header, max_size)
     keeps = OutputKeeps(router)

@@ -242,8 +242,9 @@ class _NoMapDecider(Decider):
 
 def chunk_starts(config: SplitConfig, statements: Iterable[Iterable[tuple[str, str | None]]]) -> list[ChunkStart | None]:
     """The first, in-order pass: `statements` gives each chunk's Query statements (sql, default
-    db) in order; returns the state each chunk starts from (None in by-schema mode, where no rule
-    engine decides). Only DDL is parsed: the pass costs a walk over the Query events."""
+    db) in order, at least those `is_schema_statement` accepts (`chunks.schema_statements`: the
+    core passes over the others); returns the state each chunk starts from (None in by-schema
+    mode, where no rule engine decides). Only DDL is parsed: the pass costs a compiled walk."""
     if not config.maps:
         return [None for _ in statements]
     router = Router(config)

@@ -12,7 +12,7 @@ import pytest
 
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, query_statements, read_units
+from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, read_units, schema_statements
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.routing import Router, chunk_starts, config_from_maps
 from tests.rules.test_lint_cases import Build
@@ -79,7 +79,7 @@ def test_a_chunk_routed_alone_starts_from_the_first_pass_state(tmp_path):
     binlog, sql = _trigger_binlog(tmp_path / "in-bin.000001")
     config = config_from_maps(["x=replicate-ignore-table=db.audit"], Settings(flavor="mariadb"))
     chunks = plan_chunks([binlog], 1)
-    starts = chunk_starts(config, (query_statements(c) for c in chunks))
+    starts = chunk_starts(config, (schema_statements(c) for c in chunks))
     last = chunks[-1]
     routed = []
     router = Router(config)

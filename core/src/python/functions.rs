@@ -7,7 +7,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PySlice};
 
 use super::results::{
     by_keys, DomainSeq, HopResult, LoneText, RelayResult, Renumbered, ReplicaFrames, StatementEnd,
-    StatementShape,
+    StatementShape, WalkResult,
 };
 use super::scanner::PyScanner;
 use super::text;
@@ -112,6 +112,56 @@ pub(super) fn statement_key(py: Python<'_>, sql: &[u8], escaped: bool) -> Option
         kind: s.kind,
         db: s.db.map(|d| PyBytes::new(py, &d).unbind()),
         table: PyBytes::new(py, &s.table).unbind(),
+    })
+}
+
+/// Split's first pass over buf[off:] (`base`: the file offset of buf[0]; `buf`: bytes or a
+/// read-only view of a mapping) with the stream's `scanner`: `Scanner.walk` over the Query and
+/// Query_compressed events, handing out of them only those Python must see (sql::query_for_python:
+/// may be a schema statement, or its decoding may refuse it), and every FDE.
+#[pyfunction]
+pub(super) fn schema_candidates<'py>(
+    py: Python<'py>,
+    mut scanner: PyRefMut<'py, PyScanner>,
+    buf: Bound<'py, PyAny>,
+    off: usize,
+    base: u64,
+) -> PyResult<WalkResult> {
+    use crate::types::{FORMAT_DESCRIPTION, QUERY, QUERY_COMPRESSED};
+    scanner.here()?;
+    let held = super::held::Held::new(&buf)?;
+    let data = held.bytes(py);
+    super::check_off(off, data.len())?;
+    let mut types = [false; 256];
+    (types[QUERY as usize], types[QUERY_COMPRESSED as usize]) = (true, true);
+    let inner = &mut scanner.inner;
+    let mut fmt = inner.fmt.clone(); // the format in force at buf[off]
+    let (offsets, stop, err) = py.detach(|| {
+        let (offsets, stop, err) = inner.walk(data, off, base, &types);
+        let mut packed = Vec::new();
+        for o in offsets {
+            let (pos, t) = (o as usize, data[o as usize + 4]);
+            let nxt = pos + crate::le::u32_at(data, pos + 9).unwrap_or(0) as usize;
+            let python = if t == FORMAT_DESCRIPTION {
+                // The walk has read it: the events after it are in its format.
+                fmt = crate::format::Format::parse(&data[pos..nxt])
+                    .ok()
+                    .map(Into::into);
+                true
+            } else {
+                fmt.as_ref()
+                    .is_none_or(|f| sql::query_for_python(data, pos, nxt, t, f))
+            };
+            if python {
+                packed.extend_from_slice(&o.to_le_bytes());
+            }
+        }
+        (packed, stop, err)
+    });
+    Ok(WalkResult {
+        offsets: PyBytes::new(py, &offsets).unbind(),
+        stop,
+        error: super::error_field(py, err.as_ref())?,
     })
 }
 

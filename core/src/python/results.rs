@@ -234,7 +234,8 @@ record! {
 }
 
 record! {
-    /// `Scanner.walk`: the events of a buffer whose type was asked for.
+    /// `Scanner.walk`: the events of a buffer whose type was asked for (`schema_candidates`: the
+    /// Queries split's first pass hands Python).
     WalkResult = "WalkResult" {
         /// Packed u64 buffer offsets of the events asked for, and of every FDE.
         offsets: Py<PyBytes>,
