@@ -68,6 +68,12 @@ impl StmtRoute<'_> {
         let Some(pieces) = self.units.of(k) else {
             return false;
         };
+        // No output yet (by schema, before a table or a keyed statement made one): nothing to
+        // answer with, and a unit routed to no output would be lost. Python routes it (a
+        // statement of no default database: to the unassigned output).
+        if self.keeps.is_empty() {
+            return false;
+        }
         if !self.framing
             && pieces
                 .iter()
