@@ -3,7 +3,9 @@
 1. `split --no-spark` of the real MariaDB ROW binlog bench/data/fanout-mariadb-520mb (db1..db8):
    MB/s, and the ratio to one `filter --out DIR` pass over the same files (--replicate-do-db=db3,
    the compiled assembly into a numbered series), the two run alternately; the same on bench/data/mixed-sysbench-8s-220mb (real MIXED,
-   diagnostic: < 500 MB, and its statement units are routed in Python).
+   diagnostic: < 500 MB), and `split --no-spark --map` (two rule sets and the rest) on the 500 MB
+   real MariaDB sysbench MIXED binlog (bench.mixed_binlog): its first pass over the DDL and its
+   routing, against the same filter pass.
 2. Spark local[N] (default 2) against `--no-spark` on a 2 GB series (4 files: the fanout file
    copied under new names by `series_2gb`, once, into bench/data/split-series-2gb), on a warm
    session; the session's start is reported apart. Outputs are checked identical. Then the same
@@ -36,7 +38,8 @@ if str(ROOT) not in sys.path:
 
 from dumpfilter.workload import WorkloadSpec, generate  # noqa: E402
 from dumpfilter.spark_jobs.tasks.local import split_local  # noqa: E402
-from dumpfilter.spark_jobs.tasks.routing import SplitConfig  # noqa: E402
+from dumpfilter.spark_jobs.tasks.routing import SplitConfig, config_from_maps  # noqa: E402
+from bench.mixed_binlog import mixed_binlog  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
 FANOUT = DATA / "fanout-mariadb-520mb"
@@ -96,8 +99,9 @@ def _filter_pass(paths: list[Path], out: Path):
     return filter_files(paths, TransactionFilter(engine), SeriesSink(out, "mariadb-bin"))
 
 
-def bench_no_spark(directory: Path, work: Path, repeat: int, label: str) -> dict:
-    """split --no-spark against one filter pass over the same files, alternately."""
+def bench_no_spark(directory: Path, work: Path, repeat: int, label: str, config: SplitConfig | None = None) -> dict:
+    """split --no-spark (by schema, or as `config` says) against one filter pass over the same
+    files, alternately."""
     paths = _wait_done(directory)
     size = sum(p.stat().st_size for p in paths)
     split_s, filter_s, loads = [], [], []
@@ -107,7 +111,7 @@ def bench_no_spark(directory: Path, work: Path, repeat: int, label: str) -> dict
         loads.append(round(os.getloadavg()[0], 2))
         os.sync()  # no dirty page of the run before (see bench_spark_series); not timed
         t0 = time.perf_counter()
-        split_local(paths, work / "split", SplitConfig())
+        split_local(paths, work / "split", config or SplitConfig())
         split_s.append(time.perf_counter() - t0)
         os.sync()
         t0 = time.perf_counter()
@@ -216,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result["no_spark_fanout"] = bench_no_spark(FANOUT, work, args.repeat, "real MariaDB ROW, 8 schemas")
         result["no_spark_mixed"] = bench_no_spark(MIXED, work, args.repeat, "real MariaDB MIXED, diagnostic: < 500 MB")
+        maps = config_from_maps(["a=replicate-do-db=sbtest1", "b=replicate-wild-do-table=sbtest2.%"], unassigned="rest")
+        result["no_spark_mixed_map"] = bench_no_spark(mixed_binlog(500, fmt="MIXED").parent, work, args.repeat,
+                                                      "real MariaDB MIXED 500 MB, --map a, --map b, the rest", maps)
         if not args.skip_spark:
             result["spark_2gb_series"] = bench_spark_series(work, args.cores, args.repeat)
             result["spark_2gb_series_cluster"] = bench_spark_series(work, args.cores, args.repeat, cluster=True)
