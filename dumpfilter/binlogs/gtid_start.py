@@ -10,6 +10,7 @@ from pathlib import Path
 from dumpfilter.codec import BinlogReader, EventType
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError, PositionError
+from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.written import WrittenEnd
@@ -128,14 +129,16 @@ class BinlogStatus:
     """SHOW BINARY LOG STATUS (MASTER STATUS before MySQL 8.2): `of(paths)` is the newest file, the
     end of what is written there (its last complete event, binlogs/written.py; for a MySQL file its
     last whole transaction, where the set is taken) and, for a MySQL file, the executed set: its
-    Previous_GTIDs plus the GTIDs of its whole transactions. A MariaDB file is hopped over by its headers only, and only over what was added
-    since the last call; a MySQL file's GTIDs are walked once per size of the file (a server keeps
-    gtid_executed in memory; monitoring asks this again and again of a file that seldom grows)."""
+    Previous_GTIDs plus the GTIDs of its whole transactions. A MariaDB file is hopped over by its
+    headers only, and only over what was added since the last call. A MySQL file's GTIDs are walked
+    once per size of the file (a server keeps gtid_executed in memory; monitoring asks this again
+    and again), and when the same file has grown, from the end of its last whole transaction on:
+    a live file of a GB is not walked again from its start at each commit."""
 
     def __init__(self) -> None:
         self._written = WrittenEnd()
-        # ((path, inode, size), answer)
-        self._known: tuple[tuple[Path, int, int], tuple[str, int, MysqlGtidSet]] | None = None
+        # ((path, inode, size), the walk there)
+        self._known: tuple[tuple[Path, int, int], _Executed] | None = None
 
     def of(self, paths: list[Path]) -> tuple[str, int, MysqlGtidSet | None] | None:
         if not paths:
@@ -149,24 +152,49 @@ class BinlogStatus:
         except (BinlogError, OSError):
             return None
         key = (path, st.st_ino, st.st_size)
-        if self._known is None or self._known[0] != key:
-            self._known = key, _mysql_executed(path)
-        return self._known[1]
+        known = self._known
+        if known is None or known[0] != key:
+            grown = known is not None and known[0][:2] == key[:2] and known[0][2] < key[2]
+            self._known = key, _mysql_executed(path, known[1] if grown and known is not None else None)
+        done = self._known[1]
+        return path.name, done.end, done.executed
 
 
-def _mysql_executed(path: Path) -> tuple[str, int, MysqlGtidSet]:
-    grouper, executed, end = TransactionGrouper(), MysqlGtidSet(), 4
+@dataclass(frozen=True)
+class _Executed:
+    """A MySQL file's GTIDs walked to `end` (the end of its last whole transaction), under `fmt`."""
+
+    end: int
+    executed: MysqlGtidSet
+    fmt: FormatDescription | None
+
+
+def _copy(gtids: MysqlGtidSet) -> MysqlGtidSet:
+    return MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in gtids.intervals.items()})
+
+
+def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
+    """The file's GTIDs walked from its start, or from where `since` ended (the file grew)."""
+    grouper = TransactionGrouper()
+    if since is None or since.fmt is None:
+        end, executed, fmt = 4, MysqlGtidSet(), None
+    else:  # a copy: the answer given for the smaller file stays as it was
+        end, executed, fmt = since.end, _copy(since.executed), since.fmt
     try:
         with open_binlog(path) as stream:
-            for event in BinlogReader(stream, str(path), chunk_size=1 << 20):
+            if fmt is not None:
+                stream.seek(end)
+            reader = BinlogReader(stream, str(path), chunk_size=1 << 20, start=end if fmt is not None else 0, fmt=fmt)
+            for event in reader:
                 if event.type_code == EventType.PREVIOUS_GTIDS and isinstance(previous := event.gtid_set, MysqlGtidSet):
-                    executed = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in previous.intervals.items()})
+                    executed = _copy(previous)
                 for unit in grouper.push(event):
                     info = unit.gtid_event.gtid_info if unit.gtid_event is not None else None
                     if unit.complete and info is not None and info.flavor == "mysql" and not info.anonymous:
                         executed.add(info.source, info.gno, info.tag)
                 if grouper.current is None:
                     end = event.pos + len(event.raw)
+                fmt = reader.fmt
     except (BinlogError, OSError):
         pass  # a tail being written (or a bad event): the status is what comes before it
-    return path.name, end, executed
+    return _Executed(end, executed, fmt)
