@@ -155,8 +155,9 @@ class BinlogStatus:
         known = self._known
         if known is None or known[0] != key:
             grown = known is not None and known[0][:2] == key[:2] and known[0][2] < key[2]
-            self._known = key, _mysql_executed(path, known[1] if grown and known is not None else None)
-        done = self._known[1]
+            known = key, _mysql_executed(path, known[1] if grown and known is not None else None)
+            self._known = known
+        done = known[1]
         return path.name, done.end, done.executed
 
 
