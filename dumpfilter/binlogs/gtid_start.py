@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from dumpfilter.codec import BinlogReader, EventType
-from dumpfilter.codec.transactions import TransactionGrouper
+from dumpfilter.codec import BinlogReader, Event, EventType
+from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import BinlogError, PositionError
-from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
+from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet, decode_mysql_gtid, decode_tagged_gtid
+from dumpfilter.codec.scanner import F_ANONYMOUS_GTID, F_MYSQL_GTID, F_TAGGED_GTID, Scanner
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.written import WrittenEnd
 
@@ -163,39 +163,59 @@ class BinlogStatus:
 
 @dataclass(frozen=True)
 class _Executed:
-    """A MySQL file's GTIDs walked to `end` (the end of its last whole transaction), under `fmt`."""
+    """A MySQL file's GTIDs walked to `end` (the end of its last whole unit), with the raw
+    Format_description event the walk read (None: not reached yet) to go on from there."""
 
     end: int
     executed: MysqlGtidSet
-    fmt: FormatDescription | None
+    fde: bytes | None
 
 
 def _copy(gtids: MysqlGtidSet) -> MysqlGtidSet:
     return MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in gtids.intervals.items()})
 
 
+_READ = 4 << 20  # bytes read at a time
+_FDE, _PREVIOUS = int(EventType.FORMAT_DESCRIPTION), int(EventType.PREVIOUS_GTIDS)
+_TAGGED = int(EventType.GTID_TAGGED)
+
+
 def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
-    """The file's GTIDs walked from its start, or from where `since` ended (the file grew)."""
-    grouper = TransactionGrouper()
-    if since is None or since.fmt is None:
-        end, executed, fmt = 4, MysqlGtidSet(), None
+    """The file's GTIDs from its start, or from where `since` ended (the file grew), by the
+    compiled scan: Python decodes a unit's GTID event (and the Previous_GTIDs), nothing else."""
+    scanner = Scanner(str(path))
+    if since is None or since.fde is None:
+        end, executed, fde = 4, MysqlGtidSet(), None
     else:  # a copy: the answer given for the smaller file stays as it was
-        end, executed, fmt = since.end, _copy(since.executed), since.fmt
+        end, executed, fde = since.end, _copy(since.executed), since.fde
+        scanner.load_format(fde)
     try:
         with open_binlog(path) as stream:
-            if fmt is not None:
-                stream.seek(end)
-            reader = BinlogReader(stream, str(path), chunk_size=1 << 20, start=end if fmt is not None else 0, fmt=fmt)
-            for event in reader:
-                if event.type_code == EventType.PREVIOUS_GTIDS and isinstance(previous := event.gtid_set, MysqlGtidSet):
-                    executed = _copy(previous)
-                for unit in grouper.push(event):
-                    info = unit.gtid_event.gtid_info if unit.gtid_event is not None else None
-                    if unit.complete and info is not None and info.flavor == "mysql" and not info.anonymous:
+            stream.seek(end)
+            buf, base = b"", end
+            while True:
+                chunk = stream.read(_READ)
+                buf = buf + chunk if buf else chunk
+                scan = scanner.units(buf, 0, base, at_eof=not chunk)
+                units = scan.units
+                for k, rec in enumerate(units):
+                    if not rec.complete and k == len(units) - 1 and not chunk:
+                        break  # the tail being written: the status is what comes before it
+                    first = buf[rec.start + 4]
+                    if rec.complete and rec.flags & (F_MYSQL_GTID | F_TAGGED_GTID) and not rec.flags & F_ANONYMOUS_GTID:
+                        body = buf[rec.start + HEADER_LEN : rec.start + rec.gtid_size]
+                        info = decode_tagged_gtid(body) if first == _TAGGED else decode_mysql_gtid(body, anonymous=False)
                         executed.add(info.source, info.gno, info.tag)
-                if grouper.current is None:
-                    end = event.pos + len(event.raw)
-                fmt = reader.fmt
+                    elif first == _PREVIOUS:
+                        found = Event(buf[rec.start : rec.end], base + rec.start, None).gtid_set
+                        if isinstance(found, MysqlGtidSet):
+                            executed = _copy(found)
+                    elif first == _FDE:
+                        fde = buf[rec.start : rec.end]
+                    end = base + rec.end
+                if scan.error is not None or not chunk:
+                    break  # a bad event: the status is what comes before it
+                buf, base = buf[scan.stop :], base + scan.stop
     except (BinlogError, OSError):
-        pass  # a tail being written (or a bad event): the status is what comes before it
-    return _Executed(end, executed, fmt)
+        pass
+    return _Executed(end, executed, fde)
