@@ -90,10 +90,6 @@ class BinlogSeriesWriter:
     def _name(self, number: int) -> str:
         return f"{self.basename}.{number:06d}"
 
-    @property
-    def current_path(self) -> Path | None:
-        return self.directory / self.names[-1] if self.names else None
-
     def _drain_gtids(self) -> None:
         fmt, add = self.fmt, self.gtids.add
         for raw in self._pending_gtids:

@@ -150,15 +150,6 @@ def mariadb_gtid_body(seq: int, domain: int = 0, *, standalone: bool = False, tr
     return struct.pack("<QIB", seq, domain, flags2) + b"\0" * 6
 
 
-def intvar_body(kind: int, value: int) -> bytes:
-    return struct.pack("<BQ", kind, value)
-
-
-def checkpoint_body(name: str) -> bytes:
-    raw = name.encode()
-    return struct.pack("<I", len(raw)) + raw
-
-
 # HEARTBEAT_LOG_EVENT_V2's fields (libbinlogevents codecs/binary, Heartbeat::encode): each is a
 # length-encoded type, a length-encoded length, then the value; a type 0 ends the event.
 HB_V2_END, HB_V2_FILE, HB_V2_POSITION = 0, 1, 2

@@ -17,9 +17,6 @@ from dumpfilter.codec.scanner import Scanner, type_mask
 _SIZE = struct.Struct("<I")
 FDE = int(EventType.FORMAT_DESCRIPTION)
 ALL_TYPES = type_mask(None)
-# The CRC-32 of a message followed by its own little-endian CRC-32 is always this constant, so
-# an event's checksum is checked with one crc32() over the whole event.
-CRC_RESIDUE = 0x2144DF1C
 DEFAULT_CHUNK = 1 << 20
 # Events larger than this are refused: the server's own limit (max_allowed_packet) is 1 GiB.
 MAX_EVENT_SIZE = 1 << 30

@@ -120,10 +120,6 @@ class PositionKeeper:
         self.counted = pos     # where the replica's IO thread counts itself
         self.resets = 0
 
-    @property
-    def drift(self) -> int:
-        return self.counted - self.master_pos
-
     def events(self, events: Iterable[Event]) -> Iterator[Event]:
         """One batch's events for the replica (renamed), with a position reset where needed."""
         for event in events:

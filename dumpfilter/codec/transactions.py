@@ -13,7 +13,6 @@ from dumpfilter.codec.constants import (
     EventType,
 )
 from dumpfilter.codec.event import Event
-from dumpfilter.codec.format_description import FormatDescription
 
 CONTROL, TRANSACTION, STATEMENT = "control", "transaction", "statement"
 
@@ -57,17 +56,6 @@ def general_verb(sql: str) -> str:
     while end < len(s) and (s[end].isalpha() or s[end] == "_"):
         end += 1
     return s[:end].upper()
-
-
-def is_begin_event(buf: bytes | bytearray, off: int, size: int, fmt: FormatDescription) -> bool:
-    """Whether the event at buf[off : off + size] is a `BEGIN` Query event, read from the raw
-    bytes (db and status variables skipped without decoding): what opens a MySQL transaction."""
-    if buf[off + 4] != 2:  # QUERY_EVENT
-        return False
-    status_len = int.from_bytes(buf[off + 30 : off + 32], "little")  # header, thread id, exec time, db len, error
-    db_len = buf[off + 27]
-    sql_at = off + 19 + fmt.post_header_len(2) + status_len + db_len + 1
-    return sql_at + 5 + fmt.checksum_len == off + size and buf[sql_at : sql_at + 5] == b"BEGIN"
 
 
 def _is_begin(sql: str) -> bool:
