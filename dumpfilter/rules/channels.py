@@ -125,11 +125,6 @@ class FilterRegistry:
             self._channel(channel)
             del self.channels[channel]
 
-    def reset_replica(self, channel: str | None = None) -> None:
-        """Plain RESET REPLICA keeps every filter (WL#7361 C.1, C.2)."""
-        if channel is not None:
-            self._channel(channel)
-
     def change_replication_filter(self, statement: str | FilterChange) -> None:
         """Without FOR CHANNEL: every channel and the global filters; with it: that channel only."""
         change = parse_filter_statement(statement) if isinstance(statement, str) else statement

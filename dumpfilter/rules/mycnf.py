@@ -23,11 +23,6 @@ OTHER_REPLICATE_OPTIONS = frozenset({"replicate-same-server-id", "replicate-anno
                                      "replicate-events-marked-for-skip"})
 
 
-def read_option_file(path: str | os.PathLike[str], groups: Iterable[str] = SERVER_GROUPS) -> list[tuple[str, str]]:
-    """Every `key[=value]` of the given groups, in file order, includes expanded in place."""
-    return [(key, value) for key, value, _where in _located_options(path, groups)]
-
-
 def startup_filters_from_file(path: str | os.PathLike[str] | None, groups: Iterable[str] = SERVER_GROUPS,
                               extra_file: str | os.PathLike[str] | None = None) -> StartupFilters:
     """The filter rules (`replicate-*`, `binlog-*-db`) of an option file, then of `extra_file`

@@ -24,14 +24,6 @@ def applied_db(engine: RuleEngine, db: str) -> tuple[str, bool]:
     return engine.rewrite_db(engine.names.incoming(db))
 
 
-def applied_table(engine: RuleEngine, db: str, table: str) -> tuple[str, str]:
-    """Where a table's rows land on the replica: (db, table) after folding and rewriting."""
-    if engine.settings.semantics == "effective":
-        new_db, new_table, _ = engine.effective_rename(db, table)
-        return new_db, new_table
-    return applied_db(engine, db)[0], engine.names.incoming(table)
-
-
 def renames(rules: RuleSet, settings: Settings) -> bool:
     """Whether these rules rename anything a replica applies."""
     return bool(rules.rewrite_db) or (bool(rules.effective_rewrite) and settings.semantics == "effective")

@@ -119,10 +119,6 @@ class RuleSet:
     def db_rules_on(self) -> bool:
         return bool(self.do_db or self.ignore_db)
 
-    @property
-    def is_empty(self) -> bool:
-        return not any(getattr(self, rule_type) for rule_type in ALL_TYPES)
-
     def render(self) -> str:
         """CHANGE REPLICATION FILTER text for the seven replicate-* types; it parses back to this set.
 
@@ -141,13 +137,6 @@ class RuleSet:
                 text = f"{value[0]}->{value[1]}" if rule_type in PAIR_TYPES else value
                 lines.append(f"{option_name(rule_type)}={text}")
         return lines
-
-    def render_change_master(self, connection: str = "") -> str:
-        """WL#2516 text `CHANGE MASTER 'c' TO DO='..', IGNORE='..', REWRITE='a.%->b.%'` for the effective rules."""
-        parts = [f"DO={quote_string(value)}" for value in self.effective_do]
-        parts += [f"IGNORE={quote_string(value)}" for value in self.effective_ignore]
-        parts += [f"REWRITE={quote_string(old + '->' + new)}" for old, new in self.effective_rewrite]
-        return f"CHANGE MASTER {quote_string(connection)} TO " + ", ".join(parts)
 
     def render_change_binlog(self, name: str = "") -> str:
         """WL#2516 text `CHANGE BINLOG 'name' TO DO='..', IGNORE='..'` for the binlog-side effective rules."""

@@ -77,10 +77,6 @@ class FilterResult:
     def bytes_out(self) -> int:
         return sum(e.size for e in self.events)
 
-    @property
-    def kept_anything(self) -> bool:
-        return self.outcome in (KEPT, PARTIAL, PASSED)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FilterResult):
             return NotImplemented
