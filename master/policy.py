@@ -224,9 +224,6 @@ class MasterPolicy:
         # derived as simulate and experiment derive it (rules/policy_gates.py)
         return slave_gate(identity.name, identity.entry or self.default, server_id, self.owner_of(server_id))
 
-    def gate_for(self, user: str, password: str, server_id: int) -> Gate:
-        return self.gate_for_identity(self.authenticate(user, password), server_id)
-
 
 def _dummy_like(secret: Secret | None) -> Secret:
     """A secret no password matches, that costs what checking `secret` costs."""

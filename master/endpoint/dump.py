@@ -120,20 +120,6 @@ def _decode_tagged(data: bytes, format_byte: int) -> str:
         raise ProtocolError(f"GTID set: {exc}") from None
 
 
-def encode_gtid_set(text: str) -> bytes:
-    """The inverse of decode_gtid_set, for tests and MySQL-style clients."""
-    sids = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        sid, *ranges = part.split(":")
-        intervals = []
-        for r in ranges:
-            start, _, end = r.partition("-")
-            intervals.append((int(start), int(end or start) + 1))
-        sids.append(uuid.UUID(sid).bytes + struct.pack("<Q", len(intervals))
-                    + b"".join(struct.pack("<QQ", a, b) for a, b in intervals))
-    return struct.pack("<Q", len(sids)) + b"".join(sids)
-
-
 def fake_rotate(file: str, pos: int, *, fmt: FormatDescription | None, server_id: int) -> bytes:
     """The artificial Rotate a dump thread sends first, naming the start position and file; a CRC
     when the binlog carries them (the replica announced it handles them, else the dump was

@@ -118,10 +118,3 @@ def native_scramble_matches(stage2: bytes, scramble: bytes, response: bytes) -> 
     mask = hashlib.sha1(scramble + stage2).digest()
     stage1 = bytes(a ^ b for a, b in zip(response, mask))
     return hmac.compare_digest(hashlib.sha1(stage1).digest(), stage2)
-
-
-def native_password_matches(password: str, scramble: bytes, response: bytes) -> bool:
-    """mysql_native_password: the client sends SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)));
-    an empty password is an empty response."""
-    stage2 = hashlib.sha1(hashlib.sha1(password.encode("utf-8")).digest()).digest() if password else b""
-    return native_scramble_matches(stage2, scramble, response)

@@ -280,10 +280,6 @@ def _user_var_name(token: str) -> str:
     return match.group(1)
 
 
-def _like(pattern: str, name: str) -> bool:
-    return bool(_like_matcher(pattern)(name))
-
-
 def _size(name: str, value: object) -> int:
     return len(name) + len(str(value)) if value is not None else len(name)
 

@@ -4,9 +4,11 @@ connect-time query answers, and hostile bytes (only the module's own error types
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import struct
 import threading
+import uuid
 
 import pytest
 from hypothesis import given, settings
@@ -15,17 +17,42 @@ from pymysql._auth import scramble_native_password
 
 from dumpfilter.master.endpoint.dump import (
     decode_gtid_set,
-    encode_gtid_set,
     parse_binlog_dump,
     parse_binlog_dump_gtid,
     parse_register_slave,
 )
-from dumpfilter.master.endpoint.handshake import native_password_matches, new_scramble, parse_handshake_response
+from dumpfilter.master.endpoint.handshake import native_scramble_matches, new_scramble, parse_handshake_response
 from dumpfilter.master.protocol.packets import MAX_PAYLOAD, PacketStream, ProtocolError, Reader
-from dumpfilter.master.endpoint.queries import QueryError, ServerFacts, Session, _like
+from dumpfilter.master.endpoint.queries import QueryError, ServerFacts, Session, _like_matcher
 
 FACTS = ServerFacts(server_id=7, server_uuid="3e11fa47-71ca-11e1-9e33-c80aa9429562", version="10.11.19-MariaDB-log",
                     checksum="CRC32")
+
+
+def _like(pattern: str, name: str) -> bool:
+    return bool(_like_matcher(pattern)(name))
+
+
+def native_password_matches(password: str, scramble: bytes, response: bytes) -> bool:
+    """mysql_native_password from the password: the server's stored stage2 = SHA1(SHA1(pw))
+    (b"" for an empty password), checked as the endpoint checks it."""
+    stage2 = hashlib.sha1(hashlib.sha1(password.encode("utf-8")).digest()).digest() if password else b""
+    return native_scramble_matches(stage2, scramble, response)
+
+
+def encode_gtid_set(text: str) -> bytes:
+    """MySQL's binary Gtid_set for `text` (n_sids, per sid its uuid and [start, end) intervals),
+    written here independently of the endpoint, which only decodes one."""
+    sids = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        sid, *ranges = part.split(":")
+        intervals = []
+        for r in ranges:
+            start, _, end = r.partition("-")
+            intervals.append((int(start), int(end or start) + 1))
+        sids.append(uuid.UUID(sid).bytes + struct.pack("<Q", len(intervals))
+                    + b"".join(struct.pack("<QQ", a, b) for a, b in intervals))
+    return struct.pack("<Q", len(sids)) + b"".join(sids)
 
 
 def test_framing_splits_and_joins_payloads_at_16_mb():
