@@ -50,7 +50,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
                    "bytes master-side filtering would send each slave of a topology (Spark)"),
     "verify": ("dumpfilter.cli.commands.verify", "prove master-side filtering against real MariaDB replicas"),
 }
-COMMAND_MODULES = tuple(module for module, _help in COMMANDS.values())
 
 
 def _version() -> str:

@@ -365,9 +365,9 @@ class Committer:
 
 
 class RelayLog:
-    """Appends whole transactions to relay-bin files; `sync()` makes them durable, `commit` has
-    the committer make them durable and then record `info` (see Committer); rotation at
-    `max_size` happens only between transactions."""
+    """Appends whole transactions to relay-bin files; `commit` has the committer make them
+    durable and then record `info` (see Committer); rotation at `max_size` happens only between
+    transactions."""
 
     def __init__(self, directory: Path, *, max_size: int = 64 << 20, server_id: int = 0,
                  commit_interval: float = 0.0):
@@ -489,11 +489,6 @@ class RelayLog:
     def maybe_rotate(self) -> None:
         if self.file is not None and self.position >= self.max_size:
             self._rotate()
-
-    def sync(self) -> None:
-        if self.file is not None:
-            self.file.flush()
-            os.fsync(self.file.fileno())
 
     def close(self) -> None:
         try:

@@ -44,10 +44,6 @@ class TableSnapshot:
     content_hash: str
     rows: tuple[Row, ...] | None = field(default=None, repr=False)
 
-    @property
-    def fqname(self) -> str:
-        return f"{self.schema}.{self.table}"
-
 
 @dataclass(frozen=True)
 class Snapshot:
