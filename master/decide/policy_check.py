@@ -18,7 +18,7 @@ from dumpfilter.rules.policy_bound import shape
 if TYPE_CHECKING:
     from dumpfilter.master.decide.statement_keys import StatementPathCounts
     from dumpfilter.master.read.columns import UnitIndex
-    from dumpfilter.master.read.units import Segment, Unit
+    from dumpfilter.master.read.units import Segment
 
 _SIZE = struct.Struct("<I")
 _ANNOTATIONS = (int(EventType.ANNOTATE_ROWS), int(EventType.ROWS_QUERY))
@@ -81,8 +81,8 @@ _VERDICTS_MAX = 1 << 16
 
 
 def _reader(index: UnitIndex) -> Callable[[int], Annotations]:
-    """`unit_annotations` of unit k read straight from the segment's columns (its record and its part's
-    buffer), no Unit made."""
+    """Unit k's annotations (text shape, the (db, table) of the Table_maps after it), read straight
+    from the segment's columns (its record and its part's buffer), no Unit made."""
     unit_list, parts, names = index.unit_list, index.parts, index.names
     size_at = _SIZE.unpack_from
     entry, tables_of = unit_list.unit, unit_list.tables
@@ -103,7 +103,7 @@ def _reader(index: UnitIndex) -> Callable[[int], Annotations]:
             if size < HEADER_LEN:
                 break
             if kind in _ANNOTATIONS:
-                body = HEADER_LEN + (kind == _ROWS_QUERY)
+                body = HEADER_LEN + (kind == _ROWS_QUERY)  # Rows_query: a length byte the server ignores
                 text = bytes(buf[at + body:at + size - crc]).decode("utf-8", "surrogateescape")
                 found.append((shape(text), []))
             elif kind == _TABLE_MAP:
@@ -116,29 +116,3 @@ def _reader(index: UnitIndex) -> Callable[[int], Annotations]:
             at += size
         return tuple((sql, tuple(maps)) for sql, maps in found)
     return read
-
-
-def unit_annotations(unit: Unit) -> Annotations:
-    """(text shape, the (db, table) of the Table_maps after it) of each annotation of a fast unit, read
-    from a Unit (the reference `_reader` is held to)."""
-    raw, tables = unit.raw, unit.tables
-    if raw is None:
-        return ()
-    crc = unit.fmt.checksum_len if unit.fmt is not None else 0
-    found: list[tuple[str, list[tuple[str, str]]]] = []
-    at, t, end = 0, 0, len(raw)
-    while at + HEADER_LEN <= end:
-        kind = raw[at + 4]
-        size: int = _SIZE.unpack_from(raw, at + 9)[0]
-        if size < HEADER_LEN:
-            break
-        if kind in _ANNOTATIONS:
-            body = HEADER_LEN + (kind == _ROWS_QUERY)  # Rows_query: a length byte the server ignores
-            text = raw[at + body:at + size - crc].decode("utf-8", "surrogateescape")
-            found.append((shape(text), []))
-        elif kind == _TABLE_MAP:
-            if found and t < len(tables):
-                found[-1][1].append(tables[t])
-            t += 1
-        at += size
-    return tuple((sql, tuple(maps)) for sql, maps in found)
