@@ -342,7 +342,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for k, size in enumerate(table_bytes):
         if size:
             tables[names[k]] = tables.get(names[k], 0) + size
-    fast_envelopes(units, n, buf, names, table_bytes, framing, tables, path)  # each transaction's envelope to its tables
+    fast_envelopes(units, n, buf, names, framing, tables, path)  # each transaction's envelope to its tables
     if other:
         # The statement units decided by keys by the core, once per buffer (`keyed_tables`); the
         # rest (DDL, lone statements, statements the keys do not read) one unit at a time.

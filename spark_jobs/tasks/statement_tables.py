@@ -213,8 +213,8 @@ _ENVELOPE_TYPES = bytes(0 if t in _NOT_ENVELOPE else 1 for t in range(256))  # f
 _U32 = struct.Struct("<I")
 
 
-def fast_envelopes(units: _core.UnitList, n: int, buf: Buffer, names: list[TableName], by_name: list[int],
-                   framing: int, tables: Tables, path: str | None = None) -> None:
+def fast_envelopes(units: _core.UnitList, n: int, buf: Buffer, names: list[TableName], framing: int,
+                   tables: Tables, path: str | None = None) -> None:
     """The envelopes of the fast units among the first `n` of `units` (row-logged transactions:
     `UnitList.table_bytes` gave `framing`, every byte of them but their Table_map and Rows events)
     shared between the tables each one writes (`share_envelope`: its Table_maps' names, in order);

@@ -238,10 +238,10 @@ def test_the_compiled_walk_and_the_header_walk_share_the_same_envelopes(row_binl
     for chunk in plan_chunks(input_files([row_binlogs]), 100_000):
         scanner = Scanner(chunk.path)
         for _, buf, _, units, n, _ in chunk_buffers(chunk, scanner, unit_statements=lambda: False):
-            by_name, framing, _ = units.table_bytes(len(scanner.names))
+            _, framing, _ = units.table_bytes(len(scanner.names))
             walked, headers = {}, {}
-            fast_envelopes(units, n, buf, scanner.names, by_name, framing, walked, str(chunk.path))
-            fast_envelopes(units, n, buf, scanner.names, by_name, framing, headers, None)
+            fast_envelopes(units, n, buf, scanner.names, framing, walked, str(chunk.path))
+            fast_envelopes(units, n, buf, scanner.names, framing, headers, None)
             assert walked == headers
             checked += len(walked) > 1
     assert checked
