@@ -195,16 +195,8 @@ fn placeholders(
             }
         } else {
             if let Some(out) = out.as_deref_mut() {
-                let at = out.len();
-                out.extend_from_slice(&0u32.to_le_bytes());
-                out.push(RAND);
-                out.extend_from_slice(&0u32.to_le_bytes());
-                out.extend_from_slice(&(rand as u32).to_le_bytes());
-                out.extend_from_slice(&event[13..17]); // log_pos
-                out.extend_from_slice(&SKIP_REPLICATION_F.to_le_bytes());
-                out.extend_from_slice(&(size as u64).to_le_bytes());
-                out.extend_from_slice(&u64::from(kind).to_le_bytes());
-                seal_made(out, at, crc, Some(made_crc::rand()));
+                let log_pos = [event[13], event[14], event[15], event[16]];
+                out.extend_from_slice(&placeholder(log_pos, size as u32, kind, crc)[..rand]);
             }
             form.bytes += rand as u64;
             form.events += 1;
@@ -213,6 +205,34 @@ fn placeholders(
         p += size;
     }
     Some(form)
+}
+
+/// The RAND placeholder of an event of `size` bytes and type `kind` at `log_pos`: timestamp 0,
+/// server_id 0, LOG_EVENT_SKIP_REPLICATION_F, the size and type as two u64 seeds, and (`crc`)
+/// its CRC32 from the placeholder's tables (`made_crc::rand_crc`); its first 35 bytes, or all
+/// 39 with `crc`. Made whole on the stack and appended in one copy: the placeholder stream of
+/// the 500 MB sysbench ROW binlog makes about 6 million of them per slave, each appended field
+/// by field (eight appends) and sealed through the general template's 13 table loads.
+#[inline(always)]
+fn placeholder(
+    log_pos: [u8; 4],
+    size: u32,
+    kind: u8,
+    crc: bool,
+) -> [u8; HEADER_LEN + RAND_BODY + 4] {
+    let mut e = [0u8; HEADER_LEN + RAND_BODY + 4];
+    e[4] = RAND;
+    let len = HEADER_LEN + RAND_BODY + if crc { 4 } else { 0 };
+    e[9..13].copy_from_slice(&(len as u32).to_le_bytes());
+    e[13..17].copy_from_slice(&log_pos);
+    e[17..19].copy_from_slice(&SKIP_REPLICATION_F.to_le_bytes());
+    e[19..23].copy_from_slice(&size.to_le_bytes());
+    e[27] = kind;
+    if crc {
+        let c = made_crc::rand_crc(log_pos, size, kind);
+        e[35..39].copy_from_slice(&c.to_le_bytes());
+    }
+    e
 }
 
 /// A Query the filter makes up (`body`: COMMIT_BODY, BEGIN_BODY), dated and numbered as the
