@@ -22,7 +22,6 @@ from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import (BinlogError, ChecksumError, DumpFilterError, ExternalError, MalformedEventError,
                                RuleError)
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.event import query_text
 from dumpfilter.codec.scanner import Scanner, UnitRecord, UnitScan, unit_events
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES, Transaction
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
@@ -30,6 +29,7 @@ from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_prot
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
 from dumpfilter.skip_policy import is_placeholder
 from dumpfilter.slave.filter_view import filters_in_force
+from dumpfilter.slave.receive import BatchWalk
 from dumpfilter.slave.info_file import read_json, write_json_atomic
 from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog
 from dumpfilter.slave.status import (
@@ -47,14 +47,14 @@ from dumpfilter.slave.apply import ApplyError, apply_relay, parse_mysql_url
 from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY, USER_KEY, LinkTimeoutError,
                                           MasterError, NetWatch, master_error, read_credential, say)
 from dumpfilter.rules.renamer import event_renamer
+from dumpfilter.rules.walk_driver import Driver
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
-    from dumpfilter.rules.keep_table import KeepTable, KeyRows
+    from dumpfilter.rules.keep_table import KeepTable
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.slave.trust import MasterTrust
 
 _TYPE_SIZE = struct.Struct("<4xB4xI")  # type_code, event_size of a common header
-_HEARTBEAT_TYPES = frozenset({int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2)})
 # Master events that frame files; the relay log has its own framing and does not copy them.
 _NOT_RELAYED = frozenset({EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST,
                           EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
@@ -408,89 +408,13 @@ class Slave:
         (what the check on a faithful master finds) goes to the relay log as the byte range it
         came in, with no Event and no TransactionFilter; every other unit's Events go through
         the grouper, the slave's own rules and the rewrites."""
-        c = self.counters
         scan = scan_batch(blob, self.fmt, self._scanner)
         self.trust.scanned(scan.last_rotate >= 0)
-        c.events_received += scan.events
-        grouper = TransactionGrouper()
-        fmt = self.fmt
-        units, tables = scan.units, scan.tables
-        i, n = 0, len(units)
-        crc_len = self._scanner.checksum_len
-        stmt: KeyRows | None = None  # the batch's statement keys answered (under `stmt_fmt`)
-        stmt_fmt: FormatDescription | None = None
-        while i < n:
-            raw_ok = self.rename is None and self.relay.file is not None and grouper.current is None
-            if raw_ok and self.after_unit is None:
-                # In bulk (the compiled relay run): lone Heartbeats counted and passed over, the
-                # placeholder policy's units for skipped ones written as their framing (GTID,
-                # XID), fast units the slave's own rules keep whole, lone statements and (MIXED,
-                # STATEMENT) statement units its rules keep by their statements' keys (the
-                # batch's keys answered up front, each decided once: issue #43) written as they
-                # came, up to the first unit that needs the code below. The lone statements'
-                # texts come back for the slave's own check: the keep answers the run used were
-                # fixed before it (per table name, for the batch), so checking them after the
-                # run's write (never committed if it fails) changes nothing.
-                keeps = self._keep_table
-                if keeps.keys_enabled and fmt is not None and (stmt is None or stmt_fmt is not fmt):
-                    stmt, stmt_fmt = keeps.rows(self._scanner.statement_units(blob, i, fmt)), fmt
-                run = self._scanner.relay_run(blob, i, self._keeps(), fmt,
-                                              None if stmt is None or stmt_fmt is not fmt else stmt.keep)
-                if run.out:
-                    self.relay.write_raw(run.out)
-                self.trust.lone_run(run.lone, blob, units)
-                if stmt is not None and run.by_keys.units:
-                    keeps.account(stmt, run.by_keys)
-                c.heartbeats += run.heartbeats
-                c.placeholders += run.placeholders  # a placeholder unit's framing relayed without them
-                c.events_relayed += run.events
-                c.bytes_relayed += run.bytes
-                self.units_written += run.units
-                i = run.next
-                if i == n:
-                    break
-            lone = units.lone_statement(i, crc_len) if raw_ok else None
-            if lone is not None:
-                # A MariaDB GTID and one Query (DDL, standalone groups): its text decoded straight
-                # from the bytes (codec.event.query_text) for the slave's own check, which sees it
-                # (and its schema model replays it) as _unit's would; it goes to the relay log as
-                # it came, as _unit writes what the master sent.
-                query, end = lone
-                text = query_text(blob, query, end, fmt) if fmt is not None else None
-                if text is not None:
-                    start = units[i].start
-                    self.trust.lone(self.trust.check.lone_text_kept(text[1], text[0]), *text, blob, units, i)
-                    self.relay.write_raw(blob[start:end])
-                    c.events_relayed += 2
-                    c.bytes_relayed += end - start
-                    self.units_written += 1
-                    if self.after_unit is not None:
-                        self.after_unit(self.units_written)
-                    i += 1
-                    continue
-            at = units.lone_control(i)
-            if at is not None and blob[at + 4] in _HEARTBEAT_TYPES:
-                # A lone Heartbeat (the master's mark for a skipped stretch, kind control, one
-                # event): counted, nothing else, as _event does, without an Event for it.
-                c.heartbeats += 1
-                i += 1
-                continue
-            rec = units[i]
-            i += 1
-            raw = blob[rec.start : rec.end]
-            if raw_ok and rec.fast and self._keeps_tables(tables, rec):
-                self.relay.write_raw(raw)
-                c.events_relayed += rec.events
-                c.bytes_relayed += len(raw)
-                self.units_written += 1
-                if self.after_unit is not None:
-                    self.after_unit(self.units_written)
-                continue
-            events, fmt = unit_events(raw, rec.start, fmt, path="<stream>", stream_positions=True)
-            for event in events:
-                self._event(event, grouper)
-        self.fmt = fmt
-        return grouper
+        self.counters.events_received += scan.events
+        walk = BatchWalk(self, blob, scan)
+        Driver(self._scanner, self._keep_table).drive(walk, blob, scan.units)
+        self.fmt = walk.fmt
+        return walk.grouper
 
     @functools.cached_property
     def _keep_table(self) -> KeepTable:

@@ -559,6 +559,64 @@ def test_the_asking_back_check_sees_one():
                     "    @property\n    def next(self) -> int: ...\n")
     assert walks_that_ask_back(bad) == ["Routed.need_keys"]
 
+# The compiled walks over a scanned buffer (their core calls) and the protocol's two steps.
+_BUFFER_WALKS = {"assemble", "relay_run", "split_route"}
+_DRIVER = "dumpfilter.rules.walk_driver"
+
+
+def _called(call: ast.Call) -> str | None:
+    """The name a call calls (`f(...)`, `x.f(...)`), but not a class's constructor method
+    (`Text.assemble`: rich's)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and not (isinstance(func.value, ast.Name) and func.value.id[:1].isupper()):
+        return func.attr
+    return None
+
+
+def walks_driven_elsewhere(trees) -> list[str]:
+    """Where a buffer's statement units are read (`Scanner.statement_units(buf, start, fmt)`) or
+    a walk's keys accounted (`account(rows, used)` on a KeepTable) outside the one driver, and
+    which modules call a buffer walk without a `Walk`'s `keys_format`, `run` and `step`."""
+    found = []
+    for name, tree in trees:
+        if name == _DRIVER:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "statement_units" \
+                    and len(node.args) == 3:
+                found.append(f"{name}:{node.lineno}: reads a buffer's statement units")
+        walks = {_called(n) for n in ast.walk(tree) if isinstance(n, ast.Call)} & _BUFFER_WALKS
+        if name == "dumpfilter.codec.scanner":  # the core's Python face, where the walks are defined
+            walks = set()
+        if walks:
+            methods = {f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+                       if isinstance(f, ast.FunctionDef)}
+            if not {"keys_format", "run", "step"} <= methods:
+                found.append(f"{name}: calls {sorted(walks)} outside a Walk")
+    return found
+
+
+def test_every_buffer_walk_is_run_by_the_one_driver():
+    """Issue #57 goal 1: `filter`'s assembly, the slave's relay run and split's route are Walks
+    that one driver runs (rules.walk_driver: the statement units read, their keys answered and
+    accounted); no consumer keeps a loop of that protocol of its own."""
+    trees = [(name, tree) for name, _, tree in _production_trees()]
+    assert not walks_driven_elsewhere(trees), walks_driven_elsewhere(trees)
+    users = {name for name, tree in trees for n in ast.walk(tree)
+             if isinstance(n, ast.ImportFrom) and n.module == _DRIVER}
+    assert {"dumpfilter.binlogs.filtering", "dumpfilter.slave.node", "dumpfilter.spark_jobs.tasks.compiled"} <= users
+
+
+def test_the_driver_check_sees_a_loop_of_its_own():
+    loop = ast.parse("def walk(scanner, buf, i, fmt, keeps):\n"
+                     "    rows = keeps.rows(scanner.statement_units(buf, i, fmt))\n"
+                     "    return scanner.relay_run(buf, i, rows)\n")
+    assert walks_driven_elsewhere([("m", loop)]) == ["m:2: reads a buffer's statement units",
+                                                     "m: calls ['relay_run'] outside a Walk"]
+
+
 # --- issue #46 goal 4: the master in rooms that show its architecture ----------------------------
 
 # master/'s sub-packages, each a room of the architecture (docs/architecture.md, "The master's rooms").

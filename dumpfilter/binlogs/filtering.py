@@ -48,6 +48,7 @@ from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
+from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
 from dumpfilter.binlogs.background import ReadAhead
@@ -55,8 +56,9 @@ from dumpfilter.binlogs.sinks import FileSink, Sink
 from dumpfilter.codec.encode import COMMIT_BODY
 
 if TYPE_CHECKING:
-    from dumpfilter._core import AssembleCounts
-    from dumpfilter.codec.scanner import UnitRecord, UnitRecords
+    from dumpfilter._core import AssembleCounts, AssembleResult
+    from dumpfilter.codec.scanner import UnitRecord, UnitRecords, UnitScan
+    from dumpfilter.codec.writer import BinlogWriter
 
 _U32 = struct.Struct("<I")
 _QUERY = int(EventType.QUERY)
@@ -218,13 +220,11 @@ class BinlogFilter:
 
     def _chunks(self, stream: BinaryIO, path: Path, scanner: Scanner, ahead: ReadAhead | None,
                 rereads: bool) -> None:
-        """`_walk`'s loop over the file's chunks, from offset 4."""
+        """`_walk`'s loop over the file's chunks, from offset 4: each scanned once, its units
+        walked by the one driver (`rules.walk_driver`) with this file's `_FileWalk`."""
         name = str(path)
-        empty_keep = self.tfilter.empty_transactions != "drop"
-        fmt: FormatDescription | None = None
-        direct_ok = False  # the sink has begun: the assembly may write into its direct writer
-        sink = self.sink
-        keys = self.keeps
+        walk = _FileWalk(self, scanner, path)
+        driver = Driver(scanner, self.keeps)
         buf, base = b"", 4  # base: the file offset of buf[0]
         want = FAST_CHUNK
         if ahead is not None:
@@ -242,56 +242,8 @@ class BinlogFilter:
             next_want = FAST_CHUNK if scan.stop else want * 2
             if ahead is not None and not eof and scan.error is None:
                 ahead.start(base + scan.stop, next_want)
-            units, tables = scan.units, scan.tables
-            i, n = 0, len(units)
-            slow, answers, answered_to = None, None, 0
-            stmt: KeyRows | None = None  # this buffer's statement keys, answered up front
-            while i < n:
-                direct = sink.direct_writer() if direct_ok and fmt is not None else None
-                if direct is not None and fmt is not None and direct.fmt.checksum_len == fmt.checksum_len:
-                    fast = units.is_fast(i)
-                    if not fast and i >= answered_to and direct.renumber_positions:
-                        if slow is None:
-                            slow = scanner.slow_units()
-                        answers, answered_to = self._lone_answers(units, slow, buf, base, fmt, i)
-                    # Statement units (a GTID, Queries, an XID) are decided by their statements' keys.
-                    keyed = (keys.keys_enabled and direct.renumber_positions and units.may_hold_statements(i))
-                    if keyed and stmt is None:
-                        stmt = keys.rows(scanner.statement_units(buf, i, fmt))
-                    # (The assembly stops at once at a unit not fast, not answered and not keyed.)
-                    if fast or (answers is not None and i < answered_to and answers[i] != KEEP_ASK) or keyed:
-                        # Fast units and answered statements in bulk: written by the compiled assembly.
-                        done = scanner.assemble(
-                            buf, i, keys.tables(scanner.names), direct.position, base, direct.renumber_positions,
-                            fmt.checksum_len > 0, empty_keep, COMMIT_BODY, answers=answers,
-                            limit=sink.direct_limit, fresh=sink.direct_fresh(), gtids=sink.direct_gtids,
-                            stmt_keep=None if stmt is None else stmt.keep)
-                        nxt = done.next
-                        if nxt > i:
-                            if stmt is not None and done.by_keys.units:
-                                keys.account(stmt, done.by_keys)
-                            direct.out.write(done.out)
-                            direct.position = done.out_pos
-                            direct.events_written += self.stats.add_assembled(done.counts)
-                            sink.direct_written(done.out, done.gtids)
-                            i = nxt
-                            continue
-                        if done.full:
-                            sink.direct_rotate()  # the next unit starts the next file
-                            continue
-                rec = units[i]
-                i += 1
-                if rec.fast and self._fast_unit(rec, buf, base, fmt, tables, scanner.names):
-                    continue
-                raw = buf[rec.start : rec.end]
-                events, fmt = unit_events(raw, base + rec.start, fmt, path=name)
-                if rec.flags & F_HAS_FDE and rec.kind == CONTROL:
-                    self.keeps.forget_tables()
-                    if self.sink.begin_file(events[0], path):
-                        self._consumed_control(events[0])
-                        direct_ok = True
-                        continue
-                self._unit(Transaction(rec.kind, events, rec.complete))
+            walk.begin(buf, base, scan)
+            driver.drive(walk, buf, scan.units)
             if scan.error is not None:
                 raise scan.error
             buf, base = buf[scan.stop :], base + scan.stop
@@ -414,6 +366,87 @@ class BinlogFilter:
         framed = tfilter.empty_transaction_events(Transaction(TRANSACTION, events))
         sink.write(framed)
         counts.add(EMPTIED, n, size, len(framed), sum(e.size for e in framed))
+
+
+class _FileWalk:
+    """`filter`'s walk over one file's buffers (rules.walk_driver.Walk): runs the compiled assembly
+    writes into the sink's direct writer (fast units, lone statements answered in stream order,
+    statement units by their keys), and each unit it leaves goes through the TransactionFilter."""
+
+    def __init__(self, bf: BinlogFilter, scanner: Scanner, path: Path) -> None:
+        self.bf, self.scanner, self.path, self.name = bf, scanner, path, str(path)
+        self.fmt: FormatDescription | None = None
+        self.direct_ok = False  # the sink has begun: the assembly may write into its direct writer
+        self.empty_keep = bf.tfilter.empty_transactions != "drop"
+        self.begin(b"", 4, None)
+
+    def begin(self, buf: bytes, base: int, scan: UnitScan | None) -> None:
+        """A new buffer (`base`: the file offset of buf[0]) and its scan."""
+        self.buf, self.base, self.scan = buf, base, scan
+        self.slow: memoryview | None = None
+        self.answers: bytes | None = None  # the lone statements' answers, up to `answered_to`
+        self.answered_to = 0
+
+    def _direct(self) -> BinlogWriter | None:
+        """The sink's direct writer, where the assembly may write into it now."""
+        fmt = self.fmt
+        if not self.direct_ok or fmt is None:
+            return None
+        direct = self.bf.sink.direct_writer()
+        return direct if direct is not None and direct.fmt.checksum_len == fmt.checksum_len else None
+
+    def keys_format(self, at: int) -> FormatDescription | None:
+        direct = self._direct()
+        return self.fmt if direct is not None and direct.renumber_positions and self.bf.keeps.keys_enabled else None
+
+    def run(self, at: int, keys: KeyRows | None) -> AssembleResult | None:
+        direct = self._direct()
+        if direct is None:
+            return None
+        fmt, scan, bf = self.fmt, self.scan, self.bf
+        assert fmt is not None and scan is not None
+        units, sink = scan.units, bf.sink
+        fast = units.is_fast(at)
+        if not fast and at >= self.answered_to and direct.renumber_positions:
+            if self.slow is None:
+                self.slow = self.scanner.slow_units()
+            self.answers, self.answered_to = bf._lone_answers(units, self.slow, self.buf, self.base, fmt, at)
+        answers = self.answers
+        keyed = keys is not None and units.may_hold_statements(at)
+        # (The assembly stops at once at a unit not fast, not answered and not keyed.)
+        if not (fast or (answers is not None and at < self.answered_to and answers[at] != KEEP_ASK) or keyed):
+            return None
+        # Fast units and answered statements in bulk: written by the compiled assembly.
+        done = self.scanner.assemble(
+            self.buf, at, bf.keeps.tables(self.scanner.names), direct.position, self.base, direct.renumber_positions,
+            fmt.checksum_len > 0, self.empty_keep, COMMIT_BODY, answers=answers, limit=sink.direct_limit,
+            fresh=sink.direct_fresh(), gtids=sink.direct_gtids, stmt_keep=None if keys is None else keys.keep)
+        if done.next > at:
+            direct.out.write(done.out)
+            direct.position = done.out_pos
+            direct.events_written += bf.stats.add_assembled(done.counts)
+            sink.direct_written(done.out, done.gtids)
+            return done
+        if done.full:
+            sink.direct_rotate()  # the next unit starts the next file
+            return self.run(at, keys)
+        return None
+
+    def step(self, at: int) -> int:
+        bf, scan, buf, base = self.bf, self.scan, self.buf, self.base
+        assert scan is not None
+        rec = scan.units[at]
+        if rec.fast and bf._fast_unit(rec, buf, base, self.fmt, scan.tables, self.scanner.names):
+            return at + 1
+        events, self.fmt = unit_events(buf[rec.start : rec.end], base + rec.start, self.fmt, path=self.name)
+        if rec.flags & F_HAS_FDE and rec.kind == CONTROL:
+            bf.keeps.forget_tables()
+            if bf.sink.begin_file(events[0], self.path):
+                bf._consumed_control(events[0])
+                self.direct_ok = True
+                return at + 1
+        bf._unit(Transaction(rec.kind, events, rec.complete))
+        return at + 1
 
 
 def filter_files(paths: Sequence[str | os.PathLike[str]], tfilter: TransactionFilter, sink: Sink, *,

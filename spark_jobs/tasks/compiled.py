@@ -16,8 +16,8 @@ from __future__ import annotations
 import io
 import struct
 from array import array
-from collections.abc import Callable
-from typing import BinaryIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
@@ -26,9 +26,14 @@ from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.keep_table import KeepTable
+from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.schema import is_schema_statement
 from dumpfilter.spark_jobs.tasks.chunks import Chunk
 from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_binlog_name
+
+if TYPE_CHECKING:
+    from dumpfilter.codec.format_description import FormatDescription
+    from dumpfilter.codec.scanner import UnitRecords
 
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
 _U32 = struct.Struct("<I")
@@ -43,7 +48,7 @@ def _text(raw: bytes) -> str:
 class OutputKeeps:
     """One keep array per output the core routes to, by the scanner's name ids (restarted with
     each scanner), and one per output by the key ids of the buffer's statement units (answered up
-    front: `buffer_keys`, then `for_keys`). By schema: a table goes to its database's output, a
+    front: `rows`, then `for_keys`). By schema: a table goes to its database's output, a
     keyed statement to its default database's (MySQL's statement rule; WL#2516's effective
     semantics route by the tables, retargeting copies: Python). By --map: each map's rule engine,
     and the rest (what no map keeps) for the unassigned output, through each one's KeepTable."""
@@ -56,7 +61,7 @@ class OutputKeeps:
         self._schemas: dict[str, bytearray] = {}
         self._seen = 0
         self._cache: list[bytes] | None = None
-        self._keys: list[_core.StatementKey] = []
+        self._keys: Sequence[_core.StatementKey] = []
         self._targets: dict[bytes, str | None] = {}  # by schema: a key's output, by its bytes
         self._stmt: tuple[int, list[bytes]] | None = None  # (outputs when made, their keep bytes)
         if self.by_maps:
@@ -106,15 +111,20 @@ class OutputKeeps:
         self._cache = [bytes(k) for k in self._schemas.values()]
         return self._cache
 
-    def buffer_keys(self, keys: list[_core.StatementKey]) -> None:
-        """A buffer's statement keys (`Scanner.statement_units`), answered up front: by schema,
-        each key's output made now (the outputs are known before the walk)."""
+    def rows(self, keys: Sequence[_core.StatementKey]) -> Sequence[_core.StatementKey]:
+        """A buffer's statement keys (`Scanner.statement_units`), answered up front
+        (rules.walk_driver.Answers): by schema, each key's output made now (the outputs are
+        known before the walk); each output's keep bytes by `for_keys`."""
         self._keys, self._stmt = keys, None
         if not self.by_maps:
             for key in keys:
                 target = self._target(key)
                 if target is not None and target not in self._schemas:
                     self._add_schema(target)
+        return keys
+
+    def account(self, rows: Sequence[_core.StatementKey], used: _core.KeysUsed) -> None:
+        """(The route reports no statements by key: split counts no rule hits.)"""
 
     def _target(self, key: _core.StatementKey) -> str | None:
         """By schema, the output of a key's statements (None: of no schema, or several, which
@@ -207,9 +217,8 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
     rereads = isinstance(stream, io.BufferedReader)  # a plain file: read again from where the scan stopped
     buf = b""
     want = READ_BYTES
-    ordinal = 0
-    route_unit: Callable[[Transaction], list[tuple[str, list[Event]]]] = router.route
-    by_maps = keeps.by_maps
+    walk = _ChunkWalk(scanner, router, keeps, deliver, fmt, name)
+    driver = Driver(scanner, keeps)
     while True:
         size = want if end is None else min(want, end - base - (0 if rereads else len(buf)))
         if rereads:
@@ -221,27 +230,9 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
             eof = not more or (end is not None and base + len(buf) + len(more) >= end)
             buf = buf + more if buf else more
         scan = scanner.units(buf, 0, base, at_eof=eof)
-        units = scan.units
-        i, n = 0, len(units)
-        stmt = False  # the buffer's statement units read, their keys answered (`buffer_keys`)
-        while i < n:
-            keyed = keeps.by_keys and fmt is not None and units.may_hold_statements(i)
-            if keyed and not stmt and fmt is not None:
-                keeps.buffer_keys(scanner.statement_units(buf, i, fmt))
-                stmt = True
-            if units.is_fast(i) or keyed:
-                i = _core_run(scanner, buf, i, keeps, router, deliver, ordinal, stmt)
-                if i >= n:
-                    break
-            rec = units[i]
-            events, fmt = unit_events(buf[rec.start : rec.end], base + rec.start, fmt, path=name)
-            deliver.ordinal = ordinal + i
-            for out_name, copy in route_unit(Transaction(rec.kind, events, rec.complete)):
-                deliver.unit(out_name, copy)
-            if by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.query.sql) for e in events):
-                keeps.clear()  # the schema model took DDL: the answers are asked again
-            i += 1
-        ordinal += n
+        walk.begin(buf, base, scan.units)
+        driver.drive(walk, buf, scan.units)
+        walk.ordinal += len(scan.units)
         if scan.error is not None:
             raise scan.error
         buf, base = buf[scan.stop :], base + scan.stop
@@ -253,32 +244,67 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
         msg = (f"event size {_U32.unpack_from(buf, 9)[0]} runs past the end of the file ({left} bytes left)"
                if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
         raise TruncatedBinlogError(msg, path=name, offset=base)
-    return ordinal
+    return walk.ordinal
 
 
-def _core_run(scanner: Scanner, buf: bytes, i: int, keeps: OutputKeeps, router: Router, deliver: Deliver,
-              ordinal: int, stmt: bool) -> int:
-    """The core's walk from unit i: each output's run delivered; returns the next unit index.
-    `stmt`: route statement units by their keys (`OutputKeeps.buffer_keys` has this buffer's)."""
-    deliver.ordinal = ordinal + i
-    keep_arrays = keeps.for_names(scanner.names)
-    names = keeps.names
-    bases = [deliver.base(o) if o is not None else 0 for o in names]
-    routed = split_route(scanner.core, buf, i, keep_arrays, keeps.counted, bases,
-                         keeps.for_keys() if stmt else None)
-    nxt, outs = routed.next, routed.outputs
-    if nxt > i:
-        stats = router.stats
-        stats.units += nxt - i
-        stats.split += routed.multi
-        for out_name, output in zip(names, outs):
-            if output.out and out_name is not None:
-                deliver.run(out_name, output.out, memoryview(output.ends).cast("Q"), output.gtid_marks)
-        if keeps.by_maps:
-            stats.unassigned_units += len(outs[-1].ends) // 8
-            if router.config.unassigned is None:
-                stats.dropped_units += routed.none
-    return nxt
+class _Ran(NamedTuple):
+    next: int
+    by_keys: None = None  # (split counts no rule hits)
+
+
+class _ChunkWalk:
+    """`split`'s walk over a chunk's buffers (rules.walk_driver.Walk): runs the core routes into
+    every output at once (`split_route`), each unit it leaves routed in Python (`Router.route`)."""
+
+    def __init__(self, scanner: Scanner, router: Router, keeps: OutputKeeps, deliver: Deliver,
+                 fmt: FormatDescription | None, name: str) -> None:
+        self.scanner, self.router, self.keeps, self.deliver = scanner, router, keeps, deliver
+        self.fmt, self.name = fmt, name
+        self.ordinal = 0  # the chunk's units before this buffer's
+        self._declined: tuple[int, object] = (-1, None)  # where the core last stopped, with what keys
+
+    def begin(self, buf: bytes, base: int, units: UnitRecords) -> None:
+        self.buf, self.base, self.units = buf, base, units
+
+    def keys_format(self, at: int) -> FormatDescription | None:
+        return self.fmt if self.keeps.by_keys else None
+
+    def run(self, at: int, keys: Sequence[_core.StatementKey] | None) -> _Ran | None:
+        """The core's walk from unit `at`: each output's run delivered."""
+        if (self._declined[0] == at and self._declined[1] is keys) or not (
+                self.units.is_fast(at) or (keys is not None and self.units.may_hold_statements(at))):
+            return None
+        deliver, keeps = self.deliver, self.keeps
+        deliver.ordinal = self.ordinal + at
+        keep_arrays = keeps.for_names(self.scanner.names)
+        names = keeps.names  # (after `for_names`: it may add outputs)
+        bases = [deliver.base(o) if o is not None else 0 for o in names]
+        routed = split_route(self.scanner.core, self.buf, at, keep_arrays, keeps.counted, bases,
+                             keeps.for_keys() if keys is not None else None)
+        nxt, outs = routed.next, routed.outputs
+        self._declined = (nxt, keys)
+        if nxt > at:
+            stats = self.router.stats
+            stats.units += nxt - at
+            stats.split += routed.multi
+            for out_name, output in zip(names, outs):
+                if output.out and out_name is not None:
+                    deliver.run(out_name, output.out, memoryview(output.ends).cast("Q"), output.gtid_marks)
+            if keeps.by_maps:
+                stats.unassigned_units += len(outs[-1].ends) // 8
+                if self.router.config.unassigned is None:
+                    stats.dropped_units += routed.none
+        return _Ran(nxt)
+
+    def step(self, at: int) -> int:
+        rec, keeps = self.units[at], self.keeps
+        events, self.fmt = unit_events(self.buf[rec.start : rec.end], self.base + rec.start, self.fmt, path=self.name)
+        self.deliver.ordinal = self.ordinal + at
+        for out_name, copy in self.router.route(Transaction(rec.kind, events, rec.complete)):
+            self.deliver.unit(out_name, copy)
+        if keeps.by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.query.sql) for e in events):
+            keeps.clear()  # the schema model took DDL: the answers are asked again
+        return at + 1
 
 
 def ordinals(ordinal: int, count: int) -> array[int]:
