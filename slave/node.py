@@ -412,7 +412,7 @@ class Slave:
         self.trust.scanned(scan.last_rotate >= 0)
         self.counters.events_received += scan.events
         walk = BatchWalk(self, blob, scan)
-        Driver(self._scanner, self._keep_table).drive(walk, blob, scan.units)
+        Driver(self._keep_table).drive(walk, len(scan.units))
         self.fmt = walk.fmt
         return walk.grouper
 

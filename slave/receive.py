@@ -10,9 +10,11 @@ from dumpfilter.codec import EventType, TransactionGrouper
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.scanner import UnitScan, unit_events
 
+from dumpfilter.codec.format_description import FormatDescription
+
 if TYPE_CHECKING:
+    from dumpfilter import _core
     from dumpfilter._core import RelayResult
-    from dumpfilter.codec.format_description import FormatDescription
     from dumpfilter.rules.keep_table import KeyRows
     from dumpfilter.slave.node import Slave
 
@@ -35,8 +37,14 @@ class BatchWalk:
         slave = self.slave
         return slave.rename is None and slave.relay.file is not None and self.grouper.current is None
 
-    def keys_format(self, at: int) -> FormatDescription | None:
+    def key_space(self, at: int) -> FormatDescription | None:
         return self.fmt if self.slave._keep_table.keys_enabled else None
+
+    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
+        assert isinstance(space, FormatDescription)
+        if not self.scan.units.may_hold_statements(at):
+            return None
+        return self.slave._scanner.statement_units(self.blob, at, space)
 
     def run(self, at: int, keys: KeyRows | None) -> RelayResult | None:
         """In bulk (the compiled relay run): lone Heartbeats counted and passed over, the placeholder

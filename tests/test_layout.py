@@ -561,7 +561,7 @@ def test_the_asking_back_check_sees_one():
 
 # The compiled walks over a scanned buffer (their core calls) and the protocol's two steps.
 _BUFFER_WALKS = {"assemble", "relay_run", "split_route"}
-_DRIVER = "dumpfilter.rules.walk_driver"
+_DRIVER = "dumpfilter.rules.walk_driver"  # (its module's own text names the calls)
 
 
 def _called(call: ast.Call) -> str | None:
@@ -575,26 +575,28 @@ def _called(call: ast.Call) -> str | None:
     return None
 
 
+_WALK_METHODS = {"key_space", "statement_units", "run", "step"}  # rules.walk_driver.Walk
+
+
 def walks_driven_elsewhere(trees) -> list[str]:
-    """Where a buffer's statement units are read (`Scanner.statement_units(buf, start, fmt)`) or
-    a walk's keys accounted (`account(rows, used)` on a KeepTable) outside the one driver, and
-    which modules call a buffer walk without a `Walk`'s `keys_format`, `run` and `step`."""
+    """Where a buffer's statement units are read (`Scanner.statement_units(buf, start, fmt)`)
+    other than in a `Walk`'s `statement_units`, which the one driver calls, and which modules call
+    a buffer walk without a `Walk` (`key_space`, `statement_units`, `run`, `step`)."""
     found = []
     for name, tree in trees:
-        if name == _DRIVER:
-            continue
+        walk_classes = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                        and _WALK_METHODS <= {f.name for f in c.body if isinstance(f, ast.FunctionDef)}]
+        allowed = {id(n) for c in walk_classes for f in c.body if isinstance(f, ast.FunctionDef)
+                   and f.name == "statement_units" for n in ast.walk(f)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "statement_units" \
-                    and len(node.args) == 3:
+                    and len(node.args) == 3 and id(node) not in allowed:
                 found.append(f"{name}:{node.lineno}: reads a buffer's statement units")
         walks = {_called(n) for n in ast.walk(tree) if isinstance(n, ast.Call)} & _BUFFER_WALKS
         if name == "dumpfilter.codec.scanner":  # the core's Python face, where the walks are defined
             walks = set()
-        if walks:
-            methods = {f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
-                       if isinstance(f, ast.FunctionDef)}
-            if not {"keys_format", "run", "step"} <= methods:
-                found.append(f"{name}: calls {sorted(walks)} outside a Walk")
+        if walks and not walk_classes:
+            found.append(f"{name}: calls {sorted(walks)} outside a Walk")
     return found
 
 

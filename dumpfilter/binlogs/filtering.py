@@ -56,6 +56,7 @@ from dumpfilter.binlogs.sinks import FileSink, Sink
 from dumpfilter.codec.encode import COMMIT_BODY
 
 if TYPE_CHECKING:
+    from dumpfilter import _core
     from dumpfilter._core import AssembleCounts, AssembleResult
     from dumpfilter.codec.scanner import UnitRecord, UnitRecords, UnitScan
     from dumpfilter.codec.writer import BinlogWriter
@@ -224,7 +225,7 @@ class BinlogFilter:
         walked by the one driver (`rules.walk_driver`) with this file's `_FileWalk`."""
         name = str(path)
         walk = _FileWalk(self, scanner, path)
-        driver = Driver(scanner, self.keeps)
+        driver = Driver(self.keeps)
         buf, base = b"", 4  # base: the file offset of buf[0]
         want = FAST_CHUNK
         if ahead is not None:
@@ -243,7 +244,7 @@ class BinlogFilter:
             if ahead is not None and not eof and scan.error is None:
                 ahead.start(base + scan.stop, next_want)
             walk.begin(buf, base, scan)
-            driver.drive(walk, buf, scan.units)
+            driver.drive(walk, len(scan.units))
             if scan.error is not None:
                 raise scan.error
             buf, base = buf[scan.stop :], base + scan.stop
@@ -395,9 +396,13 @@ class _FileWalk:
         direct = self.bf.sink.direct_writer()
         return direct if direct is not None and direct.fmt.checksum_len == fmt.checksum_len else None
 
-    def keys_format(self, at: int) -> FormatDescription | None:
+    def key_space(self, at: int) -> FormatDescription | None:
         direct = self._direct()
         return self.fmt if direct is not None and direct.renumber_positions and self.bf.keeps.keys_enabled else None
+
+    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
+        assert self.scan is not None and isinstance(space, FormatDescription)
+        return self.scanner.statement_units(self.buf, at, space) if self.scan.units.may_hold_statements(at) else None
 
     def run(self, at: int, keys: KeyRows | None) -> AssembleResult | None:
         direct = self._direct()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Event, Transaction, bad_magic, read_format_description
+from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
@@ -32,7 +33,6 @@ from dumpfilter.spark_jobs.tasks.chunks import Chunk
 from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_binlog_name
 
 if TYPE_CHECKING:
-    from dumpfilter.codec.format_description import FormatDescription
     from dumpfilter.codec.scanner import UnitRecords
 
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
@@ -218,7 +218,7 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
     buf = b""
     want = READ_BYTES
     walk = _ChunkWalk(scanner, router, keeps, deliver, fmt, name)
-    driver = Driver(scanner, keeps)
+    driver = Driver(keeps)
     while True:
         size = want if end is None else min(want, end - base - (0 if rereads else len(buf)))
         if rereads:
@@ -231,7 +231,7 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
             buf = buf + more if buf else more
         scan = scanner.units(buf, 0, base, at_eof=eof)
         walk.begin(buf, base, scan.units)
-        driver.drive(walk, buf, scan.units)
+        driver.drive(walk, len(scan.units))
         walk.ordinal += len(scan.units)
         if scan.error is not None:
             raise scan.error
@@ -266,8 +266,12 @@ class _ChunkWalk:
     def begin(self, buf: bytes, base: int, units: UnitRecords) -> None:
         self.buf, self.base, self.units = buf, base, units
 
-    def keys_format(self, at: int) -> FormatDescription | None:
+    def key_space(self, at: int) -> FormatDescription | None:
         return self.fmt if self.keeps.by_keys else None
+
+    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
+        assert isinstance(space, FormatDescription)
+        return self.scanner.statement_units(self.buf, at, space) if self.units.may_hold_statements(at) else None
 
     def run(self, at: int, keys: Sequence[_core.StatementKey] | None) -> _Ran | None:
         """The core's walk from unit `at`: each output's run delivered."""
