@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
-use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_PLACEHOLDERS};
 use crate::skip_forms::is_placeholder;
 use crate::sql::query_ranges;
 use crate::stmt::framing;
@@ -109,6 +109,19 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
     let gtid = u32_at(raw, 9)? as usize;
     if *raw.get(4)? != MARIADB_GTID || gtid < HEADER_LEN {
         return None;
+    }
+    // Placeholders the scanner took (`F_PLACEHOLDERS`) need no second walk: 5.4 million of them
+    // in the placeholder stream of the 500 MB sysbench ROW binlog, 20 ms of a slave's CPU read
+    // again here (perf).
+    let last = u.last.wrapping_sub(u.start);
+    if u.flags & F_PLACEHOLDERS != 0 && gtid == u.gtid_size as usize && gtid < last {
+        return (raw.get(last + 4) == Some(&XID)
+            && u32_at(raw, last + 9)? as usize == raw.len() - last)
+            .then_some(PlaceholderUnit {
+                gtid: (u.start, u.start + gtid),
+                xid: (u.last, u.end),
+                holes: u64::from(u.events - 2),
+            });
     }
     let (mut p, mut holes) = (gtid, 0u64);
     while p < raw.len() {
@@ -296,6 +309,56 @@ mod tests {
             "an unknown answer stops"
         );
         assert!(run.out.is_empty());
+    }
+
+    fn event(kind: u8, server_id: u32, flags: u16, body: usize) -> Vec<u8> {
+        let mut e = vec![0u8; HEADER_LEN + body];
+        e[4] = kind;
+        e[5..9].copy_from_slice(&server_id.to_le_bytes());
+        let size = e.len() as u32;
+        e[9..13].copy_from_slice(&size.to_le_bytes());
+        e[17..19].copy_from_slice(&flags.to_le_bytes());
+        e
+    }
+
+    /// The scanner's F_PLACEHOLDERS spares the walk over a unit's placeholders: the same answer
+    /// as the walk, which still answers a unit not flagged, and a flagged unit not ended by an
+    /// XID is no placeholder unit either way.
+    #[test]
+    fn a_flagged_placeholder_unit_is_relayed_as_the_walk_relays_it() {
+        let placeholder = event(crate::types::RAND, 0, 0x8000, 16);
+        let mut buf = vec![7u8; 5];
+        for e in [
+            event(MARIADB_GTID, 1, 0, 20),
+            placeholder.clone(),
+            placeholder.clone(),
+        ] {
+            buf.extend(e);
+        }
+        let last = buf.len();
+        let mut ended = buf.clone();
+        buf.extend(event(XID, 1, 0, 8));
+        ended.extend(placeholder);
+        for (bytes, want) in [(&buf, true), (&ended, false)] {
+            let u = Unit {
+                events: 4,
+                flags: F_MARIADB_GTID | F_COMPLETE,
+                gtid_size: (HEADER_LEN + 20) as u32,
+                last,
+                ..unit(5, bytes.len(), TRANSACTION, 0, (0, 0))
+            };
+            let walked = placeholder_unit(bytes, &u);
+            let flagged = Unit {
+                flags: u.flags | F_PLACEHOLDERS,
+                ..u.clone()
+            };
+            assert_eq!(placeholder_unit(bytes, &flagged), walked);
+            assert_eq!(walked.is_some(), want);
+            if want {
+                let p = walked.unwrap();
+                assert_eq!((p.gtid, p.xid, p.holes), ((5, 44), (last, buf.len()), 2));
+            }
+        }
     }
 
     #[test]

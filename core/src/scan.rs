@@ -69,6 +69,10 @@ pub const F_ANONYMOUS_GTID: u32 = 128;
 pub const F_UNKNOWN_NON_IGNORABLE: u32 = 256;
 pub const F_PAYLOAD: u32 = 512;
 pub const F_STANDALONE: u32 = 1024;
+/// A MariaDB GTID, RAND placeholders only (`types::is_placeholder`, all taken by the
+/// scanner's run of RANDs) and one event that ends the unit: what the placeholder policy sends
+/// for a skipped row unit, whose framing a slave relays (`relay::placeholder_unit`).
+pub const F_PLACEHOLDERS: u32 = 2048;
 
 /// One unit: offsets are in the scanned buffer; `tables` indexes `ScanOut::tables` (fast units).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

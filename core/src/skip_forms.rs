@@ -11,6 +11,7 @@
 
 use crate::le::u32_at;
 use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
+use crate::types::LOG_EVENT_SKIP_REPLICATION_F as SKIP_REPLICATION_F;
 use crate::types::{
     ANONYMOUS_GTID, GTID, HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE, MARIADB_GTID, QUERY,
     RAND, XID,
@@ -29,22 +30,7 @@ pub const SKIP_HEARTBEAT: u8 = 1; // joins a skipped stretch, one Heartbeat befo
 pub const SKIP_PLACEHOLDER: u8 = 2; // framing kept, every other event a RAND placeholder
 pub const SKIP_EMPTY: u8 = 3; // the GTID with an empty body, closed by COMMIT
 
-/// LOG_EVENT_SKIP_REPLICATION_F: MaxScale binlogfilter's placeholders carry it.
-const SKIP_REPLICATION_F: u16 = 0x8000;
-
-/// Whether the event at buf[at..] is a placeholder (`skip_policy.is_placeholder`): a RAND of
-/// server_id 0 flagged LOG_EVENT_SKIP_REPLICATION_F. No server writes one (a source's
-/// server_id is never 0), so a reader of statement context (a real RAND before its Query)
-/// declines a unit that holds one.
-pub fn is_placeholder(buf: &[u8], at: usize) -> bool {
-    let flags = match (buf.get(at + 17), buf.get(at + 18)) {
-        (Some(lo), Some(hi)) => u16::from_le_bytes([*lo, *hi]),
-        _ => return false,
-    };
-    buf.get(at + 4) == Some(&RAND)
-        && u32_at(buf, at + 5) == Some(0)
-        && flags & SKIP_REPLICATION_F != 0
-}
+pub use crate::types::is_placeholder;
 /// A RAND placeholder's body: the replaced event's size and type, as two u64 seeds.
 const RAND_BODY: usize = 16;
 /// The COMMIT Query closing an emptied group: post-header (thread_id 1, exec_time 0, no

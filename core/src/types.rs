@@ -34,6 +34,8 @@ pub const QUERY_COMPRESSED: u8 = 165;
 
 pub const LOG_EVENT_BINLOG_IN_USE_F: u16 = 0x0001;
 pub const LOG_EVENT_ARTIFICIAL_F: u16 = 0x0020;
+/// LOG_EVENT_SKIP_REPLICATION_F: MaxScale binlogfilter's placeholders carry it.
+pub const LOG_EVENT_SKIP_REPLICATION_F: u16 = 0x8000;
 pub const LOG_EVENT_IGNORABLE_F: u16 = 0x0080;
 pub const STMT_END_F: u16 = 0x0001;
 pub const MARIADB_FL_STANDALONE: u8 = 0x01;
@@ -77,4 +79,18 @@ pub fn is_control(t: u8) -> bool {
             // No server writes one; a binlog server's filler (MaxScale's, --source-pos) is one.
             | IGNORABLE
     )
+}
+
+/// Whether the event at buf[at..] is a placeholder (`skip_policy.is_placeholder`): a RAND of
+/// server_id 0 flagged LOG_EVENT_SKIP_REPLICATION_F. No server writes one (a source's
+/// server_id is never 0), so a reader of statement context (a real RAND before its Query)
+/// declines a unit that holds one.
+pub fn is_placeholder(buf: &[u8], at: usize) -> bool {
+    let flags = match (buf.get(at + 17), buf.get(at + 18)) {
+        (Some(lo), Some(hi)) => u16::from_le_bytes([*lo, *hi]),
+        _ => return false,
+    };
+    buf.get(at + 4) == Some(&RAND)
+        && crate::le::u32_at(buf, at + 5) == Some(0)
+        && flags & LOG_EVENT_SKIP_REPLICATION_F != 0
 }

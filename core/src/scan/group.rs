@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::F_PLACEHOLDERS;
 use super::{ScanError, ScanOut, Scanner, Unit, MAX_EVENT_SIZE};
 use super::{CONTROL, STATEMENT, TRANSACTION};
 use super::{F_ANONYMOUS_GTID, F_ROTATE_END, F_STANDALONE, F_TAGGED_GTID, F_UNKNOWN_NON_IGNORABLE};
@@ -11,6 +12,7 @@ use super::{F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLO
 use crate::format::{type_name, Format};
 use crate::le::{u16_at, u32_at, u64_at};
 use crate::sql::{is_begin, is_begin_event, is_end, query_sql};
+use crate::types::is_placeholder;
 use crate::types::*;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,8 @@ struct Open {
     has_gtid: bool,
     fast: Fast,
     annotation: bool,
+    /// RAND placeholders `rand_run` took (`F_PLACEHOLDERS`).
+    placeholders: u32,
     /// The format in force when the unit opened, if an FDE inside it changed it since.
     fmt_before: Option<Option<Arc<Format>>>,
 }
@@ -251,6 +255,7 @@ impl Scanner {
             if runs {
                 self.run_add(buf, pos, nxt);
             }
+            open.placeholders += u32::from(is_placeholder(buf, pos));
             open.join(pos, nxt);
             taken += 1;
             pos = nxt;
@@ -265,6 +270,15 @@ impl Scanner {
         let mut unit = open.unit;
         if complete {
             unit.flags |= F_COMPLETE;
+        }
+        let framing = 2; // (the GTID and the event that ends the unit)
+        let mariadb = unit.flags & F_MARIADB_GTID != 0;
+        if complete
+            && mariadb
+            && open.placeholders > 0
+            && unit.events == open.placeholders + framing
+        {
+            unit.flags |= F_PLACEHOLDERS;
         }
         if complete && open.fast == Fast::Body && !open.annotation {
             unit.flags |= F_FAST;
@@ -409,6 +423,7 @@ impl Open {
             has_gtid: false,
             fast: Fast::No,
             annotation: false,
+            placeholders: 0,
             fmt_before: None,
         }
     }
@@ -495,6 +510,7 @@ fn open_gtid(buf: &[u8], pos: usize, nxt: usize, t: u8, fast_ok: bool) -> Result
         has_gtid: true,
         fast,
         annotation: false,
+        placeholders: 0,
         fmt_before: None,
     })
 }
