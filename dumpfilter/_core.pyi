@@ -42,6 +42,10 @@ KIND_UPDATE: Final[int]
 KIND_DELETE: Final[int]
 KIND_INSERT_SELECT: Final[int]
 KIND_REPLACE_SELECT: Final[int]
+# `body_reach`'s forms (body_reach.rs): where a trigger's, an event's, a routine's body starts.
+BODY_TRIGGER: Final[int]
+BODY_EVENT: Final[int]
+BODY_ROUTINE: Final[int]
 ROW_SKIP: Final[int]
 ROW_PARTIAL: Final[int]
 ROW_KEEP: Final[int]
@@ -431,6 +435,20 @@ class ObjectTarget(_Record):
     def object(self) -> str: ...
     @property
     def name(self) -> QualifiedName: ...
+
+
+class BodyReach(_Record):
+    """`body_reach`: what the core reads of a trigger's, routine's or event's body."""
+
+    @property
+    def tables(self) -> list[QualifiedName]:
+        """The tables of the body statements it clears (each reaches its table alone), each once;
+        a database None: the body's."""
+    @property
+    def starts(self) -> list[int]:
+        """The pieces Python reads: text[starts[k]:ends[k]] (byte offsets)."""
+    @property
+    def ends(self) -> list[int]: ...
 
 
 class StatementFacts(_Record):
@@ -935,6 +953,13 @@ def statement_key(sql: bytes, escaped: bool = False) -> StatementShape | None:
 def statement_facts(sql: bytes) -> StatementFacts | None:
     """What the rule engine reads of a DDL or multi-table statement (see facts::facts); names are
     bytes, a name's database None where the text gives none. None where Python's parser reads it."""
+
+
+def body_reach(sql: bytes, form: int) -> BodyReach | None:
+    """The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body with the
+    statement facts' lexer (see body_reach::body_reach; `form`: BODY_*): the statements
+    `rules.policy_bound._key_alone` would clear, the spans of the other pieces. None where
+    Python reads the whole text."""
 
 
 def foreign_log_pos(buf: Buffer, off: int) -> bool:

@@ -2,6 +2,7 @@
 //! extension module, `dumpfilter._core`. Semantics stay in Python; this crate only walks bytes.
 
 pub mod assemble;
+pub mod body_reach;
 pub mod count_forms;
 pub mod crc;
 pub mod facts;

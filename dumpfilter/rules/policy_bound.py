@@ -158,11 +158,15 @@ def _reach_cached(sql: str, default: str) -> Reach | None:
 
 
 def _reach(sql: str, default: str) -> Reach | None:
-    quick = _quick(sql, default)
-    return quick if quick is not None else _full(sql, default)
+    info = statement_tables(sql, default)
+    quick = _quick(sql, default, info)
+    if quick is not None:
+        return quick
+    core = _core_body(sql, info)
+    return core if core is not None else _full(sql, default, info)
 
 
-def _full(sql: str, default: str) -> Reach | None:
+def _full(sql: str, default: str, info: StatementInfo | None = None) -> Reach | None:
     try:
         tokens = _ansi_quotes(sql, tokenize(sql))
     except LexError:
@@ -171,7 +175,7 @@ def _full(sql: str, default: str) -> Reach | None:
         return None
     if _word(tokens, 0) == "SET" and _word(tokens, 1) == "STATEMENT":
         return _set_statement(sql, tokens, default)
-    info = statement_tables(sql, default)
+    info = info if info is not None else statement_tables(sql, default)
     kind = info.kind
     if not info.parse_ok:
         return None
@@ -181,19 +185,11 @@ def _full(sql: str, default: str) -> Reach | None:
         return Reach(frozenset(info.updated), frozenset({ACCOUNT_SCHEMA}))
     if kind in DATABASE_KINDS:
         return Reach(schemas=frozenset({info.db_statement_name or default}))
-    tables = set(info.updated) | set(info.read) | {ref for ref, _ in info.joined}
-    schemas: set[str] = set()
-    if info.target is not None:
-        obj, db, name = info.target
-        if obj in _ROUTINES:
-            schemas.add(db)
-        elif name:  # mysql.plugin, mysql.servers (CREATE SERVER's password), mysql.func
-            tables.add((db, name))
-    if kind is Kind.DROP_TRIGGER and info.trigger is not None:
-        schemas.add(info.trigger[0])
+    tables, schemas = _header(info)
     body_db = _body_db(info, tokens)
     if body_db is not None:
-        found, complete = _body(sql, tokens[_body_start(tokens, info):], body_db, kind is Kind.CREATE_TRIGGER)
+        pieces = ((sql, piece, end) for piece, end in _pieces(sql, tokens[_body_start(tokens, info):]))
+        found, complete = _body(pieces, body_db, kind is Kind.CREATE_TRIGGER)
         if not complete:
             schemas.add(body_db)
         return Reach(frozenset(tables | found), frozenset(schemas))
@@ -217,8 +213,8 @@ _QUICK_REFUSE = lazy_compile(r"[A-Za-z_$\x01\x80-\U0010ffff]\s*\.|\.\s*[A-Za-z_$
 _QUICK_CALL = lazy_compile(r"([A-Za-z_$][\w$]*)\s*\(")
 
 
-def _quick(sql: str, default: str) -> Reach | None:
-    info = statement_tables(sql, default)
+def _quick(sql: str, default: str, info: StatementInfo | None = None) -> Reach | None:
+    info = info if info is not None else statement_tables(sql, default)
     if info.kind not in _QUICK_KINDS or not info.parse_ok or info.read or len(info.updated) != 1:
         return None
     text = _QUICK_STRINGS.sub(" 0 ", sql) if ("'" in sql or '"' in sql) else sql
@@ -264,6 +260,21 @@ def _text(sql: str, tokens: list[Token], info: StatementInfo, default: str, tabl
     return _finish(tables | _qualified(tokens, known | names), schemas, stored)
 
 
+def _header(info: StatementInfo) -> tuple[set[TableRef], set[str]]:
+    """The tables and schemas a statement's classifier reading reaches (its body's aside)."""
+    tables = set(info.updated) | set(info.read) | {ref for ref, _ in info.joined}
+    schemas: set[str] = set()
+    if info.target is not None:
+        obj, db, name = info.target
+        if obj in _ROUTINES:
+            schemas.add(db)
+        elif name:  # mysql.plugin, mysql.servers (CREATE SERVER's password), mysql.func
+            tables.add((db, name))
+    if info.kind is Kind.DROP_TRIGGER and info.trigger is not None:
+        schemas.add(info.trigger[0])
+    return tables, schemas
+
+
 def _finish(tables: set[TableRef], schemas: set[str], default_schema: bool) -> Reach:
     # A statement that names no object (FLUSH, DO 1, SET @x = 1) needs its default database allowed.
     return Reach(frozenset(tables), frozenset(schemas), default_schema or not (tables or schemas))
@@ -289,10 +300,34 @@ def _set_statement(sql: str, tokens: list[Token], default: str) -> Reach | None:
 
 # -- bodies of triggers, routines and events -----------------------------------------------------
 
-def _body_db(info: StatementInfo, tokens: list[Token]) -> str | None:
+def _core_body(sql: str, info: StatementInfo) -> Reach | None:
+    """`_full`'s reach of a trigger, routine or event, its body read by the core with `filter`'s
+    lexer (`_core.body_reach`): the pieces `_key_alone` clears as their tables, the others as
+    spans read here. None where the core does not read it."""
+    body_db = _body_db(info, None) if info.parse_ok and sql.isascii() else None
+    trigger = info.kind is Kind.CREATE_TRIGGER
+    event = not trigger and info.target is not None and info.target[0] == "EVENT"
+    form = _core.BODY_TRIGGER if trigger else _core.BODY_EVENT if event else _core.BODY_ROUTINE
+    read = _core.body_reach(sql.encode(), form) if body_db is not None else None
+    if body_db is None or read is None:
+        return None
+    tables, schemas = _header(info)
+    found, complete = _body(_spans(sql, read.starts, read.ends), body_db, trigger)
+    tables |= {(t.db.decode() if t.db is not None else body_db, t.name.decode()) for t in read.tables}
+    return Reach(frozenset(tables | found), frozenset(schemas if complete else schemas | {body_db}))
+
+
+def _spans(sql: str, starts: list[int], ends: list[int]) -> Iterator[tuple[str, list[Token], int]]:
+    for start, end in zip(starts, ends):
+        text = sql[start:end]
+        yield text, _ansi_quotes(text, tokenize(text)), len(text)
+
+
+def _body_db(info: StatementInfo, tokens: list[Token] | None) -> str | None:
     """The database a CREATE/ALTER TRIGGER, PROCEDURE, FUNCTION, EVENT or PACKAGE body runs in
-    (its unqualified names are that database's), or None for a statement without a body."""
-    if _word(tokens, 0) not in ("CREATE", "ALTER"):
+    (its unqualified names are that database's), or None for a statement without a body (tokens
+    None: its first word is known to be CREATE or ALTER)."""
+    if tokens is not None and _word(tokens, 0) not in ("CREATE", "ALTER"):
         return None
     if info.kind is Kind.CREATE_TRIGGER and info.trigger is not None:
         return info.trigger[0]
@@ -329,14 +364,15 @@ def _body_start(tokens: list[Token], info: StatementInfo) -> int:
     return n
 
 
-def _body(sql: str, tokens: list[Token], db: str, trigger: bool) -> tuple[set[TableRef], bool]:
-    """(tables, whether every piece was read) of a body, piece by piece (`;` apart): each from its
-    first statement verb through sqlglot (unqualified names in `db`), every qualified name of a
-    piece checked against the names its own statement defines (NEW and OLD in a trigger)."""
+def _body(pieces: Iterable[tuple[str, list[Token], int]], db: str, trigger: bool) -> tuple[set[TableRef], bool]:
+    """(tables, whether every piece was read) of a body, piece by piece (`;` apart; each a text,
+    its tokens, its end): each from its first statement verb through sqlglot (unqualified names in
+    `db`), every qualified name of a piece checked against the names its own statement defines
+    (NEW and OLD in a trigger)."""
     rows = _TRIGGER_ROWS if trigger else frozenset()
     tables: set[TableRef] = set()
     complete = True
-    for piece, end in _pieces(sql, tokens):
+    for sql, piece, end in pieces:
         verb = next((i for i, t in enumerate(piece) if t.kind == "word" and t.value.upper() in _BODY_VERBS), None)
         names = set(rows)
         alone = _key_alone(sql, piece, verb, end, db, rows) if verb is not None else None
@@ -364,7 +400,8 @@ def _key_alone(sql: str, piece: list[Token], verb: int, end: int, db: str, rows:
     else (`_core.reaches_key_alone`, the check the master's walk makes of every statement text):
     then sqlglot need not read it. A trigger's `NEW.c` / `OLD.c` name a column of the row, not a
     table: they are read as `c`. None: the piece goes to sqlglot (the core declines whatever it is
-    not sure of)."""
+    not sure of). core/src/body_reach.rs reads a whole body so (with `_body_start`, `_pieces`):
+    a change here is one there (tests/rules/test_policy_body_reader.py holds them equal)."""
     after = [t.value.upper() for t in piece[verb + 1:] if t.kind == "word"]
     if any(w in _NOT_ONE_STATEMENT or (w == "UPDATE" and before != "KEY") for before, w in zip(["", *after], after)):
         return None  # another statement in the piece (`... END IF` without its `;`): sqlglot's to refuse

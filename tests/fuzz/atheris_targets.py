@@ -4,7 +4,7 @@ Python reader, decoders, grouping and decisions), every rule syntax, and the Reg
 message as the service receives it. Hypothesis (test_fuzz_*.py) draws from grammars; these mutate
 bytes with coverage feedback, starting from corpora of real fixture binlogs and generated ones.
 
-    python tests/fuzz/atheris_targets.py TARGET [libFuzzer flags...]   (TARGET: binlog, rules, rpc)
+    python tests/fuzz/atheris_targets.py TARGET [libFuzzer flags...]   (TARGET: binlog, rules, rpc, policy)
 
 tests/fuzz/test_atheris.py runs each target for ATHERIS_RUNS inputs (-runs), each input under
 FUZZ_CPU_BOUND seconds of its thread's CPU time (a hang: libFuzzer's -timeout). The one rule:
@@ -33,7 +33,9 @@ with atheris.instrument_imports(include=["dumpfilter"]):
     from dumpfilter.binlogs.filtering import filter_bytes
     from dumpfilter.topology import parse_topology
     from dumpfilter.rules.evaluate import RuleEngine
+    from dumpfilter.rules import policy_bound
     from dumpfilter.rules.lint import Linter
+    from dumpfilter.rules.statements import statement_tables
     from dumpfilter.rules.mycnf import startup_filters_from_file
     from dumpfilter.rules.parse import StartupFilters, parse_filter_statement
     from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -138,6 +140,31 @@ def rules_corpus(directory: Path) -> None:
         (directory / f"seed{i}").write_bytes(seed)
 
 
+# -- policy: a body read by the core reaches what the Python reading gives it ------------------------
+_BODY_HEADS = ["CREATE TRIGGER db1.tr AFTER INSERT ON t FOR EACH ROW ", "CREATE PROCEDURE p(IN a INT) ",
+               "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO ", "CREATE FUNCTION f() RETURNS INT ", ""]
+
+
+def policy(data: bytes) -> None:
+    if not data:
+        return
+    sql = _BODY_HEADS[data[0] % len(_BODY_HEADS)] + data[1:].decode("utf-8", "surrogateescape")
+    info = statement_tables(sql, "db1")
+    core = policy_bound._core_body(sql, info)
+    if core is not None and core != policy_bound._full(sql, "db1", info):
+        raise AssertionError(f"the core's body reading reaches {core}, the Python reading otherwise: {sql!r}")
+
+
+def policy_corpus(directory: Path) -> None:
+    seeds = [b"\x00BEGIN UPDATE t SET a = NEW.a WHERE id = OLD.id; IF NEW.x > 0 THEN DELETE FROM s.b; END IF; END",
+             b"\x00FOLLOWS o BEGIN INSERT INTO t VALUES (f(1)); REPLACE INTO `a``b` SET c = 'x;y'; END",
+             b"\x01BEGIN DECLARE x INT; SELECT c INTO x FROM secret.u; CALL q(NEXTVAL(s)); END",
+             b"\x02UPDATE t SET a = a + 1 /* c */; DELETE FROM t WHERE b = \"q\".\"r\"",
+             b"\x03RETURN (SELECT 1)"]
+    for i, seed in enumerate(seeds):
+        (directory / f"seed{i}").write_bytes(seed)
+
+
 # -- rpc: the Register message as the service receives it ------------------------------------------
 _SERVICE = None
 
@@ -178,7 +205,8 @@ def rpc_corpus(directory: Path) -> None:
         (directory / f"seed{i}").write_bytes(req.SerializeToString())
 
 
-TARGETS = {"binlog": (binlog, binlog_corpus), "rules": (rules, rules_corpus), "rpc": (rpc, rpc_corpus)}
+TARGETS = {"binlog": (binlog, binlog_corpus), "rules": (rules, rules_corpus), "rpc": (rpc, rpc_corpus),
+           "policy": (policy, policy_corpus)}
 CPU_BOUND = float(os.environ.get("FUZZ_CPU_BOUND", "5.0"))
 
 

@@ -1,12 +1,13 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
 //! the assembly, verify's expected relay logs, each unit's skip forms, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
-//! text classifier and the statement facts. A crash is a panic on input.
+//! text classifier, the statement facts and the policy's body reader. A crash is a panic on input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use _core::assemble::{assemble, Options};
+use _core::body_reach::body_reach;
 use _core::facts::facts;
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
@@ -46,6 +47,10 @@ fuzz_target!(|data: &[u8]| {
     let mut text = verbs[control as usize % verbs.len()].to_vec();
     text.extend_from_slice(rest);
     let _ = facts(&text);
+    // And as a trigger's, event's or routine's body: each span it declines within the text.
+    if let Some(r) = body_reach(&text, control % 3) {
+        assert!(r.declined.iter().all(|&(s, e)| s < e && e <= text.len()));
+    }
     let mut buf = b"\xfebin".to_vec();
     buf.extend_from_slice(rest);
     let verify = control & 1 != 0;

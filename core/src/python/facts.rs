@@ -94,6 +94,17 @@ record! {
     }
 }
 
+record! {
+    /// `body_reach`: the tables the body statements the core clears reach alone (QualifiedName,
+    /// a database None: the body's), each once, and the pieces Python reads, as byte spans
+    /// [starts[k], ends[k]) of the text.
+    BodyReach = "BodyReach" {
+        tables: Py<PyList>,
+        starts: Vec<usize>,
+        ends: Vec<usize>,
+    }
+}
+
 fn bytes(py: Python<'_>, b: &[u8]) -> Py<PyBytes> {
     PyBytes::new(py, b).unbind()
 }
@@ -194,6 +205,21 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
     }))
 }
 
+/// The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body (see
+/// body_reach::body_reach; `form`: body_reach::FORM_*); None where Python reads the whole text.
+#[pyfunction]
+pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Option<BodyReach>> {
+    let Some(r) = crate::body_reach::body_reach(sql, form) else {
+        return Ok(None);
+    };
+    let (starts, ends) = r.declined.into_iter().unzip();
+    Ok(Some(BodyReach {
+        tables: qnames(py, &r.tables)?,
+        starts,
+        ends,
+    }))
+}
+
 /// Adds the facts' classes to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<QualifiedName>()?;
@@ -205,5 +231,10 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ObjectTarget>()?;
     m.add_class::<StatementFacts>()?;
     m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
+    m.add_class::<BodyReach>()?;
+    m.add_function(wrap_pyfunction!(body_reach, m)?)?;
+    m.add("BODY_TRIGGER", crate::body_reach::FORM_TRIGGER)?;
+    m.add("BODY_EVENT", crate::body_reach::FORM_EVENT)?;
+    m.add("BODY_ROUTINE", crate::body_reach::FORM_ROUTINE)?;
     Ok(())
 }

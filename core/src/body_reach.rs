@@ -1,0 +1,269 @@
+//! The master policy's reading of a trigger's, routine's or event's body (issue #57 goal 5): the
+//! body statements `rules.policy_bound` would clear one by one with `statement_key` and
+//! `reaches_key_alone` (its `_key_alone`), cleared here in one pass over the statement facts'
+//! tokens (facts::lex, the reader `filter` reads the trigger with), and the spans of the other
+//! pieces, which Python reads as before. Where the facts' lexer and `rules.sqltokens.tokenize`
+//! could read the text otherwise (bytes outside ASCII, a comment that is code or runs to the
+//! line's end, an unclosed quote) nothing is answered and Python reads the whole text.
+
+use crate::facts::lex::{tokens, Kind, Tok};
+use crate::gate_reach::text_reaches_key_alone;
+use crate::stmt::dml_shape;
+
+/// `form`: where the body starts (`policy_bound._body_start`): after FOR EACH ROW [FOLLOWS|
+/// PRECEDES name] (a trigger: NEW. and OLD. name its row), after DO (an event), after the
+/// parameter list (a procedure, function or package).
+pub const FORM_TRIGGER: u8 = 0;
+pub const FORM_EVENT: u8 = 1;
+pub const FORM_ROUTINE: u8 = 2;
+
+/// A table a cleared body statement reaches: its database (None: the body's) and its name.
+pub type BodyTable = (Option<Vec<u8>>, Vec<u8>);
+
+/// What the body's reading found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct BodyReach {
+    /// The tables the cleared statements reach alone, each once, in body order.
+    pub tables: Vec<BodyTable>,
+    /// Byte spans [start, end) of the pieces (`;` apart) Python reads, in body order: from a
+    /// piece's first token to its `;` (or the text's end).
+    pub declined: Vec<(usize, usize)>,
+}
+
+/// `policy_bound._BODY_VERBS`: the word a piece's statement starts at.
+const BODY_VERBS: &[&[u8]] = &[
+    b"INSERT", b"REPLACE", b"UPDATE", b"DELETE", b"SELECT", b"WITH", b"SET", b"CALL",
+];
+
+/// `policy_bound._NOT_ONE_STATEMENT`: words that, after the verb, mean another statement.
+const NOT_ONE_STATEMENT: &[&[u8]] = &[
+    b"INSERT", b"REPLACE", b"DELETE", b"SELECT", b"WITH", b"CALL", b"BEGIN", b"END", b"ELSE",
+    b"ELSEIF", b"THEN", b"DO", b"LOOP", b"WHILE", b"REPEAT", b"UNTIL", b"RETURN",
+];
+
+fn one_of(w: &[u8], words: &[&[u8]]) -> bool {
+    words.iter().any(|k| w.eq_ignore_ascii_case(k))
+}
+
+struct Body<'a> {
+    sql: &'a [u8],
+    toks: &'a [Tok],
+}
+
+impl Body<'_> {
+    fn word(&self, i: usize) -> Option<&[u8]> {
+        self.toks
+            .get(i)
+            .filter(|t| t.kind == Kind::Word)
+            .map(|t| &self.sql[t.start..t.end])
+    }
+
+    fn is_word(&self, i: usize, kw: &[u8]) -> bool {
+        self.word(i).is_some_and(|w| w.eq_ignore_ascii_case(kw))
+    }
+
+    fn is_punct(&self, i: usize, c: u8) -> bool {
+        self.toks.get(i).is_some_and(|t| {
+            t.kind == Kind::Punct && t.end == t.start + 1 && self.sql[t.start] == c
+        })
+    }
+
+    /// `_body_start`: the index of the body's first token.
+    fn start(&self, form: u8) -> usize {
+        let n = self.toks.len();
+        match form {
+            FORM_TRIGGER => {
+                for i in 0..n.saturating_sub(2) {
+                    if self.is_word(i, b"FOR")
+                        && self.is_word(i + 1, b"EACH")
+                        && self.is_word(i + 2, b"ROW")
+                    {
+                        let start = i + 3;
+                        if self.is_word(start, b"FOLLOWS") || self.is_word(start, b"PRECEDES") {
+                            return start + 2;
+                        }
+                        return start;
+                    }
+                }
+                n
+            }
+            FORM_EVENT => (0..n)
+                .find(|&i| self.is_word(i, b"DO"))
+                .map_or(n, |i| i + 1),
+            _ => {
+                let Some(opening) = (0..n).find(|&i| self.is_punct(i, b'(')) else {
+                    return 0;
+                };
+                let mut depth = 0i64;
+                for i in opening..n {
+                    if self.is_punct(i, b'(') {
+                        depth += 1;
+                    } else if self.is_punct(i, b')') {
+                        depth -= 1;
+                        if depth == 0 {
+                            return i + 1;
+                        }
+                    }
+                }
+                n
+            }
+        }
+    }
+
+    /// Whether tokens [from, to) add nothing to the reach as the words before a statement (or a
+    /// piece without one): no call, no sequence, no qualified name but a trigger's `NEW.c` and
+    /// `OLD.c` (`_stored_calls`, `_sequences` and `_qualified` of them find nothing).
+    fn plain(&self, from: usize, to: usize, trigger: bool) -> bool {
+        (from..to).all(|i| {
+            if self.is_punct(i, b'(') || self.is_word(i, b"NEXT") || self.is_word(i, b"PREVIOUS") {
+                return false;
+            }
+            if !self.is_punct(i, b'.') {
+                return true;
+            }
+            // `_qualified` passes over a name it knows (NEW, OLD: compared as written).
+            trigger && i > from && matches!(self.word(i - 1), Some(b"NEW" | b"OLD"))
+        })
+    }
+
+    /// `_key_alone` of the piece [verb, to) ending at byte `end`: its one table, or None.
+    fn key_alone(&self, verb: usize, to: usize, end: usize, trigger: bool) -> Option<BodyTable> {
+        let mut before: &[u8] = b"";
+        for i in verb + 1..to {
+            let Some(w) = self.word(i) else {
+                continue;
+            };
+            if one_of(w, NOT_ONE_STATEMENT)
+                || (w.eq_ignore_ascii_case(b"UPDATE") && !before.eq_ignore_ascii_case(b"KEY"))
+            {
+                return None;
+            }
+            before = w;
+        }
+        let mut text = Vec::new();
+        let mut at = self.toks[verb].start;
+        if trigger {
+            for i in verb..to.saturating_sub(2) {
+                let (word, dot) = (self.toks[i], self.toks[i + 1]);
+                if matches!(self.word(i), Some(b"NEW" | b"OLD"))
+                    && self.is_punct(i + 1, b'.')
+                    && dot.start == word.end
+                {
+                    text.extend_from_slice(&self.sql[at..word.start]);
+                    at = dot.end;
+                }
+            }
+        }
+        text.extend_from_slice(&self.sql[at..end]);
+        let shape = dml_shape(&text)?;
+        if !text_reaches_key_alone(&text) {
+            return None;
+        }
+        Some((shape.db.map(|d| d.into_owned()), shape.table.into_owned()))
+    }
+}
+
+/// The body of CREATE or ALTER `sql` (a TRIGGER, PROCEDURE, FUNCTION, EVENT or PACKAGE, its
+/// header read by the classifier) as `policy_bound._body` reads it, piece by piece: the tables
+/// of the pieces whose statement `_key_alone` clears with nothing before it that reaches more,
+/// the spans of the others (a piece without a statement and without a call, sequence or
+/// qualified name reaches nothing: neither). None: Python reads the whole text.
+pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
+    if !sql.is_ascii() {
+        return None; // (Python's offsets are characters)
+    }
+    let lexed = tokens(sql)?;
+    let body = Body {
+        sql,
+        toks: &lexed.toks,
+    };
+    if !(body.is_word(0, b"CREATE") || body.is_word(0, b"ALTER")) {
+        return None;
+    }
+    let trigger = form == FORM_TRIGGER;
+    let n = body.toks.len();
+    let start = body.start(form).min(n);
+    if start > 0 && body.is_punct(start - 1, b'.') {
+        return None; // a first string the whole text's ANSI_QUOTES reading may take for a name
+    }
+    let mut out = BodyReach::default();
+    let mut from = start;
+    for i in start..=n {
+        if i < n && !body.is_punct(i, b';') {
+            continue;
+        }
+        let (piece, to) = (from, i);
+        from = i + 1;
+        if to <= piece {
+            continue;
+        }
+        let end = if i < n { body.toks[i].start } else { sql.len() };
+        let verb = (piece..to).find(|&k| body.word(k).is_some_and(|w| one_of(w, BODY_VERBS)));
+        let cleared = match verb {
+            None if body.plain(piece, to, trigger) => continue,
+            Some(verb) if body.plain(piece, verb, trigger) => {
+                body.key_alone(verb, to, end, trigger)
+            }
+            _ => None,
+        };
+        match cleared {
+            Some(table) => {
+                if !out.tables.contains(&table) {
+                    out.tables.push(table);
+                }
+            }
+            None => out.declined.push((body.toks[piece].start, end)),
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(db: Option<&str>, t: &str) -> BodyTable {
+        (db.map(|d| d.as_bytes().to_vec()), t.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn plain_statements_are_cleared_and_the_rest_declined() {
+        let sql = b"CREATE TRIGGER s.tr AFTER INSERT ON s.t FOR EACH ROW BEGIN \
+            UPDATE a SET c = NEW.c WHERE id = OLD.id; IF NEW.x > 0 THEN DELETE FROM x.b WHERE id = 1; \
+            INSERT INTO c VALUES (f(1)); UPDATE a SET c = 2; END IF; END";
+        let r = body_reach(sql, FORM_TRIGGER).expect("read");
+        assert_eq!(r.tables, vec![table(None, "a"), table(Some("x"), "b")]);
+        let declined: Vec<&[u8]> = r.declined.iter().map(|&(s, e)| &sql[s..e]).collect();
+        assert_eq!(declined, vec![&b"INSERT INTO c VALUES (f(1))"[..]]);
+    }
+
+    #[test]
+    fn a_routine_body_starts_after_its_parameters() {
+        let sql = b"CREATE PROCEDURE p(IN a INT) BEGIN UPDATE t SET c = NEW.c; CALL q(); END";
+        let r = body_reach(sql, FORM_ROUTINE).expect("read");
+        assert!(r.tables.is_empty()); // NEW. is no row's in a procedure
+        let declined: Vec<&[u8]> = r.declined.iter().map(|&(s, e)| &sql[s..e]).collect();
+        assert_eq!(
+            declined,
+            vec![&b"BEGIN UPDATE t SET c = NEW.c"[..], b"CALL q()"]
+        );
+    }
+
+    #[test]
+    fn text_the_lexers_may_read_otherwise_is_not_answered() {
+        for sql in [
+            &b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 1 # x"[..],
+            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = '\xc3\xa9'",
+            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO /*!50100 UPDATE t SET a = 1 */",
+            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 'x",
+            b"DROP EVENT e",
+        ] {
+            assert_eq!(
+                body_reach(sql, FORM_EVENT),
+                None,
+                "{}",
+                String::from_utf8_lossy(sql)
+            );
+        }
+    }
+}
