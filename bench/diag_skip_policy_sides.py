@@ -30,6 +30,7 @@ from dumpfilter.master.serve import grpc_server
 from dumpfilter.master.service import DumpService
 from dumpfilter.master.read.units import Segment
 from dumpfilter.master.stream import slave_stream
+from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.skip_policy import NAMES as POLICIES
 from dumpfilter.slave.config import SlaveConfig
@@ -44,10 +45,10 @@ class Walks:
         self.seconds = 0.0
         walk = slave_stream.SlaveStream._fast_runs
 
-        def timed(stream: slave_stream.SlaveStream, seg: Segment, i: int) -> int:
+        def timed(stream: slave_stream.SlaveStream, seg: Segment, i: int, keys: KeyRows | None) -> object:
             started = time.thread_time()
             try:
-                return walk(stream, seg, i)
+                return walk(stream, seg, i, keys)
             finally:
                 self.seconds += time.thread_time() - started
 

@@ -6,23 +6,24 @@ the rules' one seam (`Decider.decide_statement_key`, the form `filter`'s Stateme
 with the slave's master-policy gate (`rules.decider.gate_table` on the key's table, for the
 statements the core shows reach that table alone), then sent by the core (`UnitList.send`) with
 no Python per unit; the rule hits of the statements sent come back as a tally per key id
-(`account`)."""
+(`account`). It is the keep table the stream's walk driver answers with (rules.walk_driver)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dumpfilter import _core
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.keep_table import DecideKey, KeepTable, KeyAnswer, KeyRows
+from dumpfilter.rules.keep_table import DecideKey, KeepTable, KeyRows
 
 if TYPE_CHECKING:
     from dumpfilter.master.decide.rule_hits import RuleHits
-    from dumpfilter.master.read.columns import UnitIndex
     from dumpfilter.master.registry import RegisteredSlave
     from dumpfilter.master.service import DumpService
 
@@ -42,33 +43,30 @@ class StatementPathCounts:
 
 
 class StreamStatementKeys:
-    """One stream's answers per statement key: `keep_for` gives a segment's keep bytes (1 kept, 0
-    dropped, by the segment's key id), each key decided once for the slave (by its bytes, across
-    segments) while its rule engine and gate stay the same."""
+    """One stream's answers per statement key (rules.walk_driver.Answers): `space` names what a
+    segment's keys are answered in while the slave's rules and gate stay the same, `rows` gives
+    their keep bytes (1 kept, 0 dropped, by the segment's key id), each key decided once for the
+    slave (by its bytes, across segments), and `account` counts what a send answered by them.
 
-    __slots__ = ("svc", "slave", "counts", "_group", "_answers")
+    Under a restricted policy gate (WL#2387's master-controlled filter) a key's answer is its
+    rules' AND the gate's: a key whose updated table the gate refuses is dropped for every
+    statement of it (each one's reach holds that table); one it allows is kept for the
+    statements whose text reaches that table alone (the core tells them:
+    `UnitList.statement_rows`' `gated`, a 1 per such key), the others going to Python, which
+    reads their whole reach; an INSERT ... SELECT key, whose statements read other tables, is
+    Python's (KEEP_ASK)."""
 
-    def __init__(self, svc: DumpService, slave: RegisteredSlave, counts: StatementPathCounts) -> None:
-        self.svc, self.slave, self.counts = svc, slave, counts
+    __slots__ = ("svc", "slave", "counts", "hits", "_group", "_answers")
+
+    def __init__(self, svc: DumpService, slave: RegisteredSlave, counts: StatementPathCounts, hits: RuleHits) -> None:
+        self.svc, self.slave, self.counts, self.hits = svc, slave, counts, hits
         self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) `_answers` are of
         self._answers: KeepTable | None = None
-
-    def keep_for(self, index: UnitIndex) -> KeyRows | None:
-        """(keep byte per key id, (decision, rule hits) per key id, gated byte per key id or
-        None) for the segment of `index`, or None where its units go on to Python: no statement
-        unit decided by keys, or the slave's rules are not a function of the key
-        (`Decider.keys_statements`: a schema timeline, derived tables).
-
-        Under a restricted policy gate (WL#2387's master-controlled filter) a key's answer is its
-        rules' AND the gate's: a key whose updated table the gate refuses is dropped for every
-        statement of it (each one's reach holds that table); one it allows is kept for the
-        statements whose text reaches that table alone (the core tells them:
-        `UnitList.statement_rows`' `gated`, a 1 per such key), the others going to Python, which
-        reads their whole reach; an INSERT ... SELECT key, whose statements read other tables, is
-        Python's (KEEP_ASK)."""
-        keys, units = index.statement_units()
-        if not units:
-            return None
+    def space(self) -> object | None:
+        """What a segment's keys are answered in (the same object while the slave's rules and its
+        gate stay; the driver begins again with each segment, so the segment is not part of it and
+        no segment is held here), or None where its units go on to Python: the slave's rules are
+        not a function of the key (`Decider.keys_statements`: a schema timeline, derived tables)."""
         state, gate = self.slave.state, self.slave.gate
         assert state is not None, "a stream's slave has its state"
         engine = state.engine
@@ -76,14 +74,20 @@ class StreamStatementKeys:
         # every statement of the key only when it was pure (see `RuleEngine.keys_statements_if_pure`).
         if not (engine.keys_statements or engine.keys_statements_if_pure):
             return None
+        group = self._group
+        if self._answers is None or group is None or group[0] is not engine or group[1] is not gate:
+            self._answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True)
+            group = self._group = (engine, gate)
+        return group
+
+    def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
+        """The keys of a segment (`UnitIndex.statement_units`) answered for the slave, in the
+        space `space` named last."""
         answers = self._answers
-        if answers is None or self._group != (engine, gate):
-            answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True)
-            self._group, self._answers = (engine, gate), answers
+        assert answers is not None, "`space` comes first"
         before = answers.keys_decided
         rows = answers.rows(keys)
         self.counts.keys_decided += answers.keys_decided - before
-        self.counts.key_units += units
         return rows
 
     def _decider(self, engine: RuleEngine) -> DecideKey:
@@ -98,9 +102,12 @@ class StreamStatementKeys:
                 return decision, not engine.consulted and decision.assumption is None
         return decide
 
-    def account(self, decided: list[KeyAnswer], tally: bytearray, hits: RuleHits) -> None:
-        """The statements a send answered by key (`tally`: a u32 per key id), into the rule hits
-        (`hits`: RuleHits) and the engine's counters, as each decision would have counted them."""
+    def account(self, rows: KeyRows, tally: bytearray) -> None:
+        """The statements a send answered by key (`tally`: a u32 per key id of `rows`), into the
+        stream's rule hits and the engine's counters, as each decision would have counted them."""
+        if not any(tally):
+            return
+        decided = rows.answers
         counts = memoryview(tally).cast("I").tolist()
         state = self.slave.state
         assert state is not None, "a stream's slave has its state"
@@ -115,4 +122,4 @@ class StreamStatementKeys:
                 with self.svc.engine_lock(engine):
                     engine.account(decision, times)
         if total:
-            hits.add(total)
+            self.hits.add(total)

@@ -31,6 +31,7 @@ from dumpfilter.codec.scanner import ROW_SLOW
 from dumpfilter.master.decide.statement_answers import StatementAnswers
 from dumpfilter.master.decide.statement_keys import StatementPathCounts, StreamStatementKeys
 from dumpfilter.rules.keep_table import KeyRows
+from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.master.read.units import MariaGtid, Pos, Segment, Unit
 
 if TYPE_CHECKING:
@@ -63,6 +64,44 @@ class _RowState(NamedTuple):
     row: bytes | None
     keep: bytes | None
     by_keys: KeyRows | None
+
+
+class _Sent(NamedTuple):
+    """What one send walk did (rules.walk_driver.Ran): the first unit not handled, the statements
+    it answered per key id (a u32 each; None where it took none by key)."""
+
+    next: int
+    by_keys: bytearray | None
+
+
+class _SendWalk:
+    """One segment's units for one stream (rules.walk_driver.Walk): the core's send walk
+    (`SlaveStream._fast_runs`) from a unit, the rest one at a time (`SlaveStream._unit`), with the
+    segment's statement keys answered for the slave (`StreamStatementKeys`)."""
+
+    __slots__ = ("seg", "index", "keys", "_send", "_unit")
+
+    def __init__(self, seg: Segment, keys: StreamStatementKeys,
+                 send: Callable[[Segment, int, KeyRows | None], _Sent | None], unit: Callable[[Unit], None]) -> None:
+        self.seg, self.index, self.keys, self._send, self._unit = seg, seg.index, keys, send, unit
+
+    def key_space(self, at: int) -> object | None:
+        return None if self.index is None else self.keys.space()
+
+    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
+        assert self.index is not None
+        keys, units = self.index.statement_units()
+        if not units:
+            return None
+        self.keys.counts.key_units += units
+        return keys
+
+    def run(self, at: int, keys: KeyRows | None) -> _Sent | None:
+        return self._send(self.seg, at, keys)
+
+    def step(self, at: int) -> int:
+        self._unit(self.seg.units[at])
+        return at + 1
 
 
 class SlaveStream:
@@ -112,7 +151,8 @@ class SlaveStream:
         # per stream, on the slave.
         counts = slave.statement_path = StatementPathCounts()
         self.answers = StatementAnswers(service, slave, self.policy, self.hits, counts)  # the units that are not fast
-        self.keys = StreamStatementKeys(service, slave, counts)  # statement units answered by key
+        self.keys = StreamStatementKeys(service, slave, counts, self.hits)  # statement units answered by key
+        self.driver: Driver[KeyRows, bytearray] = Driver(self.keys)  # the send walk's runs and steps
         self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (StatementAnswers.row)
         self._quiet: tuple[Pos, int | None, int] | None = None  # (position, file size, listing_changes) of a look that found the end
         self.looks = self.quiet_wakes = 0  # segment reads asked for; looks answered by a stat (`_look`)
@@ -142,14 +182,12 @@ class SlaveStream:
                 return
             units = seg.units
             i, n = 0, len(units)
+            walk, advance = _SendWalk(seg, self.keys, self._fast_runs, self._unit), self.driver.advance
+            self.driver.begin()
             while i < n:
                 if slave.pending:
                     self._boundary()
-                j = self._fast_runs(seg, i)
-                if j == i:
-                    self._unit(units[i])
-                    j = i + 1
-                i = j
+                i = advance(walk, i)
                 if self.batch_bytes >= self.limit:
                     yield self._batch(False, cut=True)
                     last_sent = time.monotonic()
@@ -189,7 +227,7 @@ class SlaveStream:
             svc.segments.at(self, self.pos)  # past it: its pages stay only for streams behind it
             svc.segments.done_with(seg)
             self._states = None
-            del units, seg
+            del units, seg, walk
             seg = self._look()
 
     def _position_may_wait(self, reported_end_at: Pos | None, last_sent: float) -> bool:
@@ -324,24 +362,25 @@ class SlaveStream:
         self.policy.send_unit(txn, result, stats, self)
         self._advance(unit)
 
-    def _row(self, seg: Segment) -> bytes | None:
+    def _row(self, seg: Segment, by_keys: KeyRows | None) -> bytes | None:
         """This slave's answer for each unit of `seg`, one byte per unit: ROW_KEEP (every table
         kept), ROW_SKIP (none), ROW_PARTIAL, or ROW_SLOW (not a fast unit), computed by the core from this
-        slave's flag words; cached per segment and flag-word generation. None for a segment
-        without a UnitIndex (the tests' reference reader): every unit through `_unit`."""
+        slave's flag words and its statement keys' answers (`by_keys`, from the walk driver);
+        cached per segment, flag-word generation and answers. None for a segment without a
+        UnitIndex (the tests' reference reader): every unit through `_unit`."""
         index = seg.index
         if index is None or self.fmt is None:
             return None
         words = self.svc.words
         states = self._states
-        if states is None or states.seg is not seg or states.generation != words.generation:
+        if states is None or states.seg is not seg or states.generation != words.generation or (
+                states.row is not None and states.by_keys is not by_keys):
             if self.skip_known is not None and self._holds_known_gtids(index):
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = _RowState(seg, words.generation, None, None, None)
                 return None
             row, keep = index.rows_for(lambda names: words.keep(names, self.slave.bit))
             # Statement units answered by their statements' keys, in the core (issue #43).
-            by_keys = self.keys.keep_for(index)
             if by_keys is not None:
                 # (under a policy gate, a unit with a statement the core cannot show reaches only
                 # its key's table stays ROW_SLOW: Python reads its reach)
@@ -363,40 +402,37 @@ class SlaveStream:
                 mysql is not None and any(g is not None and g in wanted for g in mysql))
         return True
 
-    def _fast_runs(self, seg: Segment, i: int) -> int:
+    def _fast_runs(self, seg: Segment, i: int, by_keys: KeyRows | None) -> _Sent | None:
         """Handle fast units from `i` on without an Event or a TransactionFilter call per unit:
         runs kept whole, MariaDB units kept in part, and stretches skipped under the heartbeat
         policy (one Heartbeat each), assembled by the core in one call (`UnitList.send`) up to the
         end of the batch. Stops at a unit that needs more (a statement partly kept, skipped under
         another policy, not a fast unit), when the batch is full (after the unit that fills it,
         as the reference path cuts), or when a ChangeFilter is pending. Returns the index of the
-        first unit not handled."""
-        row = self._row(seg)
+        first unit not handled and the statements it answered by key (None: it did not start)."""
+        row = self._row(seg, by_keys)
         if row is None or row[i] == ROW_SLOW:  # not a fast unit: both walks stop there at once
-            return i
+            return None
         index, states = seg.index, self._states
         assert index is not None and states is not None and states.keep is not None  # (a row: `_row` made it)
         unit_list = index.unit_list
         slave = self.slave
         if slave.pending:
-            return i
+            return None
         stats = slave.stats
         pending = self._heartbeat_raw(self.pending_hb) if self.pending_hb is not None else None
         crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
         names = index.names
         tally = self.hits.tally_for(names)
-        by_keys = states.by_keys
         key_tally = bytearray(4 * len(by_keys.answers)) if by_keys is not None else None
         config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept,
                                   server_id=self.master_server_id, heartbeat_crc=crc,
                                   batch_bytes=self.batch_bytes, limit=self.limit)
         sent = unit_list.send(row, states.keep, i, config, pending, tally,
                               by_keys.keep if by_keys is not None else None, key_tally)
-        if by_keys is not None and key_tally is not None and any(key_tally):
-            self.keys.account(by_keys.answers, key_tally, self.hits)
         j = sent.next
         if j == i:
-            return i
+            return _Sent(j, key_tally)
         out = sent.out
         if out:
             self.parts.append(out)
@@ -417,7 +453,7 @@ class SlaveStream:
             hits.statements(i, j)
         self._track_gtids(index, i, j)
         self.pos = self.slave.position = end_of(j - 1)
-        return j
+        return _Sent(j, key_tally)
 
     def _track_gtids(self, index: UnitIndex, start: int, i: int) -> None:
         """The GTIDs of units start..i-1 into the stream's tracker."""
