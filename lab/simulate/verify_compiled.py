@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -35,7 +35,8 @@ from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNOR
                                       Scanner, UnitScan, unit_events)
 from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.lab.simulate.equivalence import Difference, SlaveVerification, _ByKey, _unit_transactions
-from dumpfilter.rules.keep_table import KeepTable
+from dumpfilter.rules.keep_table import KeepTable, KeyRows
+from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
@@ -192,6 +193,13 @@ def _compilable(check: Check) -> bool:
     return event_renamer(engine, spec.rules, spec.settings) is None and not engine.checks_annotations
 
 
+class _Compared(NamedTuple):
+    """A run the core answered and compared (rules.walk_driver.Ran; the reference counts no hits)."""
+
+    next: int
+    by_keys: None = None
+
+
 class _SlaveWalk:
     """One slave of the compiled way: its answers per unit, its Python reference for the units
     the core declines, and what it received per skip policy."""
@@ -209,37 +217,56 @@ class _SlaveWalk:
         self.policies = {policy: skip_policy.named(policy) for policy in received}
         # What each policy makes of a skipped unit (`_core.relayed` makes its relayed form).
         self.skips = bytes(p.walk_skip for p in self.policies.values())
+        self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(self.keeps)
         self.by_core = 0    # full-stream units the core answered
         self.by_python = 0  # and those the reference filter did
 
     def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
-        """Units start..stop of a chunk (no Format_description before `stop` - 1): each run the
-        core answers under every skip policy of the slave (units kept whole as they are, units
-        skipped whole as the form the policy relays: `_core.relayed`) compared at once with what
-        each relay log received, the unit that ends it fed to the reference."""
-        units = chunk.units
-        row = units.rows(self.keeps.tables(chunk.names))
-        if self.keeps.keys_enabled and chunk.keys:
-            row = units.statement_rows(row, self.keeps.rows(chunk.keys).keep)
+        """Units start..stop of a chunk (no Format_description before `stop` - 1), run by the one
+        driver (rules.walk_driver) with this slave's keep table: each run the core answers under
+        every skip policy of the slave (units kept whole as they are, units skipped whole as the
+        form the policy relays: `_core.relayed`) compared at once with what each relay log
+        received (`run`), the unit that ends it fed to the reference (`step`)."""
+        self.full, self.stop = chunk, stop
         fmt = chunk.fmt_at(start)
         # Without a format, a skipped unit's form is not made: the reference takes it.
-        skips = self.skips if fmt is not None else bytes(s if s == SKIP_HEARTBEAT else SKIP_STOP for s in self.skips)
-        crc = fmt is not None and fmt.checksum_len > 0
-        result, received = self.result, list(self.received.items())
-        k = start
-        while k < stop:
-            run = _core.relayed(units, row, k, stop, skips, crc)
-            if run.next > k:
-                for (policy, stream), data, count in zip(received, run.data, run.units):
-                    if not stream.match(memoryview(data)):
-                        raise _Declined
-                    result.compared[policy] += count
-                result.transactions += run.next - k
-                self.by_core += run.next - k
-            if run.next < stop:
-                for txn in chunk.transactions(run.next):
-                    self.feed(txn)
-            k = run.next + 1
+        self.run_skips = self.skips if fmt is not None else bytes(
+            s if s == SKIP_HEARTBEAT else SKIP_STOP for s in self.skips)
+        self.crc = fmt is not None and fmt.checksum_len > 0
+        self._row: tuple[KeyRows | None, bytes] | None = None  # the units' answers, made with these keys
+        self._declined = -1  # where the core last stopped: the reference's unit
+        self.driver.drive(self, stop, start)
+
+    def key_space(self, at: int) -> object | None:
+        return self.full if self.keeps.keys_enabled and self.full.keys else None
+
+    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
+        return self.full.keys
+
+    def run(self, at: int, keys: KeyRows | None) -> _Compared | None:
+        if at == self._declined:
+            return None
+        units = self.full.units
+        made = self._row
+        if made is None or made[0] is not keys:
+            row = units.rows(self.keeps.tables(self.full.names))
+            made = self._row = (keys, row if keys is None else units.statement_rows(row, keys.keep))
+        run = _core.relayed(units, made[1], at, self.stop, self.run_skips, self.crc)
+        self._declined = run.next
+        if run.next > at:
+            result = self.result
+            for (policy, stream), data, count in zip(self.received.items(), run.data, run.units):
+                if not stream.match(memoryview(data)):
+                    raise _Declined
+                result.compared[policy] += count
+            result.transactions += run.next - at
+            self.by_core += run.next - at
+        return _Compared(run.next)
+
+    def step(self, at: int) -> int:
+        for txn in self.full.transactions(at):
+            self.feed(txn)
+        return at + 1
 
     def feed(self, txn: Transaction) -> None:
         """A unit the core declined, as `_Check.feed` judges it."""
