@@ -85,15 +85,11 @@ fn prefetch_form(plan: &UnitList, bufs: &[&[u8]], row: &[u8], k: usize, skip: u8
     }
 }
 
-/// Room made up front for what a walk makes (`Sent::own`): under the placeholder policy about
-/// two thirds of a batch are its placeholders and framing (a do-db slave of eight schemas), which
-/// grown by doubling from nothing were copied again about once (realloc). At most 4 MiB, and
-/// only reserved: pages are touched as they are written.
+/// Room made up front for the forms a placeholder walk makes (about two thirds of its batch,
+/// grown by doubling they were copied again at each realloc); pages are touched as written.
 fn own_room(opt: &SendOptions) -> usize {
-    if opt.skip != SKIP_PLACEHOLDER || opt.count_only {
-        return 0;
-    }
-    opt.limit.saturating_sub(opt.batch_bytes).min(4 << 20) as usize
+    let forms = opt.skip == SKIP_PLACEHOLDER && !opt.count_only;
+    usize::from(forms) * opt.limit.saturating_sub(opt.batch_bytes).min(4 << 20) as usize
 }
 
 enum Owed<'a> {
@@ -135,12 +131,8 @@ pub fn walk(
             return s;
         }
     }
-    let mut s = Sent {
-        name_counts: vec![0; keep.len()],
-        key_counts: vec![0; opt.stmts.map_or(0, |(_, k)| k.len())],
-        own: Vec::with_capacity(own_room(opt)),
-        ..Default::default()
-    };
+    let keys = opt.stmts.map_or(0, |(_, k)| k.len());
+    let mut s = Sent::for_walk(keep.len(), keys, own_room(opt));
     let n = row.len().min(plan.units.len());
     let mut owed = match opt.pending {
         Some(raw) => Owed::Given(raw),

@@ -92,6 +92,17 @@ impl Sent {
 }
 
 impl Sent {
+    /// A walk's Sent: tallies for `names` name ids and `keys` key ids, and `room` bytes made up
+    /// front for what it makes.
+    pub(crate) fn for_walk(names: usize, keys: usize, room: usize) -> Sent {
+        Sent {
+            name_counts: vec![0; names],
+            key_counts: vec![0; keys],
+            own: Vec::with_capacity(room),
+            ..Default::default()
+        }
+    }
+
     pub(crate) fn buf_piece(&mut self, part: u32, start: usize, end: usize) {
         if let Some(Piece::Buf {
             part: p, end: e, ..
