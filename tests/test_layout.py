@@ -609,7 +609,8 @@ def test_every_buffer_walk_is_run_by_the_one_driver():
     users = {name for name, tree in trees for n in ast.walk(tree)
              if isinstance(n, ast.ImportFrom) and n.module == _DRIVER}
     assert {"dumpfilter.binlogs.filtering", "dumpfilter.slave.node", "dumpfilter.spark_jobs.tasks.compiled",
-            "dumpfilter.master.stream.slave_stream", "dumpfilter.lab.simulate.verify_compiled"} <= users
+            "dumpfilter.master.stream.slave_stream", "dumpfilter.lab.simulate.verify_compiled",
+            "dumpfilter.spark_jobs.tasks.bandwidth"} <= users
 
 
 def test_the_driver_check_sees_a_loop_of_its_own():

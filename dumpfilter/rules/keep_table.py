@@ -106,7 +106,7 @@ class KeepTable:
     statements may be answered by key at all (the rules' `keys_statements`, unless the caller says)."""
 
     __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes",
-                 "_known", "keys_decided", "statements", "units")
+                 "_known", "_last", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None) -> None:
@@ -120,6 +120,7 @@ class KeepTable:
         self._names = bytearray()
         self._names_bytes: bytes | None = None
         self._known: dict[bytes, KeyAnswer] = {}   # by key bytes: each key decided once
+        self._last: tuple[Sequence[_core.StatementKey], KeyRows] | None = None  # the last `rows` asked and given
         self.keys_decided = 0   # keys decided (each once)
         self.statements = 0     # statements answered by key (`account`)
         self.units = 0          # statement units written from keys (`account`)
@@ -161,11 +162,17 @@ class KeepTable:
 
     def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
         """A buffer's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
-        `UnitList.statement_units` and `Scanner.statement_units` give them."""
+        `UnitList.statement_units` and `Scanner.statement_units` give them. The same keys asked
+        again (the slaves that share this table, each walking the buffer) get the same answers."""
+        last = self._last
+        if last is not None and last[0] is keys:
+            return last[1]
         known, answer = self._known, self.answer
         answers = [known.get(k.key) or answer(k) for k in keys]
         keep = bytes([a.code for a in answers])
-        return KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED))
+        rows = KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED))
+        self._last = (keys, rows)
+        return rows
 
     def account(self, rows: KeyRows, used: _core.KeysUsed) -> None:
         """Account the statements a walk answered by `rows`' key ids (`used`: the walk's

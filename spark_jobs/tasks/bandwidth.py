@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
@@ -44,6 +44,7 @@ from dumpfilter.rules.decider import gated
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
+from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
@@ -111,17 +112,12 @@ class _SlaveCounter:
         shared = {} if shared is None else shared
         group = (repr(rules), repr(settings), gate)
         self.keeps = shared.get(group) or shared.setdefault(group, KeepTable(self.filter.decider))
+        self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(self.keeps)  # its walks over each buffer
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
         self.pending = False
         self.sent_any = False
-
-    def statement_keep(self, keys: list[_core.StatementKey]) -> KeyRows | None:
-        """This slave's answers per statement key id of a UnitList (`UnitList.statement_units`' keys)."""
-        if not self.keeps.keys_enabled or not keys:
-            return None
-        return self.keeps.rows(keys)
 
     # -- the skip policy's sink (skip_policy.UnitSink): sent bytes counted, never copied -----
     def emit(self, events: list[Event]) -> int:
@@ -362,20 +358,17 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
     keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters if c.compiled))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
-    # Each slave's answers per statement key, made once for the slaves that share a keep table.
-    stmt_rows: dict[int, KeyRows | None] = {}
-    for counter in counters:
-        if id(counter.keeps) not in stmt_rows:
-            stmt_rows[id(counter.keeps)] = counter.statement_keep(keys)
-    # Runs are looked up and recorded only where two slaves could walk one alike.
-    signatures = [(c.keeps.tables(names) if c.compiled else None, _keep_of(stmt_rows[id(c.keeps)]), c.policy_name,
+    # Runs are looked up and recorded only where two slaves could walk one alike (each slave's
+    # answers per statement key: its keep table's, made once for the slaves that share it).
+    signatures = [(c.keeps.tables(names) if c.compiled else None,
+                   _keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None, c.policy_name,
                    c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     for counter in counters:
         counter.out.tables = tables
-        _walk(counter, units, n, bounds, names, stmt_rows[id(counter.keeps)], crc, txn, after_index,
-              runs if alike else None, rows, forms, by_keys, formats)
+        _walk(_CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None, rows,
+                         forms, by_keys, formats), bounds)
     return current
 
 
@@ -383,59 +376,101 @@ def _keep_of(stmt: KeyRows | None) -> bytes | None:
     return None if stmt is None else stmt.keep
 
 
-def _walk(counter: _SlaveCounter, units: _core.UnitList, n: int, bounds: list[tuple[int, int, int]],
-          names: list[TableName], stmt: KeyRows | None, crc: bool, txn: Callable[[int], Transaction],
-          after_index: set[int], runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes],
-          forms: dict[tuple[int, bool], bytes] | None = None,
-          by_keys: dict[tuple[bytes, bytes | None, bool], bytes] | None = None,
-          formats: list[tuple[int, int, int]] | None = None) -> None:
-    """One slave over a buffer's units, hour by hour: compiled runs (each looked up in `runs`
-    first, and recorded there, unless it is None), the rest one unit at a time. `rows`: answers already made, by
-    keep bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`:
-    the buffer's, as `UnitList.statement_units` took them."""
-    by_keys = {} if by_keys is None else by_keys
-    stmt_keep = _keep_of(stmt)
+class _Counted(NamedTuple):
+    """A run the count walk took (rules.walk_driver.Ran; `experiment` counts no rule hits by key)."""
+
+    next: int
+    by_keys: None = None
+
+
+class _CountWalk:
+    """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
+    them: compiled runs (each looked up in `runs` first, and recorded there, unless it is None),
+    the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
+    bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`: the
+    buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys."""
+
+    def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
+                 runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes], forms: dict[tuple[int, bool], bytes],
+                 by_keys: dict[tuple[bytes, bytes | None, bool], bytes], formats: list[tuple[int, int, int]]) -> None:
+        self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
+        self.txn, self.after_index, self.runs, self.rows, self.forms = txn, after_index, runs, rows, forms
+        self.by_keys, self.formats = by_keys, formats
+        self.space = units if counter.keeps.keys_enabled and keys else None
+        self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
+        self.row: bytes | None = None
+        self.declined = -1  # where the walk last stopped: a unit for `step`
+        self.hour(0, n)
+
+    def hour(self, start: int, stop: int) -> None:
+        """The units of the next hour: the walk ends with it, its answers end there."""
+        self.stop = stop
+        self.cut: bytes | None = None
+
+    def key_space(self, at: int) -> object | None:
+        return self.space
+
+    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
+        return self.keys
+
+    def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
+        counter, units, runs = self.counter, self.units, self.runs
+        if not counter.compiled or at == self.declined:
+            return None
+        stmt_keep = _keep_of(stmt)
+        if self.keep is None:
+            self.keep, self.row, self.cut = counter.keeps.tables(self.names), None, None
+        keep = self.keep
+        key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep)
+        done = None if runs is None or key is None else runs.get(key)
+        if done is not None:
+            counter.replay(*done[1:])
+            self.declined = done[0]
+            return _Counted(done[0])
+        if self.row is None:  # made once for the slaves that answer alike
+            made_row = self.by_keys.get((keep, stmt_keep, counter.guards))
+            if made_row is None:
+                made_row = self.rows.get(keep) or units.rows(keep)
+                if stmt is not None:
+                    made_row = units.statement_rows(made_row, stmt.keep, stmt.gated, self.formats)
+                if counter.guards:
+                    made_row = _guarded(units, made_row, keep, self.names, self.formats)
+                self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
+            self.row = made_row
+        cut = self.cut
+        if cut is None:  # the walk ends with the hour: its answers end there
+            cut = self.cut = self.row if self.stop == self.n else self.row[:self.stop]
+        if runs is None or key is None:
+            i = counter.run(units, cut, keep, at, self.crc, stmt_keep, self.forms)
+        else:
+            before = counter.counted()
+            i = counter.run(units, cut, keep, at, self.crc, stmt_keep, self.forms)
+            runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
+                         (counter.pending, counter.sent_any, counter.out.leading_skip))
+        self.declined = i
+        return _Counted(i)
+
+    def step(self, at: int) -> int:
+        self.counter.unit(self.txn(at))
+        if at in self.after_index:
+            self.keep = None  # the keeps were cleared: answers again for what follows
+        return at + 1
+
+
+def _walk(walk: _CountWalk, bounds: list[tuple[int, int, int]]) -> None:
+    """One slave over a buffer's units, hour by hour, run by its driver (rules.walk_driver): what
+    it reads and is sent is known per hour (a Heartbeat counts in the hour it is sent)."""
+    counter = walk.counter
     c = counter.out.counts
-    keep, row = None, None
+    driver, advance = counter.driver, counter.driver.advance
+    driver.begin()
     for start, stop, hour in bounds:
         read, sent = c.bytes_read, c.bytes_sent
-        i, cut = start, None
+        walk.hour(start, stop)
+        i = start
         while i < stop:
-            if counter.compiled:
-                if keep is None:
-                    keep, row, cut = counter.keeps.tables(names), None, None
-                key = None if runs is None else counter.run_key(i, stop, keep, stmt_keep)
-                done = None if runs is None or key is None else runs.get(key)
-                if done is not None:
-                    i = done[0]
-                    counter.replay(*done[1:])
-                else:
-                    if row is None:  # made once for the slaves that answer alike
-                        made_row = by_keys.get((keep, stmt_keep, counter.guards))
-                        if made_row is None:
-                            made_row = rows.get(keep) or units.rows(keep)
-                            if stmt is not None:
-                                made_row = units.statement_rows(made_row, stmt.keep, stmt.gated,
-                                                                formats)
-                            if counter.guards:
-                                made_row = _guarded(units, made_row, keep, names, formats or [(0, 0, 1 << 62)])
-                            by_keys[(keep, stmt_keep, counter.guards)] = made_row
-                        row = made_row
-                    if cut is None:  # the walk ends with the hour: its answers end there
-                        cut = row if stop == n else row[:stop]
-                    if runs is None or key is None:
-                        i = counter.run(units, cut, keep, i, crc, stmt_keep, forms)
-                    else:
-                        before = counter.counted()
-                        i = counter.run(units, cut, keep, i, crc, stmt_keep, forms)
-                        runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
-                                     (counter.pending, counter.sent_any, counter.out.leading_skip))
-                if i >= stop:
-                    break
-            counter.unit(txn(i))
-            if i in after_index:
-                keep = None  # the keeps were cleared: answers again for what follows
-            i += 1
+            i = advance(walk, i)
         if hour >= 0:
             got = counter.out.by_hour.setdefault(hour * HOUR, [0, 0])
             got[0] += c.bytes_read - read
