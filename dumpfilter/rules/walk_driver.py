@@ -1,7 +1,7 @@
 """The one driver of the compiled walks (issue #57): `filter`'s assembly, the slave's relay run,
-`split`'s route and the master's send state what they want done with a run of units and with the
-one unit the core leaves, and a `Driver` runs the protocol between the core and the keep table for
-all of them, the same way:
+`split`'s route, the master's send, `experiment`'s count and `simulate --verify`'s reference each
+state what they want done with a run of units and with the one unit the core leaves (a `Walk`),
+and a `Driver` runs the protocol between the core and the keep table for all of them, the same way:
 
 1. at a unit where the walk takes statement units by key (`Walk.key_space`: a buffer under one
    format, a segment), their keys are read once for that space by the core's one reader
@@ -12,8 +12,9 @@ all of them, the same way:
    statement had been decided on its own);
 4. a unit the walk declines goes the general way (`Walk.step`), and the walk is tried again after it.
 
-`experiment`'s count and `simulate`'s reference take the same answers per buffer
-(`UnitList.statement_units`, `KeepTable.rows`) in loops of their own."""
+What stays the consumer's: where its units come from (a scanner's buffer, a segment, a chunk),
+what its run does with the answers (write, relay, route, send, count, compare) and its general
+step (a TransactionFilter of its decider, the router, the master's `_unit`)."""
 
 from __future__ import annotations
 
