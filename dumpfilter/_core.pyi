@@ -265,6 +265,28 @@ class SendConfig:
     def limit(self) -> int: ...
 
 
+class AssembleConfig:
+    """An output's configuration for `Scanner.assemble` (assemble::Options): whether positions
+    are renumbered, whether events carry CRC32, whether an emptied group is written (GTID +
+    COMMIT, `commit_body`), whether only units kept whole are taken, whether the GTID events
+    written are reported."""
+
+    def __init__(self, *, renumber: bool, crc: bool, empty_keep: bool, commit_body: bytes,
+                 whole_only: bool = False, gtids: bool = False) -> None: ...
+    @property
+    def renumber(self) -> bool: ...
+    @property
+    def crc(self) -> bool: ...
+    @property
+    def empty_keep(self) -> bool: ...
+    @property
+    def commit_body(self) -> bytes: ...
+    @property
+    def whole_only(self) -> bool: ...
+    @property
+    def gtids(self) -> bool: ...
+
+
 class DomainSeq(_Record):
     """A GTID domain and its highest seq_no in a batch."""
 
@@ -743,10 +765,9 @@ class Scanner:
         """Groups buf[off..] into units (see scan::Scanner::units): the packed unit records, the
         fast units' Table_map name ids, the names interned meanwhile, where the scan stopped and
         the error that stopped it, if any."""
-    def assemble(self, buf: Buffer, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
-                 empty_keep: bool, commit_body: bytes, whole_only: bool = False,
+    def assemble(self, buf: Buffer, start: int, keep: bytes, out_pos: int, base: int, config: AssembleConfig, *,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 gtids: bool = False, stmt_keep: bytes | None = None) -> AssembleResult:
+                 stmt_keep: bytes | None = None) -> AssembleResult:
         """What a filter keeps of the last `units` call's units from index `start` on, for a sink
         that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the buffer
         that call scanned. `keep` holds one keep byte (KEEP_*) per name id.

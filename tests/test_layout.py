@@ -510,6 +510,35 @@ def test_the_core_returns_named_records_not_tuples():
     assert facts is not None and facts.renames[0].new.name == b"d" and "Rename(" in repr(facts.renames[0])
 
 
+MAX_CORE_PARAMETERS = 10  # a walk's configuration is one typed value (SendConfig, AssembleConfig)
+
+
+def long_signatures(stub: ast.Module) -> list[str]:
+    """The calls of a stub that take more than MAX_CORE_PARAMETERS parameters (self aside)."""
+    found = []
+    for node in ast.walk(stub):
+        if isinstance(node, ast.FunctionDef):
+            a = node.args
+            names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+            count = len(names) - (1 if names[:1] in (["self"], ["cls"]) else 0)
+            if count > MAX_CORE_PARAMETERS:
+                found.append(f"{node.name}: {count} parameters")
+    return found
+
+
+def test_the_core_takes_its_configurations_as_typed_values():
+    """Issue #57 goal 4: no call into dumpfilter._core takes a walk's options one by one (UnitList.send
+    took 13 arguments, Scanner.assemble 15): each is one typed value."""
+    stub = ast.parse((ROOT / "dumpfilter" / "_core.pyi").read_text())
+    assert not long_signatures(stub), long_signatures(stub)
+    assert long_signatures(ast.parse("class S:\n    def assemble(self, a, b, c, d, e, f, g, h, i, j, k, *, l=0): ...\n")) \
+        == ["assemble: 12 parameters"]
+    from dumpfilter import _core
+
+    config = _core.AssembleConfig(renumber=True, crc=False, empty_keep=True, commit_body=b"COMMIT")
+    assert (config.renumber, config.crc, config.commit_body, config.whole_only) == (True, False, b"COMMIT", False)
+
+
 def test_the_tuple_result_check_sees_each_form():
     """The check above must be able to fail: a tuple result, one inside a list or a property, one
     through an alias."""

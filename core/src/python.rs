@@ -77,6 +77,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<verify_forms::Relayed>()?;
     m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     m.add_class::<sent::SendConfig>()?;
+    m.add_class::<scanner::AssembleConfig>()?;
     results::register(m)?;
     facts::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from dumpfilter._core import AssembleConfig
 from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
@@ -379,6 +380,7 @@ class _FileWalk:
         self.fmt: FormatDescription | None = None
         self.direct_ok = False  # the sink has begun: the assembly may write into its direct writer
         self.empty_keep = bf.tfilter.empty_transactions != "drop"
+        self._config: AssembleConfig | None = None  # the assembly's, while the sink and format hold it
         self.begin(b"", 4, None)
 
     def begin(self, buf: bytes, base: int, scan: UnitScan | None) -> None:
@@ -422,10 +424,15 @@ class _FileWalk:
         if not (fast or (answers is not None and at < self.answered_to and answers[at] != KEEP_ASK) or keyed):
             return None
         # Fast units and answered statements in bulk: written by the compiled assembly.
+        config = self._config
+        if config is None or config.renumber != direct.renumber_positions or config.crc != (fmt.checksum_len > 0) \
+                or config.gtids != sink.direct_gtids:
+            config = self._config = AssembleConfig(renumber=direct.renumber_positions, crc=fmt.checksum_len > 0,
+                                                   empty_keep=self.empty_keep, commit_body=COMMIT_BODY,
+                                                   gtids=sink.direct_gtids)
         done = self.scanner.assemble(
-            self.buf, at, bf.keeps.tables(self.scanner.names), direct.position, self.base, direct.renumber_positions,
-            fmt.checksum_len > 0, self.empty_keep, COMMIT_BODY, answers=answers, limit=sink.direct_limit,
-            fresh=sink.direct_fresh(), gtids=sink.direct_gtids, stmt_keep=None if keys is None else keys.keep)
+            self.buf, at, bf.keeps.tables(self.scanner.names), direct.position, self.base, config, answers=answers,
+            limit=sink.direct_limit, fresh=sink.direct_fresh(), stmt_keep=None if keys is None else keys.keep)
         if done.next > at:
             direct.out.write(done.out)
             direct.position = done.out_pos

@@ -281,21 +281,20 @@ class Scanner:
         if new_names:
             self.names.extend((_decode(n.db), _decode(n.table)) for n in new_names)
 
-    def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, renumber: bool, crc: bool,
-                 empty_keep: bool, commit_body: bytes, *, whole_only: bool = False,
+    def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, config: _core.AssembleConfig, *,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 gtids: bool = False, stmt_keep: bytes | None = None) -> _core.AssembleResult:
+                 stmt_keep: bytes | None = None) -> _core.AssembleResult:
         """What a filter keeps of the last `units` call's fast units from index `start` on
-        (buf: that call's buffer): the bytes, the next unit index, the output offset, the counts; see
-        the core's assemble::assemble. `whole_only`: stop at any unit not kept whole.
+        (buf: that call's buffer), written as `config` says (`_core.AssembleConfig`): the bytes,
+        the next unit index, the output offset, the counts; see the core's assemble::assemble.
         `answers`: a byte per unit, KEEP_KEEP (written whole) or KEEP_DROP (emptied) for units
         that are not fast and were decided in Python (anything else, KEEP_ASK, stops the
         assembly there, or tries the unit's statement keys). `limit`: stop before writing a unit at or past this output offset
-        (`full`; `fresh`: the file has no unit yet). `gtids`: report the GTID events written.
-        `stmt_keep`: the statement units `statement_units` read are decided by their statements'
-        keys, one byte per key id (rules.keep_table)."""
-        return self._core.assemble(buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body,
-                                   whole_only, answers, limit, fresh, gtids, stmt_keep)
+        (`full`; `fresh`: the file has no unit yet). `stmt_keep`: the statement units
+        `statement_units` read are decided by their statements' keys, one byte per key id
+        (rules.keep_table)."""
+        return self._core.assemble(buf, start, keep, out_pos, base, config, answers=answers, limit=limit, fresh=fresh,
+                                   stmt_keep=stmt_keep)
 
     def statement_units(self, buf: bytes, start: int, fmt: FormatDescription) -> list[_core.StatementKey]:
         """The keys of the last `units` call's statement units from index `start` on (buf: that

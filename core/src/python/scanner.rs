@@ -14,6 +14,43 @@ use crate::assemble;
 use crate::scan::{self, Scanner, UNIT_WORDS};
 use crate::stmt_units::{ByKeys, StmtUnits};
 
+/// An output's assembly configuration for `Scanner.assemble`, one typed value (see
+/// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
+/// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), whether only
+/// units kept whole are taken, and whether the GTID events written are reported (a series).
+#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "AssembleConfig")]
+pub(super) struct AssembleConfig {
+    pub(super) renumber: bool,
+    pub(super) crc: bool,
+    pub(super) empty_keep: bool,
+    pub(super) commit_body: Py<PyBytes>,
+    pub(super) whole_only: bool,
+    pub(super) gtids: bool,
+}
+
+#[pymethods]
+impl AssembleConfig {
+    #[new]
+    #[pyo3(signature = (*, renumber, crc, empty_keep, commit_body, whole_only = false, gtids = false))]
+    fn new(
+        renumber: bool,
+        crc: bool,
+        empty_keep: bool,
+        commit_body: Py<PyBytes>,
+        whole_only: bool,
+        gtids: bool,
+    ) -> Self {
+        AssembleConfig {
+            renumber,
+            crc,
+            empty_keep,
+            commit_body,
+            whole_only,
+            gtids,
+        }
+    }
+}
+
 /// Scanner state across the buffers of one stream: the format in force and interned names.
 #[pyclass(module = "dumpfilter._core", name = "Scanner")]
 pub(super) struct PyScanner {
@@ -195,7 +232,7 @@ impl PyScanner {
     /// bytes, the next unit index, the output offset after them, the counts, and the statements
     /// answered by key.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, start, keep, out_pos, base, renumber, crc, empty_keep, commit_body, whole_only = false, answers = None, limit = None, fresh = false, gtids = false, stmt_keep = None))]
+    #[pyo3(signature = (buf, start, keep, out_pos, base, config, *, answers = None, limit = None, fresh = false, stmt_keep = None))]
     fn assemble(
         &mut self,
         py: Python<'_>,
@@ -204,28 +241,23 @@ impl PyScanner {
         keep: &[u8],
         out_pos: u64,
         base: u64,
-        renumber: bool,
-        crc: bool,
-        empty_keep: bool,
-        commit_body: &[u8],
-        whole_only: bool,
+        config: PyRef<'_, AssembleConfig>,
         answers: Option<&[u8]>,
         limit: Option<u64>,
         fresh: bool,
-        gtids: bool,
         stmt_keep: Option<&[u8]>,
     ) -> PyResult<AssembleResult> {
         let answers = answers.unwrap_or(&[]);
         let opt = assemble::Options {
             base,
-            renumber,
-            crc,
-            empty_keep,
-            commit_body,
-            whole_only,
+            renumber: config.renumber,
+            crc: config.crc,
+            empty_keep: config.empty_keep,
+            commit_body: config.commit_body.as_bytes(py),
+            whole_only: config.whole_only,
             limit: limit.unwrap_or(u64::MAX),
             fresh,
-            gtids,
+            gtids: config.gtids,
         };
         let (units, tables) = (&self.last_units, &self.last_tables);
         let mut stmt = match (stmt_keep, &self.last_stmt) {
