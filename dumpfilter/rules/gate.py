@@ -21,6 +21,7 @@ class _Derived:
     _compiled: tuple[re.Pattern[str], ...]
     _schemas: tuple[re.Pattern[str], ...]
     _hash: int
+    _refused: dict[object, bool]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class Gate(_Derived):
         schema_wide = tuple(compile_like(p.split(".", 1)[0]) for p in self.allow if p.endswith(".%"))
         object.__setattr__(self, "_schemas", schema_wide)
         object.__setattr__(self, "_hash", hash((self.allow, self.restricted)))
+        # A fast unit's annotations (text shapes and the Table_maps after each) -> refused: the
+        # units of a workload carry few distinct ones (`annotations_refused`).
+        object.__setattr__(self, "_refused", {})
 
     def __hash__(self) -> int:
         # Hashed once: a Gate is part of every rule-group key, asked per name and statement.
@@ -79,6 +83,18 @@ class Gate(_Derived):
         reach = annotation_reach(sql, tables)
         return reach is not None and self.reach_allowed(reach, None)
 
+    def annotations_refused(self, found: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> bool:
+        """Whether a unit's annotations (each text's shape, `policy_bound.shape`, with the
+        Table_maps after it; hashable) hold one this gate refuses; each distinct set answered once
+        (remembered up to REFUSED_KEPT, then asked afresh)."""
+        refused: dict[object, bool] = self._refused
+        answer = refused.get(found)
+        if answer is None:
+            if len(refused) >= REFUSED_KEPT:
+                refused.clear()
+            answer = refused[found] = not all(self.annotation_allowed(sql, maps) for sql, maps in found)
+        return answer
+
     def reach_allowed(self, reach: Reach, current_db: str | None) -> bool:
         return all(self.table_allowed(db, table) for db, table in reach.tables) \
             and all(self.schema_allowed(db) for db in reach.schemas) \
@@ -86,6 +102,7 @@ class Gate(_Derived):
 
 
 ALLOWED, REFUSED, UNANALYSED = "allowed", "refused", "unanalysed"  # Gate.statement_verdict
+REFUSED_KEPT = 1 << 16  # the annotation sets a gate remembers (Gate.annotations_refused)
 UNRESTRICTED = Gate()
 
 # Rule-hit names the gate adds to a decision it refuses (besides MASTER_POLICY, every refusal):

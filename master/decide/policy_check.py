@@ -36,7 +36,7 @@ def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: Stateme
     single-table DML on a table the slave keeps (`UnitList.annotations_unshown`: most units of a
     ROW binlog); only the others are read here, once per segment for every gate (kept on the
     segment's index, in their `shape`: their literals blanked), a gate's answer once per distinct
-    set of shapes and Table_maps (most units of a workload share a few). The core's answers are
+    set of shapes and Table_maps (`Gate.annotations_refused`: most units of a workload share a few). The core's answers are
     read ahead on the segment's scan thread where the streams keep most units (see
     SegmentCache.texts_wanted). `counts`: its `policy_text_units` counts the units read here."""
     if not gate.restricted or (ROW_KEEP not in row and ROW_PARTIAL not in row):
@@ -53,9 +53,6 @@ def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: Stateme
     texts = index.policy_texts
     if texts is None:
         texts = index.policy_texts = {}
-    verdicts = _VERDICTS.get(gate)
-    if verdicts is None or len(verdicts) > _VERDICTS_MAX:
-        verdicts = _VERDICTS[gate] = {}
     read = _reader(index)
     out = None
     for k in unshown:
@@ -64,20 +61,11 @@ def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: Stateme
             found = texts[k] = read(k)
         if not found:
             continue
-        refused = verdicts.get(found)
-        if refused is None:
-            refused = verdicts[found] = not all(gate.annotation_allowed(sql, maps) for sql, maps in found)
-        if refused:
+        if gate.annotations_refused(found):
             if out is None:
                 out = bytearray(row)
             out[k] = ROW_SLOW
     return row if out is None else bytes(out)
-
-
-# Per gate: a unit's (text shape, Table_maps) pairs -> refused. Gates are few (one per policy
-# identity) and the pairs of a workload few; cleared past _VERDICTS_MAX.
-_VERDICTS: dict[Gate, dict[Annotations, bool]] = {}
-_VERDICTS_MAX = 1 << 16
 
 
 def _reader(index: UnitIndex) -> Callable[[int], Annotations]:
