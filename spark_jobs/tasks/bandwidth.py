@@ -404,9 +404,11 @@ class _CountWalk:
         self.hour(0, n)
 
     def hour(self, start: int, stop: int) -> None:
-        """The units of the next hour: the walk ends with it, its answers end there."""
+        """The units of the next hour: the walk ends with it, its answers end there (a run that
+        ended at the hour's end is taken up again at the next one's start)."""
         self.stop = stop
         self.cut: bytes | None = None
+        self.declined = -1
 
     def key_space(self, at: int) -> object | None:
         return self.space
