@@ -8,10 +8,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dumpfilter.errors import RuleError
-from dumpfilter.rules.policy_bound import Reach, annotation_reach, statement_reach
 from dumpfilter.rules.wildcards import compile_like
+
+# What a text reaches is read only under a restricted gate: `filter` and every slave without a
+# master policy never load its reader (tests/cli/test_filter_imports.py counts their modules).
+if TYPE_CHECKING:
+    from dumpfilter.rules.policy_bound import Reach
 
 
 class _Derived:
@@ -70,6 +75,8 @@ class Gate(_Derived):
         UNANALYSED when the text cannot be analysed (it is not sent either)."""
         if not self.restricted:
             return ALLOWED
+        from dumpfilter.rules.policy_bound import statement_reach
+
         reach = statement_reach(sql, current_db)
         if reach is None:
             return UNANALYSED
@@ -80,6 +87,8 @@ class Gate(_Derived):
         allowed (its statement wrote rows to `tables`, the Table_maps that follow it)."""
         if not self.restricted:
             return True
+        from dumpfilter.rules.policy_bound import annotation_reach
+
         reach = annotation_reach(sql, tables)
         return reach is not None and self.reach_allowed(reach, None)
 
