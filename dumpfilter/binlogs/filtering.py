@@ -371,9 +371,9 @@ class BinlogFilter:
 
 
 class _FileWalk:
-    """`filter`'s walk over one file's buffers (rules.walk_driver.Walk): runs the compiled assembly
-    writes into the sink's direct writer (fast units, lone statements answered in stream order,
-    statement units by their keys), and each unit it leaves goes through the TransactionFilter."""
+    """`filter`'s walk over one file's buffers (rules.walk_driver.Walk): the compiled assembly
+    writes runs into the sink's direct writer (fast units, lone statements answered in stream
+    order, statement units by their keys); each unit it leaves goes through the TransactionFilter."""
 
     def __init__(self, bf: BinlogFilter, scanner: Scanner, path: Path) -> None:
         self.bf, self.scanner, self.path, self.name = bf, scanner, path, str(path)
