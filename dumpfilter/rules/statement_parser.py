@@ -43,10 +43,6 @@ _CREATE_MODIFIERS = frozenset({"OR", "REPLACE", "TEMPORARY", "UNIQUE", "FULLTEXT
 _ACCOUNT_TARGET = ("ACCOUNT", "mysql", "")
 
 
-_CLAUSE_END_WORDS = frozenset({"WHERE", "ORDER", "LIMIT", "SET", "USING", "FROM", "ON", "TO", "LIKE", "AS",
-                               "SELECT", "RETURNING"})
-
-
 def _guess_kind(tokens: list[Token]) -> Kind:
     first = tokens[0].value.upper() if tokens[0].kind == "word" else ""
     return Kind.TRANSACTION if first in _TRANSACTION_WORDS else Kind.OTHER
