@@ -141,6 +141,28 @@ class UnitEnd(_Record):
         """File offset."""
 
 
+class GtidRun(_Record):
+    """`UnitList.mysql_gtids`: the gnos `first`..`last` (both in) of one source uuid."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def first(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+
+
+class MysqlGtids(_Record):
+    """`UnitList.mysql_gtids`: a range of units' MySQL GTIDs."""
+
+    @property
+    def runs(self) -> list[GtidRun]:
+        """Consecutive gnos of one source, in the units' order."""
+    @property
+    def tagged(self) -> list[int]:
+        """The units whose GTID the caller decodes (a tagged GTID)."""
+
+
 class LoneGroup(_Record):
     """`UnitList.lone_queries`: the units of plain SQL of one default database."""
 
@@ -843,6 +865,9 @@ class UnitList:
         without one: a pair on purpose, the (key, value) a state's dict is updated with."""
     def gtids(self, start: int, stop: int) -> list[tuple[tuple[int, int], int] | None]:
         """`gtid(k)` for k in start..stop (clipped to the units)."""
+    def mysql_gtids(self, start: int, stop: int) -> MysqlGtids:
+        """The MySQL GTIDs of the complete units among units[start..stop], as runs of consecutive
+        gnos per source, and the units whose tagged GTID the caller decodes."""
     def gtid_sources(self) -> int:
         """How many distinct (domain, server_id) the MariaDB GTIDs have."""
     def with_flags(self, mask: int, start: int = 0) -> list[int]:

@@ -10,6 +10,7 @@ pub mod flags;
 pub mod format;
 pub mod gate_reach;
 pub mod gate_reads;
+pub mod gtid_runs;
 pub mod heartbeat;
 pub mod hops;
 pub mod keep;

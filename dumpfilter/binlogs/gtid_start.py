@@ -11,7 +11,7 @@ from dumpfilter.codec import BinlogReader, Event, EventType
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import BinlogError, PositionError
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet, decode_mysql_gtid, decode_tagged_gtid
-from dumpfilter.codec.scanner import F_ANONYMOUS_GTID, F_MYSQL_GTID, F_TAGGED_GTID, Scanner
+from dumpfilter.codec.scanner import F_COMPLETE, KINDS, Scanner, UnitList
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.written import WrittenEnd
 
@@ -178,11 +178,13 @@ def _copy(gtids: MysqlGtidSet) -> MysqlGtidSet:
 _READ = 4 << 20  # bytes read at a time
 _FDE, _PREVIOUS = int(EventType.FORMAT_DESCRIPTION), int(EventType.PREVIOUS_GTIDS)
 _TAGGED = int(EventType.GTID_TAGGED)
+_CONTROL = KINDS.index("control")
 
 
 def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
     """The file's GTIDs from its start, or from where `since` ended (the file grew), by the
-    compiled scan: Python decodes a unit's GTID event (and the Previous_GTIDs), nothing else."""
+    compiled scan: the core reads the untagged GTIDs as runs (`UnitList.mysql_gtids`); Python
+    decodes the head's Previous_GTIDs and a tagged GTID, nothing else."""
     scanner = Scanner(str(path))
     if since is None or since.fde is None:
         end, executed, fde = 4, MysqlGtidSet(), None
@@ -196,23 +198,31 @@ def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
             while True:
                 chunk = stream.read(_READ)
                 buf = buf + chunk if buf else chunk
-                scan = scanner.units(buf, 0, base, at_eof=not chunk)
-                units = scan.units
-                for k, rec in enumerate(units):
-                    if not rec.complete and k == len(units) - 1 and not chunk:
-                        break  # the tail being written: the status is what comes before it
-                    first = buf[rec.start + 4]
-                    if rec.complete and rec.flags & (F_MYSQL_GTID | F_TAGGED_GTID) and not rec.flags & F_ANONYMOUS_GTID:
-                        body = buf[rec.start + HEADER_LEN : rec.start + rec.gtid_size]
-                        info = decode_tagged_gtid(body) if first == _TAGGED else decode_mysql_gtid(body, anonymous=False)
-                        executed.add(info.source, info.gno, info.tag)
-                    elif first == _PREVIOUS:
-                        found = Event(buf[rec.start : rec.end], base + rec.start, None).gtid_set
+                units = UnitList()
+                scan = scanner.scan_into(units, buf, 0, base, path.name, at_eof=not chunk)
+                n = len(units)
+                if n and not chunk and not units.unit(n - 1).flags & F_COMPLETE:
+                    n -= 1  # the tail being written: the status is what comes before it
+                k = 0
+                while k < n and (head := units.unit(k)).kind == _CONTROL:  # the FDE, Previous_GTIDs
+                    first = buf[head.start + 4]
+                    if first == _PREVIOUS:
+                        found = Event(buf[head.start : head.end], base + head.start, None).gtid_set
                         if isinstance(found, MysqlGtidSet):
                             executed = _copy(found)
                     elif first == _FDE:
-                        fde = buf[rec.start : rec.end]
-                    end = base + rec.end
+                        fde = buf[head.start : head.end]
+                    k += 1
+                gtids = units.mysql_gtids(0, n)
+                for run in gtids.runs:
+                    executed.add_interval(run.source, run.first, run.last + 1)
+                for k in gtids.tagged:
+                    rec = units.unit(k)
+                    body = buf[rec.start + HEADER_LEN : rec.start + rec.gtid_size]
+                    info = decode_tagged_gtid(body) if buf[rec.start + 4] == _TAGGED else decode_mysql_gtid(body, anonymous=False)
+                    executed.add(info.source, info.gno, info.tag)
+                if n:
+                    end = base + units.unit(n - 1).end
                 if scan.error is not None or not chunk:
                     break  # a bad event: the status is what comes before it
                 buf, base = buf[scan.stop :], base + scan.stop

@@ -218,6 +218,12 @@ class MysqlGtidSet:
             start, end = min(start, ivs[lo][0]), max(end, ivs[hi - 1][1])
         ivs[lo:hi] = [[start, end]]
 
+    def overlaps(self, source: str, start: int, end: int, tag: str = "") -> bool:
+        """Whether any gno of [start, end) is in the set."""
+        ivs = self.intervals.get((source, tag), ())
+        i = bisect.bisect_right(ivs, start, key=_end)  # the first that ends after start
+        return i < len(ivs) and ivs[i][0] < end
+
     def __contains__(self, item: tuple[str, str, int]) -> bool:
         source, tag, gno = item
         ivs = self.intervals.get((source, tag), ())

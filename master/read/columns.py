@@ -138,34 +138,24 @@ class _GtidColumn:
         return iter(self._plan.gtids(0, len(self._plan)))
 
 
-class _MysqlColumn:
-    """Per unit, its MySQL GTID (source, tag, gno), else None, decoded when read."""
+class _MysqlRuns:
+    """The segment's MySQL GTIDs by range of units, as intervals (source uuid, tag, first gno,
+    gno past the last): the core reads the untagged ones as runs of consecutive gnos
+    (`UnitList.mysql_gtids`); a tagged GTID is decoded here, one per unit."""
 
     __slots__ = ("_cols",)
 
     def __init__(self, cols: Columns) -> None:
         self._cols = cols
 
-    def __len__(self) -> int:
-        return len(self._cols)
-
-    @overload
-    def __getitem__(self, k: int) -> MysqlGtid | None: ...
-    @overload
-    def __getitem__(self, k: slice) -> list[MysqlGtid | None]: ...
-
-    def __getitem__(self, k: int | slice) -> MysqlGtid | None | list[MysqlGtid | None]:
-        n = len(self._cols)
-        if isinstance(k, slice):
-            return [self._cols.mysql_gtid(i) for i in range(*k.indices(n))]
-        if k < 0:
-            k += n
-        if not 0 <= k < n:
-            raise IndexError(k)
-        return self._cols.mysql_gtid(k)
-
-    def __iter__(self) -> Iterator[MysqlGtid | None]:
-        return (self._cols.mysql_gtid(k) for k in range(len(self._cols)))
+    def __call__(self, start: int, stop: int) -> Iterator[tuple[str, str, int, int]]:
+        found = self._cols.unit_list.mysql_gtids(start, stop)
+        for run in found.runs:
+            yield run.source, "", run.first, run.last + 1
+        for k in found.tagged:
+            if (gtid := self._cols.mysql_gtid(k)) is not None:
+                source, tag, gno = gtid
+                yield source, tag, gno, gno + 1
 
 
 # `UnitIndex.lone_queries` kept with its segment up to this many bytes of unit indices and SQL
@@ -203,7 +193,7 @@ class UnitIndex:
         # Whether the GTIDs share one (domain, server_id): then a run's last GTID is all a
         # stream's GTID tracker needs (it keeps the last seq_no per (domain, server_id)).
         self.one_gtid_source = unit_list.gtid_sources() <= 1
-        self.mysql_gtids = _MysqlColumn(cols) if unit_list.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
+        self.mysql_gtids = _MysqlRuns(cols) if unit_list.flags_any & (F_MYSQL_GTID | F_TAGGED_GTID) else None
         self.lock = threading.Lock()
         self._parts = cols.parts
         self._rows: dict[bytes, bytes] = {}  # `rows_for`'s answers by keep bytes (ROWS_KEPT of them)

@@ -398,8 +398,8 @@ class SlaveStream:
         if limits is not None:  # MariaDB state: domain -> last seq_no
             return mysql is not None or any(g is not None and g[1] <= limits.get(g[0][0], -1) for g in mariadb)
         if wanted is not None:  # MySQL GTID set
-            return any(g is not None for g in mariadb) or (
-                mysql is not None and any(g is not None and g in wanted for g in mysql))
+            return any(g is not None for g in mariadb) or (mysql is not None and any(
+                wanted.overlaps(source, first, end, tag) for source, tag, first, end in mysql(0, len(mariadb))))
         return True
 
     def _fast_runs(self, seg: Segment, i: int, by_keys: KeyRows | None) -> _Sent | None:
@@ -459,10 +459,9 @@ class SlaveStream:
         """The GTIDs of units start..i-1 into the stream's tracker."""
         mysql_gtids = index.mysql_gtids
         if mysql_gtids is not None:  # MySQL units (Anonymous_GTID ones have none)
-            add = self.tracker.mysql.add
-            for g in mysql_gtids[start:i]:
-                if g is not None:
-                    add(g[0], g[2], g[1])
+            add = self.tracker.mysql.add_interval
+            for source, tag, first, end in mysql_gtids(start, i):
+                add(source, first, end, tag)
         elif (last := index.gtids[i - 1]) is not None:  # MariaDB units (MySQL Anonymous_GTID units have none)
             if index.one_gtid_source:
                 self.tracker.mariadb.gtids.update((last,))

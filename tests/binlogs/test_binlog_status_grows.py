@@ -54,11 +54,11 @@ def test_a_growing_file_answers_as_the_file_read_whole(shared_fixtures, tmp_path
     starts: list[int] = []  # where each walk's first read began
 
     class Spying(gtid_start.Scanner):
-        def units(self, buf, off, base, limit=1 << 62, at_eof=False):
+        def scan_into(self, unit_list, buf, off, base, file, limit=1 << 62, at_eof=False):
             if not getattr(self, "began", False):
                 self.began = True
                 starts.append(base)
-            return super().units(buf, off, base, limit, at_eof)
+            return super().scan_into(unit_list, buf, off, base, file, limit, at_eof)
 
     monkeypatch.setattr(gtid_start, "Scanner", Spying)
     status = BinlogStatus()

@@ -290,6 +290,24 @@ record! {
 }
 
 record! {
+    /// `UnitList.mysql_gtids`: the gnos first..last (both in) of one source uuid.
+    GtidRun = "GtidRun" {
+        source: Py<PyString>,
+        first: i64,
+        last: i64,
+    }
+}
+
+record! {
+    /// `UnitList.mysql_gtids`: a range of units' MySQL GTIDs as runs, and the units whose
+    /// (tagged) GTID the caller decodes.
+    MysqlGtids = "MysqlGtids" {
+        runs: Py<PyList>,
+        tagged: Vec<usize>,
+    }
+}
+
+record! {
     /// `UnitList.lone_queries`: the units of plain SQL of one default database.
     LoneGroup = "LoneGroup" {
         db: Py<PyString>,
@@ -541,6 +559,8 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<KeysUsed>()?;
     m.add_class::<LoneText>()?;
     m.add_class::<UnitEnd>()?;
+    m.add_class::<GtidRun>()?;
+    m.add_class::<MysqlGtids>()?;
     m.add_class::<LoneGroup>()?;
     m.add_class::<LoneQuery>()?;
     m.add_class::<LoneQueries>()?;

@@ -8,8 +8,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
 use super::results::{
-    statement_keys, LoneQueries, ScanResult, SendResult, StatementTables, StatementUnits,
-    TableBytes, TimeCut, UnitEnd, UnitEntry,
+    statement_keys, LoneQueries, MysqlGtids, ScanResult, SendResult, StatementTables,
+    StatementUnits, TableBytes, TimeCut, UnitEnd, UnitEntry,
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
@@ -331,6 +331,12 @@ impl PyUnitList {
         (start.min(stop)..stop)
             .map(|k| self.list.gtid(k).map(|(d, s, q)| ((d, s), q)))
             .collect()
+    }
+
+    /// The MySQL GTIDs of the complete units among units[start..stop], as runs of consecutive
+    /// gnos per source, and the units whose tagged GTID the caller decodes (see gtid_runs).
+    fn mysql_gtids(&self, py: Python<'_>, start: usize, stop: usize) -> PyResult<MysqlGtids> {
+        super::unit_list_reads::mysql_gtids(py, &self.list, &self.bufs, start, stop)
     }
 
     /// How many distinct (domain, server_id) the MariaDB GTIDs have.

@@ -1,15 +1,16 @@
 //! What the Python UnitList reads of its units' texts for the streams, beside the list itself
 //! (unit_list.rs): the lone queries every stream's statement flag words answer, what a gated
 //! stream's statement units and annotations need (`statement_rows`, `annotations_unshown`), and
-//! the test a gated stream's keys stand on (`reaches_key_alone`).
+//! the test a gated stream's keys stand on (`reaches_key_alone`), and its MySQL GTIDs' runs.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::held::Held;
-use super::results::{LoneGroup, LoneQueries, LoneQuery};
+use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, MysqlGtids};
 use super::text;
 use crate::gate_reads::GateReads;
+use crate::gtid_runs;
 use crate::sql;
 use crate::stmt_units::StmtUnits;
 use crate::unit_list::UnitList;
@@ -114,4 +115,50 @@ pub(super) fn annotations_unshown(
 #[pyfunction]
 pub(super) fn reaches_key_alone(sql: &[u8]) -> bool {
     crate::gate_reach::text_reaches_key_alone(sql)
+}
+
+/// `UnitList.mysql_gtids` (see there) of `list`, its parts' buffers `bufs`: each run's source as
+/// MySQL spells a uuid (lowercase, 8-4-4-4-12).
+pub(super) fn mysql_gtids(
+    py: Python<'_>,
+    list: &UnitList,
+    bufs: &[Held],
+    start: usize,
+    stop: usize,
+) -> PyResult<MysqlGtids> {
+    let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
+    let found = gtid_runs::mysql_gtids(list, &bufs, start, stop);
+    let runs = PyList::empty(py);
+    let mut named: Option<([u8; 16], Py<PyString>)> = None;
+    for run in found.runs {
+        let source = match &named {
+            Some((sid, text)) if *sid == run.sid => text.clone_ref(py),
+            _ => {
+                let text = PyString::new(py, &uuid_text(&run.sid)).unbind();
+                named = Some((run.sid, text.clone_ref(py)));
+                text
+            }
+        };
+        runs.append(GtidRun {
+            source,
+            first: run.first,
+            last: run.last,
+        })?;
+    }
+    Ok(MysqlGtids {
+        runs: runs.unbind(),
+        tagged: found.tagged,
+    })
+}
+
+/// A uuid's 16 bytes as text: 8-4-4-4-12 lowercase hex digits.
+fn uuid_text(sid: &[u8; 16]) -> String {
+    let mut s = String::with_capacity(36);
+    for (i, b) in sid.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
 }
