@@ -113,10 +113,8 @@ class FilterStats:
         elif outcome == SKIPPED:
             self.skipped += 1
 
-    def add_assembled(self, c: AssembleCounts) -> int:
-        """The compiled assembly's counters (an AssembleCounts, see the core's assemble::Counts);
-        returns the events it wrote."""
-        events_out = c.kept_events + c.partial_events_out + 2 * c.emptied
+    def add_assembled(self, c: AssembleCounts) -> None:
+        """The compiled assembly's counters (an AssembleCounts, see the core's assemble::Counts)."""
         self.transactions_in += c.kept + c.partial + c.emptied + c.skipped
         self.kept += c.kept
         self.partial += c.partial
@@ -124,9 +122,8 @@ class FilterStats:
         self.skipped += c.skipped
         self.events_in += c.kept_events + c.partial_events_in + c.emptied_events_in + c.skipped_events_in
         self.bytes_in += c.kept_bytes + c.partial_bytes_in + c.emptied_bytes_in + c.skipped_bytes_in
-        self.events_out += events_out
+        self.events_out += c.kept_events + c.partial_events_out + 2 * c.emptied
         self.bytes_out += c.kept_bytes + c.partial_bytes_out + c.emptied_bytes_out
-        return events_out
 
     def add_result(self, result: FilterResult) -> None:
         self.add(result.outcome, result.events_in, result.bytes_in, len(result.events), result.bytes_out)
@@ -168,7 +165,7 @@ class BinlogFilter:
         # A unit kept whole is contiguous in the source (its positions may still be right);
         # anything changed or synthesised is always renumbered (source_pos -1).
         raw = b"".join([e.raw for e in events])
-        self.sink.write_raw(raw, len(events), events[0].pos if result.outcome == KEPT else -1)
+        self.sink.write_raw(raw, events[0].pos if result.outcome == KEPT else -1)
 
     def _consumed_control(self, event: Event) -> None:
         """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
@@ -327,7 +324,7 @@ class BinlogFilter:
         sink = self.sink
         counts = self.stats
         if not dropped:  # kept whole (or nothing to decide: a GTID..XID group without rows)
-            sink.write_raw(memoryview(buf)[start:end], n, source_pos)
+            sink.write_raw(memoryview(buf)[start:end], source_pos)
             counts.add(KEPT, n, size, n, size)
             return
         if any_kept:
@@ -342,7 +339,7 @@ class BinlogFilter:
             raw = b"".join(parts)
             if mariadb:
                 # Positions after a dropped statement move: renumbered wherever it lands (-1).
-                sink.write_raw(raw, n_out, -1)
+                sink.write_raw(raw, -1)
                 counts.add(PARTIAL, n, size, n_out, len(raw))
                 return
             # MySQL GTIDs carry transaction_length: rewrite it on Event objects.
@@ -436,7 +433,7 @@ class _FileWalk:
         if done.next > at:
             direct.out.write(done.out)
             direct.position = done.out_pos
-            direct.events_written += bf.stats.add_assembled(done.counts)
+            bf.stats.add_assembled(done.counts)
             sink.direct_written(done.out, done.gtids)
             return done
         if done.full:

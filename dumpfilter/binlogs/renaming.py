@@ -25,7 +25,6 @@ class RenamingSink(Sink):
         self.rename = rename
         self.names = None if names is None else tuple({n.lower().encode("utf-8", "surrogateescape") for n in names})
         self.fmt: FormatDescription | None = None
-        self.renamed_events = 0
 
     @property
     def renumber_positions(self) -> bool:  # type: ignore[override]
@@ -37,17 +36,15 @@ class RenamingSink(Sink):
 
     def _renamed(self, events: Sequence[Event]) -> list[Event] | None:
         out = [self.rename(e) for e in events]
-        changed = sum(a is not b for a, b in zip(out, events))
-        if not changed:
+        if all(a is b for a, b in zip(out, events)):
             return None
-        self.renamed_events += changed
         return fix_transaction_length(out)
 
     def write(self, events: Sequence[Event]) -> None:
         renamed = self._renamed(events)
         self.inner.write(renamed if renamed is not None else events)
 
-    def write_raw(self, raw: bytes | memoryview, count: int, source_pos: int) -> None:
+    def write_raw(self, raw: bytes | memoryview, source_pos: int) -> None:
         if self.fmt is not None:
             if self.names is None or any(name in bytes(raw).lower() for name in self.names):
                 events, _ = unit_events(bytes(raw), max(source_pos, 4), self.fmt)
@@ -55,7 +52,7 @@ class RenamingSink(Sink):
                 if renamed is not None:
                     self.inner.write(renamed)
                     return
-        self.inner.write_raw(raw, count, source_pos)
+        self.inner.write_raw(raw, source_pos)
 
     def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
         return self.inner.write_gtid_commit(gtid_raw, fmt, source_pos)

@@ -80,7 +80,6 @@ class BinlogSeriesWriter:
         self._file: BinaryIO | None = None
         self.writer: BinlogWriter | None = None
         self._framed_at = 0  # the current file's offset after its framing
-        self.bytes_written = 0
 
     def _set_fde(self, fde: Event) -> None:
         self.fde = fde
@@ -135,7 +134,6 @@ class BinlogSeriesWriter:
         writer, file = self._current()
         if next_name:
             writer.rotate(next_name)
-        self.bytes_written += writer.position
         file.close()
         self._file = None
         self.writer = None

@@ -71,9 +71,9 @@ class Sink:
         """The assembly stopped at `direct_limit`: the next unit starts the next file."""
         raise NotImplementedError
 
-    def write_raw(self, raw: bytes | memoryview, count: int, source_pos: int) -> None:
-        """Write `count` whole events given as one byte range that came from input offset
-        `source_pos`. Renumbers log_pos like BinlogWriter."""
+    def write_raw(self, raw: bytes | memoryview, source_pos: int) -> None:
+        """Write whole events given as one byte range that came from input offset `source_pos`.
+        Renumbers log_pos like BinlogWriter."""
         raise NotImplementedError
 
     def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
@@ -120,17 +120,14 @@ class _RawWriterMixin:
         out.write(gtid_raw)
         out.write(commit)
         writer.position = out_pos + gsize + csize
-        writer.events_written += 2
         return gsize + csize
 
-    def _write_raw_into(self, writer: BinlogWriter, raw: bytes | bytearray | memoryview, count: int,
-                        source_pos: int) -> None:
+    def _write_raw_into(self, writer: BinlogWriter, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
         out_pos = writer.position
         if writer.renumber_positions and out_pos != source_pos:
             raw = renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
         writer.out.write(raw)
         writer.position += len(raw)
-        writer.events_written += count
 
 
 class FileSink(Sink, _RawWriterMixin):
@@ -181,8 +178,8 @@ class FileSink(Sink, _RawWriterMixin):
         for event in events:
             writer.write(event)
 
-    def write_raw(self, raw: bytes | bytearray | memoryview, count: int, source_pos: int) -> None:
-        self._write_raw_into(self._begun(), raw, count, source_pos)
+    def write_raw(self, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
+        self._write_raw_into(self._begun(), raw, source_pos)
 
     def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
         return self._write_gtid_commit_into(self._begun(), gtid_raw, fmt, source_pos)
@@ -265,15 +262,15 @@ class SeriesSink(Sink, _RawWriterMixin):
 
     def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
         raw = bytes(gtid_raw) + _commit_event(gtid_raw, fmt)
-        self.write_raw(raw, 2, source_pos)
+        self.write_raw(raw, source_pos)
         return len(raw)
 
-    def write_raw(self, raw: bytes | bytearray | memoryview, count: int, source_pos: int) -> None:
+    def write_raw(self, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
         # Rotation and GTID tracking as in BinlogSeriesWriter.write_transaction, so that both
         # routes produce the same files.
         self._waiting_state = False
         series = self._series()
-        self._write_raw_into(series.writer_for_unit(), raw, count, source_pos)
+        self._write_raw_into(series.writer_for_unit(), raw, source_pos)
         series.track_gtid(raw)
 
     # The compiled assembly writes into the current series file (issue #43): rotation at

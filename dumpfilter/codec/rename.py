@@ -118,7 +118,6 @@ class PositionKeeper:
         self.fde: Event | None = None
         self.master_pos = pos  # the master's position after the last event sent
         self.counted = pos     # where the replica's IO thread counts itself
-        self.resets = 0
 
     def events(self, events: Iterable[Event]) -> Iterator[Event]:
         """One batch's events for the replica (renamed), with a position reset where needed."""
@@ -150,5 +149,4 @@ class PositionKeeper:
         if self.counted <= self.master_pos or self.fde is None or not self.master_pos:
             return []
         self.counted = self.master_pos
-        self.resets += 1
         return position_reset(self.file, self.master_pos, self.fde, self.server_id)

@@ -68,7 +68,6 @@ class BinlogWriter:
         self.server_id = fde.server_id
         self.last_timestamp = fde.timestamp
         self.position = 0
-        self.events_written = 0
         out.write(MAGIC)
         self.position = len(MAGIC)
         self.write(fde)
@@ -80,7 +79,6 @@ class BinlogWriter:
         self.out.write(event.raw)
         event = Event(event.raw, self.position, self.fmt) if event.pos != self.position else event
         self.position += event.size
-        self.events_written += 1
         if event.timestamp:
             self.last_timestamp = event.timestamp
         return event

@@ -76,14 +76,12 @@ class FilterRegistry:
         self.global_entries: dict[str, FilterEntry] = {}
         self.channels: dict[str, ChannelFilters] = {}
         self.warnings: list[str] = []
-        self._startup = StartupFilters()
 
     @classmethod
     def from_startup(cls, startup: StartupFilters, channels: Iterable[str], settings: Settings | None = None,
                      clock: Callable[[], dt.datetime] | None = None) -> FilterRegistry:
         """Server start: global rules, then every existing channel; rules for unknown channels are discarded."""
         registry = cls(settings, clock)
-        registry._startup = startup
         now = registry.clock()
         for rule_type in REPLICATE_TYPES:
             rules = getattr(startup.global_rules, rule_type)

@@ -237,7 +237,6 @@ class MariaDBServer:
         self.chosen_port = port  # None: a free loopback port, picked at each start
         self._proc: subprocess.Popen[bytes] | None = None
         self._socket_dir: Path | None = None
-        self.start_seconds: float | None = None
 
     # paths
     def _need_root(self) -> Path:
@@ -283,7 +282,6 @@ class MariaDBServer:
             raise SandboxError(f"server {self.name} is already running")
         mariadbd = _require_binary("mariadbd", self.basedir)
         install_db = _require_binary("mariadb-install-db", self.basedir)
-        t0 = time.monotonic()
         self.root = Path(tempfile.mkdtemp(prefix=f"mdb-{self.name}-", dir=self.tmp_root))
         if len(str(self.root / "mariadbd.sock")) > 100:  # AF_UNIX path limit is 108
             self._socket_dir = Path(tempfile.mkdtemp(prefix="mdbs-", dir="/tmp"))
@@ -315,7 +313,6 @@ class MariaDBServer:
         except BaseException:
             self.stop(keep=bool(os.environ.get("MARIADB_SANDBOX_KEEP")))
             raise
-        self.start_seconds = time.monotonic() - t0
         return self
 
     def _install(self, install_db: str, root: Path) -> None:

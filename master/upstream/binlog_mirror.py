@@ -81,7 +81,6 @@ class BinlogMirror:
         self._size_limit = _file_size_limit()
         self._fmt: FormatDescription | None = None
         self._grouper = TransactionGrouper()
-        self.events_written = 0
         self.checksums = True  # whether the dump's events carry CRCs (@master_binlog_checksum)
         self.index_lock = threading.Lock()  # the index is appended to here and rewritten by `purge`
         # MariaDB's binlog state at `safe`: the last seq_no per (domain, server_id), from the last
@@ -502,7 +501,6 @@ class BinlogMirror:
         self._write(raw)
         event = Event(raw, self.offset, self._fmt)
         self.offset += size
-        self.events_written += 1
         self._grouper.push(event)
         self._note_mysql_gtids(event)
         if kind == EventType.MARIADB_GTID:

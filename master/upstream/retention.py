@@ -72,7 +72,6 @@ class SeriesRetention:
                  clock: Callable[[], float] = time.time) -> None:
         self.mirror, self.service, self.limits, self.clock = mirror, service, limits, clock
         self.purged_files = 0
-        self.purged_bytes = 0
         self.forced = 0  # files purged while a slave still read them
         self.stop_event = threading.Event()
         self._thread = threading.Thread(target=self._run, name="series-retention", daemon=True)
@@ -110,7 +109,6 @@ class SeriesRetention:
             self.mirror.purge(plan.names)
         self.service.segments.forget(plan.names)
         self.purged_files += len(plan.names)
-        self.purged_bytes += sum(sizes[name] for name in plan.names)
         self.forced += len(plan.forced)
         for name, server_ids in plan.forced.items():
             log.warning("retention: purged %s, which server_id %s still read: the series is over --max-series-bytes "

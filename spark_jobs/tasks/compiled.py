@@ -290,14 +290,11 @@ class _ChunkWalk:
         if nxt > at:
             stats = self.router.stats
             stats.units += nxt - at
-            stats.split += routed.multi
             for out_name, output in zip(names, outs):
                 if output.out and out_name is not None:
                     deliver.run(out_name, output.out, memoryview(output.ends).cast("Q"), output.gtid_marks)
-            if keeps.by_maps:
-                stats.unassigned_units += len(outs[-1].ends) // 8
-                if self.router.config.unassigned is None:
-                    stats.dropped_units += routed.none
+            if keeps.by_maps and self.router.config.unassigned is None:
+                stats.dropped_units += routed.none
         return _Ran(nxt)
 
     def step(self, at: int) -> int:

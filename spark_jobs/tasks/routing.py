@@ -273,8 +273,6 @@ class ChunkStart:
 class RouteStats:
     units: int = 0
     incomplete: int = 0  # units the input ended inside: not written anywhere
-    split: int = 0       # transactions written to more than one output
-    unassigned_units: int = 0
     dropped_units: int = 0  # units of no output while `unassigned` is None
 
 
@@ -323,12 +321,10 @@ class Router:
             out = self._by_schema(txn)
         named = [(name, events) for name, events in out if name is not None]
         if len(named) < len(out):
-            self.stats.unassigned_units += 1
             if self.config.unassigned is not None:
                 named.append((self.config.unassigned, next(e for n, e in out if n is None)))
             elif not named:
                 self.stats.dropped_units += 1
-        self.stats.split += len(named) > 1
         return sorted(named, key=lambda item: item[0])
 
     # -- the schema model ---------------------------------------------------------------------
