@@ -55,29 +55,6 @@ pub struct Options<'a> {
     pub gtids: bool,
 }
 
-impl Options<'_> {
-    /// The options of a plain assembly: no limit, no GTIDs reported, no statement keys.
-    pub fn plain(
-        base: u64,
-        renumber: bool,
-        crc: bool,
-        empty_keep: bool,
-        commit_body: &[u8],
-    ) -> Options<'_> {
-        Options {
-            base,
-            renumber,
-            crc,
-            empty_keep,
-            commit_body,
-            whole_only: false,
-            limit: u64::MAX,
-            fresh: false,
-            gtids: false,
-        }
-    }
-}
-
 /// Gives every event of buf[start..stop] (whole events, back to back, to be written at output
 /// offset `base`) its end offset as log_pos, except where log_pos is 0 (artificial and MariaDB
 /// 11.4+ in-group events), and recomputes the CRC32 of each event whose log_pos changed, in

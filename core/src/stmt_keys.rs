@@ -57,14 +57,6 @@ pub struct Keys {
 }
 
 impl Keys {
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// The id of the key of (default database `db`, statement `sql` of shape `shape`), interned
     /// (and queued in `new`) the first time.
     pub fn id(&mut self, db: &[u8], sql: &[u8], shape: &Shape, scratch: &mut Vec<u8>) -> u32 {
