@@ -5,7 +5,7 @@ Previous_GTIDs), rotates at a size limit on a unit boundary, and ends with a Rot
 next file.
 
 Units come in as Event lists (`write_transaction`), or as raw bytes back to back in a bytearray
-(`write_units`: split's fast path), which one loop in the core renumbers log_pos and re-CRCs in
+(`write_run`: split's fast path), which one loop in the core renumbers log_pos and re-CRCs in
 place (`renumber`) before they go to the file in one write. Both give the same bytes."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _GTID_TYPES = frozenset(int(t) for t in GTID_EVENT_TYPES)
 
 def encode_unit(events: Sequence[Event]) -> bytes:
     """A unit's bytes as `write_transaction` would write them, before renumbering: the GTID
-    event's transaction_length fixed, events back to back (what `write_units` takes)."""
+    event's transaction_length fixed, events back to back (what `write_run` takes)."""
     return b"".join(event.raw for event in fix_transaction_length(events))
 
 
@@ -54,7 +54,7 @@ def renumber(buf: bytearray, start: int, stop: int, base: int, crc_len: int, fmt
 
 
 class BinlogSeriesWriter:
-    """`write_transaction(events)` or `write_units(buf, ends)` append units (in any mix);
+    """`write_transaction(events)` or `write_run(buf, ends)` append units (in any mix);
     `close()` finishes the last file and returns the series' paths. A context manager.
 
     `start_state` is the source's Gtid_list / Previous_GTIDs event, if any: the first output
@@ -175,34 +175,14 @@ class BinlogSeriesWriter:
             file.write(memoryview(buf)[start:stop])
             writer.position += stop - start
 
-    def write_units(self, buf: bytearray, ends: Sequence[int]) -> None:
-        """Append the units lying back to back in `buf` (unit i ends at `ends[i]`), as
-        `encode_unit` gives them; `buf` is renumbered in place. The same bytes as
-        `write_transaction` of each unit's events."""
-        if not self.renumber_positions:
-            raise ValueError("write_units renumbers positions: a series copying log_pos takes Events")
-        run = 0  # start of the bytes not yet written
-        unit = 0
-        max_size = self.max_size
-        track_gtid = self.track_gtid
-        for end in ends:
-            if self.writer is None:
-                self._open()
-            elif self.writer.position + (unit - run) >= max_size:
-                self._write_run(buf, run, unit)
-                run = unit
-                self._rotate()
-            track_gtid(buf, unit)
-            unit = end
-        if self.writer is not None:
-            self._write_run(buf, run, unit)
-
     def write_run(self, buf: bytearray, ends: Sequence[int], marks: bytes | None = None) -> None:
-        """`write_units` without a Python step per unit (split's compiled path, issue #40): the
-        units where a file rotates are found by bisection over `ends`, and the GTID events the
+        """Append the units lying back to back in `buf` (unit i ends at `ends[i]`), as
+        `encode_unit` gives them, with no Python step per unit (split's compiled path, issue #40);
+        `buf` is renumbered in place. The same bytes as `write_transaction` of each unit's events.
+        The units where a file rotates are found by bisection over `ends`, and the GTID events the
         next file's state needs are found by the core (`gtid_marks`) once per piece written.
         `marks`: those GTID events' offsets in `buf` when the caller has them (split's routing
-        walk), used when the whole run goes into one file. The same bytes as `write_units`."""
+        walk), used when the whole run goes into one file."""
         if not self.renumber_positions:
             raise ValueError("write_run renumbers positions: a series copying log_pos takes Events")
         n = len(ends)
@@ -211,7 +191,7 @@ class BinlogSeriesWriter:
         run, j = 0, 0  # start of the bytes not yet written; the next unit to check for rotation
         if self.writer is None:
             self._open()
-            j = 1  # the first unit of a new file is never checked (write_units)
+            j = 1  # the first unit of a new file is never checked
         while j < n:
             # Unit k (k >= 1) starts at ends[k - 1]; it rotates when the file would reach max_size.
             threshold = self.max_size - self._current()[0].position + run

@@ -40,7 +40,7 @@ def test_raw_and_event_units_mix_into_the_same_files(source, tmp_path):
             for unit in units[i : i + 4]:  # a block of raw units, rotating inside it
                 buf += encode_unit(unit)
                 ends.append(len(buf))
-            mixed.write_units(buf, ends)
+            mixed.write_run(buf, ends)
             i += 4
     assert len(ref.names) > 3
     same_tree(tmp_path / "events", tmp_path / "mixed")
@@ -51,4 +51,4 @@ def test_the_raw_path_only_renumbers(source, tmp_path):
     series = BinlogSeriesWriter(tmp_path, "x-bin", fde, renumber_positions=False)
     data = encode_unit(units[0])
     with pytest.raises(ValueError):
-        series.write_units(bytearray(data), [len(data)])
+        series.write_run(bytearray(data), [len(data)])

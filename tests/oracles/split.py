@@ -1,5 +1,5 @@
 """The split's output set the slow way: each unit through `BinlogSeriesWriter.write_transaction`,
-one Event at a time, where `OutputSet` hands raw bytes to `write_units`. The split tests hold the
+one Event at a time, where `OutputSet` hands raw bytes to `write_run`. The split tests hold the
 raw path to it."""
 
 from __future__ import annotations

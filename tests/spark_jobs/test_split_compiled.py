@@ -1,7 +1,7 @@
 """Split on the compiled scan (issue #40): the work it leaves to Python is bounded (only the units
 the core does not take go through Router.route, no event of a chunk's cut search reaches Python),
 and its two new byte paths give the reference paths' bytes (BinlogSeriesWriter.write_run against
-write_units; the core's cuts against chunks.gtid_boundaries). The outputs themselves are pinned by
+write_transaction; the core's cuts against chunks.gtid_boundaries). The outputs themselves are pinned by
 test_split_reference."""
 
 from __future__ import annotations
@@ -65,37 +65,37 @@ def test_a_run_read_in_small_buffers_writes_the_same_files(row_series, tmp_path,
 @pytest.fixture(scope="module")
 def units_and_header(row_series):
     paths = row_series[:2]
-    units = [encode_unit(txn.events) for p in paths for txn in read_units(plan_chunks([p], None)[0])
-             if txn.complete and txn.kind != "control"]
-    return units, source_header(paths)
+    events = [txn.events for p in paths for txn in read_units(plan_chunks([p], None)[0])
+              if txn.complete and txn.kind != "control"]
+    return events, [encode_unit(unit) for unit in events], source_header(paths)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), max_size=st.integers(200, 20_000))
-def test_write_run_writes_what_write_units_writes(units_and_header, tmp_path_factory, data, max_size):
-    """Any units, any cut into blocks, any file size: the same series byte for byte."""
-    units, header = units_and_header
+def test_write_run_writes_what_write_transaction_writes(units_and_header, tmp_path_factory, data, max_size):
+    """Any units, any cut into blocks, any file size: the same series byte for byte as the units'
+    events written one unit at a time."""
+    events, units, header = units_and_header
     lo = data.draw(st.integers(0, len(units) - 1))
     hi = data.draw(st.integers(lo, min(len(units), lo + 120)))
     blocks = data.draw(st.lists(st.integers(1, 30), min_size=1, max_size=8))
     root = tmp_path_factory.mktemp("runs")
-    written = {}
-    for name, method in (("units", "write_units"), ("run", "write_run")):
-        writer = BinlogSeriesWriter(root / name, "x-bin", header.fde, max_size=max_size,
-                                    start_state=header.start_state)
-        at, b = lo, 0
-        while at < hi:
-            block = units[at : at + blocks[b % len(blocks)]]
-            buf = bytearray(b"".join(block))
-            ends, end = [], 0
-            for unit in block:
-                end += len(unit)
-                ends.append(end)
-            getattr(writer, method)(buf, ends)
-            at += len(block)
-            b += 1
-        written[name] = {p.name: p.read_bytes() for p in writer.close()}
-    assert written["run"] == written["units"]
+    ref, writer = (BinlogSeriesWriter(root / name, "x-bin", header.fde, max_size=max_size,
+                                      start_state=header.start_state) for name in ("events", "run"))
+    for unit_events in events[lo:hi]:
+        ref.write_transaction(unit_events)
+    at, b = lo, 0
+    while at < hi:
+        block = units[at : min(hi, at + blocks[b % len(blocks)])]
+        buf = bytearray(b"".join(block))
+        ends, end = [], 0
+        for unit in block:
+            end += len(unit)
+            ends.append(end)
+        writer.write_run(buf, ends)
+        at += len(block)
+        b += 1
+    assert {p.name: p.read_bytes() for p in writer.close()} == {p.name: p.read_bytes() for p in ref.close()}
 
 
 def test_the_walks_gtid_marks_are_the_cores_marks_of_its_bytes(row_series):

@@ -69,7 +69,7 @@ def test_raw_path_copies_a_series_unchanged_like_the_event_path(workloads, tmp_p
         data += encode_unit(unit)
         ends.append(len(data))
     with BinlogSeriesWriter(tmp_path / "fast", "x-bin", header.fde, start_state=header.start_state) as writer:
-        writer.write_units(data, ends)
+        writer.write_run(data, ends)
     with BinlogSeriesWriter(tmp_path / "ref", "x-bin", header.fde, start_state=header.start_state) as ref:
         for unit in units:
             ref.write_transaction(unit)
