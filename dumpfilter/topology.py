@@ -61,9 +61,8 @@ from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY, NAMES as SKIP_POLICIES
 
-if TYPE_CHECKING:  # loaded where a schema or a policy is read
+if TYPE_CHECKING:  # loaded where a policy is read
     from dumpfilter.rules.gate import Gate
-    from dumpfilter.rules.schema import SchemaModel
 
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
@@ -100,14 +99,6 @@ class SlaveSpec:
     password: str = ""
     kind: str = "dumpfilter"
     replica_schema: str | None = None  # a file path (resolved) or a mysql:// URL; None: the master's schema
-
-    def replica_schema_model(self) -> SchemaModel | None:
-        """The replica's starting schema as a model (read now), or None."""
-        if self.replica_schema is None:
-            return None
-        from dumpfilter.rules.schema import load_schema
-
-        return load_schema(self.replica_schema, f"slave {self.name!r} replica_schema")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import (BinlogError, ChecksumError, DumpFilterError, ExternalError, MalformedEventError,
                                RuleError)
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import Scanner, UnitRecord, UnitScan, unit_events
+from dumpfilter.codec.scanner import Scanner, UnitRecord, UnitScan
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES, Transaction
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_proto
@@ -91,16 +91,6 @@ def scan_batch(blob: bytes, fmt: FormatDescription | None, scanner: Scanner | No
         size = _TYPE_SIZE.unpack_from(blob, scan.stop)[1]
         raise BinlogError(f"event size {size} runs past the batch", path="<stream>", offset=scan.stop)
     return scan
-
-
-def split_events(blob: bytes, fmt: FormatDescription | None) -> tuple[list[Event], FormatDescription | None]:
-    """The events of a DumpBatch (see scan_batch), with their formats."""
-    scan = scan_batch(blob, fmt)
-    events: list[Event] = []
-    for rec in scan.units:
-        unit, fmt = unit_events(blob[rec.start : rec.end], rec.start, fmt, path="<stream>", stream_positions=True)
-        events.extend(unit)
-    return events, fmt
 
 
 class Slave:

@@ -138,12 +138,6 @@ class RuleSet:
                 lines.append(f"{option_name(rule_type)}={text}")
         return lines
 
-    def render_change_binlog(self, name: str = "") -> str:
-        """WL#2516 text `CHANGE BINLOG 'name' TO DO='..', IGNORE='..'` for the binlog-side effective rules."""
-        parts = [f"DO={quote_string(value)}" for value in self.binlog_effective_do]
-        parts += [f"IGNORE={quote_string(value)}" for value in self.binlog_effective_ignore]
-        return f"CHANGE BINLOG {quote_string(name)} TO " + ", ".join(parts)
-
 
 # Documented limits (README "Limits"): a rule is at most MAX_RULE_LENGTH characters (MySQL names
 # are at most 64 characters, so a db.table pattern with every character escaped fits), and one

@@ -300,9 +300,3 @@ def _verify_python(full_relay: Path, checks: list[Check]) -> list[SlaveVerificat
             state.feed(txn, key)
     return [state.finish() for state in states]
 
-
-def verify_slave(full_relay: Path, spec: SlaveSpec, received: dict[str, Path],
-                 slave_check_dropped: dict[str, int] | None = None, gate: Gate | None = None) -> SlaveVerification:
-    """`verify_slaves` for one slave."""
-    return verify_slaves(full_relay, [(spec, received, slave_check_dropped, gate)])[0]
-

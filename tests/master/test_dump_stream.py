@@ -16,9 +16,8 @@ from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.codec import fix_transaction_length
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, TransactionFilter, is_framing
 from dumpfilter.codec.rename import rewrite_event
-from dumpfilter.slave.node import split_events
 
-from tests.support.dump_helpers import relay_units, run_slave
+from tests.support.dump_helpers import relay_units, run_slave, split_events
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 

@@ -21,7 +21,7 @@ from dumpfilter.binlogs.gtid_start import GtidState, file_gtid_list, start_file
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.master.model import Registration
 from dumpfilter.master.service import DumpService
-from dumpfilter.slave.node import split_events
+from tests.support.dump_helpers import split_events
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 

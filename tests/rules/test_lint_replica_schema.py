@@ -19,7 +19,7 @@ from dumpfilter.codec import BinlogReader, group_transactions
 from dumpfilter.errors import InvalidArgumentError
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.ruleset import Settings
-from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.schema import SchemaModel, load_schema
 from dumpfilter.topology import TopologyError, parse_topology
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import schema_from_proto, schema_to_proto
@@ -140,7 +140,7 @@ def test_topology_replica_schema_key(tmp_path):
     (tmp_path / "t.toml").write_text(text)
     spec = parse_topology(text, str(tmp_path / "t.toml")).slaves[0]
     assert spec.replica_schema == str(tmp_path / "replica.sql")
-    assert spec.replica_schema_model().databases == {"d"}
+    assert load_schema(spec.replica_schema, "replica_schema").databases == {"d"}
     url = parse_topology(text.replace('"replica.sql"', '"mysql://root@127.0.0.1:1/"')).slaves[0]
     assert url.replica_schema == "mysql://root@127.0.0.1:1/"
     with pytest.raises(TopologyError, match=r"t.toml:4: slaves.replica_schema: .*missing.sql is not a file"):

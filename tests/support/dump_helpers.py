@@ -1,12 +1,13 @@
-"""Helpers shared by the gRPC tests: run a slave to caught-up, read back a relay log."""
+"""Helpers shared by the gRPC tests: run a slave to caught-up, read back a relay log, split a DumpBatch into events."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from dumpfilter.codec import group_transactions
+from dumpfilter.codec import Event, FormatDescription, group_transactions
+from dumpfilter.codec.scanner import unit_events
 from dumpfilter.binlogs import TailingReader
-from dumpfilter.slave.node import Slave
+from dumpfilter.slave.node import Slave, scan_batch
 from dumpfilter.slave.config import SlaveConfig
 
 
@@ -22,3 +23,13 @@ def relay_units(relay_dir: Path):
     """The transactions in a slave's relay log, as tuples of raw event bytes (FDEs left out)."""
     events = [e for _, e in TailingReader(relay_dir, follow=False)]
     return [tuple(e.raw for e in txn.events) for txn in group_transactions(events) if txn.kind != "control"]
+
+
+def split_events(blob: bytes, fmt: FormatDescription | None) -> tuple[list[Event], FormatDescription | None]:
+    """The events of a DumpBatch (see slave.node.scan_batch), with their formats."""
+    scan = scan_batch(blob, fmt)
+    events: list[Event] = []
+    for rec in scan.units:
+        unit, fmt = unit_events(blob[rec.start : rec.end], rec.start, fmt, path="<stream>", stream_positions=True)
+        events.extend(unit)
+    return events, fmt

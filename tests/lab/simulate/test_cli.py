@@ -13,7 +13,7 @@ from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.cli.app import main as dumpfilter_main
 from dumpfilter.topology import MasterSource, parse_topology
 from dumpfilter.lab.simulate import default_topology_text, load_default_topology, run_simulation
-from dumpfilter.lab.simulate.equivalence import verify_slave
+from dumpfilter.lab.simulate.equivalence import verify_slaves
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
 
@@ -114,7 +114,7 @@ skip_policies = []
     spec = topology.slaves[1]
     full = next(s for s in result.streams if s.plan.role == "everything").plan.relay_dir
     mine = {s.plan.skip_policy: s.plan.relay_dir for s in result.streams if s.plan.spec is spec}
-    check = verify_slave(full, spec, mine)
+    check = verify_slaves(full, [(spec, mine, None, None)])[0]
     assert not check.ok and any("not received" in d.problem for d in check.differences)
     assert result.report["source"]["files"] == [p.name for p in files]
     assert rows["free"]["bytes_all"] == sum(p.stat().st_size - 4 for p in files)

@@ -17,7 +17,7 @@ from dumpfilter.cli.app import main as dumpfilter_main
 from dumpfilter.topology import parse_topology
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.lab.simulate import run_simulation
-from dumpfilter.lab.simulate.equivalence import verify_slave
+from dumpfilter.lab.simulate.equivalence import verify_slaves
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
 
@@ -128,7 +128,7 @@ def test_effective_slave_verified_against_mysql_semantics_fails(tmp_path):
     wrong = dataclasses.replace(spec, settings=dataclasses.replace(spec.settings, semantics="mysql"))
     full = next(s for s in result.streams if s.plan.role == "everything").plan.relay_dir
     mine = {s.plan.skip_policy: s.plan.relay_dir for s in result.streams if s.plan.spec is spec}
-    check = verify_slave(full, wrong, mine)
+    check = verify_slaves(full, [(wrong, mine, None, None)])[0]
     assert not check.ok
     cross = _cross_db_gtids(tmp_path / "work" / "binlog")
     assert cross
