@@ -53,7 +53,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
                                             TransactionFilter)
 from dumpfilter.binlogs.background import ReadAhead
-from dumpfilter.binlogs.sinks import FileSink, Sink
+from dumpfilter.binlogs.sinks import Sink
 from dumpfilter.codec.encode import COMMIT_BODY
 
 if TYPE_CHECKING:
@@ -470,15 +470,4 @@ def filter_files(paths: Sequence[str | os.PathLike[str]], tfilter: TransactionFi
     return bf.stats
 
 
-def filter_bytes(data: bytes, tfilter: TransactionFilter, *, verify_checksums: bool = True) -> tuple[bytes, FilterStats]:
-    """Filter one binlog held in memory into a new one (tests and small tools)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="dumpfilter-") as tmp:
-        src, dst = Path(tmp, "in.bin"), Path(tmp, "out.bin")
-        src.write_bytes(data)
-        stats = filter_files([src], tfilter, FileSink(dst), verify_checksums=verify_checksums)
-        return dst.read_bytes(), stats
-
-
-__all__ = ["BinlogFilter", "FilterStats", "filter_bytes", "filter_files"]
+__all__ = ["BinlogFilter", "FilterStats", "filter_files"]

@@ -30,7 +30,7 @@ SHARED = ROOT.parent / "shared" / "fixtures" / "real_binlogs"
 with atheris.instrument_imports(include=["dumpfilter"]):
     from dumpfilter.codec import BinlogReader, group_transactions
     from dumpfilter.errors import DumpFilterError
-    from dumpfilter.binlogs.filtering import filter_bytes
+    from tests.support.filtering import filter_bytes
     from dumpfilter.topology import parse_topology
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules import policy_bound

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dumpfilter import _core
-from dumpfilter.binlogs.filtering import filter_bytes
+from tests.support.filtering import filter_bytes
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings

@@ -44,7 +44,7 @@ def reference_filter_files(paths, tfilter: TransactionFilter, sink: Sink, *, ver
 
 def reference_filter_bytes(data: bytes, tfilter: TransactionFilter, *,
                            verify_checksums: bool = True) -> tuple[bytes, FilterStats]:
-    """filter_bytes by the reference path."""
+    """filter_bytes (tests/support/filtering.py) by the reference path."""
     with tempfile.TemporaryDirectory(prefix="dumpfilter-ref-") as tmp:
         src, dst = Path(tmp, "in.bin"), Path(tmp, "out.bin")
         src.write_bytes(data)

@@ -7,16 +7,27 @@ import gzip
 import io
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from dumpfilter.codec import BinlogReader, Event, EventType, group_transactions
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.rules import RuleEngine, Settings
-from dumpfilter.binlogs.filtering import filter_bytes
+from dumpfilter.binlogs.filtering import FilterStats, filter_files
+from dumpfilter.binlogs.sinks import FileSink
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.transaction_filter import TransactionFilter
 from tests.oracles.filtering import reference_filter_bytes
+
+
+def filter_bytes(data: bytes, tfilter: TransactionFilter, *, verify_checksums: bool = True) -> tuple[bytes, FilterStats]:
+    """Filter one binlog held in memory into a new one, by the filter's path (`filter_files`)."""
+    with tempfile.TemporaryDirectory(prefix="dumpfilter-") as tmp:
+        src, dst = Path(tmp, "in.bin"), Path(tmp, "out.bin")
+        src.write_bytes(data)
+        stats = filter_files([src], tfilter, FileSink(dst), verify_checksums=verify_checksums)
+        return dst.read_bytes(), stats
 
 
 def engine(options=(), flavor: str = "mysql", lctn: int = 0) -> RuleEngine:
