@@ -291,9 +291,16 @@ Buffer = bytes | memoryview
 
 
 def _open_chunk(stream: BinaryIO, chunk: Chunk, scanner: Scanner) -> tuple[FormatDescription | None, int, _Source]:
+    """`chunk_start`, and the source of the chunk's buffers."""
+    fmt, pos = chunk_start(stream, chunk, scanner)
+    source = _Mapped(stream, chunk.end) if isinstance(stream, io.BufferedReader) else _Read(stream, chunk.end)
+    return fmt, pos, source
+
+
+def chunk_start(stream: BinaryIO, chunk: Chunk, scanner: Scanner) -> tuple[FormatDescription | None, int]:
     """Where a compiled read of `chunk` starts: the format in force before it (None from the
     file's start: its FDE is the first event read), loaded into `scanner`; the offset of its
-    first event (past the magic, checked); the source of its buffers."""
+    first event (past the magic, checked). Past a chunk's FDE read, `stream` is not at that offset."""
     fmt = None
     if chunk.start > 4:
         fde, fmt = read_format_description(stream, chunk.path)
@@ -307,8 +314,7 @@ def _open_chunk(stream: BinaryIO, chunk: Chunk, scanner: Scanner) -> tuple[Forma
                                            path=chunk.path, offset=0)
             raise bad_magic(chunk.path)
         pos = 4
-    source = _Mapped(stream, chunk.end) if isinstance(stream, io.BufferedReader) else _Read(stream, chunk.end)
-    return fmt, pos, source
+    return fmt, pos
 
 
 def _truncated(rest: Buffer, path: str, offset: int) -> TruncatedBinlogError:

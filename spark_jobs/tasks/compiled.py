@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
-from dumpfilter.codec import Event, Transaction, bad_magic, read_format_description
+from dumpfilter.codec import Event, Transaction
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.constants import HEADER_LEN, MAGIC, QUERY_EVENT_TYPES
+from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.schema import is_schema_statement
-from dumpfilter.spark_jobs.tasks.chunks import Chunk
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_start
 from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_binlog_name
 
 if TYPE_CHECKING:
@@ -199,20 +199,8 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
     name = chunk.path
     scanner = Scanner(name, verify_checksums=verify_checksums)
     keeps.restart()
-    fmt = None
-    if chunk.start > 4:
-        fde, fmt = read_format_description(stream, name)
-        scanner.load_format(fde.raw, 4)
-        base = chunk.start
-        stream.seek(base)
-    else:
-        magic = stream.read(4)
-        if magic != MAGIC:
-            if len(magic) < 4:
-                raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic",
-                                           path=name, offset=0)
-            raise bad_magic(name)
-        base = 4
+    fmt, base = chunk_start(stream, chunk, scanner)
+    stream.seek(base)
     end = chunk.end
     rereads = isinstance(stream, io.BufferedReader)  # a plain file: read again from where the scan stopped
     buf = b""
