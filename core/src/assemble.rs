@@ -7,7 +7,9 @@
 
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
-use crate::scan::{Unit, F_FAST, F_MARIADB_GTID};
+use crate::scan::{Unit, F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MARIADB_GTID};
+use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
+use crate::skip_forms;
 use crate::stmt_units::ByKeys;
 use crate::types::*;
 use crate::unit_cut::{keep_of, partial};
@@ -17,14 +19,15 @@ use crate::unit_cut::{keep_of, partial};
 pub struct Counts {
     pub kept: [u64; 3],    // units, events, bytes
     pub partial: [u64; 5], // units, events in, bytes in, events out, bytes out
-    pub emptied: [u64; 4], // units, events in, bytes in, bytes out (2 events out each)
+    pub emptied: [u64; 5], // units, events in, bytes in, events out, bytes out
     pub skipped: [u64; 3], // units, events in, bytes in
 }
 
 pub struct Assembly {
     pub out: Vec<u8>,
     /// The first unit not handled (Python takes it: not fast, a keep not known, a partly kept
-    /// statement, a MySQL unit that needs transaction_length rewritten).
+    /// statement, a MySQL unit cut by its statements' keys or whose GTID skip_forms::mysql
+    /// declines).
     pub next: usize,
     pub out_pos: u64,
     pub counts: Counts,
@@ -113,10 +116,17 @@ pub fn push_renumbered(
     renumber(out, first, stop, out_pos, crc);
 }
 
+/// Appends `made` (whole events) at output offset `out_pos`, renumbered; returns its size.
+fn push_made(out: &mut Vec<u8>, made: &[u8], out_pos: u64, crc: bool) -> u64 {
+    push_renumbered(out, made, 0, made.len(), out_pos, crc);
+    made.len() as u64
+}
+
 /// Assembles units[from..] until one needs Python. `answers` holds one byte per unit for the
 /// units that are not fast and that Python decided beforehand (a GTID and one statement: DDL,
 /// MariaDB's standalone groups), in the keep vocabulary (keep.rs): KEEP_KEEP writes it whole,
-/// KEEP_DROP as the emptied group (MariaDB only, as for fast units). The statement units (a
+/// KEEP_DROP as the emptied group (as for fast units; a MySQL unit's GTID with its
+/// transaction_length for what is left, skip_forms::mysql). The statement units (a
 /// GTID, Queries with their context events, an XID or COMMIT) that `answers` leaves open are
 /// decided by their statements' keys with `stmt` (the scan's statement units and the keys'
 /// answers, given up front); any other unit stops there.
@@ -148,6 +158,10 @@ pub fn assemble(
             break;
         }
         let mariadb = u.flags & F_MARIADB_GTID != 0;
+        // A MySQL unit's GTID carries its transaction's length (skip_forms::mysql): made there
+        // for an emptied or cut unit, but for a tagged GTID, a compressed payload, an FDE inside.
+        let mysql = u.flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) != 0
+            && u.flags & (F_PAYLOAD | F_HAS_FDE | F_TAGGED_GTID) == 0;
         let size = (u.end - u.start) as u64;
         let source_pos = opt.base + u.start as u64;
         let mut by_keys = false;
@@ -185,7 +199,7 @@ pub fn assemble(
             full = true;
             break; // something to write, and the file is full: the caller rotates
         }
-        if out.capacity() == 0 && (all || (mariadb && opt.renumber && !opt.whole_only)) {
+        if out.capacity() == 0 && (all || ((mariadb || mysql) && opt.renumber && !opt.whole_only)) {
             out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
         }
         let written_at = out.len() as u64;
@@ -216,8 +230,8 @@ pub fn assemble(
             i += 1;
             continue;
         }
-        if !mariadb || !opt.renumber || opt.whole_only {
-            break; // MySQL: transaction_length to rewrite; relay logs: the reference framing
+        if !(mariadb || mysql) || !opt.renumber || opt.whole_only {
+            break; // relay logs: the reference framing
         }
         let gtid_end = u.start + u.gtid_size as usize;
         if none {
@@ -229,9 +243,16 @@ pub fn assemble(
                 i += 1;
                 continue;
             }
-            let Some(written) =
+            // (a MariaDB group as its GTID and a COMMIT, a MySQL one with a BEGIN too)
+            let written = if mariadb {
                 push_emptied(&mut out, &buf[u.start..gtid_end], out_pos, source_pos, opt)
-            else {
+                    .map(|n| (n, 2))
+            } else {
+                let mut made = Vec::new();
+                skip_forms::mysql::empty_transaction(&buf[u.start..u.end], opt.crc, &mut made)
+                    .map(|()| (push_made(&mut out, &made, out_pos, opt.crc), 3))
+            };
+            let Some((written, events_out)) = written else {
                 break;
             };
             if opt.gtids {
@@ -241,7 +262,8 @@ pub fn assemble(
             counts.emptied[0] += 1;
             counts.emptied[1] += u.events as u64;
             counts.emptied[2] += size;
-            counts.emptied[3] += written;
+            counts.emptied[3] += events_out;
+            counts.emptied[4] += written;
             keys_used!();
             i += 1;
             continue;
@@ -249,13 +271,24 @@ pub fn assemble(
         // Partly kept: whole statements dropped, when each statement's tables get one answer
         // (or, in a statement unit, each Query's key).
         let (joined, events_out) = if let (true, Some(s)) = (by_keys, stmt.as_deref()) {
-            let Some(p) = s.units.partial(i, buf, s.keep) else {
+            // (a MySQL statement unit cut by its keys is left to Python's framing)
+            let Some(p) = s.units.partial(i, buf, s.keep).filter(|_| mariadb) else {
                 break;
             };
             p
         } else {
+            // A MySQL fast unit opens with a BEGIN after its GTID: framing, kept with the GTID.
+            let head = if mariadb {
+                Some(gtid_end)
+            } else {
+                let begin = u32_at(buf, gtid_end + 9).map(|n| n as usize);
+                begin
+                    .filter(|&n| buf.get(gtid_end + 4) == Some(&QUERY) && n >= HEADER_LEN)
+                    .map(|n| gtid_end + n)
+            };
             let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
-            let Some(p) = partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) else {
+            let Some(p) = head.and_then(|h| partial(buf, u.start, u.end, h, u.events, ids, keep))
+            else {
                 break;
             };
             p
@@ -263,9 +296,15 @@ pub fn assemble(
         if opt.gtids {
             gtids.add(u, written_at);
         }
-        let before = out.len();
-        push_renumbered(&mut out, &joined, 0, joined.len(), out_pos, opt.crc);
-        let written = (out.len() - before) as u64;
+        let written = if mariadb {
+            push_made(&mut out, &joined, out_pos, opt.crc)
+        } else {
+            let mut made = Vec::with_capacity(joined.len() + 8);
+            if skip_forms::mysql::with_length(&joined, opt.crc, &mut made).is_none() {
+                break;
+            }
+            push_made(&mut out, &made, out_pos, opt.crc)
+        };
         out_pos += written;
         counts.partial[0] += 1;
         counts.partial[1] += u.events as u64;

@@ -19,7 +19,7 @@ use crate::types::{
 use crate::unit_list::ListedUnit;
 
 mod made_crc;
-mod mysql;
+pub(crate) mod mysql;
 
 pub use mysql::relayed_placeholders;
 

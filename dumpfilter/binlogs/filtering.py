@@ -122,7 +122,7 @@ class FilterStats:
         self.skipped += c.skipped
         self.events_in += c.kept_events + c.partial_events_in + c.emptied_events_in + c.skipped_events_in
         self.bytes_in += c.kept_bytes + c.partial_bytes_in + c.emptied_bytes_in + c.skipped_bytes_in
-        self.events_out += c.kept_events + c.partial_events_out + 2 * c.emptied
+        self.events_out += c.kept_events + c.partial_events_out + c.emptied_events_out
         self.bytes_out += c.kept_bytes + c.partial_bytes_out + c.emptied_bytes_out
 
     def add_result(self, result: FilterResult) -> None:

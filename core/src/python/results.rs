@@ -120,10 +120,12 @@ record! {
         partial_bytes_in: u64,
         partial_events_out: u64,
         partial_bytes_out: u64,
-        /// Emptied units: two events out each (GTID and COMMIT).
+        /// Emptied units: a MariaDB group as its GTID and a COMMIT, a MySQL one as its GTID,
+        /// BEGIN and XID or COMMIT.
         emptied: u64,
         emptied_events_in: u64,
         emptied_bytes_in: u64,
+        emptied_events_out: u64,
         emptied_bytes_out: u64,
         skipped: u64,
         skipped_events_in: u64,

@@ -280,7 +280,8 @@ impl PyScanner {
         let [kept, kept_events, kept_bytes] = a.counts.kept;
         let [partial, partial_events_in, partial_bytes_in, partial_events_out, partial_bytes_out] =
             a.counts.partial;
-        let [emptied, emptied_events_in, emptied_bytes_in, emptied_bytes_out] = a.counts.emptied;
+        let [emptied, emptied_events_in, emptied_bytes_in, emptied_events_out, emptied_bytes_out] =
+            a.counts.emptied;
         let [skipped, skipped_events_in, skipped_bytes_in] = a.counts.skipped;
         let counts = AssembleCounts {
             kept,
@@ -294,6 +295,7 @@ impl PyScanner {
             emptied,
             emptied_events_in,
             emptied_bytes_in,
+            emptied_events_out,
             emptied_bytes_out,
             skipped,
             skipped_events_in,

@@ -288,6 +288,26 @@ fn empty(gtid: &Gtid, raw: &[u8], crc: bool, out: Option<&mut Vec<u8>>) -> Optio
     })
 }
 
+/// The MySQL unit `raw` (its GTID event first) as its empty transaction (`empty`: what
+/// `filter` writes of a unit whose every statement it drops), appended to `out`; None, with
+/// nothing appended, where this module declines it.
+pub(crate) fn empty_transaction(raw: &[u8], crc: bool, out: &mut Vec<u8>) -> Option<()> {
+    let g = u32_at(raw, 9)? as usize;
+    let gtid = Gtid::read(raw.get(..g)?, crc)?;
+    empty(&gtid, raw, crc, Some(out)).map(|_| ())
+}
+
+/// `joined`, a MySQL unit's GTID event and the events kept of the unit, with the GTID's
+/// transaction_length counting them (`fix_transaction_length`), appended to `out`; None, with
+/// nothing appended, where the GTID does not read as Python reads it.
+pub(crate) fn with_length(joined: &[u8], crc: bool, out: &mut Vec<u8>) -> Option<()> {
+    let g = u32_at(joined, 9)? as usize;
+    let gtid = Gtid::read(joined.get(..g)?, crc)?;
+    gtid.put((joined.len() - g) as u64, out);
+    out.extend_from_slice(&joined[g..]);
+    Some(())
+}
+
 /// What a slave relays of a MySQL unit the placeholder policy sent (`sent`: the form `skipped`
 /// made), as `_without_placeholders` writes it: its events but the placeholders, its GTID's
 /// transaction_length counting what is left; a GTID left alone (a skipped DDL's) becomes the
