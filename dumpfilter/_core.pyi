@@ -635,6 +635,9 @@ class AssembleResult(_Record):
     def full(self) -> bool:
         """Stopped at `limit`: start the next file and call again."""
     @property
+    def last_timestamp(self) -> int:
+        """The last non-zero timestamp of `out`'s events (0: none), which a Rotate after it takes."""
+    @property
     def gtids(self) -> bytes:
         """Offsets in `out` of the GTID events a series' next GTID state needs, packed u64."""
 

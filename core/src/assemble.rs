@@ -116,6 +116,22 @@ pub fn push_renumbered(
     renumber(out, first, stop, out_pos, crc);
 }
 
+/// The last non-zero timestamp of the whole events in `out` (0: none): what the writer of a file
+/// dates a Rotate with after them (`BinlogWriter.last_timestamp`), as after events it wrote.
+pub fn last_timestamp(out: &[u8]) -> u32 {
+    let (mut at, mut last) = (0, 0);
+    while let (Some(ts), Some(size)) = (u32_at(out, at), u32_at(out, at + 9)) {
+        if ts != 0 {
+            last = ts;
+        }
+        if (size as usize) < HEADER_LEN {
+            break;
+        }
+        at += size as usize;
+    }
+    last
+}
+
 /// Appends `made` (whole events) at output offset `out_pos`, renumbered; returns its size.
 fn push_made(out: &mut Vec<u8>, made: &[u8], out_pos: u64, crc: bool) -> u64 {
     push_renumbered(out, made, 0, made.len(), out_pos, crc);

@@ -433,6 +433,8 @@ class _FileWalk:
         if done.next > at:
             direct.out.write(done.out)
             direct.position = done.out_pos
+            if done.last_timestamp:  # (what a Rotate after it is dated with)
+                direct.last_timestamp = done.last_timestamp
             bf.stats.add_assembled(done.counts)
             sink.direct_written(done.out, done.gtids)
             return done

@@ -67,3 +67,24 @@ def test_a_mysql_file_filtered_reads_as_a_replica_reads_it(mysql_binlog, monkeyp
             # an empty transaction: GTID, BEGIN, then the XID (or a COMMIT for a DDL)
             assert [e.type_code for e in unit.events][:2] == [EventType.GTID, EventType.QUERY]
             assert len(unit.events) == 3
+
+
+@pytest.mark.parametrize("source, rules", [
+    ("osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32", ["--replicate-ignore-db", "auth"]),
+    ("mariadb-operator-mariadb-poc/domain_id_0", ["--replicate-wild-do-table", "sbtest%.%"]),
+])
+def test_a_rotate_is_dated_as_the_events_before_it(shared_fixtures, tmp_path, source, rules):
+    """Each Rotate `filter --max-binlog-size` ends a file with is dated with the last timestamp
+    written before it (BinlogWriter.last_timestamp), also after units the core assembled: those
+    left the writer's date behind, and Rotates took the file's FDE date."""
+    from dumpfilter.cli.app import main
+
+    out = tmp_path / "out"
+    assert main(["filter", str(shared_fixtures / source), "--out", str(out), *rules, "--max-binlog-size", "4000"]) == 0
+    rotates = 0
+    for path in sorted(out.glob("*-bin.0*")):
+        events = events_of(path.read_bytes())
+        if events[-1].type_code == EventType.ROTATE:
+            rotates += 1
+            assert events[-1].timestamp == [e.timestamp for e in events[:-1] if e.timestamp][-1], path.name
+    assert rotates >= 3

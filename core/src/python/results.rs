@@ -148,6 +148,8 @@ record! {
         full: bool,
         /// Offsets in `out` of the GTID events a series' next GTID state needs, packed u64.
         gtids: Py<PyBytes>,
+        /// The last non-zero timestamp of `out`'s events (0: none), which a Rotate after it takes.
+        last_timestamp: u32,
     }
 }
 

@@ -315,6 +315,7 @@ impl PyScanner {
             by_keys: super::results::by_keys(py, stmt.as_ref())?,
             full: a.full,
             gtids: gtid_bytes.unbind(),
+            last_timestamp: crate::assemble::last_timestamp(&a.out),
         })
     }
 
