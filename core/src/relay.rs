@@ -16,19 +16,28 @@ use std::ops::Range;
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_PLACEHOLDERS};
+use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms::is_placeholder;
 use crate::sql::query_ranges;
 use crate::stmt::framing;
 use crate::stmt_units::ByKeys;
 use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
+/// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
+/// renumbering: a relay log keeps the master's coordinates), or bytes made here (a MySQL
+/// placeholder unit's framing, its GTID's transaction_length counted again).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece {
+    Range(usize, usize),
+    Made(Vec<u8>),
+}
+
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
 /// handed to Python).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct RelayRun {
-    /// The buffer ranges to write, in order (kept units that lie back to back make one range):
-    /// the units' bytes as they came (no renumbering: a relay log keeps the master's coordinates).
-    pub ranges: Vec<(usize, usize)>,
+    /// What to write, in order (kept units that lie back to back make one range).
+    pub ranges: Vec<Piece>,
     /// The first unit not handled.
     pub next: usize,
     /// Units relayed (heartbeats not counted), their events and their bytes.
@@ -71,13 +80,26 @@ pub fn lone_statement(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Range<usiz
 }
 
 impl RelayRun {
-    /// Copies the ranges of `buf` into `out`, which holds exactly `self.bytes` bytes.
+    /// Copies the pieces (ranges of `buf`) into `out`, which holds exactly `self.bytes` bytes.
     pub fn fill(&self, buf: &[u8], out: &mut [u8]) {
         let mut at = 0;
-        for &(lo, hi) in &self.ranges {
-            out[at..at + hi - lo].copy_from_slice(&buf[lo..hi]);
-            at += hi - lo;
+        for piece in &self.ranges {
+            let src = match piece {
+                Piece::Range(lo, hi) => &buf[*lo..*hi],
+                Piece::Made(bytes) => &bytes[..],
+            };
+            out[at..at + src.len()].copy_from_slice(src);
+            at += src.len();
         }
+    }
+
+    /// Appends buf[lo..hi], joined to the last range where it follows it.
+    fn push(&mut self, lo: usize, hi: usize) {
+        match self.ranges.last_mut() {
+            Some(Piece::Range(_, b)) if *b == lo => *b = hi,
+            _ => self.ranges.push(Piece::Range(lo, hi)),
+        }
+        self.bytes += (hi - lo) as u64;
     }
 }
 
@@ -145,6 +167,51 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
     None
 }
 
+/// A MySQL unit the placeholder policy sent for a skipped one: its GTID, RAND placeholders, and
+/// its framing (a BEGIN and an XID or COMMIT; a skipped DDL has none, and ends at the next unit). The slave relays it as
+/// `Slave._without_placeholders` does (`skip_forms::relayed_placeholders`): without the
+/// placeholders, its GTID's transaction_length counting what is left, a lone GTID as the empty
+/// transaction a MySQL replica persists. The bytes, their events and the placeholders dropped;
+/// None for any other unit (one that kept a statement goes to Python, whose check reads it).
+fn mysql_placeholder_unit(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Vec<u8>, u64, u64)> {
+    const DECLINED: u32 = F_TAGGED_GTID | F_PAYLOAD | F_HAS_FDE;
+    if u.flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) == 0
+        || u.flags & DECLINED != 0
+        || u.kind == CONTROL
+    {
+        return None;
+    }
+    let raw = buf.get(u.start..u.end)?;
+    let (mut p, mut holes, mut events) = (u32_at(raw, 9)? as usize, 0u64, 1u64);
+    while p < raw.len() {
+        let size = u32_at(raw, p + 9)? as usize;
+        let event = raw
+            .get(p..p.checked_add(size)?)
+            .filter(|_| size >= HEADER_LEN)?;
+        if is_placeholder(raw, p) {
+            holes += 1;
+        } else {
+            let framing_query = || {
+                let (_, sql) = query_ranges(event, 0, f.query_post, f.crc_len)?;
+                framing(&event[sql]).filter(|&yes| yes)
+            };
+            if event[4] != XID && framing_query().is_none() {
+                return None;
+            }
+            events += 1;
+        }
+        p += size;
+    }
+    // A skipped DDL's GTID and placeholder: no event ends it, so the scanner's unit is not
+    // complete (it ends where the next GTID begins); Python's grouper takes it as a group.
+    if holes == 0 || (u.flags & F_COMPLETE == 0 && events > 1) {
+        return None;
+    }
+    let mut made = Vec::with_capacity(raw.len());
+    crate::skip_forms::relayed_placeholders(raw, f.crc_len != 0, &mut made)?;
+    Some((made, if events == 1 { 3 } else { events }, holes))
+}
+
 /// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
 /// name ids of their Table_maps, `keep` one byte per name id, KEEP_KEEP kept) until a unit needs
 /// Python; with `lone` (the format in force), lone statements are copied too (see
@@ -172,14 +239,19 @@ pub fn relay_ranges(
         }
         if let Some(PlaceholderUnit { gtid, xid, holes }) = placeholder_unit(buf, u) {
             for (lo, hi) in [gtid, xid] {
-                match plan.ranges.last_mut() {
-                    Some(last) if last.1 == lo => last.1 = hi,
-                    _ => plan.ranges.push((lo, hi)),
-                }
-                plan.bytes += (hi - lo) as u64;
+                plan.push(lo, hi);
             }
             plan.units += 1;
             plan.events += 2;
+            plan.placeholders += holes;
+            i += 1;
+            continue;
+        }
+        if let Some((made, events, holes)) = lone.and_then(|f| mysql_placeholder_unit(buf, u, f)) {
+            plan.bytes += made.len() as u64;
+            plan.ranges.push(Piece::Made(made));
+            plan.units += 1;
+            plan.events += events;
             plan.placeholders += holes;
             i += 1;
             continue;
@@ -215,13 +287,9 @@ pub fn relay_ranges(
                 }
             }
         }
-        match plan.ranges.last_mut() {
-            Some(last) if last.1 == u.start => last.1 = u.end,
-            _ => plan.ranges.push((u.start, u.end)),
-        }
+        plan.push(u.start, u.end);
         plan.units += 1;
         plan.events += u.events as u64;
-        plan.bytes += (u.end - u.start) as u64;
         i += 1;
     }
     plan.next = i;

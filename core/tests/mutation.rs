@@ -436,7 +436,10 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     assert_eq!(
         run.ranges
             .iter()
-            .map(|(lo, hi)| (hi - lo) as u64)
+            .map(|piece| match piece {
+                _core::relay::Piece::Range(lo, hi) => (hi - lo) as u64,
+                _core::relay::Piece::Made(bytes) => bytes.len() as u64,
+            })
             .sum::<u64>(),
         run.bytes,
         "iteration {iteration}"

@@ -213,8 +213,8 @@ pub(super) fn relay_run<'py>(
     // stream's batch: kept units and emptied ones back to back, about 1 MB each), a view of it
     // for one stretch, else one copy of the stretches, straight into the bytes handed to Python.
     let out = match p.ranges[..] {
-        [(0, hi)] if hi == data.len() => buf.clone().into_any(),
-        [(lo, hi)] => PyMemoryView::from(buf.as_any())?
+        [relay::Piece::Range(0, hi)] if hi == data.len() => buf.clone().into_any(),
+        [relay::Piece::Range(lo, hi)] => PyMemoryView::from(buf.as_any())?
             .into_any()
             .get_item(PySlice::new(py, lo as isize, hi as isize, 1))?,
         _ => PyBytes::new_with(py, p.bytes as usize, |dst| {
