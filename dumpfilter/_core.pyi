@@ -410,7 +410,7 @@ class SplitRoute(_Record):
         """Units written to two counted outputs or more."""
     @property
     def none(self) -> int:
-        """Units no output keeps."""
+        """Units written to no counted output (by --map without an unassigned output: dropped)."""
 
 
 class QualifiedName(_Record):
@@ -1038,12 +1038,15 @@ def reaches_key_alone(sql: bytes) -> bool:
 
 
 def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], counted: list[bool],
-                bases: list[int], stmt_keeps: list[bytes] | None = None, framing: bool = False) -> SplitRoute:
+                bases: list[int], stmt_keeps: list[bytes] | None = None, framing: bool = False,
+                schemas: list[bytes] | None = None) -> SplitRoute:
     """Split's routing walk over the last `units` call of `scanner` (see split::route): `keeps`, a
-    keep byte per name id for each output; `counted`, the outputs counted for `multi`; `bases`,
-    each output's offset added to its unit ends. With `stmt_keeps` (a keep byte per key id of the
-    scanner's `statement_units` for each output, in the keep vocabulary), statement units are
-    routed by their keys too; `framing`: a framing Query may be copied as it is."""
+    keep byte per name id for each output; `counted`, the outputs counted for `multi` and `none`;
+    `bases`, each output's offset added to its unit ends. With `stmt_keeps` (a keep byte per key id
+    of the scanner's `statement_units` for each output, in the keep vocabulary), statement units
+    are routed by their keys too; `framing`: a framing Query may be copied as it is. `schemas` (by
+    schema: each output's schema, utf-8) gives a fast MySQL unit's copy its output's schema as
+    its BEGIN's default database where Router._retarget does (see split_mysql)."""
 
 
 def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:

@@ -24,6 +24,7 @@ pub mod send;
 pub mod sent;
 pub mod skip_forms;
 pub mod split;
+pub mod split_mysql;
 pub mod sql;
 pub mod stmt;
 pub mod stmt_cues;

@@ -7,10 +7,13 @@
 //! next GTID state needs from a run of whole units (`gtid_marks`). Statement units (MariaDB's
 //! default MIXED format: a GTID, Queries with their context events, an XID) are routed the same
 //! way by their statements' keys (`StmtRoute`), each key answered up front per output in Python.
+//! Fast MySQL ROW units (GTID, BEGIN, statements, XID) too, their copies made by `split_mysql`
+//! (transaction_length, by schema the BEGIN's default database).
 
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::split_mysql::{head_end, is_mysql_unit, MysqlRoute};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
 use crate::unit_cut::partial;
@@ -30,11 +33,12 @@ pub struct Routed {
     pub sizes: Vec<usize>,
     pub ends: Vec<Vec<u64>>,
     /// Per output, the GTID events its next series file's state needs (`gtid_marks` of its
-    /// bytes, from the unit records: every unit here opens with a MariaDB GTID).
+    /// bytes, from the unit records).
     pub marks: Vec<Vec<u64>>,
     /// Units written to two outputs or more among the `counted` ones.
     pub multi: u64,
-    /// Units no output keeps anything of.
+    /// Units written to no counted output (by --map without an unassigned output: the units
+    /// Python's Router counts as dropped, whether or not the rest's keep took them).
     pub none: u64,
 }
 
@@ -47,7 +51,7 @@ enum Copy {
 /// A GTID event written: its offset, and its MariaDB (domain, server_id) (None: MySQL).
 type Seen = (u64, Option<(u32, u32)>);
 
-const ROUTED: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
+const ROUTED: u32 = F_FAST | F_COMPLETE;
 
 /// Statement units routed by their keys: the scan's statement units (`StmtUnits::build_part`),
 /// one keep byte per key id for each output (the keys answered up front), and whether a framing
@@ -105,12 +109,12 @@ impl StmtRoute<'_> {
     }
 }
 
-/// Routes units[from..] while each is a complete fast MariaDB unit with at least one Table_map
-/// whose name ids every keep answers (KEEP_DROP or KEEP_KEEP) and whose copies need no STMT_END_F moved: the
-/// units Python's Router would cut with TransactionFilter(empty_transactions=DROP). A MySQL unit
-/// (transaction_length, BEGIN's default database), a unit without tables (it goes to the
-/// unassigned output) or anything else stops the walk there; with `stmt`, statement units by
-/// their keys too (`StmtRoute::copies`).
+/// Routes units[from..] while each is a complete fast MariaDB unit, or with `mysql` a complete
+/// fast MySQL one (`split_mysql`), with at least one Table_map whose name ids every keep answers
+/// (KEEP_DROP or KEEP_KEEP) and whose copies need no STMT_END_F moved: the units Python's Router
+/// would cut with TransactionFilter(empty_transactions=DROP). A unit without tables (it goes to
+/// the unassigned output) or anything else stops the walk there; with `stmt`, MariaDB statement
+/// units by their keys too (`StmtRoute::copies`).
 #[allow(clippy::too_many_arguments)]
 pub fn route(
     buf: &[u8],
@@ -121,6 +125,7 @@ pub fn route(
     bases: &[u64],
     from: usize,
     stmt: Option<&StmtRoute>,
+    mysql: Option<&MysqlRoute>,
 ) -> Routed {
     let n = keeps.len();
     let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
@@ -136,7 +141,12 @@ pub fn route(
         if u.end > buf.len() {
             break;
         }
-        let by_keys = u.flags & ROUTED != ROUTED;
+        let mariadb = u.flags & F_MARIADB_GTID != 0;
+        let my = match mysql {
+            Some(m) if !mariadb && is_mysql_unit(u.flags) => Some(m),
+            _ => None,
+        };
+        let by_keys = u.flags & ROUTED != ROUTED || !(mariadb || my.is_some());
         if by_keys {
             let taken = match stmt {
                 Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, u, &mut copies),
@@ -151,8 +161,15 @@ pub fn route(
                 break;
             }
             let ids = &tables[lo..hi];
-            let gtid_end = u.start + u.gtid_size as usize;
-            for keep in keeps {
+            // A MySQL unit's BEGIN is framing: kept with its GTID.
+            let head = match my {
+                None => u.start + u.gtid_size as usize,
+                Some(_) => match head_end(buf, u) {
+                    Some(h) => h,
+                    None => break,
+                },
+            };
+            for (o, keep) in keeps.iter().enumerate() {
                 let (mut all, mut nothing) = (true, true);
                 for id in ids {
                     match keep.get(*id as usize) {
@@ -162,20 +179,30 @@ pub fn route(
                     }
                 }
                 copies.push(if all {
-                    Copy::Whole
+                    match my.map(|m| m.whole(buf, u, head, o)) {
+                        None | Some(Ok(None)) => Copy::Whole,
+                        Some(Ok(Some(bytes))) => Copy::Part(bytes),
+                        Some(Err(())) => break 'units,
+                    }
                 } else if nothing {
                     Copy::Nothing
                 } else {
-                    match partial(buf, u.start, u.end, gtid_end, u.events, ids, keep) {
-                        Some((bytes, _)) => Copy::Part(bytes),
-                        None => break 'units, // a statement partly kept: its STMT_END_F moves
+                    let cut = partial(buf, u.start, u.end, head, u.events, ids, keep);
+                    match (cut, my) {
+                        (Some((bytes, _)), None) => Copy::Part(bytes),
+                        (Some((bytes, _)), Some(m)) => match m.part(&bytes, o) {
+                            Some(bytes) => Copy::Part(bytes),
+                            None => break 'units,
+                        },
+                        (None, _) => break 'units, // a statement partly kept: its STMT_END_F moves
                     }
                 });
             }
         }
-        let (mut written, mut counted_n) = (0, 0);
+        let mut counted_n = 0;
         for (o, copy) in copies.drain(..).enumerate() {
-            pairs[o].push((sizes[o] as u64, Some((u.gtid_domain, u.gtid_server))));
+            let pair = mariadb.then_some((u.gtid_domain, u.gtid_server));
+            pairs[o].push((sizes[o] as u64, pair));
             match copy {
                 Copy::Whole => {
                     sizes[o] += u.end - u.start;
@@ -194,13 +221,12 @@ pub fn route(
                 }
             }
             ends[o].push(bases.get(o).copied().unwrap_or(0) + sizes[o] as u64);
-            written += 1;
             if counted.get(o).copied().unwrap_or(true) {
                 counted_n += 1;
             }
         }
         multi += (counted_n > 1) as u64;
-        none += (written == 0) as u64;
+        none += (counted_n == 0) as u64;
         i += 1;
     }
     Routed {
@@ -326,7 +352,17 @@ mod tests {
     #[test]
     fn route_stops_at_a_unit_it_does_not_take() {
         let units = vec![Unit::default()];
-        let r = route(&[], &units, &[], &[&[1u8][..]], &[true], &[0], 0, None);
+        let r = route(
+            &[],
+            &units,
+            &[],
+            &[&[1u8][..]],
+            &[true],
+            &[0],
+            0,
+            None,
+            None,
+        );
         assert_eq!(r.next, 0);
         assert!(r.outs[0].is_empty() && r.sizes[0] == 0);
     }

@@ -1,11 +1,13 @@
 """Split on the compiled scan (issue #40): a chunk read a few MB at a time, each buffer scanned once
-by the core (`Scanner.units`), its fast MariaDB ROW units cut into every output's copy in one walk
-(`_core.split_route`, one keep array per output from the rules' seam, `KeepTable`), its MariaDB
-statement units (MIXED, STATEMENT: a GTID, single-table DML Queries, an XID) in the same walk by
-their statements' keys (one keep byte per key for each output, each key answered once here, as
-`filter` answers them), and only the units the core does not take (DDL, control events, MySQL
-units, statements the core cannot key) routed in Python by `routing.Router`, as before. Chunk cuts are found by the core's
-walk with a GTID type mask (`chunks.gtid_boundaries`), over a mapping of the file.
+by the core (`Scanner.units`), its fast ROW units (MariaDB's, and MySQL's with their GTIDs'
+transaction_length and, by schema, their BEGINs' default database as `Router` makes them) cut into
+every output's copy in one walk (`_core.split_route`, one keep array per output from the rules'
+seam, `KeepTable`), its MariaDB statement units (MIXED, STATEMENT: a GTID, single-table DML
+Queries, an XID) in the same walk by their statements' keys (one keep byte per key for each
+output, each key answered once here, as `filter` answers them), and only the units the core does
+not take (DDL, control events, MySQL statement units, statements the core cannot key) routed in
+Python by `routing.Router`, as before. Chunk cuts are found by the core's walk with a GTID type
+mask (`chunks.gtid_boundaries`), over a mapping of the file.
 
 The bytes each output gets are those the reference path's `encode_unit` gives (positions not yet
 final: the series writer renumbers them), so the outputs are the same files.
@@ -134,6 +136,13 @@ class OutputKeeps:
             schemas = self.router.route_of(_text(key.sql), _text(key.db) or None).schemas
             self._targets[raw] = next(iter(schemas)) if len(schemas) == 1 else None
         return self._targets[raw]
+
+    def schemas(self) -> list[bytes] | None:
+        """By schema, each output's schema (utf-8), in the order of `names`, for `split_route` to give
+        a MySQL copy's BEGIN (`Router._retarget`); None by --map."""
+        if self.by_maps:
+            return None
+        return [db.encode("utf-8", "surrogateescape") for db in self._schemas]
 
     def for_keys(self) -> list[bytes]:
         """Each output's keep byte per key id of the buffer's statement units, as `split_route`
@@ -272,7 +281,7 @@ class _ChunkWalk:
         names = keeps.names  # (after `for_names`: it may add outputs)
         bases = [deliver.base(o) if o is not None else 0 for o in names]
         routed = split_route(self.scanner.core, self.buf, at, keep_arrays, keeps.counted, bases,
-                             keeps.for_keys() if keys is not None else None)
+                             keeps.for_keys() if keys is not None else None, schemas=keeps.schemas())
         nxt, outs = routed.next, routed.outputs
         self._declined = (nxt, keys)
         if nxt > at:

@@ -174,7 +174,7 @@ def test_routing_by_keys_writes_what_python_routing_writes(mixed_series, tmp_pat
             m.setattr(compiled, "READ_BYTES", 5000)  # keys met across buffers, units read again
         split_local(mixed_series, out / "a", config)
         core_route = compiled.split_route
-        m.setattr(compiled, "split_route", lambda *args: core_route(*args[:6]))  # no statement keys
+        m.setattr(compiled, "split_route", lambda *args, **kw: core_route(*args[:6], **kw))  # no statement keys
         split_local(mixed_series, out / "b", config)
     names = sorted(p.name for p in (out / "a").iterdir())
     assert names == sorted(p.name for p in (out / "b").iterdir())

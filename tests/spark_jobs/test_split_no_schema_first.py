@@ -51,7 +51,7 @@ def test_statements_of_no_default_database_reach_the_unassigned_output(tmp_path,
     binlog = _binlog(tmp_path / "master-bin.000001", units)
     split_local([binlog], tmp_path / "core", config_from_maps([]))
     core_route = compiled.split_route
-    monkeypatch.setattr(compiled, "split_route", lambda *args: core_route(*args[:6]))  # Python routes statements
+    monkeypatch.setattr(compiled, "split_route", lambda *args, **kw: core_route(*args[:6], **kw))  # Python routes statements
     split_local([binlog], tmp_path / "python", config_from_maps([]))
     by_core, by_python = _statements(tmp_path / "core"), _statements(tmp_path / "python")
     assert by_core == by_python

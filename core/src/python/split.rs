@@ -7,7 +7,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 use super::results::{RouteOutput, SplitRoute};
 
 use super::scanner::PyScanner;
-use crate::split;
+use crate::types::QUERY;
+use crate::{split, split_mysql};
 
 fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> {
     PyBytes::new_with(py, words.len() * 8, |b| {
@@ -23,10 +24,11 @@ fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> 
 /// `multi`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
 /// byte per key id of the scanner's `statement_units` for each output, the keep vocabulary,
 /// keep.rs), statement units are routed by their keys too; `framing`: a framing Query may be
-/// copied as it is. Returns a SplitRoute: the next unit index, a RouteOutput per output, units
+/// copied as it is. `schemas` (by schema: each output's schema, utf-8) gives a MySQL copy's
+/// BEGIN its output's schema as default database (split_mysql.rs). Returns a SplitRoute: the next unit index, a RouteOutput per output, units
 /// written to two counted outputs or more, units no output keeps.
 #[pyfunction]
-#[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, framing = false))]
+#[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, framing = false, schemas = None))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub(super) fn split_route<'py>(
     py: Python<'py>,
@@ -38,6 +40,7 @@ pub(super) fn split_route<'py>(
     bases: Vec<u64>,
     stmt_keeps: Option<Vec<Bound<'py, PyBytes>>>,
     framing: bool,
+    schemas: Option<Vec<Bound<'py, PyBytes>>>,
 ) -> PyResult<SplitRoute> {
     scanner.here()?;
     let keep_slices: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
@@ -50,6 +53,14 @@ pub(super) fn split_route<'py>(
         }),
         _ => None,
     };
+    // MySQL units are copied where the scanner knows the format (CRC32, the Query post-header).
+    let mysql = scanner.inner.fmt.as_ref().map(|f| split_mysql::MysqlRoute {
+        crc: f.checksum_len != 0,
+        query_post: f.post_header_len(QUERY) as usize,
+        schemas: schemas
+            .as_ref()
+            .map(|s| s.iter().map(|b| b.as_bytes()).collect()),
+    });
     let r = py.detach(|| {
         split::route(
             buf,
@@ -60,6 +71,7 @@ pub(super) fn split_route<'py>(
             &bases,
             start,
             stmt.as_ref(),
+            mysql.as_ref(),
         )
     });
     let outs = PyList::empty(py);

@@ -1,0 +1,191 @@
+//! Split's copies of a fast MySQL unit (a GTID or Anonymous_GTID, a plain BEGIN, statements of
+//! Table_maps and rows events, an XID): the bytes Python's Router gives each output of it
+//! (`spark_jobs/tasks/routing.py`). A copy cut at its statements keeps the BEGIN with the GTID
+//! (framing) and its GTID's transaction_length counts what is left (TransactionFilter's
+//! `fix_transaction_length`). By schema, a copy's BEGIN whose default database is another
+//! schema's takes the output's (`Router._retarget`, `with_default_db`: db_len and db replaced,
+//! status variables as they were, size and CRC redone), and its transaction_length is fixed
+//! again. Whole copies otherwise keep their bytes, transaction_length included. Anything that does
+//! not read as Python reads it is declined (None): the Router routes that unit.
+
+use crate::le::{u16_at, u32_at};
+use crate::scan::{Unit, F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
+use crate::skip_forms::mysql::with_length;
+use crate::types::{HEADER_LEN, QUERY};
+
+/// How a scan's MySQL units are copied: whether events carry a CRC32, the Query post-header's
+/// length (the scanner's Format_description), and by schema each output's schema (None: by
+/// --map, no copy's default database changes).
+pub struct MysqlRoute<'a> {
+    pub crc: bool,
+    pub query_post: usize,
+    pub schemas: Option<Vec<&'a [u8]>>,
+}
+
+/// Whether `flags` are a MySQL unit's this module copies (a MySQL or anonymous GTID; no tagged
+/// GTID, Transaction_payload or Format_description inside).
+pub fn is_mysql_unit(flags: u32) -> bool {
+    flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) != 0
+        && flags & (F_TAGGED_GTID | F_PAYLOAD | F_HAS_FDE) == 0
+}
+
+/// Where the BEGIN after unit `u`'s GTID ends (the head a cut keeps), or None where the event
+/// after the GTID is not a Query.
+pub fn head_end(buf: &[u8], u: &Unit) -> Option<usize> {
+    let gtid_end = u.start + u.gtid_size as usize;
+    let size = u32_at(buf, gtid_end + 9)? as usize;
+    (buf.get(gtid_end + 4) == Some(&QUERY) && size >= HEADER_LEN && gtid_end + size <= u.end)
+        .then_some(gtid_end + size)
+}
+
+impl MysqlRoute<'_> {
+    fn crc_len(&self) -> usize {
+        if self.crc {
+            4
+        } else {
+            0
+        }
+    }
+
+    /// Where the Query event `ev`'s default database lies (start, length), or None where its
+    /// post-header does not read.
+    fn db_at(&self, ev: &[u8]) -> Option<(usize, usize)> {
+        if self.query_post < 13 {
+            return None;
+        }
+        let db_len = *ev.get(HEADER_LEN + 8)? as usize;
+        let status = u16_at(ev, HEADER_LEN + 11)? as usize;
+        let start = HEADER_LEN + self.query_post + status;
+        (start + db_len <= ev.len().checked_sub(self.crc_len())?).then_some((start, db_len))
+    }
+
+    /// The schema output `o`'s copy gives its BEGIN `begin` where `_retarget` changes it (its
+    /// default database non-empty and another one), Some(None) where it stays, None: declined.
+    fn retarget(&self, begin: &[u8], o: usize) -> Option<Option<&[u8]>> {
+        let Some(schemas) = &self.schemas else {
+            return Some(None);
+        };
+        let schema = *schemas.get(o)?;
+        let (at, len) = self.db_at(begin)?;
+        let db = &begin[at..at + len];
+        Some((!db.is_empty() && db != schema).then_some(schema))
+    }
+
+    /// `with_default_db`: the Query event `ev` with default database `db`, appended to `out`.
+    fn with_db(&self, ev: &[u8], db: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        let (start, len) = self.db_at(ev)?;
+        if db.len() > 255 {
+            return None;
+        }
+        let at = out.len();
+        out.extend_from_slice(&ev[..HEADER_LEN + 8]);
+        out.push(db.len() as u8);
+        out.extend_from_slice(&ev[HEADER_LEN + 9..start]);
+        out.extend_from_slice(db);
+        out.extend_from_slice(&ev[start + len..ev.len() - self.crc_len()]);
+        let size = (out.len() - at + self.crc_len()) as u32;
+        out[at + 9..at + 13].copy_from_slice(&size.to_le_bytes());
+        if self.crc {
+            let c = crate::crc::crc32(&out[at..]);
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+        Some(())
+    }
+
+    /// `joined` (a GTID event, a BEGIN, then the rest) with the BEGIN's default database `db`
+    /// and the GTID's transaction_length counting the new size.
+    fn retargeted(&self, joined: &[u8], db: &[u8]) -> Option<Vec<u8>> {
+        let g = u32_at(joined, 9)? as usize;
+        let b = g + u32_at(joined, g + 9)? as usize;
+        let begin = joined.get(g..b)?;
+        let mut made = Vec::with_capacity(joined.len() + db.len());
+        made.extend_from_slice(&joined[..g]);
+        self.with_db(begin, db, &mut made)?;
+        made.extend_from_slice(&joined[b..]);
+        let mut out = Vec::with_capacity(made.len() + 8);
+        with_length(&made, self.crc, &mut out)?;
+        Some(out)
+    }
+
+    /// Output `o`'s copy of the whole unit buf[u.start..u.end] (BEGIN ending at `head`): None
+    /// where the bytes stay as they are, Some(bytes) where its BEGIN is retargeted; Err(()):
+    /// declined.
+    #[allow(clippy::result_unit_err)]
+    pub fn whole(
+        &self,
+        buf: &[u8],
+        u: &Unit,
+        head: usize,
+        o: usize,
+    ) -> Result<Option<Vec<u8>>, ()> {
+        let gtid_end = u.start + u.gtid_size as usize;
+        match self.retarget(&buf[gtid_end..head], o).ok_or(())? {
+            None => Ok(None),
+            Some(db) => self
+                .retargeted(&buf[u.start..u.end], db)
+                .map(Some)
+                .ok_or(()),
+        }
+    }
+
+    /// Output `o`'s copy of a unit cut at its statements (`cut`: its GTID, BEGIN and the kept
+    /// events, as the source holds them): transaction_length fixed, then by schema the BEGIN
+    /// retargeted (and the length fixed again, as `_retarget` fixes TransactionFilter's copy).
+    pub fn part(&self, cut: &[u8], o: usize) -> Option<Vec<u8>> {
+        let mut fixed = Vec::with_capacity(cut.len() + 8);
+        with_length(cut, self.crc, &mut fixed)?;
+        let g = u32_at(&fixed, 9)? as usize;
+        let b = g + u32_at(&fixed, g + 9)? as usize;
+        match self.retarget(fixed.get(g..b)?, o)? {
+            None => Some(fixed),
+            Some(db) => self.retargeted(&fixed, db),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn begin(db: &[u8], crc: bool) -> Vec<u8> {
+        let mut e = vec![0u8; HEADER_LEN];
+        e[4] = QUERY;
+        e.extend_from_slice(&[7, 0, 0, 0, 0, 0, 0, 0, db.len() as u8, 0, 0, 2, 0]);
+        e.extend_from_slice(&[0xAA, 0xBB]); // status variables
+        e.extend_from_slice(db);
+        e.push(0);
+        e.extend_from_slice(b"BEGIN");
+        let size = (e.len() + if crc { 4 } else { 0 }) as u32;
+        e[9..13].copy_from_slice(&size.to_le_bytes());
+        if crc {
+            let c = crate::crc::crc32(&e);
+            e.extend_from_slice(&c.to_le_bytes());
+        }
+        e
+    }
+
+    #[test]
+    fn with_db_replaces_the_default_database_and_reseals() {
+        let r = MysqlRoute {
+            crc: true,
+            query_post: 13,
+            schemas: Some(vec![b"db1", b"db22"]),
+        };
+        let ev = begin(b"db1", true);
+        assert_eq!(r.retarget(&ev, 0), Some(None));
+        assert_eq!(r.retarget(&ev, 1), Some(Some(&b"db22"[..])));
+        assert_eq!(r.retarget(&begin(b"", true), 1), Some(None)); // no database: kept
+        assert_eq!(r.retarget(&ev, 2), None); // no such output: declined
+        let mut out = Vec::new();
+        r.with_db(&ev, b"db22", &mut out).unwrap();
+        assert_eq!(out, begin(b"db22", true));
+        let maps = MysqlRoute { schemas: None, ..r };
+        assert_eq!(maps.retarget(&ev, 5), Some(None));
+        let plain = MysqlRoute { crc: false, ..maps };
+        let mut out = Vec::new();
+        plain
+            .with_db(&begin(b"a_long_db", false), b"", &mut out)
+            .unwrap();
+        assert_eq!(out, begin(b"", false));
+    }
+}
