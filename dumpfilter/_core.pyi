@@ -1052,6 +1052,9 @@ def split_route(scanner: Scanner, buf: Buffer, start: int, keeps: list[bytes], c
 def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
     """Offsets (packed u64) of the GTID events of buf[start:stop] a series' next GTID state
     needs (see split::gtid_marks)."""
+def mysql_gtids_at(buf: bytes | bytearray, marks: bytes) -> MysqlGtids:
+    """The GTIDs of the events at `marks` (packed u64 offsets) of a series writer's block: the
+    untagged MySQL ones as runs; `tagged` names (by index) the marks of every other event."""
 
 
 def relayed(units: UnitList, row: bytes, start: int, stop: int, skips: bytes, crc: bool) -> Relayed:

@@ -43,21 +43,48 @@ pub fn mysql_gtids(list: &UnitList, bufs: &[&[u8]], start: usize, stop: usize) -
             .get(u.part as usize)
             .and_then(|b| b.get(at..at + 16))
             .filter(|_| u.flags & F_TAGGED_GTID == 0);
-        let Some(sid) = sid.and_then(|s| <[u8; 16]>::try_from(s).ok()) else {
-            out.tagged.push(k);
-            continue;
-        };
-        let gno = u.gtid_seq as i64;
-        match out.runs.last_mut() {
+        match sid.and_then(|s| <[u8; 16]>::try_from(s).ok()) {
+            Some(sid) => out.push(sid, u.gtid_seq as i64),
+            None => out.tagged.push(k),
+        }
+    }
+    out
+}
+
+/// The GTIDs of the events at `offsets` of `buf` (a series writer's block: each offset a unit's
+/// first event, `split::gtid_marks`), the untagged MySQL ones as runs; `tagged` names the
+/// offsets (by index) of every other event, which the caller reads: a tagged or anonymous
+/// GTID, a MariaDB one (a Gtid_list keeps its last per domain and server, in order), one that
+/// does not fit.
+pub fn mysql_gtids_at(buf: &[u8], offsets: &[u64]) -> MysqlGtids {
+    let mut out = MysqlGtids::default();
+    for (k, &at) in offsets.iter().enumerate() {
+        let at = at as usize;
+        let size = crate::le::u32_at(buf, at + 9).map_or(0, |n| n as usize);
+        let gno = (buf.get(at + 4) == Some(&crate::types::GTID) && size >= HEADER_LEN + 25)
+            .then(|| crate::le::u64_at(buf, at + HEADER_LEN + 17))
+            .flatten();
+        let sid = buf.get(at + HEADER_LEN + 1..at + HEADER_LEN + 17);
+        match (sid.and_then(|s| <[u8; 16]>::try_from(s).ok()), gno) {
+            (Some(sid), Some(gno)) if at + size <= buf.len() => out.push(sid, gno as i64),
+            _ => out.tagged.push(k),
+        }
+    }
+    out
+}
+
+impl MysqlGtids {
+    /// One GTID: the last run's next gno of its source extends it, any other starts one.
+    fn push(&mut self, sid: [u8; 16], gno: i64) {
+        match self.runs.last_mut() {
             Some(run) if run.sid == sid && run.last.checked_add(1) == Some(gno) => run.last = gno,
-            _ => out.runs.push(GtidRun {
+            _ => self.runs.push(GtidRun {
                 sid,
                 first: gno,
                 last: gno,
             }),
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -146,6 +173,28 @@ mod tests {
         let short = &buf[..61 + HEADER_LEN + 8];
         assert_eq!(mysql_gtids(&l, &[short], 0, 3).tagged, vec![1, 2]);
         assert_eq!(mysql_gtids(&l, &[], 0, 3).tagged, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn gtids_at_offsets_read_only_untagged_mysql_gtids() {
+        let (_, mut buf) = list(&[(GTID, 1, 4), (GTID, 1, 5), (GTID, 2, 9)]);
+        for k in 0..3 {
+            buf[61 * k + 4] = crate::types::GTID;
+            buf[61 * k + 9] = 61;
+        }
+        buf[61 * 2 + 4] = crate::types::ANONYMOUS_GTID;
+        let got = mysql_gtids_at(&buf, &[0, 61, 122, 170]);
+        let runs: Vec<_> = got
+            .runs
+            .iter()
+            .map(|r| (r.sid[0], r.first, r.last))
+            .collect();
+        assert_eq!(runs, vec![(1, 4, 5)]);
+        assert_eq!(
+            got.tagged,
+            vec![2, 3],
+            "an anonymous GTID and one past the end"
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ from typing import BinaryIO
 from dumpfilter.codec import BinlogWriter, Event, EventType, FormatDescription, GtidTracker, fix_transaction_length
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
 from dumpfilter.codec.scanner import gtid_marks as core_gtid_marks
+from dumpfilter.codec.scanner import mysql_gtids_at as core_mysql_gtids_at
 from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter.codec.writer import fde_for_new_file
 from dumpfilter.binlogs.files import write_index
@@ -94,6 +95,21 @@ class BinlogSeriesWriter:
         for raw in self._pending_gtids:
             add(Event(raw, 0, fmt))
         self._pending_gtids.clear()
+
+    def track_gtids(self, buf: bytes | bytearray, marks: bytes) -> None:
+        """`track_gtid` of each unit starting at `marks` (packed u64 offsets in `buf`, each a GTID
+        event: `gtid_marks`): the untagged MySQL GTIDs read by the core as runs and added as
+        intervals (a MySQL split or filter wrote each unit's GTID decoded in Python, 10 s of a
+        202 MB binlog's 12.5 s); the others one by one, in order."""
+        found = core_mysql_gtids_at(buf, marks)
+        if found.runs:
+            self._drain_gtids()  # (the set's own order is its intervals')
+            add = self.gtids.mysql.add_interval
+            for run in found.runs:
+                add(run.source, run.first, run.last + 1)
+        offsets = memoryview(marks).cast("Q")
+        for k in found.tagged:
+            self.track_gtid(buf, offsets[k])
 
     def track_gtid(self, buf: bytes | bytearray | memoryview, at: int = 0) -> None:
         """Count the unit starting at `buf[at]` into the GTID state of the next files, if it opens
@@ -212,8 +228,7 @@ class BinlogSeriesWriter:
         self._write_piece(buf, run, ends[-1], marks if run == 0 else None)
 
     def _write_piece(self, buf: bytearray, start: int, stop: int, marks: bytes | None = None) -> None:
-        for at in memoryview(core_gtid_marks(buf, start, stop) if marks is None else marks).cast("Q"):
-            self.track_gtid(buf, at)
+        self.track_gtids(buf, core_gtid_marks(buf, start, stop) if marks is None else marks)
         self._write_run(buf, start, stop)
 
     def change_format(self, fde: Event) -> None:

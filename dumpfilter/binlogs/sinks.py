@@ -294,9 +294,7 @@ class SeriesSink(Sink, _RawWriterMixin):
         return self.series
 
     def direct_written(self, out: bytes, gtids: bytes) -> None:
-        track = self._direct_series().track_gtid
-        for at in memoryview(gtids).cast("Q"):
-            track(out, at)
+        self._direct_series().track_gtids(out, gtids)
 
     def direct_rotate(self) -> None:
         self._direct_series().rotate()

@@ -212,6 +212,13 @@ class MysqlGtidSet:
         if end <= start:
             return
         ivs = self.intervals.setdefault((source, tag), [])
+        if ivs and start >= ivs[-1][0]:  # at or after the last interval's start: only it is touched
+            last = ivs[-1]
+            if start > last[1]:
+                ivs.append([start, end])
+            elif end > last[1]:
+                last[1] = end
+            return
         lo = bisect.bisect_left(ivs, start, key=_end)     # the first that ends at or after start
         hi = bisect.bisect_right(ivs, end, key=_start)    # past the last that starts at or before end
         if lo < hi:

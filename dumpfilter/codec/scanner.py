@@ -60,6 +60,9 @@ statement_key = _core.statement_key
 # events of a run of whole units a series' next GTID state needs (packed u64 offsets).
 split_route = _core.split_route
 gtid_marks = _core.gtid_marks
+# The untagged MySQL GTIDs at a block's GTID marks as runs of consecutive gnos (a MysqlGtids; its
+# `tagged` names the marks of every other GTID event, read the codec's way).
+mysql_gtids_at = _core.mysql_gtids_at
 # Whether a file's first bytes hold another server's log_pos values (a relay log).
 foreign_log_pos = _core.foreign_log_pos
 # (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.

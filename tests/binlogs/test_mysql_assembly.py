@@ -88,3 +88,30 @@ def test_a_rotate_is_dated_as_the_events_before_it(shared_fixtures, tmp_path, so
             rotates += 1
             assert events[-1].timestamp == [e.timestamp for e in events[:-1] if e.timestamp][-1], path.name
     assert rotates >= 3
+
+
+@pytest.mark.parametrize("command", [["filter", "--replicate-ignore-db", "db2"], ["split", "--no-spark"]])
+def test_each_file_opens_with_the_gtids_written_before_it(mysql_binlog, tmp_path, command):
+    """A series' next file opens with a Previous_GTIDs of every GTID written before it (the
+    source's own Previous_GTIDs is empty): the core reads the written units' untagged GTIDs as
+    runs (`mysql_gtids_at`), per output, where a split's outputs hold every eighth gno."""
+    from dumpfilter.cli.app import main
+    from dumpfilter.codec.gtid import MysqlGtidSet
+
+    source = tmp_path / "m-bin.000001"
+    source.write_bytes(mysql_binlog)
+    out = tmp_path / "out"
+    assert main([command[0], str(source), "--out", str(out), *command[1:], "--max-binlog-size", "20000"]) == 0
+    outputs = {p.name.rsplit(".", 1)[0] for p in out.glob("*.0*")}
+    checked = 0
+    for name in sorted(outputs):
+        written = MysqlGtidSet()
+        for path in sorted(out.glob(f"{name}.0*")):
+            events = events_of(path.read_bytes())
+            previous = next(e for e in events if e.type_code == EventType.PREVIOUS_GTIDS)
+            assert previous.gtid_set == written, path.name
+            for e in events:
+                if e.type_code == EventType.GTID:
+                    written.add(e.gtid_info.source, e.gtid_info.gno)
+            checked += 1
+    assert checked > len(outputs) * 2  # every output rotated

@@ -153,6 +153,12 @@ fuzz_target!(|data: &[u8]| {
                 .iter()
                 .all(|(k, db, sql)| *k < run.next && db.end < sql.start)
     );
+    let mut relayed_bytes = vec![0u8; run.bytes as usize];
+    run.fill(&buf, &mut relayed_bytes);
+    // The MySQL GTIDs as runs: each run in order, each tagged unit named once.
+    let gtids = _core::gtid_runs::mysql_gtids(&plan, &[&buf[..]], 0, usize::MAX);
+    assert!(gtids.runs.iter().all(|r| r.first <= r.last));
+    assert!(gtids.tagged.windows(2).all(|w| w[0] < w[1]));
     // What verify expects a slave's relay logs to hold, under every skip policy at once.
     let skips = [1u8, 2, 3];
     let relayed = _core::verify_forms::relayed(

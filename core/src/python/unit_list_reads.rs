@@ -117,8 +117,7 @@ pub(super) fn reaches_key_alone(sql: &[u8]) -> bool {
     crate::gate_reach::text_reaches_key_alone(sql)
 }
 
-/// `UnitList.mysql_gtids` (see there) of `list`, its parts' buffers `bufs`: each run's source as
-/// MySQL spells a uuid (lowercase, 8-4-4-4-12).
+/// `UnitList.mysql_gtids` (see there) of `list`, its parts' buffers `bufs`.
 pub(super) fn mysql_gtids(
     py: Python<'_>,
     list: &UnitList,
@@ -127,7 +126,31 @@ pub(super) fn mysql_gtids(
     stop: usize,
 ) -> PyResult<MysqlGtids> {
     let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
-    let found = gtid_runs::mysql_gtids(list, &bufs, start, stop);
+    gtids_record(py, gtid_runs::mysql_gtids(list, &bufs, start, stop))
+}
+
+/// The GTIDs a series writer's block holds at `marks` (packed u64 offsets; see
+/// gtid_runs::mysql_gtids_at): `buf` is the block, bytes or a bytearray.
+#[pyfunction]
+pub(super) fn mysql_gtids_at(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    marks: &[u8],
+) -> PyResult<MysqlGtids> {
+    let offsets: Vec<u64> = marks
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
+        .collect();
+    let found = match buf.cast::<pyo3::types::PyByteArray>() {
+        // SAFETY: the GIL is held and no Python code runs while the bytearray is read.
+        Ok(array) => gtid_runs::mysql_gtids_at(unsafe { array.as_bytes() }, &offsets),
+        Err(_) => gtid_runs::mysql_gtids_at(buf.cast::<PyBytes>()?.as_bytes(), &offsets),
+    };
+    gtids_record(py, found)
+}
+
+/// Runs as records, each run's source as MySQL spells a uuid (lowercase, 8-4-4-4-12).
+fn gtids_record(py: Python<'_>, found: gtid_runs::MysqlGtids) -> PyResult<MysqlGtids> {
     let runs = PyList::empty(py);
     let mut named: Option<([u8; 16], Py<PyString>)> = None;
     for run in found.runs {
