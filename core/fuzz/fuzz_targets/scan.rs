@@ -159,6 +159,9 @@ fuzz_target!(|data: &[u8]| {
     let gtids = _core::gtid_runs::mysql_gtids(&plan, &[&buf[..]], 0, usize::MAX);
     assert!(gtids.runs.iter().all(|r| r.first <= r.last));
     assert!(gtids.tagged.windows(2).all(|w| w[0] < w[1]));
+    let marks = _core::split::gtid_marks(&buf, 0, buf.len());
+    let at_marks = _core::gtid_runs::mysql_gtids_at(&buf, &marks);
+    assert!(at_marks.tagged.iter().all(|&k| k < marks.len()));
     // What verify expects a slave's relay logs to hold, under every skip policy at once.
     let skips = [1u8, 2, 3];
     let relayed = _core::verify_forms::relayed(
