@@ -982,6 +982,11 @@ def statements(buf: Buffer, body: int, end: int) -> list[StatementEnd] | None:
     reference path."""
 
 
+def last_timestamp(buf: bytes | bytearray | memoryview) -> int:
+    """The last non-zero timestamp of the whole events in `buf` (0: none): what a writer dates a
+    Rotate with after writing them."""
+
+
 def renumber(buf: bytearray, start: int, stop: int, base: int, crc: bool) -> Renumbered:
     """Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
     assemble::renumber)."""

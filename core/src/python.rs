@@ -85,6 +85,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;
+    m.add_function(wrap_pyfunction!(last_timestamp, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
     m.add_function(wrap_pyfunction!(schema_candidates, m)?)?;

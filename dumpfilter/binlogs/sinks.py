@@ -15,6 +15,7 @@ from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import foreign_log_pos
 from dumpfilter.codec.scanner import renumber as core_renumber
+from dumpfilter._core import last_timestamp as core_last_timestamp
 from dumpfilter.binlogs.background import WriteBehind
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, FILE_FRAMING_TYPES, BinlogSeriesWriter
@@ -120,6 +121,8 @@ class _RawWriterMixin:
         out.write(gtid_raw)
         out.write(commit)
         writer.position = out_pos + gsize + csize
+        if ts := HEADER.unpack_from(gtid_raw, 0)[0]:  # (the COMMIT is dated as its GTID)
+            writer.last_timestamp = ts
         return gsize + csize
 
     def _write_raw_into(self, writer: BinlogWriter, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
@@ -128,6 +131,8 @@ class _RawWriterMixin:
             raw = renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
         writer.out.write(raw)
         writer.position += len(raw)
+        if ts := core_last_timestamp(raw):  # a Rotate after it is dated as after events written
+            writer.last_timestamp = ts
 
 
 class FileSink(Sink, _RawWriterMixin):

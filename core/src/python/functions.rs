@@ -179,6 +179,22 @@ pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> HopResult {
     HopResult { events, stop }
 }
 
+/// The last non-zero timestamp of the whole events in `buf` (bytes, a bytearray or a memoryview;
+/// 0: none): what a writer dates a Rotate with after writing them (assemble::last_timestamp).
+#[pyfunction]
+pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "last_timestamp reads a contiguous buffer",
+        ));
+    }
+    // SAFETY: the GIL is held and no Python code runs while the buffer is read.
+    let bytes =
+        unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes()) };
+    Ok(assemble::last_timestamp(bytes))
+}
+
 /// The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges): the
 /// bytes to relay, the next unit index, the counts, the lone statements copied whose text the
 /// slave's check reads, and the statement keys met and used. `lone`: (QUERY post-header length,
