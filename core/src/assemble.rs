@@ -297,10 +297,7 @@ pub fn assemble(
             let head = if mariadb {
                 Some(gtid_end)
             } else {
-                let begin = u32_at(buf, gtid_end + 9).map(|n| n as usize);
-                begin
-                    .filter(|&n| buf.get(gtid_end + 4) == Some(&QUERY) && n >= HEADER_LEN)
-                    .map(|n| gtid_end + n)
+                skip_forms::mysql::head_end(buf, gtid_end, u.end)
             };
             let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
             let Some(p) = head.and_then(|h| partial(buf, u.start, u.end, h, u.events, ids, keep))

@@ -13,7 +13,8 @@
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
-use crate::split_mysql::{head_end, is_mysql_unit, MysqlRoute};
+use crate::skip_forms::mysql::head_end;
+use crate::split_mysql::{is_mysql_unit, MysqlRoute};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
 use crate::unit_cut::partial;
@@ -164,7 +165,7 @@ pub fn route(
             // A MySQL unit's BEGIN is framing: kept with its GTID.
             let head = match my {
                 None => u.start + u.gtid_size as usize,
-                Some(_) => match head_end(buf, u) {
+                Some(_) => match head_end(buf, u.start + u.gtid_size as usize, u.end) {
                     Some(h) => h,
                     None => break,
                 },

@@ -11,7 +11,7 @@
 use crate::le::{u16_at, u32_at};
 use crate::scan::{Unit, F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms::mysql::with_length;
-use crate::types::{HEADER_LEN, QUERY};
+use crate::types::HEADER_LEN;
 
 /// How a scan's MySQL units are copied: whether events carry a CRC32, the Query post-header's
 /// length (the scanner's Format_description), and by schema each output's schema (None: by
@@ -27,15 +27,6 @@ pub struct MysqlRoute<'a> {
 pub fn is_mysql_unit(flags: u32) -> bool {
     flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) != 0
         && flags & (F_TAGGED_GTID | F_PAYLOAD | F_HAS_FDE) == 0
-}
-
-/// Where the BEGIN after unit `u`'s GTID ends (the head a cut keeps), or None where the event
-/// after the GTID is not a Query.
-pub fn head_end(buf: &[u8], u: &Unit) -> Option<usize> {
-    let gtid_end = u.start + u.gtid_size as usize;
-    let size = u32_at(buf, gtid_end + 9)? as usize;
-    (buf.get(gtid_end + 4) == Some(&QUERY) && size >= HEADER_LEN && gtid_end + size <= u.end)
-        .then_some(gtid_end + size)
 }
 
 impl MysqlRoute<'_> {
@@ -146,6 +137,7 @@ impl MysqlRoute<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::QUERY;
 
     fn begin(db: &[u8], crc: bool) -> Vec<u8> {
         let mut e = vec![0u8; HEADER_LEN];
