@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from dumpfilter._core import AssembleConfig
 from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
-from dumpfilter.codec.constants import HEADER_LEN, MAGIC
+from dumpfilter.codec.constants import MAGIC
+from dumpfilter.codec.reader import truncated
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
@@ -253,10 +254,7 @@ class BinlogFilter:
                 if ahead is None:
                     stream.seek(base)
         if buf:
-            left = len(buf)
-            msg = (f"event size {_U32.unpack_from(buf, 9)[0]} runs past the end of the file ({left} bytes left)"
-                   if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
-            raise TruncatedBinlogError(msg, path=name, offset=base)
+            raise truncated(buf, name, base)
 
     def _lone_answers(self, units: UnitRecords, slow: memoryview, buf: bytes, base: int, fmt: FormatDescription,
                       start: int) -> tuple[bytes, int]:

@@ -42,7 +42,7 @@ from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
 from dumpfilter.codec.event import Buffer, query_text
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.reader import bad_magic
+from dumpfilter.codec.reader import bad_magic, truncated
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
@@ -448,10 +448,7 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
             if offset - start >= budget and pos > start and not eof:
                 return offset - start, False, pos, fmt
     if final and have:
-        rest = bytes(buf[:have])
-        msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({have} bytes left)"
-               if have >= HEADER_LEN else f"file ends inside an event header ({have} of {HEADER_LEN} bytes)")
-        raise TruncatedBinlogError(msg, path=str(path), offset=base)
+        raise truncated(bytes(buf[:have]), str(path), base)
     return offset - start, eof, pos, fmt
 
 
@@ -492,10 +489,7 @@ def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, 
         if covered >= budget and pos > 0 and k + 1 < len(kept.parts):
             return covered, False, pos, fmt
     if final and kept.rest:
-        rest = bytes(kept.whole[kept.size - kept.rest:])
-        msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({kept.rest} bytes left)"
-               if kept.rest >= HEADER_LEN else f"file ends inside an event header ({kept.rest} of {HEADER_LEN} bytes)")
-        raise TruncatedBinlogError(msg, path=str(path), offset=kept.size - kept.rest)
+        raise truncated(bytes(kept.whole[kept.size - kept.rest:]), str(path), kept.size - kept.rest)
     return kept.size, True, pos, fmt
 
 

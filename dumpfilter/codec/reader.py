@@ -10,7 +10,7 @@ from typing import BinaryIO, Protocol
 from dumpfilter.codec.checksum import crc_ok, crc_ok_in
 from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
 from dumpfilter.errors import BinlogError, ChecksumError, TruncatedBinlogError
-from dumpfilter.codec.event import HEADER, Event, EventCursor, LazyHeaderCursor
+from dumpfilter.codec.event import HEADER, Buffer, Event, EventCursor, LazyHeaderCursor
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import Scanner, type_mask
 
@@ -193,14 +193,8 @@ class EventSplitter:
         """Call at end of input: a partial event left over means a truncated file."""
         if self._need_magic:
             raise TruncatedBinlogError(f"file is {len(self._buf)} bytes long, too short for the binlog magic", path=self.name, offset=0)
-        left = len(self._buf) - self._off
-        if left:
-            if left >= HEADER_LEN:
-                size = HEADER.unpack_from(self._buf, self._off)[3]
-                msg = f"event size {size} runs past the end of the file ({left} bytes left)"
-            else:
-                msg = f"file ends inside an event header ({left} of {HEADER_LEN} bytes)"
-            raise TruncatedBinlogError(msg, path=self.name, offset=self._pos)
+        if len(self._buf) > self._off:
+            raise truncated(self._buf[self._off :], self.name, self._pos)
 
 
 class Readable(Protocol):
@@ -276,6 +270,14 @@ def bad_magic(path: str) -> BinlogError:
     may read this line, and the file may be a symlink to anything."""
     return BinlogError("bad magic: not a binlog file (a binlog starts with the 4 bytes fe 62 69 6e)", path=path,
                        offset=0)
+
+
+def truncated(rest: Buffer, path: str, offset: int) -> TruncatedBinlogError:
+    """The error of a file whose last bytes `rest` (at `offset`) are not a whole event."""
+    n = len(rest)
+    msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({n} bytes left)"
+           if n >= HEADER_LEN else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
+    return TruncatedBinlogError(msg, path=path, offset=offset)
 
 
 def read_format_description(stream: BinaryIO, name: str = "<binlog>") -> tuple[Event, FormatDescription]:

@@ -22,7 +22,8 @@ from pathlib import Path
 from dumpfilter import _core
 from dumpfilter.codec import (BinlogReader, Event, EventType, Transaction, TransactionGrouper, bad_magic,
                               read_format_description)
-from dumpfilter.codec.constants import HEADER_LEN, MAGIC
+from dumpfilter.codec.constants import MAGIC
+from dumpfilter.codec.reader import truncated
 from dumpfilter.codec.scanner import Scanner, type_mask
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
@@ -214,7 +215,7 @@ def schema_statements(chunk: Chunk, *, verify_checksums: bool = True) -> Iterato
                 raise error
             if eof:
                 if stop < len(buf):
-                    raise _truncated(buf[stop:], chunk.path, pos + stop)
+                    raise truncated(buf[stop:], chunk.path, pos + stop)
                 return
             # An event longer than the buffer: take more at once next time.
             want = READ_BYTES if stop else want * 2
@@ -281,7 +282,7 @@ def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[
                     raise scan.error
                 pos += scan.stop
                 if eof and scan.stop < len(buf):
-                    raise _truncated(buf[scan.stop:], chunk.path, pos)
+                    raise truncated(buf[scan.stop:], chunk.path, pos)
         finally:
             if pending is not None:  # the caller stopped early: the scan under way gives the scanner back
                 scanner.scan_finish(pending[2])
@@ -315,14 +316,6 @@ def chunk_start(stream: BinaryIO, chunk: Chunk, scanner: Scanner) -> tuple[Forma
             raise bad_magic(chunk.path)
         pos = 4
     return fmt, pos
-
-
-def _truncated(rest: Buffer, path: str, offset: int) -> TruncatedBinlogError:
-    """The error of a file whose last bytes `rest` (at `offset`) are not a whole event."""
-    n = len(rest)
-    msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({n} bytes left)"
-           if n >= HEADER_LEN else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
-    return TruncatedBinlogError(msg, path=path, offset=offset)
 
 
 class _Source:

@@ -16,7 +16,6 @@ final: the series writer renumbers them), so the outputs are the same files.
 from __future__ import annotations
 
 import io
-import struct
 from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
@@ -25,9 +24,10 @@ from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Event, Transaction
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
+from dumpfilter.codec.constants import QUERY_EVENT_TYPES
+from dumpfilter.codec.reader import truncated
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, split_route, unit_events
-from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
+from dumpfilter.errors import BinlogError, MalformedEventError
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.schema import is_schema_statement
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from dumpfilter.codec.scanner import UnitRecords
 
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
-_U32 = struct.Struct("<I")
 
 
 def _text(raw: bytes) -> str:
@@ -237,10 +236,7 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
             break
         want = READ_BYTES if scan.stop else want * 2  # a unit longer than the buffer: read more at once
     if buf:
-        left = len(buf)
-        msg = (f"event size {_U32.unpack_from(buf, 9)[0]} runs past the end of the file ({left} bytes left)"
-               if left >= HEADER_LEN else f"file ends inside an event header ({left} of {HEADER_LEN} bytes)")
-        raise TruncatedBinlogError(msg, path=name, offset=base)
+        raise truncated(buf, name, base)
     return walk.ordinal
 
 
