@@ -64,10 +64,6 @@ def read_varlen_signed(buf: bytes, off: int) -> tuple[int, int]:
     return (-(raw >> 1) - 1 if raw & 1 else raw >> 1), off
 
 
-def encode_varlen_signed(value: int) -> bytes:
-    return encode_varlen(((-value - 1) << 1) | 1 if value < 0 else value << 1)
-
-
 # MariaDB compressed fields (QUERY_COMPRESSED, *_ROWS_COMPRESSED): a header byte 0x80|n
 # (algorithm in bits 4-6, 0 = zlib), the uncompressed length in n BIG-endian bytes, then zlib.
 def mariadb_uncompress(buf: bytes) -> bytes:

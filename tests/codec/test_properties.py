@@ -11,7 +11,7 @@ from dumpfilter.codec import BinlogReader, BinlogWriter, EventSplitter, EventTyp
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet, decode_mysql_gtid, with_transaction_length
 from dumpfilter.codec.packing import (
-    encode_lenenc, encode_varlen, encode_varlen_signed, mariadb_compress, mariadb_uncompress,
+    encode_lenenc, encode_varlen, mariadb_compress, mariadb_uncompress,
     read_lenenc, read_varlen, read_varlen_signed,
 )
 from dumpfilter.codec.writer import fix_transaction_length
@@ -34,7 +34,7 @@ def test_varlen_round_trip(value):
 
 @given(st.integers(-(2**62), 2**62))
 def test_signed_varlen_round_trip(value):
-    raw = encode_varlen_signed(value)
+    raw = encode_varlen(2 * value if value >= 0 else -2 * value - 1)  # zigzag, as MySQL writes it
     assert read_varlen_signed(raw, 0) == (value, len(raw))
 
 
