@@ -18,6 +18,16 @@ from dumpfilter.binlogs.files import closed_by_server
 ReadBuffer = bytes | memoryview | mmap.mmap
 
 
+def _replaced(directory: str, name: str, key: tuple[int, int]) -> bool:
+    """Whether file `name` of `directory` is no longer the file `key` (st_dev, st_ino): deleted or
+    replaced."""
+    try:
+        now = os.stat(os.path.join(directory, name))
+    except OSError:
+        return True
+    return (now.st_dev, now.st_ino) != key
+
+
 def mapping_cut_short(buf: ReadBuffer, base: int, used: int) -> int | None:
     """The size of the file `buf` maps (from file offset `base`) when the file was truncated
     since, to less than the `used` bytes of the mapping its units lie in, else None (also for a
@@ -163,14 +173,8 @@ class MappingFiles:
             except OSError:  # a kernel without transparent huge pages
                 pass
         self.mapped_files += 1
-        directory = os.path.dirname(path)
         for old, (_, name) in list(self._whole.items()):  # deleted or replaced since: let go
-            try:
-                now = os.stat(os.path.join(directory, name))
-                gone = (now.st_dev, now.st_ino) != old
-            except OSError:
-                gone = True
-            if gone:
+            if _replaced(os.path.dirname(path), name, old):
                 self._let_go(old)
         kept = self._whole[key] = (whole, os.path.basename(path))
         self._whole_bytes += size
@@ -226,14 +230,8 @@ class MappingFiles:
         if (st.st_dev, st.st_ino) != key:
             os.close(fd)
             return None
-        directory = os.path.dirname(path)
         for old, (old_fd, name) in list(self._files.items()):  # deleted or replaced since: let go
-            try:
-                now = os.stat(os.path.join(directory, name))
-                gone = (now.st_dev, now.st_ino) != old
-            except OSError:
-                gone = True
-            if gone:
+            if _replaced(os.path.dirname(path), name, old):
                 os.close(old_fd)
                 del self._files[old]
         kept = self._files[key] = (fd, os.path.basename(path))
