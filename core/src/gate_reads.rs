@@ -226,17 +226,10 @@ fn piece_alone(buf: &[u8], piece: &Piece, post: usize, crc: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tally::tests::event;
 
     const ANNOTATE_ROWS: u8 = 160;
     const TABLE_MAP: u8 = 19;
-
-    fn event(kind: u8, body: &[u8]) -> Vec<u8> {
-        let mut e = vec![0u8; HEADER_LEN];
-        e[4] = kind;
-        e[9..13].copy_from_slice(&((HEADER_LEN + body.len()) as u32).to_le_bytes());
-        e.extend_from_slice(body);
-        e
-    }
 
     #[test]
     fn needs_read_ahead_are_taken_under_their_format_only() {

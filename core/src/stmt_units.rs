@@ -439,24 +439,7 @@ pub(crate) fn walk<'a>(
 mod tests {
     use super::*;
     use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
-
-    fn event(t: u8, body: &[u8]) -> Vec<u8> {
-        let mut e = vec![0u8; HEADER_LEN];
-        e[4] = t;
-        let size = (HEADER_LEN + body.len()) as u32;
-        e[9..13].copy_from_slice(&size.to_le_bytes());
-        e.extend_from_slice(body);
-        e
-    }
-
-    fn query(db: &str, sql: &str) -> Vec<u8> {
-        let mut body = vec![0u8; 13];
-        body[8] = db.len() as u8;
-        body.extend_from_slice(db.as_bytes());
-        body.push(0);
-        body.extend_from_slice(sql.as_bytes());
-        event(QUERY, &body)
-    }
+    use crate::tally::tests::{event, query};
 
     #[test]
     fn a_statement_unit_by_keys() {

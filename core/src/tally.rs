@@ -226,7 +226,8 @@ pub(crate) mod tests {
     use crate::scan::{Unit, F_COMPLETE, F_MARIADB_GTID};
     use crate::types::{INTVAR, QUERY, XID};
 
-    fn event(t: u8, body: &[u8]) -> Vec<u8> {
+    /// An event of type `t` with body `body` (no CRC32, the other header fields 0).
+    pub(crate) fn event(t: u8, body: &[u8]) -> Vec<u8> {
         let mut e = vec![0u8; HEADER_LEN];
         e[4] = t;
         let size = (HEADER_LEN + body.len()) as u32;
@@ -235,7 +236,8 @@ pub(crate) mod tests {
         e
     }
 
-    fn query(db: &str, sql: &str) -> Vec<u8> {
+    /// A Query event: default database `db`, statement `sql`.
+    pub(crate) fn query(db: &str, sql: &str) -> Vec<u8> {
         let mut body = vec![0u8; 13];
         body[8] = db.len() as u8;
         body.extend_from_slice(db.as_bytes());
