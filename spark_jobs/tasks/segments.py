@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dumpfilter.codec import Event
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
-from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader, plan_chunks
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader
 from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, ordinals, route_chunk
 from dumpfilter.spark_jobs.tasks.output import OutputSummary, series_writer, summarize
 from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitConfig
@@ -281,30 +281,3 @@ def _write_merged(writer: BinlogSeriesWriter, buf: bytearray, ends: array[int], 
             start, i = ends[j - 1], j
         if data:
             writer.write_run(bytearray(data), (len(data),))
-
-
-def split_by_segments(targets: list[str | os.PathLike[str]], out: str | os.PathLike[str], config: SplitConfig, *,
-                      max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = None,
-                      verify_checksums: bool = True, block_bytes: int = JOIN_BLOCK_BYTES) -> list[OutputSummary]:
-    """Both stages of the Spark job in this process, chunk by chunk then output by output: what
-    the Spark job computes, without Spark (for the tests, and for debugging a split)."""
-    import shutil
-    import tempfile
-
-    from dumpfilter.spark_jobs.tasks.chunks import input_files, source_header
-    from dumpfilter.spark_jobs.tasks.local import check_output_dir
-
-    out = check_output_dir(out)
-    paths = input_files(targets)
-    header = source_header(paths)
-    seg_dir = tempfile.mkdtemp(prefix=".segments-", dir=out)
-    try:
-        router = Router(config)
-        results = [write_chunk_segments(chunk, chunk_no, config, seg_dir, verify_checksums=verify_checksums,
-                                        router=router)
-                   for chunk_no, chunk in enumerate(plan_chunks(paths, chunk_bytes))]
-        summaries = [join_output(plan, seg_dir, out, header, max_size, block_bytes=block_bytes)
-                     for plan in join_tasks(results)]
-    finally:
-        shutil.rmtree(seg_dir, ignore_errors=True)
-    return sorted(summaries, key=lambda s: s.name)

@@ -3,6 +3,9 @@ the writer's Event path and the single-process split's output, whatever the chun
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+
 import pytest
 
 from dumpfilter.codec import EventType, group_transactions, read_events
@@ -11,10 +14,10 @@ from dumpfilter.binlogs import BinlogSeriesWriter, binlog_paths
 from dumpfilter.binlogs.series import encode_unit, renumber
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, read_units, source_header
-from dumpfilter.spark_jobs.tasks.local import split_local
+from dumpfilter.spark_jobs.tasks.local import check_output_dir, split_local
 from dumpfilter.spark_jobs.tasks.output import OutputSet
 from dumpfilter.spark_jobs.tasks.routing import Router, SplitConfig, config_from_maps
-from dumpfilter.spark_jobs.tasks.segments import join_tasks, split_by_segments, write_chunk_segments
+from dumpfilter.spark_jobs.tasks.segments import JOIN_BLOCK_BYTES, join_output, join_tasks, write_chunk_segments
 from dumpfilter.spark_jobs.split_by_schema import balanced_groups, split_spark, task_groups
 from tests.oracles.split import ReferenceOutputSet
 from tests.spark_jobs.helpers import check_series, same_tree
@@ -88,6 +91,24 @@ def test_renumber_in_place():
     out = read_events(b"\xfebin" + fde.raw + bytes(buf))[1:]  # CRCs verified
     size = events[0].size
     assert [e.log_pos for e in out] == [1000 + size, 1000 + 2 * size, 1000 + 3 * size]
+
+
+def split_by_segments(targets, out, config, *, max_size, chunk_bytes, block_bytes=JOIN_BLOCK_BYTES):
+    """Both stages of the Spark job in this process, chunk by chunk then output by output: what
+    the Spark job computes, without Spark."""
+    out = check_output_dir(out)
+    paths = input_files(targets)
+    header = source_header(paths)
+    seg_dir = tempfile.mkdtemp(prefix=".segments-", dir=out)
+    try:
+        router = Router(config)
+        results = [write_chunk_segments(chunk, chunk_no, config, seg_dir, router=router)
+                   for chunk_no, chunk in enumerate(plan_chunks(paths, chunk_bytes))]
+        summaries = [join_output(plan, seg_dir, out, header, max_size, block_bytes=block_bytes)
+                     for plan in join_tasks(results)]
+    finally:
+        shutil.rmtree(seg_dir, ignore_errors=True)
+    return sorted(summaries, key=lambda s: s.name)
 
 
 def _segments_then_join(src, out, config, chunk_bytes, max_size):
