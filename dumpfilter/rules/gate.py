@@ -65,9 +65,6 @@ class Gate(_Derived):
             return True
         return db is not None and bool(db) and any(rx.fullmatch(db) for rx in self._schemas)
 
-    def statement_allowed(self, sql: str, current_db: str | None) -> bool:
-        return self.statement_verdict(sql, current_db) is ALLOWED
-
     def statement_verdict(self, sql: str, current_db: str | None) -> str:
         """Deny by default: ALLOWED only when every object the statement's text reaches
         (rules/policy_bound.py: tables read or written, subqueries, ODKU, CTEs, bodies; the grant

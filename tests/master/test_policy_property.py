@@ -19,7 +19,7 @@ from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.master.serve.grpc_server import create_server
 from dumpfilter.master.policy import MasterPolicy, PolicyEntry
 from dumpfilter.rules.policy_gates import PLAIN, Secret
-from dumpfilter.rules.gate import Gate
+from dumpfilter.rules.gate import ALLOWED, Gate
 from tests.support.dump_helpers import run_slave
 from tests.support.filtering import Synth
 from tests.support.policy_grammar import ALLOWED_DB, FORBIDDEN_WORDS, statements
@@ -30,7 +30,7 @@ GATE = Gate((f"{ALLOWED_DB}.%",), restricted=True)
 @settings(max_examples=400, deadline=None)
 @given(statements())
 def test_the_gate_allows_nothing_that_reaches_a_forbidden_object(drawn):
-    if GATE.statement_allowed(drawn.sql, drawn.default_db):
+    if GATE.statement_verdict(drawn.sql, drawn.default_db) is ALLOWED:
         assert drawn.allowed, (drawn.sql, drawn.default_db, drawn.reached)
 
 
@@ -46,7 +46,7 @@ def test_an_annotation_goes_only_when_all_it_names_is_allowed(drawn):
 def test_dml_over_allowed_tables_is_allowed(drawn):
     """The bound is conservative, not blind: DML whose every object is allowed goes through (as a
     statement; its annotation too, when its Table_maps tell the default database its bare names need)."""
-    assert GATE.statement_allowed(drawn.sql, drawn.default_db), drawn
+    assert GATE.statement_verdict(drawn.sql, drawn.default_db) is ALLOWED, drawn
     if drawn.annotation_resolvable:
         assert GATE.annotation_allowed(drawn.sql, drawn.written), drawn
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from dumpfilter.rules.decider import Decider, Gated, gate_statement, gate_table, gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.gate import MASTER_POLICY, MASTER_POLICY_UNANALYSED, UNRESTRICTED, Gate
+from dumpfilter.rules.gate import ALLOWED, MASTER_POLICY, MASTER_POLICY_UNANALYSED, UNRESTRICTED, Gate
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.transaction_filter import TransactionFilter
 
@@ -53,7 +53,7 @@ def test_gated_statements_are_rules_and_gate(rules, allow, db, table, shape):
     sql = shape.format(t=table)
     decision = Gated(rules_engine, gate).decide_statement(sql, db)
     assert isinstance(decision, Decision)
-    expected = rules_engine.decide_statement(sql, db).apply and gate.statement_allowed(sql, db)
+    expected = rules_engine.decide_statement(sql, db).apply and gate.statement_verdict(sql, db) is ALLOWED
     assert decision.apply is expected
 
 
