@@ -68,7 +68,7 @@ class ChannelFilters:
 
 
 class FilterRegistry:
-    """The replica's global filters and its channels' filters (CHANGE REPLICATION FILTER, RESET REPLICA ALL)."""
+    """The replica's global filters and its channels' filters (CHANGE REPLICATION FILTER)."""
 
     def __init__(self, settings: Settings | None = None, clock: Callable[[], dt.datetime] | None = None) -> None:
         self.settings = settings or Settings()
@@ -114,14 +114,6 @@ class FilterRegistry:
                     channel.set_entry(rule_type, entry.copy(now))
         self.channels[name] = channel
         return channel
-
-    def reset_replica_all(self, channel: str | None = None) -> None:
-        """RESET REPLICA ALL [FOR CHANNEL]: the channel(s) and their filters are gone; globals stay."""
-        if channel is None:
-            self.channels.clear()
-        else:
-            self._channel(channel)
-            del self.channels[channel]
 
     def change_replication_filter(self, statement: str | FilterChange) -> None:
         """Without FOR CHANNEL: every channel and the global filters; with it: that channel only."""
