@@ -219,15 +219,20 @@ pub fn assemble(
             out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
         }
         let written_at = out.len() as u64;
-        // A unit decided by keys and done: count the keys' uses.
-        macro_rules! keys_used {
-            () => {
+        // A unit done: its outcome's counters added (the unit, its events and bytes, then what
+        // went out of it: `$out`), its keys' uses counted where keys decided it, the next unit.
+        macro_rules! done {
+            ($counts:expr, $out:expr) => {{
+                let unit = [1, u.events as u64, size].into_iter().chain($out);
+                $counts.iter_mut().zip(unit).for_each(|(c, n)| *c += n);
                 if by_keys {
                     if let Some(s) = stmt.as_deref_mut() {
                         s.used(i);
                     }
                 }
-            };
+                i += 1;
+                continue;
+            }};
         }
         if all {
             if opt.gtids && u.gtid_size > 0 {
@@ -239,12 +244,7 @@ pub fn assemble(
                 out.extend_from_slice(&buf[u.start..u.end]);
             }
             out_pos += size;
-            counts.kept[0] += 1;
-            counts.kept[1] += u.events as u64;
-            counts.kept[2] += size;
-            keys_used!();
-            i += 1;
-            continue;
+            done!(counts.kept, []);
         }
         if !(mariadb || mysql) || !opt.renumber || opt.whole_only {
             break; // relay logs: the reference framing
@@ -252,12 +252,7 @@ pub fn assemble(
         let gtid_end = u.start + u.gtid_size as usize;
         if none {
             if !opt.empty_keep {
-                counts.skipped[0] += 1;
-                counts.skipped[1] += u.events as u64;
-                counts.skipped[2] += size;
-                keys_used!();
-                i += 1;
-                continue;
+                done!(counts.skipped, []);
             }
             // (a MariaDB group as its GTID and a COMMIT, a MySQL one with a BEGIN too)
             let written = if mariadb {
@@ -275,14 +270,7 @@ pub fn assemble(
                 gtids.add(u, written_at);
             }
             out_pos += written;
-            counts.emptied[0] += 1;
-            counts.emptied[1] += u.events as u64;
-            counts.emptied[2] += size;
-            counts.emptied[3] += events_out;
-            counts.emptied[4] += written;
-            keys_used!();
-            i += 1;
-            continue;
+            done!(counts.emptied, [events_out, written]);
         }
         // Partly kept: whole statements dropped, when each statement's tables get one answer
         // (or, in a statement unit, each Query's key).
@@ -319,13 +307,7 @@ pub fn assemble(
             push_made(&mut out, &made, out_pos, opt.crc)
         };
         out_pos += written;
-        counts.partial[0] += 1;
-        counts.partial[1] += u.events as u64;
-        counts.partial[2] += size;
-        counts.partial[3] += events_out;
-        counts.partial[4] += written;
-        keys_used!();
-        i += 1;
+        done!(counts.partial, [events_out, written]);
     }
     Assembly {
         out,
