@@ -268,11 +268,12 @@ class TableBytes(_Record):
 class SendConfig:
     """A stream's walk configuration for `UnitList.send` and `UnitList.count`: what a skipped unit
     becomes (SKIP_*), whether units kept in part may be sent as kept statements, the master's
-    server id and the Heartbeats' checksum; for `send`, the bytes already in the batch and the
-    size at which it is full."""
+    server id and the Heartbeats' checksum; for `send`, the bytes already in the batch, the
+    size at which it is full, and whether placeholders in a row are written as one that counts
+    them (`placeholder_runs`: a gRPC slave that asked; the counts are a replica's still)."""
 
     def __init__(self, *, skip: int, partial_ok: bool, server_id: int, heartbeat_crc: bool,
-                 batch_bytes: int = 0, limit: int = ...) -> None: ...
+                 batch_bytes: int = 0, limit: int = ..., placeholder_runs: bool = False) -> None: ...
     @property
     def skip(self) -> int: ...
     @property
@@ -285,6 +286,8 @@ class SendConfig:
     def batch_bytes(self) -> int: ...
     @property
     def limit(self) -> int: ...
+    @property
+    def placeholder_runs(self) -> bool: ...
 
 
 class AssembleConfig:
@@ -556,6 +559,12 @@ class UnitsResult(_Record):
     @property
     def error(self) -> ScanFault | None:
         """None, or the malformed event that stopped the scan."""
+    @property
+    def run_events(self) -> int:
+        """Events the placeholder runs among them stand for beyond themselves (scan::RunCount)."""
+    @property
+    def run_bytes(self) -> int:
+        """Bytes the placeholder runs among them stand for beyond themselves."""
 
 
 class ScanResult(_Record):

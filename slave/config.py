@@ -52,13 +52,19 @@ class SlaveConfig:
     # --until-caught-up: how long to wait, once caught up, for the master's background lint of this
     # slave's rules (asked through Stats) before ending; 0: do not wait.
     lint_wait: float = 0.0
+    # Under the placeholder policy, ask the master for each run of placeholders as one placeholder
+    # that counts them (DumpRequest.placeholder_runs): the relay log, positions and counts are the
+    # same (a slave drops every placeholder; it counts a run as the placeholders a replica is
+    # sent), the wire carries about half the bytes. False: every placeholder as a replica gets it.
+    placeholder_runs: bool = True
 
 
 @dataclass
 class Counters:
     batches: int = 0
-    events_received: int = 0
+    events_received: int = 0       # as a replica is sent them: a placeholder run counts as its placeholders
     bytes_received: int = 0
+    wire_bytes: int = 0            # the event bytes that came over the wire
     heartbeats: int = 0
     placeholders: int = 0
     events_relayed: int = 0

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 _COUNTERS = (
     ("events_received", "dumpfilter_slave_events_received_total", "Events received from the master"),
     ("bytes_received", "dumpfilter_slave_bytes_received_total", "Event bytes received from the master"),
+    ("wire_bytes", "dumpfilter_slave_wire_bytes_total",
+     "Event bytes on the wire (a placeholder run is one placeholder; bytes_received counts it as the run)"),
     ("events_relayed", "dumpfilter_slave_events_relayed_total", "Events written to the relay log"),
     ("bytes_relayed", "dumpfilter_slave_bytes_relayed_total", "Bytes written to the relay log"),
     ("heartbeats", "dumpfilter_slave_heartbeats_total", "Heartbeat events received"),

@@ -300,7 +300,7 @@ class Slave:
     def _stream(self, stub: dump_pb2_grpc.DumpFilterStub) -> bool:
         cfg = self.config
         request = dump_pb2.DumpRequest(server_id=cfg.server_id, channel=cfg.channel,
-                                       heartbeat_period=cfg.heartbeat_period)
+                                       heartbeat_period=cfg.heartbeat_period, placeholder_runs=cfg.placeholder_runs)
         if self.info.master_file:
             request.position.file, request.position.pos = self.info.master_file, self.info.master_pos
         elif cfg.start_gtid:
@@ -353,6 +353,7 @@ class Slave:
         c.batches += 1
         events = batch.events  # protobuf (upb) copies a bytes field at each read: read once
         c.bytes_received += len(events)
+        c.wire_bytes += len(events)
         self.trust.batch(batch, self.info.master_file)
         try:
             grouper = self._receive(events)
@@ -400,11 +401,22 @@ class Slave:
         the grouper, the slave's own rules and the rewrites."""
         scan = scan_batch(blob, self.fmt, self._scanner)
         self.trust.scanned(scan.last_rotate >= 0)
-        self.counters.events_received += scan.events
+        self._received(scan)
         walk = BatchWalk(self, blob, scan)
         Driver(self._keep_table).drive(walk, len(scan.units))
         self.fmt = walk.fmt
         return walk.grouper
+
+    def _received(self, scan: UnitScan) -> None:
+        """A batch's events counted as a replica is sent them: each run of placeholders sent as
+        one (DumpRequest.placeholder_runs) as the placeholders it stands for (its one event is
+        counted where the batch's units are walked, as every placeholder is)."""
+        c = self.counters
+        c.events_received += scan.events
+        if self.config.placeholder_runs and scan.run_events:
+            c.events_received += scan.run_events
+            c.bytes_received += scan.run_bytes
+            c.placeholders += scan.run_events
 
     @functools.cached_property
     def _keep_table(self) -> KeepTable:

@@ -229,6 +229,7 @@ def status_fields(relay_dir: Path, *, now: float | None = None) -> dict[str, obj
         # bytes recorded last were found on disk.
         "Last_Queued_Transaction_End_Queue_Timestamp": _p_s_time(info.committed_at),
         "Events_Received": stats.get("events_received", 0), "Bytes_Received": stats.get("bytes_received", 0),
+        "Wire_Bytes_Received": stats.get("wire_bytes", 0),
         "Heartbeats_Received": stats.get("heartbeats", 0), "Placeholders_Received": stats.get("placeholders", 0),
         "Events_Relayed": stats.get("events_relayed", 0), "Bytes_Relayed": stats.get("bytes_relayed", 0),
         # The slave's own check of what the master sent (slave/trust.py): events its rules drop

@@ -38,6 +38,10 @@ def register(subparsers: Subparsers) -> None:
     run.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
     run.add_argument("--skip-policy", choices=skip_policy.NAMES, default=skip_policy.DEFAULT,
                      help=f"what the master sends for skipped stretches (default {skip_policy.DEFAULT}, as MySQL)")
+    run.add_argument("--placeholder-runs", action=argparse.BooleanOptionalAction, default=True,
+                     help="under the placeholder policy, have each run of placeholders in a row sent as one that "
+                          "counts them (default): the relay log, positions and counts are the same, the wire "
+                          "carries fewer bytes. --no-placeholder-runs: every placeholder, as a replica gets it")
     run.add_argument("--until-caught-up", action="store_true",
                      help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
     run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
@@ -105,7 +109,8 @@ def run_command(args: argparse.Namespace) -> int:
                          net_timeout=args.net_timeout or None, hostname=args.report_host,
                          rpc_timeout=args.rpc_timeout, schema=schema_from_args(args) if args.schema else None,
                          lint_wait=args.lint_wait, on_disagreement=args.on_disagreement,
-                         replica_schema=_replica_schema(args.replica_schema))
+                         replica_schema=_replica_schema(args.replica_schema),
+                         placeholder_runs=args.placeholder_runs)
     slave = Slave(config)
     if args.metrics_port is not None:
         from dumpfilter.slave.metrics import serve_metrics

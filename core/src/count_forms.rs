@@ -41,7 +41,7 @@ fn form(
         _ => None,
     };
     let buf = bufs.get(u.part as usize)?;
-    let f = skip_forms::skipped(u, buf, skip, crc, framing, None)?;
+    let f = skip_forms::skipped(u, buf, skip, crc, false, framing, None)?;
     Some((f.bytes, f.events, f.placeholders))
 }
 
@@ -269,6 +269,7 @@ mod tests {
                         limit: u64::MAX,
                         skip,
                         partial_ok: skip == SKIP_EMPTY,
+                        runs: false,
                         pending,
                         server_id: 0,
                         heartbeat_crc: false,

@@ -133,6 +133,34 @@ pub struct ScanOut {
     /// Buffer offset of the last real Rotate among them, if any.
     pub last_rotate: Option<usize>,
     pub error: Option<ScanError>,
+    /// What their placeholder runs stand for beyond themselves.
+    pub runs: RunCount,
+}
+
+/// The events and bytes that placeholder runs (`types::placeholder_run`: one placeholder sent
+/// for a run of them, to a gRPC slave that asked) stand for beyond their own event: what such a
+/// slave adds to what it counts as received, so that it counts what a replica is sent.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RunCount {
+    pub events: u64,
+    pub bytes: u64,
+}
+
+impl RunCount {
+    /// Counts the event at buf[pos..pos + size] if it is a run.
+    #[inline]
+    pub fn add(&mut self, buf: &[u8], pos: usize, size: usize) {
+        if let Some(n) = crate::types::placeholder_run(buf, pos) {
+            let more = n.saturating_sub(1);
+            self.events = self.events.saturating_add(more);
+            self.bytes = self.bytes.saturating_add(more.saturating_mul(size as u64));
+        }
+    }
+
+    pub(crate) fn join(&mut self, other: RunCount) {
+        self.events = self.events.saturating_add(other.events);
+        self.bytes = self.bytes.saturating_add(other.bytes);
+    }
 }
 
 /// Scanner state that lives across buffers: the format in force and the interned table names.

@@ -14,12 +14,16 @@ use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
 use crate::types::LOG_EVENT_SKIP_REPLICATION_F as SKIP_REPLICATION_F;
 use crate::types::{
     ANONYMOUS_GTID, GTID, HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE, MARIADB_GTID, QUERY,
-    RAND, XID,
 };
 use crate::unit_list::ListedUnit;
 
 mod made_crc;
 pub(crate) mod mysql;
+mod placeholder;
+
+#[cfg(test)]
+use placeholder::rand_len;
+use placeholder::{framed_run, placeholders};
 
 pub use mysql::relayed_placeholders;
 
@@ -64,6 +68,7 @@ pub fn skipped(
     buf: &[u8],
     skip: u8,
     crc: bool,
+    runs: bool,
     framing: Option<&[(usize, usize)]>,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
@@ -73,20 +78,27 @@ pub fn skipped(
     let raw = buf.get(u.start..u.end)?;
     match *raw.get(4)? {
         MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {}
-        GTID | ANONYMOUS_GTID => return mysql::skipped(u, raw, skip, crc, framing, out),
+        GTID | ANONYMOUS_GTID => return mysql::skipped(u, raw, skip, crc, runs, framing, out),
         _ => return None,
     }
     match skip {
         SKIP_EMPTY => empty(raw, u32_at(raw, 9)? as usize, crc, out),
         // A statement unit's framing Queries are its keys' to say; of a row unit, or a lone
         // statement (a GTID and one Query, never a framing one), only the GTID and XID frame it.
-        SKIP_PLACEHOLDER => match framing {
-            Some(kept) => placeholders(raw, u.start, kept, true, crc, out),
-            None if u.lo != u32::MAX || u.events == 2 => {
-                placeholders(raw, u.start, &[], true, crc, out)
+        SKIP_PLACEHOLDER => {
+            let kept = match framing {
+                Some(kept) => kept,
+                None if u.lo != u32::MAX || u.events == 2 => &[][..],
+                None => return None,
+            };
+            let mut out = out;
+            if let (true, Some(out)) = (runs, out.as_deref_mut()) {
+                if let Some(form) = framed_run(raw, u, kept, crc, out) {
+                    return Some(form);
+                }
             }
-            None => None,
-        },
+            placeholders(raw, u.start, kept, true, crc, runs, out)
+        }
         _ => None,
     }
 }
@@ -98,13 +110,14 @@ pub fn with_placeholders(
     buf: &[u8],
     kept: &[(usize, usize)],
     crc: bool,
+    runs: bool,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
     if u.flags & F_COMPLETE == 0 {
         return None;
     }
     let raw = buf.get(u.start..u.end)?;
-    placeholders(raw, u.start, kept, false, crc, out)
+    placeholders(raw, u.start, kept, false, crc, runs, out)
 }
 
 /// The GTID as it is, then the COMMIT that closes it, dated and numbered as the GTID (the
@@ -138,87 +151,6 @@ fn empty(raw: &[u8], gtid_size: usize, crc: bool, out: Option<&mut Vec<u8>>) -> 
         events: 2,
         ..Form::default()
     })
-}
-
-/// The unit (`raw`, at `base` in its buffer) with its GTID, its XID and the events inside
-/// `kept` (ranges of the buffer, in order) as they are, every other event a RAND of the same
-/// log_pos: timestamp 0, server_id 0, LOG_EVENT_SKIP_REPLICATION_F, the event's size and type
-/// as seeds (skip_policy.placeholder). A MariaDB GTID has no transaction_length to rewrite.
-/// `skipped`: every byte is the policy's (a skipped unit), else only the placeholders'.
-fn placeholders(
-    raw: &[u8],
-    base: usize,
-    kept: &[(usize, usize)],
-    skipped: bool,
-    crc: bool,
-    mut out: Option<&mut Vec<u8>>,
-) -> Option<Form> {
-    let rand = HEADER_LEN + RAND_BODY + if crc { 4 } else { 0 };
-    let mut form = Form::default();
-    let (mut p, mut r) = (0, 0);
-    while p < raw.len() {
-        let size = u32_at(raw, p + 9)? as usize;
-        let kind = *raw.get(p + 4)?;
-        let event = raw.get(p..p.checked_add(size)?)?;
-        if size < HEADER_LEN {
-            return None;
-        }
-        let at = base + p;
-        while r < kept.len() && kept[r].1 <= at {
-            r += 1;
-        }
-        let inside = kept.get(r).is_some_and(|&(a, b)| a <= at && at + size <= b);
-        if kind == MARIADB_GTID || kind == XID || inside {
-            if let Some(out) = out.as_deref_mut() {
-                out.extend_from_slice(event);
-            }
-            if skipped {
-                form.bytes += size as u64;
-                form.events += 1;
-            } else {
-                form.kept_bytes += size as u64;
-                form.kept_events += 1;
-            }
-        } else {
-            if let Some(out) = out.as_deref_mut() {
-                let log_pos = [event[13], event[14], event[15], event[16]];
-                out.extend_from_slice(&placeholder(log_pos, size as u32, kind, crc)[..rand]);
-            }
-            form.bytes += rand as u64;
-            form.events += 1;
-            form.placeholders += 1;
-        }
-        p += size;
-    }
-    Some(form)
-}
-
-/// The RAND placeholder of an event of `size` bytes and type `kind` at `log_pos`: timestamp 0,
-/// server_id 0, LOG_EVENT_SKIP_REPLICATION_F, the size and type as two u64 seeds, and (`crc`)
-/// its CRC32 from the placeholder's tables (`made_crc::rand_crc`); its first 35 bytes, or all
-/// 39 with `crc`. Made whole on the stack and appended in one copy: the placeholder stream of
-/// the 500 MB sysbench ROW binlog makes about 6 million of them per slave, each appended field
-/// by field (eight appends) and sealed through the general template's 13 table loads.
-#[inline(always)]
-fn placeholder(
-    log_pos: [u8; 4],
-    size: u32,
-    kind: u8,
-    crc: bool,
-) -> [u8; HEADER_LEN + RAND_BODY + 4] {
-    let mut e = [0u8; HEADER_LEN + RAND_BODY + 4];
-    e[4] = RAND;
-    let len = HEADER_LEN + RAND_BODY + if crc { 4 } else { 0 };
-    e[9..13].copy_from_slice(&(len as u32).to_le_bytes());
-    e[13..17].copy_from_slice(&log_pos);
-    e[17..19].copy_from_slice(&SKIP_REPLICATION_F.to_le_bytes());
-    e[19..23].copy_from_slice(&size.to_le_bytes());
-    e[27] = kind;
-    if crc {
-        let c = made_crc::rand_crc(log_pos, size, kind);
-        e[35..39].copy_from_slice(&c.to_le_bytes());
-    }
-    e
 }
 
 /// A Query the filter makes up (`body`: COMMIT_BODY, BEGIN_BODY), dated and numbered as the
@@ -282,6 +214,7 @@ fn test_event(timestamp: u32, kind: u8, body: &[u8], log_pos: u32, crc: bool) ->
 mod tests {
     use super::*;
     use crate::scan::F_COMPLETE;
+    use crate::types::{PLACEHOLDER_RUN, RAND, XID};
 
     fn event(kind: u8, body: &[u8], log_pos: u32, crc: bool) -> Vec<u8> {
         test_event(7, kind, body, log_pos, crc)
@@ -294,10 +227,12 @@ mod tests {
         let gtid_size = raw.len();
         raw.extend(event(19, &[1; 30], 150, crc));
         raw.extend(event(30, &[2; 40], 210, crc));
+        let last = raw.len();
         raw.extend(event(XID, &[3; 8], 240, crc));
         let u = ListedUnit {
             start: 0,
             end: raw.len(),
+            last,
             events: 4,
             flags: F_COMPLETE | F_MARIADB_GTID,
             gtid_size: gtid_size as u32,
@@ -313,7 +248,7 @@ mod tests {
         for crc in [false, true] {
             let (raw, u) = unit(0, crc);
             let mut out = Vec::new();
-            let form = skipped(&u, &raw, SKIP_EMPTY, crc, None, Some(&mut out)).unwrap();
+            let form = skipped(&u, &raw, SKIP_EMPTY, crc, false, None, Some(&mut out)).unwrap();
             assert_eq!(form.bytes as usize, out.len());
             assert_eq!(form.events, 2);
             assert_eq!(&out[..u.gtid_size as usize], &raw[..u.gtid_size as usize]);
@@ -326,7 +261,7 @@ mod tests {
                 assert_eq!(crc32fast::hash(commit), crate::crc::RESIDUE);
             }
             assert_eq!(
-                skipped(&u, &raw, SKIP_EMPTY, crc, None, None),
+                skipped(&u, &raw, SKIP_EMPTY, crc, false, None, None),
                 Some(form),
                 "counting gives the same sizes"
             );
@@ -337,7 +272,16 @@ mod tests {
     fn placeholders_keep_the_framing_and_replace_the_rest() {
         let (raw, u) = unit(0, true);
         let mut out = Vec::new();
-        let form = skipped(&u, &raw, SKIP_PLACEHOLDER, true, None, Some(&mut out)).unwrap();
+        let form = skipped(
+            &u,
+            &raw,
+            SKIP_PLACEHOLDER,
+            true,
+            false,
+            None,
+            Some(&mut out),
+        )
+        .unwrap();
         assert_eq!((form.events, form.placeholders), (4, 2));
         assert_eq!(form.bytes as usize, out.len());
         let rand = &out[u.gtid_size as usize..u.gtid_size as usize + 39];
@@ -355,7 +299,7 @@ mod tests {
             ..u.clone()
         };
         assert_eq!(
-            skipped(&unflagged, &raw, SKIP_EMPTY, false, None, None),
+            skipped(&unflagged, &raw, SKIP_EMPTY, false, false, None, None),
             None
         );
         let statement = ListedUnit {
@@ -363,22 +307,139 @@ mod tests {
             ..u.clone()
         };
         assert_eq!(
-            skipped(&statement, &raw, SKIP_PLACEHOLDER, false, None, None),
+            skipped(&statement, &raw, SKIP_PLACEHOLDER, false, false, None, None),
             None
         );
         let cut = &raw[..raw.len() - 3];
-        assert_eq!(skipped(&u, cut, SKIP_PLACEHOLDER, false, None, None), None);
+        assert_eq!(
+            skipped(&u, cut, SKIP_PLACEHOLDER, false, false, None, None),
+            None
+        );
     }
 
     #[test]
     fn a_ddl_empty_transaction_is_an_ordinary_group() {
         let (raw, u) = unit(MARIADB_FL_STANDALONE | MARIADB_FL_DDL, true);
         let mut out = Vec::new();
-        let form = skipped(&u, &raw, SKIP_EMPTY, true, None, Some(&mut out)).unwrap();
+        let form = skipped(&u, &raw, SKIP_EMPTY, true, false, None, Some(&mut out)).unwrap();
         let gtid = &out[..u.gtid_size as usize];
         assert_eq!(gtid[HEADER_LEN + 12], 0);
         assert_eq!(crc32fast::hash(gtid), crate::crc::RESIDUE);
         assert_eq!(form.bytes as usize, out.len());
+    }
+
+    /// Each event of `out` and what the runs among them stand for (as a slave's scanner counts).
+    fn counted_back(out: &[u8]) -> (u64, crate::scan::RunCount) {
+        let (mut events, mut runs, mut p) = (0, crate::scan::RunCount::default(), 0);
+        while p < out.len() {
+            let size = u32_at(out, p + 9).unwrap() as usize;
+            runs.add(out, p, size);
+            events += 1;
+            p += size;
+        }
+        (events, runs)
+    }
+
+    #[test]
+    fn a_run_stands_for_the_placeholders_it_replaces() {
+        for crc in [false, true] {
+            let (raw, u) = unit(0, crc);
+            let (mut full, mut runs, mut walked) = (Vec::new(), Vec::new(), Vec::new());
+            let each = skipped(
+                &u,
+                &raw,
+                SKIP_PLACEHOLDER,
+                crc,
+                false,
+                None,
+                Some(&mut full),
+            );
+            let run = skipped(&u, &raw, SKIP_PLACEHOLDER, crc, true, None, Some(&mut runs));
+            let walk = placeholders(&raw, u.start, &[], true, crc, true, Some(&mut walked));
+            assert_eq!(each, run, "the counts are a replica's");
+            assert_eq!(each, walk);
+            assert_eq!(runs, walked, "the record's run is the walk's");
+            let form = each.unwrap();
+            assert_eq!(form.bytes as usize, full.len());
+            let (events, stood) = counted_back(&runs);
+            assert_eq!((events, events + stood.events), (3, form.events));
+            assert_eq!(runs.len() as u64 + stood.bytes, full.len() as u64);
+            assert_eq!(counted_back(&full).1, crate::scan::RunCount::default());
+            let g = u.gtid_size as usize;
+            let made = &runs[g..g + rand_len(crc)];
+            assert!(is_placeholder(made, 0));
+            assert_eq!(crate::types::placeholder_run(made, 0), Some(2));
+            let xid = &raw[u.last..];
+            let start = u32_at(xid, 13).unwrap() - xid.len() as u32;
+            assert_eq!(
+                u32_at(made, 13),
+                Some(start),
+                "the run ends where the XID starts"
+            );
+            if crc {
+                assert_eq!(crc32fast::hash(made), crate::crc::RESIDUE);
+            }
+            assert!(runs.ends_with(xid));
+        }
+    }
+
+    #[test]
+    fn a_statement_unit_framed_at_its_ends_is_one_run_as_the_walk_makes_it() {
+        for crc in [false, true] {
+            let mut raw = event(MARIADB_GTID, &[0; 19], 100, crc);
+            let g = raw.len();
+            raw.extend(event(QUERY, &[1; 20], 150, crc)); // (its BEGIN)
+            let begin = (g, raw.len());
+            for k in 0..3 {
+                raw.extend(event(QUERY, &[2; 30], 200 + k, crc));
+            }
+            let last = raw.len();
+            raw.extend(event(XID, &[3; 8], 400, crc));
+            let u = ListedUnit {
+                end: raw.len(),
+                last,
+                events: 6,
+                flags: F_COMPLETE | F_MARIADB_GTID,
+                gtid_size: g as u32,
+                lo: u32::MAX,
+                ..Default::default()
+            };
+            let kept = [begin, (last, raw.len())];
+            let (mut made, mut walked) = (Vec::new(), Vec::new());
+            let form = framed_run(&raw, &u, &kept, crc, &mut made).unwrap();
+            let walk = placeholders(&raw, 0, &kept, true, crc, true, Some(&mut walked));
+            assert_eq!((Some(form), &made), (walk, &walked));
+            assert_eq!((form.events, form.placeholders), (6, 3));
+            assert_eq!(crate::types::placeholder_run(&made, begin.1), Some(3));
+            // A BEGIN piece that is not one event, or framing inside the body: the walk's.
+            assert_eq!(
+                framed_run(&raw, &u, &[(g, g + 10), kept[1]], crc, &mut made),
+                None
+            );
+            assert_eq!(
+                framed_run(&raw, &u, &[begin, (begin.1, last), kept[1]], crc, &mut made),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_of_one_is_the_placeholder_itself() {
+        let (raw, u) = unit(0, true);
+        let g = u.gtid_size as usize;
+        let table_map = (g, g + u32_at(&raw, g + 9).unwrap() as usize);
+        let (mut each, mut runs) = (Vec::new(), Vec::new());
+        let a = with_placeholders(&u, &raw, &[table_map], true, false, Some(&mut each));
+        let b = with_placeholders(&u, &raw, &[table_map], true, true, Some(&mut runs));
+        assert_eq!((a, &each), (b, &runs));
+        // Of an event whose type is the runs' mark, it is a run of one (what it stands for).
+        let mut odd = raw.clone();
+        odd[table_map.1 + 4] = PLACEHOLDER_RUN as u8;
+        let mut marked = Vec::new();
+        with_placeholders(&u, &odd, &[table_map], true, true, Some(&mut marked)).unwrap();
+        let at = table_map.1;
+        assert_eq!(crate::types::placeholder_run(&marked, at), Some(1));
+        assert_eq!(crc32fast::hash(&marked[at..at + 39]), crate::crc::RESIDUE);
     }
 
     #[test]
@@ -386,7 +447,7 @@ mod tests {
         let (raw, u) = unit(0, false);
         let table_map = (u.gtid_size as usize, u.gtid_size as usize + 49);
         let mut out = Vec::new();
-        let form = with_placeholders(&u, &raw, &[table_map], false, Some(&mut out)).unwrap();
+        let form = with_placeholders(&u, &raw, &[table_map], false, false, Some(&mut out)).unwrap();
         assert_eq!((form.placeholders, form.kept_events), (1, 3));
         assert_eq!((form.bytes + form.kept_bytes) as usize, out.len());
         assert_eq!(

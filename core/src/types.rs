@@ -94,3 +94,17 @@ pub fn is_placeholder(buf: &[u8], at: usize) -> bool {
         && crate::le::u32_at(buf, at + 5) == Some(0)
         && flags & LOG_EVENT_SKIP_REPLICATION_F != 0
 }
+
+/// The second seed of a placeholder that stands for a run of them (`skip_forms`, the send
+/// walk's `runs`): 0, UNKNOWN_EVENT, a type no server writes; its first seed is the run's length.
+pub const PLACEHOLDER_RUN: u64 = 0;
+
+/// The placeholders the event at buf[at..] stands for when it is a run of them (a placeholder
+/// whose second seed is PLACEHOLDER_RUN: the gRPC wire of a slave that asked for runs, never a
+/// binlog or a real replica's stream), else None.
+pub fn placeholder_run(buf: &[u8], at: usize) -> Option<u64> {
+    if !is_placeholder(buf, at) || crate::le::u64_at(buf, at + HEADER_LEN + 8)? != PLACEHOLDER_RUN {
+        return None;
+    }
+    crate::le::u64_at(buf, at + HEADER_LEN)
+}

@@ -74,7 +74,7 @@ fn relayed_form(
         SKIP_HEARTBEAT => true,
         SKIP_EMPTY => {
             let at = out.len();
-            let made = skip_forms::skipped(u, buf, SKIP_EMPTY, crc, None, Some(out));
+            let made = skip_forms::skipped(u, buf, SKIP_EMPTY, crc, false, None, Some(out));
             out.truncate(if made.is_some() { out.len() } else { at });
             made.is_some()
         }
@@ -96,6 +96,7 @@ fn relayed_form(
                 buf,
                 SKIP_PLACEHOLDER,
                 crc,
+                false,
                 framing.as_deref(),
                 Some(&mut sent),
             ) else {
@@ -296,6 +297,7 @@ mod tests {
             &plan.units[1],
             &buf,
             SKIP_EMPTY,
+            false,
             false,
             None,
             Some(&mut empty),

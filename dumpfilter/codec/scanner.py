@@ -191,6 +191,8 @@ class UnitScan(NamedTuple):
     events: int
     last_rotate: int     # buffer offset of the last real Rotate, -1 for none
     error: BinlogError | None
+    run_events: int = 0  # events and bytes the placeholder runs among them stand for beyond themselves
+    run_bytes: int = 0
 
 
 class UnitListScan(NamedTuple):
@@ -248,7 +250,7 @@ class Scanner:
         r = self._core.units(buf, off, base, limit, at_eof)
         self._add_names(r.new_names)
         return UnitScan(UnitRecords(r.packed), memoryview(r.tables).cast("I"), r.stop, r.events, r.last_rotate,
-                        None if r.error is None else _error(r.error, self.path))
+                        None if r.error is None else _error(r.error, self.path), r.run_events, r.run_bytes)
 
     def scan_into(self, unit_list: _core.UnitList, buf: Buffer, off: int, base: int, file: str, limit: int = 1 << 62,
                   at_eof: bool = False) -> UnitListScan:

@@ -265,7 +265,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             gtid_state = request.gtid_state if which == "gtid_state" else None
             batches = self.service.stream(request.server_id, channel=request.channel, start=start,
                                           gtid_state=gtid_state, heartbeat_period=request.heartbeat_period or 1.0,
-                                          is_active=context.is_active, caller=caller)
+                                          is_active=context.is_active, caller=caller,
+                                          placeholder_runs=request.placeholder_runs)
         except Exception as exc:
             code, message = _status_for(exc)
             context.abort(code, message)

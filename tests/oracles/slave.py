@@ -14,7 +14,7 @@ from dumpfilter.slave.node import Slave, scan_batch
 def _receive(self: Slave, blob: bytes) -> TransactionGrouper:
     scan = scan_batch(blob, self.fmt, self._scanner)
     self.trust.scanned(scan.last_rotate >= 0)
-    self.counters.events_received += scan.events
+    self._received(scan)
     grouper = TransactionGrouper()
     fmt = self.fmt
     units = scan.units

@@ -184,8 +184,21 @@ fuzz_target!(|data: &[u8]| {
     for u in &plan.units {
         for skip in [SKIP_PLACEHOLDER, SKIP_EMPTY] {
             let mut made = Vec::new();
-            let form = skip_forms::skipped(u, &buf, skip, opt.crc, None, Some(&mut made));
-            assert_eq!(form, skip_forms::skipped(u, &buf, skip, opt.crc, None, None));
+            let form = skip_forms::skipped(u, &buf, skip, opt.crc, false, None, Some(&mut made));
+            assert_eq!(form, skip_forms::skipped(u, &buf, skip, opt.crc, false, None, None));
+            // Runs of placeholders as one: the same form, and counted back to its bytes.
+            let mut runs = Vec::new();
+            let run = skip_forms::skipped(u, &buf, skip, opt.crc, true, None, Some(&mut runs));
+            assert_eq!(form, run);
+            if let Some(form) = run {
+                let (mut p, mut stood) = (0, _core::scan::RunCount::default());
+                while p < runs.len() {
+                    let size = _core::le::u32_at(&runs, p + 9).unwrap() as usize;
+                    stood.add(&runs, p, size);
+                    p += size;
+                }
+                assert_eq!(form.bytes, runs.len() as u64 + stood.bytes);
+            }
             if let Some(form) = form {
                 assert_eq!(form.bytes, made.len() as u64);
                 let mut relayed = Vec::new();
@@ -199,6 +212,7 @@ fuzz_target!(|data: &[u8]| {
         limit: if control & 128 != 0 { 100 } else { u64::MAX },
         skip: (control & 2 != 0) as u8 + 2 * (control & 32 != 0) as u8,
         partial_ok: control & 4 != 0,
+        runs: control & 64 != 0,
         pending: (control & 8 != 0).then_some(&pending[..]),
         server_id: 1,
         heartbeat_crc: control & 16 != 0,

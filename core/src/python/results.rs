@@ -93,6 +93,9 @@ record! {
         last_rotate: i64,
         /// None, or the malformed event that stopped the scan.
         error: Option<Py<ScanFault>>,
+        /// Events and bytes their placeholder runs stand for beyond themselves (scan::RunCount).
+        run_events: u64,
+        run_bytes: u64,
     }
 }
 

@@ -191,6 +191,8 @@ impl PyScanner {
             events: out.events,
             last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
             error: error_field(py, out.error.as_ref())?,
+            run_events: out.runs.events,
+            run_bytes: out.runs.bytes,
         };
         self.last_units = out.units;
         self.last_tables = out.tables;

@@ -71,11 +71,13 @@ unsafe impl Send for Dst {}
 /// A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
 /// send::SendOptions): what a skipped unit becomes (SKIP_*), whether units kept in part may be
 /// sent as kept statements, the master's server id and the Heartbeats' checksum, and for `send`
-/// the bytes already in the batch and the size at which it is full.
+/// the bytes already in the batch, the size at which it is full, and whether placeholders in a
+/// row are written as one (`placeholder_runs`: a gRPC slave that asked for them).
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "SendConfig")]
 pub(super) struct SendConfig {
     pub(super) skip: u8,
     pub(super) partial_ok: bool,
+    pub(super) placeholder_runs: bool,
     pub(super) server_id: u32,
     pub(super) heartbeat_crc: bool,
     pub(super) batch_bytes: u64,
@@ -85,7 +87,7 @@ pub(super) struct SendConfig {
 #[pymethods]
 impl SendConfig {
     #[new]
-    #[pyo3(signature = (*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX))]
+    #[pyo3(signature = (*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX, placeholder_runs = false))]
     fn new(
         skip: u8,
         partial_ok: bool,
@@ -93,10 +95,12 @@ impl SendConfig {
         heartbeat_crc: bool,
         batch_bytes: u64,
         limit: u64,
+        placeholder_runs: bool,
     ) -> Self {
         SendConfig {
             skip,
             partial_ok,
+            placeholder_runs,
             server_id,
             heartbeat_crc,
             batch_bytes,
@@ -106,13 +110,14 @@ impl SendConfig {
 
     fn __repr__(&self) -> String {
         format!(
-            "SendConfig(skip={}, partial_ok={}, server_id={}, heartbeat_crc={}, batch_bytes={}, limit={})",
+            "SendConfig(skip={}, partial_ok={}, server_id={}, heartbeat_crc={}, batch_bytes={}, limit={}, placeholder_runs={})",
             self.skip,
             if self.partial_ok { "True" } else { "False" },
             self.server_id,
             if self.heartbeat_crc { "True" } else { "False" },
             self.batch_bytes,
-            self.limit
+            self.limit,
+            if self.placeholder_runs { "True" } else { "False" }
         )
     }
 }

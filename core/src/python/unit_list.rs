@@ -475,6 +475,7 @@ impl PyUnitList {
             limit: config.limit,
             skip: config.skip,
             partial_ok: config.partial_ok,
+            runs: config.placeholder_runs,
             pending,
             server_id: config.server_id,
             heartbeat_crc: config.heartbeat_crc,
@@ -568,6 +569,7 @@ impl PyUnitList {
             limit: u64::MAX,
             skip: config.skip,
             partial_ok: config.partial_ok,
+            runs: false, // (counting: nothing is written)
             pending: (pending > 0).then_some(owed.as_slice()),
             server_id: config.server_id,
             heartbeat_crc: config.heartbeat_crc,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::F_PLACEHOLDERS;
-use super::{ScanError, ScanOut, Scanner, Unit, MAX_EVENT_SIZE};
+use super::{RunCount, ScanError, ScanOut, Scanner, Unit, MAX_EVENT_SIZE};
 use super::{CONTROL, STATEMENT, TRANSACTION};
 use super::{F_ANONYMOUS_GTID, F_ROTATE_END, F_STANDALONE, F_TAGGED_GTID, F_UNKNOWN_NON_IGNORABLE};
 use super::{F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLOAD};
@@ -59,6 +59,7 @@ impl Scanner {
         let mut pos = off;
         let mut committed_events = 0u64;
         let mut pending_events = 0u64;
+        let (mut committed_runs, mut pending_runs) = (RunCount::default(), RunCount::default());
         let mut pending_rotate: Option<usize> = None;
         // The format in force, refreshed only after a Format_description event.
         let mut fmt = self.fmt.clone();
@@ -85,6 +86,9 @@ impl Scanner {
                 }
             };
             pending_events += 1;
+            if t == RAND {
+                pending_runs.add(buf, pos, size);
+            }
             if t == FORMAT_DESCRIPTION || fmt.is_none() {
                 fmt = self.fmt.clone();
             }
@@ -120,7 +124,7 @@ impl Scanner {
             }
             if let (Some(open), Some(f)) = (cur.as_mut(), fmt.as_deref()) {
                 if buf.get(pos + 4) == Some(&RAND) {
-                    let (at, n) = self.rand_run(buf, pos, f, open);
+                    let (at, n) = self.rand_run(buf, pos, f, open, &mut pending_runs);
                     pos = at;
                     pending_events += n;
                 }
@@ -129,6 +133,7 @@ impl Scanner {
                 out.stop = pos;
                 committed_events += pending_events;
                 pending_events = 0;
+                committed_runs.join(std::mem::take(&mut pending_runs));
                 if pending_rotate.is_some() {
                     out.last_rotate = pending_rotate;
                 }
@@ -141,6 +146,7 @@ impl Scanner {
             if at_eof && out.error.is_none() {
                 out.stop = pos;
                 committed_events += pending_events;
+                committed_runs.join(pending_runs);
                 if pending_rotate.is_some() {
                     out.last_rotate = pending_rotate;
                 }
@@ -151,6 +157,7 @@ impl Scanner {
             }
         }
         out.events = committed_events;
+        out.runs = committed_runs;
         self.events_walked += committed_events;
         out
     }
@@ -237,6 +244,7 @@ impl Scanner {
         mut pos: usize,
         fmt: &Format,
         open: &mut Open,
+        runs_of: &mut RunCount,
     ) -> (usize, u64) {
         let runs = self.runs_on();
         if self.verify && fmt.checksum_len != 0 && !runs {
@@ -256,6 +264,7 @@ impl Scanner {
                 self.run_add(buf, pos, nxt);
             }
             open.placeholders += u32::from(is_placeholder(buf, pos));
+            runs_of.add(buf, pos, size as usize);
             open.join(pos, nxt);
             taken += 1;
             pos = nxt;

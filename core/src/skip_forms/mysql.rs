@@ -197,6 +197,7 @@ pub(super) fn skipped(
     raw: &[u8],
     skip: u8,
     crc: bool,
+    runs: bool,
     framing: Option<&[(usize, usize)]>,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
@@ -227,10 +228,11 @@ pub(super) fn skipped(
                 None => return None,
             };
             let body = &raw[g..];
-            let rest = placeholders(body, u.start + g, kept, true, crc, None)?;
+            // (transaction_length counts the placeholders a replica is sent, runs or not)
+            let rest = placeholders(body, u.start + g, kept, true, crc, false, None)?;
             if let Some(out) = out {
                 gtid.put(rest.bytes, out);
-                placeholders(body, u.start + g, kept, true, crc, Some(out));
+                placeholders(body, u.start + g, kept, true, crc, runs, Some(out));
             }
             Some(Form {
                 bytes: rest.bytes + gtid.len(rest.bytes) as u64,

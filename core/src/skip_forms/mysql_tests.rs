@@ -144,7 +144,8 @@ fn a_row_units_placeholders_keep_gtid_begin_and_xid() {
         for layout in LAYOUTS {
             let (raw, u) = row_unit(layout, crc);
             let mut out = Vec::new();
-            let form = skipped(&u, &raw, SKIP_PLACEHOLDER, crc, None, Some(&mut out)).unwrap();
+            let form =
+                skipped(&u, &raw, SKIP_PLACEHOLDER, crc, false, None, Some(&mut out)).unwrap();
             check(&out, crc, &form);
             assert_eq!((form.events, form.placeholders), (5, 2), "{layout:?}");
             let evs = tiles(&out);
@@ -168,7 +169,7 @@ fn a_row_units_placeholders_keep_gtid_begin_and_xid() {
                 "a placeholder has its event's log_pos"
             );
             assert_eq!(
-                skipped(&u, &raw, SKIP_PLACEHOLDER, crc, None, None),
+                skipped(&u, &raw, SKIP_PLACEHOLDER, crc, false, None, None),
                 Some(form),
                 "counting gives the same sizes"
             );
@@ -193,7 +194,7 @@ fn an_empty_transaction_is_the_gtid_its_begin_and_its_xid() {
         for layout in LAYOUTS {
             let (raw, u) = row_unit(layout, crc);
             let mut out = Vec::new();
-            let form = skipped(&u, &raw, SKIP_EMPTY, crc, None, Some(&mut out)).unwrap();
+            let form = skipped(&u, &raw, SKIP_EMPTY, crc, false, None, Some(&mut out)).unwrap();
             check(&out, crc, &form);
             let evs = tiles(&out);
             let g = u.gtid_size as usize;
@@ -202,7 +203,10 @@ fn an_empty_transaction_is_the_gtid_its_begin_and_its_xid() {
                 &out[evs[1].0..],
                 [&raw[g..g + begin], &raw[raw.len() - evs[2].1..]].concat()
             );
-            assert_eq!(skipped(&u, &raw, SKIP_EMPTY, crc, None, None), Some(form));
+            assert_eq!(
+                skipped(&u, &raw, SKIP_EMPTY, crc, false, None, None),
+                Some(form)
+            );
         }
     }
 }
@@ -213,7 +217,7 @@ fn a_skipped_ddl_is_framed_by_a_begin_and_a_commit_made_up() {
         let ddl = [query("DROP TABLE t", 400, crc)];
         let (raw, u) = unit(Layout::V80(1), &ddl, crc, 0, u32::MAX);
         let mut out = Vec::new();
-        let form = skipped(&u, &raw, SKIP_EMPTY, crc, None, Some(&mut out)).unwrap();
+        let form = skipped(&u, &raw, SKIP_EMPTY, crc, false, None, Some(&mut out)).unwrap();
         check(&out, crc, &form);
         let evs = tiles(&out);
         for (k, text) in [(1, &b"BEGIN"[..]), (2, &b"COMMIT"[..])] {
@@ -225,14 +229,14 @@ fn a_skipped_ddl_is_framed_by_a_begin_and_a_commit_made_up() {
             assert_eq!(&q[5..9], &raw[5..9]);
         }
         let mut out = Vec::new();
-        let form = skipped(&u, &raw, SKIP_PLACEHOLDER, crc, None, Some(&mut out)).unwrap();
+        let form = skipped(&u, &raw, SKIP_PLACEHOLDER, crc, false, None, Some(&mut out)).unwrap();
         check(&out, crc, &form);
         assert_eq!((form.events, form.placeholders), (2, 1));
         // The slave relays the GTID alone as the empty transaction of a GTID.
         let mut relayed = Vec::new();
         relayed_placeholders(&out, crc, &mut relayed).unwrap();
         let mut empty = Vec::new();
-        skipped(&u, &raw, SKIP_EMPTY, crc, None, Some(&mut empty)).unwrap();
+        skipped(&u, &raw, SKIP_EMPTY, crc, false, None, Some(&mut empty)).unwrap();
         assert_eq!(relayed, empty);
     }
 }
@@ -250,7 +254,7 @@ fn a_statement_units_framing_is_its_keys_and_its_begin_read_as_text() {
     let offsets: Vec<usize> = tiles(&raw).iter().map(|e| e.0).collect();
     let framing = [(0, offsets[2]), (offsets[4], raw.len())];
     assert_eq!(
-        skipped(&u, &raw, SKIP_PLACEHOLDER, crc, None, None),
+        skipped(&u, &raw, SKIP_PLACEHOLDER, crc, false, None, None),
         None,
         "without its framing"
     );
@@ -260,6 +264,7 @@ fn a_statement_units_framing_is_its_keys_and_its_begin_read_as_text() {
         &raw,
         SKIP_PLACEHOLDER,
         crc,
+        false,
         Some(&framing),
         Some(&mut out),
     )
@@ -267,7 +272,7 @@ fn a_statement_units_framing_is_its_keys_and_its_begin_read_as_text() {
     check(&out, crc, &form);
     assert_eq!(form.placeholders, 2);
     let mut out = Vec::new();
-    let form = skipped(&u, &raw, SKIP_EMPTY, crc, None, Some(&mut out)).unwrap();
+    let form = skipped(&u, &raw, SKIP_EMPTY, crc, false, None, Some(&mut out)).unwrap();
     check(&out, crc, &form);
     let evs = tiles(&out);
     assert_eq!(
@@ -284,7 +289,16 @@ fn the_relay_of_a_placeholder_form_counts_its_framing() {
     for layout in LAYOUTS {
         let (raw, u) = row_unit(layout, true);
         let mut sent = Vec::new();
-        skipped(&u, &raw, SKIP_PLACEHOLDER, true, None, Some(&mut sent)).unwrap();
+        skipped(
+            &u,
+            &raw,
+            SKIP_PLACEHOLDER,
+            true,
+            false,
+            None,
+            Some(&mut sent),
+        )
+        .unwrap();
         let mut relayed = Vec::new();
         relayed_placeholders(&sent, true, &mut relayed).unwrap();
         let evs = tiles(&relayed);
@@ -308,7 +322,7 @@ fn a_transaction_length_changes_width_with_its_value() {
     let (raw, u) = row_unit(Layout::V80Original(70_000), false);
     assert!(raw.len() > 0xfb);
     let mut out = Vec::new();
-    skipped(&u, &raw, SKIP_EMPTY, false, None, Some(&mut out)).unwrap();
+    skipped(&u, &raw, SKIP_EMPTY, false, false, None, Some(&mut out)).unwrap();
     let g = tiles(&out)[0].1;
     assert_eq!(
         g + 2,
@@ -338,16 +352,25 @@ fn what_the_walk_cannot_make_is_left_to_the_caller() {
             flags: u.flags | flags,
             ..u.clone()
         };
-        assert_eq!(skipped(&odd, &raw, SKIP_EMPTY, true, None, None), None);
+        assert_eq!(
+            skipped(&odd, &raw, SKIP_EMPTY, true, false, None, None),
+            None
+        );
     }
     let cut = ListedUnit {
         flags: u.flags & !F_COMPLETE,
         ..u.clone()
     };
-    assert_eq!(skipped(&cut, &raw, SKIP_EMPTY, true, None, None), None);
+    assert_eq!(
+        skipped(&cut, &raw, SKIP_EMPTY, true, false, None, None),
+        None
+    );
     let mut tagged = raw.clone();
     tagged[4] = GTID_TAGGED;
-    assert_eq!(skipped(&u, &tagged, SKIP_EMPTY, true, None, None), None);
+    assert_eq!(
+        skipped(&u, &tagged, SKIP_EMPTY, true, false, None, None),
+        None
+    );
     // A transaction_length that does not read (0xfb is no packed integer's first byte).
     let mut body = gtid_body(Layout::V80(1));
     body[49] = 0xfb;
@@ -358,7 +381,7 @@ fn what_the_walk_cannot_make_is_left_to_the_caller() {
         ..u.clone()
     };
     assert_eq!(
-        skipped(&bad_u, &bad, SKIP_PLACEHOLDER, true, None, None),
+        skipped(&bad_u, &bad, SKIP_PLACEHOLDER, true, false, None, None),
         None
     );
     // A GTID body shorter than flags, sid and gno.
@@ -369,12 +392,15 @@ fn what_the_walk_cannot_make_is_left_to_the_caller() {
         ..u.clone()
     };
     assert_eq!(
-        skipped(&short_u, &short, SKIP_EMPTY, true, None, None),
+        skipped(&short_u, &short, SKIP_EMPTY, true, false, None, None),
         None
     );
     // A statement unit without its framing, a second event whose verb is not ASCII.
     let odd = [query("BEGİN", 150, true), query("COMMIT", 200, true)];
     let (raw, u) = unit(Layout::V80(1), &odd, true, 0, u32::MAX);
-    assert_eq!(skipped(&u, &raw, SKIP_EMPTY, true, None, None), None);
-    assert_eq!(skipped(&u, &raw, SKIP_PLACEHOLDER, true, None, None), None);
+    assert_eq!(skipped(&u, &raw, SKIP_EMPTY, true, false, None, None), None);
+    assert_eq!(
+        skipped(&u, &raw, SKIP_PLACEHOLDER, true, false, None, None),
+        None
+    );
 }

@@ -13,6 +13,8 @@ from dumpfilter.slave import node as slave_client
 from dumpfilter.lab.simulate import load_default_topology, run_simulation
 
 HEARTBEAT_LOG_EVENT = 27
+RAND_EVENT = 13
+SKIP_REPLICATION_F = 0x8000
 
 
 class BatchCapture:
@@ -33,6 +35,14 @@ class BatchCapture:
             assert size >= 19
             self.events[key] += 1
             self.bytes[key] += size
+            server_id, flags = struct.unpack_from("<I", blob, off + 5)[0], struct.unpack_from("<H", blob, off + 17)[0]
+            if type_code == RAND_EVENT and server_id == 0 and flags & SKIP_REPLICATION_F:
+                # A placeholder; seeds (n, 0) stand for a run of n (DumpRequest.placeholder_runs),
+                # which a replica is sent as n of this size.
+                length, kind = struct.unpack_from("<QQ", blob, off + 19)
+                if kind == 0:
+                    self.events[key] += length - 1
+                    self.bytes[key] += (length - 1) * size
             if type_code == HEARTBEAT_LOG_EVENT:
                 self.heartbeats[key] += 1
                 self.heartbeat_bytes[key] += size
