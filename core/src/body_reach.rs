@@ -8,7 +8,7 @@
 
 use crate::facts::lex::{tokens, Kind, Tok};
 use crate::gate_reach::text_reaches_key_alone;
-use crate::stmt::dml_shape;
+use crate::stmt::{dml_shape, one_of};
 
 /// `form`: where the body starts (`policy_bound._body_start`): after FOR EACH ROW [FOLLOWS|
 /// PRECEDES name] (a trigger: NEW. and OLD. name its row), after DO (an event), after the
@@ -40,10 +40,6 @@ const NOT_ONE_STATEMENT: &[&[u8]] = &[
     b"INSERT", b"REPLACE", b"DELETE", b"SELECT", b"WITH", b"CALL", b"BEGIN", b"END", b"ELSE",
     b"ELSEIF", b"THEN", b"DO", b"LOOP", b"WHILE", b"REPEAT", b"UNTIL", b"RETURN",
 ];
-
-fn one_of(w: &[u8], words: &[&[u8]]) -> bool {
-    words.iter().any(|k| w.eq_ignore_ascii_case(k))
-}
 
 struct Body<'a> {
     sql: &'a [u8],

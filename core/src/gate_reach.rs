@@ -7,7 +7,7 @@
 //! once for all, is gate_reads.rs's.
 
 use crate::le::u32_at;
-use crate::stmt::{dml_shape, Shape, KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
+use crate::stmt::{dml_shape, one_of, Shape, KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
 use crate::types::HEADER_LEN;
 
 const ANNOTATE_ROWS: u8 = 160;
@@ -85,10 +85,6 @@ fn quote_or_backslash(sql: &[u8], mut i: usize) -> Option<usize> {
         i += 8;
     }
     (i..sql.len()).find(|&j| sql[j] == b'\'' || sql[j] == b'\\')
-}
-
-fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
-    words.iter().any(|w| t.eq_ignore_ascii_case(w))
 }
 
 /// Bytes passed over outside strings and names: blanks, digits (a number names nothing; a name

@@ -219,7 +219,8 @@ const RESERVED: &[&[u8]] = &[
     b"DUPLICATE",
 ];
 
-fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
+/// Whether word `t` is one of `words`, ASCII case aside.
+pub(crate) fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
     words.iter().any(|w| t.eq_ignore_ascii_case(w))
 }
 

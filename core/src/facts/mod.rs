@@ -16,6 +16,7 @@ mod objects;
 pub mod refs;
 pub mod trigger;
 
+pub(crate) use crate::stmt::one_of;
 use lex::{Cur, Kind, QName};
 pub use refs::Ref;
 
@@ -139,10 +140,6 @@ pub fn facts(sql: &[u8]) -> Option<Facts> {
         b"CALL" => objects::call(&mut cur),
         _ => None,
     }
-}
-
-pub(crate) fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
-    words.iter().any(|w| t.eq_ignore_ascii_case(w))
 }
 
 /// `\b` at `i` of ASCII text, as Python's `re` sees it (word characters: letters, digits, `_`).

@@ -4,6 +4,7 @@
 //! PARTITION, a three-part name, a leading parenthesis sqlglot does not read) is None.
 
 use super::lex::{Cur, Kind, QName};
+use super::one_of;
 
 /// One table of the references: its name and its alias (None: no alias).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,10 +69,6 @@ const NOT_ALIAS: &[&[u8]] = &[
     b"LATERAL",
     b"VALUES",
 ];
-
-fn one_of(t: &[u8], words: &[&[u8]]) -> bool {
-    words.iter().any(|w| t.eq_ignore_ascii_case(w))
-}
 
 /// The references read so far, and where a parenthesised join stands.
 struct State {
