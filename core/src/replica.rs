@@ -112,15 +112,7 @@ mod tests {
     use super::*;
 
     fn event(kind: u8, log_pos: u32, body: &[u8]) -> Vec<u8> {
-        let size = (HEADER_LEN + body.len()) as u32;
-        let mut e = vec![0u8; 4];
-        e.push(kind);
-        e.extend_from_slice(&7u32.to_le_bytes());
-        e.extend_from_slice(&size.to_le_bytes());
-        e.extend_from_slice(&log_pos.to_le_bytes());
-        e.extend_from_slice(&0u16.to_le_bytes());
-        e.extend_from_slice(body);
-        e
+        crate::tally::tests::event_from(kind, 7, log_pos, body)
     }
 
     #[test]

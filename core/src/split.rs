@@ -310,13 +310,7 @@ mod tests {
     use super::*;
 
     fn event(t: u8, server: u32, body: &[u8]) -> Vec<u8> {
-        let size = (HEADER_LEN + body.len()) as u32;
-        let mut e = vec![0u8; HEADER_LEN];
-        e[4] = t;
-        e[5..9].copy_from_slice(&server.to_le_bytes());
-        e[9..13].copy_from_slice(&size.to_le_bytes());
-        e.extend_from_slice(body);
-        e
+        crate::tally::tests::event_from(t, server, 0, body)
     }
 
     fn mariadb_gtid(server: u32, seq: u64, domain: u32) -> Vec<u8> {

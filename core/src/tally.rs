@@ -236,6 +236,14 @@ pub(crate) mod tests {
         e
     }
 
+    /// `event` from server `server`, with log_pos `log_pos`.
+    pub(crate) fn event_from(t: u8, server: u32, log_pos: u32, body: &[u8]) -> Vec<u8> {
+        let mut e = event(t, body);
+        e[5..9].copy_from_slice(&server.to_le_bytes());
+        e[13..17].copy_from_slice(&log_pos.to_le_bytes());
+        e
+    }
+
     /// A Query event: default database `db`, statement `sql`.
     pub(crate) fn query(db: &str, sql: &str) -> Vec<u8> {
         let mut body = vec![0u8; 13];

@@ -212,13 +212,7 @@ mod tests {
     use crate::types::{HEADER_LEN, MARIADB_GTID, QUERY, XID};
 
     fn event(kind: u8, body: &[u8], log_pos: u32) -> Vec<u8> {
-        let mut e = vec![0u8; HEADER_LEN];
-        e[4] = kind;
-        e[5..9].copy_from_slice(&7u32.to_le_bytes());
-        e[9..13].copy_from_slice(&((HEADER_LEN + body.len()) as u32).to_le_bytes());
-        e[13..17].copy_from_slice(&log_pos.to_le_bytes());
-        e.extend_from_slice(body);
-        e
+        crate::tally::tests::event_from(kind, 7, log_pos, body)
     }
 
     /// Two row units (GTID, a Table_map, a Rows event, XID) and a lone statement, in one list.
