@@ -226,7 +226,7 @@ fn piece_alone(buf: &[u8], piece: &Piece, post: usize, crc: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tally::tests::event;
+    use crate::test_events::event;
 
     const ANNOTATE_ROWS: u8 = 160;
     const TABLE_MAP: u8 = 19;

@@ -36,5 +36,8 @@ pub mod unit_cut;
 pub mod unit_list;
 pub mod verify_forms;
 
+#[cfg(test)]
+mod test_events;
+
 #[cfg(feature = "python")]
 mod python;

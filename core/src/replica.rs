@@ -112,7 +112,7 @@ mod tests {
     use super::*;
 
     fn event(kind: u8, log_pos: u32, body: &[u8]) -> Vec<u8> {
-        crate::tally::tests::event_from(kind, 7, log_pos, body)
+        crate::test_events::event_from(kind, 7, log_pos, body)
     }
 
     #[test]

@@ -310,7 +310,7 @@ mod tests {
     use super::*;
 
     fn event(t: u8, server: u32, body: &[u8]) -> Vec<u8> {
-        crate::tally::tests::event_from(t, server, 0, body)
+        crate::test_events::event_from(t, server, 0, body)
     }
 
     fn mariadb_gtid(server: u32, seq: u64, domain: u32) -> Vec<u8> {

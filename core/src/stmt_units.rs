@@ -439,7 +439,7 @@ pub(crate) fn walk<'a>(
 mod tests {
     use super::*;
     use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
-    use crate::tally::tests::{event, query};
+    use crate::test_events::{event, query};
 
     #[test]
     fn a_statement_unit_by_keys() {

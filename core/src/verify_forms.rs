@@ -212,7 +212,7 @@ mod tests {
     use crate::types::{HEADER_LEN, MARIADB_GTID, QUERY, XID};
 
     fn event(kind: u8, body: &[u8], log_pos: u32) -> Vec<u8> {
-        crate::tally::tests::event_from(kind, 7, log_pos, body)
+        crate::test_events::event_from(kind, 7, log_pos, body)
     }
 
     /// Two row units (GTID, a Table_map, a Rows event, XID) and a lone statement, in one list.
