@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dumpfilter import _core
-from dumpfilter.codec import (BinlogReader, Event, EventType, Transaction, TransactionGrouper, bad_magic,
-                              read_format_description)
+from dumpfilter.codec import BinlogReader, Event, EventType, bad_magic, read_format_description
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.codec.reader import truncated
 from dumpfilter.codec.scanner import Scanner, type_mask
@@ -161,32 +160,6 @@ def plan_chunks(paths: list[Path], chunk_bytes: int | None = DEFAULT_CHUNK_BYTES
     return chunks
 
 
-class _Limited:
-    """A read-only view of a stream that ends at byte `end` of the file."""
-
-    def __init__(self, stream: BinaryIO, position: int, end: int | None):
-        self.stream = stream
-        self.left: int | None = None if end is None else end - position
-
-    def read(self, size: int = -1) -> bytes:
-        if self.left is None:
-            return self.stream.read(size)
-        if self.left <= 0:
-            return b""
-        data = self.stream.read(self.left if size < 0 else min(size, self.left))
-        self.left -= len(data)
-        return data
-
-
-def _reader(stream: BinaryIO, chunk: Chunk, verify_checksums: bool) -> BinlogReader:
-    if chunk.start <= 4:
-        return BinlogReader(_Limited(stream, 0, chunk.end), chunk.path, verify_checksums=verify_checksums)
-    _, fmt = read_format_description(stream, chunk.path)
-    stream.seek(chunk.start)
-    return BinlogReader(_Limited(stream, chunk.start, chunk.end), chunk.path, verify_checksums=verify_checksums,
-                        start=chunk.start, fmt=fmt)
-
-
 def schema_statements(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[tuple[str, str]]:
     """(sql, default db) of the chunk's Query events whose text may be a schema statement, in
     order: split's first pass (`routing.chunk_starts` keeps those `is_schema_statement` accepts).
@@ -220,17 +193,6 @@ def schema_statements(chunk: Chunk, *, verify_checksums: bool = True) -> Iterato
             # An event longer than the buffer: take more at once next time.
             want = READ_BYTES if stop else want * 2
             pos += stop
-
-
-def read_units(chunk: Chunk, *, verify_checksums: bool = True) -> Iterator[Transaction]:
-    """The units (transactions, statements, control events) of one chunk, in file order; a
-    unit the input ends inside comes out with `complete=False`."""
-    with open_binlog(chunk.path) as stream:
-        reader = _reader(stream, chunk, verify_checksums)
-        grouper = TransactionGrouper()
-        for event in reader:
-            yield from grouper.push(event)
-        yield from grouper.flush()
 
 
 def chunk_buffers(chunk: Chunk, scanner: Scanner, *, unit_statements: Callable[[], bool] | bool = False,

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from dumpfilter.binlogs.series import BinlogSeriesWriter, encode_unit
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.spark_jobs.tasks import compiled
-from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, source_header
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.routing import Router, config_from_maps
 from dumpfilter.workload import WorkloadSpec, generate
+from tests.oracles.chunk_units import read_units
 
 SPEC = WorkloadSpec(seed=40, schemas=3, tables_per_schema=2, transactions=400, binlog_format="row",
                     flavor="mariadb", max_binlog_size=30_000, cross_db_share=0.3)

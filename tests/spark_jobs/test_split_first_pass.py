@@ -19,11 +19,12 @@ from dumpfilter.codec.scanner import Scanner
 from dumpfilter.errors import BinlogError, ChecksumError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.schema import is_schema_statement
-from dumpfilter.spark_jobs.tasks.chunks import Chunk, read_units, schema_statements
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, schema_statements
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.routing import config_from_maps
 from tests.rules.test_lint_cases import Build
 from tests.spark_jobs.helpers import series_events
+from tests.oracles.chunk_units import read_units
 
 VERSIONS = {"mariadb": "10.11.6-MariaDB-log", "mysql": "8.0.36"}
 BLANKS = ["", " ", "  \t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\xa0", "\u3000", "\ufeff"]

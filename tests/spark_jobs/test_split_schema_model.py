@@ -12,11 +12,12 @@ import pytest
 
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, read_units, schema_statements
+from dumpfilter.spark_jobs.tasks.chunks import plan_chunks, schema_statements
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.routing import Router, chunk_starts, config_from_maps
 from tests.rules.test_lint_cases import Build
 from tests.spark_jobs.helpers import same_tree, series_events
+from tests.oracles.chunk_units import read_units
 
 ROOT = Path(__file__).resolve().parents[2]
 UPDATE = "UPDATE t1 LEFT JOIN t4 ON t1.a = t4.c SET d = 0"

@@ -13,7 +13,7 @@ from dumpfilter.codec import encode as enc
 from dumpfilter.binlogs import BinlogSeriesWriter, binlog_paths
 from dumpfilter.binlogs.series import encode_unit, renumber
 from dumpfilter.rules.ruleset import Settings
-from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, source_header
 from dumpfilter.spark_jobs.tasks.local import check_output_dir, split_local
 from dumpfilter.spark_jobs.tasks.output import OutputSet
 from dumpfilter.spark_jobs.tasks.routing import Router, SplitConfig, config_from_maps
@@ -21,6 +21,7 @@ from dumpfilter.spark_jobs.tasks.segments import JOIN_BLOCK_BYTES, join_output, 
 from dumpfilter.spark_jobs.split_by_schema import balanced_groups, split_spark, task_groups
 from tests.oracles.split import ReferenceOutputSet
 from tests.spark_jobs.helpers import check_series, same_tree
+from tests.oracles.chunk_units import read_units
 
 CONFIGS = {
     "schema": SplitConfig(),

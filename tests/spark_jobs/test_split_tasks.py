@@ -14,12 +14,13 @@ from dumpfilter.errors import RuleError
 from dumpfilter.binlogs import BinlogSeriesWriter, binlog_paths
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.lab.sandbox import find_binary
-from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, read_units, source_header
+from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks, source_header
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.routing import (
     ALL, Router, SplitConfig, config_from_maps, parse_map, schema_binlog_name, statement_route,
 )
 from tests.spark_jobs.helpers import check_series, same_tree, series_events
+from tests.oracles.chunk_units import read_units
 
 UUID = "6ba0ff1e-4d0b-11ef-9f4b-0242ac110002"
 
