@@ -556,13 +556,7 @@ def _find_delimiter(text: str, delimiter: str) -> int | None:
             continue
         if char in "'\"`":
             quote = char
-        elif text.startswith("--", i) and (i + 2 >= n or text[i + 2] in " \t\r\n"):
-            end = text.find("\n", i)
-            if end < 0:
-                return None
-            i = end + 1
-            continue
-        elif char == "#":
+        elif char == "#" or (text.startswith("--", i) and (i + 2 >= n or text[i + 2] in " \t\r\n")):
             end = text.find("\n", i)
             if end < 0:
                 return None
