@@ -145,9 +145,7 @@ def _scan(path: Path, mapping: mmap.mmap, size: int, verify_checksums: bool, fin
         scan = scanner.scan_into(units, whole[base:end], 0, base, name, at_eof=final and eof)
         if scan.added or scan.error is not None:
             parts.append(Part(units, scan.added, whole[base:end], base, scan.stop, scan.error))
-        if scan.error is not None:
-            break
-        if eof and scan.stop == 0:
+        if scan.error is not None or (eof and scan.stop == 0):
             break
         base += scan.stop
         step = chunk if scan.stop else 2 * step

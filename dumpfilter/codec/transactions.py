@@ -145,9 +145,7 @@ class TransactionGrouper:
             self._standalone = False
             self._in_body = False
         cur.events.append(event)
-        if t in (EventType.XID, EventType.XA_PREPARE):
-            return self._finish(out)
-        if t == EventType.TRANSACTION_PAYLOAD:
+        if t in (EventType.XID, EventType.XA_PREPARE, EventType.TRANSACTION_PAYLOAD):
             return self._finish(out)
         if event.is_query:
             sql = event.sql or ""

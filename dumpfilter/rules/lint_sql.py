@@ -74,9 +74,7 @@ def insert_column_list(sql: str) -> list[str] | None:
     i += 1
     if i + 1 < n and tokens[i].kind == "punct" and tokens[i].value == "." and tokens[i + 1].is_identifier:
         i += 2
-    if i < n and tokens[i].is_keyword("PARTITION"):
-        return None
-    if i >= n:
+    if i >= n or tokens[i].is_keyword("PARTITION"):
         return None
     if tokens[i].kind == "punct" and tokens[i].value == "(":
         if i + 1 < n and tokens[i + 1].is_keyword("SELECT", "WITH", "VALUES"):

@@ -252,9 +252,7 @@ def slave_gate(identity: str, grant: Granted | None, server_id: int, owner: str 
     `server_id`. AccessDeniedError when the master refuses it."""
     if grant is None:
         raise AccessDeniedError(f"identity {identity!r} is not in the master policy")
-    if grant.server_ids and server_id not in grant.server_ids:
-        raise AccessDeniedError(f"identity {identity!r} may not register server_id {server_id}")
-    if owner is not None and owner != identity:
+    if (grant.server_ids and server_id not in grant.server_ids) or (owner is not None and owner != identity):
         raise AccessDeniedError(f"identity {identity!r} may not register server_id {server_id}")
     return Gate(tuple(grant.allow), restricted=True)
 

@@ -330,9 +330,7 @@ def _alter_columns(columns: tuple[str, ...] | None, sql: str) -> tuple[str, ...]
         tree = sqlglot.parse_one(sql, read="mysql")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
         tree = None
-    if not isinstance(tree, exp.Alter):
-        return None
-    if columns is None:
+    if not isinstance(tree, exp.Alter) or columns is None:
         return None
     names = list(columns)
     for action in tree.args.get("actions") or []:

@@ -413,8 +413,7 @@ class Router:
 
 def _has_content(events: list[Event]) -> bool:
     for event in events:
-        if event.type_code in (EventType.TABLE_MAP, EventType.TRANSACTION_PAYLOAD) or event.is_rows:
-            return True
-        if event.is_query and statement_verb(event.query.sql) not in _FRAMING_VERBS:
+        if event.type_code in (EventType.TABLE_MAP, EventType.TRANSACTION_PAYLOAD) or event.is_rows or (
+                event.is_query and statement_verb(event.query.sql) not in _FRAMING_VERBS):
             return True
     return False
