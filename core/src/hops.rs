@@ -45,6 +45,15 @@ pub fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32
     None
 }
 
+/// Where the BEGIN after a MySQL unit's GTID (ending at `gtid_end`) ends: the head a cut keeps
+/// with the GTID (framing), where its statements start. None where the event there is not a
+/// Query ending by `end`.
+pub fn head_end(buf: &[u8], gtid_end: usize, end: usize) -> Option<usize> {
+    let size = u32_at(buf, gtid_end + 9)? as usize;
+    (buf.get(gtid_end + 4) == Some(&QUERY) && size >= HEADER_LEN && gtid_end + size <= end)
+        .then_some(gtid_end + size)
+}
+
 /// The benchmarks' baseline: a bare header hop over buf[off..] (no CRC, no grouping, no
 /// checks beyond bounds). Returns (events, stop).
 pub fn hop(buf: &[u8], off: usize) -> (u64, usize) {

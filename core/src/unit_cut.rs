@@ -49,7 +49,8 @@ pub fn partial(
     Some((joined, events_out))
 }
 
-/// A fast unit to cut at its statements: its bounds in its buffer, where its GTID ends, its
+/// A fast unit to cut at its statements: its bounds in its buffer, where its head ends (`gtid_end`:
+/// its GTID, and a MySQL unit's BEGIN, which the cut keeps), its
 /// events, its Table_maps' name ids and its statements (`hops::statements` of its body, which
 /// the caller may have kept from before).
 pub struct UnitCut<'a> {

@@ -8,10 +8,12 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use crate::heartbeat::Heartbeats;
-use crate::hops::statements;
+use crate::hops::{head_end, statements};
 use crate::le::u32_at;
 use crate::rows::{rows, rows_many};
-use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
+use crate::scan::{
+    Unit, CONTROL, F_ANONYMOUS_GTID, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
+};
 use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN};
 use crate::unit_cut::UnitCut;
@@ -88,13 +90,24 @@ pub fn part_statements(buf: &[u8], units: &[Unit]) -> PartStatements {
         .enumerate()
         .filter(|(_, u)| u.flags & F_FAST != 0 && u.tables_hi >= u.tables_lo.saturating_add(2))
         .map(|(k, u)| {
-            let body = u.start + u.gtid_size as usize;
-            let read = (body <= u.end)
-                .then(|| statements(buf, body, u.end))
-                .flatten();
+            let read = body_start(buf, u.start, u.gtid_size, u.end, u.flags)
+                .and_then(|body| statements(buf, body, u.end));
             (k, read.map(Vec::into_boxed_slice))
         })
         .collect()
+}
+
+/// Where fast unit buf[start..end)'s statements start: after its GTID, and in a MySQL unit
+/// after the BEGIN that follows it (framing, which a cut keeps with the GTID). None where that
+/// does not add up.
+fn body_start(buf: &[u8], start: usize, gtid_size: u32, end: usize, flags: u32) -> Option<usize> {
+    let gtid_end = start
+        .checked_add(gtid_size as usize)
+        .filter(|&e| e <= end)?;
+    if flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) != 0 {
+        return head_end(buf, gtid_end, end);
+    }
+    Some(gtid_end)
 }
 
 impl UnitList {
@@ -141,15 +154,15 @@ impl UnitList {
         }
     }
 
-    /// The statements of fast unit k's body (after its GTID) in `buf`, its part's bytes, read
+    /// The statements of fast unit k's body (after its GTID, and its BEGIN in a MySQL unit:
+    /// `body_start`) in `buf`, its part's bytes, read
     /// the first time any stream or slave keeps part of it and kept with the list: the others
     /// cut it from them without reading its events again (64 slaves of a schema, each ignoring
     /// some of its tables, read each unit's events once, not once each). None where the body
     /// does not cut into statements (see `hops::statements`).
     pub fn unit_statements(&self, k: usize, buf: &[u8]) -> Option<&[(usize, u32, u32)]> {
         let u = self.units.get(k)?;
-        let body = u.start + u.gtid_size as usize;
-        if body > u.end || u.end > buf.len() {
+        if u.end > buf.len() {
             return None;
         }
         let cells = self
@@ -157,7 +170,11 @@ impl UnitList {
             .get_or_init(|| (0..self.units.len()).map(|_| OnceLock::new()).collect());
         cells
             .get(k)?
-            .get_or_init(|| statements(buf, body, u.end).map(Vec::into_boxed_slice))
+            .get_or_init(|| {
+                body_start(buf, u.start, u.gtid_size, u.end, u.flags)
+                    .and_then(|body| statements(buf, body, u.end))
+                    .map(Vec::into_boxed_slice)
+            })
             .as_deref()
     }
 
@@ -209,7 +226,7 @@ impl UnitList {
         Some(UnitCut {
             start: u.start,
             end: u.end,
-            gtid_end: u.start + u.gtid_size as usize,
+            gtid_end: body_start(buf, u.start, u.gtid_size, u.end, u.flags)?,
             events: u.events,
             ids: self.tids.get(u.lo as usize..u.hi as usize)?,
             stmts: self.unit_statements(k, buf)?,

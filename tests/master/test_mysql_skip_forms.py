@@ -159,3 +159,33 @@ def test_real_mysql_binlogs_are_skipped_by_the_walk(shared_fixtures, tmp_path, m
     (directory / "a.000001").write_bytes(path.read_bytes())
     made = _check(directory, tmp_path, FIXTURES[name], monkeypatch)
     assert all(by_walk == 0 for _, by_walk in made.values()), made
+
+
+@pytest.mark.parametrize("workload", ["row", "row-nocrc"])
+@pytest.mark.parametrize("policy", ["heartbeat", "empty-transaction"])
+def test_mysql_units_kept_in_part_are_cut_by_the_walk(mysql_binlogs, tmp_path, monkeypatch, workload, policy):
+    """A MySQL row unit kept in part (cross-database transactions; one table of a database
+    ignored) is cut by the core's send walk, its BEGIN kept with its GTID and the GTID's
+    transaction_length counting what is left, byte for byte what the per-unit path sends: no
+    transaction reaches the stream's per-unit `_unit` (before: every such unit, on every pass)."""
+    from dumpfilter.master.stream.slave_stream import SlaveStream
+
+    directory = mysql_binlogs[workload]
+    per_unit: Counter[bool] = Counter()
+    original = SlaveStream._unit
+
+    def spy(self, unit, *args, **kwargs):
+        per_unit[unit.txn.kind != "control"] += 1
+        return original(self, unit, *args, **kwargs)
+
+    monkeypatch.setattr(SlaveStream, "_unit", spy)
+    for n, rules in enumerate((RuleSet(do_db=("db1",)), RuleSet(wild_ignore_table=("db2.t1",)))):
+        sent, relayed = _stream(directory, tmp_path, f"cut-{n}-{policy}", rules, policy, False, monkeypatch)
+        by_walk = per_unit[True]
+        per_unit.clear()
+        expected, expected_relay = _stream(directory, tmp_path, f"cut-{n}-{policy}", rules, policy, True, monkeypatch)
+        assert per_unit[True] > 0
+        per_unit.clear()
+        assert sent == expected, f"{workload} {rules} {policy}: the stream differs from the per-unit path's"
+        assert relayed == expected_relay
+        assert by_walk == 0, f"{workload} {rules} {policy}: {by_walk} transactions sent per unit"

@@ -340,13 +340,7 @@ pub fn relayed_placeholders(sent: &[u8], crc: bool, out: &mut Vec<u8>) -> Option
     Some(())
 }
 
-/// Where the BEGIN after a MySQL unit's GTID (ending at `gtid_end`) ends: the head a cut keeps
-/// with the GTID (framing). None where the event there is not a Query ending by `end`.
-pub(crate) fn head_end(buf: &[u8], gtid_end: usize, end: usize) -> Option<usize> {
-    let size = u32_at(buf, gtid_end + 9)? as usize;
-    (buf.get(gtid_end + 4) == Some(&QUERY) && size >= HEADER_LEN && gtid_end + size <= end)
-        .then_some(gtid_end + size)
-}
+pub(crate) use crate::hops::head_end;
 
 #[cfg(test)]
 #[path = "mysql_tests.rs"]

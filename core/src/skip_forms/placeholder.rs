@@ -216,7 +216,7 @@ mod tests {
         for (log_pos, size, kind) in [(4u32, 19u32, 2u8), (0xdead_beef, 1 << 30, 0), (150, 53, 19)]
         {
             let made = placeholder(log_pos.to_le_bytes(), size, kind, true);
-            let mut rand = vec![0u8; HEADER_LEN + RAND_BODY];
+            let mut rand = [0u8; HEADER_LEN + RAND_BODY];
             rand[4] = RAND;
             rand[9..13].copy_from_slice(&39u32.to_le_bytes());
             rand[13..17].copy_from_slice(&log_pos.to_le_bytes());
