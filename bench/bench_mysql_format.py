@@ -63,7 +63,7 @@ def main() -> dict:
             streams = {policy: float("inf") for policy in POLICIES}
             for _ in range(REPEAT):
                 for policy in POLICIES:
-                    streams[policy] = min(streams[policy], stream_seconds(master, policy, out)[0])
+                    streams[policy] = min(streams[policy], stream_seconds(master, policy, out, db="db1")[0])
         finally:
             master.stop()
     started = time.perf_counter()

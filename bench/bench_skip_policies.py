@@ -41,7 +41,8 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False) -> tuple[float, float, float]:
+def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False,
+                   db: str = "sbtest1") -> tuple[float, float, float]:
     """One `slave run --until-caught-up` process under `policy` (EACH: placeholder, every one on
     the wire): its wall seconds, its own CPU seconds (os.wait4's rusage) and the master's CPU
     seconds meanwhile, which say whose walk the time is. `gated`: as the policy's identity (the
@@ -55,7 +56,7 @@ def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False)
     started = time.perf_counter()
     slave = subprocess.Popen([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", master.address,
                               "--server-id", str(server_id), "--skip-policy", policy,
-                              "--replicate-do-db=sbtest1", "--relay-log-dir", str(relay), "--until-caught-up",
+                              f"--replicate-do-db={db}", "--relay-log-dir", str(relay), "--until-caught-up",
                               "--lint-wait", "0", *login], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(slave.pid, 0)
     slave.returncode = os.waitstatus_to_exitcode(status)

@@ -273,8 +273,7 @@ pub fn walk(
             }
             PARTIAL if opt.skip == SKIP_PLACEHOLDER => {
                 // Kept in part under the placeholder policy: the kept statements as they are,
-                // every other event a placeholder (MariaDB units: a MySQL GTID's
-                // transaction_length would change).
+                // every other event a placeholder (a MySQL GTID's transaction_length made anew).
                 if placeholder_kept(plan, i, buf, keep, opt, &mut ranges).is_none() {
                     break;
                 }
@@ -339,7 +338,7 @@ pub fn walk(
 
 /// The byte ranges of unit i (of `buf`) a stream keeps in part, for the placeholder policy, into
 /// `out`: a statement unit's kept pieces, a row unit's kept statements; None where it cannot be
-/// cut (a MySQL unit, a statement partly kept).
+/// cut (a MySQL statement unit, a statement partly kept).
 fn placeholder_kept(
     plan: &UnitList,
     i: usize,
@@ -349,11 +348,9 @@ fn placeholder_kept(
     out: &mut Vec<(usize, usize)>,
 ) -> Option<()> {
     let unit = plan.units.get(i)?;
-    if unit.flags & F_MARIADB_GTID == 0 {
-        return None;
-    }
     if unit.lo == u32::MAX {
-        let (st, kb) = opt.stmts?;
+        // (a MySQL statement unit's framing is Python's to say)
+        let (st, kb) = opt.stmts.filter(|_| unit.flags & F_MARIADB_GTID != 0)?;
         return st.kept_ranges(i, kb, out);
     }
     *out = plan.unit_cut(i, buf)?.parts(keep)?.0;

@@ -104,7 +104,8 @@ pub fn skipped(
 }
 
 /// Unit `u` kept in part under the placeholder policy: the events inside `kept` (ranges of
-/// `buf`, in order) and its framing as they are, every other event a placeholder.
+/// `buf`, in order) and its framing as they are, every other event a placeholder (a MySQL
+/// unit's GTID with its transaction_length made anew: `mysql::with_placeholders`).
 pub fn with_placeholders(
     u: &ListedUnit,
     buf: &[u8],
@@ -117,7 +118,13 @@ pub fn with_placeholders(
         return None;
     }
     let raw = buf.get(u.start..u.end)?;
-    placeholders(raw, u.start, kept, false, crc, runs, out)
+    match *raw.get(4)? {
+        MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {
+            placeholders(raw, u.start, kept, false, crc, runs, out)
+        }
+        GTID | ANONYMOUS_GTID => mysql::with_placeholders(u, raw, kept, crc, runs, out),
+        _ => None,
+    }
 }
 
 /// The GTID as it is, then the COMMIT that closes it, dated and numbered as the GTID (the

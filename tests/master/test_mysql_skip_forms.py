@@ -162,11 +162,12 @@ def test_real_mysql_binlogs_are_skipped_by_the_walk(shared_fixtures, tmp_path, m
 
 
 @pytest.mark.parametrize("workload", ["row", "row-nocrc"])
-@pytest.mark.parametrize("policy", ["heartbeat", "empty-transaction"])
+@pytest.mark.parametrize("policy", ["heartbeat", "empty-transaction", "placeholder"])
 def test_mysql_units_kept_in_part_are_cut_by_the_walk(mysql_binlogs, tmp_path, monkeypatch, workload, policy):
     """A MySQL row unit kept in part (cross-database transactions; one table of a database
     ignored) is cut by the core's send walk, its BEGIN kept with its GTID and the GTID's
-    transaction_length counting what is left, byte for byte what the per-unit path sends: no
+    transaction_length counting what is sent (under the placeholder policy, a placeholder for each
+    event dropped), byte for byte what the per-unit path sends: no
     transaction reaches the stream's per-unit `_unit` (before: every such unit, on every pass)."""
     from dumpfilter.master.stream.slave_stream import SlaveStream
 

@@ -245,6 +245,37 @@ pub(super) fn skipped(
     }
 }
 
+/// A MySQL unit kept in part under the placeholder policy (`with_placeholders`): its GTID, whose
+/// transaction_length counts what is sent, then its body with the events inside `kept` (its
+/// BEGIN, its kept statements; ranges of the buffer) and its XID as they are, every other event
+/// a placeholder, as `_with_placeholders` and `fix_transaction_length` make it.
+pub(super) fn with_placeholders(
+    u: &ListedUnit,
+    raw: &[u8],
+    kept: &[(usize, usize)],
+    crc: bool,
+    runs: bool,
+    out: Option<&mut Vec<u8>>,
+) -> Option<Form> {
+    if u.flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) == 0 || u.flags & (F_PAYLOAD | F_HAS_FDE) != 0 {
+        return None;
+    }
+    let g = u32_at(raw, 9)? as usize;
+    let gtid = Gtid::read(raw.get(..g)?, crc)?;
+    let body = raw.get(g..)?;
+    let rest = placeholders(body, u.start + g, kept, false, crc, false, None)?;
+    let sent = rest.bytes + rest.kept_bytes;
+    if let Some(out) = out {
+        gtid.put(sent, out);
+        placeholders(body, u.start + g, kept, false, crc, runs, Some(out));
+    }
+    Some(Form {
+        kept_bytes: rest.kept_bytes + gtid.len(sent) as u64, // (its GTID made anew)
+        kept_events: rest.kept_events + 1,
+        ..rest
+    })
+}
+
 /// The empty transaction of a MySQL unit (`_empty_transaction`): its GTID, its own BEGIN where
 /// its second event is one (a Query whose verb is BEGIN) or a BEGIN made up, and its XID where it
 /// ends with one or a COMMIT made up (a DDL unit, a non-transactional one), the made-up Queries
