@@ -60,13 +60,14 @@ pub struct LoneFormat {
     pub crc_len: usize,
 }
 
-/// A lone statement: a complete unit of two events, a MariaDB GTID (as long as a GTID with a
-/// checksum at least) and a plain QUERY whose lengths add up; its text ranges in `buf`. The
-/// slave's Python loop takes the same units (`Slave._receive`, `codec.event.query_text`).
+/// A lone statement: a complete unit of two events, a GTID (MariaDB's, MySQL's or an
+/// Anonymous_GTID, as long as a MariaDB GTID with a checksum at least) and a plain QUERY whose
+/// lengths add up (DDL); its text ranges in `buf`. The slave's Python loop takes the same units
+/// (`Slave._receive`, `codec.event.query_text`).
 pub fn lone_statement(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Range<usize>, Range<usize>)> {
-    const LONE: u32 = F_MARIADB_GTID | F_COMPLETE;
     if u.events != 2
-        || u.flags & LONE != LONE
+        || u.flags & F_COMPLETE == 0
+        || u.flags & ANY_GTID == 0
         || (u.gtid_size as usize) < HEADER_LEN + 13 + f.crc_len
     {
         return None;
@@ -165,6 +166,44 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
         p += size;
     }
     None
+}
+
+/// The GTIDs that open a unit of the master's (MariaDB's, MySQL's, Anonymous_GTID).
+const ANY_GTID: u32 = F_MARIADB_GTID | F_MYSQL_GTID | F_ANONYMOUS_GTID;
+
+/// A complete GTID unit whose events after its GTID are all framing (BEGIN, COMMIT, ...: the
+/// slave's check keeps them whatever its rules) or an XID: the empty transaction the master sent
+/// for a skipped MySQL unit (GTID, BEGIN, COMMIT or XID), relayed as it came, as Python's loop
+/// relays it. (A MariaDB one, GTID and COMMIT, is a lone statement.)
+fn framing_only(buf: &[u8], u: &Unit, f: LoneFormat) -> bool {
+    const DECLINED: u32 = F_PAYLOAD | F_HAS_FDE;
+    if u.flags & F_COMPLETE == 0
+        || u.flags & ANY_GTID == 0
+        || u.flags & DECLINED != 0
+        || u.events < 2
+    {
+        return false;
+    }
+    let Some(raw) = buf.get(u.start..u.end) else {
+        return false;
+    };
+    let mut p = u.gtid_size as usize;
+    while p < raw.len() {
+        let Some(event) =
+            u32_at(raw, p + 9).and_then(|size| raw.get(p..p.checked_add(size as usize)?))
+        else {
+            return false;
+        };
+        let framed = event.len() >= HEADER_LEN
+            && (event[4] == XID
+                || query_ranges(event, 0, f.query_post, f.crc_len)
+                    .is_some_and(|(_, sql)| framing(&event[sql]) == Some(true)));
+        if !framed || is_placeholder(raw, p) {
+            return false;
+        }
+        p += event.len();
+    }
+    p == raw.len() && p > u.gtid_size as usize
 }
 
 /// A MySQL unit the placeholder policy sent for a skipped one: its GTID, RAND placeholders, and
@@ -277,6 +316,8 @@ pub fn relay_ranges(
                 if text != b"COMMIT" && framing(text) != Some(true) {
                     plan.lone.push((i, db, sql));
                 }
+            } else if framing_only(buf, u, f) {
+                // (relayed as it came)
             } else {
                 let Some(s) = stmts.as_deref_mut() else {
                     break;
