@@ -411,13 +411,20 @@ mod tests {
                 lo: u32::MAX,
                 ..Default::default()
             };
-            let kept = [begin, (last, raw.len())];
-            let (mut made, mut walked) = (Vec::new(), Vec::new());
-            let form = framed_run(&raw, &u, &kept, crc, &mut made).unwrap();
-            let walk = placeholders(&raw, 0, &kept, true, crc, true, Some(&mut walked));
-            assert_eq!((Some(form), &made), (walk, &walked));
-            assert_eq!((form.events, form.placeholders), (6, 3));
-            assert_eq!(crate::types::placeholder_run(&made, begin.1), Some(3));
+            // Its head as one piece: a BEGIN, the GTID and its BEGIN, or (MariaDB, whose GTID
+            // opens the group) the GTID alone, its BEGIN then in the run.
+            let end = (last, raw.len());
+            for (head, holes) in [(begin, 3), ((0, begin.1), 3), ((0, g), 4)] {
+                let kept = [head, end];
+                let (mut made, mut walked) = (Vec::new(), Vec::new());
+                let form = framed_run(&raw, &u, &kept, crc, &mut made).unwrap();
+                let walk = placeholders(&raw, 0, &kept, true, crc, true, Some(&mut walked));
+                assert_eq!((Some(form), &made), (walk, &walked));
+                assert_eq!((form.events, form.placeholders), (6, holes));
+                assert_eq!(crate::types::placeholder_run(&made, head.1), Some(holes));
+            }
+            let kept = [begin, end];
+            let mut made = Vec::new();
             // A BEGIN piece that is not one event, or framing inside the body: the walk's.
             assert_eq!(
                 framed_run(&raw, &u, &[(g, g + 10), kept[1]], crc, &mut made),

@@ -98,10 +98,13 @@ pub(super) fn framed_run(
     if g < HEADER_LEN || *raw.get(4)? != MARIADB_GTID || u32_at(tail, 9)? as usize != tail.len() {
         return None;
     }
+    // Its head: the GTID, or the GTID and a BEGIN (one event, checked below); a statement
+    // unit's framing pieces are its head (a MariaDB group's GTID is its BEGIN) and its end.
     let (head, framing) = match kept {
         [] if *tail.get(4)? == XID => (g, 2),
-        [(a, b), (c, d)] if *a == u.start + g && (*c, *d) == (u.last, u.end) => {
-            (b - u.start, 3) // (the BEGIN's piece: one event, checked below)
+        [(a, b), (c, d)] if (*a == u.start || *a == u.start + g) && (*c, *d) == (u.last, u.end) => {
+            let head = b.checked_sub(u.start).filter(|&h| h >= g)?;
+            (head, if head == g { 2 } else { 3 })
         }
         _ => return None,
     };
