@@ -411,7 +411,8 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
         # (`have` bytes, moved to the front), so no read allocates or joins (a fresh buffer per read
         # cost as much as the scan: its page faults and the copy). A unit larger than the buffer
         # doubles it, and the reads, so that it is scanned a bounded number of times.
-        base, have, eof, step = offset, 0, False, chunk
+        # (nothing past the magic shown yet, a server's new file: the read reached `size`)
+        base, have, eof, step = offset, 0, offset >= size, chunk
         buf = bytearray(2 * chunk)
         while offset < size and not eof:
             want = min(step, size - offset)

@@ -437,6 +437,23 @@ def test_first_break_stops_each_candidate_and_then_the_scan(tmp_path):
 
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("chunk", [512, 1 << 20])
+def test_a_look_at_a_new_file_of_its_magic_alone_is_caught_up(tmp_path, chunk):
+    """A server's new binlog file shows its 4-byte magic before its Format_description: the lint
+    worker's look over it reads those bytes and is caught up (before: the read was reported short
+    of the size it was given, and the worker looked again at once, without end, while the file
+    stayed so)."""
+    from dumpfilter.binlogs.lint import FollowingLint, look_together
+
+    [path, *_] = generate(WorkloadSpec(seed=5, transactions=50), tmp_path)
+    following = FollowingLint(new_linter(RuleSet(), Settings()), chunk_size=chunk)
+    [look] = look_together([following], [(path, 4)], 1 << 30, keep=10**6)
+    assert (look.caught_up, look.read, look.breaks) == (True, 4, [])
+    [look] = look_together([following], [(path, path.stat().st_size)], 1 << 30, keep=10**6)
+    assert look.caught_up and look.position == (path.name, path.stat().st_size)
+
+
 def _follow(paths: list[Path], linter: Linter, reveals: list[int], budget: int, chunk: int) -> tuple[list, tuple]:
     """`follow_revealed`: (its breaks, the follower's position)."""
     found, following, _read = follow_revealed(paths, linter, reveals, budget, chunk)
