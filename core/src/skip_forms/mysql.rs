@@ -201,11 +201,7 @@ pub(super) fn skipped(
     framing: Option<&[(usize, usize)]>,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
-    if u.flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) == 0 || u.flags & (F_PAYLOAD | F_HAS_FDE) != 0 {
-        return None;
-    }
-    let g = u32_at(raw, 9)? as usize;
-    let gtid = Gtid::read(raw.get(..g)?, crc)?;
+    let (g, gtid) = formed_gtid(u, raw, crc)?;
     match skip {
         SKIP_EMPTY => empty(&gtid, raw, crc, out),
         SKIP_PLACEHOLDER => {
@@ -245,6 +241,16 @@ pub(super) fn skipped(
     }
 }
 
+/// The GTID (its size, and it read) of a MySQL unit (`raw`) the walk makes a form of: one
+/// opened by a GTID or an Anonymous_GTID, without a Transaction_payload or an FDE inside.
+fn formed_gtid<'a>(u: &ListedUnit, raw: &'a [u8], crc: bool) -> Option<(usize, Gtid<'a>)> {
+    if u.flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) == 0 || u.flags & (F_PAYLOAD | F_HAS_FDE) != 0 {
+        return None;
+    }
+    let g = u32_at(raw, 9)? as usize;
+    Some((g, Gtid::read(raw.get(..g)?, crc)?))
+}
+
 /// A MySQL unit kept in part under the placeholder policy (`with_placeholders`): its GTID, whose
 /// transaction_length counts what is sent, then its body with the events inside `kept` (its
 /// BEGIN, its kept statements; ranges of the buffer) and its XID as they are, every other event
@@ -257,11 +263,7 @@ pub(super) fn with_placeholders(
     runs: bool,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
-    if u.flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) == 0 || u.flags & (F_PAYLOAD | F_HAS_FDE) != 0 {
-        return None;
-    }
-    let g = u32_at(raw, 9)? as usize;
-    let gtid = Gtid::read(raw.get(..g)?, crc)?;
+    let (g, gtid) = formed_gtid(u, raw, crc)?;
     let body = raw.get(g..)?;
     let rest = placeholders(body, u.start + g, kept, false, crc, false, None)?;
     let sent = rest.bytes + rest.kept_bytes;
