@@ -1,8 +1,8 @@
 """The slave's compiled relay run (core relay_run through Scanner.relay_run) against the
 per-unit Python loop it replaced in slave.node.Slave._receive: from any unit index, the same
 lone Heartbeats passed over, the same fast units kept whole copied as they came, given the
-format the same lone statements (a MariaDB GTID and one QUERY, read by codec.event.query_text)
-copied with their texts, and the same stopping unit; on every real fixture binlog and on
+format the same lone statements (a GTID and one QUERY, read by codec.event.query_text) copied
+with their texts and MySQL empty transactions (framing only) copied, and the same stopping unit; on every real fixture binlog and on
 hypothesis-built binlogs, with Heartbeats (as the master sends them for skipped stretches) put
 between their units, under every kind of keep answer (kept, not kept, not known yet)."""
 
@@ -20,7 +20,8 @@ from dumpfilter import _core
 from dumpfilter.codec.constants import HEADER_LEN, EventType
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.reader import read_format_description
-from dumpfilter.codec.scanner import F_COMPLETE, F_MARIADB_GTID, Scanner
+from dumpfilter.codec.scanner import (F_ANONYMOUS_GTID, F_COMPLETE, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLOAD,
+                                      Scanner)
 from dumpfilter.errors import BinlogError
 from dumpfilter.rules.transaction_filter import framing_statement
 from tests.codec.test_properties import binlogs
@@ -30,6 +31,26 @@ HEARTBEATS = (int(EventType.HEARTBEAT), int(EventType.HEARTBEAT_V2))
 
 
 LONE = F_MARIADB_GTID | F_COMPLETE
+ANY_GTID = F_MARIADB_GTID | F_MYSQL_GTID | F_ANONYMOUS_GTID
+
+
+def _framing_only(buf: bytes, rec, fmt) -> bool:
+    """A complete GTID unit whose events after its GTID are all XIDs or framing Queries whose text
+    opens with a letter (BEGIN, COMMIT, ...: a MySQL empty transaction), which the slave's loop
+    relays as it came; texts opening otherwise are the per-event way's to read."""
+    if not rec.flags & F_COMPLETE or not rec.flags & ANY_GTID or rec.flags & (F_PAYLOAD | F_HAS_FDE) \
+            or rec.events < 2:
+        return False
+    at = rec.start + rec.gtid_size
+    while at < rec.end:
+        size = int.from_bytes(buf[at + 9:at + 13], "little")
+        if buf[at + 4] != EventType.XID:
+            text = query_text(buf, at, at + size, fmt) if buf[at + 4] == EventType.QUERY else None
+            sql = text[1] if text is not None else ""
+            if not (sql[:1].isalpha() and sql.isascii() and framing_statement(sql)):
+                return False
+        at += size
+    return at == rec.end
 
 
 def reference_run(buf: bytes, units, tables, keep: bytes, start: int, fmt=None):
@@ -44,12 +65,13 @@ def reference_run(buf: bytes, units, tables, keep: bytes, start: int, fmt=None):
             continue
         if not rec.fast:
             text = None
-            if (fmt is not None and rec.events == 2 and rec.flags & LONE == LONE
+            if (fmt is not None and rec.events == 2 and rec.flags & F_COMPLETE and rec.flags & ANY_GTID
                     and rec.gtid_size >= HEADER_LEN + 13 + fmt.checksum_len):
                 text = query_text(buf, rec.start + rec.gtid_size, rec.end, fmt)
-            if text is None:
+            if text is not None:
+                texts.append((i, *text))
+            elif fmt is None or not _framing_only(buf, rec, fmt):
                 break
-            texts.append((i, *text))
         else:
             ids = tables[rec.tables_lo : rec.tables_hi]
             if not all(j < len(keep) and keep[j] == 1 for j in ids):
