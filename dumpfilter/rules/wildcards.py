@@ -8,22 +8,20 @@ import re
 WILD_MANY, WILD_ONE, ESCAPE = "%", "_", "\\"
 
 
+# A pattern's characters: group 1 a character `\` made literal, group 2 any other (a trailing
+# lone `\` among them: a literal backslash).
+_CHARS = re.compile(re.escape(ESCAPE) + "(.)|(.)", re.DOTALL)
+
+
 def _like_parts(pattern: str) -> list[list[str]]:
     """The pattern's `%`-separated segments, each a list of regex pieces (`.` for `_`, escaped
     literals). `\\` makes the next character literal; a trailing lone `\\` is a literal backslash."""
     segments: list[list[str]] = [[]]
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == ESCAPE and index + 1 < len(pattern):
-            segments[-1].append(re.escape(pattern[index + 1]))
-            index += 2
-            continue
+    for escaped, char in (m.groups() for m in _CHARS.finditer(pattern)):
         if char == WILD_MANY:
             segments.append([])
         else:
-            segments[-1].append("." if char == WILD_ONE else re.escape(char))
-        index += 1
+            segments[-1].append("." if char == WILD_ONE else re.escape(escaped or char))
     return segments
 
 
@@ -60,17 +58,10 @@ def literal_prefix(pattern: str) -> str:
     """The characters every key matching `pattern` starts with: up to the first `%` or `_`, with
     `\\` escapes resolved (`db\\_1.t%` -> `db_1.t`)."""
     out: list[str] = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == ESCAPE and index + 1 < len(pattern):
-            out.append(pattern[index + 1])
-            index += 2
-            continue
+    for escaped, char in (m.groups() for m in _CHARS.finditer(pattern)):
         if char in (WILD_MANY, WILD_ONE):
             break
-        out.append(char)
-        index += 1
+        out.append(escaped or char)
     return "".join(out)
 
 
