@@ -9,6 +9,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+from dumpfilter.lab.simulate.report import mb
+
 TOP_TABLES = 10
 TABLE_FIELDS = ["slave", "table", "bytes_all", "bytes_payload", "bytes_envelope", "bytes_sent"]
 STREAM_FIELDS = ["slave", "role", "skip_policy", "wall_seconds", "bytes_read", "bytes_sent"]
@@ -42,10 +44,6 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _mb(n: float) -> str:
-    return f"{n / 1e6:.2f}"
-
-
 def html_sections(report: dict[str, Any]) -> str:
     """The bytes by table (a table per slave: its top tables, then the rows that are no table)
     and every stream's time, as HTML."""
@@ -59,15 +57,15 @@ def html_sections(report: dict[str, Any]) -> str:
                      f"transactions that write no table in a row of their own. The {TOP_TABLES} largest tables "
                      "per slave; report_by_table.csv holds every one, payload and envelope apart.</p>")
         for slave in dict.fromkeys(r["slave"] for r in report["by_table"]):
-            rows = "".join(f"<tr><td>{_e(r['table'])}</td><td class=\"num\">{_mb(r['bytes_all'])}</td>"
-                           f"<td class=\"num\">{_mb(r.get('bytes_envelope', 0))}</td>"
-                           f"<td class=\"num\">{_mb(r['bytes_sent'])}</td></tr>" for r in top_tables(report, slave))
+            rows = "".join(f"<tr><td>{_e(r['table'])}</td><td class=\"num\">{mb(r['bytes_all'])}</td>"
+                           f"<td class=\"num\">{mb(r.get('bytes_envelope', 0))}</td>"
+                           f"<td class=\"num\">{mb(r['bytes_sent'])}</td></tr>" for r in top_tables(report, slave))
             parts.append(f"<h3>{_e(slave)}</h3><table class=\"by-table\"><thead><tr><th>table</th>"
                          "<th>MB in the binlog</th><th>of which envelope MB</th><th>MB sent</th></tr></thead><tbody>"
                          + rows + "</tbody></table>")
     if report.get("streams"):
         rows = "".join(f"<tr><td>{_e(s['slave'])}</td><td>{_e(s['role'])}</td><td>{_e(s['skip_policy'])}</td>"
-                       f"<td class=\"num\">{s['wall_seconds']:.2f}</td><td class=\"num\">{_mb(s['bytes_sent'])}</td>"
+                       f"<td class=\"num\">{s['wall_seconds']:.2f}</td><td class=\"num\">{mb(s['bytes_sent'])}</td>"
                        "</tr>" for s in sorted(report["streams"], key=lambda s: -s["wall_seconds"]))
         parts.append("<h2>Where the time went: every stream</h2><table class=\"streams\"><thead><tr><th>slave</th>"
                      "<th>stream</th><th>skip policy</th><th>wall s</th><th>MB sent</th></tr></thead><tbody>"

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dumpfilter.lab.simulate.breakdowns import html_sections
-from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_diverges, lint_explanation, lint_fine, row_cells,
-                                            summary_line, throughput_line)
+from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_diverges, lint_explanation, lint_fine, mb,
+                                            row_cells, summary_line, throughput_line)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto; max-width: 1180px;
@@ -33,10 +33,6 @@ tr.breaks td { background: #fff1f0; } tr.breaks td:first-child { border-left: 4p
 
 def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
-
-
-def _mb(n: float | None) -> str:
-    return "-" if n is None else f"{n / 1e6:.2f}"
 
 
 def _table(headers: list[str], rows: list[list[Any]], numeric: Collection[int] = frozenset(), cls: str = "",
@@ -75,7 +71,7 @@ def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(title)}</title>",
              f"<style>{_CSS}</style></head><body>",
              "<h1>Master-side filtering: bytes each slave receives</h1>",
-             f"<p class=\"meta\">{_e(source['description'])} &middot; {_mb(source['bytes'])} MB of binlog in "
+             f"<p class=\"meta\">{_e(source['description'])} &middot; {mb(source['bytes'])} MB of binlog in "
              f"{len(source['files'])} file(s) ({_e(', '.join(source['files']))}) &middot; "
              f"{experiment['streams']} gRPC streams &middot; generated "
              f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>"]
@@ -135,7 +131,7 @@ def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
             for policy in policies:
                 d = detail.get(policy)
                 cells.append("-" if d is None else
-                             f"{_mb(d['bytes_sent'])} = {_mb(d['kept_bytes'])} kept + {_mb(d['overhead_bytes'])} overhead")
+                             f"{mb(d['bytes_sent'])} = {mb(d['kept_bytes'])} kept + {mb(d['overhead_bytes'])} overhead")
             prow.append(cells)
         parts.append("<h2>Bytes sent per skip policy (MB)</h2>")
         parts.append(_table(["slave", *policies], prow, numeric=set(range(1, len(policies) + 1)), cls="policies"))

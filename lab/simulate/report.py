@@ -155,16 +155,17 @@ def _real_short(row: dict[str, Any]) -> str:
     return what + ("" if verdict["ok"] else " (DISAGREES with lint or its stream)")
 
 
-def _mb(n: int | None) -> str:
+def mb(n: float | None) -> str:
+    """Bytes as MB with two decimals, "-" for None (the report's tables, report.html's too)."""
     return "-" if n is None else f"{n / 1e6:.2f}"
 
 
 def row_cells(row: dict[str, Any]) -> dict[str, Any]:
     """The figures of one slave's row, as text (the table, the blocks and report.html show the same)."""
     return {
-        "without": f"{_mb(row['bytes_all'])} ({row['events_all']})" if row["bytes_all"] is not None else "-",
-        "with": f"{_mb(row['bytes_sent'])} ({row['events_sent']})",
-        "saved": _mb(row["saved_bytes"]),
+        "without": f"{mb(row['bytes_all'])} ({row['events_all']})" if row["bytes_all"] is not None else "-",
+        "with": f"{mb(row['bytes_sent'])} ({row['events_sent']})",
+        "saved": mb(row["saved_bytes"]),
         "saved_pct": "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
         "txns": f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}",
         "wall": f"{row['wall_seconds']:.2f}", "share": f"{row['stream_mb_s']:.1f}", "lint": lint_cell(row),
@@ -216,7 +217,7 @@ def _blocks(report: dict[str, Any], console: Console) -> None:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column(overflow="fold")
-        grid.add_row("sent", f"{_mb(row['bytes_sent'])} of {_mb(row['bytes_all'])} MB ({row['events_sent']} of "
+        grid.add_row("sent", f"{mb(row['bytes_sent'])} of {mb(row['bytes_all'])} MB ({row['events_sent']} of "
                              f"{row['events_all']} events) with master-side filtering")
         grid.add_row("saved", f"{c['saved']} MB, {c['saved_pct']}%")
         grid.add_row("txns", transactions_text(row))
@@ -260,7 +261,7 @@ def print_report(report: dict[str, Any], console: Console | None = None) -> None
         for policy in policies:
             ptable.add_column(policy, justify="right")
         for row in report["slaves"]:
-            ptable.add_row(row["slave"], *[_mb(row["policies"].get(p)) for p in policies])
+            ptable.add_row(row["slave"], *[mb(row["policies"].get(p)) for p in policies])
         console.print(ptable)
     times = stream_seconds(report)
     if times:
