@@ -68,24 +68,34 @@ impl Cut {
 const FORM_AHEAD: usize = 8;
 
 /// Asks for the bytes of unit k that the walk reads to make its skip form (`skip`): the GTID's
-/// cache lines for an empty transaction, the unit's (up to 2 KB) for placeholders. A unit kept
-/// whole is not asked for (`Sent::fill` asks for its bytes ahead of its copy), nor one out of
-/// its buffer's bounds.
+/// cache lines for an empty transaction, the unit's (up to 2 KB) for placeholders, and for a
+/// skipped unit sent as a run (`runs`) its head and its last event only, which are all that
+/// `framed_run` reads. A unit kept whole is not asked for (`Sent::fill` asks for its bytes ahead
+/// of its copy), nor one out of its buffer's bounds.
 #[inline]
-fn prefetch_form(plan: &UnitList, bufs: &[&[u8]], row: &[u8], k: usize, skip: u8) {
+fn prefetch_form(plan: &UnitList, bufs: &[&[u8]], row: &[u8], k: usize, skip: u8, runs: bool) {
     let (Some(u), Some(&answer)) = (plan.units.get(k), row.get(k)) else {
         return;
     };
     if answer != SKIP && answer != PARTIAL {
         return;
     }
-    let reach = if skip == SKIP_EMPTY { 128 } else { 2048 };
-    if let Some(raw) = bufs
+    let Some(raw) = bufs
         .get(u.part as usize)
         .and_then(|b| b.get(u.start..u.end))
-    {
-        prefetch(&raw[..raw.len().min(reach)]);
+    else {
+        return;
+    };
+    if skip == SKIP_PLACEHOLDER && runs && answer == SKIP {
+        prefetch(&raw[..raw.len().min(128)]);
+        prefetch(
+            raw.get(u.last.saturating_sub(u.start)..)
+                .unwrap_or_default(),
+        );
+        return;
     }
+    let reach = if skip == SKIP_EMPTY { 128 } else { 2048 };
+    prefetch(&raw[..raw.len().min(reach)]);
 }
 
 /// Room made up front for the forms a placeholder walk makes (about two thirds of its batch,
@@ -182,7 +192,7 @@ pub fn walk(
         if forms && matches!(row[i], SKIP | PARTIAL) {
             asked = asked.max(i + 1);
             while asked <= (i + FORM_AHEAD).min(n - 1) {
-                prefetch_form(plan, bufs, row, asked, opt.skip);
+                prefetch_form(plan, bufs, row, asked, opt.skip, opt.runs);
                 asked += 1;
             }
         }
