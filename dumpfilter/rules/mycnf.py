@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -150,21 +151,9 @@ def _parse_value(value: str) -> str:
 
 def _inline_comment_start(value: str) -> int:
     """A `#` after whitespace starts a comment (`db1  # the main db`)."""
-    for index, char in enumerate(value):
-        if char == "#" and (index == 0 or value[index - 1].isspace()):
-            return index
-    return len(value)
+    comment = re.search(r"(?<!\S)#", value)
+    return len(value) if comment is None else comment.start()
 
 
 def _decode_escapes(value: str) -> str:
-    out, index = [], 0
-    while index < len(value):
-        char = value[index]
-        if char == "\\" and index + 1 < len(value):
-            following = value[index + 1]
-            out.append(VALUE_ESCAPES.get(following, "\\" + following))
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
+    return re.sub(r"\\(.)", lambda m: VALUE_ESCAPES.get(m[1], m[0]), value, flags=re.DOTALL)
