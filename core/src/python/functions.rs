@@ -219,10 +219,9 @@ pub(super) fn relay_run<'py>(
         query_post,
         crc_len,
     });
-    let mut stmts = match (stmt_keep, &s.last_stmt) {
-        (Some(k), Some(st)) => Some(ByKeys::new(st, k)),
-        _ => None,
-    };
+    let mut stmts = stmt_keep
+        .zip(s.last_stmt.as_ref())
+        .map(|(k, st)| ByKeys::new(st, k));
     let p =
         py.detach(|| relay::relay_ranges(data, units, tables, keep, start, lone, stmts.as_mut()));
     // What to relay: the buffer itself when the run relays all of it (an empty-transaction

@@ -479,10 +479,7 @@ impl PyUnitList {
             pending,
             server_id: config.server_id,
             heartbeat_crc: config.heartbeat_crc,
-            stmts: match (self.stmts.get(), stmt_keep) {
-                (Some(st), Some(k)) => Some((st, k)),
-                _ => None,
-            },
+            stmts: self.stmts.get().zip(stmt_keep),
             count_only: false,
         };
         let list = &self.list;
@@ -573,10 +570,7 @@ impl PyUnitList {
             pending: (pending > 0).then_some(owed.as_slice()),
             server_id: config.server_id,
             heartbeat_crc: config.heartbeat_crc,
-            stmts: match (self.stmts.get(), stmt_keep) {
-                (Some(st), Some(k)) => Some((st, k)),
-                _ => None,
-            },
+            stmts: self.stmts.get().zip(stmt_keep),
             count_only: true,
         };
         let list = &self.list;
