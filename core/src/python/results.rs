@@ -402,27 +402,6 @@ record! {
     }
 }
 
-impl From<crate::tally::StatementTables> for StatementTables {
-    fn from(t: crate::tally::StatementTables) -> Self {
-        let crate::tally::StatementTables {
-            payload,
-            envelope,
-            framing,
-            other,
-            first,
-            left,
-        } = t;
-        StatementTables {
-            payload,
-            envelope,
-            framing,
-            other,
-            first,
-            left,
-        }
-    }
-}
-
 record! {
     /// A GTID domain and its highest seq_no in a batch (`ReplicaFrames.gtids`).
     DomainSeq = "DomainSeq" {

@@ -536,8 +536,15 @@ impl PyUnitList {
     ) -> StatementTables {
         let (empty, list) = (StmtUnits::default(), &self.list);
         let st = self.stmts.get().unwrap_or(&empty);
-        py.detach(|| crate::tally::statement_tables(list, st, &group_of, &table_of, n))
-            .into()
+        let t = py.detach(|| crate::tally::statement_tables(list, st, &group_of, &table_of, n));
+        StatementTables {
+            payload: t.payload,
+            envelope: t.envelope,
+            framing: t.framing,
+            other: t.other,
+            first: t.first,
+            left: t.left,
+        }
     }
 
     /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
