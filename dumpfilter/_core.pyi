@@ -26,7 +26,6 @@ F_TAGGED_GTID: Final[int]
 F_ANONYMOUS_GTID: Final[int]
 F_UNKNOWN_NON_IGNORABLE: Final[int]
 F_PAYLOAD: Final[int]
-F_STANDALONE: Final[int]
 # The keep vocabulary (keep.rs): the byte every compiled walk reads per table name id, per statement
 # key id, and per unit answered beforehand (`Scanner.assemble`'s `answers`): drop, keep, ask (not
 # the walk's to decide: it stops at the unit and Python decides it). Every walk takes its answers
@@ -976,10 +975,6 @@ def heartbeat(file: str, pos: int, server_id: int, crc: bool) -> bytes:
 def replica_frames(events: bytes, seq: int, annotate: bool, master_pos: int, counted: int) -> ReplicaFrames | None:
     """A batch's events framed for a real replica (replica::frame): None where the batch needs the
     per-event way."""
-
-
-def crc32(data: Buffer) -> int:
-    """CRC-32 (zlib's polynomial) of `data`, SIMD-accelerated."""
 
 
 def payload_bytes(body: Buffer, max_out: int = 1 << 30) -> bytes:

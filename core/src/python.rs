@@ -81,7 +81,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     results::register(m)?;
     facts::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
-    m.add_function(wrap_pyfunction!(crc32, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;
@@ -125,6 +124,5 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("F_ANONYMOUS_GTID", scan::F_ANONYMOUS_GTID)?;
     m.add("F_UNKNOWN_NON_IGNORABLE", scan::F_UNKNOWN_NON_IGNORABLE)?;
     m.add("F_PAYLOAD", scan::F_PAYLOAD)?;
-    m.add("F_STANDALONE", scan::F_STANDALONE)?;
     Ok(())
 }

@@ -31,7 +31,6 @@ F_TAGGED_GTID = _core.F_TAGGED_GTID
 F_ANONYMOUS_GTID = _core.F_ANONYMOUS_GTID
 F_UNKNOWN_NON_IGNORABLE = _core.F_UNKNOWN_NON_IGNORABLE
 F_PAYLOAD = _core.F_PAYLOAD
-F_STANDALONE = _core.F_STANDALONE
 # The keep vocabulary (the core's keep.rs): the byte each compiled walk reads per table name id, per
 # statement key id, and per unit answered beforehand (`assemble`'s `answers`): drop, keep, ask (not
 # the walk's to decide: it stops there and Python decides the unit itself). Keys are answered up
@@ -48,7 +47,6 @@ ROW_SLOW = _core.ROW_SLOW
 
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
-crc32 = _core.crc32
 # The inner events' bytes of a Transaction_payload body (zstd or none); ValueError if malformed.
 payload_bytes = _core.payload_bytes
 # Renumbers whole events in a bytearray in place for an output offset: (last timestamp, FDE offsets).

@@ -16,7 +16,7 @@ use crate::relay;
 use crate::replica;
 use crate::stmt_units::ByKeys;
 
-use crate::{crc, hops, payload, sql};
+use crate::{hops, payload, sql};
 
 /// A Heartbeat event for (file, pos), as the master sends one (see heartbeat::heartbeat).
 #[pyfunction]
@@ -30,12 +30,6 @@ pub(super) fn heartbeat<'py>(
     let mut out = Vec::with_capacity(file.len() + 23);
     crate::heartbeat::heartbeat(file.as_bytes(), pos, server_id, crc, &mut out);
     PyBytes::new(py, &out)
-}
-
-/// CRC-32 (zlib's polynomial) of `data`, SIMD-accelerated.
-#[pyfunction]
-pub(super) fn crc32(py: Python<'_>, data: &[u8]) -> u32 {
-    py.detach(|| crc::crc32(data))
 }
 
 /// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
