@@ -48,6 +48,13 @@ class SentCounts:
         self.events_skipped += w.read_events - w.sent_events
         self.bytes_skipped += w.read_bytes - w.sent_bytes
 
+    def add_heartbeats(self, size: int, count: int = 1) -> None:
+        """`count` Heartbeats of `size` bytes sent (a count below zero takes them back)."""
+        self.heartbeats += count
+        self.heartbeat_bytes += count * size
+        self.events_sent += count
+        self.bytes_sent += count * size
+
     def add(self, other: SentCounts) -> None:
         """Adds `other`'s counts (every whole-number field both have) to these."""
         for f in fields(self):

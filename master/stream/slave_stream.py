@@ -538,11 +538,7 @@ class SlaveStream:
         self.pending_hb = None
         self.parts.append(raw)
         self.batch_bytes += size
-        stats = self.slave.stats
-        stats.heartbeats += 1
-        stats.heartbeat_bytes += size
-        stats.events_sent += 1
-        stats.bytes_sent += size
+        self.slave.stats.add_heartbeats(size)
 
     def _batch(self, caught_up: bool, *, cut: bool = False) -> Batch:
         """The batch made so far. One `cut` where the stream goes on (full, or BATCH_SEGMENTS

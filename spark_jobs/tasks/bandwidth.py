@@ -123,10 +123,7 @@ class _SlaveCounter:
     def emit(self, events: list[Event]) -> int:
         c = self.out.counts
         if self.pending:
-            c.heartbeats += 1
-            c.heartbeat_bytes += self.out.heartbeat_size
-            c.events_sent += 1
-            c.bytes_sent += self.out.heartbeat_size
+            c.add_heartbeats(self.out.heartbeat_size)
             self.pending = False
         self.sent_any = True
         size = sum(e.size for e in events)
@@ -211,11 +208,7 @@ class _SlaveCounter:
 
     def finish(self) -> ChunkCounts:
         if self.pending:  # flushed before the next file's FDE, or once the whole binlog is read: counted here
-            c = self.out.counts
-            c.heartbeats += 1
-            c.heartbeat_bytes += self.out.heartbeat_size
-            c.events_sent += 1
-            c.bytes_sent += self.out.heartbeat_size
+            self.out.counts.add_heartbeats(self.out.heartbeat_size)
             self.out.trailing_skip = True
             if self.out.by_hour:  # sent in the last hour the chunk reached
                 self.out.by_hour[max(self.out.by_hour)][1] += self.out.heartbeat_size

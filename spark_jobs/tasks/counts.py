@@ -149,10 +149,6 @@ def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[Slave
                 t.kept_bytes += size
             if (previous is not None and previous.file_index == part.file_index and previous.trailing_skip
                     and part.leading_skip):
-                t = totals[name]
-                t.heartbeats -= 1
-                t.heartbeat_bytes -= part.heartbeat_size
-                t.events_sent -= 1
-                t.bytes_sent -= part.heartbeat_size
+                totals[name].add_heartbeats(part.heartbeat_size, -1)  # one Heartbeat, counted by both chunks
             previous = part
     return [totals[name] for name in slave_names]
