@@ -7,7 +7,9 @@
 //! once for all, is gate_reads.rs's.
 
 use crate::le::u32_at;
-use crate::stmt::{dml_shape, one_of, Shape, KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
+use crate::stmt::{dml_shape, name_char, one_of, Shape};
+use crate::stmt::{KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
+use crate::stmt_cues::quote_or_backslash;
 use crate::types::HEADER_LEN;
 
 const ANNOTATE_ROWS: u8 = 160;
@@ -67,26 +69,6 @@ const BUILTIN_CALLS: &[&[u8]] = &[
 /// MySQL 8's TABLE t, NEXT / PREVIOUS VALUE FOR.
 const REACHING_WORDS: &[&[u8]] = &[b"SELECT", b"WITH", b"TABLE", b"NEXT", b"PREVIOUS"];
 
-/// The first `'` or backslash of sql[from..], eight bytes at a time (a string literal is most of
-/// a DML text's bytes).
-fn quote_or_backslash(sql: &[u8], mut i: usize) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let has = |v: u64, b: u8| {
-        let x = v ^ (LO * u64::from(b));
-        x.wrapping_sub(LO) & !x & HI
-    };
-    while i + 8 <= sql.len() {
-        let v = u64::from_le_bytes(sql[i..i + 8].try_into().expect("8 bytes"));
-        let m = has(v, b'\'') | has(v, b'\\');
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    (i..sql.len()).find(|&j| sql[j] == b'\'' || sql[j] == b'\\')
-}
-
 /// Bytes passed over outside strings and names: blanks, digits (a number names nothing; a name
 /// that starts with digits is read from its first letter), operators and punctuation that cannot
 /// make a name, a call, a comment (`dml_shape` has refused `--`, `/*` and `#`) or a second
@@ -101,10 +83,6 @@ const BORING: [bool; 256] = {
     }
     t
 };
-
-fn ident(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
-}
 
 /// Whether statement `sql`, of single-table DML shape `shape` (`stmt::dml_shape` of it), reaches
 /// its updated table and nothing else: no other qualified name, no call but built-ins, no query,
@@ -146,7 +124,7 @@ pub fn reaches_key_alone(sql: &[u8], shape: &Shape) -> bool {
                 // A string: its text names nothing.
                 i += 1;
                 loop {
-                    let Some(q) = quote_or_backslash(sql, i) else {
+                    let Some(q) = quote_or_backslash(sql, i, b'\'') else {
                         return false;
                     };
                     if sql[q] == b'\\' {
@@ -214,9 +192,9 @@ pub fn reaches_key_alone(sql: &[u8], shape: &Shape) -> bool {
                 last = None;
                 last_end = i;
             }
-            _ if ident(b) => {
+            _ if name_char(b) => {
                 let start = i;
-                while i < n && ident(sql[i]) {
+                while i < n && name_char(sql[i]) {
                     i += 1;
                 }
                 let w = &sql[start..i];

@@ -9,6 +9,7 @@ use crate::format::Format;
 use crate::le::u16_at;
 use crate::payload::mariadb_uncompress;
 use crate::scan::ScanError;
+use crate::stmt::space;
 pub use crate::stmt_cues::Literals;
 use crate::types::*;
 
@@ -153,18 +154,12 @@ fn sql_start(buf: &[u8], pos: usize, t: u8, fmt: &Format) -> Option<usize> {
     Some(pos + HEADER_LEN + fmt.post_header_len(t) as usize + status_len + db_len + 1)
 }
 
-#[inline]
-fn is_space(b: u8) -> bool {
-    // Python's str.isspace() over ASCII: what statement_verb() and str.split() skip.
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1f)
-}
-
 /// The statement's first keyword, skipping leading blanks and /* comments */ (statement_verb).
 pub fn statement_verb(sql: &[u8]) -> &[u8] {
     let mut s = sql;
     loop {
         while let Some((&b, rest)) = s.split_first() {
-            if !is_space(b) {
+            if !space(b) {
                 break;
             }
             s = rest;
@@ -250,7 +245,7 @@ const NOT_SCHEMA: [&[u8]; 29] = [
 /// another word, a byte outside ASCII) may be one: Python answers it. Split's first pass hands
 /// Python only these, so the statements it replays are exactly those it replayed before.
 pub fn may_be_schema_statement(sql: &[u8]) -> bool {
-    let start = sql.iter().position(|b| !is_space(*b)).unwrap_or(sql.len());
+    let start = sql.iter().position(|b| !space(*b)).unwrap_or(sql.len());
     let s = &sql[start..];
     let end = s
         .iter()
@@ -292,7 +287,7 @@ pub fn query_for_python(buf: &[u8], pos: usize, nxt: usize, t: u8, fmt: &Format)
 
 /// The second whitespace-separated token of the text (str.split()[1]), if any.
 fn second_token(sql: &[u8]) -> Option<&[u8]> {
-    sql.split(|b| is_space(*b)).filter(|t| !t.is_empty()).nth(1)
+    sql.split(|b| space(*b)).filter(|t| !t.is_empty()).nth(1)
 }
 
 pub fn is_begin(sql: &[u8]) -> bool {
@@ -325,7 +320,7 @@ pub fn plain_statement(sql: &[u8]) -> Option<bool> {
     }
     // A leading comment: left to Python, whose reading of one (str.find from the comment's
     // first byte, so "/*/" closes it) the core's statement_verb does not copy.
-    let start = sql.iter().position(|b| !is_space(*b)).unwrap_or(sql.len());
+    let start = sql.iter().position(|b| !space(*b)).unwrap_or(sql.len());
     if sql[start..].starts_with(b"/*") {
         return None;
     }

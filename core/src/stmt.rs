@@ -65,7 +65,7 @@ pub(crate) fn space(b: u8) -> bool {
 
 /// `[A-Za-z0-9_$]`: an unquoted name's characters in `_NAME`.
 #[inline]
-fn name_char(b: u8) -> bool {
+pub(crate) fn name_char(b: u8) -> bool {
     word(b) || b == b'$'
 }
 

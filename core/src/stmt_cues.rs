@@ -238,7 +238,7 @@ fn closing_quote(sql: &[u8], open: usize, escapes: bool) -> Option<usize> {
 
 /// The first `q` or backslash of sql[from..], eight bytes at a time (a literal's text is most of
 /// a DML text's bytes).
-fn quote_or_backslash(sql: &[u8], mut i: usize, q: u8) -> Option<usize> {
+pub(crate) fn quote_or_backslash(sql: &[u8], mut i: usize, q: u8) -> Option<usize> {
     while i + 8 <= sql.len() {
         let v = u64::from_le_bytes(sql[i..i + 8].try_into().expect("8 bytes"));
         let m = bytes_eq(v, q) | bytes_eq(v, b'\\');

@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 
+use crate::stmt::name_char;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Word,
@@ -25,11 +27,6 @@ pub(crate) use crate::stmt::space;
 /// A word upper-cased (ASCII), as the parser compares keywords and object kinds.
 pub(super) fn upper(w: &[u8]) -> Vec<u8> {
     w.to_ascii_uppercase()
-}
-
-#[inline]
-fn word_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
 
 /// A statement's tokens, and whether its text is *loose*: it holds a plain `/* ... */` comment
@@ -72,8 +69,8 @@ pub fn tokens(sql: &[u8]) -> Option<Lexed> {
             return None;
         }
         let start = i;
-        let kind = if word_char(b) {
-            while i < sql.len() && word_char(sql[i]) {
+        let kind = if name_char(b) {
+            while i < sql.len() && name_char(sql[i]) {
                 i += 1;
             }
             Kind::Word
