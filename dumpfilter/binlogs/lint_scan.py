@@ -40,7 +40,7 @@ from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
-from dumpfilter.codec.event import Buffer, query_text
+from dumpfilter.codec.event import Buffer, decode_text, query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import bad_magic, truncated
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
@@ -68,10 +68,6 @@ _HEADS = (re.compile(rb"insert\b[^)]{0,4096}\)?"), re.compile(rb"replace\b[^)]{0
 # `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
 _Shape = _core.StatementShape
 _K = TypeVar("_K")  # a class cache's key (`_depends`)
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
 
 
 @dataclass
@@ -283,7 +279,7 @@ class _Lint:
         for key_id, key, db, sql in keys:
             cls = cache.get(key)
             if cls is None:
-                db_text, sql_text = _text(db), _text(sql)
+                db_text, sql_text = decode_text(db), decode_text(sql)
                 cls = cache[key] = self._key_class(db_text, sql_text)
                 self._depends(self.key_tables, key)
                 if cls == _COLUMNS:
@@ -320,7 +316,7 @@ class _Lint:
 
 def _head_passes(head: bytes, allowed: set[str], count_ok: bool) -> bool:
     listed = None if not head.endswith(b")") or any(q in head for q in (b"`", b"'", b'"')) \
-        else insert_column_list(_text(head))
+        else insert_column_list(decode_text(head))
     return listed is not None and (all(column.lower() in allowed for column in listed) if listed else count_ok)
 
 

@@ -94,7 +94,8 @@ def _decoder(func: Callable[[Event], _T]) -> Callable[[Event], _T]:
     return wrapper
 
 
-def _decode_text(raw: bytes | bytearray | memoryview) -> str:
+def decode_text(raw: bytes | bytearray | memoryview) -> str:
+    """A binlog's text (a name, a statement) as Python reads it: UTF-8, other bytes as surrogates."""
     return str(raw, "utf-8", "surrogateescape")
 
 
@@ -112,7 +113,7 @@ def query_text(buf: Buffer, start: int, end: int, fmt: FormatDescription) -> tup
     stop = end - fmt.checksum_len
     if db_start + db_len + 1 > stop:
         return None
-    return _decode_text(buf[db_start : db_start + db_len]), _decode_text(buf[db_start + db_len + 1 : stop])
+    return decode_text(buf[db_start : db_start + db_len]), decode_text(buf[db_start + db_len + 1 : stop])
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +229,7 @@ class Event:
         sql = raw[db_start + db_len + 1 : end]
         if self.type_code == EventType.QUERY_COMPRESSED:
             sql = mariadb_uncompress(sql)
-        return QueryFields(thread_id, exec_time, error_code, status_vars, _decode_text(db), _decode_text(sql))
+        return QueryFields(thread_id, exec_time, error_code, status_vars, decode_text(db), decode_text(sql))
 
     @property
     def db(self) -> str | None:
@@ -244,9 +245,9 @@ class Event:
         if self.is_query:
             return self.query.sql
         if self.type_code == EventType.ANNOTATE_ROWS:
-            return _decode_text(self.body)
+            return decode_text(self.body)
         if self.type_code == EventType.ROWS_QUERY:
-            return _decode_text(self.body[1:])  # a 1-byte length the server ignores, then the text
+            return decode_text(self.body[1:])  # a 1-byte length the server ignores, then the text
         return None
 
     @cached_property
@@ -268,12 +269,12 @@ class Event:
                 names = []
                 for _ in range(count):
                     end = buf.index(0, i)
-                    names.append(_decode_text(buf[i:end]))
+                    names.append(decode_text(buf[i:end]))
                     i = end + 1
                 out[code] = names
             elif code in (2, 5, 6):  # Q_CATALOG (len + str + NUL), Q_TIME_ZONE, Q_CATALOG_NZ
                 n = buf[i]
-                out[code] = _decode_text(buf[i + 1 : i + 1 + n])
+                out[code] = decode_text(buf[i + 1 : i + 1 + n])
                 i += 1 + n + (1 if code == 2 else 0)
             elif code == 11:  # Q_INVOKER: user, host
                 n = buf[i]
@@ -282,7 +283,7 @@ class Event:
                 m = buf[i]
                 host = buf[i + 1 : i + 1 + m]
                 i += 1 + m
-                out[code] = (_decode_text(user), _decode_text(host))
+                out[code] = (decode_text(user), decode_text(host))
             elif code in _STATUS_FIXED:
                 n = _STATUS_FIXED[code]
                 out[code] = int.from_bytes(buf[i : i + n], "little")
@@ -423,7 +424,7 @@ class Event:
     def rotate(self) -> tuple[int, str]:
         """(position, next file name) of a Rotate event. The name has no path and no NUL."""
         body = self.body
-        return _U64.unpack_from(body, 0)[0], _decode_text(body[8:])
+        return _U64.unpack_from(body, 0)[0], decode_text(body[8:])
 
     @property
     @_decoder
@@ -436,14 +437,14 @@ class Event:
     def incident(self) -> tuple[int, str]:
         body = self.body
         n = body[2]
-        return _U16.unpack_from(body, 0)[0], _decode_text(body[3 : 3 + n])
+        return _U16.unpack_from(body, 0)[0], decode_text(body[3 : 3 + n])
 
     @property
     @_decoder
     def checkpoint_file(self) -> str:
         body = self.body
         n = _U32.unpack_from(body, 0)[0]
-        return _decode_text(body[4 : 4 + n])
+        return decode_text(body[4 : 4 + n])
 
     @property
     def heartbeat_file(self) -> str:
@@ -458,7 +459,7 @@ class Event:
         length-encoded); unknown fields are passed over, as MySQL's Heartbeat::decode does."""
         body = self.body
         if self.type_code != EventType.HEARTBEAT_V2:
-            return _decode_text(body), self.log_pos
+            return decode_text(body), self.log_pos
         file, position, i = None, None, 0
         while i < len(body):
             kind, i = read_lenenc(body, i)
@@ -468,7 +469,7 @@ class Event:
             if i + length > len(body):
                 raise ValueError(f"heartbeat field {kind} of {length} bytes runs past the event")
             if kind == 1:
-                file = _decode_text(body[i:i + length])
+                file = decode_text(body[i:i + length])
             elif kind == 2:
                 position, _ = read_lenenc(body[:i + length], i)
             i += length

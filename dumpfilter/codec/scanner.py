@@ -12,7 +12,7 @@ from dumpfilter import _core
 
 from dumpfilter.codec.constants import HEADER_LEN, EventType
 from dumpfilter.errors import BinlogError, ChecksumError
-from dumpfilter.codec.event import HEADER, Event
+from dumpfilter.codec.event import HEADER, Event, decode_text
 from dumpfilter.codec.format_description import FormatDescription
 
 if TYPE_CHECKING:
@@ -206,10 +206,6 @@ def _error(err: _core.ScanFault, path: str | None) -> BinlogError:
     return cls(err.message, path=path, offset=err.offset)
 
 
-def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")
-
-
 class Scanner:
     """The core scanner for one stream of binlog files (its format and table names carry over
     from buffer to buffer and file to file). `path` names the file in errors."""
@@ -282,7 +278,7 @@ class Scanner:
     def _add_names(self, new_names: list[_core.TableName]) -> None:
         """The (db, table) names the core interned since its last call, decoded, by name id."""
         if new_names:
-            self.names.extend((_decode(n.db), _decode(n.table)) for n in new_names)
+            self.names.extend((decode_text(n.db), decode_text(n.table)) for n in new_names)
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, config: _core.AssembleConfig, *,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,

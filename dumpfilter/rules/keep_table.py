@@ -42,15 +42,12 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from dumpfilter import _core
+from dumpfilter.codec.event import decode_text
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK
 from dumpfilter.rules.decider import Decider, Gated, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.gate import Gate
 from dumpfilter.rules.statements import statement_tables
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
 
 
 _SELECT_KINDS = (_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT)  # a key's first byte
@@ -149,7 +146,7 @@ class KeepTable:
         found = self._known.get(raw)
         if found is not None:
             return found
-        sql, db = _text(key.sql), _text(key.db) or None
+        sql, db = decode_text(key.sql), decode_text(key.db) or None
         decision, pure = self._decide(sql, db)
         code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
         if not pure:  # its units decided in Python, at their position

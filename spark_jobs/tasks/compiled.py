@@ -25,6 +25,7 @@ from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec import Event, Transaction
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import QUERY_EVENT_TYPES
+from dumpfilter.codec.event import decode_text
 from dumpfilter.codec.reader import truncated
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, split_route, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError
@@ -38,10 +39,6 @@ if TYPE_CHECKING:
     from dumpfilter.codec.scanner import UnitRecords
 
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
 
 
 # ------------------------------------------------------------------------------------ chunk cuts
@@ -132,7 +129,7 @@ class OutputKeeps:
         Python routes: a statement of no schema goes to the unassigned output)."""
         raw = key.key
         if raw not in self._targets:
-            schemas = self.router.route_of(_text(key.sql), _text(key.db) or None).schemas
+            schemas = self.router.route_of(decode_text(key.sql), decode_text(key.db) or None).schemas
             self._targets[raw] = next(iter(schemas)) if len(schemas) == 1 else None
         return self._targets[raw]
 

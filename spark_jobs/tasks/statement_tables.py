@@ -16,6 +16,7 @@ from typing import Any
 from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.constants import HEADER_LEN
+from dumpfilter.codec.event import decode_text
 from dumpfilter.codec.format_description import FormatDescription
 
 FRAMING = ("", "(transaction framing)")  # GTID, BEGIN, annotations, XID/COMMIT of a transaction that writes no table
@@ -107,8 +108,8 @@ def _unit_tables_fast(buf: Buffer, start: int, end: int, fmt: FormatDescription 
                 return False
             kind, qualifier, table = shape
             db = bytes(buf[db_at:db_at + db_len])
-            name = (_utf8(qualifier if qualifier is not None else db), _utf8(table))
-            found.append(((_utf8(db), _KEY_KINDS.get(kind, str(kind)), (name,), ""), size + context, sql))
+            name = (decode_text(qualifier if qualifier is not None else db), decode_text(table))
+            found.append(((decode_text(db), _KEY_KINDS.get(kind, str(kind)), (name,), ""), size + context, sql))
             context = 0
         else:
             return False
@@ -120,7 +121,7 @@ def _unit_tables_fast(buf: Buffer, start: int, end: int, fmt: FormatDescription 
     for group, size, sql in found:
         got = statements.get(group)
         if got is None:
-            statements[group] = [size, _utf8(sql)]
+            statements[group] = [size, decode_text(sql)]
         else:
             got[0] += size
     return True
@@ -151,8 +152,8 @@ def _make_group(db: bytes, sql: bytes) -> StatementGroup | None:
     if shape is None:
         return None
     kind, qualifier, table = shape
-    name = (_utf8(qualifier if qualifier is not None else db), _utf8(table))
-    return (_utf8(db), _KEY_KINDS.get(kind, str(kind)), (name,), "")
+    name = (decode_text(qualifier if qualifier is not None else db), decode_text(table))
+    return (decode_text(db), _KEY_KINDS.get(kind, str(kind)), (name,), "")
 
 
 def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], tables: Tables,
@@ -191,7 +192,7 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
         group = by_id[g]
         found = statements.get(group)
         if found is None:
-            statements[group] = [payload[g], _utf8(sql_of[key_id])]
+            statements[group] = [payload[g], decode_text(sql_of[key_id])]
         else:
             found[0] += payload[g]
         if envelope[g]:
@@ -353,9 +354,3 @@ def _unit_tables(txn: Transaction, tables: Tables, statements: Statements) -> No
         else:
             envelope += e.size
     share_envelope(tables, envelope + context, written)
-
-
-
-
-def _utf8(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")  # as codec.event decodes a Query's texts
