@@ -35,7 +35,7 @@ from dumpfilter import _core
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sql_functions import NOT_STORED, may_be_stored
-from dumpfilter.rules.sqltokens import LexError, Token, lexes, tokenize
+from dumpfilter.rules.sqltokens import LexError, Token, lexes, quote_identifier, tokenize
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
@@ -222,7 +222,7 @@ def _quick(sql: str, default: str, info: StatementInfo | None = None) -> Reach |
     # other name then followed by `(` is a call.
     table = info.updated[0][1]
     if "`" in text:
-        quoted = "`" + table.replace("`", "``") + "`"
+        quoted = quote_identifier(table)
         if quoted in text:
             text = text.replace(quoted, "\x02", 1)
         text = _QUICK_QUOTED.sub("\x01", text)

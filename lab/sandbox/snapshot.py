@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dumpfilter.rules.sqltokens import quote_identifier
 
 from .server import MariaDBServer
 
@@ -82,10 +83,6 @@ def _row_digest(row: Row) -> int:
     return int.from_bytes(hashlib.sha256("\x1f".join(row).encode()).digest(), "big")
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def snapshot(
     server: MariaDBServer,
     *,
@@ -125,7 +122,7 @@ def snapshot(
 
 
 def _table_snapshot(conn: pymysql.connections.Connection[Any], schema: str, table: str, max_rows: int) -> TableSnapshot:
-    fq = f"{_q(schema)}.{_q(table)}"
+    fq = f"{quote_identifier(schema)}.{quote_identifier(table)}"
     with conn.cursor() as cur:
         cur.execute(f"SHOW CREATE TABLE {fq}")
         definition = _AUTO_INC.sub("", cur.fetchone()[1])
@@ -147,7 +144,7 @@ def _table_snapshot(conn: pymysql.connections.Connection[Any], schema: str, tabl
     import pymysql.cursors  # on first use (see sandbox.server)
 
     with conn.cursor(pymysql.cursors.SSCursor) as cur:
-        cur.execute(f"SELECT {', '.join(map(_q, columns))} FROM {fq}")
+        cur.execute(f"SELECT {', '.join(map(quote_identifier, columns))} FROM {fq}")
         for raw in cur:
             row = tuple(_canon(v) for v in raw)
             total = (total + _row_digest(row)) % _MOD
