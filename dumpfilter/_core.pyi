@@ -797,6 +797,12 @@ class Scanner:
         """Whether CRCs are checked a run of events at a time (see crc::Run), else one by one."""
     @batch_crc.setter
     def batch_crc(self, on: bool) -> None: ...
+    @property
+    def holes(self) -> bool:
+        """A slave's scanner: the master's placeholders inside a fast unit keep its shape, the
+        unit flagged F_HOLES for the relay run (see scan::F_HOLES), never F_FAST."""
+    @holes.setter
+    def holes(self, on: bool) -> None: ...
     def units(self, buf: Buffer, off: int, base: int, limit: int = ..., at_eof: bool = False) -> UnitsResult:
         """Groups buf[off..] into units (see scan::Scanner::units): the packed unit records, the
         fast units' Table_map name ids, the names interned meanwhile, where the scan stopped and

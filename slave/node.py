@@ -115,6 +115,9 @@ class Slave:
         # its own: one thread started per batch, where the slave's other threads (the stream's
         # receive, the relay's writes) already fill the second core.
         self._scanner.core.pipeline_min = None
+        # A unit the placeholder policy keeps in part (a kept table's rows, placeholders for a
+        # dropped one's) stays a fast unit's shape for the compiled relay run (core scan::F_HOLES).
+        self._scanner.core.holes = True
         self.effective: list[dump_pb2.EffectiveFilters] = []
         self._give_up_at: float | None = None  # --connect-timeout's deadline while the master has not answered
         self._told: set[str] = set()  # the master's warnings printed in this run

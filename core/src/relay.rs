@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
-use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_PLACEHOLDERS};
+use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
 use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms::is_placeholder;
 use crate::sql::query_ranges;
@@ -251,6 +251,68 @@ fn mysql_placeholder_unit(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Vec<u8
     Some((made, if events == 1 { 3 } else { events }, holes))
 }
 
+/// A unit the placeholder policy sent for one it keeps in part (`scan::F_HOLES`: the fast shape
+/// with placeholders among its events), every table of which the slave's own rules keep
+/// (`keep`, by the unit's Table_map name ids): relayed as `Slave._without_placeholders` relays
+/// it, without the placeholders, a MySQL GTID's transaction_length counting what is left
+/// (`skip_forms::relayed_placeholders`). Its pieces go to `plan`; false (nothing added) for any
+/// other unit, or one with a table the slave's rules do not keep (its check reads it in Python).
+fn holed_unit(
+    buf: &[u8],
+    u: &Unit,
+    (tables, keep): (&[u32], &[u8]),
+    crc: bool,
+    plan: &mut RelayRun,
+) -> bool {
+    const DECLINED: u32 = F_TAGGED_GTID | F_PAYLOAD | F_HAS_FDE;
+    if u.flags & F_HOLES == 0 || u.flags & DECLINED != 0 || u.flags & ANY_GTID == 0 {
+        return false;
+    }
+    let kept = tables
+        .get(u.tables_lo as usize..u.tables_hi as usize)
+        .filter(|ids| !ids.is_empty()) // (framing and placeholders alone: see placeholder_unit)
+        .is_some_and(|ids| {
+            ids.iter()
+                .all(|id| keep.get(*id as usize) == Some(&KEEP_KEEP))
+        });
+    let Some(raw) = buf.get(u.start..u.end).filter(|_| kept) else {
+        return false;
+    };
+    let mysql = u.flags & F_MARIADB_GTID == 0;
+    let (mut pieces, mut p, mut holes, mut events) = (Vec::new(), 0, 0u64, 0u64);
+    while p < raw.len() {
+        let Some(size) = u32_at(raw, p + 9).map(|s| s as usize) else {
+            return false;
+        };
+        if size < HEADER_LEN || p + size > raw.len() {
+            return false;
+        }
+        if is_placeholder(raw, p) {
+            holes += 1;
+        } else {
+            pieces.push((u.start + p, u.start + p + size));
+            events += 1;
+        }
+        p += size;
+    }
+    if mysql {
+        let mut made = Vec::with_capacity(raw.len());
+        if crate::skip_forms::relayed_placeholders(raw, crc, &mut made).is_none() {
+            return false;
+        }
+        plan.bytes += made.len() as u64;
+        plan.ranges.push(Piece::Made(made));
+    } else {
+        for (lo, hi) in pieces {
+            plan.push(lo, hi);
+        }
+    }
+    plan.units += 1;
+    plan.events += events;
+    plan.placeholders += holes;
+    true
+}
+
 /// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
 /// name ids of their Table_maps, `keep` one byte per name id, KEEP_KEEP kept) until a unit needs
 /// Python; with `lone` (the format in force), lone statements are copied too (see
@@ -292,6 +354,10 @@ pub fn relay_ranges(
             plan.units += 1;
             plan.events += events;
             plan.placeholders += holes;
+            i += 1;
+            continue;
+        }
+        if lone.is_some_and(|f| holed_unit(buf, u, (tables, keep), f.crc_len != 0, &mut plan)) {
             i += 1;
             continue;
         }

@@ -73,6 +73,12 @@ pub const F_STANDALONE: u32 = 1024;
 /// scanner's run of RANDs) and one event that ends the unit: what the placeholder policy sends
 /// for a skipped row unit, whose framing a slave relays (`relay::placeholder_unit`).
 pub const F_PLACEHOLDERS: u32 = 2048;
+/// A slave's scanner only (`Scanner::holes`): the fast shape with the master's RAND placeholders
+/// among its events, what the placeholder policy sends for a unit it keeps in part (a MySQL
+/// transaction writing a kept table and a dropped one). Never F_FAST with it: every reader of a
+/// fast unit takes its bytes as the source wrote them; the slave's relay run drops the holes
+/// (`relay::holed_unit`). Its tables are recorded as a fast unit's.
+pub const F_HOLES: u32 = 4096;
 
 /// One unit: offsets are in the scanned buffer; `tables` indexes `ScanOut::tables` (fast units).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -187,6 +193,9 @@ pub struct Scanner {
     pub pipeline_min: usize,
     run_sink: Option<Sender<Vec<Run>>>,
     run_batch: Vec<Run>,
+    /// A slave's scanner: placeholders inside a fast unit keep its shape (`F_HOLES`). Off for a
+    /// binlog's reader, where no placeholder belongs (a server never writes server_id 0).
+    pub holes: bool,
 }
 
 /// A `Scanner::name_cache` entry: a Table_map's table id, its (db, table) key bytes, the name id.
@@ -247,6 +256,7 @@ impl Scanner {
             pipeline_min: PIPELINE_MIN,
             run_sink: None,
             run_batch: Vec::new(),
+            holes: false,
         }
     }
 

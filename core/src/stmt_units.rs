@@ -11,8 +11,8 @@
 
 use crate::keep::{self, Keep};
 use crate::le::u32_at;
-use crate::scan::F_PLACEHOLDERS;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
+use crate::scan::{F_HOLES, F_PLACEHOLDERS};
 use crate::skip_forms::is_placeholder;
 use crate::sql::{query_literals, query_ranges};
 use crate::stmt::{dml_shape_read, framing};
@@ -345,11 +345,12 @@ impl<'a> Builder<'a> {
 }
 
 /// `walk`'s checks of a unit's record before it reads a byte (a unit of placeholders only,
-/// `F_PLACEHOLDERS`, would be declined at its first placeholder: a slave's placeholder stream
-/// is mostly such units, each a read of memory no cache holds).
+/// `F_PLACEHOLDERS`, or a row unit with some, `F_HOLES`, would be declined at its first
+/// placeholder: a slave's placeholder stream is mostly such units, each a read of memory no
+/// cache holds).
 fn candidate(flags: u32, gtid_size: u32, events: u32) -> bool {
     let gtid = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID;
-    flags & (F_FAST | F_PLACEHOLDERS) == 0
+    flags & (F_FAST | F_PLACEHOLDERS | F_HOLES) == 0
         && flags & F_COMPLETE != 0
         && flags & gtid != 0
         && gtid_size != 0

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dumpfilter import _core
+from dumpfilter.codec.constants import EventType
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.slave.node import Slave
@@ -142,10 +143,12 @@ def test_placeholder_units_are_relayed_by_the_run(workload_dir, master_factory, 
     rules = RuleSet(do_db=("db1",))
     slave = run_slave(address, tmp_path / "relay", 31, rules=rules, skip_policy="placeholder")
     # What is left to the per-event way: a skipped DDL's placeholder (a GTID and one statement: no
-    # XID to frame it; the slave writes the empty transaction for it) and a unit kept in part
-    # (its kept events go through the slave's own check). Before, every placeholder went that way.
+    # XID to frame it; the slave writes the empty transaction for it). Before, every placeholder
+    # went that way, and until the scanner kept a fast unit's shape through placeholders
+    # (core scan::F_HOLES), so did every row unit kept in part, its kept rows read event by event.
     per_event = [e for e in by_python if e.type_code == 13]
     assert len(per_event) < slave.counters.placeholders // 2
+    assert not [e for e in by_python if e.is_rows or e.type_code == EventType.TABLE_MAP]
     assert relay_units(tmp_path / "relay") == expected_units(workload_dir, rules, "placeholder")
 
 
@@ -155,9 +158,11 @@ def test_mysql_placeholder_units_are_relayed_by_the_run(master_factory, tmp_path
     relay run: without its placeholders, its GTID's transaction_length counting what is left, a
     lone GTID as an empty transaction. Before, each went event by event through
     `Slave._without_placeholders`: a 202 MB MySQL ROW binlog's placeholder stream took 30.6 s
-    against the heartbeat stream's 0.46 s. The relay log is what the master's stream must leave
-    (test_dump_stream's expected units), each transaction_length its transaction's size. A unit
-    that kept a statement beside its placeholders is still Python's: the slave's check reads it."""
+    against the heartbeat stream's 0.46 s. So is a unit kept in part (rows of a kept table and
+    placeholders), whose every table the slave's rules keep: 0.11x of the heartbeat stream's speed
+    on the 500 MB MySQL bench binlog while Python read each. The relay log is what the master's
+    stream must leave (test_dump_stream's expected units), each transaction_length its
+    transaction's size."""
     from dumpfilter.binlogs import TailingReader
     from dumpfilter.codec import group_transactions
     from tests.master.test_dump_stream import expected_units
@@ -174,8 +179,10 @@ def test_mysql_placeholder_units_are_relayed_by_the_run(master_factory, tmp_path
     rules = RuleSet(do_db=("db1",))
     slave = run_slave(address, tmp_path / "relay", 33, rules=rules, skip_policy="placeholder")
     assert slave.counters.placeholders > 1000
-    # Left to Python: only units that kept a statement (the slave's own check reads it)
-    assert all(any(e.is_rows for e in unit.events) for unit in by_python), by_python[:3]
+    # Left to Python: none. A unit kept in part (a kept table's rows, placeholders for a dropped
+    # table's) keeps the fast shape through its placeholders (core scan::F_HOLES) and is relayed
+    # by the run once the slave's rules keep each of its tables.
+    assert by_python == [], [[e.type_code for e in u.events] for u in by_python[:3]]
     assert relay_units(tmp_path / "relay") == expected_units(binlog, rules, "placeholder")
     units = [u for u in group_transactions(e for _, e in TailingReader(tmp_path / "relay", follow=False))
              if u.gtid_event is not None]

@@ -11,7 +11,7 @@ use _core::body_reach::body_reach;
 use _core::facts::facts;
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
-use _core::scan::Scanner;
+use _core::scan::{Scanner, F_FAST, F_HOLES};
 use _core::send::{send, SendOptions};
 use _core::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
 use _core::sql::{plain_statement, query_literals, Literals};
@@ -67,6 +67,34 @@ fuzz_target!(|data: &[u8]| {
             (&other.units, &other.error, other.stop)
         );
     }
+    // A slave's scanner (`holes`): the same units, a fast unit with placeholders among its
+    // events flagged F_HOLES where a binlog's reader takes it as not fast; relayed without them.
+    let mut holed = Scanner::new(verify);
+    holed.holes = true;
+    let with_holes = holed.units(&buf, 4, 0, limit, control & 4 != 0);
+    assert_eq!((with_holes.units.len(), with_holes.stop), (out.units.len(), out.stop));
+    for (a, b) in out.units.iter().zip(&with_holes.units) {
+        let bits = !(F_FAST | F_HOLES);
+        assert_eq!((a.start, a.end, a.events, a.kind), (b.start, b.end, b.events, b.kind));
+        assert_eq!(a.flags & bits, b.flags & bits);
+        assert_eq!(a.flags & F_FAST, b.flags & F_FAST);
+    }
+    let holed_keep = vec![_core::keep::KEEP_KEEP; holed.names.len()];
+    let lone_any = _core::relay::LoneFormat {
+        query_post: 13,
+        crc_len: 4 * (control & 2) as usize / 2,
+    };
+    let run = _core::relay::relay_ranges(
+        &buf,
+        &with_holes.units,
+        &with_holes.tables,
+        &holed_keep,
+        0,
+        Some(lone_any),
+        None,
+    );
+    let mut relayed_bytes = vec![0u8; run.bytes as usize];
+    run.fill(&buf, &mut relayed_bytes);
     let keep: Vec<u8> = (0..scanner.names.len())
         .map(|i| ((control as usize >> 3) + i) as u8 % 3)
         .collect();

@@ -153,6 +153,18 @@ impl PyScanner {
         self.inner.batch_crc = on && crate::crc::batch_available();
     }
 
+    /// A slave's scanner: the master's placeholders inside a fast unit keep its shape, the unit
+    /// flagged F_HOLES for the relay run (see scan::F_HOLES), never F_FAST.
+    #[getter]
+    fn holes(&self) -> bool {
+        self.inner.holes
+    }
+
+    #[setter]
+    fn set_holes(&mut self, on: bool) {
+        self.inner.holes = on;
+    }
+
     /// Groups buf[off..] into units (see scan::Scanner::units): the packed unit records, the
     /// fast units' Table_map name ids, the names interned meanwhile, where the scan stopped and
     /// the error that stopped it, if any.

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use super::F_PLACEHOLDERS;
 use super::{RunCount, ScanError, ScanOut, Scanner, Unit, MAX_EVENT_SIZE};
 use super::{CONTROL, STATEMENT, TRANSACTION};
 use super::{F_ANONYMOUS_GTID, F_ROTATE_END, F_STANDALONE, F_TAGGED_GTID, F_UNKNOWN_NON_IGNORABLE};
 use super::{F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLOAD};
+use super::{F_HOLES, F_PLACEHOLDERS};
 use crate::format::{type_name, Format};
 use crate::le::{u16_at, u32_at, u64_at};
 use crate::sql::{is_begin, is_begin_event, is_end, query_sql};
@@ -31,7 +31,7 @@ struct Open {
     has_gtid: bool,
     fast: Fast,
     annotation: bool,
-    /// RAND placeholders `rand_run` took (`F_PLACEHOLDERS`).
+    /// RAND placeholders `rand_run` took (`F_PLACEHOLDERS`, `F_HOLES`).
     placeholders: u32,
     /// The format in force when the unit opened, if an FDE inside it changed it since.
     fmt_before: Option<Option<Arc<Format>>>,
@@ -250,7 +250,7 @@ impl Scanner {
         if self.verify && fmt.checksum_len != 0 && !runs {
             return (pos, 0);
         }
-        let mut taken = 0u64;
+        let (mut taken, mut others) = (0u64, false);
         while pos + HEADER_LEN <= buf.len() && buf[pos + 4] == RAND {
             let size = u32_at(buf, pos + 9).unwrap_or(0);
             if (size as usize) < HEADER_LEN || size > MAX_EVENT_SIZE {
@@ -263,13 +263,17 @@ impl Scanner {
             if runs {
                 self.run_add(buf, pos, nxt);
             }
-            open.placeholders += u32::from(is_placeholder(buf, pos));
+            let placeholder = is_placeholder(buf, pos);
+            open.placeholders += u32::from(placeholder);
+            others |= !placeholder;
             runs_of.add(buf, pos, size as usize);
             open.join(pos, nxt);
             taken += 1;
             pos = nxt;
         }
-        if taken > 0 {
+        // A slave's scanner (`holes`) keeps a fast unit's shape through the master's
+        // placeholders: a rows event after them still needs its own Table_map in the unit.
+        if taken > 0 && (others || !self.holes || open.fast != Fast::Body) {
             open.fast = Fast::No;
         }
         (pos, taken)
@@ -290,7 +294,11 @@ impl Scanner {
             unit.flags |= F_PLACEHOLDERS;
         }
         if complete && open.fast == Fast::Body && !open.annotation {
-            unit.flags |= F_FAST;
+            unit.flags |= if open.placeholders > 0 {
+                F_HOLES
+            } else {
+                F_FAST
+            };
             unit.tables_lo = out.tables.len() as u32;
             out.tables.extend_from_slice(&self.tables);
             unit.tables_hi = out.tables.len() as u32;
@@ -340,6 +348,7 @@ impl Scanner {
         }
         let open = cur.get_or_insert_with(|| Open::statement(pos));
         open.join(pos, nxt);
+        open.placeholders += u32::from(t == RAND && is_placeholder(buf, pos)); // (as `rand_run`)
         open.unit.flags |= extra;
         self.follow_fast_shape(buf, pos, nxt, t, fmt, open);
         if ends_unit(buf, pos, nxt, t, fmt, open)? {
@@ -398,7 +407,7 @@ impl Scanner {
                     }
                 } else if t == ANNOTATE_ROWS || t == ROWS_QUERY {
                     open.annotation = true;
-                } else if t != XID {
+                } else if t != XID && !(t == RAND && self.holes && is_placeholder(buf, pos)) {
                     open.fast = Fast::No;
                 }
             }
