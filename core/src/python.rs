@@ -78,7 +78,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     m.add_class::<sent::SendConfig>()?;
     m.add_class::<scanner::AssembleConfig>()?;
-    results::register(m)?;
+    results::add_records(m)?;
     facts::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;

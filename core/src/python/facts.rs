@@ -4,51 +4,41 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::results::record;
+use super::results::records;
 use crate::facts::lex::QName;
 
-record! {
+records! {
     /// A name as the statement gives it: its database (None: not given) and the name.
     QualifiedName = "QualifiedName" {
         db: Option<Py<PyBytes>>,
         name: Py<PyBytes>,
     }
-}
 
-record! {
     /// A table reference of a multi-table statement and its alias.
     TableReference = "TableReference" {
         table: Py<QualifiedName>,
         alias: Option<Py<PyBytes>>,
     }
-}
 
-record! {
     /// RENAME TABLE's pair.
     Rename = "Rename" {
         old: Py<QualifiedName>,
         new: Py<QualifiedName>,
     }
-}
 
-record! {
     /// A SET column of a multi-table UPDATE: its qualifier's parts (None: none) and the column.
     SetColumn = "SetColumn" {
         qualifier: Option<Vec<Vec<u8>>>,
         column: Py<PyBytes>,
     }
-}
 
-record! {
     /// A table a trigger's body writes, and the event (a table without a database is in the
     /// trigger's).
     TriggerWrite = "TriggerWrite" {
         table: Py<QualifiedName>,
         event: &'static str,
     }
-}
 
-record! {
     /// A trigger's definition as the schema model keeps it.
     TriggerDefinition = "TriggerDefinition" {
         timing: &'static str,
@@ -56,17 +46,13 @@ record! {
         /// TriggerWrite in body order; None: a CALL or dynamic SQL could write more.
         writes: Option<Py<PyList>>,
     }
-}
 
-record! {
     /// The object a statement without a table list changes: its type and name.
     ObjectTarget = "ObjectTarget" {
         object: &'static str,
         name: Py<QualifiedName>,
     }
-}
 
-record! {
     /// `statement_facts`: what the rule engine reads of a DDL or multi-table statement.
     StatementFacts = "StatementFacts" {
         /// The `rules.statement_info.Kind` value.
@@ -92,9 +78,7 @@ record! {
         trigger_def: Option<Py<TriggerDefinition>>,
         target: Option<Py<ObjectTarget>>,
     }
-}
 
-record! {
     /// `body_reach`: the tables the body statements the core clears reach alone (QualifiedName,
     /// a database None: the body's), each once, and the pieces Python reads, as byte spans
     /// [starts[k], ends[k]) of the text.
@@ -220,18 +204,10 @@ pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Optio
     }))
 }
 
-/// Adds the facts' classes to the module.
+/// Adds the facts' classes and functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<QualifiedName>()?;
-    m.add_class::<TableReference>()?;
-    m.add_class::<Rename>()?;
-    m.add_class::<SetColumn>()?;
-    m.add_class::<TriggerWrite>()?;
-    m.add_class::<TriggerDefinition>()?;
-    m.add_class::<ObjectTarget>()?;
-    m.add_class::<StatementFacts>()?;
+    add_records(m)?;
     m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
-    m.add_class::<BodyReach>()?;
     m.add_function(wrap_pyfunction!(body_reach, m)?)?;
     m.add("BODY_TRIGGER", crate::body_reach::FORM_TRIGGER)?;
     m.add("BODY_EVENT", crate::body_reach::FORM_EVENT)?;

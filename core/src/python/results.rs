@@ -5,10 +5,11 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
-/// A frozen pyclass `$name` (Python name `$py`) with a getter per field, and the tuple
-/// protocol over its fields in order.
-macro_rules! record {
-    ($(#[$doc:meta])* $name:ident = $py:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }) => {
+/// Frozen pyclasses, each `$name` (Python name `$py`) with a getter per field and the tuple
+/// protocol over its fields in order; and `add_records`, which adds them all to the module.
+macro_rules! records {
+    ($($(#[$doc:meta])* $name:ident = $py:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* })*) => {
+        $(
         $(#[$doc])*
         #[pyclass(frozen, get_all, module = "dumpfilter._core", name = $py)]
         pub(super) struct $name {
@@ -71,12 +72,19 @@ macro_rules! record {
                 Ok(format!("{}({})", $py, parts.join(", ")))
             }
         }
+        )*
+
+        /// Adds the record classes to the module (for isinstance checks and the stub's names).
+        pub(super) fn add_records(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $(m.add_class::<$name>()?;)*
+            Ok(())
+        }
     };
 }
 
-pub(super) use record;
+pub(super) use records;
 
-record! {
+records! {
     /// `Scanner.units`: the units of buf[off:] and where the scan stopped.
     UnitsResult = "UnitsResult" {
         /// UNIT_WORDS little-endian u64 per unit (see scan::Unit::pack).
@@ -97,9 +105,7 @@ record! {
         run_events: u64,
         run_bytes: u64,
     }
-}
 
-record! {
     /// `UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.
     ScanResult = "ScanResult" {
         new_names: Py<PyList>,
@@ -110,9 +116,7 @@ record! {
         /// Units appended to the UnitList.
         added: usize,
     }
-}
 
-record! {
     /// What the compiled assembly wrote (see assemble::Counts), per outcome.
     AssembleCounts = "AssembleCounts" {
         kept: u64,
@@ -134,9 +138,7 @@ record! {
         skipped_events_in: u64,
         skipped_bytes_in: u64,
     }
-}
 
-record! {
     /// `Scanner.assemble`: the bytes a filter keeps of a run of units.
     AssembleResult = "AssembleResult" {
         out: Py<PyBytes>,
@@ -154,9 +156,7 @@ record! {
         /// The last non-zero timestamp of `out`'s events (0: none), which a Rotate after it takes.
         last_timestamp: u32,
     }
-}
 
-record! {
     /// `UnitList.unit(k)`: a unit's record, offsets in its part's buffer.
     UnitEntry = "UnitEntry" {
         part: u32,
@@ -175,9 +175,7 @@ record! {
         gtid_domain: u32,
         gtid_server: u32,
     }
-}
 
-record! {
     /// `UnitList.send`: what one stream sends of a run of units (see send::send).
     SendResult = "SendResult" {
         out: Py<PyBytes>,
@@ -205,9 +203,7 @@ record! {
         /// Whether the caller's pending Heartbeat was sent or replaced.
         pending_done: bool,
     }
-}
 
-record! {
     /// `relay_run`: the slave's relay run (see relay::relay_ranges).
     RelayResult = "RelayResult" {
         /// The bytes to relay: the buffer given (all of it relayed), a memoryview of one
@@ -228,9 +224,7 @@ record! {
         /// What the statement keys answered (the statement units relayed).
         by_keys: Py<KeysUsed>,
     }
-}
 
-record! {
     /// The malformed event that stopped a scan: kind "binlog" or "checksum", the message, and
     /// its file offset.
     ScanFault = "ScanFault" {
@@ -238,9 +232,7 @@ record! {
         message: String,
         offset: u64,
     }
-}
 
-record! {
     /// `Scanner.walk`: the events of a buffer whose type was asked for (`schema_candidates`: the
     /// Queries split's first pass hands Python).
     WalkResult = "WalkResult" {
@@ -250,25 +242,19 @@ record! {
         stop: usize,
         error: Option<Py<ScanFault>>,
     }
-}
 
-record! {
     /// A table name a scanner interned: its database and table, as the binlog spells them.
     TableName = "TableName" {
         db: Py<PyBytes>,
         table: Py<PyBytes>,
     }
-}
 
-record! {
     /// A statement key used by a walk, and the statements it answered.
     KeyUse = "KeyUse" {
         id: u32,
         statements: u64,
     }
-}
 
-record! {
     /// What a walk answered by statement keys (stmt_units::ByKeys): KeyUse per key used, the
     /// statement units and the statements.
     KeysUsed = "KeysUsed" {
@@ -276,9 +262,7 @@ record! {
         units: u64,
         statements: u64,
     }
-}
 
-record! {
     /// A lone statement the slave's relay run copied: its default database and SQL.
     LoneText = "LoneText" {
         /// The unit's index in the scan.
@@ -286,44 +270,34 @@ record! {
         db: Py<PyString>,
         sql: Py<PyString>,
     }
-}
 
-record! {
     /// `UnitList.end(k)`: where unit k ends, its part and file offset.
     UnitEnd = "UnitEnd" {
         part: u32,
         pos: u64,
     }
-}
 
-record! {
     /// `UnitList.mysql_gtids`: the gnos first..last (both in) of one source uuid.
     GtidRun = "GtidRun" {
         source: Py<PyString>,
         first: i64,
         last: i64,
     }
-}
 
-record! {
     /// `UnitList.mysql_gtids`: a range of units' MySQL GTIDs as runs, and the units whose
     /// (tagged) GTID the caller decodes.
     MysqlGtids = "MysqlGtids" {
         runs: Py<PyList>,
         tagged: Vec<usize>,
     }
-}
 
-record! {
     /// `UnitList.lone_queries`: the units of plain SQL of one default database.
     LoneGroup = "LoneGroup" {
         db: Py<PyString>,
         /// Unit indices, u32 little-endian.
         units: Py<PyBytes>,
     }
-}
 
-record! {
     /// `UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None).
     LoneQuery = "LoneQuery" {
         unit: usize,
@@ -331,9 +305,7 @@ record! {
         plain: Option<bool>,
         sql: Py<PyString>,
     }
-}
 
-record! {
     /// `UnitList.lone_queries`: the lone-statement units of a segment.
     LoneQueries = "LoneQueries" {
         /// LoneGroup per default database, the units whose SQL is plain.
@@ -341,9 +313,7 @@ record! {
         /// LoneQuery per other unit, in order.
         others: Py<PyList>,
     }
-}
 
-record! {
     /// A statement key met for the first time (by a scanner's walk, or in a segment's statement
     /// units): its id, its bytes (what the key is, across scanners and segments), the default
     /// database and the first statement met with it.
@@ -353,25 +323,19 @@ record! {
         db: Py<PyBytes>,
         sql: Py<PyBytes>,
     }
-}
 
-record! {
     /// `UnitList.statement_units`: the keys (StatementKey), and the units they decide.
     StatementUnits = "StatementUnits" {
         keys: Py<PyList>,
         units: usize,
     }
-}
 
-record! {
     /// `UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket.
     TimeCut = "TimeCut" {
         unit: usize,
         bucket: u32,
     }
-}
 
-record! {
     /// `UnitList.table_bytes`: bytes by table name id and the rest.
     TableBytes = "TableBytes" {
         /// Bytes of each name id's Table_map and Rows events.
@@ -381,9 +345,7 @@ record! {
         /// The bytes of the units that are not fast.
         other: u64,
     }
-}
 
-record! {
     /// `UnitList.statement_tables`: the statement units' bytes by group of keys (see
     /// tally::statement_tables).
     StatementTables = "StatementTables" {
@@ -400,17 +362,13 @@ record! {
         /// The units not fast, not control, not decided by keys.
         left: Vec<u32>,
     }
-}
 
-record! {
     /// A GTID domain and its highest seq_no in a batch (`ReplicaFrames.gtids`).
     DomainSeq = "DomainSeq" {
         domain: u32,
         seq_no: u64,
     }
-}
 
-record! {
     /// `replica_frames`: a batch's events framed for a real replica.
     ReplicaFrames = "ReplicaFrames" {
         packets: Py<PyBytes>,
@@ -423,9 +381,7 @@ record! {
         master_pos: u64,
         counted: u64,
     }
-}
 
-record! {
     /// `statements`: a statement of a fast unit's body.
     StatementEnd = "StatementEnd" {
         /// Offset after the statement.
@@ -434,9 +390,7 @@ record! {
         /// Table_maps so far.
         tables: u32,
     }
-}
 
-record! {
     /// `renumber`: what the renumbered events leave to the caller.
     Renumbered = "Renumbered" {
         /// The last non-zero timestamp.
@@ -444,26 +398,20 @@ record! {
         /// Offsets of the FDEs left to the caller.
         fdes: Vec<usize>,
     }
-}
 
-record! {
     /// `statement_key`: a statement's key shape (KIND_*, qualifier or None, table).
     StatementShape = "StatementShape" {
         kind: u8,
         db: Option<Py<PyBytes>>,
         table: Py<PyBytes>,
     }
-}
 
-record! {
     /// `hop`: the events hopped and where the hop stopped.
     HopResult = "HopResult" {
         events: u64,
         stop: usize,
     }
-}
 
-record! {
     /// One output of `split_route`.
     RouteOutput = "RouteOutput" {
         /// Its copies back to back.
@@ -473,9 +421,7 @@ record! {
         /// Packed u64 offsets of the GTID events a series' next GTID state needs.
         gtid_marks: Py<PyBytes>,
     }
-}
 
-record! {
     /// `split_route`: split's routing walk (see split::route).
     SplitRoute = "SplitRoute" {
         /// The first unit not handled.
@@ -527,41 +473,4 @@ pub(super) fn by_keys(
             statements,
         },
     )
-}
-
-/// Adds the result classes to the module (for isinstance checks and the stub's names).
-pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<UnitsResult>()?;
-    m.add_class::<ScanResult>()?;
-    m.add_class::<AssembleCounts>()?;
-    m.add_class::<AssembleResult>()?;
-    m.add_class::<UnitEntry>()?;
-    m.add_class::<SendResult>()?;
-    m.add_class::<RelayResult>()?;
-    m.add_class::<ScanFault>()?;
-    m.add_class::<WalkResult>()?;
-    m.add_class::<TableName>()?;
-    m.add_class::<KeyUse>()?;
-    m.add_class::<KeysUsed>()?;
-    m.add_class::<LoneText>()?;
-    m.add_class::<UnitEnd>()?;
-    m.add_class::<GtidRun>()?;
-    m.add_class::<MysqlGtids>()?;
-    m.add_class::<LoneGroup>()?;
-    m.add_class::<LoneQuery>()?;
-    m.add_class::<LoneQueries>()?;
-    m.add_class::<StatementKey>()?;
-    m.add_class::<StatementUnits>()?;
-    m.add_class::<TimeCut>()?;
-    m.add_class::<TableBytes>()?;
-    m.add_class::<StatementTables>()?;
-    m.add_class::<DomainSeq>()?;
-    m.add_class::<ReplicaFrames>()?;
-    m.add_class::<StatementEnd>()?;
-    m.add_class::<Renumbered>()?;
-    m.add_class::<StatementShape>()?;
-    m.add_class::<HopResult>()?;
-    m.add_class::<RouteOutput>()?;
-    m.add_class::<SplitRoute>()?;
-    Ok(())
 }
