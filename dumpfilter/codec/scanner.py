@@ -128,9 +128,6 @@ class UnitRecords:
     def __iter__(self) -> Iterator[UnitRecord]:
         return map(_record, UNIT.iter_unpack(self._packed))
 
-    def kinds(self) -> list[str]:
-        return [KINDS[(w >> 32) & 0xFF] for w in self._words[2::8].tolist()]
-
     def columns(self) -> tuple[memoryview, memoryview, memoryview]:
         """Every unit's start, end and `events | kind << 32 | flags << 40` word (strided u64
         views, for numpy): for a consumer that reads all the units at once."""
