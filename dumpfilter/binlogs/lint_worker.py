@@ -198,10 +198,17 @@ class Worker:
         self.thread.start()
         atexit.register(self.close)
 
-    def _start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+    def _start(self) -> str:
+        """Starts a worker process: '' or why it cannot be."""
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self.proc = None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return f"the lint worker process cannot be started ({sys.executable}: {why})"
         self.held, self.answered = set(), False
+        return ""
 
     def _restart(self, ended: subprocess.Popen[bytes], during: str) -> str:
         """The worker process `ended` (it exited, or was killed): a new one is started, in one WARNING
@@ -222,12 +229,8 @@ class Worker:
         if self.closed:
             return "the master is shutting down"
         self.restarts += 1
-        try:
-            self._start()
-        except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            self.proc = None
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            why = f"the lint worker process cannot be started ({sys.executable}: {why})"
+        why = self._start()
+        if why:
             log.warning("lint: the worker process %s %s, and %s", how, during, why)
             return why
         log.warning("lint: the worker process %s %s; started again (%d restart(s)): %d rule set(s) read on "
@@ -242,13 +245,8 @@ class Worker:
         if self.proc is not None and self.proc.poll() is not None:  # ended since it last answered
             if self._restart(self.proc, "while idle"):
                 self.proc = None
-        if self.proc is None:
-            try:
-                self._start()
-            except (OSError, ValueError, subprocess.SubprocessError) as exc:
-                self.proc = None
-                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                return [(FAILED, f"the lint worker process cannot be started ({sys.executable}: {why})")] * n
+        if self.proc is None and (why := self._start()):
+            return [(FAILED, why)] * n
         # One reference for the whole exchange: `close` (at exit, on another thread) may take
         # self.proc away and kill the worker meanwhile; the exchange then fails as a worker that
         # ended does, instead of raising in this thread (a traceback as the master exits).
