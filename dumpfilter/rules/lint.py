@@ -40,6 +40,7 @@ from dumpfilter.rules.lcase import folded_info, folded_ref, folded_schema
 from dumpfilter.rules.lint_divergence import Breaks, Divergence
 from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import TransactionFilter, is_framing
@@ -88,16 +89,11 @@ class Break:
         where = f"{self.file}:{self.pos}" + (f" (GTID {self.gtid})" if self.gtid else "")
         text = f"{where}: error {self.errno}: {self.message}"
         if self.statement:
-            text += f"\n  statement: {_short(self.statement)}"
+            text += f"\n  statement: {one_line(self.statement, 160)}"
         if self.cause is not None:
             at = f"{self.cause.file}:{self.cause.pos}" if self.cause.file else "the starting schema"
             text += f"\n  cause: {at}: {self.cause.reason or self.cause.rule}"
         return text
-
-
-def _short(sql: str, limit: int = 160) -> str:
-    flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
 class _Recorder(Decider):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet
+from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 
 if TYPE_CHECKING:
@@ -142,13 +143,8 @@ class Divergence:
             out.append(f"  fix: {group.fix(self.rules)}")
             for w in group.writes:
                 out.append(f"  {w.file}:{w.pos}" + (f" (GTID {w.gtid})" if w.gtid else "")
-                           + f": USE {w.db or '(none)'}; {_short(w.statement)}")
+                           + f": USE {w.db or '(none)'}; {one_line(w.statement, 120)}")
         return out
-
-
-def _short(sql: str, limit: int = 120) -> str:
-    flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
 def may_diverge(engine: RuleEngine, sql: str, db: str, info: StatementInfo) -> bool:

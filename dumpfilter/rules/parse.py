@@ -19,7 +19,7 @@ from dumpfilter.rules.ruleset import (
     option_name,
     validate_rule,
 )
-from dumpfilter.rules.sqltokens import LexError, Token, tokenize
+from dumpfilter.rules.sqltokens import LexError, Token, one_line, tokenize
 
 OPTION_TYPES = {option_name(rule_type): rule_type for rule_type in REPLICATE_TYPES + BINLOG_TYPES}
 CRF_TYPES = {f"REPLICATE_{rule_type.upper()}": rule_type for rule_type in REPLICATE_TYPES}
@@ -209,8 +209,7 @@ def apply_changes(rules: RuleSet, statements: Iterable[str | FilterChange], chan
 
 def _statement_head(statement: str | FilterChange) -> str:
     text = statement if isinstance(statement, str) else "CHANGE statement"
-    text = " ".join(text.split())
-    return text if len(text) <= 60 else text[:57] + "..."
+    return one_line(text, 60)
 
 
 def parse_change_replication_filter(text: str) -> FilterChange:

@@ -128,6 +128,12 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def one_line(sql: str, limit: int) -> str:
+    """A statement's text on one line (each run of white space one space), cut at `limit` characters."""
+    flat = " ".join(sql.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
 def quote_string(value: str) -> str:
     """Quote a string literal so that `tokenize` reads back exactly `value` (backslashes doubled)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
