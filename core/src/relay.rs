@@ -24,12 +24,13 @@ use crate::stmt_units::ByKeys;
 use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
-/// renumbering: a relay log keeps the master's coordinates), or bytes made here (a MySQL
-/// placeholder unit's framing, its GTID's transaction_length counted again).
+/// renumbering: a relay log keeps the master's coordinates), or a range of the run's own bytes
+/// (`RelayRun::own`: a MySQL placeholder unit's events, its GTID's transaction_length counted
+/// again).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Piece {
     Range(usize, usize),
-    Made(Vec<u8>),
+    Made(usize, usize),
 }
 
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
@@ -38,6 +39,8 @@ pub enum Piece {
 pub struct RelayRun {
     /// What to write, in order (kept units that lie back to back make one range).
     pub ranges: Vec<Piece>,
+    /// The bytes made here (`Piece::Made`), one buffer for the run.
+    pub own: Vec<u8>,
     /// The first unit not handled.
     pub next: usize,
     /// Units relayed (heartbeats not counted), their events and their bytes.
@@ -87,7 +90,7 @@ impl RelayRun {
         for piece in &self.ranges {
             let src = match piece {
                 Piece::Range(lo, hi) => &buf[*lo..*hi],
-                Piece::Made(bytes) => &bytes[..],
+                Piece::Made(lo, hi) => &self.own[*lo..*hi],
             };
             out[at..at + src.len()].copy_from_slice(src);
             at += src.len();
@@ -99,6 +102,17 @@ impl RelayRun {
         match self.ranges.last_mut() {
             Some(Piece::Range(_, b)) if *b == lo => *b = hi,
             _ => self.ranges.push(Piece::Range(lo, hi)),
+        }
+        self.bytes += (hi - lo) as u64;
+    }
+
+    /// Appends what was made into `own` since `lo`, joined to the last piece made where it
+    /// follows it.
+    fn made(&mut self, lo: usize) {
+        let hi = self.own.len();
+        match self.ranges.last_mut() {
+            Some(Piece::Made(_, b)) if *b == lo => *b = hi,
+            _ => self.ranges.push(Piece::Made(lo, hi)),
         }
         self.bytes += (hi - lo) as u64;
     }
@@ -212,7 +226,12 @@ fn framing_only(buf: &[u8], u: &Unit, f: LoneFormat) -> bool {
 /// placeholders, its GTID's transaction_length counting what is left, a lone GTID as the empty
 /// transaction a MySQL replica persists. The bytes, their events and the placeholders dropped;
 /// None for any other unit (one that kept a statement goes to Python, whose check reads it).
-fn mysql_placeholder_unit(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Vec<u8>, u64, u64)> {
+fn mysql_placeholder_unit(
+    buf: &[u8],
+    u: &Unit,
+    f: LoneFormat,
+    own: &mut Vec<u8>,
+) -> Option<(u64, u64)> {
     const DECLINED: u32 = F_TAGGED_GTID | F_PAYLOAD | F_HAS_FDE;
     if u.flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) == 0
         || u.flags & DECLINED != 0
@@ -246,9 +265,12 @@ fn mysql_placeholder_unit(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Vec<u8
     if holes == 0 || (u.flags & F_COMPLETE == 0 && events > 1) {
         return None;
     }
-    let mut made = Vec::with_capacity(raw.len());
-    crate::skip_forms::relayed_placeholders(raw, f.crc_len != 0, &mut made)?;
-    Some((made, if events == 1 { 3 } else { events }, holes))
+    let at = own.len();
+    if crate::skip_forms::relayed_placeholders(raw, f.crc_len != 0, own).is_none() {
+        own.truncate(at);
+        return None;
+    }
+    Some((if events == 1 { 3 } else { events }, holes))
 }
 
 /// A unit the placeholder policy sent for one it keeps in part (`scan::F_HOLES`: the fast shape
@@ -278,8 +300,7 @@ fn holed_unit(
     let Some(raw) = buf.get(u.start..u.end).filter(|_| kept) else {
         return false;
     };
-    let mysql = u.flags & F_MARIADB_GTID == 0;
-    let (mut pieces, mut p, mut holes, mut events) = (Vec::new(), 0, 0u64, 0u64);
+    let (mut p, mut holes, mut events) = (0, 0u64, 0u64);
     while p < raw.len() {
         let Some(size) = u32_at(raw, p + 9).map(|s| s as usize) else {
             return false;
@@ -287,24 +308,27 @@ fn holed_unit(
         if size < HEADER_LEN || p + size > raw.len() {
             return false;
         }
-        if is_placeholder(raw, p) {
-            holes += 1;
-        } else {
-            pieces.push((u.start + p, u.start + p + size));
-            events += 1;
-        }
+        let hole = is_placeholder(raw, p);
+        (holes, events) = (holes + u64::from(hole), events + u64::from(!hole));
         p += size;
     }
-    if mysql {
-        let mut made = Vec::with_capacity(raw.len());
-        if crate::skip_forms::relayed_placeholders(raw, crc, &mut made).is_none() {
+    if u.flags & F_MARIADB_GTID == 0 {
+        let at = plan.own.len();
+        if crate::skip_forms::relayed_placeholders(raw, crc, &mut plan.own).is_none() {
+            plan.own.truncate(at);
             return false;
         }
-        plan.bytes += made.len() as u64;
-        plan.ranges.push(Piece::Made(made));
+        plan.made(at);
     } else {
-        for (lo, hi) in pieces {
-            plan.push(lo, hi);
+        let mut p = 0; // (the hops checked above)
+        while let Some(size) = u32_at(raw, p + 9)
+            .map(|s| s as usize)
+            .filter(|_| p < raw.len())
+        {
+            if !is_placeholder(raw, p) {
+                plan.push(u.start + p, u.start + p + size);
+            }
+            p += size;
         }
     }
     plan.units += 1;
@@ -348,9 +372,10 @@ pub fn relay_ranges(
             i += 1;
             continue;
         }
-        if let Some((made, events, holes)) = lone.and_then(|f| mysql_placeholder_unit(buf, u, f)) {
-            plan.bytes += made.len() as u64;
-            plan.ranges.push(Piece::Made(made));
+        let at = plan.own.len();
+        let made = lone.and_then(|f| mysql_placeholder_unit(buf, u, f, &mut plan.own));
+        if let Some((events, holes)) = made {
+            plan.made(at);
             plan.units += 1;
             plan.events += events;
             plan.placeholders += holes;

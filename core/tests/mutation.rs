@@ -437,8 +437,9 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         run.ranges
             .iter()
             .map(|piece| match piece {
-                _core::relay::Piece::Range(lo, hi) => (hi - lo) as u64,
-                _core::relay::Piece::Made(bytes) => bytes.len() as u64,
+                _core::relay::Piece::Range(lo, hi) | _core::relay::Piece::Made(lo, hi) => {
+                    (hi - lo) as u64
+                }
             })
             .sum::<u64>(),
         run.bytes,

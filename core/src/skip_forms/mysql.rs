@@ -354,21 +354,36 @@ pub fn relayed_placeholders(sent: &[u8], crc: bool, out: &mut Vec<u8>) -> Option
         return None;
     }
     let gtid = Gtid::read(sent.get(..g)?, crc)?;
-    let kept: Vec<(usize, usize, u8)> = events(sent, g)?
-        .into_iter()
-        .filter(|&(at, _, _)| !is_placeholder(sent, at))
-        .collect();
-    if kept.is_empty() {
+    // Two hops over the headers, no list of them: a slave relays about a million such units a
+    // pass of the 500 MB MySQL bench binlog, each list an allocation (perf).
+    let (mut at, mut rest) = (g, 0u64);
+    while at < sent.len() {
+        let size = u32_at(sent, at + 9)? as usize;
+        if size < HEADER_LEN || at + size > sent.len() {
+            return None;
+        }
+        rest += if is_placeholder(sent, at) {
+            0
+        } else {
+            size as u64
+        };
+        at += size;
+    }
+    if rest == 0 {
         let rest = (made_query_len(BEGIN_BODY, crc) + made_query_len(COMMIT_BODY, crc)) as u64;
         gtid.put(rest, out);
         made_query(gtid.raw, BEGIN_BODY, crc, out);
         made_query(gtid.raw, COMMIT_BODY, crc, out);
         return Some(());
     }
-    let rest: u64 = kept.iter().map(|&(_, size, _)| size as u64).sum();
     gtid.put(rest, out);
-    for (at, size, _) in kept {
-        out.extend_from_slice(&sent[at..at + size]);
+    at = g;
+    while at < sent.len() {
+        let size = u32_at(sent, at + 9)? as usize;
+        if !is_placeholder(sent, at) {
+            out.extend_from_slice(&sent[at..at + size]);
+        }
+        at += size;
     }
     Some(())
 }
