@@ -48,8 +48,8 @@ class BatchWalk:
 
     def run(self, at: int, keys: KeyRows | None) -> RelayResult | None:
         """In bulk (the compiled relay run): lone Heartbeats counted and passed over, the placeholder
-        policy's units for skipped ones written as their framing (GTID, XID), fast units the slave's
-        own rules keep whole, lone statements and (MIXED, STATEMENT) statement units its rules keep
+        policy's units for skipped ones written as their framing (GTID, XID) and its row units kept
+        in part without their placeholders, fast units the slave's own rules keep whole, lone statements and (MIXED, STATEMENT) statement units its rules keep
         by their statements' keys (each decided once: issue #43) written as they came, up to the
         first unit that needs `step`. The lone statements' texts come back for the slave's own
         check: the keep answers the run used were fixed before it (per table name, for the batch),

@@ -1,7 +1,8 @@
 //! The slave's relay run: what `slave.node.Slave._receive` writes of a checked DumpBatch
 //! without an Event per unit. From a unit index on, the lone Heartbeats (the master's marks for
 //! skipped stretches: counted, never relayed) are passed over, the placeholder policy's units for
-//! skipped ones are relayed as their framing, and the units the slave's own rules keep whole are
+//! skipped ones are relayed as their framing, its row units kept in part without their
+//! placeholders (`holed_unit`), and the units the slave's own rules keep whole are
 //! copied as they came: fast units by their tables, lone statements (a MariaDB GTID and one plain
 //! QUERY: DDL, standalone groups, the empty-transaction policy's emptied units), whose texts go
 //! back for the slave's own check (framing words need none), and statement units (a MIXED or

@@ -21,9 +21,7 @@ mod made_crc;
 pub(crate) mod mysql;
 mod placeholder;
 
-#[cfg(test)]
-use placeholder::rand_len;
-use placeholder::{framed_run, placeholders};
+use placeholder::{framed_run, placeholders, rand_len};
 
 pub use mysql::relayed_placeholders;
 

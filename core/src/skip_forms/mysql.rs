@@ -18,8 +18,8 @@
 
 use super::is_placeholder;
 use super::{
-    made_query, made_query_len, placeholders, seal, Form, BEGIN_BODY, COMMIT_BODY, SKIP_EMPTY,
-    SKIP_PLACEHOLDER,
+    made_query, made_query_len, placeholders, rand_len, seal, Form, BEGIN_BODY, COMMIT_BODY,
+    SKIP_EMPTY, SKIP_PLACEHOLDER,
 };
 use crate::le::u32_at;
 use crate::scan::{F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD};
@@ -223,6 +223,13 @@ pub(super) fn skipped(
                 None if u.events == 2 => &[][..],
                 None => return None,
             };
+            let mut out = out;
+            let row = framing.is_none() && u.flags & F_FAST != 0; // (`kept`: its BEGIN)
+            if let (true, Some(out), &[(_, begin)]) = (runs && row, out.as_deref_mut(), kept) {
+                if let Some(form) = framed_run(u, raw, &gtid, begin - u.start, crc, out) {
+                    return Some(form);
+                }
+            }
             let body = &raw[g..];
             // (transaction_length counts the placeholders a replica is sent, runs or not)
             let rest = placeholders(body, u.start + g, kept, true, crc, false, None)?;
@@ -239,6 +246,43 @@ pub(super) fn skipped(
         }
         _ => None,
     }
+}
+
+/// A skipped row unit framed at its ends, for a slave that asked for runs, as
+/// `placeholder::framed_run` makes a MariaDB one: its GTID (transaction_length counting every
+/// placeholder a replica is sent), its BEGIN (`raw[..head]` after the GTID), one run for its
+/// body and its XID, from the unit's record without reading the body. None where the record
+/// does not say so (the caller reads the unit).
+fn framed_run(
+    u: &ListedUnit,
+    raw: &[u8],
+    gtid: &Gtid,
+    head: usize,
+    crc: bool,
+    out: &mut Vec<u8>,
+) -> Option<Form> {
+    let last = u.last.checked_sub(u.start)?;
+    let tail = raw.get(last..)?;
+    let g = gtid.raw.len();
+    if *tail.get(4)? != XID || u32_at(tail, 9)? as usize != tail.len() || head <= g || head > last {
+        return None;
+    }
+    let body = u.events.checked_sub(3)?; // (its GTID, BEGIN and XID)
+    let mut run = super::placeholder::Run::before(body, tail)?;
+    if head + body as usize * HEADER_LEN > last {
+        return None; // (its body cannot hold them)
+    }
+    let rest = (head - g + tail.len() + body as usize * rand_len(crc)) as u64;
+    gtid.put(rest, out);
+    out.extend_from_slice(&raw[g..head]);
+    run.flush(crc, out);
+    out.extend_from_slice(tail);
+    Some(Form {
+        bytes: rest + gtid.len(rest) as u64,
+        events: u64::from(u.events),
+        placeholders: u64::from(body),
+        ..Form::default()
+    })
 }
 
 /// The GTID (its size, and it read) of a MySQL unit (`raw`) the walk makes a form of: one

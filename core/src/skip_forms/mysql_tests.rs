@@ -188,6 +188,46 @@ fn a_row_units_placeholders_keep_gtid_begin_and_xid() {
     }
 }
 
+/// A skipped row unit sent as a run (`framed_run`, from the record without reading its body) is
+/// the bytes the walk over its body makes of it with runs, and counts what a replica is sent.
+#[test]
+fn a_row_unit_framed_as_a_run_is_what_the_walk_over_its_body_makes() {
+    for crc in [false, true] {
+        for layout in LAYOUTS {
+            let (raw, mut u) = row_unit(layout, crc);
+            u.last = raw.len() - tiles(&raw).last().unwrap().1;
+            let (g, gtid) = formed_gtid(&u, &raw, crc).unwrap();
+            let begin = [(g, g + tiles(&raw[g..])[0].1)];
+            let rest = placeholders(&raw[g..], g, &begin, true, crc, false, None).unwrap();
+            let mut walked = Vec::new();
+            gtid.put(rest.bytes, &mut walked);
+            placeholders(&raw[g..], g, &begin, true, crc, true, Some(&mut walked)).unwrap();
+            let mut framed = Vec::new();
+            let form = skipped(
+                &u,
+                &raw,
+                SKIP_PLACEHOLDER,
+                crc,
+                true,
+                None,
+                Some(&mut framed),
+            )
+            .unwrap();
+            assert_eq!(framed, walked, "{layout:?}");
+            assert_eq!(framed.len(), walked.len());
+            let kinds: Vec<u8> = tiles(&framed).iter().map(|e| e.2).collect();
+            assert_eq!(kinds, [GTID, QUERY, RAND, XID], "one run for the body");
+            let full = skipped(&u, &raw, SKIP_PLACEHOLDER, crc, false, None, None);
+            assert_eq!(Some(form), full, "a replica's count");
+            // A record whose last event is not where it says: the walk reads the unit.
+            u.last -= 1;
+            let mut out = Vec::new();
+            let read = skipped(&u, &raw, SKIP_PLACEHOLDER, crc, true, None, Some(&mut out));
+            assert_eq!((read, out), (full, walked));
+        }
+    }
+}
+
 #[test]
 fn an_empty_transaction_is_the_gtid_its_begin_and_its_xid() {
     for crc in [false, true] {

@@ -115,15 +115,7 @@ pub(super) fn framed_run(
     if head >= last {
         return None;
     }
-    let mut run = Run {
-        runs: true,
-        count: body,
-        ..Run::default()
-    };
-    run.ends_at(tail);
-    if run.log_pos == [0; 4] {
-        return None; // (an end whose log_pos is less than its size: the walk reads the body)
-    }
+    let mut run = Run::before(body, tail)?;
     out.extend_from_slice(&raw[..head]);
     run.flush(crc, out);
     out.extend_from_slice(tail);
@@ -143,7 +135,7 @@ pub(super) fn framed_run(
 /// and counts it as the run (`Scanner`'s `run_events`, `run_bytes`). A run of one stays the
 /// placeholder itself, unless its event's type is PLACEHOLDER_RUN's (no server writes one).
 #[derive(Default)]
-struct Run {
+pub(super) struct Run {
     runs: bool,
     count: u32,
     log_pos: [u8; 4],
@@ -152,6 +144,18 @@ struct Run {
 }
 
 impl Run {
+    /// A run of `count` placeholders (more than one) that ends where the event `next` starts;
+    /// None where `next`'s log_pos is less than its size (the caller then reads the body).
+    pub(super) fn before(count: u32, next: &[u8]) -> Option<Run> {
+        let mut run = Run {
+            runs: true,
+            count,
+            ..Run::default()
+        };
+        run.ends_at(next);
+        (count > 1 && run.log_pos != [0; 4]).then_some(run)
+    }
+
     fn add(&mut self, log_pos: [u8; 4], size: u32, kind: u8) {
         self.count += 1;
         (self.log_pos, self.size, self.kind) = (log_pos, size, kind);
@@ -168,7 +172,7 @@ impl Run {
         }
     }
 
-    fn flush(&mut self, crc: bool, out: &mut Vec<u8>) {
+    pub(super) fn flush(&mut self, crc: bool, out: &mut Vec<u8>) {
         let rand = rand_len(crc);
         let made = match self.count {
             0 => return,
