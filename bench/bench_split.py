@@ -218,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"command": "python -m bench.bench_split " + " ".join(argv or []),
                     "cpu_count": os.cpu_count(), "python": platform.python_version()}
     try:
+        # Made here if no bench made them yet (`bench fanout_procs` writes the first, once): alone,
+        # `bench split` waited an hour for a DONE file nothing would write.
+        from bench.bench_fanout_procs import real_binlog
+
+        assert real_binlog(520) == FANOUT and mixed_binlog(220).parent == MIXED
         result["no_spark_fanout"] = bench_no_spark(FANOUT, work, args.repeat, "real MariaDB ROW, 8 schemas")
         result["no_spark_mixed"] = bench_no_spark(MIXED, work, args.repeat, "real MariaDB MIXED, diagnostic: < 500 MB")
         maps = config_from_maps(["a=replicate-do-db=sbtest1", "b=replicate-wild-do-table=sbtest2.%"], unassigned="rest")
