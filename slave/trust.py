@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.errors import DumpFilterError
+from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, PASSED, TransactionFilter, is_framing
 
 if TYPE_CHECKING:
@@ -52,11 +53,6 @@ class DisagreementError(DumpFilterError):
     schema): the message names the statement and its master position."""
 
     mysql_errno = 1593  # ER_SLAVE_FATAL_ERROR: the replica's IO thread stops
-
-
-def _short(sql: str, limit: int = 200) -> str:
-    flat = " ".join(sql.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 class MasterTrust:
@@ -128,7 +124,7 @@ class MasterTrust:
         rec = units[k]
         end = _LOG_POS.unpack_from(blob, rec.last + 13)[0]
         pos = end - (rec.end - rec.last)
-        self._judge(end, pos, f"`{_short(sql)}` (default database {db!r})" if db else f"`{_short(sql)}`",
+        self._judge(end, pos, f"`{one_line(sql, 200)}`" + (f" (default database {db!r})" if db else ""),
                     f"{rec.gtid_domain}-{rec.gtid_server}-{rec.gtid_seq}")
 
     def lone_run(self, texts: Sequence[LoneText], blob: bytes, units: UnitRecords) -> None:
@@ -143,7 +139,7 @@ class MasterTrust:
     def _dropped(self, event: Event, gtid: str | None, at: Event | None = None) -> None:
         if event.is_query and not is_framing(event):
             db = event.db
-            what = f"`{_short(event.sql or '')}`" + (f" (default database {db!r})" if db else "")
+            what = f"`{one_line(event.sql or '', 200)}`" + (f" (default database {db!r})" if db else "")
         elif event.type_code == EventType.TABLE_MAP:
             _, db, table = event.table_map
             what = f"the rows of {db}.{table} (its Table_map)"
