@@ -60,6 +60,21 @@ fn error_field(py: Python<'_>, e: Option<&ScanError>) -> PyResult<Option<Py<resu
     scan_fault(e).map(|f| Py::new(py, f)).transpose()
 }
 
+/// `words` as little-endian bytes (`le`: their type's to_le_bytes), packed straight into the bytes
+/// handed to Python (no buffer copied in between).
+fn packed<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    words: &[T],
+    le: fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, words.len() * N, |b| {
+        for (place, w) in b.chunks_exact_mut(N).zip(words) {
+            place.copy_from_slice(&le(*w));
+        }
+        Ok(())
+    })
+}
+
 fn check_off(off: usize, len: usize) -> PyResult<()> {
     if off > len {
         return Err(PyValueError::new_err(format!(

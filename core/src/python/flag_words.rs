@@ -88,12 +88,7 @@ impl PyFlagWords {
 
     /// The whole word of (db, table) as little-endian bytes (the reference path's masks).
     fn word<'py>(slf: &Bound<'py, Self>, db: &str, table: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let word = Self::word_of(slf, db, table)?;
-        let mut out = Vec::with_capacity(word.len() * 8);
-        for limb in word {
-            out.extend_from_slice(&limb.to_le_bytes());
-        }
-        Ok(PyBytes::new(slf.py(), &out))
+        super::packed(slf.py(), &Self::word_of(slf, db, table)?, u64::to_le_bytes)
     }
 
     /// Forgets every word (slaves or their rules changed).

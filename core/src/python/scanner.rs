@@ -9,7 +9,7 @@ use super::results::{
     statement_keys, AssembleCounts, AssembleResult, ScanFault, StatementUnits, TableName,
     UnitsResult, WalkResult,
 };
-use super::{check_off, error_field, scan_fault};
+use super::{check_off, error_field, packed, scan_fault};
 use crate::assemble;
 use crate::scan::{self, Scanner, UNIT_WORDS};
 use crate::stmt_units::{ByKeys, StmtUnits};
@@ -183,20 +183,15 @@ impl PyScanner {
         let inner = &mut self.inner;
         let out = py.detach(|| inner.units(buf, off, base, limit, at_eof));
         // Packed straight into the bytes handed to Python (no buffer copied in between).
-        let packed = PyBytes::new_with(py, out.units.len() * UNIT_WORDS * 8, |b| {
+        let records = PyBytes::new_with(py, out.units.len() * UNIT_WORDS * 8, |b| {
             for (place, u) in b.chunks_exact_mut(UNIT_WORDS * 8).zip(&out.units) {
                 u.pack_into(place);
             }
             Ok(())
         })?;
-        let tables = PyBytes::new_with(py, out.tables.len() * 4, |b| {
-            for (place, t) in b.chunks_exact_mut(4).zip(&out.tables) {
-                place.copy_from_slice(&t.to_le_bytes());
-            }
-            Ok(())
-        })?;
+        let tables = packed(py, &out.tables, u32::to_le_bytes)?;
         let result = UnitsResult {
-            packed: packed.unbind(),
+            packed: records.unbind(),
             tables: tables.unbind(),
             new_names: self.new_names(py)?.unbind(),
             stop: out.stop,
@@ -274,10 +269,9 @@ impl PyScanner {
             gtids: config.gtids,
         };
         let (units, tables) = (&self.last_units, &self.last_tables);
-        let mut stmt = match (stmt_keep, &self.last_stmt) {
-            (Some(k), Some(st)) => Some(ByKeys::new(st, k)),
-            _ => None,
-        };
+        let mut stmt = stmt_keep
+            .zip(self.last_stmt.as_ref())
+            .map(|(k, st)| ByKeys::new(st, k));
         let a = py.detach(|| {
             assemble::assemble(
                 buf,
@@ -315,12 +309,6 @@ impl PyScanner {
             skipped_events_in,
             skipped_bytes_in,
         };
-        let gtid_bytes = PyBytes::new_with(py, a.gtids.len() * 8, |b| {
-            for (place, g) in b.chunks_exact_mut(8).zip(&a.gtids) {
-                place.copy_from_slice(&g.to_le_bytes());
-            }
-            Ok(())
-        })?;
         Ok(AssembleResult {
             out: PyBytes::new(py, &a.out).unbind(),
             next: a.next,
@@ -328,21 +316,19 @@ impl PyScanner {
             counts: Py::new(py, counts)?,
             by_keys: super::results::by_keys(py, stmt.as_ref())?,
             full: a.full,
-            gtids: gtid_bytes.unbind(),
+            gtids: packed(py, &a.gtids, u64::to_le_bytes)?.unbind(),
             last_timestamp: crate::assemble::last_timestamp(&a.out),
         })
     }
 
     /// The indices of the last `units` call's units that are not fast, as packed u32: what Python
     /// decides itself (statements, DDL, control events) before handing the rest to `assemble`.
-    fn slow_units<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let mut packed = Vec::new();
-        for (i, u) in self.last_units.iter().enumerate() {
-            if u.flags & scan::F_FAST == 0 {
-                packed.extend_from_slice(&(i as u32).to_le_bytes());
-            }
-        }
-        PyBytes::new(py, &packed)
+    fn slow_units<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let slow: Vec<u32> = (self.last_units.iter().enumerate())
+            .filter(|(_, u)| u.flags & scan::F_FAST == 0)
+            .map(|(i, _)| i as u32)
+            .collect();
+        packed(py, &slow, u32::to_le_bytes)
     }
 
     /// Walks buf[off..]: returns the offsets, where it stopped and the error; `offsets` packs u64 buffer offsets of
@@ -366,12 +352,8 @@ impl PyScanner {
         }
         let inner = &mut self.inner;
         let (offs, stop, err) = py.detach(|| inner.walk(buf, off, base, &mask));
-        let mut packed = Vec::with_capacity(offs.len() * 8);
-        for o in offs {
-            packed.extend_from_slice(&o.to_le_bytes());
-        }
         Ok(WalkResult {
-            offsets: PyBytes::new(py, &packed).unbind(),
+            offsets: packed(py, &offs, u64::to_le_bytes)?.unbind(),
             stop,
             error: error_field(py, err.as_ref())?,
         })

@@ -6,18 +6,10 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::results::{RouteOutput, SplitRoute};
 
+use super::packed;
 use super::scanner::PyScanner;
 use crate::types::QUERY;
 use crate::{split, split_mysql};
-
-fn packed<'py>(py: Python<'py>, words: &[u64]) -> PyResult<Bound<'py, PyBytes>> {
-    PyBytes::new_with(py, words.len() * 8, |b| {
-        for (place, w) in b.chunks_exact_mut(8).zip(words) {
-            place.copy_from_slice(&w.to_le_bytes());
-        }
-        Ok(())
-    })
-}
 
 /// Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
 /// keep byte per name id for each output; `counted`: the outputs counted as written for
@@ -83,8 +75,8 @@ pub(super) fn split_route<'py>(
         })?;
         outs.append(RouteOutput {
             out: out.unbind(),
-            ends: packed(py, ends)?.unbind(),
-            gtid_marks: packed(py, marks)?.unbind(),
+            ends: packed(py, ends, u64::to_le_bytes)?.unbind(),
+            gtid_marks: packed(py, marks, u64::to_le_bytes)?.unbind(),
         })?;
     }
     Ok(SplitRoute {
@@ -107,5 +99,5 @@ pub(super) fn gtid_marks<'py>(
     // SAFETY: the GIL is held and no Python code runs during the call, so no one can resize or
     // write the bytearray while it is borrowed.
     let marks = split::gtid_marks(unsafe { buf.as_bytes() }, start, stop);
-    packed(py, &marks)
+    packed(py, &marks, u64::to_le_bytes)
 }
