@@ -4,6 +4,7 @@ by the hundred), and a password scrubbed from the command line `ps` shows."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -84,10 +85,8 @@ def raise_open_files_limit() -> None:
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard > soft:
-        try:
+        with contextlib.suppress(ValueError, OSError):  # left as it is: the bounds still hold, with fewer replicas
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 20, hard))
-        except (ValueError, OSError):
-            pass  # left as it is: the bounds still hold, with fewer replicas
 
 
 def tune_allocator() -> bool:

@@ -9,6 +9,7 @@ are its children, in its process group).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -125,18 +126,14 @@ class StandaloneCluster:
         """SIGTERM to each process group (a worker's executors with it), SIGKILL to what stays."""
         for proc in reversed(self.processes):
             if proc.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         for proc, log in zip(reversed(self.processes), reversed(self._logs)):
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 proc.wait()
             log.close()
         self.processes.clear()

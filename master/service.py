@@ -5,6 +5,7 @@ streams are counted per identity and in all."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable, Generator
@@ -78,10 +79,9 @@ class DumpService(SlaveRegistry):
         the end of a 220 MB file hopped over all of it: about 0.1 s of reads)."""
         self.watch.start()
         compile_all()
-        try:
+        # no binlog yet, or a bad one, or unreadable: the streams say so, each to its slave
+        with contextlib.suppress(DumpFilterError, OSError, ValueError):
             self.segments.end()
-        except (DumpFilterError, OSError, ValueError):
-            pass  # no binlog yet, or a bad one, or unreadable: the streams say so, each to its slave
 
     def stats(self, server_id: int = 0, caller: Identity | None = None) -> list[tuple[RegisteredSlave, Pos, int]]:
         """(slave, binlog end, bytes behind) for one or every slave `caller` may see."""

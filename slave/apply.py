@@ -3,6 +3,7 @@ the target named by a mysql:// URL, and the SQL-thread quirks the output needs f
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
@@ -76,10 +77,8 @@ def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int,
     except BrokenPipeError:
         pass  # the client stopped at an error: its exit status and stderr say which
     finally:
-        try:
+        with contextlib.suppress(BrokenPipeError):
             cli_in.close()
-        except BrokenPipeError:
-            pass
         dec_out.close()
     cli.wait()
     dec.wait()

@@ -6,6 +6,7 @@ the gRPC client is one part.)"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import struct
 import time
@@ -289,10 +290,8 @@ class Slave:
                                     f"committed up to {committed}, the rest is discarded (free space and run "
                                     "again to resume)") from None
             finally:
-                try:
+                with contextlib.suppress(OSError):  # buffered bytes of an uncommitted batch: cut away by recover()
                     self.relay.close()
-                except OSError:
-                    pass  # buffered bytes of an uncommitted batch: cut away by recover()
                 try:
                     self.relay = RelayLog(self.relay_dir, max_size=cfg.relay_log_size, server_id=cfg.server_id,
                                           commit_interval=cfg.relay_commit_interval)

@@ -14,6 +14,7 @@ command's process ends, interrupted or not: nothing of it outlives the command.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ipaddress
 import logging
 import os
@@ -202,10 +203,8 @@ def quiet_interrupts(sc: SparkContext) -> None:
         return
 
     def cancel() -> None:
-        try:
+        with contextlib.suppress(Exception):  # the JVM may be gone already: nothing left to cancel
             sc.cancelAllJobs()
-        except Exception:  # noqa: BLE001 - the JVM may be gone already: nothing left to cancel
-            pass
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
         threading.Thread(target=cancel, name="spark-cancel", daemon=True).start()

@@ -32,6 +32,7 @@ from typing import Any
 from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.binlogs.lint import FollowingLint, look_together, new_linter
 from dumpfilter.binlogs.scan_index import ScanIndex
+import contextlib
 
 log = logging.getLogger("dumpfilter.master.lint")
 
@@ -67,10 +68,8 @@ def _serve() -> None:
     look or its checkpoint when this process does not hold it, else None; [(path, size)...];
     budget; the position to read silently up to first (a follower made again), or None; the bytes
     read between checkpoints); the reply is [(state, value)...], one per look."""
-    try:
+    with contextlib.suppress(OSError):
         os.nice(10)  # the streams come first
-    except OSError:
-        pass
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the result pipe
     followers: dict[int, FollowingLint] = {}
@@ -219,10 +218,8 @@ class Worker:
                    else f"exited with status {code}")
         except subprocess.TimeoutExpired:  # alive, but its pipes are gone or it answered out of turn
             ended.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 ended.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
             how = "stopped answering"
         resume = len(self.held | set(self.sending))
         self.proc = None
@@ -282,10 +279,8 @@ class Worker:
 
     def drop(self, job: Job) -> None:
         with self.ready:
-            try:
+            with contextlib.suppress(ValueError):  # already taken by the worker: it ends on its own
                 self.queued.remove(job)
-            except ValueError:
-                pass  # already taken by the worker: it ends on its own
 
     def forget(self, fid: int) -> None:
         with self.ready:

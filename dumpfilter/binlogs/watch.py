@@ -6,6 +6,7 @@ had, a slow safety-net poll wakes the waiters instead, and the log says so once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -59,10 +60,8 @@ class _Inotify:
             group.discard(watch)
             if not group:
                 del self.watches[wd]
-                try:
+                with contextlib.suppress(OSError):  # the directory is gone: the kernel dropped the watch already
                     self.fd.rm_watch(wd)
-                except OSError:
-                    pass  # the directory is gone: the kernel dropped the watch already
 
     def _run(self) -> None:
         flags = self.flags

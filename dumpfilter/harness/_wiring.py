@@ -6,6 +6,7 @@ protocol), a stoppable slave that counts its caught-up batches, and the master's
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -114,10 +115,8 @@ class StoppableSlave(_InternalSlave):
         self.stopping.set()
         channel = self._open
         if channel is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a channel another thread closes too
                 channel.close()
-            except Exception:  # noqa: BLE001 - closing a channel another thread closes too
-                pass
         with self.changed:
             self.changed.notify_all()
 

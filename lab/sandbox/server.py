@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from dumpfilter.errors import ExternalError
 from dumpfilter.lab.sandbox.datadir import copy_fresh_datadir, template_key
+import contextlib
 
 if TYPE_CHECKING:
     import pymysql
@@ -420,10 +421,8 @@ class MariaDBServer:
 
     def _send_signal(self, sig: int) -> None:
         if self.running and self._proc is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self._proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
 
     def _kill(self) -> None:
         if self._proc is None:

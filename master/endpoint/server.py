@@ -16,7 +16,7 @@ import ssl
 import threading
 import time
 import uuid
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 
 from dumpfilter.codec import read_format_description
 from dumpfilter.codec.constants import CHECKSUM_CRC32
@@ -206,10 +206,8 @@ class _Connection(Dumping):
 
     def close(self) -> None:
         self.closed = True
-        try:
+        with suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     # -- life of a connection ----------------------------------------------------------------
     def run(self) -> None:
@@ -255,10 +253,8 @@ class _Connection(Dumping):
         finally:
             with endpoint.lock:
                 endpoint.connections.discard(self)
-            try:
+            with suppress(OSError):
                 self.sock.close()
-            except OSError:
-                pass
             if self.identity is not None:  # one line for every authenticated connection, saying why it ends
                 # at WARNING where the endpoint ended a dump (an error, a replaced stream), else at INFO
                 say = endpoint.problems.warning if self.dumping and self.why_warns else log.info
@@ -274,10 +270,8 @@ class _Connection(Dumping):
         self.stream.write(err_packet(code, message, sqlstate))
 
     def _try_error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
-        try:
+        with suppress(ConnectionClosed):
             self._error(code, message, sqlstate)
-        except ConnectionClosed:
-            pass
 
     def _connect(self) -> bool:
         """The handshake, all of it within connect_timeout (MySQL's: a socket that has not

@@ -4,6 +4,7 @@ every segment's window is a view into (`MappingFiles`)."""
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import threading
@@ -168,10 +169,8 @@ class MappingFiles:
             if own is not None:
                 os.close(own)
         if self.huge_pages and _MADV_HUGEPAGE is not None:
-            try:
+            with contextlib.suppress(OSError):  # a kernel without transparent huge pages
                 whole.madvise(_MADV_HUGEPAGE)
-            except OSError:  # a kernel without transparent huge pages
-                pass
         self.mapped_files += 1
         for old, (_, name) in list(self._whole.items()):  # deleted or replaced since: let go
             if _replaced(os.path.dirname(path), name, old):
@@ -187,10 +186,8 @@ class MappingFiles:
         it, else with its last view)."""
         whole, _ = self._whole.pop(key)
         self._whole_bytes -= len(whole)
-        try:
+        with contextlib.suppress(BufferError):  # views hold it: it goes with the last of them
             whole.close()
-        except BufferError:  # views hold it: it goes with the last of them
-            pass
 
     def whole_mappings(self) -> dict[str, int]:
         """The files the table maps now, with the bytes each mapping covers."""
@@ -214,10 +211,8 @@ class MappingFiles:
             shared = kept[0] if kept is not None else fd
             buf = mmap.mmap(shared, length, mmap.MAP_SHARED, mmap.PROT_READ, offset=offset)
         if _MADV_HUGEPAGE is not None:
-            try:
+            with contextlib.suppress(OSError):  # a kernel without transparent huge pages
                 buf.madvise(_MADV_HUGEPAGE)
-            except OSError:  # a kernel without transparent huge pages
-                pass
         return buf
 
     def _open(self, path: str, key: tuple[int, int]) -> tuple[int, str] | None:
@@ -257,7 +252,7 @@ class MappingFiles:
                 self._let_go(next(iter(self._whole)))
 
     def __del__(self) -> None:
-        try:
+        try:  # noqa: SIM105 - a `with` would need contextlib's globals, which interpreter exit may have cleared
             self.close()
         except Exception:  # noqa: BLE001 - at interpreter exit
             pass

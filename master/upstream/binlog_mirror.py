@@ -42,6 +42,7 @@ from dumpfilter.binlogs.files import file_size, read_index, write_index
 from dumpfilter.binlogs.gtid_start import gtid_position
 from dumpfilter.master.upstream.series_reads import (fde_size, file_fmt, file_server_id, mariadb_gtid_list,
                                                      mysql_gtid_set)
+import contextlib
 
 MAGIC = b"\xfebin"
 # Left in the series' directory by the first switch of source: from there on the series keeps its
@@ -119,10 +120,8 @@ class BinlogMirror:
         """The series' size on disk (what --max-series-bytes bounds)."""
         total = 0
         for name in self.files():
-            try:
+            with contextlib.suppress(OSError):
                 total += os.stat(self.dir / name).st_size
-            except OSError:
-                pass
         return total
 
     def _resume_from_disk(self) -> None:
@@ -414,10 +413,8 @@ class BinlogMirror:
                 with open(index, "a") as f:
                     f.write(f"./{file}\n")
             except OSError as exc:
-                try:
+                with contextlib.suppress(OSError):
                     os.truncate(index, size)  # no torn line in the index either
-                except OSError:
-                    pass
                 raise self._cannot_write(exc, index) from None
 
     def _write(self, data: bytes) -> None:
@@ -558,10 +555,8 @@ class BinlogMirror:
                     f.write("".join(f"./{n}\n" for n in listed[len(names):]).encode())
                     f.truncate()
         for name in names:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.dir / name)
-            except FileNotFoundError:
-                pass
 
     def close(self) -> None:
         if self._out is not None:

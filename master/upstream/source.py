@@ -60,6 +60,7 @@ from dumpfilter.master.protocol.commands import (
     COM_REGISTER_SLAVE,
     USE_HEARTBEAT_EVENT_V2,
 )
+import contextlib
 
 log = logging.getLogger("dumpfilter.master.source")
 HEARTBEAT_PERIOD = 1.0      # asked of the primary, so a dead connection shows within a few seconds
@@ -174,10 +175,8 @@ class SourceReplicator:
         self._set_state("stopped")
         conn = self._conn
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):
                 conn._sock.shutdown(2)  # type: ignore[attr-defined]  # (pymysql's socket: its stubs leave it out)
-            except Exception:
-                pass
         self._thread.join(10)
         self.mirror.close()
 
@@ -231,10 +230,8 @@ class SourceReplicator:
             finally:
                 self.connected.clear()
                 if self._conn is not None:
-                    try:
+                    with contextlib.suppress(Exception):
                         self._conn.close()
-                    except Exception:
-                        pass
                     self._conn = None
             if self.mirror.safe != safe and self._full_at is None:
                 attempt = lost = 0  # the stream made progress: a new outage starts its backoff afresh

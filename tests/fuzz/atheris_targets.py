@@ -13,6 +13,7 @@ libFuzzer reports anything else as a crash and exits non-zero."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -52,10 +53,8 @@ ENGINES = [RuleEngine(RuleSet(do_db=("db1",)), Settings(flavor="mariadb")),
 def _decode(event) -> None:
     for name in ("query", "db", "sql", "table_names", "table_id", "gtid", "gtid_set", "rotate", "xid",
                  "checkpoint_file", "updated_db_names", "table_map_for_update"):
-        try:
+        with contextlib.suppress(AttributeError):  # not this event type's field
             getattr(event, name)
-        except AttributeError:
-            pass  # not this event type's field
 
 
 def binlog(data: bytes) -> None:
@@ -75,10 +74,8 @@ def binlog(data: bytes) -> None:
             linter.feed("<fuzz>", txn)
     except DumpFilterError:
         pass
-    try:  # the compiled core: scanner, decisions, assembly
+    with contextlib.suppress(DumpFilterError):  # the compiled core: scanner, decisions, assembly
         filter_bytes(body, TransactionFilter(engine), verify_checksums=verify)
-    except DumpFilterError:
-        pass
 
 
 def binlog_corpus(directory: Path) -> None:

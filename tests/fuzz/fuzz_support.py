@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from hypothesis import HealthCheck, settings
 
@@ -38,9 +38,7 @@ def only_project_errors(what: str = ""):
     """Run one input: a DumpFilterError is a clean refusal; any other exception, or more than
     CPU_BOUND seconds of this thread's CPU time, fails the target."""
     started = time.thread_time()
-    try:
+    with suppress(DumpFilterError):
         yield
-    except DumpFilterError:
-        pass
     used = time.thread_time() - started
     assert used < CPU_BOUND, f"{what}: one input used {used:.2f} s of CPU (bound {CPU_BOUND} s)"

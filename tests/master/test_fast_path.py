@@ -26,6 +26,7 @@ from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.service import DumpService
 from dumpfilter.skip_policy import NAMES as SKIP_POLICIES
 from tests.oracles.slave import reference_receive
+import contextlib
 
 SCHEMAS = [f"db{i}" for i in range(1, 5)]
 
@@ -417,10 +418,8 @@ def _slave_run(address: str, relay_dir: Path, server_id: int, fast: bool, crash_
     slave = Slave(config, after_unit=after_unit)
     if not fast:
         reference_receive(slave)
-    try:
+    with contextlib.suppress(SimulatedCrash):
         assert slave.run() == 0
-    except SimulatedCrash:
-        pass
     return slave
 
 

@@ -23,6 +23,7 @@ from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from tests.support.dump_helpers import relay_units, run_slave
 from tests.support.master_command import serve_master, stop_master
 from tests.support.waiting import wait_for
+import contextlib
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 
@@ -147,10 +148,8 @@ def _open_fds() -> int:
 def _fd_targets() -> list[str]:
     out = []
     for fd in os.listdir("/proc/self/fd"):
-        try:
+        with contextlib.suppress(OSError):
             out.append(os.readlink(f"/proc/self/fd/{fd}"))
-        except OSError:
-            pass
     return out
 
 

@@ -21,6 +21,7 @@ from tests.conftest import skip_or_fail
 from tests.support.mysql_replicas import converge, point_at, wait_applied
 from tests.support.tls_helpers import make_pki
 from tests.support.waiting import wait_for
+import contextlib
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
 CLIENT_PLUGINS = Path("/usr/lib/x86_64-linux-gnu/libmariadb3/plugin")
@@ -75,10 +76,8 @@ class RecordingProxy:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def close(self) -> None:
         self.listener.close()

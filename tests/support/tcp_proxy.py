@@ -4,6 +4,7 @@ seconds), in turn. Real sockets, real gRPC on both sides."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -78,7 +79,5 @@ class FaultyProxy:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     s.close()
-                except OSError:
-                    pass
