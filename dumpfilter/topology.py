@@ -332,13 +332,7 @@ def _slave(entry: dict[str, Any], index: int, where: _Locator, base: Path = Path
         except (OSError, UnicodeDecodeError) as exc:
             fail("defaults_file", f"cannot read {base / defaults_file}: {getattr(exc, 'strerror', None) or exc}")
     try:
-        pairs = []
-        for option in options:
-            key, eq, value = option.partition("=")
-            if not eq:
-                raise RuleError(f"{option!r} is not of the form option=value")
-            pairs.append((key.strip(), value.strip()))
-        startup = merge_startup(startup, StartupFilters.from_options(pairs))
+        startup = merge_startup(startup, StartupFilters.from_texts(options))
     except RuleError as exc:
         fail("rules", str(exc))
     try:

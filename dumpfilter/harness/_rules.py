@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dumpfilter.errors import RuleError
 from dumpfilter.rules.assembly import channel_rules, merge_startup
 from dumpfilter.rules.mycnf import startup_filters_from_file
 from dumpfilter.rules.parse import StartupFilters
@@ -46,13 +45,7 @@ class Rules:
         object.__setattr__(self, "options", options)
         object.__setattr__(self, "change", change)
         startup = _mycnf_startup(self.mycnf) if self.mycnf is not None else StartupFilters()
-        pairs = []
-        for option in options:
-            key, eq, value = option.partition("=")
-            if not eq:
-                raise RuleError(f"{option!r} is not of the form option=value (e.g. replicate-do-db=db1)")
-            pairs.append((key.strip(), value.strip()))
-        startup = merge_startup(startup, StartupFilters.from_options(pairs))
+        startup = merge_startup(startup, StartupFilters.from_texts(options))
         hint = lambda name: f"pass channel={name!r} to Rules"  # noqa: E731
         ruleset = channel_rules(startup, list(change), self.channel, hint)
         from dumpfilter.rules.evaluate import RuleEngine

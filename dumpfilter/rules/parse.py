@@ -129,6 +129,17 @@ class StartupFilters:
         channels = {name: {t: tuple(r) for t, r in lists.items()} for name, lists in channel_lists.items()}
         return cls(global_rules, channels)
 
+    @classmethod
+    def from_texts(cls, options: Iterable[str]) -> StartupFilters:
+        """`from_options` of "option=value" texts (a topology's rules, the harness's Rules)."""
+        pairs = []
+        for option in options:
+            key, eq, value = option.partition("=")
+            if not eq:
+                raise RuleError(f"{option!r} is not of the form option=value (e.g. replicate-do-db=db1)")
+            pairs.append((key.strip(), value.strip()))
+        return cls.from_options(pairs)
+
     def for_channel(self, channel: str) -> RuleSet:
         """WL#7361: a channel copies the global rules of every type it has no channel rule for."""
         return self.global_rules.replace(**self.channel_rules.get(channel, {}))
