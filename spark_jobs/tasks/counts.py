@@ -95,15 +95,18 @@ def _artificial_rotate_size(part: ChunkCounts) -> int:
     return part.heartbeat_size + 8
 
 
+def _each_chunk(parts: list[ChunkCounts]) -> list[ChunkCounts]:
+    """Each chunk's counts once (its first), whatever its number of slaves, in their order."""
+    firsts: dict[tuple[int, int], ChunkCounts] = {}
+    for part in parts:
+        firsts.setdefault((part.file_index, part.start), part)
+    return list(firsts.values())
+
+
 def merge_tables(parts: list[ChunkCounts]) -> Tables:
     """Bytes by (db, table) over every chunk (each chunk's once, whatever its number of slaves)."""
     out: Tables = {}
-    seen: set[tuple[int, int]] = set()
-    for part in parts:
-        key = (part.file_index, part.start)
-        if key in seen:
-            continue
-        seen.add(key)
+    for part in _each_chunk(parts):
         for table, size in part.tables.items():
             out[table] = out.get(table, 0) + size
     return out
@@ -113,12 +116,7 @@ def merge_statements(parts: list[ChunkCounts]) -> Statements:
     """The statements by (default database, kind, updated tables, text or "") over every chunk
     (each chunk's once): [bytes, one statement's text]."""
     out: Statements = {}
-    seen: set[tuple[int, int]] = set()
-    for part in parts:
-        key = (part.file_index, part.start)
-        if key in seen:
-            continue
-        seen.add(key)
+    for part in _each_chunk(parts):
         for group, (size, sql) in part.statements.items():
             got = out.get(group)
             if got is None:
