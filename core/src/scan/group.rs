@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{RunCount, ScanError, ScanOut, Scanner, Unit, MAX_EVENT_SIZE};
+use super::{RunCount, ScanError, ScanOut, Scanner, Unit};
 use super::{CONTROL, STATEMENT, TRANSACTION};
 use super::{F_ANONYMOUS_GTID, F_ROTATE_END, F_STANDALONE, F_TAGGED_GTID, F_UNKNOWN_NON_IGNORABLE};
 use super::{F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLOAD};
@@ -182,16 +182,9 @@ impl Scanner {
         }
         let post = fmt.post_header_len(TABLE_MAP) as usize;
         let mut taken = 0u64;
-        while pos + HEADER_LEN <= buf.len() {
-            let t = buf[pos + 4];
-            let size = u32_at(buf, pos + 9).unwrap_or(0);
-            if (size as usize) < HEADER_LEN || size > MAX_EVENT_SIZE {
-                break;
-            }
-            let nxt = pos + size as usize;
-            if nxt > buf.len() {
-                break;
-            }
+        // (the general path reports an impossible event: its error here is dropped)
+        while let Ok(Some((t, size))) = Self::next_event(buf, pos, 0) {
+            let nxt = pos + size;
             if t == TABLE_MAP {
                 let Some(id) = self.table_map_name(buf, pos, nxt, post, crc_len) else {
                     break;
@@ -251,22 +244,15 @@ impl Scanner {
             return (pos, 0);
         }
         let (mut taken, mut others) = (0u64, false);
-        while pos + HEADER_LEN <= buf.len() && buf[pos + 4] == RAND {
-            let size = u32_at(buf, pos + 9).unwrap_or(0);
-            if (size as usize) < HEADER_LEN || size > MAX_EVENT_SIZE {
-                break;
-            }
-            let nxt = pos + size as usize;
-            if nxt > buf.len() {
-                break;
-            }
+        while let Ok(Some((RAND, size))) = Self::next_event(buf, pos, 0) {
+            let nxt = pos + size;
             if runs {
                 self.run_add(buf, pos, nxt);
             }
             let placeholder = is_placeholder(buf, pos);
             open.placeholders += u32::from(placeholder);
             others |= !placeholder;
-            runs_of.add(buf, pos, size as usize);
+            runs_of.add(buf, pos, size);
             open.join(pos, nxt);
             taken += 1;
             pos = nxt;
