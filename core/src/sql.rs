@@ -347,23 +347,8 @@ pub fn plain_statement(sql: &[u8]) -> Option<bool> {
 
 /// `\b(?:DATABASE|SCHEMA)\b`, case-insensitive, over ASCII text.
 fn has_database_word(sql: &[u8]) -> bool {
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut i = 0;
-    while i < sql.len() {
-        if word(sql[i]) {
-            let start = i;
-            while i < sql.len() && word(sql[i]) {
-                i += 1;
-            }
-            let w = &sql[start..i];
-            if w.eq_ignore_ascii_case(b"DATABASE") || w.eq_ignore_ascii_case(b"SCHEMA") {
-                return true;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    false
+    sql.split(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+        .any(|w| w.eq_ignore_ascii_case(b"DATABASE") || w.eq_ignore_ascii_case(b"SCHEMA"))
 }
 
 #[cfg(test)]
