@@ -257,8 +257,16 @@ class TableBytes(_Record):
     def by_name(self) -> list[int]:
         """Bytes of each name id's Table_map and Rows events."""
     @property
+    def envelope(self) -> list[int]:
+        """Each name id's share of the envelopes of the fast units that write it (a unit's
+        events but its Table_maps and Rows, split evenly between the tables it names, the bytes
+        a division leaves to the first: `share_envelope`)."""
+    @property
     def framing(self) -> int:
         """The fast units' other bytes."""
+    @property
+    def shared(self) -> int:
+        """The part of `framing` shared out in `envelope`."""
     @property
     def other(self) -> int:
         """The bytes of the units that are not fast."""

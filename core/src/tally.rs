@@ -31,14 +31,34 @@ pub fn time_cuts(plan: &UnitList, bufs: &[&[u8]], seconds: u32) -> Vec<(usize, u
     cuts
 }
 
-/// Bytes per table of the fast units: each Table_map event, and each Rows event under the table
-/// its table id maps in the same unit, are added to that table's name id (`names` ids). Returns
-/// (bytes per name id, the fast units' other bytes: GTID, BEGIN, annotations, XID, the bytes of
-/// the units that are not fast).
-pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize) -> (Vec<u64>, u64, u64) {
-    let mut by_name = vec![0u64; names];
-    let (mut framing, mut other) = (0u64, 0u64);
+/// A buffer's bytes by table (`table_bytes`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct TableBytes {
+    /// Per name id: its Table_map events and the Rows events under the table their table id
+    /// maps in the same unit.
+    pub by_name: Vec<u64>,
+    /// Per name id: its share of the envelopes of the fast units that write it (a unit's events
+    /// but its Table_maps and Rows: GTID, BEGIN, annotations, XID), split evenly between the
+    /// tables the unit's Table_maps name, in their order, the bytes a division leaves to the
+    /// first (`statement_tables.share_envelope`).
+    pub envelope: Vec<u64>,
+    /// The fast units' bytes but their tables' (`by_name`), and of those the envelopes shared
+    /// out (`envelope`); the rest stays the framing of units that write no table.
+    pub framing: u64,
+    pub shared: u64,
+    /// The bytes of the units that are not fast.
+    pub other: u64,
+}
+
+/// Bytes per table of the fast units (see `TableBytes`), name ids below `names`.
+pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize) -> TableBytes {
+    let mut t = TableBytes {
+        by_name: vec![0u64; names],
+        envelope: vec![0u64; names],
+        ..TableBytes::default()
+    };
     let mut ids: Vec<(u64, u32)> = Vec::new();
+    let mut written: Vec<u32> = Vec::new();
     for (k, u) in plan.units.iter().enumerate() {
         let size = u.end.saturating_sub(u.start) as u64;
         let tids = plan.tables(k);
@@ -46,11 +66,11 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize) -> (Vec<u64>, 
             continue;
         };
         if u.lo == u32::MAX {
-            other += size;
+            t.other += size;
             continue;
         }
         ids.clear();
-        let (mut at, mut maps, mut counted) = (u.start, 0usize, 0u64);
+        let (mut at, mut maps, mut counted, mut envelope) = (u.start, 0usize, 0u64, 0u64);
         while at + HEADER_LEN <= u.end {
             let len = u32_at(buf, at + 9).unwrap_or(0) as usize;
             if len < HEADER_LEN || at + len > u.end {
@@ -68,17 +88,35 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize) -> (Vec<u64>, 
             } else if is_rows(kind) {
                 table_id(buf, at).and_then(|id| ids.iter().rev().find(|m| m.0 == id).map(|m| m.1))
             } else {
+                envelope += len as u64;
                 None
             };
-            if let Some(slot) = name.and_then(|n| by_name.get_mut(n as usize)) {
+            if let Some(slot) = name.and_then(|n| t.by_name.get_mut(n as usize)) {
                 *slot += len as u64;
                 counted += len as u64;
             }
             at += len;
         }
-        framing += size - counted;
+        t.framing += size - counted;
+        written.clear();
+        for &n in tids {
+            if !written.contains(&n) && (n as usize) < names {
+                written.push(n);
+            }
+        }
+        if written.is_empty() || envelope == 0 {
+            continue;
+        }
+        let (each, left) = (
+            envelope / written.len() as u64,
+            envelope % written.len() as u64,
+        );
+        for (m, &n) in written.iter().enumerate() {
+            t.envelope[n as usize] += each + if m == 0 { left } else { 0 };
+        }
+        t.shared += envelope;
     }
-    (by_name, framing, other)
+    t
 }
 
 /// The 6-byte table id that opens a Table_map or Rows event's body (every server since 5.1.4
@@ -225,7 +263,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::scan::{Unit, F_COMPLETE, F_MARIADB_GTID};
     use crate::test_events::{event, query};
-    use crate::types::{INTVAR, XID};
+    use crate::types::{INTVAR, TABLE_MAP, XID};
 
     /// A statement unit: GTID, BEGIN, the statements (an INTVAR before the second), XID.
     pub(crate) fn unit(buf: &mut Vec<u8>, statements: &[&str]) -> (Unit, Vec<usize>) {
@@ -254,6 +292,59 @@ pub(crate) mod tests {
             ..Default::default()
         };
         (u, sizes)
+    }
+
+    /// A fast row unit writing tables `names` (one Table_map and one Rows event each, ids 1..),
+    /// after a GTID and an annotation of `note` bytes, ended by an XID.
+    fn row_unit(buf: &mut Vec<u8>, names: &[u32], note: usize) -> (Unit, Vec<u32>, u64) {
+        let start = buf.len();
+        buf.extend(event(162, &[0u8; 13]));
+        buf.extend(event(crate::types::ANNOTATE_ROWS, &vec![b'x'; note]));
+        let mut payload = 0;
+        for (k, _) in names.iter().enumerate() {
+            let id = [k as u8 + 1, 0, 0, 0, 0, 0];
+            for e in [
+                event(TABLE_MAP, &[&id[..], &[0u8; 10]].concat()),
+                event(30, &[&id[..], &[1u8; 20]].concat()),
+            ] {
+                payload += e.len() as u64;
+                buf.extend(e);
+            }
+        }
+        buf.extend(event(XID, &[0u8; 8]));
+        let u = Unit {
+            start,
+            end: buf.len(),
+            events: 3 + 2 * names.len() as u32,
+            kind: 1,
+            flags: F_COMPLETE | F_MARIADB_GTID | crate::scan::F_FAST,
+            gtid_size: 32,
+            ..Default::default()
+        };
+        (u, names.to_vec(), (buf.len() - start) as u64 - payload)
+    }
+
+    /// A row unit's envelope (its events but Table_maps and Rows) is split evenly between the
+    /// distinct tables its Table_maps name, in order, the division's remainder to the first; a
+    /// unit that names none leaves its envelope in the framing.
+    #[test]
+    fn row_units_share_their_envelopes_between_their_tables() {
+        let mut buf = Vec::new();
+        let (a, a_ids, ea) = row_unit(&mut buf, &[2, 0, 2, 1], 7);
+        let (b, b_ids, eb) = row_unit(&mut buf, &[1], 11);
+        let (c, _, ec) = row_unit(&mut buf, &[], 5);
+        let mut list = UnitList::default();
+        let tids: Vec<u32> = [&a_ids[..], &b_ids[..]].concat();
+        let (mut a, mut b) = (a, b);
+        (a.tables_lo, a.tables_hi, b.tables_lo, b.tables_hi) = (0, 4, 4, 5);
+        list.add(b"f", 0, &[a, b, c], &tids);
+        let t = table_bytes(&list, &[&buf], 3);
+        assert_ne!(ea % 3, 0, "a remainder to give");
+        let each = ea / 3;
+        assert_eq!(t.envelope, vec![each, each + eb, each + ea % 3]);
+        assert_eq!(t.shared, ea + eb);
+        assert_eq!(t.framing, ea + eb + ec);
+        assert_eq!(t.by_name.iter().sum::<u64>() + t.framing, buf.len() as u64);
     }
 
     #[test]

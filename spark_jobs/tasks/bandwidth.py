@@ -52,7 +52,7 @@ from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are 
 )
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
     FRAMING, OTHER, UNATTRIBUTED, Buffer, Statements, TableName, Tables, _unit_tables, _unit_tables_fast,
-    fast_envelopes, keyed_tables,
+    envelope_key, keyed_tables,
 )
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
-        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt, chunk.path)
+        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
@@ -277,8 +277,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
 
 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,
-                 names: list[TableName], fmt: FormatDescription | None,
-                 path: str | None = None) -> FormatDescription | None:
+                 names: list[TableName], fmt: FormatDescription | None) -> FormatDescription | None:
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
     rest one unit at a time, in order per slave (a Format_description resets a slave's filter and
     keep bytes before what follows it is decided). Returns the format in force after the buffer."""
@@ -319,7 +318,8 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # reads and is sent is known per hour (a Heartbeat counts in the hour it is sent).
     hours = [(cut.unit, cut.bucket) for cut in units.time_cuts(HOUR)] or [(0, -1)]
     bounds = [(a, b, hour) for (a, hour), (b, _) in zip(hours, [*hours[1:], (n, 0)])]
-    table_bytes, framing, other = units.table_bytes(len(names))
+    by_table = units.table_bytes(len(names))
+    other = by_table.other
     # The statement units by key, read once for every slave (the format in force from the unit
     # after the buffer's last Format_description, or from its start).
     if current is None:
@@ -328,10 +328,14 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
     keys, _ = units.statement_units(formats)
     tables = counters[0].out.tables if counters else {}
-    for k, size in enumerate(table_bytes):
+    for k, size in enumerate(by_table.by_name):
         if size:
             tables[names[k]] = tables.get(names[k], 0) + size
-    fast_envelopes(units, n, buf, names, framing, tables, path)  # each transaction's envelope to its tables
+    for k, size in enumerate(by_table.envelope):  # each row transaction's envelope to its tables
+        if size:
+            key = envelope_key(names[k], None)
+            tables[key] = tables.get(key, 0) + size
+    tables[FRAMING] = tables.get(FRAMING, 0) + by_table.framing - by_table.shared
     if other:
         # The statement units decided by keys by the core, once per buffer (`keyed_tables`); the
         # rest (DDL, lone statements, statements the keys do not read) one unit at a time.

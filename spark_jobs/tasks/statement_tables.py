@@ -6,11 +6,7 @@ by spark_jobs.tasks.bandwidth, per chunk)."""
 
 from __future__ import annotations
 
-import bisect
-import functools
-import itertools
 import struct
-from array import array
 from typing import Any
 
 from dumpfilter import _core
@@ -203,103 +199,6 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     if got.other:
         tables[OTHER] = tables.get(OTHER, 0) + got.other
     return got.left
-
-
-_ROWS = frozenset([*range(20, 26), *range(30, 33), 39, *range(166, 172)])  # core/src/types.rs is_rows
-_TABLE_MAP = int(EventType.TABLE_MAP)
-
-
-_NOT_ENVELOPE = frozenset({_TABLE_MAP, *_ROWS})
-_ENVELOPE_TYPES = bytes(0 if t in _NOT_ENVELOPE else 1 for t in range(256))  # for Scanner.walk
-_U32 = struct.Struct("<I")
-
-
-def fast_envelopes(units: _core.UnitList, n: int, buf: Buffer, names: list[TableName], framing: int,
-                   tables: Tables, path: str | None = None) -> None:
-    """The envelopes of the fast units among the first `n` of `units` (row-logged transactions:
-    `UnitList.table_bytes` gave `framing`, every byte of them but their Table_map and Rows events)
-    shared between the tables each one writes (`share_envelope`: its Table_maps' names, in order);
-    the envelope of a fast unit that writes no table stays in FRAMING. A unit's envelope, its
-    events but its Table_maps and Rows, is found by one compiled walk of the buffer for those
-    events (`Scanner.walk`, with the format of `path`, the file the buffer is of), or header by
-    header where that walk cannot be made."""
-    fast = [k for k in units.with_flags(_core.F_FAST, 0) if k < n]
-    offsets = _envelope_offsets(units, fast, buf, path)
-    if offsets is not None:  # the envelope bytes before each offset: a unit's are two lookups
-        size_at = _U32.unpack_from
-        before = list(itertools.accumulate((size_at(buf, at + 9)[0] for at in offsets), initial=0))
-        where = bisect.bisect_left
-    # Per list of tables (a unit's Table_maps' names): its units' envelopes split as
-    # `share_envelope` splits each, summed: (the even shares, the remainders to the first).
-    by_tables: dict[tuple[int, ...], list[int]] = {}
-    attributed = 0
-    for k in fast:
-        u = units.unit(k)
-        if offsets is None:
-            envelope = _unit_envelope(buf, u.start, u.end)
-        else:
-            envelope = before[where(offsets, u.end)] - before[where(offsets, u.start)]
-        ids = tuple(units.tables(k))
-        if not ids or not envelope:
-            continue
-        got = by_tables.get(ids)
-        if got is None:
-            got = by_tables[ids] = [0, 0, len(dict.fromkeys(ids))]
-        each, left = divmod(envelope, got[2])
-        got[0] += each
-        got[1] += left
-        attributed += envelope
-    for ids, (each, left, _) in by_tables.items():
-        for m, i in enumerate(dict.fromkeys(ids)):
-            key = (ENVELOPE, names[i], None)
-            tables[key] = tables.get(key, 0) + each + (left if m == 0 else 0)
-    tables[FRAMING] = tables.get(FRAMING, 0) + framing - attributed
-
-
-def _envelope_offsets(units: _core.UnitList, indices: list[int], buf: Buffer, path: str | None) -> array[int] | None:
-    """The buffer offsets of every event of `buf` from its first fast unit on but Table_maps and
-    Rows, in order (an array of u64), or None where the compiled walk cannot read the buffer."""
-    raw = _fde_raw(path) if indices and path else b""
-    if not raw:
-        return None
-    scanner = _core.Scanner(False)
-    if scanner.load_fde(raw, 4) is not None:
-        return None
-    found, _, error = scanner.walk(buf, units.unit(indices[0]).start, 0, _ENVELOPE_TYPES)
-    if error is not None:
-        return None
-    offsets = array("Q")
-    offsets.frombytes(found)
-    return offsets
-
-
-@functools.lru_cache(maxsize=8)
-def _fde_raw(path: str) -> bytes:
-    """The Format_description event of the binlog file `path` (b"" where it cannot be read)."""
-    from dumpfilter.binlogs import open_binlog
-    from dumpfilter.codec import read_format_description
-    from dumpfilter.errors import DumpFilterError
-
-    try:
-        with open_binlog(path) as stream:
-            fde, _ = read_format_description(stream, str(path))
-        return bytes(fde.raw)
-    except (DumpFilterError, OSError):
-        return b""
-
-
-def _unit_envelope(buf: Buffer, start: int, end: int) -> int:
-    """The bytes of the events of buf[start:end] but its Table_maps and Rows, header by header."""
-    head = _EVENT_HEAD.unpack_from
-    envelope, at = 0, start
-    while at + HEADER_LEN <= end:
-        _, code, _, size, _ = head(buf, at)
-        if size < HEADER_LEN or at + size > end:
-            break
-        if code not in _NOT_ENVELOPE:
-            envelope += size
-        at += size
-    return envelope
 
 
 def _unit_tables(txn: Transaction, tables: Tables, statements: Statements) -> None:

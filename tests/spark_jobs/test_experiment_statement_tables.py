@@ -225,23 +225,3 @@ def test_a_real_sysbench_statement_binlog_of_mariadb_11(tmp_path, shared_fixture
     ref = _reference(binlogs)
     assert ref["envelope"] and not ref["framing"]
     _check_by_table(rows, by_table, ref)
-
-
-def test_the_compiled_walk_and_the_header_walk_share_the_same_envelopes(row_binlogs):
-    """`fast_envelopes` finds each row-logged unit's envelope by one compiled walk of the buffer
-    (with its file's Format_description) or, without the file, header by header: the same shares."""
-    from dumpfilter.codec.scanner import Scanner
-    from dumpfilter.spark_jobs.tasks.chunks import chunk_buffers, plan_chunks
-    from dumpfilter.spark_jobs.tasks.statement_tables import fast_envelopes
-
-    checked = 0
-    for chunk in plan_chunks(input_files([row_binlogs]), 100_000):
-        scanner = Scanner(chunk.path)
-        for _, buf, _, units, n, _ in chunk_buffers(chunk, scanner, unit_statements=lambda: False):
-            _, framing, _ = units.table_bytes(len(scanner.names))
-            walked, headers = {}, {}
-            fast_envelopes(units, n, buf, scanner.names, framing, walked, str(chunk.path))
-            fast_envelopes(units, n, buf, scanner.names, framing, headers, None)
-            assert walked == headers
-            checked += len(walked) > 1
-    assert checked

@@ -135,6 +135,10 @@ fuzz_target!(|data: &[u8]| {
     let mut plan = UnitList::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
+    // Bytes by table (`experiment`): the envelopes shared out are the fast units' framing's.
+    let by_table = _core::tally::table_bytes(&plan, &[&buf[..]], scanner.names.len());
+    assert_eq!(by_table.envelope.iter().sum::<u64>(), by_table.shared);
+    assert!(by_table.shared <= by_table.framing);
     // Many slaves at once answer as each alone.
     let other: Vec<u8> = keep.iter().map(|k| k ^ (control & 1)).collect();
     assert_eq!(

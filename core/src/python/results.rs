@@ -336,12 +336,15 @@ records! {
         bucket: u32,
     }
 
-    /// `UnitList.table_bytes`: bytes by table name id and the rest.
+    /// `UnitList.table_bytes`: bytes by table name id and the rest (see tally::TableBytes).
     TableBytes = "TableBytes" {
         /// Bytes of each name id's Table_map and Rows events.
         by_name: Vec<u64>,
-        /// The fast units' other bytes.
+        /// Each name id's share of the envelopes of the fast units that write it.
+        envelope: Vec<u64>,
+        /// The fast units' other bytes, and of those the envelopes shared out (`envelope`).
         framing: u64,
+        shared: u64,
         /// The bytes of the units that are not fast.
         other: u64,
     }

@@ -505,16 +505,18 @@ impl PyUnitList {
             .collect()
     }
 
-    /// Bytes per name id of `names` ids, the fast units' framing bytes, the other units' bytes
-    /// (see tally::table_bytes).
+    /// Bytes per name id of `names` ids, their shares of the fast units' envelopes, the fast
+    /// units' framing bytes, the other units' bytes (see tally::table_bytes).
     fn table_bytes(&self, py: Python<'_>, names: usize) -> TableBytes {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let list = &self.list;
-        let (by_name, framing, other) = py.detach(|| crate::tally::table_bytes(list, &bufs, names));
+        let t = py.detach(|| crate::tally::table_bytes(list, &bufs, names));
         TableBytes {
-            by_name,
-            framing,
-            other,
+            by_name: t.by_name,
+            envelope: t.envelope,
+            framing: t.framing,
+            shared: t.shared,
+            other: t.other,
         }
     }
 
