@@ -477,3 +477,22 @@ pub(super) fn by_keys(
         },
     )
 }
+
+impl From<crate::tally::TableBytes> for TableBytes {
+    fn from(t: crate::tally::TableBytes) -> Self {
+        let crate::tally::TableBytes {
+            by_name,
+            envelope,
+            framing,
+            shared,
+            other,
+        } = t;
+        TableBytes {
+            by_name,
+            envelope,
+            framing,
+            shared,
+            other,
+        }
+    }
+}

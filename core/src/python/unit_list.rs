@@ -510,14 +510,8 @@ impl PyUnitList {
     fn table_bytes(&self, py: Python<'_>, names: usize) -> TableBytes {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let list = &self.list;
-        let t = py.detach(|| crate::tally::table_bytes(list, &bufs, names));
-        TableBytes {
-            by_name: t.by_name,
-            envelope: t.envelope,
-            framing: t.framing,
-            shared: t.shared,
-            other: t.other,
-        }
+        py.detach(|| crate::tally::table_bytes(list, &bufs, names))
+            .into()
     }
 
     /// The latest timestamp of the units' events (tally::max_timestamp).
