@@ -291,13 +291,8 @@ fn holed_unit(
     if u.flags & F_HOLES == 0 || u.flags & DECLINED != 0 || u.flags & ANY_GTID == 0 {
         return false;
     }
-    let kept = tables
-        .get(u.tables_lo as usize..u.tables_hi as usize)
-        .filter(|ids| !ids.is_empty()) // (framing and placeholders alone: see placeholder_unit)
-        .is_some_and(|ids| {
-            ids.iter()
-                .all(|id| keep.get(*id as usize) == Some(&KEEP_KEEP))
-        });
+    // (a unit of framing and placeholders alone names no table: see placeholder_unit)
+    let kept = u.tables_hi > u.tables_lo && tables_kept(u, tables, keep) == Some(true);
     let Some(raw) = buf.get(u.start..u.end).filter(|_| kept) else {
         return false;
     };
@@ -336,6 +331,16 @@ fn holed_unit(
     plan.events += events;
     plan.placeholders += holes;
     true
+}
+
+/// Whether the slave's own rules keep every table of the unit's Table_maps (`tables[lo..hi]`,
+/// `keep` one byte per name id); None where its record's range is not in `tables`.
+fn tables_kept(u: &Unit, tables: &[u32], keep: &[u8]) -> Option<bool> {
+    let ids = tables.get(u.tables_lo as usize..u.tables_hi as usize)?;
+    Some(
+        ids.iter()
+            .all(|id| keep.get(*id as usize) == Some(&KEEP_KEEP)),
+    )
 }
 
 /// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
@@ -388,13 +393,7 @@ pub fn relay_ranges(
             continue;
         }
         if u.flags & F_FAST != 0 {
-            let Some(ids) = tables.get(u.tables_lo as usize..u.tables_hi as usize) else {
-                break;
-            };
-            if !ids
-                .iter()
-                .all(|id| keep.get(*id as usize) == Some(&KEEP_KEEP))
-            {
+            if !tables_kept(u, tables, keep).unwrap_or(false) {
                 break;
             }
         } else {
