@@ -218,6 +218,21 @@ class StatementUnits(_Record):
     def units(self) -> int: ...
 
 
+class StatementPieces:
+    """`statement_pieces`: the keyed statements of a UnitList's statement units, as packed
+    little-endian arrays."""
+
+    @property
+    def bounds(self) -> bytes:
+        """u32 per unit and one more: unit k's statements are [bounds[k], bounds[k + 1])."""
+    @property
+    def keys(self) -> bytes:
+        """u32 per statement: its key id (`StatementUnits.keys`)."""
+    @property
+    def queries(self) -> bytes:
+        """u64 per statement: its Query event's offset in its unit's part's buffer."""
+
+
 class TimeCut(_Record):
     """`UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket."""
 
@@ -1078,6 +1093,12 @@ def gtid_marks(buf: bytearray, start: int, stop: int) -> bytes:
 def mysql_gtids_at(buf: bytes | bytearray, marks: bytes) -> MysqlGtids:
     """The GTIDs of the events at `marks` (packed u64 offsets) of a series writer's block: the
     untagged MySQL ones as runs; `tagged` names (by index) the marks of every other event."""
+
+
+def statement_pieces(units: UnitList, n: int) -> StatementPieces:
+    """The keyed statements of units[:n], after `UnitList.statement_units` (see
+    stmt_units::StmtUnits::statements_into): per statement unit by keys, its keyed Queries in
+    order, each its key id and its Query event's offset; a unit that is not one has none."""
 
 
 def relayed(units: UnitList, row: bytes, start: int, stop: int, skips: bytes, crc: bool) -> Relayed:

@@ -19,6 +19,7 @@ mod scan_thread;
 mod scanner;
 mod sent;
 mod split;
+mod stmt_pieces;
 mod unit_list;
 mod unit_list_reads;
 mod verify_forms;
@@ -90,6 +91,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
     m.add_class::<verify_forms::Relayed>()?;
+    m.add_class::<stmt_pieces::StatementPieces>()?;
     m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     m.add_class::<sent::SendConfig>()?;
     m.add_class::<scanner::AssembleConfig>()?;
@@ -111,6 +113,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unit_list_reads::reaches_key_alone, m)?)?;
     m.add_function(wrap_pyfunction!(unit_list_reads::mysql_gtids_at, m)?)?;
     m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
+    m.add_function(wrap_pyfunction!(stmt_pieces::statement_pieces, m)?)?;
     m.add("UNIT_WORDS", UNIT_WORDS)?;
     m.add("F_FAST", scan::F_FAST)?;
     m.add("F_COMPLETE", scan::F_COMPLETE)?;

@@ -202,6 +202,33 @@ impl StmtUnits {
         Some((content, kept))
     }
 
+    /// Unit k's keyed statements in order, each as (its key id, its Query event's offset in
+    /// `buf`, unit k's part's buffer: after the context events its piece opens with), appended
+    /// to `keys` and `queries`: what `lint` answers a unit's statements from, key by key. False
+    /// (nothing appended) when unit k is not a statement unit by keys, or `buf` is not its buffer.
+    pub fn statements_into(
+        &self,
+        k: usize,
+        buf: &[u8],
+        keys: &mut Vec<u32>,
+        queries: &mut Vec<u64>,
+    ) -> bool {
+        let Some(pieces) = self.of(k) else {
+            return false;
+        };
+        let (had_keys, had_queries) = (keys.len(), queries.len());
+        for p in pieces.iter().filter(|p| p.key != ALWAYS) {
+            let Some(at) = query_at(buf, p) else {
+                keys.truncate(had_keys);
+                queries.truncate(had_queries);
+                return false;
+            };
+            keys.push(p.key);
+            queries.push(at as u64);
+        }
+        true
+    }
+
     /// Adds the key uses of units i..j to `counts` (one per key id).
     pub fn count(&self, i: usize, j: usize, counts: &mut [u32]) {
         for k in i..j {
@@ -270,6 +297,20 @@ impl<'a> ByKeys<'a> {
             .map(|(id, n)| (id as u32, *n))
             .collect()
     }
+}
+
+/// The offset of piece `p`'s Query event in `buf`, past the context events it opens with; None
+/// when `buf` does not hold them.
+fn query_at(buf: &[u8], p: &Piece) -> Option<usize> {
+    let mut at = p.start;
+    for _ in 1..p.events {
+        let size = u32_at(buf, at + 9)? as usize;
+        if size < HEADER_LEN || at + size > p.end {
+            return None;
+        }
+        at += size;
+    }
+    (at + HEADER_LEN <= buf.len().min(p.end)).then_some(at)
 }
 
 /// `StmtUnits::build`'s state: the units read so far, the keys interned.
@@ -478,6 +519,39 @@ mod tests {
         let mut counts = vec![0u32; 2];
         s.count(0, 1, &mut counts);
         assert_eq!(counts, vec![1, 1]);
+    }
+
+    #[test]
+    fn a_units_statements_are_its_keyed_queries() {
+        let mut buf = event(162, &[0u8; 13]);
+        let g = buf.len();
+        buf.extend(query("db1", "BEGIN"));
+        let update = buf.len();
+        buf.extend(query("db1", "UPDATE t SET a=1"));
+        let intvar = buf.len();
+        buf.extend(event(INTVAR, &[0u8; 9]));
+        let insert = buf.len();
+        buf.extend(query("db1", "INSERT INTO u VALUES (1)"));
+        buf.extend(event(XID, &[0u8; 8]));
+        let mut list = UnitList::default();
+        let unit = crate::scan::Unit {
+            start: 0,
+            end: buf.len(),
+            events: 6,
+            flags: F_COMPLETE | F_MARIADB_GTID,
+            gtid_size: g as u32,
+            ..Default::default()
+        };
+        list.add(b"f", 0, &[unit], &[]);
+        let s = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
+        let (mut keys, mut queries) = (vec![7u32], vec![]);
+        assert!(s.statements_into(0, &buf, &mut keys, &mut queries));
+        assert_eq!(keys, vec![7, 0, 1]);
+        assert!(intvar > update);
+        assert_eq!(queries, vec![update as u64, insert as u64]);
+        assert!(!s.statements_into(1, &buf, &mut keys, &mut queries));
+        assert!(!s.statements_into(0, &buf[..insert], &mut keys, &mut queries));
+        assert_eq!(keys.len(), 3, "nothing appended for a unit not read whole");
     }
 
     #[test]

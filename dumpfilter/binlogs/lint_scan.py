@@ -23,20 +23,22 @@ CREATE/ALTER/DROP/RENAME TABLE, indexes, triggers, views), only those tables' bi
 the next units are fed as they come until a window of them is past, then every bit is asked again
 (`_Lint.refresh`): a run of DDL costs what the Linter alone costs. Safety is asked once per table name and per
 key of a buffer (a keep byte each), and the core answers per unit in bulk (`UnitList.rows`,
-`UnitList.statement_rows`): Python loops only over the units fed or looked at.
+`UnitList.statement_rows`): Python loops only over the units fed or looked at. A keyed unit the bits
+cannot rule out (it breaks, or diverges) is answered from its keys' verdicts where each key has one
+(`binlogs.lint_keyed`: the Linter's reading of a key's statement, asked once per key while the state
+holds), not decoded nor fed.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
-import re
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.lint_keyed import Heads, KeyVerdicts, Pieces, head_passes
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -62,9 +64,6 @@ _SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
 _QUOTES = ("`", "'", '"')
 _LISTS_KEPT = 10_000  # column-list texts remembered per Linter
 _MISSING = object()
-# An INSERT/REPLACE word up to the first `)` anywhere in a buffer, lower-cased (a literal start): a
-# superset of the keyed INSERTs' heads (`_listed`); a head that does not check out sends its units alone.
-_HEADS = (re.compile(rb"insert\b[^)]{0,4096}\)?"), re.compile(rb"replace\b[^)]{0,4096}\)?"))
 # `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
 _Shape = _core.StatementShape
 _K = TypeVar("_K")  # a class cache's key (`_depends`)
@@ -76,8 +75,9 @@ class LintScanStats:
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
     that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
     looked at one at a time per linter (fed only when one fails), `bulk` those cleared by the
-    INSERT heads of their buffer, read once (`_Heads`), `refreshes` how often each linter's safe bits
-    were asked (once per buffer, and once per window of units after a state change),
+    INSERT heads of their buffer, read once (`Heads`), `refreshes` how often each linter's safe bits
+    were asked (once per buffer, and once per window of units after a state change), `answered`
+    the keyed units answered per linter from their keys' verdicts, not fed (binlogs.lint_keyed),
     `bytes_scanned` the bytes read and scanned."""
 
     scans: int = 0
@@ -88,6 +88,7 @@ class LintScanStats:
     checked: list[int] | None = None
     bulk: list[int] | None = None  # keyed units whose INSERT heads checked out in their buffer's read, none alone
     refreshes: list[int] | None = None
+    answered: list[int] | None = None
 
 
 class _Lint:
@@ -113,7 +114,7 @@ class _Lint:
         self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
         self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
         self.key_shapes: dict[bytes, tuple[tuple[str, ...], bool]] = {}  # a _COLUMNS key's (columns, count_ok)
-        self.heads: _Heads | None = None  # the INSERT heads of the buffer being fed (`_bulk_cleared`)
+        self.heads: Heads | None = None  # the INSERT heads of the buffer being fed (`_bulk_cleared`)
         self.bulk = 0       # check units cleared by their buffer's heads, none looked at alone
         self.fed = 0
         self.checked = 0
@@ -121,8 +122,10 @@ class _Lint:
         self.refreshes = 0
         self.first_break = False  # fed no more once it has a break
         self.done = False
+        self.keyed = KeyVerdicts(linter)  # the keyed units it answers from their keys' verdicts
 
     def forget(self) -> None:
+        self.keyed.forget()
         self.names = bytearray()
         self.key_cache.clear()
         self.key_shapes.clear()
@@ -300,46 +303,18 @@ class _Lint:
         self.need = need
 
     def _bulk_cleared(self, check: bytes, shapes: list[tuple[tuple[str, ...], bool]]) -> bytes:
-        """`check` less the units whose INSERT heads (`_Heads`: no quote, the list in every _COLUMNS key's
+        """`check` less the units whose INSERT heads (`Heads`: no quote, the list in every _COLUMNS key's
         columns, or no list and every count matching) pass `statement_safe` whatever their keys."""
         heads = self.heads
         assert heads is not None  # (set by _lint_units)
         allowed = set(shapes[0][0]).intersection(*(columns for columns, _ in shapes[1:]))
         count_ok = all(ok for _, ok in shapes)
-        failing = [head for head in heads._positions() if not _head_passes(head, allowed, count_ok)]
+        failing = [head for head in heads.positions() if not head_passes(head, allowed, count_ok)]
         kept = bytearray(len(check))
         for k in (k for k in heads.units_holding(failing) if 0 <= k < len(check)):
             kept[k] = check[k]
         self.bulk += sum(check) - sum(kept)
         return bytes(kept)
-
-
-def _head_passes(head: bytes, allowed: set[str], count_ok: bool) -> bool:
-    listed = None if not head.endswith(b")") or any(q in head for q in (b"`", b"'", b'"')) \
-        else insert_column_list(decode_text(head))
-    return listed is not None and (all(column.lower() in allowed for column in listed) if listed else count_ok)
-
-
-class _Heads:
-    """The INSERT/REPLACE heads (`_HEADS`) of one buffer by text, read once for every Linter."""
-
-    def __init__(self, units: UnitList, n: int, buf: Buffer):
-        self.units, self.n, self.buf = units, n, buf
-        self._found: dict[bytes, list[int]] | None = None
-        self._starts: list[int] | None = None
-
-    def _positions(self) -> dict[bytes, list[int]]:
-        if self._found is None:
-            low, self._found = bytes(self.buf).lower(), {}
-            for match in (m for pattern in _HEADS for m in pattern.finditer(low)):
-                self._found.setdefault(match.group(), []).append(match.start())
-        return self._found
-
-
-    def units_holding(self, heads: list[bytes]) -> set[int]:
-        starts = self._starts = self._starts or ([self.units.unit(k).start for k in range(self.n)] if heads else [])
-        found = self._positions()
-        return {bisect_right(starts, at) - 1 for head in heads for at in found[head]}
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
@@ -362,6 +337,7 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
     stats.checked = [lint.checked for lint in lints]
     stats.bulk = [lint.bulk for lint in lints]
     stats.refreshes = [lint.refreshes for lint in lints]
+    stats.answered = [lint.keyed.answered for lint in lints]
     return [linter.breaks for linter in linters]
 
 
@@ -529,7 +505,7 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
     keys, _ = units.statement_units(formats)
     # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
     structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
-    heads = _Heads(units, n, buf)
+    heads, pieces = Heads(units, n, buf), None
     for lint in lints:
         lint.heads = heads
         lint.refresh(units, names, keys)
@@ -565,6 +541,10 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
             fed = [lint for lint in lints if lint.horizon >= k
                    or (lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt))]
             changes = structural[k] == ROW_SLOW
+        wanted = fed
+        if fed and lone is None and not changes:  # a statement unit by keys: answered from its keys' verdicts?
+            pieces = pieces or Pieces(units, n, keys)
+            fed = [lint for lint in wanted if not lint.keyed.answer(k, units, pieces, buf, base, u, name, fmt)]
         if fed:
             events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
             txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
@@ -579,13 +559,15 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
                     if touched is None:  # anything may have changed: every bit asked again later
                         lint.forget()
                         lint.horizon = k + window
-                    elif touched and lint.horizon < 0:  # only these tables' bits
-                        lint.invalidate(touched, units, names, keys)
-                if lint.first_break and lint.linter.breaks:
-                    lint.done = True
-            if any(lint.done for lint in fed):
-                lints = [lint for lint in lints if not lint.done]
-                if not lints:
-                    return fmt
+                    elif touched:  # only these tables' bits, and verdicts
+                        lint.keyed.forget(touched)
+                        if lint.horizon < 0:
+                            lint.invalidate(touched, units, names, keys)
+        for lint in wanted:
+            lint.done = lint.done or bool(lint.first_break and lint.linter.breaks)
+        if any(lint.done for lint in wanted):
+            lints = [lint for lint in lints if not lint.done]
+            if not lints:
+                return fmt
         k += 1
     return fmt

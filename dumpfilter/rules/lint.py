@@ -26,6 +26,7 @@ What the server does, and this module follows:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -38,9 +39,9 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import applied_db
 from dumpfilter.rules.lcase import folded_info, folded_ref, folded_schema
 from dumpfilter.rules.lint_divergence import Breaks, Divergence
+from dumpfilter.rules.lint_records import Break as Break, Cause as Cause, Verdict  # (Break, Cause: importers name this module)
 from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import TransactionFilter, is_framing
@@ -49,51 +50,6 @@ TableRef = tuple[str, str]
 
 # A statement of a transaction the replica already stopped in: never applied there.
 _NOT_APPLIED = Decision(False, "the replica stopped earlier in this transaction")
-
-
-@dataclass(frozen=True)
-class Cause:
-    """The skipped event that left the replica without the object: its file, position and deciding rule.
-    `file`/`pos` are None when the object was absent from (or, for 1007/1050, in) the replica's
-    starting schema (--schema, or --replica-schema when the replica's differs from the master's)."""
-
-    file: str | None
-    pos: int | None
-    rule: str
-    reason: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {"file": self.file, "pos": self.pos, "rule": self.rule, "reason": self.reason}
-
-
-@dataclass(frozen=True)
-class Break:
-    """Where a replica with these rules stops: `pos` is the start of the failing transaction (what
-    Exec_Master_Log_Pos shows once the SQL thread has stopped on it)."""
-
-    file: str
-    pos: int
-    gtid: str | None
-    errno: int
-    message: str
-    cause: Cause | None
-    event_pos: int = 0
-    statement: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {"file": self.file, "pos": self.pos, "gtid": self.gtid, "errno": self.errno,
-                "message": self.message, "cause": self.cause.to_json() if self.cause else None,
-                "event_pos": self.event_pos, "statement": self.statement}
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.pos}" + (f" (GTID {self.gtid})" if self.gtid else "")
-        text = f"{where}: error {self.errno}: {self.message}"
-        if self.statement:
-            text += f"\n  statement: {one_line(self.statement, 160)}"
-        if self.cause is not None:
-            at = f"{self.cause.file}:{self.cause.pos}" if self.cause.file else "the starting schema"
-            text += f"\n  cause: {at}: {self.cause.reason or self.cause.rule}"
-        return text
 
 
 class _Recorder(Decider):
@@ -267,31 +223,68 @@ class Linter:
         sql = event.sql or ""
         db = event.db or ""
         thread = event.query.thread_id
+        return self.act(self._read(sql, db, decision, thread), file, txn.start_pos, txn.gtid, outer.pos, sql, db,
+                        thread, inherited)
+
+    def _read(self, sql: str, db: str, decision: Decision, thread: int) -> Verdict:
+        """What the Linter reads of a Query (text `sql`, default database `db`) before it acts on it."""
         replica_db = self._replica_db(db)
         primary_info = statement_tables(sql, db)
         replica_info = statement_tables(sql, replica_db) if replica_db != db else primary_info
         replica_info = folded_info(replica_info) if self.fold else replica_info
+        problem = self._check(sql, primary_info, replica_info, thread) if decision.apply else None
+        return Verdict(decision, replica_db, primary_info, replica_info, problem)
+
+    def key_verdict(self, db: str, sql: str) -> Verdict | None:
+        """The verdict of every statement of a keyed DML statement's key (`_core.StatementKey`: its
+        kind, default database and one table, none read), read off one of them (`sql` under default
+        database `db`) with the state as it is, for `act`, while the state holds (no DDL fed since).
+        None where statements of one key may be read otherwise: rules that do not decide statements
+        by key, a temporary table of some session (it may shadow the key's table), a text that is not a
+        single-table write, an INSERT/REPLACE whose column list or count `_insert_shape` checks. The
+        statements it answers change no state, applied or not (`_skipped`, `_kept` and the models act
+        on DDL only): a unit's statements after its break leave nothing."""
+        if not self.engine.keys_statements or self.primary.temps or self.replica.temps:
+            return None
+        decision = self.engine.decide_statement_key(sql, db)
+        verdict = self._read(sql, db, decision, 0)
+        for info in (verdict.primary, verdict.replica):
+            if info.kind not in _KEYED or not info.parse_ok or info.temporary or info.read or len(info.updated) != 1:
+                return None
+        if decision.apply and verdict.primary.kind in (Kind.INSERT, Kind.REPLACE) \
+                and self._shape_known(verdict.replica.updated[0]):
+            return None
+        counted = Divergence(self.engine.rules)  # whether `note` counts its statements: asked of `note`
+        counted.note(self, "", None, 0, sql, db, verdict.primary, decision, 0)
+        return dataclasses.replace(verdict, notes=bool(counted.groups))
+
+    def act(self, verdict: Verdict, file: str, start_pos: int, gtid: str | None, pos: int, sql: str, db: str,
+            thread: int, inherited: Cause | None = None) -> bool:
+        """What the Linter does with a Query it read (`verdict`, of text `sql` under default database
+        `db`, by master thread `thread`), at `pos` of the transaction at `start_pos` of `file`:
+        `feed`'s for each Query, and for a statement of a key answered by `key_verdict`. Returns
+        whether the replica stops there."""
+        decision, primary_info, replica_info = verdict.decision, verdict.primary, verdict.replica
         if self.touched is not None:
             self._touch(sql, primary_info, replica_info)
         if not decision.apply:
             cause = inherited if decision is _NOT_APPLIED else \
-                Cause(file, outer.pos, decision.rule or "rule", f"skipped, {decision.reason}")
+                Cause(file, pos, decision.rule or "rule", f"skipped, {decision.reason}")
             self._skipped(sql, primary_info, replica_info, thread, cause)
             self._observe(self.primary, sql, db, primary_info, thread)
             if decision is not _NOT_APPLIED:
-                self.breaks.divergence.note(self, file, txn.gtid, outer.pos, sql, db, primary_info, decision, thread)
+                self.breaks.divergence.note(self, file, gtid, pos, sql, db, primary_info, decision, thread)
             return False
-        problem = self._check(sql, primary_info, replica_info, thread)
-        if problem is not None:
-            errno, message, cause = problem
-            self.breaks.append(Break(file, txn.start_pos, txn.gtid, errno, message, cause, outer.pos, sql))
+        if verdict.problem is not None:
+            errno, message, cause = verdict.problem
+            self.breaks.append(Break(file, start_pos, gtid, errno, message, cause, pos, sql))
             # The statement never ran on the replica: what it would have created is missing from now on,
             # for the same cause.
             self._skipped(sql, primary_info, replica_info, thread, cause)
             self._observe(self.primary, sql, db, primary_info, thread)
             return True
         self._kept(sql, replica_info, thread)
-        self.breaks.divergence.note(self, file, txn.gtid, outer.pos, sql, db, primary_info, decision, thread)
+        self.breaks.divergence.note(self, file, gtid, pos, sql, db, primary_info, decision, thread)
         if primary_info.kind is Kind.CREATE_TABLE and not primary_info.temporary and primary_info.updated \
                 and replica_info.updated and primary_info.updated[0] != replica_info.updated[0] \
                 and not self.replica.model.knows(*primary_info.updated[0]):
@@ -301,9 +294,9 @@ class Linter:
             rule = "REWRITE" if self.engine.settings.semantics == "effective" and self.engine.rules.effective_rewrite \
                 else "replicate-rewrite-db"  # as the rule was written: WL#2516 REWRITE= or the mysqld option
             self.absent_tables.setdefault(primary_info.updated[0], Cause(
-                file, outer.pos, rule, f"{rule}: created as '{new[0]}.{new[1]}' on the replica"))
+                file, pos, rule, f"{rule}: created as '{new[0]}.{new[1]}' on the replica"))
         self._observe(self.primary, sql, db, primary_info, thread)
-        self._observe(self.replica, sql, replica_db, replica_info, thread)
+        self._observe(self.replica, sql, verdict.replica_db, replica_info, thread)
         return False
 
     def _touch(self, sql: str, *infos: StatementInfo) -> None:
@@ -522,7 +515,7 @@ class Linter:
     def _insert_shape(self, sql: str, pair: tuple[TableRef, TableRef], thread: int
                       ) -> tuple[int, str, Cause | None] | None:
         primary_ref, ref = pair
-        if self._is_temp(thread, primary_ref):
+        if self._is_temp(thread, primary_ref) or not self._shape_known(ref):
             return None
         replica_columns = self.replica.model.columns(*ref)
         listed = insert_column_list(sql)
@@ -549,6 +542,11 @@ class Linter:
             return None
         return 1136, "Column count doesn't match value count at row 1", self.shape_causes.get(ref)
 
+    def _shape_known(self, ref: TableRef) -> bool:
+        """Whether `_insert_shape` has anything to hold an INSERT into the replica's `ref` to: its
+        columns, or the columns skipped ALTERs gave the primary's over it."""
+        return self.replica.model.columns(*ref) is not None or bool(self.column_delta.get(ref))
+
     def _table_map(self, file: str, txn: Transaction, event: Event, db: str, table: str) -> bool:
         ref = self._replica_table(db, table)
         present, cause = self._table_state(ref)
@@ -564,6 +562,7 @@ class Linter:
 # DDL), and the DDL whose changes stay with the tables it names (`Linter._touch`).
 _STATELESS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
                         Kind.LOAD_DATA, Kind.TABLE_MAINTENANCE, Kind.ACCOUNT, Kind.SET, Kind.TRANSACTION})
+_KEYED = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE})  # the kinds `key_verdict` answers
 _TABLE_DDL = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
                         Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW,
                         Kind.DROP_VIEW})
