@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
     # A rule that can match no table (`db.`) is accepted, as mysqld accepts it: said, not a break.
     warnings = rule_warnings(ruleset_from_args(args)[0])
     divergence = getattr(breaks, "divergence", None)
-    if not emit_json(args, {"breaks": [b.to_json() for b in breaks],
-                            "divergence": divergence.to_json() if divergence is not None else None,
-                            "warnings": warnings}):
+    if not emit_json(args, lambda: {"breaks": [b.to_json() for b in breaks],
+                                    "divergence": divergence.to_json() if divergence is not None else None,
+                                    "warnings": warnings}):
         print_breaks(breaks, warnings)
     return 1 if breaks else 0
 
