@@ -119,6 +119,19 @@ fuzz_target!(|data: &[u8]| {
     let stmt_keep: Vec<u8> = (0..stmt.keys.len())
         .map(|i| ((control as usize) + i) as u8 % 4)
         .collect();
+    // lint's reading of each unit's keyed statements (`statements_into`): key ids it interned,
+    // Query offsets inside the buffer, nothing appended where it declines.
+    let (mut keys, mut queries) = (Vec::new(), Vec::new());
+    for k in 0..out.units.len() + 1 {
+        let (kl, ql) = (keys.len(), queries.len());
+        if stmt.statements_into(k, &buf, &mut keys, &mut queries) {
+            assert_eq!(keys.len() - kl, queries.len() - ql);
+            assert!(keys[kl..].iter().all(|&id| (id as usize) < stmt.keys.len()));
+            assert!(queries[ql..].iter().all(|&q| q as usize + 19 <= buf.len()));
+        } else {
+            assert_eq!((keys.len(), queries.len()), (kl, ql));
+        }
+    }
     let mut by_keys = _core::stmt_units::ByKeys::new(&stmt, &stmt_keep);
     let a = assemble(
         &buf,
