@@ -67,8 +67,6 @@ class DumpServiceCollector:
                                    labels=["slave", "filter_name"])
         behind = GaugeMetricFamily("dumpfilter_slave_bytes_behind", "Master binlog bytes not yet streamed",
                                    labels=["slave"])
-        connected = GaugeMetricFamily("dumpfilter_connected_slaves", "Slaves with a running Dump stream")
-        registered = GaugeMetricFamily("dumpfilter_registered_slaves", "Registered slaves")
         streaming, hidden_slaves = 0, 0
         hidden: Counter[str] = Counter()
         hidden_hits: Counter[str] = Counter()
@@ -86,10 +84,10 @@ class DumpServiceCollector:
             self._add(str(slave.server_id), values, stats.rule_hits, families, events, hits, behind)
         if hidden_slaves:
             self._add(HIDDEN, hidden, hidden_hits, families, events, hits, behind)
-        connected.add_metric([], streaming)
-        registered.add_metric([], len(rows))
         yield from families.values()
-        yield from (events, hits, behind, connected, registered)
+        yield from (events, hits, behind,
+                    GaugeMetricFamily("dumpfilter_connected_slaves", "Slaves with a running Dump stream", value=streaming),
+                    GaugeMetricFamily("dumpfilter_registered_slaves", "Registered slaves", value=len(rows)))
         yield from self._segments()
         yield from self._source()
         yield from self._logins()
@@ -99,14 +97,13 @@ class DumpServiceCollector:
     def _segments(self) -> Iterator[Metric]:
         """The shared segment cache: segments scanned, and segments served without a scan."""
         segments = self.service.segments
-        scans = CounterMetricFamily("dumpfilter_segment_scans", "Binlog segments scanned (read, CRCs checked, grouped)")
-        scans.add_metric([], segments.reads)
-        hits = CounterMetricFamily("dumpfilter_segment_hits", "Segments a stream took without scanning them")
-        hits.add_metric([], segments.hits)
-        kept = CounterMetricFamily("dumpfilter_segment_kept_hits",
-                                   "Of the hits, segments the cache had let go and kept by their scan")
-        kept.add_metric([], segments.kept_hits)
-        yield from (scans, hits, kept)
+        yield from (
+            CounterMetricFamily("dumpfilter_segment_scans", "Binlog segments scanned (read, CRCs checked, grouped)",
+                                value=segments.reads),
+            CounterMetricFamily("dumpfilter_segment_hits", "Segments a stream took without scanning them",
+                                value=segments.hits),
+            CounterMetricFamily("dumpfilter_segment_kept_hits",
+                                "Of the hits, segments the cache had let go and kept by their scan", value=segments.kept_hits))
 
     def _source(self) -> Iterator[Metric]:
         """`master serve --source`: whether the series can grow, and how often it could not."""
@@ -114,31 +111,30 @@ class DumpServiceCollector:
         if source is None:
             return
         status = source.status()
-        full = GaugeMetricFamily("dumpfilter_source_series_full",
-                                 "1 while the local series cannot grow (a full disk, a quota, a file size limit): "
-                                 "nothing is taken from the primary, slaves are served what the series holds")
-        full.add_metric([], status["state"] == "full")
-        stalls = CounterMetricFamily("dumpfilter_source_series_full_stalls",
-                                     "Times the local series could not grow and taking from the primary stopped")
-        stalls.add_metric([], status["full_stalls"])
-        streaming = GaugeMetricFamily("dumpfilter_source_streaming", "1 while the primary's dump is being written")
-        streaming.add_metric([], status["state"] == "streaming")
-        reconnects = CounterMetricFamily("dumpfilter_source_reconnects", "Reconnections to the primary")
-        reconnects.add_metric([], status["reconnects"])
-        size = GaugeMetricFamily("dumpfilter_series_bytes", "The local series' size on disk")
-        size.add_metric([], status["series_bytes"])
-        purged = CounterMetricFamily("dumpfilter_series_purged_files",
-                                     "Series files purged by --expire-logs-seconds / --max-series-bytes")
-        purged.add_metric([], status["purged_files"])
-        forced = CounterMetricFamily("dumpfilter_series_forced_purges",
-                                     "Series files purged while a slave still read them (--max-series-bytes)")
-        forced.add_metric([], status["forced_purges"])
-        switches = CounterMetricFamily("dumpfilter_source_switches", "Moves to another --source candidate")
-        switches.add_metric([], status["switches"])
-        changed = GaugeMetricFamily("dumpfilter_source_changed_time_seconds",
-                                    "When the current --source became current (Unix time)")
-        changed.add_metric([], datetime.fromisoformat(status["changed_at"]).timestamp())
-        yield from (full, stalls, streaming, reconnects, size, purged, forced, switches, changed)
+        yield from (
+            GaugeMetricFamily("dumpfilter_source_series_full",
+                              "1 while the local series cannot grow (a full disk, a quota, a file size limit): "
+                              "nothing is taken from the primary, slaves are served what the series holds",
+                              value=status["state"] == "full"),
+            CounterMetricFamily("dumpfilter_source_series_full_stalls",
+                                "Times the local series could not grow and taking from the primary stopped",
+                                value=status["full_stalls"]),
+            GaugeMetricFamily("dumpfilter_source_streaming", "1 while the primary's dump is being written",
+                              value=status["state"] == "streaming"),
+            CounterMetricFamily("dumpfilter_source_reconnects", "Reconnections to the primary",
+                                value=status["reconnects"]),
+            GaugeMetricFamily("dumpfilter_series_bytes", "The local series' size on disk", value=status["series_bytes"]),
+            CounterMetricFamily("dumpfilter_series_purged_files",
+                                "Series files purged by --expire-logs-seconds / --max-series-bytes",
+                                value=status["purged_files"]),
+            CounterMetricFamily("dumpfilter_series_forced_purges",
+                                "Series files purged while a slave still read them (--max-series-bytes)",
+                                value=status["forced_purges"]),
+            CounterMetricFamily("dumpfilter_source_switches", "Moves to another --source candidate",
+                                value=status["switches"]),
+            GaugeMetricFamily("dumpfilter_source_changed_time_seconds",
+                              "When the current --source became current (Unix time)",
+                              value=datetime.fromisoformat(status["changed_at"]).timestamp()))
         if self.viewer is not None and self.viewer.admin:  # where the primary is: the operator's
             current = GaugeMetricFamily("dumpfilter_source_current", "The --source being read (1), by address",
                                         labels=["source"])
@@ -177,8 +173,7 @@ class DumpServiceCollector:
         for where in ("pool", "inline"):
             checks.add_metric([where], counts["checks"].get(where, 0))
         held = CounterMetricFamily("dumpfilter_logins_refused_held", "Refusals without a check whose answer was "
-                                   "held (up to [login] hold_seconds, on the guard's few hold slots)")
-        held.add_metric([], counts["held"])
+                                   "held (up to [login] hold_seconds, on the guard's few hold slots)", value=counts["held"])
         backing_off = GaugeMetricFamily("dumpfilter_login_backoff_keys", "Keys waiting before their next password "
                                         "check (delayed) or refused for a while (blocked)", labels=["key", "state"])
         for key in ("addresses", "identities", "pairs"):
@@ -284,8 +279,8 @@ class DumpServiceCollector:
             for name in _LINT_STATES:
                 state.add_metric([HIDDEN, name], hidden[name])
         restarts = CounterMetricFamily("dumpfilter_lint_worker_restarts",
-                                       "Times the lint worker process was started again after it ended")
-        restarts.add_metric([], lint.worker_restarts())
+                                       "Times the lint worker process was started again after it ended",
+                                       value=lint.worker_restarts())
         yield from (offset, number, lag, files, state, breaks, shared, restarts)
 
 
