@@ -12,7 +12,6 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     import grpc
@@ -44,27 +43,11 @@ def add_connection_options(parser: argparse.ArgumentParser, *, master_required: 
                         help="deadline of each call (default 10)")
 
 
-def _read(path: Path | None, option: str) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidArgumentError(f"{option} {path}: {exc.strerror}") from None
-
-
 def open_channel(master: str, ssl_ca: Path | None = None, ssl_cert: Path | None = None,
                  ssl_key: Path | None = None) -> grpc.Channel:
-    import grpc
+    from dumpfilter.wire import client_channel
 
-    options = [("grpc.max_receive_message_length", 64 << 20)]
-    if ssl_ca or ssl_cert or ssl_key:
-        if bool(ssl_cert) != bool(ssl_key):
-            raise InvalidArgumentError("--ssl-cert and --ssl-key go together")
-        creds = grpc.ssl_channel_credentials(_read(ssl_ca, "--ssl-ca"), _read(ssl_key, "--ssl-key"),
-                                             _read(ssl_cert, "--ssl-cert"))
-        return grpc.secure_channel(master, creds, options=options)
-    return grpc.insecure_channel(master, options=options)
+    return client_channel(master, [("grpc.max_receive_message_length", 64 << 20)], ssl_ca, ssl_cert, ssl_key)
 
 
 @dataclass

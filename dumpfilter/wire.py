@@ -1,8 +1,10 @@
 """Conversions between the protobuf contract (dumpfilter.v1) and rule-set, skip-policy and schema
-values, shared by the master's servicer and the slave client."""
+values, shared by the master's servicer and the slave client; and the TLS files either end reads,
+with the client channel to the master (the slave's and the operator commands')."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from dumpfilter.errors import InvalidArgumentError, RuleError
@@ -15,6 +17,8 @@ MAX_COLUMNS = 4096           # columns of a table (InnoDB's limit is lower, MySQ
 NAME_MAX = 64                # an identifier's characters (MySQL and MariaDB)
 
 if TYPE_CHECKING:  # loaded when a schema travels, not with the slave client
+    import grpc
+
     from dumpfilter.rules.schema import SchemaModel
 
 
@@ -101,3 +105,27 @@ def schema_from_proto(message: dump_pb2.ReplicaSchema, field: str = "replica_sch
     from dumpfilter.rules.schema import SchemaModel
 
     return SchemaModel.from_tables(databases, tables, "the replica's schema (Register)")
+
+
+def read_pem(path: str | Path, option: str, error: type[InvalidArgumentError] = InvalidArgumentError) -> bytes:
+    """The TLS file (PEM) `option` names; where it cannot be read, `error` names the option and the file."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise error(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+def client_channel(target: str, options: list[tuple[str, Any]], ssl_ca: str | Path | None = None,
+                   ssl_cert: str | Path | None = None, ssl_key: str | Path | None = None, *,
+                   error: type[InvalidArgumentError] = InvalidArgumentError) -> grpc.Channel:
+    """A channel to the master at `target`: TLS with --ssl-ca, mTLS with --ssl-cert and --ssl-key
+    (which go together), plaintext without them."""
+    import grpc
+
+    if not (ssl_ca or ssl_cert or ssl_key):
+        return grpc.insecure_channel(target, options=options)
+    if bool(ssl_cert) != bool(ssl_key):
+        raise error("--ssl-cert and --ssl-key go together")
+    pems = [read_pem(path, option, error) if path else None
+            for path, option in ((ssl_ca, "--ssl-ca"), (ssl_key, "--ssl-key"), (ssl_cert, "--ssl-cert"))]
+    return grpc.secure_channel(target, grpc.ssl_channel_credentials(*pems), options=options)

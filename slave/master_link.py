@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from pathlib import Path
 
 import grpc
 
@@ -92,8 +91,3 @@ def master_error(exc: grpc.RpcError) -> DumpFilterError:
     return MasterError(code.name, details)
 
 
-def read_credential(path: str | Path, what: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise RuleError(f"{what} {path}: {exc.strerror or exc}") from None

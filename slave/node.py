@@ -26,7 +26,7 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import Scanner, UnitRecord, UnitScan
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES, Transaction
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import rules_to_proto, schema_to_proto, skip_policy_to_proto
+from dumpfilter.wire import client_channel, rules_to_proto, schema_to_proto, skip_policy_to_proto
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
 from dumpfilter.skip_policy import is_placeholder
 from dumpfilter.slave.filter_view import filters_in_force
@@ -46,7 +46,7 @@ from dumpfilter.slave.status import (
 from dumpfilter.slave.config import Counters, SlaveConfig
 from dumpfilter.slave.apply import ApplyError, apply_relay, parse_mysql_url
 from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY, USER_KEY, LinkTimeoutError,
-                                          MasterError, NetWatch, master_error, read_credential, say)
+                                          MasterError, NetWatch, master_error, say)
 from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.rules.walk_driver import Driver
 
@@ -155,15 +155,7 @@ class Slave:
                    # completion queue: by default a channel thread takes each one and wakes the
                    # reader, a thread hop on the path of every live batch.
                    (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
-        if cfg.tls_ca or cfg.tls_cert or cfg.tls_key:
-            if bool(cfg.tls_cert) != bool(cfg.tls_key):
-                raise RuleError("--ssl-cert and --ssl-key go together")
-            creds = grpc.ssl_channel_credentials(
-                read_credential(cfg.tls_ca, "--ssl-ca") if cfg.tls_ca else None,
-                read_credential(cfg.tls_key, "--ssl-key") if cfg.tls_key else None,
-                read_credential(cfg.tls_cert, "--ssl-cert") if cfg.tls_cert else None)
-            return grpc.secure_channel(cfg.master, creds, options=options)
-        return grpc.insecure_channel(cfg.master, options=options)
+        return client_channel(cfg.master, options, cfg.tls_ca, cfg.tls_cert, cfg.tls_key, error=RuleError)
 
     def _metadata(self) -> list[tuple[str, str]]:
         cfg = self.config

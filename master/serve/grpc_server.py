@@ -24,7 +24,7 @@ from grpc_reflection.v1alpha import reflection
 from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
+from dumpfilter.wire import read_pem, rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
 from dumpfilter.master.login_guard import HOLD_SLOTS, ChecksBusy, LoginThrottled
 from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import Identity, MasterPolicy
@@ -421,13 +421,6 @@ def parse_listen(listen: str) -> tuple[str, int]:
     return host, port
 
 
-def _read(path: str | Path, what: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidArgumentError(f"{what} {path}: {exc.strerror or exc}") from None
-
-
 def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy: str | Path | MasterPolicy | None = None,
                   tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
                   tls_client_ca: str | Path | None = None, max_streams: int = 64,
@@ -467,11 +460,11 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
         if tls_cert or tls_key:
             if not (tls_cert and tls_key):
                 raise InvalidArgumentError("--tls-cert and --tls-key go together")
-            root = _read(tls_client_ca, "--tls-client-ca") if tls_client_ca else None
-            chain = _read(tls_cert, "--tls-cert")
+            root = read_pem(tls_client_ca, "--tls-client-ca") if tls_client_ca else None
+            chain = read_pem(tls_cert, "--tls-cert")
             for problem in certificate_date_problems(chain):
                 log.warning("--tls-cert %s: %s", tls_cert, problem)
-            creds = grpc.ssl_server_credentials([(_read(tls_key, "--tls-key"), chain)],
+            creds = grpc.ssl_server_credentials([(read_pem(tls_key, "--tls-key"), chain)],
                                                 root_certificates=root, require_client_auth=root is not None)
             port = server.add_secure_port(listen, creds)
         else:
