@@ -204,18 +204,7 @@ def write_report(rows: list[dict[str, Any]], out: Path, fmt: str = "csv", source
     from dumpfilter.charts import policy_chart
 
     out.mkdir(parents=True, exist_ok=True)
-    if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        table_path = out / "bandwidth.parquet"
-        pq.write_table(pa.Table.from_pylist(rows), table_path)
-    else:
-        table_path = out / "bandwidth.csv"
-        with open(table_path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
+    table_path = _write_table(rows, COLUMNS, out / "bandwidth", fmt)
     if not charts:
         return [table_path]
     chart = out / "bandwidth.png"
