@@ -72,10 +72,11 @@ def _die_by_sigterm() -> None:
 
 
 @contextlib.contextmanager
-def _sigterm_tears_down() -> Iterator[None]:
+def _sigterm_tears_down(made: list[Any], stop: Callable[[Any], None]) -> Iterator[None]:
     """While a fixture lives, SIGTERM (left at its default, which ends pytest with no teardown: the
     slaves' relay directories and the servers' data stayed) raises in the main thread as Ctrl-C
-    does; the previous handler is back once the last one is torn down."""
+    does; when it ends, what it `made` is stopped (`_stop_all`), then the previous handler is back
+    once the last one is torn down."""
     global _alive, _previous_sigterm
     installed = False
     if _alive == 0:
@@ -88,10 +89,13 @@ def _sigterm_tears_down() -> Iterator[None]:
     try:
         yield
     finally:
-        if installed or _alive:
-            _alive -= 1
-            if _alive == 0 and signal.getsignal(signal.SIGTERM) is _on_sigterm:
-                signal.signal(signal.SIGTERM, _previous_sigterm)
+        try:
+            _stop_all(made, stop)
+        finally:
+            if installed or _alive:
+                _alive -= 1
+                if _alive == 0 and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                    signal.signal(signal.SIGTERM, _previous_sigterm)
 
 
 @pytest.fixture
@@ -124,11 +128,8 @@ def dumpfilter_master() -> Iterator[Callable[..., Master]]:
         masters.append(master)
         return master.start()
 
-    with _sigterm_tears_down():
-        try:
-            yield make
-        finally:
-            _stop_all(masters, lambda master: master.stop())
+    with _sigterm_tears_down(masters, lambda master: master.stop()):
+        yield make
 
 
 @pytest.fixture
@@ -145,11 +146,8 @@ def dumpfilter_slave() -> Iterator[Callable[..., Slave]]:
         slaves.append(slave)
         return slave
 
-    with _sigterm_tears_down():
-        try:
-            yield make
-        finally:
-            _stop_all(slaves, lambda slave: slave.close())
+    with _sigterm_tears_down(slaves, lambda slave: slave.close()):
+        yield make
 
 
 @pytest.fixture
@@ -169,8 +167,5 @@ def dumpfilter_replica() -> Iterator[Callable[..., Replica]]:
         replicas.append(replica)
         return replica.start()
 
-    with _sigterm_tears_down():
-        try:
-            yield make
-        finally:
-            _stop_all(replicas, lambda replica: replica.stop())
+    with _sigterm_tears_down(replicas, lambda replica: replica.stop()):
+        yield make
