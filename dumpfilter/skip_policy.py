@@ -286,9 +286,7 @@ class EmptyTransaction(SkipPolicy):
         counts.empty_transaction_bytes += walked.skip_bytes
 
     def relayed(self, txn: Transaction, result: FilterResult, reference: TransactionFilter) -> list[Event] | None:
-        from dumpfilter.rules.transaction_filter import EMPTIED
-
-        return result.events if result.outcome == EMPTIED else None
+        return self.skipped(txn.events, result)  # what was sent: the emptied transaction
 
     def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
         """The COMMIT closing an emptied transaction carries its GTID's log_pos (the filter has no
