@@ -92,6 +92,14 @@ class DumpService(SlaveRegistry):
             end = ("", 0)
         return [(s, end, self.segments.bytes_between(s.position, end) if s.position else 0) for s in slaves]
 
+    def streamed_to_end(self, server_id: int) -> bool:
+        """Whether slave `server_id`'s stream has sent the binlog to its end: its position is the end,
+        or nothing is left between them (a last Rotate names a file the server never created: the
+        stream waits at its offset 4)."""
+        rows = self.stats(server_id) if server_id in self.slaves else []
+        return bool(rows) and rows[0][0].position is not None and (rows[0][0].position == rows[0][1]
+                                                                   or rows[0][2] == 0)
+
     # -- shutdown ---------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Refuse new streams and ask every running stream to end after its current batch."""

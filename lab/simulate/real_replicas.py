@@ -94,11 +94,7 @@ def _outcome(service: DumpService, server: MariaDBServer, server_id: int, timeou
                 # transaction of the replica's relay log, whose GTID event names it.
                 result.update(_failing_transaction(server, status))
             break
-        rows = service.stats(server_id) if server_id in service.slaves else []
-        # streamed to the end: its position is the binlog's end, or nothing is left between them (a
-        # last Rotate names a file the server never created: the stream waits at its offset 4)
-        streamed = bool(rows) and rows[0][0].position is not None and (rows[0][0].position == rows[0][1]
-                                                                       or rows[0][2] == 0)
+        streamed = service.streamed_to_end(server_id)
         idle = (streamed and status.get("Slave_SQL_Running") == "Yes"
                 and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
                 and "read all relay log" in str(status.get("Slave_SQL_Running_State") or ""))

@@ -463,12 +463,7 @@ class Verification:
                                               int(status.get("Relay_Log_Pos") or 0)))
             if status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno"):
                 return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
-            rows = master.service.stats(sid) if sid in master.service.slaves else []
-            # streamed to the end: its position is the binlog's end, or nothing is left between them
-            # (a last Rotate names a file the server never created: the stream waits at its offset 4)
-            streamed = bool(rows) and rows[0][0].position is not None and (rows[0][0].position == rows[0][1]
-                                                                           or rows[0][2] == 0)
-            idle = (streamed and status.get("Slave_SQL_Running") == "Yes"
+            idle = (master.service.streamed_to_end(sid) and status.get("Slave_SQL_Running") == "Yes"
                     and status.get("Relay_Master_Log_File") == status.get("Master_Log_File")
                     and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
                     and "read all relay log" in str(status.get("Slave_SQL_Running_State") or ""))
