@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from dumpfilter.codec import BinlogReader, Event, EventType
+from dumpfilter.codec import BinlogReader, Event, EventType, FormatDescription, read_format_description
 from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
@@ -106,6 +106,16 @@ def open_binlog(path: str | os.PathLike[str]) -> BinaryIO:
     # the FileIO gzip opens; any binary file closes the same way)
     stream.myfileobj = f  # type: ignore[assignment]
     return cast(BinaryIO, stream)  # a binary reader; typeshed's GzipFile is not a typing.BinaryIO
+
+
+def file_format(path: str | os.PathLike[str]) -> FormatDescription | None:
+    """The format a binlog file's Format_description sets; None where the file cannot be opened
+    or does not begin with one."""
+    try:
+        with open_binlog(path) as f:
+            return read_format_description(f, str(path))[1]
+    except (DumpFilterError, OSError):
+        return None
 
 
 @dataclass

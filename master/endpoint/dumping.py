@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dumpfilter import skip_policy
-from dumpfilter.binlogs import open_binlog, served_paths
+from dumpfilter.binlogs import served_paths
+from dumpfilter.binlogs.files import file_format
 from dumpfilter.binlogs.gtid_start import GtidState, start_file
-from dumpfilter.codec import read_format_description
-from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.errors import (
     DumpFilterError,
     PositionError,
@@ -156,7 +155,7 @@ class Dumping:
         mariadb = session.has_user_var("mariadb_slave_capability")  # flag 0x02 means one thing to each
         annotate = mariadb and bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
         heartbeats_v2 = not mariadb and bool(request.flags & USE_HEARTBEAT_EVENT_V2)
-        fmt = _fmt_of(self.service, file)
+        fmt = file_format(Path(self.service.binlog_dir) / file)
         # A client that asked for no checksums ('NONE', as mariadb-binlog does) gets the fake Rotate
         # without one, as a server sends it; the binlog's own events keep theirs (their FDE says so).
         rotate = fake_rotate(file, start[1] if start else 4, fmt=None if str(checksum).upper() == "NONE" else fmt,
@@ -251,15 +250,6 @@ class Dumping:
             self.why_warns = True
             return False
         return True
-
-
-def _fmt_of(service: DumpService, file: str) -> FormatDescription | None:
-    path = Path(service.binlog_dir) / file
-    try:
-        with open_binlog(path) as f:
-            return read_format_description(f, str(path))[1]
-    except (DumpFilterError, OSError):
-        return None
 
 
 def code_for(exc: BaseException) -> tuple[int, str]:

@@ -38,10 +38,9 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
-from dumpfilter.binlogs.files import file_size, read_index, write_index
+from dumpfilter.binlogs.files import file_format, file_size, read_index, write_index
 from dumpfilter.binlogs.gtid_start import gtid_position
-from dumpfilter.master.upstream.series_reads import (fde_size, file_fmt, file_server_id, mariadb_gtid_list,
-                                                     mysql_gtid_set)
+from dumpfilter.master.upstream.series_reads import fde_size, file_server_id, mariadb_gtid_list, mysql_gtid_set
 import contextlib
 
 MAGIC = b"\xfebin"
@@ -198,7 +197,7 @@ class BinlogMirror:
         path = self.dir / file
         if path.exists() and path.stat().st_size > end:
             os.truncate(path, end)
-        self._fmt = file_fmt(path)
+        self._fmt = file_format(path)
         self._replay = resume
 
     def _replayed(self, raw: bytes, kind: int, log_pos: int) -> bool:
@@ -297,7 +296,7 @@ class BinlogMirror:
         (self.dir / SWITCHED).touch()
         self.file, self.offset, self.translating = file, end, True
         if end > 4:
-            fmt = file_fmt(path)
+            fmt = file_format(path)
             name = _next_name(file)
             self._out = open(path, "ab", buffering=0)
             self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), fmt, file_server_id(path))
@@ -368,7 +367,7 @@ class BinlogMirror:
             with open(path, "r+b") as f:
                 f.truncate(pos)
             self._out = open(path, "ab", buffering=0)  # unbuffered: a failed write is cut back at once
-            self._fmt = file_fmt(path)
+            self._fmt = file_format(path)
         self.safe = (file, self.offset)
 
     def begin_inside(self, file: str, pos: int, head: bytes, state: dict[tuple[int, int], int] | MysqlGtidSet) -> None:
@@ -382,7 +381,7 @@ class BinlogMirror:
         self._open_new()
         self._write(head[4:])
         self.offset = pos
-        self._fmt = file_fmt(self.dir / file)
+        self._fmt = file_format(self.dir / file)
         self._grouper, self._gtid, self._mysql_gtid = TransactionGrouper(), None, None
         if isinstance(state, MysqlGtidSet):
             self.mysql_gtids = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in state.intervals.items()})

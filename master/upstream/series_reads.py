@@ -1,6 +1,6 @@
 """What the mirror (binlog_mirror.BinlogMirror) reads back: of a series file on disk, its
-server_id, its Format_description's size and its format; of a Gtid_list or Previous_gtids event,
-the set it carries, typed as its flavor's."""
+server_id and its Format_description's size (its format: binlogs.files.file_format); of a Gtid_list
+or Previous_gtids event, the set it carries, typed as its flavor's."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import struct
 from pathlib import Path
 
 from dumpfilter.codec import Event
-from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
-from dumpfilter.errors import BinlogError
 
 
 def mariadb_gtid_list(event: Event) -> MariadbGtidList:
@@ -41,11 +39,3 @@ def fde_size(path: Path) -> int:
     return size
 
 
-def file_fmt(path: Path) -> FormatDescription | None:
-    from dumpfilter.codec import read_format_description
-
-    try:
-        with open(path, "rb") as f:
-            return read_format_description(f, str(path))[1]
-    except (BinlogError, OSError):
-        return None
