@@ -470,8 +470,7 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
         else:
             port = server.add_insecure_port(listen)
     except RuntimeError:  # grpcio >= 1.5x raises where older ones returned 0
-        servicer.stalls.stop()
-        raise DumpFilterError(f"cannot listen on {listen}: the port is in use or the address is not local") from None
+        port = 0
     if port == 0:
         servicer.stalls.stop()
         raise DumpFilterError(f"cannot listen on {listen}: the port is in use or the address is not local")
