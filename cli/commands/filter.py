@@ -81,12 +81,9 @@ def input_files(targets: list[str]) -> list[Path]:
 
 def flavor_of(path: Path) -> str:
     """'mariadb' when the first FDE's server version says MariaDB, else 'mysql'."""
-    from dumpfilter.binlogs import open_binlog
-    from dumpfilter.codec import read_format_description
+    from dumpfilter.binlogs.files import binlog_format
 
-    with open_binlog(path) as stream:
-        _, fmt = read_format_description(stream, str(path))
-    return fmt.flavor
+    return binlog_format(path).flavor
 
 
 def run(args: argparse.Namespace) -> int:

@@ -108,12 +108,18 @@ def open_binlog(path: str | os.PathLike[str]) -> BinaryIO:
     return cast(BinaryIO, stream)  # a binary reader; typeshed's GzipFile is not a typing.BinaryIO
 
 
+def binlog_format(path: str | os.PathLike[str]) -> FormatDescription:
+    """The format a binlog file's Format_description sets (one line where the file cannot be
+    opened or does not begin with one)."""
+    with open_binlog(path) as f:
+        return read_format_description(f, str(path))[1]
+
+
 def file_format(path: str | os.PathLike[str]) -> FormatDescription | None:
-    """The format a binlog file's Format_description sets; None where the file cannot be opened
-    or does not begin with one."""
+    """`binlog_format`, or None where the file cannot be opened or does not begin with a
+    Format_description."""
     try:
-        with open_binlog(path) as f:
-            return read_format_description(f, str(path))[1]
+        return binlog_format(path)
     except (DumpFilterError, OSError):
         return None
 

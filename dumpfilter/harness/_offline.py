@@ -9,9 +9,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dumpfilter.binlogs.files import binlog_paths, open_binlog
+from dumpfilter.binlogs.files import binlog_format, binlog_paths
 from dumpfilter.binlogs.lint import lint_files, units
-from dumpfilter.codec import EventType, read_format_description
+from dumpfilter.codec import EventType
 from dumpfilter.errors import RuleError
 from dumpfilter.harness._rules import Rules, as_rules
 from dumpfilter.harness._types import Decision, EventDecision, LintBreak, LintResult, TransactionExplanation
@@ -48,12 +48,6 @@ def _paths(binlog: PathLike | Sequence[PathLike]) -> list[Path]:
     return paths
 
 
-def _flavor(path: Path) -> str:
-    with open_binlog(path) as stream:
-        _, fmt = read_format_description(stream, str(path))
-    return fmt.flavor
-
-
 def _schema(source: PathLike | None, what: str) -> SchemaModel | None:
     if source is None:
         return None
@@ -70,7 +64,7 @@ def lint(binlog: PathLike | Sequence[PathLike], rules: Rules | Sequence[str] | s
     when it differs. Rules without a flavor take the binlog's server's."""
     paths = _paths(binlog)
     rules = as_rules(rules)
-    settings = rules.settings_for(_flavor(paths[0]))
+    settings = rules.settings_for(binlog_format(paths[0]).flavor)
     breaks = lint_files(paths, rules._ruleset, settings, _schema(schema, "schema"),
                         replica_schema=_schema(replica_schema, "replica_schema"))
     return LintResult(tuple(_break(b) for b in breaks))
@@ -111,7 +105,8 @@ def explain_binlog(binlog: PathLike | Sequence[PathLike], rules: Rules | Sequenc
     `transactions_skipped` counts it -- and the decision on each statement and Table_map in it."""
     paths = _paths(binlog)
     rules = as_rules(rules)
-    engine = RuleEngine(rules._ruleset, rules.settings_for(_flavor(paths[0])), schema=_schema(schema, "schema"))
+    engine = RuleEngine(rules._ruleset, rules.settings_for(binlog_format(paths[0]).flavor),
+                        schema=_schema(schema, "schema"))
     tfilter = TransactionFilter(engine)
     for file, txn in units(paths):
         outcome = tfilter.filter(txn).outcome

@@ -28,6 +28,7 @@ from dumpfilter.codec.constants import GTID_EVENT_TYPES
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.binlogs.files import binlog_format
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 _GTID_MASK = type_mask(GTID_EVENT_TYPES)
@@ -65,8 +66,7 @@ def input_files(targets: list[str | os.PathLike[str]]) -> list[Path]:
     if not paths:
         raise BinlogError("no binlog files to read")
     for path in paths:  # each one a binlog before any output is made (one line: file and offset)
-        with open_binlog(path) as stream:
-            read_format_description(stream, str(path))
+        binlog_format(path)
     return paths
 
 
