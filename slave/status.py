@@ -110,8 +110,7 @@ def note_batch(info: RelayInfo, batch: DumpBatch, events: bytes) -> None:
 
 def record_io_error(info: RelayInfo, relay_dir: Path, exc: BaseException) -> None:
     info.last_io_errno, info.last_error, info.last_io_error_timestamp = io_errno(exc), str(exc), _now()
-    info.io_running = info.sql_running = info.connected = False
-    info.save(relay_dir)
+    mark_stopped(info, relay_dir)
 
 
 def record_retry(info: RelayInfo, relay_dir: Path, exc: BaseException) -> None:
@@ -125,8 +124,7 @@ def record_retry(info: RelayInfo, relay_dir: Path, exc: BaseException) -> None:
 def record_sql_error(info: RelayInfo, relay_dir: Path, exc: BaseException) -> None:
     message = str(exc)
     info.last_sql_errno, info.last_sql_error, info.last_sql_error_timestamp = sql_errno(message), message, _now()
-    info.io_running = info.sql_running = info.connected = False
-    info.save(relay_dir)
+    mark_stopped(info, relay_dir)
 
 
 def clear_sql_error(info: RelayInfo) -> None:
