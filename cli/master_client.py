@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 
 if TYPE_CHECKING:
-    import grpc
     from google.protobuf.message import Message
 
     from dumpfilter.v1 import dump_pb2
@@ -43,13 +42,6 @@ def add_connection_options(parser: argparse.ArgumentParser, *, master_required: 
                         help="deadline of each call (default 10)")
 
 
-def open_channel(master: str, ssl_ca: Path | None = None, ssl_cert: Path | None = None,
-                 ssl_key: Path | None = None) -> grpc.Channel:
-    from dumpfilter.wire import client_channel
-
-    return client_channel(master, [("grpc.max_receive_message_length", 64 << 20)], ssl_ca, ssl_cert, ssl_key)
-
-
 @dataclass
 class MasterClient:
     """One connection to a master; every call maps a gRPC error to the CLI's error types."""
@@ -68,8 +60,10 @@ class MasterClient:
 
     def __enter__(self) -> MasterClient:
         from dumpfilter.v1 import dump_pb2_grpc
+        from dumpfilter.wire import client_channel
 
-        self.channel = open_channel(self.master, self.ssl_ca, self.ssl_cert, self.ssl_key)
+        self.channel = client_channel(self.master, [("grpc.max_receive_message_length", 64 << 20)], self.ssl_ca,
+                                      self.ssl_cert, self.ssl_key)
         # (generated without annotations: its calls are looked up by name in `_call`)
         self.stub = dump_pb2_grpc.DumpFilterStub(self.channel)  # type: ignore[no-untyped-call]
         return self
