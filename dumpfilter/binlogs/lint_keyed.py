@@ -13,6 +13,9 @@ verdict leaves something (a break, a divergence counted), each read off its Quer
 up to the unit's first break; the others, and those after the break (not applied), leave nothing
 (`key_verdict` answers only statements that change no state). A unit with a key that has no verdict
 (a temporary table, an INSERT's columns to check, a statement that is not a plain write) is fed whole.
+A lone keyed statement (a GTID and one keyed DML Query, no BEGIN nor XID: an autocommit write to a
+non-transactional table, `lint_scan._lone_dml`) is answered so too, its verdict kept by its default
+database and `statement_key` shape (`answer_lone`).
 
 The verdicts are forgotten as the safe bits are (`binlogs.lint_scan`): those of the tables a DDL unit
 fed touched (`Linter.touched`), or all of them when it may have changed more.
@@ -86,9 +89,10 @@ class KeyVerdicts:
 
     def __init__(self, linter: Linter):
         self.linter = linter
-        self.verdicts: dict[bytes, Verdict | None] = {}
+        # By a keyed statement's key bytes, or a lone statement's (default database, shape).
+        self.verdicts: dict[bytes | tuple[str, _core.StatementShape], Verdict | None] = {}
         # The keys by the tables (lower case) their verdicts read; under None, the keys without one.
-        self.by_table: dict[str | None, set[bytes]] = {}
+        self.by_table: dict[str | None, set[bytes | tuple[str, _core.StatementShape]]] = {}
         self.answered = 0
 
     def forget(self, tables: set[str] | None = None) -> None:
@@ -102,19 +106,20 @@ class KeyVerdicts:
             for key in self.by_table.pop(table, ()):
                 self.verdicts.pop(key, None)
 
-    def verdict(self, key: _core.StatementKey) -> Verdict | None:
-        """`key`'s verdict (`Linter.key_verdict`, asked of its first statement once while the state
-        holds); None: its statements are fed. INSERT/REPLACE ... SELECT keys have none: their
-        statements read tables of their own, which the key does not name."""
-        if key.key in self.verdicts:
-            return self.verdicts[key.key]
-        verdict = None if key.key[0] in _SELECT_KINDS else \
-            self.linter.key_verdict(decode_text(key.db), decode_text(key.sql))
-        self.verdicts[key.key] = verdict
+    def verdict(self, key: bytes | tuple[str, _core.StatementShape], kind: int, db: str, sql: str) -> Verdict | None:
+        """The verdict of `key` (a `_core.StatementKey`'s bytes, or a lone statement's (default
+        database, `statement_key` shape), of kind `kind`: KIND_*), asked of its first statement
+        (`sql` under `db`) once while the state holds; None: its statements are fed. INSERT/REPLACE
+        ... SELECT keys have none: their statements read tables of their own, which the key does
+        not name."""
+        if key in self.verdicts:
+            return self.verdicts[key]
+        verdict = None if kind in _SELECT_KINDS else self.linter.key_verdict(db, sql)
+        self.verdicts[key] = verdict
         tables = (None,) if verdict is None else \
             {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)}
         for table in tables:
-            self.by_table.setdefault(table, set()).add(key.key)
+            self.by_table.setdefault(table, set()).add(key)
         return verdict
 
     def answer(self, k: int, units: UnitList, pieces: Pieces, buf: Buffer, base: int, u: _core.UnitEntry,
@@ -125,11 +130,16 @@ class KeyVerdicts:
         lo, hi = pieces.bounds[k], pieces.bounds[k + 1]
         if lo == hi or fmt is None:
             return False
-        acts = []  # each statement acted on, read before any is: a text `query_text` cannot read sends the unit whole
+        # Each statement acted on, read before any is: a text `query_text` cannot read sends the unit whole.
+        acts: list[tuple[Verdict, int, tuple[str, str]]] = []
         known, ids, key_bytes = self.verdicts, pieces.ids, pieces.key_bytes
         for j in range(lo, hi):
             key = key_bytes[ids[j]]
-            verdict = known[key] if key in known else self.verdict(pieces.keys[ids[j]])
+            if key in known:
+                verdict = known[key]
+            else:
+                first = pieces.keys[ids[j]]
+                verdict = self.verdict(key, key[0], decode_text(first.db), decode_text(first.sql))
             if verdict is None:
                 return False
             if not verdict.quiet:
@@ -141,12 +151,31 @@ class KeyVerdicts:
                 if verdict.problem is not None:
                     break  # the replica stops there: the unit's later statements are not applied (nothing)
         self.answered += 1
-        if not acts:
-            return True
+        if acts:
+            self._act(k, units, buf, base, u, name, fmt, acts)
+        return True
+
+    def answer_lone(self, k: int, units: UnitList, buf: Buffer, base: int, u: _core.UnitEntry, name: str,
+                    fmt: FormatDescription, lone: tuple[str, str, _core.StatementShape]) -> bool:
+        """A lone keyed statement's unit k (a GTID and one keyed DML Query, `lone` its (default
+        database, text, `statement_key` shape): `lint_scan._lone_dml`) answered from its shape's
+        verdict, as `answer` does a statement unit's: False (nothing done) when it has none."""
+        db, sql, shape = lone
+        verdict = self.verdict((db, shape), shape.kind, db, sql)
+        if verdict is None:
+            return False
+        self.answered += 1
+        if not verdict.quiet:
+            self._act(k, units, buf, base, u, name, fmt, [(verdict, u.start + u.gtid_size, (db, sql))])
+        return True
+
+    def _act(self, k: int, units: UnitList, buf: Buffer, base: int, u: _core.UnitEntry, name: str,
+             fmt: FormatDescription, acts: list[tuple[Verdict, int, tuple[str, str]]]) -> None:
+        """The Linter acts on unit k's statements `acts` (each its verdict, its Query event's offset
+        in `buf`, its (default database, text)), in order, as `Linter.feed` would."""
         mariadb = units.gtid(k)
         gtid = GtidInfo("mariadb", gno=mariadb[1], domain=mariadb[0][0], server_id=mariadb[0][1]).text \
             if mariadb is not None else unit_events(bytes(buf[u.start:u.start + u.gtid_size]), base + u.start, fmt)[0][0].gtid
         for verdict, at, (db, sql) in acts:
             thread = int.from_bytes(buf[at + HEADER_LEN:at + HEADER_LEN + 4], "little")
             self.linter.act(verdict, name, base + u.start, gtid, base + at, sql, db, thread)
-        return True

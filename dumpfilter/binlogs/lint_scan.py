@@ -26,7 +26,7 @@ key of a buffer (a keep byte each), and the core answers per unit in bulk (`Unit
 `UnitList.statement_rows`): Python loops only over the units fed or looked at. A keyed unit the bits
 cannot rule out (it breaks, or diverges) is answered from its keys' verdicts where each key has one
 (`binlogs.lint_keyed`: the Linter's reading of a key's statement, asked once per key while the state
-holds), not decoded nor fed.
+holds), not decoded nor fed; a lone keyed DML unit likewise, from its shape's verdict.
 """
 
 from __future__ import annotations
@@ -542,7 +542,9 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
                    or (lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt))]
             changes = structural[k] == ROW_SLOW
         wanted = fed
-        if fed and lone is None and not changes:  # a statement unit by keys: answered from its keys' verdicts?
+        if fed and lone is not None and fmt is not None:  # answered from its shape's verdict?
+            fed = [lint for lint in wanted if not lint.keyed.answer_lone(k, units, buf, base, u, name, fmt, lone)]
+        elif fed and lone is None and not changes:  # a statement unit by keys: answered from its keys' verdicts?
             pieces = pieces or Pieces(units, n, keys)
             fed = [lint for lint in wanted if not lint.keyed.answer(k, units, pieces, buf, base, u, name, fmt)]
         if fed:

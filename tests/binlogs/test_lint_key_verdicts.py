@@ -53,17 +53,26 @@ def _unit(build: Build, statements: list[tuple[str, str]], thread: int = 1) -> N
     build.units.append(unit)
 
 
-def _churn(flavor: str = "mariadb") -> Build:
+def _churn(flavor: str = "mariadb", lone: bool = False) -> Build:
     """Units of four keyed statements, the replica's state changed between them by DDL: a table
     the replica lacks (its CREATE skipped), then made, then dropped on the primary only; a skipped
     ALTER before INSERTs with and without column lists; a temporary table shadowing the key's table;
-    cross-database writes (a divergence: skipped though their table is kept, or applied outside)."""
+    cross-database writes (a divergence: skipped though their table is kept, or applied outside).
+    `lone`: each statement its own unit instead (a GTID and the Query, no BEGIN nor COMMIT: an
+    autocommit statement on a non-transactional table), answered by its shape's verdict."""
     build = Build(flavor)
+
+    def unit(statements: list[tuple[str, str]]) -> None:
+        if not lone:
+            _unit(build, statements)
+            return
+        for sql, db in statements:
+            build.q(sql, db, ddl=True)
 
     def work(n: int, db: str = "a") -> None:
         for i in range(n):
-            _unit(build, [(f"UPDATE t SET v = v + 1 WHERE id = {i}", db), (f"UPDATE u SET v = {i} WHERE id = 1", db),
-                          (f"DELETE FROM t WHERE id = {i + 100}", db), (f"INSERT INTO t VALUES ({i + 100}, {i})", db)])
+            unit([(f"UPDATE t SET v = v + 1 WHERE id = {i}", db), (f"UPDATE u SET v = {i} WHERE id = 1", db),
+                  (f"DELETE FROM t WHERE id = {i + 100}", db), (f"INSERT INTO t VALUES ({i + 100}, {i})", db)])
 
     for sql, db in [("CREATE DATABASE a", ""), ("CREATE DATABASE b", ""), ("CREATE TABLE t (id INT, v INT)", "a"),
                     ("CREATE TABLE a.u (id INT, v INT)", "b")]:
@@ -76,12 +85,12 @@ def _churn(flavor: str = "mariadb") -> Build:
     build.q("CREATE TABLE a.u (id INT, v INT)", "a")
     build.q("ALTER TABLE a.t ADD COLUMN w INT", "b")       # skipped under do-db=a: INSERTs into t checked
     work(3)
-    _unit(build, [("INSERT INTO t (id, w) VALUES (1, 1)", "a"), ("UPDATE u SET v = 2", "a")])
+    unit([("INSERT INTO t (id, w) VALUES (1, 1)", "a"), ("UPDATE u SET v = 2", "a")])
     build.q("CREATE TEMPORARY TABLE t (id INT)", "a")     # shadows a.t for thread 1
     work(3)
     build.q("DROP TEMPORARY TABLE t", "a")
     for i in range(6):                                    # cross-database writes: a divergence either way
-        _unit(build, [(f"UPDATE a.u SET v = {i}", "b"), (f"UPDATE b.x SET v = {i}", "a"), (f"DELETE FROM u WHERE id = {i}", "a")])
+        unit([(f"UPDATE a.u SET v = {i}", "b"), (f"UPDATE b.x SET v = {i}", "a"), (f"DELETE FROM u WHERE id = {i}", "a")])
     build.q("CREATE TABLE b.x (id INT, v INT)", "b")
     work(3, db="b")
     return build
@@ -92,10 +101,11 @@ CHURN_RULES = [[], ["replicate-do-db=a"], ["replicate-ignore-db=b"], ["replicate
                ["replicate-do-table=a.t"], ["replicate-wild-ignore-table=%.t"]]
 
 
+@pytest.mark.parametrize("lone", [False, True], ids=["units", "lone"])
 @pytest.mark.parametrize("flavor", ["mariadb", "mysql"])
 @pytest.mark.parametrize("options", CHURN_RULES, ids=["-".join(o) or "none" for o in CHURN_RULES])
-def test_verdicts_follow_the_ddl_between_keyed_units(tmp_path, flavor, options):
-    path = _churn(flavor).write(tmp_path / "bin.000001")
+def test_verdicts_follow_the_ddl_between_keyed_units(tmp_path, flavor, options, lone):
+    path = _churn(flavor, lone).write(tmp_path / "bin.000001")
     want = reference_feed([path], _case_linter(options, flavor))
     stats = LintScanStats()
     got = lint_scan([path], [_case_linter(options, flavor)], stats=stats)[0]
@@ -109,8 +119,9 @@ def test_verdicts_follow_the_ddl_between_keyed_units(tmp_path, flavor, options):
 def _sessions_and_databases(flavor: str) -> Build:
     """Keyed units between which the verdicts change by more than a table: a temporary table whose
     CREATE the replica skips (its session's statements then break), dropped again; a database
-    dropped (absent from a complete starting schema afterwards); and INSERT ... SELECT, whose key's
-    first statement reads no table where a later one reads a table the replica lacks."""
+    dropped (absent from a complete starting schema afterwards); INSERT ... SELECT, whose key's
+    first statement reads no table where a later one reads a table the replica lacks; and lone
+    statements (a GTID and the Query) whose shape is alike under two default databases."""
     build = Build(flavor)
 
     def work(n: int, thread: int = 1) -> None:
@@ -130,6 +141,10 @@ def _sessions_and_databases(flavor: str) -> Build:
     work(2, thread=2)                                          # another session: the base table
     build.q("DROP TEMPORARY TABLE a.t", "b")
     work(3)
+    for i in range(3):  # lone statements (no BEGIN nor COMMIT) of one shape under two default databases
+        for db in ("a", "b"):
+            build.q(f"UPDATE s SET v = {i}", db, ddl=True)
+        build.q(f"INSERT INTO s SELECT id, v FROM {('t', 'u', 'a.t')[i]}", "a", ddl=True)
     build.q("DROP DATABASE a", "a")
     work(3)
     return build
