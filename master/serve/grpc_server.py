@@ -159,14 +159,10 @@ def _metadata(context: grpc.ServicerContext) -> dict[str, str]:
     return {key: value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
 
 
-def _peer_address(context: grpc.ServicerContext) -> str:
-    """The caller's address from grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"); the
-    whole peer for another transport (a unix socket)."""
-    return _address_of_peer(context.peer() or "")
-
-
 @functools.lru_cache(maxsize=4096)   # read once per connection: a refused login's path is short (issue #62)
 def _address_of_peer(peer: str) -> str:
+    """The caller's address from grpc's peer ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000"); the
+    whole peer for another transport (a unix socket)."""
     peer = urllib.parse.unquote(peer)   # grpc writes an IPv6 one as "ipv6:%5B::1%5D:5000"
     kind, _, rest = peer.partition(":")
     if kind in ("ipv4", "ipv6"):
@@ -241,7 +237,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             if policy is None:
                 return self.service.authenticate(user, password, _certificate_name(context))
             # The login guard backs off per address and identity; expensive checks run in its pool.
-            return policy.authenticate(user, password, _certificate_name(context), address=_peer_address(context))
+            return policy.authenticate(user, password, _certificate_name(context),
+                                       address=_address_of_peer(context.peer() or ""))
         except (AccessDeniedError, LoginThrottled, ChecksBusy) as exc:  # a WARNING, rate-limited against floods
             refused = not isinstance(exc, AccessDeniedError)
             self.failed_logins.warning("grpc login %s: user %s from %s: %s", "refused" if refused else "failed",
