@@ -38,7 +38,7 @@ from typing import TypeVar
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.binlogs.lint_keyed import Heads, KeyVerdicts, Pieces, head_passes
+from dumpfilter.binlogs.lint_keyed import Heads, KeyVerdicts
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -74,8 +74,8 @@ class LintScanStats:
     """What one scan did: `scans` files read (each once, whatever the number of linters),
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
     that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
-    looked at one at a time per linter (fed only when one fails), `bulk` those cleared by the
-    INSERT heads of their buffer, read once (`Heads`), `refreshes` how often each linter's safe bits
+    looked at one at a time per linter (fed only when one fails), `bulk` those cleared by their
+    INSERT heads, each read once (`Heads`), `refreshes` how often each linter's safe bits
     were asked (once per buffer, and once per window of units after a state change), `answered`
     the keyed units answered per linter from their keys' verdicts, not fed (binlogs.lint_keyed),
     `bytes_scanned` the bytes read and scanned."""
@@ -86,7 +86,7 @@ class LintScanStats:
     bytes_scanned: int = 0  # read and scanned (a file's kept scan is neither: binlogs.scan_index)
     fed: list[int] | None = None
     checked: list[int] | None = None
-    bulk: list[int] | None = None  # keyed units whose INSERT heads checked out in their buffer's read, none alone
+    bulk: list[int] | None = None  # keyed units whose INSERT heads checked out together, none alone
     refreshes: list[int] | None = None
     answered: list[int] | None = None
 
@@ -114,8 +114,8 @@ class _Lint:
         self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
         self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
         self.key_shapes: dict[bytes, tuple[tuple[str, ...], bool]] = {}  # a _COLUMNS key's (columns, count_ok)
-        self.heads: Heads | None = None  # the INSERT heads of the buffer being fed (`_bulk_cleared`)
-        self.bulk = 0       # check units cleared by their buffer's heads, none looked at alone
+        self.heads: Heads | None = None  # the INSERT heads of the buffer being fed, as asked (`_bulk_cleared`)
+        self.bulk = 0       # check units cleared by their heads, none looked at alone
         self.fed = 0
         self.checked = 0
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
@@ -296,22 +296,23 @@ class _Lint:
             looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
             if any(check) and self.heads is not None:
-                check = self._bulk_cleared(check, [self.key_shapes[key] for key_id, key, _, _ in keys if columns[key_id]])
+                check = self._bulk_cleared(check, bytes(columns),
+                                           [self.key_shapes[key] for key_id, key, _, _ in keys if columns[key_id]])
             if any(check):
                 self.check = check
                 need = (int.from_bytes(need, "little") | int.from_bytes(check, "little")).to_bytes(len(need), "little")
         self.need = need
 
-    def _bulk_cleared(self, check: bytes, shapes: list[tuple[tuple[str, ...], bool]]) -> bytes:
-        """`check` less the units whose INSERT heads (`Heads`: no quote, the list in every _COLUMNS key's
-        columns, or no list and every count matching) pass `statement_safe` whatever their keys."""
+    def _bulk_cleared(self, check: bytes, column_keys: bytes, shapes: list[tuple[tuple[str, ...], bool]]) -> bytes:
+        """`check` less the units whose statements of a _COLUMNS key (`column_keys`, by key id) have INSERT
+        heads (`Heads`: no quote, the list in every _COLUMNS key's columns, or no list and every count
+        matching) that pass `statement_safe` whatever their keys."""
         heads = self.heads
         assert heads is not None  # (set by _lint_units)
         allowed = set(shapes[0][0]).intersection(*(columns for columns, _ in shapes[1:]))
         count_ok = all(ok for _, ok in shapes)
-        failing = [head for head in heads.positions() if not head_passes(head, allowed, count_ok)]
         kept = bytearray(len(check))
-        for k in (k for k in heads.units_holding(failing) if 0 <= k < len(check)):
+        for k in heads.failing(check, column_keys, allowed, count_ok):
             kept[k] = check[k]
         self.bulk += sum(check) - sum(kept)
         return bytes(kept)
@@ -505,7 +506,7 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
     keys, _ = units.statement_units(formats)
     # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
     structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
-    heads, pieces = Heads(units, n, buf), None
+    heads = Heads(units, n, buf, keys, current)
     for lint in lints:
         lint.heads = heads
         lint.refresh(units, names, keys)
@@ -545,7 +546,7 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
         if fed and lone is not None and fmt is not None:  # answered from its shape's verdict?
             fed = [lint for lint in wanted if not lint.keyed.answer_lone(k, units, buf, base, u, name, fmt, lone)]
         elif fed and lone is None and not changes:  # a statement unit by keys: answered from its keys' verdicts?
-            pieces = pieces or Pieces(units, n, keys)
+            pieces = heads.pieces()
             fed = [lint for lint in wanted if not lint.keyed.answer(k, units, pieces, buf, base, u, name, fmt)]
         if fed:
             events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)

@@ -215,3 +215,39 @@ def test_every_real_fixture_binlog_reports_as_the_linter_fed_every_unit(shared_f
         for rules, rule_settings in FIXTURE_RULES:
             want = _outcome(lambda: reference_lint([path], rules, rule_settings))
             assert _outcome(lambda: lint_files([path], rules, rule_settings)) == want, (path.name, rules)
+
+
+def _column_checks(flavor: str) -> Build:
+    """Keyed units whose INSERTs have column lists to check (the replica's columns known, a skipped
+    ALTER gave the primary's table one more): most pass on their heads alone, some name the column
+    the replica lacks (1054) at one place or another in their unit, some are quoted or into another
+    table whose columns differ (looked at one by one)."""
+    build = Build(flavor)
+    for sql, db in [("CREATE DATABASE a", ""), ("CREATE DATABASE b", ""), ("CREATE TABLE t (id INT, v INT)", "a"),
+                    ("CREATE TABLE u (id INT, v INT, w INT)", "a"), ("ALTER TABLE a.t ADD COLUMN w INT", "b")]:
+        build.q(sql, db)
+    for i in range(40):
+        statements = [(f"UPDATE t SET v = {i} WHERE id = {i}", "a"), (f"INSERT INTO t (id, v) VALUES ({i}, 1)", "a")]
+        if i % 5 == 0:
+            statements.append((f"INSERT INTO `t` (id, v) VALUES ({i + 100}, 2)", "a"))
+        elif i % 4 == 0:
+            statements.append((f"INSERT INTO u (id, w) VALUES ({i}, 3)", "a"))
+        if i % 7 == 3:
+            statements.insert(i % 3, (f"INSERT INTO t (id, w) VALUES ({i + 200}, 4)", "a"))
+        _unit(build, statements)
+    return build
+
+
+@pytest.mark.parametrize("flavor", ["mariadb", "mysql"])
+@pytest.mark.parametrize("options", [[], ["replicate-do-db=a"], ["replicate-ignore-db=b"]], ids=["none", "do-a", "ignore-b"])
+def test_insert_heads_checked_only_in_the_units_that_need_them(tmp_path, flavor, options):
+    """The INSERT heads read off the checked units' Queries (`Heads.failing`): a unit with a head that
+    fails is looked at alone, the others cleared in bulk; the report is the Linter's fed every unit."""
+    path = _column_checks(flavor).write(tmp_path / "bin.000001")
+    want = reference_feed([path], _case_linter(options, flavor))
+    stats = LintScanStats()
+    got = lint_scan([path], [_case_linter(options, flavor)], stats=stats)[0]
+    assert _report(got) == _report(want)
+    if options:
+        assert [b.errno for b in want] == [1054] * 6, _report(want)
+        assert stats.bulk is not None and stats.bulk[0] >= 20, stats
