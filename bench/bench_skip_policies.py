@@ -9,8 +9,7 @@ holds its start too (the interpreter, its imports, the login and Register: the s
 a master serving a binlog of its Format_description alone), a fixed cost that a MIXED stream of
 0.15 s doubles: each ratio is given again over the stream's own seconds, that fixed cost less, the
 figure a long-running replica sees. The stream under a master policy has its own start, the login's
-password check besides (PBKDF2: about 0.08 s more), measured the same way against a master with
-the same policy. The placeholder slave asks
+password check besides, measured the same way against a master with the same policy. The placeholder slave asks
 for runs of placeholders as one (the default); beside it, one with every placeholder on the wire
 (`--no-placeholder-runs`, `placeholder_each`). Beside it, `experiment`
 with 8 do-db slaves under all three skip policies (24 slaves) against one `filter
