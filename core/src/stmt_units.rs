@@ -483,6 +483,21 @@ mod tests {
     use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
     use crate::test_events::{event, query};
 
+    /// A list of one complete MariaDB unit, all of `buf`, its GTID `gtid_size` bytes long.
+    fn one_unit(buf: &[u8], gtid_size: usize, events: u32) -> UnitList {
+        let mut list = UnitList::default();
+        let unit = crate::scan::Unit {
+            start: 0,
+            end: buf.len(),
+            events,
+            flags: F_COMPLETE | F_MARIADB_GTID,
+            gtid_size: gtid_size as u32,
+            ..Default::default()
+        };
+        list.add(b"f", 0, &[unit], &[]);
+        list
+    }
+
     #[test]
     fn a_statement_unit_by_keys() {
         let mut buf = event(162, &[0u8; 13]); // a MariaDB GTID
@@ -491,17 +506,7 @@ mod tests {
         buf.extend(event(INTVAR, &[0u8; 9]));
         buf.extend(query("db1", "INSERT INTO u VALUES (1)"));
         buf.extend(event(XID, &[0u8; 8]));
-        let mut list = UnitList::default();
-        let unit = crate::scan::Unit {
-            start: 0,
-            end: buf.len(),
-            events: 5,
-            flags: F_COMPLETE | F_MARIADB_GTID,
-            gtid_size: g as u32,
-            ..Default::default()
-        };
-        list.add(b"f", 0, &[unit], &[]);
-        let s = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
+        let s = StmtUnits::build(&one_unit(&buf, g, 5), &[&buf], &[(13, 0, 0)]);
         assert_eq!((s.units, s.keys.len()), (1, 2));
         for (keep, code, events) in [
             (&[1u8, 1][..], ROW_KEEP, 5),
@@ -533,17 +538,7 @@ mod tests {
         let insert = buf.len();
         buf.extend(query("db1", "INSERT INTO u VALUES (1)"));
         buf.extend(event(XID, &[0u8; 8]));
-        let mut list = UnitList::default();
-        let unit = crate::scan::Unit {
-            start: 0,
-            end: buf.len(),
-            events: 6,
-            flags: F_COMPLETE | F_MARIADB_GTID,
-            gtid_size: g as u32,
-            ..Default::default()
-        };
-        list.add(b"f", 0, &[unit], &[]);
-        let s = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
+        let s = StmtUnits::build(&one_unit(&buf, g, 6), &[&buf], &[(13, 0, 0)]);
         let (mut keys, mut queries) = (vec![7u32], vec![]);
         assert!(s.statements_into(0, &buf, &mut keys, &mut queries));
         assert_eq!(keys, vec![7, 0, 1]);
