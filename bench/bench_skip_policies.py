@@ -10,8 +10,10 @@ a master serving a binlog of its Format_description alone), a fixed cost that a 
 0.15 s doubles: each ratio is given again over the stream's own seconds, that fixed cost less, the
 figure a long-running replica sees. The stream under a master policy has its own start, the login's
 password check besides, measured the same way against a master with the same policy. The placeholder slave asks
-for runs of placeholders as one (the default); beside it, one with every placeholder on the wire
-(`--no-placeholder-runs`, `placeholder_each`). Beside it, `experiment`
+for runs of placeholders as one, and both policies' slaves for skipped transactions in a row as one
+stretch (the defaults); beside them, each policy's stream with each skipped transaction apart
+(`--no-skip-stretches`, `*_each_skipped`) and one with every placeholder on the wire
+(`--no-placeholder-runs --no-skip-stretches`, `placeholder_each`). Beside it, `experiment`
 with 8 do-db slaves under all three skip policies (24 slaves) against one `filter
 --replicate-do-db` pass over the same binlog (the issue asks for 1.5x at most). No test asserts
 any of it. Beside each stream, the slave process's own CPU and the master's CPU meanwhile, which
@@ -36,6 +38,8 @@ from dumpfilter.skip_policy import NAMES as POLICIES
 REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
 GATED = "heartbeat_policy"  # the heartbeat stream of an identity under a master policy
 EACH = "placeholder_each"   # the placeholder stream with every placeholder on the wire (--no-placeholder-runs)
+APART = "_each_skipped"     # a policy's stream with each skipped transaction apart (--no-skip-stretches)
+APARTS = tuple(p + APART for p in ("placeholder", "empty-transaction"))
 POLICY = '[slave.app]\npassword = "pw"\nallow = ["%.%"]\n'
 
 
@@ -53,9 +57,11 @@ def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False,
     seconds meanwhile, which say whose walk the time is. `gated`: as the policy's identity (the
     master serves with POLICY)."""
     login = ["--user", "app", "--password", "pw"] if gated else []
-    server_id = 10 + POLICIES.index(policy) if policy != EACH else 20
+    server_id = 10 + POLICIES.index(policy) if policy in POLICIES else 20 + len(policy)
     if policy == EACH:
-        policy, login = "placeholder", [*login, "--no-placeholder-runs"]
+        policy, login = "placeholder", [*login, "--no-placeholder-runs", "--no-skip-stretches"]
+    elif policy.endswith(APART):
+        policy, login = policy.removesuffix(APART), [*login, "--no-skip-stretches"]
     relay = work / f"relay-{policy}-{time.monotonic_ns()}"
     master_before = _process_cpu(master.proc.pid)
     started = time.perf_counter()
@@ -86,7 +92,7 @@ def _format_only(path: Path, directory: Path) -> None:
 
 def streams(path: Path) -> dict:
     size = path.stat().st_size
-    best = {policy: (float("inf"), 0.0, 0.0) for policy in (*POLICIES, EACH, GATED)}
+    best = {policy: (float("inf"), 0.0, 0.0) for policy in (*POLICIES, *APARTS, EACH, GATED)}
     with tempfile.TemporaryDirectory(prefix="bench-skip-") as tmp:
         policy_file = Path(tmp) / "policy.toml"
         policy_file.write_text(POLICY)
@@ -101,7 +107,7 @@ def streams(path: Path) -> dict:
             for _ in range(REPEAT):
                 start = min(start, stream_seconds(empty, "heartbeat", Path(tmp))[0])
                 start_gated = min(start_gated, stream_seconds(empty_gated, "heartbeat", Path(tmp), gated=True)[0])
-                for policy in (*POLICIES, EACH):
+                for policy in (*POLICIES, *APARTS, EACH):
                     best[policy] = min(best[policy], stream_seconds(master, policy, Path(tmp)))
                 best[GATED] = min(best[GATED], stream_seconds(gated, "heartbeat", Path(tmp), gated=True))
         finally:
@@ -161,13 +167,15 @@ def main() -> dict:
         print(f"skip policies, {fmt} {got['binlog_mb']} MB{label}: {ratios} (goal: 0.75x)")
         print(f"  less the slave's start ({got['slave_start_s']} s, a slave against a master with nothing to send; "
               f"{got['gated_slave_start_s']} s with the policy's login): "
-              + ", ".join(f"{p} {got['vs_heartbeat_less_start'][p]}x" for p in (*POLICIES, EACH, GATED)))
-        print(f"  placeholder with every placeholder on the wire (--no-placeholder-runs): {got['mb_per_s'][EACH]} "
-              f"MB/s ({got['vs_heartbeat'][EACH]}x)")
+              + ", ".join(f"{p} {got['vs_heartbeat_less_start'][p]}x" for p in (*POLICIES, *APARTS, EACH, GATED)))
+        print(f"  placeholder with every placeholder on the wire (--no-placeholder-runs --no-skip-stretches): "
+              f"{got['mb_per_s'][EACH]} MB/s ({got['vs_heartbeat'][EACH]}x); each skipped transaction apart "
+              "(--no-skip-stretches): " + ", ".join(f"{p} {got['mb_per_s'][p]} MB/s ({got['vs_heartbeat'][p]}x)"
+                                                     for p in APARTS))
         print(f"  heartbeat under a master policy (allow %.%): {got['mb_per_s'][GATED]} MB/s "
               f"({got['vs_heartbeat'][GATED]}x the heartbeat stream without one; goal: 0.8x)")
         print("  CPU per stream, slave / master: " + ", ".join(
-            f"{p} {got['slave_cpu_s'][p]} s / {got['master_cpu_s'][p]} s" for p in (*POLICIES, EACH, GATED)))
+            f"{p} {got['slave_cpu_s'][p]} s / {got['master_cpu_s'][p]} s" for p in (*POLICIES, *APARTS, EACH, GATED)))
         if fmt == "MIXED":
             exp = experiment_vs_filter(path)
             result["experiment"] = exp

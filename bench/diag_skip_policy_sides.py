@@ -61,7 +61,7 @@ def master_side(svc: DumpService, walks: Walks, server_id: int, policy: str, db:
                               filters=(ChannelSpec(None, RuleSet(do_db=(db,))),)))
     walks.seconds = 0.0
     wire = []
-    for batch in svc.stream(server_id):
+    for batch in svc.stream(server_id, placeholder_runs=True, skip_stretches=True):  # (as `slave run` asks)
         message = dump_pb2.DumpBatch(position=grpc_server._position(batch.position),
                                      transactions=batch.transactions, skipped_bytes=batch.skipped_bytes,
                                      caught_up=batch.caught_up, heartbeat=batch.heartbeat,

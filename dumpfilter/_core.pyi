@@ -291,11 +291,13 @@ class SendConfig:
     """A stream's walk configuration for `UnitList.send` and `UnitList.count`: what a skipped unit
     becomes (SKIP_*), whether units kept in part may be sent as kept statements, the master's
     server id and the Heartbeats' checksum; for `send`, the bytes already in the batch, the
-    size at which it is full, and whether placeholders in a row are written as one that counts
-    them (`placeholder_runs`: a gRPC slave that asked; the counts are a replica's still)."""
+    size at which it is full, whether placeholders in a row are written as one that counts them
+    (`placeholder_runs`) and skipped units in a row as one stretch (`skip_stretches`): a gRPC
+    slave that asked; the counts are a replica's still."""
 
     def __init__(self, *, skip: int, partial_ok: bool, server_id: int, heartbeat_crc: bool,
-                 batch_bytes: int = 0, limit: int = ..., placeholder_runs: bool = False) -> None: ...
+                 batch_bytes: int = 0, limit: int = ..., placeholder_runs: bool = False,
+                 skip_stretches: bool = False) -> None: ...
     @property
     def skip(self) -> int: ...
     @property
@@ -310,6 +312,8 @@ class SendConfig:
     def limit(self) -> int: ...
     @property
     def placeholder_runs(self) -> bool: ...
+    @property
+    def skip_stretches(self) -> bool: ...
 
 
 class AssembleConfig:
@@ -583,10 +587,13 @@ class UnitsResult(_Record):
         """None, or the malformed event that stopped the scan."""
     @property
     def run_events(self) -> int:
-        """Events the placeholder runs among them stand for beyond themselves (scan::RunCount)."""
+        """Events the placeholder runs and stretches among them stand for beyond themselves (scan::RunCount)."""
     @property
     def run_bytes(self) -> int:
-        """Bytes the placeholder runs among them stand for beyond themselves."""
+        """Bytes they stand for beyond themselves (negative for stretches of empty transactions)."""
+    @property
+    def run_placeholders(self) -> int:
+        """The placeholders among `run_events`."""
 
 
 class ScanResult(_Record):

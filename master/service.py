@@ -114,11 +114,12 @@ class DumpService(SlaveRegistry):
     # -- Dump -------------------------------------------------------------------------------
     def stream(self, server_id: int, *, channel: str = "", start: Pos | None = None, gtid_state: str | None = None,
                heartbeat_period: float = 1.0, is_active: Callable[[], bool] = lambda: True,
-               caller: Identity | None = None, placeholder_runs: bool = False) -> Generator[Batch, None, None]:
+               caller: Identity | None = None, placeholder_runs: bool = False,
+               skip_stretches: bool = False) -> Generator[Batch, None, None]:
         """Batches of whole transactions from `start` (or from the first file, skipping what
         `gtid_state` contains) until cancelled. Errors before the first batch are raised from the
-        first next(). `placeholder_runs`: the gRPC slave asked for runs of placeholders as one
-        (DumpRequest.placeholder_runs)."""
+        first next(). `placeholder_runs`, `skip_stretches`: the gRPC slave asked for runs of
+        placeholders as one, and for skipped transactions in a row as one (DumpRequest)."""
         self._owned(server_id, caller)  # authorized first: an unauthorized caller learns nothing of the index
         if start and start[0]:
             self._check_binlog_name(start[0])
@@ -140,7 +141,7 @@ class DumpService(SlaveRegistry):
             self.live_streams += 1
         try:
             yield from SlaveStream(self, slave, handle, start, gtid_state, heartbeat_period, is_active,
-                                   placeholder_runs=placeholder_runs).run()
+                                   placeholder_runs=placeholder_runs, skip_stretches=skip_stretches).run()
         finally:
             self.watch.discard(handle.wake)
             with self.lock:

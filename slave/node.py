@@ -293,8 +293,9 @@ class Slave:
 
     def _stream(self, stub: dump_pb2_grpc.DumpFilterStub) -> bool:
         cfg = self.config
-        request = dump_pb2.DumpRequest(server_id=cfg.server_id, channel=cfg.channel,
-                                       heartbeat_period=cfg.heartbeat_period, placeholder_runs=cfg.placeholder_runs)
+        stretches = cfg.skip_stretches and self.rename is None and self.after_unit is None  # (the relay run's)
+        request = dump_pb2.DumpRequest(server_id=cfg.server_id, channel=cfg.channel, heartbeat_period=cfg.heartbeat_period,
+                                       placeholder_runs=cfg.placeholder_runs, skip_stretches=stretches)
         if self.info.master_file:
             request.position.file, request.position.pos = self.info.master_file, self.info.master_pos
         elif cfg.start_gtid:
@@ -404,13 +405,14 @@ class Slave:
     def _received(self, scan: UnitScan) -> None:
         """A batch's events counted as a replica is sent them: each run of placeholders sent as
         one (DumpRequest.placeholder_runs) as the placeholders it stands for (its one event is
-        counted where the batch's units are walked, as every placeholder is)."""
+        counted where the batch's units are walked, as every placeholder is), each stretch of
+        skipped transactions (DumpRequest.skip_stretches) as their events and placeholders."""
         c = self.counters
         c.events_received += scan.events
-        if self.config.placeholder_runs and scan.run_events:
+        if scan.run_events:  # (a stream with neither runs nor stretches has none)
             c.events_received += scan.run_events
             c.bytes_received += scan.run_bytes
-            c.placeholders += scan.run_events
+            c.placeholders += scan.run_placeholders
 
     @functools.cached_property
     def _keep_table(self) -> KeepTable:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from dumpfilter.codec import EventType, TransactionGrouper
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.scanner import UnitScan, unit_events
+from dumpfilter.errors import BinlogError
 
 from dumpfilter.codec.format_description import FormatDescription
 
@@ -93,6 +94,13 @@ class BatchWalk:
             # event): counted, nothing else, as _event does, without an Event for it.
             c.heartbeats += 1
             return at + 1
+        if lone_at is not None and blob[lone_at + 4] == EventType.RAND:
+            # Only a stretch (skipped transactions in a row as one event) is a RAND of its own: the
+            # relay run writes a well-formed one whole, so this one is malformed, or came where no
+            # relay log is open; a placeholder dropped here would lose its transactions' GTIDs.
+            end = int.from_bytes(blob[lone_at + 13 : lone_at + 17], "little")
+            raise BinlogError(f"the master sent a stretch of skipped transactions the slave cannot relay "
+                              f"(ending at {end})", path="<stream>")
         rec = units[at]
         raw = blob[rec.start : rec.end]
         if raw_ok and rec.fast and slave._keeps_tables(self.scan.tables, rec):

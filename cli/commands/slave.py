@@ -42,6 +42,10 @@ def register(subparsers: Subparsers) -> None:
                      help="under the placeholder policy, have each run of placeholders in a row sent as one that "
                           "counts them (default): the relay log, positions and counts are the same, the wire "
                           "carries fewer bytes. --no-placeholder-runs: every placeholder, as a replica gets it")
+    run.add_argument("--skip-stretches", action=argparse.BooleanOptionalAction, default=True,
+                     help="under the placeholder and empty-transaction policies, have skipped transactions in a "
+                          "row sent as one event holding their GTIDs and XIDs or COMMITs (default): the relay log, "
+                          "positions and counts are the same. --no-skip-stretches: each as a replica gets it")
     run.add_argument("--until-caught-up", action="store_true",
                      help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
     run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
@@ -110,7 +114,7 @@ def run_command(args: argparse.Namespace) -> int:
                          rpc_timeout=args.rpc_timeout, schema=schema_from_args(args) if args.schema else None,
                          lint_wait=args.lint_wait, on_disagreement=args.on_disagreement,
                          replica_schema=_replica_schema(args.replica_schema),
-                         placeholder_runs=args.placeholder_runs)
+                         placeholder_runs=args.placeholder_runs, skip_stretches=args.skip_stretches)
     slave = Slave(config)
     if args.metrics_port is not None:
         from dumpfilter.slave.metrics import serve_metrics

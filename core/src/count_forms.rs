@@ -270,6 +270,7 @@ mod tests {
                         skip,
                         partial_ok: skip == SKIP_EMPTY,
                         runs: false,
+                        stretches: false,
                         pending,
                         server_id: 0,
                         heartbeat_crc: false,

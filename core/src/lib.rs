@@ -30,12 +30,15 @@ pub mod stmt;
 pub mod stmt_cues;
 pub mod stmt_keys;
 pub mod stmt_units;
+pub mod stretch;
 pub mod tally;
 pub mod types;
 pub mod unit_cut;
 pub mod unit_list;
 pub mod verify_forms;
 
+#[cfg(test)]
+mod stretch_tests;
 #[cfg(test)]
 mod test_events;
 

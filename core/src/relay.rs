@@ -22,6 +22,7 @@ use crate::skip_forms::is_placeholder;
 use crate::sql::query_ranges;
 use crate::stmt::framing;
 use crate::stmt_units::ByKeys;
+use crate::stretch::inner;
 use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
@@ -365,6 +366,17 @@ pub fn relay_ranges(
         }
         if is_lone_heartbeat(buf, u) {
             plan.heartbeats += 1;
+            i += 1;
+            continue;
+        }
+        // A stretch: its units' GTIDs and XIDs or COMMITs, relayed as they came (the
+        // placeholders they stand for are the scanner's to count: `RunCount::stretch`).
+        let crc_len = lone.map(|f| f.crc_len);
+        let stretch = crc_len.filter(|_| u.kind == CONTROL && u.events == 1);
+        if let Some(st) = stretch.and_then(|c| inner(buf, u.start, u.end - u.start, c)) {
+            plan.push(st.range.0, st.range.1);
+            plan.units += st.units;
+            plan.events += 2 * st.units;
             i += 1;
             continue;
         }

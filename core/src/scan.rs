@@ -144,28 +144,52 @@ pub struct ScanOut {
 }
 
 /// The events and bytes that placeholder runs (`types::placeholder_run`: one placeholder sent
-/// for a run of them, to a gRPC slave that asked) stand for beyond their own event: what such a
-/// slave adds to what it counts as received, so that it counts what a replica is sent.
+/// for a run of them) and stretches (`stretch`: skipped units in a row as one event)
+/// stand for beyond their own event, to a gRPC slave that asked for them: what such a slave adds
+/// to what it counts as received, so that it counts what a replica is sent; and the placeholders
+/// among them. `bytes` may be negative: a stretch of empty transactions is its units and a head.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct RunCount {
     pub events: u64,
-    pub bytes: u64,
+    pub bytes: i64,
+    pub placeholders: u64,
 }
 
 impl RunCount {
-    /// Counts the event at buf[pos..pos + size] if it is a run.
+    /// Counts the event at buf[pos..pos + size] if it is a run or a stretch (`crc_len`: the
+    /// checksum length of the events in force).
     #[inline]
-    pub fn add(&mut self, buf: &[u8], pos: usize, size: usize) {
-        if let Some(n) = crate::types::placeholder_run(buf, pos) {
+    pub fn add(&mut self, buf: &[u8], pos: usize, size: usize, crc_len: usize) {
+        if is_stretch(buf, pos) {
+            if let Some(inner) = crate::stretch::inner(buf, pos, size, crc_len) {
+                self.stretch(inner, size, crc_len);
+            }
+        } else if let Some(n) = crate::types::placeholder_run(buf, pos) {
             let more = n.saturating_sub(1);
             self.events = self.events.saturating_add(more);
-            self.bytes = self.bytes.saturating_add(more.saturating_mul(size as u64));
+            self.placeholders = self.placeholders.saturating_add(more);
+            let bytes = more.saturating_mul(size as u64).min(i64::MAX as u64) as i64;
+            self.bytes = self.bytes.saturating_add(bytes);
         }
+    }
+
+    /// Counts a stretch of `size` bytes whose inner units are `inner`: each unit's two events
+    /// and the placeholders they stand for (`crc_len`: their checksum length), less the stretch.
+    pub fn stretch(&mut self, inner: crate::stretch::Inner, size: usize, crc_len: usize) {
+        let holes = inner.placeholders.min(u32::MAX as u64);
+        let rand = (HEADER_LEN + 16 + crc_len) as u64;
+        let sent = (inner.range.1 - inner.range.0) as u64 + holes * rand;
+        self.events = self
+            .events
+            .saturating_add((2 * inner.units + holes).saturating_sub(1));
+        self.placeholders = self.placeholders.saturating_add(holes);
+        self.bytes = self.bytes.saturating_add(sent as i64 - size as i64);
     }
 
     pub(crate) fn join(&mut self, other: RunCount) {
         self.events = self.events.saturating_add(other.events);
         self.bytes = self.bytes.saturating_add(other.bytes);
+        self.placeholders = self.placeholders.saturating_add(other.placeholders);
     }
 }
 

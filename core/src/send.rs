@@ -9,8 +9,9 @@
 use crate::rows::{ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
 use crate::scan::F_MARIADB_GTID;
 use crate::sent::{prefetch, Sent};
-use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
+use crate::skip_forms::{self, skipped, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
 use crate::stmt_units::StmtUnits;
+use crate::stretch::Stretch;
 use crate::unit_list::UnitList;
 
 pub struct SendOptions<'a> {
@@ -28,6 +29,9 @@ pub struct SendOptions<'a> {
     /// Placeholders in a row are written as one that counts them (`skip_forms::Run`: a gRPC
     /// slave that asked for runs). The counts, and the batch's size, are a replica's still.
     pub runs: bool,
+    /// Skipped units in a row are sent as one stretch of what a slave relays of them
+    /// (`stretch`: a gRPC slave that asked for them). Counts and cuts as `runs`.
+    pub stretches: bool,
     /// A Heartbeat the caller still owes (a stretch skipped before this call), sent before the
     /// next kept bytes or replaced by a later stretch's.
     pub pending: Option<&'a [u8]>,
@@ -157,6 +161,10 @@ pub fn walk(
     let forms = opt.skip != SKIP_HEARTBEAT; // (skip forms are made: their units read ahead)
     let mut asked = from; // units before this one were asked for (`prefetch_form`)
     let mut ranges = Vec::new(); // a unit's kept ranges, for its placeholders (reused)
+    let stretches = opt.stretches && !opt.count_only;
+    let runs = opt.runs || stretches; // (a stretch drops the run a placeholder unit is made with)
+    let (mut stretch, mut form_bytes) = (Stretch::default(), Vec::new());
+    let crc_len = if opt.heartbeat_crc { 4 } else { 0 };
     let mut flush = |owed: &mut Owed, s: &mut Sent, batch: &mut u64| {
         let size = match *owed {
             Owed::None => return,
@@ -182,6 +190,11 @@ pub fn walk(
         *batch += size as u64;
     };
     while i < n {
+        if row[i] != SKIP {
+            if let Some((a, b)) = stretch.close(&mut s.own, opt.heartbeat_crc) {
+                s.own_span(a, b);
+            }
+        }
         let unit = &plan.units[i];
         let Some(buf) = bufs.get(unit.part as usize) else {
             break;
@@ -192,7 +205,7 @@ pub fn walk(
         if forms && matches!(row[i], SKIP | PARTIAL) {
             asked = asked.max(i + 1);
             while asked <= (i + FORM_AHEAD).min(n - 1) {
-                prefetch_form(plan, bufs, row, asked, opt.skip, opt.runs);
+                prefetch_form(plan, bufs, row, asked, opt.skip, runs);
                 asked += 1;
             }
         }
@@ -257,24 +270,50 @@ pub fn walk(
                 // Made once, into `own`: the Heartbeat still owed goes after it there, and before
                 // it in the pieces (a form the walk cannot make leaves nothing behind).
                 let start = s.own.len();
-                let out = (!opt.count_only).then_some(&mut s.own);
-                let Some(form) =
-                    skip_forms::skipped(unit, buf, opt.skip, crc, opt.runs, framing, out)
-                else {
+                let out = match (opt.count_only, stretches) {
+                    (true, _) => None,
+                    (false, true) => {
+                        form_bytes.clear();
+                        Some(&mut form_bytes)
+                    }
+                    (false, false) => Some(&mut s.own),
+                };
+                let Some(form) = skipped(unit, buf, opt.skip, crc, runs, framing, out) else {
                     s.own.truncate(start);
                     break;
                 };
-                let end = s.own.len();
-                flush(&mut owed, &mut s, &mut batch);
-                if !opt.count_only {
-                    s.own_span(start, end);
+                if stretches {
+                    // Joins the stretch (the Heartbeat still owed before it), or ends it and
+                    // goes as its form. The batch counts what the wire carries: a stretch
+                    // stands for what a replica is sent, and its batch is cut by its own size.
+                    flush(&mut owed, &mut s, &mut batch);
+                    let mark = s.own.len();
+                    if !stretch.take(&form_bytes, form.placeholders, crc_len, &mut s.own) {
+                        if let Some((a, b)) = stretch.close(&mut s.own, opt.heartbeat_crc) {
+                            s.own_span(a, b);
+                        }
+                        if runs != opt.runs {
+                            // (made with a run to join a stretch: as asked, without)
+                            form_bytes.clear();
+                            let out = Some(&mut form_bytes);
+                            skipped(unit, buf, opt.skip, crc, opt.runs, framing, out);
+                        }
+                        s.own_piece(&form_bytes);
+                    }
+                    batch += (s.own.len() - mark) as u64;
+                } else {
+                    let end = s.own.len();
+                    flush(&mut owed, &mut s, &mut batch);
+                    if !opt.count_only {
+                        s.own_span(start, end);
+                    }
+                    batch += form.bytes;
                 }
                 s.skip_units += 1;
                 s.skip_events += form.events;
                 s.skip_bytes += form.bytes;
                 s.placeholders += form.placeholders;
                 s.skipped += 1;
-                batch += form.bytes;
                 count(plan, i, i + 1, opt, &mut s);
                 i += 1;
                 if batch >= opt.limit {
@@ -338,6 +377,9 @@ pub fn walk(
             }
             _ => break,
         }
+    }
+    if let Some((a, b)) = stretch.close(&mut s.own, opt.heartbeat_crc) {
+        s.own_span(a, b);
     }
     s.next = i;
     if let Owed::Unit(k) = owed {

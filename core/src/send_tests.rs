@@ -35,6 +35,7 @@ fn forms_follow_the_owed_heartbeat_and_a_form_not_made_leaves_nothing() {
             skip,
             partial_ok: false,
             runs: false,
+            stretches: false,
             pending: Some(&owed),
             server_id: 0,
             heartbeat_crc: false,

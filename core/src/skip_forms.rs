@@ -13,7 +13,8 @@ use crate::le::u32_at;
 use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
 use crate::types::LOG_EVENT_SKIP_REPLICATION_F as SKIP_REPLICATION_F;
 use crate::types::{
-    ANONYMOUS_GTID, GTID, HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE, MARIADB_GTID, QUERY,
+    ANONYMOUS_GTID, COMMIT_BODY, GTID, HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE,
+    MARIADB_GTID, QUERY,
 };
 use crate::unit_list::ListedUnit;
 
@@ -35,10 +36,6 @@ pub const SKIP_EMPTY: u8 = 3; // the GTID with an empty body, closed by COMMIT
 pub use crate::types::is_placeholder;
 /// A RAND placeholder's body: the replaced event's size and type, as two u64 seeds.
 const RAND_BODY: usize = 16;
-/// The COMMIT Query closing an emptied group: post-header (thread_id 1, exec_time 0, no
-/// database, error 0, no status variables), the empty database's NUL, the text
-/// (`encode.query_body("COMMIT", "")`).
-const COMMIT_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00COMMIT";
 /// The BEGIN Query opening a MySQL empty transaction whose unit has none of its own.
 const BEGIN_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00BEGIN";
 
@@ -201,7 +198,13 @@ fn seal_made(out: &mut Vec<u8>, at: usize, crc: bool, template: Option<&made_crc
 
 /// A test event of server_id 9 at `timestamp`, sealed (the MariaDB and MySQL forms' tests).
 #[cfg(test)]
-fn test_event(timestamp: u32, kind: u8, body: &[u8], log_pos: u32, crc: bool) -> Vec<u8> {
+pub(crate) fn test_event(
+    timestamp: u32,
+    kind: u8,
+    body: &[u8],
+    log_pos: u32,
+    crc: bool,
+) -> Vec<u8> {
     let size = HEADER_LEN + body.len() + if crc { 4 } else { 0 };
     let mut e = Vec::new();
     e.extend_from_slice(&timestamp.to_le_bytes());
@@ -338,7 +341,7 @@ mod tests {
         let (mut events, mut runs, mut p) = (0, crate::scan::RunCount::default(), 0);
         while p < out.len() {
             let size = u32_at(out, p + 9).unwrap() as usize;
-            runs.add(out, p, size);
+            runs.add(out, p, size, 0);
             events += 1;
             p += size;
         }
@@ -368,7 +371,7 @@ mod tests {
             assert_eq!(form.bytes as usize, full.len());
             let (events, stood) = counted_back(&runs);
             assert_eq!((events, events + stood.events), (3, form.events));
-            assert_eq!(runs.len() as u64 + stood.bytes, full.len() as u64);
+            assert_eq!(runs.len() as i64 + stood.bytes, full.len() as i64);
             assert_eq!(counted_back(&full).1, crate::scan::RunCount::default());
             let g = u.gtid_size as usize;
             let made = &runs[g..g + rand_len(crc)];

@@ -99,6 +99,22 @@ pub fn is_placeholder(buf: &[u8], at: usize) -> bool {
 /// walk's `runs`): 0, UNKNOWN_EVENT, a type no server writes; its first seed is the run's length.
 pub const PLACEHOLDER_RUN: u64 = 0;
 
+/// The COMMIT Query closing an emptied group (`skip_forms`, `stretch`): post-header (thread_id 1,
+/// exec_time 0, no database, error 0, no status variables), the empty database's NUL, the text
+/// (`encode.query_body("COMMIT", "")`).
+pub const COMMIT_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00COMMIT";
+
+/// The second seed of a stretch's head (`stretch`): skipped units in a row as one
+/// event, for a gRPC slave that asked for them; above any event type, so no placeholder's.
+pub const PLACEHOLDER_STRETCH: u64 = 0x100;
+
+/// Whether the event at buf[at..] is marked as a stretch (a placeholder whose second seed is
+/// PLACEHOLDER_STRETCH); `stretch::inner` reads it whole.
+pub fn is_stretch(buf: &[u8], at: usize) -> bool {
+    is_placeholder(buf, at)
+        && crate::le::u64_at(buf, at + HEADER_LEN + 8) == Some(PLACEHOLDER_STRETCH)
+}
+
 /// The placeholders the event at buf[at..] stands for when it is a run of them (a placeholder
 /// whose second seed is PLACEHOLDER_RUN: the gRPC wire of a slave that asked for runs, never a
 /// binlog or a real replica's stream), else None.

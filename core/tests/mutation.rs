@@ -488,6 +488,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         skip: rng.below(4) as u8,
         partial_ok: rng.below(2) == 0,
         runs: rng.below(2) == 0,
+        stretches: rng.below(2) == 0,
         pending: if rng.below(2) == 0 {
             Some(&pending[..])
         } else {
@@ -513,10 +514,11 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         sent.next
     );
     assert!(sent.pending.is_none_or(|k| k < sent.next));
-    // What a replica is sent: the bytes out, with each placeholder run counted as its run.
+    // What a replica is sent: the bytes out, with each placeholder run counted as its run and
+    // each stretch as what it stands for.
     assert_eq!(
-        sent.sent_bytes + sent.heartbeat_bytes + sent.skip_bytes,
-        sent.out.len() as u64 + stood_for(&sent.out),
+        (sent.sent_bytes + sent.heartbeat_bytes + sent.skip_bytes) as i64,
+        sent.out.len() as i64 + stood_for(&sent.out, sopt.heartbeat_crc),
         "iteration {iteration}"
     );
     // The binding's way (the master's): the walk's pieces filled into a buffer of out_len bytes.
@@ -529,7 +531,13 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         filled, sent.out,
         "iteration {iteration}: pieces differ from send's bytes"
     );
-    // Counting only (`experiment`) stops where sending stops, with the same counters.
+    // Counting only (`experiment`) stops where sending stops, with the same counters. (With
+    // stretches a batch is cut by its wire bytes, and counting by a replica's: without a limit.)
+    let copt = SendOptions {
+        limit: if sopt.stretches { u64::MAX } else { sopt.limit },
+        ..sopt
+    };
+    let pieces = walk(&plan, &bufs, &row, &keep, sent_from, &copt);
     let counted = walk(
         &plan,
         &bufs,
@@ -538,7 +546,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         sent_from,
         &SendOptions {
             count_only: true,
-            ..sopt
+            ..copt
         },
     );
     assert_eq!(
@@ -779,6 +787,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
         skip: _core::skip_forms::SKIP_HEARTBEAT,
         partial_ok: true,
         runs: false,
+        stretches: false,
         pending: None,
         server_id: 9,
         heartbeat_crc: true,
@@ -1022,16 +1031,16 @@ fn a_plan_answers_per_unit_as_the_scan_gave_them() {
     );
 }
 
-/// The bytes the placeholder runs among `out`'s events stand for beyond themselves (0 where it
-/// holds none), as a slave's scanner counts them.
-fn stood_for(out: &[u8]) -> u64 {
+/// The bytes the placeholder runs and stretches among `out`'s events stand for beyond themselves
+/// (0 where it holds none), as a slave's scanner counts them (`crc`: checksummed events).
+fn stood_for(out: &[u8], crc: bool) -> i64 {
     let (mut p, mut runs) = (0, _core::scan::RunCount::default());
     while let Some(size) = _core::le::u32_at(out, p + 9) {
         let size = size as usize;
         if size < 19 || p + size > out.len() {
             break;
         }
-        runs.add(out, p, size);
+        runs.add(out, p, size, if crc { 4 } else { 0 });
         p += size;
     }
     runs.bytes

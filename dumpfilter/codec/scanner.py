@@ -186,8 +186,9 @@ class UnitScan(NamedTuple):
     events: int
     last_rotate: int     # buffer offset of the last real Rotate, -1 for none
     error: BinlogError | None
-    run_events: int = 0  # events and bytes the placeholder runs among them stand for beyond themselves
-    run_bytes: int = 0
+    run_events: int = 0  # events and bytes the placeholder runs and stretches among them stand for
+    run_bytes: int = 0   # beyond themselves (scan::RunCount), and the placeholders among those events
+    run_placeholders: int = 0
 
 
 class UnitListScan(NamedTuple):
@@ -241,7 +242,8 @@ class Scanner:
         r = self._core.units(buf, off, base, limit, at_eof)
         self._add_names(r.new_names)
         return UnitScan(UnitRecords(r.packed), memoryview(r.tables).cast("I"), r.stop, r.events, r.last_rotate,
-                        None if r.error is None else _error(r.error, self.path), r.run_events, r.run_bytes)
+                        None if r.error is None else _error(r.error, self.path), r.run_events, r.run_bytes,
+                        r.run_placeholders)
 
     def scan_into(self, unit_list: _core.UnitList, buf: Buffer, off: int, base: int, file: str, limit: int = 1 << 62,
                   at_eof: bool = False) -> UnitListScan:

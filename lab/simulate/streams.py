@@ -122,7 +122,9 @@ class _CountingSlave(Slave):
                 self.heartbeat_bytes += size
             if log_pos and (file != self._last[0] or log_pos - self._last[1] >= self._step):
                 self._last = (file, log_pos)
-                self.timeline.append((file, log_pos, sent))
+                # (the wire's bytes: a run or a stretch stands for more, but a stretch of empty
+                # transactions is its units and a head, more than it stands for)
+                self.timeline.append((file, log_pos, min(sent, self.counters.bytes_received)))
             if blob[off + 4] == _ROTATE:
                 file = Event(blob[off : off + size], 0, self.fmt).rotate[1]
             off += size

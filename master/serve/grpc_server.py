@@ -263,7 +263,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             batches = self.service.stream(request.server_id, channel=request.channel, start=start,
                                           gtid_state=gtid_state, heartbeat_period=request.heartbeat_period or 1.0,
                                           is_active=context.is_active, caller=caller,
-                                          placeholder_runs=request.placeholder_runs)
+                                          placeholder_runs=request.placeholder_runs,
+                                          skip_stretches=request.skip_stretches)
         except Exception as exc:
             code, message = _status_for(exc)
             context.abort(code, message)

@@ -112,7 +112,7 @@ class SlaveStream:
 
     def __init__(self, service: DumpService, slave: RegisteredSlave, handle: StreamHandle, start: Pos | None,
                  gtid_state: str | None, heartbeat_period: float, is_active: Callable[[], bool], *,
-                 placeholder_runs: bool = False):
+                 placeholder_runs: bool = False, skip_stretches: bool = False):
         self.svc, self.slave, self.handle = service, slave, handle
         self.policy = skip_policy.named(slave.reg.skip_policy)
         state = GtidState.parse(gtid_state) if gtid_state and gtid_state.strip() else None
@@ -135,7 +135,8 @@ class SlaveStream:
         self.master_server_id = 0
         self.parts: list[bytes] = []
         self.placeholder_runs = placeholder_runs  # the slave asked for runs of placeholders as one (SendConfig)
-        self.batch_bytes = 0  # what a replica is sent of this batch (a run counted as its placeholders)
+        self.skip_stretches = skip_stretches  # and for skipped transactions in a row as one
+        self.batch_bytes = 0  # what a replica is sent of this batch (a run counted as its placeholders; a stretch as itself)
         self.limit = service.reply_bytes()  # this batch's bytes (fewer with many streams: DumpService.reply_bytes)
         self.batch_units = 0
         self.batch_skipped = self.batch_segments = 0  # (the segments the batch spans: BATCH_SEGMENTS)
@@ -430,7 +431,7 @@ class SlaveStream:
         config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept,
                                   server_id=self.master_server_id, heartbeat_crc=crc,
                                   batch_bytes=self.batch_bytes, limit=self.limit,
-                                  placeholder_runs=self.placeholder_runs)
+                                  placeholder_runs=self.placeholder_runs, skip_stretches=self.skip_stretches)
         sent = unit_list.send(row, states.keep, i, config, pending, tally,
                               by_keys.keep if by_keys is not None else None, key_tally)
         j = sent.next
@@ -439,8 +440,9 @@ class SlaveStream:
         out = sent.out
         if out:
             self.parts.append(out)
-            # (what a replica is sent: runs of placeholders are cut where the counting walk cuts)
-            self.batch_bytes += sent.sent_bytes + sent.heartbeat_bytes + sent.skip_bytes
+            # What a replica is sent (runs of placeholders are cut where the counting walk cuts),
+            # or with stretches what the wire carries (the walk cut it so: `send::walk`).
+            self.batch_bytes += len(out) if self.skip_stretches else sent.sent_bytes + sent.heartbeat_bytes + sent.skip_bytes
         if sent.pending_done:
             self.pending_hb = None
         units = seg.units

@@ -1,7 +1,8 @@
 """Placeholder runs on the gRPC wire (DumpRequest.placeholder_runs): a slave that asks for them is
 sent each run of placeholders as one placeholder that counts them, and ends with the same relay
 log, the same positions batch by batch and the same counts as a slave sent every placeholder;
-only its wire bytes differ. The master's Stats stay what a replica is sent."""
+only its wire bytes differ. The master's Stats stay what a replica is sent. (Stretches, which hold
+no placeholders at all, are tests/master/test_skip_stretches.py's.)"""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_a_slave_sent_runs_ends_as_one_sent_every_placeholder(binlogs, master_fa
     slaves = {}
     for server_id, runs in ((21, False), (22, True)):
         slaves[runs] = run_slave(address, tmp_path / str(runs), server_id, rules=rules, skip_policy="placeholder",
-                                 placeholder_runs=runs, relay_log_size=200_000)
+                                 placeholder_runs=runs, skip_stretches=False, relay_log_size=200_000)
     each, runs = slaves[False].counters, slaves[True].counters
     assert relay_units(tmp_path / "True") == relay_units(tmp_path / "False")
     assert {c: getattr(runs, c) for c in COUNTS} == {c: getattr(each, c) for c in COUNTS}

@@ -239,10 +239,10 @@ fuzz_target!(|data: &[u8]| {
                 let (mut p, mut stood) = (0, _core::scan::RunCount::default());
                 while p < runs.len() {
                     let size = _core::le::u32_at(&runs, p + 9).unwrap() as usize;
-                    stood.add(&runs, p, size);
+                    stood.add(&runs, p, size, 4 * usize::from(opt.crc));
                     p += size;
                 }
-                assert_eq!(form.bytes, runs.len() as u64 + stood.bytes);
+                assert_eq!(form.bytes as i64, runs.len() as i64 + stood.bytes);
             }
             if let Some(form) = form {
                 assert_eq!(form.bytes, made.len() as u64);
@@ -258,6 +258,8 @@ fuzz_target!(|data: &[u8]| {
         skip: (control & 2 != 0) as u8 + 2 * (control & 32 != 0) as u8,
         partial_ok: control & 4 != 0,
         runs: control & 64 != 0,
+        // (with a limit, stretches cut batches where counting does not: tests/mutation.rs)
+        stretches: control & 64 != 0 && control & 128 == 0,
         pending: (control & 8 != 0).then_some(&pending[..]),
         server_id: 1,
         heartbeat_crc: control & 16 != 0,
@@ -289,6 +291,11 @@ fuzz_target!(|data: &[u8]| {
     // The statements a scan thread reads ahead are those the list reads when asked.
     for (k, read) in _core::unit_list::part_statements(&buf[..out.stop], &out.units) {
         assert_eq!(read.as_deref(), plan.unit_statements(k, &buf[..out.stop]));
+    }
+    // Any bytes as a stretch (`stretch`): its inner units inside it, or None.
+    let crc_len = 4 * usize::from(control & 1 != 0);
+    if let Some(got) = _core::stretch::inner(rest, 0, rest.len(), crc_len) {
+        assert!(got.units > 0 && got.range.0 <= got.range.1 && got.range.1 <= rest.len());
     }
     // Any bytes as a batch framed for a real replica: whole packets, or None.
     if let Some(f) = _core::replica::frame(rest, control, control & 1 != 0, 4, 4) {

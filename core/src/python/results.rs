@@ -101,9 +101,11 @@ records! {
         last_rotate: i64,
         /// None, or the malformed event that stopped the scan.
         error: Option<Py<ScanFault>>,
-        /// Events and bytes their placeholder runs stand for beyond themselves (scan::RunCount).
+        /// Events and bytes their placeholder runs and stretches stand for beyond themselves, and
+        /// the placeholders among them (scan::RunCount).
         run_events: u64,
-        run_bytes: u64,
+        run_bytes: i64,
+        run_placeholders: u64,
     }
 
     /// `UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.

@@ -200,6 +200,7 @@ impl PyScanner {
             error: error_field(py, out.error.as_ref())?,
             run_events: out.runs.events,
             run_bytes: out.runs.bytes,
+            run_placeholders: out.runs.placeholders,
         };
         self.last_units = out.units;
         self.last_tables = out.tables;

@@ -71,13 +71,15 @@ unsafe impl Send for Dst {}
 /// A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
 /// send::SendOptions): what a skipped unit becomes (SKIP_*), whether units kept in part may be
 /// sent as kept statements, the master's server id and the Heartbeats' checksum, and for `send`
-/// the bytes already in the batch, the size at which it is full, and whether placeholders in a
-/// row are written as one (`placeholder_runs`: a gRPC slave that asked for them).
+/// the bytes already in the batch, the size at which it is full, whether placeholders in a
+/// row are written as one (`placeholder_runs`) and skipped units in a row as one stretch
+/// (`skip_stretches`): a gRPC slave that asked for them.
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "SendConfig")]
 pub(super) struct SendConfig {
     pub(super) skip: u8,
     pub(super) partial_ok: bool,
     pub(super) placeholder_runs: bool,
+    pub(super) skip_stretches: bool,
     pub(super) server_id: u32,
     pub(super) heartbeat_crc: bool,
     pub(super) batch_bytes: u64,
@@ -87,7 +89,8 @@ pub(super) struct SendConfig {
 #[pymethods]
 impl SendConfig {
     #[new]
-    #[pyo3(signature = (*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX, placeholder_runs = false))]
+    #[allow(clippy::too_many_arguments)] // (keyword-only in Python: the one typed value it makes)
+    #[pyo3(signature = (*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX, placeholder_runs = false, skip_stretches = false))]
     fn new(
         skip: u8,
         partial_ok: bool,
@@ -96,11 +99,13 @@ impl SendConfig {
         batch_bytes: u64,
         limit: u64,
         placeholder_runs: bool,
+        skip_stretches: bool,
     ) -> Self {
         SendConfig {
             skip,
             partial_ok,
             placeholder_runs,
+            skip_stretches,
             server_id,
             heartbeat_crc,
             batch_bytes,
@@ -110,14 +115,15 @@ impl SendConfig {
 
     fn __repr__(&self) -> String {
         format!(
-            "SendConfig(skip={}, partial_ok={}, server_id={}, heartbeat_crc={}, batch_bytes={}, limit={}, placeholder_runs={})",
+            "SendConfig(skip={}, partial_ok={}, server_id={}, heartbeat_crc={}, batch_bytes={}, limit={}, placeholder_runs={}, skip_stretches={})",
             self.skip,
             if self.partial_ok { "True" } else { "False" },
             self.server_id,
             if self.heartbeat_crc { "True" } else { "False" },
             self.batch_bytes,
             self.limit,
-            if self.placeholder_runs { "True" } else { "False" }
+            if self.placeholder_runs { "True" } else { "False" },
+            if self.skip_stretches { "True" } else { "False" }
         )
     }
 }

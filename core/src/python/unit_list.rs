@@ -476,6 +476,7 @@ impl PyUnitList {
             skip: config.skip,
             partial_ok: config.partial_ok,
             runs: config.placeholder_runs,
+            stretches: config.skip_stretches,
             pending,
             server_id: config.server_id,
             heartbeat_crc: config.heartbeat_crc,
@@ -570,6 +571,7 @@ impl PyUnitList {
             skip: config.skip,
             partial_ok: config.partial_ok,
             runs: false, // (counting: nothing is written)
+            stretches: false,
             pending: (pending > 0).then_some(owed.as_slice()),
             server_id: config.server_id,
             heartbeat_crc: config.heartbeat_crc,

@@ -12,8 +12,8 @@ use super::{F_HOLES, F_PLACEHOLDERS};
 use crate::format::{type_name, Format};
 use crate::le::{u16_at, u32_at, u64_at};
 use crate::sql::{is_begin, is_begin_event, is_end, query_sql};
-use crate::types::is_placeholder;
 use crate::types::*;
+use crate::types::{is_placeholder, is_stretch};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fast {
@@ -87,7 +87,7 @@ impl Scanner {
             };
             pending_events += 1;
             if t == RAND {
-                pending_runs.add(buf, pos, size);
+                pending_runs.add(buf, pos, size, fmt.as_deref().map_or(0, |f| f.checksum_len));
             }
             if t == FORMAT_DESCRIPTION || fmt.is_none() {
                 fmt = self.fmt.clone();
@@ -245,6 +245,9 @@ impl Scanner {
         }
         let (mut taken, mut others) = (0u64, false);
         while let Ok(Some((RAND, size))) = Self::next_event(buf, pos, 0) {
+            if is_stretch(buf, pos) {
+                break; // (a unit of its own: `group` ends the open one)
+            }
             let nxt = pos + size;
             if runs {
                 self.run_add(buf, pos, nxt);
@@ -252,7 +255,7 @@ impl Scanner {
             let placeholder = is_placeholder(buf, pos);
             open.placeholders += u32::from(placeholder);
             others |= !placeholder;
-            runs_of.add(buf, pos, size);
+            runs_of.add(buf, pos, size, fmt.checksum_len);
             open.join(pos, nxt);
             taken += 1;
             pos = nxt;
@@ -319,6 +322,15 @@ impl Scanner {
             self.ids.clear();
             self.tables.clear();
             *cur = Some(open);
+            return Ok(());
+        }
+        // A stretch (skipped units in a row as one event) is a unit of its own, after the open
+        // one: the placeholder policy's skipped DDL (a GTID and one placeholder) never ends.
+        if t == RAND && is_stretch(buf, pos) {
+            if let Some(open) = cur.take() {
+                self.emit(open, false, out);
+            }
+            out.units.push(control_unit(pos, nxt, t, extra, false));
             return Ok(());
         }
         if is_control(t) {

@@ -1,0 +1,171 @@
+//! Tests of `stretch`: stretches made from the skip forms the send walk makes (`skip_forms`),
+//! read back as the slave's scanner and relay run read them.
+
+use crate::le::u32_at;
+use crate::scan::{RunCount, F_COMPLETE, F_MARIADB_GTID};
+use crate::skip_forms::{is_placeholder, skipped, test_event, Form, SKIP_EMPTY, SKIP_PLACEHOLDER};
+use crate::stretch::{inner, Stretch, HEAD};
+use crate::types::{MARIADB_GTID, QUERY, XID};
+use crate::unit_list::ListedUnit;
+
+/// A MariaDB unit at log_pos `pos`: a GTID, `body` rows-like events, an XID (or, `ddl`, a
+/// standalone GTID and one Query).
+fn unit(pos: u32, body: usize, ddl: bool, crc: bool) -> (Vec<u8>, ListedUnit) {
+    let mut gtid = vec![0u8; 19];
+    gtid[..8].copy_from_slice(&u64::from(pos).to_le_bytes());
+    gtid[12] = if ddl { 1 } else { 0 };
+    let mut raw = test_event(pos, MARIADB_GTID, &gtid, pos, crc);
+    let g = raw.len();
+    let n = if ddl { 1 } else { body };
+    for k in 0..n {
+        raw.extend(test_event(
+            pos,
+            if ddl { QUERY } else { 30 },
+            &[k as u8; 40],
+            pos + 1 + k as u32,
+            crc,
+        ));
+    }
+    let last = raw.len();
+    if !ddl {
+        raw.extend(test_event(pos, XID, &[5; 8], pos + 99, crc));
+    }
+    let u = ListedUnit {
+        start: 0,
+        end: raw.len(),
+        last: if ddl { g } else { last },
+        events: (n + if ddl { 1 } else { 2 }) as u32,
+        flags: F_COMPLETE | F_MARIADB_GTID,
+        gtid_size: g as u32,
+        lo: 0,
+        hi: 1,
+        ..Default::default()
+    };
+    (raw, u)
+}
+
+/// Unit u's form under `skip` (as the walk makes it, runs on) and its counts.
+fn form(u: &(Vec<u8>, ListedUnit), skip: u8, crc: bool) -> (Vec<u8>, Form) {
+    let mut out = Vec::new();
+    let f = skipped(&u.1, &u.0, skip, crc, true, None, Some(&mut out)).unwrap();
+    (out, f)
+}
+
+/// The events of `bytes` that are not placeholders, as the slave relays a placeholder unit.
+fn relayed(bytes: &[u8]) -> Vec<u8> {
+    let (mut out, mut p) = (Vec::new(), 0);
+    while p < bytes.len() {
+        let size = u32_at(bytes, p + 9).unwrap() as usize;
+        if !is_placeholder(bytes, p) {
+            out.extend_from_slice(&bytes[p..p + size]);
+        }
+        p += size;
+    }
+    out
+}
+
+#[test]
+fn a_stretch_holds_what_the_slave_relays_and_counts_what_a_replica_is_sent() {
+    for crc in [false, true] {
+        let crc_len = if crc { 4 } else { 0 };
+        for skip in [SKIP_PLACEHOLDER, SKIP_EMPTY] {
+            let units: Vec<_> = (1..4)
+                .map(|k| unit(1000 * k, k as usize + 1, false, crc))
+                .collect();
+            let (mut stretch, mut own) = (Stretch::default(), vec![0xAA; 3]);
+            let (mut want, mut events, mut bytes) = (Vec::new(), 0, 0);
+            for u in &units {
+                let (made, f) = form(u, skip, crc);
+                assert!(stretch.take(&made, f.placeholders, crc_len, &mut own));
+                want.extend(relayed(&made));
+                (events, bytes) = (events + f.events, bytes + f.bytes);
+            }
+            let (at, end) = stretch.close(&mut own, crc).unwrap();
+            assert_eq!((at, end), (3, own.len()));
+            assert_eq!(u32_at(&own, at + 9), Some((end - at) as u32));
+            // At its last event's log_pos: an XID's, or the made COMMIT's (its GTID's).
+            let last = if skip == SKIP_EMPTY { 3000 } else { 3099 };
+            assert_eq!(u32_at(&own, at + 13), Some(last));
+            if crc {
+                assert_eq!(crc32fast::hash(&own[at..]), crate::crc::RESIDUE);
+            }
+            let got = inner(&own, at, end - at, crc_len).unwrap();
+            assert_eq!(&own[got.range.0..got.range.1], &want[..]);
+            assert_eq!(got.units, 3);
+            let mut count = RunCount::default();
+            count.stretch(got, end - at, crc_len);
+            assert_eq!(count.events + 1, events, "{skip}: a replica's events");
+            assert_eq!(
+                count.bytes + (end - at) as i64,
+                bytes as i64,
+                "{skip}: a replica's bytes"
+            );
+            assert_eq!(count.placeholders, got.placeholders);
+            assert_eq!(got.placeholders > 0, skip == SKIP_PLACEHOLDER);
+        }
+    }
+}
+
+#[test]
+fn one_empty_transaction_is_sent_as_itself_and_others_are_left_out() {
+    let crc_len = 4;
+    let (made, f) = form(&unit(500, 2, false, true), SKIP_EMPTY, true);
+    let (mut stretch, mut own) = (Stretch::default(), Vec::new());
+    assert!(stretch.take(&made, f.placeholders, crc_len, &mut own));
+    assert_eq!(stretch.close(&mut own, true), Some((0, made.len())));
+    assert_eq!(own, made);
+    assert_eq!(stretch.close(&mut own, true), None, "closed once");
+    // A skipped DDL under the placeholder policy (a GTID and its placeholder) is not a
+    // framing pair: it goes as its form, into a stretch open or not.
+    let (ddl, d) = form(&unit(600, 0, true, true), SKIP_PLACEHOLDER, true);
+    let mut open = Stretch::default();
+    let mut bytes = Vec::new();
+    assert!(!open.take(&ddl, d.placeholders, crc_len, &mut bytes));
+    assert!(bytes.is_empty());
+    assert!(open.take(&made, 0, crc_len, &mut bytes));
+    let before = bytes.clone();
+    assert!(!open.take(&ddl, d.placeholders, crc_len, &mut bytes));
+    assert_eq!(bytes, before);
+}
+
+#[test]
+fn inner_declines_what_is_not_a_whole_stretch() {
+    let units: Vec<_> = (1..3).map(|k| unit(100 * k, 2, false, true)).collect();
+    let (mut stretch, mut own) = (Stretch::default(), Vec::new());
+    for u in &units {
+        let (made, f) = form(u, SKIP_PLACEHOLDER, true);
+        assert!(stretch.take(&made, f.placeholders, 4, &mut own));
+    }
+    let (at, end) = stretch.close(&mut own, true).unwrap();
+    assert!(inner(&own, at, end - at, 4).is_some());
+    assert!(
+        inner(&own, at, end - at, 0).is_none(),
+        "another checksum length"
+    );
+    for cut in 1..end - at {
+        // (cut at a unit's end, what is left reads as a stretch: the scanner's CRC check
+        // refuses it first)
+        if let Some(got) = inner(&own, at, end - at - cut, 4) {
+            assert!(got.units < 2 && got.range.1 <= end - cut, "cut by {cut}");
+        }
+    }
+    // Any single byte of an inner event changed: still whole (`inner` leaves the CRC to the
+    // scanner), or refused; never another unit count or a range out of the stretch.
+    for k in HEAD..end - at - 4 {
+        let mut bad = own.clone();
+        bad[at + k] ^= 0x5A;
+        if let Some(got) = inner(&bad, at, end - at, 4) {
+            assert_eq!(
+                (got.units, got.range),
+                (2, (at + HEAD, end - 4)),
+                "byte {k}"
+            );
+        }
+    }
+    let mut not_marked = own.clone();
+    not_marked[at + 28] = 0; // (the second seed 0x100 made 0: a run)
+    assert!(inner(&not_marked, at, end - at, 4).is_none());
+    let mut empty = own[..at + HEAD].to_vec();
+    empty.extend_from_slice(&[0; 4]);
+    assert!(inner(&empty, at, HEAD + 4, 4).is_none(), "no units");
+}
