@@ -1,7 +1,8 @@
 //! The slave's relay run: what `slave.node.Slave._receive` writes of a checked DumpBatch
 //! without an Event per unit. From a unit index on, the lone Heartbeats (the master's marks for
-//! skipped stretches: counted, never relayed) are passed over, the placeholder policy's units for
-//! skipped ones are relayed as their framing, its row units kept in part without their
+//! skipped stretches: counted, never relayed) are passed over, stretches of skipped units
+//! (`stretch`) relayed as the units they hold, the placeholder policy's units for
+//! skipped ones relayed as their framing, its row units kept in part without their
 //! placeholders (`holed_unit`), and the units the slave's own rules keep whole are
 //! copied as they came: fast units by their tables, lone statements (a MariaDB GTID and one plain
 //! QUERY: DDL, standalone groups, the empty-transaction policy's emptied units), whose texts go
@@ -18,7 +19,7 @@ use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
 use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
-use crate::skip_forms::is_placeholder;
+use crate::skip_forms::{empty_transactions, is_placeholder};
 use crate::sql::query_ranges;
 use crate::stmt::framing;
 use crate::stmt_units::ByKeys;
@@ -369,12 +370,20 @@ pub fn relay_ranges(
             i += 1;
             continue;
         }
-        // A stretch: its units' GTIDs and XIDs or COMMITs, relayed as they came (the
-        // placeholders they stand for are the scanner's to count: `RunCount::stretch`).
+        // A stretch: its units' GTIDs and XIDs relayed as they came, or its GTIDs each closed
+        // by the COMMIT the master would have made (what they stand for is the scanner's to
+        // count: `RunCount::stretch`).
         let crc_len = lone.map(|f| f.crc_len);
         let stretch = crc_len.filter(|_| u.kind == CONTROL && u.events == 1);
         if let Some(st) = stretch.and_then(|c| inner(buf, u.start, u.end - u.start, c)) {
-            plan.push(st.range.0, st.range.1);
+            if st.commits {
+                let at = plan.own.len();
+                let gtids = &buf[st.range.0..st.range.1];
+                empty_transactions(gtids, crc_len == Some(4), &mut plan.own);
+                plan.made(at);
+            } else {
+                plan.push(st.range.0, st.range.1);
+            }
             plan.units += st.units;
             plan.events += 2 * st.units;
             i += 1;

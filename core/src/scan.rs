@@ -160,7 +160,7 @@ impl RunCount {
     /// checksum length of the events in force).
     #[inline]
     pub fn add(&mut self, buf: &[u8], pos: usize, size: usize, crc_len: usize) {
-        if is_stretch(buf, pos) {
+        if stretch_kind(buf, pos).is_some() {
             if let Some(inner) = crate::stretch::inner(buf, pos, size, crc_len) {
                 self.stretch(inner, size, crc_len);
             }
@@ -174,14 +174,20 @@ impl RunCount {
     }
 
     /// Counts a stretch of `size` bytes whose inner units are `inner`: each unit's two events
-    /// and the placeholders they stand for (`crc_len`: their checksum length), less the stretch.
+    /// (a GTID and its XID or COMMIT, made again where `inner.commits`) and the placeholders
+    /// they stand for (`crc_len`: their checksum length), less the stretch itself.
     pub fn stretch(&mut self, inner: crate::stretch::Inner, size: usize, crc_len: usize) {
         let holes = inner.placeholders.min(u32::MAX as u64);
         let rand = (HEADER_LEN + 16 + crc_len) as u64;
-        let sent = (inner.range.1 - inner.range.0) as u64 + holes * rand;
-        self.events = self
-            .events
-            .saturating_add((2 * inner.units + holes).saturating_sub(1));
+        let commit = (HEADER_LEN + COMMIT_BODY.len() + crc_len) as u64;
+        let commits = if inner.commits {
+            inner.units * commit
+        } else {
+            0
+        };
+        let sent = (inner.range.1 - inner.range.0) as u64 + holes * rand + commits;
+        let events = 2 * inner.units + holes;
+        self.events = self.events.saturating_add(events.saturating_sub(1));
         self.placeholders = self.placeholders.saturating_add(holes);
         self.bytes = self.bytes.saturating_add(sent as i64 - size as i64);
     }

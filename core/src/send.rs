@@ -30,7 +30,8 @@ pub struct SendOptions<'a> {
     /// slave that asked for runs). The counts, and the batch's size, are a replica's still.
     pub runs: bool,
     /// Skipped units in a row are sent as one stretch of what a slave relays of them
-    /// (`stretch`: a gRPC slave that asked for them). Counts and cuts as `runs`.
+    /// (`stretch`: a gRPC slave that asked for them). The counts are a replica's still; the
+    /// batch is cut by its bytes on the wire.
     pub stretches: bool,
     /// A Heartbeat the caller still owes (a stretch skipped before this call), sent before the
     /// next kept bytes or replaced by a later stretch's.
@@ -102,10 +103,11 @@ fn prefetch_form(plan: &UnitList, bufs: &[&[u8]], row: &[u8], k: usize, skip: u8
     prefetch(&raw[..raw.len().min(reach)]);
 }
 
-/// Room made up front for the forms a placeholder walk makes (about two thirds of its batch,
-/// grown by doubling they were copied again at each realloc); pages are touched as written.
+/// Room made up front for the forms a placeholder or empty-transaction walk makes (two thirds
+/// and two fifths of a do-db slave's batch, grown by doubling they were copied again at each
+/// realloc); pages are touched as written.
 fn own_room(opt: &SendOptions) -> usize {
-    let forms = opt.skip == SKIP_PLACEHOLDER && !opt.count_only;
+    let forms = matches!(opt.skip, SKIP_PLACEHOLDER | SKIP_EMPTY) && !opt.count_only;
     usize::from(forms) * opt.limit.saturating_sub(opt.batch_bytes).min(4 << 20) as usize
 }
 
@@ -288,7 +290,8 @@ pub fn walk(
                     // stands for what a replica is sent, and its batch is cut by its own size.
                     flush(&mut owed, &mut s, &mut batch);
                     let mark = s.own.len();
-                    if !stretch.take(&form_bytes, form.placeholders, crc_len, &mut s.own) {
+                    let commits = opt.skip == SKIP_EMPTY;
+                    if !stretch.take(&form_bytes, form.placeholders, commits, crc_len, &mut s.own) {
                         if let Some((a, b)) = stretch.close(&mut s.own, opt.heartbeat_crc) {
                             s.own_span(a, b);
                         }

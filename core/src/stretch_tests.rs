@@ -3,9 +3,12 @@
 
 use crate::le::u32_at;
 use crate::scan::{RunCount, F_COMPLETE, F_MARIADB_GTID};
-use crate::skip_forms::{is_placeholder, skipped, test_event, Form, SKIP_EMPTY, SKIP_PLACEHOLDER};
+use crate::skip_forms::{
+    empty_commit, empty_transactions, is_placeholder, skipped, test_event, Form,
+};
+use crate::skip_forms::{SKIP_EMPTY, SKIP_PLACEHOLDER};
 use crate::stretch::{inner, Stretch, HEAD};
-use crate::types::{MARIADB_GTID, QUERY, XID};
+use crate::types::{COMMIT_BODY, MARIADB_GTID, QUERY, XID};
 use crate::unit_list::ListedUnit;
 
 /// A MariaDB unit at log_pos `pos`: a GTID, `body` rows-like events, an XID (or, `ddl`, a
@@ -74,11 +77,22 @@ fn a_stretch_holds_what_the_slave_relays_and_counts_what_a_replica_is_sent() {
                 .collect();
             let (mut stretch, mut own) = (Stretch::default(), vec![0xAA; 3]);
             let (mut want, mut events, mut bytes) = (Vec::new(), 0, 0);
+            let (commits, mut forms) = (skip == SKIP_EMPTY, Vec::new());
             for u in &units {
                 let (made, f) = form(u, skip, crc);
-                assert!(stretch.take(&made, f.placeholders, crc_len, &mut own));
-                want.extend(relayed(&made));
+                assert!(stretch.take(&made, f.placeholders, commits, crc_len, &mut own));
+                let g = u.1.gtid_size as usize;
+                if commits {
+                    // Its GTID alone: the COMMIT a slave makes again from it is the walk's.
+                    let mut again = made[..g].to_vec();
+                    empty_commit(&made[..g], crc, &mut again);
+                    assert_eq!(again, made);
+                    want.extend_from_slice(&made[..g]);
+                } else {
+                    want.extend(relayed(&made));
+                }
                 (events, bytes) = (events + f.events, bytes + f.bytes);
+                forms.extend(made);
             }
             let (at, end) = stretch.close(&mut own, crc).unwrap();
             assert_eq!((at, end), (3, own.len()));
@@ -91,7 +105,13 @@ fn a_stretch_holds_what_the_slave_relays_and_counts_what_a_replica_is_sent() {
             }
             let got = inner(&own, at, end - at, crc_len).unwrap();
             assert_eq!(&own[got.range.0..got.range.1], &want[..]);
-            assert_eq!(got.units, 3);
+            assert_eq!((got.units, got.commits), (3, commits));
+            if commits {
+                // What the slave relays: each GTID and its COMMIT, the walk's forms.
+                let mut relayed = Vec::new();
+                empty_transactions(&own[got.range.0..got.range.1], crc, &mut relayed);
+                assert_eq!(relayed, forms);
+            }
             let mut count = RunCount::default();
             count.stretch(got, end - at, crc_len);
             assert_eq!(count.events + 1, events, "{skip}: a replica's events");
@@ -107,24 +127,40 @@ fn a_stretch_holds_what_the_slave_relays_and_counts_what_a_replica_is_sent() {
 }
 
 #[test]
-fn one_empty_transaction_is_sent_as_itself_and_others_are_left_out() {
+fn a_lone_unit_is_a_stretch_unless_nothing_is_saved_and_others_are_left_out() {
     let crc_len = 4;
     let (made, f) = form(&unit(500, 2, false, true), SKIP_EMPTY, true);
+    let g = made.len() - (19 + COMMIT_BODY.len() + 4);
     let (mut stretch, mut own) = (Stretch::default(), Vec::new());
-    assert!(stretch.take(&made, f.placeholders, crc_len, &mut own));
-    assert_eq!(stretch.close(&mut own, true), Some((0, made.len())));
-    assert_eq!(own, made);
+    assert!(stretch.take(&made, f.placeholders, true, crc_len, &mut own));
+    assert_eq!(stretch.close(&mut own, true), Some((0, HEAD + g + 4)));
+    assert_eq!(
+        &own[HEAD..HEAD + g],
+        &made[..g],
+        "its GTID, shorter than GTID and COMMIT"
+    );
     assert_eq!(stretch.close(&mut own, true), None, "closed once");
+    // An empty transaction of the binlog's (GTID, XID) under the placeholder policy: itself.
+    let (gtid_xid, _) = form(&unit(550, 0, false, true), SKIP_PLACEHOLDER, true);
+    let mut alone = Vec::new();
+    assert!(stretch.take(&gtid_xid, 0, false, crc_len, &mut alone));
+    assert_eq!(stretch.close(&mut alone, true), Some((0, gtid_xid.len())));
+    assert_eq!(alone, gtid_xid);
     // A skipped DDL under the placeholder policy (a GTID and its placeholder) is not a
-    // framing pair: it goes as its form, into a stretch open or not.
+    // framing pair, nor a form of the other kind's in an open stretch: each goes as its form.
     let (ddl, d) = form(&unit(600, 0, true, true), SKIP_PLACEHOLDER, true);
     let mut open = Stretch::default();
     let mut bytes = Vec::new();
-    assert!(!open.take(&ddl, d.placeholders, crc_len, &mut bytes));
+    assert!(!open.take(&ddl, d.placeholders, false, crc_len, &mut bytes));
     assert!(bytes.is_empty());
-    assert!(open.take(&made, 0, crc_len, &mut bytes));
+    assert!(open.take(&gtid_xid, 0, false, crc_len, &mut bytes));
     let before = bytes.clone();
-    assert!(!open.take(&ddl, d.placeholders, crc_len, &mut bytes));
+    assert!(!open.take(&ddl, d.placeholders, false, crc_len, &mut bytes));
+    assert!(!open.take(&made, 0, true, crc_len, &mut bytes));
+    assert!(
+        !open.take(&gtid_xid, 0, true, crc_len, &mut bytes),
+        "not a COMMIT"
+    );
     assert_eq!(bytes, before);
 }
 
@@ -134,7 +170,7 @@ fn inner_declines_what_is_not_a_whole_stretch() {
     let (mut stretch, mut own) = (Stretch::default(), Vec::new());
     for u in &units {
         let (made, f) = form(u, SKIP_PLACEHOLDER, true);
-        assert!(stretch.take(&made, f.placeholders, 4, &mut own));
+        assert!(stretch.take(&made, f.placeholders, false, 4, &mut own));
     }
     let (at, end) = stretch.close(&mut own, true).unwrap();
     assert!(inner(&own, at, end - at, 4).is_some());

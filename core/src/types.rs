@@ -104,15 +104,18 @@ pub const PLACEHOLDER_RUN: u64 = 0;
 /// (`encode.query_body("COMMIT", "")`).
 pub const COMMIT_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00COMMIT";
 
-/// The second seed of a stretch's head (`stretch`): skipped units in a row as one
-/// event, for a gRPC slave that asked for them; above any event type, so no placeholder's.
+/// The second seed of a stretch's head (`stretch`): skipped units in a row as one event, for a
+/// gRPC slave that asked for them, above any event type, so no placeholder's. PLACEHOLDER_STRETCH
+/// holds each unit's GTID and XID; EMPTY_STRETCH each unit's GTID, which the slave closes with
+/// the COMMIT the empty-transaction policy makes (`skip_forms::empty_commit`).
 pub const PLACEHOLDER_STRETCH: u64 = 0x100;
+pub const EMPTY_STRETCH: u64 = 0x101;
 
-/// Whether the event at buf[at..] is marked as a stretch (a placeholder whose second seed is
-/// PLACEHOLDER_STRETCH); `stretch::inner` reads it whole.
-pub fn is_stretch(buf: &[u8], at: usize) -> bool {
-    is_placeholder(buf, at)
-        && crate::le::u64_at(buf, at + HEADER_LEN + 8) == Some(PLACEHOLDER_STRETCH)
+/// The kind of stretch the event at buf[at..] is marked as (a placeholder whose second seed is
+/// PLACEHOLDER_STRETCH or EMPTY_STRETCH), else None; `stretch::inner` reads it whole.
+pub fn stretch_kind(buf: &[u8], at: usize) -> Option<u64> {
+    let kind = crate::le::u64_at(buf, at + HEADER_LEN + 8)?;
+    (is_placeholder(buf, at) && matches!(kind, PLACEHOLDER_STRETCH | EMPTY_STRETCH)).then_some(kind)
 }
 
 /// The placeholders the event at buf[at..] stands for when it is a run of them (a placeholder

@@ -13,7 +13,7 @@ use crate::format::{type_name, Format};
 use crate::le::{u16_at, u32_at, u64_at};
 use crate::sql::{is_begin, is_begin_event, is_end, query_sql};
 use crate::types::*;
-use crate::types::{is_placeholder, is_stretch};
+use crate::types::{is_placeholder, stretch_kind};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fast {
@@ -245,7 +245,7 @@ impl Scanner {
         }
         let (mut taken, mut others) = (0u64, false);
         while let Ok(Some((RAND, size))) = Self::next_event(buf, pos, 0) {
-            if is_stretch(buf, pos) {
+            if stretch_kind(buf, pos).is_some() {
                 break; // (a unit of its own: `group` ends the open one)
             }
             let nxt = pos + size;
@@ -326,7 +326,7 @@ impl Scanner {
         }
         // A stretch (skipped units in a row as one event) is a unit of its own, after the open
         // one: the placeholder policy's skipped DDL (a GTID and one placeholder) never ends.
-        if t == RAND && is_stretch(buf, pos) {
+        if t == RAND && stretch_kind(buf, pos).is_some() {
             if let Some(open) = cur.take() {
                 self.emit(open, false, out);
             }

@@ -43,16 +43,18 @@ class BatchCapture:
                 if kind == 0:
                     self.events[key] += length - 1
                     self.bytes[key] += (length - 1) * size
-                elif kind == 0x100:
+                elif kind in (0x100, 0x101):
                     # A stretch (DumpRequest.skip_stretches): whole events inside, each sent, and
-                    # `length` placeholders of 35 bytes and the stretch's checksum.
+                    # `length` placeholders of 35 bytes and the stretch's checksum; 0x101 holds
+                    # GTIDs alone, each sent with a COMMIT of 39 bytes and the checksum.
                     inner, at = 0, off + 35
                     while at < off + size - 4:
                         (inner_size,) = struct.unpack_from("<I", blob, at + 9)
                         inner, at = inner + 1, at + inner_size
                     crc = off + size - at
-                    self.events[key] += inner + length - 1
-                    self.bytes[key] += (at - off - 35) + length * (35 + crc) - size
+                    commits = inner if kind == 0x101 else 0
+                    self.events[key] += inner + commits + length - 1
+                    self.bytes[key] += (at - off - 35) + length * (35 + crc) + commits * (39 + crc) - size
             if type_code == HEARTBEAT_LOG_EVENT:
                 self.heartbeats[key] += 1
                 self.heartbeat_bytes[key] += size
