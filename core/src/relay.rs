@@ -19,11 +19,11 @@ use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
 use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
-use crate::skip_forms::{empty_commit, is_placeholder};
+use crate::skip_forms::{empty_transactions, is_placeholder};
 use crate::sql::query_ranges;
 use crate::stmt::framing;
 use crate::stmt_units::ByKeys;
-use crate::stretch::unpack;
+use crate::stretch::inner;
 use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
@@ -370,15 +370,20 @@ pub fn relay_ranges(
             i += 1;
             continue;
         }
-        // A stretch: its units' GTIDs and XIDs unpacked as the binlog had them, or its GTIDs
-        // each closed by the COMMIT the master would have made (what they stand for is the
-        // scanner's to count: `RunCount::stretch`).
+        // A stretch: its units' GTIDs and XIDs relayed as they came, or its GTIDs each closed
+        // by the COMMIT the master would have made (what they stand for is the scanner's to
+        // count: `RunCount::stretch`).
         let crc_len = lone.map(|f| f.crc_len);
         let stretch = crc_len.filter(|_| u.kind == CONTROL && u.events == 1);
-        let at = plan.own.len();
-        let (size, own) = (u.end - u.start, &mut plan.own);
-        if let Some(st) = stretch.and_then(|c| unpack(buf, u.start, size, c, own, empty_commit)) {
-            plan.made(at);
+        if let Some(st) = stretch.and_then(|c| inner(buf, u.start, u.end - u.start, c)) {
+            if st.commits {
+                let at = plan.own.len();
+                let gtids = &buf[st.range.0..st.range.1];
+                empty_transactions(gtids, crc_len == Some(4), &mut plan.own);
+                plan.made(at);
+            } else {
+                plan.push(st.range.0, st.range.1);
+            }
             plan.units += st.units;
             plan.events += 2 * st.units;
             i += 1;

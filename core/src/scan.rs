@@ -185,7 +185,7 @@ impl RunCount {
         } else {
             0
         };
-        let sent = inner.bytes + holes * rand + commits;
+        let sent = (inner.range.1 - inner.range.0) as u64 + holes * rand + commits;
         let events = 2 * inner.units + holes;
         self.events = self.events.saturating_add(events.saturating_sub(1));
         self.placeholders = self.placeholders.saturating_add(holes);

@@ -155,11 +155,22 @@ fn empty(raw: &[u8], gtid_size: usize, crc: bool, out: Option<&mut Vec<u8>>) -> 
     })
 }
 
-/// The COMMIT that closes a MariaDB empty transaction, made from its GTID `gtid` (its header at
-/// least) and appended to `out`: by the send walk (`empty`), and by a slave closing each GTID of
-/// an empty-transaction stretch (`stretch::unpack`), the same bytes.
+/// The COMMIT that closes a MariaDB empty transaction, made from its GTID `gtid` and appended to
+/// `out`: by the send walk (`empty`), and by a slave closing each GTID of an empty-transaction
+/// stretch (`empty_transactions`), the same bytes.
 pub fn empty_commit(gtid: &[u8], crc: bool, out: &mut Vec<u8>) {
     made_query(gtid, COMMIT_BODY, crc, out);
+}
+
+/// The empty transactions an empty-transaction stretch's GTIDs (`gtids`, whole events, as
+/// `stretch::inner` read them) stand for, appended to `out`: each GTID and its COMMIT.
+pub fn empty_transactions(gtids: &[u8], crc: bool, out: &mut Vec<u8>) {
+    let mut p = 0;
+    while let Some(g) = u32_at(gtids, p + 9).and_then(|n| gtids.get(p..p + n as usize)) {
+        out.extend_from_slice(g);
+        empty_commit(g, crc, out);
+        p += g.len().max(1);
+    }
 }
 
 /// A Query the filter makes up (`body`: COMMIT_BODY, BEGIN_BODY), dated and numbered as the

@@ -3,9 +3,11 @@
 
 use crate::le::u32_at;
 use crate::scan::{RunCount, F_COMPLETE, F_MARIADB_GTID};
-use crate::skip_forms::{empty_commit, is_placeholder, skipped, test_event, Form};
+use crate::skip_forms::{
+    empty_commit, empty_transactions, is_placeholder, skipped, test_event, Form,
+};
 use crate::skip_forms::{SKIP_EMPTY, SKIP_PLACEHOLDER};
-use crate::stretch::{inner, unpack, Inner, Stretch, HEAD};
+use crate::stretch::{inner, Stretch, HEAD};
 use crate::types::{COMMIT_BODY, MARIADB_GTID, QUERY, XID};
 use crate::unit_list::ListedUnit;
 
@@ -50,22 +52,6 @@ fn form(u: &(Vec<u8>, ListedUnit), skip: u8, crc: bool) -> (Vec<u8>, Form) {
     let mut out = Vec::new();
     let f = skipped(&u.1, &u.0, skip, crc, true, None, Some(&mut out)).unwrap();
     (out, f)
-}
-
-/// What a slave's relay run writes of stretch `st` in `buf` (as `inner` read it).
-fn unpacked(buf: &[u8], st: &Inner, crc_len: usize) -> Vec<u8> {
-    let at = st.range.0 - HEAD;
-    let mut out = vec![0xEE; 2];
-    let again = unpack(
-        buf,
-        at,
-        st.range.1 + crc_len - at,
-        crc_len,
-        &mut out,
-        empty_commit,
-    );
-    assert_eq!(again.as_ref(), Some(st), "read as `inner` reads it");
-    out.split_off(2)
 }
 
 /// The events of `bytes` that are not placeholders, as the slave relays a placeholder unit.
@@ -118,16 +104,14 @@ fn a_stretch_holds_what_the_slave_relays_and_counts_what_a_replica_is_sent() {
                 assert_eq!(crc32fast::hash(&own[at..]), crate::crc::RESIDUE);
             }
             let got = inner(&own, at, end - at, crc_len).unwrap();
+            assert_eq!(&own[got.range.0..got.range.1], &want[..]);
             assert_eq!((got.units, got.commits), (3, commits));
-            assert_eq!(got.bytes, want.len() as u64);
-            assert!(
-                got.range.1 - got.range.0 < want.len() - 20,
-                "the second and third units packed against the first"
-            );
-            // What the slave relays: each GTID and its XID, or each GTID and its COMMIT (the
-            // walk's forms).
-            let relayed = unpacked(&own, &got, crc_len);
-            assert_eq!(relayed, if commits { forms } else { want });
+            if commits {
+                // What the slave relays: each GTID and its COMMIT, the walk's forms.
+                let mut relayed = Vec::new();
+                empty_transactions(&own[got.range.0..got.range.1], crc, &mut relayed);
+                assert_eq!(relayed, forms);
+            }
             let mut count = RunCount::default();
             count.stretch(got, end - at, crc_len);
             assert_eq!(count.events + 1, events, "{skip}: a replica's events");
@@ -149,11 +133,11 @@ fn a_lone_unit_is_a_stretch_unless_nothing_is_saved_and_others_are_left_out() {
     let g = made.len() - (19 + COMMIT_BODY.len() + 4);
     let (mut stretch, mut own) = (Stretch::default(), Vec::new());
     assert!(stretch.take(&made, f.placeholders, true, crc_len, &mut own));
-    assert_eq!(stretch.close(&mut own, true), Some((0, HEAD + 1 + g + 4)));
+    assert_eq!(stretch.close(&mut own, true), Some((0, HEAD + g + 4)));
     assert_eq!(
-        &own[HEAD + 1..HEAD + 1 + g],
+        &own[HEAD..HEAD + g],
         &made[..g],
-        "its GTID whole, shorter than GTID and COMMIT"
+        "its GTID, shorter than GTID and COMMIT"
     );
     assert_eq!(stretch.close(&mut own, true), None, "closed once");
     // An empty transaction of the binlog's (GTID, XID) under the placeholder policy: itself.
@@ -201,20 +185,17 @@ fn inner_declines_what_is_not_a_whole_stretch() {
             assert!(got.units < 2 && got.range.1 <= end - cut, "cut by {cut}");
         }
     }
-    // Any single byte of a packed event changed: a stretch whose events unpack to what it
-    // says, or refused; never a range out of the stretch (its CRC is the scanner's to check).
+    // Any single byte of an inner event changed: still whole (`inner` leaves the CRC to the
+    // scanner), or refused; never another unit count or a range out of the stretch.
     for k in HEAD..end - at - 4 {
-        for flip in [0x5A, 0x01, 0x80] {
-            let mut bad = own.clone();
-            bad[at + k] ^= flip;
-            if let Some(got) = inner(&bad, at, end - at, 4) {
-                assert_eq!(got.range, (at + HEAD, end - 4), "byte {k}");
-                let out = unpacked(&bad, &got, 4);
-                assert_eq!(out.len() as u64, got.bytes, "byte {k}");
-                let first = u32_at(&out, 9).unwrap() as usize;
-                assert_eq!(out[4], MARIADB_GTID);
-                assert!(matches!(out[first + 4], XID | QUERY), "byte {k}");
-            }
+        let mut bad = own.clone();
+        bad[at + k] ^= 0x5A;
+        if let Some(got) = inner(&bad, at, end - at, 4) {
+            assert_eq!(
+                (got.units, got.range),
+                (2, (at + HEAD, end - 4)),
+                "byte {k}"
+            );
         }
     }
     let mut not_marked = own.clone();
@@ -223,53 +204,4 @@ fn inner_declines_what_is_not_a_whole_stretch() {
     let mut empty = own[..at + HEAD].to_vec();
     empty.extend_from_slice(&[0; 4]);
     assert!(inner(&empty, at, HEAD + 4, 4).is_none(), "no units");
-}
-
-#[test]
-fn a_packed_event_keeps_the_type_and_size_its_first_was_checked_for() {
-    let units: Vec<_> = (1..4).map(|k| unit(300 * k, 1, false, true)).collect();
-    let (mut stretch, mut own) = (Stretch::default(), Vec::new());
-    for u in &units {
-        let (made, f) = form(u, SKIP_PLACEHOLDER, true);
-        assert!(stretch.take(&made, f.placeholders, false, 4, &mut own));
-    }
-    let (at, end) = stretch.close(&mut own, true).unwrap();
-    let got = inner(&own, at, end - at, 4).unwrap();
-    // The first unit whole (a RAW GTID, a RAW XID), then the second's GTID against it (DIFF):
-    // a tag, five mask bytes (38 bytes before its checksum), the bytes that differ.
-    let (g, x) = (u32_at(&own, at + HEAD + 1 + 9).unwrap() as usize, 31);
-    let second = at + HEAD + 2 + g + x;
-    assert_eq!((own[at + HEAD], own[second]), (0, 1), "RAW, then DIFF");
-    let mask = second + 2; // (its second mask byte: bytes 8..16, log_pos from 13)
-    assert_ne!(own[mask] & 0x20, 0, "its log_pos moved");
-    // The same count of changed bytes, one of them in the size (byte 9) or the type (byte 4)
-    // instead: refused, where unpacking it would make an event of another size or type.
-    for (byte, bit) in [(mask, 0x02), (mask - 1, 0x10)] {
-        let mut bad = own.clone();
-        bad[mask] &= !0x20;
-        bad[byte] |= bit;
-        assert!(
-            inner(&bad, at, end - at, 4).is_none(),
-            "byte {byte}, bit {bit}"
-        );
-    }
-    // A GTID of another size (a commit id, an XA) is whole again, and unpacks as it was.
-    let mut gtid = vec![0u8; 27];
-    gtid[12] = 2;
-    let mut longer = test_event(1200, MARIADB_GTID, &gtid, 1200, true);
-    longer.extend(test_event(1200, XID, &[9; 8], 1299, true));
-    let mut more = Stretch::default();
-    let mut out = Vec::new();
-    for made in [form(&units[0], SKIP_PLACEHOLDER, true).0, longer.clone()] {
-        assert!(more.take(&made, 1, false, 4, &mut out));
-    }
-    let (a, b) = more.close(&mut out, true).unwrap();
-    let st = inner(&out, a, b - a, 4).unwrap();
-    assert_eq!(st.units, 2);
-    let relayed = unpacked(&out, &st, 4);
-    assert!(
-        relayed.ends_with(&longer),
-        "the longer GTID and its XID as they were"
-    );
-    assert_eq!(relayed.len() as u64, got.bytes / 3 + longer.len() as u64);
 }

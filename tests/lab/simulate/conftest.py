@@ -44,41 +44,22 @@ class BatchCapture:
                     self.events[key] += length - 1
                     self.bytes[key] += (length - 1) * size
                 elif kind in (0x100, 0x101):
-                    # A stretch (DumpRequest.skip_stretches): packed events inside, each sent, and
+                    # A stretch (DumpRequest.skip_stretches): whole events inside, each sent, and
                     # `length` placeholders of 35 bytes and the stretch's checksum; 0x101 holds
                     # GTIDs alone, each sent with a COMMIT of 39 bytes and the checksum.
-                    inner, unpacked, crc = _stretch_inner(blob, off + 35, off + size, per_unit=2 if kind == 0x100 else 1)
+                    inner, at = 0, off + 35
+                    while at < off + size - 4:
+                        (inner_size,) = struct.unpack_from("<I", blob, at + 9)
+                        inner, at = inner + 1, at + inner_size
+                    crc = off + size - at
                     commits = inner if kind == 0x101 else 0
                     self.events[key] += inner + commits + length - 1
-                    self.bytes[key] += unpacked + length * (35 + crc) + commits * (39 + crc) - size
+                    self.bytes[key] += (at - off - 35) + length * (35 + crc) + commits * (39 + crc) - size
             if type_code == HEARTBEAT_LOG_EVENT:
                 self.heartbeats[key] += 1
                 self.heartbeat_bytes[key] += size
             off += size
         assert off == len(blob)
-
-
-def _stretch_inner(blob: bytes, start: int, end: int, per_unit: int) -> tuple[int, int, int]:
-    """A stretch's inner events from blob[start:] to its checksum before `end`: how many, their
-    bytes unpacked, and the checksum length. Each has a tag byte: 0, the event whole; 1, its place
-    in its unit's last event but for the bytes its mask names (one bit a byte before the
-    checksum), those bytes, then its checksum (core/src/stretch.rs). `per_unit`: the events of
-    a unit there (a GTID and its XID, or a GTID)."""
-    for crc in (4, 0):
-        events, unpacked, at, last = 0, 0, start, [0] * per_unit
-        while at < end - crc:
-            place = events % per_unit
-            if blob[at] == 0:
-                (last[place],) = struct.unpack_from("<I", blob, at + 1 + 9)
-                at += 1 + last[place]
-            else:
-                masks = (last[place] - crc + 7) // 8
-                changed = sum(bin(b).count("1") for b in blob[at + 1 : at + 1 + masks])
-                at += 1 + masks + changed + crc
-            events, unpacked = events + 1, unpacked + last[place]
-        if at == end - crc:
-            return events, unpacked, crc
-    raise AssertionError(f"a stretch at {start - 35} that does not read whole")
 
 
 @pytest.fixture(scope="session")
