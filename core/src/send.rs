@@ -8,7 +8,7 @@
 
 use crate::rows::{ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
 use crate::scan::F_MARIADB_GTID;
-use crate::sent::{prefetch, Sent};
+use crate::sent::Sent;
 use crate::skip_forms::{self, skipped, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
 use crate::stmt_units::StmtUnits;
 use crate::stretch::Stretch;
@@ -72,37 +72,6 @@ impl Cut {
 /// sysbench MIXED binlog, `bench skip_policies`).
 const FORM_AHEAD: usize = 8;
 
-/// Asks for the bytes of unit k that the walk reads to make its skip form (`skip`): the GTID's
-/// cache lines for an empty transaction, the unit's (up to 2 KB) for placeholders, and for a
-/// skipped unit sent as a run (`runs`) its head and its last event only, which are all that
-/// `framed_run` reads. A unit kept whole is not asked for (`Sent::fill` asks for its bytes ahead
-/// of its copy), nor one out of its buffer's bounds.
-#[inline]
-fn prefetch_form(plan: &UnitList, bufs: &[&[u8]], row: &[u8], k: usize, skip: u8, runs: bool) {
-    let (Some(u), Some(&answer)) = (plan.units.get(k), row.get(k)) else {
-        return;
-    };
-    if answer != SKIP && answer != PARTIAL {
-        return;
-    }
-    let Some(raw) = bufs
-        .get(u.part as usize)
-        .and_then(|b| b.get(u.start..u.end))
-    else {
-        return;
-    };
-    if skip == SKIP_PLACEHOLDER && runs && answer == SKIP {
-        prefetch(&raw[..raw.len().min(128)]);
-        prefetch(
-            raw.get(u.last.saturating_sub(u.start)..)
-                .unwrap_or_default(),
-        );
-        return;
-    }
-    let reach = if skip == SKIP_EMPTY { 128 } else { 2048 };
-    prefetch(&raw[..raw.len().min(reach)]);
-}
-
 /// Room made up front for the forms a placeholder or empty-transaction walk makes (two thirds
 /// and two fifths of a do-db slave's batch, grown by doubling they were copied again at each
 /// realloc); pages are touched as written.
@@ -161,7 +130,7 @@ pub fn walk(
     let mut i = from;
     let mut made = None; // the Heartbeats of the last unit's part (its file)
     let forms = opt.skip != SKIP_HEARTBEAT; // (skip forms are made: their units read ahead)
-    let mut asked = from; // units before this one were asked for (`prefetch_form`)
+    let mut asked = from; // units before this one were asked for (`skip_forms::prefetch_form`)
     let mut ranges = Vec::new(); // a unit's kept ranges, for its placeholders (reused)
     let stretches = opt.stretches && !opt.count_only;
     let runs = opt.runs || stretches; // (a stretch drops the run a placeholder unit is made with)
@@ -207,7 +176,7 @@ pub fn walk(
         if forms && matches!(row[i], SKIP | PARTIAL) {
             asked = asked.max(i + 1);
             while asked <= (i + FORM_AHEAD).min(n - 1) {
-                prefetch_form(plan, bufs, row, asked, opt.skip, runs);
+                skip_forms::prefetch_form(plan, bufs, row, asked, opt.skip, runs);
                 asked += 1;
             }
         }
@@ -269,49 +238,79 @@ pub fn walk(
                     }
                     _ => None,
                 };
-                // Made once, into `own`: the Heartbeat still owed goes after it there, and before
-                // it in the pieces (a form the walk cannot make leaves nothing behind).
-                let start = s.own.len();
-                let out = match (opt.count_only, stretches) {
-                    (true, _) => None,
-                    (false, true) => {
-                        form_bytes.clear();
-                        Some(&mut form_bytes)
-                    }
-                    (false, false) => Some(&mut s.own),
+                // A stretch takes the unit's GTID (and XID) straight from the binlog where its
+                // form would be those (and a run, or a COMMIT the slave makes): `stretch_unit`.
+                let direct = match stretches {
+                    true => skip_forms::stretch_unit(unit, buf, opt.skip, crc, framing),
+                    false => None,
                 };
-                let Some(form) = skipped(unit, buf, opt.skip, crc, runs, framing, out) else {
-                    s.own.truncate(start);
-                    break;
-                };
-                if stretches {
-                    // Joins the stretch (the Heartbeat still owed before it), or ends it and
-                    // goes as its form. The batch counts what the wire carries: a stretch
-                    // stands for what a replica is sent, and its batch is cut by its own size.
+                let mut form = None;
+                if let Some(skip_forms::StretchUnit { gtid, xid, form: f }) = direct {
                     flush(&mut owed, &mut s, &mut batch);
                     let mark = s.own.len();
-                    let commits = opt.skip == SKIP_EMPTY;
-                    if !stretch.take(&form_bytes, form.placeholders, commits, crc_len, &mut s.own) {
-                        if let Some((a, b)) = stretch.close(&mut s.own, opt.heartbeat_crc) {
-                            s.own_span(a, b);
-                        }
-                        if runs != opt.runs {
-                            // (made with a run to join a stretch: as asked, without)
-                            form_bytes.clear();
-                            let out = Some(&mut form_bytes);
-                            skipped(unit, buf, opt.skip, crc, opt.runs, framing, out);
-                        }
-                        s.own_piece(&form_bytes);
+                    if stretch.take_unit(gtid, xid, f.placeholders, crc_len, &mut s.own) {
+                        batch += (s.own.len() - mark) as u64;
+                        form = Some(f);
                     }
-                    batch += (s.own.len() - mark) as u64;
-                } else {
-                    let end = s.own.len();
-                    flush(&mut owed, &mut s, &mut batch);
-                    if !opt.count_only {
-                        s.own_span(start, end);
-                    }
-                    batch += form.bytes;
                 }
+                let form = match form {
+                    Some(form) => form,
+                    None => {
+                        // Made once, into `own`: the Heartbeat still owed goes after it there,
+                        // and before it in the pieces (a form the walk cannot make leaves nothing
+                        // behind).
+                        let start = s.own.len();
+                        let out = match (opt.count_only, stretches) {
+                            (true, _) => None,
+                            (false, true) => {
+                                form_bytes.clear();
+                                Some(&mut form_bytes)
+                            }
+                            (false, false) => Some(&mut s.own),
+                        };
+                        let Some(form) = skipped(unit, buf, opt.skip, crc, runs, framing, out)
+                        else {
+                            s.own.truncate(start);
+                            break;
+                        };
+                        if stretches {
+                            // Joins the stretch (the Heartbeat still owed before it), or ends
+                            // it and goes as its form. The batch counts what the wire carries: a
+                            // stretch stands for what a replica is sent, and its batch is cut by
+                            // its own size.
+                            flush(&mut owed, &mut s, &mut batch);
+                            let mark = s.own.len();
+                            let commits = opt.skip == SKIP_EMPTY;
+                            if !stretch.take(
+                                &form_bytes,
+                                form.placeholders,
+                                commits,
+                                crc_len,
+                                &mut s.own,
+                            ) {
+                                if let Some((a, b)) = stretch.close(&mut s.own, opt.heartbeat_crc) {
+                                    s.own_span(a, b);
+                                }
+                                if runs != opt.runs {
+                                    // (made with a run to join a stretch: as asked, without)
+                                    form_bytes.clear();
+                                    let out = Some(&mut form_bytes);
+                                    skipped(unit, buf, opt.skip, crc, opt.runs, framing, out);
+                                }
+                                s.own_piece(&form_bytes);
+                            }
+                            batch += (s.own.len() - mark) as u64;
+                        } else {
+                            let end = s.own.len();
+                            flush(&mut owed, &mut s, &mut batch);
+                            if !opt.count_only {
+                                s.own_span(start, end);
+                            }
+                            batch += form.bytes;
+                        }
+                        form
+                    }
+                };
                 s.skip_units += 1;
                 s.skip_events += form.events;
                 s.skip_bytes += form.bytes;

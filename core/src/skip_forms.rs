@@ -10,19 +10,21 @@
 //! its policy says.
 
 use crate::le::u32_at;
+use crate::rows::{ROW_PARTIAL, ROW_SKIP};
 use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
+use crate::sent::prefetch;
 use crate::types::LOG_EVENT_SKIP_REPLICATION_F as SKIP_REPLICATION_F;
 use crate::types::{
     ANONYMOUS_GTID, COMMIT_BODY, GTID, HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE,
     MARIADB_GTID, QUERY,
 };
-use crate::unit_list::ListedUnit;
+use crate::unit_list::{ListedUnit, UnitList};
 
 mod made_crc;
 pub(crate) mod mysql;
 mod placeholder;
 
-use placeholder::{framed_run, placeholders, rand_len};
+use placeholder::{framed_run, placeholders, rand_len, stretch_pair};
 
 pub use mysql::relayed_placeholders;
 
@@ -96,6 +98,101 @@ pub fn skipped(
         }
         _ => None,
     }
+}
+
+/// Skipped unit `u` of `buf` under `skip` as a walk making stretches takes it
+/// (`stretch::Stretch::take_unit`), without making its form: its GTID, its XID under the
+/// placeholder policy, and its form's counts. None where its form is not those (a placeholder
+/// form other than its GTID, a run and its XID; an empty one whose GTID it rewrites): `skipped`
+/// then makes it. Made and taken apart again, a do-db slave's forms were a third of the master's
+/// walk under the placeholder policy and half under the empty-transaction policy (callgrind).
+pub fn stretch_unit<'a>(
+    u: &ListedUnit,
+    buf: &'a [u8],
+    skip: u8,
+    crc: bool,
+    framing: Option<&[(usize, usize)]>,
+) -> Option<StretchUnit<'a>> {
+    let raw = buf.get(u.start..u.end)?;
+    let gtid = u.flags & F_MARIADB_GTID != 0 && *raw.get(4)? == MARIADB_GTID;
+    if u.flags & F_COMPLETE == 0 || !gtid || !matches!(skip, SKIP_EMPTY | SKIP_PLACEHOLDER) {
+        return None;
+    }
+    if skip == SKIP_EMPTY {
+        // (what `empty` makes, where it sends the GTID as it is: the stretch takes it whole)
+        let gtid = raw.get(..u.gtid_size as usize)?;
+        let crc_len = if crc { 4 } else { 0 };
+        let plain = *gtid.get(HEADER_LEN + 12)? & (MARIADB_FL_STANDALONE | MARIADB_FL_DDL) == 0
+            && gtid.len() >= HEADER_LEN + 13 + crc_len
+            && u32_at(gtid, 9)? as usize == gtid.len();
+        let bytes = (gtid.len() + made_query_len(COMMIT_BODY, crc)) as u64;
+        let form = Form {
+            bytes,
+            events: 2,
+            ..Form::default()
+        };
+        return plain.then_some(StretchUnit {
+            gtid,
+            xid: None,
+            form,
+        });
+    }
+    let kept = match framing {
+        Some(kept) => kept,
+        None if u.lo != u32::MAX || u.events == 2 => &[][..],
+        None => return None,
+    };
+    stretch_pair(raw, u, kept, crc).map(|(gtid, xid, form)| StretchUnit {
+        gtid,
+        xid: Some(xid),
+        form,
+    })
+}
+
+/// A skipped unit as a stretch takes it (`stretch_unit`): its GTID, its XID (None under the
+/// empty-transaction policy: the slave closes it with a COMMIT), and its form's counts.
+pub struct StretchUnit<'a> {
+    pub gtid: &'a [u8],
+    pub xid: Option<&'a [u8]>,
+    pub form: Form,
+}
+
+/// Asks for the bytes of unit k that the walk reads to make its skip form (`skip`): the GTID's
+/// cache lines for an empty transaction, the unit's (up to 2 KB) for placeholders, and for a
+/// skipped unit sent as a run (`runs`) its head and its last event only, which are all that
+/// `framed_run` reads. A unit kept whole is not asked for (`Sent::fill` asks for its bytes ahead
+/// of its copy), nor one out of its buffer's bounds.
+#[inline]
+pub(crate) fn prefetch_form(
+    plan: &UnitList,
+    bufs: &[&[u8]],
+    row: &[u8],
+    k: usize,
+    skip: u8,
+    runs: bool,
+) {
+    let (Some(u), Some(&answer)) = (plan.units.get(k), row.get(k)) else {
+        return;
+    };
+    if answer != ROW_SKIP && answer != ROW_PARTIAL {
+        return;
+    }
+    let Some(raw) = bufs
+        .get(u.part as usize)
+        .and_then(|b| b.get(u.start..u.end))
+    else {
+        return;
+    };
+    if skip == SKIP_PLACEHOLDER && runs && answer == ROW_SKIP {
+        prefetch(&raw[..raw.len().min(128)]);
+        prefetch(
+            raw.get(u.last.saturating_sub(u.start)..)
+                .unwrap_or_default(),
+        );
+        return;
+    }
+    let reach = if skip == SKIP_EMPTY { 128 } else { 2048 };
+    prefetch(&raw[..raw.len().min(reach)]);
 }
 
 /// Unit `u` kept in part under the placeholder policy: the events inside `kept` (ranges of

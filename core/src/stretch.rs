@@ -152,6 +152,45 @@ impl Stretch {
         true
     }
 
+    /// Takes a skipped unit straight from the binlog (`skip_forms::stretch_unit`): its GTID
+    /// `gtid` and its XID `xid`, standing for `holes` placeholders, or its GTID alone (None: the
+    /// slave closes it with a COMMIT), what `take` takes of its form; false, nothing written,
+    /// where they are not a MariaDB GTID and an XID (`crc_len`: their checksum length) or the
+    /// open stretch is of the other kind.
+    pub fn take_unit(
+        &mut self,
+        gtid: &[u8],
+        xid: Option<&[u8]>,
+        holes: u64,
+        crc_len: usize,
+        own: &mut Vec<u8>,
+    ) -> bool {
+        let whole = |ev: &[u8]| u32_at(ev, 9) == Some(ev.len() as u32);
+        let commits = xid.is_none();
+        let closing = xid.unwrap_or(gtid);
+        if self.at.is_some() && self.commits != commits
+            || gtid.get(4) != Some(&MARIADB_GTID)
+            || gtid.len() < HEADER_LEN + 13 + crc_len
+            || !whole(gtid)
+            || xid.is_some_and(|x| x[4] != XID || x.len() != HEADER_LEN + 8 + crc_len || !whole(x))
+        {
+            return false;
+        }
+        let at = own.len();
+        if self.at.is_none() {
+            own.resize(at + HEAD, 0);
+        }
+        own.extend_from_slice(gtid);
+        own.extend_from_slice(xid.unwrap_or_default());
+        // (the COMMIT a slave makes has its GTID's log_pos)
+        self.log_pos.copy_from_slice(&closing[13..17]);
+        self.at.get_or_insert(at);
+        self.commits = commits;
+        self.units += 1;
+        self.placeholders += holes;
+        true
+    }
+
     /// Closes the open stretch, if any: its head written and its CRC32 (`crc`) sealed in `own`;
     /// returns its span there. A placeholder stretch of one unit without placeholders (an empty
     /// transaction of the binlog's) is that unit itself, without a head.

@@ -4,7 +4,7 @@
 use crate::le::u32_at;
 use crate::scan::{RunCount, F_COMPLETE, F_MARIADB_GTID};
 use crate::skip_forms::{
-    empty_commit, empty_transactions, is_placeholder, skipped, test_event, Form,
+    empty_commit, empty_transactions, is_placeholder, skipped, stretch_unit, test_event, Form,
 };
 use crate::skip_forms::{SKIP_EMPTY, SKIP_PLACEHOLDER};
 use crate::stretch::{inner, Stretch, HEAD};
@@ -204,4 +204,59 @@ fn inner_declines_what_is_not_a_whole_stretch() {
     let mut empty = own[..at + HEAD].to_vec();
     empty.extend_from_slice(&[0; 4]);
     assert!(inner(&empty, at, HEAD + 4, 4).is_none(), "no units");
+}
+
+#[test]
+fn a_unit_taken_from_its_record_is_the_stretch_its_form_makes() {
+    for crc in [false, true] {
+        let crc_len = if crc { 4 } else { 0 };
+        let units: Vec<_> = (2..5)
+            .map(|k| unit(1000 * k, k as usize, false, crc))
+            .collect();
+        for skip in [SKIP_PLACEHOLDER, SKIP_EMPTY] {
+            let (mut by_form, mut by_record) = (Stretch::default(), Stretch::default());
+            let (mut a, mut b) = (vec![7u8], vec![7u8]);
+            for u in &units {
+                let (made, f) = form(u, skip, crc);
+                let commits = skip == SKIP_EMPTY;
+                assert!(by_form.take(&made, f.placeholders, commits, crc_len, &mut a));
+                let got = stretch_unit(&u.1, &u.0, skip, crc, None).unwrap();
+                assert_eq!(got.form, f, "the counts of its form");
+                let holes = got.form.placeholders;
+                assert!(by_record.take_unit(got.gtid, got.xid, holes, crc_len, &mut b));
+            }
+            assert_eq!(by_form.close(&mut a, crc), by_record.close(&mut b, crc));
+            assert_eq!(a, b, "{skip}: the same stretch, byte for byte");
+        }
+        // A statement unit: only where its framing pieces are its GTID and its XID.
+        let (raw, mut u) = unit(5000, 3, false, crc);
+        u.lo = u32::MAX;
+        let (g, last) = (u.gtid_size as usize, u.last);
+        assert!(stretch_unit(
+            &u,
+            &raw,
+            SKIP_PLACEHOLDER,
+            crc,
+            Some(&[(0, g), (last, raw.len())])
+        )
+        .is_some());
+        assert!(
+            stretch_unit(&u, &raw, SKIP_PLACEHOLDER, crc, None).is_none(),
+            "its framing unknown"
+        );
+        let three = [(0, g), (g, g + 59 + crc_len), (last, raw.len())];
+        assert!(stretch_unit(&u, &raw, SKIP_PLACEHOLDER, crc, Some(&three)).is_none());
+        // A run of one (its own placeholder) or none: its form, made (the empty-transaction
+        // policy's, the GTID and a COMMIT, whatever the unit held).
+        for body in [0, 1] {
+            let u = unit(7000, body, false, crc);
+            assert!(stretch_unit(&u.1, &u.0, SKIP_PLACEHOLDER, crc, None).is_none());
+            assert!(stretch_unit(&u.1, &u.0, SKIP_EMPTY, crc, None).is_some());
+        }
+        // A skipped DDL (a GTID and its Query) has no XID.
+        let ddl = unit(6000, 0, true, crc);
+        assert!(stretch_unit(&ddl.1, &ddl.0, SKIP_PLACEHOLDER, crc, None).is_none());
+        // Under the empty-transaction policy its GTID is rewritten (no longer standalone).
+        assert!(stretch_unit(&ddl.1, &ddl.0, SKIP_EMPTY, crc, None).is_none());
+    }
 }

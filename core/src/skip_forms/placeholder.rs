@@ -92,6 +92,21 @@ pub(super) fn framed_run(
     crc: bool,
     out: &mut Vec<u8>,
 ) -> Option<Form> {
+    let (head, tail, mut run, form) = framed(raw, u, kept, crc)?;
+    out.extend_from_slice(&raw[..head]);
+    run.flush(crc, out);
+    out.extend_from_slice(tail);
+    Some(form)
+}
+
+/// What `framed_run` makes unit `u` (`raw`) of, where its record says so: the length of its
+/// head, its tail, the run between them and the form's counts.
+fn framed<'a>(
+    raw: &'a [u8],
+    u: &ListedUnit,
+    kept: &[(usize, usize)],
+    crc: bool,
+) -> Option<(usize, &'a [u8], Run, Form)> {
     let g = u.gtid_size as usize;
     let last = u.last.checked_sub(u.start)?;
     let tail = raw.get(last..)?;
@@ -115,16 +130,33 @@ pub(super) fn framed_run(
     if head >= last {
         return None;
     }
-    let mut run = Run::before(body, tail)?;
-    out.extend_from_slice(&raw[..head]);
-    run.flush(crc, out);
-    out.extend_from_slice(tail);
-    Some(Form {
+    let run = Run::before(body, tail)?;
+    let form = Form {
         bytes: (head + tail.len() + body as usize * rand_len(crc)) as u64,
         events: u64::from(u.events),
         placeholders: u64::from(body),
         ..Form::default()
-    })
+    };
+    Some((head, tail, run, form))
+}
+
+/// Skipped unit `u` (`raw`) as the stretch a placeholder walk makes for a gRPC slave that asked
+/// for stretches holds it, where `framed_run` would make its form: its GTID and its XID, read
+/// from its record, and the form's counts (the placeholders of the events between them). Made,
+/// the form's run was dropped by the stretch, which copied the form and read it again
+/// (`Stretch::take`). None where the form is not its GTID, a run and its XID.
+pub(super) fn stretch_pair<'a>(
+    raw: &'a [u8],
+    u: &ListedUnit,
+    kept: &[(usize, usize)],
+    crc: bool,
+) -> Option<(&'a [u8], &'a [u8], Form)> {
+    let (head, tail, _, form) = framed(raw, u, kept, crc)?;
+    let crc_len = if crc { 4 } else { 0 };
+    let gtid = &raw[..head];
+    let whole = u32_at(gtid, 9)? as usize == head && head >= HEADER_LEN + 13 + crc_len;
+    let xid = tail[4] == XID && tail.len() == HEADER_LEN + 8 + crc_len;
+    (whole && xid && head == u.gtid_size as usize).then_some((gtid, tail, form))
 }
 
 /// Placeholders in a row not yet written: how many, and the last one's log_pos and seeds. Under
