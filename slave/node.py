@@ -111,6 +111,10 @@ class Slave:
         self.fmt: FormatDescription | None = self.relay.fde.fmt if self.relay.fde is not None else None
         self.units_written = 0
         self.caught_up = False
+        # This run's first Dump call, and the seconds from it to the first batch that was caught
+        # up (the summary line's "caught up in"): the stream's own time, the process's start aside.
+        self._dumped_at: float | None = None
+        self.caught_up_after: float | None = None
         self._scanner = Scanner("<stream>")
         # A batch is about 1 MiB, the size from which the scanner checks CRC runs on a thread of
         # its own: one thread started per batch, where the slave's other threads (the stream's
@@ -302,6 +306,8 @@ class Slave:
             request.gtid_state = cfg.start_gtid
         else:
             request.position.file, request.position.pos = "", 4
+        if self._dumped_at is None:
+            self._dumped_at = time.monotonic()
         stream: grpc._CallIterator[dump_pb2.DumpBatch] = stub.Dump(request, metadata=self._metadata())
         self._record_filters()  # while the master starts the stream (the call is under way)
         watch = NetWatch(stream, cfg.net_timeout)
@@ -326,6 +332,8 @@ class Slave:
                                                          self._rpc_timeout()) or self.info.filters
                 self._batch(batch)
                 if batch.caught_up:
+                    if not self.caught_up and self._dumped_at is not None:
+                        self.caught_up_after = time.monotonic() - self._dumped_at
                     self.caught_up = True
                     if cfg.apply_url:
                         self.relay.drain()  # --apply runs only what relay-log.info has committed

@@ -160,7 +160,9 @@ def summary_line(slave: Slave) -> str:
     return (f"dumpfilter slave: server_id {slave.config.server_id} stopped at {where}{gtid}; this run: "
             f"{c.events_received} events, {c.bytes_received} bytes received, {c.events_relayed} events, "
             f"{c.bytes_relayed} bytes relayed, {c.heartbeats} heartbeats, {c.placeholders} placeholders"
-            + (f", {c.check_disagreements} disagreement(s) with the master" if c.check_disagreements else ""))
+            + (f", {c.check_disagreements} disagreement(s) with the master" if c.check_disagreements else "")
+            + (f"; caught up {slave.caught_up_after:.3f} s after its first dump request"
+               if slave.caught_up_after is not None else ""))
 
 
 def status_command(args: argparse.Namespace) -> int:
