@@ -12,6 +12,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dumpfilter.cli.options import seconds_in
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -38,7 +39,7 @@ def add_connection_options(parser: argparse.ArgumentParser, *, master_required: 
     parser.add_argument("--ssl-cert", type=Path, metavar="FILE",
                         help="mTLS: this client's certificate (its CN is the policy identity)")
     parser.add_argument("--ssl-key", type=Path, metavar="FILE", help="mTLS: this client's private key")
-    parser.add_argument("--rpc-timeout", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--rpc-timeout", type=seconds_in(0.001, 86_400), default=10.0, metavar="SECONDS",
                         help="deadline of each call (default 10)")
 
 

@@ -11,7 +11,7 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from dumpfilter.cli.output_paths import OutputError, atomic_output, is_stream, writable_file
@@ -34,6 +34,95 @@ def add_spark_options(parser: argparse.ArgumentParser, without: str) -> None:
                         help="a Spark setting for the session, applied last (repeatable), e.g. spark.ui.port=4050, "
                              "spark.driver.port=7078, spark.blockManager.port=7079 to pin its ports")
     parser.add_argument("--no-spark", action="store_true", help=without)
+
+
+# -- numbers ---------------------------------------------------------------------------------
+# Every numeric option is read by one of these argparse types: a negative, zero, NaN or huge value
+# that means nothing is refused as the option's one line (argparse names it), never passed on to
+# loop forever, overflow a C integer or be ignored.
+_SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def number_in(low: float, high: float, *, kind: Callable[[str], float] = float,
+              what: str = "a number") -> Callable[[str], Any]:
+    """An argparse type: `kind(text)` (int or float) from `low` to `high`, both included (NaN and
+    infinities are out of every range)."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            value = None
+        if value is None or not low <= value <= high:  # NaN fails both comparisons
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} from {_plain(low)} to {_plain(high)}")
+        return value
+
+    return parse
+
+
+def count_in(low: int, high: int) -> Callable[[str], Any]:
+    """A whole number from `low` to `high`."""
+    return number_in(low, high, kind=int, what="a whole number")
+
+
+def seconds_in(low: float, high: float) -> Callable[[str], Any]:
+    """A number of seconds from `low` to `high` (a fraction allowed)."""
+    return number_in(low, high, what="a number of seconds")
+
+
+def size_in(low: int, high: int) -> Callable[[str], Any]:
+    """A byte count from `low` to `high`: 1048576, 1024K, 1M, 1G, as mysqld reads one."""
+    def parse(text: str) -> int:
+        number, scale = text.strip(), 1
+        if number[-1:].upper() in _SIZE_UNITS:
+            number, scale = number[:-1], _SIZE_UNITS[number[-1].upper()]
+        try:
+            value: int | None = int(number) * scale
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a size from {_plain(low, size=True)} to "
+                                             f"{_plain(high, size=True)} (bytes, or a number with K, M or G)")
+        return value
+
+    return parse
+
+
+def _plain(value: float, size: bool = False) -> str:
+    """1073741824 as 1G (a size), 5.0 as 5."""
+    if size and value:
+        for unit, scale in reversed(_SIZE_UNITS.items()):
+            if value % scale == 0:
+                return f"{int(value) // scale}{unit}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# A series' base name leaves room in a file name (NAME_MAX, 255 bytes) for `.NNNNNN`, `.index`
+# and the staging directory's `.<name>.XXXXXXXX.tmp`.
+MAX_BASENAME_BYTES = 200
+
+
+def series_basename(text: str) -> str:
+    """An argparse type for --basename: a plain file name (no '/', not '.' or '..'), of at most
+    MAX_BASENAME_BYTES bytes of UTF-8 (the index file names its files in UTF-8)."""
+    if not text or text in (".", "..") or "/" in text or "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a plain file name (no '/', not '.' or '..')")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not UTF-8 (the index file names the series in UTF-8)") from None
+    if size > MAX_BASENAME_BYTES:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}... is {size} bytes long: at most {MAX_BASENAME_BYTES}")
+    return text
+
+
+def retype(parser: argparse.ArgumentParser, dest: str, kind: Callable[[str], Any]) -> None:
+    """Give the option stored in `dest` the argparse type `kind` (options another layer adds to a
+    command's parser: `experiment`'s come from the Spark job's own)."""
+    for action in parser._actions:
+        if action.dest == dest:
+            action.type = kind
+            return
+    raise AssertionError(f"no option stores {dest!r}")
 
 
 def _spark_conf(text: str) -> tuple[str, str]:
@@ -103,9 +192,11 @@ class Parser(argparse.ArgumentParser):
         return super().parse_args(args, namespace)  # neither parses: argparse's own message
 
     def error(self, message: str) -> NoReturn:
+        """One line, as every other error of the command is (argparse printed its usage block, 7 to 21
+        lines, before the one that says what is wrong); --help prints the usage."""
         if Parser._trying:
             raise _Unparsed(message)
-        super().error(message)
+        self.exit(2, f"{self.prog}: error: {message.replace(chr(10), ' ')}\n")
 
 
 if TYPE_CHECKING:
@@ -142,6 +233,10 @@ def check_outputs(args: argparse.Namespace) -> None:
     if head == BINLOG_MAGIC or head.startswith(GZIP_MAGIC):
         raise OutputError(f"--json {target}: is a binlog, not a JSON output; put --json after the input files, "
                           "or write --json=FILE")
+    for option, other in (("--out", getattr(args, "out", None)), ("-o", getattr(args, "output", None))):
+        # the command's other output, made later (a directory --out creates): not a file for --json too
+        if isinstance(other, str) and other != STDOUT and os.path.realpath(other) == os.path.realpath(target):
+            raise OutputError(f"--json {target}: is the {option} output too; write the JSON elsewhere")
     writable_file(target, "--json")
 
 

@@ -54,13 +54,16 @@ def writable_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
 
 
 def readable_file(path: str | os.PathLike[str], option: str) -> Path:
-    """FILE exists, is not a directory and can be opened for reading."""
+    """FILE is a regular file (not a directory, nor a FIFO or device that would block or never end)
+    and can be opened for reading."""
+    from dumpfilter.rules.mycnf import open_regular_file
+
     target = Path(path)
     try:
-        with open(target, "rb"):
+        with open_regular_file(target):
             pass
-    except OSError as exc:
-        raise OutputError(f"{option} {target}: cannot read it: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:
+        raise OutputError(f"{option} {target}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
     return target
 
 
@@ -129,6 +132,8 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO
     """Open a temporary file beside PATH; on success it replaces PATH, on any error it is removed
     and an existing PATH is left as it was. A stream (is_stream) is written in place."""
     target = Path(path)
+    if target.is_dir():  # told before anything is written, not as IsADirectoryError at the end
+        raise OutputError(f"{target}: is a directory, not a file to write")
     if is_stream(target):  # appended to: a file behind /dev/stderr keeps what it holds
         with open(target, mode.replace("w", "a")) as handle:
             yield handle

@@ -7,7 +7,8 @@
     # files = ["a.000001", "a.000002"]   # or a list of files, in order,
     # [master.workload]           # or the built-in generator (dumpfilter.workload.WorkloadSpec fields:
     # seed = 1                    #   seed, schemas, tables_per_schema, transactions, binlog_format,
-    # transactions = 8000         #   ddl_share, cross_db_share, flavor, rows_per_statement, ...),
+    # transactions = 8000         #   ddl_share, cross_db_share, flavor, rows_per_statement, ...;
+                                  #   each count in its range: _WORKLOAD_RANGES below),
     # [master.mariadb]            # or a real MariaDB that simulate starts and drives with its
     # transactions = 1500         #   built-in SQL workload (seed, schemas, transactions)
     policy = "policy.toml"        # optional master policy (master/policy.py); relative paths are
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -61,8 +63,9 @@ from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY, NAMES as SKIP_POLICIES
 
-if TYPE_CHECKING:  # loaded where a policy is read
+if TYPE_CHECKING:  # loaded where a policy (a workload) is read
     from dumpfilter.rules.gate import Gate
+    from dumpfilter.workload.generator import WorkloadSpec
 
 SEMANTICS = ("mysql", "effective")
 FLAVORS = ("mysql", "mariadb")
@@ -79,6 +82,17 @@ _WORKLOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "statements_per_transaction": int, "max_binlog_size": int, "server_id": int, "schema_prefix": str,
     "insert_select_share": (int, float)}
 _MARIADB_KEYS: dict[str, type | tuple[type, ...]] = {"seed": int, "schemas": int, "transactions": int}
+# The range of each integer option: what a lab run can generate, stream and report on (the
+# generator writes all it is asked for: 100000 schemas made a 70 MB binlog of 10 transactions).
+_SEED = (0, (1 << 63) - 1)
+_WORKLOAD_RANGES: dict[str, tuple[int, int]] = {
+    "seed": _SEED, "schemas": (1, 1000), "tables_per_schema": (1, 100), "transactions": (0, 1_000_000),
+    "rows_per_statement": (1, 1000), "statements_per_transaction": (1, 100),
+    "max_binlog_size": (4096, 1 << 30),   # MySQL's own range for max_binlog_size
+    "server_id": (1, 0xFFFFFFFF)}         # MySQL's; 0 is refused for a master that has slaves
+_MARIADB_RANGES: dict[str, tuple[int, int]] = {"seed": _SEED, "schemas": (1, 1000), "transactions": (0, 100_000)}
+_WORKLOAD_ROWS = 10_000_000  # transactions x statements_per_transaction x rows_per_statement
+_NAME_LENGTH = 64  # MySQL's longest database name
 _EXPERIMENT_KEYS = {"master_vs_slave", "skip_policies"}
 
 
@@ -132,6 +146,8 @@ class Topology:
 
 def load_topology(path: str | os.PathLike[str], *, by_user: bool = False) -> Topology:
     path = Path(path)
+    if path.exists() and not path.is_file():  # a FIFO or a device is read forever, a directory not at all
+        raise TopologyError(f"{path}: cannot read topology file: {path} is not a file")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -227,21 +243,40 @@ def _master(master: dict[str, Any], where: _Locator,
             kind = "a number" if expected == (int, float) else f"an {expected.__name__}" if expected is int \
                 else "a string"
             fail(f"{table}.{option}", f"{option_value!r} is not {kind}", table)
-    for option in ("transactions", "schemas", "tables_per_schema", "seed", "max_binlog_size"):
-        if option in value and value[option] < (0 if option in ("seed", "transactions") else 1):
-            fail(f"{table}.{option}", f"{value[option]!r} is out of range", table)
+    for option, (low, high) in (_WORKLOAD_RANGES if key == "workload" else _MARIADB_RANGES).items():
+        if option in value and not low <= value[option] <= high:
+            fail(f"{table}.{option}", f"{value[option]!r} is not an integer in {low}..{high}", table)
     for option in ("ddl_share", "cross_db_share", "insert_select_share"):
         if option in value and not 0 <= value[option] <= 1:
             fail(f"{table}.{option}", f"{value[option]!r} is not a share between 0 and 1", table)
     if key == "workload":
         from dumpfilter.workload.generator import WorkloadSpec
 
+        _workload_size(value, WorkloadSpec(), lambda option, message: fail(f"{table}.{option}", message, table))
         try:
             WorkloadSpec(**value)
         except ValueError as exc:
             bad = next((k for k in value if k in str(exc)), "")
             fail(f"{table}.{bad}" if bad else table, str(exc), table)
     return MasterSource(key, options=dict(value), policy=policy_path), unknown
+
+
+def _workload_size(value: dict[str, Any], default: WorkloadSpec, fail: Callable[[str, str], NoReturn]) -> None:
+    """The [master.workload] checks that span options: the rows it writes in all, and the schema
+    names its prefix makes (`default`: a WorkloadSpec, for the options not given)."""
+    counts = [int(value.get(k, getattr(default, k))) for k in ("transactions", "statements_per_transaction",
+                                                               "rows_per_statement")]
+    if counts[0] * counts[1] * counts[2] > _WORKLOAD_ROWS:
+        option = next(k for k in ("transactions", "statements_per_transaction", "rows_per_statement") if k in value)
+        fail(option, f"{counts[0]} transactions x {counts[1]} statements x {counts[2]} rows is "
+                     f"{counts[0] * counts[1] * counts[2]} rows, more than the {_WORKLOAD_ROWS} a workload may write")
+    prefix = str(value.get("schema_prefix", default.schema_prefix))
+    if not re.fullmatch(r"[A-Za-z0-9_$]+", prefix):
+        fail("schema_prefix", f"{prefix!r} is not a name of letters, digits, '_' and '$'")
+    longest = prefix + str(value.get("schemas", default.schemas))
+    if len(longest) > _NAME_LENGTH:
+        fail("schema_prefix", f"makes schema names of up to {len(longest)} characters, longer than the "
+                              f"{_NAME_LENGTH} MySQL allows")
 
 
 def _experiment(experiment: object, where: _Locator) -> ExperimentSpec:
@@ -298,8 +333,8 @@ def _slave(entry: dict[str, Any], index: int, where: _Locator, base: Path = Path
         if not isinstance(identity[key], str):
             fail(key, "must be a string")
     lctn = entry.get("lower_case_table_names", 0)
-    if lctn not in (0, 1, 2) or isinstance(lctn, bool):
-        fail("lower_case_table_names", f"{lctn!r} is not 0, 1 or 2")
+    if not isinstance(lctn, int) or isinstance(lctn, bool) or lctn not in (0, 1, 2):  # (1.0 == 1, True == 1)
+        fail("lower_case_table_names", f"{lctn!r} is not the integer 0, 1 or 2")
     channel = entry.get("channel", "")
     if not isinstance(channel, str):
         fail("channel", "must be a string")
@@ -325,6 +360,8 @@ def _slave(entry: dict[str, Any], index: int, where: _Locator, base: Path = Path
             fail("defaults_file", "must be the path of a my.cnf file")
         from dumpfilter.rules.mycnf import startup_filters_from_file
 
+        if (base / defaults_file).exists() and not (base / defaults_file).is_file():  # a FIFO, /dev/zero...
+            fail("defaults_file", f"{base / defaults_file} is not a file")
         try:
             startup = startup_filters_from_file(base / defaults_file)
         except DumpFilterError as exc:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dumpfilter.errors import DumpFilterError
+from dumpfilter.lab.children import dies_with_parent
 
 
 class ClusterError(DumpFilterError):
@@ -74,7 +75,7 @@ class StandaloneCluster:
         log = open(self.dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process, in stop()
         proc = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], env=self._env(),
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=dies_with_parent())
         self.processes.append(proc)
         self._logs.append(log)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, add_out_dir, json_sink
 from dumpfilter.codec import Event, EventType
-from dumpfilter.binlogs import BinlogFile, binlog_paths
+from dumpfilter.binlogs import BinlogFile, input_paths
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.workload.generator import FLAVORS, FORMATS
 
@@ -104,13 +104,16 @@ def _text_line(row: dict[str, object]) -> str:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
+    from dumpfilter.errors import MalformedEventError
+
+    paths = input_paths(args.files)  # every file once, an index's every line there: before any output
     with json_sink(args) as sink:
         text = None if sink is sys.stdout else sys.stdout  # --json alone: JSON lines instead of the text
-        for target in args.files:
-            for path in binlog_paths(target):
-                if text is not None and len(args.files) + len(binlog_paths(target)) > 2:
-                    print(f"# {path}", file=text)
-                table_names: dict[int, tuple[str, str]] = {}
+        for path in paths:
+            if text is not None and len(paths) > 1:
+                print(f"# {path}", file=text)
+            table_names: dict[int, tuple[str, str]] = {}
+            try:
                 for event in BinlogFile(path, verify_checksums=args.verify_checksums):
                     row = describe(event, table_names)
                     if text is not None:
@@ -118,6 +121,8 @@ def run_inspect(args: argparse.Namespace) -> int:
                     if sink is not None:
                         row["file"] = str(path)
                         sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            except MalformedEventError as exc:  # found by a decoder, which knows no file
+                raise exc.in_file(str(path)) from None
     return 0
 
 

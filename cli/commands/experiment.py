@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, spark_conf
-from dumpfilter.cli.output_paths import writable_dir
+from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, number_in, retype, size_in, spark_conf
+from dumpfilter.cli.output_paths import readable_file, writable_dir
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import (add_experiment_arguments, chunk_bytes_for, print_ranking,
@@ -26,12 +26,19 @@ def register(subparsers: Subparsers) -> None:
         description="Writes bandwidth.csv (or .parquet) and bandwidth.png under --out. The topology "
                     "format is described in dumpfilter/topology.py.")
     add_experiment_arguments(parser)
+    # The Spark job's own parser reads these as plain numbers: here a negative chunk (which looped
+    # forever) or a NaN bound is the option's one line.
+    retype(parser, "chunk_bytes", size_in(0, 1 << 40))
+    retype(parser, "lint_max_mb", number_in(0, 1 << 20, what="a number of MiB"))
     add_spark_options(parser, "count in this process")
     add_json_option(parser, "the table (one row per slave) and the files written")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    for option, path in (("--topology", args.topology), ("--candidates", args.candidates)):
+        if path:  # a regular file: a FIFO or a device would block or never end
+            readable_file(path, option)
     topology = load_topology(args.topology)
     candidates = load_topology(args.candidates) if args.candidates else None
     input_files([args.binlogs])  # every input a binlog (one line if not) before any output is made

@@ -96,14 +96,20 @@ BATCH_KEYS = frozenset(_RULE_KEYS) | frozenset(_SETTING_KEYS) | frozenset(_EVENT
 def _run_batch(args: argparse.Namespace) -> int:
     path = args.batch
     if path != "-":
-        readable_file(path, "--batch")
+        readable_file(path, "--batch")  # a regular file: a FIFO or /dev/zero would block or never end
     engines: dict[tuple[str, str], RuleEngine] = {}
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    # Read as bytes, each line decoded on its own: a line that is not UTF-8 is told with its number.
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
     # The decisions are JSON lines on stdout (the batch's own output); --json FILE writes them there
     # instead and prints the human lines.
     with stream, json_sink(args) as sink:
         out = sink or sys.stdout
-        for number, line in enumerate(stream, 1):
+        for number, raw in enumerate(stream, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RuleError(f"--batch {path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                                f"column {exc.start + 1})") from None
             if line.strip():
                 decision, document = _batch_decision(line, f"{path}:{number}", args, engines)
                 out.write(json.dumps(document) + "\n")
@@ -118,8 +124,13 @@ def _batch_decision(line: str, where: str, args: argparse.Namespace,
         request = json.loads(line)
     except json.JSONDecodeError as exc:
         raise RuleError(f"--batch {where}: not JSON: {exc.msg}") from None
+    except RecursionError:  # `[[[[...` a hundred thousand deep
+        raise RuleError(f"--batch {where}: not JSON this command reads: nested too deep") from None
     if not isinstance(request, dict):
         raise RuleError(f"--batch {where}: expected a JSON object")
+    bad = next((key for key, value in request.items() if not _encodable(key) or not _encodable(value)), None)
+    if bad is not None:  # JSON's "\ud800": a lone surrogate, which no UTF-8 statement or name holds
+        raise RuleError(f"--batch {where}: key {bad!r}: not valid Unicode (a lone surrogate \\uD800-\\uDFFF)")
     unknown = sorted(set(request) - BATCH_KEYS)
     if unknown:
         raise RuleError(f"--batch {where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(BATCH_KEYS))})")
@@ -138,6 +149,19 @@ def _batch_decision(line: str, where: str, args: argparse.Namespace,
         except RuleError as exc:
             raise RuleError(f"--batch {where}: key 'table': {exc}") from None
     return explained(engine, request["sql"], None, request.get("current_db"))
+
+
+def _encodable(value: object) -> bool:
+    """Every string in `value` (a JSON value) is valid Unicode: UTF-8 can carry it."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    return all(_encodable(item) for item in value) if isinstance(value, list) else True
 
 
 def _engine_for(request: dict[str, Any], where: str, args: argparse.Namespace,

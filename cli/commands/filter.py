@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import re
 import sys
@@ -17,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from dumpfilter.cli.options import (
     add_binlog_inputs, add_json_option, add_out_dir, add_output_file, deprecated, emit_json, json_on_stdout,
+    series_basename, size_in,
 )
 from dumpfilter.cli.output_paths import (
     OutputError, is_stream, refuse_input_as_output, temp_beside, writable_dir, writable_file,
 )
+from dumpfilter.errors import BinlogError, ExternalError, InvalidArgumentError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 
 if TYPE_CHECKING:  # imported where the filter runs: `filter --help` starts without the codec and the engine
@@ -29,6 +32,11 @@ if TYPE_CHECKING:  # imported where the filter runs: `filter --help` starts with
     from dumpfilter.binlogs.sinks import Sink
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.\d{6,}(\.gz)?$")
+# --max-binlog-size: MySQL's max_binlog_size goes from 4K to 1G; from 1K here, for small test series.
+MIN_BINLOG_SIZE, MAX_BINLOG_SIZE = 1 << 10, 1 << 30
+MAGIC_BYTES = 4  # each binlog file's `\xfebin`, which FilterStats.bytes_in does not count
+# What a write can fail with and a read never does: such an error met while filtering is the output's.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
 def register(subparsers: Subparsers) -> None:
@@ -56,9 +64,11 @@ def register(subparsers: Subparsers) -> None:
                         help="write the master's database names as they are (for a replica that applies "
                              "replicate-rewrite-db itself); by default the output carries the names the "
                              "rules rewrite to, as mariadb-binlog --rewrite-db writes them")
-    parser.add_argument("--basename", help="output series base name (default: the input's, e.g. mariadb-bin)")
-    parser.add_argument("--max-binlog-size", type=int, default=1 << 30,
-                        help="rotate output series files after this many bytes (default 1 GiB)")
+    parser.add_argument("--basename", type=series_basename,
+                        help="--out: the series' base name, a plain file name (default: the input's, e.g. mariadb-bin)")
+    parser.add_argument("--max-binlog-size", type=size_in(MIN_BINLOG_SIZE, MAX_BINLOG_SIZE), metavar="BYTES",
+                        help="--out: rotate the series' files after this many bytes (1K to 1G, suffixes K, M, G; "
+                             "default 1G)")
     # "json": the old spelling of --json (the summary on stderr), kept for scripts and not listed
     parser.add_argument("--summary", choices=("auto", "rich", "plain", "none", "json"), default="auto",
                         metavar="{auto,rich,plain,none}",
@@ -68,15 +78,10 @@ def register(subparsers: Subparsers) -> None:
 
 
 def input_files(targets: list[str]) -> list[Path]:
-    from dumpfilter.binlogs import binlog_paths
-    from dumpfilter.errors import BinlogError
+    """Every binlog file the arguments stand for, each once (before any output is made)."""
+    from dumpfilter.binlogs.files import input_paths
 
-    paths: list[Path] = []
-    for target in targets:
-        paths.extend(binlog_paths(target))
-    if not paths:
-        raise BinlogError("no input binlog files")
-    return paths
+    return input_paths(targets)
 
 
 def flavor_of(path: Path) -> str:
@@ -101,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
     engine = RuleEngine(rules, settings, schema=schema_from_args(args))
     tfilter = TransactionFilter(engine, empty_transactions=args.empty_transactions)
     out, option, series = _target(args, paths)
+    if not series:  # one file: nothing to rotate or name
+        for given, name in ((args.max_binlog_size, "--max-binlog-size"), (args.basename, "--basename")):
+            if given is not None:
+                raise InvalidArgumentError(f"{name}: names the files of a --out series; -o {args.output} writes "
+                                           "one file (leave it out, or write --out DIR)")
     # Never over an input, never a partial output over an existing file: the output is written
     # beside its place (a temporary file or directory) and renamed into it once complete.
     sink: Sink
@@ -113,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         import tempfile  # only here: with shutil, random, bz2 and lzma, a fifth of `filter -o FILE`'s start
 
         staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{basename}.", suffix=".tmp"))
-        sink = SeriesSink(staging, basename, max_size=args.max_binlog_size)
+        sink = SeriesSink(staging, basename, max_size=args.max_binlog_size or MAX_BINLOG_SIZE)
     elif is_stream(out):  # stdout, a pipe: written as it comes, nothing to rename
         refuse_input_as_output(paths, file=out)
         if json_on_stdout(args) and os.path.samestat(out.stat(), os.fstat(1)):
@@ -126,16 +136,30 @@ def run(args: argparse.Namespace) -> int:
         staging = Path(name)
         # Written through this descriptor (not truncated again), on a thread of its own.
         sink = FileSink(staging, fd=fd, write_behind=True)
+    base_sink = sink
     renamer = event_renamer(engine, rules, settings) if args.write_rewritten_names else None
     if renamer is not None:
         effective = settings.semantics == "effective" and rules.effective_rewrite
         sink = RenamingSink(sink, renamer, None if effective else [old for old, _new in rules.rewrite_db])
     started = time.perf_counter()
     try:
-        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True)
+        try:
+            stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True)
+        except BinlogError as exc:  # a failed write of the output is seen by the read loop as its own
+            cause = exc.__context__
+            if isinstance(cause, OSError) and (cause.errno in _WRITE_ERRNOS or isinstance(cause, BrokenPipeError)):
+                raise cause from None
+            raise
         written = sink.close()
+        out_bytes = ((base_sink.writer.position if base_sink.writer else 0) if isinstance(base_sink, FileSink)
+                      else _bytes_written(written))
         if staging is not None:
             written = _move_into_place(staging, out, written, basename if series else None)
+    except BrokenPipeError:
+        raise  # stdout's reader has gone (`filter -o - | head`): as every command, quietly
+    except OSError as exc:  # the output's disk is full, a device refuses: one line, no partial output left
+        raise ExternalError(f"{option} {args.output if option == '-o' else out}: cannot write: "
+                            f"{exc.strerror or exc}") from None
     finally:
         with contextlib.suppress(Exception):  # an error already on its way is the one to report
             sink.close()
@@ -146,14 +170,14 @@ def run(args: argparse.Namespace) -> int:
         elif staging is not None:
             staging.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
-    document = summary_document(stats, written, elapsed, flavor=settings.flavor, assumed=engine.assumed)
+    document = summary_document(stats, written, out_bytes, elapsed, flavor=settings.flavor, assumed=engine.assumed)
     if args.summary == "json":  # the old spelling of --json: the summary as JSON on stderr
         deprecated("--summary json", "--json (the summary on stdout) or --json FILE")
         import json
 
         print(json.dumps(document), file=sys.stderr)
     if not emit_json(args, document) and args.summary != "json":
-        print_summary(stats, written, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
+        print_summary(stats, written, out_bytes, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
                       flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
     return 0
 
@@ -193,13 +217,13 @@ def _bytes_written(written: list[Path]) -> int:
     return sum(p.stat().st_size for p in written if p.exists())
 
 
-def summary_document(stats: FilterStats, written: list[Path], elapsed: float, *, flavor: str,
+def summary_document(stats: FilterStats, written: list[Path], out_bytes: int, elapsed: float, *, flavor: str,
                      assumed: int) -> dict[str, Any]:
     """The summary --json writes: the counters, the output files and their bytes, the seconds.
     `transactions_skipped` counts the transactions the rules keep nothing of, in the master's word
     (its Transactions_skipped); `emptied` and `skipped` say how they were written (as an empty
     transaction, or left out)."""
-    return stats.as_dict() | {"transactions_skipped": stats.emptied + stats.skipped, "output_files": [str(p) for p in written], "output_file_bytes": _bytes_written(written),
+    return stats.as_dict() | {"transactions_skipped": stats.emptied + stats.skipped, "output_files": [str(p) for p in written], "output_file_bytes": out_bytes,
                               "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed}
 
 
@@ -207,15 +231,17 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n} B"
 
 
-def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, rules_text: str, flavor: str,
-                  mode: str = "auto", assumed: int = 0) -> None:
-    """`assumed`: decisions the engine took without what the server would see (RuleEngine.assumed)."""
+def print_summary(stats: FilterStats, written: list[Path], out_bytes: int, elapsed: float, *, rules_text: str,
+                  flavor: str, mode: str = "auto", assumed: int = 0) -> None:
+    """`out_bytes`: what was written, each file's magic included (also to stdout, which has no size to
+    look up); the input side counts its files' magic too, so that an output identical to its input is
+    0% smaller. `assumed`: decisions the engine took without what the server would see (RuleEngine.assumed)."""
     if mode == "none":
         return
     if mode == "auto":
         mode = "rich" if sys.stderr.isatty() else "plain"
-    out_bytes = _bytes_written(written)
-    pct = f"{100 * (1 - out_bytes / stats.bytes_in):.1f}% smaller" if stats.bytes_in else ""
+    in_bytes = stats.bytes_in + MAGIC_BYTES * stats.files_in
+    pct = f"{100 * (1 - out_bytes / in_bytes):.1f}% smaller" if stats.bytes_in else ""
     # (what, in, kept, not kept): a transaction the rules keep nothing of is "skipped" (the master's
     # word), written as its empty frame (--empty-transactions keep) or left out.
     forms = [f"{n} {form}" for n, form in ((stats.emptied, "written as empty transactions"),
@@ -225,7 +251,7 @@ def print_summary(stats: FilterStats, written: list[Path], elapsed: float, *, ru
         ("files", f"{stats.files_in}", f"{len(written)} written", ""),
         ("events", f"{stats.events_in}", f"{stats.events_out}", f"{max(stats.events_in - stats.events_out, 0)} dropped"),
         ("transactions", f"{stats.transactions_in}", f"{stats.kept} whole, {stats.partial} partial", skipped),
-        ("bytes", _mb(stats.bytes_in), f"{_mb(out_bytes)} written", pct),
+        ("bytes", _mb(in_bytes), f"{_mb(out_bytes)} written", pct),
     ]
     if mode == "rich":
         from rich.console import Console

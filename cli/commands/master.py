@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import add_json_option, emit_json
+from dumpfilter.cli.options import add_json_option, count_in, emit_json, number_in, seconds_in, size_in
 from dumpfilter.cli.process import Terminated, raise_open_files_limit
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
@@ -49,32 +49,22 @@ def port_type(text: str) -> int:
     return value
 
 
-def size_type(text: str) -> int:
-    """A byte count: 1048576, 1024K, 1M, 1G."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    number, scale = (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
-    try:
-        return int(number) * scale
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or a number with K, M or G)") from None
-
-
 # --mysql-* limits of the MySQL endpoint: (option, EndpointLimits field, type, help)
 _MYSQL_LIMITS: list[tuple[str, str, Callable[[str], object], str, str]] = [
-    ("--mysql-connect-timeout", "connect_timeout", float, "SECONDS",
+    ("--mysql-connect-timeout", "connect_timeout", seconds_in(0, 31_536_000), "SECONDS",
      "close a socket that has not finished the handshake and authenticated within this many seconds, however "
      "slowly it sends (MySQL's connect_timeout; default 10)"),
-    ("--mysql-wait-timeout", "wait_timeout", float, "SECONDS",
+    ("--mysql-wait-timeout", "wait_timeout", seconds_in(0, 31_536_000), "SECONDS",
      "close an authenticated session that sends no command for this long; a dumping replica is never idle "
      "(MySQL's wait_timeout; default 600)"),
-    ("--mysql-max-connections", "max_connections", int, "N",
+    ("--mysql-max-connections", "max_connections", count_in(0, 1 << 20), "N",
      "authenticated sessions, dumps included; one more gets error 1040 (MySQL's max_connections; default 256)"),
-    ("--mysql-max-handshakes", "max_handshakes", int, "N",
+    ("--mysql-max-handshakes", "max_handshakes", count_in(0, 1 << 20), "N",
      "sockets still in the handshake, counted apart from sessions; when full, a newcomer replaces the oldest "
      "socket of the address holding the most (default 128)"),
-    ("--mysql-max-handshakes-per-host", "max_handshakes_per_host", int, "N",
+    ("--mysql-max-handshakes-per-host", "max_handshakes_per_host", count_in(0, 1 << 20), "N",
      "sockets in the handshake from one client address (default 16)"),
-    ("--mysql-max-packet", "max_packet", size_type, "BYTES",
+    ("--mysql-max-packet", "max_packet", size_in(0, 1 << 30), "BYTES",
      "the largest command a client may send; a longer one gets error 1153 and is disconnected "
      "(MySQL's max_allowed_packet; default 1M)"),
 ]
@@ -116,14 +106,14 @@ def register(subparsers: Subparsers) -> None:
                        help="/metrics answers only scrapers sending 'Authorization: Bearer <the token in FILE>' "
                             "(or, under mTLS, a client certificate); the token sees every slave. Without it, "
                             "under --policy, /metrics names no slave: it shows totals only")
-    serve.add_argument("--max-streams", type=int, default=64, help="concurrent Dump streams (default 64)")
-    serve.add_argument("--max-streams-per-identity", type=int, metavar="N",
+    serve.add_argument("--max-streams", type=count_in(1, 1 << 20), default=64, help="concurrent Dump streams (default 64)")
+    serve.add_argument("--max-streams-per-identity", type=count_in(1, 1 << 20), metavar="N",
                        help="concurrent Dump streams of one policy identity (default: its share, --max-streams "
                             "divided by the policy's sections; a policy entry's max_streams wins)")
-    serve.add_argument("--max-calls", type=int, default=8, metavar="N",
+    serve.add_argument("--max-calls", type=count_in(1, 1 << 20), default=8, metavar="N",
                        help="concurrent Register, ChangeFilter and Unregister calls of every identity together "
                             "(default 8); each policy identity gets its share or its entry's max_calls")
-    serve.add_argument("--stall-timeout", type=float, default=60.0, metavar="SECONDS",
+    serve.add_argument("--stall-timeout", type=seconds_in(0, 31_536_000), default=60.0, metavar="SECONDS",
                        help="end a stream whose slave has taken no batch for this long (default 60; 0: never)")
     serve.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                        help="do not check event CRC32s while reading the binlog (MySQL's default "
@@ -131,7 +121,7 @@ def register(subparsers: Subparsers) -> None:
     serve.add_argument("--schema", metavar="FILE|mysql://USER@HOST:PORT",
                        help="the master's schema before its binlog (mysqldump --no-data file or a server): "
                             "multi-table UPDATE decisions use its columns and triggers")
-    serve.add_argument("--lint-max-mb", type=float, default=float(LINT_MAX_MB), metavar="MB",
+    serve.add_argument("--lint-max-mb", type=number_in(0, 1 << 20, what="a number of MiB"), default=float(LINT_MAX_MB), metavar="MB",
                        help="lint each new slave's rules over the binlog in the background, and follow the "
                             "binlog as it grows: the most one look reads, in MiB (the first reads the whole "
                             "binlog, so a larger one is not linted at Register; each later one what was appended "
@@ -149,7 +139,7 @@ def register(subparsers: Subparsers) -> None:
                        help="map each segment of a closed binlog file on its own, as before issue #42, instead of "
                             "one mapping per file shared by every stream (for comparisons: every stream's pass "
                             "then sets the file's page-table entries again)")
-    serve.add_argument("--grace", type=float, default=5.0, help="seconds to drain streams at shutdown")
+    serve.add_argument("--grace", type=seconds_in(0, 86_400), default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
     serve.add_argument("--source", metavar="mysql://USER[:PASS]@HOST:PORT", action="append",
@@ -171,26 +161,26 @@ def register(subparsers: Subparsers) -> None:
                        help=f"--source: the primary's password, the first line of FILE (else {SOURCE_PASSWORD_ENV} "
                             "from the environment; MYSQL_PWD is not read)")
     serve.add_argument("--source-file", metavar="NAME", help="--source: start the series at this primary binlog")
-    serve.add_argument("--source-pos", type=int, default=4, metavar="N",
+    serve.add_argument("--source-pos", type=count_in(0, (1 << 64) - 1), default=4, metavar="N",
                        help="--source: start position in --source-file (a transaction boundary; the series "
                        "keeps the primary's offsets, its file opening with fillers up to there)")
     serve.add_argument("--source-gtid", metavar="GTID_POS",
                        help="--source: start at the primary file a replica at this GTID position needs (a "
                             "MariaDB position, from its start; or a MySQL GTID set: in the file MySQL's dump thread "
                             "starts at, at the first transaction the set lacks)")
-    serve.add_argument("--source-failover-tries", type=int, default=3, metavar="N",
+    serve.add_argument("--source-failover-tries", type=count_in(0, 1 << 20), default=3, metavar="N",
                        help="--source given more than once: give the current source up after N failed "
                             "reconnection tries in a row (waits of 0.2, 0.5, 1, 2, then 5 s before them; a try "
                             "of a host that does not answer takes up to 5 s more) for the first other candidate "
                             "that continues the series (default 3: about 2 s after a primary that refuses "
                             "connections was lost)")
-    serve.add_argument("--source-server-id", type=int, default=2387, metavar="N",
+    serve.add_argument("--source-server-id", type=server_id_type, default=2387, metavar="N",
                        help="--source: the server_id the master registers with on the primary (default 2387)")
-    serve.add_argument("--expire-logs-seconds", type=float, metavar="SECONDS",
+    serve.add_argument("--expire-logs-seconds", type=seconds_in(0, 10 * 31_536_000), metavar="SECONDS",
                        help="--source: purge series files last written longer ago than this, oldest first, as "
                             "binlog_expire_logs_seconds does; never the file being written, nor one a registered "
                             "slave or real replica still reads (default: keep every file)")
-    serve.add_argument("--max-series-bytes", type=int, metavar="BYTES",
+    serve.add_argument("--max-series-bytes", type=size_in(0, 1 << 50), metavar="BYTES",
                        help="--source: a hard cap on the series' size, as max_binlog_total_size: the oldest files "
                             "go until it fits, even one a slave still reads (a warning names the file and the "
                             "slave, which then gets 1236 / OUT_OF_RANGE naming it)")
@@ -228,7 +218,7 @@ def register(subparsers: Subparsers) -> None:
     change.add_argument("--server-id", type=server_id_type, required=True, help="the slave to change")
     change.add_argument("statement", metavar="SQL",
                         help="CHANGE REPLICATION FILTER ... [FOR CHANNEL 'c'] (or WL#2516 CHANGE MASTER ... TO DO=...)")
-    change.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+    change.add_argument("--wait", type=seconds_in(0, 86_400), default=30.0, metavar="SECONDS",
                         help="how long to wait for the stream to reach a transaction boundary (default 30)")
     add_json_option(change, "where and how the change took effect")
     change.set_defaults(func=change_filter_command)

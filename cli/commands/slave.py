@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import add_json_option, emit_json
+from dumpfilter.cli.options import add_json_option, count_in, emit_json, seconds_in, size_in
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 from dumpfilter.cli.process import terminate, tune_allocator
 from dumpfilter.errors import DumpFilterError
@@ -49,24 +49,24 @@ def register(subparsers: Subparsers) -> None:
     run.add_argument("--until-caught-up", action="store_true",
                      help="exit 0 once everything up to the master's current binlog end is relayed (and applied)")
     run.add_argument("--apply", metavar="mysql://USER@HOST:PORT", help="execute what is received on this server")
-    run.add_argument("--relay-log-size", type=int, default=64 << 20, metavar="BYTES")
-    run.add_argument("--relay-commit-interval", type=_seconds, default=DEFAULT_COMMIT_INTERVAL, metavar="SECONDS",
+    run.add_argument("--relay-log-size", type=size_in(4096, 1 << 30), default=64 << 20, metavar="BYTES")
+    run.add_argument("--relay-commit-interval", type=seconds_in(0, 3600), default=DEFAULT_COMMIT_INTERVAL, metavar="SECONDS",
                      help="group commit: record the position (fsync the relay log, then relay-log.info) at most "
                           f"once per this many seconds, covering every batch received meanwhile (default "
                           f"{DEFAULT_COMMIT_INTERVAL:g}: after each batch as soon as the disk allows). A batch that "
                           "reaches the master's end is recorded at once whatever the interval. A crash re-fetches "
                           "what was not recorded; the position is never ahead of durable relay data")
-    run.add_argument("--heartbeat-period", type=float, default=1.0, metavar="SECONDS")
-    run.add_argument("--connect-retry", type=float, default=1.0, metavar="SECONDS",
+    run.add_argument("--heartbeat-period", type=seconds_in(0, 4_294_967), default=1.0, metavar="SECONDS")
+    run.add_argument("--connect-retry", type=seconds_in(0, 31_536_000), default=1.0, metavar="SECONDS",
                      help="first wait after a failed attempt; doubles up to 30s (default 1)")
-    run.add_argument("--connect-timeout", type=float, metavar="SECONDS",
+    run.add_argument("--connect-timeout", type=seconds_in(0, 31_536_000), metavar="SECONDS",
                      help="give up (exit 2) when the master cannot be reached for this long (default: never)")
-    run.add_argument("--retry-count", type=int, metavar="N",
+    run.add_argument("--retry-count", type=count_in(0, (1 << 64) - 1), metavar="N",
                      help="give up (exit 2) after N failed attempts in a row (default: never)")
-    run.add_argument("--net-timeout", type=float, default=60.0, metavar="SECONDS",
+    run.add_argument("--net-timeout", type=seconds_in(0, 31_536_000), default=60.0, metavar="SECONDS",
                      help="reconnect when no batch or heartbeat came for this long (slave_net_timeout, "
                           "default 60; keep it above --heartbeat-period)")
-    run.add_argument("--lint-wait", type=float, default=10.0, metavar="SECONDS",
+    run.add_argument("--lint-wait", type=seconds_in(0, 86_400), default=10.0, metavar="SECONDS",
                      help="with --until-caught-up: wait up to this long for the master's background lint of "
                           "these rules and print its predictions (default 10; 0: do not wait)")
     run.add_argument("--gtid-start", metavar="STATE", help="start at a GTID state when there is no saved position")
@@ -140,16 +140,6 @@ def _replica_schema(source: str | None) -> SchemaModel | None:
     from dumpfilter.rules.schema import load_schema
 
     return load_schema(source, "--replica-schema")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 3600:  # NaN fails both comparisons
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to 3600")
-    return value
 
 
 def summary_line(slave: Slave) -> str:

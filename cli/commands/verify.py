@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import add_json_option, emit_json
+from dumpfilter.cli.options import add_json_option, emit_json, seconds_in
 from dumpfilter.errors import DumpFilterError
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def register(subparsers: Subparsers) -> None:
                              "(default: ROW, or all three with --builtin)")
     parser.add_argument("--keep", action="store_true", help="keep the datadirs and relay logs (servers are stopped)")
     add_json_option(parser, "the verdicts")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=seconds_in(0.001, 86_400), default=60.0, metavar="SECONDS",
                         help="how long to wait for each replica to catch up (default 60)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     # Testing hook, not for users: register these rules on the master for one slave instead of the

@@ -2,9 +2,11 @@
 tailing reader that follows a directory a live server is still writing. The thin file-system
 edge of `dumpfilter.codec`."""
 
-from dumpfilter.binlogs.files import BinlogFile, binlog_paths, open_binlog, read_index, served_paths, write_index
+from dumpfilter.binlogs.files import (
+    BinlogFile, binlog_paths, distinct_paths, input_paths, open_binlog, read_index, served_paths, write_index,
+)
 from dumpfilter.binlogs.series import FILE_FRAMING_TYPES, BinlogSeriesWriter
 from dumpfilter.binlogs.tail import TailingReader
 
-__all__ = ["BinlogSeriesWriter", "FILE_FRAMING_TYPES", "BinlogFile", "TailingReader", "binlog_paths", "open_binlog", "read_index",
-           "served_paths", "write_index"]
+__all__ = ["BinlogSeriesWriter", "FILE_FRAMING_TYPES", "BinlogFile", "TailingReader", "binlog_paths", "distinct_paths",
+           "input_paths", "open_binlog", "read_index", "served_paths", "write_index"]

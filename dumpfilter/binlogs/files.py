@@ -10,13 +10,15 @@ import gzip
 import os
 import re
 import stat
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 from dumpfilter.codec import BinlogReader, Event, EventType, FormatDescription, read_format_description
-from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError
+from dumpfilter.codec.constants import MAGIC
+from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError, TruncatedBinlogError
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
 
@@ -71,6 +73,15 @@ def file_error(exc: OSError, path: str | os.PathLike[str], what: str = "a binlog
     return BinlogError(f"cannot read: {exc.strerror or exc}", path=name)
 
 
+def naming(exc: BinlogError, path: str | os.PathLike[str]) -> BinlogError:
+    """`exc` naming the file by its path: where an event's decoder knew no file (None, the
+    "<binlog>" of its line), or a reader knew only its name (`path`'s last part)."""
+    name = str(path)
+    if exc.path is not None and exc.path not in (Path(name).name, "<binlog>"):
+        return exc
+    return type(exc)(exc.message, path=name, offset=exc.offset)
+
+
 def open_regular(path: str | os.PathLike[str], what: str = "a binlog file") -> BinaryIO:
     """A buffered binary reader over `path` if it is a regular file (or a symlink to one), else a
     one-line error (`file_error`). A device is never opened (its type is checked first) and a
@@ -96,30 +107,131 @@ def open_regular(path: str | os.PathLike[str], what: str = "a binlog file") -> B
 
 
 def open_binlog(path: str | os.PathLike[str]) -> BinaryIO:
-    """A binary stream over a binlog file; `.gz` files are decompressed on the fly."""
+    """A binary stream over a binlog file; `.gz` files are decompressed on the fly (`GzipBinlog`:
+    corrupt or truncated compressed data is a one-line BinlogError, whoever reads)."""
     path = Path(path)
     f = open_regular(path)
     if path.suffix != ".gz":
         return f
-    stream = gzip.GzipFile(fileobj=f, mode="rb")
-    # closed with the GzipFile, as when gzip opens the file itself (typeshed types the attribute as
-    # the FileIO gzip opens; any binary file closes the same way)
-    stream.myfileobj = f  # type: ignore[assignment]
+    try:
+        stream = GzipBinlog(f, str(path))
+    except BaseException:
+        f.close()
+        raise
     return cast(BinaryIO, stream)  # a binary reader; typeshed's GzipFile is not a typing.BinaryIO
 
 
-def binlog_format(path: str | os.PathLike[str]) -> FormatDescription:
+class GzipBinlog(gzip.GzipFile):
+    """A gzipped binlog, read as the binlog it holds. What gzip and zlib raise on bad compressed
+    data (EOFError for a truncated file, BadGzipFile, zlib.error) and an I/O error under it
+    become one BinlogError naming the file and, where known, the offset in the decompressed
+    stream (the binlog's own offsets) where the compressed data went bad: the one place every
+    reader of a `.gz` binlog (the codec's readers, the compiled scans' buffers, lint, split)
+    gets its error from, instead of a traceback."""
+
+    def __init__(self, fileobj: BinaryIO, path: str):
+        super().__init__(fileobj=fileobj, mode="rb")
+        # closed with the GzipFile, as when gzip opens the file itself (typeshed types the
+        # attribute as the FileIO gzip opens; any binary file closes the same way)
+        self.myfileobj = fileobj  # type: ignore[assignment]
+        self.binlog_path = path
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            return super().read(-1 if size is None else size)
+        except _GZIP_ERRORS as exc:
+            raise self._error(exc) from None
+
+    def read1(self, size: int = -1) -> bytes:
+        try:
+            return super().read1(size)
+        except _GZIP_ERRORS as exc:
+            raise self._error(exc) from None
+
+    def readinto(self, b: Any) -> int:
+        try:
+            return super().readinto(b)
+        except _GZIP_ERRORS as exc:
+            raise self._error(exc) from None
+
+    def peek(self, n: int) -> bytes:
+        try:
+            return super().peek(n)
+        except _GZIP_ERRORS as exc:
+            raise self._error(exc) from None
+
+    def readline(self, size: int | None = -1) -> bytes:
+        try:
+            return super().readline(size)
+        except _GZIP_ERRORS as exc:
+            raise self._error(exc) from None
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        try:
+            return super().seek(offset, whence)
+        except _GZIP_ERRORS as exc:
+            raise self._error(exc) from None
+
+    def _decompressed(self) -> int | None:
+        """How many bytes of the binlog were decompressed before the error (gzip's reader counts
+        them; None where this Python's gzip does not say)."""
+        pos = getattr(getattr(getattr(self, "_buffer", None), "raw", None), "_pos", None)
+        return pos if isinstance(pos, int) else None
+
+    def _error(self, exc: BaseException) -> DumpFilterError:
+        path, at = self.binlog_path, self._decompressed()
+        if isinstance(exc, EOFError):
+            return TruncatedBinlogError("the gzip data ends early (a truncated .gz file): the binlog is cut here",
+                                        path=path, offset=at)
+        if isinstance(exc, zlib.error):
+            reason = str(exc).rpartition(": ")[2]  # zlib's own words, without "Error -3 while ..."
+            return BinlogError(f"corrupt gzip data: it does not decompress past here (zlib: {reason})",
+                               path=path, offset=at)
+        if isinstance(exc, gzip.BadGzipFile):
+            text = str(exc)
+            if text.startswith("Not a gzipped file") and not at:
+                hint = (": it is a plain binlog (rename it without .gz)" if self._starts_with_magic()
+                        else " (no gzip header)")
+                return BinlogError(f"not a gzip file, though its name ends in .gz{hint}", path=path, offset=0)
+            if text.startswith("Not a gzipped file"):
+                what = "bytes after the gzip data that are not gzip data"
+            elif text.startswith("CRC check failed"):
+                what = "gzip CRC32 mismatch: the compressed data is corrupt"
+            elif text.startswith("Incorrect length"):
+                what = "gzip length mismatch: the compressed data is corrupt"
+            elif text.startswith("Unknown compression method"):
+                what = "unknown gzip compression method"
+            else:
+                what = "corrupt gzip header"
+            return BinlogError(what, path=path, offset=at)
+        assert isinstance(exc, OSError)
+        return file_error(exc, path)
+
+    def _starts_with_magic(self) -> bool:
+        try:
+            return os.pread(cast(BinaryIO, self.myfileobj).fileno(), 4, 0) == MAGIC
+        except (OSError, ValueError, AttributeError):
+            return False
+
+
+# gzip.BadGzipFile is an OSError: GzipBinlog._error tells them apart.
+_GZIP_ERRORS = (EOFError, zlib.error, OSError)
+
+
+def binlog_format(path: str | os.PathLike[str], *, verify_checksums: bool = False) -> FormatDescription:
     """The format a binlog file's Format_description sets (one line where the file cannot be
-    opened or does not begin with one)."""
+    opened or does not begin with one). Its CRC32 is checked only with `verify_checksums`: a
+    command asks the format (the flavor, the post-header lengths) before it reads the file, and
+    that read checks every CRC, the FDE's too, as its --no-verify-checksums says."""
     with open_binlog(path) as f:
-        return read_format_description(f, str(path))[1]
+        return read_format_description(f, str(path), verify_checksums=verify_checksums)[1]
 
 
 def file_format(path: str | os.PathLike[str]) -> FormatDescription | None:
     """`binlog_format`, or None where the file cannot be opened or does not begin with a
     Format_description."""
     try:
-        return binlog_format(path)
+        return binlog_format(path, verify_checksums=True)
     except (DumpFilterError, OSError):
         return None
 
@@ -133,10 +245,13 @@ class BinlogFile:
 
     def __iter__(self) -> Iterator[Event]:
         with open_binlog(self.path) as stream:
+            reader = BinlogReader(stream, str(self.path), verify_checksums=self.verify_checksums)
             try:
-                yield from BinlogReader(stream, str(self.path), verify_checksums=self.verify_checksums)
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                raise BinlogError(f"read error: {exc}", path=str(self.path)) from None
+                yield from reader
+            except OSError as exc:  # (a .gz file's bad data is GzipBinlog's BinlogError already)
+                raise file_error(exc, self.path) from None
+            if reader.fmt is None:  # the magic and nothing after it: as read_format_description says
+                raise BinlogError("no Format_description event", path=str(self.path), offset=4)
 
     @property
     def name(self) -> str:
@@ -150,9 +265,28 @@ class Listing(list[str]):
     index's first bad line, an unreadable index or directory): a reader that needs a file past
     the last name meets it."""
 
-    def __init__(self, names: Iterable[str] = (), problem: DumpFilterError | None = None):
+    def __init__(self, names: Iterable[str] = (), problem: DumpFilterError | None = None, *,
+                 index_path: Path | None = None, lines: Iterable[IndexLine] = ()):
         super().__init__(names)
         self.problem = problem
+        self.index_path = index_path  # the index file the names come from (None: the directory's numbered files)
+        self.lines = list(lines)  # with an index: the line each name comes from, name by name
+
+    def missing_file(self, directory: Path) -> BinlogError | None:
+        """For the offline commands, which read every file listed: the error of the first name
+        that is not a file of `directory` (naming the index and its line, as a server that will
+        not start on such an index does), or None when every one is there."""
+        for k, name in enumerate(self):
+            if os.path.lexists(directory / name):
+                continue
+            if self.index_path is None or k >= len(self.lines):
+                return BinlogError("no such file", path=str(directory / name))
+            line = self.lines[k]
+            written = f" ({line.text[:80]!r})" if line.text != name else ""
+            return BinlogError(f"line {line.number} of the binlog index names {name!r}{written}, which is not in "
+                               f"{directory} (each line names a file of the index's own directory)",
+                               path=str(self.index_path), offset=line.offset)
+        return None
 
     def not_yet_indexed(self, file: str) -> bool:
         """MariaDB creates the next binlog and writes its FDE before it adds it to the index
@@ -196,6 +330,15 @@ class Listing(list[str]):
         return name
 
 
+@dataclass(frozen=True)
+class IndexLine:
+    """Where an index names a file: its line number, the line's byte offset, its text (stripped)."""
+
+    number: int
+    offset: int
+    text: str
+
+
 def _read_index_bytes(index_path: Path) -> bytes:
     with open_regular(index_path, "an index file") as f:
         data = f.read(MAX_INDEX_BYTES + 1)
@@ -215,8 +358,9 @@ def index_listing(index_path: str | os.PathLike[str]) -> Listing:
     try:
         data = _read_index_bytes(index_path)
     except DumpFilterError as exc:
-        return Listing(problem=exc)
+        return Listing(problem=exc, index_path=index_path)
     names: list[str] = []
+    lines: list[IndexLine] = []
     offset = 0
     for number, raw in enumerate(data.split(b"\n"), 1):
         at, offset = offset, offset + len(raw) + 1
@@ -227,13 +371,15 @@ def index_listing(index_path: str | os.PathLike[str]) -> Listing:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             return Listing(names, BinlogError(f"line {number} of the binlog index is not UTF-8", path=str(index_path),
-                                              offset=at + raw.index(line) + exc.start))
+                                              offset=at + raw.index(line) + exc.start), index_path=index_path, lines=lines)
         name = text.replace("\\", "/").rpartition("/")[2]
         if "\0" in text or name in ("", ".", ".."):
             return Listing(names, BinlogError(f"line {number} of the binlog index names no binlog file: "
-                                              f"{text[:80]!r}", path=str(index_path), offset=at))
+                                              f"{text[:80]!r}", path=str(index_path), offset=at),
+                           index_path=index_path, lines=lines)
         names.append(name)
-    return Listing(names)
+        lines.append(IndexLine(number, at, text))
+    return Listing(names, index_path=index_path, lines=lines)
 
 
 def read_index(index_path: str | os.PathLike[str]) -> list[Path]:
@@ -285,15 +431,51 @@ def binlog_listing(directory: str | os.PathLike[str]) -> Listing:
 
 def binlog_paths(target: str | os.PathLike[str]) -> list[Path]:
     """The binlog files a path stands for: a file itself, or a directory's files in order (from
-    its single `.index` file when there is one, else every `name.NNNNNN` file by number). Files
-    the index names that do not exist are left out; a bad index line is a BinlogError."""
+    its single `.index` file when there is one, else every `name.NNNNNN` file by number). What
+    an offline command cannot read whole is a BinlogError naming the index and its line: a bad
+    line, a line naming a file that is not in the directory (a server will not start on such an
+    index either), an index that names no file."""
     target = Path(target)
     if not target.is_dir():
         return [target]
     listing = binlog_listing(target)
     if listing.problem is not None:
         raise listing.problem
-    return [target / name for name in listing if (target / name).exists()]
+    missing = listing.missing_file(target)
+    if missing is not None:
+        raise missing
+    if not listing:
+        raise BinlogError("the binlog index names no binlog file", path=str(listing.index_path or target))
+    return [target / name for name in listing]
+
+
+def distinct_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """`paths` as Paths, each file once: a file given twice (by the same or another name, a
+    symbolic or hard link) would be read twice, its transactions written or counted twice."""
+    out: list[Path] = []
+    seen: dict[object, Path] = {}
+    for path in map(Path, paths):
+        try:
+            st = os.stat(path)
+            key: object = (st.st_dev, st.st_ino)
+        except (OSError, ValueError):  # its own error comes when it is opened
+            key = path.absolute()
+        first = seen.get(key)
+        if first is not None:
+            also = "" if first == path else f" (also as {first})"
+            raise BinlogError(f"binlog file given twice{also}", path=str(path))
+        seen[key] = path
+        out.append(path)
+    return out
+
+
+def input_paths(targets: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Every binlog file a command's arguments stand for, in order (`binlog_paths` of each), each
+    once (`distinct_paths`); at least one."""
+    paths = distinct_paths(path for target in targets for path in binlog_paths(target))
+    if not paths:
+        raise BinlogError("no input binlog files")
+    return paths
 
 
 def served_paths(directory: str | os.PathLike[str]) -> list[Path]:

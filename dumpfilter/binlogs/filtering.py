@@ -41,14 +41,14 @@ from dumpfilter._core import AssembleConfig
 from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.codec.reader import truncated
-from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
+from dumpfilter.errors import MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP_KEEP, KEEP_ASK,
                                       Scanner, unit_events)
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, TRANSACTION
-from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.files import distinct_paths, file_error, open_binlog
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
@@ -186,8 +186,8 @@ class BinlogFilter:
         with open_binlog(path) as stream:
             try:
                 self._walk(stream, path)
-            except (OSError, EOFError) as exc:
-                raise BinlogError(f"read error: {exc}", path=str(path)) from None
+            except OSError as exc:
+                raise file_error(exc, path) from None
             except MalformedEventError as exc:  # found by the TransactionFilter, which knows no file
                 raise exc.in_file(str(path)) from None
         self.stats.files_in += 1
@@ -464,7 +464,7 @@ def filter_files(paths: Sequence[str | os.PathLike[str]], tfilter: TransactionFi
     `read_ahead`: each plain file's next chunk is read on a thread of its own meanwhile."""
     bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums, read_ahead=read_ahead)
     try:
-        bf.filter_paths(paths)
+        bf.filter_paths(distinct_paths(paths))  # a file given twice: its transactions would be written twice
     finally:
         sink.close()
     return bf.stats

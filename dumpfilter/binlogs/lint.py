@@ -4,7 +4,6 @@ lint is set up (`lint`, `verify`, `simulate`'s lint column, the master's lint at
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterable, Iterator, Sequence
 import pickle
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from dumpfilter.codec import BinlogReader, Transaction, group_transactions
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import DEFAULT_CHUNK
 from dumpfilter.errors import BinlogError
-from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.files import file_error, open_binlog
 from dumpfilter.binlogs.lint_follow import FollowScan, follow_read
 from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
 from dumpfilter.binlogs.scan_index import ScanIndex
@@ -204,8 +203,8 @@ def _read(followings: Sequence[FollowingLint], path: Path, size: int, budget: in
     try:
         read, reached, pos, fmt = follow_read([f._scan for f in followings], path, start, size, lead.fmt, budget,
                                               chunk, final)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise BinlogError(f"read error: {exc}", path=str(path)) from None
+    except OSError as exc:  # (a .gz file's bad data is open_binlog's BinlogError already)
+        raise file_error(exc, path) from None
     if final and reached:  # a file left behind, read to its end: what it ended inside was fed
         pos = size
     if pos > start:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dumpfilter import _core
-from dumpfilter.binlogs.files import open_binlog
+from dumpfilter.binlogs.files import distinct_paths, file_error, naming, open_binlog
 from dumpfilter.binlogs.lint_keyed import Heads, KeyVerdicts
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
@@ -46,7 +46,7 @@ from dumpfilter.codec.event import Buffer, decode_text, query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import bad_magic, truncated
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
-from dumpfilter.errors import TruncatedBinlogError
+from dumpfilter.errors import BinlogError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_divergence import Breaks, may_diverge
 from dumpfilter.rules.lint_sql import insert_column_list
@@ -330,10 +330,10 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
     stats = stats if stats is not None else LintScanStats()
     for lint in lints:
         lint.first_break = first_break
-    for path in paths:
+    for path in distinct_paths(paths):  # a file given twice would be replayed twice
         if all(lint.done for lint in lints):
             break
-        _lint_file(Path(path), lints, verify_checksums, stats)
+        _lint_file(path, lints, verify_checksums, stats)
     stats.fed = [lint.fed for lint in lints]
     stats.checked = [lint.checked for lint in lints]
     stats.bulk = [lint.bulk for lint in lints]
@@ -344,8 +344,13 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
 
 def _lint_file(path: Path, lints: list[_Lint], verify_checksums: bool, stats: LintScanStats) -> None:
     stats.scans += 1
-    _feed(path, lints, Scanner(str(path), verify_checksums=verify_checksums), 0, 1 << 62, None, 1 << 62,
-          READ_BYTES, True, stats)
+    try:
+        _feed(path, lints, Scanner(str(path), verify_checksums=verify_checksums), 0, 1 << 62, None, 1 << 62,
+              READ_BYTES, True, stats)
+    except BinlogError as exc:  # a decoder's error names no file, the Linter's only its name: the path
+        raise naming(exc, path) from None
+    except OSError as exc:
+        raise file_error(exc, path) from None
 
 
 def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size: int, fmt: FormatDescription | None,

@@ -14,6 +14,7 @@ from dumpfilter.codec.encode import COMMIT_BODY, commit_closing, set_log_pos_in
 from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import foreign_log_pos
+from dumpfilter.errors import MalformedEventError
 from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter._core import last_timestamp as core_last_timestamp
 from dumpfilter.binlogs.background import WriteBehind
@@ -225,6 +226,7 @@ class SeriesSink(Sink, _RawWriterMixin):
         self.series: BinlogSeriesWriter | None = None
         self._fde: Event | None = None
         self._start_state: Event | None = None
+        self._first_path: Path | None = None  # the input file the FDE and the start state come from
         self._renumber = True
         self._waiting_state = False
         self._closed: list[Path] | None = None
@@ -236,6 +238,7 @@ class SeriesSink(Sink, _RawWriterMixin):
     def begin_file(self, fde: Event, path: Path) -> bool:
         if self._fde is None:
             self._fde = fde
+            self._first_path = path
             self._waiting_state = True
             self._renumber = self.forced_renumber if self.forced_renumber is not None else \
                 not looks_like_relay_log(path)
@@ -250,8 +253,11 @@ class SeriesSink(Sink, _RawWriterMixin):
     def _series(self) -> BinlogSeriesWriter:
         if self.series is None:
             assert self._fde is not None, "SeriesSink: a write before begin_file"
-            self.series = BinlogSeriesWriter(self.directory, self.basename, self._fde, max_size=self.max_size,
-                                             start_state=self._start_state, renumber_positions=self._renumber)
+            try:
+                self.series = BinlogSeriesWriter(self.directory, self.basename, self._fde, max_size=self.max_size,
+                                                 start_state=self._start_state, renumber_positions=self._renumber)
+            except MalformedEventError as exc:  # the start state's GTID set: its decoder knows no file
+                raise (exc if self._first_path is None else exc.in_file(str(self._first_path))) from None
         return self.series
 
     def write(self, events: Sequence[Event]) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Generic, Self, TypeVar, overload
 
 from dumpfilter.codec import gtid as gtids
 from dumpfilter.codec.checksum import with_crc
-from dumpfilter.errors import MalformedEventError
+from dumpfilter.errors import BinlogError, MalformedEventError
 from dumpfilter.codec.constants import (
     HEADER_LEN,
     MARIADB_FL_GROUP_COMMIT_ID,
@@ -28,6 +28,7 @@ from dumpfilter.codec.constants import (
     type_name,
 )
 from dumpfilter.codec.format_description import FormatDescription
+from dumpfilter.codec.malformed import problem as malformed_problem
 from dumpfilter.codec.packing import mariadb_uncompress, read_lenenc
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
@@ -79,7 +80,8 @@ class cached_property(Generic[_T]):  # noqa: N801 - same role as functools.cache
 
 
 # What a decoder meets on bytes that contradict the event's size: every one becomes a
-# MalformedEventError naming the event type and its offset (hostile input is normal input).
+# MalformedEventError naming the event type and its offset (hostile input is normal input), saying
+# what is wrong in the codec's words (`codec.malformed`).
 _MALFORMED = (IndexError, struct.error, ValueError, zlib.error, OverflowError)
 
 
@@ -90,7 +92,7 @@ def _decoder(func: Callable[[Event], _T]) -> Callable[[Event], _T]:
         try:
             return func(self, *args)
         except _MALFORMED as exc:
-            raise self._malformed(f"{type(exc).__name__}: {exc}") from None
+            raise self._malformed(self._problem(exc)) from None
     return wrapper
 
 
@@ -188,6 +190,11 @@ class Event:
 
     def _malformed(self, problem: str) -> MalformedEventError:
         return MalformedEventError(f"malformed {self.type_name} event: {problem}", offset=self.pos)
+
+    def _problem(self, exc: BaseException) -> str:
+        """What a decoder's `exc` says of this event (`codec.malformed.problem`)."""
+        crc = self.fmt.checksum_len if self.fmt is not None and self.type_code != EventType.FORMAT_DESCRIPTION else 0
+        return malformed_problem(self.type_code, max(0, self.size - HEADER_LEN - crc), exc)
 
     @property
     def is_query(self) -> bool:
@@ -415,7 +422,11 @@ class Event:
         if self.type_code == EventType.PREVIOUS_GTIDS:
             return gtids.MysqlGtidSet.decode(self.body)
         if self.type_code == EventType.MARIADB_GTID_LIST:
-            return gtids.MariadbGtidList.decode(self.body)
+            body = self.body
+            count = _U32.unpack_from(body, 0)[0] & ((1 << 28) - 1)
+            if 4 + 16 * count > len(body):
+                raise self._malformed(f"{count} GTIDs (16 bytes each) in a body of {len(body)} bytes")
+            return gtids.MariadbGtidList.decode(body)
         return None
 
     # -- control events ---------------------------------------------------------------------
@@ -499,7 +510,12 @@ class Event:
         """The events inside a Transaction_payload: decompressed, no CRC, log_pos 0."""
         from dumpfilter.codec.payload import payload_events
 
-        return payload_events(self)
+        try:
+            return payload_events(self)
+        except BinlogError as exc:  # naming no file: a MalformedEventError, which the caller's in_file names
+            if exc.path is not None or isinstance(exc, MalformedEventError):
+                raise
+            raise MalformedEventError(exc.message, offset=exc.offset) from None
 
     # -- rewriting (returns new events; the CRC is recomputed) -----------------------------
     def replaced(self, raw_without_crc: bytes) -> Event:

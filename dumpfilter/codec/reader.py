@@ -280,9 +280,11 @@ def truncated(rest: Buffer, path: str, offset: int) -> TruncatedBinlogError:
     return TruncatedBinlogError(msg, path=path, offset=offset)
 
 
-def read_format_description(stream: BinaryIO, name: str = "<binlog>") -> tuple[Event, FormatDescription]:
-    """The FDE at offset 4 of a binlog file (the stream is left positioned after it)."""
-    splitter = EventSplitter(name)
+def read_format_description(stream: BinaryIO, name: str = "<binlog>", *,
+                            verify_checksums: bool = True) -> tuple[Event, FormatDescription]:
+    """The FDE at offset 4 of a binlog file (the stream is left positioned after it).
+    `verify_checksums` False: its CRC32 is not checked."""
+    splitter = EventSplitter(name, verify_checksums=verify_checksums)
     while True:
         data = stream.read(4096)
         if not data:

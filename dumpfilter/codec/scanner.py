@@ -211,6 +211,7 @@ class Scanner:
     def __init__(self, path: str = "<binlog>", *, verify_checksums: bool = True) -> None:
         self._core = _core.Scanner(verify_checksums)
         self.path = path
+        self.verify_checksums = verify_checksums
         self.names: list[tuple[str, str]] = []  # (db, table) by name id
 
     @property

@@ -1,12 +1,16 @@
-"""A my.cnf reader that keeps repeated keys (configparser cannot) and follows `!include` / `!includedir`."""
+"""A my.cnf reader that keeps repeated keys (configparser cannot) and follows `!include` / `!includedir`;
+and the one way the rules read a file named beside their input (a my.cnf, a --schema dump): a
+regular file of bounded size, never a FIFO or a device that blocks or reads without end."""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.parse import OPTION_TYPES, StartupFilters, normalize_option_name
@@ -14,6 +18,10 @@ from dumpfilter.rules.ruleset import REPLICATE_TYPES
 
 SERVER_GROUPS = ("mysqld", "mariadbd")
 MAX_INCLUDE_DEPTH = 10
+MAX_OPTION_FILE_BYTES = 16 << 20  # a my.cnf (each included one too); mysqld's hold a few KB
+# An option's name as mysqld reads one: letters, digits, '_' and '-', after a connection's name and a
+# '.' (MariaDB's `m1.replicate-do-db`, the name maybe quoted) or a plugin's.
+_OPTION_NAME = re.compile(r"(?:'[^']*'\.|\"[^\"]*\"\.|`[^`]*`\.)?[\w.-]+")
 # my_default.cc (search_default_file_with_buffers): these escapes are decoded, any other
 # backslash is kept, so `replicate-wild-do-table=db\_1.%` keeps its LIKE escape.
 VALUE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "s": " ", '"': '"', "'": "'", "\\": "\\"}
@@ -84,6 +92,37 @@ def check_replicate_option(key: str, value: str, where: str) -> bool:
                     "prefix it with loose- to have it ignored)")
 
 
+_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for reading if it is a regular file. Anything else raises ValueError ("is not a
+    file (a FIFO)") without blocking or reading: it is opened O_NONBLOCK and its type checked on the
+    descriptor. open's errors are OSError (a NUL byte in the name: ValueError)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+            raise ValueError(f"is not a file ({kind})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file `path` (open_regular_file), at most `limit` of them: a larger
+    file raises ValueError too."""
+    with open_regular_file(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"is larger than {limit >> 20} MiB")
+    return data
+
+
 def _located_options(path: str | os.PathLike[str], groups: Iterable[str]) -> list[tuple[str, str, str]]:
     options: list[tuple[str, str, str]] = []
     _read_into(Path(path), tuple(group.lower() for group in groups), options, depth=0)
@@ -94,14 +133,16 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list[tuple[str, str
     if depth > MAX_INCLUDE_DEPTH:
         raise RuleError(f"{path}: !include nested more than {MAX_INCLUDE_DEPTH} deep")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise RuleError(f"--defaults-file: cannot read {path}: {exc.strerror}") from None
+        data = read_regular_file(path, MAX_OPTION_FILE_BYTES)
+    except (OSError, ValueError) as exc:
+        raise RuleError(f"--defaults-file: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
-        at_line = exc.object[: exc.start].count(b"\n") + 1
-        raise RuleError(f"{path}:{at_line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") \
+        at_line = data[: exc.start].count(b"\n") + 1
+        raise RuleError(f"{path}:{at_line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") \
             from None
-    in_group = False
+    in_group: bool | None = None  # None: before the first [group] header
     for number, raw_line in enumerate(lines, 1):
         line = raw_line.strip()
         if not line or line[0] in "#;":
@@ -112,8 +153,16 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list[tuple[str, str
             if not line.endswith("]"):
                 raise RuleError(f"{path}:{number}: group header {line!r} has no closing ']'")
             in_group = line[1:-1].strip().lower() in groups
-        elif in_group:
-            options.append((*_parse_option_line(line), f"{path}:{number}"))
+        else:
+            # mysqld refuses both ("Found option without preceding group", "unknown variable"):
+            # a file that is not my.cnf syntax is told, not read as no rules.
+            if in_group is None:
+                raise RuleError(f"{path}:{number}: {line[:60]!r} comes before any [group] header: not my.cnf syntax")
+            key, value = _parse_option_line(line)
+            if not _OPTION_NAME.fullmatch(key):
+                raise RuleError(f"{path}:{number}: {key[:60]!r} is not an option name: not my.cnf syntax")
+            if in_group:
+                options.append((key, value, f"{path}:{number}"))
 
 
 def _follow_directive(path: Path, number: int, line: str, groups: tuple[str, ...],

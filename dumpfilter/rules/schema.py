@@ -14,6 +14,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable
+from itertools import accumulate
 from dataclasses import dataclass, field
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
@@ -21,6 +22,7 @@ from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError
+from dumpfilter.rules.mycnf import read_regular_file
 from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
@@ -35,6 +37,8 @@ _LIKE = lazy_compile(r"\bLIKE\b", re.IGNORECASE)
 SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.RENAME_TABLE, Kind.CREATE_DB,
                           Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER})
 
+MAX_SCHEMA_FILE_BYTES = 256 << 20  # a --no-data dump of about a million tables
+_SCHEMA_DDL = lazy_compile(r"\s*(CREATE|ALTER|DROP|RENAME)\s+(TABLE|DATABASE|SCHEMA)\b", re.IGNORECASE)
 _WRITE_WORDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
 MAX_WRITES_PER_STATEMENT = 8  # a trigger body's write words before one `;` (core/src/facts/trigger.rs)
 _NOT_A_WRITE_BEFORE = frozenset({"KEY", "FOR", "ON", "DUPLICATE"})  # ON DUPLICATE KEY UPDATE, FOR UPDATE, ON DELETE
@@ -73,9 +77,10 @@ class SchemaModel:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def from_sql(cls, text: str, source: str = "--schema") -> SchemaModel:
+    def from_sql(cls, text: str, source: str = "--schema", *, strict: bool = False) -> SchemaModel:
         """A dump (`mariadb-dump --no-data`, `mysqldump --no-data`) or any DDL script: `USE`, `DELIMITER`
-        and the dumps' `/*!50003 ... */` conditional comments are followed; other statements are ignored."""
+        and the dumps' `/*!50003 ... */` conditional comments are followed; other statements are ignored.
+        `strict` (a user's file): an unreadable table or database statement, or nothing created, is an error."""
         model = cls(source=source)
         current_db = ""
         for statement in split_script(text):
@@ -83,16 +88,23 @@ class SchemaModel:
             if use:
                 current_db = use.group(1)
                 continue
+            if strict and _unreadable(strip_version_comments(statement)):
+                line = text.count("\n", 0, max(text.find(statement.split("\n", 1)[0]), 0)) + 1
+                raise RuleError(f"{source}: line {line}: cannot parse {statement[:60]!r}")
             model.observe(statement, current_db)
+        if strict and not (model.databases or model._columns or model.triggers):
+            raise RuleError(f"{source}: creates no database, table or trigger: not a schema dump")
         return model
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], option: str = "--schema") -> SchemaModel:
         try:
-            text = open(path, encoding="utf-8", errors="replace").read()
-        except OSError as exc:
-            raise RuleError(f"{option} {path}: {exc.strerror}") from None
-        return cls.from_sql(text, f"{option} {path}")
+            data = read_regular_file(path, MAX_SCHEMA_FILE_BYTES)  # never a FIFO or /dev/zero
+        except (OSError, ValueError) as exc:
+            raise RuleError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        if b"\0" in data:
+            raise RuleError(f"{option} {path}: line {data[:data.index(0)].count(10) + 1}: a NUL byte: not SQL text")
+        return cls.from_sql(data.decode("utf-8", errors="replace"), f"{option} {path}", strict=True)
 
     @classmethod
     def from_tables(cls, databases: Iterable[str], tables: dict[TableRef, tuple[str, ...] | None], source: str) -> SchemaModel:
@@ -108,10 +120,14 @@ class SchemaModel:
         import pymysql
 
         parsed = urlparse(url)
+        try:
+            port = parsed.port  # (urllib checks it only when asked)
+        except ValueError as exc:
+            raise RuleError(f"{option}: {url!r}: {exc}") from None
         if parsed.scheme != "mysql" or not parsed.hostname:
             raise RuleError(f"{option}: {url!r} is not a file or mysql://USER[:PASSWORD]@HOST[:PORT]")
         try:
-            connection = pymysql.connect(host=parsed.hostname, port=parsed.port or 3306,
+            connection = pymysql.connect(host=parsed.hostname, port=port or 3306,
                                          user=unquote(parsed.username or "root"),
                                          password=unquote(parsed.password or ""), connect_timeout=10)
         except pymysql.Error as exc:
@@ -294,6 +310,18 @@ def load_schema(source: str, option: str = "--schema") -> SchemaModel:
     """A starting schema: a dump file (`mariadb-dump --no-data`), or `mysql://...` to read from a
     server's information_schema; errors name `option`."""
     return SchemaModel.from_server(source, option) if source.startswith("mysql://") else SchemaModel.load(source, option)
+
+
+def _unreadable(sql: str) -> bool:
+    """A CREATE/ALTER/DROP/RENAME TABLE or DATABASE statement the parser cannot read, or whose quotes
+    or parentheses do not close (`CREATE TABLE a.t (x int`)."""
+    if not _SCHEMA_DDL.match(sql):
+        return False
+    try:
+        steps = [1 if t.value == "(" else -1 for t in tokenize(sql) if t.kind == "punct" and t.value in ("(", ")")]
+    except LexError:
+        return True
+    return not statement_tables(sql, "").parse_ok or min(accumulate(steps), default=0) < 0 or sum(steps) != 0
 
 
 def is_schema_statement(sql: str) -> bool:

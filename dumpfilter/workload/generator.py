@@ -51,6 +51,10 @@ class WorkloadSpec:
             raise ValueError(f"flavor must be one of {FLAVORS}, not {self.flavor!r}")
         if self.schemas < 1 or self.tables_per_schema < 1:
             raise ValueError("a workload needs at least one schema and one table")
+        if self.rows_per_statement < 1:
+            raise ValueError(f"rows_per_statement must be at least 1, not {self.rows_per_statement}")
+        if not 0 <= self.server_id <= 0xFFFFFFFF:  # an event header's 4 bytes
+            raise ValueError(f"server_id must be in 0..4294967295, not {self.server_id}")
 
     @property
     def schema_names(self) -> list[str]:

@@ -8,7 +8,6 @@ even SIGKILL of the Python process leaves no mariadbd behind.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import shutil
 import signal
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from dumpfilter.errors import ExternalError
+from dumpfilter.lab.children import dies_with_parent
 from dumpfilter.lab.sandbox.datadir import copy_fresh_datadir, template_key
 import contextlib
 
@@ -180,20 +180,6 @@ def _install_sigterm_handler() -> None:
     _PREVIOUS_SIGTERM = prev
     signal.signal(signal.SIGTERM, _sigterm_handler)
     _HANDLER_INSTALLED = True
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-def _pdeathsig_ok() -> bool:
-    # PDEATHSIG fires when the *thread* that forked exits: only safe from the main thread.
-    return sys.platform.startswith("linux") and (
-        threading.current_thread() is threading.main_thread())
 
 
 # --- the server ----------------------------------------------------------------------
@@ -380,7 +366,7 @@ class MariaDBServer:
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 start_new_session=True,  # Ctrl-C reaches us only; we stop it in order
-                preexec_fn=_die_with_parent if _pdeathsig_ok() else None,
+                preexec_fn=dies_with_parent(),
             )
         with _LIVE_LOCK:
             _LIVE.add(self)

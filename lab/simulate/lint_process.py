@@ -5,11 +5,13 @@ simulation, so each rule set is linted exactly once.
 
 The child is a fresh Python running `_main` of this module (not a fork of a process that runs gRPC): the job pickled on
 its stdin, the predictions pickled on its stdout. It has a session of its own, so a Ctrl-C on the
-terminal reaches only the simulation, which kills it."""
+terminal reaches only the simulation, which kills it; and it dies with the simulation however that
+ends (`lab.children`: a simulation killed outright left it linting a large binlog, orphaned)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dumpfilter.errors import DumpFilterError
+from dumpfilter.lab.children import dies_with_parent
 
 if TYPE_CHECKING:
     from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -47,8 +50,9 @@ class LintProcess:
 
     def __init__(self, files: list[Path], rule_sets: list[LintKey]) -> None:
         self.keys = list(dict.fromkeys(rule_sets))
-        self.proc = subprocess.Popen([sys.executable, "-c", f"import {__name__} as m; m._main()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen([sys.executable, "-c", f"import {__name__} as m; m._main({os.getpid()})"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+                                     preexec_fn=dies_with_parent())
         stdin = self.proc.stdin
         assert stdin is not None  # (stdin=PIPE)
         try:
@@ -77,7 +81,9 @@ class LintProcess:
                 self.proc.stdout.close()
 
 
-def _main() -> None:
+def _main(parent: int) -> None:
+    if os.getppid() != parent:  # the simulation died before the child could ask to die with it
+        return
     files, jobs = pickle.load(sys.stdin.buffer)
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the result pipe

@@ -66,7 +66,9 @@ def prepare_source(source: MasterSource | None, work: Path, *, log: Callable[[st
             os.symlink(Path(path).resolve(), directory / Path(path).name)
         names = [Path(p).name for p in source.files]
         write_index(directory / f"{_series_base(names[0])}.index", names)
-        return _prepared(directory, f"{len(names)} file(s) from the topology")
+        # The master serves the links; everything else reads the files by the paths the topology
+        # gives, and names them so in its errors (not this run's temporary directory).
+        return PreparedSource(directory, f"{len(names)} file(s) from the topology", list(source.files))
     if source.kind == "workload":
         spec = WorkloadSpec(**source.options)
         directory = work / "binlog"

@@ -27,7 +27,7 @@ from dumpfilter.codec.scanner import Scanner, type_mask
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.binlogs import binlog_paths, open_binlog
+from dumpfilter.binlogs import input_paths, open_binlog
 from dumpfilter.binlogs.files import binlog_format
 
 DEFAULT_CHUNK_BYTES = 64 << 20
@@ -53,18 +53,11 @@ class Chunk:
 
 def input_files(targets: list[str | os.PathLike[str]]) -> list[Path]:
     """Every binlog file the command-line arguments stand for, in order (a directory stands for
-    its series, see `dumpfilter.binlogs.binlog_paths`). A file named twice is an error."""
-    paths: list[Path] = []
-    for target in targets:
-        paths.extend(binlog_paths(target))
-    seen: set[Path] = set()
-    for path in paths:
-        resolved = path.resolve()
-        if resolved in seen:
-            raise BinlogError("binlog file given twice", path=str(path))
-        seen.add(resolved)
-    if not paths:
-        raise BinlogError("no binlog files to read")
+    its series, see `dumpfilter.binlogs.binlog_paths`). A file named twice is an error
+    (`dumpfilter.binlogs.input_paths`). Each one is checked to be a binlog (the magic, then a
+    Format_description) before any output is made; CRCs are left to the reads that follow,
+    which check them as their --no-verify-checksums says."""
+    paths = input_paths(targets)
     for path in paths:  # each one a binlog before any output is made (one line: file and offset)
         binlog_format(path)
     return paths
@@ -266,7 +259,7 @@ def chunk_start(stream: BinaryIO, chunk: Chunk, scanner: Scanner) -> tuple[Forma
     first event (past the magic, checked). Past a chunk's FDE read, `stream` is not at that offset."""
     fmt = None
     if chunk.start > 4:
-        fde, fmt = read_format_description(stream, chunk.path)
+        fde, fmt = read_format_description(stream, chunk.path, verify_checksums=scanner.verify_checksums)
         scanner.load_format(fde.raw, 4)
         pos = chunk.start
     else:
@@ -346,11 +339,12 @@ BINLOG_IN_USE_F = 0x0001
 def source_header(paths: list[Path]) -> SourceHeader:
     """Read the first file's header, and check that every file has the same event format: the
     outputs carry a single FDE, so events from files whose post-header lengths or checksum
-    setting differ could not be written under it."""
+    setting differ could not be written under it. CRCs are not checked here: the split's own read
+    of every file checks them (these events too) as its --no-verify-checksums says."""
     first: tuple[Event, FormatDescription] | None = None
     for path in paths:
         with open_binlog(path) as stream:
-            fde, fmt = read_format_description(stream, str(path))
+            fde, fmt = read_format_description(stream, str(path), verify_checksums=False)
         if first is None:
             first = Event(fde.raw, 4, fmt), fmt
             continue
@@ -361,7 +355,7 @@ def source_header(paths: list[Path]) -> SourceHeader:
                               "split files from different servers separately", path=str(path), offset=4)
     start_state = None
     with open_binlog(paths[0]) as stream:
-        for event in BinlogReader(stream, str(paths[0])):
+        for event in BinlogReader(stream, str(paths[0]), verify_checksums=False):
             if event.type_code in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
                 start_state = event
                 break

@@ -84,7 +84,10 @@ def test_a_missing_file_named_by_the_index_is_listed_and_refused_when_reached(tm
     (tmp_path / "b.index").write_bytes(b"./b.000001\n./b.000002\n")
     listing = binlog_listing(tmp_path)
     assert list(listing) == ["b.000001", "b.000002"] and listing.problem is None
-    assert binlog_paths(tmp_path) == [tmp_path / "b.000001"]
+    # Offline, the whole directory is refused, naming the index and its line (a server will not
+    # start on it either); a reader (the master) meets it only when it reaches the file.
+    with pytest.raises(BinlogError, match=r"b\.index at byte 11: line 2 of the binlog index names 'b\.000002'"):
+        binlog_paths(tmp_path)
     with pytest.raises(PositionError, match="'b.000002' is named by the binlog index .* does not exist"):
         listing.next_after(tmp_path, "b.000001")
     assert not listing.not_yet_indexed("b.000002")

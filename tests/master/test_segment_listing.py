@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from dumpfilter.binlogs import binlog_paths
+from dumpfilter.errors import BinlogError
 from dumpfilter.master.read import segments
 from dumpfilter.master.read.segments import SegmentCache
 
@@ -55,12 +58,14 @@ def test_a_settled_listing_is_kept_and_read_again_after_each_change(tmp_path, mo
     assert cache.file_names() == _want(tmp_path) == ["bin.000002", "bin.000003"]
 
     # A file named by the index removed by hand: the directory changed. The index still names it
-    # (a reader that reaches it stops with 1236: "could not open log file"), binlog_paths does not.
+    # (a reader that reaches it stops with 1236: "could not open log file"); an offline command
+    # (binlog_paths) refuses the whole directory, naming the index's line.
     _settle(tmp_path)
     cache.file_names()
     (tmp_path / "bin.000003").unlink()
     assert cache.file_names() == ["bin.000002", "bin.000003"]
-    assert _want(tmp_path) == ["bin.000002"]
+    with pytest.raises(BinlogError, match="line 2 of the binlog index names 'bin.000003'"):
+        _want(tmp_path)
 
 
 def test_a_listing_made_just_after_a_change_is_not_kept(tmp_path, monkeypatch):

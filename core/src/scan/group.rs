@@ -101,7 +101,8 @@ impl Scanner {
             };
             match self.group(buf, pos, nxt, t, f, &mut cur, &mut out, unknown, fmt_before) {
                 Ok(()) => {}
-                Err(e) => {
+                Err(mut e) => {
+                    e.offset += base; // (group reads the buffer: its offsets are the buffer's)
                     out.error = Some(e);
                     break;
                 }
