@@ -292,8 +292,9 @@ class LintJobs:
             if state == DONE and isinstance(value, Look) and value.reader == 0:  # a read shared by looks: once
                 self.bytes_read += value.read
                 self.bytes_scanned += value.scanned
-            if self.closed or self.followers.get(follower.key) is not follower or job.cancelled:
-                return
+            if (self.closed or _worker().closed or self.followers.get(follower.key) is not follower
+                    or job.cancelled):
+                return  # (the worker closed: the process is exiting, and no look failed)
             ids = sorted(server_id for server_id, sub in self.subs.items() if sub.key == follower.key)
             if state == ENDED and follower.crashes + 1 >= MAX_CRASHES:
                 follower.crashes += 1

@@ -260,7 +260,9 @@ class Worker:
             if not isinstance(replies, list) or len(replies) != n:
                 replies = "the lint worker process answered out of turn"
         if isinstance(replies, str):
-            if self.closed or self.proc is not proc:
+            if self.closed:  # killed by `close` at exit: not a failure of the rules' look
+                return [(FAILED, "the master is shutting down")] * n
+            if self.proc is not proc:
                 return [(FAILED, replies)] * n
             self._restart(proc, f"during a look of {n} rule set(s)" if n else "during an exchange")
             return [(ENDED, replies)] * n

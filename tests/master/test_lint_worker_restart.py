@@ -379,3 +379,39 @@ def test_a_follower_resumed_from_its_checkpoint_finds_what_lint_finds(workload_d
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_a_worker_closed_at_exit_during_a_look_logs_no_failure(tmp_path, master_factory, caplog, monkeypatch):
+    """At exit (`Worker.close`, registered with atexit) the worker is killed while a look waits for
+    its answer: the process is ending, and no rule set's look failed. Before, an in-process master
+    (the harness, a script) printed `lint: failed: the lint worker process ended (EOFError)` for
+    every slave whose look was in flight as its interpreter exited."""
+    from dumpfilter.binlogs import lint_worker
+
+    caplog.set_level(logging.WARNING, logger="dumpfilter.master.lint")
+    own = lint_worker.Worker()  # this test's own, closed below as atexit would close it
+    monkeypatch.setattr(lint_worker, "_WORKER", own)
+    first, whole, third = _stages()
+    binlog_dir = tmp_path / "binlog"
+    binlog_dir.mkdir()
+    _binlog(binlog_dir, whole)
+    master, address = master_factory(binlog_dir)
+    with grpc.insecure_channel(address) as channel:
+        stub = dump_pb2_grpc.DumpFilterStub(channel)
+        _register(stub, 5, "shop.t%")
+        assert wait_for(lambda: _at(stub, 5, FILE, len(whole)), give_up=60), _stats(stub, 5)
+        proc = own.proc
+        assert proc is not None and proc.poll() is None
+        os.kill(proc.pid, signal.SIGSTOP)  # the next look's message is taken, and never answered
+        try:
+            _grow_second(binlog_dir, third)
+            assert wait_for(lambda: _sent(master, own), give_up=60), "no look was sent to the worker"
+            own.close()
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+        follower = next(iter(master.service.lint.followers.values()))
+        assert wait_for(lambda: follower.job is None, give_up=30), "the look never came back"
+    lines = [r.getMessage() for r in caplog.records if r.name == "dumpfilter.master.lint"]
+    assert not [line for line in lines if "failed" in line or "worker process" in line], lines
+    assert own.restarts == 0 and own.proc is None  # and none started again by a look still queued
