@@ -1,8 +1,8 @@
 """Argument groups several sub-commands share (binlog inputs, the Spark switch) and the one output
 convention of every command: `--out DIR` for a directory of results, `-o/--output FILE` for one
-file, `--json [FILE]` for the machine-readable result (stdout, or FILE beside the human output).
-The rule options are the rules' own (dumpfilter.rules.options), the connection options the master
-client's."""
+file, `--json [FILE]` for the machine-readable result (stdout, or FILE beside the human output);
+and the reading of the small side files options name (a policy, a PEM, a token). The rule options
+are the rules' own (dumpfilter.rules.options), the connection options the master client's."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from dumpfilter.cli.output_paths import OutputError, atomic_output, is_stream, writable_file
+from dumpfilter.errors import InvalidArgumentError
 
 STDOUT = "-"
 BINLOG_MAGIC = b"\xfebin"
@@ -123,6 +124,36 @@ def retype(parser: argparse.ArgumentParser, dest: str, kind: Callable[[str], Any
             action.type = kind
             return
     raise AssertionError(f"no option stores {dest!r}")
+
+
+# -- side files ----------------------------------------------------------------------------------
+# A policy, a topology, a PEM certificate, key or CA bundle, a token or password file: a few KB each.
+SIDE_FILE_BYTES = 16 << 20
+
+
+def side_file(path: str | os.PathLike[str], option: str, limit: int = SIDE_FILE_BYTES) -> str:
+    """The text of the side file `option` names: a regular file (a FIFO, a directory or /dev/zero is
+    refused unread, never waited on), of at most `limit` bytes, in UTF-8; else the option's one line.
+    The message never quotes the file (it may hold a key or a password)."""
+    from dumpfilter.regular_file import read_regular
+
+    try:
+        data = read_regular(path, limit)
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"{option} {path}: not UTF-8 text (at byte offset {exc.start})") from None
+
+
+def check_side_files(args: argparse.Namespace, *options: str) -> None:
+    """Each of `options` (`--policy`) that `args` gives read as side_file, before the command starts
+    anything: a bad one is its one line, not a blocked start or a later error in other words."""
+    for option in options:
+        path = getattr(args, option.lstrip("-").replace("-", "_"))
+        if path:
+            side_file(path, option)
 
 
 def _spark_conf(text: str) -> tuple[str, str]:

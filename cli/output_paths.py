@@ -56,11 +56,11 @@ def writable_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
 def readable_file(path: str | os.PathLike[str], option: str) -> Path:
     """FILE is a regular file (not a directory, nor a FIFO or device that would block or never end)
     and can be opened for reading."""
-    from dumpfilter.rules.mycnf import open_regular_file
+    from dumpfilter.regular_file import open_regular
 
     target = Path(path)
     try:
-        with open_regular_file(target):
+        with open_regular(target):
             pass
     except (OSError, ValueError) as exc:
         raise OutputError(f"{option} {target}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None

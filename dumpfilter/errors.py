@@ -121,3 +121,16 @@ class ExternalError(DumpFilterError):
     """Something outside dumpfilter failed: a server that would not start, a disk that filled."""
 
     grpc_code = "UNAVAILABLE"
+
+
+def without_password(url: str | None) -> str:
+    """`url` as a message may show it: a mysql://USER:PASSWORD@HOST URL with its password as ***
+    (everything between the user's colon and the last @, which urllib would take for it too, so
+    that a password holding ':' or '@' never shows in part)."""
+    if not url:
+        return ""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}"

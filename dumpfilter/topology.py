@@ -8,7 +8,7 @@
     # [master.workload]           # or the built-in generator (dumpfilter.workload.WorkloadSpec fields:
     # seed = 1                    #   seed, schemas, tables_per_schema, transactions, binlog_format,
     # transactions = 8000         #   ddl_share, cross_db_share, flavor, rows_per_statement, ...;
-                                  #   each count in its range: _WORKLOAD_RANGES below),
+                                  #   each count in its range: WORKLOAD_RANGES below),
     # [master.mariadb]            # or a real MariaDB that simulate starts and drives with its
     # transactions = 1500         #   built-in SQL workload (seed, schemas, transactions)
     policy = "policy.toml"        # optional master policy (master/policy.py); relative paths are
@@ -84,8 +84,9 @@ _WORKLOAD_KEYS: dict[str, type | tuple[type, ...]] = {
 _MARIADB_KEYS: dict[str, type | tuple[type, ...]] = {"seed": int, "schemas": int, "transactions": int}
 # The range of each integer option: what a lab run can generate, stream and report on (the
 # generator writes all it is asked for: 100000 schemas made a 70 MB binlog of 10 transactions).
+# `binlog generate` reads its options in these ranges too.
 _SEED = (0, (1 << 63) - 1)
-_WORKLOAD_RANGES: dict[str, tuple[int, int]] = {
+WORKLOAD_RANGES: dict[str, tuple[int, int]] = {
     "seed": _SEED, "schemas": (1, 1000), "tables_per_schema": (1, 100), "transactions": (0, 1_000_000),
     "rows_per_statement": (1, 1000), "statements_per_transaction": (1, 100),
     "max_binlog_size": (4096, 1 << 30),   # MySQL's own range for max_binlog_size
@@ -243,7 +244,7 @@ def _master(master: dict[str, Any], where: _Locator,
             kind = "a number" if expected == (int, float) else f"an {expected.__name__}" if expected is int \
                 else "a string"
             fail(f"{table}.{option}", f"{option_value!r} is not {kind}", table)
-    for option, (low, high) in (_WORKLOAD_RANGES if key == "workload" else _MARIADB_RANGES).items():
+    for option, (low, high) in (WORKLOAD_RANGES if key == "workload" else _MARIADB_RANGES).items():
         if option in value and not low <= value[option] <= high:
             fail(f"{table}.{option}", f"{value[option]!r} is not an integer in {low}..{high}", table)
     for option in ("ddl_share", "cross_db_share", "insert_select_share"):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, TypedDict
 from urllib.parse import unquote, urlparse
 
-from dumpfilter.errors import ExternalError
+from dumpfilter.errors import ExternalError, without_password
 
 
 class ApplyError(ExternalError):
@@ -30,11 +30,15 @@ class Target(TypedDict):
 
 def parse_mysql_url(url: str) -> Target:
     """mysql://USER[:PASSWORD]@HOST[:PORT][/]"""
-    parsed = urlparse(url)
+    try:
+        parsed = urlparse(url)  # (an unclosed [IPv6 address raises, and a bad port once asked for)
+        port = parsed.port or 3306
+    except ValueError as exc:
+        raise ApplyError(f"--apply: {without_password(url)!r}: {exc}") from None
     if parsed.scheme not in ("mysql", "mariadb") or not parsed.hostname:
-        raise ApplyError(f"--apply: {url!r} is not mysql://USER[:PASSWORD]@HOST:PORT")
+        raise ApplyError(f"--apply: {without_password(url)!r} is not mysql://USER[:PASSWORD]@HOST:PORT")
     return {"user": unquote(parsed.username or "root"), "password": unquote(parsed.password or ""),
-            "host": parsed.hostname, "port": parsed.port or 3306}
+            "host": parsed.hostname, "port": port}
 
 
 def _tool(*names: str) -> str:

@@ -14,9 +14,8 @@ import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
-from dumpfilter.errors import BinlogError, ChecksumError, PositionError, RuleError
+from dumpfilter.errors import BinlogError, ChecksumError, PositionError, RuleError, without_password
 from dumpfilter.slave.info_file import read_json
 from dumpfilter.slave.relay_log import APPLY_INFO, BASENAME, RelayInfo
 
@@ -84,7 +83,7 @@ def mark_running(info: RelayInfo, relay_dir: Path, config: SlaveConfig) -> None:
     info.skip_policy, info.user = config.skip_policy, config.user
     info.ssl_ca = str(config.tls_ca or "")
     info.connect_retry = config.connect_retry
-    info.apply_target = _without_password(config.apply_url)
+    info.apply_target = without_password(config.apply_url)
     info.save(relay_dir)
 
 
@@ -129,15 +128,6 @@ def record_sql_error(info: RelayInfo, relay_dir: Path, exc: BaseException) -> No
 
 def clear_sql_error(info: RelayInfo) -> None:
     info.last_sql_errno, info.last_sql_error, info.last_sql_error_timestamp = 0, "", ""
-
-
-def _without_password(url: str | None) -> str:
-    if not url:
-        return ""
-    parsed = urlparse(url)
-    if parsed.password is None:
-        return url
-    return url.replace(f":{parsed.password}@", ":***@", 1)
 
 
 def _alive(pid: int) -> bool:

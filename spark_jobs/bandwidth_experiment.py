@@ -14,9 +14,9 @@ import argparse
 import csv
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 # `spark-submit spark_jobs/bandwidth_experiment.py` runs this file as a script, with a Python where dumpfilter is
 # installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
@@ -222,6 +222,10 @@ def write_report(rows: list[dict[str, Any]], out: Path, fmt: str = "csv", source
 
 MAX_CANDIDATES = 64
 LINT_MAX_MB = 1024  # one compiled scan for every candidate (binlogs.lint_scan)
+# The ranges of --chunk-bytes (0: whole files) and --lint-max-mb, the one home of both: this job's
+# parser checks them, and `dumpfilter experiment` reads the same options in them (cli.options types).
+CHUNK_BYTES_RANGE = (0, 1 << 40)
+LINT_MAX_MB_RANGE = (0, 1 << 20)
 CANDIDATE_COLUMNS = ["rank", "candidate", "skip_policy", "rules", "bytes_all", "bytes_sent", "bytes_saved",
                      "saving_pct", "events_sent", "lint", "diverges"]
 
@@ -379,7 +383,8 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", required=True, metavar="FILE", help="topology TOML (dumpfilter/topology.py)")
     parser.add_argument("--out", default="experiment-out", metavar="DIR", help="report directory (default %(default)s)")
     parser.add_argument("--format", dest="fmt", choices=("csv", "parquet"), default="csv")
-    parser.add_argument("--chunk-bytes", type=int, default=None, metavar="BYTES",
+    parser.add_argument("--chunk-bytes", type=_within(int, CHUNK_BYTES_RANGE, "a whole number of bytes"), default=None,
+                        metavar="BYTES",
                         help=f"read files larger than this in chunks (0: whole files; default {DEFAULT_CHUNK_BYTES >> 20} MB "
                              "on Spark, raised to the input's size over 4 tasks per core; whole files with "
                              "--no-spark: one process gains nothing from cuts)")
@@ -389,14 +394,36 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                              "candidates.csv, each with lint's verdict")
     parser.add_argument("--no-charts", dest="charts", action="store_false",
                         help="write the tables only, no PNG (a scripted run: drawing takes longer than counting)")
-    parser.add_argument("--lint-max-mb", type=float, default=LINT_MAX_MB, metavar="MB",
+    parser.add_argument("--lint-max-mb", type=_within(float, LINT_MAX_MB_RANGE, "a number of MiB"), default=LINT_MAX_MB,
+                        metavar="MB",
                         help="lint the candidates (all in one compiled scan) only over a binlog of at most this "
                              "size (default %(default)s)")
 
 
+def _within(kind: Callable[[str], float], bounds: tuple[int, int], what: str) -> Callable[[str], Any]:
+    """An argparse type for the spark-submit entry: `kind(text)` within `bounds` (NaN never is): a
+    negative --chunk-bytes looped forever."""
+    def parse(text: str) -> Any:
+        try:
+            value: float | None = kind(text)
+        except (ValueError, OverflowError):
+            value = None
+        if value is None or not bounds[0] <= value <= bounds[1]:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} from {bounds[0]} to {bounds[1]}")
+        return value
+
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, as `dumpfilter experiment`'s (no usage block before it); --help prints the usage."""
+        self.exit(2, f"{self.prog}: error: {message.replace(chr(10), ' ')}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The spark-submit job's own options: `dumpfilter experiment`'s, and --master."""
-    parser = argparse.ArgumentParser(prog="bandwidth_experiment", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="bandwidth_experiment", description=__doc__.split("\n\n")[0])
     add_experiment_arguments(parser)
     parser.add_argument("--master", dest="spark_master", default=None, help="Spark master URL")
     return parser

@@ -6,15 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from dumpfilter.cli.options import add_json_option, add_out_dir, json_sink
+from dumpfilter.cli.options import add_json_option, add_out_dir, count_in, json_sink, number_in, size_in
 from dumpfilter.codec import Event, EventType
 from dumpfilter.binlogs import BinlogFile, input_paths
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.workload.generator import FLAVORS, FORMATS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dumpfilter.cli.options import Subparsers
 
 
@@ -32,27 +34,42 @@ def register(subparsers: Subparsers) -> None:
     gen = sub.add_parser("generate", help="write the built-in deterministic workload as real binlog files")
     add_out_dir(gen, "directory for <basename>.NNNNNN and <basename>.index (created if missing)", required=True)
     gen.add_argument("--basename", default="master-bin", help="binlog base name (default %(default)s)")
-    gen.add_argument("--seed", type=int, default=1,
+    gen.add_argument("--seed", type=_workload("seed"), default=1,
                      help="random seed: the same options and seed give the same bytes (default %(default)s)")
-    gen.add_argument("--schemas", type=int, default=6, help="databases db1..dbN (default %(default)s)")
-    gen.add_argument("--tables-per-schema", type=int, default=4,
+    gen.add_argument("--schemas", type=_workload("schemas"), default=6, help="databases db1..dbN (default %(default)s)")
+    gen.add_argument("--tables-per-schema", type=_workload("tables_per_schema"), default=4,
                      help="tables t1..tN in each database (default %(default)s)")
-    gen.add_argument("--transactions", type=int, default=2000,
+    gen.add_argument("--transactions", type=_workload("transactions"), default=2000,
                      help="transactions to write, DDL included (default %(default)s: about 1 MB in ROW format)")
     gen.add_argument("--binlog-format", choices=FORMATS, default="row", type=str.lower,
                      help="row, statement or mixed, as binlog_format (default %(default)s)")
     gen.add_argument("--flavor", choices=FLAVORS, default="mariadb",
                      help="the server whose binlog format is written: GTIDs, checksums, event types "
                           "(default %(default)s)")
-    gen.add_argument("--ddl-share", type=float, default=0.02,
+    gen.add_argument("--ddl-share", type=_SHARE, default=0.02,
                      help="share of transactions that are DDL, 0..1 (default %(default)s)")
-    gen.add_argument("--cross-db-share", type=float, default=0.1,
+    gen.add_argument("--cross-db-share", type=_SHARE, default=0.1,
                      help="share of statements changing a table outside the default database, 0..1 "
                           "(default %(default)s)")
-    gen.add_argument("--max-binlog-size", type=int, default=1 << 30, metavar="BYTES",
-                     help="rotate to the next file after this many bytes, as max_binlog_size "
+    gen.add_argument("--max-binlog-size", type=_workload("max_binlog_size", size_in), default=1 << 30, metavar="BYTES",
+                     help="rotate to the next file after this many bytes, as max_binlog_size: 4K to 1G "
                           "(default %(default)s = 1 GiB)")
     gen.set_defaults(func=run_generate)
+
+
+_SHARE = number_in(0, 1, what="a share")
+
+
+def _workload(key: str, kind: Callable[[int, int], Callable[[str], Any]] = count_in) -> Callable[[str], Any]:
+    """An argparse type: `kind` in the range a topology's [master.workload] gives `key` (the one home:
+    dumpfilter.topology.WORKLOAD_RANGES, imported when the option is given, not at every start):
+    `--schemas 100000` is the option's one line, not a 70 MB binlog."""
+    def parse(text: str) -> Any:
+        from dumpfilter.topology import WORKLOAD_RANGES
+
+        return kind(*WORKLOAD_RANGES[key])(text)
+
+    return parse
 
 
 def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict[str, object]:
@@ -127,18 +144,9 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from dumpfilter.errors import DumpFilterError
     from dumpfilter.cli.output_paths import writable_dir
 
-    for option, value, low in (("--transactions", args.transactions, 0), ("--schemas", args.schemas, 1),
-                               ("--tables-per-schema", args.tables_per_schema, 1),
-                               ("--max-binlog-size", args.max_binlog_size, 4096)):
-        if value < low:
-            raise DumpFilterError(f"{option} {value}: must be at least {low}")
-    for option, value in (("--ddl-share", args.ddl_share), ("--cross-db-share", args.cross_db_share)):
-        if not 0 <= value <= 1:
-            raise DumpFilterError(f"{option} {value}: must be a share between 0 and 1")
-    writable_dir(args.out)
+    writable_dir(args.out)  # (every number was read in its range: _workload, _SHARE)
     spec = WorkloadSpec(seed=args.seed, schemas=args.schemas, tables_per_schema=args.tables_per_schema,
                         transactions=args.transactions, binlog_format=args.binlog_format, flavor=args.flavor,
                         ddl_share=args.ddl_share, cross_db_share=args.cross_db_share,

@@ -13,8 +13,8 @@ from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json
 from dumpfilter.cli.output_paths import readable_file, writable_dir
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_topology
-from dumpfilter.spark_jobs.bandwidth_experiment import (add_experiment_arguments, chunk_bytes_for, print_ranking,
-                                                        print_table, run_experiment)
+from dumpfilter.spark_jobs.bandwidth_experiment import (CHUNK_BYTES_RANGE, LINT_MAX_MB_RANGE, add_experiment_arguments,
+                                                        chunk_bytes_for, print_ranking, print_table, run_experiment)
 
 if TYPE_CHECKING:
     from dumpfilter.cli.options import Subparsers
@@ -26,10 +26,10 @@ def register(subparsers: Subparsers) -> None:
         description="Writes bandwidth.csv (or .parquet) and bandwidth.png under --out. The topology "
                     "format is described in dumpfilter/topology.py.")
     add_experiment_arguments(parser)
-    # The Spark job's own parser reads these as plain numbers: here a negative chunk (which looped
-    # forever) or a NaN bound is the option's one line.
-    retype(parser, "chunk_bytes", size_in(0, 1 << 40))
-    retype(parser, "lint_max_mb", number_in(0, 1 << 20, what="a number of MiB"))
+    # The Spark job's own parser reads these as plain numbers in their ranges; here a size may take a
+    # K/M/G suffix too: a negative chunk (which looped forever) or a NaN bound is the option's one line.
+    retype(parser, "chunk_bytes", size_in(*CHUNK_BYTES_RANGE))
+    retype(parser, "lint_max_mb", number_in(*LINT_MAX_MB_RANGE, what="a number of MiB"))
     add_spark_options(parser, "count in this process")
     add_json_option(parser, "the table (one row per slave) and the files written")
     parser.set_defaults(func=run)

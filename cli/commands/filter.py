@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import os
 import re
+import stat
 import sys
 import time
 from pathlib import Path
@@ -23,7 +23,7 @@ from dumpfilter.cli.options import (
 from dumpfilter.cli.output_paths import (
     OutputError, is_stream, refuse_input_as_output, temp_beside, writable_dir, writable_file,
 )
-from dumpfilter.errors import BinlogError, ExternalError, InvalidArgumentError
+from dumpfilter.errors import ExternalError, InvalidArgumentError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 
 if TYPE_CHECKING:  # imported where the filter runs: `filter --help` starts without the codec and the engine
@@ -35,8 +35,6 @@ _NUMBERED = re.compile(r"^(?P<base>.+)\.\d{6,}(\.gz)?$")
 # --max-binlog-size: MySQL's max_binlog_size goes from 4K to 1G; from 1K here, for small test series.
 MIN_BINLOG_SIZE, MAX_BINLOG_SIZE = 1 << 10, 1 << 30
 MAGIC_BYTES = 4  # each binlog file's `\xfebin`, which FilterStats.bytes_in does not count
-# What a write can fail with and a read never does: such an error met while filtering is the output's.
-_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
 def register(subparsers: Subparsers) -> None:
@@ -47,7 +45,9 @@ def register(subparsers: Subparsers) -> None:
                     "the output is byte-identical to the input.")
     add_binlog_inputs(parser)
     target = parser.add_mutually_exclusive_group(required=True)
-    add_output_file(target, "the filtered binlog, one file ('-': stdout)")
+    add_output_file(target, "the filtered binlog, one file ('-': stdout) in a directory that exists (-o creates "
+                            "none); an existing directory, a name ending in '/' or several inputs make it the "
+                            "deprecated spelling of --out DIR (a series, with a warning)")
     add_out_dir(target, "a directory for the filtered binlog as a numbered series <base>.NNNNNN with its index "
                         "(needed for several input files)")
     add_rule_options(parser)
@@ -93,7 +93,6 @@ def flavor_of(path: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dumpfilter.binlogs.filtering import filter_files
-    from dumpfilter.binlogs.renaming import RenamingSink
     from dumpfilter.binlogs.sinks import FileSink, SeriesSink
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.renamer import event_renamer
@@ -138,18 +137,15 @@ def run(args: argparse.Namespace) -> int:
         sink = FileSink(staging, fd=fd, write_behind=True)
     base_sink = sink
     renamer = event_renamer(engine, rules, settings) if args.write_rewritten_names else None
-    if renamer is not None:
+    if renamer is not None:  # (imported here: a run that renames nothing does without the module)
+        from dumpfilter.binlogs.renaming import RenamingSink
+
         effective = settings.semantics == "effective" and rules.effective_rewrite
         sink = RenamingSink(sink, renamer, None if effective else [old for old, _new in rules.rewrite_db])
     started = time.perf_counter()
     try:
-        try:
-            stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True)
-        except BinlogError as exc:  # a failed write of the output is seen by the read loop as its own
-            cause = exc.__context__
-            if isinstance(cause, OSError) and (cause.errno in _WRITE_ERRNOS or isinstance(cause, BrokenPipeError)):
-                raise cause from None
-            raise
+        # An input that cannot be read is its BinlogError; a write that fails is the sink's OSError.
+        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True)
         written = sink.close()
         out_bytes = ((base_sink.writer.position if base_sink.writer else 0) if isinstance(base_sink, FileSink)
                       else _bytes_written(written))
@@ -184,15 +180,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _target(args: argparse.Namespace, paths: list[Path]) -> tuple[Path, str, bool]:
     """(the output path, its option, whether it is a series directory). `-o DIR` (an existing
-    directory, a trailing /, several inputs) is the old spelling of --out DIR, kept for scripts."""
+    directory, a trailing /, several inputs) is the old spelling of --out DIR, kept for scripts (one
+    warning); -o never makes the directory its path is in."""
     if args.out is not None:
         return Path(args.out), "--out", True
     if args.output == "-":
         return Path("/dev/stdout"), "-o", False
-    if len(paths) > 1 or Path(args.output).is_dir() or args.output.endswith(("/", "\\")):
+    out = Path(args.output)
+    try:  # -o makes no directory, as cp makes none (--out DIR is made with its parents)
+        reason = None if stat.S_ISDIR(os.stat(out.parent).st_mode) else "not a directory"
+    except FileNotFoundError:
+        reason = "no such directory (-o creates none)"
+    except OSError as exc:  # an ancestor that is a file, or may not be searched
+        reason = exc.strerror or str(exc)
+    if reason:
+        raise OutputError(f"-o {args.output}: {out.parent}: {reason}")
+    if len(paths) > 1 or os.path.isdir(out) or args.output.endswith(("/", "\\")):
         deprecated(f"-o {args.output} for a series directory", f"--out {args.output}")
-        return Path(args.output), "-o", True
-    return Path(args.output), "-o", False
+        return out, "-o", True
+    return out, "-o", False
 
 
 def _move_into_place(staging: Path, out: Path, written: list[Path], basename: str | None) -> list[Path]:

@@ -10,7 +10,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import add_json_option, count_in, emit_json, number_in, seconds_in, size_in
+from dumpfilter.cli.options import (add_json_option, check_side_files, count_in, emit_json, number_in, seconds_in,
+                                    side_file, size_in)
 from dumpfilter.cli.process import Terminated, raise_open_files_limit
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
@@ -241,6 +242,9 @@ def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.serve.grpc_server import create_server
     from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds
 
+    # Regular files of a sane size in UTF-8 (never a FIFO or /dev/zero), each read where it is needed
+    # (--metrics-token-file, --source-password-file, --replicas and --mysql-rsa-key after their "needs").
+    check_side_files(args, "--policy", "--tls-cert", "--tls-key", "--tls-client-ca")
     limit_arenas()  # before any thread of the master's starts: its RSS stays flat (malloc_arenas.py)
     steady_thresholds()
     raise_open_files_limit()
@@ -405,12 +409,7 @@ def _source_url(args: argparse.Namespace, text: str) -> SourceURL:
     if args.source_password_file:
         if inline:
             raise DumpFilterError("--source has a password and --source-password-file gives one: give it once")
-        try:
-            with open(args.source_password_file, encoding="utf-8") as f:
-                password = f.readline().rstrip("\r\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
-            raise DumpFilterError(f"--source-password-file {args.source_password_file}: {reason}") from None
+        password = side_file(args.source_password_file, "--source-password-file").split("\n", 1)[0].rstrip("\r")
         return dataclasses.replace(url, password=password)
     if inline:
         scrubbed = scrub_argv(text, inline)
@@ -443,6 +442,7 @@ def _mysql_options(args: argparse.Namespace) -> MysqlOptions | None:
         parse_listen(args.mysql_listen)
     except DumpFilterError as exc:
         raise DumpFilterError(str(exc).replace("--listen", "--mysql-listen", 1)) from None
+    check_side_files(args, "--replicas", "--mysql-rsa-key")
     return ReplicaMap.load(args.replicas), tls, RsaKeys(args.mysql_rsa_key)
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import add_json_option, count_in, emit_json, seconds_in, size_in
+from dumpfilter.cli.options import add_json_option, count_in, emit_json, seconds_in, side_file, size_in
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 from dumpfilter.cli.process import terminate, tune_allocator
 from dumpfilter.errors import DumpFilterError
@@ -99,7 +99,12 @@ def run_command(args: argparse.Namespace) -> int:
     tune_allocator()
     for option, path in (("--ssl-ca", args.ssl_ca), ("--ssl-cert", args.ssl_cert), ("--ssl-key", args.ssl_key)):
         if path:
-            readable_file(path, option)
+            readable_file(path, option)  # (a FIFO: "cannot read it"), then its size and text: 1 GB is not a PEM
+            side_file(path, option)
+    if args.apply:
+        from dumpfilter.slave.apply import parse_mysql_url
+
+        parse_mysql_url(args.apply)  # a bad one is its line now, not after the first batch was relayed
     rules, settings = ruleset_from_args(args)
     writable_dir(args.relay_log_dir, "--relay-log-dir")  # after the rules (a bad one leaves nothing made)
     config = SlaveConfig(master=args.master, server_id=args.server_id, relay_dir=args.relay_log_dir, rules=rules,

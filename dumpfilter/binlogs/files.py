@@ -9,27 +9,22 @@ import errno
 import gzip
 import os
 import re
-import stat
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeVar, cast
 
 from dumpfilter.codec import BinlogReader, Event, EventType, FormatDescription, read_format_description
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError, TruncatedBinlogError
+from dumpfilter import regular_file
+from dumpfilter.regular_file import RegularFileError
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<num>\d{6,})$")
+_T = TypeVar("_T")
 
-# O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, for ever. Regular files
-# ignore the flag. Symbolic links are followed, as MySQL and MariaDB follow them (an operator may
-# move old binlogs to another disk and link them back), but only to a regular file.
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 MAX_INDEX_BYTES = 16 << 20  # an index of 16 MiB names ~600 000 files
-
-_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
 # Flags of the FDE's common header: set while the server writes the file, cleared in place when
@@ -47,9 +42,18 @@ def closed_by_server(fd: int) -> bool:
             and not head[_FDE_FLAGS_AT] & _BINLOG_IN_USE_F)
 
 
-def _not_regular(mode: int, path: str | os.PathLike[str], what: str) -> BinlogError:
-    kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
-    return BinlogError(f"is {kind}, not {what}", path=str(path))
+def _regular(call: Callable[..., _T], path: str | os.PathLike[str], what: str, *args: Any) -> _T:
+    """`call(path, *args)` of dumpfilter.regular_file, its errors as one line naming `path`."""
+    try:
+        return call(path, *args)
+    except RegularFileError as exc:  # "index file is larger than 16 MiB" (kind None), or not a file
+        kind = "a FIFO (named pipe)" if exc.kind == "a FIFO" else exc.kind
+        message = f"is {kind}, not {what}" if kind else f"{what.split(' ', 1)[-1]} {exc}"
+        raise BinlogError(message, path=str(path)) from None
+    except OSError as exc:
+        raise file_error(exc, path, what) from None
+    except ValueError:  # a NUL byte in the name
+        raise BinlogError(f"is not a file name ({what})", path=repr(str(path))[:200]) from None
 
 
 def file_error(exc: OSError, path: str | os.PathLike[str], what: str = "a binlog file") -> DumpFilterError:
@@ -83,27 +87,10 @@ def naming(exc: BinlogError, path: str | os.PathLike[str]) -> BinlogError:
 
 
 def open_regular(path: str | os.PathLike[str], what: str = "a binlog file") -> BinaryIO:
-    """A buffered binary reader over `path` if it is a regular file (or a symlink to one), else a
-    one-line error (`file_error`). A device is never opened (its type is checked first) and a
-    FIFO never blocks (O_NONBLOCK, and the type checked again on the open descriptor)."""
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(st.st_mode, path, what)
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        raise file_error(exc, path, what) from None
-    except ValueError:  # a NUL byte in the name
-        raise BinlogError(f"is not a file name ({what})", path=repr(str(path))[:200]) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):  # replaced between the stat and the open
-            raise _not_regular(st.st_mode, path, what)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """A buffered binary reader over `path` if it is a regular file (or a symlink to one: MySQL and
+    MariaDB follow them, an operator may move old binlogs to another disk and link them back), else
+    a one-line BinlogError (`file_error`); never a blocked open (dumpfilter.regular_file)."""
+    return _regular(regular_file.open_regular, path, what)
 
 
 def open_binlog(path: str | os.PathLike[str]) -> BinaryIO:
@@ -340,11 +327,7 @@ class IndexLine:
 
 
 def _read_index_bytes(index_path: Path) -> bytes:
-    with open_regular(index_path, "an index file") as f:
-        data = f.read(MAX_INDEX_BYTES + 1)
-    if len(data) > MAX_INDEX_BYTES:
-        raise BinlogError(f"index file is larger than {MAX_INDEX_BYTES >> 20} MiB", path=str(index_path))
-    return data
+    return _regular(regular_file.read_regular, index_path, "an index file", MAX_INDEX_BYTES)
 
 
 def index_listing(index_path: str | os.PathLike[str]) -> Listing:

@@ -186,8 +186,6 @@ class BinlogFilter:
         with open_binlog(path) as stream:
             try:
                 self._walk(stream, path)
-            except OSError as exc:
-                raise file_error(exc, path) from None
             except MalformedEventError as exc:  # found by the TransactionFilter, which knows no file
                 raise exc.in_file(str(path)) from None
         self.stats.files_in += 1
@@ -200,7 +198,7 @@ class BinlogFilter:
         to the TransactionFilter as Events."""
         name = str(path)
         scanner = Scanner(name, verify_checksums=self.verify_checksums)
-        magic = stream.read(4)
+        magic = _read(path, stream, 4)
         if magic != MAGIC:
             if len(magic) < 4:
                 raise TruncatedBinlogError(f"file is {len(magic)} bytes long, too short for the binlog magic", path=name, offset=0)
@@ -231,10 +229,10 @@ class BinlogFilter:
             ahead.start(base, want)
         while True:
             if rereads:
-                buf = ahead.take() if ahead is not None else stream.read(want)
+                buf = _read(path, stream, want, ahead, base)
                 eof = len(buf) < want
             else:
-                chunk = stream.read(FAST_CHUNK)
+                chunk = _read(path, stream, FAST_CHUNK)
                 eof = not chunk
                 buf = buf + chunk if buf else chunk
             scan = scanner.units(buf, 0, base, at_eof=eof)
@@ -251,8 +249,6 @@ class BinlogFilter:
                 break
             if rereads:
                 want = next_want
-                if ahead is None:
-                    stream.seek(base)
         if buf:
             raise truncated(buf, name, base)
 
@@ -458,10 +454,25 @@ class _FileWalk:
         return at + 1
 
 
+def _read(path: Path, stream: BinaryIO, size: int, ahead: ReadAhead | None = None, at: int | None = None) -> bytes:
+    """`size` bytes of the input `path` (the read `ahead` started, or from offset `at`). An OSError
+    reading it is the input's one line (file_error); nothing else is caught on the way: an OSError
+    the sink raises is the output's, raised as it is for whoever named the output to report."""
+    try:
+        if ahead is not None:
+            return ahead.take()
+        if at is not None:
+            stream.seek(at)
+        return stream.read(size)
+    except OSError as exc:
+        raise file_error(exc, path) from None
+
+
 def filter_files(paths: Sequence[str | os.PathLike[str]], tfilter: TransactionFilter, sink: Sink, *,
                  verify_checksums: bool = True, read_ahead: bool = False) -> FilterStats:
     """Filter `paths` in order into `sink` (closed at the end); returns the statistics.
-    `read_ahead`: each plain file's next chunk is read on a thread of its own meanwhile."""
+    `read_ahead`: each plain file's next chunk is read on a thread of its own meanwhile. A file that
+    cannot be read is a BinlogError naming it; a write the sink fails (a full disk) is its OSError."""
     bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums, read_ahead=read_ahead)
     try:
         bf.filter_paths(distinct_paths(paths))  # a file given twice: its transactions would be written twice

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
 
 from dumpfilter.errors import RuleError
+from dumpfilter.regular_file import read_regular
 from dumpfilter.rules.parse import OPTION_TYPES, StartupFilters, normalize_option_name
 from dumpfilter.rules.ruleset import REPLICATE_TYPES
 
@@ -92,37 +91,6 @@ def check_replicate_option(key: str, value: str, where: str) -> bool:
                     "prefix it with loose- to have it ignored)")
 
 
-_FILE_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
-
-
-def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
-    """`path` opened for reading if it is a regular file. Anything else raises ValueError ("is not a
-    file (a FIFO)") without blocking or reading: it is opened O_NONBLOCK and its type checked on the
-    descriptor. open's errors are OSError (a NUL byte in the name: ValueError)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
-            raise ValueError(f"is not a file ({kind})")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of the regular file `path` (open_regular_file), at most `limit` of them: a larger
-    file raises ValueError too."""
-    with open_regular_file(path) as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"is larger than {limit >> 20} MiB")
-    return data
-
-
 def _located_options(path: str | os.PathLike[str], groups: Iterable[str]) -> list[tuple[str, str, str]]:
     options: list[tuple[str, str, str]] = []
     _read_into(Path(path), tuple(group.lower() for group in groups), options, depth=0)
@@ -133,7 +101,7 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list[tuple[str, str
     if depth > MAX_INCLUDE_DEPTH:
         raise RuleError(f"{path}: !include nested more than {MAX_INCLUDE_DEPTH} deep")
     try:
-        data = read_regular_file(path, MAX_OPTION_FILE_BYTES)
+        data = read_regular(path, MAX_OPTION_FILE_BYTES)
     except (OSError, ValueError) as exc:
         raise RuleError(f"--defaults-file: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:

@@ -15,14 +15,15 @@ import re
 import threading
 from collections.abc import Iterable
 from itertools import accumulate
+from urllib.parse import unquote, urlparse
 from dataclasses import dataclass, field
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.codec.transactions import statement_verb
-from dumpfilter.errors import RuleError
-from dumpfilter.rules.mycnf import read_regular_file
+from dumpfilter.errors import RuleError, without_password
+from dumpfilter.regular_file import read_regular
 from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
@@ -99,7 +100,7 @@ class SchemaModel:
     @classmethod
     def load(cls, path: str | os.PathLike[str], option: str = "--schema") -> SchemaModel:
         try:
-            data = read_regular_file(path, MAX_SCHEMA_FILE_BYTES)  # never a FIFO or /dev/zero
+            data = read_regular(path, MAX_SCHEMA_FILE_BYTES)  # never a FIFO or /dev/zero
         except (OSError, ValueError) as exc:
             raise RuleError(f"{option} {path}: {getattr(exc, 'strerror', None) or exc}") from None
         if b"\0" in data:
@@ -115,26 +116,25 @@ class SchemaModel:
     @classmethod
     def from_server(cls, url: str, option: str = "--schema") -> SchemaModel:
         """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns and triggers from information_schema."""
-        from urllib.parse import unquote, urlparse
-
         import pymysql
 
-        parsed = urlparse(url)
+        shown = without_password(url)  # in every message: never the password
         try:
+            parsed = urlparse(url)  # (an unclosed [IPv6 address raises)
             port = parsed.port  # (urllib checks it only when asked)
         except ValueError as exc:
-            raise RuleError(f"{option}: {url!r}: {exc}") from None
+            raise RuleError(f"{option}: {shown!r}: {exc}") from None
         if parsed.scheme != "mysql" or not parsed.hostname:
-            raise RuleError(f"{option}: {url!r} is not a file or mysql://USER[:PASSWORD]@HOST[:PORT]")
+            raise RuleError(f"{option}: {shown!r} is not a file or mysql://USER[:PASSWORD]@HOST[:PORT]")
         try:
-            connection = pymysql.connect(host=parsed.hostname, port=port or 3306,
-                                         user=unquote(parsed.username or "root"),
-                                         password=unquote(parsed.password or ""), connect_timeout=10)
-        except pymysql.Error as exc:
-            raise RuleError(f"{option} {url}: cannot connect: {exc.args[-1]}") from None
-        model = cls(source=f"{option} {url}")
+            conn = pymysql.connect(host=parsed.hostname, port=port or 3306, connect_timeout=10,
+                                   user=unquote(parsed.username or "root"), password=unquote(parsed.password or ""))
+        except (pymysql.Error, ValueError) as exc:  # its words less "[Errno 111] "; idna refuses a 64-byte label
+            why = re.sub(r"\[Errno -?\d+\] ", "", str(exc.args[-1])) if isinstance(exc, pymysql.Error) else "bad host"
+            raise RuleError(f"{option} {shown}: cannot connect: {why}") from None
+        model = cls(source=f"{option} {shown}")
         system = ("mysql", "information_schema", "performance_schema", "sys")
-        with connection, connection.cursor() as cursor:
+        with conn, conn.cursor() as cursor:
             cursor.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
             model.databases = {row[0] for row in cursor.fetchall() if row[0] not in system}
             cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS "

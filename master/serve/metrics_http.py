@@ -159,10 +159,15 @@ class MetricsEndpoint:
 
 
 def read_token(path: str | Path) -> bytes:
-    """The bearer token in `path` (surrounding whitespace dropped): one line, at least 16 characters."""
+    """The bearer token in `path` (surrounding whitespace dropped): one line, at least 16 characters,
+    read from a regular file of at most 1 MiB (a FIFO or /dev/zero is refused unread)."""
+    from dumpfilter.regular_file import read_regular
+
     try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
+        token = read_regular(path, 1 << 20).decode("utf-8").strip()
+    except UnicodeDecodeError:  # (never the token's bytes in the message)
+        raise InvalidArgumentError(f"--metrics-token-file {path}: not UTF-8 text") from None
+    except (OSError, ValueError) as exc:
         raise InvalidArgumentError(f"--metrics-token-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     if len(token) < 16 or any(c.isspace() for c in token):
         raise InvalidArgumentError(f"--metrics-token-file {path}: the token must be one word of at least 16 "

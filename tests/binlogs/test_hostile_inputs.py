@@ -12,11 +12,14 @@
 - `--no-verify-checksums` holds for every event, the header events `split` copies too.
 - A file given twice is refused by every command that reads binlog files.
 - A file that is only the magic has no Format_description event, for `binlog inspect` too.
+- An output that cannot be written is the output's error, never the input's.
 """
 
 from __future__ import annotations
 
+import errno
 import gzip
+import socket
 import struct
 import subprocess
 import sys
@@ -26,8 +29,12 @@ import pytest
 
 from dumpfilter.binlogs import distinct_paths, input_paths, open_binlog
 from dumpfilter.binlogs.files import binlog_format
+from dumpfilter.binlogs.filtering import filter_files
+from dumpfilter.binlogs.sinks import FileSink
 from dumpfilter.codec import BinlogReader, read_format_description
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
+from dumpfilter.rules.transaction_filter import TransactionFilter
+from tests.support.filtering import engine
 
 MARIADB = ("blackbeam-rust_mysql_common", "mariadb-bin.000001")
 TAGGED = ("blackbeam-rust_mysql_common", "binlog_transaction_with_GTID_TAG.000001")
@@ -341,3 +348,18 @@ def test_a_file_that_is_only_the_magic_has_no_format_description_for_every_comma
     out.mkdir()
     for args in commands(hostile, out).values():
         one_line(dumpfilter(*args, cwd=tmp_path), f"{hostile} at byte 4: no Format_description event")
+
+
+# -- 8. the output's own errors ---------------------------------------------------------------------
+
+def test_an_output_that_cannot_be_written_is_not_blamed_on_the_input(tmp_path, shared_fixtures):
+    """What the sink raises (a socket's path cannot be opened: ENXIO; /dev/full refuses every write:
+    ENOSPC) leaves filter_files as the sink's OSError, for whoever named the output to report; it was
+    the input's BinlogError ("<input>: is a socket or a device, not a binlog file")."""
+    source = shared_fixtures / "rust-us-mysql-cdc-rs" / "binlog.000693"  # 2.2 MB: ENOSPC while filtering
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        for out, code in ((tmp_path / "sock", errno.ENXIO), (Path("/dev/full"), errno.ENOSPC)):
+            with pytest.raises(OSError) as info:
+                filter_files([source], TransactionFilter(engine([])), FileSink(out))
+            assert info.value.errno == code, info.value

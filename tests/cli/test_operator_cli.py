@@ -92,7 +92,7 @@ def test_verify_workload_with_an_unterminated_quote(tmp_path):
 
 def test_generate_rejects_impossible_options(tmp_path):
     line = _one_error_line(_run("binlog", "generate", "--out", str(tmp_path / "g"), "--schemas", "0"))
-    assert "--schemas 0" in line
+    assert "argument --schemas: '0'" in line
 
 
 # -- outputs ---------------------------------------------------------------------------------
