@@ -4,6 +4,7 @@ predictions each slave gets (computed off the Register path by master.lint_jobs)
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import threading
@@ -40,6 +41,13 @@ MAX_RULES_TOTAL = 1_000_000
 # ChangeFilter calls queued on one slave for its stream's next transaction boundary (a call that
 # timed out leaves its change queued): more are RESOURCE_EXHAUSTED.
 MAX_PENDING_CHANGES = 16
+# What one Register may ask besides its rules, as MySQL bounds a replica: its channels (MySQL's
+# 256 replication channels, names of at most 64 characters), its report_host (255 characters),
+# and its filter requests (a channel's rules, a CHANGE REPLICATION FILTER each). Unbounded, one
+# 4 MiB Register of 200 000 channels cost the master 30 s of CPU and a 50 MB reply; 120 000
+# filter requests, 24 s (their rules are joined one request at a time).
+MAX_CHANNELS, CHANNEL_NAME_LEN, HOSTNAME_LEN = 256, 64, 255
+MAX_FILTER_REQUESTS = 512
 
 
 @dataclass
@@ -82,7 +90,7 @@ class RegisteredSlave:
     """One registered server_id: its registration, rules per channel, policy gate, flag bit and stats."""
 
     def __init__(self, reg: Registration, registry: FilterRegistry, extra: dict[str, Any], gate: Gate, bit: int,
-                 identity: Identity = OPEN):
+                 identity: Identity = OPEN, schema_items: int = 0):
         self.reg = reg
         self.identity = identity    # the identity that registered this server_id
         self.owner = identity.name
@@ -93,7 +101,8 @@ class RegisteredSlave:
         self.gate = gate
         self.bit = bit
         self.stats = SlaveStats()
-        self.rule_count = rule_count(registry, extra)
+        self.schema_items = schema_items  # its replica schema's databases, tables, columns: counted as rules
+        self.rule_count = rule_count(registry, extra) + schema_items
         self.stream: StreamHandle | None = None
         self.state: SlaveState | None = None
         self.position: Pos | None = None
@@ -176,6 +185,8 @@ class SlaveRegistry:
             caller = self.authenticate(reg.user, reg.password)
         if reg.server_id <= 0 or reg.server_id > 0xFFFFFFFF:
             raise RuleError(f"server_id {reg.server_id} must be between 1 and 4294967295")
+        _check_bounds(reg)
+        schema_items = _schema_items(reg)
         try:
             skip_policy.named(reg.skip_policy)
         except ValueError as exc:
@@ -183,8 +194,9 @@ class SlaveRegistry:
         gate = self.policy.gate_for_identity(caller, reg.server_id) if self.policy else UNRESTRICTED
         registry, extra = registry_from_requests(((s.channel, s.rules, s.text) for s in reg.filters), reg.channels,
                                                  reg.settings)
+        adding = rule_count(registry, extra) + schema_items
         with self.lock:  # counted before they are compiled: the budget bounds that work too
-            self._check_rules(caller, rule_count(registry, extra), self.slaves.get(reg.server_id))
+            self._check_registered(caller, adding, schema_items, self.slaves.get(reg.server_id))
         for name in registry.channels:  # compile now: malformed combinations fail the Register
             self._engine(registry.rules_for(name).replace(**extra), reg.settings, keep=False)
         with self.lock:
@@ -194,7 +206,7 @@ class SlaveRegistry:
                 # admin too, cannot take its place (MySQL's kill_zombie_dump_threads would let it).
                 raise AccessDeniedError(f"identity {caller.name!r} may not register server_id {reg.server_id}: "
                                         "it is registered by another identity")
-            self._check_rules(caller, rule_count(registry, extra), old)  # again: others may have registered
+            self._check_registered(caller, adding, schema_items, old)  # again: others may have registered
             if old is not None:
                 # MySQL: a second connection with the same server_id kills the first one's dump
                 # thread (kill_zombie_dump_threads). We do the same: the newer registration wins.
@@ -208,7 +220,10 @@ class SlaveRegistry:
                 if free is None:
                     raise ResourceExhaustedError(f"too many slaves registered (at most {MAX_SLAVES})")
                 bit = free
-            slave = RegisteredSlave(reg, registry, extra, gate, bit, identity=caller)
+            # Kept: what the slave's stream and Stats read. Not its credentials, filter requests
+            # (their rules are in `registry`) or replica schema (lint's): no memory outside the budget.
+            kept = dataclasses.replace(reg, user="", password="", filters=(), replica_schema=None)
+            slave = RegisteredSlave(kept, registry, extra, gate, bit, identity=caller, schema_items=schema_items)
             # A reconnecting slave's last position holds its file until its new Dump reads on:
             # retention keeps what a registered slave reads, and its Dump comes after this Register.
             slave.position = old.position if old is not None else None
@@ -244,6 +259,17 @@ class SlaveRegistry:
                                          f"(at most {MAX_RULES_TOTAL} in all)")
         mine = account(caller)
         self.shares.check(caller, RULES, sum(s.rule_count for s in others if s.account == mine), adding)
+
+    def _check_registered(self, caller: Identity, adding: int, schema_items: int,
+                          replaced: RegisteredSlave | None) -> None:
+        """`_check_rules` for a Register, whose replica schema's items count as rules."""
+        try:
+            self._check_rules(caller, adding, replaced)
+        except ResourceExhaustedError as exc:
+            if not schema_items:
+                raise
+            raise ResourceExhaustedError(f"{exc} (its replica_schema's {schema_items} databases, tables and "
+                                         "columns count as rules)") from None
 
     def _slave(self, server_id: int) -> RegisteredSlave:
         slave = self.slaves.get(server_id)
@@ -350,7 +376,7 @@ class SlaveRegistry:
         after = [(change.apply(slave.rules_for(name)) if change.channel in (None, name)
                   else slave.rules_for(name)).replace(**extra) for name in slave.registry.channels]
         with self.lock:
-            self._check_rules(slave.identity, sum(map(_count, after)), slave)
+            self._check_rules(slave.identity, sum(map(_count, after)) + slave.schema_items, slave)
         for rules in after:
             self._engine(rules, slave.reg.settings, keep=False)
 
@@ -363,7 +389,7 @@ class SlaveRegistry:
             slave.registry.change_replication_filter(plain)
         channel = slave.state.channel if slave.state else ""
         with self.lock:
-            slave.rule_count = rule_count(slave.registry, slave.extra)
+            slave.rule_count = rule_count(slave.registry, slave.extra) + slave.schema_items
             slave.state = self._state(slave, channel)
             self.words.invalidate()
             self._release()  # the rules it replaced
@@ -412,3 +438,27 @@ def _count(rules: RuleSet) -> int:
 def rule_count(registry: FilterRegistry, extra: dict[str, Any]) -> int:
     """The rules a registration holds: each channel's, with the global (effective_*, binlog_*) ones."""
     return sum(_count(registry.rules_for(name).replace(**extra)) for name in registry.channels)
+
+
+def _check_bounds(reg: Registration) -> None:
+    """RuleError (INVALID_ARGUMENT) for a Register asking more than MySQL lets a replica have."""
+    if len(reg.channels) > MAX_CHANNELS:
+        raise RuleError(f"{len(reg.channels)} channels: at most {MAX_CHANNELS} (MySQL's limit)")
+    for name in reg.channels:
+        if len(name) > CHANNEL_NAME_LEN:
+            raise RuleError(f"channel name {name[:CHANNEL_NAME_LEN]!r}...: at most {CHANNEL_NAME_LEN} characters")
+    if len(reg.hostname) > HOSTNAME_LEN:
+        raise RuleError(f"hostname of {len(reg.hostname)} characters: at most {HOSTNAME_LEN} (MySQL's report_host)")
+    if len(reg.filters) > MAX_FILTER_REQUESTS:
+        raise RuleError(f"{len(reg.filters)} filter requests (ChannelFilters): at most {MAX_FILTER_REQUESTS}")
+
+
+def _schema_items(reg: Registration) -> int:
+    """The replica schema's databases, tables and columns: each counts as a rule against the
+    identity's rule budget (`_check_rules`). Its model is kept while lint follows the slave's rules,
+    and a 4 MiB one (50 000 tables of 20 columns) held about 87 MB: unbounded, 1024
+    registrations of one would have held 89 GB."""
+    schema = reg.replica_schema
+    if schema is None:
+        return 0
+    return len(schema.databases) + sum(1 + len(columns or ()) for columns in schema.tables.values())

@@ -26,8 +26,16 @@ ER_NOT_SUPPORTED_YET = 1235
 ER_PARSE_ERROR = 1064
 ER_OUT_OF_RESOURCES = 1041
 ER_TOO_LONG_IDENT = 1059
+ER_TOO_MANY_FIELDS = 1117
+ER_NET_PACKET_TOO_LARGE = 1153
 NAME_LEN = 64                 # MySQL's longest identifier (and user variable name)
 SESSION_BYTES = 256 << 10     # the variables one session may hold (a replica sets a few hundred bytes)
+# A SELECT's columns (MySQL's limit of a table's, MAX_FIELDS) and the bytes of its one row's
+# values (at most max_allowed_packet, as MySQL's rows): a replica selects one to three
+# values. Unbounded, `SELECT 1,1,...` in one 1 MiB packet made 524 000 columns, about 100 MB of
+# the master's memory per connection, which the allocator kept after the connection ended.
+MAX_SELECT_COLUMNS = 4096
+RESULT_BYTES = 1 << 20        # when the endpoint sets no max_allowed_packet (ServerFacts.extra)
 
 
 class QueryError(Exception):
@@ -97,6 +105,9 @@ class Session:
         self.session_vars: dict[str, str | int] = {}
         self.status: dict[str, str | int] = {"Ssl_cipher": "", "Ssl_version": ""}  # SHOW STATUS
         self._held = 0  # bytes of names and values in both
+        # The system variables, looked up once per statement (they read the binlog index): each
+        # `@@server_id` of `SET @a=@@server_id, ...` read it anew, 5 s of CPU for one 1 MiB packet.
+        self._variables: dict[str, str | int] | None = None
 
     # what the dump reads
     def user_var(self, name: str) -> str | None:
@@ -108,6 +119,7 @@ class Session:
     # -- answering ----------------------------------------------------------------------------
     def answer(self, sql: str) -> list[bytes]:
         """The response packets for one COM_QUERY (raises QueryError for an ERR packet)."""
+        self._variables = None
         text = sql.strip().rstrip(";").strip()
         text = _strip_comments(text).strip()
         head = text.split(None, 1)[0].upper() if text else ""
@@ -178,18 +190,29 @@ class Session:
         name = match.group(2).lower() if match else token.lower()
         if match and (match.group(1) or "").upper() != "GLOBAL" and name in self.session_vars:
             return self.session_vars[name]
-        values = self.facts.system_variables()
+        values = self._system_variables()
         if name not in values:
             raise QueryError(ER_UNKNOWN_SYSTEM_VARIABLE, f"Unknown system variable '{name}'")
         return values[name]
 
+    def _system_variables(self) -> dict[str, str | int]:
+        if self._variables is None:
+            self._variables = self.facts.system_variables()
+        return self._variables
+
     def _select(self, rest: str) -> list[bytes]:
         columns, row = [], []
-        for expr in _split_top(rest):
+        limit = int(self.facts.extra.get("max_allowed_packet", RESULT_BYTES))
+        size = 0
+        for expr in _split_top(rest, MAX_SELECT_COLUMNS):
             expr, alias = _alias(expr)
             value, kind = self._expression(expr)
             columns.append((alias or expr, kind))
             row.append(value)
+            size += len(str(value)) if value is not None else 0  # (names: the query's own text)
+            if size > limit:
+                raise QueryError(ER_NET_PACKET_TOO_LARGE, f"Result of SELECT was larger than max_allowed_packet "
+                                 f"({limit} bytes)", "HY000")
         if not columns:
             raise QueryError(ER_PARSE_ERROR, "You have an error in your SQL syntax: SELECT without expressions", "42000")
         return text_result_set(columns, [row])
@@ -237,7 +260,7 @@ class Session:
         if match.group(2).upper() == "STATUS":   # the session's TLS (Ssl_cipher, Ssl_version), as MySQL shows it
             values = dict(self.status)
         else:
-            values = self.facts.system_variables()
+            values = self._system_variables()
             if match.group(1) is None or match.group(1).upper() == "SESSION":
                 values = {**values, **self.session_vars}
         matches = _like_matcher(pattern) if pattern is not None else None
@@ -300,8 +323,8 @@ def _strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def _split_top(text: str) -> list[str]:
-    """Comma-separated items outside parentheses and quotes."""
+def _split_top(text: str, limit: int) -> list[str]:
+    """Comma-separated items outside parentheses and quotes; QueryError past `limit` of them."""
     items, depth, quote, start = [], 0, "", 0
     for i, c in enumerate(text):
         if quote:
@@ -316,6 +339,9 @@ def _split_top(text: str) -> list[str]:
         elif c == "," and depth == 0:
             items.append(text[start:i].strip())
             start = i + 1
+            if len(items) >= limit:
+                raise QueryError(ER_TOO_MANY_FIELDS, f"Too many columns: a SELECT of dumpfilter's replication "
+                                 f"endpoint has at most {limit}", "HY000")
     tail = text[start:].strip()
     if tail:
         items.append(tail)

@@ -263,10 +263,12 @@ class _Connection(Dumping):
 
     def _error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
         self.endpoint.errors_sent += 1
-        self.why = f"error {code} sent: {message if len(message) <= 200 else message[:200] + '...'}"
+        # The message may quote what the client sent (a binlog file name, a GTID state): in the
+        # master's log its control characters are escaped, so a client cannot forge a line.
+        self.why = f"error {code} sent: {printable(message, 200)}"
         self.why_warns = True
         log.info("mysql connection %s from %s (user %s): error %s: %s", self.id, self.peer, shown_user(self.user), code,
-                 message if len(message) <= 500 else message[:500] + "...")
+                 printable(message, 500))
         self.stream.write(err_packet(code, message, sqlstate))
 
     def _try_error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
@@ -314,7 +316,8 @@ class _Connection(Dumping):
                 self._try_error(ER_HANDSHAKE_ERROR, "Bad handshake: not completed within connect_timeout", "08S01")
             return False
         except ProtocolError as exc:
-            endpoint.problems.warning("mysql connection %s from %s: bad handshake: %s", self.id, self.peer, exc)
+            endpoint.problems.warning("mysql connection %s from %s: bad handshake: %s", self.id, self.peer,
+                                      printable(str(exc), 500))
             self._try_error(ER_HANDSHAKE_ERROR, f"Bad handshake: {exc}", "08S01")
             return False
         self.auth_path = f"{outcome.plugin}/{outcome.path}"
@@ -465,7 +468,7 @@ class _Connection(Dumping):
         for warning in result.warnings:
             log.warning("mysql replica server_id %s: %s", server_id, warning)
         self.registered[server_id] = host
-        log.info("mysql replica server_id %s (%s, user %r) registered: %s", server_id, host, self.user,
+        log.info("mysql replica server_id %s (%r, user %r) registered: %s", server_id, host, self.user,
                  "; ".join(e.rules.render() for e in result.effective))
 
     def _linger(self) -> None:
@@ -484,3 +487,12 @@ class _Connection(Dumping):
                 taken += len(chunk)
         except OSError:
             pass
+
+
+def printable(text: str, limit: int) -> str:
+    """`text` for a log line: at most `limit` characters, each one a line cannot show (a newline,
+    a NUL, an escape) written as its Python escape."""
+    shown = text if len(text) <= limit else text[:limit] + "..."
+    if shown.isprintable():
+        return shown
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)

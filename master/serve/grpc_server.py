@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import grpc
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -83,10 +84,46 @@ def _dump_reply_bytes(reply: DumpReply) -> bytes:
     return b"".join((_EVENTS_KEY, _varint(size), *parts, message.SerializeToString()))
 
 
+class _Malformed:
+    """A request whose bytes are not its message (a truncated field, a string that is not UTF-8):
+    what `_parsed` hands the handler instead, so that the call is answered INVALID_ARGUMENT (grpc
+    answers a deserializer's exception with INTERNAL, "Exception deserializing request!")."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name, self.reason = name, reason
+
+
+def _parsed(message: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return message.FromString(data)
+        except (DecodeError, ValueError) as exc:  # (never the request's bytes in the answer)
+            return _Malformed(message.DESCRIPTOR.name, str(exc)[:200])
+    return parse
+
+
+def _refusing_malformed(servicer: DumpFilterServicer, behavior: Callable[[Any, grpc.ServicerContext], Any]
+                        ) -> Callable[[Any, grpc.ServicerContext], Any]:
+    """`behavior`, but a request `_parsed` could not read ends the call with INVALID_ARGUMENT,
+    once its caller is authenticated as every call's is (a stranger is told no more than
+    UNAUTHENTICATED)."""
+    @functools.wraps(behavior)
+    def call(request: Any, context: grpc.ServicerContext) -> Any:
+        if isinstance(request, _Malformed):
+            try:
+                servicer.caller(context)
+            except Exception as exc:
+                context.abort(*_status_for(exc))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a well-formed {request.name} "
+                          f"(its string fields must be UTF-8): {request.reason}")
+        return behavior(request, context)
+    return call
+
+
 def _add_dump_filter(servicer: DumpFilterServicer, server: grpc.Server) -> None:
     """The DumpFilter service's handlers, made from its descriptor as the generated
     add_DumpFilterServicer_to_server makes them, except that Dump's replies are serialized by
-    `_dump_reply_bytes`."""
+    `_dump_reply_bytes` and a request that does not parse is INVALID_ARGUMENT (`_parsed`)."""
     service = dump_pb2.DESCRIPTOR.services_by_name["DumpFilter"]
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in service.methods:
@@ -94,7 +131,8 @@ def _add_dump_filter(servicer: DumpFilterServicer, server: grpc.Server) -> None:
             raise TypeError(f"{method.full_name}: client streaming is not handled here")
         request, reply = (getattr(dump_pb2, m.name) for m in (method.input_type, method.output_type))
         make = grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
-        handlers[method.name] = make(getattr(servicer, method.name), request_deserializer=request.FromString,
+        handlers[method.name] = make(_refusing_malformed(servicer, getattr(servicer, method.name)),
+                                     request_deserializer=_parsed(request),
                                      response_serializer=_dump_reply_bytes if method.name == "Dump"
                                      else reply.SerializeToString)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
@@ -109,8 +147,10 @@ def registration_from_proto(req: dump_pb2.RegisterRequest) -> Registration:
             specs.append(ChannelSpec(channel, text=f.change_replication_filter))
         else:
             specs.append(ChannelSpec(channel, rules=rules_from_proto(f.rules)))
+    if req.semantics not in _SEMANTICS:  # (a newer slave's: filtering by other rules than it asked is wrong)
+        raise InvalidArgumentError(f"semantics {req.semantics} is not a known FilterSemantics")
     settings = Settings(flavor=req.flavor or "mysql", lower_case_table_names=req.lower_case_table_names,
-                        semantics=_SEMANTICS.get(req.semantics, "mysql"))
+                        semantics=_SEMANTICS[req.semantics])
     return Registration(req.server_id, req.hostname, tuple(req.channels) or ("",), tuple(specs), settings,
                         skip_policy_from_proto(req.skip_policy), req.credentials.user, req.credentials.password,
                         schema_from_proto(req.replica_schema) if req.HasField("replica_schema") else None)
@@ -225,7 +265,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         self.failed_logins = ProblemLog(log, "failed gRPC logins")
         self.output = OutputBudget(OUTPUT_BYTES)
 
-    def _caller(self, context: grpc.ServicerContext, credentials: dump_pb2.Credentials | None = None) -> Identity:
+    def caller(self, context: grpc.ServicerContext, credentials: dump_pb2.Credentials | None = None) -> Identity:
         """Authenticate the call: mTLS certificate, else the metadata user/password, else (for
         Register) the request's own credentials."""
         meta = _metadata(context)
@@ -247,7 +287,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
 
     @_mapped
     def Register(self, request: dump_pb2.RegisterRequest, context: grpc.ServicerContext) -> dump_pb2.RegisterReply:
-        caller = self._caller(context, request.credentials)
+        caller = self.caller(context, request.credentials)
         with self.calls.hold(caller):
             result = self.service.register(registration_from_proto(request), caller)
         return dump_pb2.RegisterReply(server_id=result.server_id, effective=effective_to_proto(result.effective),
@@ -256,7 +296,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     def Dump(self, request: dump_pb2.DumpRequest, context: grpc.ServicerContext) -> Iterator[DumpReply]:
         token = id(context)
         try:
-            caller = self._caller(context)
+            caller = self.caller(context)
             which = request.WhichOneof("start")
             start = (request.position.file, request.position.pos) if which == "position" else None
             gtid_state = request.gtid_state if which == "gtid_state" else None
@@ -316,7 +356,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                      ) -> dump_pb2.ChangeFilterReply:
         remaining = context.time_remaining()
         timeout = None if remaining is None else max(0.0, remaining - 0.05)
-        caller = self._caller(context)
+        caller = self.caller(context)
         with self.calls.hold(caller):
             position, running, effective = self.service.change_filter(request.server_id,
                                                                       request.change_replication_filter, timeout,
@@ -327,14 +367,14 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     @_mapped
     def ListFilters(self, request: dump_pb2.ListFiltersRequest, context: grpc.ServicerContext
                     ) -> dump_pb2.ListFiltersReply:
-        rows, global_rows = self.service.list_filters(request.server_id, caller=self._caller(context))
+        rows, global_rows = self.service.list_filters(request.server_id, caller=self.caller(context))
         return dump_pb2.ListFiltersReply(filters=[_filter_row(r) for r in rows],
                                          global_filters=[_filter_row(r) for r in global_rows])
 
     @_mapped
     def Stats(self, request: dump_pb2.StatsRequest, context: grpc.ServicerContext) -> dump_pb2.StatsReply:
         reply = dump_pb2.StatsReply()
-        for slave, end, behind in self.service.stats(request.server_id, caller=self._caller(context)):
+        for slave, end, behind in self.service.stats(request.server_id, caller=self.caller(context)):
             s = slave.stats
             reply.slaves.add(
                 server_id=slave.server_id, streaming=slave.stream is not None, position=_position(slave.position),
@@ -357,7 +397,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         source = self.service.source
         if source is not None:
             status = source.status()
-            caller = self._caller(context)
+            caller = self.caller(context)
             if caller is not None and not caller.admin:  # where the primary is, and its errors, are the operator's
                 status = {**status, "source": "", "last_error": ""}
             reply.source.CopyFrom(dump_pb2.SourceStatus(**status))
@@ -366,7 +406,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     @_mapped
     def Unregister(self, request: dump_pb2.UnregisterRequest, context: grpc.ServicerContext
                    ) -> dump_pb2.UnregisterReply:
-        caller = self._caller(context)
+        caller = self.caller(context)
         with self.calls.hold(caller):
             return dump_pb2.UnregisterReply(stream_ended=self.service.unregister(request.server_id, caller=caller))
 

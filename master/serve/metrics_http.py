@@ -9,6 +9,10 @@ may see (master.serve.metrics builds the view).
   under mTLS, a client certificate): else 401. The token sees every slave, as an administrator.
 - A scraper's view: the token, every slave; a client certificate, what its identity sees over gRPC
   (`Stats`); anonymous (no token file), every slave on an open master, none by name under a policy.
+- At most MAX_CONNECTIONS connections at once; when they are all taken, a newcomer from another
+  address than the one holding the most unfinished requests closes that address's oldest, as the
+  MySQL endpoint makes room among unfinished handshakes: sockets that trickle their headers
+  (slowloris) cannot keep the scrapers of other addresses out. GET and HEAD only.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ import logging
 import socket
 import ssl
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, cast
 from socketserver import ThreadingMixIn
@@ -33,7 +40,8 @@ from dumpfilter.master.service import DumpService
 
 log = logging.getLogger("dumpfilter.master")
 REQUEST_TIMEOUT = 10.0  # a scraper that stalls its TLS handshake or its request is dropped after this
-MAX_CONNECTIONS = 16    # connections served at once (a thread each); more are closed unanswered
+MAX_CONNECTIONS = 16    # connections served at once (a thread each); see _Server.make_room
+ROOM_WAIT = 2.0         # how long a newcomer waits for the place of the connection it closed
 _PEER_CN = "dumpfilter.peer_cn"
 # WSGI's call (PEP 3333): the request's environ, start_response(status, headers)
 _Environ = dict[str, Any]
@@ -48,24 +56,73 @@ class _Server(ThreadingMixIn, WSGIServer):
     def server_activate(self) -> None:
         super().server_activate()
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        # Each connection held: (client address, when it came, whether its request is read yet).
+        self.held: dict[_Request, tuple[str, float, bool]] = {}
+        self.held_lock = threading.Lock()
+        self.evicted = 0
 
     def process_request(self, request: _Request, client_address: Any) -> None:
         """A thread per connection, at most MAX_CONNECTIONS: a scraper that opens more (or holds
-        them open) cannot make the master start threads without bound."""
+        them open) cannot make the master start threads without bound. A newcomer finding them
+        all taken makes room (`make_room`); if none can be made, it is closed unanswered."""
         if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
+            if not (self.make_room(str(client_address[0])) and self.slots.acquire(timeout=ROOM_WAIT)):
+                self.shutdown_request(request)
+                return
+        with self.held_lock:
+            self.held[request] = (str(client_address[0]), time.monotonic(), False)
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.slots.release()
+            self._let_go(request)
             raise
 
     def process_request_thread(self, request: _Request, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self._let_go(request)
+
+    def _let_go(self, request: _Request) -> None:
+        with self.held_lock:
+            self.held.pop(request, None)
+        self.slots.release()
+
+    def request_read(self, request: _Request) -> None:
+        """The connection's request is read: it is being answered now."""
+        with self.held_lock:
+            if request in self.held:
+                host, since, _ = self.held[request]
+                self.held[request] = (host, since, True)
+
+    def make_room(self, newcomer: str) -> bool:
+        """Close one connection for a newcomer from address `newcomer`: the oldest still sending its
+        request, of the address with the most of them, when that address holds more unfinished
+        requests than the newcomer's (slow senders from one address cannot keep another address's
+        scraper out; their own newcomers are refused); else one that has been answered for more
+        than REQUEST_TIMEOUT (a reader taking its answer a byte at a time). False when none may go:
+        the newcomer is refused."""
+        now = time.monotonic()
+        with self.held_lock:
+            reading = [(request, host) for request, (host, _, read) in self.held.items() if not read]
+            counts = Counter(host for _, host in reading)
+            victim: _Request | None = None
+            if counts:
+                busiest, most = counts.most_common(1)[0]
+                if most > counts.get(newcomer, 0) + 1:
+                    victim = next(request for request, host in reading if host == busiest)
+            if victim is None:
+                victim = next((request for request, (_, since, read) in self.held.items()
+                               if read and now - since > REQUEST_TIMEOUT), None)
+            if victim is None:
+                return False
+            del self.held[victim]  # (its thread lets its place go when its read or write fails)
+            self.evicted += 1
+        sock = victim if isinstance(victim, socket.socket) else victim[1]
+        with suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the descriptor's: never a TLS object's state
+        log.debug("metrics: every connection was taken: the oldest unfinished one was closed for a newcomer")
+        return True
 
     def handle_error(self, request: _Request, client_address: Any) -> None:
         """A broken client (a failed handshake, a reset) is one debug line, never a traceback."""
@@ -83,6 +140,12 @@ class _Handler(WSGIRequestHandler):
         super().setup()
         if isinstance(self.connection, ssl.SSLSocket):
             self.connection.do_handshake()  # here, on the request's thread: never on the accepting one
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if isinstance(self.server, _Server):
+            self.server.request_read(self.request)  # its headers are in: no more a slow sender's place
+        return parsed
 
     def get_environ(self) -> dict[str, str]:
         environ = super().get_environ()
@@ -149,13 +212,17 @@ class MetricsEndpoint:
         if environ.get("PATH_INFO", "/") not in ("/metrics", "/metrics/"):
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found: the metrics are at /metrics\n"]
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Content-Type", "text/plain"), ("Allow", "GET, HEAD")])
+            return [b"method not allowed: /metrics answers GET and HEAD\n"]
         viewer, refused = self._viewer(environ)
         if refused is not None:
             start_response(refused, [("Content-Type", "text/plain"), ("WWW-Authenticate", 'Bearer realm="dumpfilter"')])
             return [f"{refused}: see master serve --metrics-token-file\n".encode()]
         body = generate_latest(registry_for(self.service, viewer))
         start_response("200 OK", [("Content-Type", CONTENT_TYPE_LATEST), ("Content-Length", str(len(body)))])
-        return [body]
+        return [body] if method == "GET" else []  # HEAD: the headers alone
 
 
 def read_token(path: str | Path) -> bytes:

@@ -47,6 +47,7 @@ BATCH_SEGMENTS = 4  # a batch not full goes on over segments (#30: one each doub
 # carry data (#30, `bench latency`). A stream that has not yet said it reached the end says so
 # at once, as does one whose batch carries anything else (a filter change, schema marks).
 POSITION_WAIT = 0.25
+HEARTBEAT_PERIOD_RANGE = (0.001, 4294967.0)  # MySQL's MASTER_HEARTBEAT_PERIOD: 1 ms to 4294967 s
 # Seconds between two foldings of a stream's rule hits into its slave's stats and P_S counters
 # (RuleHits.flush), and at every batch that reaches the end of the binlog, every filter change
 # and the stream's end. Folded at every batch (about 1 MiB), they were a tenth of a do-db
@@ -128,7 +129,10 @@ class SlaveStream:
                 raise PositionError(f"binlog file {file[:256]!r} is not in the binlog index (purged or never written)")
             slave.position = self.pos
         self.walk_file = self.pos[0]  # the file of the unit walked last (`_entered`)
-        self.heartbeat_period = heartbeat_period if heartbeat_period > 0 else 1.0
+        # MASTER_HEARTBEAT_PERIOD's range, in MySQL's resolution (milliseconds): a slave asking for
+        # 1e-300 s had its stream send heartbeats in a loop (88% of a core); NaN or 0: the default.
+        self.heartbeat_period = (min(max(heartbeat_period, HEARTBEAT_PERIOD_RANGE[0]), HEARTBEAT_PERIOD_RANGE[1])
+                                 if heartbeat_period > 0 else 1.0)
         self.is_active = is_active
         self.tracker = GtidTracker()
         self.fmt: FormatDescription | None = None
