@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from dumpfilter.cli.output_paths import OutputError, atomic_output, is_stream, writable_file
 from dumpfilter.errors import InvalidArgumentError
+from dumpfilter.regular_file import SIDE_FILE_BYTES, read_regular
 
 STDOUT = "-"
 BINLOG_MAGIC = b"\xfebin"
@@ -127,16 +128,12 @@ def retype(parser: argparse.ArgumentParser, dest: str, kind: Callable[[str], Any
 
 
 # -- side files ----------------------------------------------------------------------------------
-# A policy, a topology, a PEM certificate, key or CA bundle, a token or password file: a few KB each.
-SIDE_FILE_BYTES = 16 << 20
 
 
 def side_file(path: str | os.PathLike[str], option: str, limit: int = SIDE_FILE_BYTES) -> str:
     """The text of the side file `option` names: a regular file (a FIFO, a directory or /dev/zero is
     refused unread, never waited on), of at most `limit` bytes, in UTF-8; else the option's one line.
     The message never quotes the file (it may hold a key or a password)."""
-    from dumpfilter.regular_file import read_regular
-
     try:
         data = read_regular(path, limit)
     except (OSError, ValueError) as exc:

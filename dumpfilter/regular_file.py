@@ -13,6 +13,11 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSO
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
+# A side file's most: a policy, a topology, a PEM certificate, key or CA bundle, a token or password
+# file, a few KB each.
+SIDE_FILE_BYTES = 16 << 20
+
+
 class RegularFileError(ValueError):
     """Not a regular file (`kind`: "a FIFO", "a directory", ...), or a regular file over the cap it
     was read with (`kind` None). The message never names the path: its caller knows what it is for."""

@@ -8,7 +8,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.cli.options import add_json_option, add_out_dir, count_in, json_sink, number_in, size_in
+from dumpfilter.cli.options import (add_json_option, add_out_dir, count_in, json_sink, number_in, series_basename,
+                                    size_in)
 from dumpfilter.codec import Event, EventType
 from dumpfilter.binlogs import BinlogFile, input_paths
 from dumpfilter.workload import WorkloadSpec, generate
@@ -33,7 +34,7 @@ def register(subparsers: Subparsers) -> None:
 
     gen = sub.add_parser("generate", help="write the built-in deterministic workload as real binlog files")
     add_out_dir(gen, "directory for <basename>.NNNNNN and <basename>.index (created if missing)", required=True)
-    gen.add_argument("--basename", default="master-bin", help="binlog base name (default %(default)s)")
+    gen.add_argument("--basename", type=series_basename, default="master-bin", help="binlog base name (default %(default)s)")
     gen.add_argument("--seed", type=_workload("seed"), default=1,
                      help="random seed: the same options and seed give the same bytes (default %(default)s)")
     gen.add_argument("--schemas", type=_workload("schemas"), default=6, help="databases db1..dbN (default %(default)s)")

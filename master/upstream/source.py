@@ -45,7 +45,8 @@ import pymysql
 from pymysql.connections import Connection
 from pymysql.cursors import Cursor
 
-from dumpfilter.errors import DumpFilterError, RuleError
+from dumpfilter.errors import DumpFilterError, RuleError, without_password
+from dumpfilter.regular_file import SIDE_FILE_BYTES, read_regular
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import GtidState
 from dumpfilter.master.upstream.binlog_mirror import BinlogMirror, MirrorError, SeriesFull
@@ -87,7 +88,7 @@ class SourceURL:
     @classmethod
     def parse(cls, text: str) -> SourceURL:
         parts = urlsplit(text)
-        shown = text.rsplit("@", 1)[-1]  # never the password in a message
+        shown = without_password(text)  # never the password in a message
         if parts.scheme != "mysql" or not parts.hostname:
             raise RuleError(f"--source {shown!r}: expected mysql://USER:PASS@HOST:PORT[?ssl-mode=...]")
         try:
@@ -106,8 +107,12 @@ class SourceURL:
             raise RuleError(f"--source {shown!r}: ssl-mode {mode} needs ssl-ca=PATH (the CA that signed the primary's "
                             "certificate)")
         for name in ("ssl-ca", "ssl-cert", "ssl-key", "public-key"):
-            if options.get(name) and not Path(options[name]).is_file():
-                raise RuleError(f"--source {shown!r}: {name} {options[name]!r} is not a readable file")
+            try:  # a regular file of a side file's size: a FIFO blocked the start, /dev/zero never ended
+                if options.get(name):
+                    read_regular(options[name], SIDE_FILE_BYTES)
+            except (OSError, ValueError) as exc:
+                raise RuleError(f"--source {shown!r}: {name} {options[name]!r} is not a readable file: "
+                                f"{getattr(exc, 'strerror', None) or exc}") from None
         return cls(unquote(parts.username or "root"), unquote(parts.password or ""), parts.hostname, port, mode,
                    options.get("ssl-ca") or None, options.get("ssl-cert") or None, options.get("ssl-key") or None,
                    options.get("public-key") or None, options.get("get-public-key", "0") in ("1", "true", "yes", "on"))

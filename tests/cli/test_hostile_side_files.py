@@ -166,3 +166,25 @@ def test_binlog_generate_with_100000_schemas_is_one_line_and_writes_nothing(tmp_
     line = one_line(dumpfilter("binlog", "generate", "--out", tmp_path / "g", "--schemas", "100000", cwd=tmp_path))
     assert line.startswith("dumpfilter binlog generate: error: argument --schemas: '100000' is not"), line
     assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("case", ["fifo", "dev-zero", "directory", "missing", "100MB"])
+def test_the_tls_files_a_source_url_names_are_one_line_before_it_connects(tmp_path, case):
+    """`--source mysql://...?ssl-ca=PATH` (and ssl-cert, ssl-key, public-key) are side files too: a
+    100 MB one was taken (the check was is_file alone, which the other cases already failed); the
+    URL in the line has no password."""
+    hostile = _hostile(tmp_path, case)
+    (tmp_path / "series").mkdir()
+    for name in ("ssl-ca", "ssl-cert", "ssl-key", "public-key"):
+        mode = "DISABLED" if name == "public-key" else "REQUIRED"
+        url = f"mysql://repl:{SECRET}@127.0.0.1:1/?ssl-mode={mode}&{name}={hostile}"
+        line = one_line(dumpfilter("master", "serve", "--binlog-dir", tmp_path / "series", "--listen", "127.0.0.1:0",
+                                   "--source", url, cwd=tmp_path))
+        assert f"{name} '{hostile}' is not a readable file" in line and "s3cret" not in line, line
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", ".", ""])
+def test_binlog_generate_takes_a_plain_basename(tmp_path, name):
+    line = one_line(dumpfilter("binlog", "generate", "--out", tmp_path / "g", "--basename", name, cwd=tmp_path))
+    assert "argument --basename" in line and "is not a plain file name" in line, line
+    assert not (tmp_path / "g").exists() and not (tmp_path / "x.000001").exists()
