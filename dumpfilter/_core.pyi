@@ -712,7 +712,7 @@ class UnitEntry(_Record):
 
 
 class SendResult(_Record):
-    """`UnitList.send`: what one stream sends of a run of units (see send::send)."""
+    """`UnitList.send`: what one stream sends of a run of units (see send::walk)."""
 
     @property
     def out(self) -> bytes: ...
@@ -958,7 +958,7 @@ class UnitList:
     def send(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: bytes | None,
              counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
-        until a unit it cannot handle or the batch is full (see send::send), walked as `config`
+        until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
         says; `pending`: the Heartbeat still owed, if any. The units' Table_maps are tallied per
         name id into `counts` (a bytearray of u32, added to in place);
         with `stmt_keep` (a keep byte per statement key id) statement units kept in part are cut

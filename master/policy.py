@@ -145,7 +145,7 @@ class MasterPolicy:
                 raise RuleError(f"{text.where.at('login', key)}: [login] {message}")
             login = LoginLimits.from_table(text.login, fail)
         _warn_open_doors(entries, default, path)
-        _warn_readable_secrets(entries, default, path)
+        _warn_readable_secrets(entries, path)
         return cls(entries, default, login)
 
     def authenticate(self, user: str, password: str, certificate_name: str | None = None,
@@ -281,7 +281,7 @@ def _warn_open_doors(entries: dict[str, PolicyEntry], default: PolicyEntry | Non
                     path)
 
 
-def _warn_readable_secrets(entries: dict[str, PolicyEntry], default: PolicyEntry | None, path: str | Path) -> None:
+def _warn_readable_secrets(entries: dict[str, PolicyEntry], path: str | Path) -> None:
     """One WARNING line when a policy file that others may read holds passwords in clear."""
     clear = [name for name, entry in entries.items() if entry.secret is not None and entry.secret.kind == PLAIN]
     if not clear:

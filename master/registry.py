@@ -271,6 +271,13 @@ class SlaveRegistry:
             raise ResourceExhaustedError(f"{exc} (its replica_schema's {schema_items} databases, tables and "
                                          "columns count as rules)") from None
 
+    def check_replica_schema(self, caller: Identity, server_id: int, items: int) -> None:
+        """`_check_registered` for a Register's replica schema alone, its `items` counted from the
+        request (each database, table and column it lists): one over the rule budget is refused before
+        its model is built (a 4 MiB one's took about 90 MB, for nothing)."""
+        with self.lock:
+            self._check_registered(caller, items, items, self.slaves.get(server_id))
+
     def _slave(self, server_id: int) -> RegisteredSlave:
         slave = self.slaves.get(server_id)
         if slave is None:

@@ -67,10 +67,6 @@ class RelayLogError(ExternalError):
     committed batch is kept: the next start cuts the relay log back to relay-log.info."""
 
 
-class SimulatedCrash(Exception):
-    """Raised by a test hook to stop the slave abruptly, as a kill would."""
-
-
 def scan_batch(blob: bytes, fmt: FormatDescription | None, scanner: Scanner | None = None) -> UnitScan:
     """A DumpBatch through the compiled scanner: every event bounds- and CRC-checked, grouped
     into units; each is self-delimiting, and an FDE changes the format of those after it. A

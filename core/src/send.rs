@@ -87,25 +87,10 @@ enum Owed<'a> {
 }
 
 /// Walks plan.units[from..] with a stream's answers `row` (from `UnitList::rows`) and keep bytes,
-/// assembling what it sends, until a unit it cannot handle, or the batch is full. `bufs` are
-/// the parts' buffers. Never panics: a unit or answer out of range ends the walk.
-pub fn send(
-    plan: &UnitList,
-    bufs: &[&[u8]],
-    row: &[u8],
-    keep: &[u8],
-    from: usize,
-    opt: &SendOptions,
-) -> Sent {
-    let mut s = walk(plan, bufs, row, keep, from, opt);
-    let mut out = vec![0u8; s.out_len];
-    s.fill(bufs, &mut out);
-    s.out = out;
-    s
-}
-
-/// `send` without assembling: what it sends as `pieces` (see `Sent::fill`). The walk checks every
-/// range it records against its buffer, so `fill` cannot go out of bounds.
+/// until a unit it cannot handle, or the batch is full: what it sends, as `pieces` (see
+/// `Sent::fill`). `bufs` are the parts' buffers. Never panics: a unit or answer out of range ends
+/// the walk. The walk checks every range it records against its buffer, so `fill` cannot go out
+/// of bounds.
 pub fn walk(
     plan: &UnitList,
     bufs: &[&[u8]],

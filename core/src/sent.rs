@@ -12,8 +12,6 @@ pub enum Piece {
 
 #[derive(Debug, Default)]
 pub struct Sent {
-    /// What the call sends, assembled (`send`); empty after `walk`, which leaves it in `pieces`.
-    pub out: Vec<u8>,
     /// What the call sends as pieces (`walk`), `out_len` bytes in all.
     pub pieces: Vec<Piece>,
     pub own: Vec<u8>,
@@ -71,7 +69,7 @@ pub(crate) fn prefetch(src: &[u8]) {
 }
 
 impl Sent {
-    /// Copies the pieces into `dst` (`out_len` bytes: what `send` returns as `out`). The
+    /// Copies the pieces into `dst` (`out_len` bytes: what the walk sends, assembled). The
     /// Python binding fills the bytes object it hands back, so each kept byte is copied once
     /// (it was copied into a Vec, then again into the bytes: a full copy of all that is sent).
     pub fn fill(&self, bufs: &[&[u8]], dst: &mut [u8]) {

@@ -252,7 +252,7 @@ class BinlogFilter:
         if buf:
             raise truncated(buf, name, base)
 
-    def _lone_answers(self, units: UnitRecords, slow: memoryview, buf: bytes, base: int, fmt: FormatDescription,
+    def _lone_answers(self, units: UnitRecords, slow: memoryview, buf: bytes, fmt: FormatDescription,
                       start: int) -> tuple[bytes, int]:
         """The answers of the units that are not fast from unit `start` on, up to the first one
         that is not a MariaDB GTID and one Query (DDL, standalone groups): each decided by the
@@ -408,7 +408,7 @@ class _FileWalk:
         if not fast and at >= self.answered_to and direct.renumber_positions:
             if self.slow is None:
                 self.slow = self.scanner.slow_units()
-            self.answers, self.answered_to = bf._lone_answers(units, self.slow, self.buf, self.base, fmt, at)
+            self.answers, self.answered_to = bf._lone_answers(units, self.slow, self.buf, fmt, at)
         answers = self.answers
         keyed = keys is not None and units.may_hold_statements(at)
         # (The assembly stops at once at a unit not fast, not answered and not keyed.)

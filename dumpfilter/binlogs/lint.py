@@ -51,7 +51,7 @@ def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema
     the writes it would silently get wrong (`.divergence`: rules.lint_divergence). Without
     either schema, tables the binlog never created are taken to exist. One compiled scan; only the
     units that may matter are decoded and fed to the Linter (binlogs.lint_scan): the breaks
-    `Linter.feed_all` gives over every unit."""
+    the Linter gives fed every unit."""
     return lint_scan(paths, [new_linter(rules, settings, schema, replica_schema)],
                      verify_checksums=verify_checksums)[0]
 

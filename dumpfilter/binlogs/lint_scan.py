@@ -322,8 +322,8 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
               stats: LintScanStats | None = None, first_break: bool = False) -> list[Breaks]:
     """Feed every Linter of `linters` the binlog files `paths` in order, from one scan by the
     compiled core: each Linter is fed the units that may change its state or break (see the
-    module's doc), each such unit decoded once. Returns each Linter's breaks, as `feed_all`
-    over every unit gives them. `first_break`: a Linter is fed no more once it has a break (the
+    module's doc), each such unit decoded once. Returns each Linter's breaks, as feeding it
+    every unit gives them. `first_break`: a Linter is fed no more once it has a break (the
     first break is all a verdict needs: where the replica stops), and the scan stops once every
     Linter has one; the breaks then are the first ones of the unit the replica stops in."""
     lints = [_Lint(linter) for linter in linters]

@@ -19,8 +19,9 @@ from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 from dumpfilter.slave.node import Slave as _InternalSlave
 from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.slave.relay_log import RelayInfo
+from dumpfilter.lab.simulate import streams
 from dumpfilter.topology import SlaveSpec
-from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.v1 import dump_pb2
 
 __all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "SlaveConfig", "StoppableSlave", "add_replica_spec",
            "load_relay_info", "master_stats", "slave_config", "start_endpoint", "start_master", "stream_at_end"]
@@ -58,21 +59,10 @@ def master_stats(address: str, server_id: int, user: str = "", password: str = "
                  timeout: float = 10.0) -> dict[str, Any]:
     """The master's counts for one slave over the Stats RPC ({} when it does not know it, or
     cannot be asked: a master stopped)."""
-    metadata = [("dumpfilter-user", user), ("dumpfilter-password", password)] if user else None
     try:
-        with grpc.insecure_channel(address) as channel:
-            stub = dump_pb2_grpc.DumpFilterStub(channel)  # type: ignore[no-untyped-call]  # generated, unannotated
-            reply = stub.Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=timeout, metadata=metadata)
+        return streams.master_stats(address, server_id, user, password, timeout)
     except grpc.RpcError:
         return {}
-    mine = [s for s in reply.slaves if s.server_id == server_id]
-    if not mine:
-        return {}
-    message = mine[0]
-    out: dict[str, Any] = {f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields
-                           if f.message_type is None}
-    out["rule_hits"] = dict(message.rule_hits)
-    return out
 
 
 def load_relay_info(relay_dir: Path) -> RelayInfo | None:

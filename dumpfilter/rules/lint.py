@@ -129,11 +129,6 @@ class Linter:
         self.touched: set[str] | None = None
 
     # ------------------------------------------------------------------ the stream
-    def feed_all(self, units: Iterable[tuple[str, Transaction]]) -> list[Break]:
-        for file, txn in units:
-            self.feed(file, txn)
-        return self.breaks
-
     def feed(self, file: str, txn: Transaction) -> None:
         self._recorder.decisions.clear()
         try:
@@ -283,7 +278,7 @@ class Linter:
             self._skipped(sql, primary_info, replica_info, thread, cause)
             self._observe(self.primary, sql, db, primary_info, thread)
             return True
-        self._kept(sql, replica_info, thread)
+        self._kept(sql, replica_info)
         self.breaks.divergence.note(self, file, gtid, pos, sql, db, primary_info, decision, thread)
         if primary_info.kind is Kind.CREATE_TABLE and not primary_info.temporary and primary_info.updated \
                 and replica_info.updated and primary_info.updated[0] != replica_info.updated[0] \
@@ -391,7 +386,7 @@ class Linter:
             known = self.column_delta.get(ref, 0)
             self.column_delta[ref] = None if delta is None or known is None else known + delta
 
-    def _kept(self, sql: str, info: StatementInfo, thread: int) -> None:
+    def _kept(self, sql: str, info: StatementInfo) -> None:
         """A statement the replica applies: what it creates exists there now."""
         kind = info.kind
         if kind is Kind.CREATE_DB and info.db_statement_name:

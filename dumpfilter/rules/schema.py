@@ -81,17 +81,21 @@ class SchemaModel:
     def from_sql(cls, text: str, source: str = "--schema", *, strict: bool = False) -> SchemaModel:
         """A dump (`mariadb-dump --no-data`, `mysqldump --no-data`) or any DDL script: `USE`, `DELIMITER`
         and the dumps' `/*!50003 ... */` conditional comments are followed; other statements are ignored.
-        `strict` (a user's file): an unreadable table or database statement, or nothing created, is an error."""
+        `strict` (a user's file): a statement no schema dump holds, an unreadable table or database
+        statement, or nothing created, is an error (at the first such statement: junk is not read on)."""
+        from dumpfilter.rules.sql_script import iter_script  # only a --schema file needs it (`filter`'s start)
+
         model = cls(source=source)
         current_db = ""
-        for statement in split_script(text):
-            use = re.match(r"\s*USE\s+`?([^`;\s]+)`?\s*$", statement, re.IGNORECASE)
+        for offset, statement in iter_script(text):
+            use = _USE.match(statement)
             if use:
                 current_db = use.group(1)
                 continue
-            if strict and _unreadable(strip_version_comments(statement)):
-                line = text.count("\n", 0, max(text.find(statement.split("\n", 1)[0]), 0)) + 1
-                raise RuleError(f"{source}: line {line}: cannot parse {statement[:60]!r}")
+            why = _refused(statement, bool(model.databases or model._columns)) if strict else None
+            if why:
+                line = text.count("\n", 0, offset) + 1
+                raise RuleError(f"{source}: line {line}: {why}")
             model.observe(statement, current_db)
         if strict and not (model.databases or model._columns or model.triggers):
             raise RuleError(f"{source}: creates no database, table or trigger: not a schema dump")
@@ -304,6 +308,13 @@ class SchemaModel:
 
 _RESOLVING = threading.Lock()
 _SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
+# What a schema dump's statements begin with (mysqldump and mariadb-dump --no-data, with the options
+# that add CHANGE MASTER, START/STOP SLAVE, FLUSH PRIVILEGES, users and plugins), or a DDL script's.
+_DUMP_VERBS = _SCHEMA_VERBS | {"SET", "USE", "LOCK", "UNLOCK", "CHANGE", "START", "STOP", "FLUSH", "GRANT", "REVOKE",
+                               "INSTALL"}
+_ROW_VERBS = frozenset({"INSERT", "REPLACE", "COMMIT"})  # a dump with data (--no-autocommit: COMMIT)
+_SETVAL = lazy_compile(r"(?:DO|SELECT)\s+SETVAL\s*\(", re.IGNORECASE)  # mariadb-dump's sequences
+_USE = lazy_compile(r"\s*USE\s+`?([^`;\s]+)`?\s*$", re.IGNORECASE)
 
 
 def load_schema(source: str, option: str = "--schema") -> SchemaModel:
@@ -322,6 +333,17 @@ def _unreadable(sql: str) -> bool:
     except LexError:
         return True
     return not statement_tables(sql, "").parse_ok or min(accumulate(steps), default=0) < 0 or sum(steps) != 0
+
+
+def _refused(statement: str, created: bool) -> str | None:
+    """Why a user's schema file may not hold `statement`: not a statement of a schema dump (one led by
+    a version comment may hold anything: Percona's dumps `/*!50717 SELECT ...*/`; rows only once a
+    database or table is created), or DDL that cannot be read."""
+    verb = statement_verb(statement)
+    if not (statement.startswith(("/*!", "/*M!")) or verb in _DUMP_VERBS or (created and verb in _ROW_VERBS)
+            or _SETVAL.match(statement)):
+        return f"{statement[:60]!r} is not a statement of a schema dump (mysqldump --no-data)"
+    return f"cannot parse {statement[:60]!r}" if _unreadable(strip_version_comments(statement)) else None
 
 
 def is_schema_statement(sql: str) -> bool:
@@ -351,9 +373,19 @@ def _split_name(text: str) -> tuple[str, str]:
     return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
 
 
+# Key and character-set changes keep every column's name, and sqlglot reads neither as an ALTER:
+# mysqldump writes `/*!40000 ALTER TABLE t DISABLE KEYS */` around each table's rows, so a dump
+# restored on the primary logs it, and the table's columns must not become unknown there.
+_ALTER_KEEPS_COLUMNS = lazy_compile(r"\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:`(?:[^`]|``)*`|[^\s`])+\s+"
+                                    r"(?:(?:DISABLE|ENABLE)\s+KEYS|CONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s[^,;]*)"
+                                    r"\s*;?\s*$", re.IGNORECASE)
+
+
 def _alter_columns(columns: tuple[str, ...] | None, sql: str) -> tuple[str, ...] | None:
     """ALTER TABLE's column changes (sqlglot); None (unknown) when it cannot be followed. RENAME TO was
     applied when the statement was recorded."""
+    if columns is not None and _ALTER_KEEPS_COLUMNS.match(sql):
+        return columns
     try:
         tree = sqlglot.parse_one(sql, read="mysql")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
@@ -528,73 +560,3 @@ def strip_version_comments(sql: str) -> str:
         at = search = end + 2
     out.append(sql[at:])
     return "".join(out)
-
-
-def split_script(text: str) -> list[str]:
-    """Statements of a SQL script as the mysql client splits them: `DELIMITER` lines change the
-    delimiter; quotes, backticks and comments are respected (the dumps' `/*!...*/` are kept)."""
-    statements: list[str] = []
-    delimiter = ";"
-    current: list[str] = []
-    for line in text.splitlines(keepends=True):
-        directive = re.match(r"\s*DELIMITER\s+(\S+)\s*$", line, re.IGNORECASE)
-        if directive and _blank("".join(current)):
-            delimiter = directive.group(1)
-            continue
-        current.append(line)
-        joined = "".join(current)
-        while True:
-            cut = _find_delimiter(joined, delimiter)
-            if cut is None:
-                break
-            statement = joined[:cut].strip()
-            if statement:
-                statements.append(statement)
-            joined = joined[cut + len(delimiter):]
-        current = [] if _blank(joined) else [joined]
-    tail = "".join(current).strip()
-    if not _blank(tail):
-        statements.append(tail)
-    return [s for s in (_drop_comment_lines(s) for s in statements) if s]
-
-
-def _blank(text: str) -> bool:
-    """Only whitespace and line comments (what the mysql client discards between statements)."""
-    return re.fullmatch(r"(\s|--[ \t][^\n]*(\n|$)|--(\n|$)|#[^\n]*(\n|$))*", text) is not None
-
-
-def _drop_comment_lines(statement: str) -> str:
-    return "\n".join(line for line in statement.splitlines() if not re.match(r"\s*(--\s|--$|#)", line)).strip()
-
-
-def _find_delimiter(text: str, delimiter: str) -> int | None:
-    """Offset of the first delimiter outside quotes and comments (`/*!...*/` counts as code)."""
-    i, n, quote = 0, len(text), None
-    while i < n:
-        char = text[i]
-        if quote:
-            if char == "\\" and quote != "`":
-                i += 2
-                continue
-            if char == quote:
-                quote = None
-            i += 1
-            continue
-        if char in "'\"`":
-            quote = char
-        elif char == "#" or (text.startswith("--", i) and (i + 2 >= n or text[i + 2] in " \t\r\n")):
-            end = text.find("\n", i)
-            if end < 0:
-                return None
-            i = end + 1
-            continue
-        elif text.startswith("/*", i) and not text.startswith("/*!", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                return None
-            i = end + 2
-            continue
-        elif text.startswith(delimiter, i):
-            return i
-        i += 1
-    return None

@@ -74,28 +74,19 @@ def replica_status(server: MariaDBServer) -> dict[str, Any]:
     return dict(rows[0]) if rows else {}
 
 
-def make_replica(
-    primary: MariaDBServer,
-    replica: MariaDBServer,
-    *,
-    log_file: str | None = None,
-    log_pos: int = 4,
-    start: bool = True,
-) -> None:
+def make_replica(primary: MariaDBServer, replica: MariaDBServer) -> None:
     """Point `replica` at `primary` (file/position, no GTID) and START SLAVE.
 
-    By default replication starts at the primary's first binlog, so the replica
+    Replication starts at the primary's first binlog, so the replica
     receives everything the primary ever logged.
     """
     if not primary.log_bin:
         raise SandboxError(f"primary {primary.name} runs without --log-bin")
     if primary.server_id == replica.server_id:
         raise SandboxError("primary and replica must have different server_id values")
-    if log_file is None:
-        files = primary.binlog_files()
-        if not files:
-            raise SandboxError(f"primary {primary.name} has no binlog files")
-        log_file = files[0].name
+    files = primary.binlog_files()
+    if not files:
+        raise SandboxError(f"primary {primary.name} has no binlog files")
     if primary.port is None:
         raise SandboxError(f"primary {primary.name} is not running")
     replica.execute([
@@ -104,11 +95,10 @@ def make_replica(
         "CHANGE MASTER TO MASTER_HOST='127.0.0.1', "
         f"MASTER_PORT={int(primary.port)}, "
         f"MASTER_USER='{primary.repl_user}', MASTER_PASSWORD='{primary.repl_password}', "
-        f"MASTER_LOG_FILE='{log_file}', MASTER_LOG_POS={int(log_pos)}, "
+        f"MASTER_LOG_FILE='{files[0].name}', MASTER_LOG_POS=4, "
         "MASTER_USE_GTID=no, MASTER_CONNECT_RETRY=1",
     ])
-    if start:
-        replica.execute("START SLAVE")
+    replica.execute("START SLAVE")
 
 
 def _to_int(v: Any) -> int:

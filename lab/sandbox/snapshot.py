@@ -55,9 +55,6 @@ class Snapshot:
     def table(self, schema: str, table: str) -> TableSnapshot:
         return self.tables[(schema, table)]
 
-    def schema_tables(self, schema: str) -> dict[str, TableSnapshot]:
-        return {t: ts for (s, t), ts in self.tables.items() if s == schema}
-
 
 def _canon(v: Any) -> str:
     if v is None:
@@ -213,7 +210,6 @@ def diff_snapshots(
     *,
     schema_map: Mapping[str, str] | None = None,
     max_rows_shown: int = 10,
-    compare_definitions: bool = True,
 ) -> list[str]:
     """Human-readable differences between two snapshots; [] when identical.
 
@@ -245,7 +241,7 @@ def diff_snapshots(
             if key[0] in a_schemas:
                 out.append(f"table {name}: only on {lb} ({tb.row_count} rows), missing on {la}")
             continue
-        if compare_definitions and ta.definition != tb.definition:
+        if ta.definition != tb.definition:
             udiff = difflib.unified_diff(
                 ta.definition.splitlines(), tb.definition.splitlines(), la, lb, lineterm="", n=0
             )

@@ -92,14 +92,13 @@ class SlaveVerification:
                 "differences": [d.to_json() for d in self.differences]}
 
 
-def relay_transactions(relay_dir: Path, start_file: str | None = None, start_pos: int = 4) -> Iterator[Transaction]:
+def relay_transactions(relay_dir: Path) -> Iterator[Transaction]:
     """The transactions of a relay log, in order (bounded memory), each event placed at its
     MASTER position. A relay log keeps the master's log_pos in every header, but a reader's
     `pos` is the relay file offset; TransactionFilter frames an empty transaction with the
-    GTID's end position (COMMIT log_pos), which must be the master's, as the master computed it.
-    From `start_file` at `start_pos` (a unit's start) when given."""
+    GTID's end position (COMMIT log_pos), which must be the master's, as the master computed it."""
     grouper = TransactionGrouper()
-    for _name, event in TailingReader(relay_dir, start_file, start_pos, follow=False):
+    for _name, event in TailingReader(relay_dir, follow=False):
         if event.type_code in FILE_FRAMING_TYPES:
             # The relay log's own file framing (the slave does not relay the master's Rotate,
             # Previous_gtids, Gtid_list...). A relay file can end inside a GTID group the

@@ -133,16 +133,20 @@ class _CountingSlave(Slave):
         self._on_batch(batch.position.file, batch.position.pos)
 
 
-def _stats(address: str, server_id: int, user: str = "", password: str = "") -> dict[str, Any]:
+def master_stats(address: str, server_id: int, user: str = "", password: str = "",
+                 timeout: float = 10.0) -> dict[str, Any]:
+    """The master's counts for one slave over the Stats RPC ({} when it does not know it); a call
+    that fails raises grpc.RpcError."""
     # Under a master policy, Stats shows a caller only the slaves its identity registered.
     metadata = [("dumpfilter-user", user), ("dumpfilter-password", password)] if user else None
     with grpc.insecure_channel(address) as channel:
         stub = dump_pb2_grpc.DumpFilterStub(channel)  # type: ignore[no-untyped-call]  # generated, unannotated
-        reply: dump_pb2.StatsReply = stub.Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=10,
+        reply: dump_pb2.StatsReply = stub.Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=timeout,
                                                 metadata=metadata)
-    if not reply.slaves:
+    mine = [s for s in reply.slaves if s.server_id == server_id]
+    if not mine:
         return {}
-    message = reply.slaves[0]
+    message = mine[0]
     out: dict[str, Any] = {f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields
            if f.message_type is None}
     out["rule_hits"] = dict(message.rule_hits)
@@ -188,7 +192,7 @@ def run_streams(address: str, plans: list[StreamJob], *,
             result.timeline = slave.timeline
             result.heartbeat_bytes = slave.heartbeat_bytes
             result.warnings = slave.warnings
-            result.stats = _stats(address, plan.server_id, config.user, config.password)
+            result.stats = master_stats(address, plan.server_id, config.user, config.password)
         except DumpFilterError as exc:
             result.error = str(exc)
         except grpc.RpcError as exc:  # Stats after the stream

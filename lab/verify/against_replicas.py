@@ -448,7 +448,7 @@ class Verification:
         self.progress(f"{len(real)} real MariaDB replica(s) on the master's MySQL endpoint (port {endpoint.port})")
         return endpoint
 
-    def _real_replica_outcome(self, slot: _Slot, primary: MariaDBServer, master: MasterServer) -> Outcome:
+    def _real_replica_outcome(self, slot: _Slot, master: MasterServer) -> Outcome:
         """A real replica of the MySQL endpoint: caught up once the master streamed it the whole
         binlog and its SQL thread executed everything it read; or where its SQL thread stopped."""
         assert slot.real is not None  # (a kind = "mariadb" slave's, see _real_replicas)
@@ -484,7 +484,7 @@ class Verification:
             assert slot.replica is not None  # a slave with a reference has its reference replica (_start_all)
             result.reference = self._reference_outcome(primary, slot.replica)
         if spec.kind == "mariadb":
-            result.real_replica = self._real_replica_outcome(slot, primary, master)
+            result.real_replica = self._real_replica_outcome(slot, master)
             result.notes.append("also verified: a real MariaDB replica on the master's MySQL endpoint")
         slave, result.dumpfilter = self._dumpfilter_outcome(slot, address, relay_root / _server_name(spec.name))
         master_slave = master.service.slaves.get(spec.server_id)

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent import futures
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -93,31 +93,63 @@ class _Malformed:
         self.name, self.reason = name, reason
 
 
-def _parsed(message: Any) -> Callable[[bytes], Any]:
+def _parsed(read: Callable[[bytes], Any], name: str) -> Callable[[bytes], Any]:
     def parse(data: bytes) -> Any:
         try:
-            return message.FromString(data)
+            return read(data)
         except (DecodeError, ValueError) as exc:  # (never the request's bytes in the answer)
-            return _Malformed(message.DESCRIPTOR.name, str(exc)[:200])
+            return _Malformed(name, str(exc)[:200])
     return parse
 
 
-def _refusing_malformed(servicer: DumpFilterServicer, behavior: Callable[[Any, grpc.ServicerContext], Any]
+def _refuse(request: _Malformed, context: grpc.ServicerContext) -> NoReturn:
+    context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a well-formed {request.name} "
+                  f"(its string fields must be UTF-8): {request.reason}")
+
+
+def _refusing_malformed(behavior: Callable[[Any, grpc.ServicerContext], Any],
+                        caller: Callable[[grpc.ServicerContext], Any] | None = None, *, stream: bool = False
                         ) -> Callable[[Any, grpc.ServicerContext], Any]:
-    """`behavior`, but a request `_parsed` could not read ends the call with INVALID_ARGUMENT,
-    once its caller is authenticated as every call's is (a stranger is told no more than
-    UNAUTHENTICATED)."""
-    @functools.wraps(behavior)
-    def call(request: Any, context: grpc.ServicerContext) -> Any:
-        if isinstance(request, _Malformed):
+    """`behavior`, but a request `_parsed` could not read ends the call with INVALID_ARGUMENT, once
+    `caller` has authenticated it (DumpFilter's calls: a stranger is told no more than
+    UNAUTHENTICATED; health and reflection authenticate no one); each request of a `stream`
+    (reflection's) likewise."""
+    @functools.wraps(behavior)  # (with its attributes: health's Watch is experimental_non_blocking, given a 3rd)
+    def call(request: Any, context: grpc.ServicerContext, *more: Any) -> Any:
+        if stream:
+            request = (_refuse(r, context) if isinstance(r, _Malformed) else r for r in request)
+        elif isinstance(request, _Malformed):
             try:
-                servicer.caller(context)
+                if caller is not None:
+                    caller(context)
             except Exception as exc:
                 context.abort(*_status_for(exc))
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request is not a well-formed {request.name} "
-                          f"(its string fields must be UTF-8): {request.reason}")
-        return behavior(request, context)
+            _refuse(request, context)
+        return behavior(request, context, *more)
     return call
+
+
+class _Lenient:
+    """The server as the health and reflection services' generated code sees it when it adds their
+    handlers: each of them reads its requests with `_parsed` (`_refusing_malformed`)."""
+
+    def __init__(self, server: grpc.Server) -> None:
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        pass  # (the generated code gives the same handlers to add_registered_method_handlers)
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        lenient = {}
+        for name, handler in handlers.items():
+            kind = f"{'stream' if handler.request_streaming else 'unary'}_" \
+                   f"{'stream' if handler.response_streaming else 'unary'}"
+            behavior = _refusing_malformed(getattr(handler, kind), stream=handler.request_streaming)
+            lenient[name] = getattr(grpc, f"{kind}_rpc_method_handler")(
+                behavior, request_deserializer=_parsed(handler.request_deserializer, f"{name} request"),
+                response_serializer=handler.response_serializer)
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, lenient),))
+        self.server.add_registered_method_handlers(service, lenient)
 
 
 def _add_dump_filter(servicer: DumpFilterServicer, server: grpc.Server) -> None:
@@ -131,8 +163,8 @@ def _add_dump_filter(servicer: DumpFilterServicer, server: grpc.Server) -> None:
             raise TypeError(f"{method.full_name}: client streaming is not handled here")
         request, reply = (getattr(dump_pb2, m.name) for m in (method.input_type, method.output_type))
         make = grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
-        handlers[method.name] = make(_refusing_malformed(servicer, getattr(servicer, method.name)),
-                                     request_deserializer=_parsed(request),
+        handlers[method.name] = make(_refusing_malformed(getattr(servicer, method.name), servicer.caller),
+                                     request_deserializer=_parsed(request.FromString, request.DESCRIPTOR.name),
                                      response_serializer=_dump_reply_bytes if method.name == "Dump"
                                      else reply.SerializeToString)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
@@ -289,6 +321,10 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     def Register(self, request: dump_pb2.RegisterRequest, context: grpc.ServicerContext) -> dump_pb2.RegisterReply:
         caller = self.caller(context, request.credentials)
         with self.calls.hold(caller):
+            if request.HasField("replica_schema"):  # its size against the rule budget before its model is built
+                schema = request.replica_schema
+                self.service.check_replica_schema(caller, request.server_id, len(schema.databases) + len(
+                    schema.tables) + sum(len(table.columns) for table in schema.tables))
             result = self.service.register(registration_from_proto(request), caller)
         return dump_pb2.RegisterReply(server_id=result.server_id, effective=effective_to_proto(result.effective),
                                       warnings=result.warnings, replaced=result.replaced)
@@ -490,8 +526,9 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     servicer = DumpFilterServicer(service, stall_timeout)
     _add_dump_filter(servicer, server)
     health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    lenient = cast(grpc.Server, _Lenient(server))  # a request that does not parse: INVALID_ARGUMENT, not INTERNAL
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, lenient)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), lenient)
     if tls_client_ca and not (tls_cert and tls_key):
         raise InvalidArgumentError("--tls-client-ca (mTLS) needs --tls-cert and --tls-key")
     try:

@@ -223,7 +223,7 @@ def test_an_identical_output_is_zero_percent_smaller(tmp_path):
     (bytes(range(256)) * 10, "line 1: a NUL byte"),
     (b"CREATE TABLE a.t (x int", "line 1: cannot parse 'CREATE TABLE a.t (x int'"),
     (b"-- a dump\nCREATE DATABASE a;\n\nCREATE TABLE a.t (\n  x int\n;\n", "line 4: cannot parse"),
-    (b"hello ;;; ))(", "creates no database, table or trigger"),
+    (b"hello ;;; ))(", "line 1: 'hello' is not a statement of a schema dump"),
     (b"", "creates no database, table or trigger"),
 ], ids=["binary", "unclosed", "unclosed-line-4", "garbage", "empty"])
 def test_a_garbage_schema_is_refused_not_read_as_empty(tmp_path, content, says):

@@ -405,7 +405,8 @@ def test_segment_reader_reports_corruption_like_the_reference(tmp_path):
 
 # -- the slave's fast receive ---------------------------------------------------------------------------
 def _slave_run(address: str, relay_dir: Path, server_id: int, fast: bool, crash_at: int | None = None, **options):
-    from dumpfilter.slave.node import SimulatedCrash, Slave
+    from dumpfilter.slave.node import Slave
+    from tests.support import SimulatedCrash
     from dumpfilter.slave.config import SlaveConfig
 
     config = SlaveConfig(master=address, server_id=server_id, relay_dir=relay_dir, until_caught_up=True,

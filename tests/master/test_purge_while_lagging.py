@@ -12,7 +12,7 @@ import pytest
 from dumpfilter.errors import PositionError
 from dumpfilter.binlogs import read_index, write_index
 from tests.support.dump_helpers import relay_units, run_slave
-from dumpfilter.slave.node import SimulatedCrash
+from tests.support import SimulatedCrash
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 

@@ -89,7 +89,7 @@ def test_caught_up_replicas_show_the_masters_end_after_a_skipped_tail(mariadb_fa
         primary.execute(["INSERT INTO t VALUES (4)"], db="s2")
         _at_master_end(primary, reference, replicas)
         expected = snapshot(reference)
-        assert expected.table("s1", "t").row_count == 2 and not expected.schema_tables("s2")
+        assert expected.table("s1", "t").row_count == 2 and not [t for s, t in expected.tables if s == "s2"]
         for sid, replica in replicas.items():
             differences = diff_snapshots(expected, snapshot(replica))
             assert differences == [], f"server_id {sid} {MATRIX[sid]}:\n" + "\n".join(differences)

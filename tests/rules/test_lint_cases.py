@@ -17,6 +17,7 @@ from dumpfilter.rules import RuleEngine, Settings
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.schema import SchemaModel
+from tests.oracles.lint import feed_all
 
 
 class Build:
@@ -85,7 +86,7 @@ def lint(build: Build, options, *, schema: SchemaModel | None = None, flavor=Non
                         schema=(schema or SchemaModel()).copy())
     linter = Linter(engine, schema, flavor=flavor, schema_complete=schema is not None)
     units = group_transactions(BinlogReader(io.BytesIO(build.bytes()), "bin.000001"))
-    breaks = linter.feed_all(("bin.000001", txn) for txn in units)
+    breaks = feed_all(linter, (("bin.000001", txn) for txn in units))
     _same_through_the_scan(build, breaks, lambda: Linter(
         RuleEngine(StartupFilters.from_options(options).for_channel(""), Settings(flavor=flavor),
                    schema=(schema or SchemaModel()).copy()), schema, flavor=flavor, schema_complete=schema is not None))

@@ -23,6 +23,7 @@ from dumpfilter.rules.schema import SchemaModel, load_schema
 from dumpfilter.topology import TopologyError, parse_topology
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import schema_from_proto, schema_to_proto
+from tests.oracles.lint import feed_all
 from tests.rules.test_lint_cases import Build, _same_through_the_scan
 
 WILD = ["replicate-wild-do-table=d.t%"]  # skips CREATE DATABASE d ('d.' matches no pattern), keeps d.t1
@@ -37,7 +38,7 @@ def lint(build: Build, options, *, schema=None, replica=None, flavor="mariadb"):
     rules = StartupFilters.from_options([tuple(o.split("=", 1)) for o in options]).for_channel("")
     linter = new_linter(rules, Settings(flavor=flavor), schema, replica)
     units = group_transactions(BinlogReader(io.BytesIO(build.bytes()), "bin.000001"))
-    breaks = linter.feed_all(("bin.000001", t) for t in units)
+    breaks = feed_all(linter, (("bin.000001", t) for t in units))
     _same_through_the_scan(build, breaks, lambda: new_linter(rules, Settings(flavor=flavor), schema, replica))
     return [(b.errno, b.cause.rule if b.cause else None) for b in breaks]
 

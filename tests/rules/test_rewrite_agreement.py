@@ -17,6 +17,7 @@ from dumpfilter.rules.parse import apply_changes
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.topology import load_topology
+from tests.oracles.lint import feed_all
 from tests.rules.test_lint_cases import Build, _same_through_the_scan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def test_lint_predicts_the_qualified_name_missing_and_names_the_rewrite_rule():
     engine = _engine()
     linter = Linter(engine, None, flavor="mariadb")
     units = group_transactions(BinlogReader(io.BytesIO(build.bytes()), "bin.000001"))
-    breaks = linter.feed_all(("bin.000001", txn) for txn in units)
+    breaks = feed_all(linter, (("bin.000001", txn) for txn in units))
     assert [(b.errno, b.cause.rule) for b in breaks] == [(1146, "REWRITE")], breaks
     _same_through_the_scan(build, breaks, lambda: Linter(_engine(), None, flavor="mariadb"))
     assert "replicate-rewrite-db" not in breaks[0].cause.reason

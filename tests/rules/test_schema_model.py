@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from dumpfilter.cli.app import main
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.rules.schema import SchemaModel, split_script
+from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.sql_script import iter_script
 from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
 
 MARIADB = Settings(flavor="mariadb")
@@ -155,6 +156,10 @@ DELIMITER ;
     assert model.triggers[("s", "b")].writes is None  # a CALL: the body is not followed
 
 
+def split_script(text):
+    return [statement for _, statement in iter_script(text)]
+
+
 def test_split_script_follows_delimiters_quotes_and_comments():
     text = "SELECT ';' ; -- a ; comment\nDELIMITER $$\nCREATE x BEGIN a; b; END$$\nDELIMITER ;\n/* ; */ DO 1;"
     assert split_script(text) == ["SELECT ';'", "CREATE x BEGIN a; b; END", "/* ; */ DO 1"]
@@ -257,3 +262,19 @@ def test_lazy_replay_equals_eager_replay_and_copies_are_independent(ddl, cut):
     assert lazy.tables == eager.tables
     if snapshot is not None:
         assert snapshot.tables == frozen
+
+
+@pytest.mark.parametrize("alter", ["/*!40000 ALTER TABLE `t` DISABLE KEYS */", "ALTER TABLE d.t ENABLE KEYS",
+                                   "alter table `d`.`t` convert to character set utf8mb4 collate utf8mb4_bin"])
+def test_key_and_charset_changes_keep_the_columns(alter):
+    """mysqldump's DISABLE KEYS (logged when a dump is restored on the primary) and CONVERT TO
+    CHARACTER SET rename no column: the table's columns stay known."""
+    model = SchemaModel.from_sql(f"CREATE DATABASE d; USE d; CREATE TABLE t (a int, b int); {alter}; "
+                                 "ALTER TABLE t ADD COLUMN c int;")
+    assert model.columns("d", "t") == ("a", "b", "c")
+
+
+def test_a_key_change_beside_a_column_change_is_read_whole():
+    model = SchemaModel.from_sql("CREATE DATABASE d; USE d; CREATE TABLE t (a int, b int); "
+                                 "ALTER TABLE t DISABLE KEYS, DROP COLUMN b;")
+    assert model.columns("d", "t") in (None, ("a",))  # never the columns before the DROP

@@ -17,7 +17,7 @@ import pytest
 
 from dumpfilter.workload.generator import WorkloadSpec, generate
 from dumpfilter.rules.ruleset import RuleSet
-from dumpfilter.slave.node import SimulatedCrash
+from tests.support import SimulatedCrash
 
 from tests.support.dump_helpers import relay_units, run_slave
 

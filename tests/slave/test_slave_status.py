@@ -17,7 +17,7 @@ import pytest
 
 from dumpfilter.cli.app import main
 from dumpfilter.rules.ruleset import RuleSet
-from dumpfilter.slave.node import SimulatedCrash
+from tests.support import SimulatedCrash
 from dumpfilter.slave.status import status_fields
 from tests.support.dump_helpers import run_slave
 

@@ -12,7 +12,7 @@ use _core::facts::facts;
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::{Scanner, F_FAST, F_HOLES};
-use _core::send::{send, SendOptions};
+use _core::send::{walk, SendOptions};
 use _core::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
 use _core::sql::{plain_statement, query_literals, Literals};
 use _core::stmt::{dml_shape, dml_shape_read};
@@ -266,11 +266,13 @@ fuzz_target!(|data: &[u8]| {
         stmts: None,
         count_only: false,
     };
-    let sent = send(&plan, &[&buf[..out.stop]], &row, &keep, 0, &sopt);
+    let sent = walk(&plan, &[&buf[..out.stop]], &row, &keep, 0, &sopt);
+    let mut sent_out = vec![0u8; sent.out_len];
+    sent.fill(&[&buf[..out.stop]], &mut sent_out);
     assert!(sent.next <= out.units.len());
     assert_eq!(
         sent.sent_bytes + sent.heartbeat_bytes,
-        sent.out.len() as u64
+        sent_out.len() as u64
     );
     // Counting only (`experiment`) answers as sending does.
     let counted = _core::send::walk(

@@ -178,7 +178,7 @@ records! {
         gtid_server: u32,
     }
 
-    /// `UnitList.send`: what one stream sends of a run of units (see send::send).
+    /// `UnitList.send`: what one stream sends of a run of units (see send::walk).
     SendResult = "SendResult" {
         out: Py<PyBytes>,
         /// The first unit not handled.

@@ -452,7 +452,7 @@ impl PyUnitList {
     }
 
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
-    /// until a unit it cannot handle or the batch is full (see send::send), walked as `config`
+    /// until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
     /// says. The units' Table_maps are tallied per name id into `counts` (a bytearray of u32,
     /// added to in place).
     #[allow(clippy::too_many_arguments)]
