@@ -179,9 +179,9 @@ def add_split_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--map rules are evaluated as this server's replica would")
     parser.add_argument("--lower-case-table-names", type=int, choices=(0, 1, 2), default=0)
     parser.add_argument("--chunk-bytes", type=_size, default=DEFAULT_CHUNK_BYTES, metavar="BYTES",
-                        help="read files larger than this in chunks cut at transaction boundaries "
-                             "(default 64M, raised to the input's size over 4 tasks per Spark core; "
-                             "0: whole files)")
+                        help="Spark's tasks read files larger than this in chunks cut at transaction "
+                             "boundaries (default 64M, raised to the input's size over 4 tasks per Spark "
+                             "core; 0: whole files; --no-spark reads each file whole)")
     parser.add_argument("--no-verify-checksums", dest="verify_checksums", action="store_false",
                         help="do not check the input events' CRC32")
     add_schema_option(parser)

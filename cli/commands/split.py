@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.no_spark:
             result = split_local(args.inputs, staging, config, max_size=args.max_binlog_size,
-                                 chunk_bytes=args.chunk_bytes or None, verify_checksums=args.verify_checksums)
+                                 verify_checksums=args.verify_checksums)  # (--chunk-bytes is Spark's tasks')
             outputs = result.outputs
             stats = result.stats
             extra = (f"; {stats.incomplete} incomplete unit(s) not written" if stats.incomplete else "") + \

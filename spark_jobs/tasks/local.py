@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dumpfilter.codec import Event
-from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, schema_statements, source_header
+from dumpfilter.spark_jobs.tasks.chunks import input_files, schema_statements, source_header
 from dumpfilter.spark_jobs.tasks.chunks import plan_chunks
 from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, route_chunk
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE
@@ -47,14 +47,15 @@ class _ToOutputs(Deliver):
 
 
 def split_local(targets: list[str | os.PathLike[str]], out: str | os.PathLike[str], config: SplitConfig, *,
-                max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = DEFAULT_CHUNK_BYTES,
+                max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = None,
                 verify_checksums: bool = True) -> SplitResult:
     out = check_output_dir(out)
     paths = input_files(targets)
     header = source_header(paths)
-    # One process reads every file in order, in bounded buffers, whatever the cuts: they change
-    # nothing written (as on Spark), so the files are read whole, without a walk to find them.
-    chunks = plan_chunks(paths, None)
+    # One process reads every file in order, in bounded buffers: cuts change nothing written (as on
+    # Spark), so `split --no-spark` reads the files whole, without a walk to find them; `chunk_bytes`
+    # cuts them as Spark's tasks would (each chunk started from the state before it: chunk_starts).
+    chunks = plan_chunks(paths, chunk_bytes)
     starts = chunk_starts(config, (schema_statements(c, verify_checksums=verify_checksums) for c in chunks))
     router = Router(config)
     outputs = OutputSet(out, header, max_size)
