@@ -75,6 +75,9 @@ class SchemaModel:
     source: str = "binlog DDL"
     _columns: dict[TableRef, tuple[str, ...] | None] = field(default_factory=dict)
     _pending: dict[TableRef, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)  # (op, sql, db)
+    # Every table a trigger is on, and maybe more (built at the first DROP TABLE): a dump drops each
+    # table before it creates it, and that must not cost a look at every trigger (N tables x T).
+    _trigger_tables: set[TableRef] | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -183,11 +186,14 @@ class SchemaModel:
             if info.temporary:
                 return
             columns, pending = self._columns, self._pending
+            if self._trigger_tables is None:
+                self._trigger_tables = {t.table for t in self.triggers.values()}
             for key in info.updated:
                 columns.pop(key, None)
                 pending.pop(key, None)
-                if self.triggers:
+                if key in self._trigger_tables:
                     self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
+                    self._trigger_tables.discard(key)
             return
         sql = strip_version_comments(sql)
         default = current_db or ""
@@ -262,6 +268,7 @@ class SchemaModel:
             for key, trig in list(self.triggers.items()):
                 if trig.table == old:
                     self.triggers[key] = Trigger(trig.db, trig.name, new, trig.timing, trig.event, trig.writes)
+                    self._trigger_on(new)
 
     def _create_trigger(self, info: StatementInfo, sql: str) -> None:
         assert info.trigger is not None  # statement_tables names a CREATE TRIGGER's trigger
@@ -269,6 +276,7 @@ class SchemaModel:
             timing, event, writes = info.trigger_def
             db, name = info.trigger
             self.triggers[(db, name)] = Trigger(db, name, info.updated[0], timing, event, writes)
+            self._trigger_on(info.updated[0])
             return
         match = re.search(r"\b(BEFORE|AFTER)\s+(INSERT|UPDATE|DELETE)\s+ON\b", sql, re.IGNORECASE)
         body = re.search(r"\bFOR\s+EACH\s+ROW\b", sql, re.IGNORECASE)
@@ -277,6 +285,11 @@ class SchemaModel:
         db, name = info.trigger
         self.triggers[(db, name)] = Trigger(db, name, info.updated[0], match.group(1).upper(),
                                             match.group(2).upper(), _body_writes(sql[body.end():], db))
+        self._trigger_on(info.updated[0])
+
+    def _trigger_on(self, table: TableRef) -> None:
+        if self._trigger_tables is not None:
+            self._trigger_tables.add(table)
 
     # ------------------------------------------------------------------ questions
     def _key(self, db: str, table: str) -> TableRef | None:

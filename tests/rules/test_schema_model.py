@@ -278,3 +278,47 @@ def test_a_key_change_beside_a_column_change_is_read_whole():
     model = SchemaModel.from_sql("CREATE DATABASE d; USE d; CREATE TABLE t (a int, b int); "
                                  "ALTER TABLE t DISABLE KEYS, DROP COLUMN b;")
     assert model.columns("d", "t") in (None, ("a",))  # never the columns before the DROP
+
+
+def _trigger(table, name):
+    return (f"CREATE TRIGGER {name} AFTER INSERT ON {table} FOR EACH ROW INSERT INTO d.log VALUES (1);")
+
+
+def test_drop_table_takes_its_triggers_with_it_wherever_they_came_from():
+    """DROP TABLE drops the table's triggers: one created before the first DROP, one after it, one
+    that moved with a RENAME, and one of a copied model; the other tables keep theirs."""
+    model = SchemaModel.from_sql("CREATE DATABASE d; USE d; CREATE TABLE a (x int); CREATE TABLE b (x int); "
+                                 "CREATE TABLE c (x int); CREATE TABLE e (x int); " + _trigger("a", "ta"))
+    model.observe("DROP TABLE IF EXISTS d.zz", "d")  # (the first DROP: what the model knows of triggers is read)
+    model.observe(_trigger("b", "tb"), "d")
+    model.observe("RENAME TABLE c TO c2", "d")
+    model.observe(_trigger("c2", "tc"), "d")
+    model.observe("RENAME TABLE c2 TO c3", "d")
+    model.observe(_trigger("e", "te"), "d")
+    for table in ("a", "b", "c3"):
+        model.observe(f"DROP TABLE {table}", "d")
+    assert set(model.triggers) == {("d", "te")}
+    copied = model.copy()
+    copied.observe("DROP TABLE e", "d")
+    assert copied.triggers == {} and set(model.triggers) == {("d", "te")}
+
+
+class _CountingDict(dict):
+    looks = 0
+
+    def items(self):
+        type(self).looks += 1
+        return super().items()
+
+
+def test_a_dump_that_drops_each_table_first_does_not_look_at_every_trigger_each_time():
+    """mysqldump writes DROP TABLE IF EXISTS before each CREATE TABLE: a DROP of a table no trigger
+    is on must not walk the model's triggers (tables x triggers on a large dump)."""
+    model = SchemaModel.from_sql("CREATE DATABASE d; USE d; CREATE TABLE a (x int); " + _trigger("a", "ta"))
+    model.triggers = _CountingDict(model.triggers)
+    for n in range(50):
+        model.observe(f"DROP TABLE IF EXISTS d.t{n}", "d")
+        model.observe(f"CREATE TABLE d.t{n} (x int)", "d")
+    assert _CountingDict.looks == 0
+    model.observe("DROP TABLE d.a", "d")
+    assert model.triggers == {}
