@@ -9,7 +9,7 @@ import os
 import stat
 from typing import BinaryIO
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
@@ -19,7 +19,7 @@ SIDE_FILE_BYTES = 16 << 20
 
 
 class RegularFileError(ValueError):
-    """Not a regular file (`kind`: "a FIFO", "a directory", ...), or a regular file over the cap it
+    """Not a regular file (`kind`: "a FIFO (named pipe)", "a directory", ...), or a regular file over the cap it
     was read with (`kind` None). The message never names the path: its caller knows what it is for."""
 
     def __init__(self, message: str, kind: str | None = None):

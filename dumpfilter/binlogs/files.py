@@ -47,8 +47,7 @@ def _regular(call: Callable[..., _T], path: str | os.PathLike[str], what: str, *
     try:
         return call(path, *args)
     except RegularFileError as exc:  # "index file is larger than 16 MiB" (kind None), or not a file
-        kind = "a FIFO (named pipe)" if exc.kind == "a FIFO" else exc.kind
-        message = f"is {kind}, not {what}" if kind else f"{what.split(' ', 1)[-1]} {exc}"
+        message = f"is {exc.kind}, not {what}" if exc.kind else f"{what.split(' ', 1)[-1]} {exc}"
         raise BinlogError(message, path=str(path)) from None
     except OSError as exc:
         raise file_error(exc, path, what) from None
