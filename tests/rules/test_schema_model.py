@@ -322,3 +322,33 @@ def test_a_dump_that_drops_each_table_first_does_not_look_at_every_trigger_each_
     assert _CountingDict.looks == 0
     model.observe("DROP TABLE d.a", "d")
     assert model.triggers == {}
+
+
+@pytest.mark.mariadb
+def test_every_kind_of_real_dump_is_taken_as_a_schema(mariadb_factory, tmp_path):
+    """A --schema file is refused at its first statement no dump holds: every dump a real
+    mariadb-dump writes is still taken (routines, events, a view, a sequence's SETVAL, rows,
+    --master-data's CHANGE MASTER, --compact, --skip-opt, every database), with the tables and
+    triggers information_schema gives."""
+    server = mariadb_factory("schema-dumps")
+    server.execute(["CREATE DATABASE d", *split_script(SEED), "CREATE VIEW d.v AS SELECT a FROM d.t1",
+                    "CREATE SEQUENCE d.s", "INSERT INTO d.t1 VALUES (1, 2), (3, 4)",
+                    "CREATE PROCEDURE d.p() BEGIN SELECT 1; END",
+                    "CREATE EVENT d.e ON SCHEDULE EVERY 1 DAY DO DELETE FROM d.k"])
+    from_server = SchemaModel.from_server(f"mysql://root@127.0.0.1:{server.port}")
+    base = ["mariadb-dump", "-h", "127.0.0.1", "-P", str(server.port), "-u", "root"]
+    variants = {"no-data": ["--no-data", "--routines", "--events", "--triggers", "--databases", "d"],
+                "rows": ["--routines", "--events", "--databases", "d"],
+                "master-data": ["--no-data", "--master-data=1", "--gtid", "--databases", "d"],
+                "compact": ["--no-data", "--compact", "--databases", "d"],
+                "skip-opt": ["--skip-opt", "--databases", "d"],
+                "all": ["--no-data", "--all-databases"]}
+    for name, options in variants.items():
+        dump = subprocess.run(base + options, check=True, capture_output=True, text=True).stdout
+        (tmp_path / f"{name}.sql").write_text(dump)
+        model = SchemaModel.load(tmp_path / f"{name}.sql")
+        # (the base tables: information_schema also lists the view v and the sequence s's columns)
+        mine = {key: cols for key, cols in model.tables.items() if key[0] == "d" and key[1] not in "vs"}
+        assert mine == {key: cols for key, cols in from_server.tables.items() if key[0] == "d" and key[1] not in "vs"}
+        assert len(mine) == 6, name
+        assert model.triggers == from_server.triggers, name
