@@ -387,8 +387,10 @@ class MariaDBServer:
             import pymysql  # on first use: simulate without a real server never loads it (nor cryptography)
 
             try:
-                pymysql.connect(host="127.0.0.1", port=port, user="root",
-                                connect_timeout=2).close()
+                # Over this server's own socket: its TCP port may answer for another sandbox server
+                # that took the same free port first (this one then exits: "Bind on TCP/IP port").
+                # mariadbd listens on its socket only once its port is bound.
+                pymysql.connect(unix_socket=str(self.socket_path), user="root", connect_timeout=2).close()
                 return
             except pymysql.err.OperationalError as exc:
                 last_exc = exc
