@@ -544,9 +544,9 @@ class RuleEngine(EffectiveSemantics, Decider):
         queue = [(table, "UPDATE") for table in updated]
         while queue:
             table, event = queue.pop(0)
-            if not model.knows(*table):
-                notes.append(f"table {table[0]}.{table[1]} is not in the schema model: its {event} triggers "
-                             "are unknown, none counted")
+            if not model.knows(*table) or model.is_view(*table):
+                why = "is a view: the {} triggers of its tables" if model.knows(*table) else "is not in the schema model: its {} triggers"
+                notes.append(f"table {table[0]}.{table[1]} {why.format(event)} are unknown, none counted")
                 continue
             for trigger in model.triggers_on(table, event):
                 key = (trigger.db, trigger.name)

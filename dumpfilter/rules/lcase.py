@@ -32,5 +32,6 @@ def folded_schema(model: SchemaModel) -> SchemaModel:
                                                   tuple((folded_ref(t), e) for t, e in trig.writes))
                 for key, trig in model.triggers.items()}
     return SchemaModel({db.lower() for db in model.databases}, triggers, model.source,
-                       {folded_ref(key): cols for key, cols in model._columns.items()},
-                       {folded_ref(key): ops for key, ops in model._pending.items()})
+                       views={folded_ref(key) for key in model.views},
+                       _columns={folded_ref(key): cols for key, cols in model._columns.items()},
+                       _pending={folded_ref(key): ops for key, ops in model._pending.items()})

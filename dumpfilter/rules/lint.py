@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.transactions import CONTROL
@@ -40,7 +39,8 @@ from dumpfilter.rules.renamer import applied_db
 from dumpfilter.rules.lcase import folded_info, folded_ref, folded_schema
 from dumpfilter.rules.lint_divergence import Breaks, Divergence
 from dumpfilter.rules.lint_records import Break as Break, Cause as Cause, Verdict  # (Break, Cause: importers name this module)
-from dumpfilter.rules.lint_sql import column_delta, first_row_values, if_not_exists, insert_column_list
+from dumpfilter.rules.lint_server import ReplicaServer, Side
+from dumpfilter.rules.lint_sql import column_delta, if_not_exists
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
@@ -74,15 +74,7 @@ class _Recorder(Decider):
         self.engine.invalidate()
 
 
-@dataclass
-class _Side:
-    """One server's objects: the schema model (tables, columns) plus what the model cannot hold."""
-
-    model: SchemaModel
-    temps: set[tuple[int, str, str]] = field(default_factory=set)  # (master thread id, db, table)
-
-
-class Linter:
+class Linter(ReplicaServer):
     """Feed it (file name, Transaction) in binlog order; `breaks` collects the predictions.
 
     `schema` is the master's schema before the binlog; `replica_schema` the replica's, when it differs
@@ -97,12 +89,12 @@ class Linter:
         self.idempotent_ddl = flavor == "mariadb"
         self.schema_complete = schema_complete or replica_schema is not None
         start = schema if schema is not None else SchemaModel()
-        self.primary = _Side(start.copy())
+        self.primary = Side(start.copy())
         # A replica that lower-cases the names it is sent (BUG#37656, rpl_row/stm_lcase_tblnames) holds
         # and opens every database and table lower-cased: its side of the replay is kept so.
         self.fold = engine.names.lower_incoming
         replica_start = replica_schema if replica_schema is not None else start
-        self.replica = _Side(folded_schema(replica_start) if self.fold else replica_start.copy())
+        self.replica = Side(folded_schema(replica_start) if self.fold else replica_start.copy())
         self._start = ("--replica-schema", "the replica's starting schema") if replica_schema is not None \
             else ("--schema", "the starting schema")
         self._recorder = _Recorder(engine)
@@ -180,38 +172,6 @@ class Linter:
         """A table as the replica names it: lower-cased when it folds names (`fold`)."""
         return folded_ref(ref) if self.fold else ref
 
-    # ------------------------------------------------------------------ presence on the replica
-    def _db_state(self, db: str) -> tuple[bool, Cause | None]:
-        if db in self.absent_dbs:
-            return False, self.absent_dbs[db]
-        if db in self.replica.model.databases:
-            return True, None
-        if self.schema_complete and not any(key[0] == db for key in self.replica.model._columns):
-            return False, self._start_cause(f"database '{db}' is not in")
-        return True, None
-
-    def _start_cause(self, what: str) -> Cause:
-        return Cause(None, None, self._start[0], f"{what} {self._start[1]}")
-
-    def _replica_holds_db(self, db: str) -> bool:
-        """The replica's model holds the database (its starting schema, or statements it applied)."""
-        return db not in self.absent_dbs and _holds_db(self.replica.model, db)
-
-    def _replica_holds_table(self, ref: TableRef) -> bool:
-        return ref not in self.absent_tables and self._replica_holds_db(ref[0]) and self.replica.model.knows(*ref)
-
-    def _table_state(self, ref: TableRef) -> tuple[bool, Cause | None]:
-        db_ok, db_cause = self._db_state(ref[0])
-        if not db_ok:
-            return False, db_cause
-        if ref in self.absent_tables:
-            return False, self.absent_tables[ref]
-        if self.replica.model.knows(*ref):
-            return True, None
-        if self.schema_complete:
-            return False, self._start_cause(f"table '{ref[0]}.{ref[1]}' is not in")
-        return True, None
-
     # ------------------------------------------------------------------ a Query event
     def _statement(self, file: str, txn: Transaction, event: Event, outer: Event, decision: Decision,
                    inherited: Cause | None = None) -> bool:
@@ -227,7 +187,7 @@ class Linter:
         primary_info = statement_tables(sql, db)
         replica_info = statement_tables(sql, replica_db) if replica_db != db else primary_info
         replica_info = folded_info(replica_info) if self.fold else replica_info
-        problem = self._check(sql, primary_info, replica_info, thread) if decision.apply else None
+        problem = self.check(sql, primary_info, replica_info, thread) if decision.apply else None
         return Verdict(decision, replica_db, primary_info, replica_info, problem)
 
     def key_verdict(self, db: str, sql: str) -> Verdict | None:
@@ -315,7 +275,7 @@ class Linter:
                     return
                 touched.add(table.lower())
 
-    def _observe(self, side: _Side, sql: str, db: str, info: StatementInfo, thread: int) -> None:
+    def _observe(self, side: Side, sql: str, db: str, info: StatementInfo, thread: int) -> None:
         if info.kind is Kind.CREATE_TABLE and info.temporary and info.updated:
             ref = info.updated[0]
             side.temps.add((thread, ref[0], ref[1]))
@@ -324,9 +284,6 @@ class Linter:
                 side.temps.discard((thread, ref[0], ref[1]))
         if not (info.kind is Kind.DROP_TABLE and info.temporary):
             side.model.observe(sql, db, info)
-
-    def _is_temp(self, thread: int, ref: TableRef) -> bool:
-        return (thread, ref[0], ref[1]) in self.primary.temps
 
     def _skipped(self, sql: str, primary_info: StatementInfo, info: StatementInfo, thread: int,
                  cause: Cause | None) -> None:
@@ -348,7 +305,7 @@ class Linter:
                 self.absent_dbs.pop(name)
             else:
                 self.extra_dbs[name] = cause
-        elif kind is Kind.CREATE_TABLE and info.updated:
+        elif kind in (Kind.CREATE_TABLE, Kind.CREATE_VIEW) and info.updated:
             ref = info.updated[0]
             if info.temporary:
                 primary_ref = primary_info.updated[0]
@@ -359,7 +316,7 @@ class Linter:
                 return
             self.absent_tables.setdefault(ref, cause)
             self.extra_tables.pop(ref, None)
-        elif kind is Kind.DROP_TABLE:
+        elif kind in (Kind.DROP_TABLE, Kind.DROP_VIEW):
             for primary_ref, ref in zip(primary_info.updated, info.updated):
                 if info.temporary or self._is_temp(thread, primary_ref):
                     continue
@@ -398,14 +355,14 @@ class Linter:
                 self.absent_tables.pop(ref)
             for ref in [r for r in self.extra_tables if r[0] == name]:
                 self.extra_tables.pop(ref)
-        elif kind is Kind.CREATE_TABLE and info.updated and not info.temporary:
+        elif kind in (Kind.CREATE_TABLE, Kind.CREATE_VIEW) and info.updated and not info.temporary:
             ref = info.updated[0]
             self.absent_tables.pop(ref, None)
             if not if_not_exists(sql):
                 self.extra_tables.pop(ref, None)
                 self.shape_causes.pop(ref, None)  # CREATE (OR REPLACE) gives it the primary's shape
                 self.column_delta.pop(ref, None)
-        elif kind is Kind.DROP_TABLE:
+        elif kind in (Kind.DROP_TABLE, Kind.DROP_VIEW):
             for ref in info.updated:
                 self.extra_tables.pop(ref, None)
                 self.shape_causes.pop(ref, None)
@@ -422,125 +379,6 @@ class Linter:
                     self.shape_causes[new] = self.shape_causes.pop(old)
                 if old in self.column_delta:
                     self.column_delta[new] = self.column_delta.pop(old)
-
-    # ------------------------------------------------------------------ the server's checks
-    def _check(self, sql: str, primary_info: StatementInfo, info: StatementInfo,
-               thread: int) -> tuple[int, str, Cause | None] | None:
-        kind = info.kind
-        if not info.parse_ok:
-            return None
-        if kind is Kind.CREATE_DB and info.db_statement_name:
-            name = info.db_statement_name
-            # The primary ran it: had the replica the database where the primary had none (its own
-            # starting schema, a DROP it skipped), the replica stops.
-            if self._replica_holds_db(name) and not if_not_exists(sql) and (
-                    name in self.extra_dbs or not _holds_db(self.primary.model, primary_info.db_statement_name or name)):
-                return 1007, f"Can't create database '{name}'; database exists", \
-                    self.extra_dbs.get(name) or self._start_cause(f"database '{name}' is in")
-            return None
-        if kind is Kind.DROP_DB and info.db_statement_name:
-            name = info.db_statement_name
-            present, cause = self._db_state(name)
-            if not present and not info.if_exists:
-                return 1008, f"Can't drop database '{name}'; database doesn't exist", cause
-            return None
-        if kind in (Kind.ALTER_DB, Kind.SET, Kind.TRANSACTION, Kind.ACCOUNT, Kind.ROUTINE, Kind.OTHER):
-            return None
-        pairs = list(zip(primary_info.updated, info.updated))
-        reads = list(zip(primary_info.read, info.read))
-        if kind is Kind.CREATE_TABLE and info.updated:
-            ref = info.updated[0]
-            if not info.temporary:
-                db_ok, cause = self._db_state(ref[0])
-                if not db_ok:
-                    return 1049, f"Unknown database '{ref[0]}'", cause
-                if self._replica_holds_table(ref) and not if_not_exists(sql) and not self.idempotent_ddl and (
-                        ref in self.extra_tables or not self.primary.model.knows(*primary_info.updated[0])):
-                    return 1050, f"Table '{ref[1]}' already exists", \
-                        self.extra_tables.get(ref) or self._start_cause(f"table '{ref[0]}.{ref[1]}' is in")
-            return self._need_tables(reads, thread)
-        if kind is Kind.DROP_TABLE:
-            if info.if_exists or self.idempotent_ddl or info.temporary:
-                return None
-            missing = []
-            cause = None
-            for primary_ref, ref in pairs:
-                if self._is_temp(thread, primary_ref):
-                    continue
-                present, why = self._table_state(ref)
-                if not present:
-                    missing.append(f"{ref[0]}.{ref[1]}")
-                    cause = cause or why
-            if missing:
-                return 1051, f"Unknown table '{','.join(missing)}'", cause
-            return None
-        if kind is Kind.RENAME_TABLE:
-            # The pairs run in order (RENAME TABLE a TO tmp, b TO a, tmp TO b swaps two tables).
-            overlay: dict[TableRef, bool] = {}
-            for old, new in info.renames:
-                present, cause = (overlay[old], None) if old in overlay else self._table_state(old)
-                if not present:
-                    return 1146, f"Table '{old[0]}.{old[1]}' doesn't exist", cause
-                if overlay.get(new) or (new not in overlay and new in self.extra_tables):
-                    return 1050, f"Table '{new[1]}' already exists", self.extra_tables.get(new)
-                overlay[old], overlay[new] = False, True
-            return None
-        if kind is Kind.CREATE_TRIGGER or kind is Kind.DROP_TRIGGER:
-            return None  # DROP TRIGGER of a trigger this replica never created is skipped by the filter
-        problem = self._need_tables(pairs + reads, thread)
-        if problem is not None:
-            return problem
-        if kind in (Kind.INSERT, Kind.REPLACE) and pairs:
-            return self._insert_shape(sql, pairs[0], thread)
-        return None
-
-    def _need_tables(self, pairs: Iterable[tuple[TableRef, TableRef]], thread: int
-                     ) -> tuple[int, str, Cause | None] | None:
-        for primary_ref, ref in pairs:
-            if self._is_temp(thread, primary_ref):
-                if (thread, ref[0], ref[1]) not in self.replica.temps:
-                    return 1146, f"Table '{ref[0]}.{ref[1]}' doesn't exist", \
-                        self.temp_causes.get((thread, primary_ref[0], primary_ref[1]))
-                continue
-            present, cause = self._table_state(ref)
-            if not present:
-                return 1146, f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause
-        return None
-
-    def _insert_shape(self, sql: str, pair: tuple[TableRef, TableRef], thread: int
-                      ) -> tuple[int, str, Cause | None] | None:
-        primary_ref, ref = pair
-        if self._is_temp(thread, primary_ref) or not self._shape_known(ref):
-            return None
-        replica_columns = self.replica.model.columns(*ref)
-        listed = insert_column_list(sql)
-        if listed is None:
-            return None  # INSERT ... SET, or text not followed
-        if listed:
-            if replica_columns is None:
-                return None
-            for column in listed:
-                if column.lower() not in replica_columns:
-                    return 1054, f"Unknown column '{column}' in 'field list'", self.shape_causes.get(ref)
-            return None
-        # No column list: the primary ran it, so it supplied one value per primary column.
-        primary_columns = self.primary.model.columns(*primary_ref)
-        values = len(primary_columns) if primary_columns is not None else first_row_values(sql)
-        if replica_columns is not None:
-            have = len(replica_columns)
-        else:
-            delta = self.column_delta.get(ref)
-            if not delta or values is None:
-                return None
-            have = values - delta
-        if values is None or values == have:
-            return None
-        return 1136, "Column count doesn't match value count at row 1", self.shape_causes.get(ref)
-
-    def _shape_known(self, ref: TableRef) -> bool:
-        """Whether `_insert_shape` has anything to hold an INSERT into the replica's `ref` to: its
-        columns, or the columns skipped ALTERs gave the primary's over it."""
-        return self.replica.model.columns(*ref) is not None or bool(self.column_delta.get(ref))
 
     def _table_map(self, file: str, txn: Transaction, event: Event, db: str, table: str) -> bool:
         ref = self._replica_table(db, table)
@@ -561,10 +399,6 @@ _KEYED = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE})  # the
 _TABLE_DDL = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
                         Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW,
                         Kind.DROP_VIEW})
-
-
-def _holds_db(model: SchemaModel, db: str) -> bool:
-    return db in model.databases or any(key[0] == db for key in model._columns)
 
 
 def _flatten(events: Iterable[Event]) -> Iterator[tuple[Event, Event]]:

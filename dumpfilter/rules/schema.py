@@ -19,7 +19,6 @@ from urllib.parse import unquote, urlparse
 from dataclasses import dataclass, field
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
-from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError, without_password
@@ -36,13 +35,10 @@ _LIKE = lazy_compile(r"\bLIKE\b", re.IGNORECASE)
 
 # Statements that change what the model holds; every other statement passes untouched.
 SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.RENAME_TABLE, Kind.CREATE_DB,
-                          Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER})
+                          Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW, Kind.DROP_VIEW})
 
 MAX_SCHEMA_FILE_BYTES = 256 << 20  # a --no-data dump of about a million tables
 _SCHEMA_DDL = lazy_compile(r"\s*(CREATE|ALTER|DROP|RENAME)\s+(TABLE|DATABASE|SCHEMA)\b", re.IGNORECASE)
-_WRITE_WORDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
-MAX_WRITES_PER_STATEMENT = 8  # a trigger body's write words before one `;` (core/src/facts/trigger.rs)
-_NOT_A_WRITE_BEFORE = frozenset({"KEY", "FOR", "ON", "DUPLICATE"})  # ON DUPLICATE KEY UPDATE, FOR UPDATE, ON DELETE
 
 
 @dataclass(frozen=True)
@@ -73,6 +69,7 @@ class SchemaModel:
     databases: set[str] = field(default_factory=set)
     triggers: dict[TableRef, Trigger] = field(default_factory=dict)  # (db, trigger name) -> Trigger
     source: str = "binlog DDL"
+    views: set[TableRef] = field(default_factory=set)  # the names in `tables` that are views
     _columns: dict[TableRef, tuple[str, ...] | None] = field(default_factory=dict)
     _pending: dict[TableRef, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)  # (op, sql, db)
     # Every table a trigger is on, and maybe more (built at the first DROP TABLE): a dump drops each
@@ -125,6 +122,8 @@ class SchemaModel:
         """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns and triggers from information_schema."""
         import pymysql
 
+        from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
+
         shown = without_password(url)  # in every message: never the password
         try:
             parsed = urlparse(url)  # (an unclosed [IPv6 address raises)
@@ -151,11 +150,14 @@ class SchemaModel:
             for db, table, column in cursor.fetchall():
                 columns.setdefault((db, table), []).append(column.lower())
             model._columns = {key: tuple(names) for key, names in columns.items()}
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA NOT IN %s",
+                           (system,))
+            model.views = {(db, name) for db, name in cursor.fetchall()}
             cursor.execute("SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, "
                            "EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS")
             for db, name, timing, event, table_db, table, body in cursor.fetchall():
                 model.triggers[(db, name)] = Trigger(db, name, (table_db, table), timing.upper(), event.upper(),
-                                                     _body_writes(body, db))
+                                                     body_writes(body, db))
         return model
 
     def key(self) -> tuple[tuple[str, ...], tuple[tuple[TableRef, tuple[str, ...] | None], ...]]:
@@ -163,8 +165,8 @@ class SchemaModel:
         return tuple(sorted(self.databases)), tuple(sorted(self.tables.items(), key=lambda item: item[0]))
 
     def copy(self) -> SchemaModel:
-        return SchemaModel(set(self.databases), dict(self.triggers), self.source, dict(self._columns),
-                           dict(self._pending))
+        return SchemaModel(set(self.databases), dict(self.triggers), self.source, set(self.views),
+                           _columns=dict(self._columns), _pending=dict(self._pending))
 
     @property
     def tables(self) -> dict[TableRef, tuple[str, ...] | None]:
@@ -189,6 +191,8 @@ class SchemaModel:
             if self._trigger_tables is None:
                 self._trigger_tables = {t.table for t in self.triggers.values()}
             for key in info.updated:
+                if key in self.views:
+                    continue  # DROP TABLE of a view fails on the server (ER_WRONG_OBJECT): not logged
                 columns.pop(key, None)
                 pending.pop(key, None)
                 if key in self._trigger_tables:
@@ -204,6 +208,7 @@ class SchemaModel:
             self.databases.discard(name)
             self._columns = {key: cols for key, cols in self._columns.items() if key[0] != name}
             self._pending = {key: ops for key, ops in self._pending.items() if key[0] != name}
+            self.views = {key for key in self.views if key[0] != name}
             self.triggers = {key: trig for key, trig in self.triggers.items() if key[0] != name}
         elif info.kind is Kind.CREATE_TABLE and info.updated:
             if info.temporary:
@@ -214,6 +219,14 @@ class SchemaModel:
         elif info.kind is Kind.RENAME_TABLE:
             for old, new in info.renames:
                 self._rename(old, new)
+        elif info.kind is Kind.CREATE_VIEW and info.updated:
+            self._create_view(info.updated[0], sql, default)
+        elif info.kind is Kind.DROP_VIEW:
+            for key in info.updated:
+                if key in self.views:
+                    self.views.discard(key)
+                    self._columns.pop(key, None)
+                    self._pending.pop(key, None)
         elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
             self._create_trigger(info, sql)
         elif info.kind is Kind.DROP_TRIGGER and info.trigger:
@@ -228,7 +241,8 @@ class SchemaModel:
             self._pending.pop(table, None)
             self._columns[table] = info.columns
         elif _SELECT.search(sql):
-            columns = _create_columns(sql, default, self)
+            from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
+            columns = create_columns(sql, default, self.columns)
             self._pending.pop(table, None)
             self._columns[table] = columns
         elif info.read and _LIKE.search(sql):
@@ -243,6 +257,21 @@ class SchemaModel:
             self._columns[table] = None
             self._pending[table] = (("create", sql, default),)
 
+    def _create_view(self, view: TableRef, sql: str, default: str) -> None:
+        """CREATE [OR REPLACE] VIEW and ALTER VIEW (both logged as CREATE_VIEW): its columns are its
+        column list, else its SELECT's names. `SELECT *` is expanded now, from the tables as they are
+        (the server stores the expanded list); otherwise the text is read when first asked for."""
+        sql = _CHECK_OPTION.sub("", re.sub(r"^\s*ALTER\b", "CREATE", sql, count=1, flags=re.IGNORECASE))  # (sqlglot)
+        self.databases.add(view[0])
+        self.views.add(view)
+        self._pending.pop(view, None)
+        self._columns[view] = None
+        if "*" in sql and _STAR_COLUMN.search(sql):
+            from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
+            self._columns[view] = create_columns(sql, default, self.columns)
+        else:
+            self._pending[view] = (("create", sql, default),)
+
     def _alter_table(self, table: TableRef, sql: str, default: str) -> None:
         if table not in self._columns:
             self._columns[table] = None  # altered before we saw it: known to exist, columns unknown
@@ -253,13 +282,18 @@ class SchemaModel:
             self._rename(table, (db or table[0], name))
 
     def _resolve(self, table: TableRef) -> None:
+        from dumpfilter.rules.ddl_text import alter_columns, create_columns  # (lazily: `filter` never needs it)
+
         columns = self._columns.get(table)
         for op, sql, default in self._pending.pop(table, ()):
-            columns = _create_columns(sql, default, self) if op == "create" else _alter_columns(columns, sql)
+            columns = create_columns(sql, default, self.columns) if op == "create" else alter_columns(columns, sql)
         self._columns[table] = columns
 
     def _rename(self, old: TableRef, new: TableRef) -> None:
         if old in self._columns and old != new:
+            if old in self.views:  # RENAME TABLE renames a view too
+                self.views.discard(old)
+                self.views.add(new)
             self._columns[new] = self._columns.pop(old)
             self._pending.pop(new, None)
             if old in self._pending:
@@ -282,9 +316,11 @@ class SchemaModel:
         body = re.search(r"\bFOR\s+EACH\s+ROW\b", sql, re.IGNORECASE)
         if match is None or body is None:
             return
+        from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
+
         db, name = info.trigger
         self.triggers[(db, name)] = Trigger(db, name, info.updated[0], match.group(1).upper(),
-                                            match.group(2).upper(), _body_writes(sql[body.end():], db))
+                                            match.group(2).upper(), body_writes(sql[body.end():], db))
         self._trigger_on(info.updated[0])
 
     def _trigger_on(self, table: TableRef) -> None:
@@ -300,6 +336,9 @@ class SchemaModel:
 
     def knows(self, db: str, table: str) -> bool:
         return self._key(db, table) is not None
+
+    def is_view(self, db: str, table: str) -> bool:
+        return self._key(db, table) in self.views
 
     def columns(self, db: str, table: str) -> tuple[str, ...] | None:
         key = self._key(db, table)
@@ -320,6 +359,8 @@ class SchemaModel:
 
 
 _RESOLVING = threading.Lock()
+_STAR_COLUMN = lazy_compile(r"(?:\bSELECT(?:\s+DISTINCT)?|,)\s*(?:(?:`[^`]*`|\w+)\s*\.\s*)*\*", re.IGNORECASE)
+_CHECK_OPTION = lazy_compile(r"\s+WITH\s+(?:CASCADED\s+|LOCAL\s+)?CHECK\s+OPTION\s*;?\s*$", re.IGNORECASE)
 _SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
 # What a schema dump's statements begin with (mysqldump and mariadb-dump --no-data, with the options
 # that add CHANGE MASTER, START/STOP SLAVE, FLUSH PRIVILEGES, users and plugins), or a DDL script's.
@@ -384,167 +425,6 @@ def _split_name(text: str) -> tuple[str, str]:
             start = index + 1
     parts = [part.strip().strip("`") for part in [*parts, text[start:]]]
     return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
-
-
-# Key and character-set changes keep every column's name, and sqlglot reads neither as an ALTER:
-# mysqldump writes `/*!40000 ALTER TABLE t DISABLE KEYS */` around each table's rows, so a dump
-# restored on the primary logs it, and the table's columns must not become unknown there.
-_ALTER_KEEPS_COLUMNS = lazy_compile(r"\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:`(?:[^`]|``)*`|[^\s`])+\s+"
-                                    r"(?:(?:DISABLE|ENABLE)\s+KEYS|CONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s[^,;]*)"
-                                    r"\s*;?\s*$", re.IGNORECASE)
-
-
-def _alter_columns(columns: tuple[str, ...] | None, sql: str) -> tuple[str, ...] | None:
-    """ALTER TABLE's column changes (sqlglot); None (unknown) when it cannot be followed. RENAME TO was
-    applied when the statement was recorded."""
-    if columns is not None and _ALTER_KEEPS_COLUMNS.match(sql):
-        return columns
-    try:
-        tree = sqlglot.parse_one(sql, read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        tree = None
-    if not isinstance(tree, exp.Alter) or columns is None:
-        return None
-    names = list(columns)
-    for action in tree.args.get("actions") or []:
-        if isinstance(action, exp.ColumnDef):
-            if action.name.lower() not in names:
-                names.append(action.name.lower())
-        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
-            for column in action.args.get("tables") or []:
-                if column.name.lower() in names:
-                    names.remove(column.name.lower())
-        elif isinstance(action, (exp.ModifyColumn, exp.RenameColumn)):
-            if isinstance(action, exp.ModifyColumn):
-                if action.args.get("rename_from") is None:
-                    continue
-                old, new = action.args["rename_from"].name.lower(), action.this.name.lower()
-            else:
-                old, new = action.this.name.lower(), action.args["to"].name.lower()
-            if old in names:
-                names[names.index(old)] = new
-    return tuple(names)
-
-
-def _create_columns(sql: str, default: str, model: SchemaModel) -> tuple[str, ...] | None:
-    """The column list of CREATE TABLE (with sqlglot): defined columns, then CREATE ... SELECT output
-    columns not already defined (MySQL appends them). None when it cannot be read."""
-    try:
-        tree = sqlglot.parse_one(sql, read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return _create_columns_by_hand(sql)
-    if not isinstance(tree, exp.Create):
-        return _create_columns_by_hand(sql)
-    names: list[str] = []
-    if isinstance(tree.this, exp.Schema):
-        names = [node.name.lower() for node in tree.this.expressions if isinstance(node, exp.ColumnDef)]
-    select = tree.args.get("expression")
-    if isinstance(select, exp.Select):
-        for projection in select.expressions:
-            if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
-                                                   and isinstance(projection.this, exp.Star)):
-                sources = [(t.db or default, t.name) for t in select.find_all(exp.Table)]
-                for source in sources:
-                    cols = model.columns(*source)
-                    if cols is None:
-                        return None
-                    names += [c for c in cols if c not in names]
-                continue
-            name = projection.alias_or_name
-            if not name:
-                return None  # an expression column is named after its text: not modelled
-            if name.lower() not in names:
-                names.append(name.lower())
-    elif select is not None:
-        return None
-    return tuple(names) if names else None
-
-
-_CONSTRAINT_WORDS = frozenset({"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL",
-                               "CHECK", "PERIOD", "SYSTEM"})
-
-
-def _create_columns_by_hand(sql: str) -> tuple[str, ...] | None:
-    """What sqlglot cannot parse: the first identifier of each top-level element of the column list."""
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return None
-    start = next((i for i, t in enumerate(tokens) if t.kind == "punct" and t.value == "("), None)
-    # A SELECT or LIKE word (CREATE ... SELECT, CREATE ... LIKE) is not read by hand; one inside a
-    # comment or a string is no such word (MySQL's comments do not nest: `/* a /* b */` is one).
-    if start is None or any(t.kind == "word" and t.value.upper() in ("SELECT", "LIKE") for t in tokens):
-        return None
-    names, depth, expecting = [], 0, True
-    for token in tokens[start + 1:]:
-        if token.kind == "punct" and token.value == "(":
-            depth += 1
-        elif token.kind == "punct" and token.value == ")":
-            if depth == 0:
-                break
-            depth -= 1
-        elif depth == 0 and token.kind == "punct" and token.value == ",":
-            expecting = True
-        elif depth == 0 and expecting:
-            expecting = False
-            if token.kind == "word" and token.value.upper() in _CONSTRAINT_WORDS:
-                continue
-            if token.is_identifier:
-                names.append(token.value.lower())
-    return tuple(names) or None
-
-
-_FIRES = {Kind.INSERT: ("INSERT",), Kind.LOAD_DATA: ("INSERT",), Kind.REPLACE: ("INSERT", "DELETE"),
-          Kind.UPDATE: ("UPDATE",), Kind.UPDATE_MULTI: ("UPDATE",), Kind.DELETE: ("DELETE",),
-          Kind.DELETE_MULTI: ("DELETE",)}
-
-
-def _body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...] | None:
-    """Tables a trigger body writes: every INSERT/REPLACE/UPDATE/DELETE statement in it, however nested
-    in BEGIN/IF/CASE/loops; unqualified names are in the trigger's database. None if a CALL or a
-    statement it cannot classify could write more."""
-    body = re.sub(r"^\s*(FOLLOWS|PRECEDES)\s+\S+", "", body, flags=re.IGNORECASE)
-    try:
-        tokens = tokenize(body)
-    except LexError:
-        return None
-    # Each write word's statement runs to the next `;`: found once, from the end back.
-    ends = [len(body)] * (len(tokens) + 1)
-    for index in range(len(tokens) - 1, -1, -1):
-        token = tokens[index]
-        ends[index] = token.start if token.kind == "punct" and token.value == ";" else ends[index + 1]
-    words: list[int] = []
-    for index, token in enumerate(tokens):
-        if token.kind != "word":
-            continue
-        word = token.value.upper()
-        if word == "CALL" or (word == "PREPARE" or word == "EXECUTE"):
-            return None
-        if word not in _WRITE_WORDS:
-            continue
-        previous = tokens[index - 1].value.upper() if index and tokens[index - 1].kind == "word" else ""
-        if previous in _NOT_A_WRITE_BEFORE:
-            continue
-        words.append(index)
-    # More write words than MAX_WRITES_PER_STATEMENT before one `;`: no body statement holds them,
-    # and parsing each from there to the `;` would cost the body's length each time (a hostile
-    # CREATE TRIGGER). Not followed.
-    run = 0
-    for k, index in enumerate(words):
-        run = run + 1 if k and ends[words[k - 1]] == ends[index] else 1
-        if run > MAX_WRITES_PER_STATEMENT:
-            return None
-    writes: dict[tuple[TableRef, str], None] = {}  # in body order, each once
-    for index in words:
-        token = tokens[index]
-        piece = re.sub(r"\bEND\s*$", "", body[token.start:ends[index]].strip(), flags=re.IGNORECASE)
-        info = statement_tables(piece, trigger_db)
-        if not info.parse_ok:
-            return None
-        for ref in info.updated:
-            for event in _FIRES.get(info.kind, ("UPDATE",)):
-                writes[(ref, event)] = None
-    return tuple(writes)
 
 
 def strip_version_comments(sql: str) -> str:

@@ -117,7 +117,7 @@ def _reads(refs: Sequence[Ref], name: Namer, exclude: Sequence[TableRef]) -> tup
 def _writes(writes: Sequence[_core.TriggerWrite] | None, trigger_db: str, name: Namer
             ) -> tuple[tuple[TableRef, str], ...] | None:
     """A trigger body's (table, event) writes, unqualified names in the trigger's database,
-    repeats dropped (`schema._body_writes`)."""
+    repeats dropped (`ddl_text.body_writes`)."""
     if writes is None:
         return None
     out = {(name(w.table, trigger_db), w.event): None for w in writes}  # in order, each once

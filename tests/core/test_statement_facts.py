@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.rules.schema import SchemaModel, _create_columns
+from dumpfilter.rules.ddl_text import create_columns as _create_columns
+from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_facts import core_info, parser_reads
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import _statement_tables, statement_tables
@@ -34,7 +35,7 @@ def check(sql: str, db: str | None) -> bool:
     assert _hints_off(info) == want, (sql, db, info, want)
     assert statement_tables(sql, db) == info
     if info.columns is not None:
-        assert info.columns == _create_columns(sql, db or "", SchemaModel()), sql
+        assert info.columns == _create_columns(sql, db or "", SchemaModel().columns), sql
     if info.kind is Kind.CREATE_TRIGGER:
         assert info.trigger_def is not None, sql
         model = SchemaModel()
@@ -422,7 +423,7 @@ def _trigger(n: int, sep: str) -> str:
 def test_a_body_statement_holding_more_writes_than_one_statement_can_is_not_followed(n, sep, followed):
     """Both readings cut at MAX_WRITES_PER_STATEMENT write words before one `;` (each would be
     read from its word to the `;`: quadratic in a hostile body)."""
-    from dumpfilter.rules.schema import MAX_WRITES_PER_STATEMENT, _body_writes
+    from dumpfilter.rules.ddl_text import MAX_WRITES_PER_STATEMENT, body_writes as _body_writes
 
     sql = _trigger(n, sep)
     writes = core_info(sql, "db").trigger_def[2]

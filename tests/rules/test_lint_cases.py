@@ -228,6 +228,30 @@ def test_mysql_is_not_idempotent():
     assert [b.errno for b in breaks] == [1051]
 
 
+@pytest.mark.parametrize(("flavor", "unknown_view"), [("mariadb", 4092), ("mysql", 1051)])
+def test_views_are_tables_to_the_replica(flavor, unknown_view):
+    """A view the replica never created breaks what names it (tests/rules/test_lint_real_replica.py
+    shows each on a real MariaDB replica); DROP VIEW is never idempotent, and its error is the flavor's."""
+    seeded = SchemaModel.from_sql(SEEDED)
+    skipped_create = [("CREATE VIEW a.v AS SELECT id FROM a.t", "b")]
+    cases = [
+        (skipped_create + [("INSERT INTO v VALUES (1)", "a")], [1146]),
+        (skipped_create + [("DROP VIEW v", "a")], [unknown_view]),
+        (skipped_create + [("DROP VIEW IF EXISTS v", "a")], []),
+        (skipped_create + [("ALTER VIEW v AS SELECT v FROM t", "a")], [1146]),
+        ([("CREATE VIEW v AS SELECT id FROM t", "a"), ("DROP VIEW a.v", "b"), ("CREATE VIEW v AS SELECT v FROM t", "a")],
+         [1050]),
+        ([("CREATE VIEW v AS SELECT id FROM t", "a"), ("DROP VIEW a.v", "b"),
+          ("CREATE OR REPLACE VIEW v AS SELECT v FROM t", "a")], []),
+        ([("CREATE TABLE a.n (id INT)", "b"), ("CREATE VIEW w AS SELECT id FROM n", "a")], [1146]),
+        ([("CREATE VIEW v AS SELECT id, v FROM t", "a"), ("INSERT INTO v VALUES (1, 2)", "a"), ("DROP VIEW v", "a")], []),
+    ]
+    for statements, errnos in cases:
+        for schema in (None, seeded):  # with --schema, the view the replica created is known to it
+            breaks, _ = lint(_build(statements, flavor), ["replicate-do-db=a"], schema=schema)
+            assert [b.errno for b in breaks] == errnos, (statements, schema is not None, [str(b) for b in breaks])
+
+
 def test_schema_is_the_replica_start():
     """--schema: the replica was seeded from it; a table it lacks is absent, not assumed."""
     schema = SchemaModel.from_sql(SEEDED)

@@ -62,6 +62,35 @@ CASES = [
      ["USE b", "DROP TABLE a.t", "USE a", "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (9)"], None,
      "looks dangerous, does not break on MariaDB: the skipped DROP leaves a.t on the replica, and "
      "slave_ddl_exec_mode=IDEMPOTENT (the default) runs the kept CREATE TABLE as CREATE OR REPLACE"),
+    ("kept-view", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
+     ["USE a", "CREATE VIEW v AS SELECT id, v FROM t", "INSERT INTO v VALUES (3, 3)", "UPDATE v SET v = 4"], None,
+     "a view the replica created is a table to the statements after it: nothing breaks"),
+    ("skipped-create-view", ("STATEMENT", "MIXED"), ["--replicate-do-db=a"],
+     ["USE b", "CREATE VIEW a.v AS SELECT id, v FROM a.t", "USE a", "INSERT INTO v VALUES (3, 3)"], 1146,
+     "do-db judges CREATE VIEW a.v by its default database b: skipped; the INSERT through the view is kept "
+     "and finds no such table: ER_NO_SUCH_TABLE"),
+    ("skipped-create-view-row", ("ROW",), ["--replicate-do-db=a"],
+     ["USE b", "CREATE VIEW a.v AS SELECT id, v FROM a.t", "USE a", "INSERT INTO v VALUES (3, 3)"], None,
+     "looks dangerous, does not break: under ROW the INSERT through the view arrives as rows of a.t"),
+    ("view-on-skipped-table", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
+     ["USE b", "CREATE TABLE a.n (id INT PRIMARY KEY)", "USE a", "CREATE VIEW w AS SELECT id FROM n"], 1146,
+     "the CREATE TABLE under USE b is skipped; the kept CREATE VIEW reads a table the replica lacks"),
+    ("skipped-drop-view", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
+     ["USE a", "CREATE VIEW v AS SELECT id FROM t", "USE b", "DROP VIEW a.v", "USE a",
+      "CREATE VIEW v AS SELECT v FROM t"], 1050,
+     "the skipped DROP VIEW leaves a.v on the replica; slave_ddl_exec_mode=IDEMPOTENT does not reach views, "
+     "so the kept CREATE VIEW finds it: ER_TABLE_EXISTS_ERROR"),
+    ("skipped-drop-view-or-replace", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
+     ["USE a", "CREATE VIEW v AS SELECT id FROM t", "USE b", "DROP VIEW a.v", "USE a",
+      "CREATE OR REPLACE VIEW v AS SELECT v FROM t"], None,
+     "looks dangerous, does not break: CREATE OR REPLACE takes the view the skipped DROP left"),
+    ("drop-view-never-created", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
+     ["USE b", "CREATE VIEW a.v AS SELECT id FROM a.t", "USE a", "DROP VIEW v"], 4092,
+     "the CREATE VIEW under USE b is skipped; IDEMPOTENT does not make DROP VIEW an IF EXISTS: "
+     "ER_UNKNOWN_VIEW (MySQL's is 1051, ER_BAD_TABLE_ERROR)"),
+    ("alter-view-never-created", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
+     ["USE b", "CREATE VIEW a.v AS SELECT id FROM a.t", "USE a", "ALTER VIEW v AS SELECT v FROM t"], 1146,
+     "ALTER VIEW needs the view the skipped CREATE VIEW never made: ER_NO_SUCH_TABLE"),
 ]
 ROWS = [(case_id, fmt, rules, workload, errno) for case_id, formats, rules, workload, errno, _ in CASES
         for fmt in formats]

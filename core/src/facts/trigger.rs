@@ -1,6 +1,6 @@
 //! CREATE TRIGGER: the trigger, its table, and for the schema model its timing, event and the
 //! tables its body writes (`_create_trigger` of rules.statement_parser, then the model's
-//! `_create_trigger` and `_body_writes`), read exactly where those find them, or not at all.
+//! `_create_trigger` and `ddl_text.body_writes`), read exactly where those find them, or not at all.
 
 use super::lex::{upper, Cur, Kind, QName};
 use super::{one_of, raw_word, Facts, TriggerDef};
@@ -86,7 +86,7 @@ fn raw_sequence(sql: &[u8], groups: &[&[&[u8]]]) -> Option<usize> {
     None
 }
 
-/// `schema._body_writes` over the body's tokens from `from`: each INSERT, REPLACE, UPDATE or
+/// `ddl_text.body_writes` over the body's tokens from `from`: each INSERT, REPLACE, UPDATE or
 /// DELETE statement in it (not after KEY, FOR, ON or DUPLICATE) as the key reads it, with the
 /// trigger events it fires; Some(None) after a CALL, PREPARE or EXECUTE. None where a statement
 /// is not one the key reads (Python then reads the whole trigger).
@@ -145,7 +145,7 @@ fn body_writes(cur: &Cur, from: usize) -> Option<Option<Vec<(QName, &'static str
     }
     // More write words than MAX_WRITES_PER_STATEMENT before one `;`: no body statement holds
     // them, and reading each from there to the `;` would cost the body's length each time.
-    // Not followed (so says schema._body_writes too).
+    // Not followed (so says ddl_text.body_writes too).
     let mut run = 0;
     for (k, &i) in words.iter().enumerate() {
         run = if k > 0 && ends[words[k - 1]] == ends[i] {
@@ -187,7 +187,7 @@ fn body_writes(cur: &Cur, from: usize) -> Option<Option<Vec<(QName, &'static str
 }
 
 /// The most write words (INSERT, REPLACE, UPDATE, DELETE) a trigger body's statement may hold
-/// before its `;` for the body to be followed (schema.MAX_WRITES_PER_STATEMENT).
+/// before its `;` for the body to be followed (ddl_text.MAX_WRITES_PER_STATEMENT).
 pub const MAX_WRITES_PER_STATEMENT: usize = 8;
 
 fn trim(s: &[u8]) -> &[u8] {
