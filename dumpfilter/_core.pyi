@@ -1052,6 +1052,11 @@ def statement_facts(sql: bytes) -> StatementFacts | None:
     bytes, a name's database None where the text gives none. None where Python's parser reads it."""
 
 
+def parens_close(sql: bytes) -> bool | None:
+    """Whether every parenthesis outside strings, names and comments closes, in order; None where
+    the core's lexer does not read the text (Python's lexer then does)."""
+
+
 def body_reach(sql: bytes, form: int) -> BodyReach | None:
     """The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body with the
     statement facts' lexer (see body_reach::body_reach; `form`: BODY_*): the statements

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
 
+from dumpfilter import _core
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError, without_password
 from dumpfilter.regular_file import read_regular
@@ -92,11 +93,13 @@ class SchemaModel:
             if use:
                 current_db = use.group(1)
                 continue
-            why = _refused(statement, bool(model.databases or model._columns)) if strict else None
+            sql = strip_version_comments(statement)
+            info = statement_tables(sql, current_db)  # (read once, for the check and the model)
+            why = _refused(statement, sql, info, bool(model.databases or model._columns)) if strict else None
             if why:
                 line = text.count("\n", 0, offset) + 1
                 raise RuleError(f"{source}: line {line}: {why}")
-            model.observe(statement, current_db)
+            model.observe(sql, current_db, info)
         if strict and not (model.databases or model._columns or model.triggers):
             raise RuleError(f"{source}: creates no database, table or trigger: not a schema dump")
         return model
@@ -377,27 +380,33 @@ def load_schema(source: str, option: str = "--schema") -> SchemaModel:
     return SchemaModel.from_server(source, option) if source.startswith("mysql://") else SchemaModel.load(source, option)
 
 
-def _unreadable(sql: str) -> bool:
-    """A CREATE/ALTER/DROP/RENAME TABLE or DATABASE statement the parser cannot read, or whose quotes
-    or parentheses do not close (`CREATE TABLE a.t (x int`)."""
+def _unreadable(sql: str, info: StatementInfo) -> bool:
+    """A CREATE/ALTER/DROP/RENAME TABLE or DATABASE statement the parser cannot read (`info`), or whose
+    quotes or parentheses do not close (`CREATE TABLE a.t (x int`): the core's lexer answers, and
+    Python's where the core does not lex the text (a comment, bytes outside ASCII, anything open)."""
     if not _SCHEMA_DDL.match(sql):
         return False
-    try:
-        steps = [1 if t.value == "(" else -1 for t in tokenize(sql) if t.kind == "punct" and t.value in ("(", ")")]
-    except LexError:
+    if not info.parse_ok:
         return True
-    return not statement_tables(sql, "").parse_ok or min(accumulate(steps), default=0) < 0 or sum(steps) != 0
+    closes = _core.parens_close(sql.encode("utf-8", "surrogateescape"))
+    if closes is None:
+        try:
+            steps = [1 if t.value == "(" else -1 for t in tokenize(sql) if t.kind == "punct" and t.value in ("(", ")")]
+        except LexError:
+            return True
+        closes = min(accumulate(steps), default=0) >= 0 and sum(steps) == 0
+    return not closes
 
 
-def _refused(statement: str, created: bool) -> str | None:
+def _refused(statement: str, sql: str, info: StatementInfo, created: bool) -> str | None:
     """Why a user's schema file may not hold `statement`: not a statement of a schema dump (one led by
     a version comment may hold anything: Percona's dumps `/*!50717 SELECT ...*/`; rows only once a
-    database or table is created), or DDL that cannot be read."""
+    database or table is created), or DDL that cannot be read (`sql`, its version comments opened)."""
     verb = statement_verb(statement)
     if not (statement.startswith(("/*!", "/*M!")) or verb in _DUMP_VERBS or (created and verb in _ROW_VERBS)
             or _SETVAL.match(statement)):
         return f"{statement[:60]!r} is not a statement of a schema dump (mysqldump --no-data)"
-    return f"cannot parse {statement[:60]!r}" if _unreadable(strip_version_comments(statement)) else None
+    return f"cannot parse {statement[:60]!r}" if _unreadable(sql, info) else None
 
 
 def is_schema_statement(sql: str) -> bool:

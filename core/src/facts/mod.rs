@@ -69,6 +69,29 @@ impl Facts {
     }
 }
 
+/// Whether every parenthesis of `sql` outside its strings, names and comments closes, in order
+/// (a schema file's DDL cut short: `CREATE TABLE t (a INT`); None where the core's lexer does not
+/// read the text (see lex::tokens: a versioned or line comment, bytes outside ASCII, anything
+/// unclosed), which Python's lexer then reads.
+pub fn parens_close(sql: &[u8]) -> Option<bool> {
+    let lexed = lex::tokens(sql)?;
+    let mut depth = 0usize;
+    for t in &lexed.toks {
+        if t.kind != lex::Kind::Punct {
+            continue;
+        }
+        match sql[t.start] {
+            b'(' => depth += 1,
+            b')' => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return Some(false),
+            },
+            _ => {}
+        }
+    }
+    Some(depth == 0)
+}
+
 /// The facts of `sql` (a Query's text), or None where Python's parser reads it.
 pub fn facts(sql: &[u8]) -> Option<Facts> {
     let first = sql.iter().position(|b| !lex::space(*b))?;

@@ -204,10 +204,17 @@ pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Optio
     }))
 }
 
+/// Whether `sql`'s parentheses close (see facts::parens_close); None where Python's lexer reads it.
+#[pyfunction]
+pub(super) fn parens_close(sql: &[u8]) -> Option<bool> {
+    crate::facts::parens_close(sql)
+}
+
 /// Adds the facts' classes and functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_records(m)?;
     m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(parens_close, m)?)?;
     m.add_function(wrap_pyfunction!(body_reach, m)?)?;
     m.add("BODY_TRIGGER", crate::body_reach::FORM_TRIGGER)?;
     m.add("BODY_EVENT", crate::body_reach::FORM_EVENT)?;
