@@ -12,7 +12,10 @@ may see (master.serve.metrics builds the view).
 - At most MAX_CONNECTIONS connections at once; when they are all taken, a newcomer from another
   address than the one holding the most unfinished requests closes that address's oldest, as the
   MySQL endpoint makes room among unfinished handshakes: sockets that trickle their headers
-  (slowloris) cannot keep the scrapers of other addresses out. GET and HEAD only.
+  (slowloris) cannot keep the scrapers of other addresses out. A newcomer from any address, the
+  same one included, closes a connection held for longer than REQUEST_TIMEOUT (a request still
+  trickling in, an answer still being taken a byte at a time): a scraper behind the same address
+  as such sockets waits at most that long. GET and HEAD only.
 """
 
 from __future__ import annotations
@@ -99,9 +102,9 @@ class _Server(ThreadingMixIn, WSGIServer):
         """Close one connection for a newcomer from address `newcomer`: the oldest still sending its
         request, of the address with the most of them, when that address holds more unfinished
         requests than the newcomer's (slow senders from one address cannot keep another address's
-        scraper out; their own newcomers are refused); else one that has been answered for more
-        than REQUEST_TIMEOUT (a reader taking its answer a byte at a time). False when none may go:
-        the newcomer is refused."""
+        scraper out); else the oldest held for more than REQUEST_TIMEOUT, its request unfinished
+        or its answer untaken (the socket timeout drops only a silent one: a byte every few
+        seconds keeps it). False when none may go: the newcomer is refused."""
         now = time.monotonic()
         with self.held_lock:
             reading = [(request, host) for request, (host, _, read) in self.held.items() if not read]
@@ -111,9 +114,9 @@ class _Server(ThreadingMixIn, WSGIServer):
                 busiest, most = counts.most_common(1)[0]
                 if most > counts.get(newcomer, 0) + 1:
                     victim = next(request for request, host in reading if host == busiest)
-            if victim is None:
-                victim = next((request for request, (_, since, read) in self.held.items()
-                               if read and now - since > REQUEST_TIMEOUT), None)
+            if victim is None:  # (held in arrival order: the first found is the oldest)
+                victim = next((request for request, (_, since, _) in self.held.items()
+                               if now - since > REQUEST_TIMEOUT), None)
             if victim is None:
                 return False
             del self.held[victim]  # (its thread lets its place go when its read or write fails)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import grpc
@@ -235,3 +235,50 @@ def test_metrics_connections_are_bounded(workload_dir):
     assert status == 200 and "dumpfilter_registered_slaves 0.0" in text
     endpoint.stop()
     service.shutdown()
+
+
+def test_slow_senders_from_the_scrapers_own_address_keep_it_out_no_longer_than_the_request_timeout(
+        workload_dir, monkeypatch):
+    """MAX_CONNECTIONS sockets from the scraper's own address (127.0.0.1: a NAT, a shared host),
+    each trickling a header line and never ending its request. Making room by address cannot
+    choose between them and the scraper; once they are older than REQUEST_TIMEOUT, a newcomer
+    closes the oldest. Before, the scraper was refused for as long as the trickle went on."""
+    import socket
+    import threading
+    import time
+
+    from dumpfilter.master.serve import metrics_http
+    from dumpfilter.master.service import DumpService
+    from tests.support.waiting import wait_for
+
+    monkeypatch.setattr(metrics_http, "REQUEST_TIMEOUT", 0.5)
+    service = DumpService(workload_dir, lint_bytes=0)
+    endpoint = metrics_http.MetricsEndpoint(service, "127.0.0.1", 0)
+    held = endpoint.httpd.held
+    stop = threading.Event()
+    socks = [socket.create_connection(("127.0.0.1", endpoint.port), timeout=30)
+             for _ in range(metrics_http.MAX_CONNECTIONS)]
+
+    def trickle() -> None:
+        for sock in socks:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\n")
+        while not stop.wait(0.1):
+            for sock in socks:
+                with suppress(OSError):
+                    sock.sendall(b"X-Slow: 1\r\n")
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        assert wait_for(lambda: len(held) == metrics_http.MAX_CONNECTIONS)
+        assert wait_for(lambda: all(time.monotonic() - since > 0.5 for _, since, _ in list(held.values())))
+        status, text = scrape(f"http://127.0.0.1:{endpoint.port}/metrics")
+        assert status == 200 and "dumpfilter_registered_slaves" in text
+        assert endpoint.httpd.evicted >= 1 and thread.is_alive()
+    finally:
+        stop.set()
+        thread.join(30)
+        for sock in socks:
+            sock.close()
+        endpoint.stop()
+        service.shutdown()
