@@ -8,6 +8,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import (add_json_option, check_side_files, count_in, emit_json, number_in, seconds_in,
@@ -38,6 +39,28 @@ if TYPE_CHECKING:
 SOURCE_PASSWORD_ENV = "DUMPFILTER_SOURCE_PASSWORD"
 # Seconds between two looks, by the main thread, for a SIGTERM or SIGINT another thread received.
 SIGNAL_TURN = 0.5
+
+
+class StopSignals:
+    """SIGTERM and SIGINT for `master serve`: the handler records the signal and nothing more, and
+    the main thread looks every SIGNAL_TURN. Python runs a handler in the main thread between two
+    of its steps, whatever it holds then: a handler that set a threading.Event deadlocked when the
+    signal came while the main thread was inside that Event's own wait, holding its lock (a CI
+    run's master did not end in 30 s of SIGTERM). A look in turns, not one blocking wait: the
+    kernel may hand the signal to any thread (grpc's, inotify's), and nothing then wakes the main
+    thread for Python to run the handler."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def handler(self, signum: int, _frame: object) -> None:
+        self.received.append(signum)
+
+    def wait(self) -> int:
+        """The first signal received (SIGTERM or SIGINT), once one has come."""
+        while not self.received:
+            time.sleep(SIGNAL_TURN)
+        return self.received[0]
 
 
 def port_type(text: str) -> int:
@@ -286,15 +309,9 @@ def serve_command(args: argparse.Namespace) -> int:
                                   f"{getattr(exc, 'strerror', None) or exc}") from None
     # SIGTERM and SIGINT drain from the moment "serving" is printed (a supervisor may stop the
     # master while its --mysql-listen endpoint is still starting): the handlers come first.
-    stop = threading.Event()
-    received: list[int] = []
-
-    def stopping(signum: int, _frame: object) -> None:
-        received.append(signum)
-        stop.set()
-
+    signals = StopSignals()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stopping)
+        signal.signal(sig, signals.handler)
     host = args.listen.rpartition(":")[0]
     print(f"dumpfilter master: serving {args.binlog_dir} on {host}:{port}", file=sys.stderr, flush=True)
     if metrics is not None:
@@ -302,11 +319,7 @@ def serve_command(args: argparse.Namespace) -> int:
     endpoint = _mysql_endpoint(args, master, mysql)
     # Once every port listens (a client may connect at once): what the first slave would pay.
     threading.Thread(target=master.service.warm_up, name="warm-up", daemon=True).start()
-    # Wait in turns, not in one blocking wait: the kernel may deliver SIGTERM to any thread (grpc's,
-    # inotify's), and then nothing interrupts the main thread's wait for Python to run the handler,
-    # which only the main thread runs. Each turn lets it run; the master then drains at once.
-    while not stop.wait(SIGNAL_TURN):
-        pass
+    received = signals.wait()
     print("dumpfilter master: shutting down, draining streams", file=sys.stderr, flush=True)
     if endpoint is not None:
         endpoint.stop()
@@ -319,7 +332,7 @@ def serve_command(args: argparse.Namespace) -> int:
         replicator.stop()
     # Drained, it ends as every command ends at that signal (cli.app): one line, exit 143 for
     # SIGTERM, 130 for SIGINT (issue #62).
-    raise Terminated if received[0] == signal.SIGTERM else KeyboardInterrupt
+    raise Terminated if received == signal.SIGTERM else KeyboardInterrupt
 
 
 def _retention(args: argparse.Namespace, replicator: SourceReplicator | None,
