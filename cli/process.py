@@ -1,16 +1,44 @@
-"""What a command sets up in its own process: SIGTERM taken as Ctrl-C is (`Terminated`), glibc
-malloc's thresholds for `slave run` (fixed for the large buffers a received stream makes and drops
-by the hundred), and a password scrubbed from the command line `ps` shows."""
+"""What a command sets up in its own process: SIGTERM taken as Ctrl-C is (`Terminated`), a server's
+wait for SIGTERM or SIGINT (`StopSignals`), glibc malloc's thresholds for `slave run` (fixed for the
+large buffers a received stream makes and drops by the hundred), and a password scrubbed from the
+command line `ps` shows."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from collections.abc import Callable
 from typing import Any
 
 # What a shell reports for a process SIGTERM ended (128 + the signal's number).
 EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+# Seconds between two looks, by the main thread, for a SIGTERM or SIGINT another thread received.
+SIGNAL_TURN = 0.5
+
+
+class StopSignals:
+    """SIGTERM and SIGINT for a server command (`master serve`): the handler records the signal and nothing more, and
+    the main thread looks every SIGNAL_TURN. Python runs a handler in the main thread between two
+    of its steps, whatever it holds then: a handler that set a threading.Event deadlocked when the
+    signal came while the main thread was inside that Event's own wait, holding its lock (a CI
+    run's master did not end in 30 s of SIGTERM). A look in turns, not one blocking wait: the
+    kernel may hand the signal to any thread (grpc's, inotify's), and nothing then wakes the main
+    thread for Python to run the handler."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def handler(self, signum: int, _frame: object) -> None:
+        self.received.append(signum)
+
+    def wait(self) -> int:
+        """The first signal received (SIGTERM or SIGINT), once one has come."""
+        while not self.received:
+            time.sleep(SIGNAL_TURN)
+        return self.received[0]
 
 
 class Terminated(KeyboardInterrupt):

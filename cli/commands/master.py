@@ -8,12 +8,11 @@ import re
 import signal
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import (add_json_option, check_side_files, count_in, emit_json, number_in, seconds_in,
                                     side_file, size_in)
-from dumpfilter.cli.process import Terminated, raise_open_files_limit
+from dumpfilter.cli.process import StopSignals, Terminated, raise_open_files_limit
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 
@@ -37,30 +36,6 @@ if TYPE_CHECKING:
 
 
 SOURCE_PASSWORD_ENV = "DUMPFILTER_SOURCE_PASSWORD"
-# Seconds between two looks, by the main thread, for a SIGTERM or SIGINT another thread received.
-SIGNAL_TURN = 0.5
-
-
-class StopSignals:
-    """SIGTERM and SIGINT for `master serve`: the handler records the signal and nothing more, and
-    the main thread looks every SIGNAL_TURN. Python runs a handler in the main thread between two
-    of its steps, whatever it holds then: a handler that set a threading.Event deadlocked when the
-    signal came while the main thread was inside that Event's own wait, holding its lock (a CI
-    run's master did not end in 30 s of SIGTERM). A look in turns, not one blocking wait: the
-    kernel may hand the signal to any thread (grpc's, inotify's), and nothing then wakes the main
-    thread for Python to run the handler."""
-
-    def __init__(self) -> None:
-        self.received: list[int] = []
-
-    def handler(self, signum: int, _frame: object) -> None:
-        self.received.append(signum)
-
-    def wait(self) -> int:
-        """The first signal received (SIGTERM or SIGINT), once one has come."""
-        while not self.received:
-            time.sleep(SIGNAL_TURN)
-        return self.received[0]
 
 
 def port_type(text: str) -> int:

@@ -245,13 +245,12 @@ def test_slow_senders_from_the_scrapers_own_address_keep_it_out_no_longer_than_t
     closes the oldest. Before, the scraper was refused for as long as the trickle went on."""
     import socket
     import threading
-    import time
 
     from dumpfilter.master.serve import metrics_http
     from dumpfilter.master.service import DumpService
     from tests.support.waiting import wait_for
 
-    monkeypatch.setattr(metrics_http, "REQUEST_TIMEOUT", 0.5)
+    monkeypatch.setattr(metrics_http, "REQUEST_TIMEOUT", 0.0)  # every held connection is past it
     service = DumpService(workload_dir, lint_bytes=0)
     endpoint = metrics_http.MetricsEndpoint(service, "127.0.0.1", 0)
     held = endpoint.httpd.held
@@ -271,7 +270,6 @@ def test_slow_senders_from_the_scrapers_own_address_keep_it_out_no_longer_than_t
     thread.start()
     try:
         assert wait_for(lambda: len(held) == metrics_http.MAX_CONNECTIONS)
-        assert wait_for(lambda: all(time.monotonic() - since > 0.5 for _, since, _ in list(held.values())))
         status, text = scrape(f"http://127.0.0.1:{endpoint.port}/metrics")
         assert status == 200 and "dumpfilter_registered_slaves" in text
         assert endpoint.httpd.evicted >= 1 and thread.is_alive()

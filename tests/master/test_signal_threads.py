@@ -107,8 +107,8 @@ def test_a_signal_at_any_step_of_the_wait_ends_it(monkeypatch):
     """The handler runs between two steps of the main thread, whatever it holds: at each step of
     `master serve`'s wait, it ends the wait. The handler that set an Event deadlocked at the steps
     where the Event's own wait held its lock (shown on the former design: it must get stuck)."""
-    from dumpfilter.cli.commands import master
+    from dumpfilter.cli import process
 
-    monkeypatch.setattr(master, "SIGNAL_TURN", 0.01)
-    assert _first_stuck_step(master.StopSignals, 80) is None
+    monkeypatch.setattr(process, "SIGNAL_TURN", 0.01)
+    assert _first_stuck_step(process.StopSignals, 80) is None
     assert _first_stuck_step(_EventStop, 80) is not None  # the former design: some step deadlocks
