@@ -20,9 +20,10 @@ UnitList (the master's own unit index); each slave's answer per unit comes from 
 table name and statement key (`KeepTable`, the one `filter` uses) through `UnitList.rows_many` (every slave's at
 once), and `UnitList.count` walks it as the master's `UnitList.send` does, counting, never copying
 (under the placeholder and empty-transaction policies each skipped unit's form made once per
-buffer for every slave: `UnitList.skip_forms`). Only what the core leaves (control events, DDL,
+buffer for every slave: `UnitList.skip_forms`). What the core leaves (control events, DDL,
 a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
-annotated units) goes through TransactionFilter, one unit at a time.
+annotated units) goes through TransactionFilter, one unit at a time, once per rule group (`_Group`):
+a unit so kept or skipped whole goes back to every slave's compiled walk.
 
 Heartbeat stretches can cross chunk boundaries: `merge_counts` (tasks.counts) joins them again, so the totals do
 not depend on how files were cut.
@@ -37,13 +38,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_KEEP, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
+from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
 
 # All that decides a compiled run of one slave (`_SlaveCounter.run_key`), and what the run did:
 # (the next unit, the deltas of its counts, its stream's state after it).
-RunKey = tuple[int, int, bytes, "bytes | None", str, bool, bool, bool, bool]
+RunKey = tuple[int, int, bytes, "bytes | None", bytes, str, bool, bool, bool, bool]
 RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
@@ -97,8 +98,17 @@ class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 crc_len: int, shared: dict[tuple[str, str, Gate | None], KeepTable] | None = None) -> None:
-        self.filter = TransactionFilter(gated(_engine(rules, settings), gate), empty_transactions=KEEP)
+                 crc_len: int, shared: dict[tuple[str, str, Gate | None], _Group] | None = None) -> None:
+        # The keep table, filter and answers per unit of the slaves whose rules and gate are the
+        # same (their skip policies differ): one `_Group`, `shared`.
+        shared = {} if shared is None else shared
+        key = (repr(rules), repr(settings), gate)
+        group = shared.get(key)
+        if group is None:
+            group = shared[key] = _Group(TransactionFilter(gated(_engine(rules, settings), gate),
+                                                           empty_transactions=KEEP), settings)
+        self.group = group
+        self.filter = group.filter
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
         # A gate that reads statement texts (a restricted policy) sends a unit whose Annotate_rows /
@@ -107,11 +117,8 @@ class _SlaveCounter:
         self.guards = self.filter.decider.checks_annotations
         self.compiled = True
         # The keep table (per table name and, where the rules' answer is a function of the key
-        # alone, per statement key, ANDed with a restricting gate as the master does): one for
-        # the slaves whose rules and gate are the same (their skip policies differ), `shared`.
-        shared = {} if shared is None else shared
-        group = (repr(rules), repr(settings), gate)
-        self.keeps = shared.get(group) or shared.setdefault(group, KeepTable(self.filter.decider))
+        # alone, per statement key, ANDed with a restricting gate as the master does).
+        self.keeps = group.keeps
         self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(self.keeps)  # its walks over each buffer
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
@@ -170,27 +177,29 @@ class _SlaveCounter:
         self.pending = r.pending_unit >= 0 or (self.pending and not r.pending_done)
         return r.next
 
-    def unit(self, txn: Transaction) -> None:
+    def unit(self, txn: Transaction, k: int) -> None:
+        """Unit `k` of the buffer (`txn`) the general way: its rule group's answer (`_Group.result`,
+        decided once for the group's slaves) sent as the skip policy says."""
         c = self.out.counts
         c.events_read += len(txn.events)
         c.bytes_read += txn.size
         if txn.kind == CONTROL:
             event = txn.events[0]
             if event.type_code == EventType.FORMAT_DESCRIPTION:
-                self.filter.reset()
-                self.keeps.forget_tables()
+                self.group.reset(k)
             if event.type_code in _NOT_FORWARDED:
                 return
             c.kept_events += 1
             c.kept_bytes += self.emit(txn.events)
             return
-        c.kept_events += self.policy.send_unit(txn, self.filter.filter(txn), c, self)
+        c.kept_events += self.policy.send_unit(txn, self.group.result(k, txn), c, self)
 
-    def run_key(self, i: int, stop: int, keep: bytes, stmt_keep: bytes | None) -> RunKey:
+    def run_key(self, i: int, stop: int, keep: bytes, stmt_keep: bytes | None, row: bytes) -> RunKey:
         """All that decides `run` from unit i to `stop`: the keep bytes per name and per statement
-        key, the skip policy, and where the stream stands (a heartbeat owed, sent yet, a leading
-        skip). Slaves with the same key are counted alike by that run (`_walk` runs it once)."""
-        return (i, stop, keep, stmt_keep, self.policy_name, self.guards, self.pending, self.sent_any,
+        key, the answers per unit (`row`: those of the units left to Python are the slave's rule
+        group's), the skip policy, and where the stream stands (a heartbeat owed, sent yet, a
+        leading skip). Slaves with the same key are counted alike by that run (`_walk` runs it once)."""
+        return (i, stop, keep, stmt_keep, row, self.policy_name, self.guards, self.pending, self.sent_any,
                 self.out.leading_skip)
 
     def counted(self) -> list[int]:
@@ -216,6 +225,80 @@ class _SlaveCounter:
 
 
 _COUNTED = tuple(f.name for f in fields(SlaveCounts) if f.type in ("int", int))
+
+
+class _Group:
+    """What the slaves of one rule group (the same rules, settings and gate; their skip policies
+    differ) share over a chunk: the keep table, the TransactionFilter, and its answer for each
+    unit of the buffer the compiled walk leaves (`result`), decided once for all of them, in
+    stream order (`decide`), as the master's StatementAnswers decides a unit once per rule group.
+    A unit so answered kept whole or skipped whole is handed back to the compiled walk (`mark`),
+    so that a binlog's DDL and lone statements cost one decision per rule group, not one trip
+    through Python per slave (issue #80: `experiment` with 24 slaves cost slaves x DDL)."""
+
+    __slots__ = ("filter", "keeps", "results", "decided", "ordered", "marked")
+
+    def __init__(self, txn_filter: TransactionFilter, settings: Settings) -> None:
+        self.filter = txn_filter
+        self.keeps = KeepTable(txn_filter.decider)
+        # Decided ahead only where a decision depends on nothing the walk's order could change
+        # between the slaves of the group: MySQL's semantics, no derived tables tracked (WL#2516
+        # effective semantics and derived tables follow the stream: each slave decides in its walk).
+        self.ordered = settings.semantics == "mysql" and not settings.track_derived_tables
+        self.results: dict[int, FilterResult] = {}
+        self.decided = -1  # the last unit of the buffer `decide` went through
+        self.marked: dict[tuple[bytes, bytes | None, bool], bytes] = {}  # rows `mark` made, by what made them
+
+    def buffer(self) -> None:
+        """A new buffer: its units are numbered from 0 again."""
+        self.results.clear()
+        self.marked.clear()
+        self.decided = -1
+
+    def reset(self, k: int) -> None:
+        """A Format_description at unit `k`: the filter's table ids and caches start again, unless
+        `decide` already went past it (and reset them there, in order)."""
+        if k > self.decided:
+            self.filter.reset()
+            self.keeps.forget_tables()
+
+    def result(self, k: int, txn: Transaction) -> FilterResult:
+        found = self.results.get(k)
+        if found is None:
+            found = self.results[k] = self.filter.filter(txn)
+        return found
+
+    def mark(self, row: bytes, at: int, txn: Callable[[int], Transaction], key: tuple[bytes, bytes | None, bool]) -> bytes:
+        """`row` (a slave's answers from unit `at` on) with each unit the walk leaves to Python
+        (ROW_SLOW) decided for the group, in order, and turned ROW_KEEP where its answer keeps
+        it whole or ROW_SKIP where it keeps nothing: the compiled walk then sends it (or what the
+        slave's skip policy makes of it) as the master's does (StatementAnswers.row). Units kept in
+        part and control events stay ROW_SLOW."""
+        if not self.ordered or ROW_SLOW not in row:
+            return row
+        done = self.marked.get(key)
+        if done is not None:
+            return done
+        out = bytearray(row)
+        k = row.find(ROW_SLOW, at)
+        while k >= 0:
+            unit = txn(k)
+            if unit.kind == CONTROL:
+                # A Format_description: table ids start again, in order (under MySQL's semantics a
+                # table's answer is its name's, so the keep bytes after it are the same).
+                if k > self.decided and unit.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+                    self.filter.reset()
+                    self.keeps.forget_tables()
+            elif unit.complete:
+                result = self.result(k, unit)
+                if result.outcome == KEPT and len(result.events) == len(unit.events):
+                    out[k] = ROW_KEEP
+                elif result.outcome in (EMPTIED, SKIPPED):
+                    out[k] = ROW_SKIP
+            self.decided = max(self.decided, k)
+            k = row.find(ROW_SLOW, k + 1)
+        done = self.marked[key] = bytes(out)
+        return done
 
 
 def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None = None, *,
@@ -258,7 +341,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
                                                                   divide=divide, statements=True):
         if counters is None:
             fmt = fmt_before
-            answers: dict[tuple[str, str, Gate | None], KeepTable] = {}
+            answers: dict[tuple[str, str, Gate | None], _Group] = {}
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
@@ -362,6 +445,8 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
                    c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
+    for group in {id(c.group): c.group for c in counters}.values():
+        group.buffer()
     for counter in counters:
         counter.out.tables = tables
         _walk(_CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None, rows,
@@ -421,12 +506,6 @@ class _CountWalk:
         if self.keep is None:
             self.keep, self.row, self.cut = counter.keeps.tables(self.names), None, None
         keep = self.keep
-        key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep)
-        done = None if runs is None or key is None else runs.get(key)
-        if done is not None:
-            counter.replay(*done[1:])
-            self.declined = done[0]
-            return _Counted(done[0])
         if self.row is None:  # made once for the slaves that answer alike
             made_row = self.by_keys.get((keep, stmt_keep, counter.guards))
             if made_row is None:
@@ -436,7 +515,15 @@ class _CountWalk:
                 if counter.guards:
                     made_row = _guarded(units, made_row, keep, self.names, self.formats)
                 self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
-            self.row = made_row
+            # the units left to Python answered for the slave's rule group (`_Group.mark`): part
+            # of what decides a run, so of its key
+            self.row = counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
+        key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep, self.row)
+        done = None if runs is None or key is None else runs.get(key)
+        if done is not None:
+            counter.replay(*done[1:])
+            self.declined = done[0]
+            return _Counted(done[0])
         cut = self.cut
         if cut is None:  # the walk ends with the hour: its answers end there
             cut = self.cut = self.row if self.stop == self.n else self.row[:self.stop]
@@ -451,7 +538,7 @@ class _CountWalk:
         return _Counted(i)
 
     def step(self, at: int) -> int:
-        self.counter.unit(self.txn(at))
+        self.counter.unit(self.txn(at), at)
         if at in self.after_index:
             self.keep = None  # the keeps were cleared: answers again for what follows
         return at + 1

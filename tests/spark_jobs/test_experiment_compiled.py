@@ -113,7 +113,7 @@ def test_one_scan_for_every_slave_and_python_only_for_what_the_core_leaves(gener
     scans, per_unit = [], []
     real_scan, real_unit = Scanner.scan_finish, bandwidth._SlaveCounter.unit  # chunk_buffers' scans end there
     monkeypatch.setattr(Scanner, "scan_finish", lambda self, *a, **k: scans.append(1) or real_scan(self, *a, **k))
-    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: per_unit.append(1) or real_unit(self, txn))
+    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn, k: per_unit.append(1) or real_unit(self, txn, k))
     units = slow = 0  # the units the core does not decide from tables: control events and DDL here
     for path in input_files([src]):
         data = path.read_bytes()
@@ -131,6 +131,34 @@ def test_one_scan_for_every_slave_and_python_only_for_what_the_core_leaves(gener
         seen.append(len(scans))
         assert len(per_unit) <= n * slow, (len(per_unit), n, slow)
     assert seen[0] == seen[1] > 0
+
+
+def test_units_left_to_python_are_decided_once_per_rule_group(generated, monkeypatch):
+    """Issue #80: `experiment` with a rule set under three skip policies decided each unit the
+    core leaves to Python (DDL, a lone statement, a unit kept in part) once per slave: its cost
+    followed slaves x DDL. The slaves of one rule group share its answer per unit, and a unit it
+    keeps or skips whole goes back to the compiled walk: as many decisions for 3 slaves of a rule
+    set as for 1, and the per-slave Python path sees no such unit; the counts stay the streams'."""
+    from dumpfilter.rules.transaction_filter import TransactionFilter
+
+    src = generated["mixed-mariadb"]
+    decided, per_slave = [], []
+    real_filter, real_unit = TransactionFilter.filter, bandwidth._SlaveCounter.unit
+    monkeypatch.setattr(TransactionFilter, "filter", lambda self, txn: decided.append(1) or real_filter(self, txn))
+    monkeypatch.setattr(bandwidth._SlaveCounter, "unit",
+                        lambda self, txn, k: per_slave.append(txn.kind) or real_unit(self, txn, k))
+    rule_sets = [["replicate-do-db=db1"], ["replicate-ignore-db=db2"], ["replicate-wild-do-table=db3.%"]]
+    seen = []
+    for policies in (POLICIES[:1], POLICIES):
+        decided.clear()
+        per_slave.clear()
+        slaves = [(rules, policy) for rules in rule_sets for policy in policies]
+        rows = experiment_rows([src], _topology(slaves).slaves, None)
+        seen.append((len(decided), sum(kind != "control" for kind in per_slave)))
+        assert_same(_streamed(src, slaves), rows)
+    (one, one_python), (three, three_python) = seen
+    assert one == three > 0, seen
+    assert three_python <= one_python * 3 and three_python < three, seen
 
 
 def test_statement_units_are_walked_by_their_keys(generated, monkeypatch):
@@ -152,7 +180,7 @@ def test_statement_units_are_walked_by_their_keys(generated, monkeypatch):
         assert others < units / 3, (workload, others, units)
         per_unit = []
         real_unit = bandwidth._SlaveCounter.unit
-        monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: per_unit.append(1) or real_unit(self, txn))
+        monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn, k: per_unit.append(1) or real_unit(self, txn, k))
         n = len(rules)
         topology = _topology([([rule], "heartbeat") for rule in rules])
         _counts(bandwidth, [src], topology, None)
@@ -241,7 +269,7 @@ def test_statements_read_on_the_scan_thread_cut_as_their_streams(generated, chun
     monkeypatch.setattr(bandwidth, "chunk_buffers", recorded)
     by_python = []
     real_unit = bandwidth._SlaveCounter.unit
-    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: by_python.append(txn) or real_unit(self, txn))
+    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn, k: by_python.append(txn) or real_unit(self, txn, k))
     src = [generated["row-mariadb"]]
     cutting = _topology(cutting_slaves)
     rows = _counts(bandwidth, src, cutting, chunk_bytes)

@@ -24,10 +24,10 @@ def _by_python(paths, monkeypatch, hour: int) -> tuple[list[int], int]:
     seen: list[int] = []
     unit = bandwidth._SlaveCounter.unit
 
-    def counted(self, txn):
+    def counted(self, txn, k):
         if txn.kind != CONTROL:
             seen.append(txn.events[0].pos)
-        return unit(self, txn)
+        return unit(self, txn, k)
     monkeypatch.setattr(bandwidth._SlaveCounter, "unit", counted)
     parts = [p for chunk in plan_chunks(input_files(paths), 1 << 30)
              for p in bandwidth.count_chunk(chunk, parse_topology(TOPOLOGY).slaves)]

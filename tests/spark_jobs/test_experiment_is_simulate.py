@@ -219,7 +219,7 @@ def test_a_bounded_identity_is_counted_by_compiled_runs(tmp_path, binlogs, monke
                 for p in sorted(binlogs[workload].glob("master-bin.0*")))
     per_unit = []
     real_unit = bandwidth._SlaveCounter.unit
-    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn: per_unit.append(1) or real_unit(self, txn))
+    monkeypatch.setattr(bandwidth._SlaveCounter, "unit", lambda self, txn, k: per_unit.append(1) or real_unit(self, txn, k))
     rows = experiment_rows([binlogs[workload]], topology.slaves, None, slave_gates(topology))
     assert len(per_unit) < len(topology.slaves) * units / 3, (len(per_unit), units)
     monkeypatch.undo()

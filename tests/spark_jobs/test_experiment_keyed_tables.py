@@ -103,7 +103,7 @@ def test_statement_units_are_tallied_by_the_core(request, which, chunk_bytes, mo
     monkeypatch.setattr(bandwidth, "_unit_tables_fast", lambda *a: by_python.append(1) or real_fast(*a))
     monkeypatch.setattr(bandwidth, "_unit_tables", lambda *a: by_python.append(1) or real_slow(*a))
     monkeypatch.setattr(bandwidth._SlaveCounter, "unit",
-                        lambda self, txn: counted_by_python.append(self.policy_name) or real_unit(self, txn))
+                        lambda self, txn, k: counted_by_python.append(self.policy_name) or real_unit(self, txn, k))
     rows = experiment_rows([src], topology.slaves, chunk_bytes)
     assert_same(streamed, rows)
     # The per-unit Python way: the units the keys do not read, twice at most (the fast reader, then
