@@ -1,0 +1,177 @@
+"""`python -m bench matrix` (issue #80 goals 2 and 3): each figure of issue #80 on every workload of
+the matrix, in the production configuration, the worst beside its goal. Each workload is a real
+MariaDB's binlog, written once and cached under bench/data/:
+
+  sysbench-row     sysbench's write-only transaction, ROW (bench.mixed_binlog)
+  small-txn-row    one- and two-row transactions from stored procedures over 8 schemas, ROW
+                   (bench.app_binlogs.small_txn_binlog)
+  sysbench-mixed   sysbench's write-only transaction, MIXED (bench.mixed_binlog)
+  realistic-mixed  sysbench plus row-logged UUID() and RAND() writes and cross-database
+                   statements, MIXED (bench.app_binlogs.realistic_mixed_binlog)
+  ddl-heavy        a tenant-per-schema primary migrating every tenant, MIXED (bench.ddl_binlog)
+  utf8-mixed       an application writing UTF-8 text, MIXED (bench.utf8_binlog)
+
+The figures, each from processes of their own (`dumpfilter master serve`, `slave run
+--until-caught-up`, `experiment`, `filter`), over real gRPC, best of DUMPFILTER_BENCH_REPEAT (2)
+interleaved runs after one warm-up stream per master:
+
+  policy       a heartbeat `replicate-do-db` stream under a master policy whose identity is
+               allowed everything (`allow = ["%.%"]`), on the slave's own clock (first Dump
+               request to caught up), as a ratio of the same stream without a policy (goal: >= 0.85);
+  placeholder, empty-transaction
+               each skip policy's stream as a ratio of the heartbeat stream (goal: >= 0.75);
+  fanout8      master CPU per MB sent by 8 `replicate-do-db` slaves, one per schema, started
+               together, against one keep-all slave's (goal: <= 1.3);
+  experiment24 `experiment --no-spark --no-charts` with those 8 rule sets under the three skip
+               policies, against one `filter --replicate-do-db` pass (goal: <= 1.5).
+
+    DUMPFILTER_MATRIX_MB=420 DUMPFILTER_MATRIX_WORKLOADS=small-txn-row,realistic-mixed \\
+        .venv/bin/python -m bench matrix
+
+A binlog under 500 MB is labelled a diagnostic (the project's rule for a reported figure). Results
+go to bench/results/matrix.json."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.bench_dump import ROOT, Master
+from bench.bench_skip_policies import POLICY, stream_seconds
+from bench.common import write_result
+
+REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+MB = int(os.environ.get("DUMPFILTER_MATRIX_MB", "420"))
+SKIP_POLICIES = ("heartbeat", "placeholder", "empty-transaction")
+GOALS = {"policy": (">=", 0.85), "placeholder": (">=", 0.75), "empty-transaction": (">=", 0.75),
+         "fanout8": ("<=", 1.3), "experiment24": ("<=", 1.5)}
+
+
+def _workloads() -> dict[str, tuple[Callable[[], Path], list[str]]]:
+    """Each workload's binlog file (made on first use) and its 8 schemas (the do-db slaves')."""
+    from bench.app_binlogs import realistic_mixed_binlog, small_txn_binlog
+    from bench.ddl_binlog import ddl_binlog
+    from bench.mixed_binlog import mixed_binlog
+    from bench.utf8_binlog import utf8_binlog
+
+    sysbench = [f"sbtest{k}" for k in range(1, 9)]
+    return {
+        "sysbench-row": (lambda: mixed_binlog(MB, fmt="ROW"), sysbench),
+        "small-txn-row": (lambda: small_txn_binlog(MB), [f"db{k}" for k in range(1, 9)]),
+        "sysbench-mixed": (lambda: mixed_binlog(MB, fmt="MIXED"), sysbench),
+        "realistic-mixed": (lambda: realistic_mixed_binlog(MB), sysbench),
+        # about 200 KB of binlog a tenant
+        "ddl-heavy": (lambda: ddl_binlog(max(8, MB * 5)), [f"tenant{k:05d}" for k in range(8)]),
+        "utf8-mixed": (lambda: utf8_binlog(MB), [f"app{k}" for k in range(1, 5)] * 2),
+    }
+
+
+def _policy_and_skips(path: Path, schema: str) -> dict[str, float]:
+    """The policy's and each skip policy's ratio, on the slave's clock, best of REPEAT."""
+    clock = {name: float("inf") for name in (*SKIP_POLICIES, "gated")}
+    with tempfile.TemporaryDirectory(prefix="bench-matrix-") as tmp:
+        policy_file = Path(tmp) / "policy.toml"
+        policy_file.write_text(POLICY)
+        policy_file.chmod(0o600)
+        plain = Master(path.parent, ("--lint-max-mb", "0"))
+        gated = Master(path.parent, ("--lint-max-mb", "0", "--policy", str(policy_file)))
+        try:
+            stream_seconds(plain, "heartbeat", Path(tmp), db=schema)  # warm-up: both masters' caches
+            stream_seconds(gated, "heartbeat", Path(tmp), gated=True, db=schema)
+            for _ in range(REPEAT):
+                for name in clock:
+                    got = (stream_seconds(gated, "heartbeat", Path(tmp), gated=True, db=schema) if name == "gated"
+                           else stream_seconds(plain, name, Path(tmp), db=schema))
+                    clock[name] = min(clock[name], got[3])
+        finally:
+            plain.stop()
+            gated.stop()
+    heartbeat = clock["heartbeat"]
+    return {"policy": heartbeat / clock["gated"], "placeholder": heartbeat / clock["placeholder"],
+            "empty-transaction": heartbeat / clock["empty-transaction"],
+            "seconds": {k: round(v, 3) for k, v in clock.items()}}
+
+
+def _fanout(path: Path, schemas: list[str]) -> dict[str, float]:
+    from bench import bench_fanout_procs as fanout
+
+    with tempfile.TemporaryDirectory(prefix="bench-matrix-fan-") as tmp:
+        served = Path(tmp) / "binlog"
+        served.mkdir()
+        (served / path.name).symlink_to(path)
+        best: dict[int, dict] = {}
+        for _ in range(REPEAT):
+            for rules in ([()], [("--replicate-do-db", db) for db in schemas]):
+                got = fanout.run(served, rules, 0.0)
+                if len(rules) not in best or got["master_cpu_s"] < best[len(rules)]["master_cpu_s"]:
+                    best[len(rules)] = got
+    one, eight = best[1], best[len(schemas)]
+    return {"fanout8": eight["master_cpu_ms_per_mb_sent"] / max(one["master_cpu_ms_per_mb_sent"], 1e-9),
+            "fanout_runs": {"1": one, "8": eight}}
+
+
+def _experiment(path: Path, schemas: list[str]) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-matrix-exp-") as tmp:
+        topology = Path(tmp) / "topology.toml"
+        lines = ["[experiment]", "master_vs_slave = false", "skip_policies = []", ""]
+        server_id = 10
+        for db in schemas:
+            for policy in SKIP_POLICIES:
+                server_id += 1
+                lines += ["[[slaves]]", f'name = "{db}-{server_id}/{policy}"', f"server_id = {server_id}",
+                          f'skip_policy = "{policy}"', f'rules = ["replicate-do-db={db}"]', ""]
+        topology.write_text("\n".join(lines))
+        runs = {"experiment24": ["experiment", "--no-spark", "--no-charts", "--binlogs",
+                                 str(path.parent), "--topology", str(topology), "--out", str(Path(tmp) / "exp")],
+                "filter": ["filter", str(path), "-o", str(Path(tmp) / "out.bin"), f"--replicate-do-db={schemas[0]}"]}
+        best = dict.fromkeys(runs, float("inf"))
+        for _ in range(REPEAT):
+            for name, args in runs.items():
+                started = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "dumpfilter", *args], cwd=ROOT, check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                best[name] = min(best[name], time.perf_counter() - started)
+    return {"experiment24": best["experiment24"] / best["filter"], "experiment_seconds": best}
+
+
+def _met(name: str, value: float) -> bool:
+    sense, goal = GOALS[name]
+    return value >= goal if sense == ">=" else value <= goal
+
+
+def main() -> dict:
+    wanted = [w for w in os.environ.get("DUMPFILTER_MATRIX_WORKLOADS", "").split(",") if w]
+    workloads = _workloads()
+    results: dict[str, dict] = {}
+    for name, (make, schemas) in workloads.items():
+        if wanted and name not in wanted:
+            continue
+        path = make()
+        size = path.stat().st_size
+        got: dict = {"binlog_mb": round(size / 1e6, 1)}
+        got.update(_policy_and_skips(path, schemas[0]))
+        got.update(_fanout(path, schemas))
+        got.update(_experiment(path, schemas))
+        results[name] = got
+        label = "" if size >= 500e6 else " (diagnostic: under 500 MB)"
+        print(f"{name}, {got['binlog_mb']} MB{label}: " + ", ".join(
+            f"{figure} {got[figure]:.2f}x{'' if _met(figure, got[figure]) else ' (MISSED)'}" for figure in GOALS),
+            flush=True)
+    if results:
+        print("worst over the workloads, against each goal:")
+        for figure, (sense, goal) in GOALS.items():
+            values = {w: r[figure] for w, r in results.items()}
+            worst = (min if sense == ">=" else max)(values, key=values.__getitem__)
+            print(f"  {figure:18} {values[worst]:.2f}x on {worst} (goal {sense} {goal}x): "
+                  f"{'met' if _met(figure, values[worst]) else 'missed'}")
+    write_result("matrix", results)
+    return results
+
+
+if __name__ == "__main__":
+    main()
