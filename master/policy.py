@@ -130,6 +130,13 @@ class MasterPolicy:
         # same password again skips the expensive check (every gRPC call carries it)
         self._proven: dict[str, tuple[Secret, bytes]] = {}
 
+    @property
+    def bounds_any(self) -> bool:
+        """Whether some identity's gate can refuse anything (`Gate.bounds`): a policy whose every
+        section allows every table checks no text, and reads none ahead."""
+        sections = [*self.entries.values(), *([self.default] if self.default is not None else [])]
+        return any(Gate(tuple(entry.allow), restricted=True).bounds for entry in sections)
+
     @classmethod
     def load(cls, path: str | Path) -> MasterPolicy:
         text = read_policy(path)  # sections, keys, allow, server_ids and passwords, read as everyone reads them

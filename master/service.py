@@ -61,7 +61,8 @@ class DumpService(SlaveRegistry):
         self.segments = segments if segments is not None else SegmentCache(
             self.binlog_dir, segment_bytes=segment_bytes, cache_bytes=cache_bytes, verify_checksums=verify_checksums,
             index_bytes=index_bytes, resident_bytes=resident_bytes, trail_bytes=trail_bytes)
-        self.segments.annotations_ahead = policy is not None  # read for the policy check (guard_row)
+        # read for the policy check (guard_row), where a gate can refuse a text
+        self.segments.annotations_ahead = policy is not None and policy.bounds_any
         self.timeline = schema_timeline(self.segments, schema)
         self.shutting_down = False
         self.max_streams = max_streams                            # None: no limit

@@ -82,7 +82,7 @@ def gate_statement(decision: Decision, gate: Gate, sql: str, current_db: str | N
     """A statement decision of the rules ANDed with the gate: deny by default (a text the bound
     cannot analyse is not sent either). The refusal's `counted` adds MASTER_POLICY (and
     MASTER_POLICY_UNANALYSED) to the rules' own hits."""
-    if not decision.apply or not gate.restricted:
+    if not decision.apply or not gate.bounds:
         return decision
     verdict = gate.statement_verdict(sql, current_db)
     if verdict is ALLOWED:
@@ -114,7 +114,7 @@ class Gated(Decider):
 
     def __init__(self, rules: Decider, gate: Gate):
         self.rules, self.gate = rules, gate
-        self.checks_annotations = gate.restricted or rules.checks_annotations
+        self.checks_annotations = gate.bounds or rules.checks_annotations
 
     def decide_table(self, db: str, table: str) -> Decision:
         return gate_table(self.rules.decide_table(db, table), self.gate, db, table)
@@ -139,4 +139,4 @@ class Gated(Decider):
 
 def gated(rules: Decider, gate: Gate | None) -> Decider:
     """`rules` under `gate`: the rules themselves when there is no restriction."""
-    return rules if gate is None or not gate.restricted else Gated(rules, gate)
+    return rules if gate is None or not gate.bounds else Gated(rules, gate)

@@ -24,6 +24,7 @@ class _Derived:
     (its init, repr, eq and hash stay those of `allow` and `restricted`)."""
 
     _compiled: tuple[re.Pattern[str], ...]
+    bounds: bool
     _schemas: tuple[re.Pattern[str], ...]
     _hash: int
     _refused: dict[object, bool]
@@ -41,6 +42,12 @@ class Gate(_Derived):
         for pattern in self.allow:
             if "." not in pattern:
                 raise RuleError(f"policy allow: {pattern!r} is not a db.table pattern (use 'db.%' for a schema)")
+        # Whether the gate can refuse anything: not when a pattern allows every table (`%.%`, every
+        # schema with it), for then whatever a text reaches is allowed, read or not. Such an
+        # identity is still under the policy (`restricted`: its allow list is shown), but nothing
+        # is checked for it: its streams cost what an open master's do (issue #80).
+        universal = any(_EVERY_TABLE.fullmatch(p) for p in self.allow)
+        object.__setattr__(self, "bounds", self.restricted and not universal)
         object.__setattr__(self, "_compiled", tuple(compile_like(p) for p in self.allow))
         schema_wide = tuple(compile_like(p.split(".", 1)[0]) for p in self.allow if p.endswith(".%"))
         object.__setattr__(self, "_schemas", schema_wide)
@@ -54,14 +61,14 @@ class Gate(_Derived):
         return self._hash
 
     def table_allowed(self, db: str, table: str) -> bool:
-        if not self.restricted:
+        if not self.bounds:
             return True
         key = f"{db}.{table}"
         return any(rx.fullmatch(key) for rx in self._compiled)
 
     def schema_allowed(self, db: str | None) -> bool:
         """A whole schema (statements with no table: CREATE DATABASE, ...) needs a `db.%` pattern."""
-        if not self.restricted:
+        if not self.bounds:
             return True
         return db is not None and bool(db) and any(rx.fullmatch(db) for rx in self._schemas)
 
@@ -70,7 +77,7 @@ class Gate(_Derived):
         (rules/policy_bound.py: tables read or written, subqueries, ODKU, CTEs, bodies; the grant
         tables of `mysql` for account statements, whatever the default database) is allowed;
         UNANALYSED when the text cannot be analysed (it is not sent either)."""
-        if not self.restricted:
+        if not self.bounds:
             return ALLOWED
         from dumpfilter.rules.policy_bound import statement_reach
 
@@ -82,7 +89,7 @@ class Gate(_Derived):
     def annotation_allowed(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
         """Whether an Annotate_rows / Rows_query text may go with its rows: every table it names
         allowed (its statement wrote rows to `tables`, the Table_maps that follow it)."""
-        if not self.restricted:
+        if not self.bounds:
             return True
         from dumpfilter.rules.policy_bound import annotation_reach
 
@@ -108,6 +115,7 @@ class Gate(_Derived):
 
 
 ALLOWED, REFUSED, UNANALYSED = "allowed", "refused", "unanalysed"  # Gate.statement_verdict
+_EVERY_TABLE = re.compile(r"%+\.%+")  # an allow pattern every `db.table` matches
 REFUSED_KEPT = 1 << 16  # the annotation sets a gate remembers (Gate.annotations_refused)
 UNRESTRICTED = Gate()
 

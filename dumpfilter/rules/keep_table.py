@@ -110,7 +110,7 @@ class KeepTable:
         self._decider = decider
         rules = decider.rules if isinstance(decider, Gated) else decider
         gate = decider.gate if isinstance(decider, Gated) else None
-        self.gate = gate if gate is not None and gate.restricted else None
+        self.gate = gate if gate is not None and gate.bounds else None
         self._account = rules.account
         self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db), True))
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled

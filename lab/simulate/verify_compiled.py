@@ -187,7 +187,7 @@ def _compilable(check: Check) -> bool:
     """Whether the compiled way takes a slave: its rules rename nothing and the master policy
     restricts nothing for it (a gate bounds annotation texts and statements by their text)."""
     spec, _received, _dropped, gate = check
-    if gate is not None and gate.restricted:
+    if gate is not None and gate.bounds:
         return False
     engine = RuleEngine(spec.rules, spec.settings)
     return event_renamer(engine, spec.rules, spec.settings) is None and not engine.checks_annotations

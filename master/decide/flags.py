@@ -87,7 +87,7 @@ class SlaveDecider(Decider):
 
     def __init__(self, words: FlagWords, bit: int, engine: RuleEngine, gate: Gate) -> None:
         self.words, self.bit, self.engine, self.gate = words, bit, engine, gate
-        self.checks_annotations = gate.restricted
+        self.checks_annotations = gate.bounds
         self.hits: Hits = Counter()
         self.at: OrderKey | None = None  # the position key of the unit being decided (set by the stream)
         self.parses: Parses | None = None  # that unit's parse memo, shared by every rule group (set by the stream)
@@ -100,7 +100,7 @@ class SlaveDecider(Decider):
         counted = self.engine.decide_table(db, table).counted
         if counted:
             self.hits.update(counted)
-        if not kept and self.gate.restricted and not self.gate.table_allowed(db, table):
+        if not kept and self.gate.bounds and not self.gate.table_allowed(db, table):
             self.hits[MASTER_POLICY] += 1
         return kept
 
@@ -115,7 +115,7 @@ class SlaveDecider(Decider):
     def annotation_kept(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
         """An Annotate_rows / Rows_query text goes with its rows only if the policy allows every
         table it names (TransactionFilter asks once its statement's Table_maps are read)."""
-        if not self.gate.restricted or self.gate.annotation_allowed(sql, tables):
+        if not self.gate.bounds or self.gate.annotation_allowed(sql, tables):
             return True
         self.hits[MASTER_POLICY_ANNOTATION] += 1
         return False
@@ -233,7 +233,7 @@ class StatementWords:
             group = self._group
             if group is None:
                 members = self._members()
-                databases_only = all(engine.databases_only and not gate.restricted for _, engine, gate in members)
+                databases_only = all(engine.databases_only and not gate.bounds for _, engine, gate in members)
                 group = self._group = (members, databases_only)
                 live = {(engine, gate) for _, engine, gate in members}
                 for gone in [g for g in self._by_group if g not in live]:  # groups with no member left
@@ -264,7 +264,7 @@ class StatementWords:
                 memo = self._by_group.get(rule_group)
                 if memo is None:
                     memo = self._by_group.setdefault(rule_group, {})
-                if info is None and not (engine.databases_only and not gate.restricted and plain):
+                if info is None and not (engine.databases_only and not gate.bounds and plain):
                     info = parse_statement(sql, current_db or "", parses)
                 group_key = _group_key(engine, gate, sql, current_db, plain, info)
                 answer = memo.get(group_key)
@@ -304,7 +304,7 @@ def _group_key(engine: RuleEngine, gate: Gate, sql: str, current_db: str | None,
     database it names, the default database), as StatementWords keys them when every group does;
     for any other group the text itself. Either is kept only when the decision was pure (read no
     schema model, made no assumption, parsed): one that was not may differ at another position."""
-    if engine.databases_only and not gate.restricted:
+    if engine.databases_only and not gate.bounds:
         if plain:
             return (_PLAIN, current_db)
         assert info is not None, "StatementWords.answer parses a statement that is not plain first"

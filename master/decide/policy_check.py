@@ -39,7 +39,7 @@ def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: Stateme
     set of shapes and Table_maps (`Gate.annotations_refused`: most units of a workload share a few). The core's answers are
     read ahead on the segment's scan thread where the streams keep most units (see
     SegmentCache.texts_wanted). `counts`: its `policy_text_units` counts the units read here."""
-    if not gate.restricted or (ROW_KEEP not in row and ROW_PARTIAL not in row):
+    if not gate.bounds or (ROW_KEEP not in row and ROW_PARTIAL not in row):
         return row
     index = seg.index
     assert index is not None, "a row of fast units is a scanned segment's (SlaveStream._row)"

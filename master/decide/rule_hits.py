@@ -117,7 +117,7 @@ class RuleHits:
                 hits[name] += count
                 if count > 1:
                     counters[name] += count - 1
-            if gate.restricted and not decider.words.kept(db, table, decider.bit) \
+            if gate.bounds and not decider.words.kept(db, table, decider.bit) \
                     and not gate.table_allowed(db, table):
                 hits["MASTER_POLICY"] += count
         hits = +hits
