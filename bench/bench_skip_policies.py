@@ -54,13 +54,14 @@ def _process_cpu(pid: int) -> float:
 
 
 def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False,
-                   db: str = "sbtest1") -> tuple[float, float, float, float]:
+                   db: str | None = "sbtest1") -> tuple[float, float, float, float]:
     """One `slave run --until-caught-up` process under `policy` (EACH: placeholder, every one on
     the wire): its wall seconds, its own CPU seconds (os.wait4's rusage), the master's CPU
     seconds meanwhile, which say whose walk the time is, and the stream's seconds on the slave's
     own clock (its summary line's "caught up ... s after its first dump request"). `gated`: as
-    the policy's identity (the master serves with POLICY)."""
+    the policy's identity (the master serves with POLICY). `db` None: a keep-all slave (no rules)."""
     login = ["--user", "app", "--password", "pw"] if gated else []
+    rules = [] if db is None else [f"--replicate-do-db={db}"]
     server_id = 10 + POLICIES.index(policy) if policy in POLICIES else 20 + len(policy)
     if policy == EACH:
         policy, login = "placeholder", [*login, "--no-placeholder-runs", "--no-skip-stretches"]
@@ -71,7 +72,7 @@ def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False,
     started = time.perf_counter()
     slave = subprocess.Popen([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", master.address,
                               "--server-id", str(server_id), "--skip-policy", policy,
-                              f"--replicate-do-db={db}", "--relay-log-dir", str(relay), "--until-caught-up",
+                              *rules, "--relay-log-dir", str(relay), "--until-caught-up",
                               "--lint-wait", "0", *login], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert slave.stderr is not None
     said = slave.stderr.read().decode(errors="replace")

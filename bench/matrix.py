@@ -19,7 +19,8 @@ interleaved runs after one warm-up stream per master:
                allowed everything (`allow = ["%.%"]`), on the slave's own clock (first Dump
                request to caught up), as a ratio of the same stream without a policy (goal: >= 0.85);
   placeholder, empty-transaction
-               each skip policy's stream as a ratio of the heartbeat stream (goal: >= 0.75);
+               each skip policy's stream as a ratio of the heartbeat stream (goal: >= 0.75), or
+               its MB sent per second as a ratio of a keep-all stream's (goal: >= 0.8);
   fanout8      master CPU per MB sent by 8 `replicate-do-db` slaves, one per schema, started
                together, against one keep-all slave's (goal: <= 1.3);
   experiment24 `experiment --no-spark --no-charts` with those 8 rule sets under the three skip
@@ -71,9 +72,16 @@ def _workloads() -> dict[str, tuple[Callable[[], Path], list[str]]]:
     }
 
 
-def _policy_and_skips(path: Path, schema: str) -> dict[str, float]:
-    """The policy's and each skip policy's ratio, on the slave's clock, best of REPEAT."""
-    clock = {name: float("inf") for name in (*SKIP_POLICIES, "gated")}
+def _sent(master: Master) -> dict[int, int]:
+    return {s.server_id: s.bytes_sent for s in master.stats()}
+
+
+def _policy_and_skips(path: Path, schema: str) -> dict:
+    """The policy's and each skip policy's ratio, on the slave's clock, best of REPEAT; beside each
+    skip policy, its MB sent per second against a keep-all stream's (the issue's other measure)."""
+    kinds = (*SKIP_POLICIES, "gated", "keep-all")
+    clock = dict.fromkeys(kinds, float("inf"))
+    sent = dict.fromkeys(kinds, 0)
     with tempfile.TemporaryDirectory(prefix="bench-matrix-") as tmp:
         policy_file = Path(tmp) / "policy.toml"
         policy_file.write_text(POLICY)
@@ -84,17 +92,24 @@ def _policy_and_skips(path: Path, schema: str) -> dict[str, float]:
             stream_seconds(plain, "heartbeat", Path(tmp), db=schema)  # warm-up: both masters' caches
             stream_seconds(gated, "heartbeat", Path(tmp), gated=True, db=schema)
             for _ in range(REPEAT):
-                for name in clock:
-                    got = (stream_seconds(gated, "heartbeat", Path(tmp), gated=True, db=schema) if name == "gated"
-                           else stream_seconds(plain, name, Path(tmp), db=schema))
-                    clock[name] = min(clock[name], got[3])
+                for kind in kinds:
+                    master = gated if kind == "gated" else plain
+                    before = _sent(master)
+                    got = stream_seconds(master, "heartbeat" if kind in ("gated", "keep-all") else kind, Path(tmp),
+                                         gated=kind == "gated", db=None if kind == "keep-all" else schema)
+                    after = _sent(master)
+                    sent[kind] = sum(after.values()) - sum(before.values())
+                    clock[kind] = min(clock[kind], got[3])
         finally:
             plain.stop()
             gated.stop()
-    heartbeat = clock["heartbeat"]
-    return {"policy": heartbeat / clock["gated"], "placeholder": heartbeat / clock["placeholder"],
-            "empty-transaction": heartbeat / clock["empty-transaction"],
-            "seconds": {k: round(v, 3) for k, v in clock.items()}}
+    heartbeat, keep_all = clock["heartbeat"], sent["keep-all"] / clock["keep-all"]
+    out: dict = {"policy": heartbeat / clock["gated"], "seconds": {k: round(v, 3) for k, v in clock.items()},
+                 "mb_sent": {k: round(v / 1e6, 1) for k, v in sent.items()}}
+    for kind in ("placeholder", "empty-transaction"):
+        out[kind] = heartbeat / clock[kind]
+        out[f"{kind}_per_mb_vs_keep_all"] = sent[kind] / clock[kind] / keep_all
+    return out
 
 
 def _fanout(path: Path, schemas: list[str]) -> dict[str, float]:
@@ -139,9 +154,18 @@ def _experiment(path: Path, schemas: list[str]) -> dict[str, float]:
     return {"experiment24": best["experiment24"] / best["filter"], "experiment_seconds": best}
 
 
-def _met(name: str, value: float) -> bool:
+def _met(name: str, value: float, got: dict | None = None) -> bool:
+    """Whether `value` meets its goal; a skip policy's also by its MB sent per second against a
+    keep-all stream's (at least 0.8x: the issue's alternative, for a policy that sends more)."""
     sense, goal = GOALS[name]
+    if got is not None and got.get(f"{name}_per_mb_vs_keep_all", 0.0) >= 0.8:
+        return True
     return value >= goal if sense == ">=" else value <= goal
+
+
+def _per_mb(got: dict, figure: str) -> str:
+    per_mb = got.get(f"{figure}_per_mb_vs_keep_all")
+    return "" if per_mb is None else f" ({per_mb:.2f}x a keep-all stream per MB sent)"
 
 
 def main() -> dict:
@@ -160,7 +184,8 @@ def main() -> dict:
         results[name] = got
         label = "" if size >= 500e6 else " (diagnostic: under 500 MB)"
         print(f"{name}, {got['binlog_mb']} MB{label}: " + ", ".join(
-            f"{figure} {got[figure]:.2f}x{'' if _met(figure, got[figure]) else ' (MISSED)'}" for figure in GOALS),
+            f"{figure} {got[figure]:.2f}x{_per_mb(got, figure)}{'' if _met(figure, got[figure], got) else ' (MISSED)'}"
+            for figure in GOALS),
             flush=True)
     if results:
         print("worst over the workloads, against each goal:")
@@ -168,7 +193,7 @@ def main() -> dict:
             values = {w: r[figure] for w, r in results.items()}
             worst = (min if sense == ">=" else max)(values, key=values.__getitem__)
             print(f"  {figure:18} {values[worst]:.2f}x on {worst} (goal {sense} {goal}x): "
-                  f"{'met' if _met(figure, values[worst]) else 'missed'}")
+                  f"{'met' if all(_met(figure, r[figure], r) for r in results.values()) else 'missed'}")
     write_result("matrix", results)
     return results
 

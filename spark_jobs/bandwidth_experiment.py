@@ -126,6 +126,7 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
     its `bytes_sent` is the rest of what the slave is sent (with what its skip policy adds)."""
     from dumpfilter.rules.decider import gated
     from dumpfilter.rules.evaluate import RuleEngine
+    from dumpfilter.rules.statement_info import StatementInfo
 
     statements = statements or {}
     all_bytes: dict[TableName, int] = {t: b for t, b in tables.items() if t not in (FRAMING, OTHER) and len(t) == 2}
@@ -155,14 +156,19 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
     rows = []
     # The groups each rule set and gate applies, decided once for the slaves that share them.
     applies: dict[tuple[str, str, Gate | None], list[bool]] = {}
+    parses: dict[tuple[str, str], StatementInfo] = {}  # each statement parsed once for every rule set
     for slave, gate, counts in zip(topology.slaves, gates, totals):
-        decider = gated(RuleEngine(slave.rules, slave.settings), gate)
+        engine = RuleEngine(slave.rules, slave.settings)
+        decider = gated(engine, gate)
         sent_by: dict[TableName, int] = {t: b for t, b in tables.items()
                                          if t not in (FRAMING, OTHER) and len(t) == 2 and decider.table_kept(*t)}
         sent_unattributed = 0
         applied: set[StatementGroup] = set()
         same = (repr(slave.rules), repr(slave.settings), gate)
-        if same not in applies:
+        if same not in applies and decider is engine:
+            applies[same] = [engine.decide_statement_key(sql, group[0] or None, parses).apply
+                             for group, sql, _, _ in shares]
+        elif same not in applies:
             applies[same] = [decider.decide_statement_key(sql, group[0] or None).apply for group, sql, _, _ in shares]
         for (group, _, size, split), apply in zip(shares, applies[same]):
             if not apply:

@@ -254,10 +254,11 @@ class RuleEngine(EffectiveSemantics, Decider):
         trigger knowledge (`consulted` stays False) nor assumed; the caller checks that after each."""
         return self._keys_alone
 
-    def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
+    def decide_statement_key(self, sql: str, current_db: str | None,
+                             parses: dict[tuple[str, str], StatementInfo] | None = None) -> Decision:
         saved, self._counting = self._counting, False
         try:
-            return self.decide_statement(sql, current_db)
+            return self.decide_statement(sql, current_db, parses=parses)
         finally:
             self._counting = saved
 
