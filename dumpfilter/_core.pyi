@@ -786,6 +786,9 @@ class RelayResult(_Record):
     @property
     def by_keys(self) -> KeysUsed:
         """What the statement keys answered (the statement units relayed)."""
+    @property
+    def renamed(self) -> int:
+        """Events whose database replicate-rewrite-db renamed (`renames`)."""
 
 
 class Relayed:
@@ -1073,7 +1076,7 @@ def hop(buf: Buffer, off: int) -> HopResult:
 
 
 def relay_run(scanner: Scanner, buf: bytes, start: int, keep: bytes, lone: tuple[int, int] | None = None,
-              stmt_keep: bytes | None = None) -> RelayResult:
+              stmt_keep: bytes | None = None, renames: tuple[dict[bytes, bytes], int, int] | None = None) -> RelayResult:
     """The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges):
     the bytes to relay, the next unit index, the counts, the lone statements copied whose text the
     slave's check reads, and what the statement keys answered. `lone`: (QUERY post-header length,

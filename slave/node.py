@@ -47,7 +47,7 @@ from dumpfilter.slave.config import Counters, SlaveConfig
 from dumpfilter.slave.apply import ApplyError, apply_relay, parse_mysql_url
 from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY, USER_KEY, LinkTimeoutError,
                                           MasterError, NetWatch, master_error, say)
-from dumpfilter.rules.renamer import event_renamer
+from dumpfilter.rules.renamer import AppliedNames, applied_names, event_renamer
 from dumpfilter.rules.walk_driver import Driver
 
 if TYPE_CHECKING:  # the rule engine's modules load at the first batch (Slave.engine)
@@ -137,6 +137,10 @@ class Slave:
     @functools.cached_property
     def rename(self) -> Callable[[Event], Event] | None:
         return event_renamer(self.engine, self.config.rules, self.config.settings)
+
+    @functools.cached_property
+    def names_applied(self) -> AppliedNames | None:  # the relay run's renames (slave.receive)
+        return applied_names(self.engine, self.config.rules, self.config.settings)
 
     @functools.cached_property
     def trust(self) -> MasterTrust:  # the slave's own check (its TransactionFilter) of what the master sends

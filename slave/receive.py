@@ -38,6 +38,13 @@ class BatchWalk:
         slave = self.slave
         return slave.rename is None and slave.relay.file is not None and self.grouper.current is None
 
+    def _run_ok(self) -> bool:
+        """Whether the compiled relay run may write units: as `_raw_ok`, or renamed by it where the
+        only renames are replicate-rewrite-db's (`Slave.names_applied`)."""
+        slave = self.slave
+        return (slave.rename is None or slave.names_applied is not None) and slave.relay.file is not None \
+            and self.grouper.current is None
+
     def key_space(self, at: int) -> FormatDescription | None:
         return self.fmt if self.slave._keep_table.keys_enabled else None
 
@@ -56,9 +63,13 @@ class BatchWalk:
         check: the keep answers the run used were fixed before it (per table name, for the batch),
         so checking them after the run's write (never committed if it fails) changes nothing."""
         slave = self.slave
-        if (self._declined[0] == at and self._declined[1] is keys) or slave.after_unit is not None or not self._raw_ok():
+        if (self._declined[0] == at and self._declined[1] is keys) or slave.after_unit is not None or not self._run_ok():
             return None  # (stopped here with these keys: the unit is Python's)
-        run = slave._scanner.relay_run(self.blob, at, slave._keeps(), self.fmt, None if keys is None else keys.keep)
+        names = slave.names_applied
+        if names is not None and slave.rename is not None and self.fmt is None:
+            return None  # (no format to read the names with: Python renames)
+        run = slave._scanner.relay_run(self.blob, at, slave._keeps(), self.fmt, None if keys is None else keys.keep,
+                                       None if names is None else names.map)
         self._declined = (run.next, keys)
         if run.out:
             slave.relay.write_raw(run.out)
@@ -66,6 +77,7 @@ class BatchWalk:
         c = slave.counters
         c.heartbeats += run.heartbeats
         c.placeholders += run.placeholders  # a placeholder unit's framing relayed without them
+        c.rewritten += run.renamed
         c.events_relayed += run.events
         c.bytes_relayed += run.bytes
         slave.units_written += run.units
@@ -107,6 +119,8 @@ class BatchWalk:
             self._relayed(raw, rec.events)
             return at + 1
         events, self.fmt = unit_events(raw, rec.start, self.fmt, path="<stream>", stream_positions=True)
+        if slave.names_applied is not None:  # the names the next runs rename
+            slave.names_applied.learn(events)
         for event in events:
             slave._event(event, self.grouper)
         return at + 1

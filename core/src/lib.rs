@@ -17,6 +17,7 @@ pub mod keep;
 pub mod le;
 pub mod payload;
 pub mod relay;
+pub mod rename_db;
 pub mod replica;
 pub mod rows;
 pub mod scan;

@@ -17,6 +17,7 @@ use std::ops::Range;
 
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
+use crate::rename_db::{names_known, rename_unit, DbRenames};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
 use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms::{empty_transactions, is_placeholder};
@@ -57,6 +58,8 @@ pub struct RelayRun {
     /// The lone statements copied whose text the slave's check reads (not framing words): the
     /// unit's index and its (default database, SQL) ranges in the buffer.
     pub lone: Vec<(usize, Range<usize>, Range<usize>)>,
+    /// Events whose database a rewrite-db rule renamed (`rename_db`).
+    pub renamed: u64,
 }
 
 /// The format a run reads lone statements with: its QUERY post-header length and checksum length.
@@ -349,6 +352,7 @@ fn tables_kept(u: &Unit, tables: &[u32], keep: &[u8]) -> Option<bool> {
 /// name ids of their Table_maps, `keep` one byte per name id, KEEP_KEEP kept) until a unit needs
 /// Python; with `lone` (the format in force), lone statements are copied too (see
 /// `lone_statement`), and with `stmts` as well the statement units their keys keep.
+#[allow(clippy::too_many_arguments)]
 pub fn relay_ranges(
     buf: &[u8],
     units: &[Unit],
@@ -357,6 +361,7 @@ pub fn relay_ranges(
     from: usize,
     lone: Option<LoneFormat>,
     mut stmts: Option<&mut ByKeys>,
+    renames: Option<&DbRenames>,
 ) -> RelayRun {
     let mut plan = RelayRun::default();
     let mut i = from;
@@ -400,7 +405,10 @@ pub fn relay_ranges(
             continue;
         }
         let at = plan.own.len();
-        let made = lone.and_then(|f| mysql_placeholder_unit(buf, u, f, &mut plan.own));
+        // (under renames, a MySQL placeholder unit's BEGIN names a database: Python's)
+        let made = lone
+            .filter(|_| renames.is_none())
+            .and_then(|f| mysql_placeholder_unit(buf, u, f, &mut plan.own));
         if let Some((events, holes)) = made {
             plan.made(at);
             plan.units += 1;
@@ -409,9 +417,21 @@ pub fn relay_ranges(
             i += 1;
             continue;
         }
-        if lone.is_some_and(|f| holed_unit(buf, u, (tables, keep), f.crc_len != 0, &mut plan)) {
+        // (a unit kept in part is renamed by Python)
+        if renames.is_none()
+            && lone.is_some_and(|f| holed_unit(buf, u, (tables, keep), f.crc_len != 0, &mut plan))
+        {
             i += 1;
             continue;
+        }
+        if let Some(r) = renames {
+            // A database the renames have not met: Python renames the unit and teaches them. A
+            // MySQL GTID's transaction_length would change with a name: Python's too.
+            match names_known(&buf[u.start..u.end], r) {
+                None => break,
+                Some(true) if u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) != 0 => break,
+                Some(_) => {}
+            }
         }
         if u.flags & F_FAST != 0 {
             if !tables_kept(u, tables, keep).unwrap_or(false) {
@@ -440,7 +460,20 @@ pub fn relay_ranges(
                 }
             }
         }
-        plan.push(u.start, u.end);
+        if let Some(r) = renames {
+            // replicate-rewrite-db: the unit's names renamed into the run's own bytes.
+            let at = plan.own.len();
+            match rename_unit(&buf[u.start..u.end], r, &mut plan.own) {
+                Err(_) => break, // (not met: `names_known` read every event)
+                Ok(0) => plan.push(u.start, u.end),
+                Ok(n) => {
+                    plan.made(at);
+                    plan.renamed += n;
+                }
+            }
+        } else {
+            plan.push(u.start, u.end);
+        }
         plan.units += 1;
         plan.events += u.events as u64;
         i += 1;
@@ -461,7 +494,7 @@ mod tests {
     }
 
     fn relay_run(buf: &[u8], units: &[Unit], tables: &[u32], keep: &[u8], from: usize) -> Run {
-        let plan = relay_ranges(buf, units, tables, keep, from, None, None);
+        let plan = relay_ranges(buf, units, tables, keep, from, None, None, None);
         let mut out = vec![0u8; plan.bytes as usize];
         plan.fill(buf, &mut out);
         Run { plan, out }

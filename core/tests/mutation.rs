@@ -420,7 +420,8 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         query_post: rng.below(256),
         crc_len: 4 * rng.below(2),
     });
-    let run = _core::relay::relay_ranges(data, &out.units, &out.tables, &keep, from, lone, None);
+    let run =
+        _core::relay::relay_ranges(data, &out.units, &out.tables, &keep, from, lone, None, None);
     assert!(
         from <= run.next && run.next <= out.units.len(),
         "iteration {iteration}"

@@ -306,16 +306,20 @@ class Scanner:
         return memoryview(self._core.slow_units()).cast("I")
 
     def relay_run(self, buf: bytes, start: int, keep: bytes, lone: FormatDescription | None = None,
-                  stmt_keep: bytes | None = None) -> _core.RelayResult:
+                  stmt_keep: bytes | None = None, renames: dict[bytes, bytes] | None = None) -> _core.RelayResult:
         """A slave's relay run over the last `units` call's units from index `start` on (buf:
         that call's buffer; `keep` one byte per name id, 1 kept): lone Heartbeats passed over,
         the placeholder policy's skipped units relayed as their framing, fast units kept whole
         copied as they came and, given the format in force as `lone`, lone statements (a MariaDB
         GTID and one plain QUERY) too, and with `stmt_keep` (a keep byte per key id of
         `statement_units`) the statement units whose every statement its keys keep, until a unit
-        that needs Python; see relay::relay_ranges."""
+        that needs Python; see relay::relay_ranges. `renames` (with `lone`): replicate-rewrite-db's
+        names (the master's database -> the one the replica applies), written into the units
+        relayed (rename_db); the run stops at a unit naming a database the map lacks."""
         formats = None if lone is None else (lone.post_header_len(EventType.QUERY), lone.checksum_len)
-        return _core.relay_run(self._core, buf, start, keep, formats, stmt_keep)
+        named = None if renames is None or lone is None else (
+            renames, lone.post_header_len(EventType.EXECUTE_LOAD_QUERY), lone.post_header_len(EventType.TABLE_MAP))
+        return _core.relay_run(self._core, buf, start, keep, formats, stmt_keep, named)
 
     def walk(self, buf: Buffer, off: int, base: int, types: bytes) -> tuple[memoryview, int, BinlogError | None]:
         """Buffer offsets of the events of buf[off:] whose type has a non-zero byte in `types`

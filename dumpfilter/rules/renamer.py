@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from dumpfilter.codec import Event
+from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.rename import PositionKeeper, rewrite_event
 from dumpfilter.rules.ruleset import RuleSet, Settings
 
@@ -44,6 +44,43 @@ def event_renamer(engine: RuleEngine, rules: RuleSet, settings: Settings) -> Cal
         return applied_db(engine, db)
 
     return lambda event: rewrite_event(event, rewrite)
+
+
+class AppliedNames:
+    """replicate-rewrite-db's names as the compiled relay run writes them (the core's rename_db):
+    the master's database name -> the one the replica applies (itself where no rule renames it),
+    for the names met so far. A unit naming another one is renamed by `event_renamer` in Python,
+    which `learn`s its names for the runs after it."""
+
+    def __init__(self, engine: RuleEngine) -> None:
+        self.engine = engine
+        self.map: dict[bytes, bytes] = {}
+
+    def learn(self, events: list[Event]) -> None:
+        for event in events:
+            if event.is_query:
+                db = event.db
+            elif event.type_code == EventType.TABLE_MAP:
+                db = event.table_map[1]
+            else:
+                continue
+            if not db:
+                continue
+            raw = db.encode("utf-8", "surrogateescape")
+            if raw not in self.map:
+                new, changed = applied_db(self.engine, db)
+                # (as rewrite_event: a name no rule renames, or one no server could write, stays)
+                raw_new = new.encode("utf-8", "surrogateescape")
+                self.map[raw] = raw_new if changed and len(raw_new) <= 255 else raw
+
+
+def applied_names(engine: RuleEngine, rules: RuleSet, settings: Settings) -> AppliedNames | None:
+    """The names the compiled relay run renames for these rules: replicate-rewrite-db's alone
+    (WL#2516's REWRITE patterns rename tables too: those units are renamed in Python); None
+    where the rules rename nothing."""
+    if not rules.rewrite_db or (bool(rules.effective_rewrite) and settings.semantics == "effective"):
+        return None
+    return AppliedNames(engine)
 
 
 class _NamedRules(Protocol):

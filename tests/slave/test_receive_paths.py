@@ -260,3 +260,27 @@ def test_a_stream_batch_is_scanned_without_a_checker_thread(tmp_path):
     slave = Slave(SlaveConfig(master="127.0.0.1:1", server_id=9, relay_dir=tmp_path / "relay", rules=RuleSet()))
     assert slave._scanner.core.pipeline_min is None
     assert Scanner("<x>").core.pipeline_min is not None  # what a file's scan keeps
+
+
+@pytest.mark.parametrize("fmt", ["row", "mixed"])
+def test_a_rewrite_db_slave_relays_by_the_compiled_run(tmp_path, fmt):
+    """Issue #80: a replicate-rewrite-db slave sent every event through Python to rename it (a
+    `simulate` slave's stream took ten times the others'). The compiled relay run renames the
+    databases itself (core rename_db): Python renames a unit only where it names a database the
+    run has not met, and the relay log is the reference path's, renamed events and all."""
+    paths = generate(WorkloadSpec(seed=7, transactions=1200, binlog_format=fmt, flavor="mariadb", ddl_share=0.0,
+                                  max_binlog_size=1 << 30), tmp_path / "binlog")
+    data = paths[0].read_bytes()
+    stream = batches(data, paths[0].name, random.Random(3))
+    rules = RuleSet(rewrite_db=(("db1", "x1"), ("db2", "x2")))
+    by_python = []
+    real = Slave._unit
+    try:
+        Slave._unit = lambda self, unit: by_python.append(unit.kind) or real(self, unit)  # type: ignore[method-assign]
+        fast = receive(tmp_path / "fast", rules, True, stream)
+    finally:
+        Slave._unit = real  # type: ignore[method-assign]
+    assert fast == receive(tmp_path / "slow", rules, False, stream)
+    units = fast["units"]
+    assert fast["counters"]["rewritten"] > units / 4, fast["counters"]
+    assert sum(kind != "control" for kind in by_python) < units / 20, (len(by_python), units)

@@ -13,8 +13,10 @@ use super::scanner::PyScanner;
 use super::text;
 use crate::assemble;
 use crate::relay;
+use crate::rename_db::DbRenames;
 use crate::replica;
 use crate::stmt_units::ByKeys;
+use std::collections::HashMap;
 
 use crate::{hops, payload, sql};
 
@@ -195,8 +197,15 @@ pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
 /// checksum length) of the format in force, to copy lone statements too; None, to stop at them.
 /// `stmt_keep` (with `lone`): a keep byte per key id of the scanner's `statement_units`, to copy
 /// the statement units whose every statement its keys keep.
+/// What `relay_run` takes of replicate-rewrite-db's names (see there).
+type Renames = (HashMap<Vec<u8>, Vec<u8>>, usize, usize);
+
+/// `renames` (with `lone`): replicate-rewrite-db's names, (the master's database name -> the
+/// one applied, EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths): the units relayed with
+/// their names renamed (rename_db), the run stopping at a name the map lacks.
 #[pyfunction]
-#[pyo3(signature = (scanner, buf, start, keep, lone = None, stmt_keep = None))]
+#[pyo3(signature = (scanner, buf, start, keep, lone = None, stmt_keep = None, renames = None))]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn relay_run<'py>(
     py: Python<'py>,
     mut scanner: PyRefMut<'py, PyScanner>,
@@ -205,6 +214,7 @@ pub(super) fn relay_run<'py>(
     keep: &[u8],
     lone: Option<(usize, usize)>,
     stmt_keep: Option<&[u8]>,
+    renames: Option<Renames>,
 ) -> PyResult<RelayResult> {
     let data = buf.as_bytes();
     let s = &mut *scanner;
@@ -216,8 +226,27 @@ pub(super) fn relay_run<'py>(
     let mut stmts = stmt_keep
         .zip(s.last_stmt.as_ref())
         .map(|(k, st)| ByKeys::new(st, k));
-    let p =
-        py.detach(|| relay::relay_ranges(data, units, tables, keep, start, lone, stmts.as_mut()));
+    let renames = renames
+        .zip(lone)
+        .map(|((map, load_post, table_map_post), f)| DbRenames {
+            map,
+            query_post: f.query_post,
+            load_post,
+            table_map_post,
+            crc_len: f.crc_len,
+        });
+    let p = py.detach(|| {
+        relay::relay_ranges(
+            data,
+            units,
+            tables,
+            keep,
+            start,
+            lone,
+            stmts.as_mut(),
+            renames.as_ref(),
+        )
+    });
     // What to relay: the buffer itself when the run relays all of it (an empty-transaction
     // stream's batch: kept units and emptied ones back to back, about 1 MB each), a view of it
     // for one stretch, else one copy of the stretches, straight into the bytes handed to Python.
@@ -250,6 +279,7 @@ pub(super) fn relay_run<'py>(
         lone: texts.unbind(),
         placeholders: p.placeholders,
         by_keys: by_keys(py, stmts.as_ref())?,
+        renamed: p.renamed,
     })
 }
 

@@ -225,6 +225,8 @@ records! {
         placeholders: u64,
         /// What the statement keys answered (the statement units relayed).
         by_keys: Py<KeysUsed>,
+        /// Events whose database replicate-rewrite-db renamed (`renames`).
+        renamed: u64,
     }
 
     /// The malformed event that stopped a scan: kind "binlog" or "checksum", the message, and
