@@ -180,7 +180,7 @@ class _Lint:
         if linter.primary.temps:
             return _UNSAFE  # a temporary table may shadow the key's table (per session): the Linter tells
         engine = linter.engine
-        if may_diverge(engine, sql, db, primary):
+        if may_diverge(linter, sql, db, primary):
             return _UNSAFE  # judged by its default database otherwise than its table's: a silent divergence
         if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
             return _SAFE   # skipped: a DML statement the replica skips changes nothing
