@@ -79,6 +79,7 @@ class Group:
     writes: list[Write] = field(default_factory=list)
     # (default database tested, database of the table written) -> writes
     pairs: dict[tuple[str, str], int] = field(default_factory=dict)
+    tables: dict[str, int] = field(default_factory=dict)  # db.table -> writes that got it wrong
 
     def cause(self) -> str:
         shown = ", ".join(f"'{db or '(none)'}' for {table_db}" for (db, table_db), _ in
@@ -88,12 +89,11 @@ class Group:
                     "qualifies keeps that database on the replica, where a row event of the same write lands "
                     "in the rewritten one")
         if self.rule not in _DB_RULES:
-            tables = ", ".join(sorted({t for _, t in self.pairs})[:3])
-            verb = "skipped" if self.kind == LOST else "applied"
+            tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
+            outcome = f"skipped whole, so its write to {tables} is lost" if self.kind == LOST else \
+                f"applied whole, so its write to {tables} is made"
             return (f"{self.rule} decided the whole statement by the first table it writes that a table rule "
-                    f"names (tables_ok): {verb} whole, so {tables} "
-                    + ("misses the write" if self.kind == LOST else "is written")
-                    + " (row events of the same write are judged table by table)")
+                    f"names (tables_ok): {outcome} (row events of the same write are judged table by table)")
         if self.kind == LOST:
             return (f"{self.rule} tested the statement's default database ({shown}), not the database of the "
                     "tables it writes, which the rules keep: skipped (a row event of the same write is applied)")
@@ -149,6 +149,8 @@ class Divergence:
         group.count += 1
         for table_db in dict.fromkeys(ref[0] for ref in tables):
             group.pairs[(db, table_db)] = group.pairs.get((db, table_db), 0) + 1
+        for name in (f"{d}.{t}" for d, t in tables):
+            group.tables[name] = group.tables.get(name, 0) + 1
         if len(group.writes) < self.keep:
             group.writes.append(Write(file, pos, gtid, db, tuple(f"{d}.{t}" for d, t in tables), sql,
                                       tuple(f"{d}.{t}" for d, t in landed)))

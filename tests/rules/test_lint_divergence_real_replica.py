@@ -302,7 +302,7 @@ def test_each_divergent_write_is_a_row_the_replica_gets_wrong(servers, case, fmt
     make_replica(primary, replica)
     status = wait_caught_up(primary, replica, timeout=60)
     assert status.caught_up, status.describe()
-    seed = {i: 0 for i in range(1, SPREAD + 1)}
+    seed = dict.fromkeys(range(1, SPREAD + 1), 0)
     truth = set()
     images = {_image(t, rewrite): t for t in kept}
     for table in sorted({*TABLES, *images}):
