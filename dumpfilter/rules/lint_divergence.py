@@ -17,6 +17,10 @@ only its default database. Where the two disagree, the replica silently differs 
 - misplaced: under replicate-rewrite-db, a kept statement writing a table qualified with a database a
   rule rewrites (`USE crm; UPDATE crm.t3 ...` with `crm->crm_rw`): it lands in crm.t3, where a row
   event of the same write lands in crm_rw.t3 (MariaDB and MySQL rewrite the default database only).
+Triggers both ways: a kept statement fires the triggers the replica has (`Linter.replica`'s model:
+--schema, --replica-schema, the CREATE TRIGGERs it applied), whose writes to tables the rules do not
+keep are applied; what the primary's triggers wrote would arrive as rows, so a skipped statement
+loses their writes to kept tables, and so does a kept one whose trigger the replica lacks.
 Every table a statement writes is counted (`Write.tables`: those the replica gets wrong). Row events
 never diverge (each is judged by its own table), nor does `--filter-semantics effective` (WL#2516).
 Counted per rule and kind, with the first few positions and statements, the cause and the fix.
@@ -25,10 +29,12 @@ Counted per rule and kind, with the first few positions and statements, the caus
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.ruleset import RuleSet
+from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
@@ -138,10 +144,11 @@ class Divergence:
         (as rows of them would be judged, and where they would land) disagrees."""
         if info.kind not in WRITES or not info.parse_ok or not info.updated or _unplaced(decision):
             return
-        found = judge(linter, info, decision, thread, replica)
-        if found is None:
-            return
-        kind, rule, tables, landed = found
+        for kind, rule, tables, landed in judge(linter, info, decision, thread, replica):
+            self._count(file, gtid, pos, sql, db, kind, rule, tables, landed)
+
+    def _count(self, file: str, gtid: str | None, pos: int, sql: str, db: str, kind: str, rule: str,
+               tables: tuple[TableRef, ...], landed: tuple[TableRef, ...]) -> None:
         key = (rule, kind)
         group = self.groups.get(key)
         if group is None:
@@ -182,32 +189,69 @@ def _unplaced(decision: Decision) -> bool:
     return decision.assumption is not None and "SET column '" in decision.assumption
 
 
+Found = tuple[str, str, tuple[TableRef, ...], tuple[TableRef, ...]]
+# The trigger event a DML statement fires on the tables it writes (REPLACE's DELETE of a duplicate
+# and INSERT ... ON DUPLICATE KEY UPDATE's UPDATE are not followed).
+_EVENT = {Kind.INSERT: "INSERT", Kind.REPLACE: "INSERT", Kind.LOAD_DATA: "INSERT", Kind.UPDATE: "UPDATE",
+          Kind.UPDATE_MULTI: "UPDATE", Kind.DELETE: "DELETE", Kind.DELETE_MULTI: "DELETE"}
+
+
+def fired(model: SchemaModel, tables: Iterable[TableRef], event: str) -> list[TableRef]:
+    """The tables the triggers a write of `tables` fires on a server with `model` write (nested
+    triggers too; a body not followed writes nothing known), not those tables themselves."""
+    out: list[TableRef] = []
+    seen: set[tuple[str, str]] = set()
+    queue = [(table, event) for table in tables]
+    while queue:
+        table, what = queue.pop(0)
+        for trigger in model.triggers_on(table, what):
+            if (trigger.db, trigger.name) in seen or trigger.writes is None:
+                continue
+            seen.add((trigger.db, trigger.name))
+            for written, written_event in trigger.writes:
+                if written not in out:
+                    out.append(written)
+                queue.append((written, written_event))
+    return out
+
+
 def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
-          replica: StatementInfo | None = None
-          ) -> tuple[str, str, tuple[TableRef, ...], tuple[TableRef, ...]] | None:
+          replica: StatementInfo | None = None) -> list[Found]:
     """How a DML statement's write diverges (module docstring): (kind, rule, the tables the replica
-    gets wrong in the primary's names, for MISPLACED the replica tables it lands in instead), or
-    None. A statement is kept or skipped whole; row events of it would be judged table by table."""
+    gets wrong in the primary's names, for MISPLACED the replica tables it lands in instead) for
+    each way it does. A statement is kept or skipped whole, and on the replica fires the triggers
+    the replica has; row events of it, and of what its triggers wrote on the primary, would be
+    judged table by table."""
     tables = tuple(ref for ref in info.updated if not linter._is_temp(thread, ref))
     if not tables:
-        return None
+        return []
     engine = linter.engine
-    judged = [(ref, engine.decide_table(*ref)) for ref in tables]
+    event = _EVENT.get(info.kind, "")
+    by_trigger = [ref for ref in fired(linter.primary.model, tables, event) if ref not in tables]
+    rule = decision.rule or "rule"
     if not decision.apply:
-        kept = tuple(ref for ref, d in judged if d.apply)
-        return (LOST, decision.rule or "rule", kept, ()) if kept else None
-    outside = [(ref, d) for ref, d in judged if not d.apply]
+        kept = tuple(ref for ref in (*tables, *by_trigger) if engine.decide_table(*ref).apply)
+        return [(LOST, rule, kept, ())] if kept else []
+    found: list[Found] = []
+    on_replica = fired(linter.replica.model, replica.updated if replica is not None else tables, event) \
+        if not engine.rules.rewrite_db else by_trigger  # (the replica's triggers by the primary's names)
+    outside = [(ref, d) for ref in (*tables, *[r for r in on_replica if r not in tables])
+               for d in (engine.decide_table(*ref),) if not d.apply]
     if outside:
-        return APPLIED, decision.rule or outside[0][1].rule or "rule", tuple(ref for ref, _ in outside), ()
+        found.append((APPLIED, decision.rule or outside[0][1].rule or "rule", tuple(ref for ref, _ in outside), ()))
+    missing = tuple(ref for ref in by_trigger if ref not in on_replica and engine.decide_table(*ref).apply)
+    if missing:  # the primary's trigger wrote a kept table; the replica has no such trigger
+        found.append((LOST, rule, missing, ()))
     if replica is None or not engine.rules.rewrite_db or engine.settings.semantics == "effective":
-        return None
+        return found
     wrong, landed = [], []
-    for ref, lands in zip(tables, (r for r in replica.updated)):
-        rows_land = linter._replica_table(*ref)
-        if linter.replica_ref(lands) != rows_land:
+    for ref, lands in zip(tables, replica.updated):
+        if linter.replica_ref(lands) != linter._replica_table(*ref):
             wrong.append(ref)
             landed.append(linter.replica_ref(lands))
-    return (MISPLACED, "replicate-rewrite-db", tuple(wrong), tuple(landed)) if wrong else None
+    if wrong:
+        found.append((MISPLACED, "replicate-rewrite-db", tuple(wrong), tuple(landed)))
+    return found
 
 
 def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
@@ -225,6 +269,9 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
         if any(linter.replica_ref(lands) != linter._replica_table(*ref)
                for ref, lands in zip(info.updated, replica.updated)):
             return True
+    event = _EVENT.get(info.kind, "")
+    if any(side.model.triggers_on(ref, event) for side in (linter.primary, linter.replica) for ref in info.updated):
+        return True  # (the replica's by the primary's names: a trigger of a rewritten database's table is asked by `feed`)
     if all(tdb == db for tdb, _ in info.updated) and len(info.updated) == 1:
         return False
     decision = engine.decide_statement(sql, db)

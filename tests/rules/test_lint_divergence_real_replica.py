@@ -23,6 +23,7 @@ from dumpfilter.binlogs.lint_scan import lint_scan
 from dumpfilter.cli.app import main
 from dumpfilter.lab.sandbox import make_replica, wait_caught_up
 from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.spark_jobs.bandwidth_experiment import run_experiment
 from dumpfilter.topology import parse_topology
 from tests.oracles.lint import reference_feed
@@ -199,6 +200,8 @@ def _multi(shape: str, n: int, k: int) -> tuple[list[str], list[tuple[str, int]]
     return [use, re.sub(r"\s*/\*#[^*]*\*/", "", sql)], written
 
 
+_TRIGGERS = ["USE crm", "CREATE TRIGGER tr AFTER UPDATE ON t1 FOR EACH ROW UPDATE arch.t3 SET v = NEW.v WHERE id = NEW.id",
+             "USE logs", "CREATE TRIGGER tr AFTER UPDATE ON t1 FOR EACH ROW UPDATE crm.t3 SET v = NEW.v WHERE id = NEW.id"]
 # (id, RuleSet, the replica's variables, the primary tables the rules keep, rewrite map, statement shapes).
 # Each shape names the rows it writes in a trailing comment (#table@id), dropped before it runs.
 DIVERGENCE_CASES = [
@@ -232,6 +235,17 @@ DIVERGENCE_CASES = [
         "USE shop; UPDATE crm.t1 SET v = {n} WHERE id = {k} /*#crm.t1@{k}*/",
         "USE crm; INSERT INTO crm.t3 VALUES ({k} + 100, {n}) /*#crm.t3@{k}*/",
         "USE shop; UPDATE shop.t1 SET v = {n} WHERE id = {k} /*#shop.t1@{k}*/"]),
+    # Triggers both ways (created in the binlog: the replica has crm's, not logs'): a kept UPDATE fires
+    # crm.t1's trigger, which writes arch.t3, a table do-db=crm does not keep; a skipped one loses
+    # what logs.t1's trigger wrote into crm.t3.
+    ("triggers", RuleSet(do_db=("crm",)), {"replicate_do_db": "crm"}, {"crm.t1", "crm.t3"}, {}, [
+        "USE crm; UPDATE t1 SET v = {n} WHERE id = {k} /*#crm.t1@{k} #arch.t3@{k}*/",
+        "USE logs; UPDATE t1 SET v = {n} WHERE id = {k} /*#logs.t1@{k} #crm.t3@{k}*/"],
+     _TRIGGERS),
+    # The same triggers made outside replication on both servers (a dump's), known to lint from --schema.
+    ("triggers-from-schema", RuleSet(do_db=("crm",)), {"replicate_do_db": "crm"}, {"crm.t1", "crm.t3"}, {}, [
+        "USE crm; UPDATE t1 SET v = {n} WHERE id = {k} /*#crm.t1@{k} #arch.t3@{k}*/",
+        "USE logs; UPDATE t1 SET v = {n} WHERE id = {k} /*#logs.t1@{k} #crm.t3@{k}*/"], None),
 ]
 _REPLICA_VARS = ("replicate_do_db", "replicate_ignore_table", "replicate_wild_do_table", "replicate_rewrite_db")
 DIVERGENCE_ROWS = [(case, fmt) for case in DIVERGENCE_CASES for fmt in ("STATEMENT", "MIXED", "ROW")]
@@ -261,12 +275,15 @@ def _image(table: str, rewrite: dict[str, str]) -> str:
 
 @pytest.mark.parametrize(("case", "fmt"), DIVERGENCE_ROWS, ids=[f"{c[0]}-{f}" for c, f in DIVERGENCE_ROWS])
 def test_each_divergent_write_is_a_row_the_replica_gets_wrong(servers, case, fmt):
-    case_id, rules, variables, kept, rewrite, shapes = case
+    case_id, rules, variables, kept, rewrite, shapes, *setup = case
     primary, replica = servers
     statements, numbers, writer = _divergence_workload(shapes)
+    in_binlog = setup[0] if setup and setup[0] is not None else []
+    in_seed = _TRIGGERS if setup and setup[0] is None else []  # made outside replication, given as --schema
+    statements = [*in_binlog, *statements]
     assert len(numbers) * 1 <= SPREAD
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)],
-                     *_seed()])
+                     *_seed(), *in_seed])
     primary.execute("RESET MASTER")
     primary.execute([f"SET SESSION binlog_format = '{fmt}'", *statements])
     primary.flush_logs()
@@ -274,10 +291,11 @@ def test_each_divergent_write_is_a_row_the_replica_gets_wrong(servers, case, fmt
 
     # Lint: the compiled scan and every unit through the Linter give the same writes.
     settings = Settings(flavor="mariadb")
-    linter = new_linter(rules, settings)
+    schema = SchemaModel.from_sql(";\n".join([*_seed(), *in_seed]) + ";\n") if in_seed else None
+    linter = new_linter(rules, settings, schema)
     linter.breaks.divergence.keep = 10_000
     breaks = lint_scan(binlogs, [linter])[0]
-    reference = new_linter(rules, settings)
+    reference = new_linter(rules, settings, schema)
     reference.breaks.divergence.keep = 10_000
     reference_feed(binlogs, reference)
     assert breaks == [] and list(reference.breaks) == []
@@ -297,7 +315,7 @@ def test_each_divergent_write_is_a_row_the_replica_gets_wrong(servers, case, fmt
 
     # The real replica with the same rules.
     replica.execute(["STOP SLAVE", "RESET SLAVE ALL"])
-    replica.execute([f"DROP DATABASE `{n}`" for n in user_databases(replica)] + _seed(tuple(rewrite.values())))
+    replica.execute([f"DROP DATABASE `{n}`" for n in user_databases(replica)] + _seed(tuple(rewrite.values())) + in_seed)
     replica.execute([f"SET GLOBAL {name} = '{variables.get(name, '')}'" for name in _REPLICA_VARS])
     make_replica(primary, replica)
     status = wait_caught_up(primary, replica, timeout=60)
