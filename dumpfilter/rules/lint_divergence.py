@@ -200,6 +200,8 @@ def fired(model: SchemaModel, tables: Iterable[TableRef], event: str) -> list[Ta
     """The tables the triggers a write of `tables` fires on a server with `model` write (nested
     triggers too; a body not followed writes nothing known), not those tables themselves."""
     out: list[TableRef] = []
+    if not model.triggers:  # the common case: nothing to walk
+        return out
     seen: set[tuple[str, str]] = set()
     queue = [(table, event) for table in tables]
     while queue:
@@ -270,7 +272,8 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
                for ref, lands in zip(info.updated, replica.updated)):
             return True
     event = _EVENT.get(info.kind, "")
-    if any(side.model.triggers_on(ref, event) for side in (linter.primary, linter.replica) for ref in info.updated):
+    if any(side.model.triggers and side.model.triggers_on(ref, event)
+           for side in (linter.primary, linter.replica) for ref in info.updated):
         return True  # (the replica's by the primary's names: a trigger of a rewritten database's table is asked by `feed`)
     if all(tdb == db for tdb, _ in info.updated) and len(info.updated) == 1:
         return False
