@@ -295,7 +295,7 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
     replica stops for ranks next (its saving lasts to the stop, and a stop is loud), then those that
     diverge (their bytes are saved by losing writes), those that do both last. Every candidate is
     linted over one compiled scan (binlogs.lint.lint_many: each unit a candidate's Linter needs
-    decoded once); past the bound it says so rather than take minutes where most units need Python
+    decoded once; past its first break only those that may diverge or change its state); past the bound it says so rather than take minutes where most units need Python
     (a DDL-dense binlog)."""
     from dumpfilter.binlogs.lint import lint_many
 
@@ -306,7 +306,7 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
         verdicts = [f"not run: {size_mb:.0f} MB of binlog > --lint-max-mb {lint_max_mb:g}"] * len(candidates)
     else:
         found = lint_many(files, [(spec.rules, spec.settings) for spec in candidates],
-                          verify_checksums=verify_checksums)
+                          verify_checksums=verify_checksums, first_break=True)
         diverges = [breaks.divergence.writes for breaks in found]
         stops = [bool(breaks) for breaks in found]
         verdicts = [("no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}")
