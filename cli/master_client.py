@@ -152,7 +152,7 @@ def _status_row(s: dump_pb2.SlaveStats) -> Row:
         # lint (issues #17, #44): where a replica with these rules would stop, following the binlog
         "Lint": s.lint_state, "Lint_warnings": list(s.lint_warnings),
         "Lint_position": _pos(s.lint_position) if s.HasField("lint_position") and s.lint_position.file else "",
-        "Lint_breaks": s.lint_breaks,
+        "Lint_breaks": s.lint_breaks, "Lint_diverges": s.lint_diverges,
         # issue #62: how far behind the live end of the binlog lint is
         "Lint_behind_bytes": s.lint_behind_bytes, "Lint_behind_files": s.lint_behind_files,
     }

@@ -295,12 +295,13 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
                    lint_max_mb: float, verify_checksums: bool = True) -> list[dict[str, Any]]:
     """The candidates, the one that saves the most bytes first, each with lint's verdict: would a
     replica with these rules stop (its first break), within `lint_max_mb` MB of binlog, and how many
-    writes it would silently get wrong before then (`diverges`: rules.lint_divergence; None when lint
-    did not run). A candidate that silently diverges ranks after every one that does not, whatever it
-    saves: its bytes are saved by losing writes; one a replica stops for ranks after every one it
-    does not stop for (its saving lasts to the stop), and before those that diverge (a stop is loud). Every candidate is linted over one compiled scan
-    (binlogs.lint.lint_many: each unit a candidate's Linter needs decoded once, a candidate fed no more
-    once it breaks); past the bound it says so rather than take minutes where most units need Python
+    writes it would silently get wrong (`diverges`: rules.lint_divergence, over the whole binlog as
+    `dumpfilter lint` counts them, a candidate that also stops included; None when lint did not run).
+    A clean candidate (no stop, no divergence) ranks before every other, whatever they save; one a
+    replica stops for ranks next (its saving lasts to the stop, and a stop is loud), then those that
+    diverge (their bytes are saved by losing writes), those that do both last. Every candidate is
+    linted over one compiled scan (binlogs.lint.lint_many: each unit a candidate's Linter needs
+    decoded once; past its first break only those that may diverge or change its state); past the bound it says so rather than take minutes where most units need Python
     (a DDL-dense binlog)."""
     from dumpfilter.binlogs.lint import lint_many
 

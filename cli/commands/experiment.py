@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
                             **({"candidates": ranking} if candidates is not None else {})}):
         print_table(rows)
         if ranking:
-            print("candidates, the most bytes saved first (one that silently diverges after every one that does not):")
+            print("candidates, the most bytes saved first (those a replica runs clean before those it stops for,"
+                  " then those that silently diverge, then those that do both):")
             print_ranking(ranking)
         print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -485,8 +485,10 @@ def filters_command(args: argparse.Namespace) -> int:
 
 def _lint_cell(row: Row) -> str:
     """'no break up to FILE:POS', 'N break(s) up to FILE:POS' (lint follows the binlog: how far it
-    has read), 'failed: REASON', or the state (pending, off, not run); '; keeps no table' after it
-    when a rule of the slave can match no table (`replicate-wild-do-table=db.`)."""
+    has read), 'failed: REASON', or the state (pending, off, not run); '; diverges: N writes' after
+    it when lint found writes a replica with these rules silently gets wrong (as `lint` and
+    `experiment --candidates` say); '; keeps no table' when a rule of the slave can match no table
+    (`replicate-wild-do-table=db.`)."""
     state: str = row["Lint"]
     if state == "failed":
         reason = next((w[len("lint: failed: "):] for w in row["Lint_warnings"] if w.startswith("lint: failed: ")), "")
@@ -496,7 +498,8 @@ def _lint_cell(row: Row) -> str:
     up_to = f" up to {row['Lint_position']}" if row.get("Lint_position") else ""
     breaks = row.get("Lint_breaks", 0)
     empty = "; keeps no table" if any("keeps no table" in w for w in row["Lint_warnings"]) else ""
-    return (f"{breaks} break(s){up_to}" if breaks else f"no break{up_to}") + _lag(row) + empty
+    diverges = f"; diverges: {row['Lint_diverges']} writes" if row.get("Lint_diverges") else ""
+    return (f"{breaks} break(s){up_to}" if breaks else f"no break{up_to}") + diverges + _lag(row) + empty
 
 
 def _lag(row: Row) -> str:

@@ -63,8 +63,8 @@ def lint_many(paths: Iterable[Path], rule_sets: Sequence[tuple[RuleSet, Settings
     """`lint_files` for several rule sets over one scan of `paths` (`experiment --candidates`): each
     unit some rule set's Linter needs is decoded once and fed to each one that needs it. Returns
     the breaks per rule set, in order; `stats` counts the scans, units decoded and units fed.
-    `first_break`: each rule set linted only up to its first break (its breaks start as
-    `lint_files`' do), the scan ended once each has one."""
+    `first_break`: past its first break a rule set is fed only the units that may diverge or change
+    its state (its breaks start as `lint_files`' do; its divergence is theirs)."""
     linters = [new_linter(rules, settings, schema, replica_schema) for rules, settings in rule_sets]
     return lint_scan(paths, linters, verify_checksums=verify_checksums, stats=stats, first_break=first_break)
 

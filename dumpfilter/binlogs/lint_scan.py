@@ -120,8 +120,8 @@ class _Lint:
         self.checked = 0
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
         self.refreshes = 0
-        self.first_break = False  # fed no more once it has a break
-        self.done = False
+        self.first_break = False  # once it has a break, fed only what may diverge (`quiet`)
+        self.quiet = False        # past its first break (`first_break`): row units and safe keys not fed
         self.keyed = KeyVerdicts(linter)  # the keyed units it answers from their keys' verdicts
 
     def forget(self) -> None:
@@ -166,7 +166,7 @@ class _Lint:
     # -------------------------------------------------------------- safety
     def _table_safe(self, db: str, table: str) -> bool:
         linter = self.linter
-        if not linter.engine.decide_table(db, table).apply:
+        if self.quiet or not linter.engine.decide_table(db, table).apply:  # (row events never diverge)
             return True
         return linter._table_state(linter._replica_table(db, table))[0]
 
@@ -177,10 +177,12 @@ class _Lint:
         primary = statement_tables(sql, db)
         self._read = {table.lower() for _, table in (*primary.updated, *primary.read)} \
             if primary.parse_ok and not linter.primary.temps else None
+        if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
+            return _UNSAFE if may_diverge(linter, sql, db, primary) else _SAFE
         if linter.primary.temps:
             return _UNSAFE  # a temporary table may shadow the key's table (per session): the Linter tells
         engine = linter.engine
-        if may_diverge(engine, sql, db, primary):
+        if may_diverge(linter, sql, db, primary):
             return _UNSAFE  # judged by its default database otherwise than its table's: a silent divergence
         if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
             return _SAFE   # skipped: a DML statement the replica skips changes nothing
@@ -323,16 +325,15 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
     """Feed every Linter of `linters` the binlog files `paths` in order, from one scan by the
     compiled core: each Linter is fed the units that may change its state or break (see the
     module's doc), each such unit decoded once. Returns each Linter's breaks, as feeding it
-    every unit gives them. `first_break`: a Linter is fed no more once it has a break (the
-    first break is all a verdict needs: where the replica stops), and the scan stops once every
-    Linter has one; the breaks then are the first ones of the unit the replica stops in."""
+    every unit gives them. `first_break`: once a Linter has a break (all a verdict needs of breaks:
+    where the replica stops), it is fed only the units that change its state or may diverge, so
+    its divergence is still what feeding every unit gives (`experiment --candidates`: a candidate
+    that stops shows it too); its breaks then start with those of the unit the replica stops in."""
     lints = [_Lint(linter) for linter in linters]
     stats = stats if stats is not None else LintScanStats()
     for lint in lints:
         lint.first_break = first_break
     for path in distinct_paths(paths):  # a file given twice would be replayed twice
-        if all(lint.done for lint in lints):
-            break
         _lint_file(path, lints, verify_checksums, stats)
     stats.fed = [lint.fed for lint in lints]
     stats.checked = [lint.checked for lint in lints]
@@ -359,8 +360,7 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
     """Feeds each Linter of `lints` the whole units of `path` from `start` (0: the file's start;
     else the end of a whole unit, with `fmt` the format in force there) up to `size` bytes (or
     its end), in reads of `chunk` bytes, stopping after the read that passes `budget` once a unit
-    was fed, or once every Linter is done (`first_break`): one read and one compiled scan for all
-    of them, each unit some Linter needs decoded once (`_lint_units`); `after()` after each read.
+    was fed: one read and one compiled scan for all of them, each unit some Linter needs decoded once (`_lint_units`); `after()` after each read.
     `final`: what the file ends inside is an error (the file is left behind: `lint_files`, or a
     later file exists). Returns (bytes read, whether they reached `size` or the end, the end of
     the last whole unit, the format in force there)."""
@@ -416,8 +416,6 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
                 after()
             if scan.added:
                 pos = base + scan.stop
-            if all(lint.done for lint in lints):
-                return offset - start, eof, pos, fmt
             if scan.error is not None:
                 raise scan.error
             have, base = n - scan.stop, base + scan.stop
@@ -461,8 +459,6 @@ def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, 
         if part.n:
             pos = part.base + part.stop
         covered = part.base + len(part.view)
-        if all(lint.done for lint in lints):
-            return covered, covered >= kept.size, pos, fmt
         if part.error is not None:
             raise part.error
         if covered >= budget and pos > 0 and k + 1 < len(kept.parts):
@@ -494,7 +490,6 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
                 names: list[tuple[str, str]], lints: Sequence[_Lint], stats: LintScanStats) -> FormatDescription | None:
     """The `n` units of one buffer: each Linter fed the units it needs, in order. Returns the format
     in force after them."""
-    lints = [lint for lint in lints if not lint.done]
     if not n or not lints:
         return fmt
     # The statement units' format: the one after the buffer's last Format_description (the units
@@ -572,10 +567,9 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
                         if lint.horizon < 0:
                             lint.invalidate(touched, units, names, keys)
         for lint in wanted:
-            lint.done = lint.done or bool(lint.first_break and lint.linter.breaks)
-        if any(lint.done for lint in wanted):
-            lints = [lint for lint in lints if not lint.done]
-            if not lints:
-                return fmt
+            if lint.first_break and lint.linter.breaks and not lint.quiet:
+                lint.quiet = True  # every bit asked again, at the next unit
+                lint.forget()
+                lint.horizon = k
         k += 1
     return fmt

@@ -210,7 +210,7 @@ class Linter(ReplicaServer):
                 and self._shape_known(verdict.replica.updated[0]):
             return None
         counted = Divergence(self.engine.rules)  # whether `note` counts its statements: asked of `note`
-        counted.note(self, "", None, 0, sql, db, verdict.primary, decision, 0)
+        counted.note(self, "", None, 0, sql, db, verdict.primary, decision, 0, verdict.replica)
         return dataclasses.replace(verdict, notes=bool(counted.groups))
 
     def act(self, verdict: Verdict, file: str, start_pos: int, gtid: str | None, pos: int, sql: str, db: str,
@@ -239,7 +239,7 @@ class Linter(ReplicaServer):
             self._observe(self.primary, sql, db, primary_info, thread)
             return True
         self._kept(sql, replica_info)
-        self.breaks.divergence.note(self, file, gtid, pos, sql, db, primary_info, decision, thread)
+        self.breaks.divergence.note(self, file, gtid, pos, sql, db, primary_info, decision, thread, replica_info)
         if primary_info.kind is Kind.CREATE_TABLE and not primary_info.temporary and primary_info.updated \
                 and replica_info.updated and primary_info.updated[0] != replica_info.updated[0] \
                 and not self.replica.model.knows(*primary_info.updated[0]):

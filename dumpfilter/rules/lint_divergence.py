@@ -1,38 +1,57 @@
-"""Silent divergence (`dumpfilter lint`, issue #60): the writes a replica with these rules gets wrong
-without ever stopping, beside the stops `rules.lint` predicts.
+"""Silent divergence (`dumpfilter lint`, issues #60, #81): the writes a replica with these rules gets
+wrong without ever stopping, beside the stops `rules.lint` predicts.
 
-MySQL's own definition (rpl_filter.cc): a row event is judged by its table's database, a statement by
-the default database of the session that ran it (the Query event's db). Where the two disagree about a
-write, the replica silently differs from the primary on a table:
-- lost: a DML statement skipped although every table it writes is one the rules keep at table level
-  (`USE logs; UPDATE crm.t ...` under `replicate-do-db=crm`): the kept table misses the write;
+A write is judged against what a replica fed the same write as row events holds: row events are
+judged table by table, each by its own table's database (rpl_filter.cc), and land in the table's
+database rewritten. A Query event is kept or skipped whole, by its default database (db rules) or by
+the first table it writes that a table rule decides (tables_ok), and replicate-rewrite-db rewrites
+only its default database. Where the two disagree, the replica silently differs from the primary:
+- lost: a DML statement skipped although a table it writes is one the rules keep: under db rules
+  (`USE logs; UPDATE crm.t ...` under `replicate-do-db=crm`), and a multi-table UPDATE or DELETE
+  skipped whole (`USE crm; UPDATE logs.t1 a JOIN shop.t1 b ... SET a.v = 1, b.v = 1` under
+  `replicate-ignore-table=logs.t1`: shop.t1 misses the write);
 - applied: a DML statement applied although a table it writes is one the rules do not keep
-  (`USE crm; UPDATE logs.t ...` under `replicate-do-db=crm`), and it did not stop the replica (the
-  table is there; else it is the 1146 `rules.lint` reports): a table outside the rules is written.
-Row events never diverge (each is judged by its own table) and neither do the `wild-do-table` forms
-(they test the written table in both formats), nor `--filter-semantics effective` (WL#2516).
-Counted per rule, with the first few positions and statements, the cause and the fix.
+  (`USE crm; UPDATE logs.t ...` under `replicate-do-db=crm`; `UPDATE crm.t a JOIN logs.t b ...` kept
+  whole by `replicate-wild-do-table=crm.%`), and it did not stop the replica (the table is there; else
+  it is the 1146 `rules.lint` reports): a table outside the rules is written;
+- misplaced: under replicate-rewrite-db, a kept statement writing a table qualified with a database a
+  rule rewrites (`USE crm; UPDATE crm.t3 ...` with `crm->crm_rw`): it lands in crm.t3, where a row
+  event of the same write lands in crm_rw.t3 (MariaDB and MySQL rewrite the default database only).
+Triggers both ways: a kept statement fires the triggers the replica has (`Linter.replica`'s model:
+--schema, --replica-schema, the CREATE TRIGGERs it applied), whose writes to tables the rules do not
+keep are applied; what the primary's triggers wrote would arrive as rows, so a skipped statement
+loses their writes to kept tables, and so does a kept one whose trigger the replica lacks.
+Every table a statement writes is counted (`Write.tables`: those the replica gets wrong). Row events
+never diverge (each is judged by its own table), nor does `--filter-semantics effective` (WL#2516).
+Counted per rule and kind, with the first few positions and statements, the cause and the fix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from dumpfilter.rules.decisions import Decision
-from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet
+from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statements import statement_tables
 
 if TYPE_CHECKING:
     from dumpfilter.rules.lint import Break, Linter
 
-LOST, APPLIED = "lost", "applied"
+TableRef = tuple[str, str]
+LOST, APPLIED, MISPLACED = "lost", "applied", "misplaced"
 KEEP = 5  # examples kept per rule and kind
 WRITES = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
                     Kind.LOAD_DATA})
 _WILD = {"replicate-do-db": "replicate-wild-do-table", "replicate-ignore-db": "replicate-wild-ignore-table"}
+_DB_RULES = frozenset({"replicate-do-db", "replicate-ignore-db"})
+WHAT = {LOST: "skipped, though the rules keep a table it writes",
+         APPLIED: "applied to a table the rules do not keep",
+         MISPLACED: "applied to the table its text names, not the rewritten database's"}
 
 
 @dataclass(frozen=True)
@@ -46,10 +65,14 @@ class Write:
     db: str
     tables: tuple[str, ...]
     statement: str
+    landed: tuple[str, ...] = ()  # misplaced: the replica tables the statement wrote instead
 
     def to_json(self) -> dict[str, object]:
-        return {"file": self.file, "pos": self.pos, "gtid": self.gtid, "default_db": self.db,
-                "tables": list(self.tables), "statement": self.statement}
+        out: dict[str, object] = {"file": self.file, "pos": self.pos, "gtid": self.gtid, "default_db": self.db,
+                                  "tables": list(self.tables), "statement": self.statement}
+        if self.landed:
+            out["landed_in"] = list(self.landed)
+        return out
 
 
 @dataclass
@@ -62,10 +85,21 @@ class Group:
     writes: list[Write] = field(default_factory=list)
     # (default database tested, database of the table written) -> writes
     pairs: dict[tuple[str, str], int] = field(default_factory=dict)
+    tables: dict[str, int] = field(default_factory=dict)  # db.table -> writes that got it wrong
 
     def cause(self) -> str:
         shown = ", ".join(f"'{db or '(none)'}' for {table_db}" for (db, table_db), _ in
                           sorted(self.pairs.items(), key=lambda p: -p[1])[:3])
+        if self.kind == MISPLACED:
+            return (f"{self.rule} rewrote the statement's default database only ({shown}); a table its text "
+                    "qualifies keeps that database on the replica, where a row event of the same write lands "
+                    "in the rewritten one")
+        if self.rule not in _DB_RULES:
+            tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
+            outcome = f"skipped whole, so its write to {tables} is lost" if self.kind == LOST else \
+                f"applied whole, so its write to {tables} is made"
+            return (f"{self.rule} decided the whole statement by the first table it writes that a table rule "
+                    f"names (tables_ok): {outcome} (row events of the same write are judged table by table)")
         if self.kind == LOST:
             return (f"{self.rule} tested the statement's default database ({shown}), not the database of the "
                     "tables it writes, which the rules keep: skipped (a row event of the same write is applied)")
@@ -73,13 +107,17 @@ class Group:
                 "table it writes, which the rules do not keep: applied (a row event of the same write is skipped)")
 
     def fix(self, rules: RuleSet) -> str:
+        if self.kind == MISPLACED:
+            return ("binlog_format=ROW on the primary (row events land in the rewritten database), or "
+                    "statements that name the rewritten database's tables unqualified under it")
         wild = _WILD.get(self.rule)
         if wild is None:
-            return "--filter-semantics effective (WL#2516: each statement judged by the tables it writes)"
+            return ("binlog_format=ROW on the primary (each row judged by its own table), one table per "
+                    "statement, or --filter-semantics effective (WL#2516)")
         values = rules.do_db if self.rule == "replicate-do-db" else rules.ignore_db
         forms = " ".join(f"--{wild}={db}.%" for db in values)
-        return (f"{forms} in place of {self.rule} (the table's database is tested in both formats), "
-                "or --filter-semantics effective (WL#2516)")
+        return (f"{forms} in place of {self.rule} (the table's database is tested in both formats; a "
+                "multi-table statement is still kept or skipped whole), or --filter-semantics effective (WL#2516)")
 
     def to_json(self, rules: RuleSet) -> dict[str, object]:
         return {"rule": self.rule, "kind": self.kind, "writes": self.count, "cause": self.cause(),
@@ -100,32 +138,29 @@ class Divergence:
         return sum(g.count for g in self.groups.values())
 
     def note(self, linter: Linter, file: str, gtid: str | None, pos: int, sql: str, db: str,
-             info: StatementInfo, decision: Decision, thread: int) -> None:
-        """A DML statement the replica skips (`decision.apply` false) or applies without stopping: a
-        divergence when its tables' own judgement (as rows of them would be judged) disagrees."""
-        if info.kind not in WRITES or not info.parse_ok or not info.updated or decision.assumption is not None:
+             info: StatementInfo, decision: Decision, thread: int, replica: StatementInfo | None = None) -> None:
+        """A DML statement the replica skips (`decision.apply` false) or applies without stopping
+        (`replica`: its tables as the replica reads them): a divergence when its tables' own judgement
+        (as rows of them would be judged, and where they would land) disagrees."""
+        if info.kind not in WRITES or not info.parse_ok or not info.updated or _unplaced(decision):
             return
-        tables = [ref for ref in info.updated if not linter._is_temp(thread, ref)]
-        if not tables:
-            return
-        judged = [(ref, linter.engine.decide_table(*ref)) for ref in tables]
-        if decision.apply:
-            outside = [(ref, d) for ref, d in judged if not d.apply]
-            if not outside:
-                return
-            kind, rule, table_db = APPLIED, decision.rule or outside[0][1].rule, outside[0][0][0]
-        else:
-            if not all(d.apply for _, d in judged):
-                return
-            kind, rule, table_db = LOST, decision.rule, tables[0][0]
-        key = (rule or "rule", kind)
+        for kind, rule, tables, landed in judge(linter, info, decision, thread, replica):
+            self._count(file, gtid, pos, sql, db, kind, rule, tables, landed)
+
+    def _count(self, file: str, gtid: str | None, pos: int, sql: str, db: str, kind: str, rule: str,
+               tables: tuple[TableRef, ...], landed: tuple[TableRef, ...]) -> None:
+        key = (rule, kind)
         group = self.groups.get(key)
         if group is None:
             group = self.groups[key] = Group(*key)
         group.count += 1
-        group.pairs[(db, table_db)] = group.pairs.get((db, table_db), 0) + 1
+        for table_db in dict.fromkeys(ref[0] for ref in tables):
+            group.pairs[(db, table_db)] = group.pairs.get((db, table_db), 0) + 1
+        for name in (f"{d}.{t}" for d, t in tables):
+            group.tables[name] = group.tables.get(name, 0) + 1
         if len(group.writes) < self.keep:
-            group.writes.append(Write(file, pos, gtid, db, tuple(f"{d}.{t}" for d, t in tables), sql))
+            group.writes.append(Write(file, pos, gtid, db, tuple(f"{d}.{t}" for d, t in tables), sql,
+                                      tuple(f"{d}.{t}" for d, t in landed)))
 
     def to_json(self) -> dict[str, object]:
         return {"writes": self.writes, "rules": [g.to_json(self.rules) for g in self.groups.values()]}
@@ -136,23 +171,114 @@ class Divergence:
             return []
         out = [f"{self.writes} write(s) silently diverge on a replica with these rules (it never stops for them):"]
         for group in self.groups.values():
-            what = "skipped, though the rules keep every table it writes" if group.kind == LOST else \
-                "applied to a table the rules do not keep"
+            what = WHAT[group.kind]
             out.append(f"- {group.rule}: {group.count} write(s) {what}")
             out.append(f"  cause: {group.cause()}")
             out.append(f"  fix: {group.fix(self.rules)}")
             for w in group.writes:
                 out.append(f"  {w.file}:{w.pos}" + (f" (GTID {w.gtid})" if w.gtid else "")
-                           + f": USE {w.db or '(none)'}; {one_line(w.statement, 120)}")
+                           + f": USE {w.db or '(none)'}; {one_line(w.statement, 120)}"
+                           + (f" (lands in {', '.join(w.landed)})" if w.landed else ""))
         return out
 
 
-def may_diverge(engine: RuleEngine, sql: str, db: str, info: StatementInfo) -> bool:
-    """Whether a statement's write is judged otherwise by its default database `db` than by the tables
-    it writes (only a table of another database can be): `binlogs.lint_scan` feeds it to the Linter."""
-    if not info.parse_ok or info.kind not in WRITES or all(tdb == db for tdb, _ in info.updated):
+def _unplaced(decision: Decision) -> bool:
+    """Whether the engine could not tell which tables a multi-table UPDATE writes (a SET column it
+    could not place: `RuleEngine._multi_update`'s note): no divergence is counted for it. Its other
+    assumptions (triggers unknown) leave the statement's own written tables known."""
+    return decision.assumption is not None and "SET column '" in decision.assumption
+
+
+Found = tuple[str, str, tuple[TableRef, ...], tuple[TableRef, ...]]
+# The trigger event a DML statement fires on the tables it writes (REPLACE's DELETE of a duplicate
+# and INSERT ... ON DUPLICATE KEY UPDATE's UPDATE are not followed).
+_EVENT = {Kind.INSERT: "INSERT", Kind.REPLACE: "INSERT", Kind.LOAD_DATA: "INSERT", Kind.UPDATE: "UPDATE",
+          Kind.UPDATE_MULTI: "UPDATE", Kind.DELETE: "DELETE", Kind.DELETE_MULTI: "DELETE"}
+
+
+def fired(model: SchemaModel, tables: Iterable[TableRef], event: str) -> list[TableRef]:
+    """The tables the triggers a write of `tables` fires on a server with `model` write (nested
+    triggers too; a body not followed writes nothing known), not those tables themselves."""
+    out: list[TableRef] = []
+    if not model.triggers:  # the common case: nothing to walk
+        return out
+    seen: set[tuple[str, str]] = set()
+    queue = [(table, event) for table in tables]
+    while queue:
+        table, what = queue.pop(0)
+        for trigger in model.triggers_on(table, what):
+            if (trigger.db, trigger.name) in seen or trigger.writes is None:
+                continue
+            seen.add((trigger.db, trigger.name))
+            for written, written_event in trigger.writes:
+                if written not in out:
+                    out.append(written)
+                queue.append((written, written_event))
+    return out
+
+
+def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
+          replica: StatementInfo | None = None) -> list[Found]:
+    """How a DML statement's write diverges (module docstring): (kind, rule, the tables the replica
+    gets wrong in the primary's names, for MISPLACED the replica tables it lands in instead) for
+    each way it does. A statement is kept or skipped whole, and on the replica fires the triggers
+    the replica has; row events of it, and of what its triggers wrote on the primary, would be
+    judged table by table."""
+    tables = tuple(ref for ref in info.updated if not linter._is_temp(thread, ref))
+    if not tables:
+        return []
+    engine = linter.engine
+    event = _EVENT.get(info.kind, "")
+    by_trigger = [ref for ref in fired(linter.primary.model, tables, event) if ref not in tables]
+    rule = decision.rule or "rule"
+    if not decision.apply:
+        kept = tuple(ref for ref in (*tables, *by_trigger) if engine.decide_table(*ref).apply)
+        return [(LOST, rule, kept, ())] if kept else []
+    found: list[Found] = []
+    on_replica = fired(linter.replica.model, replica.updated if replica is not None else tables, event) \
+        if not engine.rules.rewrite_db else by_trigger  # (the replica's triggers by the primary's names)
+    outside = [(ref, d) for ref in (*tables, *[r for r in on_replica if r not in tables])
+               for d in (engine.decide_table(*ref),) if not d.apply]
+    if outside:
+        found.append((APPLIED, decision.rule or outside[0][1].rule or "rule", tuple(ref for ref, _ in outside), ()))
+    missing = tuple(ref for ref in by_trigger if ref not in on_replica and engine.decide_table(*ref).apply)
+    if missing:  # the primary's trigger wrote a kept table; the replica has no such trigger
+        found.append((LOST, rule, missing, ()))
+    if replica is None or not engine.rules.rewrite_db or engine.settings.semantics == "effective":
+        return found
+    wrong, landed = [], []
+    for ref, lands in zip(tables, replica.updated):
+        if linter.replica_ref(lands) != linter._replica_table(*ref):
+            wrong.append(ref)
+            landed.append(linter.replica_ref(lands))
+    if wrong:
+        found.append((MISPLACED, "replicate-rewrite-db", tuple(wrong), tuple(landed)))
+    return found
+
+
+def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
+    """Whether a statement's write may be judged otherwise by its default database `db` than by the
+    tables it writes, or land elsewhere than their rows (`judge`): `binlogs.lint_scan` feeds it to
+    the Linter."""
+    if not info.parse_ok or info.kind not in WRITES:
         return False
-    return engine.decide_statement(sql, db).apply != all(engine.decide_table(*r).apply for r in info.updated)
+    engine = linter.engine
+    if engine.rules.rewrite_db and engine.settings.semantics != "effective":
+        replica_db = linter._replica_db(db)
+        replica = statement_tables(sql, replica_db) if replica_db != db else info
+        if not replica.parse_ok or len(replica.updated) != len(info.updated):
+            return True
+        if any(linter.replica_ref(lands) != linter._replica_table(*ref)
+               for ref, lands in zip(info.updated, replica.updated)):
+            return True
+    event = _EVENT.get(info.kind, "")
+    if any(side.model.triggers and side.model.triggers_on(ref, event)
+           for side in (linter.primary, linter.replica) for ref in info.updated):
+        return True  # (the replica's by the primary's names: a trigger of a rewritten database's table is asked by `feed`)
+    if all(tdb == db for tdb, _ in info.updated) and len(info.updated) == 1:
+        return False
+    decision = engine.decide_statement(sql, db)
+    return any(engine.decide_table(*r).apply != decision.apply for r in info.updated)
 
 
 class Breaks(list["Break"]):

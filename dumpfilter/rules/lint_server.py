@@ -1,7 +1,7 @@
 """What a replica's server says to a statement, given what the replica holds: whether a database or
 table is there (and which skipped event made it absent), and the error a kept statement stops the
-replica with (`ReplicaServer.check`: 1007/1008, 1049, 1050/1051, 1146, 1054, 1136, and for views
-1050 and MariaDB's 4092). `rules.lint`'s Linter keeps that state as it replays a binlog; this is the
+replica with (`ReplicaServer.check`: 1007/1008, 1049, 1050/1051, 1146, 1054, 1136, for views
+1050 and MariaDB's 4092, for routines and events in a database the replica lacks 1049, 1305, 1539). `rules.lint`'s Linter keeps that state as it replays a binlog; this is the
 server's side of each question it asks.
 
 Views, as a real MariaDB 10.11 replica answers (tests/rules/test_lint_real_replica.py):
@@ -27,6 +27,8 @@ from dumpfilter.rules.statement_info import Kind, StatementInfo
 
 TableRef = tuple[str, str]
 _OR_REPLACE = lazy_compile(r"\s*CREATE\s+OR\s+REPLACE\b", re.IGNORECASE)
+_IF_EXISTS = lazy_compile(r"\A\s*DROP\s+(?:\w+\s+){1,2}IF\s+EXISTS\b", re.IGNORECASE)
+_ROUTINES = frozenset({"PROCEDURE", "FUNCTION", "EVENT", "PACKAGE"})  # objects that live in a database
 Problem = tuple[int, str, Cause | None]  # errno, the server's message, the skipped event behind it
 
 
@@ -112,7 +114,9 @@ class ReplicaServer:
             if not present and not info.if_exists:
                 return 1008, f"Can't drop database '{name}'; database doesn't exist", cause
             return None
-        if kind in (Kind.ALTER_DB, Kind.SET, Kind.TRANSACTION, Kind.ACCOUNT, Kind.ROUTINE, Kind.OTHER):
+        if kind is Kind.ROUTINE:
+            return self._routine(sql, info)
+        if kind in (Kind.ALTER_DB, Kind.SET, Kind.TRANSACTION, Kind.ACCOUNT, Kind.OTHER):
             return None
         pairs = list(zip(primary_info.updated, info.updated))
         reads = list(zip(primary_info.read, info.read))
@@ -157,7 +161,9 @@ class ReplicaServer:
                     return 1050, f"Table '{new[1]}' already exists", self.extra_tables.get(new)
                 overlay[old], overlay[new] = False, True
             return None
-        if kind is Kind.CREATE_TRIGGER or kind is Kind.DROP_TRIGGER:
+        if kind is Kind.CREATE_TRIGGER:
+            return self._need_tables(pairs, thread)  # the trigger's table
+        if kind is Kind.DROP_TRIGGER:
             return None  # DROP TRIGGER of a trigger this replica never created is skipped by the filter
         problem = self._need_tables(pairs + reads, thread)
         if problem is not None:
@@ -165,6 +171,31 @@ class ReplicaServer:
         if kind in (Kind.INSERT, Kind.REPLACE) and pairs:
             return self._insert_shape(sql, pairs[0], thread)
         return None
+
+    def _routine(self, sql: str, info: StatementInfo) -> Problem | None:
+        """CREATE/ALTER/DROP of a procedure, function, package or event: it lives in a database (its
+        qualifier, else the default one), which a replica that never got that database lacks. As a real
+        MariaDB 10.11 replica answers: CREATE [OR REPLACE | ... IF NOT EXISTS] and ALTER EVENT 1049,
+        ALTER/DROP PROCEDURE or FUNCTION 1305, DROP EVENT 1539, DROP ... IF EXISTS nothing (MySQL's
+        numbers are the same errors': ER_BAD_DB_ERROR, ER_SP_DOES_NOT_EXIST, ER_EVENT_DOES_NOT_EXIST).
+        CALL is not judged here (under STATEMENT its body's statements are logged)."""
+        target = info.target
+        if target is None or target[0] not in _ROUTINES or not target[1]:
+            return None
+        obj, db, name = target
+        verb = statement_verb(sql)
+        if verb not in ("CREATE", "ALTER", "DROP"):
+            return None
+        present, cause = self._db_state(db)
+        if present:
+            return None
+        if verb == "CREATE" or (verb == "ALTER" and obj == "EVENT"):
+            return 1049, f"Unknown database '{db}'", cause
+        if verb == "DROP" and _IF_EXISTS.search(sql):
+            return None
+        if obj == "EVENT":
+            return 1539, f"Unknown event '{name}'", cause
+        return 1305, f"{obj} {db}.{name} does not exist", cause
 
     def _view(self, sql: str, primary_ref: TableRef, ref: TableRef, reads: list[tuple[TableRef, TableRef]],
               thread: int) -> Problem | None:

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from dumpfilter.charts import TIMELINE_FIELDS, policy_chart, timeline_chart, timeline_rows
 from dumpfilter.errors import DumpFilterError
+from dumpfilter.rules.lint_divergence import WHAT
 from dumpfilter.rules.lint_rules import KEEPS_NO_TABLE
 from dumpfilter.skip_policy import NAMES as SKIP_POLICIES
 
@@ -94,8 +95,7 @@ def _divergence_texts(lint: dict[str, Any]) -> list[str]:
     """One text per rule and way lint's divergence groups (`rules.lint_divergence.Divergence.to_json`)."""
     out = []
     for group in (lint.get("divergence") or {}).get("rules") or ():
-        what = "skipped, though the rules keep every table it writes" if group["kind"] == "lost" else \
-            "applied to a table the rules do not keep"
+        what = WHAT.get(group["kind"], group["kind"])
         first = group["first"][0] if group.get("first") else None
         at = f", first at {first['file']}:{first['pos']}" if first else ""
         out.append(f"{group['writes']} write(s) silently diverge ({group['rule']}: {what}{at}; it never stops "

@@ -425,7 +425,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                 registered_at=slave.registered_at.isoformat(), channels=list(slave.registry.channels))
             lint = self.service.lint.status(slave.server_id)
             row = reply.slaves[-1]
-            row.lint_state, row.lint_breaks = lint.state, lint.breaks
+            row.lint_state, row.lint_breaks, row.lint_diverges = lint.state, lint.breaks, lint.diverges
             row.lint_behind_bytes, row.lint_behind_files = lint.behind_bytes, lint.behind_files
             row.lint_warnings.extend(lint.warnings)
             if lint.position is not None:

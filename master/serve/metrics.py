@@ -247,9 +247,12 @@ class DumpServiceCollector:
                                   labels=["rule_set", "state"])
         breaks = GaugeMetricFamily("dumpfilter_lint_breaks", "Breaks lint predicted up to its position",
                                    labels=["rule_set"])
+        diverges = GaugeMetricFamily("dumpfilter_lint_diverges",
+                                     "Writes lint found a replica with these rules silently gets wrong, up to its position",
+                                     labels=["rule_set"])
         shared = GaugeMetricFamily("dumpfilter_lint_rule_set_slave", "1 for each slave of a rule set", labels=["rule_set", "slave"])
         hidden: Counter[str] = Counter()
-        hidden_lag, hidden_files, hidden_breaks = 0, 0, 0
+        hidden_lag, hidden_files, hidden_breaks, hidden_diverges = 0, 0, 0, 0
         for one in sorted(lint.rule_sets(), key=lambda r: r.rule_set):
             status = one.status
             mine = [server_id for server_id in one.server_ids if server_id in seen]
@@ -258,6 +261,7 @@ class DumpServiceCollector:
                 hidden_lag += status.behind_bytes
                 hidden_files += status.behind_files
                 hidden_breaks += status.breaks
+                hidden_diverges += status.diverges
                 continue
             label = str(one.rule_set)
             if status.position is not None:
@@ -268,6 +272,7 @@ class DumpServiceCollector:
             lag.add_metric([label], status.behind_bytes)
             files.add_metric([label], status.behind_files)
             breaks.add_metric([label], status.breaks)
+            diverges.add_metric([label], status.diverges)
             for name in _LINT_STATES:
                 state.add_metric([label, name], status.state == name)
             for server_id in mine:
@@ -276,12 +281,13 @@ class DumpServiceCollector:
             lag.add_metric([HIDDEN], hidden_lag)
             files.add_metric([HIDDEN], hidden_files)
             breaks.add_metric([HIDDEN], hidden_breaks)
+            diverges.add_metric([HIDDEN], hidden_diverges)
             for name in _LINT_STATES:
                 state.add_metric([HIDDEN, name], hidden[name])
         restarts = CounterMetricFamily("dumpfilter_lint_worker_restarts",
                                        "Times the lint worker process was started again after it ended",
                                        value=lint.worker_restarts())
-        yield from (offset, number, lag, files, state, breaks, shared, restarts)
+        yield from (offset, number, lag, files, state, breaks, diverges, shared, restarts)
 
 
 _LINT_STATES = ("pending", "done", "not run", "failed")

@@ -13,7 +13,8 @@ from dumpfilter.workload import WorkloadSpec, generate
 from tests.oracles.lint import reference_lint
 
 RULES = [RuleSet(do_db=("db1",)), RuleSet(ignore_db=("db2",)), RuleSet(do_db=("db1", "db2")),
-         RuleSet(wild_do_table=("db1.%",)), RuleSet(do_table=("db1.t1",))]
+         RuleSet(wild_do_table=("db1.%",)), RuleSet(do_table=("db1.t1",)), RuleSet(rewrite_db=(("db1", "db1_rw"),)),
+         RuleSet(do_db=("db1",), rewrite_db=(("db2", "db1"),))]
 
 
 def _writes(breaks) -> list[tuple]:

@@ -415,26 +415,28 @@ def test_ddl_churn_lints_as_the_linter_fed_every_unit(tmp_path_factory, data, op
     assert lint_scan([path], [_case_linter(options, flavor, schema=schema)])[0] == want
 
 
-def test_first_break_stops_each_candidate_and_then_the_scan(tmp_path):
-    """experiment's verdicts need each candidate's first break only: a candidate is fed no more
-    once it breaks, and the scan stops once every candidate has broken (later files unread)."""
+def test_past_its_first_break_a_candidate_is_fed_only_what_may_diverge(tmp_path):
+    """experiment's verdicts need each candidate's first break, and its divergence over the whole
+    binlog (#81: a candidate that stops showed 0 where lint counted its writes): past its first
+    break a candidate is fed only the units that change its state or may diverge, and its
+    divergence is what feeding every unit gives, for fewer units fed."""
     spec = WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=600, binlog_format="mixed",
-                        flavor="mariadb", max_binlog_size=20_000)
+                        flavor="mariadb", max_binlog_size=20_000, cross_db_share=0.4)
     paths = generate(spec, tmp_path)
     breaking = [(RuleSet(wild_do_table=(f"db{i}.t1",)), Settings(flavor="mariadb")) for i in (1, 2)]
-    rule_sets = [*breaking, (RuleSet(), Settings(flavor="mariadb"))]
+    rule_sets = [*breaking, (RuleSet(do_db=("db1",)), Settings(flavor="mariadb")), (RuleSet(), Settings(flavor="mariadb"))]
     every = [reference_lint(paths, rules, rule_settings) for rules, rule_settings in rule_sets]
-    assert all(len(found) > 1 for found in every[:2]) and not every[2]
-    stats = LintScanStats()
+    assert all(len(found) > 1 for found in every[:3]) and not every[3]
+    assert any(want.divergence.writes for want in every[:3])
+    stats, whole = LintScanStats(), LintScanStats()
     first = lint_many(paths, rule_sets, stats=stats, first_break=True)
+    lint_many(paths, rule_sets, stats=whole)
     for found, want in zip(first, every):
-        assert found == want[:len(found)] and bool(found) == bool(want)
-    assert stats.scans == len(paths)  # the keep-all candidate never breaks: read to the end
-    stats = LintScanStats()
-    first = lint_many(paths, breaking, stats=stats, first_break=True)
-    assert [found[0] for found in first] == [want[0] for want in every[:2]]
-    assert stats.scans < len(paths)
-
+        assert found[:1] == want[:1] and bool(found) == bool(want)
+        assert [(g.rule, g.kind, g.count, [(w.file, w.pos) for w in g.writes]) for g in found.divergence.groups.values()] \
+            == [(g.rule, g.kind, g.count, [(w.file, w.pos) for w in g.writes]) for g in want.divergence.groups.values()]
+    assert stats.scans == len(paths)
+    assert all(quiet <= fed for quiet, fed in zip(stats.fed, whole.fed)) and sum(stats.fed) < sum(whole.fed)
 
 
 @pytest.mark.timeout(60)

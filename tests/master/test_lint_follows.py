@@ -224,12 +224,44 @@ def test_a_lint_worker_that_cannot_start_fails_and_the_master_serves_on(tmp_path
     monkeypatch.undo()
 
 
+def test_a_diverging_replica_is_not_no_break_in_status_nor_in_metrics(tmp_path, master_factory, capsys):
+    """#81 goal 4: `USE crm; UPDATE logs.t1 a JOIN shop.t1 b ... SET a.v, b.v` under
+    replicate-ignore-table=logs.t1 is skipped whole (its first written table is ignored), so
+    shop.t1 loses each write: lint counts them, and `master status`'s Lint column, Stats and
+    /metrics say the same number; `master status` said "no break"."""
+    from dumpfilter.cli.app import main
+    from dumpfilter.master.serve.metrics import registry_for
+
+    build = Build("mariadb")
+    for n in range(2):
+        build.q(f"UPDATE logs.t1 a JOIN shop.t1 b ON a.id = b.id SET a.v = {n}, b.v = {n}", db="crm")
+    data = build.bytes()
+    (tmp_path / FILE).write_bytes(data)
+    (tmp_path / "master-bin.index").write_text(f"./{FILE}\n")
+    expected = lint_files([tmp_path / FILE], RuleSet(ignore_table=("logs.t1",)), Settings(flavor="mariadb"))
+    assert expected == [] and expected.divergence.writes == 2
+    master, address = master_factory(tmp_path)
+    with grpc.insecure_channel(address) as channel:
+        stub = dump_pb2_grpc.DumpFilterStub(channel)
+        rule = dump_pb2.FilterRule(type=dump_pb2.REPLICATE_IGNORE_TABLE, value="logs.t1")
+        stub.Register(dump_pb2.RegisterRequest(server_id=9, flavor="mariadb", filters=[
+            dump_pb2.ChannelFilters(rules=dump_pb2.RuleList(rules=[rule]))]), timeout=30)
+        assert wait_for(lambda: _read_up_to(stub, 9, FILE, len(data)), give_up=60), _stats(stub, 9)
+        assert (_stats(stub, 9).lint_breaks, _stats(stub, 9).lint_diverges) == (0, 2)
+    [rule_set] = master.service.lint.rule_sets()
+    metrics = registry_for(master.service)
+    assert metrics.get_sample_value("dumpfilter_lint_diverges", {"rule_set": str(rule_set.rule_set)}) == 2
+    assert main(["master", "status", "--master", address]) == 0
+    out = capsys.readouterr().out
+    assert f"no break up to {FILE}:{len(data)}; diverges: 2 writes" in out, out
+
 def test_the_status_cell():
     from dumpfilter.cli.commands.master import _lint_cell
 
     row = {"Lint": "done", "Lint_warnings": [], "Lint_position": "b.000002:120", "Lint_breaks": 0}
     assert _lint_cell(row) == "no break up to b.000002:120"
     assert _lint_cell({**row, "Lint_breaks": 3}) == "3 break(s) up to b.000002:120"
+    assert _lint_cell({**row, "Lint_diverges": 4}) == "no break up to b.000002:120; diverges: 4 writes"
     failed = {"Lint": "failed", "Lint_warnings": ["lint: failed: the lint worker process ended (EOFError)"]}
     assert _lint_cell(failed) == "failed: the lint worker process ended (EOFError)"
     assert _lint_cell({"Lint": "pending", "Lint_warnings": []}) == "pending"

@@ -91,6 +91,43 @@ CASES = [
     ("alter-view-never-created", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
      ["USE b", "CREATE VIEW a.v AS SELECT id FROM a.t", "USE a", "ALTER VIEW v AS SELECT v FROM t"], 1146,
      "ALTER VIEW needs the view the skipped CREATE VIEW never made: ER_NO_SUCH_TABLE"),
+    # Routines, events and triggers the replica is given under a database it never got (#81 goal 1).
+    ("routine-in-skipped-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-do-table=a.%"],
+     ["CREATE DATABASE c", "USE c", "CREATE PROCEDURE p() SELECT 1"], 1049,
+     "'c.' matches no wild-do pattern: CREATE DATABASE c is skipped; CREATE PROCEDURE has no table list, so "
+     "table rules keep it (all_tables_not_ok), and its unqualified name lives in the default database c: "
+     "ER_BAD_DB_ERROR"),
+    ("function-in-ignored-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-ignore-table=c.%"],
+     ["CREATE DATABASE c", "USE c", "CREATE FUNCTION f() RETURNS INT DETERMINISTIC RETURN 1"], 1049,
+     "wild-ignore c.% skips CREATE DATABASE c ('c.' matches); the CREATE FUNCTION under USE c is kept: "
+     "ER_BAD_DB_ERROR"),
+    ("event-in-skipped-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-do-table=a.%"],
+     ["CREATE DATABASE c", "USE c", "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO SELECT 1"], 1049,
+     "CREATE EVENT in a database the replica never got: ER_BAD_DB_ERROR"),
+    ("alter-event-in-skipped-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-do-table=a.%"],
+     ["CREATE DATABASE c", "SET sql_log_bin = 0", "CREATE EVENT c.e ON SCHEDULE EVERY 1 DAY DO SELECT 1",
+      "SET sql_log_bin = 1", "USE c", "ALTER EVENT e COMMENT 'x'"], 1049,
+     "ALTER EVENT in a database the replica never got: ER_BAD_DB_ERROR"),
+    ("drop-procedure-in-skipped-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-do-table=a.%"],
+     ["CREATE DATABASE c", "SET sql_log_bin = 0", "CREATE PROCEDURE c.p() SELECT 1", "SET sql_log_bin = 1",
+      "USE c", "DROP PROCEDURE p"], 1305,
+     "DROP PROCEDURE of a routine in a database the replica never got: ER_SP_DOES_NOT_EXIST"),
+    ("drop-event-in-skipped-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-do-table=a.%"],
+     ["CREATE DATABASE c", "SET sql_log_bin = 0", "CREATE EVENT c.e ON SCHEDULE EVERY 1 DAY DO SELECT 1",
+      "SET sql_log_bin = 1", "USE c", "DROP EVENT e"], 1539,
+     "DROP EVENT of an event in a database the replica never got: ER_EVENT_DOES_NOT_EXIST"),
+    ("drop-procedure-if-exists-in-skipped-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-do-table=a.%"],
+     ["CREATE DATABASE c", "SET sql_log_bin = 0", "CREATE PROCEDURE c.p() SELECT 1", "SET sql_log_bin = 1",
+      "USE c", "DROP PROCEDURE IF EXISTS p"], None,
+     "looks dangerous, does not break: DROP ... IF EXISTS of a routine the replica lacks is a note"),
+    ("qualified-routine-under-skipped-database", ("STATEMENT", "ROW", "MIXED"), ["--replicate-wild-do-table=a.%"],
+     ["CREATE DATABASE c", "USE c", "CREATE PROCEDURE a.p() INSERT INTO a.t VALUES (7, 7)", "CALL a.p()"], None,
+     "looks dangerous, does not break: the applier does not open the default database; a routine named "
+     "into a database the replica has is created there"),
+    ("trigger-on-skipped-table", ("STATEMENT", "ROW", "MIXED"), ["--replicate-do-db=a"],
+     ["USE b", "CREATE TABLE a.n (id INT PRIMARY KEY)", "USE a",
+      "CREATE TRIGGER tr BEFORE INSERT ON n FOR EACH ROW SET NEW.id = NEW.id"], 1146,
+     "the CREATE TABLE under USE b is skipped; the kept CREATE TRIGGER opens a table the replica lacks"),
 ]
 ROWS = [(case_id, fmt, rules, workload, errno) for case_id, formats, rules, workload, errno, _ in CASES
         for fmt in formats]

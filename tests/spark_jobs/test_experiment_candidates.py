@@ -75,6 +75,38 @@ def test_candidates_rank_by_bytes_saved_and_equal_their_own_runs(tmp_path, binlo
         assert [r["candidate"] for r in csv.DictReader(f)] == [r["candidate"] for r in ranking]
 
 
+
+def test_a_candidate_that_stops_shows_the_divergence_lint_shows_and_none_ranks_above_a_clean_one(tmp_path, capsys):
+    """#81 goal 4: `shop.%` skips CREATE DATABASE analytics ('analytics.' matches no pattern) and
+    keeps CREATE PROCEDURE under it (no table list): a replica stops there (1049). The multi-table
+    UPDATEs after it are kept whole by their shop.t1 and write logs.t1, a table the rules do not keep
+    (both seeded outside replication). `lint` counts those writes; the candidate's row counted them
+    only up to the stop. do-db=shop diverges the same way without stopping; keeping everything is
+    clean and ranks first, though it saves nothing."""
+    from tests.rules.test_lint_cases import Build
+
+    build = Build("mariadb").q("CREATE DATABASE analytics").q("CREATE PROCEDURE p() SELECT 1", db="analytics")
+    for n in range(3):
+        build.q(f"UPDATE logs.t1 a JOIN shop.t1 b ON a.id = b.id SET a.v = {n}, b.v = {n}", db="shop")
+    binlogs = tmp_path / "in"
+    binlogs.mkdir()
+    (binlogs / "master-bin.000001").write_bytes(build.bytes())
+    cands = [("stops", ["replicate-wild-do-table=shop.%"]), ("do-db", ["replicate-do-db=shop"]), ("all", [])]
+    ranking: list[dict] = []
+    run_experiment(binlogs, parse_topology(_candidates_text([("everything", [])])), tmp_path / "out",
+                   candidates=parse_topology(_candidates_text(cands)), ranking=ranking)
+    row = {r["candidate"]: r for r in ranking}
+    for name, rules in cands:
+        capsys.readouterr()
+        dumpfilter_main(["lint", str(binlogs / "master-bin.000001"), *[f"--{r}" for r in rules], "--json"])
+        report = json.loads(capsys.readouterr().out)
+        assert row[name]["diverges"] == report["divergence"]["writes"], (name, row[name], report)
+    assert row["stops"]["diverges"] == row["do-db"]["diverges"] == 3 and row["all"]["diverges"] == 0
+    assert row["stops"]["lint"].startswith("a replica stops:") and "diverges: 3 writes" in row["stops"]["lint"]
+    assert [r["candidate"] for r in ranking] == ["all", "do-db", "stops"]  # clean, diverges, stops and diverges
+    with open(tmp_path / "out" / "candidates.csv", newline="") as f:
+        assert {r["candidate"]: r["diverges"] for r in csv.DictReader(f)} == {"all": "0", "stops": "3", "do-db": "3"}
+
 def test_lint_past_its_bound_says_so(tmp_path, binlogs):
     ranking: list[dict] = []
     run_experiment(binlogs, parse_topology(TOPOLOGY), tmp_path / "out", lint_max_mb=0.001,
