@@ -6,7 +6,8 @@ checks that they are wired in and configured as agreed:
 * mypy is strict on every package listed in STRICT_PACKAGES (every flag of
   `--strict` that is a per-module option, spelled out: python/mypy#11401);
 * ruff's configuration exists, with at least its default rules;
-* the Makefile's `test` target runs `lint`, and `lint` runs ruff, mypy and clippy with -D warnings.
+* the Makefile's `test` target runs `lint`, and `lint` runs ruff, mypy, mypy's stubtest over the
+  compiled core's stub (issue #80 goal 5) and clippy with -D warnings.
 """
 
 from __future__ import annotations
@@ -92,3 +93,14 @@ def test_lint_runs_ruff_mypy_and_clippy():
     assert "/mypy" in recipe
     assert "cargo clippy" in recipe and "-D warnings" in recipe
     assert "--features python" in recipe  # the Python extension's code is linted too
+
+
+def test_lint_holds_the_core_stub_to_the_built_core():
+    """`make lint` runs stubtest over dumpfilter._core after `setup` built it, with no allowlist
+    (issue #80 goal 5): _core.pyi's names, parameters and classes are the binding's."""
+    prerequisites, recipe = _target("lint")
+    assert "setup" in prerequisites
+    assert re.search(r"-m mypy\.stubtest\b[^;|]* dumpfilter\._core\b", recipe), "lint does not run stubtest"
+    assert "--allowlist" not in recipe and "--ignore-" not in recipe
+    assert "--strict-type-check-only" in recipe  # a stub-only class says so (_core.pyi's _Record)
+    assert "failed stubtest" in recipe  # a stub that differs fails lint's last line
