@@ -1,7 +1,8 @@
 # dumpfilter: every target does its own set-up on a fresh machine.
 #   make demo   run the main job (dumpfilter simulate --verify) on the built-in default
 #   make test   run the checks (make lint), then every test (unit, property, gRPC, Spark, real MariaDB)
-#   make lint   ruff, mypy (strict on every package), cargo clippy -D warnings
+#   make lint   ruff, mypy (strict on every package), stubtest (_core.pyi against the built core),
+#               cargo clippy -D warnings
 #   make bench  run the benchmarks (ratios against same-process baselines)
 #   make fuzz   fuzz the compiled core's scanner for FUZZ_SECONDS (cargo fuzz)
 
@@ -83,17 +84,24 @@ demo: setup
 # last line names the ones that failed. ruff and mypy come from the test extra (pyproject.toml);
 # clippy from rustup (added to the toolchain when it is missing). Both feature sets of the core are
 # linted: the pure scanner (cargo test's) and the Python extension (`python`, pip's build).
+# mypy's stubtest holds dumpfilter/_core.pyi to the core `setup` built (issue #80 goal 5): every
+# name the module exports, each parameter's name, kind and default, classes final at run time; with
+# no allowlist (--strict-type-check-only: a stub-only class is marked @type_check_only). A compiled
+# function's signature carries names and defaults, not the Rust's types: the parameter and return
+# types stay mypy's to check against their callers.
 lint: setup clippy-component
 	@failed=""; \
 	echo "lint: ruff check ."; $(VENV)/bin/ruff check . || failed="$$failed ruff"; \
 	echo "lint: mypy (pyproject's [tool.mypy])"; $(VENV)/bin/mypy || failed="$$failed mypy"; \
+	echo "lint: stubtest dumpfilter._core (the core's stub against the built module)"; \
+	$(PY) -m mypy.stubtest --strict-type-check-only dumpfilter._core || failed="$$failed stubtest"; \
 	echo "lint: cargo clippy --all-targets -- -D warnings"; \
 	(cd core && cargo clippy --quiet --all-targets -- -D warnings) || failed="$$failed clippy"; \
 	echo "lint: cargo clippy --all-targets --features python -- -D warnings"; \
 	(cd core && PYO3_PYTHON="$(abspath $(PY))" cargo clippy --quiet --all-targets --features python -- -D warnings) \
 	  || failed="$$failed clippy(python)"; \
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
-	echo "lint: ruff, mypy and clippy are clean"
+	echo "lint: ruff, mypy, stubtest and clippy are clean"
 
 clippy-component:
 	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy

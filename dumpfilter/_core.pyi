@@ -2,12 +2,35 @@
 Calls are made per buffer, never per event; unit records come back packed (little-endian u64
 words) for memoryview, and the calls' results as named, frozen records that also unpack as the
 tuples they replaced. tests/test_layout.py checks that this stub names everything the module
-exports."""
+exports; `make lint`'s stubtest, that each name, parameter (name, kind, default) and class
+(final at run time) is the binding's."""
 
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Any, Final, Self, final, type_check_only
 
 from typing_extensions import Buffer
+
+# PyO3 lists every name the module adds in its `__all__`; `make lint`'s stubtest checks that this
+# list and the names the stub makes public are exactly those (constants, classes, functions).
+__all__ = [
+    "BODY_EVENT", "BODY_ROUTINE", "BODY_TRIGGER", "F_ANONYMOUS_GTID", "F_COMPLETE", "F_FAST",
+    "F_HAS_FDE", "F_MARIADB_GTID", "F_MYSQL_GTID", "F_PAYLOAD", "F_ROTATE_END", "F_TAGGED_GTID",
+    "F_UNKNOWN_NON_IGNORABLE", "KEEP_ASK", "KEEP_DROP", "KEEP_KEEP", "KIND_DELETE", "KIND_INSERT",
+    "KIND_INSERT_SELECT", "KIND_REPLACE", "KIND_REPLACE_SELECT", "KIND_UPDATE", "ROW_KEEP",
+    "ROW_PARTIAL", "ROW_SKIP", "ROW_SLOW", "SKIP_EMPTY", "SKIP_HEARTBEAT", "SKIP_PLACEHOLDER",
+    "SKIP_STOP", "UNIT_WORDS", "AssembleConfig", "AssembleCounts", "AssembleResult", "BodyReach",
+    "DomainSeq", "FlagWords", "GtidRun", "HopResult", "KeyUse", "KeysUsed", "LoneGroup",
+    "LoneQueries", "LoneQuery", "LoneText", "MysqlGtids", "ObjectTarget", "QualifiedName",
+    "RelayResult", "Relayed", "Rename", "Renumbered", "ReplicaFrames", "RouteOutput", "ScanFault",
+    "ScanResult", "Scanner", "SendConfig", "SendResult", "SetColumn", "SplitRoute", "StatementEnd",
+    "StatementFacts", "StatementKey", "StatementPieces", "StatementShape", "StatementTables",
+    "StatementUnits", "TableBytes", "TableName", "TableReference", "TimeCut", "TriggerDefinition",
+    "TriggerWrite", "UnitEnd", "UnitEntry", "UnitList", "UnitsResult", "WalkResult", "body_reach",
+    "foreign_log_pos", "gtid_marks", "heartbeat", "hop", "last_timestamp", "mysql_gtids_at",
+    "parens_close", "payload_bytes", "plain_statement", "reaches_key_alone", "relay_run", "relayed",
+    "renumber", "replica_frames", "schema_candidates", "split_route", "statement_facts",
+    "statement_key", "statement_pieces", "statements",
+]
 
 # Words per unit record in `UnitsResult.packed` (see scan::Unit::pack).
 UNIT_WORDS: Final[int]
@@ -50,16 +73,19 @@ ROW_PARTIAL: Final[int]
 ROW_KEEP: Final[int]
 ROW_SLOW: Final[int]
 
+# The records' common face in the stub only: each record class defines it at run time.
+@type_check_only
 class _Record:
     """A named result (frozen; its fields by name) that still reads as the tuple it replaced:
     len(), indexing, unpacking, equality with that tuple, hashing, pickling as that tuple."""
 
     def __len__(self) -> int: ...
-    def __getitem__(self, index: int) -> Any: ...
+    def __getitem__(self, index: int, /) -> Any: ...
     def __iter__(self) -> Iterator[Any]: ...
     def __hash__(self) -> int: ...
 
 
+@final
 class ScanFault(_Record):
     """The malformed event that stopped a scan."""
 
@@ -73,6 +99,7 @@ class ScanFault(_Record):
         """Its file offset."""
 
 
+@final
 class TableName(_Record):
     """A table name a scanner interned, as the binlog spells it."""
 
@@ -82,6 +109,7 @@ class TableName(_Record):
     def table(self) -> bytes: ...
 
 
+@final
 class KeyUse(_Record):
     """A statement key a walk used, and the statements it answered."""
 
@@ -91,6 +119,7 @@ class KeyUse(_Record):
     def statements(self) -> int: ...
 
 
+@final
 class KeysUsed(_Record):
     """What a walk answered by statement keys (stmt_units::ByKeys)."""
 
@@ -105,6 +134,7 @@ class KeysUsed(_Record):
         """Statements answered by their keys."""
 
 
+@final
 class LoneText(_Record):
     """A lone statement the slave's relay run copied whose text the slave's check reads."""
 
@@ -117,6 +147,7 @@ class LoneText(_Record):
     def sql(self) -> str: ...
 
 
+@final
 class WalkResult(_Record):
     """`Scanner.walk`: the events of a buffer whose type was asked for (`schema_candidates`: the
     Queries split's first pass hands Python)."""
@@ -130,6 +161,7 @@ class WalkResult(_Record):
     def error(self) -> ScanFault | None: ...
 
 
+@final
 class UnitEnd(_Record):
     """`UnitList.end(k)`: where unit k ends."""
 
@@ -140,6 +172,7 @@ class UnitEnd(_Record):
         """File offset."""
 
 
+@final
 class GtidRun(_Record):
     """`UnitList.mysql_gtids`: the gnos `first`..`last` (both in) of one source uuid."""
 
@@ -151,6 +184,7 @@ class GtidRun(_Record):
     def last(self) -> int: ...
 
 
+@final
 class MysqlGtids(_Record):
     """`UnitList.mysql_gtids`: a range of units' MySQL GTIDs."""
 
@@ -162,6 +196,7 @@ class MysqlGtids(_Record):
         """The units whose GTID the caller decodes (a tagged GTID)."""
 
 
+@final
 class LoneGroup(_Record):
     """`UnitList.lone_queries`: the units of plain SQL of one default database."""
 
@@ -172,6 +207,7 @@ class LoneGroup(_Record):
         """Unit indices, u32 little-endian."""
 
 
+@final
 class LoneQuery(_Record):
     """`UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None)."""
 
@@ -185,6 +221,7 @@ class LoneQuery(_Record):
     def sql(self) -> str: ...
 
 
+@final
 class LoneQueries(_Record):
     """`UnitList.lone_queries`: the lone-statement units of a segment."""
 
@@ -194,6 +231,7 @@ class LoneQueries(_Record):
     def others(self) -> list[LoneQuery]: ...
 
 
+@final
 class StatementKey(_Record):
     """A statement key met for the first time (by a scanner's walk, or in a segment's statement
     units): its id, its bytes (what the key is, across scanners and segments, whose ids differ),
@@ -209,6 +247,7 @@ class StatementKey(_Record):
     def sql(self) -> bytes: ...
 
 
+@final
 class StatementUnits(_Record):
     """`UnitList.statement_units`: the keys, and the units they decide."""
 
@@ -218,6 +257,7 @@ class StatementUnits(_Record):
     def units(self) -> int: ...
 
 
+@final
 class StatementPieces:
     """`statement_pieces`: the keyed statements of a UnitList's statement units, as packed
     little-endian arrays."""
@@ -233,6 +273,7 @@ class StatementPieces:
         """u64 per statement: its Query event's offset in its unit's part's buffer."""
 
 
+@final
 class TimeCut(_Record):
     """`UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket."""
 
@@ -242,6 +283,7 @@ class TimeCut(_Record):
     def bucket(self) -> int: ...
 
 
+@final
 class StatementTables(_Record):
     """`UnitList.statement_tables`: the statement units' bytes by group of keys."""
 
@@ -265,6 +307,7 @@ class StatementTables(_Record):
         """The units not fast, not control, not decided by keys."""
 
 
+@final
 class TableBytes(_Record):
     """`UnitList.table_bytes`."""
 
@@ -287,6 +330,7 @@ class TableBytes(_Record):
         """The bytes of the units that are not fast."""
 
 
+@final
 class SendConfig:
     """A stream's walk configuration for `UnitList.send` and `UnitList.count`: what a skipped unit
     becomes (SKIP_*), whether units kept in part may be sent as kept statements, the master's
@@ -295,9 +339,9 @@ class SendConfig:
     (`placeholder_runs`) and skipped units in a row as one stretch (`skip_stretches`): a gRPC
     slave that asked; the counts are a replica's still."""
 
-    def __init__(self, *, skip: int, partial_ok: bool, server_id: int, heartbeat_crc: bool,
-                 batch_bytes: int = 0, limit: int = ..., placeholder_runs: bool = False,
-                 skip_stretches: bool = False) -> None: ...
+    def __new__(cls, *, skip: int, partial_ok: bool, server_id: int, heartbeat_crc: bool,
+                batch_bytes: int = 0, limit: int = ..., placeholder_runs: bool = False,
+                skip_stretches: bool = False) -> Self: ...
     @property
     def skip(self) -> int: ...
     @property
@@ -316,14 +360,15 @@ class SendConfig:
     def skip_stretches(self) -> bool: ...
 
 
+@final
 class AssembleConfig:
     """An output's configuration for `Scanner.assemble` (assemble::Options): whether positions
     are renumbered, whether events carry CRC32, whether an emptied group is written (GTID +
     COMMIT, `commit_body`), whether only units kept whole are taken, whether the GTID events
     written are reported."""
 
-    def __init__(self, *, renumber: bool, crc: bool, empty_keep: bool, commit_body: bytes,
-                 whole_only: bool = False, gtids: bool = False) -> None: ...
+    def __new__(cls, *, renumber: bool, crc: bool, empty_keep: bool, commit_body: bytes,
+                whole_only: bool = False, gtids: bool = False) -> Self: ...
     @property
     def renumber(self) -> bool: ...
     @property
@@ -338,6 +383,7 @@ class AssembleConfig:
     def gtids(self) -> bool: ...
 
 
+@final
 class DomainSeq(_Record):
     """A GTID domain and its highest seq_no in a batch."""
 
@@ -347,6 +393,7 @@ class DomainSeq(_Record):
     def seq_no(self) -> int: ...
 
 
+@final
 class ReplicaFrames(_Record):
     """`replica_frames`: a batch's events framed for a real replica."""
 
@@ -366,6 +413,7 @@ class ReplicaFrames(_Record):
     def counted(self) -> int: ...
 
 
+@final
 class StatementEnd(_Record):
     """`statements`: a statement of a fast unit's body."""
 
@@ -379,6 +427,7 @@ class StatementEnd(_Record):
         """Table_maps so far."""
 
 
+@final
 class Renumbered(_Record):
     """`renumber`: what the renumbered events leave to the caller."""
 
@@ -390,6 +439,7 @@ class Renumbered(_Record):
         """Offsets of the FDEs left to the caller."""
 
 
+@final
 class StatementShape(_Record):
     """`statement_key`: a statement's key shape."""
 
@@ -403,6 +453,7 @@ class StatementShape(_Record):
     def table(self) -> bytes: ...
 
 
+@final
 class HopResult(_Record):
     """`hop`: the events hopped and where the hop stopped."""
 
@@ -412,6 +463,7 @@ class HopResult(_Record):
     def stop(self) -> int: ...
 
 
+@final
 class RouteOutput(_Record):
     """One output of `split_route`."""
 
@@ -426,6 +478,7 @@ class RouteOutput(_Record):
         """Packed u64 offsets of the GTID events a series' next GTID state needs."""
 
 
+@final
 class SplitRoute(_Record):
     """`split_route`: split's routing walk (see split::route)."""
 
@@ -442,6 +495,7 @@ class SplitRoute(_Record):
         """Units written to no counted output (by --map without an unassigned output: dropped)."""
 
 
+@final
 class QualifiedName(_Record):
     """A name as a statement gives it."""
 
@@ -452,6 +506,7 @@ class QualifiedName(_Record):
     def name(self) -> bytes: ...
 
 
+@final
 class TableReference(_Record):
     """A table reference of a multi-table statement, and its alias."""
 
@@ -461,6 +516,7 @@ class TableReference(_Record):
     def alias(self) -> bytes | None: ...
 
 
+@final
 class Rename(_Record):
     """RENAME TABLE's pair."""
 
@@ -470,6 +526,7 @@ class Rename(_Record):
     def new(self) -> QualifiedName: ...
 
 
+@final
 class SetColumn(_Record):
     """A SET column of a multi-table UPDATE."""
 
@@ -480,6 +537,7 @@ class SetColumn(_Record):
     def column(self) -> bytes: ...
 
 
+@final
 class TriggerWrite(_Record):
     """A table a trigger's body writes, and the event (no database: the trigger's)."""
 
@@ -489,6 +547,7 @@ class TriggerWrite(_Record):
     def event(self) -> str: ...
 
 
+@final
 class TriggerDefinition(_Record):
     """A trigger's definition as the schema model keeps it."""
 
@@ -501,6 +560,7 @@ class TriggerDefinition(_Record):
         """In body order; None: a CALL or dynamic SQL could write more."""
 
 
+@final
 class ObjectTarget(_Record):
     """The object a statement without a table list changes."""
 
@@ -510,6 +570,7 @@ class ObjectTarget(_Record):
     def name(self) -> QualifiedName: ...
 
 
+@final
 class BodyReach(_Record):
     """`body_reach`: what the core reads of a trigger's, routine's or event's body."""
 
@@ -524,6 +585,7 @@ class BodyReach(_Record):
     def ends(self) -> list[int]: ...
 
 
+@final
 class StatementFacts(_Record):
     """`statement_facts`: what the rule engine reads of a DDL or multi-table statement."""
 
@@ -561,6 +623,7 @@ class StatementFacts(_Record):
     def target(self) -> ObjectTarget | None: ...
 
 
+@final
 class UnitsResult(_Record):
     """`Scanner.units`: the units of buf[off:] and where the scan stopped."""
 
@@ -596,6 +659,7 @@ class UnitsResult(_Record):
         """The placeholders among `run_events`."""
 
 
+@final
 class ScanResult(_Record):
     """`UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the list."""
 
@@ -614,6 +678,7 @@ class ScanResult(_Record):
         """Units appended to the UnitList."""
 
 
+@final
 class AssembleCounts(_Record):
     """What the compiled assembly wrote (see assemble::Counts), per outcome."""
 
@@ -653,6 +718,7 @@ class AssembleCounts(_Record):
     def skipped_bytes_in(self) -> int: ...
 
 
+@final
 class AssembleResult(_Record):
     """`Scanner.assemble`: the bytes a filter keeps of a run of units."""
 
@@ -680,6 +746,7 @@ class AssembleResult(_Record):
         """Offsets in `out` of the GTID events a series' next GTID state needs, packed u64."""
 
 
+@final
 class UnitEntry(_Record):
     """`UnitList.unit(k)`: a unit's record, offsets in its part's buffer."""
 
@@ -711,6 +778,7 @@ class UnitEntry(_Record):
     def gtid_server(self) -> int: ...
 
 
+@final
 class SendResult(_Record):
     """`UnitList.send`: what one stream sends of a run of units (see send::walk)."""
 
@@ -757,6 +825,7 @@ class SendResult(_Record):
         """Whether the caller's pending Heartbeat was sent or replaced."""
 
 
+@final
 class RelayResult(_Record):
     """`relay_run`: the slave's relay run (see relay::relay_ranges)."""
 
@@ -791,6 +860,7 @@ class RelayResult(_Record):
         """Events whose database replicate-rewrite-db renamed (`renames`)."""
 
 
+@final
 class Relayed:
     """`relayed`: what a slave's relay logs hold of a run of the full stream's units (see
     verify_forms::relayed)."""
@@ -806,10 +876,11 @@ class Relayed:
         """The first unit not answered (`stop` when every one was)."""
 
 
+@final
 class Scanner:
     """Scanner state across the buffers of one stream: the format in force and interned names."""
 
-    def __init__(self, verify: bool = True) -> None: ...
+    def __new__(cls, verify: bool = True) -> Self: ...
     def load_fde(self, event: bytes, offset: int) -> ScanFault | None:
         """Adopts the format of the Format_description event `event` (read at file offset
         `offset`); returns None, or the error."""
@@ -866,11 +937,12 @@ class Scanner:
         is non-zero and of every FDE, where the walk stopped, and the error that stopped it."""
 
 
+@final
 class UnitList:
     """A segment of the master's binlog as every stream walks it (see send::UnitList): the units of
     one or more scans, with the read buffers they lie in."""
 
-    def __init__(self) -> None: ...
+    def __new__(cls) -> Self: ...
     @property
     def scans_inline(self) -> int:
         """Scans `scan_start` ran at once on the calling thread (a buffer of at most 128 KB)."""
@@ -988,11 +1060,12 @@ class UnitList:
         SKIP_EMPTY; `crc`: checksummed events), packed for `count`; after `statement_units`."""
 
 
+@final
 class FlagWords:
     """The master's flag words (see flags.rs): `compute(db, table)` (the Python rule engines)
     gives a missing word as little-endian bytes, once per table and generation."""
 
-    def __init__(self, compute: Callable[[str, str], bytes]) -> None: ...
+    def __new__(cls, compute: Callable[[str, str], bytes]) -> Self: ...
     def kept(self, db: str, table: str, bit: int) -> bool:
         """Whether slave bit `bit` keeps (db, table)."""
     def keep(self, names: list[tuple[str, str]], bit: int) -> bytes:

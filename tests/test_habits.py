@@ -6,12 +6,15 @@ checks that they are wired in and configured as agreed:
 * mypy is strict on every package listed in STRICT_PACKAGES (every flag of
   `--strict` that is a per-module option, spelled out: python/mypy#11401);
 * ruff's configuration exists, with at least its default rules;
-* the Makefile's `test` target runs `lint`, and `lint` runs ruff, mypy and clippy with -D warnings.
+* the Makefile's `test` target runs `lint`, and `lint` runs ruff, mypy, mypy's stubtest over the
+  compiled core's stub (issue #80 goal 5) and clippy with -D warnings.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -92,3 +95,46 @@ def test_lint_runs_ruff_mypy_and_clippy():
     assert "/mypy" in recipe
     assert "cargo clippy" in recipe and "-D warnings" in recipe
     assert "--features python" in recipe  # the Python extension's code is linted too
+
+
+def _lint_stubtest() -> list[str]:
+    """The arguments of `make lint`'s stubtest, after the interpreter."""
+    _, recipe = _target("lint")
+    match = re.search(r"\$\(PY\) (-m mypy\.stubtest\b[^;|]* dumpfilter\._core)\b", recipe)
+    assert match, "lint does not run stubtest over dumpfilter._core"
+    return match.group(1).split()
+
+
+def test_lint_holds_the_core_stub_to_the_built_core():
+    """`make lint` runs stubtest over dumpfilter._core after `setup` built it, with no allowlist
+    (issue #80 goal 5): _core.pyi's names, parameters and classes are the binding's."""
+    prerequisites, recipe = _target("lint")
+    assert "setup" in prerequisites
+    assert _lint_stubtest()[-1] == "dumpfilter._core"
+    assert "--allowlist" not in recipe and "--ignore-" not in recipe
+    assert "--strict-type-check-only" in recipe  # a stub-only class says so (_core.pyi's _Record)
+    assert "failed stubtest" in recipe  # a stub that differs fails lint's last line
+
+
+def _stubtest_over(stub: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    """lint's stubtest with `stub` as dumpfilter/_core.pyi (under `folder`, through mypy_path),
+    against the core the checkout built (-P: the folder is not on the import path)."""
+    (folder / "dumpfilter").mkdir(parents=True)
+    (folder / "dumpfilter" / "__init__.pyi").write_text("")
+    (folder / "dumpfilter" / "_core.pyi").write_text(stub)
+    (folder / "mypy.ini").write_text(f"[mypy]\nmypy_path = {folder}\n")
+    args = _lint_stubtest()
+    args[-1:-1] = ["--mypy-config-file", str(folder / "mypy.ini")]
+    return subprocess.run([sys.executable, "-P", *args], cwd=folder, capture_output=True, text=True, timeout=300)
+
+
+def test_lints_stubtest_sees_a_parameter_the_binding_lacks(tmp_path):
+    """The check can fail: the stub as it is passes, and with one of SendConfig's parameters
+    misspelt (the kind of drift _core.pyi had before stubtest: issue #80 goal 5) it fails, naming it."""
+    stub = (ROOT / "dumpfilter" / "_core.pyi").read_text()
+    same = _stubtest_over(stub, tmp_path / "same")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert stub.count("heartbeat_crc: bool,") == 1
+    drifted = _stubtest_over(stub.replace("heartbeat_crc: bool,", "heartbeat_crcs: bool,"), tmp_path / "drifted")
+    assert drifted.returncode == 1, drifted.stdout + drifted.stderr
+    assert 'SendConfig.__new__ is inconsistent, stub does not have parameter "heartbeat_crc"' in drifted.stdout
