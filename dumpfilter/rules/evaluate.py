@@ -11,7 +11,7 @@ from dumpfilter.errors import RuleError
 from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
-from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo
+from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, Parses, StatementInfo
 from dumpfilter.rules.statement_parser import names_ref
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.statements import plain_statement, statement_tables
@@ -254,8 +254,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         trigger knowledge (`consulted` stays False) nor assumed; the caller checks that after each."""
         return self._keys_alone
 
-    def decide_statement_key(self, sql: str, current_db: str | None,
-                             parses: dict[tuple[str, str], StatementInfo] | None = None) -> Decision:
+    def decide_statement_key(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Decision:
         saved, self._counting = self._counting, False
         try:
             return self.decide_statement(sql, current_db, parses=parses)
@@ -272,8 +271,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         for name in decision.counted:
             counters[name] += times
 
-    def decide_statement(self, sql: str, current_db: str | None, at: Any = None,
-                         parses: dict[tuple[str, str], StatementInfo] | None = None) -> Decision:
+    def decide_statement(self, sql: str, current_db: str | None, at: Any = None, parses: Parses | None = None) -> Decision:
         """A Query event with default database `current_db` (None: the source had none). `at`: its
         position key, for an engine on a SchemaTimeline (the decision sees the schema before it).
         `parses`: a memo shared by the engines deciding the same event (the master keeps one per
@@ -590,7 +588,7 @@ _UNPARSED = "unparsed statement"  # how an unparsed statement's assumption start
 _DATABASE_ONLY_VERBS = frozenset({"INSERT", "REPLACE", "DELETE"})
 
 
-def parse_statement(sql: str, default_db: str, parses: dict[tuple[str, str], StatementInfo] | None) -> StatementInfo:
+def parse_statement(sql: str, default_db: str, parses: Parses | None) -> StatementInfo:
     """statement_tables through a parse memo (`parses`, keyed by text and default database) shared by
     the engines deciding the same event, so that it is parsed once whatever the number of rule sets."""
     if parses is None:

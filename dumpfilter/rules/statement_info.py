@@ -100,3 +100,7 @@ def _info_init(self: StatementInfo, kind: Kind, **fields: object) -> None:
 
 # The dataclass's signature stays what callers are checked against; only its body is replaced.
 StatementInfo.__init__ = _info_init  # type: ignore[method-assign,assignment]
+
+# A memo of parses by (text, default database), shared by the engines deciding one statement, so
+# that it is parsed once whatever the number of rule sets (RuleEngine.decide_statement).
+Parses = dict[tuple[str, str], StatementInfo]
