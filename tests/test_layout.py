@@ -32,7 +32,7 @@ FOLDERS = {"dumpfilter": "dumpfilter", "dumpfilter.master": "master", "dumpfilte
 
 # The layers, lowest first. A module may import its own unit and any unit of a lower layer.
 LAYERS: list[set[str]] = [
-    {"dumpfilter._core", "dumpfilter.errors", "dumpfilter.regular_file", "dumpfilter.v1", "dumpfilter.data"},
+    {"dumpfilter._core", "dumpfilter.children", "dumpfilter.errors", "dumpfilter.regular_file", "dumpfilter.v1", "dumpfilter.data"},
     {"dumpfilter.codec"},
     {"dumpfilter.rules"},
     {"dumpfilter.skip_policy", "dumpfilter.sent"},
