@@ -5,12 +5,10 @@ would send compared with everything, over many binlog files in parallel with Spa
 from __future__ import annotations
 
 import argparse
-import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, number_in, retype, size_in, spark_conf
-from dumpfilter.cli.output_paths import readable_file, writable_dir
+from dumpfilter.cli.output_paths import made_for_the_run, readable_file
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import (CHUNK_BYTES_RANGE, LINT_MAX_MB_RANGE, add_experiment_arguments,
@@ -42,11 +40,10 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     candidates = load_topology(args.candidates) if args.candidates else None
     input_files([args.binlogs])  # every input a binlog (one line if not) before any output is made
-    out = Path(args.out)
-    made = not out.exists()
-    writable_dir(out)  # before Spark starts, not after the job
     ranking: list[dict[str, Any]] = []
-    try:
+    # --out made before Spark starts, not after the job; the report directory this run made goes
+    # with it if interrupted or failed: no empty or partial report left
+    with made_for_the_run(args.out) as out:
         spark = None
         if not args.no_spark:
             from dumpfilter.spark_jobs.session import get_session
@@ -57,10 +54,6 @@ def run(args: argparse.Namespace) -> int:
                                      candidates=candidates,
                                      lint_max_mb=args.lint_max_mb, ranking=ranking,
                                      charts=args.charts)
-    except BaseException:
-        if made:  # the report directory this run made goes with it: no empty or partial report left
-            shutil.rmtree(out, ignore_errors=True)
-        raise
     if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths],
                             **({"candidates": ranking} if candidates is not None else {})}):
         print_table(rows)

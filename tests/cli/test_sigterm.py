@@ -207,15 +207,32 @@ rules = ["replicate-wild-do-table=db1.%"]
 
 
 @pytest.mark.grpc
-def test_sigterm_during_simulate_removes_its_work_directory(tmp_path):
-    """Before: the work directory (611 MB in the issue) stayed in TMPDIR."""
-    topology = tmp_path / "t.toml"
+@pytest.mark.parametrize("out_existed", [False, True], ids=["out-made", "out-given"])
+@pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGTERM, 143, TERMINATED),
+                                                   (signal.SIGINT, 130, "dumpfilter: interrupted")],
+                         ids=["SIGTERM", "SIGINT"])
+def test_an_interrupted_simulate_removes_what_it_made(tmp_path, sig, code, line, out_existed):
+    """Before: the work directory (611 MB in the issue) stayed in TMPDIR; then (issue #82) the empty
+    --out directory (and its parents) the run had made stayed. An --out that was there before
+    stays, with what it held."""
+    topology = tmp_path.parent / f"{tmp_path.name}.toml"
     topology.write_text(TOPOLOGY_TOML)
-    command = Command(tmp_path, "simulate", "--topology", str(topology), "--verify", "--out", "out", "--no-progress")
+    if out_existed:
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "mine.txt").write_text("the user's")
+    command = Command(tmp_path, "simulate", "--topology", str(topology), "--verify", "--out", "out/simulate",
+                      "--no-progress")
     err = command.wait_then(lambda: bool(list(command.tmp.glob("dumpfilter-simulate-*/relay/*/relay-log.info"))),
-                            signal.SIGTERM, give_up=120)
-    assert_terminated(command, err)
-    assert not (tmp_path / "out" / "report.json").exists()
+                            sig, give_up=120)
+    assert command.proc.returncode == code, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == line, err
+    assert marked_processes(command.mark) == []
+    assert list(command.tmp.iterdir()) == [], list(command.tmp.rglob("*"))[:10]
+    if out_existed:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tmp"]
+        assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
+    else:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
 
 
 PLUGIN_TEST = """
