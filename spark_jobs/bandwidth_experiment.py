@@ -43,18 +43,33 @@ COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "ev
            "events_skipped", "bytes_skipped"]
 
 
+# Told the bytes of binlog counted so far, as the counting goes (a command's progress bar).
+Counted = Callable[[int], None]
+
+
 def count_parts_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None,
-                      *, verify_checksums: bool = True) -> list[ChunkCounts]:
+                      *, verify_checksums: bool = True, counted: Counted | None = None) -> list[ChunkCounts]:
     """Every slave's counts per chunk, in this process (`gates`: each slave's master-policy gate,
-    `dumpfilter.topology.slave_gates`; None: none)."""
-    return [part for chunk in chunks for part in count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)]
+    `dumpfilter.topology.slave_gates`; None: none); `counted` told after each chunk."""
+    from dumpfilter.spark_jobs.split_by_schema import _chunk_size
+
+    parts: list[ChunkCounts] = []
+    done = 0
+    for chunk in chunks:
+        parts += count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
+        if counted is not None:
+            done += _chunk_size(chunk)
+            counted(done)
+    return parts
 
 
 def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
-                      gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+                      gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True,
+                      counted: Counted | None = None) -> list[ChunkCounts]:
     """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
     (`task_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
-    the counts travel to the driver."""
+    the counts travel to the driver. `counted` is told the bytes of the tasks done
+    (`SparkCounted`)."""
     from dumpfilter.spark_jobs.split_by_schema import _chunk_size, task_groups
 
     if not chunks:
@@ -67,7 +82,54 @@ def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequ
             for chunk in part:
                 yield from count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
 
-    return sc.parallelize(groups, len(groups)).mapPartitions(count).collect()
+    job = sc.parallelize(groups, len(groups)).mapPartitions(count)
+    if counted is None:
+        return job.collect()
+    sizes = [sum(_chunk_size(c) for c in group) for group in groups]
+    with SparkCounted(sc, sizes, counted):
+        return job.collect()
+
+
+class SparkCounted:
+    """While a job of `len(sizes)` tasks runs (a job group of its own), a thread looks at its tasks
+    every POLL seconds and tells `counted` the bytes of those done, as if each were of the mean
+    size (Spark says how many are done, not which)."""
+
+    POLL = 0.5
+
+    def __init__(self, sc: Any, sizes: list[int], counted: Counted) -> None:
+        import threading
+        import uuid
+
+        self.sc, self.total, self.tasks, self.counted = sc, sum(sizes), len(sizes), counted
+        self.group = f"dumpfilter-count-{uuid.uuid4().hex}"
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="experiment-progress", daemon=True)
+
+    def __enter__(self) -> SparkCounted:
+        self.sc.setJobGroup(self.group, "dumpfilter experiment: counting")
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+        if exc[0] is None:
+            self.counted(self.total)
+
+    def _watch(self) -> None:
+        tracker = self.sc.statusTracker()
+        while not self.done.wait(self.POLL):
+            try:
+                finished = 0
+                for job in tracker.getJobIdsForGroup(self.group):
+                    info = tracker.getJobInfo(job)
+                    for stage in info.stageIds if info else ():
+                        stage_info = tracker.getStageInfo(stage)
+                        finished += stage_info.numCompletedTasks if stage_info else 0
+            except Exception:  # noqa: BLE001 - the JVM going (an interrupt): nothing more to show
+                return
+            self.counted(self.total * min(finished, self.tasks) // max(self.tasks, 1))
 
 
 def count_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None, *,
@@ -235,13 +297,15 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
                    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
                    candidates: Topology | None = None, lint_max_mb: float = LINT_MAX_MB,
                    ranking: list[dict[str, Any]] | None = None,
-                   charts: bool = True) -> tuple[list[dict[str, Any]], list[Path]]:
+                   charts: bool = True,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], list[Path]]:
     """Count (with Spark when a session is given) and write the report; returns (rows, paths). Each
     slave is bounded by the topology's master policy (`master.policy`), as the master bounds it.
     `candidates` (a Topology whose slaves are candidate rule sets, at most MAX_CANDIDATES) are
     counted in the same pass and ranked by bytes saved (candidates.csv), each with lint's verdict
     when the binlog is at most `lint_max_mb` MB; `ranking`, a list, receives the ranked rows.
-    `charts` False: the tables only (matplotlib takes longer to draw than the counting takes)."""
+    `charts` False: the tables only (matplotlib takes longer to draw than the counting takes).
+    `progress` is told (bytes counted, bytes in all) as the counting goes."""
     from dumpfilter.binlogs.time_span import time_span
     from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.topology import slave_gates
@@ -260,10 +324,21 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     if clash:
         raise InvalidArgumentError(f"--candidates: {clash[0]!r} names a slave of the topology too; name it apart")
     every, every_gates = slaves + extra, gates + (slave_gates(candidates) if candidates is not None and extra else [])
+    counted: Counted | None = None
+    if progress is not None:
+        from dumpfilter.spark_jobs.split_by_schema import _chunk_size
+
+        total = sum(_chunk_size(c) for c in chunks)
+        progress(0, total)
+
+        def counted(done: int) -> None:
+            progress(done, total)
+
     if spark is None:
-        parts = count_parts_local(chunks, every, every_gates, verify_checksums=verify_checksums)
+        parts = count_parts_local(chunks, every, every_gates, verify_checksums=verify_checksums, counted=counted)
     else:
-        parts = count_parts_spark(spark, chunks, every, every_gates, verify_checksums=verify_checksums)
+        parts = count_parts_spark(spark, chunks, every, every_gates, verify_checksums=verify_checksums,
+                                  counted=counted)
     totals = merge_counts(parts, [s.name for s in every])
     rows = rows_for(topology, totals[:len(slaves)])
     source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"

@@ -38,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"dumpfilter.skip_policy", "dumpfilter.sent"},
     {"dumpfilter.binlogs"},
     {"dumpfilter.workload"},
-    {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts"},
+    {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts", "dumpfilter.progress"},
     {"dumpfilter.master", "dumpfilter.slave", "dumpfilter.spark_jobs"},   # the edges: not one another
     {"dumpfilter.lab"},
     {"dumpfilter.harness"},                       # the public Python API (issue #44): lab, master, slave

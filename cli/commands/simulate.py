@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, add_out_dir, emit_json
 from dumpfilter.cli.output_paths import made_for_the_run, writable_dir
+from dumpfilter.progress import consoles, shown
 from dumpfilter.topology import load_topology
 
 if TYPE_CHECKING:  # rich is imported where the report is printed: `simulate --help` starts without it
@@ -43,21 +43,6 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument("--print-default-topology", action="store_true",
                         help="print the built-in topology TOML and exit")
     parser.set_defaults(func=run)
-
-
-def consoles() -> tuple[Console, Console]:
-    """(stdout, stderr) consoles: the results on stdout, progress bars and log lines on stderr. A
-    width comes from the terminal, else from COLUMNS, else (piped or captured: make demo | tee, CI
-    logs) 132; the table is laid out for it (one block per slave when the table is wider)."""
-    from rich.console import Console
-
-    width = None if os.environ.get("COLUMNS", "").isdigit() else 132
-    out, err = Console(), Console(stderr=True)
-    if not out.is_terminal and width:
-        out = Console(width=width)
-    if not err.is_terminal and width:
-        err = Console(stderr=True, width=width)
-    return out, err
 
 
 class _ConsoleLog(logging.Handler):
@@ -91,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("dumpfilter.lab.simulate").setLevel(logging.INFO)
         try:
             result = run_simulation(topology, out, verify=args.verify, mariadb=args.mariadb, console=err,
-                                    progress=not args.no_progress and err.is_terminal,
+                                    progress=shown(err, args.no_progress),
                                     keep_work=Path(args.keep_work) if args.keep_work else None, listen=args.listen)
         finally:
             logger.removeHandler(handler)
