@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk  # noqa: E402
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: E402
-    ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
+    ChunkCounts, SlaveCounts, merge_buckets, merge_counts, merge_hours, merge_statements, merge_tables,
 )
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, Chunk, input_files, plan_chunks  # noqa: E402
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: E402
@@ -145,22 +145,27 @@ def count_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[S
 
 
 HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
+MINUTE_COLUMNS = ["slave", "minute_utc", "minute_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
+# A binlog whose time spans less than this (seconds) is charted by minutes (bandwidth_by_minute
+# beside bandwidth_by_hour): by hours, a run within one hour was one flat step per slave.
+MINUTES_BELOW = 2 * 3600
 TABLE_COLUMNS = ["slave", "table", "bytes_all", "bytes_payload", "bytes_envelope", "bytes_sent"]
 REST = "(framing of transactions that write no table, control events, skip-policy events)"
 
 
 def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
-              span: tuple[int, int] | None = None) -> list[dict[str, Any]]:
-    """One row per slave and hour of binlog time: what it reads and is sent in that hour, and the
-    first and last second of the hour the binlog holds (`span`: its first and last event time,
-    binlogs.time_span; the whole hour without it): the by-hour chart's x axis."""
+              span: tuple[int, int] | None = None, width: int = 3600) -> list[dict[str, Any]]:
+    """One row per slave and hour (`width` 60: minute) of binlog time: what it reads and is sent
+    in that hour, and the first and last second of the hour the binlog holds (`span`: its first
+    and last event time, binlogs.time_span; the whole hour without it): the chart's x axis."""
     import datetime as dt
 
+    unit, shown = ("hour", "%Y-%m-%d %H:00") if width == 3600 else ("minute", "%Y-%m-%d %H:%M")
     first, last = span or (None, None)
-    return [{"slave": name, "hour_utc": dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d %H:00"),
-             "hour_epoch": hour, "bytes_all": read, "bytes_sent": sent,
-             "from_epoch": hour if first is None or first < hour else min(first, hour + 3599),
-             "to_epoch": hour + 3599 if last is None or last > hour + 3599 else max(last, hour)}
+    return [{"slave": name, f"{unit}_utc": dt.datetime.fromtimestamp(hour, dt.UTC).strftime(shown),
+             f"{unit}_epoch": hour, "bytes_all": read, "bytes_sent": sent,
+             "from_epoch": hour if first is None or first < hour else min(first, hour + width - 1),
+             "to_epoch": hour + width - 1 if last is None or last > hour + width - 1 else max(last, hour)}
             for name in names for hour, (read, sent) in hours[name].items()]
 
 
@@ -348,10 +353,12 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     # The binlog's last second, as the counting read it (the last file's latest event time): no
     # second read of that file for it.
     last = max((p.last_time for p in parts if p.file_index == len(files) - 1), default=0)
-    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), time_span(files, last or None)),
+    span = time_span(files, last or None)
+    minutes = merge_buckets(mine, names, minutes=True) if span and span[1] - span[0] < MINUTES_BELOW else None
+    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), span),
                               table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts),
                                          merge_statements(parts)), out, fmt,
-                              charts)
+                              charts, minutes=hour_rows(names, minutes, span, 60) if minutes else None)
     if extra:
         ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums)
         paths.append(_write_table(ranked, CANDIDATE_COLUMNS, out / "candidates", fmt))
@@ -415,17 +422,23 @@ def _write_table(rows: list[dict[str, Any]], columns: list[str], path: Path, fmt
 
 
 def write_breakdowns(hours: list[dict[str, Any]], tables: list[dict[str, Any]], out: Path, fmt: str = "csv",
-                     charts: bool = True) -> list[Path]:
+                     charts: bool = True, minutes: list[dict[str, Any]] | None = None) -> list[Path]:
     """bandwidth_by_hour and bandwidth_by_table (CSV or Parquet), and bandwidth_by_hour.png: MB
-    sent per hour of binlog time, per slave (the eight that are sent the most)."""
+    sent per hour of binlog time, per slave (the eight that are sent the most). With `minutes`
+    (a short run: MINUTES_BELOW), bandwidth_by_minute too, and the chart drawn by minutes."""
     from dumpfilter.charts import hourly_chart
 
     paths = [_write_table(hours, HOUR_COLUMNS, out / "bandwidth_by_hour", fmt),
              _write_table(tables, TABLE_COLUMNS, out / "bandwidth_by_table", fmt)]
+    if minutes is not None:
+        paths.append(_write_table(minutes, MINUTE_COLUMNS, out / "bandwidth_by_minute", fmt))
     if not charts:
         return paths
     chart = out / "bandwidth_by_hour.png"
-    hourly_chart(hours, chart, title="MB sent per hour of binlog time, per slave")
+    if minutes is not None:
+        hourly_chart(minutes, chart, title="MB sent per minute of binlog time, per slave", bucket=60)
+    else:
+        hourly_chart(hours, chart, title="MB sent per hour of binlog time, per slave")
     paths.append(chart)
     return paths
 
