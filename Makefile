@@ -1,5 +1,5 @@
 # dumpfilter: every target does its own set-up on a fresh machine.
-#   make demo   run the main job (dumpfilter simulate --verify) on the built-in default
+#   make demo   run the main job (dumpfilter simulate --verify) on the built-in default (LISTEN=, DEMO_ARGS=)
 #   make test   run the checks (make lint), then every test (unit, property, gRPC, Spark, real MariaDB)
 #   make lint   ruff, mypy (strict on every package), stubtest (_core.pyi against the built core),
 #               cargo clippy -D warnings
@@ -77,8 +77,12 @@ system-deps:
 	if [ -n "$$still" ]; then echo "system-deps: still missing:$$still" >&2; exit 1; fi; \
 	command -v cargo >/dev/null 2>&1 || { echo "system-deps: cargo not found (install Rust with rustup)" >&2; exit 1; }
 
+# LISTEN=HOST:PORT pins the demo master's gRPC address (default: a free port on 127.0.0.1);
+# DEMO_ARGS adds any other simulate option (make demo DEMO_ARGS='--topology t.toml --out /tmp/r').
+LISTEN    ?=
+DEMO_ARGS ?=
 demo: setup
-	$(VENV)/bin/dumpfilter simulate --verify
+	$(VENV)/bin/dumpfilter simulate --verify$(if $(LISTEN), --listen $(LISTEN)) $(DEMO_ARGS)
 
 # The checks (issue #46, "checked habits"): each one runs even when an earlier one failed, and the
 # last line names the ones that failed. ruff and mypy come from the test extra (pyproject.toml);

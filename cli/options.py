@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
@@ -219,11 +220,48 @@ class Parser(argparse.ArgumentParser):
                     Parser._trying = False
         return super().parse_args(args, namespace)  # neither parses: argparse's own message
 
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        # (typeshed's overloads as parse_args'). A sub-command's parser is called here with its own
+        # arguments: an unknown option is told first, with the nearest known one (argparse
+        # told a missing required option first: `experiment --binlog X` said `--binlogs` was required).
+        mine = sys.argv[1:] if args is None else list(args)
+        if any(isinstance(action, argparse._SubParsersAction) for action in self._actions):
+            # a parser of sub-commands: its own options are those before the sub-command's name
+            mine = mine[:next((i for i, arg in enumerate(mine) if not arg.startswith("-")), len(mine))]
+        unknown = self.unknown_option(mine)
+        if unknown is not None:
+            self.error(unknown)
+        return super().parse_known_args(args, namespace)
+
+    def unknown_option(self, args: list[str]) -> str | None:
+        """The message for the first long option in `args` (up to `--`) this parser does not know,
+        with "did you mean" and the nearest of its own when one is near; None if all are known. A
+        token with a space is a value, as argparse reads it."""
+        import difflib
+
+        for arg in args:
+            if arg == "--":
+                return None
+            name = arg.partition("=")[0]
+            if not name.startswith("--") or len(name) == 2 or " " in arg or name in self._option_string_actions:
+                continue
+            known = sorted(option for option in self._option_string_actions if option.startswith("--"))
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            return f"unrecognized arguments: {arg}" + (f" (did you mean {near[0]}?)" if near else "")
+        return None
+
     def error(self, message: str) -> NoReturn:
         """One line, as every other error of the command is (argparse printed its usage block, 7 to 21
         lines, before the one that says what is wrong); --help prints the usage."""
         if Parser._trying:
             raise _Unparsed(message)
+        choice = re.match(r"argument .*: invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:  # a sub-command's name mistyped: the nearest one
+            import difflib
+
+            near = difflib.get_close_matches(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)), n=1)
+            message += f" (did you mean {near[0]}?)" if near else ""
         self.exit(2, f"{self.prog}: error: {message.replace(chr(10), ' ')}\n")
 
 

@@ -149,3 +149,26 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def made_for_the_run(path: str | os.PathLike[str], option: str = "--out") -> Iterator[Path]:
+    """`writable_dir(path)`, undone if the run does not end well: the directories it made (DIR and
+    any missing parent), whatever they hold by then, are removed when the body raises (an
+    interrupt, SIGTERM as `Terminated`, an error). A directory that was there before is left, and
+    what it held before stays."""
+    directory = Path(path)
+    top = None  # the outermost directory this call makes
+    for candidate in (directory, *directory.parents):
+        if candidate.exists() or candidate.is_symlink():
+            break
+        top = candidate
+    writable_dir(directory, option)
+    try:
+        yield directory
+    except BaseException:
+        if top is not None:
+            import shutil
+
+            shutil.rmtree(top, ignore_errors=True)
+        raise

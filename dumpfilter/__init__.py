@@ -8,4 +8,14 @@ dumpfilter.master, .slave, .spark_jobs -- and the lab and cli layers live in the
 master/, slave/, spark_jobs/, lab/ and cli/ folders (pyproject's package-dir).
 """
 
+import os
+
+# gRPC's fork handlers off unless the process says otherwise (before anything imports grpc): the
+# product never uses gRPC across a fork (its children are fresh programs: MariaDB servers, Spark,
+# a fresh Python), but it starts them with a preexec_fn (dumpfilter.children), which makes
+# subprocess fork() where it would vfork(). With fork support on, a harness that started a real
+# replica while its master served printed gRPC's "fork_posix.cc:71 ... skipping fork() handlers"
+# into the caller's output, and grpcio >= 1.80 can abort the child (grpc/grpc#43055).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 __version__ = "0.1.0"

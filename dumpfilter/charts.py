@@ -455,37 +455,50 @@ def _position_chart(series: Sequence[Row], path: str | os.PathLike[str], *, titl
 HOURLY_SLAVES = 8  # lines drawn: the slaves sent the most (every slave stays in the table)
 
 
-def hourly_chart(rows: Sequence[Row], path: str | os.PathLike[str], *, title: str) -> DrawnHours:
+def hourly_chart(rows: Sequence[Row], path: str | os.PathLike[str], *, title: str, bucket: int = 3600) -> DrawnHours:
+    """`hourly_figure`, saved to `path`."""
+    import matplotlib.pyplot as plt
+
+    fig, drawn = hourly_figure(rows, title=title, bucket=bucket)
+    fig.savefig(path, dpi=CHART_DPI)
+    plt.close(fig)
+    return drawn
+
+
+def hourly_figure(rows: Sequence[Row], *, title: str, bucket: int = 3600) -> tuple[Figure, DrawnHours]:
     """`rows`: dicts with `slave`, `hour_epoch`, `bytes_all` and `bytes_sent` (experiment's
-    by-hour table), and optionally `from_epoch` and `to_epoch`: the first and last second of the
-    hour that the binlog holds (its own time range: a two-minute binlog is drawn over its two
-    minutes, not over the hour, nor over years as an axis around one point is). MB sent per hour
-    of binlog time (UTC), each hour a step over its seconds, one line per slave for the
-    HOURLY_SLAVES slaves sent the most, and what a slave without master-side filtering would be
-    sent as a dashed reference. Returns what was drawn: the hours, their edges (epoch seconds),
-    each line's slave and heights (bytes per hour)."""
+    by-hour table; `minute_epoch` for its by-minute one, `bucket` 60), and optionally
+    `from_epoch` and `to_epoch`: the first and last second of the hour that the binlog holds (its
+    own time range: a two-minute binlog is drawn over its two minutes, not over the hour, nor over
+    years as an axis around one point is). MB sent per hour (minute) of binlog time (UTC), each
+    one a step over its seconds, one line per slave for the HOURLY_SLAVES slaves sent the most,
+    and what a slave without master-side filtering would be sent as a dashed reference. Returns
+    the figure and what was drawn: the hours, their edges (epoch seconds), each line's slave and
+    heights (bytes per hour or minute). The caption under the axis is laid out inside the figure."""
     import datetime as dt
 
     _use_agg()
     import matplotlib.pyplot as plt
 
-    hours: list[int] = sorted({r["hour_epoch"] for r in rows})
+    unit = "hour" if bucket == 3600 else "minute"
+    key = f"{unit}_epoch"
+    hours: list[int] = sorted({r[key] for r in rows})
     by_slave: dict[str, dict[int, int]] = {}
     everything: dict[int, int] = {}
     begins: dict[int, int] = {}
     ends: dict[int, int] = {}
     for r in rows:
-        hour = r["hour_epoch"]
+        hour = r[key]
         by_slave.setdefault(r["slave"], {})[hour] = r["bytes_sent"]
         everything[hour] = max(everything.get(hour, 0), r["bytes_all"])
         begins[hour] = max(hour, int(r.get("from_epoch") or hour))
-        ends[hour] = min(hour + 3600, int(r["to_epoch"]) + 1 if r.get("to_epoch") is not None else hour + 3600)
+        ends[hour] = min(hour + bucket, int(r["to_epoch"]) + 1 if r.get("to_epoch") is not None else hour + bucket)
     top = sorted(by_slave, key=lambda name: -sum(by_slave[name].values()))[:HOURLY_SLAVES]
     drawn: DrawnHours = {"hours": hours, "edges": [], "slaves": top, "lines": {}}
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
     if hours:
         # every hour between the first and the last (an hour without events is 0), within the binlog's range
-        every = list(range(hours[0], hours[-1] + 1, 3600)) if len(hours) > 1 and \
+        every = list(range(hours[0], hours[-1] + 1, bucket)) if len(hours) > 1 and \
             (hours[-1] - hours[0]) // 3600 < 24 * 92 else hours
         start, end = begins[hours[0]], max(ends[hours[-1]], begins[hours[0]] + 1)
         edges = [start, *every[1:], end]
@@ -516,14 +529,13 @@ def hourly_chart(rows: Sequence[Row], path: str | os.PathLike[str], *, title: st
         seconds = end - start
         took = (f"{seconds} s" if seconds < 120 else f"{seconds // 60} min {seconds % 60} s" if seconds < 7200
                 else f"{seconds / 3600:.1f} h")
-        ax.set_xlabel(f"binlog time (UTC) from {xs[0]:%Y-%m-%d %H:%M:%S} to {xs[-1]:%Y-%m-%d %H:%M:%S}: {took}, "
-                      f"in {len(every)} hour(s); each step is its hour's bytes")
-    ax.set_ylabel("MB sent in the hour")
+        # two lines: on one, the caption ran past the figure's right edge
+        ax.set_xlabel(f"binlog time (UTC) from {xs[0]:%Y-%m-%d %H:%M:%S} to {xs[-1]:%Y-%m-%d %H:%M:%S}: {took}\n"
+                      f"in {len(every)} {unit}(s); each step is its {unit}'s bytes")
+    ax.set_ylabel(f"MB sent in the {unit}")
     ax.set_ylim(0, max(everything.values(), default=0) / 1e6 * 1.3 or 1.0)  # the legend above the lines
     ax.grid(alpha=0.3)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(path, dpi=CHART_DPI)
-    plt.close(fig)
-    return drawn
+    return fig, drawn

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.lab.children import dies_with_parent
+from dumpfilter.children import dies_with_parent
 
 
 class ClusterError(DumpFilterError):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk  # noqa: E402
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: E402
-    ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
+    ChunkCounts, SlaveCounts, merge_buckets, merge_counts, merge_hours, merge_statements, merge_tables,
 )
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, Chunk, input_files, plan_chunks  # noqa: E402
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: E402
@@ -43,18 +43,33 @@ COLUMNS = ["slave", "server_id", "filter_semantics", "skip_policy", "rules", "ev
            "events_skipped", "bytes_skipped"]
 
 
+# Told the bytes of binlog counted so far, as the counting goes (a command's progress bar).
+Counted = Callable[[int], None]
+
+
 def count_parts_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None,
-                      *, verify_checksums: bool = True) -> list[ChunkCounts]:
+                      *, verify_checksums: bool = True, counted: Counted | None = None) -> list[ChunkCounts]:
     """Every slave's counts per chunk, in this process (`gates`: each slave's master-policy gate,
-    `dumpfilter.topology.slave_gates`; None: none)."""
-    return [part for chunk in chunks for part in count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)]
+    `dumpfilter.topology.slave_gates`; None: none); `counted` told after each chunk."""
+    from dumpfilter.spark_jobs.split_by_schema import _chunk_size
+
+    parts: list[ChunkCounts] = []
+    done = 0
+    for chunk in chunks:
+        parts += count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
+        if counted is not None:
+            done += _chunk_size(chunk)
+            counted(done)
+    return parts
 
 
 def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
-                      gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True) -> list[ChunkCounts]:
+                      gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True,
+                      counted: Counted | None = None) -> list[ChunkCounts]:
     """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
     (`task_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
-    the counts travel to the driver."""
+    the counts travel to the driver. `counted` is told the bytes of the tasks done
+    (`SparkCounted`)."""
     from dumpfilter.spark_jobs.split_by_schema import _chunk_size, task_groups
 
     if not chunks:
@@ -67,7 +82,54 @@ def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequ
             for chunk in part:
                 yield from count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
 
-    return sc.parallelize(groups, len(groups)).mapPartitions(count).collect()
+    job = sc.parallelize(groups, len(groups)).mapPartitions(count)
+    if counted is None:
+        return job.collect()
+    sizes = [sum(_chunk_size(c) for c in group) for group in groups]
+    with SparkCounted(sc, sizes, counted):
+        return job.collect()
+
+
+class SparkCounted:
+    """While a job of `len(sizes)` tasks runs (a job group of its own), a thread looks at its tasks
+    every POLL seconds and tells `counted` the bytes of those done, as if each were of the mean
+    size (Spark says how many are done, not which)."""
+
+    POLL = 0.5
+
+    def __init__(self, sc: Any, sizes: list[int], counted: Counted) -> None:
+        import threading
+        import uuid
+
+        self.sc, self.total, self.tasks, self.counted = sc, sum(sizes), len(sizes), counted
+        self.group = f"dumpfilter-count-{uuid.uuid4().hex}"
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="experiment-progress", daemon=True)
+
+    def __enter__(self) -> SparkCounted:
+        self.sc.setJobGroup(self.group, "dumpfilter experiment: counting")
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+        if exc[0] is None:
+            self.counted(self.total)
+
+    def _watch(self) -> None:
+        tracker = self.sc.statusTracker()
+        while not self.done.wait(self.POLL):
+            try:
+                finished = 0
+                for job in tracker.getJobIdsForGroup(self.group):
+                    info = tracker.getJobInfo(job)
+                    for stage in info.stageIds if info else ():
+                        stage_info = tracker.getStageInfo(stage)
+                        finished += stage_info.numCompletedTasks if stage_info else 0
+            except Exception:  # noqa: BLE001 - the JVM going (an interrupt): nothing more to show
+                return
+            self.counted(self.total * min(finished, self.tasks) // max(self.tasks, 1))
 
 
 def count_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None, *,
@@ -83,22 +145,27 @@ def count_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[S
 
 
 HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
+MINUTE_COLUMNS = ["slave", "minute_utc", "minute_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
+# A binlog whose time spans less than this (seconds) is charted by minutes (bandwidth_by_minute
+# beside bandwidth_by_hour): by hours, a run within one hour was one flat step per slave.
+MINUTES_BELOW = 2 * 3600
 TABLE_COLUMNS = ["slave", "table", "bytes_all", "bytes_payload", "bytes_envelope", "bytes_sent"]
 REST = "(framing of transactions that write no table, control events, skip-policy events)"
 
 
 def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
-              span: tuple[int, int] | None = None) -> list[dict[str, Any]]:
-    """One row per slave and hour of binlog time: what it reads and is sent in that hour, and the
-    first and last second of the hour the binlog holds (`span`: its first and last event time,
-    binlogs.time_span; the whole hour without it): the by-hour chart's x axis."""
+              span: tuple[int, int] | None = None, width: int = 3600) -> list[dict[str, Any]]:
+    """One row per slave and hour (`width` 60: minute) of binlog time: what it reads and is sent
+    in that hour, and the first and last second of the hour the binlog holds (`span`: its first
+    and last event time, binlogs.time_span; the whole hour without it): the chart's x axis."""
     import datetime as dt
 
+    unit, shown = ("hour", "%Y-%m-%d %H:00") if width == 3600 else ("minute", "%Y-%m-%d %H:%M")
     first, last = span or (None, None)
-    return [{"slave": name, "hour_utc": dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d %H:00"),
-             "hour_epoch": hour, "bytes_all": read, "bytes_sent": sent,
-             "from_epoch": hour if first is None or first < hour else min(first, hour + 3599),
-             "to_epoch": hour + 3599 if last is None or last > hour + 3599 else max(last, hour)}
+    return [{"slave": name, f"{unit}_utc": dt.datetime.fromtimestamp(hour, dt.UTC).strftime(shown),
+             f"{unit}_epoch": hour, "bytes_all": read, "bytes_sent": sent,
+             "from_epoch": hour if first is None or first < hour else min(first, hour + width - 1),
+             "to_epoch": hour + width - 1 if last is None or last > hour + width - 1 else max(last, hour)}
             for name in names for hour, (read, sent) in hours[name].items()]
 
 
@@ -241,13 +308,15 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
                    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
                    candidates: Topology | None = None, lint_max_mb: float = LINT_MAX_MB,
                    ranking: list[dict[str, Any]] | None = None,
-                   charts: bool = True) -> tuple[list[dict[str, Any]], list[Path]]:
+                   charts: bool = True,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], list[Path]]:
     """Count (with Spark when a session is given) and write the report; returns (rows, paths). Each
     slave is bounded by the topology's master policy (`master.policy`), as the master bounds it.
     `candidates` (a Topology whose slaves are candidate rule sets, at most MAX_CANDIDATES) are
     counted in the same pass and ranked by bytes saved (candidates.csv), each with lint's verdict
     when the binlog is at most `lint_max_mb` MB; `ranking`, a list, receives the ranked rows.
-    `charts` False: the tables only (matplotlib takes longer to draw than the counting takes)."""
+    `charts` False: the tables only (matplotlib takes longer to draw than the counting takes).
+    `progress` is told (bytes counted, bytes in all) as the counting goes."""
     from dumpfilter.binlogs.time_span import time_span
     from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.topology import slave_gates
@@ -266,10 +335,21 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     if clash:
         raise InvalidArgumentError(f"--candidates: {clash[0]!r} names a slave of the topology too; name it apart")
     every, every_gates = slaves + extra, gates + (slave_gates(candidates) if candidates is not None and extra else [])
+    counted: Counted | None = None
+    if progress is not None:
+        from dumpfilter.spark_jobs.split_by_schema import _chunk_size
+
+        total = sum(_chunk_size(c) for c in chunks)
+        progress(0, total)
+
+        def counted(done: int) -> None:
+            progress(done, total)
+
     if spark is None:
-        parts = count_parts_local(chunks, every, every_gates, verify_checksums=verify_checksums)
+        parts = count_parts_local(chunks, every, every_gates, verify_checksums=verify_checksums, counted=counted)
     else:
-        parts = count_parts_spark(spark, chunks, every, every_gates, verify_checksums=verify_checksums)
+        parts = count_parts_spark(spark, chunks, every, every_gates, verify_checksums=verify_checksums,
+                                  counted=counted)
     totals = merge_counts(parts, [s.name for s in every])
     rows = rows_for(topology, totals[:len(slaves)])
     source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"
@@ -279,10 +359,12 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     # The binlog's last second, as the counting read it (the last file's latest event time): no
     # second read of that file for it.
     last = max((p.last_time for p in parts if p.file_index == len(files) - 1), default=0)
-    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), time_span(files, last or None)),
+    span = time_span(files, last or None)
+    minutes = merge_buckets(mine, names, minutes=True) if span and span[1] - span[0] < MINUTES_BELOW else None
+    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), span),
                               table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts),
                                          merge_statements(parts)), out, fmt,
-                              charts)
+                              charts, minutes=hour_rows(names, minutes, span, 60) if minutes else None)
     if extra:
         ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums)
         paths.append(_write_table(ranked, CANDIDATE_COLUMNS, out / "candidates", fmt))
@@ -347,17 +429,23 @@ def _write_table(rows: list[dict[str, Any]], columns: list[str], path: Path, fmt
 
 
 def write_breakdowns(hours: list[dict[str, Any]], tables: list[dict[str, Any]], out: Path, fmt: str = "csv",
-                     charts: bool = True) -> list[Path]:
+                     charts: bool = True, minutes: list[dict[str, Any]] | None = None) -> list[Path]:
     """bandwidth_by_hour and bandwidth_by_table (CSV or Parquet), and bandwidth_by_hour.png: MB
-    sent per hour of binlog time, per slave (the eight that are sent the most)."""
+    sent per hour of binlog time, per slave (the eight that are sent the most). With `minutes`
+    (a short run: MINUTES_BELOW), bandwidth_by_minute too, and the chart drawn by minutes."""
     from dumpfilter.charts import hourly_chart
 
     paths = [_write_table(hours, HOUR_COLUMNS, out / "bandwidth_by_hour", fmt),
              _write_table(tables, TABLE_COLUMNS, out / "bandwidth_by_table", fmt)]
+    if minutes is not None:
+        paths.append(_write_table(minutes, MINUTE_COLUMNS, out / "bandwidth_by_minute", fmt))
     if not charts:
         return paths
     chart = out / "bandwidth_by_hour.png"
-    hourly_chart(hours, chart, title="MB sent per hour of binlog time, per slave")
+    if minutes is not None:
+        hourly_chart(minutes, chart, title="MB sent per minute of binlog time, per slave", bucket=60)
+    else:
+        hourly_chart(hours, chart, title="MB sent per hour of binlog time, per slave")
     paths.append(chart)
     return paths
 

@@ -8,7 +8,8 @@ run directly (`python -m spark_jobs...`, `dumpfilter split`), it takes `--spark-
 setting, e.g. the ports a firewall or a shared machine needs fixed: `spark.ui.port`,
 `spark.driver.port`, `spark.blockManager.port` (`session_settings` computes it all without Spark).
 The session's JVM runs in a process group of its own and is stopped (`stop_session`) before the
-command's process ends, interrupted or not: nothing of it outlives the command.
+command's process ends, interrupted or not, also while it starts (`end_gateway`); it gets SIGTERM
+if the command is killed outright (`dumpfilter.children`): nothing of it outlives the command.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import ipaddress
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterable
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from dumpfilter.children import dies_with_parent
 
 if TYPE_CHECKING:  # pyspark loads with the first session
     from pyspark import SparkContext
@@ -99,9 +103,13 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
         builder = builder.config(key, value)
     drop_interrupt_noise()  # also while the session starts (PySpark's handler)
     _launch_own_gateway(app_name, master, settings)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    quiet_interrupts(spark.sparkContext)
+    try:
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("WARN")
+        quiet_interrupts(spark.sparkContext)
+    except BaseException:  # interrupted (or failed) while the session starts: its JVM goes now
+        end_gateway(STOP_GRACE)
+        raise
     if spark not in _TO_STOP:
         _TO_STOP.append(spark)
         atexit.register(stop_session, spark)
@@ -133,9 +141,69 @@ def _launch_own_gateway(app_name: str, master: str | None, settings: dict[str, s
         spark_conf.setMaster(master)
     for key, value in settings.items():
         spark_conf.set(key, value)
-    # (pyspark.java_gateway has no annotations)
-    gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
-    SparkContext._ensure_initialized(gateway=gateway)
+    from pyspark import java_gateway
+
+    started: list[subprocess.Popen[bytes]] = []
+    popen = java_gateway.Popen
+    # (pyspark's own preexec_fn replaces one passed in popen_kwargs)
+    setattr(java_gateway, "Popen", _popen_dying_with_us(started))  # noqa: B010 - mypy: a class, replaced
+    try:
+        # (pyspark.java_gateway has no annotations)
+        gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
+        SparkContext._ensure_initialized(gateway=gateway)
+    except BaseException:
+        # Interrupted (or failed) while the JVM starts: PySpark drops the process it launched, which
+        # went on starting, orphaned, a gateway port listening, its spark-* directories in TMPDIR
+        # and, once it found its connection file gone, a Java stack trace on the terminal.
+        for proc in started:
+            _end_group(proc, STOP_GRACE)
+        raise
+    finally:
+        setattr(java_gateway, "Popen", popen)  # noqa: B010
+
+
+def _popen_dying_with_us(started: list[subprocess.Popen[bytes]]) -> type[subprocess.Popen[bytes]]:
+    """subprocess.Popen for pyspark.java_gateway: its preexec_fn (SIGINT ignored) is followed by
+    `dies_with_parent(SIGTERM)`, so that the JVM ends, its shutdown hooks run (Spark's spark-*
+    directories removed), even when this process is killed outright; each process is recorded in
+    `started`."""
+    dying = dies_with_parent(signal.SIGTERM)
+
+    class Launch(subprocess.Popen[bytes]):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            own = kwargs.get("preexec_fn")
+            if dying is not None:
+                def preexec() -> None:
+                    if own is not None:
+                        own()
+                    dying()
+
+                kwargs["preexec_fn"] = preexec
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    return Launch
+
+
+def _end_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """The launched JVM's process group (it leads one: start_new_session) told to end (SIGTERM: its
+    shutdown hooks run), waited for, and killed after `grace` seconds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    _close_pipes(proc)
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def stop_session(spark: SparkSession, grace: float = STOP_GRACE) -> None:
@@ -146,11 +214,9 @@ def stop_session(spark: SparkSession, grace: float = STOP_GRACE) -> None:
     if spark in _TO_STOP:
         _TO_STOP.remove(spark)
     try:
-        from pyspark import SparkContext
+        from pyspark import SparkContext  # noqa: F401
     except ImportError:  # a stand-in pyspark (tests): no JVM to end
         return
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
 
     def quietly_stop() -> None:
         # A thread of its own: py4j gives it a connection of its own, where the main thread's may
@@ -164,7 +230,21 @@ def stop_session(spark: SparkSession, grace: float = STOP_GRACE) -> None:
     stopper = threading.Thread(target=quietly_stop, name="spark-stop", daemon=True)
     stopper.start()
     stopper.join(grace)
-    if proc is None or gateway is None:  # under spark-submit: its JVM is spark-submit's own to end
+    end_gateway(grace)
+
+
+def end_gateway(grace: float = STOP_GRACE) -> None:
+    """The JVM this process launched (`_launch_own_gateway`), with or without a session on it,
+    told to exit by the end of its standard input (as PySpark arranges it) and waited for; killed,
+    with its process group, after `grace` seconds. Under spark-submit (its JVM is spark-submit's own
+    to end), or with none launched: nothing."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:  # a stand-in pyspark (tests): no JVM to end
+        return
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None or gateway is None:
         return
     with _suppressed():
         gateway.close()
@@ -177,8 +257,7 @@ def stop_session(spark: SparkSession, grace: float = STOP_GRACE) -> None:
     try:
         proc.wait(grace)
     except Exception:  # noqa: BLE001 - still there after the grace: it goes
-        proc.kill()
-        proc.wait()
+        _end_group(proc, 0)
 
 
 class _suppressed:

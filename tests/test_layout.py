@@ -32,13 +32,13 @@ FOLDERS = {"dumpfilter": "dumpfilter", "dumpfilter.master": "master", "dumpfilte
 
 # The layers, lowest first. A module may import its own unit and any unit of a lower layer.
 LAYERS: list[set[str]] = [
-    {"dumpfilter._core", "dumpfilter.errors", "dumpfilter.regular_file", "dumpfilter.v1", "dumpfilter.data"},
+    {"dumpfilter._core", "dumpfilter.children", "dumpfilter.errors", "dumpfilter.regular_file", "dumpfilter.v1", "dumpfilter.data"},
     {"dumpfilter.codec"},
     {"dumpfilter.rules"},
     {"dumpfilter.skip_policy", "dumpfilter.sent"},
     {"dumpfilter.binlogs"},
     {"dumpfilter.workload"},
-    {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts"},
+    {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts", "dumpfilter.progress"},
     {"dumpfilter.master", "dumpfilter.slave", "dumpfilter.spark_jobs"},   # the edges: not one another
     {"dumpfilter.lab"},
     {"dumpfilter.harness"},                       # the public Python API (issue #44): lab, master, slave

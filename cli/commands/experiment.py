@@ -5,12 +5,11 @@ would send compared with everything, over many binlog files in parallel with Spa
 from __future__ import annotations
 
 import argparse
-import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, number_in, retype, size_in, spark_conf
-from dumpfilter.cli.output_paths import readable_file, writable_dir
+from dumpfilter.cli.output_paths import made_for_the_run, readable_file
+from dumpfilter.progress import byte_progress, consoles, shown
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import (CHUNK_BYTES_RANGE, LINT_MAX_MB_RANGE, add_experiment_arguments,
@@ -31,6 +30,7 @@ def register(subparsers: Subparsers) -> None:
     retype(parser, "chunk_bytes", size_in(*CHUNK_BYTES_RANGE))
     retype(parser, "lint_max_mb", number_in(*LINT_MAX_MB_RANGE, what="a number of MiB"))
     add_spark_options(parser, "count in this process")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (one is drawn only on a terminal)")
     add_json_option(parser, "the table (one row per slave) and the files written")
     parser.set_defaults(func=run)
 
@@ -42,25 +42,27 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     candidates = load_topology(args.candidates) if args.candidates else None
     input_files([args.binlogs])  # every input a binlog (one line if not) before any output is made
-    out = Path(args.out)
-    made = not out.exists()
-    writable_dir(out)  # before Spark starts, not after the job
     ranking: list[dict[str, Any]] = []
-    try:
+    # --out made before Spark starts, not after the job; the report directory this run made goes
+    # with it if interrupted or failed: no empty or partial report left
+    with made_for_the_run(args.out) as out:
         spark = None
         if not args.no_spark:
             from dumpfilter.spark_jobs.session import get_session
 
             spark = get_session("dumpfilter-experiment", args.spark_master, spark_conf(args))
-        rows, paths = run_experiment(args.binlogs, topology, out, spark=spark, fmt=args.fmt,
-                                     chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=spark is not None),
-                                     candidates=candidates,
-                                     lint_max_mb=args.lint_max_mb, ranking=ranking,
-                                     charts=args.charts)
-    except BaseException:
-        if made:  # the report directory this run made goes with it: no empty or partial report left
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+        _, err = consoles()
+        with byte_progress(err, show=shown(err, args.no_progress)) as bars:
+            task = bars.add_task("counting (every slave)", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bars.update(task, completed=done, total=total)
+
+            rows, paths = run_experiment(args.binlogs, topology, out, spark=spark, fmt=args.fmt,
+                                         chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=spark is not None),
+                                         candidates=candidates,
+                                         lint_max_mb=args.lint_max_mb, ranking=ranking,
+                                         charts=args.charts, progress=progress)
     if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths],
                             **({"candidates": ranking} if candidates is not None else {})}):
         print_table(rows)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_json_option, add_out_dir, emit_json
-from dumpfilter.cli.output_paths import writable_dir
+from dumpfilter.cli.output_paths import made_for_the_run, writable_dir
+from dumpfilter.progress import consoles, shown
 from dumpfilter.topology import load_topology
 
 if TYPE_CHECKING:  # rich is imported where the report is printed: `simulate --help` starts without it
@@ -45,21 +45,6 @@ def register(subparsers: Subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def consoles() -> tuple[Console, Console]:
-    """(stdout, stderr) consoles: the results on stdout, progress bars and log lines on stderr. A
-    width comes from the terminal, else from COLUMNS, else (piped or captured: make demo | tee, CI
-    logs) 132; the table is laid out for it (one block per slave when the table is wider)."""
-    from rich.console import Console
-
-    width = None if os.environ.get("COLUMNS", "").isdigit() else 132
-    out, err = Console(), Console(stderr=True)
-    if not out.is_terminal and width:
-        out = Console(width=width)
-    if not err.is_terminal and width:
-        err = Console(stderr=True, width=width)
-    return out, err
-
-
 class _ConsoleLog(logging.Handler):
     """Log lines on the stderr console (above the progress bars while they run)."""
 
@@ -80,19 +65,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console, err = consoles()
     topology = load_topology(args.topology) if args.topology else None
-    writable_dir(args.out)  # before the run, not after it
-    if args.keep_work:
-        writable_dir(args.keep_work, "--keep-work")
     handler = _ConsoleLog(err)
     logger = logging.getLogger("dumpfilter")
-    logger.addHandler(handler)
-    logging.getLogger("dumpfilter.lab.simulate").setLevel(logging.INFO)
-    try:
-        result = run_simulation(topology, Path(args.out), verify=args.verify, mariadb=args.mariadb, console=err,
-                                progress=not args.no_progress and err.is_terminal,
-                                keep_work=Path(args.keep_work) if args.keep_work else None, listen=args.listen)
-    finally:
-        logger.removeHandler(handler)
+    # --out made before the run, not after it; removed with what it holds if this run made it and is
+    # interrupted or fails (an empty or partial report is never left)
+    with made_for_the_run(args.out) as out:
+        if args.keep_work:
+            writable_dir(args.keep_work, "--keep-work")
+        logger.addHandler(handler)
+        logging.getLogger("dumpfilter.lab.simulate").setLevel(logging.INFO)
+        try:
+            result = run_simulation(topology, out, verify=args.verify, mariadb=args.mariadb, console=err,
+                                    progress=shown(err, args.no_progress),
+                                    keep_work=Path(args.keep_work) if args.keep_work else None, listen=args.listen)
+        finally:
+            logger.removeHandler(handler)
     if emit_json(args, result.report | {"ok": result.ok, "files": [str(p) for p in result.paths]}):
         return 0 if result.ok else 1
     print_report(result.report, console)

@@ -56,6 +56,12 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument("--timeout", type=seconds_in(0.001, 86_400), default=60.0, metavar="SECONDS",
                         help="how long to wait for each replica to catch up (default 60)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:0",
+                        help="the in-process master's gRPC address (default 127.0.0.1:0: port 0 picks a free "
+                             "port; pin one where a firewall or another harness needs to know it)")
+    parser.add_argument("--mysql-listen", metavar="HOST:PORT", default="127.0.0.1:0",
+                        help="its MySQL-protocol endpoint's address, for the topology's kind = \"mariadb\" slaves "
+                             "(default 127.0.0.1:0)")
     # Testing hook, not for users: register these rules on the master for one slave instead of the
     # topology's, so that a deliberately non-equivalent setup can be shown to fail.
     parser.add_argument("--testing-master-rule", action="append", default=[], metavar="SLAVE:OPTION=VALUE",
@@ -80,6 +86,14 @@ def run(args: argparse.Namespace) -> int:
     from dumpfilter.topology import load_topology
     from dumpfilter.lab.verify import builtin_paths, verify
     from dumpfilter.lab.verify.report import as_json, overall_passed, print_report
+    from dumpfilter.master.serve.grpc_server import parse_listen
+
+    for option in ("--listen", "--mysql-listen"):  # one line before any server starts
+        value = getattr(args, option[2:].replace("-", "_"))
+        try:
+            parse_listen(value)
+        except DumpFilterError as exc:
+            raise DumpFilterError(str(exc).replace("--listen", option, 1)) from None
 
     if args.builtin:
         # (the package's own data directory: resources on the file system)
@@ -115,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     progress = None if args.quiet else (lambda message: print(f"verify: {message}", file=sys.stderr, flush=True))
     runs = verify(topology, workload, seed=seed, formats=_formats(args.binlog_format, args.builtin),
                   keep=args.keep, timeout=args.timeout, master_rules=_master_rules(args.testing_master_rule),
-                  progress=progress)
+                  progress=progress, listen=args.listen, mysql_listen=args.mysql_listen)
     if not emit_json(args, as_json(runs)):
         print_report(runs)
     return 0 if overall_passed(runs) else 1

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from dumpfilter.errors import ExternalError
-from dumpfilter.lab.children import dies_with_parent
+from dumpfilter.children import dies_with_parent
 from dumpfilter.lab.sandbox.datadir import copy_fresh_datadir, template_key
 import contextlib
 

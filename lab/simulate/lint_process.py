@@ -6,7 +6,7 @@ simulation, so each rule set is linted exactly once.
 The child is a fresh Python running `_main` of this module (not a fork of a process that runs gRPC): the job pickled on
 its stdin, the predictions pickled on its stdout. It has a session of its own, so a Ctrl-C on the
 terminal reaches only the simulation, which kills it; and it dies with the simulation however that
-ends (`lab.children`: a simulation killed outright left it linting a large binlog, orphaned)."""
+ends (`dumpfilter.children`: a simulation killed outright left it linting a large binlog, orphaned)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.lab.children import dies_with_parent
+from dumpfilter.children import dies_with_parent
 
 if TYPE_CHECKING:
     from dumpfilter.rules.ruleset import RuleSet, Settings

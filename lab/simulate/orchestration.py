@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dumpfilter.binlogs.clock import BinlogClock, timed
 from dumpfilter.errors import DumpFilterError
+from dumpfilter.progress import byte_progress
 from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology, slave_gates
 from dumpfilter.lab.simulate.lint_process import LintProcess
 from dumpfilter.lab.simulate.real_replicas import replica_verdict
@@ -160,8 +160,7 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
                                  trail_bytes=SIMULATE_TRAIL_BYTES)
     address = f"{listen.rpartition(':')[0]}:{port}"
     try:
-        with Progress(TextColumn("{task.description:<28}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
-                      console=console, disable=not show_progress, transient=False) as progress:
+        with byte_progress(console, show=show_progress) as progress:
             tasks = {}
             for plan in plans:
                 if plan.role != POLICY:

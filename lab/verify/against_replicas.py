@@ -1,7 +1,8 @@
 """`dumpfilter verify`: prove master-side filtering against real MariaDB replicas.
 
 For one binlog format, this starts (on 127.0.0.1 ephemeral ports, each with its own temporary
-datadir, never port 3306):
+datadir, never port 3306; the master's gRPC and MySQL-protocol addresses as given, `--listen` and
+`--mysql-listen`, else ephemeral ones on loopback too):
 
 * a **primary** with `--log-bin` and the chosen `--binlog-format`;
 * per slave of the topology that has a real-replica equivalent, a **reference replica**: a real
@@ -226,7 +227,8 @@ class Verification:
     def __init__(self, topology: Topology, workload: str, *, seed: str = "", binlog_format: str = "ROW",
                  keep: bool = False, timeout: float = 60.0, workdir: Path | None = None,
                  master_rules: Mapping[str, RuleSet] | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None,
+                 listen: str = "127.0.0.1:0", mysql_listen: str = "127.0.0.1:0") -> None:
         if binlog_format.upper() not in FORMATS:
             raise VerifyError(f"--binlog-format: {binlog_format!r} is not one of {', '.join(FORMATS)}")
         self.topology = topology
@@ -250,6 +252,10 @@ class Verification:
             raise VerifyError(f"master rules given for unknown slave(s): {', '.join(sorted(unknown))}")
         self.progress = progress or (lambda message: None)
         self.servers: list[MariaDBServer] = []
+        # The in-process master's gRPC address and its MySQL-protocol endpoint's (real replicas'):
+        # port 0 picks a free one; a harness on a shared host pins them (`verify --listen`).
+        self.listen = listen
+        self.mysql_listen = mysql_listen
 
     # -- servers ------------------------------------------------------------------------------
     def _slots(self) -> list[_Slot]:
@@ -358,12 +364,14 @@ class Verification:
             for slot in slots:
                 if slot.replica is not None:
                     make_replica(primary, slot.replica)
-            master, port = create_server(primary.binlog_dir, "127.0.0.1:0", schema=self.schema)
+            master, port = create_server(primary.binlog_dir, self.listen, schema=self.schema)
             endpoint = self._real_replicas(slots, master)
             self.progress(f"running the workload ({len(self.workload)} statements) on the primary")
             _run_script(primary, self.workload, log_bin=True, what="workload")
             position = primary.master_position()
-            pairs = [self._pair(slot, primary, f"127.0.0.1:{port}", relay_root, master) for slot in slots]
+            address = f"{_reachable(self.listen)}:{port}"
+            self.progress(f"dumpfilter master on {self.listen.rpartition(':')[0]}:{port} (gRPC)")
+            pairs = [self._pair(slot, primary, address, relay_root, master) for slot in slots]
         finally:
             if endpoint is not None:
                 endpoint.stop()
@@ -438,11 +446,12 @@ class Verification:
         specs = {server.server_id: dataclasses.replace(slot.spec, server_id=server.server_id,
                                                        rules=slot.master_rules, settings=slot.settings)
                  for slot, server in real}
-        endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap(specs, {}))
+        endpoint = MysqlEndpoint(master.service, self.mysql_listen, replicas=ReplicaMap(specs, {}))
         for _, server in real:
             server.execute([
                 "STOP SLAVE", "RESET SLAVE ALL",
-                f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, MASTER_USER='repl', "
+                f"CHANGE MASTER TO MASTER_HOST='{_reachable(self.mysql_listen)}', MASTER_PORT={endpoint.port}, "
+                "MASTER_USER='repl', "
                 "MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
                 "START SLAVE"])
         self.progress(f"{len(real)} real MariaDB replica(s) on the master's MySQL endpoint (port {endpoint.port})")
@@ -534,6 +543,13 @@ def _table_rows(ref: Snapshot, df: Snapshot) -> list[TableRow]:
                              bool(a and b and a.definition == b.definition),
                              bool(a and b and a.content_hash == b.content_hash)))
     return rows
+
+
+def _reachable(listen: str) -> str:
+    """The host a client on this machine connects to for a server listening on `listen` (HOST:PORT):
+    HOST, or loopback for a wildcard address."""
+    host = listen.rpartition(":")[0]
+    return {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "": "127.0.0.1"}.get(host, host)
 
 
 def verify(topology: Topology, workload: str, *, seed: str = "", formats: Sequence[str] = ("ROW",),

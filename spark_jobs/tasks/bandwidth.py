@@ -71,6 +71,11 @@ _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the ma
 
 
 HOUR = 3600
+MINUTE = 60
+# A buffer whose units span at most this many minutes of binlog time is walked minute by minute
+# (its bytes per minute as well as per hour: a short run's chart is drawn by minutes); a longer
+# one hour by hour (fewer cuts of the walk).
+MINUTE_BUCKETS = 120
 MANY_SLAVES = 16  # distinct slaves past which a chunk is scanned in half-size buffers (`count_chunk`)
 
 
@@ -219,8 +224,9 @@ class _SlaveCounter:
         if self.pending:  # flushed before the next file's FDE, or once the whole binlog is read: counted here
             self.out.counts.add_heartbeats(self.out.heartbeat_size)
             self.out.trailing_skip = True
-            if self.out.by_hour:  # sent in the last hour the chunk reached
-                self.out.by_hour[max(self.out.by_hour)][1] += self.out.heartbeat_size
+            for buckets in (self.out.by_hour, self.out.by_minute):
+                if buckets:  # sent in the last hour (minute) the chunk reached
+                    buckets[max(buckets)][1] += self.out.heartbeat_size
         return self.out
 
 
@@ -397,10 +403,14 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
 
     crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
     after_index = set(fdes)
-    # Runs of units in one hour of binlog time: each slave is walked hour by hour, so that what it
-    # reads and is sent is known per hour (a Heartbeat counts in the hour it is sent).
-    hours = [(cut.unit, cut.bucket) for cut in units.time_cuts(HOUR)] or [(0, -1)]
-    bounds = [(a, b, hour) for (a, hour), (b, _) in zip(hours, [*hours[1:], (n, 0)])]
+    # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
+    # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
+    # in the bucket it is sent).
+    minutes = units.time_cuts(MINUTE)
+    width = MINUTE if len(minutes) <= MINUTE_BUCKETS else HOUR
+    cuts = [(cut.unit, cut.bucket * width) for cut in (minutes if width == MINUTE else units.time_cuts(HOUR))]
+    cuts = cuts or [(0, -1)]
+    bounds = [(a, b, start) for (a, start), (b, _) in zip(cuts, [*cuts[1:], (n, 0)])]
     by_table = units.table_bytes(len(names))
     other = by_table.other
     # The statement units by key, read once for every slave (the format in force from the unit
@@ -450,7 +460,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for counter in counters:
         counter.out.tables = tables
         _walk(_CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None, rows,
-                         forms, by_keys, formats), bounds)
+                         forms, by_keys, formats), bounds, width)
     return current
 
 
@@ -544,23 +554,32 @@ class _CountWalk:
         return at + 1
 
 
-def _walk(walk: _CountWalk, bounds: list[tuple[int, int, int]]) -> None:
-    """One slave over a buffer's units, hour by hour, run by its driver (rules.walk_driver): what
-    it reads and is sent is known per hour (a Heartbeat counts in the hour it is sent)."""
+def _walk(walk: _CountWalk, bounds: list[tuple[int, int, int]], width: int) -> None:
+    """One slave over a buffer's units, bucket by bucket (`width` seconds: an hour or a minute),
+    run by its driver (rules.walk_driver): what it reads and is sent is known per hour, and per
+    minute when walked by minutes (a Heartbeat counts in the bucket it is sent). A chunk walked by
+    hours has no minutes (`by_minute` None)."""
     counter = walk.counter
     c = counter.out.counts
     driver, advance = counter.driver, counter.driver.advance
     driver.begin()
-    for start, stop, hour in bounds:
+    if width != MINUTE:
+        counter.out.by_minute = None  # (for good: a chunk's minutes are all or none)
+    minutes = counter.out.by_minute
+    for start, stop, bucket in bounds:
         read, sent = c.bytes_read, c.bytes_sent
         walk.hour(start, stop)
         i = start
         while i < stop:
             i = advance(walk, i)
-        if hour >= 0:
-            got = counter.out.by_hour.setdefault(hour * HOUR, [0, 0])
+        if bucket >= 0:
+            got = counter.out.by_hour.setdefault(bucket - bucket % HOUR, [0, 0])
             got[0] += c.bytes_read - read
             got[1] += c.bytes_sent - sent
+            if minutes is not None:
+                minute = minutes.setdefault(bucket, [0, 0])
+                minute[0] += c.bytes_read - read
+                minute[1] += c.bytes_sent - sent
 
 
 def _guarded(units: _core.UnitList, row: bytes, keep: bytes, names: list[TableName],

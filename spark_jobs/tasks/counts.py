@@ -57,6 +57,9 @@ class ChunkCounts:
     last_time: int = 0
     # Hour of binlog time (its first second, UTC epoch) -> [bytes read, bytes sent] in it.
     by_hour: dict[int, list[int]] = field(default_factory=dict)
+    # Minute of binlog time -> [bytes read, bytes sent], when the chunk was walked by minutes
+    # (tasks.bandwidth.MINUTE_BUCKETS); None when it was walked by hours.
+    by_minute: dict[int, list[int]] | None = field(default_factory=dict)
     # The chunk's bytes by "db.table" (its Table_map and Rows events), the same dict for every
     # slave of the chunk; FRAMING, OTHER and UNATTRIBUTED hold the rest (see `_unit_tables`).
     tables: Tables = field(default_factory=dict)
@@ -67,26 +70,39 @@ class ChunkCounts:
 
 
 def merge_hours(parts: list[ChunkCounts], slave_names: list[str]) -> dict[str, dict[int, list[int]]]:
+    """`merge_buckets` by hour."""
+    merged = merge_buckets(parts, slave_names)
+    assert merged is not None  # (every chunk has its hours)
+    return merged
+
+
+def merge_buckets(parts: list[ChunkCounts], slave_names: list[str],
+                  minutes: bool = False) -> dict[str, dict[int, list[int]]] | None:
     """Per slave, hour (UTC epoch of its first second) -> [bytes read, bytes sent], over every
     chunk; a stretch joined across chunks is one Heartbeat (as `merge_counts` joins it), taken off
-    the hour the earlier chunk counted it in. The hours add up to the slave's totals."""
+    the hour the earlier chunk counted it in. The hours add up to the slave's totals. `minutes`:
+    the same per minute, None unless every chunk was walked by minutes."""
     out: dict[str, dict[int, list[int]]] = {name: {} for name in slave_names}
     previous: dict[str, ChunkCounts] = {}
     for part in sorted(parts, key=lambda p: (p.file_index, p.start)):
         name = part.counts.slave
-        hours = out[name]
-        for hour, (read, sent) in part.by_hour.items():
-            got = hours.setdefault(hour, [0, 0])
+        mine = part.by_minute if minutes else part.by_hour
+        if mine is None:
+            return None
+        buckets = out[name]
+        for bucket, (read, sent) in mine.items():
+            got = buckets.setdefault(bucket, [0, 0])
             got[0] += read
             got[1] += sent
         before = previous.get(name)
+        theirs = (before.by_minute if minutes else before.by_hour) if before is not None else None
         if (before is not None and before.file_index == part.file_index and before.trailing_skip
-                and part.leading_skip and before.by_hour):
-            hours[max(before.by_hour)][1] -= part.heartbeat_size
-        if before is not None and part.file_index > before.file_index and not before.rotate_end and part.by_hour:
-            hours[min(part.by_hour)][1] += _artificial_rotate_size(part)  # sent as the file is entered
+                and part.leading_skip and theirs):
+            buckets[max(theirs)][1] -= part.heartbeat_size
+        if before is not None and part.file_index > before.file_index and not before.rotate_end and mine:
+            buckets[min(mine)][1] += _artificial_rotate_size(part)  # sent as the file is entered
         previous[name] = part
-    return {name: dict(sorted(hours.items())) for name, hours in out.items()}
+    return {name: dict(sorted(buckets.items())) for name, buckets in out.items()}
 
 
 def _artificial_rotate_size(part: ChunkCounts) -> int:

@@ -29,13 +29,20 @@ TERMINATED = "dumpfilter: terminated"
 def marked_processes(mark: str) -> list[str]:
     """Command lines of the live processes whose environment carries `mark` (the command's, its
     JVM's, the Python workers' of a Spark session: all inherit it)."""
+    return [line for _, line in _marked(mark)]
+
+
+def _marked(mark: str) -> list[tuple[int, str]]:
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             if mark.encode() in (entry / "environ").read_bytes():
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue  # ended, not yet reaped
+                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append((int(entry.name), line))
         except OSError:  # gone meanwhile, or not ours
             continue
     return found
@@ -45,17 +52,26 @@ class Command:
     """A `dumpfilter` command in a process of its own (a new session: a process group as a shell's
     job), its TMPDIR inside the test's directory, its environment marked."""
 
-    def __init__(self, tmp_path: Path, *args: str):
+    def __init__(self, tmp_path: Path, *args: str, env: dict[str, str] | None = None):
         self.tmp = tmp_path / "tmp"
         self.tmp.mkdir(exist_ok=True)
         self.mark = f"dumpfilter-sigterm-{uuid.uuid4().hex}"
-        env = {**os.environ, "TMPDIR": str(self.tmp), "DUMPFILTER_TEST_MARK": self.mark, "COLUMNS": "100"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", *args], cwd=tmp_path, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        env = {**os.environ, "TMPDIR": str(self.tmp), "DUMPFILTER_TEST_MARK": self.mark, "COLUMNS": "100",
+               **(env or {})}
+        # Its output in files, not pipes: a process it leaves behind would hold a pipe open, and a
+        # read to its end would never end.
+        self.out = tmp_path.parent / f"{tmp_path.name}.stdout"
+        self.err = tmp_path.parent / f"{tmp_path.name}.stderr"
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", *args], cwd=tmp_path, env=env,
+                                         stdout=out, stderr=err, text=True,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def marked_pids(self) -> list[int]:
+        return [pid for pid, _ in _marked(self.mark)]
 
     def running(self) -> bool:
-        assert self.proc.poll() is None, ("the command ended before the signal", self.proc.communicate())
+        assert self.proc.poll() is None, ("the command ended before the signal", self.err.read_text())
         return True
 
     def wait_then(self, state, sig: int, *, group: bool = False, give_up: float = 240) -> str:
@@ -66,12 +82,12 @@ class Command:
                 os.killpg(self.proc.pid, sig)
             else:
                 self.proc.send_signal(sig)
-            _, err = self.proc.communicate(timeout=180)
+            self.proc.wait(timeout=180)
         finally:
             if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-        return err
+        return self.err.read_text()
 
     def spark_workers(self) -> bool:
         """A Spark stage runs: a Python worker of the session is up."""
@@ -117,6 +133,43 @@ def test_sigterm_during_a_spark_split(tmp_path, binlogs):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
 
 
+def _jvm_starting(command: Command) -> bool:
+    """The session's JVM is starting: SparkSubmit runs (spark-submit's scripts exec'ed it), the
+    gateway not yet up."""
+    return any("org.apache.spark.deploy.SparkSubmit" in line for line in marked_processes(command.mark))
+
+
+def _context_starting(command: Command) -> bool:
+    """The JVM's gateway is up and the SparkContext starting: its spark-* directory is made."""
+    return any(command.tmp.glob("spark-*"))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("moment", ["jvm-starting", "context-starting"])
+@pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGTERM, 143, TERMINATED),
+                                                   (signal.SIGINT, 130, "dumpfilter: interrupted")],
+                         ids=["SIGTERM", "SIGINT"])
+def test_an_interrupt_while_the_spark_session_starts_leaves_nothing(tmp_path, binlogs, moment, sig, code, line):
+    """Issue #82: before, PySpark dropped the JVM it was launching (3 of 3 runs): a SparkSubmit
+    re-parented to init, listening on its gateway port, its spark-* directories kept and a Java
+    stack trace printed once it found its connection file gone. The JVM's directories are put in
+    the command's TMPDIR (SPARK_LOCAL_DIRS) so that the test sees them."""
+    command = Command(tmp_path, "split", str(binlogs), "--out", "out", "--spark-master", "local[1]",
+                      "--chunk-bytes", "1000000", env={"SPARK_LOCAL_DIRS": str(tmp_path / "tmp")})
+    state = _jvm_starting if moment == "jvm-starting" else _context_starting
+    try:
+        err = command.wait_then(lambda: state(command), sig, give_up=240)
+    finally:
+        for pid in command.marked_pids():  # (the old code's orphans: not left to the next test)
+            os.kill(pid, signal.SIGKILL)
+    assert command.proc.returncode == code, err
+    assert "Traceback" not in err and "Exception" not in err and "\tat " not in err, err
+    assert err.strip().splitlines()[-1] == line, err
+    assert marked_processes(command.mark) == [], "left running after the command ended"
+    assert list(command.tmp.iterdir()) == [], list(command.tmp.rglob("*"))[:10]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
 @pytest.mark.spark
 def test_sigterm_during_a_spark_experiment(tmp_path, binlogs):
     command = Command(tmp_path, "experiment", "--binlogs", str(binlogs), "--topology", str(TOPOLOGY), "--out", "report",
@@ -154,15 +207,32 @@ rules = ["replicate-wild-do-table=db1.%"]
 
 
 @pytest.mark.grpc
-def test_sigterm_during_simulate_removes_its_work_directory(tmp_path):
-    """Before: the work directory (611 MB in the issue) stayed in TMPDIR."""
-    topology = tmp_path / "t.toml"
+@pytest.mark.parametrize("out_existed", [False, True], ids=["out-made", "out-given"])
+@pytest.mark.parametrize(("sig", "code", "line"), [(signal.SIGTERM, 143, TERMINATED),
+                                                   (signal.SIGINT, 130, "dumpfilter: interrupted")],
+                         ids=["SIGTERM", "SIGINT"])
+def test_an_interrupted_simulate_removes_what_it_made(tmp_path, sig, code, line, out_existed):
+    """Before: the work directory (611 MB in the issue) stayed in TMPDIR; then (issue #82) the empty
+    --out directory (and its parents) the run had made stayed. An --out that was there before
+    stays, with what it held."""
+    topology = tmp_path.parent / f"{tmp_path.name}.toml"
     topology.write_text(TOPOLOGY_TOML)
-    command = Command(tmp_path, "simulate", "--topology", str(topology), "--verify", "--out", "out", "--no-progress")
+    if out_existed:
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "mine.txt").write_text("the user's")
+    command = Command(tmp_path, "simulate", "--topology", str(topology), "--verify", "--out", "out/simulate",
+                      "--no-progress")
     err = command.wait_then(lambda: bool(list(command.tmp.glob("dumpfilter-simulate-*/relay/*/relay-log.info"))),
-                            signal.SIGTERM, give_up=120)
-    assert_terminated(command, err)
-    assert not (tmp_path / "out" / "report.json").exists()
+                            sig, give_up=120)
+    assert command.proc.returncode == code, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == line, err
+    assert marked_processes(command.mark) == []
+    assert list(command.tmp.iterdir()) == [], list(command.tmp.rglob("*"))[:10]
+    if out_existed:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tmp"]
+        assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
+    else:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
 
 
 PLUGIN_TEST = """

@@ -41,6 +41,42 @@ def test_an_abbreviated_long_option_is_refused(tmp_path, args, abbreviated):
     assert f"unrecognized arguments: {abbreviated}" in lines[-1] or abbreviated == "--vers", run.stderr
 
 
+@pytest.mark.parametrize(("args", "unknown", "meant"), [
+    (("experiment", "--binlog", "in"), "--binlog", "--binlogs"),
+    (("experiment", "--binlogs", "in", "--topology", "t.toml", "--out", "r", "--no-sprak"), "--no-sprak", "--no-spark"),
+    (("filter", "-o", "x.bin", "in", "--replicate-do-dbb", "db1"), "--replicate-do-dbb", "--replicate-do-db"),
+    (("filter", "in", "--replicate_ignore_tabel=a.b"), "--replicate-ignore-tabel=a.b", "--replicate-ignore-table"),
+    (("lint", "--replicate-wild-do-tabel", "db1.%"), "--replicate-wild-do-tabel", "--replicate-wild-do-table"),
+    (("split", "in", "--no-spak"), "--no-spak", "--no-spark"),
+    (("simulate", "--no-progres"), "--no-progres", "--no-progress"),
+    (("verify", "--lsten", "127.0.0.1:0"), "--lsten", "--listen"),
+    (("master", "serve", "--binlog-dirr", "x"), "--binlog-dirr", "--binlog-dir"),
+    (("slave", "run", "--relay-log-dirr", "x"), "--relay-log-dirr", "--relay-log-dir"),
+    (("master", "status", "--rpc-timeot", "1"), "--rpc-timeot", "--rpc-timeout"),
+    (("--verson",), "--verson", "--version"),
+], ids=["experiment-binlog", "experiment", "filter", "filter-mysqld-spelling", "lint", "split", "simulate", "verify",
+        "master-serve", "slave-run", "master-status", "top-level"])
+def test_an_unknown_option_is_told_first_with_the_nearest_one(tmp_path, args, unknown, meant):
+    """Issue #82: `experiment --binlog X` said `--binlogs` was required, and no command said what
+    a mistyped option was near. Now the unknown option comes first (before a missing required
+    one), in one line, exit 2, with the nearest option of that command."""
+    run = dumpfilter(*args, cwd=tmp_path)
+    assert run.returncode == 2, run
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert f"error: unrecognized arguments: {unknown} (did you mean {meant}?)" in lines[0], run.stderr
+
+
+def test_a_mistyped_command_and_a_far_option_get_one_line(tmp_path):
+    run = dumpfilter("simulat", cwd=tmp_path)
+    assert run.returncode == 2 and run.stderr.strip().endswith("(did you mean simulate?)"), run
+    run = dumpfilter("master", "serv", cwd=tmp_path)
+    assert run.returncode == 2 and run.stderr.strip().endswith("(did you mean serve?)"), run
+    run = dumpfilter("split", "--zzzzzzzz", cwd=tmp_path)  # nothing near: no suggestion
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == \
+        ["dumpfilter split: error: unrecognized arguments: --zzzzzzzz"], run
+
+
 def test_the_whole_option_still_parses(tmp_path):
     run = dumpfilter("--version", cwd=tmp_path)
     assert run.returncode == 0 and run.stdout.startswith("dumpfilter "), run

@@ -1,4 +1,4 @@
-"""The lab's child processes die with the process that started them (lab.children), however it
+"""The lab's child processes die with the process that started them (dumpfilter.children), however it
 ends: a parent killed outright left a simulation's lint process linting, orphaned."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dumpfilter.lab.simulate import lint_process
 
 PARENT = """
 import os, signal, subprocess, sys
-from dumpfilter.lab.children import dies_with_parent
+from dumpfilter.children import dies_with_parent
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          preexec_fn=dies_with_parent())

@@ -21,6 +21,7 @@ TOPOLOGY = '[[slaves]]\nname = "all"\nserver_id = 2\n[[slaves]]\nname = "db1"\ns
 def _by_python(paths, monkeypatch, hour: int) -> tuple[list[int], int]:
     """(positions of the transactions the Python path counted, the hours the counts span)."""
     monkeypatch.setattr(bandwidth, "HOUR", hour)
+    monkeypatch.setattr(bandwidth, "MINUTE_BUCKETS", 0)  # walked by (these) hours, never by minutes
     seen: list[int] = []
     unit = bandwidth._SlaveCounter.unit
 
