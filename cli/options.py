@@ -284,7 +284,7 @@ def json_sink(args: argparse.Namespace) -> Iterator[IO[str] | None]:
         yield sys.stdout
         sys.stdout.flush()
     else:
-        with atomic_output(target, "w") as handle:
+        with atomic_output(target, "w", "--json") as handle:
             yield handle
 
 

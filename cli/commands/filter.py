@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import os
 import re
-import stat
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ from dumpfilter.cli.options import (
     series_basename, size_in,
 )
 from dumpfilter.cli.output_paths import (
-    OutputError, is_stream, refuse_input_as_output, temp_beside, writable_dir, writable_file,
+    OutputError, is_stream, missing_parent, refuse_input_as_output, temp_beside, writable_dir, writable_file,
 )
 from dumpfilter.errors import ExternalError, InvalidArgumentError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
@@ -187,14 +186,7 @@ def _target(args: argparse.Namespace, paths: list[Path]) -> tuple[Path, str, boo
     if args.output == "-":
         return Path("/dev/stdout"), "-o", False
     out = Path(args.output)
-    try:  # -o makes no directory, as cp makes none (--out DIR is made with its parents)
-        reason = None if stat.S_ISDIR(os.stat(out.parent).st_mode) else "not a directory"
-    except FileNotFoundError:
-        reason = "no such directory (-o creates none)"
-    except OSError as exc:  # an ancestor that is a file, or may not be searched
-        reason = exc.strerror or str(exc)
-    if reason:
-        raise OutputError(f"-o {args.output}: {out.parent}: {reason}")
+    missing_parent(args.output, "-o")  # -o makes no directory, as cp makes none (--out DIR is made with its parents)
     if len(paths) > 1 or os.path.isdir(out) or args.output.endswith(("/", "\\")):
         deprecated(f"-o {args.output} for a series directory", f"--out {args.output}")
         return out, "-o", True
