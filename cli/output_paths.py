@@ -197,7 +197,12 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "wb", option: str | 
         fd, tmp = temp_beside(target.parent if str(target.parent) else ".", f".{target.name}.", ".tmp")
     try:
         handle = os.fdopen(fd, mode)
-        yield from _written(handle, label, lambda: (handle.flush(), os.fsync(handle.fileno())))
+
+        def durable() -> None:
+            handle.flush()
+            os.fsync(handle.fileno())
+
+        yield from _written(handle, label, durable)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -389,7 +389,7 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                              "on Spark, raised to the input's size over 4 tasks per core; whole files with "
                              "--no-spark: one process gains nothing from cuts)")
     parser.add_argument("--candidates", metavar="FILE",
-                        help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, at most "
+                        help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, its server_id optional, at most "
                              f"{MAX_CANDIDATES}) counted in the same pass and ranked by bytes saved in "
                              "candidates.csv, each with lint's verdict")
     parser.add_argument("--no-charts", dest="charts", action="store_false",
@@ -432,12 +432,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from dumpfilter.errors import DumpFilterError
-    from dumpfilter.topology import load_topology
+    from dumpfilter.topology import load_candidates, load_topology
     from dumpfilter.spark_jobs.session import get_session
 
     try:
         topology = load_topology(args.topology)
-        candidates = load_topology(args.candidates) if args.candidates else None
+        candidates = load_candidates(args.candidates) if args.candidates else None
         spark = get_session("dumpfilter-experiment", args.spark_master)
         rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
                                      chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=True), candidates=candidates,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, number_in, retype, size_in, spark_conf
 from dumpfilter.cli.output_paths import readable_file, writable_dir
 from dumpfilter.spark_jobs.tasks.chunks import input_files
-from dumpfilter.topology import load_topology
+from dumpfilter.topology import load_candidates, load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import (CHUNK_BYTES_RANGE, LINT_MAX_MB_RANGE, add_experiment_arguments,
                                                         chunk_bytes_for, print_ranking, print_table, run_experiment)
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         if path:  # a regular file: a FIFO or a device would block or never end
             readable_file(path, option)
     topology = load_topology(args.topology)
-    candidates = load_topology(args.candidates) if args.candidates else None
+    candidates = load_candidates(args.candidates) if args.candidates else None
     input_files([args.binlogs])  # every input a binlog (one line if not) before any output is made
     out = Path(args.out)
     made = not out.exists()
