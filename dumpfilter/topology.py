@@ -421,7 +421,7 @@ def slave_gates(topology: Topology) -> list[Gate | None]:
 
 
 class _Locator:
-    """Line numbers for keys: tomllib reports them only for syntax errors."""
+    """Line numbers for keys (`key =`, or a dotted `key.x =`): tomllib reports them only for syntax errors."""
 
     def __init__(self, text: str, name: str):
         self.lines = text.splitlines()
@@ -435,7 +435,7 @@ class _Locator:
         return None
 
     def top(self, key: str) -> str:
-        line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|{re.escape(key)}\s*=)")
+        line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*[\].]\]?|{re.escape(key)}\s*[.=])")
         return f"{self.name}:{line + 1}" if line is not None else self.name
 
     def table(self, table: str, key: str) -> str:
@@ -449,7 +449,7 @@ class _Locator:
                 return f"{self.name}:{line + 1}" if line is not None else self.top(parent)
             return self.top(table)
         stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        line = self._find(rf"\s*{re.escape(key)}\s*=", start + 1, stop)
+        line = self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
         return f"{self.name}:{(line if line is not None else start) + 1}"
 
     def _find_in_table(self, table: str, pattern: str) -> int | None:
@@ -465,5 +465,5 @@ class _Locator:
             return self.top("slaves")
         start = headers[index]
         stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        line = self._find(rf"\s*{re.escape(key)}\s*=", start + 1, stop)
+        line = self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
         return f"{self.name}:{(line if line is not None else start) + 1}"
