@@ -19,7 +19,7 @@ import pytest
 
 from dumpfilter.binlogs import binlog_paths
 from dumpfilter.master.serve.metrics import registry_for
-from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.v1 import dump_pb2_grpc
 from tests.master.test_lint_worker_restart import _pid, _register, _stats, fresh_worker  # noqa: F401 (a fixture)
 from tests.master.test_metrics_auth import ROOT, samples, scrape, serving
 from tests.support.waiting import wait_for
