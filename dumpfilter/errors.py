@@ -40,6 +40,7 @@ class BinlogError(DumpFilterError):
     """A binlog that cannot be read: names the file and the byte offset of the bad event."""
 
     grpc_code = "DATA_LOSS"
+    mysql_errno = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG, as a replica's IO thread shows it
 
     def __init__(self, message: str, *, path: str | None = None, offset: int | None = None):
         self.message = message
