@@ -60,6 +60,11 @@ class TruncatedBinlogError(BinlogError):
     """A file that ends in the middle of an event."""
 
 
+class CutEventError(TruncatedBinlogError):
+    """A plain binlog file whose last bytes are a part of an event (the file was cut there): every
+    event before them is whole, and `filter` and `lint` read up to them before they tell it."""
+
+
 class MalformedEventError(BinlogError):
     """An event whose fields contradict its size (a name length past the body, a short post-header,
     a bad length-encoded integer...), found when a lazy decoder reads it. Events do not know their

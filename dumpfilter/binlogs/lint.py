@@ -46,14 +46,15 @@ def units(paths: Iterable[Path], verify_checksums: bool = True) -> Iterator[tupl
 
 
 def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema: SchemaModel | None = None, *,
-               replica_schema: SchemaModel | None = None, verify_checksums: bool = True) -> Breaks:
+               replica_schema: SchemaModel | None = None, verify_checksums: bool = True,
+               stop_at_cut: bool = False) -> Breaks:
     """Every break a replica with `rules` would meet in `paths` (schemas: see `new_linter`), carrying
     the writes it would silently get wrong (`.divergence`: rules.lint_divergence). Without
     either schema, tables the binlog never created are taken to exist. One compiled scan; only the
     units that may matter are decoded and fed to the Linter (binlogs.lint_scan): the breaks
-    the Linter gives fed every unit."""
+    the Linter gives fed every unit. `stop_at_cut`: see lint_scan (the result's `cut`)."""
     return lint_scan(paths, [new_linter(rules, settings, schema, replica_schema)],
-                     verify_checksums=verify_checksums)[0]
+                     verify_checksums=verify_checksums, stop_at_cut=stop_at_cut)[0]
 
 
 def lint_many(paths: Iterable[Path], rule_sets: Sequence[tuple[RuleSet, Settings]],

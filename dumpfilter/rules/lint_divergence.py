@@ -26,6 +26,7 @@ from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 
 if TYPE_CHECKING:
+    from dumpfilter.errors import BinlogError
     from dumpfilter.rules.lint import Break, Linter
 
 LOST, APPLIED = "lost", "applied"
@@ -162,3 +163,4 @@ class Breaks(list["Break"]):
     def __init__(self, divergence: Divergence):
         super().__init__()
         self.divergence = divergence
+        self.cut: BinlogError | None = None  # where the input was cut, linted up to it (lint_scan's stop_at_cut)
