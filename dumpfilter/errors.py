@@ -51,6 +51,15 @@ class BinlogError(DumpFilterError):
             where = f"{where} at byte {offset}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickled as made (a Spark task's counts carry a cut back to the driver): its file and offset
+        kept, not read again as a message with neither."""
+        return _binlog_error, (type(self), self.message, self.path, self.offset)
+
+
+def _binlog_error(cls: type[BinlogError], message: str, path: str | None, offset: int | None) -> BinlogError:
+    return cls(message, path=path, offset=offset)
+
 
 class ChecksumError(BinlogError):
     """An event whose CRC32 does not match its bytes."""

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, number_in, retype, size_in, spark_conf
+from dumpfilter.cli.options import (add_json_option, add_spark_options, emit_json, number_in, raise_cut, retype,
+                                    size_in, spark_conf)
 from dumpfilter.cli.output_paths import readable_file, writable_dir
 from dumpfilter.spark_jobs.tasks.chunks import input_files
 from dumpfilter.topology import load_candidates, load_topology
@@ -17,6 +18,7 @@ from dumpfilter.spark_jobs.bandwidth_experiment import (CHUNK_BYTES_RANGE, LINT_
                                                         chunk_bytes_for, print_ranking, print_table, run_experiment)
 
 if TYPE_CHECKING:
+    from dumpfilter.errors import CutEventError
     from dumpfilter.cli.options import Subparsers
 
 
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     made = not out.exists()
     writable_dir(out)  # before Spark starts, not after the job
     ranking: list[dict[str, Any]] = []
+    cuts: list[CutEventError] = []  # a file cut inside an event: counted up to it, then told (raise_cut)
     try:
         spark = None
         if not args.no_spark:
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                                      chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=spark is not None),
                                      candidates=candidates,
                                      lint_max_mb=args.lint_max_mb, ranking=ranking,
-                                     charts=args.charts)
+                                     charts=args.charts, cuts=cuts)
     except BaseException:
         if made:  # the report directory this run made goes with it: no empty or partial report left
             shutil.rmtree(out, ignore_errors=True)
@@ -68,4 +71,5 @@ def run(args: argparse.Namespace) -> int:
             print("candidates, the most bytes saved first (one that silently diverges after every one that does not):")
             print_ranking(ranking)
         print("wrote " + ", ".join(str(p) for p in paths))
+    raise_cut(cuts[0] if cuts else None, f"every whole event before it was counted (--out {out}), no later file read")
     return 0

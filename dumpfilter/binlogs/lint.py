@@ -60,14 +60,15 @@ def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema
 def lint_many(paths: Iterable[Path], rule_sets: Sequence[tuple[RuleSet, Settings]],
               schema: SchemaModel | None = None, *, replica_schema: SchemaModel | None = None,
               verify_checksums: bool = True, stats: LintScanStats | None = None,
-              first_break: bool = False) -> list[Breaks]:
+              first_break: bool = False, stop_at_cut: bool = False) -> list[Breaks]:
     """`lint_files` for several rule sets over one scan of `paths` (`experiment --candidates`): each
     unit some rule set's Linter needs is decoded once and fed to each one that needs it. Returns
     the breaks per rule set, in order; `stats` counts the scans, units decoded and units fed.
     `first_break`: each rule set linted only up to its first break (its breaks start as
     `lint_files`' do), the scan ended once each has one."""
     linters = [new_linter(rules, settings, schema, replica_schema) for rules, settings in rule_sets]
-    return lint_scan(paths, linters, verify_checksums=verify_checksums, stats=stats, first_break=first_break)
+    return lint_scan(paths, linters, verify_checksums=verify_checksums, stats=stats, first_break=first_break,
+                     stop_at_cut=stop_at_cut)
 
 
 MIN_CHUNK = 1 << 16

@@ -1,5 +1,5 @@
 """Issue #82: a binlog cut inside an event (a truncated copy, a file cut by a crash) could not be
-read up to the cut by `filter` or `lint`: one line, exit 2, and nothing else. Now each processes
+read up to the cut by `filter`, `lint` or `experiment`: one line, exit 2, and nothing else. Now each processes
 every whole event before the cut, writes or prints its result, then tells the cut in one line
 naming the file and the cut event's offset, exit 2. The oracle: the same command over the file
 cut at the last event boundary before the cut (which is a whole binlog, read with exit 0/1)."""
@@ -70,6 +70,19 @@ def test_filter_and_lint_read_up_to_the_cut(data, tmp_path_factory, capsys):
         assert document["cut"].startswith(f"{cut_file} at byte {boundary}: "), document["cut"]
         assert err.strip().splitlines() == [f"dumpfilter: error: {document['cut']}: the file is cut there; every "
                                             "whole event before it was linted (the breaks above), no later file read"]
+
+    topology = work / "t.toml"
+    topology.write_text('[[slaves]]\nname = "auth"\nserver_id = 2\nrules = ["replicate-do-db=auth"]\n')
+    rows = []
+    for name, binlog in (("ref", whole_events), ("cut", cut_file)):
+        code, out, err = _run(capsys, ["experiment", "--no-spark", "--no-charts", "--binlogs", str(binlog),
+                                       "--topology", str(topology), "--out", str(work / f"exp-{name}"), "--json"])
+        assert code == (2 if name == "cut" and cut != boundary else 0), err
+        rows.append([{k: v for k, v in row.items() if k != "seconds"} for row in json.loads(out)["slaves"]])
+    assert rows[0] == rows[1]  # counted up to the cut: what the whole events alone give
+    if cut != boundary:
+        assert err.strip().endswith(f"the file is cut there; every whole event before it was counted (--out "
+                                    f"{work / 'exp-cut'}), no later file read"), err
 
 
 def test_a_cut_in_an_earlier_file_stops_the_run_there(tmp_path, capsys):
