@@ -154,7 +154,9 @@ def _status_row(s: dump_pb2.SlaveStats) -> Row:
         "Lint_position": _pos(s.lint_position) if s.HasField("lint_position") and s.lint_position.file else "",
         "Lint_breaks": s.lint_breaks, "Lint_diverges": s.lint_diverges,
         # issue #62: how far behind the live end of the binlog lint is
-        "Lint_behind_bytes": s.lint_behind_bytes, "Lint_behind_files": s.lint_behind_files,
+        # (none for a rule set lint does not read: not run, failed, off)
+        **({"Lint_behind_bytes": s.lint_behind_bytes, "Lint_behind_files": s.lint_behind_files}
+           if s.lint_state in ("pending", "done") else {"Lint_behind_bytes": None, "Lint_behind_files": None}),
     }
 
 

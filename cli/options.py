@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from dumpfilter.cli.output_paths import OutputError, atomic_output, is_stream, writable_file
-from dumpfilter.errors import InvalidArgumentError
+from dumpfilter.errors import BinlogError, InvalidArgumentError, TruncatedBinlogError
 from dumpfilter.regular_file import SIDE_FILE_BYTES, read_regular
 
 STDOUT = "-"
@@ -322,7 +322,7 @@ def json_sink(args: argparse.Namespace) -> Iterator[IO[str] | None]:
         yield sys.stdout
         sys.stdout.flush()
     else:
-        with atomic_output(target, "w") as handle:
+        with atomic_output(target, "w", "--json") as handle:
             yield handle
 
 
@@ -342,3 +342,11 @@ def emit_json(args: argparse.Namespace, document: object) -> bool:
 
             out.write(json.dumps(document() if callable(document) else document) + "\n")
     return json_on_stdout(args)
+
+
+def raise_cut(cut: BinlogError | None, done: str) -> None:
+    """A binlog input cut inside an event (a truncated file), told after the command's output up to
+    it: one line naming the file and the cut event's offset, and exit 2. `done`: what the command
+    did with the whole events before it."""
+    if cut is not None:
+        raise TruncatedBinlogError(f"{cut.message}: the file is cut there; {done}", path=cut.path, offset=cut.offset)

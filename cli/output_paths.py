@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+import stat
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from dumpfilter.errors import InvalidArgumentError
+from dumpfilter.errors import ExternalError, InvalidArgumentError
 
 
 class OutputError(InvalidArgumentError):
@@ -31,10 +32,12 @@ def temp_beside(directory: str | os.PathLike[str], prefix: str, suffix: str = ""
     raise FileExistsError(f"no free temporary name in {directory}")
 
 
-def _cannot_write(directory: Path) -> str | None:
-    """Why no file can be written in DIR once it is made (with its parents), or None."""
+def _cannot_write(directory: Path, make: bool = True) -> str | None:
+    """Why no file can be written in DIR once it is made (with its parents; `make` False: DIR must
+    exist already), or None."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        if make:
+            directory.mkdir(parents=True, exist_ok=True)
         fd, probe = temp_beside(directory, ".dumpfilter-probe-")
         os.close(fd)
         os.unlink(probe)
@@ -84,15 +87,30 @@ def is_stream(path: str | os.PathLike[str]) -> bool:
     return target.exists() and not target.is_file() and not target.is_dir()
 
 
+def missing_parent(path: str | os.PathLike[str], option: str) -> None:
+    """A file output's directory must exist: no option naming one FILE makes the directory it is in
+    (as cp makes none; an --out DIR is made with its parents)."""
+    parent = Path(path).parent
+    try:
+        reason = None if stat.S_ISDIR(os.stat(parent).st_mode) else "not a directory"
+    except FileNotFoundError:
+        reason = f"no such directory ({option} creates none)"
+    except OSError as exc:  # an ancestor that is a file, or may not be searched
+        reason = exc.strerror or str(exc)
+    if reason:
+        raise OutputError(f"{option} {path}: {parent}: {reason}")
+
+
 def writable_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
-    """The parent directory of FILE can take a new file (the file itself is written later, atomically),
-    or FILE is a stream (is_stream), opened when written."""
+    """The parent directory of FILE exists (missing_parent) and can take a new file (the file itself is
+    written later, atomically), or FILE is a stream (is_stream), opened when written."""
     target = Path(path)
     if is_stream(target):
         return target
     if target.is_dir():
         raise OutputError(f"{option} {target}: is a directory")
-    reason = _cannot_write(target.parent)
+    missing_parent(target, option)
+    reason = _cannot_write(target.parent, make=False)
     if reason:
         raise OutputError(f"{option} {target}: cannot write there: {reason}")
     return target
@@ -127,23 +145,64 @@ def refuse_input_as_output(inputs: Iterable[str | os.PathLike[str]], *, file: st
                               f"input {source}; write the output elsewhere")
 
 
+class _Written:
+    """A file being written whose failed write, flush or close (a full disk, /dev/full, a device that
+    refuses) is one line naming the output (ExternalError), not an OSError's traceback; a reader gone
+    from a pipe stays the BrokenPipeError every command ends on quietly."""
+
+    def __init__(self, handle: IO[Any], label: str) -> None:
+        self.handle, self.label = handle, label
+
+    def failed(self, exc: OSError) -> ExternalError:
+        return ExternalError(f"{self.label}: cannot write: {exc.strerror or exc}")
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.handle.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self.failed(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.handle, name)
+
+
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
+def _writes_named(label: str) -> Iterator[None]:
+    """An OSError of the output's own flush, fsync, close or rename is one line naming it."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ExternalError(f"{label}: cannot write: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str], mode: str = "wb", option: str | None = None) -> Iterator[IO[Any]]:
     """Open a temporary file beside PATH; on success it replaces PATH, on any error it is removed
-    and an existing PATH is left as it was. A stream (is_stream) is written in place."""
+    and an existing PATH is left as it was. A stream (is_stream) is written in place. The one home
+    of a command's file output: a write that fails is one line naming `option` and PATH."""
     target = Path(path)
+    label = f"{option} {target}" if option else str(target)
     if target.is_dir():  # told before anything is written, not as IsADirectoryError at the end
         raise OutputError(f"{target}: is a directory, not a file to write")
     if is_stream(target):  # appended to: a file behind /dev/stderr keeps what it holds
-        with open(target, mode.replace("w", "a")) as handle:
-            yield handle
+        with _writes_named(label):
+            stream = open(target, mode.replace("w", "a"))
+        yield from _written(stream, label, lambda: None)
         return
-    fd, tmp = temp_beside(target.parent if str(target.parent) else ".", f".{target.name}.", ".tmp")
+    with _writes_named(label):
+        fd, tmp = temp_beside(target.parent if str(target.parent) else ".", f".{target.name}.", ".tmp")
     try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
+        handle = os.fdopen(fd, mode)
+
+        def durable() -> None:
             handle.flush()
             os.fsync(handle.fileno())
+
+        yield from _written(handle, label, durable)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -172,3 +231,15 @@ def made_for_the_run(path: str | os.PathLike[str], option: str = "--out") -> Ite
 
             shutil.rmtree(top, ignore_errors=True)
         raise
+def _written(handle: IO[Any], label: str, finish: Callable[[], object]) -> Iterator[IO[Any]]:
+    """Yield HANDLE (its writes named: _Written), then finish and close it; an error of the body's
+    own (an input that cannot be read) closes it quietly and is the one reported."""
+    try:
+        yield _Written(handle, label)  # type: ignore[misc]
+    except BaseException:
+        with contextlib.suppress(OSError):
+            handle.close()
+        raise
+    with _writes_named(label):
+        finish()
+        handle.close()

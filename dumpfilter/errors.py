@@ -40,6 +40,7 @@ class BinlogError(DumpFilterError):
     """A binlog that cannot be read: names the file and the byte offset of the bad event."""
 
     grpc_code = "DATA_LOSS"
+    mysql_errno = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG, as a replica's IO thread shows it
 
     def __init__(self, message: str, *, path: str | None = None, offset: int | None = None):
         self.message = message
@@ -50,6 +51,15 @@ class BinlogError(DumpFilterError):
             where = f"{where} at byte {offset}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickled as made (a Spark task's counts carry a cut back to the driver): its file and offset
+        kept, not read again as a message with neither."""
+        return _binlog_error, (type(self), self.message, self.path, self.offset)
+
+
+def _binlog_error(cls: type[BinlogError], message: str, path: str | None, offset: int | None) -> BinlogError:
+    return cls(message, path=path, offset=offset)
+
 
 class ChecksumError(BinlogError):
     """An event whose CRC32 does not match its bytes."""
@@ -57,6 +67,11 @@ class ChecksumError(BinlogError):
 
 class TruncatedBinlogError(BinlogError):
     """A file that ends in the middle of an event."""
+
+
+class CutEventError(TruncatedBinlogError):
+    """A plain binlog file whose last bytes are a part of an event (the file was cut there): every
+    event before them is whole, and `filter` and `lint` read up to them before they tell it."""
 
 
 class MalformedEventError(BinlogError):

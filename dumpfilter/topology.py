@@ -17,7 +17,8 @@
 
     [[slaves]]
     name = "reporting"            # required, unique
-    server_id = 2                 # required, unique, 1..4294967295
+    server_id = 2                 # required, unique, 1..4294967295 (optional in a --candidates file:
+                                  #   a candidate is counted and linted, never connected)
     defaults_file = "my.cnf"      # replicate-* options from its [mysqld]/[mariadbd] groups (relative
                                   # to the topology file's directory), read before `rules`
     rules = ["replicate-do-db=db1", "replicate-wild-ignore-table=db1.tmp%"]   # mysqld options
@@ -145,7 +146,13 @@ class Topology:
     unknown_master_keys: tuple[tuple[str, str], ...] = ()  # (key, "file:line") left to the command
 
 
-def load_topology(path: str | os.PathLike[str], *, by_user: bool = False) -> Topology:
+def load_candidates(path: str | os.PathLike[str]) -> Topology:
+    """`experiment --candidates FILE`: a topology whose slaves are rule sets counted and linted, never
+    connected, so none needs a server_id (one given is checked as a slave's)."""
+    return load_topology(path, server_id_needed=False)
+
+
+def load_topology(path: str | os.PathLike[str], *, by_user: bool = False, server_id_needed: bool = True) -> Topology:
     path = Path(path)
     if path.exists() and not path.is_file():  # a FIFO or a device is read forever, a directory not at all
         raise TopologyError(f"{path}: cannot read topology file: {path} is not a file")
@@ -157,12 +164,14 @@ def load_topology(path: str | os.PathLike[str], *, by_user: bool = False) -> Top
         line = exc.object[: exc.start].count(b"\n") + 1
         raise TopologyError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                             f"{exc.start})") from None
-    return parse_topology(text, str(path), by_user=by_user)
+    return parse_topology(text, str(path), by_user=by_user, server_id_needed=server_id_needed)
 
 
-def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False) -> Topology:
+def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False,
+                   server_id_needed: bool = True) -> Topology:
     """`by_user` (`master serve --replicas`): a slave may be named by its `user` alone (server_id 0:
-    none), as long as no other slave names that user."""
+    none), as long as no other slave names that user. `server_id_needed` False (candidates): none
+    needs one (server_id 0: none)."""
     data = toml_text.loads(text, name, TopologyError)
     where = _Locator(text, name)
     base = Path(name).parent if name != "<topology>" else Path(".")
@@ -176,12 +185,12 @@ def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False
     entries = data.get("slaves")
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         raise TopologyError(f"{where.top('slaves')}: needs at least one [[slaves]] table")
-    slaves = [_slave(entry, i, where, base, by_user) for i, entry in enumerate(entries)]
+    slaves = [_slave(entry, i, where, base, by_user, server_id_needed) for i, entry in enumerate(entries)]
     users: dict[str, list[int]] = {}
     for i, slave in enumerate(slaves):
         users.setdefault(slave.user, []).append(i)
     for i, slave in enumerate(slaves):
-        if not slave.server_id and len(users[slave.user]) > 1:  # a user named twice maps no replica
+        if by_user and not slave.server_id and len(users[slave.user]) > 1:  # a user named twice maps no replica
             other = next(j for j in users[slave.user] if j != i)
             raise TopologyError(f"{where.slave(i, 'user')}: slaves.user {slave.user!r} is also slave #{other + 1}'s: "
                                 "a replica named by its user alone needs a user of its own (or give its server_id)")
@@ -302,7 +311,7 @@ def _experiment(experiment: object, where: _Locator) -> ExperimentSpec:
 
 
 def _slave(entry: dict[str, Any], index: int, where: _Locator, base: Path = Path("."),
-           by_user: bool = False) -> SlaveSpec:
+           by_user: bool = False, server_id_needed: bool = True) -> SlaveSpec:
     def fail(key: str, message: str) -> NoReturn:
         raise TopologyError(f"{where.slave(index, key)}: slaves.{key}: {message}")
 
@@ -314,7 +323,7 @@ def _slave(entry: dict[str, Any], index: int, where: _Locator, base: Path = Path
     name = entry["name"]
     if not isinstance(name, str) or not name.strip():
         fail("name", "must be a non-empty string")
-    if "server_id" not in entry and not (by_user and isinstance(entry.get("user"), str) and entry["user"]):
+    if "server_id" not in entry and server_id_needed and not (by_user and isinstance(entry.get("user"), str) and entry["user"]):
         fail("server_id", f"missing for slave {name!r}" + (" (give it, or the replica's user)" if by_user else ""))
     server_id = entry.get("server_id", 0)
     if not isinstance(server_id, int) or isinstance(server_id, bool) or not (
@@ -412,7 +421,7 @@ def slave_gates(topology: Topology) -> list[Gate | None]:
 
 
 class _Locator:
-    """Line numbers for keys: tomllib reports them only for syntax errors."""
+    """Line numbers for keys (`key =`, or a dotted `key.x =`): tomllib reports them only for syntax errors."""
 
     def __init__(self, text: str, name: str):
         self.lines = text.splitlines()
@@ -426,7 +435,7 @@ class _Locator:
         return None
 
     def top(self, key: str) -> str:
-        line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|{re.escape(key)}\s*=)")
+        line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*[\].]\]?|{re.escape(key)}\s*[.=])")
         return f"{self.name}:{line + 1}" if line is not None else self.name
 
     def table(self, table: str, key: str) -> str:
@@ -440,7 +449,7 @@ class _Locator:
                 return f"{self.name}:{line + 1}" if line is not None else self.top(parent)
             return self.top(table)
         stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        line = self._find(rf"\s*{re.escape(key)}\s*=", start + 1, stop)
+        line = self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
         return f"{self.name}:{(line if line is not None else start) + 1}"
 
     def _find_in_table(self, table: str, pattern: str) -> int | None:
@@ -456,5 +465,5 @@ class _Locator:
             return self.top("slaves")
         start = headers[index]
         stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        line = self._find(rf"\s*{re.escape(key)}\s*=", start + 1, stop)
+        line = self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
         return f"{self.name}:{(line if line is not None else start) + 1}"

@@ -66,6 +66,7 @@ FOLLOW_EVERY = 0.5       # seconds: the binlog's changes are looked at at most t
 MAX_CRASHES = 3          # looks of one rule set in a row the worker ended in: then it fails
 
 OFF, PENDING = "off", "pending"  # and the worker's answers: DONE, NOT_RUN, FAILED, LOST, ENDED
+FOLLOWED = (PENDING, DONE)  # the states of a rule set lint reads, and so may be behind
 
 
 # A followed rule set: (rules, settings, the replica schema's key); and the worker's Linter arguments
@@ -116,7 +117,7 @@ class _Sub:
 class LintStatus:
     """A slave's lint for Stats: its state, warnings, how far lint has read, the breaks found, and
     how far behind the live end of the binlog it is: the bytes not yet read and the files after the
-    one it is in (every file before its first look)."""
+    one it is in (every file before its first look; 0 when lint does not read it: `followed`)."""
     state: str
     warnings: list[str] = field(default_factory=list)
     position: tuple[str, int] | None = None
@@ -124,6 +125,11 @@ class LintStatus:
     behind_bytes: int = 0
     behind_files: int = 0
     diverges: int = 0
+
+    @property
+    def followed(self) -> bool:
+        """Lint reads this rule set (pending, done): its lag means something; else it has none."""
+        return self.state in FOLLOWED
 
 
 @dataclass(frozen=True)
@@ -398,8 +404,11 @@ class LintJobs:
             return self._status(follower, snapshot)
 
     def _status(self, follower: _Follower, snapshot: list[tuple[str, int]] | str) -> LintStatus:
-        """Under self.lock."""
-        lag = behind(follower.position, snapshot) if not isinstance(snapshot, str) else (0, 0)
+        """Under self.lock. Lag only for a rule set lint reads (pending, done): one it does not run or
+        that failed reads nothing, and is behind by nothing (it counted the whole binlog, never
+        shrinking: a lag alert that fired for good)."""
+        followed = follower.state in FOLLOWED
+        lag = behind(follower.position, snapshot) if followed and not isinstance(snapshot, str) else (0, 0)
         return LintStatus(follower.state, follower.warnings(), follower.position, follower.found, *lag,
                           diverges=follower.diverges)
 

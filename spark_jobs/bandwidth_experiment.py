@@ -31,6 +31,7 @@ from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
+    from dumpfilter.errors import CutEventError
     from pyspark.sql import SparkSession
 
     from dumpfilter.rules.gate import Gate
@@ -308,15 +309,18 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
                    chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
                    candidates: Topology | None = None, lint_max_mb: float = LINT_MAX_MB,
                    ranking: list[dict[str, Any]] | None = None,
-                   charts: bool = True,
-                   progress: Callable[[int, int], None] | None = None) -> tuple[list[dict[str, Any]], list[Path]]:
+                   charts: bool = True, progress: Callable[[int, int], None] | None = None,
+                   cuts: list[CutEventError] | None = None) -> tuple[list[dict[str, Any]], list[Path]]:
     """Count (with Spark when a session is given) and write the report; returns (rows, paths). Each
     slave is bounded by the topology's master policy (`master.policy`), as the master bounds it.
     `candidates` (a Topology whose slaves are candidate rule sets, at most MAX_CANDIDATES) are
     counted in the same pass and ranked by bytes saved (candidates.csv), each with lint's verdict
     when the binlog is at most `lint_max_mb` MB; `ranking`, a list, receives the ranked rows.
     `charts` False: the tables only (matplotlib takes longer to draw than the counting takes).
-    `progress` is told (bytes counted, bytes in all) as the counting goes."""
+    `progress` is told (bytes counted, bytes in all) as the counting goes. `cuts`, a list: a file
+    cut inside an event (codec.reader.truncated) is counted up to the cut, no later file is, the
+    report is written and the cut put in the list (the caller tells it); without it, the cut is
+    raised before any report is written."""
     from dumpfilter.binlogs.time_span import time_span
     from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.topology import slave_gates
@@ -350,6 +354,14 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     else:
         parts = count_parts_spark(spark, chunks, every, every_gates, verify_checksums=verify_checksums,
                                   counted=counted)
+    cut = min((p for p in parts if p.cut is not None), key=lambda p: p.file_index, default=None)
+    if cut is not None:
+        assert cut.cut is not None
+        if cuts is None:
+            raise cut.cut
+        cuts.append(cut.cut)
+        parts = [p for p in parts if p.file_index <= cut.file_index]  # nothing after the cut is read
+        files = files[:cut.file_index + 1]
     totals = merge_counts(parts, [s.name for s in every])
     rows = rows_for(topology, totals[:len(slaves)])
     source = str(binlogs) if isinstance(binlogs, (str, Path)) else f"{len(files)} binlog file(s)"
@@ -366,7 +378,8 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
                                          merge_statements(parts)), out, fmt,
                               charts, minutes=hour_rows(names, minutes, span, 60) if minutes else None)
     if extra:
-        ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums)
+        ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums,
+                                stop_at_cut=cut is not None)
         paths.append(_write_table(ranked, CANDIDATE_COLUMNS, out / "candidates", fmt))
         if ranking is not None:
             ranking.extend(ranked)
@@ -374,7 +387,7 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
 
 
 def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], files: Sequence[Path],
-                   lint_max_mb: float, verify_checksums: bool = True) -> list[dict[str, Any]]:
+                   lint_max_mb: float, verify_checksums: bool = True, stop_at_cut: bool = False) -> list[dict[str, Any]]:
     """The candidates, the one that saves the most bytes first, each with lint's verdict: would a
     replica with these rules stop (its first break), within `lint_max_mb` MB of binlog, and how many
     writes it would silently get wrong (`diverges`: rules.lint_divergence, over the whole binlog as
@@ -394,7 +407,7 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
         verdicts = [f"not run: {size_mb:.0f} MB of binlog > --lint-max-mb {lint_max_mb:g}"] * len(candidates)
     else:
         found = lint_many(files, [(spec.rules, spec.settings) for spec in candidates],
-                          verify_checksums=verify_checksums, first_break=True)
+                          verify_checksums=verify_checksums, first_break=True, stop_at_cut=stop_at_cut)
         diverges = [breaks.divergence.writes for breaks in found]
         stops = [bool(breaks) for breaks in found]
         verdicts = [("no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}")
@@ -484,7 +497,7 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
                              "on Spark, raised to the input's size over 4 tasks per core; whole files with "
                              "--no-spark: one process gains nothing from cuts)")
     parser.add_argument("--candidates", metavar="FILE",
-                        help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, at most "
+                        help=f"candidate rule sets (a topology file: each [[slaves]] entry one candidate, its server_id optional, at most "
                              f"{MAX_CANDIDATES}) counted in the same pass and ranked by bytes saved in "
                              "candidates.csv, each with lint's verdict")
     parser.add_argument("--no-charts", dest="charts", action="store_false",
@@ -527,12 +540,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from dumpfilter.errors import DumpFilterError
-    from dumpfilter.topology import load_topology
+    from dumpfilter.topology import load_candidates, load_topology
     from dumpfilter.spark_jobs.session import get_session
 
     try:
         topology = load_topology(args.topology)
-        candidates = load_topology(args.candidates) if args.candidates else None
+        candidates = load_candidates(args.candidates) if args.candidates else None
         spark = get_session("dumpfilter-experiment", args.spark_master)
         rows, paths = run_experiment(args.binlogs, topology, Path(args.out), spark=spark, fmt=args.fmt,
                                      chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=True), candidates=candidates,

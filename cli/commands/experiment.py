@@ -7,15 +7,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.cli.options import add_json_option, add_spark_options, emit_json, number_in, retype, size_in, spark_conf
+from dumpfilter.cli.options import (add_json_option, add_spark_options, emit_json, number_in, raise_cut, retype,
+                                    size_in, spark_conf)
 from dumpfilter.cli.output_paths import made_for_the_run, readable_file
 from dumpfilter.progress import byte_progress, consoles, shown
 from dumpfilter.spark_jobs.tasks.chunks import input_files
-from dumpfilter.topology import load_topology
+from dumpfilter.topology import load_candidates, load_topology
 from dumpfilter.spark_jobs.bandwidth_experiment import (CHUNK_BYTES_RANGE, LINT_MAX_MB_RANGE, add_experiment_arguments,
                                                         chunk_bytes_for, print_ranking, print_table, run_experiment)
 
 if TYPE_CHECKING:
+    from dumpfilter.errors import CutEventError
     from dumpfilter.cli.options import Subparsers
 
 
@@ -40,9 +42,10 @@ def run(args: argparse.Namespace) -> int:
         if path:  # a regular file: a FIFO or a device would block or never end
             readable_file(path, option)
     topology = load_topology(args.topology)
-    candidates = load_topology(args.candidates) if args.candidates else None
+    candidates = load_candidates(args.candidates) if args.candidates else None
     input_files([args.binlogs])  # every input a binlog (one line if not) before any output is made
     ranking: list[dict[str, Any]] = []
+    cuts: list[CutEventError] = []  # a file cut inside an event: counted up to it, then told (raise_cut)
     # --out made before Spark starts, not after the job; the report directory this run made goes
     # with it if interrupted or failed: no empty or partial report left
     with made_for_the_run(args.out) as out:
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                                          chunk_bytes=chunk_bytes_for(args.chunk_bytes, spark=spark is not None),
                                          candidates=candidates,
                                          lint_max_mb=args.lint_max_mb, ranking=ranking,
-                                         charts=args.charts, progress=progress)
+                                         charts=args.charts, progress=progress, cuts=cuts)
     if not emit_json(args, {"slaves": rows, "files": [str(p) for p in paths],
                             **({"candidates": ranking} if candidates is not None else {})}):
         print_table(rows)
@@ -71,4 +74,5 @@ def run(args: argparse.Namespace) -> int:
                   " then those that silently diverge, then those that do both):")
             print_ranking(ranking)
         print("wrote " + ", ".join(str(p) for p in paths))
+    raise_cut(cuts[0] if cuts else None, f"every whole event before it was counted (--out {out}), no later file read")
     return 0

@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import os
 import re
-import stat
 import sys
 import time
 from pathlib import Path
@@ -18,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from dumpfilter.cli.options import (
     add_binlog_inputs, add_json_option, add_out_dir, add_output_file, deprecated, emit_json, json_on_stdout,
-    series_basename, size_in,
+    raise_cut, series_basename, size_in,
 )
 from dumpfilter.cli.output_paths import (
-    OutputError, is_stream, refuse_input_as_output, temp_beside, writable_dir, writable_file,
+    OutputError, is_stream, missing_parent, refuse_input_as_output, temp_beside, writable_dir, writable_file,
 )
 from dumpfilter.errors import ExternalError, InvalidArgumentError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
@@ -145,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         # An input that cannot be read is its BinlogError; a write that fails is the sink's OSError.
-        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True)
+        # A file cut inside an event: its whole events filtered and written, then told (raise_cut).
+        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True,
+                             stop_at_cut=True)
         written = sink.close()
         out_bytes = ((base_sink.writer.position if base_sink.writer else 0) if isinstance(base_sink, FileSink)
                       else _bytes_written(written))
@@ -172,9 +173,11 @@ def run(args: argparse.Namespace) -> int:
         import json
 
         print(json.dumps(document), file=sys.stderr)
-    if not emit_json(args, document) and args.summary != "json":
+    if not emit_json(args, document) and args.summary != "json" and stats.cut is None:  # a cut: its one line
         print_summary(stats, written, out_bytes, elapsed, rules_text=" ".join(rules.option_lines()) or "(no rules)",
                       flavor=settings.flavor, mode=args.summary, assumed=engine.assumed)
+    raise_cut(stats.cut, f"every whole event before it was filtered and written ({option} "
+                         f"{args.output if option == '-o' else out}), no later file read")
     return 0
 
 
@@ -187,14 +190,7 @@ def _target(args: argparse.Namespace, paths: list[Path]) -> tuple[Path, str, boo
     if args.output == "-":
         return Path("/dev/stdout"), "-o", False
     out = Path(args.output)
-    try:  # -o makes no directory, as cp makes none (--out DIR is made with its parents)
-        reason = None if stat.S_ISDIR(os.stat(out.parent).st_mode) else "not a directory"
-    except FileNotFoundError:
-        reason = "no such directory (-o creates none)"
-    except OSError as exc:  # an ancestor that is a file, or may not be searched
-        reason = exc.strerror or str(exc)
-    if reason:
-        raise OutputError(f"-o {args.output}: {out.parent}: {reason}")
+    missing_parent(args.output, "-o")  # -o makes no directory, as cp makes none (--out DIR is made with its parents)
     if len(paths) > 1 or os.path.isdir(out) or args.output.endswith(("/", "\\")):
         deprecated(f"-o {args.output} for a series directory", f"--out {args.output}")
         return out, "-o", True
@@ -230,7 +226,8 @@ def summary_document(stats: FilterStats, written: list[Path], out_bytes: int, el
     (its Transactions_skipped); `emptied` and `skipped` say how they were written (as an empty
     transaction, or left out)."""
     return stats.as_dict() | {"transactions_skipped": stats.emptied + stats.skipped, "output_files": [str(p) for p in written], "output_file_bytes": out_bytes,
-                              "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed}
+                              "seconds": round(elapsed, 3), "flavor": flavor, "assumed_decisions": assumed,
+                              "cut": str(stats.cut) if stats.cut is not None else None}
 
 
 def _mb(n: int) -> str:

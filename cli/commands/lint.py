@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import add_binlog_inputs, add_json_option, emit_json
+from dumpfilter.cli.options import add_binlog_inputs, add_json_option, emit_json, raise_cut
 from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.cli.commands.filter import flavor_of, input_files
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
@@ -54,7 +54,7 @@ def lint_paths(paths: list[Path], args: argparse.Namespace) -> list[Break]:
     replica = getattr(args, "replica_schema", None)
     replica_schema = load_schema(replica, "--replica-schema") if replica else None
     return lint_files(paths, rules, settings, schema, replica_schema=replica_schema,
-                      verify_checksums=getattr(args, "verify_checksums", True))
+                      verify_checksums=getattr(args, "verify_checksums", True), stop_at_cut=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,10 +65,12 @@ def run(args: argparse.Namespace) -> int:
     # A rule that can match no table (`db.`) is accepted, as mysqld accepts it: said, not a break.
     warnings = rule_warnings(ruleset_from_args(args)[0])
     divergence = getattr(breaks, "divergence", None)
+    cut = getattr(breaks, "cut", None)
     if not emit_json(args, lambda: {"breaks": [b.to_json() for b in breaks],
                                     "divergence": divergence.to_json() if divergence is not None else None,
-                                    "warnings": warnings}):
+                                    "warnings": warnings, "cut": str(cut) if cut is not None else None}):
         print_breaks(breaks, warnings)
+    raise_cut(cut, "every whole event before it was linted (the breaks above), no later file read")
     return 1 if breaks else 0
 
 

@@ -35,7 +35,13 @@ def register(subparsers: Subparsers) -> None:
     run.add_argument("--server-id", required=True, type=server_id_type, help="this slave's server_id (1 to 4294967295)")
     run.add_argument("--report-host", default="", metavar="NAME",
                      help="the Host column of the master's SHOW SLAVE HOSTS (mysqld report_host; default none)")
-    run.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR")
+    run.add_argument("--relay-log-dir", required=True, type=Path, metavar="DIR",
+                     help="the relay log (relay-bin.NNNNNN, its index) and relay-log.info. The summary line's "
+                          "'bytes relayed' are its events (but the Format_description and Rotate it writes "
+                          "itself); 'bytes received' count what a replica is sent: placeholders, heartbeats and "
+                          "the master's file headers too, which the relay log does not hold, and 'on the wire' "
+                          "what came over gRPC (a run of placeholders or a stretch of skipped transactions sent "
+                          "as one event)")
     run.add_argument("--skip-policy", choices=skip_policy.NAMES, default=skip_policy.DEFAULT,
                      help=f"what the master sends for skipped stretches (default {skip_policy.DEFAULT}, as MySQL)")
     run.add_argument("--placeholder-runs", action=argparse.BooleanOptionalAction, default=True,
@@ -152,9 +158,16 @@ def summary_line(slave: Slave) -> str:
     c, info = slave.counters, slave.info
     where = f"{info.master_file}:{info.master_pos}" if info.master_file else "no position yet"
     gtid = f", gtid {info.gtid_state}" if info.gtid_state else ""
+    # Two figures that differ, each named (issue #82: 295.7 MB received, a relay log of 146 MB):
+    # received counts what a replica is sent, relayed what the relay log holds past its headers.
+    unwritten = c.bytes_received - c.bytes_relayed
     return (f"dumpfilter slave: server_id {slave.config.server_id} stopped at {where}{gtid}; this run: "
-            f"{c.events_received} events, {c.bytes_received} bytes received, {c.events_relayed} events, "
-            f"{c.bytes_relayed} bytes relayed, {c.heartbeats} heartbeats, {c.placeholders} placeholders"
+            f"{c.events_received} events, {c.bytes_received} bytes received (as a replica is sent them; "
+            f"{c.wire_bytes} on the wire), {c.events_relayed} events, {c.bytes_relayed} bytes relayed (the relay "
+            f"log's events but its own Format_description and Rotate"
+            + (f"; the other {unwritten} bytes received are not written to it: placeholders, heartbeats, the "
+               "master's file headers" if unwritten > 0 else "")
+            + f"), {c.heartbeats} heartbeats, {c.placeholders} placeholders"
             + (f", {c.check_disagreements} disagreement(s) with the master" if c.check_disagreements else "")
             + (f"; caught up {slave.caught_up_after:.3f} s after its first dump request"
                if slave.caught_up_after is not None else ""))

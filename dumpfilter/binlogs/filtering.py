@@ -41,7 +41,7 @@ from dumpfilter._core import AssembleConfig
 from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.codec.reader import truncated
-from dumpfilter.errors import MalformedEventError, TruncatedBinlogError
+from dumpfilter.errors import CutEventError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP_KEEP, KEEP_ASK,
@@ -95,6 +95,9 @@ class FilterStats:
     # the compiled assembly answered by their keys, and keys decided in Python (each once).
     statements_by_key: int = field(default=0, compare=False)
     statement_keys: int = field(default=0, compare=False)
+    # Where an input was cut inside an event (filter_files' stop_at_cut): everything before it was
+    # filtered, nothing after it read.
+    cut: CutEventError | None = field(default=None, compare=False)
 
     def add(self, outcome: str, events_in: int, bytes_in: int, events_out: int, bytes_out: int) -> None:
         self.events_in += events_in
@@ -469,13 +472,20 @@ def _read(path: Path, stream: BinaryIO, size: int, ahead: ReadAhead | None = Non
 
 
 def filter_files(paths: Sequence[str | os.PathLike[str]], tfilter: TransactionFilter, sink: Sink, *,
-                 verify_checksums: bool = True, read_ahead: bool = False) -> FilterStats:
+                 verify_checksums: bool = True, read_ahead: bool = False, stop_at_cut: bool = False) -> FilterStats:
     """Filter `paths` in order into `sink` (closed at the end); returns the statistics.
     `read_ahead`: each plain file's next chunk is read on a thread of its own meanwhile. A file that
-    cannot be read is a BinlogError naming it; a write the sink fails (a full disk) is its OSError."""
+    cannot be read is a BinlogError naming it; a write the sink fails (a full disk) is its OSError.
+    `stop_at_cut`: a file cut inside an event ends the run there, its whole events filtered, and is
+    the statistics' `cut` (the caller reports it) instead of the error."""
     bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums, read_ahead=read_ahead)
     try:
         bf.filter_paths(distinct_paths(paths))  # a file given twice: its transactions would be written twice
+    except CutEventError as exc:
+        if not stop_at_cut:
+            raise
+        bf.stats.cut = exc
+        bf.stats.files_in += 1  # read up to its cut
     finally:
         sink.close()
     return bf.stats

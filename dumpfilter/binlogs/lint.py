@@ -46,27 +46,29 @@ def units(paths: Iterable[Path], verify_checksums: bool = True) -> Iterator[tupl
 
 
 def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema: SchemaModel | None = None, *,
-               replica_schema: SchemaModel | None = None, verify_checksums: bool = True) -> Breaks:
+               replica_schema: SchemaModel | None = None, verify_checksums: bool = True,
+               stop_at_cut: bool = False) -> Breaks:
     """Every break a replica with `rules` would meet in `paths` (schemas: see `new_linter`), carrying
     the writes it would silently get wrong (`.divergence`: rules.lint_divergence). Without
     either schema, tables the binlog never created are taken to exist. One compiled scan; only the
     units that may matter are decoded and fed to the Linter (binlogs.lint_scan): the breaks
-    the Linter gives fed every unit."""
+    the Linter gives fed every unit. `stop_at_cut`: see lint_scan (the result's `cut`)."""
     return lint_scan(paths, [new_linter(rules, settings, schema, replica_schema)],
-                     verify_checksums=verify_checksums)[0]
+                     verify_checksums=verify_checksums, stop_at_cut=stop_at_cut)[0]
 
 
 def lint_many(paths: Iterable[Path], rule_sets: Sequence[tuple[RuleSet, Settings]],
               schema: SchemaModel | None = None, *, replica_schema: SchemaModel | None = None,
               verify_checksums: bool = True, stats: LintScanStats | None = None,
-              first_break: bool = False) -> list[Breaks]:
+              first_break: bool = False, stop_at_cut: bool = False) -> list[Breaks]:
     """`lint_files` for several rule sets over one scan of `paths` (`experiment --candidates`): each
     unit some rule set's Linter needs is decoded once and fed to each one that needs it. Returns
     the breaks per rule set, in order; `stats` counts the scans, units decoded and units fed.
     `first_break`: past its first break a rule set is fed only the units that may diverge or change
     its state (its breaks start as `lint_files`' do; its divergence is theirs)."""
     linters = [new_linter(rules, settings, schema, replica_schema) for rules, settings in rule_sets]
-    return lint_scan(paths, linters, verify_checksums=verify_checksums, stats=stats, first_break=first_break)
+    return lint_scan(paths, linters, verify_checksums=verify_checksums, stats=stats, first_break=first_break,
+                     stop_at_cut=stop_at_cut)
 
 
 MIN_CHUNK = 1 << 16

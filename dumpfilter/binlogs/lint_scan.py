@@ -46,7 +46,7 @@ from dumpfilter.codec.event import Buffer, decode_text, query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import bad_magic, truncated
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
-from dumpfilter.errors import BinlogError, TruncatedBinlogError
+from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_divergence import Breaks, may_diverge
 from dumpfilter.rules.lint_sql import insert_column_list
@@ -321,20 +321,29 @@ class _Lint:
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
-              stats: LintScanStats | None = None, first_break: bool = False) -> list[Breaks]:
+              stats: LintScanStats | None = None, first_break: bool = False, stop_at_cut: bool = False) -> list[Breaks]:
     """Feed every Linter of `linters` the binlog files `paths` in order, from one scan by the
     compiled core: each Linter is fed the units that may change its state or break (see the
     module's doc), each such unit decoded once. Returns each Linter's breaks, as feeding it
     every unit gives them. `first_break`: once a Linter has a break (all a verdict needs of breaks:
     where the replica stops), it is fed only the units that change its state or may diverge, so
     its divergence is still what feeding every unit gives (`experiment --candidates`: a candidate
-    that stops shows it too); its breaks then start with those of the unit the replica stops in."""
+    that stops shows it too); its breaks then start with those of the unit the replica stops in.
+    `stop_at_cut`: a file cut inside an event ends the scan there, its whole events fed, and is each
+    result's `cut` instead of the error."""
     lints = [_Lint(linter) for linter in linters]
     stats = stats if stats is not None else LintScanStats()
     for lint in lints:
         lint.first_break = first_break
     for path in distinct_paths(paths):  # a file given twice would be replayed twice
-        _lint_file(path, lints, verify_checksums, stats)
+        try:
+            _lint_file(path, lints, verify_checksums, stats)
+        except CutEventError as exc:
+            if not stop_at_cut:
+                raise
+            for linter in linters:
+                linter.breaks.cut = exc
+            break
     stats.fed = [lint.fed for lint in lints]
     stats.checked = [lint.checked for lint in lints]
     stats.bulk = [lint.bulk for lint in lints]

@@ -9,7 +9,7 @@ from typing import BinaryIO, Protocol
 
 from dumpfilter.codec.checksum import crc_ok, crc_ok_in
 from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
-from dumpfilter.errors import BinlogError, ChecksumError, TruncatedBinlogError
+from dumpfilter.errors import BinlogError, ChecksumError, CutEventError, TruncatedBinlogError
 from dumpfilter.codec.event import HEADER, Buffer, Event, EventCursor, LazyHeaderCursor
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import Scanner, type_mask
@@ -272,12 +272,12 @@ def bad_magic(path: str) -> BinlogError:
                        offset=0)
 
 
-def truncated(rest: Buffer, path: str, offset: int) -> TruncatedBinlogError:
+def truncated(rest: Buffer, path: str, offset: int) -> CutEventError:
     """The error of a file whose last bytes `rest` (at `offset`) are not a whole event."""
     n = len(rest)
     msg = (f"event size {int.from_bytes(rest[9:13], 'little')} runs past the end of the file ({n} bytes left)"
            if n >= HEADER_LEN else f"file ends inside an event header ({n} of {HEADER_LEN} bytes)")
-    return TruncatedBinlogError(msg, path=path, offset=offset)
+    return CutEventError(msg, path=path, offset=offset)
 
 
 def read_format_description(stream: BinaryIO, name: str = "<binlog>", *,

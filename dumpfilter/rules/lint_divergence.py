@@ -40,6 +40,7 @@ from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 
 if TYPE_CHECKING:
+    from dumpfilter.errors import BinlogError
     from dumpfilter.rules.lint import Break, Linter
 
 TableRef = tuple[str, str]
@@ -288,3 +289,4 @@ class Breaks(list["Break"]):
     def __init__(self, divergence: Divergence):
         super().__init__()
         self.divergence = divergence
+        self.cut: BinlogError | None = None  # where the input was cut, linted up to it (lint_scan's stop_at_cut)

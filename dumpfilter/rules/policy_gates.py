@@ -111,7 +111,7 @@ class Where:
                         break
             elif re.match(r"\s*\[", text):
                 break
-            elif key is not None and re.match(r"\s*[\"']?" + re.escape(key) + r"[\"']?\s*=", text):
+            elif key is not None and re.match(r"\s*[\"']?" + re.escape(key) + r"[\"']?\s*[.=]", text):
                 line = n
                 break
         return f"policy file {self.path}" + (f":{line}" if line is not None else "")

@@ -9,6 +9,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from dumpfilter import _core
 from dumpfilter.codec import EventSplitter, Transaction, bad_magic
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import MAGIC
@@ -181,7 +182,16 @@ class SegmentReader:
                     # slaves' relay logs and the replica got a torn transaction at a rotation).
                     if not window.more():
                         # Still inside a unit: a crash cut it. The whole events left come out as an
-                        # incomplete unit; a partial event is an error.
+                        # incomplete unit; a partial event (a closed file truncated inside it) is
+                        # DATA_LOSS at its offset, before any of its unit goes out: a slave given
+                        # the unit's whole events failed on them ("the master's batch ended inside
+                        # a transaction") and never saw the error behind them.
+                        cut = _core.hop(window.buf, window.off).stop
+                        if cut < len(window.buf):
+                            raise TruncatedBinlogError(
+                                f"a closed binlog file ends inside an event ({len(window.buf) - cut} bytes of it "
+                                f"left; the file was truncated, and {newer} follows it)",
+                                path=str(path), offset=window.base + cut)
                         at_eof = True
                 buf, base = window.buf, window.base
                 scanner.scan_start(unit_list, buf, window.off, base, name, cache.segment_bytes - self.size,

@@ -295,6 +295,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
         self.stalls = _StallWatch(stall_timeout)
         self.calls = InFlight(service.shares, CALLS)  # Register/ChangeFilter/Unregister in flight, per identity
         self.failed_logins = ProblemLog(log, "failed gRPC logins")
+        # a truncated or corrupt binlog ends every stream that reaches it: one line each, rate-limited
+        self.binlog_errors = ProblemLog(log, "streams ended by a binlog the master cannot read")
         self.output = OutputBudget(OUTPUT_BYTES)
 
     def caller(self, context: grpc.ServicerContext, credentials: dump_pb2.Credentials | None = None) -> Identity:
@@ -358,6 +360,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             code, message = _status_for(exc)
             if code == grpc.StatusCode.INTERNAL:
                 log.exception("Dump for server_id %s failed", request.server_id)
+            elif code == grpc.StatusCode.DATA_LOSS:  # a binlog the master cannot serve: its operator's to mend
+                self.binlog_errors.warning("server_id %s: Dump ended: DATA_LOSS %s", request.server_id, message)
             context.abort(code, message)
         finally:
             self.stalls.sent(token)

@@ -229,8 +229,9 @@ class DumpServiceCollector:
     def _lint(self, rows: Rows) -> Iterator[Metric]:
         """Lint at Register (master.lint_jobs, issue #62) per followed rule set (`rule_set`: its id; which
         slaves share it in dumpfilter_lint_rule_set_slave): its position, how far behind the live end of
-        the binlog it is, its state and breaks, for the rule sets of slaves the viewer may see; the
-        others' lag and states summed into `rule_set=""`. And the lint worker's restarts."""
+        the binlog it is (only for a rule set lint reads: pending or done), its state and breaks, for
+        the rule sets of slaves the viewer may see; the others' states and breaks summed into
+        `rule_set=""`, their lag the furthest behind of them. And the lint worker's restarts."""
         lint = self.service.lint
         seen = {slave.server_id for slave, _end, _behind in rows if self._sees(slave)}
         offset = GaugeMetricFamily("dumpfilter_lint_position_offset_bytes",
@@ -252,14 +253,16 @@ class DumpServiceCollector:
                                      labels=["rule_set"])
         shared = GaugeMetricFamily("dumpfilter_lint_rule_set_slave", "1 for each slave of a rule set", labels=["rule_set", "slave"])
         hidden: Counter[str] = Counter()
-        hidden_lag, hidden_files, hidden_breaks, hidden_diverges = 0, 0, 0, 0
+        hidden_lag, hidden_files, hidden_breaks, hidden_diverges, hidden_followed = 0, 0, 0, 0, False
         for one in sorted(lint.rule_sets(), key=lambda r: r.rule_set):
             status = one.status
             mine = [server_id for server_id in one.server_ids if server_id in seen]
             if not mine:
                 hidden[status.state] += 1
-                hidden_lag += status.behind_bytes
-                hidden_files += status.behind_files
+                if status.followed:  # the furthest behind of them: a lag, never more than the binlog
+                    hidden_followed = True
+                    hidden_lag = max(hidden_lag, status.behind_bytes)
+                    hidden_files = max(hidden_files, status.behind_files)
                 hidden_breaks += status.breaks
                 hidden_diverges += status.diverges
                 continue
@@ -269,17 +272,19 @@ class DumpServiceCollector:
                 n = _file_number(status.position[0])
                 if n is not None:
                     number.add_metric([label], n)
-            lag.add_metric([label], status.behind_bytes)
-            files.add_metric([label], status.behind_files)
+            if status.followed:  # one lint does not run (not run, failed) has no lag: its state says so
+                lag.add_metric([label], status.behind_bytes)
+                files.add_metric([label], status.behind_files)
             breaks.add_metric([label], status.breaks)
             diverges.add_metric([label], status.diverges)
             for name in _LINT_STATES:
                 state.add_metric([label, name], status.state == name)
             for server_id in mine:
                 shared.add_metric([label, str(server_id)], 1)
-        if hidden:
+        if hidden_followed:
             lag.add_metric([HIDDEN], hidden_lag)
             files.add_metric([HIDDEN], hidden_files)
+        if hidden:
             breaks.add_metric([HIDDEN], hidden_breaks)
             diverges.add_metric([HIDDEN], hidden_diverges)
             for name in _LINT_STATES:

@@ -31,7 +31,7 @@ not depend on how files were cut.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -47,6 +47,7 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
+from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
@@ -343,8 +344,9 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     # a buffer keeps them in the caches from one slave's walk to the next (64 slaves answering 64
     # ways: 10% faster with 4 MiB buffers than with 8; 8 slaves: 5% slower).
     divide = 1 if len(distinct) <= MANY_SLAVES else 2
-    for fmt_before, buf, base, units, n, crc_len in chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0],
-                                                                  divide=divide, statements=True):
+    cut_found: list[CutEventError] = []
+    for fmt_before, buf, base, units, n, crc_len in _up_to_cut(chunk_buffers(
+            chunk, scanner, unit_statements=lambda: cuts[0], divide=divide, statements=True), cut_found):
         if counters is None:
             fmt = fmt_before
             answers: dict[tuple[str, str, Gate | None], _Group] = {}
@@ -356,13 +358,29 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
             last_time = max(last_time, units.max_timestamp())
+    cut = cut_found[0] if cut_found else None
     if counters is None:
+        if cut is not None:
+            raise cut  # not one whole unit before it: nothing to count
         return []
     done = [counter.finish() for counter in counters]
     for part in done:
         part.rotate_end = rotate_end
         part.last_time = last_time
+        part.cut = cut
     return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
+
+
+_Item = tuple["FormatDescription | None", Buffer, int, _core.UnitList, int, int]  # one of chunk_buffers'
+
+
+def _up_to_cut(buffers: Iterator[_Item], found: list[CutEventError]) -> Iterator[_Item]:
+    """`buffers` (chunk_buffers) up to a cut at the file's end: each whole unit before it is
+    yielded, and the cut put in `found` instead of raised."""
+    try:
+        yield from buffers
+    except CutEventError as exc:
+        found.append(exc)
 
 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from dumpfilter.charts import saved_percent
+from dumpfilter.errors import CutEventError
 from dumpfilter.sent import SentCounts
 from dumpfilter.spark_jobs.tasks.statement_tables import Statements, Tables
 
@@ -55,6 +56,9 @@ class ChunkCounts:
     rotate_end: bool = False
     # The latest timestamp of the chunk's events (0: none): where the by-hour chart's time ends.
     last_time: int = 0
+    # The chunk's file is cut inside an event at its end (codec.reader.truncated): the error, its
+    # whole events counted (count_chunk); the experiment reads no file after it.
+    cut: CutEventError | None = None
     # Hour of binlog time (its first second, UTC epoch) -> [bytes read, bytes sent] in it.
     by_hour: dict[int, list[int]] = field(default_factory=dict)
     # Minute of binlog time -> [bytes read, bytes sent], when the chunk was walked by minutes

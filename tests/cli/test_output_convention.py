@@ -130,7 +130,7 @@ def _one_error_line(capsys, argv: list[str]) -> str:
 
 @pytest.mark.parametrize("command", _commands_with_json())
 def test_unwritable_json_file_is_one_line_exit_2(command, shared_fixtures, tmp_path, capsys):
-    target = f"{NO_DIR_HERE}/result.json"
+    target = "/proc/result.json"  # a directory that takes no new file, even for root
     line = _one_error_line(capsys, [*_minimal_argv(command, shared_fixtures / CRC32, tmp_path), "--json", target])
     assert line.startswith(f"dumpfilter: error: --json {target}: cannot write there"), line
     assert not (tmp_path / "made").exists() and not (tmp_path / "made.bin").exists()  # no work started

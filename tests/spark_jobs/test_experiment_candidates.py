@@ -134,3 +134,22 @@ def test_too_many_candidates_or_a_clash_is_one_line(tmp_path, binlogs, capsys):
                                 "--out", str(tmp_path / name)])
         err = capsys.readouterr().err
         assert code == 2 and needle in err and "Traceback" not in err
+
+
+def test_candidates_need_no_server_id(tmp_path, binlogs, capsys):
+    """A candidate is counted and linted, never connected (issue #82): its server_id may be left out,
+    and the ranking is the one the same candidates with server_ids get."""
+    (tmp_path / "t.toml").write_text(TOPOLOGY)
+    with_ids = _candidates_text(CANDIDATES)
+    (tmp_path / "ids.toml").write_text(with_ids)
+    (tmp_path / "no-ids.toml").write_text("\n".join(line for line in with_ids.splitlines()
+                                                    if not line.startswith("server_id")) + "\n")
+    rankings = []
+    for name in ("ids", "no-ids"):
+        code = dumpfilter_main(["experiment", "--no-spark", "--no-charts", "--binlogs", str(binlogs), "--topology",
+                                str(tmp_path / "t.toml"), "--candidates", str(tmp_path / f"{name}.toml"),
+                                "--out", str(tmp_path / name), "--json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        rankings.append([(c["candidate"], c["bytes_sent"], c["lint"]) for c in json.loads(out)["candidates"]])
+    assert rankings[0] == rankings[1] and len(rankings[1]) == len(CANDIDATES)
