@@ -22,7 +22,7 @@ once), and `UnitList.count` walks it as the master's `UnitList.send` does, count
 (under the placeholder and empty-transaction policies each skipped unit's form made once per
 buffer for every slave: `UnitList.skip_forms`). What the core leaves (control events, DDL,
 a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
-annotated units) goes through TransactionFilter, one unit at a time, once per rule group (`_Group`):
+annotated units) goes through TransactionFilter, one unit at a time, once per rule group (`RuleGroup`):
 a unit so kept or skipped whole goes back to every slave's compiled walk.
 
 Heartbeat stretches can cross chunk boundaries: `merge_counts` (tasks.counts) joins them again, so the totals do
@@ -38,17 +38,18 @@ from typing import TYPE_CHECKING, NamedTuple
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KINDS, ROW_KEEP, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
-from dumpfilter.rules.keep_table import KeepTable, KeyRows
+from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
+from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
+from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
 )
@@ -104,14 +105,14 @@ class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 crc_len: int, shared: dict[tuple[str, str, Gate | None], _Group] | None = None) -> None:
+                 crc_len: int, shared: dict[tuple[str, str, Gate | None], RuleGroup] | None = None) -> None:
         # The keep table, filter and answers per unit of the slaves whose rules and gate are the
-        # same (their skip policies differ): one `_Group`, `shared`.
+        # same (their skip policies differ): one `RuleGroup`, `shared`.
         shared = {} if shared is None else shared
         key = (repr(rules), repr(settings), gate)
         group = shared.get(key)
         if group is None:
-            group = shared[key] = _Group(TransactionFilter(gated(_engine(rules, settings), gate),
+            group = shared[key] = RuleGroup(TransactionFilter(gated(_engine(rules, settings), gate),
                                                            empty_transactions=KEEP), settings)
         self.group = group
         self.filter = group.filter
@@ -184,7 +185,7 @@ class _SlaveCounter:
         return r.next
 
     def unit(self, txn: Transaction, k: int) -> None:
-        """Unit `k` of the buffer (`txn`) the general way: its rule group's answer (`_Group.result`,
+        """Unit `k` of the buffer (`txn`) the general way: its rule group's answer (`RuleGroup.result`,
         decided once for the group's slaves) sent as the skip policy says."""
         c = self.out.counts
         c.events_read += len(txn.events)
@@ -234,79 +235,6 @@ class _SlaveCounter:
 _COUNTED = tuple(f.name for f in fields(SlaveCounts) if f.type in ("int", int))
 
 
-class _Group:
-    """What the slaves of one rule group (the same rules, settings and gate; their skip policies
-    differ) share over a chunk: the keep table, the TransactionFilter, and its answer for each
-    unit of the buffer the compiled walk leaves (`result`), decided once for all of them, in
-    stream order (`decide`), as the master's StatementAnswers decides a unit once per rule group.
-    A unit so answered kept whole or skipped whole is handed back to the compiled walk (`mark`),
-    so that a binlog's DDL and lone statements cost one decision per rule group, not one trip
-    through Python per slave (issue #80: `experiment` with 24 slaves cost slaves x DDL)."""
-
-    __slots__ = ("filter", "keeps", "results", "decided", "ordered", "marked")
-
-    def __init__(self, txn_filter: TransactionFilter, settings: Settings) -> None:
-        self.filter = txn_filter
-        self.keeps = KeepTable(txn_filter.decider)
-        # Decided ahead only where a decision depends on nothing the walk's order could change
-        # between the slaves of the group: MySQL's semantics, no derived tables tracked (WL#2516
-        # effective semantics and derived tables follow the stream: each slave decides in its walk).
-        self.ordered = settings.semantics == "mysql" and not settings.track_derived_tables
-        self.results: dict[int, FilterResult] = {}
-        self.decided = -1  # the last unit of the buffer `decide` went through
-        self.marked: dict[tuple[bytes, bytes | None, bool], bytes] = {}  # rows `mark` made, by what made them
-
-    def buffer(self) -> None:
-        """A new buffer: its units are numbered from 0 again."""
-        self.results.clear()
-        self.marked.clear()
-        self.decided = -1
-
-    def reset(self, k: int) -> None:
-        """A Format_description at unit `k`: the filter's table ids and caches start again, unless
-        `decide` already went past it (and reset them there, in order)."""
-        if k > self.decided:
-            self.filter.reset()
-            self.keeps.forget_tables()
-
-    def result(self, k: int, txn: Transaction) -> FilterResult:
-        found = self.results.get(k)
-        if found is None:
-            found = self.results[k] = self.filter.filter(txn)
-        return found
-
-    def mark(self, row: bytes, at: int, txn: Callable[[int], Transaction], key: tuple[bytes, bytes | None, bool]) -> bytes:
-        """`row` (a slave's answers from unit `at` on) with each unit the walk leaves to Python
-        (ROW_SLOW) decided for the group, in order, and turned ROW_KEEP where its answer keeps
-        it whole or ROW_SKIP where it keeps nothing: the compiled walk then sends it (or what the
-        slave's skip policy makes of it) as the master's does (StatementAnswers.row). Units kept in
-        part and control events stay ROW_SLOW."""
-        if not self.ordered or ROW_SLOW not in row:
-            return row
-        done = self.marked.get(key)
-        if done is not None:
-            return done
-        out = bytearray(row)
-        k = row.find(ROW_SLOW, at)
-        while k >= 0:
-            unit = txn(k)
-            if unit.kind == CONTROL:
-                # A Format_description: table ids start again, in order (under MySQL's semantics a
-                # table's answer is its name's, so the keep bytes after it are the same).
-                if k > self.decided and unit.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                    self.filter.reset()
-                    self.keeps.forget_tables()
-            elif unit.complete:
-                result = self.result(k, unit)
-                if result.outcome == KEPT and len(result.events) == len(unit.events):
-                    out[k] = ROW_KEEP
-                elif result.outcome in (EMPTIED, SKIPPED):
-                    out[k] = ROW_SKIP
-            self.decided = max(self.decided, k)
-            k = row.find(ROW_SLOW, k + 1)
-        done = self.marked[key] = bytes(out)
-        return done
-
 
 def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None = None, *,
                 verify_checksums: bool = True) -> list[ChunkCounts]:
@@ -349,7 +277,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
             chunk, scanner, unit_statements=lambda: cuts[0], divide=divide, statements=True), cut_found):
         if counters is None:
             fmt = fmt_before
-            answers: dict[tuple[str, str, Gate | None], _Group] = {}
+            answers: dict[tuple[str, str, Gate | None], RuleGroup] = {}
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
@@ -543,7 +471,7 @@ class _CountWalk:
                 if counter.guards:
                     made_row = _guarded(units, made_row, keep, self.names, self.formats)
                 self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
-            # the units left to Python answered for the slave's rule group (`_Group.mark`): part
+            # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
             # of what decides a run, so of its key
             self.row = counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
         key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep, self.row)
