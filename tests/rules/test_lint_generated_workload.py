@@ -16,56 +16,49 @@ the entry is removed, and the CI draw takes it in. Size in CI: CI_EXAMPLES examp
 allowed shape once plus CI_EXTRA drawn statements, CI_PER_KIND rule sets led by each allowed rule
 kind, in each of the 3 formats (one primary per format reused across examples, one replica reset
 and re-seeded per rule set). The larger draw is tests/large/test_lint_generated_workload_large.py.
-Seeds are pinned (derandomize, no example database): a failure reproduces by running the test again."""
+Seeds are pinned (derandomize, no example database) and nothing is shrunk: a failure lists every
+mismatching write of its example, and reproduces by running the test again."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from tests.support.divergence_grammar import GAP_EXAMPLES, KNOWN_GAPS, allowed, draws
-from tests.support.divergence_oracle import FORMATS, check_all, report
+from tests.support.divergence_oracle import PINNED, assert_agree, check_all, report, start_servers
 
 pytestmark = pytest.mark.mariadb
 
-CI_EXAMPLES = 3
+CI_EXAMPLES = 2
 CI_EXTRA = 6
 CI_PER_KIND = 1
-SHAPES, KINDS = allowed()
 
 
 @pytest.fixture(scope="module")
 def servers(mariadb_factory):
-    primaries = {fmt: mariadb_factory(f"gen-{fmt.lower()}") for fmt in FORMATS}
-    return primaries, mariadb_factory("gen-replica", log_bin=False)
+    return start_servers(mariadb_factory, "gen")
 
 
-@settings(max_examples=CI_EXAMPLES, database=None, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(drawn=draws(SHAPES, KINDS, CI_EXTRA, CI_PER_KIND))
+@settings(max_examples=CI_EXAMPLES, **PINNED)
+@given(drawn=draws(*allowed(), CI_EXTRA, CI_PER_KIND))
 def test_lint_names_the_writes_real_replicas_get_wrong(servers, drawn):
-    primaries, replica = servers
-    items, rule_sets = drawn
-    checked = check_all(primaries, replica, items, rule_sets)
-    mismatches = report(checked)
-    assert not mismatches, f"{len(mismatches)} mismatch(es) between lint and the real replicas:\n" + \
-        "\n".join(mismatches)
+    assert_agree(servers, drawn)
 
 
 @pytest.mark.parametrize("gap", sorted(GAP_EXAMPLES))
 def test_known_gaps_still_diverge(servers, gap):
     """Each KNOWN_GAPS entry's pinned example: lint still misses writes the replica's rows show, in
-    STATEMENT and MIXED. Failing here means the model learned it: remove the entry from KNOWN_GAPS."""
+    STATEMENT (the CI draw covers MIXED once the entry is gone). Failing here means the model learned
+    it: remove the entry from KNOWN_GAPS."""
     assert gap in KNOWN_GAPS, f"{gap}: an example without a KNOWN_GAPS entry"
     primaries, replica = servers
     items, rules = GAP_EXAMPLES[gap]
-    for fmt in ("STATEMENT", "MIXED"):
-        checked = check_all({fmt: primaries[fmt]}, replica, items, [rules])
-        (_run, (verdict,)), = checked
-        assert verdict.lint_stop == verdict.replica_stop, report(checked)
-        assert verdict.truth - verdict.lint, \
-            f"[{fmt}] lint now names every write of the known gap {gap!r}: remove it from KNOWN_GAPS " \
-            f"(tests/support/divergence_grammar.py) so the CI draw takes it in"
+    checked = check_all({"STATEMENT": primaries["STATEMENT"]}, replica, items, [rules])
+    (_run, (verdict,)), = checked
+    assert verdict.lint_stop == verdict.replica_stop, report(checked)
+    assert verdict.truth - verdict.lint, \
+        f"lint now names every write of the known gap {gap!r}: remove it from KNOWN_GAPS " \
+        f"(tests/support/divergence_grammar.py) so the CI draw takes it in"
 
 
 def test_every_known_gap_has_a_pinned_example():

@@ -134,10 +134,6 @@ def replica_databases(rules: RuleSet) -> dict[str, str]:
     return out
 
 
-def kinds_of(rules: RuleSet) -> set[str]:
-    return {kind for kind in RULE_KINDS if getattr(rules, kind.replace("-", "_"))}
-
-
 # ------------------------------------------------------------------ strategies
 def _table_names() -> st.SearchStrategy[str]:
     return st.builds(lambda db, t: f"{db}.{t}", st.sampled_from(DBS), st.sampled_from(TABLES))
@@ -212,7 +208,7 @@ def allowed(gaps: dict[str, str] = KNOWN_GAPS) -> tuple[tuple[str, ...], tuple[s
     return (tuple(s for s in SHAPES if s not in gaps), tuple(k for k in RULE_KINDS if k not in gaps))
 
 
-# One pinned example of each known gap (issue #81's own), run in STATEMENT and MIXED by
+# One pinned example of each known gap (issue #81's own), run in STATEMENT by
 # test_known_gaps_still_diverge: the workload and the rule set under which lint misses writes.
 GAP_EXAMPLES: dict[str, tuple[list[Item], RuleSet]] = {
     # crm.t2's trigger writes logs.tlog (applied though logs is not kept); shop.t2's writes crm.tlog

@@ -16,6 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hypothesis import HealthCheck, Phase
+
 from dumpfilter.binlogs.lint import new_linter
 from dumpfilter.binlogs.lint_scan import lint_scan
 from dumpfilter.lab.sandbox import MariaDBServer, make_replica, wait_caught_up
@@ -26,6 +28,10 @@ from tests.support.divergence_grammar import (DBS, TABLES, Item, replica_databas
                                               trigger_ddl)
 
 FORMATS = ("STATEMENT", "MIXED", "ROW")
+# Hypothesis settings of both tiers: seeds pinned, no example database, no shrinking (each example
+# costs real servers, and a failing one lists every mismatching write).
+PINNED = dict(database=None, derandomize=True, deadline=None, phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 FILTER_VARS = ("replicate_do_db", "replicate_ignore_db", "replicate_do_table", "replicate_ignore_table",
                "replicate_wild_do_table", "replicate_wild_ignore_table", "replicate_rewrite_db")
 SYSTEM = ("mysql", "information_schema", "performance_schema", "sys")
@@ -80,6 +86,12 @@ class Verdict:
                        f"`{run.item(sid).text()}`: {kind} write to {table}: lint {said}, the replica {seen} "
                        f"({self.detail.get(key, '')})")
         return out
+
+
+def start_servers(mariadb_factory, prefix: str) -> tuple[dict[str, MariaDBServer], MariaDBServer]:
+    """One primary per format (format -> primary, each reused across examples) and one replica."""
+    primaries = {fmt: mariadb_factory(f"{prefix}-{fmt.lower()}", binlog_format=fmt) for fmt in FORMATS}
+    return primaries, mariadb_factory(f"{prefix}-replica", log_bin=False)
 
 
 def user_databases(server: MariaDBServer) -> list[str]:
@@ -159,7 +171,7 @@ def replicate(primary: MariaDBServer, replica: MariaDBServer, rules: RuleSet, st
     databases = replica_databases(rules)
     replica.execute(["STOP SLAVE", "RESET SLAVE ALL"])
     replica.execute([f"DROP DATABASE `{n}`" for n in user_databases(replica)] + seed(databases, statements))
-    values = {name: "" for name in FILTER_VARS}
+    values = dict.fromkeys(FILTER_VARS, "")
     for line in rules.option_lines():
         name, _, value = line.partition("=")
         var = name.replace("-", "_")
@@ -223,6 +235,16 @@ def check_all(primaries: dict[str, MariaDBServer], replica: MariaDBServer, items
               rule_sets: list[RuleSet]) -> list[tuple[Run, list[Verdict]]]:
     """`check` in each format of `primaries` (format -> the primary that logs in it)."""
     return [check(primary, replica, fmt, items, rule_sets) for fmt, primary in primaries.items()]
+
+
+def assert_agree(servers: tuple[dict[str, MariaDBServer], MariaDBServer],
+                 drawn: tuple[list[Item], list[RuleSet]]) -> None:
+    """Both tiers' check of one drawn example: no mismatch in any format, each listed if any."""
+    primaries, replica = servers
+    items, rule_sets = drawn
+    mismatches = report(check_all(primaries, replica, items, rule_sets))
+    assert not mismatches, f"{len(mismatches)} mismatch(es) between lint and the real replicas:\n" + \
+        "\n".join(mismatches)
 
 
 def report(checked: list[tuple[Run, list[Verdict]]]) -> list[str]:
