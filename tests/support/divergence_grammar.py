@@ -24,7 +24,7 @@ SEED_ROWS = 2  # rows per statement id in every base table
 
 # The statement shapes of issue #81 goal 2 (`Item.shape`).
 SHAPES = ("single-same-db", "single-no-db", "single-cross-db", "multi-update", "multi-delete", "trigger",
-          "procedure", "temporary", "nondeterministic")
+          "procedure", "procedure-new-db", "temporary", "nondeterministic")
 # The rule kinds a drawn rule set combines (RuleSet field names, as the options spell them).
 RULE_KINDS = ("do-db", "ignore-db", "do-table", "ignore-table", "wild-do-table", "wild-ignore-table",
               "rewrite-db")
@@ -36,6 +36,8 @@ KNOWN_GAPS: dict[str, str] = {
     "trigger": "issue 81: a trigger's write to another database's table is not counted (STATEMENT, MIXED)",
     "multi-update": "issue 81: a multi-table UPDATE kept or skipped whole: every written table not counted",
     "multi-delete": "issue 81: a multi-table DELETE kept or skipped whole: every written table not counted",
+    "procedure-new-db": "issue 81: a routine created under a default database the rules never gave the replica "
+                        "stops it (1049, every format); lint predicts no stop",
     "rewrite-db": "issue 81: under STATEMENT and MIXED rewrite-db renames the default database only; "
                   "lint counts no write for it",
 }
@@ -70,6 +72,9 @@ class Item:
                             f"AND a.id = {n * 10 + 1}"]
         if self.shape == "procedure":
             return lines + [f"CREATE PROCEDURE p{n}() {_single(self.op, f'{x}.t1', n, False)}", f"CALL p{n}()"]
+        if self.shape == "procedure-new-db":  # a database the statement creates: the replica may not have it
+            return [f"CREATE DATABASE new{n}", f"USE new{n}",
+                    f"CREATE PROCEDURE p{n}() {_single(self.op, f'{x}.t1', n, False)}", f"CALL p{n}()"]
         if self.shape == "temporary":
             return lines + [f"CREATE TEMPORARY TABLE tmp{n} (id INT, sid INT, v INT)",
                             f"INSERT INTO tmp{n} VALUES ({n * 10 + 5}, {n}, 1)",
@@ -185,6 +190,8 @@ def workloads(draw: st.DrawFn, shapes: tuple[str, ...], extra: int) -> list[Item
             use = None
         elif shape == "single-cross-db":
             use = draw(st.sampled_from(others))
+        elif shape == "procedure-new-db":
+            use = None  # (its own USE of the database it creates)
         else:
             use = draw(st.sampled_from(DBS))
         if shape in ("multi-update", "multi-delete"):
@@ -209,7 +216,7 @@ def allowed(gaps: dict[str, str] = KNOWN_GAPS) -> tuple[tuple[str, ...], tuple[s
 
 
 # One pinned example of each known gap (issue #81's own), run in STATEMENT by
-# test_known_gaps_still_diverge: the workload and the rule set under which lint misses writes.
+# test_known_gaps_still_diverge: the workload and the rule set under which lint misses writes or a stop.
 GAP_EXAMPLES: dict[str, tuple[list[Item], RuleSet]] = {
     # crm.t2's trigger writes logs.tlog (applied though logs is not kept); shop.t2's writes crm.tlog
     # (lost with the skipped statement under USE shop).
@@ -218,6 +225,9 @@ GAP_EXAMPLES: dict[str, tuple[list[Item], RuleSet]] = {
     # Skipped by its default database shop, the statement loses its write to the kept crm.t1.
     "multi-update": ([Item(1, "multi-update", "update", "shop", ("logs", "crm"))], RuleSet(do_db=("crm",))),
     "multi-delete": ([Item(1, "multi-delete", "delete", "shop", ("logs", "crm"))], RuleSet(do_db=("crm",))),
+    # CREATE DATABASE new1 is skipped ('new1.' matches no pattern), CREATE PROCEDURE under USE new1 kept: 1049.
+    "procedure-new-db": ([Item(1, "procedure-new-db", "update", None, ("crm",))],
+                         RuleSet(wild_do_table=("crm.%", "shop.%"))),
     # No default database to rewrite: the statement lands in crm.t1, not in crm_rw.t1.
     "rewrite-db": ([Item(1, "single-no-db", "update", None, ("crm",))], RuleSet(rewrite_db=(("crm", "crm_rw"),))),
 }
