@@ -129,7 +129,7 @@ def run_primary(primary: MariaDBServer, fmt: str, items: list[Item]) -> Run:
     return Run(fmt, items, primary.binlog_files(), file, starts, table_rows(primary, list(DBS)))
 
 
-def master_schema(statements: int) -> SchemaModel:
+def master_schema() -> SchemaModel:
     databases = {db: db for db in DBS}
     return SchemaModel.from_sql(";\n".join(schema_ddl(databases) + trigger_ddl(databases)) + ";\n")
 
@@ -137,7 +137,7 @@ def master_schema(statements: int) -> SchemaModel:
 def lint_run(run: Run, rule_sets: list[RuleSet]) -> list[tuple[set[Key], tuple[int, str, int] | None]]:
     """Lint's divergent writes (as keys) and first stop, per rule set, in one scan of the run's binlog."""
     settings = Settings(flavor="mariadb")
-    schema = master_schema(len(run.items))
+    schema = master_schema()
     linters = []
     for rules in rule_sets:
         replica = replica_databases(rules)
