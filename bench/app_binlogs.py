@@ -116,7 +116,7 @@ def _realistic_client(port: int, k: int, transactions: int, tables: int, rows: i
 
 def realistic_mixed_binlog(mb: int = 420, tables: int = 4, rows: int = 2000, threads: int = SCHEMAS) -> Path:
     """One MIXED binlog file of about `mb` MB of the realistic application mix over sbtest1..8."""
-    per_thread = int(mb * 1e6 / 700 / threads) + 1  # about 700 bytes a transaction: measured
+    per_thread = int(mb * 1e6 / 620 / threads) + 1  # about 645 bytes a transaction: measured
 
     def write(server: MariaDBServer) -> None:
         setup = []

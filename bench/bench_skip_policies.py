@@ -54,12 +54,13 @@ def _process_cpu(pid: int) -> float:
 
 
 def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False,
-                   db: str | None = "sbtest1") -> tuple[float, float, float, float]:
+                   db: str | None = "sbtest1", received: list[int] | None = None) -> tuple[float, float, float, float]:
     """One `slave run --until-caught-up` process under `policy` (EACH: placeholder, every one on
     the wire): its wall seconds, its own CPU seconds (os.wait4's rusage), the master's CPU
     seconds meanwhile, which say whose walk the time is, and the stream's seconds on the slave's
     own clock (its summary line's "caught up ... s after its first dump request"). `gated`: as
-    the policy's identity (the master serves with POLICY). `db` None: a keep-all slave (no rules)."""
+    the policy's identity (the master serves with POLICY). `db` None: a keep-all slave (no rules).
+    `received`, a list: the bytes the slave says it received are appended to it."""
     login = ["--user", "app", "--password", "pw"] if gated else []
     rules = [] if db is None else [f"--replicate-do-db={db}"]
     server_id = 10 + POLICIES.index(policy) if policy in POLICIES else 20 + len(policy)
@@ -83,6 +84,9 @@ def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False,
     if slave.returncode != 0:
         raise RuntimeError(f"slave run under {policy} exited {slave.returncode}: {said.strip()[-300:]}")
     subprocess.run(["rm", "-rf", str(relay)], check=False)
+    got = re.search(r"(\d+) bytes received", said)
+    if received is not None and got is not None:  # what the slave was sent, from its summary line
+        received.append(int(got.group(1)))
     clock = re.search(r"caught up ([0-9.]+) s after its first dump request", said)
     if clock is None:
         raise RuntimeError(f"slave run under {policy} did not say when it caught up: {said.strip()[-300:]}")
