@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.bench_dump import ROOT, Master
@@ -146,24 +147,25 @@ def streams(path: Path) -> dict:
             "vs_heartbeat": {p: round(rates[p] / rates["heartbeat"], 2) for p in rates}}
 
 
-def experiment_vs_filter(path: Path) -> dict:
-    """`experiment --no-spark --no-charts` with 8 do-db slaves under each skip policy, and one
-    `filter --replicate-do-db` pass, each a process, best of REPEAT."""
+def experiment_vs_filter(path: Path, schemas: Sequence[str] = tuple(f"sbtest{k}" for k in range(1, 9)),
+                         repeat: int | None = None) -> dict:
+    """`experiment --no-spark --no-charts` with a do-db slave per schema under each skip policy, and
+    one `filter --replicate-do-db` pass, each a process, best of `repeat` (REPEAT)."""
     with tempfile.TemporaryDirectory(prefix="bench-skip-exp-") as tmp:
         topology = Path(tmp) / "topology.toml"
         lines = ["[experiment]", "master_vs_slave = false", "skip_policies = []", ""]
         sid = 10
-        for db in range(1, 9):
+        for db in schemas:
             for policy in POLICIES:
                 sid += 1
-                lines += ["[[slaves]]", f'name = "sbtest{db}/{policy}"', f"server_id = {sid}",
-                          f'skip_policy = "{policy}"', f'rules = ["replicate-do-db=sbtest{db}"]', ""]
+                lines += ["[[slaves]]", f'name = "{db}-{sid}/{policy}"', f"server_id = {sid}",
+                          f'skip_policy = "{policy}"', f'rules = ["replicate-do-db={db}"]', ""]
         topology.write_text("\n".join(lines))
         runs = {"experiment_24": ["experiment", "--no-spark", "--no-charts", "--binlogs", str(path.parent),
                                   "--topology", str(topology), "--out", str(Path(tmp) / "exp")],
-                "filter": ["filter", str(path), "-o", str(Path(tmp) / "out.bin"), "--replicate-do-db=sbtest1"]}
+                "filter": ["filter", str(path), "-o", str(Path(tmp) / "out.bin"), f"--replicate-do-db={schemas[0]}"]}
         best = {name: float("inf") for name in runs}
-        for _ in range(REPEAT):
+        for _ in range(REPEAT if repeat is None else repeat):
             for name, args in runs.items():
                 started = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "dumpfilter", *args], cwd=ROOT, check=True,

@@ -35,15 +35,12 @@ go to bench/results/matrix.json."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.bench_dump import ROOT, Master
-from bench.bench_skip_policies import POLICY, stream_seconds
+from bench.bench_dump import Master
+from bench.bench_skip_policies import POLICY, experiment_vs_filter, stream_seconds
 from bench.common import write_result
 
 REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
@@ -126,28 +123,9 @@ def _fanout(path: Path, schemas: list[str]) -> dict[str, float]:
             "fanout_runs": {"1": one, "8": eight}}
 
 
-def _experiment(path: Path, schemas: list[str]) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="bench-matrix-exp-") as tmp:
-        topology = Path(tmp) / "topology.toml"
-        lines = ["[experiment]", "master_vs_slave = false", "skip_policies = []", ""]
-        server_id = 10
-        for db in schemas:
-            for policy in SKIP_POLICIES:
-                server_id += 1
-                lines += ["[[slaves]]", f'name = "{db}-{server_id}/{policy}"', f"server_id = {server_id}",
-                          f'skip_policy = "{policy}"', f'rules = ["replicate-do-db={db}"]', ""]
-        topology.write_text("\n".join(lines))
-        runs = {"experiment24": ["experiment", "--no-spark", "--no-charts", "--binlogs",
-                                 str(path.parent), "--topology", str(topology), "--out", str(Path(tmp) / "exp")],
-                "filter": ["filter", str(path), "-o", str(Path(tmp) / "out.bin"), f"--replicate-do-db={schemas[0]}"]}
-        best = dict.fromkeys(runs, float("inf"))
-        for _ in range(REPEAT):
-            for name, args in runs.items():
-                started = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "dumpfilter", *args], cwd=ROOT, check=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                best[name] = min(best[name], time.perf_counter() - started)
-    return {"experiment24": best["experiment24"] / best["filter"], "experiment_seconds": best}
+def _experiment(path: Path, schemas: list[str]) -> dict:
+    got = experiment_vs_filter(path, schemas, REPEAT)
+    return {"experiment24": got["experiment_vs_filter"], "experiment_seconds": got["seconds"]}
 
 
 def _met(name: str, value: float, got: dict | None = None) -> bool:
