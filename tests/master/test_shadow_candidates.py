@@ -1,0 +1,234 @@
+"""Shadow candidates on a live master (issue #80 goal 4), against a real `master serve` process over
+real gRPC: `--shadow FILE` and `master shadow add|remove|list|report` count each candidate, never
+streamed, from where it was added to the live end; its counts equal `experiment --candidates` over
+the same files while the binlog grows file by file (a file written in two halves, its end cut inside
+a transaction). Only an admin identity may add one (PERMISSION_DENIED); a rule that does not parse is
+INVALID_ARGUMENT naming it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+import pytest
+
+from dumpfilter.cli.app import main as dumpfilter_main
+from dumpfilter.spark_jobs.bandwidth_experiment import run_experiment
+from dumpfilter.topology import parse_topology
+from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.workload import WorkloadSpec, generate
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
+ROOT = Path(__file__).resolve().parents[2]
+CANDIDATES = [("c-db2", ["replicate-do-db=db2"], "heartbeat"), ("c-ign3", ["replicate-ignore-db=db3"], "placeholder"),
+              ("c-t1", ["replicate-wild-do-table=%.t1"], "empty-transaction"), ("c-all", [], "heartbeat")]
+POLICY = """
+[slave.ops]
+password = "pw-ops"
+admin = true
+allow = ["%.%"]
+
+[slave.ana]
+password = "pw-ana"
+allow = ["db1.%", "db2.%"]
+"""
+
+
+def candidates_text(cands, policy: Path | None = None, user: str = "") -> str:
+    head = f'[master]\npolicy = "{policy}"\n' if policy else ""
+    return head + "".join(
+        f'[[slaves]]\nname = "{n}"\nserver_id = {10 + k}\nskip_policy = "{p}"\n'
+        + (f'user = "{user}"\n' if user else "")
+        + f'rules = [{", ".join(json.dumps(r) for r in rules)}]\n' for k, (n, rules, p) in enumerate(cands))
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shadow-src")
+    generate(WorkloadSpec(seed=21, schemas=3, tables_per_schema=2, transactions=600, binlog_format="row",
+                          flavor="mariadb", max_binlog_size=40_000), root, "master-bin")
+    return sorted(p for p in root.iterdir() if p.name[-1].isdigit())
+
+
+@contextmanager
+def serving(binlog_dir: Path, *options: str):
+    """A `master serve` process on a free port: yields its gRPC address."""
+    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
+                             "--listen", "127.0.0.1:0", *options], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if " on 127.0.0.1:" in line:
+                break
+        found = re.search(r"serving .* on (\S+)", "".join(lines))
+        assert found, "".join(lines)
+        yield found.group(1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def listed(address: str, *auth: str) -> dict[str, dict]:
+    out = Path(f"/tmp/shadow-list-{address.replace(':', '-')}.json")
+    assert dumpfilter_main(["master", "shadow", "list", "--master", address, *auth, "--json", str(out)]) == 0
+    return {row["name"]: row for row in json.loads(out.read_text())}
+
+
+def counted_to_end(address: str, names: list[str], end: str, *auth: str) -> bool:
+    rows = listed(address, *auth)
+    return all(rows[n]["counted_to"] == end for n in names)
+
+
+def grow(live: Path, files: list[Path]) -> None:
+    """The next files of the series into `live`, each written in two halves (its end cut inside a
+    transaction first)."""
+    for path in files:
+        data = path.read_bytes()
+        half = len(data) // 2 + 7
+        (live / path.name).write_bytes(data[:half])
+        with open(live / path.name, "ab") as f:
+            f.write(data[half:])
+
+
+def experiment_counts(files: list[Path], cands_text: str, out: Path) -> dict[str, dict]:
+    ranking: list[dict] = []
+    run_experiment([str(p) for p in files], parse_topology('[[slaves]]\nname = "x"\nserver_id = 1\n'), out,
+                   candidates=parse_topology(cands_text), ranking=ranking, charts=False)
+    return {row["candidate"]: row for row in ranking}
+
+
+def test_shadow_counts_equal_experiment_as_the_binlog_grows(tmp_path, source):
+    live = tmp_path / "live"
+    live.mkdir()
+    grow(live, source[:2])
+    shadow_file = tmp_path / "shadow.toml"
+    shadow_file.write_text(candidates_text(CANDIDATES))
+    with serving(live, "--shadow", str(shadow_file)) as address:
+        # the live file cut inside a transaction: counted up to its last whole unit only
+        data = source[2].read_bytes()
+        (live / source[2].name).write_bytes(data[:len(data) // 2])
+        assert wait_for(lambda: listed(address)["c-db2"]["counted_to"].startswith(source[2].name + ":"))
+        cut = int(listed(address)["c-db2"]["counted_to"].rpartition(":")[2])
+        assert 4 < cut < len(data) // 2
+        with open(live / source[2].name, "ab") as f:
+            f.write(data[len(data) // 2:])
+        # a candidate added at run time counts from the live end: a new file that holds no transaction yet
+        later = tmp_path / "later.toml"
+        later.write_text(candidates_text([("r-db1", ["replicate-do-db=db1"], "heartbeat")]))
+        grow(live, source[3:4])
+        assert wait_for(lambda: counted_to_end(address, ["c-db2"], f"{source[3].name}:"
+                                               f"{source[3].stat().st_size}"))
+        (live / source[4].name).write_bytes(source[4].read_bytes()[:300])  # its header events only
+        assert wait_for(lambda: listed(address)["c-db2"]["counted_to"].startswith(source[4].name))
+        assert dumpfilter_main(["master", "shadow", "add", "--master", address, str(later)]) == 0
+        start = listed(address)["r-db1"]["start"]
+        assert start.startswith(source[4].name + ":")
+        (live / source[4].name).write_bytes(source[4].read_bytes())
+        grow(live, source[5:])
+        end = f"{source[-1].name}:{source[-1].stat().st_size}"
+        names = [c[0] for c in CANDIDATES] + ["r-db1"]
+        assert wait_for(lambda: counted_to_end(address, names, end))
+        rows = listed(address)
+        report = tmp_path / "report"
+        assert dumpfilter_main(["master", "shadow", "report", "--master", address, "--out", str(report),
+                                "--no-charts"]) == 0
+    whole = experiment_counts(source, candidates_text(CANDIDATES), tmp_path / "exp")
+    for name, _, _ in CANDIDATES:
+        got, want = rows[name]["counts"], whole[name]
+        assert (got["bytes_sent"], got["events_sent"], got["bytes_all"]) == \
+               (want["bytes_sent"], want["events_sent"], want["bytes_all"]), name
+        assert got["bytes_all"] - got["bytes_sent"] == want["bytes_saved"]
+    assert rows["c-all"]["counts"]["saving_bytes"] == 0 < rows["c-db2"]["counts"]["saving_bytes"]
+    # the run-time one: experiment over the files from the one it was added in (at its start)
+    assert int(start.rpartition(":")[2]) == 0
+    later_exp = experiment_counts(source[4:], candidates_text([("r-db1", ["replicate-do-db=db1"], "heartbeat")]),
+                                  tmp_path / "exp2")
+    assert rows["r-db1"]["counts"]["bytes_sent"] == later_exp["r-db1"]["bytes_sent"]
+    assert rows["r-db1"]["counts"]["bytes_all"] == sum(p.stat().st_size - 4 for p in source[4:])
+    # the report: experiment's tables, the same figures
+    with open(report / "candidates.csv") as f:
+        ranked = {r["candidate"]: r for r in csv.DictReader(f)}
+    assert {n: int(r["bytes_sent"]) for n, r in ranked.items()} == \
+           {n: r["counts"]["bytes_sent"] for n, r in rows.items()}
+    with open(report / "bandwidth_by_hour.csv") as f:
+        hours = list(csv.DictReader(f))
+    assert sum(int(h["bytes_sent"]) for h in hours if h["slave"] == "c-db2") == rows["c-db2"]["counts"]["bytes_sent"]
+    with open(report / "bandwidth_by_table.csv") as f:
+        tables = list(csv.DictReader(f))
+    assert sum(int(t["bytes_sent"]) for t in tables if t["slave"] == "c-ign3") == \
+           rows["c-ign3"]["counts"]["bytes_sent"]
+    assert (report / "bandwidth.csv").exists()
+
+
+def _stub(address: str):
+    return dump_pb2_grpc.DumpFilterStub(grpc.insecure_channel(address))
+
+
+def _as(user: str, password: str):
+    return [("dumpfilter-user", user), ("dumpfilter-password", password)]
+
+
+def test_only_an_admin_adds_and_a_bad_rule_is_named(tmp_path, source):
+    live = tmp_path / "live"
+    live.mkdir()
+    grow(live, source[:2])
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    text = candidates_text([("c-db2", ["replicate-do-db=db2"], "heartbeat")])
+    with serving(live, "--policy", str(policy)) as address:
+        stub = _stub(address)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.AddShadow(dump_pb2.AddShadowRequest(candidates=text), metadata=_as("ana", "pw-ana"), timeout=20)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "admin" in refused.value.details()
+        with pytest.raises(grpc.RpcError) as hidden:
+            stub.ListShadows(dump_pb2.ListShadowsRequest(), metadata=_as("ana", "pw-ana"), timeout=20)
+        assert hidden.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        bad = candidates_text([("c-bad", ["replicate-do-tabel=db1.t1"], "heartbeat")])
+        with pytest.raises(grpc.RpcError) as invalid:
+            stub.AddShadow(dump_pb2.AddShadowRequest(candidates=bad), metadata=_as("ops", "pw-ops"), timeout=20)
+        assert invalid.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "replicate-do-tabel" in invalid.value.details() and "\n" not in invalid.value.details()
+        reply = stub.AddShadow(dump_pb2.AddShadowRequest(candidates=text), metadata=_as("ops", "pw-ops"), timeout=20)
+        assert list(reply.names) == ["c-db2"]
+        with pytest.raises(grpc.RpcError) as again:
+            stub.AddShadow(dump_pb2.AddShadowRequest(candidates=text), metadata=_as("ops", "pw-ops"), timeout=20)
+        assert again.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        stats = stub.Stats(dump_pb2.StatsRequest(), metadata=_as("ops", "pw-ops"), timeout=20)
+        assert [c.name for c in stats.shadows] == ["c-db2"]
+        assert not stub.Stats(dump_pb2.StatsRequest(), metadata=_as("ana", "pw-ana"), timeout=20).shadows
+        with pytest.raises(grpc.RpcError) as removed:
+            stub.RemoveShadow(dump_pb2.RemoveShadowRequest(name="c-db2"), metadata=_as("ana", "pw-ana"), timeout=20)
+        assert removed.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        stub.RemoveShadow(dump_pb2.RemoveShadowRequest(name="c-db2"), metadata=_as("ops", "pw-ops"), timeout=20)
+        with pytest.raises(grpc.RpcError) as gone:
+            stub.RemoveShadow(dump_pb2.RemoveShadowRequest(name="c-db2"), metadata=_as("ops", "pw-ops"), timeout=20)
+        assert gone.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_a_bad_shadow_file_is_one_line_before_the_master_listens(tmp_path, source):
+    live = tmp_path / "live"
+    live.mkdir()
+    grow(live, source[:1])
+    bad = tmp_path / "bad.toml"
+    bad.write_text(candidates_text([("c-bad", ["replicate-do-tabel=db1.t1"], "heartbeat")]))
+    done = subprocess.run([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(live),
+                           "--listen", "127.0.0.1:0", "--shadow", str(bad)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "replicate-do-tabel" in done.stderr
+    assert "Traceback" not in done.stderr
