@@ -89,13 +89,13 @@ class ShadowCounts:
         from dumpfilter.spark_jobs.bandwidth_experiment import hour_rows, rank_candidates, rows_for, table_rows
         from dumpfilter.topology import Topology
 
-        topology = Topology(slaves=list(specs))
+        topology = Topology(slaves=tuple(specs))
         counts = [t.counts for t in totals]
         names = [s.name for s in specs]
         hours: list[dict[str, Any]] = []
         tables: list[dict[str, Any]] = []
         for spec, gate, total in zip(specs, gates, totals):
-            one = Topology(slaves=[spec])
+            one = Topology(slaves=(spec,))
             hours += hour_rows([spec.name], {spec.name: total.by_hour})
             tables += table_rows(one, [gate], [total.counts], total.tables, total.statements)
         return {"candidates": rank_candidates(specs, counts, lint), "bandwidth": rows_for(topology, counts),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 import signal
 import subprocess
 import sys
