@@ -231,3 +231,64 @@ def test_a_bad_shadow_file_is_one_line_before_the_master_listens(tmp_path, sourc
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "replicate-do-tabel" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_purged_start_a_corrupt_file_and_a_restart_are_each_one_line(tmp_path, source):
+    live = tmp_path / "live"
+    live.mkdir()
+    grow(live, source[:3])
+    shadow_file = tmp_path / "shadow.toml"
+    shadow_file.write_text(candidates_text(CANDIDATES[:2]))
+    later = tmp_path / "later.toml"
+    later.write_text(candidates_text([("r-db1", ["replicate-do-db=db1"], "heartbeat")]))
+    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(live),
+                             "--listen", "127.0.0.1:0", "--shadow", str(shadow_file)], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        head = []
+        for line in proc.stderr:
+            head.append(line)
+            if " on 127.0.0.1:" in line:
+                break
+        address = re.search(r"serving .* on (\S+)", "".join(head)).group(1)
+        assert any("shadow: 2 candidate(s)" in line and "not kept across a restart" in line for line in head)
+        end = f"{source[2].name}:{source[2].stat().st_size}"
+        assert wait_for(lambda: counted_to_end(address, ["c-db2", "c-ign3"], end))
+        assert dumpfilter_main(["master", "shadow", "add", "--master", address, str(later)]) == 0
+        # a purge past the candidates' start: their counts stand, and they say so
+        (live / source[0].name).unlink()
+        note = listed(address)["c-db2"]["note"]
+        assert note == f"its start {source[0].name} was purged: its counts cover binlog no longer on disk"
+        # a file corrupt in the middle: every candidate says where the pass stopped, and it counts
+        # on once the file is whole again (never a dead counter)
+        data = bytearray(source[3].read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (live / source[3].name).write_bytes(bytes(data))
+        grow(live, source[4:5])
+        assert wait_for(lambda: listed(address)["c-db2"]["note"].startswith("the pass stopped at"))
+        rows = listed(address)
+        assert rows["r-db1"]["note"] == rows["c-ign3"]["note"]
+        assert "\n" not in rows["c-db2"]["note"] and source[3].name in rows["c-db2"]["note"]
+        assert rows["c-db2"]["state"] == "counting"
+        (live / source[3].name).write_bytes(source[3].read_bytes())
+        grow(live, source[5:6])
+        end = f"{source[5].name}:{source[5].stat().st_size}"
+        assert wait_for(lambda: counted_to_end(address, ["c-db2", "c-ign3", "r-db1"], end))
+        assert not listed(address)["r-db1"]["note"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+        tail = proc.stderr.read()
+        assert "shadow: 1 candidate(s) added at run time are not kept across a restart" in tail
+        assert "Traceback" not in tail
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # the restart: --shadow's candidates come back, counted again from the first file there is
+    with serving(live, "--shadow", str(shadow_file)) as address:
+        end = f"{source[5].name}:{source[5].stat().st_size}"
+        assert wait_for(lambda: counted_to_end(address, ["c-db2", "c-ign3"], end))
+        rows = listed(address)
+        assert set(rows) == {"c-db2", "c-ign3"} and rows["c-db2"]["start"] == f"{source[1].name}:0"
+    want = experiment_counts(source[1:6], candidates_text(CANDIDATES[:2]), tmp_path / "exp")
+    assert rows["c-db2"]["counts"]["bytes_sent"] == want["c-db2"]["bytes_sent"]
