@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
-import signal
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -24,6 +22,7 @@ from dumpfilter.spark_jobs.bandwidth_experiment import run_experiment
 from dumpfilter.topology import parse_topology
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.workload import WorkloadSpec, generate
+from tests.support.master_command import serve_master, stop_master
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(300)]
@@ -60,25 +59,12 @@ def source(tmp_path_factory):
 
 @contextmanager
 def serving(binlog_dir: Path, *options: str):
-    """A `master serve` process on a free port: yields its gRPC address."""
-    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(binlog_dir),
-                             "--listen", "127.0.0.1:0", *options], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    """A `master serve` process on a free port: yields its gRPC address; it must drain at SIGTERM."""
+    proc, address = serve_master(binlog_dir, *options)
     try:
-        lines = []
-        for line in proc.stderr:
-            lines.append(line)
-            if " on 127.0.0.1:" in line:
-                break
-        found = re.search(r"serving .* on (\S+)", "".join(lines))
-        assert found, "".join(lines)
-        yield found.group(1)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 143
-        assert "Traceback" not in proc.stderr.read()
+        yield address
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        assert "Traceback" not in stop_master(proc)
 
 
 def listed(address: str, *auth: str) -> dict[str, dict]:
@@ -241,16 +227,9 @@ def test_a_purged_start_a_corrupt_file_and_a_restart_are_each_one_line(tmp_path,
     shadow_file.write_text(candidates_text(CANDIDATES[:2]))
     later = tmp_path / "later.toml"
     later.write_text(candidates_text([("r-db1", ["replicate-do-db=db1"], "heartbeat")]))
-    proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(live),
-                             "--listen", "127.0.0.1:0", "--shadow", str(shadow_file)], cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True)
+    proc, address = serve_master(live, "--shadow", str(shadow_file))
     try:
-        head = []
-        for line in proc.stderr:
-            head.append(line)
-            if " on 127.0.0.1:" in line:
-                break
-        address = re.search(r"serving .* on (\S+)", "".join(head)).group(1)
+        head = proc.head.splitlines()
         assert any("shadow: 2 candidate(s)" in line and "not kept across a restart" in line for line in head)
         end = f"{source[2].name}:{source[2].stat().st_size}"
         assert wait_for(lambda: counted_to_end(address, ["c-db2", "c-ign3"], end))
@@ -275,9 +254,7 @@ def test_a_purged_start_a_corrupt_file_and_a_restart_are_each_one_line(tmp_path,
         end = f"{source[5].name}:{source[5].stat().st_size}"
         assert wait_for(lambda: counted_to_end(address, ["c-db2", "c-ign3", "r-db1"], end))
         assert not listed(address)["r-db1"]["note"]
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 143
-        tail = proc.stderr.read()
+        tail = stop_master(proc)
         assert "shadow: 1 candidate(s) added at run time are not kept across a restart" in tail
         assert "Traceback" not in tail
     finally:
