@@ -106,21 +106,61 @@ def _whole_units_end(path: str, start: int, written: int) -> tuple[int, bool]:
     """`ShadowCounts.whole_units_end`, and whether a GTID event follows `start`."""
     if written <= max(start, 4):
         return start, False
-    scanner = Scanner(path, verify_checksums=False)
+    scanner = Scanner(path, verify_checksums=True)
     with open_binlog(Path(path)) as stream:
+        _, pos = chunk_start(stream, Chunk(0, path, 5), scanner)  # the file's format: CRCs checked below
         with mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ) as mapped:
             if len(mapped) < written or mapped[:4] != MAGIC:
                 return start, False
             with memoryview(mapped) as view, view[:written] as part:
-                offsets, _, _ = scanner.walk(part, max(start, 4), 0, _GTID_MASK)
-                try:
-                    last = max((o for o in offsets if o > start and part[o + 4] in GTID_EVENT_TYPES), default=-1)
-                finally:
-                    offsets.release()
-        found, last = last >= 0, max(last, start)
+                last = _last_gtid(scanner, part, max(start + 1, 4), written)
+        found, last = last is not None, start if last is None else last
+        stream.seek(0)
         _, pos = chunk_start(stream, Chunk(0, path, last), scanner)
         stream.seek(pos)
         tail = stream.read(written - pos)
     scan = scanner.scan_into(_core.UnitList(), tail, 0, pos, Path(path).name)
     return (pos + scan.stop if scan.error is None and scan.added else last), found
+
+
+TAIL_BYTES = 1 << 20  # the first window the last GTID event is looked for in, before the written end
+TAIL_MAX_BYTES = 64 << 20  # the largest, before a walk from the range's start
+
+
+def _last_gtid(scanner: Scanner, part: memoryview, lo: int, written: int) -> int | None:
+    """The offset of the last GTID event in part[lo:written] (events end exactly at `written`).
+    Looked for backwards in a window before `written`, doubled while it holds none: an offset whose
+    header has a GTID type and ends where its log_pos says is taken once the checked walk from it
+    (lengths and CRC32s) lands on `written` (or, CRC32s checked, meets no error); a window that
+    reaches `lo` or TAIL_MAX_BYTES is walked from `lo`."""
+    window, checked = TAIL_BYTES, scanner.checksum_len > 0
+    while written - window > lo and window <= TAIL_MAX_BYTES:
+        a = written - window
+        data = part[a:written].tobytes()
+        starts = sorted((a + k for t in GTID_EVENT_TYPES for k in _finds(data, t)), reverse=True)
+        for o in starts:
+            size = int.from_bytes(part[o + 9:o + 13], "little")
+            if size < 19 or o + size > written or int.from_bytes(part[o + 13:o + 17], "little") != o + size:
+                continue
+            offsets, stop, error = scanner.walk(part, o, 0, _GTID_MASK)
+            offsets.release()
+            # (with CRC32s a walk without error from `o` proves it an event, wherever `written` is)
+            if error is None and (stop == written or checked):
+                return o
+        window *= 4
+    offsets, _, _ = scanner.walk(part, lo, 0, _GTID_MASK)
+    try:
+        return max((o for o in offsets if part[o + 4] in GTID_EVENT_TYPES), default=None)
+    finally:
+        offsets.release()
+
+
+def _finds(data: bytes, byte: int) -> list[int]:
+    """Where `byte` stands 4 bytes into a possible event header of `data` (an event's type)."""
+    out, k = [], data.find(bytes([byte]), 4)
+    while k >= 0:
+        if k + 15 <= len(data):
+            out.append(k - 4)
+        k = data.find(bytes([byte]), k + 1)
+    return out
 
