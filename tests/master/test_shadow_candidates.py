@@ -269,3 +269,26 @@ def test_a_purged_start_a_corrupt_file_and_a_restart_are_each_one_line(tmp_path,
         assert set(rows) == {"c-db2", "c-ign3"} and rows["c-db2"]["start"] == f"{source[1].name}:0"
     want = experiment_counts(source[1:6], candidates_text(CANDIDATES[:2]), tmp_path / "exp")
     assert rows["c-db2"]["counts"]["bytes_sent"] == want["c-db2"]["bytes_sent"]
+
+
+def test_a_candidate_counts_what_its_identitys_gate_allows(tmp_path, source):
+    live = tmp_path / "live"
+    live.mkdir()
+    grow(live, source[:3])
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    cands = [("g-all", [], "heartbeat"), ("g-ign2", ["replicate-ignore-db=db2"], "placeholder")]
+    shadow_file = tmp_path / "shadow.toml"
+    shadow_file.write_text(candidates_text(cands, user="ana"))  # ana may receive db1 and db2 only
+    end = f"{source[2].name}:{source[2].stat().st_size}"
+    auth = ("--user", "ops", "--password", "pw-ops")
+    with serving(live, "--policy", str(policy), "--shadow", str(shadow_file)) as address:
+        assert wait_for(lambda: counted_to_end(address, ["g-all", "g-ign2"], end, *auth))
+        rows = listed(address, *auth)
+    bounded = candidates_text(cands, policy=policy, user="ana").replace('user = "ana"\n',
+                                                                         'user = "ana"\npassword = "pw-ana"\n')
+    want = experiment_counts(source[:3], bounded, tmp_path / "exp")
+    unbounded = experiment_counts(source[:3], candidates_text(cands), tmp_path / "exp-open")
+    for name, _, _ in cands:
+        assert rows[name]["counts"]["bytes_sent"] == want[name]["bytes_sent"], name
+    assert want["g-all"]["bytes_sent"] < unbounded["g-all"]["bytes_sent"]  # the gate cut db3
