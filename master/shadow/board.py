@@ -253,7 +253,11 @@ class ShadowBoard:
                     return ranges
                 at = min(groups, key=lambda p: (_number(p[0]), p[1]))
                 active = groups[at]
-                step = self._next_range(at)
+                try:
+                    step = self._next_range(at)
+                except (DumpFilterError, OSError) as exc:  # a file purged or unreadable under the pass
+                    self._stopped(at, exc)
+                    return ranges
                 if step is None:
                     waiting.add(at)
                     continue
@@ -302,6 +306,9 @@ class ShadowBoard:
         try:
             parts: list[Any] = self.counting.count(index, path, start, end, [c.spec for c in active],
                                                    [c.gate for c in active])
+        except OSError as exc:  # the file went (a purge under the pass): the next pass says where it goes on
+            self._stopped((Path(path).name, start), exc)
+            raise _Stopped(self.problem) from None
         except DumpFilterError as exc:
             alone: list[Any] = []
             why: list[str] = []
@@ -313,8 +320,7 @@ class ShadowBoard:
                     alone.append(None)
                     why.append(str(one).splitlines()[0])
             if all(p is None for p in alone):  # the binlog, not a rule: every candidate says so, tried again
-                self.problem = f"the pass stopped at {Path(path).name}:{start}: {str(exc).splitlines()[0]}"
-                log.warning("shadow: %s", self.problem)
+                self._stopped((Path(path).name, start), exc)
                 raise _Stopped(self.problem) from None
             for c, line in zip(active, why):
                 if line:
@@ -326,6 +332,14 @@ class ShadowBoard:
             for c, part in zip(active, parts):
                 if part is not None and not c.broken:
                     c.total = self.counting.fold(c.total, part)
+
+    def _stopped(self, at: Pos, exc: BaseException) -> None:
+        """The pass cannot read on from `at`: one line for every candidate; the next change tries again."""
+        why = getattr(exc, "strerror", None) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        problem = f"the pass stopped at {at[0]}:{at[1]}: {why}"
+        if problem != self.problem:
+            log.warning("shadow: %s", problem)
+        self.problem = problem
 
     def _names(self) -> list[Path]:
         try:
