@@ -113,7 +113,7 @@ def _whole_units_end(path: str, start: int, written: int) -> tuple[int, bool]:
             if len(mapped) < written or mapped[:4] != MAGIC:
                 return start, False
             with memoryview(mapped) as view, view[:written] as part:
-                last = _last_gtid(scanner, part, max(start + 1, 4), written)
+                last = _last_gtid(scanner, part, max(start, 4), written)
         found, last = last is not None, start if last is None else last
         stream.seek(0)
         _, pos = chunk_start(stream, Chunk(0, path, last), scanner)
@@ -128,7 +128,8 @@ TAIL_MAX_BYTES = 64 << 20  # the largest, before a walk from the range's start
 
 
 def _last_gtid(scanner: Scanner, part: memoryview, lo: int, written: int) -> int | None:
-    """The offset of the last GTID event in part[lo:written] (events end exactly at `written`).
+    """The offset of the last GTID event in part(lo:written] (`lo` 4 or an event's offset; events end
+    exactly at `written`).
     Looked for backwards in a window before `written`, doubled while it holds none: an offset whose
     header has a GTID type and ends where its log_pos says is taken once the checked walk from it
     (lengths and CRC32s) lands on `written` (or, CRC32s checked, meets no error); a window that
@@ -150,7 +151,7 @@ def _last_gtid(scanner: Scanner, part: memoryview, lo: int, written: int) -> int
         window *= 4
     offsets, _, _ = scanner.walk(part, lo, 0, _GTID_MASK)
     try:
-        return max((o for o in offsets if part[o + 4] in GTID_EVENT_TYPES), default=None)
+        return max((o for o in offsets if o > lo and part[o + 4] in GTID_EVENT_TYPES), default=None)
     finally:
         offsets.release()
 
