@@ -11,6 +11,7 @@ import csv
 import json
 import subprocess
 import sys
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -227,12 +228,24 @@ def test_a_purged_start_a_corrupt_file_and_a_restart_are_each_one_line(tmp_path,
     shadow_file.write_text(candidates_text(CANDIDATES[:2]))
     later = tmp_path / "later.toml"
     later.write_text(candidates_text([("r-db1", ["replicate-do-db=db1"], "heartbeat")]))
-    proc, address = serve_master(live, "--shadow", str(shadow_file))
+    proc, address = serve_master(live, "--shadow", str(shadow_file), "--metrics-port", "0")
     try:
         head = proc.head.splitlines()
         assert any("shadow: 2 candidate(s)" in line and "not kept across a restart" in line for line in head)
+        metrics_url = proc.stderr.readline().split("metrics on ")[1].strip()
         end = f"{source[2].name}:{source[2].stat().st_size}"
         assert wait_for(lambda: counted_to_end(address, ["c-db2", "c-ign3"], end))
+        # /metrics: per candidate what it would be sent and saves, how far it counted, its lint
+        with urllib.request.urlopen(metrics_url, timeout=20) as reply:
+            text = reply.read().decode()
+        rows = listed(address)
+        for name in ("c-db2", "c-ign3"):
+            counts = rows[name]["counts"]
+            assert f'dumpfilter_shadow_bytes_sent{{candidate="{name}"}} {float(counts["bytes_sent"])}' in text
+            assert f'dumpfilter_shadow_bytes_saved{{candidate="{name}"}} {float(counts["saving_bytes"])}' in text
+            assert f'dumpfilter_shadow_events_sent{{candidate="{name}"}} {float(counts["events_sent"])}' in text
+            assert f'dumpfilter_shadow_counting{{candidate="{name}"}} 1.0' in text
+            assert f'dumpfilter_shadow_lint_state{{candidate="{name}",state="{rows[name]["lint_state"]}"}} 1.0' in text
         assert dumpfilter_main(["master", "shadow", "add", "--master", address, str(later)]) == 0
         # a purge past the candidates' start: their counts stand, and they say so
         (live / source[0].name).unlink()
