@@ -8,7 +8,7 @@ import sys
 MODULES = ("bench.bench_core", "bench.bench_skip_policies", "bench.bench_mysql_format", "bench.bench_fanout", "bench.bench_fanout_procs", "bench.bench_codec", "bench.bench_filter", "bench.bench_dump", "bench.bench_vs_pymysqlreplication",
            "bench.bench_split", "bench.bench_experiment", "bench.bench_load", "bench.bench_replica_lag", "bench.bench_statement_dump", "bench.bench_latency", "bench.bench_simulate",
            "bench.bench_soak", "bench.bench_flood", "bench.experimenter_question", "bench.bench_readers", "bench.bench_startup", "bench.bench_schema_load",
-           "bench.utf8_binlog", "bench.matrix")
+           "bench.utf8_binlog", "bench.matrix", "bench.bench_shadow")
 
 
 # Shown in bench_core's table already: run on their own only when asked for by name.

@@ -84,6 +84,8 @@ class MasterClient:
         except grpc.RpcError as exc:
             raise master_error(exc) from None
 
+    call = _call  # the commands of cli.commands.shadow make their requests themselves
+
     # -- the three operator calls ----------------------------------------------------------
     def list_filters(self, server_id: int = 0) -> dict[str, list[Row]]:
         """performance_schema.replication_applier_filters and _global_filters, one row per slave and channel."""
@@ -100,13 +102,18 @@ class MasterClient:
     def status_and_source(self, server_id: int = 0) -> tuple[list[Row], Row | None]:
         """`status`, and the state of the live primary a `master serve --source` keeps its series
         from (SourceStatus's fields), else None."""
+        rows, source, _ = self.status_source_shadows(server_id)
+        return rows, source
+
+    def status_source_shadows(self, server_id: int = 0) -> tuple[list[Row], Row | None, list[Any]]:
+        """`status_and_source`, and the shadow candidates (ShadowCandidate messages; an admin's call)."""
         from dumpfilter.v1 import dump_pb2
 
         reply = self._call("Stats", dump_pb2.StatsRequest(server_id=server_id))
         rows = [_status_row(s) for s in sorted(reply.slaves, key=lambda s: s.server_id)]
         if not reply.HasField("source"):
-            return rows, None
-        return rows, {f.name: getattr(reply.source, f.name) for f in reply.source.DESCRIPTOR.fields}
+            return rows, None, list(reply.shadows)
+        return rows, {f.name: getattr(reply.source, f.name) for f in reply.source.DESCRIPTOR.fields}, list(reply.shadows)
 
     def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> Row:
         from dumpfilter.v1 import dump_pb2

@@ -22,6 +22,7 @@ from dumpfilter.master.lint_jobs import LINT_MAX_BYTES
 from dumpfilter.master.registry import RegisteredSlave, SlaveRegistry, StreamHandle
 from dumpfilter.master.read.schema_feed import schema_timeline
 from dumpfilter.master.shares import STREAMS
+from dumpfilter.master.shadow.board import ShadowBoard
 from dumpfilter.master.read.segments import CACHE_BYTES, INDEX_BYTES, RESIDENT_BYTES, SEGMENT_BYTES, TRAIL_BYTES, SegmentCache
 from dumpfilter.master.read.units import Pos
 from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES
@@ -71,6 +72,8 @@ class DumpService(SlaveRegistry):
         # `master serve --source`: the replicator keeping the series (its `status()` dict feeds
         # `master status` and the metrics), else None
         self.source = None
+        # Shadow candidates (master.shadow.board): set by `master serve`, which hands it the counting
+        self.shadow: ShadowBoard | None = None
 
     def warm_up(self) -> None:
         """What a long-running master does once as it starts, off its first slave's path (`master
@@ -109,6 +112,8 @@ class DumpService(SlaveRegistry):
             for slave in self.slaves.values():
                 if slave.stream is not None:
                     slave.stream.cancel("shutdown")
+        if self.shadow is not None:
+            self.shadow.close()
         self.lint.close()
         self.watch.close()
 

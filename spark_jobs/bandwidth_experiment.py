@@ -410,10 +410,22 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
                           verify_checksums=verify_checksums, first_break=True, stop_at_cut=stop_at_cut)
         diverges = [breaks.divergence.writes for breaks in found]
         stops = [bool(breaks) for breaks in found]
-        verdicts = [("no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}")
-                    + (f"; diverges: {n} writes" if n else "") for breaks, n in zip(found, diverges)]
+        verdicts = [lint_verdict(str(breaks[0]) if breaks else None, n) for breaks, n in zip(found, diverges)]
+    return rank_candidates(candidates, totals, list(zip(verdicts, diverges, stops)))
+
+
+def lint_verdict(first_break: str | None, diverges: int | None) -> str:
+    """candidates.csv's lint column: no break, or the first break's line; and the writes it diverges by."""
+    return (("no break" if first_break is None else f"a replica stops: {first_break.splitlines()[0]}")
+            + (f"; diverges: {diverges} writes" if diverges else ""))
+
+
+def rank_candidates(candidates: Sequence[SlaveSpec], totals: Sequence[SlaveCounts],
+                    lint: Sequence[tuple[str, int | None, bool]]) -> list[dict[str, Any]]:
+    """candidates.csv's rows, ranked (see `candidate_rows`); `lint`: per candidate (verdict, writes it
+    diverges by or None, whether a replica stops)."""
     rows = []
-    for spec, counts, verdict, n, stop in zip(candidates, totals, verdicts, diverges, stops):
+    for spec, counts, (verdict, n, stop) in zip(candidates, totals, lint):
         row = counts.as_row()
         rows.append({"candidate": spec.name, "skip_policy": spec.skip_policy, "rules": "; ".join(spec.rule_text),
                      "bytes_all": row["bytes_all"], "bytes_sent": row["bytes_sent"],

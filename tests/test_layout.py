@@ -661,6 +661,7 @@ MASTER_ROOMS = {
     "endpoint",  # the MySQL-protocol endpoint real replicas connect to
     "upstream",  # the client of a live primary (`--source`) and the series it keeps
     "protocol",  # the MySQL protocol both of those speak: framing, the replication commands
+    "shadow",    # shadow candidates: rule sets counted on the live binlog, never streamed (issue #80 goal 4)
 }
 MAX_MASTER_MODULES = 10
 

@@ -1,4 +1,4 @@
-"""`dumpfilter master serve|filters|status|change-filter`: the gRPC dump service over a binlog
+"""`dumpfilter master serve|filters|status|change-filter|shadow`: the gRPC dump service over a binlog
 directory (WL#2387 master side), and the operator's view of a running one."""
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dumpfilter.cli.options import (add_json_option, check_side_files, count_in,
 from dumpfilter.cli.process import StopSignals, Terminated, raise_open_files_limit
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
+from dumpfilter.cli.commands.shadow import add_serve_option as add_shadow_option, register as register_shadow
+from dumpfilter.cli.commands.shadow import load_shadow, print_shadows, shadow_row, start_shadow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -194,6 +196,7 @@ def register(subparsers: Subparsers) -> None:
                        help="caching_sha2_password's RSA private key (PEM) for clients without TLS that ask "
                             "for the server's public key (GET_SOURCE_PUBLIC_KEY=1); default: a 2048-bit key "
                             "generated at start")
+    add_shadow_option(serve)
     serve.set_defaults(func=serve_command)
 
     filters = sub.add_parser("filters", help="the filter tables of a running master (performance_schema style)",
@@ -228,6 +231,7 @@ def register(subparsers: Subparsers) -> None:
                                         "--mysql-listen checks it with caching_sha2_password; for "
                                         "mysql_native_password store MySQL's own '*' hash instead.")
     hashed.set_defaults(func=hash_password_command)
+    register_shadow(sub)
 
 
 def _schema(args: argparse.Namespace) -> SchemaModel | None:
@@ -242,7 +246,8 @@ def serve_command(args: argparse.Namespace) -> int:
 
     # Regular files of a sane size in UTF-8 (never a FIFO or /dev/zero), each read where it is needed
     # (--metrics-token-file, --source-password-file, --replicas and --mysql-rsa-key after their "needs").
-    check_side_files(args, "--policy", "--tls-cert", "--tls-key", "--tls-client-ca")
+    check_side_files(args, "--policy", "--tls-cert", "--tls-key", "--tls-client-ca", "--shadow")
+    shadow = load_shadow(args)
     limit_arenas()  # before any thread of the master's starts: its RSS stays flat (malloc_arenas.py)
     steady_thresholds()
     raise_open_files_limit()
@@ -268,6 +273,7 @@ def serve_command(args: argparse.Namespace) -> int:
     master.service.segments.mappings.huge_pages = args.binlog_huge_pages
     master.service.segments.mappings.shared = not args.binlog_map_per_segment
     retention = _retention(args, replicator, master.service)
+    start_shadow(args, master, shadow)
     if replicator is not None:  # each transaction it writes wakes the streams at once
         replicator.mirror.on_unit = master.service.watch.changed
     metrics = None
@@ -516,9 +522,10 @@ def status_command(args: argparse.Namespace) -> int:
     from dumpfilter.cli.master_client import MasterClient, format_table
 
     with MasterClient.from_args(args) as client:
-        rows, source = client.status_and_source(args.server_id)
-    # the slaves' rows, as before; the source's state (--source) in each row, as Binlog_end is
-    if emit_json(args, [{**r, "Source": source} for r in rows] if source else rows):
+        rows, source, shadows = client.status_source_shadows(args.server_id)
+    # the slaves' rows, as before; the source's state (--source) and the shadow candidates in each row
+    if emit_json(args, [{**r, **({"Source": source} if source else {}),
+                         **({"Shadows": [shadow_row(c) for c in shadows]} if shadows else {})} for r in rows]):
         return 0
     print(format_table([{**r, "Lint": _lint_cell(r)} for r in rows], STATUS_COLUMNS))
     end = next((r["Binlog_end"] for r in rows if r["Binlog_end"]), "")
@@ -529,6 +536,7 @@ def status_command(args: argparse.Namespace) -> int:
     for row in rows:
         for warning in row["Lint_warnings"]:
             print(f"server_id {row['Server_id']}: {warning}")
+    print_shadows([shadow_row(c) for c in shadows])
     return 0
 
 

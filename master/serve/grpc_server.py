@@ -33,6 +33,7 @@ from dumpfilter.master.read.units import Pos
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
 from dumpfilter.master.stream.send_ahead import OUTPUT_BYTES, OutputBudget, SendAhead
 from dumpfilter.master.service import DumpService
+from dumpfilter.master.shadow import rpc as shadow_rpc
 from dumpfilter.master.shares import CALLS, InFlight
 
 log = logging.getLogger("dumpfilter.master")
@@ -413,8 +414,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
 
     @_mapped
     def Stats(self, request: dump_pb2.StatsRequest, context: grpc.ServicerContext) -> dump_pb2.StatsReply:
-        reply = dump_pb2.StatsReply()
-        for slave, end, behind in self.service.stats(request.server_id, caller=self.caller(context)):
+        reply, caller = dump_pb2.StatsReply(), self.caller(context)
+        for slave, end, behind in self.service.stats(request.server_id, caller=caller):
             s = slave.stats
             reply.slaves.add(
                 server_id=slave.server_id, streaming=slave.stream is not None, position=_position(slave.position),
@@ -434,14 +435,32 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             row.lint_warnings.extend(lint.warnings)
             if lint.position is not None:
                 row.lint_position.CopyFrom(dump_pb2.Position(file=lint.position[0], pos=lint.position[1]))
+        reply.shadows.extend(shadow_rpc.listed(self.service.shadow, caller))
         source = self.service.source
         if source is not None:
             status = source.status()
-            caller = self.caller(context)
             if caller is not None and not caller.admin:  # where the primary is, and its errors, are the operator's
                 status = {**status, "source": "", "last_error": ""}
             reply.source.CopyFrom(dump_pb2.SourceStatus(**status))
         return reply
+
+    @_mapped
+    def AddShadow(self, request: dump_pb2.AddShadowRequest, context: grpc.ServicerContext) -> dump_pb2.AddShadowReply:
+        caller = self.caller(context)
+        with self.calls.hold(caller):
+            return shadow_rpc.add(self.service.shadow, request, caller)
+
+    @_mapped
+    def RemoveShadow(self, request: dump_pb2.RemoveShadowRequest, context: grpc.ServicerContext) -> Any:
+        return shadow_rpc.remove(self.service.shadow, request, self.caller(context))
+
+    @_mapped
+    def ListShadows(self, request: dump_pb2.ListShadowsRequest, context: grpc.ServicerContext) -> Any:
+        return shadow_rpc.list_shadows(self.service.shadow, self.caller(context))
+
+    @_mapped
+    def ShadowReport(self, request: dump_pb2.ShadowReportRequest, context: grpc.ServicerContext) -> Any:
+        return shadow_rpc.report(self.service.shadow, self.caller(context))
 
     @_mapped
     def Unregister(self, request: dump_pb2.UnregisterRequest, context: grpc.ServicerContext

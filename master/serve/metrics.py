@@ -22,6 +22,7 @@ from prometheus_client.metrics_core import Metric
 from dumpfilter.master.policy import OPEN, Identity
 from dumpfilter.master.service import DumpService
 from dumpfilter.master.shares import REGISTRATIONS, RULES, STREAMS, account
+from dumpfilter.master.shadow.metrics import shadow_metrics
 
 if TYPE_CHECKING:
     from dumpfilter.master.read.units import Pos
@@ -93,6 +94,9 @@ class DumpServiceCollector:
         yield from self._logins()
         yield from self._shares(rows)
         yield from self._lint(rows)
+        shadow = self.service.shadow
+        if shadow is not None and self.viewer is not None and self.viewer.admin:  # an admin's, as over gRPC
+            yield from shadow_metrics(shadow.statuses(self.viewer))
 
     def _segments(self) -> Iterator[Metric]:
         """The shared segment cache: segments scanned, and segments served without a scan."""

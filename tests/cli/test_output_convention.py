@@ -26,7 +26,7 @@ NO_DIR_HERE = "/proc/dumpfilter-no-such-dir"  # mkdir fails there, even for root
 # in (not results): these are not output options. A new path option must be listed here or follow
 # the convention.
 READ_PATHS = {"--batch", "--binlogs", "--candidates", "--defaults-extra-file", "--defaults-file", "--metrics-token-file", "--mysql-rsa-key",
-              "--policy", "--replica-schema", "--replicas", "--schema", "--seed", "--source-password-file",
+              "--policy", "--replica-schema", "--replicas", "--schema", "--seed", "--shadow", "--source-password-file",
               "--ssl-ca", "--ssl-cert", "--ssl-key", "--tls-cert", "--tls-client-ca", "--tls-key", "--topology",
               "--workload"}
 STATE_DIRS = {"--binlog-dir": "the master's binlog directory (mysqld's log-bin directory, read, and written by --source)",
@@ -108,6 +108,7 @@ def _minimal_argv(command: str, binlog: Path, tmp_path: Path) -> list[str]:
         "binlog inspect": ["binlog", "inspect", str(binlog)],
         "master status": ["master", "status", *master],
         "master filters": ["master", "filters", *master],
+        "master shadow list": ["master", "shadow", "list", *master],
         "master change-filter": ["master", "change-filter", *master, "--server-id", "2",
                                  "CHANGE REPLICATION FILTER REPLICATE_DO_DB = (a)"],
         "slave status": ["slave", "status", "--relay-log-dir", str(tmp_path / "made")],
