@@ -238,14 +238,14 @@ class Parser(argparse.ArgumentParser):
         """The message for the first long option in `args` (up to `--`) this parser does not know,
         with "did you mean" and the nearest of its own when one is near; None if all are known. A
         token with a space is a value, as argparse reads it."""
-        import difflib
-
         for arg in args:
             if arg == "--":
                 return None
             name = arg.partition("=")[0]
             if not name.startswith("--") or len(name) == 2 or " " in arg or name in self._option_string_actions:
                 continue
+            import difflib  # (only for a mistyped option: `filter`'s start imports no more than it uses)
+
             known = sorted(option for option in self._option_string_actions if option.startswith("--"))
             near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
             return f"unrecognized arguments: {arg}" + (f" (did you mean {near[0]}?)" if near else "")

@@ -913,7 +913,8 @@ class Scanner:
         the error that stopped it, if any."""
     def assemble(self, buf: Buffer, start: int, keep: bytes, out_pos: int, base: int, config: AssembleConfig, *,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 stmt_keep: bytes | None = None) -> AssembleResult:
+                 stmt_keep: bytes | None = None,
+                 renames: tuple[dict[bytes, bytes], int, int, int] | None = None) -> AssembleResult:
         """What a filter keeps of the last `units` call's units from index `start` on, for a sink
         that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the buffer
         that call scanned. `keep` holds one keep byte (KEEP_*) per name id.

@@ -139,8 +139,11 @@ def run(args: argparse.Namespace) -> int:
     if renamer is not None:  # (imported here: a run that renames nothing does without the module)
         from dumpfilter.binlogs.renaming import RenamingSink
 
+        from dumpfilter.rules.renamer import applied_names
+
         effective = settings.semantics == "effective" and rules.effective_rewrite
-        sink = RenamingSink(sink, renamer, None if effective else [old for old, _new in rules.rewrite_db])
+        sink = RenamingSink(sink, renamer, None if effective else [old for old, _new in rules.rewrite_db],
+                            applied_names(engine, rules, settings))
     started = time.perf_counter()
     try:
         # An input that cannot be read is its BinlogError; a write that fails is the sink's OSError.

@@ -7,6 +7,7 @@
 
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
+use crate::rename_db::{names_known, rename_unit, DbRenames};
 use crate::scan::{Unit, F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MARIADB_GTID};
 use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
@@ -56,6 +57,9 @@ pub struct Options<'a> {
     pub fresh: bool,
     /// Report the GTID events written (`Assembly::gtids`), for a series' next file.
     pub gtids: bool,
+    /// replicate-rewrite-db's names written into the units kept whole (rename_db): a unit naming
+    /// a database the map lacks, or kept in part, or MySQL's, with a name to change, is Python's.
+    pub renames: Option<&'a DbRenames>,
 }
 
 /// Gives every event of buf[start..stop] (whole events, back to back, to be written at output
@@ -181,6 +185,15 @@ pub fn assemble(
         let size = (u.end - u.start) as u64;
         let source_pos = opt.base + u.start as u64;
         let mut by_keys = false;
+        // Whether the unit holds a name replicate-rewrite-db changes (one it has not met: Python's).
+        let renamed = match opt.renames.map(|r| names_known(&buf[u.start..u.end], r)) {
+            None => false,
+            Some(None) => break,
+            Some(Some(changes)) => changes,
+        };
+        if renamed && !mariadb {
+            break; // a MySQL GTID's transaction_length would change with the name
+        }
         let (all, none) = if u.flags & F_FAST != 0 {
             if u.tables_hi as usize > tables.len() || u.tables_lo > u.tables_hi {
                 break;
@@ -238,6 +251,14 @@ pub fn assemble(
             if opt.gtids && u.gtid_size > 0 {
                 gtids.add(u, written_at);
             }
+            if let (true, Some(r)) = (renamed, opt.renames) {
+                let mut made = Vec::with_capacity(u.end - u.start + 64);
+                if rename_unit(&buf[u.start..u.end], r, &mut made).is_err() || !opt.renumber {
+                    break; // (a relay log's units keep the master's coordinates: the slave's run)
+                }
+                out_pos += push_made(&mut out, &made, out_pos, opt.crc);
+                done!(counts.kept, []);
+            }
             if opt.renumber && out_pos != source_pos {
                 push_renumbered(&mut out, buf, u.start, u.end, out_pos, opt.crc);
             } else {
@@ -271,6 +292,9 @@ pub fn assemble(
             }
             out_pos += written;
             done!(counts.emptied, [events_out, written]);
+        }
+        if renamed {
+            break; // kept in part with a name to change: Python's framing and renames
         }
         // Partly kept: whole statements dropped, when each statement's tables get one answer
         // (or, in a statement unit, each Query's key).

@@ -328,6 +328,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         },
         fresh: rng.below(2) == 0,
         gtids: rng.below(2) == 0,
+        renames: None,
     };
     let from = rng.below(out.units.len() + 1);
     // Random answers for the units that are not fast (keep whole, empty, or unknown).

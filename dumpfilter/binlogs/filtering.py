@@ -426,7 +426,8 @@ class _FileWalk:
                                                    gtids=sink.direct_gtids)
         done = self.scanner.assemble(
             self.buf, at, bf.keeps.tables(self.scanner.names), direct.position, self.base, config, answers=answers,
-            limit=sink.direct_limit, fresh=sink.direct_fresh(), stmt_keep=None if keys is None else keys.keep)
+            limit=sink.direct_limit, fresh=sink.direct_fresh(), stmt_keep=None if keys is None else keys.keep,
+            renames=sink.direct_renames, fmt=fmt)
         if done.next > at:
             direct.out.write(done.out)
             direct.position = done.out_pos
@@ -447,6 +448,8 @@ class _FileWalk:
         if rec.fast and bf._fast_unit(rec, buf, base, self.fmt, scan.tables, self.scanner.names):
             return at + 1
         events, self.fmt = unit_events(buf[rec.start : rec.end], base + rec.start, self.fmt, path=self.name)
+        if bf.sink.direct_renames is not None:  # the names the assembly renames from now on
+            bf.sink.learn_names(events)
         if rec.flags & F_HAS_FDE and rec.kind == CONTROL:
             bf.keeps.forget_tables()
             if bf.sink.begin_file(events[0], self.path):

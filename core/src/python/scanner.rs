@@ -11,8 +11,18 @@ use super::results::{
 };
 use super::{check_off, error_field, packed, scan_fault};
 use crate::assemble;
+use crate::rename_db::DbRenames;
 use crate::scan::{self, Scanner, UNIT_WORDS};
 use crate::stmt_units::{ByKeys, StmtUnits};
+
+/// What `assemble` takes of replicate-rewrite-db's names: (the master's database -> the one
+/// applied, QUERY's, EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths).
+type AssembleRenames = (
+    std::collections::HashMap<Vec<u8>, Vec<u8>>,
+    usize,
+    usize,
+    usize,
+);
 
 /// An output's assembly configuration for `Scanner.assemble`, one typed value (see
 /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
@@ -242,7 +252,7 @@ impl PyScanner {
     /// bytes, the next unit index, the output offset after them, the counts, and the statements
     /// answered by key.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, start, keep, out_pos, base, config, *, answers = None, limit = None, fresh = false, stmt_keep = None))]
+    #[pyo3(signature = (buf, start, keep, out_pos, base, config, *, answers = None, limit = None, fresh = false, stmt_keep = None, renames = None))]
     fn assemble(
         &mut self,
         py: Python<'_>,
@@ -256,8 +266,16 @@ impl PyScanner {
         limit: Option<u64>,
         fresh: bool,
         stmt_keep: Option<&[u8]>,
+        renames: Option<AssembleRenames>,
     ) -> PyResult<AssembleResult> {
         let answers = answers.unwrap_or(&[]);
+        let renames = renames.map(|(map, query_post, load_post, table_map_post)| DbRenames {
+            map,
+            query_post,
+            load_post,
+            table_map_post,
+            crc_len: if config.crc { 4 } else { 0 },
+        });
         let opt = assemble::Options {
             base,
             renumber: config.renumber,
@@ -268,6 +286,7 @@ impl PyScanner {
             limit: limit.unwrap_or(u64::MAX),
             fresh,
             gtids: config.gtids,
+            renames: renames.as_ref(),
         };
         let (units, tables) = (&self.last_units, &self.last_tables);
         let mut stmt = stmt_keep
