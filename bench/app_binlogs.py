@@ -6,9 +6,10 @@
                               client thread CALLs in its own schema;
   realistic_mixed_binlog(mb)  MIXED; sysbench's write-only transaction, plus what makes MariaDB log
                               rows in a MIXED binlog (`UUID()` inserts, `RAND()` updates), plus
-                              cross-database statements (the default database is not the table's).
+                              cross-database statements (the default database is not the table's);
+                              with ddl_share=0.02, the DDL-heavy workload (2% DDL).
 
-    .venv/bin/python -m bench.app_binlogs small|realistic [MB]
+    .venv/bin/python -m bench.app_binlogs small|realistic|ddl [MB]
 """
 
 from __future__ import annotations
@@ -79,10 +80,12 @@ def small_txn_binlog(mb: int = 420, threads: int = SCHEMAS) -> Path:
     return cached_binlog(DATA_DIR / f"row-smalltxn-{SCHEMAS}s-{mb}mb", "ROW", write)
 
 
-def _realistic_client(port: int, k: int, transactions: int, tables: int, rows: int) -> None:
+def _realistic_client(port: int, k: int, transactions: int, tables: int, rows: int, ddl_share: float = 0.0) -> None:
     """A client of schema sbtest{1 + k % 8}: 6 in 10 transactions are sysbench's write-only one, 2
     insert `UUID()` keys (row-logged in MIXED), 1 updates with `RAND()` (row-logged too), 1 writes
-    another schema's table by its qualified name (statement-logged, cross-database)."""
+    another schema's table by its qualified name (statement-logged, cross-database). With
+    `ddl_share`, that share of them is DDL instead: a scratch table of the client's schema made,
+    altered, indexed and dropped in turn (a migrating application)."""
     import pymysql
     from pymysql.constants import CLIENT
 
@@ -90,13 +93,21 @@ def _realistic_client(port: int, k: int, transactions: int, tables: int, rows: i
     schema = f"sbtest{1 + k % SCHEMAS}"
     conn = pymysql.connect(host="127.0.0.1", port=port, user="root", database=schema, autocommit=True,
                            client_flag=CLIENT.MULTI_STATEMENTS)
+    ddl = 0
     with conn, conn.cursor() as cur:
         for done in range(0, transactions, 8):
             batch = []
             for _ in range(min(8, transactions - done)):
                 t = f"sbtest{rng.randint(1, tables)}"
                 kind = rng.randrange(10)
-                if kind < 6:
+                if ddl_share and rng.random() < ddl_share:
+                    scratch = f"scratch_{k}_{(ddl // 4) % 16}"  # made, altered, indexed, dropped
+                    batch.append((f"CREATE TABLE IF NOT EXISTS {scratch} (id INT PRIMARY KEY, v INT)",
+                                  f"ALTER TABLE {scratch} ADD COLUMN c{ddl} INT",
+                                  f"CREATE INDEX i{ddl} ON {scratch} (v)",
+                                  f"DROP TABLE IF EXISTS {scratch}")[ddl % 4])
+                    ddl += 1
+                elif kind < 6:
                     a, b, d = (rng.randint(1, rows) for _ in range(3))
                     batch.append(f"BEGIN; UPDATE {t} SET k=k+1 WHERE id={a}; UPDATE {t} SET c='{_c(rng, 10)}' "
                                  f"WHERE id={b}; DELETE FROM {t} WHERE id={d}; INSERT INTO {t} (id, k, c, pad) "
@@ -114,8 +125,10 @@ def _realistic_client(port: int, k: int, transactions: int, tables: int, rows: i
                 pass
 
 
-def realistic_mixed_binlog(mb: int = 420, tables: int = 4, rows: int = 2000, threads: int = SCHEMAS) -> Path:
-    """One MIXED binlog file of about `mb` MB of the realistic application mix over sbtest1..8."""
+def realistic_mixed_binlog(mb: int = 420, tables: int = 4, rows: int = 2000, threads: int = SCHEMAS,
+                           ddl_share: float = 0.0) -> Path:
+    """One MIXED binlog file of about `mb` MB of the realistic application mix over sbtest1..8;
+    `ddl_share` of its transactions DDL (a DDL-heavy binlog: 0.02 and up)."""
     per_thread = int(mb * 1e6 / 620 / threads) + 1  # about 645 bytes a transaction: measured
 
     def write(server: MariaDBServer) -> None:
@@ -129,8 +142,9 @@ def realistic_mixed_binlog(mb: int = 420, tables: int = 4, rows: int = 2000, thr
                              "DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))")
                 setup.append(f"INSERT INTO sbtest{s}.sbtest{t} (id, k) SELECT seq, seq FROM sbtest{s}.seq_1_to_{rows}")
         server.execute(setup)
-        _run(lambda k: _realistic_client(server.port, k, per_thread, tables, rows), threads)
-    return cached_binlog(DATA_DIR / f"mixed-realistic-{SCHEMAS}s-{mb}mb", "MIXED", write)
+        _run(lambda k: _realistic_client(server.port, k, per_thread, tables, rows, ddl_share), threads)
+    name = f"mixed-realistic-{SCHEMAS}s-{mb}mb" + (f"-ddl{round(ddl_share * 100)}" if ddl_share else "")
+    return cached_binlog(DATA_DIR / name, "MIXED", write)
 
 
 def _run(client: Callable[[int], None], threads: int) -> None:
@@ -153,4 +167,7 @@ def _run(client: Callable[[int], None], threads: int) -> None:
 if __name__ == "__main__":
     kind = sys.argv[1] if len(sys.argv) > 1 else "small"
     size = int(sys.argv[2]) if len(sys.argv) > 2 else 420
-    print((small_txn_binlog if kind == "small" else realistic_mixed_binlog)(size))
+    if kind == "ddl":
+        print(realistic_mixed_binlog(size, ddl_share=0.02))
+    else:
+        print((small_txn_binlog if kind == "small" else realistic_mixed_binlog)(size))
