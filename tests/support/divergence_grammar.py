@@ -32,10 +32,7 @@ RULE_KINDS = ("do-db", "ignore-db", "do-table", "ignore-table", "wild-do-table",
 # What lint gets wrong today (issue #81 goal 2), each excluded from the CI draw: a shape of the
 # workload, or a rule kind of the rule sets. Remove an entry once the model handles it; the CI test
 # then draws it, and each entry's own test (test_known_gaps_still_diverge) fails until it is removed.
-KNOWN_GAPS: dict[str, str] = {
-    "rewrite-db": "issue 81: under STATEMENT and MIXED rewrite-db renames the default database only; "
-                  "lint counts no write for it",
-}
+KNOWN_GAPS: dict[str, str] = {}  # (every gap issue 81 named is learned: test_learned_gaps_agree)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase
 from dumpfilter.binlogs.lint import new_linter
 from dumpfilter.binlogs.lint_scan import lint_scan
 from dumpfilter.lab.sandbox import MariaDBServer, make_replica, wait_caught_up
-from dumpfilter.rules.lint_divergence import APPLIED, LOST
+from dumpfilter.rules.lint_divergence import APPLIED, LOST, MISPLACED
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 from tests.support.divergence_grammar import (DBS, TABLES, Item, replica_databases, schema_ddl, seed, seed_rows,
@@ -153,6 +153,12 @@ def lint_run(run: Run, rule_sets: list[RuleSet]) -> list[tuple[set[Key], tuple[i
             for write in group.writes:
                 sid = run.sid_at(write.file, write.pos)
                 assert sid is not None, write
+                if group.kind == MISPLACED:
+                    # as the replica's rows show it: the table its rows would reach (the rewritten
+                    # database's) lost the write, the table the text names got it
+                    keys.update((sid, table, LOST) for table in write.tables)
+                    keys.update((sid, table, APPLIED) for table in write.landed)
+                    continue
                 for table in write.tables:
                     db, name = table.split(".", 1)
                     kept = engine.decide_table(db, name).apply
