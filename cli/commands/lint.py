@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     cut = getattr(breaks, "cut", None)
     if not emit_json(args, lambda: {"breaks": [b.to_json() for b in breaks],
                                     "divergence": divergence.to_json() if divergence is not None else None,
-                                    "warnings": warnings, "cut": str(cut) if cut is not None else None}):
+                                    "warnings": warnings, **({"cut": str(cut)} if cut is not None else {})}):
         print_breaks(breaks, warnings)
     raise_cut(cut, "every whole event before it was linted (the breaks above), no later file read")
     return 1 if breaks else 0
