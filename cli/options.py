@@ -303,6 +303,10 @@ def check_outputs(args: argparse.Namespace) -> None:
         # the command's other output, made later (a directory --out creates): not a file for --json too
         if isinstance(other, str) and other != STDOUT and os.path.realpath(other) == os.path.realpath(target):
             raise OutputError(f"--json {target}: is the {option} output too; write the JSON elsewhere")
+    out_dir = getattr(args, "out", None)
+    if isinstance(out_dir, str) and not os.path.exists(out_dir) \
+            and os.path.realpath(os.path.dirname(os.path.abspath(target))) == os.path.realpath(out_dir):
+        return  # `--out DIR --json DIR/FILE`: the command makes DIR (with its parents) before it writes FILE
     writable_file(target, "--json")
 
 

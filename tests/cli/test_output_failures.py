@@ -61,3 +61,17 @@ def test_json_and_o_refuse_a_missing_directory_alike(shared_fixtures, tmp_path, 
     assert lines == [f"dumpfilter: error: -o {missing / 'x'}: {missing}: no such directory (-o creates none)",
                      f"dumpfilter: error: --json {missing / 'x'}: {missing}: no such directory (--json creates none)"]
     assert not missing.exists()
+
+
+def test_json_into_the_out_directory_the_command_makes(shared_fixtures, tmp_path, capsys):
+    """`experiment --out DIR --json DIR/x.json`: DIR is the command's own output, made (with its
+    parents) before the JSON is written into it; the missing-directory refusal is for a directory
+    nothing makes (bench/experimenter_question.py writes its JSON so)."""
+    out = tmp_path / "new" / "report"
+    argv = _runs(shared_fixtures, tmp_path)["experiment"]
+    argv = [*argv[:argv.index("--out")], "--out", str(out), *argv[argv.index("--out") + 2:]]
+    capsys.readouterr()
+    assert main([*argv, "--json", str(out / "experiment.json")]) == 0, capsys.readouterr().err
+    assert (out / "experiment.json").read_text().startswith("{")
+    line = _one_error_line(capsys, [*argv, "--json", str(tmp_path / "elsewhere" / "x.json")])
+    assert "no such directory (--json creates none)" in line
