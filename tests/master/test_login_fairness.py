@@ -13,13 +13,15 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import grpc
 import pytest
 
-from dumpfilter.master.serve.grpc_server import PASSWORD_KEY, USER_KEY
 from dumpfilter.rules.policy_gates import hash_password
-from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.v1 import dump_pb2_grpc
+from tests.master.test_login_flood import _register
 from tests.master.test_metrics_auth import ROOT, scrape, serving
 from tests.support.waiting import wait_for
 
@@ -36,15 +38,6 @@ def _policy(tmp_path) -> str:
                     "[login]\nfree_failures = 3\nblock_after = 4\nblock_seconds = 300\n")
     path.chmod(0o600)
     return str(path)
-
-
-def _register(stub, user: str, password: str, server_id: int = 900) -> tuple[grpc.StatusCode, str]:
-    try:
-        stub.Register(dump_pb2.RegisterRequest(server_id=server_id),
-                      metadata=((USER_KEY, user), (PASSWORD_KEY, password)), timeout=120)
-    except grpc.RpcError as exc:
-        return exc.code(), exc.details() or ""
-    return grpc.StatusCode.OK, ""
 
 
 def _series(url: str) -> dict[str, float]:
@@ -91,25 +84,32 @@ class _Flood:
             c.close()
 
 
+@contextmanager
+def _flooded(workload_dir, tmp_path) -> Iterator[tuple[str, str, _Flood]]:
+    """A `master serve` process (the policy above, /metrics with a token) and a flood against it
+    that blocked the pair: (gRPC address, metrics URL, the flood)."""
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    with serving(workload_dir, "--policy", _policy(tmp_path), "--metrics-listen", "127.0.0.1:0",
+                 "--metrics-token-file", str(token)) as (address, url), _Flood(address) as flood:
+        assert wait_for(lambda: _blocked(url) and flood.all_refused(), 120), "the flood did not block the pair"
+        yield address, url, flood
+
+
 def _blocked(url: str) -> bool:
     return _series(url).get('dumpfilter_login_backoff_keys{key="pairs",state="blocked"}', 0) >= 1
 
 
 def test_a_slave_with_the_right_password_is_served_through_a_flood_from_its_own_address(workload_dir, tmp_path):
-    token = tmp_path / "token"
-    token.write_text(TOKEN + "\n")
-    with serving(workload_dir, "--policy", _policy(tmp_path), "--metrics-listen", "127.0.0.1:0",
-                 "--metrics-token-file", str(token)) as (address, url):
-        with _Flood(address) as flood:
-            assert wait_for(lambda: _blocked(url) and flood.all_refused(), 120), "the flood did not block the pair"
-            at_block = _series(url)
-            done = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address,
-                                   "--user", "app", "--password", "app-pw", "--server-id", "7",
-                                   "--relay-log-dir", str(tmp_path / "relay"), "--until-caught-up",
-                                   "--connect-retry", "0"], cwd=ROOT, capture_output=True, text=True, timeout=240)
-            assert wait_for(lambda: flood.sent >= 4 * THREADS, 120), "the flood stopped short"
-            assert _blocked(url)   # the block held all along
-            counts = _series(url)
+    with _flooded(workload_dir, tmp_path) as (address, url, flood):
+        at_block = _series(url)
+        done = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address,
+                               "--user", "app", "--password", "app-pw", "--server-id", "7",
+                               "--relay-log-dir", str(tmp_path / "relay"), "--until-caught-up",
+                               "--connect-retry", "0"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+        assert wait_for(lambda: flood.sent >= 4 * THREADS, 120), "the flood stopped short"
+        assert _blocked(url)   # the block held all along
+        counts = _series(url)
         assert done.returncode == 0, done.stderr[-2000:]
         assert "Traceback" not in done.stderr
     assert list((tmp_path / "relay").glob("*relay-bin.0*")), "no relay log"
@@ -126,20 +126,15 @@ def test_a_slave_with_the_right_password_is_served_through_a_flood_from_its_own_
 
 
 def test_a_known_and_an_unknown_name_answer_alike_during_a_flood(workload_dir, tmp_path):
-    token = tmp_path / "token"
-    token.write_text(TOKEN + "\n")
-    with serving(workload_dir, "--policy", _policy(tmp_path), "--metrics-listen", "127.0.0.1:0",
-                 "--metrics-token-file", str(token)) as (address, url):
-        with _Flood(address) as flood:
-            assert wait_for(lambda: _blocked(url), 120), "the flood did not block the pair"
-            fresh = []
-            for user in ("app", "nobody"):
-                with grpc.insecure_channel(address, OWN) as channel:
-                    code, details = _register(dump_pb2_grpc.DumpFilterStub(channel), user, "guess")
-                fresh.append((code, details.replace(repr(user), "NAME")))
-            stub = dump_pb2_grpc.DumpFilterStub(flood.channels[0])   # a connection that failed already
-            used = [_register(stub, user, "guess") for user in ("app", "nobody")]
-            used = [(code, re.sub(r"\d+ s more", "N s more", details)) for code, details in used]
+    with _flooded(workload_dir, tmp_path) as (address, _, flood):
+        fresh = []
+        for user in ("app", "nobody"):
+            with grpc.insecure_channel(address, OWN) as channel:
+                code, details = _register(dump_pb2_grpc.DumpFilterStub(channel), user, "guess")
+            fresh.append((code, details.replace(repr(user), "NAME")))
+        stub = dump_pb2_grpc.DumpFilterStub(flood.channels[0])   # a connection that failed already
+        used = [_register(stub, user, "guess") for user in ("app", "nobody")]
+        used = [(code, re.sub(r"\d+ s more", "N s more", details)) for code, details in used]
     assert fresh[0] == fresh[1] == (grpc.StatusCode.UNAUTHENTICATED,
                                     "(1045) access denied for identity NAME (using password: YES)"), fresh
     assert used[0] == used[1] and used[0][0] == grpc.StatusCode.RESOURCE_EXHAUSTED, used
