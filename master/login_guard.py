@@ -16,8 +16,8 @@ tells nothing about which names exist:
   waits), as connection_control holds a failing login's answer, on at most HOLD_SLOTS sleeping
   threads at once (beyond them: answered at once): a client that retries at once, as a flood does,
   makes about one try a second per slot instead of hundreds, and a held refusal costs no CPU;
-- a success clears its pair and its address, and remembers the address as one the identity proved
-  itself from: there only the pair's back-off applies, so a flood from elsewhere, against the
+- a success clears its pair and its address (unless they are backing off: the flood would get its
+  free failures again), and remembers the address as one the identity proved itself from: there only the pair's back-off applies, so a flood from elsewhere, against the
   name or from the slave's own address under other names, cannot lock the slave out;
 - a flood from the slave's own address under its own name cannot either (issue #82): the back-off
   refuses unchecked only a login over a connection that already failed one (a gRPC channel that
@@ -46,7 +46,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from dumpfilter.errors import ResourceExhaustedError
 
@@ -71,9 +71,17 @@ HOLD_SLOTS = 16
 # A fresh connection's login waiting for its key's reserved check sleeps on one of these (the gRPC
 # face adds them to its pool too); a turn more than this many first_delays ahead is refused.
 RESERVED_SLOTS = 16
+# A fresh connection's first turn is a quick one (QUICK_TURNS per first_delay per key): there the
+# caller's cheap proof (a password proved before, by its keyed digest) may admit it at once; if it
+# does not prove, it books a full turn (one per first_delay) for the expensive check. A guess is
+# answered no faster than the quick turns, and a slave that proved itself before waits little.
+QUICK_TURNS = 20
 FAILED = "\0failed"       # a connection's state once one of its logins failed
 OTHER = "other"            # the address label of the addresses past MAX_ADDRESS_LABELS
 ER_HOST_IS_BLOCKED = 1129
+
+
+Admitted = Literal["open", "turn", "proven"]   # how LoginGuard.admit let a login through
 
 
 class LoginThrottled(ResourceExhaustedError):
@@ -303,32 +311,44 @@ class LoginGuard:
         with self._lock:
             return address_key(address) in self._trusted.get(name, ())
 
-    def admit(self, address: str, name: str, connection: str = "") -> None:
+    def admit(self, address: str, name: str, connection: str = "",
+              proves: Callable[[], bool] | None = None) -> Admitted:
         """Return when the login may be checked: at once, unless the pair must wait before its
         next check (or, from an address the name has not proved itself from, the address or the
         name); then a fresh `connection` sleeps until its key's reserved turn, and one that failed
-        a login before (or an unknown one, "") is refused: LoginThrottled."""
+        a login before (or an unknown one, "") is refused: LoginThrottled. With `proves` (a cheap
+        proof of the password), the fresh connection's first turn is a quick one, where a proof
+        admits it ("proven"); else it waits for a full turn ("turn": its check then goes first in
+        the pool). "open": admitted without a turn."""
         key = address_key(address) if address else ""
         with self._lock:
             now = self.clock()
             state = self._connections.get(connection) if connection else FAILED
             if state == name:
-                return   # this connection proved itself as `name`: its password is checked, unthrottled
+                return "open"   # this connection proved itself as `name`: its password is checked, unthrottled
             waits = [(self._pairs.wait(f"{key}\0{name}", now), "pair")]
             if key not in self._trusted.get(name, ()):
                 waits += [(self._addresses.wait(key, now), "address") if key else (0.0, "address"),
                           (self._identities.wait(name, now), "identity")]
             wait, why = max(waits)
             if not wait:
-                return
+                return "open"
             fresh = state is None
-            turn = self._book(f"{why}\0{key}\0{name}" if why == "pair" else
-                              f"{why}\0{key if why == 'address' else name}", now) if fresh else None
+            turn_key = f"{why}\0{key}\0{name}" if why == "pair" else f"{why}\0{key if why == 'address' else name}"
+            interval = self.limits.first_delay / (QUICK_TURNS if proves is not None else 1)
+            turn = self._book(("quick\0" if proves is not None else "") + turn_key, now, interval) if fresh else None
             if turn is None:
                 self.refused[why] += 1
         if turn is not None:
             if self._wait_turn(turn):
-                return
+                if proves is None:
+                    return "turn"
+                if proves():
+                    return "proven"
+                with self._lock:   # not proved cheaply: a full turn for the expensive check
+                    turn = self._book(turn_key, self.clock(), self.limits.first_delay)
+                if turn is not None and self._wait_turn(turn):
+                    return "turn"
             with self._lock:
                 self.refused[why] += 1
         # (one wording whichever key waits: a known and an unknown name are refused alike)
@@ -339,10 +359,9 @@ class LoginGuard:
         self.hold(wait)
         raise refusal
 
-    def _book(self, turn_key: str, now: float) -> float | None:
-        """The time of `turn_key`'s next reserved check, booked; None when it is more than
-        RESERVED_SLOTS turns ahead (callers hold the lock)."""
-        interval = self.limits.first_delay
+    def _book(self, turn_key: str, now: float, interval: float) -> float | None:
+        """The seconds until `turn_key`'s next turn (turns `interval` apart), booked; None when it
+        is more than RESERVED_SLOTS turns ahead (callers hold the lock)."""
         turn = max(now, self._next_turn.get(turn_key, 0.0))
         if turn - now > RESERVED_SLOTS * interval:
             return None
@@ -378,14 +397,16 @@ class LoginGuard:
         finally:
             self._holds.release()
 
-    def check(self, check: Callable[[], bool], expensive: bool, address: str = "", name: str = "") -> bool:
-        """Run `check` (a password comparison): in the pool when it is expensive."""
+    def check(self, check: Callable[[], bool], expensive: bool, address: str = "", name: str = "",
+              in_turn: bool = False) -> bool:
+        """Run `check` (a password comparison): in the pool when it is expensive, first there when
+        `in_turn` (admitted in a reserved turn) or from an address the name proved itself from."""
         if not expensive:
             with self._lock:
                 self.checks["inline"] += 1
             return bool(check())
         try:
-            ok = self.pool.run(check, trusted=bool(address) and self.trusted(address, name))
+            ok = self.pool.run(check, trusted=in_turn or bool(address) and self.trusted(address, name))
         except ChecksBusy:
             with self._lock:
                 self.refused["busy"] += 1
@@ -419,10 +440,16 @@ class LoginGuard:
     def succeeded(self, address: str, name: str, connection: str = "") -> None:
         key = address_key(address) if address else ""
         with self._lock:
+            now = self.clock()
             self._remember(connection, name)
-            self._pairs.cleared(f"{key}\0{name}")
+            # A key backing off is not cleared: a flood over connections that failed already would
+            # get its free failures again at each of the slave's logins (its fresh connections take
+            # their turns instead, and a connection that logged in skips the back-off).
+            if not self._pairs.wait(f"{key}\0{name}", now):
+                self._pairs.cleared(f"{key}\0{name}")
             if key:
-                self._addresses.cleared(key)
+                if not self._addresses.wait(key, now):
+                    self._addresses.cleared(key)
                 mine = self._trusted.pop(name, None) or OrderedDict()
                 mine.pop(key, None)
                 mine[key] = None

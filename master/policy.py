@@ -166,10 +166,13 @@ class MasterPolicy:
         if entry is not None and secret is None:
             return self._identity(user, None)   # an identity without a password
         guard = self.logins
-        guard.admit(address, user, connection)
         given = password.encode("utf-8", "surrogateescape")
-        ok = secret is not None and (entry is not None and self._proved_before(user, secret, given) or
-                                     guard.check(lambda: secret.matches(given), is_expensive(secret), address, user))
+        admitted = guard.admit(address, user, connection,
+                               lambda: entry is not None and secret is not None and self._proved_before(user, secret, given))
+        ok = secret is not None and (admitted == "proven" or
+                                     entry is not None and self._proved_before(user, secret, given) or
+                                     guard.check(lambda: secret.matches(given), is_expensive(secret), address, user,
+                                                 admitted == "turn"))
         if not ok or entry is None or secret is None:
             guard.failed(address, user, known=entry is not None, connection=connection)
             reason = "no user name" if not user else "wrong password" if entry is not None else \

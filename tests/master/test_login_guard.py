@@ -158,3 +158,24 @@ def test_a_fresh_connection_waits_for_its_keys_turn_and_a_failed_one_is_refused(
     with pytest.raises(LoginThrottled):
         guard.admit("10.0.0.1", "other", "fresh:0")        # (as that name only)
     assert guard.snapshot()["reserved"] == RESERVED_SLOTS + 1
+
+
+def test_a_cheap_proof_is_taken_in_a_quick_turn_and_a_guess_waits_for_a_full_one():
+    """Issue #82: with a cheap proof (a password proved before), a fresh connection's first turn
+    during a block is a quick one (QUICK_TURNS per first_delay): proved, it is admitted there; a
+    guess that does not prove books a full turn for its expensive check. The guard's own clock."""
+    from dumpfilter.master.login_guard import QUICK_TURNS
+
+    clock, slept = Clock(), []
+    guard = LoginGuard(clock, sleep=slept.append)
+    for n in range(BLOCK_AFTER):
+        guard.failed("10.0.0.1", "app", True, f"flood:{n}")
+    assert guard.admit("10.0.0.1", "app", "slave:0", lambda: True) == "proven" and slept == []
+    assert guard.admit("10.0.0.1", "app", "slave:1", lambda: True) == "proven"
+    assert slept == pytest.approx([FIRST_DELAY / QUICK_TURNS])   # the next quick turn
+    assert guard.admit("10.0.0.1", "app", "guess:0", lambda: False) == "turn"
+    assert slept[1:] == pytest.approx([2 * FIRST_DELAY / QUICK_TURNS])   # its quick turn; its full turn: now
+    assert guard.admit("10.0.0.1", "app", "guess:1", lambda: False) == "turn"
+    assert slept[-2:] == pytest.approx([3 * FIRST_DELAY / QUICK_TURNS, FIRST_DELAY])   # full turns: first_delay apart
+    assert guard.admit("10.0.0.1", "app", "guess:2") == "turn"    # no proof offered: the next full turn
+    assert slept[-1] == pytest.approx(2 * FIRST_DELAY) and guard.reserved == 5 + 2
