@@ -16,10 +16,21 @@ tells nothing about which names exist:
   waits), as connection_control holds a failing login's answer, on at most HOLD_SLOTS sleeping
   threads at once (beyond them: answered at once): a client that retries at once, as a flood does,
   makes about one try a second per slot instead of hundreds, and a held refusal costs no CPU;
-- a success clears its pair and its address, and remembers the address as one the identity proved
-  itself from: there only the pair's back-off applies, so a flood from elsewhere, against the
-  name or from the slave's own address under other names, cannot lock the slave out (a flood
-  from its address under its name does: that is the pair's back-off).
+- a success clears its pair and its address (unless they are backing off: the flood would get its
+  free failures again), and remembers the address as one the identity proved itself from: there only the pair's back-off applies, so a flood from elsewhere, against the
+  name or from the slave's own address under other names, cannot lock the slave out;
+- a flood from the slave's own address under its own name cannot either (issue #82): the back-off
+  refuses unchecked only a login over a connection that already failed one (a gRPC channel that
+  sent a wrong password; `connection` is the transport's peer, address and port). A login over a
+  fresh connection is never refused for the back-off: it takes the next of its waiting key's
+  reserved checks, one per first_delay seconds per key, first come first served (it sleeps until
+  its turn, on at most RESERVED_SLOTS threads; past them, or more than RESERVED_SLOTS turns
+  ahead, it is refused as before), and its password is checked. A connection that logged in
+  as a name skips the back-off for that name (its password is still checked, by the policy's
+  proved-password cache). The flood's checks stay bounded (one per first_delay per key, besides
+  its FREE_FAILURES), a known and an unknown name wait and answer alike, and every failure is
+  counted as before. A MySQL endpoint login is a new connection every time: each is checked in
+  its turn.
 An IPv6 address counts by its /64 (what one host is usually given).
 
 The constants below are the defaults; the policy file's [login] table sets each (LoginLimits)."""
@@ -35,7 +46,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from dumpfilter.errors import ResourceExhaustedError
 
@@ -57,8 +68,20 @@ CHECK_QUEUE = 8
 # once (the gRPC face adds them to its pool, so a held refusal never takes a stream's thread).
 HOLD_SECONDS = 1.0
 HOLD_SLOTS = 16
+# A fresh connection's login waiting for its key's reserved check sleeps on one of these (the gRPC
+# face adds them to its pool too); a turn more than this many first_delays ahead is refused.
+RESERVED_SLOTS = 16
+# A fresh connection's first turn is a quick one (QUICK_TURNS per first_delay per key): there the
+# caller's cheap proof (a password proved before, by its keyed digest) may admit it at once; if it
+# does not prove, it books a full turn (one per first_delay) for the expensive check. A guess is
+# answered no faster than the quick turns, and a slave that proved itself before waits little.
+QUICK_TURNS = 20
+FAILED = "\0failed"       # a connection's state once one of its logins failed
 OTHER = "other"            # the address label of the addresses past MAX_ADDRESS_LABELS
 ER_HOST_IS_BLOCKED = 1129
+
+
+Admitted = Literal["open", "turn", "proven"]   # how LoginGuard.admit let a login through
 
 
 class LoginThrottled(ResourceExhaustedError):
@@ -268,7 +291,11 @@ class LoginGuard:
                  hold_slots: int = HOLD_SLOTS):
         self.clock, self.sleep = clock, sleep
         self._holds = threading.BoundedSemaphore(hold_slots)
+        self._turns = threading.BoundedSemaphore(RESERVED_SLOTS)
         self.held = 0                                  # refusals whose answer was held
+        self._connections: OrderedDict[str, str] = OrderedDict()   # peer -> the name it proved, or FAILED
+        self._next_turn: dict[str, float] = {}         # a waiting key -> when its next reserved check is due
+        self.reserved = 0                              # logins checked in a reserved turn despite the back-off
         self.pool = pool or CheckPool()
         self.limits = limits or LoginLimits()
         self._lock = threading.Lock()
@@ -284,26 +311,78 @@ class LoginGuard:
         with self._lock:
             return address_key(address) in self._trusted.get(name, ())
 
-    def admit(self, address: str, name: str) -> None:
-        """LoginThrottled when the pair must wait before its next check, or, from an address the
-        name has not proved itself from, the address or the name."""
+    def admit(self, address: str, name: str, connection: str = "",
+              proves: Callable[[], bool] | None = None) -> Admitted:
+        """Return when the login may be checked: at once, unless the pair must wait before its
+        next check (or, from an address the name has not proved itself from, the address or the
+        name); then a fresh `connection` sleeps until its key's reserved turn, and one that failed
+        a login before (or an unknown one, "") is refused: LoginThrottled. With `proves` (a cheap
+        proof of the password), the fresh connection's first turn is a quick one, where a proof
+        admits it ("proven"); else it waits for a full turn ("turn": its check then goes first in
+        the pool). "open": admitted without a turn."""
         key = address_key(address) if address else ""
         with self._lock:
             now = self.clock()
+            state = self._connections.get(connection) if connection else FAILED
+            if state == name:
+                return "open"   # this connection proved itself as `name`: its password is checked, unthrottled
             waits = [(self._pairs.wait(f"{key}\0{name}", now), "pair")]
             if key not in self._trusted.get(name, ()):
                 waits += [(self._addresses.wait(key, now), "address") if key else (0.0, "address"),
                           (self._identities.wait(name, now), "identity")]
             wait, why = max(waits)
-            if wait:
+            if not wait:
+                return "open"
+            fresh = state is None
+            turn_key = f"{why}\0{key}\0{name}" if why == "pair" else f"{why}\0{key if why == 'address' else name}"
+            interval = self.limits.first_delay / (QUICK_TURNS if proves is not None else 1)
+            turn = self._book(("quick\0" if proves is not None else "") + turn_key, now, interval) if fresh else None
+            if turn is None:
                 self.refused[why] += 1
-        if wait:
-            where = {"pair": f"as this identity from {key}", "address": f"from {key}",
-                     "identity": "as this identity"}[why]
-            refusal = LoginThrottled(f"access denied: too many failed logins {where}; no password is checked for "
-                                     f"{math.ceil(wait)} s more")
-            self.hold(wait)
-            raise refusal
+        if turn is not None:
+            if self._wait_turn(turn):
+                if proves is None:
+                    return "turn"
+                if proves():
+                    return "proven"
+                with self._lock:   # not proved cheaply: a full turn for the expensive check
+                    turn = self._book(turn_key, self.clock(), self.limits.first_delay)
+                if turn is not None and self._wait_turn(turn):
+                    return "turn"
+            with self._lock:
+                self.refused[why] += 1
+        # (one wording whichever key waits: a known and an unknown name are refused alike)
+        refusal = LoginThrottled("access denied: too many failed logins, and too many logins waiting for their "
+                                 "turn: try again later" if fresh else
+                                 f"access denied: too many failed logins; no password is checked for "
+                                 f"{math.ceil(wait)} s more")
+        self.hold(wait)
+        raise refusal
+
+    def _book(self, turn_key: str, now: float, interval: float) -> float | None:
+        """The seconds until `turn_key`'s next turn (turns `interval` apart), booked; None when it
+        is more than RESERVED_SLOTS turns ahead (callers hold the lock)."""
+        turn = max(now, self._next_turn.get(turn_key, 0.0))
+        if turn - now > RESERVED_SLOTS * interval:
+            return None
+        self._next_turn[turn_key] = turn + interval
+        if len(self._next_turn) > MAX_KEYS:
+            self._next_turn = {k: t for k, t in self._next_turn.items() if t > now}
+        return turn - now
+
+    def _wait_turn(self, seconds: float) -> bool:
+        """Sleep `seconds` until a reserved turn, on one of RESERVED_SLOTS slots: False when none
+        is free. The thread sleeps: no CPU."""
+        if seconds > 0:
+            if not self._turns.acquire(blocking=False):
+                return False
+            try:
+                self.sleep(seconds)
+            finally:
+                self._turns.release()
+        with self._lock:
+            self.reserved += 1
+        return True
 
     def hold(self, wait: float) -> None:
         """Hold a refusal's answer for up to `hold_seconds` (no longer than `wait`), when one of
@@ -318,14 +397,16 @@ class LoginGuard:
         finally:
             self._holds.release()
 
-    def check(self, check: Callable[[], bool], expensive: bool, address: str = "", name: str = "") -> bool:
-        """Run `check` (a password comparison): in the pool when it is expensive."""
+    def check(self, check: Callable[[], bool], expensive: bool, address: str = "", name: str = "",
+              in_turn: bool = False) -> bool:
+        """Run `check` (a password comparison): in the pool when it is expensive, first there when
+        `in_turn` (admitted in a reserved turn) or from an address the name proved itself from."""
         if not expensive:
             with self._lock:
                 self.checks["inline"] += 1
             return bool(check())
         try:
-            ok = self.pool.run(check, trusted=bool(address) and self.trusted(address, name))
+            ok = self.pool.run(check, trusted=in_turn or bool(address) and self.trusted(address, name))
         except ChecksBusy:
             with self._lock:
                 self.refused["busy"] += 1
@@ -335,10 +416,18 @@ class LoginGuard:
             self.checks["pool"] += 1
         return ok
 
-    def failed(self, address: str, name: str, known: bool) -> None:
+    def _remember(self, connection: str, state: str) -> None:
+        if connection:
+            self._connections.pop(connection, None)
+            self._connections[connection] = state
+            while len(self._connections) > MAX_KEYS:
+                self._connections.popitem(last=False)
+
+    def failed(self, address: str, name: str, known: bool, connection: str = "") -> None:
         key = address_key(address) if address else ""
         with self._lock:
             now = self.clock()
+            self._remember(connection, FAILED)
             self.failed_by_identity[name if known else ""] += 1
             if key:
                 label = key if key in self.failed_by_address or len(self.failed_by_address) < MAX_ADDRESS_LABELS \
@@ -348,12 +437,19 @@ class LoginGuard:
             self._identities.failed(name, now)
             self._pairs.failed(f"{key}\0{name}", now)
 
-    def succeeded(self, address: str, name: str) -> None:
+    def succeeded(self, address: str, name: str, connection: str = "") -> None:
         key = address_key(address) if address else ""
         with self._lock:
-            self._pairs.cleared(f"{key}\0{name}")
+            now = self.clock()
+            self._remember(connection, name)
+            # A key backing off is not cleared: a flood over connections that failed already would
+            # get its free failures again at each of the slave's logins (its fresh connections take
+            # their turns instead, and a connection that logged in skips the back-off).
+            if not self._pairs.wait(f"{key}\0{name}", now):
+                self._pairs.cleared(f"{key}\0{name}")
             if key:
-                self._addresses.cleared(key)
+                if not self._addresses.wait(key, now):
+                    self._addresses.cleared(key)
                 mine = self._trusted.pop(name, None) or OrderedDict()
                 mine.pop(key, None)
                 mine[key] = None
@@ -370,4 +466,4 @@ class LoginGuard:
             return {"by_identity": dict(self.failed_by_identity), "by_address": dict(self.failed_by_address),
                     "refused": dict(self.refused), "checks": dict(self.checks),
                     "addresses": dict(self._addresses.states(now)), "identities": dict(self._identities.states(now)),
-                    "pairs": dict(self._pairs.states(now)), "held": self.held}
+                    "pairs": dict(self._pairs.states(now)), "held": self.held, "reserved": self.reserved}

@@ -156,13 +156,14 @@ class MasterPolicy:
         return cls(entries, default, login)
 
     def authenticate(self, user: str, password: str, certificate_name: str | None = None,
-                     address: str = "") -> Identity:
+                     address: str = "", connection: str = "") -> Identity:
         """The caller's identity. An mTLS client certificate authenticates by itself (its CN is
         the identity; a user claim that differs is refused); else the password must match the
         identity's, when it has one. A name the policy does not know (and no [default]) is
         checked against a decoy's secret, as costly as an identity's, and refused in the same
         words (AuthenticationError). Password checks go through the login guard: `address`
-        (the caller's, "" when unknown) and the name back off after failures (LoginThrottled)."""
+        (the caller's, "" when unknown) and the name back off after failures (LoginThrottled), except
+        over a fresh `connection` (the transport's peer), which waits for a reserved check."""
         if certificate_name is not None:
             return self._identity(user, certificate_name)
         entry = self.entries.get(user) if user else None
@@ -172,16 +173,19 @@ class MasterPolicy:
         if entry is not None and secret is None:
             return self._identity(user, None)   # an identity without a password
         guard = self.logins
-        guard.admit(address, user)
         given = password.encode("utf-8", "surrogateescape")
-        ok = secret is not None and (entry is not None and self._proved_before(user, secret, given) or
-                                     guard.check(lambda: secret.matches(given), is_expensive(secret), address, user))
+        admitted = guard.admit(address, user, connection,
+                               lambda: entry is not None and secret is not None and self._proved_before(user, secret, given))
+        ok = secret is not None and (admitted == "proven" or
+                                     entry is not None and self._proved_before(user, secret, given) or
+                                     guard.check(lambda: secret.matches(given), is_expensive(secret), address, user,
+                                                 admitted == "turn"))
         if not ok or entry is None or secret is None:
-            guard.failed(address, user, known=entry is not None)
+            guard.failed(address, user, known=entry is not None, connection=connection)
             reason = "no user name" if not user else "wrong password" if entry is not None else \
                 "not in the master policy, which has no [default]"
             raise AuthenticationError(user, bool(password), reason)
-        guard.succeeded(address, user)
+        guard.succeeded(address, user, connection)
         if is_expensive(secret):
             self._proven[user] = (secret, self._keyed(given))
         return self._identity(user, None)

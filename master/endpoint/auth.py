@@ -15,8 +15,9 @@ kind of secret (a PBKDF2 hash's iterations too) are one of the policy's identiti
 keyed hash of the name (MySQL's mock accounts do the same; MasterPolicy.decoy).
 
 Every exchange of a policy's identity goes through the policy's login guard (master.login_guard):
-an address or a name that failed too often lately is refused before the exchange (1129, no
-password checked), and the expensive checks (PBKDF2, ed25519's key derivation) run in its pool,
+an address or a name that failed too often lately waits for its reserved turn before the exchange
+(each connection is a fresh one; 1129, no password checked, only when too many wait), and the
+expensive checks (PBKDF2, ed25519's key derivation) run in its pool,
 off the connection threads."""
 
 from __future__ import annotations
@@ -200,20 +201,21 @@ class Authenticator:
 
     # -- the exchange -------------------------------------------------------------------------
     def authenticate(self, talk: Conversation, account: Account, client_plugin: str, first: bytes,
-                     scramble: bytes, secure: bool, address: str = "") -> Outcome:
+                     scramble: bytes, secure: bool, address: str = "", connection: str = "") -> Outcome:
         """Run the exchange after the client's Handshake Response (`first`, made by
         `client_plugin` for the handshake's caching_sha2_password nonce `scramble`), from
-        `address`. LoginThrottled (before any packet) when the login guard refuses the address
-        or the name; ChecksBusy when its check pool is full."""
+        `address` over `connection` (its peer, address and port: a fresh one waits for its
+        turn where the address or name backs off). LoginThrottled (before any packet) when the
+        login guard refuses the address or the name; ChecksBusy when its check pool is full."""
         guard = account.guard
         if guard is not None:
-            guard.admit(address, account.name)
+            guard.admit(address, account.name, connection)
         outcome = self._exchange(talk, account, client_plugin, first, scramble, secure, address)
         if guard is not None:
             if outcome.ok:
-                guard.succeeded(address, account.name)
+                guard.succeeded(address, account.name, connection)
             else:
-                guard.failed(address, account.name, known=not account.decoy)
+                guard.failed(address, account.name, known=not account.decoy, connection=connection)
         return outcome
 
     def _exchange(self, talk: Conversation, account: Account, client_plugin: str, first: bytes, scramble: bytes,

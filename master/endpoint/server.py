@@ -303,7 +303,8 @@ class _Connection(Dumping):
             account = endpoint.auth.account(self.service.policy, response.user)
             talk = Conversation(self.stream.write, lambda: self.stream.read(limit=limit, deadline=deadline))
             outcome = endpoint.auth.authenticate(talk, account, response.plugin, response.auth_response, scramble,
-                                                 secure=self.cipher is not None, address=self.host)
+                                                 secure=self.cipher is not None, address=self.host,
+                                                 connection=self.peer)
         except ResourceExhaustedError as exc:  # the login guard: too many failures lately, or its checks are full
             endpoint.failed_logins.warning("mysql login refused: user %s from %s: %s", shown_user(self.user), self.peer,
                                            exc)

@@ -26,7 +26,7 @@ from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumen
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import read_pem, rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
-from dumpfilter.master.login_guard import HOLD_SLOTS, ChecksBusy, LoginThrottled
+from dumpfilter.master.login_guard import HOLD_SLOTS, RESERVED_SLOTS, ChecksBusy, LoginThrottled
 from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.read.units import Pos
@@ -312,8 +312,9 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
             if policy is None:
                 return self.service.authenticate(user, password, _certificate_name(context))
             # The login guard backs off per address and identity; expensive checks run in its pool.
+            peer = context.peer() or ""
             return policy.authenticate(user, password, _certificate_name(context),
-                                       address=_address_of_peer(context.peer() or ""))
+                                       address=_address_of_peer(peer), connection=peer)
         except (AccessDeniedError, LoginThrottled, ChecksBusy) as exc:  # a WARNING, rate-limited against floods
             refused = not isinstance(exc, AccessDeniedError)
             self.failed_logins.warning("grpc login %s: user %s from %s: %s", "refused" if refused else "failed",
@@ -540,9 +541,10 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     # streams, the counted calls, and two more for health checks, Stats and refusals. The
     # service refuses streams beyond max_streams and each identity's calls beyond its share
     # (RESOURCE_EXHAUSTED), so no identity holds the threads the others need. The login guard's
-    # held refusals (at most HOLD_SLOTS sleeping at once) have threads of their own.
+    # held refusals and the logins waiting for a reserved check (at most HOLD_SLOTS and
+    # RESERVED_SLOTS sleeping at once) have threads of their own.
     # grpc.so_reuseport off: a second master on the same port fails instead of sharing it.
-    threads = max_streams + max_calls + 2 + HOLD_SLOTS
+    threads = max_streams + max_calls + 2 + HOLD_SLOTS + RESERVED_SLOTS
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dump"),
                          maximum_concurrent_rpcs=threads,
                          options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)])

@@ -178,12 +178,15 @@ class DumpServiceCollector:
             checks.add_metric([where], counts["checks"].get(where, 0))
         held = CounterMetricFamily("dumpfilter_logins_refused_held", "Refusals without a check whose answer was "
                                    "held (up to [login] hold_seconds, on the guard's few hold slots)", value=counts["held"])
+        reserved = CounterMetricFamily("dumpfilter_logins_checked_in_turn", "Logins over a fresh connection checked "
+                                       "in their key's reserved turn although the key was backing off (issue #82)",
+                                       value=counts["reserved"])
         backing_off = GaugeMetricFamily("dumpfilter_login_backoff_keys", "Keys waiting before their next password "
                                         "check (delayed) or refused for a while (blocked)", labels=["key", "state"])
         for key in ("addresses", "identities", "pairs"):
             for state in ("delayed", "blocked"):
                 backing_off.add_metric([key, state], counts[key].get(state, 0))
-        yield from (by_address, refused, checks, held, backing_off)
+        yield from (by_address, refused, checks, held, reserved, backing_off)
 
     @staticmethod
     def _add(label: str, values: Mapping[str, int], rule_hits: Mapping[str, int],

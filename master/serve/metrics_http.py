@@ -9,127 +9,46 @@ may see (master.serve.metrics builds the view).
   under mTLS, a client certificate): else 401. The token sees every slave, as an administrator.
 - A scraper's view: the token, every slave; a client certificate, what its identity sees over gRPC
   (`Stats`); anonymous (no token file), every slave on an open master, none by name under a policy.
-- At most MAX_CONNECTIONS connections at once; when they are all taken, a newcomer from another
-  address than the one holding the most unfinished requests closes that address's oldest, as the
-  MySQL endpoint makes room among unfinished handshakes: sockets that trickle their headers
-  (slowloris) cannot keep the scrapers of other addresses out. A newcomer from any address, the
-  same one included, closes a connection held for longer than REQUEST_TIMEOUT (a request still
-  trickling in, an answer still being taken a byte at a time): a scraper behind the same address
-  as such sockets waits at most that long. GET and HEAD only.
+- Connections are accepted, and their TLS handshake and request head read, by one selector
+  thread without a thread each (master.serve.http_acceptor): a slow sender (slowloris), from
+  any address, the scraper's own included, never holds a thread a scraper needs. At most 256
+  wait for their head (a newcomer past them closes the oldest); a head not in within
+  REQUEST_TIMEOUT is closed; a complete one is answered by one of a few workers. GET and HEAD
+  only.
 """
 
 from __future__ import annotations
 
 import hmac
+import io
 import logging
 import socket
 import ssl
-import threading
-import time
-from collections import Counter
 from collections.abc import Callable, Iterable
-from contextlib import suppress
 from pathlib import Path
 from typing import Any, cast
-from socketserver import ThreadingMixIn
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError
+from dumpfilter.master.serve.http_acceptor import HEAD_TIMEOUT, HeadAcceptor
 from dumpfilter.master.serve.metrics import registry_for, view_for
 from dumpfilter.master.policy import OPEN, Identity
 from dumpfilter.master.service import DumpService
 
 log = logging.getLogger("dumpfilter.master")
-REQUEST_TIMEOUT = 10.0  # a scraper that stalls its TLS handshake or its request is dropped after this
-MAX_CONNECTIONS = 16    # connections served at once (a thread each); see _Server.make_room
-ROOM_WAIT = 2.0         # how long a newcomer waits for the place of the connection it closed
+REQUEST_TIMEOUT = HEAD_TIMEOUT  # a scraper that stalls its TLS handshake or its request is dropped after this
 _PEER_CN = "dumpfilter.peer_cn"
 # WSGI's call (PEP 3333): the request's environ, start_response(status, headers)
 _Environ = dict[str, Any]
 _StartResponse = Callable[[str, list[tuple[str, str]]], object]
-_Request = socket.socket | tuple[bytes, socket.socket]  # (socketserver's)
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    block_on_close = False
+class _Server(WSGIServer):
+    """The listening socket and the WSGI environ's base; the acceptor accepts, never serve_forever."""
 
-    def server_activate(self) -> None:
-        super().server_activate()
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        # Each connection held: (client address, when it came, whether its request is read yet).
-        self.held: dict[_Request, tuple[str, float, bool]] = {}
-        self.held_lock = threading.Lock()
-        self.evicted = 0
-
-    def process_request(self, request: _Request, client_address: Any) -> None:
-        """A thread per connection, at most MAX_CONNECTIONS: a scraper that opens more (or holds
-        them open) cannot make the master start threads without bound. A newcomer finding them
-        all taken makes room (`make_room`); if none can be made, it is closed unanswered."""
-        if not self.slots.acquire(blocking=False):
-            if not (self.make_room(str(client_address[0])) and self.slots.acquire(timeout=ROOM_WAIT)):
-                self.shutdown_request(request)
-                return
-        with self.held_lock:
-            self.held[request] = (str(client_address[0]), time.monotonic(), False)
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._let_go(request)
-            raise
-
-    def process_request_thread(self, request: _Request, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._let_go(request)
-
-    def _let_go(self, request: _Request) -> None:
-        with self.held_lock:
-            self.held.pop(request, None)
-        self.slots.release()
-
-    def request_read(self, request: _Request) -> None:
-        """The connection's request is read: it is being answered now."""
-        with self.held_lock:
-            if request in self.held:
-                host, since, _ = self.held[request]
-                self.held[request] = (host, since, True)
-
-    def make_room(self, newcomer: str) -> bool:
-        """Close one connection for a newcomer from address `newcomer`: the oldest still sending its
-        request, of the address with the most of them, when that address holds more unfinished
-        requests than the newcomer's (slow senders from one address cannot keep another address's
-        scraper out); else the oldest held for more than REQUEST_TIMEOUT, its request unfinished
-        or its answer untaken (the socket timeout drops only a silent one: a byte every few
-        seconds keeps it). False when none may go: the newcomer is refused."""
-        now = time.monotonic()
-        with self.held_lock:
-            reading = [(request, host) for request, (host, _, read) in self.held.items() if not read]
-            counts = Counter(host for _, host in reading)
-            victim: _Request | None = None
-            if counts:
-                busiest, most = counts.most_common(1)[0]
-                if most > counts.get(newcomer, 0) + 1:
-                    victim = next(request for request, host in reading if host == busiest)
-            if victim is None:  # (held in arrival order: the first found is the oldest)
-                victim = next((request for request, (_, since, _) in self.held.items()
-                               if now - since > REQUEST_TIMEOUT), None)
-            if victim is None:
-                return False
-            del self.held[victim]  # (its thread lets its place go when its read or write fails)
-            self.evicted += 1
-        sock = victim if isinstance(victim, socket.socket) else victim[1]
-        with suppress(OSError):
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the descriptor's: never a TLS object's state
-        log.debug("metrics: every connection was taken: the oldest unfinished one was closed for a newcomer")
-        return True
-
-    def handle_error(self, request: _Request, client_address: Any) -> None:
-        """A broken client (a failed handshake, a reset) is one debug line, never a traceback."""
-        log.debug("metrics: a request from %s failed", client_address, exc_info=True)
+    request_queue_size = 128   # listen()'s backlog: a burst of connections waits for the acceptor
 
 
 class _Server6(_Server):
@@ -137,18 +56,18 @@ class _Server6(_Server):
 
 
 class _Handler(WSGIRequestHandler):
+    """Answers one request whose head the acceptor read already (`head`)."""
+
     timeout = REQUEST_TIMEOUT
+
+    def __init__(self, head: bytes, request: socket.socket, client_address: Any, server: _Server) -> None:
+        self.head = head
+        super().__init__(request, client_address, server)
 
     def setup(self) -> None:
         super().setup()
-        if isinstance(self.connection, ssl.SSLSocket):
-            self.connection.do_handshake()  # here, on the request's thread: never on the accepting one
-
-    def parse_request(self) -> bool:
-        parsed = super().parse_request()
-        if isinstance(self.server, _Server):
-            self.server.request_read(self.request)  # its headers are in: no more a slow sender's place
-        return parsed
+        self.rfile.close()
+        self.rfile = io.BytesIO(self.head)   # GET and HEAD: the head is the whole request
 
     def get_environ(self) -> dict[str, str]:
         environ = super().get_environ()
@@ -172,24 +91,26 @@ class MetricsEndpoint:
                  tls_client_ca: str | Path | None = None) -> None:
         self.service, self.token = service, token
         bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        self.httpd = make_server(bare, port, self._app, _Server6 if ":" in bare else _Server, handler_class=_Handler)
+        self.httpd = (_Server6 if ":" in bare else _Server)((bare, port), WSGIRequestHandler)  # (_answer handles)
+        self.httpd.set_app(self._app)
         self.scheme = "http"
+        context = None
         if tls_cert and tls_key:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(tls_cert, tls_key)
             if tls_client_ca:
                 context.load_verify_locations(tls_client_ca)
                 context.verify_mode = ssl.CERT_REQUIRED
-            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True,
-                                                    do_handshake_on_connect=False)
             self.scheme = "https"
         self.port = self.httpd.server_address[1]
         self.url = f"{self.scheme}://{host}:{self.port}/metrics"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)
-        self.thread.start()
+        self.acceptor = HeadAcceptor(self.httpd.socket, self._answer, context)
+
+    def _answer(self, sock: socket.socket, client_address: Any, head: bytes) -> None:
+        _Handler(head, sock, client_address, self.httpd)
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        self.acceptor.stop()
         self.httpd.server_close()
 
     def _viewer(self, environ: _Environ) -> tuple[Identity | None, str | None]:

@@ -124,3 +124,58 @@ def test_the_check_pool_runs_at_most_its_workers_and_refuses_past_its_queue():
         t.join(30)
     assert results == [True] * 5 and not errors
     assert pool.most_running == 2 and pool.ran == 5
+
+
+def test_a_fresh_connection_waits_for_its_keys_turn_and_a_failed_one_is_refused():
+    """Issue #82: a blocked pair refuses a connection that failed before, unchecked; a fresh one
+    sleeps until the key's next reserved turn (one per first_delay, first come first served) and
+    is checked; past RESERVED_SLOTS turns ahead, a fresh one is refused too. A connection that
+    proved itself as the name skips the back-off. The guard's own clock and sleep: no time."""
+    from dumpfilter.master.login_guard import RESERVED_SLOTS
+
+    clock, slept = Clock(), []
+    guard = LoginGuard(clock, sleep=slept.append)
+    for n in range(BLOCK_AFTER):
+        guard.failed("10.0.0.1", "app", True, f"flood:{n}")
+    assert guard.snapshot()["pairs"] == {"blocked": 1}
+    with pytest.raises(LoginThrottled):
+        guard.admit("10.0.0.1", "app", "flood:0")          # failed already: refused unchecked
+    with pytest.raises(LoginThrottled):
+        guard.admit("10.0.0.1", "app")                     # no connection named: as before
+    held = len(slept)
+    guard.admit("10.0.0.1", "app", "fresh:0")              # the key's first turn: at once
+    guard.admit("10.0.0.1", "app", "fresh:1")              # the next: one first_delay later
+    assert slept[held:] == [FIRST_DELAY] and guard.reserved == 2
+    for n in range(2, RESERVED_SLOTS + 1):
+        guard.admit("10.0.0.1", "app", f"fresh:{n}")
+    assert slept[held:] == [n * FIRST_DELAY for n in range(1, RESERVED_SLOTS + 1)]
+    with pytest.raises(LoginThrottled, match="too many logins waiting"):
+        guard.admit("10.0.0.1", "app", "fresh:late")
+    guard.succeeded("10.0.0.1", "app", "fresh:0")
+    for n in range(BLOCK_AFTER):                           # the flood blocks the pair again...
+        guard.failed("10.0.0.1", "app", True, f"flood:{n}")
+    guard.admit("10.0.0.1", "app", "fresh:0")              # ...but not the connection that proved itself
+    with pytest.raises(LoginThrottled):
+        guard.admit("10.0.0.1", "other", "fresh:0")        # (as that name only)
+    assert guard.snapshot()["reserved"] == RESERVED_SLOTS + 1
+
+
+def test_a_cheap_proof_is_taken_in_a_quick_turn_and_a_guess_waits_for_a_full_one():
+    """Issue #82: with a cheap proof (a password proved before), a fresh connection's first turn
+    during a block is a quick one (QUICK_TURNS per first_delay): proved, it is admitted there; a
+    guess that does not prove books a full turn for its expensive check. The guard's own clock."""
+    from dumpfilter.master.login_guard import QUICK_TURNS
+
+    clock, slept = Clock(), []
+    guard = LoginGuard(clock, sleep=slept.append)
+    for n in range(BLOCK_AFTER):
+        guard.failed("10.0.0.1", "app", True, f"flood:{n}")
+    assert guard.admit("10.0.0.1", "app", "slave:0", lambda: True) == "proven" and slept == []
+    assert guard.admit("10.0.0.1", "app", "slave:1", lambda: True) == "proven"
+    assert slept == pytest.approx([FIRST_DELAY / QUICK_TURNS])   # the next quick turn
+    assert guard.admit("10.0.0.1", "app", "guess:0", lambda: False) == "turn"
+    assert slept[1:] == pytest.approx([2 * FIRST_DELAY / QUICK_TURNS])   # its quick turn; its full turn: now
+    assert guard.admit("10.0.0.1", "app", "guess:1", lambda: False) == "turn"
+    assert slept[-2:] == pytest.approx([3 * FIRST_DELAY / QUICK_TURNS, FIRST_DELAY])   # full turns: first_delay apart
+    assert guard.admit("10.0.0.1", "app", "guess:2") == "turn"    # no proof offered: the next full turn
+    assert slept[-1] == pytest.approx(2 * FIRST_DELAY) and guard.reserved == 5 + 2

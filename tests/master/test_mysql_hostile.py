@@ -44,6 +44,7 @@ allow = ["s1.%"]
 
 [login]
 hold_seconds = 0   # the floods below want each refusal at once, not held (master.login_guard)
+first_delay = 0.01 # and each MySQL login (a fresh connection) checked in its key's turn without a wait
 """
 PROBE_TIMEOUT = 60.0   # give-up time of one probe: the frozen master took 53 s for 12 `%`, this is 20
 COM_BINLOG_DUMP_GTID, BINLOG_THROUGH_GTID = 0x1E, 0x04
@@ -261,8 +262,10 @@ def _first_packet(sock: socket.socket) -> bytes:
 def test_failed_logins_are_warnings_rate_limited_and_open_identities_are_named(served):
     """Item 10: failed logins were logged at INFO, below the default level; an identity without
     a password (anyone may claim it) was not mentioned at start. (Issue #62: the flood comes from
-    another address than the replica's, whose address and name the login guard's back-off then
-    refuses without a check, 1129; those refusals are lines of the same rate-limited kind.)"""
+    another address than the replica's, whose address and name the login guard backs off; issue
+    #82: each MySQL login is a fresh connection, checked in its key's reserved turn, 1045, and
+    refused without a check, 1129, only when too many wait; both are lines of the same
+    rate-limited kind.)"""
     assert _error(lambda: _login(served.port, user="nobody\nforged line", password="x", host=HOSTILE_HOST))[0] \
         == 1045
     attempts = 1
@@ -270,7 +273,7 @@ def test_failed_logins_are_warnings_rate_limited_and_open_identities_are_named(s
     for _ in range(60):
         codes.append(_error(lambda: _login(served.port, password="wrong-pw-1", host=HOSTILE_HOST))[0])
         attempts += 1
-    assert codes[0] == 1045 and set(codes) == {1045, 1129}, codes
+    assert codes[0] == 1045 and set(codes) <= {1045, 1129}, codes
     def summed_up() -> bool:
         nonlocal attempts
         if "more failed logins not logged" in served.master.log_text():
