@@ -368,7 +368,8 @@ class AssembleConfig:
     written are reported."""
 
     def __new__(cls, *, renumber: bool, crc: bool, empty_keep: bool, commit_body: bytes,
-                whole_only: bool = False, gtids: bool = False) -> Self: ...
+                whole_only: bool = False, gtids: bool = False, renames: dict[bytes, bytes] | None = None,
+                query_post: int = 0, load_post: int = 0, table_map_post: int = 0) -> Self: ...
     @property
     def renumber(self) -> bool: ...
     @property
@@ -381,6 +382,16 @@ class AssembleConfig:
     def whole_only(self) -> bool: ...
     @property
     def gtids(self) -> bool: ...
+    @property
+    def renames(self) -> dict[bytes, bytes] | None:
+        """replicate-rewrite-db's names written into the units kept whole (read at each call)."""
+    @property
+    def query_post(self) -> int:
+        """With `renames`: QUERY's post-header length (EXECUTE_LOAD_QUERY's and TABLE_MAP's next)."""
+    @property
+    def load_post(self) -> int: ...
+    @property
+    def table_map_post(self) -> int: ...
 
 
 @final
@@ -913,8 +924,7 @@ class Scanner:
         the error that stopped it, if any."""
     def assemble(self, buf: Buffer, start: int, keep: bytes, out_pos: int, base: int, config: AssembleConfig, *,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 stmt_keep: bytes | None = None,
-                 renames: tuple[dict[bytes, bytes], int, int, int] | None = None) -> AssembleResult:
+                 stmt_keep: bytes | None = None) -> AssembleResult:
         """What a filter keeps of the last `units` call's units from index `start` on, for a sink
         that writes at output offset `out_pos` (see assemble::assemble); `buf` must be the buffer
         that call scanned. `keep` holds one keep byte (KEEP_*) per name id.

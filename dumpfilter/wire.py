@@ -1,9 +1,11 @@
 """Conversions between the protobuf contract (dumpfilter.v1) and rule-set, skip-policy and schema
-values, shared by the master's servicer and the slave client; and the TLS files either end reads,
-with the client channel to the master (the slave's and the operator commands')."""
+values, shared by the master's servicer and the slave client; and the TLS files either end reads
+(with what is wrong with a certificate's dates), with the client channel to the master (the
+slave's and the operator commands')."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -129,3 +131,25 @@ def client_channel(target: str, options: list[tuple[str, Any]], ssl_ca: str | Pa
     pems = [read_pem(path, option, error) if path else None
             for path, option in ((ssl_ca, "--ssl-ca"), (ssl_key, "--ssl-key"), (ssl_cert, "--ssl-cert"))]
     return grpc.secure_channel(target, grpc.ssl_channel_credentials(*pems), options=options)
+
+
+def certificate_date_problems(pem: bytes, now: datetime.datetime | None = None) -> list[str]:
+    """What is wrong with the dates of the server certificate (the chain's first) in `pem`: expired,
+    or not valid yet. The master starts all the same (a certificate is renewed in place, and the
+    operator may mean it), but says so: every client that verifies it will refuse the connection,
+    MariaDB replicas with MASTER_SSL_VERIFY_SERVER_CERT among them."""
+    from cryptography import x509
+
+    try:
+        cert = x509.load_pem_x509_certificate(pem)
+    except ValueError:
+        return []  # grpc says what is wrong with a certificate it cannot read
+    now = now or datetime.datetime.now(datetime.UTC)
+    if cert.not_valid_after_utc < now:
+        days = (now - cert.not_valid_after_utc).days
+        return [f"the certificate expired on {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC ({days} day(s) ago): "
+                "clients that verify it refuse to connect"]
+    if cert.not_valid_before_utc > now:
+        return [f"the certificate is not valid before {cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC: clients that "
+                "verify it refuse to connect until then"]
+    return []

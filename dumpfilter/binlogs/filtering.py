@@ -419,15 +419,19 @@ class _FileWalk:
             return None
         # Fast units and answered statements in bulk: written by the compiled assembly.
         config = self._config
+        renames = sink.direct_renames  # (one dict for the run, grown as names are met: read at each call)
+        posts = (fmt.post_header_len(EventType.QUERY), fmt.post_header_len(EventType.EXECUTE_LOAD_QUERY),
+                 fmt.post_header_len(EventType.TABLE_MAP)) if renames is not None else (0, 0, 0)
         if config is None or config.renumber != direct.renumber_positions or config.crc != (fmt.checksum_len > 0) \
-                or config.gtids != sink.direct_gtids:
+                or config.gtids != sink.direct_gtids or config.renames is not renames \
+                or (config.query_post, config.load_post, config.table_map_post) != posts:
             config = self._config = AssembleConfig(renumber=direct.renumber_positions, crc=fmt.checksum_len > 0,
                                                    empty_keep=self.empty_keep, commit_body=COMMIT_BODY,
-                                                   gtids=sink.direct_gtids)
+                                                   gtids=sink.direct_gtids, renames=renames, query_post=posts[0],
+                                                   load_post=posts[1], table_map_post=posts[2])
         done = self.scanner.assemble(
             self.buf, at, bf.keeps.tables(self.scanner.names), direct.position, self.base, config, answers=answers,
-            limit=sink.direct_limit, fresh=sink.direct_fresh(), stmt_keep=None if keys is None else keys.keep,
-            renames=sink.direct_renames, fmt=fmt)
+            limit=sink.direct_limit, fresh=sink.direct_fresh(), stmt_keep=None if keys is None else keys.keep)
         if done.next > at:
             direct.out.write(done.out)
             direct.position = done.out_pos

@@ -282,8 +282,7 @@ class Scanner:
 
     def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, config: _core.AssembleConfig, *,
                  answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 stmt_keep: bytes | None = None, renames: dict[bytes, bytes] | None = None,
-                 fmt: FormatDescription | None = None) -> _core.AssembleResult:
+                 stmt_keep: bytes | None = None) -> _core.AssembleResult:
         """What a filter keeps of the last `units` call's fast units from index `start` on
         (buf: that call's buffer), written as `config` says (`_core.AssembleConfig`): the bytes,
         the next unit index, the output offset, the counts; see the core's assemble::assemble.
@@ -292,14 +291,10 @@ class Scanner:
         assembly there, or tries the unit's statement keys). `limit`: stop before writing a unit at or past this output offset
         (`full`; `fresh`: the file has no unit yet). `stmt_keep`: the statement units
         `statement_units` read are decided by their statements' keys, one byte per key id
-        (rules.keep_table). `renames` (with `fmt`, the format in force): replicate-rewrite-db's
-        names (the master's database -> the one the replica applies) written into the units kept
-        whole (rename_db); a unit naming a database the map lacks stops the assembly there."""
-        named = None if renames is None or fmt is None else (
-            renames, fmt.post_header_len(EventType.QUERY), fmt.post_header_len(EventType.EXECUTE_LOAD_QUERY),
-            fmt.post_header_len(EventType.TABLE_MAP))
+        (rules.keep_table). A `config` with `renames` writes replicate-rewrite-db's names into the
+        units kept whole (rename_db); a unit naming a database the map lacks stops it there."""
         return self._core.assemble(buf, start, keep, out_pos, base, config, answers=answers, limit=limit, fresh=fresh,
-                                   stmt_keep=stmt_keep, renames=named)
+                                   stmt_keep=stmt_keep)
 
     def statement_units(self, buf: bytes, start: int, fmt: FormatDescription) -> list[_core.StatementKey]:
         """The keys of the last `units` call's statement units from index `start` on (buf: that

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import datetime
 import logging
 import threading
 import time
@@ -25,7 +24,8 @@ from grpc_reflection.v1alpha import reflection
 from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import read_pem, rules_from_proto, rules_to_proto, schema_from_proto, skip_policy_from_proto
+from dumpfilter.wire import (certificate_date_problems, read_pem, rules_from_proto, rules_to_proto, schema_from_proto,
+                             skip_policy_from_proto)
 from dumpfilter.master.login_guard import HOLD_SLOTS, RESERVED_SLOTS, ChecksBusy, LoginThrottled
 from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import Identity, MasterPolicy
@@ -578,25 +578,3 @@ def create_server(binlog_dir: str | Path, listen: str = "127.0.0.1:0", *, policy
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     return MasterServer(server, service, health_servicer, port, servicer), port
-
-
-def certificate_date_problems(pem: bytes, now: datetime.datetime | None = None) -> list[str]:
-    """What is wrong with the dates of the server certificate (the chain's first) in `pem`: expired,
-    or not valid yet. The master starts all the same (a certificate is renewed in place, and the
-    operator may mean it), but says so: every client that verifies it will refuse the connection,
-    MariaDB replicas with MASTER_SSL_VERIFY_SERVER_CERT among them."""
-    from cryptography import x509
-
-    try:
-        cert = x509.load_pem_x509_certificate(pem)
-    except ValueError:
-        return []  # grpc says what is wrong with a certificate it cannot read
-    now = now or datetime.datetime.now(datetime.UTC)
-    if cert.not_valid_after_utc < now:
-        days = (now - cert.not_valid_after_utc).days
-        return [f"the certificate expired on {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC ({days} day(s) ago): "
-                "clients that verify it refuse to connect"]
-    if cert.not_valid_before_utc > now:
-        return [f"the certificate is not valid before {cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC: clients that "
-                "verify it refuse to connect until then"]
-    return []

@@ -12,7 +12,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from dumpfilter.master.serve.grpc_server import certificate_date_problems, create_server
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.wire import certificate_date_problems
 from dumpfilter.workload.generator import WorkloadSpec, generate
 
 NOW = datetime.datetime.now(datetime.UTC)

@@ -3,7 +3,8 @@
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::collections::HashMap;
 
 use super::results::{
     statement_keys, AssembleCounts, AssembleResult, ScanFault, StatementUnits, TableName,
@@ -14,15 +15,6 @@ use crate::assemble;
 use crate::rename_db::DbRenames;
 use crate::scan::{self, Scanner, UNIT_WORDS};
 use crate::stmt_units::{ByKeys, StmtUnits};
-
-/// What `assemble` takes of replicate-rewrite-db's names: (the master's database -> the one
-/// applied, QUERY's, EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths).
-type AssembleRenames = (
-    std::collections::HashMap<Vec<u8>, Vec<u8>>,
-    usize,
-    usize,
-    usize,
-);
 
 /// An output's assembly configuration for `Scanner.assemble`, one typed value (see
 /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
@@ -36,12 +28,20 @@ pub(super) struct AssembleConfig {
     pub(super) commit_body: Py<PyBytes>,
     pub(super) whole_only: bool,
     pub(super) gtids: bool,
+    /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
+    /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
+    /// EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths to read them with.
+    pub(super) renames: Option<Py<PyDict>>,
+    pub(super) query_post: usize,
+    pub(super) load_post: usize,
+    pub(super) table_map_post: usize,
 }
 
 #[pymethods]
 impl AssembleConfig {
     #[new]
-    #[pyo3(signature = (*, renumber, crc, empty_keep, commit_body, whole_only = false, gtids = false))]
+    #[pyo3(signature = (*, renumber, crc, empty_keep, commit_body, whole_only = false, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         renumber: bool,
         crc: bool,
@@ -49,6 +49,10 @@ impl AssembleConfig {
         commit_body: Py<PyBytes>,
         whole_only: bool,
         gtids: bool,
+        renames: Option<Py<PyDict>>,
+        query_post: usize,
+        load_post: usize,
+        table_map_post: usize,
     ) -> Self {
         AssembleConfig {
             renumber,
@@ -57,6 +61,10 @@ impl AssembleConfig {
             commit_body,
             whole_only,
             gtids,
+            renames,
+            query_post,
+            load_post,
+            table_map_post,
         }
     }
 }
@@ -252,7 +260,7 @@ impl PyScanner {
     /// bytes, the next unit index, the output offset after them, the counts, and the statements
     /// answered by key.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, start, keep, out_pos, base, config, *, answers = None, limit = None, fresh = false, stmt_keep = None, renames = None))]
+    #[pyo3(signature = (buf, start, keep, out_pos, base, config, *, answers = None, limit = None, fresh = false, stmt_keep = None))]
     fn assemble(
         &mut self,
         py: Python<'_>,
@@ -266,16 +274,18 @@ impl PyScanner {
         limit: Option<u64>,
         fresh: bool,
         stmt_keep: Option<&[u8]>,
-        renames: Option<AssembleRenames>,
     ) -> PyResult<AssembleResult> {
         let answers = answers.unwrap_or(&[]);
-        let renames = renames.map(|(map, query_post, load_post, table_map_post)| DbRenames {
-            map,
-            query_post,
-            load_post,
-            table_map_post,
-            crc_len: if config.crc { 4 } else { 0 },
-        });
+        let renames = match &config.renames {
+            None => None,
+            Some(map) => Some(DbRenames {
+                map: map.bind(py).extract::<HashMap<Vec<u8>, Vec<u8>>>()?,
+                query_post: config.query_post,
+                load_post: config.load_post,
+                table_map_post: config.table_map_post,
+                crc_len: if config.crc { 4 } else { 0 },
+            }),
+        };
         let opt = assemble::Options {
             base,
             renumber: config.renumber,
