@@ -310,6 +310,11 @@ def bytes_by_table(topology: Topology, files: Iterable[str | Path]) -> list[dict
 
     slaves, gates = list(topology.slaves), slave_gates(topology)
     parts = count_parts_local(plan_chunks([Path(f) for f in files], None), slaves, gates)
+    cut = min((p for p in parts if p.cut is not None), key=lambda p: p.file_index, default=None)
+    if cut is not None and cut.cut is not None:
+        # A file cut inside an event: the master would serve it as a file still being written and
+        # wait for the rest, so the simulation never ends. Said at once, as before anything serves.
+        raise cut.cut
     totals = merge_counts(parts, [s.name for s in slaves])
     return table_rows(topology, gates, totals, merge_tables(parts), merge_statements(parts))
 
