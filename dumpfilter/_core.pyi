@@ -1156,7 +1156,8 @@ def foreign_log_pos(buf: Buffer, off: int) -> bool:
 
 
 def hop(buf: Buffer, off: int) -> HopResult:
-    """The benchmarks' compiled baseline: a bare header hop over buf[off:]."""
+    """A bare header hop over buf[off:] (bytes, a bytearray or a memoryview of a mapping): the
+    events and the end of the last whole one (the benchmarks' compiled baseline too)."""
 
 
 def relay_run(scanner: Scanner, buf: bytes, start: int, keep: bytes, lone: tuple[int, int] | None = None,

@@ -167,12 +167,20 @@ pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
     hops::foreign_log_pos(buf, off)
 }
 
-/// The benchmarks' compiled baseline: a bare header hop over buf[off:], the events and where it
-/// stopped.
+/// A bare header hop over buf[off:] (bytes, a bytearray or a memoryview of a mapping): the events
+/// and where it stopped, the end of the last whole event (the benchmarks' compiled baseline, and
+/// where a file's whole events end).
 #[pyfunction]
-pub(super) fn hop(py: Python<'_>, buf: &[u8], off: usize) -> HopResult {
-    let (events, stop) = py.detach(|| hops::hop(buf, off));
-    HopResult { events, stop }
+pub(super) fn hop(buf: &Bound<'_, PyAny>, off: usize) -> PyResult<HopResult> {
+    let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err("hop reads a contiguous buffer"));
+    }
+    // SAFETY: the GIL is held and no Python code runs while the buffer is read.
+    let bytes =
+        unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes()) };
+    let (events, stop) = hops::hop(bytes, off);
+    Ok(HopResult { events, stop })
 }
 
 /// The last non-zero timestamp of the whole events in `buf` (bytes, a bytearray or a memoryview;
@@ -191,15 +199,15 @@ pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
     Ok(assemble::last_timestamp(bytes))
 }
 
+/// What `relay_run` takes of replicate-rewrite-db's names (see there).
+type Renames = (HashMap<Vec<u8>, Vec<u8>>, usize, usize);
+
 /// The slave's relay run over the last `units` call of `scanner` (see relay::relay_ranges): the
 /// bytes to relay, the next unit index, the counts, the lone statements copied whose text the
 /// slave's check reads, and the statement keys met and used. `lone`: (QUERY post-header length,
 /// checksum length) of the format in force, to copy lone statements too; None, to stop at them.
 /// `stmt_keep` (with `lone`): a keep byte per key id of the scanner's `statement_units`, to copy
 /// the statement units whose every statement its keys keep.
-/// What `relay_run` takes of replicate-rewrite-db's names (see there).
-type Renames = (HashMap<Vec<u8>, Vec<u8>>, usize, usize);
-
 /// `renames` (with `lone`): replicate-rewrite-db's names, (the master's database name -> the
 /// one applied, EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths): the units relayed with
 /// their names renamed (rename_db), the run stopping at a name the map lacks.
