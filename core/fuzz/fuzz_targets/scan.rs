@@ -11,6 +11,7 @@ use _core::body_reach::body_reach;
 use _core::facts::{facts, parens_close};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
+use _core::rename_db::DbRenames;
 use _core::scan::{Scanner, F_FAST, F_HOLES};
 use _core::send::{walk, SendOptions};
 use _core::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
@@ -73,10 +74,16 @@ fuzz_target!(|data: &[u8]| {
     let mut holed = Scanner::new(verify);
     holed.holes = true;
     let with_holes = holed.units(&buf, 4, 0, limit, control & 4 != 0);
-    assert_eq!((with_holes.units.len(), with_holes.stop), (out.units.len(), out.stop));
+    assert_eq!(
+        (with_holes.units.len(), with_holes.stop),
+        (out.units.len(), out.stop)
+    );
     for (a, b) in out.units.iter().zip(&with_holes.units) {
         let bits = !(F_FAST | F_HOLES);
-        assert_eq!((a.start, a.end, a.events, a.kind), (b.start, b.end, b.events, b.kind));
+        assert_eq!(
+            (a.start, a.end, a.events, a.kind),
+            (b.start, b.end, b.events, b.kind)
+        );
         assert_eq!(a.flags & bits, b.flags & bits);
         assert_eq!(a.flags & F_FAST, b.flags & F_FAST);
     }
@@ -93,12 +100,33 @@ fuzz_target!(|data: &[u8]| {
         0,
         Some(lone_any),
         None,
+        None,
     );
     let mut relayed_bytes = vec![0u8; run.bytes as usize];
     run.fill(&buf, &mut relayed_bytes);
     let keep: Vec<u8> = (0..scanner.names.len())
         .map(|i| ((control as usize >> 3) + i) as u8 % 3)
         .collect();
+    // replicate-rewrite-db's names over the scanner's databases (renamed or kept as they are): a
+    // Query's database the map lacks stops the walks there, a renamed one is written anew.
+    let renames = DbRenames {
+        map: scanner
+            .names
+            .iter()
+            .map(|(db, _)| {
+                let to = if control & 4 != 0 {
+                    [db.as_slice(), b"_rw"].concat()
+                } else {
+                    db.clone()
+                };
+                (db.clone(), to)
+            })
+            .collect(),
+        query_post: 13,
+        load_post: 26,
+        table_map_post: 8,
+        crc_len: 4 * (control & 2) as usize / 2,
+    };
     let opt = Options {
         base: 0,
         renumber: control & 8 != 0,
@@ -109,6 +137,7 @@ fuzz_target!(|data: &[u8]| {
         limit: u64::MAX,
         fresh: false,
         gtids: control & 1 != 0,
+        renames: (control & 128 != 0).then_some(&renames),
     };
     let answers: Vec<u8> = (0..out.units.len())
         .map(|i| ((control as usize) + i) as u8 % 3)
@@ -145,7 +174,13 @@ fuzz_target!(|data: &[u8]| {
         &opt,
         Some(&mut by_keys),
     );
-    assert!(a.next <= out.units.len() && by_keys.key_uses().iter().all(|(id, _)| (*id as usize) < stmt.keys.len()));
+    assert!(
+        a.next <= out.units.len()
+            && by_keys
+                .key_uses()
+                .iter()
+                .all(|(id, _)| (*id as usize) < stmt.keys.len())
+    );
     let mut plan = UnitList::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
@@ -191,6 +226,7 @@ fuzz_target!(|data: &[u8]| {
         0,
         lone,
         Some(&mut stmts),
+        (control & 128 != 0).then_some(&renames),
     );
     assert!(
         run.next <= out.units.len()
@@ -231,7 +267,10 @@ fuzz_target!(|data: &[u8]| {
         for skip in [SKIP_PLACEHOLDER, SKIP_EMPTY] {
             let mut made = Vec::new();
             let form = skip_forms::skipped(u, &buf, skip, opt.crc, false, None, Some(&mut made));
-            assert_eq!(form, skip_forms::skipped(u, &buf, skip, opt.crc, false, None, None));
+            assert_eq!(
+                form,
+                skip_forms::skipped(u, &buf, skip, opt.crc, false, None, None)
+            );
             // Runs of placeholders as one: the same form, and counted back to its bytes.
             let mut runs = Vec::new();
             let run = skip_forms::skipped(u, &buf, skip, opt.crc, true, None, Some(&mut runs));
