@@ -1041,12 +1041,14 @@ class UnitList:
     def annotations_read_here(self) -> int:
         """Units whose annotations `annotations_unshown` read itself, not found read ahead by a
         scan thread (`scan_start(annotations=True)`)."""
+    def tally_names(self, ranges: list[tuple[int, int]], counts: bytearray) -> None:
+        """Adds the Table_maps of units[i:j] for each (i, j) of `ranges` (ascending, disjoint) to
+        `counts`, a u32 per name id, in place: the rule hits a stream's walks ran."""
     def send(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: bytes | None,
-             counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
+             stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
         until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
-        says; `pending`: the Heartbeat still owed, if any. The units' Table_maps are tallied per
-        name id into `counts` (a bytearray of u32, added to in place);
+        says; `pending`: the Heartbeat still owed, if any (the units' Table_maps: `tally_names`);
         with `stmt_keep` (a keep byte per statement key id) statement units kept in part are cut
         at statements, and their statements tallied per key id into `stmt_counts`."""
     def time_cuts(self, seconds: int) -> list[TimeCut]:

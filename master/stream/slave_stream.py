@@ -429,14 +429,12 @@ class SlaveStream:
         stats = slave.stats
         pending = self._heartbeat_raw(self.pending_hb) if self.pending_hb is not None else None
         crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
-        names = index.names
-        tally = self.hits.tally_for(names)
         key_tally = bytearray(4 * len(by_keys.answers)) if by_keys is not None else None
         config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept,
                                   server_id=self.master_server_id, heartbeat_crc=crc,
                                   batch_bytes=self.batch_bytes, limit=self.limit,
                                   placeholder_runs=self.placeholder_runs, skip_stretches=self.skip_stretches)
-        sent = unit_list.send(row, states.keep, i, config, pending, tally,
+        sent = unit_list.send(row, states.keep, i, config, pending,
                               by_keys.keep if by_keys is not None else None, key_tally)
         j = sent.next
         if j == i:
@@ -459,6 +457,7 @@ class SlaveStream:
         self.batch_skipped += sent.read_bytes - sent.sent_bytes
         self.batch_units += j - i
         hits = self.hits
+        hits.walked(index.names, unit_list, i, j)
         if hits.unit_hits or hits.group_hits:
             hits.statements(i, j)
         self._track_gtids(index, i, j)
