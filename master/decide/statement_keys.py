@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,12 +57,14 @@ class StreamStatementKeys:
     reads their whole reach; an INSERT ... SELECT key, whose statements read other tables, is
     Python's (KEEP_ASK)."""
 
-    __slots__ = ("svc", "slave", "counts", "hits", "_group", "_answers")
+    __slots__ = ("svc", "slave", "counts", "hits", "_group", "_answers", "_pending")
 
     def __init__(self, svc: DumpService, slave: RegisteredSlave, counts: StatementPathCounts, hits: RuleHits) -> None:
         self.svc, self.slave, self.counts, self.hits = svc, slave, counts, hits
         self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) `_answers` are of
         self._answers: KeepTable | None = None
+        self._pending: tuple[KeyRows, bytearray] | None = None  # what `account` left to `settle`
+
     def space(self) -> object | None:
         """What a segment's keys are answered in (the same object while the slave's rules and its
         gate stay; the driver begins again with each segment, so the segment is not part of it and
@@ -103,23 +106,42 @@ class StreamStatementKeys:
         return decide
 
     def account(self, rows: KeyRows, tally: bytearray) -> None:
-        """The statements a send answered by key (`tally`: a u32 per key id of `rows`), into the
-        stream's rule hits and the engine's counters, as each decision would have counted them."""
-        if not any(tally):
+        """The statements a send answered by key (`tally`: a u32 per key id of `rows`, which the
+        stream's sends of one segment add to in place): counted when the stream is done with the
+        segment's keys or folds its rule hits (`settle`), once, not after each send."""
+        pending = self._pending
+        if pending is not None and (pending[0] is not rows or pending[1] is not tally):
+            self.settle()
+        self._pending = (rows, tally)
+
+    def settle(self) -> None:
+        """The statements answered by key since the last settle, into the stream's rule hits and
+        the engine's counters, as each decision would have counted them: one count per distinct
+        answer's counters, not per key (eight do-db streams each took the engine's lock per key
+        of each segment after each send, the most of their Python on a MIXED binlog)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        rows, tally = pending
+        counts = memoryview(tally).cast("I")
+        if not any(counts):
             return
         decided = rows.answers
-        counts = memoryview(tally).cast("I").tolist()
-        state = self.slave.state
+        alike: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], list] = {}
+        for key_id in compress(range(len(counts)), counts):
+            _, decision, counted = decided[key_id]
+            same = alike.setdefault((counted, decision.counted, decision.assumption), [decision, 0])
+            same[1] += counts[key_id]
+        counts.release()
+        tally[:] = bytes(len(tally))  # (a send may add to it again: counted from zero)
+        state = self.hits.state  # (the rules the stream decided with: a replacing stream's may be the slave's now)
         assert state is not None, "a stream's slave has its state"
         engine = state.engine
         total: Counter[str] = Counter()
-        for key_id, times in enumerate(counts):
-            if times:
-                answer = decided[key_id]
-                _, decision, counted = answer
+        with self.svc.engine_lock(engine):
+            for (counted, _, _), (decision, times) in alike.items():
                 for name in counted:
                     total[name] += times
-                with self.svc.engine_lock(engine):
-                    engine.account(decision, times)
+                engine.account(decision, times)
         if total:
             self.hits.add(total)
