@@ -127,11 +127,11 @@ class StreamStatementKeys:
         if not any(counts):
             return
         decided = rows.answers
-        alike: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], list] = {}
+        alike: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], tuple[Decision, list[int]]] = {}
         for key_id in compress(range(len(counts)), counts):
             _, decision, counted = decided[key_id]
-            same = alike.setdefault((counted, decision.counted, decision.assumption), [decision, 0])
-            same[1] += counts[key_id]
+            same = alike.setdefault((counted, decision.counted, decision.assumption), (decision, [0]))
+            same[1][0] += counts[key_id]
         counts.release()
         tally[:] = bytes(len(tally))  # (a send may add to it again: counted from zero)
         state = self.hits.state  # (the rules the stream decided with: a replacing stream's may be the slave's now)
@@ -139,7 +139,7 @@ class StreamStatementKeys:
         engine = state.engine
         total: Counter[str] = Counter()
         with self.svc.engine_lock(engine):
-            for (counted, _, _), (decision, times) in alike.items():
+            for (counted, _, _), (decision, (times,)) in alike.items():
                 for name in counted:
                     total[name] += times
                 engine.account(decision, times)
