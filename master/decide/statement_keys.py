@@ -21,12 +21,16 @@ from dumpfilter.rules.decider import gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.keep_table import DecideKey, KeepTable, KeyRows
+from dumpfilter.rules.keep_table import HIT_CLASSES, DecideKey, KeepTable, KeyRows
 
 if TYPE_CHECKING:
     from dumpfilter.master.decide.rule_hits import RuleHits
     from dumpfilter.master.registry import RegisteredSlave
     from dumpfilter.master.service import DumpService
+
+# Per hit class, the table that makes a key id's class byte 1 where it is that class, else 0.
+_MASKS = [bytes(int(b == k) for b in range(256)) for k in range(256)]
+
 
 @dataclass
 class StatementPathCounts:
@@ -126,12 +130,17 @@ class StreamStatementKeys:
         counts = memoryview(tally).cast("I")
         if not any(counts):
             return
-        decided = rows.answers
-        alike: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], tuple[Decision, list[int]]] = {}
-        for key_id in compress(range(len(counts)), counts):
-            _, decision, counted = decided[key_id]
-            same = alike.setdefault((counted, decision.counted, decision.assumption), (decision, [0]))
-            same[1][0] += counts[key_id]
+        # Per hit class, its keys' statements summed in C (`compress` by the class's mask), one
+        # count per class: the last class holds every class past it, its keys counted one by one.
+        decided, classes = rows.answers, rows.hits
+        alike: list[tuple[Decision, tuple[str, ...], int]] = []
+        for klass in set(classes):
+            mask = classes.translate(_MASKS[klass])
+            if klass < HIT_CLASSES - 1:
+                answer = decided[classes.index(klass)]
+                alike.append((answer.decision, answer.counted, sum(compress(counts, mask))))
+            else:
+                alike += [(decided[k].decision, decided[k].counted, counts[k]) for k in compress(range(len(counts)), mask)]
         counts.release()
         tally[:] = bytes(len(tally))  # (a send may add to it again: counted from zero)
         state = self.hits.state  # (the rules the stream decided with: a replacing stream's may be the slave's now)
@@ -139,7 +148,7 @@ class StreamStatementKeys:
         engine = state.engine
         total: Counter[str] = Counter()
         with self.svc.engine_lock(engine):
-            for (counted, _, _), (decision, (times,)) in alike.items():
+            for decision, counted, times in alike:
                 for name in counted:
                     total[name] += times
                 engine.account(decision, times)
