@@ -591,7 +591,7 @@ class BodyReach(_Record):
         a database None: the body's."""
     @property
     def starts(self) -> list[int]:
-        """The pieces Python reads: text[starts[k]:ends[k]] (byte offsets)."""
+        """The pieces the general path reads: text[starts[k]:ends[k]] (byte offsets)."""
     @property
     def ends(self) -> list[int]: ...
 
@@ -1146,9 +1146,9 @@ def parens_close(sql: bytes) -> bool | None:
 
 def body_reach(sql: bytes, form: int) -> BodyReach | None:
     """The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body with the
-    statement facts' lexer (see body_reach::body_reach; `form`: BODY_*): the statements
-    `rules.policy_bound._key_alone` would clear, the spans of the other pieces. None where
-    Python reads the whole text."""
+    statement facts' lexer (see body_reach::body_reach; `form`: BODY_*): the tables of the
+    statements that reach their table alone, the spans of the other pieces (byte offsets). None
+    where the general path (`rules.policy_bound`) reads the whole text."""
 
 
 def foreign_log_pos(buf: Buffer, off: int) -> bool:

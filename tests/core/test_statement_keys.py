@@ -17,12 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter import _core
-from dumpfilter._core import reaches_key_alone
 from dumpfilter.codec import BinlogReader
 from dumpfilter.codec.scanner import statement_key
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.statement_info import Kind
-from dumpfilter.rules.policy_bound import Reach, statement_reach
 from dumpfilter.rules.sqltokens import lexes
 from dumpfilter.rules.statements import _statement_tables, statement_tables
 from dumpfilter.workload import WorkloadSpec, generate
@@ -371,15 +369,3 @@ def test_python_parser_reads_a_query_inside_a_literal():
     assert _statement_tables(sql, "db", fast_forms=False).read == (("db", "u"),)
     assert statement_tables(sql, "db").read == ()
     assert statement_key(sql.encode()) == (_core.KIND_INSERT, None, b"t")
-
-
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_literal_statements(), st.sampled_from(["db", ""]))
-def test_the_policy_gate_clears_only_texts_that_reach_their_table(sql, db):
-    """The master policy's check (`_core.reaches_key_alone`, core/src/gate_reach.rs) asks the key
-    first: where the key now reads past a literal and the check clears the text, the policy's own
-    bound (`rules.policy_bound`, literals blanked) reaches that one table, nothing else."""
-    if lexes(sql) and reaches_key_alone(sql.encode("utf-8", "surrogateescape")):
-        updated = statement_tables(sql, db).updated
-        assert len(updated) == 1, sql
-        assert statement_reach(sql, db) == Reach(frozenset(updated)), sql
