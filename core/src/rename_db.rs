@@ -95,11 +95,9 @@ fn write_renamed(
     out.extend_from_slice(db);
     if let Some(table) = table.filter(|_| table_map) {
         // NUL, the table's length, the table
-        let old = *event.get(hi + 1).ok_or(Declined)? as usize;
-        rest = hi + 2 + old;
+        rest = hi + 2 + *event.get(hi + 1).ok_or(Declined)? as usize;
         if rest + crc_len > event.len() {
-            out.truncate(e0);
-            return Err(Declined);
+            return Err(Declined); // (the caller drops what was appended)
         }
         out.extend_from_slice(&[0, table.len() as u8]);
         out.extend_from_slice(table);
@@ -146,11 +144,7 @@ fn events(unit: &[u8]) -> impl Iterator<Item = Result<(usize, &[u8]), Declined>>
         if at == unit.len() {
             return None;
         }
-        let size = if at + HEADER_LEN <= unit.len() {
-            u32_at(unit, at + 9).map_or(0, |s| s as usize)
-        } else {
-            0
-        };
+        let size = u32_at(unit, at + 9).map_or(0, |s| s as usize);
         if size < HEADER_LEN || at + size > unit.len() {
             at = unit.len();
             return Some(Err(Declined));
