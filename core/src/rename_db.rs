@@ -36,24 +36,11 @@ pub struct DbRenames {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Declined;
 
-impl DbRenames {
-    /// The post-header length of an event of `kind` (0: one without a database name).
-    fn post(&self, kind: u8) -> usize {
-        match kind {
-            QUERY | QUERY_COMPRESSED => self.query_post,
-            EXECUTE_LOAD_QUERY => self.load_post,
-            TABLE_MAP => self.table_map_post,
-            _ => 0,
-        }
-    }
-}
-
-/// Where an event's database name lies in it (its range), or None where it has none. `post`:
-/// its kind's post-header length; `crc_len`: its checksum's.
-fn db_span(event: &[u8], post: usize, crc_len: usize) -> Result<Option<(usize, usize)>, Declined> {
+/// Where an event's database name lies in it (its range), or None where it has none.
+fn db_span(event: &[u8], r: &DbRenames) -> Result<Option<(usize, usize)>, Declined> {
     let body = HEADER_LEN;
     let span = match *event.get(4).ok_or(Declined)? {
-        QUERY | QUERY_COMPRESSED | EXECUTE_LOAD_QUERY => {
+        kind @ (QUERY | QUERY_COMPRESSED | EXECUTE_LOAD_QUERY) => {
             let len = *event.get(body + 8).ok_or(Declined)? as usize;
             let status = u16::from_le_bytes([
                 *event.get(body + 11).ok_or(Declined)?,
@@ -62,17 +49,22 @@ fn db_span(event: &[u8], post: usize, crc_len: usize) -> Result<Option<(usize, u
             if len == 0 {
                 return Ok(None);
             }
+            let post = if kind == EXECUTE_LOAD_QUERY {
+                r.load_post
+            } else {
+                r.query_post
+            };
             let at = body + post + status;
             (at, at + len)
         }
         TABLE_MAP => {
-            let at = body + post;
+            let at = body + r.table_map_post;
             let len = *event.get(at).ok_or(Declined)? as usize;
             (at + 1, at + 1 + len)
         }
         _ => return Ok(None),
     };
-    if span.1 + crc_len > event.len() {
+    if span.1 + r.crc_len > event.len() {
         return Err(Declined);
     }
     Ok(Some(span))
@@ -126,7 +118,14 @@ pub fn rename_event(
     if event.len() < HEADER_LEN + crc_len || u32_at(event, 9) != Some(event.len() as u32) {
         return Err(Declined);
     }
-    let Some(span) = db_span(event, post, crc_len)? else {
+    let r = DbRenames {
+        query_post: post,
+        load_post: post,
+        table_map_post: post,
+        crc_len,
+        ..DbRenames::default()
+    };
+    let Some(span) = db_span(event, &r)? else {
         return Ok(None);
     };
     if db.len() > 255 || table.is_some_and(|t| t.len() > 255) {
@@ -172,7 +171,7 @@ pub fn names_known(unit: &[u8], r: &DbRenames) -> Option<bool> {
     let mut renames = false;
     for e in events(unit) {
         let (_, event) = e.ok()?;
-        if let Some(span) = db_span(event, r.post(event[4]), r.crc_len).ok()? {
+        if let Some(span) = db_span(event, r).ok()? {
             renames |= renamed(event, span, r).ok()?.is_some();
         }
     }
@@ -196,7 +195,7 @@ fn rename_into(unit: &[u8], r: &DbRenames, out: &mut Vec<u8>) -> Result<u64, Dec
     let mut copied = 0usize; // bytes of `unit` already in `out` (once the first rename is met)
     for e in events(unit) {
         let (at, event) = e?;
-        let Some(span) = db_span(event, r.post(event[4]), r.crc_len)? else {
+        let Some(span) = db_span(event, r)? else {
             continue;
         };
         if let Some(new) = renamed(event, span, r)? {

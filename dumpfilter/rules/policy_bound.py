@@ -179,7 +179,7 @@ def _text_of(name: bytes) -> str:
     return name.decode("utf-8", "surrogateescape")
 
 
-def _full(sql: str, default: str, info: StatementInfo | None = None) -> Reach | None:
+def _full(sql: str, default: str, info: StatementInfo) -> Reach | None:
     try:
         tokens = _ansi_quotes(sql, tokenize(sql))
     except LexError:
@@ -188,7 +188,6 @@ def _full(sql: str, default: str, info: StatementInfo | None = None) -> Reach | 
         return None
     if _word(tokens, 0) == "SET" and _word(tokens, 1) == "STATEMENT":
         return _set_statement(sql, tokens, default)
-    info = info if info is not None else statement_tables(sql, default)
     kind = info.kind
     if not info.parse_ok:
         return None
@@ -289,15 +288,10 @@ def _core_body(raw: bytes, info: StatementInfo) -> Reach | None:
     if read is None:
         return None
     tables, schemas = _header(info)
-    found, complete = _body(_spans(raw, read.starts, read.ends), body_db, trigger)
+    texts = (_text_of(raw[start:end]) for start, end in zip(read.starts, read.ends))
+    found, complete = _body(((text, _ansi_quotes(text, tokenize(text)), len(text)) for text in texts), body_db, trigger)
     tables |= {(_text_of(t.db) if t.db is not None else body_db, _text_of(t.name)) for t in read.tables}
     return Reach(frozenset(tables | found), frozenset(schemas if complete else schemas | {body_db}))
-
-
-def _spans(raw: bytes, starts: list[int], ends: list[int]) -> Iterator[tuple[str, list[Token], int]]:
-    for start, end in zip(starts, ends):
-        text = _text_of(raw[start:end])
-        yield text, _ansi_quotes(text, tokenize(text)), len(text)
 
 
 def _body_db(info: StatementInfo, tokens: list[Token] | None) -> str | None:
