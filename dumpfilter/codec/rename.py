@@ -20,21 +20,20 @@ from dumpfilter.codec.constants import (
 )
 from dumpfilter.codec.event import Event
 
-# db -> (the name the applier uses, whether a rule renamed it)
-RewriteDb = Callable[[str], tuple[str, bool]]
-# (db, table) -> (db, table, renamed): WL#2516 REWRITE over db.table patterns
-RenameTable = Callable[[str, str], tuple[str, str, bool]]
+# (db, table) -> (the names the applier uses, whether a rule renamed them): replicate-rewrite-db
+# renames the database alone, WL#2516 REWRITE over db.table patterns the table too
+Rename = Callable[[str, str], tuple[str, str, bool]]
 
 
 def _encode(name: str) -> bytes:
     return name.encode("utf-8", "surrogateescape")
 
 
-def rewrite_event(event: Event, rewrite: RewriteDb, rename: RenameTable | None = None) -> Event:
-    """replicate-rewrite-db on one event: the default database of a Query event and the db of a
-    Table_map event (WL#2516 `rename` may change a Table_map's table too; `rewrite` is then not
-    used). Any other event, an event no rule renames, and a name longer than a server writes
-    (255 bytes) come back as they were (the same object)."""
+def rewrite_event(event: Event, rename: Rename) -> Event:
+    """The names a rule renames in one event: the default database of a Query event (its table
+    asked as ''), the database and table of a Table_map event. Any other event, an event no rule
+    renames, and a name longer than a server writes (255 bytes) come back as they were (the same
+    object)."""
     if event.is_query:
         db, table = event.db, ""
     elif event.type_code == EventType.TABLE_MAP:
@@ -43,11 +42,8 @@ def rewrite_event(event: Event, rewrite: RewriteDb, rename: RenameTable | None =
         return event
     if not db:
         return event
-    if rename is not None:
-        new, new_table, changed = rename(db, table)
-        new_table = new_table if table else table  # (a Query names no table of its own)
-    else:
-        (new, changed), new_table = rewrite(db), table
+    new, new_table, changed = rename(db, table)
+    new_table = new_table if table else table  # (a Query names no table of its own)
     if not changed or (new, new_table) == (db, table):
         return event
     fmt = event.fmt

@@ -39,10 +39,11 @@ def event_renamer(engine: RuleEngine, rules: RuleSet, settings: Settings) -> Cal
         return None
     if bool(rules.effective_rewrite) and settings.semantics == "effective":
         rename = engine.effective_rename
-        return lambda event: rewrite_event(event, lambda db: (db, False), rename)
+        return lambda event: rewrite_event(event, rename)
 
-    def rewrite(db: str) -> tuple[str, bool]:
-        return applied_db(engine, db)
+    def rewrite(db: str, table: str) -> tuple[str, str, bool]:
+        new, changed = applied_db(engine, db)
+        return new, table, changed
 
     return lambda event: rewrite_event(event, rewrite)
 
