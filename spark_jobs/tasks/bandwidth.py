@@ -49,7 +49,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
+from dumpfilter.spark_jobs.tasks.rule_groups import Lone, RuleGroup, lone_units
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
 )
@@ -401,8 +401,15 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
                    c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
+    lone: list[Lone] = []
+
+    def plain_lone() -> Lone:  # read once for every rule group that asks (RuleGroup.by_database)
+        if not lone:
+            lone.append(lone_units(units, formats))
+        return lone[0]
+
     for group in {id(c.group): c.group for c in counters}.values():
-        group.buffer()
+        group.buffer(plain_lone)
     for counter in counters:
         counter.out.tables = tables
         _walk(_CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None, rows,
