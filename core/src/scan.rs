@@ -149,20 +149,20 @@ pub struct ScanOut {
 /// What a scan counts of the events it groups: their number, what their placeholder runs stand
 /// for (`RunCount`) and their latest timestamp (`ScanOut::latest`).
 #[derive(Default)]
-pub(crate) struct Tally {
+pub(crate) struct ScanTally {
     pub(crate) events: u64,
     pub(crate) runs: RunCount,
     pub(crate) latest: u32,
 }
 
-impl Tally {
+impl ScanTally {
     #[inline]
     pub(crate) fn event(&mut self, buf: &[u8], pos: usize) {
         self.events += 1;
         self.latest = self.latest.max(u32_at(buf, pos).unwrap_or(0));
     }
 
-    pub(crate) fn join(&mut self, other: Tally) {
+    pub(crate) fn join(&mut self, other: ScanTally) {
         self.events += other.events;
         self.runs.join(other.runs);
         self.latest = self.latest.max(other.latest);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{ScanError, ScanOut, Scanner, Tally, Unit};
+use super::{ScanError, ScanOut, ScanTally, Scanner, Unit};
 use super::{CONTROL, STATEMENT, TRANSACTION};
 use super::{F_ANONYMOUS_GTID, F_ROTATE_END, F_STANDALONE, F_TAGGED_GTID, F_UNKNOWN_NON_IGNORABLE};
 use super::{F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLOAD};
@@ -58,7 +58,7 @@ impl Scanner {
         let mut cur: Option<Open> = None;
         let mut pos = off;
         // What the units handed out hold (`committed`), and the open unit's events so far.
-        let (mut committed, mut pending) = (Tally::default(), Tally::default());
+        let (mut committed, mut pending) = (ScanTally::default(), ScanTally::default());
         let mut pending_rotate: Option<usize> = None;
         // The format in force, refreshed only after a Format_description event.
         let mut fmt = self.fmt.clone();
@@ -170,7 +170,7 @@ impl Scanner {
         mut pos: usize,
         fmt: &Format,
         open: &mut Open,
-        tally: &mut Tally,
+        tally: &mut ScanTally,
     ) -> (usize, bool) {
         let crc_len = fmt.checksum_len;
         let runs = self.runs_on();
@@ -233,7 +233,7 @@ impl Scanner {
         mut pos: usize,
         fmt: &Format,
         open: &mut Open,
-        tally: &mut Tally,
+        tally: &mut ScanTally,
     ) -> usize {
         let runs = self.runs_on();
         if self.verify && fmt.checksum_len != 0 && !runs {
