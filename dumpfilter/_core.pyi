@@ -1058,7 +1058,7 @@ class UnitList:
         """Bytes of each name id's Table_map and Rows events, the fast units' other bytes, the
         bytes of the units that are not fast."""
     def max_timestamp(self) -> int:
-        """The latest timestamp of the units' events (every header read; 0: none)."""
+        """The latest timestamp of the units' events, as their scans read each header (0: none)."""
     def statement_tables(self, group_of: list[int], table_of: list[int], n: int) -> StatementTables:
         """The bytes of the statement units decided by keys among units[:n] by table, after
         `statement_units`: `group_of` a group per key id, `table_of` a table id per group."""

@@ -136,11 +136,37 @@ pub struct ScanOut {
     pub stop: usize,
     /// Events in the units handed out.
     pub events: u64,
+    /// The latest timestamp of their events (0 for none): where a binlog's time ends
+    /// (`experiment`'s by-hour chart), read as the scan passes each header.
+    pub latest: u32,
     /// Buffer offset of the last real Rotate among them, if any.
     pub last_rotate: Option<usize>,
     pub error: Option<ScanError>,
     /// What their placeholder runs stand for beyond themselves.
     pub runs: RunCount,
+}
+
+/// What a scan counts of the events it groups: their number, what their placeholder runs stand
+/// for (`RunCount`) and their latest timestamp (`ScanOut::latest`).
+#[derive(Default)]
+pub(crate) struct ScanTally {
+    pub(crate) events: u64,
+    pub(crate) runs: RunCount,
+    pub(crate) latest: u32,
+}
+
+impl ScanTally {
+    #[inline]
+    pub(crate) fn event(&mut self, buf: &[u8], pos: usize) {
+        self.events += 1;
+        self.latest = self.latest.max(u32_at(buf, pos).unwrap_or(0));
+    }
+
+    pub(crate) fn join(&mut self, other: ScanTally) {
+        self.events += other.events;
+        self.runs.join(other.runs);
+        self.latest = self.latest.max(other.latest);
+    }
 }
 
 /// The events and bytes that placeholder runs (`types::placeholder_run`: one placeholder sent

@@ -24,7 +24,7 @@ mod made_crc;
 pub(crate) mod mysql;
 mod placeholder;
 
-use placeholder::{framed_run, placeholders, rand_len, stretch_pair};
+use placeholder::{framed_count, framed_run, placeholders, rand_len, stretch_pair};
 
 pub use mysql::relayed_placeholders;
 
@@ -89,9 +89,17 @@ pub fn skipped(
                 None => return None,
             };
             let mut out = out;
-            if let (true, Some(out)) = (runs, out.as_deref_mut()) {
-                if let Some(form) = framed_run(raw, u, kept, crc, out) {
-                    return Some(form);
+            match out.as_deref_mut() {
+                Some(out) if runs => {
+                    if let Some(form) = framed_run(raw, u, kept, crc, out) {
+                        return Some(form);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(form) = framed_count(raw, u, kept, crc) {
+                        return Some(form);
+                    }
                 }
             }
             placeholders(raw, u.start, kept, true, crc, runs, out)

@@ -131,28 +131,6 @@ fn table_id(buf: &[u8], at: usize) -> Option<u64> {
     )
 }
 
-/// The latest timestamp of the events of `plan`'s units (every event header read; 0 for none):
-/// where a binlog's time ends (`experiment`'s by-hour chart), read while the buffers are in the
-/// caches rather than in a second read of the file.
-pub fn max_timestamp(plan: &UnitList, bufs: &[&[u8]]) -> u32 {
-    let mut latest = 0;
-    for u in &plan.units {
-        let Some(buf) = bufs.get(u.part as usize).filter(|b| u.end <= b.len()) else {
-            continue;
-        };
-        let mut at = u.start;
-        while at + HEADER_LEN <= u.end {
-            let len = u32_at(buf, at + 9).unwrap_or(0) as usize;
-            if len < HEADER_LEN || at + len > u.end {
-                break;
-            }
-            latest = latest.max(u32_at(buf, at).unwrap_or(0));
-            at += len;
-        }
-    }
-    latest
-}
-
 /// `statement_tables`' answer for units 0..n of a list: what the bytes of its statement units
 /// decided by keys (`StmtUnits`) go to, per group of keys (see there), and the units it leaves.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -383,12 +361,6 @@ pub(crate) mod tests {
         // Both keys in one group of one table: unit a's envelope all to it.
         let one = statement_tables(&list, &st, &[0, 0], &[0], 3);
         assert_eq!(one.envelope, vec![ea + eb]);
-        assert_eq!(max_timestamp(&list, &[&buf]), 0);
-        let mut stamped = buf.clone();
-        let at = b.start + b.gtid_size as usize; // unit b's BEGIN
-        stamped[at..at + 4].copy_from_slice(&1000u32.to_le_bytes());
-        stamped[a.end - 27..a.end - 23].copy_from_slice(&7u32.to_le_bytes()); // unit a's XID
-        assert_eq!(max_timestamp(&list, &[&stamped]), 1000);
         // A key without a group leaves its units to Python.
         let left = statement_tables(&list, &st, &[0], &[0], 3);
         assert_eq!(

@@ -56,6 +56,8 @@ pub struct UnitList {
     /// Bytes of all units, and the OR of their flags (which rare shapes the segment holds).
     pub size: u64,
     pub flags_any: u32,
+    /// The latest timestamp of the units' events, as their scans read them (ScanOut::latest).
+    pub latest: u32,
     /// Per unit, its statements once a stream or slave kept part of it (`unit_statements`).
     statements: OnceLock<Box<[UnitStatements]>>,
     /// Bytes and events before each unit, for walks that count only (`experiment`): made the first

@@ -49,7 +49,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
+from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
 )
@@ -273,6 +273,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     # ways: 10% faster with 4 MiB buffers than with 8; 8 slaves: 5% slower).
     divide = 1 if len(distinct) <= MANY_SLAVES else 2
     cut_found: list[CutEventError] = []
+    lone = LoneUnits()  # the lone statements, read once for every rule group
     for fmt_before, buf, base, units, n, crc_len in _up_to_cut(chunk_buffers(
             chunk, scanner, unit_statements=lambda: cuts[0], divide=divide, statements=True), cut_found):
         if counters is None:
@@ -281,7 +282,7 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
-        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt)
+        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
@@ -312,7 +313,7 @@ def _up_to_cut(buffers: Iterator[_Item], found: list[CutEventError]) -> Iterator
 
 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,
-                 names: list[TableName], fmt: FormatDescription | None) -> FormatDescription | None:
+                 names: list[TableName], fmt: FormatDescription | None, lone: LoneUnits) -> FormatDescription | None:
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
     rest one unit at a time, in order per slave (a Format_description resets a slave's filter and
     keep bytes before what follows it is decided). Returns the format in force after the buffer."""
@@ -401,8 +402,9 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
                    c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
+    lone.buffer(units, formats, txn)
     for group in {id(c.group): c.group for c in counters}.values():
-        group.buffer()
+        group.buffer(lone)
     for counter in counters:
         counter.out.tables = tables
         _walk(_CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None, rows,

@@ -92,6 +92,7 @@ impl PyUnitList {
             *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
             self.list
                 .add(file.as_bytes(), base, &out.units, &out.tables);
+            self.list.latest = self.list.latest.max(out.latest);
             self.bufs.push(held);
         }
         Ok(ScanResult {
@@ -518,11 +519,9 @@ impl PyUnitList {
             .into()
     }
 
-    /// The latest timestamp of the units' events (tally::max_timestamp).
-    fn max_timestamp(&self, py: Python<'_>) -> u32 {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let list = &self.list;
-        py.detach(|| crate::tally::max_timestamp(list, &bufs))
+    /// The latest timestamp of the units' events, as their scans read them (0: none).
+    fn max_timestamp(&self) -> u32 {
+        self.list.latest
     }
 
     /// The statement units' bytes among units[..n] by group of keys, after `statement_units`

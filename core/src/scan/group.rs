@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{RunCount, ScanError, ScanOut, Scanner, Unit};
+use super::{ScanError, ScanOut, ScanTally, Scanner, Unit};
 use super::{CONTROL, STATEMENT, TRANSACTION};
 use super::{F_ANONYMOUS_GTID, F_ROTATE_END, F_STANDALONE, F_TAGGED_GTID, F_UNKNOWN_NON_IGNORABLE};
 use super::{F_COMPLETE, F_FAST, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_PAYLOAD};
@@ -57,9 +57,8 @@ impl Scanner {
         };
         let mut cur: Option<Open> = None;
         let mut pos = off;
-        let mut committed_events = 0u64;
-        let mut pending_events = 0u64;
-        let (mut committed_runs, mut pending_runs) = (RunCount::default(), RunCount::default());
+        // What the units handed out hold (`committed`), and the open unit's events so far.
+        let (mut committed, mut pending) = (ScanTally::default(), ScanTally::default());
         let mut pending_rotate: Option<usize> = None;
         // The format in force, refreshed only after a Format_description event.
         let mut fmt = self.fmt.clone();
@@ -85,9 +84,11 @@ impl Scanner {
                     break;
                 }
             };
-            pending_events += 1;
+            pending.event(buf, pos);
             if t == RAND {
-                pending_runs.add(buf, pos, size, fmt.as_deref().map_or(0, |f| f.checksum_len));
+                pending
+                    .runs
+                    .add(buf, pos, size, fmt.as_deref().map_or(0, |f| f.checksum_len));
             }
             if t == FORMAT_DESCRIPTION || fmt.is_none() {
                 fmt = self.fmt.clone();
@@ -113,9 +114,8 @@ impl Scanner {
             pos = nxt;
             if let (Some(open), Some(f)) = (cur.as_mut(), fmt.as_deref()) {
                 if open.fast == Fast::Body {
-                    let (at, n, ended) = self.fast_body(buf, pos, f, open);
+                    let (at, ended) = self.fast_body(buf, pos, f, open, &mut pending);
                     pos = at;
-                    pending_events += n;
                     if ended {
                         if let Some(done) = cur.take() {
                             self.emit(done, true, &mut out);
@@ -125,16 +125,12 @@ impl Scanner {
             }
             if let (Some(open), Some(f)) = (cur.as_mut(), fmt.as_deref()) {
                 if buf.get(pos + 4) == Some(&RAND) {
-                    let (at, n) = self.rand_run(buf, pos, f, open, &mut pending_runs);
-                    pos = at;
-                    pending_events += n;
+                    pos = self.rand_run(buf, pos, f, open, &mut pending);
                 }
             }
             if cur.is_none() {
                 out.stop = pos;
-                committed_events += pending_events;
-                pending_events = 0;
-                committed_runs.join(std::mem::take(&mut pending_runs));
+                committed.join(std::mem::take(&mut pending));
                 if pending_rotate.is_some() {
                     out.last_rotate = pending_rotate;
                 }
@@ -146,8 +142,7 @@ impl Scanner {
         if let Some(open) = cur.take() {
             if at_eof && out.error.is_none() {
                 out.stop = pos;
-                committed_events += pending_events;
-                committed_runs.join(pending_runs);
+                committed.join(pending);
                 if pending_rotate.is_some() {
                     out.last_rotate = pending_rotate;
                 }
@@ -157,9 +152,8 @@ impl Scanner {
                 self.fmt = saved;
             }
         }
-        out.events = committed_events;
-        out.runs = committed_runs;
-        self.events_walked += committed_events;
+        (out.events, out.runs, out.latest) = (committed.events, committed.runs, committed.latest);
+        self.events_walked += committed.events;
         out
     }
 
@@ -168,21 +162,22 @@ impl Scanner {
     /// do it event by event, in one tight loop. Stops after the XID, or before the first event
     /// it does not take: another type, a partial or impossible event, one that ends the fast
     /// shape, or any event when CRCs are checked one by one: the general path handles it.
-    /// Returns (where it stopped, events taken, whether the unit ended: the caller emits it).
+    /// Returns (where it stopped, whether the unit ended: the caller emits it); its events are
+    /// counted into `tally`.
     fn fast_body(
         &mut self,
         buf: &[u8],
         mut pos: usize,
         fmt: &Format,
         open: &mut Open,
-    ) -> (usize, u64, bool) {
+        tally: &mut ScanTally,
+    ) -> (usize, bool) {
         let crc_len = fmt.checksum_len;
         let runs = self.runs_on();
         if self.verify && crc_len != 0 && !runs {
-            return (pos, 0, false);
+            return (pos, false);
         }
         let post = fmt.post_header_len(TABLE_MAP) as usize;
-        let mut taken = 0u64;
         // (the general path reports an impossible event: its error here is dropped)
         while let Ok(Some((t, size))) = Self::next_event(buf, pos, 0) {
             let nxt = pos + size;
@@ -215,14 +210,14 @@ impl Scanner {
             if runs {
                 self.run_add(buf, pos, nxt);
             }
+            tally.event(buf, pos);
             open.join(pos, nxt);
-            taken += 1;
             pos = nxt;
             if t == XID {
-                return (pos, taken, true);
+                return (pos, true);
             }
         }
-        (pos, taken, false)
+        (pos, false)
     }
 
     /// The RAND events from `pos` on inside the open unit, checked and grouped exactly as
@@ -231,20 +226,20 @@ impl Scanner {
     /// rules drop, and through the general path each of them cost a slave's scan about 17 ns
     /// (perf, 500 MB sysbench MIXED binlog: 3.1 million placeholders). Stops before any other
     /// event, a partial or impossible one, or any event when CRCs are checked one by one.
-    /// Returns (where it stopped, events taken).
+    /// Returns where it stopped; its events are counted into `tally`.
     fn rand_run(
         &mut self,
         buf: &[u8],
         mut pos: usize,
         fmt: &Format,
         open: &mut Open,
-        runs_of: &mut RunCount,
-    ) -> (usize, u64) {
+        tally: &mut ScanTally,
+    ) -> usize {
         let runs = self.runs_on();
         if self.verify && fmt.checksum_len != 0 && !runs {
-            return (pos, 0);
+            return pos;
         }
-        let (mut taken, mut others) = (0u64, false);
+        let (mut taken, mut others) = (false, false);
         while let Ok(Some((RAND, size))) = Self::next_event(buf, pos, 0) {
             if stretch_kind(buf, pos).is_some() {
                 break; // (a unit of its own: `group` ends the open one)
@@ -256,17 +251,18 @@ impl Scanner {
             let placeholder = is_placeholder(buf, pos);
             open.placeholders += u32::from(placeholder);
             others |= !placeholder;
-            runs_of.add(buf, pos, size, fmt.checksum_len);
+            tally.runs.add(buf, pos, size, fmt.checksum_len);
+            tally.event(buf, pos);
             open.join(pos, nxt);
-            taken += 1;
+            taken = true;
             pos = nxt;
         }
         // A slave's scanner (`holes`) keeps a fast unit's shape through the master's
         // placeholders: a rows event after them still needs its own Table_map in the unit.
-        if taken > 0 && (others || !self.holes || open.fast != Fast::Body) {
+        if taken && (others || !self.holes || open.fast != Fast::Body) {
             open.fast = Fast::No;
         }
-        (pos, taken)
+        pos
     }
 
     fn emit(&mut self, open: Open, complete: bool, out: &mut ScanOut) {

@@ -99,6 +99,19 @@ pub(super) fn framed_run(
     Some(form)
 }
 
+/// What `placeholders` counts of skipped unit `u` (`raw`) framed at its ends (`framed_run`'s
+/// shapes), from its record and those two events, without reading its body: a count walk
+/// (`experiment`, shadow candidates) makes no bytes, and every body event's header was a cache
+/// miss for each unit of a segment under the policy. None where the record does not say so.
+pub(super) fn framed_count(
+    raw: &[u8],
+    u: &ListedUnit,
+    kept: &[(usize, usize)],
+    crc: bool,
+) -> Option<Form> {
+    framed_form(raw, u, kept, crc).map(|f| f.3)
+}
+
 /// What `framed_run` makes unit `u` (`raw`) of, where its record says so: the length of its
 /// head, its tail, the run between them and the form's counts.
 fn framed<'a>(
@@ -107,6 +120,19 @@ fn framed<'a>(
     kept: &[(usize, usize)],
     crc: bool,
 ) -> Option<(usize, &'a [u8], Run, Form)> {
+    let (head, tail, body, form) = framed_form(raw, u, kept, crc)?;
+    let run = Run::before(body, tail)?; // (a run of one: its own placeholder)
+    Some((head, tail, run, form))
+}
+
+/// Unit `u` (`raw`) framed at its ends, where its record says so: the length of its head, its
+/// tail, the events between them (one at least) and the form's counts.
+fn framed_form<'a>(
+    raw: &'a [u8],
+    u: &ListedUnit,
+    kept: &[(usize, usize)],
+    crc: bool,
+) -> Option<(usize, &'a [u8], u32, Form)> {
     let g = u.gtid_size as usize;
     let last = u.last.checked_sub(u.start)?;
     let tail = raw.get(last..)?;
@@ -126,18 +152,17 @@ fn framed<'a>(
     if head > g && head - g != u32_at(raw, g + 9)? as usize {
         return None;
     }
-    let body = u.events.checked_sub(framing).filter(|&n| n > 1)?; // (a run of one: its own placeholder)
+    let body = u.events.checked_sub(framing).filter(|&n| n > 0)?;
     if head >= last {
         return None;
     }
-    let run = Run::before(body, tail)?;
     let form = Form {
         bytes: (head + tail.len() + body as usize * rand_len(crc)) as u64,
         events: u64::from(u.events),
         placeholders: u64::from(body),
         ..Form::default()
     };
-    Some((head, tail, run, form))
+    Some((head, tail, body, form))
 }
 
 /// Skipped unit `u` (`raw`) as the stretch a placeholder walk makes for a gRPC slave that asked
@@ -249,6 +274,9 @@ pub(super) fn placeholder(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
+    use crate::skip_forms::test_event;
+    use crate::types::QUERY;
 
     #[test]
     fn a_made_placeholder_is_its_fields_sealed_by_its_crc() {
@@ -264,6 +292,95 @@ mod tests {
             rand[27] = kind;
             assert_eq!(&made[..35], &rand[..]);
             assert_eq!(crc32fast::hash(&made), crate::crc::RESIDUE);
+        }
+    }
+
+    /// A count walk's form (no bytes made) is read from the record where it says so, and is
+    /// the form made: row units of one to three body events, a statement unit by its framing.
+    #[test]
+    fn a_counted_form_is_the_made_forms_counts() {
+        for crc in [false, true] {
+            for body in 1..4u8 {
+                let mut raw = test_event(7, MARIADB_GTID, &[0; 19], 100, crc);
+                let g = raw.len();
+                for k in 0..body {
+                    raw.extend(test_event(7, 30, &[k; 40], 150 + u32::from(k), crc));
+                }
+                let last = raw.len();
+                raw.extend(test_event(7, XID, &[3; 8], 400, crc));
+                let u = ListedUnit {
+                    end: raw.len(),
+                    last,
+                    events: 2 + u32::from(body),
+                    flags: F_COMPLETE | F_MARIADB_GTID,
+                    gtid_size: g as u32,
+                    ..Default::default()
+                };
+                let mut made = Vec::new();
+                let form = super::super::skipped(
+                    &u,
+                    &raw,
+                    super::super::SKIP_PLACEHOLDER,
+                    crc,
+                    false,
+                    None,
+                    Some(&mut made),
+                );
+                assert_eq!(form.map(|f| f.bytes as usize), Some(made.len()));
+                assert_eq!(framed_count(&raw, &u, &[], crc), form, "{body}");
+                assert_eq!(
+                    super::super::skipped(
+                        &u,
+                        &raw,
+                        super::super::SKIP_PLACEHOLDER,
+                        crc,
+                        false,
+                        None,
+                        None
+                    ),
+                    form
+                );
+            }
+            // A statement unit: its GTID and XID kept by its keys, its BEGIN and statements
+            // placeholders; not framed at its ends (a piece inside its body), the walk's.
+            let mut raw = test_event(7, MARIADB_GTID, &[0; 19], 100, crc);
+            let g = raw.len();
+            for k in 0..3 {
+                raw.extend(test_event(7, QUERY, &[2; 30], 200 + k, crc));
+            }
+            let last = raw.len();
+            raw.extend(test_event(7, XID, &[3; 8], 400, crc));
+            let u = ListedUnit {
+                end: raw.len(),
+                last,
+                events: 5,
+                flags: F_COMPLETE | F_MARIADB_GTID,
+                gtid_size: g as u32,
+                lo: u32::MAX,
+                ..Default::default()
+            };
+            let inner = (g + 10, last);
+            for kept in [
+                vec![(0, g), (last, raw.len())],
+                vec![(0, g), inner, (last, raw.len())],
+            ] {
+                let mut made = Vec::new();
+                let walk = placeholders(&raw, 0, &kept, true, crc, false, Some(&mut made));
+                let counted = super::super::skipped(
+                    &u,
+                    &raw,
+                    super::super::SKIP_PLACEHOLDER,
+                    crc,
+                    false,
+                    Some(&kept),
+                    None,
+                );
+                assert_eq!(counted, walk);
+                assert_eq!(
+                    framed_count(&raw, &u, &kept, crc).is_some(),
+                    kept.len() == 2
+                );
+            }
         }
     }
 }
