@@ -6,7 +6,8 @@ DUMPFILTER_FANOUT_SLAVES), each with a fresh master:
   8    --replicate-do-db db1 .. db8, one each, started together (together they are sent what the one is);
   8s   the same eight started DUMPFILTER_FANOUT_STAGGER (0.5) s apart, so that their streams drift apart;
   64   --replicate-do-db db1 .. db8, eight slaves each, started together.
-Master CPU is its utime + stime from /proc from before the first slave starts until the last one
+Master CPU is its utime + stime from /proc from before the first slave starts (once the master's
+start-up work is done: `settled`) until the last one
 is caught up and gone; its lint worker's (master/lint_jobs.py: a child process that lints each
 registered rule set over the binlog) is counted apart, once lint is done, and added to it in the
 `with lint` figures; its private memory is RssAnon sampled every 50 ms through the run (VmHWM,
@@ -155,6 +156,21 @@ def _cpu(pid: int) -> tuple[float, float, int]:
     return int(fields[11]) / TICKS, int(fields[12]) / TICKS, int(fields[7])
 
 
+def settled(pid: int, quiet: float = 0.3, limit: float = 20.0) -> None:
+    """Waits until the process `pid` has used less than 10 ms of CPU over `quiet` seconds (at
+    most `limit` s): a master serving is measured once its start-up work (`DumpService.warm_up`:
+    the directory watch, the rules' patterns, the statement parser's import) is done, which
+    every run would otherwise count as part of its slaves' cost."""
+    deadline = time.monotonic() + limit
+    before = sum(_cpu(pid)[:2])
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = sum(_cpu(pid)[:2])
+        if now - before < 0.01:
+            return
+        before = now
+
+
 def _lint_worker(pid: int) -> int | None:
     """The master's lint worker process (master/lint_jobs.py: a child started at the first
     Register, which reads the binlog for every rule set registered), or None before it exists."""
@@ -249,6 +265,7 @@ def run(binlog_dir: Path, rules: list[tuple[str, ...]], stagger: float) -> dict:
     sampler = _AnonSampler(master.pid)
     sampler.start()
     try:
+        settled(master.pid)
         cpu0 = _cpu(master.pid)
         started = time.perf_counter()
         for n, args in enumerate(rules):

@@ -14,6 +14,7 @@ from pathlib import Path
 from dumpfilter.errors import DumpFilterError, PositionError, ResourceExhaustedError, ShuttingDownError
 from dumpfilter.binlogs import served_paths
 from dumpfilter.binlogs.watch import SAFETY_POLL, DirectoryWatch
+from dumpfilter.rules import lazy_sqlglot
 from dumpfilter.rules.lazy_pattern import compile_all
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.master.model import Batch
@@ -83,6 +84,9 @@ class DumpService(SlaveRegistry):
         the end of a 220 MB file hopped over all of it: about 0.1 s of reads)."""
         self.watch.start()
         compile_all()
+        # The statement parser's general path (sqlglot: about 0.3 s of CPU to import), which the
+        # first statement the core cannot read would otherwise wait for in some slave's stream.
+        getattr(lazy_sqlglot.sqlglot, "__version__", None)
         # no binlog yet, or a bad one, or unreadable: the streams say so, each to its slave
         with contextlib.suppress(DumpFilterError, OSError, ValueError):
             self.segments.end()
