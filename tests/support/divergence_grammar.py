@@ -16,15 +16,22 @@ from hypothesis import strategies as st
 from dumpfilter.rules.ruleset import RuleSet
 
 DBS = ("crm", "logs", "shop")
-BASE = ("t1", "t2")  # t2 has triggers writing the next database's tlog
+BASE = ("t1", "t2")  # t2 has triggers writing tlog tables (`trigger_ddl`)
 TABLES = (*BASE, "tlog")
-NEXT = {db: DBS[(i + 1) % len(DBS)] for i, db in enumerate(DBS)}  # where db.t2's triggers write
+NEXT = {db: DBS[(i + 1) % len(DBS)] for i, db in enumerate(DBS)}
 OPS = ("insert", "update", "delete")
 SEED_ROWS = 2  # rows per statement id in every base table
 
 # The statement shapes of issue #81 goal 2 (`Item.shape`).
 SHAPES = ("single-same-db", "single-no-db", "single-cross-db", "multi-update", "multi-delete", "trigger",
-          "procedure", "procedure-new-db", "temporary", "nondeterministic")
+          "procedure", "procedure-new-db", "temporary", "nondeterministic", "load-data", "view", "view-new-db",
+          "temporary-shadow", "replace-trigger", "upsert-trigger", "call-other-db", "function")
+# Shapes naming a second database (`Item.dbs[1]`: the view's, the temporary table's, the routine's),
+# drawn from every database (the first's too), and the shapes whose operation is fixed.
+TWO_DBS = frozenset({"view", "view-new-db", "temporary-shadow", "call-other-db", "function"})
+FIXED_OP = {"multi-update": "update", "multi-delete": "delete", "temporary": "insert", "load-data": "insert",
+            "temporary-shadow": "insert", "replace-trigger": "insert", "upsert-trigger": "insert",
+            "function": "update"}
 # The rule kinds a drawn rule set combines (RuleSet field names, as the options spell them).
 RULE_KINDS = ("do-db", "ignore-db", "do-table", "ignore-table", "wild-do-table", "wild-ignore-table",
               "rewrite-db")
@@ -46,7 +53,8 @@ class Item:
     use: str | None
     dbs: tuple[str, ...]
 
-    def sql(self) -> list[str]:
+    def sql(self, files: str = "DATA") -> list[str]:
+        """The lines, a LOAD DATA reading its file from the primary's directory `files` (`data_files`)."""
         n, x = self.sid, self.dbs[0]
         lines = [f"USE {self.use}"] if self.use else []
         if self.shape in ("single-same-db", "single-no-db", "single-cross-db", "nondeterministic"):
@@ -71,7 +79,39 @@ class Item:
             return lines + [f"CREATE TEMPORARY TABLE tmp{n} (id INT, sid INT, v INT)",
                             f"INSERT INTO tmp{n} VALUES ({n * 10 + 5}, {n}, 1)",
                             f"INSERT INTO {x}.t1 SELECT id, sid, v FROM tmp{n}", f"DROP TEMPORARY TABLE tmp{n}"]
+        y = self.dbs[1] if len(self.dbs) > 1 else x
+        if self.shape == "load-data":
+            return lines + [f"LOAD DATA INFILE '{files}/load{n}.txt' INTO TABLE {x}.t1 (id, sid, v)"]
+        if self.shape == "view":  # a write through a view: the statement names the view, rows its base table
+            return lines + [f"CREATE VIEW {y}.v{n} AS SELECT id, sid, v FROM {x}.t1",
+                            _single(self.op, f"{y}.v{n}", n, False)]
+        if self.shape == "view-new-db":  # a qualified view under a default database the replica may lack
+            return [f"CREATE DATABASE new{n}", f"USE new{n}", f"CREATE VIEW {y}.v{n} AS SELECT id, sid, v FROM {x}.t1",
+                    _single(self.op, f"{y}.v{n}", n, False)]
+        if self.shape == "temporary-shadow":  # a temporary table named as a base table of its database
+            return lines + [f"CREATE TEMPORARY TABLE {y}.t2 (id INT, sid INT, v INT)",
+                            f"INSERT INTO {y}.t2 VALUES ({n * 10 + 5}, {n}, 1)",
+                            f"INSERT INTO {x}.t1 SELECT id + 3, sid, v FROM {y}.t2 WHERE sid = {n}",
+                            f"DROP TEMPORARY TABLE {y}.t2"]
+        if self.shape == "replace-trigger":  # one duplicate key (DELETE and INSERT triggers), one new key
+            return lines + [f"REPLACE INTO {x}.t2 VALUES ({n * 10 + 1}, {n}, 7), ({n * 10 + 5}, {n}, 7)"]
+        if self.shape == "upsert-trigger":  # one duplicate key (UPDATE triggers), one new key (INSERT triggers)
+            return lines + [f"INSERT INTO {x}.t2 VALUES ({n * 10 + 1}, {n}, 7), ({n * 10 + 5}, {n}, 7) "
+                            f"ON DUPLICATE KEY UPDATE v = v + 7"]
+        if self.shape == "call-other-db":  # the body's statements are logged under the routine's database
+            return [f"CREATE PROCEDURE {y}.p{n}() {_single(self.op, f'{x}.t1', n, False)}",
+                    *lines, f"CALL {y}.p{n}()"]
+        if self.shape == "function":  # logged as the calling statement; the body writes y.tlog
+            return lines + [f"CREATE FUNCTION {y}.f{n}() RETURNS INT MODIFIES SQL DATA BEGIN "
+                            f"INSERT INTO {y}.tlog VALUES ({n * 10 + 5}, {n}, 3); RETURN 1; END",
+                            f"UPDATE {x}.t1 SET v = v + {y}.f{n}() WHERE sid = {n} AND id = {n * 10 + 1}"]
         raise ValueError(f"unknown shape {self.shape}")
+
+    def data_files(self) -> dict[str, str]:
+        """The files its LOAD DATA reads (name -> text), written into the primary's `files` directory."""
+        if self.shape != "load-data":
+            return {}
+        return {f"load{self.sid}.txt": f"{self.sid * 10 + 5}\t{self.sid}\t1\n"}
 
     def text(self) -> str:
         return "; ".join(self.sql())
@@ -100,12 +140,14 @@ def schema_ddl(databases: dict[str, str]) -> list[str]:
 
 
 def trigger_ddl(databases: dict[str, str]) -> list[str]:
+    """db.t2's triggers, each writing another tlog (so that which events a statement fires shows):
+    UPDATE the next database's, INSERT the one after, DELETE its own database's."""
     out = []
     for name, source in databases.items():
-        target = f"{NEXT[source]}.tlog"
-        for event, row, v in (("INSERT", "NEW", "NEW.v"), ("UPDATE", "NEW", "NEW.v"), ("DELETE", "OLD", "-1")):
+        for event, row, v, target in (("INSERT", "NEW", "NEW.v", NEXT[NEXT[source]]), ("UPDATE", "NEW", "NEW.v", NEXT[source]),
+                                      ("DELETE", "OLD", "-1", source)):
             out.append(f"CREATE TRIGGER {name}.t2_{event[:3].lower()} AFTER {event} ON {name}.t2 FOR EACH ROW "
-                       f"INSERT INTO {target} VALUES ({row}.id, {row}.sid, {v})")
+                       f"INSERT INTO {target}.tlog VALUES ({row}.id, {row}.sid, {v})")
     return out
 
 
@@ -182,14 +224,15 @@ def workloads(draw: st.DrawFn, shapes: tuple[str, ...], extra: int) -> list[Item
             use = None
         elif shape == "single-cross-db":
             use = draw(st.sampled_from(others))
-        elif shape == "procedure-new-db":
+        elif shape in ("procedure-new-db", "view-new-db"):
             use = None  # (its own USE of the database it creates)
         else:
             use = draw(st.sampled_from(DBS))
         if shape in ("multi-update", "multi-delete"):
             dbs = (x, draw(st.sampled_from(others)))
-        op = draw(st.sampled_from(OPS)) if shape not in ("multi-update", "multi-delete", "temporary") else \
-            "update" if shape == "multi-update" else "delete" if shape == "multi-delete" else "insert"
+        elif shape in TWO_DBS:
+            dbs = (x, draw(st.sampled_from(DBS)))
+        op = FIXED_OP.get(shape) or draw(st.sampled_from(OPS))
         items.append(Item(sid, shape, op, use, dbs))
     return items
 
