@@ -155,7 +155,8 @@ class Divergence:
         (`replica`: its tables as the replica reads them): a divergence when its tables' own judgement
         (as rows of them would be judged, and where they would land) disagrees."""
         if info.kind not in WRITES or not info.parse_ok or not info.updated or _unplaced(decision):
-            return
+            if not _calls(linter, sql, db, info):
+                return
         for kind, rule, tables, landed in judge(linter, info, decision, thread, replica, sql, db):
             self._count(file, gtid, pos, sql, db, kind, rule, tables, landed)
 
@@ -194,6 +195,15 @@ class Divergence:
         return out
 
 
+def _calls(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
+    """A statement other than DML that calls a stored function whose body writes (`SELECT f()`, `SET @a
+    = f()`, `DO f()`): the primary logs it as it is (MIXED too), and a real MariaDB replica runs it
+    by its default database's rules; table rules never skip it (it names no table: tables_ok is not
+    asked), whatever tables the body writes."""
+    return info.kind in _CALLERS and bool(called(linter.primary.model, sql, db) or
+                                          called(linter.replica.model, sql, linter._replica_db(db)))
+
+
 def _unplaced(decision: Decision) -> bool:
     """Whether the engine could not tell which tables a multi-table UPDATE writes (a SET column it
     could not place: `RuleEngine._multi_update`'s note): no divergence is counted for it. Its other
@@ -205,6 +215,8 @@ Found = tuple[str, str, tuple[TableRef, ...], tuple[TableRef, ...]]
 # The trigger events a DML statement fires on the tables it writes.
 _EVENT = {Kind.INSERT: "INSERT", Kind.REPLACE: "INSERT", Kind.LOAD_DATA: "INSERT", Kind.UPDATE: "UPDATE",
           Kind.UPDATE_MULTI: "UPDATE", Kind.DELETE: "DELETE", Kind.DELETE_MULTI: "DELETE"}
+_ANY_EVENT = ("INSERT", "UPDATE", "DELETE")
+_CALLERS = frozenset({Kind.OTHER, Kind.SET})  # statements besides DML that may call a function (SELECT, DO, SET)
 _UPSERT = lazy_compile(r"\bON\s+DUPLICATE\s+KEY\s+UPDATE\b", re.IGNORECASE)
 _LOAD_REPLACE = lazy_compile(r"\bREPLACE\s+INTO\s+TABLE\b", re.IGNORECASE)
 
@@ -347,7 +359,8 @@ def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
         found.append((SHADOWED, rule, tuple(kept_shadow), ()))
     if replica is not None and rewrites:
         for ref, lands in zip(tables, own):
-            if linter.replica_ref(lands) != linter._replica_table(*ref):
+            # (a table the rules do not keep is an applied write above: its rows would not reach the replica)
+            if linter.replica_ref(lands) != linter._replica_table(*ref) and engine.decide_table(*ref).apply:
                 wrong.append(ref)
                 landed.append(linter.replica_ref(lands))
     if wrong:
@@ -359,8 +372,8 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
     """Whether a statement's write may be judged otherwise by its default database `db` than by the
     tables it writes, or land elsewhere than their rows (`judge`): `binlogs.lint_scan` feeds it to
     the Linter."""
-    if not info.parse_ok or info.kind not in WRITES:
-        return False
+    if info.kind not in WRITES or not info.parse_ok:
+        return _calls(linter, sql, db, info)
     engine = linter.engine
     if engine.rules.rewrite_db and engine.settings.semantics != "effective":
         replica_db = linter._replica_db(db)
@@ -370,10 +383,11 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
         if any(linter.replica_ref(lands) != linter._replica_table(*ref)
                for ref, lands in zip(info.updated, replica.updated)):
             return True
-    fires = events(info.kind, sql)
     for side in (linter.primary, linter.replica):
         model = side.model
-        if model.triggers and any(model.triggers_on(ref, event) for ref in info.updated for event in fires):
+        # Any event's trigger: the statements of one key (an INSERT's, say) are asked by one of them,
+        # and another may fire more (INSERT ... ON DUPLICATE KEY UPDATE its UPDATE triggers).
+        if model.triggers and any(model.triggers_on(ref, event) for ref in info.updated for event in _ANY_EVENT):
             return True  # (the replica's by the primary's names: a trigger of a rewritten database's table is asked by `feed`)
         if (model.views and any(model.is_view(*ref) for ref in info.updated)) or called(model, sql, db):
             return True

@@ -25,13 +25,16 @@ SEED_ROWS = 2  # rows per statement id in every base table
 # The statement shapes of issue #81 goal 2 (`Item.shape`).
 SHAPES = ("single-same-db", "single-no-db", "single-cross-db", "multi-update", "multi-delete", "trigger",
           "procedure", "procedure-new-db", "temporary", "nondeterministic", "load-data", "view", "view-new-db",
-          "temporary-shadow", "replace-trigger", "upsert-trigger", "call-other-db", "function")
+          "temporary-shadow", "replace-trigger", "upsert-trigger", "call-other-db", "function", "function-select", "event")
 # Shapes naming a second database (`Item.dbs[1]`: the view's, the temporary table's, the routine's),
 # drawn from every database (the first's too), and the shapes whose operation is fixed.
-TWO_DBS = frozenset({"view", "view-new-db", "temporary-shadow", "call-other-db", "function"})
+TWO_DBS = frozenset({"view", "view-new-db", "temporary-shadow", "call-other-db", "function", "function-select", "event"})
+# A line of `Item.sql` the runner does not send: it polls the query that follows until it answers 1
+# (an event's body runs on the scheduler's thread, after CREATE EVENT returns).
+WAIT = "-- wait until: "
 FIXED_OP = {"multi-update": "update", "multi-delete": "delete", "temporary": "insert", "load-data": "insert",
             "temporary-shadow": "insert", "replace-trigger": "insert", "upsert-trigger": "insert",
-            "function": "update"}
+            "function": "update", "function-select": "insert"}
 # The rule kinds a drawn rule set combines (RuleSet field names, as the options spell them).
 RULE_KINDS = ("do-db", "ignore-db", "do-table", "ignore-table", "wild-do-table", "wild-ignore-table",
               "rewrite-db")
@@ -105,6 +108,12 @@ class Item:
             return lines + [f"CREATE FUNCTION {y}.f{n}() RETURNS INT MODIFIES SQL DATA BEGIN "
                             f"INSERT INTO {y}.tlog VALUES ({n * 10 + 5}, {n}, 3); RETURN 1; END",
                             f"UPDATE {x}.t1 SET v = v + {y}.f{n}() WHERE sid = {n} AND id = {n * 10 + 1}"]
+        if self.shape == "function-select":  # a SELECT calling a function that writes: logged as that SELECT
+            return lines + [f"CREATE FUNCTION {y}.f{n}() RETURNS INT MODIFIES SQL DATA BEGIN "
+                            f"INSERT INTO {x}.t1 VALUES ({n * 10 + 5}, {n}, 3); RETURN 1; END", f"SELECT {y}.f{n}()"]
+        if self.shape == "event":  # the scheduler runs the body: logged as its own statement, the event's database its default
+            return lines + [f"CREATE EVENT {y}.e{n} ON SCHEDULE AT CURRENT_TIMESTAMP ON COMPLETION PRESERVE DO "
+                            f"{_single(self.op, f'{x}.t1', n, False)}", WAIT + _done(self.op, f"{x}.t1", n)]
         raise ValueError(f"unknown shape {self.shape}")
 
     def data_files(self) -> dict[str, str]:
@@ -115,6 +124,15 @@ class Item:
 
     def text(self) -> str:
         return "; ".join(self.sql())
+
+
+def _done(op: str, table: str, n: int) -> str:
+    """A query answering 1 once `_single(op, table, n, False)` has run."""
+    if op == "insert":
+        return f"SELECT COUNT(*) = 1 FROM {table} WHERE id = {n * 10 + 5}"
+    if op == "update":
+        return f"SELECT COUNT(*) > 0 FROM {table} WHERE sid = {n} AND v = 1"
+    return f"SELECT COUNT(*) = 0 FROM {table} WHERE id = {n * 10 + 1}"
 
 
 def _single(op: str, table: str, n: int, odd: bool) -> str:
