@@ -411,3 +411,32 @@ def test_a_multi_table_update_through_a_view_is_decided_as_a_real_replica_decide
     applied = {column: got[column] == 1 for column in updates}
     assert {c: d.apply for c, d in predicted.items()} == applied, (rule, predicted)
     assert not any("not placed" in (d.assumption or "") for d in predicted.values()), predicted
+
+
+def test_functions_and_view_bases_are_modelled_from_their_ddl():
+    """What lint's divergence reads (issue #81 goal 2): a stored function's body writes (from after its
+    RETURNS type: a parameter named `update` is no write), replaced, dropped, and gone with its
+    database; a view's base tables through a view over a view, renamed with the view. A real
+    replica's rows agree (tests/rules/test_lint_generated_workload.py: function, view)."""
+    model = SchemaModel.from_sql("""
+        CREATE DATABASE d; CREATE DATABASE e;
+        CREATE TABLE d.t (id INT); CREATE TABLE e.log (id INT);
+        USE d;
+        DELIMITER //
+        CREATE DEFINER=`root`@`localhost` FUNCTION f(`update` INT) RETURNS int(11) MODIFIES SQL DATA
+        BEGIN INSERT INTO e.log VALUES (`update`); UPDATE t SET id = 1; RETURN 1; END//
+        CREATE FUNCTION e.g() RETURNS INT RETURN 1//
+        DELIMITER ;
+        CREATE VIEW v AS SELECT id FROM t;
+        CREATE VIEW e.w AS SELECT id FROM d.v;
+        RENAME TABLE e.w TO e.w2;
+    """)
+    assert model.functions == {("d", "f"): ((("e", "log"), "INSERT"), (("d", "t"), "UPDATE")), ("e", "g"): ()}
+    assert model.base_tables(("e", "w2")) == (("d", "t"),) and model.base_tables(("d", "t")) == (("d", "t"),)
+    model.observe("DROP FUNCTION IF EXISTS d.f", "e")
+    model.observe("CREATE OR REPLACE FUNCTION e.g() RETURNS INT BEGIN DELETE FROM log; RETURN 1; END", "d")
+    assert model.functions == {("e", "g"): ((("e", "log"), "DELETE"),)}
+    copy = model.copy()
+    model.observe("DROP DATABASE e", "")
+    assert model.functions == {} and copy.functions == {("e", "g"): ((("e", "log"), "DELETE"),)}
+    assert model.base_tables(("e", "w2")) == (("e", "w2"),) and copy.base_tables(("e", "w2")) == (("d", "t"),)
