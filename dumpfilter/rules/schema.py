@@ -129,7 +129,8 @@ class SchemaModel:
 
     @classmethod
     def from_server(cls, url: str, option: str = "--schema") -> SchemaModel:
-        """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns and triggers from information_schema."""
+        """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns, views, triggers and functions from
+        information_schema."""
         import pymysql
 
         from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
@@ -160,9 +161,14 @@ class SchemaModel:
             for db, table, column in cursor.fetchall():
                 columns.setdefault((db, table), []).append(column.lower())
             model._columns = {key: tuple(names) for key, names in columns.items()}
-            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA NOT IN %s",
-                           (system,))
-            model.views = {(db, name) for db, name in cursor.fetchall()}
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS "
+                           "WHERE TABLE_SCHEMA NOT IN %s", (system,))
+            for db, name, definition in cursor.fetchall():
+                model.views.add((db, name))  # (its definition qualifies every table: MariaDB and MySQL store it so)
+                model.view_reads[(db, name)] = statement_tables(f"CREATE VIEW `{db}`.`{name}` AS {definition}", db).read
+            cursor.execute("SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_DEFINITION FROM information_schema.ROUTINES "
+                           "WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA NOT IN %s", (system,))
+            model.functions = {(db, name.lower()): body_writes(body or "", db) for db, name, body in cursor.fetchall()}
             cursor.execute("SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, "
                            "EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS")
             for db, name, timing, event, table_db, table, body in cursor.fetchall():

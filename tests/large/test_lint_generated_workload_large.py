@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(3600),
                                  reason="288 real replicas: run by `make bench` (DUMPFILTER_LARGE=1)")]
 
 LARGE_EXAMPLES = 8
-LARGE_EXTRA = 40
+LARGE_EXTRA = 30
 LARGE_PER_KIND = 2
 
 

@@ -187,12 +187,14 @@ def test_explain_schema_errors_name_the_file(tmp_path, capsys):
 
 @pytest.mark.mariadb
 def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, tmp_path, capsys):
-    """A real `mariadb-dump --no-data` file (version comments, DELIMITER ;;, triggers) and information_schema
-    of the same server give the same model; `dumpfilter filter --schema` then counts no assumption where
+    """A real `mariadb-dump --no-data` file (version comments, DELIMITER ;;, triggers, a function, a
+    view) and information_schema of the same server give the same model; `dumpfilter filter --schema` then counts no assumption where
     the plain run counts one, and keeps the multi-table UPDATE a trigger makes a do-table write."""
     server = mariadb_factory("schema-src", binlog_format="STATEMENT")
-    server.execute(["CREATE DATABASE d", *split_script(SEED)])
-    dump = subprocess.run(["mariadb-dump", "--no-data", "--triggers", "--databases", "d", "-h", "127.0.0.1",
+    server.execute(["CREATE DATABASE d", *split_script(SEED), "SET GLOBAL log_bin_trust_function_creators = 1",
+                    "CREATE FUNCTION d.fx() RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO d.k (what) VALUES ('fx'); "
+                    "RETURN 1; END", "CREATE VIEW d.vf AS SELECT id, x FROM d.f"])
+    dump = subprocess.run(["mariadb-dump", "--no-data", "--triggers", "--routines", "--databases", "d", "-h", "127.0.0.1",
                            "-P", str(server.port), "-u", "root"], check=True, capture_output=True, text=True).stdout
     (tmp_path / "dump.sql").write_text(dump)
     from_dump = SchemaModel.load(tmp_path / "dump.sql")
@@ -200,6 +202,8 @@ def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, t
     assert from_dump.tables == from_server.tables and from_dump.tables[("d", "t4")] == ("a", "d")
     assert from_dump.triggers == from_server.triggers
     assert from_dump.triggers[("d", "tf")].writes == ((("d", "k"), "INSERT"),)
+    assert from_dump.functions == from_server.functions == {("d", "fx"): ((("d", "k"), "INSERT"),)}
+    assert from_dump.base_tables(("d", "vf")) == from_server.base_tables(("d", "vf")) == (("d", "f"),)
     server.execute("RESET MASTER")  # the binlog starts after the DDL: only --schema knows the tables
     server.execute(["INSERT INTO t1 VALUES (1, 1)", "INSERT INTO f VALUES (1, 1)", "INSERT INTO g VALUES (1, 1)",
                     B, A2], db="d")
