@@ -298,7 +298,7 @@ def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
     views, fires the triggers and runs the functions the replica has; row events of it, and of what
     its triggers and functions wrote on the primary, would be judged table by table."""
     engine, model = linter.engine, linter.primary.model
-    fires = events(info.kind, sql)
+    fires = events(info.kind, sql) if model.triggers or linter.replica.model.triggers else ()  # (a text read only then)
     tables = _bases(model, (ref for ref in info.updated if not linter._is_temp(thread, ref)))
     calls = called(model, sql, db)
     effects = [ref for ref in dict.fromkeys([*(t for t, _ in calls), *fired(model, [
