@@ -16,7 +16,15 @@ only its default database. Where the two disagree, the replica silently differs 
   it is the 1146 `rules.lint` reports): a table outside the rules is written;
 - misplaced: under replicate-rewrite-db, a kept statement writing a table qualified with a database a
   rule rewrites (`USE crm; UPDATE crm.t3 ...` with `crm->crm_rw`): it lands in crm.t3, where a row
-  event of the same write lands in crm_rw.t3 (MariaDB and MySQL rewrite the default database only).
+  event of the same write lands in crm_rw.t3 (MariaDB and MySQL rewrite the default database only);
+  so does a trigger's or function's write, whose body keeps the names it was written with;
+- shadowed: a kept statement of a session whose CREATE TEMPORARY TABLE the replica skipped, naming a
+  table a base table of that name stands for there (the temporary table shadows it in its own session
+  only): no 1146, the base table is read or written instead.
+A write through a view is decided by the view's name and writes its base tables (as rows of them
+are judged); a stored function a statement calls (`UPDATE ... SET v = f()`, `SELECT f()`, logged as
+that statement) writes what its body writes, on both sides; REPLACE fires DELETE triggers and
+INSERT ... ON DUPLICATE KEY UPDATE UPDATE triggers besides the INSERT ones (`events`).
 Triggers both ways: a kept statement fires the triggers the replica has (`Linter.replica`'s model:
 --schema, --replica-schema, the CREATE TRIGGERs it applied), whose writes to tables the rules do not
 keep are applied; what the primary's triggers wrote would arrive as rows, so a skipped statement
@@ -290,6 +298,41 @@ def _bases(model: SchemaModel, refs: Iterable[TableRef]) -> list[TableRef]:
     return list(dict.fromkeys(base for ref in refs for base in model.base_tables(ref)))
 
 
+@dataclass(frozen=True)
+class _Applied:
+    """What a kept statement writes on the replica, in its names: the tables it names (a view's base
+    tables in the replica's model), base tables where the primary wrote a temporary table the replica
+    never made (`shadowed`), what its triggers and functions write besides (`effects`), and whether
+    it reads such a base table (`reads_shadow`)."""
+
+    own: list[TableRef]
+    shadowed: list[TableRef]
+    effects: list[TableRef]
+    reads_shadow: bool
+
+
+def _on_replica(linter: Linter, info: StatementInfo, replica: StatementInfo, thread: int, fires: tuple[str, ...],
+                sql: str, db: str) -> _Applied:
+    model, replica_model = linter.primary.model, linter.replica.model
+    own: list[TableRef] = []
+    shadowed: list[TableRef] = []
+    borrowed: list[TableRef] = []
+    for ref, lands in zip(info.updated, replica.updated):
+        if linter._is_temp(thread, ref):
+            if linter._shadowed(thread, ref, lands):
+                shadowed.append(lands)
+            continue
+        if lands != linter.replica_ref(ref) and not replica_model.knows(*lands) and model.knows(*ref):
+            # a rewritten database's table the replica's model lacks: taken as the primary's copy
+            borrowed += fired(model, [(t, e) for t in model.base_tables(ref) for e in fires])
+        own += replica_model.base_tables(lands)
+    calls = called(replica_model, sql, linter._replica_db(db))
+    effects = dict.fromkeys([*borrowed, *(t for t, _ in calls), *fired(
+        replica_model, [*((t, e) for t in (*own, *shadowed) for e in fires), *calls])])
+    return _Applied(own, shadowed, [ref for ref in effects if ref not in own],
+                    any(linter._shadowed(thread, ref, lands) for ref, lands in zip(info.read, replica.read)))
+
+
 def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
           replica: StatementInfo | None = None, sql: str = "", db: str = "") -> list[Found]:
     """How a DML statement's write diverges (module docstring): (kind, rule, the tables the replica
@@ -307,27 +350,8 @@ def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
     if not decision.apply:
         kept = tuple(ref for ref in (*tables, *effects) if engine.decide_table(*ref).apply)
         return [(LOST, rule, kept, ())] if kept else []
-    # What the replica writes, in its names: the tables the statement names (a view's base tables in
-    # its own model), a base table where the primary wrote a temporary table the replica never made,
-    # and what its triggers and functions write.
-    replica_info = replica if replica is not None else info
-    own: list[TableRef] = []
-    shadowed: list[TableRef] = []
-    borrowed: list[TableRef] = []
-    for ref, lands in zip(info.updated, replica_info.updated):
-        if linter._is_temp(thread, ref):
-            if linter._shadowed(thread, ref, lands):
-                shadowed.append(lands)
-            continue
-        if lands != linter.replica_ref(ref) and not linter.replica.model.knows(*lands) and model.knows(*ref):
-            # a rewritten database's table the replica's model lacks: taken as the primary's copy
-            borrowed += fired(model, [(t, e) for t in model.base_tables(ref) for e in fires])
-        own += linter.replica.model.base_tables(lands)
-    reads_shadow = any(linter._shadowed(thread, ref, lands) for ref, lands in zip(info.read, replica_info.read))
-    replica_calls = called(linter.replica.model, sql, linter._replica_db(db))
-    on_replica = [ref for ref in dict.fromkeys([*borrowed, *(t for t, _ in replica_calls), *fired(
-        linter.replica.model, [*((t, e) for t in (*own, *shadowed) for e in fires), *replica_calls])])
-        if ref not in own]
+    done = _on_replica(linter, info, replica if replica is not None else info, thread, fires, sql, db)
+    own, shadowed, on_replica = done.own, done.shadowed, done.effects
     rewrites = bool(engine.rules.rewrite_db) and engine.settings.semantics != "effective"
     # The replica table each kept write of a trigger or function would reach as a row event.
     expected = {(linter._replica_table(*ref) if rewrites else linter.replica_ref(ref)): ref
@@ -353,7 +377,7 @@ def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
     if missing:
         found.append((LOST, rule, tuple(missing), ()))
     kept_shadow = [ref for ref in shadowed if engine.decide_table(*ref).apply]
-    if reads_shadow:
+    if done.reads_shadow:
         kept_shadow += [ref for ref in tables if engine.decide_table(*ref).apply and ref not in kept_shadow]
     if kept_shadow:
         found.append((SHADOWED, rule, tuple(kept_shadow), ()))
