@@ -20,7 +20,7 @@ until the entry is removed, and the CI draw takes it in. Size in CI: CI_EXAMPLES
 every allowed shape once (20) plus CI_EXTRA drawn statements, CI_PER_KIND rule sets led by each
 allowed rule kind (7), in each of the 3 formats (one primary per format reused across examples, one
 replica reset and re-seeded per rule set): 2 x 3 x 7 = 42 real replicas over 22-statement workloads,
-about 90 s on two cores shared with other work. The larger draw is tests/large/test_lint_generated_workload_large.py.
+36 s on two cores (90 s while other work loads them). The larger draw is tests/large/test_lint_generated_workload_large.py.
 Seeds are pinned (derandomize, no example database) and nothing is shrunk: a failure lists every
 mismatching write of its example, and reproduces by running the test again."""
 
