@@ -27,7 +27,7 @@ __all__ = [
     "StatementUnits", "TableBytes", "TableName", "TableReference", "TimeCut", "TriggerDefinition",
     "TriggerWrite", "UnitEnd", "UnitEntry", "UnitList", "UnitsResult", "WalkResult", "body_reach",
     "foreign_log_pos", "gtid_marks", "heartbeat", "hop", "last_timestamp", "mysql_gtids_at",
-    "parens_close", "payload_bytes", "plain_statement", "reaches_key_alone", "relay_run", "relayed",
+    "parens_close", "payload_bytes", "plain_statement", "reaches_key_alone", "relay_run", "relayed", "rename_event",
     "renumber", "replica_frames", "schema_candidates", "split_route", "statement_facts",
     "statement_key", "statement_pieces", "statements",
 ]
@@ -591,7 +591,7 @@ class BodyReach(_Record):
         a database None: the body's."""
     @property
     def starts(self) -> list[int]:
-        """The pieces Python reads: text[starts[k]:ends[k]] (byte offsets)."""
+        """The pieces the general path reads: text[starts[k]:ends[k]] (byte offsets)."""
     @property
     def ends(self) -> list[int]: ...
 
@@ -1041,12 +1041,14 @@ class UnitList:
     def annotations_read_here(self) -> int:
         """Units whose annotations `annotations_unshown` read itself, not found read ahead by a
         scan thread (`scan_start(annotations=True)`)."""
+    def tally_names(self, ranges: list[tuple[int, int]], counts: bytearray) -> None:
+        """Adds the Table_maps of units[i:j] for each (i, j) of `ranges` (ascending, disjoint) to
+        `counts`, a u32 per name id, in place: the rule hits a stream's walks ran."""
     def send(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: bytes | None,
-             counts: bytearray, stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
+             stmt_keep: bytes | None = None, stmt_counts: bytearray | None = None) -> SendResult:
         """What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
         until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
-        says; `pending`: the Heartbeat still owed, if any. The units' Table_maps are tallied per
-        name id into `counts` (a bytearray of u32, added to in place);
+        says; `pending`: the Heartbeat still owed, if any (the units' Table_maps: `tally_names`);
         with `stmt_keep` (a keep byte per statement key id) statement units kept in part are cut
         at statements, and their statements tallied per key id into `stmt_counts`."""
     def time_cuts(self, seconds: int) -> list[TimeCut]:
@@ -1146,9 +1148,9 @@ def parens_close(sql: bytes) -> bool | None:
 
 def body_reach(sql: bytes, form: int) -> BodyReach | None:
     """The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body with the
-    statement facts' lexer (see body_reach::body_reach; `form`: BODY_*): the statements
-    `rules.policy_bound._key_alone` would clear, the spans of the other pieces. None where
-    Python reads the whole text."""
+    statement facts' lexer (see body_reach::body_reach; `form`: BODY_*): the tables of the
+    statements that reach their table alone, the spans of the other pieces (byte offsets). None
+    where the general path (`rules.policy_bound`) reads the whole text."""
 
 
 def foreign_log_pos(buf: Buffer, off: int) -> bool:
@@ -1158,6 +1160,13 @@ def foreign_log_pos(buf: Buffer, off: int) -> bool:
 def hop(buf: Buffer, off: int) -> HopResult:
     """A bare header hop over buf[off:] (bytes, a bytearray or a memoryview of a mapping): the
     events and the end of the last whole one (the benchmarks' compiled baseline too)."""
+
+
+def rename_event(event: bytes, db: bytes, table: bytes | None, post: int, crc_len: int) -> bytes | None:
+    """One event with its database renamed `db` and, a Table_map's, its table `table` (None: kept;
+    see rename_db::rename_event; `post`: its kind's post-header length): the renamed event, None
+    where it names no database or a name is longer than 255 bytes; ValueError where it cannot be
+    read."""
 
 
 def relay_run(scanner: Scanner, buf: bytes, start: int, keep: bytes, lone: tuple[int, int] | None = None,

@@ -1,18 +1,19 @@
-//! The master policy's reading of a trigger's, routine's or event's body (issue #57 goal 5): the
-//! body statements `rules.policy_bound` would clear one by one with `statement_key` and
-//! `reaches_key_alone` (its `_key_alone`), cleared here in one pass over the statement facts'
-//! tokens (facts::lex, the reader `filter` reads the trigger with), and the spans of the other
-//! pieces, which Python reads as before. Where the facts' lexer and `rules.sqltokens.tokenize`
-//! could read the text otherwise (bytes outside ASCII, a comment that is code or runs to the
-//! line's end, an unclosed quote) nothing is answered and Python reads the whole text.
+//! The body of a trigger, routine or event as the master policy's bound reads it (issue #81
+//! goal 5: one reader per form), over the statement facts' tokens (facts::lex, the reader
+//! `filter` reads the trigger with): piece by piece (`;` apart), the body statements that reach
+//! their table alone (gate_reach's check, the master walk's own of every statement text) are
+//! that table; the other pieces are handed back as spans, which `rules.policy_bound` reads by its
+//! general path (sqlglot). Text the facts' lexer does not read (a comment that is code or runs to
+//! the line's end, a byte outside ASCII outside a string, an unclosed quote) is not answered: the
+//! general path reads the whole text.
 
 use crate::facts::lex::{tokens, Kind, Tok};
 use crate::gate_reach::text_reaches_key_alone;
 use crate::stmt::{dml_shape, one_of};
 
-/// `form`: where the body starts (`policy_bound._body_start`): after FOR EACH ROW [FOLLOWS|
+/// `form`: where the body starts: after FOR EACH ROW [FOLLOWS|
 /// PRECEDES name] (a trigger: NEW. and OLD. name its row), after DO (an event), after the
-/// parameter list (a procedure, function or package).
+/// name and parameter list (a procedure, function or package).
 pub const FORM_TRIGGER: u8 = 0;
 pub const FORM_EVENT: u8 = 1;
 pub const FORM_ROUTINE: u8 = 2;
@@ -25,17 +26,21 @@ pub type BodyTable = (Option<Vec<u8>>, Vec<u8>);
 pub struct BodyReach {
     /// The tables the cleared statements reach alone, each once, in body order.
     pub tables: Vec<BodyTable>,
-    /// Byte spans [start, end) of the pieces (`;` apart) Python reads, in body order: from a
-    /// piece's first token to its `;` (or the text's end).
+    /// Byte spans [start, end) of the pieces (`;` apart) the general path reads, in body order:
+    /// from a piece's first token to its `;` (or the text's end).
     pub declined: Vec<(usize, usize)>,
 }
 
-/// `policy_bound._BODY_VERBS`: the word a piece's statement starts at.
+/// The words a routine's name follows.
+const ROUTINE_WORDS: &[&[u8]] = &[b"PROCEDURE", b"FUNCTION", b"PACKAGE"];
+
+/// The word a piece's statement starts at.
 const BODY_VERBS: &[&[u8]] = &[
     b"INSERT", b"REPLACE", b"UPDATE", b"DELETE", b"SELECT", b"WITH", b"SET", b"CALL",
 ];
 
-/// `policy_bound._NOT_ONE_STATEMENT`: words that, after the verb, mean another statement.
+/// Words that, after the verb, mean another statement (or a block's end) in the piece: a server
+/// would refuse it as one statement, so the check of one statement is not asked.
 const NOT_ONE_STATEMENT: &[&[u8]] = &[
     b"INSERT", b"REPLACE", b"DELETE", b"SELECT", b"WITH", b"CALL", b"BEGIN", b"END", b"ELSE",
     b"ELSEIF", b"THEN", b"DO", b"LOOP", b"WHILE", b"REPEAT", b"UNTIL", b"RETURN",
@@ -64,7 +69,7 @@ impl Body<'_> {
         })
     }
 
-    /// `_body_start`: the index of the body's first token.
+    /// The index of the body's first token.
     fn start(&self, form: u8) -> usize {
         let n = self.toks.len();
         match form {
@@ -87,11 +92,25 @@ impl Body<'_> {
                 .find(|&i| self.is_word(i, b"DO"))
                 .map_or(n, |i| i + 1),
             _ => {
-                let Some(opening) = (0..n).find(|&i| self.is_punct(i, b'(')) else {
-                    return 0;
-                };
+                // The parameter list follows the routine's name; MariaDB's sql_mode=ORACLE lets
+                // a routine go without one (`CREATE PROCEDURE p AS BEGIN ... END`): its body
+                // starts after the name then.
+                let mut at = (0..n)
+                    .find(|&i| self.word(i).is_some_and(|w| one_of(w, ROUTINE_WORDS)))
+                    .map_or(0, |i| i + 1);
+                at += usize::from(self.is_word(at, b"BODY"));
+                if self.is_word(at, b"IF")
+                    && self.is_word(at + 1, b"NOT")
+                    && self.is_word(at + 2, b"EXISTS")
+                {
+                    at += 3;
+                }
+                at += if self.is_punct(at + 1, b'.') { 3 } else { 1 };
+                if !self.is_punct(at, b'(') {
+                    return at.min(n);
+                }
                 let mut depth = 0i64;
-                for i in opening..n {
+                for i in at..n {
                     if self.is_punct(i, b'(') {
                         depth += 1;
                     } else if self.is_punct(i, b')') {
@@ -108,7 +127,7 @@ impl Body<'_> {
 
     /// Whether tokens [from, to) add nothing to the reach as the words before a statement (or a
     /// piece without one): no call, no sequence, no qualified name but a trigger's `NEW.c` and
-    /// `OLD.c` (`_stored_calls`, `_sequences` and `_qualified` of them find nothing).
+    /// `OLD.c` (a trigger's row, not a table).
     fn plain(&self, from: usize, to: usize, trigger: bool) -> bool {
         (from..to).all(|i| {
             if self.is_punct(i, b'(') || self.is_word(i, b"NEXT") || self.is_word(i, b"PREVIOUS") {
@@ -117,12 +136,13 @@ impl Body<'_> {
             if !self.is_punct(i, b'.') {
                 return true;
             }
-            // `_qualified` passes over a name it knows (NEW, OLD: compared as written).
+            // NEW and OLD name the row (compared as written, as `policy_bound._qualified` does).
             trigger && i > from && matches!(self.word(i - 1), Some(b"NEW" | b"OLD"))
         })
     }
 
-    /// `_key_alone` of the piece [verb, to) ending at byte `end`: its one table, or None.
+    /// The one table the statement of the piece [verb, to) ending at byte `end` reaches (a
+    /// trigger's `NEW.c` / `OLD.c` read as the column `c`), or None: the general path reads it.
     fn key_alone(&self, verb: usize, to: usize, end: usize, trigger: bool) -> Option<BodyTable> {
         let mut before: &[u8] = b"";
         for i in verb + 1..to {
@@ -160,14 +180,11 @@ impl Body<'_> {
 }
 
 /// The body of CREATE or ALTER `sql` (a TRIGGER, PROCEDURE, FUNCTION, EVENT or PACKAGE, its
-/// header read by the classifier) as `policy_bound._body` reads it, piece by piece: the tables
-/// of the pieces whose statement `_key_alone` clears with nothing before it that reaches more,
-/// the spans of the others (a piece without a statement and without a call, sequence or
-/// qualified name reaches nothing: neither). None: Python reads the whole text.
+/// header read by the classifier), piece by piece: the tables of the pieces whose statement
+/// reaches its table alone with nothing before it that reaches more, the spans of the others (a
+/// piece without a statement and without a call, sequence or qualified name reaches nothing:
+/// neither). None: the general path reads the whole text.
 pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
-    if !sql.is_ascii() {
-        return None; // (Python's offsets are characters)
-    }
     let lexed = tokens(sql)?;
     let body = Body {
         sql,
@@ -246,10 +263,38 @@ mod tests {
     }
 
     #[test]
-    fn text_the_lexers_may_read_otherwise_is_not_answered() {
+    fn a_routine_without_a_parameter_list_starts_after_its_name() {
+        // sql_mode=ORACLE: the first parenthesis is the body's, not a parameter list.
+        let sql = b"CREATE PROCEDURE s.p AS BEGIN UPDATE x.u SET a = (1); END";
+        let r = body_reach(sql, FORM_ROUTINE).expect("read");
+        assert_eq!(r.tables, vec![table(Some("x"), "u")]);
+        let sql = b"CREATE OR REPLACE PACKAGE BODY IF NOT EXISTS pk AS FUNCTION f RETURN INT AS \
+            BEGIN RETURN (SELECT pw FROM x.u); END; END";
+        let r = body_reach(sql, FORM_ROUTINE).expect("read");
+        assert!(r.tables.is_empty());
+        assert_eq!(r.declined.len(), 1);
+        assert!(sql[r.declined[0].0..].starts_with(b"AS FUNCTION f RETURN"));
+    }
+
+    #[test]
+    fn a_byte_outside_ascii_is_read_in_a_string_only() {
+        let sql =
+            "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 'caf\u{e9}'; CALL p()";
+        let r = body_reach(sql.as_bytes(), FORM_EVENT).expect("read");
+        assert_eq!(r.tables, vec![table(None, "t")]);
+        let declined: Vec<&[u8]> = r
+            .declined
+            .iter()
+            .map(|&(s, e)| &sql.as_bytes()[s..e])
+            .collect();
+        assert_eq!(declined, vec![&b"CALL p()"[..]]);
+    }
+
+    #[test]
+    fn text_the_facts_lexer_does_not_read_is_not_answered() {
         for sql in [
             &b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 1 # x"[..],
-            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = '\xc3\xa9'",
+            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t\xc3\xa9 SET a = 1",
             b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO /*!50100 UPDATE t SET a = 1 */",
             b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 'x",
             b"DROP EVENT e",

@@ -1,9 +1,10 @@
 //! The master policy's gate on the compiled walk (issue #57 goal 3): which statement texts reach
 //! nothing but their key's table (`reaches_key_alone`), so that a policy gate's verdict on them
 //! is its verdict on that one table, decided once per key; and which Annotate_rows / Rows_query
-//! texts of the fast units a stream keeps name only tables it keeps (`annotation_needs`). Both
-//! answer "not shown" far more often than `rules.policy_bound` would refuse: a text they do not
-//! clear goes to Python, which reads its whole reach. What a segment's streams read of them,
+//! texts of the fast units a stream keeps name only tables it keeps (`annotation_needs`). The
+//! policy's bound (`rules.policy_bound`) reads single-table DML by this check too, and a body's
+//! statements (body_reach.rs): one reader of the form. A text it does not clear goes to the
+//! bound's general path, which reads its whole reach. What a segment's streams read of them,
 //! once for all, is gate_reads.rs's.
 
 use crate::le::u32_at;
@@ -91,8 +92,8 @@ const BORING: [bool; 256] = {
 /// Whether statement `sql`, of single-table DML shape `shape` (`stmt::dml_shape` of it), reaches
 /// its updated table and nothing else: no other qualified name, no call but built-ins, no query,
 /// sequence or second statement, no backslash or double quote (whose reading depends on the
-/// session's sql_mode), an INSERT ... SELECT never. What `rules.policy_bound.statement_reach`
-/// answers for such a text is then that one table, without the default database.
+/// session's sql_mode), an INSERT ... SELECT never. `rules.policy_bound.statement_reach` reads
+/// such a text so: that one table, without the default database.
 pub fn reaches_key_alone(sql: &[u8], shape: &Shape) -> bool {
     if !matches!(
         shape.kind,

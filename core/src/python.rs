@@ -108,6 +108,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(statement_key, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;
     m.add_function(wrap_pyfunction!(relay_run, m)?)?;
+    m.add_function(wrap_pyfunction!(rename_event, m)?)?;
     m.add_function(wrap_pyfunction!(replica_frames, m)?)?;
     m.add_function(wrap_pyfunction!(split::split_route, m)?)?;
     m.add_function(wrap_pyfunction!(unit_list_reads::reaches_key_alone, m)?)?;

@@ -105,7 +105,7 @@ pub fn walk(
         }
     }
     let keys = opt.stmts.map_or(0, |(_, k)| k.len());
-    let mut s = Sent::for_walk(keep.len(), keys, own_room(opt));
+    let mut s = Sent::for_walk(keys, own_room(opt));
     let n = row.len().min(plan.units.len());
     let mut owed = match opt.pending {
         Some(raw) => Owed::Given(raw),
@@ -201,10 +201,7 @@ pub fn walk(
                 }
             }
             SKIP if opt.skip == SKIP_HEARTBEAT => {
-                let mut j = i;
-                while j < n && row[j] == SKIP {
-                    j += 1;
-                }
+                let j = run_end(&row[..n], i);
                 if matches!(owed, Owed::Given(_)) {
                     s.pending_done = true;
                 }
@@ -548,32 +545,18 @@ fn run_end(row: &[u8], i: usize) -> usize {
         .unwrap_or(row.len() - j)
 }
 
-/// Adds units i..j to the read counters, and (unless counting only) their Table_maps to the
-/// name counts and their statements to the key counts.
+/// Adds units i..j to the read counters, and (unless counting only) their statements to the key
+/// counts. (Their Table_maps are tallied by the caller over the ranges it walked:
+/// `UnitList::tally_names`.)
 fn count(plan: &UnitList, i: usize, j: usize, opt: &SendOptions, s: &mut Sent) {
+    let sums = plan.sums();
+    s.read_bytes += sums.bytes[j] - sums.bytes[i];
+    s.read_events += sums.events[j] - sums.events[i];
     if opt.count_only {
-        for u in &plan.units[i..j] {
-            s.read_bytes += (u.end - u.start) as u64;
-            s.read_events += u.events as u64;
-        }
         return;
     }
     if let Some((st, _)) = opt.stmts {
         st.count(i, j, &mut s.key_counts);
-    }
-    for u in &plan.units[i..j] {
-        s.read_bytes += (u.end - u.start) as u64;
-        s.read_events += u.events as u64;
-        if u.lo == u32::MAX {
-            continue;
-        }
-        if let Some(ids) = plan.tids.get(u.lo as usize..u.hi as usize) {
-            for id in ids {
-                if let Some(c) = s.name_counts.get_mut(*id as usize) {
-                    *c += 1;
-                }
-            }
-        }
     }
 }
 

@@ -39,8 +39,6 @@ pub struct Sent {
     pub pending: Option<usize>,
     /// Whether the caller's pending Heartbeat was sent or replaced.
     pub pending_done: bool,
-    /// Table_map occurrences per name id over the units handled (their rule hits).
-    pub name_counts: Vec<u32>,
     /// Statements per key id over the statement units handled (their rule hits).
     pub key_counts: Vec<u32>,
 }
@@ -90,11 +88,10 @@ impl Sent {
 }
 
 impl Sent {
-    /// A walk's Sent: tallies for `names` name ids and `keys` key ids, and `room` bytes made up
-    /// front for what it makes.
-    pub(crate) fn for_walk(names: usize, keys: usize, room: usize) -> Sent {
+    /// A walk's Sent: tallies for `keys` key ids, and `room` bytes made up front for what it
+    /// makes.
+    pub(crate) fn for_walk(keys: usize, room: usize) -> Sent {
         Sent {
-            name_counts: vec![0; names],
             key_counts: vec![0; keys],
             own: Vec::with_capacity(room),
             ..Default::default()

@@ -1,11 +1,11 @@
-"""replicate-rewrite-db written into events: one rewriter for every consumer (the MySQL-protocol
-endpoint's replicas, `filter`'s output, `slave run`'s relay log). It renames what a replica's
-applier renames and nothing else (log_event.cc / log_event_server.cc): a Query event's default
-database (`set_thd_db`: never the names inside the statement text), the database of a
-Table_map, and an Execute_load_query's (LOAD DATA is a Query event there). The names the rule
-engine gives are written as they are; the CRC is recomputed. Positions are the caller's affair:
-an event keeps its log_pos, and `PositionKeeper` brings a real replica's counted position back
-to the master's when a longer name carried it past.
+"""replicate-rewrite-db written into events: the names a replica's applier renames, and nothing
+else (log_event.cc / log_event_server.cc): a Query event's default database (`set_thd_db`: never
+the names inside the statement text), the database of a Table_map (WL#2516's REWRITE its table
+too), and an Execute_load_query's (LOAD DATA is a Query event there). The rules give the names;
+the core writes them (`_core.rename_event`, core/src/rename_db.rs: the writer the compiled walks
+rename whole units with), the CRC made again. Positions are the caller's affair: an event keeps
+its log_pos, and `PositionKeeper` brings a real replica's counted position back to the master's
+when a longer name carried it past.
 
 Pure codec: the renaming functions come from the rules (dumpfilter.rules.renamer)."""
 
@@ -14,71 +14,44 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Iterator
 
+from dumpfilter import _core
 from dumpfilter.codec.constants import (
     HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_BINLOG_IN_USE_F, EventType,
 )
 from dumpfilter.codec.event import Event
 
-# db -> (the name the applier uses, whether a rule renamed it)
-RewriteDb = Callable[[str], tuple[str, bool]]
-# (db, table) -> (db, table, renamed): WL#2516 REWRITE over db.table patterns
-RenameTable = Callable[[str, str], tuple[str, str, bool]]
+# (db, table) -> (the names the applier uses, whether a rule renamed them): replicate-rewrite-db
+# renames the database alone, WL#2516 REWRITE over db.table patterns the table too
+Rename = Callable[[str, str], tuple[str, str, bool]]
 
 
 def _encode(name: str) -> bytes:
     return name.encode("utf-8", "surrogateescape")
 
 
-def query_db_span(event: Event) -> tuple[int, int]:
-    """(offset, length) of a Query (or Execute_load_query) event's default database inside its
-    body: after the post-header and the status variables."""
-    body = event.body
+def rewrite_event(event: Event, rename: Rename) -> Event:
+    """The names a rule renames in one event: the default database of a Query event (its table
+    asked as ''), the database and table of a Table_map event. Any other event, an event no rule
+    renames, and a name longer than a server writes (255 bytes) come back as they were (the same
+    object)."""
+    if event.is_query:
+        db, table = event.db, ""
+    elif event.type_code == EventType.TABLE_MAP:
+        _tid, db, table = event.table_map
+    else:
+        return event
+    if not db:
+        return event
+    new, new_table, changed = rename(db, table)
+    new_table = new_table if table else table  # (a Query names no table of its own)
+    if not changed or (new, new_table) == (db, table):
+        return event
     fmt = event.fmt
     if fmt is None:
-        raise ValueError("a Query event read without its Format_description")
-    post = fmt.post_header_len(event.type_code)
-    status_len = int.from_bytes(body[11:13], "little")
-    return post + status_len, body[8]
-
-
-def rewrite_event(event: Event, rewrite: RewriteDb, rename: RenameTable | None = None) -> Event:
-    """replicate-rewrite-db on one event: the default database of a Query event and the db of a
-    Table_map event (WL#2516 `rename` may change a Table_map's table too; `rewrite` is then not
-    used). Any other event, and an event no rule renames, comes back as it was (the same object)."""
-    if event.is_query:
-        db = event.db
-        if not db:
-            return event
-        new, changed = (rename(db, "")[0::2] if rename is not None else rewrite(db))
-        if not changed or new == db:
-            return event
-        start, length = query_db_span(event)
-        raw_new = _encode(new)
-        if len(raw_new) > 255:
-            return event  # not a database name a server could have written
-        body = event.body
-        head = body[:8] + bytes((len(raw_new),)) + body[9:start]
-        return event.with_body(head + raw_new + body[start + length:])
-    if event.type_code == EventType.TABLE_MAP:
-        _tid, db, table = event.table_map
-        if rename is not None:
-            new, new_table, changed = rename(db, table)
-        else:
-            (new, changed), new_table = rewrite(db), table
-        if not changed or (new, new_table) == (db, table):
-            return event
-        body = event.body
-        if event.fmt is None:
-            raise ValueError("a Table_map event read without its Format_description")
-        off = event.fmt.post_header_len(EventType.TABLE_MAP)
-        old_len = body[off]
-        raw_new = _encode(new)
-        rest = body[off + 1 + old_len:]  # NUL, table length, table, NUL, the column data
-        if new_table != table:
-            raw_table = _encode(new_table)
-            rest = rest[:1] + bytes((len(raw_table),)) + raw_table + rest[2 + rest[1]:]
-        return event.with_body(body[:off] + bytes((len(raw_new),)) + raw_new + rest)
-    return event
+        raise ValueError(f"a {event.type_name} event read without its Format_description")
+    raw = _core.rename_event(event.raw, _encode(new), _encode(new_table) if new_table != table else None,
+                             fmt.post_header_len(event.type_code), event.checksum_len)
+    return event if raw is None else Event(raw, event.pos, fmt)
 
 
 def position_reset(file: str, pos: int, fde: Event, server_id: int) -> list[Event]:

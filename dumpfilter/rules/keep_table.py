@@ -60,6 +60,9 @@ class KeyAnswer(NamedTuple):
     code: int
     decision: Decision
     counted: tuple[str, ...]
+    # Its class among the table's answers that count alike (the same rule hits, engine counters
+    # and assumption): a stream's statements answered by key are counted per class (KeyRows.hits).
+    hits: int = 0
 
 
 class KeyRows(NamedTuple):
@@ -71,7 +74,12 @@ class KeyRows(NamedTuple):
     keep: bytes
     answers: list[KeyAnswer]
     gated: bytes | None
+    hits: bytes = b""  # each key id's KeyAnswer.hits (a byte: HIT_CLASSES of them)
 
+
+# Hit classes a table numbers (KeyAnswer.hits: a byte each); the last holds every class past it,
+# whose keys are then counted one by one.
+HIT_CLASSES = 256
 
 # A key's decision from its first statement (text, default database) and whether it is the key's
 # alone (pure: the decider read no schema timeline for it).
@@ -102,7 +110,7 @@ class KeepTable:
     master's, under its engine lock, telling whether the answer was pure). `keys_enabled`: whether
     statements may be answered by key at all (the rules' `keys_statements`, unless the caller says)."""
 
-    __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes",
+    __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes", "_hit_classes",
                  "_known", "_last", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
@@ -117,6 +125,7 @@ class KeepTable:
         self._names = bytearray()
         self._names_bytes: bytes | None = None
         self._known: dict[bytes, KeyAnswer] = {}   # by key bytes: each key decided once
+        self._hit_classes: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], int] = {}  # KeyAnswer.hits
         self._last: tuple[Sequence[_core.StatementKey], KeyRows] | None = None  # the last `rows` asked and given
         self.keys_decided = 0   # keys decided (each once)
         self.statements = 0     # statements answered by key (`account`)
@@ -153,7 +162,9 @@ class KeepTable:
             code = KEEP_ASK
         elif self.gate is not None and code == KEEP_KEEP:
             code, counted = _gated_key(raw, sql, db, decision, self.gate)
-        found = self._known[raw] = KeyAnswer(code, decision, counted)
+        alike = self._hit_classes
+        klass = alike.setdefault((counted, decision.counted, decision.assumption), min(len(alike), HIT_CLASSES - 1))
+        found = self._known[raw] = KeyAnswer(code, decision, counted, klass)
         self.keys_decided += 1
         return found
 
@@ -167,7 +178,7 @@ class KeepTable:
         known, answer = self._known, self.answer
         answers = [known.get(k.key) or answer(k) for k in keys]
         keep = bytes([a.code for a in answers])
-        rows = KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED))
+        rows = KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED), bytes([a.hits for a in answers]))
         self._last = (keys, rows)
         return rows
 

@@ -17,6 +17,11 @@ allowed all of `mysql`. The reach of a text is everything it names, wherever it 
 - the bodies of triggers, routines and events, statement by statement;
 - the inner statement of MariaDB's SET STATEMENT ... FOR.
 
+One reader per form (`_reach`): the core reads single-table DML (the master walk's own check)
+and the bodies of triggers, routines and events statement by statement; what it declines, and
+every other form, is read here by the general path: the classifier (statements.py, itself the
+core's where it reads the form), the tokens (sqltokens.py) and sqlglot.
+
 What cannot be listed for sure widens the reach: a `name(` that may call a stored function, or a
 clause no parser read, reaches the default database as a whole (`default_schema`); a routine's or
 trigger's body not read whole, its schema. Text with a query (SELECT, WITH, TABLE) that sqlglot
@@ -34,8 +39,8 @@ from dataclasses import dataclass
 from dumpfilter import _core
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
-from dumpfilter.rules.sql_functions import NOT_STORED, may_be_stored
-from dumpfilter.rules.sqltokens import LexError, Token, lexes, quote_identifier, tokenize
+from dumpfilter.rules.sql_functions import may_be_stored
+from dumpfilter.rules.sqltokens import LexError, Token, lexes, tokenize
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
@@ -57,6 +62,7 @@ class Reach:
 NOTHING = Reach()
 
 _ROUTINES = frozenset({"PROCEDURE", "FUNCTION", "EVENT", "PACKAGE"})
+_ROUTINE_WORDS = _ROUTINES - {"EVENT"}
 # Kinds whose text may hold expressions (subqueries, function calls): the others are DDL, whose
 # expressions (DEFAULT, CHECK, generated columns) may call neither a stored function nor a query.
 _EXPRESSION_KINDS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE,
@@ -68,10 +74,6 @@ _DML_QUERY_WORDS = _QUERY_WORDS | {"TABLE"}
 _SEQUENCE_CALLS = frozenset({"NEXTVAL", "LASTVAL", "SETVAL"})
 _BODY_VERBS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE", "SELECT", "WITH", "SET", "CALL"})
 _TRIGGER_ROWS = frozenset({"NEW", "OLD"})
-# Words that, after a body piece's statement verb, mean more than one statement (or a block's
-# end) in the piece: a server would refuse it, so the core's check of one statement is not asked.
-_NOT_ONE_STATEMENT = frozenset({"INSERT", "REPLACE", "DELETE", "SELECT", "WITH", "CALL", "BEGIN", "END", "ELSE",
-                                "ELSEIF", "THEN", "DO", "LOOP", "WHILE", "REPEAT", "UNTIL", "RETURN"})
 _RESERVED_MODIFIERS = frozenset({"LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY"})  # sqlglot reads none of them
 _CACHED_SQL_LEN = 4096
 
@@ -158,15 +160,26 @@ def _reach_cached(sql: str, default: str) -> Reach | None:
 
 
 def _reach(sql: str, default: str) -> Reach | None:
+    """One reader per form: single-table DML whose text the core shows reaches its table alone
+    (`_core.reaches_key_alone`, the check the master's walk makes of every statement text; most
+    statements of a STATEMENT binlog and most Annotate_rows texts) is that table, read by the core;
+    a trigger's, routine's or event's body the core reads (`_core_body`); every other text, and
+    whatever the core declines, is read by the general path (`_full`: the classifier, the tokens,
+    sqlglot)."""
+    raw = sql.encode("utf-8", "surrogateescape")
+    key = _core.statement_key(raw)
+    if key is not None and _core.reaches_key_alone(raw):
+        return Reach(frozenset({(_text_of(key.db) if key.db is not None else default, _text_of(key.table))}))
     info = statement_tables(sql, default)
-    quick = _quick(sql, default, info)
-    if quick is not None:
-        return quick
-    core = _core_body(sql, info)
+    core = _core_body(raw, info)
     return core if core is not None else _full(sql, default, info)
 
 
-def _full(sql: str, default: str, info: StatementInfo | None = None) -> Reach | None:
+def _text_of(name: bytes) -> str:
+    return name.decode("utf-8", "surrogateescape")
+
+
+def _full(sql: str, default: str, info: StatementInfo) -> Reach | None:
     try:
         tokens = _ansi_quotes(sql, tokenize(sql))
     except LexError:
@@ -175,7 +188,6 @@ def _full(sql: str, default: str, info: StatementInfo | None = None) -> Reach | 
         return None
     if _word(tokens, 0) == "SET" and _word(tokens, 1) == "STATEMENT":
         return _set_statement(sql, tokens, default)
-    info = info if info is not None else statement_tables(sql, default)
     kind = info.kind
     if not info.parse_ok:
         return None
@@ -196,45 +208,6 @@ def _full(sql: str, default: str, info: StatementInfo | None = None) -> Reach | 
     if not _single(tokens):
         return None  # a server writes one statement per event: text made to look otherwise
     return _text(sql, tokens, info, default, tables, schemas)
-
-
-# The quick form: single-table DML the classifier reads by its regular forms (no SELECT, no
-# comment), whose text, once its strings are blanked, holds no qualified name, no statement
-# separator, no query word and no call but VALUES(...), IN (...), the table's column list and
-# built-ins. Most statements of a STATEMENT binlog and most Annotate_rows texts are of that form;
-# their reach is their table, without a token list (a tenth of the full path's time).
-_QUICK_KINDS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE})
-_QUICK_STRINGS = lazy_compile(r"'(?:[^'\\]++|''|\\.)*+'" r'|"(?:[^"\\]++|""|\\.)*+"', re.DOTALL)
-_QUICK_QUOTED = lazy_compile(r"`(?:[^`]++|``)*+`")
-# A qualified name (a letter or quoted name next to a dot: `1.5` is a number), a second statement,
-# a comment, a query or sequence word, a quote left (unbalanced), a quoted name called.
-_QUICK_REFUSE = lazy_compile(r"[A-Za-z_$\x01\x80-\U0010ffff]\s*\.|\.\s*[A-Za-z_$*\x01\x80-\U0010ffff]|;|/\*|\*/|#|--"
-                             r"|\b(?:SELECT|WITH|TABLE|NEXT|PREVIOUS)\b|['" + '"' + r"`]|\x01\s*\(", re.IGNORECASE)
-_QUICK_CALL = lazy_compile(r"([A-Za-z_$][\w$]*)\s*\(")
-
-
-def _quick(sql: str, default: str, info: StatementInfo | None = None) -> Reach | None:
-    info = info if info is not None else statement_tables(sql, default)
-    if info.kind not in _QUICK_KINDS or not info.parse_ok or info.read or len(info.updated) != 1:
-        return None
-    text = _QUICK_STRINGS.sub(" 0 ", sql) if ("'" in sql or '"' in sql) else sql
-    # The table's own name (the first name of these forms) may come before its column list; any
-    # other name then followed by `(` is a call.
-    table = info.updated[0][1]
-    if "`" in text:
-        quoted = quote_identifier(table)
-        if quoted in text:
-            text = text.replace(quoted, "\x02", 1)
-        text = _QUICK_QUOTED.sub("\x01", text)
-    elif re.fullmatch(r"[A-Za-z_$][\w$]*", table):
-        text = re.sub(rf"\b{re.escape(table)}\b", "\x02", text, count=1)
-    if _QUICK_REFUSE.search(text):
-        return None
-    for name in _QUICK_CALL.findall(text):
-        upper = name.upper()
-        if upper not in NOT_STORED or upper in _SEQUENCE_CALLS:
-            return None
-    return Reach(frozenset(info.updated))
 
 
 def _text(sql: str, tokens: list[Token], info: StatementInfo, default: str, tables: set[TableRef], schemas: set[str]
@@ -300,27 +273,25 @@ def _set_statement(sql: str, tokens: list[Token], default: str) -> Reach | None:
 
 # -- bodies of triggers, routines and events -----------------------------------------------------
 
-def _core_body(sql: str, info: StatementInfo) -> Reach | None:
-    """`_full`'s reach of a trigger, routine or event, its body read by the core with `filter`'s
-    lexer (`_core.body_reach`): the pieces `_key_alone` clears as their tables, the others as
-    spans read here. None where the core does not read it."""
-    body_db = _body_db(info, None) if info.parse_ok and sql.isascii() else None
+def _core_body(raw: bytes, info: StatementInfo) -> Reach | None:
+    """The reach of a trigger, routine or event whose body the core reads (`_core.body_reach`,
+    the statement facts' lexer `filter` reads triggers with): the tables of the body statements it
+    shows reach their table alone, and the pieces it declines (byte spans of `raw`, the text
+    encoded) read by the general path (`_body`). None where the core does not read the text (a
+    comment, a byte outside ASCII outside a string, a quote left open): `_full` reads it whole."""
+    body_db = _body_db(info, None) if info.parse_ok else None
+    if body_db is None:
+        return None
     trigger = info.kind is Kind.CREATE_TRIGGER
     event = not trigger and info.target is not None and info.target[0] == "EVENT"
-    form = _core.BODY_TRIGGER if trigger else _core.BODY_EVENT if event else _core.BODY_ROUTINE
-    read = _core.body_reach(sql.encode(), form) if body_db is not None else None
-    if body_db is None or read is None:
+    read = _core.body_reach(raw, _core.BODY_TRIGGER if trigger else _core.BODY_EVENT if event else _core.BODY_ROUTINE)
+    if read is None:
         return None
     tables, schemas = _header(info)
-    found, complete = _body(_spans(sql, read.starts, read.ends), body_db, trigger)
-    tables |= {(t.db.decode() if t.db is not None else body_db, t.name.decode()) for t in read.tables}
+    texts = (_text_of(raw[start:end]) for start, end in zip(read.starts, read.ends))
+    found, complete = _body(((text, _ansi_quotes(text, tokenize(text)), len(text)) for text in texts), body_db, trigger)
+    tables |= {(_text_of(t.db) if t.db is not None else body_db, _text_of(t.name)) for t in read.tables}
     return Reach(frozenset(tables | found), frozenset(schemas if complete else schemas | {body_db}))
-
-
-def _spans(sql: str, starts: list[int], ends: list[int]) -> Iterator[tuple[str, list[Token], int]]:
-    for start, end in zip(starts, ends):
-        text = sql[start:end]
-        yield text, _ansi_quotes(text, tokenize(text)), len(text)
 
 
 def _body_db(info: StatementInfo, tokens: list[Token] | None) -> str | None:
@@ -338,7 +309,7 @@ def _body_db(info: StatementInfo, tokens: list[Token] | None) -> str | None:
 
 def _body_start(tokens: list[Token], info: StatementInfo) -> int:
     """Where the body begins: after FOR EACH ROW [FOLLOWS|PRECEDES t] (a trigger), after DO (an
-    event), after the parameter list (a routine); the header before it the classifier read."""
+    event), after its name and parameter list (a routine); the header before it the classifier read."""
     n = len(tokens)
     if info.kind is Kind.CREATE_TRIGGER:
         for i in range(n - 2):
@@ -350,11 +321,16 @@ def _body_start(tokens: list[Token], info: StatementInfo) -> int:
         return n
     if info.target is not None and info.target[0] == "EVENT":
         return next((i + 1 for i in range(n) if _word(tokens, i) == "DO"), n)
-    opening = next((i for i in range(n) if _punct(tokens, i, "(")), None)
-    if opening is None:
-        return 0
+    # The parameter list follows the routine's name; MariaDB's sql_mode=ORACLE lets a routine go
+    # without one (`CREATE PROCEDURE p AS BEGIN ... END`): its body starts after the name then.
+    at = next((i + 1 for i in range(n) if _word(tokens, i) in _ROUTINE_WORDS), 0)
+    at += _word(tokens, at) == "BODY"
+    at += 3 * (_word(tokens, at) == "IF" and _word(tokens, at + 1) == "NOT" and _word(tokens, at + 2) == "EXISTS")
+    at += 3 if _punct(tokens, at + 1, ".") else 1
+    if not _punct(tokens, at, "("):
+        return min(at, n)
     depth = 0
-    for i in range(opening, n):
+    for i in range(at, n):
         if _punct(tokens, i, "("):
             depth += 1
         elif _punct(tokens, i, ")"):
@@ -365,21 +341,16 @@ def _body_start(tokens: list[Token], info: StatementInfo) -> int:
 
 
 def _body(pieces: Iterable[tuple[str, list[Token], int]], db: str, trigger: bool) -> tuple[set[TableRef], bool]:
-    """(tables, whether every piece was read) of a body, piece by piece (`;` apart; each a text,
-    its tokens, its end): each from its first statement verb through sqlglot (unqualified names in
-    `db`), every qualified name of a piece checked against the names its own statement defines
-    (NEW and OLD in a trigger)."""
+    """(tables, whether every piece was read) of a body's pieces (`;` apart; each a text, its
+    tokens, its end), the general reading: each from its first statement verb through sqlglot
+    (unqualified names in `db`), every qualified name of a piece checked against the names its own
+    statement defines (NEW and OLD in a trigger)."""
     rows = _TRIGGER_ROWS if trigger else frozenset()
     tables: set[TableRef] = set()
     complete = True
     for sql, piece, end in pieces:
         verb = next((i for i, t in enumerate(piece) if t.kind == "word" and t.value.upper() in _BODY_VERBS), None)
         names = set(rows)
-        alone = _key_alone(sql, piece, verb, end, db, rows) if verb is not None else None
-        if alone is not None:  # what comes before the statement is read as below
-            tables.add(alone)
-            piece = piece[:verb]
-            verb = None
         if verb is not None:
             tree = _parse(sql[piece[verb].start:end])
             if tree is None:
@@ -393,33 +364,6 @@ def _body(pieces: Iterable[tuple[str, list[Token], int]], db: str, trigger: bool
             complete = False  # IF f(x) THEN ...
         tables |= _qualified(piece, names) | _sequences(piece, db)
     return tables, complete
-
-
-def _key_alone(sql: str, piece: list[Token], verb: int, end: int, db: str, rows: frozenset[str]) -> TableRef | None:
-    """The one table a body piece's statement reaches, where the core shows it reaches nothing
-    else (`_core.reaches_key_alone`, the check the master's walk makes of every statement text):
-    then sqlglot need not read it. A trigger's `NEW.c` / `OLD.c` name a column of the row, not a
-    table: they are read as `c`. None: the piece goes to sqlglot (the core declines whatever it is
-    not sure of). core/src/body_reach.rs reads a whole body so (with `_body_start`, `_pieces`):
-    a change here is one there (tests/rules/test_policy_body_reader.py holds them equal)."""
-    after = [t.value.upper() for t in piece[verb + 1:] if t.kind == "word"]
-    if any(w in _NOT_ONE_STATEMENT or (w == "UPDATE" and before != "KEY") for before, w in zip(["", *after], after)):
-        return None  # another statement in the piece (`... END IF` without its `;`): sqlglot's to refuse
-    start = piece[verb].start
-    text, at = [], start
-    for i in range(verb, len(piece) - 2):
-        word, dot = piece[i], piece[i + 1]
-        if word.kind == "word" and word.value in rows and dot.kind == "punct" and dot.value == "." \
-                and dot.start == word.start + len(word.value):
-            text.append(sql[at:word.start])
-            at = dot.start + 1
-    text.append(sql[at:end])
-    raw = "".join(text).encode("utf-8", "surrogateescape")
-    shape = _core.statement_key(raw)
-    if shape is None or not _core.reaches_key_alone(raw):
-        return None
-    return (shape.db.decode("utf-8", "surrogateescape") if shape.db is not None else db,
-            shape.table.decode("utf-8", "surrogateescape"))
 
 
 def _pieces(sql: str, tokens: list[Token]) -> Iterator[tuple[list[Token], int]]:

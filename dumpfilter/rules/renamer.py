@@ -1,9 +1,10 @@
 """Which names a replica's applier uses for the master's: `lower_case_table_names` folds the
 incoming name first (set_thd_db, Table_map_log_event::do_apply_event; BUG#37656), then
 replicate-rewrite-db renames it (Rpl_filter::get_rewrite_db), or under effective semantics the
-WL#2516 REWRITE patterns. `event_renamer` writes those names into events, through the codec's one
-rewriter (dumpfilter.codec.rename): for the MySQL-protocol endpoint's replicas, `filter`'s
-output and `slave run`'s relay log alike."""
+WL#2516 REWRITE patterns. `event_renamer` writes those names into events, through the core's one
+writer (dumpfilter.codec.rename, core/src/rename_db.rs): for the MySQL-protocol endpoint's
+replicas, `filter`'s output and `slave run`'s relay log alike; `AppliedNames` gives the compiled
+walks the same names, which the same writer writes into whole units."""
 
 from __future__ import annotations
 
@@ -38,10 +39,11 @@ def event_renamer(engine: RuleEngine, rules: RuleSet, settings: Settings) -> Cal
         return None
     if bool(rules.effective_rewrite) and settings.semantics == "effective":
         rename = engine.effective_rename
-        return lambda event: rewrite_event(event, lambda db: (db, False), rename)
+        return lambda event: rewrite_event(event, rename)
 
-    def rewrite(db: str) -> tuple[str, bool]:
-        return applied_db(engine, db)
+    def rewrite(db: str, table: str) -> tuple[str, str, bool]:
+        new, changed = applied_db(engine, db)
+        return new, table, changed
 
     return lambda event: rewrite_event(event, rewrite)
 
@@ -69,9 +71,8 @@ class AppliedNames:
             raw = db.encode("utf-8", "surrogateescape")
             if raw not in self.map:
                 new, changed = applied_db(self.engine, db)
-                # (as rewrite_event: a name no rule renames, or one no server could write, stays)
-                raw_new = new.encode("utf-8", "surrogateescape")
-                self.map[raw] = raw_new if changed and len(raw_new) <= 255 else raw
+                # (a name no rule renames stays; one no server could write the core leaves)
+                self.map[raw] = new.encode("utf-8", "surrogateescape") if changed else raw
 
 
 def applied_names(engine: RuleEngine, rules: RuleSet, settings: Settings) -> AppliedNames | None:

@@ -24,7 +24,7 @@ from dumpfilter import _core
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError, without_password
 from dumpfilter.regular_file import read_regular
-from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter.rules.sqltokens import LexError, quote_identifier, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
@@ -133,8 +133,6 @@ class SchemaModel:
         information_schema."""
         import pymysql
 
-        from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
-
         shown = without_password(url)  # in every message: never the password
         try:
             parsed = urlparse(url)  # (an unclosed [IPv6 address raises)
@@ -168,12 +166,15 @@ class SchemaModel:
                 model.view_reads[(db, name)] = statement_tables(f"CREATE VIEW `{db}`.`{name}` AS {definition}", db).read
             cursor.execute("SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_DEFINITION FROM information_schema.ROUTINES "
                            "WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA NOT IN %s", (system,))
-            model.functions = {(db, name.lower()): body_writes(body or "", db) for db, name, body in cursor.fetchall()}
+            for db, name, body in cursor.fetchall():  # read as the binlog's CREATE FUNCTION is (its type aside)
+                model.observe(f"CREATE FUNCTION {quote_identifier(db)}.{quote_identifier(name)}() RETURNS INT "
+                              f"{body or ''}", db)
             cursor.execute("SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, "
                            "EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS")
             for db, name, timing, event, table_db, table, body in cursor.fetchall():
-                model.triggers[(db, name)] = Trigger(db, name, (table_db, table), timing.upper(), event.upper(),
-                                                     body_writes(body, db))
+                # read as the binlog's CREATE TRIGGER is (the core's facts; their decline, the parser's)
+                model.observe(f"CREATE TRIGGER {quote_identifier(db)}.{quote_identifier(name)} {timing} {event} "
+                              f"ON {quote_identifier(table_db)}.{quote_identifier(table)} FOR EACH ROW {body}", db)
         return model
 
     def key(self) -> tuple[tuple[str, ...], tuple[tuple[TableRef, tuple[str, ...] | None], ...]]:

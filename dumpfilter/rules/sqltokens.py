@@ -33,9 +33,9 @@ class Token(NamedTuple):
         return self.kind == "word" and self.value.upper() in words
 
 
-# One master pattern, tried at each token start; the alternatives mirror the character classes of the
-# reference lexer kept in tests/rules/reference_tokenizer.py (the differential tests hold them equal).
-# Possessive quantifiers keep a doubled quote a pair, as the reference reads it: `a`` is unbalanced.
+# One master pattern, tried at each token start (tests/rules/test_sqltokens.py: the tokens of tricky
+# text, written out). Possessive quantifiers keep a doubled quote a pair, as mysqld reads it: `a``
+# is unbalanced.
 _TOKEN = lazy_compile(r"""\s*+(?:
     (?P<word>[A-Za-z0-9_$\u0080-\U0010ffff]+)
   | `(?P<bq>(?:[^`]++|``)*+)`

@@ -56,6 +56,10 @@ class FlagWords:
         """A byte per (db, table) of `names`, 1 where slave `bit` keeps it."""
         return self._core.keep(names, bit)
 
+    def keeps(self, names: list[tuple[str, str]]) -> list[bytes]:
+        """`keep` for every registered slave (a segment's rows made for all of them at once)."""
+        return [self._core.keep(names, bit) for bit, _, _ in self._members()]
+
     @property
     def generation(self) -> int:
         return self._core.generation  # bumped at every invalidation: per-segment answers are remade

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from itertools import compress
 from typing import TYPE_CHECKING
 
+from dumpfilter import _core
 from dumpfilter.master.decide.flags import ASSUMED_DECISIONS, Hits
 
 if TYPE_CHECKING:
@@ -39,7 +40,9 @@ class RuleHits:
         self.occurrences: Counter[TableName] = Counter()
         self.unit_hits: dict[int, Hits] = {}  # rule hits of the current segment's statement units in runs
         self.group_hits: GroupHits = []  # the same for groups of units answered alike: (indices, hits)
-        self._tally: tuple[list[TableName], bytearray] | None = None  # (names, bytearray of u32 per name id): Table_maps run by the core
+        # The ranges of a segment's units the core walked, their Table_maps not yet tallied:
+        # (the segment's names by id, its UnitList, [(start, end), ...]).
+        self._tally: tuple[list[TableName], _core.UnitList, list[tuple[int, int]]] | None = None
 
     def for_segment(self) -> tuple[dict[int, Hits], GroupHits]:
         """Fresh records of a segment's statement hits (`unit_hits`, `group_hits`), for its row's
@@ -47,14 +50,19 @@ class RuleHits:
         self.unit_hits, self.group_hits = {}, []
         return self.unit_hits, self.group_hits
 
-    def tally_for(self, names: list[TableName]) -> bytearray:
-        """The core's Table_map tally for a run over a segment with these name ids (a u32 per name
-        id): kept while the names are the same, the one before folded first."""
+    def walked(self, names: list[TableName], units: _core.UnitList, start: int, end: int) -> None:
+        """The core walked units [start, end) of a segment's UnitList whose name ids are `names`:
+        their Table_maps are tallied (`UnitList.tally_names`) when folded, over every range walked
+        in the segment, the segment before folded first."""
         tally = self._tally
-        if tally is None or tally[0] is not names or len(tally[1]) < 4 * len(names):
+        if tally is None or tally[1] is not units:
             self._fold_tally()
-            tally = self._tally = (names, bytearray(4 * len(names)))
-        return tally[1]
+            tally = self._tally = (names, units, [])
+        ranges = tally[2]
+        if ranges and ranges[-1][1] == start:  # (a run that goes on: one range)
+            ranges[-1] = (ranges[-1][0], end)
+        else:
+            ranges.append((start, end))
 
     def statements(self, start: int, end: int) -> None:
         """The rule hits of the statement units in the run [start, end) (answered with the row)."""
@@ -85,12 +93,14 @@ class RuleHits:
         self._count_filter_hits(hits)
 
     def _fold_tally(self) -> None:
-        """The core's Table_map tally (per name id of one segment reader) into `occurrences`."""
+        """The Table_maps of the units the core walked (per name id of one segment) into `occurrences`."""
         tally = self._tally
         if tally is None:
             return
         self._tally = None
-        names, counts = tally
+        names, units, ranges = tally
+        counts = bytearray(4 * len(names))
+        units.tally_names(ranges, counts)
         occurrences = self.occurrences
         get = occurrences.get  # (a Counter's += calls __missing__ in Python for each new name)
         counted = memoryview(counts).cast("I").tolist()

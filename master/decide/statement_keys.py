@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,12 +21,16 @@ from dumpfilter.rules.decider import gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.keep_table import DecideKey, KeepTable, KeyRows
+from dumpfilter.rules.keep_table import HIT_CLASSES, DecideKey, KeepTable, KeyRows
 
 if TYPE_CHECKING:
     from dumpfilter.master.decide.rule_hits import RuleHits
     from dumpfilter.master.registry import RegisteredSlave
     from dumpfilter.master.service import DumpService
+
+# Per hit class, the table that makes a key id's class byte 1 where it is that class, else 0.
+_MASKS = [bytes(int(b == k) for b in range(256)) for k in range(256)]
+
 
 @dataclass
 class StatementPathCounts:
@@ -56,12 +61,14 @@ class StreamStatementKeys:
     reads their whole reach; an INSERT ... SELECT key, whose statements read other tables, is
     Python's (KEEP_ASK)."""
 
-    __slots__ = ("svc", "slave", "counts", "hits", "_group", "_answers")
+    __slots__ = ("svc", "slave", "counts", "hits", "_group", "_answers", "_pending")
 
     def __init__(self, svc: DumpService, slave: RegisteredSlave, counts: StatementPathCounts, hits: RuleHits) -> None:
         self.svc, self.slave, self.counts, self.hits = svc, slave, counts, hits
         self._group: tuple[RuleEngine, Gate] | None = None  # (engine, gate) `_answers` are of
         self._answers: KeepTable | None = None
+        self._pending: tuple[KeyRows, bytearray] | None = None  # what `account` left to `settle`
+
     def space(self) -> object | None:
         """What a segment's keys are answered in (the same object while the slave's rules and its
         gate stay; the driver begins again with each segment, so the segment is not part of it and
@@ -103,23 +110,47 @@ class StreamStatementKeys:
         return decide
 
     def account(self, rows: KeyRows, tally: bytearray) -> None:
-        """The statements a send answered by key (`tally`: a u32 per key id of `rows`), into the
-        stream's rule hits and the engine's counters, as each decision would have counted them."""
-        if not any(tally):
+        """The statements a send answered by key (`tally`: a u32 per key id of `rows`, which the
+        stream's sends of one segment add to in place): counted when the stream is done with the
+        segment's keys or folds its rule hits (`settle`), once, not after each send."""
+        pending = self._pending
+        if pending is not None and (pending[0] is not rows or pending[1] is not tally):
+            self.settle()
+        self._pending = (rows, tally)
+
+    def settle(self) -> None:
+        """The statements answered by key since the last settle, into the stream's rule hits and
+        the engine's counters, as each decision would have counted them: one count per distinct
+        answer's counters, not per key (eight do-db streams each took the engine's lock per key
+        of each segment after each send, the most of their Python on a MIXED binlog)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
             return
-        decided = rows.answers
-        counts = memoryview(tally).cast("I").tolist()
-        state = self.slave.state
+        rows, tally = pending
+        counts = memoryview(tally).cast("I")
+        if not any(counts):
+            return
+        # Per hit class, its keys' statements summed in C (`compress` by the class's mask), one
+        # count per class: the last class holds every class past it, its keys counted one by one.
+        decided, classes = rows.answers, rows.hits
+        alike: list[tuple[Decision, tuple[str, ...], int]] = []
+        for klass in set(classes):
+            mask = classes.translate(_MASKS[klass])
+            if klass < HIT_CLASSES - 1:
+                answer = decided[classes.index(klass)]
+                alike.append((answer.decision, answer.counted, sum(compress(counts, mask))))
+            else:
+                alike += [(decided[k].decision, decided[k].counted, counts[k]) for k in compress(range(len(counts)), mask)]
+        counts.release()
+        tally[:] = bytes(len(tally))  # (a send may add to it again: counted from zero)
+        state = self.hits.state  # (the rules the stream decided with: a replacing stream's may be the slave's now)
         assert state is not None, "a stream's slave has its state"
         engine = state.engine
         total: Counter[str] = Counter()
-        for key_id, times in enumerate(counts):
-            if times:
-                answer = decided[key_id]
-                _, decision, counted = answer
+        with self.svc.engine_lock(engine):
+            for decision, counted, times in alike:
                 for name in counted:
                     total[name] += times
-                with self.svc.engine_lock(engine):
-                    engine.account(decision, times)
+                engine.account(decision, times)
         if total:
             self.hits.add(total)

@@ -198,6 +198,7 @@ class UnitIndex:
         self._parts = cols.parts
         self._rows: dict[bytes, bytes] = {}  # `rows_for`'s answers by keep bytes (ROWS_KEPT of them)
         self.rows_made = 0  # answers the core made (`rows_for`; read by tests)
+        self.row_walks = 0  # walks of the units the core made for them (`rows_for`; read by tests)
         # (flag-word generation, {unit: statement flag answer}) of the lone units (see `lone_queries`),
         # filled once per generation by the first stream to ask (StatementAnswers.lone_answers).
         self.lone_answers: tuple[int, LoneAnswers] | None = None
@@ -275,18 +276,28 @@ class UnitIndex:
                     found = self._statement_units = (read.keys, read.units)
         return found
 
-    def rows_for(self, keep_of: Callable[[list[TableName]], bytes]) -> tuple[bytes, bytes]:
+    def rows_for(self, keep_of: Callable[[list[TableName]], bytes],
+                 keeps_of: Callable[[list[TableName]], list[bytes]] | None = None) -> tuple[bytes, bytes]:
         """One slave's answer byte per unit (0 skip, 1 partial, 2 keep, 3 not fast), computed by
         the core from `keep_of(names)`, the slave's keep byte per table name of the segment (the
-        flag words), and those bytes."""
+        flag words), and those bytes. The first stream to ask answers the segment for every slave
+        at once (`keeps_of(names)`: the others' keep bytes) in one walk of its units
+        (`UnitList.rows_many`): eight do-db slaves each walked every unit for their own row."""
         keep = keep_of(self.names)
         rows = self._rows
         row = rows.get(keep)
         if row is None:
-            row = self.unit_list.rows(keep)
-            self.rows_made += 1
-            if len(rows) < ROWS_KEPT:
-                rows[keep] = row
+            keeps = [keep]
+            if keeps_of is not None:
+                keeps += [k for k in dict.fromkeys(keeps_of(self.names)) if k != keep and k not in rows]
+            keeps = keeps[:max(ROWS_KEPT - len(rows), 1)]
+            made = self.unit_list.rows_many(keeps) if len(keeps) > 1 else [self.unit_list.rows(keep)]
+            self.rows_made += len(made)
+            self.row_walks += 1
+            row = made[0]
+            for k, r in zip(keeps, made):
+                if len(rows) < ROWS_KEPT:
+                    rows.setdefault(k, r)
         return row, keep
 
 

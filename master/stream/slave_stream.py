@@ -161,6 +161,7 @@ class SlaveStream:
         self.keys = StreamStatementKeys(service, slave, counts, self.hits)  # statement units answered by key
         self.driver: Driver[KeyRows, bytearray] = Driver(self.keys)  # the send walk's runs and steps
         self.schema_decided: list[Pos] = []  # DumpBatch.schema_decided; marked in `_unit` only (StatementAnswers.row)
+        self._key_tally: tuple[KeyRows, bytearray] | None = None  # the statements a segment's sends answered by key
         self._quiet: tuple[Pos, int | None, int] | None = None  # (position, file size, listing_changes) of a look that found the end
         self.looks = self.quiet_wakes = 0  # segment reads asked for; looks answered by a stat (`_look`)
 
@@ -169,7 +170,7 @@ class SlaveStream:
             yield from self._run()
         finally:  # however the call ends (cancelled, replaced, an error): no rule hit is lost
             self.svc.segments.at(self, None)  # no segment is kept for it any more (TRAIL_BYTES)
-            self.hits.flush()
+            self._fold_hits()
 
     def _run(self) -> Iterator[Batch]:
         svc, slave = self.svc, self.slave
@@ -236,6 +237,12 @@ class SlaveStream:
             self._states = None
             del units, seg, walk
             seg = self._look()
+
+    def _fold_hits(self) -> None:
+        """Every rule hit so far into the slave's stats and P_S counters: the statements answered
+        by key, then the rest (RuleHits.flush)."""
+        self.keys.settle()
+        self.hits.flush()
 
     def _position_may_wait(self, reported_end_at: Pos | None, last_sent: float) -> bool:
         """The batch due holds a live stream's new position and nothing else (see POSITION_WAIT)."""
@@ -312,7 +319,7 @@ class SlaveStream:
         return self.pos[1] == 4 and self.pos[0] > end[0] and not (self.svc.binlog_dir / self.pos[0]).exists()
 
     def _boundary(self) -> None:
-        self.hits.flush()  # counted under the rules they were decided with
+        self._fold_hits()  # counted under the rules they were decided with
         at = self.svc.apply_pending(self.slave, self.pos)
         self.hits.state = self.slave.state  # the rules decided with from here
         if at is not None:
@@ -386,7 +393,7 @@ class SlaveStream:
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = _RowState(seg, words.generation, None, None, None)
                 return None
-            row, keep = index.rows_for(lambda names: words.keep(names, self.slave.bit))
+            row, keep = index.rows_for(lambda names: words.keep(names, self.slave.bit), words.keeps)
             # Statement units answered by their statements' keys, in the core (issue #43).
             if by_keys is not None:
                 # (under a policy gate, a unit with a statement the core cannot show reaches only
@@ -429,14 +436,16 @@ class SlaveStream:
         stats = slave.stats
         pending = self._heartbeat_raw(self.pending_hb) if self.pending_hb is not None else None
         crc = self.fmt is not None and self.fmt.checksum_alg == CHECKSUM_CRC32
-        names = index.names
-        tally = self.hits.tally_for(names)
-        key_tally = bytearray(4 * len(by_keys.answers)) if by_keys is not None else None
+        key_tally = None
+        if by_keys is not None:  # (one tally per segment's keys, added to by each send: `account`)
+            if self._key_tally is None or self._key_tally[0] is not by_keys:
+                self._key_tally = (by_keys, bytearray(4 * len(by_keys.answers)))
+            key_tally = self._key_tally[1]
         config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept,
                                   server_id=self.master_server_id, heartbeat_crc=crc,
                                   batch_bytes=self.batch_bytes, limit=self.limit,
                                   placeholder_runs=self.placeholder_runs, skip_stretches=self.skip_stretches)
-        sent = unit_list.send(row, states.keep, i, config, pending, tally,
+        sent = unit_list.send(row, states.keep, i, config, pending,
                               by_keys.keep if by_keys is not None else None, key_tally)
         j = sent.next
         if j == i:
@@ -459,6 +468,7 @@ class SlaveStream:
         self.batch_skipped += sent.read_bytes - sent.sent_bytes
         self.batch_units += j - i
         hits = self.hits
+        hits.walked(index.names, unit_list, i, j)
         if hits.unit_hits or hits.group_hits:
             hits.statements(i, j)
         self._track_gtids(index, i, j)
@@ -555,7 +565,7 @@ class SlaveStream:
             self._flush_heartbeat()
         now = time.monotonic()
         if caught_up or now - self.hits_at >= HITS_EVERY:
-            self.hits.flush()
+            self._fold_hits()
             self.hits_at = now
         batch = Batch(self.parts, self.pos, self.batch_units, self.batch_skipped, caught_up,
                       False, self._gtid_text(), self.changed_at, self.schema_decided)

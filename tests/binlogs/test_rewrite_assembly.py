@@ -1,8 +1,8 @@
 """`filter --replicate-rewrite-db` on the compiled assembly (issue #80): the core renames each
 kept unit's databases (core rename_db) as the names the Python path met say, so that only a unit
 naming a database for the first time, a unit kept in part and a MySQL unit whose GTID length a
-name would change go through Python; the output is the one the Python path writes (every unit
-renamed and framed by TransactionFilter and the codec's rewriter), byte for byte. A real replica
+name would change go through Python; the output is the one the reference path writes (every unit
+framed by TransactionFilter, each event renamed by the same writer), byte for byte. A real replica
 applies it as slave-side filtering (tests/binlogs/test_real_replicas.py)."""
 
 from __future__ import annotations

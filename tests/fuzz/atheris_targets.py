@@ -36,7 +36,6 @@ with atheris.instrument_imports(include=["dumpfilter"]):
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules import policy_bound
     from dumpfilter.rules.lint import Linter
-    from dumpfilter.rules.statements import statement_tables
     from dumpfilter.rules.mycnf import startup_filters_from_file
     from dumpfilter.rules.parse import StartupFilters, parse_filter_statement
     from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -137,19 +136,17 @@ def rules_corpus(directory: Path) -> None:
         (directory / f"seed{i}").write_bytes(seed)
 
 
-# -- policy: a body read by the core reaches what the Python reading gives it ------------------------
+# -- policy: the bound's reading of a body (the core's, the general path's where it declines) ---------
 _BODY_HEADS = ["CREATE TRIGGER db1.tr AFTER INSERT ON t FOR EACH ROW ", "CREATE PROCEDURE p(IN a INT) ",
                "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO ", "CREATE FUNCTION f() RETURNS INT ", ""]
 
 
 def policy(data: bytes) -> None:
+    """Hostile text: answered (a reach, or None: not sent), never raised."""
     if not data:
         return
     sql = _BODY_HEADS[data[0] % len(_BODY_HEADS)] + data[1:].decode("utf-8", "surrogateescape")
-    info = statement_tables(sql, "db1")
-    core = policy_bound._core_body(sql, info)
-    if core is not None and core != policy_bound._full(sql, "db1", info):
-        raise AssertionError(f"the core's body reading reaches {core}, the Python reading otherwise: {sql!r}")
+    policy_bound.statement_reach(sql, "db1")
 
 
 def policy_corpus(directory: Path) -> None:

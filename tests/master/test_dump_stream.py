@@ -36,6 +36,11 @@ def expected_units(binlog_dir, rules: RuleSet, policy: str):
     plus what the skip policy leaves in a relay log, with rewrite-db applied."""
     engine = RuleEngine(rules, Settings())
     tf = TransactionFilter(engine, empty_transactions=KEEP)
+
+    def rename(db: str, table: str) -> tuple[str, str, bool]:
+        new, changed = engine.rewrite_db(db)
+        return new, table, changed
+
     out = []
     events = [e for _, e in TailingReader(binlog_dir, follow=False)]
     for txn in group_transactions(events):
@@ -55,7 +60,7 @@ def expected_units(binlog_dir, rules: RuleSet, policy: str):
         else:
             kept = []
         if kept:
-            out.append(tuple(rewrite_event(e, engine.rewrite_db).raw for e in kept))
+            out.append(tuple(rewrite_event(e, rename).raw for e in kept))
     return out
 
 

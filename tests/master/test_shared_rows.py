@@ -53,3 +53,32 @@ def test_slaves_with_the_same_rules_share_each_segments_row(tmp_path, monkeypatc
         alone = DumpService(tmp_path, segment_bytes=64 << 10)
         alone.register(reg)
         assert _batches(alone, reg.server_id) == got[reg.server_id], f"server_id {reg.server_id}"
+
+
+def test_slaves_with_different_rules_are_answered_in_one_walk_of_each_segment(tmp_path, monkeypatch):
+    """Issue #80 goal 1: the first stream to reach a segment answers it for every registered
+    slave in one walk of its units (`UnitList.rows_many`); eight do-db slaves each walked every
+    unit for their own row. What each is sent is what it is sent alone."""
+    generate(WorkloadSpec(seed=5, schemas=4, transactions=3000, flavor="mariadb", max_binlog_size=1 << 20), tmp_path)
+    indexes = {}
+    real_get = segments_module.SegmentCache.get
+
+    def get(self, start):
+        seg = real_get(self, start)
+        if seg.index is not None:
+            indexes[id(seg.index)] = seg.index
+        return seg
+
+    monkeypatch.setattr(segments_module.SegmentCache, "get", get)
+    regs = [_reg(k, f"db{k}") for k in range(1, 5)]
+    svc = DumpService(tmp_path, segment_bytes=64 << 10, cache_bytes=1 << 30)
+    for reg in regs:
+        svc.register(reg)
+    got = {reg.server_id: _batches(svc, reg.server_id) for reg in regs}
+    assert len(indexes) > 4
+    assert sum(index.row_walks for index in indexes.values()) == len(indexes)
+    assert sum(index.rows_made for index in indexes.values()) == 4 * len(indexes)
+    for reg in regs:
+        alone = DumpService(tmp_path, segment_bytes=64 << 10)
+        alone.register(reg)
+        assert _batches(alone, reg.server_id) == got[reg.server_id], f"server_id {reg.server_id}"

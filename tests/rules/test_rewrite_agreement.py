@@ -57,6 +57,18 @@ def test_a_row_event_table_is_renamed():
     assert event_renamer(engine, engine.rules, SETTINGS)(event).table_map[1:] == ("db7", "t3")
 
 
+def test_a_table_pattern_renames_a_row_events_table_and_the_event_is_whole():
+    """REWRITE='db5.t3->db7.a_longer_t9': the Table_map the slave writes is the one a server would
+    write for the new names (its size and CRC32 made again by the core's writer)."""
+    settings = Settings(flavor="mariadb", semantics="effective")
+    engine = RuleEngine(apply_changes(RuleSet(), ["CHANGE MASTER TO REWRITE='db5.t3->db7.a_longer_t9'"], "", str),
+                        settings)
+    build = Build()
+    event = build.ev(EventType.TABLE_MAP, enc.table_map_body(7, "db5", "t3", b"\x03"))
+    written = event_renamer(engine, engine.rules, settings)(event)
+    assert written.raw == build.ev(EventType.TABLE_MAP, enc.table_map_body(7, "db7", "a_longer_t9", b"\x03")).raw
+
+
 def test_lint_predicts_the_qualified_name_missing_and_names_the_rewrite_rule():
     build = Build().q("CREATE DATABASE db5").q("CREATE DATABASE db7").q("CREATE TABLE t3 (a INT)", "db5") \
         .q("UPDATE db5.t3 SET a = 1", "db5")

@@ -77,7 +77,7 @@ def test_the_position_keeper_brings_a_grown_count_back():
     longer = "a_database_with_a_much_longer_name"
 
     def rename(event):
-        return rewrite_event(event, lambda db: (longer, True) if db == "s1" else (db, False))
+        return rewrite_event(event, lambda db, table: (longer, table, True) if db == "s1" else (db, table, False))
 
     keeper = PositionKeeper(rename, file="bin.000001", pos=4, server_id=1)
     sent = list(keeper.events(events))

@@ -80,7 +80,7 @@ records! {
     }
 
     /// `body_reach`: the tables the body statements the core clears reach alone (QualifiedName,
-    /// a database None: the body's), each once, and the pieces Python reads, as byte spans
+    /// a database None: the body's), each once, and the pieces the general path reads, as byte spans
     /// [starts[k], ends[k]) of the text.
     BodyReach = "BodyReach" {
         tables: Py<PyList>,
@@ -190,7 +190,8 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
 }
 
 /// The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body (see
-/// body_reach::body_reach; `form`: body_reach::FORM_*); None where Python reads the whole text.
+/// body_reach::body_reach; `form`: body_reach::FORM_*); None where the general path reads the
+/// whole text.
 #[pyfunction]
 pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Option<BodyReach>> {
     let Some(r) = crate::body_reach::body_reach(sql, form) else {

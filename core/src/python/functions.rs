@@ -199,6 +199,24 @@ pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
     Ok(assemble::last_timestamp(bytes))
 }
 
+/// One event with its database renamed `db` and, a Table_map's, its table `table` (see
+/// rename_db::rename_event; `post`: its kind's post-header length): the renamed event, None where
+/// it names no database; ValueError where it cannot be read.
+#[pyfunction]
+#[pyo3(signature = (event, db, table, post, crc_len))]
+pub(super) fn rename_event<'py>(
+    py: Python<'py>,
+    event: &[u8],
+    db: &[u8],
+    table: Option<&[u8]>,
+    post: usize,
+    crc_len: usize,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let renamed = crate::rename_db::rename_event(event, db, table, post, crc_len)
+        .map_err(|_| PyValueError::new_err("an event cut short or overrun by its names"))?;
+    Ok(renamed.map(|e| PyBytes::new(py, &e)))
+}
+
 /// What `relay_run` takes of replicate-rewrite-db's names (see there).
 type Renames = (HashMap<Vec<u8>, Vec<u8>>, usize, usize);
 

@@ -451,12 +451,19 @@ impl PyUnitList {
         super::unit_list_reads::annotations_unshown(py, on, row, keep, &names, &formats)
     }
 
+    /// Adds units[i..j)'s Table_maps, per (i, j) of `ranges`, to `counts` (u32 per name id).
+    fn tally_names(&self, ranges: Vec<(usize, usize)>, counts: &Bound<'_, PyByteArray>) {
+        let mut tally = vec![0u32; counts.len() / 4];
+        self.list.tally_names(&ranges, &mut tally);
+        // SAFETY: the GIL is held and no Python code runs while the bytearray is borrowed.
+        add_counts(unsafe { counts.as_bytes_mut() }, &tally);
+    }
+
     /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
     /// until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
-    /// says. The units' Table_maps are tallied per name id into `counts` (a bytearray of u32,
-    /// added to in place).
+    /// says (the Table_maps it ran: `tally_names`).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, config, pending, counts, stmt_keep = None, stmt_counts = None))]
+    #[pyo3(signature = (row, keep, start, config, pending, stmt_keep = None, stmt_counts = None))]
     fn send<'py>(
         &self,
         py: Python<'py>,
@@ -465,7 +472,6 @@ impl PyUnitList {
         start: usize,
         config: PyRef<'py, SendConfig>,
         pending: Option<&[u8]>,
-        counts: &Bound<'py, PyByteArray>,
         stmt_keep: Option<&[u8]>,
         stmt_counts: Option<&Bound<'py, PyByteArray>>,
     ) -> PyResult<SendResult> {
@@ -486,9 +492,6 @@ impl PyUnitList {
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
         let out = filled_bytes(py, &s, &bufs)?;
-        // SAFETY: the GIL is held and no Python code runs while the bytearray is borrowed.
-        let tally = unsafe { counts.as_bytes_mut() };
-        add_counts(tally, &s.name_counts);
         if let Some(key_tally) = stmt_counts {
             // SAFETY: as above.
             add_counts(unsafe { key_tally.as_bytes_mut() }, &s.key_counts);
