@@ -177,6 +177,8 @@ class _Lint:
         primary = statement_tables(sql, db)
         self._read = {table.lower() for _, table in (*primary.updated, *primary.read)} \
             if primary.parse_ok and not linter.primary.temps else None
+        if linter.calls_functions:
+            return _UNSAFE  # a text of the key may call a stored function whose body writes other tables
         if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
             return _UNSAFE if may_diverge(linter, sql, db, primary) else _SAFE
         if linter.primary.temps:

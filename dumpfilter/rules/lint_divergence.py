@@ -16,7 +16,15 @@ only its default database. Where the two disagree, the replica silently differs 
   it is the 1146 `rules.lint` reports): a table outside the rules is written;
 - misplaced: under replicate-rewrite-db, a kept statement writing a table qualified with a database a
   rule rewrites (`USE crm; UPDATE crm.t3 ...` with `crm->crm_rw`): it lands in crm.t3, where a row
-  event of the same write lands in crm_rw.t3 (MariaDB and MySQL rewrite the default database only).
+  event of the same write lands in crm_rw.t3 (MariaDB and MySQL rewrite the default database only);
+  so does a trigger's or function's write, whose body keeps the names it was written with;
+- shadowed: a kept statement of a session whose CREATE TEMPORARY TABLE the replica skipped, naming a
+  table a base table of that name stands for there (the temporary table shadows it in its own session
+  only): no 1146, the base table is read or written instead.
+A write through a view is decided by the view's name and writes its base tables (as rows of them
+are judged); a stored function a statement calls (`UPDATE ... SET v = f()`, `SELECT f()`, logged as
+that statement) writes what its body writes, on both sides; REPLACE fires DELETE triggers and
+INSERT ... ON DUPLICATE KEY UPDATE UPDATE triggers besides the INSERT ones (`events`).
 Triggers both ways: a kept statement fires the triggers the replica has (`Linter.replica`'s model:
 --schema, --replica-schema, the CREATE TRIGGERs it applied), whose writes to tables the rules do not
 keep are applied; what the primary's triggers wrote would arrive as rows, so a skipped statement
@@ -28,14 +36,16 @@ Counted per rule and kind, with the first few positions and statements, the caus
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.sqltokens import one_line
+from dumpfilter.rules.sqltokens import LexError, one_line, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 
@@ -44,7 +54,7 @@ if TYPE_CHECKING:
     from dumpfilter.rules.lint import Break, Linter
 
 TableRef = tuple[str, str]
-LOST, APPLIED, MISPLACED = "lost", "applied", "misplaced"
+LOST, APPLIED, MISPLACED, SHADOWED = "lost", "applied", "misplaced", "shadowed"
 KEEP = 5  # examples kept per rule and kind
 WRITES = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
                     Kind.LOAD_DATA})
@@ -52,7 +62,8 @@ _WILD = {"replicate-do-db": "replicate-wild-do-table", "replicate-ignore-db": "r
 _DB_RULES = frozenset({"replicate-do-db", "replicate-ignore-db"})
 WHAT = {LOST: "skipped, though the rules keep a table it writes",
          APPLIED: "applied to a table the rules do not keep",
-         MISPLACED: "applied to the table its text names, not the rewritten database's"}
+         MISPLACED: "applied to the table its text names, not the rewritten database's",
+         SHADOWED: "applied from a base table where the primary used a temporary table of that name"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,11 @@ class Group:
             return (f"{self.rule} rewrote the statement's default database only ({shown}); a table its text "
                     "qualifies keeps that database on the replica, where a row event of the same write lands "
                     "in the rewritten one")
+        if self.kind == SHADOWED:
+            tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
+            return (f"{self.rule} skipped a CREATE TEMPORARY TABLE and kept a later statement of its session, "
+                    f"which on the replica opened the base table of that name (a temporary table shadows it in "
+                    f"its own session only): its write to {tables} is made from the wrong rows")
         if self.rule not in _DB_RULES:
             tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
             outcome = f"skipped whole, so its write to {tables} is lost" if self.kind == LOST else \
@@ -111,6 +127,9 @@ class Group:
         if self.kind == MISPLACED:
             return ("binlog_format=ROW on the primary (row events land in the rewritten database), or "
                     "statements that name the rewritten database's tables unqualified under it")
+        if self.kind == SHADOWED:
+            return ("temporary tables named apart from base tables, rules that keep a temporary table with the "
+                    "statements that use it, or binlog_format=ROW on the primary (temporary tables are not logged)")
         wild = _WILD.get(self.rule)
         if wild is None:
             return ("binlog_format=ROW on the primary (each row judged by its own table), one table per "
@@ -144,8 +163,9 @@ class Divergence:
         (`replica`: its tables as the replica reads them): a divergence when its tables' own judgement
         (as rows of them would be judged, and where they would land) disagrees."""
         if info.kind not in WRITES or not info.parse_ok or not info.updated or _unplaced(decision):
-            return
-        for kind, rule, tables, landed in judge(linter, info, decision, thread, replica):
+            if not _calls(linter, sql, db, info):
+                return
+        for kind, rule, tables, landed in judge(linter, info, decision, thread, replica, sql, db):
             self._count(file, gtid, pos, sql, db, kind, rule, tables, landed)
 
     def _count(self, file: str, gtid: str | None, pos: int, sql: str, db: str, kind: str, rule: str,
@@ -183,6 +203,15 @@ class Divergence:
         return out
 
 
+def _calls(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
+    """A statement other than DML that calls a stored function whose body writes (`SELECT f()`, `SET @a
+    = f()`, `DO f()`): the primary logs it as it is (MIXED too), and a real MariaDB replica runs it
+    by its default database's rules; table rules never skip it (it names no table: tables_ok is not
+    asked), whatever tables the body writes."""
+    return info.kind in _CALLERS and bool(called(linter.primary.model, sql, db) or
+                                          called(linter.replica.model, sql, linter._replica_db(db)))
+
+
 def _unplaced(decision: Decision) -> bool:
     """Whether the engine could not tell which tables a multi-table UPDATE writes (a SET column it
     could not place: `RuleEngine._multi_update`'s note): no divergence is counted for it. Its other
@@ -191,20 +220,40 @@ def _unplaced(decision: Decision) -> bool:
 
 
 Found = tuple[str, str, tuple[TableRef, ...], tuple[TableRef, ...]]
-# The trigger event a DML statement fires on the tables it writes (REPLACE's DELETE of a duplicate
-# and INSERT ... ON DUPLICATE KEY UPDATE's UPDATE are not followed).
+# The trigger events a DML statement fires on the tables it writes.
 _EVENT = {Kind.INSERT: "INSERT", Kind.REPLACE: "INSERT", Kind.LOAD_DATA: "INSERT", Kind.UPDATE: "UPDATE",
           Kind.UPDATE_MULTI: "UPDATE", Kind.DELETE: "DELETE", Kind.DELETE_MULTI: "DELETE"}
+_ANY_EVENT = ("INSERT", "UPDATE", "DELETE")
+_CALLERS = frozenset({Kind.OTHER, Kind.SET})  # statements besides DML that may call a function (SELECT, DO, SET)
+_UPSERT = lazy_compile(r"\bON\s+DUPLICATE\s+KEY\s+UPDATE\b", re.IGNORECASE)
+_LOAD_REPLACE = lazy_compile(r"\bREPLACE\s+INTO\s+TABLE\b", re.IGNORECASE)
 
 
-def fired(model: SchemaModel, tables: Iterable[TableRef], event: str) -> list[TableRef]:
-    """The tables the triggers a write of `tables` fires on a server with `model` write (nested
-    triggers too; a body not followed writes nothing known), not those tables themselves."""
+def events(kind: Kind, sql: str) -> tuple[str, ...]:
+    """The trigger events a write fires. A row meeting a duplicate key: REPLACE (and LOAD DATA ...
+    REPLACE) deletes the old row before inserting, so its DELETE triggers fire too (with a DELETE
+    trigger the server never takes the in-place update shortcut: sql_insert.cc write_record); INSERT
+    ... ON DUPLICATE KEY UPDATE updates the old row, so its UPDATE triggers fire for that row, not the
+    AFTER INSERT ones. Lint cannot see rows: both events' triggers are counted, as for a statement that
+    inserts one row and meets a duplicate with another (it overcounts one that only inserts)."""
+    event = _EVENT.get(kind)
+    if event is None:
+        return ()
+    if kind is Kind.REPLACE or (kind is Kind.LOAD_DATA and _LOAD_REPLACE.search(sql)):
+        return (event, "DELETE")
+    if kind is Kind.INSERT and _UPSERT.search(sql):
+        return (event, "UPDATE")
+    return (event,)
+
+
+def fired(model: SchemaModel, starts: Iterable[tuple[TableRef, str]]) -> list[TableRef]:
+    """The tables the triggers fired by writing each (table, event) of `starts` write on a server with
+    `model` (nested triggers too; a body not followed writes nothing known), not those tables themselves."""
     out: list[TableRef] = []
     if not model.triggers:  # the common case: nothing to walk
         return out
     seen: set[tuple[str, str]] = set()
-    queue = [(table, event) for table in tables]
+    queue = list(starts)
     while queue:
         table, what = queue.pop(0)
         for trigger in model.triggers_on(table, what):
@@ -218,40 +267,126 @@ def fired(model: SchemaModel, tables: Iterable[TableRef], event: str) -> list[Ta
     return out
 
 
+def called(model: SchemaModel, sql: str, db: str) -> list[tuple[TableRef, str]]:
+    """The (table, event) writes of the stored functions of `model` that `sql` calls (`f(`, `db.f(`;
+    an unqualified name is the default database `db`'s). MySQL and MariaDB log a statement calling a
+    function as that statement (the body's writes are not logged apart, unlike a CALL's under
+    STATEMENT), and the replica runs the body as it runs the statement."""
+    functions = model.functions
+    if not functions:
+        return []
+    lowered = sql.lower()
+    if not any(name in lowered for _, name in functions):
+        return []
+    try:
+        tokens = tokenize(sql)
+    except LexError:
+        return []
+    out: list[tuple[TableRef, str]] = []
+    for i, token in enumerate(tokens[:-1]):
+        after = tokens[i + 1]
+        if not token.is_identifier or after.kind != "punct" or after.value != "(":
+            continue
+        dotted = i >= 2 and tokens[i - 1].kind == "punct" and tokens[i - 1].value == "." and tokens[i - 2].is_identifier
+        writes = functions.get((tokens[i - 2].value if dotted else db, token.value.lower()))
+        out += [write for write in writes or () if write not in out]
+    return out
+
+
+def _bases(model: SchemaModel, refs: Iterable[TableRef]) -> list[TableRef]:
+    """The tables writes naming `refs` write: a view's base tables (SchemaModel.base_tables)."""
+    return list(dict.fromkeys(base for ref in refs for base in model.base_tables(ref)))
+
+
+@dataclass(frozen=True)
+class _Applied:
+    """What a kept statement writes on the replica, in its names: the tables it names (a view's base
+    tables in the replica's model), base tables where the primary wrote a temporary table the replica
+    never made (`shadowed`), what its triggers and functions write besides (`effects`), and whether
+    it reads such a base table (`reads_shadow`)."""
+
+    own: list[TableRef]
+    shadowed: list[TableRef]
+    effects: list[TableRef]
+    reads_shadow: bool
+
+
+def _on_replica(linter: Linter, info: StatementInfo, replica: StatementInfo, thread: int, fires: tuple[str, ...],
+                sql: str, db: str) -> _Applied:
+    model, replica_model = linter.primary.model, linter.replica.model
+    own: list[TableRef] = []
+    shadowed: list[TableRef] = []
+    borrowed: list[TableRef] = []
+    for ref, lands in zip(info.updated, replica.updated):
+        if linter._is_temp(thread, ref):
+            if linter._shadowed(thread, ref, lands):
+                shadowed.append(lands)
+            continue
+        if lands != linter.replica_ref(ref) and not replica_model.knows(*lands) and model.knows(*ref):
+            # a rewritten database's table the replica's model lacks: taken as the primary's copy
+            borrowed += fired(model, [(t, e) for t in model.base_tables(ref) for e in fires])
+        own += replica_model.base_tables(lands)
+    calls = called(replica_model, sql, linter._replica_db(db))
+    effects = dict.fromkeys([*borrowed, *(t for t, _ in calls), *fired(
+        replica_model, [*((t, e) for t in (*own, *shadowed) for e in fires), *calls])])
+    return _Applied(own, shadowed, [ref for ref in effects if ref not in own],
+                    any(linter._shadowed(thread, ref, lands) for ref, lands in zip(info.read, replica.read)))
+
+
 def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
-          replica: StatementInfo | None = None) -> list[Found]:
+          replica: StatementInfo | None = None, sql: str = "", db: str = "") -> list[Found]:
     """How a DML statement's write diverges (module docstring): (kind, rule, the tables the replica
     gets wrong in the primary's names, for MISPLACED the replica tables it lands in instead) for
-    each way it does. A statement is kept or skipped whole, and on the replica fires the triggers
-    the replica has; row events of it, and of what its triggers wrote on the primary, would be
-    judged table by table."""
-    tables = tuple(ref for ref in info.updated if not linter._is_temp(thread, ref))
-    if not tables:
-        return []
-    engine = linter.engine
-    event = _EVENT.get(info.kind, "")
-    by_trigger = [ref for ref in fired(linter.primary.model, tables, event) if ref not in tables]
+    each way it does. A statement is kept or skipped whole, and on the replica writes through the
+    views, fires the triggers and runs the functions the replica has; row events of it, and of what
+    its triggers and functions wrote on the primary, would be judged table by table."""
+    engine, model = linter.engine, linter.primary.model
+    fires = events(info.kind, sql) if model.triggers or linter.replica.model.triggers else ()  # (a text read only then)
+    tables = _bases(model, (ref for ref in info.updated if not linter._is_temp(thread, ref)))
+    calls = called(model, sql, db)
+    effects = [ref for ref in dict.fromkeys([*(t for t, _ in calls), *fired(model, [
+        *((t, e) for t in tables for e in fires), *calls])]) if ref not in tables]
     rule = decision.rule or "rule"
     if not decision.apply:
-        kept = tuple(ref for ref in (*tables, *by_trigger) if engine.decide_table(*ref).apply)
+        kept = tuple(ref for ref in (*tables, *effects) if engine.decide_table(*ref).apply)
         return [(LOST, rule, kept, ())] if kept else []
+    done = _on_replica(linter, info, replica if replica is not None else info, thread, fires, sql, db)
+    own, shadowed, on_replica = done.own, done.shadowed, done.effects
+    rewrites = bool(engine.rules.rewrite_db) and engine.settings.semantics != "effective"
+    # The replica table each kept write of a trigger or function would reach as a row event.
+    expected = {(linter._replica_table(*ref) if rewrites else linter.replica_ref(ref)): ref
+                for ref in effects if engine.decide_table(*ref).apply}
     found: list[Found] = []
-    on_replica = fired(linter.replica.model, replica.updated if replica is not None else tables, event) \
-        if not engine.rules.rewrite_db else by_trigger  # (the replica's triggers by the primary's names)
-    outside = [(ref, d) for ref in (*tables, *[r for r in on_replica if r not in tables])
-               for d in (engine.decide_table(*ref),) if not d.apply]
+    outside = [*(ref for ref in (*tables, *shadowed) if not engine.decide_table(*ref).apply),
+               *(ref for ref in on_replica if ref not in expected and ref not in tables
+                 and not engine.decide_table(*ref).apply)]
     if outside:
-        found.append((APPLIED, decision.rule or outside[0][1].rule or "rule", tuple(ref for ref, _ in outside), ()))
-    missing = tuple(ref for ref in by_trigger if ref not in on_replica and engine.decide_table(*ref).apply)
-    if missing:  # the primary's trigger wrote a kept table; the replica has no such trigger
-        found.append((LOST, rule, missing, ()))
-    if replica is None or not engine.rules.rewrite_db or engine.settings.semantics == "effective":
-        return found
-    wrong, landed = [], []
-    for ref, lands in zip(tables, replica.updated):
-        if linter.replica_ref(lands) != linter._replica_table(*ref):
-            wrong.append(ref)
-            landed.append(linter.replica_ref(lands))
+        first = next((engine.decide_table(*ref).rule for ref in outside), None)
+        found.append((APPLIED, decision.rule or first or "rule", tuple(dict.fromkeys(outside)), ()))
+    missing: list[TableRef] = []
+    wrong: list[TableRef] = []
+    landed: list[TableRef] = []
+    for lands, ref in expected.items():
+        if lands in on_replica:
+            continue
+        if linter.replica_ref(ref) != lands and linter.replica_ref(ref) in on_replica:
+            wrong.append(ref)  # written under its own name, where its rows would reach the rewritten one
+            landed.append(linter.replica_ref(ref))
+        else:
+            missing.append(ref)  # the primary's trigger or function wrote a kept table; the replica's does not
+    if missing:
+        found.append((LOST, rule, tuple(missing), ()))
+    kept_shadow = [ref for ref in shadowed if engine.decide_table(*ref).apply]
+    if done.reads_shadow:
+        kept_shadow += [ref for ref in tables if engine.decide_table(*ref).apply and ref not in kept_shadow]
+    if kept_shadow:
+        found.append((SHADOWED, rule, tuple(kept_shadow), ()))
+    if replica is not None and rewrites:
+        for ref, lands in zip(tables, own):
+            # (a table the rules do not keep is an applied write above: its rows would not reach the replica)
+            if linter.replica_ref(lands) != linter._replica_table(*ref) and engine.decide_table(*ref).apply:
+                wrong.append(ref)
+                landed.append(linter.replica_ref(lands))
     if wrong:
         found.append((MISPLACED, "replicate-rewrite-db", tuple(wrong), tuple(landed)))
     return found
@@ -261,8 +396,8 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
     """Whether a statement's write may be judged otherwise by its default database `db` than by the
     tables it writes, or land elsewhere than their rows (`judge`): `binlogs.lint_scan` feeds it to
     the Linter."""
-    if not info.parse_ok or info.kind not in WRITES:
-        return False
+    if info.kind not in WRITES or not info.parse_ok:
+        return _calls(linter, sql, db, info)
     engine = linter.engine
     if engine.rules.rewrite_db and engine.settings.semantics != "effective":
         replica_db = linter._replica_db(db)
@@ -272,10 +407,14 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
         if any(linter.replica_ref(lands) != linter._replica_table(*ref)
                for ref, lands in zip(info.updated, replica.updated)):
             return True
-    event = _EVENT.get(info.kind, "")
-    if any(side.model.triggers and side.model.triggers_on(ref, event)
-           for side in (linter.primary, linter.replica) for ref in info.updated):
-        return True  # (the replica's by the primary's names: a trigger of a rewritten database's table is asked by `feed`)
+    for side in (linter.primary, linter.replica):
+        model = side.model
+        # Any event's trigger: the statements of one key (an INSERT's, say) are asked by one of them,
+        # and another may fire more (INSERT ... ON DUPLICATE KEY UPDATE its UPDATE triggers).
+        if model.triggers and any(model.triggers_on(ref, event) for ref in info.updated for event in _ANY_EVENT):
+            return True  # (the replica's by the primary's names: a trigger of a rewritten database's table is asked by `feed`)
+        if (model.views and any(model.is_view(*ref) for ref in info.updated)) or called(model, sql, db):
+            return True
     if all(tdb == db for tdb, _ in info.updated) and len(info.updated) == 1:
         return False
     decision = engine.decide_statement(sql, db)

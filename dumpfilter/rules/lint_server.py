@@ -93,6 +93,14 @@ class ReplicaServer:
     def _is_temp(self, thread: int, ref: TableRef) -> bool:
         return (thread, ref[0], ref[1]) in self.primary.temps
 
+    def _shadowed(self, thread: int, primary_ref: TableRef, ref: TableRef) -> bool:
+        """The primary's session `thread` used its temporary table `primary_ref`, which the replica's
+        never created (its CREATE TEMPORARY TABLE skipped), and the replica holds a base table of that
+        name (`ref`, known to it): there the statement opens the base table, no 1146, as a real MariaDB
+        10.11 replica does (a temporary table shadows a base table in its own session only)."""
+        return self._is_temp(thread, primary_ref) and (thread, ref[0], ref[1]) not in self.replica.temps \
+            and self._replica_holds_table(ref)
+
     # ------------------------------------------------------------------ the server's checks
     def check(self, sql: str, primary_info: StatementInfo, info: StatementInfo,
                thread: int) -> Problem | None:
@@ -218,10 +226,10 @@ class ReplicaServer:
                      ) -> Problem | None:
         for primary_ref, ref in pairs:
             if self._is_temp(thread, primary_ref):
-                if (thread, ref[0], ref[1]) not in self.replica.temps:
+                if (thread, ref[0], ref[1]) not in self.replica.temps and not self._replica_holds_table(ref):
                     return 1146, f"Table '{ref[0]}.{ref[1]}' doesn't exist", \
                         self.temp_causes.get((thread, primary_ref[0], primary_ref[1]))
-                continue
+                continue  # (the replica's temporary table, or the base table it opens instead: `_shadowed`)
             present, cause = self._table_state(ref)
             if not present:
                 return 1146, f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause

@@ -71,6 +71,13 @@ class SchemaModel:
     triggers: dict[TableRef, Trigger] = field(default_factory=dict)  # (db, trigger name) -> Trigger
     source: str = "binlog DDL"
     views: set[TableRef] = field(default_factory=set)  # the names in `tables` that are views
+    # What a write through a view writes: the tables its SELECT reads (a view made outside the binlog
+    # and --schema's dump: those its CREATE VIEW names; information_schema's: not known).
+    view_reads: dict[TableRef, tuple[TableRef, ...]] = field(default_factory=dict)
+    # Stored functions, (db, lower-cased name) -> the (table, trigger event) pairs their bodies write,
+    # None where a body was not followed: a statement calling one writes those tables as it runs, on
+    # the primary and on a replica alike (the call is logged as the calling statement).
+    functions: dict[TableRef, tuple[tuple[TableRef, str], ...] | None] = field(default_factory=dict)
     _columns: dict[TableRef, tuple[str, ...] | None] = field(default_factory=dict)
     _pending: dict[TableRef, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)  # (op, sql, db)
     # Every table a trigger is on, and maybe more (built at the first DROP TABLE): a dump drops each
@@ -122,7 +129,8 @@ class SchemaModel:
 
     @classmethod
     def from_server(cls, url: str, option: str = "--schema") -> SchemaModel:
-        """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns and triggers from information_schema."""
+        """`mysql://USER[:PASSWORD]@HOST[:PORT]`: tables, columns, views, triggers and functions from
+        information_schema."""
         import pymysql
 
         shown = without_password(url)  # in every message: never the password
@@ -151,9 +159,16 @@ class SchemaModel:
             for db, table, column in cursor.fetchall():
                 columns.setdefault((db, table), []).append(column.lower())
             model._columns = {key: tuple(names) for key, names in columns.items()}
-            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA NOT IN %s",
-                           (system,))
-            model.views = {(db, name) for db, name in cursor.fetchall()}
+            cursor.execute("SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS "
+                           "WHERE TABLE_SCHEMA NOT IN %s", (system,))
+            for db, name, definition in cursor.fetchall():
+                model.views.add((db, name))  # (its definition qualifies every table: MariaDB and MySQL store it so)
+                model.view_reads[(db, name)] = statement_tables(f"CREATE VIEW `{db}`.`{name}` AS {definition}", db).read
+            cursor.execute("SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_DEFINITION FROM information_schema.ROUTINES "
+                           "WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA NOT IN %s", (system,))
+            for db, name, body in cursor.fetchall():  # read as the binlog's CREATE FUNCTION is (its type aside)
+                model.observe(f"CREATE FUNCTION {quote_identifier(db)}.{quote_identifier(name)}() RETURNS INT "
+                              f"{body or ''}", db)
             cursor.execute("SELECT TRIGGER_SCHEMA, TRIGGER_NAME, ACTION_TIMING, EVENT_MANIPULATION, "
                            "EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS")
             for db, name, timing, event, table_db, table, body in cursor.fetchall():
@@ -168,7 +183,8 @@ class SchemaModel:
 
     def copy(self) -> SchemaModel:
         return SchemaModel(set(self.databases), dict(self.triggers), self.source, set(self.views),
-                           _columns=dict(self._columns), _pending=dict(self._pending))
+                           dict(self.view_reads), dict(self.functions), _columns=dict(self._columns),
+                           _pending=dict(self._pending))
 
     @property
     def tables(self) -> dict[TableRef, tuple[str, ...] | None]:
@@ -184,6 +200,9 @@ class SchemaModel:
         if info is None:
             info = statement_tables(strip_version_comments(sql), current_db or "")
         kind = info.kind
+        if kind is Kind.ROUTINE and info.parse_ok and info.target is not None and info.target[0] == "FUNCTION":
+            self._function(strip_version_comments(sql), info.target)
+            return
         if kind not in SCHEMA_KINDS or not info.parse_ok:
             return
         if kind is Kind.DROP_TABLE:  # (the DDL workloads repeat most: scratch tables dropped, created)
@@ -211,6 +230,8 @@ class SchemaModel:
             self._columns = {key: cols for key, cols in self._columns.items() if key[0] != name}
             self._pending = {key: ops for key, ops in self._pending.items() if key[0] != name}
             self.views = {key for key in self.views if key[0] != name}
+            self.view_reads = {key: read for key, read in self.view_reads.items() if key[0] != name}
+            self.functions = {key: writes for key, writes in self.functions.items() if key[0] != name}
             self.triggers = {key: trig for key, trig in self.triggers.items() if key[0] != name}
         elif info.kind is Kind.CREATE_TABLE and info.updated:
             if info.temporary:
@@ -223,10 +244,12 @@ class SchemaModel:
                 self._rename(old, new)
         elif info.kind is Kind.CREATE_VIEW and info.updated:
             self._create_view(info.updated[0], sql, default)
+            self.view_reads[info.updated[0]] = info.read
         elif info.kind is Kind.DROP_VIEW:
             for key in info.updated:
                 if key in self.views:
                     self.views.discard(key)
+                    self.view_reads.pop(key, None)
                     self._columns.pop(key, None)
                     self._pending.pop(key, None)
         elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
@@ -296,6 +319,8 @@ class SchemaModel:
             if old in self.views:  # RENAME TABLE renames a view too
                 self.views.discard(old)
                 self.views.add(new)
+                if old in self.view_reads:
+                    self.view_reads[new] = self.view_reads.pop(old)
             self._columns[new] = self._columns.pop(old)
             self._pending.pop(new, None)
             if old in self._pending:
@@ -325,6 +350,19 @@ class SchemaModel:
                                             match.group(2).upper(), body_writes(sql[body.end():], db))
         self._trigger_on(info.updated[0])
 
+    def _function(self, sql: str, target: tuple[str, str, str]) -> None:
+        """CREATE [OR REPLACE] / DROP FUNCTION: what its body writes (from after RETURNS type)."""
+        _, db, name = target
+        key = (db, name.lower())
+        verb = statement_verb(sql)
+        if verb == "DROP":
+            self.functions.pop(key, None)
+        elif verb == "CREATE" and not (key in self.functions and _IF_NOT_EXISTS.search(sql)):
+            from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
+
+            returns = _RETURNS.search(sql)
+            self.functions[key] = body_writes(sql[returns.end():], db) if returns else None
+
     def _trigger_on(self, table: TableRef) -> None:
         if self._trigger_tables is not None:
             self._trigger_tables.add(table)
@@ -352,6 +390,24 @@ class SchemaModel:
                     self._resolve(key)
         return self._columns[key]
 
+    def base_tables(self, ref: TableRef) -> tuple[TableRef, ...]:
+        """The tables a write naming `ref` writes: a view's base tables (views over views followed;
+        an updatable view over a join writes one of them: all are named), else `ref` itself."""
+        if not self.views:
+            return (ref,)
+        out: list[TableRef] = []
+        seen: set[TableRef] = set()
+        queue = [ref]
+        while queue:
+            item = queue.pop(0)
+            key = self._key(*item)
+            if key is not None and key in self.views and key in self.view_reads and key not in seen:
+                seen.add(key)
+                queue.extend(self.view_reads[key])
+            elif item not in out:
+                out.append(item)
+        return tuple(out)
+
     def triggers_on(self, table: TableRef, event: str) -> list[Trigger]:
         """The triggers of `table` for `event`, BEFORE ones first (their order within a timing does not
         change which tables they write)."""
@@ -370,6 +426,7 @@ _DUMP_VERBS = _SCHEMA_VERBS | {"SET", "USE", "LOCK", "UNLOCK", "CHANGE", "START"
                                "INSTALL"}
 _ROW_VERBS = frozenset({"INSERT", "REPLACE", "COMMIT"})  # a dump with data (--no-autocommit: COMMIT)
 _SETVAL = lazy_compile(r"(?:DO|SELECT)\s+SETVAL\s*\(", re.IGNORECASE)  # mariadb-dump's sequences
+_RETURNS = lazy_compile(r"\bRETURNS\s+(?:`[^`]*`|\w+)(?:\s*\([^)]*\))?", re.IGNORECASE)  # a function's type
 _USE = lazy_compile(r"\s*USE\s+`?([^`;\s]+)`?\s*$", re.IGNORECASE)
 
 

@@ -187,12 +187,14 @@ def test_explain_schema_errors_name_the_file(tmp_path, capsys):
 
 @pytest.mark.mariadb
 def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, tmp_path, capsys):
-    """A real `mariadb-dump --no-data` file (version comments, DELIMITER ;;, triggers) and information_schema
-    of the same server give the same model; `dumpfilter filter --schema` then counts no assumption where
+    """A real `mariadb-dump --no-data` file (version comments, DELIMITER ;;, triggers, a function, a
+    view) and information_schema of the same server give the same model; `dumpfilter filter --schema` then counts no assumption where
     the plain run counts one, and keeps the multi-table UPDATE a trigger makes a do-table write."""
     server = mariadb_factory("schema-src", binlog_format="STATEMENT")
-    server.execute(["CREATE DATABASE d", *split_script(SEED)])
-    dump = subprocess.run(["mariadb-dump", "--no-data", "--triggers", "--databases", "d", "-h", "127.0.0.1",
+    server.execute(["CREATE DATABASE d", *split_script(SEED), "SET GLOBAL log_bin_trust_function_creators = 1",
+                    "CREATE FUNCTION d.fx() RETURNS INT MODIFIES SQL DATA BEGIN INSERT INTO d.k (what) VALUES ('fx'); "
+                    "RETURN 1; END", "CREATE VIEW d.vf AS SELECT id, x FROM d.f"])
+    dump = subprocess.run(["mariadb-dump", "--no-data", "--triggers", "--routines", "--databases", "d", "-h", "127.0.0.1",
                            "-P", str(server.port), "-u", "root"], check=True, capture_output=True, text=True).stdout
     (tmp_path / "dump.sql").write_text(dump)
     from_dump = SchemaModel.load(tmp_path / "dump.sql")
@@ -200,6 +202,8 @@ def test_real_dump_and_information_schema_give_the_same_model(mariadb_factory, t
     assert from_dump.tables == from_server.tables and from_dump.tables[("d", "t4")] == ("a", "d")
     assert from_dump.triggers == from_server.triggers
     assert from_dump.triggers[("d", "tf")].writes == ((("d", "k"), "INSERT"),)
+    assert from_dump.functions == from_server.functions == {("d", "fx"): ((("d", "k"), "INSERT"),)}
+    assert from_dump.base_tables(("d", "vf")) == from_server.base_tables(("d", "vf")) == (("d", "f"),)
     server.execute("RESET MASTER")  # the binlog starts after the DDL: only --schema knows the tables
     server.execute(["INSERT INTO t1 VALUES (1, 1)", "INSERT INTO f VALUES (1, 1)", "INSERT INTO g VALUES (1, 1)",
                     B, A2], db="d")
@@ -411,3 +415,32 @@ def test_a_multi_table_update_through_a_view_is_decided_as_a_real_replica_decide
     applied = {column: got[column] == 1 for column in updates}
     assert {c: d.apply for c, d in predicted.items()} == applied, (rule, predicted)
     assert not any("not placed" in (d.assumption or "") for d in predicted.values()), predicted
+
+
+def test_functions_and_view_bases_are_modelled_from_their_ddl():
+    """What lint's divergence reads (issue #81 goal 2): a stored function's body writes (from after its
+    RETURNS type: a parameter named `update` is no write), replaced, dropped, and gone with its
+    database; a view's base tables through a view over a view, renamed with the view. A real
+    replica's rows agree (tests/rules/test_lint_generated_workload.py: function, view)."""
+    model = SchemaModel.from_sql("""
+        CREATE DATABASE d; CREATE DATABASE e;
+        CREATE TABLE d.t (id INT); CREATE TABLE e.log (id INT);
+        USE d;
+        DELIMITER //
+        CREATE DEFINER=`root`@`localhost` FUNCTION f(`update` INT) RETURNS int(11) MODIFIES SQL DATA
+        BEGIN INSERT INTO e.log VALUES (`update`); UPDATE t SET id = 1; RETURN 1; END//
+        CREATE FUNCTION e.g() RETURNS INT RETURN 1//
+        DELIMITER ;
+        CREATE VIEW v AS SELECT id FROM t;
+        CREATE VIEW e.w AS SELECT id FROM d.v;
+        RENAME TABLE e.w TO e.w2;
+    """)
+    assert model.functions == {("d", "f"): ((("e", "log"), "INSERT"), (("d", "t"), "UPDATE")), ("e", "g"): ()}
+    assert model.base_tables(("e", "w2")) == (("d", "t"),) and model.base_tables(("d", "t")) == (("d", "t"),)
+    model.observe("DROP FUNCTION IF EXISTS d.f", "e")
+    model.observe("CREATE OR REPLACE FUNCTION e.g() RETURNS INT BEGIN DELETE FROM log; RETURN 1; END", "d")
+    assert model.functions == {("e", "g"): ((("e", "log"), "DELETE"),)}
+    copy = model.copy()
+    model.observe("DROP DATABASE e", "")
+    assert model.functions == {} and copy.functions == {("e", "g"): ((("e", "log"), "DELETE"),)}
+    assert model.base_tables(("e", "w2")) == (("e", "w2"),) and copy.base_tables(("e", "w2")) == (("d", "t"),)

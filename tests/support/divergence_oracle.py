@@ -21,11 +21,12 @@ from hypothesis import HealthCheck, Phase
 from dumpfilter.binlogs.lint import new_linter
 from dumpfilter.binlogs.lint_scan import lint_scan
 from dumpfilter.lab.sandbox import MariaDBServer, make_replica, wait_caught_up
-from dumpfilter.rules.lint_divergence import APPLIED, LOST, MISPLACED
+from dumpfilter.rules.lint_divergence import APPLIED, LOST, MISPLACED, SHADOWED
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
-from tests.support.divergence_grammar import (DBS, TABLES, Item, replica_databases, schema_ddl, seed, seed_rows,
+from tests.support.divergence_grammar import (DBS, TABLES, WAIT, Item, replica_databases, schema_ddl, seed, seed_rows,
                                               trigger_ddl)
+from tests.support.waiting import wait_for
 
 FORMATS = ("STATEMENT", "MIXED", "ROW")
 # Hypothesis settings of both tiers: seeds pinned, no example database, no shrinking (each example
@@ -114,14 +115,22 @@ def run_primary(primary: MariaDBServer, fmt: str, items: list[Item]) -> Run:
     databases = {db: db for db in DBS}
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)],
                      *seed(databases, len(items))])
-    primary.execute("RESET MASTER")
+    primary.execute(["RESET MASTER", "SET GLOBAL log_bin_trust_function_creators = 1",  # (CREATE FUNCTION)
+                     "SET GLOBAL event_scheduler = ON"])
+    files = primary.root / "tmp"  # (the server's own tmpdir: its LOAD DATA INFILE reads there)
     file, starts = "", []
     for item in items:
+        for name, text in item.data_files().items():
+            (files / name).write_text(text)
         file, pos = primary.master_position()
         starts.append(pos)
         with primary.connect() as conn, conn.cursor() as cur:
             cur.execute(f"SET SESSION binlog_format = '{fmt}'")
-            for line in item.sql():
+            for line in item.sql(str(files)):
+                if line.startswith(WAIT):
+                    query = line[len(WAIT):]
+                    assert wait_for(lambda: list(primary.query(query)[0].values()) == [1]), line
+                    continue
                 cur.execute(line)
     end_file, _ = primary.master_position()
     assert end_file == file, (file, end_file)  # one binlog file: positions order the statements
@@ -163,7 +172,9 @@ def lint_run(run: Run, rule_sets: list[RuleSet]) -> list[tuple[set[Key], tuple[i
                     db, name = table.split(".", 1)
                     kept = engine.decide_table(db, name).apply
                     renamed = engine.rewrite_db(db)[0] != db
-                    if (group.kind == LOST and kept) or (group.kind == APPLIED and (not kept or renamed)):
+                    if group.kind == SHADOWED:  # written from the wrong rows: a kept table differs, another was written
+                        keys.add((sid, table, LOST if kept else APPLIED))
+                    elif (group.kind == LOST and kept) or (group.kind == APPLIED and (not kept or renamed)):
                         keys.add((sid, table, group.kind))
         stop = (breaks[0].errno, breaks[0].file, breaks[0].pos) if breaks else None
         out.append((keys, stop))
