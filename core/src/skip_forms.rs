@@ -222,7 +222,12 @@ pub fn with_placeholders(
 /// The GTID as it is, then the COMMIT that closes it, dated and numbered as the GTID (the
 /// synthesised statement has no master position of its own: TransactionFilter's
 /// `_empty_transaction`).
-fn empty(raw: &[u8], gtid_size: usize, crc: bool, out: Option<&mut Vec<u8>>) -> Option<Form> {
+pub(crate) fn empty(
+    raw: &[u8],
+    gtid_size: usize,
+    crc: bool,
+    out: Option<&mut Vec<u8>>,
+) -> Option<Form> {
     let gtid = raw.get(..gtid_size)?;
     let flags2 = *gtid.get(HEADER_LEN + 12)?;
     let crc_len = if crc { 4 } else { 0 };
