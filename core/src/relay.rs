@@ -22,12 +22,12 @@ use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_
 use crate::scan::{
     F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_STANDALONE, F_TAGGED_GTID,
 };
-use crate::skip_forms::{empty, empty_transactions, is_placeholder};
+use crate::skip_forms::{empty, empty_transactions, is_placeholder, made_query_len};
 use crate::sql::query_ranges;
 use crate::stmt::framing;
 use crate::stmt_units::ByKeys;
 use crate::stretch::inner;
-use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
+use crate::types::{COMMIT_BODY, HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
 /// renumbering: a relay log keeps the master's coordinates), or a range of the run's own bytes
@@ -37,6 +37,14 @@ use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 pub enum Piece {
     Range(usize, usize),
     Made(usize, usize),
+    /// An empty-transaction stretch's GTIDs (a range of the buffer), each written with the COMMIT
+    /// that closes it (`skip_forms::empty_transactions`) straight into the bytes handed to Python.
+    Empty {
+        lo: usize,
+        hi: usize,
+        len: usize,
+        crc: bool,
+    },
 }
 
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
@@ -96,9 +104,14 @@ impl RelayRun {
     pub fn fill(&self, buf: &[u8], out: &mut [u8]) {
         let mut at = 0;
         for piece in &self.ranges {
-            let src = match piece {
-                Piece::Range(lo, hi) => &buf[*lo..*hi],
-                Piece::Made(lo, hi) => &self.own[*lo..*hi],
+            let src = match *piece {
+                Piece::Range(lo, hi) => &buf[lo..hi],
+                Piece::Made(lo, hi) => &self.own[lo..hi],
+                Piece::Empty { lo, hi, len, crc } => {
+                    empty_transactions(&buf[lo..hi], crc, &mut out[at..at + len]);
+                    at += len;
+                    continue;
+                }
             };
             out[at..at + src.len()].copy_from_slice(src);
             at += src.len();
@@ -406,10 +419,10 @@ pub fn relay_ranges(
         let stretch = crc_len.filter(|_| u.kind == CONTROL && u.events == 1);
         if let Some(st) = stretch.and_then(|c| inner(buf, u.start, u.end - u.start, c)) {
             if st.commits {
-                let at = plan.own.len();
-                let gtids = &buf[st.range.0..st.range.1];
-                empty_transactions(gtids, crc_len == Some(4), &mut plan.own);
-                plan.made(at);
+                let (lo, hi, crc) = (st.range.0, st.range.1, crc_len == Some(4));
+                let len = hi - lo + st.units as usize * made_query_len(COMMIT_BODY, crc);
+                plan.ranges.push(Piece::Empty { lo, hi, len, crc });
+                plan.bytes += len as u64;
             } else {
                 plan.push(st.range.0, st.range.1);
             }
