@@ -219,7 +219,7 @@ fn skipped_ddl(buf: &[u8], u: &Unit, crc_len: usize, own: &mut Vec<u8>) -> bool 
     else {
         return false;
     };
-    raw[4] == MARIADB_GTID
+    raw.get(4) == Some(&MARIADB_GTID)
         && is_placeholder(raw, g)
         && u32_at(raw, g + 9) == Some((raw.len() - g) as u32)
         && empty(raw, g, crc_len != 0, Some(own)).is_some()
