@@ -5,7 +5,7 @@
 //! skipped ones relayed as their framing, its row units kept in part without their
 //! placeholders (`holed_unit`), and the units the slave's own rules keep whole are
 //! copied as they came: fast units by their tables, lone statements (a MariaDB GTID and one plain
-//! QUERY: DDL, standalone groups, the empty-transaction policy's empty units), whose texts go
+//! QUERY: DDL, standalone groups, the empty-transaction policy's emptied units), whose texts go
 //! back for the slave's own check (framing words need none), and statement units (a MIXED or
 //! STATEMENT stream's transactions: a GTID, Queries with their context, an XID) whose every
 //! statement the slave's rules keep by its key (`stmt_units::ByKeys`, the keys answered up front
