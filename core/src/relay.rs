@@ -19,13 +19,15 @@ use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
 use crate::rename_db::{names_known, rename_unit, DbRenames};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
-use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
-use crate::skip_forms::{empty_transactions, is_placeholder};
+use crate::scan::{
+    F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_STANDALONE, F_TAGGED_GTID,
+};
+use crate::skip_forms::{empty, empty_transactions, is_placeholder, made_query_len};
 use crate::sql::query_ranges;
 use crate::stmt::framing;
 use crate::stmt_units::ByKeys;
 use crate::stretch::inner;
-use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
+use crate::types::{COMMIT_BODY, HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
 /// renumbering: a relay log keeps the master's coordinates), or a range of the run's own bytes
@@ -35,6 +37,14 @@ use crate::types::{HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 pub enum Piece {
     Range(usize, usize),
     Made(usize, usize),
+    /// An empty-transaction stretch's GTIDs (a range of the buffer), each written with the COMMIT
+    /// that closes it (`skip_forms::empty_transactions`) straight into the bytes handed to Python.
+    Empty {
+        lo: usize,
+        hi: usize,
+        len: usize,
+        crc: bool,
+    },
 }
 
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
@@ -94,9 +104,14 @@ impl RelayRun {
     pub fn fill(&self, buf: &[u8], out: &mut [u8]) {
         let mut at = 0;
         for piece in &self.ranges {
-            let src = match piece {
-                Piece::Range(lo, hi) => &buf[*lo..*hi],
-                Piece::Made(lo, hi) => &self.own[*lo..*hi],
+            let src = match *piece {
+                Piece::Range(lo, hi) => &buf[lo..hi],
+                Piece::Made(lo, hi) => &self.own[lo..hi],
+                Piece::Empty { lo, hi, len, crc } => {
+                    empty_transactions(&buf[lo..hi], crc, &mut out[at..at + len]);
+                    at += len;
+                    continue;
+                }
             };
             out[at..at + src.len()].copy_from_slice(src);
             at += src.len();
@@ -186,6 +201,28 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
         p += size;
     }
     None
+}
+
+/// A MariaDB DDL the placeholder policy sent for a skipped one: its GTID (FL_STANDALONE) and the
+/// one placeholder standing for its statement, which nothing closes (the scanner's unit ends
+/// where the next one starts; Python's grouper ends it at the placeholder). Relayed as
+/// `Placeholder.relayed` writes it, the empty transaction of `skip_forms::empty` (the GTID
+/// without FL_STANDALONE and FL_DDL, closed by a COMMIT), appended to `own`; false, nothing
+/// written, for any other unit. Each went through the slave's per-event way: 11,906 of them in
+/// the placeholder stream of the DDL-heavy 431 MB binlog, which ran at 0.30x the heartbeat's.
+fn skipped_ddl(buf: &[u8], u: &Unit, crc_len: usize, own: &mut Vec<u8>) -> bool {
+    const DDL: u32 = F_MARIADB_GTID | F_STANDALONE;
+    let g = u.gtid_size as usize;
+    let Some(raw) = buf
+        .get(u.start..u.end)
+        .filter(|raw| u.flags & DDL == DDL && u.kind != CONTROL && u.events == 2 && g < raw.len())
+    else {
+        return false;
+    };
+    raw.get(4) == Some(&MARIADB_GTID)
+        && is_placeholder(raw, g)
+        && u32_at(raw, g + 9) == Some((raw.len() - g) as u32)
+        && empty(raw, g, crc_len != 0, Some(own)).is_some()
 }
 
 /// The GTIDs that open a unit of the master's (MariaDB's, MySQL's, Anonymous_GTID).
@@ -382,10 +419,10 @@ pub fn relay_ranges(
         let stretch = crc_len.filter(|_| u.kind == CONTROL && u.events == 1);
         if let Some(st) = stretch.and_then(|c| inner(buf, u.start, u.end - u.start, c)) {
             if st.commits {
-                let at = plan.own.len();
-                let gtids = &buf[st.range.0..st.range.1];
-                empty_transactions(gtids, crc_len == Some(4), &mut plan.own);
-                plan.made(at);
+                let (lo, hi, crc) = (st.range.0, st.range.1, crc_len == Some(4));
+                let len = hi - lo + st.units as usize * made_query_len(COMMIT_BODY, crc);
+                plan.ranges.push(Piece::Empty { lo, hi, len, crc });
+                plan.bytes += len as u64;
             } else {
                 plan.push(st.range.0, st.range.1);
             }
@@ -405,6 +442,14 @@ pub fn relay_ranges(
             continue;
         }
         let at = plan.own.len();
+        if lone.is_some_and(|f| skipped_ddl(buf, u, f.crc_len, &mut plan.own)) {
+            plan.made(at);
+            plan.units += 1;
+            plan.events += 2;
+            plan.placeholders += 1;
+            i += 1;
+            continue;
+        }
         // (under renames, a MySQL placeholder unit's BEGIN names a database: Python's)
         let made = lone
             .filter(|_| renames.is_none())

@@ -142,3 +142,58 @@ fn stops_at_other_control_units_and_bad_bounds() {
     assert_eq!(relay_run(&buf, &units, &[], &[], 0).plan.next, 0);
     assert_eq!(relay_run(&buf, &units, &[], &[], 7).plan.next, 7);
 }
+
+/// A DDL the placeholder policy skipped (a standalone GTID and one placeholder, which nothing
+/// closes) is relayed as `skip_forms::empty` makes its empty transaction; a unit whose GTID is
+/// not standalone, or whose second event is no placeholder, is left to Python.
+#[test]
+fn a_skipped_ddl_placeholder_is_relayed_as_its_empty_transaction() {
+    use crate::scan::F_STANDALONE;
+    use crate::types::{MARIADB_FL_DDL, MARIADB_FL_STANDALONE};
+    let mut gtid = event(MARIADB_GTID, 1, 0, 19);
+    gtid[HEADER_LEN] = 42; // seq_no
+    let crc = |e: &mut Vec<u8>| {
+        let size = e.len() as u32 + 4;
+        e[9..13].copy_from_slice(&size.to_le_bytes());
+        let c = crc32fast::hash(e);
+        e.extend(c.to_le_bytes());
+    };
+    for sealed in [false, true] {
+        for (flags2, second, taken) in [
+            (MARIADB_FL_STANDALONE | MARIADB_FL_DDL, 0x8000, true),
+            (MARIADB_FL_STANDALONE | MARIADB_FL_DDL, 0, false), // (a RAND, not a placeholder)
+            (0, 0x8000, false),
+        ] {
+            let mut g = gtid.clone();
+            g[HEADER_LEN + 12] = flags2;
+            let mut rand = event(crate::types::RAND, 0, second, 16);
+            if sealed {
+                crc(&mut g);
+                crc(&mut rand);
+            }
+            let buf = [&g[..], &rand[..]].concat();
+            let flags = F_MARIADB_GTID | if flags2 != 0 { F_STANDALONE } else { 0 };
+            let u = Unit {
+                gtid_size: g.len() as u32,
+                ..unit(0, buf.len(), TRANSACTION, flags, (0, 0))
+            };
+            let crc_len = if sealed { 4 } else { 0 };
+            let lone = Some(LoneFormat {
+                query_post: 13,
+                crc_len,
+            });
+            let plan = relay_ranges(&buf, &[u], &[], &[], 0, lone, None, None);
+            assert_eq!(plan.next, usize::from(taken), "{flags2} {second}");
+            if taken {
+                let mut out = vec![0u8; plan.bytes as usize];
+                plan.fill(&buf, &mut out);
+                let mut want = Vec::new();
+                crate::skip_forms::empty(&g, g.len(), sealed, Some(&mut want)).unwrap();
+                assert_eq!(out, want);
+                assert_eq!(out[HEADER_LEN + 12], 0, "FL_STANDALONE and FL_DDL cleared");
+                let counted = (plan.units, plan.events, plan.placeholders);
+                assert_eq!(counted, (1, 2, 1));
+            }
+        }
+    }
+}

@@ -230,7 +230,12 @@ pub fn with_placeholders(
 /// The GTID as it is, then the COMMIT that closes it, dated and numbered as the GTID (the
 /// synthesised statement has no master position of its own: TransactionFilter's
 /// `_empty_transaction`).
-fn empty(raw: &[u8], gtid_size: usize, crc: bool, out: Option<&mut Vec<u8>>) -> Option<Form> {
+pub(crate) fn empty(
+    raw: &[u8],
+    gtid_size: usize,
+    crc: bool,
+    out: Option<&mut Vec<u8>>,
+) -> Option<Form> {
     let gtid = raw.get(..gtid_size)?;
     let flags2 = *gtid.get(HEADER_LEN + 12)?;
     let crc_len = if crc { 4 } else { 0 };
@@ -268,13 +273,17 @@ pub fn empty_commit(gtid: &[u8], crc: bool, out: &mut Vec<u8>) {
 }
 
 /// The empty transactions an empty-transaction stretch's GTIDs (`gtids`, whole events, as
-/// `stretch::inner` read them) stand for, appended to `out`: each GTID and its COMMIT.
-pub fn empty_transactions(gtids: &[u8], crc: bool, out: &mut Vec<u8>) {
-    let mut p = 0;
+/// `stretch::inner` read them) stand for, each GTID and its COMMIT, written into `out` (of
+/// its GTIDs' bytes and a `made_query_len` per GTID: the relay run writes them straight into
+/// what it hands back).
+pub fn empty_transactions(gtids: &[u8], crc: bool, out: &mut [u8]) {
+    let commit = made_query_len(COMMIT_BODY, crc);
+    let (mut p, mut at) = (0, 0);
     while let Some(g) = u32_at(gtids, p + 9).and_then(|n| gtids.get(p..p + n as usize)) {
-        out.extend_from_slice(g);
-        empty_commit(g, crc, out);
-        p += g.len().max(1);
+        let (made, next) = (at + g.len(), at + g.len() + commit);
+        out[at..made].copy_from_slice(g);
+        made_query_into(g, COMMIT_BODY, crc, &mut out[made..next]);
+        (p, at) = (p + g.len().max(1), next);
     }
 }
 
@@ -282,21 +291,33 @@ pub fn empty_transactions(gtids: &[u8], crc: bool, out: &mut Vec<u8>) {
 /// GTID event `gtid` (TransactionFilter's `_empty_transaction`: it has no master position of
 /// its own), appended to `out`; returns its size.
 fn made_query(gtid: &[u8], body: &[u8], crc: bool, out: &mut Vec<u8>) -> usize {
-    let size = made_query_len(body, crc);
-    let at = out.len();
-    out.extend_from_slice(&gtid[..4]); // timestamp
-    out.push(QUERY);
-    out.extend_from_slice(&gtid[5..9]); // server_id
-    out.extend_from_slice(&(size as u32).to_le_bytes());
-    out.extend_from_slice(&gtid[13..17]); // log_pos
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(body);
-    seal_made(out, at, crc, made_crc::query(body));
+    let (at, size) = (out.len(), made_query_len(body, crc));
+    out.resize(at + size, 0);
+    made_query_into(gtid, body, crc, &mut out[at..]);
     size
 }
 
+/// `made_query` into `out`, of its size; its CRC from the template's tables (`made_crc`).
+fn made_query_into(gtid: &[u8], body: &[u8], crc: bool, out: &mut [u8]) {
+    let end = HEADER_LEN + body.len();
+    out[..4].copy_from_slice(&gtid[..4]); // timestamp
+    out[4] = QUERY;
+    out[5..9].copy_from_slice(&gtid[5..9]); // server_id
+    let size = out.len() as u32;
+    out[9..13].copy_from_slice(&size.to_le_bytes());
+    out[13..17].copy_from_slice(&gtid[13..17]); // log_pos
+    out[17..19].fill(0);
+    out[HEADER_LEN..end].copy_from_slice(body);
+    if crc {
+        let event = &out[..end];
+        let c = made_crc::query(body).and_then(|t| t.crc(event));
+        let c = c.unwrap_or_else(|| crc32fast::hash(event));
+        out[end..end + 4].copy_from_slice(&c.to_le_bytes());
+    }
+}
+
 /// The size of a `made_query` of `body`.
-fn made_query_len(body: &[u8], crc: bool) -> usize {
+pub(crate) fn made_query_len(body: &[u8], crc: bool) -> usize {
     HEADER_LEN + body.len() + if crc { 4 } else { 0 }
 }
 
@@ -304,17 +325,6 @@ fn made_query_len(body: &[u8], crc: bool) -> usize {
 fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
     if crc {
         let c = crc32fast::hash(&out[at..]);
-        out.extend_from_slice(&c.to_le_bytes());
-    }
-}
-
-/// `seal` for an event made from `template` (`made_crc`): its CRC from the template's tables.
-fn seal_made(out: &mut Vec<u8>, at: usize, crc: bool, template: Option<&made_crc::Template>) {
-    if crc {
-        let event = &out[at..];
-        let c = template
-            .and_then(|t| t.crc(event))
-            .unwrap_or_else(|| crc32fast::hash(event));
         out.extend_from_slice(&c.to_le_bytes());
     }
 }

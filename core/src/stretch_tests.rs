@@ -108,8 +108,9 @@ fn a_stretch_holds_what_the_slave_relays_and_counts_what_a_replica_is_sent() {
             assert_eq!((got.units, got.commits), (3, commits));
             if commits {
                 // What the slave relays: each GTID and its COMMIT, the walk's forms.
-                let mut relayed = Vec::new();
-                empty_transactions(&own[got.range.0..got.range.1], crc, &mut relayed);
+                let gtids = &own[got.range.0..got.range.1];
+                let mut relayed = vec![0; forms.len()];
+                empty_transactions(gtids, crc, &mut relayed);
                 assert_eq!(relayed, forms);
             }
             let mut count = RunCount::default();

@@ -443,6 +443,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
                 _core::relay::Piece::Range(lo, hi) | _core::relay::Piece::Made(lo, hi) => {
                     (hi - lo) as u64
                 }
+                _core::relay::Piece::Empty { len, .. } => *len as u64,
             })
             .sum::<u64>(),
         run.bytes,
