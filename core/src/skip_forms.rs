@@ -16,7 +16,7 @@ use crate::sent::prefetch;
 use crate::types::LOG_EVENT_SKIP_REPLICATION_F as SKIP_REPLICATION_F;
 use crate::types::{
     ANONYMOUS_GTID, COMMIT_BODY, GTID, HEADER_LEN, MARIADB_FL_DDL, MARIADB_FL_STANDALONE,
-    MARIADB_GTID, QUERY,
+    MARIADB_GTID,
 };
 use crate::unit_list::{ListedUnit, UnitList};
 
@@ -24,6 +24,8 @@ mod made_crc;
 pub(crate) mod mysql;
 mod placeholder;
 
+pub(crate) use made_crc::made_query_len;
+use made_crc::{made_query, made_query_into};
 use placeholder::{framed_count, framed_run, placeholders, rand_len, stretch_pair};
 
 pub use mysql::relayed_placeholders;
@@ -287,40 +289,6 @@ pub fn empty_transactions(gtids: &[u8], crc: bool, out: &mut [u8]) {
     }
 }
 
-/// A Query the filter makes up (`body`: COMMIT_BODY, BEGIN_BODY), dated and numbered as the
-/// GTID event `gtid` (TransactionFilter's `_empty_transaction`: it has no master position of
-/// its own), appended to `out`; returns its size.
-fn made_query(gtid: &[u8], body: &[u8], crc: bool, out: &mut Vec<u8>) -> usize {
-    let (at, size) = (out.len(), made_query_len(body, crc));
-    out.resize(at + size, 0);
-    made_query_into(gtid, body, crc, &mut out[at..]);
-    size
-}
-
-/// `made_query` into `out`, of its size; its CRC from the template's tables (`made_crc`).
-fn made_query_into(gtid: &[u8], body: &[u8], crc: bool, out: &mut [u8]) {
-    let end = HEADER_LEN + body.len();
-    out[..4].copy_from_slice(&gtid[..4]); // timestamp
-    out[4] = QUERY;
-    out[5..9].copy_from_slice(&gtid[5..9]); // server_id
-    let size = out.len() as u32;
-    out[9..13].copy_from_slice(&size.to_le_bytes());
-    out[13..17].copy_from_slice(&gtid[13..17]); // log_pos
-    out[17..19].fill(0);
-    out[HEADER_LEN..end].copy_from_slice(body);
-    if crc {
-        let event = &out[..end];
-        let c = made_crc::query(body).and_then(|t| t.crc(event));
-        let c = c.unwrap_or_else(|| crc32fast::hash(event));
-        out[end..end + 4].copy_from_slice(&c.to_le_bytes());
-    }
-}
-
-/// The size of a `made_query` of `body`.
-pub(crate) fn made_query_len(body: &[u8], crc: bool) -> usize {
-    HEADER_LEN + body.len() + if crc { 4 } else { 0 }
-}
-
 /// The CRC32 of out[at..], appended when the binlog carries them.
 fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
     if crc {
@@ -355,7 +323,7 @@ pub(crate) fn test_event(
 mod tests {
     use super::*;
     use crate::scan::F_COMPLETE;
-    use crate::types::{PLACEHOLDER_RUN, RAND, XID};
+    use crate::types::{PLACEHOLDER_RUN, QUERY, RAND, XID};
 
     fn event(kind: u8, body: &[u8], log_pos: u32, crc: bool) -> Vec<u8> {
         test_event(7, kind, body, log_pos, crc)

@@ -1,5 +1,6 @@
-//! The CRC32 of an event the send walk makes (a RAND placeholder, the COMMIT or BEGIN Query of an
-//! empty transaction), from tables. zlib's CRC32 is affine in the message: for messages of one
+//! The events the skip forms make up: the COMMIT or BEGIN Query of an empty transaction, dated and
+//! numbered as its GTID (`made_query`), and the CRC32 of each made event (a RAND placeholder, a made
+//! Query) from tables. zlib's CRC32 is affine in the message: for messages of one
 //! length, crc(a ^ b) = crc(a) ^ crc(b) ^ crc(zeros). A made event differs from its fixed
 //! template only in a few bytes (a placeholder: its log_pos and the replaced event's size and
 //! type; a made Query: the GTID's timestamp, server_id and log_pos), so its CRC is the
@@ -11,6 +12,40 @@ use std::sync::OnceLock;
 
 use super::{BEGIN_BODY, COMMIT_BODY, RAND_BODY, SKIP_REPLICATION_F};
 use crate::types::{HEADER_LEN, QUERY, RAND};
+
+/// A Query the filter makes up (`body`: COMMIT_BODY, BEGIN_BODY), dated and numbered as the
+/// GTID event `gtid` (TransactionFilter's `_empty_transaction`: it has no master position of
+/// its own), appended to `out`; returns its size.
+pub(crate) fn made_query(gtid: &[u8], body: &[u8], crc: bool, out: &mut Vec<u8>) -> usize {
+    let (at, size) = (out.len(), made_query_len(body, crc));
+    out.resize(at + size, 0);
+    made_query_into(gtid, body, crc, &mut out[at..]);
+    size
+}
+
+/// `made_query` into `out`, of its size; its CRC from the template's tables (`made_crc`).
+pub(crate) fn made_query_into(gtid: &[u8], body: &[u8], crc: bool, out: &mut [u8]) {
+    let end = HEADER_LEN + body.len();
+    out[..4].copy_from_slice(&gtid[..4]); // timestamp
+    out[4] = QUERY;
+    out[5..9].copy_from_slice(&gtid[5..9]); // server_id
+    let size = out.len() as u32;
+    out[9..13].copy_from_slice(&size.to_le_bytes());
+    out[13..17].copy_from_slice(&gtid[13..17]); // log_pos
+    out[17..19].fill(0);
+    out[HEADER_LEN..end].copy_from_slice(body);
+    if crc {
+        let event = &out[..end];
+        let c = query(body).and_then(|t| t.crc(event));
+        let c = c.unwrap_or_else(|| crc32fast::hash(event));
+        out[end..end + 4].copy_from_slice(&c.to_le_bytes());
+    }
+}
+
+/// The size of a `made_query` of `body`.
+pub(crate) fn made_query_len(body: &[u8], crc: bool) -> usize {
+    HEADER_LEN + body.len() + if crc { 4 } else { 0 }
+}
 
 /// A made event's fixed bytes and the positions where events made from it differ.
 pub(super) struct Template {
