@@ -298,10 +298,10 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
         ids = names()
-        if ids is not seen[0]:  # another scanner's name ids (a master's segment): tables asked again
+        if ids is not seen[0]:  # another scanner's name ids (a master's segment)
             if seen[0] is not None:
                 for counter in counters:
-                    counter.keeps.forget_tables()
+                    counter.keeps.renumber(seen[0])
             seen[0] = ids
         fmt = _count_units(counters, units, n, buf, base, ids, fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
