@@ -55,7 +55,7 @@ def start_shadow(args: argparse.Namespace, master: MasterServer, candidates: Top
 
     service = master.service
     board = ShadowBoard(service.binlog_dir, ShadowCounts(args.verify_checksums), service.lint, service.segments.end,
-                        service.policy)
+                        service.policy, service.segments)
     if candidates is not None:
         try:
             board.add(candidates, None, from_start=True)

@@ -111,7 +111,7 @@ class KeepTable:
     statements may be answered by key at all (the rules' `keys_statements`, unless the caller says)."""
 
     __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes", "_hit_classes",
-                 "_known", "_last", "keys_decided", "statements", "units")
+                 "_carried", "_known", "_last", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None) -> None:
@@ -124,6 +124,7 @@ class KeepTable:
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
         self._names = bytearray()
         self._names_bytes: bytes | None = None
+        self._carried: dict[tuple[str, str], int] | None = None  # see renumber
         self._known: dict[bytes, KeyAnswer] = {}   # by key bytes: each key decided once
         self._hit_classes: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], int] = {}  # KeyAnswer.hits
         self._last: tuple[Sequence[_core.StatementKey], KeyRows] | None = None  # the last `rows` asked and given
@@ -137,7 +138,13 @@ class KeepTable:
         keep = self._names
         if len(keep) < len(names):
             table_kept = self._decider.table_kept
-            keep.extend([KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP for i in range(len(keep), len(names))])
+            carried = self._carried
+            if carried is None:
+                keep.extend([KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP for i in range(len(keep), len(names))])
+            else:
+                for i in range(len(keep), len(names)):
+                    code = carried.get(names[i])
+                    keep.append(code if code is not None else KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP)
             self._names_bytes = None
         if self._names_bytes is None:
             self._names_bytes = bytes(keep)
@@ -145,6 +152,18 @@ class KeepTable:
 
     def forget_tables(self) -> None:
         """A Format_description event: every table asked again."""
+        self._names.clear()
+        self._names_bytes = None
+        self._carried = None
+
+    def renumber(self, old: Sequence[tuple[str, str]]) -> None:
+        """The name ids change (another scanner's: a master's next segment, counted by `experiment`'s
+        walk): the answers given for `old` (the ids' names until now) since the last
+        `forget_tables` are taken again by name, not asked again."""
+        carried = self._carried
+        if carried is None:
+            carried = self._carried = {}
+        carried.update(zip(old, self._names))
         self._names.clear()
         self._names_bytes = None
 

@@ -4,7 +4,8 @@ position share one segment, so each event is split, checked and grouped once, an
 fields cached on its Event are shared by every slave's filter.
 
 The cache (LRU, bounded in bytes, with its read ahead) lives here; the unit model in `units`, the
-reader in `segment_reader`, its file windows in `windows`, the UnitList's columns in `columns`."""
+reader in `segment_reader`, its file windows in `windows`, the UnitList's columns in `columns`, the
+directory's listing and written end in `listing`."""
 
 from __future__ import annotations
 
@@ -17,10 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import cast
 
-from dumpfilter.errors import PositionError
-from dumpfilter.binlogs.files import Listing, binlog_listing, file_size, served_paths
-from dumpfilter.binlogs.written import WrittenEnd
 from dumpfilter.master.read.columns import LazyUnits, Part
+from dumpfilter.master.read.listing import SETTLED_NS, BinlogDirectory, StatKey, stat_key
 from dumpfilter.master.read.segment_reader import SegmentReader, Steps, drive
 from dumpfilter.master.read.units import Pos, Segment
 from dumpfilter.master.read.windows import MappingFiles, own_mapping, shared_view
@@ -100,7 +99,7 @@ RESIDENT_BYTES = 40 << 20
 TRAIL_BYTES = 256 << 20
 
 
-class SegmentCache:
+class SegmentCache(BinlogDirectory):
     """Shared, bounded cache of segments. `get(pos)` reads the segment at `pos` once even when
     several streams ask at the same moment; the others wait for it."""
 
@@ -108,8 +107,7 @@ class SegmentCache:
                  verify_checksums: bool = True, map_closed: bool = True, read_ahead: bool = True,
                  cache_segments: int = CACHE_SEGMENTS, index_bytes: int = INDEX_BYTES,
                  resident_bytes: int = RESIDENT_BYTES, trail_bytes: int = TRAIL_BYTES) -> None:
-        self.directory = Path(directory)
-        self._dir = str(self.directory)  # for `path`: a str joined per segment visit, not pathlib
+        super().__init__(directory)
         self.cache_segments = cache_segments
         self.segment_bytes = segment_bytes
         self.map_closed = map_closed  # files the server closed are mapped, not read (Window)
@@ -125,7 +123,7 @@ class SegmentCache:
         self._kept: OrderedDict[Pos, tuple[Segment, int, frozenset[str]]] = OrderedDict()  # see INDEX_BYTES
         self._kept_bytes = 0
         self._kept_files: dict[str, int] = {}  # the files the kept segments map, each with their count
-        self._checked_dir: _StatKey | None = None  # see _files_may_be_gone
+        self._checked_dir: StatKey | None = None  # see _files_may_be_gone
         self.resident_bytes = resident_bytes
         self._resident: OrderedDict[Pos, int] = OrderedDict()  # kept ones not handed back: their bytes
         self._resident_bytes = 0
@@ -143,64 +141,6 @@ class SegmentCache:
         self.hits = 0    # segments served from the cache (the kept ones too)
         self.kept_hits = 0  # of which segments let go and kept by their scan (INDEX_BYTES)
         self.ahead_taken = 0  # segments whose read was started ahead (start_ahead) and taken by a get
-        # see file_names: (the directory's stat, each index file's (name, stat), the listing)
-        self._listing: tuple[_StatKey, tuple[tuple[str, _StatKey], ...], Listing] | None = None
-        self.written = WrittenEnd()  # see end; the segments' reads note where their units end
-
-    def path(self, name: str) -> str:
-        """The path of binlog file `name` in the directory (a listed name: no separator in it)."""
-        return f"{self._dir}/{name}"
-
-    def file_names(self) -> Listing:
-        """The binlog files' names, as `binlog_listing` lists them (a Listing: the index's names).
-        The listing is made again only when the directory's entries or an index file changed
-        (their stat): a stat or two per segment read instead of reading the index and checking
-        every file it names. A listing made within a second of such a change is not kept (a
-        change in the same timestamp tick would go unseen: git's racily clean entries)."""
-        directory = self.directory
-        cached = self._listing
-        try:
-            dir_key = _stat_key(directory)
-            if cached is not None and cached[0] == dir_key and \
-                    all(_stat_key(self.path(name)) == key for name, key in cached[1]):
-                return cached[2]
-            indexes = tuple((p.name, _stat_key(p)) for p in sorted(directory.glob("*.index")))
-        except OSError:
-            dir_key = None
-        names = binlog_listing(directory)
-        self._listing = None
-        if dir_key is not None:
-            newest = max([dir_key[0], *(key[0] for _, key in indexes)])
-            if time.time_ns() - newest > _SETTLED_NS:
-                self._listing = (dir_key, indexes, names)
-        return names
-
-    def first_file(self) -> str:
-        paths = served_paths(self.directory)
-        if not paths:
-            raise PositionError(f"no binlog files in {self.directory}")
-        return paths[0].name
-
-    def end(self) -> Pos:
-        """The current end of the binlog: the last file and the end of its last complete event
-        (a partly written one is not yet written, binlogs/written.py)."""
-        names = self.file_names()  # a last file the index names but is missing: no end (1236)
-        if not names:
-            raise names.problem or PositionError(f"no binlog files in {self.directory}")
-        return names[-1], self.written.of(self.directory / names[-1])
-
-    def bytes_between(self, start: Pos, end: Pos) -> int:
-        """Master binlog bytes from `start` to `end` (for how far behind a slave is)."""
-        names = self.file_names()
-        if start[0] not in names or end[0] not in names:
-            return 0
-        i, j = names.index(start[0]), names.index(end[0])
-        if i == j:
-            return max(0, end[1] - start[1])
-        total = max(0, file_size(self.directory / start[0], 0) - start[1])
-        for name in names[i + 1 : j]:
-            total += max(0, file_size(self.directory / name, 0) - 4)
-        return total + max(0, end[1] - 4)
 
     def get(self, start: Pos) -> Segment:
         while True:
@@ -387,12 +327,12 @@ class SegmentCache:
         looks at every kept segment's files now, so the stat it read is remembered. A segment
         visit then pays one stat instead of one per file of every kept segment."""
         try:
-            key = _stat_key(self._dir)
+            key = stat_key(self._dir)
         except OSError:
             return True
         if key == self._checked_dir:
             return False
-        self._checked_dir = key if check and time.time_ns() - key[0] > _SETTLED_NS else None
+        self._checked_dir = key if check and time.time_ns() - key[0] > SETTLED_NS else None
         return True
 
     def _stays_resident(self, seg: Segment) -> bool:
@@ -420,6 +360,17 @@ class SegmentCache:
                 self._readers.pop(id(reader), None)
             else:
                 self._readers[id(reader)] = pos
+
+    def holds(self, start: Pos) -> bool:
+        """Whether the segment at `start` was read for a stream: cached, kept by its scan, or being read
+        (not one only read ahead)."""
+        with self._lock:
+            return start in self._cache or start in self._kept or start in self._inflight
+
+    def streams_before(self, pos: Pos) -> bool:
+        """Whether a stream (`at`) reads from `pos` or before it."""
+        with self._lock:
+            return any(at <= pos for at in self._readers.values())
 
     def _trails(self, seg: Segment) -> bool:
         """Under the lock: whether a segment let go keeps its pages for a stream still before its
@@ -554,10 +505,6 @@ class SegmentCache:
         """The steps of one segment's read (SegmentReader's; the tests' reference reader's)."""
         return SegmentReader(self, start).steps()
 
-    def not_yet_indexed(self, file: str) -> bool:
-        """A file past the index's last one, which the reader waits for (see Listing)."""
-        return self.file_names().not_yet_indexed(file)
-
 
 def _hand_back(seg: Segment) -> bool:
     """A mapped segment's pages out of the master's RSS (MADV_DONTNEED: they stay in the page
@@ -582,19 +529,8 @@ def _hand_back(seg: Segment) -> bool:
     return True
 
 
-_SETTLED_NS = 1_000_000_000  # see SegmentCache.file_names
-
-
 def _parts(seg: Segment) -> list[Part]:
     """The parts of a segment kept by its scan (one the reference reader made has none)."""
     index = seg.index
     assert index is not None, "only scanned segments are kept (SegmentCache._keep)"
     return index.parts
-
-
-_StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, device)
-
-
-def _stat_key(path: str | Path) -> _StatKey:
-    st = os.stat(path)
-    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev

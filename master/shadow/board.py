@@ -12,6 +12,13 @@ those of `master serve --shadow FILE` from the first file of the binlog. Candida
 same place are counted together; one added behind the others is counted alone until it reaches them
 (a range at a time), then with them.
 
+The pass reads no byte the streams have read: it counts the UnitLists of the master's own segments
+(master.read.segments, `count_scanned`), those the streams read (cached or kept by their scan) as
+it finds them; one no stream has read is read through the cache (the streams then find it), but
+while a stream behind the pass will read it the pass waits for it (DEFER_MAX). Only where a segment
+cannot be counted so (it spans two files, a corrupt event ends it, a rule fails) does the pass scan
+the range itself, as `experiment` does; the counts are the same either way.
+
 What stops a candidate is said in its `note`, one line, and it is never a silent dead counter:
 - a rule the counting cannot apply: that candidate stops (`broken: ...`), the others count on;
 - a binlog the pass cannot read (a corrupt event): every candidate says so, and the pass tries again
@@ -28,10 +35,11 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dumpfilter.binlogs import served_paths
 from dumpfilter.binlogs.watch import DirectoryWatch
@@ -41,10 +49,21 @@ from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.rules.gate import Gate
 from dumpfilter.topology import SlaveSpec, Topology
 
+if TYPE_CHECKING:
+    from dumpfilter.codec.scanner import UnitList
+    from dumpfilter.master.read.columns import Part
+    from dumpfilter.master.read.segments import SegmentCache
+    from dumpfilter.master.read.units import Segment, TableName
+
 log = logging.getLogger("dumpfilter.master.shadow")
 
 MAX_CANDIDATES = 64  # as `experiment --candidates` counts in one pass
 PASS_EVERY = 0.5     # seconds: the binlog's changes are counted at most this often
+# Seconds the pass waits for the streams behind it to read the segment it counts next (then counted
+# from their read, not read once for it and again for them when the cache has let it go); past it,
+# it reads on alone until it meets a segment the streams read (streams whose segments start
+# elsewhere, a stream stalled).
+DEFER_MAX = 5.0
 SHADOW = "--shadow"  # added_by of the candidates of `master serve --shadow FILE`
 Pos = tuple[str, int]
 _LINT_IDS = itertools.count(1)  # lint subscribers of candidates: negative ids, never a slave's server_id
@@ -59,6 +78,9 @@ class Counting(Protocol):
     def whole_units_end(self, path: str, start: int, written: int) -> int: ...
 
     def live_start(self, path: str, written: int) -> int: ...
+
+    def count_scanned(self, file_index: int, path: str, scanned: Iterator[tuple[UnitList, Part, list[TableName]]],
+                      specs: Sequence[SlaveSpec], gates: Sequence[Gate | None]) -> list[Any]: ...
 
     def fold(self, before: Any, part: Any) -> Any: ...
 
@@ -101,8 +123,12 @@ class ShadowBoard:
     """The candidates of one master and the pass that counts them."""
 
     def __init__(self, binlog_dir: str | Path, counting: Counting, lint: LintJobs,
-                 written_end: Callable[[], Pos], policy: MasterPolicy | None = None) -> None:
+                 written_end: Callable[[], Pos], policy: MasterPolicy | None = None,
+                 segments: SegmentCache | None = None) -> None:
         self.binlog_dir = Path(binlog_dir)
+        self.segments = segments  # the streams' segments, counted from (see _from_segment)
+        self._defer_since: float | None = None  # see DEFER_MAX
+        self._may_defer = True
         self.counting = counting
         self.lint = lint
         self.written_end = written_end  # the master's end of the last whole event (SegmentCache.end)
@@ -259,7 +285,7 @@ class ShadowBoard:
                 at = min(groups, key=lambda p: (_number(p[0]), p[1]))
                 active = groups[at]
                 try:
-                    step = self._next_range(at)
+                    step = self._next_range(at, whole=self.segments is None)
                 except (DumpFilterError, OSError) as exc:  # a file purged or unreadable under the pass
                     self._stopped(at, exc)
                     return ranges
@@ -268,7 +294,21 @@ class ShadowBoard:
                     continue
                 index, path, start, end, after = step
                 try:
-                    self._count_range(active, index, path, start, end)
+                    scanned = self._from_segment(active, index, path, start)
+                    if scanned is not None:
+                        after = scanned
+                    else:
+                        if end is not None and after[1] == end:  # the file being written: its whole units
+                            end = self.counting.whole_units_end(path, start, end)
+                            if end <= start:
+                                waiting.add(at)
+                                continue
+                            after = (after[0], end)
+                        self._count_range(active, index, path, start, end)
+                except _Deferred:
+                    waiting.add(at)
+                    self.wake.set()  # looked at again after PASS_EVERY
+                    continue
                 except _Stopped:
                     return ranges
                 with self.lock:
@@ -277,8 +317,11 @@ class ShadowBoard:
                 ranges += 1
                 self.passes += 1
 
-    def _next_range(self, at: Pos) -> tuple[int, str, int, int | None, Pos] | None:
-        """The next range to count from `at`: (file number, path, start, end, where it ends)."""
+    def _next_range(self, at: Pos, whole: bool = True) -> tuple[int, str, int, int | None, Pos] | None:
+        """The next range to count from `at`: (file number, path, start, end, where it ends).
+        In the file being written it ends at its last whole unit; `whole` False: at its written
+        end, the caller finding the last whole unit only where it scans the range itself (a segment
+        holds whole units only; looking for them costs a search back from the end)."""
         names = self._names()
         by_name = {p.name: k for k, p in enumerate(names)}
         file, pos = at
@@ -291,16 +334,16 @@ class ShadowBoard:
                 self.problem = (f"gap: {file}:{pos} to {later[0].name} was purged before it was counted; "
                                 f"counting goes on from {later[0].name}")
                 log.warning("shadow: %s", self.problem)
-            return self._next_range((later[0].name, 0))
+            return self._next_range((later[0].name, 0), whole)
         path = names[k]
         if k + 1 < len(names):  # closed: to its end
             if pos > 0 and pos >= path.stat().st_size:
-                return self._next_range((names[k + 1].name, 0))
+                return self._next_range((names[k + 1].name, 0), whole)
             return _number(path.name), str(path), pos, None, (names[k + 1].name, 0)
         end_file, written = self.written_end()
         if end_file != path.name:
             return None
-        cut = self.counting.whole_units_end(str(path), pos, written)
+        cut = self.counting.whole_units_end(str(path), pos, written) if whole else written
         if cut <= pos:
             return None
         return _number(path.name), str(path), pos, cut, (path.name, cut)
@@ -338,6 +381,68 @@ class ShadowBoard:
                 if part is not None and not c.broken:
                     c.total = self.counting.fold(c.total, part)
 
+    def _from_segment(self, active: list[Candidate], index: int, path: str, start: int) -> Pos | None:
+        """Every active candidate over the master's segments from `start` of `path` on, as far as
+        they go in it (the streams' segments, from the cache or kept by their scan; else read
+        through the cache, so that streams reaching them find them): their UnitLists counted in one
+        count, the binlog not scanned again. Where the last counted ends (the next range's start);
+        None where the first cannot be counted so (none there, one that spans files or stops at a
+        corrupt event, a rule the counting cannot apply): the caller scans the range itself."""
+        cache = self.segments
+        if cache is None:
+            return None
+        name = Path(path).name
+        first = self._segment(cache, name, start)
+        if first is None:
+            return None
+        end: list[Pos] = []
+
+        def scanned() -> Iterator[tuple[UnitList, Part, list[TableName]]]:
+            seg: Segment | None = first
+            while seg is not None:
+                idx = seg.index
+                assert idx is not None  # (_usable)
+                part = idx.parts[0]
+                try:
+                    yield idx.unit_list, part, idx.names
+                finally:
+                    cache.done_with(seg)
+                end[:] = [(name, part.base + part.used)]  # (seg.end, but for a Rotate's: the next file's)
+                try:
+                    seg = None if seg.at_end or seg.end[0] != name else self._segment(cache, name, seg.end[1])
+                except _Deferred:
+                    seg = None
+
+        try:
+            parts = self.counting.count_scanned(index, path, scanned(), [c.spec for c in active],
+                                                [c.gate for c in active])
+        except DumpFilterError:
+            return None  # (the caller's count finds which candidate's rule, or the binlog)
+        if not end:  # (every segment counted leaves where it ends)
+            return None
+        with self.lock:
+            for c, part in zip(active, parts):
+                if not c.broken:
+                    c.total = self.counting.fold(c.total, part)
+        self.problem = "" if self.problem.startswith("the pass stopped") else self.problem
+        return end[0]
+
+    def _segment(self, cache: SegmentCache, name: str, pos: int) -> Segment | None:
+        """The segment at `pos` of `name` to count (`_usable`); _Deferred while the streams behind
+        it have yet to read it (see DEFER_MAX)."""
+        here = (name, max(pos, 4))
+        held = cache.holds(here)
+        if not held and self._may_defer and cache.streams_before(here):
+            now = time.monotonic()
+            if self._defer_since is None:
+                self._defer_since = now
+            if now - self._defer_since < DEFER_MAX:
+                raise _Deferred  # a stream reads it soon: counted then, not read twice
+            self._may_defer = False  # the streams do not come here: read on alone
+        self._defer_since = None
+        self._may_defer = self._may_defer or held
+        return _usable(cache, name, pos)
+
     def _stopped(self, at: Pos, exc: BaseException) -> None:
         """The pass cannot read on from `at`: one line for every candidate; the next change tries again."""
         why = getattr(exc, "strerror", None) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -363,8 +468,26 @@ class ShadowBoard:
         return end_file, self.counting.live_start(str(self.binlog_dir / end_file), written)
 
 
+class _Deferred(Exception):
+    """The segment at the pass's place is not read yet, and a stream behind it will read it."""
+
+
 class _Stopped(DumpFilterError):
     """The pass cannot read on (said in ShadowBoard.problem); it tries again at the next change."""
+
+
+def _usable(cache: SegmentCache, name: str, pos: int) -> Segment | None:
+    """The cache's segment at `pos` of file `name` (4 for 0), if its units can be counted as they
+    are: one part, in that file, no corrupt event after them."""
+    try:
+        seg = cache.get((name, max(pos, 4)))
+    except (DumpFilterError, OSError):
+        return None
+    idx = seg.index
+    if idx is None or seg.error is not None or not len(seg.units) or len(idx.parts) != 1 or idx.parts[0].file != name:
+        cache.done_with(seg)
+        return None
+    return seg
 
 
 def _number(name: str) -> int:

@@ -244,6 +244,22 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     handles (see the module's docstring). Slaves alike in all that decides what they are sent
     (rules, settings, gate, skip policy) are counted once: the same walk would give each of them
     the same counts."""
+    scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
+
+    def buffers(cuts: list[bool], divide: int) -> Iterator[ScannedBuffer]:
+        return chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0], divide=divide, statements=True)
+
+    return count_buffers(chunk, slaves, gates, buffers, lambda: scanner.names)
+
+
+def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None,
+                  buffers: Callable[[list[bool], int], Iterator[ScannedBuffer]], names: Callable[[], list[TableName]]
+                  ) -> list[ChunkCounts]:
+    """`count_chunk` over buffers already scanned, or scanned as they are counted: `buffers(cuts,
+    divide)` yields them as `chunk_buffers` does (`cuts[0]`: whether a scan still to start should
+    read the statements of units kept in part; `divide`: its buffer size's divisor), `names()` the
+    (db, table) of the last one's name ids. A live master's shadow candidates are counted over the
+    UnitLists its streams' segment reads scanned (spark_jobs.tasks.shadow_counts)."""
     gates = list(gates) if gates is not None else [None] * len(slaves)
     alike: dict[tuple[str, str, Gate | None, str], int] = {}
     distinct: list[tuple[SlaveSpec, Gate | None]] = []
@@ -254,7 +270,6 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
             alike[key] = len(distinct)
             distinct.append((spec, gate))
         which.append(alike[key])
-    scanner = Scanner(chunk.path, verify_checksums=verify_checksums)
     counters: list[_SlaveCounter] | None = None
     rotate_end = False
     last_time = 0
@@ -274,15 +289,21 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     divide = 1 if len(distinct) <= MANY_SLAVES else 2
     cut_found: list[CutEventError] = []
     lone = LoneUnits()  # the lone statements, read once for every rule group
-    for fmt_before, buf, base, units, n, crc_len in _up_to_cut(chunk_buffers(
-            chunk, scanner, unit_statements=lambda: cuts[0], divide=divide, statements=True), cut_found):
+    seen: list[list[TableName] | None] = [None]
+    for fmt_before, buf, base, units, n, crc_len in _up_to_cut(buffers(cuts, divide), cut_found):
         if counters is None:
             fmt = fmt_before
             answers: dict[tuple[str, str, Gate | None], RuleGroup] = {}
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
-        fmt = _count_units(counters, units, n, buf, base, scanner.names, fmt, lone)
+        ids = names()
+        if ids is not seen[0]:  # another scanner's name ids (a master's segment)
+            if seen[0] is not None:
+                for counter in counters:
+                    counter.keeps.renumber(seen[0])
+            seen[0] = ids
+        fmt = _count_units(counters, units, n, buf, base, ids, fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
@@ -300,10 +321,10 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
 
 
-_Item = tuple["FormatDescription | None", Buffer, int, _core.UnitList, int, int]  # one of chunk_buffers'
+ScannedBuffer = tuple["FormatDescription | None", Buffer, int, _core.UnitList, int, int]  # one of chunk_buffers'
 
 
-def _up_to_cut(buffers: Iterator[_Item], found: list[CutEventError]) -> Iterator[_Item]:
+def _up_to_cut(buffers: Iterator[ScannedBuffer], found: list[CutEventError]) -> Iterator[ScannedBuffer]:
     """`buffers` (chunk_buffers) up to a cut at the file's end: each whole unit before it is
     yielded, and the cut put in `found` instead of raised."""
     try:

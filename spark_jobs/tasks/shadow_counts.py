@@ -8,31 +8,51 @@ hands the master a `ShadowCounts` (master.shadow.board.Counting is the shape it 
 one counting implementation: a candidate's totals over a range are `experiment`'s over it, cut
 where the master's pass happened to stop (on GTID events, as `experiment` cuts chunks), and
 `experiment`'s totals do not depend on where chunks are cut (tasks.counts joins heartbeat
-stretches and rotates across them).
+stretches and rotates across them). Where the master's streams have scanned the bytes already, the
+count walks their UnitLists (`count_scanned`: `count_chunk`'s walk over buffers it did not scan).
 """
 
 from __future__ import annotations
 
+import itertools
 import mmap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.codec.constants import GTID_EVENT_TYPES, MAGIC
 from dumpfilter.codec.scanner import Scanner, type_mask
-from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk
-from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_start
+from dumpfilter.spark_jobs.tasks.bandwidth import ScannedBuffer, count_buffers, count_chunk
+from dumpfilter.spark_jobs.tasks.chunks import Buffer, Chunk, chunk_start
 from dumpfilter.spark_jobs.tasks.counts import (ChunkCounts, merge_counts, merge_hours, merge_statements,
                                                 merge_tables)
 
 if TYPE_CHECKING:
+    from dumpfilter.codec.format_description import FormatDescription
     from dumpfilter.rules.gate import Gate
     from dumpfilter.topology import SlaveSpec
 
 _GTID_MASK = type_mask(GTID_EVENT_TYPES)
+
+
+class ScannedPart(Protocol):
+    """What the counting reads of the master's scan of one file's bytes (master.read.columns.Part):
+    the buffer its units lie in, its file offset, the format in force before it, the checksum length."""
+
+    @property
+    def buf(self) -> Any: ...  # bytes, a memoryview or an mmap: read by slices
+    @property
+    def base(self) -> int: ...
+    @property
+    def fmt(self) -> FormatDescription | None: ...
+    @property
+    def crc(self) -> int: ...
+
+
+Scanned = tuple[_core.UnitList, ScannedPart, list[tuple[str, str]]]  # see ShadowCounts.count_scanned
 
 
 class ShadowCounts:
@@ -47,6 +67,28 @@ class ShadowCounts:
         `start` 0 or a GTID event's offset, `end` a GTID event's offset), in `specs` order."""
         chunk = Chunk(file_index, path, start, end)
         return count_chunk(chunk, specs, gates, verify_checksums=self.verify_checksums)
+
+    def count_scanned(self, file_index: int, path: str, scanned: Iterator[Scanned], specs: Sequence[SlaveSpec],
+                      gates: Sequence[Gate | None]) -> list[ChunkCounts]:
+        """`count` over units the master's streams already scanned: `scanned` yields consecutive
+        UnitLists of `path` (segments' of one part each), each with its part and its name ids' (db,
+        table), taken as they are counted. The same counts as `count` over their bytes, without
+        reading them again. The first starts where a unit does (at 4: the file's header events
+        counted as from 0)."""
+        first = next(scanned, None)
+        if first is None:
+            return []
+        units, part, _ = first
+        start = part.base + (units.unit(0).start if len(units) else 0)
+        names = [first[2]]
+
+        def buffers(cuts: list[bool], divide: int) -> Iterator[ScannedBuffer]:
+            for units, part, seg_names in itertools.chain([first], scanned):
+                names[0] = seg_names
+                yield part.fmt, cast(Buffer, part.buf), part.base, units, len(units), part.crc
+
+        chunk = Chunk(file_index, path, 0 if start <= 4 else start)
+        return count_buffers(chunk, specs, gates, buffers, lambda: names[0])
 
     @staticmethod
     def whole_units_end(path: str, start: int, written: int) -> int:

@@ -11,7 +11,7 @@ import pytest
 
 from dumpfilter.binlogs import binlog_paths
 from dumpfilter.errors import BinlogError
-from dumpfilter.master.read import segments
+from dumpfilter.master.read import listing
 from dumpfilter.master.read.segments import SegmentCache
 
 
@@ -37,8 +37,8 @@ def test_a_settled_listing_is_kept_and_read_again_after_each_change(tmp_path, mo
     _settle(tmp_path)
     cache = SegmentCache(tmp_path)
     listed = []
-    real = segments.binlog_listing
-    monkeypatch.setattr(segments, "binlog_listing", lambda d: listed.append(1) or real(d))
+    real = listing.binlog_listing
+    monkeypatch.setattr(listing, "binlog_listing", lambda d: listed.append(1) or real(d))
     assert cache.file_names() == ["bin.000001", "bin.000002"]
     assert cache.file_names() == ["bin.000001", "bin.000002"]
     assert len(listed) == 1, "a settled listing is listed once"
@@ -72,8 +72,8 @@ def test_a_listing_made_just_after_a_change_is_not_kept(tmp_path, monkeypatch):
     _series(tmp_path, ["bin.000001"])  # mtimes: now
     cache = SegmentCache(tmp_path)
     listed = []
-    real = segments.binlog_listing
-    monkeypatch.setattr(segments, "binlog_listing", lambda d: listed.append(1) or real(d))
+    real = listing.binlog_listing
+    monkeypatch.setattr(listing, "binlog_listing", lambda d: listed.append(1) or real(d))
     assert cache.file_names() == ["bin.000001"]
     assert cache.file_names() == ["bin.000001"]
     assert len(listed) == 2, "a racily fresh listing must be made again"

@@ -235,6 +235,8 @@ def test_a_purged_start_a_corrupt_file_and_a_restart_are_each_one_line(tmp_path,
         metrics_url = proc.stderr.readline().split("metrics on ")[1].strip()
         end = f"{source[2].name}:{source[2].stat().st_size}"
         assert wait_for(lambda: counted_to_end(address, ["c-db2", "c-ign3"], end))
+        # (lint runs beside the pass, which may be done first: its state settled before /metrics is read)
+        assert wait_for(lambda: all(row["lint_state"] == "done" for row in listed(address).values()))
         # /metrics: per candidate what it would be sent and saves, how far it counted, its lint
         with urllib.request.urlopen(metrics_url, timeout=20) as reply:
             text = reply.read().decode()

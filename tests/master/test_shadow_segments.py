@@ -1,0 +1,130 @@
+"""Shadow candidates counted from the master's own segments (issue #80 goal 4: 64 candidates at most
+1.3x the master CPU of 8 streams): where the streams read a segment (in the cache, or kept by its
+scan), the shadow pass counts its UnitList instead of scanning the binlog again; where none is
+there it reads the segment through the cache, and the streams then find it. Either way each
+candidate's counts are those the pass's own scan (`experiment`'s count_chunk) gives over the same
+bytes: the totals, by hour, by table and by statement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dumpfilter.master.read.segments import SegmentCache
+from dumpfilter.master.shadow.board import ShadowBoard
+from dumpfilter.spark_jobs.tasks.shadow_counts import ShadowCounts
+from dumpfilter.topology import parse_topology
+from dumpfilter.workload import WorkloadSpec, generate
+
+CANDIDATES = [("do-db2", ["replicate-do-db=db2"], "heartbeat"),
+              ("ign-db3", ["replicate-ignore-db=db3"], "placeholder"),
+              ("t1", ["replicate-wild-do-table=%.t1"], "empty-transaction"),
+              ("db1-t2", ["replicate-do-table=db1.t2"], "heartbeat"),
+              ("ign-t1", ["replicate-wild-ignore-table=db2.t1"], "placeholder"),
+              ("all", [], "heartbeat")]
+
+
+class _NoLint:
+    def request(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def forget(self, *args: object) -> None:
+        pass
+
+
+def _topology():
+    return parse_topology("".join(
+        f'[[slaves]]\nname = "{n}"\nserver_id = {10 + k}\nskip_policy = "{p}"\n'
+        f'rules = [{", ".join(json.dumps(r) for r in rules)}]\n' for k, (n, rules, p) in enumerate(CANDIDATES)))
+
+
+@pytest.fixture(scope="module", params=["row", "mixed"])
+def binlog(request, tmp_path_factory) -> Path:
+    """One binlog file of about 400 KB (DDL, cross-database statements), read in segments of 16 KB."""
+    root = tmp_path_factory.mktemp(f"shadow-seg-{request.param}")
+    generate(WorkloadSpec(seed=5, schemas=3, tables_per_schema=2, transactions=1500, binlog_format=request.param,
+                          ddl_share=0.03), root, "master-bin")
+    assert len([p for p in root.iterdir() if p.name[-1].isdigit()]) == 1
+    return root
+
+
+def _counted(binlog: Path, cache: SegmentCache | None) -> tuple[ShadowBoard, dict[str, tuple]]:
+    end = (cache or SegmentCache(binlog)).end
+    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), end, None, cache)  # type: ignore[arg-type]
+    board.add(_topology(), None, from_start=True)
+    assert board.count() >= 1
+    totals = {}
+    for c in board.candidates.values():
+        assert not c.broken and c.total is not None, c.broken
+        t = c.total
+        totals[c.spec.name] = (t.counts.as_row(), t.by_hour, t.tables, t.statements, c.counted_to)
+    assert board.count() == 0  # everything counted: nothing more
+    return board, totals
+
+
+def _stream(cache: SegmentCache) -> int:
+    """A stream's reads from the first file to the end: the segments it was handed."""
+    pos, segments = (cache.first_file(), 4), 0
+    while True:
+        seg = cache.get(pos)
+        if not len(seg.units):
+            return segments
+        segments += 1
+        cache.done_with(seg)
+        if seg.at_end:
+            return segments
+        pos = seg.end
+
+
+def test_the_pass_counts_the_streams_segments_without_scanning_again(binlog):
+    _, scanned = _counted(binlog, None)
+    cache = SegmentCache(binlog, segment_bytes=16 << 10)
+    segments = _stream(cache)
+    assert segments > 10
+    reads = cache.reads
+    board, counted = _counted(binlog, cache)
+    assert cache.reads == reads  # every segment the stream's, none read again
+    assert board.passes > 0 and counted == scanned
+
+
+def test_where_no_stream_read_the_pass_reads_through_the_cache_for_the_streams(binlog):
+    _, scanned = _counted(binlog, None)
+    cache = SegmentCache(binlog, segment_bytes=16 << 10)
+    _, counted = _counted(binlog, cache)
+    assert counted == scanned
+    reads = cache.reads
+    assert reads > 10
+    assert _stream(cache) == reads and cache.reads == reads  # the stream is handed the pass's segments
+
+
+def test_the_pass_waits_for_a_stream_behind_it_then_reads_on_alone(binlog, monkeypatch):
+    from dumpfilter.master.shadow import board as board_module
+
+    _, scanned = _counted(binlog, None)
+    cache = SegmentCache(binlog, segment_bytes=16 << 10)
+    stream = object()
+    cache.at(stream, (cache.first_file(), 4))  # a stream about to read the first segment
+    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), cache.end, None, cache)  # type: ignore[arg-type]
+    board.add(_topology(), None, from_start=True)
+    monkeypatch.setattr(board_module, "DEFER_MAX", 3600.0)
+    assert board.count() == 0 and cache.reads == 0  # left to the stream
+    assert all(c.total is None for c in board.candidates.values())
+    assert _stream(cache) == cache.reads
+    reads = cache.reads
+    assert board.count() >= 1 and cache.reads == reads  # the stream's segments counted
+
+    # A stream stalled behind the pass: past DEFER_MAX the pass reads on alone.
+    late = ShadowBoard(binlog, ShadowCounts(), _NoLint(), cache.end, None,
+                       SegmentCache(binlog, segment_bytes=16 << 10))  # type: ignore[arg-type]
+    assert late.segments is not None
+    late.segments.at(stream, (cache.first_file(), 4))
+    late.add(_topology(), None, from_start=True)
+    monkeypatch.setattr(board_module, "DEFER_MAX", 0.0)
+    assert late.count() >= 1
+    assert {c.spec.name: (c.total.counts.as_row(), c.total.by_hour, c.total.tables, c.total.statements, c.counted_to)
+            for c in late.candidates.values()} == scanned
+    counted = {c.spec.name: (c.total.counts.as_row(), c.total.by_hour, c.total.tables, c.total.statements,
+                             c.counted_to) for c in board.candidates.values()}
+    assert counted == scanned
