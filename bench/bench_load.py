@@ -266,13 +266,18 @@ def filtered_units(paths: list[Path], rules: RuleSet) -> list[tuple[str, tuple[b
     kept and partly kept transactions, with the slave's rewrite-db applied."""
     engine = RuleEngine(rules, Settings(flavor="mariadb"))
     tf = TransactionFilter(engine, empty_transactions=KEEP)
+
+    def rename(db: str, table: str) -> tuple[str, str, bool]:  # (codec.rename's form: the table too)
+        new, changed = engine.rewrite_db(db)
+        return new, table, changed
+
     out = []
     for name, txn in binlog_units(paths):
         if txn.kind == "control":
             continue
         result = tf.filter(txn)
         if result.outcome in (KEPT, PARTIAL) and result.events:
-            out.append((name, tuple(rewrite_event(e, engine.rewrite_db).raw for e in result.events)))
+            out.append((name, tuple(rewrite_event(e, rename).raw for e in result.events)))
     return out
 
 
