@@ -28,8 +28,8 @@ def _batches(svc: DumpService, server_id: int) -> list[tuple]:
     return out
 
 
-def test_slaves_with_the_same_rules_share_each_segments_row(tmp_path, monkeypatch):
-    generate(WorkloadSpec(seed=11, schemas=3, transactions=3000, flavor="mariadb", max_binlog_size=1 << 20), tmp_path)
+def _spied_indexes(monkeypatch) -> dict:
+    """Every segment's UnitIndex the cache hands out from now on, by id."""
     indexes = {}
     real_get = segments_module.SegmentCache.get
 
@@ -40,6 +40,12 @@ def test_slaves_with_the_same_rules_share_each_segments_row(tmp_path, monkeypatc
         return seg
 
     monkeypatch.setattr(segments_module.SegmentCache, "get", get)
+    return indexes
+
+
+def test_slaves_with_the_same_rules_share_each_segments_row(tmp_path, monkeypatch):
+    generate(WorkloadSpec(seed=11, schemas=3, transactions=3000, flavor="mariadb", max_binlog_size=1 << 20), tmp_path)
+    indexes = _spied_indexes(monkeypatch)
     # A cache that holds every segment: each stream after the first is served the same ones.
     svc = DumpService(tmp_path, segment_bytes=64 << 10, cache_bytes=1 << 30)
     for reg in REGS:
@@ -60,16 +66,7 @@ def test_slaves_with_different_rules_are_answered_in_one_walk_of_each_segment(tm
     slave in one walk of its units (`UnitList.rows_many`); eight do-db slaves each walked every
     unit for their own row. What each is sent is what it is sent alone."""
     generate(WorkloadSpec(seed=5, schemas=4, transactions=3000, flavor="mariadb", max_binlog_size=1 << 20), tmp_path)
-    indexes = {}
-    real_get = segments_module.SegmentCache.get
-
-    def get(self, start):
-        seg = real_get(self, start)
-        if seg.index is not None:
-            indexes[id(seg.index)] = seg.index
-        return seg
-
-    monkeypatch.setattr(segments_module.SegmentCache, "get", get)
+    indexes = _spied_indexes(monkeypatch)
     regs = [_reg(k, f"db{k}") for k in range(1, 5)]
     svc = DumpService(tmp_path, segment_bytes=64 << 10, cache_bytes=1 << 30)
     for reg in regs:
