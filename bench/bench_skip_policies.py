@@ -55,15 +55,20 @@ def _process_cpu(pid: int) -> float:
 
 
 def stream_seconds(master: Master, policy: str, work: Path, gated: bool = False,
-                   db: str | None = "sbtest1", received: list[int] | None = None) -> tuple[float, float, float, float]:
+                   db: str | None = "sbtest1", received: list[int] | None = None,
+                   rewrite: str | None = None) -> tuple[float, float, float, float]:
     """One `slave run --until-caught-up` process under `policy` (EACH: placeholder, every one on
     the wire): its wall seconds, its own CPU seconds (os.wait4's rusage), the master's CPU
     seconds meanwhile, which say whose walk the time is, and the stream's seconds on the slave's
     own clock (its summary line's "caught up ... s after its first dump request"). `gated`: as
     the policy's identity (the master serves with POLICY). `db` None: a keep-all slave (no rules).
-    `received`, a list: the bytes the slave says it received are appended to it."""
+    `received`, a list: the bytes the slave says it received are appended to it. `rewrite`: `db`
+    renamed to it (--replicate-rewrite-db DB->REWRITE --replicate-do-db REWRITE: the same
+    transactions kept as --replicate-do-db DB, renamed by the slave as it relays them)."""
     login = ["--user", "app", "--password", "pw"] if gated else []
     rules = [] if db is None else [f"--replicate-do-db={db}"]
+    if rewrite is not None and db is not None:
+        rules = [f"--replicate-rewrite-db={db}->{rewrite}", f"--replicate-do-db={rewrite}"]
     server_id = 10 + POLICIES.index(policy) if policy in POLICIES else 20 + len(policy)
     if policy == EACH:
         policy, login = "placeholder", [*login, "--no-placeholder-runs", "--no-skip-stretches"]
