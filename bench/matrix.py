@@ -57,6 +57,7 @@ SKIP_POLICIES = ("heartbeat", "placeholder", "empty-transaction")
 GOALS = {"policy": (">=", 0.85), "rewrite": (">=", 0.85), "placeholder": (">=", 0.75),
          "empty-transaction": (">=", 0.75), "fanout8": ("<=", 1.3), "fanout64": ("<=", None),
          "rss_anon_mb": ("<", 300), "experiment24": ("<=", 1.5)}
+SHORT_S, SHORT_REPEAT = 1.0, 5  # streams shorter than SHORT_S seconds: best of SHORT_REPEAT rounds
 FANOUT64_OVER_FLOOR = 0.15  # 64 slaves' CPU per MB sent at most the transport's floor + this
 
 
@@ -94,7 +95,11 @@ def _policy_and_skips(path: Path, schema: str) -> dict:
         try:
             stream_seconds(plain, "heartbeat", Path(tmp), db=schema)  # warm-up: both masters' caches
             stream_seconds(gated, "heartbeat", Path(tmp), gated=True, db=schema)
-            for _ in range(REPEAT):
+            # Streams of well under a second (sysbench MIXED's do-db streams take 0.1-0.2 s) move
+            # most with the load: they are taken best of SHORT_REPEAT rounds.
+            rounds, done = REPEAT, 0
+            while done < rounds:
+                done += 1
                 for kind in kinds:
                     received: list[int] = []
                     got = stream_seconds(gated if kind == "gated" else plain,
@@ -103,6 +108,8 @@ def _policy_and_skips(path: Path, schema: str) -> dict:
                                          received=received, rewrite=f"{schema}_copy" if kind == "rewrite" else None)
                     sent[kind] = received[0] if received else 0
                     clock[kind] = min(clock[kind], got[3])
+                if clock["heartbeat"] < SHORT_S:
+                    rounds = max(REPEAT, SHORT_REPEAT)
         finally:
             plain.stop()
             gated.stop()
