@@ -161,7 +161,7 @@ class _MysqlRuns:
 # `UnitIndex.lone_queries` kept with its segment up to this many bytes of unit indices and SQL
 # text: a ROW segment's few DDL statements, not a DDL-heavy segment's megabytes of text. Not
 # counted in the kept segments' budget (INDEX_BYTES, their unit lists): at most INDEX_SEGMENTS x this,
-# 4 MB, beside its 96 MB.
+# 4 MB, beside its 192 MB.
 LONE_KEPT_BYTES = 16 << 10
 
 # UnitIndex.lone_queries: (plain [(default database, unit indices as u32 bytes)], others

@@ -54,7 +54,13 @@ CACHE_SEGMENTS = 512
 # every later pass, where a megabyte of kept pages (RESIDENT_BYTES) saves a few faults: with 40 MB
 # of unit lists and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
 # with 96 MB and 40 MB, once (master CPU 3.3x one slave's -> 1.8x, peak RSS 300 -> 211 MB).
-INDEX_BYTES = 96 << 20
+# A binlog of small transactions has far more units per byte: a real MariaDB one of 1-2 row
+# transactions (the bench matrix's, 587 MB) is 1.68 million units, 168 MB at UNIT_INDEX_BYTES (86
+# measured: RssAnon after keeping all of them), so with 96 MB every stream scanned 40% of its
+# segments again (64 do-db slaves: 544 scans of 70 segments, 10.6 s of master CPU; with 192 MB,
+# 70 scans and 9.0 s, and the master's RssAnon peak no higher, 392 -> 381 MB: a scan's lists are
+# as large as the kept ones, and 64 streams far apart each held their own).
+INDEX_BYTES = 192 << 20
 INDEX_SEGMENTS = 256
 UNIT_INDEX_BYTES = 100  # a unit's UnitList record and table ids (about 97 measured with a LazyUnits slot, 8 bytes less since)
 # Which kept segments stay when the budget is full: slaves in separate processes read the binlog
