@@ -26,7 +26,7 @@ __all__ = [
     "StatementFacts", "StatementKey", "StatementPieces", "StatementShape", "StatementTables",
     "StatementUnits", "TableBytes", "TableName", "TableReference", "TimeCut", "TriggerDefinition",
     "TriggerWrite", "UnitEnd", "UnitEntry", "UnitList", "UnitsResult", "WalkResult", "body_reach",
-    "foreign_log_pos", "gtid_marks", "heartbeat", "hop", "last_timestamp", "mysql_gtids_at",
+    "foreign_log_pos", "gtid_marks", "heartbeat", "held_bytes", "hop", "last_timestamp", "mysql_gtids_at",
     "parens_close", "payload_bytes", "plain_statement", "reaches_key_alone", "relay_run", "relayed", "rename_event",
     "renumber", "replica_frames", "schema_candidates", "split_route", "statement_facts",
     "statement_key", "statement_pieces", "statements",
@@ -1177,6 +1177,12 @@ def relay_run(scanner: Scanner, buf: bytes, start: int, keep: bytes, lone: tuple
     checksum length) of the format in force, to copy lone statements too; None, to stop at them.
     `stmt_keep` (with `lone`): a keep byte per key id of the scanner's `statement_units`, to copy
     the statement units whose every statement its keys keep."""
+
+
+def held_bytes(list: UnitList) -> int:
+    """The heap bytes `list` holds: its unit records, name ids and bounds, what is read of it once for
+    every stream (unit statements, statement units, those a scan thread built ahead): what the
+    master's segment cache counts for a segment it keeps by its scan."""
 
 
 def reaches_key_alone(sql: bytes) -> bool:

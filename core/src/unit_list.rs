@@ -159,6 +159,35 @@ impl UnitList {
         }
     }
 
+    /// The heap bytes the list holds: its records, name ids and bounds, and what is read of it
+    /// once for every stream (unit statements, sums, name totals). A master keeps a segment's
+    /// list by this (SegmentCache._keep).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let statements = self.statements.get().map_or(0, |cells| {
+            let read = cells
+                .iter()
+                .filter_map(|c| c.get().and_then(Option::as_ref));
+            cells.len() * size_of::<UnitStatements>()
+                + read.map(|s| std::mem::size_of_val(&**s)).sum::<usize>()
+        });
+        let sums = self.sums.get().map_or(0, |s| {
+            (s.bytes.len() + s.events.len()) * size_of::<u64>()
+                + s.part_end.len() * size_of::<usize>()
+        });
+        let parts: usize = self.parts.iter().map(|p| p.file.capacity()).sum();
+        self.units.capacity() * size_of::<ListedUnit>()
+            + (self.tids.capacity() + self.bounds.capacity()) * size_of::<u32>()
+            + self.parts.capacity() * size_of::<ListPart>()
+            + parts
+            + statements
+            + sums
+            + self
+                .name_totals
+                .get()
+                .map_or(0, |t| t.len() * size_of::<u32>())
+    }
+
     /// The statements of fast unit k's body (after its GTID, and its BEGIN in a MySQL unit:
     /// `body_start`) in `buf`, its part's bytes, read
     /// the first time any stream or slave keeps part of it and kept with the list: the others
@@ -469,5 +498,28 @@ mod tests {
             list.tally_names(&ranges, &mut got);
             assert_eq!(got, want, "ranges {ranges:?}");
         }
+    }
+
+    /// `heap_bytes` counts every unit's record, name ids and bounds, and what streams read of the
+    /// list later (the sums a count walk makes, the name totals).
+    #[test]
+    fn heap_bytes_counts_the_records_and_what_is_read_later() {
+        let units: Vec<Unit> = (0..1000)
+            .map(|k| Unit {
+                start: 10 * k,
+                end: 10 * k + 10,
+                flags: F_FAST,
+                tables_lo: k as u32,
+                tables_hi: k as u32 + 1,
+                ..Default::default()
+            })
+            .collect();
+        let mut list = UnitList::default();
+        list.add(b"f", 0, &units, &(0..1000).collect::<Vec<u32>>());
+        let listed = list.heap_bytes();
+        assert!(listed >= 1000 * (std::mem::size_of::<ListedUnit>() + 3 * 4));
+        list.sums();
+        list.tally_names(&[(0, 1000)], &mut vec![0u32; 1000]);
+        assert!(list.heap_bytes() >= listed + 1000 * (2 * 8 + 4));
     }
 }

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, overload
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.scanner import F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END, F_TAGGED_GTID
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter._core import LoneQueries, StatementKey
+from dumpfilter._core import LoneQueries, StatementKey, held_bytes
 from dumpfilter.codec.scanner import UnitList, UnitRecord, unit_record
 from dumpfilter.errors import TruncatedBinlogError
 from dumpfilter.binlogs.tail import confined_rotate_target
@@ -275,6 +275,11 @@ class UnitIndex:
                     read = self.unit_list.statement_units(self._formats())
                     found = self._statement_units = (read.keys, read.units)
         return found
+
+    def held_bytes(self) -> int:
+        """The bytes it holds: the core's (its UnitList's records and statement units) and the answer
+        rows kept (`rows_for`)."""
+        return held_bytes(self.unit_list) + sum(map(len, list(self._rows.values())))
 
     def rows_for(self, keep_of: Callable[[list[TableName]], bytes],
                  keeps_of: Callable[[list[TableName]], list[bytes]] | None = None) -> tuple[bytes, bytes]:

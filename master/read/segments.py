@@ -54,15 +54,17 @@ CACHE_SEGMENTS = 512
 # every later pass, where a megabyte of kept pages (RESIDENT_BYTES) saves a few faults: with 40 MB
 # of unit lists and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
 # with 96 MB and 40 MB, once (master CPU 3.3x one slave's -> 1.8x, peak RSS 300 -> 211 MB).
-# A binlog of small transactions has far more units per byte: a real MariaDB one of 1-2 row
-# transactions (the bench matrix's, 587 MB) is 1.68 million units, 168 MB at UNIT_INDEX_BYTES (86
-# measured: RssAnon after keeping all of them), so with 96 MB every stream scanned 40% of its
+# Each kept segment counts what it holds (`UnitIndex.held_bytes`: the core's records, name ids and
+# statement units, the answer rows kept). A unit's record is about 86 bytes, and a MIXED segment's
+# statement units about twice its records (the 420 MB sysbench MIXED binlog: 118 MB RssAnon for all
+# its lists, where 100 bytes a unit, the estimate that was counted, said 46 MB). A binlog of small
+# transactions has far more units per byte: a real MariaDB one of 1-2 row transactions (the bench
+# matrix's, 587 MB) is 1.68 million units, 145 MB; with 96 MB every stream scanned 40% of its
 # segments again (64 do-db slaves: 544 scans of 70 segments, 10.6 s of master CPU; with 192 MB,
 # 70 scans and 9.0 s, and the master's RssAnon peak no higher, 392 -> 381 MB: a scan's lists are
 # as large as the kept ones, and 64 streams far apart each held their own).
 INDEX_BYTES = 192 << 20
 INDEX_SEGMENTS = 256
-UNIT_INDEX_BYTES = 100  # a unit's UnitList record and table ids (about 97 measured with a LazyUnits slot, 8 bytes less since)
 # Which kept segments stay when the budget is full: slaves in separate processes read the binlog
 # one after another, each more than the cache behind the one before, every pass in the same
 # order. Letting the oldest kept go first (FIFO, as before) then lets go of exactly what the
@@ -294,7 +296,7 @@ class SegmentCache(BinlogDirectory):
                 if gone & files:
                     return
         start = seg.start
-        cost = len(seg.units) * UNIT_INDEX_BYTES
+        cost = index.held_bytes()
         self._hold_place(start, cost, files)
         if not self._stays_resident(seg) and not self._trails(seg) and not _hand_back(seg):
             self._release(start)

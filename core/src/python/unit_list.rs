@@ -36,7 +36,7 @@ pub(super) struct PyUnitList {
     pub(super) stmts: std::sync::OnceLock<StmtUnits>,
     /// The first part's statement units as its scan thread built them (`scan_start`'s
     /// `statements`), until `statement_units` takes them (or builds anew: see there).
-    ahead: std::sync::Mutex<Option<Ahead>>,
+    pub(super) ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
     took_ahead: std::sync::atomic::AtomicBool,
     /// What gated streams read of the texts, once for all (`statement_rows`, `annotations_unshown`).
