@@ -285,8 +285,8 @@ class SegmentCache(BinlogDirectory):
         INDEX_BYTES); one read (not mapped) or cut by an error is dropped."""
         units, index = seg.units, seg.index
         parts = index.parts if index is not None else None
-        if self.index_bytes <= 0 or not parts or seg.error is not None or not isinstance(units, LazyUnits) or \
-                not all(own_mapping(part.buf) or shared_view(part.buf) for part in parts):  # mapped, not read
+        if index is None or self.index_bytes <= 0 or not parts or seg.error is not None or \
+                not isinstance(units, LazyUnits) or not all(own_mapping(part.buf) or shared_view(part.buf) for part in parts):  # mapped, not read
             return
         files = frozenset(part.file for part in parts)
         if self._files_may_be_gone():
