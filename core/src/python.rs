@@ -112,7 +112,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replica_frames, m)?)?;
     m.add_function(wrap_pyfunction!(split::split_route, m)?)?;
     m.add_function(wrap_pyfunction!(unit_list_reads::reaches_key_alone, m)?)?;
-    m.add_function(wrap_pyfunction!(unit_list_reads::held_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(held_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(unit_list_reads::mysql_gtids_at, m)?)?;
     m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
     m.add_function(wrap_pyfunction!(stmt_pieces::statement_pieces, m)?)?;

@@ -11,11 +11,13 @@ use super::results::{
 };
 use super::scanner::PyScanner;
 use super::text;
+use super::unit_list::PyUnitList;
 use crate::assemble;
 use crate::relay;
 use crate::rename_db::DbRenames;
 use crate::replica;
-use crate::stmt_units::ByKeys;
+use crate::stmt_keys::NewKey;
+use crate::stmt_units::{ByKeys, Piece, StmtUnits};
 use std::collections::HashMap;
 
 use crate::{hops, payload, sql};
@@ -335,4 +337,30 @@ pub(super) fn replica_frames(
         master_pos: f.master_pos,
         counted: f.counted,
     }))
+}
+
+/// The heap bytes `list` holds: its records and what is read of it once for every stream (see
+/// unit_list::UnitList::heap_bytes), its statement units and those a scan thread built ahead. What
+/// the master's segment cache counts for a segment it keeps by its scan (INDEX_BYTES): a MIXED
+/// segment's statement units are about twice its records.
+#[pyfunction]
+pub(super) fn held_bytes(list: PyRef<'_, PyUnitList>) -> usize {
+    let ahead = list.ahead.lock().unwrap_or_else(|e| e.into_inner());
+    let ahead = ahead.as_ref().map_or(0, |(_, st)| stmt_bytes(st));
+    list.list.heap_bytes() + list.stmts.get().map_or(0, stmt_bytes) + ahead
+}
+
+/// The heap bytes statement units hold: per unit its bounds, per statement its piece, per key its
+/// bytes.
+fn stmt_bytes(st: &StmtUnits) -> usize {
+    use std::mem::size_of;
+    let texts: usize = st
+        .keys
+        .iter()
+        .map(|k| k.key.capacity() + k.db.capacity() + k.sql.capacity())
+        .sum();
+    st.bounds.capacity() * size_of::<(u32, u32)>()
+        + st.pieces.capacity() * size_of::<Piece>()
+        + st.keys.capacity() * size_of::<NewKey>()
+        + texts
 }

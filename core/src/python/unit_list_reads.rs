@@ -9,12 +9,10 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use super::held::Held;
 use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, MysqlGtids};
 use super::text;
-use super::unit_list::PyUnitList;
 use crate::gate_reads::GateReads;
 use crate::gtid_runs;
 use crate::sql;
-use crate::stmt_keys::NewKey;
-use crate::stmt_units::{Piece, StmtUnits};
+use crate::stmt_units::StmtUnits;
 use crate::unit_list::UnitList;
 
 /// `UnitList.lone_queries` (see there) over `list`, its parts' buffers `bufs`.
@@ -110,32 +108,6 @@ pub(super) fn annotations_unshown(
 ) -> Vec<usize> {
     let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
     py.detach(|| gate.annotations_unshown(list, &bufs, formats, names, row, keep))
-}
-
-/// The heap bytes `list` holds: its records and what is read of it once for every stream (see
-/// unit_list::UnitList::heap_bytes), its statement units and those a scan thread built ahead. What
-/// the master's segment cache counts for a segment it keeps by its scan (INDEX_BYTES): a MIXED
-/// segment's statement units are about twice its records.
-#[pyfunction]
-pub(super) fn held_bytes(list: PyRef<'_, PyUnitList>) -> usize {
-    let ahead = list.ahead.lock().unwrap_or_else(|e| e.into_inner());
-    let ahead = ahead.as_ref().map_or(0, |(_, st)| stmt_bytes(st));
-    list.list.heap_bytes() + list.stmts.get().map_or(0, stmt_bytes) + ahead
-}
-
-/// The heap bytes statement units hold: per unit its bounds, per statement its piece, per key its
-/// bytes.
-fn stmt_bytes(st: &StmtUnits) -> usize {
-    use std::mem::size_of;
-    let texts: usize = st
-        .keys
-        .iter()
-        .map(|k| k.key.capacity() + k.db.capacity() + k.sql.capacity())
-        .sum();
-    st.bounds.capacity() * size_of::<(u32, u32)>()
-        + st.pieces.capacity() * size_of::<Piece>()
-        + st.keys.capacity() * size_of::<NewKey>()
-        + texts
 }
 
 /// Whether statement `sql` reaches only its key's table (gate_reach::reaches_key_alone): what a
