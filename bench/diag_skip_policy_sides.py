@@ -4,7 +4,8 @@ slave's relay (issue #57 goal 3). One DumpService, a replicate-do-db slave, best
 policies interleaved:
 
 * master: the stream thread's CPU in SlaveStream._fast_runs (the compiled send walk and the
-  Python around it), after a warm-up stream (the segments scanned once, as in `master serve`);
+  Python around it), after a warm-up stream (the segments scanned once, as in `master serve`),
+  and the whole process's CPU over the stream (every thread: the scans of segments not kept too);
 * slave: the DumpBatch wire bytes that stream sends, as `master serve` writes them, fed to a
   Slave's `_batch` (parse, scan, own check, relay run, relay log write, commit) without gRPC:
   the process's CPU, with the allocator tuned as `slave run` tunes it.
@@ -97,21 +98,24 @@ def main() -> None:
     walks = Walks()
     svc = DumpService(args.directory)
     master_side(svc, walks, 1, "heartbeat", args.replicate_do_db)  # the segments scanned once
-    best = {policy: [float("inf"), float("inf"), 0, 0] for policy in POLICIES}
+    best = {policy: [float("inf"), float("inf"), 0, 0, float("inf")] for policy in POLICIES}
     with tempfile.TemporaryDirectory(prefix="diag-sides-") as tmp:
         server_id = 1
         for _ in range(args.repeat):
             for policy in POLICIES:
                 server_id += 1
+                started = time.process_time()
                 walk, wire = master_side(svc, walks, server_id, policy, args.replicate_do_db)
+                process = time.process_time() - started
                 relay = slave_side(wire, policy, args.replicate_do_db, Path(tmp) / "relay")
                 mine = best[policy]
                 mine[0], mine[1] = min(mine[0], walk), min(mine[1], relay)
-                mine[2], mine[3] = len(wire), sum(map(len, wire))
-    for policy, (walk, relay, batches, size) in best.items():
-        print(f"{policy:18s} master walk {walk:.3f} CPU s ({walk / best['heartbeat'][0]:.2f}x heartbeat's)  "
-              f"slave {relay:.3f} CPU s ({relay / best['heartbeat'][1]:.2f}x)  {batches} batches, "
-              f"{size / 1e6:.1f} MB sent", flush=True)
+                mine[2], mine[3], mine[4] = len(wire), sum(map(len, wire)), min(mine[4], process)
+    for policy, (walk, relay, batches, size, process) in best.items():
+        print(f"{policy:18s} master walk {walk:.3f} CPU s ({walk / best['heartbeat'][0]:.2f}x heartbeat's), "
+              f"process {process:.3f}  slave {relay:.3f} CPU s ({relay / best['heartbeat'][1]:.2f}x)  "
+              f"{batches} batches, {size / 1e6:.1f} MB sent", flush=True)
+    print(f"segments scanned: {svc.segments.reads}", flush=True)
 
 
 if __name__ == "__main__":
