@@ -251,13 +251,17 @@ fn count_job(
         )
     };
     let mut s = Sent::default();
+    // A Heartbeat's size is its file name's: the one part's for a segment of one file (the
+    // unit's record, read for its part, was a cache miss at each stretch's end for every job).
+    let one_file = (plan.parts.len() == 1).then(|| plan.heartbeat_len(0, job.crc));
+    let heartbeat_len = |k: usize| one_file.unwrap_or_else(|| plan.heartbeat_len(k, job.crc));
     // The Heartbeat owed before a unit: given (its size: the caller's, or owed at a cut or
     // before a unit the send walk takes) or a skipped unit's (`owed`).
     let (mut given, mut owed) = ((job.owed > 0).then_some(job.owed), None::<usize>);
     let flush = |s: &mut Sent, given: &mut Option<usize>, owed: &mut Option<usize>| {
         let size = match (given.take(), owed.take()) {
             (Some(len), _) => len,
-            (None, Some(k)) => plan.heartbeat_len(k, job.crc),
+            (None, Some(k)) => heartbeat_len(k),
             (None, None) => return,
         };
         s.heartbeats += 1;
@@ -307,7 +311,7 @@ fn count_job(
                 }
                 _ => {
                     // Unit i by the send walk itself, alone, with the Heartbeat still owed.
-                    let len = given.or(owed.map(|k| plan.heartbeat_len(k, job.crc)));
+                    let len = given.or(owed.map(heartbeat_len));
                     let one = SendOptions {
                         pending: len.map(|len| &OWED[..len.min(OWED.len())]),
                         ..opt
