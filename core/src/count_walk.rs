@@ -58,14 +58,18 @@ impl Forms {
         let mut sums = vec![[0u64; 5]; policies.len()];
         for (k, u) in plan.units.iter().enumerate() {
             if let Some(a) = plan.units.get(k + AHEAD) {
-                let ahead = bufs.get(a.part as usize).and_then(|b| b.get(a.start..a.end));
+                let ahead = bufs
+                    .get(a.part as usize)
+                    .and_then(|b| b.get(a.start..a.end));
                 prefetch(ahead.unwrap_or_default());
             }
             for (f, sum) in out.iter_mut().zip(sums.iter_mut()) {
                 f.push(sum);
                 let made = form(k, u, bufs, st, (f.skip, f.crc), &mut scratch);
                 match made {
-                    Some((b, e, p)) => (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p),
+                    Some((b, e, p)) => {
+                        (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p)
+                    }
                     None => sum[3] += 1,
                 }
                 sum[4] += u64::from(u.lo == u32::MAX);
@@ -89,11 +93,11 @@ impl Forms {
     /// `framed_all`, else no statement unit among them).
     fn made_until(&self, i: usize, j: usize, framed_all: bool) -> usize {
         let (none, st) = (&self.none, &self.statements);
-        let good = |m: usize| none[m] == none[i] && (framed_all || st[m] == st[i]);
-        let (mut lo, mut hi) = (i, j.min(none.len().saturating_sub(1)));
         if i >= none.len() {
             return i;
         }
+        let good = |m: usize| none[m] == none[i] && (framed_all || st[m] == st[i]);
+        let (mut lo, mut hi) = (i, j.min(none.len() - 1));
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
             if good(mid) {
@@ -175,7 +179,9 @@ pub fn count_many(
 ) -> Vec<Counted> {
     jobs.iter()
         .map(|job| {
-            let f = forms.iter().find(|f| (f.skip, f.crc) == (job.skip, job.crc));
+            let f = forms
+                .iter()
+                .find(|f| (f.skip, f.crc) == (job.skip, job.crc));
             count_job(plan, bufs, st, job, (starts, carry), f.copied())
         })
         .collect()
@@ -202,7 +208,12 @@ pub fn count(
     };
     let st = opt.stmts.map(|(st, _)| st);
     let formed = matches!(opt.skip, SKIP_PLACEHOLDER | SKIP_EMPTY);
-    let made = Forms::make(plan, bufs, st, &[(opt.skip, opt.heartbeat_crc)][..usize::from(formed)]);
+    let made = Forms::make(
+        plan,
+        bufs,
+        st,
+        &[(opt.skip, opt.heartbeat_crc)][..usize::from(formed)],
+    );
     let forms: Vec<&Forms> = made.iter().collect();
     let mut got = count_many(plan, bufs, st, &[job], (&[from], 0), &forms);
     got.pop().map(|c| c.sent).unwrap_or_default()

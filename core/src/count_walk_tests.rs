@@ -81,7 +81,10 @@ fn counting_by_runs_counts_as_the_send_walk_unit_by_unit() {
                 let opt = options(skip, pending, stmts.then_some((&st, &kb[..])));
                 let by_units = counts(&send::walk_units(&list, &[&buf], row, &[], from, &opt));
                 let by_runs = counts(&send::walk(&list, &[&buf], row, &[], from, &opt));
-                assert_eq!(by_runs, by_units, "{skip} {kb:?} {row:?} {pending:?} {from}");
+                assert_eq!(
+                    by_runs, by_units,
+                    "{skip} {kb:?} {row:?} {pending:?} {from}"
+                );
                 checked += usize::from(by_units[1] == 5 && by_units[4] > 1);
             }
         }
@@ -133,7 +136,10 @@ fn every_stream_is_counted_in_one_call_bucket_by_bucket() {
         st.rows(&mut row, &kb);
         rows.push((row, kb));
     }
-    rows.push((vec![ROW_SKIP, ROW_SKIP, ROW_KEEP, ROW_SKIP, ROW_SKIP], [0, 0]));
+    rows.push((
+        vec![ROW_SKIP, ROW_SKIP, ROW_KEEP, ROW_SKIP, ROW_SKIP],
+        [0, 0],
+    ));
     let mut jobs = Vec::new();
     for (row, kb) in &rows {
         for skip in POLICIES {

@@ -18,9 +18,11 @@ For every slave of a topology and every unit of a chunk: the events and bytes a 
 The chunk is scanned once, whatever the number of slaves, by the compiled scanner into the core's
 UnitList (the master's own unit index); each slave's answer per unit comes from its keep byte per
 table name and statement key (`KeepTable`, the one `filter` uses) through `UnitList.rows_many` (every slave's at
-once), and `UnitList.count` walks it as the master's `UnitList.send` does, counting, never copying
-(under the placeholder and empty-transaction policies each skipped unit's form made once per
-buffer for every slave, by the UnitList). What the core leaves (control events, DDL,
+once), and the core's count walk counts it as the master's `UnitList.send` sends it, never copying:
+every slave whose answers leave no unit of the buffer to Python in one call for all of them
+(`UnitList.count_many`, a run of units costing its ends; under the placeholder and
+empty-transaction policies each skipped unit's form made once per buffer), the others slave by
+slave (`UnitList.count`, tasks.count_walks). What the core leaves (control events, DDL,
 a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
 annotated units) goes through TransactionFilter, one unit at a time, once per rule group (`RuleGroup`):
 a unit so kept or skipped whole goes back to every slave's compiled walk.

@@ -13,8 +13,8 @@ use super::results::{
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
-use super::unit_list_counts::{self, CountJob, FormsCache};
 use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
+use super::unit_list_counts::{self, CountJob, FormsCache};
 use super::{check_off, error_field};
 use crate::gate_reads::GateReads;
 use crate::scan::{self, Scanner};

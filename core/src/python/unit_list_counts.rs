@@ -72,7 +72,11 @@ impl FormsCache {
                 missing.push((skip, crc));
             }
         }
-        held.extend(Forms::make(list, bufs, st, &missing).into_iter().map(Arc::new));
+        held.extend(
+            Forms::make(list, bufs, st, &missing)
+                .into_iter()
+                .map(Arc::new),
+        );
         held.clone()
     }
 }
