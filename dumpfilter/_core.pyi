@@ -19,7 +19,7 @@ __all__ = [
     "KIND_INSERT_SELECT", "KIND_REPLACE", "KIND_REPLACE_SELECT", "KIND_UPDATE", "ROW_KEEP",
     "ROW_PARTIAL", "ROW_SKIP", "ROW_SLOW", "SKIP_EMPTY", "SKIP_HEARTBEAT", "SKIP_PLACEHOLDER",
     "SKIP_STOP", "UNIT_WORDS", "AssembleConfig", "AssembleCounts", "AssembleResult", "BodyReach",
-    "DomainSeq", "FlagWords", "GtidRun", "HopResult", "KeyUse", "KeysUsed", "LoneGroup",
+    "CountJob", "CountResult", "DomainSeq", "FlagWords", "GtidRun", "HopResult", "KeyUse", "KeysUsed", "LoneGroup",
     "LoneQueries", "LoneQuery", "LoneText", "MysqlGtids", "ObjectTarget", "QualifiedName",
     "RelayResult", "Relayed", "Rename", "Renumbered", "ReplicaFrames", "RouteOutput", "ScanFault",
     "ScanResult", "Scanner", "SendConfig", "SendResult", "SetColumn", "SplitRoute", "StatementEnd",

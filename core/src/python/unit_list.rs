@@ -556,6 +556,7 @@ impl PyUnitList {
     /// are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
     /// statement key id, for statement units kept in part (cut at statements), after
     /// `statement_units`.
+    #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None))]
     fn count(
         &self,
