@@ -4,7 +4,7 @@
 //! ends: the list's sums (`UnitList::sums`) and, under the placeholder and empty-transaction
 //! policies, the sums of each unit's form (`Forms`, made once per segment and policy for every
 //! stream, not once per stream: 64 candidates each walked every skipped unit's form). A unit
-//! kept in part, or one no form is made for, goes through `send::walk_units` alone.
+//! kept in part, or one no form is made for, goes through `send::walk` alone.
 
 use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
 use crate::send::{self, run_end, SendOptions};
@@ -187,39 +187,7 @@ pub fn count_many(
         .collect()
 }
 
-/// `send::walk` counting only for one stream (`opt.count_only`, no batch limit), from `from`
-/// (its skipped units' forms made here: `UnitList.count` keeps them for its later calls).
-pub fn count(
-    plan: &UnitList,
-    bufs: &[&[u8]],
-    row: &[u8],
-    keep: &[u8],
-    from: usize,
-    opt: &SendOptions,
-) -> Sent {
-    let job = Job {
-        row,
-        keep,
-        stmt_keep: opt.stmts.map(|(_, k)| k),
-        skip: opt.skip,
-        partial_ok: opt.partial_ok,
-        crc: opt.heartbeat_crc,
-        owed: opt.pending.map_or(0, <[u8]>::len),
-    };
-    let st = opt.stmts.map(|(st, _)| st);
-    let formed = matches!(opt.skip, SKIP_PLACEHOLDER | SKIP_EMPTY);
-    let made = Forms::make(
-        plan,
-        bufs,
-        st,
-        &[(opt.skip, opt.heartbeat_crc)][..usize::from(formed)],
-    );
-    let forms: Vec<&Forms> = made.iter().collect();
-    let mut got = count_many(plan, bufs, st, &[job], (&[from], 0), &forms);
-    got.pop().map(|c| c.sent).unwrap_or_default()
-}
-
-/// Zero bytes standing for a Heartbeat owed, handed to `send::walk_units` (only its length is read).
+/// Zero bytes standing for a Heartbeat owed, handed to `send::walk` (only its length is read).
 const OWED: [u8; 1024] = [0; 1024];
 
 fn count_job(
@@ -327,7 +295,7 @@ fn count_job(
                         pending: len.map(|len| &OWED[..len.min(OWED.len())]),
                         ..opt
                     };
-                    let t = send::walk_units(plan, bufs, &job.row[..i + 1], job.keep, i, &one);
+                    let t = send::walk(plan, bufs, &job.row[..i + 1], job.keep, i, &one);
                     if t.next == i {
                         break 'buckets;
                     }

@@ -57,6 +57,35 @@ fn options<'a>(
     }
 }
 
+/// One stream counted by runs (`count_many`) from `from`, as `opt` says.
+fn counted(
+    list: &UnitList,
+    buf: &[u8],
+    st: &StmtUnits,
+    row: &[u8],
+    from: usize,
+    opt: &SendOptions,
+) -> Sent {
+    let job = Job {
+        row,
+        keep: &[],
+        stmt_keep: opt.stmts.map(|(_, k)| k),
+        skip: opt.skip,
+        partial_ok: opt.partial_ok,
+        crc: opt.heartbeat_crc,
+        owed: opt.pending.map_or(0, <[u8]>::len),
+    };
+    let made = Forms::make(
+        list,
+        &[buf],
+        Some(st),
+        &[(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)],
+    );
+    let forms: Vec<&Forms> = made.iter().collect();
+    let mut got = count_many(list, &[buf], Some(st), &[job], (&[from], 0), &forms);
+    got.pop().map(|c| c.sent).unwrap_or_default()
+}
+
 const POLICIES: [u8; 3] = [SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY];
 
 #[test]
@@ -79,8 +108,8 @@ fn counting_by_runs_counts_as_the_send_walk_unit_by_unit() {
                 (&row, None, 0, false),
             ] {
                 let opt = options(skip, pending, stmts.then_some((&st, &kb[..])));
-                let by_units = counts(&send::walk_units(&list, &[&buf], row, &[], from, &opt));
-                let by_runs = counts(&send::walk(&list, &[&buf], row, &[], from, &opt));
+                let by_units = counts(&send::walk(&list, &[&buf], row, &[], from, &opt));
+                let by_runs = counts(&counted(&list, &buf, &st, row, from, &opt));
                 assert_eq!(
                     by_runs, by_units,
                     "{skip} {kb:?} {row:?} {pending:?} {from}"
@@ -102,7 +131,7 @@ fn by_buckets(list: &UnitList, buf: &[u8], st: &StmtUnits, job: &Job, starts: &[
         let end = starts.get(b + 1).copied().unwrap_or(job.row.len());
         let mut opt = options(job.skip, owed.as_deref(), st_of(st, job));
         opt.partial_ok = job.partial_ok;
-        let s = send::walk_units(list, &[buf], &job.row[..end], job.keep, a, &opt);
+        let s = send::walk(list, &[buf], &job.row[..end], job.keep, a, &opt);
         assert_eq!(s.next, end);
         if s.pending.is_some() {
             owed = Some(carry.to_vec());
@@ -181,7 +210,7 @@ fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
     let row = [ROW_SKIP; 5];
     // Without statement keys a placeholder's statement unit is the send walk's own to frame.
     let opt = options(SKIP_PLACEHOLDER, None, None);
-    let by_units = counts(&send::walk_units(&list, &[&buf], &row, &[], 0, &opt));
+    let by_units = counts(&send::walk(&list, &[&buf], &row, &[], 0, &opt));
     let made = Forms::make(&list, &[&buf], Some(&st), &[(SKIP_PLACEHOLDER, false)]);
     let job = Job {
         row: &row,

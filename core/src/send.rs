@@ -90,24 +90,9 @@ enum Owed<'a> {
 /// until a unit it cannot handle, or the batch is full: what it sends, as `pieces` (see
 /// `Sent::fill`). `bufs` are the parts' buffers. Never panics: a unit or answer out of range ends
 /// the walk. The walk checks every range it records against its buffer, so `fill` cannot go out
-/// of bounds.
+/// of bounds. Counting only (`count_only`), it is the count mode's walk of the units it does not
+/// count by their sums (`count_walk`), one at a time.
 pub fn walk(
-    plan: &UnitList,
-    bufs: &[&[u8]],
-    row: &[u8],
-    keep: &[u8],
-    from: usize,
-    opt: &SendOptions,
-) -> Sent {
-    if opt.count_only && opt.limit == u64::MAX {
-        return crate::count_walk::count(plan, bufs, row, keep, from, opt);
-    }
-    walk_units(plan, bufs, row, keep, from, opt)
-}
-
-/// `walk` unit by unit, as it sends (the count mode, `count_walk`, takes a unit it cannot
-/// count by its sums here, alone).
-pub(crate) fn walk_units(
     plan: &UnitList,
     bufs: &[&[u8]],
     row: &[u8],
