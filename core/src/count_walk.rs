@@ -29,7 +29,7 @@ pub struct Forms {
 
 /// How many units ahead of the one whose form it makes `Forms::make` asks for the bytes of
 /// (each unit's first bytes wait on memory otherwise: the segment's pages are in no cache).
-const AHEAD: usize = 8;
+const AHEAD: usize = 16;
 
 impl Forms {
     /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
@@ -58,10 +58,11 @@ impl Forms {
         let mut sums = vec![[0u64; 5]; policies.len()];
         for (k, u) in plan.units.iter().enumerate() {
             if let Some(a) = plan.units.get(k + AHEAD) {
-                let ahead = bufs
-                    .get(a.part as usize)
-                    .and_then(|b| b.get(a.start..a.end));
-                prefetch(ahead.unwrap_or_default());
+                // (a form is read off the unit's record, its first event and its last)
+                let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
+                for at in [a.start, a.last] {
+                    prefetch(buf.get(at..(at + 32).min(a.end)).unwrap_or_default());
+                }
             }
             for (f, sum) in out.iter_mut().zip(sums.iter_mut()) {
                 f.push(sum);
