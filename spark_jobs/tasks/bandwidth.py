@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
@@ -442,7 +442,9 @@ def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple
     """Every slave whose answers leave no unit to Python counted over the whole buffer in one call
     of the core's count walk for all of them (`UnitList.count_many`, bucket by bucket), as `_walk`
     counts each; the others returned, their counts untouched, for `_walk`."""
-    fast: list[tuple[CountWalk, _core.CountJob]] = []
+    fast: list[tuple[CountWalk, int]] = []
+    jobs: list[_core.CountJob] = []
+    alike: dict[tuple[object, ...], int] = {}
     left = []
     for walk in walks:
         counter = walk.counter
@@ -453,17 +455,25 @@ def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple
         keep, stmt_keep, row = answers
         row = row if len(row) == walk.n else row[:walk.n]  # (the buffer's units end there)
         owed = counter.out.heartbeat_size if counter.pending else 0
-        fast.append((walk, _core.CountJob(row, keep, counter.config(walk.crc), owed, stmt_keep)))
+        # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
+        # bytes are read only where a unit is kept in part).
+        policy = counter.policy
+        key = (row, keep if ROW_PARTIAL in row else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept,
+               walk.crc, owed)
+        k = alike.setdefault(key, len(jobs))
+        if k == len(jobs):
+            jobs.append(_core.CountJob(row, keep, counter.config(walk.crc), owed, stmt_keep))
+        fast.append((walk, k))
     if not fast:
         return left
     carry = fast[0][0].counter.out.heartbeat_size
-    done = units.count_many([job for _, job in fast], [a for a, _, _ in bounds], carry)
-    for (walk, job), got in zip(fast, done):
-        counter = walk.counter
+    done = units.count_many(jobs, [a for a, _, _ in bounds], carry)
+    for walk, k in fast:
+        counter, got = walk.counter, done[k]
         if got.walk.next < walk.n or counter.out.heartbeat_size != carry:
             left.append(walk)
             continue
-        counter.lead(job.row[bounds[0][0]])
+        counter.lead(jobs[k].row[bounds[0][0]])
         counter.walked(got.walk)
         out = counter.out
         if width != MINUTE:

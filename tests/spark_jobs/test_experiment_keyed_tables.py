@@ -160,9 +160,9 @@ class _Spied:
 
 def test_every_slave_is_counted_in_one_walk_per_buffer(mixed_binlogs, monkeypatch):
     """Every slave whose answers leave no unit of a buffer to Python is counted over it in one call
-    of the core's count walk for all of them (`UnitList.count_many`, the skipped units' forms under
-    the placeholder and empty-transaction policies made once per buffer): the counts stay the
-    streams'. Only a buffer holding a unit Python decides (a Format_description, a Rotate) is
+    of the core's count walk for all of them (`UnitList.count_many`: slaves alike in all it reads
+    one job; the skipped units' forms under the placeholder and empty-transaction policies made
+    once per buffer): the counts stay the streams'. Only a buffer holding a unit Python decides (a Format_description, a Rotate) is
     walked slave by slave."""
     slaves = [([f"replicate-do-db={db}"], p) for db in ("shop", "crm", "analytics", "logs")
               for p in ("heartbeat", "placeholder", "empty-transaction")]
@@ -179,5 +179,5 @@ def test_every_slave_is_counted_in_one_walk_per_buffer(mixed_binlogs, monkeypatc
     assert_same(streamed, experiment_rows([mixed_binlogs], _topology(slaves).slaves, 150_000))
     many = [jobs for call, jobs in calls if call == "count_many"]
     alone = [1 for call, _ in calls if call == "count"]
-    assert many == [len(slaves)] * len(many) and len(many) >= len(buffers) // 2 >= 1, (many, buffers)
+    assert all(0 < jobs <= len(slaves) for jobs in many) and len(many) >= len(buffers) // 2 >= 1, (many, buffers)
     assert len(alone) <= 2 * len(slaves) * (len(buffers) - len(many)), (len(alone), buffers)
